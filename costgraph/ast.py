@@ -1,0 +1,162 @@
+"""Located syntax tree of a model file (what the parser hands the builder).
+
+Every node carries ``loc`` (a :class:`~costgraph.errors.Location`) so that the
+builder's errors point at the user's text. Expressions are kept unevaluated:
+whether ``a * b`` multiplies two tensors or two dimensions is decided by the
+builder from the values the names have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import Location
+
+
+# --- expressions -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Int:
+    value: int
+    loc: Location
+
+
+@dataclass(frozen=True)
+class String:
+    value: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - * /
+    left: "Expr"
+    right: "Expr"
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    args: tuple["Expr", ...]
+    kwargs: tuple[tuple[str, "Expr", Location], ...]
+    loc: Location
+
+
+Expr = Var | Int | String | BinOp | Call
+
+
+# --- statements -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Dim:
+    """``dim NAME [= expr] ["meaning"] [default expr]``."""
+
+    name: str
+    value: Expr | None
+    meaning: str | None
+    default: Expr | None
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Option:
+    """``option NAME = expr ["meaning"]``: a switch that changes the graph."""
+
+    name: str
+    value: Expr
+    meaning: str | None
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Input:
+    """``input NAME[shape] [role]``: a model input tensor."""
+
+    name: str
+    shape: tuple[Expr, ...]
+    role: str | None
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Assign:
+    targets: tuple[str, ...]
+    value: Expr
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``repeat COUNT as NAME { ... }``: a group kept rolled, with a symbolic count."""
+
+    count: Expr
+    name: str
+    body: tuple["Stmt", ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Return:
+    value: Expr
+    loc: Location
+
+
+Stmt = Dim | Option | Input | Assign | Repeat | Return
+
+
+# --- top level --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Param:
+    """A block parameter; ``shape`` (a pattern such as ``[B, S, H]``) marks a tensor."""
+
+    name: str
+    shape: tuple[Expr, ...] | None
+    default: Expr | None
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    body: tuple[Stmt, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Config:
+    """``config NAME { dim = value, ... }``: a named concrete configuration."""
+
+    name: str
+    settings: tuple[tuple[str, Expr, Location], ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Import:
+    path: str
+    loc: Location
+
+
+@dataclass
+class File:
+    path: str
+    imports: list[Import] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    models: list[Model] = field(default_factory=list)
+    configs: list[Config] = field(default_factory=list)

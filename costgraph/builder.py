@@ -1,0 +1,620 @@
+"""A :class:`~costgraph.loader.Program` → a :class:`~costgraph.graph.CostGraph`.
+
+Walks the model's statements once. Names are resolved here: a call names a
+block (user or library) or an operator of :data:`costgraph.ops.REGISTRY`.
+Each operator call becomes one node whose cost record comes from its rule;
+a ``repeat`` body is walked once with its count multiplied into every node
+and tensor made inside it. SymPy objects are made from the syntax tree only
+(never from text). Every mistake raises a located
+:class:`~costgraph.errors.CostgraphSemanticError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import sympy
+
+from . import ast
+from .errors import CostgraphSemanticError, Location
+from .graph import ONE, BlockInstance, Cost, CostGraph, DimInfo, Flops, Group, Tensor, Weight
+from .loader import BlockDef, Program
+from .ops import REGISTRY
+from .ops.registry import REQUIRED
+from .precision import ROLES
+from .symbols import STANDARD_MEANINGS, dim
+
+CONSTANTS = {"true": True, "false": False, "none": None}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Build-time settings: what changes the graph itself.
+
+    ``dropout`` — training with dropout (default) or without: without, every
+    ``dropout`` call is the identity and its mask is not kept.
+    ``options`` — values for the model's ``option`` switches (``bias=False``).
+    """
+
+    dropout: bool = True
+    options: Mapping[str, object] = field(default_factory=dict)
+
+
+def same(a, b) -> bool:
+    """Exact symbolic equality of two dimension expressions."""
+    return sympy.expand(a - b) == 0
+
+
+def _describe(v) -> str:
+    if isinstance(v, Tensor):
+        return f"a tensor {v.shape_str()}"
+    if isinstance(v, bool):
+        return f"the value {str(v).lower()}"
+    if v is None:
+        return "none"
+    if isinstance(v, tuple):
+        return f"{len(v)} tensors"
+    if isinstance(v, str):
+        return f'the string "{v}"'
+    return f"the dimension {v}"
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class Scope:
+    """Variables visible at one place; a repeat body reads through to its parent."""
+
+    def __init__(self, parent: "Scope | None" = None):
+        self.vars: dict = {}
+        self.parent = parent
+
+    def get(self, name: str):
+        s = self
+        while s is not None:
+            if name in s.vars:
+                return s.vars[name]
+            s = s.parent
+        raise KeyError(name)
+
+    def has(self, name: str) -> bool:
+        try:
+            self.get(name)
+            return True
+        except KeyError:
+            return False
+
+    def names(self) -> set[str]:
+        out = set(self.vars)
+        if self.parent:
+            out |= self.parent.names()
+        return out
+
+
+class OpContext:
+    """What an operator rule sees: its arguments and ways to declare its costs."""
+
+    def __init__(self, builder: "Builder", kind: str, path: str, args: dict, loc: Location):
+        self.b = builder
+        self.kind = kind
+        self.path = path
+        self.args = args
+        self.loc = loc
+        self.settings = builder.settings
+        self.outputs: list[Tensor] = []
+        self.cost = dict(forward=Flops(), backward_input=Flops(), backward_weight=Flops())
+        self.weights: list[str] = []
+        self.tied: list[str] = []
+        self.saved: list[str] = []
+        self.is_identity = False
+
+    def __getitem__(self, name):
+        return self.args[name]
+
+    def fail(self, message: str, hint: str | None = None):
+        raise CostgraphSemanticError(message, self.loc, hint)
+
+    def same(self, a, b) -> bool:
+        return same(a, b)
+
+    def output(self, shape, role: str = "act", view_of: Tensor | None = None) -> Tensor:
+        tid = f"{self.path}:{len(self.outputs)}"
+        t = Tensor(tid, tuple(sympy.sympify(d) for d in shape), role,
+                   view_of.storage if view_of is not None else tid, self.b.count, self.path)
+        self.outputs.append(t)
+        return t
+
+    def aux(self, suffix: str, shape, role: str) -> Tensor:
+        """A tensor the op makes and keeps but does not pass on (a dropout mask)."""
+        tid = f"{self.path}/{suffix}"
+        t = Tensor(tid, tuple(shape), role, tid, self.b.count, self.path)
+        self.b.cg.tensors[tid] = t
+        return t
+
+    def identity(self, x: Tensor) -> Tensor:
+        self.is_identity = True
+        return x
+
+    def weight(self, suffix: str, shape, tied: str | None = None) -> str:
+        shape = tuple(sympy.sympify(d) for d in shape)
+        if tied is not None:
+            wid = self.b.find_weight(tied, self.loc)
+            have = self.b.cg.weights[wid].shape
+            if len(have) != len(shape) or not all(same(p, q) for p, q in zip(have, shape)):
+                self.fail(f"cannot tie to '{tied}': its weight is [{', '.join(map(str, have))}], "
+                          f"this {self.kind} needs [{', '.join(map(str, shape))}]")
+            self.tied.append(wid)
+            return wid
+        wid = f"{self.path}/{suffix}"
+        self.b.cg.weights[wid] = Weight(wid, shape, self.b.count)
+        self.weights.append(wid)
+        return wid
+
+    def forward(self, f: Flops):
+        self.cost["forward"] = self.cost["forward"] + f
+
+    def backward_input(self, f: Flops):
+        self.cost["backward_input"] = self.cost["backward_input"] + f
+
+    def backward_weight(self, f: Flops):
+        self.cost["backward_weight"] = self.cost["backward_weight"] + f
+
+    def save(self, *tensors: Tensor):
+        for t in tensors:
+            if t.id not in self.saved:
+                self.saved.append(t.id)
+
+    def broadcast(self, x: Tensor, y: Tensor) -> tuple:
+        out = []
+        for i in range(1, max(len(x.shape), len(y.shape)) + 1):
+            p = x.shape[-i] if i <= len(x.shape) else ONE
+            q = y.shape[-i] if i <= len(y.shape) else ONE
+            if same(p, q) or q == 1:
+                out.append(p)
+            elif p == 1:
+                out.append(q)
+            else:
+                self.fail(f"shapes do not broadcast: {x.shape_str()} and {y.shape_str()}")
+        return tuple(reversed(out))
+
+
+class Builder:
+    """Walks a program once and fills a :class:`CostGraph`."""
+
+    def __init__(self, program: Program, settings: Settings):
+        self.program = program
+        self.settings = settings
+        self.cg = CostGraph(program.model.name, program.model.loc.file)
+        self.count = ONE
+        self.path: list[str] = []
+        self.used: dict[tuple, set] = {}
+        self.block_stack: list[str] = []
+
+    # --- naming ------------------------------------------------------------
+    def claim(self, name: str, explicit: bool, loc: Location) -> str:
+        used = self.used.setdefault(tuple(self.path), set())
+        if name in used:
+            if explicit:
+                where = "/".join(self.path) or "the model"
+                raise CostgraphSemanticError(f"the name '{name}' is used twice in {where}", loc,
+                                             hint="give each call its own name=")
+            i = 1
+            while f"{name}_{i}" in used:
+                i += 1
+            name = f"{name}_{i}"
+        used.add(name)
+        return "/".join([*self.path, name])
+
+    def find_weight(self, name: str, loc: Location) -> str:
+        for depth in range(len(self.path), -1, -1):
+            wid = "/".join([*self.path[:depth], name, "weight"])
+            if wid in self.cg.weights:
+                return wid
+        owners = sorted({w.rsplit("/", 1)[0] for w in self.cg.weights})
+        close = difflib.get_close_matches(name, owners, n=1)
+        raise CostgraphSemanticError(
+            f"nothing named '{name}' with a weight to tie to", loc,
+            hint=f"did you mean '{close[0]}'?" if close else "tie to a node built earlier, e.g. tied=wte")
+
+    # --- model -------------------------------------------------------------
+    def build(self) -> CostGraph:
+        model = self.program.model
+        scope = Scope()
+        for opt, value in self.settings.options.items():
+            if not any(isinstance(s, ast.Option) and s.name == opt for s in model.body):
+                options = [s.name for s in model.body if isinstance(s, ast.Option)]
+                raise CostgraphSemanticError(
+                    f"model '{model.name}' has no option '{opt}'", model.loc,
+                    hint=("its options: " + ", ".join(options)) if options else "it has no options")
+        try:
+            self.run(model.body, scope, where="model")
+        except _Return as r:
+            outs = r.value if isinstance(r.value, tuple) else (r.value,)
+            for o in outs:
+                if not isinstance(o, Tensor):
+                    raise CostgraphSemanticError(f"a model returns tensors, not {_describe(o)}", model.loc)
+            self.cg.outputs = tuple(o.id for o in outs)
+            self._configs()
+            return self.cg
+        raise CostgraphSemanticError(f"model '{model.name}' returns nothing", model.loc,
+                                     hint="end the model with `return logits` (its output tensor)")
+
+    def _configs(self):
+        for cfg in self.program.file.configs:
+            values = {}
+            for name, expr, loc in cfg.settings:
+                if name not in self.cg.dims and name not in self.cg.options:
+                    raise CostgraphSemanticError(
+                        f"configuration '{cfg.name}' sets '{name}', which is not a dimension of '{self.cg.name}'",
+                        loc, hint=self._did_you_mean(name, set(self.cg.dims) | set(self.cg.options)))
+                if name in self.cg.dims and self.cg.dims[name].derived is not None:
+                    raise CostgraphSemanticError(f"'{name}' is derived; a configuration cannot set it", loc)
+                v = self.eval(expr, Scope())
+                if not (isinstance(v, sympy.Integer) and v > 0) and not isinstance(v, bool):
+                    raise CostgraphSemanticError(f"'{name}' must be a positive whole number, got {_describe(v)}", loc)
+                values[name] = v if isinstance(v, bool) else int(v)
+            if cfg.name in self.cg.configs:
+                raise CostgraphSemanticError(f"configuration '{cfg.name}' is defined twice", cfg.loc)
+            self.cg.configs[cfg.name] = values
+
+    # --- statements --------------------------------------------------------
+    def run(self, body, scope: Scope, where: str):
+        for stmt in body:
+            self.stmt(stmt, scope, where)
+
+    def stmt(self, st, scope: Scope, where: str):
+        if isinstance(st, ast.Assign):
+            value = self.eval(st.value, scope)
+            if len(st.targets) == 1:
+                scope.vars[st.targets[0]] = value
+                return
+            if not isinstance(value, tuple) or len(value) != len(st.targets):
+                raise CostgraphSemanticError(
+                    f"{len(st.targets)} names on the left, but the right gives {_describe(value)}", st.loc)
+            for name, v in zip(st.targets, value):
+                scope.vars[name] = v
+        elif isinstance(st, ast.Return):
+            raise _Return(self.eval(st.value, scope))
+        elif isinstance(st, ast.Repeat):
+            self.repeat(st, scope)
+        elif isinstance(st, ast.Dim):
+            self.dim_stmt(st, scope, where)
+        elif isinstance(st, ast.Option):
+            if where != "model":
+                raise CostgraphSemanticError("options belong to the model, not to a block or repeat", st.loc)
+            value = self.settings.options.get(st.name, self.eval(st.value, scope))
+            scope.vars[st.name] = value
+            self.cg.options[st.name] = value
+        elif isinstance(st, ast.Input):
+            if where != "model":
+                raise CostgraphSemanticError("inputs belong to the model", st.loc,
+                                             hint="a block takes tensors as parameters: block f(x[B, S, H])")
+            role = st.role or "act"
+            if role not in ROLES:
+                raise CostgraphSemanticError(f"unknown tensor role '{role}'", st.loc,
+                                             hint="one of: " + ", ".join(ROLES))
+            shape = tuple(self.eval_dim(e, scope, f"the shape of '{st.name}'") for e in st.shape)
+            path = self.claim(st.name, True, st.loc)
+            t = Tensor(path, shape, role, path, self.count, path)
+            self.cg.tensors[path] = t
+            self.cg.graph.add_node(path, kind="input", inputs=(), outputs=(path,), attrs={},
+                                   loc=st.loc, count=self.count, cost=Cost(), group=None)
+            scope.vars[st.name] = t
+
+    def dim_stmt(self, st: ast.Dim, scope: Scope, where: str):
+        if st.name in scope.vars:
+            raise CostgraphSemanticError(f"'{st.name}' is already defined", st.loc)
+        if st.value is not None:
+            value = self.eval_dim(st.value, scope, f"dimension '{st.name}'")
+            scope.vars[st.name] = value
+            if where == "model":
+                self.cg.dims[st.name] = DimInfo(st.name, dim(st.name), st.meaning or "", None, value)
+            return
+        if where != "model":
+            raise CostgraphSemanticError(
+                f"a free dimension '{st.name}' can only be declared in the model", st.loc,
+                hint="pass it to the block as a parameter, or bind it from a shape: block f(x[B, S, H])")
+        default = None
+        if st.default is not None:
+            d = self.eval(st.default, scope)
+            if not (isinstance(d, sympy.Integer) and d > 0):
+                raise CostgraphSemanticError(f"the default of '{st.name}' must be a positive whole number", st.loc)
+            default = int(d)
+        meaning = st.meaning or STANDARD_MEANINGS.get(st.name, "")
+        scope.vars[st.name] = dim(st.name)
+        self.cg.dims[st.name] = DimInfo(st.name, dim(st.name), meaning, default)
+
+    def repeat(self, st: ast.Repeat, scope: Scope):
+        count = self.eval_dim(st.count, scope, "a repeat count")
+        path = self.claim(st.name, True, st.loc)
+        assigned = _assigned_names(st.body)
+        carried = sorted(n for n in assigned if scope.has(n) and isinstance(scope.get(n), Tensor))
+        outer_count = self.count
+        self.count = outer_count * count
+        body = Scope(scope)
+        for name in carried:
+            t = scope.get(name)
+            cid = f"{path}/{name}@in"
+            body.vars[name] = Tensor(cid, t.shape, t.role, cid, self.count, t.producer)
+            self.cg.tensors[cid] = body.vars[name]
+        self.cg.groups[path] = Group(path, count, self.count, st.loc, tuple(carried))
+        self.path.append(st.name)
+        self.run(st.body, body, where="repeat")
+        self.path.pop()
+        self.count = outer_count
+        for name in carried:
+            before, after = scope.get(name), body.vars[name]
+            if not isinstance(after, Tensor) or len(after.shape) != len(before.shape) or not all(
+                    same(p, q) for p, q in zip(before.shape, after.shape)):
+                raise CostgraphSemanticError(
+                    f"the repeat body changes '{name}' from {_describe(before)} to {_describe(after)}; "
+                    "each iteration must hand the next one the same shape", st.loc)
+            oid = f"{path}/{name}@out"
+            out = Tensor(oid, after.shape, after.role, oid, outer_count, after.producer)
+            self.cg.tensors[oid] = out
+            self._set_outer(scope, name, out)
+
+    @staticmethod
+    def _set_outer(scope: Scope, name: str, value):
+        s = scope
+        while s is not None and name not in s.vars:
+            s = s.parent
+        (s or scope).vars[name] = value
+
+    # --- expressions -------------------------------------------------------
+    def eval(self, e, scope: Scope):
+        if isinstance(e, ast.Int):
+            return sympy.Integer(e.value)
+        if isinstance(e, ast.String):
+            return e.value
+        if isinstance(e, ast.Var):
+            if scope.has(e.name):
+                return scope.get(e.name)
+            if e.name in CONSTANTS:
+                return CONSTANTS[e.name]
+            raise CostgraphSemanticError(f"'{e.name}' is not defined", e.loc,
+                                         hint=self._did_you_mean(e.name, scope.names()))
+        if isinstance(e, ast.BinOp):
+            return self.binop(e, scope)
+        if isinstance(e, ast.Call):
+            return self.call(e, scope)
+        raise AssertionError(e)
+
+    def eval_dim(self, e, scope: Scope, what: str):
+        v = self.eval(e, scope)
+        if isinstance(v, (bool, Tensor, tuple, str)) or v is None:
+            raise CostgraphSemanticError(f"{what} must be a dimension expression, got {_describe(v)}",
+                                         getattr(e, "loc", None))
+        return v
+
+    def binop(self, e: ast.BinOp, scope: Scope):
+        left, right = self.eval(e.left, scope), self.eval(e.right, scope)
+        if isinstance(left, Tensor) and isinstance(right, Tensor):
+            kind = {"+": "add", "-": "sub", "*": "mul"}.get(e.op)
+            if kind is None:
+                raise CostgraphSemanticError("tensors cannot be divided with '/'", e.loc)
+            return self.apply_op(kind, {"x": left, "y": right}, None, e.loc)
+        if isinstance(left, sympy.Expr) and isinstance(right, sympy.Expr):
+            return {"+": left + right, "-": left - right, "*": left * right, "/": left / right}[e.op]
+        hint = "multiply a tensor by a constant with scale(x)" if Tensor in (type(left), type(right)) else None
+        raise CostgraphSemanticError(
+            f"cannot apply '{e.op}' to {_describe(left)} and {_describe(right)}", e.loc, hint=hint)
+
+    def call(self, e: ast.Call, scope: Scope):
+        table = self.program.blocks if not self.block_stack else self._block_table()
+        if e.name in table:
+            return self.call_block(table[e.name], e, scope)
+        if e.name in REGISTRY:
+            spec = REGISTRY[e.name]
+            args, name = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
+            return self.apply_op(e.name, args, name, e.loc)
+        raise CostgraphSemanticError(
+            f"unknown operator or block '{e.name}'", e.loc,
+            hint=self._did_you_mean(e.name, set(REGISTRY) | set(table), "operators: " + ", ".join(sorted(REGISTRY))))
+
+    def _block_table(self):
+        return self._current_block.table
+
+    def _bind(self, e: ast.Call, scope: Scope, params, what: str, block_scope: Scope | None = None):
+        """Match a call's arguments to ``params`` [(name, kind, default)]."""
+        given: dict[str, tuple] = {}
+        names = [p[0] for p in params]
+        if len(e.args) > len(params):
+            raise CostgraphSemanticError(
+                f"{what} takes {len(params)} argument(s) ({', '.join(names)}), {len(e.args)} given", e.loc)
+        for (pname, _, _), arg in zip(params, e.args):
+            given[pname] = (arg, arg.loc)
+        node_name = None
+        for kw, value, loc in e.kwargs:
+            if kw == "name":
+                if not isinstance(value, ast.Var):
+                    raise CostgraphSemanticError("name= takes a bare name, e.g. name=attn", loc)
+                node_name = value.name
+                continue
+            if kw not in names:
+                raise CostgraphSemanticError(
+                    f"{what} has no argument '{kw}'", loc,
+                    hint=self._did_you_mean(kw, set(names), "its arguments: " + ", ".join(names)))
+            if kw in given:
+                raise CostgraphSemanticError(f"argument '{kw}' of {what} is given twice", loc)
+            given[kw] = (value, loc)
+        args = {}
+        for pname, kind, default in params:
+            if pname not in given:
+                if default is REQUIRED:
+                    raise CostgraphSemanticError(f"{what} needs the argument '{pname}'", e.loc,
+                                                 hint=f"{what}({', '.join(names)})")
+                args[pname] = default
+                continue
+            expr, loc = given[pname]
+            args[pname] = self._eval_kind(expr, kind, scope, f"argument '{pname}' of {what}", loc)
+        return args, node_name
+
+    def _eval_kind(self, expr, kind: str, scope: Scope, what: str, loc: Location):
+        if kind == "ident":
+            if isinstance(expr, ast.Var) and expr.name in CONSTANTS and CONSTANTS[expr.name] is None:
+                return None
+            if not isinstance(expr, ast.Var):
+                raise CostgraphSemanticError(f"{what} takes a bare name", loc)
+            return expr.name
+        v = self.eval(expr, scope)
+        ok = {"tensor": isinstance(v, Tensor),
+              "bool": isinstance(v, bool),
+              "dim": isinstance(v, sympy.Expr),
+              "any": True}[kind]
+        if not ok:
+            want = {"tensor": "a tensor", "bool": "true or false", "dim": "a dimension expression"}[kind]
+            raise CostgraphSemanticError(f"{what} must be {want}, got {_describe(v)}", loc)
+        return v
+
+    def apply_op(self, kind: str, args: dict, name: str | None, loc: Location):
+        path = self.claim(name or kind, name is not None, loc)
+        ctx = OpContext(self, kind, path, args, loc)
+        result = REGISTRY[kind].rule(ctx)
+        if ctx.is_identity:
+            return result
+        inputs = [v for v in args.values() if isinstance(v, Tensor)]
+        cost = Cost(ctx.cost["forward"], ctx.cost["backward_input"], ctx.cost["backward_weight"],
+                    tuple(ctx.weights), tuple(ctx.tied), tuple(ctx.saved))
+        attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
+        self.cg.graph.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
+                               outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
+                               count=self.count, cost=cost, group=self._group())
+        for t in ctx.outputs:
+            self.cg.tensors[t.id] = t
+        for t in inputs:
+            self.cg.graph.add_edge(t.producer, path, key=t.id, tensor=t.id, shape=t.shape, role=t.role)
+        return result
+
+    def _group(self) -> str | None:
+        for depth in range(len(self.path), 0, -1):
+            p = "/".join(self.path[:depth])
+            if p in self.cg.groups:
+                return p
+        return None
+
+    def call_block(self, bdef: BlockDef, e: ast.Call, scope: Scope):
+        block = bdef.node
+        if block.name in [b.node.name for b in self._stack_defs]:
+            chain = " → ".join([*(b.node.name for b in self._stack_defs), block.name])
+            raise CostgraphSemanticError(f"blocks call each other in a cycle: {chain}", e.loc,
+                                         hint="a block cannot call itself; use repeat for depth")
+        inner = Scope()
+        # bind positionally/by keyword first (evaluated in the caller's scope) ...
+        given_args, node_name = self._bind_block(e, scope, block)
+        path = self.claim(node_name or block.name, node_name is not None, e.loc)
+        self.cg.blocks[path] = BlockInstance(path, block.name, self.count, e.loc)
+        # ... then match shapes and evaluate defaults in the block's own scope.
+        for p in block.params:
+            if p.name in given_args:
+                v = given_args[p.name]
+            elif p.default is not None:
+                v = self.eval(p.default, inner)
+            else:
+                raise CostgraphSemanticError(f"block {block.name} needs the argument '{p.name}'", e.loc,
+                                             hint=f"{block.name}({', '.join(q.name for q in block.params)})")
+            if p.shape is not None:
+                self._match_shape(p, v, inner, block, e.loc)
+            inner.vars[p.name] = v
+        self._stack_defs.append(bdef)
+        self.path.append(path.rsplit("/", 1)[-1])
+        try:
+            self.run(block.body, inner, where="block")
+        except _Return as r:
+            return r.value
+        finally:
+            self.path.pop()
+            self._stack_defs.pop()
+        raise CostgraphSemanticError(f"block '{block.name}' returns nothing", block.loc,
+                                     hint="end the block with `return y`")
+
+    @property
+    def _stack_defs(self) -> list[BlockDef]:
+        return self.block_stack  # type: ignore[return-value]
+
+    @property
+    def _current_block(self) -> BlockDef:
+        return self.block_stack[-1]  # type: ignore[return-value]
+
+    def _bind_block(self, e: ast.Call, scope: Scope, block: ast.Block):
+        names = [p.name for p in block.params]
+        if len(e.args) > len(names):
+            raise CostgraphSemanticError(
+                f"block {block.name} takes {len(names)} argument(s) ({', '.join(names)}), {len(e.args)} given", e.loc)
+        given = {}
+        for name, arg in zip(names, e.args):
+            given[name] = self.eval(arg, scope)
+        node_name = None
+        for kw, value, loc in e.kwargs:
+            if kw == "name":
+                if not isinstance(value, ast.Var):
+                    raise CostgraphSemanticError("name= takes a bare name, e.g. name=attn", loc)
+                node_name = value.name
+                continue
+            if kw not in names:
+                raise CostgraphSemanticError(f"block {block.name} has no argument '{kw}'", loc,
+                                             hint=self._did_you_mean(kw, set(names), "its arguments: " + ", ".join(names)))
+            if kw in given:
+                raise CostgraphSemanticError(f"argument '{kw}' of {block.name} is given twice", loc)
+            given[kw] = self.eval(value, scope)
+        return given, node_name
+
+    def _match_shape(self, p: ast.Param, v, inner: Scope, block: ast.Block, loc: Location):
+        pattern = "[" + ", ".join(_show(x) for x in p.shape) + "]"
+        if not isinstance(v, Tensor):
+            raise CostgraphSemanticError(f"argument '{p.name}' of {block.name} must be a tensor {pattern}, "
+                                         f"got {_describe(v)}", loc)
+        if len(p.shape) != len(v.shape):
+            raise CostgraphSemanticError(
+                f"argument '{p.name}' of {block.name} must have {len(p.shape)} dimensions {pattern}, "
+                f"got {v.shape_str()}", loc)
+        for pat, actual in zip(p.shape, v.shape):
+            if isinstance(pat, ast.Var) and pat.name not in inner.vars:
+                inner.vars[pat.name] = actual
+                continue
+            expected = self.eval_dim(pat, inner, f"the shape of '{p.name}'")
+            if not same(expected, actual):
+                raise CostgraphSemanticError(
+                    f"argument '{p.name}' of {block.name} must be {pattern}, got {v.shape_str()} "
+                    f"({expected} ≠ {actual})", loc)
+
+    @staticmethod
+    def _did_you_mean(name: str, candidates, otherwise: str | None = None) -> str | None:
+        close = difflib.get_close_matches(name, sorted(candidates), n=1)
+        return f"did you mean '{close[0]}'?" if close else otherwise
+
+
+def _show(e) -> str:
+    if isinstance(e, ast.Var):
+        return e.name
+    if isinstance(e, ast.Int):
+        return str(e.value)
+    if isinstance(e, ast.BinOp):
+        return f"{_show(e.left)}{e.op}{_show(e.right)}"
+    return "…"
+
+
+def _assigned_names(body) -> set[str]:
+    out = set()
+    for st in body:
+        if isinstance(st, ast.Assign):
+            out.update(st.targets)
+        elif isinstance(st, ast.Repeat):
+            out |= _assigned_names(st.body)
+    return out
+
+
+def build(program: Program, settings: Settings = Settings()) -> CostGraph:
+    """Build the operator graph of ``program`` under ``settings``.
+
+    Raises
+    ------
+    CostgraphSemanticError
+        For unknown names, wrong arguments, shape mismatches (with both
+        shapes), block cycles, and other mistakes, located in the file.
+    """
+    return Builder(program, settings).build()

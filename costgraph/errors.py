@@ -1,0 +1,77 @@
+"""User-facing errors, each with a source location.
+
+Every error a user can cause (a malformed model file, an unknown operator, a
+shape mismatch, a bad ``--set`` value) is a :class:`CostgraphError`. Its
+``str()`` is printed by the CLI as it is, gcc-style::
+
+    models/bad.cg:4:11: error: unknown operator 'lineer'
+        x = lineer(x, h)
+            ^
+    hint: did you mean 'linear'?
+
+The CLI exits with status 2 on these and prints no traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A position in a model file: 1-based ``line`` and ``column``."""
+
+    file: str
+    line: int
+    column: int
+    source_line: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class CostgraphError(Exception):
+    """A mistake in user input, reported with its location and a hint.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in the user's terms.
+    loc : Location, optional
+        Where; its source line is drawn with a caret under the column.
+    hint : str, optional
+        What to do about it.
+    """
+
+    kind = "error"
+
+    def __init__(self, message: str, loc: Location | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+
+    def __str__(self) -> str:
+        head = f"{self.loc}: " if self.loc else ""
+        lines = [f"{head}{self.kind}: {self.message}"]
+        if self.loc and self.loc.source_line:
+            text = self.loc.source_line.rstrip("\n")
+            lines.append("    " + text)
+            lines.append("    " + " " * (self.loc.column - 1) + "^")
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+
+class CostgraphSyntaxError(CostgraphError):
+    """The text does not follow the grammar (``grammars/costgraph.lark``)."""
+
+    kind = "syntax error"
+
+
+class CostgraphSemanticError(CostgraphError):
+    """The text parses but does not describe a valid architecture."""
+
+
+class CostgraphValueError(CostgraphError):
+    """A value given on the command line or to the API is unusable."""

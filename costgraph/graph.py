@@ -1,0 +1,171 @@
+"""The operator graph and the records its nodes carry.
+
+A :class:`CostGraph` wraps a ``networkx.MultiDiGraph``:
+
+* one node per operator instance, keyed by its hierarchical path
+  (``layers/attn/c_attn``), with attributes ``kind`` (operator name),
+  ``inputs``/``outputs`` (tensor ids), ``attrs`` (the call's arguments),
+  ``loc`` (source location), ``count`` (how many instances: the product of the
+  counts of the enclosing ``repeat`` groups, a SymPy expression such as ``l``)
+  and ``cost`` (a :class:`Cost`);
+* model inputs are nodes of kind ``input``;
+* one edge per tensor flowing from its producer to a consumer, keyed by the
+  tensor id, with attributes ``tensor``, ``shape`` and ``role``.
+
+A repeated group is built once (its nodes carry the count); the graph stays a
+DAG: the value a group hands from one iteration to the next is a separate
+*carried* tensor whose producer is the node that feeds the first iteration.
+Analyses (totals, KV cache, sharding, ...) are functions over this structure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+import networkx as nx
+import sympy
+
+from .errors import Location
+
+Expr = sympy.Expr
+ZERO = sympy.Integer(0)
+ONE = sympy.Integer(1)
+
+
+def numel(shape: tuple[Expr, ...]) -> Expr:
+    """Number of elements of a tensor of this shape (1 for a scalar)."""
+    return sympy.Mul(*shape) if shape else ONE
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor value: ``shape`` (SymPy expressions), ``role`` (see
+    :mod:`costgraph.precision`), and the tensor whose ``storage`` it shares
+    (itself unless it is a view: split, transpose, split_heads).
+    ``count`` is how many such tensors exist (product of enclosing repeats)."""
+
+    id: str
+    shape: tuple[Expr, ...]
+    role: str
+    storage: str
+    count: Expr
+    producer: str
+
+    @property
+    def numel(self) -> Expr:
+        return numel(self.shape)
+
+    def shape_str(self) -> str:
+        return "[" + ", ".join(str(d) for d in self.shape) + "]"
+
+
+@dataclass(frozen=True)
+class Weight:
+    """A parameter tensor owned by one node (``path`` = ``node/weight``)."""
+
+    path: str
+    shape: tuple[Expr, ...]
+    count: Expr
+
+    @property
+    def numel(self) -> Expr:
+        return numel(self.shape)
+
+
+@dataclass(frozen=True)
+class Flops:
+    """FLOPs split by kind: ``matmul`` (2 per multiply-add of a matrix
+    product) and ``other`` (norms, softmax, activations, elementwise ops; the
+    per-element counts are in :mod:`costgraph.ops.elementwise`)."""
+
+    matmul: Expr = ZERO
+    other: Expr = ZERO
+
+    def __add__(self, o: "Flops") -> "Flops":
+        return Flops(self.matmul + o.matmul, self.other + o.other)
+
+    def under(self, convention: str) -> Expr:
+        """The count under a FLOP convention (see :mod:`costgraph.conventions`)."""
+        return self.matmul if convention == "matmul" else self.matmul + self.other
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The cost record of one operator instance (one instance, not × count).
+
+    ``forward``; ``backward_input`` (gradients with respect to the inputs)
+    and ``backward_weight`` (gradients with respect to the parameters);
+    ``weights`` (ids of parameters this node owns), ``tied`` (ids of
+    parameters it reads but another node owns), ``saved`` (ids of tensors it
+    keeps for the backward pass; bytes are counted per storage, once).
+    """
+
+    forward: Flops = Flops()
+    backward_input: Flops = Flops()
+    backward_weight: Flops = Flops()
+    weights: tuple[str, ...] = ()
+    tied: tuple[str, ...] = ()
+    saved: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Group:
+    """A ``repeat`` group: ``path``, its own ``count`` and the product of the
+    counts around and including it (``multiplicity``)."""
+
+    path: str
+    count: Expr
+    multiplicity: Expr
+    loc: Location
+    carried: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BlockInstance:
+    """A call of a user block (``attention``) at ``path``."""
+
+    path: str
+    kind: str
+    count: Expr
+    loc: Location
+
+
+@dataclass(frozen=True)
+class DimInfo:
+    """A dimension of the model: its symbol, meaning, default value, or the
+    expression it stands for when derived (``ffn = 4*h``)."""
+
+    name: str
+    symbol: sympy.Symbol
+    meaning: str
+    default: int | None = None
+    derived: Expr | None = None
+
+
+@dataclass
+class CostGraph:
+    """A model's operator graph with everything analyses need."""
+
+    name: str
+    source: str
+    graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    weights: dict[str, Weight] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+    blocks: dict[str, BlockInstance] = field(default_factory=dict)
+    dims: dict[str, DimInfo] = field(default_factory=dict)
+    options: dict[str, object] = field(default_factory=dict)
+    configs: dict[str, dict[str, int]] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+
+    def ops(self):
+        """Operator nodes (``kind`` ≠ ``input``) in program order: ``(path, data)``."""
+        return [(n, d) for n, d in self.graph.nodes(data=True) if d["kind"] != "input"]
+
+    def node(self, path: str) -> dict:
+        return self.graph.nodes[path]
+
+    def symbols(self) -> dict[str, str]:
+        """Free dimension symbols (not derived) → meaning."""
+        return {d.name: d.meaning for d in self.dims.values() if d.derived is None}

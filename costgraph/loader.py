@@ -1,0 +1,145 @@
+"""Model files and their imports → a :class:`Program` ready to build.
+
+Resolves ``import "path"`` relative to the importing file first, then in the
+bundled library (``models/``, e.g. ``import "std/attention.cg"``), detects
+import cycles, and gathers the blocks each file can call. Bundled files are
+read through :mod:`costgraph.resources` and named by their path inside
+``models/`` in messages.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ast
+from .errors import CostgraphSemanticError, CostgraphValueError
+from .parser import parse
+from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names
+
+
+@dataclass
+class BlockDef:
+    """A block and the names its body can call (its file's block table)."""
+
+    node: ast.Block
+    table: dict[str, "BlockDef"]
+
+
+@dataclass
+class Program:
+    """One model with every block it can reach."""
+
+    file: ast.File
+    model: ast.Model
+    blocks: dict[str, BlockDef] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Source:
+    key: str        # identity for cycle detection
+    display: str    # name in messages
+    text: str
+    directory: Path | None  # for relative imports; None for bundled files
+
+
+class _Loader:
+    def __init__(self):
+        self.tables: dict[str, dict[str, BlockDef]] = {}
+        self.stack: list[str] = []
+
+    def load(self, src: _Source) -> tuple[ast.File, dict[str, BlockDef]]:
+        f = parse(src.text, src.display)
+        table: dict[str, BlockDef] = {}
+        for imp in f.imports:
+            dep = self._resolve(imp, src)
+            if dep.key in self.stack:
+                chain = " → ".join([*self.stack[self.stack.index(dep.key):], dep.key])
+                raise CostgraphSemanticError(
+                    f"import cycle: {chain}", imp.loc, hint="move the shared blocks into a third file")
+            if dep.key not in self.tables:
+                self.stack.append(dep.key)
+                self.load_into_tables(dep)
+                self.stack.pop()
+            for name, bdef in self.tables[dep.key].items():
+                if name in table and table[name] is not bdef:
+                    raise CostgraphSemanticError(
+                        f"block '{name}' is defined in two imported files", imp.loc)
+                table[name] = bdef
+        for block in f.blocks:
+            if block.name in table and table[block.name].node.loc.file == block.loc.file:
+                raise CostgraphSemanticError(f"block '{block.name}' is defined twice", block.loc)
+            table[block.name] = BlockDef(block, table)  # a local block shadows an imported one
+        return f, table
+
+    def load_into_tables(self, src: _Source) -> None:
+        _, table = self.load(src)
+        self.tables[src.key] = table
+
+    def _resolve(self, imp: ast.Import, src: _Source) -> _Source:
+        if src.directory is not None:
+            candidate = (src.directory / imp.path)
+            if candidate.is_file():
+                return _file_source(candidate)
+        entry = bundled_import(imp.path)
+        if entry is not None:
+            return _Source("bundled:" + imp.path, imp.path, entry.read_text(encoding="utf-8"), None)
+        raise CostgraphSemanticError(
+            f"cannot find the imported file '{imp.path}'", imp.loc,
+            hint="paths are relative to the importing file, or name a bundled library file such as 'std/attention.cg'")
+
+
+def _file_source(path: Path) -> _Source:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CostgraphValueError(f"cannot read {path}: {e}") from None
+    return _Source(str(path.resolve()), str(path), text, path.parent)
+
+
+def source_for(model: str) -> _Source:
+    """A model given by bundled name (``gpt``) or by path (``my/model.cg``).
+
+    Raises
+    ------
+    CostgraphValueError
+        If it is neither, with a "did you mean" among the bundled names.
+    """
+    path = Path(model)
+    if path.suffix == MODEL_SUFFIX or path.exists():
+        if not path.is_file():
+            raise CostgraphValueError(f"no such model file: {model}")
+        return _file_source(path)
+    entry = bundled_model(model)
+    if entry is None:
+        names = bundled_model_names()
+        close = difflib.get_close_matches(model, names, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise CostgraphValueError(
+            f"unknown model '{model}'",
+            hint=hint + "bundled models: " + ", ".join(names) + "; or give a path to a .cg file")
+    return _Source("bundled:" + model, f"{model}{MODEL_SUFFIX}", entry.read_text(encoding="utf-8"), None)
+
+
+def load_program(model: str | None = None, *, text: str | None = None, path: str = "<string>") -> Program:
+    """Parse a model (by name or path, or from ``text``) and everything it imports.
+
+    Raises
+    ------
+    CostgraphSyntaxError, CostgraphSemanticError, CostgraphValueError
+    """
+    if text is not None:
+        src = _Source(path, path, text, Path(path).parent if path != "<string>" else Path.cwd())
+    else:
+        src = source_for(model)
+    loader = _Loader()
+    loader.stack.append(src.key)
+    f, table = loader.load(src)
+    if len(f.models) != 1:
+        from .errors import Location
+        where = f.models[1].loc if len(f.models) > 1 else Location(src.display, 1, 1)
+        raise CostgraphSemanticError(
+            f"a model file must define exactly one model, found {len(f.models)}", where,
+            hint="write `model NAME { ... }`; put shared blocks in a file of their own and import it")
+    return Program(f, f.models[0], table)

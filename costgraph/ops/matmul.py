@@ -1,0 +1,75 @@
+"""Matrix products: ``linear``, ``matmul`` and the ``embedding`` lookup.
+
+FLOP convention: an (m×k)·(k×n) product costs ``2mkn`` FLOPs, one multiply
+and one add per multiply-add (Megatron-LM, Narayanan et al. 2021 §5.1;
+PaLM App. B; PyTorch ``FlopCounterMode``). Backward: the input gradient
+``dX = dY·Wᵀ`` and the weight gradient ``dW = Xᵀ·dY`` each cost as much as
+the forward product; a product of two activations has two input gradients and
+no weight gradient. Weights use PyTorch's layouts: ``Linear`` ``[out, in]``,
+``Embedding`` ``[num, dim]``, so a tied head reads the embedding matrix as is.
+"""
+
+from __future__ import annotations
+
+from ..graph import Flops, numel
+from .registry import op
+
+
+@op("linear", "y = x·Wᵀ (+ bias); x [..., in] → [..., out]",
+    x="tensor", out="dim", bias=("bool", True), tied=("ident", None))
+def linear(c):
+    x = c["x"]
+    if not x.shape:
+        c.fail("linear needs a tensor with at least one dimension")
+    *batch, k = x.shape
+    n = c["out"]
+    y = c.output((*batch, n))
+    c.weight("weight", (n, k), tied=c["tied"])
+    rows = numel(tuple(batch))
+    mm = 2 * rows * k * n
+    bias = rows * n if c["bias"] else 0
+    if c["bias"]:
+        c.weight("bias", (n,))
+    c.forward(Flops(matmul=mm, other=bias))          # bias add: one per output element
+    c.backward_input(Flops(matmul=mm))                # dX = dY · W
+    c.backward_weight(Flops(matmul=mm, other=bias))   # dW = dYᵀ · X; db = Σ dY
+    c.save(x)                                         # X is needed for dW
+    return y
+
+
+@op("matmul", "batched product of two activations: [..., m, k]·[..., k, n] → [..., m, n]",
+    x="tensor", y="tensor")
+def matmul(c):
+    x, y = c["x"], c["y"]
+    if len(x.shape) < 2 or len(y.shape) < 2:
+        c.fail(f"matmul needs two tensors of rank ≥ 2, got {x.shape_str()} and {y.shape_str()}")
+    *bx, m, k = x.shape
+    *by, k2, n = y.shape
+    if not c.same(k, k2):
+        c.fail(f"matmul inner dimensions differ: {x.shape_str()} · {y.shape_str()} ({k} ≠ {k2})",
+               hint="transpose one operand, e.g. matmul(q, transpose(k))")
+    if len(bx) != len(by) or not all(c.same(p, q) for p, q in zip(bx, by)):
+        c.fail(f"matmul batch dimensions differ: {x.shape_str()} · {y.shape_str()}")
+    out = c.output((*bx, m, n))
+    mm = 2 * numel(tuple(bx)) * m * k * n
+    c.forward(Flops(matmul=mm))
+    c.backward_input(Flops(matmul=2 * mm))   # dX = dZ·Yᵀ and dY = Xᵀ·dZ
+    c.save(x, y)
+    return out
+
+
+@op("embedding", "row lookup in a [num, dim] table: ids [...] → [..., dim]",
+    ids="tensor", num="dim", dim="dim")
+def embedding(c):
+    ids = c["ids"]
+    if ids.role != "index":
+        c.fail("embedding looks up token ids: its first argument must be an 'index' input",
+               hint="declare it as `input tokens[b, s] index`")
+    out = c.output((*ids.shape, c["dim"]))
+    c.weight("weight", (c["num"], c["dim"]))
+    # A lookup multiplies nothing: 0 FLOPs forward, no input gradient (ids are
+    # integers). The weight gradient scatter-adds one row per id: one add per
+    # output element, counted under the `all` convention only.
+    c.backward_weight(Flops(other=out.numel))
+    c.save(ids)
+    return out

@@ -1,0 +1,1 @@
+"""Data package: installed as costgraph.models.std (see pyproject.toml)."""
