@@ -1,0 +1,133 @@
+"""The ``costgraph`` command (argparse, from the standard library).
+
+``costgraph derive MODEL`` prints the closed-form costs of a bundled model
+(``gpt``) or a ``.cg`` file, and numbers with units when given values::
+
+    costgraph derive gpt --scope layer --format latex
+    costgraph derive gpt --config gpt2
+    costgraph derive gpt --scope model --set h=768 l=12 a=12 V=50257 s=1024 s_max=1024 b=1 --format json
+
+``costgraph list`` names the bundled models and their configurations;
+``costgraph ops`` lists the operators a model file can call.
+
+A mistake in the input prints a located message and exits with status 2,
+with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from . import __version__
+from .conventions import FLOP_CONVENTIONS
+from .errors import CostgraphError, CostgraphValueError
+from .precision import PRECISIONS
+
+_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="costgraph", description="Symbolic cost models of Transformer architectures.")
+    p.add_argument("--version", action="version", version=f"costgraph {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("derive", help="closed-form parameters, FLOPs and activation memory of a model")
+    d.add_argument("model", help="a bundled model name (gpt) or a path to a .cg file")
+    d.add_argument("--scope", default="model",
+                   help="model (default), layer, or the path of a repeat group, block or node")
+    d.add_argument("--format", choices=("text", "latex", "json"), default="text")
+    d.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+                   help="dimension values (h=768) or model options (bias=false)")
+    d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
+    d.add_argument("--convention", choices=tuple(FLOP_CONVENTIONS), default="matmul",
+                   help="FLOP convention: matmul (matrix products only; default) or all")
+    d.add_argument("--precision", choices=tuple(PRECISIONS), default="bf16",
+                   help="bytes per element of activations (bf16: 2; masks 1 byte)")
+    d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
+    sub.add_parser("list", help="bundled models and their configurations")
+    sub.add_parser("ops", help="operators a model file can call")
+    return p
+
+
+def _settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
+    dims, options = {}, {}
+    for pair in pairs:
+        m = _SETTING.match(pair)
+        if not m:
+            raise CostgraphValueError(f"cannot read --set {pair!r}",
+                                      hint="write NAME=VALUE with a whole number (h=768) or true/false (bias=false)")
+        name, value = m.groups()
+        if value in ("true", "false"):
+            options[name] = value == "true"
+        else:
+            dims[name] = int(value.replace("_", ""))
+    return dims, options
+
+
+def _derive(args) -> str:
+    from .model import load
+    from .report import to_json, to_latex_doc, to_text_doc
+
+    dims, options = _settings(args.set)
+    model = load(args.model, dropout=not args.no_dropout, options=options)
+    costs = model.costs(args.scope, convention=args.convention, precision=args.precision)
+    values = model.values(args.config, **dims) if (dims or args.config) else None
+    if args.format == "json":
+        return to_json(costs, values)
+    if args.format == "latex":
+        return to_latex_doc(costs)
+    return to_text_doc(costs, values, breakdown=args.breakdown)
+
+
+def _list() -> str:
+    from .model import load
+    from .resources import bundled_model_names
+
+    lines = []
+    for name in bundled_model_names():
+        m = load(name)
+        lines.append(f"{name}: configurations {', '.join(m.configs) or '(none)'}")
+    return "\n".join(lines)
+
+
+def _ops() -> str:
+    from .ops import REGISTRY
+    from .ops.registry import REQUIRED
+
+    lines = []
+    for name, spec in sorted(REGISTRY.items()):
+        params = ", ".join(p.name if p.default is REQUIRED else f"{p.name}={str(p.default).lower()}"
+                           for p in spec.params)
+        lines.append(f"{name}({params})\n    {spec.summary}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``costgraph`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "derive":
+            out = _derive(args)
+        elif args.command == "list":
+            out = _list()
+        else:
+            out = _ops()
+    except CostgraphError as e:
+        print(e, file=sys.stderr)
+        return 2
+    try:
+        print(out)
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+def run() -> None:
+    """Console-script wrapper: exit with :func:`main`'s status."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

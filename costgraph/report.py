@@ -1,0 +1,127 @@
+"""A :class:`~costgraph.model.Costs` rendered as text, LaTeX or JSON.
+
+The JSON document is a stable contract for other programs (see README,
+"JSON output"):
+
+.. code-block:: text
+
+    {
+      "costgraph": "0.1.0",                      # version that wrote it
+      "model": "gpt", "scope": "layer",
+      "convention": "matmul",                    # FLOP convention
+      "precision": {"name": "bf16", "bytes": {"act": 2, "mask": 1, "index": 8, "fp32": 4}},
+      "dropout": true, "options": {"bias": true},
+      "symbols": {"b": "micro-batch size (sequences)", ...},
+      "values": {"h": 768, ...},                 # only the dims given a value
+      "quantities": {
+        "params": {"expr": "12*h**2 + 13*h", "latex": "12 h^{2} + 13 h",
+                   "unit": "parameters", "value": 7087872},   # value: all symbols set
+        "flops_forward": {...}, "flops_backward": {...},
+        "flops_backward_input": {...}, "flops_backward_weight": {...},
+        "activation_bytes": {...}
+      },
+      "breakdown": {"layers/attn/c_attn": {"kind": "linear", "count": "1",
+                                           "quantities": {...}}, ...}
+    }
+
+``expr`` is infix SymPy/Python syntax, expanded, terms in the field's order;
+``value`` is an exact integer. Breakdown quantities are per instance; a row
+counts ``count`` times in its scope (``l`` for a layer at model scope).
+"""
+
+from __future__ import annotations
+
+import json
+
+import sympy
+
+from . import __version__, units
+from .model import LABELS, Costs
+from .precision import ROLES
+from .printing import field_order, to_latex, to_python, to_text
+from .totals import QUANTITIES
+
+MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
+
+
+def _quantity(q: str, expr: sympy.Expr, subs) -> dict:
+    ordered = field_order(expr)
+    out = {"expr": to_python(ordered), "latex": to_latex(ordered), "unit": units.UNITS[q]}
+    if subs is not None and expr.free_symbols <= set(subs):
+        out["value"] = int(expr.subs(subs))
+    return out
+
+
+def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) -> str:
+    """The JSON contract above; ``values`` maps dimension symbols to integers."""
+    m = costs.model
+    doc = {
+        "costgraph": __version__,
+        "model": m.name,
+        "scope": costs.scope,
+        "convention": costs.convention,
+        "precision": {"name": costs.precision.name,
+                      "bytes": {r: costs.precision.bytes(r) for r in ROLES}},
+        "dropout": m.settings.dropout,
+        "options": dict(m.graph.options),
+        "symbols": m.symbols,
+        "values": {str(k): int(v) for k, v in (values or {}).items()},
+        "quantities": {q: _quantity(q, costs[q], values) for q in QUANTITIES},
+    }
+    if breakdown:
+        doc["breakdown"] = {
+            r["path"]: {"kind": r["block"] if r["kind"] == "block" else r["kind"],
+                        "count": to_python(field_order(r["count"])),
+                        "quantities": {q: _quantity(q, r[q], values) for q in QUANTITIES}}
+            for r in costs.rows}
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def to_latex_doc(costs: Costs) -> str:
+    """An ``aligned`` environment with the four main quantities, in field order."""
+    lines = [f"  \\text{{{LABELS[q].strip()}}} &= {to_latex(_display(costs, q))} \\\\" for q in MAIN]
+    lines[-1] = lines[-1][:-3]
+    return "\\begin{aligned}\n" + "\n".join(lines) + "\n\\end{aligned}"
+
+
+def _display(costs: Costs, q: str):
+    return costs.grouped(q) if costs.scope == "model" and costs.model.graph.groups else costs.ordered(q)
+
+
+def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = False) -> str:
+    """Readable text: formulas, then numbers with units when every symbol has a value."""
+    m = costs.model
+    p = costs.precision
+    scope = costs.scope
+    if scope == "layer":
+        scope = "one layer (one iteration of its repeat group)"
+    head = [f"{m.name}: {scope}",
+            f"FLOPs: '{costs.convention}' convention, 2 FLOPs per multiply-add; "
+            f"bytes: {p.name} (activations {p.activation} B, dropout masks {p.mask} B, token ids {p.index} B per element)"
+            + ("" if m.settings.dropout else "; dropout off")]
+    width = max(len(LABELS[q]) for q in QUANTITIES) + 2
+    body = []
+    for q in QUANTITIES:
+        line = f"  {LABELS[q]:<{width}}{to_text(_display(costs, q))}"
+        body.append(line)
+    out = head + [""] + body
+    if values is not None and all(e.free_symbols <= set(values) for e in costs.quantities.values()):
+        given = ", ".join(f"{k}={v}" for k, v in values.items())
+        out += ["", f"with {given}:"]
+        for q in QUANTITIES:
+            n = int(costs[q].subs(values))
+            out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, n)}")
+    elif values is not None:
+        missing = sorted({str(s) for e in costs.quantities.values() for s in e.free_symbols} - {str(k) for k in values})
+        out += ["", f"(no numbers: no value for {', '.join(missing)})"]
+    syms = m.symbols
+    out += ["", "symbols:"] + [f"  {k:<6} {v}" for k, v in syms.items()]
+    if breakdown:
+        out += ["", "breakdown (per instance; count = instances in this scope):",
+                f"  {'path':<34} {'kind':<12} {'count':<6} {'params':<18} {'forward FLOPs':<30} activation bytes"]
+        for r in costs.rows:
+            kind = r["block"] if r["kind"] == "block" else r["kind"]
+            out.append(f"  {r['path']:<34} {kind:<12} {to_text(field_order(r['count'])):<6} "
+                       f"{to_text(field_order(r['params'])):<18} {to_text(field_order(r['flops_forward'])):<30} "
+                       f"{to_text(field_order(r['activation_bytes']))}")
+    return "\n".join(out)

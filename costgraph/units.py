@@ -1,0 +1,45 @@
+"""Numbers with units, for people.
+
+* counts (parameters): SI prefixes, decimal — ``124.4 M`` (never binary
+  prefixes on counts);
+* FLOPs: SI prefixes — ``291.6 GFLOP`` (FLOPs, not MACs: 2 per multiply-add);
+* bytes: both decimal and binary, each labelled — ``275.41 GB (256.50 GiB)``.
+
+Formatting is done by :mod:`humanize`; exact integers are always shown too.
+"""
+
+from __future__ import annotations
+
+import humanize
+
+UNITS = {
+    "params": "parameters",
+    "flops_forward": "FLOP",
+    "flops_backward": "FLOP",
+    "flops_backward_input": "FLOP",
+    "flops_backward_weight": "FLOP",
+    "activation_bytes": "bytes",
+}
+
+
+def count(n: int) -> str:
+    """``124439808`` → ``124.4 M`` (decimal SI prefix)."""
+    return humanize.metric(n, precision=4).strip()
+
+
+def flops(n: int) -> str:
+    """``291648307200`` → ``291.6 GFLOP``."""
+    return humanize.metric(n, "FLOP", precision=4)
+
+
+def nbytes(n: int) -> str:
+    """``275414777856`` → ``275.41 GB (256.50 GiB)``: decimal and binary, both labelled."""
+    return (f"{humanize.naturalsize(n, format='%.2f')} "
+            f"({humanize.naturalsize(n, binary=True, format='%.2f')})")
+
+
+def with_unit(quantity: str, n: int) -> str:
+    """An exact integer with thousands separators and its human-readable form."""
+    unit = UNITS[quantity]
+    human = {"parameters": count, "FLOP": flops, "bytes": nbytes}[unit](n)
+    return f"{n:,} {'' if unit == 'parameters' else unit + ' '}({human})".replace("  ", " ")
