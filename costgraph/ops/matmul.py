@@ -64,7 +64,7 @@ def embedding(c):
     ids = c["ids"]
     if ids.role != "index":
         c.fail("embedding looks up token ids: its first argument must be an 'index' input",
-               hint="declare it as `input tokens[b, s] index`")
+               hint="declare it as `input tokens[b, s]: index`")
     out = c.output((*ids.shape, c["dim"]))
     c.weight("weight", (c["num"], c["dim"]))
     # A lookup multiplies nothing: 0 FLOPs forward, no input gradient (ids are
