@@ -1,0 +1,90 @@
+"""The command line and its JSON contract (README, "JSON output")."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from costgraph.cli import main
+
+ALL = ("params", "flops_forward", "flops_backward", "activation_bytes")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "costgraph.cli", *args], capture_output=True, text=True)
+
+
+def test_json_layer_contract():
+    r = run("derive", "gpt", "--scope", "layer", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {"model", "scope", "convention", "symbols", "quantities", "breakdown"} <= set(doc)
+    assert doc["model"] == "gpt" and doc["scope"] == "layer" and doc["convention"] == "matmul"
+    assert doc["symbols"]["h"] == "hidden size (d_model)"
+    for q in ALL:
+        assert {"expr", "latex"} <= set(doc["quantities"][q])
+        assert "value" not in doc["quantities"][q]          # no values given
+    assert doc["quantities"]["flops_forward"]["expr"] == "24*b*s*h**2 + 4*b*s**2*h"
+    assert doc["quantities"]["activation_bytes"]["latex"] == "34 b s h + 5 b s^{2} a"
+    assert doc["breakdown"]["layers/attn/c_attn"]["kind"] == "linear"
+    assert doc["breakdown"]["layers/attn/c_attn"]["quantities"]["params"]["expr"] == "3*h**2 + 3*h"
+
+
+def test_json_model_value_gpt2_small():
+    # the issue's acceptance command; GPT-2 small has 124,439,808 parameters
+    r = run("derive", "gpt", "--scope", "model", "--set", "h=768", "l=12", "a=12", "V=50257",
+            "s=1024", "s_max=1024", "b=1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["quantities"]["params"]["value"] == 124439808
+    assert doc["quantities"]["flops_forward"]["value"] == 291648307200   # nanoGPT transformer_sizing
+    assert doc["values"] == {"h": 768, "l": 12, "a": 12, "V": 50257, "s": 1024, "s_max": 1024, "b": 1}
+    assert doc["breakdown"]["layers"]["count"] == "l"
+
+
+def test_latex_layer_flops(capsys):
+    assert main(["derive", "gpt", "--scope", "layer", "--format", "latex"]) == 0
+    out = capsys.readouterr().out
+    assert r"\text{forward FLOPs} &= 24 b s h^{2} + 4 b s^{2} h" in out
+
+
+def test_text_with_config_has_units(capsys):
+    assert main(["derive", "gpt", "--config", "gpt3-175b", "--scope", "layer"]) == 0
+    out = capsys.readouterr().out
+    # 34bsh + 5as²b at GPT-3's shape: 2,868,903,936 bytes, printed in GB and GiB both
+    assert "2,868,903,936 bytes (2.87 GB (2.67 GiB))" in out
+
+
+def test_text_model_shows_grouped_formula(capsys):
+    assert main(["derive", "gpt"]) == 0
+    out = capsys.readouterr().out
+    assert "l (12 h^2 + 13 h) + h V + h s_max + 2 h" in out
+
+
+def test_options_via_set(capsys):
+    assert main(["derive", "gpt", "--config", "gpt2", "--set", "bias=false", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantities"]["params"]["value"] == 124337664
+
+
+def test_malformed_file_gives_located_error_and_status_2(tmp_path):
+    f = tmp_path / "bad.cg"
+    f.write_text("model m {\n  dim h\n  x = linear(y, h\n}\n")
+    r = run("derive", str(f))
+    assert r.returncode == 2
+    assert f"{f}:4:1: syntax error" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [["derive", "gtp"], ["derive", "gpt", "--set", "h=x"],
+                                  ["derive", "gpt", "--config", "nope"], ["derive", "gpt", "--scope", "zzz"]])
+def test_bad_arguments_exit_2_without_traceback(args):
+    r = run(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.strip()
+
+
+def test_list_and_ops(capsys):
+    assert main(["list"]) == 0
+    assert "gpt: configurations gpt2" in capsys.readouterr().out
+    assert main(["ops"]) == 0
+    assert "linear(x, out, bias=true, tied=none)" in capsys.readouterr().out

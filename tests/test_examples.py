@@ -1,0 +1,27 @@
+"""Every bundled model derives, at every scope and convention, and its
+configurations evaluate to whole numbers."""
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.resources import bundled_model_names
+
+
+@pytest.mark.parametrize("name", bundled_model_names())
+def test_bundled_model_derives(name):
+    m = costgraph.load(name)
+    for convention in ("matmul", "all"):
+        c = m.costs("model", convention=convention)
+        assert c.params != 0 and c.flops_forward != 0
+        for cfg in m.configs:
+            values = c.evaluate(config=cfg)
+            assert all(isinstance(v, int) and v > 0 for v in values.values())
+
+
+def test_api_renders_latex_in_jupyter(gpt):
+    assert "24 b s h^{2} + 4 b s^{2} h" in gpt.costs("layer")._repr_latex_()
+
+
+def test_expressions_are_sympy(gpt):
+    assert isinstance(gpt.costs("layer").params, sympy.Expr)
