@@ -94,11 +94,24 @@ class Assign:
 
 @dataclass(frozen=True)
 class Repeat:
-    """``repeat COUNT as NAME { ... }``: a group kept rolled, with a symbolic count."""
+    """``repeat COUNT as NAME [active K] { ... }``: a group kept rolled, with a
+    symbolic count. ``active`` (default: all) is how many of the COUNT copies
+    each token passes through: the experts of a mixture of experts."""
 
     count: Expr
     name: str
+    active: Expr | None
     body: tuple["Stmt", ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
+class If:
+    """``if COND { ... } [else { ... }]`` on a compile-time switch."""
+
+    cond: Expr
+    then: tuple["Stmt", ...]
+    orelse: tuple["Stmt", ...]
     loc: Location
 
 
@@ -108,7 +121,7 @@ class Return:
     loc: Location
 
 
-Stmt = Dim | Option | Input | Assign | Repeat | Return
+Stmt = Dim | Option | Input | Assign | Repeat | If | Return
 
 
 # --- top level --------------------------------------------------------------

@@ -19,7 +19,7 @@ import sympy
 
 from . import ast
 from .errors import CostgraphSemanticError, Location
-from .graph import ONE, BlockInstance, Cost, CostGraph, DimInfo, Flops, Group, Tensor, Weight
+from .graph import ONE, BlockInstance, CacheEntry, Cost, CostGraph, DimInfo, Flops, Group, Tensor, Weight
 from .loader import BlockDef, Program
 from .ops import REGISTRY
 from .ops.registry import REQUIRED
@@ -124,14 +124,14 @@ class OpContext:
     def output(self, shape, role: str = "act", view_of: Tensor | None = None) -> Tensor:
         tid = f"{self.path}:{len(self.outputs)}"
         t = Tensor(tid, tuple(sympy.sympify(d) for d in shape), role,
-                   view_of.storage if view_of is not None else tid, self.b.count, self.path)
+                   view_of.storage if view_of is not None else tid, self.b.count, self.path, self.b.active)
         self.outputs.append(t)
         return t
 
     def aux(self, suffix: str, shape, role: str) -> Tensor:
         """A tensor the op makes and keeps but does not pass on (a dropout mask)."""
         tid = f"{self.path}/{suffix}"
-        t = Tensor(tid, tuple(shape), role, tid, self.b.count, self.path)
+        t = Tensor(tid, tuple(shape), role, tid, self.b.count, self.path, self.b.active)
         self.b.cg.tensors[tid] = t
         return t
 
@@ -150,9 +150,13 @@ class OpContext:
             self.tied.append(wid)
             return wid
         wid = f"{self.path}/{suffix}"
-        self.b.cg.weights[wid] = Weight(wid, shape, self.b.count)
+        self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active)
         self.weights.append(wid)
         return wid
+
+    def cache(self, t: Tensor, window) -> None:
+        """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference."""
+        self.b.cg.caches.append(CacheEntry(t.id, window, self.path))
 
     def forward(self, f: Flops):
         self.cost["forward"] = self.cost["forward"] + f
@@ -190,6 +194,7 @@ class Builder:
         self.settings = settings
         self.cg = CostGraph(program.model.name, program.model.loc.file)
         self.count = ONE
+        self.active = ONE
         self.path: list[str] = []
         self.used: dict[tuple, set] = {}
         self.block_stack: list[str] = []
@@ -281,6 +286,12 @@ class Builder:
             raise _Return(self.eval(st.value, scope))
         elif isinstance(st, ast.Repeat):
             self.repeat(st, scope)
+        elif isinstance(st, ast.If):
+            cond = self.eval(st.cond, scope)
+            if not isinstance(cond, bool):
+                raise CostgraphSemanticError(f"an if needs true or false, got {_describe(cond)}", st.loc,
+                                             hint="test an option or a true/false block argument")
+            self.run(st.then if cond else st.orelse, scope, where)
         elif isinstance(st, ast.Dim):
             self.dim_stmt(st, scope, where)
         elif isinstance(st, ast.Option):
@@ -299,10 +310,10 @@ class Builder:
                                              hint="one of: " + ", ".join(ROLES))
             shape = tuple(self.eval_dim(e, scope, f"the shape of '{st.name}'") for e in st.shape)
             path = self.claim(st.name, True, st.loc)
-            t = Tensor(path, shape, role, path, self.count, path)
+            t = Tensor(path, shape, role, path, self.count, path, self.active)
             self.cg.tensors[path] = t
             self.cg.graph.add_node(path, kind="input", inputs=(), outputs=(path,), attrs={},
-                                   loc=st.loc, count=self.count, cost=Cost(), group=None)
+                                   loc=st.loc, count=self.count, active=self.active, cost=Cost(), group=None)
             scope.vars[st.name] = t
 
     def dim_stmt(self, st: ast.Dim, scope: Scope, where: str):
@@ -330,22 +341,24 @@ class Builder:
 
     def repeat(self, st: ast.Repeat, scope: Scope):
         count = self.eval_dim(st.count, scope, "a repeat count")
+        active = count if st.active is None else self.eval_dim(st.active, scope, "an active count")
         path = self.claim(st.name, True, st.loc)
         assigned = _assigned_names(st.body)
         carried = sorted(n for n in assigned if scope.has(n) and isinstance(scope.get(n), Tensor))
-        outer_count = self.count
+        outer_count, outer_active = self.count, self.active
         self.count = outer_count * count
+        self.active = outer_active * active
         body = Scope(scope)
         for name in carried:
             t = scope.get(name)
             cid = f"{path}/{name}@in"
-            body.vars[name] = Tensor(cid, t.shape, t.role, cid, self.count, t.producer)
+            body.vars[name] = Tensor(cid, t.shape, t.role, cid, self.count, t.producer, self.active)
             self.cg.tensors[cid] = body.vars[name]
-        self.cg.groups[path] = Group(path, count, self.count, st.loc, tuple(carried))
+        self.cg.groups[path] = Group(path, count, self.count, st.loc, tuple(carried), active, self.active)
         self.path.append(st.name)
         self.run(st.body, body, where="repeat")
         self.path.pop()
-        self.count = outer_count
+        self.count, self.active = outer_count, outer_active
         for name in carried:
             before, after = scope.get(name), body.vars[name]
             if not isinstance(after, Tensor) or len(after.shape) != len(before.shape) or not all(
@@ -354,7 +367,7 @@ class Builder:
                     f"the repeat body changes '{name}' from {_describe(before)} to {_describe(after)}; "
                     "each iteration must hand the next one the same shape", st.loc)
             oid = f"{path}/{name}@out"
-            out = Tensor(oid, after.shape, after.role, oid, outer_count, after.producer)
+            out = Tensor(oid, after.shape, after.role, oid, outer_count, after.producer, outer_active)
             self.cg.tensors[oid] = out
             self._set_outer(scope, name, out)
 
@@ -451,10 +464,11 @@ class Builder:
                 args[pname] = default
                 continue
             expr, loc = given[pname]
-            args[pname] = self._eval_kind(expr, kind, scope, f"argument '{pname}' of {what}", loc)
+            args[pname] = self._eval_kind(expr, kind, scope, f"argument '{pname}' of {what}", loc,
+                                          optional=default is None)
         return args, node_name
 
-    def _eval_kind(self, expr, kind: str, scope: Scope, what: str, loc: Location):
+    def _eval_kind(self, expr, kind: str, scope: Scope, what: str, loc: Location, optional: bool = False):
         if kind == "ident":
             if isinstance(expr, ast.Var) and expr.name in CONSTANTS and CONSTANTS[expr.name] is None:
                 return None
@@ -464,7 +478,7 @@ class Builder:
         v = self.eval(expr, scope)
         ok = {"tensor": isinstance(v, Tensor),
               "bool": isinstance(v, bool),
-              "dim": isinstance(v, sympy.Expr),
+              "dim": isinstance(v, sympy.Expr) or (v is None and optional),
               "any": True}[kind]
         if not ok:
             want = {"tensor": "a tensor", "bool": "true or false", "dim": "a dimension expression"}[kind]
@@ -483,7 +497,7 @@ class Builder:
         attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
         self.cg.graph.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
                                outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
-                               count=self.count, cost=cost, group=self._group())
+                               count=self.count, active=self.active, cost=cost, group=self._group())
         for t in ctx.outputs:
             self.cg.tensors[t.id] = t
         for t in inputs:
@@ -507,7 +521,7 @@ class Builder:
         # bind positionally/by keyword first (evaluated in the caller's scope) ...
         given_args, node_name = self._bind_block(e, scope, block)
         path = self.claim(node_name or block.name, node_name is not None, e.loc)
-        self.cg.blocks[path] = BlockInstance(path, block.name, self.count, e.loc)
+        self.cg.blocks[path] = BlockInstance(path, block.name, self.count, e.loc, self.active)
         # ... then match shapes and evaluate defaults in the block's own scope.
         for p in block.params:
             if p.name in given_args:
@@ -605,6 +619,8 @@ def _assigned_names(body) -> set[str]:
             out.update(st.targets)
         elif isinstance(st, ast.Repeat):
             out |= _assigned_names(st.body)
+        elif isinstance(st, ast.If):
+            out |= _assigned_names(st.then) | _assigned_names(st.orelse)
     return out
 
 

@@ -43,7 +43,9 @@ class Tensor:
     """A tensor value: ``shape`` (SymPy expressions), ``role`` (see
     :mod:`costgraph.precision`), and the tensor whose ``storage`` it shares
     (itself unless it is a view: split, transpose, split_heads).
-    ``count`` is how many such tensors exist (product of enclosing repeats)."""
+    ``count`` is how many such tensors exist (product of enclosing repeats);
+    ``active`` how many a token passes through (fewer inside the experts of
+    a mixture: ``repeat E as experts active k``)."""
 
     id: str
     shape: tuple[Expr, ...]
@@ -51,6 +53,7 @@ class Tensor:
     storage: str
     count: Expr
     producer: str
+    active: Expr
 
     @property
     def numel(self) -> Expr:
@@ -62,11 +65,13 @@ class Tensor:
 
 @dataclass(frozen=True)
 class Weight:
-    """A parameter tensor owned by one node (``path`` = ``node/weight``)."""
+    """A parameter tensor owned by one node (``path`` = ``node/weight``);
+    ``count`` copies exist, ``active`` of them serve each token."""
 
     path: str
     shape: tuple[Expr, ...]
     count: Expr
+    active: Expr
 
     @property
     def numel(self) -> Expr:
@@ -112,13 +117,16 @@ class Cost:
 @dataclass(frozen=True)
 class Group:
     """A ``repeat`` group: ``path``, its own ``count`` and the product of the
-    counts around and including it (``multiplicity``)."""
+    counts around and including it (``multiplicity``); likewise ``active``
+    (copies each token passes through) and ``active_multiplicity``."""
 
     path: str
     count: Expr
     multiplicity: Expr
     loc: Location
     carried: tuple[str, ...]
+    active: Expr
+    active_multiplicity: Expr
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,20 @@ class BlockInstance:
     kind: str
     count: Expr
     loc: Location
+    active: Expr
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A tensor kept in the KV cache at inference (marked by ``cache(x)``).
+
+    ``tensor``'s shape is ``[B, ..., S, d]``: axis 0 is the batch, axis -2
+    the sequence; ``window`` limits the cached positions (sliding-window
+    attention keeps the last ``w``), ``None`` keeps all ``S``."""
+
+    tensor: str
+    window: Expr | None
+    path: str
 
 
 @dataclass(frozen=True)
@@ -158,6 +180,7 @@ class CostGraph:
     options: dict[str, object] = field(default_factory=dict)
     configs: dict[str, dict[str, int]] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
+    caches: list[CacheEntry] = field(default_factory=list)
 
     def ops(self):
         """Operator nodes (``kind`` ≠ ``input``) in program order: ``(path, data)``."""

@@ -26,15 +26,18 @@ from .graph import CostGraph
 from .loader import load_program
 from .precision import Precision, precision as get_precision
 from .printing import field_order, grouped, to_latex
-from .totals import QUANTITIES, breakdown, resolve_scope, totals
+from .totals import CAUSAL, QUANTITIES, breakdown, resolve_scope, totals
 
 LABELS = {
     "params": "parameters",
+    "params_active": "active parameters",
     "flops_forward": "forward FLOPs",
     "flops_backward": "backward FLOPs",
     "flops_backward_input": "  of which input gradients",
     "flops_backward_weight": "  of which weight gradients",
     "activation_bytes": "activation bytes",
+    "kv_cache_bytes": "KV cache bytes",
+    "kv_cache_bytes_per_token": "  per token",
 }
 
 
@@ -74,12 +77,14 @@ class Model:
         return self.graph.configs
 
     def costs(self, scope: str = "model", *, convention: str = "matmul",
-              precision: str | Precision = "bf16") -> "Costs":
+              precision: str | Precision = "bf16", causal: str = "full") -> "Costs":
         """Closed-form costs of ``scope``: ``model``, ``layer``, or a group/block/node path.
 
         ``convention``: FLOP convention (``matmul`` or ``all``, see
         :mod:`costgraph.conventions`); ``precision``: bytes per element
-        (``bf16`` default: activations 2 bytes, masks 1, token ids 8).
+        (``bf16`` default: activations 2 bytes, masks 1, token ids 8);
+        ``causal``: ``full`` (default) counts attention's whole ``s × s``
+        square, ``half`` halves the products marked ``causal = true``.
 
         Raises
         ------
@@ -87,10 +92,13 @@ class Model:
             Unknown scope, convention or precision.
         """
         check_convention(convention)
+        if causal not in CAUSAL:
+            raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full or half")
         prec = get_precision(precision) if isinstance(precision, str) else precision
         sc = resolve_scope(self.graph, scope)
-        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec),
-                     breakdown(self.graph, sc, convention, prec))
+        rows = breakdown(self.graph, sc, convention, prec, causal)
+        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec, causal),
+                     rows, causal)
 
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
         """Dimension values: the dims' defaults, then ``config``, then ``overrides``.
@@ -155,6 +163,7 @@ class Costs:
     precision: Precision
     quantities: dict[str, sympy.Expr]
     rows: list[dict]
+    causal: str = "full"
 
     def __getitem__(self, q: str) -> sympy.Expr:
         return self.quantities[q]

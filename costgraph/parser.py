@@ -122,8 +122,13 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def repeat_stmt(self, meta, children):
-        count, name, body = children
-        return ast.Repeat(count, str(name), body, self._loc(meta))
+        count, name, active, body = children
+        return ast.Repeat(count, str(name), active, body, self._loc(meta))
+
+    @v_args(meta=True)
+    def if_stmt(self, meta, children):
+        cond, then, orelse = children
+        return ast.If(cond, then, orelse or (), self._loc(meta))
 
     @v_args(meta=True)
     def return_stmt(self, meta, children):

@@ -14,11 +14,14 @@ import humanize
 
 UNITS = {
     "params": "parameters",
+    "params_active": "parameters",
     "flops_forward": "FLOP",
     "flops_backward": "FLOP",
     "flops_backward_input": "FLOP",
     "flops_backward_weight": "FLOP",
     "activation_bytes": "bytes",
+    "kv_cache_bytes": "bytes",
+    "kv_cache_bytes_per_token": "bytes",
 }
 
 

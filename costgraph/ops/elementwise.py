@@ -32,6 +32,7 @@ PER_ELEMENT: dict[str, int] = {
     "softmax": 5,     # max, subtract, exp, sum, divide
     "layernorm": 5,   # mean, subtract, square, mean of squares, × rsqrt
     "rmsnorm": 3,     # square, mean, × rsqrt
+    "rope": 3,        # x·cos + rotate_half(x)·sin
 }
 
 
@@ -108,3 +109,17 @@ def sub(c):
     x="tensor", y="tensor")
 def mul(c):
     return _binary(c, "mul", save=True)
+
+
+@op("rope", "rotary position embedding (Su et al. 2021) on the first `dims` entries of the "
+    "last dimension (all when omitted): no parameters", x="tensor", dims=("dim", None))
+def rope(c):
+    """x·cos + rotate_half(x)·sin over the rotated entries: 3 FLOPs each
+    (`all` convention). The cos/sin tables are [S, d] buffers, not kept per
+    sequence, so nothing batch-sized is saved."""
+    x = c["x"]
+    rotated = x.numel if c["dims"] is None else x.numel / x.shape[-1] * c["dims"]
+    y = c.output(x.shape)
+    c.forward(Flops(other=PER_ELEMENT["rope"] * rotated))
+    c.backward_input(Flops(other=PER_ELEMENT["rope"] * rotated))
+    return y

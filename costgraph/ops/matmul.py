@@ -11,6 +11,8 @@ no weight gradient. Weights use PyTorch's layouts: ``Linear`` ``[out, in]``,
 
 from __future__ import annotations
 
+import sympy
+
 from ..graph import Flops, numel
 from .registry import op
 
@@ -38,18 +40,27 @@ def linear(c):
 
 
 @op("matmul", "batched product of two activations: [..., m, k]·[..., k, n] → [..., m, n]",
-    x="tensor", y="tensor")
+    x="tensor", y="tensor", window=("dim", None), causal=("bool", False))
 def matmul(c):
-    x, y = c["x"], c["y"]
+    """``window = w`` makes a banded product (sliding-window attention): each of
+    the ``m`` rows meets only ``Min(n, w)`` columns. For QKᵀ the output is
+    ``[..., m, Min(n, w)]``; for scores·V the left operand is that banded
+    ``[..., m, Min(k, w)]``. ``causal = true`` marks the product as masked
+    causally (halved under the ``half`` causal convention)."""
+    x, y, w = c["x"], c["y"], c["window"]
     if len(x.shape) < 2 or len(y.shape) < 2:
         c.fail(f"matmul needs two tensors of rank ≥ 2, got {x.shape_str()} and {y.shape_str()}")
     *bx, m, k = x.shape
     *by, k2, n = y.shape
-    if not c.same(k, k2):
+    band_k = k2 if w is None else sympy.Min(k2, w)
+    if not c.same(k, k2) and not c.same(k, band_k):
         c.fail(f"matmul inner dimensions differ: {x.shape_str()} · {y.shape_str()} ({k} ≠ {k2})",
                hint="transpose one operand, e.g. matmul(q, transpose(k))")
     if len(bx) != len(by) or not all(c.same(p, q) for p, q in zip(bx, by)):
-        c.fail(f"matmul batch dimensions differ: {x.shape_str()} · {y.shape_str()}")
+        c.fail(f"matmul batch dimensions differ: {x.shape_str()} · {y.shape_str()}",
+               hint="expand grouped K/V heads with repeat_kv first")
+    if w is not None and c.same(k, k2):   # QKᵀ: each query row meets Min(n, w) keys
+        n = sympy.Min(n, w)
     out = c.output((*bx, m, n))
     mm = 2 * numel(tuple(bx)) * m * k * n
     c.forward(Flops(matmul=mm))

@@ -1,9 +1,12 @@
-"""Free reshapes: no FLOPs, no parameters, nothing saved.
+"""Free reshapes and copies: no FLOPs, no parameters, nothing saved.
 
-``split``, ``split_heads`` and ``transpose`` return *views*: they share the
-storage of their input, so a saved view is counted with its storage, once
-(PyTorch keeps the whole storage of a saved view alive). ``merge_heads``
-copies (``transpose(...).contiguous().view(...)``), producing a new storage.
+``split``, ``split_heads``, ``transpose``, ``slice`` and ``cache`` return
+*views*: they share the storage of their input, so a saved view is counted
+with its storage, once (PyTorch keeps the whole storage of a saved view
+alive). ``merge_heads``, ``concat`` and ``repeat_kv`` copy (as
+``.contiguous()``, ``torch.cat`` and Hugging Face's ``repeat_kv`` do),
+producing a new storage. ``cache`` also records its input as a KV-cache
+entry (:class:`costgraph.graph.CacheEntry`).
 """
 
 from __future__ import annotations
@@ -48,3 +51,51 @@ def transpose(c):
         c.fail(f"transpose needs a tensor of rank ≥ 2, got {x.shape_str()}")
     *batch, m, n = x.shape
     return c.output((*batch, n, m), view_of=x)
+
+
+@op("slice", "the first or next `size` entries of the last dimension (view)", x="tensor", size="dim")
+def slice_(c):
+    x = c["x"]
+    *batch, _ = x.shape
+    return c.output((*batch, c["size"]), view_of=x)
+
+
+@op("concat", "join along the last dimension, broadcasting the others (copy)", x="tensor", y="tensor")
+def concat(c):
+    x, y = c["x"], c["y"]
+    if len(x.shape) != len(y.shape):
+        c.fail(f"concat needs tensors of one rank, got {x.shape_str()} and {y.shape_str()}")
+    lead = []
+    for p, q in zip(x.shape[:-1], y.shape[:-1]):
+        if c.same(p, q) or q == 1:
+            lead.append(p)
+        elif p == 1:
+            lead.append(q)
+        else:
+            c.fail(f"concat: shapes differ outside the last dimension: {x.shape_str()} and {y.shape_str()}")
+    return c.output((*lead, x.shape[-1] + y.shape[-1]))
+
+
+@op("repeat_kv", "grouped-query attention: [B, kv, S, d] → [B, kv·groups, S, d] (copy; "
+    "the identity for groups = 1)", x="tensor", groups="dim")
+def repeat_kv(c):
+    x, g = c["x"], c["groups"]
+    if g == 1:
+        return c.identity(x)
+    *batch, heads, seq, d = x.shape
+    return c.output((*batch, heads * g, seq, d))
+
+
+@op("zeros", "a new tensor of zeros shaped like x (an accumulator)", x="tensor")
+def zeros(c):
+    return c.output(c["x"].shape)
+
+
+@op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view)",
+    x="tensor", window=("dim", None))
+def cache(c):
+    x = c["x"]
+    if len(x.shape) < 3:
+        c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
+    c.cache(x, c["window"])
+    return c.output(x.shape, view_of=x)
