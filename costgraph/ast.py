@@ -146,9 +146,12 @@ class Block:
 
 @dataclass(frozen=True)
 class Model:
+    """``model NAME [extends BASE] { ... }``."""
+
     name: str
     body: tuple[Stmt, ...]
     loc: Location
+    base: str | None = None
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,13 @@ class _Source:
 class _Loader:
     def __init__(self):
         self.tables: dict[str, dict[str, BlockDef]] = {}
+        self.models: dict[str, dict[str, ast.Model]] = {}
         self.stack: list[str] = []
 
     def load(self, src: _Source) -> tuple[ast.File, dict[str, BlockDef]]:
         f = parse(src.text, src.display)
         table: dict[str, BlockDef] = {}
+        visible_models: dict[str, ast.Model] = {}
         for imp in f.imports:
             dep = self._resolve(imp, src)
             if dep.key in self.stack:
@@ -62,6 +64,7 @@ class _Loader:
                 self.stack.append(dep.key)
                 self.load_into_tables(dep)
                 self.stack.pop()
+            visible_models.update(self.models[dep.key])
             for name, bdef in self.tables[dep.key].items():
                 if name in table and table[name] is not bdef:
                     raise CostgraphSemanticError(
@@ -71,6 +74,8 @@ class _Loader:
             if block.name in table and table[block.name].node.loc.file == block.loc.file:
                 raise CostgraphSemanticError(f"block '{block.name}' is defined twice", block.loc)
             table[block.name] = BlockDef(block, table)  # a local block shadows an imported one
+        f.models = [_extend(m, visible_models) if m.base else m for m in f.models]
+        self.models[src.key] = {m.name: m for m in f.models}
         return f, table
 
     def load_into_tables(self, src: _Source) -> None:
@@ -88,6 +93,32 @@ class _Loader:
         raise CostgraphSemanticError(
             f"cannot find the imported file '{imp.path}'", imp.loc,
             hint="paths are relative to the importing file, or name a bundled library file such as 'std/attention.cg'")
+
+
+def _extend(model: ast.Model, visible: dict[str, ast.Model]) -> ast.Model:
+    """``model mistral extends llama { option ... }``: llama's body with the
+    options set otherwise. The base comes from an imported file."""
+    base = visible.get(model.base)
+    if base is None:
+        close = difflib.get_close_matches(model.base, sorted(visible), n=1)
+        raise CostgraphSemanticError(
+            f"model '{model.name}' extends '{model.base}', which no imported file defines", model.loc,
+            hint=f"did you mean '{close[0]}'?" if close else f'import the file that defines it: import "{model.base}.cg"')
+    options = {st.name for st in base.body if isinstance(st, ast.Option)}
+    overrides = {}
+    for st in model.body:
+        if not isinstance(st, ast.Option):
+            raise CostgraphSemanticError(
+                f"a model that extends another only sets options; '{model.name}' has another statement",
+                st.loc, hint="set the base model's options here, or write a model of its own")
+        if st.name not in options:
+            close = difflib.get_close_matches(st.name, sorted(options), n=1)
+            raise CostgraphSemanticError(
+                f"'{model.base}' has no option '{st.name}'", st.loc,
+                hint=f"did you mean '{close[0]}'?" if close else "its options: " + ", ".join(sorted(options)))
+        overrides[st.name] = st
+    body = tuple(overrides.get(st.name, st) if isinstance(st, ast.Option) else st for st in base.body)
+    return ast.Model(model.name, body, model.loc, None)
 
 
 def _file_source(path: Path) -> _Source:

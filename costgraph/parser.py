@@ -149,8 +149,8 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def model_def(self, meta, children):
-        name, body = children
-        return ast.Model(str(name), body, self._loc(meta))
+        name, base, body = children
+        return ast.Model(str(name), body, self._loc(meta), str(base) if base else None)
 
     def setting(self, children):
         name, value = children
