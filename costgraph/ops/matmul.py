@@ -70,17 +70,31 @@ def matmul(c):
 
 
 @op("embedding", "row lookup in a [num, dim] table: ids [...] → [..., dim]",
-    ids="tensor", num="dim", dim="dim")
+    ids="tensor", num="dim", dim="dim", tied=("ident", None))
 def embedding(c):
     ids = c["ids"]
     if ids.role != "index":
         c.fail("embedding looks up token ids: its first argument must be an 'index' input",
                hint="declare it as `input tokens[b, s]: index`")
     out = c.output((*ids.shape, c["dim"]))
-    c.weight("weight", (c["num"], c["dim"]))
+    c.weight("weight", (c["num"], c["dim"]), tied=c["tied"])   # tied: T5's decoder reads `shared`
     # A lookup multiplies nothing: 0 FLOPs forward, no input gradient (ids are
     # integers). The weight gradient scatter-adds one row per id: one add per
     # output element, counted under the `all` convention only.
     c.backward_weight(Flops(other=out.numel))
     c.save(ids)
+    return out
+
+
+@op("relative_position_bias", "T5's learned attention bias: a [buckets, heads] table looked up "
+    "by the bucketed distance of each (query, key) pair → [1, heads, q_len, k_len]",
+    q_len="dim", k_len="dim", buckets="dim", heads="dim")
+def relative_position_bias(c):
+    """Raffel et al. 2020 §2.1. Computed once per stack and added to every
+    layer's scores. A lookup: 0 FLOPs; keeps its [q_len, k_len] bucket ids."""
+    q, k = c["q_len"], c["k_len"]
+    out = c.output((1, c["heads"], q, k))
+    c.weight("weight", (c["buckets"], c["heads"]))
+    c.backward_weight(Flops(other=out.numel))
+    c.save(c.aux("buckets", (q, k), role="index"))
     return out
