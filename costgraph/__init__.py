@@ -12,8 +12,9 @@ sums over the graph give closed forms per node, block, layer and model.
 
 from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
 from .model import Costs, Model, load, loads
+from .hf_config import HFModel, from_hf_config, load_hf_config
 
 __version__ = "0.1.0"
 
-__all__ = ["load", "loads", "Model", "Costs", "CostgraphError", "CostgraphSyntaxError",
+__all__ = ["load", "loads", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "CostgraphError", "CostgraphSyntaxError",
            "CostgraphSemanticError", "CostgraphValueError", "__version__"]

@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"costgraph {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("derive", help="closed-form parameters, FLOPs and activation memory of a model")
-    d.add_argument("model", help="a bundled model name (gpt) or a path to a .cg file")
+    d.add_argument("model", help="a bundled model name (gpt), a path to a .cg file, "
+                                 "or a Hugging Face config.json")
     d.add_argument("--scope", default="model",
                    help="model (default), layer, or the path of a repeat group, block or node")
     d.add_argument("--format", choices=("text", "latex", "json"), default="text")
@@ -44,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="FLOP convention: matmul (matrix products only; default) or all")
     d.add_argument("--precision", choices=tuple(PRECISIONS), default="bf16",
                    help="bytes per element of activations (bf16: 2; masks 1 byte)")
+    d.add_argument("--causal", choices=("full", "half"), default="full",
+                   help="attention FLOPs over the full s×s square (default) or halved for the causal mask")
     d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     sub.add_parser("list", help="bundled models and their configurations")
@@ -71,14 +74,28 @@ def _derive(args) -> str:
     from .report import to_json, to_latex_doc, to_text_doc
 
     dims, options = _settings(args.set)
-    model = load(args.model, dropout=not args.no_dropout, options=options)
-    costs = model.costs(args.scope, convention=args.convention, precision=args.precision)
-    values = model.values(args.config, **dims) if (dims or args.config) else None
+    note = None
+    if args.model.endswith(".json"):
+        from .hf_config import load_hf_config
+
+        if options:
+            raise CostgraphValueError("options come from the config.json; --set takes dimensions here",
+                                      hint="e.g. --set s=2048 b=8")
+        hf = load_hf_config(args.model)
+        model = hf.model
+        values = model.values(args.config, **{**hf.values, **dims})
+        on = [k for k, v in model.graph.options.items() if v is True]
+        note = (f"from {args.model}: model_type {hf.model_type} → model '{model.name}'"
+                + (f" with {', '.join(on)}" if on else ""))
+    else:
+        model = load(args.model, dropout=not args.no_dropout, options=options)
+        values = model.values(args.config, **dims) if (dims or args.config) else None
+    costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.format == "json":
         return to_json(costs, values)
     if args.format == "latex":
         return to_latex_doc(costs)
-    return to_text_doc(costs, values, breakdown=args.breakdown)
+    return to_text_doc(costs, values, breakdown=args.breakdown, note=note)
 
 
 def _list() -> str:

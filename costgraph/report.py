@@ -60,6 +60,7 @@ def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) ->
         "model": m.name,
         "scope": costs.scope,
         "convention": costs.convention,
+        "causal": costs.causal,
         "precision": {"name": costs.precision.name,
                       "bytes": {r: costs.precision.bytes(r) for r in ROLES}},
         "dropout": m.settings.dropout,
@@ -88,7 +89,22 @@ def _display(costs: Costs, q: str):
     return costs.grouped(q) if costs.scope == "model" and costs.model.graph.groups else costs.ordered(q)
 
 
-def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = False) -> str:
+def _shown(costs: Costs) -> list[str]:
+    """Quantities worth a line: active parameters only where they differ from
+    the total (a mixture of experts), the KV cache only where there is one."""
+    q = costs.quantities
+    out = []
+    for name in QUANTITIES:
+        if name == "params_active" and sympy.expand(q[name] - q["params"]) == 0:
+            continue
+        if name.startswith("kv_cache") and q[name] == 0:
+            continue
+        out.append(name)
+    return out
+
+
+def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = False,
+                note: str | None = None) -> str:
     """Readable text: formulas, then numbers with units when every symbol has a value."""
     m = costs.model
     p = costs.precision
@@ -98,17 +114,21 @@ def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = Fals
     head = [f"{m.name}: {scope}",
             f"FLOPs: '{costs.convention}' convention, 2 FLOPs per multiply-add; "
             f"bytes: {p.name} (activations {p.activation} B, dropout masks {p.mask} B, token ids {p.index} B per element)"
-            + ("" if m.settings.dropout else "; dropout off")]
+            + ("" if m.settings.dropout else "; dropout off")
+            + ("" if costs.causal == "full" else "; causal attention halved")]
+    if note:
+        head.append(note)
+    shown = _shown(costs)
     width = max(len(LABELS[q]) for q in QUANTITIES) + 2
     body = []
-    for q in QUANTITIES:
+    for q in shown:
         line = f"  {LABELS[q]:<{width}}{to_text(_display(costs, q))}"
         body.append(line)
     out = head + [""] + body
     if values is not None and all(e.free_symbols <= set(values) for e in costs.quantities.values()):
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         out += ["", f"with {given}:"]
-        for q in QUANTITIES:
+        for q in shown:
             n = int(costs[q].subs(values))
             out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, n)}")
     elif values is not None:
