@@ -1,0 +1,98 @@
+"""Hugging Face config.json import: the bundled real configs (examples/hf/,
+provenance in SOURCES.md) and the errors for bad ones."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import costgraph
+from costgraph.hf_config import supported_model_types
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+
+# Published totals of these checkpoints (model cards; issue 3 table).
+KNOWN = {
+    "gpt2.json": (124_439_808, 124_439_808),
+    "llama-2-7b.json": (6_738_415_616, 6_738_415_616),
+    "llama-2-70b.json": (68_976_648_192, 68_976_648_192),
+    "llama-3-8b.json": (8_030_261_248, 8_030_261_248),
+    "mistral-7b.json": (7_241_732_096, 7_241_732_096),
+    "mixtral-8x7b.json": (46_702_792_704, 12_879_925_248),
+    "qwen2-7b.json": (7_615_616_512, 7_615_616_512),
+    "qwen3-8b.json": (8_190_735_360, 8_190_735_360),
+    "qwen3-30b-a3b.json": (30_532_122_624, 3_353_032_704),
+    "gemma-2b.json": (2_506_172_416, 2_506_172_416),
+    "gemma-2-9b.json": (9_241_705_984, 9_241_705_984),
+    "phi-3-mini-4k-instruct.json": (3_821_079_552, 3_821_079_552),
+    "pythia-1b.json": (1_011_781_632, 1_011_781_632),
+    "deepseek-v3.json": (671_026_419_200, 37_552_297_472),
+    "t5-small.json": (60_506_624, 60_506_624),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_bundled_config_derives_published_counts(name):
+    m = costgraph.load_hf_config(str(HF / name))
+    v = m.costs().evaluate(**m.values)
+    assert (v["params"], v["params_active"]) == KNOWN[name]
+    assert v["flops_forward"] > 0 and v["kv_cache_bytes_per_token"] > 0
+
+
+def test_every_bundled_config_is_covered():
+    assert sorted(p.name for p in HF.glob("*.json")) == sorted(KNOWN)
+
+
+def test_mixtral_config_without_window_is_not_windowed():
+    # its released config has "sliding_window": null
+    m = costgraph.load_hf_config(str(HF / "mixtral-8x7b.json"))
+    assert m.model.graph.options["sliding_window"] is False and "w" not in m.values
+
+
+def test_from_dict_and_head_dim_default():
+    cfg = json.loads((HF / "llama-2-7b.json").read_text())
+    m = costgraph.from_hf_config(cfg)
+    assert m.values["d"] == 4096 // 32     # no head_dim key: h / a
+
+
+def test_unknown_model_type_lists_supported():
+    with pytest.raises(costgraph.CostgraphValueError) as e:
+        costgraph.from_hf_config({"model_type": "bert"}, source="cfg.json")
+    assert "unsupported model_type 'bert'" in str(e.value)
+    for t in ("llama", "mixtral", "t5"):
+        assert t in str(e.value)
+    assert set(supported_model_types()) >= {"gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3",
+                                           "qwen3_moe", "gemma", "gemma2", "phi3", "gpt_neox",
+                                           "falcon", "opt", "deepseek_v3", "t5"}
+
+
+def test_missing_and_ill_typed_keys_are_named_with_the_file():
+    cfg = json.loads((HF / "llama-2-7b.json").read_text())
+    del cfg["hidden_size"]
+    with pytest.raises(costgraph.CostgraphValueError, match=r"my\.json: missing key 'hidden_size'"):
+        costgraph.from_hf_config(cfg, source="my.json")
+    cfg = json.loads((HF / "llama-2-7b.json").read_text())
+    cfg["num_hidden_layers"] = "32"
+    with pytest.raises(costgraph.CostgraphValueError, match=r"my\.json: key 'num_hidden_layers' must be a positive whole number, got '32'"):
+        costgraph.from_hf_config(cfg, source="my.json")
+
+
+def test_unsupported_variant_is_an_error():
+    cfg = json.loads((HF / "t5-small.json").read_text())
+    cfg["feed_forward_proj"] = "gated-gelu"
+    with pytest.raises(costgraph.CostgraphValueError, match="feed_forward_proj"):
+        costgraph.from_hf_config(cfg, source="t5.json")
+
+
+def test_cli_on_config_json_prints_units(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(HF / "mixtral-8x7b.json")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "46,702,792,704 (46.70 G)" in r.stdout and "12,879,925,248 (12.88 G)" in r.stdout
+    assert "KV cache bytes" in r.stdout
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama",\n "hidden_size": }')
+    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and f"{bad}:2:17" in r.stderr and "Traceback" not in r.stderr
