@@ -36,10 +36,21 @@ class Settings:
     ``dropout`` — training with dropout (default) or without: without, every
     ``dropout`` call is the identity and its mask is not kept.
     ``options`` — values for the model's ``option`` switches (``bias=False``).
+    ``profile`` — what operators keep for backward (see :data:`PROFILES`).
     """
 
     dropout: bool = True
     options: Mapping[str, object] = field(default_factory=dict)
+    profile: str = "korthikanti"
+
+
+PROFILES = {
+    "korthikanti": "the tensors of Korthikanti et al. 2022 §4.1: norm inputs, matmul operands, "
+                   "softmax and activation outputs/inputs, 1-byte dropout masks, all in the compute dtype",
+    "pytorch": "what PyTorch autograd keeps in Hugging Face's eager bf16 implementations "
+               "(transformers 5.24, torch 2.13): LayerNorm mean/rstd and RMSNorm's fp32 copies, "
+               "fp32 softmax where the model upcasts, rotary inputs and cos/sin tables",
+}
 
 
 def same(a, b) -> bool:
@@ -62,8 +73,36 @@ def _describe(v) -> str:
 
 
 class _Return(Exception):
-    def __init__(self, value):
+    def __init__(self, value, loc: Location | None = None):
         self.value = value
+        self.loc = loc
+
+
+# Deepest chain of block calls (a calls b calls c ...); the walk recurses.
+MAX_BLOCK_DEPTH = 50
+
+# Largest whole number a dimension expression may hold (a dimension has a few
+# digits; far beyond this, printing and evaluation break down).
+MAX_DIGITS = 100
+
+
+def _check_size(v, what: str, loc: Location | None):
+    """A dimension expression that is a number must be a positive whole number."""
+    if isinstance(v, sympy.Expr):
+        if v.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            raise CostgraphSemanticError(f"{what} divides by zero", loc)
+        if (v.is_number and not (v.is_integer and v.is_positive)) or v.is_positive is False:
+            raise CostgraphSemanticError(f"{what} must be a positive whole number, got {v}", loc,
+                                         hint="a dimension counts something: 1, 2, 3, ... or an expression such as 4 * h")
+    return v
+
+
+def _check_magnitude(v, loc: Location | None):
+    for n in v.atoms(sympy.Rational):
+        if max(abs(n.p), n.q).bit_length() > MAX_DIGITS * 3.33:
+            raise CostgraphSemanticError(f"number too large: a dimension expression holds a number of more "
+                                         f"than {MAX_DIGITS} digits", loc)
+    return v
 
 
 class Scope:
@@ -128,10 +167,20 @@ class OpContext:
         self.outputs.append(t)
         return t
 
+    def shared_aux(self, key: str, shape, role: str) -> Tensor:
+        """A tensor made once for the whole model and kept by many nodes (the
+        rotary cos/sin tables): one storage, counted once."""
+        t = self.b.shared.get(key)
+        if t is None:
+            t = Tensor(f"shared/{key}", tuple(sympy.sympify(d) for d in shape), role, f"shared/{key}", ONE, self.path, ONE)
+            self.b.cg.tensors[t.id] = t
+            self.b.shared[key] = t
+        return t
+
     def aux(self, suffix: str, shape, role: str) -> Tensor:
         """A tensor the op makes and keeps but does not pass on (a dropout mask)."""
         tid = f"{self.path}/{suffix}"
-        t = Tensor(tid, tuple(shape), role, tid, self.b.count, self.path, self.b.active)
+        t = Tensor(tid, tuple(sympy.sympify(d) for d in shape), role, tid, self.b.count, self.path, self.b.active)
         self.b.cg.tensors[tid] = t
         return t
 
@@ -195,6 +244,7 @@ class Builder:
         self.cg = CostGraph(program.model.name, program.model.loc.file)
         self.count = ONE
         self.active = ONE
+        self.shared: dict[str, Tensor] = {}
         self.path: list[str] = []
         self.used: dict[tuple, set] = {}
         self.block_stack: list[str] = []
@@ -241,7 +291,8 @@ class Builder:
             outs = r.value if isinstance(r.value, tuple) else (r.value,)
             for o in outs:
                 if not isinstance(o, Tensor):
-                    raise CostgraphSemanticError(f"a model returns tensors, not {_describe(o)}", model.loc)
+                    raise CostgraphSemanticError(f"a model returns tensors, not {_describe(o)}", r.loc or model.loc,
+                                                 hint="return the model's output tensor, e.g. return logits")
             self.cg.outputs = tuple(o.id for o in outs)
             self._configs()
             return self.cg
@@ -283,7 +334,10 @@ class Builder:
             for name, v in zip(st.targets, value):
                 scope.vars[name] = v
         elif isinstance(st, ast.Return):
-            raise _Return(self.eval(st.value, scope))
+            if where == "repeat":
+                raise CostgraphSemanticError("return cannot be inside a repeat", st.loc,
+                                             hint="assign the carried tensor in the body, return after the repeat")
+            raise _Return(self.eval(st.value, scope), st.loc)
         elif isinstance(st, ast.Repeat):
             self.repeat(st, scope)
         elif isinstance(st, ast.If):
@@ -297,7 +351,15 @@ class Builder:
         elif isinstance(st, ast.Option):
             if where != "model":
                 raise CostgraphSemanticError("options belong to the model, not to a block or repeat", st.loc)
-            value = self.settings.options.get(st.name, self.eval(st.value, scope))
+            if st.name in self.cg.options:
+                raise CostgraphSemanticError(f"option '{st.name}' is defined twice", st.loc)
+            default = self.eval(st.value, scope)
+            if not isinstance(default, bool):
+                raise CostgraphSemanticError(f"option '{st.name}' must be true or false, got {_describe(default)}",
+                                             st.loc, hint="an option is a switch; a size is a dim: dim k = 4 * h")
+            value = self.settings.options.get(st.name, default)
+            if not isinstance(value, bool):
+                raise CostgraphSemanticError(f"option '{st.name}' must be set to true or false, got {value!r}", st.loc)
             scope.vars[st.name] = value
             self.cg.options[st.name] = value
         elif isinstance(st, ast.Input):
@@ -402,7 +464,7 @@ class Builder:
         if isinstance(v, (bool, Tensor, tuple, str)) or v is None:
             raise CostgraphSemanticError(f"{what} must be a dimension expression, got {_describe(v)}",
                                          getattr(e, "loc", None))
-        return v
+        return _check_size(v, what, getattr(e, "loc", None))
 
     def binop(self, e: ast.BinOp, scope: Scope):
         left, right = self.eval(e.left, scope), self.eval(e.right, scope)
@@ -412,7 +474,10 @@ class Builder:
                 raise CostgraphSemanticError("tensors cannot be divided with '/'", e.loc)
             return self.apply_op(kind, {"x": left, "y": right}, None, e.loc)
         if isinstance(left, sympy.Expr) and isinstance(right, sympy.Expr):
-            return {"+": left + right, "-": left - right, "*": left * right, "/": left / right}[e.op]
+            if e.op == "/" and right.is_zero:
+                raise CostgraphSemanticError("division by zero", e.right.loc)
+            result = {"+": left + right, "-": left - right, "*": left * right, "/": left / right}[e.op]
+            return _check_magnitude(result, e.loc)
         hint = "multiply a tensor by a constant with scale(x)" if Tensor in (type(left), type(right)) else None
         raise CostgraphSemanticError(
             f"cannot apply '{e.op}' to {_describe(left)} and {_describe(right)}", e.loc, hint=hint)
@@ -483,12 +548,19 @@ class Builder:
         if not ok:
             want = {"tensor": "a tensor", "bool": "true or false", "dim": "a dimension expression"}[kind]
             raise CostgraphSemanticError(f"{what} must be {want}, got {_describe(v)}", loc)
+        if kind == "dim":
+            _check_size(v, what, loc)
         return v
 
     def apply_op(self, kind: str, args: dict, name: str | None, loc: Location):
         path = self.claim(name or kind, name is not None, loc)
         ctx = OpContext(self, kind, path, args, loc)
-        result = REGISTRY[kind].rule(ctx)
+        try:
+            result = REGISTRY[kind].rule(ctx)
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as err:
+            shown = ", ".join(f"{k}={_describe(v)}" for k, v in args.items() if v is not None)
+            raise CostgraphSemanticError(f"{kind} cannot be applied to {shown}", loc,
+                                         hint=f"see `costgraph ops` for what {kind} takes") from err
         if ctx.is_identity:
             return result
         inputs = [v for v in args.values() if isinstance(v, Tensor)]
@@ -517,6 +589,8 @@ class Builder:
             chain = " → ".join([*(b.node.name for b in self._stack_defs), block.name])
             raise CostgraphSemanticError(f"blocks call each other in a cycle: {chain}", e.loc,
                                          hint="a block cannot call itself; use repeat for depth")
+        if len(self._stack_defs) >= MAX_BLOCK_DEPTH:
+            raise CostgraphSemanticError(f"blocks call each other more than {MAX_BLOCK_DEPTH} deep", e.loc)
         inner = Scope()
         # bind positionally/by keyword first (evaluated in the caller's scope) ...
         given_args, node_name = self._bind_block(e, scope, block)

@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--causal", choices=("full", "half"), default="full",
                    help="attention FLOPs over the full s×s square (default) or halved for the causal mask")
     d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    d.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+                   help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
+                        "autograd keeps in Hugging Face's eager bf16 code")
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     sub.add_parser("list", help="bundled models and their configurations")
     sub.add_parser("ops", help="operators a model file can call")
@@ -81,14 +84,14 @@ def _derive(args) -> str:
         if options:
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here",
                                       hint="e.g. --set s=2048 b=8")
-        hf = load_hf_config(args.model)
+        hf = load_hf_config(args.model, profile=args.profile)
         model = hf.model
         values = model.values(args.config, **{**hf.values, **dims})
         on = [k for k, v in model.graph.options.items() if v is True]
         note = (f"from {args.model}: model_type {hf.model_type} → model '{model.name}'"
                 + (f" with {', '.join(on)}" if on else ""))
     else:
-        model = load(args.model, dropout=not args.no_dropout, options=options)
+        model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile)
         values = model.values(args.config, **dims) if (dims or args.config) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.format == "json":

@@ -110,7 +110,8 @@ class _Reader:
         return v
 
 
-def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = False) -> HFModel:
+def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = False,
+                   profile: str = "korthikanti") -> HFModel:
     """Map a parsed ``config.json`` to a bundled model and dimension values.
 
     Dropout is off by default (inference and modern training recipes).
@@ -143,7 +144,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
         if not isinstance(v, bool):
             r.fail(f"option '{name}' needs true or false from the config, got {v!r}")
         options[name] = v
-    model = load(entry["model"], dropout=dropout, options=options)
+    model = load(entry["model"], dropout=dropout, options=options, profile=profile)
     values = {}
     for name, spec in entry.get("dims", {}).items():
         if name not in model.graph.dims or model.graph.dims[name].derived is not None:
@@ -156,7 +157,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
     return HFModel(model, values, model_type, source)
 
 
-def load_hf_config(path: str) -> HFModel:
+def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthikanti") -> HFModel:
     """Read a ``config.json`` file and map it (see :func:`from_hf_config`).
 
     Raises
@@ -176,4 +177,4 @@ def load_hf_config(path: str) -> HFModel:
         lines = text.splitlines()
         src = lines[e.lineno - 1] if 0 < e.lineno <= len(lines) else ""
         raise CostgraphValueError(f"invalid JSON: {e.msg}", Location(path, e.lineno, e.colno, src)) from None
-    return from_hf_config(config, source=path)
+    return from_hf_config(config, source=path, dropout=dropout, profile=profile)

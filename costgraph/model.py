@@ -19,7 +19,7 @@ from typing import Mapping
 import networkx as nx
 import sympy
 
-from .builder import Settings, build
+from .builder import PROFILES, Settings, build
 from .conventions import check_convention
 from .errors import CostgraphValueError
 from .graph import CostGraph
@@ -212,20 +212,31 @@ class Costs:
         return f"$\\begin{{aligned}} {rows} \\end{{aligned}}$"
 
 
-def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None) -> Model:
+def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,
+         profile: str = "korthikanti") -> Model:
     """Load and build a model by bundled name or path. See :class:`Model`.
+
+    ``profile`` names what operators keep for backward:
+    :data:`costgraph.builder.PROFILES` (``korthikanti`` or ``pytorch``).
 
     Raises
     ------
     CostgraphError
         Any mistake in the model file (located) or in the arguments.
     """
-    settings = Settings(dropout=dropout, options=dict(options or {}))
+    settings = _settings(dropout, options, profile)
     return Model(build(load_program(model), settings), settings)
 
 
+def _settings(dropout, options, profile) -> Settings:
+    if profile not in PROFILES:
+        raise CostgraphValueError(f"unknown activation profile {profile!r}",
+                                  hint="choose one of: " + ", ".join(PROFILES))
+    return Settings(dropout=dropout, options=dict(options or {}), profile=profile)
+
+
 def loads(text: str, *, path: str = "<string>", dropout: bool = True,
-          options: Mapping[str, object] | None = None) -> Model:
+          options: Mapping[str, object] | None = None, profile: str = "korthikanti") -> Model:
     """Like :func:`load`, from model-file text (imports resolve from ``path``'s folder)."""
-    settings = Settings(dropout=dropout, options=dict(options or {}))
+    settings = _settings(dropout, options, profile)
     return Model(build(load_program(text=text, path=path), settings), settings)

@@ -64,6 +64,7 @@ def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) ->
         "precision": {"name": costs.precision.name,
                       "bytes": {r: costs.precision.bytes(r) for r in ROLES}},
         "dropout": m.settings.dropout,
+        "profile": m.settings.profile,
         "options": dict(m.graph.options),
         "symbols": m.symbols,
         "values": {str(k): int(v) for k, v in (values or {}).items()},

@@ -64,8 +64,16 @@ def relu(c):
     return _unary(c, "relu", save="output")
 
 
-@op("softmax", "softmax over the last dimension", x="tensor")
+@op("softmax", "softmax over the last dimension; fp32 = true computes it in fp32 and casts back",
+    x="tensor", fp32=("bool", False))
 def softmax(c):
+    """Keeps its output. With ``fp32 = true`` (LLaMA-family code:
+    ``softmax(x, dtype=float32).to(x.dtype)``) the ``pytorch`` profile keeps
+    the fp32 result, 4 bytes an element, and the cast copy is a new tensor."""
+    if c["fp32"] and c.settings.profile == "pytorch":
+        y = _unary(c, "softmax", save="none")
+        c.save(c.aux("probs_fp32", y.shape, "fp32"))
+        return y
     return _unary(c, "softmax", save="output")
 
 
@@ -115,11 +123,18 @@ def mul(c):
     "last dimension (all when omitted): no parameters", x="tensor", dims=("dim", None))
 def rope(c):
     """x·cos + rotate_half(x)·sin over the rotated entries: 3 FLOPs each
-    (`all` convention). The cos/sin tables are [S, d] buffers, not kept per
-    sequence, so nothing batch-sized is saved."""
+    (`all` convention). Autograd keeps only the cos and sin tables ([1, S, r]
+    in the compute dtype, made once per forward and shared by every layer:
+    one storage each, in the ``pytorch`` profile); Korthikanti et al. keep
+    nothing for it."""
     x = c["x"]
-    rotated = x.numel if c["dims"] is None else x.numel / x.shape[-1] * c["dims"]
+    dims = x.shape[-1] if c["dims"] is None else c["dims"]
+    rotated = x.numel / x.shape[-1] * dims
     y = c.output(x.shape)
+    if c.settings.profile == "pytorch":
+        seq = x.shape[-2]
+        c.save(c.shared_aux(f"rope_cos[{seq},{dims}]", (1, seq, dims), "act"),
+               c.shared_aux(f"rope_sin[{seq},{dims}]", (1, seq, dims), "act"))
     c.forward(Flops(other=PER_ELEMENT["rope"] * rotated))
     c.backward_input(Flops(other=PER_ELEMENT["rope"] * rotated))
     return y
