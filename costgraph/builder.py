@@ -21,6 +21,7 @@ from . import ast
 from .errors import CostgraphSemanticError, Location
 from .graph import ONE, BlockInstance, CacheEntry, Cost, CostGraph, DimInfo, Flops, Group, Tensor, Weight
 from .loader import BlockDef, Program
+from .parser import MAX_DIGITS
 from .ops import REGISTRY
 from .ops.registry import REQUIRED
 from .precision import ROLES
@@ -81,9 +82,6 @@ class _Return(Exception):
 # Deepest chain of block calls (a calls b calls c ...); the walk recurses.
 MAX_BLOCK_DEPTH = 50
 
-# Largest whole number a dimension expression may hold (a dimension has a few
-# digits; far beyond this, printing and evaluation break down).
-MAX_DIGITS = 100
 
 
 def _check_size(v, what: str, loc: Location | None):
@@ -97,9 +95,15 @@ def _check_size(v, what: str, loc: Location | None):
     return v
 
 
+def _not_constant(name: str, loc: Location):
+    if name in CONSTANTS:
+        raise CostgraphSemanticError(f"'{name}' is a constant (true, false, none) and cannot be redefined", loc,
+                                     hint="choose another name")
+
+
 def _check_magnitude(v, loc: Location | None):
     for n in v.atoms(sympy.Rational):
-        if max(abs(n.p), n.q).bit_length() > MAX_DIGITS * 3.33:
+        if len(str(max(abs(n.p), n.q))) > MAX_DIGITS:
             raise CostgraphSemanticError(f"number too large: a dimension expression holds a number of more "
                                          f"than {MAX_DIGITS} digits", loc)
     return v
@@ -247,6 +251,7 @@ class Builder:
         self.shared: dict[str, Tensor] = {}
         self.path: list[str] = []
         self.used: dict[tuple, set] = {}
+        self._next_suffix: dict[tuple, int] = {}
         self.block_stack: list[str] = []
 
     # --- naming ------------------------------------------------------------
@@ -257,9 +262,13 @@ class Builder:
                 where = "/".join(self.path) or "the model"
                 raise CostgraphSemanticError(f"the name '{name}' is used twice in {where}", loc,
                                              hint="give each call its own name=")
-            i = 1
+            # names are never released, so the search resumes where it last
+            # stopped (linear, not quadratic, in the number of calls)
+            key = (tuple(self.path), name)
+            i = self._next_suffix.get(key, 1)
             while f"{name}_{i}" in used:
                 i += 1
+            self._next_suffix[key] = i
             name = f"{name}_{i}"
         used.add(name)
         return "/".join([*self.path, name])
@@ -324,6 +333,8 @@ class Builder:
 
     def stmt(self, st, scope: Scope, where: str):
         if isinstance(st, ast.Assign):
+            for target in st.targets:
+                _not_constant(target, st.loc)
             value = self.eval(st.value, scope)
             if len(st.targets) == 1:
                 scope.vars[st.targets[0]] = value
@@ -351,6 +362,7 @@ class Builder:
         elif isinstance(st, ast.Option):
             if where != "model":
                 raise CostgraphSemanticError("options belong to the model, not to a block or repeat", st.loc)
+            _not_constant(st.name, st.loc)
             if st.name in self.cg.options:
                 raise CostgraphSemanticError(f"option '{st.name}' is defined twice", st.loc)
             default = self.eval(st.value, scope)
@@ -366,6 +378,7 @@ class Builder:
             if where != "model":
                 raise CostgraphSemanticError("inputs belong to the model", st.loc,
                                              hint="a block takes tensors as parameters: block f(x[B, S, H])")
+            _not_constant(st.name, st.loc)
             role = st.role or "act"
             if role not in ROLES:
                 raise CostgraphSemanticError(f"unknown tensor role '{role}'", st.loc,
@@ -379,6 +392,7 @@ class Builder:
             scope.vars[st.name] = t
 
     def dim_stmt(self, st: ast.Dim, scope: Scope, where: str):
+        _not_constant(st.name, st.loc)
         if st.name in scope.vars:
             raise CostgraphSemanticError(f"'{st.name}' is already defined", st.loc)
         if st.value is not None:

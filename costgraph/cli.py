@@ -23,6 +23,7 @@ import sys
 from . import __version__
 from .conventions import FLOP_CONVENTIONS
 from .errors import CostgraphError, CostgraphValueError
+from .parser import check_number
 from .precision import PRECISIONS
 
 _SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
@@ -68,8 +69,15 @@ def _settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
         if value in ("true", "false"):
             options[name] = value == "true"
         else:
-            dims[name] = int(value.replace("_", ""))
+            dims[name] = check_number(value, error=_set_error(pair))
     return dims, options
+
+
+def _set_error(pair: str):
+    shown = pair if len(pair) <= 40 else pair[:36] + "..."
+    def error(message: str, loc=None):
+        return CostgraphValueError(f"cannot read --set {shown!r}: {message}")
+    return error
 
 
 def _derive(args) -> str:
@@ -125,8 +133,13 @@ def _ops() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``costgraph`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``costgraph`` console script; returns the exit status:
+    0, or 2 for a mistake in the input (the located message is on stderr; no
+    traceback), 3 for a bug in costgraph itself, 130 when interrupted."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:   # argparse has printed usage (status 2), --help or --version (0)
+        return e.code if isinstance(e.code, int) else 2
     try:
         if args.command == "derive":
             out = _derive(args)
@@ -137,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     except CostgraphError as e:
         print(e, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:   # a bug, not the user's mistake: say so, without a traceback
+        print(f"costgraph: internal error: {type(e).__name__}: {e}\n"
+              "this is a bug in costgraph; please report it with the command that caused it", file=sys.stderr)
+        return 3
     try:
         print(out)
     except BrokenPipeError:

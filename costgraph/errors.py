@@ -17,6 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+# Widest source line shown under a message; a longer one is cut around the column.
+_WIDTH = 100
+
+
 @dataclass(frozen=True)
 class Location:
     """A position in a model file: 1-based ``line`` and ``column``."""
@@ -55,9 +59,20 @@ class CostgraphError(Exception):
         head = f"{self.loc}: " if self.loc else ""
         lines = [f"{head}{self.kind}: {self.message}"]
         if self.loc and self.loc.source_line:
-            text = self.loc.source_line.rstrip("\n")
+            text = self.loc.source_line.rstrip("\r\n")
+            # control characters (a NUL of a binary file...) would garble the terminal
+            text = "".join(c if c.isprintable() or c == "\t" else "\N{REPLACEMENT CHARACTER}" for c in text)
+            col = self.loc.column - 1
+            if len(text) > _WIDTH:   # show a window of a long line around the column
+                start = max(0, min(col - _WIDTH // 2, len(text) - _WIDTH))
+                head = "…" if start > 0 else ""
+                text = head + text[start:start + _WIDTH] + ("…" if start + _WIDTH < len(text) else "")
+                col = col - start + len(head)
+            # the caret lines up under tabs too: copy the tabs before the column
+            pad = "".join("\t" if c == "\t" else " " for c in text[:col])
+            pad += " " * max(0, col - len(text))
             lines.append("    " + text)
-            lines.append("    " + " " * (self.loc.column - 1) + "^")
+            lines.append("    " + pad + "^")
         if self.hint:
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)

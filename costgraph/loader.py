@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import ast
-from .errors import CostgraphSemanticError, CostgraphValueError
+from .errors import CostgraphSemanticError, CostgraphValueError, Location
 from .parser import parse
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names
 
@@ -49,15 +49,17 @@ class _Loader:
         self.tables: dict[str, dict[str, BlockDef]] = {}
         self.models: dict[str, dict[str, ast.Model]] = {}
         self.stack: list[str] = []
+        self.names: dict[str, str] = {}   # key → name in messages
 
     def load(self, src: _Source) -> tuple[ast.File, dict[str, BlockDef]]:
+        self.names[src.key] = src.display
         f = parse(src.text, src.display)
         table: dict[str, BlockDef] = {}
         visible_models: dict[str, ast.Model] = {}
         for imp in f.imports:
             dep = self._resolve(imp, src)
             if dep.key in self.stack:
-                chain = " → ".join([*self.stack[self.stack.index(dep.key):], dep.key])
+                chain = " → ".join(self.names.get(k, k) for k in [*self.stack[self.stack.index(dep.key):], dep.key])
                 raise CostgraphSemanticError(
                     f"import cycle: {chain}", imp.loc, hint="move the shared blocks into a third file")
             if dep.key not in self.tables:
@@ -71,6 +73,15 @@ class _Loader:
                         f"block '{name}' is defined in two imported files", imp.loc)
                 table[name] = bdef
         for block in f.blocks:
+            seen: set[str] = set()
+            for p in block.params:
+                if p.name in ("true", "false", "none"):
+                    raise CostgraphSemanticError(
+                        f"'{p.name}' is a constant (true, false, none) and cannot name a parameter", p.loc)
+                if p.name in seen:
+                    raise CostgraphSemanticError(
+                        f"block '{block.name}' has two parameters named '{p.name}'", p.loc)
+                seen.add(p.name)
             if block.name in table and table[block.name].node.loc.file == block.loc.file:
                 raise CostgraphSemanticError(f"block '{block.name}' is defined twice", block.loc)
             table[block.name] = BlockDef(block, table)  # a local block shadows an imported one
@@ -85,9 +96,12 @@ class _Loader:
     def _resolve(self, imp: ast.Import, src: _Source) -> _Source:
         if src.directory is not None:
             candidate = (src.directory / imp.path)
-            if candidate.is_file():
-                return _file_source(candidate)
-        entry = bundled_import(imp.path)
+            if _is_file(candidate):
+                return _file_source(candidate, imported_at=imp.loc)
+        try:
+            entry = bundled_import(imp.path) if imp.path.strip() else None
+        except (OSError, ValueError):
+            entry = None
         if entry is not None:
             return _Source("bundled:" + imp.path, imp.path, entry.read_text(encoding="utf-8"), None)
         raise CostgraphSemanticError(
@@ -121,11 +135,31 @@ def _extend(model: ast.Model, visible: dict[str, ast.Model]) -> ast.Model:
     return ast.Model(model.name, body, model.loc, None)
 
 
-def _file_source(path: Path) -> _Source:
+def _is_file(path: Path) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise CostgraphValueError(f"cannot read {path}: {e}") from None
+        return path.is_file()
+    except (OSError, ValueError):   # a name too long, a NUL byte in it...
+        return False
+
+
+def _file_source(path: Path, imported_at: Location | None = None) -> _Source:
+    """Read a model file as UTF-8 text; a file that is not text gets a located error."""
+    where = f" (imported at {imported_at})" if imported_at else ""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CostgraphValueError(f"cannot read {path}: {e.strerror or e}{where}", imported_at) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        start = data.rfind(b"\n", 0, e.start) + 1
+        end = data.find(b"\n", e.start)
+        shown = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
+        loc = Location(str(path), line, len(data[start:e.start].decode("utf-8", "replace")) + 1, shown[:200])
+        raise CostgraphValueError(
+            f"not a UTF-8 text file: {e.reason} 0x{data[e.start]:02x}{where}",
+            loc, hint="a model file is text written in the costgraph language, saved as UTF-8") from None
     return _Source(str(path.resolve()), str(path), text, path.parent)
 
 
@@ -137,12 +171,26 @@ def source_for(model: str) -> _Source:
     CostgraphValueError
         If it is neither, with a "did you mean" among the bundled names.
     """
+    if not model.strip():
+        raise CostgraphValueError("no model given",
+                                  hint="name a bundled model (" + ", ".join(bundled_model_names()[:4]) + ", ...) "
+                                       "or give the path of a .cg file")
     path = Path(model)
-    if path.suffix == MODEL_SUFFIX or path.exists():
-        if not path.is_file():
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):
+        exists = False
+    if path.is_dir() if exists else False:
+        raise CostgraphValueError(f"{model} is a directory, not a model file",
+                                  hint="give the path of a .cg file, or a bundled model name")
+    if path.suffix == MODEL_SUFFIX or exists:
+        if not _is_file(path):
             raise CostgraphValueError(f"no such model file: {model}")
         return _file_source(path)
-    entry = bundled_model(model)
+    try:
+        entry = bundled_model(model) if model.strip() else None
+    except (OSError, ValueError):
+        entry = None
     if entry is None:
         names = bundled_model_names()
         close = difflib.get_close_matches(model, names, n=1)
@@ -161,14 +209,14 @@ def load_program(model: str | None = None, *, text: str | None = None, path: str
     CostgraphSyntaxError, CostgraphSemanticError, CostgraphValueError
     """
     if text is not None:
-        src = _Source(path, path, text, Path(path).parent if path != "<string>" else Path.cwd())
+        key = str(Path(path).resolve()) if path != "<string>" else path
+        src = _Source(key, path, text, Path(path).parent if path != "<string>" else Path.cwd())
     else:
         src = source_for(model)
     loader = _Loader()
     loader.stack.append(src.key)
     f, table = loader.load(src)
     if len(f.models) != 1:
-        from .errors import Location
         where = f.models[1].loc if len(f.models) > 1 else Location(src.display, 1, 1)
         raise CostgraphSemanticError(
             f"a model file must define exactly one model, found {len(f.models)}", where,

@@ -9,24 +9,16 @@ line with a caret, and what was expected in the words a user types.
 
 from __future__ import annotations
 
+import difflib
+import re
 from functools import cache
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import ast
-from .errors import CostgraphSyntaxError, Location
+from .errors import CostgraphError, CostgraphSyntaxError, Location
 from .resources import grammar_text
-
-# What a user types for each named terminal of the grammar.
-_TERMINAL_WORDS = {
-    "NAME": "a name",
-    "INT": "a whole number",
-    "STRING": 'a quoted string ("...")',
-    "CONFIG_NAME": "a configuration name",
-    "$END": "the end of the file",
-}
-
 
 @cache
 def _lark() -> Lark:
@@ -54,7 +46,8 @@ class _ToAst(Transformer):
 
     def int(self, children):
         (tok,) = children
-        return ast.Int(int(tok), self._loc(tok))
+        loc = self._loc(tok)
+        return ast.Int(check_number(str(tok), loc), loc)
 
     def string(self, children):
         (tok,) = children
@@ -181,23 +174,359 @@ def _unquote(tok: Token | None) -> str | None:
     return str(tok)[1:-1] if tok is not None else None
 
 
-def _expected_words(names) -> str:
-    parser = _lark()
-    words = set()
-    for name in names:
-        if name in _TERMINAL_WORDS:
-            words.add(_TERMINAL_WORDS[name])
-            continue
-        try:
-            pattern = parser.get_terminal(name).pattern
-        except KeyError:
-            words.add(name.lower())
-            continue
-        words.add(f"'{pattern.value}'" if pattern.type == "str" else name.lower())
-    ordered = sorted(words)
+# --- limits ------------------------------------------------------------------
+
+# Deepest nesting of the syntax tree (calls in calls, operators, parentheses
+# around operators, repeat/if bodies) that the recursive passes handle safely.
+# The bundled models nest 13 deep.
+MAX_DEPTH = 100
+
+# Longest whole number a file may write, and the most digits any number in a
+# dimension expression may reach (a dimension has a few digits).
+MAX_DIGITS = 100
+
+
+def check_number(digits: str, loc: Location | None = None, error=CostgraphSyntaxError) -> int:
+    """``digits`` (a whole number as written) as an int, or a located error if absurdly long."""
+    digits = digits.replace("_", "")
+    if len(digits) > MAX_DIGITS:
+        raise error(f"number too large: it has {len(digits)} digits (at most {MAX_DIGITS})", loc)
+    return int(digits)
+
+
+# --- syntax errors in the user's words ---------------------------------------
+#
+# Everything below is data about the language, so that a message says what a
+# user would type ("expected ')' or ','"), never a terminal name (RPAR).
+
+# How each construct is written, keyed by the keyword that opens it; shown
+# when an error falls inside that construct's header.
+_FORMS = {
+    "import": 'write import "path/to/file.cg"',
+    "block": "write block NAME(x[B, S, H], width, bias = true) { ... return y }",
+    "model": "write model NAME { ... } or model NAME extends BASE { option ... }",
+    "config": "write config NAME { h = 768, l = 12 }",
+    "dim": 'write dim NAME ["meaning"] [default N], or dim NAME = EXPR for a derived one',
+    "option": 'write option NAME = VALUE ["meaning"]',
+    "input": "write input NAME[b, s] or input NAME[b, s]: ROLE",
+    "repeat": "write repeat COUNT as NAME { ... } (or repeat COUNT as NAME active K { ... })",
+    "if": "write if COND { ... } or if COND { ... } else { ... }",
+    "return": "write return EXPR",
+}
+
+# Keywords that start a top-level item and a statement (for "did you mean").
+_TOP_KEYWORDS = ("import", "block", "model", "config")
+_STMT_KEYWORDS = ("dim", "option", "input", "repeat", "if", "return")
+
+# What a user types for each named terminal of the grammar.
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "INT": "a whole number",
+    "STRING": 'a quoted string ("...")',
+    "CONFIG_NAME": "a configuration name",
+    "$END": "the end of the file",
+}
+
+# Sets of expected words a user thinks of as one thing: when all of `core`
+# are expected, every word of `members` is replaced by `word`.
+_GROUPS = (
+    ({"'dim'", "'input'", "'option'", "'repeat'", "'return'"},
+     {"'dim'", "'input'", "'option'", "'repeat'", "'return'", "'if'", "a name"}, "a statement"),
+    ({"'('", "a whole number", "a name"},
+     {"'('", "a whole number", "a name", 'a quoted string ("...")'}, "an expression"),
+)
+
+# After a complete value these continue the expression; they are not what is
+# missing, so they are left out when something else is expected too.
+_CONTINUATIONS = {"'+'", "'-'", "'*'", "'/'", "'('", "'='"}
+_OPERATORS = {"'+'", "'-'", "'*'", "'/'"}
+
+# Characters that are not part of the language, and what to write instead.
+_CHAR_HINTS = {
+    "@": "a matrix product is written matmul(x, y)",
+    "×": "multiplication is written '*'",
+    "·": "multiplication is written '*'",
+    "÷": "division is written '/'",
+    "−": "minus is written '-'",
+    "–": "minus is written '-'",
+    "^": "there is no power operator: write h * h",
+    "%": "the operators are + - * /",
+    "'": 'strings use double quotes: "..."',
+    "“": 'strings use plain double quotes: "..."',
+    "”": 'strings use plain double quotes: "..."',
+    "‘": 'strings use plain double quotes: "..."',
+    "’": 'strings use plain double quotes: "..."',
+    "!": "there are no comparisons; an if tests an option: if bias { ... }",
+    "<": "there are no comparisons; an if tests an option: if bias { ... }",
+    ">": "there are no comparisons; an if tests an option: if bias { ... }",
+    "&": "there is no 'and'; nest two ifs",
+    "|": "there is no 'or'; use if ... else",
+    "$": "names are letters, digits and '_'",
+    "\xa0": "a non-breaking space: replace it with a plain space",
+    "\u200b": "an invisible zero-width space: delete it",
+    "\\": "a line cannot be continued with '\\'; expressions may span lines inside parentheses",
+}
+
+_OPENERS = {"(": ")", "[": "]", "{": "}"}
+_CLOSERS = {v: k for k, v in _OPENERS.items()}
+
+
+def _word(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        pattern = _lark().get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    return f"'{pattern.value}'" if pattern.type == "str" else name.lower()
+
+
+def _words(names) -> set[str]:
+    words = {_word(n) for n in names}
+    if words & _OPERATORS and words - _CONTINUATIONS:
+        words -= _CONTINUATIONS
+    for core, members, word in _GROUPS:
+        if core <= words:
+            words = (words - members) | {word}
+    if len(words) > 1:
+        words.discard("';'")   # optional punctuation is never what is missing
+    return words
+
+
+def _join(words) -> str:
+    # quoted things first, then descriptions, the end of the file last
+    ordered = sorted(words, key=lambda w: (w == "the end of the file", not w.startswith("'"), w))
     if len(ordered) == 1:
         return ordered[0]
     return ", ".join(ordered[:-1]) + " or " + ordered[-1]
+
+
+def _expected_words(names) -> str:
+    """``names`` (terminals the grammar accepts) as a user reads them: "')' or ','"."""
+    return _join(_words(names))
+
+
+def _open_brackets(text: str, end: int) -> tuple[list[tuple[str, int, int]], tuple[str, int, int] | None]:
+    """Scan ``text[:end]`` outside strings and comments: the brackets still
+    open there (innermost last), and the first closer that matched nothing."""
+    stack: list[tuple[str, int, int]] = []
+    stray = None
+    line, col, i = 1, 1, 0
+    while i < end:
+        ch = text[i]
+        if ch == "#":
+            while i < end and text[i] != "\n":
+                i += 1
+                col += 1
+            continue
+        if ch == '"':
+            j = i + 1
+            while j < end and text[j] not in '"\n':
+                j += 1
+            col += j - i + (1 if j < end and text[j] == '"' else 0)
+            i = j + (1 if j < end and text[j] == '"' else 0)
+            continue
+        if ch in _OPENERS:
+            stack.append((ch, line, col))
+        elif ch in _CLOSERS:
+            if stack and stack[-1][0] == _CLOSERS[ch]:
+                stack.pop()
+            elif stray is None:
+                stray = (ch, line, col)
+        if ch == "\n":
+            line, col = line + 1, 1
+        else:
+            col += 1
+        i += 1
+    return stack, stray
+
+
+def _bracket_hint(text: str, pos: int, tok: Token, words: set[str]) -> str | None:
+    """An unclosed or unmatched bracket that explains an unexpected ``tok`` at ``pos``."""
+    opened, _ = _open_brackets(text, pos)
+    top = opened[-1] if opened else None
+    if str(tok) in _CLOSERS and tok.type != "STRING":
+        if top is not None and top[0] == _CLOSERS[str(tok)]:
+            return None
+        if top is not None and f"'{_OPENERS[top[0]]}'" in words:
+            return f"the '{top[0]}' at {top[1]}:{top[2]} is not closed"
+        if not any(o[0] == _CLOSERS[str(tok)] for o in opened):
+            return f"this '{tok}' has no '{_CLOSERS[str(tok)]}' to close"
+        return None
+    # '(' and '[' close on their own line, as a rule: one still open on an
+    # earlier line is the likely culprit
+    if top is not None and top[0] in "([" and f"'{_OPENERS[top[0]]}'" in words and top[1] < tok.line:
+        return f"the '{top[0]}' at {top[1]}:{top[2]} is not closed"
+    return None
+
+
+def _value_stack(e: UnexpectedInput) -> list:
+    """What the parser had read when it stopped (tokens and finished rules)."""
+    try:
+        return list(e.interactive_parser.parser_state.value_stack)
+    except AttributeError:
+        try:
+            return list(e.state.value_stack)
+        except AttributeError:
+            return []
+
+
+def _keyword(item) -> str | None:
+    """The keyword ``item`` is, if it is a keyword token (``dim``, ``repeat``...)."""
+    if isinstance(item, Token) and item.type == str(item).upper() and str(item) in _FORMS:
+        return str(item)
+    if isinstance(item, Token) and item.type == str(item).upper() and str(item) in ("as", "active", "else", "extends", "default"):
+        return str(item)
+    return None
+
+
+def _construct(stack: list) -> str | None:
+    """The construct whose header the parser is in (``repeat``, ``dim``...), if any."""
+    for i in range(len(stack) - 1, -1, -1):
+        item = stack[i]
+        if not isinstance(item, Token):
+            continue
+        if item.type == "LBRACE":
+            before = stack[i - 1] if i > 0 else None
+            return "config" if isinstance(before, Token) and before.type == "CONFIG_NAME" else None
+        if item.type == "LPAR":
+            return "block" if i >= 2 and _keyword(stack[i - 2]) == "block" else None
+        kw = _keyword(item)
+        if kw in _FORMS:
+            return kw
+    return None
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    text = str(tok)
+    if len(text) > 24:
+        text = text[:20] + "…"
+    return repr(text) if tok.type not in ("STRING",) else text
+
+
+def _location(path: str, lines: list[str], line, column) -> Location:
+    if not isinstance(line, int) or line < 1 or line > max(len(lines), 1):
+        line = max(len(lines), 1)
+        column = len(lines[line - 1]) + 1 if lines else 1
+    if not isinstance(column, int) or column < 1:
+        column = 1
+    src = lines[line - 1] if 0 < line <= len(lines) else ""
+    return Location(path, line, column, src)
+
+
+def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) -> CostgraphSyntaxError:
+    stack = _value_stack(e)
+    construct = _construct(stack)
+    form = _FORMS.get(construct) if construct else None
+
+    if isinstance(e, UnexpectedCharacters):
+        return _bad_character(e, text, path, lines, form)
+
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        names = e.accepts or e.expected
+    else:  # UnexpectedEOF (not raised by LALR, kept for safety)
+        tok = Token("$END", "")
+        names = getattr(e, "expected", ()) or ()
+    words = _words(names)
+    last = stack[-1] if stack else None
+    after = _keyword(last)
+
+    if tok.type == "$END":
+        # the caret goes where the missing text belongs: after the last token
+        line = getattr(tok, "end_line", None) or getattr(e, "line", None)
+        column = getattr(tok, "end_column", None) or getattr(e, "column", None)
+        loc = _location(path, lines, line, column)
+        opened, _ = _open_brackets(text, len(text))
+        if opened:
+            ch, ol, oc = opened[-1]
+            closer = f"'{_OPENERS[ch]}'"
+            hint = f"the '{ch}' at {ol}:{oc} is never closed"
+            if closer in words:
+                words = {closer}
+            return CostgraphSyntaxError(f"unexpected end of file: expected {_join(words)}", loc, hint=hint)
+        suffix = f" after '{after}'" if after else ""
+        return CostgraphSyntaxError(f"unexpected end of file: expected {_join(words)}{suffix}", loc, hint=form)
+
+    loc = _location(path, lines, getattr(tok, "line", None), getattr(tok, "column", None))
+    what = _describe_token(tok)
+    hint = None
+    pos = getattr(tok, "start_pos", None)
+    if isinstance(pos, int):
+        hint = _bracket_hint(text, pos, tok, words)
+    if tok.type == "INT" and "a statement" in words:
+        hint = "a name starts with a letter or '_'"
+
+    top_level = "'model'" in words and "'block'" in words
+    if top_level and hint is None:
+        word = re.fullmatch(r"[A-Za-z_]\w*", str(tok)) is not None
+        close = difflib.get_close_matches(str(tok), _TOP_KEYWORDS, n=1, cutoff=0.7) if word else []
+        hint = (f"did you mean '{close[0]}'?" if close else
+                "statements belong inside a model or block: model NAME { ... }")
+    elif words == {"','", "'='"} and isinstance(last, Token) and last.type == "NAME":
+        # a statement that starts with a name is an assignment: `name = ...`
+        prev = stack[-2] if len(stack) >= 2 else None
+        if isinstance(prev, Tree) and str(prev.data).startswith("__") and prev.children:
+            prev = prev.children[-1]   # the statements of a body so far: the last one
+        close = difflib.get_close_matches(str(last), _STMT_KEYWORDS, n=1, cutoff=0.7)
+        if isinstance(prev, Tree) and prev.data == "input_stmt":
+            hint = f"a role is written after a colon: input NAME[...]: {last}"
+            loc = _location(path, lines, last.line, last.column)
+            return CostgraphSyntaxError(f"unexpected {last.value!r} after an input: expected ':' before it",
+                                        loc, hint=hint)
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        else:
+            hint = hint or f"a statement that starts with a name assigns to it: {last} = ..."
+    if after and tok.type == "EQUAL" and after in _FORMS:
+        hint = f"'{after}' is a keyword and cannot be a variable's name; {form}" if form else hint
+    suffix = f" after '{after}'" if after else ""
+    return CostgraphSyntaxError(f"unexpected {what}: expected {_join(words)}{suffix}", loc, hint=hint or form)
+
+
+def _bad_character(e: UnexpectedCharacters, text: str, path: str, lines: list[str], form) -> CostgraphSyntaxError:
+    loc = _location(path, lines, e.line, e.column)
+    pos = e.pos_in_stream
+    ch = text[pos] if isinstance(pos, int) and pos < len(text) else ""
+    if ch == '"':
+        return CostgraphSyntaxError("unterminated string", loc, hint='a string ends with " on the same line')
+    if ch == "." and pos > 0 and text[pos - 1].isdigit():
+        return CostgraphSyntaxError("unexpected character '.': numbers are whole numbers", loc,
+                                    hint="write a fraction as a division, e.g. 8 * h / 3")
+    if ch == ".":
+        hint = "names are letters, digits and '_' (no '.')"
+    elif ch in _CHAR_HINTS:
+        hint = _CHAR_HINTS[ch]
+    elif ch.isalpha() or ch.isdigit():
+        hint = "names use the ASCII letters a-z, A-Z, digits and '_'"
+    elif not ch.isprintable():
+        hint = "the file contains a control character: is it a text file?"
+    else:
+        hint = None
+    allowed = _words(e.allowed or ())
+    expected = f": expected {_join(allowed)}" if allowed and len(allowed) <= 4 else ""
+    shown = repr(ch) if ch.isprintable() and ch not in "'" else ascii(ch)
+    if ch == "'":
+        shown = '"\'"'
+    return CostgraphSyntaxError(f"unexpected character {shown}{expected}", loc, hint=hint or form)
+
+
+def _check_depth(tree: Tree, path: str, lines: list[str]) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` (the passes after this recurse)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            meta = node.meta
+            loc = _location(path, lines, getattr(meta, "line", None), getattr(meta, "column", None))
+            raise CostgraphSyntaxError(
+                f"this is nested too deeply (more than {MAX_DEPTH} levels of calls, operators or bodies)",
+                loc, hint="split it into several statements with intermediate names")
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, depth + 1))
 
 
 def parse(text: str, path: str = "<string>") -> ast.File:
@@ -206,38 +535,22 @@ def parse(text: str, path: str = "<string>") -> ast.File:
     Raises
     ------
     CostgraphSyntaxError
-        With the location of the first unexpected character or token and what
-        the grammar would have accepted there.
+        With the location of the first unexpected character or token, what
+        the grammar would have accepted there in the words a user types, and
+        a hint (an unclosed bracket, how the construct is written).
     """
-    lines = text.splitlines()
+    if text.startswith("\ufeff"):   # a byte-order mark some editors write
+        text = text[1:]
+    # lines as the parser counts them (only "\n" ends a line)
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(e, text, path, lines) from None
-    return _ToAst(path, lines).transform(tree)
-
-
-def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) -> CostgraphSyntaxError:
-    line = getattr(e, "line", None)
-    column = getattr(e, "column", None)
-    if not isinstance(line, int) or line < 1:
-        line = max(len(lines), 1)
-        column = len(lines[-1]) + 1 if lines else 1
-    src = lines[line - 1] if 0 < line <= len(lines) else ""
-    loc = Location(path, line, column, src)
-    if isinstance(e, UnexpectedCharacters):
-        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
-        return CostgraphSyntaxError(
-            f"unexpected character {ch!r}", loc,
-            hint=f"expected {_expected_words(e.allowed)}" if e.allowed else None)
-    if isinstance(e, UnexpectedEOF):
-        return CostgraphSyntaxError(
-            "unexpected end of file", loc, hint=f"expected {_expected_words(e.expected)}")
-    if isinstance(e, UnexpectedToken):
-        tok = e.token
-        what = "the end of the file" if tok.type == "$END" else repr(str(tok))
-        hint = f"expected {_expected_words(e.accepts or e.expected)}"
-        if tok.type == "$END":
-            hint += " (is a '}' or ')' missing?)"
-        return CostgraphSyntaxError(f"unexpected {what}", loc, hint=hint)
-    return CostgraphSyntaxError(str(e).splitlines()[0], loc)
+    _check_depth(tree, path, lines)
+    try:
+        return _ToAst(path, lines).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, CostgraphError):
+            raise e.orig_exc from None
+        raise

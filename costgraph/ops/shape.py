@@ -15,6 +15,9 @@ import sympy
 
 from .registry import op
 
+# Most parts `split` makes (each part is a tensor of its own in the graph).
+MAX_PARTS = 1024
+
 
 @op("split", "n equal views along the last dimension: [..., n·k] → n × [..., k]",
     x="tensor", n="dim")
@@ -22,6 +25,10 @@ def split(c):
     x, n = c["x"], c["n"]
     if not isinstance(n, sympy.Integer) or n < 1:
         c.fail(f"split needs a whole number of parts, got {n}")
+    if n > MAX_PARTS:
+        c.fail(f"split into {n} parts: at most {MAX_PARTS}")
+    if not x.shape:
+        c.fail("split needs a tensor with at least one dimension, got a scalar []")
     *batch, last = x.shape
     return tuple(c.output((*batch, last / n), view_of=x) for _ in range(int(n)))
 
@@ -56,6 +63,8 @@ def transpose(c):
 @op("slice", "the first or next `size` entries of the last dimension (view)", x="tensor", size="dim")
 def slice_(c):
     x = c["x"]
+    if not x.shape:
+        c.fail("slice needs a tensor with at least one dimension, got a scalar []")
     *batch, _ = x.shape
     return c.output((*batch, c["size"]), view_of=x)
 
@@ -65,6 +74,8 @@ def concat(c):
     x, y = c["x"], c["y"]
     if len(x.shape) != len(y.shape):
         c.fail(f"concat needs tensors of one rank, got {x.shape_str()} and {y.shape_str()}")
+    if not x.shape:
+        c.fail("concat needs tensors with at least one dimension, got scalars []")
     lead = []
     for p, q in zip(x.shape[:-1], y.shape[:-1]):
         if c.same(p, q) or q == 1:
@@ -82,6 +93,8 @@ def repeat_kv(c):
     x, g = c["x"], c["groups"]
     if g == 1:
         return c.identity(x)
+    if len(x.shape) < 3:
+        c.fail(f"repeat_kv needs [..., kv, S, d], got {x.shape_str()}")
     *batch, heads, seq, d = x.shape
     return c.output((*batch, heads * g, seq, d))
 
