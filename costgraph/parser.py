@@ -217,6 +217,7 @@ _FORMS = {
 # Keywords that start a top-level item and a statement (for "did you mean").
 _TOP_KEYWORDS = ("import", "block", "model", "config")
 _STMT_KEYWORDS = ("dim", "option", "input", "repeat", "if", "return")
+_OTHER_KEYWORDS = ("as", "active", "else", "extends", "default")
 
 # What a user types for each named terminal of the grammar.
 _TERMINAL_WORDS = {
@@ -306,11 +307,11 @@ def _expected_words(names) -> str:
     return _join(_words(names))
 
 
-def _open_brackets(text: str, end: int) -> tuple[list[tuple[str, int, int]], tuple[str, int, int] | None]:
-    """Scan ``text[:end]`` outside strings and comments: the brackets still
-    open there (innermost last), and the first closer that matched nothing."""
+def _open_brackets(text: str, end: int) -> list[tuple[str, int, int]]:
+    """The brackets still open at ``text[end]`` (innermost last) with their
+    line and column, outside strings and comments; a closer that matches
+    nothing is passed over."""
     stack: list[tuple[str, int, int]] = []
-    stray = None
     line, col, i = 1, 1, 0
     while i < end:
         ch = text[i]
@@ -331,19 +332,17 @@ def _open_brackets(text: str, end: int) -> tuple[list[tuple[str, int, int]], tup
         elif ch in _CLOSERS:
             if stack and stack[-1][0] == _CLOSERS[ch]:
                 stack.pop()
-            elif stray is None:
-                stray = (ch, line, col)
         if ch == "\n":
             line, col = line + 1, 1
         else:
             col += 1
         i += 1
-    return stack, stray
+    return stack
 
 
 def _bracket_hint(text: str, pos: int, tok: Token, words: set[str]) -> str | None:
     """An unclosed or unmatched bracket that explains an unexpected ``tok`` at ``pos``."""
-    opened, _ = _open_brackets(text, pos)
+    opened = _open_brackets(text, pos)
     top = opened[-1] if opened else None
     if str(tok) in _CLOSERS and tok.type != "STRING":
         if top is not None and top[0] == _CLOSERS[str(tok)]:
@@ -372,10 +371,9 @@ def _value_stack(e: UnexpectedInput) -> list:
 
 
 def _keyword(item) -> str | None:
-    """The keyword ``item`` is, if it is a keyword token (``dim``, ``repeat``...)."""
-    if isinstance(item, Token) and item.type == str(item).upper() and str(item) in _FORMS:
-        return str(item)
-    if isinstance(item, Token) and item.type == str(item).upper() and str(item) in ("as", "active", "else", "extends", "default"):
+    """The keyword ``item`` is, if it is a keyword token (``dim``, ``as``...)."""
+    if isinstance(item, Token) and item.type == str(item).upper() and (
+            str(item) in _FORMS or str(item) in _OTHER_KEYWORDS):
         return str(item)
     return None
 
@@ -403,7 +401,7 @@ def _describe_token(tok: Token) -> str:
     text = str(tok)
     if len(text) > 24:
         text = text[:20] + "…"
-    return repr(text) if tok.type not in ("STRING",) else text
+    return text if tok.type == "STRING" else repr(text)
 
 
 def _location(path: str, lines: list[str], line, column) -> Location:
@@ -425,11 +423,9 @@ def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) ->
         return _bad_character(e, text, path, lines, form)
 
     if isinstance(e, UnexpectedToken):
-        tok = e.token
-        names = e.accepts or e.expected
-    else:  # UnexpectedEOF (not raised by LALR, kept for safety)
-        tok = Token("$END", "")
-        names = getattr(e, "expected", ()) or ()
+        tok, names = e.token, e.accepts or e.expected
+    else:   # UnexpectedEOF: the LALR parser reports the end as a '$END' token instead
+        tok, names = Token("$END", ""), getattr(e, "expected", None) or ()
     words = _words(names)
     last = stack[-1] if stack else None
     after = _keyword(last)
@@ -439,7 +435,7 @@ def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) ->
         line = getattr(tok, "end_line", None) or getattr(e, "line", None)
         column = getattr(tok, "end_column", None) or getattr(e, "column", None)
         loc = _location(path, lines, line, column)
-        opened, _ = _open_brackets(text, len(text))
+        opened = _open_brackets(text, len(text))
         if opened:
             ch, ol, oc = opened[-1]
             closer = f"'{_OPENERS[ch]}'"
@@ -476,10 +472,14 @@ def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) ->
             loc = _location(path, lines, last.line, last.column)
             return CostgraphSyntaxError(f"unexpected {last.value!r} after an input: expected ':' before it",
                                         loc, hint=hint)
-        if close:
+        if str(last) == "else":
+            hint = "an else follows the '}' of an if: if COND { ... } else { ... }"
+        elif close:
             hint = f"did you mean '{close[0]}'?"
         else:
             hint = hint or f"a statement that starts with a name assigns to it: {last} = ..."
+    if tok.type == "EQUAL" and isinstance(pos, int) and text[pos + 1:pos + 2] == "=" and hint is None:
+        hint = "there are no comparisons ('=='); an if tests an option: if bias { ... }"
     if after and tok.type == "EQUAL" and after in _FORMS:
         hint = f"'{after}' is a keyword and cannot be a variable's name; {form}" if form else hint
     suffix = f" after '{after}'" if after else ""
@@ -507,9 +507,7 @@ def _bad_character(e: UnexpectedCharacters, text: str, path: str, lines: list[st
         hint = None
     allowed = _words(e.allowed or ())
     expected = f": expected {_join(allowed)}" if allowed and len(allowed) <= 4 else ""
-    shown = repr(ch) if ch.isprintable() and ch not in "'" else ascii(ch)
-    if ch == "'":
-        shown = '"\'"'
+    shown = repr(ch) if ch.isprintable() else ascii(ch)
     return CostgraphSyntaxError(f"unexpected character {shown}{expected}", loc, hint=hint or form)
 
 

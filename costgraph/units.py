@@ -44,5 +44,8 @@ def nbytes(n: int) -> str:
 def with_unit(quantity: str, n: int) -> str:
     """An exact integer with thousands separators and its human-readable form."""
     unit = UNITS[quantity]
-    human = {"parameters": count, "FLOP": flops, "bytes": nbytes}[unit](n)
+    try:
+        human = {"parameters": count, "FLOP": flops, "bytes": nbytes}[unit](n)
+    except OverflowError:   # beyond a float (over ~308 digits): the order of magnitude only
+        human = f"about 10^{len(str(abs(n))) - 1}"
     return f"{n:,} {'' if unit == 'parameters' else unit + ' '}({human})".replace("  ", " ")

@@ -157,6 +157,12 @@ SYNTAX = [
      ["unexpected '3'", "a name starts with a letter or '_'"], 2, 3),
     ("if without body", "model m {\n  option o = true\n  if o\n}\n",
      ["unexpected '}': expected '{'", "if COND { ... }"], 4, 1),
+    ("comparison", "model m {\n  x = a == b\n}\n",
+     ["unexpected '=': expected '}' or a statement", "there are no comparisons ('==')"], 2, 9),
+    ("else without if", "model m {\n  else { }\n}\n",
+     ["unexpected '{': expected ',' or '='", "an else follows the '}' of an if"], 2, 8),
+    ("end of file after a keyword", "model m { dim",
+     ["unexpected end of file: expected a name", "the '{' at 1:9 is never closed"], 1, 14),
     ("tab before the error", "model m {\n\tx = f(a b)\n}\n",
      ["unexpected 'b'", "\n    \tx = f(a b)\n    \t        ^"], 2, 10),
     ("Windows line ends", "model m {\r\n  x = f(a b)\r\n}\r\n",
@@ -702,3 +708,19 @@ def test_cli_end_to_end(runner, args, fragments, files):
     assert "Traceback" not in r.stderr and r.stdout == ""
     for f in _fill(fragments, files):
         assert f in r.stderr, f"{f!r} not in:\n{r.stderr}"
+
+
+def test_cli_absurdly_large_values_still_print(capsys):
+    big = "9" * 100   # the most digits a number may have
+    args = [f"{d}={big}" for d in ("h", "l", "V", "s", "s_max", "b")] + ["a=3"]
+    assert main(["derive", "gpt", "--set", *args]) == 0
+    out = capsys.readouterr().out
+    assert "(about 10^" in out          # too large for a float: the order of magnitude
+
+
+def test_cli_config_json_errors_exit_2(tmp_path, capsys):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama", ')
+    assert main(["derive", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:1:25: error: invalid JSON" in err and "Traceback" not in err
