@@ -1,0 +1,523 @@
+"""Agreement with PyTorch: costgraph's closed forms against what PyTorch measures.
+
+For every family costgraph maps from a Hugging Face ``config.json``, a *tiny*
+model (a real published config from ``examples/hf/`` with its sizes shrunk and
+its structural keys kept; Falcon and OPT written by hand in their released
+shape) is built by ``transformers`` on the meta device (no weights, no
+arithmetic: shapes, dtypes and the autograd graph only) by
+``tests/torch_probe.py``, and compared with costgraph's numbers for the same
+config.json (``costgraph.from_hf_config``):
+
+(a) parameters: ``sum(p.numel() for p in model.parameters())``;
+(b) FLOPs, forward and backward, counted by ``torch.utils.flop_counter.
+    FlopCounterMode`` against costgraph's ``matmul`` convention, at two
+    (b, s) points;
+(c) bytes of the tensors autograd saves for backward (``saved_tensors_hooks``,
+    each storage once; eager attention, bf16, train mode, 1-byte dropout masks
+    as on a GPU) against ``activation_bytes`` of the ``pytorch`` profile, with
+    dropout on where the config has it.
+
+Every comparison is exact: ``torch == costgraph + Σ terms``, where each term is
+a named formula in the config's numbers, with the reason it exists. Most
+families need none; the README's "Agreement with PyTorch" lists them all.
+
+Pinned: torch 2.13.0, transformers 5.24.0 (the ``torch`` extra of
+pyproject.toml). Skipped when either is not installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import costgraph  # noqa: E402
+import torch_probe as probe  # noqa: E402  (tests/ is on sys.path under pytest)
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+
+#: (b, s) points; s ≤ every sliding window below, so costgraph's Min(s, w) = s
+POINTS = [(1, 16), (2, 32)]
+
+#: config keys holding a dropout probability that the LM's forward applies
+DROPOUT_KEYS = ("attn_pdrop", "embd_pdrop", "resid_pdrop", "dropout", "dropout_rate", "attention_dropout",
+                "hidden_dropout", "activation_dropout")
+
+
+# ----------------------------------------------------------------- the cases
+
+
+@dataclass(frozen=True)
+class Term:
+    """One explained difference: ``formula(c, b, s)`` bytes/FLOPs/params, ``c`` the config's numbers."""
+
+    name: str
+    formula: Callable[[SimpleNamespace, int, int], int]
+    why: str
+
+
+@dataclass(frozen=True)
+class Case:
+    config: dict                                   # a complete config.json, model_type included
+    dims: Callable[[dict], dict]                   # the config's numbers the terms use, by name
+    params: tuple[Term, ...] = ()                  # torch params = costgraph + Σ
+    flops_forward: tuple[Term, ...] = ()           # stock FlopCounterMode = costgraph + Σ
+    flops_backward: tuple[Term, ...] = ()
+    bytes: tuple[Term, ...] = ()                   # saved bytes = costgraph + Σ
+    seq2seq: bool = False                          # T5: the decoder gets [b, s] ids too (t = s)
+
+
+def real(file: str, **changes) -> dict:
+    """A released config.json of examples/hf/ as transformers builds it here, with ``changes``
+    (the tiny sizes). DeepSeek-V3's ``auto_map`` (it names remote code; transformers has the
+    model built in) and fp8 ``quantization_config`` (no quantizer on meta; costs are counted in
+    bf16) are dropped; nothing else is touched."""
+    cfg = json.loads((HF / file).read_text())
+    cfg.pop("auto_map", None)
+    if "quantization_config" in cfg:
+        cfg["quantization_config"] = None
+    cfg.update(changes)
+    return cfg
+
+
+# Tiny sizes shared by the cases: hidden 64, 2 layers, 4 heads (2 KV heads for
+# GQA), head size 16, vocabulary 128, MLP width 128, experts of width 32,
+# context 64. Token ids are set inside the 128-word vocabulary (only to keep
+# transformers from warning; they change no cost).
+TOKENS = dict(bos_token_id=0, eos_token_id=1, pad_token_id=2)
+GPT2_TOKENS = dict(bos_token_id=0, eos_token_id=0)   # GPT-2 has no pad token: none is added (with one,
+                                                     # GPT-2 scans the ids for padding, data-dependent)
+LLAMA_SIZES = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   vocab_size=128, intermediate_size=128, max_position_embeddings=64, **TOKENS)
+
+
+def llama_dims(cfg: dict) -> dict:
+    a = cfg["num_attention_heads"]
+    return dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"], a=a,
+                kv=cfg.get("num_key_value_heads") or a,
+                d=cfg.get("head_dim") or cfg["hidden_size"] // a,
+                V=cfg["vocab_size"], i=cfg["intermediate_size"])
+
+
+def moe_dims(experts: str, width: str) -> Callable[[dict], dict]:
+    def dims(cfg):
+        return dict(llama_dims(cfg), E=cfg[experts], k=cfg["num_experts_per_tok"], i_e=cfg[width])
+    return dims
+
+
+# --- terms shared by several families (c: the config's numbers; T = b·s tokens)
+
+def grouped_mm_flops(layers: Callable, factor: int) -> Term:
+    """Routed experts run as aten._grouped_mm, which stock FlopCounterMode does not know (counts 0)."""
+    return Term(
+        "routed experts' aten._grouped_mm (uncounted by FlopCounterMode)",
+        # gate_up [T·k, h]·[h, 2 i_e] + down [T·k, i_e]·[i_e, h] per MoE layer; backward twice that
+        lambda c, b, s: -factor * layers(c) * 6 * (b * s) * c.k * c.h * c.i_e,
+        "transformers 5 runs the experts as one grouped matmul over the T·k routed rows; "
+        "FlopCounterMode has no formula for aten._grouped_mm and counts it as 0 (the probe's "
+        "GROUPED_MM_FLOPS adds exactly this amount back, asserted in test_flops)")
+
+
+def moe_routing_bytes(layers: Callable, weight_bytes: int) -> tuple[Term, ...]:
+    """What transformers 5's grouped_mm MoE keeps beyond costgraph's router + k SwiGLU experts."""
+    return (
+        Term("top-k routing", lambda c, b, s: layers(c) * (8 * b * s * c.k + 4 * b * s * c.k + 4 * b * s),
+             # topk indices [T, k] int64 (TopkBackward0); renormalised top-k weights [T, k] and their
+             # sum [T, 1] in fp32 (DivBackward0)
+             "top-k expert ids (int64) and the fp32 top-k weights with their sum, kept by the renormalisation"),
+        Term("dispatch indices", lambda c, b, s: layers(c) * (3 * 8 * b * s * c.k + 4 * c.E),
+             # three [T·k] int64 permutations (IndexBackward0: sort by expert, gather, scatter back) and
+             # the [E] int32 group offsets of aten._grouped_mm
+             "sorting the T·k routed rows by expert: three int64 index vectors and the int32 group offsets"),
+        Term("gathered expert inputs", lambda c, b, s: layers(c) * 2 * (b * s) * c.k * c.h,
+             # [T·k, h] bf16 copy of the tokens, one row per routed expert (GroupedMmBackward0)
+             "each token is copied once per routed expert before the grouped matmul; costgraph's "
+             "experts read the layer input itself"),
+        Term("weighted expert outputs", lambda c, b, s: layers(c) * (2 * (b * s) * c.k * c.h
+                                                                     + weight_bytes * (b * s) * c.k),
+             # expert outputs [T·k, h] bf16 and routing weights [T·k, 1] kept by the weighting multiply
+             "the routing-weight multiply keeps the expert outputs and the per-row weights "
+             f"({weight_bytes}-byte)"),
+    )
+
+
+def fused_qkv_view_at_b1(extra: Callable) -> Term:
+    return Term(
+        "fused QKV kept whole at b = 1",
+        lambda c, b, s: c.l * 2 * b * s * extra(c) if b == 1 else 0,
+        "Q, K, V come from one fused projection; V is a view of its output and, with no K/V head "
+        "repetition, reaches the scores·V bmm as a view. At b = 1 the bmm's reshape [1, a, s, d] → "
+        "[a, s, d] is still a view, so autograd keeps the whole fused [b, s, (a + 2 kv) d] output "
+        "instead of V's own storage (costgraph's separate projections). From b = 2 on the reshape "
+        "copies V to [b·a, s, d], exactly what costgraph counts")
+
+
+MQA_VIEW_AT_B1 = Term(
+    "multi-query K/V not expanded at b = 1",
+    lambda c, b, s: -c.l * 2 * (2 * b * s * (c.a - c.kv) * c.d) if (b == 1 and c.kv == 1) else 0,
+    "repeat_kv is expand + reshape: with one K/V head the reshape is a view (stride 0), and at b = 1 "
+    "so is the bmm's reshape to [a, s, d], so autograd keeps K and V at one head, [b, 1, s, d], where "
+    "costgraph counts the expanded [b, a, s, d] copies. From b = 2 on the bmm's reshape copies them to "
+    "full head count, as costgraph counts")
+
+
+def _falcon_dims(cfg):
+    a = cfg["num_attention_heads"]
+    new = cfg.get("new_decoder_architecture", False)
+    kv = cfg["num_kv_heads"] if new else (1 if cfg.get("multi_query") else a)
+    return dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"], a=a, kv=kv,
+                d=cfg["hidden_size"] // a, V=cfg["vocab_size"])
+
+
+FALCON_INDEX = Term(
+    "K/V index tensors", lambda c, b, s: c.l * 2 * 8,
+    # FalconAttention._split_heads: key = qkv[..., [-2], :], value = qkv[..., [-1], :]
+    "Falcon splits K and V off the fused QKV with list indices ([-2], [-1]): IndexBackward0 keeps two "
+    "one-element int64 index tensors per layer")
+
+
+def _deepseek_dims(cfg):
+    return dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"], a=cfg["num_attention_heads"],
+                k_d=cfg["first_k_dense_replace"], E=cfg["n_routed_experts"], k=cfg["num_experts_per_tok"],
+                i_e=cfg["moe_intermediate_size"], d_n=cfg["qk_nope_head_dim"], n_group=cfg["n_group"],
+                topk_group=cfg["topk_group"])
+
+
+DEEPSEEK_MOE_LAYERS = lambda c: c.l - c.k_d  # noqa: E731
+
+
+def _t5_dims(cfg):
+    return dict(h=cfg["d_model"], l=cfg["num_layers"], l_dec=cfg.get("num_decoder_layers") or cfg["num_layers"])
+
+
+CASES: dict[str, Case] = {
+    # GPT-2 with gelu_pytorch_tanh (the same GELU as gelu_new, one F.gelu call): exact.
+    "gpt2": Case(real("gpt2.json", n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64, n_ctx=64,
+                      activation_function="gelu_pytorch_tanh", **GPT2_TOKENS),
+                 lambda cfg: dict(h=cfg["n_embd"], l=cfg["n_layer"])),
+    # The released GPT-2 config's gelu_new is written as Python elementwise ops.
+    "gpt2-gelu_new": Case(
+        real("gpt2.json", n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64, n_ctx=64, **GPT2_TOKENS),
+        lambda cfg: dict(h=cfg["n_embd"], l=cfg["n_layer"]),
+        bytes=(Term("gelu_new's elementwise graph", lambda c, b, s: c.l * 3 * 2 * b * s * 4 * c.h,
+                    # 0.5·x·(1 + tanh(√(2/π)(x + 0.044715 x³))): PowBackward0, TanhBackward0 and two
+                    # MulBackward0 keep four [b, s, 4h] bf16 tensors where F.gelu keeps its input only
+                    "gelu_new keeps three more [b, s, 4h] bf16 tensors per layer than one GELU call"),)),
+    "llama": Case(real("llama-3-8b.json", **LLAMA_SIZES), llama_dims),
+    # GQA and a sliding window of 32 ≥ s: Min(s, w) = s
+    "mistral": Case(real("mistral-7b.json", **dict(LLAMA_SIZES, sliding_window=32)), llama_dims),
+    "mixtral": Case(
+        real("mixtral-8x7b.json", **dict(LLAMA_SIZES, num_local_experts=4, intermediate_size=32)),
+        moe_dims("num_local_experts", "intermediate_size"),
+        flops_forward=(grouped_mm_flops(lambda c: c.l, 1),),
+        flops_backward=(grouped_mm_flops(lambda c: c.l, 2),),
+        bytes=moe_routing_bytes(lambda c: c.l, weight_bytes=4)),      # MixtralExperts: fp32 weights
+    "qwen2": Case(real("qwen2-7b.json", **dict(LLAMA_SIZES, max_window_layers=2)), llama_dims),
+    "qwen3": Case(real("qwen3-8b.json", **dict(LLAMA_SIZES, head_dim=16, max_window_layers=2)), llama_dims),
+    "qwen3_moe": Case(
+        real("qwen3-30b-a3b.json", **dict(LLAMA_SIZES, head_dim=16, max_window_layers=2, num_experts=4,
+                                          num_experts_per_tok=2, moe_intermediate_size=32)),
+        moe_dims("num_experts", "moe_intermediate_size"),
+        flops_forward=(grouped_mm_flops(lambda c: c.l, 1),),
+        flops_backward=(grouped_mm_flops(lambda c: c.l, 2),),
+        bytes=moe_routing_bytes(lambda c: c.l, weight_bytes=2)),      # Qwen3-MoE: bf16 weights
+    # Gemma-2B is multi-query (one K/V head): kept.
+    "gemma": Case(real("gemma-2b.json", **dict(LLAMA_SIZES, num_key_value_heads=1, head_dim=16)), llama_dims,
+                  bytes=(MQA_VIEW_AT_B1,)),
+    "gemma2": Case(
+        real("gemma-2-9b.json", **dict(LLAMA_SIZES, head_dim=16, query_pre_attn_scalar=16, sliding_window=32,
+                                       sliding_window_size=32)),
+        llama_dims,
+        bytes=(Term("attention-logit soft-capping", lambda c, b, s: c.l * 2 * b * c.a * s * s,
+                    # scores = tanh(scores / 50) · 50: TanhBackward0 keeps the [b, a, s, s] bf16 output
+                    "Gemma 2 soft-caps the attention logits with tanh (not in costgraph's model): "
+                    "the tanh output is kept"),
+               Term("final-logit soft-capping", lambda c, b, s: 2 * b * s * c.V,
+                    # logits = tanh(logits / 30) · 30: the [b, s, V] bf16 tanh output
+                    "Gemma 2 soft-caps the output logits with tanh too: the tanh output is kept"))),
+    # Phi-3-mini is MHA (kv = a) with fused qkv_proj and gate_up_proj.
+    "phi3": Case(real("phi-3-mini-4k-instruct.json", **dict(LLAMA_SIZES, num_key_value_heads=4, sliding_window=32,
+                                                             original_max_position_embeddings=64)),
+                 llama_dims,
+                 bytes=(fused_qkv_view_at_b1(lambda c: (c.a + 2 * c.kv) * c.d - c.kv * c.d),)),
+    "gpt_neox": Case(real("pythia-1b.json", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                          intermediate_size=256, vocab_size=128, max_position_embeddings=64),
+                     lambda cfg: dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"]),
+                     bytes=(fused_qkv_view_at_b1(lambda c: 3 * c.h - c.h),)),
+    # No released Falcon or OPT config.json in examples/hf/: the keys of tiiuae/falcon-40b
+    # (new decoder architecture: grouped K/V heads, two LayerNorms) and falcon-7b (multi-query,
+    # one LayerNorm), and of facebook/opt-125m, with tiny sizes.
+    "falcon": Case(dict(model_type="falcon", alibi=False, apply_residual_connection_post_layernorm=False,
+                        attention_dropout=0.0, bias=False, hidden_dropout=0.0, hidden_size=64,
+                        new_decoder_architecture=True, num_attention_heads=4, num_hidden_layers=2,
+                        num_kv_heads=2, parallel_attn=True, vocab_size=128, bos_token_id=0, eos_token_id=1),
+                   _falcon_dims, bytes=(FALCON_INDEX,)),
+    "falcon-7b": Case(dict(model_type="falcon", alibi=False, apply_residual_connection_post_layernorm=False,
+                           attention_dropout=0.0, bias=False, hidden_dropout=0.0, hidden_size=64,
+                           multi_query=True, new_decoder_architecture=False, num_attention_heads=4,
+                           num_hidden_layers=2, parallel_attn=True, vocab_size=128, bos_token_id=0,
+                           eos_token_id=1),
+                      _falcon_dims, bytes=(FALCON_INDEX, MQA_VIEW_AT_B1)),
+    "opt": Case(dict(model_type="opt", activation_dropout=0.0, activation_function="relu", attention_dropout=0.0,
+                     do_layer_norm_before=True, dropout=0.1, enable_bias=True, ffn_dim=128, hidden_size=64,
+                     layerdrop=0.0, max_position_embeddings=64, num_attention_heads=4, num_hidden_layers=2,
+                     vocab_size=128, word_embed_proj_dim=64, bos_token_id=0, eos_token_id=1, pad_token_id=2),
+                lambda cfg: {},
+                bytes=(Term("position ids per sequence", lambda c, b, s: 8 * b * s - 8 * s,
+                            # OPTLearnedPositionalEmbedding: cumsum of the attention mask → [b, s] int64
+                            "OPT derives position ids from the attention mask, one row per sequence "
+                            "([b, s] int64, 8 b s bytes); costgraph keeps one shared [s] row (8 s)"),)),
+    # DeepSeek-V3 with 8 experts in 4 groups (2 groups chosen per token), 1 dense layer then MoE;
+    # its YaRN rotary scaling kept, with the original context shrunk like the rest.
+    "deepseek_v3": Case(
+        real("deepseek-v3.json", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+             vocab_size=128, intermediate_size=128, moe_intermediate_size=32, n_routed_experts=8,
+             num_experts_per_tok=2, n_shared_experts=1, n_group=4, topk_group=2, first_k_dense_replace=1,
+             q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+             max_position_embeddings=64, bos_token_id=0, eos_token_id=1,
+             rope_scaling=dict(real("deepseek-v3.json")["rope_scaling"], original_max_position_embeddings=16)),
+        _deepseek_dims,
+        params=(Term("router score-correction bias is a buffer", lambda c, b, s: -(c.l - c.k_d) * c.E,
+                     # DeepseekV3TopkRouter.e_score_correction_bias = nn.Buffer(zeros(E)); asserted below
+                     "transformers registers the router's e_score_correction_bias ([E] per MoE layer, a "
+                     "tensor of the checkpoint, moved by the load-balancing rule rather than by gradients) "
+                     "as a buffer, so model.parameters() leaves it out; costgraph counts it with the router"),),
+        flops_forward=(grouped_mm_flops(DEEPSEEK_MOE_LAYERS, 1),),
+        flops_backward=(grouped_mm_flops(DEEPSEEK_MOE_LAYERS, 2),),
+        bytes=(
+            Term("MLA: V copied from the kv_b_proj output (b ≥ 2)",
+                 lambda c, b, s: -c.l * 2 * b * s * c.a * c.d_n if b >= 2 else 0,
+                 # value_states = split(kv, [d_n, d_v])[1] is a strided view; from b = 2 on the bmm's
+                 # reshape copies it to [b·a, s, d_v], and the [b, s, a (d_n + d_v)] output is not kept
+                 "V is a slice of the kv_b_proj output; costgraph keeps that whole output (a view at "
+                 "b = 1, as measured), but from b = 2 on the scores·V bmm copies V to [b·a, s, d_v] "
+                 "and keeps only that: 2 b s a d_n fewer bytes per layer"),
+            Term("router input in fp32", lambda c, b, s: DEEPSEEK_MOE_LAYERS(c) * 4 * b * s * c.h,
+                 # router_logits = F.linear(hidden_states.float(), weight.float()): MmBackward0 keeps the copy
+                 "the router runs in fp32: its [T, h] fp32 input copy is kept"),
+            Term("group-limited routing", lambda c, b, s: DEEPSEEK_MOE_LAYERS(c) * (
+                8 * b * s * c.n_group * 2 + 8 * b * s * c.topk_group + b * s * c.E),
+                # group scores: top-2 per group [T, n_group, 2] int64; chosen groups [T, topk_group]
+                # int64; the [T, E] bool mask of experts in chosen groups
+                "DeepSeek-V3 picks topk_group of n_group expert groups first: the top-2 indices per "
+                "group, the chosen groups (int64) and the [T, E] bool expert mask are kept"),
+        ) + moe_routing_bytes(DEEPSEEK_MOE_LAYERS, weight_bytes=4)),
+    # T5-small's layout (T5DenseActDense, ReLU); the probe feeds [b, s] decoder ids, so t = s.
+    "t5": Case(real("t5-small.json", d_model=64, d_kv=16, d_ff=128, num_heads=4, num_layers=2,
+                    num_decoder_layers=2, vocab_size=128, n_positions=64, relative_attention_num_buckets=8),
+               _t5_dims, seq2seq=True,
+               bytes=(Term("T5LayerNorm keeps its bf16 input", lambda c, b, s: (
+                   (2 * c.l + 1) + (3 * c.l_dec + 1)) * 2 * b * s * c.h,
+                   # T5LayerNorm: variance from x.float().pow(2) (fp32 copy kept by PowBackward0), but
+                   # x · rsqrt(variance) multiplies the bf16 input, so MulBackward0 keeps it as well
+                   "T5LayerNorm multiplies the bf16 input (not its fp32 copy) by 1/rms, so autograd keeps "
+                   "the bf16 input besides the fp32 copy: 2 b s h more per norm than LLaMA's RMSNorm "
+                   "(2 per encoder layer + final, 3 per decoder layer + final)"),)),
+}
+
+FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "t5")
+
+
+# ------------------------------------------------------------- measurements
+
+
+@functools.cache
+def torch_model(name: str):
+    cfg = dict(CASES[name].config)
+    return probe.build_meta(cfg.pop("model_type"), cfg)
+
+
+@functools.cache
+def torch_flops(name: str, b: int, s: int) -> dict:
+    return probe.flops(torch_model(name), b, s)
+
+
+@functools.cache
+def torch_saved(name: str, b: int, s: int) -> dict:
+    return probe.saved_bytes(torch_model(name), b, s, cuda_dropout=True)
+
+
+def dropout_in(cfg: dict) -> bool:
+    return any(float(cfg.get(k) or 0) > 0 for k in DROPOUT_KEYS)
+
+
+@functools.cache
+def costgraph_model(name: str):
+    cfg = CASES[name].config
+    return costgraph.from_hf_config(cfg, source=name, profile="pytorch", dropout=dropout_in(cfg))
+
+
+def costgraph_values(name: str, b: int | None = None, s: int | None = None) -> dict:
+    m = costgraph_model(name)
+    values = dict(m.values)
+    if b is not None:
+        values.update(b=b, s=s)
+        if CASES[name].seq2seq:
+            values["t"] = s            # decoder length = encoder length in the probe
+    return m.costs("model", convention="matmul").evaluate(**values)
+
+
+def explained(terms, name: str, b: int = 0, s: int = 0) -> dict[str, int]:
+    c = SimpleNamespace(**CASES[name].dims(CASES[name].config))
+    return {t.name: int(t.formula(c, b, s)) for t in terms}
+
+
+def check(what: str, measured: int, derived: int, terms: dict[str, int]):
+    lines = [f"{what}: torch {measured:,} vs costgraph {derived:,} + terms {sum(terms.values()):,}"]
+    lines += [f"  {k}: {v:,}" for k, v in terms.items()]
+    lines.append(f"  unexplained: {measured - derived - sum(terms.values()):,}")
+    assert measured == derived + sum(terms.values()), "\n".join(lines)
+
+
+CASE_IDS = list(CASES)
+POINT_CASES = [(n, b, s) for n in CASES for (b, s) in POINTS]
+POINT_IDS = [f"{n}-b{b}-s{s}" for n, b, s in POINT_CASES]
+
+
+# ------------------------------------------------------------------- tests
+
+
+def test_pinned_versions():
+    # The numbers and terms below are for these releases (pyproject.toml's `torch` extra).
+    assert torch.__version__.split("+")[0] == probe.TORCH_VERSION
+    assert transformers.__version__ == probe.TRANSFORMERS_VERSION
+
+
+def test_every_mapped_family_is_compared():
+    from costgraph.hf_config import supported_model_types
+
+    assert set(FAMILIES) == set(supported_model_types())
+    assert {c.config["model_type"] for c in CASES.values()} == set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_tiny_config_keeps_the_family_structure(name):
+    # the tiny model is the family's own class, and costgraph maps the same config.json
+    m = torch_model(name)
+    cfg = CASES[name].config
+    assert type(m).__name__.lower().startswith(cfg["model_type"].replace("_", ""))
+    assert costgraph_model(name).model_type == cfg["model_type"]
+
+
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_param_count(name):
+    case = CASES[name]
+    check(f"{name} params", probe.param_count(torch_model(name)), costgraph_values(name)["params"],
+          explained(case.params, name))
+
+
+def test_deepseek_router_bias_is_the_buffer_costgraph_counts():
+    m = torch_model("deepseek_v3")
+    bias = [x for n, x in m.named_buffers() if n.endswith("e_score_correction_bias")]
+    c = SimpleNamespace(**_deepseek_dims(CASES["deepseek_v3"].config))
+    assert sum(x.numel() for x in bias) == (c.l - c.k_d) * c.E
+    assert not any(n.endswith("e_score_correction_bias") for n, _ in m.named_parameters())
+
+
+MATMUL_OPS = {"aten.mm", "aten.addmm", "aten.bmm"}
+
+
+@pytest.mark.parametrize("name,b,s", POINT_CASES, ids=POINT_IDS)
+def test_flops(name, b, s):
+    case = CASES[name]
+    f = torch_flops(name, b, s)
+    cg = costgraph_values(name, b, s)
+    # FlopCounterMode counts matrix products only (mm, addmm as its product, bmm) at 2 per
+    # multiply-add, over the full s × s attention square: costgraph's `matmul` convention.
+    # Nothing else shows up: norms, softmax, activations, embeddings and the rotary tables are 0
+    # (transformers 5.24 builds the rotary angles as an elementwise outer product, not a matmul).
+    for direction, terms in (("forward", case.flops_forward), ("backward", case.flops_backward)):
+        ops = dict(f[f"{direction}_ops"])
+        grouped = ops.pop("aten._grouped_mm", 0)         # the probe's formula (see below)
+        assert set(ops) <= MATMUL_OPS, ops
+        stock = sum(ops.values())                        # what stock FlopCounterMode reports
+        t = explained(terms, name, b, s)
+        check(f"{name} {direction} FLOPs (b={b}, s={s})", stock, cg[f"flops_{direction}"], t)
+        # the probe's _grouped_mm formula puts back exactly the routed experts costgraph counts
+        assert grouped == -sum(t.values())
+
+
+@pytest.mark.parametrize("name,b,s", POINT_CASES, ids=POINT_IDS)
+def test_saved_bytes(name, b, s):
+    case = CASES[name]
+    saved = torch_saved(name, b, s)
+    cg = costgraph_values(name, b, s)
+    check(f"{name} saved bytes (b={b}, s={s})", saved["bytes"], cg["activation_bytes"],
+          explained(case.bytes, name, b, s))
+
+
+def test_every_term_is_needed():
+    # a term that is 0 at every point would explain nothing: each one shows up at some point
+    for name, case in CASES.items():
+        assert all(explained(case.params, name).values()), name
+        for terms in (case.flops_forward, case.flops_backward, case.bytes):
+            for t in terms:
+                assert any(explained((t,), name, b, s)[t.name] for b, s in POINTS), (name, t.name)
+
+
+#: every released config of examples/hf/, with the case whose terms it must satisfy
+RELEASED = {
+    "gpt2.json": "gpt2-gelu_new", "llama-3-8b.json": "llama", "mistral-7b.json": "mistral",
+    "mixtral-8x7b.json": "mixtral", "qwen2-7b.json": "qwen2", "qwen3-8b.json": "qwen3",
+    "qwen3-30b-a3b.json": "qwen3_moe", "gemma-2b.json": "gemma", "gemma-2-9b.json": "gemma2",
+    "phi-3-mini-4k-instruct.json": "phi3", "pythia-1b.json": "gpt_neox", "deepseek-v3.json": "deepseek_v3",
+    "t5-small.json": "t5",
+}
+FULL_POINTS = [(1, 128), (2, 64)]
+
+
+@pytest.mark.parametrize("file", list(RELEASED))
+def test_released_config_at_full_size(file):
+    # The tiny sizes hide nothing: the released configs (GPT-2's gelu_new, Gemma's 256-wide heads,
+    # Mixtral's 8 and DeepSeek-V3's 256 experts, 61 layers, ...) satisfy the same equations,
+    # with the same terms, at full size. On meta this takes seconds, not memory.
+    case = CASES[RELEASED[file]]
+    cfg = real(file)
+    m = probe.build_meta(cfg["model_type"], {k: v for k, v in cfg.items() if k != "model_type"})
+    hf = costgraph.from_hf_config(cfg, source=file, profile="pytorch", dropout=dropout_in(cfg))
+    c = SimpleNamespace(**case.dims(cfg))
+
+    def terms(ts, b=0, s=0):
+        return {t.name: int(t.formula(c, b, s)) for t in ts}
+
+    check(f"{file} params", probe.param_count(m), hf.costs().evaluate(**hf.values)["params"], terms(case.params))
+    for b, s in FULL_POINTS:
+        values = {**hf.values, "b": b, "s": s, **({"t": s} if case.seq2seq else {})}
+        cg = hf.costs("model", convention="matmul").evaluate(**values)
+        f = probe.flops(m, b, s)
+        for direction, ts in (("forward", case.flops_forward), ("backward", case.flops_backward)):
+            ops = dict(f[f"{direction}_ops"])
+            grouped = ops.pop("aten._grouped_mm", 0)
+            t = terms(ts, b, s)
+            check(f"{file} {direction} FLOPs (b={b}, s={s})", sum(ops.values()), cg[f"flops_{direction}"], t)
+            assert grouped == -sum(t.values())
+        check(f"{file} saved bytes (b={b}, s={s})", probe.saved_bytes(m, b, s)["bytes"], cg["activation_bytes"],
+              terms(case.bytes, b, s))
+
+
+def test_every_family_with_a_released_config_is_compared_at_full_size():
+    # one released config per family (Llama-2-7B/70B add nothing to Llama-3-8B's check)
+    families = {json.loads(p.read_text())["model_type"] for p in HF.glob("*.json")}
+    assert {real(f)["model_type"] for f in RELEASED} == families
+    assert all(CASES[c].config["model_type"] == real(f)["model_type"] for f, c in RELEASED.items())
+
+
+def test_gpt2_small_matches_the_notes():
+    # TORCH_NOTES.md: GPT-2 small, b = 1, s = 1024, gelu_pytorch_tanh, train, 1-byte masks.
+    cfg = real("gpt2.json")
+    cfg["activation_function"] = "gelu_pytorch_tanh"
+    m = probe.build_meta("gpt2", {k: v for k, v in cfg.items() if k != "model_type"})
+    hf = costgraph.from_hf_config(cfg, profile="pytorch", dropout=True)
+    cg = hf.costs().evaluate(**{**hf.values, "b": 1, "s": 1024})
+    measured = (probe.param_count(m), probe.flops(m, 1, 1024)["forward"], probe.saved_bytes(m, 1, 1024)["bytes"])
+    assert measured == (cg["params"], cg["flops_forward"], cg["activation_bytes"]) \
+        == (124_439_808, 291_648_307_200, 1_079_992_320)
