@@ -517,7 +517,8 @@ class Builder:
         names = [p[0] for p in params]
         if len(e.args) > len(params):
             raise CostgraphSemanticError(
-                f"{what} takes {len(params)} argument(s) ({', '.join(names)}), {len(e.args)} given", e.loc)
+                f"{what} takes {len(params)} argument(s) ({', '.join(names)}), {len(e.args)} given",
+                e.args[len(params)].loc, hint=f"{what}({', '.join(names)})")
         for (pname, _, _), arg in zip(params, e.args):
             given[pname] = (arg, arg.loc)
         node_name = None
@@ -646,7 +647,8 @@ class Builder:
         names = [p.name for p in block.params]
         if len(e.args) > len(names):
             raise CostgraphSemanticError(
-                f"block {block.name} takes {len(names)} argument(s) ({', '.join(names)}), {len(e.args)} given", e.loc)
+                f"block {block.name} takes {len(names)} argument(s) ({', '.join(names)}), {len(e.args)} given",
+                e.args[len(names)].loc, hint=f"{block.name}({', '.join(names)})")
         given = {}
         for name, arg in zip(names, e.args):
             given[name] = self.eval(arg, scope)
@@ -721,4 +723,9 @@ def build(program: Program, settings: Settings = Settings()) -> CostGraph:
         For unknown names, wrong arguments, shape mismatches (with both
         shapes), block cycles, and other mistakes, located in the file.
     """
-    return Builder(program, settings).build()
+    try:
+        return Builder(program, settings).build()
+    except RecursionError:   # the parser and the block-depth limit keep well below this; a backstop
+        raise CostgraphSemanticError(
+            "the model nests too deeply to build (blocks, repeats and expressions together)",
+            program.model.loc, hint="flatten it: fewer nested blocks or intermediate names") from None

@@ -211,7 +211,7 @@ SEMANTIC = [
     ("undefined dimension in a shape", "model m {\n  dim b\n  input x[b, q]\n  return x\n}\n",
      "'q' is not defined", 3, 14),
     ("too many arguments", M + "  return gelu(x, h)\n}\n",
-     "gelu takes 1 argument(s) (x), 2 given", 6, 10),
+     "gelu takes 1 argument(s) (x), 2 given", 6, 18),
     ("unknown keyword argument", M + "  return linear(x, h, biass = false)\n}\n",
      ["linear has no argument 'biass'", "did you mean 'bias'?"], 6, 23),
     ("argument given twice", M + "  return linear(x, h, out = h)\n}\n",
@@ -308,7 +308,7 @@ SEMANTIC = [
     ("block argument of the wrong shape", "block f(x[B, S, 2 * S]) { return x }\n" + M + "  return f(x)\n}\n",
      "argument 'x' of f must be [B, S, 2*S], got [b, s, h]", 7, 10),
     ("block given too many arguments", "block f(x) { return x }\n" + M + "  return f(x, h)\n}\n",
-     "block f takes 1 argument(s) (x), 2 given", 7, 10),
+     "block f takes 1 argument(s) (x), 2 given", 7, 15),
     ("block missing an argument", "block f(x, y) { return x }\n" + M + "  return f(x)\n}\n",
      "block f needs the argument 'y'", 7, 10),
     ("block given an unknown keyword", "block f(x, width) { return x }\n" + M + "  return f(x, widht = h)\n}\n",
@@ -498,6 +498,10 @@ VALID = [
     ("keywords of other places as names", M + "  model = gelu(x)\n  block = model\n  config = block\n"
                                                "  return linear(config, h)\n}\n", H**2 + H),
     ("semicolons", "model m { dim b; dim s; dim h; input x[b, s, h]; return linear(x, h); }", H**2 + H),
+    ("deepest block chain around the deepest expression",
+     "".join(f"block b{i}(x) {{ return b{i + 1}(x) }}\n" for i in range(49))
+     + "block b49(x) { return " + "gelu(" * 90 + "x" + ")" * 90 + " }\n" + M + "  return linear(b0(x), h)\n}\n",
+     H**2 + H),
     ("long file", M + "  x = linear(x, h)\n" * 2000 + "  return x\n}\n", 2000 * (H**2 + H)),
     ("many automatic names", M + "  y = gelu(x, name = gelu_7)\n" + "  x = gelu(x)\n" * 500 + "  return x\n}\n", 0),
 ]
