@@ -511,16 +511,14 @@ class Builder:
     def _block_table(self):
         return self._current_block.table
 
-    def _bind(self, e: ast.Call, scope: Scope, params, what: str, block_scope: Scope | None = None):
-        """Match a call's arguments to ``params`` [(name, kind, default)]."""
-        given: dict[str, tuple] = {}
-        names = [p[0] for p in params]
-        if len(e.args) > len(params):
+    def _match_args(self, e: ast.Call, names: list[str], what: str):
+        """Pair a call's positional and keyword arguments with parameter
+        ``names``: ({name: (expr, loc)}, the node name given as ``name=``)."""
+        if len(e.args) > len(names):
             raise CostgraphSemanticError(
-                f"{what} takes {len(params)} argument(s) ({', '.join(names)}), {len(e.args)} given",
-                e.args[len(params)].loc, hint=f"{what}({', '.join(names)})")
-        for (pname, _, _), arg in zip(params, e.args):
-            given[pname] = (arg, arg.loc)
+                f"{what} takes {len(names)} argument(s) ({', '.join(names)}), {len(e.args)} given",
+                e.args[len(names)].loc, hint=f"{what.removeprefix('block ')}({', '.join(names)})")
+        given = {name: (arg, arg.loc) for name, arg in zip(names, e.args)}
         node_name = None
         for kw, value, loc in e.kwargs:
             if kw == "name":
@@ -533,8 +531,15 @@ class Builder:
                     f"{what} has no argument '{kw}'", loc,
                     hint=self._did_you_mean(kw, set(names), "its arguments: " + ", ".join(names)))
             if kw in given:
-                raise CostgraphSemanticError(f"argument '{kw}' of {what} is given twice", loc)
+                raise CostgraphSemanticError(f"argument '{kw}' of {what.removeprefix('block ')} is given twice", loc)
             given[kw] = (value, loc)
+        return given, node_name
+
+    def _bind(self, e: ast.Call, scope: Scope, params, what: str):
+        """Match a call's arguments to an operator's ``params`` [(name, kind, default)]
+        and evaluate each as its kind asks."""
+        names = [p[0] for p in params]
+        given, node_name = self._match_args(e, names, what)
         args = {}
         for pname, kind, default in params:
             if pname not in given:
@@ -644,28 +649,9 @@ class Builder:
         return self.block_stack[-1]  # type: ignore[return-value]
 
     def _bind_block(self, e: ast.Call, scope: Scope, block: ast.Block):
-        names = [p.name for p in block.params]
-        if len(e.args) > len(names):
-            raise CostgraphSemanticError(
-                f"block {block.name} takes {len(names)} argument(s) ({', '.join(names)}), {len(e.args)} given",
-                e.args[len(names)].loc, hint=f"{block.name}({', '.join(names)})")
-        given = {}
-        for name, arg in zip(names, e.args):
-            given[name] = self.eval(arg, scope)
-        node_name = None
-        for kw, value, loc in e.kwargs:
-            if kw == "name":
-                if not isinstance(value, ast.Var):
-                    raise CostgraphSemanticError("name= takes a bare name, e.g. name=attn", loc)
-                node_name = value.name
-                continue
-            if kw not in names:
-                raise CostgraphSemanticError(f"block {block.name} has no argument '{kw}'", loc,
-                                             hint=self._did_you_mean(kw, set(names), "its arguments: " + ", ".join(names)))
-            if kw in given:
-                raise CostgraphSemanticError(f"argument '{kw}' of {block.name} is given twice", loc)
-            given[kw] = self.eval(value, scope)
-        return given, node_name
+        """A block call's arguments, evaluated in the caller's scope."""
+        given, node_name = self._match_args(e, [p.name for p in block.params], f"block {block.name}")
+        return {name: self.eval(expr, scope) for name, (expr, _) in given.items()}, node_name
 
     def _match_shape(self, p: ast.Param, v, inner: Scope, block: ast.Block, loc: Location):
         pattern = "[" + ", ".join(_show(x) for x in p.shape) + "]"
