@@ -21,7 +21,6 @@ Analyses (totals, KV cache, sharding, ...) are functions over this structure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 import networkx as nx
 import sympy

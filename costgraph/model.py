@@ -14,10 +14,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-import networkx as nx
 import sympy
+
+if TYPE_CHECKING:
+    import networkx
 
 from .builder import PROFILES, Settings, build
 from .conventions import check_convention
@@ -63,7 +65,7 @@ class Model:
         return self.graph.name
 
     @property
-    def nx(self) -> nx.MultiDiGraph:
+    def nx(self) -> "networkx.MultiDiGraph":
         """The NetworkX graph (nodes by path; see :mod:`costgraph.graph`)."""
         return self.graph.graph
 
