@@ -91,13 +91,10 @@ def _display(costs: Costs, q: str):
 
 
 def _shown(costs: Costs) -> list[str]:
-    """Quantities worth a line: active parameters only where they differ from
-    the total (a mixture of experts), the KV cache only where there is one."""
+    """Quantities worth a line: the KV cache only where the model has one."""
     q = costs.quantities
     out = []
     for name in QUANTITIES:
-        if name == "params_active" and sympy.expand(q[name] - q["params"]) == 0:
-            continue
         if name.startswith("kv_cache") and q[name] == 0:
             continue
         out.append(name)
