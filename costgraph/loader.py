@@ -16,7 +16,7 @@ from pathlib import Path
 from . import ast
 from .errors import CostgraphSemanticError, CostgraphValueError, Location
 from .parser import parse
-from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names
+from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
 
 
 @dataclass
@@ -38,10 +38,11 @@ class Program:
 
 @dataclass(frozen=True)
 class _Source:
-    key: str        # identity for cycle detection
+    key: str        # identity: resolved path, or "bundled:<path in models/>"
     display: str    # name in messages
     text: str
     directory: Path | None  # for relative imports; None for bundled files
+    bundle_dir: str = ""    # a bundled file's folder inside models/ ("std")
 
 
 class _Loader:
@@ -98,12 +99,15 @@ class _Loader:
             candidate = (src.directory / imp.path)
             if _is_file(candidate):
                 return _file_source(candidate, imported_at=imp.loc)
-        try:
-            entry = bundled_import(imp.path) if imp.path.strip() else None
-        except (OSError, ValueError):
-            entry = None
-        if entry is not None:
-            return _Source("bundled:" + imp.path, imp.path, entry.read_text(encoding="utf-8"), None)
+        # relative to a bundled file's folder, then to models/ itself
+        tries = [f"{src.bundle_dir}/{imp.path}"] if src.bundle_dir else []
+        for rel in [*tries, imp.path]:
+            try:
+                entry = bundled_import(rel) if rel.strip() else None
+            except (OSError, ValueError):
+                entry = None
+            if entry is not None:
+                return _bundled_source(rel)
         raise CostgraphSemanticError(
             f"cannot find the imported file '{imp.path}'", imp.loc,
             hint="paths are relative to the importing file, or name a bundled library file such as 'std/attention.cg'")
@@ -160,7 +164,23 @@ def _file_source(path: Path, imported_at: Location | None = None) -> _Source:
         raise CostgraphValueError(
             f"not a UTF-8 text file: {e.reason} 0x{data[e.start]:02x}{where}",
             loc, hint="a model file is text written in the costgraph language, saved as UTF-8") from None
+    rel = _bundled_path(path)
+    if rel is not None:   # a bundled file given by its path is the bundled file
+        return _Source("bundled:" + rel, str(path), text, None, rel.rpartition("/")[0])
     return _Source(str(path.resolve()), str(path), text, path.parent)
+
+
+def _bundled_path(path: Path) -> str | None:
+    """``path``'s place inside the bundled ``models/`` folder, or None."""
+    try:
+        return path.resolve().relative_to(Path(str(models_root())).resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+def _bundled_source(rel: str) -> _Source:
+    entry = bundled_import(rel)
+    return _Source("bundled:" + rel, rel, entry.read_text(encoding="utf-8"), None, rel.rpartition("/")[0])
 
 
 def source_for(model: str) -> _Source:
@@ -198,7 +218,7 @@ def source_for(model: str) -> _Source:
         raise CostgraphValueError(
             f"unknown model '{model}'",
             hint=hint + "bundled models: " + ", ".join(names) + "; or give a path to a .cg file")
-    return _Source("bundled:" + model, f"{model}{MODEL_SUFFIX}", entry.read_text(encoding="utf-8"), None)
+    return _bundled_source(f"{model}{MODEL_SUFFIX}")
 
 
 def load_program(model: str | None = None, *, text: str | None = None, path: str = "<string>") -> Program:
