@@ -204,9 +204,17 @@ class Builder:
                                      hint="end the model with `return logits` (its output tensor)")
 
     def _configs(self):
+        # a configuration may set a dimension that only some option values
+        # declare (Mistral's window w, absent with sliding_window = false)
+        declared = _declared_dims(self.program.model.body)
         for cfg in self.program.file.configs:
             values = {}
             for name, expr, loc in cfg.settings:
+                if name in values:
+                    raise CostgraphSemanticError(f"configuration '{cfg.name}' sets '{name}' twice", loc)
+                if name in declared and name not in self.cg.dims:
+                    values[name] = None    # not a dimension under these options: ignored
+                    continue
                 if name not in self.cg.dims and name not in self.cg.options:
                     raise CostgraphSemanticError(
                         f"configuration '{cfg.name}' sets '{name}', which is not a dimension of '{self.cg.name}'",
@@ -219,7 +227,7 @@ class Builder:
                 values[name] = v if isinstance(v, bool) else int(v)
             if cfg.name in self.cg.configs:
                 raise CostgraphSemanticError(f"configuration '{cfg.name}' is defined twice", cfg.loc)
-            self.cg.configs[cfg.name] = values
+            self.cg.configs[cfg.name] = {k: v for k, v in values.items() if v is not None}
 
     # --- statements --------------------------------------------------------
     def run(self, body, scope: Scope, where: str):
@@ -581,6 +589,17 @@ def _show(e) -> str:
     if isinstance(e, ast.BinOp):
         return f"{_show(e.left)}{e.op}{_show(e.right)}"
     return "…"
+
+
+def _declared_dims(body) -> set[str]:
+    """Names of every ``dim`` at model level, in either branch of every ``if``."""
+    out = set()
+    for st in body:
+        if isinstance(st, ast.Dim):
+            out.add(st.name)
+        elif isinstance(st, ast.If):
+            out |= _declared_dims(st.then) | _declared_dims(st.orelse)
+    return out
 
 
 def _assigned_names(body) -> set[str]:

@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--scope", default="model",
                    help="model (default), layer, or the path of a repeat group, block or node")
     d.add_argument("--format", choices=("text", "latex", "json"), default="text")
-    d.add_argument("--set", nargs="+", default=[], metavar="NAME=VALUE",
+    d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
     d.add_argument("--convention", choices=tuple(FLOP_CONVENTIONS), default="matmul",
@@ -66,6 +66,8 @@ def _settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
             raise CostgraphValueError(f"cannot read --set {pair!r}",
                                       hint="write NAME=VALUE with a whole number (h=768) or true/false (bias=false)")
         name, value = m.groups()
+        if name in dims or name in options:
+            raise CostgraphValueError(f"--set gives '{name}' twice", hint="give each name once")
         if value in ("true", "false"):
             options[name] = value == "true"
         else:
@@ -92,6 +94,8 @@ def _derive(args) -> str:
         if options:
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here",
                                       hint="e.g. --set s=2048 b=8")
+        if args.config:
+            raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
         hf = load_hf_config(args.model, profile=args.profile)
         model = hf.model
         values = model.values(args.config, **{**hf.values, **dims})

@@ -127,7 +127,11 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
         raise CostgraphValueError(f"{source}: a config.json holds a JSON object")
     model_type = config.get("model_type")
     table = mapping()
-    if model_type not in table:
+    if model_type is None:
+        raise CostgraphValueError(f"{source}: no 'model_type' key",
+                                  hint="a Hugging Face config.json names its architecture in model_type; "
+                                       "supported: " + ", ".join(supported_model_types()))
+    if not isinstance(model_type, str) or model_type not in table:
         raise CostgraphValueError(
             f"{source}: unsupported model_type {model_type!r}",
             hint="supported: " + ", ".join(supported_model_types()))
@@ -169,6 +173,10 @@ def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthika
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CostgraphValueError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise CostgraphValueError(f"{path} is a directory", hint="give the config.json inside it") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CostgraphValueError(f"cannot read {path}: {e}") from None
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import ast
 from .errors import CostgraphSemanticError, CostgraphValueError, Location
+from .ops import REGISTRY
 from .parser import parse
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
 
@@ -83,6 +84,10 @@ class _Loader:
                     raise CostgraphSemanticError(
                         f"block '{block.name}' has two parameters named '{p.name}'", p.loc)
                 seen.add(p.name)
+            if block.name in REGISTRY:
+                raise CostgraphSemanticError(
+                    f"block '{block.name}' has the name of an operator", block.loc,
+                    hint="operators cannot be redefined; name the block otherwise (costgraph ops lists them)")
             if block.name in table and table[block.name].node.loc.file == block.loc.file:
                 raise CostgraphSemanticError(f"block '{block.name}' is defined twice", block.loc)
             table[block.name] = BlockDef(block, table)  # a local block shadows an imported one

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
@@ -135,17 +136,32 @@ class Model:
         return subs
 
     def _check_whole(self, subs):
-        """Every tensor dimension must come out a whole number for these values."""
+        """Every size the graph uses must come out a positive whole number for
+        these values: tensor dimensions, dimension arguments of operators
+        (heads, K/V groups, rotary entries) and repeat counts; and a group's
+        active copies cannot outnumber its copies (top-k ≤ experts)."""
+        def check(d, what, where):
+            if not isinstance(d, sympy.Expr) or not d.free_symbols <= set(subs):
+                return None
+            v = d.subs(subs)
+            if not (v.is_integer and v > 0):
+                raise CostgraphValueError(
+                    f"{what} is {d} = {v} for these values, not a positive whole number",
+                    hint=f"at {where}; choose values that divide evenly and keep counts positive")
+            return v
+        for g in self.graph.groups.values():
+            n = check(g.count, f"the repeat count of '{g.path}'", g.loc)
+            k = check(g.active, f"the active count of '{g.path}'", g.loc)
+            if n is not None and k is not None and k > n:
+                raise CostgraphValueError(
+                    f"'{g.path}' has {n} copies but {k} active ({g.active} > {g.count})",
+                    hint=f"at {g.loc}; a token can pass through at most all of them")
+        for path, d in self.graph.ops():
+            for name, v in d["attrs"].items():
+                check(v, f"argument '{name}' of {d['kind']} '{path}'", d["loc"])
         for t in self.graph.tensors.values():
             for d in t.shape:
-                if not d.free_symbols <= set(subs):
-                    continue
-                v = d.subs(subs)
-                if not (v.is_integer and v > 0):
-                    where = t.producer
-                    raise CostgraphValueError(
-                        f"the dimension {d} of tensor '{t.id}' is {v} for these values, not a whole number",
-                        hint=f"made at {where}; choose values that divide evenly")
+                check(d, f"a dimension of tensor '{t.id}'", t.producer)
 
 
 @dataclass
@@ -205,6 +221,8 @@ class Costs:
                 raise CostgraphValueError(f"no value for {', '.join(missing)}",
                                           hint="give them with --set NAME=VALUE or a configuration")
             v = e.subs(subs)
+            if not v.is_integer:   # every size checked whole: cannot happen for model totals
+                raise CostgraphValueError(f"{q} is {v} for these values, not a whole number")
             out[q] = int(v)
         return out
 
@@ -226,8 +244,10 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
     CostgraphError
         Any mistake in the model file (located) or in the arguments.
     """
+    if not isinstance(model, (str, os.PathLike)):
+        raise CostgraphValueError(f"a model is named by a string or a path, not {type(model).__name__}")
     settings = _settings(dropout, options, profile)
-    return Model(build(load_program(model), settings), settings)
+    return Model(build(load_program(os.fspath(model)), settings), settings)
 
 
 def _settings(dropout, options, profile) -> Settings:

@@ -20,9 +20,12 @@ from . import ast
 from .errors import CostgraphError, CostgraphSyntaxError, Location
 from .resources import grammar_text
 
+
 @cache
 def _lark() -> Lark:
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    # cache=True: lark keeps the built LALR tables in the temp folder, keyed by
+    # the grammar's hash, so later starts skip building them (about 40 ms)
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
 class _ToAst(Transformer):

@@ -48,7 +48,11 @@ def _quantity(q: str, expr: sympy.Expr, subs) -> dict:
     ordered = field_order(expr)
     out = {"expr": to_python(ordered), "latex": to_latex(ordered), "unit": units.UNITS[q]}
     if subs is not None and expr.free_symbols <= set(subs):
-        out["value"] = int(expr.subs(subs))
+        v = expr.subs(subs)
+        if v.is_integer:
+            out["value"] = int(v)
+        else:   # a breakdown row's share of a storage made outside it (e.g. T5's encoder output)
+            out["value_rational"] = str(v)
     return out
 
 
@@ -72,11 +76,19 @@ def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) ->
     }
     if breakdown:
         doc["breakdown"] = {
-            r["path"]: {"kind": r["block"] if r["kind"] == "block" else r["kind"],
+            r["path"]: {"type": _row_type(r),
+                        "kind": r["block"] if r["kind"] == "block" else r["kind"],
                         "count": to_python(field_order(r["count"])),
                         "quantities": {q: _quantity(q, r[q], values) for q in QUANTITIES}}
             for r in costs.rows}
     return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def _row_type(r: dict) -> str:
+    """``op`` (an operator node), ``block`` (a block call) or ``repeat`` (a group)."""
+    if r["kind"] != "block":
+        return "op"
+    return "repeat" if r["block"] == "repeat" else "block"
 
 
 def to_latex_doc(costs: Costs) -> str:
@@ -127,8 +139,8 @@ def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = Fals
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         out += ["", f"with {given}:"]
         for q in shown:
-            n = int(costs[q].subs(values))
-            out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, n)}")
+            n = costs[q].subs(values)
+            out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, int(n)) if n.is_integer else n}")
     elif values is not None:
         missing = sorted({str(s) for e in costs.quantities.values() for s in e.free_symbols} - {str(k) for k in values})
         out += ["", f"(no numbers: no value for {', '.join(missing)})"]

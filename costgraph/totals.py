@@ -91,6 +91,7 @@ def resolve_scope(cg: CostGraph, scope: str) -> Scope:
 
 
 def _rel(count, per):
+    """``count / per`` with common factors cancelled (``E l - E k_d`` over ``l - k_d`` is ``E``)."""
     return sympy.cancel(count / per)
 
 
@@ -131,7 +132,7 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
         c = d["cost"]
         count = _rel(d["count"], scope.per)
         # compute-side quantities are scaled from the active copies to per-row
-        active = _rel(d["active"], scope.per_active) / count
+        active = _rel(_rel(d["active"], scope.per_active), count)
         params = params_active = ZERO
         for wid in c.weights:
             if wid not in seen_weight:
@@ -182,8 +183,12 @@ def _aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
         kind, mult = parents[path]
         count = _rel(mult, scope.per)
         inside = [r for r in rows if r["path"].startswith(path + "/")]
+        ratios = {}   # one cancellation per distinct count, not per row and quantity
+        for r in inside:
+            if r["count"] not in ratios:
+                ratios[r["count"]] = _rel(r["count"], count)
         row = {"path": path, "kind": "block", "block": kind, "count": count}
         for q in QUANTITIES:
-            row[q] = sympy.expand(sympy.Add(*[r["count"] / count * r[q] for r in inside]))
+            row[q] = sympy.expand(sympy.Add(*[ratios[r["count"]] * r[q] for r in inside]))
         out.append(row)
     return out
