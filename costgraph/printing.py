@@ -87,8 +87,11 @@ def grouped(parts: list[tuple[sympy.Expr, sympy.Expr]], rest: sympy.Expr) -> sym
 
 
 def to_latex(expr: sympy.Expr) -> str:
-    """LaTeX in field order: ``24 b s h^{2} + 4 b s^{2} h``."""
-    return sympy.latex(expr, order="none")
+    """LaTeX in field order: ``24 b s h^{2} + 4 b s^{2} h``. A name of several
+    letters is set upright as one word (``\\mathrm{kv}``, not ``k v``)."""
+    names = {sym: f"\\mathrm{{{sym.name}}}" for sym in expr.free_symbols
+             if len(sym.name) > 1 and sym.name.isalpha()}
+    return sympy.latex(expr, order="none", symbol_names=names)
 
 
 def to_python(expr: sympy.Expr) -> str:

@@ -92,8 +92,11 @@ def _row_type(r: dict) -> str:
 
 
 def to_latex_doc(costs: Costs) -> str:
-    """An ``aligned`` environment with the four main quantities, in field order."""
-    lines = [f"  \\text{{{LABELS[q].strip()}}} &= {to_latex(_display(costs, q))} \\\\" for q in MAIN]
+    """An ``aligned`` environment with the main quantities, in field order: parameters
+    (total and active), forward and backward FLOPs, activation bytes, and the KV
+    cache where the model has one."""
+    shown = [q for q in _shown(costs) if q in MAIN or q in ("params_active", "kv_cache_bytes")]
+    lines = [f"  \\text{{{LABELS[q].strip()}}} &= {to_latex(_display(costs, q))} \\\\" for q in shown]
     lines[-1] = lines[-1][:-3]
     return "\\begin{aligned}\n" + "\n".join(lines) + "\n\\end{aligned}"
 
