@@ -368,8 +368,12 @@ class Builder:
                 return scope.get(e.name)
             if e.name in CONSTANTS:
                 return CONSTANTS[e.name]
-            raise CostgraphSemanticError(f"'{e.name}' is not defined", e.loc,
-                                         hint=self._did_you_mean(e.name, scope.names()))
+            raise CostgraphSemanticError(
+                f"'{e.name}' is not defined", e.loc,
+                hint=self._did_you_mean(e.name, scope.names(),
+                                        f"declare a dimension with `dim {e.name}` in the model, or assign "
+                                        f"'{e.name}' before this line (names made inside a repeat or block "
+                                        "stay there)"))
         if isinstance(e, ast.BinOp):
             return self.binop(e, scope)
         if isinstance(e, ast.Call):
