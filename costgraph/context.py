@@ -22,6 +22,16 @@ if TYPE_CHECKING:
     from .builder import Builder
 
 
+def as_dim(d) -> sympy.Expr:
+    """A size handed over by an operator rule: a SymPy expression or a Python
+    int (never text), as a SymPy expression."""
+    if isinstance(d, sympy.Expr):
+        return d
+    if isinstance(d, int) and not isinstance(d, bool):
+        return sympy.Integer(d)
+    raise TypeError(f"a dimension must be a SymPy expression or an int, not {type(d).__name__}")
+
+
 def same(a, b) -> bool:
     """Exact symbolic equality of two dimension expressions."""
     return sympy.expand(a - b) == 0
@@ -55,7 +65,7 @@ class OpContext:
 
     def output(self, shape, role: str = "act", view_of: Tensor | None = None) -> Tensor:
         tid = f"{self.path}:{len(self.outputs)}"
-        t = Tensor(tid, tuple(sympy.sympify(d) for d in shape), role,
+        t = Tensor(tid, tuple(as_dim(d) for d in shape), role,
                    view_of.storage if view_of is not None else tid, self.b.count, self.path, self.b.active)
         self.outputs.append(t)
         return t
@@ -65,7 +75,7 @@ class OpContext:
         rotary cos/sin tables): one storage, counted once."""
         t = self.b.shared.get(key)
         if t is None:
-            t = Tensor(f"shared/{key}", tuple(sympy.sympify(d) for d in shape), role, f"shared/{key}", ONE, self.path, ONE)
+            t = Tensor(f"shared/{key}", tuple(as_dim(d) for d in shape), role, f"shared/{key}", ONE, self.path, ONE)
             self.b.cg.tensors[t.id] = t
             self.b.shared[key] = t
         return t
@@ -73,7 +83,7 @@ class OpContext:
     def aux(self, suffix: str, shape, role: str) -> Tensor:
         """A tensor the op makes and keeps but does not pass on (a dropout mask)."""
         tid = f"{self.path}/{suffix}"
-        t = Tensor(tid, tuple(sympy.sympify(d) for d in shape), role, tid, self.b.count, self.path, self.b.active)
+        t = Tensor(tid, tuple(as_dim(d) for d in shape), role, tid, self.b.count, self.path, self.b.active)
         self.b.cg.tensors[tid] = t
         return t
 
@@ -82,7 +92,7 @@ class OpContext:
         return x
 
     def weight(self, suffix: str, shape, tied: str | None = None) -> str:
-        shape = tuple(sympy.sympify(d) for d in shape)
+        shape = tuple(as_dim(d) for d in shape)
         if tied is not None:
             wid = self.b.find_weight(tied, self.loc)
             have = self.b.cg.weights[wid].shape

@@ -59,7 +59,7 @@ def _ordered_term(term: sympy.Expr) -> sympy.Expr:
 
 def field_order(expr: sympy.Expr) -> sympy.Expr:
     """``expr`` expanded, as an unevaluated sum in the field's term and factor order."""
-    expr = sympy.expand(sympy.sympify(expr))
+    expr = sympy.expand(sympy.Integer(expr) if isinstance(expr, int) else expr)
     terms = sorted(sympy.Add.make_args(expr), key=_term_key)
     if len(terms) == 1:
         return _ordered_term(terms[0])
