@@ -221,7 +221,7 @@ class Builder:
                         loc, hint=self._did_you_mean(name, set(self.cg.dims) | set(self.cg.options)))
                 if name in self.cg.dims and self.cg.dims[name].derived is not None:
                     raise CostgraphSemanticError(f"'{name}' is derived; a configuration cannot set it", loc)
-                v = self.eval(expr, Scope())
+                v = self.evaluate(expr, Scope())
                 if not (isinstance(v, sympy.Integer) and v > 0) and not isinstance(v, bool):
                     raise CostgraphSemanticError(f"'{name}' must be a positive whole number, got {_describe(v)}", loc)
                 values[name] = v if isinstance(v, bool) else int(v)
@@ -238,7 +238,7 @@ class Builder:
         if isinstance(st, ast.Assign):
             for target in st.targets:
                 _not_constant(target, st.loc)
-            value = self.eval(st.value, scope)
+            value = self.evaluate(st.value, scope)
             if len(st.targets) == 1:
                 scope.vars[st.targets[0]] = value
                 return
@@ -251,11 +251,11 @@ class Builder:
             if where == "repeat":
                 raise CostgraphSemanticError("return cannot be inside a repeat", st.loc,
                                              hint="assign the carried tensor in the body, return after the repeat")
-            raise _Return(self.eval(st.value, scope), st.loc)
+            raise _Return(self.evaluate(st.value, scope), st.loc)
         elif isinstance(st, ast.Repeat):
             self.repeat(st, scope)
         elif isinstance(st, ast.If):
-            cond = self.eval(st.cond, scope)
+            cond = self.evaluate(st.cond, scope)
             if not isinstance(cond, bool):
                 raise CostgraphSemanticError(f"an if needs true or false, got {_describe(cond)}", st.loc,
                                              hint="test an option or a true/false block argument")
@@ -268,7 +268,7 @@ class Builder:
             _not_constant(st.name, st.loc)
             if st.name in self.cg.options:
                 raise CostgraphSemanticError(f"option '{st.name}' is defined twice", st.loc)
-            default = self.eval(st.value, scope)
+            default = self.evaluate(st.value, scope)
             if not isinstance(default, bool):
                 raise CostgraphSemanticError(f"option '{st.name}' must be true or false, got {_describe(default)}",
                                              st.loc, hint="an option is a switch; a size is a dim: dim k = 4 * h")
@@ -310,7 +310,7 @@ class Builder:
                 hint="pass it to the block as a parameter, or bind it from a shape: block f(x[B, S, H])")
         default = None
         if st.default is not None:
-            d = self.eval(st.default, scope)
+            d = self.evaluate(st.default, scope)
             if not (isinstance(d, sympy.Integer) and d > 0):
                 raise CostgraphSemanticError(f"the default of '{st.name}' must be a positive whole number", st.loc)
             default = int(d)
@@ -358,7 +358,7 @@ class Builder:
         (s or scope).vars[name] = value
 
     # --- expressions -------------------------------------------------------
-    def eval(self, e, scope: Scope):
+    def evaluate(self, e, scope: Scope):
         if isinstance(e, ast.Int):
             return sympy.Integer(e.value)
         if isinstance(e, ast.String):
@@ -381,14 +381,14 @@ class Builder:
         raise AssertionError(e)
 
     def eval_dim(self, e, scope: Scope, what: str):
-        v = self.eval(e, scope)
+        v = self.evaluate(e, scope)
         if isinstance(v, (bool, Tensor, tuple, str)) or v is None:
             raise CostgraphSemanticError(f"{what} must be a dimension expression, got {_describe(v)}",
                                          getattr(e, "loc", None))
         return _check_size(v, what, getattr(e, "loc", None))
 
     def binop(self, e: ast.BinOp, scope: Scope):
-        left, right = self.eval(e.left, scope), self.eval(e.right, scope)
+        left, right = self.evaluate(e.left, scope), self.evaluate(e.right, scope)
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             kind = {"+": "add", "-": "sub", "*": "mul"}.get(e.op)
             if kind is None:
@@ -467,7 +467,7 @@ class Builder:
             if not isinstance(expr, ast.Var):
                 raise CostgraphSemanticError(f"{what} takes a bare name", loc)
             return expr.name
-        v = self.eval(expr, scope)
+        v = self.evaluate(expr, scope)
         ok = {"tensor": isinstance(v, Tensor),
               "bool": isinstance(v, bool),
               "dim": isinstance(v, sympy.Expr) or (v is None and optional),
@@ -528,7 +528,7 @@ class Builder:
             if p.name in given_args:
                 v = given_args[p.name]
             elif p.default is not None:
-                v = self.eval(p.default, inner)
+                v = self.evaluate(p.default, inner)
             else:
                 raise CostgraphSemanticError(f"block {block.name} needs the argument '{p.name}'", e.loc,
                                              hint=f"{block.name}({', '.join(q.name for q in block.params)})")
@@ -558,7 +558,7 @@ class Builder:
     def _bind_block(self, e: ast.Call, scope: Scope, block: ast.Block):
         """A block call's arguments, evaluated in the caller's scope."""
         given, node_name = self._match_args(e, [p.name for p in block.params], f"block {block.name}")
-        return {name: self.eval(expr, scope) for name, (expr, _) in given.items()}, node_name
+        return {name: self.evaluate(expr, scope) for name, (expr, _) in given.items()}, node_name
 
     def _match_shape(self, p: ast.Param, v, inner: Scope, block: ast.Block, loc: Location):
         pattern = "[" + ", ".join(_show(x) for x in p.shape) + "]"
@@ -595,27 +595,26 @@ def _show(e) -> str:
     return "…"
 
 
+def _statements(body, into_repeats: bool):
+    """Every statement of ``body``, through both branches of each ``if`` and,
+    with ``into_repeats``, into repeat bodies."""
+    for st in body:
+        yield st
+        if isinstance(st, ast.If):
+            yield from _statements(st.then, into_repeats)
+            yield from _statements(st.orelse, into_repeats)
+        elif into_repeats and isinstance(st, ast.Repeat):
+            yield from _statements(st.body, into_repeats)
+
+
 def _declared_dims(body) -> set[str]:
     """Names of every ``dim`` at model level, in either branch of every ``if``."""
-    out = set()
-    for st in body:
-        if isinstance(st, ast.Dim):
-            out.add(st.name)
-        elif isinstance(st, ast.If):
-            out |= _declared_dims(st.then) | _declared_dims(st.orelse)
-    return out
+    return {st.name for st in _statements(body, into_repeats=False) if isinstance(st, ast.Dim)}
 
 
 def _assigned_names(body) -> set[str]:
-    out = set()
-    for st in body:
-        if isinstance(st, ast.Assign):
-            out.update(st.targets)
-        elif isinstance(st, ast.Repeat):
-            out |= _assigned_names(st.body)
-        elif isinstance(st, ast.If):
-            out |= _assigned_names(st.then) | _assigned_names(st.orelse)
-    return out
+    """Names assigned anywhere in a repeat body (the values it carries)."""
+    return {t for st in _statements(body, into_repeats=True) if isinstance(st, ast.Assign) for t in st.targets}
 
 
 def build(program: Program, settings: Settings = Settings()) -> CostGraph:
