@@ -290,7 +290,7 @@ class Builder:
             path = self.claim(st.name, True, st.loc)
             t = Tensor(path, shape, role, path, self.count, path, self.active)
             self.cg.tensors[path] = t
-            self.cg.graph.add_node(path, kind="input", inputs=(), outputs=(path,), attrs={},
+            self.cg.add_node(path, kind="input", inputs=(), outputs=(path,), attrs={},
                                    loc=st.loc, count=self.count, active=self.active, cost=Cost(), group=None)
             scope.vars[st.name] = t
 
@@ -494,13 +494,13 @@ class Builder:
         cost = Cost(ctx.cost["forward"], ctx.cost["backward_input"], ctx.cost["backward_weight"],
                     tuple(ctx.weights), tuple(ctx.tied), tuple(ctx.saved))
         attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
-        self.cg.graph.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
+        self.cg.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
                                outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
                                count=self.count, active=self.active, cost=cost, group=self._group())
         for t in ctx.outputs:
             self.cg.tensors[t.id] = t
         for t in inputs:
-            self.cg.graph.add_edge(t.producer, path, key=t.id, tensor=t.id, shape=t.shape, role=t.role)
+            self.cg.add_edge(t.producer, path, t.id, shape=t.shape, role=t.role)
         return result
 
     def _group(self) -> str | None:

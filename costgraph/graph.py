@@ -1,6 +1,9 @@
 """The operator graph and the records its nodes carry.
 
-A :class:`CostGraph` wraps a ``networkx.MultiDiGraph``:
+A :class:`CostGraph` holds the nodes and edges below; :attr:`CostGraph.graph`
+presents them as a ``networkx.MultiDiGraph``, built the first time it is asked
+for (NetworkX is not imported by the cost analyses, which read the plain
+dictionaries, so a start that only derives costs never pays for it):
 
 * one node per operator instance, keyed by its hierarchical path
   (``layers/attn/c_attn``), with attributes ``kind`` (operator name),
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
 import sympy
 
 from .errors import Location
@@ -166,11 +168,16 @@ class DimInfo:
 
 @dataclass
 class CostGraph:
-    """A model's operator graph with everything analyses need."""
+    """A model's operator graph with everything analyses need.
+
+    ``nodes`` maps a node's path to its attributes (program order);
+    ``edges`` lists ``(producer, consumer, tensor id, attributes)``.
+    """
 
     name: str
     source: str
-    graph: nx.MultiDiGraph = field(default_factory=nx.MultiDiGraph)
+    nodes: dict[str, dict] = field(default_factory=dict)
+    edges: list[tuple[str, str, str, dict]] = field(default_factory=list)
     tensors: dict[str, Tensor] = field(default_factory=dict)
     weights: dict[str, Weight] = field(default_factory=dict)
     groups: dict[str, Group] = field(default_factory=dict)
@@ -181,12 +188,36 @@ class CostGraph:
     outputs: tuple[str, ...] = ()
     caches: list[CacheEntry] = field(default_factory=list)
 
+    _nx: object = field(default=None, repr=False, compare=False)
+
+    def add_node(self, path: str, **attrs) -> None:
+        """Add the node ``path`` with its attributes (see the module docstring)."""
+        self.nodes[path] = attrs
+        self._nx = None
+
+    def add_edge(self, producer: str, consumer: str, tensor: str, **attrs) -> None:
+        """Add the edge carrying ``tensor`` from ``producer`` to ``consumer``."""
+        self.edges.append((producer, consumer, tensor, {"tensor": tensor, **attrs}))
+        self._nx = None
+
+    @property
+    def graph(self):
+        """The nodes and edges as a ``networkx.MultiDiGraph`` (edges keyed by tensor id)."""
+        if self._nx is None:
+            import networkx as nx
+
+            g = nx.MultiDiGraph()
+            g.add_nodes_from(self.nodes.items())
+            g.add_edges_from((u, v, k, d) for u, v, k, d in self.edges)
+            self._nx = g
+        return self._nx
+
     def ops(self):
         """Operator nodes (``kind`` ≠ ``input``) in program order: ``(path, data)``."""
-        return [(n, d) for n, d in self.graph.nodes(data=True) if d["kind"] != "input"]
+        return [(n, d) for n, d in self.nodes.items() if d["kind"] != "input"]
 
     def node(self, path: str) -> dict:
-        return self.graph.nodes[path]
+        return self.nodes[path]
 
     def symbols(self) -> dict[str, str]:
         """Free dimension symbols (not derived) → meaning."""

@@ -82,8 +82,8 @@ def resolve_scope(cg: CostGraph, scope: str) -> Scope:
         return Scope(scope, scope, g.multiplicity, g.active_multiplicity)
     if scope in cg.blocks:
         return Scope(scope, scope, cg.blocks[scope].count, cg.blocks[scope].active)
-    if scope in cg.graph.nodes:
-        n = cg.graph.nodes[scope]
+    if scope in cg.nodes:
+        n = cg.nodes[scope]
         return Scope(scope, scope, n["count"], n["active"])
     raise CostgraphValueError(
         f"no scope '{scope}' in model '{cg.name}'",
