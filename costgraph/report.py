@@ -85,7 +85,11 @@ def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) ->
 
 
 def _row_type(r: dict) -> str:
-    """``op`` (an operator node), ``block`` (a block call) or ``repeat`` (a group)."""
+    """``op`` (an operator node), ``storage`` (a saved storage shared by several
+    instances of its keepers, see :func:`costgraph.totals.breakdown`), ``block``
+    (a block call) or ``repeat`` (a group)."""
+    if r["kind"] == "storage":
+        return "storage"
     if r["kind"] != "block":
         return "op"
     return "repeat" if r["block"] == "repeat" else "block"

@@ -32,6 +32,7 @@ all. Totals are returned expanded (canonical form).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sympy
 
@@ -90,31 +91,80 @@ def resolve_scope(cg: CostGraph, scope: str) -> Scope:
         hint="use model, layer, or a path: " + ", ".join(sorted([*cg.groups, *cg.blocks])[:12]))
 
 
+@lru_cache(maxsize=4096)
 def _rel(count, per):
-    """``count / per`` with common factors cancelled (``E l - E k_d`` over ``l - k_d`` is ``E``)."""
+    """``count / per`` with common factors cancelled (``E l - E k_d`` over ``l - k_d`` is ``E``).
+
+    Memoized: a model has a handful of distinct counts (``1``, ``l``, ``E l``...)
+    met at every node."""
     return sympy.cancel(count / per)
 
 
+def _whole(e) -> bool:
+    """Whether ``e`` (a ratio of counts) is a polynomial: one instance of it is whole."""
+    return sympy.fraction(e)[1] == 1
+
+
 def totals(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
-           causal: str = "full") -> dict[str, sympy.Expr]:
-    """Every quantity of :data:`QUANTITIES` summed over ``scope``, expanded."""
-    rows = breakdown(cg, scope, convention, precision, causal)
-    out = {}
-    for q in QUANTITIES:
-        out[q] = sympy.expand(sympy.Add(*[r["count"] * r[q] for r in rows if r["kind"] != "block"]))
-    return out
+           causal: str = "full", rows: list[dict] | None = None) -> dict[str, sympy.Expr]:
+    """Every quantity of :data:`QUANTITIES` summed over ``scope``, expanded.
+
+    ``rows``: the scope's :func:`breakdown`, when the caller already has it."""
+    if rows is None:
+        rows = breakdown(cg, scope, convention, precision, causal)
+    leaves = [r for r in rows if r["kind"] != "block"]
+    return {q: sympy.expand(sympy.Add(*[r["count"] * r[q] for r in leaves])) for q in QUANTITIES}
+
+
+def _ancestors(path: str):
+    """The enclosing paths of ``path``, innermost first (``a/b/c`` → ``a/b``, ``a``, ``''``)."""
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        yield path
+    yield ""
+
+
+def _home(cg: CostGraph, path: str, store) -> str:
+    """The innermost block or repeat group around node ``path`` with as many
+    (active) instances as ``store``: where one copy of a storage that several
+    instances of the node share (a rotary table made once for all layers, an
+    encoder output read by every decoder layer) is charged."""
+    for anc in _ancestors(path):
+        if anc == "":
+            return ""
+        if anc in cg.groups:
+            mult = cg.groups[anc].active_multiplicity
+        elif anc in cg.blocks:
+            mult = cg.blocks[anc].active
+        else:
+            continue
+        if _whole(_rel(store.active, mult)):
+            return anc
+    return ""
 
 
 def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
               causal: str = "full") -> list[dict]:
     """One row per operator node in ``scope`` (program order), then one per
-    block and repeat group, each with ``path``, ``kind``, ``count`` (relative
-    to the scope) and the quantities of *one* instance.
+    shared storage, then one per block and repeat group, each with ``path``,
+    ``kind``, ``count`` (relative to the scope) and the quantities of *one*
+    instance.
 
-    A saved storage is charged to the first node that keeps it, so node rows
-    add up to the scope's totals. Every count-dependent quantity is stored
-    already multiplied into "per one instance of the row" terms: FLOPs and
-    activations use the active copies, ``params`` all copies.
+    **Saved storages** are counted once each, however many nodes keep them
+    or views of them: a storage is charged to the first node in scope that
+    keeps it. When that node has more instances than the storage has copies
+    (one rotary table kept by the rope of every layer; T5's encoder output
+    kept by every decoder layer) the storage is charged instead to a row of
+    its own, kind ``storage``, path ``<home>/saved:<storage id>``, placed in
+    the innermost block or group around the node that has as many instances
+    as the storage (often the model itself). A scope smaller than that home
+    does not contain the storage: every scope's total is then a whole number
+    of bytes for any values, and node, storage and block rows add up to the
+    scope's totals.
+
+    Every count-dependent quantity is stored already multiplied into "per
+    one instance of the row" terms: FLOPs and activations use the active
+    copies, ``params`` all copies.
 
     ``causal="half"`` halves the FLOPs of products marked ``causal = true``
     (QKᵀ and scores·V under a causal mask); ``"full"`` (default) counts the
@@ -126,6 +176,7 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
     seen_storage: set[str] = set()
     seen_weight: set[str] = set()
     rows = []
+    shared_rows = []
     for path, d in cg.ops():
         if not scope.contains(path):
             continue
@@ -141,19 +192,22 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
                 params_active += cg.weights[wid].numel * active
         act = ZERO
         for tid in c.saved:
-            t = cg.tensors[tid]
-            store = cg.tensors[t.storage]
+            store = cg.tensors[cg.tensors[tid].storage]
             if store.id in seen_storage:
                 continue
             seen_storage.add(store.id)
-            # a storage made outside the scope (e.g. an encoder output kept by
-            # every decoder layer) is charged once, not per instance
-            rel = _rel(store.active, d["active"])
-            act += store.numel * precision.bytes(store.role) * rel * active
+            nbytes = store.numel * precision.bytes(store.role)
+            if _rel(store.active, d["active"]) == 1:
+                act += nbytes * active
+                continue
+            home = _home(cg, path, store)
+            row_path = f"{home}/saved:{store.id}" if home else f"saved:{store.id}"
+            if not scope.contains(row_path):
+                continue   # a storage shared by more than this scope: charged where it is whole
+            s_count = _rel(store.count, scope.per)
+            s_active = _rel(_rel(store.active, scope.per_active), s_count)
+            shared_rows.append(_row(row_path, "storage", s_count, activation_bytes=nbytes * s_active))
         half = sympy.Rational(1, 2) if causal == "half" and d["attrs"].get("causal") else 1
-        fwd = c.forward.under(convention) * active * half
-        bi = c.backward_input.under(convention) * active * half
-        bw = c.backward_weight.under(convention) * active * half
         kv = kv_tok = ZERO
         for entry in caches.get(path, ()):
             t = cg.tensors[entry.tensor]
@@ -161,34 +215,47 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
             per_pos = t.numel / seq * precision.bytes(t.role)
             kv += per_pos * (seq if entry.window is None else sympy.Min(seq, entry.window))
             kv_tok += per_pos / t.shape[0]
-        rows.append({"path": path, "kind": d["kind"], "count": count,
-                     "params": params, "params_active": params_active, "flops_forward": fwd,
-                     "flops_backward_input": bi, "flops_backward_weight": bw,
-                     "flops_backward": bi + bw, "activation_bytes": act,
-                     "kv_cache_bytes": kv, "kv_cache_bytes_per_token": kv_tok})
+        bi = c.backward_input.under(convention) * active * half
+        bw = c.backward_weight.under(convention) * active * half
+        rows.append(_row(path, d["kind"], count, params=params, params_active=params_active,
+                         flops_forward=c.forward.under(convention) * active * half,
+                         flops_backward_input=bi, flops_backward_weight=bw, flops_backward=bi + bw,
+                         activation_bytes=act, kv_cache_bytes=kv, kv_cache_bytes_per_token=kv_tok))
+    rows.extend(shared_rows)
     rows.extend(_aggregate(cg, scope, rows))
     return rows
 
 
+def _row(path: str, kind: str, count, **quantities) -> dict:
+    row = {"path": path, "kind": kind, "count": count}
+    for q in QUANTITIES:
+        row[q] = quantities.get(q, ZERO)
+    return row
+
+
 def _aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
+    """One row per block and repeat group in scope: the sum of the rows inside
+    it, per one of its instances. Each row is added to each of its enclosing
+    blocks once (linear in rows × depth)."""
     parents = {}
     for path, g in cg.groups.items():
         parents[path] = ("repeat", g.multiplicity)
     for path, b in cg.blocks.items():
         parents[path] = (b.kind, b.count)
+    inside: dict[str, list[dict]] = {}
+    for r in rows:
+        for anc in _ancestors(r["path"]):
+            if anc in parents:
+                inside.setdefault(anc, []).append(r)
     out = []
     for path in sorted(parents, key=lambda p: (p.count("/"), p)):
         if not scope.contains(path) or path == scope.prefix:
             continue
         kind, mult = parents[path]
         count = _rel(mult, scope.per)
-        inside = [r for r in rows if r["path"].startswith(path + "/")]
-        ratios = {}   # one cancellation per distinct count, not per row and quantity
-        for r in inside:
-            if r["count"] not in ratios:
-                ratios[r["count"]] = _rel(r["count"], count)
+        members = inside.get(path, [])
         row = {"path": path, "kind": "block", "block": kind, "count": count}
         for q in QUANTITIES:
-            row[q] = sympy.expand(sympy.Add(*[ratios[r["count"]] * r[q] for r in inside]))
+            row[q] = sympy.expand(sympy.Add(*[_rel(r["count"], count) * r[q] for r in members]))
         out.append(row)
     return out

@@ -57,13 +57,17 @@ def test_option_off_keeps_the_bundled_configuration():
     assert m.costs().evaluate(config="mistral-7b")["params"] == 7_241_732_096
 
 
-def test_fractional_breakdown_share_is_exact_not_truncated(capsys):
-    # T5's encoder output is one storage kept by every decoder layer's cross-attention:
-    # each of the l_dec rows carries 1/l_dec of it, a fraction, never cut to an integer
+def test_shared_storage_is_charged_whole_to_its_home_row(capsys):
+    # T5's encoder output is one storage kept by every decoder layer's cross-attention.
+    # It used to be spread as 1/l_dec per decoder row (value_rational "262144/3"); now it is
+    # one row of kind 'storage' at model level, whole: 2 b s h bytes = 2 * 1 * 512 * 512 (t5-small)
     assert main(["derive", "t5", "--config", "t5-small", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    row = doc["breakdown"]["decoder/cross_attention/k"]["quantities"]["activation_bytes"]
-    assert row["value_rational"] == "262144/3" and "value" not in row
+    row = doc["breakdown"]["saved:encoder_final_dropout:0"]
+    assert row["type"] == "storage" and row["count"] == "1"
+    assert row["quantities"]["activation_bytes"]["value"] == 2 * 1 * 512 * 512
+    assert "value_rational" not in json.dumps(doc)
+    assert doc["breakdown"]["decoder/cross_attention/k"]["quantities"]["activation_bytes"]["value"] == 0
     assert doc["breakdown"]["decoder/cross_attention/k"]["type"] == "op"
     assert doc["breakdown"]["decoder"]["type"] == "repeat"
     assert doc["breakdown"]["decoder/cross_attention"]["type"] == "block"

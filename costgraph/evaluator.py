@@ -1,0 +1,221 @@
+"""Fast evaluation of many closed forms at many points.
+
+SymPy's ``subs`` costs tens of microseconds per expression; a sweep or a
+layout planner evaluates the same few formulas millions of times. Here each
+formula is compiled once, by :func:`sympy.lambdify` (SymPy's own code
+printer, fed only with expressions built from the syntax tree, never with
+text), into a Python function of the dimension symbols.
+
+Two evaluators:
+
+:class:`ExactEvaluator`
+    Python integers, exact at any size. Each formula is split into numerator
+    and denominator with integer coefficients (``3 s Min(s, w) / 2`` →
+    ``(3 s Min(s, w), 2)``), both evaluated exactly; the value is whole when
+    the denominator divides the numerator.
+:func:`vectorized`
+    NumPy over arrays of values (broadcast), in ``float64`` (fast, rounded),
+    ``int64`` (exact while every intermediate stays below 2⁶³; a guard checks
+    a bound on every intermediate, see :func:`_overflow_bound`, and refuses
+    instead of wrapping around) or ``exact`` (Python integers in object
+    arrays).
+"""
+
+from __future__ import annotations
+
+from math import lcm
+from typing import Sequence
+
+import sympy
+
+_PY_MODULES = [{"Min": min, "Max": max}, "math"]
+
+
+def _safe_args(symbols: Sequence[sympy.Symbol]) -> tuple[list[sympy.Symbol], dict]:
+    """Positional stand-ins ``x0, x1, ...`` for the model's symbols, so that no
+    name from a model file ever reaches generated code."""
+    args = [sympy.Symbol(f"x{i}", positive=True, integer=True) for i in range(len(symbols))]
+    return args, dict(zip(symbols, args))
+
+
+def integer_fraction(e: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """``e`` as numerator and denominator with integer coefficients:
+    ``3 s Min(s, w) / 2`` → ``(3 s Min(s, w), 2)``."""
+    num, den = sympy.fraction(sympy.together(sympy.sympify(e)))
+    scale = 1
+    for part in (num, den):
+        for c in part.atoms(sympy.Rational):
+            scale = lcm(scale, int(c.q))
+    if scale != 1:
+        num, den = sympy.expand(num * scale), sympy.expand(den * scale)
+    return num, den
+
+
+class NotWhole(Exception):
+    """Formula ``index`` is not a whole number at a point: ``value`` (a Rational)."""
+
+    def __init__(self, index: int, value):
+        super().__init__(index, value)
+        self.index = index
+        self.value = value
+
+
+class ExactEvaluator:
+    """Exact integer values of ``exprs`` (SymPy) at points given as tuples of
+    ints in the order of ``symbols``.
+
+    ``evaluator(values)`` returns a list of ints, or raises :class:`NotWhole`
+    naming the first formula whose value is not a whole number. ``symbols``
+    must include every free symbol of ``exprs``.
+    """
+
+    def __init__(self, exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol]):
+        self.symbols = tuple(symbols)
+        args, rename = _safe_args(self.symbols)
+        parts = []
+        self._dens: list[int | None] = []   # a constant denominator, or None (computed)
+        for e in exprs:
+            num, den = integer_fraction(sympy.sympify(e).xreplace(rename))
+            parts.append(num)
+            if den.is_Integer:
+                self._dens.append(int(den))
+            else:
+                self._dens.append(None)
+                parts.append(den)
+        self._f = sympy.lambdify(args, parts, modules=_PY_MODULES)
+
+    def __call__(self, values: Sequence[int]) -> list[int]:
+        raw = iter(self._f(*values))
+        out = []
+        for i, den in enumerate(self._dens):
+            num = int(next(raw))
+            if den is None:
+                den = int(next(raw))
+            q, r = divmod(num, den)
+            if r:
+                raise NotWhole(i, sympy.Rational(num, den))
+            out.append(q)
+        return out
+
+
+def _overflow_bound(e: sympy.Expr) -> sympy.Expr:
+    """An upper bound on the magnitude of every intermediate result when
+    ``e`` (a polynomial in positive integers, possibly with Min/Max) is
+    evaluated term by term: the sum of the absolute values of its terms,
+    each Min/Max replaced by the sum of its arguments' bounds."""
+    e = sympy.expand(e)
+    def bound(t):
+        if t.is_Add:
+            return sympy.Add(*[bound(a) for a in t.args])
+        if t.is_Mul:
+            return sympy.Mul(*[bound(a) for a in t.args])
+        if t.is_Pow:
+            return sympy.Pow(bound(t.base), t.exp)
+        if isinstance(t, (sympy.Min, sympy.Max)):
+            return sympy.Add(*[bound(a) for a in t.args])
+        if t.is_Number:
+            return abs(t)
+        return t
+    return bound(e)
+
+
+
+def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dtype: str = "float64"):
+    """A function of NumPy arrays (one per symbol, in order, broadcast
+    together) returning one array per formula.
+
+    ``dtype``: ``float64`` (rounded to 53 bits), ``int64`` (exact; raises
+    :class:`OverflowError` if any intermediate could pass 2⁶³ − 1 at some
+    point — checked with a bound evaluated in float64 — or a value is not
+    whole) or ``exact`` (Python integers, object arrays).
+    """
+    import numpy as np
+
+    symbols = tuple(symbols)
+    args, rename = _safe_args(symbols)
+    exprs = [sympy.sympify(e).xreplace(rename) for e in exprs]
+    if dtype == "float64":
+        f = sympy.lambdify(args, exprs, modules="numpy", cse=True)
+
+        def run(*arrays):
+            arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.float64) for a in arrays])
+            return [np.broadcast_to(np.asarray(v, dtype=np.float64), arrays[0].shape if arrays else ())
+                    for v in f(*arrays)]
+        return run
+    if dtype == "exact":
+        exact = ExactEvaluator(exprs, args)
+
+        def run_exact(*arrays):
+            arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) for a in arrays])
+            shape = arrays[0].shape if arrays else ()
+            outs = [np.empty(shape, dtype=object) for _ in exprs]
+            for idx in np.ndindex(shape):
+                for o, v in zip(outs, exact(tuple(int(a[idx]) for a in arrays))):
+                    o[idx] = v
+            return outs
+        return run_exact
+    if dtype != "int64":
+        raise ValueError(dtype)
+    fracs = [integer_fraction(e) for e in exprs]
+    nums = sympy.lambdify(args, [n for n, _ in fracs], modules="numpy")
+    dens = sympy.lambdify(args, [d for _, d in fracs], modules="numpy")
+    bounds = sympy.lambdify(args, [_overflow_bound(n) for n, _ in fracs] + [_overflow_bound(d) for _, d in fracs],
+                            modules="numpy")
+
+    def run_int(*arrays):
+        arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.int64) for a in arrays])
+        shape = arrays[0].shape if arrays else ()
+        # every intermediate of the evaluation is bounded by these (in float64,
+        # with a margin far above float rounding)
+        for b in bounds(*[a.astype(np.float64) for a in arrays]):
+            if np.any(np.asarray(b) >= 2.0 ** 62):
+                bad = int(np.count_nonzero(np.broadcast_to(np.asarray(b) >= 2.0 ** 62, shape)))
+                raise OverflowError(f"{bad} point(s) could exceed the int64 range")
+        out = []
+        for n, d in zip(nums(*arrays), dens(*arrays)):
+            n = np.broadcast_to(np.asarray(n, dtype=np.int64), shape)
+            d = np.broadcast_to(np.asarray(d, dtype=np.int64), shape)
+            q, r = np.divmod(n, d)
+            if np.any(r):
+                raise ValueError("a value is not a whole number at some points")
+            out.append(q)
+        return out
+    return run_int
+
+
+class Compiled:
+    """Named quantities compiled by :func:`vectorized`; call with one array
+    (or number) per name of :attr:`symbols`, by keyword (``defaults`` fill
+    the names a call leaves out). Returns ``{quantity: array}``."""
+
+    def __init__(self, quantities: dict[str, sympy.Expr], symbols: Sequence[sympy.Symbol], dtype: str,
+                 defaults: dict[str, int] | None = None):
+        self.defaults = dict(defaults or {})
+        self.symbols = tuple(str(x) for x in symbols)
+        self.quantities = tuple(quantities)
+        self.dtype = dtype
+        self._f = vectorized(list(quantities.values()), symbols, dtype)
+
+    def __repr__(self) -> str:
+        return f"<compiled costs of ({', '.join(self.symbols)}), {self.dtype}: {', '.join(self.quantities)}>"
+
+    def __call__(self, **arrays):
+        from .errors import CostgraphValueError
+
+        arrays = {**self.defaults, **arrays}
+        missing = [n for n in self.symbols if n not in arrays]
+        extra = [n for n in arrays if n not in self.symbols]
+        if missing or extra:
+            raise CostgraphValueError(
+                (f"no value for {', '.join(missing)}" if missing else f"no symbol {', '.join(extra)} here"),
+                hint="this function takes " + (", ".join(self.symbols) or "no arguments"))
+        try:
+            return dict(zip(self.quantities, self._f(*[arrays[n] for n in self.symbols])))
+        except OverflowError as e:
+            raise CostgraphValueError(f"int64 evaluation refused: {e}",
+                                      hint="use dtype='exact' (Python integers) or 'float64'") from None
+        except ValueError as e:
+            raise CostgraphValueError(f"cannot evaluate: {e}") from None
+
+
+__all__ = ["Compiled", "ExactEvaluator", "NotWhole", "vectorized", "integer_fraction"]
