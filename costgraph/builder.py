@@ -19,7 +19,7 @@ import sympy
 
 from . import ast
 from .errors import CostgraphSemanticError, Location
-from .context import OpContext, same
+from .context import OpContext, check_expansion, same
 from .graph import ONE, BlockInstance, Cost, CostGraph, DimInfo, Group, Tensor
 from .loader import BlockDef, Program
 from .parser import MAX_DIGITS
@@ -77,6 +77,14 @@ class _Return(Exception):
 
 # Deepest chain of block calls (a calls b calls c ...); the walk recurses.
 MAX_BLOCK_DEPTH = 50
+
+# Most operator nodes, inputs and block instances one model may build: 10,000.
+# Every block call is built anew (inlined), so blocks that each call the one
+# below twice double at every level; this stops such a file after about half a
+# second instead of building 2^n nodes. The largest bundled model
+# (deepseek_v3) builds 88 nodes and 7 block instances: layers are a repeat,
+# built once whatever their count.
+MAX_GRAPH_SIZE = 10_000
 
 
 
@@ -148,6 +156,17 @@ class Builder:
         self.used: dict[tuple, set] = {}
         self._next_suffix: dict[tuple, int] = {}
         self.block_stack: list[str] = []
+        self.size = 0   # operator nodes, inputs and block instances built so far
+
+    def grow(self, loc: Location):
+        """Count one more node or block instance; refuse past :data:`MAX_GRAPH_SIZE`."""
+        self.size += 1
+        if self.size > MAX_GRAPH_SIZE:
+            raise CostgraphSemanticError(
+                f"the model is too large: building it makes more than {MAX_GRAPH_SIZE:,} operator nodes "
+                "and block instances (this call crosses the limit)", loc,
+                hint="every block call is built anew, so blocks that call the block below twice double at "
+                     "each level; write layers as `repeat COUNT as NAME { ... }`, built once and counted COUNT times")
 
     # --- naming ------------------------------------------------------------
     def claim(self, name: str, explicit: bool, loc: Location) -> str:
@@ -287,6 +306,7 @@ class Builder:
                 raise CostgraphSemanticError(f"unknown tensor role '{role}'", st.loc,
                                              hint="one of: " + ", ".join(ROLES))
             shape = tuple(self.eval_dim(e, scope, f"the shape of '{st.name}'") for e in st.shape)
+            self.grow(st.loc)
             path = self.claim(st.name, True, st.loc)
             t = Tensor(path, shape, role, path, self.count, path, self.active)
             self.cg.tensors[path] = t
@@ -325,8 +345,10 @@ class Builder:
         assigned = _assigned_names(st.body)
         carried = sorted(n for n in assigned if scope.has(n) and isinstance(scope.get(n), Tensor))
         outer_count, outer_active = self.count, self.active
-        self.count = outer_count * count
-        self.active = outer_active * active
+        self.count = check_expansion(outer_count * count, "the number of copies (this count times those of the "
+                                     "repeats around it)", st.loc)
+        self.active = check_expansion(outer_active * active, "the number of active copies (this active count "
+                                      "times those of the repeats around it)", st.loc)
         body = Scope(scope)
         for name in carried:
             t = scope.get(name)
@@ -398,6 +420,7 @@ class Builder:
             if e.op == "/" and right.is_zero:
                 raise CostgraphSemanticError("division by zero", e.right.loc)
             result = {"+": left + right, "-": left - right, "*": left * right, "/": left / right}[e.op]
+            check_expansion(result, "this dimension expression", e.loc)
             return _check_magnitude(result, e.loc)
         hint = "multiply a tensor by a constant with scale(x)" if Tensor in (type(left), type(right)) else None
         raise CostgraphSemanticError(
@@ -480,6 +503,7 @@ class Builder:
         return v
 
     def apply_op(self, kind: str, args: dict, name: str | None, loc: Location):
+        self.grow(loc)
         path = self.claim(name or kind, name is not None, loc)
         ctx = OpContext(self, kind, path, args, loc)
         try:
@@ -521,6 +545,7 @@ class Builder:
         inner = Scope()
         # bind positionally/by keyword first (evaluated in the caller's scope) ...
         given_args, node_name = self._bind_block(e, scope, block)
+        self.grow(e.loc)
         path = self.claim(node_name or block.name, node_name is not None, e.loc)
         self.cg.blocks[path] = BlockInstance(path, block.name, self.count, e.loc, self.active)
         # ... then match shapes and evaluate defaults in the block's own scope.

@@ -11,6 +11,7 @@ on an edge, such as dropout masks or rotary tables) and KV-cache entries
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import sympy
@@ -32,9 +33,59 @@ def as_dim(d) -> sympy.Expr:
     raise TypeError(f"a dimension must be a SymPy expression or an int, not {type(d).__name__}")
 
 
+# Largest dimension expression, counted as if expanded: at most 32 terms and
+# degree 16. Cost formulas multiply several dimensions, and every total is
+# expanded, so the work grows with a power of these sizes (two linears on a
+# 32-term size take about 1 s, on 64 terms 7 s). The bundled models use at
+# most 2 terms and degree 2 (h / n_heads counts as degree 2).
+MAX_TERMS = 32
+MAX_DEGREE = 16
+
+_CAP = MAX_TERMS + MAX_DEGREE + 1   # sizes saturate here: only "over the limit" matters
+
+
+@lru_cache(maxsize=4096)
+def expanded_size(e) -> tuple[int, int]:
+    """Upper bounds on the number of terms and the degree of ``sympy.expand(e)``,
+    found without expanding: a sum adds the terms of its parts, a product
+    multiplies them, a power ``p**n`` takes ``p``'s to the ``|n|``-th; degrees
+    add in a product and multiply in a power. Saturates above the limits."""
+    if not isinstance(e, sympy.Basic) or e.is_Atom:
+        return 1, int(isinstance(e, sympy.Symbol))
+    if e.is_Pow and e.exp.is_Integer:
+        terms, degree = expanded_size(e.base)
+        n = min(abs(int(e.exp)), _CAP)
+        return (min(terms ** n, _CAP), min(degree * n, _CAP)) if n else (1, 0)
+    parts = [expanded_size(a) for a in e.args]
+    if e.is_Mul:
+        terms, degree = 1, 0
+        for t, d in parts:
+            terms, degree = min(terms * t, _CAP), min(degree + d, _CAP)
+        return terms, degree
+    # a sum, or anything else (Min, ceiling...): its arguments' terms side by side
+    return min(sum(t for t, _ in parts), _CAP), max((d for _, d in parts), default=0)
+
+
+def check_expansion(v, what: str, loc: Location | None):
+    """Refuse a dimension expression beyond :data:`MAX_TERMS` terms or
+    :data:`MAX_DEGREE` when expanded (estimated by :func:`expanded_size`)."""
+    if not isinstance(v, sympy.Expr):
+        return v
+    terms, degree = expanded_size(v)
+    if terms > MAX_TERMS or degree > MAX_DEGREE:
+        size = (f"more than {MAX_TERMS} terms" if terms > MAX_TERMS else
+                f"degree {degree}" if degree < _CAP else f"a degree above {MAX_DEGREE}")
+        raise CostgraphSemanticError(
+            f"{what} is too large: multiplied out, it has {size} (at most {MAX_TERMS} terms of degree "
+            f"{MAX_DEGREE})", loc,
+            hint="a size is a short formula such as 4 * h or h / n_heads; for a size of its own, "
+                 "declare it with `dim NAME` and give its value in a configuration")
+    return v
+
+
 def same(a, b) -> bool:
     """Exact symbolic equality of two dimension expressions."""
-    return sympy.expand(a - b) == 0
+    return a == b or sympy.expand(a - b) == 0   # the same object, most often: no expansion
 
 
 class OpContext:
@@ -63,9 +114,13 @@ class OpContext:
     def same(self, a, b) -> bool:
         return same(a, b)
 
+    def _shape(self, shape) -> tuple:
+        """Sizes handed over by the rule, as SymPy expressions of bounded size."""
+        return tuple(check_expansion(as_dim(d), f"a size {self.kind} makes", self.loc) for d in shape)
+
     def output(self, shape, role: str = "act", view_of: Tensor | None = None) -> Tensor:
         tid = f"{self.path}:{len(self.outputs)}"
-        t = Tensor(tid, tuple(as_dim(d) for d in shape), role,
+        t = Tensor(tid, self._shape(shape), role,
                    view_of.storage if view_of is not None else tid, self.b.count, self.path, self.b.active)
         self.outputs.append(t)
         return t
@@ -75,7 +130,7 @@ class OpContext:
         rotary cos/sin tables): one storage, counted once."""
         t = self.b.shared.get(key)
         if t is None:
-            t = Tensor(f"shared/{key}", tuple(as_dim(d) for d in shape), role, f"shared/{key}", ONE, self.path, ONE)
+            t = Tensor(f"shared/{key}", self._shape(shape), role, f"shared/{key}", ONE, self.path, ONE)
             self.b.cg.tensors[t.id] = t
             self.b.shared[key] = t
         return t
@@ -83,7 +138,7 @@ class OpContext:
     def aux(self, suffix: str, shape, role: str) -> Tensor:
         """A tensor the op makes and keeps but does not pass on (a dropout mask)."""
         tid = f"{self.path}/{suffix}"
-        t = Tensor(tid, tuple(as_dim(d) for d in shape), role, tid, self.b.count, self.path, self.b.active)
+        t = Tensor(tid, self._shape(shape), role, tid, self.b.count, self.path, self.b.active)
         self.b.cg.tensors[tid] = t
         return t
 
@@ -92,7 +147,7 @@ class OpContext:
         return x
 
     def weight(self, suffix: str, shape, tied: str | None = None) -> str:
-        shape = tuple(as_dim(d) for d in shape)
+        shape = self._shape(shape)
         if tied is not None:
             wid = self.b.find_weight(tied, self.loc)
             have = self.b.cg.weights[wid].shape

@@ -16,7 +16,7 @@ from pathlib import Path
 from . import ast
 from .errors import CostgraphSemanticError, CostgraphValueError, Location
 from .ops import REGISTRY
-from .parser import parse
+from .parser import MAX_SOURCE_CHARS, check_source_size, parse
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
 
 
@@ -155,9 +155,12 @@ def _file_source(path: Path, imported_at: Location | None = None) -> _Source:
     """Read a model file as UTF-8 text; a file that is not text gets a located error."""
     where = f" (imported at {imported_at})" if imported_at else ""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:   # no more than can pass the parser's size limit
+            data = f.read(4 * MAX_SOURCE_CHARS + 1)
     except OSError as e:
         raise CostgraphValueError(f"cannot read {path}: {e.strerror or e}{where}", imported_at) from None
+    if len(data) > 4 * MAX_SOURCE_CHARS:   # more characters than the limit, whatever the encoding
+        check_source_size(data.decode("utf-8", "replace"), str(path))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
