@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 import sympy
@@ -22,13 +22,15 @@ import sympy
 if TYPE_CHECKING:
     import networkx
 
+from . import arguments
 from .builder import PROFILES, Settings, build
 from .conventions import check_convention
-from .errors import CostgraphValueError
+from .errors import CostgraphValueError, Location
+from .evaluator import Compiled, ExactEvaluator, NotWhole
 from .graph import CostGraph
 from .loader import load_program
 from .precision import Precision, precision as get_precision
-from .printing import field_order, grouped, to_latex
+from .printing import field_order, grouped, to_latex, to_text
 from .totals import CAUSAL, QUANTITIES, breakdown, resolve_scope, totals
 
 LABELS = {
@@ -60,10 +62,18 @@ class Model:
     def __init__(self, graph: CostGraph, settings: Settings):
         self.graph = graph
         self.settings = settings
+        self._size_list = None
+        self._checkers: dict = {}
 
     @property
     def name(self) -> str:
         return self.graph.name
+
+    def __repr__(self) -> str:
+        g = self.graph
+        opts = "".join(f", {k}={str(v).lower()}" for k, v in g.options.items())
+        return (f"<costgraph.Model {g.name!r}: {len(g.ops())} operator nodes, symbols "
+                f"{' '.join(self.symbols)}{opts}, profile={self.settings.profile}>")
 
     @property
     def nx(self) -> "networkx.MultiDiGraph":
@@ -94,13 +104,14 @@ class Model:
         CostgraphValueError
             Unknown scope, convention or precision.
         """
+        arguments.costs_args(scope, convention, precision, causal)
         check_convention(convention)
         if causal not in CAUSAL:
             raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full or half")
         prec = get_precision(precision) if isinstance(precision, str) else precision
         sc = resolve_scope(self.graph, scope)
         rows = breakdown(self.graph, sc, convention, prec, causal)
-        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec, causal),
+        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec, causal, rows),
                      rows, causal)
 
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
@@ -113,6 +124,12 @@ class Model:
             whole number, or a shape that comes out fractional (``h/a`` with
             h = 768, a = 7).
         """
+        config, overrides = arguments.optional_text(config, "config"), arguments.dim_values(overrides)
+        vals = self._int_values(config, overrides)
+        return {self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()}
+
+    def _int_values(self, config, overrides) -> dict[str, int]:
+        """:meth:`values` as plain ints by name (the fast path of :meth:`Costs.evaluate`)."""
         vals: dict[str, int] = {d.name: d.default for d in self.graph.dims.values()
                                 if d.default is not None and d.derived is None}
         if config is not None:
@@ -131,40 +148,88 @@ class Model:
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 raise CostgraphValueError(f"'{k}' must be a positive whole number, got {v!r}")
             vals[k] = v
-        subs = {self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()}
-        self._check_whole(subs)
-        return subs
+        self._check_whole(vals)
+        return vals
 
-    def _check_whole(self, subs):
+    def _sizes(self) -> list[tuple[sympy.Expr, str, Location | None, str]]:
+        """Every size the graph uses, each distinct expression once (its first
+        use): ``(expr, what, location, path)``. Tensor dimensions, dimension
+        arguments of operators (heads, K/V groups, rotary entries), repeat and
+        active counts."""
+        if self._size_list is None:
+            seen, out = set(), []
+            def add(d, what, loc, path):
+                if isinstance(d, sympy.Expr) and not d.is_Integer and d not in seen:
+                    seen.add(d)
+                    out.append((d, what, loc, path))
+            for g in self.graph.groups.values():
+                add(g.count, f"the repeat count of '{g.path}'", g.loc, g.path)
+                add(g.active, f"the active count of '{g.path}'", g.loc, g.path)
+            for path, d in self.graph.ops():
+                for name, v in d["attrs"].items():
+                    add(v, f"argument '{name}' of {d['kind']} '{path}'", d["loc"], path)
+            for t in self.graph.tensors.values():
+                producer = self.graph.nodes.get(t.producer)
+                loc = producer["loc"] if producer else None
+                for d in t.shape:
+                    add(d, f"a dimension of tensor '{t.id}'", loc, t.producer)
+            self._size_list = out
+        return self._size_list
+
+    def _size_checker(self, given: frozenset[str]):
+        """A compiled check of the sizes whose symbols all have values in ``given``."""
+        checker = self._checkers.get(given)
+        if checker is None:
+            names = sorted(given)
+            syms = {self.graph.dims[n].symbol for n in names}
+            sizes = [e for e, *_ in self._sizes() if e.free_symbols <= syms]
+            pairs = [(g.count, g.active) for g in self.graph.groups.values()
+                     if (g.count.free_symbols | g.active.free_symbols) <= syms]
+            exprs = sizes + [n - k for n, k in pairs]
+            ev = ExactEvaluator(exprs, [self.graph.dims[n].symbol for n in names]) if exprs else None
+            checker = self._checkers[given] = (names, ev, len(sizes))
+        return checker
+
+    def _check_whole(self, vals: dict[str, int]) -> None:
         """Every size the graph uses must come out a positive whole number for
-        these values: tensor dimensions, dimension arguments of operators
-        (heads, K/V groups, rotary entries) and repeat counts; and a group's
-        active copies cannot outnumber its copies (top-k ≤ experts)."""
-        def check(d, what, where):
+        these values, and a group's active copies cannot outnumber its copies
+        (top-k ≤ experts). Compiled once per set of given names; the located
+        message comes from :meth:`_explain_sizes`."""
+        names, ev, n_sizes = self._size_checker(frozenset(vals))
+        if ev is None:
+            return
+        try:
+            out = ev([vals[n] for n in names])
+            ok = all(v > 0 for v in out[:n_sizes]) and all(v >= 0 for v in out[n_sizes:])
+        except (NotWhole, ZeroDivisionError):
+            ok = False
+        if not ok:
+            self._explain_sizes({self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()})
+
+    def _explain_sizes(self, subs) -> None:
+        """The slow path of :meth:`_check_whole`: find the first size that is
+        not a positive whole number and raise a located error."""
+        def check(d, what, loc, path):
             if not isinstance(d, sympy.Expr) or not d.free_symbols <= set(subs):
                 return None
-            v = d.subs(subs)
+            v = d.xreplace(subs)
             if not (v.is_integer and v > 0):
                 raise CostgraphValueError(
-                    f"{what} is {d} = {v} for these values, not a positive whole number",
-                    hint=f"at {where}; choose values that divide evenly and keep counts positive")
+                    f"{what} is {d} = {v} for these values, not a positive whole number", loc,
+                    hint=f"at {path}; choose values that divide evenly and keep counts positive")
             return v
         for g in self.graph.groups.values():
-            n = check(g.count, f"the repeat count of '{g.path}'", g.loc)
-            k = check(g.active, f"the active count of '{g.path}'", g.loc)
+            n = check(g.count, f"the repeat count of '{g.path}'", g.loc, g.path)
+            k = check(g.active, f"the active count of '{g.path}'", g.loc, g.path)
             if n is not None and k is not None and k > n:
                 raise CostgraphValueError(
-                    f"'{g.path}' has {n} copies but {k} active ({g.active} > {g.count})",
-                    hint=f"at {g.loc}; a token can pass through at most all of them")
-        for path, d in self.graph.ops():
-            for name, v in d["attrs"].items():
-                check(v, f"argument '{name}' of {d['kind']} '{path}'", d["loc"])
-        for t in self.graph.tensors.values():
-            for d in t.shape:
-                check(d, f"a dimension of tensor '{t.id}'", t.producer)
+                    f"'{g.path}' has {n} copies but {k} active ({g.active} > {g.count})", g.loc,
+                    hint="a token can pass through at most all of them")
+        for d, what, loc, path in self._sizes():
+            check(d, what, loc, path)
 
 
-@dataclass
+@dataclass(repr=False)
 class Costs:
     """The closed-form costs of one scope of a model.
 
@@ -182,6 +247,7 @@ class Costs:
     quantities: dict[str, sympy.Expr]
     rows: list[dict]
     causal: str = "full"
+    _compiled: object = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, q: str) -> sympy.Expr:
         return self.quantities[q]
@@ -213,23 +279,65 @@ class Costs:
             If a symbol has no value (the message lists them), or see
             :meth:`Model.values`.
         """
-        subs = self.model.values(config, **values)
-        out = {}
-        for q, e in self.quantities.items():
-            missing = sorted(str(s) for s in e.free_symbols if s not in subs)
-            if missing:
-                raise CostgraphValueError(f"no value for {', '.join(missing)}",
-                                          hint="give them with --set NAME=VALUE or a configuration")
-            v = e.subs(subs)
-            if not v.is_integer:   # every size checked whole: cannot happen for model totals
-                raise CostgraphValueError(f"{q} is {v} for these values, not a whole number")
-            out[q] = int(v)
-        return out
+        config, values = arguments.optional_text(config, "config"), arguments.dim_values(values)
+        vals = self.model._int_values(config, values)
+        names, ev = self._exact()
+        missing = [n for n in names if n not in vals]
+        if missing:
+            raise CostgraphValueError(f"no value for {', '.join(missing)}",
+                                      hint="give them with --set NAME=VALUE or a configuration")
+        try:
+            return dict(zip(self.quantities, ev([vals[n] for n in names])))
+        except NotWhole as e:   # every size checked whole: cannot happen for scope totals
+            q = list(self.quantities)[e.index]
+            raise CostgraphValueError(f"{q} is {e.value} for these values, not a whole number") from None
+
+    def _exact(self):
+        """The quantities compiled for exact evaluation (once per Costs)."""
+        if self._compiled is None:
+            syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
+            self._compiled = ([str(x) for x in syms], ExactEvaluator(list(self.quantities.values()), syms))
+        return self._compiled
+
+    def compile(self, config: str | None = None, *, dtype: str = "float64", **fixed: int) -> "Compiled":
+        """A vectorized evaluator of every quantity (NumPy; install ``numpy``).
+
+        The returned function takes every symbol of the quantities by
+        keyword, as NumPy arrays (broadcast together) or numbers, and returns
+        ``{quantity: array}``; ``config`` and ``fixed`` (``h=8192``) give
+        defaults for the symbols a call leaves out::
+
+            f = costs.compile("llama-2-70b", dtype="int64")
+            f(b=np.arange(1, 65)[:, None], s=np.array([2048, 4096, 8192]))
+
+        ``dtype``: ``float64`` (fast, rounded to 53 bits), ``int64`` (exact;
+        raises :class:`CostgraphValueError` when some intermediate could pass
+        2⁶³ − 1 instead of wrapping around silently) or ``exact`` (Python
+        integers in object arrays; slow, never overflows). Sizes are not
+        checked per point (``h/a`` whole): :meth:`evaluate` checks them.
+
+        Raises
+        ------
+        CostgraphValueError
+            Unknown dtype, or as :meth:`Model.values` for ``config``/``fixed``.
+        """
+        if dtype not in ("float64", "int64", "exact"):
+            raise CostgraphValueError(f"unknown dtype {dtype!r} for compile", hint="float64, int64 or exact")
+        vals = self.model._int_values(config, fixed) if (config is not None or fixed) else {}
+        syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
+        defaults = {str(x): vals[str(x)] for x in syms if str(x) in vals}
+        return Compiled(self.quantities, syms, dtype, defaults)
+
+    def __repr__(self) -> str:
+        return (f"<costgraph.Costs of {self.model.name!r} at scope {self.scope!r} "
+                f"({self.convention}, {self.precision.name}, causal={self.causal}): "
+                f"params = {to_text(self.ordered('params'))}>")
 
     def _repr_latex_(self) -> str:
-        rows = " \\\\ ".join(f"\\text{{{LABELS[q].strip()}}} &= {to_latex(self.ordered(q))}"
-                             for q in ("params", "flops_forward", "flops_backward", "activation_bytes"))
-        return f"$\\begin{{aligned}} {rows} \\end{{aligned}}$"
+        """Jupyter: the rows of ``costgraph derive --format latex`` (see :func:`costgraph.report.to_latex_doc`)."""
+        from .report import to_latex_doc
+
+        return "$" + to_latex_doc(self).replace("\n", " ") + "$"
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,
@@ -251,6 +359,7 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
 
 
 def _settings(dropout, options, profile) -> Settings:
+    dropout, options, profile = arguments.flag(dropout, "dropout"), arguments.options(options), arguments.text(profile, "profile")
     if profile not in PROFILES:
         raise CostgraphValueError(f"unknown activation profile {profile!r}",
                                   hint="choose one of: " + ", ".join(PROFILES))
@@ -260,5 +369,6 @@ def _settings(dropout, options, profile) -> Settings:
 def loads(text: str, *, path: str = "<string>", dropout: bool = True,
           options: Mapping[str, object] | None = None, profile: str = "korthikanti") -> Model:
     """Like :func:`load`, from model-file text (imports resolve from ``path``'s folder)."""
+    text, path = arguments.model_text(text), arguments.text(path, "path")
     settings = _settings(dropout, options, profile)
     return Model(build(load_program(text=text, path=path), settings), settings)

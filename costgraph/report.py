@@ -73,6 +73,7 @@ def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) ->
         "symbols": m.symbols,
         "values": {str(k): int(v) for k, v in (values or {}).items()},
         "quantities": {q: _quantity(q, costs[q], values) for q in QUANTITIES},
+        "warnings": warnings(costs, values),
     }
     if breakdown:
         doc["breakdown"] = {
@@ -120,19 +121,40 @@ def _shown(costs: Costs) -> list[str]:
     return out
 
 
-def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = False,
-                note: str | None = None) -> str:
-    """Readable text: formulas, then numbers with units when every symbol has a value."""
+def warnings(costs: Costs, values: dict | None) -> list[str]:
+    """Values that are legal but probably not meant: a sequence longer than a
+    learned position table (``s > s_max``)."""
+    out = []
+    v = {str(k): int(x) for k, x in (values or {}).items()}
+    if "s" in v and "s_max" in v and v["s"] > v["s_max"]:
+        out.append(f"s = {v['s']:,} is longer than s_max = {v['s_max']:,}: the learned position table "
+                   f"has s_max rows, so the model cannot read that many tokens as built")
+    return out
+
+
+def _header(costs: Costs) -> list[str]:
+    """What the numbers depend on: scope, options, dropout, profile, FLOP and byte conventions."""
     m = costs.model
     p = costs.precision
     scope = costs.scope
     if scope == "layer":
         scope = "one layer (one iteration of its repeat group)"
-    head = [f"{m.name}: {scope}",
-            f"FLOPs: '{costs.convention}' convention, 2 FLOPs per multiply-add; "
-            f"bytes: {p.name} (activations {p.activation} B, dropout masks {p.mask} B, token ids {p.index} B per element)"
-            + ("" if m.settings.dropout else "; dropout off")
-            + ("" if costs.causal == "full" else "; causal attention halved")]
+    opts = ", ".join(f"{k}={str(v).lower()}" for k, v in m.graph.options.items())
+    return [f"{m.name}: {scope}",
+            (f"options: {opts}; " if opts else "") + f"dropout {'on' if m.settings.dropout else 'off'}; "
+            f"activation profile '{m.settings.profile}'",
+            f"FLOPs: '{costs.convention}' convention, 2 FLOPs per multiply-add"
+            + ("" if costs.causal == "full" else ", causal attention products halved")
+            + f"; bytes: precision '{p.name}' (activations {p.activation} B, dropout masks {p.mask} B, "
+              f"token ids {p.index} B per element)"]
+
+
+def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = False,
+                note: str | None = None) -> str:
+    """Readable text: formulas, then numbers with units when every symbol has
+    a value, or the formulas with the given values put in when only some have."""
+    m = costs.model
+    head = _header(costs)
     if note:
         head.append(note)
     shown = _shown(costs)
@@ -145,12 +167,16 @@ def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = Fals
     if values is not None and all(e.free_symbols <= set(values) for e in costs.quantities.values()):
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         out += ["", f"with {given}:"]
-        for q in shown:
-            n = costs[q].subs(values)
-            out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, int(n)) if n.is_integer else n}")
+        for q, n in costs.evaluate(**{str(k): int(v) for k, v in values.items()}).items():
+            if q in shown:
+                out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, n)}")
     elif values is not None:
         missing = sorted({str(s) for e in costs.quantities.values() for s in e.free_symbols} - {str(k) for k in values})
-        out += ["", f"(no numbers: no value for {', '.join(missing)})"]
+        given = ", ".join(f"{k}={v}" for k, v in values.items())
+        out += ["", f"with {given} (no value for {', '.join(missing)}):"]
+        for q in shown:
+            out.append(f"  {LABELS[q]:<{width}}{to_text(field_order(costs[q].xreplace(values)))}")
+    out += [f"warning: {w}" for w in warnings(costs, values)]
     syms = m.symbols
     out += ["", "symbols:"] + [f"  {k:<6} {v}" for k, v in syms.items()]
     if breakdown:

@@ -3,7 +3,9 @@
 * counts (parameters): SI prefixes, decimal — ``124.4 M`` (never binary
   prefixes on counts);
 * FLOPs: SI prefixes — ``291.6 GFLOP`` (FLOPs, not MACs: 2 per multiply-add);
-* bytes: both decimal and binary, each labelled — ``275.41 GB (256.50 GiB)``.
+* bytes: both decimal and binary, each labelled — ``275.41 GB, 256.50 GiB``.
+
+Below 1000 a number is shown once, exactly (``528``, ``80 bytes``).
 
 Formatting is done by :mod:`humanize`; exact integers are always shown too.
 """
@@ -36,16 +38,21 @@ def flops(n: int) -> str:
 
 
 def nbytes(n: int) -> str:
-    """``275414777856`` → ``275.41 GB (256.50 GiB)``: decimal and binary, both labelled."""
-    return (f"{humanize.naturalsize(n, format='%.2f')} "
-            f"({humanize.naturalsize(n, binary=True, format='%.2f')})")
+    """``275414777856`` → ``275.41 GB, 256.50 GiB``: decimal and binary, both labelled."""
+    return (f"{humanize.naturalsize(n, format='%.2f')}, "
+            f"{humanize.naturalsize(n, binary=True, format='%.2f')}")
 
 
 def with_unit(quantity: str, n: int) -> str:
-    """An exact integer with thousands separators and its human-readable form."""
+    """An exact integer with thousands separators, its unit, and (from 1000
+    up) its human-readable form: ``124,439,808 (124.4 M)``,
+    ``1,079,787,520 bytes (1.08 GB, 1.01 GiB)``, ``80 bytes``."""
     unit = UNITS[quantity]
+    exact = f"{n:,}" if unit == "parameters" else f"{n:,} {unit}"
+    if abs(n) < 1000:
+        return exact
     try:
         human = {"parameters": count, "FLOP": flops, "bytes": nbytes}[unit](n)
     except OverflowError:   # beyond a float (over ~308 digits): the order of magnitude only
         human = f"about 10^{len(str(abs(n))) - 1}"
-    return f"{n:,} {'' if unit == 'parameters' else unit + ' '}({human})".replace("  ", " ")
+    return f"{exact} ({human})"

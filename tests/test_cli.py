@@ -53,7 +53,7 @@ def test_text_with_config_has_units(capsys):
     assert main(["derive", "gpt", "--config", "gpt3-175b", "--scope", "layer"]) == 0
     out = capsys.readouterr().out
     # 34bsh + 5as²b at GPT-3's shape: 2,868,903,936 bytes, printed in GB and GiB both
-    assert "2,868,903,936 bytes (2.87 GB (2.67 GiB))" in out
+    assert "2,868,903,936 bytes (2.87 GB, 2.67 GiB)" in out
 
 
 def test_text_model_shows_grouped_formula(capsys):

@@ -71,7 +71,7 @@ def test_gqa_kv_cache_not_all_query_heads():
     # DOMAIN.md §8: Llama-2-70B, 4,096 tokens, bf16: 1,280 MiB, not 20,480 MiB
     v = costgraph.load("llama").costs().evaluate(config="llama-2-70b", s=4096, b=1)
     assert v["kv_cache_bytes"] == 1280 * 2**20
-    assert units.nbytes(v["kv_cache_bytes"]).endswith("(1.25 GiB)")
+    assert units.nbytes(v["kv_cache_bytes"]).endswith(", 1.25 GiB")
     # ... and its parameters are 69.0 B, not 78 B (which K/V at 64 heads would give)
     assert v["params"] == 68_976_648_192
 
@@ -152,4 +152,4 @@ def test_attention_products_counted_and_causal_convention():
 def test_units_decimal_for_counts_and_labelled_bytes():
     # OPT-175B-sized count: decimal prefix, never binary ("162.58 G" is 174,566,277,120 / 2³⁰)
     assert units.count(174_566_277_120) == "174.6 G"
-    assert units.nbytes(1280 * 2**20) == "1.34 GB (1.25 GiB)"
+    assert units.nbytes(1280 * 2**20) == "1.34 GB, 1.25 GiB"

@@ -1,0 +1,112 @@
+"""Evaluation: exact values by compiled integer arithmetic, the vectorized
+evaluator (float64, int64 with an overflow guard, exact), located size
+errors, and the text people read (issue 6, items 4, 6 and 7)."""
+
+import numpy as np
+import pytest
+import sympy
+
+import costgraph
+from costgraph import units
+from costgraph.cli import main
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return costgraph.load("llama").costs("model")
+
+
+def test_evaluate_equals_sympy_substitution(llama):
+    m = llama.model
+    for b, s in [(1, 4096), (3, 1000), (64, 32768)]:
+        subs = m.values("llama-2-70b", b=b, s=s)
+        fast = llama.evaluate(config="llama-2-70b", b=b, s=s)
+        for q, e in llama.quantities.items():
+            assert fast[q] == int(e.xreplace(subs)), q
+    # Llama-2-70B: 68,976,648,192 parameters (Touvron et al. 2023; HF config params)
+    assert llama.evaluate(config="llama-2-70b")["params"] == 68_976_648_192
+
+
+def test_evaluate_windows_and_rationals():
+    # Mistral's window: Min(s, w) in the KV cache; causal 'half' puts 1/2 in FLOPs
+    c = costgraph.load("mistral").costs("model", causal="half")
+    for s in (1024, 4096, 4097, 32768):
+        subs = c.model.values("mistral-7b", s=s)
+        got = c.evaluate(config="mistral-7b", s=s)
+        for q, e in c.quantities.items():
+            assert got[q] == e.xreplace(subs), (q, s)
+
+
+def test_compiled_float_int_exact_agree_with_evaluate(llama):
+    b = np.array([1, 2, 8, 33])[:, None]
+    s = np.array([128, 1000, 4096])[None, :]
+    f64 = llama.compile("llama-2-70b")(b=b, s=s)
+    i64 = llama.compile("llama-2-70b", dtype="int64")(b=b, s=s)
+    exact = llama.compile("llama-2-70b", dtype="exact")(b=b, s=s)
+    for i, bb in enumerate(b[:, 0]):
+        for j, ss in enumerate(s[0]):
+            want = llama.evaluate(config="llama-2-70b", b=int(bb), s=int(ss))
+            for q, v in want.items():
+                assert i64[q][i, j] == v and exact[q][i, j] == v, q
+                assert f64[q][i, j] == pytest.approx(v, rel=1e-12)
+
+
+def test_int64_guard_refuses_instead_of_wrapping(llama):
+    # backward FLOPs of Llama-2-70B at b = 4096, s = 131072 pass 2^63: int64 would wrap around
+    b, s = np.array([1, 4096]), np.array([4096, 131072])
+    exact = llama.compile("llama-2-70b", dtype="exact")(b=b, s=s)["flops_backward"]
+    assert exact[1] > 2**63 and isinstance(exact[1], int)
+    with pytest.raises(costgraph.CostgraphValueError, match="int64 evaluation refused"):
+        llama.compile("llama-2-70b", dtype="int64")(b=b, s=s)
+    # each point alone below the range is fine
+    assert llama.compile("llama-2-70b", dtype="int64")(b=b[:1], s=s[:1])["flops_backward"][0] == exact[0]
+
+
+def test_compile_arguments(llama):
+    f = llama.compile("llama-2-70b", h=4096)
+    assert "h" in f.symbols and f.defaults["h"] == 4096
+    with pytest.raises(costgraph.CostgraphValueError, match="no symbol zz"):
+        f(zz=1)
+    with pytest.raises(costgraph.CostgraphValueError, match="no value for"):
+        llama.compile()(b=1)
+    with pytest.raises(costgraph.CostgraphValueError, match="unknown dtype"):
+        llama.compile(dtype="int32")
+
+
+def test_size_error_is_located_at_the_call(capsys):
+    # h/a = 768/7: the split into heads is at std/attention.cg, line 13, the split_heads call
+    assert main(["derive", "gpt", "--config", "gpt2", "--set", "a=7"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("std/attention.cg:13:")
+    assert "h/a = 768/7" in err and "split_heads(q, heads)" in err and "^" in err
+
+
+def test_numbers_people_read():
+    assert units.with_unit("params", 528) == "528"
+    assert units.with_unit("activation_bytes", 80) == "80 bytes"
+    assert units.with_unit("activation_bytes", 1_079_787_520) == "1,079,787,520 bytes (1.08 GB, 1.01 GiB)"
+    assert units.with_unit("params", 124_439_808) == "124,439,808 (124.4 M)"
+
+
+def test_text_header_partial_values_and_warning(capsys):
+    assert main(["derive", "gpt", "--set", "h=768", "l=12", "bias=false", "--profile", "pytorch"]) == 0
+    out = capsys.readouterr().out
+    assert "options: bias=false; dropout on; activation profile 'pytorch'" in out
+    assert "precision 'bf16'" in out
+    # values for some symbols: formulas with them put in (GPT without biases: 12 h^2 l + ...)
+    assert "with h=768, l=12 (no value for V, a, b, s, s_max):" in out
+    # 12 h² l + 2 h l + h (LayerNorm weights without biases, nanoGPT bias=False) at h = 768, l = 12
+    assert "768 V + 768 s_max + 84953856" in out
+    assert main(["derive", "gpt", "--config", "gpt2", "--set", "s=2048"]) == 0
+    assert "warning: s = 2,048 is longer than s_max = 1,024" in capsys.readouterr().out
+
+
+def test_reprs_are_short():
+    m = costgraph.load("gpt")
+    assert repr(m) == ("<costgraph.Model 'gpt': 30 operator nodes, symbols b s h a l V s_max, "
+                       "bias=true, profile=korthikanti>")
+    r = repr(m.costs("layer"))
+    assert r == "<costgraph.Costs of 'gpt' at scope 'layer' (matmul, bf16, causal=full): params = 12 h^2 + 13 h>"
+    # Jupyter shows the CLI's LaTeX rows, active parameters and KV cache included
+    tex = m.costs()._repr_latex_()
+    assert "active parameters" in tex and "KV cache bytes" in tex and tex.startswith("$\\begin{aligned}")
