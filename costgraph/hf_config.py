@@ -16,14 +16,22 @@ numbers, true/false); nothing is evaluated as code.
 from __future__ import annotations
 
 import json
+import math
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
+from . import arguments
+from .arguments import shown
 from .errors import CostgraphValueError, Location
 from .model import Costs, Model, load
+
+# A config.json is a few kB; these bounds sit far above any real one.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_JSON_DEPTH = 100
 
 
 @dataclass
@@ -86,13 +94,15 @@ class _Reader:
         if "product" in spec:
             x, y = (self.number(s, what, whole=False) for s in spec["product"])
             v = x * y
+            if not math.isfinite(v) or v >= arguments._LIMIT:
+                self.fail(f"{what}: {shown(x)} × {shown(y)} is too large")
             if v != int(v):
-                self.fail(f"{what}: {x} × {y} = {v} is not a whole number")
+                self.fail(f"{what}: {shown(x)} × {shown(y)} = {shown(v)} is not a whole number")
             return int(v)
         if "if_key" in spec:
             flag = self.raw(spec["if_key"], False)
             if not isinstance(flag, bool):
-                self.fail(f"key '{spec['if_key']}' must be true or false, got {flag!r}")
+                self.fail(f"key '{spec['if_key']}' must be true or false, got {shown(flag)}")
             return self.spec(spec["then"] if flag else spec["else"], what)
         if "key" in spec:
             if "fallback" in spec:
@@ -104,9 +114,12 @@ class _Reader:
     def number(self, spec, what: str, whole: bool = True):
         v = self.spec(spec, what)
         name = spec if isinstance(spec, str) else spec.get("key", what)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int)) or v <= 0:
-            kind = "a positive whole number" if whole else "a positive number"
-            self.fail(f"key '{name}' must be {kind}, got {v!r}")
+        if (isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int))
+                or not v > 0 or (isinstance(v, float) and not math.isfinite(v))):   # `not v > 0`: NaN too
+            kind = "a positive whole number" if whole else "a positive finite number"
+            self.fail(f"key '{name}' must be {kind}, got {shown(v)}")
+        if v >= arguments._LIMIT:
+            self.fail(f"key '{name}' is too large: {shown(v)} (at most {arguments.MAX_DIGITS} digits)")
         return v
 
 
@@ -123,8 +136,11 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
         missing or ill-typed key (named, with the file); a variant the
         bundled model files do not describe (``unsupported`` in the mapping).
     """
+    source = arguments.text(source, "source")
+    dropout, profile = arguments.flag(dropout, "dropout"), arguments.text(profile, "profile")
     if not isinstance(config, dict):
-        raise CostgraphValueError(f"{source}: a config.json holds a JSON object")
+        raise CostgraphValueError(f"{source}: a config.json holds a JSON object, got {shown(config)}",
+                                  hint="pass the parsed JSON (a dict), or a path to load_hf_config")
     model_type = config.get("model_type")
     table = mapping()
     if model_type is None:
@@ -140,13 +156,13 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
     for rule in entry.get("unsupported", ()):
         v = config.get(rule["key"], None)
         if v is not None and v not in rule["allowed"]:
-            r.fail(f"{rule['key']} = {json.dumps(v)} is a variant costgraph's '{entry['model']}' model does not "
+            r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
                    f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed'])})")
     options = {}
     for name, spec in entry.get("options", {}).items():
         v = r.spec(spec, name)
         if not isinstance(v, bool):
-            r.fail(f"option '{name}' needs true or false from the config, got {v!r}")
+            r.fail(f"option '{name}' needs true or false from the config, got {shown(v)}")
         options[name] = v
     model = load(entry["model"], dropout=dropout, options=options, profile=profile)
     values = {}
@@ -170,8 +186,13 @@ def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthika
         Unreadable file, invalid JSON (with line and column), or as
         :func:`from_hf_config`.
     """
+    path = arguments.path_like(path, "path", hint="the path of a config.json file")
+    dropout, profile = arguments.flag(dropout, "dropout"), arguments.text(profile, "profile")
     p = Path(path)
     try:
+        if p.is_file() and p.stat().st_size > MAX_JSON_BYTES:
+            raise CostgraphValueError(f"{path} is too large for a config.json: {p.stat().st_size} bytes "
+                                      f"(at most {MAX_JSON_BYTES})")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CostgraphValueError(f"no such file: {path}") from None
@@ -179,10 +200,72 @@ def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthika
         raise CostgraphValueError(f"{path} is a directory", hint="give the config.json inside it") from None
     except (OSError, UnicodeDecodeError) as e:
         raise CostgraphValueError(f"cannot read {path}: {e}") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as e:
-        lines = text.splitlines()
-        src = lines[e.lineno - 1] if 0 < e.lineno <= len(lines) else ""
-        raise CostgraphValueError(f"invalid JSON: {e.msg}", Location(path, e.lineno, e.colno, src)) from None
+    config = parse_json(text, path)
     return from_hf_config(config, source=path, dropout=dropout, profile=profile)
+
+
+def _json_shown(v) -> str:
+    try:
+        return shown(json.dumps(v))[1:-1]
+    except (TypeError, ValueError, RecursionError):   # not JSON data (a dict given to from_hf_config)
+        return shown(v)
+
+
+# JSON's tokens outside strings: a string, a bracket, or a run of other characters
+_JSON_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}]|[^\s"\[\]{},:]+')
+
+
+class _BadToken(Exception):
+    def __init__(self, token: str, message: str, hint: str):
+        self.token, self.message, self.hint = token, message, hint
+
+
+def _no_constant(token: str):
+    raise _BadToken(token, f"{token} is not a number", "write a finite number, or null")
+
+
+def _float(token: str) -> float:
+    v = float(token)
+    if not math.isfinite(v):
+        raise _BadToken(token, f"{shown(token)[1:-1]} is too large for a number", "write a finite number")
+    return v
+
+
+def _int(token: str) -> int:
+    digits = len(token.lstrip("-"))
+    if digits > arguments.MAX_DIGITS:
+        raise _BadToken(token, f"number too large: it has {digits} digits (at most {arguments.MAX_DIGITS})",
+                        "a config.json's numbers are sizes and counts")
+    return int(token)
+
+
+def parse_json(text: str, path: str):
+    """Parse a config.json's text. Errors are located: invalid JSON, NaN and
+    Infinity, numbers beyond float range or :data:`arguments.MAX_DIGITS` digits,
+    nesting deeper than :data:`MAX_JSON_DEPTH`."""
+    def located(message: str, offset: int, hint: str | None = None):
+        line = text.count("\n", 0, offset) + 1
+        start = text.rfind("\n", 0, offset) + 1
+        end = text.find("\n", offset)
+        src = text[start:end if end >= 0 else len(text)]
+        return CostgraphValueError(message, Location(path, line, offset - start + 1, src[:400]), hint=hint)
+
+    depth = 0
+    for m in _JSON_TOKEN.finditer(text):
+        t = m.group()
+        if t == "[" or t == "{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise located(f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)", m.start(),
+                              hint="a config.json is a shallow object of settings")
+        elif t == "]" or t == "}":
+            depth -= 1
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int)
+    except json.JSONDecodeError as e:
+        raise located(f"invalid JSON: {e.msg}", e.pos) from None
+    except _BadToken as e:
+        offset = next((m.start() for m in _JSON_TOKEN.finditer(text) if m.group() == e.token), 0)
+        raise located(f"invalid JSON: {e.message}", offset, e.hint) from None
+    except (RecursionError, ValueError) as e:   # backstop; the checks above come first
+        raise CostgraphValueError(f"{path}: cannot read the JSON: {shown(str(e))[1:-1]}") from None

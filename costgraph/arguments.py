@@ -1,0 +1,142 @@
+"""Checks of the arguments given to the public API.
+
+A wrong type given to :func:`costgraph.load`, :meth:`Model.costs`,
+:meth:`Costs.evaluate`, :func:`costgraph.from_hf_config` ... raises a
+:class:`~costgraph.errors.CostgraphValueError` that names the argument and
+what it expects, instead of failing later inside the engine (``loads(None)``
+used to end in ``AttributeError``; ``dropout="no"`` was taken as true).
+
+Each check returns the value it accepted, so a public function starts with
+one line per argument. This module imports nothing heavy (no SymPy).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Mapping
+
+from .errors import CostgraphValueError
+
+# Widest value repeated in a message; a longer one is cut short.
+_SHOWN = 60
+# Whole numbers are capped as the numbers of a model file are (parser.MAX_DIGITS).
+MAX_DIGITS = 100
+_LIMIT = 10 ** MAX_DIGITS
+
+
+def shown(value: object) -> str:
+    """A short, printable ``repr`` of ``value`` for messages (never fails:
+    huge ints, deep nesting and odd objects are summarized)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * _SHOWN:
+        return f"a whole number of about {int(value.bit_length() * 0.30103) + 1} digits"
+    try:
+        text = repr(value)
+    except Exception:   # RecursionError on deep nesting, a broken __repr__...
+        return f"a {type(value).__name__}"
+    text = "".join(c if c.isprintable() else "\N{REPLACEMENT CHARACTER}" for c in text)
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 1] + "…"
+
+
+def _kind(value: object) -> str:
+    return "None" if value is None else type(value).__name__
+
+
+def _fail(where: str, expected: str, value: object, hint: str | None = None):
+    raise CostgraphValueError(f"{where} must be {expected}, got {shown(value)} ({_kind(value)})", hint=hint)
+
+
+def text(value: object, name: str, *, hint: str | None = None) -> str:
+    """``value`` if it is a ``str``."""
+    if not isinstance(value, str):
+        _fail(f"argument '{name}'", "a string", value, hint)
+    return value
+
+
+def optional_text(value: object, name: str, *, hint: str | None = None) -> str | None:
+    """``value`` if it is None or a ``str``."""
+    return None if value is None else text(value, name, hint=hint)
+
+
+def path_like(value: object, name: str, *, hint: str | None = None) -> str:
+    """``value`` as a string path if it is a ``str`` or :class:`os.PathLike` of ``str``."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        _fail(f"argument '{name}'", "a string or a path", value, hint)
+    return value
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` if it is ``True`` or ``False`` (not a string such as ``"no"``,
+    which Python would take as true)."""
+    if not isinstance(value, bool):
+        _fail(f"argument '{name}'", "True or False", value)
+    return value
+
+
+def choice(value: object, name: str, choices) -> str:
+    """``value`` if it is one of ``choices`` (strings)."""
+    names = ", ".join(choices)
+    if not isinstance(value, str):
+        _fail(f"argument '{name}'", f"one of {names}", value)
+    if value not in choices:
+        raise CostgraphValueError(f"unknown {name} {shown(value)}", hint="choose one of: " + names)
+    return value
+
+
+def options(value: object, name: str = "options") -> dict[str, object]:
+    """A mapping of option name → value (None: no options). The values are
+    checked true/false by the builder, which locates the option they set."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        _fail(f"argument '{name}'", "a mapping of option names to True/False, e.g. {'bias': False}", value)
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            _fail(f"a key of '{name}'", "an option name (a string)", k)
+        out[k] = v
+    return out
+
+
+def whole(value: object, name: str) -> int:
+    """``value`` if it is a positive whole number (an ``int``, not a bool) of at
+    most :data:`MAX_DIGITS` digits."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        _fail(f"'{name}'", "a positive whole number", value)
+    if value >= _LIMIT:
+        raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)")
+    return value
+
+
+def dim_values(values: Mapping[str, object]) -> dict[str, int]:
+    """Keyword dimension values (``h=768``): each a positive whole number."""
+    return {k: whole(v, k) for k, v in values.items()}
+
+
+def finite(value: float, name: str) -> float:
+    """``value`` if it is a finite number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail(f"'{name}'", "a finite number", value)
+    return value
+
+
+def costs_args(scope: object, convention: object, precision: object, causal: object) -> None:
+    """The arguments of :meth:`Model.costs`: strings (``precision`` may also be
+    a :class:`~costgraph.precision.Precision`); their values are checked there."""
+    from .precision import Precision
+
+    text(scope, "scope", hint="model, layer, or the path of a repeat group, block or node")
+    text(convention, "convention", hint="matmul or all")
+    if not isinstance(precision, (str, Precision)):
+        _fail("argument 'precision'", "a precision name (bf16, fp16, fp32) or a Precision", precision)
+    text(causal, "causal", hint="full or half")
+
+
+def model_text(value: object, name: str = "text") -> str:
+    """The text of a model file, as a ``str``."""
+    if isinstance(value, (bytes, bytearray)):
+        raise CostgraphValueError(f"argument '{name}' must be text (a str), got bytes",
+                                  hint="decode it first: data.decode('utf-8')")
+    return text(value, name, hint="the text of a model file, e.g. open('model.cg').read()")

@@ -1,0 +1,173 @@
+"""No internal error from any input (issue 6, item 2): API arguments of the
+wrong type and config.json files with values JSON or Python cannot hold
+(NaN, Infinity, 1e400, nesting 100,000 deep, 5,000-digit integers) end in
+costgraph's own error, naming the argument or located in the file."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import costgraph
+from costgraph import CostgraphValueError
+from costgraph.arguments import shown
+from costgraph.cli import main
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+LLAMA = json.loads((HF / "llama-2-7b.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def gpt_costs(gpt):
+    return gpt.costs()
+
+
+def error(f, *args, **kwargs) -> str:
+    with pytest.raises(CostgraphValueError) as e:
+        f(*args, **kwargs)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("call, fragments", [
+    (lambda: costgraph.loads(None), ["argument 'text' must be a string, got None"]),
+    (lambda: costgraph.loads(b"model m {}"), ["argument 'text' must be text (a str), got bytes", "decode"]),
+    (lambda: costgraph.loads("model m {}", path=3), ["argument 'path' must be a string, got 3 (int)"]),
+    (lambda: costgraph.load(None), ["a model is named by a string or a path"]),
+    (lambda: costgraph.load("gpt", options="bias"), ["argument 'options' must be a mapping", "got 'bias' (str)"]),
+    (lambda: costgraph.load("gpt", options={1: True}), ["a key of 'options' must be an option name"]),
+    (lambda: costgraph.load("gpt", dropout="no"), ["argument 'dropout' must be True or False, got 'no' (str)"]),
+    (lambda: costgraph.load("gpt", dropout=None), ["argument 'dropout' must be True or False, got None"]),
+    (lambda: costgraph.load("gpt", profile=3), ["argument 'profile' must be a string, got 3 (int)"]),
+    (lambda: costgraph.load("gpt", profile=["pytorch"]), ["argument 'profile' must be a string"]),
+    (lambda: costgraph.load_hf_config(None), ["argument 'path' must be a string or a path, got None"]),
+    (lambda: costgraph.load_hf_config(str(HF / "gpt2.json"), dropout="yes"), ["argument 'dropout' must be True or False"]),
+    (lambda: costgraph.from_hf_config(None), ["a config.json holds a JSON object, got None"]),
+    (lambda: costgraph.from_hf_config("gpt2"), ["a config.json holds a JSON object, got 'gpt2'"]),
+    (lambda: costgraph.from_hf_config(LLAMA, source=None), ["argument 'source' must be a string"]),
+    (lambda: costgraph.from_hf_config(LLAMA, profile=None), ["argument 'profile' must be a string"]),
+])
+def test_wrong_argument_types_name_the_argument(call, fragments):
+    with pytest.raises(CostgraphValueError) as e:
+        call()
+    for f in fragments:
+        assert f in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"precision": None}, "argument 'precision' must be a precision name (bf16, fp16, fp32) or a Precision, got None"),
+    ({"precision": 2}, "argument 'precision' must be"),
+    ({"scope": 3}, "argument 'scope' must be a string, got 3 (int)"),
+    ({"scope": None}, "argument 'scope' must be a string"),
+    ({"convention": ["all"]}, "argument 'convention' must be a string"),
+    ({"causal": True}, "argument 'causal' must be a string"),
+])
+def test_costs_arguments(gpt, kwargs, fragment):
+    assert fragment in error(gpt.costs, **kwargs)
+
+
+@pytest.mark.parametrize("args, kwargs, fragment", [
+    ((), {"config": ["gpt2"]}, "argument 'config' must be a string, got ['gpt2'] (list)"),
+    ((3,), {}, "argument 'config' must be a string, got 3 (int)"),
+    (("gpt2",), {"h": 2.0}, "'h' must be a positive whole number, got 2.0 (float)"),
+    (("gpt2",), {"h": "768"}, "'h' must be a positive whole number, got '768' (str)"),
+    (("gpt2",), {"h": True}, "'h' must be a positive whole number, got True (bool)"),
+    (("gpt2",), {"h": 10**5000}, "'h' is too large: a whole number of about 5001 digits (at most 100 digits)"),
+], ids=["list", "int", "float", "str", "bool", "huge"])
+def test_evaluate_and_values_arguments(gpt, gpt_costs, args, kwargs, fragment):
+    assert fragment in error(gpt_costs.evaluate, *args, **kwargs)
+    assert fragment in error(gpt.values, *args, **kwargs)
+
+
+def test_path_objects_are_accepted(tmp_path):
+    assert costgraph.load_hf_config(HF / "gpt2.json").values["h"] == 768
+
+
+def _config(tmp_path, text: str) -> str:
+    p = tmp_path / "config.json"
+    p.write_text(text)
+    return str(p)
+
+
+def _with(value: str) -> str:
+    return json.dumps(LLAMA, indent=2).replace('"hidden_size": 4096', f'"hidden_size": {value}')
+
+
+@pytest.mark.parametrize("value, message", [
+    ("Infinity", "invalid JSON: Infinity is not a number"),
+    ("-Infinity", "invalid JSON: -Infinity is not a number"),
+    ("NaN", "invalid JSON: NaN is not a number"),
+    ("1e400", "invalid JSON: 1e400 is too large for a number"),
+    ("9" * 5000, "invalid JSON: number too large: it has 5000 digits (at most 100)"),
+    ("9" * 4000, "invalid JSON: number too large: it has 4000 digits (at most 100)"),
+], ids=["inf", "-inf", "nan", "1e400", "5000-digits", "4000-digits"])
+def test_json_numbers_python_cannot_hold_are_located(tmp_path, value, message):
+    text = _with(value)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if '"hidden_size"' in l)
+    msg = error(costgraph.load_hf_config, _config(tmp_path, text))
+    assert f"config.json:{line}:18: error: {message}" in msg
+    assert len(msg) < 600   # the value is not printed in full
+
+
+@pytest.mark.parametrize("key", ["rotary_pct", "n_shared_experts", "num_attention_heads"])
+@pytest.mark.parametrize("value", ["Infinity", "NaN", "1e400"])
+def test_non_finite_values_of_other_keys(tmp_path, key, value):
+    cfg = json.loads((HF / "pythia-1b.json").read_text())
+    cfg[key] = "@@"
+    path = _config(tmp_path, json.dumps(cfg).replace('"@@"', value))
+    assert "invalid JSON" in error(costgraph.load_hf_config, path)
+
+
+def test_json_nested_100000_deep(tmp_path):
+    path = _config(tmp_path, '{"model_type": "llama", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    msg = error(costgraph.load_hf_config, path)
+    assert "config.json:1:129: error: JSON nested too deeply (more than 100 levels)" in msg
+
+
+def test_shallow_nesting_is_fine(tmp_path):
+    cfg = dict(LLAMA, rope_scaling={"a": [[[[1]]]]})
+    assert costgraph.load_hf_config(_config(tmp_path, json.dumps(cfg))).values["h"] == 4096
+
+
+@pytest.mark.parametrize("value, fragment", [
+    (float("inf"), "key 'hidden_size' must be a positive whole number, got inf"),
+    (float("nan"), "key 'hidden_size' must be a positive whole number, got nan"),
+    (10**5000, "key 'hidden_size' is too large: a whole number of about 5001 digits"),
+    (10**100, "key 'hidden_size' is too large"),
+    ([4096], "key 'hidden_size' must be a positive whole number, got [4096]"),
+], ids=["inf", "nan", "5001-digits", "101-digits", "list"])
+def test_dict_values_python_can_hold(value, fragment):
+    assert fragment in error(costgraph.from_hf_config, dict(LLAMA, hidden_size=value))
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e300, -0.5, 10**200],
+                         ids=["inf", "nan", "1e300", "negative", "201-digits"])
+def test_rotary_fraction_products(value):
+    cfg = json.loads((HF / "pythia-1b.json").read_text())
+    msg = error(costgraph.from_hf_config, dict(cfg, rotary_pct=value))
+    assert "rotary_pct" in msg or "too large" in msg
+
+
+def test_variant_values_that_are_not_json_are_shown_shortly():
+    msg = error(costgraph.from_hf_config, dict(LLAMA, hidden_act={"x" * 1000}))
+    assert "hidden_act = {'xxx" in msg and len(msg) < 300
+
+
+def test_shown_never_fails():
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert shown(deep) == "a list"
+    assert shown(10**5000).startswith("a whole number of about 5001 digits")
+    assert "\x00" not in shown("a\x00b") and "\x1b" not in shown("\x1b[31m")
+
+
+@pytest.mark.parametrize("value", ["Infinity", "NaN", "1e400", "9" * 5000], ids=["inf", "nan", "1e400", "5000-digits"])
+def test_cli_exit_status_2(tmp_path, capsys, value):
+    assert main(["derive", _config(tmp_path, _with(value))]) == 2
+    err = capsys.readouterr().err
+    assert "invalid JSON" in err and "internal error" not in err
+
+
+def test_cli_deep_json_exit_status_2(tmp_path, capsys):
+    assert main(["derive", _config(tmp_path, "[" * 100_000 + "]" * 100_000)]) == 2
+    assert "nested too deeply" in capsys.readouterr().err
