@@ -31,7 +31,7 @@ from .graph import CostGraph
 from .loader import load_program
 from .precision import Precision, precision as get_precision
 from .printing import field_order, grouped, to_latex, to_text
-from .totals import CAUSAL, QUANTITIES, breakdown, resolve_scope, totals
+from .totals import CAUSAL, QUANTITIES, _rel, aggregate, breakdown, group_total, resolve_scope, totals
 
 LABELS = {
     "params": "parameters",
@@ -110,9 +110,9 @@ class Model:
             raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full or half")
         prec = get_precision(precision) if isinstance(precision, str) else precision
         sc = resolve_scope(self.graph, scope)
-        rows = breakdown(self.graph, sc, convention, prec, causal)
-        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec, causal, rows),
-                     rows, causal)
+        leaves = breakdown(self.graph, sc, convention, prec, causal, leaves_only=True)
+        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec, causal, leaves),
+                     leaves, causal, _scope=sc)
 
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
         """Dimension values: the dims' defaults, then ``config``, then ``overrides``.
@@ -237,7 +237,9 @@ class Costs:
     ``params`` (count), ``flops_forward``, ``flops_backward`` (=
     ``flops_backward_input + flops_backward_weight``; FLOPs under
     ``convention``), ``activation_bytes`` (bytes under ``precision``).
-    ``rows`` is the breakdown by node, block and repeat group.
+    ``rows`` is the breakdown by node, shared storage, block and repeat
+    group (:func:`costgraph.totals.breakdown`); ``leaves`` only its node and
+    storage rows.
     """
 
     model: Model
@@ -245,9 +247,18 @@ class Costs:
     convention: str
     precision: Precision
     quantities: dict[str, sympy.Expr]
-    rows: list[dict]
+    leaves: list[dict]
     causal: str = "full"
+    _scope: object = field(default=None, repr=False, compare=False)
     _compiled: object = field(default=None, repr=False, compare=False)
+    _rows: list | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rows(self) -> list[dict]:
+        """The whole breakdown: leaf rows, then block and repeat rows (built on first use)."""
+        if self._rows is None:
+            self._rows = self.leaves + aggregate(self.model.graph, self._scope, self.leaves)
+        return self._rows
 
     def __getitem__(self, q: str) -> sympy.Expr:
         return self.quantities[q]
@@ -263,12 +274,12 @@ class Costs:
 
     def grouped(self, q: str) -> sympy.Expr:
         """At model scope: ``l (per-layer) + rest`` for each top-level repeat group."""
-        parts, inside = [], sympy.Integer(0)
-        for r in self.rows:
-            if r["kind"] == "block" and r["block"] == "repeat" and "/" not in r["path"]:
-                parts.append((r["count"], r[q]))
-                inside += r["count"] * r[q]
-        return grouped(parts, sympy.expand(self.quantities[q] - inside))
+        g = self.model.graph
+        tops = [p for p in g.groups if "/" not in p and self._scope.contains(p) and p != self._scope.prefix]
+        parts = [(_rel(g.groups[p].multiplicity, self._scope.per), group_total(g, self._scope, self.leaves, p, q))
+                 for p in tops]
+        rest = [r["count"] * r[q] for r in self.leaves if not any(r["path"].startswith(p + "/") for p in tops)]
+        return grouped(parts, sympy.expand(sympy.Add(*rest)))
 
     def evaluate(self, config: str | None = None, **values: int) -> dict[str, int]:
         """Exact integer values of every quantity for a configuration.

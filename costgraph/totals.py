@@ -144,7 +144,7 @@ def _home(cg: CostGraph, path: str, store) -> str:
 
 
 def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
-              causal: str = "full") -> list[dict]:
+              causal: str = "full", leaves_only: bool = False) -> list[dict]:
     """One row per operator node in ``scope`` (program order), then one per
     shared storage, then one per block and repeat group, each with ``path``,
     ``kind``, ``count`` (relative to the scope) and the quantities of *one*
@@ -169,6 +169,9 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
     ``causal="half"`` halves the FLOPs of products marked ``causal = true``
     (QKᵀ and scores·V under a causal mask); ``"full"`` (default) counts the
     whole square, as PaLM, Megatron-LM and FlopCounterMode do.
+
+    ``leaves_only``: only the node and storage rows (what totals need); the
+    block rows come from :func:`aggregate`.
     """
     caches: dict[str, list] = {}
     for entry in cg.caches:
@@ -222,6 +225,8 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
                          flops_backward_input=bi, flops_backward_weight=bw, flops_backward=bi + bw,
                          activation_bytes=act, kv_cache_bytes=kv, kv_cache_bytes_per_token=kv_tok))
     rows.extend(shared_rows)
+    if leaves_only:
+        return rows
     rows.extend(_aggregate(cg, scope, rows))
     return rows
 
@@ -231,6 +236,20 @@ def _row(path: str, kind: str, count, **quantities) -> dict:
     for q in QUANTITIES:
         row[q] = quantities.get(q, ZERO)
     return row
+
+
+def group_total(cg: CostGraph, scope: Scope, leaves: list[dict], path: str, q: str) -> sympy.Expr:
+    """Quantity ``q`` of one instance of the repeat group or block at ``path``,
+    summed from the scope's leaf rows (expanded)."""
+    mult = cg.groups[path].multiplicity if path in cg.groups else cg.blocks[path].count
+    count = _rel(mult, scope.per)
+    return sympy.expand(sympy.Add(*[_rel(r["count"], count) * r[q] for r in leaves
+                                    if r["path"].startswith(path + "/")]))
+
+
+def aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
+    """The block rows of a :func:`breakdown` from its leaf rows."""
+    return _aggregate(cg, scope, rows)
 
 
 def _aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
