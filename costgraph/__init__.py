@@ -11,10 +11,34 @@ sums over the graph give closed forms per node, block, layer and model.
 """
 
 from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
-from .model import Costs, Model, load, loads
-from .hf_config import HFModel, from_hf_config, load_hf_config
 
 __version__ = "0.1.0"
+
+# The API's names are imported on first use (PEP 562), so that importing the
+# package, or the command line for --help, list and ops, does not import SymPy.
+_LAZY = {"load": "model", "loads": "model", "Model": "model", "Costs": "model",
+         "from_hf_config": "hf_config", "load_hf_config": "hf_config", "HFModel": "hf_config"}
+
+TYPE_CHECKING = False   # not typing's: importing typing costs a few ms at every start
+if TYPE_CHECKING:
+    from .hf_config import HFModel, from_hf_config, load_hf_config
+    from .model import Costs, Model, load, loads
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'costgraph' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = ["load", "loads", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "CostgraphError", "CostgraphSyntaxError",
            "CostgraphSemanticError", "CostgraphValueError", "__version__"]

@@ -12,6 +12,10 @@
 
 A mistake in the input prints a located message and exits with status 2,
 with no traceback.
+
+``--help``, ``--version``, ``list`` and ``ops`` do not import SymPy (nor
+NetworkX): this module imports only light modules at the top, and ``derive``
+imports the engine when it runs.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import sys
 from . import __version__
 from .conventions import FLOP_CONVENTIONS
 from .errors import CostgraphError, CostgraphValueError
-from .parser import check_number
 from .precision import PRECISIONS
 
 _SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
@@ -59,6 +62,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
+    from .parser import check_number
+
     dims, options = {}, {}
     for pair in pairs:
         m = _SETTING.match(pair)
@@ -114,25 +119,71 @@ def _derive(args) -> str:
 
 
 def _list() -> str:
-    from .model import load
-    from .resources import bundled_model_names
+    """The bundled models and the configurations each file defines, read from
+    its syntax tree (parsing needs no SymPy; building would). Parsing them all
+    takes longer than the rest of the command, so the answer is kept in the
+    user's cache folder, keyed by a hash of the grammar and the files."""
+    import hashlib
+
+    from .resources import MODEL_SUFFIX, bundled_model, bundled_model_names, grammar_text
+
+    texts = {name: bundled_model(name).read_text(encoding="utf-8") for name in bundled_model_names()}
+    key = hashlib.sha256("\0".join([__version__, grammar_text(), *(f"{n}\0{t}" for n, t in texts.items())])
+                         .encode("utf-8", "surrogatepass")).hexdigest()
+    cache = _cache_file("list", key)
+    if cache is not None:
+        try:
+            return cache.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):   # not there yet, or unreadable: parse
+            pass
+    return _list_parsed(texts, MODEL_SUFFIX, cache)
+
+
+def _list_parsed(texts: dict[str, str], suffix: str, cache) -> str:
+    from .parser import parse
 
     lines = []
-    for name in bundled_model_names():
-        m = load(name)
-        lines.append(f"{name}: configurations {', '.join(m.configs) or '(none)'}")
-    return "\n".join(lines)
+    for name, text in texts.items():
+        tree = parse(text, f"{name}{suffix}")
+        lines.append(f"{name}: configurations {', '.join(c.name for c in tree.configs) or '(none)'}")
+    out = "\n".join(lines)
+    if cache is not None:
+        import os
+
+        try:   # write whole or not at all: another process may read it meanwhile
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(out, encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError:
+            pass
+    return out
+
+
+def _cache_file(kind: str, key: str):
+    """``$XDG_CACHE_HOME/costgraph/<kind>-<key>`` (default ``~/.cache``), or None
+    when there is no such folder to use (``COSTGRAPH_NO_CACHE=1`` turns it off)."""
+    import os
+    from pathlib import Path
+
+    if os.environ.get("COSTGRAPH_NO_CACHE"):
+        return None
+    home = os.path.expanduser("~")
+    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(home, ".cache") if home != "~" else "")
+    if not os.path.isabs(base):
+        return None
+    return Path(base) / "costgraph" / f"{kind}-{key}"
 
 
 def _ops() -> str:
-    from .ops import REGISTRY
+    from .ops import catalogue
     from .ops.registry import REQUIRED
 
     lines = []
-    for name, spec in sorted(REGISTRY.items()):
+    for spec in catalogue():
         params = ", ".join(p.name if p.default is REQUIRED else f"{p.name}={str(p.default).lower()}"
                            for p in spec.params)
-        lines.append(f"{name}({params})\n    {spec.summary}")
+        lines.append(f"{spec.name}({params})\n    {spec.summary}")
     return "\n".join(lines)
 
 

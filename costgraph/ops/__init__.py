@@ -1,10 +1,13 @@
-"""Operator cost rules, grouped by family; importing this package registers them.
+"""Operator cost rules, grouped by family.
 
 ``matmul.py`` (linear, matmul, embedding), ``norm.py`` (layernorm, rmsnorm),
 ``elementwise.py`` (activations, softmax, dropout, add/mul, and the
 per-element FLOP table of the ``all`` convention), ``shape.py`` (free
 reshapes: split, split_heads, merge_heads, transpose).
+
+Importing this package is light: the rule modules (which import SymPy) are
+imported on the first lookup in :data:`REGISTRY`; :func:`catalogue` lists the
+operators without them (see :mod:`costgraph.ops.registry`).
 """
 
-from . import elementwise, matmul, norm, shape  # noqa: F401  (registers the rules)
-from .registry import REGISTRY, OpSpec, ParamSpec  # noqa: F401
+from .registry import REGISTRY, OpSpec, ParamSpec, catalogue  # noqa: F401

@@ -1,0 +1,91 @@
+"""The light commands (issue 6, item 7): ``costgraph --help``, ``--version``,
+``list`` and ``ops`` import neither SymPy nor NetworkX, and what they print
+comes from the same sources as the engine (the parsed files, the ``@op``
+declarations)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import costgraph
+from costgraph import cli
+from costgraph.ops import REGISTRY, catalogue
+from costgraph.resources import bundled_model_names
+
+LIGHT = """
+import contextlib, io, sys
+import costgraph.cli as cli
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    codes = [cli.main(a) for a in (["--help"], ["--version"], ["list"], ["list"], ["ops"])]
+heavy = sorted(m for m in ("sympy", "networkx") if m in sys.modules)
+print(json.dumps({"codes": codes, "heavy": heavy, "out": out.getvalue()}))
+"""
+
+
+def _run_light(tmp_path, *env_extra):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.update(env_extra)
+    r = subprocess.run([sys.executable, "-c", "import json\n" + LIGHT], capture_output=True, text=True, env=env,
+                       check=True)
+    return json.loads(r.stdout)
+
+
+def test_light_commands_import_no_sympy_or_networkx(tmp_path):
+    r = _run_light(tmp_path)
+    assert r["codes"] == [0, 0, 0, 0, 0]
+    assert r["heavy"] == []
+    assert "usage: costgraph" in r["out"] and f"costgraph {costgraph.__version__}" in r["out"]
+    assert "gpt: configurations gpt2" in r["out"] and "linear(x, out, bias=true, tied=none)" in r["out"]
+
+
+def test_light_commands_without_cache(tmp_path):
+    r = _run_light(tmp_path, ("COSTGRAPH_NO_CACHE", "1"))
+    assert r["codes"] == [0, 0, 0, 0, 0] and r["heavy"] == []
+
+
+def test_importing_costgraph_is_light_and_its_names_still_work():
+    code = ("import sys, costgraph; light = 'sympy' not in sys.modules; "
+            "from costgraph import load, Costs, load_hf_config; "
+            "print(light, costgraph.load is load, callable(costgraph.from_hf_config), 'Model' in dir(costgraph))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.split() == ["True", "True", "True", "True"]
+
+
+def test_unknown_top_level_name_is_an_attribute_error():
+    try:
+        costgraph.no_such_name
+    except AttributeError as e:
+        assert "no_such_name" in str(e)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_list_names_the_configurations_the_built_models_have(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    listed = {}
+    for text in (cli._list(), cli._list()):   # parsed, then from the cache
+        listed = dict(line.split(": configurations ") for line in text.splitlines())
+        assert list(listed) == list(bundled_model_names())
+    for name in bundled_model_names():
+        assert listed[name] == (", ".join(costgraph.load(name).configs) or "(none)"), name
+    assert len(list((tmp_path / "costgraph").iterdir())) == 1
+
+
+def test_catalogue_read_from_the_source_equals_the_registry():
+    from costgraph.ops import registry
+
+    declared = registry._declared()
+    assert declared is not None
+    loaded = {name: REGISTRY[name] for name in REGISTRY}
+    assert [s.name for s in declared] == sorted(loaded)
+    for spec in declared:
+        assert (spec.params, spec.summary) == (loaded[spec.name].params, loaded[spec.name].summary)
+    assert catalogue() == tuple(loaded[n] for n in sorted(loaded))
+
+
+def test_digit_caps_agree():
+    from costgraph import arguments, parser
+
+    assert arguments.MAX_DIGITS == parser.MAX_DIGITS
