@@ -190,16 +190,21 @@ def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthika
     dropout, profile = arguments.flag(dropout, "dropout"), arguments.text(profile, "profile")
     p = Path(path)
     try:
-        if p.is_file() and p.stat().st_size > MAX_JSON_BYTES:
-            raise CostgraphValueError(f"{path} is too large for a config.json: {p.stat().st_size} bytes "
-                                      f"(at most {MAX_JSON_BYTES})")
-        text = p.read_text(encoding="utf-8")
+        if p.is_dir():
+            raise IsADirectoryError(path)
+        if p.exists() and not p.is_file():   # a device or a pipe: could be endless, or block
+            raise CostgraphValueError(f"{path} is not a regular file", hint="give the path of a config.json file")
+        with open(p, "rb") as f:
+            data = f.read(MAX_JSON_BYTES + 1)
+        if len(data) > MAX_JSON_BYTES:
+            raise CostgraphValueError(f"{path} is too large for a config.json (over {MAX_JSON_BYTES} bytes)")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise CostgraphValueError(f"no such file: {path}") from None
     except IsADirectoryError:
         raise CostgraphValueError(f"{path} is a directory", hint="give the config.json inside it") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise CostgraphValueError(f"cannot read {path}: {e}") from None
+    except (OSError, ValueError) as e:   # ValueError: UnicodeDecodeError, a NUL byte in the path
+        raise CostgraphValueError(f"cannot read {path}: {shown(str(e))[1:-1]}") from None
     config = parse_json(text, path)
     return from_hf_config(config, source=path, dropout=dropout, profile=profile)
 

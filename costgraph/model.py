@@ -332,6 +332,7 @@ class Costs:
         CostgraphValueError
             Unknown dtype, or as :meth:`Model.values` for ``config``/``fixed``.
         """
+        config, fixed = arguments.optional_text(config, "config"), arguments.dim_values(fixed)
         if dtype not in ("float64", "int64", "exact"):
             raise CostgraphValueError(f"unknown dtype {dtype!r} for compile", hint="float64, int64 or exact")
         vals = self.model._int_values(config, fixed) if (config is not None or fixed) else {}
