@@ -192,11 +192,32 @@ class Builder:
             wid = "/".join([*self.path[:depth], name, "weight"])
             if wid in self.cg.weights:
                 return wid
+        for depth in range(len(self.path), -1, -1):
+            node = self.cg.nodes.get("/".join([*self.path[:depth], name]))
+            if node is None:
+                continue
+            tied = [w for w in node["cost"].tied if w.endswith("/weight")]
+            if tied:   # tying to a tie: name the weight's owner
+                owner = tied[0].rsplit("/", 1)[0]
+                raise CostgraphSemanticError(
+                    f"'{name}' has no weight of its own: it is tied to the weight of '{owner}'", loc,
+                    hint=f"tie to the owner: tied = {self._name_of(owner)}")
+            raise CostgraphSemanticError(f"'{name}' (a {node['kind']}) has no weight to tie to", loc,
+                                         hint="tie to a node built earlier that has a weight, e.g. tied=wte")
         owners = sorted({w.rsplit("/", 1)[0] for w in self.cg.weights})
         close = difflib.get_close_matches(name, owners, n=1)
         raise CostgraphSemanticError(
             f"nothing named '{name}' with a weight to tie to", loc,
             hint=f"did you mean '{close[0]}'?" if close else "tie to a node built earlier, e.g. tied=wte")
+
+    def _name_of(self, path: str) -> str:
+        """How ``tied=`` names the node at ``path`` from here: its last part when
+        that finds it, else its whole path."""
+        last = path.rsplit("/", 1)[-1]
+        for depth in range(len(self.path), -1, -1):
+            if "/".join([*self.path[:depth], last, "weight"]) in self.cg.weights:
+                return last if "/".join([*self.path[:depth], last]) == path else path
+        return path
 
     # --- model -------------------------------------------------------------
     def build(self) -> CostGraph:
@@ -341,6 +362,10 @@ class Builder:
     def repeat(self, st: ast.Repeat, scope: Scope):
         count = self.eval_dim(st.count, scope, "a repeat count")
         active = count if st.active is None else self.eval_dim(st.active, scope, "an active count")
+        if sympy.expand(active - count).is_positive:   # decided when both are numbers, or provably
+            raise CostgraphSemanticError(
+                f"the active count {active} is more than the count {count}: each token passes through "
+                f"at most all {count} copies", st.active.loc, hint=f"repeat {count} as {st.name} active K with K ≤ {count}")
         path = self.claim(st.name, True, st.loc)
         assigned = _assigned_names(st.body)
         carried = sorted(n for n in assigned if scope.has(n) and isinstance(scope.get(n), Tensor))
@@ -410,7 +435,18 @@ class Builder:
         return _check_size(v, what, getattr(e, "loc", None))
 
     def binop(self, e: ast.BinOp, scope: Scope):
-        left, right = self.evaluate(e.left, scope), self.evaluate(e.right, scope)
+        # a chain `a + b - c + ...` is walked in a loop, left to right: it may be
+        # long (the parser counts it as one level of nesting)
+        chain = []
+        while isinstance(e, ast.BinOp):
+            chain.append(e)
+            e = e.left
+        value = self.evaluate(e, scope)
+        for link in reversed(chain):
+            value = self._binop(link, value, self.evaluate(link.right, scope))
+        return value
+
+    def _binop(self, e: ast.BinOp, left, right):
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             kind = {"+": "add", "-": "sub", "*": "mul"}.get(e.op)
             if kind is None:
@@ -615,8 +651,12 @@ def _show(e) -> str:
         return e.name
     if isinstance(e, ast.Int):
         return str(e.value)
-    if isinstance(e, ast.BinOp):
-        return f"{_show(e.left)}{e.op}{_show(e.right)}"
+    if isinstance(e, ast.BinOp):   # a chain in a loop, as Builder.binop walks it
+        tail = []
+        while isinstance(e, ast.BinOp):
+            tail.append(f"{e.op}{_show(e.right)}")
+            e = e.left
+        return _show(e) + "".join(reversed(tail))
     return "…"
 
 

@@ -114,6 +114,15 @@ class OpContext:
     def same(self, a, b) -> bool:
         return same(a, b)
 
+    def at_most(self, part, whole, verb: str):
+        """Refuse ``part`` (a slice, the rotated entries) when it is provably
+        larger than ``whole`` (the dimension it is taken from): SymPy decides
+        the sign of ``part - whole`` from the dimensions being positive;
+        undecided is accepted."""
+        if sympy.expand(as_dim(part) - as_dim(whole)).is_positive:
+            self.fail(f"{self.kind} {verb} {part} entries of a last dimension of {whole}: more than it has",
+                      hint=f"give at most {whole}: a part of a dimension cannot be larger than the dimension")
+
     def _shape(self, shape) -> tuple:
         """Sizes handed over by the rule, as SymPy expressions of bounded size."""
         return tuple(check_expansion(as_dim(d), f"a size {self.kind} makes", self.loc) for d in shape)
@@ -162,7 +171,12 @@ class OpContext:
         return wid
 
     def cache(self, t: Tensor, window) -> None:
-        """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference."""
+        """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference; a
+        storage already cached (``cache(cache(x))``, a view of a cached
+        tensor) is counted once."""
+        tensors = self.b.cg.tensors
+        if any(tensors[e.tensor].storage == t.storage for e in self.b.cg.caches):
+            return
         self.b.cg.caches.append(CacheEntry(t.id, window, self.path))
 
     def forward(self, f: Flops):

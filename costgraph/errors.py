@@ -14,11 +14,30 @@ The CLI exits with status 2 on these and prints no traceback.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
 # Widest source line shown under a message; a longer one is cut around the column.
 _WIDTH = 100
+
+# Longest run of digits a message shows whole; a longer number (a value found
+# once numbers are filled in, a number pasted from elsewhere) is cut to its
+# first and last digits: 123456…(1200 digits)…789.
+SHOWN_DIGITS = 100
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (SHOWN_DIGITS + 1))
+
+
+def tidy(text: str) -> str:
+    """``text`` as a message shows it: numbers of more than :data:`SHOWN_DIGITS`
+    digits cut short, control and other invisible characters (in a name
+    given on the command line, a string in a file) escaped as ``\\x01``; line
+    breaks are kept."""
+    text = _LONG_NUMBER.sub(lambda m: f"{m[0][:6]}…({len(m[0])} digits)…{m[0][-3:]}", text)
+    if not text.isprintable():
+        text = "\n".join("".join(c if c.isprintable() else ascii(c)[1:-1] for c in part)
+                         for part in text.split("\n"))
+    return text
 
 
 @dataclass(frozen=True)
@@ -50,10 +69,11 @@ class CostgraphError(Exception):
     kind = "error"
 
     def __init__(self, message: str, loc: Location | None = None, hint: str | None = None):
+        message = tidy(str(message))
         super().__init__(message)
         self.message = message
         self.loc = loc
-        self.hint = hint
+        self.hint = tidy(str(hint)) if hint is not None else None
 
     def __str__(self) -> str:
         head = f"{self.loc}: " if self.loc else ""

@@ -2,7 +2,9 @@
 
 Resolves ``import "path"`` relative to the importing file first, then in the
 bundled library (``models/``, e.g. ``import "std/attention.cg"``), detects
-import cycles, and gathers the blocks each file can call. Bundled files are
+import cycles (an import names a ``.cg`` file by a relative path that stays
+inside the importing file's folder: absolute paths and ``..`` out of it are
+refused), and gathers the blocks each file can call. Bundled files are
 read through :mod:`costgraph.resources` and named by their path inside
 ``models/`` in messages.
 """
@@ -10,11 +12,13 @@ read through :mod:`costgraph.resources` and named by their path inside
 from __future__ import annotations
 
 import difflib
+import posixpath
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import cache
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from . import ast
-from .errors import CostgraphSemanticError, CostgraphValueError, Location
+from .errors import CostgraphError, CostgraphSemanticError, CostgraphValueError, Location
 from .ops import REGISTRY
 from .parser import MAX_SOURCE_CHARS, check_source_size, parse
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
@@ -100,6 +104,7 @@ class _Loader:
         self.tables[src.key] = table
 
     def _resolve(self, imp: ast.Import, src: _Source) -> _Source:
+        _check_import_path(imp)
         if src.directory is not None:
             candidate = (src.directory / imp.path)
             if _is_file(candidate):
@@ -116,6 +121,25 @@ class _Loader:
         raise CostgraphSemanticError(
             f"cannot find the imported file '{imp.path}'", imp.loc,
             hint="paths are relative to the importing file, or name a bundled library file such as 'std/attention.cg'")
+
+
+def _check_import_path(imp: ast.Import) -> None:
+    """An import names a ``.cg`` file by a relative path inside the importing
+    file's folder (or its subfolders): no absolute path, no ``..`` out of it."""
+    path = imp.path
+    hint = ('write a path relative to the importing file, inside its folder, e.g. import "blocks.cg" '
+            'or import "std/attention.cg"')
+    if "\\" in path:
+        raise CostgraphSemanticError(f"an import path uses '/', not '\\': {path!r}", imp.loc,
+                                     hint=f'write import "{path.replace(chr(92), "/")}"')
+    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute() or path.startswith("~"):
+        raise CostgraphSemanticError(f"an import cannot name an absolute path: {path!r}", imp.loc, hint=hint)
+    if posixpath.normpath(path).split("/")[0] == "..":
+        raise CostgraphSemanticError(f"an import cannot leave the importing file's folder: {path!r}", imp.loc,
+                                     hint=hint + "; move the shared file next to the models that use it")
+    if not path.endswith(MODEL_SUFFIX) or path.rsplit("/", 1)[-1] == MODEL_SUFFIX:
+        raise CostgraphSemanticError(f"an import names a model file ending in {MODEL_SUFFIX}: {path!r}", imp.loc,
+                                     hint=f'e.g. import "std/attention{MODEL_SUFFIX}"')
 
 
 def _extend(model: ast.Model, visible: dict[str, ast.Model]) -> ast.Model:
@@ -211,6 +235,8 @@ def source_for(model: str) -> _Source:
     if path.is_dir() if exists else False:
         raise CostgraphValueError(f"{model} is a directory, not a model file",
                                   hint="give the path of a .cg file, or a bundled model name")
+    if path.suffix == MODEL_SUFFIX and not exists and _bundled_name(model):
+        return _bundled_source(model)   # std/attention.cg: the bundled file, as std/attention is
     if path.suffix == MODEL_SUFFIX or exists:
         if not _is_file(path):
             raise CostgraphValueError(f"no such model file: {model}")
@@ -221,12 +247,42 @@ def source_for(model: str) -> _Source:
         entry = None
     if entry is None:
         names = bundled_model_names()
+        owner = _bundled_configs().get(model)
+        if owner is not None:
+            raise CostgraphValueError(f"'{model}' is a configuration of the model '{owner}', not a model",
+                                      hint=f"costgraph derive {owner} --config {model}")
         close = difflib.get_close_matches(model, names, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise CostgraphValueError(
             f"unknown model '{model}'",
             hint=hint + "bundled models: " + ", ".join(names) + "; or give a path to a .cg file")
     return _bundled_source(f"{model}{MODEL_SUFFIX}")
+
+
+def _bundled_name(rel: str) -> bool:
+    """Whether ``rel`` (``std/attention.cg``) names a bundled file, inside ``models/``."""
+    parts = PurePosixPath(rel).parts
+    if not parts or ".." in parts or PurePosixPath(rel).is_absolute() or "\\" in rel:
+        return False
+    try:
+        return bundled_import(rel) is not None
+    except (OSError, ValueError):
+        return False
+
+
+@cache
+def _bundled_configs() -> dict[str, str]:
+    """Configuration name → the bundled model that defines it (``llama-2-7b`` → ``llama``),
+    read from the bundled files' syntax trees (only to explain an unknown model name)."""
+    out: dict[str, str] = {}
+    for name in bundled_model_names():
+        try:
+            f = parse(bundled_model(name).read_text(encoding="utf-8"), f"{name}{MODEL_SUFFIX}")
+        except (CostgraphError, OSError):
+            continue
+        for cfg in f.configs:
+            out.setdefault(cfg.name, name)
+    return out
 
 
 def load_program(model: str | None = None, *, text: str | None = None, path: str = "<string>") -> Program:
@@ -244,6 +300,12 @@ def load_program(model: str | None = None, *, text: str | None = None, path: str
     loader = _Loader()
     loader.stack.append(src.key)
     f, table = loader.load(src)
+    if not f.models and f.blocks:
+        shown = ", ".join(b.name for b in f.blocks[:4]) + (", ..." if len(f.blocks) > 4 else "")
+        where = src.key.removeprefix("bundled:") if src.key.startswith("bundled:") else Path(src.display).name
+        raise CostgraphSemanticError(
+            f"'{where}' is a library of blocks ({shown}) with no model to derive", Location(src.display, 1, 1),
+            hint=f'import it in a model file: import "{where}"; bundled models: ' + ", ".join(bundled_model_names()))
     if len(f.models) != 1:
         where = f.models[1].loc if len(f.models) > 1 else Location(src.display, 1, 1)
         raise CostgraphSemanticError(

@@ -13,7 +13,7 @@ import difflib
 import re
 from functools import cache
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import ast
@@ -28,7 +28,7 @@ def _lark() -> Lark:
     return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
-class _ToAst(Transformer):
+class _ToAst(Transformer_NonRecursive):
     """Builds :mod:`costgraph.ast` nodes; every node gets its location."""
 
     def __init__(self, path: str, lines: list[str]):
@@ -512,7 +512,9 @@ def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) ->
         if isinstance(prev, Tree) and str(prev.data).startswith("__") and prev.children:
             prev = prev.children[-1]   # the statements of a body so far: the last one
         close = difflib.get_close_matches(str(last), _STMT_KEYWORDS, n=1, cutoff=0.7)
-        if isinstance(prev, Tree) and prev.data == "input_stmt":
+        if (isinstance(prev, Tree) and prev.data == "input_stmt" and str(last) != "else" and not close
+                and getattr(prev.meta, "end_line", None) == last.line):
+            # `input x[b, s] ids` (on the input's line): the role without its colon
             hint = f"a role is written after a colon: input NAME[...]: {last}"
             loc = _location(path, lines, last.line, last.column)
             return CostgraphSyntaxError(f"unexpected {last.value!r} after an input: expected ':' before it",
@@ -556,8 +558,21 @@ def _bad_character(e: UnexpectedCharacters, text: str, path: str, lines: list[st
     return CostgraphSyntaxError(f"unexpected character {shown}{expected}", loc, hint=hint or form)
 
 
+# Operators of one precedence level: `a + b - c` is a flat chain, not nesting.
+_CHAINS = ({"add", "sub"}, {"mul", "div"})
+
+
+def _chain(node: Tree, child) -> bool:
+    """Whether ``child`` continues ``node``'s chain of operators of one level
+    (the left operand of `a + b + c` is `a + b`)."""
+    return (isinstance(child, Tree) and child is node.children[0]
+            and any(node.data in c and child.data in c for c in _CHAINS))
+
+
 def _check_depth(tree: Tree, path: str, lines: list[str]) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` (the passes after this recurse)."""
+    """Refuse nesting deeper than :data:`MAX_DEPTH` (the passes after this
+    recurse); a flat chain such as ``a + b + ... + z`` counts as one level
+    (the passes after this walk chains in a loop)."""
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
@@ -569,7 +584,7 @@ def _check_depth(tree: Tree, path: str, lines: list[str]) -> None:
                 loc, hint="split it into several statements with intermediate names")
         for child in node.children:
             if isinstance(child, Tree):
-                stack.append((child, depth + 1))
+                stack.append((child, depth if _chain(node, child) else depth + 1))
 
 
 def parse(text: str, path: str = "<string>") -> ast.File:
@@ -596,7 +611,7 @@ def parse(text: str, path: str = "<string>") -> ast.File:
         raise _syntax_error(e, text, path, lines) from None
     _check_depth(tree, path, lines)
     try:
-        return _ToAst(path, lines).transform(tree)
+        return _ToAst(path, lines).transform(tree)   # not recursive: a chain may be long
     except VisitError as e:
         if isinstance(e.orig_exc, CostgraphError):
             raise e.orig_exc from None

@@ -258,7 +258,7 @@ SEMANTIC = [
     ("tie to a weight that does not exist", M + "  dim V\n  return linear(x, V, tied = wte)\n}\n",
      "nothing named 'wte' with a weight to tie to", 7, 10),
     ("tie to a node without a weight", M + "  y = gelu(x, name = g)\n  return linear(y, h, tied = g)\n}\n",
-     "nothing named 'g' with a weight to tie to", 7, 10),
+     "'g' (a gelu) has no weight to tie to", 7, 10),
     ("tie to a weight of another shape", M + "  dim V\n  y = linear(x, V, name = wte)\n"
                                              "  return linear(x, h, tied = wte)\n}\n",
      "cannot tie to 'wte': its weight is [V, h], this linear needs [h, h]", 8, 10),
@@ -320,7 +320,7 @@ SEMANTIC = [
     ("two models in a file", M + "  return x\n}\nmodel n {\n}\n",
      "a model file must define exactly one model, found 2", 8, 1),
     ("no model in a file", "block f(x) { return x }\n",
-     "a model file must define exactly one model, found 0", 1, 1),
+     "'m.cg' is a library of blocks (f) with no model to derive", 1, 1),
     ("empty file", "",
      "a model file must define exactly one model, found 0", 1, 1),
     ("division by zero", M + "  dim k = h / 0\n  return linear(x, k)\n}\n",
@@ -431,9 +431,9 @@ def test_semantic_error_in_an_imported_block_points_into_it(tmp_path):
 
 
 def test_import_of_a_directory(tmp_path):
-    (tmp_path / "sub").mkdir()
-    err = error_of('import "sub"\n' + M + "  return x\n}\n", path=str(tmp_path / "m.cg"))
-    check(err, "cannot find the imported file 'sub'", 1, 1, path=str(tmp_path / "m.cg"))
+    (tmp_path / "sub.cg").mkdir()
+    err = error_of('import "sub.cg"\n' + M + "  return x\n}\n", path=str(tmp_path / "m.cg"))
+    check(err, "cannot find the imported file 'sub.cg'", 1, 1, path=str(tmp_path / "m.cg"))
 
 
 def test_import_of_a_binary_file(tmp_path):

@@ -129,6 +129,7 @@ def rope(c):
     nothing for it."""
     x = c["x"]
     dims = x.shape[-1] if c["dims"] is None else c["dims"]
+    c.at_most(dims, x.shape[-1], "rotates")
     rotated = x.numel / x.shape[-1] * dims
     y = c.output(x.shape)
     if c.settings.profile == "pytorch":

@@ -65,7 +65,8 @@ def slice_(c):
     x = c["x"]
     if not x.shape:
         c.fail("slice needs a tensor with at least one dimension, got a scalar []")
-    *batch, _ = x.shape
+    *batch, last = x.shape
+    c.at_most(c["size"], last, "takes")
     return c.output((*batch, c["size"]), view_of=x)
 
 
