@@ -31,7 +31,7 @@ from .graph import CostGraph
 from .loader import load_program
 from .precision import Precision, precision as get_precision
 from .printing import field_order, grouped, to_latex, to_text
-from .totals import CAUSAL, QUANTITIES, _rel, aggregate, breakdown, group_total, resolve_scope, totals
+from .totals import CAUSAL, QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
 
 LABELS = {
     "params": "parameters",
@@ -111,8 +111,8 @@ class Model:
         prec = get_precision(precision) if isinstance(precision, str) else precision
         sc = resolve_scope(self.graph, scope)
         leaves = breakdown(self.graph, sc, convention, prec, causal, leaves_only=True)
-        return Costs(self, sc.name, convention, prec, totals(self.graph, sc, convention, prec, causal, leaves),
-                     leaves, causal, _scope=sc)
+        sums, parts = grouped_totals(self.graph, sc, leaves)
+        return Costs(self, sc.name, convention, prec, sums, leaves, causal, _scope=sc, _parts=parts)
 
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
         """Dimension values: the dims' defaults, then ``config``, then ``overrides``.
@@ -252,6 +252,7 @@ class Costs:
     _scope: object = field(default=None, repr=False, compare=False)
     _compiled: object = field(default=None, repr=False, compare=False)
     _rows: list | None = field(default=None, repr=False, compare=False)
+    _parts: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def rows(self) -> list[dict]:
@@ -270,16 +271,14 @@ class Costs:
 
     def ordered(self, q: str) -> sympy.Expr:
         """Quantity ``q`` as an unevaluated sum in the field's order (for printing)."""
-        return field_order(self.quantities[q])
+        return field_order(self.quantities[q], expanded=True)
 
     def grouped(self, q: str) -> sympy.Expr:
         """At model scope: ``l (per-layer) + rest`` for each top-level repeat group."""
-        g = self.model.graph
-        tops = [p for p in g.groups if "/" not in p and self._scope.contains(p) and p != self._scope.prefix]
-        parts = [(_rel(g.groups[p].multiplicity, self._scope.per), group_total(g, self._scope, self.leaves, p, q))
-                 for p in tops]
-        rest = [r["count"] * r[q] for r in self.leaves if not any(r["path"].startswith(p + "/") for p in tops)]
-        return grouped(parts, sympy.expand(sympy.Add(*rest)))
+        if self._parts is None:
+            self._parts = grouped_totals(self.model.graph, self._scope, self.leaves)[1]
+        parts, rest = self._parts[q]
+        return grouped(parts, rest)
 
     def evaluate(self, config: str | None = None, **values: int) -> dict[str, int]:
         """Exact integer values of every quantity for a configuration.

@@ -57,9 +57,12 @@ def _ordered_term(term: sympy.Expr) -> sympy.Expr:
     return sympy.Mul(coeff, *factors, evaluate=False)
 
 
-def field_order(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` expanded, as an unevaluated sum in the field's term and factor order."""
-    expr = sympy.expand(sympy.Integer(expr) if isinstance(expr, int) else expr)
+def field_order(expr: sympy.Expr, expanded: bool = False) -> sympy.Expr:
+    """``expr`` expanded, as an unevaluated sum in the field's term and factor
+    order. ``expanded``: the caller vouches that ``expr`` is already expanded."""
+    expr = sympy.Integer(expr) if isinstance(expr, int) else expr
+    if not expanded:
+        expr = sympy.expand(expr)
     terms = sorted(sympy.Add.make_args(expr), key=_term_key)
     if len(terms) == 1:
         return _ordered_term(terms[0])
@@ -67,18 +70,19 @@ def field_order(expr: sympy.Expr) -> sympy.Expr:
 
 
 def grouped(parts: list[tuple[sympy.Expr, sympy.Expr]], rest: sympy.Expr) -> sympy.Expr:
-    """``count · (per-instance)`` for each repeat group, then the rest:
+    """``count · (per-instance)`` for each repeat group, then the rest (each
+    already expanded):
     ``l (12 h^2 + 13 h) + V h + s_max h + 2 h`` (unevaluated, for printing)."""
     terms = []
     for count, inner in parts:
-        inner = field_order(inner)
+        inner = field_order(inner, expanded=True)
         if inner == 0:
             continue
         if isinstance(inner, sympy.Add):
             terms.append(sympy.Mul(count, inner, evaluate=False))
         else:  # one term: l (24 b s h^2) reads better as 24 l b s h^2
             terms.append(field_order(count * sympy.expand(inner)))
-    rest = field_order(rest)
+    rest = field_order(rest, expanded=True)
     if rest != 0:
         terms.extend(sympy.Add.make_args(rest) if isinstance(rest, sympy.Add) else [rest])
     if not terms:

@@ -97,7 +97,20 @@ def _rel(count, per):
 
     Memoized: a model has a handful of distinct counts (``1``, ``l``, ``E l``...)
     met at every node."""
+    if per == 1:
+        return count
+    if count == per:
+        return sympy.Integer(1)
     return sympy.cancel(count / per)
+
+
+def expand_sum(terms) -> sympy.Expr:
+    """The expanded sum of ``terms``: each term multiplied out on its own
+    (products and integer powers of sums only, the one expansion a cost
+    needs), then one flat ``Add``. Equal to ``sympy.expand(Add(*terms))`` and
+    about twice as fast on a model's rows."""
+    return sympy.Add(*[sympy.expand(t, power_exp=False, power_base=False, log=False, basic=False)
+                       for t in terms])
 
 
 def _whole(e) -> bool:
@@ -113,7 +126,37 @@ def totals(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
     if rows is None:
         rows = breakdown(cg, scope, convention, precision, causal)
     leaves = [r for r in rows if r["kind"] != "block"]
-    return {q: sympy.expand(sympy.Add(*[r["count"] * r[q] for r in leaves])) for q in QUANTITIES}
+    return {q: expand_sum([r["count"] * r[q] for r in leaves]) for q in QUANTITIES}
+
+
+def grouped_totals(cg: CostGraph, scope: Scope, leaves: list[dict]):
+    """Totals of ``scope`` and their grouped form, from one pass of sums.
+
+    Returns ``(totals, parts)``: ``totals[q]`` as :func:`totals` gives it;
+    ``parts[q] = ([(count, per_instance), ...], rest)`` with one pair per
+    top-level repeat group inside the scope (``l`` and one layer's sum) and
+    the rest expanded: ``totals[q] == expand(Σ count·per_instance + rest)``.
+    Summing each group once per instance, then scaling, costs less than
+    expanding the whole model's sum."""
+    tops = [p for p in cg.groups if "/" not in p and scope.contains(p) and p != scope.prefix]
+    inside: dict[str, list[dict]] = {p: [] for p in tops}
+    rest_rows = []
+    for r in leaves:
+        top = r["path"].split("/", 1)[0]
+        (inside[top] if top in inside and "/" in r["path"] else rest_rows).append(r)
+    counts = {p: _rel(cg.groups[p].multiplicity, scope.per) for p in tops}
+    out, parts = {}, {}
+    for q in QUANTITIES:
+        if q == "flops_backward":
+            continue
+        groups = [(counts[p], expand_sum([_rel(r["count"], counts[p]) * r[q] for r in inside[p]])) for p in tops]
+        rest = expand_sum([r["count"] * r[q] for r in rest_rows])
+        parts[q] = (groups, rest)
+        out[q] = expand_sum([c * g for c, g in groups] + [rest])
+    bi, bw = parts["flops_backward_input"], parts["flops_backward_weight"]
+    parts["flops_backward"] = ([(c, x + y) for (c, x), (_, y) in zip(bi[0], bw[0])], bi[1] + bw[1])
+    out["flops_backward"] = out["flops_backward_input"] + out["flops_backward_weight"]
+    return {q: out[q] for q in QUANTITIES}, parts
 
 
 def _ancestors(path: str):
@@ -243,8 +286,7 @@ def group_total(cg: CostGraph, scope: Scope, leaves: list[dict], path: str, q: s
     summed from the scope's leaf rows (expanded)."""
     mult = cg.groups[path].multiplicity if path in cg.groups else cg.blocks[path].count
     count = _rel(mult, scope.per)
-    return sympy.expand(sympy.Add(*[_rel(r["count"], count) * r[q] for r in leaves
-                                    if r["path"].startswith(path + "/")]))
+    return expand_sum([_rel(r["count"], count) * r[q] for r in leaves if r["path"].startswith(path + "/")])
 
 
 def aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
@@ -275,6 +317,6 @@ def _aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
         members = inside.get(path, [])
         row = {"path": path, "kind": "block", "block": kind, "count": count}
         for q in QUANTITIES:
-            row[q] = sympy.expand(sympy.Add(*[_rel(r["count"], count) * r[q] for r in members]))
+            row[q] = expand_sum([_rel(r["count"], count) * r[q] for r in members])
         out.append(row)
     return out
