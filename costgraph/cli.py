@@ -109,7 +109,7 @@ def _derive(args) -> str:
                 + (f" with {', '.join(on)}" if on else ""))
     else:
         model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile)
-        values = model.values(args.config, **dims) if (dims or args.config) else None
+        values = model.values(args.config, **dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.format == "json":
         return to_json(costs, values)

@@ -171,3 +171,8 @@ def test_cli_exit_status_2(tmp_path, capsys, value):
 def test_cli_deep_json_exit_status_2(tmp_path, capsys):
     assert main(["derive", _config(tmp_path, "[" * 100_000 + "]" * 100_000)]) == 2
     assert "nested too deeply" in capsys.readouterr().err
+
+
+def test_cli_empty_config_name_is_not_ignored(capsys):
+    assert main(["derive", "gpt", "--config", ""]) == 2
+    assert "has no configuration ''" in capsys.readouterr().err
