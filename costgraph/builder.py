@@ -689,7 +689,11 @@ def build(program: Program, settings: Settings = Settings()) -> CostGraph:
     ------
     CostgraphSemanticError
         For unknown names, wrong arguments, shape mismatches (with both
-        shapes), block cycles, and other mistakes, located in the file.
+        shapes), block cycles, and other mistakes, located in the file; and
+        past the limits: :data:`MAX_GRAPH_SIZE` nodes and block instances,
+        :data:`MAX_BLOCK_DEPTH` nested block calls, dimension expressions of
+        :data:`~costgraph.context.MAX_TERMS` terms and degree
+        :data:`~costgraph.context.MAX_DEGREE` once multiplied out.
     """
     try:
         return Builder(program, settings).build()

@@ -181,7 +181,9 @@ def _unquote(tok: Token | None) -> str | None:
 
 # Deepest nesting of the syntax tree (calls in calls, operators, parentheses
 # around operators, repeat/if bodies) that the recursive passes handle safely.
-# The bundled models nest 13 deep.
+# A flat chain of one precedence level (a + b - c + ..., a * b / c ...) counts
+# as one level, however long: the passes walk chains in a loop. The bundled
+# models nest 13 deep.
 MAX_DEPTH = 100
 
 # Longest whole number a file may write, and the most digits any number in a
