@@ -187,7 +187,7 @@ def _home(cg: CostGraph, path: str, store) -> str:
 
 
 def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
-              causal: str = "full", leaves_only: bool = False) -> list[dict]:
+              causal: str = "full", leaves_only: bool = False, share=None) -> list[dict]:
     """One row per operator node in ``scope`` (program order), then one per
     shared storage, then one per block and repeat group, each with ``path``,
     ``kind``, ``count`` (relative to the scope) and the quantities of *one*
@@ -215,6 +215,11 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
 
     ``leaves_only``: only the node and storage rows (what totals need); the
     block rows come from :func:`aggregate`.
+
+    ``share``: for analyses of one device (training memory): a function of a
+    storage id giving the share of it one device keeps — ``1``, ``1/t`` where
+    tensor parallelism splits it — or ``None`` when it is not kept at all
+    (recomputed in the backward pass). Default: every storage, whole.
     """
     caches: dict[str, list] = {}
     for entry in cg.caches:
@@ -242,7 +247,10 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
             if store.id in seen_storage:
                 continue
             seen_storage.add(store.id)
-            nbytes = store.numel * precision.bytes(store.role)
+            part = 1 if share is None else share(store.id)
+            if part is None:
+                continue
+            nbytes = store.numel * precision.bytes(store.role) * part
             if _rel(store.active, d["active"]) == 1:
                 act += nbytes * active
                 continue

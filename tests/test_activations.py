@@ -1,0 +1,100 @@
+"""Activation memory per device under TP, SP, selective and full recomputation
+and flash attention, derived from the graph (issue 7, items 3 and 4).
+
+Source: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+Transformer Models", Table 2 (activation memory per Transformer layer, bytes,
+16-bit activations and 1-byte dropout masks) — all six rows, symbolically — and
+their Table 3 configurations (s = 2048, t = 8, micro-batch 1).
+"""
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.activations import activation_bytes, attention_cores
+from costgraph.parallel.tensor import tensor_parallel
+from costgraph.precision import precision
+from costgraph.symbols import dim
+from costgraph.totals import resolve_scope
+
+b, s, h, a, t = (dim(n) for n in ("b", "s", "h", "a", "t"))
+
+TABLE_2 = {   # row: (settings, bytes per layer)
+    "no parallelism": (dict(), s * b * h * (34 + 5 * a * s / h)),
+    "tensor parallel (baseline)": (dict(t=t), s * b * h * (10 + 24 / t + 5 * a * s / (h * t))),
+    "tensor + sequence parallel": (dict(t=t, sp=True), s * b * h * (34 / t + 5 * a * s / (h * t))),
+    "tensor parallel + selective recompute": (dict(t=t, recompute="selective"), s * b * h * (10 + 24 / t)),
+    "tensor + sequence parallel + selective recompute": (dict(t=t, sp=True, recompute="selective"),
+                                                         s * b * h * 34 / t),
+    "full activation recompute": (dict(recompute="full"), 2 * s * b * h),
+}
+
+# Table 3: (heads, hidden, layers); t = 8, s = 2048; b = 1
+TABLE_3 = {"22B": (64, 6144, 48), "175B": (96, 12288, 96), "530B": (128, 20480, 105), "1T": (160, 25600, 128)}
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    return costgraph.load("gpt")
+
+
+@pytest.mark.parametrize("row", TABLE_2)
+def test_korthikanti_table_2(gpt, row):
+    settings, want = TABLE_2[row]
+    got = activation_bytes(gpt.graph, resolve_scope(gpt.graph, "layer"), precision("bf16"), **settings)
+    assert sympy.expand(got - want) == 0
+    for name, (heads, hidden, layers) in TABLE_3.items():
+        vals = {a: heads, h: hidden, s: 2048, b: 1, t: 8}
+        assert got.xreplace(vals) == want.xreplace(vals)
+        assert got.xreplace(vals).is_integer
+
+
+def test_table_3_numbers_gpt3_175b(gpt):
+    # GPT-3 175B, t = 8, s = 2048, b = 1: TP + SP + selective keeps 34 s b h / t per layer
+    # = 34 · 2048 · 12288 / 8 = 106,954,752 bytes; × 96 layers = 10,267,656,192 bytes
+    got = activation_bytes(gpt.graph, resolve_scope(gpt.graph, "layers"), precision("bf16"), t=8, sp=True,
+                           recompute="selective")
+    assert got.xreplace({s: 2048, b: 1, h: 12288, a: 96}) == 106_954_752
+    assert 96 * 106_954_752 == 10_267_656_192
+
+
+def test_full_recompute_at_model_scope_adds_one_live_layer(gpt):
+    # each of the l layers keeps its input (2 s b h); one layer's activations (34 s b h + 5 a s^2 b)
+    # are live again while it is recomputed; outside the layers: 5 b s h + 8 b s + 8 s (see README)
+    l = dim("l")
+    got = activation_bytes(gpt.graph, resolve_scope(gpt.graph, "model"), precision("bf16"), recompute="full")
+    want = 2 * s * b * h * l + (34 * s * b * h + 5 * a * s**2 * b) + 5 * b * s * h + 8 * b * s + 8 * s
+    assert sympy.expand(got - want) == 0
+
+
+def test_flash_attention_keeps_no_square_and_an_fp32_logsumexp_per_row(gpt):
+    # no s×s tensor (5 a s² b gone); 4 bytes per (b, head, query) row: 4 b a s
+    got = activation_bytes(gpt.graph, resolve_scope(gpt.graph, "layer"), precision("bf16"), attention="flash")
+    assert sympy.expand(got - (34 * s * b * h + 4 * b * a * s)) == 0
+
+
+def test_tp_layout_is_derived_from_the_graph():
+    # GPT: Megatron's layout (Shoeybi et al. 2019 Fig. 3): c_attn, c_fc column-parallel,
+    # both c_proj row-parallel, the word embedding vocabulary-parallel, positions replicated
+    g = costgraph.load("gpt").graph
+    tp = tensor_parallel(g, t)
+    assert tp.column == ["layers/attn/c_attn", "layers/mlp/c_fc", "lm_head"]
+    assert tp.row == ["layers/attn/c_proj", "layers/mlp/c_proj"]
+    assert tp.vocab == ["wte"] and "wpe/weight" not in tp.weights
+    assert tp.weight_divisor("layers/attn/c_proj/bias") == 1 and tp.weight_divisor("layers/attn/c_attn/bias") == t
+    # DeepSeek-V3's MLA: the down-projections feed norms, so they stay whole (as Megatron's MLA);
+    # the up-projections are column-parallel; the MoE router feeds a softmax: replicated
+    ds = tensor_parallel(costgraph.load("deepseek_v3").graph, t)
+    assert {"moe_layers/self_attn/q_a_proj", "moe_layers/self_attn/kv_a_proj_with_mqa",
+            "moe_layers/mlp/routed/gate"} <= ds.replicated
+    assert {"moe_layers/self_attn/q_b_proj", "moe_layers/self_attn/kv_b_proj"} <= set(ds.column)
+    assert "moe_layers/self_attn/o_proj" in ds.row
+
+
+def test_every_bundled_model_gets_a_layout():
+    from costgraph.resources import bundled_model_names
+    for name in bundled_model_names():
+        g = costgraph.load(name).graph
+        tp = tensor_parallel(g, t, sp=True)
+        assert tp.column and tp.row, name
+        assert len(attention_cores(g)) >= 1, name
