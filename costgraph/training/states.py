@@ -1,0 +1,321 @@
+"""Model states per device: weights, gradients, optimizer states and master copies.
+
+One entry function, :func:`model_states`, reads every weight of the operator
+graph (its shape, how many copies exist, the operator that owns it) and
+returns exact SymPy byte counts per device under a precision policy, an
+optimizer and a ZeRO stage (see :mod:`costgraph.training.data` for the named
+policies and optimizers). No formula is typed per model: GPT, Llama, a
+mixture of experts or a new architecture get their figures from their graph.
+
+Conventions
+-----------
+* **Bytes**, per device, summed over all copies of every distinct weight
+  (a weight inside ``repeat l`` counts ``l`` times; the experts of a mixture
+  all count: memory needs the total, not the active parameters; a tied head
+  owns nothing and adds nothing).
+* **Keys.** ``weights`` (the parameters in the policy's dtype, plus at ZeRO
+  stage 3 the gathered unit in flight), ``gradients`` (the gradients and, if
+  the policy keeps one, their fp32 copy), ``optimizer`` (the optimizer states
+  **and** the fp32 master copy of the parameters), ``total`` = weights +
+  gradients + optimizer. Two keys tell parts already counted above:
+  ``master`` (the master copy, inside ``optimizer``) and ``gathered`` (the
+  gathered unit, inside ``weights``).
+* **ZeRO** (Rajbhandari et al. 2020, §5) over a sharding group of ``n``
+  devices (``n`` = the data-parallel degree ``dp``, or ``hsdp_group``):
+  stage 1 divides the optimizer states, the master copy and the fp32
+  gradient copy by ``n`` (Megatron's distributed optimizer is stage 1);
+  stage 2 also the gradients; stage 3 (FSDP's FULL_SHARD) also the
+  parameters. Divided quantities are the average per device (exact when
+  ``n`` divides them).
+* **Stage 3 keeps one gathered unit in flight**: the full parameters of the
+  largest *unit*, where a unit is one instance of an outermost ``repeat``
+  group's body (one Transformer layer; one pair of layers in Gemma 2's
+  ``repeat l/2``), or all weights outside any repeat group together (FSDP's
+  root module: embeddings, final norm, head). The all-gathered buffer is
+  separate from the device's own shard, so the unit's bytes add to the
+  shards. Prefetching a second unit, and the transient full gradients of
+  the unit before their reduce-scatter, are not counted.
+* **HSDP** (``hsdp_group = g``): shard within groups of ``g`` devices,
+  replicate across the ``dp / g`` groups; the stages apply with ``n = g``.
+* **Frozen** weights (LoRA's base) keep their parameters only: no
+  gradients, no master copy, no optimizer states; they are sharded at
+  stage 3 and gathered like the others.
+* **Model-parallel shards** (``shard``): a device holds ``1/divisor`` of a
+  weight, or ``shape[i]/divisor[i]`` along each axis. The state of a
+  block-quantized or factored optimizer is that of the local shard
+  (bitsandbytes and Adafactor see the local tensor).
+* PyTorch's per-tensor ``step`` scalars and bitsandbytes' shared
+  quantization maps (two tables of 256 floats per optimizer) are not
+  counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..graph import ZERO, CostGraph, numel
+from ..symbols import dim
+from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
+
+# The data-parallel degree when none is given. Not ``d``: Llama-style models
+# already use ``d`` for the head dimension. N_d is the ZeRO paper's name.
+DP = dim("N_d")
+
+STAGES = (0, 1, 2, 3)
+KEYS = ("weights", "gradients", "optimizer", "total", "master", "gathered")
+
+Expr = sympy.Expr
+
+
+def model_states(graph: CostGraph, *, policy: str | Policy = "mixed", optimizer: str | Optimizer = "adam",
+                 zero: int = 0, dp: int | Expr | None = None, hsdp_group: int | Expr | None = None,
+                 shard: Mapping[str, Expr | int | tuple] | None = None,
+                 frozen: Callable[[str], bool] | Collection[str] | None = None,
+                 select: Callable[[str], bool] | None = None) -> dict[str, Expr]:
+    """Bytes per device of the model states of ``graph``'s weights.
+
+    Parameters
+    ----------
+    graph : CostGraph
+        The model's operator graph (``costgraph.load(...).graph``; a
+        :class:`~costgraph.Model` is accepted too).
+    policy : str or Policy
+        Precision policy (``fp32``, ``bf16``, ``mixed``, ``megatron``,
+        ``mixed-fp32-grads``; see ``policies.toml``).
+    optimizer : str or Optimizer
+        ``sgd``, ``sgd-momentum``, ``adam``, ``adamw``, ``lion``,
+        ``adam-8bit``, ``adamw-8bit``, ``adafactor``, ``adafactor-beta1``,
+        ``muon`` (see ``optimizers.toml``).
+    zero : int
+        ZeRO stage 0–3 (3 is FSDP's full sharding).
+    dp : int or SymPy expression
+        Data-parallel degree; default the symbol :data:`DP` (``N_d``).
+    hsdp_group : int or SymPy expression, optional
+        HSDP: the size of the groups the states are sharded within (it must
+        divide ``dp``); default: shard over all of ``dp``.
+    shard : mapping, optional
+        Weight id (``layers/attn/c_attn/weight``) → divisor of the weight on
+        this device from model parallelism: one expression for the whole
+        tensor, or a tuple with one divisor per axis (needed by Adafactor's
+        factored state). Missing ids: 1.
+    frozen : callable or collection of weight ids, optional
+        Weights that are not trained (no gradients, master copy or states).
+    select : callable, optional
+        Weight id → whether this device holds the weight at all (a pipeline
+        stage); default: all weights.
+
+    Returns
+    -------
+    dict
+        Exact SymPy expressions in bytes for the keys :data:`KEYS` (see the
+        module docstring: ``master`` is part of ``optimizer``, ``gathered``
+        part of ``weights``; ``total`` = weights + gradients + optimizer).
+
+    Raises
+    ------
+    CostgraphValueError
+        Unknown policy or optimizer, a stage outside 0–3, a degree that is not
+        a positive integer, an HSDP group that does not divide ``dp``, a
+        shard for an unknown weight, or a whole-tensor shard of a matrix under
+        a factored optimizer.
+
+    Examples
+    --------
+    >>> import costgraph
+    >>> from costgraph.training import model_states
+    >>> g = costgraph.load("gpt").graph
+    >>> s = model_states(g, policy="mixed", optimizer="adam", zero=1, dp=8)
+    >>> s["total"].subs(costgraph.load("gpt").values(config="gpt2"))
+    684418944
+    """
+    if not isinstance(graph, CostGraph):
+        graph = getattr(graph, "graph", graph)   # a costgraph.Model
+    pol, opt = get_policy(policy), get_optimizer(optimizer)
+    n = sharding_degree(zero, dp, hsdp_group)
+    if DP.name in graph.dims and dp is None:
+        raise CostgraphValueError(f"model '{graph.name}' has a dimension named {DP.name}, the default "
+                                  "data-parallel symbol", hint="give dp explicitly")
+    shard = dict(shard or {})
+    unknown = sorted(set(shard) - set(graph.weights))
+    if unknown:
+        raise CostgraphValueError(f"shard names no weight {unknown[0]!r} of model '{graph.name}'",
+                                  hint="weight ids look like " + next(iter(graph.weights), "node/weight"))
+    is_frozen = _predicate(frozen)
+    heads = output_heads(graph) if opt.matrix_states is not None else set()
+    units: dict[str, list[Expr]] = {}
+    outer = outermost_groups(graph)
+    W, G, C, M, S = [], [], [], [], []
+    for wid, w in graph.weights.items():
+        if select is not None and not select(wid):
+            continue
+        shape = _local_shape(wid, w.shape, shard.get(wid, 1), opt)
+        n_el = numel(shape)
+        W.append(w.count * n_el * pol.weights)
+        unit = next((g for g in outer if wid.startswith(g + "/")), "")
+        per = sympy.cancel(w.count / graph.groups[unit].multiplicity) if unit else w.count
+        units.setdefault(unit, []).append(per * n_el * pol.weights)
+        if is_frozen(wid):
+            continue
+        G.append(w.count * n_el * pol.gradients)
+        C.append(w.count * n_el * pol.grad_copy)
+        M.append(w.count * n_el * pol.master)
+        owner = wid.rsplit("/", 1)[0]
+        matrix = (len(w.shape) >= 2 and graph.nodes[owner]["kind"] in opt.matrix_kinds and owner not in heads)
+        S.append(w.count * tensor_state_bytes(opt, pol, shape, matrix=matrix))
+    gathered = ZERO
+    if zero == 3:
+        sizes = [sympy.Add(*u) for u in units.values()]
+        gathered = sympy.Max(*sizes) if sizes else ZERO
+    return assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
+                    zero=zero, n=n, gathered=gathered)
+
+
+def sharding_degree(zero, dp, hsdp_group) -> Expr:
+    """The number of devices the states are sharded over: ``hsdp_group`` or ``dp``.
+
+    Raises
+    ------
+    CostgraphValueError
+        A stage outside 0–3, a degree that is not a positive integer, or an
+        HSDP group that does not divide ``dp``.
+    """
+    if isinstance(zero, bool) or zero not in STAGES:
+        raise CostgraphValueError(f"unknown ZeRO stage {zero!r}", hint="0, 1, 2 or 3 (3 is FSDP)")
+    d = DP if dp is None else _degree(dp, "dp")
+    if hsdp_group is None:
+        return d
+    g = _degree(hsdp_group, "hsdp_group")
+    if d.is_Integer and g.is_Integer and d % g:
+        raise CostgraphValueError(f"the HSDP group {g} does not divide the data-parallel degree {d}",
+                                  hint="HSDP shards within groups of g devices and replicates across dp/g")
+    return g
+
+
+def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
+             gathered: Expr = ZERO) -> dict[str, Expr]:
+    """The per-device keys from the unsharded sums (bytes): weights ``W``,
+    gradients ``G``, fp32 gradient copy ``C``, master copy ``M``, optimizer
+    states ``S``, sharded over ``n`` devices at ZeRO stage ``zero`` (see the
+    module docstring); ``gathered`` is added to the weights at stage 3."""
+    k1 = n if zero >= 1 else 1
+    k2 = n if zero >= 2 else 1
+    k3 = n if zero >= 3 else 1
+    out = {
+        "weights": W / k3 + (gathered if zero >= 3 else ZERO),
+        "gradients": G / k2 + C / k1,
+        "optimizer": (M + S) / k1,
+    }
+    out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
+    out["master"] = M / k1
+    out["gathered"] = gathered if zero >= 3 else ZERO
+    return {k: sympy.expand(v) for k, v in out.items()}
+
+
+def tensor_state_bytes(opt: Optimizer, pol: Policy, shape: tuple[Expr, ...], *, matrix: bool = False) -> Expr:
+    """Optimizer-state bytes of one tensor of ``shape`` (as the device holds it).
+
+    ``matrix``: whether Muon treats it as a hidden matrix. Element-wise states
+    take ``states · numel · bytes``; block-wise quantized states add one
+    statistic per block and state, ``⌈numel / block_size⌉`` blocks, and fall
+    back to ``small_state_bytes`` under ``min_quantized_numel`` elements
+    (bitsandbytes ``Optimizer2State.init_state``); a factored second moment
+    keeps ``numel(shape[:-1]) + numel(shape[:-2])·shape[-1]`` elements (rows
+    and columns of the last two axes) for 2 or more axes, ``numel`` for one
+    (Shazeer & Stern 2018, Algorithms 4–5; ``torch.optim.Adafactor``)."""
+    n = numel(shape)
+    if opt.matrix_states is not None:
+        if matrix:
+            return opt.matrix_states * n * (opt.state_bytes if opt.state_bytes is not None else pol.state)
+        return tensor_state_bytes(get_optimizer(opt.rest), pol, shape)
+    per_el = opt.state_bytes if opt.state_bytes is not None else pol.state
+    out = opt.states * n * per_el
+    if opt.block_size is not None:
+        out += opt.states * sympy.ceiling(n / opt.block_size) * opt.block_stat_bytes
+    if opt.min_quantized_numel is not None:
+        small = opt.states * n * opt.small_state_bytes
+        out = sympy.Piecewise((small, n < opt.min_quantized_numel), (out, True))
+    if opt.factored:
+        if len(shape) >= 2:
+            out += (numel(shape[:-1]) + numel(shape[:-2]) * shape[-1]) * pol.state
+        else:
+            out += n * pol.state
+    return out
+
+
+def outermost_groups(graph: CostGraph) -> list[str]:
+    """Paths of the repeat groups not inside another group (the units of ZeRO-3)."""
+    return [p for p in graph.groups if not any(p.startswith(q + "/") for q in graph.groups if q != p)]
+
+
+def output_heads(graph: CostGraph) -> set[str]:
+    """Nodes that own or tie a weight and reach a model output through
+    weightless nodes only: the output head (``lm_head``), which Muon leaves
+    to AdamW (Jordan et al. 2024)."""
+    heads: set[str] = set()
+    seen: set[str] = set()
+    todo = [graph.tensors[t].producer for t in graph.outputs]
+    while todo:
+        node = todo.pop()
+        if node in seen or node not in graph.nodes:
+            continue
+        seen.add(node)
+        data = graph.nodes[node]
+        cost = data.get("cost")
+        if cost is not None and (cost.weights or cost.tied):
+            heads.add(node)
+            continue
+        todo.extend(graph.tensors[t].producer for t in data.get("inputs", ()) if t in graph.tensors)
+    return heads
+
+
+def largest_module_params(graph: CostGraph) -> Expr:
+    """The most parameters one operator node owns or ties (its weights and
+    biases): DeepSpeed's ``largest_layer_params``, which ``model_to_params``
+    (``deepspeed/runtime/zero/stage3.py``) takes over ``model.modules()`` with
+    ``parameters(recurse=False)`` — one ``nn.Linear`` or ``nn.Embedding``,
+    not one Transformer layer. Symbolic: a ``Max`` of the candidates."""
+    sizes = []
+    for _, data in graph.ops():
+        cost = data["cost"]
+        ids = (*cost.weights, *cost.tied)
+        if ids:
+            sizes.append(sympy.Add(*[graph.weights[w].numel for w in ids]))
+    return sympy.Max(*sizes) if sizes else ZERO
+
+
+def _degree(value, what: str) -> Expr:
+    if isinstance(value, bool):
+        raise CostgraphValueError(f"{what} must be a positive integer, not {value!r}")
+    if isinstance(value, int):
+        value = sympy.Integer(value)
+    if not isinstance(value, sympy.Expr) or value.is_positive is False or value.is_integer is False:
+        raise CostgraphValueError(f"{what} must be a positive integer, not {value!r}")
+    return value
+
+
+def _predicate(frozen) -> Callable[[str], bool]:
+    if frozen is None:
+        return lambda wid: False
+    if callable(frozen):
+        return lambda wid: bool(frozen(wid))
+    ids = frozenset(frozen)
+    return lambda wid: wid in ids
+
+
+def _local_shape(wid: str, shape: tuple[Expr, ...], divisor, opt: Optimizer) -> tuple[Expr, ...]:
+    """``shape`` as one device holds it under a model-parallel ``divisor``."""
+    if isinstance(divisor, tuple):
+        if len(divisor) != len(shape):
+            raise CostgraphValueError(f"shard of {wid!r} gives {len(divisor)} divisors for {len(shape)} axes")
+        return tuple(s / _degree(k, f"shard of {wid!r}") for s, k in zip(shape, divisor))
+    k = _degree(divisor, f"shard of {wid!r}")
+    if k == 1:
+        return shape
+    if opt.factored and len(shape) >= 2:
+        raise CostgraphValueError(f"a factored optimizer needs to know which axis of {wid!r} is split",
+                                  hint="give the shard as one divisor per axis, e.g. (t, 1)")
+    # one divisor for the whole tensor: only its element count matters
+    return (numel(shape) / k,)
