@@ -24,6 +24,10 @@ by the devices that share it:
 ``t``, ``sp``
     tensor parallelism of degree ``t`` and sequence parallelism, derived from
     the graph by :func:`costgraph.parallel.tensor.tensor_parallel`.
+``c``
+    context parallelism (Megatron-LM ``--context-parallel-size``): every
+    tensor with a sequence axis is divided by ``c`` (each device holds its
+    ``s/c`` queries; the K/V chunks it receives in turn are not kept).
 
 For GPT these give every row of Korthikanti et al. 2022 Table 2 exactly
 (tests/test_activations.py).
@@ -34,7 +38,7 @@ from __future__ import annotations
 import sympy
 
 from .graph import CostGraph
-from .parallel.tensor import tensor_parallel
+from .parallel.tensor import sequence_dims, tensor_parallel
 from .precision import Precision
 from .totals import Scope, _rel, breakdown, expand_sum
 
@@ -76,20 +80,21 @@ def _produced(cg: CostGraph, nodes) -> set[str]:
     return {tid for tid, ten in cg.tensors.items() if ten.producer in nodes and tid not in cg.nodes}
 
 
-def activation_bytes(cg: CostGraph, scope: Scope, precision: Precision, *, t=1, sp: bool = False,
-                     recompute: str = "none", attention: str = "eager") -> sympy.Expr:
-    """Bytes of activations one device keeps for backward in ``scope`` (per
-    instance of the scope, as :mod:`costgraph.totals`), under the settings of
-    the module docstring. ``t`` an int or a SymPy symbol.
+def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = False, c=1,
+                    recompute: str = "none", attention: str = "eager", tp=None):
+    """The model-scope leaf rows (:func:`costgraph.totals.breakdown`) of what one
+    device keeps, and the flash-attention extras: ``(rows, extras)`` with
+    ``extras`` = [(path of QKᵀ, bytes of its log-sum-exp per instance)].
 
-    Raises
-    ------
-    ValueError
-        Unknown ``recompute`` or ``attention`` (the callers check first).
+    ``c``: context parallelism, every storage with a sequence axis divided by
+    ``c``. ``tp``: a :class:`~costgraph.parallel.tensor.TensorParallel` already
+    derived for ``t`` and ``sp`` (derived here when omitted).
     """
     if recompute not in RECOMPUTE or attention not in ATTENTION:
         raise ValueError((recompute, attention))
-    tp = tensor_parallel(cg, t, sp) if t != 1 else None
+    if tp is None and t != 1:
+        tp = tensor_parallel(cg, t, sp)
+    seq = sequence_dims(cg) if c != 1 else []
     cores = attention_cores(cg)
     dropped: set[str] = set()
     if recompute == "selective" or attention == "flash":
@@ -104,26 +109,55 @@ def activation_bytes(cg: CostGraph, scope: Scope, precision: Precision, *, t=1, 
                 if sid not in carried:
                     dropped.add(sid)
 
-    def share(sid):
-        if sid in dropped:
-            return None
-        return 1 if tp is None else 1 / tp.tensor_divisor(sid)
+    def divisor(tid):
+        div = sympy.Integer(1) if tp is None else tp.tensor_divisor(tid)
+        if seq and any(any(d == q or sympy.expand(d - q) == 0 for q in seq) for d in cg.tensors[tid].shape):
+            div = div * c
+        return div
 
-    rows = breakdown(cg, scope, "matmul", precision, leaves_only=True, share=share)
-    total = expand_sum([r["count"] * r["activation_bytes"] for r in rows])
+    def share(sid):
+        return None if sid in dropped else sympy.Integer(1) / divisor(sid)
+
+    rows = breakdown(cg, _MODEL, "matmul", precision, leaves_only=True, share=share)
+    extras = []
     if attention == "flash":   # fp32 log-sum-exp per row of QKᵀ
-        extra = []
         for first, _ in cores:
-            if not scope.contains(first):
-                continue
-            d = cg.nodes[first]
-            out = cg.tensors[d["outputs"][0]]
-            div = 1 if tp is None else tp.tensor_divisor(out.id)
-            extra.append(_rel(d["active"], scope.per_active) * 4 * out.numel / out.shape[-1] / div)
-        total = expand_sum([total, *extra])
-    if recompute == "full" and scope.prefix == "":
-        live = [activation_bytes(cg, Scope(g.path, g.path, g.multiplicity, g.active_multiplicity), precision,
-                                 t=t, sp=sp, recompute="none", attention=attention) for g in top]
-        if live:
-            total = expand_sum([total, sympy.Max(*live) if len(live) > 1 else live[0]])
+            out = cg.tensors[cg.nodes[first]["outputs"][0]]
+            extras.append((first, 4 * out.numel / out.shape[-1] / divisor(out.id)))
+    return rows, extras
+
+
+_MODEL = Scope("model", "", sympy.Integer(1), sympy.Integer(1))
+
+
+def layer_activation_bytes(cg: CostGraph, group, rows, extras) -> sympy.Expr:
+    """Bytes of one iteration of repeat ``group`` from :func:`activation_rows`'s output."""
+    inside = [(_rel(r["count"], group.multiplicity), r["activation_bytes"]) for r in rows
+              if r["path"].startswith(group.path + "/")]
+    extra = [(_rel(cg.nodes[p]["active"], group.active_multiplicity), x) for p, x in extras
+             if p.startswith(group.path + "/")]
+    return expand_sum([n * x for n, x in inside + extra])
+
+
+def activation_bytes(cg: CostGraph, scope: Scope, precision: Precision, *, t=1, sp: bool = False, c=1,
+                     recompute: str = "none", attention: str = "eager") -> sympy.Expr:
+    """Bytes of activations one device keeps for backward in ``scope`` (per
+    instance of the scope, as :mod:`costgraph.totals`), under the settings of
+    the module docstring. ``t`` and ``c`` ints or SymPy symbols.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``recompute`` or ``attention`` (the callers check first).
+    """
+    rows, extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute=recompute, attention=attention)
+    inside = [r for r in rows if scope.contains(r["path"])]
+    total = expand_sum([_rel(r["count"], scope.per) * r["activation_bytes"] for r in inside]
+                       + [_rel(cg.nodes[p]["active"], scope.per_active) * x for p, x in extras if scope.contains(p)])
+    top = [g for p, g in cg.groups.items() if "/" not in p]
+    if recompute == "full" and scope.prefix == "" and top:
+        live_rows, live_extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute="none",
+                                                 attention=attention)
+        lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in top]
+        total = expand_sum([total, sympy.Max(*lives) if len(lives) > 1 else lives[0]])
     return total

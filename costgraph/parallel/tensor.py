@@ -109,7 +109,7 @@ def tensor_parallel(cg: CostGraph, t: sympy.Expr | int, sp: bool = False) -> Ten
                 raise AssertionError("tensor-parallel walk did not converge") from None
             forced |= new
     if sp:
-        seq = _sequence_dims(cg)
+        seq = sequence_dims(cg)
         for tid, ten in cg.tensors.items():
             if tid in tp.split or ten.role == "index":
                 continue
@@ -122,7 +122,7 @@ def _same(a, b) -> bool:
     return a == b or sympy.expand(a - b) == 0
 
 
-def _sequence_dims(cg: CostGraph) -> list[sympy.Expr]:
+def sequence_dims(cg: CostGraph) -> list[sympy.Expr]:
     """The sequence lengths of the model: the last axis of each ``index`` input."""
     out = []
     for path, d in cg.nodes.items():
