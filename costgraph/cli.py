@@ -56,9 +56,47 @@ def _parser() -> argparse.ArgumentParser:
                    help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
                         "autograd keeps in Hugging Face's eager bf16 code")
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
+    d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
+    _train_parser(sub)
     sub.add_parser("list", help="bundled models and their configurations")
     sub.add_parser("ops", help="operators a model file can call")
     return p
+
+
+def _train_parser(sub) -> None:
+    t = sub.add_parser("train", help="training memory per device for a parallel layout (ZeRO, TP/SP/PP/CP/EP, "
+                                     "recomputation), and whether it fits")
+    t.add_argument("model", nargs="?", help="a bundled model name, a .cg file or a config.json "
+                                            "(or --params N for a bare parameter count)")
+    t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")
+    t.add_argument("--config", help="a named configuration of the model file")
+    t.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
+                   help="dimension values (b is the micro-batch) or model options")
+    t.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp")
+    t.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t")
+    t.add_argument("--pp", type=int, default=1, help="pipeline stages p")
+    t.add_argument("--cp", type=int, default=1, help="context-parallel degree c")
+    t.add_argument("--ep", type=int, default=1, help="expert-parallel degree e")
+    t.add_argument("--etp", type=int, default=None, help="expert tensor parallelism: 1 (default) or the TP degree")
+    t.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    t.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    t.add_argument("--hsdp", type=int, help="HSDP: shard within groups of this many devices")
+    t.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    t.add_argument("--attention", choices=("eager", "flash"), default="eager")
+    t.add_argument("--precision", default="mixed", help="precision policy: fp32, bf16, mixed (default), "
+                                                        "megatron, mixed-fp32-grads")
+    t.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, sgd-momentum, lion, "
+                                                       "adam-8bit, adafactor, muon, ...")
+    t.add_argument("--micro-batches", type=int, help="micro-batches per step m (default: pp)")
+    t.add_argument("--schedule", choices=("1f1b", "interleaved", "gpipe"), default="1f1b")
+    t.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
+    t.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes; adds the fit "
+                                    "verdict and the largest micro-batch b that fits")
+    t.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    t.add_argument("--no-dropout", action="store_true", help="train without dropout")
+    t.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
+    t.add_argument("--scope", choices=("model", "layer"), default="model")
+    t.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def _settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
@@ -112,10 +150,116 @@ def _derive(args) -> str:
         values = model.values(args.config, **dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.format == "json":
-        return to_json(costs, values)
+        return to_json(costs, values, breakdown=not args.no_breakdown)
     if args.format == "latex":
         return to_latex_doc(costs)
     return to_text_doc(costs, values, breakdown=args.breakdown, note=note)
+
+
+def _load_any(args, dims, options):
+    """A model by name, .cg path or config.json, and its values (None when none given)."""
+    from .model import load
+
+    if args.model.endswith(".json"):
+        from .hf_config import load_hf_config
+
+        if options:
+            raise CostgraphValueError("options come from the config.json; --set takes dimensions here")
+        if args.config:
+            raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        hf = load_hf_config(args.model, profile=args.profile)
+        return hf.model, hf.model.values(None, **{**hf.values, **dims})
+    model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile)
+    return model, (model.values(args.config, **dims) if (dims or args.config is not None) else None)
+
+
+def _train(args) -> str:
+    from .training.fit import largest_fitting, parse_size
+    from .training.memory import Layout
+    from .training.report import to_json_doc as train_json, to_text_doc as train_text
+
+    dims, options = _settings(args.set)
+    capacity = parse_size(args.memory) if args.memory is not None else None
+    if args.params is not None:
+        if args.model is not None:
+            raise CostgraphValueError("give a model or --params, not both")
+        return _train_bare(args, capacity)
+    if args.model is None:
+        raise CostgraphValueError("no model given", hint="costgraph train gpt --config gpt2 ..., or --params 7.5e9")
+    model, values = _load_any(args, dims, options)
+    pol = args.precision
+    layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
+                    zero=args.zero, m=args.micro_batches, schedule=args.schedule, v=args.virtual_stages,
+                    recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
+                    precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss)
+    result = model.train(layout=layout, scope=args.scope)
+    extra = {"profile": args.profile, "dropout": not args.no_dropout, "memory": capacity}
+    fits = None
+    if capacity is not None and values is not None:
+        top = result.most_loaded(values)
+        total = top.memory["total"]
+        if total.free_symbols <= set(values):
+            used = int(total.xreplace(values))
+            fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
+            b = model.graph.dims.get("b")
+            if b is not None and args.scope == "model":
+                worst = [st.memory["total"] for st in result.stages]
+                best = [largest_fitting(e, b.symbol, values, capacity) for e in worst]
+                fits["largest_b"] = None if None in best else min(best)
+    if args.format == "json":
+        return train_json(model, result, values, args.scope, extra, fits)
+    return train_text(model, result, values, args.scope, extra, fits)
+
+
+def _train_bare(args, capacity) -> str:
+    import json
+
+    import sympy
+
+    from . import units
+    from .training import bare_model_states
+    from .training.fit import parse_size   # noqa: F401 (sizes share its grammar)
+
+    psi = _parse_count(args.params)
+    t, p = args.tp, args.pp
+    gpus = args.gpus or t * p
+    if gpus % (t * p):
+        raise CostgraphValueError(f"{gpus} GPUs do not divide into t·p = {t * p}")
+    d = gpus // (t * p)
+    per = sympy.Rational(psi, t * p)
+    states = bare_model_states(per, policy=args.precision, optimizer=args.optimizer, zero=args.zero, dp=d,
+                               hsdp_group=args.hsdp)
+    keys = ("weights", "gradients", "optimizer", "total")
+    vals = {k: states[k] for k in keys}
+    if args.format == "json":
+        doc = {"params": psi, "plan": {"gpus": gpus, "tp": t, "pp": p, "dp": d, "zero": args.zero,
+                                       "precision": args.precision, "optimizer": args.optimizer},
+               "memory": {k: {"expr": str(v), "value": int(sympy.ceiling(v))} for k, v in vals.items()}}
+        if capacity is not None:
+            doc["fits"] = {"capacity_bytes": capacity, "fits": bool(vals["total"] <= capacity)}
+        return json.dumps(doc, indent=2)
+    lines = [f"model states per device for Ψ = {psi:,} parameters: {gpus} GPUs = tp {t} × pp {p} × dp {d}; "
+             f"ZeRO {args.zero}; precision '{args.precision}', optimizer '{args.optimizer}'"]
+    for k in keys:
+        lines.append(f"  {k:<11}{units.with_unit('activation_bytes', int(sympy.ceiling(vals[k])))}")
+    if capacity is not None:
+        lines.append(f"device memory {units.with_unit('activation_bytes', capacity)}: "
+                     + ("fits" if vals["total"] <= capacity else "does NOT fit"))
+    return "\n".join(lines)
+
+
+def _parse_count(text: str) -> int:
+    """``7.5e9`` or ``7_500_000_000`` → 7500000000 (a whole number)."""
+    m = re.fullmatch(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*", text or "")
+    if not m:
+        raise CostgraphValueError(f"cannot read --params {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
+    whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
+    if len(whole) + len(frac) > 30:
+        raise CostgraphValueError("--params is too large")
+    num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)
+    if num % den or num == 0:
+        raise CostgraphValueError(f"--params {text!r} is not a positive whole number of parameters")
+    return num // den
 
 
 def _list() -> str:
@@ -198,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "derive":
             out = _derive(args)
+        elif args.command == "train":
+            out = _train(args)
         elif args.command == "list":
             out = _list()
         else:

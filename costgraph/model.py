@@ -114,6 +114,35 @@ class Model:
         sums, parts = grouped_totals(self.graph, sc, leaves)
         return Costs(self, sc.name, convention, prec, sums, leaves, causal, _scope=sc, _parts=parts)
 
+    def train(self, layout=None, scope: str = "model", **settings):
+        """Training memory per device (:func:`costgraph.training.memory.training_memory`).
+
+        ``layout``: a :class:`costgraph.training.memory.Layout`, or its fields
+        as keywords (``t=8, sp=True, zero=1, recompute="selective", gpus=64``).
+        Returns a :class:`~costgraph.training.memory.TrainingMemory`: per stage,
+        bytes of ``weights``, ``gradients``, ``optimizer``, ``activations``,
+        ``total`` as SymPy expressions in the model's dimensions.
+
+        Raises
+        ------
+        CostgraphValueError
+            Unknown settings, or as :meth:`Layout.filled`.
+        """
+        from .training.memory import Layout, training_memory
+
+        if layout is None:
+            fields = set(Layout.__dataclass_fields__)
+            unknown = sorted(set(settings) - fields)
+            if unknown:
+                raise CostgraphValueError(f"train() has no setting {unknown[0]!r}",
+                                          hint="settings: " + ", ".join(sorted(fields)))
+            layout = Layout(**settings)
+        elif settings:
+            raise CostgraphValueError("give a Layout or keyword settings, not both")
+        if scope not in ("model", "layer"):
+            raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
+        return training_memory(self.graph, layout, scope)
+
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
         """Dimension values: the dims' defaults, then ``config``, then ``overrides``.
 

@@ -197,8 +197,8 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         return div
 
     shard = {w: divisor(w) for w in cg.weights if divisor(w) != 1}
-    dense_dp = L.d * L.c
-    expert_dp = L.d * L.c * L.t / (L.e * L.etp)
+    dense_dp = _expr(L.d) * _expr(L.c)
+    expert_dp = dense_dp * _expr(L.t) / (_expr(L.e) * _expr(L.etp))
 
     def states(select, scale=1):
         """States of the selected weights (experts sharded over their own group), × scale."""
@@ -221,7 +221,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         if len(top) != 1:
             raise CostgraphValueError(f"model '{cg.name}' has {len(top)} top-level repeat groups; 'layer' needs one")
         g = top[0]
-        st = states(lambda w: w in in_layer, scale=1 / g.count)
+        st = states(lambda w: w in in_layer, scale=1 / _expr(g.count))
         mem = {**st, "activations": per_layer[g.path], "loss": sympy.Integer(0)}
         mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
         return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))])
@@ -240,7 +240,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
             st = states(lambda w, s=stage: w in in_layer or w in s.weights)
         else:   # l/p of the layers' weights, and the stage's own others
             outside = states(lambda w, s=stage: w not in in_layer and w in s.weights)
-            layer_part = states(lambda w: w in in_layer, scale=1 / L.p)
+            layer_part = states(lambda w: w in in_layer, scale=1 / _expr(L.p))
             st = {k: outside[k] + layer_part[k] for k in outside}
         act_one = sympy.Add(*[stage.layers[g.path] * per_layer[g.path] for g in top])
         act_one += sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
@@ -250,6 +250,11 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
         out.append(StageMemory(stage.index, stage.name, _expand(mem)))
     return TrainingMemory(L, out)
+
+
+def _expr(x) -> sympy.Expr:
+    """An int (a degree given as a number) or a SymPy expression, as SymPy."""
+    return sympy.Integer(x) if isinstance(x, int) else x
 
 
 def _expand(mem):

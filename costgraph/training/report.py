@@ -1,0 +1,117 @@
+"""Training memory as text and JSON (``costgraph train``).
+
+The JSON document is a stable contract:
+
+.. code-block:: text
+
+    {
+      "costgraph": "0.1.0", "model": "llama", "scope": "model",
+      "plan": {"gpus": 8, "tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "etp": 1, "sp": false,
+               "zero": 1, "hsdp": null, "micro_batches": 2, "schedule": "1f1b", "virtual_stages": 1,
+               "recompute": "none", "attention": "eager", "precision": "mixed", "optimizer": "adam",
+               "activation_precision": "bf16", "loss": true, "profile": "korthikanti", "dropout": true,
+               "memory": null},
+      "symbols": {"b": "micro-batch size (sequences)", ...},
+      "values": {"h": 4096, ...},
+      "memory": {"weights": {"expr": ..., "latex": ..., "value": ...},
+                 "gradients": ..., "optimizer": ..., "activations": ..., "total": ...},
+      "most_loaded_stage": 0,
+      "stages": [{"stage": 0, "name": "stage 0 (first)", "memory": {...}}, ...],
+      "fits": {"capacity_bytes": 80000000000, "fits": true, "headroom_bytes": ..., "largest_b": 3}
+    }
+
+``memory`` is the most-loaded device's; bytes, exact integers. With
+``scope = "layer"``, ``memory`` is one layer on one device and ``stages``
+holds that one entry. ``value`` appears when every symbol has a value.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sympy
+
+from .. import __version__, units
+from ..printing import field_order, to_latex, to_python, to_text
+from .memory import MEMORY_KEYS, TrainingMemory
+
+LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
+          "activations": "activations", "total": "total"}
+
+
+def _entry(expr: sympy.Expr, values) -> dict:
+    ordered = field_order(expr)
+    out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
+    if values is not None and expr.free_symbols <= set(values):
+        out["value"] = int(expr.xreplace(values))
+    return out
+
+
+def plan_dict(result: TrainingMemory, extra: dict) -> dict:
+    L = result.layout
+    def num(x):
+        return int(x) if isinstance(x, int) or (isinstance(x, sympy.Expr) and x.is_Integer) else str(x)
+    return {"gpus": L.gpus, "tp": num(L.t), "pp": num(L.p), "dp": num(L.d), "cp": num(L.c), "ep": num(L.e),
+            "etp": num(L.etp), "sp": L.sp, "zero": L.zero, "hsdp": None if L.hsdp is None else num(L.hsdp),
+            "micro_batches": num(L.m), "schedule": L.schedule, "virtual_stages": L.v,
+            "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
+            "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss, **extra}
+
+
+def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None) -> str:
+    """The JSON contract of the module docstring."""
+    top = result.most_loaded(values)
+    doc = {
+        "costgraph": __version__,
+        "model": model.name,
+        "scope": scope,
+        "plan": plan_dict(result, extra),
+        "symbols": model.symbols,
+        "values": {str(k): int(v) for k, v in (values or {}).items()},
+        "memory": {k: _entry(top.memory[k], values) for k in MEMORY_KEYS},
+        "most_loaded_stage": result.stages.index(top),
+        "stages": [{"stage": i, "name": st.name, "memory": {k: _entry(st.memory[k], values) for k in MEMORY_KEYS}}
+                   for i, st in enumerate(result.stages)],
+    }
+    if fits is not None:
+        doc["fits"] = fits
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None) -> str:
+    """A per-device table: weights, gradients, optimizer, activations, total
+    (formula, and bytes in GB and GiB when every symbol has a value), per stage."""
+    L = result.layout
+    plan = plan_dict(result, extra)
+    head = [f"{model.name}: training memory per device" + (" (one layer)" if scope == "layer" else ""),
+            f"layout: {plan['gpus'] or '?'} GPUs = tp {plan['tp']} × pp {plan['pp']} × cp {plan['cp']} × dp "
+            f"{plan['dp']}; ep {plan['ep']}" + (", sequence parallel" if L.sp else "")
+            + f"; ZeRO {L.zero}" + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
+            f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
+            f"{L.recompute}, attention {L.attention}; {plan['micro_batches']} micro-batches, schedule {L.schedule}"
+            + (f" (v = {L.v})" if L.v != 1 else "")]
+    out = head
+    top = result.most_loaded(values)
+    for st in result.stages:
+        title = st.name + ("  ← most loaded" if st is top and len(result.stages) > 1 else "")
+        out += ["", title]
+        width = max(len(v) for v in LABELS.values()) + 2
+        for k in MEMORY_KEYS:
+            e = st.memory[k]
+            line = f"  {LABELS[k]:<{width}}{to_text(field_order(e))}"
+            if values is not None and e.free_symbols <= set(values):
+                line += f"\n  {'':<{width}}= {units.with_unit('activation_bytes', int(e.xreplace(values)))}"
+            out.append(line)
+    if values is not None and not all(st.memory["total"].free_symbols <= set(values) for st in result.stages):
+        missing = sorted({str(x) for st in result.stages for x in st.memory["total"].free_symbols} -
+                         {str(k) for k in values})
+        out += ["", f"(no numbers: no value for {', '.join(missing)})"]
+    if fits is not None:
+        cap = fits["capacity_bytes"]
+        verdict = "fits" if fits["fits"] else "does NOT fit"
+        out += ["", f"device memory {units.with_unit('activation_bytes', cap)}: the most-loaded device {verdict}"
+                + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
+        if "largest_b" in fits:
+            lb = fits["largest_b"]
+            out.append("  largest micro-batch b that fits: " + (str(lb) if lb else "none (b = 1 does not fit)"))
+    return "\n".join(out)

@@ -1,0 +1,136 @@
+"""Training memory per device and per pipeline stage: `costgraph train` and
+`Model.train` (issue 7: layouts, stages, fit). Sources in each test."""
+
+import json
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.symbols import dim
+from costgraph.training.fit import largest_fitting, parse_size
+from costgraph.training.memory import Layout
+
+b, s, h, a, l, V = (dim(n) for n in ("b", "s", "h", "a", "l", "V"))
+
+
+def _json(capsys, *argv):
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_table_2_number_from_the_cli(capsys):
+    # Korthikanti et al. 2022 Table 2, TP + SP + selective: 34 s b h / t per layer;
+    # GPT-3 175B (h = 12288), s = 2048, b = 1, t = 8: 34 · 2048 · 12288 / 8 = 106,954,752 bytes
+    doc = _json(capsys, "train", "gpt", "--config", "gpt3-175b", "--gpus", "8", "--tp", "8", "--sp",
+                "--recompute", "selective", "--scope", "layer", "--format", "json")
+    assert doc["memory"]["activations"]["value"] == 106_954_752
+    assert doc["memory"]["activations"]["expr"] == "17*b*s*h/4"
+    # one layer's weights on one of 8 devices, mixed precision (2 bytes): 12h²/8 + 7h/8 (split
+    # biases of c_attn and c_fc) + 6h (replicated c_proj biases and LayerNorms) parameters
+    layer = costgraph.load("gpt").train(t=8, sp=True, recompute="selective", gpus=8, scope="layer")
+    assert sympy.expand(layer.stages[0].memory["weights"] - 2 * (12 * h**2 / 8 + 7 * h / 8 + 6 * h)) == 0
+    assert doc["memory"]["weights"]["value"] == layer.stages[0].memory["weights"].xreplace({h: 12288})
+
+
+def test_llama_3_8b_two_stages_follow_the_contract(capsys):
+    doc = _json(capsys, "train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--tp", "2", "--pp", "2",
+                "--zero", "1", "--format", "json")
+    assert set(doc) >= {"costgraph", "model", "scope", "plan", "symbols", "values", "memory", "stages",
+                        "most_loaded_stage"}
+    assert doc["plan"]["dp"] == 2 and doc["plan"]["micro_batches"] == 2 and doc["plan"]["zero"] == 1
+    assert [st["name"] for st in doc["stages"]] == ["stage 0 (first)", "stage 1 (last)"]
+    for st in doc["stages"]:
+        m = st["memory"]
+        assert set(m) == {"weights", "gradients", "optimizer", "activations", "total"}
+        assert m["total"]["value"] == sum(m[k]["value"] for k in ("weights", "gradients", "optimizer", "activations"))
+    top = doc["stages"][doc["most_loaded_stage"]]["memory"]
+    assert doc["memory"] == top
+    # stage 0 holds l/2 layers, each split by t = 2 except its two RMSNorms, and the embedding
+    # split by t (vocabulary-parallel): 2 bytes × [(l/2)((2had + 2h·kv·d + 3hi)/2 + 2h) + Vh/2]
+    d, kv, i = dim("d"), dim("kv"), dim("i")
+    want = 2 * ((l / 2) * ((2 * h * a * d + 2 * h * kv * d + 3 * h * i) / 2 + 2 * h) + V * h / 2)
+    m = costgraph.load("llama").train(t=2, p=2, zero=1, gpus=8)
+    assert sympy.expand(m.stages[0].memory["weights"] - want) == 0
+    # ZeRO 1 over d = 2: the mixed policy's 12 bytes of optimizer state and master copy, halved
+    assert sympy.expand(m.stages[0].memory["optimizer"] - 3 * want) == 0
+
+
+def test_first_stage_with_pipeline_is_the_whole_models_layers():
+    # Korthikanti et al. 2022 §4.2.3: with 1F1B the first stage holds p micro-batches of l/p
+    # layers, l × (per layer) in all, plus p embedding dropout masks (s b h p, 1 byte each); costgraph
+    # also keeps the token and position ids of each (8 b s + 8 s bytes, int64)
+    p = 4
+    gpt = costgraph.load("gpt")
+    first = gpt.train(p=p, m=8, gpus=4).stages[0].memory["activations"]
+    layer = 34 * s * b * h + 5 * a * s**2 * b
+    assert sympy.expand(first - (l * layer + p * (s * b * h + 8 * b * s + 8 * s))) == 0
+    # interleaved with v chunks: × (1 + (p − 1)/(p v)) on the first stage (§4.2.3; Megatron's
+    # theoretical_memory_usage.py), v = 2
+    inter = gpt.train(p=p, m=8, gpus=4, schedule="interleaved", v=2).stages[0].memory["activations"]
+    assert sympy.expand(inter - first * (1 + sympy.Rational(p - 1, p * 2))) == 0
+    # the last stage holds one micro-batch: l/p layers, final LayerNorm and head inputs, fp32 logits
+    last = gpt.train(p=p, m=8, gpus=4).stages[-1].memory["activations"]
+    assert sympy.expand(last - (l / p * layer + 4 * b * s * h + 4 * b * s * V)) == 0
+
+
+def test_deepseek_v3_expert_shards():
+    # routed experts (E of them, 3 h i_e parameters each, in the l − k_d MoE layers) are split over
+    # e = 8 expert-parallel ranks and p = 8 stages: 2 bytes × 3/(p e) per l·h·E·i_e
+    E, i_e = dim("E"), dim("i_e")
+    m = costgraph.load("deepseek_v3").train(t=4, p=8, e=8, zero=1, gpus=256, recompute="full", attention="flash")
+    w = sympy.expand(m.stages[0].memory["weights"])
+    assert w.coeff(l * h * E * i_e) == sympy.Rational(2 * 3, 8 * 8)
+    # dense weights are split by t = 4 instead: the shared expert's 3 h i_s per MoE layer
+    assert w.coeff(l * h * dim("i_s")) == sympy.Rational(2 * 3, 4 * 8)
+
+
+def test_fit_and_largest_micro_batch(capsys):
+    doc = _json(capsys, "train", "llama", "--config", "llama-2-7b", "--gpus", "8", "--zero", "3",
+                "--recompute", "full", "--attention", "flash", "--memory", "80GB", "--format", "json")
+    fit = doc["fits"]
+    assert fit["capacity_bytes"] == 80 * 10**9 and fit["fits"]
+    lb = fit["largest_b"]
+    total = costgraph.load("llama").train(zero=3, gpus=8, recompute="full", attention="flash").stages[0].memory["total"]
+    vals = costgraph.load("llama").values("llama-2-7b")
+    assert total.xreplace({**vals, b: lb}) <= 80 * 10**9 < total.xreplace({**vals, b: lb + 1})
+
+
+def test_sizes():
+    assert parse_size("80GB") == 80 * 10**9
+    assert parse_size("80GiB") == 80 * 2**30
+    assert parse_size("141e9") == 141 * 10**9
+    assert parse_size("1.5TB") == 1_500_000_000_000
+    for bad in ("80 gigs", "", "1.5B0", "0.5B"):
+        with pytest.raises(costgraph.CostgraphValueError):
+            parse_size(bad)
+    assert largest_fitting(10 * b + 5, b, {}, 100) == 9
+    assert largest_fitting(10 * b + 5, b, {}, 10) is None
+
+
+def test_bare_parameter_count(capsys):
+    # ZeRO paper Fig. 1: Ψ = 7.5 B, N_d = 64, K = 12, stage 3: 16Ψ/N_d = 1.875 GB per device
+    doc = _json(capsys, "train", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--format", "json")
+    assert doc["memory"]["total"]["value"] == 1_875_000_000
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "gpt", "--gpus", "6", "--tp", "4"], "do not divide"),
+    (["train", "gpt", "--sp"], "needs t > 1"),
+    (["train", "gpt", "--params", "1e9"], "not both"),
+    (["train", "gpt", "--memory", "lots"], "memory size"),
+    (["train", "gpt", "--precision", "fp8"], "precision"),
+    (["train", "gpt", "--optimizer", "adamm"], "optimizer"),
+    (["train", "--params", "1.5"], "whole number"),
+    (["train", "gpt", "--virtual-stages", "2"], "interleaved"),
+])
+def test_train_errors_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_train_api_rejects_unknown_settings():
+    with pytest.raises(costgraph.CostgraphValueError, match="no setting 'tensor_parallel'"):
+        costgraph.load("gpt").train(tensor_parallel=2)
+    assert isinstance(costgraph.load("gpt").train(Layout(t=2)).stages[0].memory["total"], sympy.Expr)
