@@ -201,11 +201,12 @@ def _train(args) -> str:
         if total.free_symbols <= set(values):
             used = int(total.xreplace(values))
             fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
-            b = model.graph.dims.get("b")
-            if b is not None and args.scope == "model":
-                worst = [st.memory["total"] for st in result.stages]
-                best = [largest_fitting(e, b.symbol, values, capacity) for e in worst]
-                fits["largest_b"] = None if None in best else min(best)
+            worst = [st.memory["total"] for st in result.stages]
+            for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
+                info = model.graph.dims.get(name)
+                if info is not None and info.derived is None and args.scope == "model":
+                    best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
+                    fits[f"largest_{name}"] = None if None in best else min(best)
     if args.format == "json":
         return train_json(model, result, values, args.scope, extra, fits)
     return train_text(model, result, values, args.scope, extra, fits)

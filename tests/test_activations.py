@@ -98,3 +98,25 @@ def test_every_bundled_model_gets_a_layout():
         tp = tensor_parallel(g, t, sp=True)
         assert tp.column and tp.row, name
         assert len(attention_cores(g)) >= 1, name
+
+
+def test_the_language_can_keep_a_linear_whole():
+    # `tp = false` on a linear: replicated under TP, its output whole (no other count changes)
+    src = '''
+    model m {
+      dim b
+      dim s
+      dim h
+      input x[b, s, h]
+      y = linear(linear(x, 4 * h, name = up, tp = false), h, name = down)
+      return y
+    }
+    '''
+    g = costgraph.loads(src).graph
+    tp = tensor_parallel(g, t)
+    # up stays whole, so down reads a whole tensor: column-parallel (its output, the model's, split)
+    assert tp.column == ["down"] and tp.row == [] and "up/weight" not in tp.weights
+    g2 = costgraph.loads(src.replace(", tp = false", "")).graph
+    tp2 = tensor_parallel(g2, t)
+    assert tp2.column == ["up"] and tp2.row == ["down"]
+    assert costgraph.loads(src).costs().params == costgraph.loads(src.replace(", tp = false", "")).costs().params

@@ -17,9 +17,12 @@ from ..graph import Flops, numel
 from .registry import op
 
 
-@op("linear", "y = x·Wᵀ (+ bias); x [..., in] → [..., out]",
-    x="tensor", out="dim", bias=("bool", True), tied=("ident", None))
+@op("linear", "y = x·Wᵀ (+ bias); x [..., in] → [..., out]; tp = false keeps it whole under tensor parallelism",
+    x="tensor", out="dim", bias=("bool", True), tied=("ident", None), tp=("bool", True))
 def linear(c):
+    """``tp = false`` tells the tensor-parallel analysis
+    (:mod:`costgraph.parallel.tensor`) to keep this linear replicated where its
+    rules would split it; it changes no count of the model itself."""
     x = c["x"]
     if not x.shape:
         c.fail("linear needs a tensor with at least one dimension")

@@ -30,6 +30,8 @@ applied to every node in program order.
   Everything else stays replicated: norms, residual adds and the tensors
   around them. In a sum of a split and a replicated tensor, each device
   takes its part of the replicated one (T5's position bias, split by heads).
+* Where these rules cannot decide as a framework does, the model file can
+  say it: ``linear(x, n, tp = false)`` keeps that linear replicated.
 
 ``sp=True`` adds sequence parallelism: every replicated activation with a
 sequence axis (the last axis of an ``index`` input, e.g. ``tokens[b, s]``)
@@ -170,7 +172,7 @@ def _walk(cg: CostGraph, t, sp: bool, forced: set[str]) -> TensorParallel:
             weight = [w for w in c.weights if w.endswith("/weight")]
             bias = [w for w in c.weights if w.endswith("/bias")]
             if ax is None:
-                if path not in forced:
+                if path not in forced and d["attrs"].get("tp", True):
                     out_axis, src = r - 1, {path}
                     for w in weight + bias:
                         tp.weights[w] = t

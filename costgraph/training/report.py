@@ -17,10 +17,14 @@ The JSON document is a stable contract:
                  "gradients": ..., "optimizer": ..., "activations": ..., "total": ...},
       "most_loaded_stage": 0,
       "stages": [{"stage": 0, "name": "stage 0 (first)", "memory": {...}}, ...],
-      "fits": {"capacity_bytes": 80000000000, "fits": true, "headroom_bytes": ..., "largest_b": 3}
+      "fits": {"capacity_bytes": 80000000000, "fits": true, "headroom_bytes": ...,
+               "largest_b": 3, "largest_s": 12288}
     }
 
-``memory`` is the most-loaded device's; bytes, exact integers. With
+``memory`` is the most-loaded device's; bytes, exact integers. ``fits``
+(with ``--memory``): the verdict for the most-loaded device, and the largest
+micro-batch ``b`` and the longest sequence ``s`` that fit on every stage with
+the other values as given (``null`` when 1 does not fit). With
 ``scope = "layer"``, ``memory`` is one layer on one device and ``stages``
 holds that one entry. ``value`` appears when every symbol has a value.
 """
@@ -111,7 +115,9 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
         verdict = "fits" if fits["fits"] else "does NOT fit"
         out += ["", f"device memory {units.with_unit('activation_bytes', cap)}: the most-loaded device {verdict}"
                 + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
-        if "largest_b" in fits:
-            lb = fits["largest_b"]
-            out.append("  largest micro-batch b that fits: " + (str(lb) if lb else "none (b = 1 does not fit)"))
+        for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):
+            if f"largest_{name}" in fits:
+                v = fits[f"largest_{name}"]
+                out.append(f"  largest {what} that fits (the rest as given): "
+                           + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
     return "\n".join(out)
