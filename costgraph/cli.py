@@ -93,6 +93,8 @@ def _train_parser(sub) -> None:
     t.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes; adds the fit "
                                     "verdict and the largest micro-batch b that fits")
     t.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    t.add_argument("--megatron", action="store_true",
+                   help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
     t.add_argument("--no-dropout", action="store_true", help="train without dropout")
     t.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
     t.add_argument("--scope", choices=("model", "layer"), default="model")
@@ -207,9 +209,14 @@ def _train(args) -> str:
                 if info is not None and info.derived is None and args.scope == "model":
                     best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
                     fits[f"largest_{name}"] = None if None in best else min(best)
+    beside = None
+    if args.megatron:
+        from .training.megatron import megatron_beside
+
+        beside = megatron_beside(model, values, layout)
     if args.format == "json":
-        return train_json(model, result, values, args.scope, extra, fits)
-    return train_text(model, result, values, args.scope, extra, fits)
+        return train_json(model, result, values, args.scope, extra, fits, beside)
+    return train_text(model, result, values, args.scope, extra, fits, beside)
 
 
 def _train_bare(args, capacity) -> str:

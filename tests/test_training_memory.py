@@ -134,3 +134,15 @@ def test_train_api_rejects_unknown_settings():
     with pytest.raises(costgraph.CostgraphValueError, match="no setting 'tensor_parallel'"):
         costgraph.load("gpt").train(tensor_parallel=2)
     assert isinstance(costgraph.load("gpt").train(Layout(t=2)).stages[0].memory["total"], sympy.Expr)
+
+
+def test_megatron_beside_costgraph_in_json(capsys):
+    # GPT-3 175B, t = 8, SP + selective, distributed optimizer over d = 8: both count 34 s b h / t
+    # per layer; weights differ by the linear biases and position table Megatron leaves out
+    doc = _json(capsys, "train", "gpt", "--config", "gpt3-175b", "--gpus", "64", "--tp", "8", "--sp",
+                "--recompute", "selective", "--zero", "1", "--precision", "megatron", "--megatron",
+                "--format", "json")
+    meg = doc["megatron"]
+    for k in ("weights_and_optimizer", "activations", "total"):
+        assert meg["costgraph"][k]["value"] - meg["megatron"][k]["value"] == meg["difference"][k]["value"]
+    assert meg["costgraph"]["total"]["value"] == doc["stages"][0]["memory"]["total"]["value"]

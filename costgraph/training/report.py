@@ -18,7 +18,8 @@ The JSON document is a stable contract:
       "most_loaded_stage": 0,
       "stages": [{"stage": 0, "name": "stage 0 (first)", "memory": {...}}, ...],
       "fits": {"capacity_bytes": 80000000000, "fits": true, "headroom_bytes": ...,
-               "largest_b": 3, "largest_s": 12288}
+               "largest_b": 3, "largest_s": 12288},
+      "megatron": {"megatron": {...}, "costgraph": {...}, "difference": {...}}   # with --megatron
     }
 
 ``memory`` is the most-loaded device's; bytes, exact integers. ``fits``
@@ -62,7 +63,12 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss, **extra}
 
 
-def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None) -> str:
+def _beside(beside, values) -> dict:
+    return {who: {k: _entry(v, values) for k, v in part.items()} for who, part in beside.items()}
+
+
+def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
+                beside: dict | None = None) -> str:
     """The JSON contract of the module docstring."""
     top = result.most_loaded(values)
     doc = {
@@ -79,10 +85,13 @@ def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
     }
     if fits is not None:
         doc["fits"] = fits
+    if beside is not None:
+        doc["megatron"] = _beside(beside, values)
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
-def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None) -> str:
+def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
+                beside: dict | None = None) -> str:
     """A per-device table: weights, gradients, optimizer, activations, total
     (formula, and bytes in GB and GiB when every symbol has a value), per stage."""
     L = result.layout
@@ -120,4 +129,16 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
                 v = fits[f"largest_{name}"]
                 out.append(f"  largest {what} that fits (the rest as given): "
                            + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
+    if beside is not None:
+        out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]
+        for k in ("weights_and_optimizer", "activations", "total"):
+            row = []
+            for who in ("megatron", "costgraph", "difference"):
+                e = beside[who][k]
+                shown = (units.with_unit("activation_bytes", int(e.xreplace(values)))
+                         if values is not None and e.free_symbols <= set(values) and e.xreplace(values).is_integer
+                         else to_text(field_order(e.xreplace(values or {}))))
+                row.append(f"{who} {shown}")
+            out.append(f"  {k}: " + "; ".join(row))
+        out.append("  why they differ: costgraph.training.megatron.DIFFERENCES (README, Training memory)")
     return "\n".join(out)
