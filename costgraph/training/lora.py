@@ -1,0 +1,507 @@
+"""LoRA and QLoRA: low-rank adapters on a frozen (optionally quantized) base,
+read off the operator graph.
+
+One entry function, :func:`lora`, picks the graph's ``linear`` nodes named by
+the targets and returns a :class:`LoRA`: the adapter weights, the frozen base
+weights, the adapters' activations and the base storages PyTorch no longer
+keeps. :func:`lora_states` gives the model states (through
+:func:`costgraph.training.states.model_states`); :func:`quantized_weight_bytes`
+the bytes of a 4-/8-bit base (schemes as data in ``quantization.toml``).
+
+Conventions (PEFT's ``LoraLayer`` / ``lora.Linear``, peft/tuners/lora/layer.py)
+-------------------------------------------------------------------------------
+* **Adapters.** On a linear ``y = x·Wᵀ`` with ``W`` of ``[out, in]``:
+  ``lora_A`` ``[r, in]`` and ``lora_B`` ``[out, r]``, no biases (PEFT's
+  ``lora_bias = False``), one pair per instance of the node (× its count:
+  every layer of a ``repeat l``; every expert of a mixture). The forward is
+  ``y + lora_B(lora_A(dropout(x))) · α/r``.
+* **Targets.** A node name (``q_proj``: the last path component, as PEFT
+  matches ``target_modules`` by the module name's suffix), a glob on the path
+  (``layers/*/self_attn/*``), a callable ``path → bool``, or ``all-linear``:
+  every linear except the output head (PEFT's ``"all-linear"`` leaves out
+  ``model.get_output_embeddings()``; here the heads of
+  :func:`~costgraph.training.states.output_heads`).
+* **Frozen.** Every base weight (embeddings, norms, biases and the head
+  included): parameters only, no gradients or optimizer states.
+* **Activations** (what autograd keeps for the adapter path, bytes):
+  ``lora_A`` keeps its input: without dropout that is ``x`` itself — the
+  storage the base linear keeps in the full fine-tuning graph, counted once;
+  with dropout (``nn.Dropout(p)``, PEFT ``lora_dropout > 0``) a new tensor of
+  ``x``'s shape plus the dropout's 1-byte mask (the ``mask`` role; CUDA's
+  ``native_dropout``). ``lora_B`` keeps the ``[..., r]`` output of
+  ``lora_A``. The ``· α/r`` by a Python number and the ``+`` keep nothing.
+  ``adapter_fp32=True``: PEFT's ``autocast_adapter_dtype`` (adapters in fp32
+  under a 16-bit base): ``x`` is cast to fp32 first, so ``lora_A`` keeps a
+  new fp32 copy (or the fp32 dropout output) and ``lora_B`` an fp32
+  ``[..., r]``.
+* **Released storages.** A frozen weight needs no gradient, and PyTorch's
+  autograd then keeps no tensor that only its gradient reads
+  (``mm(x, Wᵀ)`` with ``W`` frozen saves ``Wᵀ`` only). Per operator: a
+  linear's input ``x`` (``dW = dYᵀ·x``), an embedding's token ids, the
+  ``pytorch`` profile's RMSNorm ``normalized`` ``x̂`` (only ``dγ`` reads
+  it). :attr:`LoRA.released` lists the storages kept for nothing else — a
+  target's ``x`` stays kept by ``lora_A`` unless dropout or the fp32 cast
+  gives ``lora_A`` its own copy.
+* **Not modelled.** Before the first adapter no tensor needs a gradient
+  (frozen embeddings), so PyTorch keeps nothing there (layer 0's first norm)
+  unless the inputs are made to require one (``enable_input_require_grads``,
+  which gradient checkpointing under PEFT needs): costgraph counts those
+  storages, an upper bound by them. DoRA, rsLoRA's scaling (parameters are
+  the same), LoRA on embeddings, and tensor-parallel splits of the adapters.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib.resources import files
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..graph import ZERO, Cost, CostGraph, Weight, numel
+from ..precision import Precision, precision as get_precision
+from .data import optimizer as get_optimizer, policy as get_policy
+from .states import _local_shape, model_states, outermost_groups, output_heads, sharding_degree
+
+Expr = sympy.Expr
+
+ALL_LINEAR = "all-linear"
+# PEFT's default target_modules for LLaMA (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)
+DEFAULT_TARGETS = ("q_proj", "v_proj")
+QUANT_NUMBERS = ("element_bits", "block_size", "block_stat_bits", "second_block_size", "second_stat_bits",
+                 "tensor_stat_bits", "row_stat_bits")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """The adapter pair on one linear node ``base``: ``A`` ``[r, in]`` and
+    ``B`` ``[out, r]`` weight ids, the input tensor ``x``, ``count`` and
+    ``active`` instances (as the base node's)."""
+
+    base: str
+    A: str
+    B: str
+    x: str
+    inputs: Expr
+    outputs: Expr
+    count: Expr
+    active: Expr
+
+
+@dataclass(frozen=True)
+class LoRA:
+    """:func:`lora`'s result.
+
+    ``graph``: the model's graph with the adapters added as ``linear`` nodes
+    ``<base>/lora_A`` and ``<base>/lora_B`` (weights ``<base>/lora_A/weight``
+    ...), for :func:`~costgraph.training.states.model_states`; its tensors,
+    edges and groups are the model's (the adapter nodes are not wired: use
+    the model's own graph for activations, tensor and pipeline parallelism).
+    ``adapters``: one :class:`Adapter` per target node; ``weights``: adapter
+    weight id → :class:`~costgraph.graph.Weight`; ``base_weight``: adapter
+    weight id → the weight id of its base linear (to place an adapter on the
+    device, pipeline stage or ZeRO unit of its base); ``frozen``: every base
+    weight id; ``released``: storage ids the frozen base keeps no more
+    (module docstring); ``params``: trainable parameters, all copies.
+    """
+
+    rank: Expr
+    alpha: Expr
+    dropout: bool
+    adapter_fp32: bool
+    graph: CostGraph = field(repr=False)
+    adapters: tuple[Adapter, ...]
+    weights: dict[str, Weight]
+    base_weight: dict[str, str]
+    frozen: frozenset[str]
+    released: frozenset[str]
+    params: Expr
+    base: CostGraph = field(repr=False, default=None)
+
+    @property
+    def scaling(self) -> Expr:
+        """``α / r`` (PEFT's ``scaling``; rsLoRA's ``α/√r`` is not used)."""
+        return self.alpha / self.rank
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Paths of the target linear nodes, in program order."""
+        return tuple(a.base for a in self.adapters)
+
+    def activation_rows(self, prec: str | Precision = "bf16") -> list[dict]:
+        """One row per target: ``path`` (the base node), ``active`` (instances a
+        token passes through, the base node's), ``activation_bytes`` of one
+        instance, and its parts ``A_input`` (what ``lora_A`` keeps beyond the
+        base graph's storages), ``mask`` (dropout), ``B_input`` (the ``[.., r]``
+        intermediate)."""
+        p = get_precision(prec) if isinstance(prec, str) else prec
+        act = p.bytes("act")
+        ab = 4 if self.adapter_fp32 else act
+        out = []
+        for a in self.adapters:
+            x = self.base.tensors[a.x]
+            rows = x.numel / x.shape[-1]
+            a_in = rows * a.inputs * ab if (self.dropout or self.adapter_fp32) else ZERO
+            mask = rows * a.inputs * p.bytes("mask") if self.dropout else ZERO
+            b_in = rows * self.rank * ab
+            out.append({"path": a.base, "active": a.active, "A_input": a_in, "mask": mask, "B_input": b_in,
+                        "activation_bytes": sympy.expand(a_in + mask + b_in)})
+        return out
+
+    def activation_bytes(self, prec: str | Precision = "bf16") -> Expr:
+        """What the adapter paths keep for backward, whole model (bytes): Σ over
+        targets of the active instances × :meth:`activation_rows`' bytes. The
+        storages of :attr:`released` are not subtracted here."""
+        return sympy.expand(sympy.Add(*[r["active"] * r["activation_bytes"] for r in self.activation_rows(prec)]))
+
+
+def lora(cg: CostGraph, *, rank, targets: str | Collection[str] | Callable[[str], bool] = DEFAULT_TARGETS,
+         alpha=None, dropout: bool | float = False, adapter_fp32: bool = False) -> LoRA:
+    """LoRA adapters of rank ``rank`` on ``cg``'s linear nodes named by ``targets``.
+
+    Parameters
+    ----------
+    cg : CostGraph
+        The model's graph (a :class:`~costgraph.Model` is accepted too).
+    rank : int or SymPy expression
+        ``r`` (PEFT ``r``).
+    targets : str, collection of str, or callable
+        Node names (last path component), globs on the path, ``"all-linear"``,
+        or a predicate on the node path. Default PEFT's for LLaMA:
+        ``q_proj``, ``v_proj``.
+    alpha : number, optional
+        ``lora_alpha`` (default ``r``: scaling 1). Changes no byte.
+    dropout : bool or float
+        Dropout on the adapter input (PEFT ``lora_dropout``): true or a
+        probability > 0 keeps a copy of the input and a mask.
+    adapter_fp32 : bool
+        Adapters computed in fp32 under a 16-bit base (PEFT's
+        ``autocast_adapter_dtype``): the adapter activations in fp32.
+
+    Raises
+    ------
+    CostgraphValueError
+        A rank that is not a positive integer, a target naming no node, a
+        named target that is not a linear, or no target at all.
+    """
+    if not isinstance(cg, CostGraph):
+        cg = getattr(cg, "graph", cg)
+    r = _positive(rank, "rank")
+    paths = _select(cg, targets)
+    if isinstance(dropout, bool):
+        drop = dropout
+    elif isinstance(dropout, (int, float)) and 0 <= dropout < 1:
+        drop = dropout > 0
+    else:
+        raise CostgraphValueError(f"lora dropout must be a probability in [0, 1), not {dropout!r}")
+    nodes: dict[str, dict] = {}
+    weights = dict(cg.weights)
+    adapters, adapter_weights, base_weight = [], {}, {}
+    for path, d in cg.nodes.items():
+        nodes[path] = d
+        if path not in paths:
+            continue
+        x = d["inputs"][0]
+        k = cg.tensors[x].shape[-1]
+        n = cg.tensors[d["outputs"][0]].shape[-1]
+        cost = d["cost"]
+        own = (*cost.weights, *cost.tied)
+        base_w = next((w for w in own if w.endswith("/weight")), own[0] if own else path)
+        ids = {}
+        for name, shape in (("lora_A", (r, k)), ("lora_B", (n, r))):
+            node = f"{path}/{name}"
+            wid = f"{node}/weight"
+            w = Weight(wid, shape, d["count"], d["active"])
+            weights[wid] = adapter_weights[wid] = w
+            base_weight[wid] = base_w
+            nodes[node] = {"kind": "linear", "inputs": (), "outputs": (),
+                           "attrs": {"out": shape[0], "bias": False, "tied": None, "lora_of": path},
+                           "loc": d.get("loc"), "count": d["count"], "active": d["active"],
+                           "cost": Cost(weights=(wid,)), "group": d.get("group")}
+            ids[name] = wid
+        adapters.append(Adapter(path, ids["lora_A"], ids["lora_B"], x, k, n, d["count"], d["active"]))
+    graph = replace(cg, nodes=nodes, weights=weights, _nx=None)
+    keeps_x = not drop and not adapter_fp32
+    kept_by_adapters = {cg.tensors[a.x].storage for a in adapters} if keeps_x else set()
+    params = sympy.expand(sympy.Add(*[w.count * w.numel for w in adapter_weights.values()]))
+    return LoRA(r, r if alpha is None else sympy.sympify(alpha), drop, adapter_fp32, graph, tuple(adapters),
+                adapter_weights, base_weight, frozenset(cg.weights), released_storages(cg, kept_by_adapters),
+                params, cg)
+
+
+def released_storages(cg: CostGraph, kept: Collection[str] = ()) -> frozenset[str]:
+    """Storage ids that ``cg`` keeps only for the gradients of its weights —
+    none kept once every weight is frozen (module docstring) — less ``kept``
+    (storages something else still keeps: a LoRA target's input)."""
+    candidates, needed = set(), set(kept)
+    for path, d in cg.ops():
+        cost = d["cost"]
+        grad_only: set[str] = set()
+        if cost.weights or cost.tied:
+            if d["kind"] in ("linear", "embedding"):
+                grad_only.add(d["inputs"][0])
+            elif d["kind"] == "rmsnorm":
+                grad_only.add(f"{path}/normalized")   # pytorch profile: x̂ of γ·x̂, read by dγ only
+        for tid in cost.saved:
+            sid = cg.tensors[tid].storage
+            (candidates if tid in grad_only else needed).add(sid)
+    return frozenset(candidates - needed)
+
+
+def lora_states(l: LoRA, *, policy="mixed", optimizer="adam", zero: int = 0, dp=None, hsdp_group=None,
+                shard: Mapping | None = None, select: Callable[[str], bool] | None = None,
+                quantization: str | None = None, adapter_policy=None) -> dict[str, Expr]:
+    """Model-state bytes per device of a LoRA / QLoRA model: the keys of
+    :func:`~costgraph.training.states.model_states`.
+
+    Base weights are frozen (parameters only, in the policy's weight bytes, or
+    quantized with ``quantization``: a scheme of ``quantization.toml``, applied
+    to :func:`quantized_weights`); adapters have parameters, gradients, master
+    copy and optimizer states under ``policy`` (or ``adapter_policy``: PEFT
+    keeps fp32 adapters under a 16-bit base, ``"fp32"``). ``select`` and
+    ``shard`` take weight ids of the model (an adapter follows its base:
+    :attr:`LoRA.base_weight`). ZeRO-3 gathers one unit (one layer) in flight:
+    the largest unit's base (quantized where quantized) and adapter weights.
+    """
+    sel = (lambda w: True) if select is None else select
+    on = lambda w: sel(l.base_weight.get(w, w))   # noqa: E731  an adapter where its base is
+    q = quantized_weights(l.base) if quantization is not None else set()
+    scheme = quant_scheme(quantization) if quantization is not None else None
+    common = dict(optimizer=optimizer, zero=zero, dp=dp, hsdp_group=hsdp_group, shard=shard, frozen=l.frozen)
+    if adapter_policy is None:
+        parts = [model_states(l.graph, policy=policy, select=lambda w: on(w) and w not in q, **common)]
+    else:
+        parts = [model_states(l.graph, policy=policy, select=lambda w: on(w) and w not in q
+                              and w not in l.weights, **common),
+                 model_states(l.graph, policy=adapter_policy, select=lambda w: on(w) and w in l.weights, **common)]
+    out = {k: sympy.Add(*[p[k] for p in parts]) for k in parts[0]}
+    if q or (zero == 3 and len(parts) > 1):
+        n = sharding_degree(zero, dp, hsdp_group) if zero == 3 else 1
+        qbytes = quantized_weight_bytes(l.base, scheme, shard=shard, select=lambda w: on(w) and w in q) \
+            if q else ZERO
+        out["weights"] += qbytes / n
+        if zero == 3:   # one gathered unit, all its weights as stored
+            gathered = _largest_unit(l, on, q, scheme, shard, policy, adapter_policy, optimizer)
+            out["weights"] += gathered - out["gathered"]
+            out["gathered"] = gathered
+        out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
+    return {k: sympy.expand(v) for k, v in out.items()}
+
+
+def _largest_unit(l, on, q, scheme, shard, policy, adapter_policy, optimizer) -> Expr:
+    g = l.graph
+    opt = get_optimizer(optimizer)
+    shard = dict(shard or {})
+    units: dict[str, list[Expr]] = {}
+    outer = outermost_groups(g)
+    for wid, w in g.weights.items():
+        if not on(wid):
+            continue
+        unit = next((u for u in outer if wid.startswith(u + "/")), "")
+        per = sympy.cancel(w.count / g.groups[unit].multiplicity) if unit else w.count
+        div = shard.get(l.base_weight.get(wid, wid) if wid in l.weights else wid, 1)
+        shape = _local_shape(wid, w.shape, div, opt) if wid not in l.weights else w.shape
+        if wid in q:
+            b = tensor_quantized_bytes(scheme, shape)
+        else:
+            pol = get_policy(adapter_policy if adapter_policy is not None and wid in l.weights else policy)
+            b = numel(shape) * pol.weights
+        units.setdefault(unit, []).append(per * b)
+    sizes = [sympy.Add(*u) for u in units.values()]
+    return sympy.Max(*sizes) if sizes else ZERO
+
+
+# ---------------------------------------------------------------- quantization
+
+
+@dataclass(frozen=True)
+class QuantScheme:
+    """A storage scheme of ``quantization.toml`` (fields in bits, see the file)."""
+
+    name: str
+    description: str
+    source: str
+    bytes_per_param: sympy.Rational
+    element_bits: sympy.Integer
+    block_size: sympy.Integer | None = None
+    block_stat_bits: sympy.Integer | None = None
+    second_block_size: sympy.Integer | None = None
+    second_stat_bits: sympy.Integer | None = None
+    tensor_stat_bits: sympy.Integer | None = None
+    row_stat_bits: sympy.Integer | None = None
+
+
+@cache
+def quant_schemes() -> dict[str, QuantScheme]:
+    """The schemes of ``quantization.toml``, validated (integers only; the
+    stated ``bytes_per_param`` equal to the one the fields give)."""
+    file = "quantization.toml"
+    raw = tomllib.loads((files("costgraph.training") / file).read_text(encoding="utf-8"))
+    out = {}
+    for name, t in raw.items():
+        unknown = sorted(set(t) - {"description", "source", "bytes_per_param", *QUANT_NUMBERS})
+        if unknown:
+            raise CostgraphValueError(f"{file}: [{name}] has unknown keys {', '.join(unknown)}")
+        for key in ("description", "source"):
+            if not isinstance(t.get(key), str) or not t[key]:
+                raise CostgraphValueError(f"{file}: [{name}] needs a {key} string")
+        nums = {}
+        for k in QUANT_NUMBERS:
+            if k in t:
+                v = t[k]
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise CostgraphValueError(f"{file}: [{name}] {k} = {v!r} is not a non-negative integer")
+                nums[k] = sympy.Integer(v)
+        if "element_bits" not in nums:
+            raise CostgraphValueError(f"{file}: [{name}] lacks element_bits")
+        for a, b in (("block_size", "block_stat_bits"), ("second_block_size", "second_stat_bits")):
+            if (a in nums) != (b in nums) or nums.get(a) == 0:
+                raise CostgraphValueError(f"{file}: [{name}] needs both {a} (> 0) and {b}")
+        if "second_block_size" in nums and "block_size" not in nums:
+            raise CostgraphValueError(f"{file}: [{name}] second-level blocks need first-level blocks")
+        bpp = t.get("bytes_per_param")
+        if not (isinstance(bpp, dict) and set(bpp) == {"numerator", "denominator"}
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in bpp.values())
+                and bpp["denominator"] > 0 and bpp["numerator"] >= 0):
+            raise CostgraphValueError(f"{file}: [{name}] bytes_per_param must be {{numerator, denominator}} integers")
+        s = QuantScheme(name, t["description"], t["source"],
+                        sympy.Rational(bpp["numerator"], bpp["denominator"]), **nums)
+        if s.bytes_per_param != per_param_bytes(s):
+            raise CostgraphValueError(f"{file}: [{name}] bytes_per_param {s.bytes_per_param} disagrees with its "
+                                      f"fields ({per_param_bytes(s)})")
+        out[name] = s
+    return out
+
+
+def quant_scheme(name: str | QuantScheme) -> QuantScheme:
+    """The scheme called ``name`` (``nf4``, ``nf4-double``, ``int8``).
+
+    Raises
+    ------
+    CostgraphValueError
+        For an unknown name, listing the known ones.
+    """
+    if isinstance(name, QuantScheme):
+        return name
+    table = quant_schemes()
+    if not isinstance(name, str) or name not in table:
+        raise CostgraphValueError(f"unknown quantization {name!r}", hint="choose one of: " + ", ".join(table))
+    return table[name]
+
+
+def per_param_bytes(s: QuantScheme) -> sympy.Rational:
+    """Asymptotic bytes per weight element: ``element_bits/8`` plus the block
+    statistics spread over their blocks (QLoRA §3's ``4 + 32/64`` bits, or
+    ``4 + 8/64 + 32/(64·256)`` with double quantization)."""
+    bits = sympy.Rational(s.element_bits)
+    if s.block_size is not None:
+        bits += sympy.Rational(s.block_stat_bits, s.block_size)
+        if s.second_block_size is not None:
+            bits += sympy.Rational(s.second_stat_bits, s.block_size * s.second_block_size)
+    return bits / 8
+
+
+def tensor_quantized_bytes(scheme: str | QuantScheme, shape: tuple, *, exact: bool = True) -> Expr:
+    """Bytes of one weight of ``shape`` ``[out, ...]`` stored under ``scheme``.
+
+    ``exact``: as bitsandbytes allocates them — ``⌈n·bits/8⌉`` packed bytes,
+    ``⌈n/block⌉`` statistics, ``⌈⌈n/block⌉/block₂⌉`` second-level statistics,
+    the per-tensor offset, one statistic per output row; otherwise
+    :func:`per_param_bytes` × n plus the per-row statistics."""
+    s = quant_scheme(scheme)
+    n = numel(tuple(shape))
+    rows = shape[0] if shape else sympy.Integer(1)
+    row = rows * s.row_stat_bits / 8 if s.row_stat_bits is not None else ZERO
+    if not exact:
+        return s.bytes_per_param * n + row
+    out = sympy.ceiling(n * s.element_bits / 8)
+    if s.block_size is not None:
+        blocks = sympy.ceiling(n / s.block_size)
+        out += blocks * s.block_stat_bits / 8
+        if s.second_block_size is not None:
+            out += sympy.ceiling(blocks / s.second_block_size) * s.second_stat_bits / 8
+    if s.tensor_stat_bits is not None:
+        out += s.tensor_stat_bits / 8
+    return out + row
+
+
+def quantized_weights(cg: CostGraph) -> set[str]:
+    """The weights a 4-/8-bit base stores quantized: the ``weight`` of every
+    ``linear`` except the output head. transformers' bitsandbytes integration
+    replaces ``nn.Linear`` modules only (``replace_with_bnb_linear``) and keeps
+    ``get_keys_to_not_convert(model)`` — the output embedding and tied
+    weights — in 16 bits; embeddings, norms and biases stay 16-bit (QLoRA §3:
+    'we only quantize the linear layers')."""
+    if not isinstance(cg, CostGraph):
+        cg = getattr(cg, "graph", cg)
+    heads = output_heads(cg)
+    return {w for p, d in cg.ops() if d["kind"] == "linear" and p not in heads
+            for w in d["cost"].weights if w.endswith("/weight")}
+
+
+def quantized_weight_bytes(cg: CostGraph, scheme: str | QuantScheme, *, exact: bool = True,
+                           shard: Mapping | None = None, select: Callable[[str], bool] | None = None) -> Expr:
+    """Bytes of :func:`quantized_weights` stored under ``scheme`` (all copies;
+    ``shard``: weight id → the model-parallel divisor as in ``model_states``,
+    the blocks taken over the local shard; ``select``: which of them)."""
+    if not isinstance(cg, CostGraph):
+        cg = getattr(cg, "graph", cg)
+    shard = dict(shard or {})
+    opt = get_optimizer("sgd")
+    total = []
+    for wid in sorted(quantized_weights(cg)):
+        if select is not None and not select(wid):
+            continue
+        w = cg.weights[wid]
+        shape = _local_shape(wid, w.shape, shard.get(wid, 1), opt)
+        total.append(w.count * tensor_quantized_bytes(scheme, shape, exact=exact))
+    return sympy.Add(*total)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _positive(v, what: str) -> Expr:
+    if isinstance(v, bool):
+        raise CostgraphValueError(f"{what} must be a positive integer, not {v!r}")
+    if isinstance(v, int):
+        v = sympy.Integer(v)
+    if not isinstance(v, sympy.Expr) or v.is_positive is False or v.is_integer is False or \
+            (v.is_number and not (v.is_Integer and v > 0)):
+        raise CostgraphValueError(f"{what} must be a positive integer, not {v!r}")
+    return v
+
+
+def _select(cg: CostGraph, targets) -> list[str]:
+    linears = [p for p, d in cg.ops() if d["kind"] == "linear"]
+    if callable(targets):
+        chosen = [p for p in linears if targets(p)]
+    elif targets == ALL_LINEAR:
+        heads = output_heads(cg)
+        chosen = [p for p in linears if p not in heads]
+    else:
+        if isinstance(targets, str):
+            targets = (targets,)
+        targets = tuple(targets)
+        if not targets or not all(isinstance(t, str) and t for t in targets):
+            raise CostgraphValueError(f"lora targets must be node names or globs, not {targets!r}")
+        chosen = []
+        for t in targets:
+            glob = any(ch in t for ch in "*?[/")
+            hit = [p for p, _ in cg.ops() if (fnmatch.fnmatchcase(p, t) if glob else p.rsplit("/", 1)[-1] == t)]
+            if not hit:
+                raise CostgraphValueError(f"lora target {t!r} names no node of model '{cg.name}'",
+                                          hint="linear nodes: " + ", ".join(p.rsplit("/", 1)[-1] for p in linears))
+            bad = [p for p in hit if cg.nodes[p]["kind"] != "linear"]
+            if bad and not glob:
+                raise CostgraphValueError(f"lora target {t!r} is a {cg.nodes[bad[0]]['kind']}, not a linear",
+                                          hint="LoRA adapts linear layers")
+            chosen += [p for p in hit if cg.nodes[p]["kind"] == "linear"]
+    chosen = set(chosen)
+    if not chosen:
+        raise CostgraphValueError(f"no linear node of model '{cg.name}' matches the lora targets")
+    return [p for p in linears if p in chosen]
