@@ -81,14 +81,20 @@ def _produced(cg: CostGraph, nodes) -> set[str]:
 
 
 def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = False, c=1,
-                    recompute: str = "none", attention: str = "eager", tp=None):
+                    recompute: str = "none", attention: str = "eager", tp=None, drop=(), extra=()):
     """The model-scope leaf rows (:func:`costgraph.totals.breakdown`) of what one
-    device keeps, and the flash-attention extras: ``(rows, extras)`` with
-    ``extras`` = [(path of QKᵀ, bytes of its log-sum-exp per instance)].
+    device keeps, and the extras kept beside the graph's storages:
+    ``(rows, extras)`` with ``extras`` = [(path, active copies, bytes of one
+    instance)]: flash attention's log-sum-exp (path of QKᵀ), and under full
+    recomputation each layer's carried input where no operator keeps it
+    itself (the ``pytorch`` profile's RMSNorm keeps only its fp32 copy).
 
     ``c``: context parallelism, every storage with a sequence axis divided by
     ``c``. ``tp``: a :class:`~costgraph.parallel.tensor.TensorParallel` already
-    derived for ``t`` and ``sp`` (derived here when omitted).
+    derived for ``t`` and ``sp`` (derived here when omitted). ``drop``:
+    storage ids not kept for another reason (a frozen LoRA base's inputs,
+    :mod:`costgraph.training.lora`). ``extra``: more ``(path, active, bytes)``
+    to keep (LoRA adapters), recomputed like the rest under ``full``.
     """
     if recompute not in RECOMPUTE or attention not in ATTENTION:
         raise ValueError((recompute, attention))
@@ -96,12 +102,12 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
         tp = tensor_parallel(cg, t, sp)
     seq = sequence_dims(cg) if c != 1 else []
     cores = attention_cores(cg)
-    dropped: set[str] = set()
+    dropped: set[str] = set(drop)
     if recompute == "selective" or attention == "flash":
         dropped |= _produced(cg, [n for _, core in cores for n in core])
     top = [g for p, g in cg.groups.items() if "/" not in p]
+    carried = {f"{g.path}/{name}@in" for g in top for name in g.carried}
     if recompute == "full":
-        carried = {f"{g.path}/{name}@in" for g in top for name in g.carried}
         inside = [p for p, _ in cg.ops() if any(p.startswith(g.path + "/") for g in top)]
         for p in inside:
             for tid in cg.nodes[p]["cost"].saved:
@@ -123,7 +129,14 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
     if attention == "flash":   # fp32 log-sum-exp per row of QKᵀ
         for first, _ in cores:
             out = cg.tensors[cg.nodes[first]["outputs"][0]]
-            extras.append((first, 4 * out.numel / out.shape[-1] / divisor(out.id)))
+            extras.append((first, cg.nodes[first]["active"], 4 * out.numel / out.shape[-1] / divisor(out.id)))
+    if recompute == "full":   # each layer keeps its input, whoever else keeps it or not
+        kept = {cg.tensors[tid].storage for _, d in cg.ops() for tid in d["cost"].saved}
+        for sid in sorted(carried - kept - dropped):
+            ten = cg.tensors[sid]
+            extras.append((sid, ten.active, ten.numel * precision.bytes(ten.role) / divisor(sid)))
+    else:
+        extras.extend(extra)
     return rows, extras
 
 
@@ -134,7 +147,7 @@ def layer_activation_bytes(cg: CostGraph, group, rows, extras) -> sympy.Expr:
     """Bytes of one iteration of repeat ``group`` from :func:`activation_rows`'s output."""
     inside = [(_rel(r["count"], group.multiplicity), r["activation_bytes"]) for r in rows
               if r["path"].startswith(group.path + "/")]
-    extra = [(_rel(cg.nodes[p]["active"], group.active_multiplicity), x) for p, x in extras
+    extra = [(_rel(active, group.active_multiplicity), x) for p, active, x in extras
              if p.startswith(group.path + "/")]
     return expand_sum([n * x for n, x in inside + extra])
 
@@ -153,7 +166,7 @@ def activation_bytes(cg: CostGraph, scope: Scope, precision: Precision, *, t=1, 
     rows, extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute=recompute, attention=attention)
     inside = [r for r in rows if scope.contains(r["path"])]
     total = expand_sum([_rel(r["count"], scope.per) * r["activation_bytes"] for r in inside]
-                       + [_rel(cg.nodes[p]["active"], scope.per_active) * x for p, x in extras if scope.contains(p)])
+                       + [_rel(active, scope.per_active) * x for p, active, x in extras if scope.contains(p)])
     top = [g for p, g in cg.groups.items() if "/" not in p]
     if recompute == "full" and scope.prefix == "" and top:
         live_rows, live_extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute="none",

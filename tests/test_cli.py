@@ -87,4 +87,4 @@ def test_list_and_ops(capsys):
     assert main(["list"]) == 0
     assert "gpt: configurations gpt2" in capsys.readouterr().out
     assert main(["ops"]) == 0
-    assert "linear(x, out, bias=true, tied=none)" in capsys.readouterr().out
+    assert "linear(x, out, bias=true, tied=none, tp=true)" in capsys.readouterr().out
