@@ -93,6 +93,11 @@ def _train_parser(sub) -> None:
     t.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes; adds the fit "
                                     "verdict and the largest micro-batch b that fits")
     t.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    t.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
+    t.add_argument("--lora-targets", nargs="+", default=["q_proj", "v_proj"], metavar="NAME",
+                   help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
+    t.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
+                   help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
     t.add_argument("--megatron", action="store_true",
                    help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
     t.add_argument("--no-dropout", action="store_true", help="train without dropout")
@@ -193,9 +198,12 @@ def _train(args) -> str:
     layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
                     zero=args.zero, m=args.micro_batches, schedule=args.schedule, v=args.virtual_stages,
                     recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
-                    precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss)
+                    precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
+                    lora_rank=args.lora, quantization=args.quantize,
+                    lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
     result = model.train(layout=layout, scope=args.scope)
-    extra = {"profile": args.profile, "dropout": not args.no_dropout, "memory": capacity}
+    extra = {"profile": args.profile, "dropout": not args.no_dropout, "memory": capacity, "lora": args.lora,
+             "lora_targets": args.lora_targets if args.lora else None, "quantization": args.quantize}
     fits = None
     if capacity is not None and values is not None:
         top = result.most_loaded(values)

@@ -146,3 +146,21 @@ def test_megatron_beside_costgraph_in_json(capsys):
     for k in ("weights_and_optimizer", "activations", "total"):
         assert meg["costgraph"][k]["value"] - meg["megatron"][k]["value"] == meg["difference"][k]["value"]
     assert meg["costgraph"]["total"]["value"] == doc["stages"][0]["memory"]["total"]["value"]
+
+
+def test_lora_through_train(capsys):
+    # Llama-2-7B, r = 8 on q_proj and v_proj: 4,194,304 trainable parameters (PEFT's
+    # print_trainable_parameters); mixed precision + Adam: 2 B of gradients and 12 B of optimizer
+    # state and master copy per trainable parameter, none for the frozen base
+    m = costgraph.load("llama").train(lora_rank=8, gpus=1)
+    vals = costgraph.load("llama").values("llama-2-7b")
+    mem = {k: int(v.xreplace(vals)) for k, v in m.stages[0].memory.items()}
+    assert mem["gradients"] == 2 * 4_194_304 and mem["optimizer"] == 12 * 4_194_304
+    # the frozen base keeps no inputs for weight gradients: fewer activation bytes than full training
+    full = costgraph.load("llama").train(gpus=1).stages[0].memory["activations"].xreplace(vals)
+    assert mem["activations"] < full
+    doc = _json(capsys, "train", "llama", "--config", "llama-2-7b", "--lora", "8", "--quantize", "nf4-double",
+                "--gpus", "1", "--format", "json")
+    assert doc["plan"]["lora"] == 8 and doc["plan"]["quantization"] == "nf4-double"
+    assert doc["memory"]["gradients"]["value"] == 2 * 4_194_304
+    assert main(["train", "llama", "--quantize", "nf4"]) == 2   # a quantized base needs adapters

@@ -60,7 +60,10 @@ class Layout:
     ``p``), ``schedule`` and ``v`` (virtual stages, interleaved schedule),
     ``recompute``, ``attention``, ``policy``, ``optimizer``, ``precision``
     (activation bytes), ``hsdp`` (HSDP group size), ``loss`` (count the
-    fp32 logits), ``gpus``."""
+    fp32 logits), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
+    (LoRA adapters on the named linears, the base frozen:
+    :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
+    base in ``nf4``, ``nf4-double`` or ``int8``)."""
 
     t: object = 1
     p: object = 1
@@ -81,6 +84,10 @@ class Layout:
     precision: str = "bf16"
     hsdp: object = None
     loss: bool = True
+    lora_rank: object = None
+    lora_targets: object = ("q_proj", "v_proj")
+    lora_dropout: bool = False
+    quantization: str | None = None
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -117,6 +124,9 @@ class Layout:
             out.m = out.p
         if out.etp is None:
             out.etp = 1
+        if out.quantization is not None and out.lora_rank is None:
+            raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
+                                      hint="add --lora R (QLoRA)")
         if out.etp not in (1, out.t):
             raise CostgraphValueError("expert tensor parallelism is 1 or t", hint="--etp 1 (default) or --etp T")
         if isinstance(out.e, int) and isinstance(out.d, int) and isinstance(out.t, int) and isinstance(out.c, int) \
@@ -197,6 +207,11 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         return div
 
     shard = {w: divisor(w) for w in cg.weights if divisor(w) != 1}
+    lo = None
+    if L.lora_rank is not None:
+        from .lora import lora, lora_states
+
+        lo = lora(cg, rank=L.lora_rank, targets=L.lora_targets, dropout=L.lora_dropout)
     dense_dp = _expr(L.d) * _expr(L.c)
     expert_dp = dense_dp * _expr(L.t) / (_expr(L.e) * _expr(L.etp))
 
@@ -206,16 +221,25 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         for group, dp in ((lambda w: w not in experts, dense_dp), (lambda w: w in experts, expert_dp)):
             if not any(select(w) and group(w) for w in cg.weights):
                 continue
-            s = model_states(cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
-                             hsdp_group=L.hsdp, shard=shard, select=lambda w, g=group: select(w) and g(w))
+            sel = (lambda w, g=group: select(w) and g(w))
+            if lo is None:
+                s = model_states(cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
+                                 hsdp_group=L.hsdp, shard=shard, select=sel)
+            else:
+                s = lora_states(lo, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
+                                hsdp_group=L.hsdp, shard=shard, select=sel, quantization=L.quantization)
             if scale != 1:
                 s = {k: (v - s["gathered"]) * scale + s["gathered"] if k in ("weights", "total") else
                      v * scale if k != "gathered" else v for k, v in s.items()}
             parts.append(s)
         return {k: sympy.Add(*[s[k] for s in parts]) for k in ("weights", "gradients", "optimizer")}
 
+    drop, extra = (), ()
+    if lo is not None:   # a frozen base keeps no inputs for weight gradients; adapters keep theirs
+        drop = lo.released
+        extra = [(r["path"], r["active"], r["activation_bytes"]) for r in lo.activation_rows(prec)]
     rows, extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute=L.recompute,
-                                   attention=L.attention, tp=tp)
+                                   attention=L.attention, tp=tp, drop=drop, extra=extra)
     per_layer = {g.path: layer_activation_bytes(cg, g, rows, extras) for g in top}
     if scope == "layer":
         if len(top) != 1:
@@ -228,7 +252,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
     live = 0
     if L.recompute == "full" and top:
         live_rows, live_extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute="none",
-                                                 attention=L.attention, tp=tp)
+                                                 attention=L.attention, tp=tp, drop=drop, extra=extra)
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in top]
         live = sympy.Max(*lives) if len(lives) > 1 else lives[0]
     loss = _loss_bytes(cg, tp, L) if L.loss else sympy.Integer(0)
