@@ -209,6 +209,15 @@ class Compiled:
             raise CostgraphValueError(
                 (f"no value for {', '.join(missing)}" if missing else f"no symbol {', '.join(extra)} here"),
                 hint="this function takes " + (", ".join(self.symbols) or "no arguments"))
+        import numpy as np
+
+        for n in self.symbols:
+            kind = np.asarray(arrays[n]).dtype.kind
+            if kind not in "iu" and not (kind == "f" and self.dtype == "float64") and not (
+                    kind == "O" and self.dtype == "exact" and all(
+                        isinstance(v, int) and not isinstance(v, bool) for v in np.asarray(arrays[n]).flat)):
+                raise CostgraphValueError(f"'{n}' must be whole numbers (an int or an integer array), "
+                                          f"got {type(arrays[n]).__name__} of kind {kind!r}")
         try:
             return dict(zip(self.quantities, self._f(*[arrays[n] for n in self.symbols])))
         except OverflowError as e:

@@ -110,3 +110,12 @@ def test_reprs_are_short():
     # Jupyter shows the CLI's LaTeX rows, active parameters and KV cache included
     tex = m.costs()._repr_latex_()
     assert "active parameters" in tex and "KV cache bytes" in tex and tex.startswith("$\\begin{aligned}")
+
+
+def test_compiled_refuses_values_that_are_not_numbers(llama):
+    f = llama.compile("llama-2-70b")
+    for bad in (None, "8", [True, False], [1.5j]):
+        with pytest.raises(costgraph.CostgraphValueError, match="whole numbers"):
+            f(b=bad)
+    with pytest.raises(costgraph.CostgraphValueError, match="whole numbers"):
+        llama.compile("llama-2-70b", dtype="int64")(b=np.array([1.5]))
