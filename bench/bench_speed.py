@@ -15,6 +15,10 @@ Prints:
 Targets (issue 6): CLI without SymPy ≤ 0.1 s; cold derive gpt ≤ 0.45 s,
 deepseek_v3 ≤ 0.6 s; evaluate ≥ 10⁴ points/s; compiled float64 ≥ 10⁷
 points/s; the synthetic model ≤ 1 s. Machines differ: read the ratios.
+
+``--baseline REV`` also times an earlier commit in the same run (a git
+worktree in the temp folder, run from source), and prints the ratios:
+``python bench/bench_speed.py --baseline 5351777``.
 """
 
 from __future__ import annotations
@@ -68,9 +72,54 @@ def rate(fn, points: int, runs: int) -> float:
     return points / statistics.median(times)
 
 
+def baseline_tree(rev: str) -> str:
+    """A worktree of ``rev`` runnable from source (grammars/ and models/ linked
+    into the package, as the install maps them)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sha = subprocess.run(["git", "-C", repo, "rev-parse", "--short", rev], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    path = os.path.join(tempfile.gettempdir(), f"costgraph-baseline-{sha}")
+    if not os.path.isdir(path):
+        subprocess.run(["git", "-C", repo, "worktree", "add", "--detach", path, sha], check=True, capture_output=True)
+    for name in ("grammars", "models"):
+        link = os.path.join(path, "costgraph", name)
+        if not os.path.exists(link):
+            os.symlink(os.path.join(path, name), link)
+    return path
+
+
+def _from_tree(tree: str, *args: str) -> list[str]:
+    code = f"import sys; sys.path.insert(0, {tree!r}); sys.argv = ['costgraph', *{list(args)!r}]; " \
+           "from costgraph.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", code]
+
+
+def compare(rev: str, runs: int, synthetic_path: str) -> None:
+    """Old and new in one run: wall times of fresh processes and evaluate rates."""
+    tree = baseline_tree(rev)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    print(f"\nbaseline {rev} vs this tree, both run from source (median of {runs}; ratio = old / new):")
+    for label, args in [("--help", ["--help"]), ("list", ["list"]), ("ops", ["ops"]),
+                        ("derive gpt", ["derive", "gpt"]), ("derive deepseek_v3", ["derive", "deepseek_v3"]),
+                        ("derive synthetic (1,539 nodes)", ["derive", synthetic_path])]:
+        old = wall(_from_tree(tree, *args), runs)
+        new = wall(_from_tree(here, *args), runs)
+        print(f"  {label:<32} old {old:.3f} s   new {new:.3f} s   ratio {old / new:.2f}×")
+    code = ("import sys, time; sys.path.insert(0, {t!r}); import costgraph; "
+            "c = costgraph.load('llama').costs('model'); c.evaluate(config='llama-2-70b'); t0 = time.perf_counter(); "
+            "[c.evaluate(config='llama-2-70b', s=1024 + i, b=8) for i in range(200)]; "
+            "print(200 / (time.perf_counter() - t0))")
+    old = float(subprocess.run([sys.executable, "-c", code.format(t=tree)], check=True, capture_output=True,
+                               text=True).stdout)
+    new = float(subprocess.run([sys.executable, "-c", code.format(t=here)], check=True, capture_output=True,
+                               text=True).stdout)
+    print(f"  {'Costs.evaluate, points/s':<32} old {old:,.0f}   new {new:,.0f}   ratio {new / old:.0f}× faster")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=9)
+    p.add_argument("--baseline", help="also time this earlier commit in the same run")
     args = p.parse_args()
     n = args.runs
 
@@ -82,6 +131,8 @@ def main() -> None:
         print(f"  {label:<32} {wall(cmd, n):.3f} s")
     py = wall([sys.executable, "-c", "pass"], n)
     print(f"  {'(python -c pass, for scale)':<32} {py:.3f} s")
+    sy = wall([sys.executable, "-c", "import sympy, lark"], n)
+    print(f"  {'(python -c import sympy, lark)':<32} {sy:.3f} s   the floor of any derive")
 
     import numpy as np
 
@@ -136,6 +187,8 @@ def main() -> None:
         with open(path, "w") as fh:
             fh.write(text)
         print(f"  fresh `costgraph derive synthetic.cg`: {wall(_cmd('derive', path), max(3, n // 3)):.3f} s")
+        if args.baseline:
+            compare(args.baseline, max(3, n // 2), path)
 
 
 if __name__ == "__main__":
