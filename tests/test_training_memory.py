@@ -164,3 +164,15 @@ def test_lora_through_train(capsys):
     assert doc["plan"]["lora"] == 8 and doc["plan"]["quantization"] == "nf4-double"
     assert doc["memory"]["gradients"]["value"] == 2 * 4_194_304
     assert main(["train", "llama", "--quantize", "nf4"]) == 2   # a quantized base needs adapters
+
+
+def test_expert_shards_are_shown(capsys):
+    # DeepSeek-V3, e = 8: the routed experts' states appear on their own line and JSON key
+    doc = _json(capsys, "train", "deepseek_v3", "--config", "deepseek-v3", "--gpus", "256", "--tp", "4", "--pp", "8",
+                "--ep", "8", "--zero", "1", "--recompute", "full", "--attention", "flash", "--format", "json")
+    st = doc["stages"][0]
+    states = sum(st["memory"][k]["value"] for k in ("weights", "gradients", "optimizer"))
+    assert 0 < st["experts"]["value"] < states
+    assert main(["train", "deepseek_v3", "--config", "deepseek-v3", "--gpus", "256", "--tp", "4", "--pp", "8",
+                 "--ep", "8"]) == 0
+    assert "routed experts" in capsys.readouterr().out

@@ -144,7 +144,8 @@ def _degree(v, name):
 @dataclass
 class StageMemory:
     """Bytes per device of one pipeline stage: :data:`MEMORY_KEYS` plus ``loss``
-    (the fp32 logits, inside ``activations``)."""
+    (the fp32 logits, inside ``activations``) and ``experts`` (the routed
+    experts' weights, gradients and optimizer states, inside those three)."""
 
     index: sympy.Expr
     name: str
@@ -217,7 +218,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
 
     def states(select, scale=1):
         """States of the selected weights (experts sharded over their own group), × scale."""
-        parts = []
+        parts, expert_total = [], sympy.Integer(0)
         for group, dp in ((lambda w: w not in experts, dense_dp), (lambda w: w in experts, expert_dp)):
             if not any(select(w) and group(w) for w in cg.weights):
                 continue
@@ -232,7 +233,11 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
                 s = {k: (v - s["gathered"]) * scale + s["gathered"] if k in ("weights", "total") else
                      v * scale if k != "gathered" else v for k, v in s.items()}
             parts.append(s)
-        return {k: sympy.Add(*[s[k] for s in parts]) for k in ("weights", "gradients", "optimizer")}
+            if dp is expert_dp:
+                expert_total = s["weights"] + s["gradients"] + s["optimizer"]
+        out = {k: sympy.Add(*[s[k] for s in parts]) for k in ("weights", "gradients", "optimizer")}
+        out["experts"] = expert_total
+        return out
 
     drop, extra = (), ()
     if lo is not None:   # a frozen base keeps no inputs for weight gradients; adapters keep theirs

@@ -16,7 +16,8 @@ The JSON document is a stable contract:
       "memory": {"weights": {"expr": ..., "latex": ..., "value": ...},
                  "gradients": ..., "optimizer": ..., "activations": ..., "total": ...},
       "most_loaded_stage": 0,
-      "stages": [{"stage": 0, "name": "stage 0 (first)", "memory": {...}}, ...],
+      "stages": [{"stage": 0, "name": "stage 0 (first)", "memory": {...},
+                  "experts": {...}}, ...],   # experts: routed experts' states, where the model has them
       "fits": {"capacity_bytes": 80000000000, "fits": true, "headroom_bytes": ...,
                "largest_b": 3, "largest_s": 12288},
       "megatron": {"megatron": {...}, "costgraph": {...}, "difference": {...}}   # with --megatron
@@ -80,7 +81,8 @@ def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
         "values": {str(k): int(v) for k, v in (values or {}).items()},
         "memory": {k: _entry(top.memory[k], values) for k in MEMORY_KEYS},
         "most_loaded_stage": result.stages.index(top),
-        "stages": [{"stage": i, "name": st.name, "memory": {k: _entry(st.memory[k], values) for k in MEMORY_KEYS}}
+        "stages": [{"stage": i, "name": st.name, "memory": {k: _entry(st.memory[k], values) for k in MEMORY_KEYS},
+                    **({"experts": _entry(st.memory["experts"], values)} if st.memory["experts"] != 0 else {})}
                    for i, st in enumerate(result.stages)],
     }
     if fits is not None:
@@ -115,6 +117,12 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
             if values is not None and e.free_symbols <= set(values):
                 line += f"\n  {'':<{width}}= {units.with_unit('activation_bytes', int(e.xreplace(values)))}"
             out.append(line)
+        ex = st.memory.get("experts", 0)
+        if ex != 0:
+            line = f"  {'  routed experts':<{width}}{to_text(field_order(ex))}"
+            if values is not None and ex.free_symbols <= set(values):
+                line += f" = {units.with_unit('activation_bytes', int(ex.xreplace(values)))}"
+            out.append(line + f" (÷ ep {plan['ep']}" + (f" × etp {plan['etp']})" if plan["etp"] != 1 else ")"))
     if values is not None and not all(st.memory["total"].free_symbols <= set(values) for st in result.stages):
         missing = sorted({str(x) for st in result.stages for x in st.memory["total"].free_symbols} -
                          {str(k) for k in values})
