@@ -98,6 +98,17 @@ def _train_parser(sub) -> None:
                    help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
     t.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
                    help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
+    t.add_argument("--hardware", help="a hardware preset (costgraph hardware lists them): peak FLOP/s and "
+                                      "device memory")
+    t.add_argument("--peak", help="peak FLOP/s per device (instead of a preset's dense BF16 peak), e.g. 989.4e12")
+    t.add_argument("--mfu", help="assumed model FLOPs utilization, e.g. 0.45: gives step time and training time")
+    t.add_argument("--achieved", help="achieved (hardware) FLOP/s per device, e.g. 140e12 (Narayanan §5.1)")
+    t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
+    t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
+    t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
+    t.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
+    t.add_argument("--causal", choices=("full", "half"), default="full", help="attention FLOPs: full or half")
+    t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
     t.add_argument("--megatron", action="store_true",
                    help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
     t.add_argument("--no-dropout", action="store_true", help="train without dropout")
@@ -194,9 +205,19 @@ def _train(args) -> str:
     if args.model is None:
         raise CostgraphValueError("no model given", hint="costgraph train gpt --config gpt2 ..., or --params 7.5e9")
     model, values = _load_any(args, dims, options)
+    hardware = None
+    if args.hardware is not None:
+        from .hardware import preset
+
+        hardware = preset(args.hardware)
+        if capacity is None:
+            capacity = hardware.memory_bytes
+    micro_batches = args.micro_batches
+    if args.global_batch is not None:
+        micro_batches = _micro_batches(args, model, values)
     pol = args.precision
     layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
-                    zero=args.zero, m=args.micro_batches, schedule=args.schedule, v=args.virtual_stages,
+                    zero=args.zero, m=micro_batches, schedule=args.schedule, v=args.virtual_stages,
                     recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
                     precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                     lora_rank=args.lora, quantization=args.quantize,
@@ -217,14 +238,66 @@ def _train(args) -> str:
                 if info is not None and info.derived is None and args.scope == "model":
                     best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
                     fits[f"largest_{name}"] = None if None in best else min(best)
+    compute = _compute(args, model, layout, hardware)
     beside = None
     if args.megatron:
         from .training.megatron import megatron_beside
 
         beside = megatron_beside(model, values, layout)
     if args.format == "json":
-        return train_json(model, result, values, args.scope, extra, fits, beside)
-    return train_text(model, result, values, args.scope, extra, fits, beside)
+        return train_json(model, result, values, args.scope, extra, fits, beside, compute)
+    return train_text(model, result, values, args.scope, extra, fits, beside, compute)
+
+
+def _micro_batches(args, model, values) -> int:
+    """``m`` from ``--global-batch B``: B = b·m·d sequences per step."""
+    if values is None or "b" not in model.graph.dims or model.graph.dims["b"].symbol not in values:
+        raise CostgraphValueError("--global-batch needs the micro-batch b", hint="give --config or --set b=N")
+    if args.gpus is None:
+        raise CostgraphValueError("--global-batch needs --gpus (to know the data-parallel degree)")
+    b = int(values[model.graph.dims["b"].symbol])
+    per = args.tp * args.pp * args.cp
+    if per <= 0 or args.gpus % per:
+        raise CostgraphValueError(f"{args.gpus} GPUs do not divide into t·p·c = {per}")
+    d = args.gpus // per
+    if args.global_batch <= 0 or args.global_batch % (b * d):
+        raise CostgraphValueError(f"the global batch {args.global_batch} is not a multiple of b·d = {b}·{d}",
+                                  hint="B = b × m × d sequences per step")
+    return args.global_batch // (b * d)
+
+
+def _compute(args, model, layout, hardware):
+    """FLOPs, time and utilization sections (costgraph.training.compute)."""
+    from .training.compute import compute_summary
+
+    peak = _parse_rational(args.peak, "--peak") if args.peak is not None else (
+        hardware.peak_flops_bf16 if hardware is not None else None)
+    mfu = _parse_rational(args.mfu, "--mfu") if args.mfu is not None else None
+    achieved = _parse_rational(args.achieved, "--achieved") if args.achieved is not None else None
+    if mfu is not None and achieved is not None:
+        raise CostgraphValueError("give --mfu or --achieved, not both")
+    if mfu is not None and not 0 < mfu <= 1:
+        raise CostgraphValueError(f"--mfu {args.mfu} is not a fraction in (0, 1]")
+    if mfu is not None and peak is None:
+        raise CostgraphValueError("--mfu needs a peak: --hardware NAME or --peak FLOPS")
+    for name, v in (("--achieved", achieved), ("--peak", peak)):
+        if v is not None and v <= 0:
+            raise CostgraphValueError(f"{name} must be positive")
+    tokens = _parse_rational(args.tokens, "--tokens") if args.tokens is not None else None
+    price = _parse_rational(args.price, "--price") if args.price is not None else None
+    return compute_summary(model.graph, layout.filled(), peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
+                           price=price, convention=args.convention, causal=args.causal, router=not args.no_router)
+
+
+def _parse_rational(text: str, what: str):
+    """``0.45``, ``140e12``, ``2.5`` → an exact SymPy Rational (never evaluated as code)."""
+    import sympy
+
+    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]{1,2}))?\s*", text or "")
+    if not m or len(text) > 40:
+        raise CostgraphValueError(f"cannot read {what} {text[:40]!r}", hint="a number such as 0.45, 2.5 or 140e12")
+    frac = m.group(2) or ""
+    return sympy.Rational(int(m.group(1) + frac), 10 ** len(frac)) * sympy.Rational(10) ** int(m.group(3) or 0)
 
 
 def _train_bare(args, capacity) -> str:

@@ -20,9 +20,17 @@ The JSON document is a stable contract:
                   "experts": {...}}, ...],   # experts: routed experts' states, where the model has them
       "fits": {"capacity_bytes": 80000000000, "fits": true, "headroom_bytes": ...,
                "largest_b": 3, "largest_s": 12288},
-      "megatron": {"megatron": {...}, "costgraph": {...}, "difference": {...}}   # with --megatron
+      "megatron": {"megatron": {...}, "costgraph": {...}, "difference": {...}},  # with --megatron
+      "flops": {"model_per_iteration": {expr, latex, value}, "hardware_per_iteration": ..., "per_token": ...,
+                "model_per_device": ..., "hardware_per_device": ..., "six_n": ..., "eight_n": ...,
+                "six_n_non_embedding": ..., "per_token_minus_six_n": ...},
+      "time": {"step_seconds": ..., "steps": ..., "train_seconds": ..., "train_days": ..., "gpu_hours": ...,
+               "pf_days": ..., "cost": ...},      # with --mfu (and a peak) or --achieved; --tokens; --price
+      "mfu": {...}, "hfu": {...}
     }
 
+``flops``, ``time``, ``mfu``, ``hfu``: ``value`` is a number (an int when
+whole, else a float); conventions in :mod:`costgraph.training.compute`.
 ``memory`` is the most-loaded device's; bytes, exact integers. ``fits``
 (with ``--memory``): the verdict for the most-loaded device, and the largest
 micro-batch ``b`` and the longest sequence ``s`` that fit on every stage with
@@ -64,12 +72,63 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss, **extra}
 
 
+def _number(expr: sympy.Expr, values) -> dict:
+    """``{expr, latex, value}`` with ``value`` a number: an int when whole, else a float."""
+    expr = sympy.sympify(expr) if isinstance(expr, int) else expr
+    ordered = field_order(expr) if expr.free_symbols else expr
+    out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
+    if values is not None and expr.free_symbols <= set(values) or not expr.free_symbols:
+        v = expr.xreplace(values or {})
+        out["value"] = int(v) if v.is_integer else float(v)
+    return out
+
+
+def _compute_json(compute: dict, values) -> dict:
+    out = {"flops": {k: _number(v, values) for k, v in compute["flops"].items()}}
+    if "time" in compute:
+        out["time"] = {k: _number(v, values) for k, v in compute["time"].items()}
+    for k in ("mfu", "hfu"):
+        if k in compute:
+            out[k] = _number(compute[k], values)
+    return out
+
+
+_COMPUTE_LABELS = {
+    "model_per_iteration": "model FLOPs per iteration", "hardware_per_iteration": "hardware FLOPs per iteration",
+    "per_token": "model FLOPs per token", "model_per_device": "model FLOPs per device",
+    "hardware_per_device": "hardware FLOPs per device", "six_n": "6N per token (rule of thumb)",
+    "eight_n": "8N per token (with full recompute)", "six_n_non_embedding": "6N, non-embedding N",
+    "per_token_minus_six_n": "exact per token − 6N", "step_seconds": "step time (s)", "steps": "steps",
+    "train_seconds": "training time (s)", "train_days": "training time (days)", "gpu_hours": "GPU-hours",
+    "pf_days": "PF-days (model FLOPs)", "cost": "cost (price × GPU-hours)", "mfu": "MFU", "hfu": "HFU"}
+
+
+def _compute_text(compute: dict, values) -> list[str]:
+    out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration):"]
+    items = list(compute["flops"].items()) + list(compute.get("time", {}).items()) + \
+        [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
+    for k, e in items:
+        e = sympy.sympify(e) if isinstance(e, int) else e
+        line = f"  {_COMPUTE_LABELS[k]:<36}{to_text(field_order(e)) if e.free_symbols else ''}"
+        if values is not None and e.free_symbols <= set(values) or not e.free_symbols:
+            v = e.xreplace(values or {})
+            if k.startswith(("model_", "hardware_", "per_token", "six", "eight")):
+                shown = units.with_unit("flops_forward", int(v)) if v.is_integer else f"{float(v):.6g} FLOP"
+            elif k in ("mfu", "hfu"):
+                shown = f"{float(v):.2%}"
+            else:
+                shown = f"{int(v):,}" if v.is_integer else f"{float(v):,.4g}"
+            line += (" = " if e.free_symbols else "") + shown
+        out.append(line)
+    return out
+
+
 def _beside(beside, values) -> dict:
     return {who: {k: _entry(v, values) for k, v in part.items()} for who, part in beside.items()}
 
 
 def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
-                beside: dict | None = None) -> str:
+                beside: dict | None = None, compute: dict | None = None) -> str:
     """The JSON contract of the module docstring."""
     top = result.most_loaded(values)
     doc = {
@@ -89,11 +148,13 @@ def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
         doc["fits"] = fits
     if beside is not None:
         doc["megatron"] = _beside(beside, values)
+    if compute is not None:
+        doc.update(_compute_json(compute, values))
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
 def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
-                beside: dict | None = None) -> str:
+                beside: dict | None = None, compute: dict | None = None) -> str:
     """A per-device table: weights, gradients, optimizer, activations, total
     (formula, and bytes in GB and GiB when every symbol has a value), per stage."""
     L = result.layout
@@ -137,6 +198,8 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
                 v = fits[f"largest_{name}"]
                 out.append(f"  largest {what} that fits (the rest as given): "
                            + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
+    if compute is not None:
+        out += _compute_text(compute, values)
     if beside is not None:
         out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]
         for k in ("weights_and_optimizer", "activations", "total"):

@@ -1,0 +1,192 @@
+"""Training compute per iteration, utilization and time — an analysis over the graph.
+
+Conventions (named in every output):
+
+* **Model FLOPs** per iteration: forward + backward of the model (input and
+  weight gradients) for the global batch of ``B = b·m·d`` sequences (the
+  micro-batch ``b``, ``m`` micro-batches per step, ``d`` data-parallel
+  replicas), under a FLOP convention (``matmul``: 2 per multiply-add of a
+  matrix product, Megatron/PaLM/FlopCounterMode; ``all``) and a causal
+  convention (``full`` square, or ``half``). ``router=False`` leaves out the
+  MoE router's linear, as Megatron-LM's FLOP count does (a linear whose
+  output has one entry per expert of a ``repeat E as ... active k`` group).
+* **Hardware FLOPs**: model FLOPs plus what recomputation adds — ``full``:
+  one more forward of the layers (the top-level repeat groups; the head and
+  embeddings are not recomputed); ``selective``: the forward of the attention
+  core (found in the graph: :func:`costgraph.activations.attention_cores`);
+  ``flash`` attention recomputes the same core in its backward. For GPT with
+  full recomputation this is Narayanan et al. 2021 Eq. 3,
+  ``96 B s l h² (1 + s/6h + V/16lh)`` (tested).
+* **Per device**: divided evenly by the ``t·p·c·d`` devices (expert
+  parallelism does not change the count; pipeline bubbles are time, not FLOPs).
+* **Rules of thumb** per token: ``6N`` (no recomputation) and ``8N`` (full),
+  with ``N`` all parameters or the non-embedding ones (Kaplan et al. 2020),
+  shown beside the exact count with the difference.
+* **MFU / HFU** (Chowdhery et al. 2022, PaLM App. B): model (hardware) FLOPs
+  per second over ``n × peak``.
+* **Time**: from an assumed MFU ``u`` — ``step = model FLOPs / (n · peak · u)``
+  — or from achieved FLOP/s per device ``X`` (hardware FLOPs, as Narayanan §5.1)
+  — ``step = hardware FLOPs / (n · X)``; days to train on ``D`` tokens
+  (``D / (B s)`` steps), GPU-hours, cost, PF-days (10¹⁵ FLOP/s × 1 day).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..activations import attention_cores
+from ..graph import CostGraph
+from ..precision import precision as get_precision
+from ..totals import Scope, breakdown, expand_sum
+
+_MODEL = Scope("model", "", sympy.Integer(1), sympy.Integer(1))
+SECONDS_PER_DAY = 86400
+PF_DAY = 10**15 * SECONDS_PER_DAY
+
+
+def routers(cg: CostGraph) -> set[str]:
+    """Paths of MoE router linears: a linear whose output has one entry per
+    expert of a group with fewer active copies than copies."""
+    counts = [g.count for g in cg.groups.values() if sympy.expand(g.count - g.active) != 0]
+    out = set()
+    for path, d in cg.ops():
+        if d["kind"] == "linear" and d["outputs"]:
+            last = cg.tensors[d["outputs"][0]].shape[-1]
+            if any(sympy.expand(last - c) == 0 for c in counts):
+                out.add(path)
+    return out
+
+
+def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal: str = "full",
+                   router: bool = True) -> dict[str, sympy.Expr]:
+    """FLOPs of one training iteration (module docstring). ``layout``: a
+    filled :class:`~costgraph.training.memory.Layout`.
+
+    Returns ``model_per_micro_batch``, ``model_per_iteration``,
+    ``hardware_per_iteration``, ``recompute_per_iteration``, ``per_token``
+    (model FLOPs per token), ``model_per_device``, ``hardware_per_device``,
+    ``tokens_per_iteration``, ``global_batch`` (sequences), and the rules of
+    thumb ``six_n``, ``eight_n``, ``six_n_non_embedding`` (per token).
+    """
+    rows = breakdown(cg, _MODEL, convention, get_precision("bf16"), causal, leaves_only=True)
+    skip = routers(cg) if not router else set()
+    rows = [r for r in rows if r["path"] not in skip]
+    per_mb = expand_sum([r["count"] * (r["flops_forward"] + r["flops_backward"]) for r in rows])
+    top = [g.path for p, g in cg.groups.items() if "/" not in p]
+    extra = []
+    if layout.recompute == "full":
+        extra = [r["count"] * r["flops_forward"] for r in rows if any(r["path"].startswith(g + "/") for g in top)]
+    elif layout.recompute == "selective" or layout.attention == "flash":
+        core = {n for _, nodes in attention_cores(cg) for n in nodes}
+        extra = [r["count"] * r["flops_forward"] for r in rows if r["path"] in core]
+    recompute_mb = expand_sum(extra)
+    b = cg.dims["b"].symbol if "b" in cg.dims else sympy.Integer(1)
+    seq = _sequence(cg)
+    replicas = _expr(layout.m) * _expr(layout.d)
+    n = _expr(layout.t) * _expr(layout.p) * _expr(layout.c) * _expr(layout.d)
+    model_it = sympy.expand(per_mb * replicas)
+    hw_it = sympy.expand((per_mb + recompute_mb) * replicas)
+    tokens = sympy.expand(b * seq * replicas)
+    params = expand_sum([r["count"] * r["params"] for r in breakdown(cg, _MODEL, convention, get_precision("bf16"),
+                                                                    causal, leaves_only=True)])
+    embed = expand_sum([r["count"] * r["params"] for r in rows if cg.nodes[r["path"]]["kind"] == "embedding"])
+    return {
+        "model_per_micro_batch": per_mb,
+        "model_per_iteration": model_it,
+        "hardware_per_iteration": hw_it,
+        "recompute_per_iteration": sympy.expand(recompute_mb * replicas),
+        "per_token": sympy.cancel(model_it / tokens),
+        "model_per_device": sympy.expand(model_it / n),
+        "hardware_per_device": sympy.expand(hw_it / n),
+        "tokens_per_iteration": tokens,
+        "global_batch": sympy.expand(b * replicas),
+        "six_n": 6 * params,
+        "eight_n": 8 * params,
+        "six_n_non_embedding": sympy.expand(6 * (params - embed)),
+    }
+
+
+def _sequence(cg: CostGraph) -> sympy.Expr:
+    """Tokens per sequence: the last axis of the first ``index`` input (``tokens[b, s]``)."""
+    for path, d in cg.nodes.items():
+        if d["kind"] == "input":
+            t = cg.tensors[path]
+            if t.role == "index" and len(t.shape) >= 2:
+                return t.shape[-1]
+    return sympy.Integer(1)
+
+
+def _expr(x) -> sympy.Expr:
+    return sympy.Integer(x) if isinstance(x, int) else x
+
+
+def utilization(flops: dict, *, devices, peak, step_seconds) -> dict[str, sympy.Expr]:
+    """MFU and HFU (PaLM App. B) for a measured step time: FLOPs per second
+    over ``devices × peak`` (peak in FLOP/s per device)."""
+    denom = _expr(devices) * _expr(peak) * step_seconds
+    return {"mfu": flops["model_per_iteration"] / denom, "hfu": flops["hardware_per_iteration"] / denom}
+
+
+def training_time(flops: dict, *, devices, peak=None, mfu=None, achieved=None, tokens=None,
+                  price_per_gpu_hour=None) -> dict[str, sympy.Expr]:
+    """Step time and the cost of training on ``tokens`` tokens.
+
+    Give ``mfu`` (with ``peak``, FLOP/s per device): ``step = model FLOPs /
+    (n · peak · mfu)``; or ``achieved`` (hardware FLOP/s per device):
+    ``step = hardware FLOPs / (n · achieved)``. Returns ``step_seconds`` and,
+    with ``tokens``: ``steps``, ``train_seconds``, ``train_days``,
+    ``gpu_hours``, ``pf_days`` (model FLOPs), and ``cost`` with a price.
+    ``mfu``, ``achieved`` and prices are exact rationals (``Rational(45, 100)``).
+    """
+    n = _expr(devices)
+    if achieved is not None:
+        step = flops["hardware_per_iteration"] / (n * achieved)
+    else:
+        step = flops["model_per_iteration"] / (n * _expr(peak) * mfu)
+    out = {"step_seconds": step}
+    if tokens is not None:
+        steps = _expr(tokens) / flops["tokens_per_iteration"]
+        secs = steps * step
+        out.update(steps=steps, train_seconds=secs, train_days=secs / SECONDS_PER_DAY, gpu_hours=n * secs / 3600,
+                   pf_days=steps * flops["model_per_iteration"] / PF_DAY)
+        if price_per_gpu_hour is not None:
+            out["cost"] = out["gpu_hours"] * price_per_gpu_hour
+    return out
+
+
+def rule_of_thumb_time(params, tokens, devices, achieved, *, recompute: bool = True) -> sympy.Expr:
+    """The seeds' and Narayanan et al.'s ``8TP/(nX)`` seconds (``6TP/(nX)``
+    without recomputation): ``T`` tokens, ``P`` parameters, ``n`` devices,
+    ``X`` achieved FLOP/s per device (or peak × utilization)."""
+    return (8 if recompute else 6) * _expr(tokens) * _expr(params) / (_expr(devices) * achieved)
+
+
+__all__ = ["training_flops", "utilization", "training_time", "rule_of_thumb_time", "routers"]
+
+
+def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
+                    convention: str = "matmul", causal: str = "full", router: bool = True) -> dict:
+    """The ``flops``, ``time``, ``mfu`` and ``hfu`` sections of ``costgraph
+    train`` (SymPy expressions; sections without their inputs are left out):
+    ``flops`` always; ``time`` with ``mfu`` (and ``peak``) or ``achieved``;
+    ``mfu``/``hfu`` when both a rate and ``peak`` are known (an assumed MFU
+    gives HFU = MFU × hardware/model FLOPs; achieved FLOP/s give HFU =
+    achieved/peak)."""
+    f = training_flops(cg, layout, convention=convention, causal=causal, router=router)
+    n = _expr(layout.t) * _expr(layout.p) * _expr(layout.c) * _expr(layout.d)
+    out = {"flops": {k: f[k] for k in ("model_per_iteration", "hardware_per_iteration", "per_token",
+                                       "model_per_device", "hardware_per_device", "six_n", "eight_n",
+                                       "six_n_non_embedding")}}
+    out["flops"]["per_token_minus_six_n"] = sympy.expand(f["per_token"] - f["six_n"])
+    if mfu is not None and peak is None:
+        return out
+    if mfu is not None or achieved is not None:
+        out["time"] = training_time(f, devices=n, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
+                                    price_per_gpu_hour=price)
+        ratio = f["hardware_per_iteration"] / f["model_per_iteration"]
+        if mfu is not None:
+            out["mfu"], out["hfu"] = mfu, sympy.cancel(mfu * ratio)
+        elif peak is not None:
+            out["hfu"] = achieved / _expr(peak)
+            out["mfu"] = sympy.cancel(out["hfu"] / ratio)
+    return out
