@@ -1,0 +1,203 @@
+"""The layout planner: which parallel layouts fit, and which is fastest.
+
+``plan`` enumerates layouts — tensor ``t``, pipeline ``p``, context ``c`` and
+expert ``e`` parallelism, data parallelism ``d = gpus/(t·p·c)``, ZeRO stage,
+recomputation, sequence parallelism and the micro-batch ``b`` (with ``m =
+B/(b·d)`` micro-batches for a global batch of ``B`` sequences) — keeps those
+whose most-loaded device fits the device memory, and ranks them by step time.
+
+The SymPy expressions stay the single source: for each ZeRO stage the model
+states, for each (recomputation, SP) the activations, and for each
+recomputation the hardware FLOPs are derived once with the degrees as symbols
+(:func:`costgraph.training.memory.training_memory`,
+:func:`costgraph.training.compute.training_flops`), compiled with
+:func:`costgraph.evaluator.vectorized`, and evaluated over every numeric
+layout at once (float64; the chosen layouts are re-derived exactly by
+``costgraph train``).
+
+Step time model (named, simple): ``compute = hardware FLOPs per device /
+(peak × efficiency)``; the 1F1B pipeline bubble multiplies it by
+``1 + (p − 1)/m``; communication (:mod:`costgraph.parallel.communication`,
+when available) adds the collectives that cannot overlap compute.
+
+Validity (each reason counted when a layout is refused): ``d`` whole; every
+axis tensor parallelism splits (heads, K/V heads, widths, vocabulary) divisible
+by ``t``; each top-level repeat count divisible by ``p``; ``s`` divisible by
+``c``; experts divisible by ``e`` and ``e`` dividing ``d·c·t``; the global
+batch divisible by ``b·d``; the memory of the most-loaded device at most the
+capacity.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import sympy
+
+from ..evaluator import vectorized
+from ..graph import CostGraph
+from ..parallel.tensor import tensor_parallel
+from ..symbols import dim
+from .compute import training_flops
+from .memory import Layout, _experts, training_memory
+
+T, P, C, EP, D, M = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m"))
+RECOMPUTE = ("none", "selective", "full")
+ZERO = (0, 1, 2, 3)
+
+
+@dataclass
+class Candidate:
+    """One layout and its figures (floats, from the compiled closed forms)."""
+
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    zero: int
+    recompute: str
+    sp: bool
+    micro_batch: int
+    micro_batches: int
+    memory_bytes: float
+    step_seconds: float
+    mfu: float
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Plan:
+    """The ranked layouts that fit (``layouts``, fastest first), how many were
+    considered, and how many were refused for each reason."""
+
+    layouts: list[Candidate]
+    considered: int
+    refused: dict[str, int]
+    efficiency: sympy.Rational
+    capacity: int
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, x = [], 1
+    while x <= limit:
+        out.append(x)
+        x *= 2
+    return out
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [k for k in range(1, min(n, limit) + 1) if n % k == 0]
+
+
+def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: int,
+         efficiency=sympy.Rational(1, 2), attention: str = "eager", policy: str = "mixed",
+         optimizer: str = "adam", max_tp: int = 8, micro_batches=(1, 2, 4, 8, 16, 32),
+         cp_options=(1, 2, 4, 8), top: int = 10) -> Plan:
+    """Rank the layouts of ``model`` on ``gpus`` devices of ``capacity`` bytes
+    and ``peak`` FLOP/s for a global batch of ``global_batch`` sequences (see
+    the module docstring). ``values``: the model's dimension values (symbol →
+    int; ``b`` is replaced by each candidate micro-batch)."""
+    cg: CostGraph = model.graph
+    vals = {k: sympy.Integer(int(v)) for k, v in values.items()}
+    b_sym = cg.dims["b"].symbol if "b" in cg.dims else None
+    fixed = {k: v for k, v in vals.items() if k != b_sym}
+    top_groups = [g for path, g in cg.groups.items() if "/" not in path]
+    counts = [int(g.count.xreplace(fixed)) for g in top_groups]
+    seq = int(cg.dims["s"].symbol.xreplace(fixed)) if "s" in cg.dims else 1
+    # axes TP splits, as numbers: each must divide by t
+    tp_layout = tensor_parallel(cg, T)
+    split_sizes = set()
+    for tid, axis in tp_layout.split.items():
+        n = sympy.sympify(cg.tensors[tid].shape[axis]).xreplace(fixed)
+        if n.is_Integer:
+            split_sizes.add(int(n))
+    experts = _experts(cg)
+    n_experts = [int(g.count.xreplace(fixed)) for g in cg.groups.values()
+                 if sympy.expand(g.count - g.active) != 0]
+    # --- the grid of numeric layouts --------------------------------------------------------------
+    refused = {"d not whole": 0, "t does not divide a split axis": 0, "p does not divide the layers": 0,
+               "c does not divide s": 0, "e does not divide the experts": 0,
+               "global batch not a multiple of b·d": 0, "out of memory": 0}
+    rows = []
+    e_options = [1] + sorted({k for n in n_experts for k in _divisors(n, gpus) if k > 1}) if experts else [1]
+    for t, p, c, e, b in itertools.product(_powers_of_two(min(max_tp, gpus)), _divisors(gpus, gpus),
+                                           cp_options, e_options, micro_batches):
+        if gpus % (t * p * c):
+            refused["d not whole"] += 1
+            continue
+        d = gpus // (t * p * c)
+        if any(n % t for n in split_sizes):
+            refused["t does not divide a split axis"] += 1
+            continue
+        if any(n % p for n in counts):
+            refused["p does not divide the layers"] += 1
+            continue
+        if seq % c:
+            refused["c does not divide s"] += 1
+            continue
+        if e > 1 and (any(n % e for n in n_experts) or (d * c * t) % e):
+            refused["e does not divide the experts"] += 1
+            continue
+        if global_batch % (b * d):
+            refused["global batch not a multiple of b·d"] += 1
+            continue
+        rows.append((t, p, c, e, d, b, global_batch // (b * d)))
+    grid = np.array(rows, dtype=np.float64).reshape(-1, 7) if rows else np.zeros((0, 7))
+    considered = sum(refused.values()) - refused["out of memory"] + len(rows) * len(ZERO) * len(RECOMPUTE) * 2
+    # --- closed forms, compiled once ---------------------------------------------------------------
+    syms = [T, P, C, EP, D, M] + ([b_sym] if b_sym is not None else [])
+    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer)
+
+    def compiled(expr):
+        return vectorized([expr.xreplace(fixed)], syms)
+
+    def stage_totals(layout_kw, key):
+        out = []
+        for p_value in (1, P):
+            res = training_memory(cg, Layout(p=p_value, **{**base, **layout_kw}))
+            out.append([compiled(st.memory[key]) for st in res.stages])
+        return out
+
+    states = {z: [stage_totals(dict(zero=z), k) for k in ("weights", "gradients", "optimizer")] for z in ZERO}
+    acts = {(r, sp): stage_totals(dict(recompute=r, sp=sp), "activations")
+            for r in RECOMPUTE for sp in (False, True)}
+    flops = {r: compiled(training_flops(cg, Layout(p=P, **{**base, "recompute": r}))["hardware_per_device"])
+             for r in RECOMPUTE}
+    model_flops = compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
+    args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]]
+    if b_sym is not None:
+        args.append(grid[:, 5])
+    pipelined = grid[:, 1] > 1
+    candidates = []
+    peak_f = float(peak)
+    eff = float(efficiency)
+    model_it = model_flops(*args)[0] if len(grid) else np.zeros(0)
+    for z, r, sp in itertools.product(ZERO, RECOMPUTE, (False, True)):
+        if len(grid) == 0:
+            break
+        if sp and not np.any(grid[:, 0] > 1):
+            continue
+        mem = np.zeros(len(grid))
+        for which in (0, 1):   # p = 1 forms, then p symbolic (first, last)
+            per_stage = None
+            for k in range(len(states[z][0][which])):
+                tot = sum(states[z][q][which][k](*args)[0] for q in range(3)) + acts[(r, sp)][which][k](*args)[0]
+                per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
+            mem = np.where(pipelined if which == 1 else ~pipelined, per_stage, mem)
+        valid = ((grid[:, 0] > 1) | (not sp)) & ((grid[:, 4] > 1) | (z == 0))   # SP needs t > 1; ZeRO needs d > 1
+        compute = flops[r](*args)[0] / (peak_f * eff)
+        step = compute * (1 + (grid[:, 1] - 1) / grid[:, 6])
+        fits = valid & (mem <= capacity)
+        refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
+        for i in np.nonzero(fits)[0]:
+            candidates.append(Candidate(int(grid[i, 0]), int(grid[i, 1]), int(grid[i, 4]), int(grid[i, 2]),
+                                        int(grid[i, 3]), z, r, sp, int(grid[i, 5]), int(grid[i, 6]),
+                                        float(mem[i]), float(step[i]),
+                                        float(model_it[i] / (step[i] * gpus * peak_f))))
+    candidates.sort(key=lambda x: (x.step_seconds, x.memory_bytes))
+    return Plan(candidates[:top], considered, refused, efficiency, capacity)
