@@ -172,10 +172,12 @@ class OpContext:
 
     def cache(self, t: Tensor, window) -> None:
         """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference; a
-        storage already cached (``cache(cache(x))``, a view of a cached
-        tensor) is counted once."""
-        tensors = self.b.cg.tensors
-        if any(tensors[e.tensor].storage == t.storage for e in self.b.cg.caches):
+        tensor already cached (``cache(cache(x))``: the outer call reads the
+        inner one's output) is counted once. Views of one storage that are
+        different tensors — K and V split off GPT's fused QKV — are cached
+        each."""
+        producer = self.b.cg.nodes.get(t.producer)
+        if (producer is not None and producer["kind"] == "cache") or any(e.tensor == t.id for e in self.b.cg.caches):
             return
         self.b.cg.caches.append(CacheEntry(t.id, window, self.path))
 

@@ -119,3 +119,11 @@ def test_compiled_refuses_values_that_are_not_numbers(llama):
             f(b=bad)
     with pytest.raises(costgraph.CostgraphValueError, match="whole numbers"):
         llama.compile("llama-2-70b", dtype="int64")(b=np.array([1.5]))
+
+
+def test_gpt_kv_cache_counts_k_and_v_views_of_one_fused_storage():
+    # K and V are views of GPT-2's fused c_attn output: each is cached, 2 × b s h × 2 bytes per layer
+    # (a regression: deduplicating cache entries by storage counted only one of them)
+    b, s, h = (sympy.Symbol(n, positive=True, integer=True) for n in "bsh")
+    assert sympy.expand(costgraph.load("gpt").costs("layer").kv_cache_bytes - 4 * b * s * h) == 0
+    assert costgraph.load("gpt").costs().evaluate(config="gpt2")["kv_cache_bytes_per_token"] == 36_864
