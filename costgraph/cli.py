@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     _train_parser(sub)
     sub.add_parser("list", help="bundled models and their configurations")
     sub.add_parser("ops", help="operators a model file can call")
+    hw = sub.add_parser("hardware", help="accelerator presets: dense peaks, HBM, links per direction, with sources")
+    hw.add_argument("name", nargs="?", help="one preset in full, a source per number (h100-sxm, mi300x, tpu-v5p, ...)")
+    hw.add_argument("--format", choices=("text", "json"), default="text")
     return p
 
 
@@ -408,6 +411,19 @@ def _cache_file(kind: str, key: str):
     return Path(base) / "costgraph" / f"{kind}-{key}"
 
 
+def _hardware(args) -> str:
+    import json
+
+    from . import hardware   # light: tomllib, no SymPy
+
+    if args.name is None:
+        if args.format == "json":
+            return json.dumps({"presets": [hardware.to_json(h) for h in hardware.presets().values()]}, indent=2)
+        return hardware.format_table()
+    one = hardware.preset(args.name)
+    return json.dumps(hardware.to_json(one), indent=2) if args.format == "json" else hardware.format_one(one)
+
+
 def _ops() -> str:
     from .ops import catalogue
     from .ops.registry import REQUIRED
@@ -435,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
             out = _train(args)
         elif args.command == "list":
             out = _list()
+        elif args.command == "hardware":
+            out = _hardware(args)
         else:
             out = _ops()
     except CostgraphError as e:
