@@ -126,7 +126,7 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
 
     rows = breakdown(cg, _MODEL, "matmul", precision, leaves_only=True, share=share)
     extras = []
-    if attention == "flash":   # fp32 log-sum-exp per row of QKᵀ
+    if attention == "flash" and recompute != "full":   # fp32 log-sum-exp per row of QKᵀ (recomputed under full)
         for first, _ in cores:
             out = cg.tensors[cg.nodes[first]["outputs"][0]]
             extras.append((first, cg.nodes[first]["active"], 4 * out.numel / out.shape[-1] / divisor(out.id)))

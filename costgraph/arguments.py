@@ -103,6 +103,9 @@ def options(value: object, name: str = "options") -> dict[str, object]:
 def whole(value: object, name: str) -> int:
     """``value`` if it is a positive whole number (an ``int``, not a bool) of at
     most :data:`MAX_DIGITS` digits."""
+    if not isinstance(value, (bool, int)) and type(value).__name__ in ("int8", "int16", "int32", "int64", "uint8",
+                                                                       "uint16", "uint32", "uint64"):
+        value = int(value)   # a NumPy integer (sweeps); anything else keeps its type for the message
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         _fail(f"'{name}'", "a positive whole number", value)
     if value >= _LIMIT:

@@ -202,7 +202,8 @@ class Builder:
                 raise CostgraphSemanticError(
                     f"'{name}' has no weight of its own: it is tied to the weight of '{owner}'", loc,
                     hint=f"tie to the owner: tied = {self._name_of(owner)}")
-            raise CostgraphSemanticError(f"'{name}' (a {node['kind']}) has no weight to tie to", loc,
+            article = "an" if node["kind"][:1] in "aeiou" else "a"
+            raise CostgraphSemanticError(f"'{name}' ({article} {node['kind']}) has no weight to tie to", loc,
                                          hint="tie to a node built earlier that has a weight, e.g. tied=wte")
         owners = sorted({w.rsplit("/", 1)[0] for w in self.cg.weights})
         close = difflib.get_close_matches(name, owners, n=1)

@@ -195,15 +195,30 @@ def _load_any(args, dims, options):
 
 
 def _train(args) -> str:
+    import sympy
+
     from .training.fit import largest_fitting, parse_size
     from .training.memory import Layout
     from .training.report import to_json_doc as train_json, to_text_doc as train_text
 
     dims, options = _settings(args.set)
     capacity = parse_size(args.memory) if args.memory is not None else None
+    if args.lora_targets != ["q_proj", "v_proj"] and args.lora is None:
+        raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R")
     if args.params is not None:
         if args.model is not None:
             raise CostgraphValueError("give a model or --params, not both")
+        model_only = [name for name, on in (("--lora", args.lora is not None), ("--quantize", args.quantize),
+                                            ("--recompute", args.recompute != "none"), ("--sp", args.sp),
+                                            ("--micro-batches", args.micro_batches is not None),
+                                            ("--cp", args.cp != 1), ("--ep", args.ep != 1),
+                                            ("--attention", args.attention != "eager"), ("--scope", args.scope != "model"),
+                                            ("--set", bool(args.set)), ("--config", args.config is not None),
+                                            ("--hardware", args.hardware is not None)) if on]
+        if model_only:
+            raise CostgraphValueError(f"{', '.join(model_only)} {'needs' if len(model_only) == 1 else 'need'} a model: "
+                                      "--params gives model states only",
+                                      hint="name a model (costgraph train llama --config llama-2-7b ...)")
         return _train_bare(args, capacity)
     if args.model is None:
         raise CostgraphValueError("no model given", hint="costgraph train gpt --config gpt2 ..., or --params 7.5e9")
@@ -225,6 +240,10 @@ def _train(args) -> str:
                     precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                     lora_rank=args.lora, quantization=args.quantize,
                     lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+    if values is not None:
+        from .training.validity import check_layout
+
+        check_layout(model.graph, layout.filled(), values)
     result = model.train(layout=layout, scope=args.scope)
     extra = {"profile": args.profile, "dropout": not args.no_dropout, "memory": capacity, "lora": args.lora,
              "lora_targets": args.lora_targets if args.lora else None, "quantization": args.quantize}
@@ -233,7 +252,7 @@ def _train(args) -> str:
         top = result.most_loaded(values)
         total = top.memory["total"]
         if total.free_symbols <= set(values):
-            used = int(total.xreplace(values))
+            used = int(sympy.ceiling(total.xreplace(values)))
             fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
             worst = [st.memory["total"] for st in result.stages]
             for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit

@@ -89,8 +89,8 @@ class CostgraphError(Exception):
                 text = head + text[start:start + _WIDTH] + ("…" if start + _WIDTH < len(text) else "")
                 col = col - start + len(head)
             # the caret lines up under tabs too: copy the tabs before the column
+            col = min(col, len(text))   # a column past the shown text: the caret at its end
             pad = "".join("\t" if c == "\t" else " " for c in text[:col])
-            pad += " " * max(0, col - len(text))
             lines.append("    " + text)
             lines.append("    " + pad + "^")
         if self.hint:

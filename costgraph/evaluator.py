@@ -199,9 +199,12 @@ class Compiled:
     def __repr__(self) -> str:
         return f"<compiled costs of ({', '.join(self.symbols)}), {self.dtype}: {', '.join(self.quantities)}>"
 
-    def __call__(self, **arrays):
+    def __call__(self, *positional, **arrays):
         from .errors import CostgraphValueError
 
+        if positional:
+            raise CostgraphValueError("give the values by name", hint="this function takes "
+                                      + ", ".join(f"{n}=..." for n in self.symbols))
         arrays = {**self.defaults, **arrays}
         missing = [n for n in self.symbols if n not in arrays]
         extra = [n for n in arrays if n not in self.symbols]
@@ -212,12 +215,17 @@ class Compiled:
         import numpy as np
 
         for n in self.symbols:
-            kind = np.asarray(arrays[n]).dtype.kind
-            if kind not in "iu" and not (kind == "f" and self.dtype == "float64") and not (
-                    kind == "O" and self.dtype == "exact" and all(
-                        isinstance(v, int) and not isinstance(v, bool) for v in np.asarray(arrays[n]).flat)):
+            arr = np.asarray(arrays[n])
+            kind = arr.dtype.kind
+            ok = kind in "iu" or (kind == "O" and self.dtype == "exact" and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in arr.flat))
+            if kind == "f" and self.dtype == "float64":   # floats allowed in float64 sweeps, if whole
+                ok = bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+            if not ok:
                 raise CostgraphValueError(f"'{n}' must be whole numbers (an int or an integer array), "
                                           f"got {type(arrays[n]).__name__} of kind {kind!r}")
+            if arr.size and not np.all(arr > 0):
+                raise CostgraphValueError(f"'{n}' must be positive: a dimension counts something")
         try:
             return dict(zip(self.quantities, self._f(*[arrays[n] for n in self.symbols])))
         except OverflowError as e:

@@ -127,3 +127,22 @@ def test_gpt_kv_cache_counts_k_and_v_views_of_one_fused_storage():
     b, s, h = (sympy.Symbol(n, positive=True, integer=True) for n in "bsh")
     assert sympy.expand(costgraph.load("gpt").costs("layer").kv_cache_bytes - 4 * b * s * h) == 0
     assert costgraph.load("gpt").costs().evaluate(config="gpt2")["kv_cache_bytes_per_token"] == 36_864
+
+
+def test_compiled_refuses_negative_fractional_nan_and_positional(llama):
+    f = llama.compile("llama-2-70b")
+    for bad in (-1, 1.5, np.nan, np.array([1, 0])):
+        with pytest.raises(costgraph.CostgraphValueError):
+            f(b=bad)
+    with pytest.raises(costgraph.CostgraphValueError, match="by name"):
+        f(1)
+    # NumPy integers are whole numbers (sweeps)
+    assert llama.evaluate(config="llama-2-70b", b=np.int64(2))["params"] == 68_976_648_192
+
+
+def test_caret_of_a_huge_line_stays_short(tmp_path, capsys):
+    # a 5 MB comment line: the message shows a 100-character window and a caret within it
+    f = tmp_path / "huge.cg"
+    f.write_text("# " + "x" * 200_000 + "\nmodel m { return }\n")
+    assert main(["derive", str(f)]) == 2
+    assert len(capsys.readouterr().err) < 2000

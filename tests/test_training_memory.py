@@ -124,10 +124,29 @@ def test_bare_parameter_count(capsys):
     (["train", "gpt", "--optimizer", "adamm"], "optimizer"),
     (["train", "--params", "1.5"], "whole number"),
     (["train", "gpt", "--virtual-stages", "2"], "interleaved"),
+    # found by a new user's trial: settings that cannot divide evenly, or that do nothing
+    (["train", "gpt", "--config", "gpt2", "--tp", "5", "--gpus", "10"], "splits an axis of 2304"),
+    (["train", "llama", "--config", "llama-2-70b", "--gpus", "16", "--tp", "16"], "Megatron replicates K/V heads"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "5", "--pp", "5"], "cannot share the 12 iterations"),
+    (["train", "deepseek_v3", "--config", "deepseek-v3", "--gpus", "64", "--pp", "64"], "would hold none"),
+    (["train", "mixtral", "--config", "mixtral-8x7b", "--gpus", "3", "--ep", "3"], "does not divide the 8 experts"),
+    (["train", "gpt", "--config", "gpt2", "--ep", "2", "--gpus", "2"], "needs routed experts"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "3", "--cp", "3"], "does not divide the sequence"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--pp", "2", "--micro-batches", "-3"], "positive whole"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--pp", "2", "--micro-batches", "0"], "positive whole"),
+    (["train", "gpt", "--hsdp", "4", "--gpus", "8"], "needs ZeRO"),
+    (["train", "--params", "7e9", "--lora", "8"], "--lora needs a model"),
+    (["train", "gpt", "--lora-targets", "q_proj"], "needs --lora"),
 ])
 def test_train_errors_exit_2(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_train_api_rejects_wrong_types():
+    for bad in (dict(sp="no", t=2), dict(loss="no"), dict(m=0, p=2, gpus=2), dict(zero=5), dict(t="8")):
+        with pytest.raises(costgraph.CostgraphValueError):
+            costgraph.load("gpt").train(**bad)
 
 
 def test_train_api_rejects_unknown_settings():

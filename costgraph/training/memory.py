@@ -101,11 +101,24 @@ class Layout:
         out = Layout(**self.__dict__)
         for name in ("t", "p", "c", "e", "v"):
             _degree(getattr(out, name), name)
+        for name in ("sp", "loss", "lora_dropout"):
+            if not isinstance(getattr(out, name), bool):
+                raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
+        if out.m is not None:
+            _degree(out.m, "m (micro-batches per step)")
+        if out.hsdp is not None:
+            _degree(out.hsdp, "hsdp")
+        if out.lora_rank is not None:
+            _degree(out.lora_rank, "lora_rank")
+        if isinstance(out.zero, bool) or not isinstance(out.zero, int):
+            raise CostgraphValueError(f"zero must be a stage 0-3, got {out.zero!r}")
         if out.zero not in STAGES:
             raise CostgraphValueError(f"ZeRO stage {out.zero!r} does not exist", hint="0, 1, 2 or 3")
         for name, allowed in (("recompute", RECOMPUTE), ("attention", ATTENTION), ("schedule", SCHEDULES)):
             if getattr(out, name) not in allowed:
                 raise CostgraphValueError(f"unknown {name} {getattr(out, name)!r}", hint="one of: " + ", ".join(allowed))
+        if out.hsdp is not None and out.zero == 0:
+            raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs ZeRO 1, 2 or 3")
         if out.schedule != "interleaved" and out.v != 1:
             raise CostgraphValueError("virtual stages (v) need the interleaved schedule", hint="--schedule interleaved")
         if out.sp and out.t == 1:

@@ -22,7 +22,7 @@ when available) adds the collectives that cannot overlap compute.
 
 Validity (each reason counted when a layout is refused): ``d`` whole; every
 axis tensor parallelism splits (heads, K/V heads, widths, vocabulary) divisible
-by ``t``; each top-level repeat count divisible by ``p``; ``s`` divisible by
+by ``t``; the layers divisible by ``p`` (one stack) or at least ``p`` (several); ``s`` divisible by
 ``c``; experts divisible by ``e`` and ``e`` dividing ``d·c·t``; the global
 batch divisible by ``b·d``; the memory of the most-loaded device at most the
 capacity.
@@ -38,10 +38,10 @@ import sympy
 
 from ..evaluator import vectorized
 from ..graph import CostGraph
-from ..parallel.tensor import tensor_parallel
 from ..symbols import dim
 from .compute import training_flops
 from .memory import Layout, _experts, training_memory
+from .validity import expert_counts, split_axes
 
 T, P, C, EP, D, M = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m"))
 RECOMPUTE = ("none", "selective", "full")
@@ -109,16 +109,14 @@ def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: i
     top_groups = [g for path, g in cg.groups.items() if "/" not in path]
     counts = [int(g.count.xreplace(fixed)) for g in top_groups]
     seq = int(cg.dims["s"].symbol.xreplace(fixed)) if "s" in cg.dims else 1
-    # axes TP splits, as numbers: each must divide by t
-    tp_layout = tensor_parallel(cg, T)
+    # axes TP splits, as numbers: each must divide by t (costgraph.training.validity)
     split_sizes = set()
-    for tid, axis in tp_layout.split.items():
-        n = sympy.sympify(cg.tensors[tid].shape[axis]).xreplace(fixed)
+    for _, size in split_axes(cg):
+        n = sympy.sympify(size).xreplace(fixed)
         if n.is_Integer:
             split_sizes.add(int(n))
     experts = _experts(cg)
-    n_experts = [int(g.count.xreplace(fixed)) for g in cg.groups.values()
-                 if sympy.expand(g.count - g.active) != 0]
+    n_experts = [int(n.xreplace(fixed)) for n in expert_counts(cg)]
     # --- the grid of numeric layouts --------------------------------------------------------------
     refused = {"d not whole": 0, "t does not divide a split axis": 0, "p does not divide the layers": 0,
                "c does not divide s": 0, "e does not divide the experts": 0,
@@ -134,7 +132,7 @@ def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: i
         if any(n % t for n in split_sizes):
             refused["t does not divide a split axis"] += 1
             continue
-        if any(n % p for n in counts):
+        if (len(counts) == 1 and counts[0] % p) or sum(counts) < p:
             refused["p does not divide the layers"] += 1
             continue
         if seq % c:

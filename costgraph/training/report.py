@@ -54,10 +54,16 @@ LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimize
 
 
 def _entry(expr: sympy.Expr, values) -> dict:
+    """``{expr, latex, value}``; a per-device share of a table padded to a
+    multiple of t (a vocabulary not divisible by t) is rounded up, and then
+    ``"rounded_up": true``."""
     ordered = field_order(expr)
     out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
     if values is not None and expr.free_symbols <= set(values):
-        out["value"] = int(expr.xreplace(values))
+        v = expr.xreplace(values)
+        out["value"] = int(sympy.ceiling(v))
+        if not v.is_integer:
+            out["rounded_up"] = True
     return out
 
 
@@ -176,7 +182,9 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
             e = st.memory[k]
             line = f"  {LABELS[k]:<{width}}{to_text(field_order(e))}"
             if values is not None and e.free_symbols <= set(values):
-                line += f"\n  {'':<{width}}= {units.with_unit('activation_bytes', int(e.xreplace(values)))}"
+                v = e.xreplace(values)
+                line += (f"\n  {'':<{width}}= {units.with_unit('activation_bytes', int(sympy.ceiling(v)))}"
+                         + ("" if v.is_integer else " (rounded up: a table padded to a multiple of t)"))
             out.append(line)
         ex = st.memory.get("experts", 0)
         if ex != 0:

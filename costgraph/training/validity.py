@@ -1,0 +1,86 @@
+"""Is a parallel layout possible for this model at these sizes?
+
+Each rule reads the graph; none is typed per model:
+
+* every axis tensor parallelism splits (:mod:`costgraph.parallel.tensor`:
+  heads, K/V heads, widths) must divide by ``t`` — Megatron requires it; the
+  vocabulary need not (frameworks pad it; per-device bytes of a padded
+  table are rounded up in reports); K/V heads fewer than ``t`` (which Megatron replicates) are
+  refused rather than counted as half heads;
+* a single stack's layer count must divide by ``p``; with several stacks
+  (each stage holds the mean share of each, see
+  :mod:`costgraph.parallel.pipeline`) ``p`` must not exceed the layers;
+* every sequence length must divide by ``c`` (context parallelism);
+* expert parallelism needs routed experts (a ``repeat E as ... active k``
+  group), ``E`` divisible by ``e``, and ``e·etp`` dividing ``d·c·t``;
+* HSDP shards ZeRO's states: it needs ZeRO ≥ 1, and its group must divide ``d``.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..graph import CostGraph
+from ..parallel.tensor import sequence_dims, tensor_parallel
+
+
+def split_axes(cg: CostGraph) -> list[tuple[str, sympy.Expr]]:
+    """``(tensor id, size of its TP-split axis)`` for every tensor TP splits."""
+    tp = tensor_parallel(cg, sympy.Symbol("N_t", positive=True, integer=True))
+    return [(tid, cg.tensors[tid].shape[axis]) for tid, axis in tp.split.items()]
+
+
+def expert_counts(cg: CostGraph) -> list[sympy.Expr]:
+    return [g.count for g in cg.groups.values() if sympy.expand(g.count - g.active) != 0]
+
+
+def check_layout(cg: CostGraph, layout, values: dict) -> None:
+    """Raise :class:`CostgraphValueError` naming the first rule (module
+    docstring) that ``layout`` (filled) breaks at ``values`` (symbol → int)."""
+    def num(e):
+        v = sympy.sympify(e).xreplace(values)
+        return int(v) if v.is_Integer else None
+
+    t, p, c, e = layout.t, layout.p, layout.c, layout.e
+    if isinstance(t, int) and t > 1:
+        seen = set()
+        vocab = {str(cg.tensors[o].shape[-1]) for o in cg.outputs if cg.tensors[o].shape}
+        for tid, size in split_axes(cg):
+            if str(size) in vocab:
+                continue   # the vocabulary: frameworks pad it to a multiple of t (Megatron: of 128·t)
+            n = num(size)
+            if n is not None and n % t and (str(size), n) not in seen:
+                seen.add((str(size), n))
+                raise CostgraphValueError(
+                    f"tensor parallelism t = {t} splits an axis of {n} ({size}, tensor '{tid}') unevenly",
+                    hint="t must divide the heads, K/V heads and widths it splits"
+                         + ("; Megatron replicates K/V heads when they are fewer than t, which costgraph does not model"
+                            if n < t else ""))
+    if isinstance(p, int) and p > 1:
+        stacks = [g for path, g in cg.groups.items() if "/" not in path]
+        counts = [num(g.count) for g in stacks]
+        if len(stacks) == 1 and counts[0] is not None and counts[0] % p:
+            raise CostgraphValueError(f"{p} pipeline stages cannot share the {counts[0]} iterations of "
+                                      f"'{stacks[0].path}' evenly", hint=f"p must divide {counts[0]}")
+        if None not in counts and sum(counts) < p:
+            raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
+                                      hint=f"p at most {sum(counts)}")
+    if isinstance(c, int) and c > 1:
+        for sdim in sequence_dims(cg):
+            n = num(sdim)
+            if n is not None and n % c:
+                raise CostgraphValueError(f"context parallelism c = {c} does not divide the sequence {sdim} = {n}")
+    experts = expert_counts(cg)
+    if isinstance(e, int) and e > 1:
+        if not experts:
+            raise CostgraphValueError(f"expert parallelism (e = {e}) needs routed experts; '{cg.name}' has none",
+                                      hint="drop --ep, or use a mixture of experts (mixtral, deepseek_v3, qwen3_moe)")
+        for n in map(num, experts):
+            if n is not None and n % e:
+                raise CostgraphValueError(f"expert parallelism e = {e} does not divide the {n} experts")
+    if layout.hsdp is not None:
+        if layout.zero == 0:
+            raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs --zero 1, 2 or 3")
+        if isinstance(layout.d, int) and isinstance(layout.hsdp, int) and layout.d % layout.hsdp:
+            raise CostgraphValueError(f"the HSDP group {layout.hsdp} does not divide d = {layout.d}")
