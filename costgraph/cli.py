@@ -127,6 +127,9 @@ def _settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     for pair in pairs:
         m = _SETTING.match(pair)
         if not m:
+            if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):
+                raise CostgraphValueError(f"--set {pair[:40]!r}: a dimension is a positive whole number",
+                                          hint="a dimension counts something: 1, 2, 3, ...")
             raise CostgraphValueError(f"cannot read --set {pair!r}",
                                       hint="write NAME=VALUE with a whole number (h=768) or true/false (bias=false)")
         name, value = m.groups()
@@ -261,14 +264,17 @@ def _train(args) -> str:
                     best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
                     fits[f"largest_{name}"] = None if None in best else min(best)
     compute = _compute(args, model, layout, hardware)
+    from .report import warnings as value_warnings
+
+    notes = value_warnings(None, values)
     beside = None
     if args.megatron:
         from .training.megatron import megatron_beside
 
         beside = megatron_beside(model, values, layout)
     if args.format == "json":
-        return train_json(model, result, values, args.scope, extra, fits, beside, compute)
-    return train_text(model, result, values, args.scope, extra, fits, beside, compute)
+        return train_json(model, result, values, args.scope, extra, fits, beside, compute, notes)
+    return train_text(model, result, values, args.scope, extra, fits, beside, compute, notes)
 
 
 def _micro_batches(args, model, values) -> int:

@@ -170,6 +170,9 @@ class Model:
         for k, v in overrides.items():
             info = self.graph.dims.get(k)
             if info is None:
+                if k in self.graph.options:
+                    raise CostgraphValueError(f"'{k}' is an option of model '{self.name}', not a dimension",
+                                              hint=f"set it to true or false: {k}=false")
                 raise CostgraphValueError(f"model '{self.name}' has no dimension '{k}'",
                                           hint="its dimensions: " + ", ".join(self.symbols))
             if info.derived is not None:
@@ -243,9 +246,11 @@ class Model:
                 return None
             v = d.xreplace(subs)
             if not (v.is_integer and v > 0):
+                calls = [f"{b.loc} ({b.path})" for b in (self.graph.blocks.get(a) for a in _prefixes(path)) if b]
                 raise CostgraphValueError(
                     f"{what} is {d} = {v} for these values, not a positive whole number", loc,
-                    hint=f"at {path}; choose values that divide evenly and keep counts positive")
+                    hint=f"at {path}" + (f", called from {'; '.join(calls)}" if calls else "")
+                         + "; choose values that divide evenly and keep counts positive")
             return v
         for g in self.graph.groups.values():
             n = check(g.count, f"the repeat count of '{g.path}'", g.loc, g.path)
@@ -378,6 +383,12 @@ class Costs:
         from .report import to_latex_doc
 
         return "$" + to_latex_doc(self).replace("\n", " ") + "$"
+
+
+def _prefixes(path: str) -> list[str]:
+    """``a/b/c`` → ``["a", "a/b"]``: the enclosing paths, outermost first."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,

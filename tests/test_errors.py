@@ -655,7 +655,7 @@ CLI = [
     ("latin-1 file", ["derive", "{latin1}"], ["{latin1}:2:12: error: not a UTF-8 text file: invalid start byte 0xf6"]),
     ("--set not a number", ["derive", "gpt", "--set", "h=abc"], ["cannot read --set 'h=abc'", "NAME=VALUE"]),
     ("--set zero", ["derive", "gpt", "--set", "h=0"], ["'h' must be a positive whole number, got 0"]),
-    ("--set negative", ["derive", "gpt", "--set", "h=-1"], ["cannot read --set 'h=-1'"]),
+    ("--set negative", ["derive", "gpt", "--set", "h=-1"], ["--set 'h=-1': a dimension is a positive whole number"]),
     ("--set unknown dimension", ["derive", "gpt", "--set", "zz=3"],
      ["model 'gpt' has no dimension 'zz'", "its dimensions: b, s, h"]),
     ("--set derived dimension", ["derive", "{good}", "--set", "h=4"], None),

@@ -31,6 +31,9 @@ def parse_size(text: str) -> int:
         raise CostgraphValueError(f"cannot read the memory size {str(text)[:40]!r}",
                                   hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
     m = _SIZE.match(text)
+    if m and m.group(4).endswith("b") and m.group(4) not in ("b",):
+        raise CostgraphValueError(f"the memory size {text!r} is in bits ('b'); write bytes",
+                                  hint="e.g. 80GB (10^9 bytes) or 80GiB (2^30 bytes)")
     unit = m.group(4).upper() if m else None
     if not m or unit not in _UNITS:
         raise CostgraphValueError(f"cannot read the memory size {text!r}",

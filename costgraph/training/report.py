@@ -134,7 +134,7 @@ def _beside(beside, values) -> dict:
 
 
 def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
-                beside: dict | None = None, compute: dict | None = None) -> str:
+                beside: dict | None = None, compute: dict | None = None, warnings: list | None = None) -> str:
     """The JSON contract of the module docstring."""
     top = result.most_loaded(values)
     doc = {
@@ -156,11 +156,12 @@ def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
         doc["megatron"] = _beside(beside, values)
     if compute is not None:
         doc.update(_compute_json(compute, values))
+    doc["warnings"] = list(warnings or [])
     return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
 def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
-                beside: dict | None = None, compute: dict | None = None) -> str:
+                beside: dict | None = None, compute: dict | None = None, warnings: list | None = None) -> str:
     """A per-device table: weights, gradients, optimizer, activations, total
     (formula, and bytes in GB and GiB when every symbol has a value), per stage."""
     L = result.layout
@@ -220,4 +221,5 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
                 row.append(f"{who} {shown}")
             out.append(f"  {k}: " + "; ".join(row))
         out.append("  why they differ: costgraph.training.megatron.DIFFERENCES (README, Training memory)")
+    out += [f"warning: {w}" for w in warnings or []]
     return "\n".join(out)
