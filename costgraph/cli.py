@@ -109,6 +109,8 @@ def _train_parser(sub) -> None:
     t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
     t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
     t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
+    t.add_argument("--efficiency", default="0.5", help="with --hardware: the fraction of the peak the compute "
+                                                        "kernels reach in the step-time model (default 0.5)")
     t.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
     t.add_argument("--causal", choices=("full", "half"), default="full", help="attention FLOPs: full or half")
     t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
@@ -313,8 +315,24 @@ def _compute(args, model, layout, hardware):
             raise CostgraphValueError(f"{name} must be positive")
     tokens = _parse_rational(args.tokens, "--tokens") if args.tokens is not None else None
     price = _parse_rational(args.price, "--price") if args.price is not None else None
-    return compute_summary(model.graph, layout.filled(), peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
-                           price=price, convention=args.convention, causal=args.causal, router=not args.no_router)
+    out = compute_summary(model.graph, layout.filled(), peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
+                          price=price, convention=args.convention, causal=args.causal, router=not args.no_router)
+    if hardware is not None:
+        from .parallel.communication import communication
+
+        efficiency = _parse_rational(args.efficiency, "--efficiency")
+        if not 0 < efficiency <= 1:
+            raise CostgraphValueError(f"--efficiency {args.efficiency} is not a fraction in (0, 1]")
+        if layout.lora_rank is None:
+            from .training.steptime import step_time
+
+            cols = communication(model.graph, layout.filled())
+            st = step_time(model.graph, layout, hardware, efficiency=efficiency)
+            out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
+                                    for k, c in cols.items()}
+            out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
+            out["efficiency"] = efficiency
+    return out
 
 
 def _parse_rational(text: str, what: str):

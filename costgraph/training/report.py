@@ -26,7 +26,10 @@ The JSON document is a stable contract:
                 "six_n_non_embedding": ..., "per_token_minus_six_n": ...},
       "time": {"step_seconds": ..., "steps": ..., "train_seconds": ..., "train_days": ..., "gpu_hours": ...,
                "pf_days": ..., "cost": ...},      # with --mfu (and a peak) or --achieved; --tokens; --price
-      "mfu": {...}, "hfu": {...}
+      "mfu": {...}, "hfu": {...},
+      "communication": {"tp": {"bytes": {...}, "seconds": {...}, "op": "all-reduce", "group": "8"}, ...},
+      "step": {"compute": ..., "bubble": ..., "communication_exposed": ..., "communication_overlapped": ...,
+               "total": ..., "efficiency": 0.5}           # with --hardware (costgraph.training.steptime)
     }
 
 ``flops``, ``time``, ``mfu``, ``hfu``: ``value`` is a number (an int when
@@ -96,6 +99,12 @@ def _compute_json(compute: dict, values) -> dict:
     for k in ("mfu", "hfu"):
         if k in compute:
             out[k] = _number(compute[k], values)
+    if "communication" in compute:
+        out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
+                                    "seconds": _number(c["seconds"], values), "op": c["op"], "group": str(c["group"])}
+                                for k, c in compute["communication"].items()}
+        out["step"] = {k: _number(v, values) for k, v in compute["step"].items()}
+        out["step"]["efficiency"] = float(compute["efficiency"])
     return out
 
 
@@ -126,6 +135,22 @@ def _compute_text(compute: dict, values) -> list[str]:
                 shown = f"{int(v):,}" if v.is_integer else f"{float(v):,.4g}"
             line += (" = " if e.free_symbols else "") + shown
         out.append(line)
+    if "communication" in compute:
+        out += ["", "communication per device per step (ring algorithms; bytes sent):"]
+        for k, c in compute["communication"].items():
+            e = sympy.expand(c["bytes"])
+            v = e.xreplace(values or {})
+            secs = sympy.sympify(c["seconds"]).xreplace(values or {})
+            shown = units.with_unit("activation_bytes", int(sympy.ceiling(v))) if v.is_number else to_text(field_order(e))
+            when = f", {float(secs):.4g} s" if secs.is_number else ""
+            out.append(f"  {k:<22}{c['op']} over {c['group']}: {shown}{when}")
+        st = {k: sympy.sympify(x).xreplace(values or {}) for k, x in compute["step"].items()}
+        if all(x.is_number for x in st.values()):
+            out += ["", f"step time model (compute at {float(compute['efficiency']):.0%} of peak; DP/ZeRO traffic "
+                        "overlapped, TP/CP/EP/PP exposed):",
+                    f"  compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s + exposed "
+                    f"communication {float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s "
+                    f"(overlapped: {float(st['communication_overlapped']):.4g} s)"]
     return out
 
 

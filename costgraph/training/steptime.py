@@ -1,0 +1,43 @@
+"""Step time of a training iteration on a hardware preset: compute, pipeline
+bubble and exposed communication — a named, simple model.
+
+* **compute** = hardware FLOPs per device (:func:`costgraph.training.compute.training_flops`,
+  recomputation included) / (peak × ``efficiency``), ``efficiency`` the
+  fraction of the dense BF16 peak the kernels reach (an assumption, shown);
+* **bubble** = compute × (p − 1)/(v·m): the idle time of a 1F1B or
+  interleaved pipeline (Narayanan et al. 2021 §2.2; GPipe the same);
+* **communication** (:mod:`costgraph.parallel.communication` on the preset's
+  links): tensor, context and expert parallelism and pipeline sends are on
+  the critical path (exposed); the data-parallel gradient reduction and
+  ZeRO/FSDP traffic are taken as overlapped with the backward pass and
+  shown apart, not added (Megatron's and FSDP's overlap; an exposed tail is
+  not modelled);
+* **total** = compute + bubble + exposed communication.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..parallel.communication import comm_time, communication
+from .compute import training_flops
+
+EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
+
+
+def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
+              stage: str = "first") -> dict[str, sympy.Expr]:
+    """Seconds per step: ``compute``, ``bubble``, ``communication_exposed``,
+    ``communication_overlapped`` (not added), ``total``, and ``by_kind``
+    (seconds of each collective kind). ``layout`` filled; ``hardware`` a
+    :class:`costgraph.hardware.Hardware`."""
+    L = layout.filled()
+    f = flops if flops is not None else training_flops(cg, L)
+    compute = f["hardware_per_device"] / (sympy.Integer(hardware.peak_flops_bf16) * efficiency)
+    p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
+    bubble = compute * (p - 1) / (v * m)
+    kinds = comm_time(communication(cg, L, stage=stage), hardware, L) if L.lora_rank is None else {}
+    exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
+    overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
+    return {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
+            "communication_overlapped": overlapped, "total": compute + bubble + exposed, "by_kind": kinds}
