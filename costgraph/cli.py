@@ -58,6 +58,23 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
     _train_parser(sub)
+    pl = sub.add_parser("plan", help="the parallel layouts that fit a device, fastest first")
+    pl.add_argument("model", help="a bundled model name, a .cg file or a config.json")
+    pl.add_argument("--config", help="a named configuration of the model file")
+    pl.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE")
+    pl.add_argument("--gpus", type=int, required=True, help="devices in all")
+    pl.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
+    pl.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+    pl.add_argument("--tokens", help="training tokens D: days to train for the best layouts")
+    pl.add_argument("--efficiency", default="0.5", help="fraction of the peak compute reaches (default 0.5)")
+    pl.add_argument("--memory", help="device memory instead of the preset's (80GB, 80GiB)")
+    pl.add_argument("--precision", default="mixed", help="precision policy (default mixed)")
+    pl.add_argument("--optimizer", default="adam")
+    pl.add_argument("--attention", choices=("eager", "flash"), default="eager")
+    pl.add_argument("--top", type=int, default=10, help="how many layouts to show (default 10)")
+    pl.add_argument("--no-dropout", action="store_true")
+    pl.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
+    pl.add_argument("--format", choices=("text", "json"), default="text")
     sub.add_parser("list", help="bundled models and their configurations")
     sub.add_parser("ops", help="operators a model file can call")
     hw = sub.add_parser("hardware", help="accelerator presets: dense peaks, HBM, links per direction, with sources")
@@ -279,6 +296,67 @@ def _train(args) -> str:
     return train_text(model, result, values, args.scope, extra, fits, beside, compute, notes)
 
 
+def _plan(args) -> str:
+    import json
+
+    from .hardware import preset
+    from .training.fit import parse_size
+    from .training.plan import plan
+
+    dims, options = _settings(args.set)
+    args.model = args.model or ""
+    model, values = _load_any(args, dims, options)
+    if values is None:
+        raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
+    if args.gpus <= 0 or args.global_batch <= 0 or args.top <= 0:
+        raise CostgraphValueError("--gpus, --global-batch and --top must be positive")
+    hw = preset(args.hardware)
+    capacity = parse_size(args.memory) if args.memory is not None else hw.memory_bytes
+    efficiency = _parse_rational(args.efficiency, "--efficiency")
+    if not 0 < efficiency <= 1:
+        raise CostgraphValueError(f"--efficiency {args.efficiency} is not a fraction in (0, 1]")
+    free = sorted(d.name for d in model.graph.dims.values()
+                  if d.derived is None and d.symbol not in values and d.name != "b")
+    if free:
+        raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
+    result = plan(model, values, gpus=args.gpus, hardware=hw, global_batch=args.global_batch, capacity=capacity,
+                  efficiency=efficiency, attention=args.attention, policy=args.precision, optimizer=args.optimizer,
+                  top=args.top)
+    tokens = _parse_rational(args.tokens, "--tokens") if args.tokens is not None else None
+    seq = int(values[model.graph.dims["s"].symbol]) if "s" in model.graph.dims else 1
+    rows = []
+    for c in result.layouts:
+        row = c.as_dict()
+        if tokens is not None:
+            row["train_days"] = float(tokens / (args.global_batch * seq)) * c.step_seconds / 86400
+        rows.append(row)
+    if args.format == "json":
+        return json.dumps({"model": model.name, "gpus": args.gpus, "hardware": hw.key, "global_batch": args.global_batch,
+                           "capacity_bytes": capacity, "efficiency": float(efficiency), "considered": result.considered,
+                           "refused": result.refused, "layouts": rows}, indent=2)
+    from . import units
+
+    out = [f"{model.name}: layouts on {args.gpus} × {hw.name}, global batch {args.global_batch} sequences; "
+           f"device memory {units.with_unit('activation_bytes', capacity)}; compute at {float(efficiency):.0%} of "
+           f"{hw.peak_flops_bf16 / 1e12:g} TFLOP/s (BF16 dense)",
+           f"{result.considered:,} layouts considered; {len(rows)} shown, fastest first "
+           f"(memory of the most-loaded device; step time = compute + bubble + exposed TP/CP/EP/PP communication)", ""]
+    head = f"  {'tp':>3} {'pp':>3} {'dp':>4} {'cp':>3} {'ep':>3} {'zero':>4} {'recompute':<9} {'sp':<3} {'b':>3} " \
+           f"{'m':>5} {'memory GB':>10} {'step s':>9} {'MFU':>6}" + ("  days" if tokens is not None else "")
+    out.append(head)
+    for r in rows:
+        out.append(f"  {r['tp']:>3} {r['pp']:>3} {r['dp']:>4} {r['cp']:>3} {r['ep']:>3} {r['zero']:>4} "
+                   f"{r['recompute']:<9} {'yes' if r['sp'] else 'no':<3} {r['micro_batch']:>3} {r['micro_batches']:>5} "
+                   f"{r['memory_bytes'] / 1e9:>10.2f} {r['step_seconds']:>9.3f} {r['mfu']:>6.1%}"
+                   + (f"  {r['train_days']:.1f}" if tokens is not None else ""))
+    if not rows:
+        out.append("  (none fits)")
+    out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in result.refused.items() if n),
+            "check one with: costgraph train ... --tp T --pp P --cp C --ep E --zero Z --recompute R [--sp] "
+            "--set b=B --micro-batches M --gpus N --hardware " + hw.key]
+    return "\n".join(out)
+
+
 def _micro_batches(args, model, values) -> int:
     """``m`` from ``--global-batch B``: B = b·m·d sequences per step."""
     if values is None or "b" not in model.graph.dims or model.graph.dims["b"].symbol not in values:
@@ -492,6 +570,8 @@ def main(argv: list[str] | None = None) -> int:
             out = _derive(args)
         elif args.command == "train":
             out = _train(args)
+        elif args.command == "plan":
+            out = _plan(args)
         elif args.command == "list":
             out = _list()
         elif args.command == "hardware":

@@ -15,10 +15,9 @@ recomputation the hardware FLOPs are derived once with the degrees as symbols
 layout at once (float64; the chosen layouts are re-derived exactly by
 ``costgraph train``).
 
-Step time model (named, simple): ``compute = hardware FLOPs per device /
-(peak × efficiency)``; the 1F1B pipeline bubble multiplies it by
-``1 + (p − 1)/m``; communication (:mod:`costgraph.parallel.communication`,
-when available) adds the collectives that cannot overlap compute.
+Step time: :func:`costgraph.training.steptime.step_time` — compute at an
+assumed fraction of the peak, the pipeline bubble, and the exposed TP, CP, EP
+and pipeline communication on the preset's links (DP/ZeRO overlapped).
 
 Validity (each reason counted when a layout is refused): ``d`` whole; every
 axis tensor parallelism splits (heads, K/V heads, widths, vocabulary) divisible
@@ -94,14 +93,21 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [k for k in range(1, min(n, limit) + 1) if n % k == 0]
 
 
-def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: int,
+def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
          efficiency=sympy.Rational(1, 2), attention: str = "eager", policy: str = "mixed",
-         optimizer: str = "adam", max_tp: int = 8, micro_batches=(1, 2, 4, 8, 16, 32),
+         optimizer: str = "adam", max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
          cp_options=(1, 2, 4, 8), top: int = 10) -> Plan:
-    """Rank the layouts of ``model`` on ``gpus`` devices of ``capacity`` bytes
-    and ``peak`` FLOP/s for a global batch of ``global_batch`` sequences (see
-    the module docstring). ``values``: the model's dimension values (symbol →
-    int; ``b`` is replaced by each candidate micro-batch)."""
+    """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
+    preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory)
+    for a global batch of ``global_batch`` sequences (see the module
+    docstring). ``values``: the model's dimension values (symbol → int; ``b``
+    is replaced by each candidate micro-batch). TP stays within a scale-up
+    domain (``max_tp`` defaults to its size, at most 8 × 8)."""
+    from .steptime import step_time
+
+    capacity = hardware.memory_bytes if capacity is None else capacity
+    peak = hardware.peak_flops_bf16
+    max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
     cg: CostGraph = model.graph
     vals = {k: sympy.Integer(int(v)) for k, v in values.items()}
     b_sym = cg.dims["b"].symbol if "b" in cg.dims else None
@@ -164,8 +170,10 @@ def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: i
     states = {z: [stage_totals(dict(zero=z), k) for k in ("weights", "gradients", "optimizer")] for z in ZERO}
     acts = {(r, sp): stage_totals(dict(recompute=r, sp=sp), "activations")
             for r in RECOMPUTE for sp in (False, True)}
-    flops = {r: compiled(training_flops(cg, Layout(p=P, **{**base, "recompute": r}))["hardware_per_device"])
-             for r in RECOMPUTE}
+    # p = 1 and p > 1 apart: a symbolic p means a pipeline (its sends), as in the memory forms
+    steps = {(r, sp): [compiled(step_time(cg, Layout(p=p_value, **{**base, "recompute": r, "sp": sp}), hardware,
+                                          efficiency=efficiency)["total"]) for p_value in (1, P)]
+             for r in RECOMPUTE for sp in (False, True)}
     model_flops = compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
     args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]]
     if b_sym is not None:
@@ -173,7 +181,6 @@ def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: i
     pipelined = grid[:, 1] > 1
     candidates = []
     peak_f = float(peak)
-    eff = float(efficiency)
     model_it = model_flops(*args)[0] if len(grid) else np.zeros(0)
     for z, r, sp in itertools.product(ZERO, RECOMPUTE, (False, True)):
         if len(grid) == 0:
@@ -188,8 +195,8 @@ def plan(model, values: dict, *, gpus: int, capacity: int, peak, global_batch: i
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(pipelined if which == 1 else ~pipelined, per_stage, mem)
         valid = ((grid[:, 0] > 1) | (not sp)) & ((grid[:, 4] > 1) | (z == 0))   # SP needs t > 1; ZeRO needs d > 1
-        compute = flops[r](*args)[0] / (peak_f * eff)
-        step = compute * (1 + (grid[:, 1] - 1) / grid[:, 6])
+        one, many = steps[(r, sp)]
+        step = np.where(pipelined, many(*args)[0], one(*args)[0])
         fits = valid & (mem <= capacity)
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
         for i in np.nonzero(fits)[0]:

@@ -1,0 +1,61 @@
+"""The layout planner (issue 8, item 6): every layout it reports agrees with
+`costgraph train` on that layout; JSON contract; errors."""
+
+import json
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.hardware import preset
+from costgraph.training.memory import Layout
+from costgraph.training.plan import plan
+from costgraph.training.steptime import step_time
+
+
+@pytest.mark.parametrize("name, config, gpus, batch", [("llama", "llama-3-8b", 8, 512), ("gpt", "gpt2", 4, 64)])
+def test_reported_layouts_agree_with_train(name, config, gpus, batch):
+    m = costgraph.load(name)
+    values = m.values(config)
+    hw = preset("h100-sxm")
+    result = plan(m, values, gpus=gpus, hardware=hw, global_batch=batch, top=4)
+    assert result.layouts
+    b = m.graph.dims["b"].symbol
+    for c in result.layouts:
+        layout = Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, m=c.micro_batches, zero=c.zero, recompute=c.recompute,
+                        sp=c.sp, gpus=gpus)
+        vals = {**values, b: sympy.Integer(c.micro_batch)}
+        mem = m.train(layout)
+        top = mem.most_loaded(vals).memory["total"].xreplace(vals)
+        assert float(top) == pytest.approx(c.memory_bytes, rel=1e-9)
+        assert top <= hw.memory_bytes
+        st = step_time(m.graph, layout, hw)["total"].xreplace(vals)
+        assert float(st) == pytest.approx(c.step_seconds, rel=1e-9)
+    steps = [c.step_seconds for c in result.layouts]
+    assert steps == sorted(steps)
+
+
+def test_plan_json(capsys):
+    assert main(["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm",
+                 "--global-batch", "512", "--format", "json", "--top", "3"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["layouts"]) == 3
+    for row in doc["layouts"]:
+        assert set(row) >= {"tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "micro_batch", "memory_bytes",
+                            "step_seconds", "mfu"}
+        assert row["tp"] * row["pp"] * row["cp"] * row["dp"] == 8
+        assert row["micro_batch"] * row["micro_batches"] * row["dp"] == 512
+    assert doc["refused"]["out of memory"] > 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8"],
+     "did you mean"),
+    (["plan", "llama", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8"], "sizes"),
+    (["plan", "llama", "--config", "llama-3-8b", "--gpus", "0", "--hardware", "h100-sxm", "--global-batch", "8"],
+     "positive"),
+])
+def test_plan_errors(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
