@@ -63,6 +63,40 @@ def synthetic_model(groups: int = 64) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plan_rates(costgraph, np, runs: int) -> None:
+    """The planner: `costgraph plan` wall time in process (derive + compile + evaluate), and the rate of
+    evaluating one compiled (memory, step time) pair over 10⁶ random layouts."""
+    from costgraph.hardware import preset
+    from costgraph.training.memory import Layout, training_memory
+    from costgraph.training.plan import C, D, EP, M, P, T, plan
+    from costgraph.training.steptime import step_time
+    from costgraph.evaluator import vectorized
+
+    m = costgraph.load("llama")
+    values = m.values("llama-3-70b")
+    hw = preset("h100-sxm")
+    times = []
+    for _ in range(max(3, runs // 3)):
+        t0 = time.perf_counter()
+        result = plan(m, values, gpus=64, hardware=hw, global_batch=512)
+        times.append(time.perf_counter() - t0)
+    print(f"\nplanner, Llama-3-70B on 64 H100, global batch 512: {result.considered:,} layouts in "
+          f"{statistics.median(times):.2f} s (derive, compile and evaluate; median)")
+    b = m.graph.dims["b"].symbol
+    fixed = {k: v for k, v in values.items() if k != b}
+    layout = Layout(t=T, p=P, c=C, e=EP, d=D, m=M, zero=1, recompute="selective", sp=True)
+    mem = training_memory(m.graph, layout).stages[0].memory["total"].xreplace(fixed)
+    step = step_time(m.graph, layout, hw)["total"].xreplace(fixed)
+    f = vectorized([mem, step], [T, P, C, EP, D, M, b])
+    rng = np.random.default_rng(0)
+    n = 10**6
+    grid = [2.0 ** rng.integers(0, 4, n), 2.0 ** rng.integers(1, 4, n), 2.0 ** rng.integers(0, 3, n), np.ones(n),
+            2.0 ** rng.integers(0, 4, n), 2.0 ** rng.integers(2, 8, n), 2.0 ** rng.integers(0, 3, n)]
+    f(*grid)
+    print(f"  one compiled (memory, step time) pair over 10⁶ random layouts: "
+          f"{rate(lambda: f(*grid), n, runs):,.0f} layouts/s")
+
+
 def rate(fn, points: int, runs: int) -> float:
     times = []
     for _ in range(runs):
@@ -170,6 +204,8 @@ def main() -> None:
     be, se = np.meshgrid(np.arange(1, 21), np.arange(1, 51) * 64)
     print(f"Costs.compile exact (Python integers), 10³ points: "
           f"{rate(lambda: ex(b=be, s=se), be.size, n):,.0f} points/s")
+
+    plan_rates(costgraph, np, n)
 
     text = synthetic_model()
     def synth():
