@@ -75,12 +75,38 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--no-dropout", action="store_true")
     pl.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
     pl.add_argument("--format", choices=("text", "json"), default="text")
+    _infer_parser(sub)
     sub.add_parser("list", help="bundled models and their configurations")
     sub.add_parser("ops", help="operators a model file can call")
     hw = sub.add_parser("hardware", help="accelerator presets: dense peaks, HBM, links per direction, with sources")
     hw.add_argument("name", nargs="?", help="one preset in full, a source per number (h100-sxm, mi300x, tpu-v5p, ...)")
     hw.add_argument("--format", choices=("text", "json"), default="text")
     return p
+
+
+def _infer_parser(sub) -> None:
+    f = sub.add_parser("infer", help="inference: prefill and decode FLOPs and bytes, KV cache, roofline latency, "
+                                     "throughput and capacity on a hardware preset")
+    f.add_argument("model", help="a bundled model name, a .cg file or a config.json (decoder-only)")
+    f.add_argument("--config", help="a named configuration of the model file")
+    f.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
+                   help="dimension values or model options (b and s are set by --batch, --prompt, --generate)")
+    f.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
+    f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
+    f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
+    f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
+    f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
+    f.add_argument("--weights", default="bf16", help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
+    f.add_argument("--kv", default="bf16", help="KV cache dtype: bf16 (default), fp16, fp8, int8")
+    f.add_argument("--compute", choices=("bf16", "fp16", "fp8"), help="dtype of the peak (default: the weights')")
+    f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
+    f.add_argument("--reserve", default="0.1", help="fraction of device memory kept free (default 0.1)")
+    f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")
+    f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
+    f.add_argument("--bandwidth-efficiency", default="1", help="fraction of the HBM bandwidth reached (default 1)")
+    f.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
+    f.add_argument("--causal", choices=("full", "half"), default="full", help="attention FLOPs: full or half")
+    f.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def _train_parser(sub) -> None:
@@ -413,6 +439,29 @@ def _compute(args, model, layout, hardware):
     return out
 
 
+def _infer(args) -> str:
+    from .inference import load, load_hf_config
+    from .inference.report import to_json, to_text_doc
+    from .inference.roofline import infer
+
+    dims, options = _settings(args.set)
+    if args.model.endswith(".json"):
+        if options or args.config:
+            raise CostgraphValueError("options and --config come from the config.json; --set takes dimensions here")
+        hf = load_hf_config(args.model)
+        model, given = hf.model, {**hf.values, **dims}
+    else:
+        model, given = load(args.model, options=options), dims
+    values = model.values(args.config, **{k: v for k, v in given.items() if k not in ("b", "s")})
+    rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
+                values=values, t=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
+                reserve=_parse_rational(args.reserve, "--reserve"), compute=args.compute,
+                convention=args.convention, causal=args.causal, activations=args.activations,
+                compute_efficiency=_parse_rational(args.compute_efficiency, "--compute-efficiency"),
+                bandwidth_efficiency=_parse_rational(args.bandwidth_efficiency, "--bandwidth-efficiency"))
+    return to_json(rep, model.symbols) if args.format == "json" else to_text_doc(rep)
+
+
 def _parse_rational(text: str, what: str):
     """``0.45``, ``140e12``, ``2.5`` → an exact SymPy Rational (never evaluated as code)."""
     import sympy
@@ -570,6 +619,8 @@ def main(argv: list[str] | None = None) -> int:
             out = _derive(args)
         elif args.command == "train":
             out = _train(args)
+        elif args.command == "infer":
+            out = _infer(args)
         elif args.command == "plan":
             out = _plan(args)
         elif args.command == "list":

@@ -1,0 +1,19 @@
+"""Inference analyses over the operator graph: prefill and decode steps
+(:mod:`.phases`), weight and KV-cache dtypes as data (:mod:`.dtypes`,
+``dtypes.toml``), roofline latency, throughput and capacity on a hardware
+preset (:mod:`.roofline`), and the text/JSON of ``costgraph infer``
+(:mod:`.report`).
+
+>>> from costgraph import inference
+>>> m = inference.load("llama")                        # the key axis split (see phases)
+>>> inf = inference.Inference(m, weights="int4", kv="fp8")
+>>> inf.decode().flops                                 # doctest: +SKIP
+>>> inference.infer(m, hardware="h100-sxm", prompt=512, generate=128, batch=8,
+...                 values=m.values("llama-3-8b")).values["time_per_output_token"]  # doctest: +SKIP
+"""
+
+from .phases import G, KEYS, N, P, Q, Inference, Step, inference_step, load, load_hf_config, split_keys
+from .roofline import InferenceReport, infer, machine, step_seconds
+
+__all__ = ["G", "KEYS", "N", "P", "Q", "Inference", "InferenceReport", "Step", "infer", "inference_step",
+           "load", "load_hf_config", "machine", "split_keys", "step_seconds"]

@@ -1,0 +1,385 @@
+"""Inference steps as analyses over the operator graph: prefill and decode.
+
+A step processes ``q`` new tokens of each of ``b`` sequences against ``n``
+positions already in the KV cache. Prefill is ``(q, n) = (P, 0)`` for a prompt
+of ``P`` tokens; a decode step is ``(1, n)``.
+
+**How the key axis is found.** The graph is built with the ``cache`` operator
+marking the tensors kept at inference (K and V, or MLA's latent). Under
+:func:`split_keys` (what :func:`load` does) the cached tensor's sequence axis
+(axis −2, the ``CacheEntry`` contract) comes out of ``cache`` as a symbol of its
+own, :data:`KEYS`, so every shape and cost computed *from the cache* — the
+key axis of QKᵀ, the inner axis of scores·V, a window's ``Min(·, w)``, MLA's
+up-projection of its latent — carries ``KEYS``, and everything else (the
+queries, the residual stream, the projections of the new tokens) carries the
+model's sequence symbol ``s``. A step substitutes ``s → q`` and
+``KEYS → n + q``: nothing is written per model or per symbol name.
+
+Per step (all exact SymPy expressions in the model's dimensions, ``q``, ``n``):
+
+* ``flops`` — forward FLOPs under a convention (``matmul`` default). With
+  ``causal="half"`` the products marked ``causal`` count ``q·(n + q/2)``
+  query-key pairs instead of ``q·(n + q)`` (half the ``q × q`` square; equal to
+  ``derive --causal half`` at ``n = 0``).
+* ``weight_bytes`` — every weight read once per step in its storage dtype
+  (:mod:`costgraph.inference.dtypes`); a mixture's experts: the expected
+  number of distinct experts ``E·(1 − (1 − k/E)^(b·q))`` per MoE layer
+  (uniform routing, each token choosing ``k`` distinct experts independently).
+  An embedding table counts whole (an upper bound: a lookup reads ``b·q`` rows).
+* ``kv_read`` (``n`` cached positions, ``Min(n, w)`` under a window) and
+  ``kv_written`` (``q`` positions) in the KV dtype.
+* ``activation_bytes`` — inputs and outputs of every operator that is not a
+  view, in the activation dtype (bf16): the traffic an unfused execution
+  moves; reported apart, added to ``bytes`` only with ``activations=True``.
+
+Each quantity is also kept per operator (:class:`OpCost`) for the per-op
+roofline of :mod:`costgraph.inference.roofline`: a weight is charged to the
+last operator reading it (a tied head, not the lookup), a cache's reads and
+writes to the first matrix product reading the cached tensor (QKᵀ reads K,
+scores·V reads V; MLA's up-projection reads the latent).
+
+With tensor parallelism over ``t`` devices (:func:`costgraph.parallel.tensor.tensor_parallel`,
+the rules of training), figures are per device: split weights, cache tensors
+and operators ÷ t, and one all-reduce of the output of every row-parallel
+linear and vocabulary-parallel lookup per step.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..graph import ONE, ZERO, CostGraph, numel
+from ..precision import precision as get_precision
+from ..totals import expand_sum
+from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
+
+_pos = dict(positive=True, integer=True)
+#: the key length of attention inside a graph built by :func:`split_keys`
+KEYS = sympy.Symbol("n_keys", **_pos)
+#: new tokens per sequence in a step, positions already cached
+Q = sympy.Symbol("q", **_pos)
+N = sympy.Symbol("n", integer=True, nonnegative=True)
+#: prompt length and generated tokens
+P = sympy.Symbol("P", **_pos)
+G = sympy.Symbol("G", **_pos)
+#: paged-allocation block size
+K_PAGE = sympy.Symbol("k_page", **_pos)
+
+# views: they move no data (cache included: its traffic is kv_read / kv_written)
+_VIEWS = {"split", "split_heads", "transpose", "slice", "cache"}
+
+
+@contextmanager
+def split_keys():
+    """Within this block, models are built with the cached tensors' sequence
+    axis as :data:`KEYS` (see the module docstring). Not thread-safe: it swaps
+    the ``cache`` rule of the operator registry for the duration."""
+    from ..ops.registry import REGISTRY, OpSpec
+
+    spec = REGISTRY["cache"]
+
+    def rule(c):
+        x = c["x"]
+        if len(x.shape) < 3:
+            c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
+        c.cache(x, c["window"])
+        return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
+
+    REGISTRY._specs["cache"] = OpSpec(spec.name, spec.params, rule, spec.summary)
+    try:
+        yield
+    finally:
+        REGISTRY._specs["cache"] = spec
+
+
+def _wrap_build_error(err):
+    msg = str(err)
+    if "broadcast" in msg or "differ" in msg:
+        raise CostgraphValueError(
+            "inference needs a decoder-only model: in this one the attention scores meet a tensor "
+            "sized by the query length on the key axis (an encoder-decoder, or a position bias)",
+            hint="the inference analysis covers models whose keys come only from cache(...)") from err
+    raise err
+
+
+def load(model: str, *, options=None, profile: str = "korthikanti"):
+    """:func:`costgraph.load` for inference: dropout off, the key axis split (:func:`split_keys`)."""
+    from ..errors import CostgraphSemanticError
+    from ..model import load as _load
+
+    with split_keys():
+        try:
+            return _load(model, dropout=False, options=options, profile=profile)
+        except CostgraphSemanticError as e:
+            _wrap_build_error(e)
+
+
+def load_hf_config(path: str, *, profile: str = "korthikanti"):
+    """:func:`costgraph.load_hf_config` for inference (the key axis split)."""
+    from ..errors import CostgraphSemanticError
+    from ..hf_config import load_hf_config as _load
+
+    with split_keys():
+        try:
+            return _load(path, profile=profile)
+        except CostgraphSemanticError as e:
+            _wrap_build_error(e)
+
+
+@dataclass
+class OpCost:
+    """One operator node's share of a step (all its instances, per device)."""
+
+    path: str
+    kind: str
+    flops: sympy.Expr = ZERO
+    weight_bytes: sympy.Expr = ZERO
+    kv_bytes: sympy.Expr = ZERO
+    activation_bytes: sympy.Expr = ZERO
+
+
+@dataclass
+class AllReduce:
+    """``calls`` all-reduces over ``t`` devices of ``bytes`` each (a row-parallel output)."""
+
+    path: str
+    calls: sympy.Expr
+    bytes: sympy.Expr
+
+
+@dataclass
+class Step:
+    """One inference step: ``q`` new tokens per sequence against ``n`` cached."""
+
+    q: sympy.Expr
+    n: sympy.Expr
+    flops: sympy.Expr
+    weight_bytes: sympy.Expr
+    kv_read: sympy.Expr
+    kv_written: sympy.Expr
+    activation_bytes: sympy.Expr
+    with_activations: bool
+    ops: list[OpCost] = field(default_factory=list)
+    allreduce: list[AllReduce] = field(default_factory=list)
+
+    @property
+    def bytes(self) -> sympy.Expr:
+        """HBM bytes moved: weights + KV read + KV written (+ activations when included)."""
+        extra = self.activation_bytes if self.with_activations else ZERO
+        return self.weight_bytes + self.kv_read + self.kv_written + extra
+
+    @property
+    def intensity(self) -> sympy.Expr:
+        """Arithmetic intensity, FLOPs per byte moved."""
+        return sympy.cancel(self.flops / self.bytes)
+
+
+class Inference:
+    """The inference analysis of a model built by :func:`load` (or under :func:`split_keys`).
+
+    ``weights``/``kv``: dtype names of ``dtypes.toml``; ``t``: tensor-parallel
+    degree (an int); ``convention``/``causal`` as ``derive``;
+    ``activations``: add activation traffic to the bytes of a step.
+    """
+
+    def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype = "bf16",
+                 t: int = 1, convention: str = "matmul", causal: str = "full", activations: bool = False):
+        from ..conventions import check_convention
+
+        if isinstance(model, str):
+            model = load(model)
+        self.model = model
+        cg: CostGraph = getattr(model, "graph", model)
+        self.cg = cg
+        check_convention(convention)
+        if causal not in ("full", "half"):
+            raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full or half")
+        if isinstance(t, bool) or not isinstance(t, int) or t < 1:
+            raise CostgraphValueError(f"the tensor-parallel degree must be a positive whole number, not {t!r}")
+        self.weights, self.kv = weight_dtype(weights), kv_dtype(kv)
+        self.t, self.convention, self.causal, self.activations = t, convention, causal, activations
+        if not cg.caches:
+            raise CostgraphValueError(f"model '{cg.name}' caches nothing: no cache(...) in its graph",
+                                      hint="mark K and V with cache(...) in the model file")
+        split = {p for p, d in cg.ops() if d["kind"] == "cache"
+                 and any(KEYS in cg.tensors[o].shape for o in d["outputs"])}
+        if len(split) != len({e.path for e in cg.caches}):
+            raise CostgraphValueError(
+                f"model '{cg.name}' was built without the key axis split",
+                hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")
+        seqs = {cg.tensors[e.tensor].shape[-2] for e in cg.caches}
+        batches = {cg.tensors[e.tensor].shape[0] for e in cg.caches}
+        if len(seqs) != 1 or len(batches) != 1 or not all(isinstance(x, sympy.Symbol) for x in seqs | batches):
+            raise CostgraphValueError(f"model '{cg.name}': its caches differ in batch or sequence axis "
+                                      f"({', '.join(map(str, seqs | batches))}); one of each is needed")
+        self.s, self.b = seqs.pop(), batches.pop()
+        names = {d.name for d in cg.dims.values()}
+        clash = names & {"q", "n", "P", "G", "n_keys", "k_page"}
+        if clash:
+            raise CostgraphValueError(f"model '{cg.name}' has a dimension named {sorted(clash)[0]!r}, "
+                                      "a symbol of the inference analysis")
+        from ..training.lora import quantized_weights
+
+        self._quantized = quantized_weights(cg) if self.weights.element_bits != unquantized_bits() or \
+            self.weights.row_stat_bits or self.weights.tensor_stat_bits or self.weights.group_size else set()
+        self._act = get_precision("bf16")
+        if t > 1:
+            from ..parallel.tensor import tensor_parallel
+
+            self.tp = tensor_parallel(cg, t)
+        else:
+            self.tp = None
+        self._consumers: dict[str, list[str]] = {}
+        for path, d in cg.ops():
+            for tid in d["inputs"]:
+                self._consumers.setdefault(tid, []).append(path)
+        self._order = {p: i for i, p in enumerate(cg.nodes)}
+
+    # ------------------------------------------------------------ helpers
+    def _wdiv(self, wid):
+        return self.tp.weight_divisor(wid) if self.tp else ONE
+
+    def _tdiv(self, tid):
+        return self.tp.tensor_divisor(tid) if self.tp else ONE
+
+    def _node_div(self, path, d):
+        if not self.tp:
+            return ONE
+        if path in self.tp.column or path in self.tp.row or path in self.tp.vocab:
+            return sympy.Integer(self.t)
+        return sympy.Integer(self.t) if any(o in self.tp.split for o in d["outputs"]) else ONE
+
+    def weight_copy_bytes(self, wid: str) -> sympy.Expr:
+        """Bytes of one copy of weight ``wid`` in its storage dtype, per device."""
+        w = self.cg.weights[wid]
+        if wid in self._quantized:
+            return self.weights.bytes(w.shape) / self._wdiv(wid)
+        return w.numel * unquantized_bits() / 8 / self._wdiv(wid)
+
+    def _copies_read(self, wid: str, tokens) -> sympy.Expr:
+        w = self.cg.weights[wid]
+        if sympy.simplify(w.active - w.count) == 0:
+            return w.count
+        return w.count * (1 - (1 - w.active / w.count) ** tokens)
+
+    def _entry_position_bytes(self, entry) -> sympy.Expr:
+        """Bytes one cached position of one sequence takes in this entry, all copies, per device."""
+        ten = self.cg.tensors[entry.tensor]
+        elements = ten.numel / (ten.shape[0] * ten.shape[-2])
+        vectors = elements / ten.shape[-1]
+        copies = self.cg.nodes[entry.path]["count"]
+        return copies * self.kv.position_bytes(elements, vectors) / self._tdiv(entry.tensor)
+
+    def _entry_fixed_bytes(self, entry) -> sympy.Expr:
+        return self.cg.nodes[entry.path]["count"] * sympy.Rational(self.kv.tensor_stat_bits, 8)
+
+    def _kv_reader(self, entry) -> str:
+        """The first matrix product reading the cached tensor (through views and copies)."""
+        start = [o for o in self.cg.nodes[entry.path]["outputs"]]
+        seen, frontier, found = set(), list(start), []
+        while frontier:
+            tid = frontier.pop()
+            for path in self._consumers.get(tid, ()):
+                if path in seen:
+                    continue
+                seen.add(path)
+                if self.cg.nodes[path]["cost"].forward.matmul != 0:
+                    found.append(path)
+                else:
+                    frontier.extend(self.cg.nodes[path]["outputs"])
+        return min(found, key=self._order.get) if found else entry.path
+
+    # ------------------------------------------------------------ memory
+    def kv_cache_bytes(self, positions=None, batch=None, page=None) -> sympy.Expr:
+        """KV cache of ``batch`` sequences (default the model's ``b``) holding
+        ``positions`` tokens each (default the model's ``s``), per device: a
+        window keeps ``Min(positions, w)``; ``page = k`` rounds every
+        sequence's kept positions of every cache up to whole blocks of ``k``
+        (vLLM's paged allocation: ``⌈x/k⌉·k``)."""
+        positions = self.s if positions is None else sympy.sympify(positions)
+        batch = self.b if batch is None else sympy.sympify(batch)
+        total = []
+        for e in self.cg.caches:
+            kept = positions if e.window is None else sympy.Min(positions, e.window)
+            if page is not None:
+                kept = sympy.ceiling(kept / page) * page
+            total.append(batch * kept * self._entry_position_bytes(e) + self._entry_fixed_bytes(e))
+        return expand_sum(total)
+
+    def kv_cache_bytes_per_token(self) -> sympy.Expr:
+        """One position of one sequence, every cache, windows not applied, per device."""
+        return expand_sum([self._entry_position_bytes(e) for e in self.cg.caches])
+
+    def weight_memory(self) -> sympy.Expr:
+        """Bytes of every weight in memory (all experts), per device."""
+        return expand_sum([self.cg.weights[w].count * self.weight_copy_bytes(w) for w in self.cg.weights])
+
+    # ------------------------------------------------------------ steps
+    def step(self, q=Q, n=N) -> Step:
+        """The costs of one step of ``q`` new tokens per sequence against ``n`` cached positions."""
+        q, n = sympy.sympify(q), sympy.sympify(n)
+        cg = self.cg
+        sub = {self.s: q, KEYS: n + q}
+        tokens = self.b * q
+        ops: dict[str, OpCost] = {}
+        reader_of: dict[str, str] = {}
+        for wid in cg.weights:
+            readers = [p for p, d in cg.ops() if wid in d["cost"].weights or wid in d["cost"].tied]
+            if readers:
+                reader_of[wid] = readers[-1]
+        half_pairs = (n + q / 2) / (n + q)
+        for path, d in cg.ops():
+            op = ops[path] = OpCost(path, d["kind"])
+            f = d["cost"].forward.under(self.convention) * d["active"]
+            if self.causal == "half" and d["attrs"].get("causal"):
+                f = f * half_pairs
+            op.flops = f.xreplace(sub) / self._node_div(path, d)
+            if d["kind"] not in _VIEWS and (d["outputs"] and cg.tensors[d["outputs"][0]].storage == d["outputs"][0]):
+                moved = [cg.tensors[x] for x in (*d["inputs"], *d["outputs"])]
+                op.activation_bytes = d["active"] * sympy.Add(*[
+                    x.numel * self._act.bytes(x.role) / self._tdiv(x.id) for x in moved]).xreplace(sub)
+        for wid, path in reader_of.items():
+            ops[path].weight_bytes += self._copies_read(wid, tokens) * self.weight_copy_bytes(wid)
+        kv_read, kv_written = [], []
+        for e in cg.caches:
+            per = self._entry_position_bytes(e)
+            read = self.b * per * (n if e.window is None else sympy.Min(n, e.window))
+            written = self.b * per * q
+            kv_read.append(read)
+            kv_written.append(written)
+            ops[self._kv_reader(e)].kv_bytes += read + written
+        allreduce = []
+        if self.tp:
+            for path in [*self.tp.row, *(p for p in self.tp.vocab if cg.nodes[p]["kind"] == "embedding")]:
+                d = cg.nodes[path]
+                out = cg.tensors[d["outputs"][0]]
+                allreduce.append(AllReduce(path, d["active"],
+                                           (out.numel * self._act.bytes(out.role)).xreplace(sub)))
+        kept = [o for o in ops.values() if o.flops != 0 or o.weight_bytes != 0 or o.kv_bytes != 0
+                or (self.activations and o.activation_bytes != 0)]
+        return Step(q, n,
+                    flops=expand_sum([o.flops for o in kept]),
+                    weight_bytes=sympy.Add(*[o.weight_bytes for o in kept]),
+                    kv_read=expand_sum(kv_read), kv_written=expand_sum(kv_written),
+                    activation_bytes=expand_sum([o.activation_bytes for o in ops.values()]),
+                    with_activations=self.activations, ops=kept, allreduce=allreduce)
+
+    def prefill(self, prompt=P) -> Step:
+        """The prompt's step: ``q = prompt``, ``n = 0``."""
+        return self.step(prompt, 0)
+
+    def decode(self, n=None) -> Step:
+        """One decode step, ``q = 1`` against ``n`` cached positions (default
+        ``P + G − 2``: the last step of a generation of ``G`` tokens, the first
+        of which came from the prefill)."""
+        return self.step(1, P + G - 2 if n is None else n)
+
+
+def inference_step(model, *, q=Q, n=N, **settings) -> Step:
+    """One step of ``q`` new tokens per sequence against ``n`` cached positions
+    (see :class:`Inference` for ``settings``)."""
+    return Inference(model, **settings).step(q, n)

@@ -1,0 +1,256 @@
+"""Roofline latency of inference steps on a hardware preset, throughput,
+the batch where decode turns compute-bound, and capacity.
+
+Assumptions (each named in the output):
+
+* **per-op roofline**: each operator node (all its instances in the model: the
+  ``l`` copies of a layer's ``q_proj`` are one op, a mixture's experts one
+  grouped op) takes ``max(FLOPs / peak, bytes / HBM bandwidth)``; ops are
+  summed, **no overlap** between ops; an op with no FLOPs and no bytes takes
+  no time;
+* **peaks**: the preset's dense peak of the weight dtype's compute dtype
+  (bf16 for weight-only int8/int4, fp8 for FP8 W8A8), the preset's HBM
+  bandwidth, each times an efficiency factor (default 1: the ideal roofline);
+* **tensor parallelism**: per device; one all-reduce of every row-parallel
+  linear's output (and of a vocabulary-parallel lookup's) per step, ring
+  algorithm ``2(t−1)·α + 2(t−1)/t · bytes/β`` on the scale-up link
+  (:mod:`costgraph.parallel.communication`), added after the ops (not
+  overlapped);
+* **time to first token** = the prefill of the whole batch's prompts; **time
+  per output token** = one decode step at the last position, and its mean over
+  the ``G − 1`` decode steps (vLLM's TPOT: (end-to-end − TTFT)/(G − 1));
+* **tokens/s** = ``b`` sequences / mean TPOT (the decode phase), in total and
+  per device (÷ t);
+* **compute-bound batch**: the smallest ``b`` where a decode step's FLOPs /
+  peak reaches its bytes / bandwidth (whole-step ridge point), solved exactly;
+  ``None`` when the KV cache grows as fast as the compute (never);
+* **capacity**: weights + KV cache (paged, blocks of ``k``) ≤ (1 − reserve) ×
+  the device memory; activations and workspace of the forward are in the
+  reserve (vLLM's ``gpu_memory_utilization = 0.9``: reserve 0.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..parallel.communication import latency_steps, ring_factor
+from .phases import G, P, Inference, Step
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Peak FLOP/s, HBM bandwidth and the TP link of one device (exact rationals)."""
+
+    name: str
+    peak: sympy.Expr
+    bandwidth: sympy.Expr
+    memory: int
+    alpha: sympy.Expr
+    beta: sympy.Expr
+    compute_dtype: str
+
+
+def machine(hardware, compute_dtype: str, t: int = 1, compute_efficiency=1, bandwidth_efficiency=1) -> Machine:
+    from ..hardware import preset
+
+    hw = preset(hardware)
+    peak = sympy.Integer(hw.peak_flops(compute_dtype)) * sympy.nsimplify(compute_efficiency)
+    bw = sympy.Integer(hw.memory_bandwidth) * sympy.nsimplify(bandwidth_efficiency)
+    if t <= hw.scale_up_domain:
+        alpha, beta = sympy.Rational(hw.latency_scale_up_ns, 10**9), sympy.Integer(hw.scale_up_bandwidth)
+    else:
+        alpha, beta = sympy.Rational(hw.latency_scale_out_ns, 10**9), sympy.Integer(hw.scale_out_bandwidth)
+    return Machine(hw.key, peak, bw, hw.memory_bytes, alpha, beta, compute_dtype)
+
+
+def step_seconds(step: Step, m: Machine, t: int = 1) -> sympy.Expr:
+    """Σ over ops of max(FLOPs/peak, bytes/bandwidth) + TP all-reduces (module docstring)."""
+    parts = []
+    for op in step.ops:
+        moved = op.weight_bytes + op.kv_bytes + (op.activation_bytes if step.with_activations else 0)
+        parts.append(sympy.Max(op.flops / m.peak, moved / m.bandwidth))
+    for ar in step.allreduce:
+        parts.append(ar.calls * (latency_steps("all-reduce", t) * m.alpha
+                                 + ring_factor("all-reduce", t) * ar.bytes / m.beta))
+    return sympy.Add(*parts)
+
+
+def comm_seconds(step: Step, m: Machine, t: int) -> sympy.Expr:
+    return sympy.Add(*[ar.calls * (latency_steps("all-reduce", t) * m.alpha
+                                   + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce])
+
+
+def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, limit: int = 2**24):
+    """``(root, smallest whole b)`` where a step's FLOPs/peak reaches its
+    bytes/bandwidth. ``root`` is the exact symbolic solution when the gap is
+    linear in ``b`` (dense models: ``W·peak / (F₁·BW − K₁·peak)`` with ``W``
+    the weight bytes, ``F₁`` and ``K₁`` the FLOPs and KV bytes per sequence),
+    else None (a mixture: the distinct experts read grow with b; the whole
+    number is then found by exact bisection). ``(root, None)`` when it never
+    becomes compute-bound."""
+    gap_sym = sympy.expand(step.flops / m.peak - step.bytes / m.bandwidth)
+    rest = {k: v for k, v in values.items() if k != b}
+    gap = gap_sym.xreplace(rest)
+    if gap.free_symbols - {b}:
+        raise CostgraphValueError("no value for " + ", ".join(sorted(map(str, gap.free_symbols - {b}))))
+    root = None
+    if gap_sym.is_polynomial(b) and sympy.degree(gap_sym, b) == 1:
+        c1, c0 = gap_sym.coeff(b, 1), gap_sym.coeff(b, 0)
+        root = sympy.cancel(-c0 / c1)
+        r = root.xreplace(rest)
+        if not (c1.xreplace(rest) > 0):
+            return root, None
+        return root, max(int(sympy.ceiling(r)), 1)
+
+    def ok(v):
+        return gap.xreplace({b: sympy.Integer(v)}) >= 0
+
+    if ok(1):
+        return None, 1
+    lo, hi = 1, 2
+    while hi <= limit and not ok(hi):
+        lo, hi = hi, hi * 2
+    if hi > limit:
+        return None, None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return None, hi
+
+
+@dataclass
+class InferenceReport:
+    """Everything ``costgraph infer`` prints: ``quantities`` name → SymPy
+    expression (bytes, FLOPs, seconds, tokens/s), ``values`` the numbers
+    where every symbol has one; settings and assumptions."""
+
+    model: str
+    settings: dict
+    quantities: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)
+    subs: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+
+def _exact(e, subs):
+    v = sympy.sympify(e).xreplace(subs)
+    v = sympy.simplify(v) if v.free_symbols == set() and not v.is_Rational else v
+    return v if not v.free_symbols else None
+
+
+def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: int, generate: int):
+    """Exact mean over the G − 1 decode steps (n = P, ..., P + G − 2) of the step time."""
+    if generate < 2:
+        return None
+    f = step_seconds(inf.step(1, sympy.Symbol("n_step", integer=True, nonnegative=True)), m, t).xreplace(subs)
+    n = sympy.Symbol("n_step", integer=True, nonnegative=True)
+    func = sympy.lambdify([n], f, modules=[{"Max": _max, "Min": _min, "ceiling": _ceil}, "sympy"])
+    total = sum((func(sympy.Integer(prompt + i)) for i in range(generate - 1)), sympy.Integer(0))
+    return sympy.nsimplify(total) / (generate - 1)
+
+
+def _max(*a):
+    return max(a)
+
+
+def _min(*a):
+    return min(a)
+
+
+def _ceil(x):
+    return sympy.ceiling(x)
+
+
+def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, values: dict | None = None,
+          t: int = 1, weights: str = "bf16", kv: str = "bf16", page: int = 16, reserve="0.1",
+          compute: str | None = None, convention: str = "matmul", causal: str = "full",
+          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1) -> InferenceReport:
+    """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
+
+    ``values``: the model's dimension values (symbol → int), ``b`` replaced
+    by ``batch``. Returns an :class:`InferenceReport`."""
+    for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page", page)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
+    reserve = sympy.Rational(str(reserve))
+    if not 0 <= reserve < 1:
+        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}")
+    inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
+                    activations=activations)
+    m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency)
+    b, s = inf.b, inf.s
+    subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
+    subs.update({b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
+    rep = InferenceReport(inf.cg.name, dict(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
+                                            tp=t, weights=inf.weights.name, kv=inf.kv.name, page_size=page,
+                                            reserve=str(reserve), compute=m.compute_dtype, convention=convention,
+                                            causal=causal, activations=activations,
+                                            compute_efficiency=str(compute_efficiency),
+                                            bandwidth_efficiency=str(bandwidth_efficiency)), subs=subs)
+    qd = rep.quantities
+    total_pos = P + G
+    qd["kv_cache_bytes"] = inf.kv_cache_bytes(total_pos)
+    qd["kv_cache_bytes_paged"] = inf.kv_cache_bytes(total_pos, page=page)
+    qd["kv_cache_bytes_per_token"] = inf.kv_cache_bytes_per_token()
+    qd["weight_bytes"] = inf.weight_memory()
+    pre, dec = inf.prefill(), inf.decode()
+    for name, st in (("prefill", pre), ("decode", dec)):
+        qd[f"{name}.flops"] = st.flops
+        qd[f"{name}.weight_bytes"] = st.weight_bytes
+        qd[f"{name}.kv_read_bytes"] = st.kv_read
+        qd[f"{name}.kv_written_bytes"] = st.kv_written
+        qd[f"{name}.activation_bytes"] = st.activation_bytes
+        qd[f"{name}.bytes"] = st.bytes
+        qd[f"{name}.intensity"] = st.intensity
+        qd[f"{name}.seconds"] = step_seconds(st, m, t)
+        if t > 1:
+            qd[f"{name}.communication_seconds"] = comm_seconds(st, m, t)
+    qd["time_to_first_token"] = qd["prefill.seconds"]
+    qd["time_per_output_token"] = qd["decode.seconds"]
+    mean = mean_decode_seconds(inf, m, t, subs, prompt, generate)
+    n_i = sympy.Symbol("i", integer=True, nonnegative=True)
+    qd["time_per_output_token_mean"] = sympy.Sum(step_seconds(inf.step(1, P + n_i), m, t), (n_i, 0, G - 2)) / (G - 1)
+    qd["tokens_per_second"] = b / qd["time_per_output_token_mean"]
+    qd["tokens_per_second_per_device"] = qd["tokens_per_second"] / t
+    vals = rep.values
+    for k, e in qd.items():
+        v = _exact(e, subs) if not k.startswith("time_per_output_token_mean") and not k.startswith("tokens_per") else None
+        if v is not None:
+            vals[k] = v
+    if mean is not None:
+        vals["time_per_output_token_mean"] = mean
+        vals["tokens_per_second"] = batch / mean
+        vals["tokens_per_second_per_device"] = batch / mean / t
+    root, whole = compute_bound_batch(dec, m, b, subs)
+    if root is not None:
+        qd["compute_bound_batch"] = root
+    vals["compute_bound_batch"] = whole   # None: decode never becomes compute-bound
+    # capacity
+    from ..training.fit import largest_fitting
+
+    cap = int((1 - reserve) * m.memory // 1)
+    rep.settings["capacity_bytes"] = cap
+    mem_b = qd["weight_bytes"] + inf.kv_cache_bytes(total_pos, batch=b, page=page)
+    qd["memory_bytes"] = mem_b
+    vals["memory_bytes"] = _exact(mem_b, subs)
+    vals["fits"] = bool(vals["memory_bytes"] <= cap)
+    vals["max_batch"] = largest_fitting(mem_b, b, subs, cap)
+    x = sympy.Symbol("x_positions", positive=True, integer=True)
+    mem_s = qd["weight_bytes"] + inf.kv_cache_bytes(x, batch=b, page=page)
+    vals["max_context"] = largest_fitting(mem_s, x, subs, cap)
+    rep.notes = [
+        "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
+        f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",
+        "weights: every weight read once per step (embedding tables whole); MoE: expected distinct experts "
+        "E(1 - (1 - k/E)^(b q)) under uniform routing",
+        "decode = one step at n = P + G - 2 cached positions (the last); mean TPOT over the G - 1 decode steps",
+        "KV cache for P + G positions per sequence; paged: each cache's kept positions rounded up to blocks",
+        "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
+    ]
+    if t > 1:
+        rep.notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
+                         "not overlapped")
+    return rep
