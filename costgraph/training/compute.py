@@ -21,7 +21,8 @@ Conventions (named in every output):
   parallelism does not change the count; pipeline bubbles are time, not FLOPs).
 * **Rules of thumb** per token: ``6N`` (no recomputation) and ``8N`` (full),
   with ``N`` all parameters or the non-embedding ones (Kaplan et al. 2020),
-  shown beside the exact count with the difference.
+  shown beside the exact count with the difference; for a mixture of
+  experts also ``6 N_active`` (the parameters a token passes through).
 * **MFU / HFU** (Chowdhery et al. 2022, PaLM App. B): model (hardware) FLOPs
   per second over ``n × peak``.
 * **Time**: from an assumed MFU ``u`` — ``step = model FLOPs / (n · peak · u)``
@@ -89,7 +90,8 @@ def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal:
     tokens = sympy.expand(b * seq * replicas)
     params = expand_sum([r["count"] * r["params"] for r in breakdown(cg, _MODEL, convention, get_precision("bf16"),
                                                                     causal, leaves_only=True)])
-    embed = expand_sum([r["count"] * r["params"] for r in rows if cg.nodes[r["path"]]["kind"] == "embedding"])
+    embed = expand_sum([r["count"] * r["params"] for r in rows
+                        if r["kind"] != "storage" and cg.nodes[r["path"]]["kind"] == "embedding"])
     return {
         "model_per_micro_batch": per_mb,
         "model_per_iteration": model_it,
@@ -103,6 +105,7 @@ def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal:
         "six_n": 6 * params,
         "eight_n": 8 * params,
         "six_n_non_embedding": sympy.expand(6 * (params - embed)),
+        "six_n_active": 6 * expand_sum([r["count"] * r["params_active"] for r in rows]),
     }
 
 
@@ -177,6 +180,8 @@ def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None
     out = {"flops": {k: f[k] for k in ("model_per_iteration", "hardware_per_iteration", "per_token",
                                        "model_per_device", "hardware_per_device", "six_n", "eight_n",
                                        "six_n_non_embedding")}}
+    if f["six_n_active"] != f["six_n"]:   # a mixture of experts: 6 × the parameters a token passes through
+        out["flops"]["six_n_active"] = f["six_n_active"]
     out["flops"]["per_token_minus_six_n"] = sympy.expand(f["per_token"] - f["six_n"])
     if mfu is not None and peak is None:
         return out

@@ -232,7 +232,8 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
     def states(select, scale=1):
         """States of the selected weights (experts sharded over their own group), × scale."""
         parts, expert_total = [], sympy.Integer(0)
-        for group, dp in ((lambda w: w not in experts, dense_dp), (lambda w: w in experts, expert_dp)):
+        for is_expert, group, dp in ((False, lambda w: w not in experts, dense_dp),
+                                     (True, lambda w: w in experts, expert_dp)):
             if not any(select(w) and group(w) for w in cg.weights):
                 continue
             sel = (lambda w, g=group: select(w) and g(w))
@@ -246,7 +247,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
                 s = {k: (v - s["gathered"]) * scale + s["gathered"] if k in ("weights", "total") else
                      v * scale if k != "gathered" else v for k, v in s.items()}
             parts.append(s)
-            if dp is expert_dp:
+            if is_expert:
                 expert_total = s["weights"] + s["gradients"] + s["optimizer"]
         out = {k: sympy.Add(*[s[k] for s in parts]) for k in ("weights", "gradients", "optimizer")}
         out["experts"] = expert_total

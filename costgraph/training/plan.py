@@ -90,7 +90,8 @@ def _powers_of_two(limit: int) -> list[int]:
 
 
 def _divisors(n: int, limit: int) -> list[int]:
-    return [k for k in range(1, min(n, limit) + 1) if n % k == 0]
+    """Divisors of ``n`` up to ``limit`` (by factorization: fast for any n)."""
+    return [int(k) for k in sympy.divisors(n) if k <= limit]
 
 
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
@@ -170,10 +171,21 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     states = {z: [stage_totals(dict(zero=z), k) for k in ("weights", "gradients", "optimizer")] for z in ZERO}
     acts = {(r, sp): stage_totals(dict(recompute=r, sp=sp), "activations")
             for r in RECOMPUTE for sp in (False, True)}
-    # p = 1 and p > 1 apart: a symbolic p means a pipeline (its sends), as in the memory forms
-    steps = {(r, sp): [compiled(step_time(cg, Layout(p=p_value, **{**base, "recompute": r, "sp": sp}), hardware,
-                                          efficiency=efficiency)["total"]) for p_value in (1, P)]
-             for r in RECOMPUTE for sp in (False, True)}
+    # p = 1 and p > 1 apart: a symbolic p means a pipeline (its sends), as in the memory forms.
+    # The step's parts: compute + bubble and exposed communication depend on (recompute, SP), the
+    # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
+    # max(busy, overlapped) + exposed (costgraph.training.steptime).
+    def parts(kw):
+        return [step_time(cg, Layout(p=p_value, **{**base, **kw}), hardware, efficiency=efficiency)
+                for p_value in (1, P)]
+    busy, exposed, overlapped = {}, {}, {}
+    for r in RECOMPUTE:
+        for sp in (False, True):
+            st = parts({"recompute": r, "sp": sp})
+            busy[(r, sp)] = [compiled(x["compute"] + x["bubble"]) for x in st]
+            exposed[(r, sp)] = [compiled(x["communication_exposed"]) for x in st]
+    for z in ZERO:
+        overlapped[z] = [compiled(x["communication_overlapped"]) for x in parts({"zero": z})]
     model_flops = compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
     args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]]
     if b_sym is not None:
@@ -195,8 +207,10 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(pipelined if which == 1 else ~pipelined, per_stage, mem)
         valid = ((grid[:, 0] > 1) | (not sp)) & ((grid[:, 4] > 1) | (z == 0))   # SP needs t > 1; ZeRO needs d > 1
-        one, many = steps[(r, sp)]
-        step = np.where(pipelined, many(*args)[0], one(*args)[0])
+        def pick(forms):
+            one, many = forms
+            return np.where(pipelined, many(*args)[0], one(*args)[0])
+        step = np.maximum(pick(busy[(r, sp)]), pick(overlapped[z])) + pick(exposed[(r, sp)])
         fits = valid & (mem <= capacity)
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
         for i in np.nonzero(fits)[0]:

@@ -113,13 +113,15 @@ _COMPUTE_LABELS = {
     "per_token": "model FLOPs per token", "model_per_device": "model FLOPs per device",
     "hardware_per_device": "hardware FLOPs per device", "six_n": "6N per token (rule of thumb)",
     "eight_n": "8N per token (with full recompute)", "six_n_non_embedding": "6N, non-embedding N",
+    "six_n_active": "6N, active parameters (MoE)",
     "per_token_minus_six_n": "exact per token − 6N", "step_seconds": "step time (s)", "steps": "steps",
     "train_seconds": "training time (s)", "train_days": "training time (days)", "gpu_hours": "GPU-hours",
     "pf_days": "PF-days (model FLOPs)", "cost": "cost (price × GPU-hours)", "mfu": "MFU", "hfu": "HFU"}
 
 
 def _compute_text(compute: dict, values) -> list[str]:
-    out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration):"]
+    out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
+                "--mfu or --achieved):"]
     items = list(compute["flops"].items()) + list(compute.get("time", {}).items()) + \
         [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
     for k, e in items:
@@ -146,11 +148,12 @@ def _compute_text(compute: dict, values) -> list[str]:
             out.append(f"  {k:<22}{c['op']} over {c['group']}: {shown}{when}")
         st = {k: sympy.sympify(x).xreplace(values or {}) for k, x in compute["step"].items()}
         if all(x.is_number for x in st.values()):
-            out += ["", f"step time model (compute at {float(compute['efficiency']):.0%} of peak; DP/ZeRO traffic "
-                        "overlapped, TP/CP/EP/PP exposed):",
-                    f"  compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s + exposed "
-                    f"communication {float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s "
-                    f"(overlapped: {float(st['communication_overlapped']):.4g} s)"]
+            out += ["", f"step time model (--efficiency: compute at {float(compute['efficiency']):.0%} of peak; "
+                        "DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed; the time section above "
+                        "uses --mfu/--achieved instead):",
+                    f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
+                    f"communication {float(st['communication_overlapped']):.4g} s) + exposed communication "
+                    f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s"]
     return out
 
 

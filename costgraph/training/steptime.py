@@ -9,10 +9,10 @@ bubble and exposed communication — a named, simple model.
 * **communication** (:mod:`costgraph.parallel.communication` on the preset's
   links): tensor, context and expert parallelism and pipeline sends are on
   the critical path (exposed); the data-parallel gradient reduction and
-  ZeRO/FSDP traffic are taken as overlapped with the backward pass and
-  shown apart, not added (Megatron's and FSDP's overlap; an exposed tail is
-  not modelled);
-* **total** = compute + bubble + exposed communication.
+  ZeRO/FSDP traffic overlap the computation (Megatron's and FSDP's overlap)
+  but cannot take less than their own time;
+* **total** = max(compute + bubble, overlapped communication) + exposed
+  communication.
 """
 
 from __future__ import annotations
@@ -39,5 +39,7 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     kinds = comm_time(communication(cg, L, stage=stage), hardware, L) if L.lora_rank is None else {}
     exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
+    busy = compute + bubble
+    total = (sympy.Max(busy, overlapped) if overlapped != 0 else busy) + exposed
     return {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
-            "communication_overlapped": overlapped, "total": compute + bubble + exposed, "by_kind": kinds}
+            "communication_overlapped": overlapped, "total": total, "by_kind": kinds}

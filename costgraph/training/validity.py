@@ -63,6 +63,10 @@ def check_layout(cg: CostGraph, layout, values: dict) -> None:
         if len(stacks) == 1 and counts[0] is not None and counts[0] % p:
             raise CostgraphValueError(f"{p} pipeline stages cannot share the {counts[0]} iterations of "
                                       f"'{stacks[0].path}' evenly", hint=f"p must divide {counts[0]}")
+        v = layout.v if isinstance(layout.v, int) else 1
+        if len(stacks) == 1 and v > 1 and counts[0] is not None and counts[0] % (p * v):
+            raise CostgraphValueError(f"{p} stages × {v} virtual stages cannot share the {counts[0]} iterations of "
+                                      f"'{stacks[0].path}' evenly", hint=f"p·v must divide {counts[0]}")
         if None not in counts and sum(counts) < p:
             raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
                                       hint=f"p at most {sum(counts)}")
