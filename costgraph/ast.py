@@ -35,7 +35,7 @@ class String:
 
 @dataclass(frozen=True)
 class BinOp:
-    op: str  # one of + - * /
+    op: str  # one of + - * / %
     left: "Expr"
     right: "Expr"
     loc: Location
@@ -49,7 +49,29 @@ class Call:
     loc: Location
 
 
-Expr = Var | Int | String | BinOp | Call
+@dataclass(frozen=True)
+class Compare:
+    """``left OP right`` with OP one of ``== != < <= > >=``: a condition on a
+    repeat's index (``i % 6 == 5``, ``i < k``)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr"
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Logic:
+    """``a and b``, ``a or b`` (``op`` is ``and`` or ``or``) and ``not a``
+    (``op`` is ``not``, ``right`` is None)."""
+
+    op: str
+    left: "Expr"
+    right: "Expr | None"
+    loc: Location
+
+
+Expr = Var | Int | String | BinOp | Call | Compare | Logic
 
 
 # --- statements -------------------------------------------------------------
@@ -86,6 +108,16 @@ class Input:
 
 
 @dataclass(frozen=True)
+class ParamDecl:
+    """``param NAME[shape]``: a bare parameter tensor (attention sinks, a
+    scale vector, Mamba's A and D), owned by a node of kind ``param``."""
+
+    name: str
+    shape: tuple[Expr, ...]
+    loc: Location
+
+
+@dataclass(frozen=True)
 class Assign:
     targets: tuple[str, ...]
     value: Expr
@@ -94,15 +126,19 @@ class Assign:
 
 @dataclass(frozen=True)
 class Repeat:
-    """``repeat COUNT as NAME [active K] { ... }``: a group kept rolled, with a
+    """``repeat COUNT as NAME[INDEX] [active K] { ... }``: a group kept rolled, with a
     symbolic count. ``active`` (default: all) is how many of the COUNT copies
-    each token passes through: the experts of a mixture of experts."""
+    each token passes through: the experts of a mixture of experts. ``index``
+    (optional) names the copy's number 0 .. COUNT-1, tested by conditions
+    (``if i % 6 == 5``) that the builder turns into counts of each kind."""
 
     count: Expr
     name: str
     active: Expr | None
     body: tuple["Stmt", ...]
     loc: Location
+    index: str | None = None
+    index_loc: Location | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +157,7 @@ class Return:
     loc: Location
 
 
-Stmt = Dim | Option | Input | Assign | Repeat | If | Return
+Stmt = Dim | Option | Input | ParamDecl | Assign | Repeat | If | Return
 
 
 # --- top level --------------------------------------------------------------

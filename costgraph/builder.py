@@ -12,6 +12,7 @@ and tensor made inside it. SymPy objects are made from the syntax tree only
 from __future__ import annotations
 
 import difflib
+from math import gcd
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -20,7 +21,7 @@ import sympy
 from . import ast
 from .errors import CostgraphSemanticError, Location
 from .context import OpContext, check_expansion, same
-from .graph import ONE, BlockInstance, Cost, CostGraph, DimInfo, Group, Tensor
+from .graph import ONE, BlockInstance, Cost, CostGraph, DimInfo, Group, Tensor, Weight
 from .loader import BlockDef, Program
 from .parser import MAX_DIGITS
 from .ops import REGISTRY
@@ -56,6 +57,8 @@ PROFILES = {
 
 
 def _describe(v) -> str:
+    if isinstance(v, _Index):
+        return f"the index '{v.name}' of repeat '{v.group}'"
     if isinstance(v, Tensor):
         return f"a tensor {v.shape_str()}"
     if isinstance(v, bool):
@@ -113,6 +116,155 @@ def _check_magnitude(v, loc: Location | None):
     return v
 
 
+# --- layer patterns ------------------------------------------------------------
+#
+# `repeat l as layers[i] { if i % 6 == 5 { A } else { B } }` builds A and B once
+# each; A's nodes count floor(l/6) copies, B's the rest. A condition on an
+# index is a formula over atoms; each atom is a *cell*: the i with lo ≤ i < hi
+# and i mod m in a set of residues. Counting the i in 0..n-1 that satisfy a
+# formula is exact: conjunctions of cells intersect (bounds by Max/Min,
+# congruences by their least common multiple), `not` and `or` go by
+# inclusion-exclusion.
+
+# Largest modulus a conjunction of congruences may reach (the lcm of the
+# moduli): its residues are listed.
+MAX_MODULUS = 1_000
+
+# Most conjunctions one condition may expand into (each `or` and `not` doubles
+# the work of inclusion-exclusion).
+MAX_CONDITION_TERMS = 1024
+
+_PATTERN_HINT = ("a condition on a layer index is written i % M == R (M, R whole numbers), i < K, i >= K, "
+                 "i == K ..., joined with and, or, not")
+
+
+@dataclass(frozen=True)
+class _Index:
+    """The value of a repeat's index in scope: which level of repeats it numbers."""
+
+    name: str
+    group: str
+    level: int
+    count: sympy.Expr
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """The i with lo ≤ i < hi (None: no bound) and i mod m in ``residues``."""
+
+    lo: sympy.Expr | None = None
+    hi: sympy.Expr | None = None
+    m: int = 1
+    residues: frozenset = frozenset({0})
+
+
+@dataclass(frozen=True)
+class _Cond:
+    """A condition on the index of repeat level ``level``: ``tree`` is a
+    :class:`_Cell` or ``("and"|"or", a, b)`` or ``("not", a)``."""
+
+    level: int
+    tree: object
+
+
+@dataclass
+class _Level:
+    """One enclosing repeat while its body is walked: its count and active
+    count, and the conditions on its index of the branches being walked."""
+
+    count: sympy.Expr
+    active: sympy.Expr
+    conds: list = field(default_factory=list)
+
+
+def _count_pattern(n: sympy.Expr, trees: list, loc: Location) -> sympy.Expr:
+    """How many i in 0..n-1 satisfy every condition of ``trees`` (exact)."""
+    budget = [MAX_CONDITION_TERMS]
+
+    def cells(lo: list, hi: list, m: int, res: frozenset) -> sympy.Expr:
+        if not res:
+            return sympy.Integer(0)
+        L, H = sympy.Max(*lo), sympy.Min(*hi)
+        nonneg = (H - L).is_nonnegative
+        total = sympy.Integer(0)
+        for r in sorted(res):
+            c = sympy.floor((H + m - 1 - r) / sympy.Integer(m)) - sympy.floor((L + m - 1 - r) / sympy.Integer(m))
+            total += c if nonneg else sympy.Max(0, c)
+        return total
+
+    def count(ctx, pending: list) -> sympy.Expr:
+        lo, hi, m, res = ctx
+        if not res:
+            return sympy.Integer(0)
+        if not pending:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise CostgraphSemanticError(
+                    f"this condition is too complex: counting it exactly takes more than {MAX_CONDITION_TERMS} "
+                    "terms", loc, hint="write it with fewer 'or' and 'not', or split it into nested ifs")
+            return cells(lo, hi, m, res)
+        first, rest = pending[0], pending[1:]
+        if isinstance(first, _Cell):
+            m2 = first.m * m // gcd(first.m, m)
+            if m2 > MAX_MODULUS:
+                raise CostgraphSemanticError(
+                    f"the moduli of this condition combine to {m2} (at most {MAX_MODULUS})", loc,
+                    hint="a layer pattern repeats every few layers: i % 6 == 5")
+            res2 = frozenset(x for x in range(m2) if x % m in res and x % first.m in first.residues)
+            return count((lo + ([first.lo] if first.lo is not None else []),
+                          hi + ([first.hi] if first.hi is not None else []), m2, res2), rest)
+        op = first[0]
+        if op == "and":
+            return count(ctx, [first[1], first[2], *rest])
+        if op == "not":
+            return count(ctx, rest) - count(ctx, [first[1], *rest])
+        # or: |A ∪ B| = |A| + |B| − |A ∩ B|
+        return count(ctx, [first[1], *rest]) + count(ctx, [first[2], *rest]) - count(ctx, [first[1], first[2], *rest])
+
+    return count(([sympy.Integer(0)], [n], 1, frozenset({0})), list(trees))
+
+
+def _logic(op: str, a, b, loc: Location):
+    """``a and b`` / ``a or b`` of true/false values and conditions on one index."""
+    if isinstance(a, bool) and isinstance(b, bool):
+        return (a and b) if op == "and" else (a or b)
+    for v in (a, b):
+        if not isinstance(v, (bool, _Cond)):
+            raise CostgraphSemanticError(f"'{op}' joins conditions (true or false), got {_describe(v)}", loc,
+                                         hint=_PATTERN_HINT)
+    if isinstance(a, bool) or isinstance(b, bool):
+        flag, cond = (a, b) if isinstance(a, bool) else (b, a)
+        if op == "and":
+            return cond if flag else False
+        return True if flag else cond
+    if a.level != b.level:
+        raise CostgraphSemanticError("a condition can test the index of one repeat only", loc,
+                                     hint="nest two ifs, one per index")
+    return _Cond(a.level, (op, a.tree, b.tree))
+
+
+def _describe_cond(v) -> str:
+    return "a condition on a repeat's index" if isinstance(v, _Cond) else _describe(v)
+
+
+@dataclass(frozen=True)
+class _Evaluated:
+    """An argument already evaluated (a call named like a dimension function
+    whose arguments turned out to be tensors)."""
+
+    value: object
+    loc: Location
+
+
+# Functions of dimension expressions: SymPy function, arity (2: two or more), usage.
+_DIM_FUNCS = {
+    "min": (sympy.Min, 2, "min(a, b): the smaller of two sizes, e.g. min(s, w)"),
+    "max": (sympy.Max, 2, "max(a, b): the larger of two sizes"),
+    "floor": (sympy.floor, 1, "floor(x / y): x / y rounded down"),
+    "ceil": (sympy.ceiling, 1, "ceil(x / y): x / y rounded up"),
+}
+
+
 class Scope:
     """Variables visible at one place; a repeat body reads through to its parent."""
 
@@ -157,6 +309,8 @@ class Builder:
         self._next_suffix: dict[tuple, int] = {}
         self.block_stack: list[str] = []
         self.size = 0   # operator nodes, inputs and block instances built so far
+        self.levels: list[_Level] = []   # the repeats around the statement being built
+        self.branch_depth = 0   # inside a branch of an if on a repeat's index
 
     def grow(self, loc: Location):
         """Count one more node or block instance; refuse past :data:`MAX_GRAPH_SIZE`."""
@@ -175,7 +329,9 @@ class Builder:
             if explicit:
                 where = "/".join(self.path) or "the model"
                 raise CostgraphSemanticError(f"the name '{name}' is used twice in {where}", loc,
-                                             hint="give each call its own name=")
+                                             hint="give each call its own name=" if not self.branch_depth else
+                                             "each branch of an if on a repeat's index builds nodes of its own: "
+                                             f"name them apart ({name}_local, {name}_global)")
             # names are never released, so the search resumes where it last
             # stopped (linear, not quadratic, in the number of calls)
             key = (tuple(self.path), name)
@@ -296,7 +452,10 @@ class Builder:
         elif isinstance(st, ast.Repeat):
             self.repeat(st, scope)
         elif isinstance(st, ast.If):
-            cond = self.evaluate(st.cond, scope)
+            cond = self.condition(st.cond, scope)
+            if isinstance(cond, _Cond):
+                self.pattern_if(st, cond, scope, where)
+                return
             if not isinstance(cond, bool):
                 raise CostgraphSemanticError(f"an if needs true or false, got {_describe(cond)}", st.loc,
                                              hint="test an option or a true/false block argument")
@@ -318,6 +477,8 @@ class Builder:
                 raise CostgraphSemanticError(f"option '{st.name}' must be set to true or false, got {value!r}", st.loc)
             scope.vars[st.name] = value
             self.cg.options[st.name] = value
+        elif isinstance(st, ast.ParamDecl):
+            self.param_stmt(st, scope)
         elif isinstance(st, ast.Input):
             if where != "model":
                 raise CostgraphSemanticError("inputs belong to the model", st.loc,
@@ -335,6 +496,179 @@ class Builder:
             self.cg.add_node(path, kind="input", inputs=(), outputs=(path,), attrs={},
                                    loc=st.loc, count=self.count, active=self.active, cost=Cost(), group=None)
             scope.vars[st.name] = t
+
+    def param_stmt(self, st: ast.ParamDecl, scope: Scope):
+        """``param NAME[shape]``: a node of kind ``param`` owning the weight
+        ``NAME/weight`` (counted with the repeats around it), whose output is
+        the parameter as a tensor; no FLOPs of its own."""
+        _not_constant(st.name, st.loc)
+        shape = tuple(self.eval_dim(e, scope, f"the shape of '{st.name}'") for e in st.shape)
+        self.grow(st.loc)
+        path = self.claim(st.name, True, st.loc)
+        wid, tid = f"{path}/weight", f"{path}:0"
+        self.cg.weights[wid] = Weight(wid, shape, self.count, self.active)
+        t = Tensor(tid, shape, "act", tid, self.count, path, self.active)
+        self.cg.tensors[tid] = t
+        self.cg.add_node(path, kind="param", inputs=(), outputs=(tid,), attrs={}, loc=st.loc,
+                         count=self.count, active=self.active, cost=Cost(weights=(wid,)), group=self._group())
+        scope.vars[st.name] = t
+
+    def _recount(self, loc: Location):
+        """``count`` and ``active`` from the enclosing repeats: each repeat's
+        count, or, inside a branch of an if on its index, how many of its
+        copies take that branch."""
+        count = active = ONE
+        for lv in self.levels:
+            if lv.conds:
+                c = a = _count_pattern(lv.count, lv.conds, loc)
+            else:
+                c, a = lv.count, lv.active
+            count = check_expansion(count * c, "the number of copies (this count times those of the "
+                                    "repeats around it)", loc)
+            active = check_expansion(active * a, "the number of active copies (this active count "
+                                     "times those of the repeats around it)", loc)
+        self.count, self.active = count, active
+
+    def condition(self, e, scope: Scope):
+        """An if's condition: true/false, or a :class:`_Cond` on a repeat's index."""
+        if isinstance(e, ast.Logic):
+            a = self.condition(e.left, scope)
+            if e.op == "not":
+                if isinstance(a, bool):
+                    return not a
+                if isinstance(a, _Cond):
+                    return _Cond(a.level, ("not", a.tree))
+                raise CostgraphSemanticError(f"'not' needs true or false, got {_describe(a)}", e.loc,
+                                             hint="not tests an option or a condition: if not bias { ... }")
+            return _logic(e.op, a, self.condition(e.right, scope), e.loc)
+        if isinstance(e, ast.Compare):
+            return self.compare(e, scope)
+        return self.evaluate(e, scope)
+
+    def _index_side(self, e, scope: Scope):
+        """One side of a comparison: ``("index", idx, modulus or None)`` for
+        ``i`` or ``i % M``, else ``("value", v)``."""
+        if isinstance(e, ast.Var) and isinstance(v := self.evaluate(e, scope), _Index):
+            return ("index", v, None)
+        if isinstance(e, ast.BinOp) and e.op == "%" and isinstance(e.left, ast.Var):
+            idx = self.evaluate(e.left, scope)
+            if isinstance(idx, _Index):
+                m = self.evaluate(e.right, scope)
+                if not (isinstance(m, sympy.Integer) and m > 0):
+                    raise CostgraphSemanticError(
+                        f"the index '{idx.name}' is taken modulo a whole number, got {_describe(m)}", e.right.loc,
+                        hint="a layer pattern repeats every M layers for a fixed M: i % 6 == 5")
+                if m > MAX_MODULUS:
+                    raise CostgraphSemanticError(f"modulus {m} is too large (at most {MAX_MODULUS})", e.right.loc)
+                return ("index", idx, int(m))
+        return ("value", self.evaluate(e, scope))
+
+    _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
+
+    def compare(self, e: ast.Compare, scope: Scope):
+        left, right = self._index_side(e.left, scope), self._index_side(e.right, scope)
+        op = e.op
+        if left[0] == "value" and right[0] == "value":
+            a, b = left[1], right[1]
+            if isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr) and a.is_number and b.is_number:
+                return bool({"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
+            raise CostgraphSemanticError(
+                f"a comparison tests a repeat's index, not {_describe(a)} and {_describe(b)}", e.loc,
+                hint="dimensions are symbols, so the graph cannot depend on their values; number the copies "
+                     "with repeat COUNT as NAME[i] and test i (i % 2 == 0, i < k); an option is tested "
+                     "directly: if bias { ... }")
+        if left[0] == "index" and right[0] == "index":
+            raise CostgraphSemanticError("a comparison tests an index against a number or dimension", e.loc,
+                                         hint=_PATTERN_HINT)
+        if right[0] == "index":
+            left, right, op = right, left, self._FLIP[op]
+        _, idx, m = left
+        v = right[1]
+        if not isinstance(v, sympy.Expr) or isinstance(v, bool):
+            raise CostgraphSemanticError(f"the index '{idx.name}' is compared with {_describe(v)}", e.loc,
+                                         hint=_PATTERN_HINT)
+        if m is None:
+            if op in ("==", "!="):
+                if v.is_integer is not True:
+                    raise CostgraphSemanticError(
+                        f"the index '{idx.name}' is compared for equality with {v}, not provably a whole number",
+                        e.loc, hint="compare with a whole number or a dimension: i == 0, i == k")
+                cell = _Cell(lo=v, hi=v + 1)
+                return _Cond(idx.level, cell if op == "==" else ("not", cell))
+            cell = {"<": lambda: _Cell(hi=sympy.ceiling(v)), "<=": lambda: _Cell(hi=sympy.floor(v) + 1),
+                    ">": lambda: _Cell(lo=sympy.floor(v) + 1), ">=": lambda: _Cell(lo=sympy.ceiling(v))}[op]()
+            return _Cond(idx.level, cell)
+        if not v.is_Integer:
+            raise CostgraphSemanticError(
+                f"the remainder '{idx.name} % {m}' is compared with {v}: compare it with a whole number", e.loc,
+                hint=_PATTERN_HINT)
+        r = int(v)
+        test = {"==": r.__eq__, "!=": r.__ne__, "<": r.__gt__, "<=": r.__ge__, ">": r.__lt__, ">=": r.__le__}[op]
+        return _Cond(idx.level, _Cell(m=m, residues=frozenset(x for x in range(m) if test(x))))
+
+    def pattern_if(self, st: ast.If, cond: _Cond, scope: Scope, where: str):
+        """Both branches of an if on a repeat's index, each built once with the
+        number of copies that take it; a name both branches assign is one
+        value after the if (tensors of one shape: a new tensor per copy)."""
+        level = self.levels[cond.level]
+        names = _assigned_names(st.then) | _assigned_names(st.orelse)
+        branches, returns = [], []
+        for tree, body in ((cond.tree, st.then), (("not", cond.tree), st.orelse)):
+            branch = Scope(scope)
+            for n in names:   # so that a repeat in the branch carries them here, not past the if
+                if scope.has(n):
+                    branch.vars[n] = scope.get(n)
+            level.conds.append(tree)
+            self._recount(st.loc)
+            self.branch_depth += 1
+            ret = None
+            try:
+                self.run(body, branch, where)
+            except _Return as r:   # in a block: both branches must return
+                ret = r
+            finally:
+                self.branch_depth -= 1
+                level.conds.pop()
+                self._recount(st.loc)
+            branches.append(branch)
+            returns.append(ret)
+        if (returns[0] is None) != (returns[1] is None):
+            raise CostgraphSemanticError("only one branch of this if returns", st.loc,
+                                         hint="return in both branches, or assign in both and return after the if")
+        if returns[0] is not None:
+            a, b = returns[0].value, returns[1].value
+            if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+                value = tuple(self._join(f"return{k}", p, q, st) for k, (p, q) in enumerate(zip(a, b)))
+            else:
+                value = self._join("return", a, b, st)
+            raise _Return(value, returns[0].loc)
+        then, orelse = branches
+        for n in sorted(names):
+            if n not in then.vars or n not in orelse.vars:
+                continue   # made in one branch only: it stays there
+            scope.vars[n] = self._join(n, then.vars[n], orelse.vars[n], st)
+
+    def _join(self, n: str, a, b, st: ast.If):
+        """The value of ``n`` after an if on an index whose branches left ``a`` and ``b``."""
+        what = "the returned value" if n.startswith("return") else f"'{n}'"
+        if a is b:
+            return a
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            if len(a.shape) != len(b.shape) or not all(same(p, q) for p, q in zip(a.shape, b.shape)):
+                raise CostgraphSemanticError(
+                    f"{what} is {_describe(a)} after the if and {_describe(b)} after the else; "
+                    "both branches must leave it the same shape", st.loc,
+                    hint="every kind of layer hands the next one the same shape")
+            mid = "/".join([*self.path, f"{n}@if{st.loc.line}:{st.loc.column}"])
+            t = Tensor(mid, a.shape, a.role, mid, self.count, a.producer, self.active)
+            self.cg.tensors[mid] = t
+            return t
+        if (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr) and same(a, b)) or (
+                not isinstance(a, (Tensor, sympy.Expr)) and a == b):
+            return a
+        raise CostgraphSemanticError(
+            f"{what} is {_describe(a)} after the if and {_describe(b)} after the else", st.loc,
+            hint="a dimension or switch cannot depend on a layer's index; give it another name in one branch")
 
     def dim_stmt(self, st: ast.Dim, scope: Scope, where: str):
         _not_constant(st.name, st.loc)
@@ -367,15 +701,27 @@ class Builder:
             raise CostgraphSemanticError(
                 f"the active count {active} is more than the count {count}: each token passes through "
                 f"at most all {count} copies", st.active.loc, hint=f"repeat {count} as {st.name} active K with K ≤ {count}")
+        if st.index is not None:
+            if st.active is not None:
+                raise CostgraphSemanticError("a repeat with an index cannot have an active count", st.index_loc,
+                                             hint="number the layers, not the experts: repeat l as layers[i] { ... }")
+            _not_constant(st.index, st.index_loc)
+            if scope.has(st.index):
+                raise CostgraphSemanticError(f"'{st.index}' is already defined; the index needs a name of its own",
+                                             st.index_loc, hint=f"e.g. repeat {_show(st.count)} as {st.name}[j]")
         path = self.claim(st.name, True, st.loc)
         assigned = _assigned_names(st.body)
         carried = sorted(n for n in assigned if scope.has(n) and isinstance(scope.get(n), Tensor))
         outer_count, outer_active = self.count, self.active
-        self.count = check_expansion(outer_count * count, "the number of copies (this count times those of the "
-                                     "repeats around it)", st.loc)
-        self.active = check_expansion(outer_active * active, "the number of active copies (this active count "
-                                      "times those of the repeats around it)", st.loc)
+        self.levels.append(_Level(count, active))
+        try:
+            self._recount(st.loc)
+        except CostgraphSemanticError:
+            self.levels.pop()
+            raise
         body = Scope(scope)
+        if st.index is not None:
+            body.vars[st.index] = _Index(st.index, path, len(self.levels) - 1, count)
         for name in carried:
             t = scope.get(name)
             cid = f"{path}/{name}@in"
@@ -383,7 +729,10 @@ class Builder:
             self.cg.tensors[cid] = body.vars[name]
         self.cg.groups[path] = Group(path, count, self.count, st.loc, tuple(carried), active, self.active)
         self.path.append(st.name)
-        self.run(st.body, body, where="repeat")
+        try:
+            self.run(st.body, body, where="repeat")
+        finally:
+            self.levels.pop()
         self.path.pop()
         self.count, self.active = outer_count, outer_active
         for name in carried:
@@ -426,6 +775,14 @@ class Builder:
             return self.binop(e, scope)
         if isinstance(e, ast.Call):
             return self.call(e, scope)
+        if isinstance(e, (ast.Compare, ast.Logic)):
+            v = self.condition(e, scope)
+            if isinstance(v, _Cond):
+                raise CostgraphSemanticError("a condition on a repeat's index can only be tested by an if", e.loc,
+                                             hint="write it in the if: if i % 2 == 0 { ... }")
+            return v
+        if isinstance(e, _Evaluated):
+            return e.value
         raise AssertionError(e)
 
     def eval_dim(self, e, scope: Scope, what: str):
@@ -448,15 +805,23 @@ class Builder:
         return value
 
     def _binop(self, e: ast.BinOp, left, right):
+        for v in (left, right):
+            if isinstance(v, _Index):
+                raise CostgraphSemanticError(
+                    f"the index '{v.name}' can only be tested in an if, not used in arithmetic", e.loc,
+                    hint=_PATTERN_HINT)
         if isinstance(left, Tensor) and isinstance(right, Tensor):
             kind = {"+": "add", "-": "sub", "*": "mul"}.get(e.op)
             if kind is None:
-                raise CostgraphSemanticError("tensors cannot be divided with '/'", e.loc)
+                raise CostgraphSemanticError(f"tensors cannot be divided with '{e.op}'", e.loc)
             return self.apply_op(kind, {"x": left, "y": right}, None, e.loc)
         if isinstance(left, sympy.Expr) and isinstance(right, sympy.Expr):
-            if e.op == "/" and right.is_zero:
+            if e.op in "/%" and right.is_zero:
                 raise CostgraphSemanticError("division by zero", e.right.loc)
-            result = {"+": left + right, "-": left - right, "*": left * right, "/": left / right}[e.op]
+            if e.op == "%":
+                result = sympy.Mod(left, right)
+            else:
+                result = {"+": left + right, "-": left - right, "*": left * right, "/": left / right}[e.op]
             check_expansion(result, "this dimension expression", e.loc)
             return _check_magnitude(result, e.loc)
         hint = "multiply a tensor by a constant with scale(x)" if Tensor in (type(left), type(right)) else None
@@ -467,6 +832,17 @@ class Builder:
         table = self.program.blocks if not self.block_stack else self._block_table()
         if e.name in table:
             return self.call_block(table[e.name], e, scope)
+        if e.name in _DIM_FUNCS and not e.kwargs:
+            values = [self.evaluate(a, scope) for a in e.args]
+            if all(isinstance(v, sympy.Expr) for v in values):
+                return self.dim_function(e, values)
+            if e.name not in REGISTRY:
+                bad = next(v for v in values if not isinstance(v, sympy.Expr))
+                raise CostgraphSemanticError(f"{e.name}() takes dimension expressions, got {_describe(bad)}",
+                                             e.loc, hint=_DIM_FUNCS[e.name][2])
+            # an operator of that name (on tensors): its arguments are evaluated once
+            e = ast.Call(e.name, tuple(a if isinstance(a, ast.Var) else _Evaluated(v, a.loc)
+                                       for a, v in zip(e.args, values)), e.kwargs, e.loc)
         if e.name in REGISTRY:
             spec = REGISTRY[e.name]
             args, name = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
@@ -474,6 +850,16 @@ class Builder:
         raise CostgraphSemanticError(
             f"unknown operator or block '{e.name}'", e.loc,
             hint=self._did_you_mean(e.name, set(REGISTRY) | set(table), "operators: " + ", ".join(sorted(REGISTRY))))
+
+    def dim_function(self, e: ast.Call, values: list):
+        """``min(a, b)``, ``max(a, b)``, ``floor(x)``, ``ceil(x)`` of dimension expressions."""
+        f, arity, usage = _DIM_FUNCS[e.name]
+        if (len(values) < 2) if arity == 2 else (len(values) != 1):
+            raise CostgraphSemanticError(f"{e.name}() takes {'two or more arguments' if arity == 2 else 'one argument'},"
+                                         f" {len(values)} given", e.loc, hint=usage)
+        result = f(*values)
+        check_expansion(result, "this dimension expression", e.loc)
+        return _check_magnitude(result, e.loc)
 
     def _block_table(self):
         return self._current_block.table
@@ -599,11 +985,13 @@ class Builder:
             inner.vars[p.name] = v
         self._stack_defs.append(bdef)
         self.path.append(path.rsplit("/", 1)[-1])
+        branch_depth, self.branch_depth = self.branch_depth, 0   # a block may return inside a branch
         try:
             self.run(block.body, inner, where="block")
         except _Return as r:
             return r.value
         finally:
+            self.branch_depth = branch_depth
             self.path.pop()
             self._stack_defs.pop()
         raise CostgraphSemanticError(f"block '{block.name}' returns nothing", block.loc,

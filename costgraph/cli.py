@@ -215,7 +215,8 @@ def _derive(args) -> str:
         note = (f"from {args.model}: model_type {hf.model_type} → model '{model.name}'"
                 + (f" with {', '.join(on)}" if on else ""))
     else:
-        model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile)
+        model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile,
+                     config=args.config)
         values = model.values(args.config, **dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.format == "json":
@@ -238,7 +239,7 @@ def _load_any(args, dims, options):
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
         hf = load_hf_config(args.model, profile=args.profile)
         return hf.model, hf.model.values(None, **{**hf.values, **dims})
-    model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile)
+    model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile, config=args.config)
     return model, (model.values(args.config, **dims) if (dims or args.config is not None) else None)
 
 

@@ -28,7 +28,32 @@ from typing import Sequence
 
 import sympy
 
-_PY_MODULES = [{"Min": min, "Max": max}, "math"]
+class cg_floordiv(sympy.Function):
+    """``n // d`` of two integer-valued expressions: what :func:`_integer_floors`
+    makes of ``floor`` and ``ceiling`` (layer patterns count ``floor(l/6)``
+    layers), so that they are evaluated in integers, never through floats."""
+
+
+_PY_MODULES = [{"Min": min, "Max": max, "cg_floordiv": lambda n, d: n // d}, "math"]
+def _np_floordiv(n, d):
+    import numpy as np
+
+    return np.floor_divide(n, d)
+
+
+_NP_MODULES = [{"cg_floordiv": _np_floordiv}, "numpy"]
+
+
+def _integer_floors(e: sympy.Expr) -> sympy.Expr:
+    """``floor(x)`` → ``cg_floordiv(num, den)`` and ``ceiling(x)`` →
+    ``-cg_floordiv(-num, den)``, with ``x = num/den`` in integer coefficients."""
+    if not e.has(sympy.floor, sympy.ceiling):
+        return e
+    def fd(arg, sign):
+        num, den = integer_fraction(_integer_floors(arg))
+        return sign * cg_floordiv(sign * num, den)
+    return e.replace(lambda x: isinstance(x, (sympy.floor, sympy.ceiling)),
+                     lambda x: fd(x.args[0], 1 if isinstance(x, sympy.floor) else -1))
 
 
 def _safe_args(symbols: Sequence[sympy.Symbol]) -> tuple[list[sympy.Symbol], dict]:
@@ -75,7 +100,7 @@ class ExactEvaluator:
         parts = []
         self._dens: list[int | None] = []   # a constant denominator, or None (computed)
         for e in exprs:
-            num, den = integer_fraction(sympy.sympify(e).xreplace(rename))
+            num, den = integer_fraction(_integer_floors(sympy.sympify(e).xreplace(rename)))
             parts.append(num)
             if den.is_Integer:
                 self._dens.append(int(den))
@@ -135,7 +160,8 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
     args, rename = _safe_args(symbols)
     exprs = [sympy.sympify(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
-        f = sympy.lambdify(args, exprs, modules="numpy", cse=True)
+        # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
+        f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_NP_MODULES, cse=True)
 
         def run(*arrays):
             arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.float64) for a in arrays])
@@ -156,11 +182,11 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
         return run_exact
     if dtype != "int64":
         raise ValueError(dtype)
-    fracs = [integer_fraction(e) for e in exprs]
-    nums = sympy.lambdify(args, [n for n, _ in fracs], modules="numpy")
-    dens = sympy.lambdify(args, [d for _, d in fracs], modules="numpy")
+    fracs = [integer_fraction(_integer_floors(e)) for e in exprs]
+    nums = sympy.lambdify(args, [n for n, _ in fracs], modules=_NP_MODULES)
+    dens = sympy.lambdify(args, [d for _, d in fracs], modules=_NP_MODULES)
     bounds = sympy.lambdify(args, [_overflow_bound(n) for n, _ in fracs] + [_overflow_bound(d) for _, d in fracs],
-                            modules="numpy")
+                            modules=_NP_MODULES)
 
     def run_int(*arrays):
         arrays = np.broadcast_arrays(*[np.asarray(a, dtype=np.int64) for a in arrays])

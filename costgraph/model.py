@@ -166,6 +166,13 @@ class Model:
                 raise CostgraphValueError(
                     f"model '{self.name}' has no configuration '{config}'",
                     hint="its configurations: " + (", ".join(self.graph.configs) or "none"))
+            for k, v in self.graph.configs[config].items():
+                if isinstance(v, bool) and k not in self.settings.options and self.graph.options.get(k) != v:
+                    raise CostgraphValueError(
+                        f"configuration '{config}' sets option {k} = {str(v).lower()}, but this model was built "
+                        f"with {k} = {str(self.graph.options.get(k)).lower()}",
+                        hint=f"load the model with the configuration: costgraph.load(..., config={config!r}) "
+                             f"(the command line's --config does), or with options={{{k!r}: {v}}}")
             vals.update({k: v for k, v in self.graph.configs[config].items() if k in self.graph.dims})
         for k, v in overrides.items():
             info = self.graph.dims.get(k)
@@ -392,11 +399,14 @@ def _prefixes(path: str) -> list[str]:
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,
-         profile: str = "korthikanti") -> Model:
+         profile: str = "korthikanti", config: str | None = None) -> Model:
     """Load and build a model by bundled name or path. See :class:`Model`.
 
     ``profile`` names what operators keep for backward:
     :data:`costgraph.builder.PROFILES` (``korthikanti`` or ``pytorch``).
+    ``config``: a configuration of the file whose options (``bias = false``)
+    the graph is built with (``options`` given here take precedence); its
+    dimensions are used by ``values(config)``.
 
     Raises
     ------
@@ -406,7 +416,23 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
     if not isinstance(model, (str, os.PathLike)):
         raise CostgraphValueError(f"a model is named by a string or a path, not {type(model).__name__}")
     settings = _settings(dropout, options, profile)
-    return Model(build(load_program(os.fspath(model)), settings), settings)
+    return _build(load_program(os.fspath(model)), settings, config)
+
+
+def _build(program, settings: Settings, config) -> Model:
+    """Build ``program``; when ``config`` sets options, again with them (the
+    configurations are read by the first build)."""
+    config = arguments.optional_text(config, "config")
+    graph = build(program, settings)
+    if config is None or config not in graph.configs:   # an unknown name is reported by values()
+        return Model(graph, settings)
+    chosen = {k: v for k, v in graph.configs[config].items() if isinstance(v, bool)}
+    options = {**chosen, **settings.options}
+    if all(graph.options.get(k) == v for k, v in options.items()):
+        return Model(graph, settings)
+    built = Settings(dropout=settings.dropout, options=options, profile=settings.profile)
+    # the options the configuration chose count as given: values(config) accepts them
+    return Model(build(program, built), built)
 
 
 def _settings(dropout, options, profile) -> Settings:
@@ -418,8 +444,9 @@ def _settings(dropout, options, profile) -> Settings:
 
 
 def loads(text: str, *, path: str = "<string>", dropout: bool = True,
-          options: Mapping[str, object] | None = None, profile: str = "korthikanti") -> Model:
+          options: Mapping[str, object] | None = None, profile: str = "korthikanti",
+          config: str | None = None) -> Model:
     """Like :func:`load`, from model-file text (imports resolve from ``path``'s folder)."""
     text, path = arguments.model_text(text), arguments.text(path, "path")
     settings = _settings(dropout, options, profile)
-    return Model(build(load_program(text=text, path=path), settings), settings)
+    return _build(load_program(text=text, path=path), settings, config)

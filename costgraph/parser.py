@@ -73,6 +73,26 @@ class _ToAst(Transformer_NonRecursive):
     def div(self, c):
         return self._binop("/", None, c)
 
+    def mod(self, c):
+        return self._binop("%", None, c)
+
+    def compare(self, children):
+        left, op, right = children
+        return ast.Compare(str(op), left, right, left.loc)
+
+    def and_(self, children):
+        left, right = children
+        return ast.Logic("and", left, right, left.loc)
+
+    def or_(self, children):
+        left, right = children
+        return ast.Logic("or", left, right, left.loc)
+
+    @v_args(meta=True)
+    def not_(self, meta, children):
+        (value,) = children
+        return ast.Logic("not", value, None, self._loc(meta))
+
     def kwarg(self, children):
         name, value = children
         return ("kw", str(name), value, self._loc(name))
@@ -112,14 +132,24 @@ class _ToAst(Transformer_NonRecursive):
         return ast.Input(str(name), shape, str(role) if role else None, self._loc(meta))
 
     @v_args(meta=True)
+    def param_stmt(self, meta, children):
+        name, shape = children
+        return ast.ParamDecl(str(name), shape, self._loc(meta))
+
+    def index(self, children):
+        (tok,) = children
+        return (str(tok), self._loc(tok))
+
+    @v_args(meta=True)
     def assign_stmt(self, meta, children):
         *targets, value = children
         return ast.Assign(tuple(str(t) for t in targets), value, self._loc(meta))
 
     @v_args(meta=True)
     def repeat_stmt(self, meta, children):
-        count, name, active, body = children
-        return ast.Repeat(count, str(name), active, body, self._loc(meta))
+        count, name, index, active, body = children
+        return ast.Repeat(count, str(name), active, body, self._loc(meta),
+                          index[0] if index else None, index[1] if index else None)
 
     @v_args(meta=True)
     def if_stmt(self, meta, children):
@@ -256,15 +286,17 @@ _FORMS = {
     "dim": 'write dim NAME ["meaning"] [default N], or dim NAME = EXPR for a derived one',
     "option": 'write option NAME = VALUE ["meaning"]',
     "input": "write input NAME[b, s] or input NAME[b, s]: ROLE",
-    "repeat": "write repeat COUNT as NAME { ... } (or repeat COUNT as NAME active K { ... })",
+    "param": "write param NAME[a] or param NAME[h, h]",
+    "repeat": "write repeat COUNT as NAME { ... } (or repeat COUNT as NAME[i] { ... }, "
+              "repeat COUNT as NAME active K { ... })",
     "if": "write if COND { ... } or if COND { ... } else { ... }",
     "return": "write return EXPR",
 }
 
 # Keywords that start a top-level item and a statement (for "did you mean").
 _TOP_KEYWORDS = ("import", "block", "model", "config")
-_STMT_KEYWORDS = ("dim", "option", "input", "repeat", "if", "return")
-_OTHER_KEYWORDS = ("as", "active", "else", "extends", "default")
+_STMT_KEYWORDS = ("dim", "option", "input", "param", "repeat", "if", "return")
+_OTHER_KEYWORDS = ("as", "active", "else", "extends", "default", "and", "or", "not")
 
 # What a user types for each named terminal of the grammar.
 _TERMINAL_WORDS = {
@@ -272,6 +304,7 @@ _TERMINAL_WORDS = {
     "INT": "a whole number",
     "STRING": 'a quoted string ("...")',
     "CONFIG_NAME": "a configuration name",
+    "COMPARE": "a comparison (==, !=, <, <=, >, >=)",
     "$END": "the end of the file",
 }
 
@@ -279,15 +312,16 @@ _TERMINAL_WORDS = {
 # are expected, every word of `members` is replaced by `word`.
 _GROUPS = (
     ({"'dim'", "'input'", "'option'", "'repeat'", "'return'"},
-     {"'dim'", "'input'", "'option'", "'repeat'", "'return'", "'if'", "a name"}, "a statement"),
+     {"'dim'", "'input'", "'option'", "'param'", "'repeat'", "'return'", "'if'", "a name"}, "a statement"),
     ({"'('", "a whole number", "a name"},
-     {"'('", "a whole number", "a name", 'a quoted string ("...")'}, "an expression"),
+     {"'('", "a whole number", "a name", 'a quoted string ("...")', "'not'"}, "an expression"),
 )
 
 # After a complete value these continue the expression; they are not what is
 # missing, so they are left out when something else is expected too.
-_CONTINUATIONS = {"'+'", "'-'", "'*'", "'/'", "'('", "'='"}
-_OPERATORS = {"'+'", "'-'", "'*'", "'/'"}
+_CONTINUATIONS = {"'+'", "'-'", "'*'", "'/'", "'%'", "'('", "'='", "'and'", "'or'",
+                  "a comparison (==, !=, <, <=, >, >=)"}
+_OPERATORS = {"'+'", "'-'", "'*'", "'/'", "'%'"}
 
 # Characters that are not part of the language, and what to write instead.
 _CHAR_HINTS = {
@@ -298,17 +332,14 @@ _CHAR_HINTS = {
     "−": "minus is written '-'",
     "–": "minus is written '-'",
     "^": "there is no power operator: write h * h",
-    "%": "the operators are + - * /",
     "'": 'strings use double quotes: "..."',
     "“": 'strings use plain double quotes: "..."',
     "”": 'strings use plain double quotes: "..."',
     "‘": 'strings use plain double quotes: "..."',
     "’": 'strings use plain double quotes: "..."',
-    "!": "there are no comparisons; an if tests an option: if bias { ... }",
-    "<": "there are no comparisons; an if tests an option: if bias { ... }",
-    ">": "there are no comparisons; an if tests an option: if bias { ... }",
-    "&": "there is no 'and'; nest two ifs",
-    "|": "there is no 'or'; use if ... else",
+    "!": "'not' is written not: if not bias { ... }; 'not equal' is written !=",
+    "&": "'and' is written and: if i % 2 == 0 and i < k { ... }",
+    "|": "'or' is written or: if i == 0 or i == 5 { ... }",
     "$": "names are letters, digits and '_'",
     "\xa0": "a non-breaking space: replace it with a plain space",
     "\u200b": "an invisible zero-width space: delete it",
@@ -528,7 +559,9 @@ def _syntax_error(e: UnexpectedInput, text: str, path: str, lines: list[str]) ->
         else:
             hint = hint or f"a statement that starts with a name assigns to it: {last} = ..."
     if tok.type == "EQUAL" and isinstance(pos, int) and text[pos + 1:pos + 2] == "=" and hint is None:
-        hint = "there are no comparisons ('=='); an if tests an option: if bias { ... }"
+        hint = "a comparison is written ==, and tests a repeat's index: if i % 2 == 0 { ... }"
+    if tok.type == "EQUAL" and construct == "if" and hint is None:
+        hint = "a comparison is written '==': if i % 2 == 0 { ... }"
     if after and tok.type == "EQUAL" and after in _FORMS:
         hint = f"'{after}' is a keyword and cannot be a variable's name; {form}" if form else hint
     suffix = f" after '{after}'" if after else ""
@@ -561,7 +594,7 @@ def _bad_character(e: UnexpectedCharacters, text: str, path: str, lines: list[st
 
 
 # Operators of one precedence level: `a + b - c` is a flat chain, not nesting.
-_CHAINS = ({"add", "sub"}, {"mul", "div"})
+_CHAINS = ({"add", "sub"}, {"mul", "div", "mod"}, {"and_"}, {"or_"})
 
 
 def _chain(node: Tree, child) -> bool:
