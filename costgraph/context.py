@@ -170,16 +170,33 @@ class OpContext:
         self.weights.append(wid)
         return wid
 
-    def cache(self, t: Tensor, window) -> None:
+    def attr(self, name: str, value) -> None:
+        """Record ``value`` on the node's ``attrs`` beside the call's arguments
+        (the builder copies the arguments after the rule has run): what an
+        analysis needs from the rule, such as a causal product's queries and
+        keys (:func:`costgraph.totals.causal_share`)."""
+        self.args[name] = value
+
+    def float_role(self, *tensors: Tensor) -> str:
+        """The role of a floating-point result computed from ``tensors``, as
+        PyTorch promotes: ``fp32`` if any is fp32, else the first explicit
+        ``bf16``/``fp16``, else ``act`` (masks and ids do not count)."""
+        roles = [t.role for t in tensors if t is not None]
+        if "fp32" in roles:
+            return "fp32"
+        return next((r for r in roles if r in ("bf16", "fp16")), "act")
+
+    def cache(self, t: Tensor, window, state: bool = False) -> None:
         """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference; a
         tensor already cached (``cache(cache(x))``: the outer call reads the
         inner one's output) is counted once. Views of one storage that are
         different tensors — K and V split off GPT's fused QKV — are cached
-        each."""
+        each. ``state = True``: a fixed-size recurrent state with no sequence
+        axis (see :class:`costgraph.graph.CacheEntry`)."""
         producer = self.b.cg.nodes.get(t.producer)
         if (producer is not None and producer["kind"] == "cache") or any(e.tensor == t.id for e in self.b.cg.caches):
             return
-        self.b.cg.caches.append(CacheEntry(t.id, window, self.path))
+        self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state))
 
     def forward(self, f: Flops):
         self.cost["forward"] = self.cost["forward"] + f

@@ -147,11 +147,16 @@ class CacheEntry:
 
     ``tensor``'s shape is ``[B, ..., S, d]``: axis 0 is the batch, axis -2
     the sequence; ``window`` limits the cached positions (sliding-window
-    attention keeps the last ``w``), ``None`` keeps all ``S``."""
+    attention keeps the last ``w``), ``None`` keeps all ``S``.
+
+    ``state = True``: a fixed-size recurrent state (Mamba's SSM state
+    ``[B, d_inner, d_state]``, a convolution's last inputs) with no sequence
+    axis: kept whole per sequence, whatever the number of tokens."""
 
     tensor: str
     window: Expr | None
     path: str
+    state: bool = False
 
 
 @dataclass(frozen=True)

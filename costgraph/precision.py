@@ -2,7 +2,8 @@
 
 Tensors in the graph carry a *role*, not a byte count: ``act`` (activations
 in the compute dtype), ``mask`` (dropout masks), ``index`` (token ids),
-``fp32`` (tensors kept in float32 whatever the compute dtype). A
+``fp32`` (tensors kept in float32 whatever the compute dtype), ``bf16`` and
+``fp16`` (2 bytes whatever the compute dtype; ``cast(x, bf16)``). A
 :class:`Precision` maps roles to bytes, so the same graph gives activation
 memory for bf16 or fp32 training.
 
@@ -17,7 +18,9 @@ from dataclasses import dataclass
 
 from .errors import CostgraphValueError
 
-ROLES = ("act", "mask", "index", "fp32")
+ROLES = ("act", "mask", "index", "fp32", "bf16", "fp16")
+#: the roles of floating-point values (what ``cast`` converts between)
+FLOAT_ROLES = ("act", "fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -32,11 +35,12 @@ class Precision:
 
     def bytes(self, role: str) -> int:
         """Bytes per element of a tensor with this ``role`` (one of :data:`ROLES`)."""
-        return {"act": self.activation, "mask": self.mask, "index": self.index, "fp32": 4}[role]
+        return {"act": self.activation, "mask": self.mask, "index": self.index, "fp32": 4, "bf16": 2, "fp16": 2}[role]
 
     def dtype(self, role: str) -> str:
         """The dtype name of a tensor with this ``role``."""
-        return {"act": self.activation_dtype, "mask": "uint8", "index": "int64", "fp32": "fp32"}[role]
+        return {"act": self.activation_dtype, "mask": "uint8", "index": "int64", "fp32": "fp32",
+                "bf16": "bf16", "fp16": "fp16"}[role]
 
 
 PRECISIONS: dict[str, Precision] = {

@@ -19,9 +19,11 @@ Quantities (all exact SymPy expressions in the model's dimension symbols):
     Bytes of the tensors marked ``cache(...)`` (keys and values, or MLA's
     latent) for ``b`` sequences holding ``s`` tokens each (for a prompt of
     ``s`` and ``n`` generated tokens, evaluate at ``s + n``); a sliding
-    window keeps ``Min(s, w)`` positions.
+    window keeps ``Min(s, w)`` positions; a recurrent state (Mamba's
+    ``selective_scan``, ``conv1d``) is kept whole per sequence.
 ``kv_cache_bytes_per_token``
-    The same for one token of one sequence, windows not applied.
+    The same for one token of one sequence, windows not applied (a recurrent
+    state does not grow with tokens: 0).
 
 A node inside ``repeat l`` counts ``l`` times at model scope and once at
 layer scope. FLOPs and activations of a mixture's experts count the active
@@ -42,7 +44,44 @@ from .precision import Precision
 
 QUANTITIES = ("params", "params_active", "flops_forward", "flops_backward", "flops_backward_input",
               "flops_backward_weight", "activation_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token")
-CAUSAL = ("full", "half")
+CAUSAL = ("full", "half", "exact")
+
+
+def _pairs_before(t, w, exact: bool):
+    """Σ_{i=1..t} Min(i, w): the (query, key) pairs a causal mask (window
+    ``w``, None: none) keeps for the first ``t`` queries of a square; as an
+    area (``exact=False``) ``u²/2 + (t − u)·w``, exactly ``u(u+1)/2 + (t − u)·w``,
+    ``u = Min(t, w)``."""
+    u = t if w is None else sympy.Min(t, w)
+    tri = u * (u + 1) / 2 if exact else u ** 2 / 2
+    return tri if w is None else tri + (t - u) * w
+
+
+def causal_pairs(m, n, w=None, exact: bool = False) -> sympy.Expr:
+    """The (query, key) pairs a causal mask keeps when ``m`` queries, aligned
+    to the newest of ``n ≥ m`` keys, each meet the keys at or before their own
+    position, at most the last ``w`` (a sliding window; None: no window).
+
+    ``exact=False``: the area convention of ``--causal half`` — ``s²/2`` for a
+    square, ``s·w − w²/2`` for a window ``w ≤ s``, ``m·n − m²/2`` for ``m``
+    queries over ``n`` keys; ``exact=True``: the whole number of pairs —
+    ``s(s+1)/2``, ``s·w − w(w−1)/2``, ``m·n − m(m−1)/2``. Valid for all sizes
+    (``Min`` expressions)."""
+    return _pairs_before(n, w, exact) - _pairs_before(n - m, w, exact)
+
+
+def causal_share(attrs: dict, causal: str) -> sympy.Expr:
+    """The share of a product's counted FLOPs its causal mask keeps: 1 under
+    ``full`` or for a product not marked ``causal``; else :func:`causal_pairs`
+    over the pairs counted (``m · Min(n, w)``), from the ``queries`` and
+    ``keys`` the matmul rule records (a graph without them: ``1/2``)."""
+    if causal == "full" or not attrs.get("causal"):
+        return sympy.Integer(1)
+    m, n, w = attrs.get("queries"), attrs.get("keys"), attrs.get("window")
+    if m is None or n is None:
+        return sympy.Rational(1, 2)
+    counted = m * (n if w is None else sympy.Min(n, w))
+    return causal_pairs(m, n, w, exact=causal == "exact") / counted
 
 
 @dataclass(frozen=True)
@@ -209,9 +248,13 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
     one instance of the row" terms: FLOPs and activations use the active
     copies, ``params`` all copies.
 
-    ``causal="half"`` halves the FLOPs of products marked ``causal = true``
-    (QKᵀ and scores·V under a causal mask); ``"full"`` (default) counts the
-    whole square, as PaLM, Megatron-LM and FlopCounterMode do.
+    ``causal="half"`` counts the products marked ``causal = true`` (QKᵀ and
+    scores·V under a causal mask) over the (query, key) pairs the mask keeps,
+    as an area (:func:`causal_pairs`: half the square, ``s·w − w²/2`` under a
+    window ``w``, ``m·n − m²/2`` for ``m`` queries over ``n`` keys);
+    ``"exact"`` over the whole number of pairs (``s(s+1)/2``...); ``"full"``
+    (default) counts the whole square, as PaLM, Megatron-LM and
+    FlopCounterMode do.
 
     ``leaves_only``: only the node and storage rows (what totals need); the
     block rows come from :func:`aggregate`.
@@ -261,10 +304,13 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
             s_count = _rel(store.count, scope.per)
             s_active = _rel(_rel(store.active, scope.per_active), s_count)
             shared_rows.append(_row(row_path, "storage", s_count, activation_bytes=nbytes * s_active))
-        half = sympy.Rational(1, 2) if causal == "half" and d["attrs"].get("causal") else 1
+        half = causal_share(d["attrs"], causal)
         kv = kv_tok = ZERO
         for entry in caches.get(path, ()):
             t = cg.tensors[entry.tensor]
+            if entry.state:   # a fixed-size recurrent state: whole, per sequence
+                kv += t.numel * precision.bytes(t.role)
+                continue
             seq = t.shape[-2]
             per_pos = t.numel / seq * precision.bytes(t.role)
             kv += per_pos * (seq if entry.window is None else sympy.Min(seq, entry.window))

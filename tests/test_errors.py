@@ -210,8 +210,8 @@ SEMANTIC = [
      "'q' is not defined", 6, 17),
     ("undefined dimension in a shape", "model m {\n  dim b\n  input x[b, q]\n  return x\n}\n",
      "'q' is not defined", 3, 14),
-    ("too many arguments", M + "  return gelu(x, h)\n}\n",
-     "gelu takes 1 argument(s) (x), 2 given", 6, 18),
+    ("too many arguments", M + "  return relu2(x, h)\n}\n",   # gelu(x, keep = ...) takes 2 now
+     "relu2 takes 1 argument(s) (x), 2 given", 6, 19),
     ("unknown keyword argument", M + "  return linear(x, h, biass = false)\n}\n",
      ["linear has no argument 'biass'", "did you mean 'bias'?"], 6, 23),
     ("argument given twice", M + "  return linear(x, h, out = h)\n}\n",

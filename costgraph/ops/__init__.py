@@ -2,8 +2,10 @@
 
 ``matmul.py`` (linear, matmul, embedding), ``norm.py`` (layernorm, rmsnorm),
 ``elementwise.py`` (activations, softmax, dropout, add/mul, and the
-per-element FLOP table of the ``all`` convention), ``shape.py`` (free
-reshapes: split, split_heads, merge_heads, transpose).
+per-element FLOP table of the ``all`` convention, ``cast``), ``index.py``
+(max, topk, gather, scatter, select), ``shape.py`` (free reshapes: split,
+split_heads, merge_heads, transpose), ``ssm.py`` (depthwise conv1d, Mamba's
+selective_scan).
 
 Importing this package is light: the rule modules (which import SymPy) are
 imported on the first lookup in :data:`REGISTRY`; :func:`catalogue` lists the

@@ -33,44 +33,74 @@ PER_ELEMENT: dict[str, int] = {
     "layernorm": 5,   # mean, subtract, square, mean of squares, × rsqrt
     "rmsnorm": 3,     # square, mean, × rsqrt
     "rope": 3,        # x·cos + rotate_half(x)·sin
+    "sigmoid": 3,     # 1 / (1 + exp(-x)): exp, +1, divide
+    "tanh": 1,        # a transcendental
+    "softplus": 3,    # log(1 + exp(x)): exp, +1, log
+    "square": 1,      # x·x
+    "relu2": 2,       # max(x, 0), then its square
+    "clamp": 1,       # per bound: one comparison (2 with both bounds)
+    "softcap": 3,     # cap · tanh(x / cap): divide, tanh, multiply
+    "maximum": 1,     # elementwise max of two tensors
+    "max": 1,         # reduction: one comparison per element
+    "topk": 1,        # selection: one comparison per element (our convention)
+    "scan": 5,        # selective scan per (token, channel, state) outside C·h: Δ·A, exp, ·(Δu)·B, h·dA + ·
 }
 
+# What `keep = NAME` may ask an operator to keep for backward (see `_keep`).
+KEEP = ("input", "output", "fp32", "nothing")
 
-def _unary(c, kind: str, save: str):
-    x = c["x"]
-    y = c.output(x.shape)
-    n = x.numel
-    c.forward(Flops(other=PER_ELEMENT[kind] * n))
-    c.backward_input(Flops(other=PER_ELEMENT[kind] * n))
-    if save == "input":
+
+def _keep(c, x, y, default: str):
+    """Keep ``x`` (``input``), ``y`` (``output``), an fp32 copy of ``x``
+    (``fp32``: Hugging Face's ``x.float()`` before a norm or softmax) or
+    nothing (``nothing``): the call's ``keep =`` when given, else ``default``
+    (a rule's own defaults say ``none``). ``keep = none`` is the default."""
+    keep = c.args.get("keep") or ("nothing" if default == "none" else default)
+    if keep not in KEEP:
+        c.fail(f"{c.kind} keep = {keep}: not one of {', '.join(KEEP)}",
+               hint="keep = input | output | fp32 | nothing: what the operator keeps for backward")
+    if keep == "input":
         c.save(x)
-    elif save == "output":
+    elif keep == "output":
         c.save(y)
+    elif keep == "fp32":   # x.float(): x itself when it is fp32 already
+        c.save(x if x.role == "fp32" else c.aux("input_fp32", x.shape, "fp32"))
+    return keep
+
+
+def _unary(c, kind: str, save: str, per: int | None = None):
+    x = c["x"]
+    y = c.output(x.shape, role=c.float_role(x))
+    n = x.numel
+    per = PER_ELEMENT[kind] if per is None else per
+    c.forward(Flops(other=per * n))
+    c.backward_input(Flops(other=per * n))
+    _keep(c, x, y, save)
     return y
 
 
-@op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor")
+@op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor", keep=("ident", None))
 def gelu(c):
     return _unary(c, "gelu", save="input")
 
 
-@op("silu", "SiLU / swish activation", x="tensor")
+@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None))
 def silu(c):
     return _unary(c, "silu", save="input")
 
 
-@op("relu", "ReLU activation", x="tensor")
+@op("relu", "ReLU activation", x="tensor", keep=("ident", None))
 def relu(c):
     return _unary(c, "relu", save="output")
 
 
 @op("softmax", "softmax over the last dimension; fp32 = true computes it in fp32 and casts back",
-    x="tensor", fp32=("bool", False))
+    x="tensor", fp32=("bool", False), keep=("ident", None))
 def softmax(c):
     """Keeps its output. With ``fp32 = true`` (LLaMA-family code:
     ``softmax(x, dtype=float32).to(x.dtype)``) the ``pytorch`` profile keeps
     the fp32 result, 4 bytes an element, and the cast copy is a new tensor."""
-    if c["fp32"] and c.settings.profile == "pytorch":
+    if c["fp32"] and c.settings.profile == "pytorch" and c["keep"] is None:
         y = _unary(c, "softmax", save="none")
         c.save(c.aux("probs_fp32", y.shape, "fp32"))
         return y
@@ -94,7 +124,7 @@ def dropout(c):
 
 def _binary(c, kind: str, save: bool):
     x, y = c["x"], c["y"]
-    out = c.output(c.broadcast(x, y))
+    out = c.output(c.broadcast(x, y), role=c.float_role(x, y))
     n = out.numel
     c.forward(Flops(other=PER_ELEMENT[kind] * n))
     if save:  # d(xy)/dx = y, d(xy)/dy = x: one multiply each
@@ -120,22 +150,126 @@ def mul(c):
 
 
 @op("rope", "rotary position embedding (Su et al. 2021) on the first `dims` entries of the "
-    "last dimension (all when omitted): no parameters", x="tensor", dims=("dim", None))
+    "last dimension (all when omitted): no parameters; table = own keeps a table per call",
+    x="tensor", dims=("dim", None), table=("ident", None))
 def rope(c):
     """x·cos + rotate_half(x)·sin over the rotated entries: 3 FLOPs each
     (`all` convention). Autograd keeps only the cos and sin tables ([1, S, r]
     in the compute dtype, made once per forward and shared by every layer:
     one storage each, in the ``pytorch`` profile); Korthikanti et al. keep
-    nothing for it."""
+    nothing for it. ``table = own``: this call computes and keeps tables of
+    its own (a model whose layers use different rotary bases, Gemma 3's local
+    and global layers: one pair per call and layer); ``table = shared`` (the
+    default) is the one pair of the model."""
     x = c["x"]
+    table = c["table"] or "shared"
+    if table not in ("shared", "own"):
+        c.fail(f"rope table = {table}: shared or own")
     dims = x.shape[-1] if c["dims"] is None else c["dims"]
     c.at_most(dims, x.shape[-1], "rotates")
     rotated = x.numel / x.shape[-1] * dims
-    y = c.output(x.shape)
+    y = c.output(x.shape, role=c.float_role(x))
     if c.settings.profile == "pytorch":
         seq = x.shape[-2]
-        c.save(c.shared_aux(f"rope_cos[{seq},{dims}]", (1, seq, dims), "act"),
-               c.shared_aux(f"rope_sin[{seq},{dims}]", (1, seq, dims), "act"))
+        if table == "own":
+            c.save(c.aux("cos", (1, seq, dims), "act"), c.aux("sin", (1, seq, dims), "act"))
+        else:
+            c.save(c.shared_aux(f"rope_cos[{seq},{dims}]", (1, seq, dims), "act"),
+                   c.shared_aux(f"rope_sin[{seq},{dims}]", (1, seq, dims), "act"))
     c.forward(Flops(other=PER_ELEMENT["rope"] * rotated))
     c.backward_input(Flops(other=PER_ELEMENT["rope"] * rotated))
     return y
+
+
+@op("sigmoid", "logistic sigmoid 1 / (1 + e^-x)", x="tensor", keep=("ident", None))
+def sigmoid(c):
+    """Keeps its output (PyTorch ``sigmoid_backward(grad, result)``)."""
+    return _unary(c, "sigmoid", save="output")
+
+
+@op("tanh", "hyperbolic tangent", x="tensor", keep=("ident", None))
+def tanh(c):
+    """Keeps its output (PyTorch ``tanh_backward(grad, result)``)."""
+    return _unary(c, "tanh", save="output")
+
+
+@op("softplus", "softplus log(1 + e^x) (Mamba's Δ)", x="tensor", keep=("ident", None))
+def softplus(c):
+    """Keeps its input (PyTorch ``softplus_backward(grad, self, beta, threshold)``)."""
+    return _unary(c, "softplus", save="input")
+
+
+@op("square", "elementwise square x²", x="tensor", keep=("ident", None))
+def square(c):
+    """Keeps its input (PyTorch ``torch.square`` is ``pow(x, 2)``, whose
+    backward ``2·x·grad`` reads ``self``)."""
+    return _unary(c, "square", save="input")
+
+
+@op("relu2", "squared ReLU, relu(x)² (So et al. 2021, Primer; Nemotron)", x="tensor")
+def relu2(c):
+    """``torch.square(F.relu(x))``: ReLU keeps its output and ``pow`` keeps
+    its input — one tensor, the ReLU output, a new storage the op does not
+    pass on; its input is not kept. 2 FLOPs an element (`all`)."""
+    x = c["x"]
+    y = _unary(c, "relu2", save="none")
+    c.save(c.aux("relu_out", x.shape, c.float_role(x)))
+    return y
+
+
+@op("clamp", "clamp to [lower, upper] (the bounds' values cost nothing: say which exist)",
+    x="tensor", lower=("bool", True), upper=("bool", True))
+def clamp(c):
+    """One comparison per bound and element (`all`). Keeps its input
+    (PyTorch ``clamp_backward(grad, self, min, max)`` masks by it)."""
+    bounds = int(c["lower"]) + int(c["upper"])
+    if not bounds:
+        c.fail("clamp needs at least one bound", hint="lower = true or upper = true")
+    return _unary(c, "clamp", save="input", per=bounds * PER_ELEMENT["clamp"])
+
+
+@op("softcap", "soft-capping cap · tanh(x / cap) (Gemma 2's attention and final logits)",
+    x="tensor", cap=("dim", None))
+def softcap(c):
+    """Gemma 2 (Gemma Team 2024 §2; Hugging Face ``Gemma2``: ``x / cap``,
+    ``tanh``, ``* cap``). 3 FLOPs an element (`all`). Of the three, only
+    ``tanh`` keeps a tensor: its output, a new storage not passed on (the
+    divide and multiply by a constant keep nothing). ``cap`` (its value costs
+    nothing) is optional."""
+    x = c["x"]
+    y = _unary(c, "softcap", save="none")
+    c.save(c.aux("tanh_out", x.shape, c.float_role(x)))
+    return y
+
+
+@op("maximum", "elementwise maximum of two tensors (broadcasts)", x="tensor", y="tensor")
+def maximum(c):
+    """Keeps both operands (PyTorch ``maximum``'s backward compares them).
+    1 FLOP an element forward (`all`); the backward selects: 0."""
+    x, y = c["x"], c["y"]
+    out = c.output(c.broadcast(x, y), role=c.float_role(x, y))
+    c.forward(Flops(other=PER_ELEMENT["maximum"] * out.numel))
+    c.save(x, y)
+    return out
+
+
+@op("cast", "convert to a dtype: to = fp32 | bf16 | fp16 | act (the compute dtype); a copy",
+    x="tensor", to="ident")
+def cast(c):
+    """``x.float()``, ``x.to(torch.bfloat16)``: a new tensor of role ``to``
+    (:mod:`costgraph.precision`), so what later operators keep of it is
+    counted in that dtype (``rmsnorm(cast(x, fp32))`` keeps 4 bytes an
+    element), and their outputs follow it (an fp32 input gives an fp32
+    result, as PyTorch promotes). Casting to the role the tensor has is the
+    identity (``.to`` returns ``self``). No FLOPs; keeps nothing (its
+    backward casts the gradient back)."""
+    from ..precision import FLOAT_ROLES
+
+    x, to = c["x"], c["to"]
+    if to not in FLOAT_ROLES:
+        c.fail(f"cast to {to}: one of {', '.join(FLOAT_ROLES)}")
+    if x.role not in FLOAT_ROLES:
+        c.fail(f"cast converts floating-point tensors; this one is '{x.role}'")
+    if x.role == to:
+        return c.identity(x)
+    return c.output(x.shape, role=to)

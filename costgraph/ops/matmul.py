@@ -28,7 +28,7 @@ def linear(c):
         c.fail("linear needs a tensor with at least one dimension")
     *batch, k = x.shape
     n = c["out"]
-    y = c.output((*batch, n))
+    y = c.output((*batch, n), role=c.float_role(x))   # an fp32 input (a router's upcast) gives fp32
     c.weight("weight", (n, k), tied=c["tied"])
     rows = numel(tuple(batch))
     mm = 2 * rows * k * n
@@ -49,7 +49,12 @@ def matmul(c):
     the ``m`` rows meets only ``Min(n, w)`` columns. For QKᵀ the output is
     ``[..., m, Min(n, w)]``; for scores·V the left operand is that banded
     ``[..., m, Min(k, w)]``. ``causal = true`` marks the product as masked
-    causally (halved under the ``half`` causal convention)."""
+    causally: the rule records its ``queries`` (``m``) and ``keys`` (the key
+    axis before the window: QKᵀ's ``n``, scores·V's ``k``) on the node, and
+    ``--causal half``/``exact`` count only the pairs the mask keeps
+    (:func:`costgraph.totals.causal_pairs`; queries aligned to the newest
+    keys, so at most as many queries as keys). The key axis is the one equal
+    to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose."""
     x, y, w = c["x"], c["y"], c["window"]
     if len(x.shape) < 2 or len(y.shape) < 2:
         c.fail(f"matmul needs two tensors of rank ≥ 2, got {x.shape_str()} and {y.shape_str()}")
@@ -62,9 +67,18 @@ def matmul(c):
     if len(bx) != len(by) or not all(c.same(p, q) for p, q in zip(bx, by)):
         c.fail(f"matmul batch dimensions differ: {x.shape_str()} · {y.shape_str()}",
                hint="expand grouped K/V heads with repeat_kv first")
-    if w is not None and c.same(k, k2):   # QKᵀ: each query row meets Min(n, w) keys
+    qk = c.same(k, k2) if w is not None else (
+        c.same(n, m) or (not c.same(k, m) and c.b.cg.nodes.get(y.producer, {}).get("kind") == "transpose"))
+    if c["causal"]:
+        keys = n if qk else k2
+        if sympy.expand(m - keys).is_positive:
+            c.fail(f"a causal product of {m} queries over {keys} keys: more queries than keys",
+                   hint="a causal mask aligns the queries to the newest keys; drop causal = true")
+        c.attr("queries", m)
+        c.attr("keys", keys)
+    if w is not None and qk:   # QKᵀ: each query row meets Min(n, w) keys
         n = sympy.Min(n, w)
-    out = c.output((*bx, m, n))
+    out = c.output((*bx, m, n), role=c.float_role(x, y))
     mm = 2 * numel(tuple(bx)) * m * k * n
     c.forward(Flops(matmul=mm))
     c.backward_input(Flops(matmul=2 * mm))   # dX = dZ·Yᵀ and dY = Xᵀ·dZ

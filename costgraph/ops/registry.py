@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 REQUIRED = object()
 KINDS = ("tensor", "dim", "bool", "ident")
 # The modules of operator rules (in costgraph.ops); a new one is added here.
-RULE_MODULES = ("elementwise", "matmul", "norm", "shape")
+RULE_MODULES = ("elementwise", "index", "matmul", "norm", "shape", "ssm")
 
 
 @dataclass(frozen=True)

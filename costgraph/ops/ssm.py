@@ -1,0 +1,95 @@
+"""Sequence mixing without attention: a depthwise causal ``conv1d`` and
+Mamba's ``selective_scan`` (Gu & Dao 2023), each with a fixed-size state kept
+at inference (a :class:`costgraph.graph.CacheEntry` with ``state = True``:
+per sequence, whatever the number of tokens).
+"""
+
+from __future__ import annotations
+
+from ..graph import Flops
+from .elementwise import PER_ELEMENT
+from .registry import op
+
+
+@op("conv1d", "depthwise causal convolution along the sequence: x [B, S, C], a width-k kernel per "
+    "channel → [B, S, C]", x="tensor", kernel="dim", bias=("bool", True), state=("bool", True))
+def conv1d(c):
+    """PyTorch ``Conv1d(C, C, k, groups=C)`` on ``x.transpose(1, 2)``, causal
+    (left padding ``k − 1``, exactly ``S`` outputs: Mamba's ``conv1d``, Hyena's
+    short convolution). Weight ``[C, 1, k]`` (+ bias ``[C]``): ``C·k (+ C)``
+    parameters. FLOPs, under ``matmul`` as ``FlopCounterMode`` counts a
+    convolution: ``2·B·S·C·k`` forward, as much for the input gradient and for
+    the weight gradient; the bias add and its gradient ``B·S·C`` under `all`.
+    Keeps its input (PyTorch's convolution keeps input and weight).
+
+    Hugging Face's Mamba pads both sides (``padding = k − 1``) and drops the
+    last ``k − 1`` outputs: it computes ``2·B·(S + k − 1)·C·k``.
+    ``FlopCounterMode`` counts a grouped convolution's weight gradient as if
+    ungrouped (``C`` times ours).
+
+    ``state = true`` (default): at inference the last ``k`` inputs of each
+    channel, ``[B, C, k]`` (Hugging Face's ``MambaCache.conv_states``,
+    ``mamba_ssm``'s ``conv_state``), kept per sequence."""
+    x, k = c["x"], c["kernel"]
+    if len(x.shape) != 3:
+        c.fail(f"conv1d needs [B, S, C], got {x.shape_str()}")
+    batch, seq, ch = x.shape
+    y = c.output(x.shape, role=c.float_role(x))
+    c.weight("weight", (ch, 1, k))
+    mm = 2 * batch * seq * ch * k
+    bias = batch * seq * ch if c["bias"] else 0
+    if c["bias"]:
+        c.weight("bias", (ch,))
+    c.forward(Flops(matmul=mm, other=bias))
+    c.backward_input(Flops(matmul=mm))
+    c.backward_weight(Flops(matmul=mm, other=bias))
+    c.save(x)
+    if c["state"]:
+        c.cache(c.aux("conv_state", (batch, ch, k), c.float_role(x)), None, state=True)
+    return y
+
+
+@op("selective_scan", "Mamba's selective SSM (Gu & Dao 2023): x, dt [B, S, D], B, C [B, S, N] → "
+    "[B, S, D]; owns A [D, N] and D [D]; state [B, D, N] kept at inference",
+    x="tensor", dt="tensor", B="tensor", C="tensor", skip=("bool", True))
+def selective_scan(c):
+    """Per token ``t``, channel ``d`` and state entry ``n`` (Gu & Dao 2023,
+    Alg. 2; ``selective_scan_ref`` of ``mamba_ssm``):
+    ``h ← exp(Δ·A)·h + (Δ·u)·B``, ``y = Σ_n C·h (+ D·u)``, with parameters
+    ``A`` (``A_log``, ``[D, N]``) and, with ``skip = true``, ``D`` (``[D]``).
+
+    FLOPs (``T = B·S``): the contraction ``y = C·h`` is a product, ``2·T·D·N``
+    under ``matmul`` (as ``FlopCounterMode`` counts Hugging Face's reference
+    scan, one ``matmul`` of ``h`` by ``C`` per step); under `all` also
+    ``5·T·D·N`` (Δ·A, exp, ·B, ·dA, +) and ``T·D`` for Δ·u, ``2·T·D`` for the
+    skip. Backward: the input gradient ``4·T·D·N`` matmul (dh and dC: a
+    product of two activations) and the `all` part again; the weight gradient
+    (dA, dD) ``2·T·D·N (+ 2·T·D)`` under `all`.
+
+    Keeps its inputs ``x``, ``dt``, ``B``, ``C`` (the fused kernel recomputes
+    the states in backward, Gu & Dao §3.3.2; its per-chunk checkpoints of
+    ``[B, D, S/2048, 2N]`` are not counted). At inference it keeps the state
+    ``h``, ``[B, D, N]`` in the compute dtype, per sequence."""
+    x, dt, bm, cm = c["x"], c["dt"], c["B"], c["C"]
+    for name, t in (("x", x), ("dt", dt), ("B", bm), ("C", cm)):
+        if len(t.shape) != 3:
+            c.fail(f"selective_scan's {name} must be [B, S, ·], got {t.shape_str()}")
+    batch, seq, d = x.shape
+    n = bm.shape[-1]
+    if not all(c.same(p, q) for p, q in zip(x.shape, dt.shape)):
+        c.fail(f"selective_scan: dt {dt.shape_str()} must be shaped like x {x.shape_str()}")
+    if not (c.same(cm.shape[-1], n) and all(c.same(t.shape[i], x.shape[i]) for t in (bm, cm) for i in (0, 1))):
+        c.fail(f"selective_scan: B {bm.shape_str()} and C {cm.shape_str()} must be [B, S, N] alike")
+    y = c.output(x.shape, role=c.float_role(x))
+    c.weight("A_log", (d, n))
+    if c["skip"]:
+        c.weight("D", (d,))
+    cells = batch * seq * d * n
+    rows = batch * seq * d
+    other = PER_ELEMENT["scan"] * cells + rows + (2 * rows if c["skip"] else 0)
+    c.forward(Flops(matmul=2 * cells, other=other))
+    c.backward_input(Flops(matmul=4 * cells, other=other))
+    c.backward_weight(Flops(other=2 * cells + (2 * rows if c["skip"] else 0)))
+    c.save(x, dt, bm, cm)
+    c.cache(c.aux("ssm_state", (batch, d, n), c.float_role(x)), None, state=True)
+    return y
