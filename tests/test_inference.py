@@ -230,3 +230,17 @@ def test_torch_prefill_decode_and_cache(family):
     assert inf.prefill(prompt).flops.xreplace(v) == f_pre.get_total_flops()
     assert inf.step(1, prompt).flops.xreplace(v) == f_dec.get_total_flops()
     assert inf.kv_cache_bytes(prompt + 1).xreplace(v) == cache_bytes
+
+
+def test_windowed_causal_half_prefill_equals_derive():
+    # a sliding window under --causal half: the inference prefill (q = P, n = 0) counts the same
+    # pairs as derive's band (costgraph.totals.causal_share), not half the band
+    from costgraph.inference.phases import Inference, load as inference_load
+
+    m = costgraph.load("mistral")
+    vals = m.values("mistral-7b", s=8192)
+    want = m.costs(causal="half").evaluate(**{str(k): int(v) for k, v in vals.items()})["flops_forward"]
+    inf = Inference(inference_load("mistral"), causal="half")
+    step = inf.prefill(8192)
+    got = step.flops.xreplace({k: v for k, v in vals.items() if str(k) != "s"})
+    assert got.xreplace({sym: 1 for sym in got.free_symbols if str(sym) == "b"}) == want

@@ -54,7 +54,7 @@ import sympy
 from ..errors import CostgraphValueError
 from ..graph import ONE, ZERO, CostGraph, numel
 from ..precision import precision as get_precision
-from ..totals import expand_sum
+from ..totals import causal_share, expand_sum
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
 
 _pos = dict(positive=True, integer=True)
@@ -196,8 +196,8 @@ class Inference:
         cg: CostGraph = getattr(model, "graph", model)
         self.cg = cg
         check_convention(convention)
-        if causal not in ("full", "half"):
-            raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full or half")
+        if causal not in ("full", "half", "exact"):
+            raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full, half or exact")
         if isinstance(t, bool) or not isinstance(t, int) or t < 1:
             raise CostgraphValueError(f"the tensor-parallel degree must be a positive whole number, not {t!r}")
         self.weights, self.kv = weight_dtype(weights), kv_dtype(kv)
@@ -331,12 +331,12 @@ class Inference:
             readers = [p for p, d in cg.ops() if wid in d["cost"].weights or wid in d["cost"].tied]
             if readers:
                 reader_of[wid] = readers[-1]
-        half_pairs = (n + q / 2) / (n + q)
         for path, d in cg.ops():
             op = ops[path] = OpCost(path, d["kind"])
             f = d["cost"].forward.under(self.convention) * d["active"]
-            if self.causal == "half" and d["attrs"].get("causal"):
-                f = f * half_pairs
+            # the pairs a causal mask keeps, windows included (costgraph.totals.causal_share): q queries
+            # aligned to the newest of n + q keys
+            f = f * causal_share(d["attrs"], self.causal)
             op.flops = f.xreplace(sub) / self._node_div(path, d)
             if d["kind"] not in _VIEWS and (d["outputs"] and cg.tensors[d["outputs"][0]].storage == d["outputs"][0]):
                 moved = [cg.tensors[x] for x in (*d["inputs"], *d["outputs"])]
