@@ -118,3 +118,50 @@ def test_cli_json_sections(capsys):
 def test_compute_errors(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    # from a second new-user trial
+    (["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--achieved", "2e15"],
+     "above the peak"),
+    (["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--global-batch", "8", "--micro-batches", "4"],
+     "not both"),
+    (["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--pp", "2", "--schedule", "interleaved",
+      "--virtual-stages", "3"], "p·v must divide 32"),
+    (["train", "gpt", "--config", "gpt2", "--tokens", "0", "--achieved", "1e14"], "--tokens must be positive"),
+    (["train", "gpt", "--config", "gpt2", "--efficiency", "0.3"], "add --hardware"),
+    (["train", "gpt", "--config", "gpt2", "--tokens", "1e9"], "need a rate"),
+    (["plan", "llama", "--config", "llama-3-8b", "--gpus", "1000000000", "--hardware", "h100-sxm",
+      "--global-batch", "64"], "up to 1,000,000"),
+    (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "64",
+      "--set", "b=2"], "chooses the micro-batch"),
+])
+def test_more_compute_errors(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_t5_trains_and_moe_shows_active_6n(capsys):
+    assert main(["train", "t5", "--config", "t5-small", "--gpus", "8", "--format", "json"]) == 0
+    capsys.readouterr()
+    # a mixture of experts: 6 × the active parameters beside 6 × all of them (Mixtral-8x7B: 12.9 B of 46.7 B)
+    assert main(["train", "mixtral", "--config", "mixtral-8x7b", "--gpus", "8", "--format", "json"]) == 0
+    flops = json.loads(capsys.readouterr().out)["flops"]
+    assert flops["six_n_active"]["value"] == 6 * 12_879_925_248
+    assert flops["six_n"]["value"] == 6 * 46_702_792_704
+    # a dense model has no routed-experts line
+    assert main(["train", "llama", "--config", "llama-2-7b", "--gpus", "8", "--zero", "3"]) == 0
+    assert "routed experts" not in capsys.readouterr().out
+
+
+def test_step_time_is_at_least_the_overlapped_traffic():
+    from costgraph.hardware import preset
+    from costgraph.training.steptime import step_time
+
+    m = costgraph.load("llama")
+    vals = m.values("llama-3-70b")
+    st = step_time(m.graph, Layout(c=8, zero=3, recompute="selective", m=64, gpus=64), preset("h100-sxm"))
+    got = {k: st[k].xreplace(vals) for k in ("compute", "bubble", "communication_overlapped",
+                                             "communication_exposed", "total")}
+    assert got["communication_overlapped"] > got["compute"]      # FSDP over 64 devices across 8 nodes
+    assert got["total"] == got["communication_overlapped"] + got["communication_exposed"]
