@@ -76,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
     pl.add_argument("--format", choices=("text", "json"), default="text")
     _infer_parser(sub)
+    v = sub.add_parser("verify", help="compare a model's costs with PyTorch on the transformers model of a "
+                                      "config.json (needs the torch extra)")
+    v.add_argument("model", nargs="?", help="a bundled model name or a .cg file (default: the model "
+                                            "the config's model_type maps to)")
+    v.add_argument("--hf", required=True, metavar="CONFIG.json", help="a Hugging Face config.json")
+    v.add_argument("--shape", nargs="+", action="extend", default=[], metavar="BxS",
+                   help="(b, s) shapes to compare at (default 1x16 2x32 3x8; two fit a difference "
+                        "α·b·s + β·b·s², a third checks it)")
+    v.add_argument("--no-kv", action="store_true", help="skip the KV cache comparison")
     sub.add_parser("list", help="bundled models and their configurations")
     sub.add_parser("ops", help="operators a model file can call")
     hw = sub.add_parser("hardware", help="accelerator presets: dense peaks, HBM, links per direction, with sources")
@@ -208,7 +217,7 @@ def _derive(args) -> str:
                                       hint="e.g. --set s=2048 b=8")
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
-        hf = load_hf_config(args.model, profile=args.profile)
+        hf = load_hf_config(args.model, profile=args.profile, dropout=False if args.no_dropout else None)
         model = hf.model
         values = model.values(args.config, **{**hf.values, **dims})
         on = [k for k, v in model.graph.options.items() if v is True]
@@ -237,7 +246,8 @@ def _load_any(args, dims, options):
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here")
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
-        hf = load_hf_config(args.model, profile=args.profile)
+        hf = load_hf_config(args.model, profile=args.profile,
+                            dropout=False if getattr(args, "no_dropout", False) else None)
         return hf.model, hf.model.values(None, **{**hf.values, **dims})
     model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile, config=args.config)
     return model, (model.values(args.config, **dims) if (dims or args.config is not None) else None)
@@ -626,6 +636,21 @@ def main(argv: list[str] | None = None) -> int:
             out = _plan(args)
         elif args.command == "list":
             out = _list()
+def _verify(args) -> tuple[str, int]:
+    """``costgraph verify``: the report, and 0 when every quantity is exact, else 1."""
+    from .verify import SHAPES, require, to_text, verify
+
+    shapes = []
+    for spec in args.shape:
+        m = re.fullmatch(r"([1-9][0-9]{0,3})[xX×]([1-9][0-9]{0,5})", spec)
+        if not m:
+            raise CostgraphValueError(f"cannot read --shape {spec[:40]!r}", hint="write BxS, e.g. 2x32")
+        shapes.append((int(m.group(1)), int(m.group(2))))
+    require()   # before any work: says how to install the torch extra
+    v = verify(args.hf, args.model, shapes or SHAPES, kv=not args.no_kv)
+    return to_text(v), 0 if v.exact else 1
+
+
         elif args.command == "hardware":
             out = _hardware(args)
         else:
@@ -643,6 +668,10 @@ def main(argv: list[str] | None = None) -> int:
         print(out)
     except BrokenPipeError:
         pass
+        elif args.command == "verify":
+            out, status = _verify(args)
+            print(out)
+            return status
     return 0
 
 

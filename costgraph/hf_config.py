@@ -123,11 +123,34 @@ class _Reader:
         return v
 
 
-def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = False,
-                   profile: str = "korthikanti") -> HFModel:
+#: config keys holding a dropout probability (GPT-2, OPT, T5, Falcon, LLaMA-style
+#: ``attention_dropout``, ...); an entry's ``dropout_keys`` in the mapping replaces them
+DROPOUT_KEYS = ("attn_pdrop", "embd_pdrop", "resid_pdrop", "summary_first_dropout", "dropout", "dropout_rate",
+                "attention_dropout", "hidden_dropout", "activation_dropout", "classifier_dropout")
+
+
+def dropout_in(config: dict, keys=DROPOUT_KEYS) -> bool:
+    """The rule for ``dropout=None``: dropout is on when any of the config's dropout
+    probabilities is set and above 0 (costgraph's dropout is one switch: every
+    ``dropout(...)`` of the model file keeps its mask; the rate changes no cost)."""
+    for k in keys:
+        v = config.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            return True
+    return False
+
+
+def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | None = None,
+                   profile: str = "korthikanti", model: str | None = None) -> HFModel:
     """Map a parsed ``config.json`` to a bundled model and dimension values.
 
-    Dropout is off by default (inference and modern training recipes).
+    ``dropout=None`` (the default) follows the config: dropout on when any of
+    its dropout rates (``attention_dropout``, ``hidden_dropout``,
+    ``resid_pdrop``, ``dropout``, ... : :data:`DROPOUT_KEYS`) is above 0, so
+    its masks are counted; off otherwise (most released decoder configs set
+    them to 0). ``True``/``False`` force it. ``model`` (a bundled name or a
+    ``.cg`` path) replaces the mapped model file: the mapping's options that
+    it declares and its dimensions are taken from the config as usual.
 
     Raises
     ------
@@ -137,7 +160,9 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
         bundled model files do not describe (``unsupported`` in the mapping).
     """
     source = arguments.text(source, "source")
-    dropout, profile = arguments.flag(dropout, "dropout"), arguments.text(profile, "profile")
+    if dropout is not None:
+        dropout = arguments.flag(dropout, "dropout")
+    profile = arguments.text(profile, "profile")
     if not isinstance(config, dict):
         raise CostgraphValueError(f"{source}: a config.json holds a JSON object, got {shown(config)}",
                                   hint="pass the parsed JSON (a dict), or a path to load_hf_config")
@@ -164,7 +189,14 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
         if not isinstance(v, bool):
             r.fail(f"option '{name}' needs true or false from the config, got {shown(v)}")
         options[name] = v
-    model = load(entry["model"], dropout=dropout, options=options, profile=profile)
+    if dropout is None:
+        dropout = dropout_in(config, entry.get("dropout_keys", DROPOUT_KEYS))
+    if model is None:
+        model = load(entry["model"], dropout=dropout, options=options, profile=profile)
+    else:
+        declared = load(model, dropout=dropout, profile=profile).graph.options
+        model = load(model, dropout=dropout, profile=profile,
+                     options={k: v for k, v in options.items() if k in declared})
     values = {}
     for name, spec in entry.get("dims", {}).items():
         if name not in model.graph.dims or model.graph.dims[name].derived is not None:
@@ -177,7 +209,8 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool = Fa
     return HFModel(model, values, model_type, source)
 
 
-def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthikanti") -> HFModel:
+def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "korthikanti",
+                   model: str | None = None) -> HFModel:
     """Read a ``config.json`` file and map it (see :func:`from_hf_config`).
 
     Raises
@@ -187,7 +220,14 @@ def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthika
         :func:`from_hf_config`.
     """
     path = arguments.path_like(path, "path", hint="the path of a config.json file")
-    dropout, profile = arguments.flag(dropout, "dropout"), arguments.text(profile, "profile")
+    if dropout is not None:
+        dropout = arguments.flag(dropout, "dropout")
+    profile = arguments.text(profile, "profile")
+    return from_hf_config(read_config(path), source=path, dropout=dropout, profile=profile, model=model)
+
+
+def read_config(path: str):
+    """The parsed JSON of a ``config.json`` file (errors as :func:`load_hf_config`)."""
     p = Path(path)
     try:
         if p.is_dir():
@@ -205,8 +245,7 @@ def load_hf_config(path: str, *, dropout: bool = False, profile: str = "korthika
         raise CostgraphValueError(f"{path} is a directory", hint="give the config.json inside it") from None
     except (OSError, ValueError) as e:   # ValueError: UnicodeDecodeError, a NUL byte in the path
         raise CostgraphValueError(f"cannot read {path}: {shown(str(e))[1:-1]}") from None
-    config = parse_json(text, path)
-    return from_hf_config(config, source=path, dropout=dropout, profile=profile)
+    return parse_json(text, path)
 
 
 def _json_shown(v) -> str:

@@ -96,3 +96,54 @@ def test_cli_on_config_json_prints_units(tmp_path):
     bad.write_text('{"model_type": "llama",\n "hidden_size": }')
     r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(bad)], capture_output=True, text=True)
     assert r.returncode == 2 and f"{bad}:2:17" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_dropout_follows_the_config_rates():
+    # dropout is on when any of the config's dropout rates is above 0 (GPT-2: 0.1; T5: dropout_rate 0.1),
+    # off when they are 0 or absent (LLaMA-3: attention_dropout 0.0); dropout=True/False forces it
+    from costgraph.hf_config import dropout_in
+
+    gpt2 = json.loads((HF / "gpt2.json").read_text())
+    llama = json.loads((HF / "llama-3-8b.json").read_text())
+    assert dropout_in(gpt2) and not dropout_in(llama)
+    assert not dropout_in(dict(gpt2, attn_pdrop=0.0, embd_pdrop=0.0, resid_pdrop=0.0, summary_first_dropout=0.0))
+    assert dropout_in(dict(llama, attention_dropout=0.1))
+    on = costgraph.from_hf_config(gpt2, profile="pytorch")
+    off = costgraph.from_hf_config(gpt2, profile="pytorch", dropout=False)
+    assert on.model.settings.dropout and not off.model.settings.dropout
+    v = {**on.values, "b": 1, "s": 1024}
+    # GPT-2 small at b = 1, s = 1024, pytorch profile: what PyTorch keeps in train mode (masks and the
+    # attention dropout's output) and in eval mode, with gelu_pytorch_tanh (tests/TORCH_NOTES.md)
+    assert on.costs().evaluate(**v)["activation_bytes"] == 1_079_992_320
+    assert off.costs().evaluate(**v)["activation_bytes"] == 607_346_688
+    forced = costgraph.from_hf_config(llama, dropout=True)
+    assert forced.model.settings.dropout
+
+
+def test_cli_derive_no_dropout_on_a_config_json():
+    base = [sys.executable, "-m", "costgraph.cli", "derive", str(HF / "gpt2.json"), "--format", "json",
+            "--no-breakdown", "--set", "s=128"]
+    on, off = (json.loads(subprocess.run(base + extra, capture_output=True, text=True, check=True).stdout)
+               for extra in ([], ["--no-dropout"]))
+    assert on != off
+
+
+# DeepSeek-V2-Lite's sizes (no released config.json of DeepSeek-V2 was found for examples/hf/):
+# "q_lora_rank": null means a full-rank q_proj, no longer refused as a missing key
+DEEPSEEK_V2_LITE = {"model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+                    "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+                    "vocab_size": 102400, "max_position_embeddings": 163840, "tie_word_embeddings": False,
+                    "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                    "v_head_dim": 128, "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 2,
+                    "moe_intermediate_size": 1408, "first_k_dense_replace": 1}
+
+
+def test_deepseek_v2_lite_without_query_compression():
+    m = costgraph.from_hf_config(DEEPSEEK_V2_LITE)
+    assert m.model.graph.options["q_lora"] is False and "r_q" not in m.values
+    v = m.costs().evaluate(**m.values)
+    assert v["params"] == 15_706_484_224            # = DeepseekV2ForCausalLM's parameter count (transformers 5.24)
+    # MLA caches the latent and the shared rotary key: (512 + 64) bf16 per token per layer
+    assert v["kv_cache_bytes_per_token"] == 27 * (512 + 64) * 2
+    q = costgraph.from_hf_config(dict(DEEPSEEK_V2_LITE, q_lora_rank=1536))
+    assert q.model.graph.options["q_lora"] is True and q.values["r_q"] == 1536

@@ -194,6 +194,38 @@ def _deepseek_dims(cfg):
 DEEPSEEK_MOE_LAYERS = lambda c: c.l - c.k_d  # noqa: E731
 
 
+DEEPSEEK_V2_LITE = dict(model_type="deepseek_v2", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=4, vocab_size=128, rms_norm_eps=1e-6,
+                        rope_theta=10000.0, max_position_embeddings=64, tie_word_embeddings=False, q_lora_rank=None,
+                        kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8,
+                        num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32, first_k_dense_replace=1,
+                        norm_topk_prob=False, routed_scaling_factor=1.0, bos_token_id=0, eos_token_id=1)
+
+
+def _deepseek_v2_dims(cfg):
+    return dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"], a=cfg["num_attention_heads"],
+                k_d=cfg["first_k_dense_replace"], E=cfg["n_routed_experts"], k=cfg["num_experts_per_tok"],
+                i_e=cfg["moe_intermediate_size"], d_n=cfg["qk_nope_head_dim"])
+
+
+DEEPSEEK_V2_FLOPS = ((grouped_mm_flops(lambda c: c.l - c.k_d, 1),), (grouped_mm_flops(lambda c: c.l - c.k_d, 2),))
+
+DEEPSEEK_V2_BYTES = (
+    Term("MLA: V copied from the kv_b_proj output (b ≥ 2)",
+         lambda c, b, s: -c.l * 2 * b * s * c.a * c.d_n if b >= 2 else 0,
+         # as DeepSeek-V3: from b = 2 on the scores·V bmm copies V to [b·a, s, d_v]
+         "V is a slice of the kv_b_proj output; from b = 2 on the scores·V bmm copies V to [b·a, s, d_v] "
+         "and keeps only that: 2 b s a d_n fewer bytes per layer"),
+    Term("router input in fp32", lambda c, b, s: (c.l - c.k_d) * 4 * b * s * c.h,
+         # router_logits = F.linear(hidden_states.type(float32), weight.float()): MmBackward0 keeps the copy
+         "the router runs in fp32: its [T, h] fp32 input copy is kept"),
+    Term("top-k expert ids", lambda c, b, s: (c.l - c.k_d) * 8 * b * s * c.k,
+         # torch.topk(scores, k): TopkBackward0 keeps the [T, k] int64 indices; DeepSeek-V2 does not
+         # renormalise the top-k weights (norm_topk_prob is not read), so no fp32 sum is kept
+         "top-k expert ids (int64) kept by TopkBackward0; no renormalisation of the weights"),
+) + moe_routing_bytes(lambda c: c.l - c.k_d, weight_bytes=4)[1:]
+
+
 def _t5_dims(cfg):
     return dict(h=cfg["d_model"], l=cfg["num_layers"], l_dec=cfg.get("num_decoder_layers") or cfg["num_layers"])
 
@@ -310,6 +342,14 @@ CASES: dict[str, Case] = {
                 "DeepSeek-V3 picks topk_group of n_group expert groups first: the top-2 indices per "
                 "group, the chosen groups (int64) and the [T, E] bool expert mask are kept"),
         ) + moe_routing_bytes(DEEPSEEK_MOE_LAYERS, weight_bytes=4)),
+    # No released DeepSeek-V2 config.json in examples/hf/: DeepSeek-V2-Lite's keys (q_lora_rank null: a full
+    # q_proj; softmax routing without renormalisation, no router bias), tiny sizes, 1 dense layer then MoE.
+    "deepseek_v2": Case(DEEPSEEK_V2_LITE, _deepseek_v2_dims, flops_forward=DEEPSEEK_V2_FLOPS[0],
+                        flops_backward=DEEPSEEK_V2_FLOPS[1], bytes=DEEPSEEK_V2_BYTES),
+    # DeepSeek-V2's query compression (q_lora_rank set): q_a_proj, q_a_layernorm, q_b_proj as in V3
+    "deepseek_v2-q_lora": Case(dict(DEEPSEEK_V2_LITE, q_lora_rank=32), _deepseek_v2_dims,
+                               flops_forward=DEEPSEEK_V2_FLOPS[0], flops_backward=DEEPSEEK_V2_FLOPS[1],
+                               bytes=DEEPSEEK_V2_BYTES),
     # T5-small's layout (T5DenseActDense, ReLU); the probe feeds [b, s] decoder ids, so t = s.
     "t5": Case(real("t5-small.json", d_model=64, d_kv=16, d_ff=128, num_heads=4, num_layers=2,
                     num_decoder_layers=2, vocab_size=128, n_positions=64, relative_attention_num_buckets=8),
@@ -324,7 +364,7 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "t5")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5")
 
 
 # ------------------------------------------------------------- measurements

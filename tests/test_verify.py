@@ -1,0 +1,87 @@
+"""``costgraph verify``: costgraph's costs against PyTorch on the transformers model of a config.json
+(costgraph/verify.py), and the message without the torch extra."""
+
+import builtins
+import json
+from pathlib import Path
+
+import pytest
+
+from costgraph import cli
+from costgraph.verify import _fit
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+
+TINY = {
+    # GPT-2's released config (dropout 0.1: masks counted) with gelu_pytorch_tanh, tiny sizes
+    "gpt2": dict(json.loads((HF / "gpt2.json").read_text()), n_embd=64, n_layer=2, n_head=4, vocab_size=128,
+                 n_positions=64, n_ctx=64, activation_function="gelu_pytorch_tanh", bos_token_id=0, eos_token_id=0),
+    "llama": dict(json.loads((HF / "llama-3-8b.json").read_text()), hidden_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=128, intermediate_size=128,
+                  max_position_embeddings=64, bos_token_id=0, eos_token_id=1, pad_token_id=2),
+}
+
+
+def _write(tmp_path, name):
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps(TINY[name]))
+    return p
+
+
+def test_fit_of_a_difference():
+    shapes = [(1, 16), (2, 32), (3, 8)]
+    assert _fit(shapes, [5 * b * s - 2 * b * s * s for b, s in shapes]) == (5, -2)
+    assert _fit(shapes, [8 * s for b, s in shapes]) is None          # not α·b·s + β·b·s²
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_verify_tiny_configs_all_exact(tmp_path, name, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph.verify import verify
+
+    v = verify(str(_write(tmp_path, name)), shapes=[(1, 16), (2, 32)])
+    assert [q.name for q in v.quantities] == ["parameters", "forward FLOPs", "backward FLOPs", "KV cache bytes",
+                                              "saved bytes"]
+    assert all(q.skipped is None for q in v.quantities)
+    assert v.exact, [(q.name, q.diffs) for q in v.quantities]
+    assert v.dropout == (name == "gpt2")        # the config's dropout rates apply
+    if name == "gpt2":
+        assert v.quantities[-1].torch[0] > 0
+
+
+def test_cli_verify_reports_exact_and_differences(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    p = _write(tmp_path, "llama")
+    assert cli.main(["verify", "llama", "--hf", str(p), "--shape", "1x16", "2x32", "--no-kv"]) == 0
+    out = capsys.readouterr().out
+    assert "exact" in out and "LlamaForCausalLM" in out and out.rstrip().endswith("all exact")
+    assert "KV cache bytes   skipped" in out
+    # GPT-2's gelu_new keeps three more [b, s, 4h] bf16 tensors per layer: 24·l·h bytes per token
+    cfg = dict(TINY["gpt2"], activation_function="gelu_new")
+    g = tmp_path / "gelu_new.json"
+    g.write_text(json.dumps(cfg))
+    assert cli.main(["verify", "--hf", str(g), "--no-kv"]) == 1
+    out = capsys.readouterr().out
+    assert f"difference = {24 * 2 * 64:,}·b·s (fits all 3 shapes)" in out
+
+
+def test_cli_verify_bad_shape(tmp_path, capsys):
+    assert cli.main(["verify", "--hf", str(tmp_path / "x.json"), "--shape", "2by32"]) == 2
+    assert "--shape" in capsys.readouterr().err
+
+
+def test_without_torch_says_how_to_install(tmp_path, monkeypatch, capsys):
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch.") or name == "transformers":
+            raise ImportError(f"No module named '{name}'", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    assert cli.main(["verify", "--hf", str(_write(tmp_path, "llama"))]) == 2
+    err = capsys.readouterr().err
+    assert "costgraph verify needs PyTorch" in err and "pip install -e '.[torch]'" in err
+    assert "Traceback" not in err
