@@ -617,6 +617,21 @@ def _ops() -> str:
     return "\n".join(lines)
 
 
+def _verify(args) -> tuple[str, int]:
+    """``costgraph verify``: the report, and 0 when every quantity is exact, else 1."""
+    from .verify import SHAPES, require, to_text, verify
+
+    shapes = []
+    for spec in args.shape:
+        m = re.fullmatch(r"([1-9][0-9]{0,3})[xX×]([1-9][0-9]{0,5})", spec)
+        if not m:
+            raise CostgraphValueError(f"cannot read --shape {spec[:40]!r}", hint="write BxS, e.g. 2x32")
+        shapes.append((int(m.group(1)), int(m.group(2))))
+    require()   # before any work: says how to install the torch extra
+    v = verify(args.hf, args.model, shapes or SHAPES, kv=not args.no_kv)
+    return to_text(v), 0 if v.exact else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``costgraph`` console script; returns the exit status:
     0, or 2 for a mistake in the input (the located message is on stderr; no
@@ -634,23 +649,12 @@ def main(argv: list[str] | None = None) -> int:
             out = _infer(args)
         elif args.command == "plan":
             out = _plan(args)
+        elif args.command == "verify":
+            out, status = _verify(args)
+            print(out)
+            return status
         elif args.command == "list":
             out = _list()
-def _verify(args) -> tuple[str, int]:
-    """``costgraph verify``: the report, and 0 when every quantity is exact, else 1."""
-    from .verify import SHAPES, require, to_text, verify
-
-    shapes = []
-    for spec in args.shape:
-        m = re.fullmatch(r"([1-9][0-9]{0,3})[xX×]([1-9][0-9]{0,5})", spec)
-        if not m:
-            raise CostgraphValueError(f"cannot read --shape {spec[:40]!r}", hint="write BxS, e.g. 2x32")
-        shapes.append((int(m.group(1)), int(m.group(2))))
-    require()   # before any work: says how to install the torch extra
-    v = verify(args.hf, args.model, shapes or SHAPES, kv=not args.no_kv)
-    return to_text(v), 0 if v.exact else 1
-
-
         elif args.command == "hardware":
             out = _hardware(args)
         else:
@@ -668,10 +672,6 @@ def _verify(args) -> tuple[str, int]:
         print(out)
     except BrokenPipeError:
         pass
-        elif args.command == "verify":
-            out, status = _verify(args)
-            print(out)
-            return status
     return 0
 
 
