@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="FLOP convention: matmul (matrix products only; default) or all")
     d.add_argument("--precision", choices=tuple(PRECISIONS), default="bf16",
                    help="bytes per element of activations (bf16: 2; masks 1 byte)")
-    d.add_argument("--causal", choices=("full", "half"), default="full",
-                   help="attention FLOPs over the full s×s square (default) or halved for the causal mask")
+    d.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+                   help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an area (half) or whole pairs (exact)")
     d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
     d.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
                    help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
@@ -114,7 +114,7 @@ def _infer_parser(sub) -> None:
     f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
     f.add_argument("--bandwidth-efficiency", default="1", help="fraction of the HBM bandwidth reached (default 1)")
     f.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    f.add_argument("--causal", choices=("full", "half"), default="full", help="attention FLOPs: full or half")
+    f.add_argument("--causal", choices=("full", "half", "exact"), default="full", help="attention FLOPs: full square, half (area) or exact (pairs)")
     f.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -164,7 +164,7 @@ def _train_parser(sub) -> None:
     t.add_argument("--efficiency", default="0.5", help="with --hardware: the fraction of the peak the compute "
                                                         "kernels reach in the step-time model (default 0.5)")
     t.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    t.add_argument("--causal", choices=("full", "half"), default="full", help="attention FLOPs: full or half")
+    t.add_argument("--causal", choices=("full", "half", "exact"), default="full", help="attention FLOPs: full square, half (area) or exact (pairs)")
     t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
     t.add_argument("--megatron", action="store_true",
                    help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
@@ -291,6 +291,9 @@ def _train(args) -> str:
             capacity = hardware.memory_bytes
     micro_batches = args.micro_batches
     if args.global_batch is not None:
+        if args.micro_batches is not None:
+            raise CostgraphValueError("give --global-batch or --micro-batches, not both",
+                                      hint="the global batch sets m = B / (b·d)")
         micro_batches = _micro_batches(args, model, values)
     pol = args.precision
     layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
@@ -319,7 +322,7 @@ def _train(args) -> str:
                 if info is not None and info.derived is None and args.scope == "model":
                     best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
                     fits[f"largest_{name}"] = None if None in best else min(best)
-    compute = _compute(args, model, layout, hardware)
+    compute = _compute(args, model, layout, hardware) if args.scope == "model" else None
     from .report import warnings as value_warnings
 
     notes = value_warnings(None, values)
@@ -347,6 +350,10 @@ def _plan(args) -> str:
         raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
     if args.gpus <= 0 or args.global_batch <= 0 or args.top <= 0:
         raise CostgraphValueError("--gpus, --global-batch and --top must be positive")
+    if args.gpus > 10**6:
+        raise CostgraphValueError(f"--gpus {args.gpus:,}: the planner searches up to 1,000,000 devices")
+    if any(p.startswith("b=") for p in args.set):
+        raise CostgraphValueError("plan chooses the micro-batch b itself", hint="leave b out of --set")
     hw = preset(args.hardware)
     capacity = parse_size(args.memory) if args.memory is not None else hw.memory_bytes
     efficiency = _parse_rational(args.efficiency, "--efficiency")
@@ -377,7 +384,7 @@ def _plan(args) -> str:
            f"device memory {units.with_unit('activation_bytes', capacity)}; compute at {float(efficiency):.0%} of "
            f"{hw.peak_flops_bf16 / 1e12:g} TFLOP/s (BF16 dense)",
            f"{result.considered:,} layouts considered; {len(rows)} shown, fastest first "
-           f"(memory of the most-loaded device; step time = compute + bubble + exposed TP/CP/EP/PP communication)", ""]
+           f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
     head = f"  {'tp':>3} {'pp':>3} {'dp':>4} {'cp':>3} {'ep':>3} {'zero':>4} {'recompute':<9} {'sp':<3} {'b':>3} " \
            f"{'m':>5} {'memory GB':>10} {'step s':>9} {'MFU':>6}" + ("  days" if tokens is not None else "")
     out.append(head)
@@ -390,7 +397,9 @@ def _plan(args) -> str:
         out.append("  (none fits)")
     out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in result.refused.items() if n),
             "check one with: costgraph train ... --tp T --pp P --cp C --ep E --zero Z --recompute R [--sp] "
-            "--set b=B --micro-batches M --gpus N --hardware " + hw.key]
+            f"--set b=B --micro-batches M --gpus {args.gpus} --hardware {hw.key} --attention {args.attention} "
+            f"--precision {args.precision} --optimizer {args.optimizer}"
+            + (f" --memory {args.memory}" if args.memory else "") + (" --no-dropout" if args.no_dropout else "")]
     return "\n".join(out)
 
 
@@ -428,8 +437,18 @@ def _compute(args, model, layout, hardware):
     for name, v in (("--achieved", achieved), ("--peak", peak)):
         if v is not None and v <= 0:
             raise CostgraphValueError(f"{name} must be positive")
+    if achieved is not None and peak is not None and achieved > peak:
+        raise CostgraphValueError(f"--achieved {args.achieved} FLOP/s is above the peak ({float(peak):.4g} FLOP/s)",
+                                  hint="achieved FLOP/s per device cannot pass the dense peak")
     tokens = _parse_rational(args.tokens, "--tokens") if args.tokens is not None else None
     price = _parse_rational(args.price, "--price") if args.price is not None else None
+    for name, v in (("--tokens", tokens), ("--price", price)):
+        if v is not None and v <= 0:
+            raise CostgraphValueError(f"{name} must be positive")
+    if (tokens is not None or price is not None) and mfu is None and achieved is None:
+        raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak) or --achieved")
+    if args.efficiency != "0.5" and hardware is None:
+        raise CostgraphValueError("--efficiency is for the step-time model on a hardware preset: add --hardware")
     out = compute_summary(model.graph, layout.filled(), peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
                           price=price, convention=args.convention, causal=args.causal, router=not args.no_router)
     if hardware is not None:
