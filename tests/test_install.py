@@ -26,6 +26,14 @@ def test_wheel_install_derives_bundled_model(tmp_path):
     assert r.returncode == 0, r.stderr
     # GPT-2 small: 124,439,808 parameters
     assert json.loads(r.stdout)["quantities"]["params"]["value"] == 124439808
+    # the data files of the analyses ship too: policies, optimizers, hardware presets, dtypes
+    for args in (["train", "llama", "--config", "llama-2-7b", "--gpus", "8", "--zero", "3", "--optimizer", "adafactor"],
+                 ["hardware", "h100-sxm"],
+                 ["infer", "llama", "--config", "llama-2-7b", "--hardware", "h100-sxm", "--prompt", "128",
+                  "--generate", "8", "--kv", "int8", "--weights", "int4"],
+                 ["train", "llama", "--config", "llama-2-7b", "--lora", "8", "--quantize", "nf4", "--gpus", "1"]):
+        r = subprocess.run([str(env / "bin" / "costgraph"), *args], capture_output=True, text=True, cwd=work)
+        assert r.returncode == 0, (args, r.stderr)
     # the installed copy is used, not the checkout
     where = subprocess.run([str(py), "-c", "import costgraph; print(costgraph.__file__)"],
                            capture_output=True, text=True, cwd=work).stdout
