@@ -284,6 +284,24 @@ CASES: dict[str, Case] = {
                           intermediate_size=256, vocab_size=128, max_position_embeddings=64),
                      lambda cfg: dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"]),
                      bytes=(fused_qkv_view_at_b1(lambda c: 3 * c.h - c.h),)),
+    # No released OLMo 2 config.json in examples/hf/: OLMo-2-1124-7B's keys (MHA in the release; GQA here),
+    # tiny sizes. Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
+    "olmo2": Case(dict(model_type="olmo2", hidden_act="silu", attention_bias=False, attention_dropout=0.0,
+                       rms_norm_eps=1e-6, rope_theta=500000, tie_word_embeddings=False, **LLAMA_SIZES),
+                  llama_dims,
+                  bytes=(Term("rotary tables in fp32", lambda c, b, s: 2 * 2 * s * c.d,
+                              # Olmo2RotaryEmbedding returns cos, sin in fp32 (no cast to the input dtype);
+                              # apply_rotary_pos_emb multiplies the bf16 q, k by them and casts back
+                              "OLMo 2 keeps the shared [1, 1, s, d] cos and sin tables in fp32, not bf16: "
+                              "2 · 2 s d more bytes"),
+                         Term("no fp32 1 + γ in OLMo 2's RMSNorm", lambda c, b, s: -4 * (
+                             c.l * (c.a * c.d + c.kv * c.d + 2 * c.h) + c.h),
+                              # Olmo2RMSNorm: (weight * x̂_fp32).to(dtype): the fp32 x̂ is kept (as
+                              # costgraph's fp32_scale), but the weight is the bf16 parameter itself
+                              "costgraph's fp32_scale RMSNorm (Gemma's x̂·(1 + γ)) also keeps an fp32 "
+                              "1 + γ of the normalised size; OLMo 2 multiplies by γ itself (a parameter, "
+                              "not counted): 4 bytes per γ entry fewer (q_norm a·d, k_norm kv·d, two h "
+                              "per layer, the final h)"))),
     # No released Falcon or OPT config.json in examples/hf/: the keys of tiiuae/falcon-40b
     # (new decoder architecture: grouped K/V heads, two LayerNorms) and falcon-7b (multi-query,
     # one LayerNorm), and of facebook/opt-125m, with tiny sizes.
@@ -364,7 +382,7 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "olmo2")
 
 
 # ------------------------------------------------------------- measurements

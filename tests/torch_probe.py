@@ -116,6 +116,7 @@ def _tiny(h=64, layers=2, heads=4, kv_heads=2, vocab=128, inter=128, positions=5
         "gemma": dict(llama_like, head_dim=h // heads),
         "gemma2": dict(llama_like, head_dim=h // heads, sliding_window=8, query_pre_attn_scalar=h // heads),
         "phi3": dict(llama_like, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+        "olmo2": dict(llama_like),
         "gpt_neox": dict(hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads, vocab_size=vocab,
                          intermediate_size=inter, max_position_embeddings=positions),
         "falcon": dict(hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads, num_kv_heads=kv_heads,
