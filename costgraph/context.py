@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from .errors import CostgraphSemanticError, Location
+from .symbols import as_expr
 from .graph import ONE, CacheEntry, Flops, Tensor, Weight
 
 if TYPE_CHECKING:
@@ -26,10 +27,8 @@ if TYPE_CHECKING:
 def as_dim(d) -> sympy.Expr:
     """A size handed over by an operator rule: a SymPy expression or a Python
     int (never text), as a SymPy expression."""
-    if isinstance(d, sympy.Expr):
-        return d
-    if isinstance(d, int) and not isinstance(d, bool):
-        return sympy.Integer(d)
+    if isinstance(d, sympy.Expr) or (isinstance(d, int) and not isinstance(d, bool)):
+        return as_expr(d)
     raise TypeError(f"a dimension must be a SymPy expression or an int, not {type(d).__name__}")
 
 

@@ -28,6 +28,8 @@ from typing import Sequence
 
 import sympy
 
+from .symbols import as_expr
+
 class cg_floordiv(sympy.Function):
     """``n // d`` of two integer-valued expressions: what :func:`_integer_floors`
     makes of ``floor`` and ``ceiling`` (layer patterns count ``floor(l/6)``
@@ -66,7 +68,7 @@ def _safe_args(symbols: Sequence[sympy.Symbol]) -> tuple[list[sympy.Symbol], dic
 def integer_fraction(e: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
     """``e`` as numerator and denominator with integer coefficients:
     ``3 s Min(s, w) / 2`` → ``(3 s Min(s, w), 2)``."""
-    num, den = sympy.fraction(sympy.together(sympy.sympify(e)))
+    num, den = sympy.fraction(sympy.together(as_expr(e)))
     scale = 1
     for part in (num, den):
         for c in part.atoms(sympy.Rational):
@@ -100,7 +102,7 @@ class ExactEvaluator:
         parts = []
         self._dens: list[int | None] = []   # a constant denominator, or None (computed)
         for e in exprs:
-            num, den = integer_fraction(_integer_floors(sympy.sympify(e).xreplace(rename)))
+            num, den = integer_fraction(_integer_floors(as_expr(e).xreplace(rename)))
             parts.append(num)
             if den.is_Integer:
                 self._dens.append(int(den))
@@ -158,7 +160,7 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
 
     symbols = tuple(symbols)
     args, rename = _safe_args(symbols)
-    exprs = [sympy.sympify(e).xreplace(rename) for e in exprs]
+    exprs = [as_expr(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
         f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_NP_MODULES, cse=True)

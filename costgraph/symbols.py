@@ -8,6 +8,7 @@ model file is the ``h`` of another and of the tests. Names follow the field
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import cache
 
 import sympy
@@ -26,6 +27,22 @@ STANDARD_MEANINGS: dict[str, str] = {
 
 # The order in which the field writes the factors of a term: l(24 b s h^2 ...).
 FIELD_ORDER: tuple[str, ...] = ("l", "b", "s", "h", "a", "V")
+
+
+def as_expr(x, what: str = "a value") -> sympy.Expr:
+    """``x`` — a SymPy expression, a Python ``int`` or a ``fractions.Fraction``
+    — as a SymPy object. The one door numbers take into SymPy: text is never
+    parsed (no ``sympify``); anything else raises ``CostgraphValueError``
+    naming ``what``."""
+    if isinstance(x, sympy.Basic):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool):
+        return sympy.Integer(x)
+    if isinstance(x, Fraction):
+        return sympy.Rational(x.numerator, x.denominator)
+    from .errors import CostgraphValueError
+
+    raise CostgraphValueError(f"{what} must be a whole number or a SymPy expression, not {type(x).__name__}")
 
 
 @cache

@@ -508,7 +508,7 @@ def kv_cache_bytes(model, b: int, s: int) -> int:
     from transformers import DynamicCache
 
     was_training = model.training
-    model.eval()
+    model.train(False)   # inference mode (nn.Module.eval): no dropout; nothing is evaluated as code
     try:
         cache = DynamicCache(config=model.config)
         ids = torch.zeros((b, s), dtype=torch.long, device="meta")

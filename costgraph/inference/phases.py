@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..symbols import as_expr
+
 from ..errors import CostgraphValueError
 from ..graph import ONE, ZERO, CostGraph, numel
 from ..precision import precision as get_precision
@@ -300,8 +302,8 @@ class Inference:
         window keeps ``Min(positions, w)``; ``page = k`` rounds every
         sequence's kept positions of every cache up to whole blocks of ``k``
         (vLLM's paged allocation: ``⌈x/k⌉·k``)."""
-        positions = self.s if positions is None else sympy.sympify(positions)
-        batch = self.b if batch is None else sympy.sympify(batch)
+        positions = self.s if positions is None else as_expr(positions)
+        batch = self.b if batch is None else as_expr(batch)
         total = []
         for e in self.cg.caches:
             kept = positions if e.window is None else sympy.Min(positions, e.window)
@@ -321,7 +323,7 @@ class Inference:
     # ------------------------------------------------------------ steps
     def step(self, q=Q, n=N) -> Step:
         """The costs of one step of ``q`` new tokens per sequence against ``n`` cached positions."""
-        q, n = sympy.sympify(q), sympy.sympify(n)
+        q, n = as_expr(q), as_expr(n)
         cg = self.cg
         sub = {self.s: q, KEYS: n + q}
         tokens = self.b * q

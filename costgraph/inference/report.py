@@ -29,6 +29,8 @@ import json
 
 import sympy
 
+from ..symbols import as_expr
+
 from ..printing import field_order, to_latex, to_python, to_text
 from .phases import G, P
 from .roofline import InferenceReport
@@ -43,12 +45,12 @@ TOP = ("kv_cache_bytes", "kv_cache_bytes_paged", "kv_cache_bytes_per_token", "we
 def _num(v):
     if v is None:
         return None
-    v = sympy.sympify(v)
+    v = as_expr(v)
     return int(v) if v.is_integer else float(v)
 
 
 def _entry(expr, value) -> dict:
-    expr = sympy.sympify(expr)
+    expr = as_expr(expr)
     try:
         ordered = field_order(expr) if expr.is_Add and expr.is_polynomial() else expr
     except Exception:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..symbols import as_expr
+
 from ..errors import CostgraphValueError
 from ..parallel.communication import latency_steps, ring_factor
 from .phases import G, P, Inference, Step
@@ -136,7 +138,7 @@ class InferenceReport:
 
 
 def _exact(e, subs):
-    v = sympy.sympify(e).xreplace(subs)
+    v = as_expr(e).xreplace(subs)
     v = sympy.simplify(v) if v.free_symbols == set() and not v.is_Rational else v
     return v if not v.free_symbols else None
 

@@ -61,6 +61,8 @@ from importlib.resources import files
 
 import sympy
 
+from ..symbols import as_expr
+
 from ..errors import CostgraphValueError
 from ..graph import ZERO, Cost, CostGraph, Weight, numel
 from ..precision import Precision, precision as get_precision
@@ -228,7 +230,7 @@ def lora(cg: CostGraph, *, rank, targets: str | Collection[str] | Callable[[str]
     keeps_x = not drop and not adapter_fp32
     kept_by_adapters = {cg.tensors[a.x].storage for a in adapters} if keeps_x else set()
     params = sympy.expand(sympy.Add(*[w.count * w.numel for w in adapter_weights.values()]))
-    return LoRA(r, r if alpha is None else sympy.sympify(alpha), drop, adapter_fp32, graph, tuple(adapters),
+    return LoRA(r, r if alpha is None else as_expr(alpha), drop, adapter_fp32, graph, tuple(adapters),
                 adapter_weights, base_weight, frozenset(cg.weights), released_storages(cg, kept_by_adapters),
                 params, cg)
 

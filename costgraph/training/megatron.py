@@ -49,9 +49,10 @@ from types import SimpleNamespace
 
 import sympy
 
+
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
-from ..symbols import dim
+from ..symbols import as_expr, dim
 
 MEGATRON_REPO = "NVIDIA/Megatron-LM"
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -139,7 +140,7 @@ def _value(spec, cg: CostGraph, where: str):
 
 
 def _num(x):
-    return x if isinstance(x, (bool, str, type(None), list)) else sympy.sympify(x)
+    return x if isinstance(x, (bool, str, type(None), list)) else as_expr(x)
 
 
 def _subs(x, values):
@@ -147,7 +148,7 @@ def _subs(x, values):
 
 
 def _concrete_int(x, what):
-    x = sympy.sympify(x)
+    x = as_expr(x)
     if not x.is_Integer:
         raise CostgraphValueError(f"Megatron's estimate branches on {what}; give it a number, got {x}",
                                   hint="set it in the layout or in values")
@@ -177,7 +178,7 @@ def megatron_args(model, values: dict | None = None, layout=None, **overrides) -
     vals = {}
     for k, v in (values or {}).items():
         sym = k if isinstance(k, sympy.Symbol) else (cg.dims[k].symbol if k in cg.dims else dim(k))
-        vals[sym] = sympy.sympify(v)
+        vals[sym] = as_expr(v)
     ignored = set(fam.get("options_ignored", ()))
     cond = fam.get("if_option", {})
     for opt, on in cg.options.items():
@@ -193,18 +194,18 @@ def megatron_args(model, values: dict | None = None, layout=None, **overrides) -
         a[k] = _subs(_value(v, cg, k), vals)
     if a.get("moe_ffn_hidden_size") is None and a.get("num_experts") is not None:
         a["moe_ffn_hidden_size"] = a["ffn_hidden_size"]      # arguments.py l. 1650-1651
-    t, p, c, d = (_subs(sympy.sympify(getattr(L, n)), vals) for n in ("t", "p", "c", "d"))
+    t, p, c, d = (_subs(as_expr(getattr(L, n)), vals) for n in ("t", "p", "c", "d"))
     a.update(
         tensor_model_parallel_size=t, pipeline_model_parallel_size=p, context_parallel_size=c,
         data_parallel_size=d,
         world_size=t * p * c * d,                          # arguments.py l. 442-448: d = world // (t·p·c)
-        virtual_pipeline_model_parallel_size=(_subs(sympy.sympify(L.v), vals) if L.schedule == "interleaved" else None),
-        expert_model_parallel_size=_subs(sympy.sympify(L.e), vals),
-        expert_tensor_parallel_size=_subs(sympy.sympify(L.etp), vals),
+        virtual_pipeline_model_parallel_size=(_subs(as_expr(L.v), vals) if L.schedule == "interleaved" else None),
+        expert_model_parallel_size=_subs(as_expr(L.e), vals),
+        expert_tensor_parallel_size=_subs(as_expr(L.etp), vals),
         use_distributed_optimizer=L.zero >= 1,
         sequence_parallel=bool(L.sp),
         recompute_granularity=None if L.recompute == "none" else L.recompute,
-        num_microbatches=_subs(sympy.sympify(L.m), vals),
+        num_microbatches=_subs(as_expr(L.m), vals),
     )
     vocab = a.pop("vocab_size")
     a.update({k: _num(v) for k, v in overrides.items()})
@@ -265,7 +266,7 @@ def megatron_beside(model, values: dict | None = None, layout=None, **overrides)
 
     cg = model.graph if hasattr(model, "graph") and not isinstance(model, CostGraph) else model
     meg = megatron_estimate(cg, values, layout, **overrides)
-    vals = {(k if isinstance(k, sympy.Symbol) else cg.dims[k].symbol if k in cg.dims else dim(k)): sympy.sympify(v)
+    vals = {(k if isinstance(k, sympy.Symbol) else cg.dims[k].symbol if k in cg.dims else dim(k)): as_expr(v)
             for k, v in (values or {}).items()}
     mem = training_memory(cg, layout).stages[0].memory
     own = {"weights_and_optimizer": mem["weights"] + mem["gradients"] + mem["optimizer"],
@@ -383,9 +384,9 @@ def compute_weight_and_optimizer_memory(args) -> sympy.Expr:
         tp_sharded_params_on_most_loaded_shard += embedding_size / t                        # l. 265-267
 
     def num_bytes_per_parameter(data_parallel_size):                                        # l. 293-296
-        return 18 if not args.use_distributed_optimizer else 6 + (12 / sympy.sympify(data_parallel_size))
+        return 18 if not args.use_distributed_optimizer else 6 + (12 / as_expr(data_parallel_size))
 
-    return sympy.sympify(
+    return as_expr(
         (tp_sharded_params_on_most_loaded_shard + replicated_params_on_most_loaded_shard)
         * num_bytes_per_parameter(args.data_parallel_size)
         + expert_sharded_params_on_most_loaded_shard * num_bytes_per_parameter(expert_data_parallel_size)
@@ -401,7 +402,7 @@ def _pipeline_factor(args, activation_memory, num_microbatches):
         activation_memory *= interleaved_schedule_memory_penalty
     if v is None and _concrete_int(p, "pipeline_model_parallel_size") > 1:
         if num_microbatches is not None:
-            activation_memory *= sympy.Min(1, num_microbatches / sympy.sympify(p))
+            activation_memory *= sympy.Min(1, num_microbatches / as_expr(p))
     return activation_memory
 
 
@@ -416,21 +417,21 @@ def compute_activation_memory(args, num_microbatches) -> sympy.Expr:
     activation_memory = _pipeline_factor(args, activation_memory, num_microbatches)
     if _concrete_int(p, "pipeline_model_parallel_size") == 1:                               # l. 368-376
         activation_memory += s * b * h * 4 * (1 + (args.padded_vocab_size / h))
-    return sympy.sympify(activation_memory / t)                                             # l. 379
+    return as_expr(activation_memory / t)                                             # l. 379
 
 
 def compute_activation_memory_without_sp(args, num_microbatches) -> sympy.Expr:
     """Megatron's ``compute_activation_memory_without_sp`` (l. 382–453), with its ×1.05."""
     s, b, h = args.seq_length, args.micro_batch_size, args.hidden_size
     p, t = args.pipeline_model_parallel_size, args.tensor_model_parallel_size
-    per_layer_memory = s * b * h * (10 + (24 / sympy.sympify(t)))                          # l. 386
+    per_layer_memory = s * b * h * (10 + (24 / as_expr(t)))                          # l. 386
     total_activation_memory = per_layer_memory * args.num_layers                            # l. 395
     total_activation_memory += 8 * s * b * p                                                # l. 399-401
     total_activation_memory += s * b * h * p                                                # l. 403-408
     total_activation_memory = _pipeline_factor(args, total_activation_memory, num_microbatches)
     if _concrete_int(p, "pipeline_model_parallel_size") == 1:                               # l. 438-447
-        logits_size = s * b * args.padded_vocab_size / sympy.sympify(t)
+        logits_size = s * b * args.padded_vocab_size / as_expr(t)
         final_ln_output = s * b * h
         total_activation_memory += (logits_size + final_ln_output) * 2
     overhead_factor = _R(105, 100)                                                          # l. 450 (1.05)
-    return sympy.sympify(total_activation_memory * overhead_factor)                         # l. 451-453
+    return as_expr(total_activation_memory * overhead_factor)                         # l. 451-453

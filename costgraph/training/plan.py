@@ -35,9 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
+
 from ..evaluator import vectorized
 from ..graph import CostGraph
-from ..symbols import dim
+from ..symbols import as_expr, dim
 from .compute import training_flops
 from .memory import Layout, _experts, training_memory
 from .validity import expert_counts, split_axes
@@ -119,7 +120,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     # axes TP splits, as numbers: each must divide by t (costgraph.training.validity)
     split_sizes = set()
     for _, size in split_axes(cg):
-        n = sympy.sympify(size).xreplace(fixed)
+        n = as_expr(size).xreplace(fixed)
         if n.is_Integer:
             split_sizes.add(int(n))
     experts = _experts(cg)

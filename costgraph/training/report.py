@@ -48,6 +48,8 @@ import json
 
 import sympy
 
+from ..symbols import as_expr
+
 from .. import __version__, units
 from ..printing import field_order, to_latex, to_python, to_text
 from .memory import MEMORY_KEYS, TrainingMemory
@@ -83,7 +85,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
 
 def _number(expr: sympy.Expr, values) -> dict:
     """``{expr, latex, value}`` with ``value`` a number: an int when whole, else a float."""
-    expr = sympy.sympify(expr) if isinstance(expr, int) else expr
+    expr = as_expr(expr)
     ordered = field_order(expr) if expr.free_symbols else expr
     out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
     if values is not None and expr.free_symbols <= set(values) or not expr.free_symbols:
@@ -125,7 +127,7 @@ def _compute_text(compute: dict, values) -> list[str]:
     items = list(compute["flops"].items()) + list(compute.get("time", {}).items()) + \
         [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
     for k, e in items:
-        e = sympy.sympify(e) if isinstance(e, int) else e
+        e = as_expr(e)
         line = f"  {_COMPUTE_LABELS[k]:<36}{to_text(field_order(e)) if e.free_symbols else ''}"
         if values is not None and e.free_symbols <= set(values) or not e.free_symbols:
             v = e.xreplace(values or {})
@@ -142,11 +144,11 @@ def _compute_text(compute: dict, values) -> list[str]:
         for k, c in compute["communication"].items():
             e = sympy.expand(c["bytes"])
             v = e.xreplace(values or {})
-            secs = sympy.sympify(c["seconds"]).xreplace(values or {})
+            secs = as_expr(c["seconds"]).xreplace(values or {})
             shown = units.with_unit("activation_bytes", int(sympy.ceiling(v))) if v.is_number else to_text(field_order(e))
             when = f", {float(secs):.4g} s" if secs.is_number else ""
             out.append(f"  {k:<22}{c['op']} over {c['group']}: {shown}{when}")
-        st = {k: sympy.sympify(x).xreplace(values or {}) for k, x in compute["step"].items()}
+        st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
         if all(x.is_number for x in st.values()):
             out += ["", f"step time model (--efficiency: compute at {float(compute['efficiency']):.0%} of peak; "
                         "DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed; the time section above "

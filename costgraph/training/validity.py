@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import sympy
 
+from ..symbols import as_expr
+
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
 from ..parallel.tensor import sequence_dims, tensor_parallel
@@ -39,7 +41,7 @@ def check_layout(cg: CostGraph, layout, values: dict) -> None:
     """Raise :class:`CostgraphValueError` naming the first rule (module
     docstring) that ``layout`` (filled) breaks at ``values`` (symbol → int)."""
     def num(e):
-        v = sympy.sympify(e).xreplace(values)
+        v = as_expr(e).xreplace(values)
         return int(v) if v.is_Integer else None
 
     t, p, c, e = layout.t, layout.p, layout.c, layout.e
