@@ -40,7 +40,7 @@ import sympy
 from .graph import CostGraph
 from .parallel.tensor import sequence_dims, tensor_parallel
 from .precision import Precision
-from .totals import Scope, _rel, breakdown, expand_sum
+from .totals import MODEL_SCOPE, Scope, _rel, breakdown, expand_sum
 
 RECOMPUTE = ("none", "selective", "full")
 ATTENTION = ("eager", "flash")
@@ -124,7 +124,7 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
     def share(sid):
         return None if sid in dropped else sympy.Integer(1) / divisor(sid)
 
-    rows = breakdown(cg, _MODEL, "matmul", precision, leaves_only=True, share=share)
+    rows = breakdown(cg, MODEL_SCOPE, "matmul", precision, leaves_only=True, share=share)
     extras = []
     if attention == "flash" and recompute != "full":   # fp32 log-sum-exp per row of QKᵀ (recomputed under full)
         for first, _ in cores:
@@ -140,7 +140,6 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
     return rows, extras
 
 
-_MODEL = Scope("model", "", sympy.Integer(1), sympy.Integer(1))
 
 
 def layer_activation_bytes(cg: CostGraph, group, rows, extras) -> sympy.Expr:

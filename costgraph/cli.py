@@ -510,7 +510,6 @@ def _train_bare(args, capacity) -> str:
 
     from . import units
     from .training import bare_model_states
-    from .training.fit import parse_size   # noqa: F401 (sizes share its grammar)
 
     psi = _parse_count(args.params)
     t, p = args.tp, args.pp

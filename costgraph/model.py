@@ -30,7 +30,7 @@ from .evaluator import Compiled, ExactEvaluator, NotWhole
 from .graph import CostGraph
 from .loader import load_program
 from .precision import Precision, precision as get_precision
-from .printing import field_order, grouped, to_latex, to_text
+from .printing import field_order, grouped, to_text
 from .totals import CAUSAL, QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
 
 LABELS = {

@@ -98,6 +98,10 @@ class Scope:
         return not self.prefix or path == self.prefix or path.startswith(self.prefix + "/")
 
 
+MODEL_SCOPE = Scope("model", "", sympy.Integer(1), sympy.Integer(1))
+"""The whole model: every node, counts as they are."""
+
+
 def resolve_scope(cg: CostGraph, scope: str) -> Scope:
     """``model``; ``layer`` (the model's one repeat group, per iteration); or the
     path of a repeat group, block or node (per instance).
@@ -109,7 +113,7 @@ def resolve_scope(cg: CostGraph, scope: str) -> Scope:
         or an unknown path; the message lists the choices.
     """
     if scope == "model":
-        return Scope("model", "", sympy.Integer(1), sympy.Integer(1))
+        return MODEL_SCOPE
     if scope == "layer":
         top = [g for g in cg.groups.values() if "/" not in g.path] or list(cg.groups.values())
         if len(top) != 1:

@@ -54,7 +54,7 @@ import sympy
 from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
-from ..graph import ONE, ZERO, CostGraph, numel
+from ..graph import ONE, ZERO, CostGraph
 from ..precision import precision as get_precision
 from ..totals import causal_share, expand_sum
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype

@@ -32,7 +32,6 @@ import sympy
 from ..symbols import as_expr
 
 from ..printing import field_order, to_latex, to_python, to_text
-from .phases import G, P
 from .roofline import InferenceReport
 
 STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",

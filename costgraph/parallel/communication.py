@@ -137,8 +137,9 @@ import sympy
 
 from ..activations import attention_cores
 from ..errors import CostgraphValueError
-from ..graph import CostGraph, numel
+from ..graph import CostGraph
 from ..precision import precision as get_precision
+from ..symbols import as_expr
 from .pipeline import pipeline_stages
 from .tensor import sequence_dims, tensor_parallel
 
@@ -154,7 +155,7 @@ _KV_VIEWS = {"transpose", "repeat_kv", "cache"}
 
 def ring_factor(op: str, n) -> Expr:
     """Bytes a device sends per byte of the call's whole buffer (module docstring)."""
-    n = _expr(n)
+    n = as_expr(n)
     if op == "all-reduce":
         return 2 * (n - 1) / n
     if op in ("all-gather", "reduce-scatter", "all-to-all"):
@@ -166,7 +167,7 @@ def ring_factor(op: str, n) -> Expr:
 
 def latency_steps(op: str, n) -> Expr:
     """Latency terms per call of a ring algorithm over ``n`` devices."""
-    n = _expr(n)
+    n = as_expr(n)
     if op == "all-reduce":
         return 2 * (n - 1)
     if op in ("all-gather", "reduce-scatter", "all-to-all"):
@@ -237,13 +238,11 @@ class Collective:
         return sympy.Add(*[p.calls * ring_factor(p.op, p.group) * p.elements for p in self.parts])
 
 
-def _expr(x) -> Expr:
-    return sympy.Integer(x) if isinstance(x, int) else x
 
 
 def _trivial(x) -> bool:
     """A degree known to be 1 (no communication along it)."""
-    return _expr(x) == 1
+    return as_expr(x) == 1
 
 
 def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: bool = False) -> dict[str, Collective]:
@@ -270,8 +269,8 @@ def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: b
 
     pol = get_policy(L.policy)
     prec = get_precision(L.precision)
-    t, p, c, e, d, m, v = (_expr(x) for x in (L.t, L.p, L.c, L.e, L.d, L.m, L.v))
-    etp = _expr(L.etp)
+    t, p, c, e, d, m, v = (as_expr(x) for x in (L.t, L.p, L.c, L.e, L.d, L.m, L.v))
+    etp = as_expr(L.etp)
     tp = tensor_parallel(cg, t, L.sp) if not _trivial(t) else None
     seq = sequence_dims(cg)
     place = _Stage(cg, p, stage)
@@ -322,7 +321,7 @@ def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: b
         dp_groups.append(("experts", expert_el, dense_n * t / (e * etp), etp * e))
     gb, wb = pol.gradients, pol.weights
     if dp_groups and not (_trivial(d) and _trivial(c) and not expert_el):
-        hsdp = None if L.hsdp is None else _expr(L.hsdp)
+        hsdp = None if L.hsdp is None else as_expr(L.hsdp)
         if L.zero == 0:
             out["dp_grads"] = Collective("dp_grads", tuple(
                 Transfer(f"{lab} gradients (step)", "all-reduce", n, s, el, gb, ONE) for lab, el, n, s in dp_groups))
@@ -521,7 +520,7 @@ class _Stage:
 
     def sends(self, v):
         """Sends per micro-batch (forward, backward) of a device of this stage."""
-        v = _expr(v)
+        v = as_expr(v)
         return v - (1 if self.last else 0), v - (1 if self.first else 0)
 
     def tied_weights(self) -> set[str]:
@@ -605,10 +604,10 @@ def placement(stride, n, hardware, gpus=None):
     scale-up domain, else scale-out; a ``Piecewise`` pair when symbolic."""
     up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
     down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
-    span = _expr(stride) * _expr(n)
+    span = as_expr(stride) * as_expr(n)
     dom = sympy.Integer(hardware.scale_up_domain)
     if span.is_Integer:
-        fits = (int(dom) % int(span) == 0) or (gpus is not None and _expr(gpus).is_Integer and gpus <= dom)
+        fits = (int(dom) % int(span) == 0) or (gpus is not None and as_expr(gpus).is_Integer and gpus <= dom)
         return up if fits else down
     cond = span <= dom
     return tuple(sympy.Piecewise((a, cond), (b, True)) for a, b in zip(up, down))
@@ -622,7 +621,7 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
     gpus = None
     if layout is not None:
         L = layout.filled()
-        gpus = L.gpus if L.gpus is not None else _expr(L.t) * _expr(L.p) * _expr(L.c) * _expr(L.d)
+        gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
     out = {}
     for kind, col in collectives.items():
         total = ZERO

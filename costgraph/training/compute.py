@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import sympy
 
+
 from ..activations import attention_cores
+from ..parallel.tensor import sequence_dims
 from ..graph import CostGraph
 from ..precision import precision as get_precision
-from ..totals import Scope, breakdown, expand_sum
+from ..symbols import as_expr
+from ..totals import MODEL_SCOPE, breakdown, expand_sum
 
-_MODEL = Scope("model", "", sympy.Integer(1), sympy.Integer(1))
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY
 
@@ -69,7 +71,7 @@ def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal:
     ``tokens_per_iteration``, ``global_batch`` (sequences), and the rules of
     thumb ``six_n``, ``eight_n``, ``six_n_non_embedding`` (per token).
     """
-    rows = breakdown(cg, _MODEL, convention, get_precision("bf16"), causal, leaves_only=True)
+    rows = breakdown(cg, MODEL_SCOPE, convention, get_precision("bf16"), causal, leaves_only=True)
     skip = routers(cg) if not router else set()
     rows = [r for r in rows if r["path"] not in skip]
     per_mb = expand_sum([r["count"] * (r["flops_forward"] + r["flops_backward"]) for r in rows])
@@ -82,13 +84,13 @@ def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal:
         extra = [r["count"] * r["flops_forward"] for r in rows if r["path"] in core]
     recompute_mb = expand_sum(extra)
     b = cg.dims["b"].symbol if "b" in cg.dims else sympy.Integer(1)
-    seq = _sequence(cg)
-    replicas = _expr(layout.m) * _expr(layout.d)
-    n = _expr(layout.t) * _expr(layout.p) * _expr(layout.c) * _expr(layout.d)
+    seq = (sequence_dims(cg) or [sympy.Integer(1)])[0]   # tokens per sequence
+    replicas = as_expr(layout.m) * as_expr(layout.d)
+    n = as_expr(layout.t) * as_expr(layout.p) * as_expr(layout.c) * as_expr(layout.d)
     model_it = sympy.expand(per_mb * replicas)
     hw_it = sympy.expand((per_mb + recompute_mb) * replicas)
     tokens = sympy.expand(b * seq * replicas)
-    params = expand_sum([r["count"] * r["params"] for r in breakdown(cg, _MODEL, convention, get_precision("bf16"),
+    params = expand_sum([r["count"] * r["params"] for r in breakdown(cg, MODEL_SCOPE, convention, get_precision("bf16"),
                                                                     causal, leaves_only=True)])
     embed = expand_sum([r["count"] * r["params"] for r in rows
                         if r["kind"] != "storage" and cg.nodes[r["path"]]["kind"] == "embedding"])
@@ -109,24 +111,12 @@ def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal:
     }
 
 
-def _sequence(cg: CostGraph) -> sympy.Expr:
-    """Tokens per sequence: the last axis of the first ``index`` input (``tokens[b, s]``)."""
-    for path, d in cg.nodes.items():
-        if d["kind"] == "input":
-            t = cg.tensors[path]
-            if t.role == "index" and len(t.shape) >= 2:
-                return t.shape[-1]
-    return sympy.Integer(1)
-
-
-def _expr(x) -> sympy.Expr:
-    return sympy.Integer(x) if isinstance(x, int) else x
 
 
 def utilization(flops: dict, *, devices, peak, step_seconds) -> dict[str, sympy.Expr]:
     """MFU and HFU (PaLM App. B) for a measured step time: FLOPs per second
     over ``devices × peak`` (peak in FLOP/s per device)."""
-    denom = _expr(devices) * _expr(peak) * step_seconds
+    denom = as_expr(devices) * as_expr(peak) * step_seconds
     return {"mfu": flops["model_per_iteration"] / denom, "hfu": flops["hardware_per_iteration"] / denom}
 
 
@@ -141,14 +131,14 @@ def training_time(flops: dict, *, devices, peak=None, mfu=None, achieved=None, t
     ``gpu_hours``, ``pf_days`` (model FLOPs), and ``cost`` with a price.
     ``mfu``, ``achieved`` and prices are exact rationals (``Rational(45, 100)``).
     """
-    n = _expr(devices)
+    n = as_expr(devices)
     if achieved is not None:
         step = flops["hardware_per_iteration"] / (n * achieved)
     else:
-        step = flops["model_per_iteration"] / (n * _expr(peak) * mfu)
+        step = flops["model_per_iteration"] / (n * as_expr(peak) * mfu)
     out = {"step_seconds": step}
     if tokens is not None:
-        steps = _expr(tokens) / flops["tokens_per_iteration"]
+        steps = as_expr(tokens) / flops["tokens_per_iteration"]
         secs = steps * step
         out.update(steps=steps, train_seconds=secs, train_days=secs / SECONDS_PER_DAY, gpu_hours=n * secs / 3600,
                    pf_days=steps * flops["model_per_iteration"] / PF_DAY)
@@ -161,7 +151,7 @@ def rule_of_thumb_time(params, tokens, devices, achieved, *, recompute: bool = T
     """The seeds' and Narayanan et al.'s ``8TP/(nX)`` seconds (``6TP/(nX)``
     without recomputation): ``T`` tokens, ``P`` parameters, ``n`` devices,
     ``X`` achieved FLOP/s per device (or peak × utilization)."""
-    return (8 if recompute else 6) * _expr(tokens) * _expr(params) / (_expr(devices) * achieved)
+    return (8 if recompute else 6) * as_expr(tokens) * as_expr(params) / (as_expr(devices) * achieved)
 
 
 __all__ = ["training_flops", "utilization", "training_time", "rule_of_thumb_time", "routers"]
@@ -176,7 +166,7 @@ def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None
     gives HFU = MFU × hardware/model FLOPs; achieved FLOP/s give HFU =
     achieved/peak)."""
     f = training_flops(cg, layout, convention=convention, causal=causal, router=router)
-    n = _expr(layout.t) * _expr(layout.p) * _expr(layout.c) * _expr(layout.d)
+    n = as_expr(layout.t) * as_expr(layout.p) * as_expr(layout.c) * as_expr(layout.d)
     out = {"flops": {k: f[k] for k in ("model_per_iteration", "hardware_per_iteration", "per_token",
                                        "model_per_device", "hardware_per_device", "six_n", "eight_n",
                                        "six_n_non_embedding")}}
@@ -192,6 +182,6 @@ def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None
         if mfu is not None:
             out["mfu"], out["hfu"] = mfu, sympy.cancel(mfu * ratio)
         elif peak is not None:
-            out["hfu"] = achieved / _expr(peak)
+            out["hfu"] = achieved / as_expr(peak)
             out["mfu"] = sympy.cancel(out["hfu"] / ratio)
     return out

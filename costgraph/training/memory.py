@@ -39,12 +39,14 @@ from dataclasses import dataclass, field
 
 import sympy
 
+
 from ..activations import ATTENTION, RECOMPUTE, activation_rows, layer_activation_bytes
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
 from ..parallel.pipeline import SCHEDULES, pipeline_stages
 from ..parallel.tensor import sequence_dims, tensor_parallel
 from ..precision import precision as get_precision
+from ..symbols import as_expr
 from .states import DP, STAGES, model_states
 
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "total")
@@ -226,8 +228,8 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         from .lora import lora, lora_states
 
         lo = lora(cg, rank=L.lora_rank, targets=L.lora_targets, dropout=L.lora_dropout)
-    dense_dp = _expr(L.d) * _expr(L.c)
-    expert_dp = dense_dp * _expr(L.t) / (_expr(L.e) * _expr(L.etp))
+    dense_dp = as_expr(L.d) * as_expr(L.c)
+    expert_dp = dense_dp * as_expr(L.t) / (as_expr(L.e) * as_expr(L.etp))
 
     def states(select, scale=1):
         """States of the selected weights (experts sharded over their own group), × scale."""
@@ -264,7 +266,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         if len(top) != 1:
             raise CostgraphValueError(f"model '{cg.name}' has {len(top)} top-level repeat groups; 'layer' needs one")
         g = top[0]
-        st = states(lambda w: w in in_layer, scale=1 / _expr(g.count))
+        st = states(lambda w: w in in_layer, scale=1 / as_expr(g.count))
         mem = {**st, "activations": per_layer[g.path], "loss": sympy.Integer(0)}
         mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
         return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))])
@@ -283,7 +285,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
             st = states(lambda w, s=stage: w in in_layer or w in s.weights)
         else:   # l/p of the layers' weights, and the stage's own others
             outside = states(lambda w, s=stage: w not in in_layer and w in s.weights)
-            layer_part = states(lambda w: w in in_layer, scale=1 / _expr(L.p))
+            layer_part = states(lambda w: w in in_layer, scale=1 / as_expr(L.p))
             st = {k: outside[k] + layer_part[k] for k in outside}
         act_one = sympy.Add(*[stage.layers[g.path] * per_layer[g.path] for g in top])
         act_one += sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
@@ -295,9 +297,6 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
     return TrainingMemory(L, out)
 
 
-def _expr(x) -> sympy.Expr:
-    """An int (a degree given as a number) or a SymPy expression, as SymPy."""
-    return sympy.Integer(x) if isinstance(x, int) else x
 
 
 def _expand(mem):
