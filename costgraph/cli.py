@@ -59,9 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
     _train_parser(sub)
     pl = sub.add_parser("plan", help="the parallel layouts that fit a device, fastest first")
-    pl.add_argument("model", help="a bundled model name, a .cg file or a config.json")
-    pl.add_argument("--config", help="a named configuration of the model file")
-    pl.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE")
+    _model_arguments(pl, "a bundled model name, a .cg file or a config.json",
+                     "dimension values (b is chosen by the planner) or model options")
     pl.add_argument("--gpus", type=int, required=True, help="devices in all")
     pl.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
     pl.add_argument("--global-batch", type=int, required=True, help="sequences per step")
@@ -93,13 +92,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _model_arguments(p, model_help: str, set_help: str, optional: bool = False) -> None:
+    """The model, ``--config`` and ``--set`` arguments shared by train, plan and infer."""
+    p.add_argument("model", nargs="?" if optional else None, help=model_help)
+    p.add_argument("--config", help="a named configuration of the model file")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE", help=set_help)
+
+
 def _infer_parser(sub) -> None:
     f = sub.add_parser("infer", help="inference: prefill and decode FLOPs and bytes, KV cache, roofline latency, "
                                      "throughput and capacity on a hardware preset")
-    f.add_argument("model", help="a bundled model name, a .cg file or a config.json (decoder-only)")
-    f.add_argument("--config", help="a named configuration of the model file")
-    f.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
-                   help="dimension values or model options (b and s are set by --batch, --prompt, --generate)")
+    _model_arguments(f, "a bundled model name, a .cg file or a config.json (decoder-only)",
+                     "dimension values or model options (b and s are set by --batch, --prompt, --generate)")
     f.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
     f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
     f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
@@ -121,12 +125,9 @@ def _infer_parser(sub) -> None:
 def _train_parser(sub) -> None:
     t = sub.add_parser("train", help="training memory per device for a parallel layout (ZeRO, TP/SP/PP/CP/EP, "
                                      "recomputation), and whether it fits")
-    t.add_argument("model", nargs="?", help="a bundled model name, a .cg file or a config.json "
-                                            "(or --params N for a bare parameter count)")
+    _model_arguments(t, "a bundled model name, a .cg file or a config.json (or --params N for a bare "
+                        "parameter count)", "dimension values (b is the micro-batch) or model options", optional=True)
     t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")
-    t.add_argument("--config", help="a named configuration of the model file")
-    t.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
-                   help="dimension values (b is the micro-batch) or model options")
     t.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp")
     t.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t")
     t.add_argument("--pp", type=int, default=1, help="pipeline stages p")
