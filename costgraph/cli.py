@@ -89,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     hw = sub.add_parser("hardware", help="accelerator presets: dense peaks, HBM, links per direction, with sources")
     hw.add_argument("name", nargs="?", help="one preset in full, a source per number (h100-sxm, mi300x, tpu-v5p, ...)")
     hw.add_argument("--format", choices=("text", "json"), default="text")
+    from . import commands
+
+    for name in commands.names():
+        commands.module(name).add_parser(sub)
     return p
 
 
@@ -676,8 +680,16 @@ def main(argv: list[str] | None = None) -> int:
             out = _list()
         elif args.command == "hardware":
             out = _hardware(args)
-        else:
+        elif args.command == "ops":
             out = _ops()
+        else:   # a subcommand of costgraph.commands
+            from . import commands
+
+            out = commands.module(args.command).run(args)
+            if isinstance(out, tuple):
+                out, status = out
+                print(out)
+                return status
     except CostgraphError as e:
         print(e, file=sys.stderr)
         return 2

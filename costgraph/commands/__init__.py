@@ -1,0 +1,32 @@
+"""Subcommands of ``costgraph`` that live in their own modules.
+
+Every module of this package but ``common`` is a subcommand (found by
+:func:`names`, sorted); each defines
+
+* ``add_parser(sub)`` — adds its argparse subparser to ``sub`` (the object
+  ``ArgumentParser.add_subparsers`` returned), with ``help=``;
+* ``run(args) -> str | tuple[str, int]`` — does the work and returns the text to
+  print (and, optionally, the exit status; 0 when only text is returned).
+
+A module imports only light modules at its top (argparse, the standard
+library); SymPy, NetworkX, matplotlib and the engine are imported inside
+``run``, so ``costgraph --help`` stays fast. Mistakes in the input raise
+:class:`costgraph.errors.CostgraphError`, which the CLI prints with exit 2.
+Shared argument helpers are in :mod:`costgraph.commands.common`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+
+def names() -> list[str]:
+    """The subcommands, sorted: each module here but ``common``, ``_`` written ``-``."""
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__)
+                  if m.name != "common" and not m.name.startswith("_"))
+
+
+def module(name: str):
+    """The module of subcommand ``name``."""
+    return importlib.import_module(f"{__name__}.{name.replace('-', '_')}")

@@ -1,0 +1,1 @@
+"""Exports: reports, generated code, graph pictures, plots, schemas."""
