@@ -259,10 +259,7 @@ def _load_any(args, dims, options):
 
 
 def _train(args) -> str:
-    import sympy
-
-    from .training.fit import largest_fitting, parse_size
-    from .training.memory import Layout
+    from .training.fit import parse_size
     from .training.report import to_json_doc as train_json, to_text_doc as train_text
 
     dims, options = _settings(args.set)
@@ -300,13 +297,7 @@ def _train(args) -> str:
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",
                                       hint="the global batch sets m = B / (b·d)")
         micro_batches = _micro_batches(args, model, values)
-    pol = args.precision
-    layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
-                    zero=args.zero, m=micro_batches, schedule=args.schedule, v=args.virtual_stages,
-                    recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
-                    precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
-                    lora_rank=args.lora, quantization=args.quantize,
-                    lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+    layout = train_layout(args, micro_batches)
     if values is not None:
         from .training.validity import check_layout
 
@@ -314,19 +305,7 @@ def _train(args) -> str:
     result = model.train(layout=layout, scope=args.scope)
     extra = {"profile": args.profile, "dropout": not args.no_dropout, "memory": capacity, "lora": args.lora,
              "lora_targets": args.lora_targets if args.lora else None, "quantization": args.quantize}
-    fits = None
-    if capacity is not None and values is not None:
-        top = result.most_loaded(values)
-        total = top.memory["total"]
-        if total.free_symbols <= set(values):
-            used = int(sympy.ceiling(total.xreplace(values)))
-            fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
-            worst = [st.memory["total"] for st in result.stages]
-            for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
-                info = model.graph.dims.get(name)
-                if info is not None and info.derived is None and args.scope == "model":
-                    best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
-                    fits[f"largest_{name}"] = None if None in best else min(best)
+    fits = training_fits(model, result, values, capacity, args.scope)
     compute = _compute(args, model, layout, hardware) if args.scope == "model" else None
     from .report import warnings as value_warnings
 
@@ -339,6 +318,46 @@ def _train(args) -> str:
     if args.format == "json":
         return train_json(model, result, values, args.scope, extra, fits, beside, compute, notes)
     return train_text(model, result, values, args.scope, extra, fits, beside, compute, notes)
+
+
+def train_layout(args, micro_batches=None):
+    """The :class:`~costgraph.training.memory.Layout` of ``costgraph train``'s layout options in
+    ``args`` (``tp pp cp ep etp gpus sp zero schedule virtual_stages recompute attention precision
+    optimizer hsdp no_loss lora lora_targets quantize``); ``micro_batches``: m, None for the
+    default (p). Shared with ``costgraph report`` and ``costgraph plot``."""
+    from .training.memory import Layout
+
+    pol = args.precision
+    return Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
+                  zero=args.zero, m=micro_batches, schedule=args.schedule, v=args.virtual_stages,
+                  recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
+                  precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
+                  lora_rank=args.lora, quantization=args.quantize,
+                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+
+
+def training_fits(model, result, values, capacity, scope: str = "model") -> dict | None:
+    """The fit verdict of ``costgraph train --memory``: ``{capacity_bytes, fits, headroom_bytes,
+    largest_b, largest_s}`` for the most-loaded device of ``result`` (a TrainingMemory), or None
+    without a capacity or without every value. Shared with ``costgraph report``."""
+    import sympy
+
+    from .training.fit import largest_fitting
+
+    if capacity is None or values is None:
+        return None
+    total = result.most_loaded(values).memory["total"]
+    if not total.free_symbols <= set(values):
+        return None
+    used = int(sympy.ceiling(total.xreplace(values)))
+    fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
+    worst = [st.memory["total"] for st in result.stages]
+    for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
+        info = model.graph.dims.get(name)
+        if info is not None and info.derived is None and scope == "model":
+            best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
+            fits[f"largest_{name}"] = None if None in best else min(best)
+    return fits
 
 
 def _plan(args) -> str:
