@@ -96,8 +96,11 @@ def test_every_bundled_model_gets_a_layout():
     for name in bundled_model_names():
         g = costgraph.load(name).graph
         tp = tensor_parallel(g, t, sp=True)
-        assert tp.column and tp.row, name
-        assert len(attention_cores(g)) >= 1, name
+        # Mamba has no attention; its out_proj stays whole (parallel/tensor.py has no rule that
+        # splits conv1d or selective_scan per channel, so their inputs are gathered)
+        attention = any(d["kind"] == "matmul" for _, d in g.ops())
+        assert tp.column and (tp.row or not attention), name
+        assert len(attention_cores(g)) >= int(attention), name
 
 
 def test_the_language_can_keep_a_linear_whole():
