@@ -32,3 +32,53 @@ def load_any(args, dims: dict, options: dict):
     if not hasattr(args, "no_dropout"):
         args.no_dropout = False
     return _load_any(args, dims, options)
+
+
+def cost_arguments(p, scope: bool = True) -> None:
+    """The conventions of ``costgraph derive``: ``--scope``, ``--convention``, ``--precision``,
+    ``--causal``, ``--profile``, ``--no-dropout``."""
+    from ..conventions import FLOP_CONVENTIONS
+    from ..precision import PRECISIONS
+
+    if scope:
+        p.add_argument("--scope", default="model", help="model (default), layer, or a group, block or node path")
+    p.add_argument("--convention", choices=tuple(FLOP_CONVENTIONS), default="matmul",
+                   help="FLOP convention: matmul (matrix products only; default) or all")
+    p.add_argument("--precision", choices=tuple(PRECISIONS), default="bf16", help="bytes per activation element")
+    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+                   help="attention FLOPs: full square (default), half (area) or exact (pairs)")
+    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+                   help="what is kept for backward (see costgraph derive --help)")
+    p.add_argument("--no-dropout", action="store_true", help="no dropout masks")
+
+
+def costs_of(args, model, scope: str | None = None):
+    """``model.costs`` with the conventions of :func:`cost_arguments`."""
+    return model.costs(scope or getattr(args, "scope", "model"), convention=args.convention,
+                       precision=args.precision, causal=args.causal)
+
+
+def conventions_line(costs) -> str:
+    """One line naming the conventions a result was computed under."""
+    return (f"FLOPs: '{costs.convention}' convention (2 per multiply-add), causal '{costs.causal}'; "
+            f"bytes: precision '{costs.precision.name}'")
+
+
+def symbol_named(name: str, *exprs):
+    """The SymPy symbol called ``name`` among the free symbols of ``exprs``.
+
+    Raises CostgraphValueError naming the symbols there are."""
+    from ..errors import CostgraphValueError
+
+    free = set().union(*(e.free_symbols for e in exprs))
+    for x in free:
+        if str(x) == name:
+            return x
+    raise CostgraphValueError(f"the quantity has no symbol {name!r}",
+                              hint="its symbols: " + ", ".join(sorted(map(str, free))))
+
+
+def quantity_names() -> tuple[str, ...]:
+    from ..totals import QUANTITIES
+
+    return QUANTITIES

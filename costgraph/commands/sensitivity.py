@@ -1,0 +1,67 @@
+"""``costgraph sensitivity``: ∂Q/∂x, the unit step Q(x+1) − Q(x) and the
+elasticity (x/Q)·∂Q/∂x of each quantity (:mod:`costgraph.symbolic.sensitivity`)."""
+
+from __future__ import annotations
+
+from .common import cost_arguments, model_arguments
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sensitivity", help="derivatives and elasticities of the costs in one dimension")
+    model_arguments(p, set_help="dimension values (numbers at this point) or model options")
+    p.add_argument("--wrt", required=True, metavar="SYMBOL", help="the dimension (s, h, b, ...)")
+    p.add_argument("--quantity", nargs="+", default=None,
+                   help="quantities (default: every one that depends on the dimension)")
+    cost_arguments(p)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args) -> str:
+    import json
+
+    from ..errors import CostgraphValueError
+    from ..printing import to_latex, to_text
+    from ..symbolic.sensitivity import sensitivity
+    from ..totals import QUANTITIES
+    from .common import conventions_line, costs_of, load_any, settings, symbol_named
+
+    dims, options = settings(args.set)
+    model, values = load_any(args, dims, options)
+    costs = costs_of(args, model)
+    names = args.quantity or list(QUANTITIES)
+    for q in names:
+        if q not in QUANTITIES:
+            raise CostgraphValueError(f"unknown quantity {q!r}", hint="one of: " + ", ".join(QUANTITIES))
+    x = symbol_named(args.wrt, *(costs[q] for q in names))
+    rows = []
+    for q in names:
+        if x not in costs[q].free_symbols:
+            if args.quantity:
+                raise CostgraphValueError(f"{q} does not depend on {x}")
+            continue
+        sens = sensitivity(costs[q], x)
+        row = {"quantity": q, "derivative": sens.derivative, "step": sens.step, "elasticity": sens.elasticity}
+        if values:
+            row["at"] = {k: sens.__getattribute__(k).xreplace(values) for k in ("derivative", "step", "elasticity")}
+        rows.append(row)
+    if args.format == "json":
+        def show(e):
+            return {"expr": str(e), "latex": to_latex(e)}
+        doc = {"model": model.name, "scope": args.scope, "wrt": str(x), "quantities": {
+            r["quantity"]: {**{k: show(r[k]) for k in ("derivative", "step", "elasticity")},
+                            **({"at": {k: str(v) for k, v in r["at"].items()},
+                                "elasticity_at": float(r["at"]["elasticity"])} if "at" in r else {})}
+            for r in rows}}
+        return json.dumps(doc, indent=2)
+    lines = [f"{model.name}: sensitivity in {x} at scope {args.scope}"]
+    for r in rows:
+        lines.append(f"  {r['quantity']}")
+        lines.append(f"    ∂/∂{x}        {to_text(r['derivative'])}")
+        lines.append(f"    step +1      {to_text(r['step'])}")
+        lines.append(f"    elasticity   {to_text(r['elasticity'])}")
+        if "at" in r:
+            at = r["at"]
+            lines.append(f"    at the values: ∂/∂{x} = {int(at['derivative']):,}; step = {int(at['step']):,}; "
+                         f"elasticity = {float(at['elasticity']):.4f}")
+    lines.append(conventions_line(costs))
+    return "\n".join(lines)

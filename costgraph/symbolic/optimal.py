@@ -1,0 +1,149 @@
+"""Compute-optimal model size and training tokens for a FLOP budget, from the
+model's own formulas (not ``C ≈ 6 N D``).
+
+One dimension ``x`` of the model is scaled (depth ``l`` by default; the others
+stay at the configuration's values). For each ``x`` the model's parameters
+``N(x)`` (``params``) and training FLOPs per token
+``F(x) = (flops_forward + flops_backward) / (b·s)`` come from the graph
+(``matmul`` convention by default, so ``F ≈ 6 N`` plus attention), and ``D``
+tokens cost ``D·F(x)`` FLOPs. Two rules, named:
+
+``tokens-per-param`` (default ratio 20, Hoffmann et al. 2022, Table 3)
+    ``D = r·N(x)``: the largest ``x`` with ``r·N(x)·F(x) ≤ C``, solved exactly
+    over the integers (:func:`costgraph.symbolic.solve.solve_budget`).
+``chinchilla``
+    the ``x`` minimising the fitted loss ``L = E + A/N^α + B/D^β`` (Hoffmann et
+    al. 2022 §3.3, Approach 3; constants in ``scaling_laws.toml``) with
+    ``D = C / F(x)``: integer golden-section search on ``[1, x_max]``
+    (``x_max``: one token's FLOPs fit), then the neighbours checked. The
+    paper's closed form for ``C = 6ND``, ``N_opt = G (C/6)^{β/(α+β)}`` with
+    ``G = (αA/(βB))^{1/(α+β)}`` (its Eq. 4), is given beside it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+from importlib import resources
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..symbols import dim
+from .solve import solve_budget
+
+
+@cache
+def constants() -> dict:
+    """The scaling-law constants of ``scaling_laws.toml`` (numbers as Fractions, exact)."""
+    data = tomllib.loads(resources.files(__package__).joinpath("scaling_laws.toml").read_text())
+    ch = {k: Fraction(v) for k, v in data["chinchilla"].items() if k != "source"}
+    return {"chinchilla": ch, "chinchilla_source": data["chinchilla"]["source"],
+            "ratio": data["tokens_per_param"]["ratio"], "ratio_source": data["tokens_per_param"]["source"]}
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The chosen size: ``value`` of the scaled symbol, ``params`` N, ``tokens`` D,
+    ``flops`` D·F spent (≤ the budget), ``loss`` (chinchilla rule), and the rule's name."""
+
+    rule: str
+    symbol: sympy.Symbol
+    value: int
+    params: int
+    tokens: int
+    flops: int
+    flops_per_token: Fraction
+    loss: float | None = None
+
+
+def per_token(costs, values: dict) -> tuple[sympy.Expr, sympy.Expr]:
+    """``(N, F)``: params and training FLOPs per token as expressions, the batch and sequence
+    (``b``, ``s``) and every other symbol but the scaled one substituted from ``values``."""
+    b, s = dim("b"), dim("s")
+    n = costs["params"]
+    f = (costs["flops_forward"] + costs["flops_backward"]) / (b * s)
+    return n, f
+
+
+def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str = "tokens-per-param",
+            ratio: int | None = None) -> Optimum:
+    """The compute-optimal value of ``symbol`` for ``budget`` FLOPs (see the module docstring).
+
+    ``values``: symbol → integer for every other symbol (``b`` and ``s`` included; ``b·s``
+    tokens per step only fix how attention's ``s`` enters ``F``).
+
+    Raises
+    ------
+    CostgraphValueError
+        Unknown rule, a non-positive budget or ratio, a symbol params do not depend on,
+        a budget below one token of the smallest model.
+    """
+    if rule not in ("tokens-per-param", "chinchilla"):
+        raise CostgraphValueError(f"unknown rule {rule!r}", hint="tokens-per-param or chinchilla")
+    if not isinstance(budget, int) or budget <= 0:
+        raise CostgraphValueError("the FLOP budget must be a positive whole number")
+    ratio = constants()["ratio"] if ratio is None else ratio
+    if not isinstance(ratio, int) or ratio <= 0:
+        raise CostgraphValueError("the tokens-per-parameter ratio must be a positive whole number")
+    n_expr, f_expr = per_token(costs, values)
+    if symbol not in n_expr.free_symbols:
+        raise CostgraphValueError(f"the parameter count does not depend on {symbol}",
+                                  hint="scale a dimension of the weights: l, h, i, E, ...")
+    rest = {k: sympy.Integer(v) for k, v in values.items() if k != symbol}
+    n_x, f_x = n_expr.xreplace(rest), f_expr.xreplace(rest)
+    free = (n_x.free_symbols | f_x.free_symbols) - {symbol}
+    if free:
+        raise CostgraphValueError(f"no value for {', '.join(sorted(map(str, free)))}",
+                                  hint="give every dimension but the scaled one (--config or --set)")
+
+    def N(x):
+        return int(n_x.xreplace({symbol: sympy.Integer(x)}))
+
+    def F(x):
+        v = f_x.xreplace({symbol: sympy.Integer(x)})
+        return Fraction(int(v.p), int(v.q))
+
+    if rule == "tokens-per-param":
+        sol = solve_budget(ratio * n_expr * f_expr, symbol, values, budget)
+        if sol.value is None:
+            raise CostgraphValueError(f"{budget:,} FLOPs do not train even {symbol} = 1 on {ratio} tokens "
+                                      "per parameter", hint="raise the budget")
+        x = sol.value
+        tokens = ratio * N(x)
+        return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x))
+    one = solve_budget(f_expr, symbol, values, budget)      # one token fits: x ≤ x_max
+    if one.value is None:
+        raise CostgraphValueError(f"{budget:,} FLOPs do not pay for one token at {symbol} = 1")
+    c = constants()["chinchilla"]
+    E, A, B, al, be = (float(c[k]) for k in ("E", "A", "B", "alpha", "beta"))
+
+    def loss(x):
+        d = budget / float(F(x))
+        return E + A / N(x) ** al + B / d ** be
+
+    lo, hi = 1, one.value
+    while hi - lo > 2:              # integer golden-section (ternary) search on a unimodal loss
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        if loss(m1) <= loss(m2):
+            hi = m2
+        else:
+            lo = m1
+    x = min(range(lo, hi + 1), key=loss)
+    tokens = int(Fraction(budget) / F(x))
+    return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x), loss(x))
+
+
+def chinchilla_closed_form(budget: float) -> tuple[float, float]:
+    """Hoffmann et al. 2022, Eq. 4 with the Approach 3 constants: ``(N_opt, D_opt)`` for ``C = 6ND``:
+    ``N_opt = G (C/6)^a``, ``D_opt = G⁻¹ (C/6)^b``, ``a = β/(α+β)``, ``b = α/(α+β)``,
+    ``G = (αA/(βB))^{1/(α+β)}`` (floats)."""
+    c = constants()["chinchilla"]
+    A, B, al, be = (float(c[k]) for k in ("A", "B", "alpha", "beta"))
+    g = (al * A / (be * B)) ** (1 / (al + be))
+    return g * (budget / 6) ** (be / (al + be)), (budget / 6) ** (al / (al + be)) / g
+
+
+__all__ = ["Optimum", "chinchilla_closed_form", "constants", "optimal", "per_token"]

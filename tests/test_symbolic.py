@@ -1,0 +1,196 @@
+"""Symbolic analysis: solve, sensitivity, leading terms, diff, compute-optimal
+(costgraph.symbolic and the solve/sensitivity/leading/diff/optimal commands)."""
+
+import json
+from fractions import Fraction
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.symbolic.diff import diff_costs
+from costgraph.symbolic.leading import leading
+from costgraph.symbolic.optimal import chinchilla_closed_form, optimal
+from costgraph.symbolic.sensitivity import sensitivity
+from costgraph.symbolic.solve import BUDGET, solve_budget
+from costgraph.symbols import dim
+
+b, s, h, a, l = (dim(n) for n in "bshal")
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    return costgraph.load("gpt")
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return costgraph.load("llama")
+
+
+# ------------------------------------------------------------------- solve
+
+def test_largest_s_within_an_activation_budget_is_exact_and_matches_the_closed_form(gpt):
+    costs = gpt.costs("model")
+    values = gpt.values("gpt2")
+    budget = 60 * 10**9
+    sol = solve_budget(costs["activation_bytes"], s, values, budget)
+    # the integer answer is the boundary: Q(n) <= M < Q(n + 1), evaluated independently
+    assert costs.evaluate("gpt2", s=sol.value)["activation_bytes"] <= budget
+    assert costs.evaluate("gpt2", s=sol.value + 1)["activation_bytes"] > budget
+    assert sol.monotone == "proven"
+    # the closed form is the positive root of the quadratic Q(s) = M: it satisfies the equation exactly
+    q = costs["activation_bytes"]
+    assert sympy.simplify(q.xreplace({s: sol.closed_form}) - BUDGET) == 0
+    rest = {k: v for k, v in values.items() if k != s}
+    assert sympy.floor(sol.closed_form.xreplace({**rest, BUDGET: budget})) == sol.value
+
+
+def test_llama3_8b_kv_cache_fits_80_sequences_of_8192_tokens_in_80_gib(llama):
+    # Llama-3-8B (config.json: 32 layers, 8 KV heads of 128): 2 (K, V) · 2 bytes · 32 · 8 · 128 = 131,072
+    # bytes per token, so an 8,192-token sequence holds exactly 1 GiB and 80 GiB hold exactly b = 80.
+    costs = llama.costs()
+    sol = solve_budget(costs["kv_cache_bytes"], b, llama.values("llama-3-8b"), 80 * 2**30)
+    assert (sol.value, sol.at, sol.beyond) == (80, 80 * 2**30, 81 * 2**30)
+    assert sympy.expand(sol.closed_form - BUDGET / (4 * l * dim("kv") * dim("d") * s)) == 0
+
+
+def test_smallest_data_parallel_degree_under_zero3(llama):
+    mem = llama.train(zero=3, recompute="full", attention="flash")
+    total = mem.stages[0].memory["total"]
+    nd = next(x for x in total.free_symbols if str(x) == "N_d")
+    values = llama.values("llama-3-8b", b=1)
+    sol = solve_budget(total, nd, values, 80 * 10**9, direction="smallest")
+    at = lambda n: total.xreplace({**values, nd: n})  # noqa: E731
+    assert at(sol.value) <= 80 * 10**9 < at(sol.value - 1)
+    assert sol.monotone == "proven"
+
+
+def test_solve_refuses_what_it_cannot_do(gpt):
+    costs = gpt.costs("model")
+    with pytest.raises(costgraph.CostgraphError, match="does not depend on"):
+        solve_budget(costs["params"], s, gpt.values("gpt2"), 10**9)
+    with pytest.raises(costgraph.CostgraphError, match="no value for"):
+        solve_budget(costs["activation_bytes"], s, {}, 10**9)
+    sol = solve_budget(costs["activation_bytes"], s, gpt.values("gpt2"), 10)
+    assert sol.value is None
+
+
+# ------------------------------------------------------------- sensitivity
+
+def test_elasticity_of_gpt_layer_flops_in_s(gpt):
+    # Narayanan et al. 2021: a layer's forward FLOPs are 24 b s h² + 4 b s² h, so
+    # ∂/∂s = 24 b h² + 8 b s h and ε = s·(24 b h² + 8 b s h)/(24 b s h² + 4 b s² h) = (6h + 2s)/(6h + s)
+    sens = sensitivity(gpt.costs("layer")["flops_forward"], s)
+    assert sympy.expand(sens.derivative - (24 * b * h**2 + 8 * b * s * h)) == 0
+    assert sympy.simplify(sens.elasticity - (6 * h + 2 * s) / (6 * h + s)) == 0
+    assert sympy.expand(sens.step - (24 * b * h**2 + 4 * b * h * (2 * s + 1))) == 0
+
+
+# ----------------------------------------------------------------- leading
+
+def test_leading_terms_of_gpt_layer_flops(gpt):
+    f = gpt.costs("layer")["flops_forward"]
+    wide = leading(f, [h])          # h ≫ s: the parameter matmuls, 2 FLOPs × 12 h² weights × b s tokens
+    assert sympy.expand(wide.lead - 24 * b * s * h**2) == 0
+    assert sympy.simplify(wide.ratio - s / (6 * h)) == 0
+    long = leading(f, [s])          # s ≫ h: attention's QKᵀ and PV, 4 b s² h
+    assert sympy.expand(long.lead - 4 * b * s**2 * h) == 0
+
+
+def test_leading_refuses_a_dominant_symbol_inside_min():
+    m = costgraph.load("mistral")
+    with pytest.raises(costgraph.CostgraphError, match="Min"):
+        leading(m.costs()["flops_forward"], [s])
+
+
+# -------------------------------------------------------------------- diff
+
+def test_diff_of_two_models_sums_over_the_nodes(gpt, llama):
+    ca, cb = gpt.costs(), llama.costs()
+    for d in diff_costs(ca, cb):
+        assert sympy.expand(d.delta - (cb[d.quantity] - ca[d.quantity])) == 0
+        assert sympy.expand(sum((c.delta for c in d.changes), sympy.Integer(0)) - d.delta) == 0
+    params = diff_costs(ca, cb, quantities=("params",))[0]
+    paths = {c.path for c in params.changes}
+    assert {"wpe", "layers/layer/mlp/gate_proj", "layers/mlp/c_fc"} <= paths
+
+
+def test_diff_of_two_configurations_gives_numbers(gpt):
+    c = gpt.costs()
+    va, vb = gpt.values("gpt2"), gpt.values("gpt2-medium")
+    d = diff_costs(c, c, va, vb, quantities=("params",))[0]
+    # GPT-2 124,439,808 and GPT-2 medium 354,823,168 parameters (Radford et al. 2019; HF counts, tied head)
+    assert (d.a, d.b, d.delta) == (124_439_808, 354_823_168, 0)
+    assert sum(ch.value for ch in d.changes) == 354_823_168 - 124_439_808
+
+
+# ------------------------------------------------------------------ optimal
+
+def test_tokens_per_param_rule_spends_the_budget_exactly_at_the_boundary(llama):
+    costs, values = llama.costs(), llama.values("llama-3-8b")
+    budget = 10**23
+    opt = optimal(costs, values, l, budget)
+    assert opt.tokens == 20 * opt.params
+    def spend(depth):
+        v = {**values, l: depth}
+        n = costs["params"].xreplace(v)
+        f = (costs["flops_forward"] + costs["flops_backward"]).xreplace(v) / (v[b] * v[s])
+        return 20 * n * f
+    assert spend(opt.value) <= budget < spend(opt.value + 1)
+    assert opt.flops == spend(opt.value)
+
+
+def test_chinchilla_rule_is_a_local_minimum_of_the_fitted_loss(llama):
+    costs, values = llama.costs(), llama.values("llama-3-8b")
+    opt = optimal(costs, values, l, 10**23, rule="chinchilla")
+    assert opt.tokens * opt.flops_per_token <= 10**23 < (opt.tokens + 1) * opt.flops_per_token
+    from costgraph.symbolic.optimal import constants
+    c = {k: float(v) for k, v in constants()["chinchilla"].items()}
+    def loss(depth):
+        v = {**values, l: depth}
+        n = int(costs["params"].xreplace(v))
+        f = Fraction(int((costs["flops_forward"] + costs["flops_backward"]).xreplace(v)), v[b] * v[s])
+        return c["E"] + c["A"] / n ** c["alpha"] + c["B"] / (10**23 / float(f)) ** c["beta"]
+    assert loss(opt.value) <= loss(opt.value - 1) and loss(opt.value) <= loss(opt.value + 1)
+
+
+def test_chinchilla_closed_form_spends_6nd():
+    # Hoffmann et al. 2022, Eq. 4: N_opt·D_opt = C/6 by construction; exponents a = β/(α+β) = 0.4516…
+    n, d = chinchilla_closed_form(5.76e23)
+    assert abs(6 * n * d / 5.76e23 - 1) < 1e-12
+    n2, _ = chinchilla_closed_form(5.76e24)
+    assert abs(n2 / n - 10 ** (0.28 / 0.62)) < 1e-9
+
+
+# --------------------------------------------------------------------- CLI
+
+def test_cli_commands(capsys):
+    assert main(["solve", "llama", "--config", "llama-3-8b", "--for", "b", "--quantity", "kv_cache_bytes",
+                 "--budget", "80GiB", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["value"] == 80 and doc["closed_form"]["budget_symbol"] == "M"
+    assert main(["sensitivity", "gpt", "--scope", "layer", "--wrt", "s", "--quantity", "flops_forward"]) == 0
+    assert "(2 s + 6 h)/(s + 6 h)" in capsys.readouterr().out
+    assert main(["leading", "gpt", "--scope", "layer", "--large", "h", "--quantity", "flops_forward"]) == 0
+    assert "24 b s h^2" in capsys.readouterr().out
+    assert main(["diff", "gpt@gpt2", "gpt@gpt2-medium", "--quantity", "params", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantities"]["params"]["value"] == 354_823_168 - 124_439_808
+    assert main(["optimal", "llama", "--config", "llama-3-8b", "--flops", "1e23", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == 112
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", "gpt", "--config", "gpt2", "--for", "zz", "--budget", "1GB"], "no symbol 'zz'"),
+    (["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "lots"], "cannot read"),
+    (["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "1GB", "--quantity", "nope"], "unknown quantity"),
+    (["solve", "gpt", "--config", "gpt2", "--set", "s=5", "--for", "s", "--budget", "1GB"], "solved for"),
+    (["diff", "gpt@gpt2", "llama", "--quantity", "params"], "both sides"),
+    (["optimal", "llama", "--config", "llama-3-8b", "--flops", "1e3"], "do not"),
+    (["leading", "gpt", "--large", "q"], "no symbol"),
+])
+def test_cli_bad_input_exits_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
