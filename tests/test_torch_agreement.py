@@ -49,7 +49,8 @@ POINTS = [(1, 16), (2, 32)]
 
 #: config keys holding a dropout probability that the LM's forward applies
 DROPOUT_KEYS = ("attn_pdrop", "embd_pdrop", "resid_pdrop", "dropout", "dropout_rate", "attention_dropout",
-                "hidden_dropout", "activation_dropout")
+                "hidden_dropout", "activation_dropout", "residual_dropout", "embedding_dropout",
+                "hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 # ----------------------------------------------------------------- the cases
@@ -284,6 +285,9 @@ CASES: dict[str, Case] = {
                           intermediate_size=256, vocab_size=128, max_position_embeddings=64),
                      lambda cfg: dict(h=cfg["hidden_size"], l=cfg["num_hidden_layers"]),
                      bytes=(fused_qkv_view_at_b1(lambda c: 3 * c.h - c.h),)),
+    # StarCoder2-3B: LayerNorm with bias, GQA, biases (use_bias), GELU MLP, dropout 0.1 (embedding, attention
+    # probabilities, residual); a window of 32 ≥ s: Min(s, w) = s. Tied head (no tie_word_embeddings key).
+    "starcoder2": Case(real("starcoder2-3b.json", **dict(LLAMA_SIZES, sliding_window=32)), llama_dims),
     # No released OLMo 2 config.json in examples/hf/: OLMo-2-1124-7B's keys (MHA in the release; GQA here),
     # tiny sizes. Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
     "olmo2": Case(dict(model_type="olmo2", hidden_act="silu", attention_bias=False, attention_dropout=0.0,
@@ -382,7 +386,7 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "olmo2")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "olmo2", "starcoder2")
 
 
 # ------------------------------------------------------------- measurements
@@ -528,7 +532,7 @@ RELEASED = {
     "mixtral-8x7b.json": "mixtral", "qwen2-7b.json": "qwen2", "qwen3-8b.json": "qwen3",
     "qwen3-30b-a3b.json": "qwen3_moe", "gemma-2b.json": "gemma", "gemma-2-9b.json": "gemma2",
     "phi-3-mini-4k-instruct.json": "phi3", "pythia-1b.json": "gpt_neox", "deepseek-v3.json": "deepseek_v3",
-    "t5-small.json": "t5",
+    "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 
