@@ -533,6 +533,7 @@ def _train_bare(args, capacity) -> str:
     import sympy
 
     from . import units
+    from .export.exprtree import to_tree
     from .training import bare_model_states
 
     psi = _parse_count(args.params)
@@ -549,7 +550,8 @@ def _train_bare(args, capacity) -> str:
     if args.format == "json":
         doc = {"params": psi, "plan": {"gpus": gpus, "tp": t, "pp": p, "dp": d, "zero": args.zero,
                                        "precision": args.precision, "optimizer": args.optimizer},
-               "memory": {k: {"expr": str(v), "value": int(sympy.ceiling(v))} for k, v in vals.items()}}
+               "memory": {k: {"expr": str(v), "tree": to_tree(v), "value": int(sympy.ceiling(v))}
+                          for k, v in vals.items()}}
         if capacity is not None:
             doc["fits"] = {"capacity_bytes": capacity, "fits": bool(vals["total"] <= capacity)}
         return json.dumps(doc, indent=2)

@@ -36,6 +36,7 @@ import json
 import sympy
 
 from . import __version__, units
+from .export.exprtree import to_tree
 from .model import LABELS, Costs
 from .precision import ROLES
 from .printing import field_order, to_latex, to_python, to_text
@@ -46,7 +47,7 @@ MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
 def _quantity(q: str, expr: sympy.Expr, subs) -> dict:
     ordered = field_order(expr)
-    out = {"expr": to_python(ordered), "latex": to_latex(ordered), "unit": units.UNITS[q]}
+    out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered), "unit": units.UNITS[q]}
     if subs is not None and expr.free_symbols <= set(subs):
         v = expr.subs(subs)
         if v.is_integer:
@@ -80,6 +81,7 @@ def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) ->
             r["path"]: {"type": _row_type(r),
                         "kind": r["block"] if r["kind"] == "block" else r["kind"],
                         "count": to_python(field_order(r["count"])),
+                        "count_tree": to_tree(field_order(r["count"])),
                         "quantities": {q: _quantity(q, r[q], values) for q in QUANTITIES}}
             for r in costs.rows}
     return json.dumps(doc, indent=2, ensure_ascii=False)

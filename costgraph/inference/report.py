@@ -54,7 +54,9 @@ def _entry(expr, value) -> dict:
         ordered = field_order(expr) if expr.is_Add and expr.is_polynomial() else expr
     except Exception:
         ordered = expr
-    out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
+    from ..export.exprtree import to_tree
+
+    out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered)}
     out["value"] = _num(value)
     return out
 

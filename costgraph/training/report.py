@@ -51,6 +51,7 @@ import sympy
 from ..symbols import as_expr
 
 from .. import __version__, units
+from ..export.exprtree import to_tree
 from ..printing import field_order, to_latex, to_python, to_text
 from .memory import MEMORY_KEYS, TrainingMemory
 
@@ -63,7 +64,7 @@ def _entry(expr: sympy.Expr, values) -> dict:
     multiple of t (a vocabulary not divisible by t) is rounded up, and then
     ``"rounded_up": true``."""
     ordered = field_order(expr)
-    out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
+    out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered)}
     if values is not None and expr.free_symbols <= set(values):
         v = expr.xreplace(values)
         out["value"] = int(sympy.ceiling(v))
@@ -87,7 +88,7 @@ def _number(expr: sympy.Expr, values) -> dict:
     """``{expr, latex, value}`` with ``value`` a number: an int when whole, else a float."""
     expr = as_expr(expr)
     ordered = field_order(expr) if expr.free_symbols else expr
-    out = {"expr": to_python(ordered), "latex": to_latex(ordered)}
+    out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered)}
     if values is not None and expr.free_symbols <= set(values) or not expr.free_symbols:
         v = expr.xreplace(values or {})
         out["value"] = int(v) if v.is_integer else float(v)
