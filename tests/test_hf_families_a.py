@@ -24,6 +24,8 @@ HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 RELEASED = {
     # Starcoder2ForCausalLM(bigcode/starcoder2-3b), tied head: 3,030,371,328
     "starcoder2-3b.json": ("starcoder2", "starcoder2-3b", 3_030_371_328),
+    # NemotronForCausalLM(nvidia/Nemotron-4-Mini-Hindi-4B-Instruct), untied: 4,190,509,056
+    "nemotron-4-mini-hindi-4b-instruct.json": ("nemotron", "nemotron-mini-4b", 4_190_509_056),
 }
 
 

@@ -288,6 +288,14 @@ CASES: dict[str, Case] = {
     # StarCoder2-3B: LayerNorm with bias, GQA, biases (use_bias), GELU MLP, dropout 0.1 (embedding, attention
     # probabilities, residual); a window of 32 ≥ s: Min(s, w) = s. Tied head (no tie_word_embeddings key).
     "starcoder2": Case(real("starcoder2-3b.json", **dict(LLAMA_SIZES, sliding_window=32)), llama_dims),
+    # Nemotron-4-Mini-Hindi-4B: LayerNorm1P (x̂·(1 + γ) + β), GQA, rotary on half of each head, squared-ReLU
+    # MLP without gating, untied head.
+    "nemotron": Case(real("nemotron-4-mini-hindi-4b-instruct.json", **LLAMA_SIZES), llama_dims,
+                     bytes=(Term("LayerNorm1P's 1 + γ", lambda c, b, s: (2 * c.l + 1) * 2 * c.h,
+                                 # F.layer_norm(x, shape, self.weight + 1.0, self.bias): NativeLayerNormBackward0
+                                 # keeps its weight argument, here the [h] bf16 sum, not a parameter
+                                 "NemotronLayerNorm1P passes weight + 1 to layer_norm: that [h] bf16 tensor is a "
+                                 "new activation autograd keeps, one per norm (2 per layer and the final one)"),)),
     # No released OLMo 2 config.json in examples/hf/: OLMo-2-1124-7B's keys (MHA in the release; GQA here),
     # tiny sizes. Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
     "olmo2": Case(dict(model_type="olmo2", hidden_act="silu", attention_bias=False, attention_dropout=0.0,
@@ -386,7 +394,7 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "olmo2", "starcoder2")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "olmo2", "starcoder2")
 
 
 # ------------------------------------------------------------- measurements
@@ -533,6 +541,7 @@ RELEASED = {
     "qwen3-30b-a3b.json": "qwen3_moe", "gemma-2b.json": "gemma", "gemma-2-9b.json": "gemma2",
     "phi-3-mini-4k-instruct.json": "phi3", "pythia-1b.json": "gpt_neox", "deepseek-v3.json": "deepseek_v3",
     "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
+    "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 
