@@ -409,14 +409,17 @@ def _plan(args) -> str:
            f"{hw.peak_flops_bf16 / 1e12:g} TFLOP/s (BF16 dense)",
            f"{result.considered:,} layouts considered; {len(rows)} shown, fastest first "
            f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
-    head = f"  {'tp':>3} {'pp':>3} {'dp':>4} {'cp':>3} {'ep':>3} {'zero':>4} {'recompute':<9} {'sp':<3} {'b':>3} " \
-           f"{'m':>5} {'memory GB':>10} {'step s':>9} {'MFU':>6}" + ("  days" if tokens is not None else "")
-    out.append(head)
-    for r in rows:
-        out.append(f"  {r['tp']:>3} {r['pp']:>3} {r['dp']:>4} {r['cp']:>3} {r['ep']:>3} {r['zero']:>4} "
-                   f"{r['recompute']:<9} {'yes' if r['sp'] else 'no':<3} {r['micro_batch']:>3} {r['micro_batches']:>5} "
-                   f"{r['memory_bytes'] / 1e9:>10.2f} {r['step_seconds']:>9.3f} {r['mfu']:>6.1%}"
-                   + (f"  {r['train_days']:.1f}" if tokens is not None else ""))
+    from .tables import table
+
+    heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "memory GB", "step s", "MFU"]
+    cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
+              r["micro_batch"], r["micro_batches"], f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
+              f"{r['mfu']:.1%}"] + ([f"{r['train_days']:.1f}"] if tokens is not None else []) for r in rows]
+    if tokens is not None:
+        heads.append("days")
+    right = ["right"] * len(heads)
+    right[6] = right[7] = "left"
+    out += table(cells, heads, align=right) if rows else []
     if not rows:
         out.append("  (none fits)")
     out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in result.refused.items() if n),

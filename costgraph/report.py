@@ -40,6 +40,7 @@ from .export.exprtree import to_tree
 from .model import LABELS, Costs
 from .precision import ROLES
 from .printing import field_order, to_latex, to_python, to_text
+from .tables import table
 from .totals import QUANTITIES
 
 MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
@@ -160,33 +161,29 @@ def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = Fals
     if note:
         head.append(note)
     shown = _shown(costs)
-    width = max(len(LABELS[q]) for q in QUANTITIES) + 2
-    body = []
-    for q in shown:
-        line = f"  {LABELS[q]:<{width}}{to_text(_display(costs, q))}"
-        body.append(line)
-    out = head + [""] + body
+    label_width = max(len(LABELS[q]) for q in QUANTITIES)   # one width for formulas and numbers
+
+    def rows_of(cells):
+        return table([[LABELS[q].ljust(label_width), v] for q, v in cells])
+
+    out = head + [""] + rows_of((q, to_text(_display(costs, q))) for q in shown)
     if values is not None and all(e.free_symbols <= set(values) for e in costs.quantities.values()):
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         out += ["", f"with {given}:"]
-        for q, n in costs.evaluate(**{str(k): int(v) for k, v in values.items()}).items():
-            if q in shown:
-                out.append(f"  {LABELS[q]:<{width}}{units.with_unit(q, n)}")
+        numbers = costs.evaluate(**{str(k): int(v) for k, v in values.items()})
+        out += rows_of((q, units.with_unit(q, n)) for q, n in numbers.items() if q in shown)
     elif values is not None:
         missing = sorted({str(s) for e in costs.quantities.values() for s in e.free_symbols} - {str(k) for k in values})
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         out += ["", f"with {given} (no value for {', '.join(missing)}):"]
-        for q in shown:
-            out.append(f"  {LABELS[q]:<{width}}{to_text(field_order(costs[q].xreplace(values)))}")
+        out += rows_of((q, to_text(field_order(costs[q].xreplace(values)))) for q in shown)
     out += [f"warning: {w}" for w in warnings(costs, values)]
-    syms = m.symbols
-    out += ["", "symbols:"] + [f"  {k:<6} {v}" for k, v in syms.items()]
+    out += ["", "symbols:"] + table(m.symbols.items(), gap=1)
     if breakdown:
-        out += ["", "breakdown (per instance; count = instances in this scope):",
-                f"  {'path':<34} {'kind':<12} {'count':<6} {'params':<18} {'forward FLOPs':<30} activation bytes"]
-        for r in costs.rows:
-            kind = r["block"] if r["kind"] == "block" else r["kind"]
-            out.append(f"  {r['path']:<34} {kind:<12} {to_text(field_order(r['count'])):<6} "
-                       f"{to_text(field_order(r['params'])):<18} {to_text(field_order(r['flops_forward'])):<30} "
-                       f"{to_text(field_order(r['activation_bytes']))}")
+        out += ["", "breakdown (per instance; count = instances in this scope):"]
+        out += table([[r["path"], r["block"] if r["kind"] == "block" else r["kind"],
+                       to_text(field_order(r["count"])), to_text(field_order(r["params"])),
+                       to_text(field_order(r["flops_forward"])), to_text(field_order(r["activation_bytes"]))]
+                      for r in costs.rows],
+                     ["path", "kind", "count", "params", "forward FLOPs", "activation bytes"])
     return "\n".join(out)
