@@ -1,0 +1,79 @@
+"""``costgraph codegen MODEL --lang python|numpy|c|javascript``: the cost
+formulas as source code, one function per quantity and scope (see
+:mod:`costgraph.export.codegen`)."""
+
+from __future__ import annotations
+
+from .common import model_arguments
+
+LANGS = ("python", "numpy", "c", "javascript")
+QUANTITY_NAMES = ("params", "params_active", "flops_forward", "flops_backward", "flops_backward_input",
+                  "flops_backward_weight", "activation_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("codegen", help="the cost formulas as Python, NumPy, C or JavaScript functions",
+                       description="One function per quantity and scope, arguments named by the model's "
+                                   "dimensions (defaults from --config/--set), exact integers in Python, "
+                                   "C (checked int64_t or __int128) and JavaScript (BigInt).")
+    model_arguments(p, set_help="dimension values used as the arguments' defaults (h=768), "
+                                "or model options (bias=false)")
+    p.add_argument("--lang", choices=LANGS, required=True, help="the language of the code")
+    p.add_argument("--scope", nargs="+", action="extend", default=None, metavar="SCOPE",
+                   help="scopes to generate (default: model): model, layer, or a group/block/node path")
+    p.add_argument("--quantity", nargs="+", action="extend", default=None, metavar="Q", choices=QUANTITY_NAMES,
+                   help="only these quantities (default: all)")
+    p.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16",
+                   help="bytes per element of activations (bf16: 2)")
+    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+                   help="attention FLOPs: full square, half (area) or exact (pairs)")
+    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+                   help="what is kept for backward")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the code to FILE instead of printing it")
+
+
+def _command(args) -> str:
+    """The command line that regenerates this output (for the file's header)."""
+    import os
+    import shlex
+
+    parts = ["costgraph", "codegen", os.path.basename(args.model) if args.model.endswith(".json") else args.model,
+             "--lang", args.lang]
+    if args.config:
+        parts += ["--config", args.config]
+    if args.set:
+        parts += ["--set", *args.set]
+    for scope in args.scope or ():
+        parts += ["--scope", scope]
+    if args.quantity:
+        parts += ["--quantity", *args.quantity]
+    for name in ("convention", "precision", "causal", "profile"):
+        default = {"convention": "matmul", "precision": "bf16", "causal": "full", "profile": "korthikanti"}[name]
+        if getattr(args, name) != default:
+            parts += [f"--{name}", getattr(args, name)]
+    if args.no_dropout:
+        parts.append("--no-dropout")
+    return shlex.join(parts)
+
+
+def run(args) -> str:
+    from ..export.codegen import generate, plan
+    from .common import load_any, settings
+
+    dims, options = settings(args.set)
+    model, values = load_any(args, dims, options)
+    program = plan(model, args.scope or ["model"], quantities=args.quantity, convention=args.convention,
+                   precision=args.precision, causal=args.causal, values=values, command=_command(args))
+    source = generate(program, args.lang)
+    if args.output:
+        from ..errors import CostgraphValueError
+
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(source)
+        except OSError as e:
+            raise CostgraphValueError(f"cannot write {args.output}: {e.strerror}") from None
+        return f"wrote {len(program.functions)} functions ({args.lang}) to {args.output}"
+    return source.rstrip("\n")

@@ -1,0 +1,141 @@
+"""JavaScript emitter of :mod:`costgraph.export.codegen`: exact ``BigInt``.
+
+Each function takes one object of dimensions, ``fn({b: 1n, s: 2048n})``
+(BigInt, or a Number that is a safe integer), with the configuration's
+values as defaults, and returns a ``BigInt``. It throws ``TypeError`` for a
+missing or non-integer dimension, ``RangeError`` for a non-positive one or a
+value that is not whole. The file works as a CommonJS module (Node:
+``require``) and as a plain script (it then defines ``globalThis.<model>``).
+"""
+
+from __future__ import annotations
+
+from sympy.printing.jscode import JavascriptCodePrinter
+
+from ..errors import CostgraphValueError
+from ..printing import field_order
+from .codegen import Program, conventions_for, header_lines, plain, wrap
+
+
+class BigIntPrinter(JavascriptCodePrinter):
+    """BigInt arithmetic: integers as ``12n``, powers as ``x ** 2n``,
+    ``cg_min``/``cg_max``/``cg_floordiv`` helpers (``Math.min`` and ``/``
+    do not do what an exact integer formula needs)."""
+
+    def __init__(self, names: dict[str, str]):
+        super().__init__({"order": "none"})
+        self._names = names
+
+    def _print_Symbol(self, e):
+        return self._names[e.name]
+
+    def _print_Integer(self, e):
+        return f"{int(e)}n"
+
+    def _print_Rational(self, e):
+        raise ValueError(f"a fraction {e} in an integer formula")   # exact_parts leaves none
+
+    def _print_Pow(self, e):
+        if not (e.exp.is_Integer and e.exp >= 0):
+            raise CostgraphValueError(f"power {e} in an integer formula")
+        return f"({self._print(e.base)} ** {int(e.exp)}n)"
+
+    def _pairwise(self, fn, args):
+        out = self._print(args[-1])
+        for a in reversed(args[:-1]):
+            out = f"{fn}({self._print(a)}, {out})"
+        return out
+
+    def _print_Min(self, e):
+        return self._pairwise("cg_min", e.args)
+
+    def _print_Max(self, e):
+        return self._pairwise("cg_max", e.args)
+
+    def _print_cg_floordiv(self, e):
+        n, d = e.args
+        return f"cg_floordiv({self._print(n)}, {self._print(d)})"
+
+
+HELPERS = r"""function cg_dim(name, value) {
+  if (typeof value === "number" && Number.isSafeInteger(value)) value = BigInt(value);
+  if (typeof value !== "bigint") {
+    throw new TypeError(`${name} must be a whole number (BigInt or safe integer), got ${value === undefined ? "nothing" : typeof value}`);
+  }
+  if (value <= 0n) throw new RangeError(`${name} must be positive, got ${value}`);
+  return value;
+}
+
+function cg_min(a, b) { return a < b ? a : b; }
+
+function cg_max(a, b) { return a > b ? a : b; }
+
+// floor(n / d), rounding towards minus infinity (BigInt's / truncates towards zero)
+function cg_floordiv(n, d) {
+  if (d === 0n) throw new RangeError("division by zero");
+  const q = n / d;
+  return (n % d !== 0n && ((n < 0n) !== (d < 0n))) ? q - 1n : q;
+}
+
+// n / d, which must be whole
+function cg_exactdiv(n, d, what) {
+  if (n % d !== 0n) throw new RangeError(`${what} is ${n}/${d} here, not a whole number: the sizes do not divide evenly`);
+  return n / d;
+}
+"""
+
+
+def js_source(program: Program) -> str:
+    """An ES2020 file (BigInt) of functions ``<scope>_<quantity>({dims})``."""
+    names = program.arg_names("javascript")
+    pr = BigIntPrinter(names)
+    out = ["/*"] + [(" * " + ln).rstrip() for ln in header_lines(program)]
+    out += [" *", " * Every function takes one object of dimensions (BigInt, or Numbers that are safe",
+            " * integers) and returns an exact BigInt; TypeError for a missing or non-integer",
+            " * dimension, RangeError for a non-positive one or a value that is not whole.",
+            " */", '"use strict";', "", "(function (root) {", ""]
+    body = [HELPERS]
+    for f in program.functions:
+        doc = [f"{plain(f.meaning)[:1].upper()}{plain(f.meaning)[1:]}, scope '{plain(f.scope)}' ({f.unit})."]
+        doc += wrap(f"= {f.formula}")
+        if conventions_for(program, f.quantity):
+            doc += wrap(conventions_for(program, f.quantity))
+        for a in f.args:
+            rename = f" (dimension {a})" if names[a] != a else ""
+            doc += wrap(f"@param {{bigint}} dims.{names[a]}{rename} {plain(program.symbols.get(a, '')) or ''}",
+                        indent="")
+        doc.append("@returns {bigint}")
+        body += ["/**"] + [(" * " + ln).rstrip() for ln in doc] + [" */"]
+        params = ", ".join(f"{names[a]} = {program.defaults[a]}n" if a in program.defaults else names[a]
+                           for a in f.args)
+        body.append(f"function {f.name}({{{params}}} = {{}}) {{")
+        for a in f.args:
+            body.append(f'  {names[a]} = cg_dim("{names[a]}", {names[a]});')
+        num = pr.doprint(field_order(f.num, expanded=True))
+        if f.den == 1:
+            body.append(f"  return {num};")
+        else:
+            body.append(f'  return cg_exactdiv({num}, {pr.doprint(f.den)}, "{f.name}");')
+        body += ["}", ""]
+    body.append("const SYMBOLS = {")
+    body += [f"  {names[d]}: {_js_string(plain(m))}," for d, m in program.symbols.items()]
+    body += ["};", "", "const FUNCTIONS = {"]
+    body += [f"  {_js_string(plain(f.scope) + '/' + f.quantity)}: {f.name}," for f in program.functions]
+    body += ["};", ""]
+    exports = ", ".join([f.name for f in program.functions] + ["SYMBOLS", "FUNCTIONS"])
+    body += [f"const api = {{{exports}}};",
+             'if (typeof module !== "undefined" && module.exports) module.exports = api;',
+             f"else root.{program.ident} = api;"]
+    out += [("  " + ln if ln else "") for b in body for ln in b.split("\n")]
+    out += ["", '})(typeof globalThis !== "undefined" ? globalThis : this);']
+    return "\n".join(out) + "\n"
+
+
+def _js_string(text: str) -> str:
+    """A double-quoted JavaScript string literal (JSON's escaping is valid JavaScript)."""
+    import json
+
+    return json.dumps(text)
+
+
+__all__ = ["js_source", "BigIntPrinter"]
