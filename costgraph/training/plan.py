@@ -104,7 +104,21 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     for a global batch of ``global_batch`` sequences (see the module
     docstring). ``values``: the model's dimension values (symbol → int; ``b``
     is replaced by each candidate micro-batch). TP stays within a scale-up
-    domain (``max_tp`` defaults to its size, at most 8 × 8)."""
+    domain (``max_tp`` defaults to its size, at most 8 × 8). A progress bar
+    shows on stderr when the search takes over a second (:mod:`costgraph.progress`)."""
+    from ..progress import progress
+
+    # steps: the closed forms derived (memory, step time) and the (ZeRO, recompute, SP) evaluations
+    steps = 2 * (3 * len(ZERO) + 2 * len(RECOMPUTE)) + 2 * (2 * len(RECOMPUTE) + len(ZERO)) + 1 \
+        + 2 * len(ZERO) * len(RECOMPUTE)
+    with progress("planning: deriving the closed forms", total=steps) as bar:
+        return _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
+                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
+                     micro_batches=micro_batches, cp_options=cp_options, top=top)
+
+
+def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
+          max_tp, micro_batches, cp_options, top) -> Plan:
     from .steptime import step_time
 
     capacity = hardware.memory_bytes if capacity is None else capacity
@@ -166,6 +180,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
         out = []
         for p_value in (1, P):
             res = training_memory(cg, Layout(p=p_value, **{**base, **layout_kw}))
+            bar.advance()
             out.append([compiled(st.memory[key]) for st in res.stages])
         return out
 
@@ -177,6 +192,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
     # max(busy, overlapped) + exposed (costgraph.training.steptime).
     def parts(kw):
+        bar.advance(2)
         return [step_time(cg, Layout(p=p_value, **{**base, **kw}), hardware, efficiency=efficiency)
                 for p_value in (1, P)]
     busy, exposed, overlapped = {}, {}, {}
@@ -188,6 +204,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     for z in ZERO:
         overlapped[z] = [compiled(x["communication_overlapped"]) for x in parts({"zero": z})]
     model_flops = compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
+    bar.advance(description="planning: evaluating the layouts")
     args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]]
     if b_sym is not None:
         args.append(grid[:, 5])
@@ -196,6 +213,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     peak_f = float(peak)
     model_it = model_flops(*args)[0] if len(grid) else np.zeros(0)
     for z, r, sp in itertools.product(ZERO, RECOMPUTE, (False, True)):
+        bar.advance()
         if len(grid) == 0:
             break
         if sp and not np.any(grid[:, 0] > 1):

@@ -1,0 +1,63 @@
+"""A progress bar for long commands (the planner's search, sweeps), drawn by
+:mod:`rich` on standard error — never on standard output, whose text is the
+result — and only when standard error is a terminal and the work has already
+taken more than a second (quick runs and pipes see nothing)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+#: seconds of work before the bar appears
+DELAY = 1.0
+
+
+class _Bar:
+    def __init__(self, description: str, total: float | None, delay: float, force: bool):
+        self.description, self.total, self.delay, self.force = description, total, delay, force
+        self.start = time.monotonic()
+        self.done = 0.0
+        self._progress = None
+        self._task = None
+
+    def _show(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        console = Console(stderr=True, force_terminal=self.force or None)
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,.0f}"
+                                  + (f"/{self.total:,.0f}" if self.total else "")), TimeElapsedColumn(),
+                                  TimeRemainingColumn(), console=console, transient=True)
+        self._progress.start()
+        self._task = self._progress.add_task(self.description, total=self.total, completed=self.done)
+
+    def advance(self, n: float = 1, description: str | None = None) -> None:
+        """Count ``n`` more units of work done (and optionally rename the step)."""
+        self.done += n
+        if description:
+            self.description = description
+        if self._progress is None and (self.force or sys.stderr.isatty()) \
+                and time.monotonic() - self.start > self.delay:
+            self._show()
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.done, description=self.description)
+
+    @property
+    def shown(self) -> bool:
+        return self._progress is not None
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+@contextmanager
+def progress(description: str, total: float | None = None, *, delay: float = DELAY, force: bool = False):
+    """``with progress("planning", total=n) as bar: ... bar.advance()`` — a bar on stderr after
+    ``delay`` seconds when stderr is a terminal (``force=True``: always, for tests)."""
+    bar = _Bar(description, total, delay, force)
+    try:
+        yield bar
+    finally:
+        bar.close()
