@@ -26,6 +26,8 @@ RELEASED = {
     "starcoder2-3b.json": ("starcoder2", "starcoder2-3b", 3_030_371_328),
     # NemotronForCausalLM(nvidia/Nemotron-4-Mini-Hindi-4B-Instruct), untied: 4,190,509,056
     "nemotron-4-mini-hindi-4b-instruct.json": ("nemotron", "nemotron-mini-4b", 4_190_509_056),
+    # CohereForCausalLM(CohereForAI/c4ai-command-r-08-2024), tied head: 32,296,476,672
+    "command-r-08-2024.json": ("cohere", "command-r-08-2024", 32_296_476_672),
 }
 
 
@@ -52,6 +54,8 @@ def test_bundled_named_config_gives_the_same_count(file):
 BUNDLED_ONLY = {
     # Starcoder2ForCausalLM(bigcode/starcoder2-15b config.json), tie_word_embeddings false: 15,957,889,024
     ("starcoder2", "starcoder2-15b"): 15_957_889_024,
+    # CohereForCausalLM(CohereForAI/c4ai-command-r-v01 config.json, auto_map left out): 34,980,831,232
+    ("cohere", "command-r-v01"): 34_980_831_232,
 }
 
 

@@ -231,7 +231,33 @@ def _t5_dims(cfg):
     return dict(h=cfg["d_model"], l=cfg["num_layers"], l_dec=cfg.get("num_decoder_layers") or cfg["num_layers"])
 
 
+def _cohere_norm_keeps(elements: int, rows: int, weights: int) -> int:
+    """Bytes CohereLayerNorm's autograd keeps: it is written as fp32 Python ops (modeling_cohere.py):
+    x − mean twice (kept by pow, and by the multiply with 1/σ), x̂ and the fp32 copy of γ (kept by the
+    γ multiply), 1/σ per row (kept by rsqrt and the multiply)."""
+    return 3 * 4 * elements + 4 * rows + 4 * weights
+
+
+COHERE_NORM = Term(
+    "CohereLayerNorm in fp32 Python ops",
+    # per norm (one per layer, and the final one): torch − costgraph's layernorm (bf16 input, fp32 mean, 1/σ)
+    lambda c, b, s: (c.l + 1) * (_cohere_norm_keeps(b * s * c.h, b * s, c.h) - (2 * b * s * c.h + 8 * b * s)),
+    "CohereLayerNorm upcasts to fp32 and keeps two copies of x − mean, x̂ (12 bytes an element), 1/σ and an "
+    "fp32 copy of γ; costgraph's layernorm keeps the bf16 input, mean and 1/σ (native_layer_norm)")
+
+COHERE_QK_NORM = Term(
+    "QK-norm: CohereLayerNorm per head in fp32 Python ops",
+    # q_norm over [T, a, d] and k_norm over [T, kv, d], γ of [a, d] and [kv, d]: torch − costgraph's norm without
+    # γ (bf16 input, mean, 1/σ) and its γ multiply (bf16 x̂ and the γ parameter, counted as a tensor it keeps)
+    lambda c, b, s: c.l * sum(_cohere_norm_keeps(b * s * n * c.d, b * s * n, n * c.d)
+                              - (2 * b * s * n * c.d + 8 * b * s * n + 2 * b * s * n * c.d + 2 * n * c.d)
+                              for n in (c.a, c.kv)),
+    "the same fp32 Python LayerNorm on each query and key head, with γ per head; costgraph writes it as a "
+    "LayerNorm without γ times a bare [heads, 1, d] parameter")
+
+
 CASES: dict[str, Case] = {
+
     # GPT-2 with gelu_pytorch_tanh (the same GELU as gelu_new, one F.gelu call): exact.
     "gpt2": Case(real("gpt2.json", n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64, n_ctx=64,
                       activation_function="gelu_pytorch_tanh", **GPT2_TOKENS),
@@ -296,6 +322,11 @@ CASES: dict[str, Case] = {
                                  # keeps its weight argument, here the [h] bf16 sum, not a parameter
                                  "NemotronLayerNorm1P passes weight + 1 to layer_norm: that [h] bf16 tensor is a "
                                  "new activation autograd keeps, one per norm (2 per layer and the final one)"),)),
+    # Command R (08-2024): one bias-free LayerNorm per layer feeding attention and MLP in parallel, GQA, SwiGLU,
+    # tied head × logit_scale; and with Command R+'s QK-norm (per-head LayerNorms, γ per head).
+    "cohere": Case(real("command-r-08-2024.json", **LLAMA_SIZES), llama_dims, bytes=(COHERE_NORM,)),
+    "cohere-qk_norm": Case(real("command-r-08-2024.json", **dict(LLAMA_SIZES, use_qk_norm=True)), llama_dims,
+                           bytes=(COHERE_NORM, COHERE_QK_NORM)),
     # No released OLMo 2 config.json in examples/hf/: OLMo-2-1124-7B's keys (MHA in the release; GQA here),
     # tiny sizes. Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
     "olmo2": Case(dict(model_type="olmo2", hidden_act="silu", attention_bias=False, attention_dropout=0.0,
@@ -394,7 +425,7 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "olmo2", "starcoder2")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "olmo2", "starcoder2")
 
 
 # ------------------------------------------------------------- measurements
@@ -542,6 +573,7 @@ RELEASED = {
     "phi-3-mini-4k-instruct.json": "phi3", "pythia-1b.json": "gpt_neox", "deepseek-v3.json": "deepseek_v3",
     "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
     "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
+    "command-r-08-2024.json": "cohere",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 
