@@ -53,6 +53,7 @@ from ..symbols import as_expr
 from .. import __version__, units
 from ..export.exprtree import to_tree
 from ..printing import field_order, to_latex, to_python, to_text
+from ..tables import table
 from .memory import MEMORY_KEYS, TrainingMemory
 
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
@@ -127,9 +128,10 @@ def _compute_text(compute: dict, values) -> list[str]:
                 "--mfu or --achieved):"]
     items = list(compute["flops"].items()) + list(compute.get("time", {}).items()) + \
         [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
+    cells = []
     for k, e in items:
         e = as_expr(e)
-        line = f"  {_COMPUTE_LABELS[k]:<36}{to_text(field_order(e)) if e.free_symbols else ''}"
+        line = to_text(field_order(e)) if e.free_symbols else ""
         if values is not None and e.free_symbols <= set(values) or not e.free_symbols:
             v = e.xreplace(values or {})
             if k.startswith(("model_", "hardware_", "per_token", "six", "eight")):
@@ -139,16 +141,19 @@ def _compute_text(compute: dict, values) -> list[str]:
             else:
                 shown = f"{int(v):,}" if v.is_integer else f"{float(v):,.4g}"
             line += (" = " if e.free_symbols else "") + shown
-        out.append(line)
+        cells.append([_COMPUTE_LABELS[k], line])
+    out += table(cells)
     if "communication" in compute:
         out += ["", "communication per device per step (ring algorithms; bytes sent):"]
+        cells = []
         for k, c in compute["communication"].items():
             e = sympy.expand(c["bytes"])
             v = e.xreplace(values or {})
             secs = as_expr(c["seconds"]).xreplace(values or {})
             shown = units.with_unit("activation_bytes", int(sympy.ceiling(v))) if v.is_number else to_text(field_order(e))
             when = f", {float(secs):.4g} s" if secs.is_number else ""
-            out.append(f"  {k:<22}{c['op']} over {c['group']}: {shown}{when}")
+            cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
+        out += table(cells)
         st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
         if all(x.is_number for x in st.values()):
             out += ["", f"step time model (--efficiency: compute at {float(compute['efficiency']):.0%} of peak; "
@@ -209,21 +214,22 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
     for st in result.stages:
         title = st.name + ("  ← most loaded" if st is top and len(result.stages) > 1 else "")
         out += ["", title]
-        width = max(len(v) for v in LABELS.values()) + 2
+        cells = []
         for k in MEMORY_KEYS:
             e = st.memory[k]
-            line = f"  {LABELS[k]:<{width}}{to_text(field_order(e))}"
+            cells.append([LABELS[k], to_text(field_order(e))])
             if values is not None and e.free_symbols <= set(values):
                 v = e.xreplace(values)
-                line += (f"\n  {'':<{width}}= {units.with_unit('activation_bytes', int(sympy.ceiling(v)))}"
-                         + ("" if v.is_integer else " (rounded up: a table padded to a multiple of t)"))
-            out.append(line)
+                cells.append(["", f"= {units.with_unit('activation_bytes', int(sympy.ceiling(v)))}"
+                              + ("" if v.is_integer else " (rounded up: a table padded to a multiple of t)")])
         ex = st.memory.get("experts", 0)
         if ex != 0:
-            line = f"  {'  routed experts':<{width}}{to_text(field_order(ex))}"
+            line = to_text(field_order(ex))
             if values is not None and ex.free_symbols <= set(values):
                 line += f" = {units.with_unit('activation_bytes', int(ex.xreplace(values)))}"
-            out.append(line + f" (÷ ep {plan['ep']}" + (f" × etp {plan['etp']})" if plan["etp"] != 1 else ")"))
+            cells.append(["  routed experts", line + f" (÷ ep {plan['ep']}"
+                          + (f" × etp {plan['etp']})" if plan["etp"] != 1 else ")")])
+        out += table(cells)
     if values is not None and not all(st.memory["total"].free_symbols <= set(values) for st in result.stages):
         missing = sorted({str(x) for st in result.stages for x in st.memory["total"].free_symbols} -
                          {str(k) for k in values})
