@@ -180,7 +180,11 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     r = _Reader(config, source)
     for rule in entry.get("unsupported", ()):
         v = config.get(rule["key"], None)
-        if v is not None and v not in rule["allowed"]:
+        if v is None:
+            continue
+        if "cycle" in rule:
+            _check_cycle(r, rule, v, entry["model"])
+        elif v not in rule["allowed"]:
             r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
                    f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed'])})")
     options = {}
@@ -207,6 +211,20 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         r.fail(f"no value for {', '.join(missing)} in the mapping of {model_type}")
     model.values(**values)   # checks shapes come out whole
     return HFModel(model, values, model_type, source)
+
+
+def _check_cycle(r: _Reader, rule: dict, v, model: str) -> None:
+    """An ``unsupported`` rule ``{ key = "k", cycle = [...], length = "n" }``:
+    the list ``k`` (Hugging Face's per-layer ``layer_types``) must be ``cycle``
+    repeated and cut to the value of key ``length`` — the layer pattern the
+    model file writes with ``if j % len(cycle) == ...``. Anything else is a
+    variant the model does not describe (refused, with the expected list)."""
+    cycle, key = rule["cycle"], rule["key"]
+    n = r.number(rule["length"], rule["length"]) if "length" in rule else (len(v) if isinstance(v, list) else 0)
+    want = [cycle[j % len(cycle)] for j in range(n)]
+    if v != want:
+        r.fail(f"{key} = {_json_shown(v)} is a variant costgraph's '{model}' model does not describe "
+               f"(supported: {json.dumps(cycle)} repeated over the {n} layers)")
 
 
 def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "korthikanti",

@@ -30,6 +30,9 @@ KNOWN = {
     "pythia-1b.json": (1_011_781_632, 1_011_781_632),
     "deepseek-v3.json": (671_026_419_200, 37_552_297_472),
     "t5-small.json": (60_506_624, 60_506_624),
+    # transformers 5.24 on the meta device (sum of numel; tests/test_hf_families_b.py)
+    "gemma-3-1b-it.json": (999_885_952, 999_885_952),
+    "qwen2-57b-a14b.json": (57_408_658_944, 14_249_270_784),
 }
 
 

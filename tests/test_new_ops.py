@@ -151,7 +151,6 @@ def test_state_cache_does_not_grow_with_tokens():
     ("return cast(ids, fp32)", "floating-point"),
     ("return gather(x, x)", "'index'"),
     ("return scatter(x, ids, n)", "one id per row"),
-    ("return rope(x, table = mine)", "shared or own"),
     ("return gelu(x, keep = both)", "keep = both"),
     ("return clamp(x, lower = false, upper = false)", "at least one bound"),
     ("v, i = topk(x, h + 1)\n  return v", "more than it has"),

@@ -288,6 +288,30 @@ CASES: dict[str, Case] = {
         flops_forward=(grouped_mm_flops(lambda c: c.l, 1),),
         flops_backward=(grouped_mm_flops(lambda c: c.l, 2),),
         bytes=moe_routing_bytes(lambda c: c.l, weight_bytes=2)),      # Qwen3-MoE: bf16 weights
+    # Qwen2-57B-A14B's config.json, tiny: 4 experts (top-2) of width 32 and a shared expert of width 48 behind
+    # its sigmoid gate (exact: the sigmoid output and the shared expert's output kept by the multiply).
+    # norm_topk_prob false as released: the top-k weights are not renormalised, so of (b)'s top-k part only
+    # the ids are kept.
+    "qwen2_moe": Case(
+        real("qwen2-57b-a14b.json", **dict(LLAMA_SIZES, max_window_layers=2, num_experts=4, num_experts_per_tok=2,
+                                           moe_intermediate_size=32, shared_expert_intermediate_size=48)),
+        moe_dims("num_experts", "moe_intermediate_size"),
+        flops_forward=(grouped_mm_flops(lambda c: c.l, 1),),
+        flops_backward=(grouped_mm_flops(lambda c: c.l, 2),),
+        bytes=(Term("top-k expert ids", lambda c, b, s: c.l * 8 * b * s * c.k,
+                    # torch.topk(router_probs, k): TopkBackward0 keeps the [T, k] int64 indices; with
+                    # norm_topk_prob false no division follows, so no fp32 weights or sum are kept
+                    "top-k expert ids (int64) kept by TopkBackward0; the weights are not renormalised"),)
+        + moe_routing_bytes(lambda c: c.l, weight_bytes=2)[1:]),       # routing weights cast to bf16
+    # norm_topk_prob true (Qwen2MoeConfig allows it): (b) in full, as Qwen3-MoE
+    "qwen2_moe-norm_topk_prob": Case(
+        real("qwen2-57b-a14b.json", **dict(LLAMA_SIZES, max_window_layers=2, num_experts=4, num_experts_per_tok=2,
+                                           moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                                           norm_topk_prob=True)),
+        moe_dims("num_experts", "moe_intermediate_size"),
+        flops_forward=(grouped_mm_flops(lambda c: c.l, 1),),
+        flops_backward=(grouped_mm_flops(lambda c: c.l, 2),),
+        bytes=moe_routing_bytes(lambda c: c.l, weight_bytes=2)),
     # Gemma-2B is multi-query (one K/V head): kept.
     "gemma": Case(real("gemma-2b.json", **dict(LLAMA_SIZES, num_key_value_heads=1, head_dim=16)), llama_dims,
                   bytes=(MQA_VIEW_AT_B1,)),
@@ -302,6 +326,18 @@ CASES: dict[str, Case] = {
                Term("final-logit soft-capping", lambda c, b, s: 2 * b * s * c.V,
                     # logits = tanh(logits / 30) · 30: the [b, s, V] bf16 tanh output
                     "Gemma 2 soft-caps the output logits with tanh too: the tanh output is kept"))),
+    # Gemma 3 1B's config.json (multi-query, as released) with 7 layers: 5 local, 1 global (j % 6 == 5),
+    # 1 local; window 32 ≥ s. The per-head QK-norm, the sandwich norms and one rotary pair per layer kind
+    # (rope table = local / global) are what Gemma3ForCausalLM keeps; only Gemma's b = 1 multi-query view.
+    "gemma3_text": Case(
+        real("gemma-3-1b-it.json", **dict(LLAMA_SIZES, num_hidden_layers=7, num_key_value_heads=1, head_dim=16,
+                                          query_pre_attn_scalar=16, sliding_window=32)),
+        llama_dims, bytes=(MQA_VIEW_AT_B1,)),
+    # final_logit_softcapping (null in Gemma 3) set: the tanh output [b, s, V] is kept, as costgraph's softcap
+    "gemma3_text-softcap": Case(
+        real("gemma-3-1b-it.json", **dict(LLAMA_SIZES, num_hidden_layers=7, num_key_value_heads=1, head_dim=16,
+                                          query_pre_attn_scalar=16, sliding_window=32, final_logit_softcapping=30.0)),
+        llama_dims, bytes=(MQA_VIEW_AT_B1,)),
     # Phi-3-mini is MHA (kv = a) with fused qkv_proj and gate_up_proj.
     "phi3": Case(real("phi-3-mini-4k-instruct.json", **dict(LLAMA_SIZES, num_key_value_heads=4, sliding_window=32,
                                                              original_max_position_embeddings=64)),
@@ -425,7 +461,8 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "olmo2", "starcoder2")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "olmo2", "starcoder2",
+            "gemma3_text", "qwen2_moe")
 
 
 # ------------------------------------------------------------- measurements
@@ -505,7 +542,8 @@ def test_tiny_config_keeps_the_family_structure(name):
     # the tiny model is the family's own class, and costgraph maps the same config.json
     m = torch_model(name)
     cfg = CASES[name].config
-    assert type(m).__name__.lower().startswith(cfg["model_type"].replace("_", ""))
+    # (a text-only `*_text` model_type names the family's CausalLM class: gemma3_text → Gemma3ForCausalLM)
+    assert type(m).__name__.lower().startswith(cfg["model_type"].removesuffix("_text").replace("_", ""))
     assert costgraph_model(name).model_type == cfg["model_type"]
 
 
@@ -572,6 +610,7 @@ RELEASED = {
     "qwen3-30b-a3b.json": "qwen3_moe", "gemma-2b.json": "gemma", "gemma-2-9b.json": "gemma2",
     "phi-3-mini-4k-instruct.json": "phi3", "pythia-1b.json": "gpt_neox", "deepseek-v3.json": "deepseek_v3",
     "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
+    "gemma-3-1b-it.json": "gemma3_text", "qwen2-57b-a14b.json": "qwen2_moe",
     "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
     "command-r-08-2024.json": "cohere",
 }

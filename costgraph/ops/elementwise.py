@@ -150,21 +150,22 @@ def mul(c):
 
 
 @op("rope", "rotary position embedding (Su et al. 2021) on the first `dims` entries of the "
-    "last dimension (all when omitted): no parameters; table = own keeps a table per call",
+    "last dimension (all when omitted): no parameters; table = own keeps a table per call, "
+    "table = NAME one shared by the calls naming it",
     x="tensor", dims=("dim", None), table=("ident", None))
 def rope(c):
     """x·cos + rotate_half(x)·sin over the rotated entries: 3 FLOPs each
     (`all` convention). Autograd keeps only the cos and sin tables ([1, S, r]
     in the compute dtype, made once per forward and shared by every layer:
     one storage each, in the ``pytorch`` profile); Korthikanti et al. keep
-    nothing for it. ``table = own``: this call computes and keeps tables of
-    its own (a model whose layers use different rotary bases, Gemma 3's local
-    and global layers: one pair per call and layer); ``table = shared`` (the
-    default) is the one pair of the model."""
+    nothing for it. ``table = shared`` (the default) is the one pair of the
+    model; ``table = NAME`` (any other name) a pair of its own made once and
+    shared by every call naming it (Hugging Face's Gemma 3 computes one pair
+    per layer kind, ``position_embeddings[layer_type]``: ``table = local``
+    and ``table = global``); ``table = own``: this call computes and keeps
+    tables of its own (one pair per call and layer)."""
     x = c["x"]
     table = c["table"] or "shared"
-    if table not in ("shared", "own"):
-        c.fail(f"rope table = {table}: shared or own")
     dims = x.shape[-1] if c["dims"] is None else c["dims"]
     c.at_most(dims, x.shape[-1], "rotates")
     rotated = x.numel / x.shape[-1] * dims
@@ -174,8 +175,9 @@ def rope(c):
         if table == "own":
             c.save(c.aux("cos", (1, seq, dims), "act"), c.aux("sin", (1, seq, dims), "act"))
         else:
-            c.save(c.shared_aux(f"rope_cos[{seq},{dims}]", (1, seq, dims), "act"),
-                   c.shared_aux(f"rope_sin[{seq},{dims}]", (1, seq, dims), "act"))
+            key = f"{seq},{dims}" if table == "shared" else f"{table},{seq},{dims}"
+            c.save(c.shared_aux(f"rope_cos[{key}]", (1, seq, dims), "act"),
+                   c.shared_aux(f"rope_sin[{key}]", (1, seq, dims), "act"))
     c.forward(Flops(other=PER_ELEMENT["rope"] * rotated))
     c.backward_input(Flops(other=PER_ELEMENT["rope"] * rotated))
     return y
