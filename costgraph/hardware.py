@@ -268,15 +268,14 @@ def format_table(items: Mapping[str, Hardware] | None = None) -> str:
     GB (10⁹ B) and GiB (2³⁰ B), bandwidths in GB/s per direction per device,
     then each preset's BF16 source."""
     items = presets() if items is None else items
-    rows = [[c for c, _ in _COLUMNS]] + [_row(hw) for hw in items.values()]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    from .tables import table
+
+    heads = [c for c, _ in _COLUMNS]
     lines = ["Dense peaks in TFLOP/s (never the 2:4 sparse figure; — none or not published); HBM in GB = 10^9 B",
              "and GiB = 2^30 B; bandwidths in GB/s per direction per device (up: NVLink / Infinity Fabric / ICI,",
              "domain: devices in one scale-up domain; out: network per device); /node: devices per node.", ""]
-    for i, r in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))).rstrip())
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += table([_row(hw) for hw in items.values()], heads, align=["left"] + ["right"] * (len(heads) - 1),
+                   indent=0)
     lines += ["", "BF16 peak sources (`costgraph hardware NAME` gives one for every number):"]
     for hw in items.values():
         lines.append(f"  {hw.key}: {hw.source('peak_flops_bf16')}")
