@@ -1,0 +1,202 @@
+"""Arguments and loading shared by ``costgraph report`` and ``costgraph plot``
+(not a subcommand: the leading ``_`` keeps it out of
+:func:`costgraph.commands.names`).
+
+* the derive conventions: ``--convention``, ``--causal``, ``--profile``, ``--no-dropout``;
+* the training layout of ``costgraph train`` (``--gpus --tp --pp --cp --ep --etp --sp --zero
+  --hsdp --recompute --attention --precision --optimizer --micro-batches --schedule
+  --virtual-stages --memory --no-loss``), turned into a
+  :class:`~costgraph.training.memory.Layout` by :func:`costgraph.cli.train_layout`, the same
+  function ``costgraph train`` uses;
+* the inference setting of ``costgraph infer`` (``--hardware --prompt --generate --batch
+  --weights --kv``), analysed by :func:`costgraph.inference.infer`;
+* ``--over NAME=VALUES``: a sweep of one dimension (``s=512,1024,2048`` or
+  ``s=512:8192:x2``, both ends included).
+
+Light at import (argparse and ``re`` only).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import CostgraphValueError
+
+#: The training options and their defaults: any one given (not at its default) asks for the
+#: training section of a report.
+TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": False, "zero": 0, "hsdp": None,
+                  "recompute": "none", "attention": "eager", "precision": "mixed", "optimizer": "adam",
+                  "micro_batches": None, "schedule": "1f1b", "virtual_stages": 1, "memory": None,
+                  "no_loss": False}
+
+#: Most points a sweep may have (a plot with more bars is unreadable anyway).
+MAX_POINTS = 64
+
+
+def convention_arguments(p) -> None:
+    """``--convention --causal --profile --no-dropout``, as ``costgraph derive``."""
+    p.add_argument("--convention", choices=("matmul", "all"), default="matmul",
+                   help="FLOP convention: matmul (matrix products only; default) or all")
+    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+                   help="attention FLOPs over the full s×s square (default), half (area) or exact (pairs)")
+    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+                   help="what is kept for backward: Korthikanti et al. 2022 (default) or PyTorch autograd")
+    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+
+
+def train_arguments(p, with_train_flag: bool = False) -> None:
+    """The layout options of ``costgraph train`` (``--tp`` is also the inference TP degree)."""
+    if with_train_flag:
+        p.add_argument("--train", action="store_true",
+                       help="add the training-memory section with the default layout (one device) "
+                            "even when no layout option is given")
+    p.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (training and inference)")
+    p.add_argument("--pp", type=int, default=1, help="pipeline stages p")
+    p.add_argument("--cp", type=int, default=1, help="context-parallel degree c")
+    p.add_argument("--ep", type=int, default=1, help="expert-parallel degree e")
+    p.add_argument("--etp", type=int, default=None, help="expert tensor parallelism: 1 (default) or the TP degree")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    p.add_argument("--hsdp", type=int, help="HSDP: shard within groups of this many devices")
+    p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    p.add_argument("--attention", choices=("eager", "flash"), default="eager")
+    p.add_argument("--precision", default="mixed", help="precision policy: fp32, bf16, mixed (default), megatron, "
+                                                        "mixed-fp32-grads (activations bf16, fp32 under fp32)")
+    p.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, lion, adam-8bit, adafactor, muon, ...")
+    p.add_argument("--micro-batches", type=int, help="micro-batches per step m (default: pp)")
+    p.add_argument("--schedule", choices=("1f1b", "interleaved", "gpipe"), default="1f1b")
+    p.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
+    p.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the "
+                                    "--hardware preset's)")
+    p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
+    p.set_defaults(lora=None, lora_targets=["q_proj", "v_proj"], quantize=None)
+
+
+def infer_arguments(p, required: bool = False) -> None:
+    """``--prompt --generate --batch --weights --kv`` of ``costgraph infer`` (``--hardware`` is separate)."""
+    p.add_argument("--prompt", type=int, help="inference: prompt tokens per sequence P")
+    p.add_argument("--generate", type=int, help="inference: generated tokens per sequence G")
+    p.add_argument("--batch", type=int, default=1, help="inference: concurrent sequences b (default 1)")
+    p.add_argument("--weights", default="bf16", help="inference weight dtype: bf16 (default), fp16, fp8, int8, int4")
+    p.add_argument("--kv", default="bf16", help="inference KV cache dtype: bf16 (default), fp16, fp8, int8")
+
+
+def train_given(args) -> bool:
+    """Whether ``args`` ask for training memory: ``--train``, or a layout option off its default."""
+    return bool(getattr(args, "train", False)) or getattr(args, "tp", 1) != 1 or any(
+        getattr(args, k) != v for k, v in TRAIN_DEFAULTS.items())
+
+
+def infer_given(args) -> bool:
+    """Whether ``args`` ask for the inference analysis (``--prompt`` and ``--generate``).
+
+    Raises
+    ------
+    CostgraphValueError
+        Only one of the two, or either without ``--hardware``."""
+    if args.prompt is None and args.generate is None:
+        return False
+    if args.prompt is None or args.generate is None:
+        raise CostgraphValueError("the inference analysis needs both --prompt and --generate",
+                                  hint="e.g. --hardware h100-sxm --prompt 512 --generate 128")
+    if args.hardware is None:
+        raise CostgraphValueError("the inference analysis needs --hardware (peak FLOP/s and HBM bandwidth)",
+                                  hint="costgraph hardware lists the presets")
+    return True
+
+
+def load(args):
+    """``(model, values or None)`` for the model, ``--config`` and ``--set`` of ``args``
+    (:func:`costgraph.commands.common.load_any`, as ``costgraph train``)."""
+    from .common import load_any, settings
+
+    dims, options = settings(args.set)
+    return load_any(args, dims, options)
+
+
+def capacity(args):
+    """Device memory in bytes: ``--memory``, else the ``--hardware`` preset's, else None."""
+    if getattr(args, "memory", None) is not None:
+        from ..training.fit import parse_size
+
+        return parse_size(args.memory)
+    if getattr(args, "hardware", None) is not None:
+        from ..hardware import preset
+
+        return preset(args.hardware).memory_bytes
+    return None
+
+
+def training(args, model, values):
+    """The :class:`~costgraph.training.memory.TrainingMemory` (model scope) of the layout options,
+    checked against ``values`` as ``costgraph train`` checks it. Returns ``(layout, result)``."""
+    from ..cli import train_layout
+
+    layout = train_layout(args, args.micro_batches)
+    if values is not None:
+        from ..training.validity import check_layout
+
+        check_layout(model.graph, layout.filled(), values)
+    return layout, model.train(layout=layout)
+
+
+def inference(args):
+    """:func:`costgraph.inference.infer` for the inference options, as ``costgraph infer`` runs it
+    (the model loaded by :func:`costgraph.inference.load`, b and s replaced by ``--batch``,
+    ``--prompt`` and ``--generate``): ``(inference model, InferenceReport)``."""
+    from ..inference import infer, load as infer_load, load_hf_config
+    from .common import settings
+
+    dims, options = settings(args.set)
+    if args.model.endswith(".json"):
+        hf = load_hf_config(args.model, profile=args.profile)
+        model, given = hf.model, {**hf.values, **dims}
+    else:
+        model, given = infer_load(args.model, options=options, profile=args.profile), dims
+    values = model.values(args.config, **{k: v for k, v in given.items() if k not in ("b", "s")})
+    rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
+                values=values, t=args.tp, weights=args.weights, kv=args.kv, convention=args.convention,
+                causal=args.causal)
+    return model, rep
+
+
+_LIST = re.compile(r"^[0-9]{1,12}(,[0-9]{1,12})*$")
+_RANGE = re.compile(r"^([0-9]{1,12}):([0-9]{1,12}):([x+])([0-9]{1,12})$")
+
+
+def parse_over(text: str) -> tuple[str, list[int]]:
+    """``s=512,1024,2048`` → ``("s", [512, 1024, 2048])``; ``s=512:8192:x2`` (×2 from 512 up to
+    8192) and ``b=1:8:+1`` (steps of 1), ends included.
+
+    Raises
+    ------
+    CostgraphValueError
+        Text of another form, a value not a positive whole number, a step that does not grow,
+        or more than :data:`MAX_POINTS` points."""
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.+)", text or "")
+    hint = "write NAME=V1,V2,... or NAME=START:STOP:xFACTOR or NAME=START:STOP:+STEP, e.g. s=512:8192:x2"
+    if not m:
+        raise CostgraphValueError(f"cannot read --over {str(text)[:40]!r}", hint=hint)
+    name, spec = m.groups()
+    if _LIST.match(spec):
+        points = [int(v) for v in spec.split(",")]
+    elif _RANGE.match(spec):
+        start, stop, op, step = _RANGE.match(spec).groups()
+        start, stop, step = int(start), int(stop), int(step)
+        if start < 1 or (op == "x" and step < 2) or (op == "+" and step < 1):
+            raise CostgraphValueError(f"--over {text!r}: the sweep must start at 1 or more and grow",
+                                      hint="a factor of 2 or more (x2), a step of 1 or more (+1)")
+        points, v = [], start
+        while v <= stop and len(points) <= MAX_POINTS:
+            points.append(v)
+            v = v * step if op == "x" else v + step
+    else:
+        raise CostgraphValueError(f"cannot read --over {text[:40]!r}", hint=hint)
+    if not points or any(v < 1 for v in points):
+        raise CostgraphValueError(f"--over {text[:40]!r}: the values must be positive whole numbers")
+    if len(points) > MAX_POINTS:
+        raise CostgraphValueError(f"--over {text[:40]!r} has more than {MAX_POINTS} points",
+                                  hint="a plot shows a few dozen bars at most; use costgraph sweep for tables")
+    return name, points

@@ -1,0 +1,132 @@
+"""``costgraph plot MODEL --kind memory|flops|roofline -o FILE.png|FILE.svg``
+(matplotlib; :mod:`costgraph.export.plots`).
+
+* ``memory``: memory per device as stacked bars by part across a sweep
+  (``--over s=1024:8192:x2`` or ``--over b=1,2,4,8``; default: the values
+  given): training (weights, gradients, optimizer states, activations; layout
+  options as ``costgraph train``) or, with ``--phase infer``, inference
+  (weights and KV cache, ``--weights``/``--kv`` dtypes); the device memory of
+  ``--memory`` or ``--hardware`` as a line.
+* ``flops``: forward FLOPs by block at the values given.
+* ``roofline``: the ``--hardware`` preset's roof with the prefill and decode
+  steps of ``--prompt``/``--generate``/``--batch`` (as ``costgraph infer``).
+
+Examples::
+
+    costgraph plot llama --config llama-3-8b --kind memory --over s=1024:16384:x2 --gpus 8 --zero 1 -o mem.png
+    costgraph plot gpt --config gpt2 --kind flops -o flops.svg
+    costgraph plot llama --config llama-3-8b --kind roofline --hardware h100-sxm --prompt 512 --generate 128 -o roof.svg
+"""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    from ._analysis import convention_arguments, infer_arguments, train_arguments
+    from .common import model_arguments
+
+    p = sub.add_parser("plot", help="plots (PNG or SVG): memory per device by part over a sweep, FLOPs by "
+                                    "block, roofline with prefill and decode")
+    model_arguments(p)
+    p.add_argument("--kind", choices=("memory", "flops", "roofline"), required=True)
+    p.add_argument("-o", "--output", metavar="FILE", required=True, help="FILE.png or FILE.svg")
+    p.add_argument("--over", metavar="NAME=VALUES",
+                   help="memory: the swept dimension, e.g. s=1024:16384:x2, b=1,2,4,8 (default: the values given)")
+    p.add_argument("--phase", choices=("train", "infer"), default="train",
+                   help="memory: training (weights, gradients, optimizer, activations; default) or inference "
+                        "(weights, KV cache)")
+    p.add_argument("--unit", choices=("GB", "GiB"), default="GB", help="memory: GB (10^9 bytes) or GiB (2^30)")
+    p.add_argument("--hardware", help="a hardware preset: device memory (memory), peak and bandwidth (roofline)")
+    convention_arguments(p)
+    train_arguments(p)
+    infer_arguments(p)
+
+
+def _values(model, values):
+    from ..errors import CostgraphValueError
+
+    if values is None:
+        raise CostgraphValueError("a plot needs numbers: give the model's sizes",
+                                  hint="--config NAME or --set h=... l=...")
+    return values
+
+
+def _sweep(args, model, values):
+    from ._analysis import parse_over
+
+    if args.over is not None:
+        return parse_over(args.over)
+    symbol = "b" if "b" in model.graph.dims else next(iter(model.symbols))
+    return symbol, [int(values[model.graph.dims[symbol].symbol])]
+
+
+def _memory(args):
+    from ..export import plots
+    from ._analysis import capacity, load, training
+
+    cap = capacity(args)
+    if args.phase == "train":
+        model, values = load(args)
+        values = _values(model, values)
+        symbol, points = _sweep(args, model, values)
+        _, result = training(args, model, values)
+        data = plots.memory_sweep_train(model, result, values, symbol, points, cap)
+    else:
+        from ..inference import Inference
+        from ..inference import load as infer_load, load_hf_config
+        from .common import settings
+
+        dims, options = settings(args.set)
+        if args.model.endswith(".json"):
+            hf = load_hf_config(args.model, profile=args.profile)
+            model, values = hf.model, hf.model.values(None, **{**hf.values, **dims})
+        else:
+            model = infer_load(args.model, options=options, profile=args.profile)
+            values = model.values(args.config, **dims) if (dims or args.config is not None) else None
+        values = _values(model, values)
+        symbol, points = _sweep(args, model, values)
+        inf = Inference(model, weights=args.weights, kv=args.kv, t=args.tp, convention=args.convention,
+                        causal=args.causal)
+        data = plots.memory_sweep_infer(inf, values, symbol, points, cap)
+    return plots.memory_figure(data, args.unit)
+
+
+def _flops(args):
+    from ..export import plots
+    from ._analysis import load
+
+    model, values = load(args)
+    costs = model.costs("model", convention=args.convention, causal=args.causal,
+                        precision="fp32" if args.precision == "fp32" else "bf16")
+    return plots.flops_figure(plots.flops_share(costs, _values(model, values)))
+
+
+def _roofline(args):
+    from ..errors import CostgraphValueError
+    from ..export import plots
+    from ._analysis import infer_given, inference
+
+    if not infer_given(args):
+        raise CostgraphValueError("--kind roofline needs an inference setting",
+                                  hint="--hardware h100-sxm --prompt 512 --generate 128 [--batch 8]")
+    return plots.roofline_figure(plots.roofline(inference(args)[1]))
+
+
+def run(args) -> str:
+    from pathlib import Path
+
+    from ..errors import CostgraphValueError
+    from ..export import plots
+
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in plots.FORMATS:
+        raise CostgraphValueError(f"cannot tell the picture format of {args.output!r}",
+                                  hint="name the file .png or .svg")
+    if args.kind != "memory" and (args.over is not None or args.phase != "train"):
+        raise CostgraphValueError("--over and --phase are for --kind memory")
+    fig = {"memory": _memory, "flops": _flops, "roofline": _roofline}[args.kind](args)
+    try:
+        path = plots.save(fig, args.output)
+    except OSError as e:
+        raise CostgraphValueError(f"cannot write {args.output!r}: {e.strerror}") from None
+    return f"wrote {path} ({args.kind}, {path.stat().st_size:,} bytes)"
