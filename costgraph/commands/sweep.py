@@ -1,0 +1,93 @@
+"""``costgraph sweep MODEL --over s=512:32768:x2 --over b=1,2,4``: a model's
+costs over a grid of dimension values, as CSV or JSON rows, with the
+compiled evaluator (see :mod:`costgraph.export.sweep`)."""
+
+from __future__ import annotations
+
+from .common import model_arguments
+
+QUANTITY_NAMES = ("params", "params_active", "flops_forward", "flops_backward", "flops_backward_input",
+                  "flops_backward_weight", "activation_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="costs over a grid of dimension values, as CSV or JSON rows",
+                       description="Evaluate a scope's quantities at every combination of the --over axes "
+                                   "(first axis slowest), the other dimensions from --config/--set. "
+                                   "Ranges: NAME=a:b:xK (geometric), NAME=a:b:+K (arithmetic), NAME=a,b,c.")
+    model_arguments(p, set_help="dimension values held fixed (h=768), or model options (bias=false)")
+    p.add_argument("--over", action="append", default=[], metavar="NAME=RANGE",
+                   help="a swept dimension: s=512:32768:x2, b=1:64:+1 or b=1,2,4 (repeat for more axes)")
+    p.add_argument("--quantity", nargs="+", action="extend", default=None, metavar="Q", choices=QUANTITY_NAMES,
+                   help="only these quantities (default: all)")
+    p.add_argument("--scope", default="model", help="model (default), layer, or a group/block/node path")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--dtype", choices=("int64", "float64", "exact"), default="int64",
+                   help="int64 (exact, refuses past 2^63; default), float64 (fastest, rounded to 53 bits) "
+                        "or exact (Python integers, slow)")
+    p.add_argument("--max-rows", type=int, default=None, metavar="N",
+                   help="allow up to N rows (default 10,000,000)")
+    p.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
+    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16",
+                   help="bytes per element of activations (bf16: 2)")
+    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+                   help="attention FLOPs: full square, half (area) or exact (pairs)")
+    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+                   help="what is kept for backward")
+    p.add_argument("--no-progress", action="store_true", help="never show the progress bar (stderr)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the rows to FILE instead of printing them")
+
+
+def run(args) -> str:
+    from ..errors import CostgraphValueError
+    from ..export.sweep import MAX_ROWS, Progress, parse_axes, sweep
+    from .common import load_any, settings
+
+    max_rows = MAX_ROWS if args.max_rows is None else args.max_rows
+    if max_rows <= 0:
+        raise CostgraphValueError(f"--max-rows {args.max_rows}: give a positive number of rows")
+    axes = parse_axes(args.over, max_rows)     # before loading: a bad range fails fast
+    dims, options = settings(args.set)
+    swept = {a.name for a in axes}
+    overlap = sorted(swept & set(dims))
+    if overlap:
+        raise CostgraphValueError(f"'{overlap[0]}' is both swept (--over) and fixed (--set)", hint="give it once")
+    model, values = load_any(args, dims, options)
+    values = values if values is not None else model.values()     # the dimensions' defaults, if any
+    fixed = {str(k): int(v) for k, v in values.items()}
+    costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
+    bar = None if args.no_progress else Progress(f"sweep {model.name}")
+    try:
+        result = sweep(model, costs, axes, fixed, args.quantity, args.dtype, progress=bar)
+        return _write(args, result, model, costs, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _write(args, result, model, costs, bar) -> str:
+    import io
+
+    from ..errors import CostgraphValueError
+    from ..export.sweep import to_csv, to_json
+
+    conventions = {"convention": args.convention, "causal": args.causal, "precision": args.precision,
+                   "profile": model.settings.profile, "dropout": model.settings.dropout}
+
+    def write(out):
+        if args.format == "csv":
+            to_csv(result, out, progress=bar)
+        else:
+            to_json(result, model.name, costs.scope, conventions, out)
+
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8", newline="") as fh:
+                write(fh)
+        except OSError as e:
+            raise CostgraphValueError(f"cannot write {args.output}: {e.strerror}") from None
+        return f"wrote {result.rows:,} rows × {len(result.columns)} columns ({args.format}) to {args.output}"
+    buf = io.StringIO()
+    write(buf)
+    return buf.getvalue().rstrip("\n")

@@ -1,0 +1,161 @@
+"""`costgraph sweep`: the range grammar (and its refusals), rows equal to
+`Costs.evaluate` exactly, CSV read back by the csv module, JSON by json,
+size checks per row, the row cap, int64 refusal past 2^63, and the progress
+bar on stderr only."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+import costgraph
+from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
+from costgraph.export import sweep as sweep_mod
+from costgraph.export.sweep import Progress, parse_axes, parse_axis, sweep
+
+
+@pytest.mark.parametrize("spec,values", [
+    ("s=512:32768:x2", (512, 1024, 2048, 4096, 8192, 16384, 32768)),
+    ("s=512:5000:x4", (512, 2048)),                  # stops before passing the bound
+    ("b=1:10:+3", (1, 4, 7, 10)),
+    ("b=1:9:+3", (1, 4, 7)),
+    ("b=1,2,4", (1, 2, 4)),
+    ("h=4_096", (4096,)),
+    ("w=7:7:x2", (7,)),
+])
+def test_grammar(spec, values):
+    a = parse_axis(spec)
+    assert (a.name, a.values) == (spec.split("=")[0], values)
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("s=32768:512:x2", "ends"),
+    ("s=1:10:x1", "multiply by 2"),
+    ("s=0:10:+1", "not positive"),
+    ("s=1:10:+0", "not positive"),
+    ("s=1,1", "twice"),
+    ("s=-1", "cannot read"),
+    ("s=1e3", "cannot read"),
+    ("s=2**10", "cannot read"),
+    ("s=__import__('os')", "cannot read"),
+    ("s=1:10", "cannot read"),
+    ("s=1__0", "misplaced"),
+    ("1s=4", "cannot read"),
+    ("s", "NAME=VALUES"),
+])
+def test_grammar_refusals(spec, message):
+    with pytest.raises(CostgraphValueError, match=message):
+        parse_axis(spec)
+
+
+def test_row_cap():
+    with pytest.raises(CostgraphValueError, match="100,000,000 rows, more than the cap of 10,000,000"):
+        parse_axes(["b=1:100000:+1", "s=1:1000:+1"])
+    # counted without listing: a range of 10^30 values is refused at once
+    with pytest.raises(CostgraphValueError, match="rows, more than the cap"):
+        parse_axes(["s=1:1000000000000000000000000000000:+1"])
+    assert len(parse_axes(["b=1:200:+1"], max_rows=200)[0].values) == 200
+    with pytest.raises(CostgraphValueError, match="cap of 199"):
+        parse_axes(["b=1:200:+1"], max_rows=199)
+
+
+def _csv(capsys, argv):
+    assert main(argv) == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    return list(csv.DictReader(io.StringIO(captured.out))), captured
+
+
+def test_csv_rows_equal_evaluate(capsys):
+    rows, captured = _csv(capsys, ["sweep", "llama", "--config", "llama-2-70b", "--over", "s=512:32768:x2",
+                                   "--over", "b=1,2,4"])
+    costs = costgraph.load("llama").costs()
+    assert len(rows) == 7 * 3
+    assert list(rows[0]) == ["s", "b", *costs.quantities]
+    assert [(int(r["s"]), int(r["b"])) for r in rows[:4]] == [(512, 1), (512, 2), (512, 4), (1024, 1)]
+    for r in rows:
+        want = costs.evaluate("llama-2-70b", s=int(r["s"]), b=int(r["b"]))
+        assert {q: int(r[q]) for q in costs.quantities} == want
+    # README/derive: Llama-2-70B's KV cache at s = 4096, b = 1 is 1,342,177,280 bytes (GQA, 8 KV heads)
+    assert next(int(r["kv_cache_bytes"]) for r in rows if r["s"] == "4096" and r["b"] == "1") == 1_342_177_280
+    assert captured.err == ""          # a fast sweep draws no progress bar
+
+
+def test_json_and_quantities(capsys, tmp_path):
+    out = tmp_path / "sweep.json"
+    assert main(["sweep", "gemma2", "--config", "gemma-2-9b", "--over", "s=1024:16384:x2", "--causal", "half",
+                 "--quantity", "flops_forward", "kv_cache_bytes", "--format", "json", "-o", str(out)]) == 0
+    assert "wrote 5 rows × 3 columns (json)" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["columns"] == ["s", "flops_forward", "kv_cache_bytes"]
+    assert doc["units"] == {"flops_forward": "FLOP", "kv_cache_bytes": "bytes"}
+    assert doc["fixed"]["w"] == 4096 and "s" not in doc["fixed"]
+    assert doc["conventions"]["causal"] == "half"
+    costs = costgraph.load("gemma2").costs(causal="half")
+    for s, flops, kv in doc["rows"]:     # both sides of the window w = 4096: Min(s, w)
+        want = costs.evaluate("gemma-2-9b", s=s)
+        assert (flops, kv) == (want["flops_forward"], want["kv_cache_bytes"])
+
+
+def test_dtypes(capsys):
+    big = ["sweep", "llama", "--config", "llama-2-70b", "--over", "b=4096", "--over", "s=131072",
+           "--quantity", "flops_backward"]
+    # README: Llama-2-70B's backward FLOPs pass 2^63 at b = 4096, s = 131072: int64 refuses
+    assert main(big) == 2
+    assert "int64 evaluation refused" in capsys.readouterr().err
+    rows, _ = _csv(capsys, big + ["--dtype", "exact"])
+    want = costgraph.load("llama").costs().evaluate("llama-2-70b", b=4096, s=131072)["flops_backward"]
+    assert want > 2 ** 63 and int(rows[0]["flops_backward"]) == want
+    rows, _ = _csv(capsys, big + ["--dtype", "float64"])
+    assert float(rows[0]["flops_backward"]) == float(want)
+    # float64 values below 2^53 are written as exact integers
+    rows, _ = _csv(capsys, ["sweep", "gpt", "--config", "gpt2", "--over", "b=1,2", "--dtype", "float64",
+                            "--quantity", "params"])
+    assert [r["params"] for r in rows] == ["124439808", "124439808"]   # GPT-2 small (DOMAIN.md §1)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--over", "a=7,12"], "row 1 (a=7)"),                   # h/a = 768/7 is no head size
+    (["--over", "q=1,2"], "no dimension 'q'"),
+    (["--over", "s=1,2", "--set", "s=4"], "both swept"),
+    (["--over", "s=1:2:x1"], "multiply by 2"),
+    (["--over", "b=1:10000:+1", "--over", "s=1:10000:+1"], "cap of 10,000,000"),
+    (["--over", "b=1:100:+1", "--max-rows", "99"], "cap of 99"),
+])
+def test_refusals(argv, message, capsys):
+    assert main(["sweep", "gpt", "--config", "gpt2", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_values(capsys):
+    assert main(["sweep", "gpt", "--over", "s=1,2"]) == 2
+    err = capsys.readouterr().err
+    assert "no value for" in err and "--config" in err
+
+
+def test_progress_bar_on_stderr_only(monkeypatch, capsys):
+    monkeypatch.setattr(sweep_mod, "CHUNK", 16)
+    model = costgraph.load("gpt")
+    costs = model.costs()
+    fixed = {str(k): int(v) for k, v in model.values("gpt2").items()}
+    err = io.StringIO()
+    bar = Progress("sweep gpt", after=0.0, console=Console(file=err, force_terminal=True, width=100))
+    seen = []
+    result = sweep(model, costs, parse_axes(["b=1:10:+1", "s=1:10:+1"]), fixed, ["params"],
+                   progress=lambda d, t: (seen.append(d), bar(d, t)))
+    sweep_mod.to_csv(result, io.StringIO(), progress=bar)
+    bar.close()
+    assert seen == [16, 32, 48, 64, 80, 96, 100]       # 100 rows in chunks of 16
+    text = err.getvalue()
+    assert "sweep gpt: evaluating" in text and "100/100" in text
+    assert capsys.readouterr().out == ""
+    # and a sweep under the threshold draws nothing
+    quiet = io.StringIO()
+    bar = Progress("x", after=60.0, console=Console(file=quiet, force_terminal=True))
+    sweep(model, costs, parse_axes(["b=1:10:+1"]), fixed, ["params"], progress=bar)
+    bar.close()
+    assert quiet.getvalue() == ""
