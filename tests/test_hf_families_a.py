@@ -28,6 +28,8 @@ RELEASED = {
     "nemotron-4-mini-hindi-4b-instruct.json": ("nemotron", "nemotron-mini-4b", 4_190_509_056),
     # CohereForCausalLM(CohereForAI/c4ai-command-r-08-2024), tied head: 32,296,476,672
     "command-r-08-2024.json": ("cohere", "command-r-08-2024", 32_296_476_672),
+    # BertModel(google-bert/bert-base-uncased) with its pooler (AutoModel's class): 109,482,240
+    "bert-base-uncased.json": ("bert", "bert-base-uncased", 109_482_240),
 }
 
 
@@ -63,3 +65,16 @@ BUNDLED_ONLY = {
 def test_bundled_config_of_other_releases(model, config):
     m = costgraph.load(model, config=config)
     assert m.costs().evaluate(config=config)["params"] == BUNDLED_ONLY[model, config]
+
+
+def test_bert_is_an_encoder_with_no_kv_cache():
+    # no cache(...) in models/bert.cg: nothing is kept for later tokens; the attention is not causal
+    hf = costgraph.load_hf_config(HF / "bert-base-uncased.json")
+    q = hf.costs().evaluate(**hf.values)
+    assert q["kv_cache_bytes"] == 0 and q["kv_cache_bytes_per_token"] == 0
+    graph = hf.model.graph
+    assert graph.caches == []
+    assert not any(d["attrs"].get("causal") for _, d in graph.ops())
+    # the pooler (dense h → h + bias) is what add_pooling_layer adds: h² + h parameters
+    without = costgraph.load("bert", options={"pooler": False}).costs().evaluate(config="bert-base-uncased")
+    assert q["params"] - without["params"] == 768 * 768 + 768

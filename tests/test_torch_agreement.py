@@ -363,6 +363,15 @@ CASES: dict[str, Case] = {
     "cohere": Case(real("command-r-08-2024.json", **LLAMA_SIZES), llama_dims, bytes=(COHERE_NORM,)),
     "cohere-qk_norm": Case(real("command-r-08-2024.json", **dict(LLAMA_SIZES, use_qk_norm=True)), llama_dims,
                            bytes=(COHERE_NORM, COHERE_QK_NORM)),
+    # bert-base-uncased's layout (post-LN encoder, biases, GELU, dropout 0.1), tiny; compared as BertModel with its
+    # pooler (AutoModel's class; torch_probe.build_model), backward from the sum of the pooled output.
+    "bert": Case(real("bert-base-uncased.json", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=128, vocab_size=128, max_position_embeddings=64),
+                 lambda cfg: {},
+                 bytes=(Term("position ids are a buffer", lambda c, b, s: -8 * s,
+                             # BertEmbeddings: position_ids = self.position_ids[:, :s], a registered buffer
+                             "BertModel reads its position ids from a registered buffer ([1, s_max] int64), "
+                             "which is no activation; costgraph counts the [s] int64 ids its embedding keeps"),)),
     # No released OLMo 2 config.json in examples/hf/: OLMo-2-1124-7B's keys (MHA in the release; GQA here),
     # tiny sizes. Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
     "olmo2": Case(dict(model_type="olmo2", hidden_act="silu", attention_bias=False, attention_dropout=0.0,
@@ -461,7 +470,7 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "olmo2", "starcoder2",
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "bert", "olmo2", "starcoder2",
             "gemma3_text", "qwen2_moe")
 
 
@@ -471,7 +480,7 @@ FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"
 @functools.cache
 def torch_model(name: str):
     cfg = dict(CASES[name].config)
-    return probe.build_meta(cfg.pop("model_type"), cfg)
+    return probe.build_model(cfg.pop("model_type"), cfg)
 
 
 @functools.cache
@@ -612,7 +621,7 @@ RELEASED = {
     "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
     "gemma-3-1b-it.json": "gemma3_text", "qwen2-57b-a14b.json": "qwen2_moe",
     "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
-    "command-r-08-2024.json": "cohere",
+    "command-r-08-2024.json": "cohere", "bert-base-uncased.json": "bert",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 
@@ -624,7 +633,7 @@ def test_released_config_at_full_size(file):
     # with the same terms, at full size. On meta this takes seconds, not memory.
     case = CASES[RELEASED[file]]
     cfg = real(file)
-    m = probe.build_meta(cfg["model_type"], {k: v for k, v in cfg.items() if k != "model_type"})
+    m = probe.build_model(cfg["model_type"], {k: v for k, v in cfg.items() if k != "model_type"})
     hf = costgraph.from_hf_config(cfg, source=file, profile="pytorch", dropout=dropout_in(cfg))
     c = SimpleNamespace(**case.dims(cfg))
 
