@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Mapping
 
 import sympy
@@ -324,6 +325,11 @@ class Costs:
     def evaluate(self, config: str | None = None, **values: int) -> dict[str, int]:
         """Exact integer values of every quantity for a configuration.
 
+        One exception: a per-layer view of a model with a layer pattern (``--scope layer``
+        or a repeat group's path) is the *average* layer — ``floor(l/6)/l`` of a global
+        one in Gemma 3 — and its values are exact ``fractions.Fraction`` where they are
+        not whole (Gemma-3-1B's 26 layers: 4 global, 22 local).
+
         Raises
         ------
         CostgraphValueError
@@ -339,9 +345,23 @@ class Costs:
                                       hint="give them with --set NAME=VALUE or a configuration")
         try:
             return dict(zip(self.quantities, ev([vals[n] for n in names])))
-        except NotWhole as e:   # every size checked whole: cannot happen for scope totals
+        except NotWhole as e:   # every size checked whole: only an average layer can be fractional
+            if self.averaged:
+                subs = {x: sympy.Integer(vals[str(x)]) for x in
+                        set().union(*(q.free_symbols for q in self.quantities.values()))}
+                return {q: _exact_number(e.xreplace(subs)) for q, e in self.quantities.items()}
             q = list(self.quantities)[e.index]
             raise CostgraphValueError(f"{q} is {e.value} for these values, not a whole number") from None
+
+    @property
+    def averaged(self) -> bool:
+        """True for a per-layer view of a model with a layer pattern: the layer scope or a
+        repeat group's scope when some node's count holds a ``floor`` (the copies of a
+        pattern branch), so the view is the average of the layer kinds."""
+        g = self.model.graph
+        if self.scope != "layer" and self.scope not in g.groups:
+            return False
+        return any(d["count"].has(sympy.floor) for _, d in g.ops())
 
     def _exact(self):
         """The quantities compiled for exact evaluation (once per Costs)."""
@@ -390,6 +410,11 @@ class Costs:
         from .report import to_latex_doc
 
         return "$" + to_latex_doc(self).replace("\n", " ") + "$"
+
+
+def _exact_number(v: sympy.Expr):
+    """A SymPy rational as ``int`` when whole, else ``fractions.Fraction``."""
+    return int(v) if v.is_Integer else Fraction(int(v.p), int(v.q))
 
 
 def _prefixes(path: str) -> list[str]:

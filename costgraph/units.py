@@ -12,6 +12,8 @@ Formatting is done by :mod:`humanize`; exact integers are always shown too.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import humanize
 
 UNITS = {
@@ -45,9 +47,15 @@ def nbytes(n: int) -> str:
 
 def with_unit(quantity: str, n: int) -> str:
     """An exact integer with thousands separators, its unit, and (from 1000
-    up) its human-readable form: ``124,439,808 (124.4 M)``,
+    up) its human-readable form (a ``Fraction`` — the average layer of a layer
+    pattern — as a mixed number and its decimal): ``124,439,808 (124.4 M)``,
     ``1,079,787,520 bytes (1.08 GB, 1.01 GiB)``, ``80 bytes``."""
     unit = UNITS[quantity]
+    if isinstance(n, Fraction) and n.denominator != 1:   # an average layer of a layer pattern
+        whole, rest = divmod(n.numerator, n.denominator)
+        shown = f"{whole:,} {rest}/{n.denominator}"
+        return (shown if unit == "parameters" else f"{shown} {unit}") + f" (average; ≈ {float(n):,.1f})"
+    n = int(n)
     exact = f"{n:,}" if unit == "parameters" else f"{n:,} {unit}"
     if abs(n) < 1000:
         return exact
