@@ -53,7 +53,7 @@ def _plots(args, model, rep, training, inf_rep, capacity) -> list[tuple[str, str
     out = []
     if rep.numbers:
         share = plots.flops_share(rep.costs, rep.values)
-        out.append(("Forward FLOPs by block at the values given.", plots.svg_text(plots.flops_figure(share), True)))
+        out.append(("Forward FLOPs by block at the values given.", plots.svg_text(plots.flops_figure(share), True, "flops-")))
     if training is not None and rep.values is not None:
         if args.over is not None:
             symbol, points = parse_over(args.over)
@@ -64,10 +64,10 @@ def _plots(args, model, rep, training, inf_rep, capacity) -> list[tuple[str, str
         if points:
             sweep = plots.memory_sweep_train(model, training, rep.values, symbol, points, capacity)
             out.append((f"Training memory per device by part, over {symbol}.",
-                        plots.svg_text(plots.memory_figure(sweep, args.unit), True)))
+                        plots.svg_text(plots.memory_figure(sweep, args.unit), True, "memory-")))
     if inf_rep is not None:
         out.append(("Roofline of the device with the prefill and decode steps.",
-                    plots.svg_text(plots.roofline_figure(plots.roofline(inf_rep)), True)))
+                    plots.svg_text(plots.roofline_figure(plots.roofline(inf_rep)), True, "roofline-")))
     return out
 
 

@@ -414,10 +414,12 @@ def save(fig, path: str | Path) -> Path:
     return path
 
 
-def svg_text(fig, inline: bool = False) -> str:
+def svg_text(fig, inline: bool = False, prefix: str = "") -> str:
     """``fig`` as SVG text; ``inline``: for an HTML page — no XML declaration,
     DOCTYPE, metadata or namespace declarations (HTML's parser gives ``<svg>``
-    its namespace), so the page names no URL at all."""
+    its namespace), so the page names no URL at all; ``prefix`` goes before
+    every ``id`` and every reference to one (``url(#…)``, ``href="#…"``), so
+    that several figures on one page keep their clip paths apart."""
     import re
 
     buf = io.StringIO()
@@ -428,4 +430,8 @@ def svg_text(fig, inline: bool = False) -> str:
         text = text[text.index("<svg"):]
         text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
         text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
+        text = text.replace("<style type=\"text/css\">*{", "<style type=\"text/css\">svg *{")   # not the whole page
+    if prefix:
+        text = re.sub(r'\bid="', f'id="{prefix}', text)
+        text = text.replace("url(#", f"url(#{prefix}").replace('href="#', f'href="#{prefix}')
     return text
