@@ -75,5 +75,6 @@ def run(args) -> str:
                 fh.write(source)
         except OSError as e:
             raise CostgraphValueError(f"cannot write {args.output}: {e.strerror}") from None
-        return f"wrote {len(program.functions)} functions ({args.lang}) to {args.output}"
+        n = len(program.functions)
+        return f"wrote {n} function{'' if n == 1 else 's'} ({args.lang}) to {args.output}"
     return source.rstrip("\n")
