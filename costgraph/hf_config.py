@@ -104,6 +104,8 @@ class _Reader:
             if not isinstance(flag, bool):
                 self.fail(f"key '{spec['if_key']}' must be true or false, got {shown(flag)}")
             return self.spec(spec["then"] if flag else spec["else"], what)
+        if "equals" in spec:   # { key = "k", default = V, equals = X }: true when k (or V) is X
+            return self.raw(spec["key"], spec.get("default", _MISSING)) == spec["equals"]
         if "key" in spec:
             if "fallback" in spec:
                 v = self.raw(spec["key"], None)
@@ -193,6 +195,8 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         if not isinstance(v, bool):
             r.fail(f"option '{name}' needs true or false from the config, got {shown(v)}")
         options[name] = v
+    for rule in entry.get("layer_indices", ()):
+        _check_layer_indices(r, rule, entry["model"])
     if dropout is None:
         dropout = dropout_in(config, entry.get("dropout_keys", DROPOUT_KEYS))
     if model is None:
@@ -225,6 +229,24 @@ def _check_cycle(r: _Reader, rule: dict, v, model: str) -> None:
     if v != want:
         r.fail(f"{key} = {_json_shown(v)} is a variant costgraph's '{model}' model does not describe "
                f"(supported: {json.dumps(cycle)} repeated over the {n} layers)")
+
+
+def _check_layer_indices(r: _Reader, rule: dict, model: str) -> None:
+    """A ``layer_indices`` rule ``{ key = "k", every = SPEC, length = SPEC }``:
+    the list of layer numbers ``k`` (Llama 4's ``moe_layers``), when set, must
+    be every ``every``-th layer — ``every − 1, 2·every − 1, …`` below
+    ``length`` — the pattern the model file writes with ``if j % every ==
+    every − 1`` (and what transformers derives from
+    ``interleave_moe_layer_step`` when the key is absent). Anything else is a
+    variant the model does not describe (refused, with the expected list)."""
+    v = r.config.get(rule["key"])
+    if v is None:
+        return
+    step, n = r.number(rule["every"], "every"), r.number(rule["length"], "length")
+    want = list(range(step - 1, n, step))
+    if v != want:
+        r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{model}' model does not describe "
+               f"(supported: the layers j with j % {step} == {step - 1}, {json.dumps(want)})")
 
 
 def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "korthikanti",

@@ -18,18 +18,23 @@ from .elementwise import PER_ELEMENT
 from .registry import op
 
 
-@op("max", "maximum over the last dimension: [..., n] → [...] (keeps the int64 argmax)", x="tensor")
+@op("max", "maximum over the last dimension: [..., n] → [...] ([..., 1] with keepdim = true; keeps "
+    "the int64 argmax)", x="tensor", keepdim=("bool", False))
 def max_(c):
-    """``x.max(dim=-1).values``. The reduction is over the last axis (for the
-    elementwise maximum of two tensors use ``maximum``). 1 comparison per
-    input element (`all`); backward scatters the gradient to the argmax
-    (0 FLOPs) and keeps only the indices ``[...]``."""
+    """``x.max(dim=-1).values`` (``keepdim = true``: ``x.max(dim=-1,
+    keepdim=True).values``, ``[..., 1]``, which broadcasts against ``x`` —
+    gpt-oss subtracts it from its attention logits). The reduction is over
+    the last axis (for the elementwise maximum of two tensors use
+    ``maximum``). 1 comparison per input element (`all`); backward scatters
+    the gradient to the argmax (0 FLOPs) and keeps only the indices, one per
+    output element."""
     x = c["x"]
     if not x.shape:
         c.fail("max reduces the last dimension: it needs a tensor with at least one")
-    y = c.output(x.shape[:-1], role=c.float_role(x))
+    shape = (*x.shape[:-1], 1) if c["keepdim"] else x.shape[:-1]
+    y = c.output(shape, role=c.float_role(x))
     c.forward(Flops(other=PER_ELEMENT["max"] * x.numel))
-    c.save(c.aux("indices", x.shape[:-1], "index"))
+    c.save(c.aux("indices", shape, "index"))
     return y
 
 
