@@ -244,3 +244,73 @@ def test_windowed_causal_half_prefill_equals_derive():
     step = inf.prefill(8192)
     got = step.flops.xreplace({k: v for k, v in vals.items() if str(k) != "s"})
     assert got.xreplace({sym: 1 for sym in got.free_symbols if str(sym) == "b"}) == want
+
+
+# ---------------------------------------------------------------- recurrent state (Mamba, Jamba)
+
+# mamba-130m (models/mamba.cg; state-spaces/mamba-130m-hf config.json): h 768, D = e·h = 1536,
+# N 16, R 48, K 4, l 24, V 50280; transformers' parameter count 129,135,360 (tests/test_mamba.py)
+_M130 = dict(h=768, D=1536, N=16, R=48, K=4, l=24, V=50280)
+
+
+def test_mamba_decode_reads_weights_and_a_fixed_state():
+    m = load("mamba")
+    inf = Inference(m)
+    h, D, N, R, K, l, V = (_M130[x] for x in ("h", "D", "N", "R", "K", "l", "V"))
+    v = {**_vals(m, "mamba-130m"), inf.b: 1}
+    # the state per sequence (Gu & Dao 2023 §3.4 / Hugging Face's MambaCache): each block's
+    # convolution state [D, K] and SSM state [D, N], bf16
+    state = l * (D * K + D * N) * 2
+    assert state == 1_474_560
+    assert inf.kv_cache_bytes(P + G).xreplace(v) == inf.state_bytes().xreplace(v) == state
+    assert inf.kv_cache_bytes_per_token() == 0
+    weights = 2 * 129_135_360            # bf16, the tied head read once
+    assert inf.weight_memory().xreplace(v) == weights
+    # a decode step reads every weight and the whole state and writes the state back, whatever n
+    for n in (5, 100, 10_000):
+        dec = inf.step(1, n)
+        assert dec.kv_read.xreplace(v) == dec.kv_written.xreplace(v) == state
+        assert dec.bytes.xreplace(v) == weights + 2 * state == 261_219_840
+    # FLOPs per token ('matmul'): per block in_proj 2·h·2D, conv1d 2·D·K, x_proj 2·D·(R + 2N),
+    # dt_proj 2·R·D, the scan's y = C·h 2·D·N, out_proj 2·D·h (costgraph/ops/ssm.py); the head 2·h·V
+    per_token = l * (2 * h * 2 * D + 2 * D * K + 2 * D * (R + 2 * N) + 2 * R * D + 2 * D * N + 2 * D * h) + 2 * h * V
+    assert inf.decode().flops.xreplace(v) == per_token == 258_011_136
+    # the prefill starts from zeros: no state read, the state written once; q tokens cost q times one
+    pre = inf.prefill(512)
+    assert pre.kv_read == 0 and pre.kv_written.xreplace(v) == state
+    assert pre.flops.xreplace(v) == 512 * per_token
+
+
+def test_state_ignores_the_kv_dtype_and_scales_with_the_batch():
+    m = load("mamba")
+    v = _vals(m, "mamba-130m")
+    b = Inference(m).b
+    bf16 = Inference(m).kv_cache_bytes(P + G).xreplace({**v, b: 8})
+    assert Inference(m, kv="fp8").kv_cache_bytes(P + G).xreplace({**v, b: 8}) == bf16 == 8 * 1_474_560
+
+
+def test_jamba_mixes_a_growing_kv_cache_and_fixed_states():
+    m = load("jamba")
+    inf = Inference(m)
+    v = {**_vals(m, "jamba-v0.1"), inf.b: 1}
+    # Jamba-v0.1: attention in layers j % 8 == 4 of 32 (4 layers), K and V of 8 heads of 128, bf16;
+    # Mamba in the other 28, states [D, K] + [D, N] with D = 2·4096
+    per_token = 4 * 2 * 8 * 128 * 2
+    state = 28 * 8192 * (4 + 16) * 2
+    assert inf.kv_cache_bytes_per_token().xreplace(v) == per_token == 16_384
+    assert inf.state_bytes().xreplace(v) == state == 9_175_040
+    assert inf.kv_cache_bytes(4096).xreplace(v) == 4096 * per_token + state
+    for n in (100, 4096):
+        dec = inf.step(1, n)
+        assert dec.kv_read.xreplace(v) == n * per_token + state
+        assert dec.kv_written.xreplace(v) == per_token + state
+
+
+def test_infer_report_of_a_state_only_model():
+    m = load("mamba")
+    rep = infer(m, hardware="h100-sxm", prompt=512, generate=128, batch=4, values=_vals(m, "mamba-130m"))
+    v = rep.values
+    assert v["state_bytes"] == v["kv_cache_bytes"] == 4 * 1_474_560
+    assert v["max_context"] is None and v["context_unbounded"] is True
+    # capacity: weights + b states ≤ 72 GB (h100-sxm 80 GB, reserve 0.1)
+    assert v["max_batch"] == (72_000_000_000 - 2 * 129_135_360) // 1_474_560

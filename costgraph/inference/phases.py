@@ -28,6 +28,22 @@ Per step (all exact SymPy expressions in the model's dimensions, ``q``, ``n``):
   An embedding table counts whole (an upper bound: a lookup reads ``b·q`` rows).
 * ``kv_read`` (``n`` cached positions, ``Min(n, w)`` under a window) and
   ``kv_written`` (``q`` positions) in the KV dtype.
+* **Recurrent state** (``conv1d`` and ``selective_scan``: a ``CacheEntry``
+  with ``state = True``, Mamba's convolution and SSM states): a fixed-size
+  cache per sequence, whatever ``n``. A step reads the whole state (when
+  ``n > 0``: a prefill starts from zeros, Gu & Dao 2023 Alg. 2 / Hugging
+  Face's ``mamba_selective_scan`` initialises ``ssm_state`` with zeros) and
+  writes it back once (``selective_state_update`` and
+  ``causal_conv1d_update`` update it in place: ``state.copy_(...)``), both in
+  the activation dtype: serving engines keep it in the model's dtype, apart
+  from the KV cache's (vLLM ``CacheConfig.mamba_cache_dtype = "auto"``), so
+  ``--kv`` does not quantize it. Its bytes count in ``kv_read`` /
+  ``kv_written`` and in the KV cache (``b`` states, no paging); a decode step
+  reads it instead of a cache growing with ``n``. The tokens' own FLOPs (the
+  scan's ``2·D·N`` per token, the convolution's ``2·C·K``) are the graph's
+  with ``s → q``: the recurrence costs per token what the scan costs per
+  position. Jamba mixes both: the attention layers' K/V grow, the Mamba
+  layers' states do not.
 * ``activation_bytes`` — inputs and outputs of every operator that is not a
   view, in the activation dtype (bf16): the traffic an unfused execution
   moves; reported apart, added to ``bytes`` only with ``activations=True``.
@@ -207,13 +223,19 @@ class Inference:
         if not cg.caches:
             raise CostgraphValueError(f"model '{cg.name}' caches nothing: no cache(...) in its graph",
                                       hint="mark K and V with cache(...) in the model file")
+        #: K/V-style entries (a sequence axis) and fixed-size recurrent states
+        self.kv_entries = [e for e in cg.caches if not e.state]
+        self.states = [e for e in cg.caches if e.state]
         split = {p for p, d in cg.ops() if d["kind"] == "cache"
                  and any(KEYS in cg.tensors[o].shape for o in d["outputs"])}
-        if len(split) != len({e.path for e in cg.caches}):
+        if len(split) != len({e.path for e in self.kv_entries}):
             raise CostgraphValueError(
                 f"model '{cg.name}' was built without the key axis split",
                 hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")
-        seqs = {cg.tensors[e.tensor].shape[-2] for e in cg.caches}
+        # the sequence axis: a cached tensor's axis -2 ([B, ..., S, d]); a state's operator reads
+        # [B, S, C] (conv1d, selective_scan), its state [B, ...]
+        seqs = {cg.tensors[e.tensor].shape[-2] for e in self.kv_entries} | \
+            {cg.tensors[cg.nodes[e.path]["inputs"][0]].shape[-2] for e in self.states}
         batches = {cg.tensors[e.tensor].shape[0] for e in cg.caches}
         if len(seqs) != 1 or len(batches) != 1 or not all(isinstance(x, sympy.Symbol) for x in seqs | batches):
             raise CostgraphValueError(f"model '{cg.name}': its caches differ in batch or sequence axis "
@@ -279,6 +301,19 @@ class Inference:
     def _entry_fixed_bytes(self, entry) -> sympy.Expr:
         return self.cg.nodes[entry.path]["count"] * sympy.Rational(self.kv.tensor_stat_bits, 8)
 
+    def _state_bytes(self, entry) -> sympy.Expr:
+        """Bytes of one sequence's recurrent state of this entry, all copies, per device, in the
+        activation dtype (module docstring)."""
+        ten = self.cg.tensors[entry.tensor]
+        copies = self.cg.nodes[entry.path]["count"]
+        return copies * ten.numel / ten.shape[0] * self._act.bytes(ten.role) / self._tdiv(entry.tensor)
+
+    def state_bytes(self, batch=None) -> sympy.Expr:
+        """The recurrent states of ``batch`` sequences (default the model's ``b``), per device:
+        0 for a model with only a K/V cache."""
+        batch = self.b if batch is None else as_expr(batch)
+        return expand_sum([batch * self._state_bytes(e) for e in self.states])
+
     def _kv_reader(self, entry) -> str:
         """The first matrix product reading the cached tensor (through views and copies)."""
         start = [o for o in self.cg.nodes[entry.path]["outputs"]]
@@ -304,8 +339,8 @@ class Inference:
         (vLLM's paged allocation: ``⌈x/k⌉·k``)."""
         positions = self.s if positions is None else as_expr(positions)
         batch = self.b if batch is None else as_expr(batch)
-        total = []
-        for e in self.cg.caches:
+        total = [self.state_bytes(batch)]     # recurrent states: whole, per sequence, not paged
+        for e in self.kv_entries:
             kept = positions if e.window is None else sympy.Min(positions, e.window)
             if page is not None:
                 kept = sympy.ceiling(kept / page) * page
@@ -313,8 +348,9 @@ class Inference:
         return expand_sum(total)
 
     def kv_cache_bytes_per_token(self) -> sympy.Expr:
-        """One position of one sequence, every cache, windows not applied, per device."""
-        return expand_sum([self._entry_position_bytes(e) for e in self.cg.caches])
+        """One position of one sequence, every cache, windows not applied, per device (a
+        recurrent state adds nothing per position)."""
+        return expand_sum([self._entry_position_bytes(e) for e in self.kv_entries])
 
     def weight_memory(self) -> sympy.Expr:
         """Bytes of every weight in memory (all experts), per device."""
@@ -322,7 +358,9 @@ class Inference:
 
     # ------------------------------------------------------------ steps
     def step(self, q=Q, n=N) -> Step:
-        """The costs of one step of ``q`` new tokens per sequence against ``n`` cached positions."""
+        """The costs of one step of ``q`` new tokens per sequence against ``n`` cached positions
+        (a recurrent state is read when ``n`` is not the literal 0: a symbolic ``n`` stands for
+        ``n ≥ 1``, as every decode step's ``P + G − 2`` with ``G ≥ 2``)."""
         q, n = as_expr(q), as_expr(n)
         cg = self.cg
         sub = {self.s: q, KEYS: n + q}
@@ -347,7 +385,14 @@ class Inference:
         for wid, path in reader_of.items():
             ops[path].weight_bytes += self._copies_read(wid, tokens) * self.weight_copy_bytes(wid)
         kv_read, kv_written = [], []
-        for e in cg.caches:
+        for e in self.states:
+            # read whole unless the step starts from zeros (n = 0: a prefill), written back once
+            state = self.b * self._state_bytes(e)
+            read = ZERO if n == 0 else state
+            kv_read.append(read)
+            kv_written.append(state)
+            ops[e.path].kv_bytes += read + state
+        for e in self.kv_entries:
             per = self._entry_position_bytes(e)
             read = self.b * per * (n if e.window is None else sympy.Min(n, e.window))
             written = self.b * per * q

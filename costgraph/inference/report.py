@@ -17,6 +17,9 @@ JSON contract (stable)::
      "tokens_per_second", "tokens_per_second_per_device": {expr, latex, value},
      "compute_bound_batch": {expr, latex, value} (value null: never; expr absent for a mixture),
      "max_batch": int | null, "max_context": int | null, "fits": bool,
+     "state_bytes": {expr, latex, value} (only with a recurrent state: b sequences' fixed-size
+                    states, inside kv_cache_bytes), "context_unbounded": bool (only then: memory
+                    does not grow with the context; max_context null),
      "assumptions": [text, ...]}
 
 ``expr`` is SymPy/Python infix in the model's symbols and ``P``, ``G``;
@@ -78,6 +81,9 @@ def to_dict(rep: InferenceReport, symbols: dict) -> dict:
         cb = {**_entry(q["compute_bound_batch"], None), "value": v.get("compute_bound_batch")}
     doc["compute_bound_batch"] = cb
     doc["max_batch"], doc["max_context"], doc["fits"] = v["max_batch"], v["max_context"], v["fits"]
+    if "state_bytes" in q:
+        doc["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
+        doc["context_unbounded"] = bool(v.get("context_unbounded", False))
     doc["assumptions"] = rep.notes
     return doc
 
@@ -129,6 +135,8 @@ def to_text_doc(rep: InferenceReport) -> str:
     lines.append("KV cache (P + G positions per sequence)")
     row("per token", "kv_cache_bytes_per_token", _bytes)
     row("b sequences", "kv_cache_bytes", _bytes)
+    if "state_bytes" in q:
+        row("of which recurrent state", "state_bytes", _bytes)
     row(f"paged (blocks of {st['page_size']})", "kv_cache_bytes_paged", _bytes)
     row("weights in memory", "weight_bytes", _bytes)
     for phase, title in (("prefill", "prefill (q = P new tokens, n = 0 cached)"),
@@ -160,6 +168,8 @@ def to_text_doc(rep: InferenceReport) -> str:
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
               f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st['batch']}"
-                                               if v["max_context"] else "none fits"),
+                                               if v["max_context"] else "unbounded (the cache is a "
+                                               "fixed-size recurrent state)" if v.get("context_unbounded")
+                                               else "none fits"),
               "", "assumptions:"] + [f"  - {n}" for n in rep.notes]
     return "\n".join(lines)

@@ -112,6 +112,12 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
 
     if ok(1):
         return None, 1
+    # the distinct experts read, E(1 − (1 − k/E)^(b q)), only grow with b: with them at their
+    # largest, the gap's slope in b is c1; if c1 ≤ 0, gap(b) ≤ c1 + gap's other part at b = 1 < 0
+    # for every b ≥ 1 (never compute-bound), without evaluating (1 − k/E)^b exactly for huge b
+    lin = sympy.expand(gap.replace(lambda e: e.is_Pow and b in e.exp.free_symbols, lambda e: sympy.Integer(0)))
+    if lin.is_polynomial(b) and sympy.degree(lin, b) <= 1 and not (lin.coeff(b, 1) > 0):
+        return None, None
     lo, hi = 1, 2
     while hi <= limit and not ok(hi):
         lo, hi = hi, hi * 2
@@ -197,6 +203,8 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     qd["kv_cache_bytes"] = inf.kv_cache_bytes(total_pos)
     qd["kv_cache_bytes_paged"] = inf.kv_cache_bytes(total_pos, page=page)
     qd["kv_cache_bytes_per_token"] = inf.kv_cache_bytes_per_token()
+    if inf.states:
+        qd["state_bytes"] = inf.state_bytes()     # inside kv_cache_bytes: b fixed-size recurrent states
     qd["weight_bytes"] = inf.weight_memory()
     pre, dec = inf.prefill(), inf.decode()
     for name, st in (("prefill", pre), ("decode", dec)):
@@ -242,7 +250,11 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     vals["max_batch"] = largest_fitting(mem_b, b, subs, cap)
     x = sympy.Symbol("x_positions", positive=True, integer=True)
     mem_s = qd["weight_bytes"] + inf.kv_cache_bytes(x, batch=b, page=page)
-    vals["max_context"] = largest_fitting(mem_s, x, subs, cap)
+    if x in mem_s.free_symbols:
+        vals["max_context"] = largest_fitting(mem_s, x, subs, cap)
+    else:   # only recurrent states: memory does not grow with the context
+        vals["max_context"] = None
+        vals["context_unbounded"] = vals["fits"]
     rep.notes = [
         "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
         f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",
@@ -252,6 +264,10 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
         "KV cache for P + G positions per sequence; paged: each cache's kept positions rounded up to blocks",
         "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
     ]
+    if inf.states:
+        rep.notes.append("recurrent state (conv1d, selective_scan): a fixed size per sequence whatever P + G, "
+                         "in the activation dtype (not --kv); a step reads it (none at the prefill, which "
+                         "starts from zeros) and writes it back; counted in the KV cache, not paged")
     if t > 1:
         rep.notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
                          "not overlapped")
