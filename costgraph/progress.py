@@ -14,8 +14,9 @@ DELAY = 1.0
 
 
 class _Bar:
-    def __init__(self, description: str, total: float | None, delay: float, force: bool):
+    def __init__(self, description: str, total: float | None, delay: float, force: bool, console=None):
         self.description, self.total, self.delay, self.force = description, total, delay, force
+        self.console = console
         self.start = time.monotonic()
         self.done = 0.0
         self._progress = None
@@ -23,12 +24,12 @@ class _Bar:
 
     def _show(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
 
-        console = Console(stderr=True, force_terminal=self.force or None)
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,.0f}"
-                                  + (f"/{self.total:,.0f}" if self.total else "")), TimeElapsedColumn(),
-                                  TimeRemainingColumn(), console=console, transient=True)
+        console = self.console or Console(stderr=True, force_terminal=self.force or None)
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True)
         self._progress.start()
         self._task = self._progress.add_task(self.description, total=self.total, completed=self.done)
 
@@ -37,11 +38,17 @@ class _Bar:
         self.done += n
         if description:
             self.description = description
-        if self._progress is None and (self.force or sys.stderr.isatty()) \
+        if self._progress is None and (self.force or self.console is not None or sys.stderr.isatty()) \
                 and time.monotonic() - self.start > self.delay:
             self._show()
         if self._progress is not None:
-            self._progress.update(self._task, completed=self.done, description=self.description)
+            self._progress.update(self._task, completed=self.done, total=self.total, description=self.description)
+
+    def update(self, done: float, total: float | None = None, description: str | None = None) -> None:
+        """Set the work done so far (and the total, and the step's name)."""
+        if total is not None:
+            self.total = total
+        self.advance(done - self.done, description)
 
     @property
     def shown(self) -> bool:
@@ -53,10 +60,12 @@ class _Bar:
 
 
 @contextmanager
-def progress(description: str, total: float | None = None, *, delay: float = DELAY, force: bool = False):
+def progress(description: str, total: float | None = None, *, delay: float = DELAY, force: bool = False,
+             console=None):
     """``with progress("planning", total=n) as bar: ... bar.advance()`` — a bar on stderr after
-    ``delay`` seconds when stderr is a terminal (``force=True``: always, for tests)."""
-    bar = _Bar(description, total, delay, force)
+    ``delay`` seconds when stderr is a terminal (``force=True``, or a rich ``console`` given:
+    always, for tests)."""
+    bar = _Bar(description, total, delay, force, console)
     try:
         yield bar
     finally:

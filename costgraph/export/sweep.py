@@ -268,35 +268,23 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
 
 
 class Progress:
-    """A rich progress bar on stderr that appears only once a sweep has run
-    for ``after`` seconds (never on stdout); call it with ``(done, total)``
-    or ``(done, total, "writing")`` and :meth:`close` at the end. On a
-    stderr that is not a terminal rich draws nothing."""
+    """The sweep's progress bar (:mod:`costgraph.progress`: on stderr, only once the sweep has
+    run for ``after`` seconds and stderr is a terminal or ``console`` is given); call it with
+    ``(done, total)`` or ``(done, total, "writing")`` and :meth:`close` at the end."""
 
     def __init__(self, label: str, after: float = 1.0, console=None):
-        self.label, self.after, self.console = label, after, console
-        self.start = time.perf_counter()
-        self._bar = None
-        self._task = None
+        from ..progress import _Bar
+
+        self.label = label
+        self._bar = _Bar(label, None, after, False, console)
 
     def __call__(self, done: int, total: int, what: str = "evaluating") -> None:
-        if self._bar is None:
-            if time.perf_counter() - self.start < self.after or (done >= total and what == "writing"):
-                return
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeRemainingColumn
-
-            console = self.console or Console(stderr=True)
-            self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeRemainingColumn(), console=console, transient=True)
-            self._bar.start()
-            self._task = self._bar.add_task(f"{self.label}: {what}", total=total)
-        self._bar.update(self._task, completed=done, total=total, description=f"{self.label}: {what}")
+        if not self._bar.shown and done >= total and what == "writing":
+            return
+        self._bar.update(done, total, f"{self.label}: {what}")
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
+        self._bar.close()
 
 
 def _column_values(a, dtype: str) -> list:
