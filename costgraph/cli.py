@@ -508,7 +508,7 @@ def _infer(args) -> str:
         hf = load_hf_config(args.model)
         model, given = hf.model, {**hf.values, **dims}
     else:
-        model, given = load(args.model, options=options), dims
+        model, given = load(args.model, options=options, config=args.config), dims
     values = model.values(args.config, **{k: v for k, v in given.items() if k not in ("b", "s")})
     rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
                 values=values, t=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,

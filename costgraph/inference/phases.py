@@ -124,14 +124,16 @@ def _wrap_build_error(err):
     raise err
 
 
-def load(model: str, *, options=None, profile: str = "korthikanti"):
-    """:func:`costgraph.load` for inference: dropout off, the key axis split (:func:`split_keys`)."""
+def load(model: str, *, options=None, profile: str = "korthikanti", config: str | None = None):
+    """:func:`costgraph.load` for inference: dropout off, the key axis split (:func:`split_keys`).
+    ``config``: a named configuration whose options (``bias = false``) the model is built with,
+    as ``costgraph.load(..., config=)``; ``options`` take precedence."""
     from ..errors import CostgraphSemanticError
     from ..model import load as _load
 
     with split_keys():
         try:
-            return _load(model, dropout=False, options=options, profile=profile)
+            return _load(model, dropout=False, options=options, profile=profile, config=config)
         except CostgraphSemanticError as e:
             _wrap_build_error(e)
 
