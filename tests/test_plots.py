@@ -151,7 +151,7 @@ def test_cli_svg_text_is_searchable(tmp_path):
     for label in ("weights", "gradients", "optimizer states", "activations", "device memory 2.0 GB",
                   "sequence length s (tokens)", "memory per device (GB = 10⁹ bytes)", "256", "512", "1,024"):
         assert label in texts, label
-    assert any(t.startswith("gpt: training memory per device") for t in texts)
+    assert any(t.startswith("gpt (gpt2): training memory per device (1 GPUs, tp 1, pp 1, ZeRO 0") for t in texts)
     out = tmp_path / "flops.svg"
     assert main(["plot", "gpt", "--config", "gpt2", "--kind", "flops", "-o", str(out)]) == 0
     texts = _svg_texts(out)

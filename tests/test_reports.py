@@ -83,6 +83,18 @@ def test_markdown_tables_per_block_and_numbers(tmp_path):
     assert "- **FLOPs**: 'matmul'" in text and "GiB = 2³⁰ bytes" in text
 
 
+def test_markdown_training_section(tmp_path):
+    # mixed-precision Adam: 2 + 2 + 12 bytes per parameter (ZeRO paper, Rajbhandari et al. 2020, Sec. 3.1)
+    text = _report(tmp_path, "train.md", "gpt", "--config", "gpt2", "--train", "--memory", "2GB", "--format", "md")
+    N = 124_439_808
+    stage = {r[0]: r for r in _md_tables(text)["stage 0 (the whole model)"]}
+    assert stage["weights"][2].startswith(f"{2 * N:,} bytes")
+    assert stage["gradients"][2].startswith(f"{2 * N:,} bytes")
+    assert stage["optimizer states"][2].startswith(f"{12 * N:,} bytes")
+    assert "- layout: 1 GPUs = tp 1 × pp 1 × cp 1 × dp 1; ep 1; ZeRO 0" in text
+    assert "**device memory 2,000,000,000 bytes (2.00 GB, 1.86 GiB): the most-loaded device does NOT fit**" in text
+
+
 def test_markdown_without_values_has_formulas_only(tmp_path):
     text = _report(tmp_path, "mixtral.md", "mixtral", "--format", "md")
     tables = _md_tables(text)

@@ -50,7 +50,7 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
         p.add_argument("--train", action="store_true",
                        help="add the training-memory section with the default layout (one device) "
                             "even when no layout option is given")
-    p.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp")
+    p.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp (default tp × pp × cp: dp 1)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (training and inference)")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages p")
     p.add_argument("--cp", type=int, default=1, help="context-parallel degree c")
@@ -131,9 +131,13 @@ def capacity(args):
 
 def training(args, model, values):
     """The :class:`~costgraph.training.memory.TrainingMemory` (model scope) of the layout options,
-    checked against ``values`` as ``costgraph train`` checks it. Returns ``(layout, result)``."""
+    checked against ``values`` as ``costgraph train`` checks it. Returns ``(layout, result)``.
+    Without ``--gpus`` the data-parallel degree is 1 (``costgraph train`` leaves it a symbol,
+    ``N_d``, which a report or plot could not put a number on)."""
     from ..cli import train_layout
 
+    if args.gpus is None:
+        args.gpus = args.tp * args.pp * args.cp
     layout = train_layout(args, args.micro_batches)
     if values is not None:
         from ..training.validity import check_layout

@@ -42,6 +42,11 @@ def add_parser(sub) -> None:
     infer_arguments(p)
 
 
+def _name(args, model) -> str:
+    """The model's name for a title, with its configuration: ``llama (llama-3-8b)``."""
+    return model.name + (f" ({args.config})" if args.config else "")
+
+
 def _values(model, values):
     from ..errors import CostgraphValueError
 
@@ -70,7 +75,7 @@ def _memory(args):
         values = _values(model, values)
         symbol, points = _sweep(args, model, values)
         _, result = training(args, model, values)
-        data = plots.memory_sweep_train(model, result, values, symbol, points, cap)
+        data = plots.memory_sweep_train(model, result, values, symbol, points, cap, name=_name(args, model))
     else:
         from ..inference import Inference
         from ..inference import load as infer_load, load_hf_config
@@ -87,7 +92,7 @@ def _memory(args):
         symbol, points = _sweep(args, model, values)
         inf = Inference(model, weights=args.weights, kv=args.kv, t=args.tp, convention=args.convention,
                         causal=args.causal)
-        data = plots.memory_sweep_infer(inf, values, symbol, points, cap)
+        data = plots.memory_sweep_infer(inf, values, symbol, points, cap, name=_name(args, model))
     return plots.memory_figure(data, args.unit)
 
 
@@ -98,7 +103,7 @@ def _flops(args):
     model, values = load(args)
     costs = model.costs("model", convention=args.convention, causal=args.causal,
                         precision="fp32" if args.precision == "fp32" else "bf16")
-    return plots.flops_figure(plots.flops_share(costs, _values(model, values)))
+    return plots.flops_figure(plots.flops_share(costs, _values(model, values), name=_name(args, model)))
 
 
 def _roofline(args):
@@ -109,7 +114,8 @@ def _roofline(args):
     if not infer_given(args):
         raise CostgraphValueError("--kind roofline needs an inference setting",
                                   hint="--hardware h100-sxm --prompt 512 --generate 128 [--batch 8]")
-    return plots.roofline_figure(plots.roofline(inference(args)[1]))
+    model, rep = inference(args)
+    return plots.roofline_figure(plots.roofline(rep, name=_name(args, model)))
 
 
 def run(args) -> str:

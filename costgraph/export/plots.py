@@ -120,14 +120,15 @@ def _fixed(model, values: dict, symbol: str) -> str:
 
 
 def memory_sweep_train(model, result, values: dict, symbol: str, points: list[int],
-                       capacity: int | None = None) -> MemorySweep:
+                       capacity: int | None = None, name: str | None = None) -> MemorySweep:
     """Training memory of the most-loaded device at each point.
 
     ``result``: the model's :class:`~costgraph.training.memory.TrainingMemory`
     (``model.train(layout)``); ``values``: every dimension's value (symbol →
     int) but the swept one may be anything; ``symbol``: the name swept
-    (``s``, ``b``). Bytes are exact: each part's closed form at the point,
-    rounded up where a padded table makes it fractional.
+    (``s``, ``b``); ``name``: the model's name in the title (default
+    ``model.name``; e.g. ``llama (llama-3-8b)``). Bytes are exact: each part's
+    closed form at the point, rounded up where a padded table makes it fractional.
 
     Raises
     ------
@@ -145,13 +146,14 @@ def memory_sweep_train(model, result, values: dict, symbol: str, points: list[in
                                           hint="give them with --config or --set")
             parts[k].append(_ceil(e.xreplace(vals)))
     L = result.layout
-    title = (f"{model.name}: training memory per device ({L.gpus or 1} GPUs, tp {L.t}, pp {L.p}, "
+    title = (f"{name or model.name}: training memory per device ({L.gpus or '?'} GPUs, tp {L.t}"
+             + (", SP" if L.sp else "") + f", pp {L.p}, "
              f"ZeRO {L.zero}, recompute {L.recompute}, {L.policy}/{L.optimizer}{_fixed(model, values, symbol)})")
     return MemorySweep(symbol, list(points), parts, "train", title, capacity)
 
 
 def memory_sweep_infer(inf, values: dict, symbol: str, points: list[int],
-                       capacity: int | None = None) -> MemorySweep:
+                       capacity: int | None = None, name: str | None = None) -> MemorySweep:
     """Inference memory of one device at each point: weights in their dtype and
     the KV cache of ``b`` sequences of ``s`` positions (``inf``: a
     :class:`costgraph.inference.Inference`; per device under its ``t``).
@@ -169,7 +171,7 @@ def memory_sweep_infer(inf, values: dict, symbol: str, points: list[int],
                 missing = sorted(str(x) for x in e.free_symbols - set(vals))
                 raise CostgraphValueError(f"no value for {', '.join(missing)}", hint="give them with --config or --set")
             parts[k].append(_ceil(e.xreplace(vals)))
-    title = (f"{inf.cg.name}: inference memory per device (weights {inf.weights.name}, KV cache {inf.kv.name}"
+    title = (f"{name or inf.cg.name}: inference memory per device (weights {inf.weights.name}, KV cache {inf.kv.name}"
              + (f", tp {inf.t}" if inf.t > 1 else "") + f"{_fixed(inf.model, values, symbol)})")
     return MemorySweep(symbol, list(points), parts, "infer", title, capacity)
 
@@ -261,7 +263,7 @@ class FlopsShare:
     title: str
 
 
-def flops_share(costs, values: dict, quantity: str = "flops_forward") -> FlopsShare:
+def flops_share(costs, values: dict, quantity: str = "flops_forward", name: str | None = None) -> FlopsShare:
     """:func:`flops_buckets` evaluated at ``values`` (symbol → int); parts with 0 left out.
 
     Raises
@@ -279,7 +281,7 @@ def flops_share(costs, values: dict, quantity: str = "flops_forward") -> FlopsSh
             out.append((label, int(n)))
     total = costs[quantity].xreplace(values)
     what = {"flops_forward": "forward FLOPs", "flops_backward": "backward FLOPs"}.get(quantity, quantity)
-    title = (f"{costs.model.name}: {what} by block ('{costs.convention}' convention, attention {costs.causal}; "
+    title = (f"{name or costs.model.name}: {what} by block ('{costs.convention}' convention, attention {costs.causal}; "
              f"total {int(total):,})")
     return FlopsShare(costs.model.name, out, int(total), quantity, title)
 
@@ -328,7 +330,7 @@ class Roofline:
         return self.peak / self.bandwidth
 
 
-def roofline(rep, compute_efficiency=1, bandwidth_efficiency=1) -> Roofline:
+def roofline(rep, compute_efficiency=1, bandwidth_efficiency=1, name: str | None = None) -> Roofline:
     """The roofline of an :class:`~costgraph.inference.InferenceReport`:
     the device of its ``hardware`` setting (:func:`costgraph.inference.machine`,
     the numbers ``infer`` used) and its prefill and decode steps.
@@ -349,7 +351,7 @@ def roofline(rep, compute_efficiency=1, bandwidth_efficiency=1) -> Roofline:
         if f"{phase}.intensity" not in v or f"{phase}.seconds" not in v:
             raise CostgraphValueError(f"the {phase} step has no numbers", hint="give every dimension a value")
         pts.append((label, v[f"{phase}.intensity"], v[f"{phase}.flops"] / v[f"{phase}.seconds"]))
-    title = (f"{rep.model} on {m.name}: roofline ({st['weights']} weights, {st['compute']} peak"
+    title = (f"{name or rep.model} on {m.name}: roofline ({st['weights']} weights, {st['compute']} peak"
              + (f", per device at tp {st['tp']}" if st["tp"] > 1 else "") + ")")
     return Roofline(m.name, m.peak, m.bandwidth, pts, title)
 

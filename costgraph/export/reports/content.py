@@ -226,7 +226,7 @@ def training_section(model, result, values, fits, extra_settings: list[str] | No
 
     L = result.layout
     plan = plan_dict(result, {})
-    settings = [f"layout: {plan['gpus'] or 1} GPUs = tp {plan['tp']} × pp {plan['pp']} × cp {plan['cp']} × dp "
+    settings = [f"layout: {plan['gpus'] or '?'} GPUs = tp {plan['tp']} × pp {plan['pp']} × cp {plan['cp']} × dp "
                 f"{plan['dp']}; ep {plan['ep']}" + (", sequence parallel" if L.sp else "") + f"; ZeRO {L.zero}"
                 + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
                 f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
