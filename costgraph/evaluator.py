@@ -97,12 +97,16 @@ class ExactEvaluator:
     """
 
     def __init__(self, exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol]):
+        from .integer_form import exact_parts   # (imports this module)
+
         self.symbols = tuple(symbols)
         args, rename = _safe_args(self.symbols)
         parts = []
         self._dens: list[int | None] = []   # a constant denominator, or None (computed)
         for e in exprs:
-            num, den = integer_fraction(_integer_floors(as_expr(e).xreplace(rename)))
+            # integer operations only, fractions inside Min/Max/floor included: Min(h/3, w) is
+            # Min(h, 3 w)/3, never a float division (exact past 2^53)
+            num, den = exact_parts(as_expr(e).xreplace(rename))
             parts.append(num)
             if den.is_Integer:
                 self._dens.append(int(den))

@@ -20,7 +20,7 @@ import pytest
 import costgraph
 from costgraph.cli import main
 from costgraph.export.codegen import generate, plan
-from costgraph.export.codegen_exact import exact_parts
+from costgraph.integer_form import exact_parts
 
 # a Gemma-3-like pattern: every third layer global, the rest local; the first k layers dense
 PATTERN = """

@@ -11,7 +11,7 @@ causal counting, precision bytes, activation profile, dropout, options).
 
 Exactness (the formulas are whole numbers at valid sizes, but may be written
 with fractions, Min/Max, floor, ceil and %):
-each formula is rewritten by :func:`costgraph.export.codegen_exact.exact_parts`
+each formula is rewritten by :func:`costgraph.integer_form.exact_parts`
 as ``num / den`` in integer operations only; the code computes both in the
 target's integers and divides once, checking the remainder is zero.
 
@@ -46,7 +46,7 @@ from typing import Sequence
 import sympy
 
 from ..errors import CostgraphValueError, tidy
-from .codegen_exact import exact_parts
+from ..integer_form import exact_parts
 
 LANGUAGES = ("python", "numpy", "c", "javascript")
 

@@ -1,4 +1,5 @@
-"""Exact integer form of a cost formula, for code generation.
+"""Exact integer form of a cost formula: for exact evaluation
+(:class:`costgraph.evaluator.ExactEvaluator`) and for generated code.
 
 A cost formula is a whole number at valid sizes, but it may be written with
 fractions (``s w − w²/2`` under ``--causal half``, ``55 h/4`` per device),
@@ -31,9 +32,9 @@ from math import gcd, lcm
 
 import sympy
 
-from ..errors import CostgraphValueError
-from ..evaluator import cg_floordiv
-from ..symbols import as_expr
+from .errors import CostgraphValueError
+from .evaluator import cg_floordiv
+from .symbols import as_expr
 
 ONE = sympy.Integer(1)
 
