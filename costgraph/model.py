@@ -81,6 +81,21 @@ class Model:
         """The NetworkX graph (nodes by path; see :mod:`costgraph.graph`)."""
         return self.graph.graph
 
+    def _repr_html_(self) -> str:
+        """Jupyter: a table (name, options, symbols, model-scope formulas) and the
+        operator graph as inline SVG when Graphviz's ``dot`` is installed
+        (:func:`costgraph.export.graph.model_html`)."""
+        from .export.graph import model_html
+
+        return model_html(self)
+
+    def graph_svg(self, scope: str = "model", **settings) -> str:
+        """The operator graph of ``scope`` as SVG text (``costgraph graph --format svg``;
+        :func:`costgraph.export.graph.render`). Raises ``CostgraphError`` without Graphviz's ``dot``."""
+        from .export.graph import render
+
+        return render(self, "svg", scope, **settings)
+
     @property
     def symbols(self) -> dict[str, str]:
         """Free dimension symbols → meaning."""

@@ -1,0 +1,413 @@
+"""Expression trees (costgraph.export.exprtree) and the JSON Schemas of every
+JSON document costgraph writes (costgraph/export/schemas, `costgraph schema`).
+
+The trees are checked three ways: rebuilt into SymPy they equal the engine's
+formulas exactly (every quantity of every bundled model); evaluated by the
+small reference evaluator below (Python integers and Fractions, no SymPy)
+they equal `Costs.evaluate` at every configuration of every bundled model;
+and inside real documents they evaluate to the document's own `value`s.
+The schemas are checked with jsonschema's Draft 2020-12 validator against
+real outputs of each command, and must reject broken documents."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from fractions import Fraction
+
+import jsonschema
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
+from costgraph.export import schema as schemas
+from costgraph.export.exprtree import from_tree, to_tree
+from costgraph.printing import field_order
+from costgraph.resources import bundled_model_names
+from costgraph.symbols import dim
+
+
+# --- a reference evaluator of the tree format, from its description only ------------------------
+
+def ref_eval(t: dict, env: dict):
+    """The value of tree ``t`` for ``env`` (name -> int): exact Fractions
+    (floats read exactly from their decimal strings), booleans in conditions."""
+    if "int" in t:
+        return Fraction(int(t["int"]))
+    if "rational" in t:
+        return Fraction(int(t["rational"]["p"]), int(t["rational"]["q"]))
+    if "float" in t:
+        return Fraction(t["float"])
+    if "sym" in t:
+        return Fraction(env[t["sym"]])
+    if "bool" in t:
+        return t["bool"]
+    op, args = t["op"], t["args"]
+    if op == "sum":
+        body, index, lo, hi = args
+        lo, hi = ref_eval(lo, env), ref_eval(hi, env)
+        return sum((ref_eval(body, {**env, index["sym"]: i}) for i in range(int(lo), int(hi) + 1)), Fraction(0))
+    if op == "piecewise":
+        for case in args:
+            if ref_eval(case["args"][1], env):
+                return ref_eval(case["args"][0], env)
+        raise AssertionError("no case holds")
+    xs = [ref_eval(a, env) for a in args]
+    if op == "add":
+        return sum(xs, Fraction(0))
+    if op == "mul":
+        return math.prod(xs, start=Fraction(1))
+    if op == "pow":
+        assert xs[1].denominator == 1, "an integer exponent"
+        return xs[0] ** int(xs[1])
+    if op in ("min", "max"):
+        return (min if op == "min" else max)(xs)
+    if op == "floor":
+        return Fraction(math.floor(xs[0]))
+    if op == "ceiling":
+        return Fraction(math.ceil(xs[0]))
+    if op == "mod":
+        return xs[0] % xs[1]
+    if op == "floordiv":
+        return Fraction(xs[0] // xs[1])
+    rel = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+           "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
+    if op in rel:
+        return rel[op](*xs)
+    if op == "and":
+        return all(xs)
+    if op == "or":
+        return any(xs)
+    if op == "not":
+        return not xs[0]
+    raise AssertionError(f"unknown op {op}")
+
+
+MODELS = bundled_model_names()
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return {name: costgraph.load(name) for name in MODELS}
+
+
+# --- expression trees ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", MODELS)
+def test_trees_rebuild_every_quantity_exactly(loaded, name):
+    """to_tree → JSON text → from_tree gives back each formula (SymPy's
+    canonical form and the field-ordered form the documents print), at model
+    and layer scope, with the causal half convention (Min terms of windows)."""
+    model = loaded[name]
+    scopes = ["model"] + (["layer"] if len([g for g in model.graph.groups if "/" not in g]) == 1 else [])
+    for scope in scopes:
+        for causal in ("full", "half"):
+            for q, e in model.costs(scope, causal=causal).quantities.items():
+                for form in (e, field_order(e)):
+                    back = from_tree(json.loads(json.dumps(to_tree(form))))
+                    assert sympy.expand(back - e) == 0, (name, scope, causal, q)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_reference_evaluator_matches_evaluate(loaded, name):
+    """Every configuration of every bundled model: the tree evaluated with
+    plain integers equals costgraph's exact `evaluate` for each quantity."""
+    assert loaded[name].configs, name
+    for config in loaded[name].configs:
+        model = costgraph.load(name, config=config)   # built with the options the configuration sets
+        costs = model.costs(causal="exact")
+        vals = {str(k): int(v) for k, v in model.values(config).items()}
+        want = costs.evaluate(config=config)
+        for q, e in costs.quantities.items():
+            got = ref_eval(to_tree(field_order(e)), vals)
+            assert got == want[q], (name, config, q)
+
+
+def test_tree_of_a_layer_pattern_has_floors():
+    """Layer patterns count floor(l/6) layers (costgraph.builder): the tree
+    carries the floor node, and evaluates it in integers."""
+    l = dim("l")
+    t = to_tree(l - sympy.floor(l / 6))
+    assert t == {"op": "add", "args": [{"sym": "l"}, {"op": "mul", "args": [
+        {"int": "-1"}, {"op": "floor", "args": [{"op": "mul", "args": [
+            {"rational": {"p": "1", "q": "6"}}, {"sym": "l"}]}]}]}]}
+    assert ref_eval(t, {"l": 62}) == 62 - 10
+
+
+def test_tree_node_kinds():
+    s, w, h, i = dim("s"), dim("w"), dim("h"), sympy.Symbol("i", integer=True, nonnegative=True)
+    big = 10 ** 40 + 7
+    assert to_tree(sympy.Integer(big)) == {"int": str(big)}              # exact, not a JSON number
+    assert to_tree(sympy.Rational(55, 4)) == {"rational": {"p": "55", "q": "4"}}
+    assert to_tree(sympy.Float(0.45)) == {"float": "0.45"}
+    assert to_tree(sympy.Min(s, w))["op"] == "min"
+    assert to_tree(h / s) == {"op": "mul", "args": [{"sym": "h"}, {"op": "pow", "args": [{"sym": "s"}, {"int": "-1"}]}]}
+    pw = sympy.Piecewise((s, s < w), (w, True))
+    assert from_tree(to_tree(pw)) == pw
+    assert ref_eval(to_tree(pw), {"s": 3, "w": 5}) == 3 and ref_eval(to_tree(pw), {"s": 9, "w": 5}) == 5
+    m = sympy.Mod(s, 4)
+    assert from_tree(to_tree(m)) == m and ref_eval(to_tree(m), {"s": 10}) == 2
+    # a sum whose index has the name of a dimension (LLaMA's MLP width i): the index is renamed
+    dim_i = dim("i")
+    total = sympy.Sum(dim_i * (i + 1), (i, 0, s - 1))
+    t = to_tree(total)
+    assert t["args"][1] == {"sym": "i_1"}
+    assert ref_eval(t, {"i": 7, "s": 4}) == 7 * (1 + 2 + 3 + 4)
+    assert sympy.simplify(from_tree(t).doit() - total.doit()) == 0
+
+
+@pytest.mark.parametrize("tree, fragment", [
+    ({"int": 12}, "decimal string"),
+    ({"int": "1e5"}, "decimal string"),
+    ({"int": "1" * 1001}, "decimal string"),
+    ({"sym": "__import__('os')"}, "symbol name"),
+    ({"op": "eval", "args": [{"int": "1"}]}, "unknown op"),
+    ({"op": "add", "args": [{"int": "1"}]}, "at least 2"),
+    ({"op": "pow", "args": [{"int": "1"}]}, "pow takes 2"),
+    ({"op": "floor", "args": "x"}, "args a list"),
+    ({"rational": {"p": "1", "q": "0"}}, "q > 0"),
+    ({"float": "1+1"}, "float"),
+    ({"num": "1"}, "unknown node"),
+    ({"int": "1", "sym": "h"}, "expected {op, args}"),
+    ([], "expected an object"),
+    ({"op": "sum", "args": [{"int": "1"}, {"int": "0"}, {"int": "0"}, {"int": "1"}]}, "index of a sum"),
+    ({"op": "piecewise", "args": [{"int": "1"}]}, "case"),
+])
+def test_malformed_trees_are_refused(tree, fragment):
+    with pytest.raises(CostgraphValueError) as e:
+        from_tree(tree)
+    assert fragment in str(e.value)
+
+
+def test_deep_trees_are_refused_with_a_message():
+    t = {"sym": "h"}
+    for _ in range(300):
+        t = {"op": "floor", "args": [t]}
+    with pytest.raises(CostgraphValueError, match="deeper than 200"):
+        from_tree(t)
+
+
+# --- the documents ------------------------------------------------------------------------------
+
+def run_json(capsys, *argv) -> dict:
+    assert main(list(argv)) == 0, argv
+    return json.loads(capsys.readouterr().out)
+
+
+DERIVE = [
+    ("derive", "gpt", "--config", "gpt2"),
+    ("derive", "gpt", "--scope", "layer"),
+    ("derive", "mistral", "--config", "mistral-7b", "--causal", "half"),
+    ("derive", "mixtral", "--config", "mixtral-8x7b", "--no-breakdown"),
+    ("derive", "t5", "--config", "t5-small", "--profile", "pytorch"),
+    ("derive", "jamba", "--config", "jamba-v0.1", "--convention", "all"),
+    ("derive", "llama", "--config", "llama-2-7b", "--scope", "layers/layer/self_attn", "--precision", "fp32"),
+]
+TRAIN = [
+    ("train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--tp", "2", "--pp", "2", "--zero", "1"),
+    ("train", "gpt", "--config", "gpt3-175b", "--gpus", "1024", "--tp", "8", "--pp", "8", "--hardware",
+     "a100-80gb-sxm", "--mfu", "0.45", "--tokens", "300e9", "--price", "2", "--megatron", "--memory", "80GB"),
+    ("train", "mixtral", "--config", "mixtral-8x7b", "--gpus", "16", "--tp", "2", "--ep", "4", "--zero", "1",
+     "--recompute", "selective", "--sp", "--scope", "layer"),
+    ("train", "llama"),                                          # no values: formulas only
+    ("train", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--memory", "80GB"),
+]
+INFER = [
+    ("infer", "llama", "--config", "llama-2-7b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"),
+    ("infer", "mixtral", "--config", "mixtral-8x7b", "--hardware", "h100-sxm", "--prompt", "512",
+     "--generate", "64", "--batch", "8"),
+    ("infer", "llama", "--config", "llama-2-70b", "--hardware", "h200", "--prompt", "1024", "--generate", "16",
+     "--tp", "4"),
+]
+PLAN = [("plan", "llama", "--config", "llama-2-7b", "--gpus", "16", "--hardware", "h100-sxm", "--global-batch", "64",
+         "--top", "3", "--tokens", "1e12")]
+HARDWARE = [("hardware",), ("hardware", "h100-sxm")]
+GRAPH = [("graph", "gpt", "--config", "gpt2"), ("graph", "mixtral", "--scope", "layer"),
+         ("graph", "t5", "--scope", "decoder")]
+CASES = ([(a, "derive") for a in DERIVE] + [(a, "train") for a in TRAIN] + [(a, "infer") for a in INFER]
+         + [(a, "plan") for a in PLAN] + [(a, "hardware") for a in HARDWARE] + [(a, "graph") for a in GRAPH])
+
+
+@pytest.fixture(scope="module")
+def documents():
+    """The JSON document of each case (run once)."""
+    import contextlib
+    import io
+
+    out = {}
+    for argv, _ in CASES:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            assert main([*argv, "--format", "json"]) == 0, argv
+        out[argv] = json.loads(buf.getvalue())
+    return out
+
+
+def test_every_schema_is_valid_draft_2020_12():
+    names = schemas.names()
+    assert set(names) >= {"derive", "train", "infer", "plan", "hardware", "graph", "expression"}
+    ids = set()
+    for name in names:
+        doc = schemas.schema(name)
+        jsonschema.Draft202012Validator.check_schema(doc)
+        assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        assert doc["$id"] == f"{schemas.BASE}{name}.json"
+        assert doc["description"] and doc["title"]
+        ids.add(doc["$id"])
+        jsonschema.Draft202012Validator.check_schema(schemas.bundled(name))
+    assert len(ids) == len(names)
+
+
+@pytest.mark.parametrize("argv, name", CASES, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(CASES)])
+def test_real_documents_validate(documents, argv, name):
+    doc = documents[argv]
+    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in schemas.validator(name).iter_errors(doc)]
+    assert errors == []
+    # the bundled form (one file, no registry) says the same
+    assert jsonschema.Draft202012Validator(schemas.bundled(name)).is_valid(doc)
+
+
+def _entries(doc, path=()):
+    """Every ``{expr, tree, ...}`` object in a document, with its path."""
+    if isinstance(doc, dict):
+        if "tree" in doc and "expr" in doc:
+            yield path, doc
+        for k, v in doc.items():
+            yield from _entries(v, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _entries(v, path + (i,))
+
+
+@pytest.mark.parametrize("argv", [a for a, n in CASES if n in ("derive", "train", "infer", "graph")],
+                         ids=lambda a: " ".join(a[:2]))
+def test_document_trees_evaluate_to_the_documents_values(documents, argv):
+    """Each tree, evaluated with the document's own `values` by the reference
+    evaluator, gives the document's `value` (exact integers; a per-device share
+    rounded up where `rounded_up`; floats to 1e-12)."""
+    doc = documents[argv]
+    values = doc.get("values") or doc.get("graph", {}).get("values") or {}
+    checked = 0
+    for path, entry in _entries(doc):
+        if entry.get("value") is None:
+            continue
+        got = ref_eval(entry["tree"], values)
+        want = entry["value"]
+        if isinstance(want, float):
+            assert math.isclose(float(got), want, rel_tol=1e-12), path
+        elif entry.get("rounded_up"):
+            assert math.ceil(got) == want and got != want, path
+        elif path == ("compute_bound_batch",):   # the formula is the root; the value the first whole batch past it
+            assert math.ceil(got) == want, path
+        else:
+            assert got == want, path
+        checked += 1
+    assert checked > 0 or not values
+
+
+def test_train_params_document_trees(documents):
+    doc = documents[TRAIN[-1]]
+    for k, e in doc["memory"].items():
+        assert math.ceil(ref_eval(e["tree"], {})) == e["value"], k
+
+
+# keys each document always has (README "JSON output" and the writers' docstrings)
+ALWAYS = {"derive": ["costgraph", "model", "scope", "quantities", "symbols", "values"],
+          "train": ["costgraph", "plan", "memory", "stages", "most_loaded_stage"],
+          "train --params": ["params", "plan", "memory"],
+          "infer": ["settings", "prefill", "decode", "kv_cache_bytes", "fits", "max_batch"],
+          "plan": ["model", "layouts", "considered", "refused"],
+          "hardware": ["key", "memory_bytes", "peak_flops_bf16", "sources"],
+          "graph": ["nodes", "edges", "graph", "directed"]}
+
+
+def _broken(doc: dict, kind: str):
+    """Documents one edit away from ``doc`` that its schema must refuse."""
+    out = []
+    for key in ALWAYS[kind]:
+        d = copy.deepcopy(doc)
+        del d[key]
+        out.append((f"without {key}", d))
+    d = copy.deepcopy(doc)
+    d["unexpected"] = 1
+    out.append(("an unknown key", d))
+    first = next(iter(doc))
+    d = copy.deepcopy(doc)
+    d[first] = [d[first]]
+    out.append((f"{first} of the wrong type", d))
+    entries = list(_entries(doc))
+    if entries:
+        path, _ = entries[0]
+        for what, change in (("tree without args", lambda e: e.update({"tree": {"op": "add"}})),
+                             ("int as a JSON number", lambda e: e.update({"tree": {"int": 12}})),
+                             ("expr not a string", lambda e: e.update({"expr": 12})),
+                             ("tree missing", lambda e: e.pop("tree"))):
+            d = copy.deepcopy(doc)
+            target = d
+            for p in path:
+                target = target[p]
+            change(target)
+            out.append((what, d))
+    return out
+
+
+@pytest.mark.parametrize("argv, name", [CASES[0], (TRAIN[1], "train"), (TRAIN[-1], "train"), (INFER[0], "infer"),
+                                        (PLAN[0], "plan"), (HARDWARE[1], "hardware"), (GRAPH[0], "graph")],
+                         ids=lambda x: x if isinstance(x, str) else " ".join(x[:2]))
+def test_schemas_refuse_broken_documents(documents, argv, name):
+    doc = documents[argv]
+    v = schemas.validator(name)
+    assert v.is_valid(doc)
+    kind = "train --params" if "params" in doc else name
+    for what, bad in _broken(doc, kind):
+        assert not v.is_valid(bad), what
+
+
+def test_schemas_refuse_a_wrong_type_deep_inside(documents):
+    doc = copy.deepcopy(documents[DERIVE[0]])
+    v = schemas.validator("derive")
+    doc["quantities"]["params"]["value"] = "124439808"                   # a string, not an integer
+    assert not v.is_valid(doc)
+    doc = copy.deepcopy(documents[DERIVE[0]])
+    doc["breakdown"]["layers/attn/c_attn"]["type"] = "operator"           # not one of the row types
+    assert not v.is_valid(doc)
+    doc = copy.deepcopy(documents[DERIVE[0]])
+    del doc["quantities"]["kv_cache_bytes"]
+    assert not v.is_valid(doc)
+    doc = copy.deepcopy(documents[PLAN[0]])
+    doc["layouts"][0]["zero"] = 4
+    assert not schemas.validator("plan").is_valid(doc)
+    doc = copy.deepcopy(documents[HARDWARE[0]])
+    doc["presets"][0]["memory_bytes"] = -1
+    assert not schemas.validator("hardware").is_valid(doc)
+
+
+def test_derive_document_carries_trees_beside_expr(documents):
+    """The tree sits beside `expr` (README, JSON output): GPT-2's attention
+    projection, 3 h^2 + 3 h = 1,771,776 parameters (HF GPT-2: c_attn weight
+    768 x 2304 + bias 2304)."""
+    row = documents[DERIVE[0]]["breakdown"]["layers/attn/c_attn"]
+    params = row["quantities"]["params"]
+    assert params["expr"] == "3*h**2 + 3*h"
+    assert params["tree"] == {"op": "add", "args": [
+        {"op": "mul", "args": [{"int": "3"}, {"op": "pow", "args": [{"sym": "h"}, {"int": "2"}]}]},
+        {"op": "mul", "args": [{"int": "3"}, {"sym": "h"}]}]}
+    assert params["value"] == 768 * 2304 + 2304 == 1771776
+    assert row["count_tree"] == {"sym": "l"}                              # l instances at model scope
+    assert documents[DERIVE[0]]["breakdown"]["ln_f"]["count_tree"] == {"int": "1"}
+
+
+def test_schema_command(capsys):
+    assert main(["schema", "derive"]) == 0
+    assert json.loads(capsys.readouterr().out) == schemas.schema("derive")
+    assert main(["schema", "graph", "--bundle"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["$defs"]["expression.json"]["$id"] == schemas.schema("expression")["$id"]
+    assert main(["schema"]) == 0
+    listing = capsys.readouterr().out
+    assert all(n in listing for n in schemas.names())
+    assert main(["schema", "nope"]) == 2
+    assert "schemas: derive" in capsys.readouterr().err
