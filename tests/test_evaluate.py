@@ -146,3 +146,14 @@ def test_caret_of_a_huge_line_stays_short(tmp_path, capsys):
     f.write_text("# " + "x" * 200_000 + "\nmodel m { return }\n")
     assert main(["derive", str(f)]) == 2
     assert len(capsys.readouterr().err) < 2000
+
+
+def test_exact_evaluation_of_a_fraction_inside_min_past_2_53():
+    # Min(h/3, w) was lambdified as a float division h/3: wrong digits once h passes 2^53.
+    # Written Min(h, 3 w)/3 (costgraph.integer_form), it is exact: h·⌊h/3⌋ for h divisible by 3.
+    from costgraph.evaluator import ExactEvaluator
+    from costgraph.symbols import dim
+
+    h, w = dim("h"), dim("w")
+    big = 6 * 10**17 + 6
+    assert ExactEvaluator([h * sympy.Min(h / 3, w)], [h, w])([big, 10**30]) == [big * (big // 3)]
