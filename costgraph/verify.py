@@ -543,6 +543,8 @@ class Quantity:
     costgraph: list[int]
     skipped: str | None = None
     fit: tuple[int, int] | None = field(default=None)      # difference = α·b·s + β·b·s², when it fits
+    #: α and β in the config's symbols: "b·s" / "b·s²" → the monomials equal to them (explain)
+    symbolic: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def diffs(self) -> list[int]:
@@ -569,6 +571,48 @@ def _fit(shapes, diffs):
     if any(alpha * b * s + beta * b * s * s != d for (b, s), d in zip(shapes, diffs)):
         return None
     return int(alpha), int(beta)
+
+
+#: monomials tried by :func:`explain`: at most this many dimensions, coefficients up to this size
+MAX_FACTORS = 3
+MAX_COEFFICIENT = 64
+
+
+def explain(value: int, dims: dict[str, int], *, max_factors: int = MAX_FACTORS,
+            max_coefficient: int = MAX_COEFFICIENT) -> list[str]:
+    """The monomials ``c·x·y·z`` in the config's dimensions that equal ``value``: products of at
+    most ``max_factors`` dimensions (repeats allowed: ``h^2``) times a whole coefficient ``c``,
+    ``1 ≤ |c| ≤ max_coefficient``, printed as ``derive`` prints a term (the field's factor order,
+    :func:`costgraph.printing.field_order`). ``dims``: name → value (dimensions worth 1 are left
+    out: they would explain anything). Fewest factors first, then the smallest coefficient.
+    Several answers mean the shapes cannot tell them apart at this config's values (GPT-2 small
+    has l = a = 12): a fit, not a derivation.
+
+    >>> explain(221_184, {"h": 768, "l": 12, "a": 12})
+    ['24 h a', '24 l h', '2 h a^2', '2 l h a', '2 l^2 h']
+    """
+    from itertools import combinations_with_replacement
+
+    import sympy
+
+    from .printing import field_order, to_text
+    from .symbols import dim
+
+    if value == 0:
+        return []
+    names = sorted(n for n, v in dims.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1)
+    found = []
+    for k in range(max_factors + 1):
+        for combo in combinations_with_replacement(names, k):
+            prod = 1
+            for n in combo:
+                prod *= dims[n]
+            if value % prod or not 1 <= abs(value // prod) <= max_coefficient:
+                continue
+            term = sympy.Integer(value // prod) * sympy.Mul(*[dim(n) for n in combo])
+            found.append((k, abs(value // prod), to_text(field_order(term, expanded=True))))
+    found.sort(key=lambda x: (x[0], x[1]))
+    return list(dict.fromkeys(text for _, _, text in found))
 
 
 @dataclass
@@ -633,9 +677,12 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
             qs.append(Quantity("KV cache bytes", shapes, [], [], skipped=f"{type(e).__name__}: {e}"[:200]))
     qs.append(Quantity("saved bytes", shapes, [saved_bytes(tm, b, s)["bytes"] for b, s in shapes],
                        [int(c["activation_bytes"]) for c in cgs]))
+    dims = {k: v for k, v in hf.values.items() if k not in ("b", "s", "t")}
     for q in qs:
         if q.skipped is None and len(q.shapes) >= 2 and any(q.diffs):
             q.fit = _fit(q.shapes, q.diffs)
+            if q.fit is not None:
+                q.symbolic = {sym: explain(coef, dims) for sym, coef in zip(("b·s", "b·s²"), q.fit) if coef}
     return Verification(costgraph_model.name, hf.model_type, type(tm).__name__, str(config_path),
                         bool(dropout), qs, f"torch {torch.__version__}, transformers {transformers.__version__}")
 
@@ -670,6 +717,16 @@ def to_text(v: Verification) -> str:
             terms = [_term(alpha, "b·s") if alpha else "", _term(beta, "b·s²") if beta else ""]
             lines.append(f"  {'':<28} difference = {' + '.join(x for x in terms if x).replace('+ -', '− ')}"
                          f" (fits all {len(q.shapes)} shapes)")
+            for sym, coef in zip(("b·s", "b·s²"), q.fit):
+                found = q.symbolic.get(sym)
+                if not coef:
+                    continue
+                if not found:
+                    lines.append(f"  {'':<28} {sym}: {coef:,} is no c·x·y·z of the config's dimensions "
+                                 f"(|c| ≤ {MAX_COEFFICIENT}, at most {MAX_FACTORS} of them)")
+                    continue
+                tail = " (several explain it: a fit at this config's values)" if len(found) > 1 else ""
+                lines.append(f"  {'':<28} {sym}: {coef:,} = {' = '.join(found)} in the config's symbols{tail}")
         elif len(q.shapes) >= 2 and any(q.diffs):
             lines.append(f"  {'':<28} difference is not α·b·s + β·b·s² (see each shape)")
     lines.append("all exact" if v.exact else "differences found (torch − costgraph above)")

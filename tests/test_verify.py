@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from costgraph import cli
-from costgraph.verify import _fit
+from costgraph.verify import _fit, explain
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 
@@ -85,3 +85,32 @@ def test_without_torch_says_how_to_install(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "costgraph verify needs PyTorch" in err and "pip install -e '.[torch]'" in err
     assert "Traceback" not in err
+
+
+# The released GPT-2 small (examples/hf/gpt2.json, openai-community/gpt2): n_embd 768, n_layer 12,
+# n_head 12, vocab 50257, n_positions 1024; hf_mapping.toml names them h, l, a, V, s_max
+GPT2_DIMS = {"h": 768, "l": 12, "a": 12, "V": 50257, "s_max": 1024}
+# gelu_new written as Python ops keeps three more [b, s, 4h] bf16 tensors per layer than one GELU:
+# 3 · 4h · 2 bytes · l = 24·l·h per token (README, "Agreement with PyTorch", gpt2 row)
+GELU_NEW = 24 * 12 * 768
+
+
+def test_explain_finds_every_monomial_of_the_config():
+    got = explain(GELU_NEW, GPT2_DIMS)
+    # l = a = 12 in GPT-2 small, and 18·12·1024 = 221,184 too: the two shapes cannot tell these apart
+    assert got == ["18 a s_max", "18 l s_max", "24 h a", "24 l h", "2 h a^2", "2 l h a", "2 l^2 h"]
+    assert GELU_NEW == 221_184 == 18 * 12 * 1024 == 2 * 12 * 12 * 768
+    assert explain(2 * 768 ** 2, {"h": 768, "l": 12}) == ["2 h^2"]           # one answer: no ambiguity
+    assert explain(-3 * 768, {"h": 768}) == ["-3 h"]
+    assert explain(50257 * 65, GPT2_DIMS) == []           # coefficient 65 > MAX_COEFFICIENT
+    assert explain(7, {"b1": 1}) == ["7"]                  # a dimension worth 1 explains nothing
+
+
+def test_verify_released_gpt2_difference_in_the_config_symbols(capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    assert cli.main(["verify", "--hf", str(HF / "gpt2.json"), "--no-kv"]) == 1
+    out = capsys.readouterr().out
+    assert f"difference = {GELU_NEW:,}·b·s (fits all 3 shapes)" in out
+    assert ("b·s: 221,184 = 18 a s_max = 18 l s_max = 24 h a = 24 l h = 2 h a^2 = 2 l h a = 2 l^2 h "
+            "in the config's symbols (several explain it: a fit at this config's values)") in out
