@@ -82,6 +82,9 @@ def run(args) -> str:
     if args.over is not None and args.format != "html":
         raise CostgraphValueError("--over sets the sweep of the HTML page's memory plot",
                                   hint="use it with --format html, or costgraph plot --kind memory --over ...")
+    if args.over is not None and not train_given(args):
+        raise CostgraphValueError("--over sweeps the training-memory plot: it needs a layout",
+                                  hint="add --train (one device) or layout options such as --gpus 8 --zero 1")
     model, values = load(args)
     result = fits = None
     cap = capacity(args)
