@@ -41,9 +41,8 @@ import sympy
 from .errors import CostgraphValueError
 from .graph import ZERO, CostGraph
 from .precision import Precision
+from .quantities import QUANTITIES
 
-QUANTITIES = ("params", "params_active", "flops_forward", "flops_backward", "flops_backward_input",
-              "flops_backward_weight", "activation_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token")
 CAUSAL = ("full", "half", "exact")
 
 

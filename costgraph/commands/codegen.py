@@ -4,11 +4,10 @@ formulas as source code, one function per quantity and scope (see
 
 from __future__ import annotations
 
+from ..quantities import QUANTITIES as QUANTITY_NAMES
 from .common import model_arguments
 
 LANGS = ("python", "numpy", "c", "javascript")
-QUANTITY_NAMES = ("params", "params_active", "flops_forward", "flops_backward", "flops_backward_input",
-                  "flops_backward_weight", "activation_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token")
 
 
 def add_parser(sub) -> None:

@@ -76,9 +76,3 @@ def symbol_named(name: str, *exprs):
             return x
     raise CostgraphValueError(f"the quantity has no symbol {name!r}",
                               hint="its symbols: " + ", ".join(sorted(map(str, free))))
-
-
-def quantity_names() -> tuple[str, ...]:
-    from ..totals import QUANTITIES
-
-    return QUANTITIES

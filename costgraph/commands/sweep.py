@@ -4,10 +4,9 @@ compiled evaluator (see :mod:`costgraph.export.sweep`)."""
 
 from __future__ import annotations
 
+from ..quantities import QUANTITIES as QUANTITY_NAMES
 from .common import model_arguments
 
-QUANTITY_NAMES = ("params", "params_active", "flops_forward", "flops_backward", "flops_backward_input",
-                  "flops_backward_weight", "activation_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token")
 
 
 def add_parser(sub) -> None:

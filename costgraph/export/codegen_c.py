@@ -25,15 +25,18 @@ from sympy.printing.c import C99CodePrinter
 from ..errors import CostgraphValueError
 from ..printing import field_order
 from .codegen import Program, conventions_for, header_lines, plain, wrap
+from .codegen_minmax import MinMaxAsCalls
 
 INT64_MAX = 2 ** 63 - 1
 
 
-class CheckedCPrinter(C99CodePrinter):
+class CheckedCPrinter(MinMaxAsCalls, C99CodePrinter):
     """Each operation as a call of a checked helper that ORs a failure into
     ``*cg_st``: ``cg_add(a, b, &cg_st)``, ``cg_mul``, ``cg_sub``,
     ``cg_pow``, ``cg_min``, ``cg_max``, ``cg_floordiv``; integers as
     ``CG_C(n)``."""
+
+    MIN_CALL, MAX_CALL = "cg_min", "cg_max"
 
     def __init__(self, names: dict[str, str]):
         super().__init__({"order": "none"})
@@ -78,18 +81,6 @@ class CheckedCPrinter(C99CodePrinter):
         if not (e.exp.is_Integer and e.exp >= 0):
             raise ValueError(f"power {e} in an integer formula")
         return f"cg_pow({self._print(e.base)}, {int(e.exp)}, &cg_st)"
-
-    def _pairwise(self, fn, args):
-        out = self._print(args[-1])
-        for a in reversed(args[:-1]):
-            out = f"{fn}({self._print(a)}, {out})"
-        return out
-
-    def _print_Min(self, e):
-        return self._pairwise("cg_min", e.args)
-
-    def _print_Max(self, e):
-        return self._pairwise("cg_max", e.args)
 
     def _print_cg_floordiv(self, e):
         n, d = e.args

@@ -15,12 +15,15 @@ from sympy.printing.jscode import JavascriptCodePrinter
 from ..errors import CostgraphValueError
 from ..printing import field_order
 from .codegen import Program, conventions_for, header_lines, plain, wrap
+from .codegen_minmax import MinMaxAsCalls
 
 
-class BigIntPrinter(JavascriptCodePrinter):
+class BigIntPrinter(MinMaxAsCalls, JavascriptCodePrinter):
     """BigInt arithmetic: integers as ``12n``, powers as ``x ** 2n``,
     ``cg_min``/``cg_max``/``cg_floordiv`` helpers (``Math.min`` and ``/``
     do not do what an exact integer formula needs)."""
+
+    MIN_CALL, MAX_CALL = "cg_min", "cg_max"
 
     def __init__(self, names: dict[str, str]):
         super().__init__({"order": "none"})
@@ -39,18 +42,6 @@ class BigIntPrinter(JavascriptCodePrinter):
         if not (e.exp.is_Integer and e.exp >= 0):
             raise CostgraphValueError(f"power {e} in an integer formula")
         return f"({self._print(e.base)} ** {int(e.exp)}n)"
-
-    def _pairwise(self, fn, args):
-        out = self._print(args[-1])
-        for a in reversed(args[:-1]):
-            out = f"{fn}({self._print(a)}, {out})"
-        return out
-
-    def _print_Min(self, e):
-        return self._pairwise("cg_min", e.args)
-
-    def _print_Max(self, e):
-        return self._pairwise("cg_max", e.args)
 
     def _print_cg_floordiv(self, e):
         n, d = e.args

@@ -17,6 +17,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from ..printing import field_order
 from .codegen import Program, conventions_for, header_lines, plain, wrap
+from .codegen_minmax import MinMaxAsCalls
 
 _SETTINGS = {"order": "none", "fully_qualified_modules": True}
 
@@ -42,9 +43,11 @@ class IntPythonPrinter(PythonCodePrinter):
         return str(e.p)
 
 
-class IntNumPyPrinter(NumPyPrinter):
+class IntNumPyPrinter(MinMaxAsCalls, NumPyPrinter):
     """NumPy: ``numpy.minimum``/``numpy.maximum`` (broadcasting, pairwise),
     ``cg_floordiv`` as ``numpy.floor_divide``."""
+
+    MIN_CALL, MAX_CALL = "numpy.minimum", "numpy.maximum"
 
     def __init__(self, names: dict[str, str]):
         super().__init__(dict(_SETTINGS))
@@ -52,18 +55,6 @@ class IntNumPyPrinter(NumPyPrinter):
 
     def _print_Symbol(self, e):
         return self._names[e.name]
-
-    def _pairwise(self, fn, args):
-        out = self._print(args[-1])
-        for a in reversed(args[:-1]):
-            out = f"{fn}({self._print(a)}, {out})"
-        return out
-
-    def _print_Min(self, e):
-        return self._pairwise("numpy.minimum", e.args)
-
-    def _print_Max(self, e):
-        return self._pairwise("numpy.maximum", e.args)
 
     def _print_cg_floordiv(self, e):
         n, d = e.args
