@@ -132,27 +132,9 @@ def _train_parser(sub) -> None:
     _model_arguments(t, "a bundled model name, a .cg file or a config.json (or --params N for a bare "
                         "parameter count)", "dimension values (b is the micro-batch) or model options", optional=True)
     t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")
-    t.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp")
-    t.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t")
-    t.add_argument("--pp", type=int, default=1, help="pipeline stages p")
-    t.add_argument("--cp", type=int, default=1, help="context-parallel degree c")
-    t.add_argument("--ep", type=int, default=1, help="expert-parallel degree e")
-    t.add_argument("--etp", type=int, default=None, help="expert tensor parallelism: 1 (default) or the TP degree")
-    t.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
-    t.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
-    t.add_argument("--hsdp", type=int, help="HSDP: shard within groups of this many devices")
-    t.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    t.add_argument("--attention", choices=("eager", "flash"), default="eager")
-    t.add_argument("--precision", default="mixed", help="precision policy: fp32, bf16, mixed (default), "
-                                                        "megatron, mixed-fp32-grads")
-    t.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, sgd-momentum, lion, "
-                                                       "adam-8bit, adafactor, muon, ...")
-    t.add_argument("--micro-batches", type=int, help="micro-batches per step m (default: pp)")
-    t.add_argument("--schedule", choices=("1f1b", "interleaved", "gpipe"), default="1f1b")
-    t.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
-    t.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes; adds the fit "
-                                    "verdict and the largest micro-batch b that fits")
-    t.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    from .commands._analysis import train_arguments
+
+    train_arguments(t)   # the layout options, shared with report and plot
     t.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
     t.add_argument("--lora-targets", nargs="+", default=["q_proj", "v_proj"], metavar="NAME",
                    help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")

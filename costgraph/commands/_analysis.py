@@ -50,7 +50,8 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
         p.add_argument("--train", action="store_true",
                        help="add the training-memory section with the default layout (one device) "
                             "even when no layout option is given")
-    p.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp (default tp × pp × cp: dp 1)")
+    p.add_argument("--gpus", type=int, help="devices in all: gpus = tp × pp × cp × dp (without it: train keeps dp "
+                                               "as the symbol N_d; report and plot take dp = 1)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (training and inference)")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages p")
     p.add_argument("--cp", type=int, default=1, help="context-parallel degree c")
@@ -68,7 +69,7 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--schedule", choices=("1f1b", "interleaved", "gpipe"), default="1f1b")
     p.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
     p.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the "
-                                    "--hardware preset's)")
+                                    "--hardware preset's); adds the fit verdict and the largest b and s that fit")
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=["q_proj", "v_proj"], quantize=None)
