@@ -187,3 +187,15 @@ def test_jupyter_view_without_graphviz(monkeypatch, gpt):
     assert "<svg" not in html and "parameters" in html
     ET.fromstring(html)                                          # the table alone is well-formed XHTML
     assert re.search(r"forward FLOPs</th><td[^>]*><code>l \(24 b s h\^2 \+ 4 b s\^2 h\) \+ 2 b s h V", html)
+
+
+def test_the_readme_picture_is_costgraphs():
+    """docs/graph-gpt-layer.svg (README, "The operator graph") is
+    `costgraph graph gpt --scope layer --format svg` output: the layer's
+    cluster, its nodes and their formulas."""
+    from pathlib import Path
+
+    svg = (Path(__file__).resolve().parent.parent / "docs" / "graph-gpt-layer.svg").read_text()
+    texts, titles = svg_texts(svg)
+    assert "layers × l" in texts and "attn (attention)" in texts and "mlp (mlp)" in texts
+    assert "params 3 h^2 + 3 h" in texts and "layers/mlp/c_fc" in titles

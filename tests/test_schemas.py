@@ -227,8 +227,12 @@ PLAN = [("plan", "llama", "--config", "llama-2-7b", "--gpus", "16", "--hardware"
 HARDWARE = [("hardware",), ("hardware", "h100-sxm")]
 GRAPH = [("graph", "gpt", "--config", "gpt2"), ("graph", "mixtral", "--scope", "layer"),
          ("graph", "t5", "--scope", "decoder")]
+SWEEP = [("sweep", "llama", "--config", "llama-2-7b", "--over", "s=512:2048:x2", "--over", "b=1,2", "--no-progress"),
+         ("sweep", "gpt", "--config", "gpt2", "--over", "s=128,1024", "--dtype", "exact", "--quantity", "params",
+          "kv_cache_bytes", "--no-progress")]
 CASES = ([(a, "derive") for a in DERIVE] + [(a, "train") for a in TRAIN] + [(a, "infer") for a in INFER]
-         + [(a, "plan") for a in PLAN] + [(a, "hardware") for a in HARDWARE] + [(a, "graph") for a in GRAPH])
+         + [(a, "plan") for a in PLAN] + [(a, "hardware") for a in HARDWARE] + [(a, "graph") for a in GRAPH]
+         + [(a, "sweep") for a in SWEEP])
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +252,7 @@ def documents():
 
 def test_every_schema_is_valid_draft_2020_12():
     names = schemas.names()
-    assert set(names) >= {"derive", "train", "infer", "plan", "hardware", "graph", "expression"}
+    assert set(names) >= {"derive", "train", "infer", "plan", "hardware", "graph", "sweep", "expression"}
     ids = set()
     for name in names:
         doc = schemas.schema(name)
@@ -321,7 +325,8 @@ ALWAYS = {"derive": ["costgraph", "model", "scope", "quantities", "symbols", "va
           "infer": ["settings", "prefill", "decode", "kv_cache_bytes", "fits", "max_batch"],
           "plan": ["model", "layouts", "considered", "refused"],
           "hardware": ["key", "memory_bytes", "peak_flops_bf16", "sources"],
-          "graph": ["nodes", "edges", "graph", "directed"]}
+          "graph": ["nodes", "edges", "graph", "directed"],
+          "sweep": ["rows", "columns", "over", "dtype"]}
 
 
 def _broken(doc: dict, kind: str):
@@ -355,7 +360,8 @@ def _broken(doc: dict, kind: str):
 
 
 @pytest.mark.parametrize("argv, name", [CASES[0], (TRAIN[1], "train"), (TRAIN[-1], "train"), (INFER[0], "infer"),
-                                        (PLAN[0], "plan"), (HARDWARE[1], "hardware"), (GRAPH[0], "graph")],
+                                        (PLAN[0], "plan"), (HARDWARE[1], "hardware"), (GRAPH[0], "graph"),
+                                        (SWEEP[0], "sweep")],
                          ids=lambda x: x if isinstance(x, str) else " ".join(x[:2]))
 def test_schemas_refuse_broken_documents(documents, argv, name):
     doc = documents[argv]

@@ -4,7 +4,7 @@ Each document a command writes with ``--format json`` has a schema file in
 ``costgraph/export/schemas/`` (shipped with the package): ``derive``,
 ``train`` (a model's training memory, or the model states of a bare
 ``--params`` count), ``infer``, ``plan``, ``hardware``, ``graph`` (``costgraph
-graph --format json``), and ``expression`` (the expression tree beside every
+graph --format json``), ``sweep``, and ``expression`` (the expression tree beside every
 ``expr``, :mod:`costgraph.export.exprtree`), which the others reference as
 ``expression.json#/$defs/...``. Their ``$id``\\ s
 (``https://costgraph.invalid/schemas/v1/NAME.json``; ``.invalid`` is a
@@ -25,7 +25,7 @@ from importlib.resources import files
 from ..errors import CostgraphValueError
 
 #: the schemas, by the name `costgraph schema NAME` takes
-NAMES = ("derive", "train", "infer", "plan", "hardware", "graph", "expression")
+NAMES = ("derive", "train", "infer", "plan", "hardware", "graph", "sweep", "expression")
 BASE = "https://costgraph.invalid/schemas/v1/"
 
 
