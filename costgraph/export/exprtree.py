@@ -19,7 +19,8 @@ JSON Schema is ``costgraph/export/schemas/expression.json``):
     symbol is a positive integer (:func:`costgraph.symbols.dim`).
 ``{"op": NAME, "args": [tree, ...]}``
     ``add`` (sum of 2+ args), ``mul`` (product of 2+ args), ``pow`` (base,
-    exponent: a whole number, negative for a division: ``x/2`` is ``mul``
+    exponent: a whole number in the cost formulas, negative for a division,
+    ``1/2`` for a square root in a solved closed form; ``x/2`` is ``mul``
     of ``rational 1/2`` and ``x``, ``x/y`` is ``mul`` of ``x`` and ``pow(y,
     -1)``), ``min``/``max`` (2+ args), ``floor``/``ceiling`` (1 arg: the
     greatest whole number ≤ x, the least ≥ x; layer patterns count
