@@ -194,3 +194,52 @@ def test_cli_bad_input_exits_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+# ----------------------------------------------------------- JSON schemas
+
+SCHEMA_CASES = [
+    ("solve", ["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB"]),
+    ("solve", ["solve", "llama", "--config", "llama-3-8b", "--train", "--pp", "4", "--gpus", "8", "--recompute",
+               "full", "--quantity", "total", "--budget", "80GB", "--for", "b"]),
+    ("solve", ["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "10"]),
+    ("sensitivity", ["sensitivity", "gpt", "--scope", "layer", "--wrt", "s", "--config", "gpt2"]),
+    ("sensitivity", ["sensitivity", "llama", "--wrt", "h"]),
+    ("leading", ["leading", "llama", "--large", "s", "h"]),
+    ("diff", ["diff", "gpt", "llama"]),
+    ("diff", ["diff", "llama@llama-2-7b", "llama@llama-3-8b", "--quantity", "params", "kv_cache_bytes"]),
+    ("optimal", ["optimal", "llama", "--config", "llama-3-8b", "--flops", "1e23"]),
+    ("optimal", ["optimal", "llama", "--config", "llama-3-8b", "--flops", "1e23", "--rule", "chinchilla"]),
+]
+
+
+@pytest.mark.parametrize("name, argv", SCHEMA_CASES)
+def test_json_documents_follow_their_schemas(name, argv, capsys):
+    from costgraph.export.exprtree import from_tree
+    from costgraph.export.schema import validator
+
+    assert main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    v = validator(name)
+    v.check_schema(v.schema)
+    assert not list(v.iter_errors(doc))
+    broken = dict(doc)
+    broken.pop(next(iter(v.schema["required"])))
+    assert list(v.iter_errors(broken))          # a missing required key is caught
+    # every formula's tree rebuilds its expr exactly
+    def formulas(node):
+        if isinstance(node, dict):
+            if {"expr", "tree", "latex"} <= set(node):
+                yield node
+            for x in node.values():
+                yield from formulas(x)
+        elif isinstance(node, list):
+            for x in node:
+                yield from formulas(x)
+    from costgraph.printing import to_latex, to_python
+
+    found = list(formulas(doc))
+    assert found or name == "optimal"
+    for f in found:   # the tree is the same formula as expr and latex: it prints back to both
+        e = from_tree(f["tree"])
+        assert (to_python(e), to_latex(e)) == (f["expr"], f["latex"])

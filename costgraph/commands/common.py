@@ -76,3 +76,12 @@ def symbol_named(name: str, *exprs):
             return x
     raise CostgraphValueError(f"the quantity has no symbol {name!r}",
                               hint="its symbols: " + ", ".join(sorted(map(str, free))))
+
+
+def formula(e) -> dict:
+    """A formula in a JSON document: ``expr`` (SymPy/Python syntax), its expression ``tree``
+    (:mod:`costgraph.export.exprtree`; schema ``expression.json#/$defs/formula``) and ``latex``."""
+    from ..export.exprtree import to_tree
+    from ..printing import to_latex, to_python
+
+    return {"expr": to_python(e), "tree": to_tree(e), "latex": to_latex(e)}

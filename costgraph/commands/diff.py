@@ -40,10 +40,10 @@ def run(args) -> str:
 
     from .. import units
     from ..errors import CostgraphValueError
-    from ..printing import field_order, to_latex, to_text
+    from ..printing import field_order, to_text
     from ..symbolic.diff import diff_costs
     from ..totals import QUANTITIES
-    from .common import conventions_line, costs_of, settings
+    from .common import conventions_line, costs_of, formula, settings
 
     dims, options = settings(args.set)
     if args.top < 0:
@@ -60,8 +60,7 @@ def run(args) -> str:
     ca, cb = costs_of(args, ma), costs_of(args, mb)
     diffs = diff_costs(ca, cb, va, vb, names)
     if args.format == "json":
-        def show(e):
-            return {"expr": str(e), "latex": to_latex(e)}
+        show = formula
         return json.dumps({"a": args.a, "b": args.b, "scope": args.scope, "quantities": {
             d.quantity: {"delta": show(d.delta), "a": d.a, "b": d.b,
                          "value": None if d.a is None or d.b is None else d.b - d.a,

@@ -24,10 +24,10 @@ def run(args) -> str:
     import sympy
 
     from ..errors import CostgraphValueError
-    from ..printing import field_order, to_latex, to_text
+    from ..printing import field_order, to_text
     from ..symbolic.leading import leading
     from ..totals import QUANTITIES
-    from .common import conventions_line, costs_of, load_any, settings, symbol_named
+    from .common import conventions_line, costs_of, formula, load_any, settings, symbol_named
 
     dims, options = settings(args.set)
     model, _ = load_any(args, {}, options)
@@ -46,9 +46,8 @@ def run(args) -> str:
         out[q] = leading(exprs[q], order)
     if args.format == "json":
         return json.dumps({"model": model.name, "scope": args.scope, "large": args.large, "quantities": {
-            q: {"lead": {"expr": str(r.lead), "latex": to_latex(r.lead)},
-                "rest": {"expr": str(r.rest), "latex": to_latex(r.rest)},
-                "ratio": {"expr": str(r.ratio), "latex": to_latex(r.ratio)}} for q, r in out.items()}}, indent=2)
+            q: {"lead": formula(r.lead), "rest": formula(r.rest), "ratio": formula(r.ratio)}
+            for q, r in out.items()}}, indent=2)
     lines = [f"{model.name}: leading terms at scope {args.scope} when " + " ≫ ".join(args.large)
              + (" ≫ the rest" if args.large else "")]
     width = max(len(q) for q in out) + 2 if out else 0

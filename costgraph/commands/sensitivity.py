@@ -20,10 +20,10 @@ def run(args) -> str:
     import json
 
     from ..errors import CostgraphValueError
-    from ..printing import to_latex, to_text
+    from ..printing import to_text
     from ..symbolic.sensitivity import sensitivity
     from ..totals import QUANTITIES
-    from .common import conventions_line, costs_of, load_any, settings, symbol_named
+    from .common import conventions_line, costs_of, formula, load_any, settings, symbol_named
 
     dims, options = settings(args.set)
     model, values = load_any(args, dims, options)
@@ -45,8 +45,7 @@ def run(args) -> str:
             row["at"] = {k: sens.__getattribute__(k).xreplace(values) for k in ("derivative", "step", "elasticity")}
         rows.append(row)
     if args.format == "json":
-        def show(e):
-            return {"expr": str(e), "latex": to_latex(e)}
+        show = formula
         doc = {"model": model.name, "scope": args.scope, "wrt": str(x), "quantities": {
             r["quantity"]: {**{k: show(r[k]) for k in ("derivative", "step", "elasticity")},
                             **({"at": {k: str(v) for k, v in r["at"].items()},

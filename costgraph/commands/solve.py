@@ -49,13 +49,11 @@ def _budget(text: str, is_bytes: bool) -> int:
 def run(args) -> str:
     import json
 
-    import sympy
-
     from .. import units
     from ..errors import CostgraphValueError
-    from ..printing import to_latex, to_text
+    from ..printing import to_text
     from ..symbolic.solve import BUDGET, solve_budget
-    from .common import costs_of, load_any, settings, symbol_named
+    from .common import costs_of, formula, load_any, settings, symbol_named
 
     dims, options = settings(args.set)
     if args.symbol in dims:
@@ -98,7 +96,7 @@ def run(args) -> str:
                "monotone": sol.monotone, "binding_stage": name if args.train else None,
                "at_value": sol.at, "beyond": sol.beyond,
                "closed_form": None if sol.closed_form is None else
-               {"expr": str(sol.closed_form), "latex": to_latex(sol.closed_form), "budget_symbol": str(BUDGET)},
+               {**formula(sol.closed_form), "budget_symbol": str(BUDGET)},
                "values": {str(k): int(v) for k, v in given.items()}}
         return json.dumps(doc, indent=2)
     lines = [f"{model.name}: the {direction} {x} with {what} ≤ {units.with_unit(unit_q, budget)}"]

@@ -25,7 +25,8 @@ from importlib.resources import files
 from ..errors import CostgraphValueError
 
 #: the schemas, by the name `costgraph schema NAME` takes
-NAMES = ("derive", "train", "infer", "plan", "hardware", "graph", "sweep", "expression")
+NAMES = ("derive", "train", "infer", "plan", "hardware", "graph", "sweep", "solve", "sensitivity", "leading", "diff",
+         "optimal", "expression")
 BASE = "https://costgraph.invalid/schemas/v1/"
 
 

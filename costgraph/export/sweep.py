@@ -23,7 +23,6 @@ evaluated.
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -34,7 +33,7 @@ CHUNK = 1 << 17          # rows evaluated at a time
 DTYPES = ("int64", "float64", "exact")
 
 _NUM = r"[0-9][0-9_]*"
-_AXIS = re.compile(rf"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_AXIS = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _RANGE = re.compile(rf"^({_NUM}):({_NUM}):([x+])({_NUM})$")
 _LIST = re.compile(rf"^{_NUM}(,{_NUM})*$")
 

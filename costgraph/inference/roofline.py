@@ -221,7 +221,7 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     qd["time_to_first_token"] = qd["prefill.seconds"]
     qd["time_per_output_token"] = qd["decode.seconds"]
     mean = mean_decode_seconds(inf, m, t, subs, prompt, generate)
-    n_i = sympy.Symbol("i", integer=True, nonnegative=True)
+    n_i = sympy.Symbol("t_gen", integer=True, nonnegative=True)   # the generated token; not a model dim
     qd["time_per_output_token_mean"] = sympy.Sum(step_seconds(inf.step(1, P + n_i), m, t), (n_i, 0, G - 2)) / (G - 1)
     qd["tokens_per_second"] = b / qd["time_per_output_token_mean"]
     qd["tokens_per_second_per_device"] = qd["tokens_per_second"] / t
