@@ -40,6 +40,10 @@ KNOWN = {
     "nemotron-4-mini-hindi-4b-instruct.json": (4_190_509_056, 4_190_509_056),
     "command-r-08-2024.json": (32_296_476_672, 32_296_476_672),
     "bert-base-uncased.json": (109_482_240, 109_482_240),
+    # transformers 5.24 on meta (sum of numel); the same number is the released checkpoint's
+    # model.safetensors.index.json "total_size" 54_864_793_600 bytes / 4 (float32), in the
+    # repository the config was copied from (examples/hf/SOURCES.md)
+    "olmo-2-1124-13b.json": (13_716_198_400, 13_716_198_400),
 }
 
 

@@ -476,8 +476,8 @@ CASES: dict[str, Case] = {
                              # BertEmbeddings: position_ids = self.position_ids[:, :s], a registered buffer
                              "BertModel reads its position ids from a registered buffer ([1, s_max] int64), "
                              "which is no activation; costgraph counts the [s] int64 ids its embedding keeps"),)),
-    # No released OLMo 2 config.json in examples/hf/: OLMo-2-1124-7B's keys (MHA in the release; GQA here),
-    # tiny sizes. Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
+    # OLMo-2-1124-7B's keys (MHA in the release; GQA here), tiny sizes; the released OLMo-2-1124-13B
+    # config.json of examples/hf/ is checked at full size (RELEASED). Post-sublayer RMSNorms and QK-norm over the whole q and k projections.
     "olmo2": Case(dict(model_type="olmo2", hidden_act="silu", attention_bias=False, attention_dropout=0.0,
                        rms_norm_eps=1e-6, rope_theta=500000, tie_word_embeddings=False, **LLAMA_SIZES),
                   llama_dims,
@@ -726,6 +726,7 @@ RELEASED = {
     "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
     "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
     "command-r-08-2024.json": "cohere", "bert-base-uncased.json": "bert", "gemma-3-1b-it.json": "gemma3_text", "qwen2-57b-a14b.json": "qwen2_moe",
+    "olmo-2-1124-13b.json": "olmo2",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 
