@@ -117,6 +117,49 @@ def build_meta(
     return model
 
 
+# ------------------------------------------------------ encoder-only models
+
+#: model types with no causal-LM class: built as AutoModel's class (BertModel for bert)
+ENCODER_TYPES = frozenset({"bert"})
+
+
+def build_model(model_type: str, config_dict: dict, **build_kwargs):
+    """:func:`build_meta`, except for :data:`ENCODER_TYPES`: the class ``AutoModel`` builds
+    (BertModel with its pooler), on meta, bf16, eager attention, train mode, wrapped so that
+    the probes' forward returns its output as ``logits``: the pooled output (the last hidden
+    state without a pooler), from whose sum backward starts. The wrapper adds no parameters
+    and no operations; its class name starts with the family's."""
+    if model_type not in ENCODER_TYPES:
+        return build_meta(model_type, config_dict, **build_kwargs)
+    from types import SimpleNamespace
+
+    torch = _torch()
+    from transformers import AutoConfig, AutoModel
+
+    train = build_kwargs.pop("train", True)
+    config = AutoConfig.for_model(model_type, **dict(config_dict))
+    with torch.device("meta"):
+        inner = AutoModel.from_config(config, attn_implementation=build_kwargs.get("attn_implementation", "eager"),
+                                      dtype=getattr(torch, build_kwargs.get("dtype", "bfloat16")))
+
+    class BertModelOutputAsLogits(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.config = model.config
+
+        def forward(self, input_ids, use_cache=False, **kwargs):
+            out = self.model(input_ids=input_ids)
+            pooled = getattr(out, "pooler_output", None)
+            return SimpleNamespace(logits=out.last_hidden_state if pooled is None else pooled)
+
+    model = BertModelOutputAsLogits(inner)
+    model.train(train)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model
+
+
 def param_count(model) -> int:
     """Exact number of parameters; a tied weight (shared Parameter) counts once."""
     return int(sum(p.numel() for p in model.parameters()))
@@ -575,6 +618,8 @@ def _fit(shapes, diffs):
 
 #: monomials tried by :func:`explain`: at most this many dimensions, coefficients up to this size
 MAX_FACTORS = 3
+#: at most this many explanations printed (fewest factors first), then how many more
+SHOWN = 5
 MAX_COEFFICIENT = 64
 
 
@@ -650,7 +695,7 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     hf = from_hf_config(config, source=str(config_path), profile="pytorch", model=model)
     costgraph_model = hf.model
     dropout = costgraph_model.settings.dropout
-    tm = build_meta(hf.model_type, _hf_build_config(config))
+    tm = build_model(hf.model_type, _hf_build_config(config))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
 
@@ -669,6 +714,9 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="not asked (--no-kv)"))
     elif seq2seq:
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="encoder-decoder (EncoderDecoderCache)"))
+    elif hf.model_type in ENCODER_TYPES:
+        qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="an encoder keeps no KV cache (costgraph: "
+                           f"{max(int(c['kv_cache_bytes']) for c in cgs)} bytes)"))
     else:
         try:
             qs.append(Quantity("KV cache bytes", shapes, [kv_cache_bytes(tm, b, s) for b, s in shapes],
@@ -725,8 +773,11 @@ def to_text(v: Verification) -> str:
                     lines.append(f"  {'':<28} {sym}: {coef:,} is no c·x·y·z of the config's dimensions "
                                  f"(|c| ≤ {MAX_COEFFICIENT}, at most {MAX_FACTORS} of them)")
                     continue
-                tail = " (several explain it: a fit at this config's values)" if len(found) > 1 else ""
-                lines.append(f"  {'':<28} {sym}: {coef:,} = {' = '.join(found)} in the config's symbols{tail}")
+                shown = found[:SHOWN]
+                tail = (f" (and {len(found) - SHOWN} more; several explain it: a fit at this config's values)"
+                        if len(found) > SHOWN else
+                        " (several explain it: a fit at this config's values)" if len(found) > 1 else "")
+                lines.append(f"  {'':<28} {sym}: {coef:,} = {' = '.join(shown)} in the config's symbols{tail}")
         elif len(q.shapes) >= 2 and any(q.diffs):
             lines.append(f"  {'':<28} difference is not α·b·s + β·b·s² (see each shape)")
     lines.append("all exact" if v.exact else "differences found (torch − costgraph above)")

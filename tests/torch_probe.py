@@ -50,7 +50,9 @@ from costgraph.verify import (  # noqa: F401
     TRANSFORMERS_VERSION,
     INSTALL_COMMAND,
     SEQ2SEQ_TYPES,
+    ENCODER_TYPES,
     build_meta,
+    build_model,
     param_count,
     make_inputs,
     meta_forward,
@@ -64,49 +66,6 @@ from costgraph.verify import (  # noqa: F401
     summarize_storages,
     kv_cache_bytes,
 )
-
-# ------------------------------------------------------ encoder-only models
-
-#: model types with no causal-LM class: built as AutoModel's class (BertModel for bert)
-ENCODER_TYPES = frozenset({"bert"})
-
-
-def build_model(model_type: str, config_dict: dict, **build_kwargs):
-    """:func:`build_meta`, except for :data:`ENCODER_TYPES`: the class ``AutoModel`` builds
-    (BertModel with its pooler), on meta, bf16, eager attention, train mode, wrapped so that
-    the probes' forward returns its output as ``logits``: the pooled output (the last hidden
-    state without a pooler), from whose sum backward starts. The wrapper adds no parameters
-    and no operations; its class name starts with the family's."""
-    if model_type not in ENCODER_TYPES:
-        return build_meta(model_type, config_dict, **build_kwargs)
-    from types import SimpleNamespace
-
-    import torch
-    from transformers import AutoConfig, AutoModel
-
-    train = build_kwargs.pop("train", True)
-    config = AutoConfig.for_model(model_type, **dict(config_dict))
-    with torch.device("meta"):
-        inner = AutoModel.from_config(config, attn_implementation=build_kwargs.get("attn_implementation", "eager"),
-                                      dtype=getattr(torch, build_kwargs.get("dtype", "bfloat16")))
-
-    class BertModelOutputAsLogits(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-            self.config = model.config
-
-        def forward(self, input_ids, use_cache=False, **kwargs):
-            out = self.model(input_ids=input_ids)
-            pooled = getattr(out, "pooler_output", None)
-            return SimpleNamespace(logits=out.last_hidden_state if pooled is None else pooled)
-
-    model = BertModelOutputAsLogits(inner)
-    model.train(train)
-    for p in model.parameters():
-        p.requires_grad_(True)
-    return model
-
 
 # --------------------------------------------------------------- a survey
 
