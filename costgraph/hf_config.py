@@ -91,6 +91,9 @@ class _Reader:
             if den == 0 or num % den:
                 self.fail(f"{what}: {num} is not divisible by {den}")
             return num // den
+        if "ceil_quotient" in spec:     # MambaConfig's "auto" rank of Δ: ceil(hidden_size / 16)
+            num, den = (self.number(s, what) for s in spec["ceil_quotient"])
+            return -(-num // den)
         if "product" in spec:
             x, y = (self.number(s, what, whole=False) for s in spec["product"])
             v = x * y
@@ -110,7 +113,10 @@ class _Reader:
             if "fallback" in spec:
                 v = self.raw(spec["key"], None)
                 return v if v is not None else self.spec(spec["fallback"], what)
-            return self.raw(spec["key"], spec.get("default", _MISSING))
+            v = self.raw(spec["key"], spec.get("default", _MISSING))
+            if "auto" in spec and v == "auto":   # { key = "k", auto = SPEC }: the config's "auto" is SPEC
+                return self.spec(spec["auto"], what)
+            return v
         raise AssertionError(spec)
 
     def number(self, spec, what: str, whole: bool = True):

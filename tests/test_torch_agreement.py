@@ -340,6 +340,101 @@ COHERE_QK_NORM = Term(
     "LayerNorm without γ times a bare [heads, 1, d] parameter")
 
 
+# Mamba and Jamba (transformers 5.24 modeling_mamba.py / modeling_jamba.py). Without the mamba_ssm and
+# causal_conv1d packages (CPU, meta) the mixers run their reference PyTorch path: causal_conv1d_fn, a
+# Conv1d padded by K − 1 on both sides and cut to S outputs, and mamba_selective_scan, a Python loop
+# over the S positions in fp32. What FlopCounterMode and autograd see of that path, beyond costgraph's
+# conv1d and selective_scan, is below; M is the number of Mamba mixers (every layer of Mamba; the
+# layers j % attn_layer_period != attn_layer_offset of Jamba), T = b·s, D = e·h the inner width.
+
+def _mamba_dims(cfg: dict) -> dict:
+    h = cfg["hidden_size"]
+    if cfg["model_type"] == "mamba":
+        e, n, k, l = cfg["expand"], cfg["state_size"], cfg["conv_kernel"], cfg["num_hidden_layers"]
+        return dict(h=h, D=e * h, N=n, K=k, l=l, M=l)
+    l = cfg["num_hidden_layers"]
+    # JambaConfig.layers_block_type and layers_num_experts, counted over the layers (no closed form)
+    mixers = sum(1 for j in range(l) if j % cfg.get("attn_layer_period", 8) != cfg.get("attn_layer_offset", 4))
+    moe = sum(1 for j in range(l) if j % cfg.get("expert_layer_period", 2) == cfg.get("expert_layer_offset", 1))
+    return dict(h=h, D=cfg["mamba_expand"] * h, N=cfg["mamba_d_state"], K=cfg["mamba_d_conv"], l=l, M=mixers,
+                moe=moe, E=cfg["num_experts"], k=cfg["num_experts_per_tok"],
+                i_e=cfg["intermediate_size"])
+
+
+MAMBA_FLOPS_FORWARD = (
+    Term("depthwise conv over the padded sequence", lambda c, b, s: c.M * 2 * b * (c.K - 1) * c.D * c.K,
+         # F.conv1d(x, w [D, 1, K], padding=K − 1, groups=D)[..., :S]: S + K − 1 outputs per channel,
+         # FlopCounterMode's conv_flop_count 2·b·(S + K − 1)·D·K; costgraph's causal conv1d 2·b·S·D·K
+         "transformers' causal_conv1d_fn pads both ends (padding = K − 1) and drops the last K − 1 outputs: "
+         "the convolution computes S + K − 1 positions per channel, costgraph's causal conv1d S"),
+)
+MAMBA_FLOPS_BACKWARD = (
+    Term("conv gradients over the padded sequence", lambda c, b, s: c.M * 2 * 2 * b * (c.K - 1) * c.D * c.K,
+         # aten.convolution_backward: the input gradient (a transposed conv over the S + K − 1 gradient
+         # positions) and the weight gradient both run over the padded length
+         "the input and weight gradients of the padded convolution run over S + K − 1 positions too"),
+    Term("grouped conv weight gradient counted as dense",
+         lambda c, b, s: c.M * 2 * b * (s + c.K - 1) * c.D * c.K * (c.D - 1),
+         # conv_backward_flop's weight gradient is conv_flop_count(t(x) [D, b, S], t(grad_out) [D, b, S+K−1],
+         # t(grad_w) [1, D, K]): batch D × c_out D × c_in b, no division by groups = D:
+         # 2·b·(S+K−1)·K·D² where the depthwise kernel does 2·b·(S+K−1)·K·D
+         "FlopCounterMode's formula for a convolution's weight gradient ignores groups: for the depthwise "
+         "conv (groups = D) it counts D times the multiply-adds the grouped kernel does"),
+)
+MAMBA_SCAN_BYTES = (
+    Term("conv output kept at the padded length", lambda c, b, s: c.M * 2 * b * (c.K - 1) * c.D,
+         # SiluBackward0 keeps the conv output [b, D, S + K − 1] bf16 (the [..., :S] cut is a view of it)
+         "SiLU keeps the convolution output, a view of the S + K − 1 positions computed: 2 b (K − 1) D more"),
+    Term("reference scan's fp32 discretisation", lambda c, b, s: c.M * (
+        8 * b * s * c.D * c.N + 4 * b * s * c.D + 4 * b * s * c.N + 8 * c.D * c.N + 4 * c.D),
+         # exp(A·Δ) [b, D, S, N] fp32 (ExpBackward0, and the per-step multiply) and Δ·B [b, D, S, N] fp32
+         # (kept by its multiply with u); u.float() [b, D, S, 1] and B.float() [b, 1, S, N]; A_log's exp
+         # and A = −exp(A_log.float()) [D, N] fp32; D.float() [D] for the skip
+         "mamba_selective_scan materialises exp(ΔA) and ΔB for every position in fp32 with fp32 copies of "
+         "u and B, and keeps fp32 A (and exp(A_log)) and D; costgraph's scan (the fused kernel's) keeps "
+         "only its bf16 inputs"),
+    Term("reference scan's state per step", lambda c, b, s: c.M * (6 * b * s * c.D * c.N - 2 * b * c.D * c.N),
+         # per step: the fp32 state [b, D, N] kept by the next step's multiply (S − 1 of them, the first is
+         # the bf16 zeros), and its bf16 copy kept by the bmm with C: 4 (S − 1) b D N + 2 b D N + 2 S b D N
+         "the Python loop over positions keeps every state h_t: in fp32 for the next step's update and in "
+         "bf16 for y_t = C_t·h_t"),
+    Term("scan output in fp32", lambda c, b, s: c.M * 2 * b * s * c.D,
+         # y + u·D with D in fp32 promotes y to fp32 [b, D, S], kept by the gate multiply y·SiLU(z)
+         "the skip u·D multiplies by the fp32 D, so y is fp32 when the gate multiply keeps it (4 T D "
+         "bytes, costgraph 2 T D)"),
+    Term("x_proj input copied (b ≥ 2)", lambda c, b, s: c.M * 2 * b * s * c.D if b >= 2 else 0,
+         # x_proj(u.transpose(1, 2)): reshaping the transposed [b, S, D] to [b·S, D] is a view at b = 1
+         # and a copy from b = 2 on; the copy is what MmBackward0 keeps, besides u kept by u·D
+         "x_proj reads the conv output transposed; from b = 2 on flattening it copies, and both the copy "
+         "and u (for the skip u·D) are kept"),
+)
+MAMBA_RESIDUAL_FP32 = Term(
+    "final norm on the fp32 residual stream", lambda c, b, s: 2 * b * s * c.h,
+    # MambaBlock: residual.to(float32) (residual_in_fp32, true in MambaConfig and the releases), so
+    # norm_f's input is fp32 and its x̂.to(input_dtype) stays fp32 [b, s, h]
+    "with residual_in_fp32 the stream reaching norm_f is fp32, so the normalised x̂ its weight multiply "
+    "keeps is fp32 (costgraph's RMSNorm: bf16); each block's norm casts its input to bf16 first")
+JAMBA_B_NOT_KEPT = Term(
+    "B kept in fp32 only", lambda c, b, s: -c.M * 2 * b * s * c.N,
+    # JambaMambaMixer: B = b_layernorm(B) [b, S, N] bf16 reaches the scan only as B.float() (a cast keeps
+    # nothing); costgraph's selective_scan keeps B in bf16. (Mamba's B is a view of the kept x_proj output.)
+    "Jamba's normalised B enters the reference scan only through its fp32 copy (counted above), so its "
+    "bf16 storage is not kept: 2 T N fewer bytes per mixer")
+
+# Jamba-v0.1's config.json keys (quoted in models/jamba.cg; no attributable released copy in examples/hf/,
+# see SOURCES.md), tiny sizes: 6 layers (attention on j = 4, experts on j = 1, 3, 5), 4 experts of width
+# 64 (Jamba's experts and MLPs share intermediate_size), top-2.
+JAMBA_V01_TINY = dict(model_type="jamba", attention_dropout=0.0, attn_layer_offset=4, attn_layer_period=8,
+                      expert_layer_offset=1, expert_layer_period=2, hidden_act="silu", hidden_size=64,
+                      initializer_range=0.02, intermediate_size=64, mamba_conv_bias=True, mamba_d_conv=4,
+                      mamba_d_state=8, mamba_dt_rank=8, mamba_expand=2, mamba_proj_bias=False,
+                      max_position_embeddings=64, num_attention_heads=4, num_experts=4, num_experts_per_tok=2,
+                      num_hidden_layers=6, num_key_value_heads=2, output_router_logits=False, rms_norm_eps=1e-06,
+                      router_aux_loss_coef=0.001, tie_word_embeddings=False, use_cache=True, vocab_size=128,
+                      **TOKENS)
+JAMBA_MOE = lambda c: c.moe  # noqa: E731
+
+
 CASES: dict[str, Case] = {
     # Llama 4 Scout's layout: MoE (16 → 4 experts, top-1, a shared expert) on every layer, QK-norm
     "llama4_text": Case(LLAMA4_SCOUT, _llama4_dims,
@@ -561,6 +656,28 @@ CASES: dict[str, Case] = {
                                flops_forward=DEEPSEEK_V2_FLOPS[0], flops_backward=DEEPSEEK_V2_FLOPS[1],
                                bytes=DEEPSEEK_V2_BYTES),
     # T5-small's layout (T5DenseActDense, ReLU); the probe feeds [b, s] decoder ids, so t = s.
+    # state-spaces/mamba-2.8b-hf's config.json, tiny (2 blocks, D = 128, N = 8, R = 8, K = 4); tied head,
+    # residual_in_fp32 as released
+    "mamba": Case(real("mamba-2.8b-hf.json", hidden_size=64, intermediate_size=128, num_hidden_layers=2, n_layer=2,
+                       state_size=8, time_step_rank=8, vocab_size=128),
+                  _mamba_dims, flops_forward=MAMBA_FLOPS_FORWARD, flops_backward=MAMBA_FLOPS_BACKWARD,
+                  bytes=MAMBA_SCAN_BYTES + (MAMBA_RESIDUAL_FP32,)),
+    # time_step_rank "auto" (MambaConfig's default): ceil(72 / 16) = 5; the residual stream in bf16
+    "mamba-auto": Case(real("mamba-2.8b-hf.json", hidden_size=72, intermediate_size=144, num_hidden_layers=2,
+                            n_layer=2, state_size=8, time_step_rank="auto", vocab_size=128, residual_in_fp32=False),
+                       _mamba_dims, flops_forward=MAMBA_FLOPS_FORWARD, flops_backward=MAMBA_FLOPS_BACKWARD,
+                       bytes=MAMBA_SCAN_BYTES),
+    # Jamba: 5 Mamba mixers (with RMSNorms on Δ, B, C) and 1 attention layer; 3 MoE and 3 MLP layers. The
+    # experts run as aten._grouped_mm; the router softmaxes in fp32 and casts the unrenormalised top-k weights
+    # to bf16, so of the MoE terms the top-k ids are kept, not the fp32 weights and their sum (as Qwen2-MoE).
+    "jamba": Case(JAMBA_V01_TINY, _mamba_dims,
+                  flops_forward=MAMBA_FLOPS_FORWARD + (grouped_mm_flops(JAMBA_MOE, 1),),
+                  flops_backward=MAMBA_FLOPS_BACKWARD + (grouped_mm_flops(JAMBA_MOE, 2),),
+                  bytes=MAMBA_SCAN_BYTES + (JAMBA_B_NOT_KEPT,
+                         Term("top-k expert ids", lambda c, b, s: c.moe * 8 * b * s * c.k,
+                              # torch.topk(routing_weights, k): TopkBackward0 keeps the [T, k] int64 indices
+                              "top-k expert ids (int64) kept by TopkBackward0; the weights are not renormalised"))
+                  + moe_routing_bytes(JAMBA_MOE, weight_bytes=2)[1:]),
     "t5": Case(real("t5-small.json", d_model=64, d_kv=16, d_ff=128, num_heads=4, num_layers=2,
                     num_decoder_layers=2, vocab_size=128, n_positions=64, relative_attention_num_buckets=8),
                _t5_dims, seq2seq=True,
@@ -574,7 +691,8 @@ CASES: dict[str, Case] = {
 }
 
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
-            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "bert", "olmo2", "gpt_oss", "llama4_text", "starcoder2", "gemma3_text", "qwen2_moe")
+            "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "bert", "olmo2", "gpt_oss", "llama4_text", "starcoder2", "gemma3_text", "qwen2_moe",
+            "mamba", "jamba")
 
 
 # ------------------------------------------------------------- measurements
@@ -674,7 +792,8 @@ def test_deepseek_router_bias_is_the_buffer_costgraph_counts():
     assert not any(n.endswith("e_score_correction_bias") for n, _ in m.named_parameters())
 
 
-MATMUL_OPS = {"aten.mm", "aten.addmm", "aten.bmm"}
+# (and Mamba's depthwise convolution: costgraph's conv1d counts it under `matmul`, as FlopCounterMode does)
+MATMUL_OPS = {"aten.mm", "aten.addmm", "aten.bmm", "aten.convolution", "aten.convolution_backward"}
 
 
 @pytest.mark.parametrize("name,b,s", POINT_CASES, ids=POINT_IDS)
@@ -726,7 +845,7 @@ RELEASED = {
     "t5-small.json": "t5", "starcoder2-3b.json": "starcoder2",
     "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
     "command-r-08-2024.json": "cohere", "bert-base-uncased.json": "bert", "gemma-3-1b-it.json": "gemma3_text", "qwen2-57b-a14b.json": "qwen2_moe",
-    "olmo-2-1124-13b.json": "olmo2",
+    "olmo-2-1124-13b.json": "olmo2", "mamba-2.8b-hf.json": "mamba",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 
