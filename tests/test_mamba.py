@@ -6,6 +6,8 @@ device from the released config.json values (transformers 5.24.0, the pinned
 ``torch`` extra), written here as integers so the test runs without torch.
 """
 
+from pathlib import Path
+
 import pytest
 import sympy
 
@@ -97,3 +99,114 @@ def test_mamba_state_is_fixed_size(mamba):
     assert c.kv_cache_bytes_per_token == 0
     # mamba-130m, b = 1: 24 · 2 · 1536 · (4 + 16) = 1,474,560 bytes
     assert c.evaluate(config="mamba-130m")["kv_cache_bytes"] == 24 * 2 * 1536 * 20 == 1_474_560
+
+
+# ------------------------------------------------ Hugging Face config.json
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+
+# state-spaces/mamba-130m-hf's config.json keys (transformers_version 4.39.0.dev0), as quoted in public test
+# fixtures of Hugging Face → Megatron conversion code (a `mamba_130m_config_dict`); no attributable plain
+# copy was found for examples/hf/ (SOURCES.md). Its d_inner/d_model/n_layer/ssm_cfg keys are mamba_ssm's
+# and are not read by MambaConfig.
+MAMBA_130M_HF = {
+    "architectures": ["MambaForCausalLM"], "bos_token_id": 0, "conv_kernel": 4, "d_inner": 1536, "d_model": 768,
+    "eos_token_id": 0, "expand": 2, "fused_add_norm": True, "hidden_act": "silu", "hidden_size": 768,
+    "initializer_range": 0.1, "intermediate_size": 1536, "layer_norm_epsilon": 1e-05, "model_type": "mamba",
+    "n_layer": 24, "num_hidden_layers": 24, "pad_token_id": 0, "pad_vocab_size_multiple": 8,
+    "rescale_prenorm_residual": False, "residual_in_fp32": True, "rms_norm": True, "ssm_cfg": {},
+    "state_size": 16, "time_step_floor": 0.0001, "time_step_init_scheme": "random", "time_step_max": 0.1,
+    "time_step_min": 0.001, "time_step_rank": 48, "time_step_scale": 1.0, "torch_dtype": "float32",
+    "transformers_version": "4.39.0.dev0", "use_bias": False, "use_cache": True, "use_conv_bias": True,
+    "vocab_size": 50280,
+}
+
+# ai21labs/Jamba-v0.1's config.json keys, the values models/jamba.cg cites (its config jamba-v0.1); the
+# copies quoted in public code (one labelled Jamba-v0.1, one labelled AI21-Jamba-1.5-Mini, same sizes) were
+# edited, so none is in examples/hf/ (SOURCES.md).
+JAMBA_V01_HF = {
+    "architectures": ["JambaForCausalLM"], "attention_dropout": 0.0, "attn_layer_offset": 4, "attn_layer_period": 8,
+    "bos_token_id": 1, "eos_token_id": 2, "expert_layer_offset": 1, "expert_layer_period": 2, "hidden_act": "silu",
+    "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 14336, "mamba_conv_bias": True,
+    "mamba_d_conv": 4, "mamba_d_state": 16, "mamba_dt_rank": 256, "mamba_expand": 2, "mamba_proj_bias": False,
+    "max_position_embeddings": 262144, "model_type": "jamba", "num_attention_heads": 32, "num_experts": 16,
+    "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8, "output_router_logits": False,
+    "pad_token_id": 0, "rms_norm_eps": 1e-06, "router_aux_loss_coef": 0.001, "tie_word_embeddings": False,
+    "use_cache": True, "use_mamba_kernels": True, "vocab_size": 65536,
+}
+
+
+def _params(hf):
+    return hf.costs().evaluate(**hf.values)["params"]
+
+
+def test_released_mamba_configs_give_transformers_counts():
+    # the released state-spaces/mamba-2.8b-hf config.json of examples/hf/, and mamba-130m-hf's keys
+    hf = costgraph.load_hf_config(str(HF / "mamba-2.8b-hf.json"))
+    assert hf.model.name == "mamba" and _params(hf) == MAMBA_2_8B
+    assert {k: hf.values[k] for k in ("h", "e", "N", "R", "K", "l", "V")} == dict(
+        h=2560, e=2, N=16, R=160, K=4, l=64, V=50280)
+    hf = costgraph.from_hf_config(MAMBA_130M_HF)
+    assert _params(hf) == MAMBA_130M
+    # no context length in a Mamba config: Gu & Dao's training context (§4.2)
+    assert hf.values["s"] == 2048
+
+
+def test_released_jamba_keys_give_transformers_count():
+    hf = costgraph.from_hf_config(JAMBA_V01_HF)
+    assert hf.model.name == "jamba" and _params(hf) == JAMBA_V01
+    assert hf.values["d"] == 4096 // 32 and hf.values["s"] == 262144
+    assert hf.costs().evaluate(**hf.values)["params_active"] == JAMBA_V01 - 16 * (16 - 2) * 3 * 4096 * 14336
+
+
+@pytest.mark.parametrize("h, rank", [(768, 48), (2560, 160), (72, 5), (4100, 257)])
+def test_auto_rank_is_ceil_of_h_over_16(h, rank):
+    # MambaConfig / JambaConfig: time_step_rank (mamba_dt_rank) "auto" → math.ceil(hidden_size / 16);
+    # absent means "auto" too (the configs' default). 768 and 2560: the released 48 and 160.
+    for cfg in (dict(MAMBA_130M_HF, hidden_size=h, time_step_rank="auto"),
+                {k: v for k, v in dict(MAMBA_130M_HF, hidden_size=h).items() if k != "time_step_rank"}):
+        assert costgraph.from_hf_config(cfg).values["R"] == rank
+    jamba = dict(JAMBA_V01_HF, hidden_size=h, num_attention_heads=h // 4, num_key_value_heads=h // 4, mamba_dt_rank="auto")
+    assert costgraph.from_hf_config(jamba).values["R"] == rank
+    # at the released sizes, "auto" gives the released ranks and so the transformers counts
+    if h == 768:
+        assert _params(costgraph.from_hf_config(dict(MAMBA_130M_HF, time_step_rank="auto"))) == MAMBA_130M
+
+
+def test_auto_rank_other_text_is_refused_by_name():
+    with pytest.raises(costgraph.CostgraphValueError, match="key 'time_step_rank' must be a positive whole number"):
+        costgraph.from_hf_config(dict(MAMBA_130M_HF, time_step_rank="big"))
+
+
+@pytest.mark.parametrize("cfg, key", [
+    (dict(JAMBA_V01_HF, attn_layer_period=6), "attn_layer_period"),
+    (dict(JAMBA_V01_HF, attn_layer_offset=3), "attn_layer_offset"),
+    (dict(JAMBA_V01_HF, expert_layer_period=4), "expert_layer_period"),
+    (dict(JAMBA_V01_HF, expert_layer_offset=0), "expert_layer_offset"),
+    (dict(JAMBA_V01_HF, mamba_proj_bias=True), "mamba_proj_bias"),
+    (dict(JAMBA_V01_HF, mamba_conv_bias=False), "mamba_conv_bias"),
+    (dict(JAMBA_V01_HF, tie_word_embeddings=True), "tie_word_embeddings"),
+    (dict(MAMBA_130M_HF, use_bias=True), "use_bias"),
+    (dict(MAMBA_130M_HF, use_conv_bias=False), "use_conv_bias"),
+    (dict(MAMBA_130M_HF, hidden_act="gelu"), "hidden_act"),
+])
+def test_variants_the_model_files_do_not_describe_are_refused(cfg, key):
+    # e.g. attention every 6th layer: models/jamba.cg writes j % 8 == 4, so the counts would be wrong
+    with pytest.raises(costgraph.CostgraphValueError, match=f"{key} = .* is a variant costgraph's"):
+        costgraph.from_hf_config(cfg)
+
+
+def test_kernel_and_residual_switches_change_no_cost():
+    # use_mamba_kernels (deprecated: chooses a kernel), use_mambapy and residual_in_fp32 (what autograd keeps
+    # in transformers' reference path only) are accepted and change no count
+    base = costgraph.from_hf_config(JAMBA_V01_HF)
+    other = costgraph.from_hf_config(dict(JAMBA_V01_HF, use_mamba_kernels=False))
+    assert base.values == other.values and _params(other) == JAMBA_V01
+    m = costgraph.from_hf_config(dict(MAMBA_130M_HF, residual_in_fp32=False, use_mambapy=True))
+    assert _params(m) == MAMBA_130M
+
+
+def test_tied_head_follows_the_config():
+    # MambaConfig's default ties the head; an untied head adds V·h parameters (lm_head.weight)
+    untied = costgraph.from_hf_config(dict(MAMBA_130M_HF, tie_word_embeddings=False))
+    assert _params(untied) == MAMBA_130M + 50280 * 768
