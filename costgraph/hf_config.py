@@ -192,6 +192,10 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
             continue
         if "cycle" in rule:
             _check_cycle(r, rule, v, entry["model"])
+        elif "at_least" in rule:     # Jamba's num_experts = 1: dense MLPs everywhere, not a 1-expert MoE
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < rule["at_least"]:
+                r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
+                       f"describe (supported: {rule['at_least']} or more)")
         elif v not in rule["allowed"]:
             r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
                    f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed'])})")

@@ -186,6 +186,8 @@ def test_auto_rank_other_text_is_refused_by_name():
     (dict(JAMBA_V01_HF, mamba_proj_bias=True), "mamba_proj_bias"),
     (dict(JAMBA_V01_HF, mamba_conv_bias=False), "mamba_conv_bias"),
     (dict(JAMBA_V01_HF, tie_word_embeddings=True), "tie_word_embeddings"),
+    # JambaConfig.layers_num_experts: 1 expert → JambaMLP in every layer (no router), not the file's MoE
+    (dict(JAMBA_V01_HF, num_experts=1), "num_experts"),
     (dict(MAMBA_130M_HF, use_bias=True), "use_bias"),
     (dict(MAMBA_130M_HF, use_conv_bias=False), "use_conv_bias"),
     (dict(MAMBA_130M_HF, hidden_act="gelu"), "hidden_act"),
