@@ -550,17 +550,17 @@ def _train_bare(args, capacity) -> str:
     return "\n".join(lines)
 
 
-def _parse_count(text: str) -> int:
-    """``7.5e9`` or ``7_500_000_000`` → 7500000000 (a whole number)."""
+def _parse_count(text: str, flag: str = "--params") -> int:
+    """``7.5e9`` or ``7_500_000_000`` → 7500000000 (a positive whole number); errors name ``flag``."""
     m = re.fullmatch(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*", text or "")
     if not m:
-        raise CostgraphValueError(f"cannot read --params {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
+        raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
     whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
     if len(whole) + len(frac) > 30:
-        raise CostgraphValueError("--params is too large")
+        raise CostgraphValueError(f"{flag} is too large")
     num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)
     if num % den or num == 0:
-        raise CostgraphValueError(f"--params {text!r} is not a positive whole number of parameters")
+        raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number")
     return num // den
 
 

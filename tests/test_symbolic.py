@@ -243,3 +243,68 @@ def test_json_documents_follow_their_schemas(name, argv, capsys):
     for f in found:   # the tree is the same formula as expr and latex: it prints back to both
         e = from_tree(f["tree"])
         assert (to_python(e), to_latex(e)) == (f["expr"], f["latex"])
+
+
+# ------------------------------------------------- sizes the model can have (new-user trial)
+
+def test_solve_answers_a_valid_size(capsys):
+    # GPT-2 small (h = 768): the activation budget binds at a = 948, where h/a = 768/948 is
+    # fractional; the largest a ≤ 948 dividing 768 is 768 (derive refuses a = 948)
+    assert main(["solve", "gpt", "--config", "gpt2", "--for", "a", "--budget", "60GB", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["value"], doc["boundary"]) == (768, 948)
+    # Llama-3-8B: a must be a multiple of kv = 8 (and divide h = 4096): 9 → 8
+    assert main(["solve", "llama", "--config", "llama-3-8b", "--for", "a", "--budget", "80GB",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["value"], doc["boundary"]) == (8, 9)
+
+
+def test_solve_train_refuses_an_uneven_layout_and_defaults_to_total(capsys):
+    # t = 5 cannot split GPT-2's 3h = 2304 QKV columns: train refuses it, solve too
+    assert main(["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB", "--train", "--tp", "5"]) == 2
+    assert "splits an axis of 2304" in capsys.readouterr().err
+    assert main(["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB", "--train",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantity"] == "total"
+    assert main(["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB", "--gpus", "3"]) == 2
+    assert "add --train" in capsys.readouterr().err
+
+
+def test_solve_warns_past_the_position_table(capsys):
+    assert main(["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["value"] == 8911 and "s_max = 1,024" in doc["warnings"][0]
+
+
+def test_optimal_answers_a_valid_size_and_refuses_past_the_search_bound(capsys):
+    assert main(["optimal", "gpt", "--config", "gpt2", "--flops", "1e20", "--scale", "h", "--format", "json"]) == 0
+    h = json.loads(capsys.readouterr().out)["value"]
+    assert h % 12 == 0          # a = 12 heads: h/a whole (2,308 before, 577/3 per head)
+    for rule in ("tokens-per-param", "chinchilla"):
+        assert main(["optimal", "gpt", "--config", "gpt2", "--flops", "1e60", "--rule", rule]) == 2
+        assert "2^62" in capsys.readouterr().err
+    assert main(["optimal", "gpt", "--config", "gpt2", "--flops", "abc"]) == 2
+    assert "cannot read --flops" in capsys.readouterr().err
+
+
+def test_sensitivity_at_a_min_switch_has_no_derivative(capsys):
+    # Mistral-7B's KV cache 4 b d kv l Min(s, w) at s = w = 4096: 131,072 bytes per token below w, 0 above
+    assert main(["sensitivity", "mistral", "--wrt", "s", "--config", "mistral-7b", "--set", "s=4096",
+                 "--quantity", "kv_cache_bytes", "--format", "json"]) == 0
+    at = json.loads(capsys.readouterr().out)["quantities"]["kv_cache_bytes"]["at"]
+    assert at == {"derivative": None, "step": "0", "elasticity": None, "step_back": "131072"}
+    assert main(["sensitivity", "mistral", "--wrt", "s", "--config", "mistral-7b", "--set", "s=2048",
+                 "--quantity", "kv_cache_bytes", "--format", "json"]) == 0
+    at = json.loads(capsys.readouterr().out)["quantities"]["kv_cache_bytes"]["at"]
+    assert (at["derivative"], at["elasticity"]) == ("131072", "1")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["leading", "gpt", "--large", "s", "s"], "named twice"),
+    (["leading", "gemma3_text", "--large", "l"], "layer pattern's count"),
+    (["diff", "gpt@", "llama"], "no configuration after '@'"),
+])
+def test_more_refusals(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

@@ -30,7 +30,11 @@ def _side(spec: str, args, dims, options):
 
     from .common import load_any
 
-    model, _, config = spec.partition("@")
+    from ..errors import CostgraphValueError
+
+    model, at, config = spec.partition("@")
+    if at and not config:
+        raise CostgraphValueError(f"{spec!r} names no configuration after '@'", hint="MODEL@CONFIG, e.g. llama@llama-2-7b")
     ns = SimpleNamespace(model=model, config=config or None, profile=args.profile, no_dropout=args.no_dropout)
     return load_any(ns, dims, options)
 
@@ -71,7 +75,8 @@ def run(args) -> str:
         if d.delta == 0 and (d.a is None or d.a == d.b):
             lines.append(f"  {d.quantity}: equal")
             continue
-        lines.append(f"  {d.quantity}: {to_text(field_order(d.delta, expanded=True)) if d.delta != 0 else '0 as formulas'}")
+        lines.append(f"  {d.quantity}: " + (to_text(field_order(d.delta, expanded=True)) if d.delta != 0
+                                              else "the same formula on both sides; the values differ"))
         if d.a is not None and d.b is not None:
             lines.append(f"    {units.with_unit(d.quantity, d.a)} → {units.with_unit(d.quantity, d.b)}"
                          f"  (B − A = {units.with_unit(d.quantity, d.b - d.a)})")

@@ -48,8 +48,7 @@ def run(args) -> str:
         return json.dumps({"model": model.name, "scope": args.scope, "large": args.large, "quantities": {
             q: {"lead": formula(r.lead), "rest": formula(r.rest), "ratio": formula(r.ratio)}
             for q, r in out.items()}}, indent=2)
-    lines = [f"{model.name}: leading terms at scope {args.scope} when " + " ≫ ".join(args.large)
-             + (" ≫ the rest" if args.large else "")]
+    lines = [f"{model.name}: leading terms at scope {args.scope} when " + " ≫ ".join(args.large) + " ≫ the rest"]
     width = max(len(q) for q in out) + 2 if out else 0
     for q, r in out.items():
         lines.append(f"  {q:<{width}}{to_text(field_order(r.lead, expanded=True))}")

@@ -35,11 +35,14 @@ def run(args) -> str:
         raise CostgraphValueError(f"--set gives {args.scale}, the scaled dimension", hint=f"leave {args.scale} out")
     if args.ratio is not None and args.rule != "tokens-per-param":
         raise CostgraphValueError("--ratio belongs to --rule tokens-per-param")
-    budget = _parse_count(args.flops)
+    budget = _parse_count(args.flops, "--flops")
     model, values = load_any(args, dims, options)
     costs = costs_of(args, model, "model")
     x = symbol_named(args.scale, costs["params"])
-    opt = optimal(costs, values or {}, x, budget, rule=args.rule, ratio=args.ratio)
+    from .solve import _validity
+
+    valid, _ = _validity(model, values or {}, x, None)
+    opt = optimal(costs, values or {}, x, budget, rule=args.rule, ratio=args.ratio, valid=valid)
     n6, d6 = chinchilla_closed_form(float(budget))
     c = constants()
     if args.format == "json":

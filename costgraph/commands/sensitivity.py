@@ -16,8 +16,15 @@ def add_parser(sub) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 
+def _number(v) -> str:
+    """An exact rational: ``65,536`` or ``12,345/2``."""
+    return f"{int(v):,}" if v.is_Integer else f"{int(v.p):,}/{int(v.q):,}"
+
+
 def run(args) -> str:
     import json
+
+    import sympy
 
     from ..errors import CostgraphValueError
     from ..printing import to_text
@@ -42,14 +49,23 @@ def run(args) -> str:
         sens = sensitivity(costs[q], x)
         row = {"quantity": q, "derivative": sens.derivative, "step": sens.step, "elasticity": sens.elasticity}
         if values:
-            row["at"] = {k: sens.__getattribute__(k).xreplace(values) for k in ("derivative", "step", "elasticity")}
+            # a Min/Max switching exactly here (s = w) has no derivative: SymPy's Heaviside(0) = 1/2
+            # would average the two sides; give both one-sided whole steps instead
+            kink = any(c.xreplace(values) == sympy.false for pw in sens.derivative.atoms(sympy.Piecewise)
+                       for c in [sympy.Or(*[cond for _, cond in pw.args])])
+            row["at"] = {k: None if kink and k != "step" else getattr(sens, k).xreplace(values)
+                         for k in ("derivative", "step", "elasticity")}
+            row["at"]["step_back"] = sympy.expand(costs[q] - costs[q].xreplace({x: x - 1})).xreplace(values)
+            row["differentiable"] = not kink
         rows.append(row)
     if args.format == "json":
         show = formula
         doc = {"model": model.name, "scope": args.scope, "wrt": str(x), "quantities": {
             r["quantity"]: {**{k: show(r[k]) for k in ("derivative", "step", "elasticity")},
-                            **({"at": {k: str(v) for k, v in r["at"].items()},
-                                "elasticity_at": float(r["at"]["elasticity"])} if "at" in r else {})}
+                            **({"at": {k: None if v is None else str(v) for k, v in r["at"].items()},
+                                "differentiable": r["differentiable"],
+                                "elasticity_at": None if r["at"]["elasticity"] is None
+                                else float(r["at"]["elasticity"])} if "at" in r else {})}
             for r in rows}}
         return json.dumps(doc, indent=2)
     lines = [f"{model.name}: sensitivity in {x} at scope {args.scope}"]
@@ -60,7 +76,11 @@ def run(args) -> str:
         lines.append(f"    elasticity   {to_text(r['elasticity'])}")
         if "at" in r:
             at = r["at"]
-            lines.append(f"    at the values: ∂/∂{x} = {int(at['derivative']):,}; step = {int(at['step']):,}; "
-                         f"elasticity = {float(at['elasticity']):.4f}")
+            if r["differentiable"]:
+                lines.append(f"    at the values: ∂/∂{x} = {_number(at['derivative'])}; step = {_number(at['step'])}; "
+                             f"elasticity = {float(at['elasticity']):.4f}")
+            else:
+                lines.append(f"    at the values: no derivative (a min/max switches exactly here); one-sided whole "
+                             f"steps: +1 → {_number(at['step'])}, −1 → {_number(at['step_back'])}")
     lines.append(conventions_line(costs))
     return "\n".join(lines)

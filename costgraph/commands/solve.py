@@ -15,9 +15,10 @@ def add_parser(sub) -> None:
                                      "within a budget, exact and in closed form")
     model_arguments(p, set_help="values of every dimension but the solved one, or model options")
     p.add_argument("--for", dest="symbol", required=True, metavar="SYMBOL", help="the dimension solved for (s, b, ...)")
-    p.add_argument("--quantity", default="activation_bytes",
-                   help="a quantity of derive (activation_bytes, kv_cache_bytes, params, flops_forward, ...) or, "
-                        "with --train, a part of training memory per device: " + ", ".join(TRAIN_PARTS))
+    p.add_argument("--quantity", default=None,
+                   help="a quantity of derive (default activation_bytes; kv_cache_bytes, params, flops_forward, ...) "
+                        "or, with --train, a part of training memory per device (default total): "
+                        + ", ".join(TRAIN_PARTS))
     p.add_argument("--budget", required=True,
                    help="bytes (80GB = 10^9 B, 80GiB = 2^30 B) or a count (1e23 FLOPs, 7e9 parameters)")
     p.add_argument("--smallest", action="store_true",
@@ -43,7 +44,43 @@ def _budget(text: str, is_bytes: bool) -> int:
     from ..cli import _parse_count
     from ..training.fit import parse_size
 
-    return parse_size(text) if is_bytes else _parse_count(text)
+    return parse_size(text) if is_bytes else _parse_count(text, "--budget")
+
+
+def _validity(model, values: dict, x, layout):
+    """``(valid(n), refusals)``: whether ``x = n`` is a size the model can have (every shape whole:
+    ``h/a``, ``a/kv``; :meth:`Model.values`) and, with a layout, one it can be split into
+    (:func:`costgraph.training.validity.check_layout`); the messages of the refusals seen."""
+    from ..errors import CostgraphValueError
+
+    ints = {str(k): int(v) for k, v in values.items()}
+    is_dim = str(x) in model.graph.dims
+    refusals: list[str] = []
+
+    def valid(n: int) -> bool:
+        try:
+            vals = model.values(None, **{**ints, str(x): n}) if is_dim else dict(values)
+            if layout is not None:
+                from ..training.validity import check_layout
+
+                check_layout(model.graph, layout, {**vals, x: n} if not is_dim else vals)
+            return True
+        except CostgraphValueError as e:
+            refusals.append(str(e).splitlines()[0].removeprefix("error: "))
+            return False
+
+    return valid, refusals
+
+
+def _warnings(model, values: dict, x, sol) -> list[str]:
+    """A sequence longer than a learned position table: the model cannot read it as built."""
+    if str(x) != "s" or sol.value is None:
+        return []
+    smax = next((int(v) for k, v in values.items() if str(k) == "s_max"), None)
+    if smax is not None and sol.value > smax:
+        return [f"s = {sol.value:,} is longer than s_max = {smax:,}: the learned position table has s_max rows, "
+                "so the model cannot read that many tokens as built (--set s_max=... to grow it)"]
+    return []
 
 
 def run(args) -> str:
@@ -59,10 +96,21 @@ def run(args) -> str:
     if args.symbol in dims:
         raise CostgraphValueError(f"--set gives {args.symbol}, the dimension solved for",
                                   hint=f"leave {args.symbol} out of --set")
+    if not args.train:
+        given = [f for f, on in (("--gpus", args.gpus is not None), ("--tp", args.tp != 1), ("--pp", args.pp != 1),
+                                 ("--cp", args.cp != 1), ("--sp", args.sp), ("--zero", args.zero != 0),
+                                 ("--recompute", args.recompute != "none"), ("--attention", args.attention != "eager"),
+                                 ("--policy", args.policy != "mixed"), ("--optimizer", args.optimizer != "adam")) if on]
+        if given:
+            raise CostgraphValueError(f"{', '.join(given)} {'is a training option' if len(given) == 1 else 'are training options'}: "
+                                      "add --train", hint="costgraph solve ... --train --quantity total ...")
     model, values = load_any(args, dims, options)
     if values is None:
         values = {}
+    layout = None
     if args.train:
+        if args.quantity is None:
+            args.quantity = "total"
         if args.quantity not in TRAIN_PARTS:
             raise CostgraphValueError(f"training memory has no part {args.quantity!r}",
                                       hint="one of: " + ", ".join(TRAIN_PARTS))
@@ -70,9 +118,12 @@ def run(args) -> str:
                           attention=args.attention, policy=args.policy, optimizer=args.optimizer, gpus=args.gpus,
                           precision=args.precision)
         exprs = [(st.name, st.memory[args.quantity]) for st in mem.stages]
-        is_bytes, unit_q = True, "activation_bytes"
+        is_bytes, unit_q, layout = True, "activation_bytes", mem.layout
     else:
         from ..totals import QUANTITIES
+
+        if args.quantity is None:
+            args.quantity = "activation_bytes"
 
         if args.quantity not in QUANTITIES:
             raise CostgraphValueError(f"unknown quantity {args.quantity!r}", hint="one of: " + ", ".join(QUANTITIES))
@@ -83,18 +134,23 @@ def run(args) -> str:
     x = symbol_named(args.symbol, *(e for _, e in exprs))
     direction = "smallest" if args.smallest else "largest"
     given = {k: v for k, v in values.items() if k != x}
-    sols = [(name, solve_budget(e, x, given, budget, direction=direction)) for name, e in exprs]
+    valid, refusal = _validity(model, values, x, layout)
+    sols = [(name, solve_budget(e, x, given, budget, direction=direction, valid=valid)) for name, e in exprs]
     # every stage must fit: the binding stage gives the answer (None: that stage never fits)
     if direction == "largest":
         name, sol = min(sols, key=lambda it: (it[1].value is not None, it[1].value or 0))
     else:
         name, sol = max(sols, key=lambda it: (it[1].value is None, it[1].value or 0))
+    if sol.value is None and sol.boundary is not None and refusal:
+        raise CostgraphValueError(f"no valid {x} near {sol.boundary:,}, where the budget binds: {refusal[-1]}",
+                                  hint="sizes must divide evenly (heads, widths, the layout's splits)")
     what = f"training memory '{args.quantity}' per device" if args.train else f"{args.quantity} at scope {args.scope}"
     if args.format == "json":
         doc = {"model": model.name, "quantity": args.quantity, "train": args.train, "symbol": str(x),
                "direction": direction, "budget": budget, "value": sol.value, "unbounded": sol.unbounded,
                "monotone": sol.monotone, "binding_stage": name if args.train else None,
-               "at_value": sol.at, "beyond": sol.beyond,
+               "at_value": sol.at, "beyond": sol.beyond, "boundary": sol.boundary,
+               "warnings": _warnings(model, values, x, sol),
                "closed_form": None if sol.closed_form is None else
                {**formula(sol.closed_form), "budget_symbol": str(BUDGET)},
                "values": {str(k): int(v) for k, v in given.items()}}
@@ -107,10 +163,15 @@ def run(args) -> str:
             lines.append(f"  none up to {x} = 2^62, where it is still {units.with_unit(unit_q, sol.beyond)}: "
                          f"the part that does not shrink with {x} is over the budget")
     else:
-        lines.append(f"  {x} = {sol.value:,}" + ("  (the search bound 2^62; larger values fit too)" if sol.unbounded else ""))
+        lines.append(f"  {x} = {sol.value:,}" + ("  (the search bound 2^62; larger values fit too)" if sol.unbounded else "")
+                     + (f"  (the largest valid size: the budget binds at {sol.boundary:,}, not a valid {x})"
+                        if sol.boundary is not None and direction == "largest" else
+                        f"  (the smallest valid size: the budget binds at {sol.boundary:,}, not a valid {x})"
+                        if sol.boundary is not None else ""))
         lines.append(f"  at {x} = {sol.value:,}: {units.with_unit(unit_q, sol.at)}")
         if sol.beyond is not None:
-            nxt = sol.value + 1 if direction == "largest" else sol.value - 1
+            edge = sol.boundary if sol.boundary is not None else sol.value
+            nxt = edge + 1 if direction == "largest" else edge - 1
             lines.append(f"  at {x} = {nxt:,}: {units.with_unit(unit_q, sol.beyond)}  (over the budget)")
     if args.train and len(sols) > 1:
         lines.append(f"  binding stage: {name}")
@@ -118,8 +179,9 @@ def run(args) -> str:
                  + ((" (a polynomial with non-negative coefficients in " + (str(x) if direction == "largest"
                      else f"1/{x}") + ")") if sol.monotone == "proven" else " (not proven: checked at the answer only)"))
     if sol.closed_form is not None:
-        lines.append(f"closed form ({x} = ⌊·⌋ of this, M the budget):")
-        lines.append(f"  {x}_max = {to_text(sol.closed_form)}")
+        lines.append(f"closed form (the largest real {x} within the budget M; its floor is the budget's boundary):")
+        lines.append(f"  {x} ≤ {to_text(sol.closed_form)}")
+    lines += [f"warning: {w}" for w in _warnings(model, values, x, sol)]
     if not args.train:
         from .common import conventions_line
 

@@ -41,14 +41,20 @@ def leading(expr: sympy.Expr, order: list[sympy.Symbol]) -> Leading:
     """
     if not order:
         raise CostgraphValueError("name at least one dominant dimension", hint="e.g. --large h")
+    if len(set(order)) != len(order):
+        raise CostgraphValueError("a dominant dimension is named twice", hint="e.g. --large s h")
     e = sympy.expand(expr)
     terms = e.args if e.is_Add else (e,)
     for t in terms:
         for f in t.atoms(sympy.Min, sympy.Max, sympy.floor, sympy.ceiling):
             if f.free_symbols & set(order):
-                raise CostgraphValueError(f"{', '.join(map(str, order))} occurs inside {f.func.__name__}: "
-                                          "its leading term depends on which argument wins",
-                                          hint="substitute a value for the other argument first (--set)")
+                if isinstance(f, (sympy.Min, sympy.Max)):
+                    raise CostgraphValueError(f"{', '.join(map(str, order))} occurs inside {f.func.__name__}: "
+                                              "its leading term depends on which argument wins",
+                                              hint="substitute a value for the other argument first (--set)")
+                raise CostgraphValueError(f"{', '.join(map(str, order))} occurs inside {f.func.__name__} ({f}): "
+                                          "a layer pattern's count, not a power of it",
+                                          hint="take the leading terms in another dimension, or --set it")
 
     def degrees(t):
         powers = t.as_powers_dict()

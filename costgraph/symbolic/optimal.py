@@ -69,17 +69,19 @@ def per_token(costs, values: dict) -> tuple[sympy.Expr, sympy.Expr]:
 
 
 def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str = "tokens-per-param",
-            ratio: int | None = None) -> Optimum:
+            ratio: int | None = None, valid=None) -> Optimum:
     """The compute-optimal value of ``symbol`` for ``budget`` FLOPs (see the module docstring).
 
     ``values``: symbol → integer for every other symbol (``b`` and ``s`` included; ``b·s``
-    tokens per step only fix how attention's ``s`` enters ``F``).
+    tokens per step only fix how attention's ``s`` enters ``F``). ``valid``: an optional
+    ``n -> bool`` for the sizes the model can have (``h/a`` whole); the answer is then valid.
 
     Raises
     ------
     CostgraphValueError
         Unknown rule, a non-positive budget or ratio, a symbol params do not depend on,
-        a budget below one token of the smallest model.
+        a budget below one token of the smallest model, no valid size, or an optimum past the
+        search bound 2^62.
     """
     if rule not in ("tokens-per-param", "chinchilla"):
         raise CostgraphValueError(f"unknown rule {rule!r}", hint="tokens-per-param or chinchilla")
@@ -107,16 +109,23 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
         return Fraction(int(v.p), int(v.q))
 
     if rule == "tokens-per-param":
-        sol = solve_budget(ratio * n_expr * f_expr, symbol, values, budget)
+        sol = solve_budget(ratio * n_expr * f_expr, symbol, values, budget, valid=valid)
+        if sol.unbounded:
+            raise CostgraphValueError(f"no optimum below {symbol} = 2^62: {budget:,} FLOPs train larger models "
+                                      f"than the search reaches", hint="scale another dimension or lower --flops")
         if sol.value is None:
             raise CostgraphValueError(f"{budget:,} FLOPs do not train even {symbol} = 1 on {ratio} tokens "
-                                      "per parameter", hint="raise the budget")
+                                      "per parameter" if sol.boundary is None else
+                                      f"no valid {symbol} at or below {sol.boundary:,}", hint="raise the budget")
         x = sol.value
         tokens = ratio * N(x)
         return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x))
     one = solve_budget(f_expr, symbol, values, budget)      # one token fits: x ≤ x_max
     if one.value is None:
         raise CostgraphValueError(f"{budget:,} FLOPs do not pay for one token at {symbol} = 1")
+    if one.unbounded:
+        raise CostgraphValueError(f"no optimum below {symbol} = 2^62: one token costs under {budget:,} FLOPs "
+                                  "even there", hint="scale another dimension or lower --flops")
     c = constants()["chinchilla"]
     E, A, B, al, be = (float(c[k]) for k in ("E", "A", "B", "alpha", "beta"))
 
@@ -132,8 +141,28 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
         else:
             lo = m1
     x = min(range(lo, hi + 1), key=loss)
+    if valid is not None and not valid(x):      # the valid size with the lower loss on either side
+        near = [m for m in _nearest_valid(x, one.value, valid)]
+        if not near:
+            raise CostgraphValueError(f"no valid {symbol} near {x:,}, the loss's minimum")
+        x = min(near, key=loss)
     tokens = int(Fraction(budget) / F(x))
     return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x), loss(x))
+
+
+def _nearest_valid(x: int, top: int, valid, steps: int = 100_000) -> list[int]:
+    """The nearest valid values below and above ``x`` (within ``[1, top]`` and ``steps`` tries)."""
+    out = []
+    for direction in (-1, 1):
+        m = x
+        for _ in range(steps):
+            m += direction
+            if m < 1 or m > top:
+                break
+            if valid(m):
+                out.append(m)
+                break
+    return out
 
 
 def chinchilla_closed_form(budget: float) -> tuple[float, float]:

@@ -33,13 +33,17 @@ BUDGET = sympy.Symbol("M", positive=True)
 #: search bound: 2^62 (values beyond are reported as unbounded)
 LIMIT = 2**62
 
+#: at most this many values are tried past the budget's boundary for a valid size (h/a whole, ...)
+MAX_STEPS = 100_000
+
 
 @dataclass(frozen=True)
 class Solution:
     """``value``: the integer answer (``None``: not even the bound fits / nothing fits);
     ``closed_form``: ``x_max`` as a SymPy expression in the other symbols and ``M``
     (``floor`` of it is the answer), or ``None``; ``monotone``: ``"proven"`` or ``"assumed"``;
-    ``at``, ``above``: the quantity at ``value`` and at the next integer past it."""
+    ``at``, ``beyond``: the quantity at ``value`` and at the first integer past the budget's
+    boundary (``boundary`` when the boundary itself is not a valid size)."""
 
     symbol: sympy.Symbol
     budget: int | None
@@ -50,6 +54,9 @@ class Solution:
     at: int | None = None
     beyond: int | None = None
     unbounded: bool = False
+    #: the budget's own boundary when it is not a valid size (``value`` is then the nearest
+    #: valid size inside the budget), else None
+    boundary: int | None = None
 
 
 def closed_form(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr | None:
@@ -98,12 +105,16 @@ def monotonicity(f: sympy.Expr, symbol: sympy.Symbol, direction: str) -> str:
 
 
 def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: int, *,
-                 direction: str = "largest", limit: int = LIMIT) -> Solution:
+                 direction: str = "largest", limit: int = LIMIT, valid=None) -> Solution:
     """Solve ``expr ≤ budget`` for ``symbol`` over the positive integers.
 
     ``values``: every other symbol of ``expr`` → integer (SymPy symbols as keys).
     ``direction``: ``"largest"`` (``expr`` non-decreasing in ``symbol``) or ``"smallest"``
     (non-increasing). Units: whatever ``expr`` counts (bytes, FLOPs, parameters).
+    ``valid``: an optional ``n -> bool`` for the sizes the model can have (``h/a`` whole, a
+    layout's splits even); the answer is then the valid value nearest the budget's boundary
+    on its inside (every valid value past it is over the budget, by monotonicity), found
+    within :data:`MAX_STEPS` tries or reported as none.
 
     Raises
     ------
@@ -128,6 +139,19 @@ def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: i
     fits = lambda n: at(n) <= budget  # noqa: E731
     form = closed_form(expr, symbol) if direction == "largest" else None
     mono = monotonicity(f, symbol, direction)
+    def settle(n: int, step: int, **kw) -> Solution:
+        """The valid value nearest ``n`` going by ``step`` (toward the inside of the budget)."""
+        if valid is None or valid(n):
+            return Solution(symbol, budget, direction, n, form, mono, at=at(n), **kw)
+        m = n
+        for _ in range(MAX_STEPS):
+            m += step
+            if m < 1:
+                break
+            if valid(m):
+                return Solution(symbol, budget, direction, m, form, mono, at=at(m), boundary=n, **kw)
+        return Solution(symbol, budget, direction, None, form, mono, boundary=n, **kw)
+
     if direction == "largest":
         if not fits(1):
             return Solution(symbol, budget, direction, None, form, mono, at=None, beyond=at(1))
@@ -135,14 +159,15 @@ def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: i
         while hi <= limit and fits(hi):
             lo, hi = hi, hi * 2
         if hi > limit:
-            return Solution(symbol, budget, direction, lo, form, mono, at=at(lo), unbounded=True)
+            return settle(lo, -1, unbounded=True)
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        return Solution(symbol, budget, direction, lo, form, mono, at=at(lo), beyond=at(lo + 1))
+        return settle(lo, -1, beyond=at(lo + 1))
     # smallest n with f(n) <= budget, f non-increasing
+    form = None
     if fits(1):
-        return Solution(symbol, budget, direction, 1, None, mono, at=at(1))
+        return settle(1, +1)
     lo, hi = 1, 2       # f(lo) > budget
     while hi <= limit and not fits(hi):
         lo, hi = hi, hi * 2
@@ -151,4 +176,4 @@ def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: i
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return Solution(symbol, budget, direction, hi, None, mono, at=at(hi), beyond=at(hi - 1))
+    return settle(hi, +1, beyond=at(hi - 1))
