@@ -60,7 +60,14 @@ def _sweep(args, model, values):
     from ._analysis import parse_over
 
     if args.over is not None:
-        return parse_over(args.over)
+        import sys
+
+        from ..report import sweep_warnings
+
+        symbol, points = parse_over(args.over)
+        for w in sweep_warnings(values, {symbol: points}):
+            print(f"warning: {w}", file=sys.stderr)
+        return symbol, points
     symbol = "b" if "b" in model.graph.dims else next(iter(model.symbols))
     return symbol, [int(values[model.graph.dims[symbol].symbol])]
 

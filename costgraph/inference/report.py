@@ -17,10 +17,12 @@ JSON contract (stable)::
      "tokens_per_second", "tokens_per_second_per_device": {expr, latex, value},
      "compute_bound_batch": {expr, latex, value} (value null: never; expr absent for a mixture),
      "max_batch": int | null, "max_context": int | null, "fits": bool,
+     "max_context_memory": int (only when a learned position table, s_max, caps max_context:
+                           the positions memory alone would hold),
      "state_bytes": {expr, latex, value} (only with a recurrent state: b sequences' fixed-size
                     states, inside kv_cache_bytes), "context_unbounded": bool (only then: memory
                     does not grow with the context; max_context null),
-     "assumptions": [text, ...]}
+     "assumptions": [text, ...], "warnings": [text, ...] (P + G longer than s_max)}
 
 ``expr`` is SymPy/Python infix in the model's symbols and ``P``, ``G``;
 ``value`` an int when whole, else a float (seconds, ratios). Per device under ``--tp``.
@@ -81,10 +83,13 @@ def to_dict(rep: InferenceReport, symbols: dict) -> dict:
         cb = {**_entry(q["compute_bound_batch"], None), "value": v.get("compute_bound_batch")}
     doc["compute_bound_batch"] = cb
     doc["max_batch"], doc["max_context"], doc["fits"] = v["max_batch"], v["max_context"], v["fits"]
+    if "max_context_memory" in v:
+        doc["max_context_memory"] = v["max_context_memory"]
     if "state_bytes" in q:
         doc["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
     doc["assumptions"] = rep.notes
+    doc["warnings"] = rep.warnings
     return doc
 
 
@@ -168,8 +173,11 @@ def to_text_doc(rep: InferenceReport) -> str:
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
               f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st['batch']}"
+                                               + (f" (s_max: the learned position table; memory would hold "
+                                                  f"{v['max_context_memory']:,})" if "max_context_memory" in v else "")
                                                if v["max_context"] else "unbounded (the cache is a "
                                                "fixed-size recurrent state)" if v.get("context_unbounded")
                                                else "none fits"),
               "", "assumptions:"] + [f"  - {n}" for n in rep.notes]
+    lines += [f"warning: {w}" for w in rep.warnings]
     return "\n".join(lines)

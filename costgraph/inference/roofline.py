@@ -141,6 +141,7 @@ class InferenceReport:
     values: dict = field(default_factory=dict)
     subs: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
 
 
 def _exact(e, subs):
@@ -180,14 +181,27 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
     by ``batch``. Returns an :class:`InferenceReport`."""
-    for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page", page)):
+    for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
     reserve = sympy.Rational(str(reserve))
     if not 0 <= reserve < 1:
-        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}")
+        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}",
+                                  hint="the share of device memory kept free: vLLM keeps 0.1")
+    for name, e in (("compute-efficiency", compute_efficiency), ("bandwidth-efficiency", bandwidth_efficiency)):
+        e = sympy.nsimplify(e)
+        if not (e.is_Rational and 0 < e <= 1):
+            raise CostgraphValueError(f"--{name} must be a fraction in (0, 1], not {e}",
+                                      hint="the share of the " + ("peak" if name.startswith("compute") else "HBM bandwidth")
+                                           + " reached: 1 is the ideal roofline, e.g. 0.45")
     inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
                     activations=activations)
+    if t > 1 and values:
+        # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
+        from ..training.memory import Layout
+        from ..training.validity import check_layout
+
+        check_layout(inf.cg, Layout(t=t, gpus=t).filled(), {k: v for k, v in values.items() if k not in (inf.b, inf.s)})
     m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency)
     b, s = inf.b, inf.s
     subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
@@ -255,6 +269,17 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     else:   # only recurrent states: memory does not grow with the context
         vals["max_context"] = None
         vals["context_unbounded"] = vals["fits"]
+    # a learned position table (s_max rows) bounds the positions a sequence can have, as
+    # `costgraph derive` warns for s > s_max (costgraph.report.warnings)
+    s_max = next((int(v) for k, v in subs.items() if str(k) == "s_max"), None)
+    if s_max is not None:
+        if prompt + generate > s_max:
+            rep.warnings.append(f"P + G = {prompt + generate:,} positions is longer than s_max = {s_max:,}: the "
+                                f"learned position table has s_max rows, so the model cannot read that many "
+                                f"tokens as built")
+        if vals.get("max_context") is not None and vals["max_context"] > s_max:
+            vals["max_context_memory"] = vals["max_context"]
+            vals["max_context"] = s_max
     rep.notes = [
         "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
         f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",

@@ -1,0 +1,91 @@
+"""Defects a new-user trial found (each an exact message or value, exit status 2, no traceback).
+
+GPT-2 small (openai-community/gpt2 config.json): h 768, a 12, l 12, V 50257, s_max 1024
+(DOMAIN.md §1).
+"""
+
+import json
+
+import pytest
+
+from costgraph.cli import main
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# 1. infer refuses the TP layouts train refuses (costgraph/training/validity.py check_layout)
+def test_infer_refuses_tp_that_splits_an_axis_unevenly(capsys):
+    msg = ("error: tensor parallelism t = 5 splits an axis of 2304 (3*h, tensor 'layers/attn/c_attn:0') "
+           "unevenly\nhint: t must divide the heads, K/V heads and widths it splits\n")
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--tp", "5"]) == msg
+    # the same message as train's (3h = 2304 is not a multiple of 5)
+    assert _err(capsys, ["train", "gpt", "--config", "gpt2", "--gpus", "5", "--tp", "5"]) == msg
+    assert main([*INFER, "--prompt", "512", "--generate", "128", "--tp", "4"]) == 0   # 12 heads, 768, 2304, 3072 ÷ 4
+
+
+# 2. a learned position table: P + G > s_max warns, and the longest context is capped at s_max
+def test_infer_warns_past_the_position_table_and_caps_the_context(capsys):
+    assert main([*INFER, "--prompt", "100000", "--generate", "5"]) == 0
+    out = capsys.readouterr().out
+    warning = ("P + G = 100,005 positions is longer than s_max = 1,024: the learned position table has "
+               "s_max rows, so the model cannot read that many tokens as built")
+    assert out.splitlines()[-1] == "warning: " + warning
+    assert "  longest context           1,024 tokens per sequence at b = 1 (s_max: the learned position " \
+           "table; memory would hold 1,946,368)" in out.splitlines()
+    assert main([*INFER, "--prompt", "100000", "--generate", "5", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["warnings"] == [warning]
+    # memory alone: whole pages of 16 positions of 4·h·l bytes (K and V in bf16, DOMAIN.md §6) beside the
+    # bf16 weights 2·124,439,808 (DOMAIN.md §1), within 0.9 × the H100's 80e9 bytes
+    pages = (72_000_000_000 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
+    assert doc["max_context"] == 1024 and doc["max_context_memory"] == 16 * pages == 1_946_368
+    from costgraph.export import schema as schemas
+
+    assert list(schemas.validator("infer").iter_errors(doc)) == []
+    assert main([*INFER, "--prompt", "512", "--generate", "512", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []    # P + G = s_max: no warning
+
+
+# 4. efficiencies in (0, 1], reserve in [0, 1), the flag's own name
+@pytest.mark.parametrize("flag, value, message", [
+    ("--compute-efficiency", "0", "error: --compute-efficiency must be a fraction in (0, 1], not 0\n"
+     "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--compute-efficiency", "2", "error: --compute-efficiency must be a fraction in (0, 1], not 2\n"
+     "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--bandwidth-efficiency", "0", "error: --bandwidth-efficiency must be a fraction in (0, 1], not 0\n"
+     "hint: the share of the HBM bandwidth reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--reserve", "1", "error: --reserve must be a fraction in [0, 1), not 1\n"
+     "hint: the share of device memory kept free: vLLM keeps 0.1\n"),
+    ("--page-size", "0", "error: --page-size must be a positive whole number, not 0\n"),
+])
+def test_infer_refuses_efficiencies_reserve_and_page_size_out_of_range(capsys, flag, value, message):
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", flag, value]) == message
+
+
+S_WARNING = ("warning: s = 4,096 is longer than s_max = 1,024: the learned position table has s_max rows, "
+             "so the model cannot read that many tokens as built\n")
+
+
+def test_sweep_warns_on_stderr_past_the_position_table(capsys):
+    assert main(["sweep", "gpt", "--config", "gpt2", "--over", "s=512:4096:x2", "--quantity", "params",
+                 "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err == S_WARNING
+    assert out.splitlines()[0] == "s,params" and len(out.splitlines()) == 5     # the rows stay CSV
+    assert main(["sweep", "gpt", "--config", "gpt2", "--over", "s=512,1024", "--quantity", "params",
+                 "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("phase", ["train", "infer"])
+def test_plot_over_s_warns_past_the_position_table(capsys, tmp_path, phase):
+    assert main(["plot", "gpt", "--config", "gpt2", "--kind", "memory", "--over", "s=512:4096:x2",
+                 "--phase", phase, "-o", str(tmp_path / "m.svg")]) == 0
+    assert capsys.readouterr().err == S_WARNING
