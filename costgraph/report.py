@@ -136,14 +136,15 @@ def warnings(costs: Costs, values: dict | None) -> list[str]:
 
 
 def sweep_warnings(values: dict | None, over: dict) -> list[str]:
-    """:func:`warnings` for a sweep: ``over`` maps swept dimension names to their values; the
-    longest swept ``s`` against the smallest swept ``s_max`` (that row is in the product grid)."""
+    """:func:`warnings` for a sweep: ``values`` the fixed dimensions, ``over`` maps swept
+    dimension names to their values; the longest ``s`` against the smallest ``s_max`` (that row
+    is in the product grid)."""
     v = {str(k): int(x) for k, x in (values or {}).items()}
     if "s" in over:
         v["s"] = max(over["s"])
     if "s_max" in over:
         v["s_max"] = min(over["s_max"])
-    return warnings(None, v) if ("s" in over or "s_max" in over) else []
+    return warnings(None, v)
 
 
 def _header(costs: Costs) -> list[str]:

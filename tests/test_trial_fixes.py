@@ -89,3 +89,29 @@ def test_plot_over_s_warns_past_the_position_table(capsys, tmp_path, phase):
     assert main(["plot", "gpt", "--config", "gpt2", "--kind", "memory", "--over", "s=512:4096:x2",
                  "--phase", phase, "-o", str(tmp_path / "m.svg")]) == 0
     assert capsys.readouterr().err == S_WARNING
+
+
+# 3. sweeps past 2^63: exact in Python integers, refused by name in int64/float64
+def _gpt2_forward(s, b=1, l=12, h=768, V=50257):
+    """DOMAIN.md §3: l(24bsh² + 4bs²h) + 2bshV ('matmul' convention, full attention)."""
+    return l * (24 * b * s * h * h + 4 * b * s * s * h) + 2 * b * s * h * V
+
+
+def test_sweep_exact_past_int64(capsys):
+    assert main(["sweep", "gpt", "--config", "gpt2", "--set", "s=9223372036854775808", "--dtype", "exact",
+                 "--quantity", "params", "flops_forward", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["params,flops_forward", f"124439808,{_gpt2_forward(2 ** 63)}"]
+    top = 10 ** 33
+    assert main(["sweep", "gpt", "--config", "gpt2", "--over", f"s=1:{top}:x2", "--dtype", "exact",
+                 "--quantity", "flops_forward", "--format", "json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == [[2 ** i, _gpt2_forward(2 ** i)] for i in range(top.bit_length())]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_sweep_refuses_values_past_int64(capsys, dtype):
+    err = _err(capsys, ["sweep", "gpt", "--config", "gpt2", "--set", "s=9223372036854775808", "--dtype", dtype,
+                        "--no-progress"])
+    assert err == (f"error: s = 9223372036854775808 is past the int64 range (at most 2^63 - 1) that --dtype "
+                   f"{dtype} evaluates in\nhint: --dtype exact evaluates in Python integers, at any size\n")

@@ -56,15 +56,15 @@ def run(args) -> str:
     values = values if values is not None else model.values()     # the dimensions' defaults, if any
     fixed = {str(k): int(v) for k, v in values.items()}
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
-    import sys
-
-    from ..report import sweep_warnings
-
-    for w in sweep_warnings(fixed, {a.name: a.values for a in axes}):
-        print(f"warning: {w}", file=sys.stderr)     # stderr: the rows on stdout stay CSV/JSON
     bar = None if args.no_progress else Progress(f"sweep {model.name}")
     try:
         result = sweep(model, costs, axes, fixed, args.quantity, args.dtype, progress=bar)
+        import sys
+
+        from ..report import sweep_warnings
+
+        for w in sweep_warnings(fixed, {a.name: a.values for a in axes}):
+            print(f"warning: {w}", file=sys.stderr)     # stderr: the rows on stdout stay CSV/JSON
         return _write(args, result, model, costs, bar)
     finally:
         if bar is not None:

@@ -158,14 +158,15 @@ class Sweep:
         return len(self.arrays[0]) if self.arrays else 0
 
 
-def _size_check(model, names: Sequence[str]):
-    """A float64 function of the named dimensions' arrays: a boolean array,
+def _size_check(model, names: Sequence[str], dtype: str = "int64"):
+    """A float64 function of the named dimensions' arrays (exact integers, point by
+    point, for ``dtype = "exact"``): a boolean array,
     True where every size of the graph that uses only these names is a
     positive whole number and no group has more active copies than copies
     (as :meth:`costgraph.Model._check_whole`, vectorized)."""
     import numpy as np
 
-    from ..evaluator import vectorized
+    from ..evaluator import ExactEvaluator, NotWhole, vectorized
 
     syms = [model.graph.dims[n].symbol for n in names]
     have = set(syms)
@@ -174,6 +175,21 @@ def _size_check(model, names: Sequence[str]):
              if (g.count.free_symbols | g.active.free_symbols) <= have]
     if not sizes and not pairs:
         return None
+    if dtype == "exact":
+        exact = ExactEvaluator(sizes + pairs, syms)
+
+        def ok_exact(*arrays):
+            arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) for a in arrays])
+            good = np.ones(arrays[0].shape if arrays else (), dtype=bool)
+            for idx in np.ndindex(good.shape):
+                try:
+                    out = exact(tuple(int(a[idx]) for a in arrays))
+                except NotWhole:
+                    good[idx] = False
+                    continue
+                good[idx] = all(v > 0 for v in out[:len(sizes)]) and all(v >= 0 for v in out[len(sizes):])
+            return good
+        return ok_exact
     f = vectorized(sizes + pairs, syms, "float64")
 
     def ok(*arrays):
@@ -230,12 +246,22 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
     if missing:
         raise CostgraphValueError(f"no value for {', '.join(missing)}",
                                   hint="give them with --config, --set NAME=VALUE or --over NAME=...")
+    # int64 and float64 sweeps take the dimensions as int64 arrays; exact ones as Python ints
+    # (object arrays, as Costs.compile(dtype="exact")), at any size
+    limit = 2 ** 63
+    if dtype != "exact":
+        big = [(n, v) for n, v in [*((a.name, max(a.values)) for a in axes), *fixed.items()] if v >= limit]
+        if big:
+            raise CostgraphValueError(f"{big[0][0]} = {big[0][1]} is past the int64 range (at most 2^63 - 1) "
+                                      f"that --dtype {dtype} evaluates in",
+                                      hint="--dtype exact evaluates in Python integers, at any size")
+    whole = object if dtype == "exact" else np.int64
     f = Compiled(exprs, syms, dtype, {str(x): fixed[str(x)] for x in syms if str(x) in fixed})
     shape = tuple(len(a.values) for a in axes)
     total = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    values = [np.asarray(a.values, dtype=np.int64) for a in axes]
+    values = [np.asarray(a.values, dtype=whole) for a in axes]
     names = list(dict.fromkeys(swept + list(fixed)))
-    checker = _size_check(model, names)
+    checker = _size_check(model, names, dtype)
     outs = {q: [] for q in quantities}
     cols = [[] for _ in axes]
     for start in range(0, total, CHUNK):
@@ -245,7 +271,8 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
         for c, a in zip(cols, axes):
             c.append(chunk[a.name])
         if checker is not None:
-            args = [chunk[n] if n in chunk else np.int64(fixed[n]) for n in names]
+            args = [chunk[n] if n in chunk else (fixed[n] if dtype == "exact" else np.int64(fixed[n]))
+                    for n in names]
             good = checker(*args)
             if not np.all(good):
                 bad = int(np.flatnonzero(~np.broadcast_to(good, idx.shape))[0])
@@ -261,7 +288,7 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
             outs[q].append(np.broadcast_to(got[q], idx.shape))
         if progress is not None:
             progress(int(idx[-1]) + 1, total)
-    arrays = [np.concatenate(c) if c else np.empty(0, dtype=np.int64) for c in cols]
+    arrays = [np.concatenate(c) if c else np.empty(0, dtype=whole) for c in cols]
     arrays += [np.concatenate(outs[q]) for q in quantities]
     return Sweep(swept + quantities, arrays, list(axes), quantities, fixed, dtype)
 
