@@ -21,6 +21,18 @@ applied to every node in program order.
   ``merge_heads``, ``repeat_kv``, ``cache``), activations, ``scale``,
   ``dropout`` (with its mask), ``rope`` and products of two activations
   follow their inputs: a split on the features becomes a split on the heads.
+* Mamba's ``conv1d`` and ``selective_scan`` work per channel: a split of
+  their channels (the last axis of ``x``, and of ``Δ``) carries through, ``B``
+  and ``C`` stay whole, and their weights (the convolution's kernel and bias,
+  ``A_log``, ``D``) and inference states (``[B, C, k]``, ``[B, D, N]``) split
+  with the channels. With the linear rules this is Megatron-LM's Mamba layer
+  (``megatron/core/ssm/mamba_mixer.py``): ``in_proj`` column-parallel,
+  ``conv1d``/``A``/``D`` and ``dt_proj`` per channel (``d_inner / t`` on each
+  rank), ``out_proj`` row-parallel; Mamba-1's ``x_proj`` (``d_inner → R + 2N``)
+  reads split channels, so it is row-parallel (an all-reduce of its small
+  output), and ``dt_proj`` then reads a whole tensor: column-parallel — as
+  GPT-NeoX's ``ParallelMambaBlock`` (``megatron/model/mamba/mamba.py``:
+  ``x_proj`` a ``RowParallelLinear``, ``dt_proj`` ``R → d_inner/t`` per rank).
 * Operators that need a whole axis — ``softmax``, norms and ``rope`` along
   the last axis, ``slice`` and ``concat`` of the last axis, a sum of a split
   and a replicated tensor of full size (the residual add) — require their
@@ -53,7 +65,7 @@ import sympy
 from ..graph import CostGraph
 
 # operators whose output has the input's shape and whose split follows it
-_FOLLOW = {"gelu", "silu", "relu", "scale", "dropout", "cache", "zeros", "repeat_kv"}
+_FOLLOW = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv"}
 # operators that need their last axis whole
 _WHOLE_LAST = {"softmax", "layernorm", "rmsnorm", "rope", "slice"}
 
@@ -191,6 +203,22 @@ def _walk(cg: CostGraph, t, sp: bool, forced: set[str]) -> TensorParallel:
             elif (ax == ay or ay is None or ax is None) and (ax if ax is not None else ay) < rx - 2:
                 out_axis = ax if ax is not None else ay
             else:
+                need_whole(*ins)
+        elif kind in ("conv1d", "selective_scan"):
+            # per channel (Megatron-LM megatron/core/ssm/mamba_mixer.py: conv1d, A_log, D and dt_bias
+            # hold d_inner/t channels per rank): the channels (last axis of x, and of dt) split, B and C
+            # whole; the weights split with them, and so is the state kept at inference ([B, C, k],
+            # [B, D, N]: channels on axis 1)
+            per_channel = ins[:2] if kind == "selective_scan" else ins[:1]
+            if all(split.get(x) == len(cg.tensors[x].shape) - 1 for x in per_channel) \
+                    and not any(x in split for x in ins[len(per_channel):]):
+                for w in c.weights:
+                    tp.weights[w] = t
+                for o in outs:
+                    split[o], origin[o] = len(cg.tensors[o].shape) - 1, src
+                for o in aux.get(path, []):
+                    split[o], origin[o] = 1, src
+            elif any(x in split for x in ins):
                 need_whole(*ins)
         elif kind in _FOLLOW:
             out_axis = axes[0] if axes else None
