@@ -17,7 +17,7 @@ from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import ast
-from .errors import CostgraphError, CostgraphSyntaxError, Location
+from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, Location
 from .resources import grammar_text
 
 
@@ -114,7 +114,13 @@ class _ToAst(Transformer_NonRecursive):
         return tuple(c for c in children if c is not None)
 
     def body(self, children):
-        return tuple(c for c in children if c is not None)
+        stmts = tuple(c for c in children if c is not None)
+        for before, after in zip(stmts, stmts[1:]):
+            if isinstance(before, ast.Return):   # the builder stops at a return: refuse what it would drop
+                raise CostgraphSemanticError("unreachable: statements after return", after.loc,
+                                             hint="a block or model ends at its return; move the "
+                                                  "statements before it, or delete them")
+        return stmts
 
     @v_args(meta=True)
     def dim_stmt(self, meta, children):

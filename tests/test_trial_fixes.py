@@ -216,3 +216,20 @@ def test_infer_tp_splits_the_recurrent_state(capsys, model, config, state):
                      "--generate", "128", "--tp", str(t), "--format", "json"]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert doc["state_bytes"]["value"] == state // t
+
+
+# 7. statements after a return are an error at the first of them, not silently dropped
+@pytest.mark.parametrize("where, text, line", [
+    ("model", 'model m {\n  dim b "batch"\n  dim s "tokens"\n  dim h "width"\n  input x[b, s, h]\n'
+              '  return x\n  y = linear(x, h)\n}\n', 7),
+    ("block", 'block f(x[B, S, H]) {\n  return gelu(x)\n  y = linear(x, H)\n}\n'
+              'model m {\n  dim b "batch"\n  dim s "tokens"\n  dim h "width"\n  input x[b, s, h]\n'
+              '  return f(x)\n}\n', 3),
+])
+def test_statements_after_return_are_unreachable(tmp_path, capsys, where, text, line):
+    path = tmp_path / "m.cg"
+    path.write_text(text)
+    err = _err(capsys, ["derive", str(path), "--set", "b=1", "s=2", "h=3"])
+    assert err == (f"{path}:{line}:3: error: unreachable: statements after return\n"
+                   "      y = linear(x, " + ("h" if where == "model" else "H") + ")\n      ^\n"
+                   "hint: a block or model ends at its return; move the statements before it, or delete them\n")
