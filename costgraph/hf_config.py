@@ -207,6 +207,10 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         options[name] = v
     for rule in entry.get("layer_indices", ()):
         _check_layer_indices(r, rule, entry["model"])
+    for key in entry.get("dropout_keys", DROPOUT_KEYS):   # a probability, even when dropout is forced
+        v = config.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1):
+            r.fail(f"key '{key}' must be a dropout probability, a number in [0, 1), got {shown(v)}")
     if dropout is None:
         dropout = dropout_in(config, entry.get("dropout_keys", DROPOUT_KEYS))
     if model is None:

@@ -233,3 +233,22 @@ def test_statements_after_return_are_unreachable(tmp_path, capsys, where, text, 
     assert err == (f"{path}:{line}:3: error: unreachable: statements after return\n"
                    "      y = linear(x, " + ("h" if where == "model" else "H") + ")\n      ^\n"
                    "hint: a block or model ends at its return; move the statements before it, or delete them\n")
+
+
+# 8. config.json dropout rates are probabilities, checked like the other keys and named with the file
+@pytest.mark.parametrize("file, key, value, shown", [
+    ("llama-2-7b.json", "attention_dropout", "0.1", "'0.1'"),
+    ("llama-2-7b.json", "attention_dropout", -0.1, "-0.1"),
+    ("gpt2.json", "attn_pdrop", 1.5, "1.5"),
+    ("gpt2.json", "resid_pdrop", True, "True"),
+])
+def test_hf_config_dropout_rates_are_probabilities(tmp_path, capsys, file, key, value, shown):
+    from pathlib import Path
+
+    config = json.loads((Path(__file__).parent.parent / "examples" / "hf" / file).read_text())
+    path = tmp_path / file
+    path.write_text(json.dumps({**config, key: value}))
+    err = _err(capsys, ["derive", str(path)])
+    assert err == f"error: {path}: key '{key}' must be a dropout probability, a number in [0, 1), got {shown}\n"
+    # the released value passes (GPT-2's 0.1, LLaMA's absent key)
+    assert main(["derive", str(Path(__file__).parent.parent / "examples" / "hf" / file)]) == 0
