@@ -159,7 +159,8 @@ def _header(costs: Costs) -> list[str]:
             (f"options: {opts}; " if opts else "") + f"dropout {'on' if m.settings.dropout else 'off'}; "
             f"activation profile '{m.settings.profile}'",
             f"FLOPs: '{costs.convention}' convention, 2 FLOPs per multiply-add"
-            + ("" if costs.causal == "full" else ", causal attention products halved")
+            + {"full": "", "half": ", causal attention products halved",
+               "exact": ", causal attention products over the kept pairs (exact)"}[costs.causal]
             + f"; bytes: precision '{p.name}' (activations {p.activation} B, dropout masks {p.mask} B, "
               f"token ids {p.index} B per element)"]
 

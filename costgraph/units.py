@@ -12,6 +12,7 @@ Formatting is done by :mod:`humanize`; exact integers are always shown too.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import humanize
@@ -35,8 +36,9 @@ def count(n: int) -> str:
 
 
 def flops(n: int) -> str:
-    """``291648307200`` → ``291.6 GFLOP``."""
-    return humanize.metric(n, "FLOP", precision=4)
+    """``291648307200`` → ``291.6 GFLOP``; past the largest SI prefix humanize writes
+    ``3.136 x 10⁴²`` and glues the unit on: the space before it is put back."""
+    return re.sub(r"(10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)FLOP$", r"\1 FLOP", humanize.metric(n, "FLOP", precision=4))
 
 
 def nbytes(n: int) -> str:

@@ -252,3 +252,24 @@ def test_hf_config_dropout_rates_are_probabilities(tmp_path, capsys, file, key, 
     assert err == f"error: {path}: key '{key}' must be a dropout probability, a number in [0, 1), got {shown}\n"
     # the released value passes (GPT-2's 0.1, LLaMA's absent key)
     assert main(["derive", str(Path(__file__).parent.parent / "examples" / "hf" / file)]) == 0
+
+
+# 9. the header names the causal convention; a FLOP count past the SI prefixes keeps its space
+@pytest.mark.parametrize("causal, tail", [
+    ("half", ", causal attention products halved; "),
+    ("exact", ", causal attention products over the kept pairs (exact); "),
+    ("full", "; "),
+])
+def test_derive_header_names_the_causal_convention(capsys, causal, tail):
+    assert main(["derive", "gpt", "--config", "gpt2", "--causal", causal]) == 0
+    line = capsys.readouterr().out.splitlines()[2]
+    assert line.startswith("FLOPs: 'matmul' convention, 2 FLOPs per multiply-add" + tail)
+
+
+def test_flops_past_the_largest_si_prefix_keep_a_space():
+    from costgraph import units
+
+    n = _gpt2_forward(2 ** 63)     # 3.136 × 10⁴² FLOP
+    assert units.flops(n) == "3.136 x 10⁴² FLOP"
+    assert units.with_unit("flops_forward", n) == f"{n:,} FLOP (3.136 x 10⁴² FLOP)"
+    assert units.flops(291_648_307_200) == "291.6 GFLOP"
