@@ -273,3 +273,19 @@ def test_flops_past_the_largest_si_prefix_keep_a_space():
     assert units.flops(n) == "3.136 x 10⁴² FLOP"
     assert units.with_unit("flops_forward", n) == f"{n:,} FLOP (3.136 x 10⁴² FLOP)"
     assert units.flops(291_648_307_200) == "291.6 GFLOP"
+
+
+def test_elementwise_activations_follow_the_tensor_parallel_split():
+    # Nemotron's MLP is up_proj → relu2 → down_proj (no gate): with t = 2 Megatron splits up_proj by
+    # columns and down_proj by rows, so a layer's MLP weights halve: 2·(2 h i)/2 bytes in bf16 = 2 h i.
+    # Before relu2 followed its input's split, the MLP was kept whole (4 h i).
+    import sympy
+
+    import costgraph
+    from costgraph.symbols import dim
+
+    m = costgraph.load("nemotron")
+    one = m.train(t=1, scope="layer").stages[0].memory["weights"]
+    two = m.train(t=2, scope="layer").stages[0].memory["weights"]
+    h, i = dim("h"), dim("i")
+    assert sympy.expand(one).coeff(h * i) == 4 and sympy.expand(two).coeff(h * i) == 2

@@ -65,7 +65,8 @@ import sympy
 from ..graph import CostGraph
 
 # operators whose output has the input's shape and whose split follows it
-_FOLLOW = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv"}
+_FOLLOW = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv",
+           "sigmoid", "tanh", "square", "relu2", "clamp", "softcap", "cast"}
 # operators that need their last axis whole
 _WHOLE_LAST = {"softmax", "layernorm", "rmsnorm", "rope", "slice"}
 
@@ -242,7 +243,7 @@ def _walk(cg: CostGraph, t, sp: bool, forced: set[str]) -> TensorParallel:
             if len(along) > 1 or ranks[0] - 1 in along:
                 need_whole(*ins)
             out_axis = along.pop() if along else None
-        elif kind in ("add", "sub", "mul"):
+        elif kind in ("add", "sub", "mul", "maximum"):
             out_axis = _broadcast(cg, ins, axes, ranks, outs, need_whole)
         else:   # an operator with no rule here: its inputs must be whole
             need_whole(*ins)
