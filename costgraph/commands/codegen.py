@@ -5,7 +5,7 @@ formulas as source code, one function per quantity and scope (see
 from __future__ import annotations
 
 from ..quantities import QUANTITIES as QUANTITY_NAMES
-from .common import model_arguments
+from .common import cost_arguments, model_arguments
 
 LANGS = ("python", "numpy", "c", "javascript")
 
@@ -22,14 +22,7 @@ def add_parser(sub) -> None:
                    help="scopes to generate (default: model): model, layer, or a group/block/node path")
     p.add_argument("--quantity", nargs="+", action="extend", default=None, metavar="Q", choices=QUANTITY_NAMES,
                    help="only these quantities (default: all)")
-    p.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16",
-                   help="bytes per element of activations (bf16: 2)")
-    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
-                   help="attention FLOPs: full square, half (area) or exact (pairs)")
-    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
-    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
-                   help="what is kept for backward")
+    cost_arguments(p, scope=False)
     p.add_argument("-o", "--output", metavar="FILE", help="write the code to FILE instead of printing it")
 
 

@@ -5,7 +5,7 @@ compiled evaluator (see :mod:`costgraph.export.sweep`)."""
 from __future__ import annotations
 
 from ..quantities import QUANTITIES as QUANTITY_NAMES
-from .common import model_arguments
+from .common import cost_arguments, model_arguments
 
 
 
@@ -26,14 +26,7 @@ def add_parser(sub) -> None:
                         "or exact (Python integers, slow)")
     p.add_argument("--max-rows", type=int, default=None, metavar="N",
                    help="allow up to N rows (default 10,000,000)")
-    p.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    p.add_argument("--precision", choices=("bf16", "fp16", "fp32"), default="bf16",
-                   help="bytes per element of activations (bf16: 2)")
-    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
-                   help="attention FLOPs: full square, half (area) or exact (pairs)")
-    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
-    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
-                   help="what is kept for backward")
+    cost_arguments(p, scope=False)
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar (stderr)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the rows to FILE instead of printing them")
 

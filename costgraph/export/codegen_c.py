@@ -25,25 +25,18 @@ from sympy.printing.c import C99CodePrinter
 from ..errors import CostgraphValueError
 from ..printing import field_order
 from .codegen import Program, conventions_for, header_lines, plain, wrap
-from .codegen_minmax import MinMaxAsCalls
+from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 INT64_MAX = 2 ** 63 - 1
 
 
-class CheckedCPrinter(MinMaxAsCalls, C99CodePrinter):
+class CheckedCPrinter(NamedSymbols, MinMaxAsCalls, C99CodePrinter):
     """Each operation as a call of a checked helper that ORs a failure into
     ``*cg_st``: ``cg_add(a, b, &cg_st)``, ``cg_mul``, ``cg_sub``,
     ``cg_pow``, ``cg_min``, ``cg_max``, ``cg_floordiv``; integers as
     ``CG_C(n)``."""
 
     MIN_CALL, MAX_CALL = "cg_min", "cg_max"
-
-    def __init__(self, names: dict[str, str]):
-        super().__init__({"order": "none"})
-        self._names = names
-
-    def _print_Symbol(self, e):
-        return self._names[e.name]
 
     def _print_Integer(self, e):
         if abs(int(e)) > INT64_MAX:

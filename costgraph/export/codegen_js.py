@@ -15,22 +15,15 @@ from sympy.printing.jscode import JavascriptCodePrinter
 from ..errors import CostgraphValueError
 from ..printing import field_order
 from .codegen import Program, conventions_for, header_lines, plain, wrap
-from .codegen_minmax import MinMaxAsCalls
+from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 
-class BigIntPrinter(MinMaxAsCalls, JavascriptCodePrinter):
+class BigIntPrinter(NamedSymbols, MinMaxAsCalls, JavascriptCodePrinter):
     """BigInt arithmetic: integers as ``12n``, powers as ``x ** 2n``,
     ``cg_min``/``cg_max``/``cg_floordiv`` helpers (``Math.min`` and ``/``
     do not do what an exact integer formula needs)."""
 
     MIN_CALL, MAX_CALL = "cg_min", "cg_max"
-
-    def __init__(self, names: dict[str, str]):
-        super().__init__({"order": "none"})
-        self._names = names
-
-    def _print_Symbol(self, e):
-        return self._names[e.name]
 
     def _print_Integer(self, e):
         return f"{int(e)}n"

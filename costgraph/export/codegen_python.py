@@ -17,21 +17,16 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from ..printing import field_order
 from .codegen import Program, conventions_for, header_lines, plain, wrap
-from .codegen_minmax import MinMaxAsCalls
+from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 _SETTINGS = {"order": "none", "fully_qualified_modules": True}
 
 
-class IntPythonPrinter(PythonCodePrinter):
+class IntPythonPrinter(NamedSymbols, PythonCodePrinter):
     """Python integer arithmetic: ``min``/``max``, ``cg_floordiv`` as ``//``;
     symbols printed by the ``names`` map."""
 
-    def __init__(self, names: dict[str, str]):
-        super().__init__(dict(_SETTINGS))
-        self._names = names
-
-    def _print_Symbol(self, e):
-        return self._names[e.name]
+    SETTINGS = _SETTINGS
 
     def _print_cg_floordiv(self, e):
         n, d = e.args
@@ -43,18 +38,13 @@ class IntPythonPrinter(PythonCodePrinter):
         return str(e.p)
 
 
-class IntNumPyPrinter(MinMaxAsCalls, NumPyPrinter):
+class IntNumPyPrinter(NamedSymbols, MinMaxAsCalls, NumPyPrinter):
     """NumPy: ``numpy.minimum``/``numpy.maximum`` (broadcasting, pairwise),
     ``cg_floordiv`` as ``numpy.floor_divide``."""
 
     MIN_CALL, MAX_CALL = "numpy.minimum", "numpy.maximum"
 
-    def __init__(self, names: dict[str, str]):
-        super().__init__(dict(_SETTINGS))
-        self._names = names
-
-    def _print_Symbol(self, e):
-        return self._names[e.name]
+    SETTINGS = _SETTINGS
 
     def _print_cg_floordiv(self, e):
         n, d = e.args
