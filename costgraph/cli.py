@@ -479,19 +479,12 @@ def _compute(args, model, layout, hardware):
 
 
 def _infer(args) -> str:
-    from .inference import load, load_hf_config
+    from .commands._analysis import inference_model
     from .inference.report import to_json, to_text_doc
     from .inference.roofline import infer
 
     dims, options = _settings(args.set)
-    if args.model.endswith(".json"):
-        if options or args.config:
-            raise CostgraphValueError("options and --config come from the config.json; --set takes dimensions here")
-        hf = load_hf_config(args.model)
-        model, given = hf.model, {**hf.values, **dims}
-    else:
-        model, given = load(args.model, options=options, config=args.config), dims
-    values = model.values(args.config, **{k: v for k, v in given.items() if k not in ("b", "s")})
+    model, values = inference_model(args.model, args.config, dims, options)
     rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
                 values=values, t=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
                 reserve=_parse_rational(args.reserve, "--reserve"), compute=args.compute,

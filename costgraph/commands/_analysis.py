@@ -147,20 +147,34 @@ def training(args, model, values):
     return layout, model.train(layout=layout)
 
 
+def inference_model(model_arg: str, config, dims: dict, options: dict, profile: str = "korthikanti"):
+    """``(inference model, values)`` for ``costgraph infer`` and the reports' inference section: a
+    bundled name or ``.cg`` file loaded by :func:`costgraph.inference.load` with the configuration's
+    options, or a ``config.json`` (its options its own); ``b`` and ``s`` left to the prompt and batch.
+
+    Raises CostgraphValueError for options or ``--config`` given with a config.json."""
+    from ..errors import CostgraphValueError
+    from ..inference import load, load_hf_config
+
+    if model_arg.endswith(".json"):
+        if options or config:
+            raise CostgraphValueError("options and --config come from the config.json; --set takes dimensions here")
+        hf = load_hf_config(model_arg, profile=profile)
+        model, given = hf.model, {**hf.values, **dims}
+    else:
+        model, given = load(model_arg, options=options, config=config, profile=profile), dims
+    return model, model.values(config, **{k: v for k, v in given.items() if k not in ("b", "s")})
+
+
 def inference(args):
     """:func:`costgraph.inference.infer` for the inference options, as ``costgraph infer`` runs it
     (the model loaded by :func:`costgraph.inference.load`, b and s replaced by ``--batch``,
     ``--prompt`` and ``--generate``): ``(inference model, InferenceReport)``."""
-    from ..inference import infer, load as infer_load, load_hf_config
+    from ..inference import infer
     from .common import settings
 
     dims, options = settings(args.set)
-    if args.model.endswith(".json"):
-        hf = load_hf_config(args.model, profile=args.profile)
-        model, given = hf.model, {**hf.values, **dims}
-    else:
-        model, given = infer_load(args.model, options=options, profile=args.profile), dims
-    values = model.values(args.config, **{k: v for k, v in given.items() if k not in ("b", "s")})
+    model, values = inference_model(args.model, args.config, dims, options, profile=args.profile)
     rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
                 values=values, t=args.tp, weights=args.weights, kv=args.kv, convention=args.convention,
                 causal=args.causal)
