@@ -94,6 +94,13 @@ def to_tree(expr) -> dict:
     return _to(as_expr(expr), 0)
 
 
+def _nodes():
+    """``(SymPy class, op name)`` of the nodes written by class (relations by exact type)."""
+    return ((sympy.Add, "add"), (sympy.Mul, "mul"), (sympy.Pow, "pow"), (sympy.Min, "min"), (sympy.Max, "max"),
+            (sympy.floor, "floor"), (sympy.ceiling, "ceiling"), (sympy.Mod, "mod"), (_floordiv(), "floordiv"),
+            (sympy.And, "and"), (sympy.Or, "or"), (sympy.Not, "not"))
+
+
 def _to(e, depth: int) -> dict:
     if depth > MAX_DEPTH:
         raise CostgraphValueError(f"expression nested deeper than {MAX_DEPTH} levels")
@@ -125,33 +132,12 @@ def _to(e, depth: int) -> dict:
         return {"op": "piecewise", "args": [{"op": "case", "args": [_to(p.expr, depth + 2), _to(p.cond, depth + 2)]}
                                             for p in e.args]}
     args = [_to(a, depth + 1) for a in e.args]
-    if isinstance(e, sympy.Add):
-        return {"op": "add", "args": args}
-    if isinstance(e, sympy.Mul):
-        return {"op": "mul", "args": args}
-    if isinstance(e, sympy.Pow):
-        return {"op": "pow", "args": args}
-    if isinstance(e, sympy.Min):
-        return {"op": "min", "args": args}
-    if isinstance(e, sympy.Max):
-        return {"op": "max", "args": args}
-    if isinstance(e, sympy.floor):
-        return {"op": "floor", "args": args}
-    if isinstance(e, sympy.ceiling):
-        return {"op": "ceiling", "args": args}
-    if isinstance(e, sympy.Mod):
-        return {"op": "mod", "args": args}
-    if isinstance(e, _floordiv()):
-        return {"op": "floordiv", "args": args}
+    for cls, name in _nodes():
+        if isinstance(e, cls):
+            return {"op": name, "args": args}
     for name, cls in _RELATIONS.items():
         if type(e) is cls:
             return {"op": name, "args": args}
-    if isinstance(e, sympy.And):
-        return {"op": "and", "args": args}
-    if isinstance(e, sympy.Or):
-        return {"op": "or", "args": args}
-    if isinstance(e, sympy.Not):
-        return {"op": "not", "args": args}
     raise CostgraphValueError(f"no expression-tree node for {type(e).__name__} ({e})",
                               hint="the format has: int, rational, float, sym, op " + ", ".join(OPS))
 
