@@ -147,6 +147,15 @@ def sweep_warnings(values: dict | None, over: dict) -> list[str]:
     return warnings(None, v)
 
 
+def _dropout(model) -> str:
+    """``dropout on``/``off``, or that the model has none (LLaMA-style files: the setting changes nothing)."""
+    if not model.settings.dropout:
+        return "dropout off"
+    if not any(d["kind"] == "dropout" for _, d in model.graph.ops()):
+        return "no dropout in the model"
+    return "dropout on"
+
+
 def _header(costs: Costs) -> list[str]:
     """What the numbers depend on: scope, options, dropout, profile, FLOP and byte conventions."""
     m = costs.model
@@ -156,7 +165,7 @@ def _header(costs: Costs) -> list[str]:
         scope = "one layer (one iteration of its repeat group)"
     opts = ", ".join(f"{k}={str(v).lower()}" for k, v in m.graph.options.items())
     return [f"{m.name}: {scope}",
-            (f"options: {opts}; " if opts else "") + f"dropout {'on' if m.settings.dropout else 'off'}; "
+            (f"options: {opts}; " if opts else "") + _dropout(m) + "; "
             f"activation profile '{m.settings.profile}'",
             f"FLOPs: '{costs.convention}' convention, 2 FLOPs per multiply-add"
             + {"full": "", "half": ", causal attention products halved",
