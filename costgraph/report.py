@@ -200,7 +200,8 @@ def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = Fals
         out += ["", f"with {given} (no value for {', '.join(missing)}):"]
         out += rows_of((q, to_text(field_order(costs[q].xreplace(values)))) for q in shown)
     out += [f"warning: {w}" for w in warnings(costs, values)]
-    out += ["", "symbols:"] + table(m.symbols.items(), gap=1)
+    used = {str(x) for e in costs.quantities.values() for x in e.free_symbols}
+    out += ["", "symbols:"] + table([(k, v) for k, v in m.symbols.items() if k in used], gap=1)
     if breakdown:
         out += ["", "breakdown (per instance; count = instances in this scope):"]
         out += table([[r["path"], r["block"] if r["kind"] == "block" else r["kind"],
