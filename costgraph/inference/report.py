@@ -167,7 +167,7 @@ def to_text_doc(rep: InferenceReport) -> str:
                      f"{float(v['tokens_per_second_per_device']):,.1f} per device")
     cb = v.get("compute_bound_batch")
     lines.append(f"  {'compute-bound from b =':<26}" + (f"{cb:,}" if cb is not None else
-                 "never (the KV cache read grows as fast as the FLOPs)")
+                 "never (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)")
                  + (" (exact root of FLOPs/peak = bytes/bandwidth at the last step)" if cb is not None else ""))
     lines += ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),

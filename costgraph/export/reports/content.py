@@ -303,7 +303,7 @@ def inference_section(rep) -> Section:
                         _infer_value(kind, v.get(key))))
     cb = v.get("compute_bound_batch")
     verdict = [f"decode turns compute-bound from b = {cb:,}" if cb is not None else
-               "decode never turns compute-bound (the KV cache read grows as fast as the FLOPs)",
+               "decode never turns compute-bound (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)",
                f"capacity {st['capacity_bytes']:,} bytes usable (reserve {st['reserve']}): "
                + ("fits" if v["fits"] else "does NOT fit")
                + (f"; largest batch {v['max_batch']:,}" if v.get("max_batch") else "")
