@@ -292,7 +292,7 @@ def read_config(path: str):
             data = f.read(MAX_JSON_BYTES + 1)
         if len(data) > MAX_JSON_BYTES:
             raise CostgraphValueError(f"{path} is too large for a config.json (over {MAX_JSON_BYTES} bytes)")
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")   # a byte-order mark some editors write is dropped
     except FileNotFoundError:
         raise CostgraphValueError(f"no such file: {path}") from None
     except IsADirectoryError:

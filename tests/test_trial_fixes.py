@@ -289,3 +289,16 @@ def test_elementwise_activations_follow_the_tensor_parallel_split():
     two = m.train(t=2, scope="layer").stages[0].memory["weights"]
     h, i = dim("h"), dim("i")
     assert sympy.expand(one).coeff(h * i) == 4 and sympy.expand(two).coeff(h * i) == 2
+
+
+def test_config_json_with_a_byte_order_mark(tmp_path):
+    # some editors write a UTF-8 byte-order mark; Python's json refuses it ("decode using utf-8-sig")
+    import costgraph
+
+    p = tmp_path / "gpt2.json"
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "examples" / "hf" / "gpt2.json"
+    p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    hf = costgraph.load_hf_config(str(p))
+    assert hf.costs().evaluate(**hf.values)["params"] == 124_439_808   # GPT-2 small, tied head
