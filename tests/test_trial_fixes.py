@@ -302,3 +302,12 @@ def test_config_json_with_a_byte_order_mark(tmp_path):
     p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
     hf = costgraph.load_hf_config(str(p))
     assert hf.costs().evaluate(**hf.values)["params"] == 124_439_808   # GPT-2 small, tied head
+
+
+def test_report_repeats_the_inference_warnings(capsys):
+    # GPT-2's learned position table has s_max = 1,024 rows: a 2,000 + 100 token request is past it
+    from costgraph.cli import main
+
+    assert main(["report", "gpt", "--config", "gpt2", "--format", "md", "--hardware", "h100-sxm",
+                 "--prompt", "2000", "--generate", "100"]) == 0
+    assert "P + G = 2,100 positions is longer than s_max = 1,024" in capsys.readouterr().out

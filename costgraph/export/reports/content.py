@@ -308,6 +308,7 @@ def inference_section(rep) -> Section:
                + ("fits" if v["fits"] else "does NOT fit")
                + (f"; largest batch {v['max_batch']:,}" if v.get("max_batch") else "")
                + (f"; longest context {v['max_context']:,} tokens" if v.get("max_context") else "")]
+    verdict += [f"warning: {w}" for w in rep.warnings]   # as costgraph infer prints them (P + G > s_max)
     return Section("Inference", settings, [Table("per device", rows)], verdict, list(rep.notes))
 
 
