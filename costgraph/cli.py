@@ -58,41 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
     _train_parser(sub)
-    pl = sub.add_parser("plan", help="the parallel layouts that fit a device, fastest first")
-    _model_arguments(pl, "a bundled model name, a .cg file or a config.json",
-                     "dimension values (b is chosen by the planner) or model options")
-    pl.add_argument("--gpus", type=int, required=True, help="devices in all")
-    pl.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
-    pl.add_argument("--global-batch", type=int, required=True, help="sequences per step")
-    pl.add_argument("--tokens", help="training tokens D: days to train for the best layouts")
-    pl.add_argument("--efficiency", default="0.5", help="fraction of the peak compute reaches (default 0.5)")
-    pl.add_argument("--memory", help="device memory instead of the preset's (80GB, 80GiB)")
-    pl.add_argument("--precision", default="mixed", help="precision policy (default mixed)")
-    pl.add_argument("--optimizer", default="adam")
-    pl.add_argument("--attention", choices=("eager", "flash"), default="eager")
-    pl.add_argument("--top", type=int, default=10, help="how many layouts to show (default 10)")
-    pl.add_argument("--no-dropout", action="store_true")
-    pl.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
-    pl.add_argument("--format", choices=("text", "json"), default="text")
-    _infer_parser(sub)
-    v = sub.add_parser("verify", help="compare a model's costs with PyTorch on the transformers model of a "
-                                      "config.json (needs the torch extra)")
-    v.add_argument("model", nargs="?", help="a bundled model name or a .cg file (default: the model "
-                                            "the config's model_type maps to)")
-    v.add_argument("--hf", required=True, metavar="CONFIG.json", help="a Hugging Face config.json")
-    v.add_argument("--shape", nargs="+", action="extend", default=[], metavar="BxS",
-                   help="(b, s) shapes to compare at (default 1x16 2x32 3x8; two fit a difference "
-                        "α·b·s + β·b·s², a third checks it)")
-    v.add_argument("--no-kv", action="store_true", help="skip the KV cache comparison")
-    sub.add_parser("list", help="bundled models and their configurations")
-    sub.add_parser("ops", help="operators a model file can call")
-    hw = sub.add_parser("hardware", help="accelerator presets: dense peaks, HBM, links per direction, with sources")
-    hw.add_argument("name", nargs="?", help="one preset in full, a source per number (h100-sxm, mi300x, tpu-v5p, ...)")
-    hw.add_argument("--format", choices=("text", "json"), default="text")
     from . import commands
 
     for name in commands.names():
         commands.module(name).add_parser(sub)
+    sub.add_parser("list", help="bundled models and their configurations")
+    sub.add_parser("ops", help="operators a model file can call")
     return p
 
 
@@ -101,29 +72,6 @@ def _model_arguments(p, model_help: str, set_help: str, optional: bool = False) 
     p.add_argument("model", nargs="?" if optional else None, help=model_help)
     p.add_argument("--config", help="a named configuration of the model file")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE", help=set_help)
-
-
-def _infer_parser(sub) -> None:
-    f = sub.add_parser("infer", help="inference: prefill and decode FLOPs and bytes, KV cache, roofline latency, "
-                                     "throughput and capacity on a hardware preset")
-    _model_arguments(f, "a bundled model name, a .cg file or a config.json (decoder-only)",
-                     "dimension values or model options (b and s are set by --batch, --prompt, --generate)")
-    f.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
-    f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
-    f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
-    f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
-    f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
-    f.add_argument("--weights", default="bf16", help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
-    f.add_argument("--kv", default="bf16", help="KV cache dtype: bf16 (default), fp16, fp8, int8")
-    f.add_argument("--compute", choices=("bf16", "fp16", "fp8"), help="dtype of the peak (default: the weights')")
-    f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
-    f.add_argument("--reserve", default="0.1", help="fraction of device memory kept free (default 0.1)")
-    f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")
-    f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
-    f.add_argument("--bandwidth-efficiency", default="1", help="fraction of the HBM bandwidth reached (default 1)")
-    f.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    f.add_argument("--causal", choices=("full", "half", "exact"), default="full", help="attention FLOPs: full square, half (area) or exact (pairs)")
-    f.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def _train_parser(sub) -> None:
@@ -342,76 +290,6 @@ def training_fits(model, result, values, capacity, scope: str = "model") -> dict
     return fits
 
 
-def _plan(args) -> str:
-    import json
-
-    from .hardware import preset
-    from .training.fit import parse_size
-    from .training.plan import plan
-
-    dims, options = _settings(args.set)
-    args.model = args.model or ""
-    model, values = _load_any(args, dims, options)
-    if values is None:
-        raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
-    if args.gpus <= 0 or args.global_batch <= 0 or args.top <= 0:
-        raise CostgraphValueError("--gpus, --global-batch and --top must be positive")
-    if args.gpus > 10**6:
-        raise CostgraphValueError(f"--gpus {args.gpus:,}: the planner searches up to 1,000,000 devices")
-    if any(p.startswith("b=") for p in args.set):
-        raise CostgraphValueError("plan chooses the micro-batch b itself", hint="leave b out of --set")
-    hw = preset(args.hardware)
-    capacity = parse_size(args.memory) if args.memory is not None else hw.memory_bytes
-    efficiency = _parse_rational(args.efficiency, "--efficiency")
-    if not 0 < efficiency <= 1:
-        raise CostgraphValueError(f"--efficiency {args.efficiency} is not a fraction in (0, 1]")
-    free = sorted(d.name for d in model.graph.dims.values()
-                  if d.derived is None and d.symbol not in values and d.name != "b")
-    if free:
-        raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
-    result = plan(model, values, gpus=args.gpus, hardware=hw, global_batch=args.global_batch, capacity=capacity,
-                  efficiency=efficiency, attention=args.attention, policy=args.precision, optimizer=args.optimizer,
-                  top=args.top)
-    tokens = _parse_rational(args.tokens, "--tokens") if args.tokens is not None else None
-    seq = int(values[model.graph.dims["s"].symbol]) if "s" in model.graph.dims else 1
-    rows = []
-    for c in result.layouts:
-        row = c.as_dict()
-        if tokens is not None:
-            row["train_days"] = float(tokens / (args.global_batch * seq)) * c.step_seconds / 86400
-        rows.append(row)
-    if args.format == "json":
-        return json.dumps({"model": model.name, "gpus": args.gpus, "hardware": hw.key, "global_batch": args.global_batch,
-                           "capacity_bytes": capacity, "efficiency": float(efficiency), "considered": result.considered,
-                           "refused": result.refused, "layouts": rows}, indent=2)
-    from . import units
-
-    out = [f"{model.name}: layouts on {args.gpus} × {hw.name}, global batch {args.global_batch} sequences; "
-           f"device memory {units.with_unit('activation_bytes', capacity)}; compute at {float(efficiency):.0%} of "
-           f"{hw.peak_flops_bf16 / 1e12:g} TFLOP/s (BF16 dense)",
-           f"{result.considered:,} layouts considered; {len(rows)} shown, fastest first "
-           f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
-    from .tables import table
-
-    heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "memory GB", "step s", "MFU"]
-    cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
-              r["micro_batch"], r["micro_batches"], f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
-              f"{r['mfu']:.1%}"] + ([f"{r['train_days']:.1f}"] if tokens is not None else []) for r in rows]
-    if tokens is not None:
-        heads.append("days")
-    right = ["right"] * len(heads)
-    right[6] = right[7] = "left"
-    out += table(cells, heads, align=right) if rows else []
-    if not rows:
-        out.append("  (none fits)")
-    out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in result.refused.items() if n),
-            "check one with: costgraph train ... --tp T --pp P --cp C --ep E --zero Z --recompute R [--sp] "
-            f"--set b=B --micro-batches M --gpus {args.gpus} --hardware {hw.key} --attention {args.attention} "
-            f"--precision {args.precision} --optimizer {args.optimizer}"
-            + (f" --memory {args.memory}" if args.memory else "") + (" --no-dropout" if args.no_dropout else "")]
-    return "\n".join(out)
-
-
 def _micro_batches(args, model, values) -> int:
     """``m`` from ``--global-batch B``: B = b·m·d sequences per step."""
     if values is None or "b" not in model.graph.dims or model.graph.dims["b"].symbol not in values:
@@ -476,22 +354,6 @@ def _compute(args, model, layout, hardware):
             out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
             out["efficiency"] = efficiency
     return out
-
-
-def _infer(args) -> str:
-    from .commands._analysis import inference_model
-    from .inference.report import to_json, to_text_doc
-    from .inference.roofline import infer
-
-    dims, options = _settings(args.set)
-    model, values = inference_model(args.model, args.config, dims, options)
-    rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
-                values=values, t=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
-                reserve=_parse_rational(args.reserve, "--reserve"), compute=args.compute,
-                convention=args.convention, causal=args.causal, activations=args.activations,
-                compute_efficiency=_parse_rational(args.compute_efficiency, "--compute-efficiency"),
-                bandwidth_efficiency=_parse_rational(args.bandwidth_efficiency, "--bandwidth-efficiency"))
-    return to_json(rep, model.symbols) if args.format == "json" else to_text_doc(rep)
 
 
 def _parse_rational(text: str, what: str):
@@ -614,19 +476,6 @@ def _cache_file(kind: str, key: str):
     return Path(base) / "costgraph" / f"{kind}-{key}"
 
 
-def _hardware(args) -> str:
-    import json
-
-    from . import hardware   # light: tomllib, no SymPy
-
-    if args.name is None:
-        if args.format == "json":
-            return json.dumps({"presets": [hardware.to_json(h) for h in hardware.presets().values()]}, indent=2)
-        return hardware.format_table()
-    one = hardware.preset(args.name)
-    return json.dumps(hardware.to_json(one), indent=2) if args.format == "json" else hardware.format_one(one)
-
-
 def _ops() -> str:
     from .ops import catalogue
     from .ops.registry import REQUIRED
@@ -637,21 +486,6 @@ def _ops() -> str:
                            for p in spec.params)
         lines.append(f"{spec.name}({params})\n    {spec.summary}")
     return "\n".join(lines)
-
-
-def _verify(args) -> tuple[str, int]:
-    """``costgraph verify``: the report, and 0 when every quantity is exact, else 1."""
-    from .verify import SHAPES, require, to_text, verify
-
-    shapes = []
-    for spec in args.shape:
-        m = re.fullmatch(r"([1-9][0-9]{0,3})[xX×]([1-9][0-9]{0,5})", spec)
-        if not m:
-            raise CostgraphValueError(f"cannot read --shape {spec[:40]!r}", hint="write BxS, e.g. 2x32")
-        shapes.append((int(m.group(1)), int(m.group(2))))
-    require()   # before any work: says how to install the torch extra
-    v = verify(args.hf, args.model, shapes or SHAPES, kv=not args.no_kv)
-    return to_text(v), 0 if v.exact else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -667,18 +501,8 @@ def main(argv: list[str] | None = None) -> int:
             out = _derive(args)
         elif args.command == "train":
             out = _train(args)
-        elif args.command == "infer":
-            out = _infer(args)
-        elif args.command == "plan":
-            out = _plan(args)
-        elif args.command == "verify":
-            out, status = _verify(args)
-            print(out)
-            return status
         elif args.command == "list":
             out = _list()
-        elif args.command == "hardware":
-            out = _hardware(args)
         elif args.command == "ops":
             out = _ops()
         else:   # a subcommand of costgraph.commands

@@ -21,10 +21,17 @@ import importlib
 import pkgutil
 
 
+#: the order ``costgraph --help`` lists them in (others follow, sorted)
+ORDER = ("plan", "infer", "solve", "sensitivity", "leading", "diff", "optimal", "report", "plot", "graph",
+         "codegen", "sweep", "schema", "verify", "hardware")
+
+
 def names() -> list[str]:
-    """The subcommands, sorted: each module here but ``common``, ``_`` written ``-``."""
-    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__)
-                  if m.name != "common" and not m.name.startswith("_"))
+    """The subcommands: each module here but ``common`` and private ones, ``_`` written ``-``,
+    in :data:`ORDER`, then the rest sorted."""
+    found = sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(__path__)
+                   if m.name != "common" and not m.name.startswith("_"))
+    return [n for n in ORDER if n in found] + [n for n in found if n not in ORDER]
 
 
 def module(name: str):

@@ -1,0 +1,47 @@
+"""``costgraph infer``: prefill and decode FLOPs and bytes, KV cache and
+recurrent state, roofline latency, throughput and capacity on a hardware
+preset (:mod:`costgraph.inference`)."""
+
+from __future__ import annotations
+
+from .common import model_arguments
+
+
+def add_parser(sub) -> None:
+    f = sub.add_parser("infer", help="inference: prefill and decode FLOPs and bytes, KV cache, roofline latency, "
+                                     "throughput and capacity on a hardware preset")
+    model_arguments(f, "a bundled model name, a .cg file or a config.json (decoder-only)",
+                     "dimension values or model options (b and s are set by --batch, --prompt, --generate)")
+    f.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
+    f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
+    f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
+    f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
+    f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
+    f.add_argument("--weights", default="bf16", help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
+    f.add_argument("--kv", default="bf16", help="KV cache dtype: bf16 (default), fp16, fp8, int8")
+    f.add_argument("--compute", choices=("bf16", "fp16", "fp8"), help="dtype of the peak (default: the weights')")
+    f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
+    f.add_argument("--reserve", default="0.1", help="fraction of device memory kept free (default 0.1)")
+    f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")
+    f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
+    f.add_argument("--bandwidth-efficiency", default="1", help="fraction of the HBM bandwidth reached (default 1)")
+    f.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
+    f.add_argument("--causal", choices=("full", "half", "exact"), default="full", help="attention FLOPs: full square, half (area) or exact (pairs)")
+    f.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args) -> str:
+    from ..cli import _parse_rational, _settings
+    from ..inference.report import to_json, to_text_doc
+    from ..inference.roofline import infer
+    from ._analysis import inference_model
+
+    dims, options = _settings(args.set)
+    model, values = inference_model(args.model, args.config, dims, options)
+    rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
+                values=values, t=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
+                reserve=_parse_rational(args.reserve, "--reserve"), compute=args.compute,
+                convention=args.convention, causal=args.causal, activations=args.activations,
+                compute_efficiency=_parse_rational(args.compute_efficiency, "--compute-efficiency"),
+                bandwidth_efficiency=_parse_rational(args.bandwidth_efficiency, "--bandwidth-efficiency"))
+    return to_json(rep, model.symbols) if args.format == "json" else to_text_doc(rep)
