@@ -123,7 +123,7 @@ model t {
 def _torch_count(cfg: dict) -> int:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from costgraph.verify import build_meta, param_count
+    from costgraph.torch_measure import build_meta, param_count
 
     cfg = dict(cfg)
     cfg["quantization_config"] = None

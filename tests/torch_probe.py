@@ -44,8 +44,8 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-# The measuring functions are the package's (costgraph verify); this module keeps the survey.
-from costgraph.verify import (  # noqa: F401
+# The measuring functions are the package's (costgraph.torch_measure); this module keeps the survey.
+from costgraph.torch_measure import (  # noqa: F401
     TORCH_VERSION,
     TRANSFORMERS_VERSION,
     INSTALL_COMMAND,
