@@ -246,6 +246,25 @@ def conventions_for(program: Program, quantity: str) -> str:
     return ("Conventions: " + "; ".join(plain(x) for x in pick) + ".") if pick else ""
 
 
+def title(f) -> str:
+    """A generated function's first doc line: its meaning, scope and unit."""
+    return f"{plain(f.meaning)[:1].upper()}{plain(f.meaning)[1:]}, scope '{plain(f.scope)}' ({f.unit})."
+
+
+def comment_doc(program: Program, f, names: dict[str, str], arg_line, indent: str = "  ") -> list[str]:
+    """The lines of a C or JavaScript block comment of ``f``: :func:`title`, ``= formula``, the
+    conventions, then ``arg_line(name, rename, meaning)`` per argument (``rename``: `` (dimension
+    x)`` when the language's name differs from the dimension's)."""
+    doc = [title(f)] + wrap(f"= {f.formula}")
+    conv = conventions_for(program, f.quantity)
+    if conv:
+        doc += wrap(conv)
+    for a in f.args:
+        rename = f" (dimension {a})" if names[a] != a else ""
+        doc += wrap(arg_line(names[a], rename, plain(program.symbols.get(a, ""))), indent=indent)
+    return doc
+
+
 def header_lines(program: Program) -> list[str]:
     """The common header text (one line each, safe for comments)."""
     from .. import __version__

@@ -24,7 +24,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..errors import CostgraphValueError
 from ..printing import field_order
-from .codegen import Program, conventions_for, header_lines, plain, wrap
+from .codegen import Program, comment_doc, header_lines
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 INT64_MAX = 2 ** 63 - 1
@@ -189,14 +189,7 @@ def c_source(program: Program) -> str:
             out.append(f"#define {prefix.upper()}_DEFAULT_{names[d]} CG_C({v})")
         out.append("")
     for f in program.functions:
-        doc = [f"{plain(f.meaning)[:1].upper()}{plain(f.meaning)[1:]}, scope '{plain(f.scope)}' ({f.unit})."]
-        doc += wrap(f"= {f.formula}")
-        if conventions_for(program, f.quantity):
-            doc += wrap(conventions_for(program, f.quantity))
-        for a in f.args:
-            rename = f" (dimension {a})" if names[a] != a else ""
-            doc += wrap(f"{names[a]}{rename}: {plain(program.symbols.get(a, '')) or '(no description)'}",
-                        indent="  ")
+        doc = comment_doc(program, f, names, lambda n, rename, meaning: f"{n}{rename}: {meaning or '(no description)'}")
         out += ["/*"] + [(" * " + ln).rstrip() for ln in doc] + [" */"]
         params = ", ".join([f"cg_int {names[a]}" for a in f.args] + ["cg_int *cg_out"])
         out.append(f"static inline int {prefix}_{f.name}({params}) {{")

@@ -14,7 +14,7 @@ from sympy.printing.jscode import JavascriptCodePrinter
 
 from ..errors import CostgraphValueError
 from ..printing import field_order
-from .codegen import Program, conventions_for, header_lines, plain, wrap
+from .codegen import Program, comment_doc, header_lines, plain
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 
@@ -80,14 +80,8 @@ def js_source(program: Program) -> str:
             " */", '"use strict";', "", "(function (root) {", ""]
     body = [HELPERS]
     for f in program.functions:
-        doc = [f"{plain(f.meaning)[:1].upper()}{plain(f.meaning)[1:]}, scope '{plain(f.scope)}' ({f.unit})."]
-        doc += wrap(f"= {f.formula}")
-        if conventions_for(program, f.quantity):
-            doc += wrap(conventions_for(program, f.quantity))
-        for a in f.args:
-            rename = f" (dimension {a})" if names[a] != a else ""
-            doc += wrap(f"@param {{bigint}} dims.{names[a]}{rename} {plain(program.symbols.get(a, '')) or ''}",
-                        indent="")
+        doc = comment_doc(program, f, names, lambda n, rename, meaning: f"@param {{bigint}} dims.{n}{rename} {meaning}",
+                          indent="")
         doc.append("@returns {bigint}")
         body += ["/**"] + [(" * " + ln).rstrip() for ln in doc] + [" */"]
         params = ", ".join(f"{names[a]} = {program.defaults[a]}n" if a in program.defaults else names[a]

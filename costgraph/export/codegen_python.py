@@ -16,7 +16,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..printing import field_order
-from .codegen import Program, conventions_for, header_lines, plain, wrap
+from .codegen import Program, conventions_for, header_lines, plain, title, wrap
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 _SETTINGS = {"order": "none", "fully_qualified_modules": True}
@@ -75,7 +75,7 @@ def _bound(e: sympy.Expr) -> sympy.Expr:
 
 
 def _doc(program: Program, f, names: dict[str, str], indent: str, numpy: bool) -> list[str]:
-    lines = [f"{plain(f.meaning)[:1].upper()}{plain(f.meaning)[1:]}, scope '{plain(f.scope)}' ({f.unit}).", ""]
+    lines = [title(f), ""]
     lines += wrap(f"= {f.formula}", indent="")
     if f.args:
         lines += ["", "Arguments (positive whole numbers" + (", or arrays of them, broadcast" if numpy else "") + "):"]
