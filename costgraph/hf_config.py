@@ -56,6 +56,7 @@ def mapping() -> dict:
 
 
 def supported_model_types() -> tuple[str, ...]:
+    """The ``model_type`` values ``hf_mapping.toml`` maps, sorted."""
     return tuple(sorted(mapping()))
 
 

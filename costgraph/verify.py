@@ -102,6 +102,10 @@ def explain(value: int, dims: dict[str, int], *, max_factors: int = MAX_FACTORS,
 
 @dataclass
 class Verification:
+    """:func:`verify`'s result: the costgraph model and the transformers class compared, the
+    config's path, whether dropout was on, one :class:`Quantity` per comparison (parameters;
+    forward/backward FLOPs; KV cache and saved bytes, in bytes), and the torch/transformers
+    versions; ``exact`` when every compared quantity agrees."""
     model: str                 # costgraph model name
     model_type: str
     torch_class: str

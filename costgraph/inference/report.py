@@ -67,6 +67,9 @@ def _entry(expr, value) -> dict:
 
 
 def to_dict(rep: InferenceReport, symbols: dict) -> dict:
+    """The JSON contract of the module docstring (schema ``costgraph schema infer``): each
+    quantity as ``expr``/``tree``/``latex`` and its value (FLOP, bytes, seconds), the settings,
+    assumptions and warnings; ``symbols``: the model's dimension meanings."""
     from .. import __version__
 
     q, v = rep.quantities, rep.values
@@ -94,6 +97,7 @@ def to_dict(rep: InferenceReport, symbols: dict) -> dict:
 
 
 def to_json(rep: InferenceReport, symbols: dict) -> str:
+    """:func:`to_dict` as indented JSON text."""
     return json.dumps(to_dict(rep, symbols), indent=2)
 
 
@@ -123,6 +127,9 @@ def _short(expr, limit=110) -> str:
 
 
 def to_text_doc(rep: InferenceReport) -> str:
+    """The text ``costgraph infer`` prints: prefill and decode (FLOPs, bytes read and written,
+    intensity, roofline time), latency and throughput, capacity (decimal GB and binary GiB),
+    the assumptions and warnings."""
     q, v, st = rep.quantities, rep.values, rep.settings
     lines = [f"{rep.model}: inference on {st['hardware']}" + (f" × {st['tp']} (tensor parallel)" if st["tp"] > 1 else ""),
              f"batch b = {st['batch']} sequences, prompt P = {st['prompt']}, generate G = {st['generate']}; "
