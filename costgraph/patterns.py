@@ -1,0 +1,117 @@
+"""Layer patterns: counting the copies of a repeat that take a branch.
+
+``repeat l as layers[i] { if i % 6 == 5 { A } else { B } }`` builds A and B
+once each (:mod:`costgraph.builder`); A's nodes count ``floor(l/6)`` copies,
+B's the rest. A condition on an index is a formula over atoms; each atom is a
+*cell*: the i with ``lo ≤ i < hi`` and ``i mod m`` in a set of residues.
+Counting the i in ``0..n-1`` that satisfy a formula is exact: conjunctions of
+cells intersect (bounds by ``Max``/``Min``, congruences by their least common
+multiple), ``not`` and ``or`` go by inclusion–exclusion. ``i % m == r`` holds
+for ``floor((n + m − 1 − r)/m)`` of ``0 … n−1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import gcd
+
+import sympy
+
+from .errors import CostgraphSemanticError, Location
+
+# Largest modulus a conjunction of congruences may reach (the lcm of the
+# moduli): its residues are listed.
+MAX_MODULUS = 1_000
+
+# Most conjunctions one condition may expand into (each `or` and `not` doubles
+# the work of inclusion-exclusion).
+MAX_CONDITION_TERMS = 1024
+
+PATTERN_HINT = ("a condition on a layer index is written i % M == R (M, R whole numbers), i < K, i >= K, "
+                 "i == K ..., joined with and, or, not")
+
+
+@dataclass(frozen=True)
+class Index:
+    """The value of a repeat's index in scope: which level of repeats it numbers."""
+
+    name: str
+    group: str
+    level: int
+    count: sympy.Expr
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The i with lo ≤ i < hi (None: no bound) and i mod m in ``residues``."""
+
+    lo: sympy.Expr | None = None
+    hi: sympy.Expr | None = None
+    m: int = 1
+    residues: frozenset = frozenset({0})
+
+
+@dataclass(frozen=True)
+class Cond:
+    """A condition on the index of repeat level ``level``: ``tree`` is a
+    :class:`Cell` or ``("and"|"or", a, b)`` or ``("not", a)``."""
+
+    level: int
+    tree: object
+
+
+@dataclass
+class Level:
+    """One enclosing repeat while its body is walked: its count and active
+    count, and the conditions on its index of the branches being walked."""
+
+    count: sympy.Expr
+    active: sympy.Expr
+    conds: list = field(default_factory=list)
+
+
+def count_pattern(n: sympy.Expr, trees: list, loc: Location) -> sympy.Expr:
+    """How many i in 0..n-1 satisfy every condition of ``trees`` (exact)."""
+    budget = [MAX_CONDITION_TERMS]
+
+    def cells(lo: list, hi: list, m: int, res: frozenset) -> sympy.Expr:
+        if not res:
+            return sympy.Integer(0)
+        L, H = sympy.Max(*lo), sympy.Min(*hi)
+        nonneg = (H - L).is_nonnegative
+        total = sympy.Integer(0)
+        for r in sorted(res):
+            c = sympy.floor((H + m - 1 - r) / sympy.Integer(m)) - sympy.floor((L + m - 1 - r) / sympy.Integer(m))
+            total += c if nonneg else sympy.Max(0, c)
+        return total
+
+    def count(ctx, pending: list) -> sympy.Expr:
+        lo, hi, m, res = ctx
+        if not res:
+            return sympy.Integer(0)
+        if not pending:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise CostgraphSemanticError(
+                    f"this condition is too complex: counting it exactly takes more than {MAX_CONDITION_TERMS} "
+                    "terms", loc, hint="write it with fewer 'or' and 'not', or split it into nested ifs")
+            return cells(lo, hi, m, res)
+        first, rest = pending[0], pending[1:]
+        if isinstance(first, Cell):
+            m2 = first.m * m // gcd(first.m, m)
+            if m2 > MAX_MODULUS:
+                raise CostgraphSemanticError(
+                    f"the moduli of this condition combine to {m2} (at most {MAX_MODULUS})", loc,
+                    hint="a layer pattern repeats every few layers: i % 6 == 5")
+            res2 = frozenset(x for x in range(m2) if x % m in res and x % first.m in first.residues)
+            return count((lo + ([first.lo] if first.lo is not None else []),
+                          hi + ([first.hi] if first.hi is not None else []), m2, res2), rest)
+        op = first[0]
+        if op == "and":
+            return count(ctx, [first[1], first[2], *rest])
+        if op == "not":
+            return count(ctx, rest) - count(ctx, [first[1], *rest])
+        # or: |A ∪ B| = |A| + |B| − |A ∩ B|
+        return count(ctx, [first[1], *rest]) + count(ctx, [first[2], *rest]) - count(ctx, [first[1], first[2], *rest])
+
+    return count(([sympy.Integer(0)], [n], 1, frozenset({0})), list(trees))
