@@ -42,8 +42,10 @@ from .parallel.tensor import sequence_dims, tensor_parallel
 from .precision import Precision
 from .totals import MODEL_SCOPE, Scope, _rel, breakdown, expand_sum
 
-RECOMPUTE = ("none", "selective", "full")
-ATTENTION = ("eager", "flash")
+from .choices import ATTENTION as _ATTENTION, RECOMPUTE as _RECOMPUTE
+
+RECOMPUTE = _RECOMPUTE.values
+ATTENTION = _ATTENTION.values
 
 
 def attention_cores(cg: CostGraph) -> list[tuple[str, list[str]]]:

@@ -134,7 +134,7 @@ def costs_args(scope: object, convention: object, precision: object, causal: obj
     text(convention, "convention", hint="matmul or all")
     if not isinstance(precision, (str, Precision)):
         _fail("argument 'precision'", "a precision name (bf16, fp16, fp32) or a Precision", precision)
-    text(causal, "causal", hint="full or half")
+    text(causal, "causal", hint="full, half or exact")
 
 
 def model_text(value: object, name: str = "text") -> str:

@@ -24,10 +24,10 @@ import argparse
 import re
 import sys
 
+from . import choices
+from .choices import add_option
 from . import __version__
-from .conventions import FLOP_CONVENTIONS
 from .errors import CostgraphError, CostgraphValueError
-from .precision import PRECISIONS
 
 _SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
 
@@ -45,14 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
-    d.add_argument("--convention", choices=tuple(FLOP_CONVENTIONS), default="matmul",
+    add_option(d, choices.CONVENTION, "--convention",
                    help="FLOP convention: matmul (matrix products only; default) or all")
-    d.add_argument("--precision", choices=tuple(PRECISIONS), default="bf16",
+    add_option(d, choices.PRECISION, "--precision",
                    help="bytes per element of activations (bf16: 2; masks 1 byte)")
-    d.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+    add_option(d, choices.CAUSAL, "--causal",
                    help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an area (half) or whole pairs (exact)")
     d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
-    d.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+    add_option(d, choices.PROFILE, "--profile",
                    help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
                         "autograd keeps in Hugging Face's eager bf16 code")
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
@@ -84,7 +84,7 @@ def _train_parser(sub) -> None:
 
     train_arguments(t)   # the layout options, shared with report and plot
     t.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
-    t.add_argument("--lora-targets", nargs="+", default=["q_proj", "v_proj"], metavar="NAME",
+    t.add_argument("--lora-targets", nargs="+", default=list(choices.DEFAULT_LORA_TARGETS), metavar="NAME",
                    help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
     t.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
                    help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
@@ -96,15 +96,15 @@ def _train_parser(sub) -> None:
     t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
     t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
     t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
-    t.add_argument("--efficiency", default="0.5", help="with --hardware: the fraction of the peak the compute "
+    t.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY, help="with --hardware: the fraction of the peak the compute "
                                                         "kernels reach in the step-time model (default 0.5)")
-    t.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    t.add_argument("--causal", choices=("full", "half", "exact"), default="full", help="attention FLOPs: full square, half (area) or exact (pairs)")
+    add_option(t, choices.CONVENTION, "--convention", help="FLOP convention")
+    add_option(t, choices.CAUSAL, "--causal", help="attention FLOPs: full square, half (area) or exact (pairs)")
     t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
     t.add_argument("--megatron", action="store_true",
                    help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
     t.add_argument("--no-dropout", action="store_true", help="train without dropout")
-    t.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
+    add_option(t, choices.PROFILE, "--profile")
     t.add_argument("--scope", choices=("model", "layer"), default="model")
     t.add_argument("--format", choices=("text", "json"), default="text")
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import networkx
 
 from . import arguments
+from .choices import CAUSAL as _CAUSAL, CONVENTION, PRECISION, PROFILE
 from .builder import PROFILES, Settings, build
 from .conventions import check_convention
 from .errors import CostgraphValueError, Location
@@ -32,7 +33,7 @@ from .graph import CostGraph
 from .loader import load_program
 from .precision import Precision, precision as get_precision
 from .printing import field_order, grouped, to_text
-from .totals import CAUSAL, QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
+from .totals import QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
 
 LABELS = {
     "params": "parameters",
@@ -105,8 +106,8 @@ class Model:
     def configs(self) -> dict[str, dict[str, int]]:
         return self.graph.configs
 
-    def costs(self, scope: str = "model", *, convention: str = "matmul",
-              precision: str | Precision = "bf16", causal: str = "full") -> "Costs":
+    def costs(self, scope: str = "model", *, convention: str = CONVENTION.default,
+              precision: str | Precision = PRECISION.default, causal: str = _CAUSAL.default) -> "Costs":
         """Closed-form costs of ``scope``: ``model``, ``layer``, or a group/block/node path.
 
         ``convention``: FLOP convention (``matmul`` or ``all``, see
@@ -122,8 +123,8 @@ class Model:
         """
         arguments.costs_args(scope, convention, precision, causal)
         check_convention(convention)
-        if causal not in CAUSAL:
-            raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full or half")
+        if causal not in _CAUSAL.values:
+            raise CostgraphValueError(f"unknown causal convention {causal!r}", hint=_CAUSAL.hint())
         prec = get_precision(precision) if isinstance(precision, str) else precision
         sc = resolve_scope(self.graph, scope)
         leaves = breakdown(self.graph, sc, convention, prec, causal, leaves_only=True)
@@ -305,7 +306,7 @@ class Costs:
     precision: Precision
     quantities: dict[str, sympy.Expr]
     leaves: list[dict]
-    causal: str = "full"
+    causal: str = _CAUSAL.default
     _scope: object = field(default=None, repr=False, compare=False)
     _compiled: object = field(default=None, repr=False, compare=False)
     _rows: list | None = field(default=None, repr=False, compare=False)
@@ -439,7 +440,7 @@ def _prefixes(path: str) -> list[str]:
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,
-         profile: str = "korthikanti", config: str | None = None) -> Model:
+         profile: str = PROFILE.default, config: str | None = None) -> Model:
     """Load and build a model by bundled name or path. See :class:`Model`.
 
     ``profile`` names what operators keep for backward:
@@ -484,7 +485,7 @@ def _settings(dropout, options, profile) -> Settings:
 
 
 def loads(text: str, *, path: str = "<string>", dropout: bool = True,
-          options: Mapping[str, object] | None = None, profile: str = "korthikanti",
+          options: Mapping[str, object] | None = None, profile: str = PROFILE.default,
           config: str | None = None) -> Model:
     """Like :func:`load`, from model-file text (imports resolve from ``path``'s folder)."""
     text, path = arguments.model_text(text), arguments.text(path, "path")

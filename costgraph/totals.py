@@ -38,12 +38,13 @@ from functools import lru_cache
 
 import sympy
 
+from .choices import CAUSAL as _CAUSAL
 from .errors import CostgraphValueError
 from .graph import ZERO, CostGraph
 from .precision import Precision
 from .quantities import QUANTITIES
 
-CAUSAL = ("full", "half", "exact")
+CAUSAL = _CAUSAL.values
 
 
 def _pairs_before(t, w, exact: bool):
@@ -161,7 +162,7 @@ def _whole(e) -> bool:
 
 
 def totals(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
-           causal: str = "full", rows: list[dict] | None = None) -> dict[str, sympy.Expr]:
+           causal: str = _CAUSAL.default, rows: list[dict] | None = None) -> dict[str, sympy.Expr]:
     """Every quantity of :data:`QUANTITIES` summed over ``scope``, expanded.
 
     ``rows``: the scope's :func:`breakdown`, when the caller already has it."""
@@ -229,7 +230,7 @@ def _home(cg: CostGraph, path: str, store) -> str:
 
 
 def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
-              causal: str = "full", leaves_only: bool = False, share=None) -> list[dict]:
+              causal: str = _CAUSAL.default, leaves_only: bool = False, share=None) -> list[dict]:
     """One row per operator node in ``scope`` (program order), then one per
     shared storage, then one per block and repeat group, each with ``path``,
     ``kind``, ``count`` (relative to the scope) and the quantities of *one*

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import re
 
+from .. import choices
+from ..choices import add_option
 from ..errors import CostgraphValueError
 
 #: The training options and their defaults: any one given (not at its default) asks for the
 #: training section of a report.
-TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": False, "zero": 0, "hsdp": None,
-                  "recompute": "none", "attention": "eager", "precision": "mixed", "optimizer": "adam",
-                  "micro_batches": None, "schedule": "1f1b", "virtual_stages": 1, "memory": None,
-                  "no_loss": False}
+TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": False,
+                  "zero": choices.ZERO_STAGE.default, "hsdp": None, "recompute": choices.RECOMPUTE.default,
+                  "attention": choices.ATTENTION.default, "precision": choices.DEFAULT_POLICY,
+                  "optimizer": choices.DEFAULT_OPTIMIZER, "micro_batches": None,
+                  "schedule": choices.SCHEDULE.default, "virtual_stages": 1, "memory": None, "no_loss": False}
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
@@ -35,11 +38,11 @@ MAX_POINTS = 64
 
 def convention_arguments(p) -> None:
     """``--convention --causal --profile --no-dropout``, as ``costgraph derive``."""
-    p.add_argument("--convention", choices=("matmul", "all"), default="matmul",
+    add_option(p, choices.CONVENTION, "--convention",
                    help="FLOP convention: matmul (matrix products only; default) or all")
-    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+    add_option(p, choices.CAUSAL, "--causal",
                    help="attention FLOPs over the full s×s square (default), half (area) or exact (pairs)")
-    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+    add_option(p, choices.PROFILE, "--profile",
                    help="what is kept for backward: Korthikanti et al. 2022 (default) or PyTorch autograd")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
 
@@ -58,21 +61,21 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--ep", type=int, default=1, help="expert-parallel degree e")
     p.add_argument("--etp", type=int, default=None, help="expert tensor parallelism: 1 (default) or the TP degree")
     p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp)")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage (3 = FSDP)")
+    add_option(p, choices.ZERO_STAGE, "--zero", help="ZeRO stage (3 = FSDP)")
     p.add_argument("--hsdp", type=int, help="HSDP: shard within groups of this many devices")
-    p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    p.add_argument("--attention", choices=("eager", "flash"), default="eager")
-    p.add_argument("--precision", default="mixed", help="precision policy: fp32, bf16, mixed (default), megatron, "
+    add_option(p, choices.RECOMPUTE, "--recompute")
+    add_option(p, choices.ATTENTION, "--attention")
+    p.add_argument("--precision", default=choices.DEFAULT_POLICY, help="precision policy: fp32, bf16, mixed (default), megatron, "
                                                         "mixed-fp32-grads (activations bf16, fp32 under fp32)")
-    p.add_argument("--optimizer", default="adam", help="adam (default), adamw, sgd, lion, adam-8bit, adafactor, muon, ...")
+    p.add_argument("--optimizer", default=choices.DEFAULT_OPTIMIZER, help="adam (default), adamw, sgd, lion, adam-8bit, adafactor, muon, ...")
     p.add_argument("--micro-batches", type=int, help="micro-batches per step m (default: pp)")
-    p.add_argument("--schedule", choices=("1f1b", "interleaved", "gpipe"), default="1f1b")
+    add_option(p, choices.SCHEDULE, "--schedule")
     p.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
     p.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the "
                                     "--hardware preset's); adds the fit verdict and the largest b and s that fit")
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
-    p.set_defaults(lora=None, lora_targets=["q_proj", "v_proj"], quantize=None)
+    p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
 
 
 def infer_arguments(p, required: bool = False) -> None:
@@ -80,8 +83,8 @@ def infer_arguments(p, required: bool = False) -> None:
     p.add_argument("--prompt", type=int, help="inference: prompt tokens per sequence P")
     p.add_argument("--generate", type=int, help="inference: generated tokens per sequence G")
     p.add_argument("--batch", type=int, default=1, help="inference: concurrent sequences b (default 1)")
-    p.add_argument("--weights", default="bf16", help="inference weight dtype: bf16 (default), fp16, fp8, int8, int4")
-    p.add_argument("--kv", default="bf16", help="inference KV cache dtype: bf16 (default), fp16, fp8, int8")
+    p.add_argument("--weights", default=choices.DEFAULT_WEIGHTS, help="inference weight dtype: bf16 (default), fp16, fp8, int8, int4")
+    p.add_argument("--kv", default=choices.DEFAULT_KV, help="inference KV cache dtype: bf16 (default), fp16, fp8, int8")
 
 
 def train_given(args) -> bool:

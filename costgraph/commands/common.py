@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+from .. import choices
+from ..choices import add_option
+
 
 def model_arguments(p, model_help: str = "a bundled model name, a .cg file or a config.json",
                     set_help: str = "dimension values (h=768) or model options (bias=false)",
@@ -37,17 +40,15 @@ def load_any(args, dims: dict, options: dict):
 def cost_arguments(p, scope: bool = True) -> None:
     """The conventions of ``costgraph derive``: ``--scope``, ``--convention``, ``--precision``,
     ``--causal``, ``--profile``, ``--no-dropout``."""
-    from ..conventions import FLOP_CONVENTIONS
-    from ..precision import PRECISIONS
 
     if scope:
         p.add_argument("--scope", default="model", help="model (default), layer, or a group, block or node path")
-    p.add_argument("--convention", choices=tuple(FLOP_CONVENTIONS), default="matmul",
+    add_option(p, choices.CONVENTION, "--convention",
                    help="FLOP convention: matmul (matrix products only; default) or all")
-    p.add_argument("--precision", choices=tuple(PRECISIONS), default="bf16", help="bytes per activation element")
-    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+    add_option(p, choices.PRECISION, "--precision", help="bytes per activation element")
+    add_option(p, choices.CAUSAL, "--causal",
                    help="attention FLOPs: full square (default), half (area) or exact (pairs)")
-    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+    add_option(p, choices.PROFILE, "--profile",
                    help="what is kept for backward (see costgraph derive --help)")
     p.add_argument("--no-dropout", action="store_true", help="no dropout masks")
 

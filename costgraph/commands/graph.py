@@ -6,6 +6,8 @@ clusters labelled with their counts, tied weights and stored tensors
 
 from __future__ import annotations
 
+from .. import choices
+from ..choices import add_option
 from .common import model_arguments
 
 
@@ -17,11 +19,11 @@ def add_parser(sub) -> None:
                         "(attributes as strings), json (NetworkX node-link, formulas with expression trees)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     p.add_argument("--scope", default="model", help="model (default), layer, or the path of a group, block or node")
-    p.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    p.add_argument("--precision", default="bf16", help="bytes per element (bf16, fp16, fp32)")
-    p.add_argument("--causal", choices=("full", "half", "exact"), default="full",
+    add_option(p, choices.CONVENTION, "--convention", help="FLOP convention")
+    p.add_argument("--precision", default=choices.PRECISION.default, help="bytes per element (bf16, fp16, fp32)")
+    add_option(p, choices.CAUSAL, "--causal",
                    help="attention FLOPs: full square, half (area) or exact (pairs)")
-    p.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti",
+    add_option(p, choices.PROFILE, "--profile",
                    help="what operators keep for backward")
     p.add_argument("--no-dropout", action="store_true", help="without dropout and its masks")
 

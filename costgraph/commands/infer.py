@@ -4,6 +4,8 @@ preset (:mod:`costgraph.inference`)."""
 
 from __future__ import annotations
 
+from .. import choices
+from ..choices import add_option
 from .common import model_arguments
 
 
@@ -17,16 +19,16 @@ def add_parser(sub) -> None:
     f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
     f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
     f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
-    f.add_argument("--weights", default="bf16", help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
-    f.add_argument("--kv", default="bf16", help="KV cache dtype: bf16 (default), fp16, fp8, int8")
+    f.add_argument("--weights", default=choices.DEFAULT_WEIGHTS, help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
+    f.add_argument("--kv", default=choices.DEFAULT_KV, help="KV cache dtype: bf16 (default), fp16, fp8, int8")
     f.add_argument("--compute", choices=("bf16", "fp16", "fp8"), help="dtype of the peak (default: the weights')")
     f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
     f.add_argument("--reserve", default="0.1", help="fraction of device memory kept free (default 0.1)")
     f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")
     f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
     f.add_argument("--bandwidth-efficiency", default="1", help="fraction of the HBM bandwidth reached (default 1)")
-    f.add_argument("--convention", choices=("matmul", "all"), default="matmul", help="FLOP convention")
-    f.add_argument("--causal", choices=("full", "half", "exact"), default="full", help="attention FLOPs: full square, half (area) or exact (pairs)")
+    add_option(f, choices.CONVENTION, "--convention", help="FLOP convention")
+    add_option(f, choices.CAUSAL, "--causal", help="attention FLOPs: full square, half (area) or exact (pairs)")
     f.add_argument("--format", choices=("text", "json"), default="text")
 
 

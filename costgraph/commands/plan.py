@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from .. import choices
+from ..choices import add_option
 from .common import model_arguments
 
 
@@ -14,14 +16,14 @@ def add_parser(sub) -> None:
     pl.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
     pl.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     pl.add_argument("--tokens", help="training tokens D: days to train for the best layouts")
-    pl.add_argument("--efficiency", default="0.5", help="fraction of the peak compute reaches (default 0.5)")
+    pl.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY, help="fraction of the peak compute reaches (default 0.5)")
     pl.add_argument("--memory", help="device memory instead of the preset's (80GB, 80GiB)")
-    pl.add_argument("--precision", default="mixed", help="precision policy (default mixed)")
-    pl.add_argument("--optimizer", default="adam")
-    pl.add_argument("--attention", choices=("eager", "flash"), default="eager")
+    pl.add_argument("--precision", default=choices.DEFAULT_POLICY, help="precision policy (default mixed)")
+    pl.add_argument("--optimizer", default=choices.DEFAULT_OPTIMIZER)
+    add_option(pl, choices.ATTENTION, "--attention")
     pl.add_argument("--top", type=int, default=10, help="how many layouts to show (default 10)")
     pl.add_argument("--no-dropout", action="store_true")
-    pl.add_argument("--profile", choices=("korthikanti", "pytorch"), default="korthikanti")
+    add_option(pl, choices.PROFILE, "--profile")
     pl.add_argument("--format", choices=("text", "json"), default="text")
 
 

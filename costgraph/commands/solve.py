@@ -5,6 +5,8 @@ form when the quantity is quadratic or linear in it
 
 from __future__ import annotations
 
+from .. import choices
+from ..choices import add_option
 from .common import cost_arguments, model_arguments
 
 TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations")
@@ -32,11 +34,11 @@ def add_parser(sub) -> None:
     t.add_argument("--pp", type=int, default=1)
     t.add_argument("--cp", type=int, default=1)
     t.add_argument("--sp", action="store_true")
-    t.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0)
-    t.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
-    t.add_argument("--attention", choices=("eager", "flash"), default="eager")
-    t.add_argument("--policy", default="mixed", help="precision policy (default mixed)")
-    t.add_argument("--optimizer", default="adam")
+    add_option(t, choices.ZERO_STAGE, "--zero")
+    add_option(t, choices.RECOMPUTE, "--recompute")
+    add_option(t, choices.ATTENTION, "--attention")
+    t.add_argument("--policy", default=choices.DEFAULT_POLICY, help="precision policy (default mixed)")
+    t.add_argument("--optimizer", default=choices.DEFAULT_OPTIMIZER)
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 

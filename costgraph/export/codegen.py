@@ -45,6 +45,7 @@ from typing import Sequence
 
 import sympy
 
+from ..choices import CAUSAL, CONVENTION, PRECISION
 from ..errors import CostgraphValueError, tidy
 from ..integer_form import exact_parts
 
@@ -172,7 +173,7 @@ def _conventions(model, costs) -> list[str]:
 
 
 def plan(model, scopes: Sequence[str] = ("model",), *, quantities: Sequence[str] | None = None,
-         convention: str = "matmul", precision: str = "bf16", causal: str = "full",
+         convention: str = CONVENTION.default, precision: str = PRECISION.default, causal: str = CAUSAL.default,
          values: dict | None = None, command: str = "") -> Program:
     """The functions to generate for ``model`` (a :class:`costgraph.Model`):
     every quantity (or those named in ``quantities``) at every scope.

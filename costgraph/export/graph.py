@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 
+from ..choices import CAUSAL, CONVENTION, PRECISION
 from ..errors import CostgraphError, CostgraphValueError
 
 #: what ``costgraph graph --format`` writes
@@ -89,8 +90,8 @@ def _formula(e, values) -> dict:
     return out
 
 
-def operator_graph(model, scope: str = "model", *, convention: str = "matmul", precision: str = "bf16",
-                   causal: str = "full", values: dict | None = None):
+def operator_graph(model, scope: str = "model", *, convention: str = CONVENTION.default, precision: str = PRECISION.default,
+                   causal: str = CAUSAL.default, values: dict | None = None):
     """The operator graph of ``scope`` of ``model`` (a :class:`costgraph.model.Model`)
     as a ``networkx.MultiDiGraph`` of plain data (see the module docstring).
 

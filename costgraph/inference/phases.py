@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..choices import CAUSAL, CONVENTION, PROFILE
 from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
@@ -124,7 +125,7 @@ def _wrap_build_error(err):
     raise err
 
 
-def load(model: str, *, options=None, profile: str = "korthikanti", config: str | None = None):
+def load(model: str, *, options=None, profile: str = PROFILE.default, config: str | None = None):
     """:func:`costgraph.load` for inference: dropout off, the key axis split (:func:`split_keys`).
     ``config``: a named configuration whose options (``bias = false``) the model is built with,
     as ``costgraph.load(..., config=)``; ``options`` take precedence."""
@@ -138,7 +139,7 @@ def load(model: str, *, options=None, profile: str = "korthikanti", config: str 
             _wrap_build_error(e)
 
 
-def load_hf_config(path: str, *, profile: str = "korthikanti"):
+def load_hf_config(path: str, *, profile: str = PROFILE.default):
     """:func:`costgraph.load_hf_config` for inference (the key axis split)."""
     from ..errors import CostgraphSemanticError
     from ..hf_config import load_hf_config as _load
@@ -207,7 +208,7 @@ class Inference:
     """
 
     def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype = "bf16",
-                 t: int = 1, convention: str = "matmul", causal: str = "full", activations: bool = False):
+                 t: int = 1, convention: str = CONVENTION.default, causal: str = CAUSAL.default, activations: bool = False):
         from ..conventions import check_convention
 
         if isinstance(model, str):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS
 from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
@@ -174,8 +175,8 @@ def _ceil(x):
 
 
 def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, values: dict | None = None,
-          t: int = 1, weights: str = "bf16", kv: str = "bf16", page: int = 16, reserve="0.1",
-          compute: str | None = None, convention: str = "matmul", causal: str = "full",
+          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
+          compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
           activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 

@@ -35,7 +35,9 @@ import sympy
 
 from ..graph import CostGraph
 
-SCHEDULES = ("1f1b", "interleaved", "gpipe")
+from ..choices import SCHEDULE
+
+SCHEDULES = SCHEDULE.values
 
 
 @dataclass
@@ -54,7 +56,7 @@ class Stage:
     in_flight: sympy.Expr = sympy.Integer(1)
 
 
-def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = "1f1b", v: int = 1) -> list[Stage]:
+def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, v: int = 1) -> list[Stage]:
     """The stages of ``cg`` for ``p`` pipeline stages and ``m`` micro-batches
     (``m`` defaults to ``p``); see the module docstring.
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sympy
 
+from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, ZERO_STAGE
 from ..errors import CostgraphValueError
 from ..graph import ZERO
 from ..symbols import dim
@@ -36,8 +37,8 @@ from .states import assemble, sharding_degree, tensor_state_bytes
 PSI = dim("Psi")
 
 
-def bare_model_states(params: int | sympy.Expr = PSI, *, policy: str | Policy = "mixed",
-                      optimizer: str | Optimizer = "adam", zero: int = 0,
+def bare_model_states(params: int | sympy.Expr = PSI, *, policy: str | Policy = DEFAULT_POLICY,
+                      optimizer: str | Optimizer = DEFAULT_OPTIMIZER, zero: int = ZERO_STAGE.default,
                       dp: int | sympy.Expr | None = None, hsdp_group: int | sympy.Expr | None = None,
                       gathered_params: int | sympy.Expr = 0) -> dict[str, sympy.Expr]:
     """Bytes per device of the model states of ``params`` parameters.

@@ -36,6 +36,7 @@ from __future__ import annotations
 import sympy
 
 
+from ..choices import CAUSAL, CONVENTION
 from ..activations import attention_cores
 from ..parallel.tensor import sequence_dims
 from ..graph import CostGraph
@@ -60,7 +61,7 @@ def routers(cg: CostGraph) -> set[str]:
     return out
 
 
-def training_flops(cg: CostGraph, layout, *, convention: str = "matmul", causal: str = "full",
+def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
                    router: bool = True) -> dict[str, sympy.Expr]:
     """FLOPs of one training iteration (module docstring). ``layout``: a
     filled :class:`~costgraph.training.memory.Layout`.
@@ -158,7 +159,7 @@ __all__ = ["training_flops", "utilization", "training_time", "rule_of_thumb_time
 
 
 def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
-                    convention: str = "matmul", causal: str = "full", router: bool = True) -> dict:
+                    convention: str = CONVENTION.default, causal: str = CAUSAL.default, router: bool = True) -> dict:
     """The ``flops``, ``time``, ``mfu`` and ``hfu`` sections of ``costgraph
     train`` (SymPy expressions; sections without their inputs are left out):
     ``flops`` always; ``time`` with ``mfu`` (and ``peak``) or ``achieved``;

@@ -61,6 +61,7 @@ from importlib.resources import files
 
 import sympy
 
+from ..choices import ZERO_STAGE
 from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
@@ -254,7 +255,7 @@ def released_storages(cg: CostGraph, kept: Collection[str] = ()) -> frozenset[st
     return frozenset(candidates - needed)
 
 
-def lora_states(l: LoRA, *, policy="mixed", optimizer="adam", zero: int = 0, dp=None, hsdp_group=None,
+def lora_states(l: LoRA, *, policy="mixed", optimizer="adam", zero: int = ZERO_STAGE.default, dp=None, hsdp_group=None,
                 shard: Mapping | None = None, select: Callable[[str], bool] | None = None,
                 quantization: str | None = None, adapter_policy=None) -> dict[str, Expr]:
     """Model-state bytes per device of a LoRA / QLoRA model: the keys of

@@ -40,14 +40,15 @@ from dataclasses import dataclass, field
 import sympy
 
 
-from ..activations import ATTENTION, RECOMPUTE, activation_rows, layer_activation_bytes
+from .. import choices
+from ..activations import activation_rows, layer_activation_bytes
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
-from ..parallel.pipeline import SCHEDULES, pipeline_stages
+from ..parallel.pipeline import pipeline_stages
 from ..parallel.tensor import sequence_dims, tensor_parallel
 from ..precision import precision as get_precision
 from ..symbols import as_expr
-from .states import DP, STAGES, model_states
+from .states import DP, model_states
 
 MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "total")
 
@@ -75,19 +76,19 @@ class Layout:
     d: object = None
     gpus: int | None = None
     sp: bool = False
-    zero: int = 0
+    zero: int = choices.ZERO_STAGE.default
     m: object = None
-    schedule: str = "1f1b"
+    schedule: str = choices.SCHEDULE.default
     v: int = 1
-    recompute: str = "none"
-    attention: str = "eager"
-    policy: str = "mixed"
-    optimizer: str = "adam"
-    precision: str = "bf16"
+    recompute: str = choices.RECOMPUTE.default
+    attention: str = choices.ATTENTION.default
+    policy: str = choices.DEFAULT_POLICY
+    optimizer: str = choices.DEFAULT_OPTIMIZER
+    precision: str = choices.PRECISION.default
     hsdp: object = None
     loss: bool = True
     lora_rank: object = None
-    lora_targets: object = ("q_proj", "v_proj")
+    lora_targets: object = choices.DEFAULT_LORA_TARGETS
     lora_dropout: bool = False
     quantization: str | None = None
 
@@ -114,11 +115,11 @@ class Layout:
             _degree(out.lora_rank, "lora_rank")
         if isinstance(out.zero, bool) or not isinstance(out.zero, int):
             raise CostgraphValueError(f"zero must be a stage 0-3, got {out.zero!r}")
-        if out.zero not in STAGES:
+        if out.zero not in choices.ZERO_STAGE.values:
             raise CostgraphValueError(f"ZeRO stage {out.zero!r} does not exist", hint="0, 1, 2 or 3")
-        for name, allowed in (("recompute", RECOMPUTE), ("attention", ATTENTION), ("schedule", SCHEDULES)):
-            if getattr(out, name) not in allowed:
-                raise CostgraphValueError(f"unknown {name} {getattr(out, name)!r}", hint="one of: " + ", ".join(allowed))
+        for choice in (choices.RECOMPUTE, choices.ATTENTION, choices.SCHEDULE):
+            if getattr(out, choice.name) not in choice.values:
+                raise CostgraphValueError(f"unknown {choice.name} {getattr(out, choice.name)!r}", hint=choice.hint())
         if out.hsdp is not None and out.zero == 0:
             raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs ZeRO 1, 2 or 3")
         if out.schedule != "interleaved" and out.v != 1:

@@ -36,6 +36,7 @@ import numpy as np
 import sympy
 
 
+from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE as _RECOMPUTE, ZERO_STAGE
 from ..evaluator import vectorized
 from ..graph import CostGraph
 from ..symbols import as_expr, dim
@@ -44,8 +45,8 @@ from .memory import Layout, _experts, training_memory
 from .validity import expert_counts, split_axes
 
 T, P, C, EP, D, M = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m"))
-RECOMPUTE = ("none", "selective", "full")
-ZERO = (0, 1, 2, 3)
+RECOMPUTE = _RECOMPUTE.values
+ZERO = ZERO_STAGE.values
 
 
 @dataclass
@@ -96,8 +97,8 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
-         efficiency=sympy.Rational(1, 2), attention: str = "eager", policy: str = "mixed",
-         optimizer: str = "adam", max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
+         efficiency=sympy.Rational(1, 2), attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
+         optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
          cp_options=(1, 2, 4, 8), top: int = 10) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory)

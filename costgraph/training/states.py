@@ -55,6 +55,7 @@ from collections.abc import Callable, Collection, Mapping
 
 import sympy
 
+from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, DP_SYMBOL, ZERO_STAGE
 from ..errors import CostgraphValueError
 from ..graph import ZERO, CostGraph, numel
 from ..symbols import dim
@@ -62,16 +63,16 @@ from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_p
 
 # The data-parallel degree when none is given. Not ``d``: Llama-style models
 # already use ``d`` for the head dimension. N_d is the ZeRO paper's name.
-DP = dim("N_d")
+DP = dim(DP_SYMBOL)
 
-STAGES = (0, 1, 2, 3)
+STAGES = ZERO_STAGE.values
 KEYS = ("weights", "gradients", "optimizer", "total", "master", "gathered")
 
 Expr = sympy.Expr
 
 
-def model_states(graph: CostGraph, *, policy: str | Policy = "mixed", optimizer: str | Optimizer = "adam",
-                 zero: int = 0, dp: int | Expr | None = None, hsdp_group: int | Expr | None = None,
+def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, optimizer: str | Optimizer = DEFAULT_OPTIMIZER,
+                 zero: int = ZERO_STAGE.default, dp: int | Expr | None = None, hsdp_group: int | Expr | None = None,
                  shard: Mapping[str, Expr | int | tuple] | None = None,
                  frozen: Callable[[str], bool] | Collection[str] | None = None,
                  select: Callable[[str], bool] | None = None) -> dict[str, Expr]:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ...choices import CAUSAL, CONVENTION, PRECISION
 from ... import units
 from ...model import LABELS
 from ...printing import field_order
@@ -312,8 +313,8 @@ def inference_section(rep) -> Section:
     return Section("Inference", settings, [Table("per device", rows)], verdict, list(rep.notes))
 
 
-def build(model, values=None, *, config: str | None = None, convention: str = "matmul", precision="bf16",
-          causal: str = "full", training=None, fits=None, inference=None) -> Report:
+def build(model, values=None, *, config: str | None = None, convention: str = CONVENTION.default, precision=PRECISION.default,
+          causal: str = CAUSAL.default, training=None, fits=None, inference=None) -> Report:
     """The content of a report on ``model`` (a :class:`~costgraph.model.Model`).
 
     ``values``: symbol → int (None: formulas only); ``config``: the

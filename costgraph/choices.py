@@ -1,0 +1,154 @@
+"""Every named choice of an analysis and its default, written once.
+
+A *choice* is a setting whose values are a fixed list of names: the FLOP
+convention, the causal-mask count, the activation profile, the pipeline
+schedule, the recomputation policy, the attention kernel, the ZeRO stage,
+the activation precision. Each is declared here once, with its values, its
+default and a one-line meaning per value. Everything else reads it:
+
+* :class:`costgraph.training.memory.Layout` (its field defaults and checks),
+* the analyses that validate a name (:mod:`costgraph.activations`,
+  :mod:`costgraph.parallel.pipeline`, :mod:`costgraph.totals`, the planner),
+* every subcommand's ``argparse`` options, through :func:`add_option`,
+* the JSON Schemas' ``enum``\\ s (``tests/test_choices.py`` checks that each
+  schema property named after a choice lists exactly its values).
+
+Settings whose names come from a data table (precision *policies*,
+optimizers, weight and KV dtypes, hardware presets) are not fixed lists:
+their names live in their tables (``policies.toml``, ``optimizers.toml``,
+``dtypes.toml``, ``hardware.toml``); only their defaults are written here.
+
+This module imports nothing of costgraph's and not SymPy: the CLI reads it to
+build ``--help`` without loading the engine.
+
+>>> SCHEDULE.values
+('1f1b', 'interleaved', 'gpipe')
+>>> SCHEDULE.default
+'1f1b'
+>>> ZERO_STAGE.check(4)
+Traceback (most recent call last):
+...
+ValueError: unknown ZeRO stage 4; one of: 0, 1, 2, 3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A named setting: ``name`` (as the field of a layout or the key of a
+    JSON document), ``what`` (how an error names it), ``meanings`` (value →
+    one-line meaning, in the order options list them) and ``default``."""
+
+    name: str
+    what: str
+    meanings: tuple[tuple[object, str], ...]
+    default: object
+
+    def __post_init__(self):
+        if self.default not in self.values:   # a mistake in this file, not the user's
+            raise AssertionError(f"default {self.default!r} of {self.name} is not one of {self.values}")
+
+    @property
+    def values(self) -> tuple:
+        """The allowed values, in order."""
+        return tuple(v for v, _ in self.meanings)
+
+    def meaning(self, value) -> str:
+        """The one-line meaning of ``value``."""
+        return dict(self.meanings)[value]
+
+    def check(self, value) -> object:
+        """``value`` if it is allowed; else ``ValueError`` naming the choices
+        (the analyses turn it into their located error)."""
+        if isinstance(value, bool) or value not in self.values:
+            raise ValueError(f"unknown {self.what} {value!r}; one of: " + ", ".join(map(str, self.values)))
+        return value
+
+    def hint(self) -> str:
+        """``one of: a, b, c`` for an error message's hint."""
+        return "one of: " + ", ".join(map(str, self.values))
+
+    def help(self) -> str:
+        """An option's help text: each value with its meaning, the default marked."""
+        parts = [f"{v} ({m}{'; default' if v == self.default else ''})" for v, m in self.meanings]
+        return "; ".join(parts)
+
+
+CONVENTION = Choice("convention", "FLOP convention", (
+    ("matmul", "matrix products only, 2 FLOPs per multiply-add: Megatron-LM, PaLM, FlopCounterMode"),
+    ("all", "also norms, softmax, activations and elementwise ops"),
+), "matmul")
+
+CAUSAL = Choice("causal", "causal count", (
+    ("full", "attention products over the full s x s square"),
+    ("half", "the kept (query, key) pairs as an area, s^2/2"),
+    ("exact", "whole kept pairs, s(s+1)/2"),
+), "full")
+
+PROFILE = Choice("profile", "activation profile", (
+    ("korthikanti", "what is kept for backward per Korthikanti et al. 2022"),
+    ("pytorch", "what PyTorch autograd keeps in Hugging Face's eager implementations"),
+), "korthikanti")
+
+PRECISION = Choice("precision", "precision", (
+    ("bf16", "activations 2 bytes per element"),
+    ("fp16", "activations 2 bytes per element"),
+    ("fp32", "activations 4 bytes per element"),
+), "bf16")
+
+SCHEDULE = Choice("schedule", "pipeline schedule", (
+    ("1f1b", "one forward, one backward (PipeDream-Flush, Megatron-LM's default)"),
+    ("interleaved", "Megatron-LM's interleaved 1F1B with v model chunks per device"),
+    ("gpipe", "all forwards, then all backwards"),
+), "1f1b")
+
+RECOMPUTE = Choice("recompute", "recompute policy", (
+    ("none", "keep every activation"),
+    ("selective", "recompute the attention core (Korthikanti et al. 2022 §4.2)"),
+    ("full", "keep each layer's input only, recompute the layer"),
+), "none")
+
+ATTENTION = Choice("attention", "attention kernel", (
+    ("eager", "the s x s scores and probabilities are kept"),
+    ("flash", "a fused kernel: only the output and the log-sum-exp are kept"),
+), "eager")
+
+ZERO_STAGE = Choice("zero", "ZeRO stage", (
+    (0, "no sharding: plain data parallelism"),
+    (1, "optimizer states sharded (Megatron's distributed optimizer)"),
+    (2, "optimizer states and gradients sharded"),
+    (3, "parameters too (FSDP FULL_SHARD)"),
+), 0)
+
+#: every fixed-list choice, by name
+CHOICES: dict[str, Choice] = {c.name: c for c in (CONVENTION, CAUSAL, PROFILE, PRECISION, SCHEDULE, RECOMPUTE,
+                                                   ATTENTION, ZERO_STAGE)}
+
+# Defaults of settings whose names live in data tables (see the module docstring).
+#: the training precision policy (``policies.toml``)
+DEFAULT_POLICY = "mixed"
+#: the optimizer (``optimizers.toml``)
+DEFAULT_OPTIMIZER = "adam"
+#: inference weight and KV cache dtypes (``inference/dtypes.toml``)
+DEFAULT_WEIGHTS = "bf16"
+DEFAULT_KV = "bf16"
+#: the fraction of the peak the compute kernels reach in the step-time model
+DEFAULT_EFFICIENCY = "0.5"
+#: the name of the data-parallel degree when no device count is given (the
+#: ZeRO paper's N_d; not ``d``, which Llama-style models use for the head size)
+DP_SYMBOL = "N_d"
+#: the linears LoRA adapts by default (PEFT's default for Llama: q_proj, v_proj)
+DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
+
+
+def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | None = None, **kwargs) -> None:
+    """Add ``--NAME`` for ``choice`` to an ``argparse`` parser: its values as
+    ``choices``, its default, and ``help`` (default: each value's meaning).
+    The ZeRO stage is parsed as an integer."""
+    if isinstance(choice.default, int):
+        kwargs.setdefault("type", int)
+    parser.add_argument(flag or f"--{choice.name}", choices=choice.values, default=choice.default,
+                        help=help if help is not None else choice.help(), **kwargs)
