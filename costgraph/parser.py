@@ -1,8 +1,8 @@
 """Text → located syntax tree (:mod:`costgraph.ast`).
 
 Syntax only: names are not resolved here. The grammar is
-``grammars/costgraph.lark`` (LALR(1)), loaded once through
-:mod:`costgraph.resources`. Syntax errors become
+``grammars/costgraph.lark`` (LALR(1)), built once by
+:mod:`costgraph.grammar`. Syntax errors become
 :class:`~costgraph.errors.CostgraphSyntaxError` with file, line, column, the
 line with a caret, and what was expected in the words a user types.
 """
@@ -10,22 +10,14 @@ line with a caret, and what was expected in the words a user types.
 from __future__ import annotations
 
 import re
-from functools import cache
 
-from lark import Lark, Token, Transformer_NonRecursive, Tree, v_args
+from lark import Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast
 from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, Location
-from .resources import grammar_text
+from .grammar import lark_parser
 from .syntax_errors import _location, _syntax_error
-
-
-@cache
-def _lark() -> Lark:
-    # cache=True: lark keeps the built LALR tables in the temp folder, keyed by
-    # the grammar's hash, so later starts skip building them (about 40 ms)
-    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=True, cache=True)
 
 
 class _ToAst(Transformer_NonRecursive):
@@ -325,7 +317,7 @@ def parse(text: str, path: str = "<string>") -> ast.File:
     # lines as the parser counts them (only "\n" ends a line)
     lines = [ln.rstrip("\r") for ln in text.split("\n")]
     try:
-        tree = _lark().parse(text)
+        tree = lark_parser().parse(text)
     except UnexpectedInput as e:
         raise _syntax_error(e, text, path, lines) from None
     _check_depth(tree, path, lines)

@@ -14,6 +14,7 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .errors import CostgraphSyntaxError, Location
+from .grammar import lark_parser
 
 # --- syntax errors in the user's words ---------------------------------------
 #
@@ -97,10 +98,8 @@ _CLOSERS = {v: k for k, v in _OPENERS.items()}
 def _word(name: str) -> str:
     if name in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[name]
-    from .parser import _lark   # (the parser imports this module)
-
     try:
-        pattern = _lark().get_terminal(name).pattern
+        pattern = lark_parser().get_terminal(name).pattern
     except KeyError:
         return name.lower()
     return f"'{pattern.value}'" if pattern.type == "str" else name.lower()
