@@ -28,12 +28,8 @@ from typing import Sequence
 
 import sympy
 
+from .integer_form import cg_floordiv, exact_parts
 from .symbols import as_expr
-
-class cg_floordiv(sympy.Function):
-    """``n // d`` of two integer-valued expressions: what :func:`_integer_floors`
-    makes of ``floor`` and ``ceiling`` (layer patterns count ``floor(l/6)``
-    layers), so that they are evaluated in integers, never through floats."""
 
 
 _PY_MODULES = [{"Min": min, "Max": max, "cg_floordiv": lambda n, d: n // d}, "math"]
@@ -97,8 +93,6 @@ class ExactEvaluator:
     """
 
     def __init__(self, exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol]):
-        from .integer_form import exact_parts   # (imports this module)
-
         self.symbols = tuple(symbols)
         args, rename = _safe_args(self.symbols)
         parts = []

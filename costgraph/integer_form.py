@@ -5,7 +5,7 @@ A cost formula is a whole number at valid sizes, but it may be written with
 fractions (``s w − w²/2`` under ``--causal half``, ``55 h/4`` per device),
 ``Min``/``Max`` of fractions, ``floor``/``ceiling`` (layer patterns count
 ``floor(l/6)`` layers), ``Mod`` and costgraph's
-:class:`~costgraph.evaluator.cg_floordiv`. :func:`exact_parts` rewrites it as
+:class:`cg_floordiv`. :func:`exact_parts` rewrites it as
 ``num / den`` where ``num`` and ``den`` use only integer operations on
 integers — ``+``, ``−``, ``×``, powers with whole exponents, ``Min``, ``Max``
 and ``cg_floordiv(n, d)`` (floor division, rounding towards −∞) — so
@@ -33,10 +33,16 @@ from math import gcd, lcm
 import sympy
 
 from .errors import CostgraphValueError
-from .evaluator import cg_floordiv
 from .symbols import as_expr
 
 ONE = sympy.Integer(1)
+
+
+class cg_floordiv(sympy.Function):
+    """``n // d`` of two integer-valued expressions: what ``floor`` and
+    ``ceiling`` become (layer patterns count ``floor(l/6)`` layers), so that
+    they are evaluated in integers, never through floats. Generated code and
+    :mod:`costgraph.evaluator` print it as floor division (rounding towards −∞)."""
 
 
 def _refuse(e, why: str):

@@ -59,7 +59,7 @@ def _bound(e: sympy.Expr) -> sympy.Expr:
     Min/Max/floor-division replaced by the sum of its arguments' bounds (all
     factors are integers of magnitude ≥ 1, so a product's bound covers its
     factors'). As :func:`costgraph.evaluator._overflow_bound`."""
-    from ..evaluator import cg_floordiv
+    from ..integer_form import cg_floordiv
 
     if e.is_Add:
         return sympy.Add(*[_bound(a) for a in e.args])

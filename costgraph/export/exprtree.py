@@ -26,7 +26,7 @@ JSON Schema is ``costgraph/export/schemas/expression.json``):
     greatest whole number ≤ x, the least ≥ x; layer patterns count
     ``floor(l/6)`` layers, see :mod:`costgraph.builder`), ``mod`` (2 args:
     ``a mod b``, the sign of ``b``), ``floordiv`` (2 args: ``⌊n/d⌋`` of two
-    whole numbers, the form :class:`costgraph.evaluator.cg_floordiv` gives
+    whole numbers, the form :class:`costgraph.integer_form.cg_floordiv` gives
     floors for exact evaluation), ``piecewise`` (args: ``{"op": "case",
     "args": [value, condition]}`` in order, the first true condition wins),
     ``sum`` (4 args: body, a ``sym`` node naming the index, lower and
@@ -75,7 +75,7 @@ OPS = tuple(sorted({*_NARY, *_ARITY, "piecewise"}))
 
 
 def _floordiv():
-    from ..evaluator import cg_floordiv
+    from ..integer_form import cg_floordiv
 
     return cg_floordiv
 
