@@ -32,22 +32,22 @@ target's integers and divides once, checking the remainder is zero.
 The expressions are printed by SymPy's code printers
 (:mod:`sympy.printing.pycode`, :mod:`sympy.printing.numpy`,
 :mod:`sympy.printing.c`, :mod:`sympy.printing.jscode`), subclassed for
-integer semantics — never by editing formula text.
+integer semantics — never by editing formula text. This module plans the
+program and picks the back-end (:mod:`.codegen_python`, :mod:`.codegen_c`,
+:mod:`.codegen_js`); what they share is in :mod:`.codegen_program`.
 """
 
 from __future__ import annotations
 
-import keyword
-import re
-import textwrap
-from dataclasses import dataclass, field
 from typing import Sequence
 
-import sympy
-
 from ..choices import CAUSAL, CONVENTION, PRECISION
-from ..errors import CostgraphValueError, tidy
+from ..errors import CostgraphValueError
 from ..integer_form import exact_parts
+from .codegen_c import c_source
+from .codegen_js import js_source
+from .codegen_program import Function, Program, identifier
+from .codegen_python import numpy_source, python_source
 
 LANGUAGES = ("python", "numpy", "c", "javascript")
 
@@ -69,92 +69,6 @@ CAUSAL_TEXT = {
     "half": "causal attention products over the kept (query, key) pairs as an area (s^2/2)",
     "exact": "causal attention products over the kept (query, key) pairs, whole pairs (s(s+1)/2)",
 }
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-# names a language reserves, or that the generated code itself uses
-RESERVED = {
-    "python": set(keyword.kwlist) | set(getattr(keyword, "softkwlist", ())) | {"min", "max"},
-    "numpy": set(keyword.kwlist) | set(getattr(keyword, "softkwlist", ())) | {"numpy", "dtype", "shape"},
-    "c": {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-          "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-          "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-          "volatile", "while", "_Bool", "_Complex", "_Imaginary", "bool", "true", "false", "int64_t",
-          "uint64_t", "int32_t", "size_t", "NULL", "main", "printf", "pow", "fmin", "fmax"},
-    "javascript": {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete",
-                   "do", "else", "enum", "export", "extends", "false", "finally", "for", "function", "if",
-                   "import", "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw",
-                   "true", "try", "typeof", "var", "void", "while", "with", "yield", "let", "static",
-                   "implements", "interface", "package", "private", "protected", "public", "await",
-                   "arguments", "eval", "undefined", "NaN", "Infinity", "BigInt", "Number", "Math",
-                   "TypeError", "RangeError", "module", "exports", "require", "globalThis", "Object"},
-}
-
-
-@dataclass(frozen=True)
-class Function:
-    """One generated function: ``quantity`` at ``scope``, ``num/den`` exactly."""
-
-    name: str                     # identifier, e.g. model_flops_forward (C adds the model prefix)
-    scope: str
-    quantity: str
-    unit: str
-    meaning: str
-    expr: sympy.Expr
-    num: sympy.Expr
-    den: sympy.Expr
-    args: tuple[str, ...]         # dimension names, in the model's order
-    formula: str                  # plain text, field order
-
-
-@dataclass
-class Program:
-    """Everything a language emitter needs (built by :func:`plan`)."""
-
-    model: str                    # the model's name
-    ident: str                    # the model's name as an identifier (C prefix)
-    symbols: dict[str, str]       # dimension → meaning, in the model's order
-    defaults: dict[str, int]      # dimension → value (from --config/--set), possibly empty
-    conventions: list[str]        # lines describing how the formulas were derived
-    functions: list[Function]
-    command: str                  # how to regenerate
-    names: dict[str, dict[str, str]] = field(default_factory=dict)   # language → dim → argument name
-
-    def arg_names(self, lang: str) -> dict[str, str]:
-        """Dimension → argument name in ``lang`` (a reserved word gets a trailing ``_``)."""
-        if lang not in self.names:
-            reserved = RESERVED[lang]
-            out, used = {}, set()
-            for d in self.symbols:
-                if not _IDENT.match(d):
-                    raise CostgraphValueError(f"dimension name {d!r} is not an identifier")
-                n = d
-                while n in reserved or n.lower().startswith(("cg_", "_cg")) or n in used:
-                    n += "_"
-                out[d] = n
-                used.add(n)
-            self.names[lang] = out
-        return self.names[lang]
-
-
-def identifier(text: str) -> str:
-    """``layers/attn`` → ``layers_attn``; a leading digit gets ``_``."""
-    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
-    return "_" + out if not out or out[0].isdigit() else out
-
-
-def plain(text: str) -> str:
-    """Text from a model file as one line safe inside any comment or
-    docstring: whitespace runs become one space, invisible characters are
-    escaped, and comment/docstring closers are broken (``*/``, ``\"\"\"``,
-    backslashes)."""
-    text = tidy(" ".join(str(text).split()))
-    return text.replace("\\", "/").replace("*/", "* /").replace('"""', "'''")
-
-
-def wrap(text: str, width: int = 88, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "    ",
-                         break_on_hyphens=False) or [indent]
 
 
 def _conventions(model, costs) -> list[str]:
@@ -224,63 +138,13 @@ def plan(model, scopes: Sequence[str] = ("model",), *, quantities: Sequence[str]
 
 def generate(program: Program, lang: str) -> str:
     """The source text of ``program`` in ``lang`` (one of :data:`LANGUAGES`)."""
-    if lang == "python":
-        from .codegen_python import python_source
-        return python_source(program)
-    if lang == "numpy":
-        from .codegen_python import numpy_source
-        return numpy_source(program)
-    if lang == "c":
-        from .codegen_c import c_source
-        return c_source(program)
-    if lang == "javascript":
-        from .codegen_js import js_source
-        return js_source(program)
-    raise CostgraphValueError(f"unknown language {lang!r}", hint="choose one of: " + ", ".join(LANGUAGES))
+    emit = _BACK_ENDS.get(lang)
+    if emit is None:
+        raise CostgraphValueError(f"unknown language {lang!r}", hint="choose one of: " + ", ".join(LANGUAGES))
+    return emit(program)
 
 
-def conventions_for(program: Program, quantity: str) -> str:
-    """The conventions a quantity depends on, as one sentence ('' for parameter counts)."""
-    c = program.conventions
-    pick = (c[0:2] if quantity.startswith("flops") else c[2:4] if quantity == "activation_bytes"
-            else c[2:3] if quantity.startswith("kv_cache") else [])
-    return ("Conventions: " + "; ".join(plain(x) for x in pick) + ".") if pick else ""
-
-
-def title(f) -> str:
-    """A generated function's first doc line: its meaning, scope and unit."""
-    return f"{plain(f.meaning)[:1].upper()}{plain(f.meaning)[1:]}, scope '{plain(f.scope)}' ({f.unit})."
-
-
-def comment_doc(program: Program, f, names: dict[str, str], arg_line, indent: str = "  ") -> list[str]:
-    """The lines of a C or JavaScript block comment of ``f``: :func:`title`, ``= formula``, the
-    conventions, then ``arg_line(name, rename, meaning)`` per argument (``rename``: `` (dimension
-    x)`` when the language's name differs from the dimension's)."""
-    doc = [title(f)] + wrap(f"= {f.formula}")
-    conv = conventions_for(program, f.quantity)
-    if conv:
-        doc += wrap(conv)
-    for a in f.args:
-        rename = f" (dimension {a})" if names[a] != a else ""
-        doc += wrap(arg_line(names[a], rename, plain(program.symbols.get(a, ""))), indent=indent)
-    return doc
-
-
-def header_lines(program: Program) -> list[str]:
-    """The common header text (one line each, safe for comments)."""
-    from .. import __version__
-
-    out = [f"Cost formulas of model '{plain(program.model)}', generated by costgraph {__version__}.",
-           "Do not edit; regenerate with:",
-           f"  {plain(program.command)}" if program.command else "  costgraph codegen ...",
-           "",
-           "Conventions:"]
-    out += [ln for c in program.conventions for ln in wrap(plain(c), indent="  ")]
-    out += ["", "Dimensions (positive whole numbers):"]
-    for d, meaning in program.symbols.items():
-        default = f" [default {program.defaults[d]}]" if d in program.defaults else ""
-        out.append(f"  {d}: {plain(meaning) or '(no description)'}{default}")
-    return out
+_BACK_ENDS = {"python": python_source, "numpy": numpy_source, "c": c_source, "javascript": js_source}
 
 
 __all__ = ["LANGUAGES", "Function", "Program", "plan", "generate"]

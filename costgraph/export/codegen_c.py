@@ -24,7 +24,7 @@ from sympy.printing.c import C99CodePrinter
 
 from ..errors import CostgraphValueError
 from ..printing import field_order
-from .codegen import Program, comment_doc, header_lines
+from .codegen_program import Program, comment_doc, header_lines
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 INT64_MAX = 2 ** 63 - 1

@@ -14,7 +14,7 @@ from sympy.printing.jscode import JavascriptCodePrinter
 
 from ..errors import CostgraphValueError
 from ..printing import field_order
-from .codegen import Program, comment_doc, header_lines, plain
+from .codegen_program import Program, comment_doc, header_lines, plain
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 

@@ -16,7 +16,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..printing import field_order
-from .codegen import Program, conventions_for, header_lines, plain, title, wrap
+from .codegen_program import Program, conventions_for, header_lines, plain, title, wrap
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
 _SETTINGS = {"order": "none", "fully_qualified_modules": True}
