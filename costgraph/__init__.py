@@ -12,7 +12,7 @@ sums over the graph give closed forms per node, block, layer and model.
 
 from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
 
-__version__ = "0.1.0"
+from .version import __version__
 
 # The API's names are imported on first use (PEP 562), so that importing the
 # package, or the command line for --help, list and ops, does not import SymPy.

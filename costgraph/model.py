@@ -34,18 +34,7 @@ from .loader import load_program
 from .precision import Precision, precision as get_precision
 from .printing import field_order, grouped, to_text
 from .totals import QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
-
-LABELS = {
-    "params": "parameters",
-    "params_active": "active parameters",
-    "flops_forward": "forward FLOPs",
-    "flops_backward": "backward FLOPs",
-    "flops_backward_input": "  of which input gradients",
-    "flops_backward_weight": "  of which weight gradients",
-    "activation_bytes": "activation bytes",
-    "kv_cache_bytes": "KV cache bytes",
-    "kv_cache_bytes_per_token": "  per token",
-}
+from .units import LABELS  # noqa: F401  (costgraph.model.LABELS, as before)
 
 
 class Model:

@@ -27,6 +27,10 @@ The JSON document is a stable contract for other programs (see README,
 ``expr`` is infix SymPy/Python syntax, expanded, terms in the field's order;
 ``value`` is an exact integer. Breakdown quantities are per instance; a row
 counts ``count`` times in its scope (``l`` for a layer at model scope).
+
+Every ``costs`` argument here is a :class:`costgraph.model.Costs`; this module
+does not import :mod:`costgraph.model` (the model imports it to show itself in
+Jupyter), so the parameters are not annotated with the class.
 """
 
 from __future__ import annotations
@@ -35,13 +39,14 @@ import json
 
 import sympy
 
-from . import __version__, units
+from . import units
 from .export.exprtree import to_tree
-from .model import LABELS, Costs
 from .precision import ROLES
 from .printing import field_order, to_latex, to_python, to_text
 from .tables import table
 from .totals import QUANTITIES
+from .units import LABELS
+from .version import __version__
 
 MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
@@ -58,7 +63,7 @@ def _quantity(q: str, expr: sympy.Expr, subs) -> dict:
     return out
 
 
-def to_json(costs: Costs, values: dict | None = None, breakdown: bool = True) -> str:
+def to_json(costs, values: dict | None = None, breakdown: bool = True) -> str:
     """The JSON contract above; ``values`` maps dimension symbols to integers."""
     m = costs.model
     doc = {
@@ -99,7 +104,7 @@ def _row_type(r: dict) -> str:
     return "repeat" if r["block"] == "repeat" else "block"
 
 
-def to_latex_doc(costs: Costs) -> str:
+def to_latex_doc(costs) -> str:
     """An ``aligned`` environment with the main quantities, in field order: parameters
     (total and active), forward and backward FLOPs, activation bytes, and the KV
     cache where the model has one."""
@@ -109,11 +114,11 @@ def to_latex_doc(costs: Costs) -> str:
     return "\\begin{aligned}\n" + "\n".join(lines) + "\n\\end{aligned}"
 
 
-def _display(costs: Costs, q: str):
+def _display(costs, q: str):
     return costs.grouped(q) if costs.scope == "model" and costs.model.graph.groups else costs.ordered(q)
 
 
-def _shown(costs: Costs) -> list[str]:
+def _shown(costs) -> list[str]:
     """Quantities worth a line: the KV cache only where the model has one."""
     q = costs.quantities
     out = []
@@ -124,7 +129,7 @@ def _shown(costs: Costs) -> list[str]:
     return out
 
 
-def warnings(costs: Costs, values: dict | None) -> list[str]:
+def warnings(costs, values: dict | None) -> list[str]:
     """Values that are legal but probably not meant: a sequence longer than a
     learned position table (``s > s_max``)."""
     out = []
@@ -156,7 +161,7 @@ def _dropout(model) -> str:
     return "dropout on"
 
 
-def _header(costs: Costs) -> list[str]:
+def _header(costs) -> list[str]:
     """What the numbers depend on: scope, options, dropout, profile, FLOP and byte conventions."""
     m = costs.model
     p = costs.precision
@@ -174,7 +179,7 @@ def _header(costs: Costs) -> list[str]:
               f"token ids {p.index} B per element)"]
 
 
-def to_text_doc(costs: Costs, values: dict | None = None, breakdown: bool = False,
+def to_text_doc(costs, values: dict | None = None, breakdown: bool = False,
                 note: str | None = None) -> str:
     """Readable text: formulas, then numbers with units when every symbol has
     a value, or the formulas with the given values put in when only some have."""

@@ -29,6 +29,20 @@ UNITS = {
     "kv_cache_bytes_per_token": "bytes",
 }
 
+#: How each quantity is labelled in tables and reports (an indented label is a
+#: part of the line above it).
+LABELS = {
+    "params": "parameters",
+    "params_active": "active parameters",
+    "flops_forward": "forward FLOPs",
+    "flops_backward": "backward FLOPs",
+    "flops_backward_input": "  of which input gradients",
+    "flops_backward_weight": "  of which weight gradients",
+    "activation_bytes": "activation bytes",
+    "kv_cache_bytes": "KV cache bytes",
+    "kv_cache_bytes_per_token": "  per token",
+}
+
 
 def count(n: int) -> str:
     """``124439808`` → ``124.4 M`` (decimal SI prefix)."""

@@ -367,7 +367,7 @@ def to_json(g) -> str:
     is ``costgraph schema graph``."""
     import networkx as nx
 
-    from .. import __version__
+    from ..version import __version__
 
     try:
         doc = nx.node_link_data(g, edges="edges")
@@ -400,7 +400,7 @@ def model_html(model, scope: str = "model", picture: bool | None = None) -> str:
     Graphviz's ``dot`` is installed (``picture``: force on or off)."""
     from html import escape
 
-    from ..model import LABELS
+    from ..units import LABELS
     from ..printing import to_text
 
     costs = model.costs(scope)

@@ -70,7 +70,7 @@ def to_dict(rep: InferenceReport, symbols: dict) -> dict:
     """The JSON contract of the module docstring (schema ``costgraph schema infer``): each
     quantity as ``expr``/``tree``/``latex`` and its value (FLOP, bytes, seconds), the settings,
     assumptions and warnings; ``symbols``: the model's dimension meanings."""
-    from .. import __version__
+    from ..version import __version__
 
     q, v = rep.quantities, rep.values
     doc = {"costgraph": __version__, "model": rep.model, "settings": rep.settings,

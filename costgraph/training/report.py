@@ -50,7 +50,8 @@ import sympy
 
 from ..symbols import as_expr
 
-from .. import __version__, units
+from .. import units
+from ..version import __version__
 from ..export.exprtree import to_tree
 from ..printing import field_order, to_latex, to_python, to_text
 from ..tables import table

@@ -32,7 +32,7 @@ import sympy
 
 from ...choices import CAUSAL, CONVENTION, PRECISION
 from ... import units
-from ...model import LABELS
+from ...units import LABELS
 from ...printing import field_order
 from ...totals import QUANTITIES
 
@@ -120,7 +120,7 @@ class Report:
 
 
 def label(q: str) -> str:
-    """The label of quantity ``q`` (:data:`costgraph.model.LABELS`), whole when it stands alone."""
+    """The label of quantity ``q`` (:data:`costgraph.units.LABELS`), whole when it stands alone."""
     return "KV cache bytes per token" if q == "kv_cache_bytes_per_token" else LABELS[q].strip()
 
 

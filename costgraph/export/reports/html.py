@@ -15,7 +15,7 @@ import html
 import re
 from importlib import resources
 
-from ... import __version__
+from ...version import __version__
 from .content import Report, Section, Table
 
 

@@ -4,7 +4,7 @@ renders), graph paths as code spans. A ``|`` inside a cell is escaped."""
 
 from __future__ import annotations
 
-from ... import __version__
+from ...version import __version__
 from ...printing import to_latex
 from .content import Report, Section, Table
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import unicodedata
 from importlib import resources
 
-from ... import __version__
+from ...version import __version__
 from ...printing import to_latex
 from .content import BlockRow, Report, Section, Table
 
