@@ -12,16 +12,31 @@ on an edge, such as dropout masks or rotary tables) and KV-cache entries
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import sympy
 
 from .errors import CostgraphSemanticError, Location
 from .symbols import as_expr
-from .graph import ONE, CacheEntry, Flops, Tensor, Weight
+from .graph import ONE, CacheEntry, CostGraph, Flops, Tensor, Weight
 
-if TYPE_CHECKING:
-    from .builder import Builder
+
+class Walk(Protocol):
+    """What an :class:`OpContext` reads from the walk that builds the graph
+    (:class:`costgraph.builder.Builder` is one): the build settings, the graph
+    being filled, the number of copies (``count``) and of active copies
+    (``active``) of the statement being built, the tensors made once for the
+    whole model (``shared``, by key), and how a ``tied=`` name finds its weight.
+    This module owns the interface, so it never imports the builder."""
+
+    settings: object
+    cg: CostGraph
+    count: sympy.Expr
+    active: sympy.Expr
+    shared: dict[str, Tensor]
+
+    def find_weight(self, name: str, loc: Location) -> str:
+        """The id of the weight ``tied=name`` names, seen from the current block."""
 
 
 def as_dim(d) -> sympy.Expr:
@@ -90,7 +105,7 @@ def same(a, b) -> bool:
 class OpContext:
     """What an operator rule sees: its arguments and ways to declare its costs."""
 
-    def __init__(self, builder: "Builder", kind: str, path: str, args: dict, loc: Location):
+    def __init__(self, builder: Walk, kind: str, path: str, args: dict, loc: Location):
         self.b = builder
         self.kind = kind
         self.path = path
