@@ -1,0 +1,141 @@
+"""Calls in the builder's walk: a name is a block (:mod:`costgraph.builder_blocks`),
+a dimension function, or an operator of :data:`costgraph.ops.REGISTRY`.
+
+An operator call's arguments are matched to the operator's parameters and
+evaluated as each parameter's kind asks; its rule declares the node's costs
+through an :class:`~costgraph.context.OpContext`, and the call becomes one
+graph node.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from . import ast
+from .builder_expressions import DIM_FUNCS
+from .builder_scope import CONSTANTS, Evaluated, Scope, check_size, describe, did_you_mean
+from .context import OpContext
+from .errors import CostgraphSemanticError, Location
+from .graph import Cost, Tensor
+from .ops import REGISTRY
+from .ops.registry import REQUIRED
+
+
+class Calls:
+    """The builder's operator calls (a mixin of :class:`costgraph.builder.Builder`)."""
+
+    def call(self, e: ast.Call, scope: Scope):
+        table = self.program.blocks if not self.block_stack else self._block_table()
+        if e.name in table:
+            return self.call_block(table[e.name], e, scope)
+        if e.name in DIM_FUNCS and not e.kwargs:
+            values = [self.evaluate(a, scope) for a in e.args]
+            if all(isinstance(v, sympy.Expr) for v in values):
+                return self.dim_function(e, values)
+            if e.name not in REGISTRY:
+                bad = next(v for v in values if not isinstance(v, sympy.Expr))
+                raise CostgraphSemanticError(f"{e.name}() takes dimension expressions, got {describe(bad)}",
+                                             e.loc, hint=DIM_FUNCS[e.name][2])
+            # an operator of that name (on tensors): its arguments are evaluated once
+            e = ast.Call(e.name, tuple(a if isinstance(a, ast.Var) else Evaluated(v, a.loc)
+                                       for a, v in zip(e.args, values)), e.kwargs, e.loc)
+        if e.name in REGISTRY:
+            spec = REGISTRY[e.name]
+            args, name = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
+            return self.apply_op(e.name, args, name, e.loc)
+        raise CostgraphSemanticError(
+            f"unknown operator or block '{e.name}'", e.loc,
+            hint=did_you_mean(e.name, set(REGISTRY) | set(table), "operators: " + ", ".join(sorted(REGISTRY))))
+
+    def _match_args(self, e: ast.Call, names: list[str], what: str):
+        """Pair a call's positional and keyword arguments with parameter
+        ``names``: ({name: (expr, loc)}, the node name given as ``name=``)."""
+        if len(e.args) > len(names):
+            raise CostgraphSemanticError(
+                f"{what} takes {len(names)} argument(s) ({', '.join(names)}), {len(e.args)} given",
+                e.args[len(names)].loc, hint=f"{what.removeprefix('block ')}({', '.join(names)})")
+        given = {name: (arg, arg.loc) for name, arg in zip(names, e.args)}
+        node_name = None
+        for kw, value, loc in e.kwargs:
+            if kw == "name":
+                if not isinstance(value, ast.Var):
+                    raise CostgraphSemanticError("name= takes a bare name, e.g. name=attn", loc)
+                node_name = value.name
+                continue
+            if kw not in names:
+                raise CostgraphSemanticError(
+                    f"{what} has no argument '{kw}'", loc,
+                    hint=did_you_mean(kw, set(names), "its arguments: " + ", ".join(names)))
+            if kw in given:
+                raise CostgraphSemanticError(f"argument '{kw}' of {what.removeprefix('block ')} is given twice", loc)
+            given[kw] = (value, loc)
+        return given, node_name
+
+    def _bind(self, e: ast.Call, scope: Scope, params, what: str):
+        """Match a call's arguments to an operator's ``params`` [(name, kind, default)]
+        and evaluate each as its kind asks."""
+        names = [p[0] for p in params]
+        given, node_name = self._match_args(e, names, what)
+        args = {}
+        for pname, kind, default in params:
+            if pname not in given:
+                if default is REQUIRED:
+                    raise CostgraphSemanticError(f"{what} needs the argument '{pname}'", e.loc,
+                                                 hint=f"{what}({', '.join(names)})")
+                args[pname] = default
+                continue
+            expr, loc = given[pname]
+            args[pname] = self._eval_kind(expr, kind, scope, f"argument '{pname}' of {what}", loc,
+                                          optional=default is None)
+        return args, node_name
+
+    def _eval_kind(self, expr, kind: str, scope: Scope, what: str, loc: Location, optional: bool = False):
+        if kind == "ident":
+            if isinstance(expr, ast.Var) and expr.name in CONSTANTS and CONSTANTS[expr.name] is None:
+                return None
+            if not isinstance(expr, ast.Var):
+                raise CostgraphSemanticError(f"{what} takes a bare name", loc)
+            return expr.name
+        v = self.evaluate(expr, scope)
+        ok = {"tensor": isinstance(v, Tensor),
+              "bool": isinstance(v, bool),
+              "dim": isinstance(v, sympy.Expr) or (v is None and optional),
+              "any": True}[kind]
+        if not ok:
+            want = {"tensor": "a tensor", "bool": "true or false", "dim": "a dimension expression"}[kind]
+            raise CostgraphSemanticError(f"{what} must be {want}, got {describe(v)}", loc)
+        if kind == "dim":
+            check_size(v, what, loc)
+        return v
+
+    def apply_op(self, kind: str, args: dict, name: str | None, loc: Location):
+        self.grow(loc)
+        path = self.claim(name or kind, name is not None, loc)
+        ctx = OpContext(self, kind, path, args, loc)
+        try:
+            result = REGISTRY[kind].rule(ctx)
+        except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as err:
+            shown = ", ".join(f"{k}={describe(v)}" for k, v in args.items() if v is not None)
+            raise CostgraphSemanticError(f"{kind} cannot be applied to {shown}", loc,
+                                         hint=f"see `costgraph ops` for what {kind} takes") from err
+        if ctx.is_identity:
+            return result
+        inputs = [v for v in args.values() if isinstance(v, Tensor)]
+        cost = Cost(ctx.cost["forward"], ctx.cost["backward_input"], ctx.cost["backward_weight"],
+                    tuple(ctx.weights), tuple(ctx.tied), tuple(ctx.saved))
+        attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
+        self.cg.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
+                               outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
+                               count=self.count, active=self.active, cost=cost, group=self._group())
+        for t in ctx.outputs:
+            self.cg.tensors[t.id] = t
+        for t in inputs:
+            self.cg.add_edge(t.producer, path, t.id, shape=t.shape, role=t.role)
+        return result
+
+    def _group(self) -> str | None:
+        for depth in range(len(self.path), 0, -1):
+            p = "/".join(self.path[:depth])
+            if p in self.cg.groups:
+                return p
+        return None
