@@ -149,6 +149,37 @@ def dropout_in(config: dict, keys=DROPOUT_KEYS) -> bool:
     return False
 
 
+def _model_type(config: dict, source: str) -> str:
+    """The config's ``model_type``, one the mapping supports."""
+    model_type = config.get("model_type")
+    if model_type is None:
+        raise CostgraphValueError(f"{source}: no 'model_type' key",
+                                  hint="a Hugging Face config.json names its architecture in model_type; "
+                                       "supported: " + ", ".join(supported_model_types()))
+    if not isinstance(model_type, str) or model_type not in mapping():
+        raise CostgraphValueError(
+            f"{source}: unsupported model_type {model_type!r}",
+            hint="supported: " + ", ".join(supported_model_types()))
+    return model_type
+
+
+def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
+    """Refuse a variant the mapped model file does not describe (the entry's ``unsupported`` rules)."""
+    for rule in entry.get("unsupported", ()):
+        v = config.get(rule["key"], None)
+        if v is None:
+            continue
+        if "cycle" in rule:
+            _check_cycle(r, rule, v, entry["model"])
+        elif "at_least" in rule:     # Jamba's num_experts = 1: dense MLPs everywhere, not a 1-expert MoE
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < rule["at_least"]:
+                r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
+                       f"describe (supported: {rule['at_least']} or more)")
+        elif v not in rule["allowed"]:
+            r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
+                   f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed'])})")
+
+
 def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | None = None,
                    profile: str = "korthikanti", model: str | None = None) -> HFModel:
     """Map a parsed ``config.json`` to a bundled model and dimension values.
@@ -175,31 +206,10 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     if not isinstance(config, dict):
         raise CostgraphValueError(f"{source}: a config.json holds a JSON object, got {shown(config)}",
                                   hint="pass the parsed JSON (a dict), or a path to load_hf_config")
-    model_type = config.get("model_type")
-    table = mapping()
-    if model_type is None:
-        raise CostgraphValueError(f"{source}: no 'model_type' key",
-                                  hint="a Hugging Face config.json names its architecture in model_type; "
-                                       "supported: " + ", ".join(supported_model_types()))
-    if not isinstance(model_type, str) or model_type not in table:
-        raise CostgraphValueError(
-            f"{source}: unsupported model_type {model_type!r}",
-            hint="supported: " + ", ".join(supported_model_types()))
-    entry = table[model_type]
+    model_type = _model_type(config, source)
+    entry = mapping()[model_type]
     r = _Reader(config, source)
-    for rule in entry.get("unsupported", ()):
-        v = config.get(rule["key"], None)
-        if v is None:
-            continue
-        if "cycle" in rule:
-            _check_cycle(r, rule, v, entry["model"])
-        elif "at_least" in rule:     # Jamba's num_experts = 1: dense MLPs everywhere, not a 1-expert MoE
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < rule["at_least"]:
-                r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
-                       f"describe (supported: {rule['at_least']} or more)")
-        elif v not in rule["allowed"]:
-            r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
-                   f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed'])})")
+    _check_unsupported(r, config, entry)
     options = {}
     for name, spec in entry.get("options", {}).items():
         v = r.spec(spec, name)

@@ -229,6 +229,51 @@ def _home(cg: CostGraph, path: str, store) -> str:
     return ""
 
 
+def _saved_bytes(cg: CostGraph, scope: Scope, path: str, d: dict, active, precision: Precision, share,
+                 seen_storage: set[str], shared_rows: list[dict]):
+    """Bytes of the storages node ``path`` (attributes ``d``) keeps for backward, per one
+    instance of its row; a storage already seen is not counted again, and one with fewer
+    copies than the node is charged to a ``storage`` row appended to ``shared_rows``
+    (see :func:`breakdown`)."""
+    act = ZERO
+    for tid in d["cost"].saved:
+        store = cg.tensors[cg.tensors[tid].storage]
+        if store.id in seen_storage:
+            continue
+        seen_storage.add(store.id)
+        part = 1 if share is None else share(store.id)
+        if part is None:
+            continue
+        nbytes = store.numel * precision.bytes(store.role) * part
+        if _rel(store.active, d["active"]) == 1:
+            act += nbytes * active
+            continue
+        home = _home(cg, path, store)
+        row_path = f"{home}/saved:{store.id}" if home else f"saved:{store.id}"
+        if not scope.contains(row_path):
+            continue   # a storage shared by more than this scope: charged where it is whole
+        s_count = _rel(store.count, scope.per)
+        s_active = _rel(_rel(store.active, scope.per_active), s_count)
+        shared_rows.append(_row(row_path, "storage", s_count, activation_bytes=nbytes * s_active))
+    return act
+
+
+def _kv_cache_bytes(cg: CostGraph, entries, precision: Precision) -> tuple:
+    """Bytes of one node's KV-cache ``entries`` for ``b`` sequences of ``s`` tokens (a window
+    caps the positions kept; a recurrent state is whole), and per token of one sequence."""
+    kv = kv_tok = ZERO
+    for entry in entries:
+        t = cg.tensors[entry.tensor]
+        if entry.state:   # a fixed-size recurrent state: whole, per sequence
+            kv += t.numel * precision.bytes(t.role)
+            continue
+        seq = t.shape[-2]
+        per_pos = t.numel / seq * precision.bytes(t.role)
+        kv += per_pos * (seq if entry.window is None else sympy.Min(seq, entry.window))
+        kv_tok += per_pos / t.shape[0]
+    return kv, kv_tok
+
+
 def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision,
               causal: str = _CAUSAL.default, leaves_only: bool = False, share=None) -> list[dict]:
     """One row per operator node in ``scope`` (program order), then one per
@@ -288,37 +333,9 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
                 seen_weight.add(wid)
                 params += cg.weights[wid].numel
                 params_active += cg.weights[wid].numel * active
-        act = ZERO
-        for tid in c.saved:
-            store = cg.tensors[cg.tensors[tid].storage]
-            if store.id in seen_storage:
-                continue
-            seen_storage.add(store.id)
-            part = 1 if share is None else share(store.id)
-            if part is None:
-                continue
-            nbytes = store.numel * precision.bytes(store.role) * part
-            if _rel(store.active, d["active"]) == 1:
-                act += nbytes * active
-                continue
-            home = _home(cg, path, store)
-            row_path = f"{home}/saved:{store.id}" if home else f"saved:{store.id}"
-            if not scope.contains(row_path):
-                continue   # a storage shared by more than this scope: charged where it is whole
-            s_count = _rel(store.count, scope.per)
-            s_active = _rel(_rel(store.active, scope.per_active), s_count)
-            shared_rows.append(_row(row_path, "storage", s_count, activation_bytes=nbytes * s_active))
+        act = _saved_bytes(cg, scope, path, d, active, precision, share, seen_storage, shared_rows)
         half = causal_share(d["attrs"], causal)
-        kv = kv_tok = ZERO
-        for entry in caches.get(path, ()):
-            t = cg.tensors[entry.tensor]
-            if entry.state:   # a fixed-size recurrent state: whole, per sequence
-                kv += t.numel * precision.bytes(t.role)
-                continue
-            seq = t.shape[-2]
-            per_pos = t.numel / seq * precision.bytes(t.role)
-            kv += per_pos * (seq if entry.window is None else sympy.Min(seq, entry.window))
-            kv_tok += per_pos / t.shape[0]
+        kv, kv_tok = _kv_cache_bytes(cg, caches.get(path, ()), precision)
         bi = c.backward_input.under(convention) * active * half
         bw = c.backward_weight.under(convention) * active * half
         rows.append(_row(path, d["kind"], count, params=params, params_active=params_active,

@@ -203,6 +203,23 @@ def _size_check(model, names: Sequence[str], dtype: str = "int64"):
     return ok
 
 
+def _checked_request(model, costs, axes: Sequence[Axis], quantities: Sequence[str] | None) -> list[str]:
+    """Refuse an axis that is no free dimension of ``model`` or an unknown quantity;
+    the quantities to sweep (all of ``costs``' when none are named)."""
+    dims = model.graph.dims
+    for a in axes:
+        if a.name not in dims:
+            raise CostgraphValueError(f"model '{model.name}' has no dimension '{a.name}' to sweep",
+                                      hint="its dimensions: " + ", ".join(model.symbols))
+        if dims[a.name].derived is not None:
+            raise CostgraphValueError(f"'{a.name}' is derived ({dims[a.name].derived}); sweep what it depends on")
+    quantities = list(quantities or costs.quantities)
+    unknown = [q for q in quantities if q not in costs.quantities]
+    if unknown:
+        raise CostgraphValueError(f"unknown quantity {unknown[0]!r}", hint="quantities: " + ", ".join(costs.quantities))
+    return quantities
+
+
 def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities: Sequence[str] | None = None,
           dtype: str = "int64", progress=None) -> Sweep:
     """Evaluate ``costs`` (a :class:`costgraph.Costs` of ``model``) at every
@@ -227,17 +244,7 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
 
     if dtype not in DTYPES:
         raise CostgraphValueError(f"unknown dtype {dtype!r}", hint="int64 (exact, default), float64 or exact")
-    dims = model.graph.dims
-    for a in axes:
-        if a.name not in dims:
-            raise CostgraphValueError(f"model '{model.name}' has no dimension '{a.name}' to sweep",
-                                      hint="its dimensions: " + ", ".join(model.symbols))
-        if dims[a.name].derived is not None:
-            raise CostgraphValueError(f"'{a.name}' is derived ({dims[a.name].derived}); sweep what it depends on")
-    quantities = list(quantities or costs.quantities)
-    unknown = [q for q in quantities if q not in costs.quantities]
-    if unknown:
-        raise CostgraphValueError(f"unknown quantity {unknown[0]!r}", hint="quantities: " + ", ".join(costs.quantities))
+    quantities = _checked_request(model, costs, axes, quantities)
     exprs = {q: costs.quantities[q] for q in quantities}
     swept = [a.name for a in axes]
     fixed = {k: v for k, v in fixed.items() if k not in swept}

@@ -283,17 +283,8 @@ def _R(p, q):
     return sympy.Rational(p, q)
 
 
-def compute_weight_and_optimizer_memory(args) -> sympy.Expr:
-    """Megatron's ``compute_weight_and_optimizer_memory`` (l. 12–305), in exact arithmetic."""
-    query_projection_size = args.kv_channels * args.num_attention_heads                     # l. 14
-    query_projection_to_hidden_size_ratio = query_projection_size / args.hidden_size        # l. 15
-    num_query_groups = args.num_query_groups
-    if not args.group_query_attention:                                                      # l. 17-18
-        num_query_groups = args.num_attention_heads
-    num_experts = 1 if args.num_experts is None else args.num_experts                       # l. 20
-    gated_linear_multiplier = _R(3, 2) if args.swiglu else 1                                # l. 21
-    shared_expert_ffn_hidden_size = (0 if args.moe_shared_expert_intermediate_size is None
-                                     else args.moe_shared_expert_intermediate_size)        # l. 23-27
+def _layer_counts(args):
+    """l. 29–57: dense and MoE layers of the model and of its MTP block, the MoE FFN size."""
     L = args.num_layers
     if args.num_experts is not None:                                                        # l. 29-44
         freq = args.moe_layer_freq
@@ -319,7 +310,12 @@ def compute_weight_and_optimizer_memory(args) -> sympy.Expr:
         mtp_num_dense_layers = (1 - last_is_moe) * args.mtp_num_layers
     else:
         mtp_num_moe_layers = mtp_num_dense_layers = 0
+    return num_dense_layers, num_moe_layers, moe_ffn_hidden_size, mtp_num_dense_layers, mtp_num_moe_layers
 
+
+def _self_attention_params(args, num_query_groups, query_projection_to_hidden_size_ratio):
+    """l. 60–93: the norm's size (1 for RMSNorm, 2 for LayerNorm) and one layer's self-attention
+    parameters (multi-latent attention, or grouped-query attention)."""
     norm_size = 1 if args.normalization == "RMSNorm" else 2                                 # l. 60
     h = args.hidden_size
     if args.multi_latent_attention:                                                         # l. 62-80
@@ -335,7 +331,25 @@ def compute_weight_and_optimizer_memory(args) -> sympy.Expr:
     else:                                                                                   # l. 82-93
         self_attn_term = 2 * h * h * ((1 + (num_query_groups / args.num_attention_heads))
                                       * query_projection_to_hidden_size_ratio)
+    return norm_size, self_attn_term
 
+
+def compute_weight_and_optimizer_memory(args) -> sympy.Expr:
+    """Megatron's ``compute_weight_and_optimizer_memory`` (l. 12–305), in exact arithmetic."""
+    query_projection_size = args.kv_channels * args.num_attention_heads                     # l. 14
+    query_projection_to_hidden_size_ratio = query_projection_size / args.hidden_size        # l. 15
+    num_query_groups = args.num_query_groups
+    if not args.group_query_attention:                                                      # l. 17-18
+        num_query_groups = args.num_attention_heads
+    num_experts = 1 if args.num_experts is None else args.num_experts                       # l. 20
+    gated_linear_multiplier = _R(3, 2) if args.swiglu else 1                                # l. 21
+    shared_expert_ffn_hidden_size = (0 if args.moe_shared_expert_intermediate_size is None
+                                     else args.moe_shared_expert_intermediate_size)        # l. 23-27
+    (num_dense_layers, num_moe_layers, moe_ffn_hidden_size,
+     mtp_num_dense_layers, mtp_num_moe_layers) = _layer_counts(args)                        # l. 29-57
+    norm_size, self_attn_term = _self_attention_params(
+        args, num_query_groups, query_projection_to_hidden_size_ratio)                     # l. 60-93
+    h = args.hidden_size
     embedding_size = h * args.padded_vocab_size                                             # l. 95
     final_layernorm = norm_size * h                                                         # l. 96
     attention_params = self_attn_term                                                       # l. 102
