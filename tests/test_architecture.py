@@ -1,0 +1,229 @@
+"""The shape of the house: no import cycle between modules, and size limits.
+
+Issue 15, item 6: "No import cycle between modules (function-level imports
+included); no module over 600 lines, no class over 400, no function over 80."
+
+The import graph is read from the source with :mod:`ast`, not by importing:
+every ``import`` statement counts wherever it stands (module level, inside a
+function, under ``if TYPE_CHECKING:``), relative imports are resolved against
+the importing module's package, importing a package counts as importing its
+``__init__``, and ``from pkg import name`` counts as importing the submodule
+``pkg.name`` when there is one (otherwise it imports ``pkg``). Importing a
+submodule does not count as importing its parent packages' ``__init__``
+(Python runs them first, but a package that imports its own submodules would
+otherwise always be a cycle); ``from . import __version__`` does.
+
+Sizes are measured in source lines: a module by its line count, a class or a
+function from its ``def``/``class`` line to the last line of its body
+(decorators excluded).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "costgraph"
+
+MAX_MODULE_LINES = 600
+MAX_CLASS_LINES = 400
+MAX_FUNCTION_LINES = 80
+
+# Import cycles that are known and owned by another helper. Each entry is the
+# sorted tuple of the modules of one strongly connected component. The list
+# can only shrink: an entry that is no longer a cycle fails the test.
+ALLOWED_CYCLES: dict[tuple[str, ...], str] = {
+    ("costgraph.cli", "costgraph.commands._analysis", "costgraph.commands.common"):
+        "being split by helper api (issue 15): commands import private helpers back from cli.py",
+}
+
+# Size violations that are known: "module" (whole file), "module:Class" or
+# "module:function" / "module:Class.method" -> why it is tolerated. The list
+# can only shrink: an entry that no longer violates fails the test.
+ALLOWED_SIZES: dict[str, str] = {
+    "costgraph.commands.solve:run": "being split by helper api (issue 15)",
+    "costgraph.inference.roofline:infer": "being split by helper placement (issue 15)",
+    "costgraph.parallel.communication": "being split by helper placement (issue 15)",
+    "costgraph.parallel.communication:communication": "being split by helper placement (issue 15)",
+    "costgraph.parallel.tensor:_walk": "being split by helper traits (issue 15)",
+    "costgraph.training.memory:training_memory": "being split by helper placement (issue 15)",
+    "costgraph.training.plan:_plan": "being split by helper placement (issue 15)",
+    "costgraph.training.states:model_states": "being split by helper placement (issue 15)",
+}
+
+
+def _module_name(path: Path) -> str:
+    """Dotted module name of a file under the package (``__init__`` → the package)."""
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package, by dotted name."""
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_package(name: str, modules: dict[str, Path]) -> bool:
+    return modules[name].name == "__init__.py"
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules that module ``name`` imports, anywhere in its body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = name if _is_package(name, modules) else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def add(target: str) -> None:
+        # "import a.b.c" counts as importing the deepest module it names;
+        # the parent packages' __init__ run first, but a submodule does not
+        # depend on them (otherwise every package would be a cycle).
+        parts = target.split(".")
+        for i in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:i])
+            if prefix in modules:
+                found.add(prefix)
+                return
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            # "from pkg import name": the submodule pkg.name when there is
+            # one, otherwise a name defined in pkg (its __init__ if a package).
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                add(submodule if submodule in modules else source)
+    found.discard(name)
+    return found
+
+
+def import_graph() -> nx.DiGraph:
+    """The package's module import graph: an edge a → b when a imports b."""
+    modules = _modules()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for name, path in modules.items():
+        for target in _imports(name, path, modules):
+            graph.add_edge(name, target)
+    return graph
+
+
+def _cycles(graph: nx.DiGraph) -> list[tuple[str, ...]]:
+    """The strongly connected components with more than one module."""
+    components = [tuple(sorted(c)) for c in nx.strongly_connected_components(graph)]
+    return sorted(c for c in components if len(c) > 1)
+
+
+def _describe(graph: nx.DiGraph, component: tuple[str, ...]) -> str:
+    cycle = nx.find_cycle(graph.subgraph(component))
+    path = " → ".join([edge[0] for edge in cycle] + [cycle[0][0]])
+    return f"{', '.join(component)}\n    e.g. {path}"
+
+
+def test_import_graph_sees_every_kind_of_import():
+    """The walker is not blind: a known edge of each kind is found."""
+    graph = import_graph()
+    # "from . import ast": the submodule costgraph.ast, not the package's __init__.
+    assert graph.has_edge("costgraph.builder", "costgraph.ast")
+    assert not graph.has_edge("costgraph.builder", "costgraph")
+    # "from .ops import REGISTRY": a name defined in a package's __init__.
+    assert graph.has_edge("costgraph.builder_calls", "costgraph.ops")
+    # "from ..graph import ...": a relative import two levels up.
+    assert graph.has_edge("costgraph.training.memory", "costgraph.graph")
+    # An import inside a method (Model._repr_html_).
+    assert graph.has_edge("costgraph.model", "costgraph.export.graph")
+    # An import under "if TYPE_CHECKING:" (the package's __init__).
+    assert graph.has_edge("costgraph", "costgraph.hf_config")
+
+
+def test_cycles_are_found():
+    """A two-module cycle and a longer one are reported, each as one component."""
+    graph = nx.DiGraph([("a", "b"), ("b", "a"), ("c", "d"), ("d", "e"), ("e", "c"), ("e", "f")])
+    assert _cycles(graph) == [("a", "b"), ("c", "d", "e")]
+    assert _cycles(nx.DiGraph([("a", "b"), ("b", "c")])) == []
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    cycles = _cycles(graph)
+    unexpected = [c for c in cycles if c not in ALLOWED_CYCLES]
+    stale = [c for c in ALLOWED_CYCLES if c not in cycles]
+    message = []
+    if unexpected:
+        message.append("import cycles:\n  " + "\n  ".join(_describe(graph, c) for c in unexpected))
+    if stale:
+        message.append("no longer cycles, remove from ALLOWED_CYCLES:\n  "
+                       + "\n  ".join(", ".join(c) for c in stale))
+    assert not message, "\n".join(message)
+
+
+def _line_span(node: ast.AST) -> int:
+    """Lines from the def/class line to the last line of the body, decorators excluded."""
+    return node.end_lineno - node.lineno + 1
+
+
+def size_violations() -> dict[str, str]:
+    """Every module, class and function over its limit, as key → "N lines > limit"."""
+    found: dict[str, str] = {}
+    for name, path in _modules().items():
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            found[name] = f"module {lines} lines > {MAX_MODULE_LINES}"
+
+        def visit(node: ast.AST, prefix: str) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    key = f"{name}:{prefix}{child.name}"
+                    span = _line_span(child)
+                    if span > MAX_CLASS_LINES:
+                        found[key] = f"class {span} lines > {MAX_CLASS_LINES}"
+                    visit(child, f"{prefix}{child.name}.")
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    key = f"{name}:{prefix}{child.name}"
+                    span = _line_span(child)
+                    if span > MAX_FUNCTION_LINES:
+                        found[key] = f"function {span} lines > {MAX_FUNCTION_LINES}"
+                    visit(child, f"{prefix}{child.name}.")
+                else:
+                    visit(child, prefix)
+
+        visit(ast.parse(text, filename=str(path)), "")
+    return found
+
+
+def test_size_limits():
+    found = size_violations()
+    unexpected = {k: v for k, v in found.items() if k not in ALLOWED_SIZES}
+    stale = [k for k in ALLOWED_SIZES if k not in found]
+    message = []
+    if unexpected:
+        message.append("over the size limits:\n  "
+                       + "\n  ".join(f"{k}: {v}" for k, v in sorted(unexpected.items())))
+    if stale:
+        message.append("within the limits now, remove from ALLOWED_SIZES:\n  "
+                       + "\n  ".join(sorted(stale)))
+    assert not message, "\n".join(message)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("def f():\n    return 1\n", 2),
+    ("@decorator\ndef f():\n    x = 1\n    return x\n", 3),
+])
+def test_line_span_excludes_decorators(source, expected):
+    node = ast.parse(source).body[0]
+    assert _line_span(node) == expected
