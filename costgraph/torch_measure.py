@@ -431,80 +431,25 @@ def saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_dropout: bo
     torch = _torch()
 
     t0 = time.perf_counter()
-    param_keys = {storage_key(p) for p in model.parameters()}
-    buffer_keys = {storage_key(x) for x in model.buffers()}
     inputs = make_inputs(model, b, s, labels=labels)
-    input_keys = {storage_key(v) for v in inputs.values() if isinstance(v, torch.Tensor)}
-
-    packed: list = []  # strong refs: storages stay alive, so their keys stay unique
-    entries: dict[int, dict] = {}
-    current_node: list[str] = []
+    # a storage's kind, parameter before buffer before input; any other is an activation
+    kinds = {storage_key(v): "input" for v in inputs.values() if isinstance(v, torch.Tensor)}
+    kinds.update({storage_key(x): "buffer" for x in model.buffers()})
+    kinds.update({storage_key(p): "parameter" for p in model.parameters()})
     mods = _ModuleStack(model)
-
-    def pack(t):
-        key = storage_key(t)
-        e = entries.get(key)
-        if e is None:
-            if key in param_keys:
-                kind = "parameter"
-            elif key in buffer_keys:
-                kind = "buffer"
-            elif key in input_keys:
-                kind = "input"
-            else:
-                kind = "activation"
-            gf = t.grad_fn
-            e = entries[key] = {
-                "shape": tuple(t.shape),
-                "dtype": str(t.dtype).replace("torch.", ""),
-                "bytes": _storage_nbytes(t),
-                "kind": kind,
-                "saved_by": [],
-                "produced_by": type(gf).__name__ if gf is not None else None,
-                "module": mods.current,
-                "saves": 0,
-            }
-        e["saves"] += 1
-        packed.append((key, t))
-        return len(packed) - 1
-
-    def unpack(i):
-        key, t = packed[i]
-        if current_node:
-            names = entries[key]["saved_by"]
-            if current_node[-1] not in names:
-                names.append(current_node[-1])
-        return t
-
+    saved = _SavedStorages(kinds, mods)
     try:
         dropout = native_dropout() if cuda_dropout else contextlib.nullcontext()
         with torch.enable_grad(), meta_forward(), dropout, \
-                torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
             out = model(**inputs)
     finally:
         mods.remove()
     loss = _loss(out, labels)
+    saved.name_savers(loss)
 
-    # Name the nodes that keep each storage: reading a node's saved tensors runs unpack.
-    for node in _walk_graph([loss.grad_fn]):
-        current_node.append(node.name())
-        try:
-            for attr in dir(node):
-                if attr.startswith("_saved_"):
-                    try:
-                        getattr(node, attr)
-                    except Exception:  # a saved scalar or an already freed buffer
-                        pass
-            if hasattr(node, "saved_tensors"):  # custom autograd.Function
-                try:
-                    node.saved_tensors
-                except Exception:
-                    pass
-        finally:
-            current_node.pop()
-
-    kept = [e for e in entries.values() if e["kind"] in ("activation", "input")]
-    excluded = [e for e in entries.values() if e["kind"] in ("parameter", "buffer")]
+    kept = [e for e in saved.entries.values() if e["kind"] in ("activation", "input")]
+    excluded = [e for e in saved.entries.values() if e["kind"] in ("parameter", "buffer")]
     by_kind: dict[str, int] = defaultdict(int)
     by_module: dict[str, int] = defaultdict(int)
     for e in kept:
@@ -519,8 +464,67 @@ def saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_dropout: bo
         "seconds": time.perf_counter() - t0,
     }
     del out, loss
-    packed.clear()
+    saved.packed.clear()
     return result
+
+
+class _SavedStorages:
+    """The ``saved_tensors_hooks`` of :func:`saved_bytes`: one entry per storage
+    saved for backward (its first tensor's shape and dtype, size, kind, module),
+    and the names of the autograd nodes that keep it."""
+
+    def __init__(self, kinds: dict, mods: _ModuleStack):
+        self.kinds = kinds          # storage key → parameter, buffer or input
+        self.mods = mods
+        self.packed: list = []      # strong refs: storages stay alive, so their keys stay unique
+        self.entries: dict[int, dict] = {}
+        self.current_node: list[str] = []
+
+    def pack(self, t):
+        key = storage_key(t)
+        e = self.entries.get(key)
+        if e is None:
+            gf = t.grad_fn
+            e = self.entries[key] = {
+                "shape": tuple(t.shape),
+                "dtype": str(t.dtype).replace("torch.", ""),
+                "bytes": _storage_nbytes(t),
+                "kind": self.kinds.get(key, "activation"),
+                "saved_by": [],
+                "produced_by": type(gf).__name__ if gf is not None else None,
+                "module": self.mods.current,
+                "saves": 0,
+            }
+        e["saves"] += 1
+        self.packed.append((key, t))
+        return len(self.packed) - 1
+
+    def unpack(self, i):
+        key, t = self.packed[i]
+        if self.current_node:
+            names = self.entries[key]["saved_by"]
+            if self.current_node[-1] not in names:
+                names.append(self.current_node[-1])
+        return t
+
+    def name_savers(self, loss) -> None:
+        """Name the nodes that keep each storage: reading a node's saved tensors runs unpack."""
+        for node in _walk_graph([loss.grad_fn]):
+            self.current_node.append(node.name())
+            try:
+                for attr in dir(node):
+                    if attr.startswith("_saved_"):
+                        try:
+                            getattr(node, attr)
+                        except Exception:  # a saved scalar or an already freed buffer
+                            pass
+                if hasattr(node, "saved_tensors"):  # custom autograd.Function
+                    try:
+                        node.saved_tensors
+                    except Exception:
+                        pass
+            finally:
+                self.current_node.pop()
 
 
 def layer_bytes(saved: dict, layer_prefix: str) -> int:
