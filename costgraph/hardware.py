@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
 from typing import Mapping
@@ -181,16 +181,18 @@ def from_file(path: str, name: str | None = None) -> Hardware:
     """The preset ``name`` of the user's TOML file at ``path`` (written as
     ``hardware.toml``'s presets, validated by the same loader, read under the
     limits of a config.json); ``name`` may be left out when the file holds one
-    preset. A :class:`CostgraphValueError` names the file, preset and key."""
+    preset. Its ``key`` is ``PATH:NAME``, which :func:`preset` takes back (a
+    command suggested with ``--hardware KEY`` names the same file). A
+    :class:`CostgraphValueError` names the file, preset and key."""
     table = _presets(datafiles.load_file(path, SCHEMA))
     if name is None:
         if len(table) > 1:
             raise CostgraphValueError(f"{path} holds {len(table)} presets: {', '.join(table)}",
                                       hint=f"choose one: --hardware {path}:{next(iter(table))}")
-        return next(iter(table.values()))
+        name = next(iter(table))
     if name not in table:
         raise CostgraphValueError(f"{path} has no preset '{name}'", hint="its presets: " + ", ".join(table))
-    return table[name]
+    return replace(table[name], key=f"{path}:{name}")    # its name on the command line
 
 
 def _normal(name: str) -> str:
