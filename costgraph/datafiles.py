@@ -105,13 +105,14 @@ class Kind:
         return next(f for f in self.fields if f.name == name)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Schema:
     """The layout of one data file: ``file`` name and ``package`` (where it is
     bundled); ``entries``: the kind of its freely named tables ``[NAME]``;
     ``groups``: ``(GROUP, kind)`` for tables ``[GROUP.NAME]``; ``records``:
     ``(NAME, kind)`` for tables of fixed name, all required; ``top``: top-level
-    keys; ``user``: whether a ``COSTGRAPH_DATA`` file may add entries."""
+    keys; ``user``: whether a ``COSTGRAPH_DATA`` file may add entries. Schemas
+    compare by identity (each is declared once, by its reader)."""
 
     file: str
     package: str
@@ -362,22 +363,26 @@ def parse(text: str, file: str, schema: Schema, *, show: bool = True, bundled: b
     scanned = scan(text)
     groups = dict(schema.groups)
     records = dict(schema.records)
+    tops = {f.name for f in schema.top}
     out: dict = {"entries": {}, "groups": {g: {} for g in groups}, "records": {}}
     for key, value in data.items():
+        if key in tops:
+            continue                                    # read by _top
         if key in groups:
             if not isinstance(value, dict):
                 raise CostgraphValueError(f"{file}: '{key}' is not a table", hint=f"write [{key}.NAME] tables")
             for name, table in value.items():
                 out["groups"][key][name] = make_entry(name, table, groups[key], file, (key, name), scanned, show, bundled)
-        elif key in records and bundled:
+        elif key in records:
+            if not bundled:
+                raise CostgraphValueError(f"{file}: [{key}] is set by the bundled {schema.file} only",
+                                          hint="a user file adds entries; it does not change the file's settings")
             out["records"][key] = make_entry(key, value, records[key], file, (key,), scanned, show, bundled)
-        elif schema.entries is not None and key not in records and key not in {f.name for f in schema.top}:
+        elif schema.entries is not None:
             out["entries"][key] = make_entry(key, value, schema.entries, file, (key,), scanned, show, bundled)
-        elif key not in {f.name for f in schema.top}:
-            known = [*groups, *records, *(f.name for f in schema.top)]
-            raise CostgraphValueError(f"{file}: unknown key '{key}'" if bundled or key not in records else
-                                      f"{file}: [{key}] is set by the bundled {schema.file} only",
-                                      hint="known: " + ", ".join(known))
+        else:
+            raise CostgraphValueError(f"{file}: unknown key '{key}'",
+                                      hint="known: " + ", ".join([*groups, *records, *tops]))
     missing = [r for r in records if r not in out["records"]] if bundled else []
     if missing:
         raise CostgraphValueError(f"{file}: is missing the table{'s' if len(missing) > 1 else ''} "
@@ -397,7 +402,8 @@ def check_refs(entries: Mapping[str, Entry], kind: Kind) -> None:
     for name, entry in entries.items():
         for key in refs:
             if key in entry and (entry[key] == name or entry[key] not in entries):
-                raise entry.error(f"{key} = {entry[key]!r} names no other {kind.what}", key,
+                said = f"{key} = {entry[key]!r}" if entry.bundled else key    # a user's values are not repeated
+                raise entry.error(f"{said} names no other {kind.what}", key,
                                   hint=f"{kind.what}s: " + ", ".join(entries))
 
 

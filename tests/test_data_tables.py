@@ -143,7 +143,9 @@ def test_costgraph_data_adds_a_preset_to_train_and_hardware(tmp_path, monkeypatc
 
 def test_costgraph_data_adds_optimizers_policies_and_dtypes(tmp_path, monkeypatch):
     (tmp_path / "optimizers.toml").write_text(
-        '[adam-3]\ndescription = "three states"\nsource = "a test"\nstates = 3\n')
+        '[adam-3]\ndescription = "three states"\nsource = "a test"\nstates = 3\n'
+        '[muon-sgd]\ndescription = "Muon, SGD elsewhere"\nsource = "a test"\nstates = 0\nmatrix_states = 1\n'
+        'matrix_kinds = ["linear"]\nrest = "sgd-momentum"\n')
     (tmp_path / "policies.toml").write_text(
         '[all-8]\ndescription = "8 bytes each"\nsource = "a test"\n'
         "weights = 8\ngradients = 8\ngrad_copy = 0\nmaster = 0\nstate = 8\n")
@@ -155,6 +157,7 @@ def test_costgraph_data_adds_optimizers_policies_and_dtypes(tmp_path, monkeypatc
     s = bare_model_states(policy="all-8", optimizer="adam-3")
     assert (s["weights"], s["gradients"], s["optimizer"]) == (8 * PSI, 8 * PSI, 24 * PSI)
     assert dtypes.weight_dtypes()[-1] == "int2"
+    assert data.optimizer("muon-sgd").rest == "sgd-momentum"          # a user entry may name a bundled one
     # [4096, 4096]: 2 bits each + 16 bits per group of 64 → 4096·4096/4 + 4096·64·2 bytes
     assert dtypes.weight_dtype("int2").bytes((4096, 4096)) == 4_194_304 + 524_288
 
