@@ -436,12 +436,10 @@ def read_file(path: str | os.PathLike, schema: Schema) -> DataSet:
     """A user's file at ``path`` validated against ``schema`` (see
     :func:`read_text` for the limits; messages never repeat its values). It
     may add entries only: top-level settings and fixed tables stay the
-    bundled file's."""
+    bundled file's. Its ``ref`` fields may name bundled entries, so they are
+    checked by :func:`merge`."""
     text = read_text(path, f"TOML file of {schema.entries.what if schema.entries else 'entries'}s")
-    data = parse(text, str(path), schema, show=False, bundled=False)
-    if schema.entries is not None:
-        check_refs(data.entries, schema.entries)
-    return data
+    return parse(text, str(path), schema, show=False, bundled=False)   # refs: checked once merged (merge)
 
 
 @cache
