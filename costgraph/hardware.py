@@ -2,10 +2,20 @@
 
 The numbers live in ``hardware.toml`` beside this module, one table per
 preset, each number an exact TOML integer in base units (FLOP/s, bytes, B/s,
-ns, W) with a ``# source: ...`` comment beside it. The file is parsed with
-:mod:`tomllib`; the source comments, which TOML drops, are read from the same
-lines here, so :func:`preset` returns every number together with where it comes
-from and a number without a source is refused.
+ns, W) with a ``# source: ...`` comment beside it. The file is read and
+validated by :mod:`costgraph.datafiles` against :data:`KIND` (the fields, their
+units, which must be positive), so :func:`preset` returns every number together
+with where it comes from and a number without a source is refused.
+
+Presets of one's own, without editing the package: a TOML file written as
+``hardware.toml`` (one table per preset; a ``source = "..."`` string in the
+table may stand for the numbers without their own comment), either
+
+* in the folder named by ``$COSTGRAPH_DATA`` (as ``hardware.toml``): its presets
+  are added to the bundled ones, usable by name everywhere; a name already
+  bundled is refused, never overridden; or
+* given by path: ``preset("my-gpu.toml")`` (``--hardware my-gpu.toml``) when
+  the file holds one preset, ``preset("my.toml:NAME")`` to choose one.
 
 Conventions (the traps of public preset files, each avoided in the data):
 
@@ -27,44 +37,50 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib.resources import files
 from types import MappingProxyType
 from typing import Mapping
 
+from . import datafiles
+from .datafiles import Field, Kind, Schema
 from .errors import CostgraphValueError
 
 FILE = "hardware.toml"
 
-#: The integer fields every preset must give, in display order.
-NUMBERS = ("peak_flops_bf16", "peak_flops_fp16", "peak_flops_fp8", "peak_flops_tf32", "peak_flops_fp32",
-           "memory_bytes", "memory_bandwidth", "scale_up_bandwidth", "scale_up_domain",
-           "scale_out_bandwidth", "devices_per_node", "latency_scale_up_ns", "latency_scale_out_ns")
-#: Integer fields a preset may leave out.
-OPTIONAL_NUMBERS = ("tdp_watts",)
-_TEXTS = ("name", "vendor")
-_OPTIONAL_TEXTS = ("note",)
-KEYS = (*_TEXTS, *_OPTIONAL_TEXTS, *NUMBERS, *OPTIONAL_NUMBERS)
-#: Fields that must be positive (a device has some memory, a domain has at least itself).
-_POSITIVE = ("peak_flops_bf16", "memory_bytes", "memory_bandwidth", "scale_up_domain", "devices_per_node")
+_F = "FLOP/s"
+#: The fields of a preset, as the loader validates them (units in base units; a
+#: number's source is its line's ``# source:`` comment, else the preset's ``source``).
+KIND = Kind("hardware preset", (
+    Field("name", "text", doc="the product's name"),
+    Field("vendor", "text"),
+    Field("note", "text", required=False),
+    Field("source", "text", required=False, doc="source of every number without its own comment"),
+    Field("peak_flops_bf16", unit=_F, positive=True, doc="dense BF16 matrix peak"),
+    Field("peak_flops_fp16", unit=_F), Field("peak_flops_fp8", unit=_F), Field("peak_flops_tf32", unit=_F),
+    Field("peak_flops_fp32", unit=_F),
+    Field("memory_bytes", unit="B", positive=True, doc="the vendor's printed capacity at its printed unit"),
+    Field("memory_bandwidth", unit="B/s", positive=True),
+    Field("scale_up_bandwidth", unit="B/s per direction"),
+    Field("scale_up_domain", unit="devices", positive=True),
+    Field("scale_out_bandwidth", unit="B/s per direction"),
+    Field("devices_per_node", unit="devices", positive=True),
+    Field("latency_scale_up_ns", unit="ns"), Field("latency_scale_out_ns", unit="ns"),
+    Field("tdp_watts", unit="W", required=False),
+))
+#: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.
+SCHEMA = Schema(FILE, "costgraph", entries=KIND, user=True)
 
+#: The integer fields every preset must give, in display order.
+NUMBERS = tuple(f.name for f in KIND.fields if f.type == "int" and f.required)
+#: Integer fields a preset may leave out.
+OPTIONAL_NUMBERS = tuple(f.name for f in KIND.fields if f.type == "int" and not f.required)
+KEYS = KIND.keys
 #: Units of each number, for display.
-UNITS = {
-    "peak_flops_bf16": "FLOP/s", "peak_flops_fp16": "FLOP/s", "peak_flops_fp8": "FLOP/s",
-    "peak_flops_tf32": "FLOP/s", "peak_flops_fp32": "FLOP/s",
-    "memory_bytes": "B", "memory_bandwidth": "B/s", "scale_up_bandwidth": "B/s per direction",
-    "scale_up_domain": "devices", "scale_out_bandwidth": "B/s per direction", "devices_per_node": "devices",
-    "latency_scale_up_ns": "ns", "latency_scale_out_ns": "ns", "tdp_watts": "W",
-}
+UNITS = {f.name: f.unit for f in KIND.fields if f.type == "int"}
 
 #: dtype names accepted by :meth:`Hardware.peak_flops`.
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
-
-_HEADER = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]\s*(#.*)?$")
-_NUMBER_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*[-+]?[0-9][0-9_]*\s*(#.*)?$")
-_SOURCE = re.compile(r"#\s*source:\s*(.*\S)\s*$")
 
 
 @dataclass(frozen=True)
@@ -121,90 +137,62 @@ class Hardware:
         return out
 
 
-def _sources(text: str, file: str) -> dict[str, dict[str, str]]:
-    """``{preset: {key: source}}`` from the ``# source:`` comments of the
-    integer lines (tomllib drops comments). A line may be continued by comment
-    lines directly below it that start with ``#   `` (a hash and 3 spaces)."""
-    out: dict[str, dict[str, str]] = {}
-    table = None
-    last: tuple[str, str] | None = None
-    for line in text.splitlines():
-        m = _HEADER.match(line)
-        if m:
-            table = m.group(1).strip().strip('"')
-            out.setdefault(table, {})
-            last = None
-            continue
-        m = _NUMBER_LINE.match(line)
-        if m and table is not None:
-            src = _SOURCE.search(m.group(2) or "")
-            if src:
-                out[table][m.group(1)] = src.group(1)
-                last = (table, m.group(1))
-            else:
-                last = None
-            continue
-        if last and line.startswith("#   ") and line[4:].strip():
-            t, k = last
-            out[t][k] += " " + line[4:].strip()
-            continue
-        last = None
+def _preset(entry: datafiles.Entry) -> Hardware:
+    v = entry.values
+    return Hardware(key=entry.name, name=v["name"], vendor=v["vendor"], note=v.get("note", ""),
+                    tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS})
+
+
+@cache
+def _presets(data: datafiles.DataSet) -> dict[str, Hardware]:
+    out = {}
+    for key, entry in data.entries.items():
+        if not entry.bundled and (_normal(key) != key or key.replace("-", "") in
+                                  {k.replace("-", "") for k, e in data.entries.items() if e.bundled}):
+            raise entry.error("is not a preset name: write it in lower case with '-' (h100-sxm), "
+                              "unlike any bundled preset's", hint="user presets add to the bundled ones")
+        out[key] = _preset(entry)
     return out
 
 
 def parse(text: str, file: str = FILE) -> dict[str, Hardware]:
     """Validate the text of a presets file and return its presets, in file
     order. Every mistake is a :class:`CostgraphValueError` naming the file, the
-    preset and the key."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise CostgraphValueError(f"{file}: not valid TOML: {e}") from None
-    sources = _sources(text, file)
-    out: dict[str, Hardware] = {}
-    for key, table in data.items():
-        where = f"{file}: [{key}]"
-        if not isinstance(table, dict):
-            raise CostgraphValueError(f"{file}: '{key}' is not a table", hint="write each preset as [name] with its keys")
-        unknown = sorted(set(table) - set(KEYS))
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], KEYS, n=1)
-            raise CostgraphValueError(f"{where} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}",
-                                      hint=(f"did you mean '{close[0]}'? " if close else "") + "known keys: " + ", ".join(KEYS))
-        missing = [k for k in (*_TEXTS, *NUMBERS) if k not in table]
-        if missing:
-            raise CostgraphValueError(f"{where} is missing {', '.join(missing)}")
-        for k in (*_TEXTS, *_OPTIONAL_TEXTS):
-            if k in table and (not isinstance(table[k], str) or (k in _TEXTS and not table[k].strip())):
-                raise CostgraphValueError(f"{where} {k} = {table[k]!r} is not a non-empty string")
-        got = sources.get(key, {})
-        for k in (*NUMBERS, *OPTIONAL_NUMBERS):
-            if k not in table:
-                continue
-            v = table[k]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise CostgraphValueError(f"{where} {k} = {v!r} is not a non-negative integer",
-                                          hint=f"write an exact integer in {UNITS[k]} (underscores allowed: 312_000_000_000_000)")
-            if k in _POSITIVE and v == 0:
-                raise CostgraphValueError(f"{where} {k} = 0 must be positive")
-            if k not in got:
-                raise CostgraphValueError(f"{where} {k} has no '# source: ...' comment on its line",
-                                          hint="every number names where it comes from (datasheet and table, or 'assumption: ...')")
-        kept = {k: got[k] for k in (*NUMBERS, *OPTIONAL_NUMBERS) if k in table}
-        out[key] = Hardware(key=key, name=table["name"], vendor=table["vendor"],
-                            note=table.get("note", ""), tdp_watts=table.get("tdp_watts"),
-                            sources=MappingProxyType(kept),
-                            **{k: table[k] for k in NUMBERS})
-    if not out:
-        raise CostgraphValueError(f"{file}: no presets")
-    return out
+    preset and the key (see :mod:`costgraph.datafiles`)."""
+    return _presets(datafiles.parse(text, file, SCHEMA))
 
 
-@cache
 def presets() -> dict[str, Hardware]:
-    """The bundled presets of ``hardware.toml``, by key, in file order (a copy
-    is not made: do not modify the dict)."""
-    return parse((files("costgraph") / FILE).read_text(encoding="utf-8"), FILE)
+    """The presets of ``hardware.toml``, with those of ``$COSTGRAPH_DATA/hardware.toml``
+    added, by key, in file order (cached: do not modify the dict)."""
+    return _presets(datafiles.load(SCHEMA))
+
+
+def bundled_presets() -> dict[str, Hardware]:
+    """The presets bundled with costgraph only (``hardware.toml``), whatever ``COSTGRAPH_DATA`` says."""
+    return _presets(datafiles.bundled(SCHEMA))
+
+
+#: ``--hardware PATH.toml`` or ``--hardware PATH.toml:NAME``: presets of a user's file.
+_FILE_SPEC = re.compile(r"(?P<path>.+\.toml)(?::(?P<name>[^:/\\]+))?", re.IGNORECASE)
+
+
+def from_file(path: str, name: str | None = None) -> Hardware:
+    """The preset ``name`` of the user's TOML file at ``path`` (written as
+    ``hardware.toml``'s presets, validated by the same loader, read under the
+    limits of a config.json); ``name`` may be left out when the file holds one
+    preset. Its ``key`` is ``PATH:NAME``, which :func:`preset` takes back (a
+    command suggested with ``--hardware KEY`` names the same file). A
+    :class:`CostgraphValueError` names the file, preset and key."""
+    table = _presets(datafiles.load_file(path, SCHEMA))
+    if name is None:
+        if len(table) > 1:
+            raise CostgraphValueError(f"{path} holds {len(table)} presets: {', '.join(table)}",
+                                      hint=f"choose one: --hardware {path}:{next(iter(table))}")
+        name = next(iter(table))
+    if name not in table:
+        raise CostgraphValueError(f"{path} has no preset '{name}'", hint="its presets: " + ", ".join(table))
+    return replace(table[name], key=f"{path}:{name}")    # its name on the command line
 
 
 def _normal(name: str) -> str:
@@ -217,9 +205,12 @@ def preset(name: str | Hardware) -> Hardware:
     :class:`CostgraphValueError` with a "did you mean" and the list."""
     if isinstance(name, Hardware):
         return name
-    table = presets()
     if not isinstance(name, str):
         raise CostgraphValueError(f"a hardware preset name must be a string, not {type(name).__name__}")
+    spec = _FILE_SPEC.fullmatch(name)
+    if spec:
+        return from_file(spec["path"], spec["name"])
+    table = presets()
     key = _normal(name)
     if key in table:
         return table[key]
@@ -227,7 +218,8 @@ def preset(name: str | Hardware) -> Hardware:
     if key.replace("-", "") in compact:
         return table[compact[key.replace("-", "")]]
     close = [k for k in table if k.startswith(key)] or difflib.get_close_matches(key, list(table), n=1, cutoff=0.5)
-    hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + "presets: " + ", ".join(table)
+    hint = ((f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + "presets: " + ", ".join(table)
+            + "; or a TOML file of your own: --hardware my-gpu.toml[:NAME]")
     raise CostgraphValueError(f"unknown hardware '{name}'", hint=hint)
 
 
@@ -313,5 +305,5 @@ def to_json(hw: Hardware) -> dict:
             **hw.numbers(), "units": {k: UNITS[k] for k in hw.numbers()}, "sources": dict(hw.sources)}
 
 
-__all__ = ["Hardware", "preset", "presets", "parse", "format_table", "format_one", "to_json",
+__all__ = ["Hardware", "preset", "presets", "bundled_presets", "from_file", "parse", "KIND", "SCHEMA", "format_table", "format_one", "to_json",
            "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES"]

@@ -18,13 +18,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
 from pathlib import Path
 
-from . import arguments
+from . import arguments, datafiles
 from .arguments import shown
 from .errors import CostgraphValueError, Location
 from .model import Costs, Model, load
@@ -49,10 +47,19 @@ class HFModel:
         return self.model.costs(scope, **kwargs)
 
 
+#: ``hf_mapping.toml``: a mapping (config.json keys → a model's options and dimensions), not numbers.
+HF_MAPPING = datafiles.Schema("hf_mapping.toml", "costgraph", entries=datafiles.Kind("model_type", (
+    datafiles.Field("model", "text"), datafiles.Field("dims", "table"),
+    datafiles.Field("options", "table", required=False), datafiles.Field("unsupported", "list", required=False),
+    datafiles.Field("layer_indices", "list", required=False), datafiles.Field("dropout_keys", "names", required=False))))
+
+
 @cache
 def mapping() -> dict:
-    """The parsed ``hf_mapping.toml``: model_type → entry."""
-    return tomllib.loads((files("costgraph") / "hf_mapping.toml").read_text(encoding="utf-8"))
+    """The parsed ``hf_mapping.toml``: model_type → entry (its keys checked by
+    :mod:`costgraph.datafiles` against :data:`HF_MAPPING`)."""
+    return {name: {k: (list(v) if k == "dropout_keys" else v) for k, v in e.values.items()}
+            for name, e in datafiles.bundled(HF_MAPPING).entries.items()}
 
 
 def supported_model_types() -> tuple[str, ...]:

@@ -22,24 +22,34 @@ tokens cost ``D·F(x)`` FLOPs. Two rules, named:
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
-from importlib import resources
 
 import sympy
 
+from .. import datafiles
+from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..symbols import dim
 from .solve import solve_budget
 
 
+_SOURCE = Field("source", "text")
+#: ``scaling_laws.toml``: two fixed tables, decimals read exactly (no user entries).
+SCALING_LAWS = Schema("scaling_laws.toml", __package__, records=(
+    ("chinchilla", Kind("loss fit", (*(Field(k, "decimal", positive=True) for k in ("E", "A", "B", "alpha", "beta")),
+                                     _SOURCE))),
+    ("tokens_per_param", Kind("token ratio", (Field("ratio", unit="tokens per parameter", positive=True), _SOURCE))),
+))
+
+
 @cache
 def constants() -> dict:
-    """The scaling-law constants of ``scaling_laws.toml`` (numbers as Fractions, exact)."""
-    data = tomllib.loads(resources.files(__package__).joinpath("scaling_laws.toml").read_text())
-    ch = {k: Fraction(v) for k, v in data["chinchilla"].items() if k != "source"}
+    """The scaling-law constants of ``scaling_laws.toml`` (numbers as Fractions, exact),
+    validated by :mod:`costgraph.datafiles` against :data:`SCALING_LAWS`."""
+    data = datafiles.bundled(SCALING_LAWS).records
+    ch = {k: v for k, v in data["chinchilla"].values.items() if k != "source"}
     return {"chinchilla": ch, "chinchilla_source": data["chinchilla"]["source"],
             "ratio": data["tokens_per_param"]["ratio"], "ratio_source": data["tokens_per_param"]["source"]}
 

@@ -7,27 +7,29 @@ optimizer, how many states it keeps and their special forms (block-wise
 quantized, factored, Muon's split). Each number carries its source in a comment
 beside it in the file.
 
-The files are parsed with :mod:`tomllib` and validated here: every number must
-be a non-negative TOML integer (it becomes a SymPy ``Integer``; floats are
-refused so that formulas stay exact), every key known, every name referred to
-defined. Nothing read from a file is evaluated.
+The files are read and validated by :mod:`costgraph.datafiles` against the
+kinds declared here (:data:`POLICY`, :data:`OPTIMIZER`): every number must be a
+non-negative TOML integer (it becomes a SymPy ``Integer``; floats are refused
+so that formulas stay exact), every key known, every name referred to defined,
+every entry's ``source`` given. Nothing read from a file is evaluated. A
+``$COSTGRAPH_DATA`` folder may add policies and optimizers of one's own (files
+of the same names; a bundled name is refused).
 """
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
 
 import sympy
 
+from .. import datafiles
+from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 
 POLICY_NUMBERS = ("weights", "gradients", "grad_copy", "master", "state")
 OPTIMIZER_NUMBERS = ("states", "state_bytes", "block_size", "block_stat_bytes",
                      "min_quantized_numel", "small_state_bytes", "matrix_states")
-_TEXT = ("description", "source")
 
 
 @dataclass(frozen=True)
@@ -83,81 +85,56 @@ class Optimizer:
         return not self.factored and self.matrix_states is None
 
 
-def _read(name: str) -> dict:
-    return tomllib.loads((files("costgraph.training") / name).read_text(encoding="utf-8"))
+_TEXT_FIELDS = (Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"))
 
-
-def _number(file: str, entry: str, key: str, value) -> sympy.Integer:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise CostgraphValueError(
-            f"{file}: [{entry}] {key} = {value!r} is not a non-negative integer",
-            hint="bytes and counts are exact integers")
-    return sympy.Integer(value)
-
-
-def _text(file: str, entry: str, table: dict, key: str) -> str:
-    value = table.get(key)
-    if not isinstance(value, str) or not value:
-        raise CostgraphValueError(f"{file}: [{entry}] needs a {key} string")
-    return value
-
-
-def _check_keys(file: str, entry: str, table: dict, allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise CostgraphValueError(f"{file}: [{entry}] has unknown keys {', '.join(unknown)}",
-                                  hint="known keys: " + ", ".join(allowed))
+#: A precision policy: bytes per parameter element of each model state.
+POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS)))
+#: An optimizer: its states and their special forms (see ``optimizers.toml``).
+OPTIMIZER = Kind("optimizer", (
+    *_TEXT_FIELDS,
+    Field("states", unit="states"), Field("state_bytes", unit="B", required=False),
+    Field("block_size", unit="elements", required=False, positive=True),
+    Field("block_stat_bytes", unit="B", required=False),
+    Field("min_quantized_numel", unit="elements", required=False), Field("small_state_bytes", unit="B", required=False),
+    Field("factored", "flag", required=False), Field("matrix_states", unit="states", required=False),
+    Field("matrix_kinds", "names", required=False), Field("rest", "ref", required=False),
+), together=(("block_size", "block_stat_bytes"), ("min_quantized_numel", "small_state_bytes"),
+             ("matrix_states", "matrix_kinds", "rest")))
+POLICIES = Schema("policies.toml", "costgraph.training", entries=POLICY, user=True)
+OPTIMIZERS = Schema("optimizers.toml", "costgraph.training", entries=OPTIMIZER, user=True)
 
 
 @cache
+def _policies(data: datafiles.DataSet) -> dict[str, Policy]:
+    return {name: Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS})
+            for name, e in data.entries.items()}
+
+
 def policies() -> dict[str, Policy]:
-    """The named precision policies of ``policies.toml``, in file order."""
-    file = "policies.toml"
-    out = {}
-    for name, table in _read(file).items():
-        _check_keys(file, name, table, (*_TEXT, *POLICY_NUMBERS))
-        missing = [k for k in POLICY_NUMBERS if k not in table]
-        if missing:
-            raise CostgraphValueError(f"{file}: [{name}] lacks {', '.join(missing)}")
-        out[name] = Policy(name, _text(file, name, table, "description"), _text(file, name, table, "source"),
-                           **{k: _number(file, name, k, table[k]) for k in POLICY_NUMBERS})
-    return out
+    """The named precision policies of ``policies.toml`` (and of
+    ``$COSTGRAPH_DATA/policies.toml``, added), in file order."""
+    return _policies(datafiles.load(POLICIES))
+
+
+def _optimizer(name: str, e: datafiles.Entry, entries) -> Optimizer:
+    rest = e.get("rest")
+    if rest is not None and ("matrix_states" in entries[rest] or entries[rest].get("factored")):
+        raise e.error(f"rest = {rest!r} must be element-wise", "rest",
+                      hint="the weights Muon leaves are optimized element-wise (adamw)")
+    nums = {k: sympy.Integer(e[k]) for k in OPTIMIZER_NUMBERS if k in e}
+    return Optimizer(name, e["description"], e["source"], factored=e.get("factored", False),
+                     matrix_kinds=e.get("matrix_kinds", ()), rest=rest, **nums)
 
 
 @cache
+def _optimizers(data: datafiles.DataSet) -> dict[str, Optimizer]:
+    return {name: _optimizer(name, e, data.entries) for name, e in data.entries.items()}
+
+
 def optimizers() -> dict[str, Optimizer]:
-    """The named optimizers of ``optimizers.toml``, in file order."""
-    file = "optimizers.toml"
-    raw = _read(file)
-    out = {}
-    for name, table in raw.items():
-        _check_keys(file, name, table, (*_TEXT, *OPTIMIZER_NUMBERS, "factored", "matrix_kinds", "rest"))
-        if "states" not in table:
-            raise CostgraphValueError(f"{file}: [{name}] lacks states")
-        nums = {k: _number(file, name, k, table[k]) for k in OPTIMIZER_NUMBERS if k in table}
-        block = [k for k in ("block_size", "block_stat_bytes") if k in nums]
-        if len(block) == 1 or nums.get("block_size") == 0:
-            raise CostgraphValueError(f"{file}: [{name}] needs both block_size (> 0) and block_stat_bytes")
-        if ("min_quantized_numel" in nums) != ("small_state_bytes" in nums):
-            raise CostgraphValueError(f"{file}: [{name}] needs both min_quantized_numel and small_state_bytes")
-        factored = table.get("factored", False)
-        if not isinstance(factored, bool):
-            raise CostgraphValueError(f"{file}: [{name}] factored must be true or false")
-        kinds = table.get("matrix_kinds", [])
-        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-            raise CostgraphValueError(f"{file}: [{name}] matrix_kinds must be a list of operator names")
-        rest = table.get("rest")
-        muon = ("matrix_states" in nums, bool(kinds), rest is not None)
-        if any(muon) and not all(muon):
-            raise CostgraphValueError(f"{file}: [{name}] needs matrix_states, matrix_kinds and rest together")
-        if rest is not None:
-            if not isinstance(rest, str) or rest not in raw or rest == name:
-                raise CostgraphValueError(f"{file}: [{name}] rest = {rest!r} names no other optimizer")
-            if "matrix_states" in raw[rest] or raw[rest].get("factored"):
-                raise CostgraphValueError(f"{file}: [{name}] rest = {rest!r} must be element-wise")
-        out[name] = Optimizer(name, _text(file, name, table, "description"), _text(file, name, table, "source"),
-                              factored=factored, matrix_kinds=tuple(kinds), rest=rest, **nums)
-    return out
+    """The named optimizers of ``optimizers.toml`` (and of
+    ``$COSTGRAPH_DATA/optimizers.toml``, added), in file order."""
+    return _optimizers(datafiles.load(OPTIMIZERS))
 
 
 def _lookup(kind: str, table: dict, name):

@@ -53,17 +53,17 @@ Conventions (PEFT's ``LoraLayer`` / ``lora.Linear``, peft/tuners/lora/layer.py)
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib.resources import files
 
 import sympy
 
 from ..choices import ZERO_STAGE
 from ..symbols import as_expr
 
+from .. import datafiles
+from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..graph import ZERO, Cost, CostGraph, Weight, numel
 from ..precision import Precision, precision as get_precision
@@ -338,46 +338,46 @@ class QuantScheme:
     row_stat_bits: sympy.Integer | None = None
 
 
+_B = "bits"
+#: A quantized storage scheme of ``quantization.toml`` (fields in bits, see the file).
+QUANT = Kind("quantization scheme", (
+    Field("description", "text"), Field("source", "text", doc="the source of the scheme's numbers"),
+    Field("element_bits", unit=_B),
+    Field("block_size", unit="elements", required=False, positive=True), Field("block_stat_bits", unit=_B, required=False),
+    Field("second_block_size", unit="blocks", required=False, positive=True),
+    Field("second_stat_bits", unit=_B, required=False),
+    Field("tensor_stat_bits", unit=_B, required=False), Field("row_stat_bits", unit=_B, required=False),
+    Field("bytes_per_param", "ratio", unit="B", doc="asymptotic bytes per weight element, checked against the rest"),
+), together=(("block_size", "block_stat_bits"), ("second_block_size", "second_stat_bits")))
+QUANTIZATION = Schema("quantization.toml", "costgraph.training", entries=QUANT, user=True)
+
+
+def _scheme(name: str, e: datafiles.Entry) -> QuantScheme:
+    if "second_block_size" in e and "block_size" not in e:
+        raise e.error("has second-level blocks without first-level ones", "second_block_size",
+                      hint="give block_size and block_stat_bits too")
+    bpp = e["bytes_per_param"]
+    s = QuantScheme(name, e["description"], e["source"], sympy.Rational(bpp.numerator, bpp.denominator),
+                    **{k: sympy.Integer(e[k]) for k in QUANT_NUMBERS if k in e})
+    if s.bytes_per_param != per_param_bytes(s):
+        said = f" {s.bytes_per_param}" if e.bundled else ""     # a user's values are not repeated
+        raise e.error(f"bytes_per_param{said} disagrees with its fields"
+                      + (f" ({per_param_bytes(s)})" if e.bundled else ""), "bytes_per_param",
+                      hint="element_bits/8 + block_stat_bits/(8·block_size) + second_stat_bits/(8·block_size·"
+                           "second_block_size)")
+    return s
+
+
 @cache
+def _schemes(data: datafiles.DataSet) -> dict[str, QuantScheme]:
+    return {name: _scheme(name, e) for name, e in data.entries.items()}
+
+
 def quant_schemes() -> dict[str, QuantScheme]:
-    """The schemes of ``quantization.toml``, validated (integers only; the
-    stated ``bytes_per_param`` equal to the one the fields give)."""
-    file = "quantization.toml"
-    raw = tomllib.loads((files("costgraph.training") / file).read_text(encoding="utf-8"))
-    out = {}
-    for name, t in raw.items():
-        unknown = sorted(set(t) - {"description", "source", "bytes_per_param", *QUANT_NUMBERS})
-        if unknown:
-            raise CostgraphValueError(f"{file}: [{name}] has unknown keys {', '.join(unknown)}")
-        for key in ("description", "source"):
-            if not isinstance(t.get(key), str) or not t[key]:
-                raise CostgraphValueError(f"{file}: [{name}] needs a {key} string")
-        nums = {}
-        for k in QUANT_NUMBERS:
-            if k in t:
-                v = t[k]
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise CostgraphValueError(f"{file}: [{name}] {k} = {v!r} is not a non-negative integer")
-                nums[k] = sympy.Integer(v)
-        if "element_bits" not in nums:
-            raise CostgraphValueError(f"{file}: [{name}] lacks element_bits")
-        for a, b in (("block_size", "block_stat_bits"), ("second_block_size", "second_stat_bits")):
-            if (a in nums) != (b in nums) or nums.get(a) == 0:
-                raise CostgraphValueError(f"{file}: [{name}] needs both {a} (> 0) and {b}")
-        if "second_block_size" in nums and "block_size" not in nums:
-            raise CostgraphValueError(f"{file}: [{name}] second-level blocks need first-level blocks")
-        bpp = t.get("bytes_per_param")
-        if not (isinstance(bpp, dict) and set(bpp) == {"numerator", "denominator"}
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in bpp.values())
-                and bpp["denominator"] > 0 and bpp["numerator"] >= 0):
-            raise CostgraphValueError(f"{file}: [{name}] bytes_per_param must be {{numerator, denominator}} integers")
-        s = QuantScheme(name, t["description"], t["source"],
-                        sympy.Rational(bpp["numerator"], bpp["denominator"]), **nums)
-        if s.bytes_per_param != per_param_bytes(s):
-            raise CostgraphValueError(f"{file}: [{name}] bytes_per_param {s.bytes_per_param} disagrees with its "
-                                      f"fields ({per_param_bytes(s)})")
-        out[name] = s
-    return out
+    """The schemes of ``quantization.toml`` (and of ``$COSTGRAPH_DATA/quantization.toml``,
+    added), validated by :mod:`costgraph.datafiles` (integers only, a source per
+    scheme) and here (the stated ``bytes_per_param`` equal to the one the fields give)."""
+    return _schemes(datafiles.load(QUANTIZATION))
 
 
 def quant_scheme(name: str | QuantScheme) -> QuantScheme:

@@ -29,7 +29,8 @@ its ``1.05`` is ``Rational(21, 20)`` here, its ``3 / 2`` ``Rational(3, 2)``):
     (they are MiB): :func:`megatron_report` gives that line.
 
 Megatron's arguments come from the model's dimensions through the per-family
-mapping ``megatron_args.toml`` (data, built into SymPy by construction), the
+mapping ``megatron_args.toml`` (data read by :mod:`costgraph.datafiles`, built
+into SymPy by construction), the
 vocabulary padded as Megatron pads it (``vocab_size_with_padding``,
 ``megatron/core/tokenizers/utils/build_tokenizer.py`` l. 133–146: up to a
 multiple of ``128·t``), and from the :class:`~costgraph.training.memory.Layout`:
@@ -42,14 +43,14 @@ assumes bf16 with Adam, fused attention and its own loss terms.
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
-from importlib.resources import files
 from types import SimpleNamespace
 
 import sympy
 
 
+from .. import datafiles
+from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
 from ..symbols import as_expr, dim
@@ -92,10 +93,30 @@ DIFFERENCES = (
 )
 
 
+#: Megatron arguments a family may map (besides :data:`DEFAULTS`' keys), all read by ``_value``.
+ARGUMENTS = ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "kv_channels",
+             "num_query_groups", "vocab_size", "seq_length", "micro_batch_size", *DEFAULTS)
+_ARGS = tuple(Field(k, "spec", required=False) for k in dict.fromkeys(ARGUMENTS))
+#: ``megatron_args.toml``: a mapping (model dimensions → Megatron's arguments), not numbers with sources.
+FAMILY = Kind("model family", (
+    Field("source", "text", required=False), Field("like", "ref", required=False),
+    Field("options_ignored", "names", required=False), Field("if_option", "table", required=False), *_ARGS))
+MEGATRON_ARGS = Schema("megatron_args.toml", __package__, entries=FAMILY)
+
+
 @cache
 def _families() -> dict:
-    data = tomllib.loads(files(__package__).joinpath("megatron_args.toml").read_text(encoding="utf-8"))
-    return data
+    """The families of ``megatron_args.toml``, validated by :mod:`costgraph.datafiles`
+    (known argument names, a ``like`` naming another family), as plain dicts."""
+    data = datafiles.bundled(MEGATRON_ARGS)
+    out = {}
+    for name, e in data.entries.items():
+        for option, table in e.get("if_option", {}).items():
+            unknown = sorted(set(table) - set(ARGUMENTS)) if isinstance(table, dict) else [option]
+            if unknown:
+                raise e.error(f"if_option.{option} sets unknown Megatron arguments {', '.join(unknown)}", "if_option")
+        out[name] = {k: (list(v) if k == "options_ignored" else v) for k, v in e.values.items()}
+    return out
 
 
 def _family(cg: CostGraph) -> tuple[str, dict]:

@@ -1,0 +1,309 @@
+"""The one loader of the sourced data tables (costgraph/datafiles.py): every bundled
+table loads with a source per number; user tables (COSTGRAPH_DATA, --hardware FILE.toml)
+are validated by the same loader, under the limits of a config.json, and usable end to end.
+
+Figures: gpt2 (models/gpt.cg, config gpt2) trained on 1 GPU with mixed precision and Adam
+keeps 3,276,677,120 bytes and takes 874,944,921,600 FLOP per iteration (the same figures
+`costgraph train gpt --config gpt2 --gpus 1 --hardware h100-sxm` prints against the H100's
+80 GB and 989.4 TFLOP/s); the user device below has 4 GB and 874.9449216 PFLOP/s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import sympy
+
+from costgraph import datafiles, hardware
+from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
+from costgraph.inference import dtypes
+from costgraph.training import data, lora, megatron
+from costgraph.training.bare import PSI, bare_model_states
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT2_STATES_AND_ACTIVATIONS = 3_276_677_120          # `costgraph train gpt --config gpt2 --gpus 1`, total bytes
+GPT2_FLOPS = 874_944_921_600                          # model FLOPs per iteration, same command
+
+NUMBERS = "\n".join(f"{k} = {v}  # source: test datasheet, table 1" for k, v in (
+    ("peak_flops_bf16", 2 * GPT2_FLOPS * 1000), ("peak_flops_fp16", 0), ("peak_flops_fp8", 0),
+    ("peak_flops_tf32", 0), ("peak_flops_fp32", 0), ("memory_bytes", 4_000_000_000),
+    ("memory_bandwidth", 1_000_000_000_000), ("scale_up_bandwidth", 100_000_000_000), ("scale_up_domain", 4),
+    ("scale_out_bandwidth", 10_000_000_000), ("devices_per_node", 4), ("latency_scale_up_ns", 1_000),
+    ("latency_scale_out_ns", 5_000)))
+GPU = f'[my-gpu]\nname = "My GPU"\nvendor = "Me"\n{NUMBERS}\n'
+
+
+def _gpu(name: str) -> str:
+    return GPU.replace("[my-gpu]", f"[{name}]")
+
+
+def _run(args, capsys):
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _train_json(hw: str, capsys) -> dict:
+    code, out, err = _run(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", hw, "--format", "json"],
+                          capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+# ---------------------------------------------------------------- bundled tables
+
+SCHEMAS = (hardware.SCHEMA, data.POLICIES, data.OPTIMIZERS, lora.QUANTIZATION, dtypes.SCHEMA,
+           __import__("costgraph.symbolic.optimal", fromlist=["x"]).SCALING_LAWS, megatron.MEGATRON_ARGS,
+           __import__("costgraph.hf_config", fromlist=["x"]).HF_MAPPING)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.file)
+def test_every_bundled_table_loads_with_a_source_per_number(schema):
+    ds = datafiles.bundled(schema)
+    kinds = [(schema.entries, ds.entries)] if schema.entries else []
+    kinds += [(kind, ds.groups[g]) for g, kind in schema.groups]
+    kinds += [(kind, {name: ds.records[name]}) for name, kind in schema.records]
+    assert sum(len(e) for _, e in kinds) > 0
+    for kind, entries in kinds:
+        for name, entry in entries.items():
+            numbers = [f.name for f in kind.fields if f.type in datafiles.NUMBER_TYPES and f.name in entry]
+            assert set(entry.sources) == set(numbers), (schema.file, name)
+            assert all(len(s) > 10 for s in entry.sources.values()), (schema.file, name)
+    assert ds.top.sources.keys() == ds.top.values.keys()
+
+
+def test_bundled_values_are_the_files():
+    # a figure of each table, as its file states it
+    assert hardware.bundled_presets()["h100-sxm"].peak_flops_bf16 == 989_400_000_000_000
+    assert data.policies()["megatron"].gradients == 4 and data.policies()["mixed"].master == 4
+    adam8 = data.optimizers()["adam-8bit"]
+    assert (adam8.block_size, adam8.block_stat_bytes, adam8.min_quantized_numel) == (256, 4, 4096)
+    assert data.optimizers()["muon"].rest == "adamw" and data.optimizers()["muon"].matrix_kinds == ("linear",)
+    assert lora.quant_scheme("nf4-double").bytes_per_param == sympy.Rational(2113, 4096)
+    assert dtypes.unquantized_bits() == 16 and dtypes.weight_dtype("int4").group_size == 128
+    assert dtypes.weight_dtypes() == ("bf16", "fp16", "fp8", "int8", "int4")
+    assert dtypes.kv_dtype("int8").vector_stat_bits == 16
+    from costgraph.symbolic.optimal import constants
+    c = constants()
+    assert c["chinchilla"] == {"E": Fraction("1.69"), "A": Fraction("406.4"), "B": Fraction("410.7"),
+                               "alpha": Fraction("0.34"), "beta": Fraction("0.28")} and c["ratio"] == 20
+    assert megatron._families()["mistral"] == {"like": "llama"}
+    from costgraph.hf_config import mapping
+    assert mapping()["gpt2"]["dims"]["h"] == "n_embd"
+
+
+def test_user_files_are_the_schemas_that_allow_them():
+    assert set(datafiles.USER_FILES) == {s.file for s in SCHEMAS if s.user}
+    from costgraph import hf_config
+    assert datafiles.MAX_BYTES == hf_config.MAX_JSON_BYTES
+
+
+def test_the_loader_imports_no_sympy():
+    code = "import sys, costgraph.datafiles, costgraph.hardware; assert 'sympy' not in sys.modules"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_readme_preset_list_is_the_file():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Hardware presets", 1)[1].split("\n## ", 1)[0]
+    listed = re.search(r"Presets: ([^.]+)\.", section).group(1)
+    assert [p.strip() for p in listed.split(",")] == list(hardware.bundled_presets())
+
+
+# ---------------------------------------------------------------- COSTGRAPH_DATA
+
+def test_costgraph_data_adds_a_preset_to_train_and_hardware(tmp_path, monkeypatch, capsys):
+    (tmp_path / "hardware.toml").write_text(GPU)
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    code, out, _ = _run(["hardware"], capsys)
+    assert code == 0 and "my-gpu" in out and "h100-sxm" in out
+    code, out, _ = _run(["hardware", "my-gpu", "--format", "json"], capsys)
+    one = json.loads(out)
+    assert one["memory_bytes"] == 4_000_000_000 and one["peak_flops_bf16"] == 1_749_889_843_200_000
+    assert one["sources"]["memory_bytes"] == "test datasheet, table 1"
+    d = _train_json("my-gpu", capsys)
+    assert d["fits"]["capacity_bytes"] == 4_000_000_000
+    assert d["fits"]["headroom_bytes"] == 4_000_000_000 - GPT2_STATES_AND_ACTIVATIONS == 723_322_880
+    # compute at the default efficiency 1/2 of the peak: 874,944,921,600 FLOP / 874.9449216 PFLOP/s = 1 ms
+    assert d["step"]["compute"]["value"] == 0.001 and d["step"]["efficiency"] == 0.5
+    # the bundled presets are still there, and unchanged
+    assert hardware.preset("h100-sxm").memory_bytes == 80_000_000_000
+    monkeypatch.delenv("COSTGRAPH_DATA")
+    assert "my-gpu" not in hardware.presets()
+
+
+def test_costgraph_data_adds_optimizers_policies_and_dtypes(tmp_path, monkeypatch):
+    (tmp_path / "optimizers.toml").write_text(
+        '[adam-3]\ndescription = "three states"\nsource = "a test"\nstates = 3\n'
+        '[muon-sgd]\ndescription = "Muon, SGD elsewhere"\nsource = "a test"\nstates = 0\nmatrix_states = 1\n'
+        'matrix_kinds = ["linear"]\nrest = "sgd-momentum"\n')
+    (tmp_path / "policies.toml").write_text(
+        '[all-8]\ndescription = "8 bytes each"\nsource = "a test"\n'
+        "weights = 8\ngradients = 8\ngrad_copy = 0\nmaster = 0\nstate = 8\n")
+    (tmp_path / "dtypes.toml").write_text(
+        '[weights.int2]\ndescription = "2-bit"\nsource = "a test"\nelement_bits = 2\n'
+        "group_size = 64\ngroup_stat_bits = 16\n")
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    # 8 Ψ weights + 8 Ψ gradients + 3 states × 8 Ψ
+    s = bare_model_states(policy="all-8", optimizer="adam-3")
+    assert (s["weights"], s["gradients"], s["optimizer"]) == (8 * PSI, 8 * PSI, 24 * PSI)
+    assert dtypes.weight_dtypes()[-1] == "int2"
+    assert data.optimizer("muon-sgd").rest == "sgd-momentum"          # a user entry may name a bundled one
+    # [4096, 4096]: 2 bits each + 16 bits per group of 64 → 4096·4096/4 + 4096·64·2 bytes
+    assert dtypes.weight_dtype("int2").bytes((4096, 4096)) == 4_194_304 + 524_288
+
+
+def test_a_user_entry_never_replaces_a_bundled_one(tmp_path, monkeypatch, capsys):
+    (tmp_path / "hardware.toml").write_text(_gpu("h100-sxm"))
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    code, _, err = _run(["hardware"], capsys)
+    assert code == 2
+    assert f"{tmp_path / 'hardware.toml'}: [h100-sxm] is a bundled hardware preset already" in err
+    (tmp_path / "hardware.toml").write_text(_gpu("H100SXM"))
+    code, _, err = _run(["hardware"], capsys)
+    assert code == 2 and "[H100SXM] is not a preset name" in err
+
+
+def test_costgraph_data_folder_checks(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path / "nowhere"))
+    code, _, err = _run(["hardware"], capsys)
+    assert code == 2 and "COSTGRAPH_DATA=" in err and "is not a folder" in err
+    (tmp_path / "hardwares.toml").write_text(GPU)
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    code, _, err = _run(["hardware"], capsys)
+    assert code == 2 and "hardwares.toml, which is no costgraph data file" in err
+    (tmp_path / "hardwares.toml").unlink()
+    (tmp_path / "dtypes.toml").write_text("unquantized_bits = 8  # source: mine\n")
+    with pytest.raises(CostgraphValueError, match="unquantized_bits is set by the bundled dtypes.toml only"):
+        dtypes.unquantized_bits()
+
+
+# ---------------------------------------------------------------- errors: file, entry, key; exit 2
+
+BAD = [
+    (GPU.replace("memory_bytes = 4000000000  # source: test datasheet, table 1", "memory_bytes = 4000000000"),
+     "[my-gpu] memory_bytes has no '# source: ...' comment on its line and the entry no source string (line 9)"),
+    (GPU.replace("memory_bytes = 4000000000", "memory_bytes = 4.5e9"),
+     "[my-gpu] memory_bytes (a float) is not a non-negative integer (line 9)"),
+    (GPU.replace("memory_bytes = 4000000000", 'memory_bytes = "SECRET-VALUE"'),
+     "[my-gpu] memory_bytes (a string) is not a non-negative integer (line 9)"),
+    (GPU.replace("memory_bytes = 4000000000", "memory_bytes = -4000000000"),
+     "[my-gpu] memory_bytes (an integer) is not a non-negative integer (line 9)"),
+    (GPU.replace("memory_bandwidth = 1000000000000", "memory_bandwidth = 0"),
+     "[my-gpu] memory_bandwidth must be positive (line 10)"),
+    (GPU + "memory_byte = 3  # source: a\n",
+     "[my-gpu] has unknown key memory_byte (line 17)"),
+    (GPU.replace('vendor = "Me"\n', ""), "[my-gpu] is missing vendor (line 1)"),
+    (GPU.replace('name = "My GPU"', "name = 7"), "[my-gpu] name (an integer) is not a non-empty string (line 2)"),
+    ("[my-gpu\n", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text,message", BAD, ids=range(len(BAD)))
+def test_user_file_errors_name_file_entry_key_and_exit_2(tmp_path, monkeypatch, capsys, text, message):
+    path = tmp_path / "hardware.toml"
+    path.write_text(text)
+    code, _, err = _run(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", str(path)], capsys)
+    assert code == 2 and f"{path}: {message}" in err, err
+    assert "Traceback" not in err and "SECRET" not in err and "4.5" not in err
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    code, _, err2 = _run(["hardware"], capsys)
+    assert code == 2 and f"{path}: {message}" in err2, err2
+
+
+def test_bundled_table_errors_show_the_value():
+    text = GPU.replace("memory_bytes = 4000000000", "memory_bytes = 4.5e9")
+    with pytest.raises(CostgraphValueError) as e:
+        hardware.parse(text, "t.toml")
+    assert "t.toml: [my-gpu] memory_bytes = 4500000000.0 is not a non-negative integer (line 9)" in str(e.value)
+
+
+def test_optimizer_checks_in_the_loader():
+    def parse(body):
+        return datafiles.parse('[o]\ndescription = "d"\nsource = "s"\n' + body, "o.toml", data.OPTIMIZERS)
+
+    assert parse("states = 2\n").entries["o"]["states"] == 2
+    with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] gives block_size without block_stat_bytes"):
+        parse("states = 2\nblock_size = 64\n")
+    with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] block_size = 0 must be positive \(line 5\)"):
+        parse("states = 2\nblock_size = 0\nblock_stat_bytes = 4\n")
+    with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] factored = 1 must be true or false"):
+        parse("states = 2\nfactored = 1\n")
+    with pytest.raises(CostgraphValueError, match=r"\[o\] rest = 'adamw' names no other optimizer"):
+        datafiles.check_refs(parse("states = 0\nmatrix_states = 1\nmatrix_kinds = ['linear']\nrest = 'adamw'\n")
+                             .entries, data.OPTIMIZER)
+
+
+def test_quantization_bytes_per_param_is_checked(tmp_path, monkeypatch):
+    (tmp_path / "quantization.toml").write_text(
+        '[q3]\ndescription = "3-bit"\nsource = "a test"\nelement_bits = 3\n'
+        "bytes_per_param = { numerator = 1, denominator = 2 }\n")
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    with pytest.raises(CostgraphValueError, match=r"quantization.toml: \[q3\] bytes_per_param disagrees with its "
+                                                  r"fields \(line 5\)"):
+        lora.quant_schemes()
+    (tmp_path / "quantization.toml").write_text(
+        '[q3]\ndescription = "3-bit"\nsource = "a test"\nelement_bits = 3\n'
+        "bytes_per_param = { numerator = 3, denominator = 8 }\n")
+    assert lora.quant_scheme("q3").bytes_per_param == sympy.Rational(3, 8)
+
+
+# ---------------------------------------------------------------- --hardware FILE.toml
+
+def test_hardware_path_end_to_end(tmp_path, capsys):
+    one = tmp_path / "my-gpu.toml"
+    one.write_text(GPU)
+    d = _train_json(str(one), capsys)
+    assert d["fits"]["capacity_bytes"] == 4_000_000_000 and d["fits"]["headroom_bytes"] == 723_322_880
+    assert d["step"]["compute"]["value"] == 0.001
+    code, out, _ = _run(["hardware", str(one)], capsys)
+    assert code == 0 and out.startswith(f"{one}:my-gpu: My GPU (Me)") and "4 GB = 3.73 GiB" in out
+    assert out.count("source: test datasheet, table 1") == 13
+    hw = hardware.preset(str(one))
+    assert hw.key == f"{one}:my-gpu" and hardware.preset(hw.key) == hw     # a suggested --hardware KEY resolves
+
+    two = tmp_path / "two.toml"
+    two.write_text(GPU + "\n" + _gpu("half-gpu").replace("memory_bytes = 4000000000", "memory_bytes = 2000000000"))
+    assert _train_json(f"{two}:half-gpu", capsys)["fits"]["capacity_bytes"] == 2_000_000_000
+    code, _, err = _run(["hardware", str(two)], capsys)
+    assert code == 2 and f"{two} holds 2 presets: my-gpu, half-gpu" in err and f"--hardware {two}:my-gpu" in err
+    code, _, err = _run(["hardware", f"{two}:other"], capsys)
+    assert code == 2 and f"{two} has no preset 'other'" in err
+
+
+def test_hardware_path_limits(tmp_path, monkeypatch, capsys):
+    code, _, err = _run(["hardware", str(tmp_path / "missing.toml")], capsys)
+    assert code == 2 and "no such file" in err
+    folder = tmp_path / "dir.toml"
+    folder.mkdir()
+    code, _, err = _run(["hardware", str(folder)], capsys)
+    assert code == 2 and "is a folder" in err
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "pipe.toml"
+        os.mkfifo(fifo)
+        code, _, err = _run(["hardware", str(fifo)], capsys)
+        assert code == 2 and "is not a regular file" in err
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b"\xff\xfe[x]\n")
+    code, _, err = _run(["hardware", str(binary)], capsys)
+    assert code == 2 and "is not UTF-8 text" in err
+    big = tmp_path / "big.toml"
+    big.write_text(GPU)
+    monkeypatch.setattr(datafiles, "MAX_BYTES", 100)
+    code, _, err = _run(["hardware", str(big)], capsys)
+    assert code == 2 and "is too large" in err and "over 100 bytes" in err
+
+
+def test_scan_reads_sources_and_lines():
+    sources, lines = datafiles.scan("top = 1  # source: a\n[t.u]\nk = 2  # source: b\n#   more\nj = 3\n")
+    assert sources == {((), "top"): "a", (("t", "u"), "k"): "b more"}
+    assert lines == {((), "top"): 1, (("t", "u"), ""): 2, (("t", "u"), "k"): 3, (("t", "u"), "j"): 5}
