@@ -168,3 +168,34 @@ def test_costgraph_ops_prints_the_traits(capsys):
 def test_describe_traits_of_an_undeclared_operator():
     spec = REGISTRY["gelu"].__class__("x", (), None, "s")
     assert describe_traits(spec) == "layout: none declared (under --tp: inputs assumed whole, with a warning)"
+
+
+@pytest.fixture
+def silu_unlaid():
+    """``silu`` as if it declared no layout (restored afterwards)."""
+    from dataclasses import replace
+
+    spec = REGISTRY["silu"]
+    REGISTRY._specs["silu"] = replace(spec, layout=None)
+    try:
+        yield
+    finally:
+        REGISTRY._specs["silu"] = spec
+
+
+def test_a_bundled_model_warns_under_tp_for_inference_and_training(silu_unlaid, capsys):
+    # LLaMA's SwiGLU: silu(gate_proj(x)) · up_proj(x); silu needing its input whole keeps gate_proj
+    # replicated; the product takes up_proj's split (the whole operand sliced locally): down_proj row-parallel
+    graph = costgraph.load("llama").graph
+    tp = tensor_parallel(graph, 2)
+    assert tp.warnings == [
+        "operator 'silu' (layers/layer/mlp/silu) declares no tensor-parallel layout: it was assumed to need its "
+        "inputs whole (the linears before it kept replicated) and its output replicated; declare layout= "
+        "in its @op (see `costgraph ops`)"]
+    assert tp.replicated == {"layers/layer/mlp/gate_proj"}
+    assert ("layers/layer/mlp/up_proj" in tp.column, "layers/layer/mlp/down_proj" in tp.row) == (True, True)
+    assert cli.main(["infer", "llama", "--config", "llama-2-7b", "--hardware", "h100-sxm", "--prompt", "128",
+                     "--generate", "16", "--tp", "2", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == tp.warnings
+    assert cli.main(["train", "llama", "--config", "llama-2-7b", "--tp", "2", "--gpus", "2"]) == 0
+    assert f"\nwarning: {tp.warnings[0]}\n" in capsys.readouterr().out
