@@ -435,8 +435,9 @@ def tensor_quantized_bytes(scheme: str | QuantScheme, shape: tuple, *, exact: bo
 
 def quantized_weights(cg: CostGraph) -> set[str]:
     """The weights a 4-/8-bit base stores quantized: the ``weight`` of every
-    operator of role ``matrix`` (``linear``) except the output head. transformers' bitsandbytes integration
-    replaces ``nn.Linear`` modules only (``replace_with_bnb_linear``) and keeps
+    operator of role ``matrix`` (``linear``) except the output head.
+    transformers' bitsandbytes integration replaces ``nn.Linear`` modules
+    only (``replace_with_bnb_linear``) and keeps
     ``get_keys_to_not_convert(model)`` — the output embedding and tied
     weights — in 16 bits; embeddings, norms and biases stay 16-bit (QLoRA §3:
     'we only quantize the linear layers')."""
