@@ -239,7 +239,7 @@ def _train(args) -> str:
     compute = _compute(args, model, layout, hardware) if args.scope == "model" else None
     from .report import warnings as value_warnings
 
-    notes = value_warnings(None, values)
+    notes = value_warnings(None, values) + result.warnings
     beside = None
     if args.megatron:
         from .training.megatron import megatron_beside
@@ -477,14 +477,21 @@ def _cache_file(kind: str, key: str):
 
 
 def _ops() -> str:
+    """``costgraph ops``: each operator's signature, summary and traits (its
+    layout under tensor parallelism, its roles), then what the trait names
+    mean; read from the ``@op`` declarations without importing SymPy."""
     from .ops import catalogue
-    from .ops.registry import REQUIRED
+    from .ops.registry import LAYOUTS, REQUIRED, ROLES, describe_traits
 
     lines = []
     for spec in catalogue():
         params = ", ".join(p.name if p.default is REQUIRED else f"{p.name}={str(p.default).lower()}"
                            for p in spec.params)
-        lines.append(f"{spec.name}({params})\n    {spec.summary}")
+        lines.append(f"{spec.name}({params})\n    {spec.summary}\n    {describe_traits(spec)}")
+    lines.append("\nlayouts (how an operator's output is split under --tp):")
+    lines += [f"  {name}: {text}" for name, text in LAYOUTS.items()]
+    lines.append("roles:")
+    lines += [f"  {name}: {text}" for name, text in ROLES.items()]
     return "\n".join(lines)
 
 

@@ -63,7 +63,7 @@ linear and vocabulary-parallel lookup per step.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy
 
@@ -97,7 +97,7 @@ def split_keys():
     """Within this block, models are built with the cached tensors' sequence
     axis as :data:`KEYS` (see the module docstring). Not thread-safe: it swaps
     the ``cache`` rule of the operator registry for the duration."""
-    from ..ops.registry import REGISTRY, OpSpec
+    from ..ops.registry import REGISTRY
 
     spec = REGISTRY["cache"]
 
@@ -108,7 +108,7 @@ def split_keys():
         c.cache(x, c["window"])
         return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
 
-    REGISTRY._specs["cache"] = OpSpec(spec.name, spec.params, rule, spec.summary)
+    REGISTRY._specs["cache"] = replace(spec, rule=rule)   # its traits kept
     try:
         yield
     finally:

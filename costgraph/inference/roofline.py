@@ -213,6 +213,7 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
                                             causal=causal, activations=activations,
                                             compute_efficiency=str(compute_efficiency),
                                             bandwidth_efficiency=str(bandwidth_efficiency)), subs=subs)
+    rep.warnings += inf.tp.warnings if inf.tp is not None else []   # an operator without a TP layout
     qd = rep.quantities
     total_pos = P + G
     qd["kv_cache_bytes"] = inf.kv_cache_bytes(total_pos)

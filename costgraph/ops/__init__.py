@@ -7,6 +7,11 @@ per-element FLOP table of the ``all`` convention, ``cast``), ``index.py``
 split_heads, merge_heads, transpose), ``ssm.py`` (depthwise conv1d, Mamba's
 selective_scan).
 
+Each ``@op(...)`` also declares the operator's traits: ``layout`` (how it is
+split under tensor parallelism, one of :data:`registry.LAYOUTS`, applied by
+:mod:`costgraph.parallel.tensor`) and ``roles`` (:data:`registry.ROLES`: Muon
+matrices and LoRA targets, MoE routers).
+
 Importing this package is light: the rule modules (which import SymPy) are
 imported on the first lookup in :data:`REGISTRY`; :func:`catalogue` lists the
 operators without them (see :mod:`costgraph.ops.registry`).

@@ -79,23 +79,23 @@ def _unary(c, kind: str, save: str, per: int | None = None):
     return y
 
 
-@op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor", keep=("ident", None))
+@op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor", keep=("ident", None), layout="follow")
 def gelu(c):
     return _unary(c, "gelu", save="input")
 
 
-@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None))
+@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None), layout="follow")
 def silu(c):
     return _unary(c, "silu", save="input")
 
 
-@op("relu", "ReLU activation", x="tensor", keep=("ident", None))
+@op("relu", "ReLU activation", x="tensor", keep=("ident", None), layout="follow")
 def relu(c):
     return _unary(c, "relu", save="output")
 
 
 @op("softmax", "softmax over the last dimension; fp32 = true computes it in fp32 and casts back",
-    x="tensor", fp32=("bool", False), keep=("ident", None))
+    x="tensor", fp32=("bool", False), keep=("ident", None), layout="whole_last")
 def softmax(c):
     """Keeps its output. With ``fp32 = true`` (LLaMA-family code:
     ``softmax(x, dtype=float32).to(x.dtype)``) the ``pytorch`` profile keeps
@@ -107,12 +107,12 @@ def softmax(c):
     return _unary(c, "softmax", save="output")
 
 
-@op("scale", "multiplication by a constant (e.g. 1/√d before softmax)", x="tensor")
+@op("scale", "multiplication by a constant (e.g. 1/√d before softmax)", x="tensor", layout="follow")
 def scale(c):
     return _unary(c, "scale", save="none")
 
 
-@op("dropout", "dropout; the identity when training without dropout", x="tensor")
+@op("dropout", "dropout; the identity when training without dropout", x="tensor", layout="follow")
 def dropout(c):
     x = c["x"]
     if not c.settings.dropout:
@@ -133,18 +133,18 @@ def _binary(c, kind: str, save: bool):
     return out
 
 
-@op("add", "elementwise sum (written x + y; broadcasts)", x="tensor", y="tensor")
+@op("add", "elementwise sum (written x + y; broadcasts)", x="tensor", y="tensor", layout="broadcast")
 def add(c):
     return _binary(c, "add", save=False)
 
 
-@op("sub", "elementwise difference (written x - y; broadcasts)", x="tensor", y="tensor")
+@op("sub", "elementwise difference (written x - y; broadcasts)", x="tensor", y="tensor", layout="broadcast")
 def sub(c):
     return _binary(c, "sub", save=False)
 
 
 @op("mul", "elementwise product of two activations (written x * y; broadcasts)",
-    x="tensor", y="tensor")
+    x="tensor", y="tensor", layout="broadcast")
 def mul(c):
     return _binary(c, "mul", save=True)
 
@@ -152,7 +152,7 @@ def mul(c):
 @op("rope", "rotary position embedding (Su et al. 2021) on the first `dims` entries of the "
     "last dimension (all when omitted): no parameters; table = own keeps a table per call, "
     "table = NAME one shared by the calls naming it",
-    x="tensor", dims=("dim", None), table=("ident", None))
+    x="tensor", dims=("dim", None), table=("ident", None), layout="whole_last")
 def rope(c):
     """x·cos + rotate_half(x)·sin over the rotated entries: 3 FLOPs each
     (`all` convention). Autograd keeps only the cos and sin tables ([1, S, r]
@@ -183,32 +183,32 @@ def rope(c):
     return y
 
 
-@op("sigmoid", "logistic sigmoid 1 / (1 + e^-x)", x="tensor", keep=("ident", None))
+@op("sigmoid", "logistic sigmoid 1 / (1 + e^-x)", x="tensor", keep=("ident", None), layout="follow")
 def sigmoid(c):
     """Keeps its output (PyTorch ``sigmoid_backward(grad, result)``)."""
     return _unary(c, "sigmoid", save="output")
 
 
-@op("tanh", "hyperbolic tangent", x="tensor", keep=("ident", None))
+@op("tanh", "hyperbolic tangent", x="tensor", keep=("ident", None), layout="follow")
 def tanh(c):
     """Keeps its output (PyTorch ``tanh_backward(grad, result)``)."""
     return _unary(c, "tanh", save="output")
 
 
-@op("softplus", "softplus log(1 + e^x) (Mamba's Δ)", x="tensor", keep=("ident", None))
+@op("softplus", "softplus log(1 + e^x) (Mamba's Δ)", x="tensor", keep=("ident", None), layout="follow")
 def softplus(c):
     """Keeps its input (PyTorch ``softplus_backward(grad, self, beta, threshold)``)."""
     return _unary(c, "softplus", save="input")
 
 
-@op("square", "elementwise square x²", x="tensor", keep=("ident", None))
+@op("square", "elementwise square x²", x="tensor", keep=("ident", None), layout="follow")
 def square(c):
     """Keeps its input (PyTorch ``torch.square`` is ``pow(x, 2)``, whose
     backward ``2·x·grad`` reads ``self``)."""
     return _unary(c, "square", save="input")
 
 
-@op("relu2", "squared ReLU, relu(x)² (So et al. 2021, Primer; Nemotron)", x="tensor")
+@op("relu2", "squared ReLU, relu(x)² (So et al. 2021, Primer; Nemotron)", x="tensor", layout="follow")
 def relu2(c):
     """``torch.square(F.relu(x))``: ReLU keeps its output and ``pow`` keeps
     its input — one tensor, the ReLU output, a new storage the op does not
@@ -220,7 +220,7 @@ def relu2(c):
 
 
 @op("clamp", "clamp to [lower, upper] (the bounds' values cost nothing: say which exist)",
-    x="tensor", lower=("bool", True), upper=("bool", True))
+    x="tensor", lower=("bool", True), upper=("bool", True), layout="follow")
 def clamp(c):
     """One comparison per bound and element (`all`). Keeps its input
     (PyTorch ``clamp_backward(grad, self, min, max)`` masks by it)."""
@@ -231,7 +231,7 @@ def clamp(c):
 
 
 @op("softcap", "soft-capping cap · tanh(x / cap) (Gemma 2's attention and final logits)",
-    x="tensor", cap=("dim", None))
+    x="tensor", cap=("dim", None), layout="follow")
 def softcap(c):
     """Gemma 2 (Gemma Team 2024 §2; Hugging Face ``Gemma2``: ``x / cap``,
     ``tanh``, ``* cap``). 3 FLOPs an element (`all`). Of the three, only
@@ -244,7 +244,7 @@ def softcap(c):
     return y
 
 
-@op("maximum", "elementwise maximum of two tensors (broadcasts)", x="tensor", y="tensor")
+@op("maximum", "elementwise maximum of two tensors (broadcasts)", x="tensor", y="tensor", layout="broadcast")
 def maximum(c):
     """Keeps both operands (PyTorch ``maximum``'s backward compares them).
     1 FLOP an element forward (`all`); the backward selects: 0."""
@@ -256,7 +256,7 @@ def maximum(c):
 
 
 @op("cast", "convert to a dtype: to = fp32 | bf16 | fp16 | act (the compute dtype); a copy",
-    x="tensor", to="ident")
+    x="tensor", to="ident", layout="follow")
 def cast(c):
     """``x.float()``, ``x.to(torch.bfloat16)``: a new tensor of role ``to``
     (:mod:`costgraph.precision`), so what later operators keep of it is

@@ -19,7 +19,7 @@ from .registry import op
 
 
 @op("max", "maximum over the last dimension: [..., n] → [...] ([..., 1] with keepdim = true; keeps "
-    "the int64 argmax)", x="tensor", keepdim=("bool", False))
+    "the int64 argmax)", x="tensor", keepdim=("bool", False), layout="whole")
 def max_(c):
     """``x.max(dim=-1).values`` (``keepdim = true``: ``x.max(dim=-1,
     keepdim=True).values``, ``[..., 1]``, which broadcasts against ``x`` —
@@ -39,7 +39,7 @@ def max_(c):
 
 
 @op("topk", "the k largest entries of the last dimension: [..., n] → values [..., k], ids [..., k] (index)",
-    x="tensor", k="dim")
+    x="tensor", k="dim", layout="whole")
 def topk(c):
     """``values, ids = torch.topk(x, k)`` (an MoE router's choice). Returns
     two tensors, the ids with role ``index``. 1 comparison per input element
@@ -57,7 +57,7 @@ def topk(c):
 
 
 @op("gather", "rows of x by index: x [..., d] (rows: all but the last axis), ids [...] → [..., d] (copy)",
-    x="tensor", ids="tensor")
+    x="tensor", ids="tensor", layout="whole")
 def gather(c):
     """``x.reshape(-1, d)[ids]`` / ``index_select``: MoE dispatch copies each
     token once per chosen expert (``ids`` of ``T·k`` entries → ``[T·k, d]``).
@@ -77,7 +77,7 @@ def gather(c):
 
 
 @op("scatter", "add rows of x into `rows` rows by index: x [..., d], ids [...] → [rows, d] (copy)",
-    x="tensor", ids="tensor", rows="dim")
+    x="tensor", ids="tensor", rows="dim", layout="whole")
 def scatter(c):
     """``out.index_add_(0, ids, x)`` into zeros of ``[rows, d]``: an MoE's
     combine (each token's expert outputs summed back into its row). 1 add per
@@ -99,7 +99,7 @@ def scatter(c):
 
 
 @op("select", "one position of the sequence axis: [..., S, d] → [..., d] (view; BERT's pooler reads "
-    "the first token)", x="tensor", index=("dim", None))
+    "the first token)", x="tensor", index=("dim", None), layout="whole")
 def select(c):
     """``x[:, 0]``: a view (a consumer that keeps it keeps the whole
     ``[..., S, d]`` storage alive, as in PyTorch). ``index`` (which position:

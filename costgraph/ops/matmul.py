@@ -18,7 +18,8 @@ from .registry import op
 
 
 @op("linear", "y = x·Wᵀ (+ bias); x [..., in] → [..., out]; tp = false keeps it whole under tensor parallelism",
-    x="tensor", out="dim", bias=("bool", True), tied=("ident", None), tp=("bool", True))
+    x="tensor", out="dim", bias=("bool", True), tied=("ident", None), tp=("bool", True),
+    layout="column_row", roles=("matrix", "router"))
 def linear(c):
     """``tp = false`` tells the tensor-parallel analysis
     (:mod:`costgraph.parallel.tensor`) to keep this linear replicated where its
@@ -43,7 +44,7 @@ def linear(c):
 
 
 @op("matmul", "batched product of two activations: [..., m, k]·[..., k, n] → [..., m, n]",
-    x="tensor", y="tensor", window=("dim", None), causal=("bool", False))
+    x="tensor", y="tensor", window=("dim", None), causal=("bool", False), layout="batched")
 def matmul(c):
     """``window = w`` makes a banded product (sliding-window attention): each of
     the ``m`` rows meets only ``Min(n, w)`` columns. For QKᵀ the output is
@@ -87,7 +88,7 @@ def matmul(c):
 
 
 @op("embedding", "row lookup in a [num, dim] table: ids [...] → [..., dim]",
-    ids="tensor", num="dim", dim="dim", tied=("ident", None))
+    ids="tensor", num="dim", dim="dim", tied=("ident", None), layout="vocab")
 def embedding(c):
     ids = c["ids"]
     if ids.role != "index":
@@ -105,7 +106,7 @@ def embedding(c):
 
 @op("relative_position_bias", "T5's learned attention bias: a [buckets, heads] table looked up "
     "by the bucketed distance of each (query, key) pair → [1, heads, q_len, k_len]",
-    q_len="dim", k_len="dim", buckets="dim", heads="dim")
+    q_len="dim", k_len="dim", buckets="dim", heads="dim", layout="whole")
 def relative_position_bias(c):
     """Raffel et al. 2020 §2.1. Computed once per stack and added to every
     layer's scores. A lookup: 0 FLOPs; keeps its [q_len, k_len] bucket ids."""

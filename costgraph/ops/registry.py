@@ -12,9 +12,19 @@ tensors) and returns its output tensor(s). Rules are registered with
 
 Every call also accepts ``name=IDENT``, the node's name in its path.
 
+An operator also declares its *traits*, what the analyses that do not run its
+rule need to know of it:
+
+* ``layout`` — how it behaves under a tensor-parallel layout: one of
+  :data:`LAYOUTS` (a name, or a tuple of the name and its arguments), applied
+  by the rule of that name in :mod:`costgraph.parallel.tensor`. An operator
+  without one is assumed to need its inputs whole, with a warning naming it.
+* ``roles`` — which of :data:`ROLES` it plays for the training analyses
+  (Muon's matrices, LoRA targets and quantized weights; MoE routers).
+
 The rules live in :data:`RULE_MODULES`, which import SymPy. They are
 imported on the first lookup of an operator's spec; until then the
-operators' names, parameters and summaries (what ``costgraph ops`` prints
+operators' names, parameters, summaries and traits (what ``costgraph ops`` prints
 and what the loader checks block names against) are read from the
 ``@op(...)`` declarations in those modules' source by :func:`catalogue`,
 without importing them. The declarations are the one source of both.
@@ -24,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -38,6 +48,37 @@ KINDS = ("tensor", "dim", "bool", "ident")
 RULE_MODULES = ("elementwise", "index", "matmul", "norm", "shape", "ssm")
 
 
+# How an operator's output is split under tensor parallelism, given its inputs'
+# splits (see costgraph.parallel.tensor; one rule there per name) → what it means.
+LAYOUTS = {
+    "follow": "its output is split as its first input is (activations, scale, dropout, casts, copies)",
+    "whole_last": "needs its last axis whole (a split there replicates the linears before it); "
+                  "another split carries through",
+    "whole": "needs its inputs whole; its output is replicated",
+    "broadcast": "elementwise over operands aligned from the right; a replicated operand is sliced "
+                 "locally to match a split one",
+    "per_channel": "works per channel: the named operands split along their last axis (channels), the "
+                   "others whole; its weights and kept states split with the channels",
+    "view": "moves axes: a split on input axis r+i lands on output axis r+j for each (i, j) given "
+            "(r: the input's rank), on the same axis otherwise",
+    "join_last": "joins along the last axis: needs that axis whole; a split elsewhere, the same in "
+                 "every operand, carries through",
+    "column_row": "Megatron's linear: column-parallel reading a replicated input (weight split by "
+                  "output features), row-parallel reading one split along its features",
+    "vocab": "vocabulary-parallel when its table has a row per entry of the model's output "
+             "(the table split by rows, the output replicated); else replicated",
+    "batched": "product of two activations: a split on a batch axis (heads) carries through; any "
+               "other split needs both operands whole",
+}
+# Roles an operator plays for the training analyses → what they mean.
+ROLES = {
+    "matrix": "its weight multiplies activations: a hidden matrix for Muon (2-D or more, not the "
+              "output head), a LoRA target, stored quantized by a 4-/8-bit base",
+    "router": "an MoE router when its output has one entry per routed expert (left out of the "
+              "FLOPs with router = false, as Megatron-LM counts)",
+}
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     name: str
@@ -47,12 +88,16 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class OpSpec:
-    """An operator: its ``name``, parameters, rule and a one-line summary."""
+    """An operator: its ``name``, parameters, rule, a one-line summary and its
+    traits: ``layout`` (a name of :data:`LAYOUTS` then its arguments, or None
+    when not declared) and ``roles`` (names of :data:`ROLES`)."""
 
     name: str
     params: tuple[ParamSpec, ...]
     rule: Callable | None   # None in the catalogue read from the source
     summary: str
+    layout: tuple | None = None
+    roles: tuple[str, ...] = ()
 
 
 class Registry(Mapping):
@@ -101,23 +146,93 @@ def _params(params: dict) -> tuple[ParamSpec, ...]:
     return tuple(specs)
 
 
-def op(name: str, summary: str, **params):
+def _layout(name: str, layout, params: tuple[ParamSpec, ...]) -> tuple | None:
+    """``layout`` as declared (a name, or a tuple of a name and its arguments)
+    → the tuple, checked: a name of :data:`LAYOUTS`; ``per_channel``'s
+    arguments tensor parameters; ``view``'s ``(i, j)`` pairs of whole numbers."""
+    if layout is None:
+        return None
+    out = (layout,) if isinstance(layout, str) else tuple(layout)
+    kind, args = out[0], out[1:]
+    if kind not in LAYOUTS:
+        raise ValueError(f"operator {name!r}: layout {kind!r} is none of {', '.join(LAYOUTS)}")
+    tensors = [p.name for p in params if p.kind == "tensor"]
+    if kind == "per_channel" and not (args and all(a in tensors for a in args)):
+        raise ValueError(f"operator {name!r}: per_channel names its per-channel tensor arguments "
+                         f"(of {', '.join(tensors)}), got {args!r}")
+    if kind == "view" and not all(isinstance(a, tuple) and len(a) == 2 and all(type(i) is int for i in a)
+                                  for a in args):
+        raise ValueError(f"operator {name!r}: view takes (input axis, output axis) pairs, got {args!r}")
+    if kind not in ("per_channel", "view") and args:
+        raise ValueError(f"operator {name!r}: layout {kind!r} takes no arguments, got {args!r}")
+    return out
+
+
+def _roles(name: str, roles) -> tuple[str, ...]:
+    out = (roles,) if isinstance(roles, str) else tuple(roles)
+    unknown = [r for r in out if r not in ROLES]
+    if unknown:
+        raise ValueError(f"operator {name!r}: role {unknown[0]!r} is none of {', '.join(ROLES)}")
+    return out
+
+
+def op(name: str, summary: str, *, layout=None, roles=(), **params):
     """Register a rule as operator ``name``.
 
-    ``params`` maps argument name → kind, or → ``(kind, default)``. The
-    arguments are literals (strings, ``None``, true/false, tuples of them),
-    so that :func:`catalogue` can read them from the source.
+    ``params`` maps argument name → kind, or → ``(kind, default)``.
+    ``layout``: its behaviour under tensor parallelism, a name of
+    :data:`LAYOUTS` or a tuple of the name and its arguments
+    (``("per_channel", "x", "dt")``, ``("view", (-1, -2), (-2, -1))``);
+    ``roles``: names of :data:`ROLES` (a string for one). All the arguments
+    are literals (strings, numbers, ``None``, true/false, tuples of them), so
+    that :func:`catalogue` can read them from the source.
+
+    Raises ValueError for a layout or role that is not one of those names
+    (a mistake in the operator's declaration, not in a model).
     """
+    specs = _params(params)
+    spec = OpSpec(name, specs, None, summary, _layout(name, layout, specs), _roles(name, roles))
 
     def register(rule):
-        REGISTRY._specs[name] = OpSpec(name, _params(params), rule, summary)
+        REGISTRY._specs[name] = replace(spec, rule=rule)
         return rule
 
     return register
 
 
+def traits(kind: str) -> OpSpec | None:
+    """The spec of the operator ``kind`` (its ``layout`` and ``roles``), from
+    the registry once its rules are imported, else from :func:`catalogue`;
+    None for a node kind that is no operator (``input``, ``param``)."""
+    if REGISTRY._loaded or kind in REGISTRY._specs:
+        return REGISTRY._specs.get(kind)
+    return next((s for s in catalogue() if s.name == kind), None)
+
+
+def has_role(kind: str, role: str) -> bool:
+    """Whether the operator ``kind`` declares ``role`` (one of :data:`ROLES`);
+    False for a node kind that is no operator."""
+    assert role in ROLES, role
+    spec = traits(kind)
+    return spec is not None and role in spec.roles
+
+
+def describe_traits(spec: OpSpec) -> str:
+    """One line of ``spec``'s traits, as ``costgraph ops`` prints them:
+    ``layout: view (-1→-2, -2→0) · roles: matrix``."""
+    if spec.layout is None:
+        text = "layout: none declared (under --tp: inputs assumed whole, with a warning)"
+    else:
+        kind, args = spec.layout[0], spec.layout[1:]
+        shown = ", ".join(f"{a[0]}→{a[1]}" if isinstance(a, tuple) else str(a) for a in args)
+        text = f"layout: {kind}" + (f" ({shown})" if shown else "")
+    if spec.roles:
+        text += " · roles: " + ", ".join(spec.roles)
+    return text
+
+
 def catalogue() -> tuple[OpSpec, ...]:
-    """Every operator's name, parameters and summary, sorted by name, without
+    """Every operator's name, parameters, summary and traits, sorted by name, without
     importing the rules (``rule`` is None) unless they are imported already."""
     if REGISTRY._loaded:
         return tuple(REGISTRY[name] for name in sorted(REGISTRY))
@@ -139,6 +254,8 @@ def _literal(node):
         return node.value
     if isinstance(node, ast.Tuple):
         return tuple(_literal(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -node.operand.value   # -1: an axis counted from the end
     raise _NotLiteral(ast.dump(node))
 
 
@@ -159,7 +276,9 @@ def _declared() -> tuple[OpSpec, ...] | None:
                     if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Name) and dec.func.id == "op":
                         name, summary = (_literal(a) for a in dec.args)
                         params = {k.arg: _literal(k.value) for k in dec.keywords}
-                        specs.append(OpSpec(name, _params(params), None, summary))
+                        layout, roles = params.pop("layout", None), params.pop("roles", ())
+                        p = _params(params)
+                        specs.append(OpSpec(name, p, None, summary, _layout(name, layout, p), _roles(name, roles)))
     except (OSError, SyntaxError, ValueError, _NotLiteral):
         return None
     return tuple(sorted(specs, key=lambda s: s.name))

@@ -20,7 +20,7 @@ MAX_PARTS = 1024
 
 
 @op("split", "n equal views along the last dimension: [..., n·k] → n × [..., k]",
-    x="tensor", n="dim")
+    x="tensor", n="dim", layout=("view",))
 def split(c):
     x, n = c["x"], c["n"]
     if not isinstance(n, sympy.Integer) or n < 1:
@@ -33,7 +33,8 @@ def split(c):
     return tuple(c.output((*batch, last / n), view_of=x) for _ in range(int(n)))
 
 
-@op("split_heads", "[..., S, H] → [..., heads, S, H/heads] (view)", x="tensor", heads="dim")
+@op("split_heads", "[..., S, H] → [..., heads, S, H/heads] (view)", x="tensor", heads="dim",
+    layout=("view", (-1, -2), (-2, -1)))
 def split_heads(c):
     x, heads = c["x"], c["heads"]
     if len(x.shape) < 2:
@@ -42,7 +43,8 @@ def split_heads(c):
     return c.output((*batch, heads, seq, hidden / heads), view_of=x)
 
 
-@op("merge_heads", "[..., heads, S, d] → [..., S, heads·d] (copy)", x="tensor")
+@op("merge_heads", "[..., heads, S, d] → [..., S, heads·d] (copy)", x="tensor",
+    layout=("view", (-3, -2), (-2, -3), (-1, -2)))
 def merge_heads(c):
     x = c["x"]
     if len(x.shape) < 3:
@@ -51,7 +53,7 @@ def merge_heads(c):
     return c.output((*batch, seq, heads * d))
 
 
-@op("transpose", "swap the last two dimensions (view)", x="tensor")
+@op("transpose", "swap the last two dimensions (view)", x="tensor", layout=("view", (-1, -2), (-2, -1)))
 def transpose(c):
     x = c["x"]
     if len(x.shape) < 2:
@@ -60,7 +62,8 @@ def transpose(c):
     return c.output((*batch, n, m), view_of=x)
 
 
-@op("slice", "the first or next `size` entries of the last dimension (view)", x="tensor", size="dim")
+@op("slice", "the first or next `size` entries of the last dimension (view)", x="tensor", size="dim",
+    layout="whole_last")
 def slice_(c):
     x = c["x"]
     if not x.shape:
@@ -70,7 +73,8 @@ def slice_(c):
     return c.output((*batch, c["size"]), view_of=x)
 
 
-@op("concat", "join along the last dimension, broadcasting the others (copy)", x="tensor", y="tensor")
+@op("concat", "join along the last dimension, broadcasting the others (copy)", x="tensor", y="tensor",
+    layout="join_last")
 def concat(c):
     x, y = c["x"], c["y"]
     if len(x.shape) != len(y.shape):
@@ -89,7 +93,7 @@ def concat(c):
 
 
 @op("repeat_kv", "grouped-query attention: [B, kv, S, d] → [B, kv·groups, S, d] (copy; "
-    "the identity for groups = 1)", x="tensor", groups="dim")
+    "the identity for groups = 1)", x="tensor", groups="dim", layout="follow")
 def repeat_kv(c):
     x, g = c["x"], c["groups"]
     if g == 1:
@@ -100,13 +104,13 @@ def repeat_kv(c):
     return c.output((*batch, heads * g, seq, d))
 
 
-@op("zeros", "a new tensor of zeros shaped like x (an accumulator)", x="tensor")
+@op("zeros", "a new tensor of zeros shaped like x (an accumulator)", x="tensor", layout="follow")
 def zeros(c):
     return c.output(c["x"].shape)
 
 
 @op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view)",
-    x="tensor", window=("dim", None))
+    x="tensor", window=("dim", None), layout="follow")
 def cache(c):
     x = c["x"]
     if len(x.shape) < 3:

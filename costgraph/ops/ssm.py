@@ -12,7 +12,8 @@ from .registry import op
 
 
 @op("conv1d", "depthwise causal convolution along the sequence: x [B, S, C], a width-k kernel per "
-    "channel → [B, S, C]", x="tensor", kernel="dim", bias=("bool", True), state=("bool", True))
+    "channel → [B, S, C]", x="tensor", kernel="dim", bias=("bool", True), state=("bool", True),
+    layout=("per_channel", "x"))
 def conv1d(c):
     """PyTorch ``Conv1d(C, C, k, groups=C)`` on ``x.transpose(1, 2)``, causal
     (left padding ``k − 1``, exactly ``S`` outputs: Mamba's ``conv1d``, Hyena's
@@ -51,7 +52,7 @@ def conv1d(c):
 
 @op("selective_scan", "Mamba's selective SSM (Gu & Dao 2023): x, dt [B, S, D], B, C [B, S, N] → "
     "[B, S, D]; owns A [D, N] and D [D]; state [B, D, N] kept at inference",
-    x="tensor", dt="tensor", B="tensor", C="tensor", skip=("bool", True))
+    x="tensor", dt="tensor", B="tensor", C="tensor", skip=("bool", True), layout=("per_channel", "x", "dt"))
 def selective_scan(c):
     """Per token ``t``, channel ``d`` and state entry ``n`` (Gu & Dao 2023,
     Alg. 2; ``selective_scan_ref`` of ``mamba_ssm``):

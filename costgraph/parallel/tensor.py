@@ -2,8 +2,13 @@
 
 Megatron-LM's tensor parallelism (Shoeybi et al. 2019, §3) splits each
 Transformer layer over ``t`` devices. Which weight and which tensor is split is
-not written per model here: it is read off the operator graph by these rules,
-applied to every node in program order.
+not written per model here: it is read off the operator graph, every node in
+program order, by the rule its operator's *layout trait* names (declared on
+the operator, ``@op(..., layout=...)`` in :mod:`costgraph.ops`; the names are
+:data:`costgraph.ops.registry.LAYOUTS`, one rule each at the end of this
+module). An operator that declares no layout is taken to need its inputs
+whole, its output replicated, and :attr:`TensorParallel.warnings` names it.
+The rules:
 
 * A ``linear`` reading a *replicated* tensor is **column-parallel**: its weight
   (and bias) split by ``t`` along the output features, its output split along
@@ -18,9 +23,10 @@ applied to every node in program order.
   replicated tensor, so column-parallel: logits split along the vocabulary
   (vocab-parallel cross-entropy); a tied head shares the split table.
 * Views and reshapes (``split``, ``split_heads``, ``transpose``,
-  ``merge_heads``, ``repeat_kv``, ``cache``), activations, ``scale``,
-  ``dropout`` (with its mask), ``rope`` and products of two activations
-  follow their inputs: a split on the features becomes a split on the heads.
+  ``merge_heads``: ``view``; ``repeat_kv``, ``cache``: ``follow``),
+  activations, ``scale``, ``dropout`` (with its mask) and products of two
+  activations follow their inputs: a split on the features becomes a split
+  on the heads.
 * Mamba's ``conv1d`` and ``selective_scan`` work per channel: a split of
   their channels (the last axis of ``x``, and of ``Δ``) carries through, ``B``
   and ``C`` stay whole, and their weights (the convolution's kernel and bias,
@@ -63,12 +69,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..graph import CostGraph
-
-# operators whose output has the input's shape and whose split follows it
-_FOLLOW = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv",
-           "sigmoid", "tanh", "square", "relu2", "clamp", "softcap", "cast"}
-# operators that need their last axis whole
-_WHOLE_LAST = {"softmax", "layernorm", "rmsnorm", "rope", "slice"}
+from ..ops.registry import REGISTRY
 
 
 @dataclass
@@ -80,7 +81,8 @@ class TensorParallel:
     ``vocab``: node paths of column-parallel, row-parallel and
     vocabulary-parallel operators; ``replicated``: linears kept whole because
     a consumer needs their whole output; ``sequence``: tensor ids split along
-    the sequence by SP.
+    the sequence by SP; ``warnings``: one sentence per operator that declares
+    no layout trait (what was assumed for it), for the reports to show.
     """
 
     t: sympy.Expr
@@ -92,6 +94,7 @@ class TensorParallel:
     vocab: list[str] = field(default_factory=list)
     replicated: set[str] = field(default_factory=set)
     sequence: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
 
     def tensor_divisor(self, tid: str) -> sympy.Expr:
         """How many devices share tensor ``tid`` (t if split by TP or SP, else 1)."""
@@ -148,124 +151,211 @@ def sequence_dims(cg: CostGraph) -> list[sympy.Expr]:
     return out
 
 
-def _walk(cg: CostGraph, t, sp: bool, forced: set[str]) -> TensorParallel:
-    tp = TensorParallel(t, sp, replicated=set(forced))
-    split = tp.split
-    origin: dict[str, set[str]] = {}
-    aux: dict[str, list[str]] = {}
-    for tid, ten in cg.tensors.items():
-        if ten.producer in cg.nodes and tid not in cg.nodes[ten.producer]["outputs"] and tid != ten.producer:
-            aux.setdefault(ten.producer, []).append(tid)
+@dataclass
+class _Walk:
+    """The state of one walk over the graph: the layout being built, the
+    column-parallel linears each split tensor comes from (``origin``), each
+    node's auxiliary tensors (its kept states, ``aux``), the model's vocabulary
+    (the last axis of its outputs) and the nodes of operators that declare no
+    layout (``unlaid``: kind → paths)."""
 
-    # the vocabulary: the features of the model's outputs (the logits)
-    vocab = [cg.tensors[o].shape[-1] for o in cg.outputs if cg.tensors[o].shape]
+    cg: CostGraph
+    tp: TensorParallel
+    forced: set[str]
+    origin: dict[str, set[str]] = field(default_factory=dict)
+    aux: dict[str, list[str]] = field(default_factory=dict)
+    vocab: list = field(default_factory=list)
+    unlaid: dict[str, list[str]] = field(default_factory=dict)
 
-    def need_whole(*tids):
+    def rank(self, tid: str) -> int:
+        return len(self.cg.tensors[tid].shape)
+
+    def need_whole(self, *tids: str) -> None:
+        """Raise :class:`_Conflict` naming the linears a split of ``tids`` came from."""
         bad = set()
         for x in tids:
-            if x in split:
-                bad |= origin.get(x, set())
+            if x in self.tp.split:
+                bad |= self.origin.get(x, set())
         if bad:
             raise _Conflict(bad)
 
+    def assign(self, tids, axis: int, src: set[str]) -> None:
+        for o in tids:
+            self.tp.split[o], self.origin[o] = axis, src
+
+
+@dataclass
+class _Node:
+    """An operator node as a layout rule sees it: its inputs' split axes
+    (``axes``, None where replicated) and ranks, and ``src``, the
+    column-parallel linears its output's split comes from (a rule may set it)."""
+
+    path: str
+    d: dict
+    ins: list[str]
+    outs: list[str]
+    axes: list
+    ranks: list[int]
+    src: set[str]
+
+
+def _walk(cg: CostGraph, t, sp: bool, forced: set[str]) -> TensorParallel:
+    """One pass over ``cg`` in program order, each node laid out by the rule
+    its operator's layout trait names; raises :class:`_Conflict` when a split
+    reaches an operator that needs it whole (``forced``: linears kept whole)."""
+    w = _Walk(cg, TensorParallel(t, sp, replicated=set(forced)), forced)
+    for tid, ten in cg.tensors.items():
+        if ten.producer in cg.nodes and tid not in cg.nodes[ten.producer]["outputs"] and tid != ten.producer:
+            w.aux.setdefault(ten.producer, []).append(tid)
+    w.vocab = [cg.tensors[o].shape[-1] for o in cg.outputs if cg.tensors[o].shape]
     for path, d in cg.ops():
-        kind, ins, outs = d["kind"], list(d["inputs"]), list(d["outputs"])
-        c = d["cost"]
-        axes = [split.get(x) for x in ins]
-        ranks = [len(cg.tensors[x].shape) for x in ins]
-        src = set().union(*(origin.get(x, set()) for x in ins)) if ins else set()
-        out_axis = None
-        if kind == "embedding":
-            if any(_same(d["attrs"]["num"], v) for v in vocab):
-                for w in c.weights:
-                    tp.weights[w] = t
-                tp.vocab.append(path)
-        elif kind == "linear":
-            ax, r = axes[0], ranks[0]
-            weight = [w for w in c.weights if w.endswith("/weight")]
-            bias = [w for w in c.weights if w.endswith("/bias")]
-            if ax is None:
-                if path not in forced and d["attrs"].get("tp", True):
-                    out_axis, src = r - 1, {path}
-                    for w in weight + bias:
-                        tp.weights[w] = t
-                    tp.column.append(path)
-            elif ax == r - 1:
-                for w in weight:
-                    tp.weights[w] = t
-                tp.row.append(path)
-                src = set()
-            else:
-                out_axis = ax
-        elif kind == "matmul":
-            (ax, ay), (rx, _) = axes, ranks
-            if ax is None and ay is None:
-                pass
-            elif (ax == ay or ay is None or ax is None) and (ax if ax is not None else ay) < rx - 2:
-                out_axis = ax if ax is not None else ay
-            else:
-                need_whole(*ins)
-        elif kind in ("conv1d", "selective_scan"):
-            # per channel (Megatron-LM megatron/core/ssm/mamba_mixer.py: conv1d, A_log, D and dt_bias
-            # hold d_inner/t channels per rank): the channels (last axis of x, and of dt) split, B and C
-            # whole; the weights split with them, and so is the state kept at inference ([B, C, k],
-            # [B, D, N]: channels on axis 1)
-            per_channel = ins[:2] if kind == "selective_scan" else ins[:1]
-            if all(split.get(x) == len(cg.tensors[x].shape) - 1 for x in per_channel) \
-                    and not any(x in split for x in ins[len(per_channel):]):
-                for w in c.weights:
-                    tp.weights[w] = t
-                for o in outs:
-                    split[o], origin[o] = len(cg.tensors[o].shape) - 1, src
-                for o in aux.get(path, []):
-                    split[o], origin[o] = 1, src
-            elif any(x in split for x in ins):
-                need_whole(*ins)
-        elif kind in _FOLLOW:
-            out_axis = axes[0] if axes else None
-        elif kind in _WHOLE_LAST:
-            if axes[0] is not None and axes[0] == ranks[0] - 1:
-                need_whole(ins[0])
-            out_axis = axes[0]
-        elif kind == "split":
-            out_axis = axes[0]
-        elif kind == "split_heads":
-            ax, r = axes[0], ranks[0]
-            out_axis = None if ax is None else {r - 1: r - 2, r - 2: r}.get(ax, ax)
-        elif kind == "merge_heads":
-            ax, r = axes[0], ranks[0]
-            out_axis = None if ax is None else {r - 3: r - 2, r - 2: r - 3, r - 1: r - 2}.get(ax, ax)
-        elif kind == "transpose":
-            ax, r = axes[0], ranks[0]
-            out_axis = None if ax is None else {r - 1: r - 2, r - 2: r - 1}.get(ax, ax)
-        elif kind == "concat":   # along the last axis; a replicated part is sliced locally
-            along = {a for a in axes if a is not None}
-            if len(along) > 1 or ranks[0] - 1 in along:
-                need_whole(*ins)
-            out_axis = along.pop() if along else None
-        elif kind in ("add", "sub", "mul", "maximum"):
-            out_axis = _broadcast(cg, ins, axes, ranks, outs, need_whole)
-        else:   # an operator with no rule here: its inputs must be whole
-            need_whole(*ins)
-        if out_axis is not None and outs and any(
-                len(cg.tensors[o].shape) > out_axis and cg.tensors[o].shape[out_axis] == 1 for o in outs):
-            need_whole(*ins)   # a split cannot land on an axis of one (MLA's single latent "head")
-        if out_axis is not None:
-            for o in outs + aux.get(path, []):
-                if len(cg.tensors[o].shape) > out_axis:
-                    split[o] = out_axis
-                    origin[o] = src
-    return tp
+        ins = list(d["inputs"])
+        src = set().union(*(w.origin.get(x, set()) for x in ins)) if ins else set()
+        n = _Node(path, d, ins, list(d["outputs"]), [w.tp.split.get(x) for x in ins], [w.rank(x) for x in ins], src)
+        rule, args = _rule(w, n)
+        _place(w, n, rule(w, n, *args))
+    if t != 1:
+        w.tp.warnings = [_unlaid_warning(kind, paths) for kind, paths in w.unlaid.items()]
+    return w.tp
 
 
-def _broadcast(cg, ins, axes, ranks, outs, need_whole):
-    """Split of an elementwise op's output: operands aligned from the right; a
-    replicated operand is sliced locally to match a split one (T5's position
-    bias added to scores split by heads)."""
-    out_rank = len(cg.tensors[outs[0]].shape)
-    ks = {r - a for a, r in zip(axes, ranks) if a is not None}
+def _rule(w: _Walk, n: _Node):
+    """The layout rule of ``n``'s operator and the trait's arguments; for an
+    operator without a layout trait, :func:`_whole` (noted in ``w.unlaid``)."""
+    kind = n.d["kind"]
+    if kind == "param":   # a model's own parameter (no inputs): kept whole
+        return _whole, ()
+    spec = REGISTRY.get(kind)
+    if spec is None or spec.layout is None:
+        w.unlaid.setdefault(kind, []).append(n.path)
+        return _whole, ()
+    return _RULES[spec.layout[0]], spec.layout[1:]
+
+
+def _unlaid_warning(kind: str, paths: list[str]) -> str:
+    where = paths[0] + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
+    return (f"operator '{kind}' ({where}) declares no tensor-parallel layout: it was assumed to need its "
+            f"inputs whole (the linears before it kept replicated) and its output replicated; declare "
+            f"layout= in its @op (see `costgraph ops`)")
+
+
+def _place(w: _Walk, n: _Node, out_axis: int | None) -> None:
+    """Split ``n``'s outputs (and auxiliary tensors) along ``out_axis``."""
+    if out_axis is None:
+        return
+    if any(w.rank(o) > out_axis and w.cg.tensors[o].shape[out_axis] == 1 for o in n.outs):
+        w.need_whole(*n.ins)   # a split cannot land on an axis of one (MLA's single latent "head")
+    w.assign([o for o in n.outs + w.aux.get(n.path, []) if w.rank(o) > out_axis], out_axis, n.src)
+
+
+# ----------------------------------------------------------------- the rules, one per LAYOUTS name
+# Each takes the walk, the node and the trait's arguments and returns the axis its
+# outputs are split along (None: replicated, or placed by the rule itself).
+
+
+def _follow(w: _Walk, n: _Node) -> int | None:
+    return n.axes[0] if n.axes else None
+
+
+def _whole_last(w: _Walk, n: _Node) -> int | None:
+    if n.axes[0] is not None and n.axes[0] == n.ranks[0] - 1:
+        w.need_whole(n.ins[0])
+    return n.axes[0]
+
+
+def _whole(w: _Walk, n: _Node) -> None:
+    w.need_whole(*n.ins)
+    return None
+
+
+def _broadcast(w: _Walk, n: _Node) -> int | None:
+    """Operands aligned from the right; a replicated operand is sliced locally
+    to match a split one (T5's position bias added to scores split by heads)."""
+    ks = {r - a for a, r in zip(n.axes, n.ranks) if a is not None}
     if not ks:
         return None
     if len(ks) > 1:
-        need_whole(*ins)
-    return out_rank - ks.pop()
+        w.need_whole(*n.ins)
+    return w.rank(n.outs[0]) - ks.pop()
+
+
+def _view(w: _Walk, n: _Node, *pairs: tuple[int, int]) -> int | None:
+    ax, r = n.axes[0], n.ranks[0]
+    return None if ax is None else {r + i: r + j for i, j in pairs}.get(ax, ax)
+
+
+def _join_last(w: _Walk, n: _Node) -> int | None:
+    """Along the last axis; a replicated part is sliced locally."""
+    along = {a for a in n.axes if a is not None}
+    if len(along) > 1 or n.ranks[0] - 1 in along:
+        w.need_whole(*n.ins)
+    return along.pop() if along else None
+
+
+def _per_channel(w: _Walk, n: _Node, *names: str) -> None:
+    """Megatron-LM ``megatron/core/ssm/mamba_mixer.py``: conv1d, A_log, D and
+    dt_bias hold d_inner/t channels per rank. The channels (last axis of the
+    named operands) split, the others whole; the weights split with them, and
+    so does the state kept at inference ([B, C, k], [B, D, N]: channels on axis 1)."""
+    tensors = [p.name for p in REGISTRY[n.d["kind"]].params if p.kind == "tensor"]
+    per = [n.ins[tensors.index(x)] for x in names]
+    rest = [x for x, pname in zip(n.ins, tensors) if pname not in names]
+    split = w.tp.split
+    if all(split.get(x) == w.rank(x) - 1 for x in per) and not any(x in split for x in rest):
+        for wid in n.d["cost"].weights:
+            w.tp.weights[wid] = w.tp.t
+        for o in n.outs:
+            w.assign([o], w.rank(o) - 1, n.src)
+        w.assign(w.aux.get(n.path, []), 1, n.src)
+    elif any(x in split for x in n.ins):
+        w.need_whole(*n.ins)
+    return None
+
+
+def _column_row(w: _Walk, n: _Node) -> int | None:
+    """Column-parallel reading a replicated input (unless kept whole), row-parallel
+    reading one split along its features; a split elsewhere carries through."""
+    tp, weights = w.tp, n.d["cost"].weights
+    ax, r = n.axes[0], n.ranks[0]
+    weight = [x for x in weights if x.endswith("/weight")]
+    bias = [x for x in weights if x.endswith("/bias")]
+    if ax is None:
+        if n.path in w.forced or not n.d["attrs"].get("tp", True):
+            return None
+        n.src = {n.path}
+        for x in weight + bias:
+            tp.weights[x] = tp.t
+        tp.column.append(n.path)
+        return r - 1
+    if ax == r - 1:
+        for x in weight:
+            tp.weights[x] = tp.t
+        tp.row.append(n.path)
+        n.src = set()
+        return None
+    return ax
+
+
+def _vocab(w: _Walk, n: _Node) -> None:
+    if any(_same(n.d["attrs"]["num"], v) for v in w.vocab):
+        for x in n.d["cost"].weights:
+            w.tp.weights[x] = w.tp.t
+        w.tp.vocab.append(n.path)
+    return None
+
+
+def _batched(w: _Walk, n: _Node) -> int | None:
+    (ax, ay), (rx, _) = n.axes, n.ranks
+    if ax is None and ay is None:
+        return None
+    one = ax if ax is not None else ay
+    if (ax == ay or ay is None or ax is None) and one < rx - 2:
+        return one
+    w.need_whole(*n.ins)
+    return None
+
+
+# layout name (costgraph.ops.registry.LAYOUTS) → its rule
+_RULES = {"follow": _follow, "whole_last": _whole_last, "whole": _whole, "broadcast": _broadcast,
+          "per_channel": _per_channel, "view": _view, "join_last": _join_last, "column_row": _column_row,
+          "vocab": _vocab, "batched": _batched}

@@ -40,6 +40,7 @@ from ..choices import CAUSAL, CONVENTION
 from ..activations import attention_cores
 from ..parallel.tensor import sequence_dims
 from ..graph import CostGraph
+from ..ops.registry import has_role
 from ..precision import precision as get_precision
 from ..symbols import as_expr
 from ..totals import MODEL_SCOPE, breakdown, expand_sum
@@ -49,12 +50,13 @@ PF_DAY = 10**15 * SECONDS_PER_DAY
 
 
 def routers(cg: CostGraph) -> set[str]:
-    """Paths of MoE router linears: a linear whose output has one entry per
-    expert of a group with fewer active copies than copies."""
+    """Paths of MoE router linears: an operator of role ``router`` (linear)
+    whose output has one entry per expert of a group with fewer active copies
+    than copies."""
     counts = [g.count for g in cg.groups.values() if sympy.expand(g.count - g.active) != 0]
     out = set()
     for path, d in cg.ops():
-        if d["kind"] == "linear" and d["outputs"]:
+        if has_role(d["kind"], "router") and d["outputs"]:
             last = cg.tensors[d["outputs"][0]].shape[-1]
             if any(sympy.expand(last - c) == 0 for c in counts):
                 out.add(path)

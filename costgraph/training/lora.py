@@ -66,6 +66,7 @@ from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..graph import ZERO, Cost, CostGraph, Weight, numel
+from ..ops.registry import has_role
 from ..precision import Precision, precision as get_precision
 from .data import optimizer as get_optimizer, policy as get_policy
 from .states import _local_shape, model_states, outermost_groups, output_heads, sharding_degree
@@ -434,15 +435,16 @@ def tensor_quantized_bytes(scheme: str | QuantScheme, shape: tuple, *, exact: bo
 
 def quantized_weights(cg: CostGraph) -> set[str]:
     """The weights a 4-/8-bit base stores quantized: the ``weight`` of every
-    ``linear`` except the output head. transformers' bitsandbytes integration
-    replaces ``nn.Linear`` modules only (``replace_with_bnb_linear``) and keeps
+    operator of role ``matrix`` (``linear``) except the output head.
+    transformers' bitsandbytes integration replaces ``nn.Linear`` modules
+    only (``replace_with_bnb_linear``) and keeps
     ``get_keys_to_not_convert(model)`` — the output embedding and tied
     weights — in 16 bits; embeddings, norms and biases stay 16-bit (QLoRA §3:
     'we only quantize the linear layers')."""
     if not isinstance(cg, CostGraph):
         cg = getattr(cg, "graph", cg)
     heads = output_heads(cg)
-    return {w for p, d in cg.ops() if d["kind"] == "linear" and p not in heads
+    return {w for p, d in cg.ops() if has_role(d["kind"], "matrix") and p not in heads
             for w in d["cost"].weights if w.endswith("/weight")}
 
 
@@ -480,7 +482,7 @@ def _positive(v, what: str) -> Expr:
 
 
 def _select(cg: CostGraph, targets) -> list[str]:
-    linears = [p for p, d in cg.ops() if d["kind"] == "linear"]
+    linears = [p for p, d in cg.ops() if has_role(d["kind"], "matrix")]
     if callable(targets):
         chosen = [p for p in linears if targets(p)]
     elif targets == ALL_LINEAR:
@@ -499,11 +501,11 @@ def _select(cg: CostGraph, targets) -> list[str]:
             if not hit:
                 raise CostgraphValueError(f"lora target {t!r} names no node of model '{cg.name}'",
                                           hint="linear nodes: " + ", ".join(p.rsplit("/", 1)[-1] for p in linears))
-            bad = [p for p in hit if cg.nodes[p]["kind"] != "linear"]
+            bad = [p for p in hit if not has_role(cg.nodes[p]["kind"], "matrix")]
             if bad and not glob:
                 raise CostgraphValueError(f"lora target {t!r} is a {cg.nodes[bad[0]]['kind']}, not a linear",
                                           hint="LoRA adapts linear layers")
-            chosen += [p for p in hit if cg.nodes[p]["kind"] == "linear"]
+            chosen += [p for p in hit if has_role(cg.nodes[p]["kind"], "matrix")]
     chosen = set(chosen)
     if not chosen:
         raise CostgraphValueError(f"no linear node of model '{cg.name}' matches the lora targets")

@@ -170,11 +170,13 @@ class StageMemory:
 
 @dataclass
 class TrainingMemory:
-    """:func:`training_memory`'s result: the filled-in ``layout`` and one
-    :class:`StageMemory` per stage (first and last when ``p`` is a symbol)."""
+    """:func:`training_memory`'s result: the filled-in ``layout``, one
+    :class:`StageMemory` per stage (first and last when ``p`` is a symbol) and
+    ``warnings``: what was assumed (an operator with no tensor-parallel layout)."""
 
     layout: Layout
     stages: list[StageMemory]
+    warnings: list[str] = field(default_factory=list)
 
     def most_loaded(self, values: dict | None = None) -> StageMemory:
         """The stage with the largest total at ``values`` (symbol → int); with
@@ -213,6 +215,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
     L = layout.filled()
     prec = get_precision(L.precision)
     tp = tensor_parallel(cg, L.t, L.sp) if L.t != 1 else None
+    warned = list(tp.warnings) if tp is not None else []
     experts = _experts(cg)
     top = [g for path, g in cg.groups.items() if "/" not in path]
     in_layer = {w for w in cg.weights if any(w.startswith(g.path + "/") for g in top)}
@@ -270,7 +273,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         st = states(lambda w: w in in_layer, scale=1 / as_expr(g.count))
         mem = {**st, "activations": per_layer[g.path], "loss": sympy.Integer(0)}
         mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
-        return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))])
+        return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))], warned)
     live = 0
     if L.recompute == "full" and top:
         live_rows, live_extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute="none",
@@ -295,7 +298,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model") -> Trai
         mem = {**st, "activations": act, "loss": loss if last else sympy.Integer(0)}
         mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
         out.append(StageMemory(stage.index, stage.name, _expand(mem)))
-    return TrainingMemory(L, out)
+    return TrainingMemory(L, out, warned)
 
 
 

@@ -58,6 +58,7 @@ import sympy
 from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, DP_SYMBOL, ZERO_STAGE
 from ..errors import CostgraphValueError
 from ..graph import ZERO, CostGraph, numel
+from ..ops.registry import has_role
 from ..symbols import dim
 from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
 
@@ -164,7 +165,7 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
         C.append(w.count * n_el * pol.grad_copy)
         M.append(w.count * n_el * pol.master)
         owner = wid.rsplit("/", 1)[0]
-        matrix = (len(w.shape) >= 2 and graph.nodes[owner]["kind"] in opt.matrix_kinds and owner not in heads)
+        matrix = len(w.shape) >= 2 and has_role(graph.nodes[owner]["kind"], "matrix") and owner not in heads
         S.append(w.count * tensor_state_bytes(opt, pol, shape, matrix=matrix))
     gathered = ZERO
     if zero == 3:
