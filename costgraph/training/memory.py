@@ -108,33 +108,69 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
     L = layout.filled()
     pl = placement if placement is not None else place(cg, L)
     prec = get_precision(L.precision)
-    tp = pl.tp
-    experts = pl.expert_weights
-    top = pl.top
-    in_layer = {w for w in cg.weights if pl.in_layer(w)}
     lo = None
     if L.lora_rank is not None:
-        from .lora import lora, lora_states
+        from .lora import lora
 
         lo = lora(cg, rank=L.lora_rank, targets=L.lora_targets, dropout=L.lora_dropout)
-    dense_dp, expert_dp = pl.groups["dp"].size, pl.groups["expert_dp"].size
-    shard = dict(pl.shards)   # per axis; LoRA's quantized bases take the whole divisor, as before
-    whole = {w: s.total for w, s in shard.items()}
+    states = _States(cg, L, pl, lo)
+    drop, extra = (), ()
+    if lo is not None:   # a frozen base keeps no inputs for weight gradients; adapters keep theirs
+        drop = lo.released
+        extra = [(r["path"], r["active"], r["activation_bytes"]) for r in lo.activation_rows(prec)]
+    rows, extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute=L.recompute,
+                                   attention=L.attention, tp=pl.tp, drop=drop, extra=extra)
+    per_layer = {g.path: layer_activation_bytes(cg, g, rows, extras) for g in pl.top}
+    if scope == "layer":
+        if len(pl.top) != 1:
+            raise CostgraphValueError(f"model '{cg.name}' has {len(pl.top)} top-level repeat groups; "
+                                      "'layer' needs one")
+        g = pl.top[0]
+        st = states(states.in_layer.__contains__, scale=1 / as_expr(g.count))
+        mem = {**st, "activations": per_layer[g.path], "loss": sympy.Integer(0)}
+        mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
+        return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))])
+    live = 0
+    if L.recompute == "full" and pl.top:
+        live_rows, live_extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute="none",
+                                                 attention=L.attention, tp=pl.tp, drop=drop, extra=extra)
+        lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
+        live = sympy.Max(*lives) if len(lives) > 1 else lives[0]
+    loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
+    last = len(pl.stages) - 1
+    return TrainingMemory(L, [_stage_memory(states, stage, rows, per_layer, live, loss if i == last else None)
+                              for i, stage in enumerate(pl.stages)])
 
-    def states(select, scale=1):
-        """States of the selected weights (experts sharded over their own group), × scale."""
-        parts, expert_total = [], sympy.Integer(0)
-        for is_expert, group, dp in ((False, lambda w: w not in experts, dense_dp),
-                                     (True, lambda w: w in experts, expert_dp)):
-            if not any(select(w) and group(w) for w in cg.weights):
+
+class _States:
+    """Model states of a selection of weights under the layout: dense weights
+    sharded by ZeRO over the DP × CP group, routed experts over their own
+    expert-DP group; each weight as the placement shards it."""
+
+    def __init__(self, cg: CostGraph, L: Layout, pl: Placement, lo):
+        self.cg, self.L, self.lo = cg, L, lo
+        self.experts = pl.expert_weights
+        self.in_layer = {w for w in cg.weights if pl.in_layer(w)}
+        self.dense_dp, self.expert_dp = pl.groups["dp"].size, pl.groups["expert_dp"].size
+        self.shard = dict(pl.shards)   # per axis; LoRA's quantized bases take the whole divisor, as before
+        self.whole = {w: s.total for w, s in self.shard.items()}
+
+    def __call__(self, select, scale=1) -> dict:
+        """States of the selected weights, × ``scale`` (the gathered ZeRO-3 unit
+        unscaled); ``experts``: the routed experts' part."""
+        L, parts, expert_total = self.L, [], sympy.Integer(0)
+        for is_expert, dp in ((False, self.dense_dp), (True, self.expert_dp)):
+            sel = (lambda w, x=is_expert: select(w) and (w in self.experts) == x)
+            if not any(sel(w) for w in self.cg.weights):
                 continue
-            sel = (lambda w, g=group: select(w) and g(w))
-            if lo is None:
-                s = model_states(cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
-                                 hsdp_group=L.hsdp, shard=shard, select=sel)
+            if self.lo is None:
+                s = model_states(self.cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
+                                 hsdp_group=L.hsdp, shard=self.shard, select=sel)
             else:
-                s = lora_states(lo, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
-                                hsdp_group=L.hsdp, shard=whole, select=sel, quantization=L.quantization)
+                from .lora import lora_states
+
+                s = lora_states(self.lo, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
+                                hsdp_group=L.hsdp, shard=self.whole, select=sel, quantization=L.quantization)
             if scale != 1:
                 s = {k: (v - s["gathered"]) * scale + s["gathered"] if k in ("weights", "total") else
                      v * scale if k != "gathered" else v for k, v in s.items()}
@@ -145,48 +181,24 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         out["experts"] = expert_total
         return out
 
-    drop, extra = (), ()
-    if lo is not None:   # a frozen base keeps no inputs for weight gradients; adapters keep theirs
-        drop = lo.released
-        extra = [(r["path"], r["active"], r["activation_bytes"]) for r in lo.activation_rows(prec)]
-    rows, extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute=L.recompute,
-                                   attention=L.attention, tp=tp, drop=drop, extra=extra)
-    per_layer = {g.path: layer_activation_bytes(cg, g, rows, extras) for g in top}
-    if scope == "layer":
-        if len(top) != 1:
-            raise CostgraphValueError(f"model '{cg.name}' has {len(top)} top-level repeat groups; 'layer' needs one")
-        g = top[0]
-        st = states(lambda w: w in in_layer, scale=1 / as_expr(g.count))
-        mem = {**st, "activations": per_layer[g.path], "loss": sympy.Integer(0)}
-        mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
-        return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))])
-    live = 0
-    if L.recompute == "full" and top:
-        live_rows, live_extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute="none",
-                                                 attention=L.attention, tp=tp, drop=drop, extra=extra)
-        lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in top]
-        live = sympy.Max(*lives) if len(lives) > 1 else lives[0]
-    loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
-    out = []
-    stages = pl.stages
-    for i, stage in enumerate(stages):
-        last = i == len(stages) - 1
-        if L.p == 1:
-            st = states(lambda w, s=stage: w in in_layer or w in s.weights)
-        else:   # l/p of the layers' weights, and the stage's own others
-            outside = states(lambda w, s=stage: w not in in_layer and w in s.weights)
-            layer_part = states(lambda w: w in in_layer, scale=1 / as_expr(L.p))
-            st = {k: outside[k] + layer_part[k] for k in outside}
-        act_one = sympy.Add(*[stage.layers[g.path] * per_layer[g.path] for g in top])
-        act_one += sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
-                               if r["path"] in stage.nodes or (r["kind"] == "storage" and "/" not in r["path"])])
-        act = stage.in_flight * act_one + live + (loss if last else 0)
-        mem = {**st, "activations": act, "loss": loss if last else sympy.Integer(0)}
-        mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
-        out.append(StageMemory(stage.index, stage.name, _expand(mem)))
-    return TrainingMemory(L, out)
 
-
+def _stage_memory(states: _States, stage, rows, per_layer, live, loss) -> StageMemory:
+    """One stage's bytes per device; ``loss``: the fp32 logits on the last stage (None elsewhere)."""
+    L, in_layer = states.L, states.in_layer
+    if L.p == 1:
+        st = states(lambda w: w in in_layer or w in stage.weights)
+    else:   # l/p of the layers' weights, and the stage's own others
+        outside = states(lambda w: w not in in_layer and w in stage.weights)
+        layer_part = states(in_layer.__contains__, scale=1 / as_expr(L.p))
+        st = {k: outside[k] + layer_part[k] for k in outside}
+    act_one = sympy.Add(*[stage.layers[path] * b for path, b in per_layer.items()])
+    act_one += sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
+                           if r["path"] in stage.nodes or (r["kind"] == "storage" and "/" not in r["path"])])
+    loss = sympy.Integer(0) if loss is None else loss
+    act = stage.in_flight * act_one + live + loss
+    mem = {**st, "activations": act, "loss": loss}
+    mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
+    return StageMemory(stage.index, stage.name, _expand(mem))
 
 
 def _expand(mem):
