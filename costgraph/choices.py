@@ -6,7 +6,7 @@ schedule, the recomputation policy, the attention kernel, the ZeRO stage,
 the activation precision. Each is declared here once, with its values, its
 default and a one-line meaning per value. Everything else reads it:
 
-* :class:`costgraph.training.memory.Layout` (its field defaults and checks),
+* :class:`costgraph.parallel.layout.Layout` (its field defaults and checks),
 * the analyses that validate a name (:mod:`costgraph.activations`,
   :mod:`costgraph.parallel.pipeline`, :mod:`costgraph.totals`, the planner),
 * every subcommand's ``argparse`` options, through :func:`add_option`,

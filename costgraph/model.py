@@ -123,7 +123,7 @@ class Model:
     def train(self, layout=None, scope: str = "model", **settings):
         """Training memory per device (:func:`costgraph.training.memory.training_memory`).
 
-        ``layout``: a :class:`costgraph.training.memory.Layout`, or its fields
+        ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields
         as keywords (``t=8, sp=True, zero=1, recompute="selective", gpus=64``).
         Returns a :class:`~costgraph.training.memory.TrainingMemory`: per stage,
         bytes of ``weights``, ``gradients``, ``optimizer``, ``activations``,

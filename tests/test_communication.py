@@ -10,7 +10,8 @@ import sympy
 import costgraph
 from costgraph.errors import CostgraphValueError
 from costgraph.parallel.communication import (Collective, Transfer, comm_time, communication, latency_steps,
-                                                placement, ring_factor)
+                                                ring_factor)
+from costgraph.parallel.placement import link
 from costgraph.symbols import dim
 from costgraph.training.memory import Layout
 
@@ -269,16 +270,16 @@ def test_ring_conventions():
     assert Collective("k", (one,)).bytes == 9000
 
 
-def test_placement_follows_megatron_rank_order():
+def test_link_follows_megatron_rank_order():
     hw = _Hw()
     up = (sympy.Rational(1, 10**6), 450_000_000_000)
     out = (sympy.Rational(5, 10**6), 50_000_000_000)
-    assert placement(1, 8, hw, 64) == up           # TP of 8 in an 8-GPU domain
-    assert placement(8, 8, hw, 64) == out          # DP across 8 nodes, stride t = 8
-    assert placement(4, 2, hw, 64) == up           # t = 4, d = 2: one node
-    assert placement(2, 3, hw, 64) == out          # a group of 6 straddles 8-GPU domains
-    assert placement(2, 3, hw, 6) == up            # unless all the GPUs are in one domain
-    pw = placement(t, 2, hw)                        # symbolic: a Piecewise on 2t ≤ 8
+    assert link(1, 8, hw, 64) == up           # TP of 8 in an 8-GPU domain
+    assert link(8, 8, hw, 64) == out          # DP across 8 nodes, stride t = 8
+    assert link(4, 2, hw, 64) == up           # t = 4, d = 2: one node
+    assert link(2, 3, hw, 64) == out          # a group of 6 straddles 8-GPU domains
+    assert link(2, 3, hw, 6) == up            # unless all the GPUs are in one domain
+    pw = link(t, 2, hw)                        # symbolic: a Piecewise on 2t ≤ 8
     assert pw[1].xreplace({t: 4}) == 450_000_000_000 and pw[1].xreplace({t: 8}) == 50_000_000_000
 
 
@@ -308,9 +309,9 @@ def test_comm_time_on_a_preset():
     col = communication(model.graph, L, stage="middle")
     secs = comm_time(col, hw, L)
     vals = model.values(config="llama-3-70b")
-    alpha_up, beta_up = placement(1, 8, hw, 64)
+    alpha_up, beta_up = link(1, 8, hw, 64)
     assert beta_up == hw.scale_up_bandwidth
-    assert placement(8, 2, hw, 64)[1] == hw.scale_out_bandwidth
+    assert link(8, 2, hw, 64)[1] == hw.scale_out_bandwidth
     tp = col["tp"]
     want = sum(x.calls * latency_steps(x.op, 8) * alpha_up for x in tp.parts) + tp.bytes / beta_up
     assert secs["tp"].xreplace(vals) == want.xreplace(vals)

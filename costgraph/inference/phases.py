@@ -54,7 +54,7 @@ last operator reading it (a tied head, not the lookup), a cache's reads and
 writes to the first matrix product reading the cached tensor (QKᵀ reads K,
 scores·V reads V; MLA's up-projection reads the latent).
 
-With tensor parallelism over ``t`` devices (:func:`costgraph.parallel.tensor.tensor_parallel`,
+With tensor parallelism over ``t`` devices (the TP walk of :func:`costgraph.parallel.placement.placement`,
 the rules of training), figures are per device: split weights, cache tensors
 and operators ÷ t, and one all-reduce of the output of every row-parallel
 linear and vocabulary-parallel lookup per step.
@@ -72,6 +72,8 @@ from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
 from ..graph import ONE, ZERO, CostGraph
+from ..parallel.layout import Layout
+from ..parallel.placement import placement
 from ..precision import precision as get_precision
 from ..totals import causal_share, expand_sum
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
@@ -254,12 +256,8 @@ class Inference:
         self._quantized = quantized_weights(cg) if self.weights.element_bits != unquantized_bits() or \
             self.weights.row_stat_bits or self.weights.tensor_stat_bits or self.weights.group_size else set()
         self._act = get_precision("bf16")
-        if t > 1:
-            from ..parallel.tensor import tensor_parallel
-
-            self.tp = tensor_parallel(cg, t)
-        else:
-            self.tp = None
+        # the TP/SP walk of the layout's placement (shared with the validity check)
+        self.tp = placement(cg, Layout(t=t, gpus=t)).tp if t > 1 else None
         self._consumers: dict[str, list[str]] = {}
         for path, d in cg.ops():
             for tid in d["inputs"]:

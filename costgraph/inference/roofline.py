@@ -199,7 +199,7 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
                     activations=activations)
     if t > 1 and values:
         # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
-        from ..training.memory import Layout
+        from ..parallel.layout import Layout
         from ..training.validity import check_layout
 
         check_layout(inf.cg, Layout(t=t, gpus=t).filled(), {k: v for k, v in values.items() if k not in (inf.b, inf.s)})

@@ -8,13 +8,18 @@ walk (:mod:`costgraph.parallel.tensor`), the pipeline stages
 (:func:`costgraph.activations.attention_cores`), the routed-expert groups and
 the weights — never typed per model.
 
-One entry function, :func:`communication`, gives a :class:`Collective` per
-*kind*; :func:`comm_time` turns them into seconds on a hardware preset.
+One entry function, :func:`communication`, gives a
+:class:`~costgraph.parallel.collectives.Collective` per *kind*, each kind
+derived by its own function over the layout's shared
+:class:`~costgraph.parallel.placement.Placement` (who holds which shard,
+which stage, which group); :func:`comm_time` turns them into seconds on a
+hardware preset.
 
 Conventions
 -----------
 * **Per device per step.** A step is ``m`` micro-batches of the model's
-  micro-batch ``b`` (``m`` defaults to ``p``, as :class:`Layout` fills it),
+  micro-batch ``b`` (``m`` defaults to ``p``, as
+  :class:`~costgraph.parallel.layout.Layout` fills it),
   on one device of one pipeline stage (``stage``: ``"first"`` by default,
   ``"last"``, ``"middle"``, or an index when ``p`` is a number).
 * **Bytes a device sends**, ring algorithms (Patarasuk & Yuan 2009; NCCL):
@@ -113,7 +118,8 @@ under CP (the whole K/V is counted).
 Time (:func:`comm_time`)
 ------------------------
 Latency–bandwidth per call: ``steps · α + bytes_sent / β``, ``α`` and ``β``
-the link's latency and per-direction bandwidth per device. Placement follows
+the link's latency and per-direction bandwidth per device
+(:func:`costgraph.parallel.placement.link`). Placement follows
 Megatron-core's rank order (``initialize_model_parallel``,
 ``order="tp-cp-ep-dp-pp"``): the dense grid is TP innermost (stride 1), then
 CP (stride ``t``), then DP (stride ``t·c``; the DP × CP group: stride ``t``),
@@ -138,106 +144,22 @@ import sympy
 from ..activations import attention_cores
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
-from ..precision import precision as get_precision
+from ..precision import Precision, precision as get_precision
 from ..symbols import as_expr
-from .pipeline import pipeline_stages
-from .tensor import sequence_dims, tensor_parallel
+from .collectives import OPS, Collective, Transfer, latency_steps, ring_factor
+from .layout import Layout
+from .placement import Placement, StageView, link, placement as place
 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
 
-OPS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send/recv")
 KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp", "tp", "pp", "tied_embedding", "cp", "ep")
 # views that K and V pass through between their projection and the attention products
 _KV_VIEWS = {"transpose", "repeat_kv", "cache"}
 
-
-def ring_factor(op: str, n) -> Expr:
-    """Bytes a device sends per byte of the call's whole buffer (module docstring)."""
-    n = as_expr(n)
-    if op == "all-reduce":
-        return 2 * (n - 1) / n
-    if op in ("all-gather", "reduce-scatter", "all-to-all"):
-        return (n - 1) / n
-    if op == "send/recv":
-        return ONE
-    raise ValueError(op)
-
-
-def latency_steps(op: str, n) -> Expr:
-    """Latency terms per call of a ring algorithm over ``n`` devices."""
-    n = as_expr(n)
-    if op == "all-reduce":
-        return 2 * (n - 1)
-    if op in ("all-gather", "reduce-scatter", "all-to-all"):
-        return n - 1
-    if op == "send/recv":
-        return ONE
-    raise ValueError(op)
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """One kind of call: ``calls`` per step of ``op`` over ``group`` devices
-    spaced ``stride`` ranks apart (placement), each on a whole buffer of
-    ``elements`` × ``dtype_bytes`` bytes; ``what`` says which tensor and when
-    (``forward``, ``backward``, ``step``)."""
-
-    what: str
-    op: str
-    group: Expr
-    stride: Expr
-    elements: Expr
-    dtype_bytes: Expr
-    calls: Expr
-
-    @property
-    def size(self) -> Expr:
-        """Bytes of the whole buffer of one call (``S``)."""
-        return self.elements * self.dtype_bytes
-
-    @property
-    def bytes(self) -> Expr:
-        """Bytes one device sends per step: calls × ring factor × S."""
-        return self.calls * ring_factor(self.op, self.group) * self.size
-
-
-@dataclass(frozen=True)
-class Collective:
-    """The communication of one kind per device per step: its ``parts``
-    (:class:`Transfer`), with ``bytes`` (sent, summed), ``calls`` (summed),
-    ``op`` (the operation, or several joined by ``+``) and ``group`` (the
-    first part's group size)."""
-
-    kind: str
-    parts: tuple[Transfer, ...]
-
-    @property
-    def bytes(self) -> Expr:
-        return sympy.Add(*[p.bytes for p in self.parts])
-
-    @property
-    def calls(self) -> Expr:
-        return sympy.Add(*[p.calls for p in self.parts])
-
-    @property
-    def op(self) -> str:
-        seen = []
-        for p in self.parts:
-            if p.op not in seen:
-                seen.append(p.op)
-        return " + ".join(seen)
-
-    @property
-    def group(self) -> Expr:
-        return self.parts[0].group if self.parts else ONE
-
-    def elements(self) -> Expr:
-        """Elements sent per step (bytes without the dtype): the ZeRO paper's unit."""
-        return sympy.Add(*[p.calls * ring_factor(p.op, p.group) * p.elements for p in self.parts])
-
-
+__all__ = ["KINDS", "OPS", "Collective", "Transfer", "comm_time", "communication", "latency_steps", "link",
+           "ring_factor"]
 
 
 def _trivial(x) -> bool:
@@ -245,9 +167,49 @@ def _trivial(x) -> bool:
     return as_expr(x) == 1
 
 
-def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: bool = False) -> dict[str, Collective]:
+@dataclass
+class _Step:
+    """What every kind reads: the graph, the filled layout, its placement,
+    the device's stage, the policy's gradient and weight bytes, the
+    activations' precision and the options."""
+
+    cg: CostGraph
+    L: Layout
+    pl: Placement
+    stage: StageView
+    grad_bytes: Expr
+    weight_bytes: Expr
+    prec: Precision
+    sp_backward_gather: bool
+
+    def act_bytes(self, tid: str) -> Expr:
+        """Bytes per element of activation ``tid``."""
+        return sympy.Integer(self.prec.bytes(self.cg.tensors[tid].role))
+
+    def node_calls(self, path: str, forward: bool) -> Expr:
+        """Calls per step of node ``path`` on this stage (``m`` micro-batches;
+        the forward twice inside the layers under full recomputation)."""
+        f = self.stage.node_factor(path)
+        if f == 0:
+            return ZERO
+        calls = self.cg.nodes[path]["active"] * f * self.pl.degree("m")
+        if forward and self.L.recompute == "full" and self.stage.in_layer(path):
+            calls *= 2
+        return calls
+
+    def elements(self, tids) -> Expr:
+        """Elements a device holds of the activations ``tids`` (TP/SP and CP splits)."""
+        return sympy.Add(*[self.cg.tensors[x].numel / self.pl.tensor_divisor(x) / self.pl.sequence_divisor(x)
+                           for x in tids])
+
+
+def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: bool = False,
+                  placement: Placement | None = None) -> dict[str, Collective]:
     """Communication per device per training step of ``cg`` under ``layout``
-    (a :class:`costgraph.training.memory.Layout`; see the module docstring).
+    (a :class:`costgraph.parallel.layout.Layout`; see the module docstring).
+    ``placement``: the layout's :class:`~costgraph.parallel.placement.Placement`
+    if the caller has it (by default the one
+    :func:`costgraph.parallel.placement.placement` keeps).
 
     Returns ``{kind: Collective}`` for the kinds of :data:`KINDS` that the
     layout has, in that order.
@@ -268,284 +230,226 @@ def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: b
     from ..training.data import policy as get_policy
 
     pol = get_policy(L.policy)
-    prec = get_precision(L.precision)
-    t, p, c, e, d, m, v = (as_expr(x) for x in (L.t, L.p, L.c, L.e, L.d, L.m, L.v))
-    etp = as_expr(L.etp)
-    tp = tensor_parallel(cg, t, L.sp) if not _trivial(t) else None
-    seq = sequence_dims(cg)
-    place = _Stage(cg, p, stage)
-    experts = _expert_groups(cg)
-    expert_weights = {w for w in cg.weights if any(w.startswith(g + "/") for g in experts)}
-    full = L.recompute == "full"
-
-    def in_experts(path):
-        return any(path.startswith(g + "/") for g in experts)
-
-    def seq_div(tid):
-        """CP divides every tensor with a sequence axis by c."""
-        if _trivial(c):
-            return ONE
-        return c if any(any(_same(x, s) for s in seq) for x in cg.tensors[tid].shape) else ONE
-
-    def tdiv(tid):
-        return ONE if tp is None else tp.tensor_divisor(tid)
-
-    def act_bytes(tid):
-        return sympy.Integer(prec.bytes(cg.tensors[tid].role))
-
+    pl = placement if placement is not None else place(cg, L)
+    x = _Step(cg, L, pl, pl.stage(stage), pol.gradients, pol.weights, get_precision(L.precision), sp_backward_gather)
     out: dict[str, Collective] = {}
-
-    # ---- data parallelism: gradients (and parameters) of the stage's weights
-    def wdiv(wid):
-        div = ONE if tp is None else tp.weight_divisor(wid)
-        if wid in expert_weights:
-            div = (div if etp != 1 else ONE) * e
-        return div
-
-    dense_el = ZERO
-    expert_el = ZERO
-    for wid, w in cg.weights.items():
-        f = place.weight_factor(wid)
-        if f == 0:
-            continue
-        el = w.count * w.numel / wdiv(wid) * f
-        if wid in expert_weights:
-            expert_el += el
-        else:
-            dense_el += el
-    dp_groups = []   # (label, elements, group, stride)
-    dense_n = d * c
-    if dense_el != 0:
-        dp_groups.append(("dense", dense_el, dense_n, t))
-    if expert_el != 0:
-        dp_groups.append(("experts", expert_el, dense_n * t / (e * etp), etp * e))
-    gb, wb = pol.gradients, pol.weights
-    if dp_groups and not (_trivial(d) and _trivial(c) and not expert_el):
-        hsdp = None if L.hsdp is None else as_expr(L.hsdp)
-        if L.zero == 0:
-            out["dp_grads"] = Collective("dp_grads", tuple(
-                Transfer(f"{lab} gradients (step)", "all-reduce", n, s, el, gb, ONE) for lab, el, n, s in dp_groups))
-        else:
-            rs, ag, fs = [], [], []
-            for lab, el, n, s in dp_groups:
-                sharded = hsdp is not None and lab != "experts"
-                g = hsdp if sharded else n
-                rs_calls = ONE if L.zero == 1 else m
-                units = place.units() if L.zero == 3 else ONE
-                if L.zero == 3:
-                    fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units))
-                    fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units))
-                    fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb,
-                                       m * units))
-                else:
-                    rs.append(Transfer(f"{lab} gradients ({'step' if L.zero == 1 else 'backward'})",
-                                       "reduce-scatter", g, s, el, gb, rs_calls))
-                    ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE))
-                if sharded:   # HSDP: the shard's gradients across the replicas
-                    (fs if L.zero == 3 else rs).append(Transfer(
-                        f"{lab} gradient shard across {n / g} replicas (step)", "all-reduce", n / g, s * g, el / g,
-                        gb, ONE if L.zero == 1 else m if L.zero == 2 else ONE))
-            if L.zero == 3:
-                out["fsdp"] = Collective("fsdp", tuple(fs))
-            else:
-                out["zero_reduce_scatter"] = Collective("zero_reduce_scatter", tuple(rs))
-                out["zero_all_gather"] = Collective("zero_all_gather", tuple(ag))
-
-    # ---- tensor (and sequence) parallelism
-    if tp is not None:
-        parts = []
-
-        def add(what, op, el, eb, calls):
-            parts.append(Transfer(what, op, t, ONE, el, eb, calls))
-
-        def node_calls(path, forward):
-            f = place.node_factor(path)
-            if f == 0:
-                return ZERO
-            calls = cg.nodes[path]["active"] * f * m
-            if forward and full and place.in_layer(path):
-                calls *= 2
-            return calls
-
-        skip = (lambda path: in_experts(path)) if etp == 1 else (lambda path: False)
-        for path in tp.row + tp.vocab:
-            if skip(path) or place.node_factor(path) == 0:
-                continue
-            o = cg.nodes[path]["outputs"][0]
-            el, eb = cg.tensors[o].numel / seq_div(o), act_bytes(o)
-            label = "row-parallel" if path in tp.row else "vocab-parallel"
-            if o in tp.sequence:
-                add(f"{path}: {label} output (forward)", "reduce-scatter", el, eb, node_calls(path, True))
-                add(f"{path}: gradient of its output (backward)", "all-gather", el, eb, node_calls(path, False))
-            else:
-                add(f"{path}: {label} output (forward)", "all-reduce", el, eb, node_calls(path, True))
-        inputs: dict[str, str] = {}
-        for path in tp.column:
-            if skip(path) or place.node_factor(path) == 0:
-                continue
-            inputs.setdefault(cg.nodes[path]["inputs"][0], path)
-        for x, path in inputs.items():
-            el, eb = cg.tensors[x].numel / seq_div(x), act_bytes(x)
-            readers = [q for q in tp.column if cg.nodes[q]["inputs"][0] == x and not skip(q)]
-            who = ", ".join(q.rsplit("/", 1)[-1] for q in readers)
-            if x in tp.sequence:
-                add(f"{x}: input of {who} (forward)", "all-gather", el, eb, node_calls(path, True))
-                add(f"{x}: its gradient (backward)", "reduce-scatter", el, eb, node_calls(path, False))
-                if sp_backward_gather:
-                    add(f"{x}: input gathered again for the weight gradient (backward)", "all-gather", el, eb,
-                        node_calls(path, False))
-            else:
-                add(f"{x}: gradient of the input of {who} (backward)", "all-reduce", el, eb, node_calls(path, False))
-        if L.loss and place.has_head():
-            for o in cg.outputs:
-                if o in tp.split and cg.tensors[o].shape:
-                    ten = cg.tensors[o]
-                    add(f"{o}: vocabulary-parallel cross-entropy, max, target logit, sum of exponentials (forward)",
-                        "all-reduce", ten.numel / ten.shape[-1] / seq_div(o), sympy.Integer(4), 3 * m)
-        if L.sp:
-            el = _sp_replicated_weights(cg, tp, place, wdiv)
-            if el != 0:
-                add("weights TP keeps whole that see s/t tokens: gradients (step)", "all-reduce", el, gb, ONE)
-        if parts:
-            out["tp"] = Collective("tp", tuple(parts))
-
-    # ---- pipeline parallelism
-    if not _trivial(p):
-        carried = _boundary(cg)
-        if carried:
-            el = sympy.Max(*[sympy.Add(*[cg.tensors[x].numel / tdiv(x) / seq_div(x) for x in xs])
-                             for xs in carried]) if len(carried) > 1 else \
-                sympy.Add(*[cg.tensors[x].numel / tdiv(x) / seq_div(x) for x in carried[0]])
-            eb = act_bytes(carried[0][0])
-            fwd, bwd = place.sends(v)
-            world_stride = t * c * d
-            parts = [Transfer("activation to the next stage (forward)", "send/recv", p, world_stride, el, eb, fwd * m),
-                     Transfer("its gradient to the previous stage (backward)", "send/recv", p, world_stride, el, eb,
-                              bwd * m)]
-            out["pp"] = Collective("pp", tuple(x for x in parts if x.calls != 0))
-        tied = place.tied_weights()
-        if tied:
-            el = sympy.Add(*[cg.weights[w].count * cg.weights[w].numel / wdiv(w) for w in tied])
-            out["tied_embedding"] = Collective("tied_embedding", (Transfer(
-                "gradients of the table held by the first and the last stage (step)", "all-reduce", sympy.Integer(2),
-                (p - 1) * t * c * d, el, gb, ONE),))
-
-    # ---- context parallelism
-    if not _trivial(c):
-        parts = []
-        for first, core in attention_cores(cg):
-            f = place.node_factor(first)
-            if f == 0:
-                continue
-            k, val = _kv(cg, first, core)
-            el = sympy.Add(*[cg.tensors[x].numel / tdiv(x) for x in (k, val)])
-            eb = act_bytes(k)
-            calls = cg.nodes[first]["active"] * f * m
-            parts.append(Transfer(f"{first}: K and V ({k}, {val}) (forward)", "all-gather", c, t, el, eb,
-                                  calls * (2 if full and place.in_layer(first) else 1)))
-            parts.append(Transfer(f"{first}: dK and dV (backward)", "reduce-scatter", c, t, el, eb, calls))
-        if parts:
-            out["cp"] = Collective("cp", tuple(parts))
-
-    # ---- expert parallelism
-    if not _trivial(e) and experts:
-        parts = []
-        for gpath, (xs, k, per) in experts.items():
-            f = place.node_factor(gpath + "/")
-            if f == 0:
-                continue
-            el = k * sympy.Add(*[cg.tensors[x].numel / tdiv(x) / seq_div(x) for x in xs])
-            eb = act_bytes(xs[0])
-            calls = per * f * m
-            fwd = calls * (2 if full and place.in_layer(gpath + "/") else 1)
-            parts += [Transfer(f"{gpath}: dispatch of {k} copies of each token (forward)", "all-to-all", e, etp, el,
-                               eb, fwd),
-                      Transfer(f"{gpath}: combine (forward)", "all-to-all", e, etp, el, eb, fwd),
-                      Transfer(f"{gpath}: gradients of combine and dispatch (backward)", "all-to-all", e, etp, el,
-                               eb, 2 * calls)]
-        if parts:
-            out["ep"] = Collective("ep", tuple(parts))
+    for kind in (dp_collectives, tp_collectives, pp_collectives, cp_collectives, ep_collectives):
+        out.update(kind(x))
     return {kind: out[kind] for kind in KINDS if kind in out}
 
 
-def _same(a, b) -> bool:
-    return a == b or sympy.expand(a - b) == 0
+# ---------------------------------------------------------------- data parallelism and ZeRO
 
-
-class _Stage:
-    """Which part of the graph one device holds: the layers (``1/p`` of every
-    top-level group's iterations) and, on the first stage, the operators
-    before them, on the last those after them."""
-
-    def __init__(self, cg: CostGraph, p, stage):
-        self.cg, self.p = cg, p
-        two = pipeline_stages(cg, 2)   # before / after the layers, whatever p
-        before, after = two[0], two[1]
-        self.top = [g for path, g in cg.groups.items() if "/" not in path]
-        if p == 1:
-            which = {"first", "last"}
-        elif stage in ("first", "last", "middle"):
-            which = {stage} - {"middle"}
-        elif isinstance(stage, int) and p.is_Integer and 0 <= stage < int(p):
-            which = ({"first"} if stage == 0 else set()) | ({"last"} if stage == int(p) - 1 else set())
-        else:
-            raise CostgraphValueError(f"unknown pipeline stage {stage!r}",
-                                      hint="first, last, middle, or an index 0 … p−1 when p is a number")
-        self.first, self.last = "first" in which, "last" in which
-        self.nodes = (before.nodes if self.first else set()) | (after.nodes if self.last else set())
-        self.weights = (before.weights if self.first else set()) | (after.weights if self.last else set())
-        self._tied = before.weights & after.weights
-
-    def in_layer(self, path: str) -> bool:
-        return any(path.startswith(g.path + "/") for g in self.top)
-
-    def node_factor(self, path: str) -> Expr:
-        """The share of a node's instances on this stage (``path`` may be a group prefix ``g/``)."""
-        if self.in_layer(path):
-            return ONE / self.p
-        return ONE if path in self.nodes else ZERO
-
-    def weight_factor(self, wid: str) -> Expr:
-        if self.in_layer(wid):
-            return ONE / self.p
-        return ONE if wid in self.weights else ZERO
-
-    def units(self) -> Expr:
-        """ZeRO-3 units on this stage: its layers, and the weights outside them as one."""
-        n = sympy.Add(*[g.count for g in self.top]) / self.p
-        return n + (1 if self.weights else 0)
-
-    def has_head(self) -> bool:
-        return self.last
-
-    def sends(self, v):
-        """Sends per micro-batch (forward, backward) of a device of this stage."""
-        v = as_expr(v)
-        return v - (1 if self.last else 0), v - (1 if self.first else 0)
-
-    def tied_weights(self) -> set[str]:
-        return self._tied if (self.first or self.last) and self.p != 1 else set()
-
-
-def _expert_groups(cg: CostGraph) -> dict[str, tuple[list[str], Expr, Expr]]:
-    """Routed-expert groups (fewer active copies than copies): path → (the
-    activations they read from outside, ``k`` copies per token, calls of the
-    group per model pass = the multiplicity around it)."""
-    out = {}
-    for path, g in cg.groups.items():
-        if sympy.expand(g.count - g.active) == 0:
+def dp_collectives(x: _Step) -> dict[str, Collective]:
+    """``dp_grads`` (ZeRO 0), ``zero_reduce_scatter`` + ``zero_all_gather``
+    (ZeRO 1, 2) or ``fsdp`` (ZeRO 3, HSDP) of the stage's weights: dense ones
+    over the DP × CP group, routed experts over the expert-DP group."""
+    pl, L = x.pl, x.L
+    dense, experts = ZERO, ZERO
+    for wid, w in x.cg.weights.items():
+        f = x.stage.weight_factor(wid)
+        if f == 0:
             continue
-        inside = [q for q, _ in cg.ops() if q.startswith(path + "/")]
-        produced = {tid for tid, ten in cg.tensors.items() if ten.producer in inside}
-        carried = {f"{path}/{name}@in" for name in g.carried}
-        xs = []
-        for q in inside:
-            for x in cg.nodes[q]["inputs"]:
-                if x not in produced and x not in carried and x not in xs and cg.tensors[x].role != "index":
-                    xs.append(x)
-        if xs:
-            out[path] = (xs, g.active, sympy.cancel(g.active_multiplicity / g.active))
+        el = w.count * w.numel / pl.weight_divisor(wid) * f
+        if wid in pl.expert_weights:
+            experts += el
+        else:
+            dense += el
+    groups = ([("dense", dense, pl.groups["dp"])] if dense != 0 else []) + \
+        ([("experts", experts, pl.groups["expert_dp"])] if experts != 0 else [])
+    if not groups or (_trivial(L.d) and _trivial(L.c) and not experts):
+        return {}
+    if L.zero == 0:
+        return {"dp_grads": Collective("dp_grads", tuple(
+            Transfer(f"{lab} gradients (step)", "all-reduce", g.size, g.stride, el, x.grad_bytes, ONE)
+            for lab, el, g in groups))}
+    rs, ag, fs = [], [], []
+    for lab, el, g in groups:
+        _zero(x, lab, el, g, rs, ag, fs)
+    if L.zero == 3:
+        return {"fsdp": Collective("fsdp", tuple(fs))}
+    return {"zero_reduce_scatter": Collective("zero_reduce_scatter", tuple(rs)),
+            "zero_all_gather": Collective("zero_all_gather", tuple(ag))}
+
+
+def _zero(x: _Step, lab: str, el: Expr, group, rs: list, ag: list, fs: list) -> None:
+    """The ZeRO 1–3 transfers of one DP group's ``el`` elements (module docstring)."""
+    L, m, gb, wb = x.L, x.pl.degree("m"), x.grad_bytes, x.weight_bytes
+    n, s = group.size, group.stride
+    sharded = L.hsdp is not None and lab != "experts"
+    g = x.pl.groups["hsdp"].size if sharded else n
+    if L.zero == 3:
+        units = x.stage.units()
+        fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units))
+        fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units))
+        fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb, m * units))
+    else:
+        rs.append(Transfer(f"{lab} gradients ({'step' if L.zero == 1 else 'backward'})",
+                           "reduce-scatter", g, s, el, gb, ONE if L.zero == 1 else m))
+        ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE))
+    if sharded:   # HSDP: the shard's gradients across the replicas
+        rep = x.pl.groups["hsdp_replicas"]
+        (fs if L.zero == 3 else rs).append(Transfer(
+            f"{lab} gradient shard across {rep.size} replicas (step)", "all-reduce", rep.size, rep.stride, el / g,
+            gb, m if L.zero == 2 else ONE))
+
+
+# ---------------------------------------------------------------- tensor and sequence parallelism
+
+def tp_collectives(x: _Step) -> dict[str, Collective]:
+    """``tp``: the collectives of the TP/SP walk per layer per micro-batch,
+    the vocabulary-parallel cross-entropy, and under SP the gradients of the
+    weights TP keeps whole (module docstring)."""
+    tp = x.pl.tp
+    if tp is None:
+        return {}
+    parts: list[Transfer] = []
+    group = x.pl.groups["tp"]
+
+    def add(what, op, el, eb, calls):
+        parts.append(Transfer(what, op, group.size, group.stride, el, eb, calls))
+
+    skip = x.pl.in_experts if _trivial(x.L.etp) else (lambda path: False)
+    _tp_made_whole(x, add, skip)
+    _tp_column_inputs(x, add, skip)
+    if x.L.loss and x.stage.has_head():
+        for o in x.cg.outputs:
+            if o in tp.split and x.cg.tensors[o].shape:
+                ten = x.cg.tensors[o]
+                add(f"{o}: vocabulary-parallel cross-entropy, max, target logit, sum of exponentials (forward)",
+                    "all-reduce", ten.numel / ten.shape[-1] / x.pl.sequence_divisor(o), sympy.Integer(4),
+                    3 * x.pl.degree("m"))
+    if x.L.sp:
+        el = _sp_replicated_weights(x)
+        if el != 0:
+            add("weights TP keeps whole that see s/t tokens: gradients (step)", "all-reduce", el, x.grad_bytes, ONE)
+    return {"tp": Collective("tp", tuple(parts))} if parts else {}
+
+
+def _tp_made_whole(x: _Step, add, skip) -> None:
+    """Row-parallel and vocabulary-parallel outputs made whole: all-reduce
+    forward, or with SP reduce-scatter forward and all-gather backward."""
+    tp, cg = x.pl.tp, x.cg
+    for path in tp.row + tp.vocab:
+        if skip(path) or x.stage.node_factor(path) == 0:
+            continue
+        o = cg.nodes[path]["outputs"][0]
+        el, eb = cg.tensors[o].numel / x.pl.sequence_divisor(o), x.act_bytes(o)
+        label = "row-parallel" if path in tp.row else "vocab-parallel"
+        if o in tp.sequence:
+            add(f"{path}: {label} output (forward)", "reduce-scatter", el, eb, x.node_calls(path, True))
+            add(f"{path}: gradient of its output (backward)", "all-gather", el, eb, x.node_calls(path, False))
+        else:
+            add(f"{path}: {label} output (forward)", "all-reduce", el, eb, x.node_calls(path, True))
+
+
+def _tp_column_inputs(x: _Step, add, skip) -> None:
+    """A column-parallel linear's input: its gradient all-reduced backward, or
+    with SP the input all-gathered forward and its gradient reduce-scattered
+    backward; one per distinct input tensor."""
+    tp, cg = x.pl.tp, x.cg
+    inputs: dict[str, str] = {}
+    for path in tp.column:
+        if skip(path) or x.stage.node_factor(path) == 0:
+            continue
+        inputs.setdefault(cg.nodes[path]["inputs"][0], path)
+    for tid, path in inputs.items():
+        el, eb = cg.tensors[tid].numel / x.pl.sequence_divisor(tid), x.act_bytes(tid)
+        readers = [q for q in tp.column if cg.nodes[q]["inputs"][0] == tid and not skip(q)]
+        who = ", ".join(q.rsplit("/", 1)[-1] for q in readers)
+        if tid in tp.sequence:
+            add(f"{tid}: input of {who} (forward)", "all-gather", el, eb, x.node_calls(path, True))
+            add(f"{tid}: its gradient (backward)", "reduce-scatter", el, eb, x.node_calls(path, False))
+            if x.sp_backward_gather:
+                add(f"{tid}: input gathered again for the weight gradient (backward)", "all-gather", el, eb,
+                    x.node_calls(path, False))
+        else:
+            add(f"{tid}: gradient of the input of {who} (backward)", "all-reduce", el, eb,
+                x.node_calls(path, False))
+
+
+def _sp_replicated_weights(x: _Step) -> Expr:
+    """Elements of weights TP keeps whole whose owner sees only its ``s/t``
+    tokens under SP (an input split along the sequence; a row-parallel bias,
+    added after the reduce-scatter)."""
+    tp, cg, total = x.pl.tp, x.cg, ZERO
+    for path, dd in cg.ops():
+        f = x.stage.node_factor(path)
+        if f == 0:
+            continue
+        ws = [w for w in dd["cost"].weights if tp.weight_divisor(w) == 1]
+        if not ws:
+            continue
+        sees_part = any(i in tp.sequence for i in dd["inputs"]) or (
+            path in tp.row and any(o in tp.sequence for o in dd["outputs"]))
+        if sees_part:
+            total += sympy.Add(*[cg.weights[w].count * cg.weights[w].numel / x.pl.weight_divisor(w) * f
+                                 for w in ws])
+    return total
+
+
+# ---------------------------------------------------------------- pipeline parallelism
+
+def pp_collectives(x: _Step) -> dict[str, Collective]:
+    """``pp`` (the activation a stage hands on and its gradient) and
+    ``tied_embedding`` (a table on both the first and the last stage)."""
+    if _trivial(x.L.p):
+        return {}
+    cg, pl, out = x.cg, x.pl, {}
+    carried = _boundary(cg)
+    if carried:
+        el = sympy.Max(*[x.elements(xs) for xs in carried]) if len(carried) > 1 else x.elements(carried[0])
+        eb = x.act_bytes(carried[0][0])
+        fwd, bwd = x.stage.sends(pl.degree("v"))
+        m, g = pl.degree("m"), pl.groups["pp"]
+        parts = [Transfer("activation to the next stage (forward)", "send/recv", g.size, g.stride, el, eb, fwd * m),
+                 Transfer("its gradient to the previous stage (backward)", "send/recv", g.size, g.stride, el, eb,
+                          bwd * m)]
+        out["pp"] = Collective("pp", tuple(t for t in parts if t.calls != 0))
+    tied = x.stage.tied_weights()
+    if tied:
+        el = sympy.Add(*[cg.weights[w].count * cg.weights[w].numel / pl.weight_divisor(w) for w in tied])
+        g = pl.groups["tied_embedding"]
+        out["tied_embedding"] = Collective("tied_embedding", (Transfer(
+            "gradients of the table held by the first and the last stage (step)", "all-reduce", g.size, g.stride,
+            el, x.grad_bytes, ONE),))
     return out
+
+
+def _boundary(cg: CostGraph) -> list[list[str]]:
+    """The tensors a stage hands to the next: each top-level group's carried inputs."""
+    out = []
+    for path, g in cg.groups.items():
+        if "/" in path:
+            continue
+        xs = [f"{path}/{name}@in" for name in g.carried if f"{path}/{name}@in" in cg.tensors]
+        if xs:
+            out.append(xs)
+    return out
+
+
+# ---------------------------------------------------------------- context parallelism
+
+def cp_collectives(x: _Step) -> dict[str, Collective]:
+    """``cp``: K and V all-gathered forward, dK and dV reduce-scattered
+    backward, per attention core on the stage."""
+    if _trivial(x.L.c):
+        return {}
+    cg, pl, parts = x.cg, x.pl, []
+    g = pl.groups["cp"]
+    for first, core in attention_cores(cg):
+        f = x.stage.node_factor(first)
+        if f == 0:
+            continue
+        k, val = _kv(cg, first, core)
+        el = sympy.Add(*[cg.tensors[t].numel / pl.tensor_divisor(t) for t in (k, val)])
+        eb = x.act_bytes(k)
+        calls = cg.nodes[first]["active"] * f * pl.degree("m")
+        full = x.L.recompute == "full" and x.stage.in_layer(first)
+        parts.append(Transfer(f"{first}: K and V ({k}, {val}) (forward)", "all-gather", g.size, g.stride, el, eb,
+                              calls * (2 if full else 1)))
+        parts.append(Transfer(f"{first}: dK and dV (backward)", "reduce-scatter", g.size, g.stride, el, eb, calls))
+    return {"cp": Collective("cp", tuple(parts))} if parts else {}
 
 
 def _kv(cg: CostGraph, first: str, core: list[str]) -> tuple[str, str]:
@@ -565,59 +469,39 @@ def _kv(cg: CostGraph, first: str, core: list[str]) -> tuple[str, str]:
     return k, back(cg.nodes[nxt]["inputs"][1])
 
 
-def _boundary(cg: CostGraph) -> list[list[str]]:
-    """The tensors a stage hands to the next: each top-level group's carried inputs."""
-    out = []
-    for path, g in cg.groups.items():
-        if "/" in path:
-            continue
-        xs = [f"{path}/{name}@in" for name in g.carried if f"{path}/{name}@in" in cg.tensors]
-        if xs:
-            out.append(xs)
-    return out
+# ---------------------------------------------------------------- expert parallelism
 
-
-def _sp_replicated_weights(cg: CostGraph, tp, place: _Stage, wdiv) -> Expr:
-    """Elements of weights TP keeps whole whose owner sees only its ``s/t``
-    tokens under SP (an input split along the sequence; a row-parallel bias,
-    added after the reduce-scatter)."""
-    total = ZERO
-    for path, dd in cg.ops():
-        f = place.node_factor(path)
-        if f == 0:
+def ep_collectives(x: _Step) -> dict[str, Collective]:
+    """``ep``: all-to-all dispatch and combine of the routed tokens forward,
+    and both again backward, per MoE group on the stage."""
+    if _trivial(x.L.e):
+        return {}
+    pl, parts = x.pl, []
+    g = pl.groups["ep"]
+    for gpath, grp in pl.experts.items():
+        f = x.stage.node_factor(gpath + "/")
+        if f == 0 or not grp.inputs:
             continue
-        ws = [w for w in dd["cost"].weights if tp.weight_divisor(w) == 1]
-        if not ws:
-            continue
-        sees_part = any(x in tp.sequence for x in dd["inputs"]) or (
-            path in tp.row and any(o in tp.sequence for o in dd["outputs"]))
-        if sees_part:
-            total += sympy.Add(*[cg.weights[w].count * cg.weights[w].numel / wdiv(w) * f for w in ws])
-    return total
+        k = grp.active
+        el = k * x.elements(grp.inputs)
+        eb = x.act_bytes(grp.inputs[0])
+        calls = grp.calls * f * pl.degree("m")
+        fwd = calls * (2 if x.L.recompute == "full" and x.stage.in_layer(gpath + "/") else 1)
+        parts += [Transfer(f"{gpath}: dispatch of {k} copies of each token (forward)", "all-to-all", g.size,
+                           g.stride, el, eb, fwd),
+                  Transfer(f"{gpath}: combine (forward)", "all-to-all", g.size, g.stride, el, eb, fwd),
+                  Transfer(f"{gpath}: gradients of combine and dispatch (backward)", "all-to-all", g.size,
+                           g.stride, el, eb, 2 * calls)]
+    return {"ep": Collective("ep", tuple(parts))} if parts else {}
 
 
 # ---------------------------------------------------------------- time
 
-def placement(stride, n, hardware, gpus=None):
-    """``(latency s, bandwidth B/s)`` of the link a group of ``n`` devices at
-    ``stride`` uses (module docstring): scale-up when every group fits in one
-    scale-up domain, else scale-out; a ``Piecewise`` pair when symbolic."""
-    up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
-    down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
-    span = as_expr(stride) * as_expr(n)
-    dom = sympy.Integer(hardware.scale_up_domain)
-    if span.is_Integer:
-        fits = (int(dom) % int(span) == 0) or (gpus is not None and as_expr(gpus).is_Integer and gpus <= dom)
-        return up if fits else down
-    cond = span <= dom
-    return tuple(sympy.Piecewise((a, cond), (b, True)) for a, b in zip(up, down))
-
-
 def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict[str, Expr]:
     """Seconds per step of each kind: ``Σ calls · steps · α + bytes / β`` over
-    its parts, on the link :func:`placement` picks (module docstring).
-    ``layout`` (optional) gives the number of GPUs: when all fit in one
-    scale-up domain every group is scale-up."""
+    its parts, on the link :func:`~costgraph.parallel.placement.link` picks
+    (module docstring). ``layout`` (optional) gives the number of GPUs: when
+    all fit in one scale-up domain every group is scale-up."""
     gpus = None
     if layout is not None:
         L = layout.filled()
@@ -626,7 +510,7 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
     for kind, col in collectives.items():
         total = ZERO
         for part in col.parts:
-            alpha, beta = placement(part.stride, part.group, hardware, gpus)
+            alpha, beta = link(part.stride, part.group, hardware, gpus)
             total += part.calls * latency_steps(part.op, part.group) * alpha + part.bytes / beta
         out[kind] = total
     return out

@@ -38,6 +38,7 @@ import sympy
 
 from ..choices import CAUSAL, CONVENTION
 from ..activations import attention_cores
+from ..parallel.placement import expert_groups
 from ..parallel.tensor import sequence_dims
 from ..graph import CostGraph
 from ..ops.registry import has_role
@@ -53,7 +54,7 @@ def routers(cg: CostGraph) -> set[str]:
     """Paths of MoE router linears: an operator of role ``router`` (linear)
     whose output has one entry per expert of a group with fewer active copies
     than copies."""
-    counts = [g.count for g in cg.groups.values() if sympy.expand(g.count - g.active) != 0]
+    counts = [g.count for g in expert_groups(cg).values()]
     out = set()
     for path, d in cg.ops():
         if has_role(d["kind"], "router") and d["outputs"]:
@@ -66,7 +67,7 @@ def routers(cg: CostGraph) -> set[str]:
 def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
                    router: bool = True) -> dict[str, sympy.Expr]:
     """FLOPs of one training iteration (module docstring). ``layout``: a
-    filled :class:`~costgraph.training.memory.Layout`.
+    filled :class:`~costgraph.parallel.layout.Layout`.
 
     Returns ``model_per_micro_batch``, ``model_per_iteration``,
     ``hardware_per_iteration``, ``recompute_per_iteration``, ``per_token``

@@ -33,7 +33,7 @@ mapping ``megatron_args.toml`` (data read by :mod:`costgraph.datafiles`, built
 into SymPy by construction), the
 vocabulary padded as Megatron pads it (``vocab_size_with_padding``,
 ``megatron/core/tokenizers/utils/build_tokenizer.py`` l. 133–146: up to a
-multiple of ``128·t``), and from the :class:`~costgraph.training.memory.Layout`:
+multiple of ``128·t``), and from the :class:`~costgraph.parallel.layout.Layout`:
 t, p, v (interleaved schedule only), d, c (only into the world size), e, etp,
 ``sp``, ``recompute``, ``zero ≥ 1`` as ``use_distributed_optimizer``, and
 ``m`` as ``num_microbatches``. The layout's ``policy``, ``optimizer``,
@@ -247,7 +247,7 @@ def megatron_estimate(model, values: dict | None = None, layout=None, **override
     ``model``: a :class:`costgraph.Model` or its :class:`CostGraph`;
     ``values``: dimension values (``model.values(config=...)``), partial or
     none (the result is then a formula in the rest); ``layout``: a
-    :class:`~costgraph.training.memory.Layout`; ``overrides``: Megatron
+    :class:`~costgraph.parallel.layout.Layout`; ``overrides``: Megatron
     arguments set directly (see :func:`megatron_args`).
 
     Returns ``{"weights_and_optimizer", "activations", "total"}`` as exact

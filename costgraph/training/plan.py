@@ -40,9 +40,11 @@ from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE as
 from ..evaluator import vectorized
 from ..graph import CostGraph
 from ..symbols import as_expr, dim
+from ..parallel.layout import Layout
+from ..parallel.placement import placement
 from .compute import training_flops
-from .memory import Layout, _experts, training_memory
-from .validity import expert_counts, split_axes
+from .memory import training_memory
+from .validity import split_axes
 
 T, P, C, EP, D, M = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m"))
 RECOMPUTE = _RECOMPUTE.values
@@ -120,101 +122,123 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
           max_tp, micro_batches, cp_options, top) -> Plan:
-    from .steptime import step_time
-
     capacity = hardware.memory_bytes if capacity is None else capacity
-    peak = hardware.peak_flops_bf16
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
     cg: CostGraph = model.graph
     vals = {k: sympy.Integer(int(v)) for k, v in values.items()}
     b_sym = cg.dims["b"].symbol if "b" in cg.dims else None
     fixed = {k: v for k, v in vals.items() if k != b_sym}
-    top_groups = [g for path, g in cg.groups.items() if "/" not in path]
-    counts = [int(g.count.xreplace(fixed)) for g in top_groups]
+    refused = dict.fromkeys(REFUSALS, 0)
+    grid = _grid(cg, fixed, refused, gpus=gpus, global_batch=global_batch, max_tp=max_tp,
+                 micro_batches=micro_batches, cp_options=cp_options)
+    considered = sum(refused.values()) + len(grid) * len(ZERO) * len(RECOMPUTE) * 2
+    syms = [T, P, C, EP, D, M] + ([b_sym] if b_sym is not None else [])
+    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer)
+    forms = _Forms(cg, fixed, syms, base, bar, hardware, efficiency)
+    bar.advance(description="planning: evaluating the layouts")
+    candidates = _evaluate(forms, grid, b_sym is not None, refused, capacity=capacity, gpus=gpus,
+                           peak=float(hardware.peak_flops_bf16))
+    candidates.sort(key=lambda x: (x.step_seconds, x.memory_bytes))
+    return Plan(candidates[:top], considered, refused, efficiency, capacity)
+
+
+REFUSALS = ("d not whole", "t does not divide a split axis", "p does not divide the layers", "c does not divide s",
+            "e does not divide the experts", "global batch not a multiple of b·d", "out of memory")
+
+
+def _grid(cg: CostGraph, fixed: dict, refused: dict, *, gpus, global_batch, max_tp, micro_batches,
+          cp_options) -> np.ndarray:
+    """The numeric layouts that pass the validity rules (module docstring), one
+    row ``(t, p, c, e, d, b, m)`` each; each refusal counted in ``refused``.
+    The axes TP splits and the routed experts are read from the placement
+    at symbolic degrees (:mod:`costgraph.parallel.placement`)."""
+    pl = placement(cg, Layout(t=T, p=P, c=C, e=EP, d=D, m=M))
+    counts = [int(g.count.xreplace(fixed)) for g in pl.top]
     seq = int(cg.dims["s"].symbol.xreplace(fixed)) if "s" in cg.dims else 1
-    # axes TP splits, as numbers: each must divide by t (costgraph.training.validity)
-    split_sizes = set()
-    for _, size in split_axes(cg):
+    split_sizes = set()   # axes TP splits, as numbers: each must divide by t (costgraph.training.validity)
+    for _, size in split_axes(cg, pl):
         n = as_expr(size).xreplace(fixed)
         if n.is_Integer:
             split_sizes.add(int(n))
-    experts = _experts(cg)
-    n_experts = [int(n.xreplace(fixed)) for n in expert_counts(cg)]
-    # --- the grid of numeric layouts --------------------------------------------------------------
-    refused = {"d not whole": 0, "t does not divide a split axis": 0, "p does not divide the layers": 0,
-               "c does not divide s": 0, "e does not divide the experts": 0,
-               "global batch not a multiple of b·d": 0, "out of memory": 0}
+    n_experts = [int(g.count.xreplace(fixed)) for g in pl.experts.values()]
     rows = []
-    e_options = [1] + sorted({k for n in n_experts for k in _divisors(n, gpus) if k > 1}) if experts else [1]
+    e_options = [1] + sorted({k for n in n_experts for k in _divisors(n, gpus) if k > 1}) if pl.experts else [1]
     for t, p, c, e, b in itertools.product(_powers_of_two(min(max_tp, gpus)), _divisors(gpus, gpus),
                                            cp_options, e_options, micro_batches):
-        if gpus % (t * p * c):
-            refused["d not whole"] += 1
-            continue
         d = gpus // (t * p * c)
-        if any(n % t for n in split_sizes):
-            refused["t does not divide a split axis"] += 1
-            continue
-        if (len(counts) == 1 and counts[0] % p) or sum(counts) < p:
-            refused["p does not divide the layers"] += 1
-            continue
-        if seq % c:
-            refused["c does not divide s"] += 1
-            continue
-        if e > 1 and (any(n % e for n in n_experts) or (d * c * t) % e):
-            refused["e does not divide the experts"] += 1
-            continue
-        if global_batch % (b * d):
-            refused["global batch not a multiple of b·d"] += 1
+        why = ("d not whole" if gpus % (t * p * c) else
+               "t does not divide a split axis" if any(n % t for n in split_sizes) else
+               "p does not divide the layers" if (len(counts) == 1 and counts[0] % p) or sum(counts) < p else
+               "c does not divide s" if seq % c else
+               "e does not divide the experts" if e > 1 and (any(n % e for n in n_experts) or (d * c * t) % e) else
+               "global batch not a multiple of b·d" if global_batch % (b * d) else None)
+        if why is not None:
+            refused[why] += 1
             continue
         rows.append((t, p, c, e, d, b, global_batch // (b * d)))
-    grid = np.array(rows, dtype=np.float64).reshape(-1, 7) if rows else np.zeros((0, 7))
-    considered = sum(refused.values()) - refused["out of memory"] + len(rows) * len(ZERO) * len(RECOMPUTE) * 2
-    # --- closed forms, compiled once ---------------------------------------------------------------
-    syms = [T, P, C, EP, D, M] + ([b_sym] if b_sym is not None else [])
-    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer)
+    return np.array(rows, dtype=np.float64).reshape(-1, 7) if rows else np.zeros((0, 7))
 
-    def compiled(expr):
-        return vectorized([expr.xreplace(fixed)], syms)
 
-    def stage_totals(layout_kw, key):
+class _Forms:
+    """The closed forms, derived once with the degrees as symbols and compiled:
+    per ZeRO stage the model states, per (recomputation, SP) the activations,
+    the step time's parts and the model FLOPs; each for ``p = 1`` and a
+    symbolic ``p`` (a pipeline: its sends), as in the memory forms."""
+
+    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency):
+        from .steptime import step_time
+
+        self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
+        self.states = {z: [self._stage_totals(dict(zero=z), k) for k in ("weights", "gradients", "optimizer")]
+                       for z in ZERO}
+        self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), "activations")
+                     for r in RECOMPUTE for sp in (False, True)}
+
+        # The step's parts: compute + bubble and exposed communication depend on (recompute, SP), the
+        # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
+        # max(busy, overlapped) + exposed (costgraph.training.steptime).
+        def parts(kw):
+            bar.advance(2)
+            return [step_time(cg, Layout(p=p_value, **{**base, **kw}), hardware, efficiency=efficiency)
+                    for p_value in (1, P)]
+        self.busy, self.exposed, self.overlapped = {}, {}, {}
+        for r in RECOMPUTE:
+            for sp in (False, True):
+                st = parts({"recompute": r, "sp": sp})
+                self.busy[(r, sp)] = [self.compiled(x["compute"] + x["bubble"]) for x in st]
+                self.exposed[(r, sp)] = [self.compiled(x["communication_exposed"]) for x in st]
+        for z in ZERO:
+            self.overlapped[z] = [self.compiled(x["communication_overlapped"]) for x in parts({"zero": z})]
+        self.model_flops = self.compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
+
+    def compiled(self, expr):
+        """``expr`` with the model's sizes fixed, compiled over the degrees (and ``b``)."""
+        return vectorized([expr.xreplace(self.fixed)], self.syms)
+
+    def _stage_totals(self, layout_kw, key):
         out = []
         for p_value in (1, P):
-            res = training_memory(cg, Layout(p=p_value, **{**base, **layout_kw}))
-            bar.advance()
-            out.append([compiled(st.memory[key]) for st in res.stages])
+            res = training_memory(self.cg, Layout(p=p_value, **{**self.base, **layout_kw}))
+            self.bar.advance()
+            out.append([self.compiled(st.memory[key]) for st in res.stages])
         return out
 
-    states = {z: [stage_totals(dict(zero=z), k) for k in ("weights", "gradients", "optimizer")] for z in ZERO}
-    acts = {(r, sp): stage_totals(dict(recompute=r, sp=sp), "activations")
-            for r in RECOMPUTE for sp in (False, True)}
-    # p = 1 and p > 1 apart: a symbolic p means a pipeline (its sends), as in the memory forms.
-    # The step's parts: compute + bubble and exposed communication depend on (recompute, SP), the
-    # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
-    # max(busy, overlapped) + exposed (costgraph.training.steptime).
-    def parts(kw):
-        bar.advance(2)
-        return [step_time(cg, Layout(p=p_value, **{**base, **kw}), hardware, efficiency=efficiency)
-                for p_value in (1, P)]
-    busy, exposed, overlapped = {}, {}, {}
-    for r in RECOMPUTE:
-        for sp in (False, True):
-            st = parts({"recompute": r, "sp": sp})
-            busy[(r, sp)] = [compiled(x["compute"] + x["bubble"]) for x in st]
-            exposed[(r, sp)] = [compiled(x["communication_exposed"]) for x in st]
-    for z in ZERO:
-        overlapped[z] = [compiled(x["communication_overlapped"]) for x in parts({"zero": z})]
-    model_flops = compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
-    bar.advance(description="planning: evaluating the layouts")
-    args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]]
-    if b_sym is not None:
-        args.append(grid[:, 5])
+
+def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, capacity, gpus,
+              peak: float) -> list[Candidate]:
+    """Every layout of ``grid`` under every (ZeRO, recomputation, SP) that fits
+    ``capacity``: its memory (most-loaded stage), step time and MFU."""
+    args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]] + ([grid[:, 5]] if with_b else [])
     pipelined = grid[:, 1] > 1
     candidates = []
-    peak_f = float(peak)
-    model_it = model_flops(*args)[0] if len(grid) else np.zeros(0)
+    model_it = forms.model_flops(*args)[0] if len(grid) else np.zeros(0)
+
+    def pick(pair):
+        one, many = pair
+        return np.where(pipelined, many(*args)[0], one(*args)[0])
+
     for z, r, sp in itertools.product(ZERO, RECOMPUTE, (False, True)):
-        bar.advance()
+        forms.bar.advance()
         if len(grid) == 0:
             break
         if sp and not np.any(grid[:, 0] > 1):
@@ -222,21 +246,18 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
         mem = np.zeros(len(grid))
         for which in (0, 1):   # p = 1 forms, then p symbolic (first, last)
             per_stage = None
-            for k in range(len(states[z][0][which])):
-                tot = sum(states[z][q][which][k](*args)[0] for q in range(3)) + acts[(r, sp)][which][k](*args)[0]
+            for k in range(len(forms.states[z][0][which])):
+                tot = sum(forms.states[z][q][which][k](*args)[0] for q in range(3)) \
+                    + forms.acts[(r, sp)][which][k](*args)[0]
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(pipelined if which == 1 else ~pipelined, per_stage, mem)
         valid = ((grid[:, 0] > 1) | (not sp)) & ((grid[:, 4] > 1) | (z == 0))   # SP needs t > 1; ZeRO needs d > 1
-        def pick(forms):
-            one, many = forms
-            return np.where(pipelined, many(*args)[0], one(*args)[0])
-        step = np.maximum(pick(busy[(r, sp)]), pick(overlapped[z])) + pick(exposed[(r, sp)])
+        step = np.maximum(pick(forms.busy[(r, sp)]), pick(forms.overlapped[z])) + pick(forms.exposed[(r, sp)])
         fits = valid & (mem <= capacity)
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
         for i in np.nonzero(fits)[0]:
             candidates.append(Candidate(int(grid[i, 0]), int(grid[i, 1]), int(grid[i, 4]), int(grid[i, 2]),
                                         int(grid[i, 3]), z, r, sp, int(grid[i, 5]), int(grid[i, 6]),
                                         float(mem[i]), float(step[i]),
-                                        float(model_it[i] / (step[i] * gpus * peak_f))))
-    candidates.sort(key=lambda x: (x.step_seconds, x.memory_bytes))
-    return Plan(candidates[:top], considered, refused, efficiency, capacity)
+                                        float(model_it[i] / (step[i] * gpus * peak))))
+    return candidates

@@ -41,7 +41,10 @@ Conventions
   gradients, no master copy, no optimizer states; they are sharded at
   stage 3 and gathered like the others.
 * **Model-parallel shards** (``shard``): a device holds ``1/divisor`` of a
-  weight, or ``shape[i]/divisor[i]`` along each axis. The state of a
+  weight, or ``shape[i]/divisor[i]`` along each axis, and with a
+  :class:`~costgraph.parallel.placement.WeightShard` (what
+  :func:`costgraph.parallel.placement.placement` gives) also ``1/experts``
+  of its copies (routed experts under expert parallelism). The state of a
   block-quantized or factored optimizer is that of the local shard
   (bitsandbytes and Adafactor see the local tensor).
 * PyTorch's per-tensor ``step`` scalars and bitsandbytes' shared
@@ -59,6 +62,7 @@ from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, DP_SYMBOL, ZERO_STAGE
 from ..errors import CostgraphValueError
 from ..graph import ZERO, CostGraph, numel
 from ..ops.registry import has_role
+from ..parallel.placement import WeightShard
 from ..symbols import dim
 from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
 
@@ -101,8 +105,10 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     shard : mapping, optional
         Weight id (``layers/attn/c_attn/weight``) → divisor of the weight on
         this device from model parallelism: one expression for the whole
-        tensor, or a tuple with one divisor per axis (needed by Adafactor's
-        factored state). Missing ids: 1.
+        tensor, a tuple with one divisor per axis (needed by Adafactor's
+        factored state), or a
+        :class:`~costgraph.parallel.placement.WeightShard` (per axis, and a
+        divisor of the copies: routed experts). Missing ids: 1.
     frozen : callable or collection of weight ids, optional
         Weights that are not trained (no gradients, master copy or states).
     select : callable, optional
@@ -153,20 +159,22 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     for wid, w in graph.weights.items():
         if select is not None and not select(wid):
             continue
-        shape = _local_shape(wid, w.shape, shard.get(wid, 1), opt)
+        div = shard.get(wid, 1)
+        count = w.count / _degree(div.experts, f"shard of {wid!r}") if isinstance(div, WeightShard) else w.count
+        shape = _local_shape(wid, w.shape, div.axes if isinstance(div, WeightShard) else div, opt)
         n_el = numel(shape)
-        W.append(w.count * n_el * pol.weights)
+        W.append(count * n_el * pol.weights)
         unit = next((g for g in outer if wid.startswith(g + "/")), "")
-        per = sympy.cancel(w.count / graph.groups[unit].multiplicity) if unit else w.count
+        per = sympy.cancel(count / graph.groups[unit].multiplicity) if unit else count
         units.setdefault(unit, []).append(per * n_el * pol.weights)
         if is_frozen(wid):
             continue
-        G.append(w.count * n_el * pol.gradients)
-        C.append(w.count * n_el * pol.grad_copy)
-        M.append(w.count * n_el * pol.master)
+        G.append(count * n_el * pol.gradients)
+        C.append(count * n_el * pol.grad_copy)
+        M.append(count * n_el * pol.master)
         owner = wid.rsplit("/", 1)[0]
         matrix = len(w.shape) >= 2 and has_role(graph.nodes[owner]["kind"], "matrix") and owner not in heads
-        S.append(w.count * tensor_state_bytes(opt, pol, shape, matrix=matrix))
+        S.append(count * tensor_state_bytes(opt, pol, shape, matrix=matrix))
     gathered = ZERO
     if zero == 3:
         sizes = [sympy.Add(*u) for u in units.values()]
@@ -308,7 +316,10 @@ def _predicate(frozen) -> Callable[[str], bool]:
 
 
 def _local_shape(wid: str, shape: tuple[Expr, ...], divisor, opt: Optimizer) -> tuple[Expr, ...]:
-    """``shape`` as one device holds it under a model-parallel ``divisor``."""
+    """``shape`` as one device holds it under a model-parallel ``divisor``
+    (a :class:`WeightShard` dividing copies counts as its whole divisor)."""
+    if isinstance(divisor, WeightShard):
+        divisor = divisor.axes if divisor.experts == 1 else divisor.total
     if isinstance(divisor, tuple):
         if len(divisor) != len(shape):
             raise CostgraphValueError(f"shard of {wid!r} gives {len(divisor)} divisors for {len(shape)} axes")

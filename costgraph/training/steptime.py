@@ -20,23 +20,29 @@ from __future__ import annotations
 import sympy
 
 from ..parallel.communication import comm_time, communication
+from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 
 EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 
 
 def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
-              stage: str = "first") -> dict[str, sympy.Expr]:
+              stage: str = "first", placement: Placement | None = None) -> dict[str, sympy.Expr]:
     """Seconds per step: ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (not added), ``total``, and ``by_kind``
     (seconds of each collective kind). ``layout`` filled; ``hardware`` a
-    :class:`costgraph.hardware.Hardware`."""
+    :class:`costgraph.hardware.Hardware`; ``placement`` the layout's
+    :class:`~costgraph.parallel.placement.Placement` if the caller has it."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     compute = f["hardware_per_device"] / (sympy.Integer(hardware.peak_flops_bf16) * efficiency)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * (p - 1) / (v * m)
-    kinds = comm_time(communication(cg, L, stage=stage), hardware, L) if L.lora_rank is None else {}
+    if L.lora_rank is None:
+        pl = placement if placement is not None else place(cg, L)
+        kinds = comm_time(communication(cg, L, stage=stage, placement=pl), hardware, L)
+    else:
+        kinds = {}
     exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     busy = compute + bubble

@@ -24,22 +24,30 @@ from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
 from ..graph import CostGraph
-from ..parallel.tensor import sequence_dims, tensor_parallel
+from ..parallel.layout import Layout
+from ..parallel.placement import Placement, expert_groups, placement as place
 
 
-def split_axes(cg: CostGraph) -> list[tuple[str, sympy.Expr]]:
-    """``(tensor id, size of its TP-split axis)`` for every tensor TP splits."""
-    tp = tensor_parallel(cg, sympy.Symbol("N_t", positive=True, integer=True))
-    return [(tid, cg.tensors[tid].shape[axis]) for tid, axis in tp.split.items()]
+def split_axes(cg: CostGraph, placement: Placement | None = None) -> list[tuple[str, sympy.Expr]]:
+    """``(tensor id, size of its TP-split axis)`` for every tensor TP splits
+    (read from ``placement``, or from the placement at a symbolic ``t``: which
+    axes TP splits does not depend on its degree)."""
+    if placement is None or placement.tp is None:
+        placement = place(cg, Layout(t=sympy.Symbol("N_t", positive=True, integer=True)))
+    return [(tid, cg.tensors[tid].shape[axis]) for tid, axis in placement.tp.split.items()]
 
 
 def expert_counts(cg: CostGraph) -> list[sympy.Expr]:
-    return [g.count for g in cg.groups.values() if sympy.expand(g.count - g.active) != 0]
+    """The number of experts ``E`` of each routed-expert group
+    (:func:`costgraph.parallel.placement.expert_groups`)."""
+    return [g.count for g in expert_groups(cg).values()]
 
 
-def check_layout(cg: CostGraph, layout, values: dict) -> None:
+def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | None = None) -> None:
     """Raise :class:`CostgraphValueError` naming the first rule (module
-    docstring) that ``layout`` (filled) breaks at ``values`` (symbol → int)."""
+    docstring) that ``layout`` (filled) breaks at ``values`` (symbol → int).
+    ``placement``: the layout's :class:`~costgraph.parallel.placement.Placement`
+    if the caller has it."""
     def num(e):
         v = as_expr(e).xreplace(values)
         return int(v) if v.is_Integer else None
@@ -48,7 +56,8 @@ def check_layout(cg: CostGraph, layout, values: dict) -> None:
     if isinstance(t, int) and t > 1:
         seen = set()
         vocab = {str(cg.tensors[o].shape[-1]) for o in cg.outputs if cg.tensors[o].shape}
-        for tid, size in split_axes(cg):
+        pl = placement if placement is not None else place(cg, layout)
+        for tid, size in split_axes(cg, pl):
             if str(size) in vocab:
                 continue   # the vocabulary: frameworks pad it to a multiple of t (Megatron: of 128·t)
             n = num(size)
@@ -73,7 +82,7 @@ def check_layout(cg: CostGraph, layout, values: dict) -> None:
             raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
                                       hint=f"p at most {sum(counts)}")
     if isinstance(c, int) and c > 1:
-        for sdim in sequence_dims(cg):
+        for sdim in (placement.sequence if placement is not None else place(cg, layout).sequence):
             n = num(sdim)
             if n is not None and n % c:
                 raise CostgraphValueError(f"context parallelism c = {c} does not divide the sequence {sdim} = {n}")
