@@ -26,17 +26,20 @@ EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 
 
 def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
-              stage: str = "first") -> dict[str, sympy.Expr]:
+              stage: str = "first", collectives: dict | None = None) -> dict[str, sympy.Expr]:
     """Seconds per step: ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (not added), ``total``, and ``by_kind``
     (seconds of each collective kind). ``layout`` filled; ``hardware`` a
-    :class:`costgraph.hardware.Hardware`."""
+    :class:`costgraph.hardware.Hardware`; ``collectives``: ``communication(cg, layout, stage=stage)``
+    when the caller has it already (it is not computed again)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     compute = f["hardware_per_device"] / (sympy.Integer(hardware.peak_flops_bf16) * efficiency)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * (p - 1) / (v * m)
-    kinds = comm_time(communication(cg, L, stage=stage), hardware, L) if L.lora_rank is None else {}
+    if collectives is None and L.lora_rank is None:
+        collectives = communication(cg, L, stage=stage)
+    kinds = comm_time(collectives, hardware, L) if L.lora_rank is None else {}
     exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     busy = compute + bubble
