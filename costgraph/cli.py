@@ -37,21 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 
     for name in commands.names():
         commands.module(name).add_parser(sub)
-    sub.add_parser("ops", help="operators a model file can call")
     return p
-
-
-def _ops() -> str:
-    from .ops import catalogue
-    from .ops.registry import REQUIRED
-
-    lines = []
-    for spec in catalogue():
-        params = ", ".join(p.name if p.default is REQUIRED else f"{p.name}={str(p.default).lower()}"
-                           for p in spec.params)
-        lines.append(f"{spec.name}({params})\n    {spec.summary}")
-    return "\n".join(lines)
-
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from . import commands
 
-        out = _ops() if args.command == "ops" else commands.module(args.command).run(args)
+        out = commands.module(args.command).run(args)
         if isinstance(out, tuple):
             out, status = out
             print(out)
