@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Mapping
 
 from .errors import CostgraphValueError
@@ -143,3 +144,71 @@ def model_text(value: object, name: str = "text") -> str:
         raise CostgraphValueError(f"argument '{name}' must be text (a str), got bytes",
                                   hint="decode it first: data.decode('utf-8')")
     return text(value, name, hint="the text of a model file, e.g. open('model.cg').read()")
+
+
+_DECIMAL = re.compile(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]{1,2}))?\s*")
+_COUNT = re.compile(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*")
+
+
+def parse_rational(text: str, what: str):
+    """``0.45``, ``140e12``, ``2.5`` → an exact SymPy Rational (never evaluated as code).
+    ``what`` names the value in the message (``--mfu``).
+
+    Raises
+    ------
+    CostgraphValueError
+        Text not of that form, or longer than 40 characters."""
+    import sympy
+
+    m = _DECIMAL.fullmatch(text or "")
+    if not m or len(text) > 40:
+        raise CostgraphValueError(f"cannot read {what} {text[:40]!r}", hint="a number such as 0.45, 2.5 or 140e12")
+    frac = m.group(2) or ""
+    return sympy.Rational(int(m.group(1) + frac), 10 ** len(frac)) * sympy.Rational(10) ** int(m.group(3) or 0)
+
+
+def rational(value: object, what: str):
+    """A number given to the API as an exact SymPy Rational: an ``int`` or a SymPy Rational as is,
+    a ``float`` by its shortest decimal (``0.45`` → 9/20, as the CLI reads ``--mfu 0.45``), a
+    ``str`` by :func:`parse_rational`; None stays None.
+
+    Raises
+    ------
+    CostgraphValueError
+        Any other type, a float that is not finite, or text :func:`parse_rational` refuses."""
+    import sympy
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_rational(value, what)
+    if isinstance(value, bool):
+        _fail(what, "a number", value)
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            _fail(what, "a finite number", value)
+        return sympy.Rational(repr(value))
+    if isinstance(value, sympy.Rational):
+        return value
+    _fail(what, "a number (int, float, decimal text or SymPy Rational)", value)
+
+
+def parse_count(text: str, flag: str = "--params") -> int:
+    """``7.5e9`` or ``7_500_000_000`` → 7500000000 (a positive whole number); errors name ``flag``.
+
+    Raises
+    ------
+    CostgraphValueError
+        Text not of that form, more than 30 digits, or not a positive whole number."""
+    m = _COUNT.fullmatch(text or "")
+    if not m:
+        raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
+    whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
+    if len(whole) + len(frac) > 30:
+        raise CostgraphValueError(f"{flag} is too large")
+    num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)
+    if num % den or num == 0:
+        raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number")
+    return num // den

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     import networkx
 
 from . import arguments
-from .choices import CAUSAL as _CAUSAL, CONVENTION, PRECISION, PROFILE
+from .choices import (ATTENTION, CAUSAL as _CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_OPTIMIZER, DEFAULT_POLICY,
+                      DEFAULT_WEIGHTS, PRECISION, PROFILE)
 from .builder import PROFILES, Settings, build
 from .conventions import check_convention
 from .errors import CostgraphValueError, Location
@@ -50,9 +51,11 @@ class Model:
         Values for the model's ``option`` switches, e.g. ``{"bias": False}``.
     """
 
-    def __init__(self, graph: CostGraph, settings: Settings):
+    def __init__(self, graph: CostGraph, settings: Settings, program=None):
         self.graph = graph
         self.settings = settings
+        self._program = program          # the loaded program, to build again for inference
+        self._inference = None
         self._size_list = None
         self._checkers: dict = {}
 
@@ -120,34 +123,122 @@ class Model:
         sums, parts = grouped_totals(self.graph, sc, leaves)
         return Costs(self, sc.name, convention, prec, sums, leaves, causal, _scope=sc, _parts=parts)
 
-    def train(self, layout=None, scope: str = "model", **settings):
-        """Training memory per device (:func:`costgraph.training.memory.training_memory`).
+    def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
+              price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
+              scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
+              router: bool = True, **layout_settings):
+        """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
-        ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields
-        as keywords (``t=8, sp=True, zero=1, recompute="selective", gpus=64``).
-        Returns a :class:`~costgraph.training.memory.TrainingMemory`: per stage,
-        bytes of ``weights``, ``gradients``, ``optimizer``, ``activations``,
-        ``total`` as SymPy expressions in the model's dimensions.
+        ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
+        (``t=8, sp=True, zero=1, recompute="selective", gpus=64``). ``values``: dimension values
+        (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
+        ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
+        ``"80GB"``), ``efficiency``, ``megatron``: as the options of ``costgraph train``
+        (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
+
+        Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
+        bytes of ``weights``, ``gradients``, ``optimizer``, ``activations``, ``total`` per device
+        (SymPy expressions in the model's dimensions), ``fits``, ``flops``, ``communication``
+        (bytes; seconds with ``hardware``), ``step``, ``megatron``, ``warnings``;
+        ``to_dict()`` is the JSON of ``costgraph train --format json``.
 
         Raises
         ------
         CostgraphValueError
-            Unknown settings, or as :meth:`Layout.filled`.
+            Unknown settings, as :meth:`Layout.filled`, or as ``costgraph train`` for the options.
         """
-        from .training.memory import Layout, training_memory
+        from .training.api import train
+        from .training.memory import Layout
 
         if layout is None:
             fields = set(Layout.__dataclass_fields__)
-            unknown = sorted(set(settings) - fields)
+            unknown = sorted(set(layout_settings) - fields)
             if unknown:
                 raise CostgraphValueError(f"train() has no setting {unknown[0]!r}",
                                           hint="settings: " + ", ".join(sorted(fields)))
-            layout = Layout(**settings)
-        elif settings:
+            layout = Layout(**layout_settings)
+        elif layout_settings:
             raise CostgraphValueError("give a Layout or keyword settings, not both")
         if scope not in ("model", "layer"):
             raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
-        return training_memory(self.graph, layout, scope)
+        return train(self, layout, values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
+                     peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
+                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router)
+
+    def infer(self, *, hardware, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
+              weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
+              compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
+              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1):
+        """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
+        prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
+
+        The model is built again as inference needs it (dropout off, the key axis of cached
+        tensors split: :func:`costgraph.inference.load`), with this model's options and profile.
+        ``values``: dimension values (``self.values("llama-2-7b")``; ``b`` and ``s`` are set by
+        ``batch``, ``prompt`` and ``generate``); ``tp``: tensor-parallel degree; ``weights``,
+        ``kv``: dtypes; ``page``: KV block size; ``reserve``, ``compute_efficiency``,
+        ``bandwidth_efficiency``: fractions (numbers, or text such as ``"0.1"``, read exactly).
+
+        Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
+        ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
+
+        Raises
+        ------
+        CostgraphValueError
+            As ``costgraph infer`` for the same inputs; a model that is not decoder-only.
+        """
+        from .inference.roofline import infer
+
+        return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
+                     values=values, t=tp, weights=weights, kv=kv, page=page,
+                     reserve=arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
+                     causal=causal, activations=activations,
+                     compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
+                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"))
+
+    def _inference_model(self) -> "Model":
+        """This model built for inference: dropout off, the key axis split (kept once built)."""
+        if self._inference is None:
+            from .errors import CostgraphSemanticError
+            from .inference.phases import _wrap_build_error, split_keys
+
+            if self._program is None:
+                raise CostgraphValueError("this model was not loaded from a model file: it cannot be built for inference",
+                                          hint="load it with costgraph.load(...) or costgraph.loads(...)")
+            built = Settings(dropout=False, options=dict(self.settings.options), profile=self.settings.profile)
+            with split_keys():
+                try:
+                    self._inference = _build(self._program, built, None)
+                except CostgraphSemanticError as e:
+                    _wrap_build_error(e)
+        return self._inference
+
+    def plan(self, values=None, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
+             memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
+             attention: str = ATTENTION.default, top: int = 10):
+        """The parallel layouts that fit a device, fastest first (``costgraph plan``;
+        :func:`costgraph.training.planning.plan_layouts`).
+
+        ``values``: every dimension's value but ``b`` (``self.values("gpt2")``; the planner
+        chooses the micro-batch); ``gpus``: devices in all; ``hardware``: a preset name;
+        ``global_batch``: sequences per step; ``tokens``: training tokens (days to train);
+        ``efficiency``: the fraction of the peak compute reaches (default 1/2); ``memory``:
+        device bytes or a size such as ``"80GB"`` (default: the preset's); ``precision``,
+        ``optimizer``, ``attention``: as ``costgraph train``; ``top``: how many layouts.
+
+        Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
+        ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
+
+        Raises
+        ------
+        CostgraphValueError
+            As ``costgraph plan`` for the same inputs.
+        """
+        from .training.planning import plan_layouts
+
+        return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
+                            efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
+                            attention=attention, top=top)
 
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
         """Dimension values: the dims' defaults, then ``config``, then ``overrides``.
@@ -455,14 +546,14 @@ def _build(program, settings: Settings, config) -> Model:
     config = arguments.optional_text(config, "config")
     graph = build(program, settings)
     if config is None or config not in graph.configs:   # an unknown name is reported by values()
-        return Model(graph, settings)
+        return Model(graph, settings, program)
     chosen = {k: v for k, v in graph.configs[config].items() if isinstance(v, bool)}
     options = {**chosen, **settings.options}
     if all(graph.options.get(k) == v for k, v in options.items()):
-        return Model(graph, settings)
+        return Model(graph, settings, program)
     built = Settings(dropout=settings.dropout, options=options, profile=settings.profile)
     # the options the configuration chose count as given: values(config) accepts them
-    return Model(build(program, built), built)
+    return Model(build(program, built), built, program)
 
 
 def _settings(dropout, options, profile) -> Settings:

@@ -1,6 +1,7 @@
-"""Subcommands of ``costgraph`` that live in their own modules.
+"""The subcommands of ``costgraph``, one module each (:mod:`costgraph.cli` builds
+the parser from them and dispatches; it holds no command of its own).
 
-Every module of this package but ``common`` is a subcommand (found by
+Every module of this package but ``common`` and the private ``_`` ones is a subcommand (found by
 :func:`names`, sorted); each defines
 
 * ``add_parser(sub)`` — adds its argparse subparser to ``sub`` (the object
@@ -22,8 +23,8 @@ import pkgutil
 
 
 #: the order ``costgraph --help`` lists them in (others follow, sorted)
-ORDER = ("plan", "infer", "solve", "sensitivity", "leading", "diff", "optimal", "report", "plot", "graph",
-         "codegen", "sweep", "schema", "verify", "hardware")
+ORDER = ("derive", "train", "plan", "infer", "solve", "sensitivity", "leading", "diff", "optimal", "report", "plot",
+         "graph", "codegen", "sweep", "schema", "verify", "hardware", "list", "ops")
 
 
 def names() -> list[str]:

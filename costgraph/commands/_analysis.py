@@ -6,7 +6,7 @@
 * the training layout of ``costgraph train`` (``--gpus --tp --pp --cp --ep --etp --sp --zero
   --hsdp --recompute --attention --precision --optimizer --micro-batches --schedule
   --virtual-stages --memory --no-loss``), turned into a
-  :class:`~costgraph.training.memory.Layout` by :func:`costgraph.cli.train_layout`, the same
+  :class:`~costgraph.training.memory.Layout` by :func:`train_layout`, the same
   function ``costgraph train`` uses;
 * the inference setting of ``costgraph infer`` (``--hardware --prompt --generate --batch
   --weights --kv``), analysed by :func:`costgraph.inference.infer`;
@@ -133,13 +133,27 @@ def capacity(args):
     return None
 
 
+def train_layout(args, micro_batches=None):
+    """The :class:`~costgraph.training.memory.Layout` of ``costgraph train``'s layout options in
+    ``args`` (``tp pp cp ep etp gpus sp zero schedule virtual_stages recompute attention precision
+    optimizer hsdp no_loss lora lora_targets quantize``); ``micro_batches``: m, None for the
+    default (p). Shared with ``costgraph report`` and ``costgraph plot``."""
+    from ..training.memory import Layout
+
+    pol = args.precision
+    return Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
+                  zero=args.zero, m=micro_batches, schedule=args.schedule, v=args.virtual_stages,
+                  recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
+                  precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
+                  lora_rank=args.lora, quantization=args.quantize,
+                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+
+
 def training(args, model, values):
     """The :class:`~costgraph.training.memory.TrainingMemory` (model scope) of the layout options,
     checked against ``values`` as ``costgraph train`` checks it. Returns ``(layout, result)``.
     Without ``--gpus`` the data-parallel degree is 1 (``costgraph train`` leaves it a symbol,
     ``N_d``, which a report or plot could not put a number on)."""
-    from ..cli import train_layout
-
     if args.gpus is None:
         args.gpus = args.tp * args.pp * args.cp
     layout = train_layout(args, args.micro_batches)
@@ -147,7 +161,9 @@ def training(args, model, values):
         from ..training.validity import check_layout
 
         check_layout(model.graph, layout.filled(), values)
-    return layout, model.train(layout=layout)
+    from ..training.memory import training_memory
+
+    return layout, training_memory(model.graph, layout)
 
 
 def inference_model(model_arg: str, config, dims: dict, options: dict, profile: str = "korthikanti"):

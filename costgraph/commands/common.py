@@ -4,37 +4,88 @@
 
 from __future__ import annotations
 
+import re
+
 from .. import choices
 from ..choices import add_option
+from ..errors import CostgraphValueError
+
+
+_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
 
 
 def model_arguments(p, model_help: str = "a bundled model name, a .cg file or a config.json",
                     set_help: str = "dimension values (h=768) or model options (bias=false)",
                     optional: bool = False) -> None:
     """Add the positional model and ``--config``/``--set`` to parser ``p``."""
-    from ..cli import _model_arguments
-
-    _model_arguments(p, model_help, set_help, optional=optional)
+    p.add_argument("model", nargs="?" if optional else None, help=model_help)
+    p.add_argument("--config", help="a named configuration of the model file")
+    p.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE", help=set_help)
 
 
 def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
-    """``--set`` pairs → (dimension values, option values); raises CostgraphValueError."""
-    from ..cli import _settings
+    """``--set`` pairs → (dimension values, option values).
 
-    return _settings(pairs)
+    Raises
+    ------
+    CostgraphValueError
+        A pair not ``NAME=VALUE`` with a whole number or true/false, a negative number, or a
+        name given twice."""
+    from ..parser import check_number
+
+    dims, options = {}, {}
+    for pair in pairs:
+        m = _SETTING.match(pair)
+        if not m:
+            if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):
+                raise CostgraphValueError(f"--set {pair[:40]!r}: a dimension is a positive whole number",
+                                          hint="a dimension counts something: 1, 2, 3, ...")
+            raise CostgraphValueError(f"cannot read --set {pair!r}",
+                                      hint="write NAME=VALUE with a whole number (h=768) or true/false (bias=false)")
+        name, value = m.groups()
+        if name in dims or name in options:
+            raise CostgraphValueError(f"--set gives '{name}' twice", hint="give each name once")
+        if value in ("true", "false"):
+            options[name] = value == "true"
+        else:
+            dims[name] = check_number(value, error=_set_error(pair))
+    return dims, options
+
+
+def _set_error(pair: str):
+    shown = pair if len(pair) <= 40 else pair[:36] + "..."
+    def error(message: str, loc=None):
+        return CostgraphValueError(f"cannot read --set {shown!r}: {message}")
+    return error
 
 
 def load_any(args, dims: dict, options: dict):
     """(Model, values or None) for ``args.model`` (name, .cg or config.json), ``args.config``,
     and ``args.profile``/``args.no_dropout`` when the parser has them (defaults: korthikanti,
-    dropout on)."""
-    from ..cli import _load_any
+    dropout on).
+
+    Raises
+    ------
+    CostgraphValueError
+        Options or ``--config`` given with a config.json; any error of loading the model."""
+    from ..model import load
 
     if not hasattr(args, "profile"):
-        args.profile = "korthikanti"
+        args.profile = choices.PROFILE.default
     if not hasattr(args, "no_dropout"):
         args.no_dropout = False
-    return _load_any(args, dims, options)
+    profile, no_dropout = args.profile, args.no_dropout
+    if args.model.endswith(".json"):
+        from ..hf_config import load_hf_config
+
+        if options:
+            raise CostgraphValueError("options come from the config.json; --set takes dimensions here")
+        if args.config:
+            raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        hf = load_hf_config(args.model, profile=profile, dropout=False if no_dropout else None)
+        return hf.model, hf.model.values(None, **{**hf.values, **dims})
+    model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config)
+    return model, (model.values(args.config, **dims) if (dims or args.config is not None) else None)
 
 
 def cost_arguments(p, scope: bool = True) -> None:
@@ -69,8 +120,6 @@ def symbol_named(name: str, *exprs):
     """The SymPy symbol called ``name`` among the free symbols of ``exprs``.
 
     Raises CostgraphValueError naming the symbols there are."""
-    from ..errors import CostgraphValueError
-
     free = set().union(*(e.free_symbols for e in exprs))
     for x in free:
         if str(x) == name:

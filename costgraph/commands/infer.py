@@ -33,17 +33,14 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> str:
-    from ..cli import _parse_rational, _settings
-    from ..inference.report import to_json, to_text_doc
-    from ..inference.roofline import infer
     from ._analysis import inference_model
+    from .common import settings
 
-    dims, options = _settings(args.set)
+    dims, options = settings(args.set)
     model, values = inference_model(args.model, args.config, dims, options)
-    rep = infer(model, hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
-                values=values, t=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
-                reserve=_parse_rational(args.reserve, "--reserve"), compute=args.compute,
-                convention=args.convention, causal=args.causal, activations=args.activations,
-                compute_efficiency=_parse_rational(args.compute_efficiency, "--compute-efficiency"),
-                bandwidth_efficiency=_parse_rational(args.bandwidth_efficiency, "--bandwidth-efficiency"))
-    return to_json(rep, model.symbols) if args.format == "json" else to_text_doc(rep)
+    rep = model.infer(hardware=args.hardware, prompt=args.prompt, generate=args.generate, batch=args.batch,
+                      values=values, tp=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
+                      reserve=args.reserve, compute=args.compute, convention=args.convention, causal=args.causal,
+                      activations=args.activations, compute_efficiency=args.compute_efficiency,
+                      bandwidth_efficiency=args.bandwidth_efficiency)
+    return rep.to_json() if args.format == "json" else rep.to_text()

@@ -25,7 +25,7 @@ def run(args) -> str:
     import json
 
     from .. import units
-    from ..cli import _parse_count
+    from ..arguments import parse_count
     from ..errors import CostgraphValueError
     from ..symbolic.optimal import chinchilla_closed_form, constants, optimal
     from .common import conventions_line, costs_of, load_any, settings, symbol_named
@@ -35,7 +35,7 @@ def run(args) -> str:
         raise CostgraphValueError(f"--set gives {args.scale}, the scaled dimension", hint=f"leave {args.scale} out")
     if args.ratio is not None and args.rule != "tokens-per-param":
         raise CostgraphValueError("--ratio belongs to --rule tokens-per-param")
-    budget = _parse_count(args.flops, "--flops")
+    budget = parse_count(args.flops, "--flops")
     model, values = load_any(args, dims, options)
     costs = costs_of(args, model, "model")
     x = symbol_named(args.scale, costs["params"])

@@ -72,7 +72,7 @@ def _plots(args, model, rep, training, inf_rep, capacity) -> list[tuple[str, str
 
 
 def run(args) -> str:
-    from ..cli import training_fits
+    from ..training.api import training_fits
     from ..errors import CostgraphValueError
     from ..export.reports import build, to_html, to_md, to_tex
     from ._analysis import capacity, infer_given, inference, load, train_given, training

@@ -43,10 +43,10 @@ def add_parser(sub) -> None:
 
 
 def _budget(text: str, is_bytes: bool) -> int:
-    from ..cli import _parse_count
+    from ..arguments import parse_count
     from ..training.fit import parse_size
 
-    return parse_size(text) if is_bytes else _parse_count(text, "--budget")
+    return parse_size(text) if is_bytes else parse_count(text, "--budget")
 
 
 def _validity(model, values: dict, x, layout):

@@ -12,7 +12,8 @@ preset (:mod:`.roofline`), and the text/JSON of ``costgraph infer``
 ...                 values=m.values("llama-3-8b")).values["time_per_output_token"]  # doctest: +SKIP
 """
 
-from .phases import G, KEYS, N, P, Q, Inference, Step, inference_step, load, load_hf_config, split_keys
+from .loading import load, load_hf_config
+from .phases import G, KEYS, N, P, Q, Inference, Step, inference_step, split_keys
 from .roofline import InferenceReport, infer, machine, step_seconds
 
 __all__ = ["G", "KEYS", "N", "P", "Q", "Inference", "InferenceReport", "Step", "infer", "inference_step",

@@ -67,7 +67,7 @@ from dataclasses import dataclass, field, replace
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, PROFILE
+from ..choices import CAUSAL, CONVENTION
 from ..symbols import as_expr
 
 from ..errors import CostgraphValueError
@@ -125,32 +125,6 @@ def _wrap_build_error(err):
             "sized by the query length on the key axis (an encoder-decoder, or a position bias)",
             hint="the inference analysis covers models whose keys come only from cache(...)") from err
     raise err
-
-
-def load(model: str, *, options=None, profile: str = PROFILE.default, config: str | None = None):
-    """:func:`costgraph.load` for inference: dropout off, the key axis split (:func:`split_keys`).
-    ``config``: a named configuration whose options (``bias = false``) the model is built with,
-    as ``costgraph.load(..., config=)``; ``options`` take precedence."""
-    from ..errors import CostgraphSemanticError
-    from ..model import load as _load
-
-    with split_keys():
-        try:
-            return _load(model, dropout=False, options=options, profile=profile, config=config)
-        except CostgraphSemanticError as e:
-            _wrap_build_error(e)
-
-
-def load_hf_config(path: str, *, profile: str = PROFILE.default):
-    """:func:`costgraph.load_hf_config` for inference (the key axis split)."""
-    from ..errors import CostgraphSemanticError
-    from ..hf_config import load_hf_config as _load
-
-    with split_keys():
-        try:
-            return _load(path, profile=profile)
-        except CostgraphSemanticError as e:
-            _wrap_build_error(e)
 
 
 @dataclass

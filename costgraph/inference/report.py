@@ -37,7 +37,6 @@ import sympy
 from ..symbols import as_expr
 
 from ..printing import field_order, to_latex, to_python, to_text
-from .roofline import InferenceReport
 
 STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",
                "intensity", "seconds", "communication_seconds")
@@ -66,7 +65,7 @@ def _entry(expr, value) -> dict:
     return out
 
 
-def to_dict(rep: InferenceReport, symbols: dict) -> dict:
+def to_dict(rep, symbols: dict) -> dict:
     """The JSON contract of the module docstring (schema ``costgraph schema infer``): each
     quantity as ``expr``/``tree``/``latex`` and its value (FLOP, bytes, seconds), the settings,
     assumptions and warnings; ``symbols``: the model's dimension meanings."""
@@ -96,7 +95,7 @@ def to_dict(rep: InferenceReport, symbols: dict) -> dict:
     return doc
 
 
-def to_json(rep: InferenceReport, symbols: dict) -> str:
+def to_json(rep, symbols: dict) -> str:
     """:func:`to_dict` as indented JSON text."""
     return json.dumps(to_dict(rep, symbols), indent=2)
 
@@ -126,7 +125,7 @@ def _short(expr, limit=110) -> str:
     return text if len(text) <= limit else ""
 
 
-def to_text_doc(rep: InferenceReport) -> str:
+def to_text_doc(rep) -> str:
     """The text ``costgraph infer`` prints: prefill and decode (FLOPs, bytes read and written,
     intensity, roofline time), latency and throughput, capacity (decimal GB and binary GiB),
     the assumptions and warnings."""

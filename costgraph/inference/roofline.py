@@ -134,7 +134,8 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
 class InferenceReport:
     """Everything ``costgraph infer`` prints: ``quantities`` name → SymPy
     expression (bytes, FLOPs, seconds, tokens/s), ``values`` the numbers
-    where every symbol has one; settings and assumptions."""
+    where every symbol has one; settings and assumptions; ``symbols`` the
+    model's dimension meanings. The typed result of :meth:`costgraph.Model.infer`."""
 
     model: str
     settings: dict
@@ -143,6 +144,31 @@ class InferenceReport:
     subs: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    symbols: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """The document ``costgraph infer --format json`` prints (:func:`costgraph.inference.report.to_dict`)."""
+        from .report import to_dict
+
+        return to_dict(self, self.symbols)
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON text."""
+        from .report import to_json
+
+        return to_json(self, self.symbols)
+
+    def to_text(self) -> str:
+        """The text ``costgraph infer`` prints."""
+        from .report import to_text_doc
+
+        return to_text_doc(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of latency, throughput and capacity."""
+        from ..export.results_html import inference_html
+
+        return inference_html(self)
 
 
 def _exact(e, subs):
@@ -181,20 +207,14 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
-    by ``batch``. Returns an :class:`InferenceReport`."""
-    for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
-    reserve = sympy.Rational(str(reserve))
-    if not 0 <= reserve < 1:
-        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}",
-                                  hint="the share of device memory kept free: vLLM keeps 0.1")
-    for name, e in (("compute-efficiency", compute_efficiency), ("bandwidth-efficiency", bandwidth_efficiency)):
-        e = sympy.nsimplify(e)
-        if not (e.is_Rational and 0 < e <= 1):
-            raise CostgraphValueError(f"--{name} must be a fraction in (0, 1], not {e}",
-                                      hint="the share of the " + ("peak" if name.startswith("compute") else "HBM bandwidth")
-                                           + " reached: 1 is the ideal roofline, e.g. 0.45")
+    by ``batch``. Returns an :class:`InferenceReport` (``symbols``: the model's).
+
+    Raises
+    ------
+    CostgraphValueError
+        A count that is not a positive whole number, ``reserve`` outside [0, 1), an efficiency
+        outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into."""
+    reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
     inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
                     activations=activations)
     if t > 1 and values:
@@ -212,8 +232,37 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
                                             reserve=str(reserve), compute=m.compute_dtype, convention=convention,
                                             causal=causal, activations=activations,
                                             compute_efficiency=str(compute_efficiency),
-                                            bandwidth_efficiency=str(bandwidth_efficiency)), subs=subs)
+                                            bandwidth_efficiency=str(bandwidth_efficiency)), subs=subs,
+                          symbols=dict(model.symbols))
     rep.warnings += inf.tp.warnings if inf.tp is not None else []   # an operator without a TP layout
+    dec = _quantities(rep, inf, m, t, page)
+    _values(rep, inf, dec, m, t, prompt, generate, batch)
+    _capacity(rep, inf, m, page, reserve, prompt, generate, batch)
+    rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
+    return rep
+
+
+def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency):
+    """Check the counts and fractions of :func:`infer`; returns ``reserve`` as a Rational."""
+    for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
+    reserve = sympy.Rational(str(reserve))
+    if not 0 <= reserve < 1:
+        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}",
+                                  hint="the share of device memory kept free: vLLM keeps 0.1")
+    for name, e in (("compute-efficiency", compute_efficiency), ("bandwidth-efficiency", bandwidth_efficiency)):
+        e = sympy.nsimplify(e)
+        if not (e.is_Rational and 0 < e <= 1):
+            raise CostgraphValueError(f"--{name} must be a fraction in (0, 1], not {e}",
+                                      hint="the share of the " + ("peak" if name.startswith("compute") else "HBM bandwidth")
+                                           + " reached: 1 is the ideal roofline, e.g. 0.45")
+    return reserve
+
+
+def _quantities(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int) -> Step:
+    """The formulas of ``rep.quantities``: KV cache, weights, the prefill and decode steps,
+    latency and throughput. Returns the decode step."""
     qd = rep.quantities
     total_pos = P + G
     qd["kv_cache_bytes"] = inf.kv_cache_bytes(total_pos)
@@ -222,8 +271,8 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     if inf.states:
         qd["state_bytes"] = inf.state_bytes()     # inside kv_cache_bytes: b fixed-size recurrent states
     qd["weight_bytes"] = inf.weight_memory()
-    pre, dec = inf.prefill(), inf.decode()
-    for name, st in (("prefill", pre), ("decode", dec)):
+    dec = inf.decode()
+    for name, st in (("prefill", inf.prefill()), ("decode", dec)):
         qd[f"{name}.flops"] = st.flops
         qd[f"{name}.weight_bytes"] = st.weight_bytes
         qd[f"{name}.kv_read_bytes"] = st.kv_read
@@ -236,30 +285,42 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
             qd[f"{name}.communication_seconds"] = comm_seconds(st, m, t)
     qd["time_to_first_token"] = qd["prefill.seconds"]
     qd["time_per_output_token"] = qd["decode.seconds"]
-    mean = mean_decode_seconds(inf, m, t, subs, prompt, generate)
     n_i = sympy.Symbol("t_gen", integer=True, nonnegative=True)   # the generated token; not a model dim
     qd["time_per_output_token_mean"] = sympy.Sum(step_seconds(inf.step(1, P + n_i), m, t), (n_i, 0, G - 2)) / (G - 1)
-    qd["tokens_per_second"] = b / qd["time_per_output_token_mean"]
+    qd["tokens_per_second"] = inf.b / qd["time_per_output_token_mean"]
     qd["tokens_per_second_per_device"] = qd["tokens_per_second"] / t
-    vals = rep.values
+    return dec
+
+
+def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int, prompt: int, generate: int,
+            batch: int) -> None:
+    """The numbers of ``rep.values`` where every symbol has one; the exact mean TPOT; the
+    compute-bound batch."""
+    qd, vals, subs = rep.quantities, rep.values, rep.subs
     for k, e in qd.items():
         v = _exact(e, subs) if not k.startswith("time_per_output_token_mean") and not k.startswith("tokens_per") else None
         if v is not None:
             vals[k] = v
+    mean = mean_decode_seconds(inf, m, t, subs, prompt, generate)
     if mean is not None:
         vals["time_per_output_token_mean"] = mean
         vals["tokens_per_second"] = batch / mean
         vals["tokens_per_second_per_device"] = batch / mean / t
-    root, whole = compute_bound_batch(dec, m, b, subs)
+    root, whole = compute_bound_batch(dec, m, inf.b, subs)
     if root is not None:
         qd["compute_bound_batch"] = root
     vals["compute_bound_batch"] = whole   # None: decode never becomes compute-bound
-    # capacity
+
+
+def _capacity(rep: InferenceReport, inf: Inference, m: Machine, page: int, reserve, prompt: int, generate: int,
+              batch: int) -> None:
+    """Memory, fit, the largest batch and context that fit, and the learned position table's bound."""
     from ..training.fit import largest_fitting
 
+    qd, vals, subs, b = rep.quantities, rep.values, rep.subs, inf.b
     cap = int((1 - reserve) * m.memory // 1)
     rep.settings["capacity_bytes"] = cap
-    mem_b = qd["weight_bytes"] + inf.kv_cache_bytes(total_pos, batch=b, page=page)
+    mem_b = qd["weight_bytes"] + inf.kv_cache_bytes(P + G, batch=b, page=page)
     qd["memory_bytes"] = mem_b
     vals["memory_bytes"] = _exact(mem_b, subs)
     vals["fits"] = bool(vals["memory_bytes"] <= cap)
@@ -282,7 +343,11 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
         if vals.get("max_context") is not None and vals["max_context"] > s_max:
             vals["max_context_memory"] = vals["max_context"]
             vals["max_context"] = s_max
-    rep.notes = [
+
+
+def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> list[str]:
+    """The assumptions the output names."""
+    notes = [
         "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
         f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",
         "weights: every weight read once per step (embedding tables whole); MoE: expected distinct experts "
@@ -292,10 +357,10 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
         "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
     ]
     if inf.states:
-        rep.notes.append("recurrent state (conv1d, selective_scan): a fixed size per sequence whatever P + G, "
-                         "in the activation dtype (not --kv); a step reads it (none at the prefill, which "
-                         "starts from zeros) and writes it back; counted in the KV cache, not paged")
+        notes.append("recurrent state (conv1d, selective_scan): a fixed size per sequence whatever P + G, "
+                     "in the activation dtype (not --kv); a step reads it (none at the prefill, which "
+                     "starts from zeros) and writes it back; counted in the KV cache, not paged")
     if t > 1:
-        rep.notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
-                         "not overlapped")
-    return rep
+        notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
+                     "not overlapped")
+    return notes

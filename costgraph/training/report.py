@@ -106,8 +106,10 @@ def _compute_json(compute: dict, values) -> dict:
             out[k] = _number(compute[k], values)
     if "communication" in compute:
         out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
-                                    "seconds": _number(c["seconds"], values), "op": c["op"], "group": str(c["group"])}
+                                    **({"seconds": _number(c["seconds"], values)} if "seconds" in c else {}),
+                                    "op": c["op"], "group": str(c["group"])}
                                 for k, c in compute["communication"].items()}
+    if "step" in compute:
         out["step"] = {k: _number(v, values) for k, v in compute["step"].items()}
         out["step"]["efficiency"] = float(compute["efficiency"])
     return out
@@ -150,11 +152,12 @@ def _compute_text(compute: dict, values) -> list[str]:
         for k, c in compute["communication"].items():
             e = sympy.expand(c["bytes"])
             v = e.xreplace(values or {})
-            secs = as_expr(c["seconds"]).xreplace(values or {})
+            secs = as_expr(c["seconds"]).xreplace(values or {}) if "seconds" in c else None
             shown = units.with_unit("activation_bytes", int(sympy.ceiling(v))) if v.is_number else to_text(field_order(e))
-            when = f", {float(secs):.4g} s" if secs.is_number else ""
+            when = f", {float(secs):.4g} s" if secs is not None and secs.is_number else ""
             cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
         out += table(cells)
+    if "step" in compute:
         st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
         if all(x.is_number for x in st.values()):
             out += ["", f"step time model (--efficiency: compute at {float(compute['efficiency']):.0%} of peak; "
@@ -170,16 +173,17 @@ def _beside(beside, values) -> dict:
     return {who: {k: _entry(v, values) for k, v in part.items()} for who, part in beside.items()}
 
 
-def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
-                beside: dict | None = None, compute: dict | None = None, warnings: list | None = None) -> str:
-    """The JSON contract of the module docstring."""
+def to_dict(r) -> dict:
+    """The JSON contract of the module docstring, as a dict of JSON values, for ``r`` a
+    :class:`~costgraph.training.result.TrainingResult`."""
+    result, values = r.memory, r.values
     top = result.most_loaded(values)
     doc = {
         "costgraph": __version__,
-        "model": model.name,
-        "scope": scope,
-        "plan": plan_dict(result, extra),
-        "symbols": model.symbols,
+        "model": r.model,
+        "scope": r.scope,
+        "plan": plan_dict(result, r.settings),
+        "symbols": dict(r.symbols),
         "values": {str(k): int(v) for k, v in (values or {}).items()},
         "memory": {k: _entry(top.memory[k], values) for k in MEMORY_KEYS},
         "most_loaded_stage": result.stages.index(top),
@@ -187,23 +191,30 @@ def to_json_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
                     **({"experts": _entry(st.memory["experts"], values)} if st.memory["experts"] != 0 else {})}
                    for i, st in enumerate(result.stages)],
     }
-    if fits is not None:
-        doc["fits"] = fits
-    if beside is not None:
-        doc["megatron"] = _beside(beside, values)
-    if compute is not None:
-        doc.update(_compute_json(compute, values))
-    doc["warnings"] = list(warnings or [])
-    return json.dumps(doc, indent=2, ensure_ascii=False)
+    if r.fits is not None:
+        doc["fits"] = dict(r.fits)
+    if r.megatron is not None:
+        doc["megatron"] = _beside(r.megatron, values)
+    if r.compute is not None:
+        doc.update(_compute_json(r.compute, values))
+    doc["warnings"] = list(r.warnings or [])
+    return doc
 
 
-def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, fits: dict | None,
-                beside: dict | None = None, compute: dict | None = None, warnings: list | None = None) -> str:
-    """A per-device table: weights, gradients, optimizer, activations, total
-    (formula, and bytes in GB and GiB when every symbol has a value), per stage."""
+def to_json_doc(r) -> str:
+    """:func:`to_dict` as indented JSON text (what ``costgraph train --format json`` prints)."""
+    return json.dumps(to_dict(r), indent=2, ensure_ascii=False)
+
+
+def to_text_doc(r) -> str:
+    """What ``costgraph train`` prints for ``r`` (a :class:`~costgraph.training.result.TrainingResult`):
+    a per-device table of weights, gradients, optimizer, activations, total (formula, and bytes in
+    GB and GiB when every symbol has a value) per stage, then the fit, compute, communication,
+    step time and Megatron sections present in ``r``."""
+    result, values, scope, fits = r.memory, r.values, r.scope, r.fits
     L = result.layout
-    plan = plan_dict(result, extra)
-    head = [f"{model.name}: training memory per device" + (" (one layer)" if scope == "layer" else ""),
+    plan = plan_dict(result, r.settings)
+    head = [f"{r.model}: training memory per device" + (" (one layer)" if scope == "layer" else ""),
             f"layout: {plan['gpus'] or '?'} GPUs = tp {plan['tp']} × pp {plan['pp']} × cp {plan['cp']} × dp "
             f"{plan['dp']}; ep {plan['ep']}" + (", sequence parallel" if L.sp else "")
             + f"; ZeRO {L.zero}" + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
@@ -245,8 +256,9 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
                 v = fits[f"largest_{name}"]
                 out.append(f"  largest {what} that fits (the rest as given): "
                            + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
-    if compute is not None:
-        out += _compute_text(compute, values)
+    if r.compute is not None:
+        out += _compute_text(r.compute, values)
+    beside = r.megatron
     if beside is not None:
         out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]
         for k in ("weights_and_optimizer", "activations", "total"):
@@ -259,5 +271,5 @@ def to_text_doc(model, result: TrainingMemory, values, scope: str, extra: dict, 
                 row.append(f"{who} {shown}")
             out.append(f"  {k}: " + "; ".join(row))
         out.append("  why they differ: costgraph.training.megatron.DIFFERENCES (README, Training memory)")
-    out += [f"warning: {w}" for w in warnings or []]
+    out += [f"warning: {w}" for w in r.warnings or []]
     return "\n".join(out)

@@ -27,22 +27,24 @@ EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 
 
 def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
-              stage: str = "first", placement: Placement | None = None) -> dict[str, sympy.Expr]:
+              stage: str = "first", placement: Placement | None = None,
+              collectives: dict | None = None) -> dict[str, sympy.Expr]:
     """Seconds per step: ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (not added), ``total``, and ``by_kind``
     (seconds of each collective kind). ``layout`` filled; ``hardware`` a
     :class:`costgraph.hardware.Hardware`; ``placement`` the layout's
-    :class:`~costgraph.parallel.placement.Placement` if the caller has it."""
+    :class:`~costgraph.parallel.placement.Placement` if the caller has it;
+    ``collectives``: ``communication(cg, layout, stage=stage)`` when the caller
+    has it already (it is not computed again)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     compute = f["hardware_per_device"] / (sympy.Integer(hardware.peak_flops_bf16) * efficiency)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * (p - 1) / (v * m)
-    if L.lora_rank is None:
+    if collectives is None and L.lora_rank is None:
         pl = placement if placement is not None else place(cg, L)
-        kinds = comm_time(communication(cg, L, stage=stage, placement=pl), hardware, L)
-    else:
-        kinds = {}
+        collectives = communication(cg, L, stage=stage, placement=pl)
+    kinds = comm_time(collectives, hardware, L) if L.lora_rank is None else {}
     exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     busy = compute + bubble

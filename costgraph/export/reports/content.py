@@ -320,7 +320,7 @@ def build(model, values=None, *, config: str | None = None, convention: str = CO
     ``values``: symbol → int (None: formulas only); ``config``: the
     configuration's name, for the title; ``training``: a
     :class:`~costgraph.training.memory.TrainingMemory` (``model.train(layout)``);
-    ``fits``: :func:`costgraph.cli.training_fits`'s verdict; ``inference``: an
+    ``fits``: :func:`costgraph.training.api.training_fits`'s verdict; ``inference``: an
     :class:`~costgraph.inference.InferenceReport`.
     """
     from ...report import warnings

@@ -1,0 +1,66 @@
+"""``costgraph derive``: the closed-form parameters, FLOPs and activation memory of a
+model (a bundled name, a ``.cg`` file or a Hugging Face ``config.json``), and numbers
+with units when given values (:meth:`costgraph.Model.costs`)."""
+
+from __future__ import annotations
+
+from .. import choices
+from ..choices import add_option
+from ..errors import CostgraphValueError
+from .common import settings
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser("derive", help="closed-form parameters, FLOPs and activation memory of a model")
+    d.add_argument("model", help="a bundled model name (gpt), a path to a .cg file, "
+                                 "or a Hugging Face config.json")
+    d.add_argument("--scope", default="model",
+                   help="model (default), layer, or the path of a repeat group, block or node")
+    d.add_argument("--format", choices=("text", "latex", "json"), default="text")
+    d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
+                   help="dimension values (h=768) or model options (bias=false)")
+    d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
+    add_option(d, choices.CONVENTION, "--convention",
+                   help="FLOP convention: matmul (matrix products only; default) or all")
+    add_option(d, choices.PRECISION, "--precision",
+                   help="bytes per element of activations (bf16: 2; masks 1 byte)")
+    add_option(d, choices.CAUSAL, "--causal",
+                   help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an area (half) or whole pairs (exact)")
+    d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    add_option(d, choices.PROFILE, "--profile",
+                   help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
+                        "autograd keeps in Hugging Face's eager bf16 code")
+    d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
+    d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
+
+
+def run(args) -> str:
+    from ..model import load
+    from ..report import to_json, to_latex_doc, to_text_doc
+
+    dims, options = settings(args.set)
+    note = None
+    if args.model.endswith(".json"):
+        from ..hf_config import load_hf_config
+
+        if options:
+            raise CostgraphValueError("options come from the config.json; --set takes dimensions here",
+                                      hint="e.g. --set s=2048 b=8")
+        if args.config:
+            raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        hf = load_hf_config(args.model, profile=args.profile, dropout=False if args.no_dropout else None)
+        model = hf.model
+        values = model.values(args.config, **{**hf.values, **dims})
+        on = [k for k, v in model.graph.options.items() if v is True]
+        note = (f"from {args.model}: model_type {hf.model_type} → model '{model.name}'"
+                + (f" with {', '.join(on)}" if on else ""))
+    else:
+        model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile,
+                     config=args.config)
+        values = model.values(args.config, **dims) if (dims or args.config is not None) else None
+    costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
+    if args.format == "json":
+        return to_json(costs, values, breakdown=not args.no_breakdown)
+    if args.format == "latex":
+        return to_latex_doc(costs)
+    return to_text_doc(costs, values, breakdown=args.breakdown, note=note)

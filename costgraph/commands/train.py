@@ -1,0 +1,88 @@
+"""``costgraph train``: training memory per device for a parallel layout (ZeRO,
+TP/SP/PP/CP/EP, recomputation) and whether it fits; FLOPs, time and utilization;
+communication per device per step (bytes; seconds with ``--hardware``); the
+step-time model; Megatron-LM's estimate beside costgraph's. The work is
+:meth:`costgraph.Model.train` (:func:`costgraph.training.api.train`); this
+module reads the options and renders its :class:`~costgraph.training.result.TrainingResult`.
+``--params N`` answers for a bare parameter count (:mod:`costgraph.commands._bare`)."""
+
+from __future__ import annotations
+
+from .. import choices
+from ..choices import add_option
+from ..errors import CostgraphValueError
+from ._analysis import train_arguments, train_layout
+from .common import load_any, model_arguments, settings
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("train", help="training memory per device for a parallel layout (ZeRO, TP/SP/PP/CP/EP, "
+                                     "recomputation), and whether it fits")
+    model_arguments(t, "a bundled model name, a .cg file or a config.json (or --params N for a bare "
+                       "parameter count)", "dimension values (b is the micro-batch) or model options", optional=True)
+    t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")
+    train_arguments(t)   # the layout options, shared with report and plot
+    t.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
+    t.add_argument("--lora-targets", nargs="+", default=list(choices.DEFAULT_LORA_TARGETS), metavar="NAME",
+                   help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
+    t.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
+                   help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
+    t.add_argument("--hardware", help="a hardware preset (costgraph hardware lists them): peak FLOP/s and "
+                                      "device memory")
+    t.add_argument("--peak", help="peak FLOP/s per device (instead of a preset's dense BF16 peak), e.g. 989.4e12")
+    t.add_argument("--mfu", help="assumed model FLOPs utilization, e.g. 0.45: gives step time and training time")
+    t.add_argument("--achieved", help="achieved (hardware) FLOP/s per device, e.g. 140e12 (Narayanan §5.1)")
+    t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
+    t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
+    t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
+    t.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY, help="with --hardware: the fraction of the peak the compute "
+                                                        "kernels reach in the step-time model (default 0.5)")
+    add_option(t, choices.CONVENTION, "--convention", help="FLOP convention")
+    add_option(t, choices.CAUSAL, "--causal", help="attention FLOPs: full square, half (area) or exact (pairs)")
+    t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
+    t.add_argument("--megatron", action="store_true",
+                   help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
+    t.add_argument("--no-dropout", action="store_true", help="train without dropout")
+    add_option(t, choices.PROFILE, "--profile")
+    t.add_argument("--scope", choices=("model", "layer"), default="model")
+    t.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def run(args) -> str:
+    from ..training.fit import parse_size
+
+    dims, options = settings(args.set)
+    capacity = parse_size(args.memory) if args.memory is not None else None
+    if args.lora_targets != list(choices.DEFAULT_LORA_TARGETS) and args.lora is None:
+        raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R")
+    if args.params is not None:
+        _bare_only(args)
+        from ._bare import run_bare
+
+        return run_bare(args, capacity)
+    if args.model is None:
+        raise CostgraphValueError("no model given", hint="costgraph train gpt --config gpt2 ..., or --params 7.5e9")
+    model, values = load_any(args, dims, options)
+    result = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
+                         tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
+                         global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
+                         megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
+                         router=not args.no_router)
+    return result.to_json() if args.format == "json" else result.to_text()
+
+
+def _bare_only(args) -> None:
+    """Refuse a model together with ``--params``, and the options only a model has."""
+    if args.model is not None:
+        raise CostgraphValueError("give a model or --params, not both")
+    model_only = [name for name, on in (("--lora", args.lora is not None), ("--quantize", args.quantize),
+                                        ("--recompute", args.recompute != "none"), ("--sp", args.sp),
+                                        ("--micro-batches", args.micro_batches is not None),
+                                        ("--cp", args.cp != 1), ("--ep", args.ep != 1),
+                                        ("--attention", args.attention != "eager"), ("--scope", args.scope != "model"),
+                                        ("--set", bool(args.set)), ("--config", args.config is not None),
+                                        ("--hardware", args.hardware is not None)) if on]
+    if model_only:
+        raise CostgraphValueError(f"{', '.join(model_only)} {'needs' if len(model_only) == 1 else 'need'} a model: "
+                                  "--params gives model states only",
+                                  hint="name a model (costgraph train llama --config llama-2-7b ...)")

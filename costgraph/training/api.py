@@ -1,0 +1,220 @@
+"""What ``costgraph train`` computes, as a function of the Python API
+(:meth:`costgraph.Model.train` calls :func:`train`).
+
+For one :class:`~costgraph.training.memory.Layout` it puts together, in this
+order (the order the checks of the input run in):
+
+1. the hardware preset (peak FLOP/s, device memory) when one is named;
+2. the micro-batches per step from a global batch: ``m = B / (b·d)``;
+3. the layout's validity for the model's values (:func:`~costgraph.training.validity.check_layout`);
+4. memory per device (:func:`~costgraph.training.memory.training_memory`) and the fit verdict
+   with a device memory (:func:`training_fits`);
+5. at model scope: FLOPs, time and utilization (:func:`~costgraph.training.compute.compute_summary`),
+   the communication per device per step in bytes (:func:`~costgraph.parallel.communication.communication`,
+   computed once) and, with a hardware preset, its seconds and the step time
+   (:func:`~costgraph.training.steptime.step_time`);
+6. Megatron-LM's estimate beside costgraph's (``megatron=True``).
+
+Numbers given as text (``"0.45"``, ``"140e12"``) or floats are read exactly
+(:func:`costgraph.arguments.rational`): ``mfu=0.45`` is 9/20, as ``--mfu 0.45``.
+The messages name the command-line options (``--mfu``), which the keywords mirror.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .. import arguments
+from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
+from ..errors import CostgraphValueError
+from .result import TrainingResult
+
+
+def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
+          price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
+          scope: str = "model", convention: str = CONVENTION.default, causal: str = CAUSAL.default,
+          router: bool = True) -> TrainingResult:
+    """Training costs per device of ``model`` (a :class:`costgraph.Model`) under ``layout``.
+
+    ``values``: dimension values (symbol → int, e.g. ``model.values("llama-2-7b")``), or None
+    for formulas only; ``hardware``: a preset name or :class:`~costgraph.hardware.Hardware`
+    (its dense BF16 peak and memory are the defaults of ``peak`` and ``memory``);
+    ``tokens``: training tokens D; ``mfu``: assumed model FLOPs utilization in (0, 1];
+    ``achieved``: achieved FLOP/s per device (instead of ``mfu``); ``peak``: FLOP/s per device;
+    ``price``: per GPU-hour; ``global_batch``: sequences per step (sets ``m``; needs ``b`` in
+    ``values`` and ``layout.gpus``); ``memory``: device bytes (int) or a size (``"80GB"``);
+    ``efficiency``: the fraction of the peak the step-time model's kernels reach (default 1/2;
+    needs ``hardware``); ``megatron``: add Megatron-LM's estimate; ``scope``: ``model`` or
+    ``layer``; ``convention``, ``causal``: the FLOP conventions; ``router``: count MoE router FLOPs.
+
+    Returns a :class:`~costgraph.training.result.TrainingResult`.
+
+    Raises
+    ------
+    CostgraphValueError
+        As ``costgraph train`` does for the same inputs (an unknown preset, a global batch that
+        does not divide, an MFU outside (0, 1], --tokens without a rate, a layout the model does
+        not divide into, ...).
+    """
+    from .fit import parse_size
+
+    capacity = parse_size(memory) if isinstance(memory, str) else memory
+    hw = None
+    if hardware is not None:
+        from ..hardware import preset
+
+        hw = preset(hardware)
+        if capacity is None:
+            capacity = hw.memory_bytes
+    if global_batch is not None:
+        if layout.m is not None:
+            raise CostgraphValueError("give --global-batch or --micro-batches, not both",
+                                      hint="the global batch sets m = B / (b·d)")
+        layout = dataclasses.replace(layout, m=micro_batches(model, values, layout, global_batch))
+    if values is not None:
+        from .validity import check_layout
+
+        check_layout(model.graph, layout.filled(), values)
+    if scope not in ("model", "layer"):
+        raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
+    from .memory import training_memory
+
+    mem = training_memory(model.graph, layout, scope)
+    fits = training_fits(model, mem, values, capacity, scope)
+    compute = None
+    if scope == "model":
+        compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
+                                  price=price, efficiency=efficiency, convention=convention, causal=causal,
+                                  router=router)
+    from ..report import warnings as value_warnings
+
+    notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
+    beside = None
+    if megatron:
+        from .megatron import megatron_beside
+
+        beside = megatron_beside(model, values, layout)
+    return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
+                          fits, beside, compute, notes)
+
+
+def _settings(model, layout, capacity) -> dict:
+    """The settings beside the layout that ``plan`` in the JSON names."""
+    targets = layout.lora_targets
+    return {"profile": model.settings.profile, "dropout": model.settings.dropout, "memory": capacity,
+            "lora": layout.lora_rank,
+            "lora_targets": None if layout.lora_rank is None else
+            ([targets] if isinstance(targets, str) else list(targets)),
+            "quantization": layout.quantization}
+
+
+def micro_batches(model, values, layout, global_batch: int) -> int:
+    """``m`` from a global batch of ``global_batch`` sequences: B = b·m·d, d = gpus / (t·p·c).
+
+    Raises
+    ------
+    CostgraphValueError
+        No value for ``b``, no ``gpus``, or B not a multiple of b·d."""
+    if values is None or "b" not in model.graph.dims or model.graph.dims["b"].symbol not in values:
+        raise CostgraphValueError("--global-batch needs the micro-batch b", hint="give --config or --set b=N")
+    if layout.gpus is None:
+        raise CostgraphValueError("--global-batch needs --gpus (to know the data-parallel degree)")
+    b = int(values[model.graph.dims["b"].symbol])
+    per = layout.t * layout.p * layout.c
+    if per <= 0 or layout.gpus % per:
+        raise CostgraphValueError(f"{layout.gpus} GPUs do not divide into t·p·c = {per}")
+    d = layout.gpus // per
+    if global_batch <= 0 or global_batch % (b * d):
+        raise CostgraphValueError(f"the global batch {global_batch} is not a multiple of b·d = {b}·{d}",
+                                  hint="B = b × m × d sequences per step")
+    return global_batch // (b * d)
+
+
+def training_fits(model, result, values, capacity, scope: str = "model") -> dict | None:
+    """The fit verdict for a device of ``capacity`` bytes: ``{capacity_bytes, fits, headroom_bytes,
+    largest_b, largest_s}`` for the most-loaded device of ``result`` (a TrainingMemory), or None
+    without a capacity or without every value. Shared with ``costgraph report``."""
+    import sympy
+
+    from .fit import largest_fitting
+
+    if capacity is None or values is None:
+        return None
+    total = result.most_loaded(values).memory["total"]
+    if not total.free_symbols <= set(values):
+        return None
+    used = int(sympy.ceiling(total.xreplace(values)))
+    fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
+    worst = [st.memory["total"] for st in result.stages]
+    for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
+        info = model.graph.dims.get(name)
+        if info is not None and info.derived is None and scope == "model":
+            best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
+            fits[f"largest_{name}"] = None if None in best else min(best)
+    return fits
+
+
+def _rates(hw, peak, mfu, achieved, tokens, price):
+    """The rates of the time section, exact, checked as ``costgraph train`` checks them."""
+    shown = {"mfu": mfu, "achieved": achieved}
+    peak = arguments.rational(peak, "--peak") if peak is not None else (
+        hw.peak_flops_bf16 if hw is not None else None)
+    mfu = arguments.rational(mfu, "--mfu")
+    achieved = arguments.rational(achieved, "--achieved")
+    if mfu is not None and achieved is not None:
+        raise CostgraphValueError("give --mfu or --achieved, not both")
+    if mfu is not None and not 0 < mfu <= 1:
+        raise CostgraphValueError(f"--mfu {shown['mfu']} is not a fraction in (0, 1]")
+    if mfu is not None and peak is None:
+        raise CostgraphValueError("--mfu needs a peak: --hardware NAME or --peak FLOPS")
+    for name, v in (("--achieved", achieved), ("--peak", peak)):
+        if v is not None and v <= 0:
+            raise CostgraphValueError(f"{name} must be positive")
+    if achieved is not None and peak is not None and achieved > peak:
+        raise CostgraphValueError(f"--achieved {shown['achieved']} FLOP/s is above the peak ({float(peak):.4g} FLOP/s)",
+                                  hint="achieved FLOP/s per device cannot pass the dense peak")
+    tokens, price = arguments.rational(tokens, "--tokens"), arguments.rational(price, "--price")
+    for name, v in (("--tokens", tokens), ("--price", price)):
+        if v is not None and v <= 0:
+            raise CostgraphValueError(f"{name} must be positive")
+    if (tokens is not None or price is not None) and mfu is None and achieved is None:
+        raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak) or --achieved")
+    return peak, mfu, achieved, tokens, price
+
+
+def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
+                    efficiency=None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
+                    router: bool = True) -> dict:
+    """FLOPs, time and utilization (:func:`~costgraph.training.compute.compute_summary`), the
+    communication per device per step (bytes: ``{bytes, op, group}`` per kind, computed once;
+    ``seconds`` with a hardware preset ``hw``), and with ``hw`` the step time and ``efficiency``."""
+    from .compute import compute_summary
+
+    peak, mfu, achieved, tokens, price = _rates(hw, peak, mfu, achieved, tokens, price)
+    if efficiency is not None and str(efficiency) != DEFAULT_EFFICIENCY and hw is None:
+        raise CostgraphValueError("--efficiency is for the step-time model on a hardware preset: add --hardware")
+    filled = layout.filled()
+    out = compute_summary(model.graph, filled, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
+                          price=price, convention=convention, causal=causal, router=router)
+    eff = None
+    if hw is not None:
+        eff = arguments.rational(DEFAULT_EFFICIENCY if efficiency is None else efficiency, "--efficiency")
+        if not 0 < eff <= 1:
+            raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
+    if layout.lora_rank is not None:   # adapters: the frozen base's traffic is not modelled
+        return out
+    from ..parallel.communication import communication
+
+    cols = communication(model.graph, filled)
+    if hw is None:
+        if cols:
+            out["communication"] = {k: {"bytes": c.bytes, "op": c.op, "group": c.group} for k, c in cols.items()}
+        return out
+    from .steptime import step_time
+
+    st = step_time(model.graph, layout, hw, efficiency=eff, collectives=cols)
+    out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
+                            for k, c in cols.items()}
+    out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
+    out["efficiency"] = eff
+    return out

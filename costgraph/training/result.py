@@ -1,0 +1,112 @@
+"""The typed result of :meth:`costgraph.Model.train` (:func:`costgraph.training.api.train`).
+
+A :class:`TrainingResult` holds what ``costgraph train`` shows: the memory per
+device of each pipeline stage, the fit verdict, the FLOPs, time and
+utilization, the communication per device per step (bytes; seconds with a
+hardware preset), the step-time model, Megatron-LM's estimate beside
+costgraph's, and warnings. :meth:`TrainingResult.to_dict` is the JSON of
+``costgraph train --format json`` (schema ``costgraph schema train``);
+:meth:`TrainingResult.to_text` its text; ``_repr_html_`` a table in Jupyter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .memory import StageMemory, TrainingMemory
+
+
+@dataclass
+class TrainingResult:
+    """Training costs per device for one layout.
+
+    Attributes
+    ----------
+    model : str
+        The model's name.
+    symbols : dict
+        Dimension symbol → meaning.
+    scope : str
+        ``model`` or ``layer`` (one layer on one device; no compute section).
+    memory : TrainingMemory
+        Bytes per device, per stage: ``memory.stages[i].memory[k]`` for ``k`` in
+        ``weights gradients optimizer activations total`` (SymPy expressions).
+    values : dict or None
+        Dimension values (symbol → int) the numbers are taken at.
+    settings : dict
+        ``profile``, ``dropout``, ``memory`` (device bytes or None), ``lora``, ``lora_targets``,
+        ``quantization``: the settings beside the layout that the JSON ``plan`` names.
+    fits : dict or None
+        ``{capacity_bytes, fits, headroom_bytes, largest_b, largest_s}`` with a device memory.
+    megatron : dict or None
+        ``{"megatron", "costgraph", "difference"}`` (:func:`costgraph.training.megatron.megatron_beside`).
+    compute : dict or None
+        ``flops`` (always, model scope), ``time``, ``mfu``, ``hfu`` (with a rate),
+        ``communication`` (kind → ``{bytes, op, group}``, and ``seconds`` with a hardware preset),
+        ``step`` and ``efficiency`` (with a hardware preset); SymPy expressions.
+    warnings : list of str
+    """
+
+    model: str
+    symbols: dict
+    scope: str
+    memory: TrainingMemory
+    values: dict | None = None
+    settings: dict = field(default_factory=dict)
+    fits: dict | None = None
+    megatron: dict | None = None
+    compute: dict | None = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def layout(self):
+        """The filled-in :class:`~costgraph.training.memory.Layout`."""
+        return self.memory.layout
+
+    @property
+    def stages(self) -> list[StageMemory]:
+        """The memory of each pipeline stage (``TrainingMemory.stages``)."""
+        return self.memory.stages
+
+    def most_loaded(self, values: dict | None = None) -> StageMemory:
+        """The stage with the largest total at ``values`` (default: this result's values)."""
+        return self.memory.most_loaded(self.values if values is None else values)
+
+    @property
+    def flops(self) -> dict | None:
+        """FLOPs per iteration, per token and per device (SymPy), or None at layer scope."""
+        return None if self.compute is None else self.compute["flops"]
+
+    @property
+    def communication(self) -> dict | None:
+        """Kind → ``{bytes, op, group}`` (and ``seconds`` with a hardware preset), or None."""
+        return None if self.compute is None else self.compute.get("communication")
+
+    @property
+    def step(self) -> dict | None:
+        """Seconds per step of the step-time model (with a hardware preset), or None."""
+        return None if self.compute is None else self.compute.get("step")
+
+    def to_dict(self) -> dict:
+        """The document ``costgraph train --format json`` prints (JSON values only)."""
+        from .report import to_dict
+
+        return to_dict(self)
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON text."""
+        from .report import to_json_doc
+
+        return to_json_doc(self)
+
+    def to_text(self) -> str:
+        """The text ``costgraph train`` prints."""
+        from .report import to_text_doc
+
+        return to_text_doc(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the bytes of the most-loaded device, then FLOPs, time and communication."""
+        from ..export.results_html import training_html
+
+        return training_html(self)
