@@ -41,8 +41,6 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
 # "module:function" / "module:Class.method" -> why it is tolerated. The list
 # can only shrink: an entry that no longer violates fails the test.
 ALLOWED_SIZES: dict[str, str] = {
-    "costgraph.commands.solve:run": "being split by helper api (issue 15)",
-    "costgraph.training.states:model_states": "being split by helper placement (issue 15)",
 }
 
 

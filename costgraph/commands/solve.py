@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..choices import add_option
+from ..errors import CostgraphValueError
 from .common import cost_arguments, model_arguments
 
 TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations")
@@ -88,50 +89,19 @@ def _warnings(model, values: dict, x, sol) -> list[str]:
 def run(args) -> str:
     import json
 
-    from .. import units
-    from ..errors import CostgraphValueError
-    from ..printing import to_text
-    from ..symbolic.solve import BUDGET, solve_budget
-    from .common import costs_of, formula, load_any, settings, symbol_named
+    from ..symbolic.solve import solve_budget
+    from .common import load_any, settings, symbol_named
 
     dims, options = settings(args.set)
     if args.symbol in dims:
         raise CostgraphValueError(f"--set gives {args.symbol}, the dimension solved for",
                                   hint=f"leave {args.symbol} out of --set")
     if not args.train:
-        given = [f for f, on in (("--gpus", args.gpus is not None), ("--tp", args.tp != 1), ("--pp", args.pp != 1),
-                                 ("--cp", args.cp != 1), ("--sp", args.sp), ("--zero", args.zero != 0),
-                                 ("--recompute", args.recompute != "none"), ("--attention", args.attention != "eager"),
-                                 ("--policy", args.policy != "mixed"), ("--optimizer", args.optimizer != "adam")) if on]
-        if given:
-            raise CostgraphValueError(f"{', '.join(given)} {'is a training option' if len(given) == 1 else 'are training options'}: "
-                                      "add --train", hint="costgraph solve ... --train --quantity total ...")
+        _refuse_training_flags(args)
     model, values = load_any(args, dims, options)
     if values is None:
         values = {}
-    layout = None
-    if args.train:
-        if args.quantity is None:
-            args.quantity = "total"
-        if args.quantity not in TRAIN_PARTS:
-            raise CostgraphValueError(f"training memory has no part {args.quantity!r}",
-                                      hint="one of: " + ", ".join(TRAIN_PARTS))
-        mem = model.train(t=args.tp, p=args.pp, c=args.cp, sp=args.sp, zero=args.zero, recompute=args.recompute,
-                          attention=args.attention, policy=args.policy, optimizer=args.optimizer, gpus=args.gpus,
-                          precision=args.precision)
-        exprs = [(st.name, st.memory[args.quantity]) for st in mem.stages]
-        is_bytes, unit_q, layout = True, "activation_bytes", mem.layout
-    else:
-        from ..totals import QUANTITIES
-
-        if args.quantity is None:
-            args.quantity = "activation_bytes"
-
-        if args.quantity not in QUANTITIES:
-            raise CostgraphValueError(f"unknown quantity {args.quantity!r}", hint="one of: " + ", ".join(QUANTITIES))
-        costs = costs_of(args, model)
-        exprs = [(args.scope, costs[args.quantity])]
-        is_bytes, unit_q = args.quantity.endswith("bytes") or args.quantity.endswith("per_token"), args.quantity
+    exprs, is_bytes, unit_q, layout, costs = _expressions(args, model)
     budget = _budget(args.budget, is_bytes)
     x = symbol_named(args.symbol, *(e for _, e in exprs))
     direction = "smallest" if args.smallest else "largest"
@@ -146,17 +116,73 @@ def run(args) -> str:
     if sol.value is None and sol.boundary is not None and refusal:
         raise CostgraphValueError(f"no valid {x} near {sol.boundary:,}, where the budget binds: {refusal[-1]}",
                                   hint="sizes must divide evenly (heads, widths, the layout's splits)")
-    what = f"training memory '{args.quantity}' per device" if args.train else f"{args.quantity} at scope {args.scope}"
     if args.format == "json":
-        doc = {"model": model.name, "quantity": args.quantity, "train": args.train, "symbol": str(x),
-               "direction": direction, "budget": budget, "value": sol.value, "unbounded": sol.unbounded,
-               "monotone": sol.monotone, "binding_stage": name if args.train else None,
-               "at_value": sol.at, "beyond": sol.beyond, "boundary": sol.boundary,
-               "warnings": _warnings(model, values, x, sol),
-               "closed_form": None if sol.closed_form is None else
-               {**formula(sol.closed_form), "budget_symbol": str(BUDGET)},
-               "values": {str(k): int(v) for k, v in given.items()}}
-        return json.dumps(doc, indent=2)
+        return json.dumps(_document(args, model, values, x, direction, budget, name, sol, given), indent=2)
+    lines = _text(args, model, x, direction, budget, unit_q, sol)
+    if args.train and len(sols) > 1:
+        lines.append(f"  binding stage: {name}")
+    lines += _closing(args, model, values, x, direction, sol, costs)
+    return "\n".join(lines)
+
+
+def _refuse_training_flags(args) -> None:
+    """Training options given without ``--train`` are an error (each at its default otherwise)."""
+    given = [f for f, on in (("--gpus", args.gpus is not None), ("--tp", args.tp != 1), ("--pp", args.pp != 1),
+                             ("--cp", args.cp != 1), ("--sp", args.sp), ("--zero", args.zero != choices.ZERO_STAGE.default),
+                             ("--recompute", args.recompute != choices.RECOMPUTE.default),
+                             ("--attention", args.attention != choices.ATTENTION.default),
+                             ("--policy", args.policy != choices.DEFAULT_POLICY),
+                             ("--optimizer", args.optimizer != choices.DEFAULT_OPTIMIZER)) if on]
+    if given:
+        raise CostgraphValueError(f"{', '.join(given)} {'is a training option' if len(given) == 1 else 'are training options'}: "
+                                  "add --train", hint="costgraph solve ... --train --quantity total ...")
+
+
+def _expressions(args, model):
+    """The formulas solved: ``(name, expression)`` per pipeline stage with ``--train``, else the
+    quantity at the scope; with whether they are bytes, the unit's quantity, the layout and the costs."""
+    if args.train:
+        if args.quantity is None:
+            args.quantity = "total"
+        if args.quantity not in TRAIN_PARTS:
+            raise CostgraphValueError(f"training memory has no part {args.quantity!r}",
+                                      hint="one of: " + ", ".join(TRAIN_PARTS))
+        mem = model.train(t=args.tp, p=args.pp, c=args.cp, sp=args.sp, zero=args.zero, recompute=args.recompute,
+                          attention=args.attention, policy=args.policy, optimizer=args.optimizer, gpus=args.gpus,
+                          precision=args.precision)
+        return [(st.name, st.memory[args.quantity]) for st in mem.stages], True, "activation_bytes", mem.layout, None
+    from ..totals import QUANTITIES
+    from .common import costs_of
+
+    if args.quantity is None:
+        args.quantity = "activation_bytes"
+    if args.quantity not in QUANTITIES:
+        raise CostgraphValueError(f"unknown quantity {args.quantity!r}", hint="one of: " + ", ".join(QUANTITIES))
+    costs = costs_of(args, model)
+    is_bytes = args.quantity.endswith("bytes") or args.quantity.endswith("per_token")
+    return [(args.scope, costs[args.quantity])], is_bytes, args.quantity, None, costs
+
+
+def _document(args, model, values, x, direction, budget, name, sol, given) -> dict:
+    """The JSON document (schema ``solve``)."""
+    from ..symbolic.solve import BUDGET
+    from .common import formula
+
+    return {"model": model.name, "quantity": args.quantity, "train": args.train, "symbol": str(x),
+            "direction": direction, "budget": budget, "value": sol.value, "unbounded": sol.unbounded,
+            "monotone": sol.monotone, "binding_stage": name if args.train else None,
+            "at_value": sol.at, "beyond": sol.beyond, "boundary": sol.boundary,
+            "warnings": _warnings(model, values, x, sol),
+            "closed_form": None if sol.closed_form is None else
+            {**formula(sol.closed_form), "budget_symbol": str(BUDGET)},
+            "values": {str(k): int(v) for k, v in given.items()}}
+
+
+def _text(args, model, x, direction, budget, unit_q, sol) -> list[str]:
+    """The answer's lines: the value, the quantity at it and just past it."""
+    from .. import units
+
+    what = f"training memory '{args.quantity}' per device" if args.train else f"{args.quantity} at scope {args.scope}"
     lines = [f"{model.name}: the {direction} {x} with {what} ≤ {units.with_unit(unit_q, budget)}"]
     if sol.value is None:
         if direction == "largest":
@@ -164,22 +190,27 @@ def run(args) -> str:
         else:
             lines.append(f"  none up to {x} = 2^62, where it is still {units.with_unit(unit_q, sol.beyond)}: "
                          f"the part that does not shrink with {x} is over the budget")
-    else:
-        lines.append(f"  {x} = {sol.value:,}" + ("  (the search bound 2^62; larger values fit too)" if sol.unbounded else "")
-                     + (f"  (the largest valid size: the budget binds at {sol.boundary:,}, not a valid {x})"
-                        if sol.boundary is not None and direction == "largest" else
-                        f"  (the smallest valid size: the budget binds at {sol.boundary:,}, not a valid {x})"
-                        if sol.boundary is not None else ""))
-        lines.append(f"  at {x} = {sol.value:,}: {units.with_unit(unit_q, sol.at)}")
-        if sol.beyond is not None:
-            edge = sol.boundary if sol.boundary is not None else sol.value
-            nxt = edge + 1 if direction == "largest" else edge - 1
-            lines.append(f"  at {x} = {nxt:,}: {units.with_unit(unit_q, sol.beyond)}  (over the budget)")
-    if args.train and len(sols) > 1:
-        lines.append(f"  binding stage: {name}")
-    lines.append(f"  exact over the integers; monotone in {x}: {sol.monotone}"
-                 + ((" (a polynomial with non-negative coefficients in " + (str(x) if direction == "largest"
-                     else f"1/{x}") + ")") if sol.monotone == "proven" else " (not proven: checked at the answer only)"))
+        return lines
+    lines.append(f"  {x} = {sol.value:,}" + ("  (the search bound 2^62; larger values fit too)" if sol.unbounded else "")
+                 + (f"  (the largest valid size: the budget binds at {sol.boundary:,}, not a valid {x})"
+                    if sol.boundary is not None and direction == "largest" else
+                    f"  (the smallest valid size: the budget binds at {sol.boundary:,}, not a valid {x})"
+                    if sol.boundary is not None else ""))
+    lines.append(f"  at {x} = {sol.value:,}: {units.with_unit(unit_q, sol.at)}")
+    if sol.beyond is not None:
+        edge = sol.boundary if sol.boundary is not None else sol.value
+        nxt = edge + 1 if direction == "largest" else edge - 1
+        lines.append(f"  at {x} = {nxt:,}: {units.with_unit(unit_q, sol.beyond)}  (over the budget)")
+    return lines
+
+
+def _closing(args, model, values, x, direction, sol, costs) -> list[str]:
+    """Monotonicity, the closed form, warnings and (derive quantities) the conventions line."""
+    from ..printing import to_text
+
+    lines = [f"  exact over the integers; monotone in {x}: {sol.monotone}"
+             + ((" (a polynomial with non-negative coefficients in " + (str(x) if direction == "largest"
+                 else f"1/{x}") + ")") if sol.monotone == "proven" else " (not proven: checked at the answer only)")]
     if sol.closed_form is not None:
         lines.append(f"closed form (the largest real {x} within the budget M; its floor is the budget's boundary):")
         lines.append(f"  {x} ≤ {to_text(sol.closed_form)}")
@@ -188,4 +219,4 @@ def run(args) -> str:
         from .common import conventions_line
 
         lines.append(conventions_line(costs))
-    return "\n".join(lines)
+    return lines

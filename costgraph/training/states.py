@@ -146,12 +146,29 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     if DP.name in graph.dims and dp is None:
         raise CostgraphValueError(f"model '{graph.name}' has a dimension named {DP.name}, the default "
                                   "data-parallel symbol", hint="give dp explicitly")
+    (W, G, C, M, S), units = _per_weight(graph, pol, opt, _checked_shard(graph, shard), _predicate(frozen), select)
+    gathered = ZERO
+    if zero == 3:
+        sizes = [sympy.Add(*u) for u in units.values()]
+        gathered = sympy.Max(*sizes) if sizes else ZERO
+    return assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
+                    zero=zero, n=n, gathered=gathered)
+
+
+def _checked_shard(graph: CostGraph, shard) -> dict:
+    """``shard`` as a dict; a weight id the graph does not have is an error."""
     shard = dict(shard or {})
     unknown = sorted(set(shard) - set(graph.weights))
     if unknown:
         raise CostgraphValueError(f"shard names no weight {unknown[0]!r} of model '{graph.name}'",
                                   hint="weight ids look like " + next(iter(graph.weights), "node/weight"))
-    is_frozen = _predicate(frozen)
+    return shard
+
+
+def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_frozen, select):
+    """The byte terms of every selected weight on this device: lists of weights, gradients, their
+    fp32 copy, master copy and optimizer states, and the weights of each ZeRO-3 unit (outermost
+    group instance; ``""``: outside every group)."""
     heads = output_heads(graph) if opt.matrix_states is not None else set()
     units: dict[str, list[Expr]] = {}
     outer = outermost_groups(graph)
@@ -175,12 +192,7 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
         owner = wid.rsplit("/", 1)[0]
         matrix = len(w.shape) >= 2 and has_role(graph.nodes[owner]["kind"], "matrix") and owner not in heads
         S.append(count * tensor_state_bytes(opt, pol, shape, matrix=matrix))
-    gathered = ZERO
-    if zero == 3:
-        sizes = [sympy.Add(*u) for u in units.values()]
-        gathered = sympy.Max(*sizes) if sizes else ZERO
-    return assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
-                    zero=zero, n=n, gathered=gathered)
+    return (W, G, C, M, S), units
 
 
 def sharding_degree(zero, dp, hsdp_group) -> Expr:
