@@ -189,18 +189,28 @@ class _Forms:
         from .steptime import step_time
 
         self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
-        self.states = {z: [self._stage_totals(dict(zero=z), k) for k in ("weights", "gradients", "optimizer")]
+        self._exprs: list = []
+        self.states = {z: self._stage_totals(dict(zero=z), ("weights", "gradients", "optimizer"))
                        for z in ZERO}
-        self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), "activations")
+        self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), ("activations",))[0]
                      for r in RECOMPUTE for sp in (False, True)}
 
         # The step's parts: compute + bubble and exposed communication depend on (recompute, SP), the
         # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
         # max(busy, overlapped) + exposed (costgraph.training.steptime).
+        flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
+
+        def flops_of(layout):
+            key = (layout.p, layout.recompute)
+            if key not in flops:
+                flops[key] = training_flops(cg, layout.filled())
+            return flops[key]
+
         def parts(kw):
             bar.advance(2)
-            return [step_time(cg, Layout(p=p_value, **{**base, **kw}), hardware, efficiency=efficiency)
-                    for p_value in (1, P)]
+            layouts = [Layout(p=p_value, **{**base, **kw}) for p_value in (1, P)]
+            return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
+                    for L in layouts]
         self.busy, self.exposed, self.overlapped = {}, {}, {}
         for r in RECOMPUTE:
             for sp in (False, True):
@@ -209,18 +219,27 @@ class _Forms:
                 self.exposed[(r, sp)] = [self.compiled(x["communication_exposed"]) for x in st]
         for z in ZERO:
             self.overlapped[z] = [self.compiled(x["communication_overlapped"]) for x in parts({"zero": z})]
-        self.model_flops = self.compiled(training_flops(cg, Layout(p=P, **base))["model_per_iteration"])
+        self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
+        # every form in one compiled function: the parts the forms share are evaluated once per layout
+        self._f = vectorized(self._exprs, self.syms)
 
-    def compiled(self, expr):
-        """``expr`` with the model's sizes fixed, compiled over the degrees (and ``b``)."""
-        return vectorized([expr.xreplace(self.fixed)], self.syms)
+    def compiled(self, expr) -> int:
+        """Register ``expr`` with the model's sizes fixed; its index in :meth:`evaluate`'s arrays."""
+        self._exprs.append(expr.xreplace(self.fixed))
+        return len(self._exprs) - 1
 
-    def _stage_totals(self, layout_kw, key):
-        out = []
+    def evaluate(self, args) -> list:
+        """Every registered form over the grid's columns (the degrees, and ``b``)."""
+        return self._f(*args)
+
+    def _stage_totals(self, layout_kw, keys):
+        """Per key: for p = 1 and symbolic p, each stage's form (memory derived once per layout)."""
+        out = [[] for _ in keys]
         for p_value in (1, P):
             res = training_memory(self.cg, Layout(p=p_value, **{**self.base, **layout_kw}))
-            self.bar.advance()
-            out.append([self.compiled(st.memory[key]) for st in res.stages])
+            self.bar.advance(len(keys))
+            for i, key in enumerate(keys):
+                out[i].append([self.compiled(st.memory[key]) for st in res.stages])
         return out
 
 
@@ -231,11 +250,12 @@ def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, c
     args = [grid[:, 0], grid[:, 1], grid[:, 2], grid[:, 3], grid[:, 4], grid[:, 6]] + ([grid[:, 5]] if with_b else [])
     pipelined = grid[:, 1] > 1
     candidates = []
-    model_it = forms.model_flops(*args)[0] if len(grid) else np.zeros(0)
+    V = forms.evaluate(args) if len(grid) else []
+    model_it = V[forms.model_flops] if len(grid) else np.zeros(0)
 
     def pick(pair):
         one, many = pair
-        return np.where(pipelined, many(*args)[0], one(*args)[0])
+        return np.where(pipelined, V[many], V[one])
 
     for z, r, sp in itertools.product(ZERO, RECOMPUTE, (False, True)):
         forms.bar.advance()
@@ -247,8 +267,7 @@ def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, c
         for which in (0, 1):   # p = 1 forms, then p symbolic (first, last)
             per_stage = None
             for k in range(len(forms.states[z][0][which])):
-                tot = sum(forms.states[z][q][which][k](*args)[0] for q in range(3)) \
-                    + forms.acts[(r, sp)][which][k](*args)[0]
+                tot = sum(V[forms.states[z][q][which][k]] for q in range(3)) + V[forms.acts[(r, sp)][which][k]]
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(pipelined if which == 1 else ~pipelined, per_stage, mem)
         valid = ((grid[:, 0] > 1) | (not sp)) & ((grid[:, 4] > 1) | (z == 0))   # SP needs t > 1; ZeRO needs d > 1

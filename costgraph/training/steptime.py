@@ -28,14 +28,15 @@ EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 
 def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
               stage: str = "first", placement: Placement | None = None,
-              collectives: dict | None = None) -> dict[str, sympy.Expr]:
+              collectives: dict | None = None, with_total: bool = True) -> dict[str, sympy.Expr]:
     """Seconds per step: ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (not added), ``total``, and ``by_kind``
     (seconds of each collective kind). ``layout`` filled; ``hardware`` a
     :class:`costgraph.hardware.Hardware`; ``placement`` the layout's
     :class:`~costgraph.parallel.placement.Placement` if the caller has it;
     ``collectives``: ``communication(cg, layout, stage=stage)`` when the caller
-    has it already (it is not computed again)."""
+    has it already (it is not computed again); ``with_total=False``: the parts
+    only, without ``total`` (the planner takes the max per layout numerically)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     compute = f["hardware_per_device"] / (sympy.Integer(hardware.peak_flops_bf16) * efficiency)
@@ -48,6 +49,9 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     busy = compute + bubble
+    if not with_total:   # the planner combines the parts per layout itself (SymPy's Max of two long sums is slow)
+        return {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
+                "communication_overlapped": overlapped, "by_kind": kinds}
     total = (sympy.Max(busy, overlapped) if overlapped != 0 else busy) + exposed
     return {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
             "communication_overlapped": overlapped, "total": total, "by_kind": kinds}
