@@ -86,7 +86,7 @@ def test_bundled_values_are_the_files():
     assert data.policies()["megatron"].gradients == 4 and data.policies()["mixed"].master == 4
     adam8 = data.optimizers()["adam-8bit"]
     assert (adam8.block_size, adam8.block_stat_bytes, adam8.min_quantized_numel) == (256, 4, 4096)
-    assert data.optimizers()["muon"].rest == "adamw" and data.optimizers()["muon"].matrix_kinds == ("linear",)
+    assert data.optimizers()["muon"].rest == "adamw" and data.optimizers()["muon"].matrix_states == 1
     assert lora.quant_scheme("nf4-double").bytes_per_param == sympy.Rational(2113, 4096)
     assert dtypes.unquantized_bits() == 16 and dtypes.weight_dtype("int4").group_size == 128
     assert dtypes.weight_dtypes() == ("bf16", "fp16", "fp8", "int8", "int4")
@@ -145,7 +145,7 @@ def test_costgraph_data_adds_optimizers_policies_and_dtypes(tmp_path, monkeypatc
     (tmp_path / "optimizers.toml").write_text(
         '[adam-3]\ndescription = "three states"\nsource = "a test"\nstates = 3\n'
         '[muon-sgd]\ndescription = "Muon, SGD elsewhere"\nsource = "a test"\nstates = 0\nmatrix_states = 1\n'
-        'matrix_kinds = ["linear"]\nrest = "sgd-momentum"\n')
+        'rest = "sgd-momentum"\n')
     (tmp_path / "policies.toml").write_text(
         '[all-8]\ndescription = "8 bytes each"\nsource = "a test"\n'
         "weights = 8\ngradients = 8\ngrad_copy = 0\nmaster = 0\nstate = 8\n")
@@ -239,8 +239,10 @@ def test_optimizer_checks_in_the_loader():
     with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] factored = 1 must be true or false"):
         parse("states = 2\nfactored = 1\n")
     with pytest.raises(CostgraphValueError, match=r"\[o\] rest = 'adamw' names no other optimizer"):
-        datafiles.check_refs(parse("states = 0\nmatrix_states = 1\nmatrix_kinds = ['linear']\nrest = 'adamw'\n")
-                             .entries, data.OPTIMIZER)
+        datafiles.check_refs(parse("states = 0\nmatrix_states = 1\nrest = 'adamw'\n").entries, data.OPTIMIZER)
+    # which weights are matrices is declared on the operators (the 'matrix' role), not in a table
+    with pytest.raises(CostgraphValueError, match=r"\[o\] has unknown key matrix_kinds"):
+        parse("states = 0\nmatrix_states = 1\nmatrix_kinds = ['linear']\nrest = 'adamw'\n")
 
 
 def test_quantization_bytes_per_param_is_checked(tmp_path, monkeypatch):

@@ -60,8 +60,9 @@ class Optimizer:
     ``state_bytes`` (``None``: the policy's); block-wise quantization adds
     ``block_stat_bytes`` per ``block_size`` elements and state, and tensors
     under ``min_quantized_numel`` elements keep ``small_state_bytes`` states;
-    ``factored`` adds Adafactor's second moment; ``matrix_states``,
-    ``matrix_kinds`` and ``rest`` describe Muon's split.
+    ``factored`` adds Adafactor's second moment; ``matrix_states`` and
+    ``rest`` describe Muon's split (which weights are matrices is declared on
+    the operators: the ``matrix`` role of :mod:`costgraph.ops.registry`).
     """
 
     name: str
@@ -75,7 +76,6 @@ class Optimizer:
     small_state_bytes: sympy.Integer | None = None
     factored: bool = False
     matrix_states: sympy.Integer | None = None
-    matrix_kinds: tuple[str, ...] = ()
     rest: str | None = None
 
     @property
@@ -97,9 +97,9 @@ OPTIMIZER = Kind("optimizer", (
     Field("block_stat_bytes", unit="B", required=False),
     Field("min_quantized_numel", unit="elements", required=False), Field("small_state_bytes", unit="B", required=False),
     Field("factored", "flag", required=False), Field("matrix_states", unit="states", required=False),
-    Field("matrix_kinds", "names", required=False), Field("rest", "ref", required=False),
+    Field("rest", "ref", required=False),
 ), together=(("block_size", "block_stat_bytes"), ("min_quantized_numel", "small_state_bytes"),
-             ("matrix_states", "matrix_kinds", "rest")))
+             ("matrix_states", "rest")))
 POLICIES = Schema("policies.toml", "costgraph.training", entries=POLICY, user=True)
 OPTIMIZERS = Schema("optimizers.toml", "costgraph.training", entries=OPTIMIZER, user=True)
 
@@ -123,7 +123,7 @@ def _optimizer(name: str, e: datafiles.Entry, entries) -> Optimizer:
                       hint="the weights Muon leaves are optimized element-wise (adamw)")
     nums = {k: sympy.Integer(e[k]) for k in OPTIMIZER_NUMBERS if k in e}
     return Optimizer(name, e["description"], e["source"], factored=e.get("factored", False),
-                     matrix_kinds=e.get("matrix_kinds", ()), rest=rest, **nums)
+                     rest=rest, **nums)
 
 
 @cache
