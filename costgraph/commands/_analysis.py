@@ -39,11 +39,11 @@ MAX_POINTS = 64
 def convention_arguments(p) -> None:
     """``--convention --causal --profile --no-dropout``, as ``costgraph derive``."""
     add_option(p, choices.CONVENTION, "--convention",
-                   help="FLOP convention: matmul (matrix products only; default) or all")
+               help="FLOP convention: matmul (matrix products only; default) or all")
     add_option(p, choices.CAUSAL, "--causal",
-                   help="attention FLOPs over the full s×s square (default), half (area) or exact (pairs)")
+               help="attention FLOPs over the full s×s square (default), half (area) or exact (pairs)")
     add_option(p, choices.PROFILE, "--profile",
-                   help="what is kept for backward: Korthikanti et al. 2022 (default) or PyTorch autograd")
+               help="what is kept for backward: Korthikanti et al. 2022 (default) or PyTorch autograd")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
 
 

@@ -95,12 +95,12 @@ def cost_arguments(p, scope: bool = True) -> None:
     if scope:
         p.add_argument("--scope", default="model", help="model (default), layer, or a group, block or node path")
     add_option(p, choices.CONVENTION, "--convention",
-                   help="FLOP convention: matmul (matrix products only; default) or all")
+               help="FLOP convention: matmul (matrix products only; default) or all")
     add_option(p, choices.PRECISION, "--precision", help="bytes per activation element")
     add_option(p, choices.CAUSAL, "--causal",
-                   help="attention FLOPs: full square (default), half (area) or exact (pairs)")
+               help="attention FLOPs: full square (default), half (area) or exact (pairs)")
     add_option(p, choices.PROFILE, "--profile",
-                   help="what is kept for backward (see costgraph derive --help)")
+               help="what is kept for backward (see costgraph derive --help)")
     p.add_argument("--no-dropout", action="store_true", help="no dropout masks")
 
 

@@ -21,15 +21,15 @@ def add_parser(sub) -> None:
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
     add_option(d, choices.CONVENTION, "--convention",
-                   help="FLOP convention: matmul (matrix products only; default) or all")
+               help="FLOP convention: matmul (matrix products only; default) or all")
     add_option(d, choices.PRECISION, "--precision",
-                   help="bytes per element of activations (bf16: 2; masks 1 byte)")
+               help="bytes per element of activations (bf16: 2; masks 1 byte)")
     add_option(d, choices.CAUSAL, "--causal",
-                   help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an area (half) or whole pairs (exact)")
+               help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an area (half) or whole pairs (exact)")
     d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
     add_option(d, choices.PROFILE, "--profile",
-                   help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
-                        "autograd keeps in Hugging Face's eager bf16 code")
+               help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
+                    "autograd keeps in Hugging Face's eager bf16 code")
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
 

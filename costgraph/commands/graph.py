@@ -22,9 +22,9 @@ def add_parser(sub) -> None:
     add_option(p, choices.CONVENTION, "--convention", help="FLOP convention")
     p.add_argument("--precision", default=choices.PRECISION.default, help="bytes per element (bf16, fp16, fp32)")
     add_option(p, choices.CAUSAL, "--causal",
-                   help="attention FLOPs: full square, half (area) or exact (pairs)")
+               help="attention FLOPs: full square, half (area) or exact (pairs)")
     add_option(p, choices.PROFILE, "--profile",
-                   help="what operators keep for backward")
+               help="what operators keep for backward")
     p.add_argument("--no-dropout", action="store_true", help="without dropout and its masks")
 
 
