@@ -148,7 +148,7 @@ class Model:
             Unknown settings, as :meth:`Layout.filled`, or as ``costgraph train`` for the options.
         """
         from .training.api import train
-        from .training.memory import Layout
+        from .parallel.layout import Layout
 
         if layout is None:
             fields = set(Layout.__dataclass_fields__)

@@ -72,7 +72,7 @@ def test_argparse_options_read_the_choices(command):
 
 
 def test_layout_defaults_are_the_choices():
-    from costgraph.training.memory import Layout
+    from costgraph.parallel.layout import Layout
 
     L = Layout()
     assert (L.schedule, L.recompute, L.attention, L.zero, L.precision) == (
@@ -94,7 +94,7 @@ def test_engine_tables_have_exactly_the_choices_names():
 
 def test_layout_refuses_a_name_outside_the_choices():
     from costgraph.errors import CostgraphValueError
-    from costgraph.training.memory import Layout
+    from costgraph.parallel.layout import Layout
 
     with pytest.raises(CostgraphValueError, match="unknown schedule 'zb-h1'") as e:
         Layout(schedule="zb-h1").filled()

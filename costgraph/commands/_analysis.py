@@ -6,7 +6,7 @@
 * the training layout of ``costgraph train`` (``--gpus --tp --pp --cp --ep --etp --sp --zero
   --hsdp --recompute --attention --precision --optimizer --micro-batches --schedule
   --virtual-stages --memory --no-loss``), turned into a
-  :class:`~costgraph.training.memory.Layout` by :func:`train_layout`, the same
+  :class:`~costgraph.parallel.layout.Layout` by :func:`train_layout`, the same
   function ``costgraph train`` uses;
 * the inference setting of ``costgraph infer`` (``--hardware --prompt --generate --batch
   --weights --kv``), analysed by :func:`costgraph.inference.infer`;
@@ -134,11 +134,11 @@ def capacity(args):
 
 
 def train_layout(args, micro_batches=None):
-    """The :class:`~costgraph.training.memory.Layout` of ``costgraph train``'s layout options in
+    """The :class:`~costgraph.parallel.layout.Layout` of ``costgraph train``'s layout options in
     ``args`` (``tp pp cp ep etp gpus sp zero schedule virtual_stages recompute attention precision
     optimizer hsdp no_loss lora lora_targets quantize``); ``micro_batches``: m, None for the
     default (p). Shared with ``costgraph report`` and ``costgraph plot``."""
-    from ..training.memory import Layout
+    from ..parallel.layout import Layout
 
     pol = args.precision
     return Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,

@@ -1,7 +1,7 @@
 """What ``costgraph train`` computes, as a function of the Python API
 (:meth:`costgraph.Model.train` calls :func:`train`).
 
-For one :class:`~costgraph.training.memory.Layout` it puts together, in this
+For one :class:`~costgraph.parallel.layout.Layout` it puts together, in this
 order (the order the checks of the input run in):
 
 1. the hardware preset (peak FLOP/s, device memory) when one is named;

@@ -60,7 +60,7 @@ class TrainingResult:
 
     @property
     def layout(self):
-        """The filled-in :class:`~costgraph.training.memory.Layout`."""
+        """The filled-in :class:`~costgraph.parallel.layout.Layout`."""
         return self.memory.layout
 
     @property
