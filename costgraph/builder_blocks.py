@@ -93,6 +93,6 @@ class Blocks:
                     f"argument '{p.name}' of {block.name} must be {pattern}, got {v.shape_str()} "
                     f"({expected} ≠ {actual})", loc)
 
-
     def _block_table(self):
+        """The blocks a call inside the block being built can name (its file's)."""
         return self._current_block.table
