@@ -32,7 +32,7 @@ def cold_start(runs: int) -> list[float]:
 
 def derive_times(runs: int) -> dict[str, list[float]]:
     import costgraph
-    from costgraph.resources import bundled_model_names
+    from costgraph.language.resources import bundled_model_names
 
     out = {}
     for name in bundled_model_names():

@@ -70,7 +70,7 @@ def plan_rates(costgraph, np, runs: int) -> None:
     from costgraph.training.memory import Layout, training_memory
     from costgraph.training.plan import C, D, EP, M, P, T, plan
     from costgraph.training.steptime import step_time
-    from costgraph.evaluator import vectorized
+    from costgraph.numbers.evaluator import vectorized
 
     m = costgraph.load("llama")
     values = m.values("llama-3-70b")

@@ -128,8 +128,8 @@ def finite(value: float, name: str) -> float:
 
 def costs_args(scope: object, convention: object, precision: object, causal: object) -> None:
     """The arguments of :meth:`Model.costs`: strings (``precision`` may also be
-    a :class:`~costgraph.precision.Precision`); their values are checked there."""
-    from .precision import Precision
+    a :class:`~costgraph.engine.precision.Precision`); their values are checked there."""
+    from .engine.precision import Precision
 
     text(scope, "scope", hint="model, layer, or the path of a repeat group, block or node")
     text(convention, "convention", hint="matmul or all")

@@ -7,8 +7,8 @@ the activation precision. Each is declared here once, with its values, its
 default and a one-line meaning per value. Everything else reads it:
 
 * :class:`costgraph.parallel.layout.Layout` (its field defaults and checks),
-* the analyses that validate a name (:mod:`costgraph.activations`,
-  :mod:`costgraph.parallel.pipeline`, :mod:`costgraph.totals`, the planner),
+* the analyses that validate a name (:mod:`costgraph.engine.activations`,
+  :mod:`costgraph.parallel.pipeline`, :mod:`costgraph.engine.totals`, the planner),
 * every subcommand's ``argparse`` options, through :func:`add_option`,
 * the JSON Schemas' ``enum``\\ s (``tests/test_choices.py`` checks that each
   schema property named after a choice lists exactly its values).

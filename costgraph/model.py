@@ -26,16 +26,16 @@ if TYPE_CHECKING:
 from . import arguments
 from .choices import (ATTENTION, CAUSAL as _CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_OPTIMIZER, DEFAULT_POLICY,
                       DEFAULT_WEIGHTS, PRECISION, PROFILE)
-from .builder import PROFILES, Settings, build
-from .conventions import check_convention
+from .engine.builder import PROFILES, Settings, build
+from .engine.conventions import check_convention
 from .errors import CostgraphValueError, Location
-from .evaluator import Compiled, ExactEvaluator, NotWhole
-from .graph import CostGraph
-from .loader import load_program
-from .precision import Precision, precision as get_precision
-from .printing import field_order, grouped, to_text
-from .totals import QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
-from .units import LABELS  # noqa: F401  (costgraph.model.LABELS, as before)
+from .numbers.evaluator import Compiled, ExactEvaluator, NotWhole
+from .engine.graph import CostGraph
+from .language.loader import load_program
+from .engine.precision import Precision, precision as get_precision
+from .export.printing import field_order, grouped, to_text
+from .engine.totals import QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
+from .numbers.units import LABELS  # noqa: F401  (costgraph.model.LABELS, as before)
 
 
 class Model:
@@ -71,7 +71,7 @@ class Model:
 
     @property
     def nx(self) -> "networkx.MultiDiGraph":
-        """The NetworkX graph (nodes by path; see :mod:`costgraph.graph`)."""
+        """The NetworkX graph (nodes by path; see :mod:`costgraph.engine.graph`)."""
         return self.graph.graph
 
     def _repr_html_(self) -> str:
@@ -103,7 +103,7 @@ class Model:
         """Closed-form costs of ``scope``: ``model``, ``layer``, or a group/block/node path.
 
         ``convention``: FLOP convention (``matmul`` or ``all``, see
-        :mod:`costgraph.conventions`); ``precision``: bytes per element
+        :mod:`costgraph.engine.conventions`); ``precision``: bytes per element
         (``bf16`` default: activations 2 bytes, masks 1, token ids 8);
         ``causal``: ``full`` (default) counts attention's whole ``s × s``
         square, ``half`` halves the products marked ``causal = true``.
@@ -376,7 +376,7 @@ class Costs:
     ``flops_backward_input + flops_backward_weight``; FLOPs under
     ``convention``), ``activation_bytes`` (bytes under ``precision``).
     ``rows`` is the breakdown by node, shared storage, block and repeat
-    group (:func:`costgraph.totals.breakdown`); ``leaves`` only its node and
+    group (:func:`costgraph.engine.totals.breakdown`); ``leaves`` only its node and
     storage rows.
     """
 
@@ -502,8 +502,8 @@ class Costs:
                 f"params = {to_text(self.ordered('params'))}>")
 
     def _repr_latex_(self) -> str:
-        """Jupyter: the rows of ``costgraph derive --format latex`` (see :func:`costgraph.report.to_latex_doc`)."""
-        from .report import to_latex_doc
+        """Jupyter: the rows of ``costgraph derive --format latex`` (see :func:`costgraph.export.text_report.to_latex_doc`)."""
+        from .export.text_report import to_latex_doc
 
         return "$" + to_latex_doc(self).replace("\n", " ") + "$"
 
@@ -524,7 +524,7 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
     """Load and build a model by bundled name or path. See :class:`Model`.
 
     ``profile`` names what operators keep for backward:
-    :data:`costgraph.builder.PROFILES` (``korthikanti`` or ``pytorch``).
+    :data:`costgraph.engine.builder.PROFILES` (``korthikanti`` or ``pytorch``).
     ``config``: a configuration of the file whose options (``bias = false``)
     the graph is built with (``options`` given here take precedence); its
     dimensions are used by ``values(config)``.

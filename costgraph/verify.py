@@ -68,7 +68,7 @@ def explain(value: int, dims: dict[str, int], *, max_factors: int = MAX_FACTORS,
     """The monomials ``c·x·y·z`` in the config's dimensions that equal ``value``: products of at
     most ``max_factors`` dimensions (repeats allowed: ``h^2``) times a whole coefficient ``c``,
     ``1 ≤ |c| ≤ max_coefficient``, printed as ``derive`` prints a term (the field's factor order,
-    :func:`costgraph.printing.field_order`). ``dims``: name → value (dimensions worth 1 are left
+    :func:`costgraph.export.printing.field_order`). ``dims``: name → value (dimensions worth 1 are left
     out: they would explain anything). Fewest factors first, then the smallest coefficient.
     Several answers mean the shapes cannot tell them apart at this config's values (GPT-2 small
     has l = a = 12): a fit, not a derivation.
@@ -80,8 +80,8 @@ def explain(value: int, dims: dict[str, int], *, max_factors: int = MAX_FACTORS,
 
     import sympy
 
-    from .printing import field_order, to_text
-    from .symbols import dim
+    from .export.printing import field_order, to_text
+    from .engine.symbols import dim
 
     if value == 0:
         return []
@@ -130,7 +130,7 @@ def _hf_build_config(config: dict) -> dict:
 def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: bool = True) -> Verification:
     """Compare costgraph's costs of ``config_path`` (a config.json; ``model``: a bundled name or .cg path
     replacing the mapped model file) with what PyTorch measures on the transformers model."""
-    from .hf_config import from_hf_config, read_config
+    from .language.hf_config import from_hf_config, read_config
 
     torch = require()
     import transformers

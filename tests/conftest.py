@@ -1,7 +1,7 @@
 import pytest
 
 import costgraph
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 
 
 @pytest.fixture(scope="session")

@@ -11,11 +11,11 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph.activations import activation_bytes, attention_cores
+from costgraph.engine.activations import activation_bytes, attention_cores
 from costgraph.parallel.tensor import tensor_parallel
-from costgraph.precision import precision
-from costgraph.symbols import dim
-from costgraph.totals import resolve_scope
+from costgraph.engine.precision import precision
+from costgraph.engine.symbols import dim
+from costgraph.engine.totals import resolve_scope
 
 b, s, h, a, t = (dim(n) for n in ("b", "s", "h", "a", "t"))
 
@@ -92,7 +92,7 @@ def test_tp_layout_is_derived_from_the_graph():
 
 
 def test_every_bundled_model_gets_a_layout():
-    from costgraph.resources import bundled_model_names
+    from costgraph.language.resources import bundled_model_names
     for name in bundled_model_names():
         g = costgraph.load(name).graph
         tp = tensor_parallel(g, t, sp=True)

@@ -126,17 +126,17 @@ def _describe(graph: nx.DiGraph, component: tuple[str, ...]) -> str:
 def test_import_graph_sees_every_kind_of_import():
     """The walker is not blind: a known edge of each kind is found."""
     graph = import_graph()
-    # "from . import ast": the submodule costgraph.ast, not the package's __init__.
-    assert graph.has_edge("costgraph.builder", "costgraph.ast")
-    assert not graph.has_edge("costgraph.builder", "costgraph")
+    # "from . import ast": the submodule costgraph.language.ast, not the package's __init__.
+    assert graph.has_edge("costgraph.engine.builder", "costgraph.language.ast")
+    assert not graph.has_edge("costgraph.engine.builder", "costgraph")
     # "from .ops import REGISTRY": a name defined in a package's __init__.
-    assert graph.has_edge("costgraph.builder_calls", "costgraph.ops")
+    assert graph.has_edge("costgraph.engine.builder_calls", "costgraph.ops")
     # "from ..graph import ...": a relative import two levels up.
-    assert graph.has_edge("costgraph.training.memory", "costgraph.graph")
+    assert graph.has_edge("costgraph.training.memory", "costgraph.engine.graph")
     # An import inside a method (Model._repr_html_).
     assert graph.has_edge("costgraph.model", "costgraph.export.graph")
     # An import under "if TYPE_CHECKING:" (the package's __init__).
-    assert graph.has_edge("costgraph", "costgraph.hf_config")
+    assert graph.has_edge("costgraph", "costgraph.language.hf_config")
 
 
 def test_cycles_are_found():

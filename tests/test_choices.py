@@ -83,9 +83,9 @@ def test_layout_defaults_are_the_choices():
 
 
 def test_engine_tables_have_exactly_the_choices_names():
-    from costgraph.builder import PROFILES
-    from costgraph.conventions import FLOP_CONVENTIONS
-    from costgraph.precision import PRECISIONS
+    from costgraph.engine.builder import PROFILES
+    from costgraph.engine.conventions import FLOP_CONVENTIONS
+    from costgraph.engine.precision import PRECISIONS
 
     assert tuple(FLOP_CONVENTIONS) == choices.CONVENTION.values
     assert tuple(PRECISIONS) == choices.PRECISION.values

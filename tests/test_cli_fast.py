@@ -11,7 +11,7 @@ import sys
 import costgraph
 from costgraph import cli, commands
 from costgraph.ops import REGISTRY, catalogue
-from costgraph.resources import bundled_model_names
+from costgraph.language.resources import bundled_model_names
 
 LIGHT = """
 import contextlib, io, sys
@@ -86,6 +86,7 @@ def test_catalogue_read_from_the_source_equals_the_registry():
 
 
 def test_digit_caps_agree():
-    from costgraph import arguments, parser
+    from costgraph import arguments
+    from costgraph.language import parser
 
     assert arguments.MAX_DIGITS == parser.MAX_DIGITS

@@ -20,7 +20,7 @@ import pytest
 import costgraph
 from costgraph.cli import main
 from costgraph.export.codegen import generate, plan
-from costgraph.integer_form import exact_parts
+from costgraph.numbers.integer_form import exact_parts
 
 # a Gemma-3-like pattern: every third layer global, the rest local; the first k layers dense
 PATTERN = """
@@ -128,7 +128,7 @@ def _import(path, name):
 
 
 def test_exact_parts_rewrites_fractions_min_and_floors():
-    from costgraph.symbols import dim
+    from costgraph.engine.symbols import dim
     import sympy
 
     s, w, h, l, a = (dim(n) for n in "s w h l a".split())
@@ -138,7 +138,7 @@ def test_exact_parts_rewrites_fractions_min_and_floors():
     num, den = exact_parts(3 * sympy.Min(s, w / 2) / 4 + h / 6)
     assert den == 24 and sympy.expand(num - (4 * h + 9 * sympy.Min(2 * s, w))) == 0
     # floor, ceiling and Mod become floor divisions of integers
-    from costgraph.evaluator import cg_floordiv
+    from costgraph.numbers.evaluator import cg_floordiv
     assert exact_parts(sympy.ceiling(l / 4)) == (-cg_floordiv(-l, 4), 1)
     assert exact_parts(sympy.Mod(l, 3)) == (l - 3 * cg_floordiv(l, 3), 1)
     # a symbolic, positive denominator: Min(s/3, h/a) = Min(3h, a s) / (3a)

@@ -12,7 +12,7 @@ from costgraph.errors import CostgraphValueError
 from costgraph.parallel.communication import (Collective, Transfer, comm_time, communication, latency_steps,
                                                 ring_factor)
 from costgraph.parallel.placement import link
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 from costgraph.training.memory import Layout
 
 b, s, h, l, V, s_max = (dim(n) for n in ("b", "s", "h", "l", "V", "s_max"))

@@ -62,7 +62,7 @@ def _train_json(hw: str, capsys) -> dict:
 
 SCHEMAS = (hardware.SCHEMA, data.POLICIES, data.OPTIMIZERS, lora.QUANTIZATION, dtypes.SCHEMA,
            __import__("costgraph.symbolic.optimal", fromlist=["x"]).SCALING_LAWS, megatron.MEGATRON_ARGS,
-           __import__("costgraph.hf_config", fromlist=["x"]).HF_MAPPING)
+           __import__("costgraph.language.hf_config", fromlist=["x"]).HF_MAPPING)
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.file)
@@ -96,13 +96,13 @@ def test_bundled_values_are_the_files():
     assert c["chinchilla"] == {"E": Fraction("1.69"), "A": Fraction("406.4"), "B": Fraction("410.7"),
                                "alpha": Fraction("0.34"), "beta": Fraction("0.28")} and c["ratio"] == 20
     assert megatron._families()["mistral"] == {"like": "llama"}
-    from costgraph.hf_config import mapping
+    from costgraph.language.hf_config import mapping
     assert mapping()["gpt2"]["dims"]["h"] == "n_embd"
 
 
 def test_user_files_are_the_schemas_that_allow_them():
     assert set(datafiles.USER_FILES) == {s.file for s in SCHEMAS if s.user}
-    from costgraph import hf_config
+    from costgraph.language import hf_config
     assert datafiles.MAX_BYTES == hf_config.MAX_JSON_BYTES
 
 

@@ -26,9 +26,9 @@ import costgraph
 from costgraph.cli import main
 from costgraph.errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
 from costgraph.ops import REGISTRY
-from costgraph.parser import MAX_DEPTH, parse
-from costgraph.resources import models_root
-from costgraph.symbols import dim
+from costgraph.language.parser import MAX_DEPTH, parse
+from costgraph.language.resources import models_root
+from costgraph.engine.symbols import dim
 
 PKG = Path(costgraph.__file__).parent
 

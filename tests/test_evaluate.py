@@ -7,7 +7,7 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph import units
+from costgraph.numbers import units
 from costgraph.cli import main
 
 
@@ -150,9 +150,9 @@ def test_caret_of_a_huge_line_stays_short(tmp_path, capsys):
 
 def test_exact_evaluation_of_a_fraction_inside_min_past_2_53():
     # Min(h/3, w) was lambdified as a float division h/3: wrong digits once h passes 2^53.
-    # Written Min(h, 3 w)/3 (costgraph.integer_form), it is exact: h·⌊h/3⌋ for h divisible by 3.
-    from costgraph.evaluator import ExactEvaluator
-    from costgraph.symbols import dim
+    # Written Min(h, 3 w)/3 (costgraph.numbers.integer_form), it is exact: h·⌊h/3⌋ for h divisible by 3.
+    from costgraph.numbers.evaluator import ExactEvaluator
+    from costgraph.engine.symbols import dim
 
     h, w = dim("h"), dim("w")
     big = 6 * 10**17 + 6

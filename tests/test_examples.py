@@ -5,7 +5,7 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph.resources import bundled_model_names
+from costgraph.language.resources import bundled_model_names
 
 
 @pytest.mark.parametrize("name", bundled_model_names())

@@ -9,8 +9,8 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph import units
-from costgraph.symbols import dim
+from costgraph.numbers import units
+from costgraph.engine.symbols import dim
 
 
 def eq(a, b):

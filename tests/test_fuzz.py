@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 
 import costgraph
 from costgraph import CostgraphError
-from costgraph.report import to_text_doc
+from costgraph.export.text_report import to_text_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"

@@ -21,7 +21,7 @@ from costgraph.cli import main
 from costgraph.errors import CostgraphError
 from costgraph.export import graph as G
 from costgraph.export.exprtree import from_tree
-from costgraph.totals import QUANTITIES
+from costgraph.engine.totals import QUANTITIES
 
 SVG = "{http://www.w3.org/2000/svg}"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

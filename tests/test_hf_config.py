@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import costgraph
-from costgraph.hf_config import supported_model_types
+from costgraph.language.hf_config import supported_model_types
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 
@@ -119,7 +119,7 @@ def test_cli_on_config_json_prints_units(tmp_path):
 def test_dropout_follows_the_config_rates():
     # dropout is on when any of the config's dropout rates is above 0 (GPT-2: 0.1; T5: dropout_rate 0.1),
     # off when they are 0 or absent (LLaMA-3: attention_dropout 0.0); dropout=True/False forces it
-    from costgraph.hf_config import dropout_in
+    from costgraph.language.hf_config import dropout_in
 
     gpt2 = json.loads((HF / "gpt2.json").read_text())
     llama = json.loads((HF / "llama-3-8b.json").read_text())

@@ -13,7 +13,7 @@ import sympy
 
 import costgraph
 from costgraph.errors import CostgraphError
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 

@@ -213,7 +213,7 @@ def test_llama4_refuses_what_its_model_file_does_not_describe():
 
 
 def test_mapping_equals_and_layer_indices_specs():
-    from costgraph.hf_config import _Reader, _check_layer_indices
+    from costgraph.language.hf_config import _Reader, _check_layer_indices
 
     r = _Reader({"step": 2, "moe_layers": [1, 3, 5]}, "<t>")
     assert r.spec({"key": "step", "equals": 2}, "x") is True

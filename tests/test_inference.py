@@ -234,7 +234,7 @@ def test_torch_prefill_decode_and_cache(family):
 
 def test_windowed_causal_half_prefill_equals_derive():
     # a sliding window under --causal half: the inference prefill (q = P, n = 0) counts the same
-    # pairs as derive's band (costgraph.totals.causal_share), not half the band
+    # pairs as derive's band (costgraph.engine.totals.causal_share), not half the band
     from costgraph.inference import Inference, load as inference_load
 
     m = costgraph.load("mistral")

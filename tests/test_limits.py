@@ -13,13 +13,13 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph import parser
-from costgraph.builder import MAX_GRAPH_SIZE, Builder, Settings
+from costgraph.language import parser
+from costgraph.engine.builder import MAX_GRAPH_SIZE, Builder, Settings
 from costgraph.cli import main
-from costgraph.context import MAX_DEGREE, MAX_TERMS, expanded_size
+from costgraph.engine.context import MAX_DEGREE, MAX_TERMS, expanded_size
 from costgraph.errors import CostgraphError
-from costgraph.loader import load_program
-from costgraph.resources import bundled_model_names, models_root
+from costgraph.language.loader import load_program
+from costgraph.language.resources import bundled_model_names, models_root
 
 HEAD = "model m {\n  dim b\n  dim s\n  dim h\n  input x[b, s, h]\n"
 
@@ -108,7 +108,7 @@ def test_comments_do_not_count_as_tokens():
 
 def test_huge_file_is_refused_before_reading_it_all(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(parser, "MAX_SOURCE_CHARS", 1000)
-    monkeypatch.setattr(costgraph.loader, "MAX_SOURCE_CHARS", 1000)
+    monkeypatch.setattr(costgraph.language.loader, "MAX_SOURCE_CHARS", 1000)
     err = derive_fails(tmp_path, capsys, HEAD + "  # é\n" * 2000 + "  return x\n}\n")
     assert "syntax error: the file is too large: more than 1,000 characters" in err
 

@@ -14,7 +14,7 @@ import sympy
 
 import costgraph
 from costgraph.errors import CostgraphValueError
-from costgraph.precision import precision
+from costgraph.engine.precision import precision
 from costgraph.training.lora import (
     lora, lora_states, per_param_bytes, quant_scheme, quantized_weight_bytes, quantized_weights,
     tensor_quantized_bytes,
@@ -274,7 +274,7 @@ def _probe():
 
 
 def _kept_bytes(g, released, prec):
-    from costgraph.totals import Scope, breakdown
+    from costgraph.engine.totals import Scope, breakdown
     rows = breakdown(g, Scope("model", "", sympy.Integer(1), sympy.Integer(1)), "matmul", prec, leaves_only=True,
                      share=lambda sid: None if sid in released else sympy.Integer(1))
     return sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows])
@@ -351,7 +351,7 @@ def test_torch_checkpoint_keeps_each_layer_input():
     # (token ids, the final RMSNorm's fp32 copy, 1/rms and x̂, the head's input)
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from costgraph.activations import activation_rows
+    from costgraph.engine.activations import activation_rows
     probe = _probe()
     cfg = _tiny_config()
     saved = _checkpointed(torch, probe, cfg)
@@ -367,7 +367,7 @@ def test_torch_checkpoint_keeps_each_layer_input():
 def test_torch_checkpoint_equals_full_recompute():
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from costgraph.activations import activation_rows
+    from costgraph.engine.activations import activation_rows
     probe = _probe()
     cfg = _tiny_config()
     saved = _checkpointed(torch, probe, cfg)

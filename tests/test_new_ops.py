@@ -16,7 +16,7 @@ import sympy
 
 import costgraph
 from costgraph.errors import CostgraphError
-from costgraph.totals import causal_pairs
+from costgraph.engine.totals import causal_pairs
 
 B, S, H, N, K = 2, 6, 8, 5, 3
 SIZES = dict(b=B, s=S, h=H, n=N, k=K)

@@ -11,7 +11,7 @@ import sympy
 
 import costgraph
 from costgraph.errors import CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 
 # --- a Gemma-3-like model: five local (sliding-window) layers, then a global one
 
@@ -101,7 +101,7 @@ def test_pattern_breakdown_and_printing(pattern):
     rows = {r["path"]: r for r in costs.rows}
     assert rows["layers/global"]["kind"] == "block"
     assert "floor(l/6)" in str(costs.params) or "floor(l/6)" in str(costs.flops_forward)
-    from costgraph.report import to_json, to_text_doc
+    from costgraph.export.text_report import to_json, to_text_doc
 
     values = pattern.values(l=62, **VALUES)
     assert "floor" in to_text_doc(costs, values)

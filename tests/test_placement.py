@@ -14,7 +14,7 @@ from costgraph.cli import main
 from costgraph.parallel.communication import communication
 from costgraph.parallel.layout import Layout
 from costgraph.parallel.placement import ExpertGroup, Group, WeightShard, expert_groups, placement
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 from costgraph.training.memory import Layout as MemoryLayout, training_memory
 from costgraph.training.states import model_states
 from costgraph.training.validity import expert_counts

@@ -2,8 +2,8 @@
 
 import sympy
 
-from costgraph.printing import field_order, to_latex, to_python, to_text
-from costgraph.symbols import dim
+from costgraph.export.printing import field_order, to_latex, to_python, to_text
+from costgraph.engine.symbols import dim
 
 b, s, h, a, l, V, s_max = (dim(n) for n in ("b", "s", "h", "a", "l", "V", "s_max"))
 

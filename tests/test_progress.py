@@ -1,8 +1,8 @@
-"""The progress bar (costgraph.progress): on stderr only, only after the delay,
+"""The progress bar (costgraph.export.progress): on stderr only, only after the delay,
 and the planner's step count is its real amount of work."""
 
 import costgraph
-from costgraph import progress as P
+from costgraph.export import progress as P
 
 
 def test_bar_goes_to_stderr_after_the_delay(capsys):

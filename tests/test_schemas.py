@@ -25,9 +25,9 @@ from costgraph.cli import main
 from costgraph.errors import CostgraphValueError
 from costgraph.export import schema as schemas
 from costgraph.export.exprtree import from_tree, to_tree
-from costgraph.printing import field_order
-from costgraph.resources import bundled_model_names
-from costgraph.symbols import dim
+from costgraph.export.printing import field_order
+from costgraph.language.resources import bundled_model_names
+from costgraph.engine.symbols import dim
 
 
 # --- a reference evaluator of the tree format, from its description only ------------------------
@@ -127,7 +127,7 @@ def test_reference_evaluator_matches_evaluate(loaded, name):
 
 
 def test_tree_of_a_layer_pattern_has_floors():
-    """Layer patterns count floor(l/6) layers (costgraph.builder): the tree
+    """Layer patterns count floor(l/6) layers (costgraph.engine.builder): the tree
     carries the floor node, and evaluates it in integers."""
     l = dim("l")
     t = to_tree(l - sympy.floor(l / 6))

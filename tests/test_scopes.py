@@ -2,7 +2,7 @@
 profiles, at model scope, layer scope, every repeat group, block and operator
 node, gives whole-number totals for its configurations (issue 6, item 3).
 
-The rule that makes this hold (costgraph.totals.breakdown): a saved storage
+The rule that makes this hold (costgraph.engine.totals.breakdown): a saved storage
 shared by several instances of the nodes that keep it (one rotary table for
 all layers; T5's encoder output for every decoder layer) is charged whole to
 the innermost block or group with as many instances as the storage, and a
@@ -16,8 +16,8 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph.resources import bundled_model_names
-from costgraph.totals import QUANTITIES
+from costgraph.language.resources import bundled_model_names
+from costgraph.engine.totals import QUANTITIES
 
 
 def _scopes(m):

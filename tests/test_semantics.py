@@ -13,7 +13,7 @@ import pytest
 import costgraph
 from costgraph.cli import main
 from costgraph.errors import SHOWN_DIGITS, CostgraphError, CostgraphSyntaxError, tidy
-from costgraph.parser import MAX_DEPTH
+from costgraph.language.parser import MAX_DEPTH
 
 # A model head: statements written after it start on line 6.
 M = "model m {\n  dim b\n  dim s\n  dim h\n  input x[b, s, h]\n"

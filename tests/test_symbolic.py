@@ -14,7 +14,7 @@ from costgraph.symbolic.leading import leading
 from costgraph.symbolic.optimal import chinchilla_closed_form, optimal
 from costgraph.symbolic.sensitivity import sensitivity
 from costgraph.symbolic.solve import BUDGET, solve_budget
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 
 b, s, h, a, l = (dim(n) for n in "bshal")
 
@@ -236,7 +236,7 @@ def test_json_documents_follow_their_schemas(name, argv, capsys):
         elif isinstance(node, list):
             for x in node:
                 yield from formulas(x)
-    from costgraph.printing import to_latex, to_python
+    from costgraph.export.printing import to_latex, to_python
 
     found = list(formulas(doc))
     assert found or name == "optimal"

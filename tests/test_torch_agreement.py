@@ -761,7 +761,7 @@ def test_pinned_versions():
 
 
 def test_every_mapped_family_is_compared():
-    from costgraph.hf_config import supported_model_types
+    from costgraph.language.hf_config import supported_model_types
 
     assert set(FAMILIES) == set(supported_model_types())
     assert {c.config["model_type"] for c in CASES.values()} == set(FAMILIES)

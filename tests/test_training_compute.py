@@ -7,7 +7,7 @@ import sympy
 
 import costgraph
 from costgraph.cli import main
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 from costgraph.training.compute import routers, rule_of_thumb_time, training_flops, training_time, utilization
 from costgraph.training.memory import Layout
 

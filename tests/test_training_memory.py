@@ -8,7 +8,7 @@ import sympy
 
 import costgraph
 from costgraph.cli import main
-from costgraph.symbols import dim
+from costgraph.engine.symbols import dim
 from costgraph.training.fit import largest_fitting, parse_size
 from costgraph.training.memory import Layout
 

@@ -267,7 +267,7 @@ def test_derive_header_names_the_causal_convention(capsys, causal, tail):
 
 
 def test_flops_past_the_largest_si_prefix_keep_a_space():
-    from costgraph import units
+    from costgraph.numbers import units
 
     n = _gpt2_forward(2 ** 63)     # 3.136 × 10⁴² FLOP
     assert units.flops(n) == "3.136 x 10⁴² FLOP"
@@ -282,7 +282,7 @@ def test_elementwise_activations_follow_the_tensor_parallel_split():
     import sympy
 
     import costgraph
-    from costgraph.symbols import dim
+    from costgraph.engine.symbols import dim
 
     m = costgraph.load("nemotron")
     one = m.train(t=1, scope="layer").stages[0].memory["weights"]

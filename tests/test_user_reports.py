@@ -10,7 +10,7 @@ import pytest
 
 import costgraph
 from costgraph.cli import main
-from costgraph.resources import models_root
+from costgraph.language.resources import models_root
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ def run_bare(args, capacity) -> str:
 
     import sympy
 
-    from .. import units
+    from ..numbers import units
     from ..export.exprtree import to_tree
     from ..training import bare_model_states
 

@@ -4,7 +4,7 @@ formulas as source code, one function per quantity and scope (see
 
 from __future__ import annotations
 
-from ..quantities import QUANTITIES as QUANTITY_NAMES
+from ..engine.quantities import QUANTITIES as QUANTITY_NAMES
 from .common import cost_arguments, model_arguments
 
 LANGS = ("python", "numpy", "c", "javascript")

@@ -31,7 +31,7 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     CostgraphValueError
         A pair not ``NAME=VALUE`` with a whole number or true/false, a negative number, or a
         name given twice."""
-    from ..parser import check_number
+    from ..language.parser import check_number
 
     dims, options = {}, {}
     for pair in pairs:
@@ -76,7 +76,7 @@ def load_any(args, dims: dict, options: dict):
         args.no_dropout = False
     profile, no_dropout = args.profile, args.no_dropout
     if args.model.endswith(".json"):
-        from ..hf_config import load_hf_config
+        from ..language.hf_config import load_hf_config
 
         if options:
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here")
@@ -132,6 +132,6 @@ def formula(e) -> dict:
     """A formula in a JSON document: ``expr`` (SymPy/Python syntax), its expression ``tree``
     (:mod:`costgraph.export.exprtree`; schema ``expression.json#/$defs/formula``) and ``latex``."""
     from ..export.exprtree import to_tree
-    from ..printing import to_latex, to_python
+    from ..export.printing import to_latex, to_python
 
     return {"expr": to_python(e), "tree": to_tree(e), "latex": to_latex(e)}

@@ -36,12 +36,12 @@ def add_parser(sub) -> None:
 
 def run(args) -> str:
     from ..model import load
-    from ..report import to_json, to_latex_doc, to_text_doc
+    from ..export.text_report import to_json, to_latex_doc, to_text_doc
 
     dims, options = settings(args.set)
     note = None
     if args.model.endswith(".json"):
-        from ..hf_config import load_hf_config
+        from ..language.hf_config import load_hf_config
 
         if options:
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here",

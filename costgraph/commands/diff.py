@@ -42,11 +42,11 @@ def _side(spec: str, args, dims, options):
 def run(args) -> str:
     import json
 
-    from .. import units
+    from ..numbers import units
     from ..errors import CostgraphValueError
-    from ..printing import field_order, to_text
+    from ..export.printing import field_order, to_text
     from ..symbolic.diff import diff_costs
-    from ..totals import QUANTITIES
+    from ..engine.totals import QUANTITIES
     from .common import conventions_line, costs_of, formula, settings
 
     dims, options = settings(args.set)

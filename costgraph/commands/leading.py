@@ -24,9 +24,9 @@ def run(args) -> str:
     import sympy
 
     from ..errors import CostgraphValueError
-    from ..printing import field_order, to_text
+    from ..export.printing import field_order, to_text
     from ..symbolic.leading import leading
-    from ..totals import QUANTITIES
+    from ..engine.totals import QUANTITIES
     from .common import conventions_line, costs_of, formula, load_any, settings, symbol_named
 
     dims, options = settings(args.set)

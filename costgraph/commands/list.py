@@ -16,7 +16,7 @@ def run(args=None) -> str:
     """One line per bundled model: ``name: configurations a, b, ...`` (from the cache when there)."""
     import hashlib
 
-    from ..resources import MODEL_SUFFIX, bundled_model, bundled_model_names, grammar_text
+    from ..language.resources import MODEL_SUFFIX, bundled_model, bundled_model_names, grammar_text
 
     texts = {name: bundled_model(name).read_text(encoding="utf-8") for name in bundled_model_names()}
     key = hashlib.sha256("\0".join([__version__, grammar_text(), *(f"{n}\0{t}" for n, t in texts.items())])
@@ -31,7 +31,7 @@ def run(args=None) -> str:
 
 
 def _list_parsed(texts: dict[str, str], suffix: str, cache) -> str:
-    from ..parser import parse
+    from ..language.parser import parse
 
     lines = []
     for name, text in texts.items():

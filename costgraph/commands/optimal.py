@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 def run(args) -> str:
     import json
 
-    from .. import units
+    from ..numbers import units
     from ..arguments import parse_count
     from ..errors import CostgraphValueError
     from ..symbolic.optimal import chinchilla_closed_form, constants, optimal

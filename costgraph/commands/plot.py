@@ -62,7 +62,7 @@ def _sweep(args, model, values):
     if args.over is not None:
         import sys
 
-        from ..report import sweep_warnings
+        from ..export.text_report import sweep_warnings
 
         symbol, points = parse_over(args.over)
         for w in sweep_warnings(values, {symbol: points}):

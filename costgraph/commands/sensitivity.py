@@ -27,9 +27,9 @@ def run(args) -> str:
     import sympy
 
     from ..errors import CostgraphValueError
-    from ..printing import to_text
+    from ..export.printing import to_text
     from ..symbolic.sensitivity import sensitivity
-    from ..totals import QUANTITIES
+    from ..engine.totals import QUANTITIES
     from .common import conventions_line, costs_of, formula, load_any, settings, symbol_named
 
     dims, options = settings(args.set)

@@ -151,7 +151,7 @@ def _expressions(args, model):
                           attention=args.attention, policy=args.policy, optimizer=args.optimizer, gpus=args.gpus,
                           precision=args.precision)
         return [(st.name, st.memory[args.quantity]) for st in mem.stages], True, "activation_bytes", mem.layout, None
-    from ..totals import QUANTITIES
+    from ..engine.totals import QUANTITIES
     from .common import costs_of
 
     if args.quantity is None:
@@ -180,7 +180,7 @@ def _document(args, model, values, x, direction, budget, name, sol, given) -> di
 
 def _text(args, model, x, direction, budget, unit_q, sol) -> list[str]:
     """The answer's lines: the value, the quantity at it and just past it."""
-    from .. import units
+    from ..numbers import units
 
     what = f"training memory '{args.quantity}' per device" if args.train else f"{args.quantity} at scope {args.scope}"
     lines = [f"{model.name}: the {direction} {x} with {what} ≤ {units.with_unit(unit_q, budget)}"]
@@ -206,7 +206,7 @@ def _text(args, model, x, direction, budget, unit_q, sol) -> list[str]:
 
 def _closing(args, model, values, x, direction, sol, costs) -> list[str]:
     """Monotonicity, the closed form, warnings and (derive quantities) the conventions line."""
-    from ..printing import to_text
+    from ..export.printing import to_text
 
     lines = [f"  exact over the integers; monotone in {x}: {sol.monotone}"
              + ((" (a polynomial with non-negative coefficients in " + (str(x) if direction == "largest"

@@ -4,7 +4,7 @@ compiled evaluator (see :mod:`costgraph.export.sweep`)."""
 
 from __future__ import annotations
 
-from ..quantities import QUANTITIES as QUANTITY_NAMES
+from ..engine.quantities import QUANTITIES as QUANTITY_NAMES
 from .common import cost_arguments, model_arguments
 
 
@@ -54,7 +54,7 @@ def run(args) -> str:
         result = sweep(model, costs, axes, fixed, args.quantity, args.dtype, progress=bar)
         import sys
 
-        from ..report import sweep_warnings
+        from ..export.text_report import sweep_warnings
 
         for w in sweep_warnings(fixed, {a.name: a.values for a in axes}):
             print(f"warning: {w}", file=sys.stderr)     # stderr: the rows on stdout stay CSV/JSON

@@ -11,7 +11,7 @@ causal counting, precision bytes, activation profile, dropout, options).
 
 Exactness (the formulas are whole numbers at valid sizes, but may be written
 with fractions, Min/Max, floor, ceil and %):
-each formula is rewritten by :func:`costgraph.integer_form.exact_parts`
+each formula is rewritten by :func:`costgraph.numbers.integer_form.exact_parts`
 as ``num / den`` in integer operations only; the code computes both in the
 target's integers and divides once, checking the remainder is zero.
 
@@ -20,7 +20,7 @@ target's integers and divides once, checking the remainder is zero.
 * ``numpy``: arrays (broadcast), ``dtype="float64"`` (rounded to 53 bits, as
   :meth:`costgraph.Costs.compile`) or ``"int64"`` (exact; refuses with
   ``OverflowError`` when a bound on every intermediate — the sum of the
-  terms' magnitudes — reaches 2⁶², as :func:`costgraph.evaluator.vectorized`).
+  terms' magnitudes — reaches 2⁶², as :func:`costgraph.numbers.evaluator.vectorized`).
 * ``c``: ``int64_t`` (or ``__int128`` with ``-DCOSTGRAPH_INT128``), every
   operation checked with GCC/Clang's ``__builtin_*_overflow``: a function
   returns a status (0, or ``CG_OVERFLOW``, ``CG_NOT_WHOLE``,
@@ -43,7 +43,7 @@ from typing import Sequence
 
 from ..choices import CAUSAL, CONVENTION, PRECISION
 from ..errors import CostgraphValueError
-from ..integer_form import exact_parts
+from ..numbers.integer_form import exact_parts
 from .codegen_c import c_source
 from .codegen_js import js_source
 from .codegen_program import Function, Program, identifier
@@ -72,7 +72,7 @@ CAUSAL_TEXT = {
 
 
 def _conventions(model, costs) -> list[str]:
-    from ..conventions import FLOP_CONVENTIONS
+    from ..engine.conventions import FLOP_CONVENTIONS
 
     p = costs.precision
     opts = ", ".join(f"{k}={str(v).lower()}" for k, v in model.graph.options.items())
@@ -100,9 +100,9 @@ def plan(model, scopes: Sequence[str] = ("model",), *, quantities: Sequence[str]
         An unknown scope or quantity, two scopes with the same identifier,
         or a formula with no exact integer form.
     """
-    from ..printing import to_text
-    from ..totals import QUANTITIES
-    from ..units import UNITS
+    from .printing import to_text
+    from ..engine.totals import QUANTITIES
+    from ..numbers.units import UNITS
 
     if not scopes:
         raise CostgraphValueError("no scope to generate code for", hint="--scope model (default), layer, ...")

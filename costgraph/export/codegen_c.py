@@ -23,7 +23,7 @@ import sympy
 from sympy.printing.c import C99CodePrinter
 
 from ..errors import CostgraphValueError
-from ..printing import field_order
+from .printing import field_order
 from .codegen_program import Program, comment_doc, header_lines
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from sympy.printing.jscode import JavascriptCodePrinter
 
 from ..errors import CostgraphValueError
-from ..printing import field_order
+from .printing import field_order
 from .codegen_program import Program, comment_doc, header_lines, plain
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 

@@ -6,7 +6,7 @@ Python integers and divides with a zero-remainder check.
 
 NumPy: the same formulas over broadcast arrays; ``dtype="float64"``
 (default) or ``"int64"`` (guarded against overflow by a bound on every
-intermediate, as :func:`costgraph.evaluator.vectorized`).
+intermediate, as :func:`costgraph.numbers.evaluator.vectorized`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sympy
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
-from ..printing import field_order
+from .printing import field_order
 from .codegen_program import Program, conventions_for, header_lines, plain, title, wrap
 from .codegen_printing import MinMaxAsCalls, NamedSymbols
 
@@ -58,8 +58,8 @@ def _bound(e: sympy.Expr) -> sympy.Expr:
     printed (terms, then their sum): absolute values of coefficients, each
     Min/Max/floor-division replaced by the sum of its arguments' bounds (all
     factors are integers of magnitude ≥ 1, so a product's bound covers its
-    factors'). As :func:`costgraph.evaluator._overflow_bound`."""
-    from ..integer_form import cg_floordiv
+    factors'). As :func:`costgraph.numbers.evaluator._overflow_bound`."""
+    from ..numbers.integer_form import cg_floordiv
 
     if e.is_Add:
         return sympy.Add(*[_bound(a) for a in e.args])

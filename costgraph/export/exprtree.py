@@ -16,7 +16,7 @@ JSON Schema is ``costgraph/export/schemas/expression.json``):
     double (``repr(float)``).
 ``{"sym": "h"}``
     A dimension symbol; its meaning is in the document's ``symbols``. Every
-    symbol is a positive integer (:func:`costgraph.symbols.dim`).
+    symbol is a positive integer (:func:`costgraph.engine.symbols.dim`).
 ``{"op": NAME, "args": [tree, ...]}``
     ``add`` (sum of 2+ args), ``mul`` (product of 2+ args), ``pow`` (base,
     exponent: a whole number in the cost formulas, negative for a division,
@@ -24,9 +24,9 @@ JSON Schema is ``costgraph/export/schemas/expression.json``):
     of ``rational 1/2`` and ``x``, ``x/y`` is ``mul`` of ``x`` and ``pow(y,
     -1)``), ``min``/``max`` (2+ args), ``floor``/``ceiling`` (1 arg: the
     greatest whole number ≤ x, the least ≥ x; layer patterns count
-    ``floor(l/6)`` layers, see :mod:`costgraph.builder`), ``mod`` (2 args:
+    ``floor(l/6)`` layers, see :mod:`costgraph.engine.builder`), ``mod`` (2 args:
     ``a mod b``, the sign of ``b``), ``floordiv`` (2 args: ``⌊n/d⌋`` of two
-    whole numbers, the form :class:`costgraph.integer_form.cg_floordiv` gives
+    whole numbers, the form :class:`costgraph.numbers.integer_form.cg_floordiv` gives
     floors for exact evaluation), ``piecewise`` (args: ``{"op": "case",
     "args": [value, condition]}`` in order, the first true condition wins),
     ``sum`` (4 args: body, a ``sym`` node naming the index, lower and
@@ -36,12 +36,12 @@ JSON Schema is ``costgraph/export/schemas/expression.json``):
     args), ``and``, ``or`` (2+), ``not`` (1), and ``{"bool": true}``.
 
 The tree follows the expression as given: of the unevaluated, field-ordered
-forms in the documents (:func:`costgraph.printing.field_order`) it keeps the
+forms in the documents (:func:`costgraph.export.printing.field_order`) it keeps the
 printed order of terms and factors (``24 b s h^2`` is ``mul(24, b, s,
 pow(h, 2))``).
 
 :func:`from_tree` rebuilds a SymPy expression from the nodes (symbols by
-:func:`costgraph.symbols.dim`, numbers by ``sympy.Integer``/``Rational``
+:func:`costgraph.engine.symbols.dim`, numbers by ``sympy.Integer``/``Rational``
 from validated digit strings): text is never parsed as an expression.
 Malformed trees raise :class:`costgraph.errors.CostgraphValueError` naming
 the place in the tree.
@@ -75,7 +75,7 @@ OPS = tuple(sorted({*_NARY, *_ARITY, "piecewise"}))
 
 
 def _floordiv():
-    from ..integer_form import cg_floordiv
+    from ..numbers.integer_form import cg_floordiv
 
     return cg_floordiv
 
@@ -89,7 +89,7 @@ def to_tree(expr) -> dict:
     CostgraphValueError
         An object outside the format (a function costgraph never makes).
     """
-    from ..symbols import as_expr
+    from ..engine.symbols import as_expr
 
     return _to(as_expr(expr), 0)
 
@@ -147,7 +147,7 @@ def from_tree(tree, symbols: dict | None = None) -> sympy.Expr:
     from a JSON document), built node by node; never parsed from text.
 
     ``symbols`` maps names to SymPy symbols; a name not in it becomes
-    :func:`costgraph.symbols.dim` (a positive integer), the engine's own
+    :func:`costgraph.engine.symbols.dim` (a positive integer), the engine's own
     symbol, so ``from_tree(to_tree(e)) == e`` for costgraph's formulas.
     Unevaluated forms come back evaluated (SymPy's canonical order).
 
@@ -198,7 +198,7 @@ def _from(t, symbols: dict, where: str, depth: int):
                 raise _bad(where, f"expected a symbol name, got {str(val)[:40]!r}")
             if val in symbols:
                 return symbols[val]
-            from ..symbols import dim
+            from ..engine.symbols import dim
 
             return dim(val)
         if key == "bool":

@@ -1,6 +1,6 @@
 """The operator graph as a picture and as data: DOT, SVG, GraphML, JSON.
 
-:func:`operator_graph` turns a model's :class:`~costgraph.graph.CostGraph`
+:func:`operator_graph` turns a model's :class:`~costgraph.engine.graph.CostGraph`
 (or one scope of it) into a ``networkx.MultiDiGraph`` whose attributes are
 plain data, and the writers below render it:
 
@@ -17,7 +17,7 @@ nodes (keyed by path, program order)
     backward pass); ``kv_cache`` (true for a ``cache`` node: its tensor is
     kept at inference); ``matmul`` (true when its forward pass has matrix
     products); ``quantities``: every quantity of
-    :data:`costgraph.totals.QUANTITIES` for *one* instance, ``{expr, tree}``
+    :data:`costgraph.engine.totals.QUANTITIES` for *one* instance, ``{expr, tree}``
     and ``value`` when every symbol has one (the node rows of ``costgraph
     derive --breakdown``).
 edges
@@ -65,8 +65,8 @@ INSTALL_HINT = ("install Graphviz's dot program: apt-get install graphviz (Debia
 
 
 def _text(e) -> str:
-    from ..printing import field_order, to_text
-    from ..symbols import as_expr
+    from .printing import field_order, to_text
+    from ..engine.symbols import as_expr
 
     return to_text(field_order(as_expr(e)))
 
@@ -76,8 +76,8 @@ def _shape(shape) -> str:
 
 
 def _formula(e, values) -> dict:
-    from ..printing import field_order, to_python, to_text
-    from ..symbols import as_expr
+    from .printing import field_order, to_python, to_text
+    from ..engine.symbols import as_expr
     from .exprtree import to_tree
 
     e = as_expr(e)
@@ -107,7 +107,7 @@ def operator_graph(model, scope: str = "model", *, convention: str = CONVENTION.
     """
     import networkx as nx
 
-    from ..totals import QUANTITIES
+    from ..engine.totals import QUANTITIES
 
     costs = model.costs(scope, convention=convention, precision=precision, causal=causal)
     cg = model.graph
@@ -182,8 +182,8 @@ def _outside(g, cg, path: str) -> None:
 def _clusters(cg, sc) -> list[dict]:
     """The repeat groups and block calls inside scope ``sc``, outermost first,
     with their labels (module docstring)."""
-    from ..printing import field_order
-    from ..totals import _rel
+    from .printing import field_order
+    from ..engine.totals import _rel
 
     out = []
     paths = sorted([*cg.groups, *cg.blocks], key=lambda p: (p.count("/"), p))
@@ -339,7 +339,7 @@ def to_graphml(g) -> str:
     JSON text where they are structured (``clusters``, ``symbols``, ``values``)."""
     import networkx as nx
 
-    from ..totals import QUANTITIES
+    from ..engine.totals import QUANTITIES
 
     h = nx.MultiDiGraph()
     h.graph.update({k: _flat(v) for k, v in g.graph.items()})
@@ -400,8 +400,8 @@ def model_html(model, scope: str = "model", picture: bool | None = None) -> str:
     Graphviz's ``dot`` is installed (``picture``: force on or off)."""
     from html import escape
 
-    from ..units import LABELS
-    from ..printing import to_text
+    from ..numbers.units import LABELS
+    from .printing import to_text
 
     costs = model.costs(scope)
     opts = ", ".join(f"{k}={str(v).lower()}" for k, v in model.graph.options.items()) or "none"

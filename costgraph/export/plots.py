@@ -12,7 +12,7 @@ searched and read by a screen reader.
 Units, named on every axis:
 
 * bytes: decimal ``GB`` (10⁹) or binary ``GiB`` (2³⁰), chosen by ``unit``;
-* FLOPs: decimal SI prefixes (``TFLOP`` = 10¹²), as :mod:`costgraph.units`;
+* FLOPs: decimal SI prefixes (``TFLOP`` = 10¹²), as :mod:`costgraph.numbers.units`;
 * FLOP/s: ``TFLOP/s``; arithmetic intensity: FLOP per byte of HBM traffic.
 
 The roofline model is Williams, Waterman & Patterson, "Roofline: an

@@ -4,7 +4,7 @@
 scope's quantities at every combination of the axes (the cartesian product,
 the first axis varying slowest), the other dimensions fixed by
 ``--config``/``--set``, with the compiled evaluator
-(:meth:`costgraph.Costs.compile`, :func:`costgraph.evaluator.vectorized`),
+(:meth:`costgraph.Costs.compile`, :func:`costgraph.numbers.evaluator.vectorized`),
 in chunks, and writes CSV (the :mod:`csv` module) or JSON.
 
 Range grammar (:func:`parse_axis`), read with a regular expression, never
@@ -166,7 +166,7 @@ def _size_check(model, names: Sequence[str], dtype: str = "int64"):
     (as :meth:`costgraph.Model._check_whole`, vectorized)."""
     import numpy as np
 
-    from ..evaluator import ExactEvaluator, NotWhole, vectorized
+    from ..numbers.evaluator import ExactEvaluator, NotWhole, vectorized
 
     syms = [model.graph.dims[n].symbol for n in names]
     have = set(syms)
@@ -240,7 +240,7 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
     """
     import numpy as np
 
-    from ..evaluator import Compiled
+    from ..numbers.evaluator import Compiled
 
     if dtype not in DTYPES:
         raise CostgraphValueError(f"unknown dtype {dtype!r}", hint="int64 (exact, default), float64 or exact")
@@ -301,12 +301,12 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
 
 
 class Progress:
-    """The sweep's progress bar (:mod:`costgraph.progress`: on stderr, only once the sweep has
+    """The sweep's progress bar (:mod:`costgraph.export.progress`: on stderr, only once the sweep has
     run for ``after`` seconds and stderr is a terminal or ``console`` is given); call it with
     ``(done, total)`` or ``(done, total, "writing")`` and :meth:`close` at the end."""
 
     def __init__(self, label: str, after: float = 1.0, console=None):
-        from ..progress import _Bar
+        from .progress import _Bar
 
         self.label = label
         self._bar = _Bar(label, None, after, False, console)
@@ -356,7 +356,7 @@ def to_json(result: Sweep, model_name: str, scope: str, conventions: dict, out) 
     ``rows`` (lists in the order of ``columns``)."""
     import json
 
-    from ..units import UNITS
+    from ..numbers.units import UNITS
 
     cols = [_column_values(a, result.dtype) for a in result.arrays]
     doc = {"model": model_name, "scope": scope, "conventions": conventions, "dtype": result.dtype,

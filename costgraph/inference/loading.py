@@ -26,7 +26,7 @@ def load(model: str, *, options=None, profile: str = PROFILE.default, config: st
 def load_hf_config(path: str, *, profile: str = PROFILE.default):
     """:func:`costgraph.load_hf_config` for inference (the key axis split)."""
     from ..errors import CostgraphSemanticError
-    from ..hf_config import load_hf_config as _load
+    from ..language.hf_config import load_hf_config as _load
 
     with split_keys():
         try:

@@ -68,14 +68,14 @@ from dataclasses import dataclass, field, replace
 import sympy
 
 from ..choices import CAUSAL, CONVENTION
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError
-from ..graph import ONE, ZERO, CostGraph
+from ..engine.graph import ONE, ZERO, CostGraph
 from ..parallel.layout import Layout
 from ..parallel.placement import placement
-from ..precision import precision as get_precision
-from ..totals import causal_share, expand_sum
+from ..engine.precision import precision as get_precision
+from ..engine.totals import causal_share, expand_sum
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
 
 _pos = dict(positive=True, integer=True)
@@ -185,7 +185,7 @@ class Inference:
 
     def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype = "bf16",
                  t: int = 1, convention: str = CONVENTION.default, causal: str = CAUSAL.default, activations: bool = False):
-        from ..conventions import check_convention
+        from ..engine.conventions import check_convention
 
         if isinstance(model, str):
             model = load(model)
@@ -349,7 +349,7 @@ class Inference:
         for path, d in cg.ops():
             op = ops[path] = OpCost(path, d["kind"])
             f = d["cost"].forward.under(self.convention) * d["active"]
-            # the pairs a causal mask keeps, windows included (costgraph.totals.causal_share): q queries
+            # the pairs a causal mask keeps, windows included (costgraph.engine.totals.causal_share): q queries
             # aligned to the newest of n + q keys
             f = f * causal_share(d["attrs"], self.causal)
             op.flops = f.xreplace(sub) / self._node_div(path, d)

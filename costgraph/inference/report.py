@@ -34,9 +34,9 @@ import json
 
 import sympy
 
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
-from ..printing import field_order, to_latex, to_python, to_text
+from ..export.printing import field_order, to_latex, to_python, to_text
 
 STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",
                "intensity", "seconds", "communication_seconds")
@@ -101,13 +101,13 @@ def to_json(rep, symbols: dict) -> str:
 
 
 def _bytes(n) -> str:
-    from ..units import with_unit
+    from ..numbers.units import with_unit
 
     return with_unit("kv_cache_bytes", int(sympy.ceiling(n)))
 
 
 def _flops(n) -> str:
-    from ..units import with_unit
+    from ..numbers.units import with_unit
 
     return with_unit("flops_forward", int(n))
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError
 from ..parallel.communication import latency_steps, ring_factor
@@ -333,7 +333,7 @@ def _capacity(rep: InferenceReport, inf: Inference, m: Machine, page: int, reser
         vals["max_context"] = None
         vals["context_unbounded"] = vals["fits"]
     # a learned position table (s_max rows) bounds the positions a sequence can have, as
-    # `costgraph derive` warns for s > s_max (costgraph.report.warnings)
+    # `costgraph derive` warns for s > s_max (costgraph.export.text_report.warnings)
     s_max = next((int(v) for k, v in subs.items() if str(k) == "s_max"), None)
     if s_max is not None:
         if prompt + generate > s_max:

@@ -17,7 +17,7 @@ Dropout exists only while training with dropout on: with the setting
 
 from __future__ import annotations
 
-from ..graph import Flops
+from ..engine.graph import Flops
 from .registry import op
 
 # FLOPs per element under the `all` convention. Each elementary arithmetic
@@ -259,13 +259,13 @@ def maximum(c):
     x="tensor", to="ident", layout="follow")
 def cast(c):
     """``x.float()``, ``x.to(torch.bfloat16)``: a new tensor of role ``to``
-    (:mod:`costgraph.precision`), so what later operators keep of it is
+    (:mod:`costgraph.engine.precision`), so what later operators keep of it is
     counted in that dtype (``rmsnorm(cast(x, fp32))`` keeps 4 bytes an
     element), and their outputs follow it (an fp32 input gives an fp32
     result, as PyTorch promotes). Casting to the role the tensor has is the
     identity (``.to`` returns ``self``). No FLOPs; keeps nothing (its
     backward casts the gradient back)."""
-    from ..precision import FLOAT_ROLES
+    from ..engine.precision import FLOAT_ROLES
 
     x, to = c["x"], c["to"]
     if to not in FLOAT_ROLES:

@@ -13,7 +13,7 @@ a comparison or an add counts 1, a copy 0. Index tensors have the role
 
 from __future__ import annotations
 
-from ..graph import Flops, numel
+from ..engine.graph import Flops, numel
 from .elementwise import PER_ELEMENT
 from .registry import op
 

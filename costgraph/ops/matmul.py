@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sympy
 
-from ..graph import Flops, numel
+from ..engine.graph import Flops, numel
 from .registry import op
 
 
@@ -53,7 +53,7 @@ def matmul(c):
     causally: the rule records its ``queries`` (``m``) and ``keys`` (the key
     axis before the window: QKᵀ's ``n``, scores·V's ``k``) on the node, and
     ``--causal half``/``exact`` count only the pairs the mask keeps
-    (:func:`costgraph.totals.causal_pairs`; queries aligned to the newest
+    (:func:`costgraph.engine.totals.causal_pairs`; queries aligned to the newest
     keys, so at most as many queries as keys). The key axis is the one equal
     to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose."""
     x, y, w = c["x"], c["y"], c["window"]

@@ -31,7 +31,7 @@ frozen or recomputed part). The
 
 from __future__ import annotations
 
-from ..graph import Flops
+from ..engine.graph import Flops
 from .elementwise import PER_ELEMENT, _keep
 from .registry import op
 

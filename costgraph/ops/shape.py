@@ -6,7 +6,7 @@ with its storage, once (PyTorch keeps the whole storage of a saved view
 alive). ``merge_heads``, ``concat`` and ``repeat_kv`` copy (as
 ``.contiguous()``, ``torch.cat`` and Hugging Face's ``repeat_kv`` do),
 producing a new storage. ``cache`` also records its input as a KV-cache
-entry (:class:`costgraph.graph.CacheEntry`).
+entry (:class:`costgraph.engine.graph.CacheEntry`).
 """
 
 from __future__ import annotations

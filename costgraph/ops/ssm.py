@@ -1,12 +1,12 @@
 """Sequence mixing without attention: a depthwise causal ``conv1d`` and
 Mamba's ``selective_scan`` (Gu & Dao 2023), each with a fixed-size state kept
-at inference (a :class:`costgraph.graph.CacheEntry` with ``state = True``:
+at inference (a :class:`costgraph.engine.graph.CacheEntry` with ``state = True``:
 per sequence, whatever the number of tokens).
 """
 
 from __future__ import annotations
 
-from ..graph import Flops
+from ..engine.graph import Flops
 from .elementwise import PER_ELEMENT
 from .registry import op
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)

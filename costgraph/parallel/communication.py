@@ -5,7 +5,7 @@ replica of a weight whose gradients must agree, there is a collective. Which
 ones, and how large, is read off the operator graph — the tensor-parallel
 walk (:mod:`costgraph.parallel.tensor`), the pipeline stages
 (:mod:`costgraph.parallel.pipeline`), the attention cores
-(:func:`costgraph.activations.attention_cores`), the routed-expert groups and
+(:func:`costgraph.engine.activations.attention_cores`), the routed-expert groups and
 the weights — never typed per model.
 
 One entry function, :func:`communication`, gives a
@@ -141,11 +141,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..activations import attention_cores
+from ..engine.activations import attention_cores
 from ..errors import CostgraphValueError
-from ..graph import CostGraph
-from ..precision import Precision, precision as get_precision
-from ..symbols import as_expr
+from ..engine.graph import CostGraph
+from ..engine.precision import Precision, precision as get_precision
+from ..engine.symbols import as_expr
 from .collectives import OPS, Collective, Transfer, latency_steps, ring_factor
 from .layout import Layout
 from .placement import Placement, StageView, link, placement as place

@@ -17,7 +17,7 @@ import sympy
 
 from .. import choices
 from ..errors import CostgraphValueError
-from ..symbols import dim
+from ..engine.symbols import dim
 
 # The data-parallel degree when none is given (the same symbol as
 # costgraph.training.states.DP). Not ``d``: Llama-style models already use

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..graph import CostGraph
+from ..engine.graph import CostGraph
 
 from ..choices import SCHEDULE
 

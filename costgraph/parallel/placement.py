@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..errors import CostgraphValueError
-from ..graph import CostGraph
-from ..symbols import as_expr
+from ..engine.graph import CostGraph
+from ..engine.symbols import as_expr
 from .layout import Layout
 from .pipeline import Stage, pipeline_stages
 from .tensor import TensorParallel, sequence_dims, tensor_parallel

@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..graph import CostGraph
+from ..engine.graph import CostGraph
 from ..ops.registry import REGISTRY
 
 
@@ -112,7 +112,7 @@ class _Conflict(Exception):
 def tensor_parallel(cg: CostGraph, t: sympy.Expr | int, sp: bool = False) -> TensorParallel:
     """Derive the TP (and SP) layout of ``cg`` for degree ``t`` (see the module docstring).
 
-    ``t`` may be a symbol (``costgraph.symbols.dim("t")``) or an int; the
+    ``t`` may be a symbol (``costgraph.engine.symbols.dim("t")``) or an int; the
     result's divisors are ``t`` or 1.
     """
     t = sympy.Integer(t) if isinstance(t, int) else t

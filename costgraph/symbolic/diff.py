@@ -3,7 +3,7 @@ each quantity's ``B − A`` as a closed form, its value when both sides have
 numbers, and the nodes of the operator graph it comes from.
 
 A node's contribution to a quantity is its row's value times the row's count
-(:func:`costgraph.totals.breakdown`); rows are matched by path, so a node that
+(:func:`costgraph.engine.totals.breakdown`); rows are matched by path, so a node that
 exists on one side only (LLaMA's ``gate_proj`` against GPT's ``c_fc``)
 contributes its whole amount, and a node on both sides the difference of its
 contributions. The contributions sum to the quantity, so the per-node
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..totals import QUANTITIES
+from ..engine.totals import QUANTITIES
 
 
 @dataclass

@@ -31,7 +31,7 @@ import sympy
 from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
-from ..symbols import dim
+from ..engine.symbols import dim
 from .solve import solve_budget
 
 

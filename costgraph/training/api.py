@@ -86,7 +86,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
                                   price=price, efficiency=efficiency, convention=convention, causal=causal,
                                   router=router)
-    from ..report import warnings as value_warnings
+    from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
     beside = None

@@ -28,8 +28,8 @@ import sympy
 
 from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, ZERO_STAGE
 from ..errors import CostgraphValueError
-from ..graph import ZERO
-from ..symbols import dim
+from ..engine.graph import ZERO
+from ..engine.symbols import dim
 from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
 from .states import assemble, sharding_degree, tensor_state_bytes
 

@@ -13,7 +13,7 @@ Conventions (named in every output):
 * **Hardware FLOPs**: model FLOPs plus what recomputation adds — ``full``:
   one more forward of the layers (the top-level repeat groups; the head and
   embeddings are not recomputed); ``selective``: the forward of the attention
-  core (found in the graph: :func:`costgraph.activations.attention_cores`);
+  core (found in the graph: :func:`costgraph.engine.activations.attention_cores`);
   ``flash`` attention recomputes the same core in its backward. For GPT with
   full recomputation this is Narayanan et al. 2021 Eq. 3,
   ``96 B s l h² (1 + s/6h + V/16lh)`` (tested).
@@ -37,14 +37,14 @@ import sympy
 
 
 from ..choices import CAUSAL, CONVENTION
-from ..activations import attention_cores
+from ..engine.activations import attention_cores
 from ..parallel.placement import expert_groups
 from ..parallel.tensor import sequence_dims
-from ..graph import CostGraph
+from ..engine.graph import CostGraph
 from ..ops.registry import has_role
-from ..precision import precision as get_precision
-from ..symbols import as_expr
-from ..totals import MODEL_SCOPE, breakdown, expand_sum
+from ..engine.precision import precision as get_precision
+from ..engine.symbols import as_expr
+from ..engine.totals import MODEL_SCOPE, breakdown, expand_sum
 
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY

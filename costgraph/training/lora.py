@@ -60,14 +60,14 @@ from functools import cache
 import sympy
 
 from ..choices import ZERO_STAGE
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
 from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
-from ..graph import ZERO, Cost, CostGraph, Weight, numel
+from ..engine.graph import ZERO, Cost, CostGraph, Weight, numel
 from ..ops.registry import has_role
-from ..precision import Precision, precision as get_precision
+from ..engine.precision import Precision, precision as get_precision
 from .data import optimizer as get_optimizer, policy as get_policy
 from .states import _local_shape, model_states, outermost_groups, output_heads, sharding_degree
 
@@ -106,7 +106,7 @@ class LoRA:
     edges and groups are the model's (the adapter nodes are not wired: use
     the model's own graph for activations, tensor and pipeline parallelism).
     ``adapters``: one :class:`Adapter` per target node; ``weights``: adapter
-    weight id → :class:`~costgraph.graph.Weight`; ``base_weight``: adapter
+    weight id → :class:`~costgraph.engine.graph.Weight`; ``base_weight``: adapter
     weight id → the weight id of its base linear (to place an adapter on the
     device, pipeline stage or ZeRO unit of its base); ``frozen``: every base
     weight id; ``released``: storage ids the frozen base keeps no more

@@ -52,8 +52,8 @@ import sympy
 from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
-from ..graph import CostGraph
-from ..symbols import as_expr, dim
+from ..engine.graph import CostGraph
+from ..engine.symbols import as_expr, dim
 
 MEGATRON_REPO = "NVIDIA/Megatron-LM"
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"

@@ -16,7 +16,7 @@ device of that stage holds:
     distributed optimizer shards over DP × CP); expert weights over their
     own data-parallel group of ``d·c·t / (e·etp)`` devices.
 ``activations``
-    What the stage keeps for backward (:mod:`costgraph.activations`:
+    What the stage keeps for backward (:mod:`costgraph.engine.activations`:
     recomputation, flash attention, TP/SP splits, context parallelism
     dividing every tensor with a sequence axis by ``c``), for the
     micro-batches it holds in flight (1F1B: ``min(p − i, m)`` on stage
@@ -28,7 +28,7 @@ device of that stage holds:
     The sum.
 
 Data parallelism ``d = gpus / (t·p·c)``; ``gpus`` must be a multiple.
-Symbols: ``t p d c e m`` from :mod:`costgraph.symbols` (``N_d`` is the
+Symbols: ``t p d c e m`` from :mod:`costgraph.engine.symbols` (``N_d`` is the
 data-parallel degree when it is not given, see
 :data:`costgraph.training.states.DP`).
 """
@@ -39,13 +39,13 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..activations import activation_rows, layer_activation_bytes
+from ..engine.activations import activation_rows, layer_activation_bytes
 from ..errors import CostgraphValueError
-from ..graph import CostGraph
+from ..engine.graph import CostGraph
 from ..parallel.layout import Layout
 from ..parallel.placement import Placement, placement as place
-from ..precision import precision as get_precision
-from ..symbols import as_expr
+from ..engine.precision import precision as get_precision
+from ..engine.symbols import as_expr
 from .states import model_states
 
 __all__ = ["Layout", "MEMORY_KEYS", "StageMemory", "TrainingMemory", "training_memory"]

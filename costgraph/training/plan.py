@@ -11,7 +11,7 @@ states, for each (recomputation, SP) the activations, and for each
 recomputation the hardware FLOPs are derived once with the degrees as symbols
 (:func:`costgraph.training.memory.training_memory`,
 :func:`costgraph.training.compute.training_flops`), compiled with
-:func:`costgraph.evaluator.vectorized`, and evaluated over every numeric
+:func:`costgraph.numbers.evaluator.vectorized`, and evaluated over every numeric
 layout at once (float64; the chosen layouts are re-derived exactly by
 ``costgraph train``).
 
@@ -37,9 +37,9 @@ import sympy
 
 
 from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE as _RECOMPUTE, ZERO_STAGE
-from ..evaluator import vectorized
-from ..graph import CostGraph
-from ..symbols import as_expr, dim
+from ..numbers.evaluator import vectorized
+from ..engine.graph import CostGraph
+from ..engine.symbols import as_expr, dim
 from ..parallel.layout import Layout
 from ..parallel.placement import placement
 from .compute import training_flops
@@ -108,8 +108,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     docstring). ``values``: the model's dimension values (symbol → int; ``b``
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). A progress bar
-    shows on stderr when the search takes over a second (:mod:`costgraph.progress`)."""
-    from ..progress import progress
+    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`)."""
+    from ..export.progress import progress
 
     # steps: the closed forms derived (memory, step time) and the (ZeRO, recompute, SP) evaluations
     steps = 2 * (3 * len(ZERO) + 2 * len(RECOMPUTE)) + 2 * (2 * len(RECOMPUTE) + len(ZERO)) + 1 \

@@ -53,8 +53,8 @@ class PlanResult:
     def to_text(self) -> str:
         """The text ``costgraph plan`` prints: a table of the layouts, the refusals, and the
         ``costgraph train`` line to check one."""
-        from .. import units
-        from ..tables import table
+        from ..numbers import units
+        from ..export.tables import table
 
         st, rows = self.settings, self.layouts
         with_days = st.get("tokens") is not None

@@ -48,13 +48,13 @@ import json
 
 import sympy
 
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
-from .. import units
+from ..numbers import units
 from ..version import __version__
 from ..export.exprtree import to_tree
-from ..printing import field_order, to_latex, to_python, to_text
-from ..tables import table
+from ..export.printing import field_order, to_latex, to_python, to_text
+from ..export.tables import table
 from .memory import MEMORY_KEYS, TrainingMemory
 
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",

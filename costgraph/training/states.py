@@ -60,10 +60,10 @@ import sympy
 
 from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, DP_SYMBOL, ZERO_STAGE
 from ..errors import CostgraphValueError
-from ..graph import ZERO, CostGraph, numel
+from ..engine.graph import ZERO, CostGraph, numel
 from ..ops.registry import has_role
 from ..parallel.placement import WeightShard
-from ..symbols import dim
+from ..engine.symbols import dim
 from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
 
 # The data-parallel degree when none is given. Not ``d``: Llama-style models

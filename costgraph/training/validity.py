@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import sympy
 
-from ..symbols import as_expr
+from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError
-from ..graph import CostGraph
+from ..engine.graph import CostGraph
 from ..parallel.layout import Layout
 from ..parallel.placement import Placement, expert_groups, placement as place
 

@@ -20,7 +20,7 @@
 * the **inference summary** (:func:`costgraph.inference.infer`) when an
   inference setting is given.
 
-Formulas stay SymPy expressions (in the field's order, :mod:`costgraph.printing`);
+Formulas stay SymPy expressions (in the field's order, :mod:`costgraph.export.printing`);
 each writer prints them with SymPy's LaTeX or MathML printer.
 """
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 import sympy
 
 from ...choices import CAUSAL, CONVENTION, PRECISION
-from ... import units
-from ...units import LABELS
-from ...printing import field_order
-from ...totals import QUANTITIES
+from ...numbers import units
+from ...numbers.units import LABELS
+from ..printing import field_order
+from ...engine.totals import QUANTITIES
 
 #: Quantities of a block row, in column order.
 BLOCK_QUANTITIES = ("params", "flops_forward", "activation_bytes", "kv_cache_bytes")
@@ -120,7 +120,7 @@ class Report:
 
 
 def label(q: str) -> str:
-    """The label of quantity ``q`` (:data:`costgraph.units.LABELS`), whole when it stands alone."""
+    """The label of quantity ``q`` (:data:`costgraph.numbers.units.LABELS`), whole when it stands alone."""
     return "KV cache bytes per token" if q == "kv_cache_bytes_per_token" else LABELS[q].strip()
 
 
@@ -129,7 +129,7 @@ def _complete(expr, values) -> bool:
 
 
 def number(q: str, expr, values) -> str | None:
-    """The exact value of quantity ``q`` with its unit (:func:`costgraph.units.with_unit`), or None."""
+    """The exact value of quantity ``q`` with its unit (:func:`costgraph.numbers.units.with_unit`), or None."""
     if not _complete(expr, values):
         return None
     v = expr.xreplace(values)
@@ -277,7 +277,7 @@ def _infer_value(kind: str, v) -> str | None:
 
 def _short_formula(e):
     """A formula worth printing: a polynomial (bytes, FLOPs), not a sum of maxima."""
-    from ...symbols import as_expr
+    from ...engine.symbols import as_expr
 
     e = as_expr(e)
     try:
@@ -323,7 +323,7 @@ def build(model, values=None, *, config: str | None = None, convention: str = CO
     ``fits``: :func:`costgraph.training.api.training_fits`'s verdict; ``inference``: an
     :class:`~costgraph.inference.InferenceReport`.
     """
-    from ...report import warnings
+    from ..text_report import warnings
 
     costs = model.costs("model", convention=convention, precision=precision, causal=causal)
     title = f"{model.name}" + (f" ({config})" if config else "") + ": cost model"

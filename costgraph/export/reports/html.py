@@ -24,7 +24,7 @@ def _printer():
 
     class FieldOrderMathML(MathMLPresentationPrinter):
         """SymPy's presentation MathML printer, printing the factors of a product
-        in the order they are given (``24 b s h²``, as :func:`costgraph.printing.field_order`
+        in the order they are given (``24 b s h²``, as :func:`costgraph.export.printing.field_order`
         builds them) instead of sorting them by name."""
 
         def _print_Add(self, expr, order=None):

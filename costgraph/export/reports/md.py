@@ -5,7 +5,7 @@ renders), graph paths as code spans. A ``|`` inside a cell is escaped."""
 from __future__ import annotations
 
 from ...version import __version__
-from ...printing import to_latex
+from ..printing import to_latex
 from .content import Report, Section, Table
 
 

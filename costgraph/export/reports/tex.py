@@ -6,7 +6,7 @@ preamble is ``costgraph/export/report_preamble.tex``): ``amsmath``,
 ``array`` and ``longtable`` (a fragment needs these three in the paper's
 preamble), ``geometry``, ``inputenc``; column widths are shares of
 ``\\linewidth``, so a fragment fits a paper's column. Formulas are SymPy's
-``latex()`` printer in the field's order (:func:`costgraph.printing.to_latex`:
+``latex()`` printer in the field's order (:func:`costgraph.export.printing.to_latex`:
 ``24 b s h^{2} + 4 b s^{2} h``), set inline in paragraph columns so that a
 long sum breaks after a ``+``; tables are ``longtable`` s, which break across
 pages.
@@ -18,7 +18,7 @@ import unicodedata
 from importlib import resources
 
 from ...version import __version__
-from ...printing import to_latex
+from ..printing import to_latex
 from .content import BlockRow, Report, Section, Table
 
 # ^ and ~ from the typewriter font (OT1 cmtt has the ASCII signs): \textasciicircum and \^{} need the

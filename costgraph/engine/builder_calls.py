@@ -1,9 +1,9 @@
-"""Calls in the builder's walk: a name is a block (:mod:`costgraph.builder_blocks`),
+"""Calls in the builder's walk: a name is a block (:mod:`costgraph.engine.builder_blocks`),
 a dimension function, or an operator of :data:`costgraph.ops.REGISTRY`.
 
 An operator call's arguments are matched to the operator's parameters and
 evaluated as each parameter's kind asks; its rule declares the node's costs
-through an :class:`~costgraph.context.OpContext`, and the call becomes one
+through an :class:`~costgraph.engine.context.OpContext`, and the call becomes one
 graph node.
 """
 
@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import sympy
 
-from . import ast
+from ..language import ast
 from .builder_expressions import DIM_FUNCS
 from .builder_scope import CONSTANTS, Evaluated, Scope, check_size, describe, did_you_mean
 from .context import OpContext
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 from .graph import Cost, Tensor
-from .ops import REGISTRY
-from .ops.registry import REQUIRED
+from ..ops import REGISTRY
+from ..ops.registry import REQUIRED
 
 
 class Calls:
-    """The builder's operator calls (a mixin of :class:`costgraph.builder.Builder`)."""
+    """The builder's operator calls (a mixin of :class:`costgraph.engine.builder.Builder`)."""
 
     def call(self, e: ast.Call, scope: Scope):
         table = self.program.blocks if not self.block_stack else self._block_table()

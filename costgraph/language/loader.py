@@ -5,7 +5,7 @@ bundled library (``models/``, e.g. ``import "std/attention.cg"``), detects
 import cycles (an import names a ``.cg`` file by a relative path that stays
 inside the importing file's folder: absolute paths and ``..`` out of it are
 refused), and gathers the blocks each file can call. Bundled files are
-read through :mod:`costgraph.resources` and named by their path inside
+read through :mod:`costgraph.language.resources` and named by their path inside
 ``models/`` in messages.
 """
 
@@ -18,8 +18,8 @@ from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from . import ast
-from .errors import CostgraphError, CostgraphSemanticError, CostgraphValueError, Location
-from .ops import REGISTRY
+from ..errors import CostgraphError, CostgraphSemanticError, CostgraphValueError, Location
+from ..ops import REGISTRY
 from .parser import MAX_SOURCE_CHARS, check_source_size, parse
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from .errors import Location
+from ..errors import Location
 
 Expr = sympy.Expr
 ZERO = sympy.Integer(0)
@@ -42,7 +42,7 @@ def numel(shape: tuple[Expr, ...]) -> Expr:
 @dataclass(frozen=True)
 class Tensor:
     """A tensor value: ``shape`` (SymPy expressions), ``role`` (see
-    :mod:`costgraph.precision`), and the tensor whose ``storage`` it shares
+    :mod:`costgraph.engine.precision`), and the tensor whose ``storage`` it shares
     (itself unless it is a view: split, transpose, split_heads).
     ``count`` is how many such tensors exist (product of enclosing repeats);
     ``active`` how many a token passes through (fewer inside the experts of
@@ -92,7 +92,7 @@ class Flops:
         return Flops(self.matmul + o.matmul, self.other + o.other)
 
     def under(self, convention: str) -> Expr:
-        """The count under a FLOP convention (see :mod:`costgraph.conventions`)."""
+        """The count under a FLOP convention (see :mod:`costgraph.engine.conventions`)."""
         return self.matmul if convention == "matmul" else self.matmul + self.other
 
 

@@ -40,7 +40,7 @@ def as_expr(x, what: str = "a value") -> sympy.Expr:
         return sympy.Integer(x)
     if isinstance(x, Fraction):
         return sympy.Rational(x.numerator, x.denominator)
-    from .errors import CostgraphValueError
+    from ..errors import CostgraphValueError
 
     raise CostgraphValueError(f"{what} must be a whole number or a SymPy expression, not {type(x).__name__}")
 

@@ -1,4 +1,4 @@
-"""A :class:`~costgraph.loader.Program` → a :class:`~costgraph.graph.CostGraph`.
+"""A :class:`~costgraph.language.loader.Program` → a :class:`~costgraph.engine.graph.CostGraph`.
 
 Walks the model's statements once. Names are resolved here: a call names a
 block (user or library) or an operator of :data:`costgraph.ops.REGISTRY`.
@@ -17,16 +17,16 @@ from typing import Mapping
 
 import sympy
 
-from . import ast
+from ..language import ast
 from .builder_blocks import MAX_BLOCK_DEPTH, Blocks
 from .builder_calls import Calls
 from .builder_expressions import Expressions
 from .builder_scope import CONSTANTS, Return, Scope, declared_dims, describe, did_you_mean
 from .builder_statements import Statements
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 from .graph import ONE, CostGraph, Tensor
-from .loader import Program
-from .patterns import Level as _Level
+from ..language.loader import Program
+from ..language.patterns import Level as _Level
 
 __all__ = ["Settings", "PROFILES", "Builder", "build", "CONSTANTS", "Scope", "MAX_BLOCK_DEPTH", "MAX_GRAPH_SIZE"]
 
@@ -67,10 +67,10 @@ MAX_GRAPH_SIZE = 10_000
 class Builder(Statements, Expressions, Calls, Blocks):
     """Walks a program once and fills a :class:`CostGraph`.
 
-    The walk is split by concern: statements (:mod:`costgraph.builder_statements`),
-    expressions and conditions (:mod:`costgraph.builder_expressions`), operator
-    calls (:mod:`costgraph.builder_calls`) and block calls
-    (:mod:`costgraph.builder_blocks`); this class holds the walk's state, the
+    The walk is split by concern: statements (:mod:`costgraph.engine.builder_statements`),
+    expressions and conditions (:mod:`costgraph.engine.builder_expressions`), operator
+    calls (:mod:`costgraph.engine.builder_calls`) and block calls
+    (:mod:`costgraph.engine.builder_blocks`); this class holds the walk's state, the
     naming of nodes, and the model and its configurations."""
 
     def __init__(self, program: Program, settings: Settings):
@@ -214,8 +214,8 @@ def build(program: Program, settings: Settings = Settings()) -> CostGraph:
         shapes), block cycles, and other mistakes, located in the file; and
         past the limits: :data:`MAX_GRAPH_SIZE` nodes and block instances,
         :data:`MAX_BLOCK_DEPTH` nested block calls, dimension expressions of
-        :data:`~costgraph.context.MAX_TERMS` terms and degree
-        :data:`~costgraph.context.MAX_DEGREE` once multiplied out.
+        :data:`~costgraph.engine.context.MAX_TERMS` terms and degree
+        :data:`~costgraph.engine.context.MAX_DEGREE` once multiplied out.
     """
     try:
         return Builder(program, settings).build()

@@ -39,14 +39,14 @@ import json
 
 import sympy
 
-from . import units
-from .export.exprtree import to_tree
-from .precision import ROLES
+from ..numbers import units
+from .exprtree import to_tree
+from ..engine.precision import ROLES
 from .printing import field_order, to_latex, to_python, to_text
 from .tables import table
-from .totals import QUANTITIES
-from .units import LABELS
-from .version import __version__
+from ..engine.totals import QUANTITIES
+from ..numbers.units import LABELS
+from ..version import __version__
 
 MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
@@ -95,7 +95,7 @@ def to_json(costs, values: dict | None = None, breakdown: bool = True) -> str:
 
 def _row_type(r: dict) -> str:
     """``op`` (an operator node), ``storage`` (a saved storage shared by several
-    instances of its keepers, see :func:`costgraph.totals.breakdown`), ``block``
+    instances of its keepers, see :func:`costgraph.engine.totals.breakdown`), ``block``
     (a block call) or ``repeat`` (a group)."""
     if r["kind"] == "storage":
         return "storage"

@@ -1,7 +1,7 @@
 """Layer patterns: counting the copies of a repeat that take a branch.
 
 ``repeat l as layers[i] { if i % 6 == 5 { A } else { B } }`` builds A and B
-once each (:mod:`costgraph.builder`); A's nodes count ``floor(l/6)`` copies,
+once each (:mod:`costgraph.engine.builder`); A's nodes count ``floor(l/6)`` copies,
 B's the rest. A condition on an index is a formula over atoms; each atom is a
 *cell*: the i with ``lo ≤ i < hi`` and ``i mod m`` in a set of residues.
 Counting the i in ``0..n-1`` that satisfy a formula is exact: conjunctions of
@@ -17,7 +17,7 @@ from math import gcd
 
 import sympy
 
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 
 # Largest modulus a conjunction of congruences may reach (the lcm of the
 # moduli): its residues are listed.

@@ -6,19 +6,19 @@ the names in them (``block f(x[B, S, H])`` binds ``H``).
 
 from __future__ import annotations
 
-from . import ast
+from ..language import ast
 from .builder_scope import Return, Scope, describe, show
 from .context import same
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 from .graph import BlockInstance, Tensor
-from .loader import BlockDef
+from ..language.loader import BlockDef
 
 # Deepest chain of block calls (a calls b calls c ...); the walk recurses.
 MAX_BLOCK_DEPTH = 50
 
 
 class Blocks:
-    """The builder's block calls (a mixin of :class:`costgraph.builder.Builder`);
+    """The builder's block calls (a mixin of :class:`costgraph.engine.builder.Builder`);
     ``block_stack`` holds the definitions of the blocks being built."""
 
     def call_block(self, bdef: BlockDef, e: ast.Call, scope: Scope):

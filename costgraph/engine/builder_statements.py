@@ -3,25 +3,25 @@
 
 A ``repeat`` body is walked once with its count multiplied into every node
 and tensor made inside it; an ``if`` on a repeat's index builds both
-branches, each counted by how many copies take it (:mod:`costgraph.patterns`).
+branches, each counted by how many copies take it (:mod:`costgraph.language.patterns`).
 """
 
 from __future__ import annotations
 
 import sympy
 
-from . import ast
+from ..language import ast
 from .builder_scope import Return, Scope, assigned_names, describe, not_constant, show
 from .context import check_expansion, same
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 from .graph import ONE, Cost, DimInfo, Group, Tensor, Weight
-from .patterns import Cond as _Cond, Index as _Index, Level as _Level, count_pattern as _count_pattern
+from ..language.patterns import Cond as _Cond, Index as _Index, Level as _Level, count_pattern as _count_pattern
 from .precision import ROLES
 from .symbols import STANDARD_MEANINGS, dim
 
 
 class Statements:
-    """The builder's statements (a mixin of :class:`costgraph.builder.Builder`).
+    """The builder's statements (a mixin of :class:`costgraph.engine.builder.Builder`).
     They read and set the walk's state: ``count``/``active`` (copies of the
     statement being built), ``levels`` (the repeats around it), ``path``,
     ``branch_depth``, and the graph ``cg``."""

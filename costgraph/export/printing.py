@@ -7,7 +7,7 @@ SymPy sorts the factors of a term by name (``24 b h^2 s``); papers write
 is (``order='none'``):
 
 * terms: highest power of ``h`` first, then higher total degree, then by
-  the powers of ``l, b, s, h, a, V`` (:data:`costgraph.symbols.FIELD_ORDER`);
+  the powers of ``l, b, s, h, a, V`` (:data:`costgraph.engine.symbols.FIELD_ORDER`);
 * factors: coefficient, then ``l, b, s, h, a, V``, then other symbols by name,
   then anything else (``Min(s, w)``).
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sympy
 
-from .symbols import FIELD_ORDER, factor_rank
+from ..engine.symbols import FIELD_ORDER, factor_rank
 
 
 def _powers(term: sympy.Expr) -> tuple[sympy.Expr, dict]:

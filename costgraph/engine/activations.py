@@ -2,7 +2,7 @@
 implementation, tensor and sequence parallelism — an analysis over the graph.
 
 What a device keeps for the backward pass is the graph's saved storages
-(:func:`costgraph.totals.breakdown`), less what is recomputed, each divided
+(:func:`costgraph.engine.totals.breakdown`), less what is recomputed, each divided
 by the devices that share it:
 
 ``recompute``
@@ -38,11 +38,11 @@ from __future__ import annotations
 import sympy
 
 from .graph import CostGraph
-from .parallel.tensor import sequence_dims, tensor_parallel
+from ..parallel.tensor import sequence_dims, tensor_parallel
 from .precision import Precision
 from .totals import MODEL_SCOPE, Scope, _rel, breakdown, expand_sum
 
-from .choices import ATTENTION as _ATTENTION, RECOMPUTE as _RECOMPUTE
+from ..choices import ATTENTION as _ATTENTION, RECOMPUTE as _RECOMPUTE
 
 RECOMPUTE = _RECOMPUTE.values
 ATTENTION = _ATTENTION.values
@@ -84,7 +84,7 @@ def _produced(cg: CostGraph, nodes) -> set[str]:
 
 def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = False, c=1,
                     recompute: str = "none", attention: str = "eager", tp=None, drop=(), extra=()):
-    """The model-scope leaf rows (:func:`costgraph.totals.breakdown`) of what one
+    """The model-scope leaf rows (:func:`costgraph.engine.totals.breakdown`) of what one
     device keeps, and the extras kept beside the graph's storages:
     ``(rows, extras)`` with ``extras`` = [(path, active copies, bytes of one
     instance)]: flash attention's log-sum-exp (path of QKᵀ), and under full
@@ -156,7 +156,7 @@ def layer_activation_bytes(cg: CostGraph, group, rows, extras) -> sympy.Expr:
 def activation_bytes(cg: CostGraph, scope: Scope, precision: Precision, *, t=1, sp: bool = False, c=1,
                      recompute: str = "none", attention: str = "eager") -> sympy.Expr:
     """Bytes of activations one device keeps for backward in ``scope`` (per
-    instance of the scope, as :mod:`costgraph.totals`), under the settings of
+    instance of the scope, as :mod:`costgraph.engine.totals`), under the settings of
     the module docstring. ``t`` and ``c`` ints or SymPy symbols.
 
     Raises

@@ -10,11 +10,11 @@ Quantities (all exact SymPy expressions in the model's dimension symbols):
     Parameters a token passes through: inside ``repeat E as experts active k``
     only ``k`` of the ``E`` copies (Mixtral-8x7B: 12.9 B of 46.7 B).
 ``flops_forward``, ``flops_backward_input``, ``flops_backward_weight``, ``flops_backward``
-    FLOPs under a named convention (:mod:`costgraph.conventions`).
+    FLOPs under a named convention (:mod:`costgraph.engine.conventions`).
 ``activation_bytes``
     Bytes of the tensors kept for the backward pass: every storage saved by
     a node in scope is counted once, however many nodes keep it or views of
-    it, at the bytes per element of its role (:mod:`costgraph.precision`).
+    it, at the bytes per element of its role (:mod:`costgraph.engine.precision`).
 ``kv_cache_bytes``
     Bytes of the tensors marked ``cache(...)`` (keys and values, or MLA's
     latent) for ``b`` sequences holding ``s`` tokens each (for a prompt of
@@ -38,8 +38,8 @@ from functools import lru_cache
 
 import sympy
 
-from .choices import CAUSAL as _CAUSAL
-from .errors import CostgraphValueError
+from ..choices import CAUSAL as _CAUSAL
+from ..errors import CostgraphValueError
 from .graph import ZERO, CostGraph
 from .precision import Precision
 from .quantities import QUANTITIES

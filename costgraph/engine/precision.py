@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import CostgraphValueError
+from ..errors import CostgraphValueError
 
 ROLES = ("act", "mask", "index", "fp32", "bf16", "fp16")
 #: the roles of floating-point values (what ``cast`` converts between)

@@ -17,7 +17,7 @@ PaLM, Megatron-LM and ``FlopCounterMode`` do.
 
 from __future__ import annotations
 
-from .errors import CostgraphValueError
+from ..errors import CostgraphValueError
 
 FLOP_CONVENTIONS: dict[str, str] = {
     "matmul": "matrix products only, 2 FLOPs per multiply-add (Megatron-LM, PaLM, FlopCounterMode)",

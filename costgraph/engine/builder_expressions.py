@@ -2,21 +2,21 @@
 dimension functions (``min``, ``max``, ``floor``, ``ceil``) and conditions.
 
 A condition is true/false, or, when it tests a repeat's index (``i % 6 == 5``,
-``i < k``), a :class:`~costgraph.patterns.Cond` that an ``if`` turns into a
-layer pattern (:mod:`costgraph.builder_statements`).
+``i < k``), a :class:`~costgraph.language.patterns.Cond` that an ``if`` turns into a
+layer pattern (:mod:`costgraph.engine.builder_statements`).
 """
 
 from __future__ import annotations
 
 import sympy
 
-from . import ast
+from ..language import ast
 from .builder_scope import (CONSTANTS, Evaluated, Scope, check_magnitude, check_size, describe,
                             did_you_mean)
 from .context import check_expansion
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 from .graph import Tensor
-from .patterns import (MAX_MODULUS, PATTERN_HINT as _PATTERN_HINT, Cell as _Cell, Cond as _Cond,
+from ..language.patterns import (MAX_MODULUS, PATTERN_HINT as _PATTERN_HINT, Cell as _Cell, Cond as _Cond,
                        Index as _Index)
 
 
@@ -49,7 +49,7 @@ DIM_FUNCS = {
 
 
 class Expressions:
-    """The builder's expressions (a mixin of :class:`costgraph.builder.Builder`):
+    """The builder's expressions (a mixin of :class:`costgraph.engine.builder.Builder`):
     ``evaluate`` gives a value — a SymPy dimension expression, a tensor, a
     tuple of tensors, true/false, a string or none. It calls back into the walk
     for calls (``call``) and for arithmetic on tensors (``apply_op``)."""

@@ -1,4 +1,4 @@
-"""Names, values and scopes of the builder's walk (:mod:`costgraph.builder`).
+"""Names, values and scopes of the builder's walk (:mod:`costgraph.engine.builder`).
 
 What every part of the walk shares: the language's constants, a
 :class:`Scope` of variables (a repeat body or an if branch reads through to
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from . import ast
-from .errors import CostgraphSemanticError, Location
+from ..language import ast
+from ..errors import CostgraphSemanticError, Location
 from .graph import Tensor
-from .parser import MAX_DIGITS
-from .patterns import Index as _Index
+from ..language.parser import MAX_DIGITS
+from ..language.patterns import Index as _Index
 
 CONSTANTS = {"true": True, "false": False, "none": None}
 

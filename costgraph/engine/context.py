@@ -16,14 +16,14 @@ from typing import Protocol
 
 import sympy
 
-from .errors import CostgraphSemanticError, Location
+from ..errors import CostgraphSemanticError, Location
 from .symbols import as_expr
 from .graph import ONE, CacheEntry, CostGraph, Flops, Tensor, Weight
 
 
 class Walk(Protocol):
     """What an :class:`OpContext` reads from the walk that builds the graph
-    (:class:`costgraph.builder.Builder` is one): the build settings, the graph
+    (:class:`costgraph.engine.builder.Builder` is one): the build settings, the graph
     being filled, the number of copies (``count``) and of active copies
     (``active``) of the statement being built, the tensors made once for the
     whole model (``shared``, by key), and how a ``tied=`` name finds its weight.
@@ -188,7 +188,7 @@ class OpContext:
         """Record ``value`` on the node's ``attrs`` beside the call's arguments
         (the builder copies the arguments after the rule has run): what an
         analysis needs from the rule, such as a causal product's queries and
-        keys (:func:`costgraph.totals.causal_share`)."""
+        keys (:func:`costgraph.engine.totals.causal_share`)."""
         self.args[name] = value
 
     def float_role(self, *tensors: Tensor) -> str:
@@ -206,7 +206,7 @@ class OpContext:
         inner one's output) is counted once. Views of one storage that are
         different tensors — K and V split off GPT's fused QKV — are cached
         each. ``state = True``: a fixed-size recurrent state with no sequence
-        axis (see :class:`costgraph.graph.CacheEntry`)."""
+        axis (see :class:`costgraph.engine.graph.CacheEntry`)."""
         producer = self.b.cg.nodes.get(t.producer)
         if (producer is not None and producer["kind"] == "cache") or any(e.tensor == t.id for e in self.b.cg.caches):
             return

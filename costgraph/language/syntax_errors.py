@@ -2,7 +2,7 @@
 :class:`~costgraph.errors.CostgraphSyntaxError` (file:line:column, the line
 with a caret, what was expected as a user would type it — ``')' or ','``,
 never a terminal name — the construct being written, and a hint for an
-unclosed bracket). Used by :func:`costgraph.parser.parse`.
+unclosed bracket). Used by :func:`costgraph.language.parser.parse`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from .errors import CostgraphSyntaxError, Location
+from ..errors import CostgraphSyntaxError, Location
 from .grammar import lark_parser
 
 # --- syntax errors in the user's words ---------------------------------------

@@ -1,8 +1,8 @@
-"""Text → located syntax tree (:mod:`costgraph.ast`).
+"""Text → located syntax tree (:mod:`costgraph.language.ast`).
 
 Syntax only: names are not resolved here. The grammar is
 ``grammars/costgraph.lark`` (LALR(1)), built once by
-:mod:`costgraph.grammar`. Syntax errors become
+:mod:`costgraph.language.grammar`. Syntax errors become
 :class:`~costgraph.errors.CostgraphSyntaxError` with file, line, column, the
 line with a caret, and what was expected in the words a user types.
 """
@@ -15,13 +15,13 @@ from lark import Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast
-from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, Location
+from ..errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, Location
 from .grammar import lark_parser
 from .syntax_errors import _location, _syntax_error
 
 
 class _ToAst(Transformer_NonRecursive):
-    """Builds :mod:`costgraph.ast` nodes; every node gets its location."""
+    """Builds :mod:`costgraph.language.ast` nodes; every node gets its location."""
 
     def __init__(self, path: str, lines: list[str]):
         super().__init__()

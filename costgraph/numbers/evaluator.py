@@ -29,7 +29,7 @@ from typing import Sequence
 import sympy
 
 from .integer_form import cg_floordiv, exact_parts
-from .symbols import as_expr
+from ..engine.symbols import as_expr
 
 
 _PY_MODULES = [{"Min": min, "Max": max, "cg_floordiv": lambda n, d: n // d}, "math"]
@@ -243,7 +243,7 @@ class Compiled:
         return f"<compiled costs of ({', '.join(self.symbols)}), {self.dtype}: {', '.join(self.quantities)}>"
 
     def __call__(self, *positional, **arrays):
-        from .errors import CostgraphValueError
+        from ..errors import CostgraphValueError
 
         if positional:
             raise CostgraphValueError("give the values by name", hint="this function takes "

@@ -1,9 +1,9 @@
 """The costgraph grammar, built once into a LALR parser.
 
-Shared by :mod:`costgraph.parser` (which parses with it) and
-:mod:`costgraph.syntax_errors` (which reads its terminals' patterns to say
+Shared by :mod:`costgraph.language.parser` (which parses with it) and
+:mod:`costgraph.language.syntax_errors` (which reads its terminals' patterns to say
 what was expected in the user's words), so neither imports the other.
-The grammar text is ``grammars/costgraph.lark`` (see :mod:`costgraph.resources`).
+The grammar text is ``grammars/costgraph.lark`` (see :mod:`costgraph.language.resources`).
 """
 
 from __future__ import annotations

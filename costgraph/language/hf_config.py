@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from . import arguments, datafiles
-from .arguments import shown
-from .errors import CostgraphValueError, Location
-from .model import Costs, Model, load
+from .. import arguments, datafiles
+from ..arguments import shown
+from ..errors import CostgraphValueError, Location
+from ..model import Costs, Model, load
 
 # A config.json is a few kB; these bounds sit far above any real one.
 MAX_JSON_BYTES = 16 * 1024 * 1024

@@ -1,5 +1,5 @@
 """Exact integer form of a cost formula: for exact evaluation
-(:class:`costgraph.evaluator.ExactEvaluator`) and for generated code.
+(:class:`costgraph.numbers.evaluator.ExactEvaluator`) and for generated code.
 
 A cost formula is a whole number at valid sizes, but it may be written with
 fractions (``s w − w²/2`` under ``--causal half``, ``55 h/4`` per device),
@@ -32,8 +32,8 @@ from math import gcd, lcm
 
 import sympy
 
-from .errors import CostgraphValueError
-from .symbols import as_expr
+from ..errors import CostgraphValueError
+from ..engine.symbols import as_expr
 
 ONE = sympy.Integer(1)
 
@@ -42,7 +42,7 @@ class cg_floordiv(sympy.Function):
     """``n // d`` of two integer-valued expressions: what ``floor`` and
     ``ceiling`` become (layer patterns count ``floor(l/6)`` layers), so that
     they are evaluated in integers, never through floats. Generated code and
-    :mod:`costgraph.evaluator` print it as floor division (rounding towards −∞)."""
+    :mod:`costgraph.numbers.evaluator` print it as floor division (rounding towards −∞)."""
 
 
 def _refuse(e, why: str):
