@@ -114,6 +114,54 @@ def whole(value: object, name: str) -> int:
     return value
 
 
+def model_values(model, values: object, name: str = "values") -> dict | None:
+    """``values`` of the analyses of :class:`costgraph.Model` (``train``, ``infer``, ``plan``):
+    None, or a mapping of the model's dimensions — their symbols (``model.values(...)``) or
+    names (``"h"``) — to positive whole numbers; returned keyed by symbol, as SymPy Integers.
+
+    Raises
+    ------
+    CostgraphValueError
+        Not a mapping, a key that names no dimension of the model, or a value that is not a
+        positive whole number (as ``--set`` refuses it)."""
+    import sympy
+
+    if values is None:
+        return None
+    if not isinstance(values, Mapping):
+        _fail(f"argument '{name}'", "a mapping of dimensions to whole numbers, e.g. model.values('gpt2')", values)
+    dims = model.graph.dims
+    by_symbol = {d.symbol: d for d in dims.values()}
+    out = {}
+    for k, v in values.items():
+        dim = dims.get(k) if isinstance(k, str) else by_symbol.get(k)
+        if dim is None:
+            raise CostgraphValueError(f"'{name}' names {shown(k)}, which is no dimension of model '{model.name}'",
+                                      hint="dimensions: " + ", ".join(sorted(dims)))
+        if hasattr(v, "is_Integer") and getattr(v, "is_Integer", False):
+            v = int(v)   # a SymPy Integer, as model.values() gives
+        out[dim.symbol] = sympy.Integer(whole(v, dim.name))
+    return out
+
+
+def named_choice(value: object, choice) -> object:
+    """``value`` if it is one of a :class:`costgraph.choices.Choice`'s values."""
+    try:
+        return choice.check(value)
+    except (ValueError, TypeError):
+        raise CostgraphValueError(f"unknown {choice.what} {shown(value)}", hint=choice.hint()) from None
+
+
+def positive_number(value: object, name: str) -> object:
+    """``value`` if it is None or a positive number (an int, a float or text read by
+    :func:`rational`); not a bool."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or rational(value, name) <= 0:
+        _fail(f"'{name}'", "a positive number", value)
+    return value
+
+
 def dim_values(values: Mapping[str, object]) -> dict[str, int]:
     """Keyword dimension values (``h=768``): each a positive whole number."""
     return {k: whole(v, k) for k, v in values.items()}

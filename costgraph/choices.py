@@ -123,6 +123,16 @@ ZERO_STAGE = Choice("zero", "ZeRO stage", (
     (3, "parameters too (FSDP FULL_SHARD)"),
 ), 0)
 
+#: the dtypes a hardware preset may give a dense peak for (``peak_flops_<dtype>`` in
+#: ``hardware.toml``); the default is the peak training and inference time at
+PEAK_DTYPE = Choice("compute", "dtype of the peak", (
+    ("bf16", "dense BF16 tensor-core peak"),
+    ("fp16", "dense FP16 tensor-core peak"),
+    ("fp8", "dense FP8 tensor-core peak"),
+    ("tf32", "dense TF32 tensor-core peak"),
+    ("fp32", "FP32 (non-tensor-core) peak"),
+), "bf16")
+
 #: every fixed-list choice, by name
 CHOICES: dict[str, Choice] = {c.name: c for c in (CONVENTION, CAUSAL, PROFILE, PRECISION, SCHEDULE, RECOMPUTE,
                                                    ATTENTION, ZERO_STAGE)}

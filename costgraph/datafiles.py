@@ -171,6 +171,8 @@ class DataSet:
 
 # ---------------------------------------------------------------- comments and lines
 
+#: the names a user's file may give its entries (so that each can be typed on a command line)
+_USER_NAME = re.compile(r"(?!.*\.toml$)[a-z0-9][a-z0-9._+-]{0,63}")
 _HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
 _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=\s*([^#]*?)\s*(#.*)?$")
 _SOURCE = re.compile(r"#\s*source:\s*(.*\S)\s*$")
@@ -278,7 +280,17 @@ def _check_keys(entry: Entry, table: dict, kind: Kind) -> None:
     missing = [f.name for f in kind.fields if f.required and f.name not in table]
     if missing:
         raise entry.error(f"is missing {', '.join(missing)}",
-                          hint="keys of a " + kind.what + ": " + ", ".join(kind.keys))
+                          hint=f"keys of {_article(kind.what)} {kind.what}: " + ", ".join(kind.keys))
+
+
+def _article(noun: str) -> str:
+    """``a`` or ``an`` before ``noun`` (by its first letter)."""
+    return "an" if noun[:1].lower() in "aeiou" else "a"
+
+
+def _plural(noun: str) -> str:
+    """``noun`` in the plural (``precision policies``, ``hardware presets``)."""
+    return noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
 
 
 def _present(values: Mapping, key: str) -> bool:
@@ -290,6 +302,11 @@ def make_entry(name: str, table, kind: Kind, file: str, path: tuple[str, ...], s
     """Validate one table ``table`` of ``file`` (at header ``path``) as a ``kind``
     and return its :class:`Entry`; ``scanned`` is :func:`scan` of the text."""
     sources, lines = scanned
+    if not bundled and path and not _USER_NAME.fullmatch(name):
+        line = lines.get((path, ""))
+        raise CostgraphValueError(f"{file}: a table name is not a name{f' (line {line})' if line else ''}",
+                                  hint="name each entry in lower case with digits and '-' (my-gpu, adam-4bit), "
+                                       "at most 64 characters, not ending in .toml")
     where = "[" + ".".join(path) + "]"
     keys = {k: lines[(path, k)] for k in (*kind.keys, "", *(table if isinstance(table, dict) else ()))
             if (path, k) in lines}
@@ -404,7 +421,7 @@ def check_refs(entries: Mapping[str, Entry], kind: Kind) -> None:
             if key in entry and (entry[key] == name or entry[key] not in entries):
                 said = f"{key} = {entry[key]!r}" if entry.bundled else key    # a user's values are not repeated
                 raise entry.error(f"{said} names no other {kind.what}", key,
-                                  hint=f"{kind.what}s: " + ", ".join(entries))
+                                  hint=f"{_plural(kind.what)}: " + ", ".join(entries))
 
 
 def read_text(path: str | os.PathLike, what: str = "data file") -> str:

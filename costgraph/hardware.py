@@ -43,6 +43,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from . import datafiles
+from .choices import PEAK_DTYPE
 from .datafiles import Field, Kind, Schema
 from .errors import CostgraphValueError
 
@@ -80,7 +81,7 @@ KEYS = KIND.keys
 UNITS = {f.name: f.unit for f in KIND.fields if f.type == "int"}
 
 #: dtype names accepted by :meth:`Hardware.peak_flops`.
-DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+DTYPES = PEAK_DTYPE.values
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,9 @@ class Model:
                 raise CostgraphValueError(f"train() has no setting {unknown[0]!r}",
                                           hint="settings: " + ", ".join(sorted(fields)))
             layout = Layout(**layout_settings)
+        elif not isinstance(layout, Layout):
+            raise CostgraphValueError(f"train() takes a Layout or keyword settings, not {arguments.shown(layout)}",
+                                      hint="model.train(t=2, gpus=8) or model.train(Layout(t=2, gpus=8))")
         elif layout_settings:
             raise CostgraphValueError("give a Layout or keyword settings, not both")
         if scope not in ("model", "layer"):
@@ -189,6 +192,10 @@ class Model:
         """
         from .inference.roofline import infer
 
+        values = arguments.model_values(self, values)
+        arguments.named_choice(convention, CONVENTION)
+        arguments.named_choice(causal, _CAUSAL)
+        arguments.whole(tp, "--tp")
         return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
                      values=values, t=tp, weights=weights, kv=kv, page=page,
                      reserve=arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,

@@ -168,9 +168,20 @@ def test_a_user_entry_never_replaces_a_bundled_one(tmp_path, monkeypatch, capsys
     code, _, err = _run(["hardware"], capsys)
     assert code == 2
     assert f"{tmp_path / 'hardware.toml'}: [h100-sxm] is a bundled hardware preset already" in err
-    (tmp_path / "hardware.toml").write_text(_gpu("H100SXM"))
+    (tmp_path / "hardware.toml").write_text(_gpu("h100sxm"))   # the bundled h100-sxm without its dash
     code, _, err = _run(["hardware"], capsys)
-    assert code == 2 and "[H100SXM] is not a preset name" in err
+    assert code == 2 and "[h100sxm] is not a preset name" in err
+
+
+@pytest.mark.parametrize("name", ["H100SXM", "", "\u00fcn\u00ef", "--help", "x.toml", "a" * 65, "my gpu"])
+def test_a_user_entry_name_is_a_name_one_can_type(tmp_path, monkeypatch, capsys, name):
+    # found by a new user's trial: [""], ["--help"] and non-ASCII names were accepted, and a name ending in .toml
+    # could never be asked for (--hardware reads it as a file); the name is not repeated in the message
+    (tmp_path / "hardware.toml").write_text(_gpu('"' + name + '"'))   # a quoted TOML key
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    code, _, err = _run(["hardware"], capsys)
+    assert code == 2 and "hardware.toml: a table name is not a name" in err
+    assert not name or name not in err.split("hint:")[0].split("hardware.toml")[-1]
 
 
 def test_costgraph_data_folder_checks(tmp_path, monkeypatch, capsys):

@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
     f.add_argument("--weights", default=choices.DEFAULT_WEIGHTS, help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
     f.add_argument("--kv", default=choices.DEFAULT_KV, help="KV cache dtype: bf16 (default), fp16, fp8, int8")
-    f.add_argument("--compute", choices=("bf16", "fp16", "fp8"), help="dtype of the peak (default: the weights')")
+    f.add_argument("--compute", choices=choices.PEAK_DTYPE.values, help="dtype of the peak (default: the weights')")
     f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
     f.add_argument("--reserve", default="0.1", help="fraction of device memory kept free (default 0.1)")
     f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")

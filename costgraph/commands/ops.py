@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    sub.add_parser("ops", help="operators a model file can call")
+    sub.add_parser("ops", help="operators a model file can call, with their traits")
 
 
 def run(args=None) -> str:

@@ -17,7 +17,7 @@ from .common import load_any, model_arguments, settings
 
 def add_parser(sub) -> None:
     t = sub.add_parser("train", help="training memory per device for a parallel layout (ZeRO, TP/SP/PP/CP/EP, "
-                                     "recomputation), and whether it fits")
+                                     "recomputation), whether it fits, FLOPs, time and communication")
     model_arguments(t, "a bundled model name, a .cg file or a config.json (or --params N for a bare "
                        "parameter count)", "dimension values (b is the micro-batch) or model options", optional=True)
     t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")

@@ -25,6 +25,9 @@ from ..engine.symbols import dim
 DP = dim(choices.DP_SYMBOL)
 
 
+#: the most devices a layout may have (as the planner's search)
+MAX_DEVICES = 10**6
+
 @dataclass
 class Layout:
     """A parallel layout and training settings (defaults filled in).
@@ -101,6 +104,9 @@ class Layout:
                                       "it needs t > 1", hint="add --tp T")
         if out.gpus is not None:
             _degree(out.gpus, "gpus")
+            if out.gpus > MAX_DEVICES:
+                raise CostgraphValueError(f"gpus is over {MAX_DEVICES:,}: at most {MAX_DEVICES:,} devices",
+                                          hint="the largest clusters trained on have about 10^5")
             per = out.t * out.p * out.c
             if isinstance(per, int) and out.gpus % per:
                 raise CostgraphValueError(f"{out.gpus} GPUs do not divide into t·p·c = {per}",

@@ -56,6 +56,17 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         does not divide, an MFU outside (0, 1], --tokens without a rate, a layout the model does
         not divide into, ...).
     """
+    values = arguments.model_values(model, values)
+    arguments.named_choice(convention, CONVENTION)
+    arguments.named_choice(causal, CAUSAL)
+    arguments.flag(megatron, "megatron")
+    arguments.flag(router, "router")
+    for v, name in ((tokens, "--tokens"), (price, "--price"), (peak, "--peak"), (achieved, "--achieved")):
+        arguments.positive_number(v, name)
+    if global_batch is not None:
+        arguments.whole(global_batch, "--global-batch")
+    if memory is not None and not isinstance(memory, str):
+        arguments.whole(memory, "--memory")
     from .fit import parse_size
 
     capacity = parse_size(memory) if isinstance(memory, str) else memory

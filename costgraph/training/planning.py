@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .. import arguments
 from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY
 from ..errors import CostgraphValueError
+from ..parallel.layout import MAX_DEVICES
 
 
 @dataclass
@@ -110,9 +111,14 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
 
     if values is None:
         raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
-    if gpus <= 0 or global_batch <= 0 or top <= 0:
-        raise CostgraphValueError("--gpus, --global-batch and --top must be positive")
-    if gpus > 10**6:
+    values = arguments.model_values(model, values)
+    for v, name in ((gpus, "--gpus"), (global_batch, "--global-batch"), (top, "--top")):
+        arguments.whole(v, name)
+    arguments.positive_number(tokens, "--tokens")
+    arguments.named_choice(attention, ATTENTION)
+    if memory is not None and not isinstance(memory, str):
+        arguments.whole(memory, "--memory")
+    if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw = preset(hardware)
     capacity = parse_size(memory) if isinstance(memory, str) else memory if memory is not None else hw.memory_bytes

@@ -1,0 +1,62 @@
+"""The API's analyses (Model.train, Model.infer, Model.plan) check their arguments as the commands
+do: a wrong type or value is a CostgraphValueError naming the argument, never an error from deep
+inside (found by a fresh user's trial of issue 15's API)."""
+
+import pytest
+
+import costgraph
+from costgraph.errors import CostgraphValueError
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    m = costgraph.load("gpt")
+    v = m.values("gpt2")
+    return m, v, next(s for s in v if str(s) == "h")
+
+
+CASES = [
+    ("values a list", lambda m, v, h: m.train(gpus=8, values=[1]), "argument 'values' must be a mapping"),
+    ("values a config name", lambda m, v, h: m.train(gpus=8, values="gpt2"), "argument 'values' must be a mapping"),
+    ("a value as text", lambda m, v, h: m.train(gpus=8, values={**v, h: "abc"}), "'h' must be a positive whole"),
+    ("a negative size", lambda m, v, h: m.train(gpus=8, values={**v, h: -768}), "'h' must be a positive whole"),
+    ("a fractional size", lambda m, v, h: m.train(gpus=8, values={**v, h: 767.5}), "'h' must be a positive whole"),
+    ("a size of no dimension", lambda m, v, h: m.train(gpus=8, values={**v, "zz": 3}), "no dimension of model 'gpt'"),
+    ("a layout of the wrong type", lambda m, v, h: m.train(42, values=v), "takes a Layout or keyword settings"),
+    ("a dict as the layout", lambda m, v, h: m.train({"t": 2}, values=v), "takes a Layout or keyword settings"),
+    ("an unknown causal count", lambda m, v, h: m.train(gpus=8, values=v, causal="zz"), "unknown causal count 'zz'"),
+    ("no causal count", lambda m, v, h: m.train(gpus=8, values=v, causal=None), "unknown causal count None"),
+    ("a convention by number", lambda m, v, h: m.train(gpus=8, values=v, convention=3), "unknown FLOP convention 3"),
+    ("megatron as text", lambda m, v, h: m.train(gpus=8, values=v, megatron="yes"), "'megatron' must be True or False"),
+    ("negative tokens", lambda m, v, h: m.train(gpus=8, values=v, tokens=-1, mfu=0.4), "'--tokens' must be a positive"),
+    ("a cluster of 10^400 devices", lambda m, v, h: m.train(gpus=10**400, zero=3, values=v),
+     "gpus is over 1,000,000"),
+    ("plan: gpus as text", lambda m, v, h: m.plan(v, gpus="x", hardware="h100-sxm", global_batch=64),
+     "'--gpus' must be a positive whole number"),
+    ("plan: gpus a float", lambda m, v, h: m.plan(v, gpus=8.0, hardware="h100-sxm", global_batch=64),
+     "'--gpus' must be a positive whole number"),
+    ("plan: gpus a bool", lambda m, v, h: m.plan(v, gpus=True, hardware="h100-sxm", global_batch=64),
+     "'--gpus' must be a positive whole number"),
+    ("plan: top as text", lambda m, v, h: m.plan(v, gpus=8, hardware="h100-sxm", global_batch=64, top="3"),
+     "'--top' must be a positive whole number"),
+    ("plan: negative tokens", lambda m, v, h: m.plan(v, gpus=8, hardware="h100-sxm", global_batch=64, tokens=-1),
+     "'--tokens' must be a positive number"),
+    ("plan: a negative size", lambda m, v, h: m.plan({**v, h: -768}, gpus=8, hardware="h100-sxm", global_batch=64),
+     "'h' must be a positive whole"),
+    ("infer: values a list", lambda m, v, h: m.infer(hardware="h100-sxm", prompt=8, generate=2, values=[1]),
+     "argument 'values' must be a mapping"),
+    ("infer: an unknown convention", lambda m, v, h: m.infer(hardware="h100-sxm", prompt=8, generate=2, values=v,
+                                                             convention="zz"), "unknown FLOP convention 'zz'"),
+]
+
+
+@pytest.mark.parametrize("name, call, message", CASES, ids=[c[0] for c in CASES])
+def test_api_refuses_with_a_named_argument(gpt, name, call, message):
+    with pytest.raises(CostgraphValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call(*gpt)
+
+
+def test_sizes_by_name_equal_sizes_by_symbol(gpt):
+    m, v, _ = gpt
+    by_name = m.train(gpus=8, values={str(s): int(x) for s, x in v.items()}).to_dict()["memory"]["total"]["value"]
+    assert by_name == m.train(gpus=8, values=v).to_dict()["memory"]["total"]["value"] == 3_276_677_120
