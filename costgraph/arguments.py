@@ -158,7 +158,8 @@ def positive_number(value: object, name: str) -> object:
     if value is None:
         return None
     if isinstance(value, bool) or rational(value, name) <= 0:
-        _fail(f"'{name}'", "a positive number", value)
+        raise CostgraphValueError(f"{name} must be positive, not {shown(value)}",
+                                  hint="a positive number: an int, a float or text such as '1e9'")
     return value
 
 
