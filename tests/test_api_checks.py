@@ -60,3 +60,16 @@ def test_sizes_by_name_equal_sizes_by_symbol(gpt):
     m, v, _ = gpt
     by_name = m.train(gpus=8, values={str(s): int(x) for s, x in v.items()}).to_dict()["memory"]["total"]["value"]
     assert by_name == m.train(gpus=8, values=v).to_dict()["memory"]["total"]["value"] == 3_276_677_120
+
+
+def test_the_step_time_names_its_preset_and_errors_name_the_flag(gpt, capsys):
+    # found by the same trial: `train --hardware` never said which preset its seconds were on, and
+    # `--tp -1` was refused as "t must be ...", the API's field name only
+    from costgraph.cli import main
+
+    m, v, _ = gpt
+    r = m.train(gpus=8, zero=1, values=v, hardware="h100-sxm")
+    assert r.to_dict()["step"]["hardware"] == "h100-sxm"
+    assert "step time model on h100-sxm (" in r.to_text()
+    assert main(["train", "gpt", "--config", "gpt2", "--tp", "-1"]) == 2
+    assert "t (--tp) must be a positive whole number, got -1" in capsys.readouterr().err

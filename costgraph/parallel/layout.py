@@ -130,6 +130,12 @@ class Layout:
         return out
 
 
+#: the command-line option of each degree (errors name both: the API's field and the CLI's flag)
+_FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-stages", "gpus": "--gpus",
+          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches"}
+
+
 def _degree(v, name):
     if isinstance(v, bool) or not (isinstance(v, int) and v > 0 or isinstance(v, sympy.Expr) and v.is_positive):
-        raise CostgraphValueError(f"{name} must be a positive whole number, got {v!r}")
+        flag = f" ({_FLAGS[name]})" if name in _FLAGS else ""
+        raise CostgraphValueError(f"{name}{flag} must be a positive whole number, got {v!r}")

@@ -228,4 +228,5 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
                             for k, c in cols.items()}
     out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
     out["efficiency"] = eff
+    out["hardware"] = hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
     return out

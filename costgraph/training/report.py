@@ -112,6 +112,7 @@ def _compute_json(compute: dict, values) -> dict:
     if "step" in compute:
         out["step"] = {k: _number(v, values) for k, v in compute["step"].items()}
         out["step"]["efficiency"] = float(compute["efficiency"])
+        out["step"]["hardware"] = compute["hardware"]
     return out
 
 
@@ -160,7 +161,8 @@ def _compute_text(compute: dict, values) -> list[str]:
     if "step" in compute:
         st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
         if all(x.is_number for x in st.values()):
-            out += ["", f"step time model (--efficiency: compute at {float(compute['efficiency']):.0%} of peak; "
+            out += ["", f"step time model on {compute['hardware']} (--efficiency: compute at "
+                        f"{float(compute['efficiency']):.0%} of peak; "
                         "DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed; the time section above "
                         "uses --mfu/--achieved instead):",
                     f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
