@@ -2,7 +2,6 @@
 (not a subcommand: the leading ``_`` keeps it out of
 :func:`costgraph.commands.names`).
 
-* the derive conventions: ``--convention``, ``--causal``, ``--profile``, ``--no-dropout``;
 * the training layout of ``costgraph train`` (``--gpus --tp --pp --cp --ep --etp --sp --zero
   --hsdp --recompute --attention --precision --optimizer --micro-batches --schedule
   --virtual-stages --memory --no-loss``), turned into a
@@ -34,17 +33,6 @@ TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": Fa
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
-
-
-def convention_arguments(p) -> None:
-    """``--convention --causal --profile --no-dropout``, as ``costgraph derive``."""
-    add_option(p, choices.CONVENTION, "--convention",
-               help="FLOP convention: matmul (matrix products only; default) or all")
-    add_option(p, choices.CAUSAL, "--causal",
-               help="attention FLOPs over the full s×s square (default), half (area) or exact (pairs)")
-    add_option(p, choices.PROFILE, "--profile",
-               help="what is kept for backward: Korthikanti et al. 2022 (default) or PyTorch autograd")
-    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
 
 
 def train_arguments(p, with_train_flag: bool = False) -> None:

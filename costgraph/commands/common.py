@@ -88,20 +88,26 @@ def load_any(args, dims: dict, options: dict):
     return model, (model.values(args.config, **dims) if (dims or args.config is not None) else None)
 
 
-def cost_arguments(p, scope: bool = True) -> None:
+def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:
     """The conventions of ``costgraph derive``: ``--scope``, ``--convention``, ``--precision``,
-    ``--causal``, ``--profile``, ``--no-dropout``."""
+    ``--causal``, ``--profile``, ``--no-dropout`` (the one place they are declared; ``scope`` and
+    ``precision`` False for a command that declares its own, e.g. ``--precision`` as a training
+    precision policy in ``report`` and ``plot``)."""
 
     if scope:
         p.add_argument("--scope", default="model", help="model (default), layer, or a group, block or node path")
     add_option(p, choices.CONVENTION, "--convention",
                help="FLOP convention: matmul (matrix products only; default) or all")
-    add_option(p, choices.PRECISION, "--precision", help="bytes per activation element")
+    if precision:
+        add_option(p, choices.PRECISION, "--precision",
+                   help="bytes per element of activations (bf16: 2; masks 1 byte)")
     add_option(p, choices.CAUSAL, "--causal",
-               help="attention FLOPs: full square (default), half (area) or exact (pairs)")
+               help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an "
+                    "area (half) or whole pairs (exact)")
     add_option(p, choices.PROFILE, "--profile",
-               help="what is kept for backward (see costgraph derive --help)")
-    p.add_argument("--no-dropout", action="store_true", help="no dropout masks")
+               help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
+                    "autograd keeps in Hugging Face's eager bf16 code")
+    p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
 
 
 def costs_of(args, model, scope: str | None = None):

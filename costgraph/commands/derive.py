@@ -4,10 +4,8 @@ with units when given values (:meth:`costgraph.Model.costs`)."""
 
 from __future__ import annotations
 
-from .. import choices
-from ..choices import add_option
 from ..errors import CostgraphValueError
-from .common import settings
+from .common import cost_arguments, settings
 
 
 def add_parser(sub) -> None:
@@ -20,16 +18,7 @@ def add_parser(sub) -> None:
     d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
-    add_option(d, choices.CONVENTION, "--convention",
-               help="FLOP convention: matmul (matrix products only; default) or all")
-    add_option(d, choices.PRECISION, "--precision",
-               help="bytes per element of activations (bf16: 2; masks 1 byte)")
-    add_option(d, choices.CAUSAL, "--causal",
-               help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an area (half) or whole pairs (exact)")
-    d.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
-    add_option(d, choices.PROFILE, "--profile",
-               help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
-                    "autograd keeps in Hugging Face's eager bf16 code")
+    cost_arguments(d, scope=False)   # --convention --precision --causal --profile --no-dropout
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
 

@@ -6,9 +6,7 @@ clusters labelled with their counts, tied weights and stored tensors
 
 from __future__ import annotations
 
-from .. import choices
-from ..choices import add_option
-from .common import model_arguments
+from .common import cost_arguments, model_arguments
 
 
 def add_parser(sub) -> None:
@@ -18,14 +16,7 @@ def add_parser(sub) -> None:
                    help="dot (Graphviz text, default), svg (laid out by Graphviz's dot program), graphml "
                         "(attributes as strings), json (NetworkX node-link, formulas with expression trees)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    p.add_argument("--scope", default="model", help="model (default), layer, or the path of a group, block or node")
-    add_option(p, choices.CONVENTION, "--convention", help="FLOP convention")
-    p.add_argument("--precision", default=choices.PRECISION.default, help="bytes per element (bf16, fp16, fp32)")
-    add_option(p, choices.CAUSAL, "--causal",
-               help="attention FLOPs: full square, half (area) or exact (pairs)")
-    add_option(p, choices.PROFILE, "--profile",
-               help="what operators keep for backward")
-    p.add_argument("--no-dropout", action="store_true", help="without dropout and its masks")
+    cost_arguments(p)   # --scope --convention --precision --causal --profile --no-dropout
 
 
 def run(args) -> str:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    from ._analysis import convention_arguments, infer_arguments, train_arguments
+    from ._analysis import infer_arguments, train_arguments
+    from .common import cost_arguments
     from .common import model_arguments
 
     p = sub.add_parser("plot", help="plots (PNG or SVG): memory per device by part over a sweep, FLOPs by "
@@ -37,7 +38,7 @@ def add_parser(sub) -> None:
                         "(weights, KV cache)")
     p.add_argument("--unit", choices=("GB", "GiB"), default="GB", help="memory: GB (10^9 bytes) or GiB (2^30)")
     p.add_argument("--hardware", help="a hardware preset: device memory (memory), peak and bandwidth (roofline)")
-    convention_arguments(p)
+    cost_arguments(p, scope=False, precision=False)
     train_arguments(p)
     infer_arguments(p)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    from ._analysis import convention_arguments, infer_arguments, train_arguments
+    from ._analysis import infer_arguments, train_arguments
+    from .common import cost_arguments
     from .common import model_arguments
 
     p = sub.add_parser("report", help="a LaTeX, HTML or Markdown report: closed forms per scope and block, "
@@ -34,7 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print)")
     p.add_argument("--fragment", action="store_true", help="tex: only the body, to \\input into a paper "
                                                            "(which loads amsmath, array and longtable)")
-    convention_arguments(p)
+    cost_arguments(p, scope=False, precision=False)
     p.add_argument("--hardware", help="a hardware preset (costgraph hardware): device memory for the training "
                                       "section, peak and bandwidth for inference")
     train_arguments(p, with_train_flag=True)

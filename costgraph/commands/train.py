@@ -9,10 +9,9 @@ module reads the options and renders its :class:`~costgraph.training.result.Trai
 from __future__ import annotations
 
 from .. import choices
-from ..choices import add_option
 from ..errors import CostgraphValueError
 from ._analysis import train_arguments, train_layout
-from .common import load_any, model_arguments, settings
+from .common import cost_arguments, load_any, model_arguments, settings
 
 
 def add_parser(sub) -> None:
@@ -35,15 +34,13 @@ def add_parser(sub) -> None:
     t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
     t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
     t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
-    t.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY, help="with --hardware: the fraction of the peak the compute "
-                                                        "kernels reach in the step-time model (default 0.5)")
-    add_option(t, choices.CONVENTION, "--convention", help="FLOP convention")
-    add_option(t, choices.CAUSAL, "--causal", help="attention FLOPs: full square, half (area) or exact (pairs)")
+    t.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY,
+                   help="with --hardware: the fraction of the peak the compute kernels reach in the step-time "
+                        f"model (default {choices.DEFAULT_EFFICIENCY})")
+    cost_arguments(t, scope=False, precision=False)   # --convention --causal --profile --no-dropout
     t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
     t.add_argument("--megatron", action="store_true",
                    help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
-    t.add_argument("--no-dropout", action="store_true", help="train without dropout")
-    add_option(t, choices.PROFILE, "--profile")
     t.add_argument("--scope", choices=("model", "layer"), default="model")
     t.add_argument("--format", choices=("text", "json"), default="text")
 
