@@ -111,10 +111,18 @@ RECOMPUTE = Choice("recompute", "recompute policy", (
     ("full", "keep each layer's input only, recompute the layer"),
 ), "none")
 
+#: The attention kernel. Two declared defaults: training layouts (``train``, ``plan``, ``report``,
+#: ``plot``, ``Model.train``/``Model.plan``, :class:`~costgraph.parallel.layout.Layout`) default to the
+#: fused kernel practitioners run (PyTorch ``scaled_dot_product_attention``, FlashAttention-2; the
+#: default of Megatron-LM's TransformerEngine/flash backends and torchtitan), ``ATTENTION.default``;
+#: ``derive``'s activation closed form stays Korthikanti et al. 2022's (``34bsh + 5bs²a`` per layer:
+#: eager), :data:`DERIVE_ATTENTION`.
 ATTENTION = Choice("attention", "attention kernel", (
     ("eager", "the s x s scores and probabilities are kept"),
     ("flash", "a fused kernel: only the output and the log-sum-exp are kept"),
-), "eager")
+), "flash")
+#: the attention kernel of ``derive``'s activation memory (Korthikanti's closed form is eager's)
+DERIVE_ATTENTION = "eager"
 
 ZERO_STAGE = Choice("zero", "ZeRO stage", (
     (0, "no sharding: plain data parallelism"),
@@ -147,6 +155,14 @@ DEFAULT_WEIGHTS = "bf16"
 DEFAULT_KV = "bf16"
 #: the fraction of the peak the compute kernels reach in the step-time model
 DEFAULT_EFFICIENCY = "0.5"
+#: the memory a fit verdict keeps free on each device (``--reserve``): a fraction of the device memory
+#: (or a size, ``8GB``). The allocator and runtime hold memory the model's tensors do not: PyTorch's
+#: caching allocator keeps blocks reserved but unallocated (fragmentation; torchtitan logs
+#: ``max_reserved`` beside ``max_active`` for it, torchtitan/components/metrics.py DeviceMemoryMonitor),
+#: the CUDA context, cuBLAS workspaces and NCCL buffers take memory outside it. 10% is the margin
+#: practitioners leave (vLLM's ``gpu_memory_utilization`` default 0.9 is the same rule); an assumption,
+#: shown in every verdict, ``--reserve 0`` for none.
+DEFAULT_RESERVE = "0.1"
 #: the name of the data-parallel degree when no device count is given (the
 #: ZeRO paper's N_d; not ``d``, which Llama-style models use for the head size)
 DP_SYMBOL = "N_d"

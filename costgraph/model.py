@@ -126,15 +126,15 @@ class Model:
     def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
               price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
               scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              router: bool = True, **layout_settings):
+              router: bool = True, reserve=None, **layout_settings):
         """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
         ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
         (``t=8, sp=True, zero=1, recompute="selective", gpus=64``). ``values``: dimension values
         (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
         ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
-        ``"80GB"``), ``efficiency``, ``megatron``: as the options of ``costgraph train``
-        (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
+        ``"80GB"``), ``efficiency``, ``megatron``, ``reserve`` (a fraction or a size the fit
+        verdict keeps free): as the options of ``costgraph train`` (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
 
         Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
         bytes of ``weights``, ``gradients``, ``optimizer``, ``activations``, ``total`` per device
@@ -166,7 +166,8 @@ class Model:
             raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
         return train(self, layout, values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
                      peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
-                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router)
+                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router,
+                     reserve=reserve)
 
     def infer(self, *, hardware, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
@@ -222,7 +223,7 @@ class Model:
 
     def plan(self, values=None, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
              memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-             attention: str = ATTENTION.default, top: int = 10):
+             attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None):
         """The parallel layouts that fit a device, fastest first (``costgraph plan``;
         :func:`costgraph.training.planning.plan_layouts`).
 
@@ -231,7 +232,10 @@ class Model:
         ``global_batch``: sequences per step; ``tokens``: training tokens (days to train);
         ``efficiency``: the fraction of the peak compute reaches (default 1/2); ``memory``:
         device bytes or a size such as ``"80GB"`` (default: the preset's); ``precision``,
-        ``optimizer``, ``attention``: as ``costgraph train``; ``top``: how many layouts.
+        ``optimizer``, ``attention``: as ``costgraph train``; ``top``: how many layouts;
+        ``reserve``: the memory kept free on each device, a fraction or a size (default
+        :data:`costgraph.choices.DEFAULT_RESERVE`); ``command``: the ``costgraph train`` words naming
+        the model in the result's ``check`` command (default: its name and values as ``--set``).
 
         Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
         ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
@@ -245,7 +249,7 @@ class Model:
 
         return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
                             efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
-                            attention=attention, top=top)
+                            attention=attention, top=top, reserve=reserve, command=command)
 
     def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
         """Dimension values: the dims' defaults, then ``config``, then ``overrides``.

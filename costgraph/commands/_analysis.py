@@ -62,6 +62,8 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the "
                                     "--hardware preset's); adds the fit verdict and the largest b and s that fit")
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    p.add_argument("--reserve", default=None, help="memory the fit verdict keeps free on each device: a fraction "
+                                                   f"of it (0.1) or a size (8GB); default {choices.DEFAULT_RESERVE}")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
 

@@ -25,6 +25,8 @@ def add_parser(sub) -> None:
     pl.add_argument("--top", type=int, default=10, help="how many layouts to show (default 10)")
     pl.add_argument("--no-dropout", action="store_true")
     add_option(pl, choices.PROFILE, "--profile")
+    pl.add_argument("--reserve", default=None, help="memory kept free on each device: a fraction of it (0.1) or a "
+                                                    f"size (8GB); default {choices.DEFAULT_RESERVE}")
     pl.add_argument("--format", choices=("text", "json"), default="text")
 
 
@@ -40,5 +42,17 @@ def run(args) -> str:
         raise CostgraphValueError("plan chooses the micro-batch b itself", hint="leave b out of --set")
     result = model.plan(values, gpus=args.gpus, hardware=args.hardware, global_batch=args.global_batch,
                         tokens=args.tokens, efficiency=args.efficiency, memory=args.memory, precision=args.precision,
-                        optimizer=args.optimizer, attention=args.attention, top=args.top)
+                        optimizer=args.optimizer, attention=args.attention, top=args.top, reserve=args.reserve,
+                        command=_train_words(args))
     return result.to_json() if args.format == "json" else result.to_text()
+
+
+def _train_words(args) -> str:
+    """``costgraph train MODEL [--config C] [--set ...] [--profile P] [--no-dropout]``: the words of
+    the plan's command line that name the model, for its ``check`` command."""
+    import shlex
+
+    words = ["costgraph", "train", shlex.quote(args.model)] + (["--config", shlex.quote(args.config)] if args.config else [])
+    words += ["--set", *map(shlex.quote, args.set)] if args.set else []
+    words += ["--profile", args.profile] + (["--no-dropout"] if args.no_dropout else [])
+    return " ".join(words)

@@ -91,7 +91,7 @@ def run(args) -> str:
     cap = capacity(args)
     if train_given(args):
         _, result = training(args, model, values)
-        fits = training_fits(model, result, values, cap)
+        fits = training_fits(model, result, values, cap, reserve=args.reserve)
     inf_rep = inference(args)[1] if infer_given(args) else None
     rep = build(model, values, config=args.config, convention=args.convention,
                 precision="fp32" if args.precision == "fp32" else "bf16", causal=args.causal,

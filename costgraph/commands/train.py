@@ -64,7 +64,7 @@ def run(args) -> str:
                          tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
                          global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
                          megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
-                         router=not args.no_router)
+                         router=not args.no_router, reserve=args.reserve)
     return result.to_json() if args.format == "json" else result.to_text()
 
 
@@ -76,7 +76,7 @@ def _bare_only(args) -> None:
                                         ("--recompute", args.recompute != "none"), ("--sp", args.sp),
                                         ("--micro-batches", args.micro_batches is not None),
                                         ("--cp", args.cp != 1), ("--ep", args.ep != 1),
-                                        ("--attention", args.attention != "eager"), ("--scope", args.scope != "model"),
+                                        ("--attention", args.attention != choices.ATTENTION.default), ("--scope", args.scope != "model"),
                                         ("--set", bool(args.set)), ("--config", args.config is not None),
                                         ("--hardware", args.hardware is not None)) if on]
     if model_only:

@@ -33,7 +33,7 @@ from .result import TrainingResult
 def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
           price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
           scope: str = "model", convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          router: bool = True) -> TrainingResult:
+          router: bool = True, reserve=None) -> TrainingResult:
     """Training costs per device of ``model`` (a :class:`costgraph.Model`) under ``layout``.
 
     ``values``: dimension values (symbol → int, e.g. ``model.values("llama-2-7b")``), or None
@@ -45,7 +45,9 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     ``values`` and ``layout.gpus``); ``memory``: device bytes (int) or a size (``"80GB"``);
     ``efficiency``: the fraction of the peak the step-time model's kernels reach (default 1/2;
     needs ``hardware``); ``megatron``: add Megatron-LM's estimate; ``scope``: ``model`` or
-    ``layer``; ``convention``, ``causal``: the FLOP conventions; ``router``: count MoE router FLOPs.
+    ``layer``; ``convention``, ``causal``: the FLOP conventions; ``router``: count MoE router FLOPs;
+    ``reserve``: the memory the fit verdict keeps free, a fraction of the device memory or a size
+    (default :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`).
 
     Returns a :class:`~costgraph.training.result.TrainingResult`.
 
@@ -91,7 +93,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     from .memory import training_memory
 
     mem = training_memory(model.graph, layout, scope)
-    fits = training_fits(model, mem, values, capacity, scope)
+    fits = training_fits(model, mem, values, capacity, scope, reserve=reserve)
     compute = None
     if scope == "model":
         compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
@@ -141,27 +143,34 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
     return global_batch // (b * d)
 
 
-def training_fits(model, result, values, capacity, scope: str = "model") -> dict | None:
-    """The fit verdict for a device of ``capacity`` bytes: ``{capacity_bytes, fits, headroom_bytes,
-    largest_b, largest_s}`` for the most-loaded device of ``result`` (a TrainingMemory), or None
-    without a capacity or without every value. Shared with ``costgraph report``."""
+def training_fits(model, result, values, capacity, scope: str = "model", reserve=None) -> dict | None:
+    """The fit verdict for a device of ``capacity`` bytes less ``reserve`` (a fraction or a size,
+    default :data:`costgraph.choices.DEFAULT_RESERVE`): ``{capacity_bytes, reserve_bytes, fits,
+    headroom_bytes, largest_b, largest_s}`` for the most-loaded device of ``result`` (a
+    TrainingMemory), headroom and the largest sizes against the capacity less the reserve; when
+    it does not fit, ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`).
+    None without a capacity or without every value. Shared with ``costgraph report``."""
     import sympy
 
-    from .fit import largest_fitting
+    from .fit import fit_changes, largest_fitting, reserve_bytes
 
     if capacity is None or values is None:
         return None
+    held = reserve_bytes(reserve, capacity)
+    usable = capacity - held
     total = result.most_loaded(values).memory["total"]
     if not total.free_symbols <= set(values):
         return None
     used = int(sympy.ceiling(total.xreplace(values)))
-    fits = {"capacity_bytes": capacity, "fits": used <= capacity, "headroom_bytes": capacity - used}
+    fits = {"capacity_bytes": capacity, "reserve_bytes": held, "fits": used <= usable, "headroom_bytes": usable - used}
     worst = [st.memory["total"] for st in result.stages]
     for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
         info = model.graph.dims.get(name)
         if info is not None and info.derived is None and scope == "model":
-            best = [largest_fitting(e, info.symbol, values, capacity) for e in worst]
+            best = [largest_fitting(e, info.symbol, values, usable) for e in worst]
             fits[f"largest_{name}"] = None if None in best else min(best)
+    if not fits["fits"] and scope == "model" and result.layout.lora_rank is None:
+        fits["changes"] = fit_changes(model, result.layout, values, usable)
     return fits
 
 

@@ -45,6 +45,44 @@ def parse_size(text: str) -> int:
     return int(value)
 
 
+_FRACTION = re.compile(r"^\s*(0|1|0?\.[0-9]{1,12}|1\.0*)\s*$")
+
+
+def reserve_bytes(reserve, capacity: int) -> int:
+    """The bytes a fit verdict keeps free on a device of ``capacity`` bytes: ``reserve`` a
+    fraction of it in [0, 1) (``0.1``, ``"0.1"``; rounded up to a byte), or a size (``"8GB"``,
+    an int of bytes above 1). ``None``: :data:`costgraph.choices.DEFAULT_RESERVE`.
+
+    >>> reserve_bytes("0.1", 80_000_000_000), reserve_bytes("8GiB", 80_000_000_000), reserve_bytes(0, 80)
+    (8000000000, 8589934592, 0)
+
+    Raises
+    ------
+    CostgraphValueError
+        Text that is neither a fraction nor a size, or a reserve of the whole device or more.
+    """
+    from ..choices import DEFAULT_RESERVE
+
+    reserve = DEFAULT_RESERVE if reserve is None else reserve
+    if isinstance(reserve, bool):
+        raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}")
+    if isinstance(reserve, float):
+        reserve = repr(reserve)
+    if isinstance(reserve, int):
+        out = reserve if reserve > 1 else reserve * capacity
+    elif isinstance(reserve, str) and _FRACTION.match(reserve):
+        out = int(sympy.ceiling(sympy.Rational(reserve.strip()) * capacity))
+    else:
+        out = parse_size(reserve) if isinstance(reserve, str) else None
+    if out is None or out < 0:
+        raise CostgraphValueError(f"cannot read --reserve {str(reserve)[:40]!r}",
+                                  hint="a fraction of the device memory (0.1) or a size (8GB, 8GiB)")
+    if out >= capacity:
+        raise CostgraphValueError(f"--reserve {reserve} keeps the whole device memory ({capacity:,} bytes) free",
+                                  hint="a fraction below 1 (0.1) or a size below the device memory")
+    return int(out)
+
+
 def largest_fitting(total: sympy.Expr, symbol: sympy.Symbol, values: dict, capacity: int,
                     limit: int = 2**40) -> int | None:
     """The largest positive integer ``n`` with ``total(symbol = n) ≤ capacity``,
@@ -75,3 +113,65 @@ def largest_fitting(total: sympy.Expr, symbol: sympy.Symbol, values: dict, capac
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+#: the order of the recomputation policies, least memory last
+_RECOMPUTE_ORDER = ("none", "selective", "full")
+
+
+def fit_changes(model, layout, values: dict, usable: int) -> list[dict]:
+    """What would make a layout that does not fit fit: one change at a time, each
+    the peak of the most-loaded device (bytes, exact, :func:`costgraph.training.memory.training_memory`
+    as ``costgraph train`` computes it) and whether it is at most ``usable`` bytes (the device
+    memory less the reserve). ``layout``: the filled :class:`~costgraph.parallel.layout.Layout`;
+    ``values``: every dimension (symbol → int).
+
+    The changes tried (a change that leaves the peak as it is, or that the model does not
+    divide into, is left out): a heavier recomputation (``selective``, ``full``); the next
+    ZeRO stage (it shards over the DP × CP group: nothing when that group is one device);
+    the micro-batch ``b`` halved down to 1; twice the TP degree, then twice the pipeline
+    stages, on the same devices (``d`` halved) when ``d`` is even, else on twice the devices;
+    twice the devices (``d`` doubled, with ZeRO ≥ 1). Returns dicts ``{change, options,
+    peak_bytes, fits}`` (``options``: the ``costgraph train`` flags that make the change)."""
+    import dataclasses
+
+    from ..errors import CostgraphValueError
+    from .memory import training_memory
+    from .validity import check_layout
+
+    cg, L = model.graph, layout
+    out = []
+
+    def attempt(change, options, new_layout, new_values=values):
+        try:
+            filled = new_layout.filled()
+            check_layout(cg, filled, new_values)
+            total = training_memory(cg, filled).most_loaded(new_values).memory["total"]
+        except CostgraphValueError:
+            return
+        peak = int(sympy.ceiling(total.xreplace(new_values)))
+        out.append({"change": change, "options": options, "peak_bytes": peak, "fits": peak <= usable})
+
+    for r in _RECOMPUTE_ORDER[_RECOMPUTE_ORDER.index(L.recompute) + 1:]:
+        attempt(f"recompute {r}", f"--recompute {r}", dataclasses.replace(L, recompute=r))
+    if L.zero < 3:
+        attempt(f"ZeRO {L.zero + 1}", f"--zero {L.zero + 1}", dataclasses.replace(L, zero=L.zero + 1))
+    b = model.graph.dims.get("b")
+    if b is not None and b.derived is None and int(values.get(b.symbol, 1)) > 1:
+        smaller = {**values, b.symbol: sympy.Integer(max(1, int(values[b.symbol]) // 2))}
+        attempt(f"micro-batch b = {smaller[b.symbol]}", f"--set b={smaller[b.symbol]}", L, smaller)
+    d = L.d if isinstance(L.d, int) else None
+    if L.gpus is not None and d is not None:
+        for name, flag in (("t", "--tp"), ("p", "--pp")):
+            k = getattr(L, name) * 2
+            gpus = L.gpus if d % 2 == 0 else L.gpus * 2
+            what = f"{flag[2:].upper()} {k}" + ("" if gpus == L.gpus else f" on {gpus} devices")
+            m = {} if name != "p" or L.m != L.p else {"m": k}   # m defaulted to p: keep it p
+            attempt(what, f"{flag} {k}" + ("" if gpus == L.gpus else f" --gpus {gpus}"),
+                    dataclasses.replace(L, gpus=gpus, d=None, **{name: k}, **m))
+        if L.zero >= 1:
+            attempt(f"{L.gpus * 2} devices (dp {d * 2})", f"--gpus {L.gpus * 2}",
+                    dataclasses.replace(L, gpus=L.gpus * 2, d=None))
+    before = training_memory(cg, L).most_loaded(values).memory["total"]
+    peak = int(sympy.ceiling(before.xreplace(values)))
+    return [c for c in out if c["peak_bytes"] != peak]

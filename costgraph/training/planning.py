@@ -26,7 +26,10 @@ class PlanResult:
     ``considered``: layouts searched; ``refused``: reason → count; ``capacity_bytes``,
     ``efficiency`` (a float), ``hardware`` (the preset's key); ``settings``: what the text's
     ``check one with`` line repeats (``hardware_name``, ``peak_flops``, ``attention``,
-    ``precision``, ``optimizer``, ``memory`` as given, ``dropout``, ``tokens``)."""
+    ``precision``, ``optimizer``, ``memory`` as given, ``dropout``, ``tokens``, ``command``: the
+    ``costgraph train`` words that name the model); ``reserve_bytes``: memory kept free per device;
+    ``divisible``: layouts every divisibility rule allows (0: no layout divides evenly);
+    ``least``: with no layout shown, the one needing the least memory (a row, screened)."""
 
     model: str
     gpus: int
@@ -38,12 +41,41 @@ class PlanResult:
     refused: dict
     layouts: list
     settings: dict = field(default_factory=dict)
+    reserve_bytes: int = 0
+    divisible: int = 0
+    least: dict | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``fits`` (layouts shown), ``none fits``, or ``no layout divides evenly``."""
+        return "fits" if self.layouts else "none fits" if self.divisible else "no layout divides evenly"
+
+    def check_command(self, row: dict | None = None) -> str | None:
+        """The ``costgraph train`` command that gives ``row``'s figures (default: the first
+        layout's); None with no layout."""
+        row = row if row is not None else (self.layouts[0] if self.layouts else None)
+        if row is None:
+            return None
+        st = self.settings
+        words = [st.get("command") or f"costgraph train {self.model}", f"--gpus {self.gpus}", f"--tp {row['tp']}",
+                 f"--pp {row['pp']}", f"--cp {row['cp']}", f"--ep {row['ep']}", f"--zero {row['zero']}",
+                 f"--recompute {row['recompute']}"] + (["--sp"] if row["sp"] else [])
+        if row.get("virtual_stages", 1) > 1:
+            words.append(f"--schedule interleaved --virtual-stages {row['virtual_stages']}")
+        words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
+                  f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
+                  f"--optimizer {st['optimizer']}", f"--efficiency {st.get('efficiency_text', self.efficiency)}"]
+        words += [f"--memory {st['memory']}"] if st.get("memory") else []
+        words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
+        return " ".join(words)
 
     def to_dict(self) -> dict:
         """The document ``costgraph plan --format json`` prints (JSON values only)."""
         return {"model": self.model, "gpus": self.gpus, "hardware": self.hardware, "global_batch": self.global_batch,
                 "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency, "considered": self.considered,
-                "refused": dict(self.refused), "layouts": [dict(r) for r in self.layouts]}
+                "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
+                "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
+                "layouts": [dict(r) for r in self.layouts]}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented JSON text."""
@@ -60,27 +92,44 @@ class PlanResult:
         st, rows = self.settings, self.layouts
         with_days = st.get("tokens") is not None
         out = [f"{self.model}: layouts on {self.gpus} × {st['hardware_name']}, global batch {self.global_batch} sequences; "
-               f"device memory {units.with_unit('activation_bytes', self.capacity_bytes)}; compute at "
+               f"device memory {units.with_unit('activation_bytes', self.capacity_bytes)}"
+               + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} (--reserve)"
+                  if self.reserve_bytes else "") + f"; attention {st['attention']}"
+               + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute at "
                f"{self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)",
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
                f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
-        heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "memory GB", "step s", "MFU"]
+        heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
         cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
-                  r["micro_batch"], r["micro_batches"], f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
+                  r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
                   f"{r['mfu']:.1%}"] + ([f"{r['train_days']:.1f}"] if with_days else []) for r in rows]
         if with_days:
             heads.append("days")
         right = ["right"] * len(heads)
         right[6] = right[7] = "left"
         out += table(cells, heads, align=right) if rows else []
-        if not rows:
-            out.append("  (none fits)")
-        out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in self.refused.items() if n),
-                "check one with: costgraph train ... --tp T --pp P --cp C --ep E --zero Z --recompute R [--sp] "
-                f"--set b=B --micro-batches M --gpus {self.gpus} --hardware {self.hardware} --attention {st['attention']} "
-                f"--precision {st['precision']} --optimizer {st['optimizer']}"
-                + (f" --memory {st['memory']}" if st.get("memory") else "") + ("" if st.get("dropout", True) else " --no-dropout")]
+        out += self._none_text() if not rows else []
+        out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in self.refused.items() if n)]
+        if rows:
+            out.append(f"check the first with: {self.check_command()}")
         return "\n".join(out)
+
+    def _none_text(self) -> list[str]:
+        """Why no layout is shown: none divides evenly, or none fits (and the least memory any needs)."""
+        from ..numbers import units
+
+        if not self.divisible:
+            return ["  no layout divides evenly: every layout of the degrees was refused by a divisibility rule "
+                    "(see refused) before any memory was computed"]
+        out = [f"  none fits: every layout that divides evenly needs more than the device memory less the reserve "
+               f"({units.with_unit('activation_bytes', self.capacity_bytes - self.reserve_bytes)})"]
+        if self.least is not None:
+            r = self.least
+            out.append(f"  the least memory: {units.with_unit('activation_bytes', int(r['memory_bytes']))} at tp {r['tp']} "
+                       f"pp {r['pp']} cp {r['cp']} ep {r['ep']} dp {r['dp']}, ZeRO {r['zero']}, recompute {r['recompute']}"
+                       f"{', SP' if r['sp'] else ''}, b {r['micro_batch']} (screened); more devices, --reserve or "
+                       f"--memory change the answer")
+        return out
 
     def _repr_html_(self) -> str:
         """Jupyter: the layouts as a table."""
@@ -91,7 +140,7 @@ class PlanResult:
 
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
                  memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-                 attention: str = ATTENTION.default, top: int = 10) -> PlanResult:
+                 attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
@@ -99,14 +148,18 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     micro-batch); ``hardware``: a preset name or
     :class:`~costgraph.hardware.Hardware`; ``tokens``: training tokens (adds ``train_days`` to
     each layout); ``efficiency``: fraction of the peak (default 1/2); ``memory``: device bytes or
-    a size (``"80GB"``; default the preset's); numbers as ints, floats or decimal text.
+    a size (``"80GB"``; default the preset's); numbers as ints, floats or decimal text;
+    ``reserve``: memory kept free per device, a fraction or a size (default
+    :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`);
+    ``command``: the ``costgraph train`` words naming the model for the ``check`` command
+    (default: the model's name and every value as ``--set``).
 
     Raises
     ------
     CostgraphValueError
         No values, a count that is not positive, more than 10⁶ devices, an efficiency outside (0, 1], a dimension without a value, an unknown preset."""
     from ..hardware import preset
-    from .fit import parse_size
+    from .fit import parse_size, reserve_bytes
     from .plan import plan
 
     if values is None:
@@ -129,8 +182,9 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
         raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
+    held = reserve_bytes(reserve, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
-                  efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top)
+                  efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(values[model.graph.dims["s"].symbol]) if "s" in model.graph.dims else 1
     rows = []
@@ -139,8 +193,13 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         if tokens is not None:
             row["train_days"] = float(tokens / (global_batch * seq)) * c.step_seconds / 86400
         rows.append(row)
+    if command is None:
+        command = f"costgraph train {model.name} --set " + " ".join(
+            f"{k}={int(v)}" for k, v in values.items() if str(k) != "b") + \
+            ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens}
+                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency)}
+    least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, float(eff), result.considered,
-                      result.refused, rows, settings)
+                      result.refused, rows, settings, held, result.divisible, least)

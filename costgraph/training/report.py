@@ -56,6 +56,7 @@ from ..export.exprtree import to_tree
 from ..export.printing import field_order, to_latex, to_python, to_text
 from ..export.tables import table
 from .memory import MEMORY_KEYS, TrainingMemory
+from ..choices import ATTENTION
 
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
           "activations": "activations", "total": "total"}
@@ -171,6 +172,18 @@ def _compute_text(compute: dict, values) -> list[str]:
     return out
 
 
+def _changes_text(changes) -> list[str]:
+    """The fit verdict's ``changes`` (:func:`costgraph.training.fit.fit_changes`) as lines."""
+    if changes is None:
+        return []
+    if not changes:
+        return ["  no single change tried (recompute, ZeRO stage, micro-batch, TP, PP, devices) lowers the peak"]
+    out = ["  what would make it fit, one change at a time (peak of the most-loaded device):"]
+    cells = [[c["change"], units.with_unit("activation_bytes", c["peak_bytes"]),
+              "fits" if c["fits"] else "does not fit", c["options"]] for c in changes]
+    return out + ["  " + line for line in table(cells)]
+
+
 def _beside(beside, values) -> dict:
     return {who: {k: _entry(v, values) for k, v in part.items()} for who, part in beside.items()}
 
@@ -221,7 +234,8 @@ def to_text_doc(r) -> str:
             f"{plan['dp']}; ep {plan['ep']}" + (", sequence parallel" if L.sp else "")
             + f"; ZeRO {L.zero}" + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
             f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
-            f"{L.recompute}, attention {L.attention}; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
+            f"{L.recompute}, attention {L.attention}" + (" (default)" if L.attention == ATTENTION.default else "")
+            + f"; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
             + (f" (v = {L.v})" if L.v != 1 else "")]
     out = head
     top = result.most_loaded(values)
@@ -251,13 +265,17 @@ def to_text_doc(r) -> str:
     if fits is not None:
         cap = fits["capacity_bytes"]
         verdict = "fits" if fits["fits"] else "does NOT fit"
-        out += ["", f"device memory {units.with_unit('activation_bytes', cap)}: the most-loaded device {verdict}"
+        held = fits.get("reserve_bytes", 0)
+        out += ["", f"device memory {units.with_unit('activation_bytes', cap)}"
+                + (f" less a reserve of {units.with_unit('activation_bytes', held)} (--reserve)" if held else "")
+                + f": the most-loaded device {verdict}"
                 + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
         for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):
             if f"largest_{name}" in fits:
                 v = fits[f"largest_{name}"]
                 out.append(f"  largest {what} that fits (the rest as given): "
                            + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
+        out += _changes_text(fits.get("changes"))
     if r.compute is not None:
         out += _compute_text(r.compute, values)
     beside = r.megatron

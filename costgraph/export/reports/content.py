@@ -245,7 +245,10 @@ def training_section(model, result, values, fits, extra_settings: list[str] | No
     verdict = []
     if fits is not None:
         cap = units.with_unit("activation_bytes", fits["capacity_bytes"])
-        verdict.append(f"device memory {cap}: the most-loaded device "
+        held = fits.get("reserve_bytes", 0)
+        verdict.append(f"device memory {cap}"
+                       + (f" less a reserve of {units.with_unit('activation_bytes', held)}" if held else "")
+                       + ": the most-loaded device "
                        + (f"fits (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})"
                           if fits["fits"] else "does NOT fit"))
         for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):
