@@ -4,6 +4,7 @@ with units when given values (:meth:`costgraph.Model.costs`)."""
 
 from __future__ import annotations
 
+from .. import choices
 from ..errors import CostgraphValueError
 from .common import cost_arguments, settings
 
@@ -19,6 +20,10 @@ def add_parser(sub) -> None:
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
     cost_arguments(d, scope=False)   # --convention --precision --causal --profile --no-dropout
+    d.add_argument("--attention", choices=choices.ATTENTION.values, default=choices.DERIVE_ATTENTION,
+                   help="attention kernel of the activation memory: eager (the default here: Korthikanti et al. "
+                        "2022's 34bsh + 5bs^2a per layer keeps the s x s scores) or flash (a fused kernel keeps only "
+                        "the output and an fp32 log-sum-exp per row; train and plan default to it)")
     d.add_argument("--breakdown", action="store_true", help="text format: also print the per-node breakdown")
     d.add_argument("--no-breakdown", action="store_true", help="JSON format: leave the breakdown out")
 
@@ -48,8 +53,24 @@ def run(args) -> str:
                      config=args.config)
         values = model.values(args.config, **dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
+    if args.attention != choices.DERIVE_ATTENTION:
+        costs = with_attention(costs, args.attention)
+        note = "; ".join(filter(None, [note, f"attention {args.attention}: activation bytes of the fused kernel "
+                                              "(the breakdown's rows are the graph's, eager)"]))
     if args.format == "json":
         return to_json(costs, values, breakdown=not args.no_breakdown)
     if args.format == "latex":
         return to_latex_doc(costs)
     return to_text_doc(costs, values, breakdown=args.breakdown, note=note)
+
+
+def with_attention(costs, attention: str):
+    """``costs`` with its activation bytes those of the ``attention`` kernel
+    (:func:`costgraph.engine.activations.activation_bytes` over the same scope and precision; the
+    per-node breakdown stays the graph's, eager's)."""
+    import dataclasses
+
+    from ..engine.activations import activation_bytes
+
+    act = activation_bytes(costs.model.graph, costs._scope, costs.precision, attention=attention)
+    return dataclasses.replace(costs, quantities={**costs.quantities, "activation_bytes": act})

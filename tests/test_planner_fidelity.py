@@ -1,0 +1,184 @@
+"""The planner's answers are `costgraph train`'s (issue 16, items 12 and 13): every reported
+row equals Model.train on that layout (step time and peak memory, exactly), the memory reserve,
+no duplicate rows, 'no layout divides evenly' told apart from 'none fits', ZeRO/FSDP offered at
+DP = 1 over the CP ranks, interleaved virtual stages, the pasteable check command; and the fit
+verdict's 'what would make it fit'."""
+
+import json
+import shlex
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.parallel.layout import Layout
+
+H100 = 80_000_000_000   # h100-sxm's device memory, bytes (hardware.toml)
+
+
+def _train_row(m, values, row, *, gpus, attention, reserve=None):
+    """Model.train on a reported row, as `costgraph train` runs it: (peak bytes, step seconds, fits)."""
+    layout = Layout(t=row["tp"], p=row["pp"], c=row["cp"], e=row["ep"], gpus=gpus, sp=row["sp"], zero=row["zero"],
+                    m=row["micro_batches"], recompute=row["recompute"], attention=attention,
+                    schedule="interleaved" if row["virtual_stages"] > 1 else "1f1b", v=row["virtual_stages"])
+    vals = {**values, m.graph.dims["b"].symbol: sympy.Integer(row["micro_batch"])}
+    r = m.train(layout, values=vals, hardware="h100-sxm", reserve=reserve)
+    peak = int(sympy.ceiling(r.most_loaded().memory["total"].xreplace(vals)))
+    return peak, float(r.step["total"].xreplace(vals)), r.fits["fits"]
+
+
+@pytest.mark.parametrize("name, config, sets, gpus, batch, attention", [
+    ("llama", "llama-3-8b", {}, 8, 512, "flash"),
+    ("llama", "llama-3-8b", {}, 8, 64, "eager"),
+    ("gpt", "gpt2", {}, 4, 64, "flash"),
+    ("mixtral", "mixtral-8x7b", {"s": 4096}, 16, 32, "flash"),
+])
+def test_reported_rows_equal_train(name, config, sets, gpus, batch, attention):
+    m = costgraph.load(name)
+    values = m.values(config, **sets)
+    res = m.plan(values, gpus=gpus, hardware="h100-sxm", global_batch=batch, attention=attention, top=3)
+    assert res.layouts
+    for row in res.layouts:
+        peak, step, fits = _train_row(m, values, row, gpus=gpus, attention=attention)
+        assert peak == row["memory_bytes"]          # exact: the same functions on the same layout
+        assert step == row["step_seconds"]
+        assert fits and peak <= H100 - res.reserve_bytes
+    assert [r["step_seconds"] for r in res.layouts] == sorted(r["step_seconds"] for r in res.layouts)
+
+
+def test_interleaved_stages_are_searched_and_equal_train():
+    m = costgraph.load("llama")
+    values = m.values("llama-3-70b")
+    res = m.plan(values, gpus=64, hardware="h100-sxm", global_batch=64, attention="flash", top=10)
+    inter = [r for r in res.layouts if r["virtual_stages"] > 1]
+    assert inter
+    row = inter[0]
+    assert 80 % (row["pp"] * row["virtual_stages"]) == 0 and row["micro_batches"] % row["pp"] == 0
+    peak, step, _ = _train_row(m, values, row, gpus=64, attention="flash")
+    assert (peak, step) == (row["memory_bytes"], row["step_seconds"])
+
+
+def test_reserve_default_and_option():
+    m = costgraph.load("llama")
+    values = m.values("llama-3-8b")
+    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40)
+    assert res.reserve_bytes == 8_000_000_000                    # DEFAULT_RESERVE = 0.1 of 80 GB
+    assert max(r["memory_bytes"] for r in res.layouts) <= 72_000_000_000
+    none = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40, reserve=0)
+    assert none.reserve_bytes == 0
+    assert max(r["memory_bytes"] for r in none.layouts) > 72_000_000_000   # a layout the reserve turns away
+    sized = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=1, reserve="10GiB")
+    assert sized.reserve_bytes == 10 * 2**30
+    # train's verdict: headroom against the capacity less the reserve
+    vals = values
+    r = m.train(gpus=8, zero=3, attention="flash", values=vals, hardware="h100-sxm")
+    used = int(r.most_loaded().memory["total"].xreplace(vals))
+    assert r.fits["reserve_bytes"] == 8_000_000_000
+    assert r.fits["headroom_bytes"] == H100 - 8_000_000_000 - used
+    r0 = m.train(gpus=8, zero=3, attention="flash", values=vals, hardware="h100-sxm", reserve=0)
+    assert r0.fits["headroom_bytes"] == H100 - used and r0.fits["reserve_bytes"] == 0
+
+
+def test_no_duplicate_rows_and_no_selective_under_flash():
+    m = costgraph.load("llama")
+    values = m.values("llama-3-8b")
+    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40)
+    keys = [tuple(sorted(r.items())) for r in res.layouts]
+    assert len(keys) == len(set(keys)) == 40
+    figures = [(r["tp"], r["pp"], r["cp"], r["micro_batch"], r["virtual_stages"], r["memory_bytes"],
+                r["step_seconds"]) for r in res.layouts]
+    assert len(figures) == len(set(figures))
+    assert all(r["recompute"] != "selective" for r in res.layouts)   # flash recomputes the same core
+    assert all(r["zero"] == 0 for r in res.layouts if r["dp"] * r["cp"] == 1)   # nothing to shard over
+
+
+def test_fsdp_over_cp_at_dp_1():
+    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks first."""
+    m = costgraph.load("llama")
+    values = m.values("llama-3-8b", s=262144)
+    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=3)
+    top = res.layouts[0]
+    assert (top["tp"], top["pp"], top["cp"], top["dp"], top["zero"]) == (1, 1, 8, 1, 3)
+    peak, step, _ = _train_row(m, values, top, gpus=8, attention="flash")
+    assert (peak, step) == (top["memory_bytes"], top["step_seconds"])
+
+
+def test_divides_told_apart_from_fits(capsys):
+    gpt = costgraph.load("gpt")
+    # 7 devices: t = 1 (2, 4 leave d fractional), p = 7 does not divide 12 layers, B = 3 not a multiple of 7
+    res = gpt.plan(gpt.values("gpt2"), gpus=7, hardware="h100-sxm", global_batch=3, attention="flash")
+    assert res.layouts == [] and res.divisible == 0 and res.verdict == "no layout divides evenly"
+    assert "no layout divides evenly" in res.to_text() and res.to_dict()["check"] is None
+    llama = costgraph.load("llama")
+    res = llama.plan(llama.values("llama-3-8b"), gpus=8, hardware="h100-sxm", global_batch=8, memory="4GB",
+                     attention="flash")
+    assert res.layouts == [] and res.divisible > 0 and res.verdict == "none fits"
+    text = res.to_text()
+    assert "none fits" in text and "the least memory" in text
+    assert res.to_dict()["least_memory"]["memory_bytes"] > 4_000_000_000 - res.reserve_bytes
+
+
+def test_check_command_gives_the_same_numbers(capsys):
+    argv = ["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm",
+            "--global-batch", "64", "--attention", "eager", "--format", "json", "--top", "2"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    row, check = doc["layouts"][0], doc["check"]
+    words = shlex.split(check)
+    assert words[:2] == ["costgraph", "train"] and "--attention" in words and "eager" in words
+    assert main(words[1:] + ["--format", "json"]) == 0
+    train = json.loads(capsys.readouterr().out)
+    assert train["memory"]["total"]["value"] == row["memory_bytes"]
+    assert train["step"]["total"]["value"] == row["step_seconds"]
+    assert train["fits"]["fits"] is True
+
+
+def test_fit_changes_llama_3_8b_zero3_eager():
+    """Llama-3-8B on 8 x H100, ZeRO-3, b = 1, s = 8192: eager attention does not fit; the changes
+    are each derived as `train` derives the changed layout; the fused kernel (the default) fits."""
+    m = costgraph.load("llama")
+    values = m.values("llama-3-8b")
+    r = m.train(gpus=8, zero=3, attention="eager", values=values, hardware="h100-sxm")
+    assert r.fits["fits"] is False
+    changes = {c["change"]: c for c in r.fits["changes"]}
+    assert set(changes) >= {"recompute selective", "recompute full", "TP 2"}
+    for change, kw in (("recompute selective", dict(recompute="selective")), ("recompute full", dict(recompute="full")),
+                       ("TP 2", dict(t=2))):
+        again = m.train(gpus=8, zero=3, attention="eager", values=values, **kw)
+        peak = int(sympy.ceiling(again.most_loaded(values).memory["total"].xreplace(values)))
+        assert changes[change]["peak_bytes"] == peak
+        assert changes[change]["fits"] == (peak <= H100 - 8_000_000_000)
+    assert changes["recompute selective"]["fits"] and changes["recompute full"]["fits"]
+    assert changes["recompute full"]["options"] == "--recompute full"
+    assert "ZeRO 4" not in changes   # ZeRO 3 is the last stage
+    flash = m.train(gpus=8, zero=3, values=values, hardware="h100-sxm")   # the default kernel
+    assert flash.layout.attention == "flash" and flash.fits["fits"] is True and "changes" not in flash.fits
+    text = r.to_text()
+    assert "what would make it fit" in text and "--recompute full" in text
+    doc = r.to_dict()
+    assert doc["fits"]["changes"][0]["options"].startswith("--")
+
+
+def test_header_names_the_default_kernel(capsys):
+    assert main(["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3"]) == 0
+    assert "attention flash (default)" in capsys.readouterr().out
+    assert main(["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3", "--attention", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert "attention eager;" in out
+
+
+def test_derive_keeps_korthikanti_and_offers_the_kernel(capsys):
+    """derive's default stays Korthikanti et al. 2022 Table 2 (34bsh + 5bs^2a per layer, eager);
+    --attention flash keeps no s x s tensor, and an fp32 log-sum-exp per query row and head."""
+    b, s, h, a = sympy.symbols("b s h a", positive=True, integer=True)
+    out = {}
+    for kernel in ("eager", "flash"):
+        assert main(["derive", "gpt", "--scope", "layer", "--format", "json", "--attention", kernel]) == 0
+        expr = json.loads(capsys.readouterr().out)["quantities"]["activation_bytes"]["expr"]
+        out[kernel] = sympy.sympify(expr, locals=dict(b=b, s=s, h=h, a=a))   # our own JSON, not user text
+    assert sympy.expand(out["eager"] - (34 * b * s * h + 5 * b * s**2 * a)) == 0
+    assert sympy.expand(out["flash"] - (34 * b * s * h + 4 * b * s * a)) == 0
+    assert main(["derive", "gpt", "--scope", "layer", "--format", "json"]) == 0
+    default = json.loads(capsys.readouterr().out)["quantities"]["activation_bytes"]["expr"]
+    assert sympy.sympify(default, locals=dict(b=b, s=s, h=h, a=a)) == out["eager"]
