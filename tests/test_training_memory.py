@@ -24,7 +24,7 @@ def test_table_2_number_from_the_cli(capsys):
     # Korthikanti et al. 2022 Table 2, TP + SP + selective: 34 s b h / t per layer;
     # GPT-3 175B (h = 12288), s = 2048, b = 1, t = 8: 34 · 2048 · 12288 / 8 = 106,954,752 bytes
     doc = _json(capsys, "train", "gpt", "--config", "gpt3-175b", "--gpus", "8", "--tp", "8", "--sp",
-                "--recompute", "selective", "--scope", "layer", "--format", "json")
+                "--recompute", "selective", "--attention", "eager", "--scope", "layer", "--format", "json")
     assert doc["memory"]["activations"]["value"] == 106_954_752
     assert doc["memory"]["activations"]["expr"] == "17*b*s*h/4"
     # one layer's weights on one of 8 devices, mixed precision (2 bytes): 12h²/8 + 7h/8 (split
@@ -63,15 +63,15 @@ def test_first_stage_with_pipeline_is_the_whole_models_layers():
     # also keeps the token and position ids of each (8 b s + 8 s bytes, int64)
     p = 4
     gpt = costgraph.load("gpt")
-    first = gpt.train(p=p, m=8, gpus=4).stages[0].memory["activations"]
+    first = gpt.train(p=p, m=8, gpus=4, attention="eager").stages[0].memory["activations"]
     layer = 34 * s * b * h + 5 * a * s**2 * b
     assert sympy.expand(first - (l * layer + p * (s * b * h + 8 * b * s + 8 * s))) == 0
     # interleaved with v chunks: × (1 + (p − 1)/(p v)) on the first stage (§4.2.3; Megatron's
     # theoretical_memory_usage.py), v = 2
-    inter = gpt.train(p=p, m=8, gpus=4, schedule="interleaved", v=2).stages[0].memory["activations"]
+    inter = gpt.train(p=p, m=8, gpus=4, schedule="interleaved", v=2, attention="eager").stages[0].memory["activations"]
     assert sympy.expand(inter - first * (1 + sympy.Rational(p - 1, p * 2))) == 0
     # the last stage holds one micro-batch: l/p layers, final LayerNorm and head inputs, fp32 logits
-    last = gpt.train(p=p, m=8, gpus=4).stages[-1].memory["activations"]
+    last = gpt.train(p=p, m=8, gpus=4, attention="eager").stages[-1].memory["activations"]
     assert sympy.expand(last - (l / p * layer + 4 * b * s * h + 4 * b * s * V)) == 0
 
 
@@ -88,7 +88,7 @@ def test_deepseek_v3_expert_shards():
 
 def test_fit_and_largest_micro_batch(capsys):
     doc = _json(capsys, "train", "llama", "--config", "llama-2-7b", "--gpus", "8", "--zero", "3",
-                "--recompute", "full", "--attention", "flash", "--memory", "80GB", "--format", "json")
+                "--recompute", "full", "--attention", "flash", "--memory", "80GB", "--reserve", "0", "--format", "json")
     fit = doc["fits"]
     assert fit["capacity_bytes"] == 80 * 10**9 and fit["fits"]
     lb = fit["largest_b"]
