@@ -64,7 +64,8 @@ def test_plan_to_dict_is_the_cli_json(gpt, capsys):
     argv = ["plan", "gpt", "--config", "gpt2", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "64",
             "--top", "3", "--tokens", "1e9"]
     values = {k: v for k, v in gpt.values("gpt2").items() if str(k) != "b"}
-    result = gpt.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, top=3, tokens=1e9)
+    result = gpt.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, top=3, tokens=1e9,
+                      command="costgraph train gpt --config gpt2 --profile korthikanti")   # the check command's model words
     assert result.to_dict() == json.loads(_cli(capsys, argv + ["--format", "json"]))
     assert result.to_text() == _cli(capsys, argv)
     assert len(result.layouts) == 3 and all("train_days" in r for r in result.layouts)
