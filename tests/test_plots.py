@@ -47,7 +47,7 @@ def _bars(ax):
 def test_training_memory_bars_equal_published_bytes():
     gpt = costgraph.load("gpt")
     values = gpt.values("gpt2")
-    result = gpt.train()                                 # one device, mixed precision, Adam
+    result = gpt.train(attention="eager")                # one device, mixed precision, Adam
     data = plots.memory_sweep_train(gpt, result, values, "b", [1, 2, 4])
     N = GPT2_PARAMS
     assert data.parts["weights"] == [2 * N] * 3
