@@ -85,7 +85,7 @@ def test_markdown_tables_per_block_and_numbers(tmp_path):
 
 def test_markdown_training_section(tmp_path):
     # mixed-precision Adam: 2 + 2 + 12 bytes per parameter (ZeRO paper, Rajbhandari et al. 2020, Sec. 3.1)
-    text = _report(tmp_path, "train.md", "gpt", "--config", "gpt2", "--train", "--memory", "2GB", "--format", "md")
+    text = _report(tmp_path, "train.md", "gpt", "--config", "gpt2", "--train", "--memory", "2GB", "--reserve", "0", "--format", "md")
     N = 124_439_808
     stage = {r[0]: r for r in _md_tables(text)["stage 0 (the whole model)"]}
     assert stage["weights"][2].startswith(f"{2 * N:,} bytes")
