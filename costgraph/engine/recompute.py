@@ -269,6 +269,9 @@ def recompute_plan(cg, layout, attention: str = "eager") -> RecomputePlan:
             _add(plan, core, _freed(cg, core, "outputs"))
     if r in ("selective", "selective-korthikanti"):
         mods = getattr(layout, "recompute_modules", None) or DEFAULT_MODULES
+        if attention == "flash" and "core_attn" in mods:   # Megatron @ d98e8a64 TransformerConfig.__post_init__
+            plan.warnings.append("recompute module 'core_attn' under flash attention: the kernel already "
+                                 "recomputes the attention core (Megatron warns the same)")
         for m in mods:
             regions = module_regions(cg, m)
             if not regions:
