@@ -96,6 +96,7 @@ def lora_compute(cg, layout, rows, convention: str, rerun: dict) -> dict:
     adapters = expand_sum([v["forward"] + v["backward"] for v in ad.values()])
     recompute = expand_sum([rerun[p] * v["forward"] for p, v in ad.items() if p in rerun])
     info = {"rank": lo.rank, "targets": list(lo.targets), "trainable_parameters": lo.params,
+            "adapted_linears": expand_sum([x.count for x in lo.adapters]),
             "model_flops": MODEL_FLOPS}
     if layout.quantization is not None:
         info["quantization"] = layout.quantization

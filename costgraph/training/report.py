@@ -106,8 +106,7 @@ def _compute_json(compute: dict, values) -> dict:
             out[k] = _number(compute[k], values)
     if "lora" in compute:   # LoRA on: rank, targets, trainable parameters, FLOP conventions
         lo = compute["lora"]
-        out["lora"] = {**lo, "rank": _number(lo["rank"], values),
-                       "trainable_parameters": _number(lo["trainable_parameters"], values)}
+        out["lora"] = {**lo, **{k: _number(lo[k], values) for k in ("rank", "trainable_parameters", "adapted_linears")}}
     if "communication" in compute:
         out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
                                     **({"seconds": _number(c["seconds"], values)} if "seconds" in c else {}),
@@ -154,10 +153,10 @@ def _compute_text(compute: dict, values) -> list[str]:
     out += table(cells)
     if "lora" in compute:   # LoRA on: what is trained and how its FLOPs are counted
         lo = compute["lora"]
-        n = as_expr(lo["trainable_parameters"]).xreplace(values or {})
-        shown = f"{int(n):,}" if n.is_number else to_text(field_order(as_expr(n)))
+        n, k = (as_expr(lo[x]).xreplace(values or {}) for x in ("trainable_parameters", "adapted_linears"))
+        shown = [f"{int(x):,}" if x.is_number else to_text(field_order(as_expr(x))) for x in (n, k)]
         out += [f"LoRA on: rank {lo['rank']}, targets {', '.join(t.rsplit('/', 1)[-1] for t in lo['targets'])} "
-                f"({len(lo['targets'])} linears), {shown} trainable parameters"
+                f"({shown[1]} linears), {shown[0]} trainable parameters"
                 + (f", base quantized {lo['quantization']}" if "quantization" in lo else ""),
                 f"  model FLOPs (for MFU): {lo['model_flops']}"]
         if "dequantization" in lo:
