@@ -155,6 +155,22 @@ def check_recompute(layout) -> None:
                                   hint="add --recompute torchtitan-layer")
 
 
+def describe(layout) -> str:
+    """The policy in words: ``selective (core_attn, mlp)``, ``full (block, 2 layers per stage)``,
+    ``torchtitan-layer (every 2nd block)``; the bare name otherwise."""
+    r = layout.recompute
+    if r in ("selective", "selective-korthikanti"):
+        return f"{r} ({', '.join(getattr(layout, 'recompute_modules', None) or DEFAULT_MODULES)})"
+    if r == "full":
+        n = getattr(layout, "recompute_num_layers", None) or 1
+        method = getattr(layout, "recompute_method", None) or "uniform"
+        return f"full ({method}, {n} layer{'s' if n != 1 else ''} " \
+               f"{'per checkpointed run' if method == 'uniform' else 'checkpointed per stage'})"
+    if r == "torchtitan-layer":
+        return f"torchtitan-layer (1 block in {getattr(layout, 'recompute_frequency', None) or DEFAULT_FREQUENCY})"
+    return r
+
+
 # ---------------------------------------------------------------- finding modules on the graph
 
 

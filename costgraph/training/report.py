@@ -48,6 +48,8 @@ import json
 
 import sympy
 
+from ..engine.recompute import describe
+
 from ..engine.symbols import as_expr
 
 from ..numbers import units
@@ -235,7 +237,7 @@ def to_text_doc(r) -> str:
             f"{plan['dp']}; ep {plan['ep']}" + (", sequence parallel" if L.sp else "")
             + f"; ZeRO {L.zero}" + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
             f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
-            f"{L.recompute}, attention {L.attention}; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
+            f"{describe(L)}, attention {L.attention}; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
             + (f" (v = {L.v})" if L.v != 1 else "")]
     out = head
     top = result.most_loaded(values)
