@@ -391,9 +391,3 @@ def torchtitan_saved(cg, attention: str = "eager") -> list[str]:
 def _is_router(cg, path) -> bool:
     last = cg.tensors[cg.nodes[path]["outputs"][0]].shape[-1] if cg.nodes[path]["outputs"] else None
     return last is not None and any(sympy.expand(last - cg.groups[e].count) == 0 for e in _experts(cg))
-
-
-def flop_share(plan: RecomputePlan, path: str):
-    """The share of op ``path``'s instances whose forward re-runs (0 if none)."""
-    return plan.rerun.get(path, sympy.Integer(0))
-
