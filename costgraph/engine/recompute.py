@@ -331,7 +331,7 @@ def _layers(cg, layout, plan, attention):
     carried_share, f, plan.live = ONE, ONE, ONE
     if plan.policy == "full" and (getattr(layout, "recompute_method", None) or "uniform") == "uniform":
         carried_share = sympy.ceiling(per_stage / n) / per_stage if n != 1 else ONE
-        plan.live = sympy.Integer(n)
+        plan.live = sympy.Min(n, per_stage) if n != 1 else ONE   # the longest run: N layers, or the stage's
     elif plan.policy == "full":
         f = sympy.Min(ONE, n / per_stage)
     elif plan.policy == "torchtitan-layer":
