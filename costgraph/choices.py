@@ -109,7 +109,12 @@ RECOMPUTE = Choice("recompute", "recompute policy", (
     ("none", "keep every activation"),
     ("selective", "recompute the attention core (Korthikanti et al. 2022 §4.2)"),
     ("full", "keep each layer's input only, recompute the layer"),
+    ("selective-korthikanti", "selective's memory, Korthikanti et al. 2022's FLOPs (re-run QKᵀ→softmax→dropout only)"),
+    ("torchtitan-op", "torchtitan per-op SAC: keep the save-list outputs but every second matmul's"),
+    ("torchtitan-layer", "torchtitan: every n-th block fully checkpointed (--recompute-frequency n)"),
 ), "none")
+#: the recompute policies the planner searches (the others are named conventions and frameworks' variants)
+RECOMPUTE_SEARCHED = ("none", "selective", "full")
 
 #: The attention kernel. Two declared defaults: training layouts (``train``, ``plan``, ``report``,
 #: ``plot``, ``Model.train``/``Model.plan``, :class:`~costgraph.parallel.layout.Layout`) default to the

@@ -69,8 +69,9 @@ def test_palm_6n_plus_12lhqt_and_its_mfu():
 def test_selective_recompute_hardware_flops():
     # Korthikanti et al. 2022: selective recomputation recomputes the attention core; under the matmul
     # convention its forward is QKᵀ: 2 b s² h per layer (TRAINING.md §3: "selective adds the attention
-    # core's forward"); model FLOPs are unchanged
-    f = _flops("gpt", recompute="selective")
+    # core's forward"); model FLOPs are unchanged. Their accounting is now the named convention
+    # 'selective-korthikanti'; 'selective' is Megatron's core_attn (tests/test_recompute_policies.py)
+    f = _flops("gpt", recompute="selective-korthikanti")
     assert sympy.expand(f["hardware_per_iteration"] - f["model_per_iteration"] - 2 * b * s**2 * h * l) == 0
     flash = _flops("gpt", attention="flash")
     assert sympy.expand(flash["hardware_per_iteration"] - f["hardware_per_iteration"]) == 0

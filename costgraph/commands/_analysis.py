@@ -31,6 +31,10 @@ TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": Fa
                   "optimizer": choices.DEFAULT_OPTIMIZER, "micro_batches": None,
                   "schedule": choices.SCHEDULE.default, "virtual_stages": 1, "memory": None, "no_loss": False}
 
+# the recompute details: given, they ask for the training section too
+TRAIN_DEFAULTS.update({"recompute_modules": None, "recompute_num_layers": None, "recompute_method": None,
+                       "recompute_frequency": None})
+
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
 
@@ -66,6 +70,17 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
                                                    f"of it (0.1) or a size (8GB); default {choices.DEFAULT_RESERVE}")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
+    # recomputation in detail (costgraph.engine.recompute)
+    p.add_argument("--recompute-modules", nargs="+", metavar="MODULE",
+                   help="Megatron --recompute-modules under --recompute selective: core_attn (default), mlp, moe, "
+                        "moe_act, layernorm, mla_up_proj, shared_experts")
+    p.add_argument("--recompute-num-layers", type=int, metavar="N",
+                   help="--recompute full: layers per checkpointed run (uniform) or checkpointed layers per "
+                        "stage (block); default 1")
+    p.add_argument("--recompute-method", choices=("uniform", "block"),
+                   help="--recompute full: Megatron's uniform (default) or block")
+    p.add_argument("--recompute-frequency", type=int, metavar="N",
+                   help="--recompute torchtitan-layer: every N-th block checkpointed (default 2)")
 
 
 def infer_arguments(p, required: bool = False) -> None:
@@ -136,7 +151,18 @@ def train_layout(args, micro_batches=None):
                   recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
-                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
+                  **_recompute_fields(args))
+
+
+def _recompute_fields(args) -> dict:
+    """The Layout's ``recompute_*`` fields from ``--recompute-modules --recompute-num-layers
+    --recompute-method --recompute-frequency`` (absent from a namespace: the defaults)."""
+    mods = getattr(args, "recompute_modules", None)
+    return {"recompute_modules": None if mods is None else tuple(mods),
+            "recompute_num_layers": getattr(args, "recompute_num_layers", None),
+            "recompute_method": getattr(args, "recompute_method", None),
+            "recompute_frequency": getattr(args, "recompute_frequency", None)}
 
 
 def training(args, model, values):

@@ -40,6 +40,7 @@ import sympy
 from .graph import CostGraph
 from ..parallel.tensor import sequence_dims, tensor_parallel
 from .precision import Precision
+from .recompute import attention_regions, recompute_plan
 from .totals import MODEL_SCOPE, Scope, _rel, breakdown, expand_sum
 
 from ..choices import ATTENTION as _ATTENTION, RECOMPUTE as _RECOMPUTE
@@ -51,39 +52,13 @@ ATTENTION = _ATTENTION.values
 def attention_cores(cg: CostGraph) -> list[tuple[str, list[str]]]:
     """Each attention core of the graph: ``(first product, [nodes])`` — a
     ``matmul`` of two activations (QKᵀ) and the operators on every path from
-    it to the next ``matmul`` (scale, softmax, dropout), that one excluded."""
-    consumers: dict[str, list[str]] = {}
-    for producer, consumer, _, _ in cg.edges:
-        consumers.setdefault(producer, []).append(consumer)
-    cores, seen = [], set()
-    for path, d in cg.ops():
-        if d["kind"] != "matmul" or path in seen:
-            continue
-        core, stack, found = [path], list(consumers.get(path, ())), False
-        visited = {path}
-        while stack:
-            n = stack.pop()
-            if n in visited:
-                continue
-            visited.add(n)
-            if cg.nodes[n]["kind"] == "matmul":
-                seen.add(n)
-                found = True
-                continue
-            core.append(n)
-            stack.extend(consumers.get(n, ()))
-        if found:
-            cores.append((path, core))
-    return cores
-
-
-def _produced(cg: CostGraph, nodes) -> set[str]:
-    nodes = set(nodes)
-    return {tid for tid, ten in cg.tensors.items() if ten.producer in nodes and tid not in cg.nodes}
+    it to the next ``matmul`` (scale, softmax, dropout), that one excluded
+    (:func:`costgraph.engine.recompute.attention_regions` gives it too)."""
+    return [(core[0], core) for core, _ in attention_regions(cg)]
 
 
 def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = False, c=1,
-                    recompute: str = "none", attention: str = "eager", tp=None, drop=(), extra=()):
+                    recompute: str = "none", attention: str = "eager", tp=None, drop=(), extra=(), plan=None):
     """The model-scope leaf rows (:func:`costgraph.engine.totals.breakdown`) of what one
     device keeps, and the extras kept beside the graph's storages:
     ``(rows, extras)`` with ``extras`` = [(path, active copies, bytes of one
@@ -96,26 +71,20 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
     derived for ``t`` and ``sp`` (derived here when omitted). ``drop``:
     storage ids not kept for another reason (a frozen LoRA base's inputs,
     :mod:`costgraph.training.lora`). ``extra``: more ``(path, active, bytes)``
-    to keep (LoRA adapters), recomputed like the rest under ``full``.
+    to keep (LoRA adapters), recomputed like the rest in checkpointed layers.
+    ``plan``: the :class:`~costgraph.engine.recompute.RecomputePlan` of the
+    policy (Megatron modules, layer counts, torchtitan SAC; derived from the
+    name ``recompute`` when omitted).
     """
     if recompute not in RECOMPUTE or attention not in ATTENTION:
         raise ValueError((recompute, attention))
     if tp is None and t != 1:
         tp = tensor_parallel(cg, t, sp)
+    if plan is None:
+        plan = recompute_plan(cg, recompute, attention)
     seq = sequence_dims(cg) if c != 1 else []
     cores = attention_cores(cg)
     dropped: set[str] = set(drop)
-    if recompute == "selective" or attention == "flash":
-        dropped |= _produced(cg, [n for _, core in cores for n in core])
-    top = [g for p, g in cg.groups.items() if "/" not in p]
-    carried = {f"{g.path}/{name}@in" for g in top for name in g.carried}
-    if recompute == "full":
-        inside = [p for p, _ in cg.ops() if any(p.startswith(g.path + "/") for g in top)]
-        for p in inside:
-            for tid in cg.nodes[p]["cost"].saved:
-                sid = cg.tensors[tid].storage
-                if sid not in carried:
-                    dropped.add(sid)
 
     def divisor(tid):
         div = sympy.Integer(1) if tp is None else tp.tensor_divisor(tid)
@@ -124,21 +93,25 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
         return div
 
     def share(sid):
-        return None if sid in dropped else sympy.Integer(1) / divisor(sid)
+        kept = None if sid in dropped else plan.share(sid)
+        return None if kept is None else kept / divisor(sid)
 
     rows = breakdown(cg, MODEL_SCOPE, "matmul", precision, leaves_only=True, share=share)
     extras = []
-    if attention == "flash" and recompute != "full":   # fp32 log-sum-exp per row of QKᵀ (recomputed under full)
+    # a flash kernel's fp32 log-sum-exp per row of QKᵀ, in the layers not checkpointed (torchtitan's op SAC
+    # caches it with the SDPA output)
+    lse = sympy.Integer(1) if plan.policy == "torchtitan-op" else sympy.Integer(1) - plan.layer_share
+    if attention == "flash" and lse != 0:
         for first, _ in cores:
             out = cg.tensors[cg.nodes[first]["outputs"][0]]
-            extras.append((first, cg.nodes[first]["active"], 4 * out.numel / out.shape[-1] / divisor(out.id)))
-    if recompute == "full":   # each layer keeps its input, whoever else keeps it or not
-        kept = {cg.tensors[tid].storage for _, d in cg.ops() for tid in d["cost"].saved}
-        for sid in sorted(carried - kept - dropped):
-            ten = cg.tensors[sid]
-            extras.append((sid, ten.active, ten.numel * precision.bytes(ten.role) / divisor(sid)))
-    else:
-        extras.extend(extra)
+            extras.append((first, cg.nodes[first]["active"], lse * 4 * out.numel / out.shape[-1] / divisor(out.id)))
+    for sid, kept in plan.extras:   # a checkpoint's input (or cached output) that no operator keeps
+        if sid in dropped:
+            continue
+        ten = cg.tensors[sid]
+        extras.append((sid, ten.active, kept * ten.numel * precision.bytes(ten.role) / divisor(sid)))
+    rest = sympy.Integer(1) - plan.layer_share
+    extras.extend((p, a, rest * x) for p, a, x in extra if rest != 0)
     return rows, extras
 
 
@@ -164,14 +137,16 @@ def activation_bytes(cg: CostGraph, scope: Scope, precision: Precision, *, t=1, 
     ValueError
         Unknown ``recompute`` or ``attention`` (the callers check first).
     """
-    rows, extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute=recompute, attention=attention)
+    plan = recompute_plan(cg, recompute, attention)
+    rows, extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute=recompute, attention=attention,
+                                   plan=plan)
     inside = [r for r in rows if scope.contains(r["path"])]
     total = expand_sum([_rel(r["count"], scope.per) * r["activation_bytes"] for r in inside]
                        + [_rel(active, scope.per_active) * x for p, active, x in extras if scope.contains(p)])
     top = [g for p, g in cg.groups.items() if "/" not in p]
-    if recompute == "full" and scope.prefix == "" and top:
+    if plan.live != 0 and scope.prefix == "" and top:
         live_rows, live_extras = activation_rows(cg, precision, t=t, sp=sp, c=c, recompute="none",
                                                  attention=attention)
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in top]
-        total = expand_sum([total, sympy.Max(*lives) if len(lives) > 1 else lives[0]])
+        total = expand_sum([total, plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])])
     return total

@@ -17,6 +17,7 @@ import sympy
 
 from .. import choices
 from ..errors import CostgraphValueError
+from ..engine.recompute import check_recompute
 from ..engine.symbols import dim
 
 # The data-parallel degree when none is given (the same symbol as
@@ -41,7 +42,9 @@ class Layout:
     fp32 logits), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
-    base in ``nf4``, ``nf4-double`` or ``int8``)."""
+    base in ``nf4``, ``nf4-double`` or ``int8``); ``recompute_modules``,
+    ``recompute_num_layers``, ``recompute_method``, ``recompute_frequency``
+    (the policy in detail: :mod:`costgraph.engine.recompute`)."""
 
     t: object = 1
     p: object = 1
@@ -66,6 +69,12 @@ class Layout:
     lora_targets: object = choices.DEFAULT_LORA_TARGETS
     lora_dropout: bool = False
     quantization: str | None = None
+    # recomputation in detail (costgraph.engine.recompute): Megatron --recompute-modules (selective),
+    # --recompute-num-layers / --recompute-method (full), torchtitan's layer-SAC frequency
+    recompute_modules: tuple | None = None
+    recompute_num_layers: int | None = None
+    recompute_method: str | None = None
+    recompute_frequency: int | None = None
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -127,6 +136,7 @@ class Layout:
                 and (out.d * out.c * out.t) % (out.e * out.etp):
             raise CostgraphValueError(f"expert parallelism e·etp = {out.e * out.etp} must divide d·c·t = "
                                       f"{out.d * out.c * out.t}", hint="experts are spread over data-parallel ranks")
+        check_recompute(out)   # the recompute fields, as Megatron checks them
         return out
 
 

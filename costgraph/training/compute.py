@@ -10,11 +10,15 @@ Conventions (named in every output):
   convention (``full`` square, or ``half``). ``router=False`` leaves out the
   MoE router's linear, as Megatron-LM's FLOP count does (a linear whose
   output has one entry per expert of a ``repeat E as ... active k`` group).
-* **Hardware FLOPs**: model FLOPs plus what recomputation adds — ``full``:
-  one more forward of the layers (the top-level repeat groups; the head and
-  embeddings are not recomputed); ``selective``: the forward of the attention
-  core (found in the graph: :func:`costgraph.engine.activations.attention_cores`);
-  ``flash`` attention recomputes the same core in its backward. For GPT with
+* **Hardware FLOPs**: model FLOPs plus the forward FLOPs of what the
+  recomputation policy re-runs (:func:`costgraph.engine.recompute.recompute_plan`,
+  the same description the activation memory reads) — ``full``: one more
+  forward of the layers (the top-level repeat groups; the head and
+  embeddings are not recomputed), of the checkpointed share of them with
+  ``recompute_method = block``; ``selective`` (Megatron ``core_attn``): the
+  forward of QKᵀ, scale, softmax, dropout and probs·V; ``selective-korthikanti``:
+  without probs·V; ``flash`` attention recomputes the core up to the softmax
+  in its backward (each op counted once). For GPT with
   full recomputation this is Narayanan et al. 2021 Eq. 3,
   ``96 B s l h² (1 + s/6h + V/16lh)`` (tested).
 * **Per device**: divided evenly by the ``t·p·c·d`` devices (expert
@@ -37,7 +41,8 @@ import sympy
 
 
 from ..choices import CAUSAL, CONVENTION
-from ..engine.activations import attention_cores
+from ..engine.recompute import recompute_plan
+from .lora_flops import lora_compute
 from ..parallel.placement import expert_groups
 from ..parallel.tensor import sequence_dims
 from ..engine.graph import CostGraph
@@ -74,19 +79,24 @@ def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.defaul
     (model FLOPs per token), ``model_per_device``, ``hardware_per_device``,
     ``tokens_per_iteration``, ``global_batch`` (sequences), and the rules of
     thumb ``six_n``, ``eight_n``, ``six_n_non_embedding`` (per token).
+    With ``layout.lora_rank``: the trainable-aware count of
+    :mod:`costgraph.training.lora_flops` (model FLOPs), QLoRA's
+    dequantization in the hardware FLOPs, ``lora`` (rank, targets,
+    trainable parameters, conventions) and ``four_n`` (``4N``: a frozen
+    base's forward and input gradients per token).
     """
     rows = breakdown(cg, MODEL_SCOPE, convention, get_precision("bf16"), causal, leaves_only=True)
     skip = routers(cg) if not router else set()
     rows = [r for r in rows if r["path"] not in skip]
     per_mb = expand_sum([r["count"] * (r["flops_forward"] + r["flops_backward"]) for r in rows])
-    top = [g.path for p, g in cg.groups.items() if "/" not in p]
-    extra = []
-    if layout.recompute == "full":
-        extra = [r["count"] * r["flops_forward"] for r in rows if any(r["path"].startswith(g + "/") for g in top)]
-    elif layout.recompute == "selective" or layout.attention == "flash":
-        core = {n for _, nodes in attention_cores(cg) for n in nodes}
-        extra = [r["count"] * r["flops_forward"] for r in rows if r["path"] in core]
-    recompute_mb = expand_sum(extra)
+    plan = recompute_plan(cg, layout, layout.attention)   # what re-runs: the same plan as the memory's
+    recompute_mb = expand_sum([r["count"] * r["flops_forward"] * plan.rerun[r["path"]] for r in rows
+                               if r["path"] in plan.rerun])
+    lora = None
+    if getattr(layout, "lora_rank", None) is not None:   # a frozen base and its adapters
+        lora = lora_compute(cg, layout, rows, convention, plan.rerun)
+        per_mb = lora["model"]
+        recompute_mb = expand_sum([recompute_mb, lora["recompute"], lora["dequant"]])
     b = cg.dims["b"].symbol if "b" in cg.dims else sympy.Integer(1)
     seq = (sequence_dims(cg) or [sympy.Integer(1)])[0]   # tokens per sequence
     replicas = as_expr(layout.m) * as_expr(layout.d)
@@ -112,6 +122,7 @@ def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.defaul
         "eight_n": 8 * params,
         "six_n_non_embedding": sympy.expand(6 * (params - embed)),
         "six_n_active": 6 * expand_sum([r["count"] * r["params_active"] for r in rows]),
+        **({} if lora is None else {"lora": lora["info"], "four_n": 4 * params}),
     }
 
 
@@ -176,6 +187,9 @@ def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None
                                        "six_n_non_embedding")}}
     if f["six_n_active"] != f["six_n"]:   # a mixture of experts: 6 × the parameters a token passes through
         out["flops"]["six_n_active"] = f["six_n_active"]
+    if "lora" in f:   # LoRA on: its targets, trainable count and the FLOP convention; 4N beside 6N
+        out["flops"]["four_n"] = f["four_n"]
+        out["lora"] = f["lora"]
     out["flops"]["per_token_minus_six_n"] = sympy.expand(f["per_token"] - f["six_n"])
     if mfu is not None and peak is None:
         return out

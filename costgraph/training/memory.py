@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..engine.activations import activation_rows, layer_activation_bytes
+from ..engine.recompute import recompute_plan
 from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..parallel.layout import Layout
@@ -121,8 +122,10 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
     if lo is not None:   # a frozen base keeps no inputs for weight gradients; adapters keep theirs
         drop = lo.released
         extra = [(r["path"], r["active"], r["activation_bytes"]) for r in lo.activation_rows(prec)]
+    plan = recompute_plan(cg, L, L.attention)   # what the policy keeps (the FLOPs read the same plan)
+    warned += plan.warnings
     rows, extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute=L.recompute,
-                                   attention=L.attention, tp=pl.tp, drop=drop, extra=extra)
+                                   attention=L.attention, tp=pl.tp, drop=drop, extra=extra, plan=plan)
     per_layer = {g.path: layer_activation_bytes(cg, g, rows, extras) for g in pl.top}
     if scope == "layer":
         if len(pl.top) != 1:
@@ -134,11 +137,11 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
         return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))], warned)
     live = 0
-    if L.recompute == "full" and pl.top:
+    if plan.live != 0 and pl.top:   # the layers of a checkpointed run, live again while it is re-run
         live_rows, live_extras = activation_rows(cg, prec, t=L.t, sp=L.sp, c=L.c, recompute="none",
                                                  attention=L.attention, tp=pl.tp, drop=drop, extra=extra)
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
-        live = sympy.Max(*lives) if len(lives) > 1 else lives[0]
+        live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
     last = len(pl.stages) - 1
     return TrainingMemory(L, [_stage_memory(states, stage, rows, per_layer, live, loss if i == last else None)

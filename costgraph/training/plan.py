@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE as _RECOMPUTE, ZERO_STAGE
+from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE_SEARCHED, ZERO_STAGE
 from ..numbers.evaluator import vectorized
 from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr, dim
@@ -58,7 +58,7 @@ from .memory import training_memory
 from .validity import split_axes
 
 T, P, C, EP, D, M, V = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m", "N_v"))
-RECOMPUTE = _RECOMPUTE.values
+RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
 ZERO = ZERO_STAGE.values
 
 #: The training options the search tries on every layout of degrees, each ``(Layout field, values)``;

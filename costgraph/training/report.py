@@ -48,6 +48,8 @@ import json
 
 import sympy
 
+from ..engine.recompute import describe
+
 from ..engine.symbols import as_expr
 
 from ..numbers import units
@@ -105,6 +107,9 @@ def _compute_json(compute: dict, values) -> dict:
     for k in ("mfu", "hfu"):
         if k in compute:
             out[k] = _number(compute[k], values)
+    if "lora" in compute:   # LoRA on: rank, targets, trainable parameters, FLOP conventions
+        lo = compute["lora"]
+        out["lora"] = {**lo, **{k: _number(lo[k], values) for k in ("rank", "trainable_parameters", "adapted_linears")}}
     if "communication" in compute:
         out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
                                     **({"seconds": _number(c["seconds"], values)} if "seconds" in c else {}),
@@ -123,6 +128,7 @@ _COMPUTE_LABELS = {
     "hardware_per_device": "hardware FLOPs per device", "six_n": "6N per token (rule of thumb)",
     "eight_n": "8N per token (with full recompute)", "six_n_non_embedding": "6N, non-embedding N",
     "six_n_active": "6N, active parameters (MoE)",
+    "four_n": "4N per token (frozen base: forward + input gradients)",
     "per_token_minus_six_n": "exact per token − 6N", "step_seconds": "step time (s)", "steps": "steps",
     "train_seconds": "training time (s)", "train_days": "training time (days)", "gpu_hours": "GPU-hours",
     "pf_days": "PF-days (model FLOPs)", "cost": "cost (price × GPU-hours)", "mfu": "MFU", "hfu": "HFU"}
@@ -139,7 +145,7 @@ def _compute_text(compute: dict, values) -> list[str]:
         line = to_text(field_order(e)) if e.free_symbols else ""
         if values is not None and e.free_symbols <= set(values) or not e.free_symbols:
             v = e.xreplace(values or {})
-            if k.startswith(("model_", "hardware_", "per_token", "six", "eight")):
+            if k.startswith(("model_", "hardware_", "per_token", "six", "eight", "four")):
                 shown = units.with_unit("flops_forward", int(v)) if v.is_integer else f"{float(v):.6g} FLOP"
             elif k in ("mfu", "hfu"):
                 shown = f"{float(v):.2%}"
@@ -148,6 +154,16 @@ def _compute_text(compute: dict, values) -> list[str]:
             line += (" = " if e.free_symbols else "") + shown
         cells.append([_COMPUTE_LABELS[k], line])
     out += table(cells)
+    if "lora" in compute:   # LoRA on: what is trained and how its FLOPs are counted
+        lo = compute["lora"]
+        n, k = (as_expr(lo[x]).xreplace(values or {}) for x in ("trainable_parameters", "adapted_linears"))
+        shown = [f"{int(x):,}" if x.is_number else to_text(field_order(as_expr(x))) for x in (n, k)]
+        out += [f"LoRA on: rank {lo['rank']}, targets {', '.join(t.rsplit('/', 1)[-1] for t in lo['targets'])} "
+                f"({shown[1]} linears), {shown[0]} trainable parameters"
+                + (f", base quantized {lo['quantization']}" if "quantization" in lo else ""),
+                f"  model FLOPs (for MFU): {lo['model_flops']}"]
+        if "dequantization" in lo:
+            out.append(f"  QLoRA dequantization (hardware FLOPs): {lo['dequantization']}")
     if "communication" in compute:
         out += ["", "communication per device per step (ring algorithms; bytes sent):"]
         cells = []
@@ -234,7 +250,7 @@ def to_text_doc(r) -> str:
             f"{plan['dp']}; ep {plan['ep']}" + (", sequence parallel" if L.sp else "")
             + f"; ZeRO {L.zero}" + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
             f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
-            f"{L.recompute}, attention {L.attention}" + (" (default)" if L.attention == ATTENTION.default else "")
+            f"{describe(L)}, attention {L.attention}" + (" (default)" if L.attention == ATTENTION.default else "")
             + f"; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
             + (f" (v = {L.v})" if L.v != 1 else "")]
     out = head
