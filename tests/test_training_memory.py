@@ -77,13 +77,21 @@ def test_first_stage_with_pipeline_is_the_whole_models_layers():
 
 def test_deepseek_v3_expert_shards():
     # routed experts (E of them, 3 h i_e parameters each, in the l − k_d MoE layers) are split over
-    # e = 8 expert-parallel ranks and p = 8 stages: 2 bytes × 3/(p e) per l·h·E·i_e
-    E, i_e = dim("E"), dim("i_e")
+    # e = 8 expert-parallel ranks: 2 bytes × 3/e per h·E·i_e and MoE layer held. The first of p = 8
+    # stages holds layers 0 … l/8 − 1 (Megatron assigns them contiguously, issue 16 item 2): its
+    # k_d dense layers first, then max(0, l/8 − k_d) MoE layers (it was the mean share l/p·h·E·i_e)
+    E, i_e, k_d = dim("E"), dim("i_e"), dim("k_d")
+    moe_held = sympy.Max(0, l / 8 - k_d)
     m = costgraph.load("deepseek_v3").train(t=4, p=8, e=8, zero=1, gpus=256, recompute="full", attention="flash")
     w = sympy.expand(m.stages[0].memory["weights"])
-    assert w.coeff(l * h * E * i_e) == sympy.Rational(2 * 3, 8 * 8)
+    assert w.coeff(h * E * i_e) == sympy.Rational(2 * 3, 8) * moe_held
     # dense weights are split by t = 4 instead: the shared expert's 3 h i_s per MoE layer
-    assert w.coeff(l * h * dim("i_s")) == sympy.Rational(2 * 3, 4 * 8)
+    assert w.coeff(h * dim("i_s")) == sympy.Rational(2 * 3, 4) * moe_held
+    # the mean share, as before, with a symbolic p
+    P = dim("P")
+    w = sympy.expand(costgraph.load("deepseek_v3").train(t=4, p=P, e=8, zero=1, recompute="full",
+                                                         attention="flash").stages[0].memory["weights"])
+    assert w.coeff(l * h * E * i_e) == sympy.Rational(2 * 3, 8) / P
 
 
 def test_fit_and_largest_micro_batch(capsys):

@@ -31,6 +31,10 @@ TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": Fa
                   "optimizer": choices.DEFAULT_OPTIMIZER, "micro_batches": None,
                   "schedule": choices.SCHEDULE.default, "virtual_stages": 1, "memory": None, "no_loss": False}
 
+TRAIN_DEFAULTS.update({"first_stage_layers": None, "last_stage_layers": None, "account_embedding": False,
+                       "account_loss": False, "vp_group": None,
+                       "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default})
+
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
 
@@ -64,6 +68,22 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
+    _pipeline_arguments(p)
+
+
+def _pipeline_arguments(p) -> None:
+    """Megatron-LM's pipeline split and schedule options (issue 16 items 1-2), under Megatron's flag names."""
+    p.add_argument("--decoder-first-pipeline-num-layers", type=int, dest="first_stage_layers",
+                   help="layers of the first pipeline stage (the others share the rest evenly)")
+    p.add_argument("--decoder-last-pipeline-num-layers", type=int, dest="last_stage_layers",
+                   help="layers of the last pipeline stage (the others share the rest evenly)")
+    p.add_argument("--account-for-embedding-in-pipeline-split", action="store_true", dest="account_embedding",
+                   help="count the embedding as a layer in the split (the first stage builds one fewer)")
+    p.add_argument("--account-for-loss-in-pipeline-split", action="store_true", dest="account_loss",
+                   help="count the loss as a layer in the split (the last stage builds one fewer)")
+    p.add_argument("--microbatch-group-size-per-virtual-pipeline-stage", type=int, dest="vp_group",
+                   help="interleaved: micro-batches run per model chunk in a row, g (default: pp)")
+    add_option(p, choices.SCHEDULE_ACCOUNTING, "--schedule-accounting")
 
 
 def infer_arguments(p, required: bool = False) -> None:
@@ -134,7 +154,15 @@ def train_layout(args, micro_batches=None):
                   recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
-                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
+                  **_pipeline_fields(args))
+
+
+def _pipeline_fields(args) -> dict:
+    """The Layout's pipeline split and schedule fields from ``args`` (absent: their defaults)."""
+    names = ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
+             "schedule_accounting")
+    return {n: getattr(args, n) for n in names if hasattr(args, n)}
 
 
 def training(args, model, values):

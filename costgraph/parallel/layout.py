@@ -18,6 +18,7 @@ import sympy
 from .. import choices
 from ..errors import CostgraphValueError
 from ..engine.symbols import dim
+from .schedules import check_schedule
 
 # The data-parallel degree when none is given (the same symbol as
 # costgraph.training.states.DP). Not ``d``: Llama-style models already use
@@ -66,6 +67,13 @@ class Layout:
     lora_targets: object = choices.DEFAULT_LORA_TARGETS
     lora_dropout: bool = False
     quantization: str | None = None
+    # pipeline split and schedule details (issue 16 items 1-2; costgraph.parallel.layer_split, .schedules)
+    vp_group: object = None
+    first_stage_layers: object = None
+    last_stage_layers: object = None
+    account_embedding: bool = False
+    account_loss: bool = False
+    schedule_accounting: str = choices.SCHEDULE_ACCOUNTING.default
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -127,12 +135,43 @@ class Layout:
                 and (out.d * out.c * out.t) % (out.e * out.etp):
             raise CostgraphValueError(f"expert parallelism e·etp = {out.e * out.etp} must divide d·c·t = "
                                       f"{out.d * out.c * out.t}", hint="experts are spread over data-parallel ranks")
+        _check_pipeline(out)
         return out
+
+
+def _check_pipeline(out: "Layout") -> None:
+    """The pipeline split and schedule fields (Megatron's rules where it has them)."""
+    if out.schedule_accounting not in choices.SCHEDULE_ACCOUNTING.values:
+        raise CostgraphValueError(f"unknown schedule_accounting {out.schedule_accounting!r}",
+                                  hint=choices.SCHEDULE_ACCOUNTING.hint())
+    for name in ("account_embedding", "account_loss"):
+        if not isinstance(getattr(out, name), bool):
+            raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
+    for name in ("first_stage_layers", "last_stage_layers"):
+        n = getattr(out, name)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise CostgraphValueError(f"{name} ({_FLAGS[name]}) must be a whole number ≥ 0, got {n!r}")
+    uneven = out.first_stage_layers is not None or out.last_stage_layers is not None
+    if uneven and (out.account_embedding or out.account_loss):
+        raise CostgraphValueError("the first/last stages' own layer counts cannot be combined with counting the "
+                                  "embedding or loss as a layer (Megatron-LM get_num_layers_to_build)",
+                                  hint="give --decoder-first/last-pipeline-num-layers, or the --account-for-* options")
+    if (uneven or out.account_embedding or out.account_loss) and out.p == 1:
+        raise CostgraphValueError("a pipeline layer split needs pipeline stages", hint="add --pp P (P > 1)")
+    if out.vp_group is not None:
+        _degree(out.vp_group, "vp_group")
+        if out.schedule != "interleaved":
+            raise CostgraphValueError("the micro-batch group per virtual stage needs the interleaved schedule",
+                                      hint="--schedule interleaved")
+    check_schedule(out.p, out.m, out.schedule, out.v, out.vp_group)
 
 
 #: the command-line option of each degree (errors name both: the API's field and the CLI's flag)
 _FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-stages", "gpus": "--gpus",
-          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches"}
+          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches",
+          "vp_group": "--microbatch-group-size-per-virtual-pipeline-stage",
+          "first_stage_layers": "--decoder-first-pipeline-num-layers",
+          "last_stage_layers": "--decoder-last-pipeline-num-layers"}
 
 
 def _degree(v, name):
