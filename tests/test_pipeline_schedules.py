@@ -279,3 +279,15 @@ def test_405b_shaped_layout_answers(capsys):
     text = capsys.readouterr().out
     assert "most loaded: stage 1: 8 layers × 15 micro-batches in flight" in text
     assert "stage 15 (last)\n  7 layers × 1 micro-batches in flight, plus the fp32 logits of the loss" in text
+
+
+def test_pace_of_the_most_loaded_stage():
+    # 126 layers on PP 16 with the embedding and loss counted: 8 layers on the busiest stage against a
+    # mean of 126/16 — its layers take 64/63 of the even share's time; an even split takes 1
+    from costgraph.parallel.pipeline import most_loaded_layers, pace_factor
+
+    llama = costgraph.load("llama")
+    stages = placement(llama.graph, Layout(p=16, gpus=16, account_embedding=True, account_loss=True)).stages
+    assert pace_factor(stages).xreplace({l: 126}) == sympy.Rational(64, 63)
+    assert most_loaded_layers(stages, {l: 126}).index == 1
+    assert pace_factor(placement(llama.graph, Layout(p=4, gpus=4)).stages) == 1

@@ -164,3 +164,15 @@ def bubble(schedule: str, p, m, v=1) -> sympy.Expr:
     """The pipeline bubble as a fraction of a step's compute time
     (:func:`costgraph.parallel.schedules.bubble_fraction`)."""
     return bubble_fraction(schedule, p, m, v)
+
+
+def pace_factor(stages: list[Stage]) -> sympy.Expr:
+    """How much longer the slowest stage's layers take than an even share:
+    ``max_i layers_i / (Σ layers / p)`` (1 for an even split; the step time's
+    compute, which divides FLOPs evenly over the stages, would be × this; the
+    embedding and head are left out). For ``training/steptime.py`` to use."""
+    counts = [sympy.Add(*st.layers.values()) for st in stages]
+    total = sympy.Add(*counts)
+    if total == 0 or len(stages) < 2:
+        return sympy.Integer(1)
+    return sympy.Max(*counts) * len(stages) / total
