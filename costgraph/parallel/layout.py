@@ -42,7 +42,12 @@ class Layout:
     fp32 logits), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
-    base in ``nf4``, ``nf4-double`` or ``int8``)."""
+    base in ``nf4``, ``nf4-double`` or ``int8``). Pipeline details
+    (:mod:`costgraph.parallel.layer_split`, :mod:`costgraph.parallel.schedules`):
+    ``vp_group`` (interleaved micro-batch group g, default ``p``),
+    ``first_stage_layers``/``last_stage_layers`` (Megatron's uneven split),
+    ``account_embedding``/``account_loss`` (count them as layers) and
+    ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``)."""
 
     t: object = 1
     p: object = 1

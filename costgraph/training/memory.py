@@ -79,7 +79,8 @@ class StageMemory:
         out = f"{show(self.layers)} layers × {show(self.in_flight)} micro-batches in flight"
         loss = self.memory.get("loss", 0)
         if self.head and loss != 0:
-            out += f", plus the fp32 logits of the loss ({show(loss)} bytes)" if values else \
+            v = as_expr(loss).xreplace(values) if values else as_expr(loss)
+            out += f", plus the fp32 logits of the loss ({int(v):,} bytes)" if v.is_number else \
                 ", plus the fp32 logits of the loss"
         return out
 
