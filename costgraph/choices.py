@@ -22,7 +22,7 @@ This module imports nothing of costgraph's and not SymPy: the CLI reads it to
 build ``--help`` without loading the engine.
 
 >>> SCHEDULE.values
-('1f1b', 'interleaved', 'gpipe')
+('1f1b', 'interleaved', 'gpipe', 'zb-h1', 'dualpipe')
 >>> SCHEDULE.default
 '1f1b'
 >>> ZERO_STAGE.check(4)
@@ -103,7 +103,14 @@ SCHEDULE = Choice("schedule", "pipeline schedule", (
     ("1f1b", "one forward, one backward (PipeDream-Flush, Megatron-LM's default)"),
     ("interleaved", "Megatron-LM's interleaved 1F1B with v model chunks per device"),
     ("gpipe", "all forwards, then all backwards"),
+    ("zb-h1", "zero bubble H1: 1F1B's memory, a third of its bubble (Qi et al. 2023)"),
+    ("dualpipe", "DeepSeek-V3's bidirectional pipeline: two stages a device, p + 1 in flight"),
 ), "1f1b")
+
+SCHEDULE_ACCOUNTING = Choice("schedule_accounting", "pipeline in-flight accounting", (
+    ("megatron-schedule", "each stage's warm-up + 1 of Megatron-LM's schedules.py (get_pp_rank_microbatches)"),
+    ("korthikanti", "interleaved: the first stage × (1 + (p−1)/(p·v)), later as 1F1B (Korthikanti 2022 §4.2.3)"),
+), "megatron-schedule")
 
 RECOMPUTE = Choice("recompute", "recompute policy", (
     ("none", "keep every activation"),
@@ -149,6 +156,7 @@ PEAK_DTYPE = Choice("compute", "dtype of the peak", (
 #: every fixed-list choice, by name
 CHOICES: dict[str, Choice] = {c.name: c for c in (CONVENTION, CAUSAL, PROFILE, PRECISION, SCHEDULE, RECOMPUTE,
                                                    ATTENTION, ZERO_STAGE)}
+CHOICES[SCHEDULE_ACCOUNTING.name] = SCHEDULE_ACCOUNTING
 
 # Defaults of settings whose names live in data tables (see the module docstring).
 #: the training precision policy (``policies.toml``)

@@ -213,6 +213,10 @@ TRAIN = [
     ("train", "mixtral", "--config", "mixtral-8x7b", "--gpus", "16", "--tp", "2", "--ep", "4", "--zero", "1",
      "--recompute", "selective", "--sp", "--scope", "layer"),
     ("train", "llama"),                                          # no values: formulas only
+    # interleaved (fractional micro-batches in flight) with an uneven split (issue 16 items 1-2)
+    ("train", "llama", "--config", "llama-3-8b", "--gpus", "16", "--pp", "4", "--schedule", "interleaved",
+     "--virtual-stages", "2", "--micro-batches", "8", "--decoder-first-pipeline-num-layers", "6",
+     "--decoder-last-pipeline-num-layers", "10"),
     ("train", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--memory", "80GB"),
 ]
 INFER = [

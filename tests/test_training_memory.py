@@ -77,13 +77,21 @@ def test_first_stage_with_pipeline_is_the_whole_models_layers():
 
 def test_deepseek_v3_expert_shards():
     # routed experts (E of them, 3 h i_e parameters each, in the l − k_d MoE layers) are split over
-    # e = 8 expert-parallel ranks and p = 8 stages: 2 bytes × 3/(p e) per l·h·E·i_e
-    E, i_e = dim("E"), dim("i_e")
+    # e = 8 expert-parallel ranks: 2 bytes × 3/e per h·E·i_e and MoE layer held. The first of p = 8
+    # stages holds layers 0 … l/8 − 1 (Megatron assigns them contiguously, issue 16 item 2): its
+    # k_d dense layers first, then max(0, l/8 − k_d) MoE layers (it was the mean share l/p·h·E·i_e)
+    E, i_e, k_d = dim("E"), dim("i_e"), dim("k_d")
+    moe_held = sympy.Max(0, l / 8 - k_d)
     m = costgraph.load("deepseek_v3").train(t=4, p=8, e=8, zero=1, gpus=256, recompute="full", attention="flash")
     w = sympy.expand(m.stages[0].memory["weights"])
-    assert w.coeff(l * h * E * i_e) == sympy.Rational(2 * 3, 8 * 8)
+    assert w.coeff(h * E * i_e) == sympy.Rational(2 * 3, 8) * moe_held
     # dense weights are split by t = 4 instead: the shared expert's 3 h i_s per MoE layer
-    assert w.coeff(l * h * dim("i_s")) == sympy.Rational(2 * 3, 4 * 8)
+    assert w.coeff(h * dim("i_s")) == sympy.Rational(2 * 3, 4) * moe_held
+    # the mean share, as before, with a symbolic p
+    P = dim("P")
+    w = sympy.expand(costgraph.load("deepseek_v3").train(t=4, p=P, e=8, zero=1, recompute="full",
+                                                         attention="flash").stages[0].memory["weights"])
+    assert w.coeff(l * h * E * i_e) == sympy.Rational(2 * 3, 8) / P
 
 
 def test_fit_and_largest_micro_batch(capsys):
@@ -186,12 +194,14 @@ def test_lora_through_train(capsys):
 
 
 def test_expert_shards_are_shown(capsys):
-    # DeepSeek-V3, e = 8: the routed experts' states appear on their own line and JSON key
+    # DeepSeek-V3, e = 8: the routed experts' states appear on their own line and JSON key. Its 61 layers
+    # do not divide into 8 stages: Megatron's uneven split, 5 on the first (3 dense, 2 MoE), 8 on the others
+    uneven = ["--decoder-first-pipeline-num-layers", "5", "--decoder-last-pipeline-num-layers", "8"]
     doc = _json(capsys, "train", "deepseek_v3", "--config", "deepseek-v3", "--gpus", "256", "--tp", "4", "--pp", "8",
-                "--ep", "8", "--zero", "1", "--recompute", "full", "--attention", "flash", "--format", "json")
+                "--ep", "8", "--zero", "1", "--recompute", "full", "--attention", "flash", "--format", "json", *uneven)
     st = doc["stages"][0]
     states = sum(st["memory"][k]["value"] for k in ("weights", "gradients", "optimizer"))
     assert 0 < st["experts"]["value"] < states
     assert main(["train", "deepseek_v3", "--config", "deepseek-v3", "--gpus", "256", "--tp", "4", "--pp", "8",
-                 "--ep", "8"]) == 0
+                 "--ep", "8", *uneven]) == 0
     assert "routed experts" in capsys.readouterr().out

@@ -34,6 +34,9 @@ TRAIN_DEFAULTS = {"gpus": None, "pp": 1, "cp": 1, "ep": 1, "etp": None, "sp": Fa
 # the recompute details: given, they ask for the training section too
 TRAIN_DEFAULTS.update({"recompute_modules": None, "recompute_num_layers": None, "recompute_method": None,
                        "recompute_frequency": None})
+TRAIN_DEFAULTS.update({"first_stage_layers": None, "last_stage_layers": None, "account_embedding": False,
+                       "account_loss": False, "vp_group": None,
+                       "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default})
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
@@ -81,6 +84,22 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
                    help="--recompute full: Megatron's uniform (default) or block")
     p.add_argument("--recompute-frequency", type=int, metavar="N",
                    help="--recompute torchtitan-layer: every N-th block checkpointed (default 2)")
+    _pipeline_arguments(p)
+
+
+def _pipeline_arguments(p) -> None:
+    """Megatron-LM's pipeline split and schedule options (issue 16 items 1-2), under Megatron's flag names."""
+    p.add_argument("--decoder-first-pipeline-num-layers", type=int, dest="first_stage_layers",
+                   help="layers of the first pipeline stage (the others share the rest evenly)")
+    p.add_argument("--decoder-last-pipeline-num-layers", type=int, dest="last_stage_layers",
+                   help="layers of the last pipeline stage (the others share the rest evenly)")
+    p.add_argument("--account-for-embedding-in-pipeline-split", action="store_true", dest="account_embedding",
+                   help="count the embedding as a layer in the split (the first stage builds one fewer)")
+    p.add_argument("--account-for-loss-in-pipeline-split", action="store_true", dest="account_loss",
+                   help="count the loss as a layer in the split (the last stage builds one fewer)")
+    p.add_argument("--microbatch-group-size-per-virtual-pipeline-stage", type=int, dest="vp_group",
+                   help="interleaved: micro-batches run per model chunk in a row, g (default: pp)")
+    add_option(p, choices.SCHEDULE_ACCOUNTING, "--schedule-accounting")
 
 
 def infer_arguments(p, required: bool = False) -> None:
@@ -152,7 +171,7 @@ def train_layout(args, micro_batches=None):
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
-                  **_recompute_fields(args))
+                  **_recompute_fields(args), **_pipeline_fields(args))
 
 
 def _recompute_fields(args) -> dict:
@@ -163,6 +182,13 @@ def _recompute_fields(args) -> dict:
             "recompute_num_layers": getattr(args, "recompute_num_layers", None),
             "recompute_method": getattr(args, "recompute_method", None),
             "recompute_frequency": getattr(args, "recompute_frequency", None)}
+
+
+def _pipeline_fields(args) -> dict:
+    """The Layout's pipeline split and schedule fields from ``args`` (absent: their defaults)."""
+    names = ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
+             "schedule_accounting")
+    return {n: getattr(args, n) for n in names if hasattr(args, n)}
 
 
 def training(args, model, values):

@@ -19,6 +19,7 @@ from .. import choices
 from ..errors import CostgraphValueError
 from ..engine.recompute import check_recompute
 from ..engine.symbols import dim
+from .schedules import check_schedule
 
 # The data-parallel degree when none is given (the same symbol as
 # costgraph.training.states.DP). Not ``d``: Llama-style models already use
@@ -44,7 +45,12 @@ class Layout:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
     base in ``nf4``, ``nf4-double`` or ``int8``); ``recompute_modules``,
     ``recompute_num_layers``, ``recompute_method``, ``recompute_frequency``
-    (the policy in detail: :mod:`costgraph.engine.recompute`)."""
+    (the policy in detail: :mod:`costgraph.engine.recompute`). Pipeline details
+    (:mod:`costgraph.parallel.layer_split`, :mod:`costgraph.parallel.schedules`):
+    ``vp_group`` (interleaved micro-batch group g, default ``p``),
+    ``first_stage_layers``/``last_stage_layers`` (Megatron's uneven split),
+    ``account_embedding``/``account_loss`` (count them as layers) and
+    ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``)."""
 
     t: object = 1
     p: object = 1
@@ -75,6 +81,13 @@ class Layout:
     recompute_num_layers: int | None = None
     recompute_method: str | None = None
     recompute_frequency: int | None = None
+    # pipeline split and schedule details (issue 16 items 1-2; costgraph.parallel.layer_split, .schedules)
+    vp_group: object = None
+    first_stage_layers: object = None
+    last_stage_layers: object = None
+    account_embedding: bool = False
+    account_loss: bool = False
+    schedule_accounting: str = choices.SCHEDULE_ACCOUNTING.default
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -137,12 +150,43 @@ class Layout:
             raise CostgraphValueError(f"expert parallelism e·etp = {out.e * out.etp} must divide d·c·t = "
                                       f"{out.d * out.c * out.t}", hint="experts are spread over data-parallel ranks")
         check_recompute(out)   # the recompute fields, as Megatron checks them
+        _check_pipeline(out)
         return out
+
+
+def _check_pipeline(out: "Layout") -> None:
+    """The pipeline split and schedule fields (Megatron's rules where it has them)."""
+    if out.schedule_accounting not in choices.SCHEDULE_ACCOUNTING.values:
+        raise CostgraphValueError(f"unknown schedule_accounting {out.schedule_accounting!r}",
+                                  hint=choices.SCHEDULE_ACCOUNTING.hint())
+    for name in ("account_embedding", "account_loss"):
+        if not isinstance(getattr(out, name), bool):
+            raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
+    for name in ("first_stage_layers", "last_stage_layers"):
+        n = getattr(out, name)
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise CostgraphValueError(f"{name} ({_FLAGS[name]}) must be a whole number ≥ 0, got {n!r}")
+    uneven = out.first_stage_layers is not None or out.last_stage_layers is not None
+    if uneven and (out.account_embedding or out.account_loss):
+        raise CostgraphValueError("the first/last stages' own layer counts cannot be combined with counting the "
+                                  "embedding or loss as a layer (Megatron-LM get_num_layers_to_build)",
+                                  hint="give --decoder-first/last-pipeline-num-layers, or the --account-for-* options")
+    if (uneven or out.account_embedding or out.account_loss) and out.p == 1:
+        raise CostgraphValueError("a pipeline layer split needs pipeline stages", hint="add --pp P (P > 1)")
+    if out.vp_group is not None:
+        _degree(out.vp_group, "vp_group")
+        if out.schedule != "interleaved":
+            raise CostgraphValueError("the micro-batch group per virtual stage needs the interleaved schedule",
+                                      hint="--schedule interleaved")
+    check_schedule(out.p, out.m, out.schedule, out.v, out.vp_group)
 
 
 #: the command-line option of each degree (errors name both: the API's field and the CLI's flag)
 _FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-stages", "gpus": "--gpus",
-          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches"}
+          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches",
+          "vp_group": "--microbatch-group-size-per-virtual-pipeline-stage",
+          "first_stage_layers": "--decoder-first-pipeline-num-layers",
+          "last_stage_layers": "--decoder-last-pipeline-num-layers"}
 
 
 def _degree(v, name):

@@ -57,7 +57,7 @@ from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr
 from .layout import Layout
-from .pipeline import Stage, pipeline_stages
+from .pipeline import Stage, pipeline_stages, split_of
 from .tensor import TensorParallel, sequence_dims, tensor_parallel
 
 Expr = sympy.Expr
@@ -65,6 +65,8 @@ ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
 # the Layout fields a placement depends on (its cache key)
 KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp")
+KEY_FIELDS += ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
+               "schedule_accounting")   # the pipeline split (costgraph.parallel.pipeline.Split)
 
 
 @dataclass(frozen=True)
@@ -336,8 +338,9 @@ def _build(cg: CostGraph, L: Layout) -> Placement:
         s = WeightShard(axes, experts_div)
         if s.total != 1:
             shards[wid] = s
-    stages = _cached(cg, ("stages", p, as_expr(L.m), L.schedule, L.v),
-                     lambda: pipeline_stages(cg, L.p, L.m, L.schedule, L.v))
+    split = split_of(L)
+    stages = _cached(cg, ("stages", p, as_expr(L.m), L.schedule, L.v, split),
+                     lambda: pipeline_stages(cg, L.p, L.m, L.schedule, L.v, split))
     ends = _cached(cg, ("ends",), lambda: pipeline_stages(cg, 2))
     top = [g for path, g in cg.groups.items() if "/" not in path]
     dense = d * c

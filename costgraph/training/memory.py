@@ -6,7 +6,9 @@ device of that stage holds:
 
 ``weights``, ``gradients``, ``optimizer``
     Model states (:func:`costgraph.training.states.model_states`) of the
-    weights the stage holds: ``l/p`` of every layer's weights, the
+    weights the stage holds: its own layers (``l/p`` of every layer's weights
+    by default; Megatron's uneven split and a multi-stack model's contiguous
+    assignment per :mod:`costgraph.parallel.layer_split`), the
     embeddings on the first stage, final norm and head on the last (a tied
     table on both). Each weight divided as tensor parallelism splits it
     (:mod:`costgraph.parallel.tensor`, derived from the graph); routed
@@ -19,8 +21,9 @@ device of that stage holds:
     What the stage keeps for backward (:mod:`costgraph.engine.activations`:
     recomputation, flash attention, TP/SP splits, context parallelism
     dividing every tensor with a sequence axis by ``c``), for the
-    micro-batches it holds in flight (1F1B: ``min(p − i, m)`` on stage
-    ``i``), plus, on the last stage, the loss: the logits in fp32 (4 bytes
+    micro-batches it holds in flight (:mod:`costgraph.parallel.schedules`:
+    1F1B ``min(p − i, m)`` on stage ``i``; interleaved, ZB-H1, DualPipe
+    per schedule), plus, on the last stage, the loss: the logits in fp32 (4 bytes
     an element; PyTorch's and Megatron's cross-entropy upcast them), split
     as the logits are. With full recomputation one layer's activations are
     live again during its recompute (added once, not per micro-batch).
@@ -63,6 +66,24 @@ class StageMemory:
     index: sympy.Expr
     name: str
     memory: dict[str, sympy.Expr] = field(default_factory=dict)
+    #: layer iterations held (all stacks), micro-batches of them in flight, whether it holds the head
+    layers: sympy.Expr = sympy.Integer(0)
+    in_flight: sympy.Expr = sympy.Integer(1)
+    head: bool = False
+
+    def why(self, values: dict | None = None) -> str:
+        """What loads this stage, in words: its layers, the micro-batches it
+        keeps in flight, and (the last stage) the fp32 logits of the loss."""
+        def show(x):
+            v = as_expr(x).xreplace(values) if values else as_expr(x)
+            return (str(int(v)) if v.is_Integer else f"{float(v):.4g}") if v.is_number else str(x)
+        out = f"{show(self.layers)} layers × {show(self.in_flight)} micro-batches in flight"
+        loss = self.memory.get("loss", 0)
+        if self.head and loss != 0:
+            v = as_expr(loss).xreplace(values) if values else as_expr(loss)
+            out += f", plus the fp32 logits of the loss ({int(v):,} bytes)" if v.is_number else \
+                ", plus the fp32 logits of the loss"
+        return out
 
 
 @dataclass
@@ -77,7 +98,8 @@ class TrainingMemory:
 
     def most_loaded(self, values: dict | None = None) -> StageMemory:
         """The stage with the largest total at ``values`` (symbol → int); with
-        no values, the first stage (it holds the most micro-batches in flight)."""
+        no values, the first stage (1F1B: it holds the most micro-batches in
+        flight). :meth:`StageMemory.why` says what loads it."""
         if not values or len(self.stages) == 1:
             return self.stages[0]
         best, best_v = self.stages[0], None
@@ -143,9 +165,8 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
-    last = len(pl.stages) - 1
-    return TrainingMemory(L, [_stage_memory(states, stage, rows, per_layer, live, loss if i == last else None)
-                              for i, stage in enumerate(pl.stages)], warned)
+    return TrainingMemory(L, [_stage_memory(states, stage, rows, per_layer, live, loss) for stage in pl.stages],
+                          warned)
 
 
 class _States:
@@ -193,18 +214,47 @@ def _stage_memory(states: _States, stage, rows, per_layer, live, loss) -> StageM
     L, in_layer = states.L, states.in_layer
     if L.p == 1:
         st = states(lambda w: w in in_layer or w in stage.weights)
-    else:   # l/p of the layers' weights, and the stage's own others
+    else:   # the stage's own share of each stack's weights, and the stage's own others
         outside = states(lambda w: w not in in_layer and w in stage.weights)
-        layer_part = states(in_layer.__contains__, scale=1 / as_expr(L.p))
-        st = {k: outside[k] + layer_part[k] for k in outside}
+        st = dict(outside)
+        for k, v in _layer_states(states, stage).items():
+            st[k] = st[k] + v
     act_one = sympy.Add(*[stage.layers[path] * b for path, b in per_layer.items()])
     act_one += sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
                            if r["path"] in stage.nodes or (r["kind"] == "storage" and "/" not in r["path"])])
-    loss = sympy.Integer(0) if loss is None else loss
+    loss = sympy.Integer(0) if loss is None or not stage.head else loss
     act = stage.in_flight * act_one + live + loss
     mem = {**st, "activations": act, "loss": loss}
     mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
-    return StageMemory(stage.index, stage.name, _expand(mem))
+    return StageMemory(stage.index, stage.name, _expand(mem), sympy.Add(*stage.layers.values()), stage.in_flight,
+                       stage.head)
+
+
+def _layer_states(states: _States, stage) -> dict:
+    """States of the layers' weights a stage holds: each top-level group's
+    weights × the stage's share of its iterations (``stage.layers[g] / count``;
+    ``1/p`` when the split is even). One gathered ZeRO-3 unit in all (the
+    largest of the groups'), not one per group."""
+    groups = [(path, n) for path, n in stage.layers.items()]
+    if len({sympy.expand(n / _count(states, path)) for path, n in groups}) <= 1 and groups:
+        share = groups[0][1] / _count(states, groups[0][0])   # one share for every stack: one call, as before
+        return states(states.in_layer.__contains__, scale=share)
+    keys = ("weights", "gradients", "optimizer", "experts")
+    out = dict.fromkeys(keys, sympy.Integer(0))
+    gathered = []
+    for path, n in groups:   # one iteration's states (the count cancelled), × the iterations held
+        sel = (lambda w, g=path: w in states.in_layer and w.startswith(g + "/"))
+        unit = states(sel, scale=0)["weights"] if states.L.zero >= 3 else sympy.Integer(0)   # the gathered unit
+        gathered.append(unit)
+        x = states(sel, scale=1 / _count(states, path))
+        for k in keys:
+            out[k] += sympy.expand(sympy.cancel(x[k] - (unit if k == "weights" else 0)) * n)
+    out["weights"] += sympy.Max(*gathered)   # one gathered unit in flight, the largest
+    return out
+
+
+def _count(states: _States, path: str) -> sympy.Expr:
+    return as_expr(states.cg.groups[path].count)
 
 
 def _expand(mem):

@@ -219,9 +219,11 @@ def to_dict(r) -> dict:
         "memory": {k: _entry(top.memory[k], values) for k in MEMORY_KEYS},
         "most_loaded_stage": result.stages.index(top),
         "stages": [{"stage": i, "name": st.name, "memory": {k: _entry(st.memory[k], values) for k in MEMORY_KEYS},
-                    **({"experts": _entry(st.memory["experts"], values)} if st.memory["experts"] != 0 else {})}
+                    **({"experts": _entry(st.memory["experts"], values)} if st.memory["experts"] != 0 else {}),
+                    **_stage_load(st, values)}
                    for i, st in enumerate(result.stages)],
     }
+    doc["most_loaded_reason"] = top.why(values)
     if r.fits is not None:
         doc["fits"] = dict(r.fits)
     if r.megatron is not None:
@@ -230,6 +232,11 @@ def to_dict(r) -> dict:
         doc.update(_compute_json(r.compute, values))
     doc["warnings"] = list(r.warnings or [])
     return doc
+
+
+def _stage_load(st, values) -> dict:
+    """A stage's ``layers`` (iterations of the stacks it holds) and ``in_flight`` (micro-batches kept)."""
+    return {"layers": _number(as_expr(st.layers), values), "in_flight": _number(as_expr(st.in_flight), values)}
 
 
 def to_json_doc(r) -> str:
@@ -257,7 +264,7 @@ def to_text_doc(r) -> str:
     top = result.most_loaded(values)
     for st in result.stages:
         title = st.name + ("  ← most loaded" if st is top and len(result.stages) > 1 else "")
-        out += ["", title]
+        out += ["", title] + ([f"  {st.why(values)}"] if len(result.stages) > 1 else [])
         cells = []
         for k in MEMORY_KEYS:
             e = st.memory[k]
@@ -274,6 +281,8 @@ def to_text_doc(r) -> str:
             cells.append(["  routed experts", line + f" (÷ ep {plan['ep']}"
                           + (f" × etp {plan['etp']})" if plan["etp"] != 1 else ")")])
         out += table(cells)
+    if len(result.stages) > 1:
+        out += ["", f"most loaded: {top.name}: {top.why(values)}"]
     if values is not None and not all(st.memory["total"].free_symbols <= set(values) for st in result.stages):
         missing = sorted({str(x) for st in result.stages for x in st.memory["total"].free_symbols} -
                          {str(k) for k in values})

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sympy
 
 from ..parallel.communication import comm_time, communication
+from ..parallel.pipeline import bubble as pipeline_bubble
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 
@@ -41,7 +42,7 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     f = flops if flops is not None else training_flops(cg, L)
     compute = f["hardware_per_device"] / (sympy.Integer(hardware.peak_flops_bf16) * efficiency)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
-    bubble = compute * (p - 1) / (v * m)
+    bubble = compute * pipeline_bubble(L.schedule, p, m, v)
     if collectives is None and L.lora_rank is None:
         pl = placement if placement is not None else place(cg, L)
         collectives = communication(cg, L, stage=stage, placement=pl)

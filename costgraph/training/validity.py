@@ -7,9 +7,10 @@ Each rule reads the graph; none is typed per model:
   vocabulary need not (frameworks pad it; per-device bytes of a padded
   table are rounded up in reports); K/V heads fewer than ``t`` (which Megatron replicates) are
   refused rather than counted as half heads;
-* a single stack's layer count must divide by ``p``; with several stacks
-  (each stage holds the mean share of each, see
-  :mod:`costgraph.parallel.pipeline`) ``p`` must not exceed the layers;
+* the layers (the iterations of every stack together) must split into
+  stages as Megatron splits them (:func:`costgraph.parallel.layer_split.check_split`:
+  evenly, or with the first/last stages' own counts, or the embedding and
+  loss counted as layers); ``p`` must not exceed the layers;
 * every sequence length must divide by ``c`` (context parallelism);
 * expert parallelism needs routed experts (a ``repeat E as ... active k``
   group), ``E`` divisible by ``e``, and ``e·etp`` dividing ``d·c·t``;
@@ -71,13 +72,12 @@ def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | 
     if isinstance(p, int) and p > 1:
         stacks = [g for path, g in cg.groups.items() if "/" not in path]
         counts = [num(g.count) for g in stacks]
-        if len(stacks) == 1 and counts[0] is not None and counts[0] % p:
-            raise CostgraphValueError(f"{p} pipeline stages cannot share the {counts[0]} iterations of "
-                                      f"'{stacks[0].path}' evenly", hint=f"p must divide {counts[0]}")
-        v = layout.v if isinstance(layout.v, int) else 1
-        if len(stacks) == 1 and v > 1 and counts[0] is not None and counts[0] % (p * v):
-            raise CostgraphValueError(f"{p} stages × {v} virtual stages cannot share the {counts[0]} iterations of "
-                                      f"'{stacks[0].path}' evenly", hint=f"p·v must divide {counts[0]}")
+        if stacks and None not in counts and sum(counts) >= p:   # Megatron's split (costgraph.parallel.layer_split)
+            from ..parallel.layer_split import check_split
+
+            check_split(sum(counts), p, layout.v if layout.schedule == "interleaved" else 1,
+                        layout.first_stage_layers, layout.last_stage_layers, layout.account_embedding,
+                        layout.account_loss, what="iterations of " + " and ".join(f"'{g.path}'" for g in stacks))
         if None not in counts and sum(counts) < p:
             raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
                                       hint=f"p at most {sum(counts)}")

@@ -1,0 +1,128 @@
+"""How many layers each pipeline stage builds, as Megatron-LM splits them.
+
+Megatron-LM @ d98e8a64, ``megatron/core/transformer/transformer_block.py::
+get_num_layers_to_build`` and ``transformer_layer.py::get_transformer_layer_offset``
+(no ``pipeline_model_parallel_layout``):
+
+* ``first``/``last`` (``--decoder-first-pipeline-num-layers`` /
+  ``--decoder-last-pipeline-num-layers``): the first (last) rank builds that
+  many; the other ``p − (number given)`` ranks share the rest evenly (it must
+  divide); not combinable with the ``account_for_*`` options;
+* otherwise ``L' = L + [account_for_embedding] + [account_for_loss]`` must
+  divide by ``p``; each rank builds ``L'/p``, one fewer on the first chunk of
+  rank 0 (embedding) and on the last chunk of rank ``p − 1`` (loss);
+* with ``v`` virtual stages each rank's count is split into ``v`` equal
+  chunks (it must divide); chunk ``(vp, r)`` is the ``vp·p + r``-th block of
+  consecutive layers (the offsets are the running sums in that order).
+
+A *layer* is one iteration of the model's top-level repeat groups taken in
+program order (DeepSeek-V3: its dense layers, then its MoE layers), so a
+stage's share of each group is the part of the group's range its chunks
+cover — contiguous, as Megatron assigns them.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..errors import CostgraphValueError
+
+ZERO = sympy.Integer(0)
+
+
+def chunk_sizes(total, p: int, v: int = 1, first=None, last=None, embedding: bool = False,
+                loss: bool = False) -> list[list[sympy.Expr]]:
+    """``sizes[r][vp]``: decoder layers chunk ``vp`` of rank ``r`` builds, for
+    ``total`` layers (an int or a SymPy expression) on ``p`` ranks (an int)."""
+    total = sympy.sympify(total)
+    if first is not None or last is not None:
+        left = p - (first is not None) - (last is not None)
+        rest = total - (first or 0) - (last or 0)
+        middle = rest / left if left > 0 else ZERO
+        per = [first if r == 0 and first is not None else last if r == p - 1 and last is not None else middle
+               for r in range(p)]
+    else:
+        per = [(total + int(embedding) + int(loss)) / p] * p
+    sizes = [[sympy.sympify(n) / v for _ in range(v)] for n in per]
+    if embedding:
+        sizes[0][0] -= 1
+    if loss:
+        sizes[p - 1][v - 1] -= 1
+    return sizes
+
+
+def chunk_ranges(sizes: list[list[sympy.Expr]]) -> list[list[tuple[sympy.Expr, sympy.Expr]]]:
+    """``ranges[r][vp] = (offset, size)``: offsets as running sums in Megatron's order ``vp·p + r``."""
+    p, v = len(sizes), len(sizes[0])
+    out = [[None] * v for _ in range(p)]
+    at = ZERO
+    for vp in range(v):
+        for r in range(p):
+            out[r][vp] = (at, sizes[r][vp])
+            at = at + sizes[r][vp]
+    return out
+
+
+def stage_shares(counts: list, p: int, v: int = 1, first=None, last=None, embedding: bool = False,
+                 loss: bool = False) -> list[list[sympy.Expr]]:
+    """``shares[r][k]``: iterations of top-level group ``k`` (of ``counts``, in
+    program order) that rank ``r`` holds, contiguous (module docstring)."""
+    counts = [sympy.sympify(c) for c in counts]
+    ranges = chunk_ranges(chunk_sizes(sympy.Add(*counts), p, v, first, last, embedding, loss))
+    if len(counts) == 1:
+        return [[sympy.Add(*[n for _, n in ranges[r]])] for r in range(p)]
+    starts, at = [], ZERO
+    for c in counts:
+        starts.append(at)
+        at = at + c
+    out = []
+    for r in range(p):
+        row = []
+        for s, c in zip(starts, counts):
+            parts = [sympy.Max(0, sympy.Min(o + n, s + c) - sympy.Max(o, s)) for o, n in ranges[r]]
+            row.append(sympy.Add(*parts))
+        out.append(row)
+    return out
+
+
+def check_split(total: int, p: int, v: int = 1, first=None, last=None, embedding: bool = False,
+                loss: bool = False, what: str = "layers") -> None:
+    """Refuse, as Megatron asserts, a split of ``total`` layers (an int) that does not come out whole.
+
+    Raises
+    ------
+    CostgraphValueError
+        With a hint naming the options that would split it.
+    """
+    hint_uneven = ("give the first and last stages their own counts: --decoder-first-pipeline-num-layers / "
+                   "--decoder-last-pipeline-num-layers (the rest must divide), or --account-for-embedding-"
+                   "in-pipeline-split / --account-for-loss-in-pipeline-split")
+    if first is not None or last is not None:
+        given = (first or 0) + (last or 0)
+        left = p - (first is not None) - (last is not None)
+        if given > total:
+            raise CostgraphValueError(f"the first and last stages take {given} of the {total} {what}",
+                                      hint=f"at most {total} together")
+        if left > 0 and (total - given) % left:
+            raise CostgraphValueError(
+                f"{total - given} {what} left after the first/last stages do not divide into the other {left} stages "
+                "(Megatron-LM get_num_layers_to_build)", hint=f"first + last ≡ {total % left} (mod {left})")
+        if left == 0 and given != total:
+            raise CostgraphValueError(f"with p = {p} the first and last stages hold all {total} {what}, not {given}")
+    else:
+        n = total + int(embedding) + int(loss)
+        extra = (" + embedding" if embedding else "") + (" + loss" if loss else "")
+        if n % p:
+            raise CostgraphValueError(f"{p} pipeline stages cannot share the {n} {what}{extra} evenly "
+                                      "(Megatron-LM get_num_layers_to_build)", hint=hint_uneven)
+        if v > 1 and (n // p) % v:
+            raise CostgraphValueError(f"{p} stages × {v} virtual stages cannot share the {n} {what}{extra} evenly",
+                                      hint=f"p·v must divide {n}")
+    sizes = chunk_sizes(total, p, v, first, last, embedding, loss)
+    for r, row in enumerate(sizes):
+        for n in row:
+            if n < 0:
+                raise CostgraphValueError(f"stage {r} would build {n} {what}", hint="fewer stages")
+            if not n.is_integer:
+                raise CostgraphValueError(f"stage {r}'s {sum(row)} {what} do not divide into v = {v} model chunks",
+                                          hint=f"a count per stage divisible by {v}")
