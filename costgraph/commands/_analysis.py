@@ -62,6 +62,17 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the "
                                     "--hardware preset's); adds the fit verdict and the largest b and s that fit")
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
+    p.add_argument("--rank-order", default="tp-cp-ep-dp-pp",
+                   help="rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; tp-cp-ep-pp-dp is its "
+                        "--use-tp-pp-dp-mapping): which groups stay inside a scale-up domain")
+    p.add_argument("--domain-ranks", type=int, help="consecutive ranks one scale-up domain holds (default: the "
+                                                    "largest power of two ≤ the preset's domain: 64 of an NVL72)")
+    p.add_argument("--ep-overlap", default="none", choices=("none", "megatron", "dualpipe"),
+                   help="EP all-to-all overlap: none (default), megatron (overlap_moe_expert_parallel_comm), "
+                        "dualpipe (DeepSeek)")
+    p.add_argument("--route-nodes", type=int, help="device-limited routing: a token's experts on at most M "
+                                                   "scale-up domains (DeepSeek-V3: 4)")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
 
@@ -134,7 +145,15 @@ def train_layout(args, micro_batches=None):
                   recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
-                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+                  lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
+                  **_expert_placement(args))
+
+
+def _expert_placement(args) -> dict:
+    """The Layout's expert-placement fields from ``args`` (absent ones keep their defaults)."""
+    names = {"rank_order": "rank_order", "domain_ranks": "domain_ranks", "ep_overlap": "ep_overlap",
+             "route_nodes": "route_nodes"}
+    return {f: getattr(args, a) for f, a in names.items() if getattr(args, a, None) is not None}
 
 
 def training(args, model, values):

@@ -148,6 +148,7 @@ from ..engine.precision import Precision, precision as get_precision
 from ..engine.symbols import as_expr
 from .collectives import OPS, Collective, Transfer, latency_steps, ring_factor
 from .layout import Layout
+from .ep_time import alltoall_seconds
 from .placement import Placement, StageView, link, placement as place
 
 Expr = sympy.Expr
@@ -261,7 +262,7 @@ def dp_collectives(x: _Step) -> dict[str, Collective]:
         return {}
     if L.zero == 0:
         return {"dp_grads": Collective("dp_grads", tuple(
-            Transfer(f"{lab} gradients (step)", "all-reduce", g.size, g.stride, el, x.grad_bytes, ONE)
+            Transfer(f"{lab} gradients (step)", "all-reduce", g.size, g.stride, el, x.grad_bytes, ONE, g.factors)
             for lab, el, g in groups))}
     rs, ag, fs = [], [], []
     for lab, el, g in groups:
@@ -278,15 +279,16 @@ def _zero(x: _Step, lab: str, el: Expr, group, rs: list, ag: list, fs: list) -> 
     n, s = group.size, group.stride
     sharded = L.hsdp is not None and lab != "experts"
     g = x.pl.groups["hsdp"].size if sharded else n
+    fsx = () if sharded else group.factors
     if L.zero == 3:
         units = x.stage.units()
-        fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units))
-        fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units))
-        fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb, m * units))
+        fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units, fsx))
+        fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units, fsx))
+        fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb, m * units, fsx))
     else:
         rs.append(Transfer(f"{lab} gradients ({'step' if L.zero == 1 else 'backward'})",
-                           "reduce-scatter", g, s, el, gb, ONE if L.zero == 1 else m))
-        ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE))
+                           "reduce-scatter", g, s, el, gb, ONE if L.zero == 1 else m, fsx))
+        ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE, fsx))
     if sharded:   # HSDP: the shard's gradients across the replicas
         rep = x.pl.groups["hsdp_replicas"]
         (fs if L.zero == 3 else rs).append(Transfer(
@@ -488,10 +490,10 @@ def ep_collectives(x: _Step) -> dict[str, Collective]:
         calls = grp.calls * f * pl.degree("m")
         fwd = calls * (2 if x.L.recompute == "full" and x.stage.in_layer(gpath + "/") else 1)
         parts += [Transfer(f"{gpath}: dispatch of {k} copies of each token (forward)", "all-to-all", g.size,
-                           g.stride, el, eb, fwd),
-                  Transfer(f"{gpath}: combine (forward)", "all-to-all", g.size, g.stride, el, eb, fwd),
+                           g.stride, el, eb, fwd, g.factors, k),
+                  Transfer(f"{gpath}: combine (forward)", "all-to-all", g.size, g.stride, el, eb, fwd, g.factors, k),
                   Transfer(f"{gpath}: gradients of combine and dispatch (backward)", "all-to-all", g.size,
-                           g.stride, el, eb, 2 * calls)]
+                           g.stride, el, eb, 2 * calls, g.factors, k)]
     return {"ep": Collective("ep", tuple(parts))} if parts else {}
 
 
@@ -502,15 +504,20 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
     its parts, on the link :func:`~costgraph.parallel.placement.link` picks
     (module docstring). ``layout`` (optional) gives the number of GPUs: when
     all fit in one scale-up domain every group is scale-up."""
-    gpus = None
+    gpus, dom, route = None, None, None
     if layout is not None:
         L = layout.filled()
         gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
+        dom, route = L.domain_ranks, L.route_nodes
     out = {}
     for kind, col in collectives.items():
         total = ZERO
         for part in col.parts:
-            alpha, beta = link(part.stride, part.group, hardware, gpus)
+            if part.op == "all-to-all":
+                total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route)
+                continue
+            alpha, beta = link(part.stride, part.group, hardware, gpus, factors=part.factors or None,
+                               domain_ranks=dom)
             total += part.calls * latency_steps(part.op, part.group) * alpha + part.bytes / beta
         out[kind] = total
     return out

@@ -66,6 +66,11 @@ class Layout:
     lora_targets: object = choices.DEFAULT_LORA_TARGETS
     lora_dropout: bool = False
     quantization: str | None = None
+    # expert placement (costgraph.parallel.ranks; costgraph.parallel.communication's ``ep``)
+    rank_order: str = "tp-cp-ep-dp-pp"
+    domain_ranks: int | None = None
+    ep_overlap: str = "none"
+    route_nodes: int | None = None
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -118,6 +123,7 @@ class Layout:
             out.m = out.p
         if out.etp is None:
             out.etp = 1
+        _expert_placement(out)
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")
@@ -130,9 +136,27 @@ class Layout:
         return out
 
 
+#: ``ep_overlap`` values (costgraph.parallel.communication.ep_exposed)
+EP_OVERLAP = ("none", "megatron", "dualpipe")
+
+
+def _expert_placement(out: "Layout") -> None:
+    """Check and normalize ``rank_order``, ``domain_ranks``, ``ep_overlap`` and ``route_nodes``."""
+    from .ranks import check_order
+
+    out.rank_order = check_order(out.rank_order)
+    if out.domain_ranks is not None:
+        _degree(out.domain_ranks, "domain_ranks")
+    if out.route_nodes is not None:
+        _degree(out.route_nodes, "route_nodes")
+    if out.ep_overlap not in EP_OVERLAP:
+        raise CostgraphValueError(f"unknown ep_overlap {out.ep_overlap!r}", hint="none, megatron or dualpipe")
+
+
 #: the command-line option of each degree (errors name both: the API's field and the CLI's flag)
 _FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-stages", "gpus": "--gpus",
-          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches"}
+          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches",
+          "domain_ranks": "--domain-ranks", "route_nodes": "--route-nodes"}
 
 
 def _degree(v, name):
