@@ -68,9 +68,7 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
                         "--use-tp-pp-dp-mapping): which groups stay inside a scale-up domain")
     p.add_argument("--domain-ranks", type=int, help="consecutive ranks one scale-up domain holds (default: the "
                                                     "largest power of two ≤ the preset's domain: 64 of an NVL72)")
-    p.add_argument("--ep-overlap", default="none", choices=("none", "megatron", "dualpipe"),
-                   help="EP all-to-all overlap: none (default), megatron (overlap_moe_expert_parallel_comm), "
-                        "dualpipe (DeepSeek)")
+    add_option(p, choices.EP_OVERLAP, "--ep-overlap")
     p.add_argument("--route-nodes", type=int, help="device-limited routing: a token's experts on at most M "
                                                    "scale-up domains (DeepSeek-V3: 4)")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them

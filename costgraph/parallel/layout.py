@@ -69,7 +69,7 @@ class Layout:
     # expert placement (costgraph.parallel.ranks; costgraph.parallel.communication's ``ep``)
     rank_order: str = "tp-cp-ep-dp-pp"
     domain_ranks: int | None = None
-    ep_overlap: str = "none"
+    ep_overlap: str = choices.EP_OVERLAP.default
     route_nodes: int | None = None
 
     def filled(self) -> "Layout":
@@ -136,10 +136,6 @@ class Layout:
         return out
 
 
-#: ``ep_overlap`` values (costgraph.parallel.communication.ep_exposed)
-EP_OVERLAP = ("none", "megatron", "dualpipe")
-
-
 def _expert_placement(out: "Layout") -> None:
     """Check and normalize ``rank_order``, ``domain_ranks``, ``ep_overlap`` and ``route_nodes``."""
     from .ranks import check_order
@@ -149,8 +145,8 @@ def _expert_placement(out: "Layout") -> None:
         _degree(out.domain_ranks, "domain_ranks")
     if out.route_nodes is not None:
         _degree(out.route_nodes, "route_nodes")
-    if out.ep_overlap not in EP_OVERLAP:
-        raise CostgraphValueError(f"unknown ep_overlap {out.ep_overlap!r}", hint="none, megatron or dualpipe")
+    if out.ep_overlap not in choices.EP_OVERLAP.values:
+        raise CostgraphValueError(f"unknown ep_overlap {out.ep_overlap!r}", hint=choices.EP_OVERLAP.hint())
 
 
 #: the command-line option of each degree (errors name both: the API's field and the CLI's flag)

@@ -104,6 +104,13 @@ def ranks_per_domain(hardware, domain_ranks=None) -> int:
     return 1 << (dom.bit_length() - 1)
 
 
+def _nonzero(x: Expr) -> Expr:
+    """``max(x, 1)``: a symbolic span or stride that is 0 where the group is
+    absent (the tied-embedding pair at ``p = 1``) never divides by 0 in the
+    planner's compiled forms."""
+    return sympy.Max(x, ONE)
+
+
 def _factor_local(n: Expr, s: Expr, R: int) -> Expr:
     """Members of one factor ``(n, σ)`` that share a domain of ``R`` ranks."""
     span = n * s
@@ -113,8 +120,8 @@ def _factor_local(n: Expr, s: Expr, R: int) -> Expr:
         if int(span) % R == 0 and R % int(s) == 0:
             return sympy.Integer(R) / s
         return ONE
-    full = sympy.Eq(sympy.Mod(R, span), 0)
-    part = sympy.And(sympy.Eq(sympy.Mod(span, R), 0), sympy.Eq(sympy.Mod(R, s), 0))
+    full = sympy.Eq(sympy.Mod(R, _nonzero(span)), 0)
+    part = sympy.And(sympy.Eq(sympy.Mod(span, R), 0), sympy.Eq(sympy.Mod(R, _nonzero(s)), 0))
     return sympy.Piecewise((n, full), (sympy.Integer(R) / s, part), (ONE, True))
 
 
@@ -149,6 +156,6 @@ def intra_domain(fs, R: int, world=None):
     conds = []
     for n, s in fs:
         span = as_expr(n) * as_expr(s)
-        conds.append(sympy.Eq(sympy.Mod(R, span), 0) if not span.is_Integer else
+        conds.append(sympy.Eq(sympy.Mod(R, _nonzero(span)), 0) if not span.is_Integer else
                      sympy.true if R % int(span) == 0 else sympy.false)
     return sympy.Or(_all_in_one(world, R), sympy.And(*conds))
