@@ -101,7 +101,9 @@ keeps its kind, and the ``(n−1)/n`` factor makes it 0 at ``n = 1``):
     All-to-all dispatch and combine of the tokens routed to experts forward,
     and both again backward: ``k`` copies of each of the device's tokens
     (``b·s/c``, ``÷ t`` with SP) of the experts' input width, over ``e``
-    devices, perfect balance and no dropped tokens (capacity factor 1).
+    devices, perfect balance and no dropped tokens (capacity factor 1):
+    Megatron's ``MoEAlltoAllTokenDispatcher`` (dropless), ``T·k·h`` per layer
+    per direction, ``1/e`` of it staying on the device (uniform routing).
 
 Full recomputation (``layout.recompute == "full"``) runs each layer's
 forward twice: the forward collectives inside the layers (TP, CP, EP) are
@@ -127,9 +129,16 @@ then PP (stride ``t·c·d``); the expert grid (its own ``RankGenerator``, no
 CP) is expert TP (stride 1), EP (stride ``etp``), expert DP (stride
 ``etp·e``), PP. A group of ``n`` devices at stride ``σ`` spans ``n·σ``
 consecutive ranks; it uses the scale-up link (NVLink) when every such group
-fits in one scale-up domain of ``D`` devices — ``D`` a multiple of ``n·σ``,
-or all the GPUs in one domain — and the scale-out link (one NIC per device)
-otherwise; with symbolic degrees a ``Piecewise`` on ``n·σ ≤ D``. Pipeline
+stays inside one scale-up domain of ``R`` consecutive ranks — ``R`` a
+multiple of ``n·σ``, or all the GPUs in one domain — and the scale-out link
+(one NIC per device) otherwise; with symbolic degrees a ``Piecewise`` on the
+same conditions. The rank order (``layout.rank_order``), ``R`` (the power-of-two
+fill of the preset's domain, or ``layout.domain_ranks``) and groups of several
+factors are :mod:`costgraph.parallel.ranks`'s. The EP all-to-all splits its
+bytes between the members sharing the device's domain (scale-up) and the
+others (scale-out), both at once, and device-limited routing
+(``layout.route_nodes``) bounds what leaves the domain
+(:mod:`costgraph.parallel.ep_time`). Pipeline
 send/recv and the tied-embedding all-reduce are placed as the group of all
 ``p`` stages (the slowest boundary sets the time). Overlap with computation
 is left to the step-time model.

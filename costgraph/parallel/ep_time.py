@@ -96,6 +96,25 @@ def warmup_chunks(layout) -> Expr:
     return sympy.Min(m * v, 2 * (p - 1) + (v - 1) * p + 1)
 
 
+def check_overlap(layout) -> None:
+    """Refuse what Megatron's EP overlap refuses (``transformer_config.py``):
+    ``p > 1`` outside the interleaved schedule, full recomputation.
+
+    Raises
+    ------
+    CostgraphValueError
+        Either, with ``ep_overlap = "megatron"``.
+    """
+    if layout.ep_overlap != "megatron":
+        return
+    if as_expr(layout.p) != 1 and layout.schedule != "interleaved":
+        raise CostgraphValueError("Megatron's EP overlap needs the interleaved schedule when pp > 1",
+                                  hint="--schedule interleaved --virtual-stages V, or --ep-overlap dualpipe")
+    if layout.recompute == "full":
+        raise CostgraphValueError("Megatron's EP overlap does not run with full recomputation",
+                                  hint="--recompute none or selective")
+
+
 def ep_exposed(a2a, compute, layout) -> Expr:
     """Exposed seconds of the EP all-to-all ``a2a`` beside ``compute`` seconds
     of the stage under ``layout.ep_overlap`` (module docstring).
@@ -112,12 +131,7 @@ def ep_exposed(a2a, compute, layout) -> Expr:
         return a2a
     if mode == "dualpipe":
         return sympy.Max(ZERO, a2a - compute)
-    if as_expr(layout.p) != 1 and layout.schedule != "interleaved":
-        raise CostgraphValueError("Megatron's EP overlap needs the interleaved schedule when pp > 1",
-                                  hint="--schedule interleaved --virtual-stages V, or --ep-overlap dualpipe")
-    if layout.recompute == "full":
-        raise CostgraphValueError("Megatron's EP overlap does not run with full recomputation",
-                                  hint="--recompute none or selective")
+    check_overlap(layout)
     N = as_expr(layout.m) * as_expr(layout.v)
     w = warmup_chunks(layout)
     return a2a * w / N + (N - w) / N * sympy.Max(ZERO, a2a - compute)

@@ -147,6 +147,9 @@ def _expert_placement(out: "Layout") -> None:
         _degree(out.route_nodes, "route_nodes")
     if out.ep_overlap not in choices.EP_OVERLAP.values:
         raise CostgraphValueError(f"unknown ep_overlap {out.ep_overlap!r}", hint=choices.EP_OVERLAP.hint())
+    from .ep_time import check_overlap
+
+    check_overlap(out)
 
 
 #: the command-line option of each degree (errors name both: the API's field and the CLI's flag)

@@ -40,6 +40,8 @@ Groups and links (:attr:`Placement.groups`)
     (``e`` at stride ``etp``), expert DP (``d·c·t/(e·etp)`` at stride
     ``etp·e``); HSDP's groups of ``g`` (stride ``t``) and its ``d·c/g``
     replicas (stride ``t·g``). :func:`link` says which link a group crosses.
+    The order is the layout's ``rank_order`` (:mod:`costgraph.parallel.ranks`;
+    a group whose ranks are not one progression keeps its factors).
 
 A placement depends on the degrees, ``sp``, ``m``, the schedule, ``v``,
 ``hsdp`` and ``gpus`` only; :func:`placement` keeps one per graph and such
