@@ -111,6 +111,12 @@ def test_ranks_per_domain_power_of_two_fill():
     assert ranks_per_domain(preset("h100-sxm")) == 8
     assert ranks_per_domain(preset("tpu-v5p")) == 4096       # of a 6144-chip slice
     assert ranks_per_domain(preset("gb200"), 72) == 72
+    # a job that fits the whole domain is inside it: 72 GPUs on one NVL72, a 6144-chip v5p slice
+    gb, v5p = preset("gb200"), preset("tpu-v5p")
+    assert link(1, 72, gb, 72)[1] == gb.scale_up_bandwidth
+    assert link(1, 72, gb, 144)[1] == gb.scale_out_bandwidth
+    assert link(2, 1536, v5p, 6144)[1] == v5p.scale_up_bandwidth
+    assert link(1, 64, gb, 72, domain_ranks=32)[1] == gb.scale_out_bandwidth   # 32 per rack asked
 
 
 def test_ep_64_verdicts_on_gb200_and_h100():

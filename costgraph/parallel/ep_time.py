@@ -48,7 +48,7 @@ import sympy
 
 from ..errors import CostgraphValueError
 from ..engine.symbols import as_expr
-from .ranks import domain_members, intra_domain, ranks_per_domain
+from .ranks import domain_members, intra_domain, one_domain, ranks_per_domain
 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
@@ -63,7 +63,8 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     n = as_expr(part.group)
     fs = part.factors or ((n, as_expr(part.stride)),)
     R = ranks_per_domain(hardware, domain_ranks)
-    local = domain_members(fs, R, world)
+    limit = one_domain(hardware, domain_ranks)
+    local = domain_members(fs, R, world, limit)
     S = part.size
     if route_nodes is not None and part.copies is not None:
         G = n / local
@@ -80,7 +81,7 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
         wire = inter / out_b
     else:
         wire = sympy.Max(intra / up_b, inter / out_b)
-    cond = intra_domain(fs, R, world)
+    cond = intra_domain(fs, R, world, limit)
     up_a = sympy.Rational(hardware.latency_scale_up_ns, 10**9)
     out_a = sympy.Rational(hardware.latency_scale_out_ns, 10**9)
     alpha = up_a if cond == sympy.true else out_a if cond == sympy.false else \

@@ -118,17 +118,18 @@ def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> 
     ``stride`` (or of ``factors``, ``((size, stride), …)``) uses: scale-up
     (NVLink) when every such group stays inside one scale-up domain of ``R``
     consecutive ranks — ``R`` a multiple of each factor's span ``size·stride``,
-    or all ``gpus`` in one domain — else scale-out (one NIC per device);
+    or all ``gpus`` in one domain (:func:`~costgraph.parallel.ranks.one_domain`)
+    — else scale-out (one NIC per device);
     with symbolic degrees a ``Piecewise`` on the same condition.
     ``R``: :func:`costgraph.parallel.ranks.ranks_per_domain` (``domain_ranks``,
     or the power-of-two fill of the preset's domain). Train and plan both
     decide here."""
-    from .ranks import intra_domain, ranks_per_domain
+    from .ranks import intra_domain, one_domain, ranks_per_domain
 
     up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
     down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
     fs = factors or ((as_expr(n), as_expr(stride)),)
-    cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), gpus)
+    cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), gpus, one_domain(hardware, domain_ranks))
     if cond in (sympy.true, sympy.false):
         return up if cond == sympy.true else down
     return tuple(sympy.Piecewise((a, cond), (b, True)) for a, b in zip(up, down))

@@ -26,8 +26,9 @@ Members per domain (:func:`domain_members`)
     ``R/σ`` of them when ``n·σ`` is a multiple of ``R`` and ``R`` of ``σ``;
     otherwise a group straddles a boundary and is counted as ``1`` (its
     worst-placed member alone: the ring or the all-to-all goes at the NIC's
-    pace). With all ``W`` ranks in one domain (``W ≤ R``) every group is
-    inside it. The product over a group's factors; with symbolic degrees a
+    pace). When all ``W`` ranks fit one domain (``W`` at most ``domain_ranks``,
+    or without it the preset's whole domain: a 72-GPU job on one NVL72) every
+    group is inside it. The product over a group's factors; with symbolic degrees a
     ``Piecewise`` on the same conditions (``Mod``), so the planner's
     compiled forms and ``train`` give the same verdict for every layout.
 """
@@ -125,6 +126,13 @@ def _factor_local(n: Expr, s: Expr, R: int) -> Expr:
     return sympy.Piecewise((n, full), (sympy.Integer(R) / s, part), (ONE, True))
 
 
+def one_domain(hardware, domain_ranks=None) -> int:
+    """The most ranks a job may have and still sit in one domain:
+    ``domain_ranks`` when given, else the preset's whole ``scale_up_domain``
+    (a 72-GPU job fills one NVL72; a 6144-chip one a TPU v5p slice)."""
+    return int(domain_ranks) if domain_ranks is not None else int(hardware.scale_up_domain)
+
+
 def _all_in_one(world, R: int):
     """``world ≤ R`` (all ranks in one domain): ``True``/``False``, a SymPy
     condition for a symbolic ``world``, ``False`` when ``world`` is None."""
@@ -135,27 +143,28 @@ def _all_in_one(world, R: int):
         sympy.Le(w, R)
 
 
-def domain_members(fs, R: int, world=None) -> Expr:
+def domain_members(fs, R: int, world=None, limit: int | None = None) -> Expr:
     """Members of a group of factors ``fs`` (``((size, stride), …)``) that
     share the worst-placed member's domain of ``R`` ranks, ``world`` ranks in
-    all (module docstring): the group size when it stays inside domains,
-    ``1`` when every member is in its own."""
+    all, all of them in one domain when ``world ≤ limit`` (default ``R``;
+    :func:`one_domain`) (module docstring): the group size when it stays
+    inside domains, ``1`` when every member is in its own."""
     whole = sympy.Mul(*[as_expr(n) for n, _ in fs]) if fs else ONE
-    one = _all_in_one(world, R)
+    one = _all_in_one(world, R if limit is None else limit)
     if one == sympy.true:
         return whole
     local = sympy.Mul(*[_factor_local(as_expr(n), as_expr(s), R) for n, s in fs]) if fs else ONE
     return local if one == sympy.false else sympy.Piecewise((whole, one), (local, True))
 
 
-def intra_domain(fs, R: int, world=None):
+def intra_domain(fs, R: int, world=None, limit: int | None = None):
     """Whether the group of factors ``fs`` stays inside scale-up domains of
     ``R`` ranks: ``True``/``False`` with numeric degrees, a SymPy condition
-    with symbolic ones (all ``world`` ranks in one domain, or every factor
-    aligned: ``R mod (n·σ) = 0``)."""
+    with symbolic ones (all ``world`` ranks in one domain — ``world ≤ limit``,
+    default ``R`` — or every factor aligned: ``R mod (n·σ) = 0``)."""
     conds = []
     for n, s in fs:
         span = as_expr(n) * as_expr(s)
         conds.append(sympy.Eq(sympy.Mod(R, _nonzero(span)), 0) if not span.is_Integer else
                      sympy.true if R % int(span) == 0 else sympy.false)
-    return sympy.Or(_all_in_one(world, R), sympy.And(*conds))
+    return sympy.Or(_all_in_one(world, R if limit is None else limit), sympy.And(*conds))
