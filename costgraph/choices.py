@@ -182,6 +182,14 @@ DP_SYMBOL = "N_d"
 #: the linears LoRA adapts by default (PEFT's default for Llama: q_proj, v_proj)
 DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
 
+#: how the expert-parallel all-to-all overlaps computation (costgraph.parallel.ep_time)
+EP_OVERLAP = Choice("ep_overlap", "EP all-to-all overlap", (
+    ("none", "all of it exposed (Megatron's overlap_moe_expert_parallel_comm = False)"),
+    ("megatron", "Megatron's combined 1F1B: one micro-batch's forward beside another's backward"),
+    ("dualpipe", "DeepSeek's DualPipe: every forward and backward chunk pair overlapped"),
+), "none")
+CHOICES[EP_OVERLAP.name] = EP_OVERLAP
+
 
 def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | None = None, **kwargs) -> None:
     """Add ``--NAME`` for ``choice`` to an ``argparse`` parser: its values as

@@ -71,6 +71,15 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
     p.add_argument("--reserve", default=None, help="memory the fit verdict keeps free on each device: a fraction "
                                                    f"of it (0.1) or a size (8GB); default {choices.DEFAULT_RESERVE}")
+    # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
+    p.add_argument("--rank-order", default="tp-cp-ep-dp-pp",
+                   help="rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; tp-cp-ep-pp-dp is its "
+                        "--use-tp-pp-dp-mapping): which groups stay inside a scale-up domain")
+    p.add_argument("--domain-ranks", type=int, help="consecutive ranks one scale-up domain holds (default: the "
+                                                    "largest power of two ≤ the preset's domain: 64 of an NVL72)")
+    add_option(p, choices.EP_OVERLAP, "--ep-overlap")
+    p.add_argument("--route-nodes", type=int, help="device-limited routing: a token's experts on at most M "
+                                                   "scale-up domains (DeepSeek-V3: 4)")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
     # recomputation in detail (costgraph.engine.recompute)
@@ -171,7 +180,7 @@ def train_layout(args, micro_batches=None):
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
-                  **_recompute_fields(args), **_pipeline_fields(args))
+                  **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args))
 
 
 def _recompute_fields(args) -> dict:
@@ -189,6 +198,13 @@ def _pipeline_fields(args) -> dict:
     names = ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
              "schedule_accounting")
     return {n: getattr(args, n) for n in names if hasattr(args, n)}
+
+
+def _expert_placement(args) -> dict:
+    """The Layout's expert-placement fields from ``args`` (absent ones keep their defaults)."""
+    names = {"rank_order": "rank_order", "domain_ranks": "domain_ranks", "ep_overlap": "ep_overlap",
+             "route_nodes": "route_nodes"}
+    return {f: getattr(args, a) for f, a in names.items() if getattr(args, a, None) is not None}
 
 
 def training(args, model, values):

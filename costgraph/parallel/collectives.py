@@ -12,7 +12,7 @@ all-to-all ``(n−1)/n · S`` in ``n−1``, send/recv ``S`` in one. See
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -53,7 +53,11 @@ class Transfer:
     """One kind of call: ``calls`` per step of ``op`` over ``group`` devices
     spaced ``stride`` ranks apart (placement), each on a whole buffer of
     ``elements`` × ``dtype_bytes`` bytes; ``what`` says which tensor and when
-    (``forward``, ``backward``, ``step``)."""
+    (``forward``, ``backward``, ``step``). ``factors``: the group's
+    ``(size, stride)`` factors when its ranks are not one arithmetic
+    progression (:mod:`costgraph.parallel.ranks`); ``copies``: of an
+    expert-parallel dispatch or combine, the copies ``k`` of each token in
+    the buffer (device-limited routing bounds the ones that leave a domain)."""
 
     what: str
     op: str
@@ -62,6 +66,8 @@ class Transfer:
     elements: Expr
     dtype_bytes: Expr
     calls: Expr
+    factors: tuple = field(default=(), compare=False)
+    copies: Expr | None = None
 
     @property
     def size(self) -> Expr:

@@ -101,7 +101,9 @@ keeps its kind, and the ``(n−1)/n`` factor makes it 0 at ``n = 1``):
     All-to-all dispatch and combine of the tokens routed to experts forward,
     and both again backward: ``k`` copies of each of the device's tokens
     (``b·s/c``, ``÷ t`` with SP) of the experts' input width, over ``e``
-    devices, perfect balance and no dropped tokens (capacity factor 1).
+    devices, perfect balance and no dropped tokens (capacity factor 1):
+    Megatron's ``MoEAlltoAllTokenDispatcher`` (dropless), ``T·k·h`` per layer
+    per direction, ``1/e`` of it staying on the device (uniform routing).
 
 Full recomputation (``layout.recompute == "full"``) runs each layer's
 forward twice: the forward collectives inside the layers (TP, CP, EP) are
@@ -127,9 +129,16 @@ then PP (stride ``t·c·d``); the expert grid (its own ``RankGenerator``, no
 CP) is expert TP (stride 1), EP (stride ``etp``), expert DP (stride
 ``etp·e``), PP. A group of ``n`` devices at stride ``σ`` spans ``n·σ``
 consecutive ranks; it uses the scale-up link (NVLink) when every such group
-fits in one scale-up domain of ``D`` devices — ``D`` a multiple of ``n·σ``,
-or all the GPUs in one domain — and the scale-out link (one NIC per device)
-otherwise; with symbolic degrees a ``Piecewise`` on ``n·σ ≤ D``. Pipeline
+stays inside one scale-up domain of ``R`` consecutive ranks — ``R`` a
+multiple of ``n·σ``, or all the GPUs in one domain — and the scale-out link
+(one NIC per device) otherwise; with symbolic degrees a ``Piecewise`` on the
+same conditions. The rank order (``layout.rank_order``), ``R`` (the power-of-two
+fill of the preset's domain, or ``layout.domain_ranks``) and groups of several
+factors are :mod:`costgraph.parallel.ranks`'s. The EP all-to-all splits its
+bytes between the members sharing the device's domain (scale-up) and the
+others (scale-out), both at once, and device-limited routing
+(``layout.route_nodes``) bounds what leaves the domain
+(:mod:`costgraph.parallel.ep_time`). Pipeline
 send/recv and the tied-embedding all-reduce are placed as the group of all
 ``p`` stages (the slowest boundary sets the time). Overlap with computation
 is left to the step-time model.
@@ -148,6 +157,7 @@ from ..engine.precision import Precision, precision as get_precision
 from ..engine.symbols import as_expr
 from .collectives import OPS, Collective, Transfer, latency_steps, ring_factor
 from .layout import Layout
+from .ep_time import alltoall_seconds
 from .placement import Placement, StageView, link, placement as place
 
 Expr = sympy.Expr
@@ -261,7 +271,7 @@ def dp_collectives(x: _Step) -> dict[str, Collective]:
         return {}
     if L.zero == 0:
         return {"dp_grads": Collective("dp_grads", tuple(
-            Transfer(f"{lab} gradients (step)", "all-reduce", g.size, g.stride, el, x.grad_bytes, ONE)
+            Transfer(f"{lab} gradients (step)", "all-reduce", g.size, g.stride, el, x.grad_bytes, ONE, g.factors)
             for lab, el, g in groups))}
     rs, ag, fs = [], [], []
     for lab, el, g in groups:
@@ -278,15 +288,16 @@ def _zero(x: _Step, lab: str, el: Expr, group, rs: list, ag: list, fs: list) -> 
     n, s = group.size, group.stride
     sharded = L.hsdp is not None and lab != "experts"
     g = x.pl.groups["hsdp"].size if sharded else n
+    fsx = () if sharded else group.factors
     if L.zero == 3:
         units = x.stage.units()
-        fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units))
-        fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units))
-        fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb, m * units))
+        fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units, fsx))
+        fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units, fsx))
+        fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb, m * units, fsx))
     else:
         rs.append(Transfer(f"{lab} gradients ({'step' if L.zero == 1 else 'backward'})",
-                           "reduce-scatter", g, s, el, gb, ONE if L.zero == 1 else m))
-        ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE))
+                           "reduce-scatter", g, s, el, gb, ONE if L.zero == 1 else m, fsx))
+        ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE, fsx))
     if sharded:   # HSDP: the shard's gradients across the replicas
         rep = x.pl.groups["hsdp_replicas"]
         (fs if L.zero == 3 else rs).append(Transfer(
@@ -488,10 +499,10 @@ def ep_collectives(x: _Step) -> dict[str, Collective]:
         calls = grp.calls * f * pl.degree("m")
         fwd = calls * (2 if x.L.recompute == "full" and x.stage.in_layer(gpath + "/") else 1)
         parts += [Transfer(f"{gpath}: dispatch of {k} copies of each token (forward)", "all-to-all", g.size,
-                           g.stride, el, eb, fwd),
-                  Transfer(f"{gpath}: combine (forward)", "all-to-all", g.size, g.stride, el, eb, fwd),
+                           g.stride, el, eb, fwd, g.factors, k),
+                  Transfer(f"{gpath}: combine (forward)", "all-to-all", g.size, g.stride, el, eb, fwd, g.factors, k),
                   Transfer(f"{gpath}: gradients of combine and dispatch (backward)", "all-to-all", g.size,
-                           g.stride, el, eb, 2 * calls)]
+                           g.stride, el, eb, 2 * calls, g.factors, k)]
     return {"ep": Collective("ep", tuple(parts))} if parts else {}
 
 
@@ -502,15 +513,20 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
     its parts, on the link :func:`~costgraph.parallel.placement.link` picks
     (module docstring). ``layout`` (optional) gives the number of GPUs: when
     all fit in one scale-up domain every group is scale-up."""
-    gpus = None
+    gpus, dom, route = None, None, None
     if layout is not None:
         L = layout.filled()
         gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
+        dom, route = L.domain_ranks, L.route_nodes
     out = {}
     for kind, col in collectives.items():
         total = ZERO
         for part in col.parts:
-            alpha, beta = link(part.stride, part.group, hardware, gpus)
+            if part.op == "all-to-all":
+                total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route)
+                continue
+            alpha, beta = link(part.stride, part.group, hardware, gpus, factors=part.factors or None,
+                               domain_ranks=dom)
             total += part.calls * latency_steps(part.op, part.group) * alpha + part.bytes / beta
         out[kind] = total
     return out

@@ -88,6 +88,11 @@ class Layout:
     account_embedding: bool = False
     account_loss: bool = False
     schedule_accounting: str = choices.SCHEDULE_ACCOUNTING.default
+    # expert placement (costgraph.parallel.ranks; costgraph.parallel.communication's ``ep``)
+    rank_order: str = "tp-cp-ep-dp-pp"
+    domain_ranks: int | None = None
+    ep_overlap: str = choices.EP_OVERLAP.default
+    route_nodes: int | None = None
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -140,6 +145,7 @@ class Layout:
             out.m = out.p
         if out.etp is None:
             out.etp = 1
+        _expert_placement(out)
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")
@@ -179,6 +185,20 @@ def _check_pipeline(out: "Layout") -> None:
             raise CostgraphValueError("the micro-batch group per virtual stage needs the interleaved schedule",
                                       hint="--schedule interleaved")
     check_schedule(out.p, out.m, out.schedule, out.v, out.vp_group)
+def _expert_placement(out: "Layout") -> None:
+    """Check and normalize ``rank_order``, ``domain_ranks``, ``ep_overlap`` and ``route_nodes``."""
+    from .ranks import check_order
+
+    out.rank_order = check_order(out.rank_order)
+    if out.domain_ranks is not None:
+        _degree(out.domain_ranks, "domain_ranks")
+    if out.route_nodes is not None:
+        _degree(out.route_nodes, "route_nodes")
+    if out.ep_overlap not in choices.EP_OVERLAP.values:
+        raise CostgraphValueError(f"unknown ep_overlap {out.ep_overlap!r}", hint=choices.EP_OVERLAP.hint())
+    from .ep_time import check_overlap
+
+    check_overlap(out)
 
 
 #: the command-line option of each degree (errors name both: the API's field and the CLI's flag)
@@ -186,7 +206,8 @@ _FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-st
           "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches",
           "vp_group": "--microbatch-group-size-per-virtual-pipeline-stage",
           "first_stage_layers": "--decoder-first-pipeline-num-layers",
-          "last_stage_layers": "--decoder-last-pipeline-num-layers"}
+          "last_stage_layers": "--decoder-last-pipeline-num-layers",
+          "domain_ranks": "--domain-ranks", "route_nodes": "--route-nodes"}
 
 
 def _degree(v, name):

@@ -40,6 +40,8 @@ Groups and links (:attr:`Placement.groups`)
     (``e`` at stride ``etp``), expert DP (``d·c·t/(e·etp)`` at stride
     ``etp·e``); HSDP's groups of ``g`` (stride ``t``) and its ``d·c/g``
     replicas (stride ``t·g``). :func:`link` says which link a group crosses.
+    The order is the layout's ``rank_order`` (:mod:`costgraph.parallel.ranks`;
+    a group whose ranks are not one progression keeps its factors).
 
 A placement depends on the degrees, ``sp``, ``m``, the schedule, ``v``,
 ``hsdp`` and ``gpus`` only; :func:`placement` keeps one per graph and such
@@ -64,7 +66,7 @@ Expr = sympy.Expr
 ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
 # the Layout fields a placement depends on (its cache key)
-KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp")
+KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp", "rank_order")
 KEY_FIELDS += ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
                "schedule_accounting")   # the pipeline split (costgraph.parallel.pipeline.Split)
 
@@ -100,26 +102,38 @@ class ExpertGroup:
 
 @dataclass(frozen=True)
 class Group:
-    """A group of ``size`` devices whose ranks are ``stride`` apart."""
+    """A group of ``size`` devices whose ranks are ``stride`` apart;
+    ``factors``: its ``(size, stride)`` factors in the rank order
+    (:mod:`costgraph.parallel.ranks`; empty: the one factor ``(size, stride)``)."""
 
     size: Expr
     stride: Expr
+    factors: tuple = field(default=(), compare=False)
+
+    def parts(self) -> tuple:
+        """The ``(size, stride)`` factors (the one factor when none are given)."""
+        return self.factors or ((self.size, self.stride),)
 
 
-def link(stride, n, hardware, gpus=None) -> tuple[Expr, Expr]:
+def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> tuple[Expr, Expr]:
     """``(latency s, bandwidth B/s)`` of the link a group of ``n`` devices at
-    ``stride`` uses: scale-up (NVLink) when every such group fits in one
-    scale-up domain of ``D`` devices — ``D`` a multiple of ``n·stride``, or
-    all ``gpus`` in one domain — else scale-out (one NIC per device); with
-    symbolic degrees a ``Piecewise`` pair on ``n·stride ≤ D``."""
+    ``stride`` (or of ``factors``, ``((size, stride), …)``) uses: scale-up
+    (NVLink) when every such group stays inside one scale-up domain of ``R``
+    consecutive ranks — ``R`` a multiple of each factor's span ``size·stride``,
+    or all ``gpus`` in one domain (:func:`~costgraph.parallel.ranks.one_domain`)
+    — else scale-out (one NIC per device);
+    with symbolic degrees a ``Piecewise`` on the same condition.
+    ``R``: :func:`costgraph.parallel.ranks.ranks_per_domain` (``domain_ranks``,
+    or the power-of-two fill of the preset's domain). Train and plan both
+    decide here."""
+    from .ranks import intra_domain, one_domain, ranks_per_domain
+
     up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
     down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
-    span = as_expr(stride) * as_expr(n)
-    dom = sympy.Integer(hardware.scale_up_domain)
-    if span.is_Integer:
-        fits = (int(dom) % int(span) == 0) or (gpus is not None and as_expr(gpus).is_Integer and gpus <= dom)
-        return up if fits else down
-    cond = span <= dom
+    fs = factors or ((as_expr(n), as_expr(stride)),)
+    cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), gpus, one_domain(hardware, domain_ranks))
+    if cond in (sympy.true, sympy.false):
+        return up if cond == sympy.true else down
     return tuple(sympy.Piecewise((a, cond), (b, True)) for a, b in zip(up, down))
 
 
@@ -298,7 +312,8 @@ class Placement:
         """``(latency s, bandwidth B/s)`` of the link the group named ``group`` crosses (:func:`link`)."""
         g = self.groups[group]
         gpus = self.layout.gpus
-        return link(g.stride, g.size, hardware, gpus if gpus is not None else self.devices())
+        return link(g.stride, g.size, hardware, gpus if gpus is not None else self.devices(), factors=g.parts(),
+                    domain_ranks=self.layout.domain_ranks)
 
 
 def placement(cg: CostGraph, layout: Layout) -> Placement:
@@ -343,16 +358,36 @@ def _build(cg: CostGraph, L: Layout) -> Placement:
                      lambda: pipeline_stages(cg, L.p, L.m, L.schedule, L.v, split))
     ends = _cached(cg, ("ends",), lambda: pipeline_stages(cg, 2))
     top = [g for path, g in cg.groups.items() if "/" not in path]
-    dense = d * c
-    groups = {"tp": Group(t, ONE), "cp": Group(c, t), "dp": Group(dense, t),
-              "expert_dp": Group(dense * t / (e * etp), etp * e), "ep": Group(e, etp),
-              "pp": Group(p, t * c * d), "tied_embedding": Group(sympy.Integer(2), (p - 1) * t * c * d)}
+    groups = rank_order_groups(L.rank_order, t, c, e, etp, d, p)
     if L.hsdp is not None:
         g = as_expr(L.hsdp)
         groups["hsdp"] = Group(g, t)
-        groups["hsdp_replicas"] = Group(dense / g, t * g)
+        groups["hsdp_replicas"] = Group(d * c / g, t * g)
     return Placement(cg, L, tp, shards, experts, expert_weights, stages, ends, top,
                      _cached(cg, ("sequence",), lambda: sequence_dims(cg)), groups)
+
+
+def rank_order_groups(order: str, t, c, e, etp, d, p) -> dict[str, Group]:
+    """The groups ``tp``, ``cp``, ``dp`` (DP × CP), ``expert_dp``, ``ep``,
+    ``pp`` and ``tied_embedding`` under the rank ``order``
+    (:mod:`costgraph.parallel.ranks`: Megatron's ``RankGenerator``, the dense
+    grid ``(t, c, 1, d, p)``, the expert grid ``(etp, 1, e, d·c·t/(e·etp), p)``)."""
+    from .ranks import factors, strides
+
+    edp = d * c * t / (e * etp)
+    dense = {"tp": t, "cp": c, "ep": ONE, "dp": d, "pp": p}
+    expert = {"tp": etp, "cp": ONE, "ep": e, "dp": edp, "pp": p}
+
+    def group(sizes, names):
+        fs = factors(order, sizes, names)
+        size = sympy.Mul(*[sizes[n] for n in names])
+        stride = fs[0][1] if fs else strides(order, sizes)[names[0]]
+        return Group(as_expr(size), as_expr(stride), fs if len(fs) > 1 else ())
+
+    pp = group(dense, ("pp",))
+    return {"tp": group(dense, ("tp",)), "cp": group(dense, ("cp",)), "dp": group(dense, ("dp", "cp")),
+            "expert_dp": group(expert, ("dp",)), "ep": group(expert, ("ep",)), "pp": pp,
+            "tied_embedding": Group(sympy.Integer(2), (p - 1) * pp.stride)}
 
 
 def _same(a, b) -> bool:

@@ -86,7 +86,10 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "etp": num(L.etp), "sp": L.sp, "zero": L.zero, "hsdp": None if L.hsdp is None else num(L.hsdp),
             "micro_batches": num(L.m), "schedule": L.schedule, "virtual_stages": L.v,
             "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
-            "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss, **extra}
+            "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
+            # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
+            "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
+            "route_nodes": L.route_nodes, **extra}
 
 
 def _number(expr: sympy.Expr, values) -> dict:
@@ -198,6 +201,15 @@ def _changes_text(changes) -> list[str]:
     cells = [[c["change"], units.with_unit("activation_bytes", c["peak_bytes"]),
               "fits" if c["fits"] else "does not fit", c["options"]] for c in changes]
     return out + ["  " + line for line in table(cells)]
+def _expert_placement_line(L) -> str | None:
+    """``expert placement: …`` when a placement setting is not its default (costgraph.parallel.ranks)."""
+    from ..parallel.ranks import DEFAULT_ORDER
+
+    parts = ([f"rank order {L.rank_order}"] if L.rank_order != DEFAULT_ORDER else []) + \
+        ([f"{L.domain_ranks} ranks per scale-up domain"] if L.domain_ranks is not None else []) + \
+        ([f"EP all-to-all overlap {L.ep_overlap}"] if L.ep_overlap != "none" else []) + \
+        ([f"each token to at most {L.route_nodes} domains"] if L.route_nodes is not None else [])
+    return "expert placement: " + "; ".join(parts) if parts else None
 
 
 def _beside(beside, values) -> dict:
@@ -260,6 +272,9 @@ def to_text_doc(r) -> str:
             f"{describe(L)}, attention {L.attention}" + (" (default)" if L.attention == ATTENTION.default else "")
             + f"; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
             + (f" (v = {L.v})" if L.v != 1 else "")]
+    placed = _expert_placement_line(L)
+    if placed:
+        head.append(placed)
     out = head
     top = result.most_loaded(values)
     for st in result.stages:

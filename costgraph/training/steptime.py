@@ -21,6 +21,7 @@ import sympy
 
 from ..parallel.communication import comm_time, communication
 from ..parallel.pipeline import bubble as pipeline_bubble
+from ..parallel.ep_time import ep_exposed
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 
@@ -47,7 +48,8 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
         pl = placement if placement is not None else place(cg, L)
         collectives = communication(cg, L, stage=stage, placement=pl)
     kinds = comm_time(collectives, hardware, L) if L.lora_rank is None else {}
-    exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
+    # EP: its overlap with computation (layout.ep_overlap; costgraph.parallel.ep_time, helper "ep")
+    exposed = sympy.Add(*[ep_exposed(t, compute, L) if k == "ep" else t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     busy = compute + bubble
     if not with_total:   # the planner combines the parts per layout itself (SymPy's Max of two long sums is slow)

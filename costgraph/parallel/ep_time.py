@@ -1,0 +1,138 @@
+"""Seconds of the expert-parallel all-to-all: hierarchical links, device-limited
+routing, and its overlap with computation.
+
+All-to-all over scale-up domains (:func:`alltoall_seconds`)
+    A device's send buffer ``S`` (one call) goes ``S/n`` to each of the
+    ``n`` members (its own share stays: the **uniform-routing** convention,
+    a token's copy lands on each EP rank with probability ``1/n``). Of the
+    ``n`` members, ``n_d`` share its scale-up domain
+    (:func:`costgraph.parallel.ranks.domain_members`), so ``S·(n_d − 1)/n``
+    goes over the scale-up link and ``S·(n − n_d)/n`` leaves the domain on
+    the NIC; the two run at once (NCCL posts every peer's send together):
+    ``max(intra/β_up, inter/β_out)``, plus ``n − 1`` latency steps at the
+    NIC's latency when the group leaves a domain. Inside one domain this is
+    the ring convention's ``(n−1)/n·S/β_up``; with every member in its own
+    domain ``(n−1)/n·S/β_out``.
+Device-limited routing (``route_nodes = M``; DeepSeek-V3 report §3.2)
+    Each token's ``k`` copies go to experts on at most ``M`` domains (nodes
+    in the report: 8-GPU NVLink domains; Megatron ``moe_utils.py::group_limited_topk``
+    with ``moe_router_num_groups`` / ``moe_router_group_topk``). The
+    dispatch sends a token once over the NIC to each chosen remote domain
+    and forwards it there over the scale-up link (DeepSeek's IB-then-NVLink
+    dispatch): with ``G = n/n_d`` domains in the group and
+    ``M' = min(k, M, G)`` of them chosen uniformly, ``M'·(G − 1)/G`` copies
+    of ``S/k`` leave the domain per call; every copy but those landing on
+    the receiving rank itself moves once on the scale-up link:
+    ``S·(n_d − 1)/n_d``. Without it a copy goes to each expert's rank
+    separately (Megatron's ``MoEAlltoAllTokenDispatcher``).
+Overlap (:func:`ep_exposed`, ``ep_overlap``)
+    ``none`` (default, as Megatron's ``overlap_moe_expert_parallel_comm =
+    False``): all of it exposed. ``megatron``: Megatron's combined 1F1B
+    (``pipeline_parallel/combined_1f1b.py``; ``schedules.py``) runs one
+    micro-batch's forward beside another's backward layer by layer, the
+    all-to-all of one on the communication stream under the other's
+    computation; the ``w`` warm-up chunks of the first stage run alone —
+    ``w = 1`` without a pipeline, ``2(p − 1) + (v − 1)·p + 1`` interleaved
+    (one extra forward before the 1F1B phase), at most ``m·v``. The
+    overlappable compute is the paired share ``(N − w)/N`` of the stage's
+    compute (``N = m·v``): exposed ``= (w/N)·a2a + ((N − w)/N)·max(0, a2a −
+    compute)``. Megatron needs the interleaved schedule when ``p > 1`` and
+    no full recomputation. ``dualpipe``: DeepSeek's DualPipe overlaps every
+    forward and backward chunk pair (report §3.2.1): exposed
+    ``= max(0, a2a − compute)``, the overlappable compute all of the stage's.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..errors import CostgraphValueError
+from ..engine.symbols import as_expr
+from .ranks import domain_members, intra_domain, one_domain, ranks_per_domain
+
+Expr = sympy.Expr
+ONE = sympy.Integer(1)
+ZERO = sympy.Integer(0)
+
+
+def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nodes=None) -> Expr:
+    """Seconds per step of an all-to-all :class:`~costgraph.parallel.collectives.Transfer`
+    ``part`` on ``hardware`` (module docstring); ``world`` the ranks in all,
+    ``domain_ranks`` the ranks per domain (default: the power-of-two fill),
+    ``route_nodes`` the domains a token may reach (``part.copies`` its ``k``)."""
+    n = as_expr(part.group)
+    fs = part.factors or ((n, as_expr(part.stride)),)
+    R = ranks_per_domain(hardware, domain_ranks)
+    limit = one_domain(hardware, domain_ranks)
+    local = domain_members(fs, R, world, limit)
+    S = part.size
+    if route_nodes is not None and part.copies is not None:
+        G = n / local
+        chosen = sympy.Min(as_expr(part.copies), sympy.Integer(route_nodes), G)
+        inter = S / part.copies * chosen * (G - 1) / G
+        intra = S * (local - 1) / local
+    else:
+        inter = S * (n - local) / n
+        intra = S * (local - 1) / n
+    up_b, out_b = sympy.Integer(hardware.scale_up_bandwidth), sympy.Integer(hardware.scale_out_bandwidth)
+    if inter == 0:
+        wire = intra / up_b
+    elif intra == 0:
+        wire = inter / out_b
+    else:
+        wire = sympy.Max(intra / up_b, inter / out_b)
+    cond = intra_domain(fs, R, world, limit)
+    up_a = sympy.Rational(hardware.latency_scale_up_ns, 10**9)
+    out_a = sympy.Rational(hardware.latency_scale_out_ns, 10**9)
+    alpha = up_a if cond == sympy.true else out_a if cond == sympy.false else \
+        sympy.Piecewise((up_a, cond), (out_a, True))
+    return part.calls * ((n - 1) * alpha + wire)
+
+
+def warmup_chunks(layout) -> Expr:
+    """``w``: the first stage's chunks before Megatron's combined 1F1B phase (module docstring)."""
+    p, v, m = (as_expr(x) for x in (layout.p, layout.v, layout.m))
+    if p == 1:
+        return ONE
+    return sympy.Min(m * v, 2 * (p - 1) + (v - 1) * p + 1)
+
+
+def check_overlap(layout) -> None:
+    """Refuse what Megatron's EP overlap refuses (``transformer_config.py``):
+    ``p > 1`` outside the interleaved schedule, full recomputation.
+
+    Raises
+    ------
+    CostgraphValueError
+        Either, with ``ep_overlap = "megatron"``.
+    """
+    if layout.ep_overlap != "megatron":
+        return
+    if as_expr(layout.p) != 1 and layout.schedule != "interleaved":
+        raise CostgraphValueError("Megatron's EP overlap needs the interleaved schedule when pp > 1",
+                                  hint="--schedule interleaved --virtual-stages V, or --ep-overlap dualpipe")
+    if layout.recompute == "full":
+        raise CostgraphValueError("Megatron's EP overlap does not run with full recomputation",
+                                  hint="--recompute none or selective")
+
+
+def ep_exposed(a2a, compute, layout) -> Expr:
+    """Exposed seconds of the EP all-to-all ``a2a`` beside ``compute`` seconds
+    of the stage under ``layout.ep_overlap`` (module docstring).
+
+    Raises
+    ------
+    CostgraphValueError
+        ``megatron`` with ``p > 1`` outside the interleaved schedule, or with
+        full recomputation (Megatron ``transformer_config.py`` refuses both).
+    """
+    mode = layout.ep_overlap
+    a2a = as_expr(a2a)
+    if mode == "none" or a2a == 0:
+        return a2a
+    if mode == "dualpipe":
+        return sympy.Max(ZERO, a2a - compute)
+    check_overlap(layout)
+    N = as_expr(layout.m) * as_expr(layout.v)
+    w = warmup_chunks(layout)
+    return a2a * w / N + (N - w) / N * sympy.Max(ZERO, a2a - compute)
