@@ -257,4 +257,6 @@ def test_plan_row_equals_train_deepseek_v3_256_gb200_ep_64(ds):
         train = step_time(ds.graph, L, gb)["total"].xreplace(vals)
         assert c.step_seconds == pytest.approx(float(train), rel=1e-12), (c.zero, c.recompute)
     sel = next(c for c in rows if (c.zero, c.recompute) == (3, "selective"))
-    assert sel.step_seconds == pytest.approx(5.261757903139635, rel=1e-12)
+    # 5.2618 s when 'selective' re-ran QKᵀ→softmax only (Korthikanti's count, now 'selective-korthikanti');
+    # Megatron's core_attn re-runs probs·V too (engine/recompute.py), so the step is longer
+    assert sel.step_seconds == pytest.approx(5.389191300798873, rel=1e-12)
