@@ -126,14 +126,14 @@ class Model:
     def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
               price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
               scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              router: bool = True, **layout_settings):
+              router: bool = True, rate_covers=None, **layout_settings):
         """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
         ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
         (``t=8, sp=True, zero=1, recompute="selective", gpus=64``). ``values``: dimension values
         (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
         ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
-        ``"80GB"``), ``efficiency``, ``megatron``: as the options of ``costgraph train``
+        ``"80GB"``), ``efficiency``, ``megatron``, ``rate_covers``: as the options of ``costgraph train``
         (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
 
         Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
@@ -166,7 +166,8 @@ class Model:
             raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
         return train(self, layout, values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
                      peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
-                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router)
+                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router,
+                     rate_covers=rate_covers)
 
     def infer(self, *, hardware, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",

@@ -66,6 +66,7 @@ class Layout:
     lora_targets: object = choices.DEFAULT_LORA_TARGETS
     lora_dropout: bool = False
     quantization: str | None = None
+    fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -118,6 +119,8 @@ class Layout:
             out.m = out.p
         if out.etp is None:
             out.etp = 1
+        if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
+            raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")

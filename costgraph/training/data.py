@@ -50,6 +50,7 @@ class Policy:
     grad_copy: sympy.Integer
     master: sympy.Integer
     state: sympy.Integer
+    fp8: str | None = None   # an FP8 recipe of fp8.toml (costgraph.training.fp8): the layers' linears in FP8
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class Optimizer:
 _TEXT_FIELDS = (Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"))
 
 #: A precision policy: bytes per parameter element of each model state.
-POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS)))
+POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS),
+                                   Field("fp8", "text", required=False, doc="an FP8 recipe of fp8.toml")))
 #: An optimizer: its states and their special forms (see ``optimizers.toml``).
 OPTIMIZER = Kind("optimizer", (
     *_TEXT_FIELDS,
@@ -104,10 +106,19 @@ POLICIES = Schema("policies.toml", "costgraph.training", entries=POLICY, user=Tr
 OPTIMIZERS = Schema("optimizers.toml", "costgraph.training", entries=OPTIMIZER, user=True)
 
 
+def _policy(name: str, e: datafiles.Entry) -> Policy:
+    fp8 = e.get("fp8")
+    if fp8 is not None:   # the recipe must exist (fp8.toml, costgraph.training.fp8)
+        from .fp8 import recipes
+
+        if fp8 not in recipes():
+            raise e.error(f"fp8 = {fp8!r} is not an FP8 recipe", "fp8", hint="one of: " + ", ".join(recipes()))
+    return Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS}, fp8=fp8)
+
+
 @cache
 def _policies(data: datafiles.DataSet) -> dict[str, Policy]:
-    return {name: Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS})
-            for name, e in data.entries.items()}
+    return {name: _policy(name, e) for name, e in data.entries.items()}
 
 
 def policies() -> dict[str, Policy]:

@@ -141,8 +141,22 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         live = sympy.Max(*lives) if len(lives) > 1 else lives[0]
     loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
     last = len(pl.stages) - 1
-    return TrainingMemory(L, [_stage_memory(states, stage, rows, per_layer, live, loss if i == last else None)
-                              for i, stage in enumerate(pl.stages)], warned)
+    stages = [_stage_memory(states, stage, rows, per_layer, live, loss if i == last else None)
+              for i, stage in enumerate(pl.stages)]
+    _add_fp8(cg, L, pl, stages)
+    return TrainingMemory(L, stages, warned)
+
+
+def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list) -> None:
+    """An FP8 policy's buffers (:func:`costgraph.training.fp8.fp8_memory`): each part under its
+    name, their sum as ``fp8``, added to ``total``, on every stage."""
+    from .fp8 import fp8_memory
+
+    for st, stage in zip(stages, pl.stages):
+        parts = fp8_memory(cg, L, pl, stage)
+        if parts:
+            fp8 = sympy.expand(sympy.Add(*parts.values()))
+            st.memory.update(parts, fp8=fp8, total=sympy.expand(st.memory["total"] + fp8))
 
 
 class _States:
