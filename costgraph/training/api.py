@@ -46,10 +46,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     ``efficiency``: the fraction of the peak the step-time model's kernels reach (default 1/2;
     needs ``hardware``); ``megatron``: add Megatron-LM's estimate; ``scope``: ``model`` or
     ``layer``; ``convention``, ``causal``: the FLOP conventions; ``router``: count MoE router FLOPs;
-    ``rate_covers``: what ``mfu``/``achieved`` cover, ``step`` (default: whole steps, bubble and
-    communication inside) or ``compute`` (the kernels; bubble and communication added). One step
-    time comes out (:mod:`costgraph.training.steptime`); exactly one of ``mfu``, ``achieved``,
-    ``efficiency`` sets its rate.
+    ``rate_covers``: ``step`` or ``compute``, what ``mfu``/``achieved`` cover (:mod:`costgraph.training.rate`).
 
     Returns a :class:`~costgraph.training.result.TrainingResult`.
 

@@ -39,85 +39,19 @@ activation analysis keeps them at the activation precision.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
-
 import sympy
 
-from .. import datafiles
-from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
+from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
 
-#: the numbers of a recipe (``fp8.toml``), each a TOML integer with its source
-RECIPE_NUMBERS = ("data_bytes", "scale_bytes", "amax_history", "meta_bytes", "forward_quantizers",
-                  "backward_quantizers", "block", "weight_block_dims", "scale_pad_inner", "scale_pad_outer")
-SCALINGS = ("tensor", "block", "mx")
-COLUMNWISE = ("transpose", "always")
 #: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer)
 TRANSPOSE = ("separate", "shared")
 #: the parts of FP8 memory, in the order they are shown
 PARTS = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
 
-RECIPE = Kind("FP8 recipe", (
-    Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
-    Field("scaling", "text", doc="tensor, block or mx"), Field("columnwise", "text", doc="transpose or always"),
-    *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS)))
-RECIPES = Schema("fp8.toml", "costgraph.training", entries=RECIPE)
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """An FP8 recipe of ``fp8.toml`` (field meanings in the file's header)."""
-
-    name: str
-    description: str
-    source: str
-    scaling: str
-    columnwise: str
-    data_bytes: sympy.Integer
-    scale_bytes: sympy.Integer
-    amax_history: sympy.Integer
-    meta_bytes: sympy.Integer
-    forward_quantizers: sympy.Integer
-    backward_quantizers: sympy.Integer
-    block: sympy.Integer
-    weight_block_dims: sympy.Integer
-    scale_pad_inner: sympy.Integer
-    scale_pad_outer: sympy.Integer
-
-
-def _recipe(name: str, e) -> Recipe:
-    for key, allowed in (("scaling", SCALINGS), ("columnwise", COLUMNWISE)):
-        if e[key] not in allowed:
-            raise e.error(f"{key} must be one of {', '.join(allowed)}", key)
-    if e["scaling"] != "tensor" and (e["block"] == 0 or e["scale_pad_inner"] == 0 or e["scale_pad_outer"] == 0):
-        raise e.error("block scaling needs block, scale_pad_inner and scale_pad_outer > 0", "block")
-    return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
-                  **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS})
-
-
-@cache
-def _recipes(data: datafiles.DataSet) -> dict[str, Recipe]:
-    return {name: _recipe(name, e) for name, e in data.entries.items()}
-
-
-def recipes() -> dict[str, Recipe]:
-    """The FP8 recipes of ``fp8.toml``, by name, in file order."""
-    return _recipes(datafiles.load(RECIPES))
-
-
-def recipe(name: str) -> Recipe:
-    """The recipe called ``name``. Raises CostgraphValueError for an unknown one."""
-    table = recipes()
-    if name not in table:
-        raise CostgraphValueError(f"unknown FP8 recipe {name!r}", hint="one of: " + ", ".join(table))
-    return table[name]
-
 
 def policy_recipe(policy) -> Recipe | None:
     """The FP8 recipe of a precision policy (a name or :class:`~costgraph.training.data.Policy`), or None."""
-    from .data import policy as get_policy
-
     name = get_policy(policy).fp8
     return None if name is None else recipe(name)
 

@@ -48,7 +48,7 @@ def step_rate(hw, policy, *, peak=None, mfu=None, achieved=None, efficiency=None
     if covers is not None and covers not in COVERS:
         raise CostgraphValueError(f"unknown --rate-covers {covers!r}", hint="compute or step")
     if efficiency is not None and peak is None:
-        raise CostgraphValueError("--efficiency is a fraction of a peak: add --hardware NAME or --peak FLOPS")
+        raise CostgraphValueError("--efficiency is for the step-time model on a peak: add --hardware NAME or --peak FLOPS")
     if mfu is None and achieved is None and peak is None:
         return None
     peaks = {} if peak is None else {"bf16": peak}

@@ -172,7 +172,7 @@ def _step_text(compute: dict, values) -> list[str]:
     st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
     rate = compute["rate"]
     where = f" on {compute['hardware']}" if compute["hardware"] else ""
-    head = [f"step time{where} (rate: {rate.describe()}" + ("" if rate.covers == "step" else
+    head = [f"step time model{where} (rate: {rate.describe()}" + ("" if rate.covers == "step" else
             "; DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed") + "):"]
     if not all(x.is_number for x in st.values()):
         return ["", *head, f"  {to_text(field_order(as_expr(compute['step']['total'])))} s"]
