@@ -213,3 +213,22 @@ def test_fp8_policy_names_a_known_recipe(tmp_path, monkeypatch):
 
     with pytest.raises(CostgraphValueError, match="not an FP8 recipe"):
         policies()
+
+
+@pytest.mark.parametrize("extra", [
+    ["--precision", "fp8-delayed", "--hardware", "h100-sxm", "--mfu", "0.4", "--tokens", "1e9"],
+    ["--precision", "fp8-mxfp8", "--hardware", "b200", "--fp8-transpose", "shared"],
+    ["--peak", "1e15", "--pp", "2", "--gpus", "4"],
+    ["--achieved", "1e14"],
+])
+def test_documents_follow_the_schema(capsys, extra):
+    from costgraph.export import schema as schemas
+
+    argv = ["train", "gpt", "--config", "gpt2", "--attention", "eager", *extra]
+    if "--gpus" not in extra:
+        argv += ["--gpus", "2", "--tp", "2"]
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in schemas.validator("train").iter_errors(doc)]
+    assert errors == []
+    assert doc["time"]["step_seconds"] == doc["step"]["total"]
