@@ -232,3 +232,27 @@ def test_documents_follow_the_schema(capsys, extra):
     errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in schemas.validator("train").iter_errors(doc)]
     assert errors == []
     assert doc["time"]["step_seconds"] == doc["step"]["total"]
+
+
+def test_fp8_saved_inputs_of_gpt_by_hand(gpt):
+    # TE @ d0067d0d pytorch/module/linear.py: the input of each FP8 linear is saved for the weight
+    # gradient in FP8, column-wise only (inputmat.update_usage(rowwise_usage=False,
+    # columnwise_usage=True)), 1 byte an element + one fp32 scale_inv (float8_tensor.py).
+    # GPT, t = 2 with SP, per layer and device: c_attn's input (ln_1's output, h, split by SP),
+    # c_proj's (the attention output, h, split by TP), c_fc's (ln_2's output, h, SP), the MLP c_proj's
+    # (4h, TP): 7/2 b s h FP8 bytes + 4 scales of 4 bytes. Only these linears keep those tensors, so
+    # their bf16 copies go (−2 bytes an element): activations change by −7/2 b s h + 16 per layer.
+    # Flash attention keeps its output O itself: the FP8 copy of c_proj's input comes on top (+b s h/2).
+    m, v = gpt
+    def mem(policy, attention):
+        r = m.train(gpus=2, t=2, sp=True, policy=policy, attention=attention)
+        return r.stages[0].memory
+    for attention, change in (("eager", -R(7, 2) * b * s * h * l + 16 * l),
+                              ("flash", -R(5, 2) * b * s * h * l + 16 * l)):
+        fp8, bf16 = mem("fp8-current", attention), mem("megatron", attention)
+        assert sympy.expand(fp8["activations"] - bf16["activations"] - change) == 0
+        assert sympy.expand(fp8["fp8 saved inputs"] - (R(7, 2) * b * s * h * l + 16 * l)) == 0
+        assert sympy.expand(fp8["total"] - bf16["total"] - change - fp8["fp8"]) == 0
+    # full recomputation keeps each layer's input only: no FP8 copies are saved
+    full = m.train(gpus=2, t=2, sp=True, policy="fp8-current", attention="eager", recompute="full")
+    assert full.stages[0].memory["fp8 saved inputs"] == 0

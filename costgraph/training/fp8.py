@@ -32,9 +32,14 @@ Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
     2 backward quantizers, each an fp32 scale and ``1024`` fp32 amax entries
     (``module/base.py::set_meta_tensor``, ``quantization.py::DelayedScalingRecipeState``).
 
-Not counted: the FP8 copies of the activations TE saves for backward (the
-linear inputs, ``module/linear.py`` keeps them column-wise in FP8): the
-activation analysis keeps them at the activation precision.
+* **saved inputs** (:func:`saved_inputs`): TE saves each FP8 linear's input for the
+  weight gradient in FP8, column-wise only (``module/linear.py``: ``inputmat.update_usage(
+  rowwise_usage=False, columnwise_usage=True)``), with its scales. Where only FP8 linears
+  keep that tensor, its copy at the activation precision goes; where another operator keeps
+  it too (flash attention's output, read by the output projection), the FP8 copy comes on
+  top. ``activations`` changes by the difference; ``fp8 saved inputs`` names the FP8 bytes.
+  Not under full recomputation (the layer's input only is kept; the recomputed layer's
+  FP8 inputs live during its backward only).
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (f
 
 #: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer)
 TRANSPOSE = ("separate", "shared")
-#: the parts of FP8 memory, in the order they are shown
+#: the parts of FP8 memory, in the order they are shown (the FP8 buffers added to the total)
 PARTS = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
+#: the FP8 copies of the linears' inputs saved for backward: inside ``activations``
+SAVED = "fp8 saved inputs"
 
 
 def policy_recipe(policy) -> Recipe | None:
@@ -143,3 +150,82 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
             for k in PARTS:
                 out[k] += copies * share * parts[k]
     return {k: sympy.expand(v) for k, v in out.items()}
+
+
+def input_copy(rec: Recipe, rows, cols) -> sympy.Expr:
+    """Bytes of the FP8 copy of a linear's input ``[rows, cols]`` (2-D: tokens × features) saved for
+    backward, column-wise (TE @ d0067d0d ``module/linear.py``): the data, 1 byte an element, and
+    its column-wise scales — one fp32 ``scale_inv`` (tensor scaling), ``[⌈rows/128⌉, up4(cols)]``
+    fp32 (1×128 blocks, ``float8_blockwise_tensor.py::get_scale_shape``), ``[up4(rows // 32),
+    up128(cols)]`` E8M0 (``mxfp8_tensor.py::get_scale_shape``)."""
+    M, K = sympy.sympify(rows), sympy.sympify(cols)
+    if rec.scaling == "tensor":
+        scales = rec.scale_bytes
+    elif rec.scaling == "block":
+        scales = rec.scale_bytes * sympy.ceiling(M / rec.block) * _up(K, rec.scale_pad_inner)
+    else:
+        scales = rec.scale_bytes * _up(sympy.floor(M / rec.block), rec.scale_pad_inner) * _up(K, rec.scale_pad_outer)
+    return rec.data_bytes * M * K + scales
+
+
+def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, sympy.Expr]:
+    """``(FP8 bytes, change of activations)`` per device on ``stage`` for the inputs the FP8
+    linears save (module docstring), per micro-batch in flight (× ``stage.in_flight``).
+    ``precision``: the activations' :class:`~costgraph.engine.precision.Precision`."""
+    rec = policy_recipe(layout.policy)
+    zero = sympy.Integer(0)
+    if rec is None or layout.recompute == "full":
+        return zero, zero
+    from ..engine.activations import attention_cores
+
+    linears = fp8_linears(cg)
+    savers: dict[str, set] = {}
+    for path, d in cg.ops():
+        for tid in d["cost"].saved:
+            savers.setdefault(cg.tensors[tid].storage, set()).add(path)
+    core = {n for _, nodes in attention_cores(cg) for n in nodes}
+    dropped: set = set()
+    if layout.recompute == "selective" or layout.attention == "flash":
+        dropped = {tid for tid, t in cg.tensors.items() if t.producer in core and tid not in cg.nodes}
+    if layout.attention == "flash" and layout.recompute == "none":
+        # the fused kernel keeps its output O for its backward (FlashAttention; TE's fused attention):
+        # the output projection's input, scores·V's output with the heads merged
+        pv = {path for path, d in cg.ops()
+              if d["kind"] == "matmul" and any(cg.tensors[i].producer in core for i in d["inputs"])}
+        for path in linears:
+            tid = cg.nodes[path]["inputs"][0]
+            if _reads_attention_output(cg, tid, pv):
+                savers.setdefault(cg.tensors[tid].storage, set()).add("flash attention output")
+    fp8, delta = zero, zero
+    for sid in sorted({cg.tensors[cg.nodes[p]["inputs"][0]].storage for p in linears}):
+        keepers = savers.get(sid, set())
+        if sid in dropped or not keepers & linears:
+            continue
+        ten = cg.tensors[sid]
+        group = next((g for g in cg.groups if "/" not in g and ten.producer.startswith(g + "/")), None)
+        if group is None:
+            continue   # the layers' first input: kept at the activation precision by what reads it
+        share = sympy.sympify(stage.layers.get(group, 0)) / cg.groups[group].count
+        n = ten.numel / (placement.tensor_divisor(sid) * placement.sequence_divisor(sid))
+        tp = placement.tp
+        K = ten.shape[-1] / (tp.t if tp is not None and sid in tp.split else 1)   # features: split by TP or whole
+        copy = input_copy(rec, n / K, K)
+        gone = precision.bytes(ten.role) * n if not keepers - linears else zero
+        scale = ten.active * share * stage.in_flight
+        fp8 += scale * copy
+        delta += scale * (copy - gone)
+    return sympy.expand(fp8), sympy.expand(delta)
+
+
+def _reads_attention_output(cg, tid, pv: set, steps: int = 4) -> bool:
+    """Whether tensor ``tid`` is a product scores·V's output (a node of ``pv``), directly or through
+    up to ``steps`` one-input operators (merging the heads, a transpose, a view)."""
+    for _ in range(steps):
+        node = cg.tensors[tid].producer
+        if node in pv:
+            return True
+        d = cg.nodes.get(node)
+        if d is None or d["kind"] == "input" or len(d["inputs"]) != 1 or d["cost"].weights:
+            return False
+        tid = d["inputs"][0]
+    return False

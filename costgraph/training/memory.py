@@ -149,14 +149,19 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
 
 def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list) -> None:
     """An FP8 policy's buffers (:func:`costgraph.training.fp8.fp8_memory`): each part under its
-    name, their sum as ``fp8``, added to ``total``, on every stage."""
-    from .fp8 import fp8_memory
+    name, their sum as ``fp8``, added to ``total``, on every stage; the linears' inputs saved in
+    FP8 (:func:`costgraph.training.fp8.saved_inputs`) change ``activations``, their bytes under
+    ``fp8 saved inputs``."""
+    from .fp8 import SAVED, fp8_memory, saved_inputs
 
     for st, stage in zip(stages, pl.stages):
         parts = fp8_memory(cg, L, pl, stage)
         if parts:
             fp8 = sympy.expand(sympy.Add(*parts.values()))
-            st.memory.update(parts, fp8=fp8, total=sympy.expand(st.memory["total"] + fp8))
+            saved, change = saved_inputs(cg, L, pl, stage, get_precision(L.precision))
+            st.memory.update(parts, fp8=fp8, activations=sympy.expand(st.memory["activations"] + change),
+                             total=sympy.expand(st.memory["total"] + fp8 + change))
+            st.memory[SAVED] = saved
 
 
 class _States:

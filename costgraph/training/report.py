@@ -55,7 +55,9 @@ from ..version import __version__
 from ..export.exprtree import to_tree
 from ..export.printing import field_order, to_latex, to_python, to_text
 from ..export.tables import table
-from .fp8 import PARTS as FP8_PARTS
+from .fp8 import PARTS, SAVED
+
+FP8_PARTS = (*PARTS, SAVED)   # the FP8 buffers (in the total), then the saved inputs (inside activations)
 from .memory import MEMORY_KEYS, TrainingMemory
 
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
@@ -254,7 +256,7 @@ def to_text_doc(r) -> str:
         fp8 = FP8_PARTS if "fp8" in st.memory else ()
         for k in (*MEMORY_KEYS[:-1], *fp8, MEMORY_KEYS[-1]):
             e = st.memory[k]
-            cells.append([LABELS.get(k, k), to_text(field_order(e))])
+            cells.append([LABELS.get(k, k) + (" (in activations)" if k == SAVED else ""), to_text(field_order(e))])
             if values is not None and e.free_symbols <= set(values):
                 v = e.xreplace(values)
                 cells.append(["", f"= {units.with_unit('activation_bytes', int(sympy.ceiling(v)))}"
