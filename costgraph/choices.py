@@ -199,3 +199,11 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
         kwargs.setdefault("type", int)
     parser.add_argument(flag or f"--{choice.name}", choices=choice.values, default=choice.default,
                         help=help if help is not None else choice.help(), **kwargs)
+
+
+#: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under
+#: per-tensor scaling (Transformer Engine @ d0067d0d, float8_tensor.py inner_tensor_specs)
+FP8_TRANSPOSE = Choice("fp8_transpose", "FP8 weight transpose", (
+    ("separate", "a separate transposed FP8 buffer (Hopper: FP8 GEMMs take TN layouts only)"),
+    ("shared", "one buffer serves both (Blackwell and later: non-TN FP8 GEMMs)"),
+), "separate")

@@ -1,7 +1,7 @@
 """Sourced data tables: one loader for the TOML files of numbers beside the code.
 
 Each data file (``hardware.toml``, ``training/policies.toml``,
-``training/optimizers.toml``, ``training/quantization.toml``,
+``training/optimizers.toml``, ``training/quantization.toml``, ``training/fp8.toml``,
 ``inference/dtypes.toml``, ``symbolic/scaling_laws.toml``, and the mappings
 ``training/megatron_args.toml`` and ``hf_mapping.toml``) is described by a
 :class:`Schema` that its reader declares: which entries it holds, and for each

@@ -126,7 +126,7 @@ class Model:
     def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
               price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
               scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              router: bool = True, reserve=None, **layout_settings):
+              router: bool = True, reserve=None, rate_covers=None, **layout_settings):
         """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
         ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
@@ -134,7 +134,8 @@ class Model:
         (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
         ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
         ``"80GB"``), ``efficiency``, ``megatron``, ``reserve`` (a fraction or a size the fit
-        verdict keeps free): as the options of ``costgraph train`` (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
+        verdict keeps free), ``rate_covers``: as the options of ``costgraph train``
+        (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
 
         Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
         bytes of ``weights``, ``gradients``, ``optimizer``, ``activations``, ``total`` per device
@@ -167,7 +168,7 @@ class Model:
         return train(self, layout, values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
                      peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
                      megatron=megatron, scope=scope, convention=convention, causal=causal, router=router,
-                     reserve=reserve)
+                     reserve=reserve, rate_covers=rate_covers)
 
     def infer(self, *, hardware, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",

@@ -61,7 +61,8 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     add_option(p, choices.RECOMPUTE, "--recompute")
     add_option(p, choices.ATTENTION, "--attention")
     p.add_argument("--precision", default=choices.DEFAULT_POLICY, help="precision policy: fp32, bf16, mixed (default), megatron, "
-                                                        "mixed-fp32-grads (activations bf16, fp32 under fp32)")
+                                                        "mixed-fp32-grads (activations bf16, fp32 under fp32); "
+                                                        "FP8 (Transformer Engine): fp8-delayed, fp8-current, fp8-blockwise, fp8-mxfp8")
     p.add_argument("--optimizer", default=choices.DEFAULT_OPTIMIZER, help="adam (default), adamw, sgd, lion, adam-8bit, adafactor, muon, ...")
     p.add_argument("--micro-batches", type=int, help="micro-batches per step m (default: pp)")
     add_option(p, choices.SCHEDULE, "--schedule")
@@ -80,6 +81,8 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     add_option(p, choices.EP_OVERLAP, "--ep-overlap")
     p.add_argument("--route-nodes", type=int, help="device-limited routing: a token's experts on at most M "
                                                    "scale-up domains (DeepSeek-V3: 4)")
+    add_option(p, choices.FP8_TRANSPOSE, "--fp8-transpose",
+               help="FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's transpose buffer")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
     # recomputation in detail (costgraph.engine.recompute)
@@ -180,7 +183,8 @@ def train_layout(args, micro_batches=None):
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
-                  **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args))
+                  **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args),
+                  fp8_transpose=getattr(args, "fp8_transpose", choices.FP8_TRANSPOSE.default))
 
 
 def _recompute_fields(args) -> dict:

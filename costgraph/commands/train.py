@@ -28,21 +28,26 @@ def add_parser(sub) -> None:
                    help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
     t.add_argument("--hardware", help="a hardware preset (costgraph hardware lists them): peak FLOP/s and "
                                       "device memory")
-    t.add_argument("--peak", help="peak FLOP/s per device (instead of a preset's dense BF16 peak), e.g. 989.4e12")
+    t.add_argument("--peak", help="peak FLOP/s per device (instead of a preset's dense BF16 peak, or without one), "
+                                  "e.g. 989.4e12; FP8 policies take the preset's FP8 peak for their linears")
     t.add_argument("--mfu", help="assumed model FLOPs utilization, e.g. 0.45: gives step time and training time")
     t.add_argument("--achieved", help="achieved (hardware) FLOP/s per device, e.g. 140e12 (Narayanan §5.1)")
     t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
     t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
     t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
-    t.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY,
-                   help="with --hardware: the fraction of the peak the compute kernels reach in the step-time "
-                        f"model (default {choices.DEFAULT_EFFICIENCY})")
+    t.add_argument("--efficiency", default=None,
+                   help="the fraction of each peak the compute kernels reach in the step time (default "
+                        f"{choices.DEFAULT_EFFICIENCY} with a peak; one rate: --mfu, --achieved or --efficiency)")
     cost_arguments(t, scope=False, precision=False)   # --convention --causal --profile --no-dropout
     t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
     t.add_argument("--megatron", action="store_true",
                    help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
     t.add_argument("--scope", choices=("model", "layer"), default="model")
     t.add_argument("--format", choices=("text", "json"), default="text")
+    t.add_argument("--rate-covers", choices=("step", "compute"), default=None,
+                   help="what --mfu/--achieved cover: step (default: whole steps, bubble and communication "
+                        "inside, as PaLM and Narayanan measure them) or compute (kernels; bubble and "
+                        "communication added)")
 
 
 def run(args) -> str:
@@ -64,7 +69,7 @@ def run(args) -> str:
                          tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
                          global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
                          megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
-                         router=not args.no_router, reserve=args.reserve)
+                         router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers)
     return result.to_json() if args.format == "json" else result.to_text()
 
 

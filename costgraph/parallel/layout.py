@@ -93,6 +93,7 @@ class Layout:
     domain_ranks: int | None = None
     ep_overlap: str = choices.EP_OVERLAP.default
     route_nodes: int | None = None
+    fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -146,6 +147,8 @@ class Layout:
         if out.etp is None:
             out.etp = 1
         _expert_placement(out)
+        if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
+            raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")

@@ -33,7 +33,7 @@ from .result import TrainingResult
 def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
           price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
           scope: str = "model", convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          router: bool = True, reserve=None) -> TrainingResult:
+          router: bool = True, reserve=None, rate_covers=None) -> TrainingResult:
     """Training costs per device of ``model`` (a :class:`costgraph.Model`) under ``layout``.
 
     ``values``: dimension values (symbol → int, e.g. ``model.values("llama-2-7b")``), or None
@@ -48,6 +48,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     ``layer``; ``convention``, ``causal``: the FLOP conventions; ``router``: count MoE router FLOPs;
     ``reserve``: the memory the fit verdict keeps free, a fraction of the device memory or a size
     (default :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`).
+    ``rate_covers``: ``step`` or ``compute``, what ``mfu``/``achieved`` cover (:mod:`costgraph.training.rate`).
 
     Returns a :class:`~costgraph.training.result.TrainingResult`.
 
@@ -98,7 +99,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     if scope == "model":
         compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
                                   price=price, efficiency=efficiency, convention=convention, causal=causal,
-                                  router=router)
+                                  router=router, rate_covers=rate_covers)
     from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
@@ -197,45 +198,47 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     for name, v in (("--tokens", tokens), ("--price", price)):
         if v is not None and v <= 0:
             raise CostgraphValueError(f"{name} must be positive")
-    if (tokens is not None or price is not None) and mfu is None and achieved is None:
-        raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak) or --achieved")
+    if (tokens is not None or price is not None) and mfu is None and achieved is None and peak is None:
+        raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak), --achieved, "
+                                  "or a peak (--hardware or --peak) for --efficiency")
     return peak, mfu, achieved, tokens, price
 
 
 def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
                     efficiency=None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-                    router: bool = True) -> dict:
-    """FLOPs, time and utilization (:func:`~costgraph.training.compute.compute_summary`), the
-    communication per device per step (bytes: ``{bytes, op, group}`` per kind, computed once;
-    ``seconds`` with a hardware preset ``hw``), and with ``hw`` the step time and ``efficiency``."""
+                    router: bool = True, rate_covers=None) -> dict:
+    """FLOPs (:func:`~costgraph.training.compute.compute_summary`), the ONE step time
+    (:func:`~costgraph.training.steptime.step_time` at the rate of ``mfu``, ``achieved`` or
+    ``efficiency``, on the peaks of ``hw`` or ``peak``) and the time and utilization derived from
+    it (:func:`~costgraph.training.rate.time_from_step`), the communication per device per
+    step (bytes: ``{bytes, op, group}`` per kind, computed once; ``seconds`` with a preset ``hw``)."""
     from .compute import compute_summary
+    from .rate import step_rate, time_from_step
 
     peak, mfu, achieved, tokens, price = _rates(hw, peak, mfu, achieved, tokens, price)
-    if efficiency is not None and str(efficiency) != DEFAULT_EFFICIENCY and hw is None:
-        raise CostgraphValueError("--efficiency is for the step-time model on a hardware preset: add --hardware")
     filled = layout.filled()
-    out = compute_summary(model.graph, filled, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
-                          price=price, convention=convention, causal=causal, router=router)
-    eff = None
-    if hw is not None:
-        eff = arguments.rational(DEFAULT_EFFICIENCY if efficiency is None else efficiency, "--efficiency")
-        if not 0 < eff <= 1:
-            raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
-    if layout.lora_rank is not None:   # adapters: the frozen base's traffic is not modelled
-        return out
-    from ..parallel.communication import communication
+    rate = step_rate(hw, filled.policy, peak=peak, mfu=mfu, achieved=achieved, efficiency=efficiency,
+                     covers=rate_covers)
+    out = compute_summary(model.graph, filled, convention=convention, causal=causal, router=router)
+    cols = None
+    if layout.lora_rank is None:   # adapters: the frozen base's traffic is not modelled
+        from ..parallel.communication import communication
 
-    cols = communication(model.graph, filled)
-    if hw is None:
-        if cols:
+        cols = communication(model.graph, filled)
+        if hw is None and cols:
             out["communication"] = {k: {"bytes": c.bytes, "op": c.op, "group": c.group} for k, c in cols.items()}
+    if rate is None:
         return out
     from .steptime import step_time
 
-    st = step_time(model.graph, layout, hw, efficiency=eff, collectives=cols)
-    out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
-                            for k, c in cols.items()}
+    st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,
+                   convention=convention, causal=causal)
+    if hw is not None and cols is not None:
+        out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
+                                for k, c in cols.items()}
     out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
-    out["efficiency"] = eff
-    out["hardware"] = hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
+    out["rate"] = rate
+    out["efficiency"] = rate.value if rate.kind == "efficiency" else None
+    out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
+    out.update(time_from_step(out["flops"], filled, st["total"], rate, tokens=tokens, price=price))
     return out

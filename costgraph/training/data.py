@@ -4,7 +4,9 @@
 weights, the gradients, an fp32 gradient copy, an fp32 master copy, and the
 bytes of one optimizer-state element. ``optimizers.toml`` gives, per named
 optimizer, how many states it keeps and their special forms (block-wise
-quantized, factored, Muon's split). Each number carries its source in a comment
+quantized, factored, Muon's split). ``fp8.toml`` gives the FP8 recipes of
+Transformer Engine an FP8 policy names (``fp8 = "delayed"``; their buffers:
+:mod:`costgraph.training.fp8`). Each number carries its source in a comment
 beside it in the file.
 
 The files are read and validated by :mod:`costgraph.datafiles` against the
@@ -50,6 +52,7 @@ class Policy:
     grad_copy: sympy.Integer
     master: sympy.Integer
     state: sympy.Integer
+    fp8: str | None = None   # an FP8 recipe of fp8.toml (costgraph.training.fp8): the layers' linears in FP8
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,8 @@ class Optimizer:
 _TEXT_FIELDS = (Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"))
 
 #: A precision policy: bytes per parameter element of each model state.
-POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS)))
+POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS),
+                                   Field("fp8", "text", required=False, doc="an FP8 recipe of fp8.toml")))
 #: An optimizer: its states and their special forms (see ``optimizers.toml``).
 OPTIMIZER = Kind("optimizer", (
     *_TEXT_FIELDS,
@@ -104,10 +108,17 @@ POLICIES = Schema("policies.toml", "costgraph.training", entries=POLICY, user=Tr
 OPTIMIZERS = Schema("optimizers.toml", "costgraph.training", entries=OPTIMIZER, user=True)
 
 
+def _policy(name: str, e: datafiles.Entry) -> Policy:
+    fp8 = e.get("fp8")
+    if fp8 is not None:   # the recipe must exist (fp8.toml, costgraph.training.fp8)
+        if fp8 not in recipes():
+            raise e.error(f"fp8 = {fp8!r} is not an FP8 recipe", "fp8", hint="one of: " + ", ".join(recipes()))
+    return Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS}, fp8=fp8)
+
+
 @cache
 def _policies(data: datafiles.DataSet) -> dict[str, Policy]:
-    return {name: Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS})
-            for name, e in data.entries.items()}
+    return {name: _policy(name, e) for name, e in data.entries.items()}
 
 
 def policies() -> dict[str, Policy]:
@@ -167,3 +178,69 @@ def optimizer(name: str | Optimizer) -> Optimizer:
         For an unknown name, listing the known ones.
     """
     return name if isinstance(name, Optimizer) else _lookup("optimizer", optimizers(), name)
+
+
+# ---------------------------------------------------------------- FP8 recipes (fp8.toml)
+
+#: the numbers of a recipe (``fp8.toml``), each a TOML integer with its source
+RECIPE_NUMBERS = ("data_bytes", "scale_bytes", "amax_history", "meta_bytes", "forward_quantizers",
+                  "backward_quantizers", "block", "weight_block_dims", "scale_pad_inner", "scale_pad_outer")
+SCALINGS = ("tensor", "block", "mx")
+COLUMNWISE = ("transpose", "always")
+
+RECIPE = Kind("FP8 recipe", (
+    Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
+    Field("scaling", "text", doc="tensor, block or mx"), Field("columnwise", "text", doc="transpose or always"),
+    *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS)))
+RECIPES = Schema("fp8.toml", "costgraph.training", entries=RECIPE)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """An FP8 recipe of ``fp8.toml`` (field meanings in the file's header)."""
+
+    name: str
+    description: str
+    source: str
+    scaling: str
+    columnwise: str
+    data_bytes: sympy.Integer
+    scale_bytes: sympy.Integer
+    amax_history: sympy.Integer
+    meta_bytes: sympy.Integer
+    forward_quantizers: sympy.Integer
+    backward_quantizers: sympy.Integer
+    block: sympy.Integer
+    weight_block_dims: sympy.Integer
+    scale_pad_inner: sympy.Integer
+    scale_pad_outer: sympy.Integer
+
+
+def _recipe(name: str, e) -> Recipe:
+    for key, allowed in (("scaling", SCALINGS), ("columnwise", COLUMNWISE)):
+        if e[key] not in allowed:
+            raise e.error(f"{key} must be one of {', '.join(allowed)}", key)
+    if e["scaling"] != "tensor" and (e["block"] == 0 or e["scale_pad_inner"] == 0 or e["scale_pad_outer"] == 0):
+        raise e.error("block scaling needs block, scale_pad_inner and scale_pad_outer > 0", "block")
+    return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
+                  **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS})
+
+
+@cache
+def _recipes(data: datafiles.DataSet) -> dict[str, Recipe]:
+    return {name: _recipe(name, e) for name, e in data.entries.items()}
+
+
+def recipes() -> dict[str, Recipe]:
+    """The FP8 recipes of ``fp8.toml`` (:mod:`costgraph.training.fp8`), by name, in file order."""
+    return _recipes(datafiles.load(RECIPES))
+
+
+def recipe(name: str) -> Recipe:
+    """The recipe called ``name``. Raises CostgraphValueError for an unknown one."""
+    table = recipes()
+    if name not in table:
+        raise CostgraphValueError(f"unknown FP8 recipe {name!r}", hint="one of: " + ", ".join(table))
+    return table[name]
+
+

@@ -165,8 +165,26 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
-    return TrainingMemory(L, [_stage_memory(states, stage, rows, per_layer, live, loss) for stage in pl.stages],
-                          warned)
+    stages = [_stage_memory(states, stage, rows, per_layer, live, loss) for stage in pl.stages]
+    _add_fp8(cg, L, pl, stages)
+    return TrainingMemory(L, stages, warned)
+
+
+def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list) -> None:
+    """An FP8 policy's buffers (:func:`costgraph.training.fp8.fp8_memory`): each part under its
+    name, their sum as ``fp8``, added to ``total``, on every stage; the linears' inputs saved in
+    FP8 (:func:`costgraph.training.fp8.saved_inputs`) change ``activations``, their bytes under
+    ``fp8 saved inputs``."""
+    from .fp8 import SAVED, fp8_memory, saved_inputs
+
+    for st, stage in zip(stages, pl.stages):
+        parts = fp8_memory(cg, L, pl, stage)
+        if parts:
+            fp8 = sympy.expand(sympy.Add(*parts.values()))
+            saved, change = saved_inputs(cg, L, pl, stage, get_precision(L.precision))
+            st.memory.update(parts, fp8=fp8, activations=sympy.expand(st.memory["activations"] + change),
+                             total=sympy.expand(st.memory["total"] + fp8 + change))
+            st.memory[SAVED] = saved
 
 
 class _States:

@@ -57,6 +57,9 @@ from ..version import __version__
 from ..export.exprtree import to_tree
 from ..export.printing import field_order, to_latex, to_python, to_text
 from ..export.tables import table
+from .fp8 import PARTS, SAVED
+
+FP8_PARTS = (*PARTS, SAVED)   # the FP8 buffers (in the total), then the saved inputs (inside activations)
 from .memory import MEMORY_KEYS, TrainingMemory
 from ..choices import ATTENTION
 
@@ -120,8 +123,11 @@ def _compute_json(compute: dict, values) -> dict:
                                 for k, c in compute["communication"].items()}
     if "step" in compute:
         out["step"] = {k: _number(v, values) for k, v in compute["step"].items()}
-        out["step"]["efficiency"] = float(compute["efficiency"])
+        rate = compute["rate"]
+        out["step"]["efficiency"] = None if compute["efficiency"] is None else float(compute["efficiency"])
         out["step"]["hardware"] = compute["hardware"]
+        out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
+                               "peaks": {k: int(v) for k, v in rate.peaks.items()}}
     return out
 
 
@@ -139,13 +145,13 @@ _COMPUTE_LABELS = {
 
 def _compute_text(compute: dict, values) -> list[str]:
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
-                "--mfu or --achieved):"]
-    items = list(compute["flops"].items()) + list(compute.get("time", {}).items()) + \
-        [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
+                "the step time below; MFU and HFU of the BF16 peak):"]
+    items = list(compute["flops"].items()) + [kv for kv in compute.get("time", {}).items() if kv[0] != "step_seconds"] \
+        + [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
     cells = []
     for k, e in items:
         e = as_expr(e)
-        line = to_text(field_order(e)) if e.free_symbols else ""
+        line = to_text(field_order(e)) if e.free_symbols and not e.has(sympy.Max) else ""   # a Max: the value only
         if values is not None and e.free_symbols <= set(values) or not e.free_symbols:
             v = e.xreplace(values or {})
             if k.startswith(("model_", "hardware_", "per_token", "six", "eight", "four")):
@@ -154,7 +160,7 @@ def _compute_text(compute: dict, values) -> list[str]:
                 shown = f"{float(v):.2%}"
             else:
                 shown = f"{int(v):,}" if v.is_integer else f"{float(v):,.4g}"
-            line += (" = " if e.free_symbols else "") + shown
+            line += (" = " if line else "") + shown
         cells.append([_COMPUTE_LABELS[k], line])
     out += table(cells)
     if "lora" in compute:   # LoRA on: what is trained and how its FLOPs are counted
@@ -179,15 +185,7 @@ def _compute_text(compute: dict, values) -> list[str]:
             cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
         out += table(cells)
     if "step" in compute:
-        st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
-        if all(x.is_number for x in st.values()):
-            out += ["", f"step time model on {compute['hardware']} (--efficiency: compute at "
-                        f"{float(compute['efficiency']):.0%} of peak; "
-                        "DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed; the time section above "
-                        "uses --mfu/--achieved instead):",
-                    f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
-                    f"communication {float(st['communication_overlapped']):.4g} s) + exposed communication "
-                    f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s"]
+        out += _step_text(compute, values)
     return out
 
 
@@ -201,6 +199,8 @@ def _changes_text(changes) -> list[str]:
     cells = [[c["change"], units.with_unit("activation_bytes", c["peak_bytes"]),
               "fits" if c["fits"] else "does not fit", c["options"]] for c in changes]
     return out + ["  " + line for line in table(cells)]
+
+
 def _expert_placement_line(L) -> str | None:
     """``expert placement: …`` when a placement setting is not its default (costgraph.parallel.ranks)."""
     from ..parallel.ranks import DEFAULT_ORDER
@@ -212,8 +212,34 @@ def _expert_placement_line(L) -> str | None:
     return "expert placement: " + "; ".join(parts) if parts else None
 
 
+def _step_text(compute: dict, values) -> list[str]:
+    """The one step time: the rate that set it, and its parts."""
+    st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
+    rate = compute["rate"]
+    where = f" on {compute['hardware']}" if compute["hardware"] else ""
+    head = [f"step time model{where} (rate: {rate.describe()}" + ("" if rate.covers == "step" else
+            "; DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed") + "):"]
+    if not all(x.is_number for x in st.values()):
+        return ["", *head, f"  {to_text(field_order(as_expr(compute['step']['total'])))} s"]
+    if rate.covers == "step":
+        line = f"  compute {float(st['total']):.4g} s (the rate covers the whole step)"
+    else:
+        line = (f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
+                f"communication {float(st['communication_overlapped']):.4g} s) + exposed communication "
+                f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s")
+    return ["", *head, line]
+
+
 def _beside(beside, values) -> dict:
     return {who: {k: _entry(v, values) for k, v in part.items()} for who, part in beside.items()}
+
+
+def _memory_json(st, values) -> dict:
+    """A stage's :data:`MEMORY_KEYS` and, under an FP8 policy, ``fp8``: each buffer's bytes."""
+    out = {k: _entry(st.memory[k], values) for k in MEMORY_KEYS}
+    if "fp8" in st.memory:
+        out["fp8"] = {k: _entry(st.memory[k], values) for k in FP8_PARTS}
+    return out
 
 
 def to_dict(r) -> dict:
@@ -228,9 +254,9 @@ def to_dict(r) -> dict:
         "plan": plan_dict(result, r.settings),
         "symbols": dict(r.symbols),
         "values": {str(k): int(v) for k, v in (values or {}).items()},
-        "memory": {k: _entry(top.memory[k], values) for k in MEMORY_KEYS},
+        "memory": _memory_json(top, values),
         "most_loaded_stage": result.stages.index(top),
-        "stages": [{"stage": i, "name": st.name, "memory": {k: _entry(st.memory[k], values) for k in MEMORY_KEYS},
+        "stages": [{"stage": i, "name": st.name, "memory": _memory_json(st, values),
                     **({"experts": _entry(st.memory["experts"], values)} if st.memory["experts"] != 0 else {}),
                     **_stage_load(st, values)}
                    for i, st in enumerate(result.stages)],
@@ -281,9 +307,10 @@ def to_text_doc(r) -> str:
         title = st.name + ("  ← most loaded" if st is top and len(result.stages) > 1 else "")
         out += ["", title] + ([f"  {st.why(values)}"] if len(result.stages) > 1 else [])
         cells = []
-        for k in MEMORY_KEYS:
+        fp8 = FP8_PARTS if "fp8" in st.memory else ()
+        for k in (*MEMORY_KEYS[:-1], *fp8, MEMORY_KEYS[-1]):
             e = st.memory[k]
-            cells.append([LABELS[k], to_text(field_order(e))])
+            cells.append([LABELS.get(k, k) + (" (in activations)" if k == SAVED else ""), to_text(field_order(e))])
             if values is not None and e.free_symbols <= set(values):
                 v = e.xreplace(values)
                 cells.append(["", f"= {units.with_unit('activation_bytes', int(sympy.ceiling(v)))}"

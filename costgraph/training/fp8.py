@@ -1,0 +1,231 @@
+"""FP8 training as NVIDIA Transformer Engine runs it: which FLOPs run at the
+FP8 peak, and the buffers each FP8 linear keeps.
+
+A precision policy of ``policies.toml`` with ``fp8 = "RECIPE"`` (``fp8-delayed``,
+``fp8-current``, ``fp8-blockwise``, ``fp8-mxfp8``) keeps Megatron's model states
+(bf16 parameters, fp32 main gradients, fp32 master copy and Adam moments, as
+Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
+
+* the FP8 linears: every operator with the ``matrix`` role (a ``linear``) inside a
+  layer (a top-level repeat group), except MoE routers — the modules Megatron-LM
+  builds from TE (``TELinear``, ``TELayerNormColumnParallelLinear``, grouped
+  experts). The output head (Megatron's ``output_layer`` is a plain
+  ``ColumnParallelLinear``) and the attention core's products stay in BF16, as do
+  norms, activations and the rest;
+* **compute**: those operators' FLOPs (under the FLOP convention; recomputed ones
+  included) at the preset's ``peak_flops_fp8``, the rest at the BF16 peak
+  (:mod:`costgraph.training.steptime`);
+* **memory** per FP8 linear (one GEMM), per device (its TP/EP shard), in the
+  recipe's terms (``fp8.toml``, from TE @ d0067d0d):
+
+  - ``fp8 weight copy``: the quantized weight, 1 byte an element, cached across
+    the micro-batches of a step (``module/linear.py``: ``_fp8_workspaces["weight"]``
+    when ``is_first_microbatch`` is not None, as Megatron passes it);
+  - ``fp8 weight transpose``: the column-wise copy the backward's data gradient
+    reads: a separate buffer for tensor scaling on Hopper (``fp8_transpose =
+    "separate"``), none on Blackwell and later (``"shared"``: one buffer serves
+    both, ``float8_tensor.py::inner_tensor_specs``); block and MXFP8 scaling
+    always keep both copies;
+  - ``fp8 scales``: the weight's ``scale_inv`` (one fp32 per tensor; fp32 per
+    128×128 block; one E8M0 byte per 32 values, padded as TE pads them);
+  - ``fp8 amax history``: delayed scaling only: per module and GEMM, 3 forward and
+    2 backward quantizers, each an fp32 scale and ``1024`` fp32 amax entries
+    (``module/base.py::set_meta_tensor``, ``quantization.py::DelayedScalingRecipeState``).
+
+* **saved inputs** (:func:`saved_inputs`): TE saves each FP8 linear's input for the
+  weight gradient in FP8, column-wise only (``module/linear.py``: ``inputmat.update_usage(
+  rowwise_usage=False, columnwise_usage=True)``), with its scales. Where only FP8 linears
+  keep that tensor, its copy at the activation precision goes; where another operator keeps
+  it too (flash attention's output, read by the output projection), the FP8 copy comes on
+  top. ``activations`` changes by the difference; ``fp8 saved inputs`` names the FP8 bytes.
+  Not under full recomputation (the layer's input only is kept; the recomputed layer's
+  FP8 inputs live during its backward only).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..errors import CostgraphValueError
+from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
+
+#: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer)
+TRANSPOSE = ("separate", "shared")
+#: the parts of FP8 memory, in the order they are shown (the FP8 buffers added to the total)
+PARTS = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
+#: the FP8 copies of the linears' inputs saved for backward: inside ``activations``
+SAVED = "fp8 saved inputs"
+
+
+def policy_recipe(policy) -> Recipe | None:
+    """The FP8 recipe of a precision policy (a name or :class:`~costgraph.training.data.Policy`), or None."""
+    name = get_policy(policy).fp8
+    return None if name is None else recipe(name)
+
+
+def fp8_linears(cg) -> set[str]:
+    """Paths of the operators whose GEMMs run in FP8: ``matrix``-role operators with a
+    weight inside a top-level repeat group (a layer), MoE routers excepted (module docstring)."""
+    from ..ops.registry import has_role
+    from .compute import routers
+
+    top = [p for p in cg.groups if "/" not in p]
+    skip = routers(cg)
+    return {path for path, d in cg.ops()
+            if has_role(d["kind"], "matrix") and d["cost"].weights and path not in skip
+            and any(path.startswith(g + "/") for g in top)}
+
+
+def fp8_flops(rows, linears: set[str]) -> sympy.Expr:
+    """The FLOPs of ``rows`` (rows of :func:`costgraph.engine.totals.breakdown`, forward +
+    backward, × count) that belong to the FP8 linears ``linears``."""
+    return sympy.expand(sympy.Add(*[r["count"] * (r["flops_forward"] + r["flops_backward"])
+                                    for r in rows if r["path"] in linears]))
+
+
+def _up(x, k):
+    """``x`` rounded up to a multiple of ``k`` (TE's ``round_up_to_nearest_multiple``)."""
+    return x if k == 1 else sympy.ceiling(sympy.Rational(1, 1) * x / k) * k
+
+
+def weight_buffers(rec: Recipe, rows, cols, transpose: str = "separate") -> dict[str, sympy.Expr]:
+    """Bytes of the FP8 buffers of one linear (one GEMM) whose weight shard is ``rows × cols``
+    (``[out, in]``, PyTorch's layout; TE quantizes it as a 2-D ``[M, K]``): :data:`PARTS`.
+
+    Source: TE @ d0067d0d ``float8_tensor.py`` (tensor scaling: ``_data``, ``_transpose``
+    unless Blackwell+, ``_scale_inv`` (1,) fp32), ``float8_blockwise_tensor.py::get_scale_shape``
+    (2-D: ``[⌈M/128⌉, up4(⌈K/128⌉)]`` row-wise, ``[⌈K/128⌉, up4(⌈M/128⌉)]`` column-wise),
+    ``mxfp8_tensor.py::get_scale_shape`` (``[up128(M), up4(K // 32)]``, ``[up4(M // 32), up128(K)]``),
+    ``quantization.py::DelayedScalingRecipeState`` and ``base.py::set_meta_tensor``."""
+    if transpose not in TRANSPOSE:
+        raise CostgraphValueError(f"unknown fp8_transpose {transpose!r}", hint="separate (Hopper) or shared (Blackwell+)")
+    M, K, n = sympy.sympify(rows), sympy.sympify(cols), sympy.sympify(rows) * sympy.sympify(cols)
+    copy = rec.data_bytes * n
+    both = rec.columnwise == "always" or transpose == "separate"
+    trans = rec.data_bytes * n if both else sympy.Integer(0)
+    B, pi, po = rec.block, rec.scale_pad_inner, rec.scale_pad_outer
+    if rec.scaling == "tensor":
+        scales = rec.scale_bytes   # one _scale_inv, shared by data and transpose
+    elif rec.scaling == "block":
+        if rec.weight_block_dims == 2:
+            row = sympy.ceiling(M / B) * _up(sympy.ceiling(K / B), pi)
+            col = sympy.ceiling(K / B) * _up(sympy.ceiling(M / B), pi)
+        else:
+            row = sympy.ceiling(K / B) * _up(M, pi)
+            col = sympy.ceiling(M / B) * _up(K, pi)
+        scales = rec.scale_bytes * (row + col)
+    else:
+        row = _up(M, po) * _up(sympy.floor(K / B), pi)
+        col = _up(sympy.floor(M / B), pi) * _up(K, po)
+        scales = rec.scale_bytes * (row + col)
+    quantizers = rec.forward_quantizers + rec.backward_quantizers
+    history = quantizers * rec.meta_bytes * (1 + rec.amax_history) if rec.amax_history else sympy.Integer(0)
+    return {"fp8 weight copy": copy, "fp8 weight transpose": trans, "fp8 scales": sympy.sympify(scales),
+            "fp8 amax history": history}
+
+
+def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
+    """FP8 buffers per device on one pipeline ``stage`` (a
+    :class:`~costgraph.parallel.pipeline.Stage`) under ``layout`` (filled), ``placement`` its
+    :class:`~costgraph.parallel.placement.Placement`: :data:`PARTS`, bytes; empty for a policy
+    without FP8. Each FP8 linear's weight as TP/EP shard it (the copy is of the gathered weight
+    under ZeRO-3: TE quantizes the weight the GEMM reads); the stage holds ``stage.layers[g]`` of
+    each layer group's ``count`` iterations."""
+    rec = policy_recipe(layout.policy)
+    if rec is None:
+        return {}
+    transpose = getattr(layout, "fp8_transpose", "separate")
+    out = {k: sympy.Integer(0) for k in PARTS}
+    for path in sorted(fp8_linears(cg)):
+        group = next(g for g in cg.groups if "/" not in g and path.startswith(g + "/"))
+        share = sympy.sympify(stage.layers.get(group, 0)) / cg.groups[group].count
+        for wid in cg.nodes[path]["cost"].weights:
+            w = cg.weights[wid]
+            if len(w.shape) != 2:
+                continue   # a bias: not quantized
+            sh = placement.shards.get(wid)
+            axes = sh.axes if sh is not None else (1, 1)
+            copies = w.count / (sh.experts if sh is not None else 1)
+            parts = weight_buffers(rec, w.shape[0] / axes[0], w.shape[1] / axes[1], transpose)
+            for k in PARTS:
+                out[k] += copies * share * parts[k]
+    return {k: sympy.expand(v) for k, v in out.items()}
+
+
+def input_copy(rec: Recipe, rows, cols) -> sympy.Expr:
+    """Bytes of the FP8 copy of a linear's input ``[rows, cols]`` (2-D: tokens × features) saved for
+    backward, column-wise (TE @ d0067d0d ``module/linear.py``): the data, 1 byte an element, and
+    its column-wise scales — one fp32 ``scale_inv`` (tensor scaling), ``[⌈rows/128⌉, up4(cols)]``
+    fp32 (1×128 blocks, ``float8_blockwise_tensor.py::get_scale_shape``), ``[up4(rows // 32),
+    up128(cols)]`` E8M0 (``mxfp8_tensor.py::get_scale_shape``)."""
+    M, K = sympy.sympify(rows), sympy.sympify(cols)
+    if rec.scaling == "tensor":
+        scales = rec.scale_bytes
+    elif rec.scaling == "block":
+        scales = rec.scale_bytes * sympy.ceiling(M / rec.block) * _up(K, rec.scale_pad_inner)
+    else:
+        scales = rec.scale_bytes * _up(sympy.floor(M / rec.block), rec.scale_pad_inner) * _up(K, rec.scale_pad_outer)
+    return rec.data_bytes * M * K + scales
+
+
+def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, sympy.Expr]:
+    """``(FP8 bytes, change of activations)`` per device on ``stage`` for the inputs the FP8
+    linears save (module docstring), per micro-batch in flight (× ``stage.in_flight``).
+    ``precision``: the activations' :class:`~costgraph.engine.precision.Precision`."""
+    rec = policy_recipe(layout.policy)
+    zero = sympy.Integer(0)
+    if rec is None or layout.recompute == "full":
+        return zero, zero
+    from ..engine.activations import attention_cores
+
+    linears = fp8_linears(cg)
+    savers: dict[str, set] = {}
+    for path, d in cg.ops():
+        for tid in d["cost"].saved:
+            savers.setdefault(cg.tensors[tid].storage, set()).add(path)
+    core = {n for _, nodes in attention_cores(cg) for n in nodes}
+    dropped: set = set()
+    if layout.recompute == "selective" or layout.attention == "flash":
+        dropped = {tid for tid, t in cg.tensors.items() if t.producer in core and tid not in cg.nodes}
+    if layout.attention == "flash" and layout.recompute == "none":
+        # the fused kernel keeps its output O for its backward (FlashAttention; TE's fused attention):
+        # the output projection's input, scores·V's output with the heads merged
+        pv = {path for path, d in cg.ops()
+              if d["kind"] == "matmul" and any(cg.tensors[i].producer in core for i in d["inputs"])}
+        for path in linears:
+            tid = cg.nodes[path]["inputs"][0]
+            if _reads_attention_output(cg, tid, pv):
+                savers.setdefault(cg.tensors[tid].storage, set()).add("flash attention output")
+    fp8, delta = zero, zero
+    for sid in sorted({cg.tensors[cg.nodes[p]["inputs"][0]].storage for p in linears}):
+        keepers = savers.get(sid, set())
+        if sid in dropped or not keepers & linears:
+            continue
+        ten = cg.tensors[sid]
+        group = next((g for g in cg.groups if "/" not in g and ten.producer.startswith(g + "/")), None)
+        if group is None:
+            continue   # the layers' first input: kept at the activation precision by what reads it
+        share = sympy.sympify(stage.layers.get(group, 0)) / cg.groups[group].count
+        n = ten.numel / (placement.tensor_divisor(sid) * placement.sequence_divisor(sid))
+        tp = placement.tp
+        K = ten.shape[-1] / (tp.t if tp is not None and sid in tp.split else 1)   # features: split by TP or whole
+        copy = input_copy(rec, n / K, K)
+        gone = precision.bytes(ten.role) * n if not keepers - linears else zero
+        scale = ten.active * share * stage.in_flight
+        fp8 += scale * copy
+        delta += scale * (copy - gone)
+    return sympy.expand(fp8), sympy.expand(delta)
+
+
+def _reads_attention_output(cg, tid, pv: set, steps: int = 4) -> bool:
+    """Whether tensor ``tid`` is a product scores·V's output (a node of ``pv``), directly or through
+    up to ``steps`` one-input operators (merging the heads, a transpose, a view)."""
+    for _ in range(steps):
+        node = cg.tensors[tid].producer
+        if node in pv:
+            return True
+        d = cg.nodes.get(node)
+        if d is None or d["kind"] == "input" or len(d["inputs"]) != 1 or d["cost"].weights:
+            return False
+        tid = d["inputs"][0]
+    return False
