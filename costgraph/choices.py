@@ -162,3 +162,13 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
         kwargs.setdefault("type", int)
     parser.add_argument(flag or f"--{choice.name}", choices=choice.values, default=choice.default,
                         help=help if help is not None else choice.help(), **kwargs)
+
+
+#: where ZeRO-Offload / ZeRO-Infinity put the optimizer states or the parameters
+#: (DeepSpeed's ``offload_optimizer.device`` / ``offload_param.device``:
+#: ``deepspeed/runtime/zero/offload_config.py::OffloadDeviceEnum``)
+OFFLOAD_DEVICE = Choice("offload", "offload device", (
+    ("none", "kept on the device"),
+    ("cpu", "host memory (ZeRO-Offload; ZeRO-Infinity's CPU offload)"),
+    ("nvme", "NVMe storage (ZeRO-Infinity)"),
+), "none")

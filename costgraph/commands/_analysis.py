@@ -64,6 +64,16 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
+    # CPU/NVMe offload (costgraph.training.offload; DeepSpeed's offload_optimizer / offload_param)
+    add_option(p, choices.OFFLOAD_DEVICE, "--offload-optimizer",
+               help="ZeRO-Offload: gradients, fp32 master and optimizer states (and the step) off the device: "
+                    "none (default), cpu or nvme; needs --zero 2 or 3")
+    add_option(p, choices.OFFLOAD_DEVICE, "--offload-params",
+               help="ZeRO-Infinity: the 16-bit parameter shards off the device (the gathered unit stays): "
+                    "none (default), cpu or nvme; needs --zero 3")
+    p.add_argument("--offload-activations", default=None, metavar="F",
+                   help="activation offload (Transformer Engine's cpu_offloading): the fraction F of the layers' "
+                        "activations kept for backward that wait in host memory (1: all; e.g. 0.5)")
 
 
 def infer_arguments(p, required: bool = False) -> None:
@@ -129,12 +139,23 @@ def train_layout(args, micro_batches=None):
     from ..parallel.layout import Layout
 
     pol = args.precision
-    return Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
+    layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
                   zero=args.zero, m=micro_batches, schedule=args.schedule, v=args.virtual_stages,
                   recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
                   lora_rank=args.lora, quantization=args.quantize,
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets))
+    if getattr(args, "offload_optimizer", "none") != "none" or getattr(args, "offload_params", "none") != "none" \
+            or getattr(args, "offload_activations", None) is not None:   # CPU/NVMe offload
+        import dataclasses
+
+        from ..arguments import rational
+
+        f = getattr(args, "offload_activations", None)
+        layout = dataclasses.replace(layout, offload_optimizer=args.offload_optimizer,
+                                     offload_params=args.offload_params,
+                                     offload_activations=False if f is None else rational(f, "--offload-activations"))
+    return layout
 
 
 def training(args, model, values):

@@ -105,8 +105,13 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         from .megatron import megatron_beside
 
         beside = megatron_beside(model, values, layout)
+    off = None
+    if scope == "model":   # CPU/NVMe offload: host and NVMe bytes per device and node, host-link time
+        from .offload import offload_section, offloaded
+
+        off = offload_section(mem, values, hw) if offloaded(mem.layout) else None
     return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
-                          fits, beside, compute, notes)
+                          fits, beside, compute, notes, offload=off)
 
 
 def _settings(model, layout, capacity) -> dict:

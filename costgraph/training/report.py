@@ -168,6 +168,8 @@ def _compute_text(compute: dict, values) -> list[str]:
                     f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
                     f"communication {float(st['communication_overlapped']):.4g} s) + exposed communication "
                     f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s"]
+            if "offload" in st:   # CPU/NVMe offload (costgraph.training.offload)
+                out.append(f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)")
     return out
 
 
@@ -199,6 +201,11 @@ def to_dict(r) -> dict:
         doc["megatron"] = _beside(r.megatron, values)
     if r.compute is not None:
         doc.update(_compute_json(r.compute, values))
+    if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
+        from .offload import offload_json
+
+        doc["offload"] = offload_json(r.offload, values, lambda e, v, kind: _entry(e, v) if kind == "bytes"
+                                      else _number(e, v))
     doc["warnings"] = list(r.warnings or [])
     return doc
 
@@ -258,6 +265,10 @@ def to_text_doc(r) -> str:
                 v = fits[f"largest_{name}"]
                 out.append(f"  largest {what} that fits (the rest as given): "
                            + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
+    if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
+        from .offload import offload_text
+
+        out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
         out += _compute_text(r.compute, values)
     beside = r.megatron

@@ -12,7 +12,9 @@ bubble and exposed communication — a named, simple model.
   ZeRO/FSDP traffic overlap the computation (Megatron's and FSDP's overlap)
   but cannot take less than their own time;
 * **total** = max(compute + bubble, overlapped communication) + exposed
-  communication.
+  communication; with CPU/NVMe offload, compute + bubble is at least the
+  host-link seconds (:func:`costgraph.training.offload.offload_link_seconds`:
+  the transfers run beside the computation), ``offload`` in the result.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sympy
 from ..parallel.communication import comm_time, communication
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
+from .offload import offload_link_seconds, offloaded
 
 EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 
@@ -49,9 +52,18 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     exposed = sympy.Add(*[t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     busy = compute + bubble
+    link = None
+    if offloaded(L):   # CPU/NVMe offload (costgraph.training.offload): host-link transfers beside the compute
+        from .memory import training_memory
+
+        link = offload_link_seconds(training_memory(cg, L).stages[0 if stage == "first" else -1].memory, hardware)
+    if link is not None:
+        busy = sympy.Max(busy, link)
     if not with_total:   # the planner combines the parts per layout itself (SymPy's Max of two long sums is slow)
         return {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
-                "communication_overlapped": overlapped, "by_kind": kinds}
+                "communication_overlapped": overlapped, "by_kind": kinds,
+                **({"offload": link} if link is not None else {})}
     total = (sympy.Max(busy, overlapped) if overlapped != 0 else busy) + exposed
     return {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
-            "communication_overlapped": overlapped, "total": total, "by_kind": kinds}
+            "communication_overlapped": overlapped, "total": total, "by_kind": kinds,
+            **({"offload": link} if link is not None else {})}
