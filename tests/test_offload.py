@@ -381,3 +381,18 @@ def test_layout_refuses_bad_offload(settings, message):
 def test_cli_errors_exit_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_text_output_and_layer_scope(capsys):
+    assert main(["train", "gpt", "--config", "gpt2", "--set", "b=1", "--set", "s=1024", "--gpus", "4", "--zero", "3",
+                 "--attention", "eager", "--precision", "mixed-fp32-grads", "--offload-optimizer", "cpu",
+                 "--offload-params", "cpu", "--hardware", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert f"  host memory per device  {18 * GPT2 // 4:,} bytes" in out
+    assert f"  host memory per node    {18 * GPT2:,} bytes" in out            # 4 GPUs of the job on one node
+    assert "(with offload, compute + bubble is at least the host link's" in out
+    assert main(["train", "gpt", "--config", "gpt2", "--scope", "layer", "--zero", "2",
+                 "--offload-optimizer", "cpu"]) == 0
+    assert "warning: offload is not applied at scope 'layer'" in capsys.readouterr().out
+    assert main(["train", "--params", "7e9", "--offload-activations", "1"]) == 2
+    assert "--offload-activations needs a model" in capsys.readouterr().err

@@ -57,6 +57,9 @@ def bare_extra(args, psi: int) -> dict:
     from ..arguments import parse_count
     from ..training.bare import bare_offload, deepspeed_document
 
+    if args.offload_activations is not None:
+        raise CostgraphValueError("--offload-activations needs a model: --params gives model states only",
+                                  hint="name a model (costgraph train llama --config llama-2-7b ...)")
     t, p = args.tp, args.pp
     gpus = args.gpus or t * p
     out = {}

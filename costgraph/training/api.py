@@ -105,11 +105,11 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         from .megatron import megatron_beside
 
         beside = megatron_beside(model, values, layout)
-    off = None
-    if scope == "model":   # CPU/NVMe offload: host and NVMe bytes per device and node, host-link time
-        from .offload import offload_section, offloaded
+    from .offload import offload_section, offloaded   # CPU/NVMe offload: host and NVMe bytes, host-link time
 
-        off = offload_section(mem, values, hw) if offloaded(mem.layout) else None
+    off = offload_section(mem, values, hw) if scope == "model" and offloaded(mem.layout) else None
+    if scope == "layer" and offloaded(mem.layout):
+        notes.append("offload is not applied at scope 'layer': one layer's states and activations as on the device")
     return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
                           fits, beside, compute, notes, offload=off)
 
