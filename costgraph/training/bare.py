@@ -20,6 +20,14 @@ offload off: ZeRO-2 ``2Ψ + int(18Ψ/N)``, ZeRO-3 ``4·L + int(18Ψ/N)`` with
 ``2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit``:
 the ``mixed-fp32-grads`` policy. :func:`deepspeed_gb` prints bytes as they do,
 ``bytes / 2**30`` labelled "GB" (GiB in fact).
+
+With offload (issue 16 item 6; DeepSpeed @ 38327e07, the same two functions):
+:func:`deepspeed_offload_estimate` gives every row — CPU bytes per node and GPU
+bytes per GPU, optimizer offload, parameter offload, ``zero_init`` — with their
+float rounding; :func:`deepspeed_table` prints their ``..._all_cold`` tables line
+for line; :func:`deepspeed_document` is what ``costgraph train --deepspeed-table``
+shows; :func:`bare_offload` splits a bare count's states between the device and
+the host (:mod:`costgraph.training.offload`).
 """
 
 from __future__ import annotations
@@ -239,6 +247,8 @@ def deepspeed_table(total_params, *, stage: int, largest_layer_params=0, gpus_pe
     ``"OffloadDeviceEnum.cpu"``. The ``..._all_live`` forms print the same table for a model's
     own counts (``total_params``: shared parameters once; ``largest_layer_params``:
     :func:`costgraph.training.largest_module_params`)."""
+    if isinstance(stage, bool) or stage not in TABLE_ROWS:
+        raise CostgraphValueError(f"DeepSpeed's estimators cover ZeRO stages 2 and 3, not {stage!r}")
     lines = ["Estimated memory needed for params, optim states and gradients for a:",
              f"HW: Setup with {nodes} {'nodes' if nodes > 1 else 'node'}, {gpus_per_node} "
              f"{'GPUs' if gpus_per_node > 1 else 'GPU'} per node.",
@@ -256,8 +266,6 @@ def deepspeed_table(total_params, *, stage: int, largest_layer_params=0, gpus_pe
             options = (f"offload_param={device if par else 'none'}, offload_optimizer={device if opt else 'none'}, "
                        f"zero_init={1 if init else 0}")
         lines.append(f" {int(cpu) / 2**30:7.2f}GB | {int(gpu) / 2**30:6.2f}GB | {options}")
-    if stage not in TABLE_ROWS:
-        raise CostgraphValueError(f"DeepSpeed's estimators cover ZeRO stages 2 and 3, not {stage!r}")
     return "\n".join(lines)
 
 
