@@ -207,3 +207,11 @@ FP8_TRANSPOSE = Choice("fp8_transpose", "FP8 weight transpose", (
     ("separate", "a separate transposed FP8 buffer (Hopper: FP8 GEMMs take TN layouts only)"),
     ("shared", "one buffer serves both (Blackwell and later: non-TN FP8 GEMMs)"),
 ), "separate")
+#: where ZeRO-Offload / ZeRO-Infinity put the optimizer states or the parameters
+#: (DeepSpeed's ``offload_optimizer.device`` / ``offload_param.device``:
+#: ``deepspeed/runtime/zero/offload_config.py::OffloadDeviceEnum``)
+OFFLOAD_DEVICE = Choice("offload", "offload device", (
+    ("none", "kept on the device"),
+    ("cpu", "host memory (ZeRO-Offload; ZeRO-Infinity's CPU offload)"),
+    ("nvme", "NVMe storage (ZeRO-Infinity)"),
+), "none")

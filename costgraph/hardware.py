@@ -68,6 +68,8 @@ KIND = Kind("hardware preset", (
     Field("devices_per_node", unit="devices", positive=True),
     Field("latency_scale_up_ns", unit="ns"), Field("latency_scale_out_ns", unit="ns"),
     Field("tdp_watts", unit="W", required=False),
+    Field("host_link_bandwidth", unit="B/s per direction", required=False,
+          doc="device to host memory (PCIe, NVLink-C2C), per direction per device; for offload"),
 ))
 #: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.
 SCHEMA = Schema(FILE, "costgraph", entries=KIND, user=True)
@@ -113,6 +115,8 @@ class Hardware:
     tdp_watts: int | None = None
     note: str = ""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    #: B/s per direction between the device and host memory (PCIe, NVLink-C2C); None: not published
+    host_link_bandwidth: int | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -135,13 +139,16 @@ class Hardware:
         out = {k: getattr(self, k) for k in NUMBERS}
         if self.tdp_watts is not None:
             out["tdp_watts"] = self.tdp_watts
+        if self.host_link_bandwidth is not None:
+            out["host_link_bandwidth"] = self.host_link_bandwidth
         return out
 
 
 def _preset(entry: datafiles.Entry) -> Hardware:
     v = entry.values
     return Hardware(key=entry.name, name=v["name"], vendor=v["vendor"], note=v.get("note", ""),
-                    tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS})
+                    tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS},
+                    host_link_bandwidth=v.get("host_link_bandwidth"))
 
 
 @cache

@@ -112,6 +112,16 @@ def _pipeline_arguments(p) -> None:
     p.add_argument("--microbatch-group-size-per-virtual-pipeline-stage", type=int, dest="vp_group",
                    help="interleaved: micro-batches run per model chunk in a row, g (default: pp)")
     add_option(p, choices.SCHEDULE_ACCOUNTING, "--schedule-accounting")
+    # CPU/NVMe offload (costgraph.training.offload; DeepSpeed's offload_optimizer / offload_param)
+    add_option(p, choices.OFFLOAD_DEVICE, "--offload-optimizer",
+               help="ZeRO-Offload: gradients, fp32 master and optimizer states (and the step) off the device: "
+                    "none (default), cpu or nvme; needs --zero 2 or 3")
+    add_option(p, choices.OFFLOAD_DEVICE, "--offload-params",
+               help="ZeRO-Infinity: the 16-bit parameter shards off the device (the gathered unit stays): "
+                    "none (default), cpu or nvme; needs --zero 3")
+    p.add_argument("--offload-activations", default=None, metavar="F",
+                   help="activation offload (Transformer Engine's cpu_offloading): the fraction F of the layers' "
+                        "activations kept for backward that wait in host memory (1: all; e.g. 0.5)")
 
 
 def infer_arguments(p, required: bool = False) -> None:
@@ -177,7 +187,7 @@ def train_layout(args, micro_batches=None):
     from ..parallel.layout import Layout
 
     pol = args.precision
-    return Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
+    layout = Layout(t=args.tp, p=args.pp, c=args.cp, e=args.ep, etp=args.etp, gpus=args.gpus, sp=args.sp,
                   zero=args.zero, m=micro_batches, schedule=args.schedule, v=args.virtual_stages,
                   recompute=args.recompute, attention=args.attention, policy=pol, optimizer=args.optimizer,
                   precision="fp32" if pol == "fp32" else "bf16", hsdp=args.hsdp, loss=not args.no_loss,
@@ -185,6 +195,7 @@ def train_layout(args, micro_batches=None):
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
                   **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args),
                   fp8_transpose=getattr(args, "fp8_transpose", choices.FP8_TRANSPOSE.default))
+    return _offload(layout, args)
 
 
 def _recompute_fields(args) -> dict:
@@ -209,6 +220,21 @@ def _expert_placement(args) -> dict:
     names = {"rank_order": "rank_order", "domain_ranks": "domain_ranks", "ep_overlap": "ep_overlap",
              "route_nodes": "route_nodes"}
     return {f: getattr(args, a) for f, a in names.items() if getattr(args, a, None) is not None}
+
+
+def _offload(layout, args):
+    """``layout`` with the ``--offload-*`` options of ``args`` (CPU/NVMe offload)."""
+    if getattr(args, "offload_optimizer", "none") != "none" or getattr(args, "offload_params", "none") != "none" \
+            or getattr(args, "offload_activations", None) is not None:   # CPU/NVMe offload
+        import dataclasses
+
+        from ..arguments import rational
+
+        f = getattr(args, "offload_activations", None)
+        layout = dataclasses.replace(layout, offload_optimizer=args.offload_optimizer,
+                                     offload_params=args.offload_params,
+                                     offload_activations=False if f is None else rational(f, "--offload-activations"))
+    return layout
 
 
 def training(args, model, values):

@@ -30,6 +30,10 @@ def run_bare(args, capacity) -> str:
                                hsdp_group=args.hsdp)
     keys = ("weights", "gradients", "optimizer", "total")
     vals = {k: states[k] for k in keys}
+    if args.offload_optimizer != "none" or args.offload_params != "none":   # CPU/NVMe offload: what stays
+        from ._offload import bare_device   # on the device (its host and NVMe bytes: commands._offload)
+
+        vals = bare_device(args, per, d)
     if args.format == "json":
         doc = {"params": psi, "plan": {"gpus": gpus, "tp": t, "pp": p, "dp": d, "zero": args.zero,
                                        "precision": args.precision, "optimizer": args.optimizer},

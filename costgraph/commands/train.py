@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..errors import CostgraphValueError
+from ..arguments import parse_count
 from ._analysis import train_arguments, train_layout
 from .common import cost_arguments, load_any, model_arguments, settings
 
@@ -48,6 +49,9 @@ def add_parser(sub) -> None:
                    help="what --mfu/--achieved cover: step (default: whole steps, bubble and communication "
                         "inside, as PaLM and Narayanan measure them) or compute (kernels; bubble and "
                         "communication added)")
+    from ._offload import add_arguments   # --deepspeed-table --gpus-per-node --largest-layer-params (offload)
+
+    add_arguments(t)
 
 
 def run(args) -> str:
@@ -61,7 +65,9 @@ def run(args) -> str:
         _bare_only(args)
         from ._bare import run_bare
 
-        return run_bare(args, capacity)
+        from ._offload import bare_extra, render   # offload's host bytes, DeepSpeed's table
+
+        return render(args, run_bare(args, capacity), bare_extra(args, parse_count(args.params)))
     if args.model is None:
         raise CostgraphValueError("no model given", hint="costgraph train gpt --config gpt2 ..., or --params 7.5e9")
     model, values = load_any(args, dims, options)
@@ -70,7 +76,10 @@ def run(args) -> str:
                          global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
                          megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
                          router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers)
-    return result.to_json() if args.format == "json" else result.to_text()
+    from ._offload import model_extra, render   # DeepSpeed's estimator table (--deepspeed-table)
+
+    return render(args, result.to_json() if args.format == "json" else result.to_text(),
+                  model_extra(args, model, values, result.layout))
 
 
 def _bare_only(args) -> None:

@@ -94,6 +94,11 @@ class Layout:
     ep_overlap: str = choices.EP_OVERLAP.default
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
+    # CPU/NVMe offload (costgraph.training.offload): DeepSpeed's offload_optimizer and
+    # offload_param devices; the fraction of the layers' activations kept in host memory
+    offload_optimizer: str = choices.OFFLOAD_DEVICE.default
+    offload_params: str = choices.OFFLOAD_DEVICE.default
+    offload_activations: object = False
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -160,6 +165,7 @@ class Layout:
                                       f"{out.d * out.c * out.t}", hint="experts are spread over data-parallel ranks")
         check_recompute(out)   # the recompute fields, as Megatron checks them
         _check_pipeline(out)
+        _check_offload(out)
         return out
 
 
@@ -217,3 +223,32 @@ def _degree(v, name):
     if isinstance(v, bool) or not (isinstance(v, int) and v > 0 or isinstance(v, sympy.Expr) and v.is_positive):
         flag = f" ({_FLAGS[name]})" if name in _FLAGS else ""
         raise CostgraphValueError(f"{name}{flag} must be a positive whole number, got {v!r}")
+
+
+def _check_offload(out: Layout) -> None:
+    """Check the offload settings of ``out`` and make ``offload_activations`` an exact fraction
+    (True 1; False, the default, stays False). DeepSpeed refuses parameter offload below ZeRO 3 (``offload_param``:
+    "Valid only with stage 3"); ZeRO-Offload partitions the gradients it moves (ZeRO 2 or 3)."""
+    for name, flag in (("offload_optimizer", "--offload-optimizer"), ("offload_params", "--offload-params")):
+        if getattr(out, name) not in choices.OFFLOAD_DEVICE.values:
+            raise CostgraphValueError(f"unknown {name} ({flag}) {getattr(out, name)!r}",
+                                      hint=choices.OFFLOAD_DEVICE.hint())
+    if out.offload_params != "none" and out.zero != 3:
+        raise CostgraphValueError("parameter offload (--offload-params) needs ZeRO 3 (DeepSpeed's offload_param)",
+                                  hint="add --zero 3")
+    if out.offload_optimizer != "none" and out.zero < 2:
+        raise CostgraphValueError("optimizer offload (--offload-optimizer) moves the partitioned gradients and "
+                                  "optimizer states: it needs ZeRO 2 or 3", hint="add --zero 2 (ZeRO-Offload)")
+    f = out.offload_activations
+    if f is False:   # the default stays as it is
+        return
+    if isinstance(f, bool):
+        f = sympy.Integer(int(f))
+    elif isinstance(f, int) or isinstance(f, sympy.Rational):
+        f = sympy.Rational(f)
+    else:
+        raise CostgraphValueError(f"offload_activations (--offload-activations) must be true, false or a "
+                                  f"fraction in [0, 1], got {f!r}", hint="e.g. 0.5: half the layers' activations")
+    if not 0 <= f <= 1:
+        raise CostgraphValueError(f"offload_activations (--offload-activations) {f} is not a fraction in [0, 1]")
+    out.offload_activations = f

@@ -108,8 +108,22 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         from .megatron import megatron_beside
 
         beside = megatron_beside(model, values, layout)
+    off = _offload(mem, values, hw, scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
     return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
-                          fits, beside, compute, notes)
+                          fits, beside, compute, notes, offload=off)
+
+
+def _offload(mem, values, hw, scope: str, notes: list):
+    """:func:`~costgraph.training.offload.offload_section` of ``mem`` at model scope with offload
+    on, else None; at layer scope a note that offload is not applied."""
+    from .offload import offload_section, offloaded
+
+    if not offloaded(mem.layout):
+        return None
+    if scope == "layer":
+        notes.append("offload is not applied at scope 'layer': one layer's states and activations as on the device")
+        return None
+    return offload_section(mem, values, hw)
 
 
 def _settings(model, layout, capacity) -> dict:

@@ -50,6 +50,7 @@ from ..parallel.layout import Layout
 from ..parallel.placement import Placement, placement as place
 from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
+from .offload import offload_memory, offloaded
 from .states import model_states
 
 __all__ = ["Layout", "MEMORY_KEYS", "StageMemory", "TrainingMemory", "training_memory"]
@@ -155,6 +156,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
                                       "'layer' needs one")
         g = pl.top[0]
         st = states(states.in_layer.__contains__, scale=1 / as_expr(g.count))
+        st.pop("gathered")
         mem = {**st, "activations": per_layer[g.path], "loss": sympy.Integer(0)}
         mem["total"] = sympy.expand(mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"])
         return TrainingMemory(L, [StageMemory(sympy.Integer(0), "one layer", _expand(mem))], warned)
@@ -224,6 +226,7 @@ class _States:
                 expert_total = s["weights"] + s["gradients"] + s["optimizer"]
         out = {k: sympy.Add(*[s[k] for s in parts]) for k in ("weights", "gradients", "optimizer")}
         out["experts"] = expert_total
+        out["gathered"] = sympy.Add(*[s["gathered"] for s in parts])   # inside weights (offload keeps it)
         return out
 
 
@@ -237,12 +240,16 @@ def _stage_memory(states: _States, stage, rows, per_layer, live, loss) -> StageM
         st = dict(outside)
         for k, v in _layer_states(states, stage).items():
             st[k] = st[k] + v
-    act_one = sympy.Add(*[stage.layers[path] * b for path, b in per_layer.items()])
-    act_one += sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
+    act_layers = sympy.Add(*[stage.layers[path] * b for path, b in per_layer.items()])
+    act_one = act_layers + sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
                            if r["path"] in stage.nodes or (r["kind"] == "storage" and "/" not in r["path"])])
     loss = sympy.Integer(0) if loss is None or not stage.head else loss
     act = stage.in_flight * act_one + live + loss
+    gathered = st.pop("gathered")
     mem = {**st, "activations": act, "loss": loss}
+    if offloaded(L):   # CPU/NVMe offload: what leaves the device (costgraph.training.offload)
+        mem.update(offload_memory(mem, L, gathered=gathered, layer_activations=act_layers,
+                                  in_flight=stage.in_flight))
     mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
     return StageMemory(stage.index, stage.name, _expand(mem), sympy.Add(*stage.layers.values()), stage.in_flight,
                        stage.head)
@@ -268,6 +275,7 @@ def _layer_states(states: _States, stage) -> dict:
         for k in keys:
             out[k] += sympy.expand(sympy.cancel(x[k] - (unit if k == "weights" else 0)) * n)
     out["weights"] += sympy.Max(*gathered)   # one gathered unit in flight, the largest
+    out["gathered"] = sympy.Max(*gathered)   # inside weights (offload keeps it)
     return out
 
 

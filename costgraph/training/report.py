@@ -227,7 +227,9 @@ def _step_text(compute: dict, values) -> list[str]:
         line = (f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
                 f"communication {float(st['communication_overlapped']):.4g} s) + exposed communication "
                 f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s")
-    return ["", *head, line]
+    extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
+        if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
+    return ["", *head, line, *extra]
 
 
 def _beside(beside, values) -> dict:
@@ -268,6 +270,11 @@ def to_dict(r) -> dict:
         doc["megatron"] = _beside(r.megatron, values)
     if r.compute is not None:
         doc.update(_compute_json(r.compute, values))
+    if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
+        from .offload import offload_json
+
+        doc["offload"] = offload_json(r.offload, values, lambda e, v, kind: _entry(e, v) if kind == "bytes"
+                                      else _number(e, v))
     doc["warnings"] = list(r.warnings or [])
     return doc
 
@@ -343,6 +350,10 @@ def to_text_doc(r) -> str:
                 out.append(f"  largest {what} that fits (the rest as given): "
                            + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
         out += _changes_text(fits.get("changes"))
+    if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
+        from .offload import offload_text
+
+        out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
         out += _compute_text(r.compute, values)
     beside = r.megatron

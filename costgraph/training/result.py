@@ -45,6 +45,9 @@ class TrainingResult:
         ``communication`` (kind → ``{bytes, op, group}``, and ``seconds`` with a hardware preset),
         ``step`` and ``efficiency`` (with a hardware preset); SymPy expressions.
     warnings : list of str
+    offload : dict or None
+        With CPU/NVMe offload: :func:`costgraph.training.offload.offload_section` (host and NVMe
+        bytes per device and per node, host-link bytes and seconds).
     """
 
     model: str
@@ -57,6 +60,7 @@ class TrainingResult:
     megatron: dict | None = None
     compute: dict | None = None
     warnings: list = field(default_factory=list)
+    offload: dict | None = None
 
     @property
     def layout(self):

@@ -21,14 +21,19 @@
   Narayanan report them: the bubble and the communication are inside it), the step
   is the compute (default for ``mfu`` and ``achieved``: it keeps Narayanan's 34 days
   for GPT-3 175B, the seeds' ``8TP/(nX)``).
-* **bubble** = compute × (p − 1)/(v·m): the idle time of a 1F1B or interleaved
-  pipeline (Narayanan et al. 2021 §2.2; GPipe the same);
+* **bubble** = compute × the schedule's idle fraction
+  (:func:`costgraph.parallel.pipeline.bubble`: (p − 1)/(v·m) for 1F1B, interleaved and
+  GPipe, Narayanan et al. 2021 §2.2; ZB-H1 and DualPipe their own);
 * **communication** (:mod:`costgraph.parallel.communication` on the preset's links;
   none without a preset): tensor, context and expert parallelism and pipeline sends
   are on the critical path (exposed); the data-parallel gradient reduction and
   ZeRO/FSDP traffic overlap the computation but cannot take less than their own time;
 * **total** = max(compute + bubble, overlapped communication) + exposed communication
-  (``covers = "step"``: total = compute).
+  (``covers = "step"``: total = compute); with CPU/NVMe offload, compute + bubble is at
+  least the host-link seconds (:func:`costgraph.training.offload.offload_link_seconds`: the
+  transfers run beside the computation), ``offload`` in the result;
+* **EP all-to-all**: exposed as :func:`costgraph.parallel.ep_time.ep_exposed` says
+  (``ep_overlap``).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from ..parallel.pipeline import bubble as pipeline_bubble
 from ..parallel.ep_time import ep_exposed
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
+from .offload import offload_link_seconds, offloaded
 
 EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 #: what sets the rate of the compute
@@ -145,9 +151,16 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
              "communication_overlapped": overlapped, "by_kind": kinds}
+    busy = compute + bubble
+    if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
+        from .memory import training_memory
+
+        link = offload_link_seconds(training_memory(cg, L).stages[0 if stage == "first" else -1].memory, hardware)
+        if link is not None:
+            busy = sympy.Max(busy, link)
+            parts["offload"] = link
     if not with_total:   # the planner combines the parts per layout itself (SymPy's Max of two long sums is slow)
         return parts
-    busy = compute + bubble
     if rate.covers == "step":
         total = compute
     else:

@@ -1,0 +1,237 @@
+"""CPU and NVMe offload: what leaves the device, what the host (or NVMe) holds,
+and the seconds the host link takes — as DeepSpeed and Transformer Engine run it.
+
+Three settings of a :class:`~costgraph.parallel.layout.Layout`:
+
+``offload_optimizer`` (``cpu`` or ``nvme``; ZeRO 2 or 3)
+    ZeRO-Offload (Ren et al. 2021, §4; DeepSpeed ``offload_optimizer``). The
+    reduced gradient partition is copied to the host as it is produced and kept
+    there in fp32 (DeepSpeed's ``single_partition_of_fp32_groups[i].grad``), with
+    the fp32 master copy and the optimizer states; the step runs on the CPU and the
+    updated 16-bit partition is copied back. The device keeps its parameters
+    (and, at ZeRO 3, the gathered unit); its gradient partition and optimizer
+    states go: device ``gradients`` and ``optimizer`` are 0, the host holds
+    ``4·(gradient elements) + optimizer`` — with Adam 4 + 4 + 8 = 16 bytes a
+    parameter, DeepSpeed's ``16`` (``estimate_zero3_model_states_mem_needs``).
+    The bucket buffers of the reduction are not counted (DeepSpeed's estimators
+    leave them out too). ``nvme``: the same bytes on NVMe (ZeRO-Infinity,
+    Rajbhandari et al. 2021); the pinned host staging buffers are not counted.
+``offload_params`` (``cpu`` or ``nvme``; ZeRO 3)
+    ZeRO-Infinity's parameter offload (DeepSpeed ``offload_param``): the
+    device's 16-bit parameter shard lives on the host (or NVMe); the device
+    keeps only the gathered unit in flight. Each step fetches the shard twice
+    (forward and backward).
+``offload_activations`` (a fraction ``f`` in [0, 1]; True is 1)
+    Activation offload as Transformer Engine runs it
+    (``transformer_engine/pytorch/cpu_offload.py::get_cpu_offload_context``,
+    TransformerEngine @ d0067d0d: the activation memory of a model of ``L``
+    layers that offloads ``k`` is ``(L − k)·T``, ``T`` one layer's): ``f = k/L``
+    of the layers' activations of every micro-batch in flight wait in host
+    memory; the rest of the activations (embeddings, the loss's logits, the
+    layer recomputed under full recomputation) stay. Each micro-batch sends
+    ``f`` of its layers' activations to the host in forward and back in backward.
+
+Per device the result adds ``host`` and ``nvme`` (bytes) and the host-link
+traffic per step ``host_link_d2h`` / ``host_link_h2d`` (bytes, device to host
+and back). :func:`offload_seconds` turns those into seconds on a preset's
+``host_link_bandwidth`` (B/s per direction: the two directions run at once,
+and the transfers overlap the computation — DeepSpeed and Transformer Engine
+run them on their own streams — so the step takes at least
+``max(d2h, h2d) / bandwidth``), and the CPU optimizer step at an assumed rate
+of parameters per second (no sourced figure: an option, not counted without it).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..errors import CostgraphValueError
+from .data import Policy, policy as get_policy
+
+#: bytes per element of the gradients ZeRO-Offload keeps on the host (fp32)
+HOST_GRAD_BYTES = 4
+
+#: the keys :func:`offload_memory` adds to a device's memory
+OFFLOAD_KEYS = ("host", "nvme", "host_link_d2h", "host_link_h2d")
+
+
+def offloaded(layout) -> bool:
+    """Whether ``layout`` (filled or not) offloads anything."""
+    return layout.offload_optimizer != "none" or layout.offload_params != "none" \
+        or bool(layout.offload_activations)
+
+
+def offload_memory(mem: dict, layout, *, gathered=0, layer_activations=0, in_flight=1) -> dict:
+    """What changes in one device's memory under ``layout``'s offload settings.
+
+    Parameters
+    ----------
+    mem : dict
+        The device's ``weights``, ``gradients``, ``optimizer`` and ``activations``
+        (bytes, SymPy), as :func:`costgraph.training.training_memory` counts them
+        without offload.
+    layout : Layout
+        Filled (:meth:`~costgraph.parallel.layout.Layout.filled`): its
+        ``offload_*`` settings, ``policy``, ``zero`` and ``m``.
+    gathered : SymPy expression
+        The ZeRO-3 gathered unit inside ``weights`` (it stays on the device).
+    layer_activations : SymPy expression
+        One micro-batch's activations of the layers (repeat groups) of this
+        device: what activation offload may move.
+    in_flight : SymPy expression
+        Micro-batches whose activations the device holds at its peak.
+
+    Returns
+    -------
+    dict
+        New ``weights``, ``gradients``, ``optimizer``, ``activations`` (on the
+        device) and :data:`OFFLOAD_KEYS`: ``host`` and ``nvme`` bytes per device,
+        ``host_link_d2h`` and ``host_link_h2d`` bytes per device per step.
+    """
+    pol: Policy = get_policy(layout.policy)
+    out = {k: mem[k] for k in ("weights", "gradients", "optimizer", "activations")}
+    away = {"cpu": sympy.Integer(0), "nvme": sympy.Integer(0)}
+    d2h = h2d = sympy.Integer(0)
+    if layout.offload_optimizer != "none":
+        if layout.zero < 2:
+            raise CostgraphValueError("optimizer offload needs ZeRO 2 or 3", hint="add --zero 2")
+        elements = mem["gradients"] / (pol.gradients + pol.grad_copy)   # the gradient partition (÷ n at ZeRO 2, 3)
+        away[layout.offload_optimizer] += HOST_GRAD_BYTES * elements + mem["optimizer"]
+        d2h += elements * pol.gradients                                 # the reduced 16-bit gradients
+        if layout.offload_params == "none":
+            h2d += elements * pol.weights                               # the updated 16-bit partition
+        out["gradients"] = out["optimizer"] = sympy.Integer(0)
+    if layout.offload_params != "none":
+        shard = mem["weights"] - gathered
+        away[layout.offload_params] += shard
+        h2d += 2 * shard                                                # fetched for forward and for backward
+        out["weights"] = gathered
+    f = layout.offload_activations
+    if f:
+        kept = f * in_flight * layer_activations
+        out["activations"] = mem["activations"] - kept
+        away["cpu"] += kept
+        m = sympy.Integer(layout.m) if isinstance(layout.m, int) else layout.m
+        d2h += f * m * layer_activations
+        h2d += f * m * layer_activations
+    out.update(host=away["cpu"], nvme=away["nvme"], host_link_d2h=d2h, host_link_h2d=h2d)
+    return {k: sympy.expand(v) for k, v in out.items()}
+
+
+def offload_seconds(memory: dict, hardware, *, cpu_rate=None, trainable=None) -> dict | None:
+    """Seconds per step of one device's offload (``memory``: a stage's memory with
+    :data:`OFFLOAD_KEYS`) on ``hardware`` (a :class:`~costgraph.hardware.Hardware`).
+
+    Returns ``{"d2h", "h2d", "link", "cpu_step"}``: each direction's bytes over
+    ``host_link_bandwidth`` (B/s per direction), ``link`` = their max (the
+    directions run at once), ``cpu_step`` = ``trainable / cpu_rate`` (the
+    optimizer step on the CPU for the device's ``trainable`` parameters at
+    ``cpu_rate`` parameters per second; 0 without a rate: no sourced figure).
+    None when the preset publishes no host-link bandwidth.
+
+    Raises
+    ------
+    CostgraphValueError
+        ``cpu_rate`` not positive, or given without ``trainable``.
+    """
+    bw = getattr(hardware, "host_link_bandwidth", None)
+    if bw is None:
+        return None
+    d2h = memory["host_link_d2h"] / sympy.Integer(bw)
+    h2d = memory["host_link_h2d"] / sympy.Integer(bw)
+    cpu = sympy.Integer(0)
+    if cpu_rate is not None:
+        rate = sympy.Rational(cpu_rate)
+        if rate <= 0 or trainable is None:
+            raise CostgraphValueError("the CPU optimizer step needs a positive rate and the trainable parameters")
+        cpu = trainable / rate
+    link = sympy.Max(d2h, h2d) if d2h != h2d else d2h
+    return {"d2h": d2h, "h2d": h2d, "link": link, "cpu_step": cpu}
+
+
+def node_bytes(per_device, devices_per_node: int) -> sympy.Expr:
+    """Host (or NVMe) bytes of one node: ``per_device`` × the devices a node holds
+    (the hardware preset's ``devices_per_node``; every device of a node alike)."""
+    return sympy.expand(per_device * devices_per_node)
+
+
+def offload_link_seconds(memory: dict, hardware):
+    """The host-link seconds per step of one device (``memory``: a stage's memory
+    with :data:`OFFLOAD_KEYS`): the larger direction's bytes over the preset's
+    ``host_link_bandwidth`` (:func:`offload_seconds`' ``link``), or None without
+    offload or without a published bandwidth. The step-time model
+    (:func:`costgraph.training.steptime.step_time`) runs it beside the
+    computation: the step lasts at least this long."""
+    if "host_link_d2h" not in memory:
+        return None
+    seconds = offload_seconds(memory, hardware)
+    return None if seconds is None else seconds["link"]
+
+
+def offload_section(memory, values, hardware=None) -> dict:
+    """The offload figures of a :class:`~costgraph.training.memory.TrainingMemory`'s
+    most-loaded device at ``values``: ``settings`` (the three layout fields),
+    ``host``, ``nvme``, ``host_link_d2h``, ``host_link_h2d`` (bytes per device; per
+    step for the link), and with a hardware preset ``devices_per_node`` (the
+    preset's, or the job's GPUs if fewer),
+    ``host_per_node``, ``nvme_per_node`` and ``seconds`` (:func:`offload_seconds`,
+    None when the preset publishes no host-link bandwidth)."""
+    L = memory.layout
+    top = memory.most_loaded(values).memory
+    out = {"settings": {"optimizer": L.offload_optimizer, "params": L.offload_params,
+                        "activations": L.offload_activations or sympy.Integer(0)},
+           **{k: top[k] for k in OFFLOAD_KEYS}}
+    if hardware is not None:
+        n = hardware.devices_per_node if not isinstance(L.gpus, int) else min(hardware.devices_per_node, L.gpus)
+        out.update(devices_per_node=n, host_per_node=node_bytes(top["host"], n),
+                   nvme_per_node=node_bytes(top["nvme"], n), seconds=offload_seconds(top, hardware),
+                   hardware=hardware.key)
+    return out
+
+
+def _value(expr, values):
+    e = sympy.sympify(expr).xreplace(values or {})
+    return e if e.is_number else None
+
+
+def offload_json(section: dict, values, entry) -> dict:
+    """The ``offload`` object of ``costgraph train --format json`` for
+    :func:`offload_section`'s ``section``; ``entry(expr, values)`` writes one
+    quantity (the report's bytes or number form)."""
+    out = {"settings": {"optimizer": section["settings"]["optimizer"], "params": section["settings"]["params"],
+                        "activations": float(section["settings"]["activations"])}}
+    for k in (*OFFLOAD_KEYS, "host_per_node", "nvme_per_node"):
+        if k in section:
+            out[k] = entry(section[k], values, "bytes")
+    if "devices_per_node" in section:
+        out["devices_per_node"] = section["devices_per_node"]
+        out["hardware"] = section["hardware"]
+        seconds = section["seconds"]
+        out["seconds"] = None if seconds is None else {k: entry(v, values, "number") for k, v in seconds.items()}
+    return out
+
+
+def offload_text(section: dict, values, show) -> list[str]:
+    """The lines of ``costgraph train``'s offload section; ``show(bytes)`` formats bytes."""
+    s = section["settings"]
+    act = s["activations"]
+    lines = ["", f"offload (optimizer {s['optimizer']}, parameters {s['params']}, activations "
+                 f"{act if act != 0 else 'none'}; the most-loaded device; costgraph.training.offload):"]
+    for k, label in (("host", "host memory per device"), ("nvme", "NVMe per device"),
+                     ("host_per_node", "host memory per node"), ("nvme_per_node", "NVMe per node"),
+                     ("host_link_d2h", "device → host per step"), ("host_link_h2d", "host → device per step")):
+        if k in section and (section[k] != 0 or k in ("host", "host_link_d2h", "host_link_h2d")):
+            v = _value(section[k], values)
+            lines.append(f"  {label:<24}" + (show(int(sympy.ceiling(v))) if v is not None else str(section[k])))
+    if "devices_per_node" in section:
+        lines.append(f"  ({section['devices_per_node']} devices per node on {section['hardware']})")
+        sec = section["seconds"]
+        if sec is None:
+            lines.append(f"  host link: {section['hardware']} publishes no host-link bandwidth: transfers not timed")
+        else:
+            v = {k: _value(x, values) for k, x in sec.items()}
+            if all(x is not None for x in v.values()):
+                lines.append(f"  host link: {float(v['d2h']):.4g} s out, {float(v['h2d']):.4g} s back per step "
+                             f"(both directions at once, beside the compute: the step lasts at least "
+                             f"{float(v['link']):.4g} s); the CPU optimizer step is not timed (no sourced rate)")
+    return lines
