@@ -154,6 +154,8 @@ def _value(spec, cg: CostGraph, where: str):
         return sympy.Mul(*[_value(x, cg, where) for x in spec])
     if isinstance(spec, dict) and set(spec) == {"num", "den"}:
         return _value(spec["num"], cg, where) / _value(spec["den"], cg, where)
+    if isinstance(spec, dict) and set(spec) == {"dense_first"}:   # moe_layer_freq: k dense layers, then MoE
+        return ("dense_first", _value(spec["dense_first"], cg, where))
     if isinstance(spec, dict) and "option" in spec and set(spec) <= {"option", "negate"}:
         on = bool(cg.options.get(spec["option"], False))
         return (not on) if spec.get("negate") else on
@@ -213,6 +215,12 @@ def megatron_args(model, values: dict | None = None, layout=None, **overrides) -
     a = dict(DEFAULTS)
     for k, v in spec.items():
         a[k] = _subs(_value(v, cg, k), vals)
+    if isinstance(a.get("moe_layer_freq"), tuple):   # ("dense_first", k): Megatron's [0]*k + [1]*(L - k)
+        k, n = as_expr(_subs(a["moe_layer_freq"][1], vals)), as_expr(a["num_layers"])
+        if not (k.is_Integer and n.is_Integer):
+            raise CostgraphValueError("Megatron's moe_layer_freq lists each layer: give the layer counts numbers",
+                                      hint="pass values (model.values(config=...))")
+        a["moe_layer_freq"] = [0] * int(k) + [1] * (int(n) - int(k))
     if a.get("moe_ffn_hidden_size") is None and a.get("num_experts") is not None:
         a["moe_ffn_hidden_size"] = a["ffn_hidden_size"]      # arguments.py l. 1650-1651
     t, p, c, d = (_subs(as_expr(getattr(L, n)), vals) for n in ("t", "p", "c", "d"))
