@@ -41,7 +41,10 @@ class Layout:
     fp32 logits), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
-    base in ``nf4``, ``nf4-double`` or ``int8``)."""
+    base in ``nf4``, ``nf4-double`` or ``int8``); ``tp_replicated``: names of head-count
+    dimensions (``kv``) with fewer heads than ``t``, which TP replicates as Megatron-LM
+    does (each rank holds one head; filled from the values by
+    :func:`costgraph.parallel.tensor.kv_replication`)."""
 
     t: object = 1
     p: object = 1
@@ -66,6 +69,7 @@ class Layout:
     lora_targets: object = choices.DEFAULT_LORA_TARGETS
     lora_dropout: bool = False
     quantization: str | None = None
+    tp_replicated: tuple = ()
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -102,6 +106,8 @@ class Layout:
         if out.sp and out.t == 1:
             raise CostgraphValueError("sequence parallelism splits along s the regions tensor parallelism replicates: "
                                       "it needs t > 1", hint="add --tp T")
+        if not isinstance(out.tp_replicated, tuple) or not all(isinstance(n, str) for n in out.tp_replicated):
+            raise CostgraphValueError(f"tp_replicated names dimensions (a tuple of names), got {out.tp_replicated!r}")
         if out.gpus is not None:
             _degree(out.gpus, "gpus")
             if out.gpus > MAX_DEVICES:
