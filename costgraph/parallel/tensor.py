@@ -172,6 +172,16 @@ def _replicate_heads(cg: CostGraph, tp: TensorParallel, names: tuple[str, ...]) 
                     tp.weights[wid] = sym
 
 
+def with_kv_replication(cg: CostGraph, layout, values: dict):
+    """``layout`` (a :class:`~costgraph.parallel.layout.Layout`) with ``tp_replicated`` set to
+    :func:`kv_replication` at ``values``, unless it names some already."""
+    import dataclasses
+
+    if layout.tp_replicated or not isinstance(layout.t, int):
+        return layout
+    return dataclasses.replace(layout, tp_replicated=kv_replication(cg, layout.t, values))
+
+
 def kv_replication(cg: CostGraph, t, values: dict) -> tuple[str, ...]:
     """The head-count dimensions (names) that TP of degree ``t`` must replicate at ``values``
     (symbol → int): the split head axis of a cached tensor (K or V, ``[b, kv, s, d]``), a bare
