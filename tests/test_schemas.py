@@ -214,6 +214,8 @@ TRAIN = [
      "--recompute", "selective", "--sp", "--scope", "layer"),
     ("train", "llama"),                                          # no values: formulas only
     ("train", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--memory", "80GB"),
+    ("train", "--params", "175e9", "--gpus", "1024", "--zero", "3", "--hardware", "a100-40gb-sxm", "--mfu", "0.45",
+     "--tokens", "300e9", "--recompute", "full", "--price", "2"),   # the 8ND/(nX) time of a bare count
 ]
 INFER = [
     ("infer", "llama", "--config", "llama-2-7b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"),
