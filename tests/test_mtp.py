@@ -119,3 +119,14 @@ def test_inference_leaves_mtp_out_by_default():
     m = load("deepseek_v3")
     assert "D" not in m.graph.dims
     assert m.costs().quantities["kv_cache_bytes_per_token"].xreplace(m.values(config="deepseek-v3")) == 70_272
+
+
+def test_a_model_returns_several_outputs():
+    m = costgraph.loads("model m {\n  dim b\n  dim s\n  dim h\n  input x[b, s, h]\n"
+                        "  y = linear(x, h, bias = false, name = p)\n  z = linear(x, h, bias = false, name = q)\n"
+                        "  return y, z\n}\n")
+    assert len(m.graph.outputs) == 2
+    b, s, h = (m.graph.dims[n].symbol for n in ("b", "s", "h"))
+    # each output is a loss: fp32 logits of both kept
+    loss = training_memory(m.graph, Layout(attention="flash")).stages[0].memory["loss"]
+    assert sympy.expand(loss) == 2 * 4 * b * s * h
