@@ -140,8 +140,9 @@ SYNTAX = [
      "unexpected '}': expected an expression", 3, 1),
     ("return with nothing", "model m {\n  return\n}\n",
      "unexpected '}': expected an expression after 'return'", 3, 1),
-    ("return of two values", "model m {\n  return x, y\n}\n",
-     "unexpected ','", 2, 11),
+    # `return x, y` is a model's several outputs (DeepSeek-V3's MTP logits); a dangling comma is not
+    ("return with a trailing comma", "model m {\n  return x,\n}\n",
+     "unexpected '}': expected an expression", 3, 1),
     ("keyword argument without value", "model m {\n  x = f(a, bias=)\n}\n",
      "unexpected ')': expected an expression", 2, 17),
     ("double comma", "model m {\n  x = f(a,, b)\n}\n",

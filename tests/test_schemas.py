@@ -218,6 +218,8 @@ TRAIN = [
      "--virtual-stages", "2", "--micro-batches", "8", "--decoder-first-pipeline-num-layers", "6",
      "--decoder-last-pipeline-num-layers", "10"),
     ("train", "--params", "7.5e9", "--gpus", "64", "--zero", "3", "--memory", "80GB"),
+    ("train", "--params", "175e9", "--gpus", "1024", "--zero", "3", "--hardware", "a100-40gb-sxm", "--mfu", "0.45",
+     "--tokens", "300e9", "--recompute", "full", "--price", "2"),   # the 8ND/(nX) time of a bare count
 ]
 INFER = [
     ("infer", "llama", "--config", "llama-2-7b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"),

@@ -1,5 +1,8 @@
 """``costgraph train --params N``: the model states per device of a bare parameter count
-(the ZeRO paper's figures), no model (:func:`costgraph.training.bare_model_states`).
+(the ZeRO paper's figures), no model (:func:`costgraph.training.bare_model_states`); with
+``--tokens``, ``--hardware``/``--peak`` and ``--mfu`` (or ``--achieved``) the training time by
+the rule ``6ND/(nX)``, ``8ND/(nX)`` with ``--recompute full``
+(:func:`costgraph.training.bare_time.bare_training_time`).
 Not a subcommand (the leading ``_`` keeps it out of :func:`costgraph.commands.names`)."""
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ def run_bare(args, capacity) -> str:
     if gpus % (t * p):
         raise CostgraphValueError(f"{gpus} GPUs do not divide into t·p = {t * p}")
     d = gpus // (t * p)
+    timed = _bare_time(args, psi, gpus)
+    if capacity is None and args.hardware is not None:   # the preset's memory, as with a model
+        from ..hardware import preset
+
+        capacity = preset(args.hardware).memory_bytes
     per = sympy.Rational(psi, t * p)
     states = bare_model_states(per, policy=args.precision, optimizer=args.optimizer, zero=args.zero, dp=d,
                                hsdp_group=args.hsdp)
@@ -41,6 +49,8 @@ def run_bare(args, capacity) -> str:
                           for k, v in vals.items()}}
         if capacity is not None:
             doc["fits"] = {"capacity_bytes": capacity, "fits": bool(vals["total"] <= capacity)}
+        if timed is not None:
+            doc["time"] = timed.to_dict()
         return json.dumps(doc, indent=2)
     lines = [f"model states per device for Ψ = {psi:,} parameters: {gpus} GPUs = tp {t} × pp {p} × dp {d}; "
              f"ZeRO {args.zero}; precision '{args.precision}', optimizer '{args.optimizer}'"]
@@ -49,4 +59,34 @@ def run_bare(args, capacity) -> str:
     if capacity is not None:
         lines.append(f"device memory {units.with_unit('activation_bytes', capacity)}: "
                      + ("fits" if vals["total"] <= capacity else "does NOT fit"))
+    if timed is not None:
+        lines += _time_lines(timed)
     return "\n".join(lines)
+
+
+def _bare_time(args, psi: int, gpus: int):
+    """The rule-of-thumb time when a rate or tokens are asked for (None otherwise: --hardware
+    alone gives the device memory the states are checked against)."""
+    asked = (args.tokens, args.mfu, args.achieved, args.price)
+    if all(v is None for v in asked) and args.recompute == "none":
+        return None
+    from ..training.bare_time import bare_training_time
+
+    return bare_training_time(psi, tokens=args.tokens, gpus=gpus, hardware=args.hardware, peak=args.peak,
+                              mfu=args.mfu, achieved=args.achieved, recompute=args.recompute, price=args.price)
+
+
+def _time_lines(r) -> list[str]:
+    """The text of a :class:`~costgraph.training.bare_time.BareTime`."""
+    rate = (f"achieved {float(r.achieved):.4g} FLOP/s per device" if r.achieved is not None else
+            f"peak {float(r.peak):.4g} FLOP/s ({r.hardware or '--peak'}, dense BF16) × MFU {float(r.mfu):g}")
+    why = "full recomputation: one more forward" if r.factor == 8 else "forward + backward, no recomputation"
+    lines = [f"training time, rule of thumb {r.factor}·N·D / (n·X) ({why}; no attention-score FLOPs; "
+             f"for a mixture of experts N must be the active parameters):",
+             f"  N = {r.params:,} parameters, D = {float(r.tokens):.4g} tokens, n = {r.gpus} GPUs, X = {rate}",
+             f"  FLOPs        {float(r.flops):.4g}",
+             f"  time         {float(r.seconds):,.0f} s = {float(r.days):.2f} days",
+             f"  GPU-hours    {float(r.gpu_hours):,.0f}"]
+    if r.price is not None:
+        lines.append(f"  cost         {float(r.gpu_hours * r.price):,.2f}")
+    return lines

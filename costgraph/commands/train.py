@@ -87,13 +87,12 @@ def _bare_only(args) -> None:
     if args.model is not None:
         raise CostgraphValueError("give a model or --params, not both")
     model_only = [name for name, on in (("--lora", args.lora is not None), ("--quantize", args.quantize),
-                                        ("--recompute", args.recompute != "none"), ("--sp", args.sp),
+                                        ("--recompute", args.recompute not in ("none", "full")), ("--sp", args.sp),
                                         ("--micro-batches", args.micro_batches is not None),
                                         ("--cp", args.cp != 1), ("--ep", args.ep != 1),
                                         ("--attention", args.attention != choices.ATTENTION.default), ("--scope", args.scope != "model"),
-                                        ("--set", bool(args.set)), ("--config", args.config is not None),
-                                        ("--hardware", args.hardware is not None)) if on]
+                                        ("--set", bool(args.set)), ("--config", args.config is not None)) if on]
     if model_only:
         raise CostgraphValueError(f"{', '.join(model_only)} {'needs' if len(model_only) == 1 else 'need'} a model: "
-                                  "--params gives model states only",
+                                  "--params gives model states (and, with --tokens and a rate, the 6ND time)",
                                   hint="name a model (costgraph train llama --config llama-2-7b ...)")

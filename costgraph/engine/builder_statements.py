@@ -47,6 +47,8 @@ class Statements:
             if where == "repeat":
                 raise CostgraphSemanticError("return cannot be inside a repeat", st.loc,
                                              hint="assign the carried tensor in the body, return after the repeat")
+            if isinstance(st.value, tuple):    # `return a, b`: several outputs
+                raise Return(tuple(self.evaluate(v, scope) for v in st.value), st.loc)
             raise Return(self.evaluate(st.value, scope), st.loc)
         elif isinstance(st, ast.Repeat):
             self.repeat(st, scope)

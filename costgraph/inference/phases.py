@@ -184,7 +184,8 @@ class Inference:
     """
 
     def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype = "bf16",
-                 t: int = 1, convention: str = CONVENTION.default, causal: str = CAUSAL.default, activations: bool = False):
+                 t: int = 1, convention: str = CONVENTION.default, causal: str = CAUSAL.default, activations: bool = False,
+                 replicate: tuple[str, ...] = ()):
         from ..engine.conventions import check_convention
 
         if isinstance(model, str):
@@ -231,7 +232,8 @@ class Inference:
             self.weights.row_stat_bits or self.weights.tensor_stat_bits or self.weights.group_size else set()
         self._act = get_precision("bf16")
         # the TP/SP walk of the layout's placement (shared with the validity check)
-        self.tp = placement(cg, Layout(t=t, gpus=t)).tp if t > 1 else None
+        # replicate: K/V head counts fewer than t, one head per device (parallel/tensor.py::kv_replication)
+        self.tp = placement(cg, Layout(t=t, gpus=t, tp_replicated=tuple(replicate))).tp if t > 1 else None
         self._consumers: dict[str, list[str]] = {}
         for path, d in cg.ops():
             for tid in d["inputs"]:
@@ -248,6 +250,8 @@ class Inference:
     def _node_div(self, path, d):
         if not self.tp:
             return ONE
+        if path in self.tp.column and any(o in self.tp.divisors for o in d["outputs"]):
+            return self.tp.divisors[next(o for o in d["outputs"] if o in self.tp.divisors)]   # a replicated K/V head
         if path in self.tp.column or path in self.tp.row or path in self.tp.vocab:
             return sympy.Integer(self.t)
         return sympy.Integer(self.t) if any(o in self.tp.split for o in d["outputs"]) else ONE

@@ -215,14 +215,18 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
         A count that is not a positive whole number, ``reserve`` outside [0, 1), an efficiency
         outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
+    from ..parallel.tensor import kv_replication   # K/V heads fewer than t: one per device, as Megatron
+
+    rep = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
     inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
-                    activations=activations)
+                    activations=activations, replicate=rep)
     if t > 1 and values:
         # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
         from ..parallel.layout import Layout
         from ..training.validity import check_layout
 
-        check_layout(inf.cg, Layout(t=t, gpus=t).filled(), {k: v for k, v in values.items() if k not in (inf.b, inf.s)})
+        check_layout(inf.cg, Layout(t=t, gpus=t, tp_replicated=rep).filled(),
+                     {k: v for k, v in values.items() if k not in (inf.b, inf.s)})
     m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency)
     b, s = inf.b, inf.s
     subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}

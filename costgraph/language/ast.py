@@ -153,7 +153,7 @@ class If:
 
 @dataclass(frozen=True)
 class Return:
-    value: Expr
+    value: Expr | tuple[Expr, ...]   # a tuple: `return a, b` (a model's several outputs)
     loc: Location
 
 

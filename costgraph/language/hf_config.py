@@ -188,7 +188,7 @@ def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
 
 
 def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | None = None,
-                   profile: str = "korthikanti", model: str | None = None) -> HFModel:
+                   profile: str = "korthikanti", model: str | None = None, options: dict | None = None) -> HFModel:
     """Map a parsed ``config.json`` to a bundled model and dimension values.
 
     ``dropout=None`` (the default) follows the config: dropout on when any of
@@ -198,6 +198,9 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     them to 0). ``True``/``False`` force it. ``model`` (a bundled name or a
     ``.cg`` path) replaces the mapped model file: the mapping's options that
     it declares and its dimensions are taken from the config as usual.
+    ``options`` (name → true/false) set the model's options over the mapping's
+    (DeepSeek-V3's ``{"mtp": True}``: its MTP depths from
+    ``num_nextn_predict_layers``).
 
     Raises
     ------
@@ -207,6 +210,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         bundled model files do not describe (``unsupported`` in the mapping).
     """
     source = arguments.text(source, "source")
+    options_given = options
     if dropout is not None:
         dropout = arguments.flag(dropout, "dropout")
     profile = arguments.text(profile, "profile")
@@ -223,6 +227,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         if not isinstance(v, bool):
             r.fail(f"option '{name}' needs true or false from the config, got {shown(v)}")
         options[name] = v
+    options.update(options_given or {})
     for rule in entry.get("layer_indices", ()):
         _check_layer_indices(r, rule, entry["model"])
     for key in entry.get("dropout_keys", DROPOUT_KEYS):   # a probability, even when dropout is forced
@@ -282,7 +287,7 @@ def _check_layer_indices(r: _Reader, rule: dict, model: str) -> None:
 
 
 def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "korthikanti",
-                   model: str | None = None) -> HFModel:
+                   model: str | None = None, options: dict | None = None) -> HFModel:
     """Read a ``config.json`` file and map it (see :func:`from_hf_config`).
 
     Raises
@@ -295,7 +300,8 @@ def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "ko
     if dropout is not None:
         dropout = arguments.flag(dropout, "dropout")
     profile = arguments.text(profile, "profile")
-    return from_hf_config(read_config(path), source=path, dropout=dropout, profile=profile, model=model)
+    return from_hf_config(read_config(path), source=path, dropout=dropout, profile=profile, model=model,
+                          options=options)
 
 
 def read_config(path: str):

@@ -156,7 +156,7 @@ class _ToAst(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def return_stmt(self, meta, children):
-        (value,) = children
+        value = children[0] if len(children) == 1 else tuple(children)   # several outputs: a tuple
         return ast.Return(value, self._loc(meta))
 
     # top level

@@ -50,7 +50,10 @@ class Layout:
     ``vp_group`` (interleaved micro-batch group g, default ``p``),
     ``first_stage_layers``/``last_stage_layers`` (Megatron's uneven split),
     ``account_embedding``/``account_loss`` (count them as layers) and
-    ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``)."""
+    ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``); ``tp_replicated``: names of head-count
+    dimensions (``kv``) with fewer heads than ``t``, which TP replicates as Megatron-LM
+    does (each rank holds one head; filled from the values by
+    :func:`costgraph.parallel.tensor.kv_replication`)."""
 
     t: object = 1
     p: object = 1
@@ -99,6 +102,7 @@ class Layout:
     offload_optimizer: str = choices.OFFLOAD_DEVICE.default
     offload_params: str = choices.OFFLOAD_DEVICE.default
     offload_activations: object = False
+    tp_replicated: tuple = ()
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
@@ -135,6 +139,8 @@ class Layout:
         if out.sp and out.t == 1:
             raise CostgraphValueError("sequence parallelism splits along s the regions tensor parallelism replicates: "
                                       "it needs t > 1", hint="add --tp T")
+        if not isinstance(out.tp_replicated, tuple) or not all(isinstance(n, str) for n in out.tp_replicated):
+            raise CostgraphValueError(f"tp_replicated names dimensions (a tuple of names), got {out.tp_replicated!r}")
         if out.gpus is not None:
             _degree(out.gpus, "gpus")
             if out.gpus > MAX_DEVICES:

@@ -66,7 +66,7 @@ Expr = sympy.Expr
 ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
 # the Layout fields a placement depends on (its cache key)
-KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp", "rank_order")
+KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp", "rank_order", "tp_replicated")
 KEY_FIELDS += ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
                "schedule_accounting")   # the pipeline split (costgraph.parallel.pipeline.Split)
 
@@ -333,15 +333,16 @@ def placement(cg: CostGraph, layout: Layout) -> Placement:
 
 
 def _key(v):
-    return v if isinstance(v, (bool, str)) or v is None else as_expr(v)
+    return v if isinstance(v, (bool, str, tuple)) or v is None else as_expr(v)
 
 
 def _build(cg: CostGraph, L: Layout) -> Placement:
     t, p, c, e, etp, d = (as_expr(x) for x in (L.t, L.p, L.c, L.e, L.etp, L.d))
-    tp = None if t == 1 else _cached(cg, ("tp", t, L.sp), lambda: tensor_parallel(cg, t, L.sp))
+    rep = L.tp_replicated   # K/V heads fewer than t, replicated (parallel/tensor.py)
+    tp = None if t == 1 else _cached(cg, ("tp", t, L.sp, rep), lambda: tensor_parallel(cg, t, L.sp, replicate=rep))
     experts = expert_groups(cg)
     expert_weights = frozenset(w for w in cg.weights if any(w.startswith(g + "/") for g in experts))
-    tp_axes = {} if tp is None else _cached(cg, ("tp_shards", t, L.sp), lambda: tp_weight_shards(cg, tp))
+    tp_axes = {} if tp is None else _cached(cg, ("tp_shards", t, L.sp, rep), lambda: tp_weight_shards(cg, tp))
     shards = {}
     for wid, w in cg.weights.items():
         axes = tp_axes.get(wid, (ONE,) * len(w.shape))

@@ -58,8 +58,20 @@ is split along it by ``t`` (LayerNorm inputs, dropout masks, the layer's input).
 For GPT this gives Korthikanti et al. 2022 Table 2: per layer
 ``sbh(10 + 24/t + 5as/(ht))`` bytes with TP, ``sbh/t · (34 + 5as/h)`` with
 TP + SP (tested). The rules assume heads divide by ``t`` (Megatron requires
-it; for K/V heads fewer than ``t`` Megatron replicates them, which this does
-not model).
+it), except K/V heads fewer than ``t``:
+
+* **K/V heads replicated** (Megatron-LM @ d98e8a64,
+  ``megatron/core/transformer/attention.py::SelfAttention``: with
+  ``num_query_groups < tp_size`` each rank holds one query group, the
+  ``t / kv`` ranks of a group holding the same K/V head; ``t`` must be a
+  multiple of ``kv``). ``replicate`` names the head-count dimensions (``kv``)
+  so replicated (:func:`kv_replication` finds them from the values): every
+  tensor TP splits along an axis with that factor (``k_proj``'s output
+  ``[b, s, kv·d]``, the heads ``[b, kv, s, d]``, the KV cache) and the weights
+  of the column-parallel linears producing them are divided by ``kv`` (one
+  head per device) instead of ``t``. Query heads and the rest still divide by
+  ``t``. Per-device FLOPs are left at the model's ÷ ``n`` (the ``t/kv``
+  copies' extra K/V projections are not counted).
 """
 
 from __future__ import annotations
@@ -95,9 +107,13 @@ class TensorParallel:
     replicated: set[str] = field(default_factory=set)
     sequence: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
+    divisors: dict[str, sympy.Expr] = field(default_factory=dict)   # split tensors of replicated K/V heads: kv
 
     def tensor_divisor(self, tid: str) -> sympy.Expr:
-        """How many devices share tensor ``tid`` (t if split by TP or SP, else 1)."""
+        """How many devices share tensor ``tid`` (t if split by TP or SP, else 1; the
+        K/V heads' count for a tensor of replicated K/V heads)."""
+        if tid in self.divisors:
+            return self.divisors[tid]
         return self.t if tid in self.split or tid in self.sequence else sympy.Integer(1)
 
     def weight_divisor(self, wid: str) -> sympy.Expr:
@@ -109,11 +125,13 @@ class _Conflict(Exception):
         self.origins = origins
 
 
-def tensor_parallel(cg: CostGraph, t: sympy.Expr | int, sp: bool = False) -> TensorParallel:
+def tensor_parallel(cg: CostGraph, t: sympy.Expr | int, sp: bool = False,
+                    replicate: tuple[str, ...] = ()) -> TensorParallel:
     """Derive the TP (and SP) layout of ``cg`` for degree ``t`` (see the module docstring).
 
     ``t`` may be a symbol (``costgraph.engine.symbols.dim("t")``) or an int; the
-    result's divisors are ``t`` or 1.
+    result's divisors are ``t`` or 1, or, for the head-count dimensions named in
+    ``replicate`` (K/V heads fewer than ``t``, replicated), that dimension.
     """
     t = sympy.Integer(t) if isinstance(t, int) else t
     forced: set[str] = set()
@@ -133,7 +151,62 @@ def tensor_parallel(cg: CostGraph, t: sympy.Expr | int, sp: bool = False) -> Ten
                 continue
             if any(any(_same(d, s) for s in seq) for d in ten.shape):
                 tp.sequence.add(tid)
+    _replicate_heads(cg, tp, replicate)
     return tp
+
+
+def _replicate_heads(cg: CostGraph, tp: TensorParallel, names: tuple[str, ...]) -> None:
+    """Megatron's replicated K/V heads (module docstring): a split tensor whose split axis has
+    the factor ``kv`` (a name in ``names``) is divided by ``kv``, and so are the weights of the
+    column-parallel linears that produce one."""
+    for name in names:
+        sym = cg.dims[name].symbol if name in cg.dims else None
+        if sym is None:
+            continue
+        for tid, axis in tp.split.items():
+            if sym in sympy.Mul.make_args(sympy.factor(cg.tensors[tid].shape[axis])):
+                tp.divisors[tid] = sym
+        for path in tp.column:
+            if any(o in tp.divisors for o in cg.nodes[path]["outputs"]):
+                for wid in cg.nodes[path]["cost"].weights:
+                    tp.weights[wid] = sym
+
+
+def with_kv_replication(cg: CostGraph, layout, values: dict):
+    """``layout`` (a :class:`~costgraph.parallel.layout.Layout`) with ``tp_replicated`` set to
+    :func:`kv_replication` at ``values``, unless it names some already."""
+    import dataclasses
+
+    if layout.tp_replicated or not isinstance(layout.t, int):
+        return layout
+    return dataclasses.replace(layout, tp_replicated=kv_replication(cg, layout.t, values))
+
+
+def kv_replication(cg: CostGraph, t, values: dict) -> tuple[str, ...]:
+    """The head-count dimensions (names) that TP of degree ``t`` must replicate at ``values``
+    (symbol → int): the split head axis of a cached tensor (K or V, ``[b, kv, s, d]``), a bare
+    dimension with fewer entries than ``t``, ``t`` a multiple of it (Megatron's condition;
+    otherwise nothing is returned and :func:`costgraph.training.validity.check_layout` refuses
+    the layout), and not the heads of the attention scores (query heads are never replicated).
+    ``()`` for a symbolic ``t`` or without values."""
+    if not isinstance(t, int) or t == 1 or not values:
+        return ()
+    probe = tensor_parallel(cg, t)
+    cached = {o for _, d in cg.ops() if d["kind"] == "cache" for o in d["outputs"]}
+    scores = {cg.tensors[o].shape[probe.split[o]] for _, d in cg.ops() if d["kind"] == "matmul"
+              for o in d["outputs"] if o in probe.split}
+    out = []
+    for tid, axis in probe.split.items():
+        size = cg.tensors[tid].shape[axis]
+        if tid not in cached or size in scores:
+            continue
+        if not isinstance(size, sympy.Symbol) or size not in values:
+            continue
+        n = int(values[size])
+        name = next((k for k, d in cg.dims.items() if d.symbol == size), None)
+        if name is not None and n < t and t % n == 0 and name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def _same(a, b) -> bool:

@@ -86,8 +86,10 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
                                       hint="the global batch sets m = B / (b·d)")
         layout = dataclasses.replace(layout, m=micro_batches(model, values, layout, global_batch))
     if values is not None:
+        from ..parallel.tensor import with_kv_replication
         from .validity import check_layout
 
+        layout = with_kv_replication(model.graph, layout, values)   # K/V heads fewer than t: replicated
         check_layout(model.graph, layout.filled(), values)
     if scope not in ("model", "layer"):
         raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")

@@ -90,6 +90,8 @@ DIFFERENCES = (
      "token ids 8sbp and embedding dropout sbhp", "per stage from the graph: in-flight micro-batches × its layers"),
     ("output layer", "only when p = 1, on the same (first) stage: 4sbh(1 + V/h)/t, or 2(sbV/t + sbh)",
      "on the last stage: fp32 logits 4sbV/t"),
+    ("MTP depths", "one more layer each (MoE if the last is), on the first stage's count; no eh_proj, no MTP norms",
+     "each depth's layer, eh_proj 2h² and three norms, a mean share per stage"),
 )
 
 
@@ -154,6 +156,8 @@ def _value(spec, cg: CostGraph, where: str):
         return sympy.Mul(*[_value(x, cg, where) for x in spec])
     if isinstance(spec, dict) and set(spec) == {"num", "den"}:
         return _value(spec["num"], cg, where) / _value(spec["den"], cg, where)
+    if isinstance(spec, dict) and set(spec) == {"dense_first"}:   # moe_layer_freq: k dense layers, then MoE
+        return ("dense_first", _value(spec["dense_first"], cg, where))
     if isinstance(spec, dict) and "option" in spec and set(spec) <= {"option", "negate"}:
         on = bool(cg.options.get(spec["option"], False))
         return (not on) if spec.get("negate") else on
@@ -213,6 +217,12 @@ def megatron_args(model, values: dict | None = None, layout=None, **overrides) -
     a = dict(DEFAULTS)
     for k, v in spec.items():
         a[k] = _subs(_value(v, cg, k), vals)
+    if isinstance(a.get("moe_layer_freq"), tuple):   # ("dense_first", k): Megatron's [0]*k + [1]*(L - k)
+        k, n = as_expr(_subs(a["moe_layer_freq"][1], vals)), as_expr(a["num_layers"])
+        if not (k.is_Integer and n.is_Integer):
+            raise CostgraphValueError("Megatron's moe_layer_freq lists each layer: give the layer counts numbers",
+                                      hint="pass values (model.values(config=...))")
+        a["moe_layer_freq"] = [0] * int(k) + [1] * (int(n) - int(k))
     if a.get("moe_ffn_hidden_size") is None and a.get("num_experts") is not None:
         a["moe_ffn_hidden_size"] = a["ffn_hidden_size"]      # arguments.py l. 1650-1651
     t, p, c, d = (_subs(as_expr(getattr(L, n)), vals) for n in ("t", "p", "c", "d"))

@@ -143,11 +143,28 @@ _COMPUTE_LABELS = {
     "pf_days": "PF-days (model FLOPs)", "cost": "cost (price × GPU-hours)", "mfu": "MFU", "hfu": "HFU"}
 
 
+def _rule_of_thumb_labels(flops: dict) -> dict[str, str]:
+    """:data:`_COMPUTE_LABELS`, with a mixture of experts' rule of thumb on the active parameters:
+    6N per token counts the parameters a token passes through (k of E experts), the total beside it."""
+    if "six_n_active" not in flops:
+        return _COMPUTE_LABELS
+    return {**_COMPUTE_LABELS, "six_n_active": "6N per token (rule of thumb; N active, MoE)",
+            "six_n": "6N, all parameters (not per token: MoE)", "eight_n": "8N, all parameters (MoE)",
+            "per_token_minus_six_n_active": "exact per token − 6N active",
+            "per_token_minus_six_n": "exact per token − 6N, all parameters"}
+
+
 def _compute_text(compute: dict, values) -> list[str]:
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
                 "the step time below; MFU and HFU of the BF16 peak):"]
     items = list(compute["flops"].items()) + [kv for kv in compute.get("time", {}).items() if kv[0] != "step_seconds"] \
         + [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
+    labels = _rule_of_thumb_labels(compute["flops"])
+    if "six_n_active" in compute["flops"]:   # a mixture of experts: the rule's N is the active one, shown first
+        flops = compute["flops"]
+        active = [("six_n_active", flops["six_n_active"]),
+                  ("per_token_minus_six_n_active", sympy.expand(flops["per_token"] - flops["six_n_active"]))]
+        items = [kv for k, v in items if k != "six_n_active" for kv in (active + [(k, v)] if k == "six_n" else [(k, v)])]
     cells = []
     for k, e in items:
         e = as_expr(e)
@@ -161,7 +178,7 @@ def _compute_text(compute: dict, values) -> list[str]:
             else:
                 shown = f"{int(v):,}" if v.is_integer else f"{float(v):,.4g}"
             line += (" = " if line else "") + shown
-        cells.append([_COMPUTE_LABELS[k], line])
+        cells.append([labels.get(k, _COMPUTE_LABELS.get(k, k)), line])
     out += table(cells)
     if "lora" in compute:   # LoRA on: what is trained and how its FLOPs are counted
         lo = compute["lora"]

@@ -5,8 +5,9 @@ Each rule reads the graph; none is typed per model:
 * every axis tensor parallelism splits (:mod:`costgraph.parallel.tensor`:
   heads, K/V heads, widths) must divide by ``t`` — Megatron requires it; the
   vocabulary need not (frameworks pad it; per-device bytes of a padded
-  table are rounded up in reports); K/V heads fewer than ``t`` (which Megatron replicates) are
-  refused rather than counted as half heads;
+  table are rounded up in reports); K/V heads fewer than ``t`` are replicated as Megatron
+  replicates them (``layout.tp_replicated``, :func:`costgraph.parallel.tensor.kv_replication`),
+  which needs ``t`` a multiple of them;
 * the layers (the iterations of every stack together) must split into
   stages as Megatron splits them (:func:`costgraph.parallel.layer_split.check_split`:
   evenly, or with the first/last stages' own counts, or the embedding and
@@ -58,16 +59,19 @@ def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | 
         seen = set()
         vocab = {str(cg.tensors[o].shape[-1]) for o in cg.outputs if cg.tensors[o].shape}
         pl = placement if placement is not None else place(cg, layout)
+        rep = {cg.dims[n].symbol for n in layout.tp_replicated if n in cg.dims}
         for tid, size in split_axes(cg, pl):
             if str(size) in vocab:
                 continue   # the vocabulary: frameworks pad it to a multiple of t (Megatron: of 128·t)
+            if rep & set(sympy.Mul.make_args(sympy.factor(size))):
+                continue   # replicated K/V heads: one per device (kv_replication checked t % kv)
             n = num(size)
             if n is not None and n % t and (str(size), n) not in seen:
                 seen.add((str(size), n))
                 raise CostgraphValueError(
                     f"tensor parallelism t = {t} splits an axis of {n} ({size}, tensor '{tid}') unevenly",
                     hint="t must divide the heads, K/V heads and widths it splits"
-                         + ("; Megatron replicates K/V heads when they are fewer than t, which costgraph does not model"
+                         + ("; K/V heads fewer than t are replicated (as Megatron) when t is a multiple of them"
                             if n < t else ""))
     if isinstance(p, int) and p > 1:
         stacks = [g for path, g in cg.groups.items() if "/" not in path]
