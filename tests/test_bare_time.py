@@ -61,7 +61,7 @@ def test_cli_bare_time(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--recompute", "selective"], "--recompute needs a model"),
-    (["--hardware", "h100-sxm", "--tokens", "1e12"], "need a rate"),
+    (["--hardware", "h100-sxm", "--tokens", "1e12"], "needs a rate"),
     (["--recompute", "full"], "needs --tokens"),
     (["--mfu", "0.5"], "needs --tokens"),
 ])

@@ -60,16 +60,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         not divide into, ...).
     """
     values = arguments.model_values(model, values)
-    arguments.named_choice(convention, CONVENTION)
-    arguments.named_choice(causal, CAUSAL)
-    arguments.flag(megatron, "megatron")
-    arguments.flag(router, "router")
-    for v, name in ((tokens, "--tokens"), (price, "--price"), (peak, "--peak"), (achieved, "--achieved")):
-        arguments.positive_number(v, name)
-    if global_batch is not None:
-        arguments.whole(global_batch, "--global-batch")
-    if memory is not None and not isinstance(memory, str):
-        arguments.whole(memory, "--memory")
+    _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory)
     from .fit import parse_size
 
     capacity = parse_size(memory) if isinstance(memory, str) else memory
@@ -113,6 +104,20 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     off = _offload(mem, values, hw, scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
     return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
                           fits, beside, compute, notes, offload=off)
+
+
+def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
+    """:func:`train`'s settings checked as the command checks its options."""
+    arguments.named_choice(convention, CONVENTION)
+    arguments.named_choice(causal, CAUSAL)
+    arguments.flag(megatron, "megatron")
+    arguments.flag(router, "router")
+    for v, name in ((tokens, "--tokens"), (price, "--price"), (peak, "--peak"), (achieved, "--achieved")):
+        arguments.positive_number(v, name)
+    if global_batch is not None:
+        arguments.whole(global_batch, "--global-batch")
+    if memory is not None and not isinstance(memory, str):
+        arguments.whole(memory, "--memory")
 
 
 def _offload(mem, values, hw, scope: str, notes: list):

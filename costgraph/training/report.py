@@ -306,6 +306,26 @@ def to_json_doc(r) -> str:
     return json.dumps(to_dict(r), indent=2, ensure_ascii=False)
 
 
+def _fits_text(fits) -> list[str]:
+    """The fit verdict (:func:`costgraph.training.fit`) as lines: capacity less the reserve, the
+    verdict, the largest b and s that fit, and what would make it fit."""
+    if fits is None:
+        return []
+    cap = fits["capacity_bytes"]
+    verdict = "fits" if fits["fits"] else "does NOT fit"
+    held = fits.get("reserve_bytes", 0)
+    out = ["", f"device memory {units.with_unit('activation_bytes', cap)}"
+           + (f" less a reserve of {units.with_unit('activation_bytes', held)} (--reserve)" if held else "")
+           + f": the most-loaded device {verdict}"
+           + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
+    for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):
+        if f"largest_{name}" in fits:
+            v = fits[f"largest_{name}"]
+            out.append(f"  largest {what} that fits (the rest as given): "
+                       + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
+    return out + _changes_text(fits.get("changes"))
+
+
 def to_text_doc(r) -> str:
     """What ``costgraph train`` prints for ``r`` (a :class:`~costgraph.training.result.TrainingResult`):
     a per-device table of weights, gradients, optimizer, activations, total (formula, and bytes in
@@ -353,20 +373,7 @@ def to_text_doc(r) -> str:
         missing = sorted({str(x) for st in result.stages for x in st.memory["total"].free_symbols} -
                          {str(k) for k in values})
         out += ["", f"(no numbers: no value for {', '.join(missing)})"]
-    if fits is not None:
-        cap = fits["capacity_bytes"]
-        verdict = "fits" if fits["fits"] else "does NOT fit"
-        held = fits.get("reserve_bytes", 0)
-        out += ["", f"device memory {units.with_unit('activation_bytes', cap)}"
-                + (f" less a reserve of {units.with_unit('activation_bytes', held)} (--reserve)" if held else "")
-                + f": the most-loaded device {verdict}"
-                + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
-        for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):
-            if f"largest_{name}" in fits:
-                v = fits[f"largest_{name}"]
-                out.append(f"  largest {what} that fits (the rest as given): "
-                           + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
-        out += _changes_text(fits.get("changes"))
+    out += _fits_text(fits)
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
         from .offload import offload_text
 
