@@ -175,8 +175,15 @@ class Layout:
         return out
 
 
+#: the most model chunks per device (a chunk holds at least one layer; no published model has 1024 layers)
+MAX_VIRTUAL_STAGES = 1024
+
+
 def _check_pipeline(out: "Layout") -> None:
     """The pipeline split and schedule fields (Megatron's rules where it has them)."""
+    if isinstance(out.v, int) and out.v > MAX_VIRTUAL_STAGES:
+        raise CostgraphValueError(f"v (--virtual-stages) is {out.v}: at most {MAX_VIRTUAL_STAGES} model chunks per "
+                                  "device (each holds at least one layer)", hint="v divides the layers per stage")
     if out.schedule_accounting not in choices.SCHEDULE_ACCOUNTING.values:
         raise CostgraphValueError(f"unknown schedule_accounting {out.schedule_accounting!r}",
                                   hint=choices.SCHEDULE_ACCOUNTING.hint())

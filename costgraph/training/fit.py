@@ -149,10 +149,15 @@ def fit_changes(model, layout, values: dict, usable: int) -> list[dict]:
             total = training_memory(cg, filled).most_loaded(new_values).memory["total"]
         except CostgraphValueError:
             return
-        peak = int(sympy.ceiling(total.xreplace(new_values)))
+        total = total.xreplace(new_values)
+        if not total.is_number:   # a change that needs a value the job does not give (ZeRO without --gpus: N_d)
+            return
+        peak = int(sympy.ceiling(total))
         out.append({"change": change, "options": options, "peak_bytes": peak, "fits": peak <= usable})
 
-    for r in _RECOMPUTE_ORDER[_RECOMPUTE_ORDER.index(L.recompute) + 1:]:
+    # heavier policies than the layout's; a named other policy (torchtitan's, Korthikanti's count): full
+    start = _RECOMPUTE_ORDER.index(L.recompute) + 1 if L.recompute in _RECOMPUTE_ORDER else len(_RECOMPUTE_ORDER) - 1
+    for r in _RECOMPUTE_ORDER[start:]:
         attempt(f"recompute {r}", f"--recompute {r}", dataclasses.replace(L, recompute=r))
     if L.zero < 3:
         attempt(f"ZeRO {L.zero + 1}", f"--zero {L.zero + 1}", dataclasses.replace(L, zero=L.zero + 1))
