@@ -23,3 +23,17 @@ def test_virtual_stages_are_bounded(capsys, v):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "at most 1024 model chunks" in err and "hint:" in err
+
+
+def test_domain_ranks_within_the_preset(capsys):
+    # before: --domain-ranks 10^30 on h100-sxm (8-GPU domains) put all 64 GPUs in one NVLink domain
+    argv = ["train", "gpt", "--config", "gpt2", "--gpus", "64", "--tp", "4", "--hardware", "h100-sxm",
+            "--domain-ranks", "1000000000000000000000000000000"]
+    assert main(argv) == 2
+    assert "scale-up domain" in capsys.readouterr().err
+
+
+def test_bare_count_needs_devices(capsys):
+    # before: --params with --gpus 0 answered for "1 GPUs"
+    assert main(["train", "--params", "7e9", "--gpus", "0"]) == 2
+    assert "--gpus must be a positive whole number" in capsys.readouterr().err

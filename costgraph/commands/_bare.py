@@ -24,6 +24,8 @@ def run_bare(args, capacity) -> str:
 
     psi = parse_count(args.params)
     t, p = args.tp, args.pp
+    if args.gpus is not None and args.gpus < 1:
+        raise CostgraphValueError(f"--gpus must be a positive whole number, got {args.gpus}", hint="e.g. --gpus 8")
     gpus = args.gpus or t * p
     if gpus % (t * p):
         raise CostgraphValueError(f"{gpus} GPUs do not divide into t·p = {t * p}")

@@ -99,9 +99,12 @@ def ranks_per_domain(hardware, domain_ranks=None) -> int:
     """``R``, the consecutive ranks one scale-up domain holds: ``domain_ranks``
     when given, else the largest power of two ≤ ``hardware.scale_up_domain``
     (module docstring)."""
-    if domain_ranks is not None:
-        return int(domain_ranks)
     dom = int(hardware.scale_up_domain)
+    if domain_ranks is not None:
+        if int(domain_ranks) > dom:
+            raise CostgraphValueError(f"--domain-ranks {domain_ranks} is more than the {dom} devices of one scale-up "
+                                      f"domain of {hardware.name}", hint=f"at most {dom}")
+        return int(domain_ranks)
     return 1 << (dom.bit_length() - 1)
 
 
