@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import sympy
 
+from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
 
@@ -99,7 +100,7 @@ def weight_buffers(rec: Recipe, rows, cols, transpose: str = "separate") -> dict
     ``quantization.py::DelayedScalingRecipeState`` and ``base.py::set_meta_tensor``."""
     if transpose not in TRANSPOSE:
         raise CostgraphValueError(f"unknown fp8_transpose {transpose!r}", hint="separate (Hopper) or shared (Blackwell+)")
-    M, K, n = sympy.sympify(rows), sympy.sympify(cols), sympy.sympify(rows) * sympy.sympify(cols)
+    M, K, n = as_expr(rows), as_expr(cols), as_expr(rows) * as_expr(cols)
     copy = rec.data_bytes * n
     both = rec.columnwise == "always" or transpose == "separate"
     trans = rec.data_bytes * n if both else sympy.Integer(0)
@@ -120,7 +121,7 @@ def weight_buffers(rec: Recipe, rows, cols, transpose: str = "separate") -> dict
         scales = rec.scale_bytes * (row + col)
     quantizers = rec.forward_quantizers + rec.backward_quantizers
     history = quantizers * rec.meta_bytes * (1 + rec.amax_history) if rec.amax_history else sympy.Integer(0)
-    return {"fp8 weight copy": copy, "fp8 weight transpose": trans, "fp8 scales": sympy.sympify(scales),
+    return {"fp8 weight copy": copy, "fp8 weight transpose": trans, "fp8 scales": as_expr(scales),
             "fp8 amax history": history}
 
 
@@ -138,7 +139,7 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
     out = {k: sympy.Integer(0) for k in PARTS}
     for path in sorted(fp8_linears(cg)):
         group = next(g for g in cg.groups if "/" not in g and path.startswith(g + "/"))
-        share = sympy.sympify(stage.layers.get(group, 0)) / cg.groups[group].count
+        share = as_expr(stage.layers.get(group, 0)) / cg.groups[group].count
         for wid in cg.nodes[path]["cost"].weights:
             w = cg.weights[wid]
             if len(w.shape) != 2:
@@ -158,7 +159,7 @@ def input_copy(rec: Recipe, rows, cols) -> sympy.Expr:
     its column-wise scales — one fp32 ``scale_inv`` (tensor scaling), ``[⌈rows/128⌉, up4(cols)]``
     fp32 (1×128 blocks, ``float8_blockwise_tensor.py::get_scale_shape``), ``[up4(rows // 32),
     up128(cols)]`` E8M0 (``mxfp8_tensor.py::get_scale_shape``)."""
-    M, K = sympy.sympify(rows), sympy.sympify(cols)
+    M, K = as_expr(rows), as_expr(cols)
     if rec.scaling == "tensor":
         scales = rec.scale_bytes
     elif rec.scaling == "block":
@@ -205,7 +206,7 @@ def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, s
         group = next((g for g in cg.groups if "/" not in g and ten.producer.startswith(g + "/")), None)
         if group is None:
             continue   # the layers' first input: kept at the activation precision by what reads it
-        share = sympy.sympify(stage.layers.get(group, 0)) / cg.groups[group].count
+        share = as_expr(stage.layers.get(group, 0)) / cg.groups[group].count
         n = ten.numel / (placement.tensor_divisor(sid) * placement.sequence_divisor(sid))
         tp = placement.tp
         K = ten.shape[-1] / (tp.t if tp is not None and sid in tp.split else 1)   # features: split by TP or whole
