@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sympy
 
+from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 
 ZERO = sympy.Integer(0)
@@ -34,7 +35,7 @@ def chunk_sizes(total, p: int, v: int = 1, first=None, last=None, embedding: boo
                 loss: bool = False) -> list[list[sympy.Expr]]:
     """``sizes[r][vp]``: decoder layers chunk ``vp`` of rank ``r`` builds, for
     ``total`` layers (an int or a SymPy expression) on ``p`` ranks (an int)."""
-    total = sympy.sympify(total)
+    total = as_expr(total)
     if first is not None or last is not None:
         left = p - (first is not None) - (last is not None)
         rest = total - (first or 0) - (last or 0)
@@ -43,7 +44,7 @@ def chunk_sizes(total, p: int, v: int = 1, first=None, last=None, embedding: boo
                for r in range(p)]
     else:
         per = [(total + int(embedding) + int(loss)) / p] * p
-    sizes = [[sympy.sympify(n) / v for _ in range(v)] for n in per]
+    sizes = [[as_expr(n) / v for _ in range(v)] for n in per]
     if embedding:
         sizes[0][0] -= 1
     if loss:
@@ -67,7 +68,7 @@ def stage_shares(counts: list, p: int, v: int = 1, first=None, last=None, embedd
                  loss: bool = False) -> list[list[sympy.Expr]]:
     """``shares[r][k]``: iterations of top-level group ``k`` (of ``counts``, in
     program order) that rank ``r`` holds, contiguous (module docstring)."""
-    counts = [sympy.sympify(c) for c in counts]
+    counts = [as_expr(c) for c in counts]
     ranges = chunk_ranges(chunk_sizes(sympy.Add(*counts), p, v, first, last, embedding, loss))
     if len(counts) == 1:
         return [[sympy.Add(*[n for _, n in ranges[r]])] for r in range(p)]

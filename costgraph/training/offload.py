@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import sympy
 
+from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from .data import Policy, policy as get_policy
 
@@ -190,7 +191,7 @@ def offload_section(memory, values, hardware=None) -> dict:
 
 
 def _value(expr, values):
-    e = sympy.sympify(expr).xreplace(values or {})
+    e = as_expr(expr).xreplace(values or {})
     return e if e.is_number else None
 
 
