@@ -227,6 +227,10 @@ INFER = [
      "--generate", "64", "--batch", "8"),
     ("infer", "llama", "--config", "llama-2-70b", "--hardware", "h200", "--prompt", "1024", "--generate", "16",
      "--tp", "4"),
+    # no preset (issue 17, item 1): bytes and FLOPs only; then figures given without one, TP on a given link
+    ("infer", "llama", "--config", "llama-2-7b", "--prompt", "512", "--generate", "128"),
+    ("infer", "llama", "--config", "llama-2-70b", "--peak", "989.4e12", "--bandwidth", "3.35e12", "--prompt", "1024",
+     "--generate", "16", "--tp", "4", "--link-bandwidth", "450e9"),
 ]
 PLAN = [("plan", "llama", "--config", "llama-2-7b", "--gpus", "16", "--hardware", "h100-sxm", "--global-batch", "64",
          "--top", "3", "--tokens", "1e12")]

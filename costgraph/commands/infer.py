@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
                                      "throughput and capacity on a hardware preset")
     model_arguments(f, "a bundled model name, a .cg file or a config.json (decoder-only)",
                      "dimension values or model options (b and s are set by --batch, --prompt, --generate)")
-    f.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
+    f.add_argument("--hardware", help="a hardware preset (costgraph hardware) or my.toml[:NAME]; optional: "
+                                      "bytes and FLOPs need none, seconds a peak and bandwidth, capacity memory")
     f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
     f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
     f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
@@ -30,6 +31,12 @@ def add_parser(sub) -> None:
     add_option(f, choices.CONVENTION, "--convention", help="FLOP convention")
     add_option(f, choices.CAUSAL, "--causal", help="attention FLOPs: full square, half (area) or exact (pairs)")
     f.add_argument("--format", choices=("text", "json"), default="text")
+    # a device without a preset, or a preset's figures replaced (issue 17, item 1)
+    f.add_argument("--peak", help="dense peak FLOP/s of the compute dtype (replaces the preset's), e.g. 121e12")
+    f.add_argument("--bandwidth", help="HBM bandwidth in B/s (replaces the preset's), e.g. 300e9")
+    f.add_argument("--memory", help="device memory: 24GB (10^9 B), 24GiB (2^30 B) or bytes (replaces the preset's)")
+    f.add_argument("--link-bandwidth", help="TP all-reduce link, B/s per direction (replaces the preset's; without a "
+                                            "preset its latency is taken as 0), e.g. 450e9")
 
 
 def run(args) -> str:
@@ -42,5 +49,6 @@ def run(args) -> str:
                       values=values, tp=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
                       reserve=args.reserve, compute=args.compute, convention=args.convention, causal=args.causal,
                       activations=args.activations, compute_efficiency=args.compute_efficiency,
-                      bandwidth_efficiency=args.bandwidth_efficiency)
+                      bandwidth_efficiency=args.bandwidth_efficiency,
+                      peak=args.peak, bandwidth=args.bandwidth, memory=args.memory, link_bandwidth=args.link_bandwidth)
     return rep.to_json() if args.format == "json" else rep.to_text()

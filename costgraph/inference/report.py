@@ -22,7 +22,17 @@ JSON contract (stable)::
      "state_bytes": {expr, latex, value} (only with a recurrent state: b sequences' fixed-size
                     states, inside kv_cache_bytes), "context_unbounded": bool (only then: memory
                     does not grow with the context; max_context null),
-     "assumptions": [text, ...], "warnings": [text, ...] (P + G longer than s_max)}
+     "assumptions": [text, ...], "warnings": [text, ...] (P + G longer than s_max),
+     "absent": {"seconds": why, "capacity": why} (the answers left out for want of a device
+               figure; empty with a preset)}
+
+Without a preset (``--hardware`` optional; ``--peak``, ``--bandwidth``, ``--memory``,
+``--link-bandwidth`` give or replace figures): ``settings.hardware`` null; ``settings``
+adds ``peak_flops``, ``memory_bandwidth``, ``link_bandwidth`` (exact text, null where
+absent), ``device_memory`` (int | null) and ``figures_from`` (figure → preset key or flag).
+With no rate each seconds entry (the steps' ``seconds``, ``time_*``, ``tokens_per_second*``)
+is ``{"value": null, "absent": why}`` and ``compute_bound_batch.value`` null; with no device
+memory ``fits``, ``max_batch``, ``max_context`` and ``settings.capacity_bytes`` are null.
 
 ``expr`` is SymPy/Python infix in the model's symbols and ``P``, ``G``;
 ``value`` an int when whole, else a float (seconds, ratios). Per device under ``--tp``.
@@ -76,10 +86,12 @@ def to_dict(rep, symbols: dict) -> dict:
            "symbols": {**symbols, "P": "prompt tokens per sequence", "G": "generated tokens per sequence"},
            "values": {str(k): int(x) for k, x in rep.subs.items()}}
     for k in TOP:
-        doc[k] = _entry(q[k], v.get(k))
+        doc[k] = _entry(q[k], v.get(k)) if k in q else _absent(rep)
     for phase in ("prefill", "decode"):
         doc[phase] = {f: _entry(q[f"{phase}.{f}"], v.get(f"{phase}.{f}")) for f in STEP_FIELDS
                       if f"{phase}.{f}" in q}
+        if "seconds" not in doc[phase]:
+            doc[phase]["seconds"] = _absent(rep)
     cb = {"value": v.get("compute_bound_batch")}
     if "compute_bound_batch" in q:
         cb = {**_entry(q["compute_bound_batch"], None), "value": v.get("compute_bound_batch")}
@@ -92,7 +104,13 @@ def to_dict(rep, symbols: dict) -> dict:
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
+    doc["absent"] = dict(getattr(rep, "absent", {}))
     return doc
+
+
+def _absent(rep) -> dict:
+    """A seconds entry without a rate: value null and why (no preset, no --peak/--bandwidth)."""
+    return {"value": None, "absent": getattr(rep, "absent", {}).get("seconds", "no rate")}
 
 
 def to_json(rep, symbols: dict) -> str:
@@ -130,13 +148,16 @@ def to_text_doc(rep) -> str:
     intensity, roofline time), latency and throughput, capacity (decimal GB and binary GiB),
     the assumptions and warnings."""
     q, v, st = rep.quantities, rep.values, rep.settings
-    lines = [f"{rep.model}: inference on {st['hardware']}" + (f" × {st['tp']} (tensor parallel)" if st["tp"] > 1 else ""),
+    lines = [f"{rep.model}: inference on {_device(st)}" + (f" × {st['tp']} (tensor parallel)" if st["tp"] > 1 else ""),
              f"batch b = {st['batch']} sequences, prompt P = {st['prompt']}, generate G = {st['generate']}; "
              f"weights {st['weights']} (compute {st['compute']}), KV cache {st['kv']}; "
              f"'{st['convention']}' FLOPs, attention {st['causal']}",
              ("figures per device; " if st["tp"] > 1 else "") + "symbols: P prompt, G generated, b batch", ""]
 
     def row(label, key, fmt):
+        if key not in q:   # a seconds row without a rate (rep.absent says why)
+            lines.append(f"  {label:<28}— (absent)")
+            return
         expr = q[key]
         val = v.get(key)
         text = _short(expr)
@@ -164,6 +185,37 @@ def to_text_doc(rep) -> str:
             row("TP all-reduces", f"{phase}.communication_seconds", _sec)
         row("roofline time", f"{phase}.seconds", _sec)
     lines += ["", "latency and throughput"]
+    if "time_to_first_token" not in v:
+        lines += _absent_lines(rep)
+    else:
+        _latency(lines, v)
+    lines += _capacity_lines(rep, v, st)
+    lines += ["", "assumptions:"] + [f"  - {n}" for n in rep.notes]
+    lines += [f"warning: {w}" for w in rep.warnings]
+    return "\n".join(lines)
+
+
+def _device(st) -> str:
+    """The device of the header: the preset, the figures given instead, or none."""
+    given = [f"{k.replace('_', ' ')} {_figure(st.get(k))}" for k in ("peak_flops", "memory_bandwidth", "device_memory")
+             if str(st.get("figures_from", {}).get(k, "")).startswith("--")]
+    if st.get("hardware") is None:
+        return ("a device of " + ", ".join(given)) if given else "no device (bytes and FLOPs only)"
+    return st["hardware"] + (f" ({', '.join(given)} given)" if given else "")
+
+
+def _figure(x) -> str:
+    return f"{float(sympy.Rational(str(x))):.4g}" if x is not None else "?"
+
+
+def _absent_lines(rep) -> list[str]:
+    """Why there are no seconds: the figure missing and how to give it."""
+    return [f"  {rep.absent.get('seconds', 'seconds: no rate')}",
+            "  (time to first token, time per output token, tokens/s and the compute-bound batch need both)"]
+
+
+def _latency(lines: list, v: dict) -> None:
+    """The latency and throughput lines with a rate."""
     lines.append(f"  {'time to first token':<26}{_sec(v['time_to_first_token'])}")
     lines.append(f"  {'time per output token':<26}{_sec(v['time_per_output_token'])} (last step); "
                  + (f"mean over G - 1 steps {_sec(v['time_per_output_token_mean'])}"
@@ -175,7 +227,16 @@ def to_text_doc(rep) -> str:
     lines.append(f"  {'compute-bound from b =':<26}" + (f"{cb:,}" if cb is not None else
                  "never (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)")
                  + (" (exact root of FLOPs/peak = bytes/bandwidth at the last step)" if cb is not None else ""))
-    lines += ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
+
+
+def _capacity_lines(rep, v: dict, st: dict) -> list[str]:
+    """The capacity lines: the fit against the device memory, or why there is none."""
+    if st.get("capacity_bytes") is None:
+        return ["", "capacity", f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}" if v.get("memory_bytes")
+                is not None else f"  {'memory at this batch':<26}?",
+                f"  {rep.absent.get('capacity', 'capacity: no device memory given')}: no fit verdict, "
+                "largest batch or longest context"]
+    return ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
               f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st['batch']}"
@@ -183,7 +244,4 @@ def to_text_doc(rep) -> str:
                                                   f"{v['max_context_memory']:,})" if "max_context_memory" in v else "")
                                                if v["max_context"] else "unbounded (the cache is a "
                                                "fixed-size recurrent state)" if v.get("context_unbounded")
-                                               else "none fits"),
-              "", "assumptions:"] + [f"  - {n}" for n in rep.notes]
-    lines += [f"warning: {w}" for w in rep.warnings]
-    return "\n".join(lines)
+                                               else "none fits")]

@@ -45,28 +45,47 @@ from .phases import G, P, Inference, Step
 
 @dataclass(frozen=True)
 class Machine:
-    """Peak FLOP/s, HBM bandwidth and the TP link of one device (exact rationals)."""
+    """Peak FLOP/s, HBM bandwidth and the TP link of one device (exact rationals).
 
-    name: str
-    peak: sympy.Expr
-    bandwidth: sympy.Expr
-    memory: int
-    alpha: sympy.Expr
-    beta: sympy.Expr
+    A figure nobody gave is None (``name`` None: no preset); ``missing`` maps each answer
+    left out ("seconds", "capacity") to the reason (:mod:`costgraph.inference.device`)."""
+
+    name: str | None
+    peak: sympy.Expr | None
+    bandwidth: sympy.Expr | None
+    memory: int | None
+    alpha: sympy.Expr | None
+    beta: sympy.Expr | None
     compute_dtype: str
+    missing: dict = field(default_factory=dict, compare=False, hash=False)
+    figures: object = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def timed(self) -> bool:
+        """Whether seconds can be given (a peak, a bandwidth, and a link under TP)."""
+        return "seconds" not in self.missing
 
 
-def machine(hardware, compute_dtype: str, t: int = 1, compute_efficiency=1, bandwidth_efficiency=1) -> Machine:
-    from ..hardware import preset
+def machine(hardware=None, compute_dtype: str = "bf16", t: int = 1, compute_efficiency=1, bandwidth_efficiency=1,
+            *, peak=None, bandwidth=None, memory=None, link_bandwidth=None) -> Machine:
+    """The device of one inference run: a preset's figures (``hardware``: a name, a
+    ``my.toml[:NAME]`` file, or None), each replaced by ``peak`` (dense FLOP/s of
+    ``compute_dtype``), ``bandwidth`` (HBM B/s), ``memory`` (bytes, or ``"80GB"``),
+    ``link_bandwidth`` (B/s per direction) where given; peak and bandwidth times their
+    efficiencies. Absent figures are None (:func:`costgraph.inference.device.figures`).
 
-    hw = preset(hardware)
-    peak = sympy.Integer(hw.peak_flops(compute_dtype)) * sympy.nsimplify(compute_efficiency)
-    bw = sympy.Integer(hw.memory_bandwidth) * sympy.nsimplify(bandwidth_efficiency)
-    if t <= hw.scale_up_domain:
-        alpha, beta = sympy.Rational(hw.latency_scale_up_ns, 10**9), sympy.Integer(hw.scale_up_bandwidth)
-    else:
-        alpha, beta = sympy.Rational(hw.latency_scale_out_ns, 10**9), sympy.Integer(hw.scale_out_bandwidth)
-    return Machine(hw.key, peak, bw, hw.memory_bytes, alpha, beta, compute_dtype)
+    Raises
+    ------
+    CostgraphValueError
+        An unknown preset, a figure that is not a positive number, a preset without a peak
+        for ``compute_dtype`` (and no ``peak``)."""
+    from .device import figures
+
+    f = figures(hardware, compute_dtype, t, peak=peak, bandwidth=bandwidth, memory=memory,
+                link_bandwidth=link_bandwidth)
+    pk = None if f.peak is None else f.peak * sympy.nsimplify(compute_efficiency)
+    bw = None if f.bandwidth is None else f.bandwidth * sympy.nsimplify(bandwidth_efficiency)
+    return Machine(f.name, pk, bw, f.memory, f.alpha, f.beta, compute_dtype, dict(f.missing), f)
 
 
 def step_seconds(step: Step, m: Machine, t: int = 1) -> sympy.Expr:
@@ -145,6 +164,8 @@ class InferenceReport:
     notes: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     symbols: dict = field(default_factory=dict)
+    #: answers left out for want of a device figure ("seconds", "capacity") → the reason
+    absent: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The document ``costgraph infer --format json`` prints (:func:`costgraph.inference.report.to_dict`)."""
@@ -200,14 +221,23 @@ def _ceil(x):
     return sympy.ceiling(x)
 
 
-def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, values: dict | None = None,
+def infer(model, *, hardware: str | None = None, prompt: int, generate: int, batch: int, values: dict | None = None,
           t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1) -> InferenceReport:
+          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
+          peak=None, bandwidth=None, memory=None, link_bandwidth=None) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
     by ``batch``. Returns an :class:`InferenceReport` (``symbols``: the model's).
+
+    ``hardware``: a preset (name or ``my.toml[:NAME]``) or None; ``peak`` (dense FLOP/s of
+    the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or ``"80GB"``) and
+    ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
+    stand alone (numbers or exact text such as ``"989.4e12"``). Without a peak and a
+    bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch are
+    None; without memory the fit, largest batch and context are None; ``rep.absent`` says
+    why (:mod:`costgraph.inference.device`).
 
     Raises
     ------
@@ -227,7 +257,8 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
 
         check_layout(inf.cg, Layout(t=t, gpus=t, tp_replicated=rep).filled(),
                      {k: v for k, v in values.items() if k not in (inf.b, inf.s)})
-    m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency)
+    m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
+                peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
     b, s = inf.b, inf.s
     subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
     subs.update({b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
@@ -239,10 +270,21 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
                                             bandwidth_efficiency=str(bandwidth_efficiency)), subs=subs,
                           symbols=dict(model.symbols))
     rep.warnings += inf.tp.warnings if inf.tp is not None else []   # an operator without a TP layout
+    from . import device   # no preset: the figures given, the answers absent (item 1 of issue 17)
+
+    rep.settings.update(device.settings(m.figures))
+    rep.absent = dict(m.missing)
     dec = _quantities(rep, inf, m, t, page)
-    _values(rep, inf, dec, m, t, prompt, generate, batch)
-    _capacity(rep, inf, m, page, reserve, prompt, generate, batch)
+    if m.timed:
+        _values(rep, inf, dec, m, t, prompt, generate, batch)
+    else:
+        device.untimed_values(rep, dec)
+    if m.memory is not None:
+        _capacity(rep, inf, m, page, reserve, prompt, generate, batch)
+    else:
+        device.no_capacity(rep, inf, page, batch)
     rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
+    rep.notes += device.notes(m.figures, t)
     return rep
 
 
@@ -284,9 +326,13 @@ def _quantities(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: 
         qd[f"{name}.activation_bytes"] = st.activation_bytes
         qd[f"{name}.bytes"] = st.bytes
         qd[f"{name}.intensity"] = st.intensity
+        if not m.timed:   # no peak, bandwidth or link: no seconds (rep.absent says why)
+            continue
         qd[f"{name}.seconds"] = step_seconds(st, m, t)
         if t > 1:
             qd[f"{name}.communication_seconds"] = comm_seconds(st, m, t)
+    if not m.timed:
+        return dec
     qd["time_to_first_token"] = qd["prefill.seconds"]
     qd["time_per_output_token"] = qd["decode.seconds"]
     n_i = sympy.Symbol("t_gen", integer=True, nonnegative=True)   # the generated token; not a model dim
