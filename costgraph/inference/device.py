@@ -134,6 +134,18 @@ def _link(hw, t: int, link_bandwidth, origin: dict):
     return alpha, beta
 
 
+def lower_bound(quantities: dict, phase: str, step, m) -> None:
+    """Without seconds but with a peak or a bandwidth: ``PHASE.seconds_at_least``, the step's
+    FLOPs / peak or bytes / bandwidth (the larger where both are known and only the TP link is
+    missing). Each op's roofline time max(FLOPs/peak, bytes/bandwidth) is at least either term,
+    so their sum over ops is at least the step's total FLOPs / peak and its bytes / bandwidth:
+    a decode step on a known bandwidth takes at least its bytes / bandwidth."""
+    terms = ([step.flops / m.peak] if m.peak is not None else []) + (
+        [step.bytes / m.bandwidth] if m.bandwidth is not None else [])
+    if terms:
+        quantities[f"{phase}.seconds_at_least"] = sympy.Max(*terms) if len(terms) > 1 else terms[0]
+
+
 def settings(f: Figures) -> dict:
     """The figures as ``settings`` keys of the JSON: exact numbers as text (``p/q`` where not
     whole), null where absent; ``figures_from``: where each comes from."""

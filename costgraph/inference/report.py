@@ -25,6 +25,8 @@ JSON contract (stable)::
      "assumptions": [text, ...], "warnings": [text, ...] (P + G longer than s_max),
      "absent": {"seconds": why, "capacity": why} (the answers left out for want of a device
                figure; empty with a preset)}
+    (prefill and decode add "seconds_at_least": {expr, latex, value} when seconds are absent
+     but a peak or a bandwidth is known: FLOPs/peak or bytes/bandwidth, a lower bound)
 
 Without a preset (``--hardware`` optional; ``--peak``, ``--bandwidth``, ``--memory``,
 ``--link-bandwidth`` give or replace figures): ``settings.hardware`` null; ``settings``
@@ -92,6 +94,8 @@ def to_dict(rep, symbols: dict) -> dict:
                       if f"{phase}.{f}" in q}
         if "seconds" not in doc[phase]:
             doc[phase]["seconds"] = _absent(rep)
+        if f"{phase}.seconds_at_least" in q:   # without a rate: FLOPs/peak or bytes/bandwidth, a lower bound
+            doc[phase]["seconds_at_least"] = _entry(q[f"{phase}.seconds_at_least"], v.get(f"{phase}.seconds_at_least"))
     cb = {"value": v.get("compute_bound_batch")}
     if "compute_bound_batch" in q:
         cb = {**_entry(q["compute_bound_batch"], None), "value": v.get("compute_bound_batch")}
@@ -184,6 +188,8 @@ def to_text_doc(rep) -> str:
         if f"{phase}.communication_seconds" in q:
             row("TP all-reduces", f"{phase}.communication_seconds", _sec)
         row("roofline time", f"{phase}.seconds", _sec)
+        if f"{phase}.seconds_at_least" in q:
+            row("at least (no full roofline)", f"{phase}.seconds_at_least", _sec)
     lines += ["", "latency and throughput"]
     if "time_to_first_token" not in v:
         lines += _absent_lines(rep)
@@ -196,16 +202,19 @@ def to_text_doc(rep) -> str:
 
 
 def _device(st) -> str:
-    """The device of the header: the preset, the figures given instead, or none."""
-    given = [f"{k.replace('_', ' ')} {_figure(st.get(k))}" for k in ("peak_flops", "memory_bandwidth", "device_memory")
+    """The device of the header: the preset, the figures given instead of or over it, or none."""
+    shown = {"peak_flops": ("peak", 10**12, "TFLOP/s"), "memory_bandwidth": ("HBM", 10**9, "GB/s"),
+             "device_memory": ("memory", 10**9, "GB"), "link_bandwidth": ("link", 10**9, "GB/s")}
+    given = [f"{label} {_figure(st.get(k), unit)} {name}" for k, (label, unit, name) in shown.items()
              if str(st.get("figures_from", {}).get(k, "")).startswith("--")]
     if st.get("hardware") is None:
         return ("a device of " + ", ".join(given)) if given else "no device (bytes and FLOPs only)"
-    return st["hardware"] + (f" ({', '.join(given)} given)" if given else "")
+    return st["hardware"] + (f" with {', '.join(given)} given" if given else "")
 
 
-def _figure(x) -> str:
-    return f"{float(sympy.Rational(str(x))):.4g}" if x is not None else "?"
+def _figure(x, unit: int) -> str:
+    """An exact figure (text ``p/q`` or an int) in ``unit``s, short."""
+    return f"{float(sympy.Rational(str(x)) / unit):.6g}" if x is not None else "?"
 
 
 def _absent_lines(rep) -> list[str]:

@@ -326,7 +326,10 @@ def _quantities(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: 
         qd[f"{name}.activation_bytes"] = st.activation_bytes
         qd[f"{name}.bytes"] = st.bytes
         qd[f"{name}.intensity"] = st.intensity
-        if not m.timed:   # no peak, bandwidth or link: no seconds (rep.absent says why)
+        if not m.timed:   # no peak, bandwidth or link: no seconds (rep.absent says why), a lower bound
+            from .device import lower_bound
+
+            lower_bound(qd, name, st, m)
             continue
         qd[f"{name}.seconds"] = step_seconds(st, m, t)
         if t > 1:
