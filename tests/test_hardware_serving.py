@@ -38,13 +38,13 @@ def test_every_serving_preset_loads_with_a_source_per_number():
     ("h20", 148 * TERA, 96 * GB, 4_000 * GB),
     ("h800", 989_400 * 10**9, 80 * GB, 3_350 * GB),              # H100 SXM compute, H800 datasheet
     ("b300", 2_250 * TERA, 288 * GB, 8_000 * GB),                # HGX B300: 36 PF sparse / 8 / 2
-    ("gb300", 2_500 * TERA, 288 * GB, 8_000 * GB),               # GB300 NVL72: 360 PF sparse / 72 / 2; 576 TB/s / 72
+    ("gb300", 2_500 * TERA, 279 * GB, 8_000 * GB),               # GB300 NVL72: 360 PF sparse / 72 / 2; 576 TB/s / 72
     ("mi250x", 383 * TERA, 128 * GB, 3_276_800 * 10**6),         # MI250X data sheet
     ("mi355x", 2_516_600 * 10**9, 288 * GB, 8_000 * GB),
     ("tpu-v7", 2_307 * TERA, 192 * GIB, 7_370 * GB),             # Cloud TPU7x docs: 2307 TFLOPs, 192 GiB
     ("trainium2", 667 * TERA, 96 * GIB, 2_900 * GB),             # Neuron docs: 667 BF16 TFLOPS, 96 GiB
     ("m3-max", 14_315_520 * 10**6, 128 * GB, 400 * GB),          # Apple: 128GB, 400GB/s; peak an estimate
-    ("m4-max", 16_158_720 * 10**6, 128 * GB, 546 * GB),
+    ("m4-max", 17_182_720 * 10**6, 128 * GB, 546 * GB),
     ("m3-ultra", 28_631_040 * 10**6, 512 * GB, 819 * GB),
 ])
 def test_datasheet_figures(key, bf16, memory, bandwidth):
