@@ -1,6 +1,8 @@
 """``costgraph infer``: prefill and decode FLOPs and bytes, KV cache and
 recurrent state, roofline latency, throughput and capacity on a hardware
-preset (:mod:`costgraph.inference`)."""
+preset (:mod:`costgraph.inference`). The preset is optional: bytes and FLOPs
+need none; ``--peak``/``--bandwidth``/``--memory``/``--link-bandwidth`` give a
+device's figures or replace the preset's (:mod:`costgraph.inference.device`)."""
 
 from __future__ import annotations
 
