@@ -169,3 +169,9 @@ def test_cli_peak_and_bandwidth_equal_the_preset(capsys):
 def test_cli_bad_peak_exits_2(capsys):
     rc, _, err = _cli(capsys, "--peak", "1e15; rm")
     assert rc == 2 and "cannot read --peak" in err
+
+
+def test_notebook_table_without_a_preset(llama, values):
+    html = _run(llama, values)._repr_html_()
+    assert "inference on no preset" in html
+    assert "seconds: need --hardware NAME" in html     # the absent seconds say why

@@ -25,7 +25,7 @@ def _shown(entry: dict) -> str:
     """A JSON quantity entry (``expr``, ``value``) as its value, or its formula without one."""
     v = entry.get("value")
     if v is None:
-        return entry.get("expr", "")
+        return entry.get("expr", entry.get("absent", ""))   # absent: why (infer without a preset)
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
@@ -54,12 +54,12 @@ def inference_html(report) -> str:
     """Latency, throughput and capacity of an InferenceReport."""
     doc = report.to_dict()
     st = doc["settings"]
-    title = (f"{doc['model']}: inference on {st['hardware']} — batch {st['batch']}, prompt {st['prompt']}, "
+    title = (f"{doc['model']}: inference on {st['hardware'] or 'no preset'} — batch {st['batch']}, prompt {st['prompt']}, "
              f"generate {st['generate']}, weights {st['weights']}, KV {st['kv']}")
     keys = ("time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
             "weight_bytes", "kv_cache_bytes", "memory_bytes")
     rows = [(k, _shown(doc[k])) for k in keys]
-    rows += [("fits", "yes" if doc["fits"] else "no"), ("max_batch", doc["max_batch"]),
+    rows += [("fits", "yes" if doc["fits"] else "no" if doc["fits"] is not None else "—"), ("max_batch", doc["max_batch"]),
              ("max_context", doc["max_context"])]
     rows += [("warning", w) for w in doc["warnings"]]
     return table(title, rows, ("quantity", "value"))
