@@ -25,7 +25,7 @@ Read (keys as transformers and vLLM read them):
   ``ignore``.
 * Another ``quant_method`` (bitsandbytes, gguf, hqq …): a warning, and the
   weights taken as unquantized 16-bit (an upper bound).
-* ``torch_dtype`` (or transformers 5's ``dtype``): ``float16`` → ``fp16``,
+* ``torch_dtype`` (or transformers 5's ``dtype``; another value warns): ``float16`` → ``fp16``,
   ``bfloat16`` → ``bf16``; ``float32`` or none → ``bf16``: serving casts a
   float32 checkpoint to 16 bits (vLLM ``_get_and_verify_dtype``, dtype
   ``auto``: 'we use float16 for float32 models'; bfloat16 in later releases).
@@ -85,14 +85,16 @@ def _names(q: dict, keys, where: str) -> tuple[str, ...]:
     return ()
 
 
-def _torch_dtype(config: dict, where: str) -> tuple[str, str]:
+def _torch_dtype(config: dict, where: str) -> tuple[str, str, tuple[str, ...]]:
+    """``(weight dtype, what was read, warnings)`` from ``torch_dtype``; an unknown value warns."""
     v = config.get("torch_dtype", config.get("dtype"))
     if v is None:
-        return "bf16", "no torch_dtype in the config.json: bf16 (16-bit serving)"
+        return "bf16", "no torch_dtype in the config.json: bf16 (16-bit serving)", ()
     if not isinstance(v, str) or v not in _TORCH:
-        _fail(where, f"torch_dtype must be float16, bfloat16 or float32, got {shown(v)}")
+        return "bf16", f"torch_dtype {shown(v)}: bf16 assumed", \
+            (f"{where}: torch_dtype {shown(v)} is not float16, bfloat16 or float32; the weights are taken as bf16",)
     note = " (served in 16 bits)" if _TORCH[v] == "bf16" and v != "bfloat16" else ""
-    return _TORCH[v], f"torch_dtype {v}{note}"
+    return _TORCH[v], f"torch_dtype {v}{note}", ()
 
 
 def _awq(q, where):
@@ -176,11 +178,12 @@ def shipped(config: dict, source: str = "<config>") -> Shipped:
     ------
     CostgraphValueError
         A ``quantization_config`` that is not an object, or a malformed bits, group size,
-        block size or module list (named, with the file)."""
-    base, why = _torch_dtype(config, source)
+        block size or module list (named, with the file). An unknown ``torch_dtype`` or
+        ``quant_method`` is a warning (``Shipped.warnings``), not an error."""
+    base, why, warned = _torch_dtype(config, source)
     q = config.get("quantization_config")
     if q is None:
-        return Shipped(base, source=f"{source}: {why}")
+        return Shipped(base, source=f"{source}: {why}", warnings=warned)
     if not isinstance(q, dict):
         _fail(source, f"quantization_config must be an object, got {shown(q)}")
     method = q.get("quant_method")
@@ -192,7 +195,7 @@ def shipped(config: dict, source: str = "<config>") -> Shipped:
     if read is None:
         said = f"quant_method {method!r}" + (f", quant_algo {q.get('quant_algo')!r}" if "quant_algo" in q else "")
         return Shipped(base, source=f"{source}: {why}",
-                       warnings=(f"{source}: quantization_config {said} is not a layout costgraph describes; "
-                                 f"the weights are taken as unquantized {base} (an upper bound)",))
+                       warnings=warned + (f"{source}: quantization_config {said} is not a layout costgraph "
+                                          f"describes; the weights are taken as unquantized {base} (an upper bound)",))
     name, fields, said = read
     return Shipped(name, fields=fields, keep=keep, source=f"{source}: quantization_config {said}")
