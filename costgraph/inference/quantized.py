@@ -151,8 +151,8 @@ def quantization_note(inf, scope: str, keep: tuple) -> list[str]:
              "linear+head": "linear layers and the output head, not MoE routers",
              "all": "linear layers, the output head and the embedding tables, not MoE routers",
              "experts": "the MoE experts' linear layers only"}[scope]
-    notes = [f"weights {w.name}: {w.description}; quantized: {which} ({len(inf._quantized)} weights), "
-             "the rest (embeddings, norms, biases, routers) in 16 bits"]
+    notes = [f"weights {w.name}: {w.description}; quantized: {which} ({len(inf._quantized)} weight tensors "
+             "of the graph); every other weight in 16 bits"]
     keep = keep_names(keep)
     if keep:
         _, unmatched = kept_by(inf.cg, keep)
