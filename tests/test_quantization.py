@@ -263,3 +263,11 @@ def test_readme_formats_table_is_the_file():
     rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
     named = [n for row in rows for n in re.findall(r"`([^`]+)`", row) if not n.startswith("--")]
     assert sorted(named) == sorted(weight_dtypes())
+
+
+def test_unquantized_fp16_checkpoint_keeps_bf16_figures(capsys):
+    # torch_dtype float16 (Llama-2-7B): 16-bit weights, the bf16 peak kept, so a TPU (no fp16 peak) still answers
+    doc = _infer(capsys, str(HF / "llama-2-7b.json"))
+    assert doc["settings"]["weights"] == "bf16" and "torch_dtype float16" in doc["settings"]["weights_source"]
+    assert main(["infer", str(HF / "llama-2-7b.json"), *ARGS[:1], "tpu-v5e", *ARGS[2:]]) == 0
+    capsys.readouterr()

@@ -67,8 +67,11 @@ def run(args) -> str:
 def _weights(args):
     """``(weights, quantized, keep, shipped)``: the weight dtype and which weights it applies to. An
     explicit ``--weights`` wins; else a config.json's ``quantization_config``/``torch_dtype``
-    (:mod:`costgraph.language.hf_quant`: its scope and ``modules_to_not_convert`` too); else bf16.
+    (:mod:`costgraph.language.hf_quant`: its scope and ``modules_to_not_convert`` too); else bf16
+    (an unquantized float16 checkpoint too: the same bytes, bf16's peak).
     ``--quantized`` and ``--not-quantized`` override the scope and the kept modules."""
+    from dataclasses import replace
+
     from ..inference.dtypes import derived_weight_dtype
     from ..inference.quantized import keep_names
 
@@ -81,6 +84,11 @@ def _weights(args):
     from_config = shipped is not None and not args.weights
     weights = args.weights or (derived_weight_dtype(shipped.weights, shipped.fields) if from_config
                                else choices.DEFAULT_WEIGHTS)
+    if from_config and not weights.quantized and weights.name != choices.DEFAULT_WEIGHTS:
+        # an unquantized fp16 checkpoint: the same bytes as bf16; bf16's peak kept (a TPU has no fp16 peak)
+        weights = choices.DEFAULT_WEIGHTS
+        shipped = replace(shipped, source=shipped.source + " (16-bit weights, figures as bf16: --weights fp16 "
+                                                           "for the fp16 peak)")
     quantized = args.quantized or (shipped.quantized if from_config else "linear")
     keep = keep_names(args.not_quantized) if args.not_quantized is not None else (shipped.keep if from_config else ())
     return weights, quantized, keep, shipped
