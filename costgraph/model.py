@@ -174,7 +174,8 @@ class Model:
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
               compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
               activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
-              peak=None, bandwidth=None, memory=None, link_bandwidth=None):
+              peak=None, bandwidth=None, memory=None, link_bandwidth=None,
+              quantized: str = "linear", keep=()):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
@@ -188,6 +189,9 @@ class Model:
         ``bandwidth`` (HBM B/s), ``memory`` (bytes or ``"24GB"``), ``link_bandwidth`` (B/s per
         direction): a device's figures, replacing the preset's; seconds without a peak and a
         bandwidth, and capacity without memory, are None (``report.absent`` says why).
+        ``quantized``: which weights a quantized ``weights`` dtype applies to (``linear``,
+        ``linear+head``, ``all``, ``experts``) and ``keep``: module names kept in 16 bits
+        (:mod:`costgraph.inference.quantized`).
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
@@ -209,7 +213,8 @@ class Model:
                      causal=causal, activations=activations,
                      compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
                      bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
-                     peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
+                     peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
+                     quantized=quantized, keep=keep)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""

@@ -89,8 +89,11 @@ def test_bundled_values_are_the_files():
     assert data.optimizers()["muon"].rest == "adamw" and data.optimizers()["muon"].matrix_states == 1
     assert lora.quant_scheme("nf4-double").bytes_per_param == sympy.Rational(2113, 4096)
     assert dtypes.unquantized_bits() == 16 and dtypes.weight_dtype("int4").group_size == 128
-    assert dtypes.weight_dtypes() == ("bf16", "fp16", "fp8", "int8", "int4")
-    assert dtypes.kv_dtype("int8").vector_stat_bits == 16
+    assert dtypes.weight_dtypes() == ("bf16", "fp16", "fp8", "int8", "int4", "awq", "gptq", "gptq-act-order",
+                                      "fp8-per-channel", "fp8-block", "mxfp4", "nvfp4")
+    # issue 17: int8 KV is per-tensor (TensorRT-LLM); the per-token-head layout has its own name
+    assert dtypes.kv_dtype("int8").tensor_stat_bits == 32 and dtypes.kv_dtype("int8").vector_stat_bits == 0
+    assert dtypes.kv_dtype("int8-per-token-head").vector_stat_bits == 16
     from costgraph.symbolic.optimal import constants
     c = constants()
     assert c["chinchilla"] == {"E": Fraction("1.69"), "A": Fraction("406.4"), "B": Fraction("410.7"),

@@ -45,10 +45,16 @@ def test_llama3_70b_int8_and_fp8_kv(llama):
     v = _vals(llama, "llama-3-70b", b=1)
     bf16 = Inference(llama).kv_cache_bytes(4096).xreplace(v)
     int8 = Inference(llama, kv="int8").kv_cache_bytes(4096).xreplace(v)
+    per_token_head = Inference(llama, kv="int8-per-token-head").kv_cache_bytes(4096).xreplace(v)
     fp8 = Inference(llama, kv="fp8").kv_cache_bytes(4096).xreplace(v)
     assert bf16 == 1_342_177_280
-    # dtypes.toml: int8 + one fp16 scale per token per KV head: 2 (K, V) · 80 layers · 8 heads · 2 B per token
-    assert int8 == bf16 / 2 + 4096 * 2 * 80 * 8 * 2 == 681_574_400
+    # issue 17: --kv int8 is per-tensor, as TensorRT-LLM's INT8 KV cache (one fp32 kv_cache_scaling_factor per
+    # layer, K and V; vllm @ 190900b9 quantization/kv_cache.py::BaseKVCacheMethod keeps scalar k_scale, v_scale):
+    # 1 byte per element + 4 B per cached tensor (K and V of 80 layers). Until issue 17: 681,574,400 (below).
+    assert int8 == bf16 / 2 + 160 * 4 == 671_089_280
+    # int8-per-token-head (the old int8; LMDeploy kv_quant): + one fp16 scale per token per KV head:
+    # 2 (K, V) · 80 layers · 8 heads · 2 B per token
+    assert per_token_head == bf16 / 2 + 4096 * 2 * 80 * 8 * 2 == 681_574_400
     # fp8: one fp32 scale per cached tensor (K and V of 80 layers)
     assert fp8 == bf16 / 2 + 160 * 4 == 671_089_280
 

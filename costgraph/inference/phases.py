@@ -180,12 +180,14 @@ class Inference:
 
     ``weights``/``kv``: dtype names of ``dtypes.toml``; ``t``: tensor-parallel
     degree (an int); ``convention``/``causal`` as ``derive``;
-    ``activations``: add activation traffic to the bytes of a step.
+    ``activations``: add activation traffic to the bytes of a step;
+    ``quantized``/``keep``: which weights take a quantized ``weights`` dtype
+    (:mod:`costgraph.inference.quantized`: a scope, and module names kept in 16 bits).
     """
 
     def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype = "bf16",
                  t: int = 1, convention: str = CONVENTION.default, causal: str = CAUSAL.default, activations: bool = False,
-                 replicate: tuple[str, ...] = ()):
+                 replicate: tuple[str, ...] = (), quantized: str = "linear", keep: tuple[str, ...] = ()):
         from ..engine.conventions import check_convention
 
         if isinstance(model, str):
@@ -226,10 +228,9 @@ class Inference:
         if clash:
             raise CostgraphValueError(f"model '{cg.name}' has a dimension named {sorted(clash)[0]!r}, "
                                       "a symbol of the inference analysis")
-        from ..training.lora import quantized_weights
+        from .quantized import quantized_weights   # which weights: --quantized scope, less `keep` (quantized.py)
 
-        self._quantized = quantized_weights(cg) if self.weights.element_bits != unquantized_bits() or \
-            self.weights.row_stat_bits or self.weights.tensor_stat_bits or self.weights.group_size else set()
+        self._quantized = quantized_weights(cg, quantized, keep, dtype=self.weights)
         self._act = get_precision("bf16")
         # the TP/SP walk of the layout's placement (shared with the validity check)
         # replicate: K/V head counts fewer than t, one head per device (parallel/tensor.py::kv_replication)

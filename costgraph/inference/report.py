@@ -5,7 +5,7 @@ JSON contract (stable)::
     {"costgraph": VERSION, "model": NAME,
      "settings": {hardware, prompt, generate, batch, tp, weights, kv, page_size, reserve,
                   compute, convention, causal, activations, compute_efficiency,
-                  bandwidth_efficiency, capacity_bytes},
+                  bandwidth_efficiency, capacity_bytes, quantized[, weights_source]},
      "symbols": {NAME: meaning, ..., "P": "prompt tokens", "G": "generated tokens", ...},
      "values": {symbol: int, ...},
      "kv_cache_bytes", "kv_cache_bytes_paged", "kv_cache_bytes_per_token", "weight_bytes",
@@ -38,6 +38,9 @@ memory ``fits``, ``max_batch``, ``max_context`` and ``settings.capacity_bytes`` 
 
 ``expr`` is SymPy/Python infix in the model's symbols and ``P``, ``G``;
 ``value`` an int when whole, else a float (seconds, ratios). Per device under ``--tp``.
+``settings.quantized``: which weights a quantized dtype applies to (``linear``, ``linear+head``,
+``all``, ``experts``); ``settings.weights_source`` (a config.json only): where the weight dtype
+came from (``--weights``, or the file's ``quantization_config`` / ``torch_dtype``).
 """
 
 from __future__ import annotations
@@ -157,6 +160,8 @@ def to_text_doc(rep) -> str:
              f"weights {st['weights']} (compute {st['compute']}), KV cache {st['kv']}; "
              f"'{st['convention']}' FLOPs, attention {st['causal']}",
              ("figures per device; " if st["tp"] > 1 else "") + "symbols: P prompt, G generated, b batch", ""]
+    if "weights_source" in st:   # issue 17 item 5: where a config.json's weight dtype came from
+        lines.insert(2, f"weights from {st['weights_source']}")
 
     def row(label, key, fmt):
         if key not in q:   # a seconds row without a rate (rep.absent says why)

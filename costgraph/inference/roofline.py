@@ -225,7 +225,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
           activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
-          peak=None, bandwidth=None, memory=None, link_bandwidth=None) -> InferenceReport:
+          peak=None, bandwidth=None, memory=None, link_bandwidth=None,
+          quantized: str = "linear", keep: tuple = ()) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -243,13 +244,18 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     ------
     CostgraphValueError
         A count that is not a positive whole number, ``reserve`` outside [0, 1), an efficiency
-        outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into."""
+        outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into,
+        an unknown ``quantized`` scope.
+
+    ``quantized``/``keep``: which weights a quantized ``weights`` dtype applies to
+    (:mod:`costgraph.inference.quantized`: ``linear``, ``linear+head``, ``all``, ``experts``; module
+    names kept in 16 bits, as ``modules_to_not_convert``)."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
     from ..parallel.tensor import kv_replication   # K/V heads fewer than t: one per device, as Megatron
 
     rep = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
     inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
-                    activations=activations, replicate=rep)
+                    activations=activations, replicate=rep, quantized=quantized, keep=keep)
     if t > 1 and values:
         # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
         from ..parallel.layout import Layout
@@ -285,6 +291,11 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
         device.no_capacity(rep, inf, page, batch)
     rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
     rep.notes += device.notes(m.figures, t)
+    # quantized weights (issue 17 item 5): which weights, the layout's source (inference/quantized.py)
+    from .quantized import quantization_note
+
+    rep.settings["quantized"] = quantized
+    rep.notes += quantization_note(inf, quantized, keep)
     return rep
 
 

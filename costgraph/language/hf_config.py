@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -42,9 +42,19 @@ class HFModel:
     values: dict[str, int]
     model_type: str
     source: str
+    config: dict | None = field(default=None, repr=False)
 
     def costs(self, scope: str = "model", **kwargs) -> Costs:
         return self.model.costs(scope, **kwargs)
+
+    def shipped(self):
+        """The weight storage the config.json describes (``quantization_config``, ``torch_dtype``):
+        a :class:`costgraph.language.hf_quant.Shipped` (its dtype name, scope, kept modules, source).
+
+        Raises CostgraphValueError for a malformed ``quantization_config`` (named, with the file)."""
+        from .hf_quant import shipped
+
+        return shipped(self.config or {}, self.source)
 
 
 #: ``hf_mapping.toml``: a mapping (config.json keys → a model's options and dimensions), not numbers.
@@ -251,7 +261,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     if missing:
         r.fail(f"no value for {', '.join(missing)} in the mapping of {model_type}")
     model.values(**values)   # checks shapes come out whole
-    return HFModel(model, values, model_type, source)
+    return HFModel(model, values, model_type, source, config)
 
 
 def _check_cycle(r: _Reader, rule: dict, v, model: str) -> None:
