@@ -173,7 +173,10 @@ class Model:
     def infer(self, *, hardware, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
               compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1):
+              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
+              gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
+              non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
+              acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
@@ -183,6 +186,10 @@ class Model:
         ``batch``, ``prompt`` and ``generate``); ``tp``: tensor-parallel degree; ``weights``,
         ``kv``: dtypes; ``page``: KV block size; ``reserve``, ``compute_efficiency``,
         ``bandwidth_efficiency``: fractions (numbers, or text such as ``"0.1"``, read exactly).
+        Serving (vLLM's KV cache and concurrency, prefix caching, chunked prefill, speculative
+        decoding): the keywords of :func:`costgraph.inference.infer`; ``draft`` a
+        :class:`Model` (``draft_values`` its dimensions), ``draft_mtp=True`` with ``draft`` the
+        target loaded with ``options={"mtp": True}``.
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
@@ -203,7 +210,14 @@ class Model:
                      reserve=arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
                      causal=causal, activations=activations,
                      compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
-                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"))
+                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
+                     gpu_memory_utilization=gpu_memory_utilization, kv_memory=kv_memory,
+                     max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                     non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
+                     chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
+                     draft=None if draft is None else draft._inference_model(),
+                     draft_values=None if draft is None else arguments.model_values(draft, draft_values),
+                     draft_mtp=draft_mtp)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""
