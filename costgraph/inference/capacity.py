@@ -164,15 +164,21 @@ def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int
 def kv_layer_kinds(inf, subs: dict) -> list[dict]:
     """The KV cache's layer kinds, as vLLM groups layers by spec: ``[{layers, window,
     token_bytes}]`` with ``token_bytes`` one position of one sequence in one layer of the kind
-    (every cached tensor of the layer: K and V, or MLA's latent and rotary key), per device;
-    ``window`` None for full attention. Entries with the same copy count and window are one
-    kind (a layer's K and V)."""
-    kinds: dict = {}
+    (every cached tensor of the layer's attention: K and V, or MLA's latent), per device;
+    ``window`` None for full attention. The cached tensors of one attention module (the entries
+    under one parent path) make a layer; modules with the same window and bytes per token are
+    one kind (DeepSeek-V3's 3 dense and 58 MoE layers: one kind of 61)."""
+    modules: dict = {}
     for e in inf.kv_entries:
         layers = int(as_expr(inf.cg.nodes[e.path]["count"]).xreplace(subs))
         window = None if e.window is None else int(as_expr(e.window).xreplace(subs))
-        k = kinds.setdefault((layers, window), {"layers": layers, "window": window, "token_bytes": 0})
-        k["token_bytes"] += sympy.nsimplify(as_expr(inf._entry_position_bytes(e)).xreplace(subs)) / layers
+        mod = modules.setdefault((e.path.rsplit("/", 1)[0], window), {"layers": layers, "window": window, "bytes": 0})
+        mod["bytes"] += sympy.nsimplify(as_expr(inf._entry_position_bytes(e)).xreplace(subs))
+    kinds: dict = {}
+    for mod in modules.values():
+        per = mod["bytes"] / mod["layers"]
+        k = kinds.setdefault((mod["window"], per), {"layers": 0, "window": mod["window"], "token_bytes": per})
+        k["layers"] += mod["layers"]
     return list(kinds.values())
 
 
