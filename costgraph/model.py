@@ -215,8 +215,8 @@ class Model:
                      max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                      non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                      chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
-                     draft=None if draft is None else draft._inference_model(),
-                     draft_values=None if draft is None else arguments.model_values(draft, draft_values),
+                     draft=draft._inference_model() if isinstance(draft, Model) else draft,
+                     draft_values=arguments.model_values(draft, draft_values) if isinstance(draft, Model) else None,
                      draft_mtp=draft_mtp)
 
     def _inference_model(self) -> "Model":

@@ -268,7 +268,7 @@ def vllm_lines(v: dict) -> list[str]:
         lines.append(f"  {'available KV memory':<26}{v['available_bytes']:,} bytes ({gib(v['available_bytes'])}, given: "
                      "--kv-memory)")
     elif v.get("available_bytes") is not None:
-        lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} (memory x {v['utilization']}); weights "
+        lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} (memory x {float(sympy.Rational(v['utilization'])):g}); weights "
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
         lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")

@@ -440,6 +440,9 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
         raise CostgraphValueError("speculative decoding needs --speculative-tokens k, --acceptance and --draft",
                                   hint="--draft MODEL (a draft model, --draft-config its configuration) or "
                                        "--draft mtp (the target's multi-token-prediction heads)")
+    if not hasattr(draft, "graph"):
+        raise CostgraphValueError(f"the draft must be a model (costgraph.Model), not {type(draft).__name__}",
+                                  hint="costgraph.load('llama'), its dimensions in draft_values")
     alpha = parse_acceptance(opts["acceptance"])
     rep_kv = kv_replication(getattr(draft, "graph", draft), t, values) if values else ()
     dinf = Inference(draft, weights=inf.weights, kv=inf.kv, t=t, convention=inf.convention, causal=inf.causal,
