@@ -232,6 +232,10 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
            "utilization": str(s.utilization), "kv_memory_given": s.kv_memory is not None, "note": None}
     if s.kv_memory is not None:
         out["available_bytes"] = s.kv_memory
+    elif m is None or getattr(m, "memory", None) is None:   # no device memory known: only --kv-memory answers
+        out.update(available_bytes=None, tokens=None, max_concurrency=None, num_blocks=None,
+                   note="no device memory: give --kv-memory")
+        return out
     else:
         requested = int(sympy.floor(m.memory * s.utilization))
         act = activation_estimate(inf, subs, batched, seqs)
