@@ -106,6 +106,22 @@ def test_available_memory_as_vllm_profiles_it(llama):
     assert rep.settings["capacity_bytes"] == 72_000_000_000
 
 
+def test_activation_estimate_experts_and_windows():
+    from costgraph.inference import Inference
+
+    def est(name, config):
+        m = load(name)
+        inf = Inference(m)
+        v = m.values(config)
+        return activation_estimate(inf, {k: x for k, x in v.items() if k not in (inf.b, inf.s)}, 8192, 1024)
+
+    # Mixtral: a routed expert sees k/E = 2/8 of the tokens, so its SwiGLU product
+    # (3 × 8192 × 14336 × 2 / 4 = 176,160,768) is below a residual add's [T, h] + [T, h] → [T, h]
+    assert est("mixtral", "mixtral-8x7b") == 3 * 8192 * 4096 * 2
+    # Mistral: the windowed scores [a, s, Min(w, n_keys)] are left out as plain scores are
+    assert est("mistral", "mistral-7b") == 3 * 8192 * 14336 * 2
+
+
 def test_a100_gets_the_small_token_budget(llama):
     # vllm @ 99d7eb5d EngineArgs._set_default_args: A100s keep 2048 / 256 ("NOTE(Kuntai)")
     v = llama.values("llama-3-8b")

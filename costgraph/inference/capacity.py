@@ -186,7 +186,8 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
     """Bytes of the estimated activation peak of vLLM's profile run (module docstring): the
     largest operator instance's inputs + outputs (activation dtype, per device) in a forward of
     ``tokens`` tokens of one sequence (``n = 0``); an operator whose outputs nothing reads (the
-    output head) over ``min(seqs, tokens)`` rows; attention scores (a tensor with both the query
+    output head) over ``min(seqs, tokens)`` rows; a routed expert over its expected share
+    ``active / count`` (``k/E``) of the tokens; attention scores (a tensor with both the query
     and the key axis) left out, as vLLM's fused attention kernels never hold them."""
     from .phases import KEYS, _VIEWS
 
@@ -202,9 +203,12 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
         total = sympy.Integer(0)
         for tid in (*d["inputs"], *d["outputs"]):
             x = cg.tensors[tid]
-            if inf.s in x.shape and KEYS in x.shape:
+            dims = [as_expr(z) for z in x.shape]
+            if any(z.has(inf.s) for z in dims) and any(z.has(KEYS) for z in dims):   # scores (a window's Min too)
                 continue
             total += as_expr(x.numel * inf._act.bytes(x.role) / inf._tdiv(tid)).xreplace(sub)
+        share = as_expr(d["active"] / d["count"]).xreplace(subs)   # a routed expert sees k/E of the tokens
+        total = total * share if share.is_number and share < 1 else total
         if not total.free_symbols:
             peak = max(peak, int(sympy.ceiling(total)))
     return peak
