@@ -215,3 +215,17 @@ OFFLOAD_DEVICE = Choice("offload", "offload device", (
     ("cpu", "host memory (ZeRO-Offload; ZeRO-Infinity's CPU offload)"),
     ("nvme", "NVMe storage (ZeRO-Infinity)"),
 ), "none")
+
+# --- serving capacity as vLLM reports it (costgraph infer; costgraph.inference.capacity) ---
+#: the share of device memory a vLLM instance requests, ``--gpu-memory-utilization``
+#: (vllm @ c1d86421 ``vllm/config/cache.py``: ``CacheConfig.gpu_memory_utilization = 0.9``).
+#: ``costgraph infer --reserve`` is the same setting written as the share kept free:
+#: reserve = 1 − utilization, its default 0.1 (give either; both only when they agree).
+GPU_MEMORY_UTILIZATION = "0.9"
+#: the memory vLLM's profile run sees outside PyTorch's allocator (``non_torch_increase`` of
+#: ``Worker.determine_available_memory``, vllm @ 35d5cda1: cuBLAS/NCCL workspaces), which vLLM
+#: measures at start-up; here a fixed ``--non-torch-memory``: 0.35 GiB, as logged for
+#: Llama-3.1-8B on one RTX 3090 (https://github.com/vllm-project/vllm/issues/10517:
+#: ``non_torch_memory=0.35GiB``). CUDA graphs are captured after the KV cache is sized and are
+#: not subtracted at that commit: they come out of the 1 − utilization headroom.
+NON_TORCH_MEMORY = "0.35GiB"

@@ -175,7 +175,10 @@ class Model:
               compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
               activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
               peak=None, bandwidth=None, memory=None, link_bandwidth=None,
-              quantized: str = "linear", keep=()):
+              quantized: str = "linear", keep=(),
+              gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
+              non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
+              acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
@@ -192,6 +195,10 @@ class Model:
         ``quantized``: which weights a quantized ``weights`` dtype applies to (``linear``,
         ``linear+head``, ``all``, ``experts``) and ``keep``: module names kept in 16 bits
         (:mod:`costgraph.inference.quantized`).
+        Serving (vLLM's KV cache and concurrency, prefix caching, chunked prefill, speculative
+        decoding): the keywords of :func:`costgraph.inference.infer`; ``draft`` a
+        :class:`Model` (``draft_values`` its dimensions), ``draft_mtp=True`` with ``draft`` the
+        target loaded with ``options={"mtp": True}``.
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
@@ -214,7 +221,14 @@ class Model:
                      compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
                      bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
                      peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
-                     quantized=quantized, keep=keep)
+                     quantized=quantized, keep=keep,
+                     gpu_memory_utilization=gpu_memory_utilization, kv_memory=kv_memory,
+                     max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                     non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
+                     chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
+                     draft=draft._inference_model() if isinstance(draft, Model) else draft,
+                     draft_values=arguments.model_values(draft, draft_values) if isinstance(draft, Model) else None,
+                     draft_mtp=draft_mtp)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""

@@ -53,6 +53,29 @@ def add_parser(sub) -> None:
     f.add_argument("--not-quantized", default=None, metavar="NAMES",
                    help="comma-separated module names kept in 16 bits, as modules_to_not_convert "
                         "(lm_head, model.layers.*.self_attn); a config.json: its own list")
+    # serving as runtimes report it (costgraph.inference.capacity, .prefill_modes, .speculative)
+    f.add_argument("--gpu-memory-utilization", metavar="U",
+                   help=f"share of device memory vLLM uses (default {choices.GPU_MEMORY_UTILIZATION}: "
+                        "the same setting as --reserve, = 1 - reserve)")
+    f.add_argument("--kv-memory", metavar="SIZE", help="KV cache memory as given to vLLM (kv_cache_memory_bytes) "
+                   "or read from its log line 'Available KV cache memory', e.g. 6.51GiB; default: profiled")
+    f.add_argument("--max-num-batched-tokens", type=int, metavar="N",
+                   help="vLLM's token budget per step (default as vllm serve: 8192 on >= 70 GiB non-A100 "
+                        "devices, else 2048); the activation profile's forward")
+    f.add_argument("--max-num-seqs", type=int, metavar="N", help="vLLM's sequences per step (default 1024 / 256, "
+                                                                 "as --max-num-batched-tokens)")
+    f.add_argument("--non-torch-memory", metavar="SIZE",
+                   help=f"memory outside PyTorch in vLLM's profile (default {choices.NON_TORCH_MEMORY})")
+    f.add_argument("--max-model-len", type=int, metavar="N", help="tokens per request of vLLM's maximum "
+                                                                   "concurrency (default P + G)")
+    f.add_argument("--shared-prefix", type=int, metavar="S",
+                   help="prefix caching: the first S prompt tokens are shared by all sequences")
+    f.add_argument("--chunk", type=int, metavar="C", help="chunked prefill: prompts prefilled C tokens a step")
+    f.add_argument("--speculative-tokens", type=int, metavar="K", help="speculative decoding: tokens proposed per step")
+    f.add_argument("--acceptance", metavar="ALPHA", help="speculative decoding: per-token acceptance rate in [0, 1]")
+    f.add_argument("--draft", metavar="MODEL", help="speculative decoding's draft: a bundled model, .cg file or "
+                                                    "config.json, or 'mtp' (the target's MTP heads)")
+    f.add_argument("--draft-config", metavar="NAME", help="the draft model's configuration")
 
 
 def run(args) -> str:
@@ -68,7 +91,7 @@ def run(args) -> str:
                       activations=args.activations, compute_efficiency=args.compute_efficiency,
                       bandwidth_efficiency=args.bandwidth_efficiency,
                       peak=args.peak, bandwidth=args.bandwidth, memory=args.memory, link_bandwidth=args.link_bandwidth,
-                      quantized=quantized, keep=keep)
+                      quantized=quantized, keep=keep, **_serving(args, dims, options))
     if shipped is not None:   # a config.json: where the weight dtype came from, what was assumed
         rep.settings["weights_source"] = "--weights" if args.weights else shipped.source
         rep.warnings += [] if args.weights else list(shipped.warnings)
@@ -103,3 +126,22 @@ def _weights(args):
     quantized = args.quantized or (shipped.quantized if from_config else "linear")
     keep = keep_names(args.not_quantized) if args.not_quantized is not None else (shipped.keep if from_config else ())
     return weights, quantized, keep, shipped
+
+
+def _serving(args, dims: dict, options: dict) -> dict:
+    """The serving keywords of :meth:`costgraph.Model.infer` from the flags (the draft model
+    loaded: ``--draft mtp`` is the target built with ``option mtp``)."""
+    from ._analysis import inference_model
+
+    out = dict(gpu_memory_utilization=args.gpu_memory_utilization, kv_memory=args.kv_memory,
+               max_num_batched_tokens=args.max_num_batched_tokens, max_num_seqs=args.max_num_seqs,
+               non_torch_memory=args.non_torch_memory, max_model_len=args.max_model_len,
+               shared_prefix=args.shared_prefix, chunk=args.chunk, speculative_tokens=args.speculative_tokens,
+               acceptance=args.acceptance)
+    if args.draft == "mtp":
+        model, values = inference_model(args.model, args.config, dims, {**options, "mtp": True})
+        out.update(draft=model, draft_values=values, draft_mtp=True)
+    elif args.draft is not None:
+        model, values = inference_model(args.draft, args.draft_config, {}, {})
+        out.update(draft=model, draft_values=values)
+    return out

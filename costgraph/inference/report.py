@@ -109,6 +109,8 @@ def to_dict(rep, symbols: dict) -> dict:
     if "state_bytes" in q:
         doc["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
+    if getattr(rep, "serving", None):
+        doc["serving"] = _serving_doc(rep.serving)
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
     doc["absent"] = dict(getattr(rep, "absent", {}))
@@ -201,6 +203,7 @@ def to_text_doc(rep) -> str:
     else:
         _latency(lines, v)
     lines += _capacity_lines(rep, v, st)
+    lines += _serving_lines(getattr(rep, "serving", None) or {})
     lines += ["", "assumptions:"] + [f"  - {n}" for n in rep.notes]
     lines += [f"warning: {w}" for w in rep.warnings]
     return "\n".join(lines)
@@ -259,3 +262,65 @@ def _capacity_lines(rep, v: dict, st: dict) -> list[str]:
                                                if v["max_context"] else "unbounded (the cache is a "
                                                "fixed-size recurrent state)" if v.get("context_unbounded")
                                                else "none fits")]
+
+
+# --- serving: vLLM's KV cache, prefix caching, chunked prefill, speculative decoding ------------
+# (costgraph.inference.capacity, .prefill_modes, .speculative; the JSON key "serving")
+
+def _serving_doc(sv: dict) -> dict:
+    """``serving``: ``vllm`` (vLLM's KV cache: numbers; ``max_concurrency`` a float, exact
+    fraction in ``max_concurrency_exact``), ``prefix_caching`` and ``speculative`` (quantities as
+    ``{expr, tree, latex, value}``), ``chunked_prefill`` (``time_to_first_token`` a number)."""
+    out = {}
+    if "vllm" in sv:
+        v = dict(sv["vllm"])
+        mc = v.get("max_concurrency")
+        v["max_concurrency"] = None if mc is None else float(mc)
+        v["max_concurrency_exact"] = None if mc is None else str(mc)
+        out["vllm"] = v
+    if "prefix_caching" in sv:
+        p = sv["prefix_caching"]
+        out["prefix_caching"] = {"shared_prefix": p["shared_prefix"], "fits": p["fits"], "max_batch": p["max_batch"],
+                                 **{k: _entry(e, val) for k, (e, val) in p["quantities"].items()}}
+    if "chunked_prefill" in sv:
+        c = sv["chunked_prefill"]
+        out["chunked_prefill"] = {"chunk": c["chunk"], "chunks": c["chunks"],
+                                  "time_to_first_token": _num(c["time_to_first_token"])}
+    if "speculative" in sv:
+        sp = sv["speculative"]
+        out["speculative"] = {"k": sp["k"], "acceptance": sp["acceptance"], "draft": sp["draft"],
+                              **{k: _entry(e, val) for k, (e, val) in sp["quantities"].items()}}
+    return out
+
+
+def _serving_lines(sv: dict) -> list[str]:
+    """The text of ``serving`` (after the capacity)."""
+    from .capacity import vllm_lines
+
+    lines = vllm_lines(sv["vllm"]) if "vllm" in sv else []
+    if "prefix_caching" in sv:
+        p = sv["prefix_caching"]
+        q = {k: val for k, (_, val) in p["quantities"].items()}
+        lines += ["", f"prefix caching (S = {p['shared_prefix']:,} prompt tokens shared by every sequence; "
+                      "full blocks stored once)",
+                  f"  {'KV cache, paged':<26}{_bytes(q['kv_cache_bytes_paged'])}",
+                  f"  {'memory at this batch':<26}{_bytes(q['memory_bytes'])}: " + ("fits" if p["fits"] else "does NOT fit"),
+                  f"  {'largest batch':<26}" + (f"{p['max_batch']:,} sequences" if p["max_batch"] else "none fits"),
+                  f"  {'time to first token':<26}{_sec(q['time_to_first_token'])} (the first sequence's whole "
+                  "prompt, then the others' unshared part)"]
+    if "chunked_prefill" in sv:
+        c = sv["chunked_prefill"]
+        lines += ["", f"chunked prefill ({c['chunks']:,} chunks of up to {c['chunk']:,} tokens)",
+                  f"  {'time to first token':<26}{_sec(c['time_to_first_token'])}"]
+    if "speculative" in sv:
+        sp = sv["speculative"]
+        q = {k: val for k, (_, val) in sp["quantities"].items()}
+        lines += ["", f"speculative decoding (draft {sp['draft']}, k = {sp['k']} proposed tokens, acceptance "
+                      f"{sp['acceptance']})",
+                  f"  {'tokens per step':<26}{float(q['tokens_per_step']):.4g} (1 - a^(k+1))/(1 - a)",
+                  f"  {'draft step (one token)':<26}{_sec(q['draft_step_seconds'])}",
+                  f"  {'verify step (q = k + 1)':<26}{_sec(q['verify_seconds'])}",
+                  f"  {'time per output token':<26}{_sec(q['time_per_output_token'])} (last step; plain decode "
+                  "above)",
+                  f"  {'tokens/s':<26}{float(q['tokens_per_second']):,.1f} in total"]
+    return lines

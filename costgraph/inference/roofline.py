@@ -166,6 +166,8 @@ class InferenceReport:
     symbols: dict = field(default_factory=dict)
     #: answers left out for want of a device figure ("seconds", "capacity") → the reason
     absent: dict = field(default_factory=dict)
+    #: vLLM's KV cache, prefix caching, chunked prefill, speculative decoding (:func:`_serving`)
+    serving: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The document ``costgraph infer --format json`` prints (:func:`costgraph.inference.report.to_dict`)."""
@@ -226,7 +228,10 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
           activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
           peak=None, bandwidth=None, memory=None, link_bandwidth=None,
-          quantized: str = "linear", keep: tuple = ()) -> InferenceReport:
+          quantized: str = "linear", keep: tuple = (),
+          gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
+          non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
+          acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -249,8 +254,20 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
 
     ``quantized``/``keep``: which weights a quantized ``weights`` dtype applies to
     (:mod:`costgraph.inference.quantized`: ``linear``, ``linear+head``, ``all``, ``experts``; module
-    names kept in 16 bits, as ``modules_to_not_convert``)."""
+    names kept in 16 bits, as ``modules_to_not_convert``).
+
+
+    Serving options (:mod:`costgraph.inference.capacity`, :mod:`costgraph.inference.prefill_modes`,
+    :mod:`costgraph.inference.speculative`): ``gpu_memory_utilization`` (= 1 − ``reserve``, give
+    either), ``kv_memory`` (vLLM's ``kv_cache_memory_bytes``: bytes or a size such as ``"6.51GiB"``),
+    ``max_num_batched_tokens``, ``max_num_seqs``, ``non_torch_memory`` (a size), ``max_model_len``
+    (default ``P + G``): vLLM's KV cache size and maximum concurrency; ``shared_prefix`` (tokens
+    shared by all sequences: prefix caching), ``chunk`` (chunked prefill); ``speculative_tokens``
+    ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
+    :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
+    target built with ``option mtp`` and its MTP heads draft)."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
+    reserve = _utilization(reserve, gpu_memory_utilization)   # cap: --gpu-memory-utilization is 1 - --reserve
     from ..parallel.tensor import kv_replication   # K/V heads fewer than t: one per device, as Megatron
 
     rep = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
@@ -285,10 +302,13 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
         _values(rep, inf, dec, m, t, prompt, generate, batch)
     else:
         device.untimed_values(rep, dec)
-    if m.memory is not None:
-        _capacity(rep, inf, m, page, reserve, prompt, generate, batch)
-    else:
+    if m.memory is None:
         device.no_capacity(rep, inf, page, batch)
+    _serving(rep, inf, m, t, page, reserve, prompt, generate, batch,
+             dict(kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                  non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
+                  chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
+                  draft_values=draft_values, draft_mtp=draft_mtp))
     rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
     rep.notes += device.notes(m.figures, t)
     # quantized weights (issue 17 item 5): which weights, the layout's source (inference/quantized.py)
@@ -376,39 +396,6 @@ def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int,
     vals["compute_bound_batch"] = whole   # None: decode never becomes compute-bound
 
 
-def _capacity(rep: InferenceReport, inf: Inference, m: Machine, page: int, reserve, prompt: int, generate: int,
-              batch: int) -> None:
-    """Memory, fit, the largest batch and context that fit, and the learned position table's bound."""
-    from ..training.fit import largest_fitting
-
-    qd, vals, subs, b = rep.quantities, rep.values, rep.subs, inf.b
-    cap = int((1 - reserve) * m.memory // 1)
-    rep.settings["capacity_bytes"] = cap
-    mem_b = qd["weight_bytes"] + inf.kv_cache_bytes(P + G, batch=b, page=page)
-    qd["memory_bytes"] = mem_b
-    vals["memory_bytes"] = _exact(mem_b, subs)
-    vals["fits"] = bool(vals["memory_bytes"] <= cap)
-    vals["max_batch"] = largest_fitting(mem_b, b, subs, cap)
-    x = sympy.Symbol("x_positions", positive=True, integer=True)
-    mem_s = qd["weight_bytes"] + inf.kv_cache_bytes(x, batch=b, page=page)
-    if x in mem_s.free_symbols:
-        vals["max_context"] = largest_fitting(mem_s, x, subs, cap)
-    else:   # only recurrent states: memory does not grow with the context
-        vals["max_context"] = None
-        vals["context_unbounded"] = vals["fits"]
-    # a learned position table (s_max rows) bounds the positions a sequence can have, as
-    # `costgraph derive` warns for s > s_max (costgraph.export.text_report.warnings)
-    s_max = next((int(v) for k, v in subs.items() if str(k) == "s_max"), None)
-    if s_max is not None:
-        if prompt + generate > s_max:
-            rep.warnings.append(f"P + G = {prompt + generate:,} positions is longer than s_max = {s_max:,}: the "
-                                f"learned position table has s_max rows, so the model cannot read that many "
-                                f"tokens as built")
-        if vals.get("max_context") is not None and vals["max_context"] > s_max:
-            vals["max_context_memory"] = vals["max_context"]
-            vals["max_context"] = s_max
-
-
 def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> list[str]:
     """The assumptions the output names."""
     notes = [
@@ -428,3 +415,108 @@ def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> 
         notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
                      "not overlapped")
     return notes
+
+
+# --- serving: vLLM's capacity, prefix caching, chunked prefill, speculative decoding -----------
+
+def _utilization(reserve, utilization):
+    """``reserve`` (a Rational) from ``--gpu-memory-utilization`` when given: ``1 − utilization``
+    (the same setting, :data:`costgraph.choices.GPU_MEMORY_UTILIZATION`); both given must agree."""
+    if utilization is None:
+        return reserve
+    from ..arguments import rational
+    from ..choices import GPU_MEMORY_UTILIZATION
+
+    u = rational(utilization, "--gpu-memory-utilization")
+    if not 0 < u <= 1:
+        raise CostgraphValueError(f"--gpu-memory-utilization must be a fraction in (0, 1], not {u}",
+                                  hint="the share of device memory vLLM may use: 0.9 by default")
+    if reserve not in (1 - sympy.Rational(GPU_MEMORY_UTILIZATION), 1 - u):
+        raise CostgraphValueError(f"--reserve {reserve} and --gpu-memory-utilization {u} disagree",
+                                  hint="they are one setting (reserve = 1 - utilization): give one of them")
+    return 1 - u
+
+
+def _whole(name: str, v):
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+        raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
+    return v
+
+
+def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int, reserve, prompt: int,
+             generate: int, batch: int, opts: dict) -> None:
+    """The fit and vLLM's KV cache (:func:`costgraph.inference.capacity.capacity`), then prefix
+    caching, chunked prefill and speculative decoding when asked, into ``rep.serving``."""
+    from ..choices import NON_TORCH_MEMORY
+    from .capacity import VllmSettings, capacity, parse_bytes
+
+    kvm = opts["kv_memory"]
+    vs = VllmSettings(1 - reserve, None if kvm is None else parse_bytes(kvm, "--kv-memory"),
+                      _whole("max-num-batched-tokens", opts["max_num_batched_tokens"]),
+                      _whole("max-num-seqs", opts["max_num_seqs"]),
+                      parse_bytes(opts["non_torch_memory"] or NON_TORCH_MEMORY, "--non-torch-memory"),
+                      _whole("max-model-len", opts["max_model_len"]))
+    if m.memory is not None:
+        capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
+    else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
+        from .capacity import vllm_kv_cache
+
+        rep.serving["vllm"] = vllm_kv_cache(inf, None, rep.subs, page, vs, vs.max_model_len or prompt + generate,
+                                           rep.values.get("weight_bytes"))
+    timed = [o for o in ("shared_prefix", "chunk", "speculative_tokens") if opts[o] is not None]
+    if timed and not m.timed:
+        raise CostgraphValueError(f"--{timed[0].replace('_', '-')} answers in seconds, which need a device",
+                                  hint="give --hardware NAME, or --peak FLOP/s and --bandwidth B/s")
+    sec = lambda st: step_seconds(st, m, t)   # noqa: E731
+    if opts["shared_prefix"] is not None:
+        rep.serving["prefix_caching"] = _prefix(rep, inf, sec, page, opts["shared_prefix"], prompt, batch)
+    if opts["chunk"] is not None:
+        from .prefill_modes import check_chunk, chunked_prefill_seconds
+
+        check_chunk(opts["chunk"])
+        rep.serving["chunked_prefill"] = {
+            "chunk": opts["chunk"], "chunks": -(-prompt // opts["chunk"]),
+            "time_to_first_token": chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"])}
+    if opts["speculative_tokens"] is not None or opts["draft"] is not None:
+        rep.serving["speculative"] = _speculative(rep, inf, sec, t, opts)
+
+
+def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:
+    """Prefix caching (:mod:`costgraph.inference.prefill_modes`): ``{shared_prefix, quantities:
+    {name: (expr, value)}, fits, max_batch}``."""
+    from ..training.fit import largest_fitting
+    from .prefill_modes import check_prefix, prefix_kv_bytes, prefix_prefill_seconds
+
+    check_prefix(inf, shared, prompt)
+    kv = prefix_kv_bytes(inf, shared, page)
+    mem = rep.quantities["weight_bytes"] + kv
+    q = {"kv_cache_bytes_paged": kv, "memory_bytes": mem,
+         "time_to_first_token": prefix_prefill_seconds(inf, sec, shared, batch)}
+    out = {"shared_prefix": shared, "quantities": {k: (e, _exact(e, rep.subs)) for k, e in q.items()}}
+    cap = rep.settings["capacity_bytes"]
+    out["fits"] = bool(out["quantities"]["memory_bytes"][1] <= cap)
+    out["max_batch"] = largest_fitting(mem, inf.b, rep.subs, cap)
+    return out
+
+
+def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
+    """Speculative decoding (:mod:`costgraph.inference.speculative`): ``{k, acceptance, draft,
+    quantities: {name: (expr, value)}}``."""
+    from ..parallel.tensor import kv_replication
+    from .speculative import parse_acceptance, speculative
+
+    k, draft, values = opts["speculative_tokens"], opts["draft"], opts["draft_values"] or {}
+    if k is None or draft is None:
+        raise CostgraphValueError("speculative decoding needs --speculative-tokens k, --acceptance and --draft",
+                                  hint="--draft MODEL (a draft model, --draft-config its configuration) or "
+                                       "--draft mtp (the target's multi-token-prediction heads)")
+    if not hasattr(draft, "graph"):
+        raise CostgraphValueError(f"the draft must be a model (costgraph.Model), not {type(draft).__name__}",
+                                  hint="costgraph.load('llama'), its dimensions in draft_values")
+    alpha = parse_acceptance(opts["acceptance"])
+    rep_kv = kv_replication(getattr(draft, "graph", draft), t, values) if values else ()
+    dinf = Inference(draft, weights=inf.weights, kv=inf.kv, t=t, convention=inf.convention, causal=inf.causal,
+                     activations=inf.activations, replicate=rep_kv)
+    q = speculative(inf, sec, k, alpha, dinf, sec, values, opts["draft_mtp"])
+    return {"k": k, "acceptance": str(alpha), "draft": "mtp" if opts["draft_mtp"] else dinf.cg.name,
+            "quantities": {n: (e, _exact(e, rep.subs)) for n, e in q.items()}}

@@ -1,0 +1,290 @@
+"""Capacity of a serving device: what fits, and vLLM's KV cache as its start-up log reports it.
+
+:func:`capacity` is the one entry point (``costgraph infer`` calls it through
+:func:`costgraph.inference.roofline.infer`). It fills two things:
+
+**The fit** (unchanged from earlier versions): weights + KV cache (paged, blocks of ``k``) ≤
+``(1 − reserve) ×`` the device memory; the largest batch and context that fit; a learned
+position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the same setting,
+:data:`costgraph.choices.GPU_MEMORY_UTILIZATION`).
+
+**vLLM's KV cache** (the V1 engine's two log lines ``GPU KV cache size: N tokens`` and
+``Maximum concurrency for L tokens per request: X``), computed as vLLM computes them:
+
+* available KV memory (vllm @ 35d5cda1 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory``)
+  = ``total × gpu_memory_utilization − (weights + torch activation peak + non-torch memory)``,
+  or ``kv_cache_memory_bytes`` when given (``--kv-memory``: vLLM's option, which wins over the
+  profile; also the way to reproduce a log from its own ``Available KV cache memory`` line).
+  The **activation peak is an estimate**: vLLM measures it in a profile run, a forward of
+  ``max_num_batched_tokens`` tokens (and the sampler over ``max_num_seqs`` rows); here the
+  largest single operator's inputs + outputs in that forward (one sequence, ``n = 0``), the
+  output head over ``min(max_num_seqs, tokens)`` rows (vLLM computes logits only for the rows
+  it samples). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
+  (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``, the
+  ``OPENAI_API_SERVER`` context: 8192 / 1024 on a device of ≥ 70 GiB that is not an A100,
+  else 2048 / 256). The non-torch memory is a fixed option
+  (:data:`costgraph.choices.NON_TORCH_MEMORY`); CUDA graphs are captured after the KV cache is
+  sized and are not subtracted at that commit.
+* KV cache groups and blocks (vllm @ 001cabc1 ``vllm/v1/core/kv_cache_utils.py``): layers with
+  the same spec form a group (one group for a uniform model; a hybrid of full and
+  sliding-window layers is split into groups of ``group_size`` layers,
+  ``_get_kv_cache_groups_uniform_page_size``); the page of one layer is
+  ``block_size × bytes per token of that layer`` (vllm @ bc8282e6
+  ``vllm/v1/kv_cache_interface.py::FullAttentionSpec.page_size_bytes``: ``block · kv_heads ·
+  (head_size + head_size_v) · dtype bytes``; MLA: ``block · head_size · dtype bytes``, here from
+  the graph's cached tensors); ``num_blocks = available // page // group_size``
+  (``get_num_blocks``); ``tokens = num_blocks // groups × block_size``
+  (``_report_kv_cache_config``); ``max concurrency = num_blocks / Σ_groups blocks per request``
+  (``get_max_concurrency_for_kv_cache_config``), a full-attention group needing
+  ``⌈max_model_len / block⌉`` blocks and a sliding-window group
+  ``⌈min(w − 1 + max_num_batched_tokens, max_model_len) / block⌉ + 1``
+  (``SlidingWindowSpec.max_memory_usage_bytes``).
+
+Not modelled (reported as ``null`` with a note): recurrent states (vLLM's ``MambaSpec``) and
+hybrids whose layer kinds have different page sizes (vLLM then scales block sizes).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import sympy
+
+from ..engine.symbols import as_expr
+from ..errors import CostgraphValueError
+from .phases import G, P
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class VllmSettings:
+    """vLLM's settings of :func:`vllm_kv_cache` (``None``: vLLM's default, module docstring).
+
+    ``utilization``: ``gpu_memory_utilization`` (a Rational in (0, 1]); ``kv_memory``: bytes of
+    ``kv_cache_memory_bytes`` (replaces the profile); ``max_num_batched_tokens``,
+    ``max_num_seqs``: the scheduler's budget; ``non_torch``: bytes; ``max_model_len``: tokens per
+    request (default ``P + G``)."""
+
+    utilization: sympy.Rational
+    kv_memory: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    non_torch: int = 0
+    max_model_len: int | None = None
+
+
+def parse_bytes(text, what: str) -> int:
+    """A size as vLLM's logs print it, floored to whole bytes: ``"6.51GiB"`` → 6,990,034,780
+    (6.51 × 2³⁰ = 6,990,034,780.16), ``"80GB"``, ``"141e9"``, an int as is.
+
+    Raises
+    ------
+    CostgraphValueError
+        Text that is not a non-negative number with an optional unit (B, KB, MB, GB, TB, KiB,
+        MiB, GiB, TiB)."""
+    from ..arguments import parse_rational
+
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    units = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+             "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+    m = re.fullmatch(r"\s*([0-9][0-9.eE+]*?)\s*([A-Za-z]*)\s*", text) if isinstance(text, str) and len(text) <= 40 else None
+    if not m or m.group(2).upper() not in units:
+        raise CostgraphValueError(f"cannot read {what} {str(text)[:40]!r}",
+                                  hint="a size such as 6.51GiB (2^30 bytes), 80GB (10^9 bytes) or 141e9 bytes")
+    return int(sympy.floor(parse_rational(m.group(1), what) * units[m.group(2).upper()]))
+
+
+def batch_defaults(m) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` as ``vllm serve`` sets them for device ``m``
+    (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``,
+    ``UsageContext.OPENAI_API_SERVER``): 8192 and 1024 when the device has ≥ 70 GiB and is not
+    an A100, else 2048 and 256."""
+    if m.memory >= 70 * GIB and "a100" not in m.name.lower():
+        return 8192, 1024
+    return 2048, 256
+
+
+def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int,
+             vllm: VllmSettings | None = None) -> None:
+    """Fill ``rep`` (an :class:`~costgraph.inference.roofline.InferenceReport`) with the fit
+    (``memory_bytes``, ``fits``, ``max_batch``, ``max_context``) on device ``m`` less ``reserve``
+    (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving["vllm"]``, a dict:
+    module docstring). ``page``: KV block size in tokens; ``inf``: the
+    :class:`~costgraph.inference.phases.Inference`."""
+    _fit(rep, inf, m, page, reserve, prompt, generate, batch)
+    if vllm is not None:
+        rep.serving["vllm"] = vllm_kv_cache(inf, m, rep.subs, page, vllm,
+                                           vllm.max_model_len or prompt + generate,
+                                           rep.values.get("weight_bytes"))
+
+
+def _exact(e, subs):
+    v = as_expr(e).xreplace(subs)
+    v = sympy.simplify(v) if v.free_symbols == set() and not v.is_Rational else v
+    return v if not v.free_symbols else None
+
+
+def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int) -> None:
+    """Memory, fit, the largest batch and context that fit, and the learned position table's bound."""
+    from ..training.fit import largest_fitting
+
+    qd, vals, subs, b = rep.quantities, rep.values, rep.subs, inf.b
+    cap = int((1 - reserve) * m.memory // 1)
+    rep.settings["capacity_bytes"] = cap
+    mem_b = qd["weight_bytes"] + inf.kv_cache_bytes(P + G, batch=b, page=page)
+    qd["memory_bytes"] = mem_b
+    vals["memory_bytes"] = _exact(mem_b, subs)
+    vals["fits"] = bool(vals["memory_bytes"] <= cap)
+    vals["max_batch"] = largest_fitting(mem_b, b, subs, cap)
+    x = sympy.Symbol("x_positions", positive=True, integer=True)
+    mem_s = qd["weight_bytes"] + inf.kv_cache_bytes(x, batch=b, page=page)
+    if x in mem_s.free_symbols:
+        vals["max_context"] = largest_fitting(mem_s, x, subs, cap)
+    else:   # only recurrent states: memory does not grow with the context
+        vals["max_context"] = None
+        vals["context_unbounded"] = vals["fits"]
+    # a learned position table (s_max rows) bounds the positions a sequence can have, as
+    # `costgraph derive` warns for s > s_max (costgraph.export.text_report.warnings)
+    s_max = next((int(v) for k, v in subs.items() if str(k) == "s_max"), None)
+    if s_max is not None:
+        if prompt + generate > s_max:
+            rep.warnings.append(f"P + G = {prompt + generate:,} positions is longer than s_max = {s_max:,}: the "
+                                f"learned position table has s_max rows, so the model cannot read that many "
+                                f"tokens as built")
+        if vals.get("max_context") is not None and vals["max_context"] > s_max:
+            vals["max_context_memory"] = vals["max_context"]
+            vals["max_context"] = s_max
+
+
+# ---------------------------------------------------------------- vLLM's KV cache
+
+def kv_layer_kinds(inf, subs: dict) -> list[dict]:
+    """The KV cache's layer kinds, as vLLM groups layers by spec: ``[{layers, window,
+    token_bytes}]`` with ``token_bytes`` one position of one sequence in one layer of the kind
+    (every cached tensor of the layer's attention: K and V, or MLA's latent), per device;
+    ``window`` None for full attention. The cached tensors of one attention module (the entries
+    under one parent path) make a layer; modules with the same window and bytes per token are
+    one kind (DeepSeek-V3's 3 dense and 58 MoE layers: one kind of 61)."""
+    modules: dict = {}
+    for e in inf.kv_entries:
+        layers = int(as_expr(inf.cg.nodes[e.path]["count"]).xreplace(subs))
+        window = None if e.window is None else int(as_expr(e.window).xreplace(subs))
+        mod = modules.setdefault((e.path.rsplit("/", 1)[0], window), {"layers": layers, "window": window, "bytes": 0})
+        mod["bytes"] += sympy.nsimplify(as_expr(inf._entry_position_bytes(e)).xreplace(subs))
+    kinds: dict = {}
+    for mod in modules.values():
+        per = mod["bytes"] / mod["layers"]
+        k = kinds.setdefault((mod["window"], per), {"layers": 0, "window": mod["window"], "token_bytes": per})
+        k["layers"] += mod["layers"]
+    return list(kinds.values())
+
+
+def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
+    """Bytes of the estimated activation peak of vLLM's profile run (module docstring): the
+    largest operator instance's inputs + outputs (activation dtype, per device) in a forward of
+    ``tokens`` tokens of one sequence (``n = 0``); an operator whose outputs nothing reads (the
+    output head) over ``min(seqs, tokens)`` rows; a routed expert over its expected share
+    ``active / count`` (``k/E``) of the tokens; attention scores (a tensor with both the query
+    and the key axis) left out, as vLLM's fused attention kernels never hold them."""
+    from .phases import KEYS, _VIEWS
+
+    cg = inf.cg
+    read = {t for _, d in cg.ops() for t in d["inputs"]}
+    base = {**subs, inf.b: sympy.Integer(1)}
+    peak = 0
+    for path, d in cg.ops():
+        if d["kind"] in _VIEWS or not d["outputs"]:
+            continue
+        rows = min(seqs, tokens) if not any(o in read for o in d["outputs"]) else tokens
+        sub = {**base, inf.s: sympy.Integer(rows), KEYS: sympy.Integer(rows)}
+        total = sympy.Integer(0)
+        for tid in (*d["inputs"], *d["outputs"]):
+            x = cg.tensors[tid]
+            dims = [as_expr(z) for z in x.shape]
+            if any(z.has(inf.s) for z in dims) and any(z.has(KEYS) for z in dims):   # scores (a window's Min too)
+                continue
+            total += as_expr(x.numel * inf._act.bytes(x.role) / inf._tdiv(tid)).xreplace(sub)
+        share = as_expr(d["active"] / d["count"]).xreplace(subs)   # a routed expert sees k/E of the tokens
+        total = total * share if share.is_number and share < 1 else total
+        if not total.free_symbols:
+            peak = max(peak, int(sympy.ceiling(total)))
+    return peak
+
+
+def _blocks_per_request(kind: dict, block: int, max_len: int, batched: int) -> int:
+    """Blocks of one kind's group a request of ``max_len`` tokens may hold (vllm @ bc8282e6
+    ``FullAttentionSpec`` / ``SlidingWindowSpec.max_memory_usage_bytes``)."""
+    if kind["window"] is None:
+        return -(-max_len // block)
+    return -(-min(kind["window"] - 1 + batched, max_len) // block) + 1
+
+
+def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None) -> dict:
+    """vLLM's KV cache on device ``m`` (module docstring): ``{available_bytes, requested_bytes,
+    weight_bytes, activation_bytes, non_torch_bytes, page_bytes, groups, group_size,
+    num_blocks, tokens, blocks_per_request, max_concurrency (a Rational), max_model_len,
+    max_num_batched_tokens, max_num_seqs, kv_memory_given, note}``; ``tokens`` and
+    ``max_concurrency`` None where the model is outside what is modelled (``note`` says why).
+    ``block``: vLLM's ``block_size``; ``max_len``: ``max_model_len``."""
+    batched, seqs = batch_defaults(m) if m is not None else (2048, 256)
+    batched = s.max_num_batched_tokens or batched
+    seqs = min(s.max_num_seqs or seqs, batched)
+    out = {"max_model_len": max_len, "max_num_batched_tokens": batched, "max_num_seqs": seqs,
+           "utilization": str(s.utilization), "kv_memory_given": s.kv_memory is not None, "note": None}
+    if s.kv_memory is not None:
+        out["available_bytes"] = s.kv_memory
+    elif m is None or getattr(m, "memory", None) is None:   # no device memory known: only --kv-memory answers
+        out.update(available_bytes=None, tokens=None, max_concurrency=None, num_blocks=None,
+                   note="no device memory: give --kv-memory")
+        return out
+    else:
+        requested = int(sympy.floor(m.memory * s.utilization))
+        act = activation_estimate(inf, subs, batched, seqs)
+        w = int(sympy.ceiling(weights)) if weights is not None else None
+        out.update(requested_bytes=requested, weight_bytes=w, activation_bytes=act, non_torch_bytes=s.non_torch)
+        out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
+    kinds = kv_layer_kinds(inf, subs)
+    pages = {k["token_bytes"] * block for k in kinds}
+    if inf.states or not kinds or len(pages) != 1 or out["available_bytes"] is None:
+        out.update(tokens=None, max_concurrency=None, num_blocks=None,
+                   note="recurrent states (vLLM's MambaSpec) are not modelled" if inf.states else
+                   "layer kinds with different page sizes (vLLM scales their block sizes) are not modelled"
+                   if len(pages) > 1 else "no weight bytes: every dimension needs a value")
+        return out
+    page = pages.pop()
+    page = int(page) if page.is_integer else int(sympy.ceiling(page))
+    lo, hi = min(k["layers"] for k in kinds), max(k["layers"] for k in kinds)
+    group_size = hi if hi < lo * sympy.Rational(3, 2) else lo   # _get_kv_cache_groups_uniform_page_size
+    groups = [(k, -(-k["layers"] // group_size)) for k in kinds]
+    n_groups = sum(g for _, g in groups)
+    num_blocks = out["available_bytes"] // page // group_size
+    per_request = sum(g * _blocks_per_request(k, block, max_len, batched) for k, g in groups)
+    out.update(page_bytes=page, groups=n_groups, group_size=group_size, num_blocks=num_blocks,
+               tokens=num_blocks // n_groups * block, blocks_per_request=per_request,
+               max_concurrency=sympy.Rational(num_blocks, per_request))
+    return out
+
+
+def vllm_lines(v: dict) -> list[str]:
+    """The text lines of :func:`vllm_kv_cache`'s result, vLLM's log lines among them."""
+    gib = lambda x: f"{x / GIB:.2f} GiB"   # noqa: E731
+    lines = ["", "vLLM KV cache (V1 engine, as its start-up log reports it)"]
+    if v["kv_memory_given"]:
+        lines.append(f"  {'available KV memory':<26}{v['available_bytes']:,} bytes ({gib(v['available_bytes'])}, given: "
+                     "--kv-memory)")
+    elif v.get("available_bytes") is not None:
+        lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} (memory x {float(sympy.Rational(v['utilization'])):g}); weights "
+                     f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
+                     f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
+        lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")
+    if v.get("tokens") is None:
+        lines.append(f"  {'not computed':<26}{v['note']}")
+        return lines
+    lines.append(f"  {'GPU KV cache size':<26}{v['tokens']:,} tokens ({v['num_blocks']:,} blocks of "
+                 f"{v['page_bytes']:,} bytes per layer, {v['groups']} group(s) of {v['group_size']} layers)")
+    lines.append(f"  Maximum concurrency for {v['max_model_len']:,} tokens per request: "
+                 f"{float(v['max_concurrency']):.2f}x")
+    return lines

@@ -1,0 +1,373 @@
+"""Issue 17, item 6: capacity as runtimes report it (vLLM's KV cache size and maximum
+concurrency), prefix caching, chunked prefill, speculative decoding.
+
+Sources: vLLM @ 35d5cda1 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory``;
+vLLM @ 001cabc1 ``vllm/v1/core/kv_cache_utils.py::get_num_blocks``, ``_report_kv_cache_config``,
+``get_max_concurrency_for_kv_cache_config``; vLLM @ bc8282e6 ``vllm/v1/kv_cache_interface.py``
+(``FullAttentionSpec``, ``SlidingWindowSpec``, MLA page sizes); vLLM @ 99d7eb5d
+``vllm/engine/arg_utils.py::EngineArgs._set_default_args`` (max_num_batched_tokens); Leviathan,
+Kalman & Matias 2023, eq. 1 (expected tokens per speculative step).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy
+
+from costgraph import cli
+from costgraph.errors import CostgraphValueError
+from costgraph.inference import P, infer, load, machine, step_seconds
+from costgraph.inference.capacity import activation_estimate, parse_bytes
+from costgraph.inference.prefill_modes import chunked_prefill_seconds, sum_piecewise
+from costgraph.inference.speculative import expected_tokens, mtp_step
+
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def qwen3():
+    return load("qwen3")
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return load("llama")
+
+
+def _vllm(rep):
+    return rep.serving["vllm"]
+
+
+# ------------------------------------------------------------------ vLLM logs reproduced
+
+def test_qwen3_14b_log_lmcache_1739(qwen3):
+    # https://github.com/LMCache/LMCache/issues/1739 (Qwen3-14B, one GPU, vLLM V1):
+    #   Available KV cache memory: 6.51 GiB
+    #   GPU KV cache size: 42,656 tokens
+    #   Maximum concurrency for 32,768 tokens per request: 1.30x
+    # Qwen/Qwen3-14B config.json: hidden 5120, 40 heads, 8 KV heads, head_dim 128, 40 layers,
+    # intermediate 17408, vocab 151936; bf16 KV: a layer's page = 16 · 8 · (128 + 128) · 2 = 65,536 B.
+    v = qwen3.values("qwen3-8b", h=5120, a=40, kv=8, d=128, i=17408, l=40, V=151936)
+    rep = infer(qwen3, hardware="h100-sxm", prompt=32000, generate=768, batch=1, values=v, kv_memory="6.51GiB")
+    got = _vllm(rep)
+    assert got["available_bytes"] == 6_990_059_274           # ⌊6.51 · 2^30⌋ = ⌊6,990,059,274.24⌋
+    assert got["page_bytes"] == 65_536 and got["group_size"] == 40 and got["groups"] == 1
+    assert got["num_blocks"] == 6_990_059_274 // 65_536 // 40 == 2666
+    assert got["tokens"] == 42_656
+    assert got["max_model_len"] == 32_768                     # P + G by default
+    assert got["max_concurrency"] == sympy.Rational(2666, 2048)
+    assert f"{float(got['max_concurrency']):.2f}" == "1.30"
+    # the log's own rounding: any available memory that prints as 6.51 GiB gives 42,640 to 42,688
+    lo = infer(qwen3, hardware="h100-sxm", prompt=32000, generate=768, batch=1, values=v, kv_memory="6.505GiB")
+    hi = infer(qwen3, hardware="h100-sxm", prompt=32000, generate=768, batch=1, values=v, kv_memory="6.515GiB")
+    assert _vllm(lo)["tokens"] <= 42_656 <= _vllm(hi)["tokens"]
+
+
+def test_qwen3_coder_480b_log_recipes_12():
+    # https://github.com/vllm-project/recipes/pull/12 (Qwen3-Coder-480B-A35B-Instruct-FP8, H20,
+    # -dp=8: attention unsplit): "(62.00 GiB KV cache is needed ... max seq len (262144) ... the
+    # available KV cache memory (48.66 GiB) ... the estimated maximum model length is 205728".
+    # config.json: 62 layers, 8 KV heads, head_dim 128, bf16 KV cache (KV in the model dtype).
+    m = load("qwen3_moe")
+    v = m.values("qwen3-30b-a3b", h=6144, a=96, kv=8, d=128, i=2560, l=62, E=160, k=8)
+    rep = infer(m, hardware="h200", prompt=1024, generate=1024, batch=1, values=v, kv_memory="48.66GiB",
+                max_model_len=262_144)
+    got = _vllm(rep)
+    # one request of 262,144 tokens: ⌈262144/16⌉ blocks × page × layers = 62 GiB exactly
+    assert got["blocks_per_request"] * got["page_bytes"] * got["group_size"] == 62 * GIB
+    # one full-attention group: the longest request that fits is the cache's token count
+    assert got["tokens"] == 205_728
+    assert got["max_concurrency"] < 1
+
+
+# ------------------------------------------------------------------ the profiled path
+
+def test_available_memory_as_vllm_profiles_it(llama):
+    # requested = total × 0.9; minus weights, the activation estimate and the non-torch reserve
+    v = llama.values("llama-3-8b")
+    rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=8, values=v)
+    got = _vllm(rep)
+    assert got["requested_bytes"] == 72_000_000_000          # 80 GB preset × 0.9
+    assert got["weight_bytes"] == rep.values["weight_bytes"] == 16_060_522_496
+    # H100 (80 GB, not an A100) under `vllm serve`: max_num_batched_tokens 8192, max_num_seqs 1024
+    assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == (8192, 1024)
+    # the largest operator of a forward of 8192 tokens: SwiGLU's product, gate and up in, one out,
+    # 3 × 8192 × 14336 bf16 values (attention scores left out: fused kernels)
+    assert got["activation_bytes"] == 3 * 8192 * 14336 * 2
+    assert got["non_torch_bytes"] == int(0.35 * GIB) == 375_809_638
+    avail = 72_000_000_000 - 16_060_522_496 - 3 * 8192 * 14336 * 2 - 375_809_638
+    assert got["available_bytes"] == avail
+    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_158
+    assert got["tokens"] == 26_158 * 16
+    assert got["max_concurrency"] == sympy.Rational(26_158, 40)   # ⌈640/16⌉ blocks per request
+    # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9
+    assert rep.settings["capacity_bytes"] == 72_000_000_000
+
+
+def test_activation_estimate_experts_and_windows():
+    from costgraph.inference import Inference
+
+    def est(name, config):
+        m = load(name)
+        inf = Inference(m)
+        v = m.values(config)
+        return activation_estimate(inf, {k: x for k, x in v.items() if k not in (inf.b, inf.s)}, 8192, 1024)
+
+    # Mixtral: a routed expert sees k/E = 2/8 of the tokens, so its SwiGLU product
+    # (3 × 8192 × 14336 × 2 / 4 = 176,160,768) is below a residual add's [T, h] + [T, h] → [T, h]
+    assert est("mixtral", "mixtral-8x7b") == 3 * 8192 * 4096 * 2
+    # Mistral: the windowed scores [a, s, Min(w, n_keys)] are left out as plain scores are
+    assert est("mistral", "mistral-7b") == 3 * 8192 * 14336 * 2
+
+
+def test_a100_gets_the_small_token_budget(llama):
+    # vllm @ 99d7eb5d EngineArgs._set_default_args: A100s keep 2048 / 256 ("NOTE(Kuntai)")
+    v = llama.values("llama-3-8b")
+    got = _vllm(infer(llama, hardware="a100-80gb-sxm", prompt=512, generate=128, batch=1, values=v))
+    assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == (2048, 256)
+    assert got["activation_bytes"] == 3 * 2048 * 14336 * 2
+
+
+def test_utilization_is_one_minus_reserve(llama):
+    v = llama.values("llama-3-8b")
+    a = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, gpu_memory_utilization="0.8")
+    b = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2")
+    assert a.settings["capacity_bytes"] == b.settings["capacity_bytes"] == 64_000_000_000
+    assert _vllm(a)["requested_bytes"] == _vllm(b)["requested_bytes"] == 64_000_000_000
+    assert a.values["max_batch"] == b.values["max_batch"]
+    same = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2",
+                 gpu_memory_utilization="0.8")
+    assert same.settings["capacity_bytes"] == 64_000_000_000
+    with pytest.raises(CostgraphValueError, match="disagree"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.3",
+              gpu_memory_utilization="0.8")
+    with pytest.raises(CostgraphValueError, match="gpu-memory-utilization"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, gpu_memory_utilization="1.5")
+
+
+def test_sizes_floor_to_bytes():
+    assert parse_bytes("6.51GiB", "--kv-memory") == 6_990_059_274
+    assert parse_bytes("80GB", "--kv-memory") == 80 * 10**9
+    assert parse_bytes("141e9", "--kv-memory") == 141 * 10**9
+    with pytest.raises(CostgraphValueError):
+        parse_bytes("lots", "--kv-memory")
+    with pytest.raises(CostgraphValueError):
+        parse_bytes("3 bananas", "--kv-memory")
+
+
+# ------------------------------------------------------------------ page sizes and groups
+
+def test_sliding_window_blocks_per_request():
+    # Mistral-7B: every layer a window of 4096 → one SlidingWindowSpec group; a request holds
+    # ⌈min(w - 1 + max_num_batched_tokens, max_model_len) / 16⌉ + 1 blocks (vllm @ bc8282e6)
+    m = load("mistral")
+    rep = infer(m, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=m.values("mistral-7b"),
+                kv_memory="10GiB", max_model_len=32_768)
+    got = _vllm(rep)
+    assert got["blocks_per_request"] == -(-(4095 + 8192) // 16) + 1 == 769
+    assert got["num_blocks"] == 10 * GIB // (16 * 8 * 256 * 2) // 32
+
+
+def test_hybrid_window_and_full_layers_form_two_groups():
+    # Gemma-2-9B: 21 local (window 4096) and 21 global layers, equal pages → 2 groups of 21
+    # layers (_get_kv_cache_groups_uniform_page_size); tokens = num_blocks // 2 × 16
+    m = load("gemma2")
+    rep = infer(m, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=m.values("gemma-2-9b"),
+                kv_memory="20GiB", max_model_len=8192)
+    got = _vllm(rep)
+    page = 16 * 8 * (256 + 256) * 2
+    assert (got["groups"], got["group_size"], got["page_bytes"]) == (2, 21, page)
+    assert got["num_blocks"] == 20 * GIB // page // 21
+    assert got["tokens"] == got["num_blocks"] // 2 * 16
+    # full: ⌈8192/16⌉ = 512; sliding: ⌈min(4095 + 8192, 8192)/16⌉ + 1 = 513
+    assert got["blocks_per_request"] == 512 + 513
+
+
+def test_mla_page_is_the_latent_and_rotary_key():
+    # vLLM's MLA page: block · (kv_lora_rank + qk_rope_head_dim) · dtype = 16 · 576 · 2
+    m = load("deepseek_v3")
+    rep = infer(m, hardware="h200", prompt=512, generate=128, batch=1, values=m.values("deepseek-v3"), kv_memory="10GiB",
+                t=8)
+    assert _vllm(rep)["page_bytes"] == 16 * 576 * 2
+    assert _vllm(rep)["group_size"] == 61
+
+
+def test_recurrent_states_are_not_modelled():
+    m = load("mamba")
+    got = _vllm(infer(m, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=m.values("mamba-130m")))
+    assert got["tokens"] is None and "MambaSpec" in got["note"]
+
+
+# ------------------------------------------------------------------ prefix caching
+
+def test_prefix_caching_memory_and_prefill(llama):
+    v = llama.values("llama-3-8b")
+    rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=8, values=v, shared_prefix=250)
+    pc = rep.serving["prefix_caching"]
+    per = 32 * 8 * 128 * 2 * 2                               # bytes per token, all layers
+    # only full blocks are shared: ⌊250/16⌋ = 15 blocks once, 640 - 240 = 400 positions each
+    assert pc["quantities"]["kv_cache_bytes_paged"][1] == 240 * per + 8 * 400 * per
+    m = machine("h100-sxm", "bf16")
+    from costgraph.inference import Inference
+    inf = Inference(llama)
+    subs = {**{k: x for k, x in v.items() if k not in (inf.b, inf.s)}, P: 512}
+    first = step_seconds(inf.step(512, 0), m).xreplace({**subs, inf.b: 1})
+    rest = step_seconds(inf.step(512 - 250, 250), m).xreplace({**subs, inf.b: 7})
+    assert sympy.nsimplify(pc["quantities"]["time_to_first_token"][1] - (first + rest)) == 0
+    assert pc["quantities"]["time_to_first_token"][1] < rep.values["time_to_first_token"]
+    assert pc["max_batch"] > rep.values["max_batch"]
+
+
+def test_prefix_refusals(llama):
+    v = llama.values("llama-3-8b")
+    with pytest.raises(CostgraphValueError, match="shared-prefix"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, shared_prefix=512)
+    m = load("mamba")
+    with pytest.raises(CostgraphValueError, match="recurrent"):
+        infer(m, hardware="h100-sxm", prompt=512, generate=8, batch=1, values=m.values("mamba-130m"), shared_prefix=8)
+
+
+# ------------------------------------------------------------------ chunked prefill
+
+def _chunk_loop(inf, m, subs, prompt, chunk):
+    total, done = sympy.Integer(0), 0
+    while done < prompt:
+        q = min(chunk, prompt - done)
+        total += step_seconds(inf.step(q, done), m).xreplace(subs)
+        done += q
+    return total
+
+
+@pytest.mark.parametrize("name, config", [("llama", "llama-3-8b"), ("mistral", "mistral-7b"),
+                                          ("mixtral", "mixtral-8x7b")])
+def test_chunked_prefill_closed_form_equals_the_loop(name, config):
+    from costgraph.inference import Inference
+
+    mod = load(name)
+    inf = Inference(mod)
+    m = machine("h100-sxm", "bf16")
+    v = mod.values(config)
+    subs = {**{k: x for k, x in v.items() if k not in (inf.b, inf.s)}, inf.b: sympy.Integer(2)}
+    sec = lambda st: step_seconds(st, m)   # noqa: E731
+    for prompt, chunk in ((5000, 512), (9000, 1024), (700, 700), (701, 700)):
+        got = chunked_prefill_seconds(inf, sec, subs, prompt, chunk)
+        assert sympy.nsimplify(got - _chunk_loop(inf, m, subs, prompt, chunk)) == 0, (name, prompt, chunk)
+
+
+def test_chunked_prefill_in_the_report_and_bounded(llama):
+    import time
+
+    v = llama.values("llama-3-8b")
+    rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, chunk=512)
+    assert rep.serving["chunked_prefill"]["time_to_first_token"] == rep.values["time_to_first_token"]
+    t0 = time.perf_counter()
+    rep = infer(llama, hardware="h100-sxm", prompt=10_000_000, generate=2, batch=1, values=v, chunk=512)
+    assert rep.serving["chunked_prefill"]["chunks"] == 19_532
+    assert time.perf_counter() - t0 < 60
+
+
+def test_sum_piecewise():
+    j = sympy.Symbol("j", integer=True)
+    e = sympy.Max(3 * j, 10) + sympy.Min(j, 4) * 2 + 1
+    assert sum_piecewise(e, j, 0, 20) == sum(e.subs(j, x) for x in range(21))
+
+
+# ------------------------------------------------------------------ speculative decoding
+
+def test_expected_tokens_leviathan_eq1():
+    a = sympy.Rational(7, 10)
+    assert expected_tokens(3, a) == (1 - a**4) / (1 - a) == sympy.Rational(2533, 1000)
+    assert expected_tokens(3, 1) == 4
+    assert expected_tokens(5, 0) == 1
+
+
+def test_speculative_with_a_draft_model(llama):
+    v = llama.values("llama-3-70b")
+    d = llama.values("llama-3-8b")
+    rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, t=8, speculative_tokens=4,
+                acceptance="0.8", draft=llama, draft_values=d)
+    q = {k: val for k, (_, val) in rep.serving["speculative"]["quantities"].items()}
+    e = (1 - sympy.Rational(4, 5) ** 5) / sympy.Rational(1, 5)
+    assert q["tokens_per_step"] == e
+    assert q["time_per_output_token"] == (4 * q["draft_step_seconds"] + q["verify_seconds"]) / e
+    # the verify step is the target's step of q = k + 1 = 5 tokens at n = P + G - 2
+    from costgraph.inference import Inference
+
+    m = machine("h100-sxm", "bf16", 8)
+    inf = Inference(llama, t=8)
+    subs = {**{k: x for k, x in v.items() if k not in (inf.b, inf.s)}, inf.b: 1}
+    assert sympy.nsimplify(q["verify_seconds"] - step_seconds(inf.step(5, 638), m, 8).xreplace(subs)) == 0
+
+
+def test_mtp_draft_is_the_mtp_module():
+    # DeepSeek-V3's MTP module (option mtp): its step's FLOPs are the MTP model's step less the
+    # plain model's (the same operators besides)
+    from costgraph.inference import Inference
+
+    plain, mtp = load("deepseek_v3"), load("deepseek_v3", options={"mtp": True})
+    v, vm = plain.values("deepseek-v3"), mtp.values("deepseek-v3")
+    sp, sm = Inference(plain).step(1, 100), Inference(mtp).step(1, 100)
+    own = mtp_step(sm, 1)
+    sub_m = {k: x for k, x in vm.items() if str(k) not in ("b", "s")}
+    sub_p = {k: x for k, x in v.items() if str(k) not in ("b", "s")}
+    own_flops = sympy.Add(*[o.flops for o in own.ops]).xreplace(sub_m)
+    assert own_flops != 0
+    assert sympy.expand(own_flops - (sm.flops.xreplace(sub_m) - sp.flops.xreplace(sub_p))) == 0
+    rep = infer(plain, hardware="h200", prompt=512, generate=128, batch=1, values=v, t=8, speculative_tokens=1,
+                acceptance="0.85", draft=mtp, draft_values=vm, draft_mtp=True)
+    sp_ = rep.serving["speculative"]
+    assert sp_["draft"] == "mtp"
+    assert sp_["quantities"]["tokens_per_step"][1] == sympy.Rational(185, 100)
+
+
+def test_speculative_refusals(llama):
+    v = llama.values("llama-3-8b")
+    with pytest.raises(CostgraphValueError, match="acceptance"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=3,
+              draft=llama, draft_values=v)
+    with pytest.raises(CostgraphValueError, match="acceptance"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=3,
+              acceptance="1.5", draft=llama, draft_values=v)
+    with pytest.raises(CostgraphValueError, match="draft"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=3,
+              acceptance="0.5")
+    with pytest.raises(CostgraphValueError, match="speculative-tokens"):
+        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=0,
+              acceptance="0.5", draft=llama, draft_values=v)
+
+
+# ------------------------------------------------------------------ CLI and JSON
+
+BASE = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
+
+
+@pytest.mark.parametrize("extra", [["--acceptance", "abc", "--speculative-tokens", "2", "--draft", "llama",
+                                    "--draft-config", "llama-2-7b"],
+                                   ["--speculative-tokens", "2"],
+                                   ["--kv-memory", "plenty"],
+                                   ["--shared-prefix", "600"],
+                                   ["--chunk", "0"],
+                                   ["--gpu-memory-utilization", "0.8", "--reserve", "0.5"]])
+def test_cli_refusals_exit_2(extra, capsys):
+    assert cli.main(BASE + extra) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_json_serving_block(capsys):
+    import jsonschema
+    from costgraph.export import schema as schemas
+
+    assert cli.main(BASE + ["--kv-memory", "6.51GiB", "--shared-prefix", "256", "--chunk", "256",
+                            "--speculative-tokens", "2", "--acceptance", "0.7", "--draft", "llama",
+                            "--draft-config", "llama-2-7b", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schemas.bundled("infer"))
+    s = doc["serving"]
+    assert s["vllm"]["tokens"] == 6_990_059_274 // (16 * 131_072) * 16
+    assert s["speculative"]["draft"] == "llama" and s["chunked_prefill"]["chunks"] == 2
+    assert cli.main(BASE + ["--kv-memory", "6.51GiB"]) == 0
+    text = capsys.readouterr().out
+    assert f"GPU KV cache size         {6_990_059_274 // (16 * 131_072) * 16:,} tokens" in text
+    assert "Maximum concurrency for 640 tokens per request:" in text
