@@ -53,6 +53,7 @@ import sympy
 
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
+from .exact import exact_value as _exact
 from .phases import G, P
 
 GIB = 2**30
@@ -102,7 +103,7 @@ def batch_defaults(m) -> tuple[int, int]:
     (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``,
     ``UsageContext.OPENAI_API_SERVER``): 8192 and 1024 when the device has ≥ 70 GiB and is not
     an A100, else 2048 and 256."""
-    if m.memory >= 70 * GIB and "a100" not in m.name.lower():
+    if m.memory >= 70 * GIB and "a100" not in (m.name or "").lower():   # no preset: no name, not an A100
         return 8192, 1024
     return 2048, 256
 
@@ -121,10 +122,6 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
                                            rep.values.get("weight_bytes"))
 
 
-def _exact(e, subs):
-    v = as_expr(e).xreplace(subs)
-    v = sympy.simplify(v) if v.free_symbols == set() and not v.is_Rational else v
-    return v if not v.free_symbols else None
 
 
 def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int) -> None:

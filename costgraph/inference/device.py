@@ -160,7 +160,7 @@ def untimed_values(rep, dec) -> None:
     """``rep.values`` without a rate: every quantity that needs no device (bytes, FLOPs,
     intensity) where each symbol has a value; seconds, tokens/s and the compute-bound batch
     left out (None)."""
-    from .roofline import _exact
+    from .exact import exact_value as _exact
 
     for k, e in rep.quantities.items():
         v = _exact(e, rep.subs)
@@ -173,7 +173,7 @@ def no_capacity(rep, inf, page: int, batch: int) -> None:
     """Without device memory: the memory of this batch (weights + paged KV cache) still,
     but no fit verdict, largest batch or longest context (None)."""
     from .phases import G, P
-    from .roofline import _exact
+    from .exact import exact_value as _exact
 
     rep.settings["capacity_bytes"] = None
     mem = rep.quantities["weight_bytes"] + inf.kv_cache_bytes(P + G, batch=inf.b, page=page)

@@ -40,6 +40,7 @@ from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError
 from ..parallel.communication import latency_steps, ring_factor
+from .exact import exact_value as _exact
 from .phases import G, P, Inference, Step
 
 
@@ -194,10 +195,6 @@ class InferenceReport:
         return inference_html(self)
 
 
-def _exact(e, subs):
-    v = as_expr(e).xreplace(subs)
-    v = sympy.simplify(v) if v.free_symbols == set() and not v.is_Rational else v
-    return v if not v.free_symbols else None
 
 
 def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: int, generate: int):
