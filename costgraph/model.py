@@ -173,7 +173,7 @@ class Model:
     def infer(self, *, hardware, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
               compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1):
+              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1, **serving):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
@@ -183,6 +183,8 @@ class Model:
         ``batch``, ``prompt`` and ``generate``); ``tp``: tensor-parallel degree; ``weights``,
         ``kv``: dtypes; ``page``: KV block size; ``reserve``, ``compute_efficiency``,
         ``bandwidth_efficiency``: fractions (numbers, or text such as ``"0.1"``, read exactly).
+        ``serving``: ``ep``, ``dp_attention``, ``pp``, ``tp_overlap`` (parallel serving,
+        :mod:`costgraph.inference.parallel`).
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
@@ -203,7 +205,8 @@ class Model:
                      reserve=arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
                      causal=causal, activations=activations,
                      compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
-                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"))
+                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
+                     **serving)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""

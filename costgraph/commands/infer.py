@@ -30,6 +30,13 @@ def add_parser(sub) -> None:
     add_option(f, choices.CONVENTION, "--convention", help="FLOP convention")
     add_option(f, choices.CAUSAL, "--causal", help="attention FLOPs: full square, half (area) or exact (pairs)")
     f.add_argument("--format", choices=("text", "json"), default="text")
+    # parallel serving (costgraph.inference.parallel)
+    f.add_argument("--ep", type=int, default=1, help="expert-parallel degree e: 1 (default) or --tp")
+    f.add_argument("--dp-attention", type=int, default=1,
+                   help="attention data-parallel ranks d (SGLang): attention-TP = tp/d, b/d sequences each")
+    f.add_argument("--pp", type=int, default=1, help="pipeline stages p (p micro-batches of b in flight)")
+    f.add_argument("--tp-overlap", choices=("none", "full"), default="none",
+                   help="collectives after the ops (none, default) or hidden under them (full)")
 
 
 def run(args) -> str:
@@ -42,5 +49,12 @@ def run(args) -> str:
                       values=values, tp=args.tp, weights=args.weights, kv=args.kv, page=args.page_size,
                       reserve=args.reserve, compute=args.compute, convention=args.convention, causal=args.causal,
                       activations=args.activations, compute_efficiency=args.compute_efficiency,
-                      bandwidth_efficiency=args.bandwidth_efficiency)
+                      bandwidth_efficiency=args.bandwidth_efficiency,
+                      **serving_kwargs(args))
     return rep.to_json() if args.format == "json" else rep.to_text()
+
+
+def serving_kwargs(args) -> dict:
+    """The parallel-serving keyword arguments of ``Model.infer`` (only those not at their default)."""
+    got = dict(ep=args.ep, dp_attention=args.dp_attention, pp=args.pp, tp_overlap=args.tp_overlap)
+    return {k: v for k, v in got.items() if v != ("none" if k == "tp_overlap" else 1)}

@@ -149,6 +149,20 @@ class AllReduce:
 
 
 @dataclass
+class Collective:
+    """``calls`` collectives ``kind`` (``all-reduce``, ``all-gather``,
+    ``reduce-scatter``, ``all-to-all``, ``send/recv``) over ``group`` devices
+    of ``bytes`` each (the whole buffer), per device and step (parallel serving:
+    :mod:`costgraph.inference.parallel`)."""
+
+    kind: str
+    path: str
+    calls: sympy.Expr
+    bytes: sympy.Expr
+    group: int
+
+
+@dataclass
 class Step:
     """One inference step: ``q`` new tokens per sequence against ``n`` cached."""
 
@@ -162,6 +176,9 @@ class Step:
     with_activations: bool
     ops: list[OpCost] = field(default_factory=list)
     allreduce: list[AllReduce] = field(default_factory=list)
+    #: parallel serving's collectives (each with its group) and the TP overlap (none, full)
+    collectives: list[Collective] = field(default_factory=list)
+    overlap: str = "none"
 
     @property
     def bytes(self) -> sympy.Expr:

@@ -70,20 +70,27 @@ def machine(hardware, compute_dtype: str, t: int = 1, compute_efficiency=1, band
 
 
 def step_seconds(step: Step, m: Machine, t: int = 1) -> sympy.Expr:
-    """Σ over ops of max(FLOPs/peak, bytes/bandwidth) + TP all-reduces (module docstring)."""
+    """Σ over ops of max(FLOPs/peak, bytes/bandwidth) + TP all-reduces and the
+    step's other collectives (module docstring); with ``step.overlap == "full"``
+    the collectives hide under the ops: max(Σ ops, Σ collectives)."""
     parts = []
     for op in step.ops:
         moved = op.weight_bytes + op.kv_bytes + (op.activation_bytes if step.with_activations else 0)
         parts.append(sympy.Max(op.flops / m.peak, moved / m.bandwidth))
-    for ar in step.allreduce:
-        parts.append(ar.calls * (latency_steps("all-reduce", t) * m.alpha
-                                 + ring_factor("all-reduce", t) * ar.bytes / m.beta))
-    return sympy.Add(*parts)
+    comm = comm_seconds(step, m, t)
+    if step.overlap == "full":
+        return sympy.Max(sympy.Add(*parts), comm)
+    return sympy.Add(*parts, comm)
 
 
 def comm_seconds(step: Step, m: Machine, t: int) -> sympy.Expr:
-    return sympy.Add(*[ar.calls * (latency_steps("all-reduce", t) * m.alpha
-                                   + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce])
+    """Seconds of a step's collectives: ring algorithms (``latency_steps·α +
+    ring_factor·bytes/β``) on the machine's TP link; all-reduces over ``t``."""
+    parts = [ar.calls * (latency_steps("all-reduce", t) * m.alpha
+                         + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce]
+    parts += [c.calls * (latency_steps(c.kind, c.group) * m.alpha + ring_factor(c.kind, c.group) * c.bytes / m.beta)
+              for c in step.collectives if c.group > 1]
+    return sympy.Add(*parts)
 
 
 def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, limit: int = 2**24):
@@ -203,7 +210,8 @@ def _ceil(x):
 def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, values: dict | None = None,
           t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1) -> InferenceReport:
+          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1, ep: int = 1,
+          dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none") -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -213,13 +221,25 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     ------
     CostgraphValueError
         A count that is not a positive whole number, ``reserve`` outside [0, 1), an efficiency
-        outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into."""
+        outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into,
+        a serving layout :func:`costgraph.inference.parallel.check_serving` refuses.
+
+    ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
     from ..parallel.tensor import kv_replication   # K/V heads fewer than t: one per device, as Megatron
 
     rep = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
     inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
                     activations=activations, replicate=rep)
+    # parallel serving: EP, DP attention, PP, TP overlap (costgraph.inference.parallel)
+    from .parallel import Serving, check_serving, serving_inference
+
+    serving = Serving(t, ep, dp_attention, pp, tp_overlap)
+    check_serving(inf.cg, serving, values, batch)
+    if not serving.trivial:
+        inf = serving_inference(model, serving, values, weights=weights, kv=kv, convention=convention,
+                                causal=causal, activations=activations)
     if t > 1 and values:
         # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
         from ..parallel.layout import Layout
@@ -243,6 +263,10 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     _values(rep, inf, dec, m, t, prompt, generate, batch)
     _capacity(rep, inf, m, page, reserve, prompt, generate, batch)
     rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
+    if not serving.trivial:   # parallel serving's settings, figures and notes
+        from .parallel import report_serving
+
+        report_serving(rep, inf, m, t)
     return rep
 
 
