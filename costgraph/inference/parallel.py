@@ -136,7 +136,13 @@ def check_serving(cg, sv: Serving, values: dict | None, batch: int | None = None
         if not top:
             raise CostgraphValueError(f"--pp {sv.pp}: model '{cg.name}' has no repeated layers to split")
         if total.is_Integer:
-            check_split(int(total), sv.pp)
+            try:
+                check_split(int(total), sv.pp)
+            except CostgraphValueError as err:
+                divisors = [n for n in range(2, int(total) + 1) if int(total) % n == 0][:8]
+                raise CostgraphValueError(err.message,
+                                          hint=f"--pp dividing the {total} layers: "
+                                               + ", ".join(map(str, divisors))) from None
 
 
 def serving_inference(model, serving: Serving, values: dict | None = None, **settings):
@@ -365,7 +371,7 @@ class ServingInference:
                     continue
                 seen.add(x)
                 total.append(ten.numel * self.attn._act.bytes(ten.role))
-        return sympy.Add(*total).xreplace({self.s: q})
+        return sympy.Add(*total).xreplace({self.s: q, **self._rank})   # the DP rank's sequences
 
     def stage_steps(self, q=None, n=None) -> list[Step]:
         """Each pipeline stage's share of :meth:`step` (its layers' operators and

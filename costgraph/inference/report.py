@@ -22,6 +22,9 @@ JSON contract (stable)::
      "state_bytes": {expr, latex, value} (only with a recurrent state: b sequences' fixed-size
                     states, inside kv_cache_bytes), "context_unbounded": bool (only then: memory
                     does not grow with the context; max_context null),
+     "serving": {NAME: {expr, latex, value}} (only with --ep/--dp-attention/--pp/--tp-overlap:
+                experts_per_device, decode.distinct_experts_read_per_device, {phase}.all_to_all_bytes,
+                {phase}.all_gather_bytes, {phase}.send_recv_bytes, decode.slowest_stage_seconds),
      "assumptions": [text, ...], "warnings": [text, ...] (P + G longer than s_max)}
 
 ``expr`` is SymPy/Python infix in the model's symbols and ``P``, ``G``;
@@ -40,6 +43,15 @@ from ..export.printing import field_order, to_latex, to_python, to_text
 
 STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",
                "intensity", "seconds", "communication_seconds")
+#: parallel serving's figures (costgraph.inference.parallel.report_serving), under "serving"
+SERVING = ("experts_per_device", "decode.distinct_experts_read_per_device", "prefill.all_to_all_bytes",
+           "decode.all_to_all_bytes", "prefill.all_gather_bytes", "decode.all_gather_bytes",
+           "prefill.send_recv_bytes", "decode.send_recv_bytes", "decode.slowest_stage_seconds")
+_SERVING_LABEL = {"experts_per_device": "experts per device", "decode.distinct_experts_read_per_device":
+                  "distinct experts read/step", "prefill.all_to_all_bytes": "prefill EP all-to-all",
+                  "decode.all_to_all_bytes": "decode EP all-to-all", "prefill.all_gather_bytes": "prefill DP gather",
+                  "decode.all_gather_bytes": "decode DP gather", "prefill.send_recv_bytes": "prefill PP sends",
+                  "decode.send_recv_bytes": "decode PP sends", "decode.slowest_stage_seconds": "slowest stage (decode)"}
 TOP = ("kv_cache_bytes", "kv_cache_bytes_paged", "kv_cache_bytes_per_token", "weight_bytes", "memory_bytes",
        "time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
        "tokens_per_second_per_device")
@@ -90,6 +102,9 @@ def to_dict(rep, symbols: dict) -> dict:
     if "state_bytes" in q:
         doc["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
+    serving = {k: _entry(q[k], v.get(k)) for k in SERVING if k in q}   # parallel serving (inference/parallel.py)
+    if serving:
+        doc["serving"] = serving
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
     return doc
@@ -161,7 +176,7 @@ def to_text_doc(rep) -> str:
         row("bytes moved", f"{phase}.bytes", _bytes)
         row("intensity (FLOP/byte)", f"{phase}.intensity", lambda x: f"{float(x):.4g}")
         if f"{phase}.communication_seconds" in q:
-            row("TP all-reduces", f"{phase}.communication_seconds", _sec)
+            row("TP all-reduces" if "devices" not in st else "collectives", f"{phase}.communication_seconds", _sec)
         row("roofline time", f"{phase}.seconds", _sec)
     lines += ["", "latency and throughput"]
     lines.append(f"  {'time to first token':<26}{_sec(v['time_to_first_token'])}")
@@ -175,6 +190,13 @@ def to_text_doc(rep) -> str:
     lines.append(f"  {'compute-bound from b =':<26}" + (f"{cb:,}" if cb is not None else
                  "never (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)")
                  + (" (exact root of FLOPs/peak = bytes/bandwidth at the last step)" if cb is not None else ""))
+    if "devices" in st:   # parallel serving (costgraph.inference.parallel)
+        lines += ["", f"parallel serving: {st['devices']} devices (tp {st['tp']}, ep {st['ep']}, "
+                      f"dp-attention {st['dp_attention']}, pp {st['pp']}, tp-overlap {st['tp_overlap']})"]
+        for k in SERVING:
+            if k in q:
+                row(_SERVING_LABEL.get(k, k), k, _sec if k.endswith("seconds") else
+                    _bytes if k.endswith("bytes") else lambda x: f"{float(x):.4g}")
     lines += ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
