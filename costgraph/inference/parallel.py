@@ -86,6 +86,7 @@ class Serving:
 
     @property
     def devices(self) -> int:
+        """Devices in all: ``tp`` per stage × ``pp`` stages."""
         return self.tp * self.pp
 
 
@@ -182,6 +183,7 @@ class ServingInference:
         from ..parallel.tensor import kv_replication
 
         self.serving = sv = serving
+        self._values = dict(values or {})
         cg = getattr(model, "graph", model)
         at = sv.tp // sv.dp_attention
         self.attn = Inference(model, t=at, replicate=kv_replication(cg, at, values), **settings)
@@ -285,6 +287,7 @@ class ServingInference:
                            for e in self.kv_entries])
 
     def state_bytes(self, batch=None) -> sympy.Expr:
+        """The recurrent states of the DP rank's ``batch/d`` sequences, per device."""
         from ..engine.symbols import as_expr
 
         batch = self.b if batch is None else as_expr(batch)
@@ -295,7 +298,7 @@ class ServingInference:
         if not hasattr(self, "_stage"):
             best, key = self.stages[0], None
             for st in self.stages:
-                w = self.weight_memory(st)
+                w = self.weight_memory(st).xreplace(self._values)   # at the model's values
                 probe = w.xreplace({s: 1 for s in w.free_symbols}) if w.free_symbols else w
                 val = sympy.N(probe)
                 if key is None or val > key:
@@ -365,7 +368,7 @@ class ServingInference:
         for p in inside:
             for x in cg.nodes[p]["inputs"]:
                 ten = cg.tensors[x]
-                if x in produced or x in seen or ten.role == "index" or x.endswith("@in") and False:
+                if x in produced or x in seen or ten.role == "index":
                     continue
                 if ten.producer is None or ten.producer.startswith(top.path + "/"):
                     continue
@@ -386,11 +389,13 @@ class ServingInference:
         return out
 
     def prefill(self, prompt=None) -> Step:
+        """The prompt's step: ``q = prompt`` (default ``P``), ``n = 0``."""
         from .phases import P
 
         return self.step(P if prompt is None else prompt, 0)
 
     def decode(self, n=None) -> Step:
+        """One decode step against ``n`` cached positions (default ``P + G − 2``)."""
         from .phases import G, P
 
         return self.step(1, P + G - 2 if n is None else n)
