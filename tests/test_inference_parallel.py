@@ -222,3 +222,17 @@ def test_cli_serving_flags_json_and_refusals(capsys):
     assert doc["serving"]["decode.all_to_all_bytes"]["value"] == 2 * 58 * 2 * 8 * 7168 * 2
     assert main(argv[:-2] + ["--pp", "7"]) == 2
     assert "--pp dividing the 61 layers" in capsys.readouterr().err
+
+
+def test_moe_all_reduce_once_per_layer_under_tp():
+    # vllm fused_moe/layer.py::FusedMoE.forward: `if self.reduce_results and (self.tp_size > 1 or
+    # self.ep_size > 1): final_hidden_states = tensor_model_parallel_all_reduce(final_hidden_states)`
+    # — one all-reduce of the combined [tokens, h] output per MoE layer, not one per active expert
+    m = load("mixtral")
+    v = _v(m, "mixtral-8x7b", b=4)
+    dec = Inference(m, t=2).decode()
+    ar = {a.path: a for a in dec.allreduce}
+    experts = ar["layers/layer/mlp/experts/expert/down_proj"]
+    assert experts.calls.xreplace(v) == 32
+    assert experts.bytes.xreplace(v) == 4 * 4096 * 2     # b tokens × h, bf16
+    assert ar["layers/layer/self_attn/o_proj"].calls.xreplace(v) == 32

@@ -397,11 +397,18 @@ class Inference:
             ops[self._kv_reader(e)].kv_bytes += read + written
         allreduce = []
         if self.tp:
+            from ..parallel.placement import expert_groups
+
+            groups = expert_groups(cg)
             for path in [*self.tp.row, *(p for p in self.tp.vocab if cg.nodes[p]["kind"] == "embedding")]:
                 d = cg.nodes[path]
                 out = cg.tensors[d["outputs"][0]]
-                allreduce.append(AllReduce(path, d["active"],
-                                           (out.numel * self._act.bytes(out.role)).xreplace(sub)))
+                # routed experts: one all-reduce of the combined output per MoE layer, not one per
+                # active expert (vllm fused_moe/layer.py::FusedMoE.forward: reduce_results → one
+                # tensor_model_parallel_all_reduce(final_hidden_states))
+                g = next((e for q, e in groups.items() if path.startswith(q + "/")), None)
+                calls = d["active"] if g is None else sympy.cancel(d["active"] / g.active)
+                allreduce.append(AllReduce(path, calls, (out.numel * self._act.bytes(out.role)).xreplace(sub)))
         kept = [o for o in ops.values() if o.flops != 0 or o.weight_bytes != 0 or o.kv_bytes != 0
                 or (self.activations and o.activation_bytes != 0)]
         return Step(q, n,
