@@ -236,3 +236,19 @@ def test_moe_all_reduce_once_per_layer_under_tp():
     assert experts.calls.xreplace(v) == 32
     assert experts.bytes.xreplace(v) == 4 * 4096 * 2     # b tokens × h, bf16
     assert ar["layers/layer/self_attn/o_proj"].calls.xreplace(v) == 32
+
+
+def test_each_collective_on_the_link_its_group_crosses(dsv3):
+    # parallel/placement.py::link (training's rule): consecutive ranks inside one scale-up domain
+    # (8 on an HGX H100) use NVLink, else the NIC. TP 16 with DP attention 4: attention-TP 4
+    # stays in a node, the EP 16 all-to-all leaves it
+    from costgraph.hardware import preset
+
+    hw = preset("h100-sxm")
+    up = (sympy.Rational(hw.latency_scale_up_ns, 10**9), sympy.Integer(hw.scale_up_bandwidth))
+    out = (sympy.Rational(hw.latency_scale_out_ns, 10**9), sympy.Integer(hw.scale_out_bandwidth))
+    v = _v(dsv3, "deepseek-v3", b=16)
+    si = ServingInference(dsv3, Serving(16, 16, 4, 1), v, hardware="h100-sxm")
+    links = {(c.kind, c.group): c.link for c in si.decode().collectives}
+    assert links[("all-reduce", 4)] == up
+    assert links[("all-to-all", 16)] == out

@@ -50,6 +50,9 @@ Layout (:class:`Serving`) and its conventions, each named in ``infer``'s output:
 * **TP overlap** (``tp_overlap``): ``none`` (default) adds the collectives
   after the operators; ``full`` hides them under the step's operators:
   ``max(Σ ops, Σ collectives)``.
+* **Links**: each collective on the link its group crosses (training's
+  :func:`costgraph.parallel.placement.link`: scale-up when the group's
+  consecutive ranks stay inside one scale-up domain, else scale-out).
 """
 
 from __future__ import annotations
@@ -146,12 +149,13 @@ def check_serving(cg, sv: Serving, values: dict | None, batch: int | None = None
                                                + ", ".join(map(str, divisors))) from None
 
 
-def serving_inference(model, serving: Serving, values: dict | None = None, **settings):
+def serving_inference(model, serving: Serving, values: dict | None = None, hardware=None, **settings):
     """The inference analysis of ``model`` under ``serving``: a plain
     :class:`~costgraph.inference.phases.Inference` when the layout is trivial,
     else a :class:`ServingInference` (same methods). ``values``: the model's
     dimension values (the replicated K/V heads and the checks need them);
-    ``settings``: those of :class:`Inference` but ``t`` and ``replicate``.
+    ``settings``: those of :class:`Inference` but ``t`` and ``replicate``;
+    ``hardware``: a preset name, for the link each collective crosses.
 
     Raises
     ------
@@ -164,7 +168,7 @@ def serving_inference(model, serving: Serving, values: dict | None = None, **set
     check_serving(cg, serving, values)
     if serving.trivial:
         return Inference(model, t=serving.tp, replicate=kv_replication(cg, serving.tp, values), **settings)
-    return ServingInference(model, serving, values, **settings)
+    return ServingInference(model, serving, values, hardware=hardware, **settings)
 
 
 def _scale_op(o: OpCost, f, sub: dict) -> OpCost:
@@ -178,12 +182,17 @@ class ServingInference:
     analyses: the attention side at TP ``tp/d`` with ``b/d`` sequences, the
     rest at TP ``tp`` with all ``b``."""
 
-    def __init__(self, model, serving: Serving, values: dict | None = None, **settings):
+    def __init__(self, model, serving: Serving, values: dict | None = None, hardware=None, **settings):
         from ..parallel.placement import expert_groups
         from ..parallel.tensor import kv_replication
 
         self.serving = sv = serving
         self._values = dict(values or {})
+        self._hw = None
+        if hardware is not None:
+            from ..hardware import preset
+
+            self._hw = preset(hardware)
         cg = getattr(model, "graph", model)
         at = sv.tp // sv.dp_attention
         self.attn = Inference(model, t=at, replicate=kv_replication(cg, at, values), **settings)
@@ -355,7 +364,18 @@ class ServingInference:
         if sv.pp > 1:
             out.append(Collective("send/recv", "pipeline", sympy.Integer(sv.pp - 1), self._boundary_bytes(sa.q),
                                   2))
-        return out
+        return [self._linked(c) for c in out]
+
+    def _linked(self, c: Collective) -> Collective:
+        """``c`` with the link its group crosses (:func:`costgraph.parallel.placement.link`):
+        consecutive ranks for TP, attention-TP and EP; ranks ``tp`` apart for a pipeline send;
+        ``tp·pp`` devices in all."""
+        if self._hw is None:
+            return c
+        from ..parallel.placement import link
+
+        stride = self.serving.tp if c.kind == "send/recv" else 1
+        return replace(c, link=link(stride, c.group, self._hw, self.serving.devices))
 
     def _boundary_bytes(self, q) -> sympy.Expr:
         """Bytes of the activations one stage sends the next: the tensors the

@@ -160,6 +160,8 @@ class Collective:
     calls: sympy.Expr
     bytes: sympy.Expr
     group: int
+    #: the link's (latency s, bandwidth B/s) when known (parallel/placement.py::link), else the machine's
+    link: tuple | None = None
 
 
 @dataclass

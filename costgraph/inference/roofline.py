@@ -85,11 +85,14 @@ def step_seconds(step: Step, m: Machine, t: int = 1) -> sympy.Expr:
 
 def comm_seconds(step: Step, m: Machine, t: int) -> sympy.Expr:
     """Seconds of a step's collectives: ring algorithms (``latency_steps·α +
-    ring_factor·bytes/β``) on the machine's TP link; all-reduces over ``t``."""
+    ring_factor·bytes/β``); the TP all-reduces over ``t`` on the machine's link, a
+    serving collective on its own link when it names one."""
     parts = [ar.calls * (latency_steps("all-reduce", t) * m.alpha
                          + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce]
-    parts += [c.calls * (latency_steps(c.kind, c.group) * m.alpha + ring_factor(c.kind, c.group) * c.bytes / m.beta)
-              for c in step.collectives if c.group > 1]
+    for c in step.collectives:
+        if c.group > 1:
+            alpha, beta = c.link or (m.alpha, m.beta)
+            parts.append(c.calls * (latency_steps(c.kind, c.group) * alpha + ring_factor(c.kind, c.group) * c.bytes / beta))
     return sympy.Add(*parts)
 
 
@@ -239,7 +242,7 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     check_serving(inf.cg, serving, values, batch)
     if not serving.trivial:
         inf = serving_inference(model, serving, values, weights=weights, kv=kv, convention=convention,
-                                causal=causal, activations=activations)
+                                causal=causal, activations=activations, hardware=hardware)
     if t > 1 and values:
         # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
         from ..parallel.layout import Layout
