@@ -252,3 +252,22 @@ def test_each_collective_on_the_link_its_group_crosses(dsv3):
     links = {(c.kind, c.group): c.link for c in si.decode().collectives}
     assert links[("all-reduce", 4)] == up
     assert links[("all-to-all", 16)] == out
+
+
+def test_deepseek_v3_prefill_layout_of_the_report(dsv3):
+    # DeepSeek-V3 report §3.4.1 (prefilling): 32 GPUs, attention TP 4 with DP 8, MoE EP 32:
+    # --tp 32 --dp-attention 8 --ep 32. Attention side = Inference at TP 4 (the MLA latent cache is
+    # not split by heads: each attention-TP rank keeps the whole latent of its rank's sequences)
+    v = _v(dsv3, "deepseek-v3", b=32)
+    rep = infer(dsv3, hardware="h100-sxm", prompt=256, generate=2, batch=32, values=v, t=32, ep=32,
+                dp_attention=8)
+    at4 = Inference(dsv3, t=4).weight_memory().xreplace(v)
+    assert rep.values["weight_bytes"] == at4 - _routed_bytes() // 4 + _routed_bytes() // 32
+    assert rep.values["experts_per_device"] == 8
+    assert rep.values["kv_cache_bytes"] == 4 * 258 * 70_272          # 32/8 sequences of P + G
+    # dispatch + combine: 32 sequences × 256 prompt tokens over 32 devices, 8 copies of 7168 bf16
+    assert rep.values["prefill.all_to_all_bytes"] == 2 * 58 * (32 * 256 * 8 * 7168 * 2 // 32)
+    # the decode layout (EP 320 over 256 routed experts + redundant and shared ones) is refused
+    with pytest.raises(CostgraphValueError, match="does not divide the 256"):
+        infer(dsv3, hardware="h100-sxm", prompt=8, generate=2, batch=80, values=v, t=320, ep=320,
+              dp_attention=80)
