@@ -438,11 +438,13 @@ class _Only:
             inf.kv_entries, inf.states = kv, st
 
 
-def report_serving(rep, inf: ServingInference, m, t: int) -> None:
+def report_serving(rep, inf: ServingInference, m, t: int, *, step_seconds, comm_seconds, exact) -> None:
     """Add the layout's settings, figures and named conventions to an
-    :class:`~costgraph.inference.roofline.InferenceReport` (called by ``infer``)."""
+    :class:`~costgraph.inference.roofline.InferenceReport` (called by ``infer``,
+    which passes its ``step_seconds``, ``comm_seconds`` and exact evaluation: no import cycle)."""
     from .phases import G, P
-    from .roofline import _exact, comm_seconds, step_seconds
+
+    _exact = exact
 
     sv, qd, vals = inf.serving, rep.quantities, rep.values
     rep.settings.update(ep=sv.ep, dp_attention=sv.dp_attention, pp=sv.pp, tp_overlap=sv.tp_overlap,

@@ -269,7 +269,7 @@ def infer(model, *, hardware: str, prompt: int, generate: int, batch: int, value
     if not serving.trivial:   # parallel serving's settings, figures and notes
         from .parallel import report_serving
 
-        report_serving(rep, inf, m, t)
+        report_serving(rep, inf, m, t, step_seconds=step_seconds, comm_seconds=comm_seconds, exact=_exact)
     return rep
 
 
