@@ -178,7 +178,7 @@ class Model:
               quantized: str = "linear", keep=(),
               gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
               non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
-              acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False):
+              acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, **serving):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
@@ -199,6 +199,8 @@ class Model:
         decoding): the keywords of :func:`costgraph.inference.infer`; ``draft`` a
         :class:`Model` (``draft_values`` its dimensions), ``draft_mtp=True`` with ``draft`` the
         target loaded with ``options={"mtp": True}``.
+        ``serving``: ``ep``, ``dp_attention``, ``pp``, ``tp_overlap`` (parallel serving,
+        :mod:`costgraph.inference.parallel`).
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
@@ -228,7 +230,7 @@ class Model:
                      chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
                      draft=draft._inference_model() if isinstance(draft, Model) else draft,
                      draft_values=arguments.model_values(draft, draft_values) if isinstance(draft, Model) else None,
-                     draft_mtp=draft_mtp)
+                     draft_mtp=draft_mtp, **serving)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""

@@ -76,6 +76,13 @@ def add_parser(sub) -> None:
     f.add_argument("--draft", metavar="MODEL", help="speculative decoding's draft: a bundled model, .cg file or "
                                                     "config.json, or 'mtp' (the target's MTP heads)")
     f.add_argument("--draft-config", metavar="NAME", help="the draft model's configuration")
+    # parallel serving (costgraph.inference.parallel)
+    f.add_argument("--ep", type=int, default=1, help="expert-parallel degree e: 1 (default) or --tp")
+    f.add_argument("--dp-attention", type=int, default=1,
+                   help="attention data-parallel ranks d (SGLang): attention-TP = tp/d, b/d sequences each")
+    f.add_argument("--pp", type=int, default=1, help="pipeline stages p (p micro-batches of b in flight)")
+    f.add_argument("--tp-overlap", choices=("none", "full"), default="none",
+                   help="collectives after the ops (none, default) or hidden under them (full)")
 
 
 def run(args) -> str:
@@ -91,7 +98,7 @@ def run(args) -> str:
                       activations=args.activations, compute_efficiency=args.compute_efficiency,
                       bandwidth_efficiency=args.bandwidth_efficiency,
                       peak=args.peak, bandwidth=args.bandwidth, memory=args.memory, link_bandwidth=args.link_bandwidth,
-                      quantized=quantized, keep=keep, **_serving(args, dims, options))
+                      quantized=quantized, keep=keep, **_serving(args, dims, options), **serving_kwargs(args))
     if shipped is not None:   # a config.json: where the weight dtype came from, what was assumed
         rep.settings["weights_source"] = "--weights" if args.weights else shipped.source
         rep.warnings += [] if args.weights else list(shipped.warnings)
@@ -145,3 +152,9 @@ def _serving(args, dims: dict, options: dict) -> dict:
         model, values = inference_model(args.draft, args.draft_config, {}, {})
         out.update(draft=model, draft_values=values)
     return out
+
+
+def serving_kwargs(args) -> dict:
+    """The parallel-serving keyword arguments of ``Model.infer`` (only those not at their default)."""
+    got = dict(ep=args.ep, dp_attention=args.dp_attention, pp=args.pp, tp_overlap=args.tp_overlap)
+    return {k: v for k, v in got.items() if v != ("none" if k == "tp_overlap" else 1)}

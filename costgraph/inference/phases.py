@@ -149,6 +149,22 @@ class AllReduce:
 
 
 @dataclass
+class Collective:
+    """``calls`` collectives ``kind`` (``all-reduce``, ``all-gather``,
+    ``reduce-scatter``, ``all-to-all``, ``send/recv``) over ``group`` devices
+    of ``bytes`` each (the whole buffer), per device and step (parallel serving:
+    :mod:`costgraph.inference.parallel`)."""
+
+    kind: str
+    path: str
+    calls: sympy.Expr
+    bytes: sympy.Expr
+    group: int
+    #: the link's (latency s, bandwidth B/s) when known (parallel/placement.py::link), else the machine's
+    link: tuple | None = None
+
+
+@dataclass
 class Step:
     """One inference step: ``q`` new tokens per sequence against ``n`` cached."""
 
@@ -162,6 +178,9 @@ class Step:
     with_activations: bool
     ops: list[OpCost] = field(default_factory=list)
     allreduce: list[AllReduce] = field(default_factory=list)
+    #: parallel serving's collectives (each with its group) and the TP overlap (none, full)
+    collectives: list[Collective] = field(default_factory=list)
+    overlap: str = "none"
 
     @property
     def bytes(self) -> sympy.Expr:
@@ -381,11 +400,18 @@ class Inference:
             ops[self._kv_reader(e)].kv_bytes += read + written
         allreduce = []
         if self.tp:
+            from ..parallel.placement import expert_groups
+
+            groups = expert_groups(cg)
             for path in [*self.tp.row, *(p for p in self.tp.vocab if cg.nodes[p]["kind"] == "embedding")]:
                 d = cg.nodes[path]
                 out = cg.tensors[d["outputs"][0]]
-                allreduce.append(AllReduce(path, d["active"],
-                                           (out.numel * self._act.bytes(out.role)).xreplace(sub)))
+                # routed experts: one all-reduce of the combined output per MoE layer, not one per
+                # active expert (vllm fused_moe/layer.py::FusedMoE.forward: reduce_results → one
+                # tensor_model_parallel_all_reduce(final_hidden_states))
+                g = next((e for q, e in groups.items() if path.startswith(q + "/")), None)
+                calls = d["active"] if g is None else sympy.cancel(d["active"] / g.active)
+                allreduce.append(AllReduce(path, calls, (out.numel * self._act.bytes(out.role)).xreplace(sub)))
         kept = [o for o in ops.values() if o.flops != 0 or o.weight_bytes != 0 or o.kv_bytes != 0
                 or (self.activations and o.activation_bytes != 0)]
         return Step(q, n,

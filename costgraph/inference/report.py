@@ -35,6 +35,10 @@ absent), ``device_memory`` (int | null) and ``figures_from`` (figure → preset 
 With no rate each seconds entry (the steps' ``seconds``, ``time_*``, ``tokens_per_second*``)
 is ``{"value": null, "absent": why}`` and ``compute_bound_batch.value`` null; with no device
 memory ``fits``, ``max_batch``, ``max_context`` and ``settings.capacity_bytes`` are null.
+     "parallel": {NAME: {expr, latex, value}} (only with --ep/--dp-attention/--pp/--tp-overlap:
+                experts_per_device, decode.distinct_experts_read_per_device, {phase}.all_to_all_bytes,
+                {phase}.all_gather_bytes, {phase}.send_recv_bytes, decode.slowest_stage_seconds),
+     "assumptions": [text, ...], "warnings": [text, ...] (P + G longer than s_max)}
 
 ``expr`` is SymPy/Python infix in the model's symbols and ``P``, ``G``;
 ``value`` an int when whole, else a float (seconds, ratios). Per device under ``--tp``.
@@ -55,6 +59,15 @@ from ..export.printing import field_order, to_latex, to_python, to_text
 
 STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",
                "intensity", "seconds", "communication_seconds")
+#: parallel serving's figures (costgraph.inference.parallel.report_serving), under "serving"
+SERVING = ("experts_per_device", "decode.distinct_experts_read_per_device", "prefill.all_to_all_bytes",
+           "decode.all_to_all_bytes", "prefill.all_gather_bytes", "decode.all_gather_bytes",
+           "prefill.send_recv_bytes", "decode.send_recv_bytes", "decode.slowest_stage_seconds")
+_SERVING_LABEL = {"experts_per_device": "experts per device", "decode.distinct_experts_read_per_device":
+                  "distinct experts read/step", "prefill.all_to_all_bytes": "prefill EP all-to-all",
+                  "decode.all_to_all_bytes": "decode EP all-to-all", "prefill.all_gather_bytes": "prefill DP gather",
+                  "decode.all_gather_bytes": "decode DP gather", "prefill.send_recv_bytes": "prefill PP sends",
+                  "decode.send_recv_bytes": "decode PP sends", "decode.slowest_stage_seconds": "slowest stage (decode)"}
 TOP = ("kv_cache_bytes", "kv_cache_bytes_paged", "kv_cache_bytes_per_token", "weight_bytes", "memory_bytes",
        "time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
        "tokens_per_second_per_device")
@@ -111,6 +124,9 @@ def to_dict(rep, symbols: dict) -> dict:
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
     if getattr(rep, "serving", None):
         doc["serving"] = _serving_doc(rep.serving)
+    serving = {k: _entry(q[k], v.get(k)) for k in SERVING if k in q}   # parallel serving (inference/parallel.py)
+    if serving:
+        doc["parallel"] = serving
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
     doc["absent"] = dict(getattr(rep, "absent", {}))
@@ -193,7 +209,7 @@ def to_text_doc(rep) -> str:
         row("bytes moved", f"{phase}.bytes", _bytes)
         row("intensity (FLOP/byte)", f"{phase}.intensity", lambda x: f"{float(x):.4g}")
         if f"{phase}.communication_seconds" in q:
-            row("TP all-reduces", f"{phase}.communication_seconds", _sec)
+            row("TP all-reduces" if "devices" not in st else "collectives", f"{phase}.communication_seconds", _sec)
         row("roofline time", f"{phase}.seconds", _sec)
         if f"{phase}.seconds_at_least" in q:
             row("at least (no full roofline)", f"{phase}.seconds_at_least", _sec)
@@ -202,6 +218,13 @@ def to_text_doc(rep) -> str:
         lines += _absent_lines(rep)
     else:
         _latency(lines, v)
+    if "devices" in st:   # parallel serving (costgraph.inference.parallel)
+        lines += ["", f"parallel serving: {st['devices']} devices (tp {st['tp']}, ep {st['ep']}, "
+                      f"dp-attention {st['dp_attention']}, pp {st['pp']}, tp-overlap {st['tp_overlap']})"]
+        for k in SERVING:
+            if k in q:
+                row(_SERVING_LABEL.get(k, k), k, _sec if k.endswith("seconds") else
+                    _bytes if k.endswith("bytes") else lambda x: f"{float(x):.4g}")
     lines += _capacity_lines(rep, v, st)
     lines += _serving_lines(getattr(rep, "serving", None) or {})
     lines += ["", "assumptions:"] + [f"  - {n}" for n in rep.notes]

@@ -90,20 +90,30 @@ def machine(hardware=None, compute_dtype: str = "bf16", t: int = 1, compute_effi
 
 
 def step_seconds(step: Step, m: Machine, t: int = 1) -> sympy.Expr:
-    """Σ over ops of max(FLOPs/peak, bytes/bandwidth) + TP all-reduces (module docstring)."""
+    """Σ over ops of max(FLOPs/peak, bytes/bandwidth) + TP all-reduces and the
+    step's other collectives (module docstring); with ``step.overlap == "full"``
+    the collectives hide under the ops: max(Σ ops, Σ collectives)."""
     parts = []
     for op in step.ops:
         moved = op.weight_bytes + op.kv_bytes + (op.activation_bytes if step.with_activations else 0)
         parts.append(sympy.Max(op.flops / m.peak, moved / m.bandwidth))
-    for ar in step.allreduce:
-        parts.append(ar.calls * (latency_steps("all-reduce", t) * m.alpha
-                                 + ring_factor("all-reduce", t) * ar.bytes / m.beta))
-    return sympy.Add(*parts)
+    comm = comm_seconds(step, m, t)
+    if step.overlap == "full":
+        return sympy.Max(sympy.Add(*parts), comm)
+    return sympy.Add(*parts, comm)
 
 
 def comm_seconds(step: Step, m: Machine, t: int) -> sympy.Expr:
-    return sympy.Add(*[ar.calls * (latency_steps("all-reduce", t) * m.alpha
-                                   + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce])
+    """Seconds of a step's collectives: ring algorithms (``latency_steps·α +
+    ring_factor·bytes/β``); the TP all-reduces over ``t`` on the machine's link, a
+    serving collective on its own link when it names one."""
+    parts = [ar.calls * (latency_steps("all-reduce", t) * m.alpha
+                         + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce]
+    for c in step.collectives:
+        if c.group > 1:
+            alpha, beta = c.link or (m.alpha, m.beta)
+            parts.append(c.calls * (latency_steps(c.kind, c.group) * alpha + ring_factor(c.kind, c.group) * c.bytes / beta))
+    return sympy.Add(*parts)
 
 
 def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, limit: int = 2**24):
@@ -228,7 +238,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           quantized: str = "linear", keep: tuple = (),
           gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
-          acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False) -> InferenceReport:
+          acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
+          dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none") -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -262,7 +273,11 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     shared by all sequences: prefix caching), ``chunk`` (chunked prefill); ``speculative_tokens``
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
-    target built with ``option mtp`` and its MTP heads draft)."""
+    target built with ``option mtp`` and its MTP heads draft).
+    A serving layout :func:`costgraph.inference.parallel.check_serving` refuses raises too.
+
+    ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
     reserve = _utilization(reserve, gpu_memory_utilization)   # cap: --gpu-memory-utilization is 1 - --reserve
     from ..parallel.tensor import kv_replication   # K/V heads fewer than t: one per device, as Megatron
@@ -270,6 +285,15 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     rep = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
     inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
                     activations=activations, replicate=rep, quantized=quantized, keep=keep)
+    # parallel serving: EP, DP attention, PP, TP overlap (costgraph.inference.parallel)
+    from .parallel import Serving, check_serving, serving_inference
+
+    layout = Serving(t, ep, dp_attention, pp, tp_overlap)
+    check_serving(inf.cg, layout, values, batch)
+    if not layout.trivial:
+        inf = serving_inference(model, layout, values, weights=weights, kv=kv, convention=convention,
+                                causal=causal, activations=activations, hardware=hardware,
+                                quantized=quantized, keep=keep)
     if t > 1 and values:
         # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
         from ..parallel.layout import Layout
@@ -313,6 +337,10 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
 
     rep.settings["quantized"] = quantized
     rep.notes += quantization_note(inf, quantized, keep)
+    if not layout.trivial:   # parallel serving's settings, figures and notes
+        from .parallel import report_serving
+
+        report_serving(rep, inf, m, t, step_seconds=step_seconds, comm_seconds=comm_seconds, exact=_exact)
     return rep
 
 
