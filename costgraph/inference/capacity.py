@@ -239,11 +239,12 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
         return out
     else:
         requested = int(sympy.floor(m.memory * s.utilization))
-        act = activation_estimate(inf, subs, batched, seqs)
+        # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
+        act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
         w = int(sympy.ceiling(weights)) if weights is not None else None
         out.update(requested_bytes=requested, weight_bytes=w, activation_bytes=act, non_torch_bytes=s.non_torch)
         out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
-    kinds = kv_layer_kinds(inf, subs)
+    kinds = kv_layer_kinds(getattr(inf, "attn", inf), subs)   # the attention side holds the KV cache
     pages = {k["token_bytes"] * block for k in kinds}
     if inf.states or not kinds or len(pages) != 1 or out["available_bytes"] is None:
         out.update(tokens=None, max_concurrency=None, num_blocks=None,

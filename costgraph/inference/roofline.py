@@ -336,7 +336,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     from .quantized import quantization_note
 
     rep.settings["quantized"] = quantized
-    rep.notes += quantization_note(inf, quantized, keep)
+    rep.notes += quantization_note(getattr(inf, "attn", inf), quantized, keep)   # a serving layout: one side's
     if not layout.trivial:   # parallel serving's settings, figures and notes
         from .parallel import report_serving
 
