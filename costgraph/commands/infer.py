@@ -16,7 +16,8 @@ def add_parser(sub) -> None:
                      "dimension values or model options (b and s are set by --batch, --prompt, --generate)")
     f.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
     f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
-    f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
+    f.add_argument("--generate", type=generate_count, required=True,
+                   help="generated tokens per sequence G: a whole number, e.g. 1000, 1e12 or 10**12 (at most 10**15)")
     f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
     f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
     f.add_argument("--weights", default=choices.DEFAULT_WEIGHTS, help="weight dtype: bf16 (default), fp16, fp8, int8, int4")
@@ -44,3 +45,33 @@ def run(args) -> str:
                       activations=args.activations, compute_efficiency=args.compute_efficiency,
                       bandwidth_efficiency=args.bandwidth_efficiency)
     return rep.to_json() if args.format == "json" else rep.to_text()
+
+
+#: the most generated tokens --generate takes (the closed form takes any; 10^15 is past any serving run)
+MAX_GENERATE = 10**15
+
+
+def generate_count(text: str) -> int:
+    """``--generate``: a positive whole number as ``1000``, ``1_000``, ``1e12``, ``1.5e3`` (when
+    whole) or ``10**12`` (exact, no evaluation of the text), at most :data:`MAX_GENERATE`.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        Other text, a number that is not whole or not positive, or one above the limit (exit 2)."""
+    import argparse
+    import re
+
+    from ..arguments import parse_count
+    from ..errors import CostgraphValueError
+
+    power = re.fullmatch(r"\s*([0-9]{1,4})\s*\*\*\s*([0-9]{1,3})\s*", text or "")
+    try:
+        n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, "--generate")
+    except CostgraphValueError as e:
+        raise argparse.ArgumentTypeError(f"{e.message} (hint: a positive whole number, e.g. 1000, 1e12 or 10**12)") \
+            from None
+    if n < 1 or n > MAX_GENERATE:
+        raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "
+                                         f"closed form takes any G, but no serving run generates more)")
+    return n

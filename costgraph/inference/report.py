@@ -16,6 +16,7 @@ JSON contract (stable)::
      "time_to_first_token", "time_per_output_token", "time_per_output_token_mean",
      "tokens_per_second", "tokens_per_second_per_device": {expr, latex, value},
      "compute_bound_batch": {expr, latex, value} (value null: never; expr absent for a mixture),
+     "decode_total_seconds": {expr, latex, value} (the G - 1 decode steps; closed form),
      "max_batch": int | null, "max_context": int | null, "fits": bool,
      "max_context_memory": int (only when a learned position table, s_max, caps max_context:
                            the positions memory alone would hold),
@@ -90,6 +91,8 @@ def to_dict(rep, symbols: dict) -> dict:
     if "state_bytes" in q:
         doc["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
+    if "decode_total_seconds" in q:   # the G - 1 decode steps in closed form (inference/decode.py)
+        doc["decode_total_seconds"] = _entry(q["decode_total_seconds"], v.get("decode_total_seconds"))
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
     return doc
@@ -152,6 +155,9 @@ def to_text_doc(rep) -> str:
     row("weights in memory", "weight_bytes", _bytes)
     for phase, title in (("prefill", "prefill (q = P new tokens, n = 0 cached)"),
                          ("decode", "decode step (q = 1, n = P + G - 2 cached: the last step)")):
+        if phase == "decode" and st["generate"] < 2:   # G = 1: the one token comes from the prefill
+            lines += ["", "decode step: none (G = 1: the only generated token comes from the prefill)"]
+            continue
         lines += ["", title]
         row("FLOPs", f"{phase}.flops", _flops)
         row("weight bytes read", f"{phase}.weight_bytes", _bytes)
@@ -165,9 +171,15 @@ def to_text_doc(rep) -> str:
         row("roofline time", f"{phase}.seconds", _sec)
     lines += ["", "latency and throughput"]
     lines.append(f"  {'time to first token':<26}{_sec(v['time_to_first_token'])}")
-    lines.append(f"  {'time per output token':<26}{_sec(v['time_per_output_token'])} (last step); "
-                 + (f"mean over G - 1 steps {_sec(v['time_per_output_token_mean'])}"
-                    if "time_per_output_token_mean" in v else "mean: G = 1, no decode step"))
+    if v.get("time_per_output_token") is None:   # G = 1
+        lines.append(f"  {'time per output token':<26}none: G = 1, no decode step")
+    else:
+        lines.append(f"  {'time per output token':<26}{_sec(v['time_per_output_token'])} (last step); "
+                     + (f"mean over G - 1 steps {_sec(v['time_per_output_token_mean'])}"
+                        if "time_per_output_token_mean" in v else "mean: G = 1, no decode step"))
+    if v.get("decode_total_seconds") is not None and st["generate"] > 1:
+        lines.append(f"  {'decode, G - 1 steps':<26}{_sec(v['decode_total_seconds'])} in total "
+                     f"(closed form: a sum over the steps, split where each op's roofline switches)")
     if "tokens_per_second" in v:
         lines.append(f"  {'tokens/s':<26}{float(v['tokens_per_second']):,.1f} in total, "
                      f"{float(v['tokens_per_second_per_device']):,.1f} per device")
@@ -175,6 +187,8 @@ def to_text_doc(rep) -> str:
     lines.append(f"  {'compute-bound from b =':<26}" + (f"{cb:,}" if cb is not None else
                  "never (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)")
                  + (" (exact root of FLOPs/peak = bytes/bandwidth at the last step)" if cb is not None else ""))
+    if st["generate"] < 2:   # G = 1: no decode step
+        lines[-1] = f"  {'compute-bound from b =':<26}no decode step (G = 1)"
     lines += ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
