@@ -85,6 +85,24 @@ def test_closed_form_equals_the_loop(name, config, batch):
         assert materialize(bounded_subs(dt.total_expr, {**subs, P: prompt, G: generate})) == want
 
 
+@pytest.mark.parametrize("causal,activations", [("exact", False), ("half", True)])
+def test_windowed_quadratic_steps_equal_the_loop(causal, activations):
+    # causal half/exact count q·Min(n + q, w) - Min(·)^2/2-style pairs: a step time quadratic in n
+    # below the window (Max/Min of quadratics: roots located to within 1, cut around them)
+    model = costgraph.load("mistral")
+    inf = Inference(model._inference_model(), causal=causal, activations=activations)
+    m = machine("h100-sxm", "bf16")
+    st = step_seconds(inf.step(1, _NSTEP), m, 1)
+    for batch in (1, 512):
+        subs = {k: v for k, v in model.values("mistral-7b").items() if k not in (inf.b, inf.s)}
+        subs[inf.b] = sympy.Integer(batch)
+        for prompt, generate in ((1, 2), (4091, 17), (3900, 1000)):
+            dt = decode_totals(st, _NSTEP, subs, P, G, prompt, generate)
+            want = _loop_total(inf, m, 1, subs, prompt, generate)
+            assert dt.total == want
+            assert bounded_subs(dt.total_expr, {**subs, P: prompt, G: generate}) == want
+
+
 def test_windowed_crossings_are_split():
     # mistral at b = 512: each layer's attention turns from memory- to compute-bound before the
     # window fills, so the step time has several linear pieces, not one

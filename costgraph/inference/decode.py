@@ -11,7 +11,12 @@ window fills. :func:`decode_totals` finds those points once, at the given
 dimension values, and sums each linear piece over ``n = P, …, P + G − 2`` (the
 ``G − 1`` decode steps; the first generated token comes from the prefill) with
 Faulhaber's sums ``Σ 1 = x + 1``, ``Σ n = x(x + 1)/2``, … . Cost: independent of
-``G`` and ``P``.
+``G`` and ``P``. Under ``--causal half``/``exact`` a window's attention counts
+``Min(n + 1, w)²``-style pairs: pieces are then quadratic in ``n``; two quadratic
+rooflines may cross twice, at irrational points, which are located to within 1
+(mpmath) and cut around on both sides (single-position pieces), so the sum stays
+exact. The oracle the tests compare with is the loop this replaced
+(``tests/test_decode.py``).
 
 **Exactness.** The total is exact (a SymPy Rational, equal to the sum of every
 step's exact time). The expected distinct experts of a mixture,
@@ -221,6 +226,9 @@ def pieces(sym: sympy.Expr, subs: dict, n=_NSTEP) -> list[Piece]:
         op = sympy.Add if sym.is_Add else sympy.Mul
         return [Piece(lo, lo_sym, sympy.expand(op(*[p.num for p in held])), op(*[p.sym for p in held]))
                 for lo, lo_sym, held in _merge([pieces(a, subs, n) for a in sym.args])]
+    if sym.is_Pow and sym.exp.is_Integer and sym.exp > 0:   # Min(w, n + 1)**2 (causal half/exact)
+        return [Piece(p.lo, p.lo_sym, sympy.expand(p.num ** sym.exp), p.sym ** sym.exp)
+                for p in pieces(sym.base, subs, n)]
     if isinstance(sym, (sympy.Max, sympy.Min)):
         out = []
         merged = _merge([pieces(a, subs, n) for a in sym.args])
@@ -231,38 +239,77 @@ def pieces(sym: sympy.Expr, subs: dict, n=_NSTEP) -> list[Piece]:
     raise Unsupported(f"the decode step time has a term that is not piecewise linear in n: {str(sym)[:120]}")
 
 
-def _linear(e, n):
-    c1 = sympy.diff(e, n)
-    if n in c1.free_symbols and sympy.diff(c1, n) != 0:
-        raise Unsupported(f"Max/Min of a term not linear in the cached positions: {str(e)[:120]}")
-    return e.xreplace({n: 0}), c1.xreplace({n: 0})
+def _roots(cs) -> list:
+    """Approximate real roots (mpmath, 200 bits) of ``Σ cs[k]·n^k`` (degree ≤ 2, numbers)."""
+    import mpmath
+
+    def mid(c):
+        box = _enclose(c, 256)
+        if box is None:
+            return mpmath.mpf(sympy.Float(materialize(c), 80))
+        return (mpmath.mpf(box._mpi_[0]) + mpmath.mpf(box._mpi_[1])) / 2
+
+    with mpmath.workprec(200):
+        c = [mid(x) for x in cs] + [mpmath.mpf(0)] * (3 - len(cs))
+        if sign(cs[2] if len(cs) > 2 else 0) == 0:
+            return [] if sign(cs[1] if len(cs) > 1 else 0) == 0 else [-c[0] / c[1]]
+        disc = c[1] ** 2 - 4 * c[2] * c[0]
+        if disc < 0:
+            return [-c[1] / (2 * c[2])]    # no real root: a cut near the vertex is harmless
+        r = mpmath.sqrt(disc)
+        return [(-c[1] - r) / (2 * c[2]), (-c[1] + r) / (2 * c[2])]
+
+
+def _cuts(num_i, num_j, sym_i, sym_j, n, lo, hi) -> dict:
+    """Piece starts in ``(lo, hi]`` after which the order of two polynomials may change: a
+    linear difference changes sign after ``⌊x⌋`` (exact, symbolic ``⌊x⌋ + 1``); a quadratic's
+    roots are located to within 1 and cut at the four integers around each (single-position
+    pieces around the root, placed at the given values: a number in the expression too)."""
+    d = _coefficients(sympy.expand(num_i - num_j), n)
+    if len(d) > 3:
+        raise Unsupported("Max/Min of terms of degree above 2 in the cached positions")
+    out = {}
+    if len(d) <= 2:
+        if len(d) < 2 or sign(d[1]) == 0:
+            return out
+        at = floor(-d[0] / d[1]) + 1
+        if lo < at and (hi is None or at <= hi):
+            ds = _coefficients(sym_i - sym_j, n)
+            out[at] = sympy.floor(-ds[0] / ds[1]) + 1
+        return out
+    import mpmath
+
+    for r in _roots(d):
+        base = int(mpmath.floor(r))
+        for at in range(base - 1, base + 3):
+            if lo < at and (hi is None or at <= hi):
+                out[at] = sympy.Integer(at)
+    return out
+
+
+def _at(poly, n, x):
+    return poly.xreplace({n: sympy.Integer(x)})
 
 
 def _envelope(held: list[Piece], lo: int, lo_sym, hi, n, is_max: bool) -> list[Piece]:
-    """The upper (``is_max``) or lower envelope of linear pieces on ``lo ≤ n ≤ hi`` (hi None:
-    unbounded): split after each crossing ``x`` of two lines, at ``⌊x⌋ + 1``."""
-    num = [_linear(p.num, n) for p in held]
-    sym = [_linear(p.sym, n) for p in held]
+    """The upper (``is_max``) or lower envelope of polynomial pieces (degree ≤ 2) on
+    ``lo ≤ n ≤ hi`` (hi None: unbounded): cut where two of them may change order
+    (:func:`_cuts`), then on each piece the one largest (smallest) at its start."""
     cuts = {}
     for i in range(len(held)):
         for j in range(i + 1, len(held)):
-            slope = num[i][1] - num[j][1]
-            if sign(slope) == 0:
-                continue
-            x = (num[j][0] - num[i][0]) / slope
-            at = floor(x) + 1
-            if lo < at and (hi is None or at <= hi):
-                x_sym = (sym[j][0] - sym[i][0]) / (sym[i][1] - sym[j][1])
-                cuts.setdefault(at, sympy.floor(x_sym) + 1)
+            for at, at_sym in _cuts(held[i].num, held[j].num, held[i].sym, held[j].sym, n, lo, hi).items():
+                cuts.setdefault(at, at_sym)
     bounds = [(lo, lo_sym)] + sorted(cuts.items(), key=lambda kv: kv[0])
     out = []
     for start, start_sym in bounds:
-        def key(k, start=start):
-            c0, c1 = num[k]
-            return c0 + c1 * start, c1
         best = 0
         for k in range(1, len(held)):
-            d = sign(key(k)[0] - key(best)[0]) or sign(key(k)[1] - key(best)[1])
+            d = 0
+            for x in (start, start + 1, start + 2):   # a tie at the start: the order just after it
+                d = sign(_at(held[k].num, n, x) - _at(held[best].num, n, x))
+                if d:
+                    break
             if (d > 0) == is_max and d != 0:
                 best = k
         out.append(Piece(start, start_sym, held[best].num, held[best].sym))

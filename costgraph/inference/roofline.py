@@ -18,7 +18,8 @@ Assumptions (each named in the output):
   overlapped);
 * **time to first token** = the prefill of the whole batch's prompts; **time
   per output token** = one decode step at the last position, and its mean over
-  the ``G − 1`` decode steps (vLLM's TPOT: (end-to-end − TTFT)/(G − 1));
+  the ``G − 1`` decode steps (vLLM's TPOT: (end-to-end − TTFT)/(G − 1)), a closed form
+  (:mod:`costgraph.inference.decode`: no loop over the steps); none when ``G = 1``;
 * **tokens/s** = ``b`` sequences / mean TPOT (the decode phase), in total and
   per device (÷ t);
 * **compute-bound batch**: the smallest ``b`` where a decode step's FLOPs /
@@ -40,6 +41,7 @@ from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError
 from ..parallel.communication import latency_steps, ring_factor
+from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
 
 
@@ -107,8 +109,6 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
         if not (c1.xreplace(rest) > 0):
             return root, None
         return root, max(int(sympy.ceiling(r)), 1)
-
-    from .decode import bounded_subs, sign
 
     def ok(v):   # exact; (1 - k/E)^v kept unevaluated when huge (inference/decode.py)
         return sign(bounded_subs(gap, {b: sympy.Integer(v)})) >= 0
@@ -317,8 +317,6 @@ def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int,
     :func:`costgraph.inference.decode.bounded_subs`); the exact total and mean decode time
     from their closed forms; the compute-bound batch. ``G = 1``: no decode step, so the decode
     step's values, the TPOT and throughput are None (the decode total is 0)."""
-    from .decode import bounded_subs
-
     qd, vals, subs = rep.quantities, rep.values, rep.subs
     for k, e in qd.items():
         if k.startswith(("time_per_output_token_mean", "tokens_per", "decode_total")):
@@ -327,7 +325,7 @@ def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int,
             continue   # no decode step: the formulas at n = P + G - 2 would be a step at P - 1 positions
         v = bounded_subs(e, subs)
         if not v.free_symbols:
-            vals[k] = v if v.is_Rational or v.has(_exact_pow()) else sympy.simplify(v)
+            vals[k] = v if v.is_Rational or v.has(ExactPow) else sympy.simplify(v)
     closed = decode_closed_form(inf, m, t, subs)
     if closed is not None:
         vals["decode_total_seconds"] = closed.total
@@ -342,12 +340,6 @@ def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int,
     if root is not None:
         qd["compute_bound_batch"] = root
     vals["compute_bound_batch"] = whole   # None: decode never becomes compute-bound
-
-
-def _exact_pow():
-    from .decode import ExactPow
-
-    return ExactPow
 
 
 def _capacity(rep: InferenceReport, inf: Inference, m: Machine, page: int, reserve, prompt: int, generate: int,
