@@ -11,7 +11,7 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph.inference.decode import (_NSTEP, ExactPow, bounded_subs, decode_totals, floor, materialize,
+from costgraph.inference.decode import (N_STEP, ExactPow, bounded_subs, decode_totals, floor, materialize,
                                         sign)
 from costgraph.inference.phases import G, P, Inference
 from costgraph.inference.roofline import decode_closed_form, machine, step_seconds
@@ -74,10 +74,10 @@ CASES = [("llama", "llama-3-8b"), ("mistral", "mistral-7b"), ("gemma2", "gemma-2
 def test_closed_form_equals_the_loop(name, config, batch):
     inf, subs = _setting(name, config, batch)
     m = machine("h100-sxm", "bf16")
-    st = step_seconds(inf.step(1, _NSTEP), m, 1)
+    st = step_seconds(inf.step(1, N_STEP), m, 1)
     # prompts on both sides of the windows (4096 mistral/gemma2, 128 gpt-oss) and of the crossings
     for prompt, generate in ((1, 2), (100, 3), (4090, 17), (4000, 1000), (120, 1000)):
-        dt = decode_totals(st, _NSTEP, subs, P, G, prompt, generate)
+        dt = decode_totals(st, N_STEP, subs, P, G, prompt, generate)
         want = _loop_total(inf, m, 1, subs, prompt, generate)
         assert materialize(dt.total) == want
         assert materialize(dt.mean) == want / (generate - 1)
@@ -92,12 +92,12 @@ def test_windowed_quadratic_steps_equal_the_loop(causal, activations):
     model = costgraph.load("mistral")
     inf = Inference(model._inference_model(), causal=causal, activations=activations)
     m = machine("h100-sxm", "bf16")
-    st = step_seconds(inf.step(1, _NSTEP), m, 1)
+    st = step_seconds(inf.step(1, N_STEP), m, 1)
     for batch in (1, 512):
         subs = {k: v for k, v in model.values("mistral-7b").items() if k not in (inf.b, inf.s)}
         subs[inf.b] = sympy.Integer(batch)
         for prompt, generate in ((1, 2), (4091, 17), (3900, 1000)):
-            dt = decode_totals(st, _NSTEP, subs, P, G, prompt, generate)
+            dt = decode_totals(st, N_STEP, subs, P, G, prompt, generate)
             want = _loop_total(inf, m, 1, subs, prompt, generate)
             assert dt.total == want
             assert bounded_subs(dt.total_expr, {**subs, P: prompt, G: generate}) == want
@@ -107,8 +107,8 @@ def test_windowed_crossings_are_split():
     # mistral at b = 512: each layer's attention turns from memory- to compute-bound before the
     # window fills, so the step time has several linear pieces, not one
     inf, subs = _setting("mistral", "mistral-7b", 512)
-    st = step_seconds(inf.step(1, _NSTEP), machine("h100-sxm", "bf16"), 1)
-    dt = decode_totals(st, _NSTEP, subs, P, G, 1, 10**12)
+    st = step_seconds(inf.step(1, N_STEP), machine("h100-sxm", "bf16"), 1)
+    dt = decode_totals(st, N_STEP, subs, P, G, 1, 10**12)
     assert len(dt.pieces) >= 2
     assert {p.lo for p in dt.pieces} >= {0, 4096}
 
@@ -119,8 +119,8 @@ def test_generate_1e12_is_the_closed_form():
     rep = model.infer(hardware="h100-sxm", prompt=512, generate=10**12, batch=1, values=model.values("llama-3-8b"))
     inf, subs = _setting("llama", "llama-3-8b", 1)
     m = machine("h100-sxm", "bf16")
-    step = step_seconds(inf.step(1, _NSTEP), m, 1).xreplace(subs)
-    c0, c1 = step.xreplace({_NSTEP: 0}), sympy.diff(step, _NSTEP)   # memory-bound throughout: linear
+    step = step_seconds(inf.step(1, N_STEP), m, 1).xreplace(subs)
+    c0, c1 = step.xreplace({N_STEP: 0}), sympy.diff(step, N_STEP)   # memory-bound throughout: linear
     first, last, count = 512, 512 + 10**12 - 2, 10**12 - 1
     want = c0 * count + c1 * sympy.Rational((first + last) * count, 2)
     assert rep.values["decode_total_seconds"] == want
@@ -177,12 +177,12 @@ def test_moe_long_prompts_answer(name, config, prompt, batch):
     rep = model.infer(hardware="h100-sxm", prompt=prompt, generate=1000, batch=batch, values=model.values(config))
     inf, subs = _setting(name, config, batch)
     m = machine("h100-sxm", "bf16")
-    st = step_seconds(inf.step(1, _NSTEP), m, 1)
-    dt = decode_totals(st, _NSTEP, subs, P, G, prompt, 1000)
+    st = step_seconds(inf.step(1, N_STEP), m, 1)
+    dt = decode_totals(st, N_STEP, subs, P, G, prompt, 1000)
     assert rep.values["time_per_output_token_mean"] == dt.mean
     # the first and last steps bound the mean (the step time grows with n)
-    first = bounded_subs(st, {**subs, _NSTEP: prompt})
-    last = bounded_subs(st, {**subs, _NSTEP: prompt + 998})
+    first = bounded_subs(st, {**subs, N_STEP: prompt})
+    last = bounded_subs(st, {**subs, N_STEP: prompt + 998})
     assert sign(dt.mean - first) >= 0 and sign(last - dt.mean) >= 0
     assert rep.to_dict()["time_per_output_token_mean"]["value"] > 0
 

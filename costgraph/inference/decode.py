@@ -47,7 +47,8 @@ from ..errors import CostgraphValueError
 
 #: a power r^m of a rational r is evaluated into a Rational only below this many bits
 EXACT_BITS = 1 << 16
-_NSTEP = sympy.Symbol("n_step", integer=True, nonnegative=True)
+#: the cached positions of a decode step in the step time the closed form sums
+N_STEP = sympy.Symbol("n_step", integer=True, nonnegative=True)
 
 
 class ExactPow(sympy.Function):
@@ -216,7 +217,7 @@ def _merge(parts: list[list[Piece]]) -> list[tuple[int, sympy.Expr, list[Piece]]
     return out
 
 
-def pieces(sym: sympy.Expr, subs: dict, n=_NSTEP) -> list[Piece]:
+def pieces(sym: sympy.Expr, subs: dict, n=N_STEP) -> list[Piece]:
     """``sym`` (a step time in ``n`` and the dimensions) as linear pieces over ``n ≥ 0``,
     decided at the values ``subs``. Raises :class:`Unsupported` for a term that is not a
     polynomial, a sum or product of them, or a ``Max``/``Min`` of linear ones."""

@@ -185,16 +185,16 @@ def decode_closed_form(inf: Inference, m: Machine, t: int, subs: dict):
     ``subs`` (every dimension, ``b``, ``P`` and ``G``); None when a dimension has no value.
     Raises :class:`costgraph.inference.decode.Unsupported` for a step time that is not
     piecewise linear in the cached positions."""
-    from .decode import _NSTEP, decode_totals
+    from .decode import N_STEP, decode_totals
 
     if P not in subs or G not in subs:
         return None
     key = (m, t, tuple(sorted((str(k), int(v)) for k, v in subs.items())))
     cache = inf.__dict__.setdefault("_closed_forms", {})   # the formulas and values of one infer() share it
     if key not in cache:
-        st = step_seconds(inf.step(1, _NSTEP), m, t)
+        st = step_seconds(inf.step(1, N_STEP), m, t)
         try:
-            cache[key] = decode_totals(st, _NSTEP, subs, P, G, int(subs[P]), int(subs[G]))
+            cache[key] = decode_totals(st, N_STEP, subs, P, G, int(subs[P]), int(subs[G]))
         except CostgraphValueError as e:
             if not str(e).startswith("no value for"):
                 raise
