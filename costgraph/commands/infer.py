@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
     f.add_argument("--hardware", help="a hardware preset (costgraph hardware) or my.toml[:NAME]; optional: "
                                       "bytes and FLOPs need none, seconds a peak and bandwidth, capacity memory")
     f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
-    f.add_argument("--generate", type=int, required=True, help="generated tokens per sequence G")
+    f.add_argument("--generate", type=generate_count, required=True,
+                   help="generated tokens per sequence G: a whole number, e.g. 1000, 1e12 or 10**12 (at most 10**15)")
     f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
     f.add_argument("--tp", type=int, default=1, help="tensor-parallel degree t (default 1)")
     f.add_argument("--weights", default=None, help="weight dtype: bf16 (default; a config.json: what it ships), fp16, "
@@ -158,3 +159,33 @@ def serving_kwargs(args) -> dict:
     """The parallel-serving keyword arguments of ``Model.infer`` (only those not at their default)."""
     got = dict(ep=args.ep, dp_attention=args.dp_attention, pp=args.pp, tp_overlap=args.tp_overlap)
     return {k: v for k, v in got.items() if v != ("none" if k == "tp_overlap" else 1)}
+
+
+#: the most generated tokens --generate takes (the closed form takes any; 10^15 is past any serving run)
+MAX_GENERATE = 10**15
+
+
+def generate_count(text: str) -> int:
+    """``--generate``: a positive whole number as ``1000``, ``1_000``, ``1e12``, ``1.5e3`` (when
+    whole) or ``10**12`` (exact, no evaluation of the text), at most :data:`MAX_GENERATE`.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        Other text, a number that is not whole or not positive, or one above the limit (exit 2)."""
+    import argparse
+    import re
+
+    from ..arguments import parse_count
+    from ..errors import CostgraphValueError
+
+    power = re.fullmatch(r"\s*([0-9]{1,4})\s*\*\*\s*([0-9]{1,3})\s*", text or "")
+    try:
+        n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, "--generate")
+    except CostgraphValueError as e:
+        raise argparse.ArgumentTypeError(f"{e.message} (hint: a positive whole number, e.g. 1000, 1e12 or 10**12)") \
+            from None
+    if n < 1 or n > MAX_GENERATE:
+        raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "
+                                         f"closed form takes any G, but no serving run generates more)")
+    return n

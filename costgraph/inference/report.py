@@ -16,6 +16,7 @@ JSON contract (stable)::
      "time_to_first_token", "time_per_output_token", "time_per_output_token_mean",
      "tokens_per_second", "tokens_per_second_per_device": {expr, latex, value},
      "compute_bound_batch": {expr, latex, value} (value null: never; expr absent for a mixture),
+     "decode_total_seconds": {expr, latex, value} (the G - 1 decode steps; closed form),
      "max_batch": int | null, "max_context": int | null, "fits": bool,
      "max_context_memory": int (only when a learned position table, s_max, caps max_context:
                            the positions memory alone would hold),
@@ -127,6 +128,8 @@ def to_dict(rep, symbols: dict) -> dict:
     serving = {k: _entry(q[k], v.get(k)) for k in SERVING if k in q}   # parallel serving (inference/parallel.py)
     if serving:
         doc["parallel"] = serving
+    if "decode_total_seconds" in q:   # the G - 1 decode steps in closed form (inference/decode.py)
+        doc["decode_total_seconds"] = _entry(q["decode_total_seconds"], v.get("decode_total_seconds"))
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
     doc["absent"] = dict(getattr(rep, "absent", {}))
@@ -200,6 +203,9 @@ def to_text_doc(rep) -> str:
     row("weights in memory", "weight_bytes", _bytes)
     for phase, title in (("prefill", "prefill (q = P new tokens, n = 0 cached)"),
                          ("decode", "decode step (q = 1, n = P + G - 2 cached: the last step)")):
+        if phase == "decode" and st["generate"] < 2:   # G = 1: the one token comes from the prefill
+            lines += ["", "decode step: none (G = 1: the only generated token comes from the prefill)"]
+            continue
         lines += ["", title]
         row("FLOPs", f"{phase}.flops", _flops)
         row("weight bytes read", f"{phase}.weight_bytes", _bytes)
@@ -217,7 +223,9 @@ def to_text_doc(rep) -> str:
     if "time_to_first_token" not in v:
         lines += _absent_lines(rep)
     else:
-        _latency(lines, v)
+        _latency(lines, v, st)
+        if st["generate"] < 2:   # G = 1: no decode step (costgraph.inference.decode)
+            lines[-1] = f"  {'compute-bound from b =':<26}no decode step (G = 1)"
     if "devices" in st:   # parallel serving (costgraph.inference.parallel)
         lines += ["", f"parallel serving: {st['devices']} devices (tp {st['tp']}, ep {st['ep']}, "
                       f"dp-attention {st['dp_attention']}, pp {st['pp']}, tp-overlap {st['tp_overlap']})"]
@@ -254,12 +262,18 @@ def _absent_lines(rep) -> list[str]:
             "  (time to first token, time per output token, tokens/s and the compute-bound batch need both)"]
 
 
-def _latency(lines: list, v: dict) -> None:
+def _latency(lines: list, v: dict, st: dict) -> None:
     """The latency and throughput lines with a rate."""
     lines.append(f"  {'time to first token':<26}{_sec(v['time_to_first_token'])}")
-    lines.append(f"  {'time per output token':<26}{_sec(v['time_per_output_token'])} (last step); "
-                 + (f"mean over G - 1 steps {_sec(v['time_per_output_token_mean'])}"
-                    if "time_per_output_token_mean" in v else "mean: G = 1, no decode step"))
+    if v.get("time_per_output_token") is None:   # G = 1
+        lines.append(f"  {'time per output token':<26}none: G = 1, no decode step")
+    else:
+        lines.append(f"  {'time per output token':<26}{_sec(v['time_per_output_token'])} (last step); "
+                     + (f"mean over G - 1 steps {_sec(v['time_per_output_token_mean'])}"
+                        if "time_per_output_token_mean" in v else "mean: G = 1, no decode step"))
+    if v.get("decode_total_seconds") is not None and st["generate"] > 1:
+        lines.append(f"  {'decode, G - 1 steps':<26}{_sec(v['decode_total_seconds'])} in total "
+                     f"(closed form: a sum over the steps, split where each op's roofline switches)")
     if "tokens_per_second" in v:
         lines.append(f"  {'tokens/s':<26}{float(v['tokens_per_second']):,.1f} in total, "
                      f"{float(v['tokens_per_second_per_device']):,.1f} per device")

@@ -18,7 +18,8 @@ Assumptions (each named in the output):
   overlapped);
 * **time to first token** = the prefill of the whole batch's prompts; **time
   per output token** = one decode step at the last position, and its mean over
-  the ``G − 1`` decode steps (vLLM's TPOT: (end-to-end − TTFT)/(G − 1));
+  the ``G − 1`` decode steps (vLLM's TPOT: (end-to-end − TTFT)/(G − 1)), a closed form
+  (:mod:`costgraph.inference.decode`: no loop over the steps); none when ``G = 1``;
 * **tokens/s** = ``b`` sequences / mean TPOT (the decode phase), in total and
   per device (÷ t);
 * **compute-bound batch**: the smallest ``b`` where a decode step's FLOPs /
@@ -41,6 +42,7 @@ from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
+from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
 
 
@@ -138,8 +140,8 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
             return root, None
         return root, max(int(sympy.ceiling(r)), 1)
 
-    def ok(v):
-        return gap.xreplace({b: sympy.Integer(v)}) >= 0
+    def ok(v):   # exact; (1 - k/E)^v kept unevaluated when huge (inference/decode.py)
+        return sign(bounded_subs(gap, {b: sympy.Integer(v)})) >= 0
 
     if ok(1):
         return None, 1
@@ -207,27 +209,36 @@ class InferenceReport:
 
 
 
+def decode_closed_form(inf: Inference, m: Machine, t: int, subs: dict):
+    """The ``G − 1`` decode steps' total and mean seconds in closed form
+    (:func:`costgraph.inference.decode.decode_totals`: no loop over the steps), at the values
+    ``subs`` (every dimension, ``b``, ``P`` and ``G``); None when a dimension has no value.
+    Raises :class:`costgraph.inference.decode.Unsupported` for a step time that is not
+    piecewise linear in the cached positions."""
+    from .decode import N_STEP, decode_totals
+
+    if P not in subs or G not in subs:
+        return None
+    key = (m, t, tuple(sorted((str(k), int(v)) for k, v in subs.items())))
+    cache = inf.__dict__.setdefault("_closed_forms", {})   # the formulas and values of one infer() share it
+    if key not in cache:
+        st = step_seconds(inf.step(1, N_STEP), m, t)
+        try:
+            cache[key] = decode_totals(st, N_STEP, subs, P, G, int(subs[P]), int(subs[G]))
+        except CostgraphValueError as e:
+            if not str(e).startswith("no value for"):
+                raise
+            cache[key] = None
+    return cache[key]
+
+
 def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: int, generate: int):
-    """Exact mean over the G − 1 decode steps (n = P, ..., P + G − 2) of the step time."""
+    """Exact mean over the G − 1 decode steps (n = P, ..., P + G − 2) of the step time, from
+    the closed form (:func:`decode_closed_form`); None when ``generate < 2``."""
     if generate < 2:
         return None
-    f = step_seconds(inf.step(1, sympy.Symbol("n_step", integer=True, nonnegative=True)), m, t).xreplace(subs)
-    n = sympy.Symbol("n_step", integer=True, nonnegative=True)
-    func = sympy.lambdify([n], f, modules=[{"Max": _max, "Min": _min, "ceiling": _ceil}, "sympy"])
-    total = sum((func(sympy.Integer(prompt + i)) for i in range(generate - 1)), sympy.Integer(0))
-    return sympy.nsimplify(total) / (generate - 1)
-
-
-def _max(*a):
-    return max(a)
-
-
-def _min(*a):
-    return min(a)
-
-
-def _ceil(x):
-    return sympy.ceiling(x)
+    dt = decode_closed_form(inf, m, t, {**subs, P: sympy.Integer(prompt), G: sympy.Integer(generate)})
+    return None if dt is None else dt.mean
 
 
 def infer(model, *, hardware: str | None = None, prompt: int, generate: int, batch: int, values: dict | None = None,
@@ -395,7 +406,10 @@ def _quantities(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: 
     qd["time_to_first_token"] = qd["prefill.seconds"]
     qd["time_per_output_token"] = qd["decode.seconds"]
     n_i = sympy.Symbol("t_gen", integer=True, nonnegative=True)   # the generated token; not a model dim
-    qd["time_per_output_token_mean"] = sympy.Sum(step_seconds(inf.step(1, P + n_i), m, t), (n_i, 0, G - 2)) / (G - 1)
+    closed = decode_closed_form(inf, m, t, rep.subs)   # inference/decode.py; a Sum only without values
+    steps = sympy.Sum(step_seconds(inf.step(1, P + n_i), m, t), (n_i, 0, G - 2)) if closed is None else None
+    qd["time_per_output_token_mean"] = closed.mean_expr if closed is not None else steps / (G - 1)
+    qd["decode_total_seconds"] = closed.total_expr if closed is not None else steps
     qd["tokens_per_second"] = inf.b / qd["time_per_output_token_mean"]
     qd["tokens_per_second_per_device"] = qd["tokens_per_second"] / t
     return dec
@@ -403,18 +417,30 @@ def _quantities(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: 
 
 def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int, prompt: int, generate: int,
             batch: int) -> None:
-    """The numbers of ``rep.values`` where every symbol has one; the exact mean TPOT; the
-    compute-bound batch."""
+    """The numbers of ``rep.values`` where every symbol has one (exact; a mixture's
+    ``(1 − k/E)^(b·q)`` kept as an unevaluated exact power when huge,
+    :func:`costgraph.inference.decode.bounded_subs`); the exact total and mean decode time
+    from their closed forms; the compute-bound batch. ``G = 1``: no decode step, so the decode
+    step's values, the TPOT and throughput are None (the decode total is 0)."""
     qd, vals, subs = rep.quantities, rep.values, rep.subs
     for k, e in qd.items():
-        v = _exact(e, subs) if not k.startswith("time_per_output_token_mean") and not k.startswith("tokens_per") else None
-        if v is not None:
-            vals[k] = v
-    mean = mean_decode_seconds(inf, m, t, subs, prompt, generate)
-    if mean is not None:
-        vals["time_per_output_token_mean"] = mean
-        vals["tokens_per_second"] = batch / mean
-        vals["tokens_per_second_per_device"] = batch / mean / t
+        if k.startswith(("time_per_output_token_mean", "tokens_per", "decode_total")):
+            continue
+        if generate < 2 and (k.startswith("decode.") or k == "time_per_output_token"):
+            continue   # no decode step: the formulas at n = P + G - 2 would be a step at P - 1 positions
+        v = bounded_subs(e, subs)
+        if not v.free_symbols:
+            vals[k] = v if v.is_Rational or v.has(ExactPow) else sympy.simplify(v)
+    closed = decode_closed_form(inf, m, t, subs)
+    if closed is not None:
+        vals["decode_total_seconds"] = closed.total
+    if closed is not None and closed.mean is not None:
+        vals["time_per_output_token_mean"] = closed.mean
+        vals["tokens_per_second"] = batch / closed.mean
+        vals["tokens_per_second_per_device"] = batch / closed.mean / t
+    if generate < 2:
+        vals["compute_bound_batch"] = None   # no decode step
+        return
     root, whole = compute_bound_batch(dec, m, inf.b, subs)
     if root is not None:
         qd["compute_bound_batch"] = root
@@ -439,6 +465,9 @@ def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> 
     if t > 1:
         notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
                      "not overlapped")
+    notes.append("decode total and mean TPOT: closed form over n = P .. P + G - 2 (Faulhaber sums of the step "
+                 "time's linear pieces, split where each op's roofline switches and where a window fills; "
+                 "crossings placed at the given values); G = 1: no decode step (its values null)")
     return notes
 
 
