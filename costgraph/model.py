@@ -174,8 +174,7 @@ class Model:
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
               compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
               activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
-              peak=None, bandwidth=None, memory=None, link_bandwidth=None,
-              quantized: str = "linear", keep=(),
+              peak=None, bandwidth=None, memory=None, link_bandwidth=None, quantized: str = "linear", keep=(),
               gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
               non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
               acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, **serving):
@@ -188,28 +187,16 @@ class Model:
         ``batch``, ``prompt`` and ``generate``); ``tp``: tensor-parallel degree; ``weights``,
         ``kv``: dtypes; ``page``: KV block size; ``reserve``, ``compute_efficiency``,
         ``bandwidth_efficiency``: fractions (numbers, or text such as ``"0.1"``, read exactly).
-        ``hardware``: a preset or None (bytes and FLOPs need none); ``peak`` (dense FLOP/s),
-        ``bandwidth`` (HBM B/s), ``memory`` (bytes or ``"24GB"``), ``link_bandwidth`` (B/s per
-        direction): a device's figures, replacing the preset's; seconds without a peak and a
-        bandwidth, and capacity without memory, are None (``report.absent`` says why).
-        ``quantized``: which weights a quantized ``weights`` dtype applies to (``linear``,
-        ``linear+head``, ``all``, ``experts``) and ``keep``: module names kept in 16 bits
-        (:mod:`costgraph.inference.quantized`).
-        Serving (vLLM's KV cache and concurrency, prefix caching, chunked prefill, speculative
-        decoding): the keywords of :func:`costgraph.inference.infer`; ``draft`` a
-        :class:`Model` (``draft_values`` its dimensions), ``draft_mtp=True`` with ``draft`` the
-        target loaded with ``options={"mtp": True}``.
-        ``serving``: ``ep``, ``dp_attention``, ``pp``, ``tp_overlap`` (parallel serving,
-        :mod:`costgraph.inference.parallel`).
+        ``hardware`` (a preset or None), device figures, quantization scope, serving keywords
+        (``draft`` a :class:`Model`; ``draft_mtp=True``: this model with ``options={"mtp": True}``)
+        and ``serving`` (``ep``, ``dp_attention``, ``pp``, ``tp_overlap``): as
+        :func:`costgraph.inference.infer`.
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
 
-        Raises
-        ------
-        CostgraphValueError
-            As ``costgraph infer`` for the same inputs; a model that is not decoder-only.
-        """
+        Raises :class:`CostgraphValueError` as ``costgraph infer`` for the same inputs, and for a
+        model that is not decoder-only."""
         from .inference.roofline import infer
 
         values = arguments.model_values(self, values)
@@ -223,9 +210,8 @@ class Model:
                      compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
                      bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
                      peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
-                     quantized=quantized, keep=keep,
-                     gpu_memory_utilization=gpu_memory_utilization, kv_memory=kv_memory,
-                     max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                     quantized=quantized, keep=keep, gpu_memory_utilization=gpu_memory_utilization,
+                     kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                      non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                      chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
                      draft=draft._inference_model() if isinstance(draft, Model) else draft,

@@ -19,7 +19,7 @@ from costgraph.inference import device
 
 H100 = dict(peak=989_400_000_000_000, bandwidth=3_350_000_000_000, memory=80_000_000_000)
 SECONDS = ("prefill.seconds", "decode.seconds", "time_to_first_token", "time_per_output_token",
-           "time_per_output_token_mean", "tokens_per_second", "tokens_per_second_per_device")
+           "time_per_output_token_mean", "tokens_per_second", "tokens_per_second_per_device", "decode_total_seconds")
 CAPACITY = ("fits", "max_batch", "max_context")
 
 

@@ -160,12 +160,17 @@ def untimed_values(rep, dec) -> None:
     """``rep.values`` without a rate: every quantity that needs no device (bytes, FLOPs,
     intensity) where each symbol has a value; seconds, tokens/s and the compute-bound batch
     left out (None)."""
-    from .exact import exact_value as _exact
+    import sympy
 
+    from .decode import ExactPow, bounded_subs
+
+    one_token = rep.settings.get("generate", 2) < 2   # G = 1: no decode step (costgraph.inference.decode)
     for k, e in rep.quantities.items():
-        v = _exact(e, rep.subs)
-        if v is not None:
-            rep.values[k] = v
+        if one_token and k.startswith("decode."):
+            continue
+        v = bounded_subs(e, rep.subs)   # exact; a mixture's huge (1 - k/E)^(b q) kept unevaluated
+        if not v.free_symbols:
+            rep.values[k] = v if v.is_Rational or v.has(ExactPow) else sympy.simplify(v)
     rep.values["compute_bound_batch"] = None
 
 

@@ -128,8 +128,9 @@ def to_dict(rep, symbols: dict) -> dict:
     serving = {k: _entry(q[k], v.get(k)) for k in SERVING if k in q}   # parallel serving (inference/parallel.py)
     if serving:
         doc["parallel"] = serving
-    if "decode_total_seconds" in q:   # the G - 1 decode steps in closed form (inference/decode.py)
-        doc["decode_total_seconds"] = _entry(q["decode_total_seconds"], v.get("decode_total_seconds"))
+    # the G - 1 decode steps in closed form (inference/decode.py); without a rate, absent with the reason
+    doc["decode_total_seconds"] = _entry(q["decode_total_seconds"], v.get("decode_total_seconds")) \
+        if "decode_total_seconds" in q else _absent(rep)
     doc["assumptions"] = rep.notes
     doc["warnings"] = rep.warnings
     doc["absent"] = dict(getattr(rep, "absent", {}))

@@ -275,7 +275,6 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     (:mod:`costgraph.inference.quantized`: ``linear``, ``linear+head``, ``all``, ``experts``; module
     names kept in 16 bits, as ``modules_to_not_convert``).
 
-
     Serving options (:mod:`costgraph.inference.capacity`, :mod:`costgraph.inference.prefill_modes`,
     :mod:`costgraph.inference.speculative`): ``gpu_memory_utilization`` (= 1 − ``reserve``, give
     either), ``kv_memory`` (vLLM's ``kv_cache_memory_bytes``: bytes or a size such as ``"6.51GiB"``),
@@ -291,27 +290,9 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
     reserve = _utilization(reserve, gpu_memory_utilization)   # cap: --gpu-memory-utilization is 1 - --reserve
-    from ..parallel.tensor import kv_replication   # K/V heads fewer than t: one per device, as Megatron
-
-    rep = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
-    inf = Inference(model, weights=weights, kv=kv, t=t, convention=convention, causal=causal,
-                    activations=activations, replicate=rep, quantized=quantized, keep=keep)
-    # parallel serving: EP, DP attention, PP, TP overlap (costgraph.inference.parallel)
-    from .parallel import Serving, check_serving, serving_inference
-
-    layout = Serving(t, ep, dp_attention, pp, tp_overlap)
-    check_serving(inf.cg, layout, values, batch)
-    if not layout.trivial:
-        inf = serving_inference(model, layout, values, weights=weights, kv=kv, convention=convention,
-                                causal=causal, activations=activations, hardware=hardware,
-                                quantized=quantized, keep=keep)
-    if t > 1 and values:
-        # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
-        from ..parallel.layout import Layout
-        from ..training.validity import check_layout
-
-        check_layout(inf.cg, Layout(t=t, gpus=t, tp_replicated=rep).filled(),
-                     {k: v for k, v in values.items() if k not in (inf.b, inf.s)})
+    settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
+                    quantized=quantized, keep=keep)
+    inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
     m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
                 peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
     b, s = inf.b, inf.s
@@ -341,18 +322,49 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                   non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                   chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
                   draft_values=draft_values, draft_mtp=draft_mtp))
-    rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
-    rep.notes += device.notes(m.figures, t)
-    # quantized weights (issue 17 item 5): which weights, the layout's source (inference/quantized.py)
+    _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
+    return rep
+
+
+def _inference(model, values, batch: int, t: int, hardware, settings: dict, parallel: tuple):
+    """``(inference analysis, serving layout)``: :class:`Inference` at TP ``t`` (K/V heads
+    fewer than ``t`` replicated, one per device, as Megatron and vLLM), or the parallel serving
+    analysis of :mod:`costgraph.inference.parallel` when ``parallel`` = ``(ep, dp_attention,
+    pp, tp_overlap)`` is not trivial; the TP layouts ``costgraph train`` refuses are refused."""
+    from ..parallel.tensor import kv_replication
+    from .parallel import Serving, check_serving, serving_inference
+
+    replicated = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
+    inf = Inference(model, t=t, replicate=replicated, **settings)
+    layout = Serving(t, *parallel)
+    check_serving(inf.cg, layout, values, batch)
+    if not layout.trivial:
+        inf = serving_inference(model, layout, values, hardware=hardware, **settings)
+    if t > 1 and values:
+        # the layouts `costgraph train` refuses (t must divide the heads, K/V heads and widths it splits)
+        from ..parallel.layout import Layout
+        from ..training.validity import check_layout
+
+        check_layout(inf.cg, Layout(t=t, gpus=t, tp_replicated=replicated).filled(),
+                     {k: v for k, v in values.items() if k not in (inf.b, inf.s)})
+    return inf, layout
+
+
+def _finish(rep: InferenceReport, inf, m: Machine, t: int, layout, quantized: str, keep, compute_efficiency,
+            bandwidth_efficiency) -> None:
+    """The assumptions of ``rep`` (the roofline's, the device figures', the quantized weights')
+    and the parallel serving layout's settings, figures and notes."""
+    from . import device
     from .quantized import quantization_note
 
+    rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
+    rep.notes += device.notes(m.figures, t)
     rep.settings["quantized"] = quantized
     rep.notes += quantization_note(getattr(inf, "attn", inf), quantized, keep)   # a serving layout: one side's
     if not layout.trivial:   # parallel serving's settings, figures and notes
         from .parallel import report_serving
 
         report_serving(rep, inf, m, t, step_seconds=step_seconds, comm_seconds=comm_seconds, exact=_exact)
-    return rep
 
 
 def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency):
