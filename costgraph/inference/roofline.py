@@ -269,13 +269,12 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     CostgraphValueError
         A count that is not a positive whole number, ``reserve`` outside [0, 1), an efficiency
         outside (0, 1], an unknown dtype or preset, a TP degree the model does not divide into,
-        an unknown ``quantized`` scope.
+        an unknown ``quantized`` scope, a serving layout :func:`costgraph.inference.parallel.check_serving`
+        refuses.
 
     ``quantized``/``keep``: which weights a quantized ``weights`` dtype applies to
     (:mod:`costgraph.inference.quantized`: ``linear``, ``linear+head``, ``all``, ``experts``; module
-    names kept in 16 bits, as ``modules_to_not_convert``).
-
-    Serving options (:mod:`costgraph.inference.capacity`, :mod:`costgraph.inference.prefill_modes`,
+    names kept in 16 bits, as ``modules_to_not_convert``). Serving options (:mod:`costgraph.inference.capacity`, :mod:`costgraph.inference.prefill_modes`,
     :mod:`costgraph.inference.speculative`): ``gpu_memory_utilization`` (= 1 − ``reserve``, give
     either), ``kv_memory`` (vLLM's ``kv_cache_memory_bytes``: bytes or a size such as ``"6.51GiB"``),
     ``max_num_batched_tokens``, ``max_num_seqs``, ``non_torch_memory`` (a size), ``max_model_len``
@@ -283,10 +282,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     shared by all sequences: prefix caching), ``chunk`` (chunked prefill); ``speculative_tokens``
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
-    target built with ``option mtp`` and its MTP heads draft).
-    A serving layout :func:`costgraph.inference.parallel.check_serving` refuses raises too.
-
-    ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
+    target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
     reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
     reserve = _utilization(reserve, gpu_memory_utilization)   # cap: --gpu-memory-utilization is 1 - --reserve
