@@ -46,7 +46,6 @@ hybrids whose layer kinds have different page sizes (vLLM then scales block size
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import sympy
@@ -77,25 +76,20 @@ class VllmSettings:
 
 
 def parse_bytes(text, what: str) -> int:
-    """A size as vLLM's logs print it, floored to whole bytes: ``"6.51GiB"`` → 6,990,034,780
-    (6.51 × 2³⁰ = 6,990,034,780.16), ``"80GB"``, ``"141e9"``, an int as is.
+    """A size as vLLM's logs print it, floored to whole bytes: ``"6.51GiB"`` → 6,990,059,274
+    (6.51 × 2³⁰ = 6,990,059,274.24), ``"80GB"``, ``"141e9"``, an int as is; 0 allowed
+    (:func:`costgraph.training.fit.parse_size` with ``floor=True``).
 
     Raises
     ------
     CostgraphValueError
         Text that is not a non-negative number with an optional unit (B, KB, MB, GB, TB, KiB,
         MiB, GiB, TiB)."""
-    from ..arguments import parse_rational
+    from ..training.fit import parse_size
 
     if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
         return text
-    units = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-             "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-    m = re.fullmatch(r"\s*([0-9][0-9.eE+]*?)\s*([A-Za-z]*)\s*", text) if isinstance(text, str) and len(text) <= 40 else None
-    if not m or m.group(2).upper() not in units:
-        raise CostgraphValueError(f"cannot read {what} {str(text)[:40]!r}",
-                                  hint="a size such as 6.51GiB (2^30 bytes), 80GB (10^9 bytes) or 141e9 bytes")
-    return int(sympy.floor(parse_rational(m.group(1), what) * units[m.group(2).upper()]))
+    return parse_size(text if isinstance(text, str) else repr(text), what=what, floor=True, minimum=0)
 
 
 def batch_defaults(m) -> tuple[int, int]:

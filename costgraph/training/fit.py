@@ -18,30 +18,34 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
 _SIZE = re.compile(r"^\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*([A-Za-z]*)\s*$")
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, *, what: str = "the memory size", floor: bool = False, minimum: int = 1) -> int:
     """``"80GB"`` → 80,000,000,000; ``"80GiB"`` → 85,899,345,920 (exact; a
-    fraction of a byte is refused).
+    fraction of a byte is refused, or floored with ``floor=True``, as a size a log printed
+    rounded: ``"6.51GiB"`` → 6,990,059,274). ``what`` names the size in errors; ``minimum``
+    the fewest bytes taken (0 for a size that may be none).
 
     Raises
     ------
     CostgraphValueError
-        Text that is not a size, or an unknown unit.
+        Text that is not a size, an unknown unit, fewer than ``minimum`` bytes.
     """
     if not isinstance(text, str) or len(text) > 40:
-        raise CostgraphValueError(f"cannot read the memory size {str(text)[:40]!r}",
+        raise CostgraphValueError(f"cannot read {what} {str(text)[:40]!r}",
                                   hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
     m = _SIZE.match(text)
     if m and m.group(4).endswith("b") and m.group(4) not in ("b",):
-        raise CostgraphValueError(f"the memory size {text!r} is in bits ('b'); write bytes",
+        raise CostgraphValueError(f"{what} {text!r} is in bits ('b'); write bytes",
                                   hint="e.g. 80GB (10^9 bytes) or 80GiB (2^30 bytes)")
     unit = m.group(4).upper() if m else None
     if not m or unit not in _UNITS:
-        raise CostgraphValueError(f"cannot read the memory size {text!r}",
+        raise CostgraphValueError(f"cannot read {what} {text!r}",
                                   hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
     whole, frac, exp = m.group(1), m.group(2) or "", int(m.group(3) or 0)
     value = sympy.Rational(int(whole + frac), 10 ** len(frac)) * 10 ** exp * _UNITS[unit]
-    if not value.is_integer or value <= 0:
-        raise CostgraphValueError(f"the memory size {text!r} is not a positive whole number of bytes")
+    value = sympy.floor(value) if floor else value
+    if not value.is_integer or value < minimum:
+        raise CostgraphValueError(f"{what} {text!r} is not a whole number of bytes of at least {minimum}",
+                                  hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
     return int(value)
 
 
