@@ -171,7 +171,7 @@ class Model:
                      reserve=reserve, rate_covers=rate_covers)
 
     def infer(self, *, hardware=None, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
-              weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
+              weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
               compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
               activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
               peak=None, bandwidth=None, memory=None, link_bandwidth=None, quantized: str = "linear", keep=(),
@@ -205,7 +205,7 @@ class Model:
         arguments.whole(tp, "--tp")
         return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
                      values=values, t=tp, weights=weights, kv=kv, page=page,
-                     reserve=arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
+                     reserve=None if reserve is None else arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
                      causal=causal, activations=activations,
                      compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
                      bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),

@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
                                                        "int8-per-token-head, q8_0, q4_0")
     f.add_argument("--compute", choices=choices.PEAK_DTYPE.values, help="dtype of the peak (default: the weights')")
     f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
-    f.add_argument("--reserve", default="0.1", help="fraction of device memory kept free (default 0.1)")
+    f.add_argument("--reserve", default=None, help="fraction of device memory kept free (default 0.1)")
     f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")
     f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
     f.add_argument("--bandwidth-efficiency", default="1", help="fraction of the HBM bandwidth reached (default 1)")
@@ -139,6 +139,7 @@ def _weights(args):
 def _serving(args, dims: dict, options: dict) -> dict:
     """The serving keywords of :meth:`costgraph.Model.infer` from the flags (the draft model
     loaded: ``--draft mtp`` is the target built with ``option mtp``)."""
+    from ..errors import CostgraphError, CostgraphValueError
     from ._analysis import inference_model
 
     out = dict(gpu_memory_utilization=args.gpu_memory_utilization, kv_memory=args.kv_memory,
@@ -146,8 +147,16 @@ def _serving(args, dims: dict, options: dict) -> dict:
                non_torch_memory=args.non_torch_memory, max_model_len=args.max_model_len,
                shared_prefix=args.shared_prefix, chunk=args.chunk, speculative_tokens=args.speculative_tokens,
                acceptance=args.acceptance)
+    if args.draft_config is not None and args.draft in (None, "mtp"):
+        raise CostgraphValueError(f"--draft-config {args.draft_config} names a configuration of --draft MODEL",
+                                  hint="give --draft MODEL too (--draft mtp uses the target's configuration)")
     if args.draft == "mtp":
-        model, values = inference_model(args.model, args.config, dims, {**options, "mtp": True})
+        try:
+            model, values = inference_model(args.model, args.config, dims, {**options, "mtp": True})
+        except CostgraphError as e:   # the target loaded without it: what failed is the option
+            raise CostgraphValueError(f"--draft mtp: model '{args.model}' has no multi-token-prediction heads "
+                                      "('option mtp')", hint="a model with 'option mtp' (deepseek_v3), or "
+                                                             "--draft MODEL") from e
         out.update(draft=model, draft_values=values, draft_mtp=True)
     elif args.draft is not None:
         model, values = inference_model(args.draft, args.draft_config, {}, {})

@@ -201,6 +201,7 @@ class ServingInference:
         a = self.attn
         self.model, self.cg, self.b, self.s = a.model, a.cg, a.b, a.s
         self.weights, self.kv, self.states, self.kv_entries = a.weights, a.kv, a.states, a.kv_entries
+        self.convention, self.causal, self.activations = a.convention, a.causal, a.activations   # a draft's settings
         self.t = sv.tp
         self.tp = self.full.tp if self.full.tp is not None else a.tp   # warnings of the TP walk
         self.experts = expert_groups(cg) if sv.ep > 1 else {}

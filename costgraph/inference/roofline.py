@@ -242,7 +242,7 @@ def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: 
 
 
 def infer(model, *, hardware: str | None = None, prompt: int, generate: int, batch: int, values: dict | None = None,
-          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve="0.1",
+          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
           activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
           peak=None, bandwidth=None, memory=None, link_bandwidth=None,
@@ -284,8 +284,10 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
-    reserve = _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency)
-    reserve = _utilization(reserve, gpu_memory_utilization)   # cap: --gpu-memory-utilization is 1 - --reserve
+    given = reserve is not None   # the default 0.1 (None) yields to --gpu-memory-utilization; a given one must agree
+    reserve = _check_inputs(prompt, generate, batch, page, "0.1" if reserve is None else reserve,
+                            compute_efficiency, bandwidth_efficiency)
+    reserve = _utilization(reserve, gpu_memory_utilization, given)   # cap: --gpu-memory-utilization is 1 - --reserve
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
@@ -481,9 +483,10 @@ def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> 
 
 # --- serving: vLLM's capacity, prefix caching, chunked prefill, speculative decoding -----------
 
-def _utilization(reserve, utilization):
+def _utilization(reserve, utilization, given: bool = True):
     """``reserve`` (a Rational) from ``--gpu-memory-utilization`` when given: ``1 − utilization``
-    (the same setting, :data:`costgraph.choices.GPU_MEMORY_UTILIZATION`); both given must agree."""
+    (the same setting, :data:`costgraph.choices.GPU_MEMORY_UTILIZATION`); both given (``given``:
+    ``reserve`` was not the default) must agree."""
     if utilization is None:
         return reserve
     from ..arguments import rational
@@ -493,7 +496,7 @@ def _utilization(reserve, utilization):
     if not 0 < u <= 1:
         raise CostgraphValueError(f"--gpu-memory-utilization must be a fraction in (0, 1], not {u}",
                                   hint="the share of device memory vLLM may use: 0.9 by default")
-    if reserve not in (1 - sympy.Rational(GPU_MEMORY_UTILIZATION), 1 - u):
+    if reserve != 1 - u and (given or reserve != 1 - sympy.Rational(GPU_MEMORY_UTILIZATION)):
         raise CostgraphValueError(f"--reserve {reserve} and --gpu-memory-utilization {u} disagree",
                                   hint="they are one setting (reserve = 1 - utilization): give one of them")
     return 1 - u
@@ -539,7 +542,7 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
         rep.serving["chunked_prefill"] = {
             "chunk": opts["chunk"], "chunks": -(-prompt // opts["chunk"]),
             "time_to_first_token": chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"])}
-    if opts["speculative_tokens"] is not None or opts["draft"] is not None:
+    if any(opts[o] is not None for o in ("speculative_tokens", "draft", "acceptance")):   # none of them alone
         rep.serving["speculative"] = _speculative(rep, inf, sec, t, opts)
 
 

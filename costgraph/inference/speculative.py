@@ -32,6 +32,8 @@ from ..errors import CostgraphValueError
 from .phases import G, P
 
 MTP_PREFIX = "mtp_layers"
+#: the most tokens a draft may propose per step (exact α^(k+1) stays small; runtimes propose a few)
+MAX_SPECULATIVE_TOKENS = 1024
 
 
 def parse_acceptance(value):
@@ -87,10 +89,11 @@ def speculative(inf, seconds, k: int, alpha, draft_inf, draft_seconds, draft_sub
     Raises
     ------
     CostgraphValueError
-        ``k`` not a positive whole number."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise CostgraphValueError(f"--speculative-tokens must be a positive whole number, not {k!r}",
-                                  hint="tokens the draft proposes per step, e.g. 3")
+        ``k`` not a whole number from 1 to :data:`MAX_SPECULATIVE_TOKENS`."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SPECULATIVE_TOKENS:
+        raise CostgraphValueError(f"--speculative-tokens must be a whole number from 1 to "
+                                  f"{MAX_SPECULATIVE_TOKENS:,}, not {k!r}",
+                                  hint="tokens the draft proposes per step, e.g. 3 (vLLM's num_speculative_tokens)")
     n = P + G - 2
     e = expected_tokens(k, alpha)
     verify = as_expr(seconds(inf.step(k + 1, n)))

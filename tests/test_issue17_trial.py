@@ -1,0 +1,83 @@
+"""Issue 17 trial: `costgraph infer`'s serving options under hostile or combined input.
+
+Each test is a defect found by running the README's commands and hostile flags: it failed
+before its fix (an internal error, a hang, or a flag silently ignored)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costgraph import cli
+
+LLAMA = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
+DSV3 = ["infer", "deepseek_v3", "--config", "deepseek-v3", "--set", "l=4", "k_d=1", "--hardware", "h200",
+        "--batch", "64", "--prompt", "100", "--generate", "10", "--speculative-tokens", "1", "--acceptance", "0.8",
+        "--draft", "mtp", "--format", "json"]
+
+
+def _refused(capsys, argv, *fragments):
+    """Exit status 2, no traceback, the message and a hint on stderr."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    assert "hint:" in err
+    for f in fragments:
+        assert f in err, err
+    return err
+
+
+def test_mtp_draft_under_a_parallel_layout(capsys):
+    # was: internal error, 'ServingInference' object has no attribute 'convention'
+    assert cli.main(DSV3 + ["--tp", "8"]) == 0
+    plain = json.loads(capsys.readouterr().out)["serving"]["speculative"]
+    assert cli.main(DSV3 + ["--tp", "8", "--ep", "8", "--dp-attention", "8"]) == 0
+    spec = json.loads(capsys.readouterr().out)["serving"]["speculative"]
+    assert spec["draft"] == "mtp" and spec["tokens_per_step"]["expr"] == "9/5"
+    # the MTP draft runs at plain TP 8 (not the EP layout): the same draft step either way
+    assert spec["draft_step_seconds"]["expr"] == plain["draft_step_seconds"]["expr"]
+
+
+def test_reserve_and_utilization_that_disagree_are_refused(capsys):
+    # was: --reserve 0.1 (the default's value, given) silently dropped for --gpu-memory-utilization 0.8
+    _refused(capsys, LLAMA + ["--gpu-memory-utilization", "0.8", "--reserve", "0.1"], "disagree")
+    assert cli.main(LLAMA + ["--gpu-memory-utilization", "0.8", "--reserve", "0.2", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["reserve"] == "1/5"
+    assert cli.main(LLAMA + ["--gpu-memory-utilization", "0.8", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["reserve"] == "1/5"
+    assert cli.main(LLAMA + ["--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["reserve"] == "1/10"
+
+
+def test_api_reserve_and_utilization_that_disagree_are_refused():
+    import costgraph
+    from costgraph.errors import CostgraphValueError
+
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b")
+    with pytest.raises(CostgraphValueError, match="disagree"):
+        m.infer(hardware="h100-sxm", prompt=512, generate=128, values=v, reserve="0.1", gpu_memory_utilization="0.8")
+    rep = m.infer(hardware="h100-sxm", prompt=512, generate=128, values=v, gpu_memory_utilization="0.8")
+    assert rep.settings["reserve"] == "1/5"
+
+
+def test_huge_speculative_tokens_refused_not_hung(capsys):
+    # was: --speculative-tokens 10**9 computed (7/10)^(10^9 + 1) exactly: no answer in 60 s
+    _refused(capsys, LLAMA + ["--speculative-tokens", "1000000000", "--acceptance", "0.7", "--draft", "llama"],
+             "--speculative-tokens must be a whole number from 1 to 1,024")
+    assert cli.main(LLAMA + ["--speculative-tokens", "1024", "--acceptance", "1", "--draft", "llama",
+                             "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["serving"]["speculative"]["tokens_per_step"]["expr"] == "1025"
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--acceptance", "0.7"], "speculative decoding needs"),              # was: ignored
+    (["--draft-config", "llama-2-7b"], "--draft-config llama-2-7b"),      # was: ignored
+    (["--draft", "mtp", "--draft-config", "llama-2-7b", "--speculative-tokens", "2", "--acceptance", "0.5"],
+     "--draft-config"),
+    # was: 'llama.cg:38:1: error: model 'llama' has no option 'mtp'' (the model file, not the flag)
+    (["--draft", "mtp", "--speculative-tokens", "2", "--acceptance", "0.5"], "--draft mtp: model 'llama'"),
+])
+def test_speculative_flags_alone_are_refused(capsys, extra, fragment):
+    _refused(capsys, LLAMA + extra, fragment)
