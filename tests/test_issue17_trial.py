@@ -81,3 +81,45 @@ def test_huge_speculative_tokens_refused_not_hung(capsys):
 ])
 def test_speculative_flags_alone_are_refused(capsys, extra, fragment):
     _refused(capsys, LLAMA + extra, fragment)
+
+
+MIXTRAL = ["infer", "mixtral", "--config", "mixtral-8x7b", "--prompt", "100", "--generate", "10"]
+
+
+def _json(capsys, argv) -> dict:
+    from costgraph.export import schema as schemas
+
+    assert cli.main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [e.message for e in schemas.validator("infer").iter_errors(doc)] == []
+    return doc
+
+
+def test_parallel_layout_without_a_device(capsys):
+    # was: internal error, KeyError 'tokens_per_second' (EP / DP attention with no seconds)
+    doc = _json(capsys, MIXTRAL + ["--tp", "8", "--ep", "8", "--dp-attention", "8", "--batch", "8"])
+    assert doc["settings"]["ep"] == 8 and doc["parallel"]["experts_per_device"]["value"] == 1
+    assert doc["time_per_output_token"]["value"] is None
+    # a rate but no link: the EP all-to-all has no seconds, said so
+    doc = _json(capsys, MIXTRAL + ["--tp", "8", "--ep", "8", "--peak", "1e15", "--bandwidth", "4.8e12"])
+    assert doc["time_per_output_token"]["value"] is None
+
+
+def test_pipeline_without_a_link_has_no_seconds(capsys):
+    # was: internal error, TypeError One * None (the stages' sends on a link nobody gave)
+    doc = _json(capsys, MIXTRAL + ["--pp", "4", "--peak", "1e15", "--bandwidth", "4.8e12"])
+    assert "pipeline stages' sends need a link" in doc["time_per_output_token"]["absent"]
+    doc = _json(capsys, MIXTRAL + ["--pp", "4", "--peak", "1e15", "--bandwidth", "4.8e12", "--link-bandwidth", "50e9"])
+    assert doc["time_per_output_token"]["value"] is not None
+
+
+def test_prefix_caching_without_device_memory(capsys):
+    # was: internal error, TypeError '<=' Integer and None (the fit of a device nobody gave)
+    argv = LLAMA[:4] + ["--prompt", "100", "--generate", "10", "--shared-prefix", "50", "--peak", "1e15",
+                        "--bandwidth", "3e12"]
+    doc = _json(capsys, argv)
+    p = doc["serving"]["prefix_caching"]
+    assert p["fits"] is None and p["max_batch"] is None
+    assert p["kv_cache_bytes_paged"]["value"] == 7 * 16 * 131_072   # b = 1: ceil(110/16) blocks of 131,072 B/token
+    assert cli.main(argv) == 0
+    assert "largest batch             — (no device memory)" in capsys.readouterr().out

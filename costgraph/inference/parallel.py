@@ -93,6 +93,11 @@ class Serving:
         return self.tp * self.pp
 
 
+#: why a pipeline without a TP link has no seconds (its stages' sends need one even at --tp 1)
+NEED_PP_LINK = ("seconds: the pipeline stages' sends need a link: --hardware NAME or --link-bandwidth "
+                "B/s per direction")
+
+
 def check_serving(cg, sv: Serving, values: dict | None, batch: int | None = None) -> None:
     """Refuse layouts no runtime runs (each error with a hint).
 
@@ -452,7 +457,7 @@ def report_serving(rep, inf: ServingInference, m, t: int, *, step_seconds, comm_
                         devices=sv.devices)
     new = {}
     for name, st in (("prefill", inf.prefill()), ("decode", inf.decode())):
-        if st.collectives and t == 1:
+        if st.collectives and t == 1 and m.timed:
             new[f"{name}.communication_seconds"] = comm_seconds(st, m, t)
         for kind in ("all-to-all", "send/recv", "all-gather"):
             got = [c.calls * c.bytes for c in st.collectives if c.kind == kind]
@@ -462,8 +467,8 @@ def report_serving(rep, inf: ServingInference, m, t: int, *, step_seconds, comm_
         new["experts_per_device"] = g.count / sv.ep
         new["decode.distinct_experts_read_per_device"] = g.count / sv.ep * (1 - (1 - g.active / g.count) ** inf.b)
         break
-    tps = qd["tokens_per_second"]
-    if sv.pp > 1:
+    tps = qd.get("tokens_per_second")   # None: no seconds (no device, or no link for the collectives)
+    if sv.pp > 1 and tps is not None:
         slow = sympy.Max(*[step_seconds(s, m, t) for s in inf.stage_steps(1, P + G - 2)])
         new["decode.slowest_stage_seconds"] = slow
         tps = sv.pp * inf.b / sympy.Max(qd["time_per_output_token_mean"], sv.pp * slow)
@@ -472,7 +477,8 @@ def report_serving(rep, inf: ServingInference, m, t: int, *, step_seconds, comm_
         slow_v = _exact(slow, rep.subs)
         if mean is not None and slow_v is not None:
             vals["tokens_per_second"] = sv.pp * rep.subs[inf.b] / max(mean, sv.pp * slow_v)
-    qd["tokens_per_second_per_device"] = tps / sv.devices
+    if tps is not None:
+        qd["tokens_per_second_per_device"] = tps / sv.devices
     if vals.get("tokens_per_second") is not None:
         vals["tokens_per_second_per_device"] = vals["tokens_per_second"] / sv.devices
     for k, e in new.items():

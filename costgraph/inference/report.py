@@ -342,8 +342,10 @@ def _serving_lines(sv: dict) -> list[str]:
         lines += ["", f"prefix caching (S = {p['shared_prefix']:,} prompt tokens shared by every sequence; "
                       "full blocks stored once)",
                   f"  {'KV cache, paged':<26}{_bytes(q['kv_cache_bytes_paged'])}",
-                  f"  {'memory at this batch':<26}{_bytes(q['memory_bytes'])}: " + ("fits" if p["fits"] else "does NOT fit"),
-                  f"  {'largest batch':<26}" + (f"{p['max_batch']:,} sequences" if p["max_batch"] else "none fits"),
+                  f"  {'memory at this batch':<26}{_bytes(q['memory_bytes'])}" + (
+                      "" if p["fits"] is None else ": fits" if p["fits"] else ": does NOT fit"),
+                  f"  {'largest batch':<26}" + ("— (no device memory)" if p["fits"] is None else
+                                                f"{p['max_batch']:,} sequences" if p["max_batch"] else "none fits"),
                   f"  {'time to first token':<26}{_sec(q['time_to_first_token'])} (the first sequence's whole "
                   "prompt, then the others' unshared part)"]
     if "chunked_prefill" in sv:

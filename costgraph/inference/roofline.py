@@ -293,6 +293,10 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
     m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
                 peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
+    if layout.pp > 1 and m.beta is None and m.timed:   # par: --pp's sends need a link even at --tp 1
+        from .parallel import NEED_PP_LINK
+
+        m.missing["seconds"] = NEED_PP_LINK
     b, s = inf.b, inf.s
     subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
     subs.update({b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
@@ -558,9 +562,9 @@ def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:
     q = {"kv_cache_bytes_paged": kv, "memory_bytes": mem,
          "time_to_first_token": prefix_prefill_seconds(inf, sec, shared, batch)}
     out = {"shared_prefix": shared, "quantities": {k: (e, _exact(e, rep.subs)) for k, e in q.items()}}
-    cap = rep.settings["capacity_bytes"]
-    out["fits"] = bool(out["quantities"]["memory_bytes"][1] <= cap)
-    out["max_batch"] = largest_fitting(mem, inf.b, rep.subs, cap)
+    cap = rep.settings.get("capacity_bytes")   # None: no device memory, no fit
+    out["fits"] = None if cap is None else bool(out["quantities"]["memory_bytes"][1] <= cap)
+    out["max_batch"] = None if cap is None else largest_fitting(mem, inf.b, rep.subs, cap)
     return out
 
 

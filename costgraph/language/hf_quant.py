@@ -64,7 +64,8 @@ class Shipped:
 
 
 def _fail(where: str, message: str, hint: str | None = None):
-    raise CostgraphValueError(f"{where}: {message}", hint=hint)
+    raise CostgraphValueError(f"{where}: {message}", hint=hint or "correct the file's quantization_config (the "
+                              "fields its quantizer writes: README, 'Quantization as shipped')")
 
 
 def _int(q: dict, key: str, default, where: str, allow=()) -> int:
