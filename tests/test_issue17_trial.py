@@ -123,3 +123,23 @@ def test_prefix_caching_without_device_memory(capsys):
     assert p["kv_cache_bytes_paged"]["value"] == 7 * 16 * 131_072   # b = 1: ceil(110/16) blocks of 131,072 B/token
     assert cli.main(argv) == 0
     assert "largest batch             — (no device memory)" in capsys.readouterr().out
+
+
+def test_speculative_at_generate_1_refused(capsys):
+    # was: a verify step at n = P + G - 2 = P - 1 cached positions (fewer than the prompt) and a
+    # time per output token for a run that has no decode step
+    _refused(capsys, LLAMA[:8] + ["--generate", "1", "--speculative-tokens", "2", "--acceptance", "0.6",
+                                  "--draft", "llama"], "--generate 1 has none")
+
+
+def test_api_reads_generate_as_the_cli_does(capsys):
+    # was: Model.infer(generate="1e12") refused ("must be a positive whole number, not '1e12'")
+    import costgraph
+
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b")
+    assert cli.main(LLAMA[:6] + ["--prompt", "100", "--generate", "1e12", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for g in ("1e12", 1e12, 10**12):
+        rep = m.infer(hardware="h100-sxm", prompt=100, generate=g, values=v)
+        assert json.loads(json.dumps(rep.to_dict())) == doc

@@ -583,6 +583,9 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
         raise CostgraphValueError(f"the draft must be a model (costgraph.Model), not {type(draft).__name__}",
                                   hint="costgraph.load('llama'), its dimensions in draft_values")
     alpha = parse_acceptance(opts["acceptance"])
+    if rep.settings["generate"] == 1:   # its steps sit at n = P + G - 2: a decode step G = 1 does not have
+        raise CostgraphValueError("speculative decoding speeds up decode steps: --generate 1 has none "
+                                  "(its one token comes from the prefill)", hint="--generate 2 or more")
     rep_kv = kv_replication(getattr(draft, "graph", draft), t, values) if values else ()
     dinf = Inference(draft, weights=inf.weights, kv=inf.kv, t=t, convention=inf.convention, causal=inf.causal,
                      activations=inf.activations, replicate=rep_kv)
