@@ -143,3 +143,17 @@ def test_api_reads_generate_as_the_cli_does(capsys):
     for g in ("1e12", 1e12, 10**12):
         rep = m.infer(hardware="h100-sxm", prompt=100, generate=g, values=v)
         assert json.loads(json.dumps(rep.to_dict())) == doc
+
+
+def test_vllm_would_not_start_is_said(capsys):
+    # was: 'Available KV cache memory 0.00 GiB', '0.00x' and nothing else, where vLLM raises
+    # (vllm-project/vllm v1/core/kv_cache_utils.py::check_enough_kv_cache_memory)
+    argv = LLAMA[:4] + ["--prompt", "1024", "--generate", "64"]
+    doc = _json(capsys, argv + ["--memory", "1"])
+    assert doc["serving"]["vllm"]["tokens"] == 0
+    assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
+    doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
+    v = doc["serving"]["vllm"]
+    assert v["num_blocks"] == 26_158 and v["blocks_per_request"] == 62_500
+    assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
+    assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None

@@ -257,6 +257,9 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
     out.update(page_bytes=page, groups=n_groups, group_size=group_size, num_blocks=num_blocks,
                tokens=num_blocks // n_groups * block, blocks_per_request=per_request,
                max_concurrency=sympy.Rational(num_blocks, per_request))
+    if num_blocks <= 0 or per_request > num_blocks:   # vLLM's start-up check (kv_cache_utils.check_enough_kv_cache_memory)
+        out["note"] = ("vLLM would not start: No available memory for the cache blocks" if num_blocks <= 0 else
+                       f"vLLM would not start: one request of max_model_len {max_len:,} does not fit the KV cache")
     return out
 
 
@@ -279,4 +282,6 @@ def vllm_lines(v: dict) -> list[str]:
                  f"{v['page_bytes']:,} bytes per layer, {v['groups']} group(s) of {v['group_size']} layers)")
     lines.append(f"  Maximum concurrency for {v['max_model_len']:,} tokens per request: "
                  f"{float(v['max_concurrency']):.2f}x")
+    if v.get("note"):
+        lines.append(f"  {v['note']}")
     return lines
