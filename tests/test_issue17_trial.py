@@ -157,3 +157,14 @@ def test_vllm_would_not_start_is_said(capsys):
     assert v["num_blocks"] == 26_158 and v["blocks_per_request"] == 62_500
     assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
     assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
+
+
+def test_prompt_read_as_generate_is(capsys):
+    # was: --prompt 1e7 refused ('invalid int value') while --generate 1e7 was read; --prompt 10**22 accepted
+    base = LLAMA[:6] + ["--generate", "2", "--format", "json"]
+    assert cli.main(base + ["--prompt", "1e7"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert cli.main(base + ["--prompt", "10**7"]) == 0
+    assert json.loads(capsys.readouterr().out) == a and a["settings"]["prompt"] == 10**7
+    assert cli.main(base + ["--prompt", "10**16"]) == 2
+    assert "out of range" in capsys.readouterr().err

@@ -21,7 +21,8 @@ def add_parser(sub) -> None:
                      "dimension values or model options (b and s are set by --batch, --prompt, --generate)")
     f.add_argument("--hardware", help="a hardware preset (costgraph hardware) or my.toml[:NAME]; optional: "
                                       "bytes and FLOPs need none, seconds a peak and bandwidth, capacity memory")
-    f.add_argument("--prompt", type=int, required=True, help="prompt tokens per sequence P")
+    f.add_argument("--prompt", type=prompt_count, required=True,
+                   help="prompt tokens per sequence P: a whole number, e.g. 2048, 1e7 or 10**7 (at most 10**15)")
     f.add_argument("--generate", type=generate_count, required=True,
                    help="generated tokens per sequence G: a whole number, e.g. 1000, 1e12 or 10**12 (at most 10**15)")
     f.add_argument("--batch", type=int, default=1, help="concurrent sequences b (default 1)")
@@ -174,7 +175,13 @@ def serving_kwargs(args) -> dict:
 MAX_GENERATE = 10**15
 
 
-def generate_count(text: str) -> int:
+def prompt_count(text: str) -> int:
+    """``--prompt``: read as :func:`generate_count` reads ``--generate`` (``1e7``, ``10**7``), at most
+    :data:`MAX_GENERATE`."""
+    return generate_count(text, "--prompt")
+
+
+def generate_count(text: str, flag: str = "--generate") -> int:
     """``--generate``: a positive whole number as ``1000``, ``1_000``, ``1e12``, ``1.5e3`` (when
     whole) or ``10**12`` (exact, no evaluation of the text), at most :data:`MAX_GENERATE`.
 
@@ -190,11 +197,11 @@ def generate_count(text: str) -> int:
 
     power = re.fullmatch(r"\s*([0-9]{1,4})\s*\*\*\s*([0-9]{1,3})\s*", text or "")
     try:
-        n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, "--generate")
+        n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, flag)
     except CostgraphValueError as e:
         raise argparse.ArgumentTypeError(f"{e.message} (hint: a positive whole number, e.g. 1000, 1e12 or 10**12)") \
             from None
     if n < 1 or n > MAX_GENERATE:
         raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "
-                                         f"closed form takes any G, but no serving run generates more)")
+                                         f"closed form takes any size, but no serving run has more)")
     return n
