@@ -168,3 +168,25 @@ def test_prompt_read_as_generate_is(capsys):
     assert json.loads(capsys.readouterr().out) == a and a["settings"]["prompt"] == 10**7
     assert cli.main(base + ["--prompt", "10**16"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+def test_serving_values_keep_huge_expert_powers_unevaluated(capsys):
+    # was: prefix caching on Llama-4-Scout at P = 10^7 (b = 64, S = 5·10^6) ran past 60 s: the
+    # serving figures expanded (15/16)^(63·5·10^6) exactly (inference/exact.py::exact_value)
+    import sympy
+
+    from costgraph.inference.decode import ExactPow
+    from costgraph.inference.exact import exact_value
+
+    k, E, n = sympy.symbols("k E n", positive=True)
+    e = 1 - (1 - k / E) ** n
+    small = exact_value(e, {k: 1, E: 16, n: 3})
+    assert small == 1 - sympy.Rational(15, 16) ** 3
+    huge = exact_value(e, {k: 1, E: 16, n: 315 * 10**6})
+    assert huge.has(ExactPow) and float(huge) == 1.0
+    argv = ["infer", "llama4_text", "--config", "llama-4-scout-17b-16e", "--hardware", "h200", "--prompt", "10000000",
+            "--generate", "10", "--batch", "64", "--tp", "8", "--shared-prefix", "5000000"]
+    doc = _json(capsys, argv)
+    p = doc["serving"]["prefix_caching"]
+    assert p["max_batch"] == 2 and p["fits"] is False
+    assert 0 < p["time_to_first_token"]["value"] < doc["time_to_first_token"]["value"]

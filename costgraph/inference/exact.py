@@ -20,6 +20,9 @@ def exact_value(e, subs: dict):
     >>> exact_value(2 * x, {}) is None
     True
     """
-    v = as_expr(e).xreplace(subs)
-    v = sympy.simplify(v) if v.free_symbols == set() and not v.is_Rational else v
-    return v if not v.free_symbols else None
+    from .decode import ExactPow, bounded_subs   # a mixture's huge (1 - k/E)^(b q) kept unevaluated (bounded time)
+
+    v = bounded_subs(as_expr(e), subs)
+    if v.free_symbols:
+        return None
+    return v if v.is_Rational or v.has(ExactPow) else sympy.simplify(v)
