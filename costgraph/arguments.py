@@ -244,6 +244,14 @@ def rational(value: object, what: str):
     _fail(what, "a number (int, float, decimal text or SymPy Rational)", value)
 
 
+def token_count(value: object, name: str) -> object:
+    """A count as the API takes it: text read by :func:`parse_count` (``"1e12"``), a whole float
+    as its int (``1e12``); anything else unchanged (checked where it is used)."""
+    if isinstance(value, str):
+        return parse_count(value, name)
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def parse_count(text: str, flag: str = "--params") -> int:
     """``7.5e9`` or ``7_500_000_000`` → 7500000000 (a positive whole number); errors name ``flag``.
 

@@ -203,9 +203,7 @@ class Model:
         arguments.named_choice(convention, CONVENTION)
         arguments.named_choice(causal, _CAUSAL)
         arguments.whole(tp, "--tp")
-        # counts read as the CLI reads them: text "1e12" or a whole float 1e12 (the CLI's --generate)
-        prompt, generate, batch = (arguments.parse_count(x, f"--{n}") if isinstance(x, str) else
-                                   int(x) if isinstance(x, float) and x.is_integer() else x
+        prompt, generate, batch = (arguments.token_count(x, f"--{n}")   # "1e12" or 1e12, as the CLI reads them
                                    for n, x in (("prompt", prompt), ("generate", generate), ("batch", batch)))
         return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
                      values=values, t=tp, weights=weights, kv=kv, page=page,

@@ -284,19 +284,13 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
-    given = reserve is not None   # the default 0.1 (None) yields to --gpu-memory-utilization; a given one must agree
-    reserve = _check_inputs(prompt, generate, batch, page, "0.1" if reserve is None else reserve,
-                            compute_efficiency, bandwidth_efficiency)
-    reserve = _utilization(reserve, gpu_memory_utilization, given)   # cap: --gpu-memory-utilization is 1 - --reserve
+    reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
+                           gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
-    m = machine(hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
-                peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
-    if layout.pp > 1 and m.beta is None and m.timed:   # par: --pp's sends need a link even at --tp 1
-        from .parallel import NEED_PP_LINK
-
-        m.missing["seconds"] = NEED_PP_LINK
+    m = _layout_machine(layout, hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
+                        peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
     b, s = inf.b, inf.s
     subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
     subs.update({b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
@@ -369,12 +363,23 @@ def _finish(rep: InferenceReport, inf, m: Machine, t: int, layout, quantized: st
         report_serving(rep, inf, m, t, step_seconds=step_seconds, comm_seconds=comm_seconds, exact=_exact)
 
 
+def _layout_machine(layout, *args, **figures) -> Machine:
+    """:func:`machine` for a serving layout: a pipeline's sends need a link even at ``--tp 1``."""
+    m = machine(*args, **figures)
+    if layout.pp > 1 and m.beta is None and m.timed:
+        from .parallel import NEED_PP_LINK
+
+        m.missing["seconds"] = NEED_PP_LINK
+    return m
+
+
 def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency):
-    """Check the counts and fractions of :func:`infer`; returns ``reserve`` as a Rational."""
+    """Check the counts and fractions of :func:`infer`; returns ``reserve`` as a Rational
+    (None: the default 0.1)."""
     for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
-    reserve = sympy.Rational(str(reserve))
+    reserve = sympy.Rational(str("0.1" if reserve is None else reserve))
     if not 0 <= reserve < 1:
         raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}",
                                   hint="the share of device memory kept free: vLLM keeps 0.1")
