@@ -32,7 +32,8 @@ RESERVED = {
           "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
           "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
           "volatile", "while", "_Bool", "_Complex", "_Imaginary", "bool", "true", "false", "int64_t",
-          "uint64_t", "int32_t", "size_t", "NULL", "main", "printf", "pow", "fmin", "fmax"},
+          "uint64_t", "int32_t", "size_t", "NULL", "main", "printf", "pow", "fmin", "fmax",
+          "linux", "unix", "i386"},     # the last three: GCC's GNU modes predefine them as macros
     "javascript": {"break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete",
                    "do", "else", "enum", "export", "extends", "false", "finally", "for", "function", "if",
                    "import", "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw",
@@ -73,20 +74,55 @@ class Program:
     names: dict[str, dict[str, str]] = field(default_factory=dict)   # language → dim → argument name
 
     def arg_names(self, lang: str) -> dict[str, str]:
-        """Dimension → argument name in ``lang`` (a reserved word gets a trailing ``_``)."""
+        """Dimension → argument name in ``lang``: the dimension's own name where
+        it is safe (:func:`_unsafe`); else a reserved word gets a trailing ``_``
+        (``in`` → ``in_``) and a name the generated code could clash with
+        (``cg_…``, ``_cg…``, ``costgraph…`` in any case, C's ``__…``) gets
+        ``dim_`` in front (``cg_x`` → ``dim_cg_x``); a name already taken then
+        gets ``_2``, ``_3``, ... . Always terminates: every candidate from the
+        second on ends in a digit, which no unsafe pattern matches, and at most
+        ``len(taken)`` of them are taken."""
         if lang not in self.names:
-            reserved = RESERVED[lang]
-            out, used = {}, set()
+            out: dict[str, str] = {}
+            taken = set(self.symbols)          # a renaming never takes another dimension's own name
             for d in self.symbols:
                 if not _IDENT.match(d):
                     raise CostgraphValueError(f"dimension name {d!r} is not an identifier")
-                n = d
-                while n in reserved or n.lower().startswith(("cg_", "_cg")) or n in used:
-                    n += "_"
+                if not _unsafe(d, lang, self.ident):
+                    out[d] = d
+                    continue
+                base = d + "_" if not _clashes(d, lang, self.ident) else "dim_" + d
+                k, n = 1, base
+                while _unsafe(n, lang, self.ident) or n in taken:
+                    k += 1
+                    n = f"{base}_{k}"
                 out[d] = n
-                used.add(n)
+                taken.add(n)
             self.names[lang] = out
         return self.names[lang]
+
+
+# prefixes (any case) of the names the generated code itself defines: cg_dim, _cg_exact, CG_OK, COSTGRAPH_*_H
+_PREFIXES = ("cg_", "_cg", "costgraph")
+
+
+def _clashes(name: str, lang: str, ident: str) -> bool:
+    """Whether ``name`` could clash with a name the generated code defines,
+    whatever is appended to it: the generator's prefixes, and in C names the
+    implementation reserves (``__x``, ``_X``), ``<T>_t`` / ``<X>_MAX`` /
+    ``<X>_MIN`` of the standard headers and the ``<MODEL>_DEFAULT_`` macros."""
+    low = name.lower()
+    if low.startswith(_PREFIXES):
+        return True
+    if lang == "c":
+        return (name.startswith("__") or (name[0] == "_" and name[1:2].isupper())
+                or name.startswith(f"{ident.upper()}_DEFAULT_") or name.endswith(("_t", "_MAX", "_MIN")))
+    return False
+
+
+def _unsafe(name: str, lang: str, ident: str) -> bool:
+    """Whether ``name`` cannot be an argument in ``lang`` as it is."""
+    return name in RESERVED[lang] or _clashes(name, lang, ident)
 
 
 def identifier(text: str) -> str:
