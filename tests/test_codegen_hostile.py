@@ -27,7 +27,8 @@ HOSTILE_NAMES = ["cg_", "_cg", "CG_OK", "Cg_x", "cg", "COSTGRAPH", "_cg_f_0", "d
 
 def _model_text(names, meanings=None) -> str:
     meanings = meanings or {}
-    dims = "\n".join(f'  dim {n} {json.dumps(meanings.get(n, "size " + str(i)))}' for i, n in enumerate(names))
+    # a .cg string has no escapes: the text goes in as it is
+    dims = "\n".join(f'  dim {n} "{meanings.get(n, "size " + str(i))}"' for i, n in enumerate(names))
     layers = "\n".join(f"  y = linear(y, {n}, name = l{i})" for i, n in enumerate(names[3:]))
     return (f"model hostile {{\n{dims}\n  input x[{names[0]}, {names[1]}, {names[2]}]\n  y = x\n{layers}\n"
             f"  return y\n}}\n")
@@ -145,3 +146,39 @@ def test_cli_codegen_returns_on_prefixed_names(tmp_path, lang, capsys):
     path.write_text(_model_text(["cg_", "_cg", "CG_OK", "Cg_x"]))
     assert main(["codegen", str(path), "--lang", lang]) == 0
     assert "dim_Cg_x" in capsys.readouterr().out
+
+
+# comment text that nests or closes C/JavaScript block comments, forms a C trigraph (??/ splices the
+# next line), or closes a Python docstring; the .cg language's strings hold no double quote, so the
+# docstring closers are put into the plan directly
+NASTY = {"b": "batch /* nested */*/ end \\*x ??/", "s": "tokens */", "h": "width ''' \\N{x} end \\"}
+
+
+@pytest.fixture(scope="module")
+def nasty():
+    model = costgraph.loads(_model_text(["b", "s", "h", "w"], NASTY), path="hostile.cg")
+    prog = plan(model, ["model"], command='costgraph codegen "a*/b/*c.cg" --set w=1 */ """ \\')
+    prog.symbols["w"] = 'cap """ "" " \\ */'
+    return model, prog
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_comment_text_cannot_close_or_nest_comments(nasty, lang, tmp_path):
+    model, prog = nasty
+    text = generate(prog, lang)
+    if lang in ("c", "javascript"):
+        body = [ln for ln in text.splitlines() if ln.lstrip().startswith("* ")]
+        assert body and not any("*/" in ln or "/*" in ln for ln in body)
+        assert "batch / * nested * / * / end / *x ? ?/" in text
+    else:
+        assert 'cap \'\'\' "" " / * /' in text
+    point = {"b": 2, "s": 3, "h": 6, "w": 5}
+    want = [model.costs(f.scope).evaluate(**point)[f.quantity] for f in prog.functions]
+    assert RUN[lang](prog, tmp_path, point) == want
+
+
+def test_c_comments_compile_in_gnu_mode_with_trigraph_warnings(nasty, tmp_path):
+    model, prog = nasty
+    point = {"b": 2, "s": 3, "h": 6, "w": 5}
+    want = [model.costs(f.scope).evaluate(**point)[f.quantity] for f in prog.functions]
+    assert _run_c(prog, tmp_path, point, std=("-trigraphs", "-Wtrigraphs", "-Wcomment")) == want

@@ -133,11 +133,20 @@ def identifier(text: str) -> str:
 
 def plain(text: str) -> str:
     """Text from a model file as one line safe inside any comment or
-    docstring: whitespace runs become one space, invisible characters are
-    escaped, and comment/docstring closers are broken (``*/``, ``\"\"\"``,
-    backslashes)."""
-    text = tidy(" ".join(str(text).split()))
-    return text.replace("\\", "/").replace("*/", "* /").replace('"""', "'''")
+    docstring of the generated code: whitespace runs become one space,
+    invisible characters are escaped, backslashes become ``/``, a space
+    goes between every ``/`` and ``*`` that touch (no ``/*`` or ``*/``: C's
+    ``-Wcomment`` and every block comment's end), ``??`` becomes ``? ?``
+    (C trigraphs such as ``??/``) and three double quotes become three
+    single quotes (a Python docstring's end)."""
+    text = tidy(" ".join(str(text).split())).replace("\\", "/")
+    text = _COMMENT_MARK.sub(r"\g<0> ", text)
+    while "??" in text:
+        text = text.replace("??", "? ?")
+    return text.replace('"""', "'''")
+
+
+_COMMENT_MARK = re.compile(r"/(?=\*)|\*(?=/)")   # a / before a *, or a * before a /
 
 
 def wrap(text: str, width: int = 88, indent: str = "") -> list[str]:
@@ -162,7 +171,7 @@ def comment_doc(program: Program, f, names: dict[str, str], arg_line, indent: st
     """The lines of a C or JavaScript block comment of ``f``: :func:`title`, ``= formula``, the
     conventions, then ``arg_line(name, rename, meaning)`` per argument (``rename``: `` (dimension
     x)`` when the language's name differs from the dimension's)."""
-    doc = [title(f)] + wrap(f"= {f.formula}")
+    doc = [title(f)] + wrap(f"= {plain(f.formula)}")
     conv = conventions_for(program, f.quantity)
     if conv:
         doc += wrap(conv)
