@@ -101,7 +101,11 @@ def _signature(program: Program, f, names, numpy: bool) -> str:
         d = program.defaults.get(a)
         parts.append(f"{names[a]}={d}" if d is not None else names[a])
     if numpy:
-        parts = parts + ["*", 'dtype="float64"'] if parts else ['dtype="float64"']
+        # positional while no argument without a default follows one with a default (a partial
+        # configuration); from that first default on, keyword-only
+        has = [a in program.defaults for a in f.args]
+        cut = next((i for i in range(len(has)) if has[i] and not all(has[i:])), len(has))
+        parts = parts[:cut] + ["*"] + parts[cut:] + ['dtype="float64"'] if parts else ['dtype="float64"']
         return ", ".join(parts)
     return ", ".join(["*"] + parts) if parts else ""
 
