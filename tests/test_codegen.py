@@ -353,7 +353,7 @@ def test_cli_conventions_reach_the_code(capsys):
                  "--causal", "half", "--precision", "fp32", "--quantity", "flops_forward"]) == 0
     text = capsys.readouterr().out
     assert "'all' convention" in text and "causal 'half'" in text and "precision 'fp32'" in text
-    assert "function layer_flops_forward({b, s, h, a} = {})" in text
+    assert "function layer_flops_forward(cg_dims = {}) {\n    let {b, s, h, a} = cg_own(cg_dims);" in text
     assert "layer_params" not in text
 
 

@@ -87,7 +87,8 @@ def _run_js(prog, tmp_path, point) -> list[int]:
     (tmp_path / "hostile.js").write_text(generate(prog, "javascript"))
     calls = [[f.name, {names[a]: point[a] for a in f.args}] for f in prog.functions]
     body = ('const m = require("./hostile.js");\n'
-            f"for (const [f, a] of {json.dumps(calls)}) {{\n"
+            # JSON.parse: an object literal's "__proto__": 3 would set the prototype, not a key
+            f"for (const [f, a] of JSON.parse({json.dumps(json.dumps(calls))})) {{\n"
             "  const dims = Object.fromEntries(Object.entries(a).map(([k, v]) => [k, BigInt(v)]));\n"
             "  console.log(m[f](dims).toString());\n}\n")
     (tmp_path / "run.js").write_text(body)
@@ -182,3 +183,51 @@ def test_c_comments_compile_in_gnu_mode_with_trigraph_warnings(nasty, tmp_path):
     point = {"b": 2, "s": 3, "h": 6, "w": 5}
     want = [model.costs(f.scope).evaluate(**point)[f.quantity] for f in prog.functions]
     assert _run_c(prog, tmp_path, point, std=("-trigraphs", "-Wtrigraphs", "-Wcomment")) == want
+
+
+# JavaScript: names of Object.prototype's properties (and __proto__, an accessor there)
+PROTO_NAMES = ["constructor", "__proto__", "toString", "hasOwnProperty", "valueOf"]
+
+
+@pytest.fixture(scope="module")
+def proto():
+    model = costgraph.loads(_model_text(PROTO_NAMES), path="hostile.cg")
+    return model, plan(model, ["model"], values={"constructor": 3, "__proto__": 5, "valueOf": 11})
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_prototype_names_agree_with_python_and_evaluate(proto, lang, tmp_path):
+    model, prog = proto
+    point = _values(prog)
+    want = [model.costs(f.scope).evaluate(**point)[f.quantity] for f in prog.functions]
+    assert _run_python(prog, tmp_path, point) == want
+    assert RUN[lang](prog, tmp_path, point) == want
+
+
+def test_javascript_reads_only_own_properties(proto, tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("no node")
+    model, prog = proto
+    (tmp_path / "proto.js").write_text(generate(prog, "javascript"))
+    body = ('const m = require("./proto.js");\n'
+            # no own toString: Object.prototype.toString must not be taken
+            'try { m.model_flops_forward({hasOwnProperty: 7n}); console.log("taken"); }\n'
+            'catch (e) { console.log(e.name + ":" + e.message.split(" ")[0]); }\n'
+            # defaults (constructor 3, __proto__ 5, valueOf 11) for what is not an own property
+            'console.log(m.model_flops_forward({toString: 2n, hasOwnProperty: 7n}).toString());\n'
+            # an own __proto__ (JSON.parse makes one) is read, not the prototype
+            'const d = JSON.parse(\'{"__proto__": 13, "constructor": 2, "toString": 3, "hasOwnProperty": 7, '
+            '"valueOf": 1}\');\n'
+            'console.log(m.model_flops_forward(d).toString());\n'
+            'try { m.model_params(null); } catch (e) { console.log(e.name); }\n'
+            'console.log(Object.keys(m.SYMBOLS).join(","));\n')
+    (tmp_path / "run.js").write_text(body)
+    out = subprocess.run([node, "run.js"], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
+    ev = model.costs().evaluate
+    assert out.split() == [
+        "TypeError:toString",
+        str(ev(constructor=3, __proto__=5, toString=2, hasOwnProperty=7, valueOf=11)["flops_forward"]),
+        str(ev(constructor=2, __proto__=13, toString=3, hasOwnProperty=7, valueOf=1)["flops_forward"]),
+        "TypeError",
+        ",".join(PROTO_NAMES)]

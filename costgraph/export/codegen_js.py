@@ -2,7 +2,9 @@
 
 Each function takes one object of dimensions, ``fn({b: 1n, s: 2048n})``
 (BigInt, or a Number that is a safe integer), with the configuration's
-values as defaults, and returns a ``BigInt``. It throws ``TypeError`` for a
+values as defaults; only the object's own properties are read (a dimension
+named ``constructor`` or ``__proto__`` is never taken from
+``Object.prototype``), and returns a ``BigInt``. It throws ``TypeError`` for a
 missing or non-integer dimension, ``RangeError`` for a non-positive one or a
 value that is not whole. The file works as a CommonJS module (Node:
 ``require``) and as a plain script (it then defines ``globalThis.<model>``).
@@ -50,6 +52,15 @@ HELPERS = r"""function cg_dim(name, value) {
   return value;
 }
 
+// the own properties of dims, in an object without a prototype: a dimension named
+// constructor, toString or __proto__ is read from dims itself, never from Object.prototype
+function cg_own(dims) {
+  if (dims === null || typeof dims !== "object") {
+    throw new TypeError(`the dimensions must be an object such as {b: 1n}, got ${dims === null ? "null" : typeof dims}`);
+  }
+  return Object.assign(Object.create(null), dims);
+}
+
 function cg_min(a, b) { return a < b ? a : b; }
 
 function cg_max(a, b) { return a > b ? a : b; }
@@ -86,7 +97,9 @@ def js_source(program: Program) -> str:
         body += ["/**"] + [(" * " + ln).rstrip() for ln in doc] + [" */"]
         params = ", ".join(f"{names[a]} = {program.defaults[a]}n" if a in program.defaults else names[a]
                            for a in f.args)
-        body.append(f"function {f.name}({{{params}}} = {{}}) {{")
+        body.append(f"function {f.name}(cg_dims = {{}}) {{")
+        if f.args:   # own properties only: never Object.prototype's constructor, toString, __proto__, ...
+            body.append(f"  let {{{params}}} = cg_own(cg_dims);")
         for a in f.args:
             body.append(f'  {names[a]} = cg_dim("{names[a]}", {names[a]});')
         num = pr.doprint(field_order(f.num, expanded=True))
@@ -96,7 +109,8 @@ def js_source(program: Program) -> str:
             body.append(f'  return cg_exactdiv({num}, {pr.doprint(f.den)}, "{f.name}");')
         body += ["}", ""]
     body.append("const SYMBOLS = {")
-    body += [f"  {names[d]}: {_js_string(plain(m))}," for d, m in program.symbols.items()]
+    # computed keys: a literal `__proto__: ...` would set the prototype instead of a key
+    body += [f"  [{_js_string(names[d])}]: {_js_string(plain(m))}," for d, m in program.symbols.items()]
     body += ["};", "", "const FUNCTIONS = {"]
     body += [f"  {_js_string(plain(f.scope) + '/' + f.quantity)}: {f.name}," for f in program.functions]
     body += ["};", ""]
