@@ -146,7 +146,14 @@ class _Reader:
             self.fail(f"key '{name}' must be {kind}, got {shown(v)}")
         if v >= arguments._LIMIT:
             self.fail(f"key '{name}' is too large: {shown(v)} (at most {arguments.MAX_DIGITS} digits)")
+        if name in FRACTION_KEYS and v > 1:   # as the model file's rope(x, r) refuses r above the head size
+            self.fail(f"key '{name}' is the fraction of each head that is rotated, at most 1, got {shown(v)}",
+                      hint="write a number in (0, 1]: 1 rotates the whole head (Pythia's rotary_pct is 0.25)")
         return v
+
+
+#: config keys holding a fraction of each attention head (the rotated part): in (0, 1]
+FRACTION_KEYS = ("rotary_pct", "partial_rotary_factor")
 
 
 #: config keys holding a dropout probability (GPT-2, OPT, T5, Falcon, LLaMA-style

@@ -1,0 +1,53 @@
+"""Issue 18, "silently wrong or misleading" (round three): inputs that were
+accepted and printed wrong or confusing figures are refused or worded plainly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import costgraph
+from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
+
+PYTHIA = {"model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "rotary_pct": 0.25,
+          "intermediate_size": 3072, "num_hidden_layers": 12, "vocab_size": 50304,
+          "max_position_embeddings": 2048, "use_parallel_residual": True}
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --- 1. a rope fraction above 1 ---------------------------------------------------------------------------
+
+def test_set_r_above_head_size_refused(capsys):
+    """pythia-160m: h/a = 768/12 = 64 entries per head; r may be at most 64."""
+    code, out, err = _cli(capsys, "derive", "gpt_neox", "--config", "pythia-160m", "--set", "r=100000")
+    assert code == 2 and "Traceback" not in err
+    assert "std/attention.cg:47:9" in err and "rotates r entries of a last dimension of h/a (at most h/a)" in err
+    assert "-99935" in err and "hint:" in err          # 64 - 100000 + 1
+    code, _, err = _cli(capsys, "derive", "gpt_neox", "--config", "pythia-160m", "--set", "r=65")
+    assert code == 2 and "rotates r entries" in err
+
+
+def test_set_r_at_head_size_accepted(capsys):
+    m = costgraph.load("gpt_neox")
+    assert m.costs().evaluate("pythia-160m", r=64)["params"] == 162_322_944
+    with pytest.raises(CostgraphValueError, match="rotates r entries"):
+        m.costs().evaluate("pythia-160m", r=65)
+
+
+def test_rotary_pct_above_one_in_config_json(tmp_path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**PYTHIA, "rotary_pct": 2.0}))
+    code, out, err = _cli(capsys, "derive", str(p))
+    assert code == 2 and "Traceback" not in err
+    assert f"{p}: key 'rotary_pct' is the fraction of each head that is rotated, at most 1, got 2.0" in err
+    assert "hint: write a number in (0, 1]" in err
+    p.write_text(json.dumps({**PYTHIA, "rotary_pct": 1.0}))
+    code, out, err = _cli(capsys, "derive", str(p))
+    assert code == 0 and "r=64," in out                 # 1.0 · 768/12
