@@ -51,3 +51,27 @@ def test_rotary_pct_above_one_in_config_json(tmp_path, capsys):
     p.write_text(json.dumps({**PYTHIA, "rotary_pct": 1.0}))
     code, out, err = _cli(capsys, "derive", str(p))
     assert code == 0 and "r=64," in out                 # 1.0 · 768/12
+
+
+# --- 2. duplicate keys in config.json ---------------------------------------------------------------------
+
+def test_duplicate_key_warns_with_key_file_and_value_used(tmp_path):
+    from costgraph.language.hf_config import DuplicateKeyWarning
+
+    text = json.dumps(PYTHIA)[:-1] + ',\n "hidden_size": 1024,\n "hidden_size": 384}'
+    p = tmp_path / "config.json"
+    p.write_text(text)
+    with pytest.warns(DuplicateKeyWarning) as record:
+        hf = costgraph.load_hf_config(str(p))
+    assert hf.values["h"] == 384 and hf.values["r"] == 8          # the last value, as json.loads takes: 0.25·384/12
+    assert [str(w.message) for w in record] == [
+        f"duplicate key 'hidden_size' in {p}: it is given 3 times; the last value, 384, is used "
+        "(as Python and Transformers do)"]
+    assert record[0].filename == str(p) and record[0].lineno == 3
+
+
+def test_no_warning_without_duplicates(tmp_path, recwarn):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(PYTHIA))
+    assert costgraph.load_hf_config(str(p)).values["h"] == 768
+    assert not [w for w in recwarn if "duplicate" in str(w.message)]
