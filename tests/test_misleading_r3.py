@@ -75,3 +75,26 @@ def test_no_warning_without_duplicates(tmp_path, recwarn):
     p.write_text(json.dumps(PYTHIA))
     assert costgraph.load_hf_config(str(p)).values["h"] == 768
     assert not [w for w in recwarn if "duplicate" in str(w.message)]
+
+
+# --- 3. units past the largest prefix ---------------------------------------------------------------------
+
+def test_bytes_past_the_largest_prefix_in_scientific_notation():
+    from costgraph.numbers.units import PAST_PREFIXES, decimal, nbytes, with_unit
+
+    assert PAST_PREFIXES == 10**33
+    assert nbytes(10**33 - 10**30) == "999.00 QB, 788.07 QiB"      # still prefixed: 999·10³⁰ / 2¹⁰⁰
+    assert nbytes(2 * 10**99) == "2.000 x 10⁹⁹ bytes"
+    assert with_unit("activation_bytes", 16 * 10**99) == f"{16 * 10**99:,} bytes (1.600 x 10¹⁰⁰ bytes)"
+    assert decimal(13265616.4, 0) == "13,265,616" and decimal(153.537, 2) == "153.54"
+    assert decimal(2.1933888e91) == "2.193 x 10⁹¹"
+
+
+def test_train_params_1e99_prints_no_float_artefacts(capsys):
+    code, out, err = _cli(capsys, "train", "--params", "1e99", "--tokens", "1e12", "--gpus", "8",
+                          "--hardware", "h100-sxm", "--mfu", "0.4")
+    assert code == 0, err
+    assert "(2.000 x 10⁹⁹ bytes)" in out and "(1.600 x 10¹⁰⁰ bytes)" in out and "QB" not in out
+    assert "GPU-hours    4.211 x 10⁹³" in out                        # 6·10¹¹¹ / (8 · 9.894e14 · 0.4) / 3600 · 8
+    assert "time         1.895 x 10⁹⁶ s = 2.193 x 10⁹¹ days" in out
+    assert all(len(tok) < 40 for line in out.splitlines() for tok in line.split() if "," not in tok)
