@@ -98,3 +98,16 @@ def test_train_params_1e99_prints_no_float_artefacts(capsys):
     assert "GPU-hours    4.211 x 10⁹³" in out                        # 6·10¹¹¹ / (8 · 9.894e14 · 0.4) / 3600 · 8
     assert "time         1.895 x 10⁹⁶ s = 2.193 x 10⁹¹ days" in out
     assert all(len(tok) < 40 for line in out.splitlines() for tok in line.split() if "," not in tok)
+
+
+# --- 4. a report's average layer worded as derive's -------------------------------------------------------
+
+def test_report_average_layer_uses_derive_wording(capsys):
+    """gemma-3-1b: 26 layers, one global in 6 (floor(26/6) = 4): the per-layer forward FLOPs are
+    32416265666560/13 = 2,493,558,897,427 9/13."""
+    code, out, err = _cli(capsys, "report", "gemma3_text", "--config", "gemma-3-1b", "--format", "md")
+    assert code == 0, err
+    assert "/13 FLOP |" not in out
+    assert "| 2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7) |" in out
+    code, derived, err = _cli(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
+    assert "forward FLOPs                2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7)" in derived
