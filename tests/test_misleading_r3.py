@@ -111,3 +111,24 @@ def test_report_average_layer_uses_derive_wording(capsys):
     assert "| 2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7) |" in out
     code, derived, err = _cli(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
     assert "forward FLOPs                2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7)" in derived
+
+
+# --- 5. cosmetics -----------------------------------------------------------------------------------------
+
+def test_derive_dev_zero_is_not_a_regular_file(capsys):
+    code, out, err = _cli(capsys, "derive", "/dev/zero")
+    assert code == 2 and err.startswith("error: /dev/zero is not a regular file\n") and "no such" not in err
+    code, out, err = _cli(capsys, "derive", "no/such/model.cg")
+    assert code == 2 and err.startswith("error: no such model file: no/such/model.cg\n")
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_hardware_empty_name_asks_for_a_name(capsys, name):
+    from costgraph.hardware import presets
+
+    code, out, err = _cli(capsys, "hardware", name)
+    assert code == 2 and "did you mean" not in err
+    assert err.startswith("error: a hardware name is needed, got an empty one\nhint: presets: "
+                          + ", ".join(presets()) + ";")
+    code, out, err = _cli(capsys, "hardware", "h100sx")
+    assert code == 2 and "did you mean 'h100-sxm'?" in err
