@@ -220,6 +220,9 @@ def preset(name: str | Hardware) -> Hardware:
         return from_file(spec["path"], spec["name"])
     table = presets()
     key = _normal(name)
+    if not key:   # every name starts with '': no "did you mean" for all of them
+        raise CostgraphValueError("a hardware name is needed, got an empty one",
+                                  hint="presets: " + ", ".join(table) + "; or a TOML file: --hardware my-gpu.toml[:NAME]")
     if key in table:
         return table[key]
     compact = {k.replace("-", ""): k for k in table}   # h100sxm, tpuv5e

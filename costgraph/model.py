@@ -315,10 +315,8 @@ class Model:
         return vals
 
     def _sizes(self) -> list[tuple[sympy.Expr, str, Location | None, str]]:
-        """Every size the graph uses, each distinct expression once (its first
-        use): ``(expr, what, location, path)``. Tensor dimensions, dimension
-        arguments of operators (heads, K/V groups, rotary entries), repeat and
-        active counts."""
+        """Every size the graph uses, each distinct expression once (first use): ``(expr, what, location, path)``.
+        Tensor dimensions, operators' dimension arguments, repeat/active counts, ``graph.limits`` (r ≤ h/a)."""
         if self._size_list is None:
             seen, out = set(), []
             def add(d, what, loc, path):
@@ -336,6 +334,8 @@ class Model:
                 loc = producer["loc"] if producer else None
                 for d in t.shape:
                     add(d, f"a dimension of tensor '{t.id}'", loc, t.producer)
+            for limit in self.graph.limits:
+                add(*limit)
             self._size_list = out
         return self._size_list
 

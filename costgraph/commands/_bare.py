@@ -80,6 +80,8 @@ def _bare_time(args, psi: int, gpus: int):
 
 def _time_lines(r) -> list[str]:
     """The text of a :class:`~costgraph.training.bare_time.BareTime`."""
+    from ..numbers.units import decimal
+
     rate = (f"achieved {float(r.achieved):.4g} FLOP/s per device" if r.achieved is not None else
             f"peak {float(r.peak):.4g} FLOP/s ({r.hardware or '--peak'}, dense BF16) × MFU {float(r.mfu):g}")
     why = "full recomputation: one more forward" if r.factor == 8 else "forward + backward, no recomputation"
@@ -87,8 +89,8 @@ def _time_lines(r) -> list[str]:
              f"for a mixture of experts N must be the active parameters):",
              f"  N = {r.params:,} parameters, D = {float(r.tokens):.4g} tokens, n = {r.gpus} GPUs, X = {rate}",
              f"  FLOPs        {float(r.flops):.4g}",
-             f"  time         {float(r.seconds):,.0f} s = {float(r.days):.2f} days",
-             f"  GPU-hours    {float(r.gpu_hours):,.0f}"]
+             f"  time         {decimal(r.seconds, 0)} s = {decimal(r.days)} days",
+             f"  GPU-hours    {decimal(r.gpu_hours, 0)}"]
     if r.price is not None:
-        lines.append(f"  cost         {float(r.gpu_hours * r.price):,.2f}")
+        lines.append(f"  cost         {decimal(r.gpu_hours * r.price)}")
     return lines

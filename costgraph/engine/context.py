@@ -132,10 +132,16 @@ class OpContext:
         """Refuse ``part`` (a slice, the rotated entries) when it is provably
         larger than ``whole`` (the dimension it is taken from): SymPy decides
         the sign of ``part - whole`` from the dimensions being positive;
-        undecided is accepted."""
-        if sympy.expand(as_dim(part) - as_dim(whole)).is_positive:
+        undecided is recorded in the graph's ``limits`` and checked when
+        values are given (``--set r=100000`` on GPT-NeoX's ``h/a = 64``)."""
+        excess = sympy.expand(as_dim(part) - as_dim(whole))
+        if excess.is_positive:
             self.fail(f"{self.kind} {verb} {part} entries of a last dimension of {whole}: more than it has",
                       hint=f"give at most {whole}: a part of a dimension cannot be larger than the dimension")
+        if excess.free_symbols:
+            self.b.cg.limits.append((as_dim(whole) - as_dim(part) + 1,
+                                     f"{self.kind} '{self.path}' {verb} {part} entries of a last dimension of "
+                                     f"{whole} (at most {whole}): {whole} - {part} + 1", self.loc, self.path))
 
     def _shape(self, shape) -> tuple:
         """Sizes handed over by the rule, as SymPy expressions of bounded size."""

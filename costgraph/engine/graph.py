@@ -192,6 +192,9 @@ class CostGraph:
     configs: dict[str, dict[str, int]] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     caches: list[CacheEntry] = field(default_factory=list)
+    #: bounds SymPy could not decide at build time, checked when values are given:
+    #: ``(room, what, location, path)`` with ``room = whole - part + 1`` (positive when part ≤ whole)
+    limits: list[tuple] = field(default_factory=list)
 
     _nx: object = field(default=None, repr=False, compare=False)
 

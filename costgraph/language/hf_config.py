@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
+import warnings
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -146,7 +148,14 @@ class _Reader:
             self.fail(f"key '{name}' must be {kind}, got {shown(v)}")
         if v >= arguments._LIMIT:
             self.fail(f"key '{name}' is too large: {shown(v)} (at most {arguments.MAX_DIGITS} digits)")
+        if name in FRACTION_KEYS and v > 1:   # as the model file's rope(x, r) refuses r above the head size
+            self.fail(f"key '{name}' is the fraction of each head that is rotated, at most 1, got {shown(v)}",
+                      hint="write a number in (0, 1]: 1 rotates the whole head (Pythia's rotary_pct is 0.25)")
         return v
+
+
+#: config keys holding a fraction of each attention head (the rotated part): in (0, 1]
+FRACTION_KEYS = ("rotary_pct", "partial_rotary_factor")
 
 
 #: config keys holding a dropout probability (GPT-2, OPT, T5, Falcon, LLaMA-style
@@ -371,6 +380,26 @@ def _int(token: str) -> int:
     return int(token)
 
 
+class DuplicateKeyWarning(UserWarning):
+    """A config.json object with a key given twice: the last value is used, as Python's
+    ``json`` and Transformers' ``PretrainedConfig`` (which reads it with ``json.loads``) do."""
+
+
+def _object(pairs: list, text: str, path: str) -> dict:
+    """A JSON object from its pairs, warning (:class:`DuplicateKeyWarning`, located at the
+    key's last occurrence in ``text``) for each key given more than once."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        counts = Counter(k for k, _ in pairs)
+        for k in (k for k, n in counts.items() if n > 1):
+            offset = max(text.rfind(json.dumps(k)), 0)
+            warnings.warn_explicit(
+                f"duplicate key {shown(k)} in {path}: it is given {counts[k]} times; "
+                f"the last value, {_json_shown(out[k])}, is used (as Python and Transformers do)",
+                DuplicateKeyWarning, path, text.count("\n", 0, offset) + 1)
+    return out
+
+
 def parse_json(text: str, path: str):
     """Parse a config.json's text. Errors are located: invalid JSON, NaN and
     Infinity, numbers beyond float range or :data:`arguments.MAX_DIGITS` digits,
@@ -393,7 +422,8 @@ def parse_json(text: str, path: str):
         elif t == "]" or t == "}":
             depth -= 1
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int,
+                          object_pairs_hook=lambda pairs: _object(pairs, text, path))
     except json.JSONDecodeError as e:
         raise located(f"invalid JSON: {e.msg}", e.pos) from None
     except _BadToken as e:

@@ -239,7 +239,8 @@ def source_for(model: str) -> _Source:
         return _bundled_source(model)   # std/attention.cg: the bundled file, as std/attention is
     if path.suffix == MODEL_SUFFIX or exists:
         if not _is_file(path):
-            raise CostgraphValueError(f"no such model file: {model}")
+            raise CostgraphValueError(f"{model} is not a regular file" if exists else f"no such model file: {model}",
+                                      hint="give the path of a .cg file, or a bundled model name")
         return _file_source(path)
     try:
         entry = bundled_model(model) if model.strip() else None

@@ -55,10 +55,29 @@ def flops(n: int) -> str:
     return re.sub(r"(10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)FLOP$", r"\1 FLOP", humanize.metric(n, "FLOP", precision=4))
 
 
+#: 1000 of the largest SI prefix (quetta, 10³⁰; humanize's last byte prefix Q, QiB = 2¹⁰⁰): from here
+#: a prefixed figure would print float artefacts in dozens of digits, so scientific notation is used
+PAST_PREFIXES = 1000 * 1000 ** 10
+
+
 def nbytes(n: int) -> str:
-    """``275414777856`` → ``275.41 GB, 256.50 GiB``: decimal and binary, both labelled."""
+    """``275414777856`` → ``275.41 GB, 256.50 GiB``: decimal and binary, both labelled; from
+    :data:`PAST_PREFIXES` on, once in scientific notation: ``2.000 x 10³³ bytes``."""
+    if abs(n) >= PAST_PREFIXES:
+        return f"{humanize.scientific(n, precision=3)} bytes"
     return (f"{humanize.naturalsize(n, format='%.2f')}, "
             f"{humanize.naturalsize(n, binary=True, format='%.2f')}")
+
+
+def decimal(x, places: int = 2) -> str:
+    """A measured (float) figure with thousands separators and ``places`` decimals (``1,234.50``);
+    from :data:`PAST_PREFIXES` on, scientific notation (``2.193 x 10⁹⁰``) rather than the float's
+    binary artefacts written out in full; ``about 10^N`` beyond a float."""
+    try:
+        x = float(x)
+    except OverflowError:
+        return f"about 10^{len(str(abs(int(x)))) - 1}"
+    return humanize.scientific(x, precision=3) if abs(x) >= PAST_PREFIXES else f"{x:,.{places}f}"
 
 
 def with_unit(quantity: str, n: int) -> str:

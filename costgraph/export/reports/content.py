@@ -27,6 +27,7 @@ each writer prints them with SymPy's LaTeX or MathML printer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import sympy
 
@@ -133,8 +134,8 @@ def number(q: str, expr, values) -> str | None:
     if not _complete(expr, values):
         return None
     v = expr.xreplace(values)
-    if not v.is_integer:   # a per-instance share of a storage made outside a block
-        return f"{v} {units.UNITS[q]}"
+    if not v.is_integer:   # an average layer (a layer pattern), a per-instance share: worded as derive does
+        return units.with_unit(q, Fraction(int(v.p), int(v.q))) if v.is_Rational else f"{v} {units.UNITS[q]}"
     return units.with_unit(q, int(v))
 
 
