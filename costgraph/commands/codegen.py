@@ -11,6 +11,8 @@ LANGS = ("python", "numpy", "c", "javascript")
 
 
 def add_parser(sub) -> None:
+    from ._output import output_arguments
+
     p = sub.add_parser("codegen", help="the cost formulas as Python, NumPy, C or JavaScript functions",
                        description="One function per quantity and scope, arguments named by the model's "
                                    "dimensions (defaults from --config/--set), exact integers in Python, "
@@ -23,7 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--quantity", nargs="+", action="extend", default=None, metavar="Q", choices=QUANTITY_NAMES,
                    help="only these quantities (default: all)")
     cost_arguments(p, scope=False)
-    p.add_argument("-o", "--output", metavar="FILE", help="write the code to FILE instead of printing it")
+    output_arguments(p, help="write the code to FILE instead of printing it")
 
 
 def _command(args) -> str:
@@ -60,13 +62,9 @@ def run(args) -> str:
                    precision=args.precision, causal=args.causal, values=values, command=_command(args))
     source = generate(program, args.lang)
     if args.output:
-        from ..errors import CostgraphValueError
+        from ._output import write_output
 
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(source)
-        except OSError as e:
-            raise CostgraphValueError(f"cannot write {args.output}: {e.strerror}") from None
+        write_output(args, lambda tmp: tmp.write_text(source, encoding="utf-8"))
         n = len(program.functions)
         return f"wrote {n} function{'' if n == 1 else 's'} ({args.lang}) to {args.output}"
     return source.rstrip("\n")

@@ -10,17 +10,18 @@ from .common import cost_arguments, model_arguments
 
 
 def add_parser(sub) -> None:
+    from ._output import output_arguments
+
     p = sub.add_parser("graph", help="the operator graph as DOT, SVG (Graphviz), GraphML or node-link JSON")
     model_arguments(p)
     p.add_argument("--format", choices=("dot", "svg", "graphml", "json"), default="dot",
                    help="dot (Graphviz text, default), svg (laid out by Graphviz's dot program), graphml "
                         "(attributes as strings), json (NetworkX node-link, formulas with expression trees)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    output_arguments(p, help="write to FILE instead of standard output")
     cost_arguments(p)   # --scope --convention --precision --causal --profile --no-dropout
 
 
 def run(args) -> str:
-    from ..errors import CostgraphValueError
     from ..export.graph import render
     from .common import load_any, settings
 
@@ -30,9 +31,7 @@ def run(args) -> str:
                   causal=args.causal, values=values)
     if args.output is None:
         return text.rstrip("\n")
-    try:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise CostgraphValueError(f"cannot write {args.output}: {e.strerror}") from None
+    from ._output import write_output
+
+    write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return f"wrote {args.output} ({args.format}, {len(text.encode('utf-8')):,} bytes)"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
+    from ._output import output_arguments
     from ._analysis import infer_arguments, train_arguments
     from .common import cost_arguments
     from .common import model_arguments
@@ -30,7 +31,7 @@ def add_parser(sub) -> None:
                                     "block, roofline with prefill and decode")
     model_arguments(p)
     p.add_argument("--kind", choices=("memory", "flops", "roofline"), required=True)
-    p.add_argument("-o", "--output", metavar="FILE", required=True, help="FILE.png or FILE.svg")
+    output_arguments(p, required=True, help="FILE.png or FILE.svg")
     p.add_argument("--over", metavar="NAME=VALUES",
                    help="memory: the swept dimension, e.g. s=1024:16384:x2, b=1,2,4,8 (default: the values given)")
     p.add_argument("--phase", choices=("train", "infer"), default="train",
@@ -139,8 +140,7 @@ def run(args) -> str:
     if args.kind != "memory" and (args.over is not None or args.phase != "train"):
         raise CostgraphValueError("--over and --phase are for --kind memory")
     fig = {"memory": _memory, "flops": _flops, "roofline": _roofline}[args.kind](args)
-    try:
-        path = plots.save(fig, args.output)
-    except OSError as e:
-        raise CostgraphValueError(f"cannot write {args.output!r}: {e.strerror}") from None
+    from ._output import write_output
+
+    path = write_output(args, lambda tmp: plots.save(fig, tmp))
     return f"wrote {path} ({args.kind}, {path.stat().st_size:,} bytes)"

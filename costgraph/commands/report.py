@@ -26,13 +26,14 @@ def add_parser(sub) -> None:
     from ._analysis import infer_arguments, train_arguments
     from .common import cost_arguments
     from .common import model_arguments
+    from ._output import output_arguments
 
     p = sub.add_parser("report", help="a LaTeX, HTML or Markdown report: closed forms per scope and block, "
                                       "symbols, conventions, numbers, training memory and inference")
     model_arguments(p)
     p.add_argument("--format", choices=("tex", "html", "md"), required=True,
                    help="tex (standalone LaTeX), html (one self-contained page) or md (Markdown)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: print)")
+    output_arguments(p, help="write to FILE (default: print)")
     p.add_argument("--fragment", action="store_true", help="tex: only the body, to \\input into a paper "
                                                            "(which loads amsmath, array and longtable)")
     cost_arguments(p, scope=False, precision=False)
@@ -104,11 +105,7 @@ def run(args) -> str:
         text = to_md(rep)
     if args.output is None:
         return text.rstrip("\n")
-    from pathlib import Path
+    from ._output import write_output
 
-    path = Path(args.output)
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise CostgraphValueError(f"cannot write {args.output!r}: {e.strerror}") from None
+    path = write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return f"wrote {path} ({args.format}, {len(text.encode('utf-8')):,} bytes)"

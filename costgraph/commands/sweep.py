@@ -10,6 +10,8 @@ from .common import cost_arguments, model_arguments
 
 
 def add_parser(sub) -> None:
+    from ._output import output_arguments
+
     p = sub.add_parser("sweep", help="costs over a grid of dimension values, as CSV or JSON rows",
                        description="Evaluate a scope's quantities at every combination of the --over axes "
                                    "(first axis slowest), the other dimensions from --config/--set. "
@@ -28,7 +30,7 @@ def add_parser(sub) -> None:
                    help="allow up to N rows (default 10,000,000)")
     cost_arguments(p, scope=False)
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar (stderr)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the rows to FILE instead of printing them")
+    output_arguments(p, help="write the rows to FILE instead of printing them")
 
 
 def run(args) -> str:
@@ -67,7 +69,6 @@ def run(args) -> str:
 def _write(args, result, model, costs, bar) -> str:
     import io
 
-    from ..errors import CostgraphValueError
     from ..export.sweep import to_csv, to_json
 
     conventions = {"convention": args.convention, "causal": args.causal, "precision": args.precision,
@@ -80,11 +81,12 @@ def _write(args, result, model, costs, bar) -> str:
             to_json(result, model.name, costs.scope, conventions, out)
 
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8", newline="") as fh:
+        from ._output import write_output
+
+        def write_file(tmp):
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
                 write(fh)
-        except OSError as e:
-            raise CostgraphValueError(f"cannot write {args.output}: {e.strerror}") from None
+        write_output(args, write_file)
         return f"wrote {result.rows:,} rows × {len(result.columns)} columns ({args.format}) to {args.output}"
     buf = io.StringIO()
     write(buf)

@@ -4,7 +4,8 @@ Resolves ``import "path"`` relative to the importing file first, then in the
 bundled library (``models/``, e.g. ``import "std/attention.cg"``), detects
 import cycles (an import names a ``.cg`` file by a relative path that stays
 inside the importing file's folder: absolute paths and ``..`` out of it are
-refused), and gathers the blocks each file can call. Bundled files are
+refused, and so is a symbolic link whose real path leaves the model's folder
+or the bundled ``models/``), and gathers the blocks each file can call. Bundled files are
 read through :mod:`costgraph.language.resources` and named by their path inside
 ``models/`` in messages.
 """
@@ -12,7 +13,9 @@ read through :mod:`costgraph.language.resources` and named by their path inside
 from __future__ import annotations
 
 import difflib
+import os
 import posixpath
+import stat
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -48,6 +51,7 @@ class _Source:
     text: str
     directory: Path | None  # for relative imports; None for bundled files
     bundle_dir: str = ""    # a bundled file's folder inside models/ ("std")
+    echo: bool = True       # whether messages may quote its text (its real name ends in .cg)
 
 
 class _Loader:
@@ -56,10 +60,11 @@ class _Loader:
         self.models: dict[str, dict[str, ast.Model]] = {}
         self.stack: list[str] = []
         self.names: dict[str, str] = {}   # key → name in messages
+        self.roots: tuple[Path, ...] = ()  # real folders a file import may reach (the model's folder)
 
     def load(self, src: _Source) -> tuple[ast.File, dict[str, BlockDef]]:
         self.names[src.key] = src.display
-        f = parse(src.text, src.display)
+        f = _parse_quietly(src)
         table: dict[str, BlockDef] = {}
         visible_models: dict[str, ast.Model] = {}
         for imp in f.imports:
@@ -108,6 +113,7 @@ class _Loader:
         if src.directory is not None:
             candidate = (src.directory / imp.path)
             if _is_file(candidate):
+                _check_confined(candidate, self.roots, imp)
                 return _file_source(candidate, imported_at=imp.loc)
         # relative to a bundled file's folder, then to models/ itself
         tries = [f"{src.bundle_dir}/{imp.path}"] if src.bundle_dir else []
@@ -121,6 +127,44 @@ class _Loader:
         raise CostgraphSemanticError(
             f"cannot find the imported file '{imp.path}'", imp.loc,
             hint="paths are relative to the importing file, or name a bundled library file such as 'std/attention.cg'")
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _check_confined(candidate: Path, roots: tuple[Path, ...], imp: ast.Import) -> None:
+    """An imported file's real path (symbolic links followed) stays inside the
+    model's folder (or the bundled ``models/``) and names a regular file;
+    otherwise a located error (exit 2) that names neither the target nor its text."""
+    real = _real(candidate)
+    allowed = (*roots, _real(Path(str(models_root()))))
+    try:
+        regular = stat.S_ISREG(os.stat(real).st_mode)
+    except (OSError, ValueError):
+        regular = False
+    if not any(real.is_relative_to(root) for root in allowed):
+        raise CostgraphSemanticError(
+            f"the imported file '{imp.path}' is a symbolic link out of the model's folder", imp.loc,
+            hint="imports stay inside the model's folder: copy the file there instead of linking to it")
+    if not regular or not real.name.endswith(MODEL_SUFFIX):
+        raise CostgraphSemanticError(
+            f"the imported file '{imp.path}' is not a model file (a link to a file not ending in {MODEL_SUFFIX}, "
+            "or not a regular file)", imp.loc, hint=f"import a {MODEL_SUFFIX} file of the model's folder")
+
+
+def _parse_quietly(src: _Source) -> ast.File:
+    """:func:`parse`, except that an error in a file that is not a model file (its
+    real name does not end in ``.cg``) keeps its location but never quotes its text."""
+    if src.echo:
+        return parse(src.text, src.display)
+    try:
+        return parse(src.text, src.display)
+    except CostgraphError as e:
+        loc = Location(e.loc.file, e.loc.line, e.loc.column) if e.loc else Location(src.display, 1, 1)
+        raise type(e)(f"{src.display} is not a model file (its real name does not end in {MODEL_SUFFIX}) "
+                      "and does not parse as one; its text is not shown", loc,
+                      hint=f"give a model file ending in {MODEL_SUFFIX}") from None
 
 
 def _check_import_path(imp: ast.Import) -> None:
@@ -192,14 +236,16 @@ def _file_source(path: Path, imported_at: Location | None = None) -> _Source:
         start = data.rfind(b"\n", 0, e.start) + 1
         end = data.find(b"\n", e.start)
         shown = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace")
-        loc = Location(str(path), line, len(data[start:e.start].decode("utf-8", "replace")) + 1, shown[:200])
+        shown = shown[:200] if _real(path).name.endswith(MODEL_SUFFIX) else ""   # never quote a non-model file
+        loc = Location(str(path), line, len(data[start:e.start].decode("utf-8", "replace")) + 1, shown)
         raise CostgraphValueError(
             f"not a UTF-8 text file: {e.reason} 0x{data[e.start]:02x}{where}",
             loc, hint="a model file is text written in the costgraph language, saved as UTF-8") from None
     rel = _bundled_path(path)
     if rel is not None:   # a bundled file given by its path is the bundled file
         return _Source("bundled:" + rel, str(path), text, None, rel.rpartition("/")[0])
-    return _Source(str(path.resolve()), str(path), text, path.parent)
+    real = _real(path)
+    return _Source(str(real), str(path), text, path.parent, echo=real.name.endswith(MODEL_SUFFIX))
 
 
 def _bundled_path(path: Path) -> str | None:
@@ -299,6 +345,8 @@ def load_program(model: str | None = None, *, text: str | None = None, path: str
     else:
         src = source_for(model)
     loader = _Loader()
+    if src.directory is not None:   # file imports stay inside the model's real folder
+        loader.roots = (_real(src.directory),)
     loader.stack.append(src.key)
     f, table = loader.load(src)
     if not f.models and f.blocks:
