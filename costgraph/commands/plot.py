@@ -70,6 +70,10 @@ def _sweep(args, model, values):
             print(f"warning: {w}", file=sys.stderr)
         return symbol, points
     symbol = "b" if "b" in model.graph.dims else next(iter(model.symbols))
+    if model.graph.dims[symbol].symbol not in values:   # no --over and no value to plot at
+        from ..errors import no_value
+
+        raise no_value(d.name for d in model.graph.dims.values() if d.derived is None and d.symbol not in values)
     return symbol, [int(values[model.graph.dims[symbol].symbol])]
 
 
