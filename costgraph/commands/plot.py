@@ -96,10 +96,10 @@ def _memory(args):
         dims, options = settings(args.set)
         if args.model.endswith(".json"):
             hf = load_hf_config(args.model, profile=args.profile)
-            model, values = hf.model, hf.model.values(None, **{**hf.values, **dims})
+            model, values = hf.model, hf.model.values(None, {**hf.values, **dims})
         else:
             model = infer_load(args.model, options=options, profile=args.profile)
-            values = model.values(args.config, **dims) if (dims or args.config is not None) else None
+            values = model.values(args.config, dims) if (dims or args.config is not None) else None
         values = _values(model, values)
         symbol, points = _sweep(args, model, values)
         inf = Inference(model, weights=args.weights, kv=args.kv, t=args.tp, convention=args.convention,

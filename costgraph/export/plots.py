@@ -106,7 +106,7 @@ def _sweep_values(model, values: dict, symbol: str, points: list[int]) -> list[d
         raise CostgraphValueError(f"model '{model.name}' has no dimension '{symbol}' to sweep",
                                   hint="its dimensions: " + ", ".join(model.symbols))
     given = {str(k): int(v) for k, v in values.items()}
-    return [model.values(None, **{**given, symbol: p}) for p in points]
+    return [model.values(None, {**given, symbol: p}) for p in points]
 
 
 def _fixed(model, values: dict, symbol: str) -> str:
