@@ -128,3 +128,35 @@ def test_keyword_config_still_names_the_configuration():
     import costgraph
 
     assert costgraph.load("gpt").costs().evaluate(config="gpt2")["params"] == 124_439_808   # tests/test_gpt.py
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [["list"], ["derive", "gpt", "--config", "gpt2"]])
+def test_stdout_full(argv):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "costgraph: cannot write the output to stdout: No space left on device\n"
+
+
+def test_stdout_closed():
+    p = subprocess.run([sys.executable, "-m", "costgraph.cli", "list"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=300, pass_fds=(),
+                       preexec_fn=lambda: __import__("os").close(1))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "costgraph: cannot write the output: stdout is closed\n"
+
+
+def test_reader_gone_is_exit_1_without_a_message():
+    # EPIPE: the conventional status 1 (Python's documented SIGPIPE idiom), nothing on stderr
+    import os
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "costgraph.cli", "list"], stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert p.returncode == 1 and p.stderr == "", p.stderr
