@@ -168,6 +168,20 @@ def dim_values(values: Mapping[str, object]) -> dict[str, int]:
     return {k: whole(v, k) for k, v in values.items()}
 
 
+def dims_given(dims: Mapping, config: object, given: object, keywords: dict) -> tuple[str | None, dict[str, int]]:
+    """``(config, values)`` of :meth:`Model.values`/``evaluate``/``compile``: ``given`` a mapping
+    (name or symbol → value; None for none) then the keyword values. A keyword ``config`` names the
+    configuration, as before, unless the model has a dimension named ``config`` (then it is that
+    dimension's value; pass the configuration positionally)."""
+    keywords = dict(keywords)
+    if config is None and "config" in keywords and "config" not in dims:
+        config = keywords.pop("config")
+    if given is not None and not isinstance(given, Mapping):
+        _fail("argument 'given'", "a mapping of dimension names to values", given, None)
+    merged = {str(k): v for k, v in (given or {}).items()}
+    return optional_text(config, "config"), dim_values({**merged, **keywords})
+
+
 def finite(value: float, name: str) -> float:
     """``value`` if it is a finite number."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -43,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``costgraph`` console script; returns the exit status:
     0, or 2 for a mistake in the input (the located message is on stderr; no
-    traceback), 3 for a bug in costgraph itself, 130 when interrupted."""
+    traceback), 3 for a bug in costgraph itself, 130 when interrupted; when stdout cannot take the
+    output, 2 (a full disk, an I/O error; one line on stderr) or 1 (the reader has gone: EPIPE)."""
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:   # argparse has printed usage (status 2), --help or --version (0)
@@ -51,11 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from . import commands
 
-        out = commands.module(args.command).run(args)
+        out, status = commands.module(args.command).run(args), 0
         if isinstance(out, tuple):
             out, status = out
-            print(out)
-            return status
     except CostgraphError as e:
         print(e, file=sys.stderr)
         return 2
@@ -65,11 +64,34 @@ def main(argv: list[str] | None = None) -> int:
         print(f"costgraph: internal error: {type(e).__name__}: {e}\n"
               "this is a bug in costgraph; please report it with the command that caused it", file=sys.stderr)
         return 3
+    return _write(out, status)
+
+
+def _write(out: str, status: int) -> int:
+    """Print ``out`` on stdout and flush it, checked: ``status``, or 1 with no message when the
+    reader has gone (EPIPE: ``costgraph list | head -1``; Python's documented convention), or 2 with
+    a one-line message when stdout cannot take it (a full disk: ``> /dev/full``, an I/O error)."""
+    import errno
+    import os
+
+    if sys.stdout is None:   # started with stdout closed (>&-)
+        print("costgraph: cannot write the output: stdout is closed", file=sys.stderr)
+        return 2
     try:
         print(out)
-    except BrokenPipeError:
-        pass
-    return 0
+        sys.stdout.flush()
+        return status
+    except OSError as e:
+        # stdout is unusable: point it at /dev/null so that the interpreter's own flush at exit
+        # does not fail again (and print "Exception ignored ...")
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        if isinstance(e, BrokenPipeError) or e.errno == errno.EPIPE:
+            return 1
+        print(f"costgraph: cannot write the output to stdout: {e.strerror or e}", file=sys.stderr)
+        return 2
 
 
 def run() -> None:

@@ -110,3 +110,16 @@ class CostgraphSemanticError(CostgraphError):
 
 class CostgraphValueError(CostgraphError):
     """A value given on the command line or to the API is unusable."""
+
+
+# The hint of every "no value for" message: where the model's sizes come from.
+MISSING_HINT = "give the model's sizes with --config NAME or --set NAME=VALUE (costgraph list names the configurations)"
+
+
+def no_value(names) -> CostgraphValueError:
+    """The error of an analysis that needs numbers but is missing some sizes:
+    ``no value for E, V, a`` (the dimensions' names, sorted, each once) with
+    :data:`MISSING_HINT`. ``names``: strings or SymPy symbols. Raise what it
+    returns: ``raise no_value(missing)``."""
+    shown = sorted({str(n) for n in names})
+    return CostgraphValueError(f"no value for {', '.join(shown)}", hint=MISSING_HINT)

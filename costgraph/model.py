@@ -267,8 +267,9 @@ class Model:
                             efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
                             attention=attention, top=top, reserve=reserve, command=command)
 
-    def values(self, config: str | None = None, **overrides) -> dict[sympy.Symbol, int]:
-        """Dimension values: the dims' defaults, then ``config``, then ``overrides``.
+    def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
+        """Dimension values (symbol → Integer): the dims' defaults, then ``config``, then ``given`` (a mapping,
+        name → value: any name, ``self`` too), then ``overrides`` (:func:`arguments.dims_given`).
 
         Raises
         ------
@@ -277,7 +278,7 @@ class Model:
             whole number, or a shape that comes out fractional (``h/a`` with
             h = 768, a = 7).
         """
-        config, overrides = arguments.optional_text(config, "config"), arguments.dim_values(overrides)
+        config, overrides = arguments.dims_given(self.graph.dims, config, given, overrides)
         vals = self._int_values(config, overrides)
         return {self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()}
 
@@ -445,8 +446,8 @@ class Costs:
         parts, rest = self._parts[q]
         return grouped(parts, rest)
 
-    def evaluate(self, config: str | None = None, **values: int) -> dict[str, int]:
-        """Exact integer values of every quantity for a configuration.
+    def evaluate(self, config: str | None = None, given: Mapping | None = None, /, **values: int) -> dict[str, int]:
+        """Exact integer values of every quantity for a configuration and values (as :meth:`Model.values`).
 
         One exception: a per-layer view of a model with a layer pattern (``--scope layer``
         or a repeat group's path) is the *average* layer — ``floor(l/6)/l`` of a global
@@ -456,10 +457,9 @@ class Costs:
         Raises
         ------
         CostgraphValueError
-            If a symbol has no value (the message lists them), or see
-            :meth:`Model.values`.
+            If a symbol has no value (the message lists them), or see :meth:`Model.values`.
         """
-        config, values = arguments.optional_text(config, "config"), arguments.dim_values(values)
+        config, values = arguments.dims_given(self.model.graph.dims, config, given, values)
         vals = self.model._int_values(config, values)
         names, ev = self._exact()
         missing = [n for n in names if n not in vals]
@@ -493,7 +493,7 @@ class Costs:
             self._compiled = ([str(x) for x in syms], ExactEvaluator(list(self.quantities.values()), syms))
         return self._compiled
 
-    def compile(self, config: str | None = None, *, dtype: str = "float64", **fixed: int) -> "Compiled":
+    def compile(self, config=None, given: Mapping | None = None, /, *, dtype="float64", **fixed) -> "Compiled":
         """A vectorized evaluator of every quantity (NumPy; install ``numpy``).
 
         The returned function takes every symbol of the quantities by
@@ -515,7 +515,7 @@ class Costs:
         CostgraphValueError
             Unknown dtype, or as :meth:`Model.values` for ``config``/``fixed``.
         """
-        config, fixed = arguments.optional_text(config, "config"), arguments.dim_values(fixed)
+        config, fixed = arguments.dims_given(self.model.graph.dims, config, given, fixed)
         if dtype not in ("float64", "int64", "exact"):
             raise CostgraphValueError(f"unknown dtype {dtype!r} for compile", hint="float64, int64 or exact")
         vals = self.model._int_values(config, fixed) if (config is not None or fixed) else {}

@@ -147,7 +147,7 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
         values = {**hf.values, "b": b, "s": s}
         if seq2seq and "t" in costgraph_model.symbols:
             values["t"] = s
-        return costgraph_model.costs("model", convention="matmul").evaluate(**values)
+        return costgraph_model.costs("model", convention="matmul").evaluate(None, values)
 
     cgs = [cg(b, s) for b, s in shapes]
     qs = [Quantity("parameters", [shapes[0]], [param_count(tm)], [int(cgs[0]["params"])])]

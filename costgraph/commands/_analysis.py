@@ -270,7 +270,7 @@ def inference_model(model_arg: str, config, dims: dict, options: dict, profile: 
         model, given = hf.model, {**hf.values, **dims}
     else:
         model, given = load(model_arg, options=options, config=config, profile=profile), dims
-    return model, model.values(config, **{k: v for k, v in given.items() if k not in ("b", "s")})
+    return model, model.values(config, {k: v for k, v in given.items() if k not in ("b", "s")})
 
 
 def inference(args):

@@ -83,9 +83,9 @@ def load_any(args, dims: dict, options: dict):
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
         hf = load_hf_config(args.model, profile=profile, dropout=False if no_dropout else None)
-        return hf.model, hf.model.values(None, **{**hf.values, **dims})
+        return hf.model, hf.model.values(None, {**hf.values, **dims})
     model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config)
-    return model, (model.values(args.config, **dims) if (dims or args.config is not None) else None)
+    return model, (model.values(args.config, dims) if (dims or args.config is not None) else None)
 
 
 def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:

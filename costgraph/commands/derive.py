@@ -44,14 +44,14 @@ def run(args) -> str:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
         hf = load_hf_config(args.model, profile=args.profile, dropout=False if args.no_dropout else None)
         model = hf.model
-        values = model.values(args.config, **{**hf.values, **dims})
+        values = model.values(args.config, {**hf.values, **dims})
         on = [k for k, v in model.graph.options.items() if v is True]
         note = (f"from {args.model}: model_type {hf.model_type} → model '{model.name}'"
                 + (f" with {', '.join(on)}" if on else ""))
     else:
         model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile,
                      config=args.config)
-        values = model.values(args.config, **dims) if (dims or args.config is not None) else None
+        values = model.values(args.config, dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.attention != choices.DERIVE_ATTENTION:
         costs = with_attention(costs, args.attention)

@@ -71,6 +71,10 @@ def _sweep(args, model, values):
             print(f"warning: {w}", file=sys.stderr)
         return symbol, points
     symbol = "b" if "b" in model.graph.dims else next(iter(model.symbols))
+    if model.graph.dims[symbol].symbol not in values:   # no --over and no value to plot at
+        from ..errors import no_value
+
+        raise no_value(d.name for d in model.graph.dims.values() if d.derived is None and d.symbol not in values)
     return symbol, [int(values[model.graph.dims[symbol].symbol])]
 
 
@@ -93,10 +97,10 @@ def _memory(args):
         dims, options = settings(args.set)
         if args.model.endswith(".json"):
             hf = load_hf_config(args.model, profile=args.profile)
-            model, values = hf.model, hf.model.values(None, **{**hf.values, **dims})
+            model, values = hf.model, hf.model.values(None, {**hf.values, **dims})
         else:
             model = infer_load(args.model, options=options, profile=args.profile)
-            values = model.values(args.config, **dims) if (dims or args.config is not None) else None
+            values = model.values(args.config, dims) if (dims or args.config is not None) else None
         values = _values(model, values)
         symbol, points = _sweep(args, model, values)
         inf = Inference(model, weights=args.weights, kv=args.kv, t=args.tp, convention=args.convention,

@@ -80,7 +80,7 @@ def run(args) -> str:
                 lines.append(f"    at the values: ∂/∂{x} = {_number(at['derivative'])}; step = {_number(at['step'])}; "
                              f"elasticity = {float(at['elasticity']):.4f}")
             else:
-                lines.append(f"    at the values: no derivative (a min/max switches exactly here); one-sided whole "
+                lines.append(f"    at the values: no derivative (a min/max switches or a rounded count jumps exactly here); one-sided whole "
                              f"steps: +1 → {_number(at['step'])}, −1 → {_number(at['step_back'])}")
     lines.append(conventions_line(costs))
     return "\n".join(lines)

@@ -62,7 +62,7 @@ def _validity(model, values: dict, x, layout):
 
     def valid(n: int) -> bool:
         try:
-            vals = model.values(None, **{**ints, str(x): n}) if is_dim else dict(values)
+            vals = model.values(None, {**ints, str(x): n}) if is_dim else dict(values)
             if layout is not None:
                 from ..training.validity import check_layout
 

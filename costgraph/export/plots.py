@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from ..errors import CostgraphValueError
+from ..errors import CostgraphValueError, no_value
 
 #: Bytes per unit of the memory axis.
 BYTE_UNITS = {"GB": 10**9, "GiB": 2**30}
@@ -106,7 +106,7 @@ def _sweep_values(model, values: dict, symbol: str, points: list[int]) -> list[d
         raise CostgraphValueError(f"model '{model.name}' has no dimension '{symbol}' to sweep",
                                   hint="its dimensions: " + ", ".join(model.symbols))
     given = {str(k): int(v) for k, v in values.items()}
-    return [model.values(None, **{**given, symbol: p}) for p in points]
+    return [model.values(None, {**given, symbol: p}) for p in points]
 
 
 def _fixed(model, values: dict, symbol: str) -> str:
@@ -142,8 +142,7 @@ def memory_sweep_train(model, result, values: dict, symbol: str, points: list[in
             e = top.memory[k]
             if not e.free_symbols <= set(vals):
                 missing = sorted(str(x) for x in e.free_symbols - set(vals))
-                raise CostgraphValueError(f"no value for {', '.join(missing)}",
-                                          hint="give them with --config or --set")
+                raise no_value(missing)
             parts[k].append(_ceil(e.xreplace(vals)))
     L = result.layout
     title = (f"{name or model.name}: training memory per device ({L.gpus or '?'} GPUs, tp {L.t}"
@@ -169,7 +168,7 @@ def memory_sweep_infer(inf, values: dict, symbol: str, points: list[int],
         for k, e in exprs.items():
             if not e.free_symbols <= set(vals):
                 missing = sorted(str(x) for x in e.free_symbols - set(vals))
-                raise CostgraphValueError(f"no value for {', '.join(missing)}", hint="give them with --config or --set")
+                raise no_value(missing)
             parts[k].append(_ceil(e.xreplace(vals)))
     title = (f"{name or inf.cg.name}: inference memory per device (weights {inf.weights.name}, KV cache {inf.kv.name}"
              + (f", tp {inf.t}" if inf.t > 1 else "") + f"{_fixed(inf.model, values, symbol)})")
@@ -275,7 +274,7 @@ def flops_share(costs, values: dict, quantity: str = "flops_forward", name: str 
     for label, e in flops_buckets(costs, quantity):
         if not e.free_symbols <= set(values):
             missing = sorted(str(x) for x in e.free_symbols - set(values))
-            raise CostgraphValueError(f"no value for {', '.join(missing)}", hint="give them with --config or --set")
+            raise no_value(missing)
         n = e.xreplace(values)
         if n != 0:
             out.append((label, int(n)))

@@ -197,7 +197,7 @@ def to_text_doc(costs, values: dict | None = None, breakdown: bool = False,
     if values is not None and all(e.free_symbols <= set(values) for e in costs.quantities.values()):
         given = ", ".join(f"{k}={v}" for k, v in values.items())
         out += ["", f"with {given}:"]
-        numbers = costs.evaluate(**{str(k): int(v) for k, v in values.items()})
+        numbers = costs.evaluate(None, {str(k): int(v) for k, v in values.items()})
         out += rows_of((q, units.with_unit(q, n)) for q, n in numbers.items() if q in shown)
     elif values is not None:
         missing = sorted({str(s) for e in costs.quantities.values() for s in e.free_symbols} - {str(k) for k in values})

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..engine.symbols import as_expr
-from ..errors import CostgraphValueError
+from ..errors import CostgraphValueError, no_value
 
 #: a power r^m of a rational r is evaluated into a Rational only below this many bits
 EXACT_BITS = 1 << 16
@@ -369,7 +369,7 @@ def decode_totals(step_time: sympy.Expr, n: sympy.Symbol, subs: dict, P, G, prom
     rest = {k: v for k, v in subs.items() if k not in (P, G)}
     free = bounded_subs(step_time, rest).free_symbols - {n}
     if free:
-        raise CostgraphValueError("no value for " + ", ".join(sorted(map(str, free))))
+        raise no_value(free)
     ps = pieces(step_time, rest, n)
     last = prompt + generate - 2
     total, total_expr = sympy.Integer(0), sympy.Integer(0)

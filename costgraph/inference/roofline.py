@@ -39,7 +39,7 @@ import sympy
 from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS
 from ..engine.symbols import as_expr
 
-from ..errors import CostgraphValueError
+from ..errors import CostgraphValueError, no_value
 from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
@@ -130,7 +130,7 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
     rest = {k: v for k, v in values.items() if k != b}
     gap = gap_sym.xreplace(rest)
     if gap.free_symbols - {b}:
-        raise CostgraphValueError("no value for " + ", ".join(sorted(map(str, gap.free_symbols - {b}))))
+        raise no_value(gap.free_symbols - {b})
     root = None
     if gap_sym.is_polynomial(b) and sympy.degree(gap_sym, b) == 1:
         c1, c0 = gap_sym.coeff(b, 1), gap_sym.coeff(b, 0)
@@ -226,7 +226,7 @@ def decode_closed_form(inf: Inference, m: Machine, t: int, subs: dict):
         try:
             cache[key] = decode_totals(st, N_STEP, subs, P, G, int(subs[P]), int(subs[G]))
         except CostgraphValueError as e:
-            if not str(e).startswith("no value for"):
+            if not e.message.startswith("no value for"):
                 raise
             cache[key] = None
     return cache[key]

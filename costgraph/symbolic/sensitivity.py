@@ -8,6 +8,13 @@ per percent of ``x``: a term ``c·x^k`` contributes ``k``, so attention's
 (``(6h + 2s)/(6h + s)`` for GPT's ``24 b s h² + 4 b s² h``). ``Min``/``Max``
 are differentiated piecewise (``∂Min(s, w)/∂s`` is 1 where ``s < w``, 0 where
 ``s > w``, undefined at ``s = w``).
+
+A count that a layer pattern rounds (Gemma 3's ``floor(l/6)`` global layers,
+``ceil``, ``Mod``) is a step function of the real variable: its derivative is
+0 where the rounded value ``u`` is not whole and undefined where it is (the
+count jumps there), the same convention as ``Min``/``Max``; the whole steps
+``Q(x ± 1) − Q(x)`` are given in every case. The derivative is not taken of
+the pattern's average share (``l/6`` for ``floor(l/6)``).
 """
 
 from __future__ import annotations
@@ -26,6 +33,27 @@ def _without_heaviside(e: sympy.Expr) -> sympy.Expr:
         return e
     return e.replace(lambda x: isinstance(x, sympy.Heaviside),
                      lambda x: sympy.Piecewise((1, x.args[0] > 0), (0, x.args[0] < 0)))
+
+
+def _rounded(e: sympy.Expr) -> sympy.Expr:
+    """The derivative of a ``floor``/``ceiling`` that SymPy leaves unevaluated
+    (``Subs(Derivative(floor(ξ), ξ), ξ, u)``) written as the step function's: 0 where ``u`` is
+    not whole, undefined (no condition holds) where it is. Raises CostgraphValueError for any
+    other derivative left unevaluated."""
+    def step(x):
+        inner, (var,), (u,) = x.expr, x.variables, x.point
+        if isinstance(inner, sympy.Derivative) and isinstance(inner.expr, (sympy.floor, sympy.ceiling)) \
+                and inner.expr.args[0] == var and inner.variables == (var,):
+            return sympy.Piecewise((0, sympy.Ne(u, sympy.floor(u))))
+        return x
+
+    e = e.replace(lambda x: isinstance(x, sympy.Subs), step)
+    left = e.atoms(sympy.Derivative, sympy.Subs)
+    if left:
+        raise CostgraphValueError(f"no derivative of {sympy.sstr(next(iter(left)))[:80]} in closed form",
+                                  hint="the whole steps Q(x ± 1) − Q(x) are what a count's change is: use a "
+                                       "dimension that is not rounded, or costgraph sweep")
+    return e
 
 
 @dataclass(frozen=True)
@@ -50,8 +78,10 @@ def sensitivity(expr: sympy.Expr, symbol: sympy.Symbol) -> Sensitivity:
     if symbol not in expr.free_symbols:
         raise CostgraphValueError(f"the quantity does not depend on {symbol}",
                                   hint="symbols in it: " + ", ".join(sorted(map(str, expr.free_symbols))))
-    d = _without_heaviside(sympy.expand(sympy.diff(expr, symbol)))
+    mod_free = expr.replace(lambda x: isinstance(x, sympy.Mod),   # Mod(a, k) = a − k·floor(a/k)
+                            lambda x: x.args[0] - x.args[1] * sympy.floor(x.args[0] / x.args[1]))
+    d = _rounded(_without_heaviside(sympy.expand(sympy.diff(mod_free, symbol))))
     step = sympy.expand(expr.xreplace({symbol: symbol + 1}) - expr)
-    elasticity = sympy.cancel(symbol * d / expr) if not expr.has(sympy.Min, sympy.Max, sympy.floor) \
+    elasticity = sympy.cancel(symbol * d / expr) if not expr.has(sympy.Min, sympy.Max, sympy.floor, sympy.ceiling, sympy.Mod) \
         else _without_heaviside(symbol * d / expr)
     return Sensitivity(symbol, d, step, elasticity)
