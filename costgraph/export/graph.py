@@ -50,6 +50,7 @@ import json
 
 from ..choices import CAUSAL, CONVENTION, PRECISION
 from ..errors import CostgraphError, CostgraphValueError
+from .dot_layout import INSTALL_HINT, check_layout, check_node_count, clip, run_dot
 
 #: what ``costgraph graph --format`` writes
 FORMATS = ("dot", "svg", "graphml", "json")
@@ -60,8 +61,6 @@ SAVED_COLOR = "#c0392b"
 TIED_COLOR = "#7f7f7f"
 LEGEND = ("red edge: tensor kept for the backward pass; cylinder: KV cache; dashed edge: tied weight; "
           "boxes around nodes: repeat groups (× count) and blocks; quantities per instance")
-INSTALL_HINT = ("install Graphviz's dot program: apt-get install graphviz (Debian/Ubuntu), brew install graphviz "
-                "(macOS), conda install graphviz; or write --format dot and lay it out elsewhere")
 
 
 def _text(e) -> str:
@@ -212,23 +211,25 @@ def _clusters(cg, sc) -> list[dict]:
 
 def _label(d: dict) -> str:
     """A node's picture label: name, kind and output shape, then the non-zero
-    per-instance quantities (with values when known), left-justified lines."""
+    per-instance quantities (with values when known), left-justified lines;
+    the name and shape lines and each formula cut by :func:`~costgraph.export.dot_layout.clip`
+    (the value and unit after a formula are kept)."""
     import graphviz
 
-    lines = [d["name"]]
+    lines = [clip(d["name"])]
     if d["type"] == "outside":
-        lines = [f"{d['name']} (outside)"]
+        lines = [clip(f"{d['name']} (outside)")]
     elif d["type"] == "storage":
-        lines.append("shared storage " + ", ".join(o["shape"] for o in d["outputs"]))
+        lines.append(clip("shared storage " + ", ".join(o["shape"] for o in d["outputs"])))
     else:
         shapes = ", ".join(o["shape"] for o in d["outputs"])
-        lines.append(f"{d['kind']} → {shapes}" if shapes else d["kind"])
+        lines.append(clip(f"{d['kind']} → {shapes}" if shapes else d["kind"]))
     for q, short in LABEL_QUANTITIES:
         f = d["quantities"].get(q)
         if not f or f["expr"] == "0":
             continue
         text = f["text"]
-        lines.append(f"{short} {text}" + (f" = {f['value']:,}" if "value" in f and not text.isdigit() else "")
+        lines.append(f"{short} {clip(text)}" + (f" = {f['value']:,}" if "value" in f and not text.isdigit() else "")
                      + (" B" if q in ("activation_bytes", "kv_cache_bytes") else ""))
     return "".join(graphviz.escape(line) + "\\l" for line in lines)
 
@@ -255,7 +256,7 @@ def to_dot(g) -> str:
 
     dot = graphviz.Digraph(name=g.graph["model"], graph_attr={
         "rankdir": "TB", "fontname": "Helvetica", "fontsize": "11", "labelloc": "b", "labeljust": "l",
-        "label": graphviz.escape(f"{g.graph['model']}, scope {g.graph['scope']} — {LEGEND}"),
+        "label": graphviz.escape(f"{clip(g.graph['model'])}, scope {clip(g.graph['scope'])} — {LEGEND}"),
         "nodesep": "0.25", "ranksep": "0.3"},
         node_attr={"fontname": "Helvetica", "fontsize": "10", "margin": "0.08,0.04"},
         edge_attr={"fontname": "Helvetica", "fontsize": "9", "arrowsize": "0.6"})
@@ -271,47 +272,45 @@ def to_dot(g) -> str:
     def emit(sub, path: str) -> None:
         for n in members.get(path, []):
             d = g.nodes[n]
-            sub.node(n, label=_label(d), tooltip=graphviz.escape(n), **_style(d))
+            sub.node(n, label=_label(d), tooltip=graphviz.escape(clip(n)), **_style(d))
         for c in children.get(path, []):
             with sub.subgraph(name=f"cluster_{index[c['path']]}") as inner:
                 repeat = c["type"] == "repeat"
                 look = ({"style": "rounded,filled", "fillcolor": "#f4f8fb", "color": "#4a78a8", "penwidth": "1.5"}
                         if repeat else {"style": "rounded", "color": "#9aa5b1"})
-                inner.attr(label=graphviz.escape(c["label"]), tooltip=graphviz.escape(c["path"]), labeljust="l",
-                           labelloc="t", **look)
+                inner.attr(label=graphviz.escape(clip(c["label"])), tooltip=graphviz.escape(clip(c["path"])),
+                           labeljust="l", labelloc="t", **look)
                 emit(inner, c["path"])
 
     emit(dot, "")
     for u, v, k, d in g.edges(keys=True, data=True):
         if d["type"] == "tied":
             dot.edge(u, v, style="dashed", color=TIED_COLOR, constraint="false", fontcolor=TIED_COLOR,
-                     label=graphviz.escape(f"tied {d['tensor']}"))
+                     label=graphviz.escape(clip(f"tied {d['tensor']}")))
         elif d["saved"]:
-            dot.edge(u, v, color=SAVED_COLOR, penwidth="1.8", tooltip=graphviz.escape(f"{k} {d['shape']}: kept for backward"))
+            dot.edge(u, v, color=SAVED_COLOR, penwidth="1.8",
+                     tooltip=graphviz.escape(clip(f"{k} {d['shape']}: kept for backward")))
         else:
-            dot.edge(u, v, tooltip=graphviz.escape(f"{k} {d['shape']}"))
+            dot.edge(u, v, tooltip=graphviz.escape(clip(f"{k} {d['shape']}")))
     return dot.source
 
 
 def to_svg(g=None, dot: str | None = None) -> str:
     """SVG text: :func:`to_dot` of ``g`` (or the DOT text ``dot``) laid out by
-    Graphviz's ``dot`` program.
+    Graphviz's ``dot`` program, within the bounds of
+    :mod:`costgraph.export.dot_layout` (``g``'s size is checked first; labels
+    are cut to :data:`~costgraph.export.dot_layout.MAX_LABEL_CHARS`).
 
     Raises
     ------
     CostgraphError
-        ``dot`` is not installed (the hint says how to install it) or failed.
+        ``dot`` is not installed (the hint says how to install it).
+    CostgraphValueError
+        ``g`` is too large to lay out, or ``dot`` ran out of time or failed.
     """
-    import graphviz
-
-    text = dot if dot is not None else to_dot(g)
-    try:
-        return graphviz.Source(text).pipe(format="svg", engine="dot", encoding="utf-8")
-    except graphviz.ExecutableNotFound:
-        raise CostgraphError("drawing SVG needs Graphviz's 'dot' program, which is not installed",
-                             hint=INSTALL_HINT) from None
-    except graphviz.CalledProcessError as e:
-        raise CostgraphError(f"Graphviz's dot failed: {str(e.stderr or e)[:300]}") from None
+    if dot is None:
+        check_layout(g)
+    return run_dot(dot if dot is not None else to_dot(g))
 
 
 def has_dot() -> bool:
@@ -389,8 +388,22 @@ def render(model, fmt: str, scope: str = "model", **settings) -> str:
         raise CostgraphValueError(f"unknown graph format {fmt!r}", hint=", ".join(FORMATS))
     if fmt == "svg" and not has_dot():   # before the work
         raise CostgraphError("drawing SVG needs Graphviz's 'dot' program, which is not installed", hint=INSTALL_HINT)
+    if fmt == "svg":
+        _check_scope_size(model, scope)
     g = operator_graph(model, scope, **settings)
     return {"dot": to_dot, "svg": to_svg, "graphml": to_graphml, "json": to_json}[fmt](g)
+
+
+def _check_scope_size(model, scope: str) -> None:
+    """Before building a picture's graph: refuse a scope of more than
+    :data:`~costgraph.export.dot_layout.MAX_LAYOUT_NODES` operator nodes
+    (a lower bound on the picture's nodes), cheaply."""
+    from .. import arguments
+    from ..engine.totals import resolve_scope
+
+    arguments.text(scope, "scope", hint="model, layer, or the path of a repeat group, block or node")
+    sc = resolve_scope(model.graph, scope)
+    check_node_count(sum(1 for p in model.graph.nodes if sc.contains(p)))
 
 
 def model_html(model, scope: str = "model", picture: bool | None = None) -> str:
@@ -422,6 +435,11 @@ def model_html(model, scope: str = "model", picture: bool | None = None) -> str:
     if picture is None:
         picture = has_dot()
     if picture:
-        svg = to_svg(operator_graph(model, scope))
-        out += svg[svg.index("<svg"):]
+        try:
+            _check_scope_size(model, scope)
+            svg = to_svg(operator_graph(model, scope))
+        except CostgraphValueError as e:   # too large to draw, or dot ran out of time: say so
+            out += f"<p style=\"font-size:smaller\">no picture: {escape(e.message)}</p>"
+        else:
+            out += svg[svg.index("<svg"):]
     return out + "</div>"
