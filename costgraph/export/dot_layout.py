@@ -152,9 +152,9 @@ def run_dot(text: str, fmt: str = "svg") -> str:
             _kill(proc)
     if proc.returncode != 0:
         how = f"signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
-        detail = err.decode("utf-8", "replace").strip()[:300]
-        raise CostgraphValueError(f"Graphviz's dot failed ({how}; its memory limit is "
-                                  f"{DOT_MEMORY_BYTES / 1024 ** 3:g} GiB)" + (f": {detail}" if detail else ""),
+        detail = (err.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:300]   # its last word
+        raise CostgraphValueError(f"Graphviz's dot failed ({how}; it may have run out of its memory limit of "
+                                  f"{DOT_MEMORY_BYTES / 1024 ** 2:,.0f} MiB)" + (f": {detail}" if detail else ""),
                                   hint=LAYOUT_HINT)
     return out.decode("utf-8", "replace")
 
@@ -162,6 +162,7 @@ def run_dot(text: str, fmt: str = "svg") -> str:
 def _kill(proc) -> None:
     """Kill ``proc`` (and its process group on POSIX) and reap it."""
     import signal
+    import subprocess
 
     try:
         if os.name == "posix":
@@ -170,4 +171,7 @@ def _kill(proc) -> None:
             proc.kill()
     except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    try:
+        proc.communicate(timeout=5)   # reap it; pipes close once the group is gone
+    except subprocess.TimeoutExpired:   # something outside the group holds the pipes
+        proc.wait()
