@@ -37,7 +37,7 @@ graph
 Writers: :func:`to_dot` (Graphviz DOT through the ``graphviz`` package:
 clusters for groups and blocks, tied weights dashed, tensors kept for
 backward in red, KV-cache nodes as cylinders), :func:`to_svg` (DOT laid out
-by Graphviz's ``dot`` program), :func:`to_graphml` (NetworkX's GraphML
+by Graphviz's ``dot`` program, within the bounds of :mod:`.dot_layout`), :func:`to_graphml` (NetworkX's GraphML
 writer, every attribute a string) and :func:`to_json` (NetworkX's
 node-link form, formulas with their expression trees; JSON Schema
 ``costgraph schema graph``). :func:`model_html` is the Jupyter view of a
