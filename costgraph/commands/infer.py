@@ -74,7 +74,7 @@ def add_parser(sub) -> None:
                    help="prefix caching: the first S prompt tokens are shared by all sequences")
     f.add_argument("--chunk", type=int, metavar="C", help="chunked prefill: prompts prefilled C tokens a step")
     f.add_argument("--speculative-tokens", type=int, metavar="K", help="speculative decoding: tokens proposed per step")
-    f.add_argument("--acceptance", metavar="ALPHA", help="speculative decoding: per-token acceptance rate in [0, 1]")
+    f.add_argument("--acceptance", metavar="ALPHA", help="speculative decoding: per-token acceptance rate in [0, 1], e.g. 0.7 or 1/3 (exact)")
     f.add_argument("--draft", metavar="MODEL", help="speculative decoding's draft: a bundled model, .cg file or "
                                                     "config.json, or 'mtp' (the target's MTP heads)")
     f.add_argument("--draft-config", metavar="NAME", help="the draft model's configuration")
