@@ -113,3 +113,38 @@ def test_acceptance_api_refusal():
 
     with pytest.raises(CostgraphValueError, match="divides by zero"):
         parse_acceptance("3/0")
+
+
+# --- 2. each name once in a hint ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model, nodes", [
+    # was: "q_proj, k_proj, ..., down_proj, q_proj, k_proj, ..., lm_head" (one q_proj per layer kind)
+    ("gemma3_text", "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head"),
+    ("jamba", "q_proj, k_proj, v_proj, o_proj, in_proj, x_proj, dt_proj, out_proj, gate, gate_proj, up_proj, "
+              "down_proj, lm_head"),
+])
+def test_lora_target_hint_names_each_node_once(model, nodes, capsys):
+    code, out, err = _cli(capsys, "train", model, "--lora", "16", "--lora-targets", "qproj")
+    assert code == 2 and not out
+    assert err.splitlines()[-1] == "hint: linear nodes: " + nodes
+
+
+def test_hints_helpers():
+    from costgraph.hints import close, did_you_mean, listing, unique
+
+    assert unique(["b", "a", "b", 1, "1"]) == ["b", "a", "1"]
+    assert listing(["q", "k", "q", "v", "k"]) == "q, k, v"
+    assert close("h100", ["h100-sxm", "h100-pcie", "h100-sxm", "h200"], prefix=True) == ["h100-sxm", "h100-pcie"]
+    assert close("lama", ["llama", "llama", "gemma"], n=3) == ["llama"]
+    assert close("", ["a", "b"], prefix=True) == []
+    assert did_you_mean("lineer", ["linear", "linear"]) == "did you mean 'linear'?"
+    assert did_you_mean("zzz", ["linear"]) is None
+
+
+def test_hardware_did_you_mean_once(capsys):
+    code, out, err = _cli(capsys, "hardware", "h100")
+    assert code == 2
+    hint = err.splitlines()[-1]
+    assert hint.startswith("hint: did you mean 'h100-sxm' or 'h100-pcie'? presets: a100-40gb-sxm, ")
+    names = hint.split("presets: ")[1].split("; ")[0].split(", ")
+    assert len(names) == len(set(names)) == 31
