@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from fractions import Fraction
 from typing import Mapping
 
 from .errors import CostgraphValueError
@@ -230,6 +231,33 @@ def parse_rational(text: str, what: str):
     return sympy.Rational(int(m.group(1) + frac), 10 ** len(frac)) * sympy.Rational(10) ** int(m.group(3) or 0)
 
 
+_FRACTION = re.compile(r"\s*([0-9]{1,20})\s*/\s*([0-9]{1,20})\s*")
+
+
+def parse_fraction(text: str, what: str):
+    """``1/3`` (an exact fraction ``p/q`` of whole numbers, read by a strict pattern and
+    :class:`fractions.Fraction`, never evaluated) or a decimal as :func:`parse_rational` reads it
+    (``0.45``) → an exact SymPy Rational.
+
+    Raises
+    ------
+    CostgraphValueError
+        Text of neither form, or a zero denominator."""
+    import sympy
+
+    m = _FRACTION.fullmatch(text or "")
+    if m is None:
+        try:
+            return parse_rational(text, what)
+        except CostgraphValueError as e:
+            raise CostgraphValueError(e.message, hint="a number such as 0.45 or an exact fraction such as 1/3") \
+                from None
+    if int(m.group(2)) == 0:
+        raise CostgraphValueError(f"{what} {text.strip()!r} divides by zero", hint="a fraction p/q with q > 0, e.g. 1/3")
+    f = Fraction(int(m.group(1)), int(m.group(2)))
+    return sympy.Rational(f.numerator, f.denominator)
+
+
 def rational(value: object, what: str):
     """A number given to the API as an exact SymPy Rational: an ``int`` or a SymPy Rational as is,
     a ``float`` by its shortest decimal (``0.45`` → 9/20, as the CLI reads ``--mfu 0.45``), a
@@ -255,7 +283,9 @@ def rational(value: object, what: str):
         return sympy.Rational(repr(value))
     if isinstance(value, sympy.Rational):
         return value
-    _fail(what, "a number (int, float, decimal text or SymPy Rational)", value)
+    if isinstance(value, Fraction):
+        return sympy.Rational(value.numerator, value.denominator)
+    _fail(what, "a number (int, float, decimal text, Fraction or SymPy Rational)", value)
 
 
 def token_count(value: object, name: str) -> object:

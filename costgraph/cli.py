@@ -26,11 +26,12 @@ import argparse
 import sys
 
 from . import __version__
+from .cli_errors import Parser   # argparse's errors with a hint (every subcommand's too), exit 2
 from .errors import CostgraphError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="costgraph", description="Symbolic cost models of Transformer architectures.")
+    p = Parser(prog="costgraph", description="Symbolic cost models of Transformer architectures.")
     p.add_argument("--version", action="version", version=f"costgraph {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     from . import commands

@@ -48,6 +48,7 @@ from typing import Mapping
 
 from .arguments import MAX_DIGITS
 from .errors import CostgraphValueError
+from .hints import listing
 
 #: The environment variable naming a folder of user data files.
 ENV = "COSTGRAPH_DATA"
@@ -399,7 +400,7 @@ def parse(text: str, file: str, schema: Schema, *, show: bool = True, bundled: b
             out["entries"][key] = make_entry(key, value, schema.entries, file, (key,), scanned, show, bundled)
         else:
             raise CostgraphValueError(f"{file}: unknown key '{key}'",
-                                      hint="known: " + ", ".join([*groups, *records, *tops]))
+                                      hint="known: " + listing([*groups, *records, *tops]))
     missing = [r for r in records if r not in out["records"]] if bundled else []
     if missing:
         raise CostgraphValueError(f"{file}: is missing the table{'s' if len(missing) > 1 else ''} "

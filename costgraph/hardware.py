@@ -35,7 +35,6 @@ are Python ``int``, exact.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -46,6 +45,7 @@ from . import datafiles
 from .choices import PEAK_DTYPE
 from .datafiles import Field, Kind, Schema
 from .errors import CostgraphValueError
+from .hints import did_you_mean, listing
 
 FILE = "hardware.toml"
 
@@ -228,8 +228,8 @@ def preset(name: str | Hardware) -> Hardware:
     compact = {k.replace("-", ""): k for k in table}   # h100sxm, tpuv5e
     if key.replace("-", "") in compact:
         return table[compact[key.replace("-", "")]]
-    close = [k for k in table if k.startswith(key)] or difflib.get_close_matches(key, list(table), n=1, cutoff=0.5)
-    hint = ((f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + "presets: " + ", ".join(table)
+    close = did_you_mean(key, table, cutoff=0.5, prefix=True)
+    hint = ((close + " " if close else "") + "presets: " + listing(table)
             + "; or a TOML file of your own: --hardware my-gpu.toml[:NAME]")
     raise CostgraphValueError(f"unknown hardware '{name}'", hint=hint)
 

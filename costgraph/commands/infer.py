@@ -33,7 +33,9 @@ def add_parser(sub) -> None:
     f.add_argument("--kv", default=choices.DEFAULT_KV, help="KV cache dtype: bf16 (default), fp16, fp8, int8 (per tensor), "
                                                        "int8-per-token-head, q8_0, q4_0")
     f.add_argument("--compute", choices=choices.PEAK_DTYPE.values, help="dtype of the peak (default: the weights')")
-    f.add_argument("--page-size", type=int, default=16, help="paged KV cache block size k (default 16, vLLM's)")
+    f.add_argument("--page-size", type=page_count, default=16,
+                   help="paged KV cache block size k in tokens (default 16, vLLM's): a whole number, e.g. 32, 1e3 "
+                        "or 2**10 (at most 10**15)")
     f.add_argument("--reserve", default=None, help="fraction of device memory kept free (default 0.1)")
     f.add_argument("--activations", action="store_true", help="add activation traffic to the bytes of each step")
     f.add_argument("--compute-efficiency", default="1", help="fraction of the peak reached (default 1)")
@@ -74,7 +76,7 @@ def add_parser(sub) -> None:
                    help="prefix caching: the first S prompt tokens are shared by all sequences")
     f.add_argument("--chunk", type=int, metavar="C", help="chunked prefill: prompts prefilled C tokens a step")
     f.add_argument("--speculative-tokens", type=int, metavar="K", help="speculative decoding: tokens proposed per step")
-    f.add_argument("--acceptance", metavar="ALPHA", help="speculative decoding: per-token acceptance rate in [0, 1]")
+    f.add_argument("--acceptance", metavar="ALPHA", help="speculative decoding: per-token acceptance rate in [0, 1], e.g. 0.7 or 1/3 (exact)")
     f.add_argument("--draft", metavar="MODEL", help="speculative decoding's draft: a bundled model, .cg file or "
                                                     "config.json, or 'mtp' (the target's MTP heads)")
     f.add_argument("--draft-config", metavar="NAME", help="the draft model's configuration")
@@ -179,6 +181,14 @@ def prompt_count(text: str) -> int:
     """``--prompt``: read as :func:`generate_count` reads ``--generate`` (``1e7``, ``10**7``), at most
     :data:`MAX_GENERATE`."""
     return generate_count(text, "--prompt")
+
+
+def page_count(text: str) -> int:
+    """``--page-size``: tokens per KV cache block, read as :func:`generate_count` reads ``--generate``
+    (``1e3``, ``2**10``), at most :data:`MAX_GENERATE`. vLLM takes any positive block size
+    (vllm-project/vllm @ 002f10e, vllm/config/cache.py::CacheConfig.block_size, ``gt=0``); a block
+    larger than the cache is not refused: the report says vLLM would not start (no cache blocks)."""
+    return generate_count(text, "--page-size")
 
 
 def generate_count(text: str, flag: str = "--generate") -> int:

@@ -10,13 +10,13 @@ seen through its ifs and repeats (:func:`statements`).
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 
 import sympy
 
 from ..language import ast
 from ..errors import CostgraphSemanticError, Location
+from ..hints import did_you_mean as _did_you_mean
 from .graph import Tensor
 from ..language.parser import MAX_DIGITS
 from ..language.patterns import Index as _Index
@@ -114,8 +114,7 @@ class Scope:
 
 def did_you_mean(name: str, candidates, otherwise: str | None = None) -> str | None:
     """``did you mean 'x'?`` for the closest of ``candidates``, else ``otherwise``."""
-    close = difflib.get_close_matches(name, sorted(candidates), n=1)
-    return f"did you mean '{close[0]}'?" if close else otherwise
+    return _did_you_mean(name, sorted(set(map(str, candidates)))) or otherwise
 
 
 def show(e) -> str:

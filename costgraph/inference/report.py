@@ -164,6 +164,17 @@ def _sec(x) -> str:
     return f"{x * 1e3:.4g} ms" if x < 1 else f"{x:.4g} s"
 
 
+def blocks_label(page: int) -> str:
+    """The label of the paged KV cache row, within the text's 28-character label column:
+    ``paged (blocks of 16)``, ``paged (blocks of 1,048,576)``; from 10 characters on the block size
+    is written with an SI prefix (``paged (blocks of 1.000 T)`` for 10^12 tokens; the exact size is
+    ``settings.page_size``)."""
+    from ..numbers.units import count
+
+    shown = f"{page:,}"
+    return f"paged (blocks of {shown if len(shown) <= 9 else count(page)})"
+
+
 def _short(expr, limit=110) -> str:
     try:
         text = to_text(field_order(expr) if expr.is_Add and expr.is_polynomial() else expr)
@@ -200,7 +211,7 @@ def to_text_doc(rep) -> str:
     row("b sequences", "kv_cache_bytes", _bytes)
     if "state_bytes" in q:
         row("of which recurrent state", "state_bytes", _bytes)
-    row(f"paged (blocks of {st['page_size']})", "kv_cache_bytes_paged", _bytes)
+    row(blocks_label(st["page_size"]), "kv_cache_bytes_paged", _bytes)
     row("weights in memory", "weight_bytes", _bytes)
     for phase, title in (("prefill", "prefill (q = P new tokens, n = 0 cached)"),
                          ("decode", "decode step (q = 1, n = P + G - 2 cached: the last step)")):

@@ -37,19 +37,20 @@ MAX_SPECULATIVE_TOKENS = 1024
 
 
 def parse_acceptance(value):
-    """The acceptance rate ``α`` as an exact Rational in [0, 1] (text read by
-    :func:`costgraph.arguments.rational`, never evaluated).
+    """The acceptance rate ``α`` as an exact Rational in [0, 1]: a decimal (``0.7``) or an exact
+    fraction ``p/q`` (``1/3``; :func:`costgraph.arguments.parse_fraction`), never evaluated; a
+    ``fractions.Fraction`` as is.
 
     Raises
     ------
     CostgraphValueError
-        Missing, unreadable, or outside [0, 1]."""
-    from ..arguments import rational
+        Missing, unreadable, a zero denominator, or outside [0, 1]."""
+    from ..arguments import parse_fraction, rational
 
     if value is None:
         raise CostgraphValueError("--speculative-tokens needs --acceptance, the per-token acceptance rate",
-                                  hint="a fraction in [0, 1], e.g. 0.7")
-    a = rational(value, "--acceptance")
+                                  hint="a fraction in [0, 1], e.g. 0.7 or 1/3")
+    a = parse_fraction(value, "--acceptance") if isinstance(value, str) else rational(value, "--acceptance")
     if not 0 <= a <= 1:
         raise CostgraphValueError(f"--acceptance must be a fraction in [0, 1], not {a}",
                                   hint="the probability that the target accepts a proposed token")

@@ -65,6 +65,7 @@ from ..engine.symbols import as_expr
 from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
+from ..hints import listing
 from ..engine.graph import ZERO, Cost, CostGraph, Weight, numel
 from ..ops.registry import has_role
 from ..engine.precision import Precision, precision as get_precision
@@ -500,7 +501,7 @@ def _select(cg: CostGraph, targets) -> list[str]:
             hit = [p for p, _ in cg.ops() if (fnmatch.fnmatchcase(p, t) if glob else p.rsplit("/", 1)[-1] == t)]
             if not hit:
                 raise CostgraphValueError(f"lora target {t!r} names no node of model '{cg.name}'",
-                                          hint="linear nodes: " + ", ".join(p.rsplit("/", 1)[-1] for p in linears))
+                                          hint="linear nodes: " + listing(p.rsplit("/", 1)[-1] for p in linears))
             bad = [p for p in hit if not has_role(cg.nodes[p]["kind"], "matrix")]
             if bad and not glob:
                 raise CostgraphValueError(f"lora target {t!r} is a {cg.nodes[bad[0]]['kind']}, not a linear",
