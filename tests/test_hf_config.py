@@ -46,6 +46,13 @@ KNOWN = {
     "olmo-2-1124-13b.json": (13_716_198_400, 13_716_198_400),
     # transformers 5.24 on meta (sum of numel; tests/test_mamba.py MAMBA_2_8B)
     "mamba-2.8b-hf.json": (2_768_345_600, 2_768_345_600),
+    # issue 19's 2025–26 text families: transformers 5.24 on meta, sum of numel + the sigmoid routers'
+    # e_score_correction_bias buffers (tests/test_families_2025_torch.py); active: all but the E − k idle experts
+    "olmo3-defaults.json": (6_888_624_128, 6_888_624_128),
+    "seed_oss-defaults.json": (28_921_040_896, 28_921_040_896),
+    "glm-4.5-air.json": (106_852_251_264, 13_424_129_664),
+    "ernie4_5_moe-defaults.json": (21_825_437_888, 3_352_150_208),
+    "minimax_m2-defaults.json": (228_689_764_864, 11_030_553_088),
 }
 
 

@@ -197,6 +197,11 @@ def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
             continue
         if "cycle" in rule:
             _check_cycle(r, rule, v, entry["model"])
+        elif "last_layer" in rule:   # ERNIE 4.5's moe_layer_end_index: -1 or the last layer's index
+            n = r.number(rule["last_layer"], rule["last_layer"])
+            if v not in (-1, n - 1) or isinstance(v, bool):
+                r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
+                       f"describe (supported: -1 or {n - 1}, the last layer)")
         elif "at_least" in rule:     # Jamba's num_experts = 1: dense MLPs everywhere, not a 1-expert MoE
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v < rule["at_least"]:
                 r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
