@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         out, status = commands.module(args.command).run(args), 0
         if isinstance(out, tuple):
             out, status = out
+        if not isinstance(out, str):     # an iterator of text pieces (sweep): written as they come
+            return _write_stream(out, status)
     except CostgraphError as e:
         print(e, file=sys.stderr)
         return 2
@@ -93,6 +95,43 @@ def _write(out: str, status: int) -> int:
             return 1
         print(f"costgraph: cannot write the output to stdout: {e.strerror or e}", file=sys.stderr)
         return 2
+
+
+def _write_stream(pieces, status: int) -> int:
+    """Write each text piece of the iterator ``pieces`` to stdout as it comes (memory independent of the
+    output's length; the pieces carry their own final newline), then flush: as :func:`_write` for a
+    stdout that cannot take it. A CostgraphError raised while the pieces are made propagates (to
+    :func:`main`: exit 2, after what was already written)."""
+    if sys.stdout is None:
+        return _write("", status)
+    try:
+        try:
+            for piece in pieces:
+                sys.stdout.write(piece)
+            sys.stdout.flush()
+        except OSError as e:
+            return _write_failed(e)
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+    return status
+
+
+def _write_failed(e: OSError) -> int:
+    """Stdout refused a write (``e``): point it at /dev/null (so the interpreter's own flush at exit does
+    not fail again); 1 with no message for EPIPE, else 2 with one line on stderr."""
+    import errno
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    if isinstance(e, BrokenPipeError) or e.errno == errno.EPIPE:
+        return 1
+    print(f"costgraph: cannot write the output to stdout: {e.strerror or e}", file=sys.stderr)
+    return 2
 
 
 def run() -> None:

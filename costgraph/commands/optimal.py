@@ -39,10 +39,11 @@ def run(args) -> str:
     model, values = load_any(args, dims, options)
     costs = costs_of(args, model, "model")
     x = symbol_named(args.scale, costs["params"])
-    from .solve import _validity
+    from .solve import _candidates, _validity
 
     valid, _ = _validity(model, values or {}, x, None)
-    opt = optimal(costs, values or {}, x, budget, rule=args.rule, ratio=args.ratio, valid=valid)
+    opt = optimal(costs, values or {}, x, budget, rule=args.rule, ratio=args.ratio, valid=valid,
+                  candidates=_candidates(model, values or {}, x))
     n6, d6 = chinchilla_closed_form(float(budget))
     c = constants()
     if args.format == "json":

@@ -75,6 +75,21 @@ def _validity(model, values: dict, x, layout):
     return valid, refusals
 
 
+def _candidates(model, values: dict, x) -> list[int] | None:
+    """Every value the dimension ``x`` can take when a size divides by it (``a/kv`` whole: kv divides
+    a), ascending (:func:`costgraph.symbolic.solve.divisor_candidates` over the model's sizes, the
+    other dimensions at ``values`` or their defaults); None when no size bounds it so."""
+    from ..symbolic.solve import divisor_candidates
+
+    dims = model.graph.dims
+    if str(x) not in dims:
+        return None
+    ints = {d.name: d.default for d in dims.values() if d.default is not None and d.derived is None}
+    ints.update({str(k): int(v) for k, v in values.items()})
+    given = {dims[k].symbol: v for k, v in ints.items() if k in dims and k != str(x)}
+    return divisor_candidates([e for e, *_ in model._sizes()], dims[str(x)].symbol, given)
+
+
 def _warnings(model, values: dict, x, sol) -> list[str]:
     """A sequence longer than a learned position table: the model cannot read it as built."""
     if str(x) != "s" or sol.value is None:
@@ -107,7 +122,9 @@ def run(args) -> str:
     direction = "smallest" if args.smallest else "largest"
     given = {k: v for k, v in values.items() if k != x}
     valid, refusal = _validity(model, values, x, layout)
-    sols = [(name, solve_budget(e, x, given, budget, direction=direction, valid=valid)) for name, e in exprs]
+    candidates = _candidates(model, values, x)
+    sols = [(name, solve_budget(e, x, given, budget, direction=direction, valid=valid, candidates=candidates))
+            for name, e in exprs]
     # every stage must fit: the binding stage gives the answer (None: that stage never fits)
     if direction == "largest":
         name, sol = min(sols, key=lambda it: (it[1].value is not None, it[1].value or 0))

@@ -27,15 +27,24 @@ def add_parser(sub) -> None:
                    help="int64 (exact, refuses past 2^63; default), float64 (fastest, rounded to 53 bits) "
                         "or exact (Python integers, slow)")
     p.add_argument("--max-rows", type=int, default=None, metavar="N",
-                   help="allow up to N rows (default 10,000,000)")
+                   help="write up to N rows (default 10,000,000); memory does not grow with N")
     cost_arguments(p, scope=False)
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar (stderr)")
     output_arguments(p, help="write the rows to FILE instead of printing them")
 
 
-def run(args) -> str:
+def run(args):
+    """Check and compile the sweep, evaluate its first chunk (so that a bad row or an overflow there
+    is refused before anything is written), then stream the rows: to the ``-o`` file (through
+    :func:`._output.write_output`'s temporary file; returns a one-line summary), or to stdout
+    (returns an iterator of text pieces that :func:`costgraph.cli.main` writes as they come).
+    Memory does not grow with the number of rows; ``--max-rows`` caps the output."""
+    import itertools
+    import sys
+
     from ..errors import CostgraphValueError
-    from ..export.sweep import MAX_ROWS, Progress, parse_axes, sweep
+    from ..export.sweep import MAX_ROWS, Progress, parse_axes, plan
+    from ..export.text_report import sweep_warnings
     from .common import load_any, settings
 
     max_rows = MAX_ROWS if args.max_rows is None else args.max_rows
@@ -53,41 +62,57 @@ def run(args) -> str:
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     bar = None if args.no_progress else Progress(f"sweep {model.name}")
     try:
-        result = sweep(model, costs, axes, fixed, args.quantity, args.dtype, progress=bar)
-        import sys
-
-        from ..export.text_report import sweep_warnings
-
-        for w in sweep_warnings(fixed, {a.name: a.values for a in axes}):
+        p = plan(model, costs, axes, fixed, args.quantity, args.dtype)
+        chunks = p.chunks(progress=bar)
+        chunks = itertools.chain([next(chunks)], chunks)
+        over = {a.name: (a.values[0], a.values[-1]) if isinstance(a.values, range) else a.values for a in axes}
+        for w in sweep_warnings(fixed, over):
             print(f"warning: {w}", file=sys.stderr)     # stderr: the rows on stdout stay CSV/JSON
-        return _write(args, result, model, costs, bar)
+        pieces = _pieces(args, p, model, costs, chunks)
+        if not args.output:
+            return _stdout(pieces, bar, args.format == "json")     # it closes the bar
+        summary = _write_file(args, p, pieces)
+    except BaseException:
+        if bar is not None:
+            bar.close()
+        raise
+    if bar is not None:
+        bar.close()
+    return summary
+
+
+def _pieces(args, p, model, costs, chunks):
+    """The output's text pieces, in ``args.format``."""
+    from ..export.sweep import csv_pieces, json_head, json_pieces
+    from ..numbers.units import UNITS
+
+    if args.format == "csv":
+        return csv_pieces(p.columns, chunks, p.dtype)
+    conventions = {"convention": args.convention, "causal": args.causal, "precision": args.precision,
+                   "profile": model.settings.profile, "dropout": model.settings.dropout}
+    head = json_head(model.name, costs.scope, conventions, p.dtype, p.fixed)
+    return json_pieces(head, p.axes, p.columns, {q: UNITS[q] for q in p.quantities}, chunks, p.dtype)
+
+
+def _write_file(args, p, pieces) -> str:
+    """Write ``pieces`` to the ``-o`` file as they come (a temporary file, then moved into place)."""
+    from ._output import write_output
+
+    def write_file(tmp):
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for piece in pieces:
+                fh.write(piece)
+    write_output(args, write_file)
+    return f"wrote {p.rows:,} rows × {len(p.columns)} columns ({args.format}) to {args.output}"
+
+
+def _stdout(pieces, bar, json_doc: bool):
+    """The pieces for stdout, ending in one newline (as the other commands' printed text), closing
+    the progress bar at the end (or when the reader has gone)."""
+    try:
+        yield from pieces
+        if json_doc:
+            yield "\n"
     finally:
         if bar is not None:
             bar.close()
-
-
-def _write(args, result, model, costs, bar) -> str:
-    import io
-
-    from ..export.sweep import to_csv, to_json
-
-    conventions = {"convention": args.convention, "causal": args.causal, "precision": args.precision,
-                   "profile": model.settings.profile, "dropout": model.settings.dropout}
-
-    def write(out):
-        if args.format == "csv":
-            to_csv(result, out, progress=bar)
-        else:
-            to_json(result, model.name, costs.scope, conventions, out)
-
-    if args.output:
-        from ._output import write_output
-
-        def write_file(tmp):
-            with open(tmp, "w", encoding="utf-8", newline="") as fh:
-                write(fh)
-        write_output(args, write_file)
-        return f"wrote {result.rows:,} rows × {len(result.columns)} columns ({args.format}) to {args.output}"
-    buf = io.StringIO()
-    write(buf)
-    return buf.getvalue().rstrip("\n")

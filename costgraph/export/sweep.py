@@ -17,7 +17,15 @@ Range grammar (:func:`parse_axis`), read with a regular expression, never
 Every size of the graph (``h/a`` whole, repeat counts positive, top-k ≤
 experts) is checked at every row; the first row that fails is reported.
 Rows are capped (:data:`MAX_ROWS`, ``--max-rows``) before anything is
-evaluated.
+evaluated: a cap on the output's size, not on memory.
+
+Memory does not grow with the number of rows: :func:`plan` checks and
+compiles, :meth:`Plan.chunks` evaluates :data:`CHUNK` rows at a time, and
+:func:`csv_pieces`/:func:`json_pieces` turn each chunk into text (the JSON
+array's brackets and commas written as it goes, so the document stays strict
+JSON); an arithmetic axis is a :class:`range`, never listed. The command
+writes each piece as it comes (to the ``-o`` temporary file, or stdout).
+:func:`sweep` still collects every row, for use in process.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from ..errors import CostgraphValueError
 
 MAX_ROWS = 10 ** 7
 CHUNK = 1 << 17          # rows evaluated at a time
+WRITE_CHUNK = 1 << 14    # rows turned into text at a time (Python values: about 30 bytes each)
 DTYPES = ("int64", "float64", "exact")
 
 _NUM = r"[0-9][0-9_]*"
@@ -42,10 +51,12 @@ HINT = "write NAME=a:b:xK (geometric), NAME=a:b:+K (arithmetic) or NAME=a,b,c, w
 
 @dataclass(frozen=True)
 class Axis:
-    """One swept dimension: ``name`` and its ``values`` (positive ints, in order)."""
+    """One swept dimension: ``name`` and its ``values`` (positive ints, in order):
+    a tuple (a list or a geometric range), or a :class:`range` (arithmetic: any
+    length, never listed in memory)."""
 
     name: str
-    values: tuple[int, ...]
+    values: Sequence[int]
 
 
 def _int(text: str, spec: str) -> int:
@@ -115,7 +126,7 @@ def parse_axis(spec: str, max_values: int = MAX_ROWS) -> Axis:
     if listed is not None:
         return Axis(name, tuple(listed))
     if kind == "+":
-        return Axis(name, tuple(range(start, stop + 1, step)))
+        return Axis(name, range(start, stop + 1, step))      # never listed: any length in constant memory
     values, v = [], start
     while v <= stop:
         values.append(v)
@@ -220,25 +231,110 @@ def _checked_request(model, costs, axes: Sequence[Axis], quantities: Sequence[st
     return quantities
 
 
-def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities: Sequence[str] | None = None,
-          dtype: str = "int64", progress=None) -> Sweep:
-    """Evaluate ``costs`` (a :class:`costgraph.Costs` of ``model``) at every
-    point of the product of ``axes``, the other dimensions from ``fixed``.
+def _axis_chunk(a: Axis, fixed_array, idx, dtype: str):
+    """Axis ``a``'s values at positions ``idx`` (an int64 array): from the
+    precomputed array ``fixed_array`` for a listed or geometric axis, computed
+    as start + i·step for an arithmetic one (a :class:`range`, never listed)."""
+    import numpy as np
 
-    ``progress``: None, or a callable ``progress(done, total)`` called after
-    each chunk of :data:`CHUNK` rows (:class:`Progress` draws it).
+    if fixed_array is not None:
+        return fixed_array[idx]
+    r = a.values
+    if dtype == "exact":
+        return np.asarray([r.start + int(i) * r.step for i in idx], dtype=object)
+    return np.int64(r.start) + idx * np.int64(r.step)
 
-    Returns a :class:`Sweep`; each quantity an array of ``dtype`` (int64,
-    float64, or object of Python ints for ``exact``).
+
+def _top(a: Axis) -> int:
+    """The largest value of ``a`` (the last of an arithmetic range: no scan)."""
+    return a.values[-1] if isinstance(a.values, range) else max(a.values)
+
+
+def _bottom(a: Axis) -> int:
+    """The smallest value of ``a`` (the first of an arithmetic range: no scan)."""
+    return a.values[0] if isinstance(a.values, range) else min(a.values)
+
+
+@dataclass
+class Plan:
+    """A checked sweep, not yet evaluated: ``columns`` (axis names, then
+    ``quantities``), the ``fixed`` values of the other dimensions, the
+    ``dtype``, and ``rows`` (the product of the axes' lengths).
+    :meth:`chunks` evaluates it, :data:`CHUNK` rows at a time, so that memory
+    does not grow with the number of rows (:func:`plan` builds one)."""
+
+    columns: list[str]
+    axes: list[Axis]
+    quantities: list[str]
+    fixed: dict[str, int]
+    dtype: str
+    rows: int
+    _f: object
+    _checker: object
+    _names: list[str]
+    _model: object
+
+    def chunks(self, progress=None):
+        """Yield, per chunk of at most :data:`CHUNK` rows (first axis slowest),
+        one array per column (axes, then quantities). ``progress``: None or
+        ``progress(done, total)``, called after each chunk.
+
+        Raises
+        ------
+        CostgraphValueError
+            A row whose sizes are not whole (``h/a``; the first such row, by
+            number), or int64 overflow (from the compiled evaluator)."""
+        import numpy as np
+
+        whole = object if self.dtype == "exact" else np.int64
+        shape = tuple(len(a.values) for a in self.axes)
+        small = [None if isinstance(a.values, range) else np.asarray(a.values, dtype=whole) for a in self.axes]
+        chunk_size = CHUNK
+        for start in range(0, self.rows, chunk_size):
+            idx = np.arange(start, min(start + chunk_size, self.rows), dtype=np.int64)
+            point = np.unravel_index(idx, shape) if shape else ()
+            chunk = {a.name: _axis_chunk(a, v, i, self.dtype) for a, v, i in zip(self.axes, small, point)}
+            self._check(chunk, start, idx)
+            got = self._f(**{k: v for k, v in chunk.items() if k in self._f.symbols})
+            yield [chunk[a.name] for a in self.axes] + [np.broadcast_to(got[q], idx.shape) for q in self.quantities]
+            if progress is not None:
+                progress(int(idx[-1]) + 1, self.rows)
+
+    def _check(self, chunk: dict, start: int, idx) -> None:
+        """Refuse the chunk's first row whose sizes are not positive whole numbers."""
+        import numpy as np
+
+        if self._checker is None:
+            return
+        fixed, axes = self.fixed, self.axes
+        args = [chunk[n] if n in chunk else (fixed[n] if self.dtype == "exact" else np.int64(fixed[n]))
+                for n in self._names]
+        good = self._checker(*args)
+        if np.all(good):
+            return
+        bad = int(np.flatnonzero(~np.broadcast_to(good, idx.shape))[0])
+        where = ", ".join(f"{a.name}={chunk[a.name][bad]}" for a in axes)
+        try:   # the located message of the first size that fails
+            self._model._int_values(None, {**fixed, **{a.name: int(chunk[a.name][bad]) for a in axes}})
+        except CostgraphValueError as e:
+            raise CostgraphValueError(f"at row {start + bad + 1} ({where}): {e.message}", hint=e.hint) from None
+        raise CostgraphValueError(f"at row {start + bad + 1} ({where}) a size is not a positive whole number")
+
+
+def plan(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities: Sequence[str] | None = None,
+         dtype: str = "int64") -> Plan:
+    """Check a sweep of ``costs`` (a :class:`costgraph.Costs` of ``model``) over
+    the product of ``axes``, the other dimensions from ``fixed``, and compile
+    it; nothing is evaluated (:meth:`Plan.chunks` does, chunk by chunk).
 
     Raises
     ------
     CostgraphValueError
         An axis that is no dimension of the model (or a derived one), an
         unknown quantity or dtype, a dimension of the quantities with no
-        value, a row whose sizes are not whole (``h/a``), or int64 overflow.
-    """
-    import numpy as np
+        value, a value past int64 for ``int64``/``float64``, or more rows
+        than can be indexed (2⁶³ − 1)."""
+    import math
 
     from ..numbers.evaluator import Compiled
 
@@ -257,47 +353,47 @@ def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities:
     # (object arrays, as Costs.compile(dtype="exact")), at any size
     limit = 2 ** 63
     if dtype != "exact":
-        big = [(n, v) for n, v in [*((a.name, max(a.values)) for a in axes), *fixed.items()] if v >= limit]
+        big = [(n, v) for n, v in [*((a.name, _top(a)) for a in axes), *fixed.items()] if v >= limit]
         if big:
             raise CostgraphValueError(f"{big[0][0]} = {big[0][1]} is past the int64 range (at most 2^63 - 1) "
                                       f"that --dtype {dtype} evaluates in",
                                       hint="--dtype exact evaluates in Python integers, at any size")
-    whole = object if dtype == "exact" else np.int64
+    rows = math.prod(len(a.values) for a in axes)
+    if rows >= limit:
+        raise CostgraphValueError(f"the sweep has {rows:,} rows; at most 2^63 - 1 can be numbered",
+                                  hint="sweep fewer values")
     f = Compiled(exprs, syms, dtype, {str(x): fixed[str(x)] for x in syms if str(x) in fixed})
-    shape = tuple(len(a.values) for a in axes)
-    total = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    values = [np.asarray(a.values, dtype=whole) for a in axes]
     names = list(dict.fromkeys(swept + list(fixed)))
-    checker = _size_check(model, names, dtype)
-    outs = {q: [] for q in quantities}
-    cols = [[] for _ in axes]
-    for start in range(0, total, CHUNK):
-        idx = np.arange(start, min(start + CHUNK, total), dtype=np.int64)
-        point = np.unravel_index(idx, shape) if shape else ()
-        chunk = {a.name: v[i] for a, v, i in zip(axes, values, point)}
-        for c, a in zip(cols, axes):
-            c.append(chunk[a.name])
-        if checker is not None:
-            args = [chunk[n] if n in chunk else (fixed[n] if dtype == "exact" else np.int64(fixed[n]))
-                    for n in names]
-            good = checker(*args)
-            if not np.all(good):
-                bad = int(np.flatnonzero(~np.broadcast_to(good, idx.shape))[0])
-                where = ", ".join(f"{a.name}={chunk[a.name][bad]}" for a in axes)
-                try:   # the located message of the first size that fails
-                    model._int_values(None, {**fixed, **{a.name: int(chunk[a.name][bad]) for a in axes}})
-                except CostgraphValueError as e:
-                    raise CostgraphValueError(f"at row {start + bad + 1} ({where}): {e.message}",
-                                              hint=e.hint) from None
-                raise CostgraphValueError(f"at row {start + bad + 1} ({where}) a size is not a positive whole number")
-        got = f(**{k: v for k, v in chunk.items() if k in f.symbols})
-        for q in quantities:
-            outs[q].append(np.broadcast_to(got[q], idx.shape))
-        if progress is not None:
-            progress(int(idx[-1]) + 1, total)
-    arrays = [np.concatenate(c) if c else np.empty(0, dtype=whole) for c in cols]
-    arrays += [np.concatenate(outs[q]) for q in quantities]
-    return Sweep(swept + quantities, arrays, list(axes), quantities, fixed, dtype)
+    return Plan(swept + quantities, list(axes), quantities, fixed, dtype, rows, f,
+                _size_check(model, names, dtype), names, model)
+
+
+def sweep(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities: Sequence[str] | None = None,
+          dtype: str = "int64", progress=None) -> Sweep:
+    """Evaluate ``costs`` (a :class:`costgraph.Costs` of ``model``) at every
+    point of the product of ``axes``, the other dimensions from ``fixed``,
+    into memory (every row; :func:`plan` and :func:`write_csv`/:func:`write_json`
+    stream instead).
+
+    ``progress``: None, or a callable ``progress(done, total)`` called after
+    each chunk of :data:`CHUNK` rows (:class:`Progress` draws it).
+
+    Returns a :class:`Sweep`; each quantity an array of ``dtype`` (int64,
+    float64, or object of Python ints for ``exact``).
+
+    Raises
+    ------
+    CostgraphValueError
+        As :func:`plan` and :meth:`Plan.chunks`.
+    """
+    import numpy as np
+
+    p = plan(model, costs, axes, fixed, quantities, dtype)
+    parts = list(p.chunks(progress))
+    whole = object if dtype == "exact" else np.int64
+    arrays = [np.concatenate(c) if c else np.empty(0, dtype=whole) for c in zip(*parts)] if parts else \
+        [np.empty(0, dtype=whole) for _ in p.columns]
+    return Sweep(p.columns, arrays, p.axes, p.quantities, p.fixed, dtype)
 
 
 class Progress:
@@ -333,20 +429,86 @@ def _column_values(a, dtype: str) -> list:
     return a.tolist()
 
 
+def csv_pieces(columns: Sequence[str], chunks, dtype: str):
+    """The CSV text (header row, then one row per point; the :mod:`csv`
+    module, ``\\n`` line ends) as pieces: the header, then one piece per chunk
+    of ``chunks`` (each a list of column arrays, as :meth:`Plan.chunks` yields)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(columns)
+    yield buf.getvalue()
+    for cols in _write_slices(chunks):
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows(zip(*[_column_values(a, dtype) for a in cols]))
+        yield buf.getvalue()
+
+
+def _write_slices(chunks):
+    """Each chunk's columns cut to :data:`WRITE_CHUNK` rows (the text of one slice at a time)."""
+    for cols in chunks:
+        n = len(cols[0]) if cols else 0
+        for start in range(0, n, WRITE_CHUNK):
+            yield [a[start:start + WRITE_CHUNK] for a in cols]
+
+
+def _json_ints(values) -> object:
+    """A JSON array of the ints ``values`` (a tuple, or a :class:`range` of any
+    length, written :data:`CHUNK` values at a time), as pieces."""
+    if not isinstance(values, range):
+        yield "[" + ",".join(str(int(v)) for v in values) + "]"
+        return
+    for i in range(0, len(values), CHUNK):
+        yield ("[" if i == 0 else ",") + ",".join(map(str, values[i:i + CHUNK]))
+    yield "]"
+
+
+def json_pieces(head: dict, axes: Sequence[Axis], columns: Sequence[str], units: dict, chunks, dtype: str):
+    """One JSON object, strict and compact (``json.dumps(doc, separators=(",", ":"))``, byte for
+    byte), as pieces: ``head`` (``model``, ``scope``, ``conventions``, ``dtype``, ``fixed``), then
+    ``over`` (each axis's values), ``columns``, ``units`` and ``rows`` (lists in the order of
+    ``columns``), the rows written chunk by chunk, brackets and commas included."""
+    import json
+
+    sep = (",", ":")
+    yield json.dumps(head, separators=sep)[:-1] + ',"over":{'
+    for i, a in enumerate(axes):
+        yield ("," if i else "") + json.dumps(a.name) + ":"
+        yield from _json_ints(a.values)
+    yield '},"columns":' + json.dumps(list(columns), separators=sep)
+    yield ',"units":' + json.dumps(units, separators=sep) + ',"rows":['
+    first = True
+    for cols in _write_slices(chunks):
+        rows = [list(r) for r in zip(*[_column_values(a, dtype) for a in cols])]
+        if rows:
+            yield ("" if first else ",") + json.dumps(rows, separators=sep)[1:-1]
+            first = False
+    yield "]}"
+
+
+def _slices(result: Sweep):
+    """``result``'s arrays, :data:`CHUNK` rows at a time."""
+    n = result.rows
+    for start in range(0, n, CHUNK):
+        yield [a[start:start + CHUNK] for a in result.arrays]
+
+
 def to_csv(result: Sweep, out, progress=None) -> None:
     """Write ``result`` to the text stream ``out`` as CSV (header row, then
     one row per point; the :mod:`csv` module), in chunks of :data:`CHUNK`
     rows, calling ``progress(done, total, "writing")`` after each."""
-    import csv
+    n, done = result.rows, 0
+    for i, piece in enumerate(csv_pieces(result.columns, _slices(result), result.dtype)):
+        out.write(piece)
+        if i and progress is not None:
+            done = min(done + CHUNK, n)
+            progress(done, n, "writing")
 
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(result.columns)
-    n = result.rows
-    for start in range(0, n, CHUNK):
-        stop = min(start + CHUNK, n)
-        w.writerows(zip(*[_column_values(a[start:stop], result.dtype) for a in result.arrays]))
-        if progress is not None:
-            progress(stop, n, "writing")
+
+def json_head(model_name: str, scope: str, conventions: dict, dtype: str, fixed: dict) -> dict:
+    """The fields of the JSON document before ``over`` (see :func:`json_pieces`)."""
+    return {"model": model_name, "scope": scope, "conventions": conventions, "dtype": dtype, "fixed": fixed}
 
 
 def to_json(result: Sweep, model_name: str, scope: str, conventions: dict, out) -> None:
@@ -354,16 +516,13 @@ def to_json(result: Sweep, model_name: str, scope: str, conventions: dict, out) 
     ``conventions``, ``dtype``, ``fixed`` (the other dimensions' values),
     ``over`` (each axis's values), ``columns``, ``units`` (per quantity) and
     ``rows`` (lists in the order of ``columns``)."""
-    import json
-
     from ..numbers.units import UNITS
 
-    cols = [_column_values(a, result.dtype) for a in result.arrays]
-    doc = {"model": model_name, "scope": scope, "conventions": conventions, "dtype": result.dtype,
-           "fixed": result.fixed, "over": {a.name: list(a.values) for a in result.axes},
-           "columns": result.columns, "units": {q: UNITS[q] for q in result.quantities},
-           "rows": [list(r) for r in zip(*cols)]}
-    json.dump(doc, out, separators=(",", ":"))
+    head = json_head(model_name, scope, conventions, result.dtype, result.fixed)
+    units = {q: UNITS[q] for q in result.quantities}
+    for piece in json_pieces(head, result.axes, result.columns, units, _slices(result), result.dtype):
+        out.write(piece)
 
 
-__all__ = ["Axis", "MAX_ROWS", "Progress", "Sweep", "parse_axes", "parse_axis", "sweep", "to_csv", "to_json"]
+__all__ = ["Axis", "MAX_ROWS", "Plan", "Progress", "Sweep", "csv_pieces", "json_head", "json_pieces", "parse_axes",
+           "parse_axis", "plan", "sweep", "to_csv", "to_json"]

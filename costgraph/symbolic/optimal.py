@@ -32,7 +32,7 @@ from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..engine.symbols import dim
-from .solve import solve_budget
+from .solve import nearest_candidate, solve_budget
 
 
 _SOURCE = Field("source", "text")
@@ -79,12 +79,14 @@ def per_token(costs, values: dict) -> tuple[sympy.Expr, sympy.Expr]:
 
 
 def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str = "tokens-per-param",
-            ratio: int | None = None, valid=None) -> Optimum:
+            ratio: int | None = None, valid=None, candidates=None) -> Optimum:
     """The compute-optimal value of ``symbol`` for ``budget`` FLOPs (see the module docstring).
 
     ``values``: symbol → integer for every other symbol (``b`` and ``s`` included; ``b·s``
     tokens per step only fix how attention's ``s`` enters ``F``). ``valid``: an optional
     ``n -> bool`` for the sizes the model can have (``h/a`` whole); the answer is then valid.
+    ``candidates``: an optional ascending list of every value that can be valid
+    (:func:`costgraph.symbolic.solve.divisor_candidates`): only those are tried for validity.
 
     Raises
     ------
@@ -111,15 +113,22 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
         raise CostgraphValueError(f"no value for {', '.join(sorted(map(str, free)))}",
                                   hint="give every dimension but the scaled one (--config or --set)")
 
+    n_fast, f_fast = _rational_function(n_x, symbol), _rational_function(f_x, symbol)
+
     def N(x):
-        return int(n_x.xreplace({symbol: sympy.Integer(x)}))
+        v = n_fast(x) if n_fast is not None else None
+        return int(v) if v is not None else int(n_x.xreplace({symbol: sympy.Integer(x)}))
 
     def F(x):
+        v = f_fast(x) if f_fast is not None else None
+        if v is not None:
+            return v
         v = f_x.xreplace({symbol: sympy.Integer(x)})
         return Fraction(int(v.p), int(v.q))
 
     if rule == "tokens-per-param":
-        sol = solve_budget(ratio * n_expr * f_expr, symbol, values, budget, valid=valid)
+        sol = solve_budget(ratio * n_expr * f_expr, symbol, values, budget, valid=valid, candidates=candidates,
+                           with_closed_form=False)
         if sol.unbounded:
             raise CostgraphValueError(f"no optimum below {symbol} = 2^62: {budget:,} FLOPs train larger models "
                                       f"than the search reaches", hint="scale another dimension or lower --flops")
@@ -130,7 +139,7 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
         x = sol.value
         tokens = ratio * N(x)
         return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x))
-    one = solve_budget(f_expr, symbol, values, budget)      # one token fits: x ≤ x_max
+    one = solve_budget(f_expr, symbol, values, budget, with_closed_form=False)      # one token fits: x ≤ x_max
     if one.value is None:
         raise CostgraphValueError(f"{budget:,} FLOPs do not pay for one token at {symbol} = 1")
     if one.unbounded:
@@ -152,7 +161,7 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
             lo = m1
     x = min(range(lo, hi + 1), key=loss)
     if valid is not None and not valid(x):      # the valid size with the lower loss on either side
-        near = [m for m in _nearest_valid(x, one.value, valid)]
+        near = _nearest_valid(x, one.value, valid, candidates=candidates)
         if not near:
             raise CostgraphValueError(f"no valid {symbol} near {x:,}, the loss's minimum")
         x = min(near, key=loss)
@@ -160,8 +169,35 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
     return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x), loss(x))
 
 
-def _nearest_valid(x: int, top: int, valid, steps: int = 100_000) -> list[int]:
-    """The nearest valid values below and above ``x`` (within ``[1, top]`` and ``steps`` tries)."""
+def _rational_function(expr: sympy.Expr, symbol: sympy.Symbol):
+    """``expr`` (no free symbol but ``symbol``) as ``x -> P(x)/Q(x)``, a Fraction evaluated exactly
+    (Horner, rational coefficients): the same value as substituting into ``expr``, without SymPy
+    per call; the function returns None where ``Q(x) = 0``. None when ``expr`` is no ratio of
+    polynomials with rational coefficients (``Min``, a float)."""
+    try:
+        parts = sympy.fraction(sympy.together(expr))
+        coeffs = [[Fraction(int(c.p), int(c.q)) for c in sympy.Poly(e, symbol).all_coeffs()] for e in parts]
+    except (sympy.PolynomialError, sympy.GeneratorsNeeded, AttributeError, TypeError, ValueError):
+        return None
+
+    def horner(cs, x: int) -> Fraction:
+        v = Fraction(0)
+        for c in cs:
+            v = v * x + c
+        return v
+
+    def value(x: int) -> Fraction | None:
+        den = horner(coeffs[1], x)
+        return None if den == 0 else horner(coeffs[0], x) / den
+    return value
+
+
+def _nearest_valid(x: int, top: int, valid, steps: int = 100_000, candidates=None) -> list[int]:
+    """The nearest valid values below and above ``x`` (within ``[1, top]`` and ``steps`` tries; among
+    ``candidates`` only, at any distance, when given)."""
+    if candidates is not None:
+        found = (nearest_candidate(candidates, x, step, valid, top) for step in (-1, 1))
+        return [m for m in found if m is not None]
     out = []
     for direction in (-1, 1):
         m = x

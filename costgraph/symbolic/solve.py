@@ -104,8 +104,62 @@ def monotonicity(f: sympy.Expr, symbol: sympy.Symbol, direction: str) -> str:
     return "proven" if all(c >= 0 for c in poly.all_coeffs()) else "assumed"
 
 
+#: a divisibility bound past this is not factored (:func:`divisor_candidates` gives up: None)
+MAX_FACTORED = 10 ** 18
+
+
+def divisor_candidates(sizes, symbol: sympy.Symbol, values: dict) -> list[int] | None:
+    """The values ``symbol`` can take at most, when a size divides by it: every size ``n / (c·x^k)``
+    (``n`` a whole number once the other symbols take ``values``; ``h/a``, ``a/kv``) must be whole,
+    so ``x`` divides ``n``, and ``x`` is a divisor of the gcd of every such ``n`` (ascending). A
+    superset of the valid sizes (the full check, :meth:`Model.values`, still decides); ``None``
+    when no size bounds ``x`` this way (or the bound is past :data:`MAX_FACTORED`).
+
+    ``sizes``: SymPy expressions (a model's ``_sizes``); ``values``: symbol → integer."""
+    import math
+
+    rest = {k: sympy.Integer(v) for k, v in values.items() if k != symbol}
+    bound = None
+    for e in sizes:
+        if not isinstance(e, sympy.Expr) or symbol not in e.free_symbols:
+            continue
+        ex = e.xreplace(rest)
+        if ex.free_symbols != {symbol}:
+            continue
+        num, den = sympy.fraction(sympy.together(ex))
+        if not num.is_Integer or num == 0 or symbol not in den.free_symbols:
+            continue
+        try:
+            monomial = sympy.Poly(den, symbol).is_monomial
+        except sympy.PolynomialError:
+            continue
+        if monomial:
+            bound = abs(int(num)) if bound is None else math.gcd(bound, abs(int(num)))
+    if bound is None or bound > MAX_FACTORED:
+        return None
+    return [int(d) for d in sympy.divisors(bound)]
+
+
+def nearest_candidate(candidates, n: int, step: int, valid, top: int | None = None) -> int | None:
+    """The first value of the ascending ``candidates`` past ``n`` going by ``step`` (−1: below,
+    +1: above, at most ``top``) for which ``valid`` holds; None if none."""
+    import bisect
+
+    if step < 0:
+        seq = reversed(candidates[:bisect.bisect_left(candidates, n)])
+    else:
+        seq = candidates[bisect.bisect_right(candidates, n):]
+    for m in seq:
+        if top is not None and m > top:
+            return None
+        if valid(m):
+            return m
+    return None
+
+
 def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: int, *,
-                 direction: str = "largest", limit: int = LIMIT, valid=None) -> Solution:
+                 direction: str = "largest", limit: int = LIMIT, valid=None, candidates=None,
+                 with_closed_form: bool = True) -> Solution:
     """Solve ``expr ≤ budget`` for ``symbol`` over the positive integers.
 
     ``values``: every other symbol of ``expr`` → integer (SymPy symbols as keys).
@@ -114,7 +168,10 @@ def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: i
     ``valid``: an optional ``n -> bool`` for the sizes the model can have (``h/a`` whole, a
     layout's splits even); the answer is then the valid value nearest the budget's boundary
     on its inside (every valid value past it is over the budget, by monotonicity), found
-    within :data:`MAX_STEPS` tries or reported as none.
+    within :data:`MAX_STEPS` tries or reported as none. ``candidates``: an optional ascending list
+    of every value that can be valid (:func:`divisor_candidates`); the nearest valid value is then
+    looked for among them only, at any distance. ``with_closed_form=False``: no closed form
+    (``closed_form`` is None; saves a SymPy ``simplify`` when only the value is wanted).
 
     Raises
     ------
@@ -137,12 +194,17 @@ def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: i
                                   hint="give every dimension but the one solved for (--config or --set)")
     at = lambda n: int(f.xreplace({symbol: sympy.Integer(n)}))  # noqa: E731
     fits = lambda n: at(n) <= budget  # noqa: E731
-    form = closed_form(expr, symbol) if direction == "largest" else None
+    form = closed_form(expr, symbol) if direction == "largest" and with_closed_form else None
     mono = monotonicity(f, symbol, direction)
     def settle(n: int, step: int, **kw) -> Solution:
         """The valid value nearest ``n`` going by ``step`` (toward the inside of the budget)."""
         if valid is None or valid(n):
             return Solution(symbol, budget, direction, n, form, mono, at=at(n), **kw)
+        if candidates is not None:
+            m = nearest_candidate(candidates, n, step, valid)
+            if m is not None:
+                return Solution(symbol, budget, direction, m, form, mono, at=at(m), boundary=n, **kw)
+            return Solution(symbol, budget, direction, None, form, mono, boundary=n, **kw)
         m = n
         for _ in range(MAX_STEPS):
             m += step
