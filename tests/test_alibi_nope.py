@@ -75,6 +75,29 @@ def test_bloom_and_mpt_add_the_bias_once_a_score_in_every_layer(name, config, he
     assert m.costs(nodes[0]).evaluate(**values)["flops_forward"] == 0
 
 
+def test_streaming_llm_sink_tokens_cost_as_a_window_of_w_plus_n():
+    # Xiao et al. 2024 (StreamingLLM): n sink tokens + the last w positions; each query meets Min(s, w + n)
+    # keys and the cache keeps as many: gqa_attention(window = w + n) (models/std/attention.cg)
+    text = """import "std/attention.cg"
+model probe {
+  dim b "batch"
+  dim s "sequence"
+  dim h "hidden"
+  dim w "recent window"
+  dim n "sink tokens"
+  input tokens[b, s]: index
+  x = embedding(tokens, 8, h, name = e)
+  return gqa_attention(x, 4, 4, h / 4, window = w + n, name = attn)
+}
+"""
+    m = costgraph.loads(text, path="probe.cg", dropout=False)
+    b, s, h, w, n = 2, 100, 16, 8, 4
+    v = m.costs().evaluate(b=b, s=s, h=h, w=w, n=n)
+    assert v["kv_cache_bytes"] == 2 * 2 * b * h * (w + n)            # K and V, bf16, w + n positions
+    # q/k/v/o projections 4·2·b·s·h², QKᵀ and scores·V 2·2·b·s·(w + n)·h
+    assert v["flops_forward"] == 8 * b * s * h * h + 4 * b * s * (w + n) * h
+
+
 # --------------------------------------------------------------------- NoPE
 
 
