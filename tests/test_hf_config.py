@@ -53,6 +53,14 @@ KNOWN = {
     "glm-4.5-air.json": (106_852_251_264, 13_424_129_664),
     "ernie4_5_moe-defaults.json": (21_825_437_888, 3_352_150_208),
     "minimax_m2-defaults.json": (228_689_764_864, 11_030_553_088),
+    # issue 19 (ALiBi, NoPE): transformers 5.24 on meta (sum of numel; `costgraph verify --hf` and
+    # tests/test_torch_agreement.py at full size). Not released copies: built from the config classes'
+    # defaults with the published sizes (examples/hf/SOURCES.md). BLOOM-560M's 559,214,592 and
+    # BLOOM-7B1's 7,069,016,064 are the model cards' counts too.
+    "bloom-560m.json": (559_214_592, 559_214_592),
+    "bloom-7b1.json": (7_069_016_064, 7_069_016_064),
+    "mpt-7b.json": (6_649_286_656, 6_649_286_656),
+    "smollm3-3b.json": (3_075_098_624, 3_075_098_624),
 }
 
 

@@ -690,9 +690,27 @@ CASES: dict[str, Case] = {
                    "(2 per encoder layer + final, 3 per decoder layer + final)"),)),
 }
 
+# --- issue 19, positions and attention: ALiBi (BLOOM, MPT) and NoPE layers (SmolLM3). Tiny sizes as above;
+# the configs of examples/hf/ (built from the config classes' defaults, SOURCES.md) with their sizes shrunk.
+# BLOOM adds ALiBi inside alibi.baddbmm(Q, Kᵀ): FlopCounterMode counts aten.baddbmm as its product, what
+# costgraph's QKᵀ matmul counts (its alibi add is 0 under `matmul`). SmolLM3: 4 layers, j = 3 NoPE.
+CASES.update({
+    "bloom": Case(real("bloom-560m.json", hidden_size=64, n_layer=2, n_head=4, vocab_size=128, **TOKENS),
+                  lambda cfg: dict(h=cfg["hidden_size"], l=cfg["n_layer"], a=cfg["n_head"])),
+    "mpt": Case(real("mpt-7b.json", d_model=64, n_layers=2, n_heads=4, vocab_size=128, max_seq_len=64, **TOKENS),
+                lambda cfg: dict(h=cfg["d_model"], l=cfg["n_layers"], a=cfg["n_heads"]),
+                bytes=(Term("bool causal mask kept by masked_fill", lambda c, b, s: b * s * s,
+                            # MptAttention: scores.masked_fill(attention_mask, min): MaskedFillBackward0 keeps the
+                            # [b, 1, s, s] bool mask, one storage shared by every layer
+                            "MPT masks the scores with masked_fill, which keeps the bool causal mask (1 byte a "
+                            "query-key pair, once for the model); costgraph's causal matmul keeps no mask"),)),
+    "smollm3": Case(real("smollm3-3b.json", **dict(LLAMA_SIZES, num_hidden_layers=4)), llama_dims),
+})
+FAMILIES_ISSUE19_POSITIONS = ("bloom", "mpt", "smollm3")
+
 FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "phi3",
             "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "bert", "olmo2", "gpt_oss", "llama4_text", "starcoder2", "gemma3_text", "qwen2_moe",
-            "mamba", "jamba")
+            "mamba", "jamba") + FAMILIES_ISSUE19_POSITIONS
 #: families compared in their own file (parameters and FLOPs, tiny and full size): tests/test_families_2025_torch.py
 FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_m2")
 
@@ -796,6 +814,7 @@ def test_deepseek_router_bias_is_the_buffer_costgraph_counts():
 
 # (and Mamba's depthwise convolution: costgraph's conv1d counts it under `matmul`, as FlopCounterMode does)
 MATMUL_OPS = {"aten.mm", "aten.addmm", "aten.bmm", "aten.convolution", "aten.convolution_backward"}
+MATMUL_OPS |= {"aten.baddbmm"}   # BLOOM's alibi.baddbmm(Q, Kᵀ): counted as its product (issue 19)
 
 
 @pytest.mark.parametrize("name,b,s", POINT_CASES, ids=POINT_IDS)
@@ -848,6 +867,8 @@ RELEASED = {
     "nemotron-4-mini-hindi-4b-instruct.json": "nemotron",
     "command-r-08-2024.json": "cohere", "bert-base-uncased.json": "bert", "gemma-3-1b-it.json": "gemma3_text", "qwen2-57b-a14b.json": "qwen2_moe",
     "olmo-2-1124-13b.json": "olmo2", "mamba-2.8b-hf.json": "mamba",
+    # issue 19: built from the config classes' defaults with the published sizes (SOURCES.md)
+    "bloom-560m.json": "bloom", "mpt-7b.json": "mpt", "smollm3-3b.json": "smollm3",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 

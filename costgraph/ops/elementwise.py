@@ -275,3 +275,31 @@ def cast(c):
     if x.role == to:
         return c.identity(x)
     return c.output(x.shape, role=to)
+
+
+@op("alibi", "ALiBi (Press et al. 2022): adds each head's linear distance bias to the attention scores "
+    "[..., heads, S, K] → the same shape (1 FLOP a score; no parameters, keeps nothing)",
+    x="tensor", layout="follow")
+def alibi(c):
+    """Attention with linear biases: score[h, i, j] + m_h·j (m_h a fixed slope per
+    head; j the key position, relative to i up to a constant per row, which the
+    softmax ignores). The key length K is read off the scores (s in training, the
+    cached positions at decode), so the bias always covers every key.
+
+    Convention (the reference implementations, transformers 5.24): BLOOM builds
+    the bias once per forward as a [b·heads, 1, K] tensor (slopes × positions,
+    ``build_alibi_tensor``) and adds it inside ``alibi.baddbmm(Q, Kᵀ, alpha =
+    1/√d)``; MPT builds [heads, 1, max_seq_len] once and adds it to the scaled
+    scores. Per layer that is one add a score: ``PER_ELEMENT["add"]`` FLOPs an
+    element forward under the ``all`` convention, 0 under ``matmul`` (as
+    FlopCounterMode, which counts baddbmm as its product only). Building the
+    bias (heads·K multiplies, once per forward) is not counted. The add keeps
+    nothing for backward and the bias needs no gradient: no backward FLOPs, no
+    saved bytes. The output's role follows the scores (the bias is cast to the
+    compute dtype, as BLOOM's ``.to(dtype)``)."""
+    x = c["x"]
+    if len(x.shape) < 3:
+        c.fail(f"alibi adds a bias per head to scores [..., heads, S, K], got {x.shape_str()}")
+    y = c.output(x.shape, role=c.float_role(x))
+    c.forward(Flops(other=PER_ELEMENT["add"] * x.numel))
+    return y
