@@ -139,6 +139,13 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
         x = sol.value
         tokens = ratio * N(x)
         return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x))
+    return _chinchilla(f_expr, symbol, values, budget, N, F, valid, candidates)
+
+
+def _chinchilla(f_expr, symbol, values: dict, budget: int, N, F, valid, candidates) -> Optimum:
+    """``optimal``'s ``chinchilla`` rule: the size of lowest Hoffmann et al. loss with
+    ``budget/F(x)`` tokens, searched up to the largest size one token fits (``N``, ``F``:
+    parameters and FLOPs per token at a size, exact)."""
     one = solve_budget(f_expr, symbol, values, budget, with_closed_form=False)      # one token fits: x ≤ x_max
     if one.value is None:
         raise CostgraphValueError(f"{budget:,} FLOPs do not pay for one token at {symbol} = 1")
@@ -166,7 +173,7 @@ def optimal(costs, values: dict, symbol: sympy.Symbol, budget: int, *, rule: str
             raise CostgraphValueError(f"no valid {symbol} near {x:,}, the loss's minimum")
         x = min(near, key=loss)
     tokens = int(Fraction(budget) / F(x))
-    return Optimum(rule, symbol, x, N(x), tokens, int(tokens * F(x)), F(x), loss(x))
+    return Optimum("chinchilla", symbol, x, N(x), tokens, int(tokens * F(x)), F(x), loss(x))
 
 
 def _rational_function(expr: sympy.Expr, symbol: sympy.Symbol):

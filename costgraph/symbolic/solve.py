@@ -157,6 +157,21 @@ def nearest_candidate(candidates, n: int, step: int, valid, top: int | None = No
     return None
 
 
+def _step_to_valid(n: int, step: int, valid, candidates) -> int | None:
+    """The valid value nearest ``n`` going by ``step`` (±1): among ``candidates`` at any distance
+    when given, else within :data:`MAX_STEPS` tries; None when there is none."""
+    if candidates is not None:
+        return nearest_candidate(candidates, n, step, valid)
+    m = n
+    for _ in range(MAX_STEPS):
+        m += step
+        if m < 1:
+            return None
+        if valid(m):
+            return m
+    return None
+
+
 def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: int, *,
                  direction: str = "largest", limit: int = LIMIT, valid=None, candidates=None,
                  with_closed_form: bool = True) -> Solution:
@@ -200,18 +215,9 @@ def solve_budget(expr: sympy.Expr, symbol: sympy.Symbol, values: dict, budget: i
         """The valid value nearest ``n`` going by ``step`` (toward the inside of the budget)."""
         if valid is None or valid(n):
             return Solution(symbol, budget, direction, n, form, mono, at=at(n), **kw)
-        if candidates is not None:
-            m = nearest_candidate(candidates, n, step, valid)
-            if m is not None:
-                return Solution(symbol, budget, direction, m, form, mono, at=at(m), boundary=n, **kw)
-            return Solution(symbol, budget, direction, None, form, mono, boundary=n, **kw)
-        m = n
-        for _ in range(MAX_STEPS):
-            m += step
-            if m < 1:
-                break
-            if valid(m):
-                return Solution(symbol, budget, direction, m, form, mono, at=at(m), boundary=n, **kw)
+        m = _step_to_valid(n, step, valid, candidates)
+        if m is not None:
+            return Solution(symbol, budget, direction, m, form, mono, at=at(m), boundary=n, **kw)
         return Solution(symbol, budget, direction, None, form, mono, boundary=n, **kw)
 
     if direction == "largest":
