@@ -335,9 +335,15 @@ def check_numbers(doc, where: str) -> None:
         if not any(p in SIGNED for p in path):
             assert x >= 0, f"{where}: {'/'.join(path)} = {x} is negative"
         key = next((p for p in reversed(path) if p not in ("value", "[]")), "")
-        if isinstance(x, float) and is_count(key):
+        if isinstance(x, float) and is_count(key) and not any(p in REAL for p in path):
             assert x.is_integer(), f"{where}: {'/'.join(path)} = {x} is a count, not whole"
 
+
+#: JSON objects whose counts are real numbers by definition, with the reason
+REAL = {
+    "chinchilla_6ND": "optimal: Hoffmann et al. 2022's closed-form compute-optimal N and D "
+                      "(Eq. 10), continuous, not a model's count",
+}
 
 _COUNT = ("params", "flops", "bytes", "tokens", "count", "layers", "rows")
 _NOT_COUNT = ("per_second", "rate", "second", "intensity", "fraction", "ratio", "share", "utilization", "efficiency",
