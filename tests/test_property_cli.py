@@ -43,6 +43,7 @@ Profiles, chosen by ``COSTGRAPH_FUZZ`` (the variable of tests/test_fuzz.py):
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import json
 import os
@@ -123,14 +124,15 @@ def run_case(base: Path, argv: list[str], setup=None) -> P.Result:
     try:
         if setup:
             setup(work)
+        gc.collect()   # each CLI run is a fresh process in use: the garbage of earlier cases is not its time
         t = time.process_time()
         try:
             r = P.run_cli(argv)
             _log(r, time.process_time() - t)
             check(r, work)
             assert P.peak_rss() < P.MEMORY, f"peak memory {P.peak_rss():,} B after costgraph {argv}"
-        except AssertionError as e:
-            _log(P.Result(argv, -1, "", ""), time.process_time() - t, failure=str(e)[:3000])
+        except Exception as e:   # a failed check: AssertionError, or a parse error of the output
+            _log(P.Result(argv, -1, "", ""), time.process_time() - t, failure=f"{type(e).__name__}: {e}"[:3000])
             raise
         return r
     finally:
@@ -311,3 +313,30 @@ def test_memory_bound_in_a_subprocess(base, data):
     assert r.returncode in (0, 2), f"{where}: exit {r.returncode}\n{r.stderr[-3000:]}"
     for bad in ("Traceback", "this is a bug", "MemoryError", P.SECRET):
         assert bad not in r.stdout + r.stderr, f"{where}: {bad!r}\n{r.stderr[-3000:]}"
+
+
+def test_the_checks_fail_on_what_they_name(tmp_path):
+    """Each check catches its failure (a check that cannot fail would be a defect)."""
+    def fails(r):
+        with pytest.raises((AssertionError, ValueError, SyntaxError, ET.ParseError)):
+            check(r, tmp_path)
+
+    fails(P.Result(["derive", "gpt"], 3, "", "costgraph: internal error: KeyError"))
+    fails(P.Result(["derive", "gpt"], 1, "x", ""))
+    fails(P.Result(["derive", "gpt"], 2, "", ""))                        # exit 2 without a message
+    fails(P.Result(["derive", "gpt"], 0, "Traceback (most recent call last):", ""))
+    fails(P.Result(["derive", "gpt"], 0, P.SECRET, ""))
+    fails(P.Result(["hardware", "--format", "json"], 0, '{"a": NaN}', ""))
+    fails(P.Result(["hardware", "--format", "json"], 0, '{"a": -1}', ""))
+    fails(P.Result(["hardware", "--format", "json"], 0, '{"params": 2.5}', ""))
+    fails(P.Result(["hardware", "--format", "json"], 0, '{"presets": 1}', ""))   # not valid against its schema
+    fails(P.Result(["codegen", "gpt", "--lang", "python"], 0, "def f(:\n", ""))
+    fails(P.Result(["graph", "gpt", "--format", "graphml"], 0, "<graphml>", ""))
+    fails(P.Result(["sweep", "gpt"], 0, "s,params\n1,-5\n", ""))
+    P.check_numbers({"derivative": -3, "params": 7, "chinchilla_6ND": {"params": 2.5}}, "ok")
+    if shutil.which("cc"):
+        with pytest.raises(AssertionError):
+            P.check_code("c", "int f(void) { return 1 }\n", "c")
+    if shutil.which("node"):
+        with pytest.raises(AssertionError):
+            P.check_code("javascript", "function (\n", "js")
