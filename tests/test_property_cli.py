@@ -59,6 +59,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, seed, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 import cli_props as P
 import test_fuzz as F
@@ -143,7 +144,8 @@ def run_case(base: Path, argv: list[str], setup=None) -> P.Result:
 def _log(r: P.Result, spent: float, failure: str | None = None) -> None:
     """A Hypothesis event per exit status and, with ``COSTGRAPH_FUZZ_LOG``, a JSON line
     (a failure: a second line with its message)."""
-    event(f"{r.argv[0]}: exit {r.status}" if failure is None else f"{r.argv[0]}: FAILED")
+    if currently_in_test_context():
+        event(f"{r.argv[0]}: exit {r.status}" if failure is None else f"{r.argv[0]}: FAILED")
     if LOG:
         line = {"argv": r.argv, "status": r.status, "cpu": round(spent, 3)}
         if failure is not None:
@@ -340,3 +342,12 @@ def test_the_checks_fail_on_what_they_name(tmp_path):
     if shutil.which("node"):
         with pytest.raises(AssertionError):
             P.check_code("javascript", "function (\n", "js")
+
+
+@pytest.mark.parametrize("extra, missing", [([], "no value for l"), (["--set", "l=2"], "no value for d, kv")])
+def test_found_infer_kv_memory_without_sizes_says_which_are_missing(base, extra, missing):
+    """Found by this file's long tier: vLLM's KV capacity (--kv-memory) on a model without
+    --config ended in SymPy's TypeError (exit 3); it names the missing sizes (exit 2)."""
+    r = run_case(base, ["infer", "gemma", "--prompt", "1e9", "--generate", "1e9", "--gpu-memory-utilization", "1",
+                        "--kv-memory", "16MiB", *extra])
+    assert r.status == 2 and r.err.startswith(f"error: {missing}\n"), r.err
