@@ -247,17 +247,28 @@ class CaseTooSlow(BaseException):
 
 
 def _too_slow(signum, frame):
-    raise CaseTooSlow(f"a case took more than {LIMIT} s of CPU time")
+    if signum == signal.SIGPROF:
+        raise CaseTooSlow(f"a case took more than {LIMIT} s of CPU time")
+    raise CaseTooSlow(f"a case ran past the wall-clock backstop ({WALL} s; a starved process: raise "
+                      "COSTGRAPH_FUZZ_WALL)")
+
+
+#: the wall-clock backstop, seconds (a hang that uses no CPU)
+WALL = float(os.environ.get("COSTGRAPH_FUZZ_WALL", "0")) or None
 
 
 @contextlib.contextmanager
-def time_limit(limit: float = LIMIT):
-    """CPU-time limit (SIGPROF), with a wall-clock backstop (SIGALRM) ten times longer
-    (the approach of tests/test_fuzz.py)."""
+def time_limit(limit: float | None = None):
+    """CPU-time limit (SIGPROF; default :data:`LIMIT`, read when called), with a wall-clock
+    backstop (SIGALRM; :data:`WALL`, default ten times the limit): the approach of
+    tests/test_fuzz.py."""
+    global WALL
+    limit = LIMIT if limit is None else limit
+    WALL = WALL or 10 * limit
     old_prof = signal.signal(signal.SIGPROF, _too_slow)
     old_alrm = signal.signal(signal.SIGALRM, _too_slow)
     signal.setitimer(signal.ITIMER_PROF, limit)
-    signal.setitimer(signal.ITIMER_REAL, 10 * limit)
+    signal.setitimer(signal.ITIMER_REAL, WALL)
     try:
         yield
     finally:
