@@ -201,7 +201,7 @@ def value(arg: Arg, model: str | None, rough: bool = True):
         base = st.sampled_from([str(c) for c in arg.choices])
     elif arg.flag in NAMED:
         base = _named_values(model, rough)[arg.flag]
-    elif arg.type is int:
+    elif arg.type is int or callable(arg.type):   # int, or a count parser (infer's --prompt)
         base = ints if rough else small_ints.map(str)
     else:   # a flag the tables do not know yet: numbers and hostile text
         base = numbers | ints | hostile
@@ -231,6 +231,9 @@ def argv_for(draw, command: str, args: list[Arg], model_path: str | None = None,
     config = next((a for a in options if a.flag == "--config"), None)
     if config and not rough and CONFIGS.get(stem) and draw(st.integers(0, 4), label="--config?") > 0:
         chosen.append(config)
+    hardware = next((a for a in options if a.flag == "--hardware" and a not in chosen), None)
+    if hardware and not rough and draw(st.booleans(), label="--hardware?"):   # infer's times need one
+        chosen.append(hardware)
     others = [a for a in options if a not in chosen and not a.required] or [None]
     chosen += draw(st.lists(st.sampled_from(others), max_size=max_flags if rough else 3, unique=True), label="options")
     for a in draw(st.permutations([a for a in chosen if a is not None]), label="order"):
