@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..engine.symbols import as_expr
-from ..errors import CostgraphValueError
+from ..errors import CostgraphValueError, no_value
 from .exact import exact_value as _exact
 from .phases import G, P
 
@@ -152,6 +152,14 @@ def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int
 
 # ---------------------------------------------------------------- vLLM's KV cache
 
+def _known(value):
+    """``value`` when it is a number; a size nobody gave (no --config, no --set) raises the
+    located "no value for ..." error (exit 2), not SymPy's TypeError."""
+    if getattr(value, "free_symbols", None):
+        raise no_value(value.free_symbols)
+    return value
+
+
 def kv_layer_kinds(inf, subs: dict) -> list[dict]:
     """The KV cache's layer kinds, as vLLM groups layers by spec: ``[{layers, window,
     token_bytes}]`` with ``token_bytes`` one position of one sequence in one layer of the kind
@@ -161,10 +169,10 @@ def kv_layer_kinds(inf, subs: dict) -> list[dict]:
     one kind (DeepSeek-V3's 3 dense and 58 MoE layers: one kind of 61)."""
     modules: dict = {}
     for e in inf.kv_entries:
-        layers = int(as_expr(inf.cg.nodes[e.path]["count"]).xreplace(subs))
-        window = None if e.window is None else int(as_expr(e.window).xreplace(subs))
+        layers = int(_known(as_expr(inf.cg.nodes[e.path]["count"]).xreplace(subs)))
+        window = None if e.window is None else int(_known(as_expr(e.window).xreplace(subs)))
         mod = modules.setdefault((e.path.rsplit("/", 1)[0], window), {"layers": layers, "window": window, "bytes": 0})
-        mod["bytes"] += sympy.nsimplify(as_expr(inf._entry_position_bytes(e)).xreplace(subs))
+        mod["bytes"] += _known(sympy.nsimplify(as_expr(inf._entry_position_bytes(e)).xreplace(subs)))
     kinds: dict = {}
     for mod in modules.values():
         per = mod["bytes"] / mod["layers"]
