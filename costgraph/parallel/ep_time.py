@@ -75,6 +75,8 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
         inter = S * (n - local) / n
         intra = S * (local - 1) / n
     up_b, out_b = sympy.Integer(hardware.scale_up_bandwidth), sympy.Integer(hardware.scale_out_bandwidth)
+    if up_b == 0:       # no scale-up link (domain 1): nothing stays inside a domain (intra is 0)
+        up_b = out_b
     if inter == 0:
         wire = intra / up_b
     elif intra == 0:

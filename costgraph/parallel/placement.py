@@ -121,7 +121,8 @@ def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> 
     (NVLink) when every such group stays inside one scale-up domain of ``R``
     consecutive ranks — ``R`` a multiple of each factor's span ``size·stride``,
     or all ``gpus`` in one domain (:func:`~costgraph.parallel.ranks.one_domain`)
-    — else scale-out (one NIC per device);
+    — else scale-out (one NIC per device); always scale-out on a preset without a scale-up
+    link (bandwidth 0: a group inside its domain of 1 is one device, with no traffic);
     with symbolic degrees a ``Piecewise`` on the same condition.
     ``R``: :func:`costgraph.parallel.ranks.ranks_per_domain` (``domain_ranks``,
     or the power-of-two fill of the preset's domain). Train and plan both
@@ -130,6 +131,8 @@ def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> 
 
     up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
     down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
+    if hardware.scale_up_bandwidth == 0:    # no scale-up link (Apple M-series: domain 1): a group inside a
+        return down                         # domain is one device and sends nothing; any larger one goes out
     fs = factors or ((as_expr(n), as_expr(stride)),)
     cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), gpus, one_domain(hardware, domain_ranks))
     if cond in (sympy.true, sympy.false):
