@@ -21,8 +21,9 @@ input for the weight gradient (autograd's ``ConvolutionBackward0`` keeps input
 and weight).
 
 Output size per spatial axis (PyTorch's ``Conv2d`` with dilation 1):
-``⌊(n + 2·padding − k) / stride⌋ + 1``; symbolic sizes are taken as divisible
-(``(image − p)/p + 1 = image/p`` for a patch embedding), numbers exactly.
+``⌊(n + 2·padding − k) / stride⌋ + 1`` on numbers; on a symbolic size the
+stride is taken to divide (``(image − p)/p + 1 = image/p`` for a patch
+embedding), and values for which it does not are refused when evaluated.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def _conv(c, rank: int, kernels: tuple, strides: tuple):
     per_group = cin / as_dim(groups)
     if per_group.is_number and not per_group.is_integer:
         c.fail(f"{c.kind}: {cin} input channels do not split into {groups} groups")
+    c.attr("channels_per_group", per_group)   # checked a whole number when values are given
     y = c.output((batch, out, *outs), role=c.float_role(x))
     c.weight("weight", (out, per_group, *kernels))
     points = batch * out * numel(tuple(outs))
@@ -162,6 +164,7 @@ def group_norm(c):
     per = ch / as_dim(g)
     if per.is_number and not per.is_integer:
         c.fail(f"group_norm: {ch} channels do not split into {g} groups")
+    c.attr("channels_per_group", per)
     y = c.output(x.shape, role=c.float_role(x))
     affine = c["weight"]
     if affine:
