@@ -89,11 +89,11 @@ CASES = {
     # the class token: a parameter [1, 1, h] broadcast over the batch, a copy
     "param cls[1, 1, h]\n  return concat_seq(cls, x)": ((B, S + 1, H), row(params=H)),
     "return concat_seq(x, x)": ((B, 2 * S, H), row()),
-    # γ, β [C]; 7 FLOPs an element, the weight gradient 3; keeps img and fp32 mean, 1/σ [B, groups]
+    # γ, β [C]; 7 FLOPs an element, the weight gradient 3; keeps img and mean, 1/σ [B, groups] (bf16)
     "return group_norm(img, c)": ((B, C, R, R), row(params=2 * C, fwd=7 * IMG, bi=7 * IMG, bw=3 * IMG,
-                                                    act=2 * IMG + 2 * 4 * B * C)),
+                                                    act=2 * IMG + 2 * 2 * B * C)),
     "return group_norm(img, 1, weight = false)": ((B, C, R, R), row(fwd=5 * IMG, bi=5 * IMG,
-                                                                    act=2 * IMG + 2 * 4 * B)),
+                                                                    act=2 * IMG + 2 * 2 * B)),
     # nearest ×2: a copy; backward sums each 2×2 block: out − in adds
     "return upsample(img, 2)": ((B, C, 2 * R, 2 * R), row(bi=4 * IMG - IMG)),
     # adaLN: x·(1 + scale) + shift (2 per element, 1 per element of scale); keeps x and 1 + scale [B, 1, H]

@@ -155,8 +155,10 @@ def group_norm(c):
     group, γ, β ``[C]`` (``2C`` parameters). FLOPs (`all`) per element as
     LayerNorm (normalise 5, γ 1, β 1), as much again for the input gradient;
     the weight gradient 3 per element. Keeps its input and, in the
-    ``pytorch`` profile, the fp32 mean and 1/σ ``[B, groups]``
-    (``NativeGroupNormBackward0``)."""
+    ``pytorch`` profile, the mean and 1/σ ``[B, groups]``
+    (``NativeGroupNormBackward0``) in the input's dtype: ATen's
+    ``native_group_norm`` makes them in ``param_scalar_type`` (fp32 only for
+    a mixed bf16 input with fp32 γ), unlike LayerNorm's fp32 statistics."""
     x, g = c["x"], c["groups"]
     if len(x.shape) < 2:
         c.fail(f"group_norm needs [B, C, ...], got {x.shape_str()}")
@@ -178,7 +180,8 @@ def group_norm(c):
         c.backward_weight(Flops(other=3 * n))
     c.save(x)
     if c.settings.profile == "pytorch":
-        c.save(c.aux("mean", (batch, g), "fp32"), c.aux("rstd", (batch, g), "fp32"))
+        role = c.float_role(x)
+        c.save(c.aux("mean", (batch, g), role), c.aux("rstd", (batch, g), role))
     return y
 
 
