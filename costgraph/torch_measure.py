@@ -121,7 +121,7 @@ def build_meta(
 
 #: model types with no causal-LM class: built as AutoModel's class (BertModel for bert)
 ENCODER_TYPES = frozenset({"bert", "vit"})
-#: image encoders: their input is ``pixel_values`` [b, c, H, W] (see :func:`build_vision`)
+#: image encoders: their input is ``pixel_values`` [b, c, H, W] (:func:`costgraph.torch_vision.build_vision`)
 VISION_TYPES = frozenset({"vit"})
 
 
@@ -134,7 +134,9 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
     if model_type not in ENCODER_TYPES:
         return build_meta(model_type, config_dict, **build_kwargs)
     if model_type in VISION_TYPES:
-        return build_vision(model_type, config_dict, **build_kwargs)
+        from .torch_vision import build_vision
+
+        return build_vision(_torch(), model_type, config_dict, **build_kwargs)
     from types import SimpleNamespace
 
     torch = _torch()
@@ -164,50 +166,6 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
     return model
 
 
-def build_vision(model_type: str, config_dict: dict, *, train: bool = True, dtype: str = "bfloat16",
-                 attn_implementation: str = "eager", **_):
-    """An image encoder of :data:`VISION_TYPES` on meta (bf16, eager attention, train mode): the
-    class its ``architectures`` names (``ViTForImageClassification`` through
-    ``AutoModelForImageClassification``), else what ``AutoModel`` builds (``ViTModel`` with its
-    pooler). Wrapped so that the probes' forward takes ``pixel_values`` ``[b, c, H, W]``
-    (:func:`make_inputs` makes them from ``image_shape``, the config's ``num_channels`` and
-    ``image_size``) and returns as ``logits`` the head's logits, else the pooled output, else
-    the last hidden state. The wrapper adds no parameters and no operations; its name is the
-    inner class's followed by ``OutputAsLogits``."""
-    from types import SimpleNamespace
-
-    torch = _torch()
-    from transformers import AutoConfig, AutoModel, AutoModelForImageClassification
-
-    config = AutoConfig.for_model(model_type, **dict(config_dict))
-    archs = config_dict.get("architectures") or []
-    auto = AutoModelForImageClassification if any(a.endswith("ForImageClassification") for a in archs) else AutoModel
-    with torch.device("meta"):
-        inner = auto.from_config(config, attn_implementation=attn_implementation, dtype=getattr(torch, dtype))
-    size = config.image_size
-
-    class Wrapper(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-            self.config = model.config
-            self.image_shape = (config.num_channels, size, size)
-
-        def forward(self, pixel_values, use_cache=False, **kwargs):
-            out = self.model(pixel_values=pixel_values)
-            for name in ("logits", "pooler_output", "last_hidden_state"):
-                if getattr(out, name, None) is not None:
-                    return SimpleNamespace(logits=getattr(out, name))
-            raise AssertionError(type(out).__name__)
-
-    Wrapper.__name__ = Wrapper.__qualname__ = f"{type(inner).__name__}OutputAsLogits"
-    model = Wrapper(inner)
-    model.train(train)
-    for p in model.parameters():
-        p.requires_grad_(True)
-    return model
-
-
 def param_count(model) -> int:
     """Exact number of parameters; a tied weight (shared Parameter) counts once."""
     return int(sum(p.numel() for p in model.parameters()))
@@ -222,7 +180,7 @@ def _is_seq2seq(model) -> bool:
 
 def make_inputs(model, b: int, s: int, *, labels: bool = False) -> dict:
     """Keyword arguments for one training-style forward of ``[b, s]`` token ids, on meta
-    (an image encoder of :func:`build_vision`: ``pixel_values`` of ``b`` images, ``s`` unused).
+    (an image encoder, :mod:`costgraph.torch_vision`: ``pixel_values`` of ``b`` images, ``s`` unused).
 
     For encoder-decoders the decoder also gets ``[b, s]`` ids. ``labels=True``
     adds ``labels`` so the model computes its own loss (cross-entropy, which
@@ -230,7 +188,7 @@ def make_inputs(model, b: int, s: int, *, labels: bool = False) -> dict:
     """
     torch = _torch()
     image = getattr(model, "image_shape", None)
-    if image is not None:   # an image encoder (build_vision): b images; s is fixed by the image size
+    if image is not None:   # an image encoder (torch_vision): b images; s is fixed by the image size
         dtype = next(model.parameters()).dtype
         return {"pixel_values": torch.zeros((b, *image), dtype=dtype, device="meta")}
     ids = torch.zeros((b, s), dtype=torch.long, device="meta")

@@ -46,6 +46,8 @@ KNOWN = {
     "olmo-2-1124-13b.json": (13_716_198_400, 13_716_198_400),
     # transformers 5.24 on meta (sum of numel; tests/test_mamba.py MAMBA_2_8B)
     "mamba-2.8b-hf.json": (2_768_345_600, 2_768_345_600),
+    # transformers 5.24 on meta (sum of numel; ViTForImageClassification, tests/test_vit.py)
+    "vit-base-patch16-224.json": (86_567_656, 86_567_656),
 }
 
 
