@@ -120,9 +120,9 @@ def build_meta(
 # ------------------------------------------------------ encoder-only models
 
 #: model types with no causal-LM class: built as AutoModel's class (BertModel for bert)
-ENCODER_TYPES = frozenset({"bert", "vit"})
+ENCODER_TYPES = frozenset({"bert", "vit", "dinov2"})
 #: image encoders: their input is ``pixel_values`` [b, c, H, W] (:func:`costgraph.torch_vision.build_vision`)
-VISION_TYPES = frozenset({"vit"})
+VISION_TYPES = frozenset({"vit", "dinov2"})
 
 
 def build_model(model_type: str, config_dict: dict, **build_kwargs):

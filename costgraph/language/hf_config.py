@@ -130,6 +130,8 @@ class _Reader:
         if "contains" in spec:   # { contains = "k", item = X }: true when the list k (absent: empty) holds X
             items = self.raw(spec["contains"], [])
             return isinstance(items, list) and spec["item"] in items
+        if "swiglu_width" in spec:   # { swiglu_width = SPEC }: DINOv2's SwiGLUFFN, ⌊2v/3⌋ up to a multiple of 8
+            return ((2 * self.number(spec["swiglu_width"], what)) // 3 + 7) // 8 * 8
         if "length" in spec:   # { length = "k", default = V }: the number of entries of k (ViT's id2label)
             v = self.raw(spec["length"], spec.get("default", _MISSING))
             return len(v) if isinstance(v, (dict, list)) else v

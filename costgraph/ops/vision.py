@@ -1,7 +1,8 @@
 """Operators of vision, speech and diffusion Transformers: convolutions
 (``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``,
-``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``
-and adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN).
+``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``,
+adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN) and ``layer_scale``
+(DINOv2).
 
 Tensors use PyTorch's layouts: a convolution reads ``[B, C_in, *spatial]``
 (channels first) and writes ``[B, C_out, *out]``; ``flatten_patches`` turns
@@ -240,4 +241,23 @@ def gate(c):
     c.forward(Flops(other=x.numel))
     c.backward_input(Flops(other=2 * x.numel))
     c.save(x, g)
+    return y
+
+
+@op("layer_scale", "LayerScale (Touvron et al. 2021; DINOv2): x·λ, a learned λ [H] per channel",
+    x="tensor", layout=("per_channel", "x"))
+def layer_scale(c):
+    """``x * lambda1`` (Hugging Face's ``Dinov2LayerScale``): the parameter
+    ``lambda1`` ``[H]``. 1 FLOP an element (`all`); the input gradient 1, the
+    weight gradient 2 (multiply and sum over the tokens). Keeps ``x`` (the
+    product's other operand is the parameter, not an activation)."""
+    x = c["x"]
+    if not x.shape:
+        c.fail("layer_scale needs a tensor with at least one dimension")
+    y = c.output(x.shape, role=c.float_role(x))
+    c.weight("lambda1", (x.shape[-1],))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=x.numel))
+    c.backward_weight(Flops(other=2 * x.numel))
+    c.save(x)
     return y
