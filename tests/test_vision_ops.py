@@ -1,6 +1,6 @@
 """The vision, speech and diffusion operators (issue 19): conv2d, conv3d,
-dense_conv1d, flatten_patches, concat_seq, group_norm, upsample, modulate and
-gate — output shape, parameters, FLOPs (forward, backward input and weight,
+dense_conv1d, flatten_patches, concat_seq, group_norm, upsample, modulate,
+gate and layer_scale — output shape, parameters, FLOPs (forward, backward input and weight,
 ``all`` convention) and saved bytes (``pytorch`` profile), exact, computed by
 hand from the rules' documented counts (FLOPs as ``torch.utils.flop_counter``'s
 ``conv_flop_count``: 2 per multiply-add of each output element). The
@@ -100,6 +100,8 @@ CASES = {
     "return modulate(x, v, gelu(v))": ((B, S, H), row(fwd=2 * T + B * H + 9 * B * H, bi=3 * T + 9 * B * H,
                                                       act=2 * T + 2 * B * H + 2 * B * H)),
     "return gate(x, v)": ((B, S, H), row(fwd=T, bi=2 * T, act=2 * T + 2 * B * H)),
+    # LayerScale: λ [H]; keeps x only (the other operand is the parameter)
+    "return layer_scale(x)": ((B, S, H), row(params=H, fwd=T, bi=T, bw=2 * T, act=2 * T)),
 }
 
 

@@ -90,3 +90,11 @@ def test_adaln_modulate_and_gate():
     _agree("return modulate(x, v, gelu(v))", None,
            lambda x: x * (1 + F.gelu(v).unsqueeze(1)) + v.unsqueeze(1), _t(B, S, H))
     _agree("return gate(x, v)", None, lambda x: _t(B, H).unsqueeze(1) * x, _t(B, S, H))
+
+
+def test_layer_scale():
+    """Dinov2LayerScale: hidden_state * lambda1; autograd keeps x and the parameter (not an activation)."""
+    lam = torch.nn.Parameter(torch.ones(H, dtype=torch.bfloat16))
+    holder = torch.nn.Module()
+    holder.lambda1 = lam
+    _agree("return layer_scale(gelu(x))", holder, lambda x: F.gelu(x) * lam, _t(B, S, H))
