@@ -120,7 +120,9 @@ def build_meta(
 # ------------------------------------------------------ encoder-only models
 
 #: model types with no causal-LM class: built as AutoModel's class (BertModel for bert)
-ENCODER_TYPES = frozenset({"bert"})
+ENCODER_TYPES = frozenset({"bert", "vit", "dinov2"})
+#: image encoders: their input is ``pixel_values`` [b, c, H, W] (:func:`costgraph.torch_vision.build_vision`)
+VISION_TYPES = frozenset({"vit", "dinov2"})
 
 
 def build_model(model_type: str, config_dict: dict, **build_kwargs):
@@ -131,6 +133,10 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
     and no operations; its class name starts with the family's."""
     if model_type not in ENCODER_TYPES:
         return build_meta(model_type, config_dict, **build_kwargs)
+    if model_type in VISION_TYPES:
+        from .torch_vision import build_vision
+
+        return build_vision(_torch(), model_type, config_dict, **build_kwargs)
     from types import SimpleNamespace
 
     torch = _torch()
@@ -173,13 +179,18 @@ def _is_seq2seq(model) -> bool:
 
 
 def make_inputs(model, b: int, s: int, *, labels: bool = False) -> dict:
-    """Keyword arguments for one training-style forward of ``[b, s]`` token ids, on meta.
+    """Keyword arguments for one training-style forward of ``[b, s]`` token ids, on meta
+    (an image encoder, :mod:`costgraph.torch_vision`: ``pixel_values`` of ``b`` images, ``s`` unused).
 
     For encoder-decoders the decoder also gets ``[b, s]`` ids. ``labels=True``
     adds ``labels`` so the model computes its own loss (cross-entropy, which
     upcasts the logits to float32 in transformers).
     """
     torch = _torch()
+    image = getattr(model, "image_shape", None)
+    if image is not None:   # an image encoder (torch_vision): b images; s is fixed by the image size
+        dtype = next(model.parameters()).dtype
+        return {"pixel_values": torch.zeros((b, *image), dtype=dtype, device="meta")}
     ids = torch.zeros((b, s), dtype=torch.long, device="meta")
     # No attention_mask: every sequence is full length, as in pre-training. A 2-D padding
     # mask would send mask creation through data-dependent `padding_mask.all()` checks.

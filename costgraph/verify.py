@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .torch_measure import (ENCODER_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes, param_count, require,
-                            saved_bytes)
+from .torch_measure import (ENCODER_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
+                            param_count, require, saved_bytes)
 
 
 #: (b, s) shapes: two determine a difference linear in b·s and b·s², the third checks it
@@ -142,9 +142,15 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     tm = build_model(hf.model_type, _hf_build_config(config))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
+    if hf.model_type in VISION_TYPES:   # images: b varies, the tokens are fixed by the image size
+        derived = costgraph_model.graph.dims["s"].derived
+        tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))
+        shapes = [(b, tokens) for b, _ in shapes]
 
     def cg(b, s):
-        values = {**hf.values, "b": b, "s": s}
+        values = {**hf.values, "b": b}
+        if "s" in costgraph_model.symbols:
+            values["s"] = s
         if seq2seq and "t" in costgraph_model.symbols:
             values["t"] = s
         return costgraph_model.costs("model", convention="matmul").evaluate(None, values)

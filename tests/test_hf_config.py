@@ -61,6 +61,8 @@ KNOWN = {
     "bloom-7b1.json": (7_069_016_064, 7_069_016_064),
     "mpt-7b.json": (6_649_286_656, 6_649_286_656),
     "smollm3-3b.json": (3_075_098_624, 3_075_098_624),
+    # transformers 5.24 on meta (sum of numel; ViTForImageClassification, tests/test_vit.py)
+    "vit-base-patch16-224.json": (86_567_656, 86_567_656),
 }
 
 

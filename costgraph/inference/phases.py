@@ -222,8 +222,10 @@ class Inference:
         self.weights, self.kv = weight_dtype(weights), kv_dtype(kv)
         self.t, self.convention, self.causal, self.activations = t, convention, causal, activations
         if not cg.caches:
-            raise CostgraphValueError(f"model '{cg.name}' caches nothing: no cache(...) in its graph",
-                                      hint="mark K and V with cache(...) in the model file")
+            raise CostgraphValueError(f"model '{cg.name}' caches nothing: no cache(...) in its graph; an encoder "
+                                      "(BERT, ViT) has no decode phase to model",
+                                      hint="for a decoder, mark K and V with cache(...) in the model file; for an "
+                                           "encoder's forward pass use derive or train")
         #: K/V-style entries (a sequence axis) and fixed-size recurrent states
         self.kv_entries = [e for e in cg.caches if not e.state]
         self.states = [e for e in cg.caches if e.state]

@@ -127,6 +127,14 @@ class _Reader:
             if not isinstance(flag, bool):
                 self.fail(f"key '{spec['if_key']}' must be true or false, got {shown(flag)}")
             return self.spec(spec["then"] if flag else spec["else"], what)
+        if "contains" in spec:   # { contains = "k", item = X }: true when the list k (absent: empty) holds X
+            items = self.raw(spec["contains"], [])
+            return isinstance(items, list) and spec["item"] in items
+        if "swiglu_width" in spec:   # { swiglu_width = SPEC }: DINOv2's SwiGLUFFN, ⌊2v/3⌋ up to a multiple of 8
+            return ((2 * self.number(spec["swiglu_width"], what)) // 3 + 7) // 8 * 8
+        if "length" in spec:   # { length = "k", default = V }: the number of entries of k (ViT's id2label)
+            v = self.raw(spec["length"], spec.get("default", _MISSING))
+            return len(v) if isinstance(v, (dict, list)) else v
         if "equals" in spec:   # { key = "k", default = V, equals = X }: true when k (or V) is X
             return self.raw(spec["key"], spec.get("default", _MISSING)) == spec["equals"]
         if "key" in spec:

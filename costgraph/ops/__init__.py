@@ -5,7 +5,8 @@
 per-element FLOP table of the ``all`` convention, ``cast``), ``index.py``
 (max, topk, gather, scatter, select), ``shape.py`` (free reshapes: split,
 split_heads, merge_heads, transpose), ``ssm.py`` (depthwise conv1d, Mamba's
-selective_scan).
+selective_scan), ``vision.py`` (conv2d, conv3d, dense_conv1d,
+flatten_patches, concat_seq, group_norm, upsample, adaLN modulate and gate).
 
 Each ``@op(...)`` also declares the operator's traits: ``layout`` (how it is
 split under tensor parallelism, one of :data:`registry.LAYOUTS`, applied by

@@ -214,13 +214,18 @@ def _same(a, b) -> bool:
 
 
 def sequence_dims(cg: CostGraph) -> list[sympy.Expr]:
-    """The sequence lengths of the model: the last axis of each ``index`` input."""
+    """The sequence lengths of the model: the last axis of each ``index`` input; for a
+    model without token ids (ViT reads pixels), its dimension ``s`` (derived there:
+    the patches and the class token)."""
     out = []
     for path, d in cg.nodes.items():
         if d["kind"] == "input":
             ten = cg.tensors[path]
             if ten.role == "index" and ten.shape and ten.shape[-1] not in out:
                 out.append(ten.shape[-1])
+    if not out and "s" in cg.dims:
+        info = cg.dims["s"]
+        out.append(info.symbol if info.derived is None else info.derived)
     return out
 
 

@@ -1,0 +1,263 @@
+"""Operators of vision, speech and diffusion Transformers: convolutions
+(``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``,
+``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``,
+adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN) and ``layer_scale``
+(DINOv2).
+
+Tensors use PyTorch's layouts: a convolution reads ``[B, C_in, *spatial]``
+(channels first) and writes ``[B, C_out, *out]``; ``flatten_patches`` turns
+that into the Transformer's ``[B, N, C]`` tokens.
+
+Convolution FLOPs, under ``matmul`` as ``torch.utils.flop_counter`` counts
+``aten.convolution`` (``conv_flop_count``): ``2·B·C_out·(C_in/groups)·Πk·Πout``
+forward (2 per multiply-add of each output element), as much for the input
+gradient and as much for the weight gradient; the bias add (``B·C_out·Πout``)
+and its gradient under `all`. An input of the model (``pixel_values``, an
+audio spectrogram) needs no gradient: PyTorch's ``convolution_backward`` then
+skips the input gradient (``output_mask[0]`` false), and so does the rule.
+``FlopCounterMode`` counts a grouped convolution's weight gradient as if
+ungrouped (``groups`` times ours; see ``conv1d`` in :mod:`costgraph.ops.ssm`).
+Parameters: weight ``[C_out, C_in/groups, *k]`` (+ bias ``[C_out]``). Keeps its
+input for the weight gradient (autograd's ``ConvolutionBackward0`` keeps input
+and weight).
+
+Output size per spatial axis (PyTorch's ``Conv2d`` with dilation 1):
+``⌊(n + 2·padding − k) / stride⌋ + 1`` on numbers; on a symbolic size the
+stride is taken to divide (``(image − p)/p + 1 = image/p`` for a patch
+embedding), and values for which it does not are refused when evaluated.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..engine.context import as_dim
+from ..engine.graph import Flops, numel
+from .elementwise import PER_ELEMENT
+from .registry import op
+
+
+def _out_size(c, n, k, stride, pad):
+    """One spatial axis after a convolution (or pooling) of kernel ``k``."""
+    n, k, stride, pad = (as_dim(v) for v in (n, k, stride, pad))
+    if stride.is_number and not (stride.is_integer and stride >= 1):
+        c.fail(f"{c.kind}: stride {stride} must be a whole number ≥ 1")
+    if pad.is_number and pad < 0:
+        c.fail(f"{c.kind}: padding {pad} is negative")
+    span = n + 2 * pad - k
+    if span.is_number:
+        if span < 0:
+            c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + 2 * pad}",
+                   hint="a smaller kernel, or more padding")
+        if stride.is_number:
+            return sympy.floor(span / stride) + 1
+    return sympy.cancel(span / stride + 1)
+
+
+def _conv(c, rank: int, kernels: tuple, strides: tuple):
+    x, out, groups = c["x"], c["out"], c["groups"]
+    if len(x.shape) != rank + 2:
+        axes = ", ".join(["B", "C"] + [f"n{i + 1}" for i in range(rank)])
+        c.fail(f"{c.kind} needs [{axes}] (channels first, as PyTorch), got {x.shape_str()}")
+    batch, cin, *spatial = x.shape
+    pad = as_dim(c["padding"])
+    outs = [_out_size(c, n, k, s, pad) for n, k, s in zip(spatial, kernels, strides)]
+    per_group = cin / as_dim(groups)
+    if per_group.is_number and not per_group.is_integer:
+        c.fail(f"{c.kind}: {cin} input channels do not split into {groups} groups")
+    c.attr("channels_per_group", per_group)   # checked a whole number when values are given
+    y = c.output((batch, out, *outs), role=c.float_role(x))
+    c.weight("weight", (out, per_group, *kernels))
+    points = batch * out * numel(tuple(outs))
+    mm = 2 * points * per_group * numel(tuple(kernels))
+    bias = points if c["bias"] else 0
+    if c["bias"]:
+        c.weight("bias", (out,))
+    c.forward(Flops(matmul=mm, other=bias))
+    if c.b.cg.nodes.get(x.producer, {}).get("kind") != "input":   # an input of the model needs no gradient
+        c.backward_input(Flops(matmul=mm))
+    c.backward_weight(Flops(matmul=mm, other=bias))
+    c.save(x)
+    return y
+
+
+@op("conv2d", "2-D convolution (PyTorch Conv2d): x [B, C_in, H, W] → [B, out, H', W'], a k×k kernel, "
+    "stride, zero padding; a ViT patch embedding is kernel = stride = p",
+    x="tensor", out="dim", kernel="dim", stride=("dim", 1), padding=("dim", 0), bias=("bool", True),
+    groups=("dim", 1), layout="whole")
+def conv2d(c):
+    """``nn.Conv2d(C_in, out, kernel, stride, padding, groups=groups, bias=bias)``
+    with a square kernel. See the module's notes for FLOPs and what is kept."""
+    k, s = c["kernel"], c["stride"]
+    return _conv(c, 2, (k, k), (s, s))
+
+
+@op("conv3d", "3-D convolution (PyTorch Conv3d): x [B, C_in, T, H, W] → [B, out, T', H', W']; "
+    "kernel_t/stride_t on the first axis (default: kernel, stride); Qwen2-VL's patches: kernel_t = 2",
+    x="tensor", out="dim", kernel="dim", stride=("dim", 1), padding=("dim", 0), bias=("bool", True),
+    groups=("dim", 1), kernel_t=("dim", None), stride_t=("dim", None), layout="whole")
+def conv3d(c):
+    """``nn.Conv3d(C_in, out, (kernel_t, kernel, kernel), (stride_t, stride, stride), padding)``."""
+    k, s = c["kernel"], c["stride"]
+    kt = k if c["kernel_t"] is None else c["kernel_t"]
+    st = s if c["stride_t"] is None else c["stride_t"]
+    return _conv(c, 3, (kt, k, k), (st, s, s))
+
+
+@op("dense_conv1d", "1-D convolution over all channels (PyTorch Conv1d): x [B, C_in, L] → [B, out, L'], "
+    "stride, zero padding (Whisper's stem); conv1d is Mamba's depthwise causal one",
+    x="tensor", out="dim", kernel="dim", stride=("dim", 1), padding=("dim", 0), bias=("bool", True),
+    groups=("dim", 1), layout="whole")
+def dense_conv1d(c):
+    """``nn.Conv1d(C_in, out, kernel, stride, padding, groups=groups, bias=bias)``."""
+    return _conv(c, 1, (c["kernel"],), (c["stride"],))
+
+
+@op("flatten_patches", "[B, C, *spatial] → [B, Πspatial, C]: a convolution's output as tokens "
+    "(flatten(2).transpose(1, 2), a view)", x="tensor", layout="whole")
+def flatten_patches(c):
+    """``x.flatten(2).transpose(1, 2)``: a view (no FLOPs, keeps nothing); the
+    first consumer that needs it contiguous copies it."""
+    x = c["x"]
+    if len(x.shape) < 3:
+        c.fail(f"flatten_patches needs [B, C, *spatial], got {x.shape_str()}")
+    batch, ch, *spatial = x.shape
+    return c.output((batch, numel(tuple(spatial)), ch), view_of=x)
+
+
+@op("concat_seq", "join along the sequence axis: x [..., S1, d], y [..., S2, d] → [..., S1 + S2, d], "
+    "broadcasting the leading axes (a class token [1, 1, d] over the batch; copy)",
+    x="tensor", y="tensor", layout="whole")
+def concat_seq(c):
+    """``torch.cat((cls.expand(B, -1, -1), x), dim=1)`` (ViT's class token,
+    image tokens before text): a new storage, 0 FLOPs, keeps nothing (the
+    backward of ``cat`` slices the gradient)."""
+    x, y = c["x"], c["y"]
+    if len(x.shape) != len(y.shape) or len(x.shape) < 2:
+        c.fail(f"concat_seq needs two tensors of one rank ≥ 2, got {x.shape_str()} and {y.shape_str()}")
+    if not c.same(x.shape[-1], y.shape[-1]):
+        c.fail(f"concat_seq: last dimensions differ: {x.shape_str()} and {y.shape_str()}")
+    lead = []
+    for p, q in zip(x.shape[:-2], y.shape[:-2]):
+        if c.same(p, q) or q == 1:
+            lead.append(p)
+        elif p == 1:
+            lead.append(q)
+        else:
+            c.fail(f"concat_seq: leading dimensions differ: {x.shape_str()} and {y.shape_str()}")
+    return c.output((*lead, x.shape[-2] + y.shape[-2], x.shape[-1]), role=c.float_role(x, y))
+
+
+@op("group_norm", "GroupNorm (Wu & He 2018) of x [B, C, *spatial] over `groups` groups of channels; "
+    "γ and β per channel (none if weight = false)",
+    x="tensor", groups="dim", weight=("bool", True), layout="whole")
+def group_norm(c):
+    """``nn.GroupNorm(groups, C, affine=weight)``: statistics per sample and
+    group, γ, β ``[C]`` (``2C`` parameters). FLOPs (`all`) per element as
+    LayerNorm (normalise 5, γ 1, β 1), as much again for the input gradient;
+    the weight gradient 3 per element. Keeps its input and, in the
+    ``pytorch`` profile, the mean and 1/σ ``[B, groups]``
+    (``NativeGroupNormBackward0``) in the input's dtype: ATen's
+    ``native_group_norm`` makes them in ``param_scalar_type`` (fp32 only for
+    a mixed bf16 input with fp32 γ), unlike LayerNorm's fp32 statistics."""
+    x, g = c["x"], c["groups"]
+    if len(x.shape) < 2:
+        c.fail(f"group_norm needs [B, C, ...], got {x.shape_str()}")
+    batch, ch = x.shape[0], x.shape[1]
+    per = ch / as_dim(g)
+    if per.is_number and not per.is_integer:
+        c.fail(f"group_norm: {ch} channels do not split into {g} groups")
+    c.attr("channels_per_group", per)
+    y = c.output(x.shape, role=c.float_role(x))
+    affine = c["weight"]
+    if affine:
+        c.weight("weight", (ch,))
+        c.weight("bias", (ch,))
+    n = x.numel
+    each = PER_ELEMENT["layernorm"] + (PER_ELEMENT["scale"] + PER_ELEMENT["add"] if affine else 0)
+    c.forward(Flops(other=each * n))
+    c.backward_input(Flops(other=each * n))
+    if affine:
+        c.backward_weight(Flops(other=3 * n))
+    c.save(x)
+    if c.settings.profile == "pytorch":
+        role = c.float_role(x)
+        c.save(c.aux("mean", (batch, g), role), c.aux("rstd", (batch, g), role))
+    return y
+
+
+@op("upsample", "nearest-neighbour upsampling of x [B, C, *spatial] by a whole factor on each spatial axis "
+    "(F.interpolate(mode='nearest'); copy)", x="tensor", factor="dim", layout="whole")
+def upsample(c):
+    """``F.interpolate(x, scale_factor=factor, mode="nearest")``: a copy,
+    0 FLOPs forward (``FlopCounterMode`` counts none); the backward sums each
+    output block into its source: ``factor^d − 1`` adds per input element are
+    ``(out − in)`` adds (`all`). Keeps nothing."""
+    x, f = c["x"], c["factor"]
+    if len(x.shape) < 3:
+        c.fail(f"upsample needs [B, C, *spatial], got {x.shape_str()}")
+    batch, ch, *spatial = x.shape
+    y = c.output((batch, ch, *(n * f for n in spatial)), role=c.float_role(x))
+    c.backward_input(Flops(other=y.numel - x.numel))
+    return y
+
+
+def _per_sample(c, x, v, what: str):
+    if len(x.shape) != 3 or len(v.shape) != 2:
+        c.fail(f"{c.kind} needs x [B, S, H] and {what} [B, H], got {x.shape_str()} and {v.shape_str()}")
+    if not (c.same(x.shape[0], v.shape[0]) or v.shape[0] == 1) or not c.same(x.shape[-1], v.shape[-1]):
+        c.fail(f"{c.kind}: {what} {v.shape_str()} does not match x {x.shape_str()} as [B, H]")
+
+
+@op("modulate", "adaptive LayerNorm modulation (DiT, Peebles & Xie 2023): x·(1 + scale) + shift, "
+    "x [B, S, H], shift and scale [B, H] per sample (broadcast over S)",
+    x="tensor", shift="tensor", scale="tensor", layout="whole")
+def modulate(c):
+    """``x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)`` (DiT's
+    ``modulate``). 3 FLOPs an element of ``x`` under `all` (``1 + scale`` on
+    ``[B, H]`` counted too); input gradients: ``dx = dy·(1 + scale)`` and
+    ``dscale = Σ_S dy·x`` (2 per element), ``dshift = Σ_S dy`` (1). Keeps
+    ``x`` and the ``[B, 1, H]`` tensor ``1 + scale`` (``MulBackward0``)."""
+    x, shift, scale = c["x"], c["shift"], c["scale"]
+    _per_sample(c, x, shift, "shift")
+    _per_sample(c, x, scale, "scale")
+    y = c.output(x.shape, role=c.float_role(x, shift, scale))
+    n = x.numel
+    c.forward(Flops(other=2 * n + scale.numel))
+    c.backward_input(Flops(other=3 * n))
+    c.save(x, c.aux("one_plus_scale", (scale.shape[0], 1, scale.shape[1]), c.float_role(scale)))
+    return y
+
+
+@op("gate", "adaLN-Zero's gate (DiT): g·x, x [B, S, H], g [B, H] per sample (broadcast over S)",
+    x="tensor", g="tensor", layout="whole")
+def gate(c):
+    """``gate.unsqueeze(1) * x``: 1 FLOP an element (`all`); the input
+    gradients ``dx = dy·g`` and ``dg = Σ_S dy·x``, 2 per element. Keeps both
+    operands (``MulBackward0``; the unsqueezed gate is a view of ``g``)."""
+    x, g = c["x"], c["g"]
+    _per_sample(c, x, g, "g")
+    y = c.output(x.shape, role=c.float_role(x, g))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=2 * x.numel))
+    c.save(x, g)
+    return y
+
+
+@op("layer_scale", "LayerScale (Touvron et al. 2021; DINOv2): x·λ, a learned λ [H] per channel",
+    x="tensor", layout=("per_channel", "x"))
+def layer_scale(c):
+    """``x * lambda1`` (Hugging Face's ``Dinov2LayerScale``): the parameter
+    ``lambda1`` ``[H]``. 1 FLOP an element (`all`); the input gradient 1, the
+    weight gradient 2 (multiply and sum over the tokens). Keeps ``x`` (the
+    product's other operand is the parameter, not an activation)."""
+    x = c["x"]
+    if not x.shape:
+        c.fail("layer_scale needs a tensor with at least one dimension")
+    y = c.output(x.shape, role=c.float_role(x))
+    c.weight("lambda1", (x.shape[-1],))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=x.numel))
+    c.backward_weight(Flops(other=2 * x.numel))
+    c.save(x)
+    return y

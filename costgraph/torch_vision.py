@@ -1,0 +1,50 @@
+"""Image encoders for ``costgraph verify`` (:mod:`costgraph.torch_measure`'s
+``build_model`` for ``VISION_TYPES``): transformers' class of a vision
+``config.json`` built on the meta device, its forward taking ``pixel_values``.
+``torch`` is passed in by the caller (which has checked it is installed), so
+this module imports nothing of costgraph's and torch only when called.
+"""
+from __future__ import annotations
+
+
+def build_vision(torch, model_type: str, config_dict: dict, *, train: bool = True, dtype: str = "bfloat16",
+                 attn_implementation: str = "eager", **_):
+    """An image encoder of ``VISION_TYPES`` on meta (bf16, eager attention, train mode): the
+    class its ``architectures`` names (``ViTForImageClassification`` through
+    ``AutoModelForImageClassification``), else what ``AutoModel`` builds (``ViTModel`` with its
+    pooler). Wrapped so that the probes' forward takes ``pixel_values`` ``[b, c, H, W]``
+    (``torch_measure.make_inputs`` makes them from ``image_shape``, the config's ``num_channels`` and
+    ``image_size``) and returns as ``logits`` the head's logits, else the pooled output, else
+    the last hidden state. The wrapper adds no parameters and no operations; its name is the
+    inner class's followed by ``OutputAsLogits``."""
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig, AutoModel, AutoModelForImageClassification
+
+    config = AutoConfig.for_model(model_type, **dict(config_dict))
+    archs = config_dict.get("architectures") or []
+    auto = AutoModelForImageClassification if any(a.endswith("ForImageClassification") for a in archs) else AutoModel
+    with torch.device("meta"):
+        inner = auto.from_config(config, attn_implementation=attn_implementation, dtype=getattr(torch, dtype))
+    size = config.image_size
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.config = model.config
+            self.image_shape = (config.num_channels, size, size)
+
+        def forward(self, pixel_values, use_cache=False, **kwargs):
+            out = self.model(pixel_values=pixel_values)
+            for name in ("logits", "pooler_output", "last_hidden_state"):
+                if getattr(out, name, None) is not None:
+                    return SimpleNamespace(logits=getattr(out, name))
+            raise AssertionError(type(out).__name__)
+
+    Wrapper.__name__ = Wrapper.__qualname__ = f"{type(inner).__name__}OutputAsLogits"
+    model = Wrapper(inner)
+    model.train(train)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model
