@@ -712,7 +712,9 @@ FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"
             "gpt_neox", "falcon", "opt", "deepseek_v3", "deepseek_v2", "t5", "nemotron", "cohere", "bert", "olmo2", "gpt_oss", "llama4_text", "starcoder2", "gemma3_text", "qwen2_moe",
             "mamba", "jamba") + FAMILIES_ISSUE19_POSITIONS
 #: families compared in their own file (parameters and FLOPs, tiny and full size): tests/test_families_2025_torch.py
-FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_m2")
+FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_m2",
+                      # pixel inputs, not [b, s] ids: tests/test_vit.py and tests/test_dinov2.py (verify exact)
+                      "vit", "dinov2")
 
 
 # ------------------------------------------------------------- measurements
@@ -871,8 +873,6 @@ RELEASED = {
     "bloom-560m.json": "bloom", "mpt-7b.json": "mpt", "smollm3-3b.json": "smollm3",
 }
 FULL_POINTS = [(1, 128), (2, 64)]
-#: families whose released config is compared at full size in a test of their own (pixel inputs, not [b, s] ids)
-COMPARED_ELSEWHERE = {"vit": "tests/test_vit.py::test_verify_against_transformers_exact"}
 
 
 @pytest.mark.parametrize("file", list(RELEASED))
@@ -907,7 +907,7 @@ def test_released_config_at_full_size(file):
 def test_every_family_with_a_released_config_is_compared_at_full_size():
     # one released config per family (Llama-2-7B/70B add nothing to Llama-3-8B's check)
     families = {json.loads(p.read_text())["model_type"] for p in HF.glob("*.json")} - set(FAMILIES_ELSEWHERE)
-    assert {real(f)["model_type"] for f in RELEASED} | set(COMPARED_ELSEWHERE) == families
+    assert {real(f)["model_type"] for f in RELEASED} == families
     assert all(CASES[c].config["model_type"] == real(f)["model_type"] for f, c in RELEASED.items())
 
 
