@@ -142,7 +142,7 @@ def test_variants_the_model_file_does_not_describe_are_refused(key, value):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "costgraph", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "costgraph.cli", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_derive_train_infer_run_on_the_released_config():
@@ -156,7 +156,8 @@ def test_derive_train_infer_run_on_the_released_config():
     out = json.loads(r.stdout)
     r2 = _cli("infer", str(Q3N), "--prompt", "100000", "--generate", "100", "--format", "json")
     out2 = json.loads(r2.stdout)
-    assert out["values"]["state_bytes"] == out2["values"]["state_bytes"] == 40_108_032
+    assert out["state_bytes"]["value"] == out2["state_bytes"]["value"] == 40_108_032
+    assert out2["kv_cache_bytes"]["value"] - out["kv_cache_bytes"]["value"] == 99_000 * 24_576
 
 
 # ------------------------------------------------------------------ PyTorch tier
@@ -188,3 +189,21 @@ def test_forward_flops_equal_flopcountermode(torch_model, b, s):
     # the textbook count differs by the chunked fallback's extra products only
     text = _tiny().costs().evaluate(**{**_tiny().values, "b": b, "s": s})["flops_forward"]
     assert ours - text == LINEAR * (_core(b, s, True) - _core(b, s, False))
+
+
+def test_verify_agrees_under_the_chunked_convention(torch_model, tmp_path):
+    # `costgraph verify qwen3_next_chunked --hf tiny.json`: parameters exact; forward FLOPs exact up to
+    # the convolution's padding (transformers' causal_conv1d_fn fallback, above); the KV cache differs by
+    # the linear layers' states exactly: torch_measure.kv_cache_bytes reads the cache layers' keys and
+    # values only, not conv_states / recurrent_states (constant in s, b states per batch)
+    from costgraph.verify import verify
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY))
+    shapes = ((1, 16), (2, 100))
+    v = verify(str(path), model="qwen3_next_chunked", shapes=shapes)
+    q = {x.name: x for x in v.quantities}
+    assert q["parameters"].exact and q["parameters"].torch == [257_376]
+    assert q["forward FLOPs"].diffs == [LINEAR * 2 * b * (T["K"] - 1) * CONV * T["K"] for b, _ in shapes]
+    state = LINEAR * (T["hv"] * T["dk"] * T["dv"] + CONV * T["K"]) * 2
+    assert q["KV cache bytes"].diffs == [-b * state for b, _ in shapes]
+    assert q["KV cache bytes"].torch == [b * s * FULL * 2 * T["kv"] * T["d"] * 2 for b, s in shapes]
