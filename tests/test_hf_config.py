@@ -46,6 +46,9 @@ KNOWN = {
     "olmo-2-1124-13b.json": (13_716_198_400, 13_716_198_400),
     # transformers 5.24 on meta (sum of numel; tests/test_mamba.py MAMBA_2_8B)
     "mamba-2.8b-hf.json": (2_768_345_600, 2_768_345_600),
+    # transformers 5.24 on meta (sum of numel; `costgraph verify`, tests/test_hybrids_torch.py); the total
+    # and active counts quoted for Qwen3-Coder-Next, the same architecture and sizes (examples/hf/SOURCES.md)
+    "qwen3-next-80b-a3b-instruct.json": (79_674_391_296, 3_874_929_408),
 }
 
 
