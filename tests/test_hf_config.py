@@ -49,6 +49,8 @@ KNOWN = {
     # transformers 5.24 on meta (sum of numel; `costgraph verify`, tests/test_hybrids_torch.py); the total
     # and active counts quoted for Qwen3-Coder-Next, the same architecture and sizes (examples/hf/SOURCES.md)
     "qwen3-next-80b-a3b-instruct.json": (79_674_391_296, 3_874_929_408),
+    # FalconH1Config's defaults (no released config.json at hand); transformers 5.24 on meta (sum of numel)
+    "falcon-h1-config-defaults.json": (8_514_961_408, 8_514_961_408),
 }
 
 
