@@ -1,4 +1,4 @@
-"""Linear-attention / state-space hybrids (issue 19): Qwen3-Next.
+"""Linear-attention / state-space hybrids (issue 19): Qwen3-Next and Falcon-H1.
 
 Sources: transformers 5.24 ``models/qwen3_next/modeling_qwen3_next.py`` (Qwen3NextForCausalLM,
 Qwen3NextGatedDeltaNet, ``torch_chunk_gated_delta_rule``) and ``configuration_qwen3_next.py``;
@@ -8,7 +8,9 @@ Conventions (named, both tested): the delta rule's FLOPs are by default the text
 recurrent form, ``6·T·hv·dk·dv`` per linear layer (state read, rank-one update, output); option
 ``chunked_flops`` reproduces what ``FlopCounterMode`` counts in transformers' chunked torch fallback
 (the CPU path without flash-linear-attention: chunks of 64, the sequence padded to a multiple of 64,
-``linalg.solve_triangular`` uncounted). The torch tier (parameters on meta, forward FLOPs) is skipped
+``linalg.solve_triangular`` uncounted). Falcon-H1's Mamba-2 scan likewise: textbook ``2·T·di·N``
+(the recurrent form's state-by-C product), option ``chunked_flops`` = transformers'
+``mamba2_chunk_scan`` fallback (modeling_falcon_h1.py). The torch tier (parameters on meta, forward FLOPs) is skipped
 without torch and transformers.
 """
 
@@ -207,3 +209,141 @@ def test_verify_agrees_under_the_chunked_convention(torch_model, tmp_path):
     state = LINEAR * (T["hv"] * T["dk"] * T["dv"] + CONV * T["K"]) * 2
     assert q["KV cache bytes"].diffs == [-b * state for b, _ in shapes]
     assert q["KV cache bytes"].torch == [b * s * FULL * 2 * T["kv"] * T["d"] * 2 for b, s in shapes]
+
+
+# ------------------------------------------------------------------ Falcon-H1
+
+#: a small Falcon-H1: 2 layers, Mamba-2 with 6 heads of 16 in 2 groups, state 8, chunk 16, gated RMSNorm
+FH1 = dict(model_type="falcon_h1", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+           num_attention_heads=4, num_key_value_heads=2, head_dim=16, mamba_d_ssm=96, mamba_n_heads=6,
+           mamba_n_groups=2, mamba_d_state=8, mamba_d_conv=4, mamba_chunk_size=16, max_position_embeddings=512,
+           mamba_rms_norm=True)
+F = dict(V=128, h=64, l=2, a=4, kv=2, d=16, i=96, di=96, hm=6, G=2, N=8, K=4, C=16)
+FCONV = F["di"] + 2 * F["G"] * F["N"]                 # conv1d channels: x, B, C
+FH1_DEFAULTS = HF / "falcon-h1-config-defaults.json"
+
+
+def _fh1_params(norm=True) -> int:
+    """FalconH1ForCausalLM's parameters written out module by module (modeling_falcon_h1.py)."""
+    V, h, l, a, kv, d, i, di, hm, G, N, K = (F[x] for x in "V h l a kv d i di hm G N K".split())
+    mamba = h * (2 * di + 2 * G * N + hm) + FCONV * K + FCONV + 3 * hm + (di if norm else 0) + di * h
+    attn = h * a * d + 2 * h * kv * d + a * d * h
+    return l * (mamba + attn + 3 * h * i + 2 * h) + 2 * V * h + h
+
+
+def _fh1_scan(b, s, chunked):
+    di, hm, N, C = F["di"], F["hm"], F["N"], F["C"]
+    if not chunked:
+        return 2 * b * s * di * N
+    c = -(-s // C)
+    return 2 * b * hm * c * C * C * (N + di // hm) + 4 * b * c * C * di * N + 2 * b * (c + 1) ** 2 * di * N
+
+
+def _fh1_forward(b, s, chunked) -> int:
+    V, h, l, a, kv, d, i, di, hm, G, N, K = (F[x] for x in "V h l a kv d i di hm G N K".split())
+    t = b * s
+    mamba = 2 * t * h * (2 * di + 2 * G * N + hm) + 2 * t * FCONV * K + _fh1_scan(b, s, chunked) + 2 * t * di * h
+    attn = 2 * t * h * (2 * a * d + 2 * kv * d) + 4 * b * s * s * a * d
+    return l * (mamba + attn + 6 * t * h * i) + 2 * t * h * V
+
+
+def _fh1(**options):
+    return from_hf_config(dict(FH1), options=options or None)
+
+
+def test_fh1_parameters_written_out():
+    assert _fh1_params() == 121_380 and _fh1_params(norm=False) == 121_380 - 2 * 96
+    hf = _fh1()
+    assert hf.costs().evaluate(**hf.values)["params"] == 121_380
+    plain = from_hf_config({**FH1, "mamba_rms_norm": False})
+    assert plain.costs().evaluate(**plain.values)["params"] == 121_380 - 2 * 96
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 40), (1, 5)])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_fh1_forward_flops_written_out(b, s, chunked):
+    hf = _fh1(chunked_flops=True) if chunked else _fh1()
+    assert hf.costs().evaluate(**{**hf.values, "b": b, "s": s})["flops_forward"] == _fh1_forward(b, s, chunked)
+
+
+def test_fh1_defaults_example_parameters():
+    # FalconH1Config's defaults (examples/hf/SOURCES.md); transformers 5.24 on meta gives the same
+    from costgraph.language.hf_config import load_hf_config
+    hf = load_hf_config(str(FH1_DEFAULTS))
+    assert hf.costs().evaluate(**hf.values)["params"] == 8_514_961_408
+    assert costgraph.load("falcon_h1").costs().evaluate(config="falcon-h1-defaults")["params"] == 8_514_961_408
+
+
+def test_fh1_inference_state_is_constant_in_the_prompt_length():
+    m = load_for_inference("falcon_h1")
+    inf = Inference(m)
+    v = {**m.values("falcon-h1-defaults"), inf.b: 1}
+    # every one of the 32 layers: SSM state [hm, di/hm, N] = [128, 8, 256] and conv state [di + 2·G·N, K]
+    # = [1536, 4], bf16; and K, V of 8 heads of 128 per position, bf16
+    state = 32 * (1024 * 256 + (1024 + 2 * 256) * 4) * 2
+    per_token = 32 * 2 * 8 * 128 * 2
+    assert state == 17_170_432 and per_token == 131_072
+    assert inf.state_bytes().xreplace(v) == state
+    for n in (100, 8192):
+        assert inf.kv_cache_bytes(n).xreplace(v) == n * per_token + state
+        dec = inf.step(1, n)
+        assert dec.kv_read.xreplace(v) == n * per_token + state
+        assert dec.kv_written.xreplace(v) == per_token + state
+
+
+@pytest.mark.parametrize("key, value", [("hidden_act", "gelu"), ("attention_bias", True), ("mlp_bias", True),
+                                        ("projectors_bias", True), ("mamba_conv_bias", False),
+                                        ("mamba_proj_bias", True)])
+def test_fh1_variants_the_model_file_does_not_describe_are_refused(key, value):
+    with pytest.raises(CostgraphValueError, match=key):
+        from_hf_config({**FH1, key: value})
+
+
+def test_fh1_derive_train_infer_run_on_the_defaults():
+    r = _cli("derive", str(FH1_DEFAULTS))
+    assert r.returncode == 0, r.stderr
+    assert "8,514,961,408" in r.stdout
+    r = _cli("train", str(FH1_DEFAULTS), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    outs = [json.loads(_cli("infer", str(FH1_DEFAULTS), "--prompt", str(p), "--generate", "100",
+                            "--format", "json").stdout) for p in (1000, 8000)]
+    assert outs[0]["state_bytes"]["value"] == outs[1]["state_bytes"]["value"] == 17_170_432
+    assert outs[1]["kv_cache_bytes"]["value"] - outs[0]["kv_cache_bytes"]["value"] == 7000 * 131_072
+
+
+@pytest.fixture(scope="module")
+def fh1_torch():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure as tm
+    return tm, tm.build_meta("falcon_h1", {k: v for k, v in FH1.items() if k != "model_type"})
+
+
+def test_fh1_parameters_equal_transformers_on_meta(fh1_torch):
+    tm, model = fh1_torch
+    assert tm.param_count(model) == _fh1_params() == 121_380
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 40)])
+def test_fh1_forward_flops_equal_flopcountermode(fh1_torch, b, s):
+    # + the convolution's padding (causal_conv1d_fn fallback, as for Qwen3-Next above)
+    tm, model = fh1_torch
+    measured = tm.flops(model, b, s)["forward"]
+    padding = F["l"] * 2 * b * (F["K"] - 1) * FCONV * F["K"]
+    hf = _fh1(chunked_flops=True)
+    ours = hf.costs().evaluate(**{**hf.values, "b": b, "s": s})["flops_forward"]
+    assert measured == ours + padding == _fh1_forward(b, s, True) + padding
+
+
+def test_fh1_verify_agrees_under_the_chunked_convention(fh1_torch, tmp_path):
+    from costgraph.verify import verify
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(FH1))
+    shapes = ((1, 16), (2, 40))
+    v = verify(str(path), model="falcon_h1_chunked", shapes=shapes)
+    q = {x.name: x for x in v.quantities}
+    assert q["parameters"].exact and q["parameters"].torch == [121_380]
+    assert q["forward FLOPs"].diffs == [F["l"] * 2 * b * (F["K"] - 1) * FCONV * F["K"] for b, _ in shapes]
+    # torch_measure.kv_cache_bytes reads keys and values only, not the Mamba layers' states
+    state = F["l"] * (F["di"] * F["N"] + FCONV * F["K"]) * 2
+    assert q["KV cache bytes"].diffs == [-b * state for b, _ in shapes]
