@@ -51,6 +51,8 @@ KNOWN = {
     "qwen3-next-80b-a3b-instruct.json": (79_674_391_296, 3_874_929_408),
     # FalconH1Config's defaults (no released config.json at hand); transformers 5.24 on meta (sum of numel)
     "falcon-h1-config-defaults.json": (8_514_961_408, 8_514_961_408),
+    # GraniteMoeHybridConfig's defaults + a written layer_types; transformers 5.24 on meta (sum of numel)
+    "granitemoehybrid-config-defaults.json": (38_311_240_704, 12_340_110_336),
 }
 
 

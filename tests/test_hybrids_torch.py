@@ -347,3 +347,99 @@ def test_fh1_verify_agrees_under_the_chunked_convention(fh1_torch, tmp_path):
     # torch_measure.kv_cache_bytes reads keys and values only, not the Mamba layers' states
     state = F["l"] * (F["di"] * F["N"] + FCONV * F["K"]) * 2
     assert q["KV cache bytes"].diffs == [-b * state for b, _ in shapes]
+
+
+# ------------------------------------------------------------------ Granite 4.0 hybrid (granitemoehybrid)
+
+#: a small Granite 4 hybrid: layers mamba, mamba, mamba, attention; Mamba-2 8 heads of 16 in 2 groups, state 8
+GR = dict(model_type="granitemoehybrid", vocab_size=128, hidden_size=64, intermediate_size=32, num_hidden_layers=4,
+          num_attention_heads=4, num_key_value_heads=2, mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=8,
+          mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=16, max_position_embeddings=512, num_local_experts=4,
+          num_experts_per_tok=2, shared_intermediate_size=48, position_embedding_type="rope",
+          layer_types=["mamba", "mamba", "mamba", "attention"])
+GCONV = 128 + 2 * 2 * 8                              # conv1d channels: x (di = 2·64), B, C
+GR_DEFAULTS = HF / "granitemoehybrid-config-defaults.json"
+
+
+def _gr_params() -> int:
+    """GraniteMoeHybridForCausalLM's parameters written out (modeling_granitemoehybrid.py)."""
+    h, di, hm, ng, N, K, a, kv, d, i, i_s, E, V = 64, 128, 8, 2, 8, 4, 4, 2, 16, 32, 48, 4, 128
+    mamba = h * (2 * di + 2 * ng * N + hm) + GCONV * K + GCONV + 3 * hm + di + di * h
+    attn = h * a * d + 2 * h * kv * d + a * d * h
+    ffn = E * h + E * 3 * h * i + 3 * h * i_s + 2 * h
+    return 3 * mamba + attn + 4 * ffn + 2 * V * h + h
+
+
+def test_gr_parameters_written_out():
+    assert _gr_params() == 249_704
+    hf = from_hf_config(dict(GR))
+    assert hf.values["la"] == 1
+    assert hf.costs().evaluate(**hf.values)["params"] == 249_704
+
+
+def test_gr_defaults_example_parameters():
+    # GraniteMoeHybridConfig's defaults + a written layer_types (examples/hf/SOURCES.md); transformers on meta
+    from costgraph.language.hf_config import load_hf_config
+    v = load_hf_config(str(GR_DEFAULTS)).costs().evaluate(**load_hf_config(str(GR_DEFAULTS)).values)
+    assert (v["params"], v["params_active"]) == (38_311_240_704, 12_340_110_336)
+
+
+def test_gr_inference_state_is_constant_in_the_prompt_length():
+    m = load_for_inference("granitemoehybrid")
+    inf = Inference(m)
+    v = {**m.values("granite-hybrid-defaults"), inf.b: 1}
+    # 24 Mamba-2 layers: state [128, 64, 256] (di·N) and conv state [8192 + 2·256, 4], bf16;
+    # 8 attention layers: K, V of 32 heads of 128, bf16
+    state = 24 * (8192 * 256 + (8192 + 512) * 4) * 2
+    per_token = 8 * 2 * 32 * 128 * 2
+    assert state == 102_334_464 and per_token == 131_072
+    assert inf.state_bytes().xreplace(v) == state
+    for n in (100, 2048):
+        assert inf.kv_cache_bytes(n).xreplace(v) == n * per_token + state
+        assert inf.step(1, n).kv_read.xreplace(v) == n * per_token + state
+
+
+@pytest.mark.parametrize("key, value", [("hidden_act", "gelu"), ("attention_bias", True), ("mamba_conv_bias", False),
+                                        ("mamba_proj_bias", True), ("num_local_experts", 0),
+                                        ("layer_types", ["mamba", "mlp", "mamba", "attention"])])
+def test_gr_variants_the_model_file_does_not_describe_are_refused(key, value):
+    with pytest.raises(CostgraphValueError, match=key):
+        from_hf_config({**GR, key: value})
+
+
+def test_gr_derive_train_infer_run():
+    r = _cli("derive", str(GR_DEFAULTS))
+    assert r.returncode == 0, r.stderr
+    assert "38,311,240,704" in r.stdout
+    assert _cli("train", str(GR_DEFAULTS), "--format", "json").returncode == 0
+    outs = [json.loads(_cli("infer", str(GR_DEFAULTS), "--prompt", str(p), "--generate", "10",
+                            "--format", "json").stdout) for p in (100, 2000)]
+    assert outs[0]["state_bytes"]["value"] == outs[1]["state_bytes"]["value"] == 102_334_464
+
+
+@pytest.fixture(scope="module")
+def gr_torch():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure as tm
+    return tm, tm.build_meta("granitemoehybrid", {k: v for k, v in GR.items() if k != "model_type"})
+
+
+def test_gr_parameters_equal_transformers_on_meta(gr_torch):
+    tm, model = gr_torch
+    assert tm.param_count(model) == _gr_params() == 249_704
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 40)])
+def test_gr_forward_flops_equal_flopcountermode(gr_torch, b, s):
+    # chunked convention + the convolution's padding on the 3 Mamba-2 layers; routed experts' grouped_mm counted
+    tm, model = gr_torch
+    measured = tm.flops(model, b, s)["forward"]
+    hf = from_hf_config(dict(GR), options={"chunked_flops": True})
+    ours = hf.costs().evaluate(**{**hf.values, "b": b, "s": s})["flops_forward"]
+    assert measured == ours + 3 * 2 * b * 3 * GCONV * 4
+    text = from_hf_config(dict(GR))
+    c = -(-s // 16)
+    chunked = 2 * b * 8 * c * 16 * 16 * (8 + 16) + 4 * b * c * 16 * 128 * 8 + 2 * b * (c + 1) ** 2 * 128 * 8
+    assert ours - text.costs().evaluate(**{**text.values, "b": b, "s": s})["flops_forward"] == \
+        3 * (chunked - 2 * b * s * 128 * 8)

@@ -127,6 +127,11 @@ class _Reader:
             if not isinstance(flag, bool):
                 self.fail(f"key '{spec['if_key']}' must be true or false, got {shown(flag)}")
             return self.spec(spec["then"] if flag else spec["else"], what)
+        if "count" in spec:    # { count = "k", of = [...], kinds = [...] }: entries of list k in `of` (absent: 0)
+            v = self.raw(spec["count"], [])
+            if not isinstance(v, list) or not all(isinstance(x, str) and x in spec["kinds"] for x in v):
+                self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}")
+            return sum(1 for x in v if x in spec["of"])
         if "equals" in spec:   # { key = "k", default = V, equals = X }: true when k (or V) is X
             return self.raw(spec["key"], spec.get("default", _MISSING)) == spec["equals"]
         if "key" in spec:
