@@ -63,6 +63,13 @@ KNOWN = {
     "smollm3-3b.json": (3_075_098_624, 3_075_098_624),
     # transformers 5.24 on meta (sum of numel; ViTForImageClassification, tests/test_vit.py)
     "vit-base-patch16-224.json": (86_567_656, 86_567_656),
+    # transformers 5.24 on meta (sum of numel; `costgraph verify`, tests/test_hybrids_torch.py); the total
+    # and active counts quoted for Qwen3-Coder-Next, the same architecture and sizes (examples/hf/SOURCES.md)
+    "qwen3-next-80b-a3b-instruct.json": (79_674_391_296, 3_874_929_408),
+    # FalconH1Config's defaults (no released config.json at hand); transformers 5.24 on meta (sum of numel)
+    "falcon-h1-config-defaults.json": (8_514_961_408, 8_514_961_408),
+    # GraniteMoeHybridConfig's defaults + a written layer_types; transformers 5.24 on meta (sum of numel)
+    "granitemoehybrid-config-defaults.json": (38_311_240_704, 12_340_110_336),
 }
 
 

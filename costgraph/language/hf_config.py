@@ -135,6 +135,11 @@ class _Reader:
         if "length" in spec:   # { length = "k", default = V }: the number of entries of k (ViT's id2label)
             v = self.raw(spec["length"], spec.get("default", _MISSING))
             return len(v) if isinstance(v, (dict, list)) else v
+        if "count" in spec:    # { count = "k", of = [...], kinds = [...] }: entries of list k in `of` (absent: 0)
+            v = self.raw(spec["count"], [])
+            if not isinstance(v, list) or not all(isinstance(x, str) and x in spec["kinds"] for x in v):
+                self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}")
+            return sum(1 for x in v if x in spec["of"])
         if "equals" in spec:   # { key = "k", default = V, equals = X }: true when k (or V) is X
             return self.raw(spec["key"], spec.get("default", _MISSING)) == spec["equals"]
         if "key" in spec:
