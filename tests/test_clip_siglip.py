@@ -151,3 +151,102 @@ def test_clip_verify_against_transformers_exact():
     assert got["KV cache bytes"].skipped.startswith("an encoder keeps no KV cache")
     # saved bytes are not exact: the L2 normalisation is written as a weightless RMSNorm (see models/clip.cg)
     assert got["saved bytes"].torch == [43_496_836, 86_993_674]
+
+
+# ---------------------------------------------------------------- SigLIP
+#
+# transformers 5.24 SiglipModel of google/siglip-base-patch16-224 counts sum(p.numel()) = 203,155,970 on
+# meta; FlopCounterMode counts 46,440,396,288 forward FLOPs for one pair (64 tokens, one 224×224 image;
+# 92,880,795,648 for two) and 92,649,581,568 backward (costgraph verify --hf
+# examples/hf/siglip-base-patch16-224.json).
+
+SIGLIP = HF / "siglip-base-patch16-224.json"
+SIGLIP_PARAMS = 203_155_970
+SIGLIP_FORWARD = {1: 46_440_396_288, 2: 92_880_795_648}
+SIGLIP_BACKWARD = {1: 92_649_581_568, 2: 185_299_169_280}
+SIGLIP_VALUES = dict(V=32000, s_max=64, h_t=768, a_t=12, i_t=3072, l_t=12, image=224, p=16, c=3, h_v=768,
+                     a_v=12, i_v=3072, l_v=12, s=64, b=1)
+
+
+def _siglip_config(**changes) -> dict:
+    cfg = json.loads(SIGLIP.read_text())
+    for key, v in changes.items():
+        table, _, name = key.rpartition("__")
+        (cfg[table] if table else cfg)[name] = v
+    return cfg
+
+
+def test_siglip_import_reads_the_nested_tables_and_their_defaults():
+    """The released config.json names few keys (patch_size 16, the text sizes); the rest are
+    SiglipTextConfig / SiglipVisionConfig defaults (image 224, 12 layers, 64 positions)."""
+    hf = costgraph.from_hf_config(_siglip_config(), source=str(SIGLIP))
+    assert hf.model.name == "siglip"
+    assert hf.values == SIGLIP_VALUES
+    got = hf.costs("model", convention="matmul").evaluate(**hf.values)
+    assert (got["params"], got["flops_forward"], got["kv_cache_bytes"]) == (SIGLIP_PARAMS, SIGLIP_FORWARD[1], 0)
+    preset = costgraph.load("siglip")
+    assert preset.configs["siglip-base-patch16-224"] == SIGLIP_VALUES
+
+
+def test_siglip_closed_forms_in_the_fields_terms():
+    """Parameters: the patch convolution c·p²·h_v + h_v, positions n·h_v, per vision layer
+    4h_v² + 2h_v·i_v + 9h_v + i_v, post_layernorm 2h_v; the MAP head: probe h_v, in_proj 3h_v² + 3h_v,
+    out_proj h_v² + h_v, its LayerNorm 2h_v, its MLP 2h_v·i_v + i_v + h_v; the text tables
+    (V + s_max)·h_t, per text layer 4h_t² + 2h_t·i_t + 9h_t + i_t, final norm 2h_t, head h_t·h_v + h_v;
+    logit_scale and logit_bias 1 each. Forward FLOPs: the products only; the head's one query costs
+    2b·h_v² (q) + 4b·n·h_v² (k, v) + 4b·n·h_v (QKᵀ, PV) + 2b·h_v² (out) + 4b·h_v·i_v (MLP)."""
+    m = costgraph.load("siglip")
+    image, p, c, hv, iv, lv, ht, it, lt, V, smax, b, s = _sym(
+        "image", "p", "c", "h_v", "i_v", "l_v", "h_t", "i_t", "l_t", "V", "s_max", "b", "s")
+    n = image ** 2 / p ** 2
+    costs = m.costs("model", convention="matmul")
+    head = hv + 3 * hv ** 2 + 3 * hv + hv ** 2 + hv + 2 * hv + 2 * hv * iv + iv + hv
+    assert sympy.expand(costs.params - (c * p ** 2 * hv + hv + n * hv
+                                        + lv * (4 * hv ** 2 + 2 * hv * iv + 9 * hv + iv) + 2 * hv + head
+                                        + (V + smax) * ht + lt * (4 * ht ** 2 + 2 * ht * it + 9 * ht + it)
+                                        + 2 * ht + ht * hv + hv + 2)) == 0
+    head_flops = 2 * b * hv ** 2 + 4 * b * n * hv ** 2 + 4 * b * n * hv + 2 * b * hv ** 2 + 4 * b * hv * iv
+    assert sympy.expand(costs.flops_forward - (2 * b * n * c * p ** 2 * hv
+                                               + lv * (2 * b * n * hv * (4 * hv + 2 * iv) + 4 * b * n ** 2 * hv)
+                                               + head_flops
+                                               + lt * (2 * b * s * ht * (4 * ht + 2 * it) + 4 * b * s ** 2 * ht)
+                                               + 2 * b * ht * hv + 2 * b ** 2 * hv)) == 0
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    (dict(text_config__hidden_act="quick_gelu"), "text_config.hidden_act"),
+    (dict(vision_config__vision_use_head=False), "vision_config.vision_use_head"),
+    (dict(vision_config__patch_size=15), "not a positive whole number"),
+])
+def test_siglip_import_refuses_what_the_model_file_does_not_describe(changes, fragment):
+    with pytest.raises(CostgraphError, match=fragment):
+        costgraph.from_hf_config(_siglip_config(**changes), source="siglip")
+
+
+def test_siglip_derive_and_train_on_the_released_config(capsys):
+    code, out, err = _cli(capsys, "derive", str(SIGLIP), "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)["quantities"]
+    assert (got["params"]["value"], got["kv_cache_bytes"]["value"]) == (SIGLIP_PARAMS, 0)
+    code, out, err = _cli(capsys, "train", str(SIGLIP), "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["flops"]["model_per_device"]["value"] == SIGLIP_FORWARD[1] + SIGLIP_BACKWARD[1]
+
+
+def test_siglip_verify_against_transformers_exact():
+    """costgraph verify: parameters and forward and backward FLOPs equal what PyTorch measures on SiglipModel
+    (input_ids [b, 64], pixel_values [b, 3, 224, 224], bf16, meta device, eager attention)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph.verify import verify
+
+    v = verify(str(SIGLIP), shapes=[(1, 64), (2, 64)])
+    assert v.torch_class == "SiglipModelOutputAsLogits"
+    got = {q.name: q for q in v.quantities}
+    assert got["parameters"].torch == got["parameters"].costgraph == [SIGLIP_PARAMS]
+    assert got["forward FLOPs"].torch == got["forward FLOPs"].costgraph == [SIGLIP_FORWARD[1], SIGLIP_FORWARD[2]]
+    assert got["backward FLOPs"].torch == got["backward FLOPs"].costgraph == [SIGLIP_BACKWARD[1],
+                                                                              SIGLIP_BACKWARD[2]]
+    assert got["KV cache bytes"].skipped.startswith("an encoder keeps no KV cache")
+    # saved bytes are not exact (the L2 normalisation, the probe's repeat as a gather): see models/siglip.cg
+    assert got["saved bytes"].torch == [115_192_720, 230_385_442]

@@ -50,6 +50,8 @@ KNOWN = {
     "vit-base-patch16-224.json": (86_567_656, 86_567_656),
     # transformers 5.24 on meta (sum of numel; CLIPModel, tests/test_clip_siglip.py)
     "clip-vit-base-patch32.json": (151_277_313, 151_277_313),
+    # transformers 5.24 on meta (sum of numel; SiglipModel, tests/test_clip_siglip.py)
+    "siglip-base-patch16-224.json": (203_155_970, 203_155_970),
 }
 
 

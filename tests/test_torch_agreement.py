@@ -851,6 +851,7 @@ FULL_POINTS = [(1, 128), (2, 64)]
 #: families whose released config is compared at full size in a test of their own (pixel inputs, not [b, s] ids)
 COMPARED_ELSEWHERE = {"vit": "tests/test_vit.py::test_verify_against_transformers_exact"}
 COMPARED_ELSEWHERE["clip"] = "tests/test_clip_siglip.py::test_clip_verify_against_transformers_exact"   # ids + pixels
+COMPARED_ELSEWHERE["siglip"] = "tests/test_clip_siglip.py::test_siglip_verify_against_transformers_exact"
 
 
 @pytest.mark.parametrize("file", list(RELEASED))
