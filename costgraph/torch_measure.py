@@ -123,6 +123,8 @@ def build_meta(
 ENCODER_TYPES = frozenset({"bert", "vit", "dinov2"})
 #: image encoders: their input is ``pixel_values`` [b, c, H, W] (:func:`costgraph.torch_vision.build_vision`)
 VISION_TYPES = frozenset({"vit", "dinov2"})
+#: image-text pairs: ``input_ids`` [b, s] and ``pixel_values`` (:func:`costgraph.torch_vision.build_pair`)
+PAIR_TYPES = frozenset({"clip", "siglip"})
 
 
 def build_model(model_type: str, config_dict: dict, **build_kwargs):
@@ -131,6 +133,10 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
     the probes' forward returns its output as ``logits``: the pooled output (the last hidden
     state without a pooler), from whose sum backward starts. The wrapper adds no parameters
     and no operations; its class name starts with the family's."""
+    if model_type in PAIR_TYPES:
+        from .torch_vision import build_pair
+
+        return build_pair(_torch(), model_type, config_dict, **build_kwargs)
     if model_type not in ENCODER_TYPES:
         return build_meta(model_type, config_dict, **build_kwargs)
     if model_type in VISION_TYPES:
@@ -187,6 +193,9 @@ def make_inputs(model, b: int, s: int, *, labels: bool = False) -> dict:
     upcasts the logits to float32 in transformers).
     """
     torch = _torch()
+    pair = getattr(model, "inputs_for", None)
+    if pair is not None:    # an image-text pair (torch_vision.build_pair): [b, s] ids and b images
+        return pair(torch, b, s)
     image = getattr(model, "image_shape", None)
     if image is not None:   # an image encoder (torch_vision): b images; s is fixed by the image size
         dtype = next(model.parameters()).dtype

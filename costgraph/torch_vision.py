@@ -48,3 +48,43 @@ def build_vision(torch, model_type: str, config_dict: dict, *, train: bool = Tru
     for p in model.parameters():
         p.requires_grad_(True)
     return model
+
+
+def build_pair(torch, model_type: str, config_dict: dict, *, train: bool = True, dtype: str = "bfloat16",
+               attn_implementation: str = "eager", **_):
+    """A two-tower image-text model (``clip``: CLIPModel; ``siglip``: SiglipModel) on meta (bf16, eager
+    attention, train mode), wrapped so that the probes' forward takes ``input_ids`` ``[b, s]`` and
+    ``pixel_values`` ``[b, c, H, W]`` (its ``inputs_for(torch, b, s)`` makes both, for
+    ``torch_measure.make_inputs``) and returns ``logits_per_image`` ``[b, b]`` as ``logits``. The wrapper
+    adds no parameters and no operations; its name is the inner class's followed by ``OutputAsLogits``."""
+    from types import SimpleNamespace
+
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.for_model(model_type, **dict(config_dict))
+    with torch.device("meta"):
+        inner = AutoModel.from_config(config, attn_implementation=attn_implementation, dtype=getattr(torch, dtype))
+    vision = config.vision_config
+    image_shape = (vision.num_channels, vision.image_size, vision.image_size)
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.config = model.config
+
+        def inputs_for(self, torch_, b: int, s: int) -> dict:
+            pdtype = next(self.parameters()).dtype
+            return {"input_ids": torch_.zeros((b, s), dtype=torch_.long, device="meta"),
+                    "pixel_values": torch_.zeros((b, *image_shape), dtype=pdtype, device="meta")}
+
+        def forward(self, input_ids, pixel_values, use_cache=False, **kwargs):
+            out = self.model(input_ids=input_ids, pixel_values=pixel_values)
+            return SimpleNamespace(logits=out.logits_per_image)
+
+    Wrapper.__name__ = Wrapper.__qualname__ = f"{type(inner).__name__}OutputAsLogits"
+    model = Wrapper(inner)
+    model.train(train)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .torch_measure import (ENCODER_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
+from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
                             param_count, require, saved_bytes)
 
 
@@ -164,7 +164,7 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="not asked (--no-kv)"))
     elif seq2seq:
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="encoder-decoder (EncoderDecoderCache)"))
-    elif hf.model_type in ENCODER_TYPES:
+    elif hf.model_type in ENCODER_TYPES or hf.model_type in PAIR_TYPES:   # encoders; CLIP, SigLIP
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="an encoder keeps no KV cache (costgraph: "
                            f"{max(int(c['kv_cache_bytes']) for c in cgs)} bytes)"))
     else:

@@ -70,6 +70,10 @@ KNOWN = {
     "falcon-h1-config-defaults.json": (8_514_961_408, 8_514_961_408),
     # GraniteMoeHybridConfig's defaults + a written layer_types; transformers 5.24 on meta (sum of numel)
     "granitemoehybrid-config-defaults.json": (38_311_240_704, 12_340_110_336),
+    # transformers 5.24 on meta (sum of numel; CLIPModel, tests/test_clip_siglip.py)
+    "clip-vit-base-patch32.json": (151_277_313, 151_277_313),
+    # transformers 5.24 on meta (sum of numel; SiglipModel, tests/test_clip_siglip.py)
+    "siglip-base-patch16-224.json": (203_155_970, 203_155_970),
 }
 
 

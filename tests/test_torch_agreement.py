@@ -714,7 +714,11 @@ FAMILIES = ("gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"
 #: families compared in their own file (parameters and FLOPs, tiny and full size): tests/test_families_2025_torch.py
 FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_m2",
                       # pixel inputs, not [b, s] ids: tests/test_vit.py and tests/test_dinov2.py (verify exact)
-                      "vit", "dinov2")
+                      "vit", "dinov2",
+                      # token ids + pixels: tests/test_clip_siglip.py (verify exact)
+                      "clip", "siglip",
+                      # linear-attention / state-space hybrids: tests/test_hybrids_torch.py
+                      "qwen3_next", "falcon_h1", "granitemoehybrid")
 
 
 # ------------------------------------------------------------- measurements

@@ -91,11 +91,21 @@ class _Reader:
         raise CostgraphValueError(f"{self.source}: {message}", hint=hint)
 
     def raw(self, key: str, default=_MISSING):
-        v = self.config.get(key, None)
+        v = self.config.get(key, None) if "." not in key else self.nested(key)
         if v is None:
             if default is _MISSING:
                 self.fail(f"missing key '{key}'", hint="is this a complete config.json?")
             return default
+        return v
+
+    def nested(self, key: str):
+        """A dotted key ``"text_config.hidden_size"``: the value in the nested table (CLIP's, SigLIP's
+        ``text_config`` / ``vision_config``), None where a level is missing or not a table."""
+        v = self.config
+        for part in key.split("."):
+            if not isinstance(v, dict):
+                return None
+            v = v.get(part, None)
         return v
 
     def spec(self, spec, what: str):
@@ -205,7 +215,7 @@ def _model_type(config: dict, source: str) -> str:
 def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
     """Refuse a variant the mapped model file does not describe (the entry's ``unsupported`` rules)."""
     for rule in entry.get("unsupported", ()):
-        v = config.get(rule["key"], None)
+        v = config.get(rule["key"], None) if "." not in rule["key"] else r.nested(rule["key"])
         if v is None:
             continue
         if "cycle" in rule:
