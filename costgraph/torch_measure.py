@@ -123,6 +123,8 @@ def build_meta(
 ENCODER_TYPES = frozenset({"bert", "vit", "dinov2"})
 #: image encoders: their input is ``pixel_values`` [b, c, H, W] (:func:`costgraph.torch_vision.build_vision`)
 VISION_TYPES = frozenset({"vit", "dinov2"})
+#: speech encoder-decoders: a spectrogram into the encoder (:func:`costgraph.torch_speech.build_speech`)
+SPEECH_TYPES = frozenset({"whisper"})
 
 
 def build_model(model_type: str, config_dict: dict, **build_kwargs):
@@ -131,6 +133,10 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
     the probes' forward returns its output as ``logits``: the pooled output (the last hidden
     state without a pooler), from whose sum backward starts. The wrapper adds no parameters
     and no operations; its class name starts with the family's."""
+    if model_type in SPEECH_TYPES:
+        from .torch_speech import build_speech
+
+        return build_speech(_torch(), model_type, config_dict, **build_kwargs)
     if model_type not in ENCODER_TYPES:
         return build_meta(model_type, config_dict, **build_kwargs)
     if model_type in VISION_TYPES:

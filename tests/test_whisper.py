@@ -155,3 +155,24 @@ def test_whisper_tiny_parameters_against_transformers():
         model = transformers.WhisperForConditionalGeneration(transformers.WhisperConfig(**{
             k: v for k, v in TINY.items() if k not in ("model_type", "architectures")}))
     assert sum(p.numel() for p in model.parameters()) == TINY_PARAMS
+
+
+@pytest.mark.parametrize("arch, fwd", [("WhisperForConditionalGeneration", [1_535_164_416, 3_087_220_736]),
+                                       ("WhisperModel", [1_534_140_416, 3_083_124_736])])
+def test_verify_against_transformers_exact(tmp_path, arch, fwd):
+    """``costgraph verify`` builds the class ``architectures`` names from input_features
+    [b, 80, 3000] and decoder_input_ids [b, s] (costgraph.torch_speech): parameters, forward and
+    backward FLOPs and saved bytes all exact (the sinusoidal table kept frozen, as transformers
+    leaves it). Forward FLOPs as FlopCounterMode counts them at 1×8 and 2×16."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph.verify import verify
+
+    path = tmp_path / "whisper.json"
+    path.write_text(json.dumps({**SMALL, "architectures": [arch]}))
+    v = verify(str(path), shapes=[(1, 8), (2, 16)])
+    assert v.torch_class == f"{arch}FromFeatures"
+    got = {q.name: q for q in v.quantities}
+    assert got["parameters"].torch == [375_488]
+    assert got["forward FLOPs"].torch == fwd
+    assert v.exact, [(q.name, q.diffs) for q in v.quantities]
