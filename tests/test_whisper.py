@@ -148,13 +148,24 @@ def test_exact_against_transformers(cls_name):
     assert (got["params"], got["flops_forward"], got["kv_cache_bytes"]) == (params, flops, kv)
 
 
-def test_whisper_tiny_parameters_against_transformers():
+@pytest.mark.parametrize("preset", ["whisper-tiny", "whisper-base", "whisper-large-v3"])
+def test_presets_parameters_against_transformers(preset):
+    """Each bundled preset's parameter count is sum(p.numel()) of WhisperForConditionalGeneration
+    built on meta from the same dims (tiny: 37,760,640)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    m = costgraph.load("whisper")
+    v = m.configs[preset]
+    cfg = transformers.WhisperConfig(
+        d_model=v["h"], encoder_attention_heads=v["a"], decoder_attention_heads=v["a_dec"], encoder_ffn_dim=v["f"],
+        decoder_ffn_dim=v["f_dec"], encoder_layers=v["l_enc"], decoder_layers=v["l_dec"], vocab_size=v["V"],
+        num_mel_bins=v["mel"], max_source_positions=v["e"], max_target_positions=v["t_max"])
     with torch.device("meta"):
-        model = transformers.WhisperForConditionalGeneration(transformers.WhisperConfig(**{
-            k: v for k, v in TINY.items() if k not in ("model_type", "architectures")}))
-    assert sum(p.numel() for p in model.parameters()) == TINY_PARAMS
+        model = transformers.WhisperForConditionalGeneration(cfg)
+    want = sum(p.numel() for p in model.parameters())
+    assert m.costs().evaluate(**v)["params"] == want
+    if preset == "whisper-tiny":
+        assert want == TINY_PARAMS
 
 
 @pytest.mark.parametrize("arch, fwd", [("WhisperForConditionalGeneration", [1_535_164_416, 3_087_220_736]),
