@@ -125,6 +125,8 @@ ENCODER_TYPES = frozenset({"bert", "vit", "dinov2"})
 VISION_TYPES = frozenset({"vit", "dinov2"})
 #: image-text pairs: ``input_ids`` [b, s] and ``pixel_values`` (:func:`costgraph.torch_vision.build_pair`)
 PAIR_TYPES = frozenset({"clip", "siglip"})
+#: speech encoder-decoders: a spectrogram into the encoder (:func:`costgraph.torch_speech.build_speech`)
+SPEECH_TYPES = frozenset({"whisper"})
 
 
 def build_model(model_type: str, config_dict: dict, **build_kwargs):
@@ -137,6 +139,10 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
         from .torch_vision import build_pair
 
         return build_pair(_torch(), model_type, config_dict, **build_kwargs)
+    if model_type in SPEECH_TYPES:
+        from .torch_speech import build_speech
+
+        return build_speech(_torch(), model_type, config_dict, **build_kwargs)
     if model_type not in ENCODER_TYPES:
         return build_meta(model_type, config_dict, **build_kwargs)
     if model_type in VISION_TYPES:

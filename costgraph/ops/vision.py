@@ -51,6 +51,10 @@ def _out_size(c, n, k, stride, pad):
                    hint="a smaller kernel, or more padding")
         if stride.is_number:
             return sympy.floor(span / stride) + 1
+    if stride.is_number:   # floor((2·e − 1)/2) = e − 1 on a whole e (Whisper's stride-2 stem): exact
+        whole = sympy.floor(span / stride)
+        if not whole.has(sympy.floor):
+            return whole + 1
     return sympy.cancel(span / stride + 1)
 
 
