@@ -48,6 +48,8 @@ KNOWN = {
     "mamba-2.8b-hf.json": (2_768_345_600, 2_768_345_600),
     # transformers 5.24 on meta (sum of numel; ViTForImageClassification, tests/test_vit.py)
     "vit-base-patch16-224.json": (86_567_656, 86_567_656),
+    # transformers 5.24 on meta (sum of numel; LlavaForConditionalGeneration, tests/test_llava.py)
+    "llava-1.5-7b-hf.json": (7_063_427_072, 7_063_427_072),
 }
 
 

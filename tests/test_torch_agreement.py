@@ -849,7 +849,8 @@ RELEASED = {
 }
 FULL_POINTS = [(1, 128), (2, 64)]
 #: families whose released config is compared at full size in a test of their own (pixel inputs, not [b, s] ids)
-COMPARED_ELSEWHERE = {"vit": "tests/test_vit.py::test_verify_against_transformers_exact"}
+COMPARED_ELSEWHERE = {"vit": "tests/test_vit.py::test_verify_against_transformers_exact",
+                      "llava": "tests/test_llava.py::test_released_config_parameters_on_meta"}
 
 
 @pytest.mark.parametrize("file", list(RELEASED))
