@@ -88,3 +88,65 @@ def build_pair(torch, model_type: str, config_dict: dict, *, train: bool = True,
     for p in model.parameters():
         p.requires_grad_(True)
     return model
+
+
+#: image-text models whose decoder reads image tokens (:func:`build_llava`)
+MULTIMODAL_TYPES = frozenset({"llava"})
+
+
+def image_tokens(config_dict: dict) -> int:
+    """LLaVA's image tokens per image: ``(image_size / patch_size)^2`` of the vision config
+    (CLIPVisionConfig's defaults 224 and 32 when absent), the class token dropped
+    (vision_feature_select_strategy "default")."""
+    vision = config_dict.get("vision_config") or {}
+    return (vision.get("image_size", 224) // vision.get("patch_size", 32)) ** 2
+
+
+def build_llava(torch, config_dict: dict, *, train: bool = True, dtype: str = "bfloat16",
+                attn_implementation: str = "eager", **_):
+    """transformers' ``LlavaForConditionalGeneration`` of a ``llava`` config on meta (bf16, eager
+    attention, train mode), wrapped so that the probes' forward takes ``input_ids`` ``[b, s]``
+    (``torch_measure.make_inputs``) and runs LLaVA on one image per sequence: the first ``n``
+    (:func:`image_tokens`) ids are replaced by ``image_token_id`` and ``pixel_values``
+    ``[b, c, image, image]`` are made (zeros), so ``s`` counts the image tokens and ``s > n``.
+    The placeholder check (``get_placeholder_mask``, a ``.item()`` on the count) cannot run on
+    meta: the instance's method is replaced by the same mask without the check. The wrapper adds no
+    parameters and no operations that count (ids and pixels are made by ``full``/``cat``/``zeros``)."""
+    import types
+
+    from transformers import AutoConfig, LlavaForConditionalGeneration
+
+    config = AutoConfig.for_model("llava", **dict(config_dict))
+    with torch.device("meta"):
+        inner = LlavaForConditionalGeneration._from_config(config, attn_implementation=attn_implementation,
+                                                           dtype=getattr(torch, dtype))
+    n = image_tokens(config_dict)
+    vision = config.vision_config
+    token = config.image_token_id
+
+    def placeholder_mask(self, input_ids, inputs_embeds, image_features):
+        return (input_ids == token).unsqueeze(-1).expand_as(inputs_embeds)
+
+    inner.model.get_placeholder_mask = types.MethodType(placeholder_mask, inner.model)
+
+    class LlavaForConditionalGenerationWithImage(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.config = model.config
+
+        def forward(self, input_ids, use_cache=False, **kwargs):
+            b, s = input_ids.shape
+            if s <= n:
+                raise ValueError(f"LLaVA: s = {s} must exceed the {n} image tokens")
+            ids = torch.cat([torch.full((b, n), token, dtype=input_ids.dtype, device=input_ids.device),
+                             input_ids[:, n:]], dim=1)
+            pixels = torch.zeros((b, vision.num_channels, vision.image_size, vision.image_size),
+                                 dtype=next(self.model.parameters()).dtype, device=input_ids.device)
+            return self.model(input_ids=ids, pixel_values=pixels, use_cache=use_cache, **kwargs)
+
+    model = LlavaForConditionalGenerationWithImage(inner)
+    model.train(train)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model

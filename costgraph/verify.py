@@ -139,9 +139,15 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     hf = from_hf_config(config, source=str(config_path), profile="pytorch", model=model)
     costgraph_model = hf.model
     dropout = costgraph_model.settings.dropout
-    tm = build_model(hf.model_type, _hf_build_config(config))
+    from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
+
+    multimodal = hf.model_type in MULTIMODAL_TYPES
+    tm = (build_llava(torch, _hf_build_config(config)) if multimodal
+          else build_model(hf.model_type, _hf_build_config(config)))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
+    if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens
+        shapes = [(b, image_tokens(config) + s) for b, s in shapes]
     if hf.model_type in VISION_TYPES:   # images: b varies, the tokens are fixed by the image size
         derived = costgraph_model.graph.dims["s"].derived
         tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))

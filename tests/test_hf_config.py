@@ -74,6 +74,8 @@ KNOWN = {
     "clip-vit-base-patch32.json": (151_277_313, 151_277_313),
     # transformers 5.24 on meta (sum of numel; SiglipModel, tests/test_clip_siglip.py)
     "siglip-base-patch16-224.json": (203_155_970, 203_155_970),
+    # transformers 5.24 on meta (sum of numel; LlavaForConditionalGeneration, tests/test_llava.py)
+    "llava-1.5-7b-hf.json": (7_063_427_072, 7_063_427_072),
 }
 
 

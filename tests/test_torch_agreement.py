@@ -718,7 +718,10 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # token ids + pixels: tests/test_clip_siglip.py (verify exact)
                       "clip", "siglip",
                       # linear-attention / state-space hybrids: tests/test_hybrids_torch.py
-                      "qwen3_next", "falcon_h1", "granitemoehybrid")
+                      "qwen3_next", "falcon_h1", "granitemoehybrid",
+                      # a spectrogram into an encoder-decoder: tests/test_whisper.py; image tokens in a
+                      # decoder: tests/test_llava.py (verify exact, released parameters on meta)
+                      "whisper", "llava")
 
 
 # ------------------------------------------------------------- measurements

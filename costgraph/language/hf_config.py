@@ -82,6 +82,20 @@ def supported_model_types() -> tuple[str, ...]:
 _MISSING = object()
 
 
+def nested_get(config: dict, key: str):
+    """``config[key]``, else, for a dotted key ``"text_config.hidden_size"`` that is not itself a
+    key, the value inside the nested objects (LLaVA's ``text_config`` / ``vision_config``);
+    None when absent or when a step is not an object."""
+    if key in config or "." not in key:
+        return config.get(key, None)
+    v = config
+    for part in key.split("."):
+        if not isinstance(v, dict):
+            return None
+        v = v.get(part, None)
+    return v
+
+
 class _Reader:
     def __init__(self, config: dict, source: str):
         self.config = config
@@ -91,21 +105,11 @@ class _Reader:
         raise CostgraphValueError(f"{self.source}: {message}", hint=hint)
 
     def raw(self, key: str, default=_MISSING):
-        v = self.config.get(key, None) if "." not in key else self.nested(key)
+        v = nested_get(self.config, key)
         if v is None:
             if default is _MISSING:
                 self.fail(f"missing key '{key}'", hint="is this a complete config.json?")
             return default
-        return v
-
-    def nested(self, key: str):
-        """A dotted key ``"text_config.hidden_size"``: the value in the nested table (CLIP's, SigLIP's
-        ``text_config`` / ``vision_config``), None where a level is missing or not a table."""
-        v = self.config
-        for part in key.split("."):
-            if not isinstance(v, dict):
-                return None
-            v = v.get(part, None)
         return v
 
     def spec(self, spec, what: str):
@@ -192,7 +196,7 @@ def dropout_in(config: dict, keys=DROPOUT_KEYS) -> bool:
     probabilities is set and above 0 (costgraph's dropout is one switch: every
     ``dropout(...)`` of the model file keeps its mask; the rate changes no cost)."""
     for k in keys:
-        v = config.get(k)
+        v = nested_get(config, k)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
             return True
     return False
@@ -215,7 +219,7 @@ def _model_type(config: dict, source: str) -> str:
 def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
     """Refuse a variant the mapped model file does not describe (the entry's ``unsupported`` rules)."""
     for rule in entry.get("unsupported", ()):
-        v = config.get(rule["key"], None) if "." not in rule["key"] else r.nested(rule["key"])
+        v = nested_get(config, rule["key"])
         if v is None:
             continue
         if "cycle" in rule:
@@ -278,7 +282,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     for rule in entry.get("layer_indices", ()):
         _check_layer_indices(r, rule, entry["model"])
     for key in entry.get("dropout_keys", DROPOUT_KEYS):   # a probability, even when dropout is forced
-        v = config.get(key)
+        v = nested_get(config, key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1):
             r.fail(f"key '{key}' must be a dropout probability, a number in [0, 1), got {shown(v)}")
     if dropout is None:
