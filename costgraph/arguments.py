@@ -109,7 +109,8 @@ def whole(value: object, name: str) -> int:
                                                                        "uint16", "uint32", "uint64"):
         value = int(value)   # a NumPy integer (sweeps); anything else keeps its type for the message
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        _fail(f"'{name}'", "a positive whole number", value)
+        _fail(f"'{name}'", "a positive whole number", value,
+              hint=f"give {name} a whole number above 0 (--set {name}=N, or {name}=N in Python)")
     if value >= _LIMIT:
         raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)")
     return value
@@ -313,3 +314,21 @@ def parse_count(text: str, flag: str = "--params") -> int:
     if num % den or num == 0:
         raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number")
     return num // den
+
+
+def whole_at_prompt(model, values, prompt: int, batch: int) -> None:
+    """Every size of ``model`` must come out a positive whole number at the prompt (``s`` =
+    ``prompt``, ``b`` = ``batch``, the other dimensions from ``values``, keyed by symbol), as
+    ``derive --set s=P`` checks: LLaVA's text tokens ``t = s − ni`` refuse a prompt shorter than its
+    image tokens. Nothing is checked without ``values`` or without both ``s`` and ``b``.
+
+    Raises
+    ------
+    CostgraphValueError
+        The located message of the first size that is not whole and positive."""
+    dims = model.graph.dims
+    if values is None or "s" not in dims or "b" not in dims:
+        return
+    named = {d.symbol: name for name, d in dims.items()}
+    given = {named[k]: int(v) for k, v in values.items() if named.get(k) not in (None, "s", "b")}
+    model._check_whole({**given, "s": prompt, "b": batch})

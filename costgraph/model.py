@@ -200,11 +200,11 @@ class Model:
         from .inference.roofline import infer
 
         values = arguments.model_values(self, values)
-        arguments.named_choice(convention, CONVENTION)
-        arguments.named_choice(causal, _CAUSAL)
+        arguments.named_choice(convention, CONVENTION), arguments.named_choice(causal, _CAUSAL)
         arguments.whole(tp, "--tp")
         prompt, generate, batch = (arguments.token_count(x, f"--{n}")   # "1e12" or 1e12, as the CLI reads them
                                    for n, x in (("prompt", prompt), ("generate", generate), ("batch", batch)))
+        arguments.whole_at_prompt(self, values, prompt, batch)
         return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
                      values=values, t=tp, weights=weights, kv=kv, page=page,
                      reserve=None if reserve is None else arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,

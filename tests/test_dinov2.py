@@ -41,7 +41,9 @@ def test_import_of_the_defaults():
     assert (got["params"], got["flops_forward"], got["kv_cache_bytes"]) == (PARAMS, FORWARD_PER_IMAGE, 0)
     # the bundled preset is the same model
     m = costgraph.load("dinov2")
-    assert m.costs().evaluate(**m.configs["dinov2-base"])["params"] == PARAMS
+    assert m.costs().evaluate(**m.configs["dinov2-config-defaults"])["params"] == PARAMS
+    # facebook/dinov2-base (image_size 518): (37² + 1 − 16² − 1) = 1,113 more position rows of h = 768
+    assert m.costs().evaluate(**m.configs["dinov2-base"])["params"] == PARAMS + 1_113 * 768 == 86_580_480
 
 
 def test_parameters_in_the_fields_terms():

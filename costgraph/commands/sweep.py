@@ -26,8 +26,9 @@ def add_parser(sub) -> None:
     p.add_argument("--dtype", choices=("int64", "float64", "exact"), default="int64",
                    help="int64 (exact, refuses past 2^63; default), float64 (fastest, rounded to 53 bits) "
                         "or exact (Python integers, slow)")
-    p.add_argument("--max-rows", type=int, default=None, metavar="N",
-                   help="write up to N rows (default 10,000,000); memory does not grow with N")
+    p.add_argument("--max-rows", type=_row_count, default=None, metavar="N",
+                   help="write up to N rows (default 10,000,000; 1e11 and 10**11 are read exactly); "
+                        "memory does not grow with N")
     cost_arguments(p, scope=False)
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar (stderr)")
     output_arguments(p, help="write the rows to FILE instead of printing them")
@@ -49,7 +50,8 @@ def run(args):
 
     max_rows = MAX_ROWS if args.max_rows is None else args.max_rows
     if max_rows <= 0:
-        raise CostgraphValueError(f"--max-rows {args.max_rows}: give a positive number of rows")
+        raise CostgraphValueError(f"--max-rows {args.max_rows}: give a positive number of rows",
+                                  hint="--max-rows 1000000 (the default is 10**7)")
     axes = parse_axes(args.over, max_rows)     # before loading: a bad range fails fast
     dims, options = settings(args.set)
     swept = {a.name for a in axes}
@@ -116,3 +118,11 @@ def _stdout(pieces, bar, json_doc: bool):
     finally:
         if bar is not None:
             bar.close()
+
+
+def _row_count(text: str) -> int:
+    """``--max-rows``: a positive whole number read as ``infer --generate`` reads its count
+    (``100000``, ``1e11``, ``10**11``; never evaluated), at most 10**15."""
+    from .infer import generate_count
+
+    return generate_count(text, "--max-rows")

@@ -242,7 +242,10 @@ class Inference:
         batches = {cg.tensors[e.tensor].shape[0] for e in cg.caches}
         if len(seqs) != 1 or len(batches) != 1 or not all(isinstance(x, sympy.Symbol) for x in seqs | batches):
             raise CostgraphValueError(f"model '{cg.name}': its caches differ in batch or sequence axis "
-                                      f"({', '.join(map(str, seqs | batches))}); one of each is needed")
+                                      f"({', '.join(sorted(map(str, seqs | batches)))}); one of each is needed",
+                                      hint="infer needs one batch and one growing sequence axis (a decoder's KV "
+                                           "cache); an encoder-decoder's fixed cross-attention cache (Whisper) is "
+                                           "not modelled yet: derive gives its KV cache")
         self.s, self.b = seqs.pop(), batches.pop()
         names = {d.name for d in cg.dims.values()}
         clash = names & {"q", "n", "P", "G", "n_keys", "k_page"}

@@ -105,12 +105,29 @@ class _Reader:
         raise CostgraphValueError(f"{self.source}: {message}", hint=hint)
 
     def raw(self, key: str, default=_MISSING):
+        if "." in key and key not in self.config:
+            self._nested_tables(key)
         v = nested_get(self.config, key)
         if v is None:
             if default is _MISSING:
                 self.fail(f"missing key '{key}'", hint="is this a complete config.json?")
             return default
         return v
+
+    def _nested_tables(self, key: str) -> None:
+        """Every level above a dotted key's last (``text_config`` of ``text_config.hidden_size``) is an
+        object in the config: a missing, null or non-object level is refused, never read as the
+        defaults (transformers' composite configs build their own defaults for a missing sub-config,
+        not the sub-config class's)."""
+        v, path = self.config, []
+        for part in key.split(".")[:-1]:
+            path.append(part)
+            v = v.get(part, None)
+            if not isinstance(v, dict):
+                where = ".".join(path)
+                got = "nothing (missing or null)" if v is None else shown(v)
+                self.fail(f"key '{where}' must be an object (the nested configuration), got {got}",
+                          hint=f"a config.json of this model_type has a '{where}' object, as transformers saves it")
 
     def spec(self, spec, what: str):
         """Evaluate one value spec of the mapping (see hf_mapping.toml)."""
@@ -172,7 +189,9 @@ class _Reader:
         if (isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int))
                 or not v > 0 or (isinstance(v, float) and not math.isfinite(v))):   # `not v > 0`: NaN too
             kind = "a positive whole number" if whole else "a positive finite number"
-            self.fail(f"key '{name}' must be {kind}, got {shown(v)}")
+            self.fail(f"key '{name}' must be {kind}, got {shown(v)}",
+                      hint=f"write '{name}' as the released config.json does: a JSON number above 0"
+                           + (" without a fraction" if whole else ""))
         if v >= arguments._LIMIT:
             self.fail(f"key '{name}' is too large: {shown(v)} (at most {arguments.MAX_DIGITS} digits)")
         if name in FRACTION_KEYS and v > 1:   # as the model file's rope(x, r) refuses r above the head size
@@ -267,7 +286,8 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     profile = arguments.text(profile, "profile")
     if not isinstance(config, dict):
         raise CostgraphValueError(f"{source}: a config.json holds a JSON object, got {shown(config)}",
-                                  hint="pass the parsed JSON (a dict), or a path to load_hf_config")
+                                  hint="a config.json is one JSON object {...} (from Python: pass a dict, or the "
+                                       "file's path to load_hf_config)")
     model_type = _model_type(config, source)
     entry = mapping()[model_type]
     r = _Reader(config, source)
@@ -373,7 +393,9 @@ def read_config(path: str):
     except IsADirectoryError:
         raise CostgraphValueError(f"{path} is a directory", hint="give the config.json inside it") from None
     except (OSError, ValueError) as e:   # ValueError: UnicodeDecodeError, a NUL byte in the path
-        raise CostgraphValueError(f"cannot read {path}: {shown(str(e))[1:-1]}") from None
+        what = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else shown(str(e))[1:-1]
+        raise CostgraphValueError(f"cannot read {path}: {what}",
+                                  hint="give a config.json: UTF-8 JSON text, as transformers saves it") from None
     return parse_json(text, path)
 
 
@@ -457,7 +479,8 @@ def parse_json(text: str, path: str):
         return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int,
                           object_pairs_hook=lambda pairs: _object(pairs, text, path))
     except json.JSONDecodeError as e:
-        raise located(f"invalid JSON: {e.msg}", e.pos) from None
+        raise located(f"invalid JSON: {e.msg}", e.pos,
+                      hint="a config.json is one JSON object: {\"model_type\": ..., ...}") from None
     except _BadToken as e:
         offset = next((m.start() for m in _JSON_TOKEN.finditer(text) if m.group() == e.token), 0)
         raise located(f"invalid JSON: {e.message}", offset, e.hint) from None
