@@ -63,10 +63,19 @@ def test_infer_warns_past_the_position_table_and_caps_the_context(capsys):
      "hint: the share of the HBM bandwidth reached: 1 is the ideal roofline, e.g. 0.45\n"),
     ("--reserve", "1", "error: --reserve must be a fraction in [0, 1), not 1\n"
      "hint: the share of device memory kept free: vLLM keeps 0.1\n"),
-    ("--page-size", "0", "error: --page-size must be a positive whole number, not 0\n"),
 ])
 def test_infer_refuses_efficiencies_reserve_and_page_size_out_of_range(capsys, flag, value, message):
     assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", flag, value]) == message
+
+
+def test_infer_refuses_page_size_zero(capsys):
+    # since issue 18 --page-size is read as --generate is (1e12, 2**10), by argparse's type: its usage,
+    # then the error and the hint line (costgraph.cli_errors)
+    err = _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--page-size", "0"])
+    assert err.startswith("usage: costgraph infer")
+    assert err.endswith("costgraph infer: error: argument --page-size: --page-size '0' is not a positive whole number\n"
+                        "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; "
+                        "costgraph infer --help lists its arguments\n")
 
 
 S_WARNING = ("warning: s = 4,096 is longer than s_max = 1,024: the learned position table has s_max rows, "
