@@ -74,9 +74,6 @@ def _write(out: str, status: int) -> int:
     """Print ``out`` on stdout and flush it, checked: ``status``, or 1 with no message when the
     reader has gone (EPIPE: ``costgraph list | head -1``; Python's documented convention), or 2 with
     a one-line message when stdout cannot take it (a full disk: ``> /dev/full``, an I/O error)."""
-    import errno
-    import os
-
     if sys.stdout is None:   # started with stdout closed (>&-)
         print("costgraph: cannot write the output: stdout is closed", file=sys.stderr)
         return 2
@@ -85,16 +82,7 @@ def _write(out: str, status: int) -> int:
         sys.stdout.flush()
         return status
     except OSError as e:
-        # stdout is unusable: point it at /dev/null so that the interpreter's own flush at exit
-        # does not fail again (and print "Exception ignored ...")
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        if isinstance(e, BrokenPipeError) or e.errno == errno.EPIPE:
-            return 1
-        print(f"costgraph: cannot write the output to stdout: {e.strerror or e}", file=sys.stderr)
-        return 2
+        return _write_failed(e)
 
 
 def _write_stream(pieces, status: int) -> int:

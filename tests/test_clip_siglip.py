@@ -108,11 +108,14 @@ def test_clip_import_refuses_what_the_model_file_does_not_describe(changes, frag
         costgraph.from_hf_config(_clip_config(**changes), source="clip")
 
 
-def test_clip_nested_table_that_is_not_a_table_reads_as_missing():
+def test_clip_nested_table_that_is_not_a_table_is_refused():
+    # transformers refuses a text_config that is not a dict; null reads as CLIPTextConfig() (nested_defaults)
     cfg = _clip_config()
     cfg["text_config"] = 7
-    hf = costgraph.from_hf_config(cfg, source="clip")     # every text key takes its default
-    assert hf.values == CLIP_VALUES
+    with pytest.raises(costgraph.CostgraphValueError, match=r"key 'text_config' must be an object"):
+        costgraph.from_hf_config(cfg, source="clip")
+    cfg["text_config"] = None
+    assert costgraph.from_hf_config(cfg, source="clip").values == CLIP_VALUES
 
 
 def _cli(capsys, *args):

@@ -31,8 +31,10 @@ def test_a_nested_config_that_is_not_an_object_is_refused(tmp_path, nested):
 
 def test_a_missing_nested_config_is_refused(tmp_path):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "clip", "vision_config": {}}))
-    with pytest.raises(CostgraphValueError, match=r"key 'text_config' must be an object .*missing or null"):
+    # LlavaConfig builds its own tower for a missing vision_config, not CLIPVisionConfig's defaults;
+    # CLIPConfig builds CLIPTextConfig() (its mapping entry's nested_defaults: read as the defaults)
+    path.write_text(json.dumps({"model_type": "llava", "text_config": {}}))
+    with pytest.raises(CostgraphValueError, match=r"key 'vision_config' must be an object .*missing or null"):
         costgraph.load_hf_config(str(path))
 
 

@@ -63,7 +63,8 @@ class HFModel:
 HF_MAPPING = datafiles.Schema("hf_mapping.toml", "costgraph", entries=datafiles.Kind("model_type", (
     datafiles.Field("model", "text"), datafiles.Field("dims", "table"),
     datafiles.Field("options", "table", required=False), datafiles.Field("unsupported", "list", required=False),
-    datafiles.Field("layer_indices", "list", required=False), datafiles.Field("dropout_keys", "names", required=False))))
+    datafiles.Field("layer_indices", "list", required=False), datafiles.Field("dropout_keys", "names", required=False),
+    datafiles.Field("nested_defaults", "names", required=False))))
 
 
 @cache
@@ -114,15 +115,22 @@ class _Reader:
             return default
         return v
 
+    #: sub-configs that may be missing or null, read as their class's defaults (the mapping entry's
+    #: ``nested_defaults``: CLIPConfig builds CLIPTextConfig() for a missing text_config)
+    nested_defaults: frozenset = frozenset()
+
     def _nested_tables(self, key: str) -> None:
         """Every level above a dotted key's last (``text_config`` of ``text_config.hidden_size``) is an
-        object in the config: a missing, null or non-object level is refused, never read as the
-        defaults (transformers' composite configs build their own defaults for a missing sub-config,
-        not the sub-config class's)."""
+        object in the config. A non-object level is refused (transformers refuses it too); a missing or
+        null one is refused unless the entry's ``nested_defaults`` names it: LlavaConfig builds its own
+        vision tower for a missing vision_config (1024 wide, 24 layers, patch 14), not
+        CLIPVisionConfig's defaults the mapping falls back to."""
         v, path = self.config, []
         for part in key.split(".")[:-1]:
             path.append(part)
             v = v.get(part, None)
+            if v is None and ".".join(path) in self.nested_defaults:
+                return
             if not isinstance(v, dict):
                 where = ".".join(path)
                 got = "nothing (missing or null)" if v is None else shown(v)
@@ -291,6 +299,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     model_type = _model_type(config, source)
     entry = mapping()[model_type]
     r = _Reader(config, source)
+    r.nested_defaults = frozenset(entry.get("nested_defaults", ()))
     _check_unsupported(r, config, entry)
     options = {}
     for name, spec in entry.get("options", {}).items():
