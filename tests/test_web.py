@@ -1,0 +1,211 @@
+"""``costgraph web``: the offline calculator page (:mod:`costgraph.export.web`).
+
+The page is checked the way a user meets it: written by the CLI, opened in
+headless Chromium with inputs set from the address's fragment (the page
+applies them as typed input events), and every number it shows compared with
+what ``costgraph derive`` and ``costgraph train`` print for the same inputs
+(exact integers; the compute time as the exact fraction
+``FLOPs per device / (peak × MFU)`` rounded down to six significant digits,
+the value ``costgraph train``'s ``step.compute`` gives as a float).
+
+Published values these comparisons rest on: GPT-2 small 124,439,808 parameters
+(Radford et al. 2019; DOMAIN.md §1); the H100 SXM's 80 GB and dense BF16 peak
+989.4 TFLOP/s (NVIDIA H100 datasheet; costgraph/hardware.toml).
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import re
+import shutil
+import subprocess
+from fractions import Fraction
+
+import pytest
+
+from costgraph.cli import main
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package chromium)")
+
+
+class _Cells(html.parser.HTMLParser):
+    """The page's output cells: id → (data-value, text)."""
+
+    def __init__(self):
+        super().__init__()
+        self.cells, self._open = {}, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "td" and (a.get("id") or "").startswith("v-"):
+            self._open = a["id"][2:]
+            self.cells[self._open] = [a.get("data-value"), ""]
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self._open = None
+
+    def handle_data(self, data):
+        if self._open:
+            self.cells[self._open][1] += data
+
+
+def _page(tmp_path, *args) -> str:
+    out = tmp_path / "calc.html"
+    assert main(["web", *args, "-o", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpt2_page(tmp_path_factory):
+    """``costgraph web gpt --config gpt2``, written once for the tests that only read it."""
+    return _page(tmp_path_factory.mktemp("web"), "gpt", "--config", "gpt2")
+
+
+def _open(tmp_path, page, fragment: str) -> dict:
+    """The page's cells after Chromium applied ``fragment``."""
+    run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                          page.as_uri() + "#" + fragment], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    parser = _Cells()
+    parser.feed(run.stdout)
+    assert parser.cells, run.stdout[:2000]
+    return parser.cells
+
+
+def _json(capsys, *args) -> dict:
+    capsys.readouterr()
+    assert main([*args, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _six_digits(x: Fraction) -> str:
+    """``x`` rounded down to six significant digits, as the page writes it."""
+    k = 0
+    while x * 10**k >= 10**6:
+        k -= 1
+    while x * 10**k < 10**5:
+        k += 1
+    n = int(x * 10**k)          # x > 0: int() rounds down
+    if k <= 0:
+        return str(n * 10 ** (-k))
+    s = str(n).rjust(k + 1, "0")
+    return (s[:-k] + "." + s[-k:]).rstrip("0").rstrip(".")
+
+
+def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak):
+    for scope in ("model", "layer"):
+        derived = _json(capsys, "derive", *model_args, "--set", *sets, "--scope", scope)
+        for q, item in derived["quantities"].items():
+            assert cells[f"{scope}_{q}"][0] == str(item["value"]), (scope, q)
+    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm",
+                    "--mfu", "0.45")
+    for part in ("weights", "gradients", "optimizer", "activations", "total"):
+        assert cells[f"mem-{part}"][0] == str(trained["memory"][part]["value"]), part
+    assert cells["capacity"][0] == str(trained["fits"]["capacity_bytes"])
+    assert cells["reserve"][0] == str(trained["fits"]["reserve_bytes"])
+    assert cells["fits"][0] == ("1" if trained["fits"]["fits"] else "0")
+    flops = trained["flops"]["model_per_device"]["value"]
+    assert cells["flops"][0] == str(flops)
+    exact = Fraction(flops) / (Fraction(peak) * Fraction(45, 100))
+    assert cells["time"][1] == _six_digits(exact)
+    assert float(exact) == pytest.approx(trained["step"]["compute"]["value"], rel=1e-12)
+    return trained
+
+
+@needs_chromium
+def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
+    cells = _open(tmp_path, gpt2_page, "b=2&s=512&TP=2&PP=2&DP=4&zero=1")
+    assert cells["model_params"][0] == "124439808"                       # Radford et al. 2019
+    trained = _check_against_cli(capsys, cells, ["gpt", "--config", "gpt2"], ["b=2", "s=512"],
+                                 ["--tp", "2", "--pp", "2", "--gpus", "16", "--zero", "1"], 989_400_000_000_000)
+    assert trained["most_loaded_stage"] == 0 and cells["stage"][0] == "first"
+    assert cells["time"][1] == "0.000917461"
+
+
+@needs_chromium
+def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
+    page = _page(tmp_path, "llama", "--config", "llama-3-8b", "--tp", "4", "--zero", "3",
+                 "--recompute", "selective")
+    cells = _open(tmp_path, page, "b=1&s=8192&DP=2")       # TP, ZeRO and recompute from the command line
+    _check_against_cli(capsys, cells, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
+                       ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective"], 989_400_000_000_000)
+    assert cells["stage"][0] == "single"
+
+
+@needs_chromium
+def test_bad_inputs_are_named_not_computed(tmp_path, gpt2_page):
+    page = gpt2_page
+    cells = _open(tmp_path, page, "h=12x&TP=5&mfu=1.5")
+    assert cells["model_params"][0] is None and cells["model_params"][1] == "h: not a whole number"
+    assert cells["layer_kv_cache_bytes_per_token"][1] == "h: not a whole number"   # never gpt2's h = 768
+    assert cells["time"][1] == ""                      # no FLOPs to time
+    cells = _open(tmp_path, page, "s=")                # an emptied field is not the configuration's value
+    assert cells["model_params"][0] == "124439808" and cells["model_flops_forward"][1] == "s: not a whole number"
+    cells = _open(tmp_path, page, "TP=5&mfu=1.5")      # a = 12 heads do not split over 5 devices
+    assert cells["model_params"][0] == "124439808"     # no layout in a parameter count
+    assert cells["mem-total"][0] is None and "not a whole number" in cells["mem-total"][1]
+    cells = _open(tmp_path, page, "mfu=1.5")
+    assert cells["time"][1] == "MFU must be in (0, 1]"
+
+
+@needs_chromium
+def test_model_text_stays_text(tmp_path):
+    """A dimension's description that looks like markup reaches the page as text."""
+    evil = '</script><script>document.title="pwned"</script><!--'
+    src = tmp_path / "evil.cg"
+    src.write_text('model evil {\n  dim b "batch"\n  dim s "seq"\n  dim h "' + evil.replace('"', "'") + '"\n'
+                   "  input x[b, s, h]: act\n  return linear(x, h, name = proj)\n}\n", encoding="utf-8")
+    page = _page(tmp_path, str(src), "--set", "h=8", "b=1", "s=4")
+    text = page.read_text(encoding="utf-8")
+    assert text.count("</script>") == 3 and "<!--" not in text
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                          "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                          "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+                          "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "pwned" not in re.sub(r"<script.*?</script>", "", dom, flags=re.S).split("<title>")[1].split("</title>")[0]
+    assert "&lt;/script&gt;&lt;script&gt;document.title='pwned'" in dom
+    assert 'data-value="64"' in dom                    # the linear layer's 8·8 weights (no bias: 64)
+
+
+def test_page_is_self_contained(gpt2_page):
+    text = gpt2_page.read_text(encoding="utf-8")
+    low = text.lower()
+    assert not re.search(r"https?://|\bwww\.|\bfile:", low)   # no URL at all
+    assert " src=" not in low and "<link" not in low and "@import" not in low and "url(" not in low
+    assert "content-security-policy" in low and "default-src 'none'" in low
+    data = json.loads(re.search(r'<script type="application/json" id="cg-data">(.*?)</script>', text, re.S).group(1))
+    assert [d["name"] for d in data["dims"]] == ["b", "s", "h", "a", "l", "V", "s_max"]
+    assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
+    assert set(data["training"]["memory"]) == {"0", "1", "2", "3"}
+    assert set(data["training"]["memory"]["1"]) == {"none", "selective", "full"}
+    # bf16 weights under Megatron-style TP (2 bytes each): replicated per layer the two LayerNorms
+    # (4h) and the row-parallel biases (2h) -> 12hl; the position table 2h s_max; the final
+    # LayerNorm 4h; sharded: the vocabulary-parallel embedding 2Vh/TP, 12h^2 weights and 7h
+    # column-parallel biases per layer -> (24h^2 + 14h) l/TP
+    assert data["training"]["memory"]["1"]["none"]["single"]["weights"]["formula"] == (
+        "4 h + 2 h s_max + 12 h l + 2 V h/TP + 14 h l/TP + 24 l h^2/TP")
+
+
+def test_cli_refuses_and_prints(tmp_path, capsys):
+    out = tmp_path / "calc.html"
+    out.write_text("mine", encoding="utf-8")
+    assert main(["web", "gpt", "--config", "gpt2", "-o", str(out)]) == 2        # no silent overwrite
+    assert out.read_text(encoding="utf-8") == "mine"
+    assert "--force" in capsys.readouterr().err
+    assert main(["web", "gpt", "--config", "gpt2", "--tp", "0", "-o", str(tmp_path / "x.html")]) == 2
+    assert "TP must be a positive whole number" in capsys.readouterr().err
+    assert main(["web", "gpt", "--config", "gpt2", "--mfu", "2", "-o", str(tmp_path / "x.html")]) == 2
+    assert not (tmp_path / "x.html").exists()
+    capsys.readouterr()
+    tiny = tmp_path / "tiny.cg"
+    tiny.write_text('model tiny {\n  dim b "batch"\n  dim h "width"\n  input x[b, h]: act\n'
+                    '  return linear(x, h, name = proj)\n}\n', encoding="utf-8")
+    assert main(["web", str(tiny), "-o", "-"]) == 0                             # - is standard output
+    printed = capsys.readouterr().out
+    assert printed.startswith("<!DOCTYPE html>") and printed.rstrip().endswith("</html>")
