@@ -4,13 +4,9 @@ The core install (``pip install costgraph``) carries what every command needs
 (SymPy, NetworkX, lark, NumPy, rich, humanize). Pictures and the operator
 graph's DOT writer need more; each lives in an extra of ``pyproject.toml``:
 
-========== ======================== =========================================
-extra      packages                 needed by
-========== ======================== =========================================
-``plot``   matplotlib               ``costgraph plot``, the ``plot`` methods
-``graph``  graphviz (Python)        ``costgraph graph`` (DOT, SVG, PDF)
-``all``    every extra above
-========== ======================== =========================================
+- ``plot``: matplotlib, for ``costgraph plot`` and :mod:`costgraph.export.plots`;
+- ``graph``: graphviz (the Python bindings), for ``costgraph graph --format dot|svg``;
+- ``all``: every extra above.
 
 >>> need("math", "plot", "costgraph plot").sqrt(4)
 2.0
