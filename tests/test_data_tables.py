@@ -115,9 +115,9 @@ def test_the_loader_imports_no_sympy():
     assert r.returncode == 0, r.stderr
 
 
-def test_readme_preset_list_is_the_file():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Hardware presets", 1)[1].split("\n## ", 1)[0]
+def test_docs_preset_list_is_the_file():
+    text = (ROOT / "docs" / "data-files.md").read_text(encoding="utf-8")
+    section = text.split("## Hardware presets", 1)[1].split("\n## ", 1)[0]
     listed = re.search(r"Presets: ([^.]+)\.", section).group(1)
     assert [p.strip() for p in listed.split(",")] == list(hardware.bundled_presets())
 

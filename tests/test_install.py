@@ -1,10 +1,15 @@
-"""The grammar and the bundled models ship inside the installed package:
-install into a fresh virtualenv (not editable) and derive from elsewhere."""
+"""The package as users get it: ``python -m build`` makes an sdist and a wheel
+(the wheel built from the sdist, so both are complete), the wheel installs into
+a fresh virtualenv (not editable) and the README's first commands run from
+another folder; the grammar, the bundled models and the data files ship inside."""
 
 import json
+import re
 import subprocess
 import sys
+import tarfile
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -12,16 +17,59 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def readme_quickstart() -> list[list[str]]:
+    """The ``costgraph`` command lines of the README's first fenced block under "## Quickstart"."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Quickstart.*?```\w*\n(.*?)```", text, re.S).group(1)
+    lines = [line.split("#", 1)[0].split() for line in block.splitlines()]
+    return [words for words in lines if words and words[0] == "costgraph"]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    r = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    (wheel,), (sdist,) = out.glob("*.whl"), out.glob("*.tar.gz")
+    return wheel, sdist
+
+
 @pytest.mark.slow
-def test_wheel_install_derives_bundled_model(tmp_path):
+def test_wheel_and_sdist_carry_license_types_and_data(dist):
+    wheel, sdist = dist
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "costgraph-0.1.0.dist-info/licenses/LICENSE" in names
+    assert {"costgraph/py.typed", "costgraph/grammars/costgraph.lark", "costgraph/models/gpt.cg",
+            "costgraph/hardware.toml", "costgraph/optional.py"} <= set(names)
+    meta = zipfile.ZipFile(wheel).read("costgraph-0.1.0.dist-info/METADATA").decode()
+    assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+    # the core requirements carry no extra's packages; the extras name them
+    core = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    assert not any(p in line for line in core for p in ("matplotlib", "graphviz", "mkdocs"))
+    assert "Requires-Dist: matplotlib>=3.7; extra == \"plot\"" in meta
+    members = tarfile.open(sdist).getnames()
+    assert {"costgraph-0.1.0/LICENSE", "costgraph-0.1.0/models/gpt.cg", "costgraph-0.1.0/grammars/costgraph.lark"} \
+        <= set(members)
+
+
+@pytest.mark.slow
+def test_wheel_install_runs_the_readme_from_elsewhere(dist, tmp_path):
+    wheel, _ = dist
     env = tmp_path / "venv"
     venv.create(env, with_pip=True)
-    py = env / "bin" / "python"
-    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", str(ROOT)], capture_output=True, text=True)
+    py, cg = env / "bin" / "python", env / "bin" / "costgraph"
+    pip = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+                         capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr[-2000:]
     work = tmp_path / "elsewhere"
     work.mkdir()
-    r = subprocess.run([str(env / "bin" / "costgraph"), "derive", "gpt", "--config", "gpt2", "--format", "json"],
+    commands = readme_quickstart()
+    assert commands, "the README's Quickstart block has no costgraph command"
+    for words in commands:
+        r = subprocess.run([str(cg), *words[1:]], capture_output=True, text=True, cwd=work)
+        assert r.returncode == 0, (words, r.stderr)
+    r = subprocess.run([str(cg), "derive", "gpt", "--config", "gpt2", "--format", "json"],
                        capture_output=True, text=True, cwd=work)
     assert r.returncode == 0, r.stderr
     # GPT-2 small: 124,439,808 parameters
@@ -32,8 +80,12 @@ def test_wheel_install_derives_bundled_model(tmp_path):
                  ["infer", "llama", "--config", "llama-2-7b", "--hardware", "h100-sxm", "--prompt", "128",
                   "--generate", "8", "--kv", "int8", "--weights", "int4"],
                  ["train", "llama", "--config", "llama-2-7b", "--lora", "8", "--quantize", "nf4", "--gpus", "1"]):
-        r = subprocess.run([str(env / "bin" / "costgraph"), *args], capture_output=True, text=True, cwd=work)
+        r = subprocess.run([str(cg), *args], capture_output=True, text=True, cwd=work)
         assert r.returncode == 0, (args, r.stderr)
+    # the core install has no plotting: the error names the extra (exit 2, no traceback)
+    r = subprocess.run([str(cg), "plot", "gpt", "--config", "gpt2", "--kind", "flops", "-o", "f.svg"],
+                       capture_output=True, text=True, cwd=work)
+    assert r.returncode == 2 and "costgraph[plot]" in r.stderr and "Traceback" not in r.stderr, r.stderr
     # the installed copy is used, not the checkout
     where = subprocess.run([str(py), "-c", "import costgraph; print(costgraph.__file__)"],
                            capture_output=True, text=True, cwd=work).stdout

@@ -253,12 +253,12 @@ def test_kv_block_layouts_llama_3_8b():
     assert (kv_dtype("q8_0").block_size, kv_dtype("q8_0").block_stat_bits) == (32, 16)
 
 
-def test_readme_formats_table_is_the_file():
+def test_docs_formats_table_is_the_file():
     import re
 
     from costgraph.inference.dtypes import weight_dtypes
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[1] / "docs" / "commands" / "inference.md").read_text(encoding="utf-8")
     section = text.split("### Quantization as shipped", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
     named = [n for row in rows for n in re.findall(r"`([^`]+)`", row) if not n.startswith("--")]

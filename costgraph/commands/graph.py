@@ -25,6 +25,10 @@ def run(args) -> str:
     from ..export.graph import render
     from .common import load_any, settings
 
+    if args.format in ("dot", "svg"):   # written by the Graphviz bindings: name the extra before any work
+        from ..optional import need
+
+        need("graphviz", "graph", f"costgraph graph --format {args.format}")
     dims, options = settings(args.set)
     model, values = load_any(args, dims, options)
     text = render(model, args.format, args.scope, convention=args.convention, precision=args.precision,

@@ -143,6 +143,9 @@ def run(args) -> str:
                                   hint="name the file .png or .svg")
     if args.kind != "memory" and (args.over is not None or args.phase != "train"):
         raise CostgraphValueError("--over and --phase are for --kind memory")
+    from ..optional import need
+
+    need("matplotlib", "plot", "costgraph plot")   # before any work: names the extra when missing
     fig = {"memory": _memory, "flops": _flops, "roofline": _roofline}[args.kind](args)
     from ._output import write_output
 

@@ -50,6 +50,7 @@ import json
 
 from ..choices import CAUSAL, CONVENTION, PRECISION
 from ..errors import CostgraphError, CostgraphValueError
+from ..optional import need
 from .dot_layout import INSTALL_HINT, check_layout, check_node_count, clip, run_dot
 
 #: what ``costgraph graph --format`` writes
@@ -214,7 +215,7 @@ def _label(d: dict) -> str:
     per-instance quantities (with values when known), left-justified lines;
     the name and shape lines and each formula cut by :func:`~costgraph.export.dot_layout.clip`
     (the value and unit after a formula are kept)."""
-    import graphviz
+    graphviz = need("graphviz", "graph", "the operator graph")
 
     lines = [clip(d["name"])]
     if d["type"] == "outside":
@@ -252,7 +253,7 @@ def to_dot(g) -> str:
     a node per operator with its output shape and per-instance formulas,
     tensors kept for backward as red edges, KV-cache nodes as cylinders, tied
     weights as dashed edges; the legend as the graph's label."""
-    import graphviz
+    graphviz = need("graphviz", "graph", "the operator graph")
 
     dot = graphviz.Digraph(name=g.graph["model"], graph_attr={
         "rankdir": "TB", "fontname": "Helvetica", "fontsize": "11", "labelloc": "b", "labeljust": "l",

@@ -28,6 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..errors import CostgraphValueError, no_value
+from ..optional import need
 
 #: Bytes per unit of the memory axis.
 BYTE_UNITS = {"GB": 10**9, "GiB": 2**30}
@@ -45,6 +46,7 @@ FORMATS = (".png", ".svg")
 
 def _figure(width: float = 7.0, height: float = 4.2):
     """A Figure on an Agg canvas (no pyplot)."""
+    need("matplotlib", "plot", "drawing a plot")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -391,7 +393,7 @@ def roofline_figure(data: Roofline):
 # ---------------------------------------------------------------- output
 
 def _rc():
-    import matplotlib
+    matplotlib = need("matplotlib", "plot", "drawing a plot")
 
     return matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "costgraph"})
 
