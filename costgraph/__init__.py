@@ -16,13 +16,14 @@ from .version import __version__
 
 # The API's names are imported on first use (PEP 562), so that importing the
 # package, or the command line for --help, list and ops, does not import SymPy.
-_LAZY = {"load": "model", "loads": "model", "Model": "model", "Costs": "model",
+_LAZY = {"load": "sources", "loads": "model", "Model": "model", "Costs": "model",
          "from_hf_config": "language.hf_config", "load_hf_config": "language.hf_config", "HFModel": "language.hf_config"}
 
 TYPE_CHECKING = False   # not typing's: importing typing costs a few ms at every start
 if TYPE_CHECKING:
     from .language.hf_config import HFModel, from_hf_config, load_hf_config
-    from .model import Costs, Model, load, loads
+    from .model import Costs, Model, loads
+    from .sources import load
 
 
 def __getattr__(name: str):
