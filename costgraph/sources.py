@@ -21,7 +21,7 @@ from .choices import PROFILE
 HF_CONFIG = "hf"
 
 
-def load(model, *, dropout: bool | None = None, options: Mapping[str, object] | None = None,
+def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] | None = None,
          profile: str = PROFILE.default, config: str | None = None, allow_download: bool = False):
     """Load and build a model (:class:`costgraph.Model`).
 
@@ -35,7 +35,7 @@ def load(model, *, dropout: bool | None = None, options: Mapping[str, object] | 
     (:data:`HF_CONFIG`: ``model.values("hf")``, ``costs().evaluate("hf")``) and ``model.hf`` is the
     :class:`~costgraph.language.hf_config.HFModel` (``values``, ``model_type``, ``source``, and
     ``shipped()``: the weight dtype its ``torch_dtype``/``quantization_config`` give). ``dropout``:
-    None (default) is on for a model file and follows the config's dropout rates for a config.json.
+    True, False, or ``"auto"`` (default): on for a model file, the config's dropout rates for a config.json.
     ``options``, ``profile``, ``config``: as :func:`costgraph.model.load` (``config`` names a
     configuration of a model file only).
 
@@ -49,18 +49,23 @@ def load(model, *, dropout: bool | None = None, options: Mapping[str, object] | 
     from .errors import CostgraphValueError
 
     if isinstance(model, Mapping):
-        return _from_config(dict(model), "<dict>", dropout, options, profile, config)
+        return _from_config(dict(model), "<dict>", _auto(dropout), options, profile, config)
     if isinstance(model, (str, os.PathLike)):
         from .language.hf_hub import config_path
 
         path = config_path(os.fspath(model), download=_flag(allow_download), api=True)
         if path is not None:
-            return _from_config(path, path, dropout, options, profile, config)
+            return _from_config(path, path, _auto(dropout), options, profile, config)
     else:
-        raise CostgraphValueError(f"a model is named by a string, a path or a config dict, not {type(model).__name__}",
+        raise CostgraphValueError(f"a model is named by a string or a path (or a config dict), not {type(model).__name__}",
                                   hint="costgraph.load('gpt'), load('config.json'), load('org/name'), load({...})")
-    return _model.load(model, dropout=True if dropout is None else dropout, options=options, profile=profile,
+    return _model.load(model, dropout=True if dropout == "auto" else dropout, options=options, profile=profile,
                        config=config)
+
+
+def _auto(dropout):
+    """``"auto"`` → None (from_hf_config follows the config); anything else as given (checked there)."""
+    return None if isinstance(dropout, str) and dropout == "auto" else dropout
 
 
 def _flag(value) -> bool:

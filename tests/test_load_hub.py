@@ -117,10 +117,14 @@ def test_bad_inputs(cache, tmp_path):
         costgraph.load("meta-llama/Llama-3.1-70B", allow_download=True)
     with pytest.raises(CostgraphValueError, match="config= names a configuration"):
         costgraph.load(LLAMA31, config="x")
-    with pytest.raises(CostgraphValueError, match="not a string|a string, a path or a config dict"):
+    with pytest.raises(CostgraphValueError, match="a string or a path \\(or a config dict\\), not int"):
         costgraph.load(42)
     with pytest.raises(CostgraphValueError, match="missing key 'hidden_size'"):
         costgraph.load({"model_type": "llama"})
+    with pytest.raises(CostgraphValueError, match="argument 'dropout' must be True or False"):
+        costgraph.load(LLAMA31, dropout="no")
+    assert costgraph.load({**LLAMA31, "attention_dropout": 0.1}).settings.dropout is True   # "auto": the config's
+    assert costgraph.load(LLAMA31).settings.dropout is False
     with pytest.raises(CostgraphValueError, match="allow_download"):
         costgraph.load("meta-llama/Llama-3.1-8B", allow_download="yes")
     (tmp_path / "empty").mkdir()

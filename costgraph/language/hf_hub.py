@@ -80,7 +80,7 @@ def _from_hub(source: str, download: bool, api: bool) -> str:
     if not download:
         fetch = f"huggingface-cli download {repo} config.json" + ("" if revision is None else f" --revision {revision}")
         allow = "allow_download=True" if api else DOWNLOAD_FLAG
-        raise CostgraphValueError(f"{source}: no config.json of {repo}{at} in the Hugging Face cache "
+        raise CostgraphValueError(f"{source}: no such file, and no config.json of {repo}{at} in the Hugging Face cache "
                                   f"({hub.constants.HF_HUB_CACHE})",
                                   hint=f"add {allow} to fetch its config.json (only that file), or run: {fetch}")
     if hub.constants.is_offline_mode():
