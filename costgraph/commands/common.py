@@ -14,7 +14,8 @@ from ..errors import CostgraphValueError
 _SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
 
 
-def model_arguments(p, model_help: str = "a bundled model name, a .cg file or a config.json",
+def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a config.json, a snapshot folder or a "
+                                         "Hub id (org/name[@revision], from the local Hugging Face cache)",
                     set_help: str = "dimension values (h=768) or model options (bias=false)",
                     optional: bool = False) -> None:
     """Add the positional model and ``--config``/``--set`` to parser ``p``."""
