@@ -16,13 +16,16 @@ from .version import __version__
 
 # The API's names are imported on first use (PEP 562), so that importing the
 # package, or the command line for --help, list and ops, does not import SymPy.
-_LAZY = {"load": "model", "loads": "model", "Model": "model", "Costs": "model",
+_LAZY = {"load": "sources", "loads": "model", "Model": "model", "Costs": "model",
+         "fit": "verdict", "FitResult": "verdict",
          "from_hf_config": "language.hf_config", "load_hf_config": "language.hf_config", "HFModel": "language.hf_config"}
 
 TYPE_CHECKING = False   # not typing's: importing typing costs a few ms at every start
 if TYPE_CHECKING:
     from .language.hf_config import HFModel, from_hf_config, load_hf_config
-    from .model import Costs, Model, load, loads
+    from .model import Costs, Model, loads
+    from .sources import load
+    from .verdict import FitResult, fit
 
 
 def __getattr__(name: str):
@@ -40,5 +43,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["load", "loads", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "CostgraphError", "CostgraphSyntaxError",
+__all__ = ["load", "loads", "fit", "FitResult", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "CostgraphError", "CostgraphSyntaxError",
            "CostgraphSemanticError", "CostgraphValueError", "__version__"]

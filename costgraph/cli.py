@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
     try:
         from . import commands
+        from .commands.common import resolve_models
 
+        resolve_models(args)   # a Hub id or a snapshot folder → its config.json (issue 20)
         out, status = commands.module(args.command).run(args), 0
         if isinstance(out, tuple):
             out, status = out

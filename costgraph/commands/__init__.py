@@ -23,7 +23,7 @@ import pkgutil
 
 
 #: the order ``costgraph --help`` lists them in (others follow, sorted)
-ORDER = ("derive", "train", "plan", "infer", "solve", "sensitivity", "leading", "diff", "optimal", "report", "plot",
+ORDER = ("derive", "train", "plan", "infer", "fit", "solve", "sensitivity", "leading", "diff", "optimal", "report", "plot",
          "graph", "codegen", "sweep", "schema", "verify", "hardware", "list", "ops")
 
 

@@ -14,13 +14,36 @@ from ..errors import CostgraphValueError
 _SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
 
 
-def model_arguments(p, model_help: str = "a bundled model name, a .cg file or a config.json",
+def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a config.json, a snapshot folder or a "
+                                         "Hub id (org/name[@revision], from the local Hugging Face cache)",
                     set_help: str = "dimension values (h=768) or model options (bias=false)",
                     optional: bool = False) -> None:
     """Add the positional model and ``--config``/``--set`` to parser ``p``."""
     p.add_argument("model", nargs="?" if optional else None, help=model_help)
     p.add_argument("--config", help="a named configuration of the model file")
     p.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE", help=set_help)
+    download_argument(p)
+
+
+def download_argument(p) -> None:
+    """``--download``: a Hub id not in the local cache has its config.json fetched (that file only)."""
+    p.add_argument("--download", action="store_true",
+                   help="MODEL a Hub id (org/name[@revision]) not in the local Hugging Face cache: fetch its "
+                        "config.json (only that file; needs the extra 'hub'; HF_HUB_OFFLINE respected)")
+
+
+def resolve_models(args) -> None:
+    """Replace a Hub id or a snapshot folder in ``args.model`` (and ``args.draft``) by the path of its
+    config.json (:func:`costgraph.language.hf_hub.config_path`; ``args.download`` allows fetching it),
+    so every command reads it as a config.json. Light: huggingface_hub is imported for a Hub id only."""
+    from ..language.hf_hub import config_path
+
+    for attr in ("model", "draft"):
+        v = getattr(args, attr, None)
+        if isinstance(v, str) and v:
+            path = config_path(v, download=bool(getattr(args, "download", False)))
+            if path is not None:
+                setattr(args, attr, path)
 
 
 def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
@@ -75,6 +98,7 @@ def load_any(args, dims: dict, options: dict):
     if not hasattr(args, "no_dropout"):
         args.no_dropout = False
     profile, no_dropout = args.profile, args.no_dropout
+    resolve_models(args)   # diff's sides come here directly
     if args.model.endswith(".json"):
         from ..language.hf_config import load_hf_config
 

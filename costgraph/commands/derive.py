@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..errors import CostgraphValueError
-from .common import cost_arguments, settings
+from .common import cost_arguments, download_argument, settings
 
 
 def add_parser(sub) -> None:
@@ -19,6 +19,7 @@ def add_parser(sub) -> None:
     d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
+    download_argument(d)   # a Hub id not in the cache: fetch its config.json
     cost_arguments(d, scope=False)   # --convention --precision --causal --profile --no-dropout
     d.add_argument("--attention", choices=choices.ATTENTION.values, default=choices.DERIVE_ATTENTION,
                    help="attention kernel of the activation memory: eager (the default here: Korthikanti et al. "

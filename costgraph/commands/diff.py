@@ -9,7 +9,7 @@ to both sides.
 
 from __future__ import annotations
 
-from .common import cost_arguments
+from .common import cost_arguments, download_argument
 
 
 def add_parser(sub) -> None:
@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
                    help="dimension values or options for both sides")
     p.add_argument("--quantity", nargs="+", default=None, help="quantities (default: all)")
     p.add_argument("--top", type=int, default=8, help="nodes shown per quantity (default 8)")
+    download_argument(p)   # a side that is a Hub id not in the cache: fetch its config.json
     cost_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -35,7 +36,8 @@ def _side(spec: str, args, dims, options):
     model, at, config = spec.partition("@")
     if at and not config:
         raise CostgraphValueError(f"{spec!r} names no configuration after '@'", hint="MODEL@CONFIG, e.g. llama@llama-2-7b")
-    ns = SimpleNamespace(model=model, config=config or None, profile=args.profile, no_dropout=args.no_dropout)
+    ns = SimpleNamespace(model=model, config=config or None, profile=args.profile, no_dropout=args.no_dropout,
+                         download=args.download)
     return load_any(ns, dims, options)
 
 

@@ -88,7 +88,8 @@ def _names(q: dict, keys, where: str) -> tuple[str, ...]:
 
 def _torch_dtype(config: dict, where: str) -> tuple[str, str, tuple[str, ...]]:
     """``(weight dtype, what was read, warnings)`` from ``torch_dtype``; an unknown value warns."""
-    v = config.get("torch_dtype", config.get("dtype"))
+    v = config.get("torch_dtype")
+    v = config.get("dtype") if v is None else v   # transformers 5 writes dtype (torch_dtype absent or null)
     if v is None:
         return "bf16", "no torch_dtype in the config.json: bf16 (16-bit serving)", ()
     if not isinstance(v, str) or v not in _TORCH:

@@ -1,0 +1,259 @@
+"""``costgraph.fit``: does a model fit on the devices — training or serving — and, when it does
+not, the next steps with numbers (``costgraph fit``; issue 20 item 3).
+
+Nothing is estimated here: the verdict and each step are what the existing analyses answer.
+
+* **train**: :meth:`costgraph.Model.train` on the layout (its fit verdict: the peak of the
+  most-loaded device against the device memory less the reserve); the next steps are that
+  verdict's ``changes`` (:func:`costgraph.training.fit.fit_changes`: a heavier recomputation, the
+  next ZeRO stage, a smaller micro-batch, twice the TP or PP degree, twice the devices).
+* **serve**: :meth:`costgraph.Model.infer` (weights + paged KV cache of ``batch`` sequences of
+  ``prompt + generate`` tokens against the device memory less the reserve,
+  :mod:`costgraph.inference.capacity`); the next steps are the same call again with one change:
+  an FP8 KV cache, FP8 weights, twice the TP degree (up to ``gpus``), the largest batch that fits.
+
+>>> import costgraph
+>>> r = costgraph.fit(costgraph.load("gpt"), mode="serve", hardware="h100-sxm", gpus=1,
+...                   values=costgraph.load("gpt").values("gpt2"), prompt=512, generate=512)
+>>> r.fits, r.status
+(True, 0)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from .choices import DEFAULT_KV
+from .errors import CostgraphValueError
+
+#: the modes of :func:`fit`
+MODES = ("train", "serve")
+#: KV cache and weight dtypes a serving step tries when the setting is a 16-bit one
+_SIXTEEN = ("bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One change and what it gives: ``change`` (words), ``options`` (the ``costgraph fit`` flags
+    that make it), ``before_bytes`` and ``after_bytes`` (per device, exact), ``fits``."""
+
+    change: str
+    options: str
+    before_bytes: int
+    after_bytes: int
+    fits: bool
+
+
+@dataclass
+class FitResult:
+    """The verdict of :func:`fit`.
+
+    ``mode`` (``train``/``serve``), ``model``, ``hardware`` (a preset name or None), ``gpus``;
+    ``fits``; ``need_bytes``: the peak per device (training: the most-loaded device; serving:
+    weights + KV cache per device); ``capacity_bytes`` (the device) and ``usable_bytes`` (less the
+    reserve); ``steps``: :class:`Step` s, those that fit first, then by bytes; ``settings``: what the
+    verdict was computed for; ``warnings``. ``status``: the exit status (0 fits, 1 does not)."""
+
+    mode: str
+    model: str
+    hardware: str | None
+    gpus: int
+    fits: bool
+    need_bytes: int
+    capacity_bytes: int
+    usable_bytes: int
+    steps: list[Step] = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> int:
+        """0 when it fits, 1 when it does not (``costgraph fit``'s exit status)."""
+        return 0 if self.fits else 1
+
+    def to_dict(self) -> dict:
+        """The document ``costgraph fit --format json`` prints (bytes as exact ints)."""
+        d = asdict(self)
+        d["status"] = self.status
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_text(self) -> str:
+        """The verdict, the bytes against the device, and the next steps (``try --kv fp8: 61.20 GiB → 45.10 GiB, fits``)."""
+        where = f"{self.gpus} × {self.hardware}" if self.hardware else f"{self.gpus} device(s)"
+        out = [f"{self.model}, {'training' if self.mode == 'train' else 'serving'} on {where}: "
+               + ("fits" if self.fits else "does NOT fit"),
+               f"  {'peak per device' if self.mode == 'train' else 'weights + KV cache per device'}: "
+               f"{gib(self.need_bytes)} of {gib(self.usable_bytes)} usable "
+               f"({gib(self.capacity_bytes)} less the reserve)"]
+        out += [f"  {k}: {v}" for k, v in self.settings.items() if v is not None]
+        if self.steps:
+            out.append("next steps (one change at a time):")
+            out += [f"  try {s.options}: {gib(s.before_bytes)} → {gib(s.after_bytes)}, "
+                    + ("fits" if s.fits else "does not fit") for s in self.steps]
+        elif not self.fits:
+            out.append("no single change tried lowers the memory: more devices, a smaller model or a shorter sequence")
+        out += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(out)
+
+
+def gib(n: int) -> str:
+    """Bytes as GiB with two decimals (``65,771,913,216`` → ``61.25 GiB``)."""
+    return f"{n / 2**30:,.2f} GiB"
+
+
+def _ordered(steps: list[Step]) -> list[Step]:
+    return sorted(steps, key=lambda s: (not s.fits, s.after_bytes))
+
+
+def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None, memory=None, reserve=None,
+        layout=None, prompt=None, generate=None, batch: int = 1, tp: int = 1, weights=None, kv: str = DEFAULT_KV,
+        quantized: str = "linear", keep=(), **layout_settings) -> FitResult:
+    """Does ``model`` fit on ``gpus`` devices of ``hardware`` (a preset name; or ``memory``, bytes
+    or ``"80GB"``) for training (``mode="train"``) or serving (``"serve"``)? See the module docstring.
+
+    ``values``: every dimension's value (``model.values("hf")`` for a model from a config.json).
+    ``reserve``: the memory kept free, a fraction or a size (default
+    :data:`costgraph.choices.DEFAULT_RESERVE`). Training: ``layout`` a
+    :class:`~costgraph.parallel.layout.Layout` (its ``gpus`` set from ``gpus``), or its fields as
+    keywords (``zero=1, recompute="selective", t=2``). Serving: ``prompt`` and ``generate`` tokens
+    per sequence, ``batch`` sequences, ``tp`` (at most ``gpus``), ``weights``/``kv`` dtypes,
+    ``quantized``/``keep`` as :meth:`costgraph.Model.infer`.
+
+    Returns a :class:`FitResult`.
+
+    Raises
+    ------
+    CostgraphValueError
+        An unknown mode, no device memory (no preset and no ``memory``), a value missing, or as
+        :meth:`Model.train` / :meth:`Model.infer` for the same inputs."""
+    from . import arguments
+
+    if mode not in MODES:
+        raise CostgraphValueError(f"fit mode {arguments.shown(mode)} is neither 'train' nor 'serve'",
+                                  hint="mode='train' (costgraph fit --train) or mode='serve' (--serve)")
+    gpus = arguments.whole(gpus, "--gpus")
+    if hardware is None and memory is None:
+        raise CostgraphValueError("fit needs the device memory", hint="give --hardware (costgraph hardware lists "
+                                                                      "the presets) or --memory 80GB")
+    if mode == "train":
+        if prompt is not None or generate is not None:
+            raise CostgraphValueError("--prompt and --generate are serving settings", hint="add --serve")
+        return _train(model, hardware, gpus, values, memory, reserve, layout, layout_settings)
+    if layout is not None or layout_settings:
+        raise CostgraphValueError("a training layout is not a serving setting",
+                                  hint="serving takes --tp, --batch, --weights, --kv; drop --serve to train")
+    return _serve(model, hardware, gpus, values, memory, reserve, dict(prompt=prompt, generate=generate,
+                  batch=batch, tp=tp, weights=weights, kv=kv, quantized=quantized, keep=keep))
+
+
+def _train(model, hardware, gpus, values, memory, reserve, layout, settings) -> FitResult:
+    import dataclasses
+
+    from .parallel.layout import Layout
+
+    if layout is None:
+        layout = Layout(**{**settings, "gpus": gpus})
+    elif settings:
+        raise CostgraphValueError("give a Layout or keyword settings, not both")
+    else:
+        layout = dataclasses.replace(layout, gpus=gpus)
+    r = model.train(layout, values=values, hardware=hardware, memory=memory, reserve=reserve)
+    if r.fits is None:
+        raise CostgraphValueError("fit needs every dimension's value (the sizes the memory is taken at)",
+                                  hint="a config.json or Hub id gives them; a model file: --config NAME or --set")
+    f = r.fits
+    usable = f["capacity_bytes"] - f["reserve_bytes"]
+    need = usable - f["headroom_bytes"]
+    steps = [Step(c["change"], c["options"], need, c["peak_bytes"], c["fits"]) for c in f.get("changes") or ()]
+    L = r.layout
+    shown = {"layout": f"tp {L.t} × pp {L.p} × cp {L.c} × dp {L.d}; ZeRO {L.zero}; recompute {L.recompute}",
+             "precision": f"policy {L.policy}, optimizer {L.optimizer}",
+             "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
+                                if k is not None and k.symbol in r.values) or None}
+    return FitResult("train", model.name, hardware, gpus, f["fits"], need, f["capacity_bytes"], usable,
+                     _ordered(steps), shown, list(r.warnings))
+
+
+def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult:
+    """The serving verdict and its steps: :meth:`Model.infer` at the setting, then once per change."""
+    from . import arguments
+
+    if s["prompt"] is None or s["generate"] is None:
+        raise CostgraphValueError("serving needs the tokens per sequence", hint="give --prompt and --generate, "
+                                                                                "e.g. --prompt 4096 --generate 1024")
+    tp = arguments.whole(s["tp"], "--tp")
+    if tp > gpus:
+        raise CostgraphValueError(f"--tp {tp} is more than --gpus {gpus}", hint="TP shards one replica over at "
+                                                                               "most --gpus devices")
+    notes = _shipped(model, s)
+    values = arguments.model_values(model, values)
+    if values is not None:   # b and s are the batch and the prompt + generated tokens
+        values = {k: v for k, v in values.items() if str(k) not in ("b", "s")}
+
+    if memory is None:   # the preset's memory alone: capacity needs no peak, and no seconds are computed
+        from .hardware import preset
+
+        memory = preset(hardware).memory_bytes
+
+    def run(**change):
+        r = model.infer(values=values, memory=memory, reserve=reserve, **{**s, **change})
+        if r.values.get("fits") is None:
+            raise CostgraphValueError("fit needs the device memory", hint="give --hardware or --memory")
+        return r
+
+    base = run()
+    need, usable = int(base.values["memory_bytes"]), int(base.settings["capacity_bytes"])
+    steps = []
+
+    def attempt(change: str, options: str, **kw):
+        r = run(**kw)
+        after = int(r.values["memory_bytes"])
+        if after != need:
+            steps.append(Step(change, options, need, after, bool(r.values["fits"])))
+
+    if not base.values["fits"]:
+        if base.settings["kv"] in _SIXTEEN:
+            attempt("KV cache fp8", "--kv fp8", kv="fp8")
+        if base.settings["weights"] in _SIXTEEN:
+            attempt("weights fp8", "--weights fp8", weights="fp8")
+        t = tp * 2
+        while t <= gpus:
+            attempt(f"TP {t}", f"--tp {t}", tp=t)
+            if steps and steps[-1].fits:
+                break
+            t *= 2
+        best = base.values.get("max_batch")
+        if best and best < int(s["batch"]):
+            attempt(f"batch {best} (the largest that fits)", f"--batch {best}", batch=best)
+    st = base.settings
+    shown = {"setting": f"batch {st['batch']} × (prompt {st['prompt']} + generate {st['generate']}) tokens; "
+                        f"TP {st['tp']}; weights {st['weights']}, KV cache {st['kv']}",
+             "replicas": f"{gpus // tp} of TP {tp} on {gpus} devices" if gpus // tp > 1 else None,
+             "weights from": notes[0]}
+    return FitResult("serve", model.name, hardware, gpus, bool(base.values["fits"]), need,
+                     int(st["device_memory"]), usable, _ordered(steps), shown, notes[1] + list(base.warnings))
+
+
+def _shipped(model, s: dict) -> tuple[str | None, list[str]]:
+    """``weights=None``: a model from a config.json (``model.hf``) serves the weights it ships
+    (``torch_dtype``, ``quantization_config``: :meth:`HFModel.shipped`, its scope and kept modules
+    too; an unquantized 16-bit checkpoint counted as bf16, as ``costgraph infer`` does), any other
+    bf16. Sets ``s``; returns (where the weights came from, the warnings of what was assumed)."""
+    from .choices import DEFAULT_WEIGHTS
+
+    hf = getattr(model, "hf", None)
+    if s["weights"] is not None or hf is None:
+        s["weights"] = s["weights"] or DEFAULT_WEIGHTS
+        return None, []
+    from .inference.dtypes import derived_weight_dtype
+
+    sh = hf.shipped()
+    w = derived_weight_dtype(sh.weights, sh.fields)
+    s["weights"] = w if w.quantized else DEFAULT_WEIGHTS
+    if w.quantized:
+        s["quantized"], s["keep"] = sh.quantized, sh.keep
+    return sh.source, list(sh.warnings)

@@ -1,0 +1,112 @@
+"""Issue 20 item 3: ``costgraph.fit`` / ``costgraph fit`` — the verdict and the next steps are
+exactly what the training-memory and inference-capacity analyses answer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
+from costgraph.verdict import Step
+
+# meta-llama/Llama-3.1-8B's config.json (the fields costgraph reads)
+LLAMA31 = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256,
+           "max_position_embeddings": 131072, "hidden_act": "silu", "tie_word_embeddings": False,
+           "torch_dtype": "bfloat16"}
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return costgraph.load(LLAMA31)
+
+
+@pytest.fixture(scope="module")
+def trained(llama):
+    """(fit verdict, Model.train) for 8 × H100-SXM, b = 1, s = 4096, ZeRO 0."""
+    v = llama.values("hf", s=4096)
+    return (costgraph.fit(llama, hardware="h100-sxm", gpus=8, values=v),
+            llama.train(values=v, hardware="h100-sxm", gpus=8))
+
+
+def test_train_verdict_is_the_training_analysis(llama, trained):
+    r, t = trained
+    peak = int(sympy.ceiling(t.most_loaded().memory["total"].xreplace(t.values)))
+    assert (r.fits, r.status, r.need_bytes, r.usable_bytes, r.capacity_bytes) == \
+        (False, 1, peak, 72_000_000_000, 80_000_000_000)
+    assert peak == 154_291_765_248   # weights 16,060,522,496 + grads as much + Adam 96,363,134,976 + activations
+    assert t.fits["fits"] is False and r.usable_bytes - r.need_bytes == t.fits["headroom_bytes"]
+    want = [Step(c["change"], c["options"], peak, c["peak_bytes"], c["fits"]) for c in t.fits["changes"]]
+    assert sorted(r.steps, key=lambda s: s.options) == sorted(want, key=lambda s: s.options)
+    assert r.steps[0] == Step("ZeRO 1", "--zero 1", peak, 69_974_022_144, True)   # fitting steps first
+    assert "try --zero 1: 143.70 GiB → 65.17 GiB, fits" in r.to_text()
+
+
+def test_train_fits_after_the_step(llama):
+    r = costgraph.fit(llama, hardware="h100-sxm", gpus=8, values=llama.values("hf", s=4096), zero=1)
+    assert (r.fits, r.status, r.need_bytes, r.steps) == (True, 0, 69_974_022_144, [])
+
+
+@pytest.fixture(scope="module")
+def served(llama):
+    return costgraph.fit(llama, mode="serve", hardware="h100-sxm", gpus=8, values=llama.values("hf"),
+                         prompt=32768, generate=1024, batch=32)
+
+
+def test_serve_verdict_is_the_capacity_analysis(llama, served):
+    r = served
+    # weights 16,060,522,496 bytes (8,030,261,248 bf16 parameters) + KV cache: 32 sequences × 33,792
+    # positions × 2 (K, V) · l 32 · kv 8 · d 128 · 2 bytes = 141,733,920,768
+    assert r.need_bytes == 16_060_522_496 + 32 * 33_792 * 131_072 == 157_794_443_264
+    assert (r.fits, r.status, r.usable_bytes, r.capacity_bytes) == (False, 1, 72_000_000_000, 80_000_000_000)
+    v = {k: x for k, x in llama.values("hf").items() if str(k) not in ("b", "s")}
+    fp8 = llama.infer(hardware="h100-sxm", prompt=32768, generate=1024, batch=32, values=v, kv="fp8")
+    steps = {s.options: s for s in r.steps}
+    assert steps["--kv fp8"] == Step("KV cache fp8", "--kv fp8", r.need_bytes, fp8.values["memory_bytes"], False)
+    # fp8 per tensor: half the bytes, and an fp32 scale for K and for V of each of the 32 layers
+    assert fp8.values["memory_bytes"] == 16_060_522_496 + 141_733_920_768 // 2 + 2 * 32 * 4
+    assert fp8.settings["capacity_bytes"] == r.usable_bytes
+    assert steps["--tp 4"].fits and not steps["--tp 2"].fits and "--tp 8" not in steps   # doubled until one fits
+    base = llama.infer(hardware="h100-sxm", prompt=32768, generate=1024, batch=32, values=v)
+    assert steps[f"--batch {base.values['max_batch']}"].fits and base.values["max_batch"] == 12
+    assert [s.fits for s in r.steps] == sorted((s.fits for s in r.steps), reverse=True)
+    assert "try --kv fp8: 146.96 GiB → 80.96 GiB, does not fit" in r.to_text()
+    assert r.settings["weights from"] == "<dict>: torch_dtype bfloat16"
+
+
+def test_bad_inputs(llama):
+    v = llama.values("hf", s=4096)
+    for kwargs, match in [(dict(mode="infer"), "neither 'train' nor 'serve'"),
+                          (dict(hardware=None), "needs the device memory"),
+                          (dict(prompt=8), "serving settings"),
+                          (dict(mode="serve"), "--prompt and --generate"),
+                          (dict(mode="serve", prompt=8, generate=8, tp=16), "more than --gpus"),
+                          (dict(mode="serve", prompt=8, generate=8, zero=1), "not a serving setting"),
+                          (dict(gpus=0), "--gpus")]:
+        with pytest.raises(CostgraphValueError, match=match):
+            costgraph.fit(llama, **{"hardware": "h100-sxm", "gpus": 8, "values": v, **kwargs})
+    with pytest.raises(CostgraphValueError, match="every dimension's value"):
+        costgraph.fit(costgraph.load("gpt"), hardware="h100-sxm", gpus=8)
+
+
+def test_cli_exit_status_and_json(tmp_path, capsys, trained):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA31))
+    base = ["fit", str(cfg), "--hardware", "h100-sxm", "--gpus", "8", "--set", "s=4096"]
+    assert main(base + ["--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fits"] is False and doc["status"] == 1 and doc["need_bytes"] == trained[0].need_bytes
+    assert doc["steps"] == [vars(s) for s in trained[0].steps]
+    assert main(base + ["--zero", "1"]) == 0
+    assert capsys.readouterr().out.startswith("llama, training on 8 × h100-sxm: fits")
+    assert main(base + ["--serve"]) == 2
+    assert "--prompt and --generate" in capsys.readouterr().err
+    assert main(base + ["--serve", "--prompt", "8", "--generate", "8", "--zero", "1"]) == 2
+    assert "--zero is a training option" in capsys.readouterr().err
+    assert main(base + ["--kv", "fp8"]) == 2
+    assert "--kv is a serving option" in capsys.readouterr().err
