@@ -1,5 +1,5 @@
-"""Diffusion Transformers for ``costgraph verify`` (:mod:`costgraph.torch_measure`'s
-``build_model`` for ``DIFFUSION_TYPES``): diffusers' class of a diffusers ``config.json``
+"""Diffusion Transformers for ``costgraph verify`` (:mod:`costgraph.verify` builds
+``DIFFUSION_TYPES`` here instead of :func:`costgraph.torch_measure.build_model`): diffusers' class of a diffusers ``config.json``
 (``_class_name``) built on the meta device, its forward taking one denoising step's inputs.
 diffusers is an optional dependency (the ``diffusion`` extra: ``pip install -e '.[diffusion]'``);
 ``torch`` is passed in by the caller (which has checked it is installed), so this module
@@ -11,6 +11,8 @@ from .errors import CostgraphValueError
 
 #: diffusers version the PyTorch tier was checked with (tests/test_dit.py)
 DIFFUSERS_VERSION = "0.42.1"
+#: mapping entries (hf_mapping.toml) built by diffusers, not transformers: verify calls :func:`build_diffusion`
+DIFFUSION_TYPES = frozenset({"dit", "sd3"})
 #: costgraph's mapping entry → diffusers' class name
 CLASSES = {"dit": "DiTTransformer2DModel", "sd3": "SD3Transformer2DModel"}
 #: text tokens of SD3's pipeline (77 CLIP + 256 T5), the mapping's T

@@ -127,8 +127,6 @@ VISION_TYPES = frozenset({"vit", "dinov2"})
 PAIR_TYPES = frozenset({"clip", "siglip"})
 #: speech encoder-decoders: a spectrogram into the encoder (:func:`costgraph.torch_speech.build_speech`)
 SPEECH_TYPES = frozenset({"whisper"})
-#: diffusion Transformers: diffusers' classes, one denoising step (:func:`costgraph.torch_diffusion.build_diffusion`)
-DIFFUSION_TYPES = frozenset({"dit", "sd3"})
 
 
 def build_model(model_type: str, config_dict: dict, **build_kwargs):
@@ -141,10 +139,6 @@ def build_model(model_type: str, config_dict: dict, **build_kwargs):
         from .torch_vision import build_pair
 
         return build_pair(_torch(), model_type, config_dict, **build_kwargs)
-    if model_type in DIFFUSION_TYPES:
-        from .torch_diffusion import build_diffusion
-
-        return build_diffusion(_torch(), model_type, config_dict, **build_kwargs)
     if model_type in SPEECH_TYPES:
         from .torch_speech import build_speech
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .torch_measure import (DIFFUSION_TYPES, ENCODER_TYPES, PAIR_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
+from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
+from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
                             param_count, require, saved_bytes)
 
 
@@ -142,8 +143,11 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
 
     multimodal = hf.model_type in MULTIMODAL_TYPES
-    tm = (build_llava(torch, _hf_build_config(config)) if multimodal
-          else build_model(hf.model_type, _hf_build_config(config)))
+    if hf.model_type in DIFFUSION_TYPES:   # diffusers' DiT / SD3, T text tokens for SD3
+        tm = build_diffusion(torch, hf.model_type, _hf_build_config(config), text_tokens=hf.values.get("T", 0))
+    else:
+        tm = (build_llava(torch, _hf_build_config(config)) if multimodal
+              else build_model(hf.model_type, _hf_build_config(config)))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
     if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens

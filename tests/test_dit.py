@@ -178,11 +178,14 @@ def _forward_flops(model, b: int) -> int:
 def test_parameters_and_forward_flops_equal_diffusers(name):
     """diffusers 0.42.1 on meta: sum(p.numel()) and FlopCounterMode's forward FLOPs of one step (b = 2,
     bf16, train mode) equal costgraph's; the text tokens T = 5 for SD3."""
-    from costgraph.torch_measure import build_model, param_count
+    import torch
+
+    from costgraph.torch_diffusion import build_diffusion
+    from costgraph.torch_measure import param_count
 
     cfg = SMALL[name]
     hf = costgraph.from_hf_config(cfg, source=name)
-    tm = build_model(hf.model_type, cfg, text_tokens=5)
+    tm = build_diffusion(torch, hf.model_type, cfg, text_tokens=5)
     values = {**hf.values, "b": 2, **({"T": 5} if "T" in hf.values else {})}
     got = hf.costs("model", convention="matmul").evaluate(**values)
     assert type(tm).__name__ == f"{cfg['_class_name']}Step"
@@ -192,11 +195,14 @@ def test_parameters_and_forward_flops_equal_diffusers(name):
 
 @torch_tier
 def test_released_configs_parameters_equal_diffusers():
-    from costgraph.torch_measure import build_model, param_count
+    import torch
+
+    from costgraph.torch_diffusion import build_diffusion
+    from costgraph.torch_measure import param_count
 
     for path, want in ((DIT, DIT_PARAMS), (SD3, SD3_PARAMS)):
         cfg = json.loads(path.read_text())
-        assert param_count(build_model(costgraph.load_hf_config(str(path)).model_type, cfg)) == want
+        assert param_count(build_diffusion(torch, costgraph.load_hf_config(str(path)).model_type, cfg)) == want
 
 
 def test_verify_without_diffusers_says_how_to_install_it(monkeypatch):
