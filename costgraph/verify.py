@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
 from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
                             param_count, require, saved_bytes)
 
@@ -142,14 +143,17 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
 
     multimodal = hf.model_type in MULTIMODAL_TYPES
-    tm = (build_llava(torch, _hf_build_config(config)) if multimodal
-          else build_model(hf.model_type, _hf_build_config(config)))
+    if hf.model_type in DIFFUSION_TYPES:   # diffusers' DiT / SD3, T text tokens for SD3
+        tm = build_diffusion(torch, hf.model_type, _hf_build_config(config), text_tokens=hf.values.get("T", 0))
+    else:
+        tm = (build_llava(torch, _hf_build_config(config)) if multimodal
+              else build_model(hf.model_type, _hf_build_config(config)))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
     if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens
         shapes = [(b, image_tokens(config) + s) for b, s in shapes]
-    if hf.model_type in VISION_TYPES:   # images: b varies, the tokens are fixed by the image size
-        derived = costgraph_model.graph.dims["s"].derived
+    if hf.model_type in VISION_TYPES or hf.model_type in DIFFUSION_TYPES:   # b varies, the tokens are fixed
+        derived = costgraph_model.graph.dims["n" if hf.model_type in DIFFUSION_TYPES else "s"].derived
         tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))
         shapes = [(b, tokens) for b, _ in shapes]
 
@@ -170,6 +174,8 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="not asked (--no-kv)"))
     elif seq2seq:
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="encoder-decoder (EncoderDecoderCache)"))
+    elif hf.model_type in DIFFUSION_TYPES:
+        qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="a diffusion Transformer keeps no KV cache"))
     elif hf.model_type in ENCODER_TYPES or hf.model_type in PAIR_TYPES:   # encoders; CLIP, SigLIP
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="an encoder keeps no KV cache (costgraph: "
                            f"{max(int(c['kv_cache_bytes']) for c in cgs)} bytes)"))
@@ -188,7 +194,17 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
             if q.fit is not None:
                 q.symbolic = {sym: explain(coef, dims) for sym, coef in zip(("b·s", "b·s²"), q.fit) if coef}
     return Verification(costgraph_model.name, hf.model_type, type(tm).__name__, str(config_path),
-                        bool(dropout), qs, f"torch {torch.__version__}, transformers {transformers.__version__}")
+                        bool(dropout), qs, f"torch {torch.__version__}, transformers {transformers.__version__}"
+                        + _diffusers_version(hf.model_type))
+
+
+def _diffusers_version(model_type: str) -> str:
+    """", diffusers X" for a diffusion Transformer (built by diffusers), else nothing."""
+    if model_type not in DIFFUSION_TYPES:
+        return ""
+    import diffusers
+
+    return f", diffusers {diffusers.__version__}"
 
 
 def _signed(n: int) -> str:

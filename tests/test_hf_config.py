@@ -76,6 +76,9 @@ KNOWN = {
     "siglip-base-patch16-224.json": (203_155_970, 203_155_970),
     # transformers 5.24 on meta (sum of numel; LlavaForConditionalGeneration, tests/test_llava.py)
     "llava-1.5-7b-hf.json": (7_063_427_072, 7_063_427_072),
+    # diffusers 0.42.1 on meta (sum of numel; DiTTransformer2DModel, SD3Transformer2DModel; tests/test_dit.py)
+    "dit-xl-2-256.json": (749_826_464, 749_826_464),
+    "sd3-medium.json": (2_028_328_000, 2_028_328_000),
 }
 
 

@@ -222,6 +222,10 @@ class Inference:
         self.weights, self.kv = weight_dtype(weights), kv_dtype(kv)
         self.t, self.convention, self.causal, self.activations = t, convention, causal, activations
         if not cg.caches:
+            from ..diffusion import is_diffusion, no_decode_phase
+
+            if is_diffusion(cg):   # DiT, SD3: per-image FLOPs are steps × a step's (costgraph.diffusion)
+                raise no_decode_phase(cg.name)
             raise CostgraphValueError(f"model '{cg.name}' caches nothing: no cache(...) in its graph; an encoder "
                                       "(BERT, ViT) has no decode phase to model",
                                       hint="for a decoder, mark K and V with cache(...) in the model file; for an "

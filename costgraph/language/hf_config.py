@@ -64,7 +64,8 @@ HF_MAPPING = datafiles.Schema("hf_mapping.toml", "costgraph", entries=datafiles.
     datafiles.Field("model", "text"), datafiles.Field("dims", "table"),
     datafiles.Field("options", "table", required=False), datafiles.Field("unsupported", "list", required=False),
     datafiles.Field("layer_indices", "list", required=False), datafiles.Field("dropout_keys", "names", required=False),
-    datafiles.Field("nested_defaults", "names", required=False))))
+    datafiles.Field("nested_defaults", "names", required=False),
+    datafiles.Field("class_names", "names", required=False))))
 
 
 @cache
@@ -232,6 +233,8 @@ def dropout_in(config: dict, keys=DROPOUT_KEYS) -> bool:
 def _model_type(config: dict, source: str) -> str:
     """The config's ``model_type``, one the mapping supports."""
     model_type = config.get("model_type")
+    if model_type is None and "_class_name" in config:
+        return _diffusers_type(config, source)
     if model_type is None:
         raise CostgraphValueError(f"{source}: no 'model_type' key",
                                   hint="a Hugging Face config.json names its architecture in model_type; "
@@ -241,6 +244,23 @@ def _model_type(config: dict, source: str) -> str:
             f"{source}: unsupported model_type {model_type!r}",
             hint="supported: " + ", ".join(supported_model_types()))
     return model_type
+
+
+def _diffusers_type(config: dict, source: str) -> str:
+    """The mapping entry of a diffusers ``config.json``, which names its class in ``_class_name``
+    (``DiTTransformer2DModel``, ``SD3Transformer2DModel``) instead of a ``model_type``: the entry
+    whose ``class_names`` holds it. The legacy ``Transformer2DModel`` (the released DiT-XL-2
+    configs) is DiT only with ``norm_type`` "ada_norm_zero", as diffusers builds it."""
+    name = config["_class_name"]
+    known = {c: t for t, e in mapping().items() for c in e.get("class_names", ())}
+    if not isinstance(name, str) or name not in known:
+        raise CostgraphValueError(f"{source}: unsupported diffusers class (_class_name) {shown(name)}",
+                                  hint="supported: " + ", ".join(sorted(known)))
+    if name == "Transformer2DModel" and config.get("norm_type") != "ada_norm_zero":
+        raise CostgraphValueError(
+            f"{source}: a Transformer2DModel with norm_type {shown(config.get('norm_type', 'layer_norm'))} is not DiT",
+            hint="costgraph maps Transformer2DModel only as DiT (norm_type \"ada_norm_zero\", the DiT-XL-2 releases)")
+    return known[name]
 
 
 def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:

@@ -265,3 +265,41 @@ def layer_scale(c):
     c.backward_weight(Flops(other=2 * x.numel))
     c.save(x)
     return y
+
+
+# ------------------------------------------------- diffusion Transformers (DiT, MMDiT)
+
+
+@op("sinusoidal", "sinusoidal embedding of one number per sample (a diffusion timestep): t [B] → [B, dim] "
+    "in fp32, the sine and cosine of t·ω_k at dim/2 frequencies; no parameters",
+    t="tensor", dim="dim", layout="whole")
+def sinusoidal(c):
+    """diffusers' ``get_timestep_embedding(t, dim)`` (``Timesteps``; DiT, Peebles & Xie 2023,
+    §3.2; the frequencies of Vaswani et al. 2017): ``t[:, None].float() · ω`` with ``ω_k =
+    exp(−ln(10⁴)·k/(dim/2 − shift))``, scaled, then ``cat(sin, cos)``. An fp32 ``[B, dim]``
+    result (the model casts it to the compute dtype before its MLP). No parameters, no matrix
+    product; under `all` 2 FLOPs an output element (the product t·ω and its scaling, dim/2 each,
+    and one sine or cosine per element); the ``[dim/2]`` frequencies, made once, are not counted.
+    No gradient reaches ``t`` (an input); keeps nothing."""
+    t, dim = c["t"], as_dim(c["dim"])
+    if len(t.shape) != 1:
+        c.fail(f"sinusoidal needs one number per sample, t [B], got {t.shape_str()}")
+    if dim.is_number and (not dim.is_integer or dim % 2):
+        c.fail(f"sinusoidal: dim {dim} must be even (a sine and a cosine per frequency)")
+    y = c.output((t.shape[0], dim), role="fp32")
+    c.forward(Flops(other=2 * t.shape[0] * dim))
+    return y
+
+
+@op("slice_seq", "the first or next `size` positions of the sequence axis: x [..., S, d] → [..., size, d] "
+    "(a view; MMDiT splits its joint attention output back into image and text tokens)",
+    x="tensor", size="dim", layout="whole")
+def slice_seq(c):
+    """``x[:, :n]`` then ``x[:, n:]`` (SD3's ``JointAttnProcessor2_0`` after attending over the
+    image and text tokens together): a view, no FLOPs, keeps nothing. Successive calls on one
+    tensor take successive runs of positions, as ``slice`` does on the last axis."""
+    x = c["x"]
+    if len(x.shape) < 2:
+        c.fail(f"slice_seq needs [..., S, d], got {x.shape_str()}")
+    c.at_most(c["size"], x.shape[-2], "takes")
+    return c.output((*x.shape[:-2], c["size"], x.shape[-1]), view_of=x)

@@ -216,11 +216,15 @@ def _same(a, b) -> bool:
 def sequence_dims(cg: CostGraph) -> list[sympy.Expr]:
     """The sequence lengths of the model: the last axis of each ``index`` input; for a
     model without token ids (ViT reads pixels), its dimension ``s`` (derived there:
-    the patches and the class token)."""
+    the patches and the class token). One id per sample, ``[b]`` (DiT's class label, CLIP's
+    end-of-text position), is no sequence."""
     out = []
+    batch = cg.dims["b"].symbol if "b" in cg.dims else None
     for path, d in cg.nodes.items():
         if d["kind"] == "input":
             ten = cg.tensors[path]
+            if len(ten.shape) == 1 and batch is not None and ten.shape[0] == batch:
+                continue
             if ten.role == "index" and ten.shape and ten.shape[-1] not in out:
                 out.append(ten.shape[-1])
     if not out and "s" in cg.dims:
