@@ -230,3 +230,16 @@ class CostGraph:
     def symbols(self) -> dict[str, str]:
         """Free dimension symbols (not derived) → meaning."""
         return {d.name: d.meaning for d in self.dims.values() if d.derived is None}
+
+    def dim_expr(self, name: str) -> Expr:
+        """Dimension ``name`` in the free dimensions: its symbol, or for a derived one its
+        definition with every derived dimension in it replaced by its own (ViT's
+        ``s = n + 1`` with ``n = (image/p)^2`` → ``(image/p)^2 + 1``)."""
+        derived = {d.symbol: d.derived for d in self.dims.values() if d.derived is not None}
+        expr = self.dims[name].symbol
+        for _ in range(len(derived) + 1):   # each pass removes one level of definitions
+            new = expr.xreplace(derived)
+            if new == expr:
+                break
+            expr = new
+        return expr

@@ -260,7 +260,7 @@ def _grid(cg: CostGraph, fixed: dict, refused: dict, *, gpus, global_batch, max_
     a single stack whose layers ``p·v`` divides, with ``m`` a multiple of ``p``."""
     pl = placement(cg, Layout(t=T, p=P, c=C, e=EP, d=D, m=M))
     counts = [int(g.count.xreplace(fixed)) for g in pl.top]
-    seq = int(cg.dims["s"].symbol.xreplace(fixed)) if "s" in cg.dims else 1
+    seq = int(cg.dim_expr("s").xreplace(fixed)) if "s" in cg.dims else 1
     split_sizes = set()   # axes TP splits, as numbers: each must divide by t (costgraph.training.validity)
     for _, size in split_axes(cg, pl):
         n = as_expr(size).xreplace(fixed)

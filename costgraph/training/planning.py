@@ -186,7 +186,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held)
     tokens = arguments.rational(tokens, "--tokens")
-    seq = int(values[model.graph.dims["s"].symbol]) if "s" in model.graph.dims else 1
+    seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []
     for c in result.layouts:
         row = c.as_dict()

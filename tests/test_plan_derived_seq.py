@@ -1,0 +1,41 @@
+"""``costgraph plan`` on models whose sequence length is derived (ViT's ``s = n + 1``,
+``n = (image/p)^2``; DiT's tokens from its latent size): the planner reads ``s`` through
+:meth:`costgraph.engine.graph.CostGraph.dim_expr` (it raised ``TypeError: Cannot convert
+symbols to int``, an internal error, before). Each planned layout is confirmed against
+``costgraph train`` for the same layout: the memory of the most loaded device, exactly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costgraph.cli import main
+
+
+def _json(capsys, *argv):
+    capsys.readouterr()
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("model, config", [("vit", "vit-base-patch16-224"), ("dit", "dit-xl-2-256")])
+def test_plan_on_a_derived_sequence_matches_train(capsys, model, config):
+    planned = _json(capsys, "plan", model, "--config", config, "--gpus", "8", "--hardware", "h100-sxm",
+                    "--global-batch", "64", "--top", "1")
+    best = planned["layouts"][0]
+    trained = _json(capsys, "train", model, "--config", config, "--gpus", "8", "--tp", str(best["tp"]),
+                    "--pp", str(best["pp"]), "--zero", str(best["zero"]), "--recompute", best["recompute"],
+                    "--set", f"b={best['micro_batch']}", "--micro-batches", str(best["micro_batches"]))
+    assert trained["memory"]["total"]["value"] == best["memory_bytes"]
+
+
+def test_dim_expr_follows_definitions():
+    import sympy
+
+    import costgraph
+
+    cg = costgraph.load("vit").graph
+    image, p = cg.dims["image"].symbol, cg.dims["p"].symbol
+    assert sympy.simplify(cg.dim_expr("s") - (image**2 / p**2 + 1)) == 0   # n = (image/p)^2 patches + the class token
+    assert cg.dim_expr("h") == cg.dims["h"].symbol
