@@ -1,5 +1,5 @@
 """How the API's typed results show in a notebook: one mixin, :class:`Tabular`, gives each result
-``_repr_html_`` and ``_repr_latex_`` (one table, Jupyter picks the richest) and ``to_pandas()``,
+``_repr_html_``, ``_repr_latex_`` and ``_repr_pretty_`` (IPython's text) (one table, Jupyter picks the richest) and ``to_pandas()``,
 all three drawn from the one :class:`Table` its ``_table()`` returns.
 
 A cell is plain (text, a whole number, a float, a yes/no) or a :class:`Q`, a number with its unit.
@@ -96,6 +96,14 @@ def html(t: Table) -> str:
     return "".join(out) + "</table>"
 
 
+def text(t: Table) -> str:
+    """``t`` as plain text: the title, then the columns aligned (what IPython prints as text/plain)."""
+    cells = [[str(h) for h in t.heads]] + [[cell_text(c) for c in row] for row in t.rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))] if cells[0] else []
+    lines = [t.title] + ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
@@ -148,25 +156,37 @@ def frame(t: Table):
 
 
 class Tabular:
-    """Mixin of the typed results: ``_repr_html_``, ``_repr_latex_`` and ``to_pandas()`` from the
-    one :class:`Table` of ``self._table()`` (each result defines it)."""
+    """Mixin of the typed results: ``_repr_html_``, ``_repr_latex_``, ``_repr_pretty_`` and
+    ``to_pandas()`` from the one :class:`Table` of ``self._table()`` (each result defines it), made
+    once per result (Jupyter asks for every format in turn; a result is not changed once made)."""
 
     def _table(self) -> Table:   # pragma: no cover - each result defines it
         raise NotImplementedError
 
+    def _shown(self) -> Table:
+        t = self.__dict__.get("_shown_table")
+        if t is None:
+            t = self._table()
+            object.__setattr__(self, "_shown_table", t)   # frozen dataclasses too
+        return t
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """IPython's text/plain: the table as aligned text (not the dataclass's fields)."""
+        printer.text(text(self._shown()))
+
     def _repr_html_(self) -> str:
         """Jupyter: the result as an HTML table."""
-        return html(self._table())
+        return html(self._shown())
 
     def _repr_latex_(self) -> str:
         """Jupyter (and nbconvert to PDF): the result as a LaTeX tabular."""
-        return latex(self._table())
+        return latex(self._shown())
 
     def to_pandas(self):
         """The result's table as a :class:`pandas.DataFrame`: numbers in their column, units in a
         ``unit`` column (exact ints stay ints). Raises CostgraphValueError without pandas (the
         ``notebook`` extra)."""
-        return frame(self._table())
+        return frame(self._shown())
 
 
 def json_exact(v):
