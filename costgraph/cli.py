@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
 
     for name in commands.names():
         commands.module(name).add_parser(sub)
+    from .completion import add_completion_argument
+
+    add_completion_argument(p)   # --print-completion bash|zsh|tcsh (shtab, the `completion` extra)
     return p
 
 
@@ -50,18 +53,24 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as e:   # argparse has printed usage (status 2), --help or --version (0)
         return e.code if isinstance(e.code, int) else 2
+    stdin = None   # MODEL '-': the model or config.json read from standard input (commands/_stdin.py)
     try:
         from . import commands
         from .commands.common import resolve_models
 
+        if getattr(args, "model", None) == "-":
+            from .commands._stdin import StdinModel
+
+            stdin = StdinModel(args)
         resolve_models(args)   # a Hub id or a snapshot folder → its config.json (issue 20)
         out, status = commands.module(args.command).run(args), 0
         if isinstance(out, tuple):
             out, status = out
         if not isinstance(out, str):     # an iterator of text pieces (sweep): written as they come
             return _write_stream(out, status)
+        out = stdin.shown(out) if stdin is not None else out
     except CostgraphError as e:
-        print(e, file=sys.stderr)
+        print(stdin.shown(str(e)) if stdin is not None else e, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
@@ -69,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"costgraph: internal error: {type(e).__name__}: {e}\n"
               "this is a bug in costgraph; please report it with the command that caused it", file=sys.stderr)
         return 3
+    finally:
+        if stdin is not None:
+            stdin.close()
     return _write(out, status)
 
 

@@ -12,12 +12,10 @@
 * ``--over NAME=VALUES``: a sweep of one dimension (``s=512,1024,2048`` or
   ``s=512:8192:x2``, both ends included).
 
-Light at import (argparse and ``re`` only).
+Light at import (argparse only).
 """
 
 from __future__ import annotations
-
-import re
 
 from .. import choices
 from ..choices import add_option
@@ -288,41 +286,23 @@ def inference(args):
     return model, rep
 
 
-_LIST = re.compile(r"^[0-9]{1,12}(,[0-9]{1,12})*$")
-_RANGE = re.compile(r"^([0-9]{1,12}):([0-9]{1,12}):([x+])([0-9]{1,12})$")
-
-
 def parse_over(text: str) -> tuple[str, list[int]]:
-    """``s=512,1024,2048`` → ``("s", [512, 1024, 2048])``; ``s=512:8192:x2`` (×2 from 512 up to
-    8192) and ``b=1:8:+1`` (steps of 1), ends included.
+    """``--over`` of ``plot`` and ``report``: ``s=512,1024,2048`` → ``("s", [512, 1024, 2048])``;
+    ``s=512:8192:x2`` (×2 from 512 up to 8192) and ``b=1:8:+1`` (steps of 1), ends included. The one
+    grammar of ``sweep``'s ``--over`` (:func:`costgraph.export.sweep.parse_axis`): ``_`` between
+    digits is a separator (``1_024`` is 1024), a value listed twice is refused; at most
+    :data:`MAX_POINTS` points (a plot shows a few dozen bars).
 
     Raises
     ------
     CostgraphValueError
-        Text of another form, a value not a positive whole number, a step that does not grow,
-        or more than :data:`MAX_POINTS` points."""
-    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.+)", text or "")
-    hint = "write NAME=V1,V2,... or NAME=START:STOP:xFACTOR or NAME=START:STOP:+STEP, e.g. s=512:8192:x2"
-    if not m:
-        raise CostgraphValueError(f"cannot read --over {str(text)[:40]!r}", hint=hint)
-    name, spec = m.groups()
-    if _LIST.match(spec):
-        points = [int(v) for v in spec.split(",")]
-    elif _RANGE.match(spec):
-        start, stop, op, step = _RANGE.match(spec).groups()
-        start, stop, step = int(start), int(stop), int(step)
-        if start < 1 or (op == "x" and step < 2) or (op == "+" and step < 1):
-            raise CostgraphValueError(f"--over {text!r}: the sweep must start at 1 or more and grow",
-                                      hint="a factor of 2 or more (x2), a step of 1 or more (+1)")
-        points, v = [], start
-        while v <= stop and len(points) <= MAX_POINTS:
-            points.append(v)
-            v = v * step if op == "x" else v + step
-    else:
-        raise CostgraphValueError(f"cannot read --over {text[:40]!r}", hint=hint)
-    if not points or any(v < 1 for v in points):
-        raise CostgraphValueError(f"--over {text[:40]!r}: the values must be positive whole numbers")
-    if len(points) > MAX_POINTS:
+        Text outside the grammar, a value not a positive whole number, a range that ends before it
+        starts or does not grow, a value twice, or more than :data:`MAX_POINTS` points."""
+    from ..export.sweep import axis_length, parse_axis
+
+    text = text if isinstance(text, str) else ""
+    if axis_length(text) > MAX_POINTS:
         raise CostgraphValueError(f"--over {text[:40]!r} has more than {MAX_POINTS} points",
                                   hint="a plot shows a few dozen bars at most; use costgraph sweep for tables")
-    return name, points
+    axis = parse_axis(text, MAX_POINTS)
+    return axis.name, list(axis.values)

@@ -30,9 +30,17 @@ from pathlib import Path
 from ..errors import CostgraphValueError
 
 
+def output_file(text: str) -> str | None:
+    """The argparse type of ``-o``: ``-`` is standard output (None: the text is printed, as without
+    ``-o``), anything else a file name."""
+    return None if text == "-" else text
+
+
 def output_arguments(p, help: str, required: bool = False) -> None:
-    """Add ``-o/--output FILE`` and ``--force`` (replace an existing FILE) to parser ``p``."""
-    p.add_argument("-o", "--output", metavar="FILE", required=required, help=help)
+    """Add ``-o/--output FILE`` (``-o -``: standard output) and ``--force`` (replace an existing
+    FILE) to parser ``p``."""
+    p.add_argument("-o", "--output", metavar="FILE", required=required, type=output_file,
+                   help=help + "; - for standard output")
     p.add_argument("--force", action="store_true",
                    help="replace FILE if it exists (never an input file; never through a symbolic link)")
 

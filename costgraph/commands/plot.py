@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
                                     "block, roofline with prefill and decode")
     model_arguments(p)
     p.add_argument("--kind", choices=("memory", "flops", "roofline"), required=True)
-    output_arguments(p, required=True, help="FILE.png or FILE.svg")
+    output_arguments(p, required=True, help="FILE.png or FILE.svg (- writes SVG text)")
     p.add_argument("--over", metavar="NAME=VALUES",
                    help="memory: the swept dimension, e.g. s=1024:16384:x2, b=1,2,4,8 (default: the values given)")
     p.add_argument("--phase", choices=("train", "infer"), default="train",
@@ -137,7 +137,7 @@ def run(args) -> str:
     from ..errors import CostgraphValueError
     from ..export import plots
 
-    suffix = Path(args.output).suffix.lower()
+    suffix = ".svg" if args.output is None else Path(args.output).suffix.lower()   # -o -: SVG text on stdout
     if suffix not in plots.FORMATS:
         raise CostgraphValueError(f"cannot tell the picture format of {args.output!r}",
                                   hint="name the file .png or .svg")
@@ -147,6 +147,8 @@ def run(args) -> str:
 
     need("matplotlib", "plot", "costgraph plot")   # before any work: names the extra when missing
     fig = {"memory": _memory, "flops": _flops, "roofline": _roofline}[args.kind](args)
+    if args.output is None:
+        return plots.svg_text(fig).rstrip("\n")
     from ._output import write_output
 
     path = write_output(args, lambda tmp: plots.save(fig, tmp))

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..errors import CostgraphValueError, no_value
 from ..optional import need
+from .display import Tabular, json_exact
 
 #: Bytes per unit of the memory axis.
 BYTE_UNITS = {"GB": 10**9, "GiB": 2**30}
@@ -45,14 +46,35 @@ FORMATS = (".png", ".svg")
 
 
 def _figure(width: float = 7.0, height: float = 4.2):
-    """A Figure on an Agg canvas (no pyplot)."""
+    """A Figure on an Agg canvas (no pyplot) that a notebook shows inline (:func:`_inline_class`)."""
     need("matplotlib", "plot", "drawing a plot")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = _inline_class()(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+_INLINE = []
+
+
+def _inline_class():
+    """A :class:`matplotlib.figure.Figure` with ``_repr_png_``, so that Jupyter shows it inline
+    without pyplot (IPython registers a PNG printer for Figure only once pyplot is set up)."""
+    if not _INLINE:
+        from matplotlib.figure import Figure
+
+        class InlineFigure(Figure):
+            """A Figure that displays itself in a notebook (PNG, as :func:`save` writes it)."""
+
+            def _repr_png_(self) -> bytes:
+                buf = io.BytesIO()
+                with _rc():
+                    self.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+                return buf.getvalue()
+
+        _INLINE.append(InlineFigure)
+    return _INLINE[0]
 
 
 def _wrap(title: str, width: int = 95) -> str:
@@ -73,7 +95,7 @@ def si_unit(largest: int | float) -> tuple[int, str]:
 # ---------------------------------------------------------------- memory per device
 
 @dataclass
-class MemorySweep:
+class MemorySweep(Tabular):
     """Bytes per device by part at each point of a sweep (exact integers).
 
     ``symbol``: the swept dimension (``s`` or ``b``); ``points``: its values;
@@ -92,6 +114,17 @@ class MemorySweep:
     def __post_init__(self):
         if not self.totals:
             self.totals = [sum(col) for col in zip(*self.parts.values())]
+
+    def to_dict(self) -> dict:
+        """JSON values: the points, bytes per part and totals (exact ints), capacity, title."""
+        return {"symbol": self.symbol, "points": list(self.points), "phase": self.phase, "title": self.title,
+                "parts": {k: [json_exact(v) for v in col] for k, col in self.parts.items()},
+                "totals": [json_exact(v) for v in self.totals], "capacity_bytes": json_exact(self.capacity)}
+
+    def _table(self):
+        from .results_html import memory_sweep_table
+
+        return memory_sweep_table(self)
 
 
 def _ceil(v) -> int:
@@ -254,7 +287,7 @@ def flops_buckets(costs, quantity: str = "flops_forward") -> list[tuple[str, obj
 
 
 @dataclass
-class FlopsShare:
+class FlopsShare(Tabular):
     """Forward FLOPs (or another quantity) by part, exact integers, at one configuration."""
 
     model: str
@@ -262,6 +295,16 @@ class FlopsShare:
     total: int
     quantity: str
     title: str
+
+    def to_dict(self) -> dict:
+        """JSON values: each part's FLOPs and the total (exact ints)."""
+        return {"model": self.model, "quantity": self.quantity, "title": self.title, "total": json_exact(self.total),
+                "parts": [{"part": label, "value": json_exact(n)} for label, n in self.parts]}
+
+    def _table(self):
+        from .results_html import flops_share_table
+
+        return flops_share_table(self)
 
 
 def flops_share(costs, values: dict, quantity: str = "flops_forward", name: str | None = None) -> FlopsShare:
@@ -311,7 +354,7 @@ def flops_figure(data: FlopsShare):
 # ---------------------------------------------------------------- roofline
 
 @dataclass
-class Roofline:
+class Roofline(Tabular):
     """A device's roof and the model's steps on it (exact rationals).
 
     ``peak``: dense FLOP/s of the compute dtype; ``bandwidth``: HBM bytes/s
@@ -329,6 +372,18 @@ class Roofline:
     def ridge(self):
         """Intensity where the roof turns flat: peak / bandwidth (FLOP/byte)."""
         return self.peak / self.bandwidth
+
+    def to_dict(self) -> dict:
+        """JSON values, exact: ints, or rationals as ``"p/q"`` text (FLOP/s, bytes/s, FLOP/byte)."""
+        return {"device": self.device, "title": self.title, "peak_flops": json_exact(self.peak),
+                "bandwidth": json_exact(self.bandwidth), "ridge": json_exact(self.ridge),
+                "points": [{"step": label, "intensity": json_exact(i), "flops_per_second": json_exact(f)}
+                           for label, i, f in self.points]}
+
+    def _table(self):
+        from .results_html import roofline_table
+
+        return roofline_table(self)
 
 
 def roofline(rep, compute_efficiency=1, bandwidth_efficiency=1, name: str | None = None) -> Roofline:

@@ -13,6 +13,15 @@ from contextlib import contextmanager
 DELAY = 1.0
 
 
+def stderr_console(force: bool = False):
+    """The rich Console of standard error. Colour follows the usual habits, as rich reads them:
+    ``NO_COLOR`` (set and not empty: no colour, https://no-color.org) and ``FORCE_COLOR`` (set and
+    not empty: drawn as on a terminal even through a pipe); ``force`` draws as on a terminal too."""
+    from rich.console import Console
+
+    return Console(stderr=True, force_terminal=True if force else None)
+
+
 class _Bar:
     def __init__(self, description: str, total: float | None, delay: float, force: bool, console=None):
         self.description, self.total, self.delay, self.force = description, total, delay, force
@@ -23,11 +32,10 @@ class _Bar:
         self._task = None
 
     def _show(self) -> None:
-        from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
 
-        console = self.console or Console(stderr=True, force_terminal=self.force or None)
+        console = self.console or stderr_console(self.force)
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True)
         self._progress.start()

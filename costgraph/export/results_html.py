@@ -1,76 +1,115 @@
-"""Jupyter displays (``_repr_html_``) of the API's typed results: one HTML table each
-for :class:`~costgraph.training.result.TrainingResult`,
-:class:`~costgraph.inference.InferenceReport` and
-:class:`~costgraph.training.planning.PlanResult`, read from their ``to_dict()``
-(the same numbers the JSON of the command has; text escaped)."""
+"""The tables of the API's typed results in a notebook (:mod:`costgraph.export.display` renders
+them as HTML, LaTeX and pandas): :class:`~costgraph.training.result.TrainingResult`,
+:class:`~costgraph.inference.InferenceReport`, :class:`~costgraph.training.planning.PlanResult`,
+:class:`~costgraph.training.bare_time.BareTime` and the plot data of :mod:`costgraph.export.plots`.
+Each is read from the result's ``to_dict()`` (the same numbers the JSON of the command has) with
+its unit: bytes, FLOP, seconds (decimal), tokens/s."""
 
 from __future__ import annotations
 
-from html import escape
-
-_STYLE = "border-collapse:collapse;text-align:left"
+from .display import Q, Table
 
 
-def table(title: str, rows: list[tuple[str, str]], heads: tuple[str, ...] = ()) -> str:
-    """An HTML table with a caption ``title``, one row per tuple (cells escaped)."""
-    out = [f'<table style="{_STYLE}"><caption style="text-align:left"><b>{escape(title)}</b></caption>']
-    if heads:
-        out.append("<tr>" + "".join(f"<th>{escape(h)}</th>" for h in heads) + "</tr>")
-    for row in rows:
-        out.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>")
-    return "".join(out) + "</table>"
-
-
-def _shown(entry: dict) -> str:
-    """A JSON quantity entry (``expr``, ``value``) as its value, or its formula without one."""
+def _value(entry):
+    """A JSON quantity entry (``expr``, ``value``) as its value, or its formula without one
+    (or, for an answer left out, why: ``absent``)."""
+    if not isinstance(entry, dict):
+        return entry
     v = entry.get("value")
-    if v is None:
-        return entry.get("expr", entry.get("absent", ""))   # absent: why (infer without a preset)
-    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else f"{v:.6g}" if isinstance(v, float) else str(v)
+    return entry.get("expr", entry.get("absent", "")) if v is None else v
 
 
-def training_html(result) -> str:
+def unit_of(key: str, section: str = "") -> str:
+    """The unit of a JSON key: ``bytes``, ``s``, ``FLOP``, ``tokens/s`` or none."""
+    if section == "memory" or key.endswith("bytes") or "_bytes_" in key:
+        return "bytes"
+    if key == "tokens_per_second" or key.startswith("tokens_per_second"):
+        return "tokens/s"
+    if section in ("time", "step") or "seconds" in key or key.startswith("time_"):
+        return "s"
+    return "FLOP" if section == "flops" else ""
+
+
+def training_table(result) -> Table:
     """Memory of the most-loaded device, the fit, FLOPs, time and communication of a TrainingResult."""
     doc = result.to_dict()
     plan = doc["plan"]
     title = (f"{doc['model']}: training per device — {plan['gpus'] or '?'} GPUs = tp {plan['tp']} × pp {plan['pp']} "
              f"× cp {plan['cp']} × dp {plan['dp']}; ZeRO {plan['zero']}")
-    rows = [(f"{k} (bytes)", _shown(e)) for k, e in doc["memory"].items()]
+    rows = [(k, Q(_value(e), "bytes")) for k, e in doc["memory"].items() if k != "fp8"]
     if "fits" in doc:
-        rows.append(("fits", "yes" if doc["fits"]["fits"] else "no"))
+        rows.append(("fits", doc["fits"]["fits"]))
     for section in ("flops", "time"):
-        rows += [(k, _shown(e)) for k, e in doc.get(section, {}).items()]
-    rows += [(k, _shown(doc[k])) for k in ("mfu", "hfu") if k in doc]
+        rows += [(k, Q(_value(e), unit_of(k, section))) for k, e in doc.get(section, {}).items()]
+    rows += [(k, Q(_value(doc[k]))) for k in ("mfu", "hfu") if k in doc]
     for kind, c in doc.get("communication", {}).items():
-        secs = f", {_shown(c['seconds'])} s" if "seconds" in c else ""
-        rows.append((f"communication {kind}", f"{c['op']} over {c['group']}: {_shown(c['bytes'])} bytes{secs}"))
+        rows.append((f"communication {kind} ({c['op']} over {c['group']})", Q(_value(c["bytes"]), "bytes")))
+        if "seconds" in c:
+            rows.append((f"communication {kind} time", Q(_value(c["seconds"]), "s")))
     if "step" in doc:
-        rows.append(("step time (s)", _shown(doc["step"]["total"])))
+        rows.append(("step time", Q(_value(doc["step"]["total"]), "s")))
     rows += [("warning", w) for w in doc["warnings"]]
-    return table(title, rows, ("quantity", "value"))
+    return Table(title, ("quantity", "value"), rows)
 
 
-def inference_html(report) -> str:
+_INFER_KEYS = ("time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
+               "weight_bytes", "kv_cache_bytes", "memory_bytes")
+
+
+def inference_table(report) -> Table:
     """Latency, throughput and capacity of an InferenceReport."""
     doc = report.to_dict()
     st = doc["settings"]
     title = (f"{doc['model']}: inference on {st['hardware'] or 'no preset'} — batch {st['batch']}, prompt {st['prompt']}, "
              f"generate {st['generate']}, weights {st['weights']}, KV {st['kv']}")
-    keys = ("time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
-            "weight_bytes", "kv_cache_bytes", "memory_bytes")
-    rows = [(k, _shown(doc[k])) for k in keys]
-    rows += [("fits", "yes" if doc["fits"] else "no" if doc["fits"] is not None else "—"), ("max_batch", doc["max_batch"]),
-             ("max_context", doc["max_context"])]
+    rows = [(k, Q(_value(doc[k]), "s" if k.startswith("time_") else unit_of(k))) for k in _INFER_KEYS]
+    rows += [("fits", doc["fits"]), ("max_batch", doc["max_batch"]), ("max_context", Q(doc["max_context"], "tokens"))]
     rows += [("warning", w) for w in doc["warnings"]]
-    return table(title, rows, ("quantity", "value"))
+    return Table(title, ("quantity", "value"), rows)
 
 
-def plan_html(result) -> str:
-    """The layouts of a PlanResult, fastest first."""
+_PLAN_HEADS = ("tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "micro_batch", "micro_batches",
+               "memory_bytes", "step_seconds", "mfu")
+
+
+def plan_table(result) -> Table:
+    """The layouts of a PlanResult, fastest first (memory in bytes, step time in seconds)."""
     doc = result.to_dict()
-    heads = ("tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "micro_batch", "micro_batches",
-             "memory_bytes", "step_seconds", "mfu")
-    rows = [tuple(_shown({"value": r[h]}) for h in heads) for r in doc["layouts"]]
+    units = {"memory_bytes": "bytes", "step_seconds": "s"}
+    rows = [tuple(Q(r[h], units[h]) if h in units else r[h] for h in _PLAN_HEADS) for r in doc["layouts"]]
     title = (f"{doc['model']}: layouts on {doc['gpus']} × {doc['hardware']}, global batch {doc['global_batch']}; "
-             f"{doc['considered']:,} considered")
-    return table(title, rows, heads)
+             f"{doc['considered']:,} considered; {doc['verdict']}")
+    return Table(title, _PLAN_HEADS, rows)
+
+
+def bare_time_table(bt) -> Table:
+    """The rule of thumb ``factor·N·D / (n·X)`` of a BareTime, exact where the numbers are."""
+    rows = [("params", Q(bt.params, "")), ("tokens", Q(bt.tokens, "tokens")), ("gpus", bt.gpus),
+            ("rate per device", Q(bt.rate, "FLOP/s")), ("flops", Q(bt.flops, "FLOP")), ("time", Q(bt.seconds, "s")),
+            ("days", Q(bt.days, "days")), ("gpu_hours", Q(bt.gpu_hours, "GPU·h"))]
+    if bt.price is not None:
+        rows.append(("cost", Q(bt.gpu_hours * bt.price, "")))
+    return Table(f"training time by the rule {bt.factor}·N·D / (n·X) (recompute {bt.recompute})",
+                 ("quantity", "value"), rows)
+
+
+def memory_sweep_table(data) -> Table:
+    """Bytes per device by part at each point of a MemorySweep."""
+    heads = (data.symbol, *data.parts, "total")
+    rows = [(p, *(Q(col[i], "bytes") for col in data.parts.values()), Q(data.totals[i], "bytes"))
+            for i, p in enumerate(data.points)]
+    return Table(data.title, heads, rows)
+
+
+def flops_share_table(data) -> Table:
+    """FLOPs by part of a FlopsShare, with each part's share of the total."""
+    rows = [(label, Q(n, "FLOP"), f"{n / data.total:.1%}" if data.total else "—") for label, n in data.parts]
+    rows.append(("total", Q(data.total, "FLOP"), "100.0%"))
+    return Table(data.title, ("part", data.quantity, "share"), rows)
+
+
+def roofline_table(data) -> Table:
+    """The steps of a Roofline: arithmetic intensity and attained FLOP/s, beside the device's roof."""
+    rows = [(label, Q(i, "FLOP/byte"), Q(f, "FLOP/s")) for label, i, f in data.points]
+    rows.append((f"roof of {data.device}: peak, ridge", Q(data.ridge, "FLOP/byte"), Q(data.peak, "FLOP/s")))
+    return Table(data.title, ("step", "intensity", "attained"), rows)

@@ -40,6 +40,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
+from ..export.display import Tabular
 from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
@@ -163,7 +164,7 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
 
 
 @dataclass
-class InferenceReport:
+class InferenceReport(Tabular):
     """Everything ``costgraph infer`` prints: ``quantities`` name → SymPy
     expression (bytes, FLOPs, seconds, tokens/s), ``values`` the numbers
     where every symbol has one; settings and assumptions; ``symbols`` the
@@ -200,11 +201,11 @@ class InferenceReport:
 
         return to_text_doc(self)
 
-    def _repr_html_(self) -> str:
-        """Jupyter: a table of latency, throughput and capacity."""
-        from ..export.results_html import inference_html
+    def _table(self):
+        """Jupyter (:class:`~costgraph.export.display.Tabular`): latency, throughput, capacity."""
+        from ..export.results_html import inference_table
 
-        return inference_html(self)
+        return inference_table(self)
 
 
 

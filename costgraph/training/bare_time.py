@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..errors import CostgraphValueError
+from ..export.display import Tabular
 from .compute import PF_DAY, SECONDS_PER_DAY, rule_of_thumb_time
 
 #: FLOPs per parameter per token of the rule: no recomputation, full recomputation.
@@ -25,7 +26,7 @@ FACTORS = {"none": 6, "full": 8}
 
 
 @dataclass(frozen=True)
-class BareTime:
+class BareTime(Tabular):
     """The rule of thumb's answer (module docstring); exact SymPy numbers.
 
     ``params`` N, ``tokens`` D, ``gpus`` n; ``factor`` 6 or 8 (``recompute``
@@ -72,6 +73,12 @@ class BareTime:
         if self.price is not None:
             out["cost"] = float(self.gpu_hours * self.price)
         return out
+
+    def _table(self):
+        """Jupyter (:class:`~costgraph.export.display.Tabular`): the rule's numbers."""
+        from ..export.results_html import bare_time_table
+
+        return bare_time_table(self)
 
 
 def bare_training_time(params: int, *, tokens, gpus: int, hardware=None, peak=None, mfu=None, achieved=None,

@@ -4,7 +4,7 @@
 (:func:`costgraph.training.plan.plan`), with the days to train when the
 training tokens are given. :meth:`PlanResult.to_dict` is the JSON of
 ``costgraph plan --format json`` (schema ``costgraph schema plan``);
-:meth:`PlanResult.to_text` its text; ``_repr_html_`` a table in Jupyter.
+:meth:`PlanResult.to_text` its text; ``_repr_html_``/``_repr_latex_`` a table in Jupyter, ``to_pandas()`` a DataFrame.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from .. import arguments
 from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY
 from ..errors import CostgraphValueError
+from ..export.display import Tabular
 from ..parallel.layout import MAX_DEVICES
 
 
 @dataclass
-class PlanResult:
+class PlanResult(Tabular):
     """The ranked layouts of :func:`plan_layouts`.
 
     ``layouts``: one dict per layout, fastest first (``tp pp dp cp ep zero recompute sp
@@ -131,11 +132,11 @@ class PlanResult:
                        f"--memory change the answer")
         return out
 
-    def _repr_html_(self) -> str:
-        """Jupyter: the layouts as a table."""
-        from ..export.results_html import plan_html
+    def _table(self):
+        """Jupyter (:class:`~costgraph.export.display.Tabular`): the layouts as a table."""
+        from ..export.results_html import plan_table
 
-        return plan_html(self)
+        return plan_table(self)
 
 
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,

@@ -6,18 +6,19 @@ utilization, the communication per device per step (bytes; seconds with a
 hardware preset), the step-time model, Megatron-LM's estimate beside
 costgraph's, and warnings. :meth:`TrainingResult.to_dict` is the JSON of
 ``costgraph train --format json`` (schema ``costgraph schema train``);
-:meth:`TrainingResult.to_text` its text; ``_repr_html_`` a table in Jupyter.
+:meth:`TrainingResult.to_text` its text; ``_repr_html_``/``_repr_latex_`` a table in Jupyter, ``to_pandas()`` a DataFrame.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..export.display import Tabular
 from .memory import StageMemory, TrainingMemory
 
 
 @dataclass
-class TrainingResult:
+class TrainingResult(Tabular):
     """Training costs per device for one layout.
 
     Attributes
@@ -109,8 +110,9 @@ class TrainingResult:
 
         return to_text_doc(self)
 
-    def _repr_html_(self) -> str:
-        """Jupyter: the bytes of the most-loaded device, then FLOPs, time and communication."""
-        from ..export.results_html import training_html
+    def _table(self):
+        """Jupyter (:class:`~costgraph.export.display.Tabular`): the bytes of the most-loaded device,
+        then FLOPs, time and communication."""
+        from ..export.results_html import training_table
 
-        return training_html(self)
+        return training_table(self)
