@@ -72,22 +72,22 @@ def test_sliding_window_decoder_refused():
         costgraph.from_hf_config({**Q2, "use_sliding_window": True}, source="x.json")
 
 
-def test_window_keys_per_query():
-    """wk = m²(⌊g/W⌋W² + (g mod W)²)²/g²: 64 patches a window at g = 16, W = 4 (4 × 4 windows of
-    8 × 8 patches); at g = 2 < W one window, the whole image of 16 patches; the windowed blocks cost
-    less than full ones (4·b·n·wk·hv score FLOPs forward against 4·b·n²·hv)."""
+def test_windowed_blocks_cost_less_than_full_ones():
+    """At g = 16, W = 4 (448 pixels, window_size 112) a windowed block's patch meets the 64 patches of
+    its window (4 × 4 windows of 8 × 8 patches): 4·b·np·64·hv score FLOPs forward against
+    4·b·np²·hv for a full block; W = g (one window, the whole image) is all-full attention."""
     m = load("qwen2_5_vl")
-    full = load("qwen2_vl")
     values = dict(m.configs["qwen2.5-vl-7b"])
-    wk = m.graph.dims["wk"].derived
-    assert wk.subs({m.graph.dims[k].symbol: values[k] for k in ("g", "W", "m")}) == 64
-    assert wk.subs({m.graph.dims["g"].symbol: 2, m.graph.dims["W"].symbol: 4, m.graph.dims["m"].symbol: 2}) == 16
     n = (16 * 2) ** 2
-    scores = 4 * n * n * 1280            # one full block's QKᵀ and PV, b = 1
+    full = 4 * n * n * 1280              # one block's QKᵀ and PV, b = 1
     windowed = 4 * n * 64 * 1280
     assert int(_costs(m, values)["flops_forward"]) - int(_costs(m, {**values, "W": 16})["flops_forward"]) \
-        == 28 * (windowed - scores)      # 28 windowed blocks of 32
-    assert full.configs["qwen2-vl-7b"]["g"] == 16
+        == 28 * (windowed - full)        # 28 windowed blocks of 32
+
+
+def test_image_not_a_multiple_of_the_window_is_refused(capsys):
+    code, out, err = _cli(capsys, "derive", "qwen2_5_vl", "--config", "qwen2.5-vl-7b", "--set", "g=14")
+    assert code == 2 and "split_seq" in err and "Traceback" not in err
 
 
 #: forward + backward FLOPs of one step of the bundled configs (b = 1, s = 4096), as `derive` gives them
