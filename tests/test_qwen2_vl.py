@@ -26,11 +26,11 @@ Q2 = {"model_type": "qwen2_vl", "architectures": ["Qwen2VLForConditionalGenerati
       "vision_config": {"depth": 2, "embed_dim": 32, "hidden_size": 64, "num_heads": 2, "mlp_ratio": 2,
                         "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 2},
       "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]}}
-#: 9 vision blocks: block 7 attends over the image, the others in windows of 16 pixels (W = 2 merge units)
+#: 8 vision blocks: block 7 attends over the image, the others in windows of 16 pixels (W = 2 merge units)
 Q25 = {"model_type": "qwen2_5_vl", "architectures": ["Qwen2_5_VLForConditionalGeneration"],
        "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
        "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 1024,
-       "vision_config": {"depth": 9, "hidden_size": 32, "out_hidden_size": 64, "intermediate_size": 48,
+       "vision_config": {"depth": 8, "hidden_size": 32, "out_hidden_size": 64, "intermediate_size": 48,
                          "num_heads": 2, "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 2,
                          "window_size": 16, "fullatt_block_indexes": [7]},
        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]}}
@@ -46,7 +46,7 @@ def test_import_reads_flat_text_keys_and_the_vision_config():
     hf = costgraph.from_hf_config(Q2, source="q2")
     assert hf.values == {**SMALL_VALUES, "hv": 32, "iv": 64}
     hf = costgraph.from_hf_config(Q25, source="q25")
-    assert hf.values == {**SMALL_VALUES, "lv": 9, "hv": 32, "iv": 48, "W": 2}
+    assert hf.values == {**SMALL_VALUES, "lv": 8, "hv": 32, "iv": 48, "W": 2}
 
 
 def test_nested_text_config_reads_the_same_values():
@@ -110,8 +110,12 @@ def test_analyses_run_on_the_bundled_configs(capsys, name, config):
     code, out, err = _cli(capsys, "train", name, "--config", config, "--format", "json")
     assert code == 0, err
     assert json.loads(out)["flops"]["model_per_device"]["value"] == TRAIN_FLOPS[name]
+
+
+def test_infer_counts_the_image_tokens_in_the_prompt(capsys):
     # infer's prompt P counts the 256 image tokens: 1000 = 256 + 744 text tokens
-    code, out, err = _cli(capsys, "infer", name, "--config", config, "--prompt", "1000", "--generate", "10")
+    code, out, err = _cli(capsys, "infer", "qwen2_5_vl", "--config", "qwen2.5-vl-7b", "--prompt", "1000",
+                          "--generate", "10")
     assert code == 0, err
     assert "prompt P = 1000" in out
 
@@ -171,11 +175,11 @@ SHAPES = [(1, 32), (2, 24)]
 
 @pytest.mark.parametrize("name, cfg, want", [
     ("qwen2_vl", Q2, {"params": 123_392, "fwd": [9_306_112, 15_925_248], "bwd": [18_219_008, 31_064_064]}),
-    ("qwen2_5_vl", Q25, {"params": 187_488, "fwd": [17_760_256, 32_833_536], "bwd": [35_127_296, 64_880_640]})])
+    ("qwen2_5_vl", Q25, {"params": 178_464, "fwd": [16_515_072, 30_343_168], "bwd": [32_636_928, 59_899_904]})])
 def test_small_configs_agree_with_transformers(small_models, name, cfg, want):
     """Parameters, forward and backward FLOPs (FlopCounterMode) and KV cache bytes (DynamicCache)
     exact, at one image of g = 4 merge units a side (Qwen2.5-VL: 2 × 2 windows of 16 patches in the
-    8 windowed blocks, block 7 over all 64 patches)."""
+    7 windowed blocks, block 7 over all 64 patches)."""
     from costgraph.torch_measure import flops, kv_cache_bytes, param_count
 
     tm = small_models[name]
