@@ -161,7 +161,7 @@ def qwen_vl_image_tokens(config_dict: dict, g: int = 16) -> int:
     return g * g
 
 
-def _qwen_vl_patch(model, torch, image_token: int):
+def _qwen_vl_patch(model, image_token: int):
     """On the instance only: the vision rotary table reads positions made on CPU from ``grid_thw``
     (moved to the hidden states' device, meta), and the placeholder mask skips its count check
     (a ``.item()`` that cannot run on meta). Elementwise work only: no FLOPs counted change."""
@@ -195,7 +195,7 @@ def build_qwen_vl(torch, model_type: str, config_dict: dict, *, g: int = 16, tra
     with torch.device("meta"):
         inner = cls._from_config(config, attn_implementation=attn_implementation, dtype=getattr(torch, dtype))
     vision, token = config.vision_config, config.image_token_id
-    _qwen_vl_patch(inner, torch, token)
+    _qwen_vl_patch(inner, token)
     side = g * vision.spatial_merge_size
     ni = g * g
     patch = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2

@@ -209,3 +209,21 @@ def test_verify_builds_the_right_class(tmp_path):
     for q in ("parameters", "forward FLOPs", "backward FLOPs", "KV cache bytes"):
         assert got[q].exact, q
     assert got["forward FLOPs"].torch == [396_623_872]
+
+
+def test_tied_embeddings_qwen2_vl_2b_sizes_on_meta():
+    """tie_word_embeddings (Qwen2-VL-2B's sizes, flat as released): the head shares the embedding;
+    2,208,985,600 parameters, Qwen2-VL-2B-Instruct's published 2.21 B."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph.torch_measure import param_count
+    from costgraph.torch_vision import build_qwen_vl
+
+    cfg = {"model_type": "qwen2_vl", "hidden_size": 1536, "intermediate_size": 8960, "num_attention_heads": 12,
+           "num_hidden_layers": 28, "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True,
+           "vision_config": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "hidden_size": 1536,
+                             "patch_size": 14, "spatial_merge_size": 2, "temporal_patch_size": 2}}
+    hf = costgraph.from_hf_config(cfg, source="2b")
+    assert hf.model.graph.options["tied"] is True
+    tm = build_qwen_vl(torch, "qwen2_vl", {k: v for k, v in cfg.items() if k != "model_type"})
+    assert param_count(tm) == int(_costs(hf.model, hf.values)["params"]) == 2_208_985_600
