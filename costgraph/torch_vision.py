@@ -150,3 +150,77 @@ def build_llava(torch, config_dict: dict, *, train: bool = True, dtype: str = "b
     for p in model.parameters():
         p.requires_grad_(True)
     return model
+
+
+#: Qwen2-VL-style models (:func:`build_qwen_vl`): Conv3d patches, a patch merger, M-RoPE decoder
+QWEN_VL_TYPES = frozenset({"qwen2_vl", "qwen2_5_vl"})
+
+
+def qwen_vl_image_tokens(config_dict: dict, g: int = 16) -> int:
+    """Image tokens of one image of ``g × g`` merge units (``g·m·p`` pixels a side): ``g²``."""
+    return g * g
+
+
+def _qwen_vl_patch(model, image_token: int):
+    """On the instance only: the vision rotary table reads positions made on CPU from ``grid_thw``
+    (moved to the hidden states' device, meta), and the placeholder mask skips its count check
+    (a ``.item()`` that cannot run on meta). Elementwise work only: no FLOPs counted change."""
+    import types
+
+    rot = model.model.visual.rotary_pos_emb
+    forward = rot.forward
+    rot.forward = lambda x, position_ids: forward(x, position_ids.to(x.device))
+
+    def placeholder_mask(self, input_ids, inputs_embeds, image_features=None, video_features=None):
+        return (input_ids == image_token).unsqueeze(-1).expand_as(inputs_embeds), None
+
+    model.model.get_placeholder_mask = types.MethodType(placeholder_mask, model.model)
+
+
+def build_qwen_vl(torch, model_type: str, config_dict: dict, *, g: int = 16, train: bool = True,
+                  dtype: str = "bfloat16", attn_implementation: str = "eager", **_):
+    """transformers' ``Qwen2VLForConditionalGeneration`` (``qwen2_vl``) or
+    ``Qwen2_5_VLForConditionalGeneration`` (``qwen2_5_vl``) on meta (bf16, eager attention, train mode),
+    wrapped so that the probes' forward takes ``input_ids`` ``[b, s]`` and runs one image of
+    ``g × g`` merge units (``g·m·p`` pixels a side) per sequence: the first ``g²`` ids become
+    ``image_token_id``; ``pixel_values`` are the flattened patches ``[b·(g·m)², c·tp·p·p]`` (zeros) and
+    ``image_grid_thw`` ``[[1, g·m, g·m]] × b`` (on CPU: transformers reads it with ``.tolist()``);
+    the text positions are ``arange(s)`` on the three M-RoPE axes (passed as ``position_ids``, which
+    skips ``get_rope_index``: elementwise work, no FLOPs). The wrapper adds no parameters and no
+    operations that count."""
+    from transformers import AutoConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLForConditionalGeneration
+
+    cls = Qwen2VLForConditionalGeneration if model_type == "qwen2_vl" else Qwen2_5_VLForConditionalGeneration
+    config = AutoConfig.for_model(model_type, **dict(config_dict))
+    with torch.device("meta"):
+        inner = cls._from_config(config, attn_implementation=attn_implementation, dtype=getattr(torch, dtype))
+    vision, token = config.vision_config, config.image_token_id
+    _qwen_vl_patch(inner, token)
+    side = g * vision.spatial_merge_size
+    ni = g * g
+    patch = vision.in_channels * vision.temporal_patch_size * vision.patch_size ** 2
+
+    class QwenVLWithImage(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.config = model.config
+
+        def forward(self, input_ids, use_cache=False, **kwargs):
+            b, s = input_ids.shape
+            if s <= ni:
+                raise ValueError(f"{model_type}: s = {s} must exceed the {ni} image tokens")
+            dev = input_ids.device
+            ids = torch.cat([torch.full((b, ni), token, dtype=input_ids.dtype, device=dev), input_ids[:, ni:]], dim=1)
+            pixels = torch.zeros((b * side * side, patch), dtype=next(self.model.parameters()).dtype, device=dev)
+            grid = torch.tensor([[1, side, side]] * b)
+            positions = torch.arange(s, device=dev).view(1, 1, -1).expand(3, b, -1)
+            return self.model(input_ids=ids, pixel_values=pixels, image_grid_thw=grid, position_ids=positions,
+                              use_cache=use_cache, **kwargs)
+
+    QwenVLWithImage.__name__ = QwenVLWithImage.__qualname__ = f"{cls.__name__}WithImage"
+    model = QwenVLWithImage(inner)
+    model.train(train)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model

@@ -128,6 +128,17 @@ def _hf_build_config(config: dict) -> dict:
     return cfg
 
 
+def _qwen_vl_model(torch, hf, config: dict):
+    """``(model, image tokens)`` for a Qwen2-VL / Qwen2.5-VL config (the image of the mapping's ``g``
+    merge units a side, :func:`costgraph.torch_vision.build_qwen_vl`), else None."""
+    from .torch_vision import QWEN_VL_TYPES, build_qwen_vl
+
+    if hf.model_type not in QWEN_VL_TYPES:
+        return None
+    g = int(hf.values["g"])
+    return build_qwen_vl(torch, hf.model_type, _hf_build_config(config), g=g), g * g
+
+
 def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: bool = True) -> Verification:
     """Compare costgraph's costs of ``config_path`` (a config.json; ``model``: a bundled name or .cg path
     replacing the mapped model file) with what PyTorch measures on the transformers model."""
@@ -143,15 +154,18 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
 
     multimodal = hf.model_type in MULTIMODAL_TYPES
+    qwen_vl = _qwen_vl_model(torch, hf, config)
     if hf.model_type in DIFFUSION_TYPES:   # diffusers' DiT / SD3, T text tokens for SD3
         tm = build_diffusion(torch, hf.model_type, _hf_build_config(config), text_tokens=hf.values.get("T", 0))
     else:
-        tm = (build_llava(torch, _hf_build_config(config)) if multimodal
+        tm = (qwen_vl[0] if qwen_vl else build_llava(torch, _hf_build_config(config)) if multimodal
               else build_model(hf.model_type, _hf_build_config(config)))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
     if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens
         shapes = [(b, image_tokens(config) + s) for b, s in shapes]
+    if qwen_vl:      # Qwen2-VL: likewise, g² image tokens of one image of g × g merge units
+        shapes = [(b, qwen_vl[1] + s) for b, s in shapes]
     if hf.model_type in VISION_TYPES or hf.model_type in DIFFUSION_TYPES:   # b varies, the tokens are fixed
         derived = costgraph_model.graph.dims["n" if hf.model_type in DIFFUSION_TYPES else "s"].derived
         tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))

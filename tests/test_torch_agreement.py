@@ -723,7 +723,9 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # decoder: tests/test_llava.py (verify exact, released parameters on meta)
                       "whisper", "llava",
                       # diffusers' classes (`_class_name`), one denoising step: tests/test_dit.py
-                      "dit", "sd3")
+                      "dit", "sd3",
+                      # Conv3d patches, a patch merger and an M-RoPE decoder: tests/test_qwen2_vl.py
+                      "qwen2_vl", "qwen2_5_vl")
 
 
 # ------------------------------------------------------------- measurements

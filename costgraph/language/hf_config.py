@@ -376,7 +376,7 @@ def _check_layer_indices(r: _Reader, rule: dict, model: str) -> None:
     every − 1`` (and what transformers derives from
     ``interleave_moe_layer_step`` when the key is absent). Anything else is a
     variant the model does not describe (refused, with the expected list)."""
-    v = r.config.get(rule["key"])
+    v = nested_get(r.config, rule["key"])   # a dotted key reads a sub-config (Qwen2.5-VL's vision_config)
     if v is None:
         return
     step, n = r.number(rule["every"], "every"), r.number(rule["length"], "length")

@@ -1,5 +1,5 @@
 """Operators of vision, speech and diffusion Transformers: convolutions
-(``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``,
+(``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``, ``merge_tokens``, ``split_seq``/``merge_seq``,
 ``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``,
 adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN) and ``layer_scale``
 (DINOv2).
@@ -127,6 +127,49 @@ def flatten_patches(c):
         c.fail(f"flatten_patches needs [B, C, *spatial], got {x.shape_str()}")
     batch, ch, *spatial = x.shape
     return c.output((batch, numel(tuple(spatial)), ch), view_of=x)
+
+
+@op("merge_tokens", "[B, S, H] → [B, S/g, g·H]: g consecutive tokens side by side (a view of a "
+    "contiguous tensor; Qwen2-VL's patch merger, g = spatial_merge_size²)", x="tensor", group="dim",
+    layout="whole")
+def merge_tokens(c):
+    """``x.view(-1, g·H)`` of a contiguous ``[B·S, H]`` (Qwen2-VL's ``PatchMerger``, whose
+    processor orders the patches so that each merge window's g = m² patches are consecutive):
+    a view (no FLOPs, keeps nothing). S must be a multiple of g (checked when values are given)."""
+    x, g = c["x"], c["group"]
+    if len(x.shape) != 3:
+        c.fail(f"merge_tokens needs [B, S, H], got {x.shape_str()}")
+    batch, seq, hidden = x.shape
+    groups = seq / as_dim(g)
+    if groups.is_number and not groups.is_integer:
+        c.fail(f"merge_tokens: {seq} tokens do not split into groups of {g}")
+    return c.output((batch, groups, hidden * g), view_of=x)
+
+
+@op("split_seq", "[..., S, H] → [..., n, S/n, H]: the sequence cut into n equal consecutive parts "
+    "(a view; Qwen2.5-VL's attention windows)", x="tensor", n="dim", layout="whole")
+def split_seq(c):
+    """``x.view(..., n, S/n, H)``: a view (no FLOPs, keeps nothing). S must be a multiple of n
+    (checked when values are given)."""
+    x, n = c["x"], c["n"]
+    if len(x.shape) < 2:
+        c.fail(f"split_seq needs [..., S, H], got {x.shape_str()}")
+    *lead, seq, hidden = x.shape
+    part = seq / as_dim(n)
+    if part.is_number and not part.is_integer:
+        c.fail(f"split_seq: {seq} tokens do not split into {n} equal parts")
+    return c.output((*lead, n, part, hidden), view_of=x)
+
+
+@op("merge_seq", "[..., n, S, H] → [..., n·S, H]: parts of the sequence joined back (a view of a contiguous "
+    "tensor; undoes split_seq)", x="tensor", layout="whole")
+def merge_seq(c):
+    """``x.view(..., n·S, H)``: a view (no FLOPs, keeps nothing)."""
+    x = c["x"]
+    if len(x.shape) < 3:
+        c.fail(f"merge_seq needs [..., n, S, H], got {x.shape_str()}")
+    *lead, n, seq, hidden = x.shape
+    return c.output((*lead, n * seq, hidden), view_of=x)
 
 
 @op("concat_seq", "join along the sequence axis: x [..., S1, d], y [..., S2, d] → [..., S1 + S2, d], "
