@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 
 from .choices import DEFAULT_KV
 from .errors import CostgraphValueError
+from .export.display import Q, Table, Tabular
 
 #: the modes of :func:`fit`
 MODES = ("train", "serve")
@@ -46,7 +47,7 @@ class Step:
 
 
 @dataclass
-class FitResult:
+class FitResult(Tabular):
     """The verdict of :func:`fit`.
 
     ``mode`` (``train``/``serve``), ``model``, ``hardware`` (a preset name or None), ``gpus``;
@@ -80,6 +81,16 @@ class FitResult:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+    def _table(self) -> Table:
+        """Jupyter (:class:`~costgraph.export.display.Tabular`): the verdict, the bytes, the next steps."""
+        rows = [("fits", self.fits), ("needed per device", Q(self.need_bytes, "bytes")),
+                ("device memory", Q(self.capacity_bytes, "bytes")), ("usable (less the reserve)",
+                                                                     Q(self.usable_bytes, "bytes"))]
+        rows += [(f"try {s.options}", Q(s.after_bytes, "bytes" + (", fits" if s.fits else ""))) for s in self.steps]
+        rows += [("warning", w) for w in self.warnings]
+        return Table(f"{self.model}: {'training' if self.mode == 'train' else 'serving'} on {self.gpus} × "
+                     f"{self.hardware or 'device'}", ("quantity", "value"), rows)
 
     def to_text(self) -> str:
         """The verdict, the bytes against the device, and the next steps (``try --kv fp8: 61.20 GiB → 45.10 GiB, fits``)."""
