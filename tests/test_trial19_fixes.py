@@ -51,11 +51,10 @@ def test_llava_prompt_shorter_than_its_image_tokens_is_refused(capsys):
 
 
 def test_whisper_infer_says_what_to_do(capsys):
+    # since i19phase infer models whisper's two caches (self-attention growing, cross-attention fixed)
     status, out, err = run(["infer", "whisper", "--config", "whisper-tiny", "--hardware", "h100-sxm",
                             "--prompt", "1024", "--generate", "128"], capsys)
-    assert status == 2
-    assert "(b, e, t)" in err                     # sorted: the same message on every run
-    assert "hint: " in err and "derive" in err
+    assert status == 0, err
 
 
 @pytest.mark.parametrize("argv, hint", [

@@ -248,9 +248,11 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
         out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
     kinds = kv_layer_kinds(getattr(inf, "attn", inf), subs)   # the attention side holds the KV cache
     pages = {k["token_bytes"] * block for k in kinds}
-    if inf.states or not kinds or len(pages) != 1 or out["available_bytes"] is None:
+    fixed = getattr(getattr(inf, "attn", inf), "fixed", ())
+    if inf.states or fixed or not kinds or len(pages) != 1 or out["available_bytes"] is None:
         out.update(tokens=None, max_concurrency=None, num_blocks=None,
                    note="recurrent states (vLLM's MambaSpec) are not modelled" if inf.states else
+                   "K/V cached once per request (vLLM's CrossAttentionSpec) are not modelled" if fixed else
                    "layer kinds with different page sizes (vLLM scales their block sizes) are not modelled"
                    if len(pages) > 1 else "no weight bytes: every dimension needs a value")
         return out
