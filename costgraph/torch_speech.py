@@ -50,7 +50,7 @@ def build_speech(torch, model_type: str, config_dict: dict, *, train: bool = Tru
             extra = {"labels": labels} if labels is not None else {}
             out = self.model(input_features=feats, decoder_input_ids=ids, use_cache=use_cache, **extra)
             if getattr(out, "logits", None) is None:
-                return SimpleNamespace(logits=out.last_hidden_state, past_key_values=out.past_key_values)
+                return SimpleNamespace(logits=out.last_hidden_state, past_key_values=_cache_of(out))
             return out
 
     Wrapper.__name__ = Wrapper.__qualname__ = f"{type(inner).__name__}FromFeatures"
@@ -63,3 +63,33 @@ def build_speech(torch, model_type: str, config_dict: dict, *, train: bool = Tru
     encoder = inner.get_encoder() if hasattr(inner, "get_encoder") else inner.model.encoder
     encoder.embed_positions.weight.requires_grad_(False)
     return model
+
+
+def _cache_of(out):
+    """The cache a forward returned: ``cache`` in transformers 5.24's outputs, ``past_key_values`` before."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else getattr(out, "past_key_values", None)
+
+
+def encoder_decoder_cache_bytes(torch, model, b: int, s: int) -> dict:
+    """Bytes of the ``EncoderDecoderCache`` a forward of ``model`` (:func:`build_speech`) allocates
+    for ``b`` sequences of ``s`` decoder tokens (eval, no grad, on meta): ``{"self": ..., "cross":
+    ..., "total": ...}``, the key and value tensors of every decoder layer of its
+    ``self_attention_cache`` (``[b, heads, s, d]``, growing with the tokens) and of its
+    ``cross_attention_cache`` (``[b, heads, max_source_positions, d]``, computed once from the
+    encoder's output: transformers 5.24 modeling_whisper.py::WhisperAttention.forward,
+    cache_utils.py::EncoderDecoderCache)."""
+    was_training = model.training
+    model.train(False)   # inference mode (nn.Module.eval): no dropout
+    try:
+        ids = torch.zeros((b, s), dtype=torch.long, device="meta")
+        with torch.no_grad():
+            cache = _cache_of(model(decoder_input_ids=ids, use_cache=True))
+    finally:
+        model.train(was_training)
+    sizes = {}
+    for name, part in (("self", cache.self_attention_cache), ("cross", cache.cross_attention_cache)):
+        sizes[name] = int(sum(t.numel() * t.element_size() for layer in part.layers
+                              for t in (layer.keys, layer.values) if t is not None and hasattr(t, "numel")))
+    sizes["total"] = sizes["self"] + sizes["cross"]
+    return sizes

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
-from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops, kv_cache_bytes,
-                            param_count, require, saved_bytes)
+from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, SPEECH_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops,
+                            kv_cache_bytes, param_count, require, saved_bytes)
 
 
 #: (b, s) shapes: two determine a difference linear in b·s and b·s², the third checks it
@@ -186,6 +186,12 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     qs.append(Quantity("backward FLOPs", shapes, [f["backward"] for f in fl], [int(c["flops_backward"]) for c in cgs]))
     if not kv:
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="not asked (--no-kv)"))
+    elif seq2seq and hf.model_type in SPEECH_TYPES:   # EncoderDecoderCache: self-attention + cross-attention
+        from .torch_speech import encoder_decoder_cache_bytes
+
+        qs.append(Quantity("KV cache bytes", shapes,
+                           [encoder_decoder_cache_bytes(torch, tm, b, s)["total"] for b, s in shapes],
+                           [int(c["kv_cache_bytes"]) for c in cgs]))
     elif seq2seq:
         qs.append(Quantity("KV cache bytes", shapes, [], [], skipped="encoder-decoder (EncoderDecoderCache)"))
     elif hf.model_type in DIFFUSION_TYPES:

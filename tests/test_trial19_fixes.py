@@ -51,11 +51,12 @@ def test_llava_prompt_shorter_than_its_image_tokens_is_refused(capsys):
 
 
 def test_whisper_infer_says_what_to_do(capsys):
+    # since i19phase infer models whisper's two caches; P + G past the decoder's table of t_max = 448
+    # rows warns, as s past s_max does for GPT-2
     status, out, err = run(["infer", "whisper", "--config", "whisper-tiny", "--hardware", "h100-sxm",
                             "--prompt", "1024", "--generate", "128"], capsys)
-    assert status == 2
-    assert "(b, e, t)" in err                     # sorted: the same message on every run
-    assert "hint: " in err and "derive" in err
+    assert status == 0, err
+    assert "P + G = 1,152 positions is longer than t_max = 448" in out + err
 
 
 @pytest.mark.parametrize("argv, hint", [

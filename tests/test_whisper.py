@@ -103,10 +103,15 @@ def test_cli_runs(cmd, text, capsys):
     assert text in capsys.readouterr().out
 
 
-def test_infer_refuses_cleanly(capsys):
-    """Not modelled yet: the decode phase of an encoder-decoder (caches of two lengths)."""
-    assert main(["infer", "whisper", "--config", "whisper-tiny", "--prompt", "4", "--generate", "8"]) == 2
-    assert "caches differ" in capsys.readouterr().err
+def test_infer_runs_with_caches_of_two_lengths(capsys):
+    """Issue 19 (i19phase): the decode phase of an encoder-decoder, the cross-attention K/V cached
+    once per request at e positions beside the self-attention cache growing with P + G
+    (exact figures: tests/test_infer_phases.py). whisper-tiny: 4·h·l_dec·(P + G + e) = 6,144 ·
+    (4 + 8 + 1500) bytes at b = 1."""
+    assert main(["infer", "whisper", "--config", "whisper-tiny", "--prompt", "4", "--generate", "8",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kv_cache_bytes"]["value"] == 6_144 * (4 + 8 + 1500)
 
 
 # ------------------------------------------------------------ PyTorch tier
@@ -186,4 +191,6 @@ def test_verify_against_transformers_exact(tmp_path, arch, fwd):
     got = {q.name: q for q in v.quantities}
     assert got["parameters"].torch == [375_488]
     assert got["forward FLOPs"].torch == fwd
+    # EncoderDecoderCache: l_dec · 2 (K, V) · 2 B · b · h · (s + e), e = 1500 (i19phase: compared, not skipped)
+    assert got["KV cache bytes"].torch == [2 * 2 * 2 * 1 * 64 * (8 + 1500), 2 * 2 * 2 * 2 * 64 * (16 + 1500)]
     assert v.exact, [(q.name, q.diffs) for q in v.quantities]

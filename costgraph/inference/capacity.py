@@ -137,13 +137,15 @@ def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int
     else:   # only recurrent states: memory does not grow with the context
         vals["max_context"] = None
         vals["context_unbounded"] = vals["fits"]
-    # a learned position table (s_max rows) bounds the positions a sequence can have, as
-    # `costgraph derive` warns for s > s_max (costgraph.export.text_report.warnings)
-    s_max = next((int(v) for k, v in subs.items() if str(k) == "s_max"), None)
+    # a learned position table (s_max rows; t_max for Whisper's decoder over t) bounds the positions a
+    # sequence can have, as `costgraph derive` warns for s > s_max (costgraph.export.text_report.warnings):
+    # the table of the growing sequence axis, named `<axis>_max`
+    name = f"{inf.s}_max"
+    s_max = next((int(v) for k, v in subs.items() if str(k) == name), None)
     if s_max is not None:
         if prompt + generate > s_max:
-            rep.warnings.append(f"P + G = {prompt + generate:,} positions is longer than s_max = {s_max:,}: the "
-                                f"learned position table has s_max rows, so the model cannot read that many "
+            rep.warnings.append(f"P + G = {prompt + generate:,} positions is longer than {name} = {s_max:,}: the "
+                                f"learned position table has {name} rows, so the model cannot read that many "
                                 f"tokens as built")
         if vals.get("max_context") is not None and vals["max_context"] > s_max:
             vals["max_context_memory"] = vals["max_context"]
@@ -248,9 +250,11 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
         out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
     kinds = kv_layer_kinds(getattr(inf, "attn", inf), subs)   # the attention side holds the KV cache
     pages = {k["token_bytes"] * block for k in kinds}
-    if inf.states or not kinds or len(pages) != 1 or out["available_bytes"] is None:
+    fixed = getattr(getattr(inf, "attn", inf), "fixed", ())
+    if inf.states or fixed or not kinds or len(pages) != 1 or out["available_bytes"] is None:
         out.update(tokens=None, max_concurrency=None, num_blocks=None,
                    note="recurrent states (vLLM's MambaSpec) are not modelled" if inf.states else
+                   "K/V cached once per request (vLLM's CrossAttentionSpec) are not modelled" if fixed else
                    "layer kinds with different page sizes (vLLM scales their block sizes) are not modelled"
                    if len(pages) > 1 else "no weight bytes: every dimension needs a value")
         return out

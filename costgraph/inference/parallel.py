@@ -206,6 +206,7 @@ class ServingInference:
         a = self.attn
         self.model, self.cg, self.b, self.s = a.model, a.cg, a.b, a.s
         self.weights, self.kv, self.states, self.kv_entries = a.weights, a.kv, a.states, a.kv_entries
+        self.once, self.fixed = a.once, a.fixed   # once per request (inference/request.py)
         self.convention, self.causal, self.activations = a.convention, a.causal, a.activations   # a draft's settings
         self.t = sv.tp
         self.tp = self.full.tp if self.full.tp is not None else a.tp   # warnings of the TP walk
@@ -435,13 +436,14 @@ class _Only:
 
     def kv_cache_bytes(self, positions, batch, page):
         inf = self.inf
-        kv, st = inf.kv_entries, inf.states
+        kv, st, fx = inf.kv_entries, inf.states, inf.fixed
         inf.kv_entries = [e for e in kv if e is self.entry]
         inf.states = [e for e in st if e is self.entry]
+        inf.fixed = [e for e in fx if e is self.entry]   # K/V of a fixed length per request
         try:
             return inf.kv_cache_bytes(positions, batch, page)
         finally:
-            inf.kv_entries, inf.states = kv, st
+            inf.kv_entries, inf.states, inf.fixed = kv, st, fx
 
 
 def report_serving(rep, inf: ServingInference, m, t: int, *, step_seconds, comm_seconds, exact) -> None:

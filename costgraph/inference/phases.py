@@ -44,6 +44,15 @@ Per step (all exact SymPy expressions in the model's dimensions, ``q``, ``n``):
   with ``s → q``: the recurrence costs per token what the scan costs per
   position. Jamba mixes both: the attention layers' K/V grow, the Mamba
   layers' states do not.
+* **Once per request** (:mod:`costgraph.inference.request`): the operators
+  computed from model inputs but from no token (a VLM's vision tower and
+  projector, an encoder, a cross-attention's K/V of the encoder's output) run
+  in a request's first step (``n`` the literal 0: a prefill, a first chunk)
+  and in no later one. K/V such a part caches are not split by
+  :func:`split_keys`: they keep their own length (Whisper's ``e``), are
+  written by the first step and read whole by every later one, and count in
+  the KV cache beside the growing one (``fixed_bytes``; transformers'
+  ``EncoderDecoderCache``: ``self_attention_cache`` + ``cross_attention_cache``).
 * ``activation_bytes`` — inputs and outputs of every operator that is not a
   view, in the activation dtype (bf16): the traffic an unfused execution
   moves; reported apart, added to ``bytes`` only with ``activations=True``.
@@ -77,6 +86,7 @@ from ..parallel.placement import placement
 from ..engine.precision import precision as get_precision
 from ..engine.totals import causal_share, expand_sum
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
+from .request import built_from_tokens, per_request_ops, token_roots
 
 _pos = dict(positive=True, integer=True)
 #: the key length of attention inside a graph built by :func:`split_keys`
@@ -108,6 +118,8 @@ def split_keys():
         if len(x.shape) < 3:
             c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
         c.cache(x, c["window"])
+        if not built_from_tokens(c.b.cg, x):   # computed once per request (inference/request.py): fixed length
+            return c.output(x.shape, view_of=x)
         return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
 
     REGISTRY._specs["cache"] = replace(spec, rule=rule)   # its traits kept
@@ -230,27 +242,21 @@ class Inference:
                                       "(BERT, ViT) has no decode phase to model",
                                       hint="for a decoder, mark K and V with cache(...) in the model file; for an "
                                            "encoder's forward pass use derive or train")
-        #: K/V-style entries (a sequence axis) and fixed-size recurrent states
-        self.kv_entries = [e for e in cg.caches if not e.state]
-        self.states = [e for e in cg.caches if e.state]
         split = {p for p, d in cg.ops() if d["kind"] == "cache"
                  and any(KEYS in cg.tensors[o].shape for o in d["outputs"])}
-        if len(split) != len({e.path for e in self.kv_entries}):
+        #: K/V-style entries growing with the tokens (a sequence axis split), K/V computed once per
+        #: request at a fixed length (inference/request.py: a cross-attention's), fixed-size recurrent states
+        self.kv_entries = [e for e in cg.caches if not e.state and e.path in split]
+        self.fixed = [e for e in cg.caches if not e.state and e.path not in split]
+        self.states = [e for e in cg.caches if e.state]
+        self.s, self.b = self._axes(cg)
+        #: operators run once per request, at the prefill (inference/request.py)
+        self.once = per_request_ops(cg, self.s, KEYS)
+        outputs = {o for p in self.once for o in cg.nodes[p]["outputs"]}
+        if any(e.tensor not in outputs for e in self.fixed):
             raise CostgraphValueError(
                 f"model '{cg.name}' was built without the key axis split",
                 hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")
-        # the sequence axis: a cached tensor's axis -2 ([B, ..., S, d]); a state's operator reads
-        # [B, S, C] (conv1d, selective_scan), its state [B, ...]
-        seqs = {cg.tensors[e.tensor].shape[-2] for e in self.kv_entries} | \
-            {cg.tensors[cg.nodes[e.path]["inputs"][0]].shape[-2] for e in self.states}
-        batches = {cg.tensors[e.tensor].shape[0] for e in cg.caches}
-        if len(seqs) != 1 or len(batches) != 1 or not all(isinstance(x, sympy.Symbol) for x in seqs | batches):
-            raise CostgraphValueError(f"model '{cg.name}': its caches differ in batch or sequence axis "
-                                      f"({', '.join(sorted(map(str, seqs | batches)))}); one of each is needed",
-                                      hint="infer needs one batch and one growing sequence axis (a decoder's KV "
-                                           "cache); an encoder-decoder's fixed cross-attention cache (Whisper) is "
-                                           "not modelled yet: derive gives its KV cache")
-        self.s, self.b = seqs.pop(), batches.pop()
         names = {d.name for d in cg.dims.values()}
         clash = names & {"q", "n", "P", "G", "n_keys", "k_page"}
         if clash:
@@ -268,6 +274,26 @@ class Inference:
             for tid in d["inputs"]:
                 self._consumers.setdefault(tid, []).append(path)
         self._order = {p: i for i, p in enumerate(cg.nodes)}
+
+    def _axes(self, cg: CostGraph) -> tuple:
+        """``(s, b)``: the one growing sequence axis and the one batch axis of the caches."""
+        # the sequence axis: a cached tensor's axis -2 ([B, ..., S, d]); a state's operator reads
+        # [B, S, C] (conv1d, selective_scan), its state [B, ...]
+        seqs = {cg.tensors[e.tensor].shape[-2] for e in self.kv_entries} | \
+            {cg.tensors[cg.nodes[e.path]["inputs"][0]].shape[-2] for e in self.states}
+        if not seqs:   # only K/V of a fixed length (cross-attention alone): the token inputs' axis
+            seqs = {cg.tensors[r].shape[-1] for r in token_roots(cg) if cg.tensors[r].role == "index"}
+        if not seqs:
+            raise CostgraphValueError(
+                f"model '{cg.name}' was built without the key axis split",
+                hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")
+        batches = {cg.tensors[e.tensor].shape[0] for e in cg.caches}
+        if len(seqs) != 1 or len(batches) != 1 or not all(isinstance(x, sympy.Symbol) for x in seqs | batches):
+            raise CostgraphValueError(f"model '{cg.name}': its caches differ in batch or sequence axis "
+                                      f"({', '.join(sorted(map(str, seqs | batches)))}); one of each is needed",
+                                      hint="infer needs one batch and one sequence axis growing with the tokens "
+                                           "(K/V computed once per request, from no token, may have their own)")
+        return seqs.pop(), batches.pop()
 
     # ------------------------------------------------------------ helpers
     def _wdiv(self, wid):
@@ -309,6 +335,26 @@ class Inference:
         vectors = elements / ten.shape[-1]
         copies = self.cg.nodes[entry.path]["count"]
         return copies * self.kv.position_bytes(elements, vectors) / self._tdiv(entry.tensor)
+
+    def _fixed_length(self, entry) -> sympy.Expr:
+        """The positions a per-request entry keeps (its axis −2: Whisper's ``e``), a window applied."""
+        length = self.cg.tensors[entry.tensor].shape[-2]
+        return length if entry.window is None else sympy.Min(length, entry.window)
+
+    def fixed_bytes(self, batch=None, page=None) -> sympy.Expr:
+        """The K/V computed once per request (a cross-attention's over the encoder's positions), of
+        ``batch`` sequences (default the model's ``b``), per device; ``page = k`` rounds each up to
+        blocks of ``k``. 0 for a model without them. Transformers allocates them in
+        ``EncoderDecoderCache.cross_attention_cache`` (cache_utils.py), beside the
+        ``self_attention_cache`` that grows."""
+        batch = self.b if batch is None else as_expr(batch)
+        total = []
+        for e in self.fixed:
+            kept = self._fixed_length(e)
+            if page is not None:
+                kept = sympy.ceiling(kept / page) * page
+            total.append(batch * kept * self._entry_position_bytes(e) + self._entry_fixed_bytes(e))
+        return expand_sum(total)
 
     def _entry_fixed_bytes(self, entry) -> sympy.Expr:
         return self.cg.nodes[entry.path]["count"] * sympy.Rational(self.kv.tensor_stat_bits, 8)
@@ -352,6 +398,7 @@ class Inference:
         positions = self.s if positions is None else as_expr(positions)
         batch = self.b if batch is None else as_expr(batch)
         total = [self.state_bytes(batch)]     # recurrent states: whole, per sequence, not paged
+        total.append(self.fixed_bytes(batch, page))   # K/V of a fixed length per request (cross-attention)
         for e in self.kv_entries:
             kept = positions if e.window is None else sympy.Min(positions, e.window)
             if page is not None:
@@ -377,13 +424,15 @@ class Inference:
         cg = self.cg
         sub = {self.s: q, KEYS: n + q}
         tokens = self.b * q
+        # a request's first step (n = 0: a prefill) runs its per-request part (inference/request.py) too
+        run = [(p, d) for p, d in cg.ops() if n == 0 or p not in self.once]
         ops: dict[str, OpCost] = {}
         reader_of: dict[str, str] = {}
         for wid in cg.weights:
-            readers = [p for p, d in cg.ops() if wid in d["cost"].weights or wid in d["cost"].tied]
+            readers = [p for p, d in run if wid in d["cost"].weights or wid in d["cost"].tied]
             if readers:
                 reader_of[wid] = readers[-1]
-        for path, d in cg.ops():
+        for path, d in run:
             op = ops[path] = OpCost(path, d["kind"])
             f = d["cost"].forward.under(self.convention) * d["active"]
             # the pairs a causal mask keeps, windows included (costgraph.engine.totals.causal_share): q queries
@@ -411,12 +460,21 @@ class Inference:
             kv_read.append(read)
             kv_written.append(written)
             ops[self._kv_reader(e)].kv_bytes += read + written
+        for e in self.fixed:
+            # computed once per request: written by its first step, read whole by every later one
+            whole = self.b * self._entry_position_bytes(e) * self._fixed_length(e)
+            read, written = (ZERO, whole) if n == 0 else (whole, ZERO)
+            kv_read.append(read)
+            kv_written.append(written)
+            ops[self._kv_reader(e)].kv_bytes += read + written
         allreduce = []
         if self.tp:
             from ..parallel.placement import expert_groups
 
             groups = expert_groups(cg)
             for path in [*self.tp.row, *(p for p in self.tp.vocab if cg.nodes[p]["kind"] == "embedding")]:
+                if path not in ops:   # a per-request operator, not run by this step
+                    continue
                 d = cg.nodes[path]
                 out = cg.tensors[d["outputs"][0]]
                 # routed experts: one all-reduce of the combined output per MoE layer, not one per

@@ -45,6 +45,10 @@ def check_prefix(inf, shared: int, prompt: int) -> None:
     if inf.states:
         raise CostgraphValueError("--shared-prefix: prefix caching of recurrent states is not modelled",
                                   hint="the prefix is shared through per-position KV blocks")
+    if getattr(inf, "once", None):   # inference/request.py: an encoder, a vision tower per request
+        raise CostgraphValueError("--shared-prefix: prefix caching of a model with a part run once per request "
+                                  "(an encoder, a vision tower: its own input each request) is not modelled",
+                                  hint="leave out --shared-prefix; the prefill counts that part once per request")
 
 
 def prefix_kv_bytes(inf, shared: int, page: int, batch=None) -> sympy.Expr:

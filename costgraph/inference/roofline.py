@@ -45,6 +45,7 @@ from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
+from .request import phase_notes
 
 
 @dataclass(frozen=True)
@@ -478,10 +479,7 @@ def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> 
         "KV cache for P + G positions per sequence; paged: each cache's kept positions rounded up to blocks",
         "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
     ]
-    if inf.states:
-        notes.append("recurrent state (conv1d, selective_scan): a fixed size per sequence whatever P + G, "
-                     "in the activation dtype (not --kv); a step reads it (none at the prefill, which "
-                     "starts from zeros) and writes it back; counted in the KV cache, not paged")
+    notes += phase_notes(inf)   # recurrent states; what runs once per request (inference/request.py)
     if t > 1:
         notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
                      "not overlapped")
