@@ -141,13 +141,20 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     dropout = costgraph_model.settings.dropout
     from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
 
+    from .torch_vlm import VLM_TYPES, build_vlm, sequence_tokens
+
     multimodal = hf.model_type in MULTIMODAL_TYPES
-    tm = (build_llava(torch, _hf_build_config(config)) if multimodal
-          else build_model(hf.model_type, _hf_build_config(config)))
+    if hf.model_type in VLM_TYPES:   # Gemma 3 (image tokens in the sequence), Mllama (cross-attention)
+        tm = build_vlm(torch, hf.model_type, _hf_build_config(config))
+    else:
+        tm = (build_llava(torch, _hf_build_config(config)) if multimodal
+              else build_model(hf.model_type, _hf_build_config(config)))
     seq2seq = _is_seq2seq(tm)
     shapes = [tuple(x) for x in shapes]
     if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens
         shapes = [(b, image_tokens(config) + s) for b, s in shapes]
+    elif hf.model_type in VLM_TYPES:
+        shapes = [(b, sequence_tokens(hf.model_type, config) + s) for b, s in shapes]
     if hf.model_type in VISION_TYPES:   # images: b varies, the tokens are fixed by the image size
         derived = costgraph_model.graph.dims["s"].derived
         tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))
