@@ -76,6 +76,10 @@ KNOWN = {
     "siglip-base-patch16-224.json": (203_155_970, 203_155_970),
     # transformers 5.24 on meta (sum of numel; LlavaForConditionalGeneration, tests/test_llava.py)
     "llava-1.5-7b-hf.json": (7_063_427_072, 7_063_427_072),
+    # transformers 5.24 on meta (sum of numel; MllamaForConditionalGeneration of MllamaConfig()'s defaults,
+    # Gemma3ForConditionalGeneration of gemma-3-4b-it; tests/test_mllama_gemma3mm.py)
+    "mllama-config-defaults.json": (10_642_941_475, 10_642_941_475),
+    "gemma-3-4b-it.json": (4_300_079_472, 4_300_079_472),
 }
 
 
