@@ -72,7 +72,10 @@ def test_mllama_import_reads_the_nested_configs():
     assert hf.values == {"image": 448, "p": 14, "c": 3, "nt": 4, "nr": 8, "hv": 1280, "av": 16, "iv": 5120, "lv": 32,
                          "lg": 8, "ki": 5, "h": 4096, "a": 32, "kv": 8, "i": 14336, "l": 40, "V": 128256,
                          "s": 131072, "b": 1}
-    assert int(_costs(hf)["params"]) == MLLAMA_PARAMS
+    c = _costs(hf)
+    assert int(c["params"]) == MLLAMA_PARAMS
+    # KV cache: 32 self-attention layers × s = 131072 and 8 cross-attention layers × the 4·1025 image tokens
+    assert int(c["kv_cache_bytes"]) == 4 * 8 * 128 * (32 * 131072 + 8 * 4100) == 17_314_217_984
     assert load("mllama").configs["llama-3.2-11b-vision"] == hf.values
     # a missing vision_config / text_config is MllamaConfig's own defaults
     assert costgraph.from_hf_config({"model_type": "mllama"}, source="m.json").values == hf.values
@@ -83,7 +86,10 @@ def test_gemma3_import_reads_the_nested_configs():
     assert hf.values == {"image": 896, "p": 14, "c": 3, "hv": 1152, "av": 16, "iv": 4304, "lv": 27, "ts": 16,
                          "h": 2560, "a": 8, "kv": 4, "d": 256, "i": 10240, "l": 34, "V": 262208, "w": 1024,
                          "s": 131072, "b": 1}
-    assert int(_costs(hf)["params"]) == GEMMA3_PARAMS
+    c = _costs(hf)
+    assert int(c["params"]) == GEMMA3_PARAMS
+    # KV cache: 5 global layers keep s = 131072 (the 256 image tokens included), 29 local ones the window 1024
+    assert int(c["kv_cache_bytes"]) == 4 * 4 * 256 * (5 * 131072 + 29 * 1024) == 2_805_989_376
     assert load("gemma3").configs["gemma-3-4b"] == hf.values
 
 
@@ -141,21 +147,6 @@ def test_avg_pool2d_operator():
 
 # ------------------------------------------------------------------ analyses
 
-def test_derive_on_the_bundled_configs(capsys):
-    code, out, err = _cli(capsys, "derive", str(MLLAMA), "--format", "json")
-    assert code == 0, err
-    got = json.loads(out)["quantities"]
-    assert got["params"]["value"] == MLLAMA_PARAMS
-    # 32 self-attention layers × s = 131072 and 8 cross-attention layers × the 4·1025 image tokens
-    assert got["kv_cache_bytes"]["value"] == 4 * 8 * 128 * (32 * 131072 + 8 * 4100) == 17_314_217_984
-    code, out, err = _cli(capsys, "derive", str(GEMMA3), "--format", "json")
-    assert code == 0, err
-    got = json.loads(out)["quantities"]
-    assert got["params"]["value"] == GEMMA3_PARAMS
-    # 5 global layers cache s = 131072 (the 256 image tokens included), 29 local ones the window 1024
-    assert got["kv_cache_bytes"]["value"] == 4 * 4 * 256 * (5 * 131072 + 29 * 1024) == 2_805_989_376
-
-
 @pytest.fixture(scope="module")
 def small_files(tmp_path_factory):
     d = tmp_path_factory.mktemp("vlm")
@@ -164,7 +155,10 @@ def small_files(tmp_path_factory):
     return d
 
 
-def test_train_and_infer_on_small_configs(capsys, small_files):
+def test_derive_train_and_infer_on_small_configs(capsys, small_files):
+    code, out, err = _cli(capsys, "derive", str(small_files / "ml.json"))
+    assert code == 0, err
+    assert "parameters                   255,433" in out
     # forward + backward FLOPs at b = 2 (the PyTorch tier's 21,647,360 + 42,901,504)
     code, out, err = _cli(capsys, "train", str(small_files / "g3.json"), "--set", "s=20", "--set", "b=2",
                           "--format", "json")
