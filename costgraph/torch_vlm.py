@@ -20,7 +20,7 @@ def sequence_tokens(model_type: str, config_dict: dict) -> int:
     return 0
 
 
-def _finish(torch, model, train: bool):
+def _finish(model, train: bool):
     model.train(train)
     for p in model.parameters():
         p.requires_grad_(True)
@@ -33,7 +33,7 @@ def build_vlm(torch, model_type: str, config_dict: dict, *, train: bool = True, 
     wrapped (:func:`build_gemma3`, :func:`build_mllama`). The wrappers add no parameters and no
     operations that count (image inputs are made by ``zeros``/``ones``/``full``/``cat``)."""
     build = {"gemma3": build_gemma3, "mllama": build_mllama}[model_type]
-    return _finish(torch, build(torch, config_dict, dtype=dtype, attn_implementation=attn_implementation), train)
+    return _finish(build(torch, config_dict, dtype=dtype, attn_implementation=attn_implementation), train)
 
 
 def build_gemma3(torch, config_dict: dict, *, dtype: str = "bfloat16", attn_implementation: str = "eager"):
