@@ -69,7 +69,7 @@ def _cli(capsys, *args):
 
 def test_mllama_import_reads_the_nested_configs():
     hf = costgraph.from_hf_config(json.loads(MLLAMA.read_text()), source=str(MLLAMA))
-    assert hf.values == {"image": 448, "p": 14, "c": 3, "nt": 4, "nr": 8, "hv": 1280, "av": 16, "iv": 5120, "lv": 32,
+    assert hf.values == {"pp": 32, "p": 14, "c": 3, "nt": 4, "nr": 8, "hv": 1280, "av": 16, "iv": 5120, "lv": 32,
                          "lg": 8, "ki": 5, "h": 4096, "a": 32, "kv": 8, "i": 14336, "l": 40, "V": 128256,
                          "s": 131072, "b": 1}
     c = _costs(hf)
