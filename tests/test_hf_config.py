@@ -79,6 +79,10 @@ KNOWN = {
     # diffusers 0.42.1 on meta (sum of numel; DiTTransformer2DModel, SD3Transformer2DModel; tests/test_dit.py)
     "dit-xl-2-256.json": (749_826_464, 749_826_464),
     "sd3-medium.json": (2_028_328_000, 2_028_328_000),
+    # transformers 5.24 on meta (sum of numel; MllamaForConditionalGeneration of MllamaConfig()'s defaults,
+    # Gemma3ForConditionalGeneration of gemma-3-4b-it; tests/test_mllama_gemma3mm.py)
+    "mllama-config-defaults.json": (10_642_941_475, 10_642_941_475),
+    "gemma-3-4b-it.json": (4_300_079_472, 4_300_079_472),
 }
 
 

@@ -725,7 +725,9 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # diffusers' classes (`_class_name`), one denoising step: tests/test_dit.py
                       "dit", "sd3",
                       # Conv3d patches, a patch merger and an M-RoPE decoder: tests/test_qwen2_vl.py
-                      "qwen2_vl", "qwen2_5_vl")
+                      "qwen2_vl", "qwen2_5_vl",
+                      # an image cross-attended (mllama) or as tokens (gemma3): tests/test_mllama_gemma3mm.py
+                      "mllama", "gemma3")
 
 
 # ------------------------------------------------------------- measurements

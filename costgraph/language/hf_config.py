@@ -172,6 +172,12 @@ class _Reader:
             return isinstance(items, list) and spec["item"] in items
         if "swiglu_width" in spec:   # { swiglu_width = SPEC }: DINOv2's SwiGLUFFN, ⌊2v/3⌋ up to a multiple of 8
             return ((2 * self.number(spec["swiglu_width"], what)) // 3 + 7) // 8 * 8
+        if "isqrt" in spec:    # { isqrt = SPEC }: its whole square root (Gemma 3's image tokens per side)
+            v = self.number(spec["isqrt"], what)
+            root = math.isqrt(v)
+            if root * root != v:
+                self.fail(f"{what}: {v} is not a perfect square", hint="a square number of image tokens (256)")
+            return root
         if "length" in spec:   # { length = "k", default = V }: the number of entries of k (ViT's id2label)
             v = self.raw(spec["length"], spec.get("default", _MISSING))
             return len(v) if isinstance(v, (dict, list)) else v
@@ -374,16 +380,23 @@ def _check_layer_indices(r: _Reader, rule: dict, model: str) -> None:
     be every ``every``-th layer — ``every − 1, 2·every − 1, …`` below
     ``length`` — the pattern the model file writes with ``if j % every ==
     every − 1`` (and what transformers derives from
-    ``interleave_moe_layer_step`` when the key is absent). Anything else is a
-    variant the model does not describe (refused, with the expected list)."""
-    v = nested_get(r.config, rule["key"])   # a dotted key reads a sub-config (Qwen2.5-VL's vision_config)
+    ``interleave_moe_layer_step`` when the key is absent). ``first = F``
+    starts the layers at ``F`` instead (``j % every == F``: Mllama's
+    cross-attention layers 3, 8, 13, …); ``default = [...]`` is checked when
+    the key is absent (what the config class then sets). A dotted key reads a
+    nested config. Anything else is a variant the model does not describe
+    (refused, with the expected list)."""
+    v = nested_get(r.config, rule["key"])
     if v is None:
-        return
+        if "default" not in rule:
+            return
+        v = rule["default"]   # what the config class sets when the key is absent (Mllama's [3, 8, ..., 38])
     step, n = r.number(rule["every"], "every"), r.number(rule["length"], "length")
-    want = list(range(step - 1, n, step))
+    first = rule.get("first", step - 1)   # { first = F }: the layers F, F + every, ... (Mllama: 3)
+    want = list(range(first, n, step))
     if v != want:
         r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{model}' model does not describe "
-               f"(supported: the layers j with j % {step} == {step - 1}, {json.dumps(want)})")
+               f"(supported: the layers j with j % {step} == {first}, {json.dumps(want)})")
 
 
 def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "korthikanti",

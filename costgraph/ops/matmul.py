@@ -55,7 +55,9 @@ def matmul(c):
     ``--causal half``/``exact`` count only the pairs the mask keeps
     (:func:`costgraph.engine.totals.causal_pairs`; queries aligned to the newest
     keys, so at most as many queries as keys). The key axis is the one equal
-    to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose."""
+    to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose. A product of two inputs of
+    the model (or views of them) has no backward and keeps nothing (PyTorch: no operand needs a
+    gradient)."""
     x, y, w = c["x"], c["y"], c["window"]
     if len(x.shape) < 2 or len(y.shape) < 2:
         c.fail(f"matmul needs two tensors of rank ≥ 2, got {x.shape_str()} and {y.shape_str()}")
@@ -82,9 +84,18 @@ def matmul(c):
     out = c.output((*bx, m, n), role=c.float_role(x, y))
     mm = 2 * numel(tuple(bx)) * m * k * n
     c.forward(Flops(matmul=mm))
+    if _model_input(c, x) and _model_input(c, y):   # two inputs of the model (Mllama's tile mask): no gradient
+        return out
     c.backward_input(Flops(matmul=2 * mm))   # dX = dZ·Yᵀ and dY = Xᵀ·dZ
     c.save(x, y)
     return out
+
+
+def _model_input(c, t) -> bool:
+    """``t`` is an input of the model or a view of one (a transpose): autograd needs no gradient
+    for it, so a product of two such tensors has no backward and keeps nothing."""
+    base = c.b.cg.tensors.get(t.storage, t)
+    return c.b.cg.nodes.get(base.producer, {}).get("kind") == "input"
 
 
 @op("embedding", "row lookup in a [num, dim] table: ids [...] → [..., dim]",

@@ -1,6 +1,6 @@
 """Operators of vision, speech and diffusion Transformers: convolutions
 (``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``, ``merge_tokens``, ``split_seq``/``merge_seq``,
-``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``,
+``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``, ``avg_pool2d``,
 adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN) and ``layer_scale``
 (DINOv2).
 
@@ -246,6 +246,39 @@ def upsample(c):
     batch, ch, *spatial = x.shape
     y = c.output((batch, ch, *(n * f for n in spatial)), role=c.float_role(x))
     c.backward_input(Flops(other=y.numel - x.numel))
+    return y
+
+
+@op("avg_pool2d", "average pooling over k×k blocks, stride k (nn.AvgPool2d(k, k)): x [B, C, H, W] → "
+    "[B, C, H/k, W/k]; with side, tokens [B, side², C] read as a side×side grid → [B, (side/k)², C] (Gemma 3)",
+    x="tensor", kernel="dim", side=("dim", None), layout="whole")
+def avg_pool2d(c):
+    """``nn.AvgPool2d(kernel_size=k, stride=k)`` on ``[B, C, H, W]``: 0 matrix
+    FLOPs (``FlopCounterMode`` counts none); under `all` one add (or the
+    divide) per input element, as much for the input gradient
+    (``avg_pool2d_backward`` spreads each output's gradient over its block).
+    Keeps its input (``AvgPool2DBackward0`` saves ``self``). Output size as a
+    convolution's (no padding): ``⌊(H − k)/k⌋ + 1``, ``H/k`` on a symbolic H.
+
+    With ``side``: tokens ``[B, N, C]``, ``N = side²`` (Gemma3MultiModalProjector:
+    ``x.transpose(1, 2).reshape(B, C, side, side).contiguous()``, a copy of the
+    tokens, which the pool keeps; then ``flatten(2).transpose(1, 2)``, a view)
+    → ``[B, (side/k)², C]``."""
+    x, k, side = c["x"], c["kernel"], c["side"]
+    if side is None:
+        if len(x.shape) != 4:
+            c.fail(f"avg_pool2d needs [B, C, H, W] (or tokens [B, N, C] with side), got {x.shape_str()}")
+        batch, ch, hh, ww = x.shape
+        y = c.output((batch, ch, _out_size(c, hh, k, k, 0), _out_size(c, ww, k, k, 0)), role=c.float_role(x))
+    else:
+        if len(x.shape) != 3 or not c.same(x.shape[1], as_dim(side) * as_dim(side)):
+            c.fail(f"avg_pool2d with side = {side} needs tokens [B, side², C], got {x.shape_str()}")
+        batch, _, ch = x.shape
+        m = _out_size(c, side, k, k, 0)
+        y = c.output((batch, m * m, ch), role=c.float_role(x))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=x.numel))
+    c.save(x)
     return y
 
 
