@@ -139,6 +139,34 @@ def _qwen_vl_model(torch, hf, config: dict):
     return build_qwen_vl(torch, hf.model_type, _hf_build_config(config), g=g), g * g
 
 
+def _torch_model(torch, hf, config: dict, costgraph_model, shapes: list) -> tuple:
+    """The PyTorch class of ``hf``'s family, built on meta, and the (b, s) shapes it is run at:
+    image tokens ahead of the text for VLMs, the fixed token count of an image or latent."""
+    from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
+    from .torch_vlm import VLM_TYPES, build_vlm, sequence_tokens
+
+    multimodal = hf.model_type in MULTIMODAL_TYPES
+    qwen_vl = _qwen_vl_model(torch, hf, config)
+    if hf.model_type in DIFFUSION_TYPES:   # diffusers' DiT / SD3, T text tokens for SD3
+        tm = build_diffusion(torch, hf.model_type, _hf_build_config(config), text_tokens=hf.values.get("T", 0))
+    elif hf.model_type in VLM_TYPES:   # Gemma 3 (image tokens in the sequence), Mllama (cross-attention)
+        tm = build_vlm(torch, hf.model_type, _hf_build_config(config))
+    else:
+        tm = (qwen_vl[0] if qwen_vl else build_llava(torch, _hf_build_config(config)) if multimodal
+              else build_model(hf.model_type, _hf_build_config(config)))
+    if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens
+        shapes = [(b, image_tokens(config) + s) for b, s in shapes]
+    elif hf.model_type in VLM_TYPES:
+        shapes = [(b, sequence_tokens(hf.model_type, config) + s) for b, s in shapes]
+    if qwen_vl:      # Qwen2-VL: likewise, g² image tokens of one image of g × g merge units
+        shapes = [(b, qwen_vl[1] + s) for b, s in shapes]
+    if hf.model_type in VISION_TYPES or hf.model_type in DIFFUSION_TYPES:   # b varies, the tokens are fixed
+        derived = costgraph_model.graph.dims["n" if hf.model_type in DIFFUSION_TYPES else "s"].derived
+        tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))
+        shapes = [(b, tokens) for b, _ in shapes]
+    return tm, shapes
+
+
 def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: bool = True) -> Verification:
     """Compare costgraph's costs of ``config_path`` (a config.json; ``model``: a bundled name or .cg path
     replacing the mapped model file) with what PyTorch measures on the transformers model."""
@@ -151,31 +179,8 @@ def verify(config_path: str, model: str | None = None, shapes=SHAPES, *, kv: boo
     hf = from_hf_config(config, source=str(config_path), profile="pytorch", model=model)
     costgraph_model = hf.model
     dropout = costgraph_model.settings.dropout
-    from .torch_vision import MULTIMODAL_TYPES, build_llava, image_tokens
-
-    from .torch_vlm import VLM_TYPES, build_vlm, sequence_tokens
-
-    multimodal = hf.model_type in MULTIMODAL_TYPES
-    qwen_vl = _qwen_vl_model(torch, hf, config)
-    if hf.model_type in DIFFUSION_TYPES:   # diffusers' DiT / SD3, T text tokens for SD3
-        tm = build_diffusion(torch, hf.model_type, _hf_build_config(config), text_tokens=hf.values.get("T", 0))
-    elif hf.model_type in VLM_TYPES:   # Gemma 3 (image tokens in the sequence), Mllama (cross-attention)
-        tm = build_vlm(torch, hf.model_type, _hf_build_config(config))
-    else:
-        tm = (qwen_vl[0] if qwen_vl else build_llava(torch, _hf_build_config(config)) if multimodal
-              else build_model(hf.model_type, _hf_build_config(config)))
+    tm, shapes = _torch_model(torch, hf, config, costgraph_model, [tuple(x) for x in shapes])
     seq2seq = _is_seq2seq(tm)
-    shapes = [tuple(x) for x in shapes]
-    if multimodal:   # LLaVA: the decoder's s counts the n image tokens, then s text tokens
-        shapes = [(b, image_tokens(config) + s) for b, s in shapes]
-    elif hf.model_type in VLM_TYPES:
-        shapes = [(b, sequence_tokens(hf.model_type, config) + s) for b, s in shapes]
-    if qwen_vl:      # Qwen2-VL: likewise, g² image tokens of one image of g × g merge units
-        shapes = [(b, qwen_vl[1] + s) for b, s in shapes]
-    if hf.model_type in VISION_TYPES or hf.model_type in DIFFUSION_TYPES:   # b varies, the tokens are fixed
-        derived = costgraph_model.graph.dims["n" if hf.model_type in DIFFUSION_TYPES else "s"].derived
-        tokens = int(derived.subs({sym: hf.values[str(sym)] for sym in derived.free_symbols}))
-        shapes = [(b, tokens) for b, _ in shapes]
 
     def cg(b, s):
         values = {**hf.values, "b": b}
