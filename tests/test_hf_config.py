@@ -76,6 +76,9 @@ KNOWN = {
     "siglip-base-patch16-224.json": (203_155_970, 203_155_970),
     # transformers 5.24 on meta (sum of numel; LlavaForConditionalGeneration, tests/test_llava.py)
     "llava-1.5-7b-hf.json": (7_063_427_072, 7_063_427_072),
+    # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
+    # tests/test_attn_variants.py): DeepSeek-V3's counts plus 61 lightning indexers of 13,959,424
+    "deepseek-v3.2.json": (671_877_944_064, 38_403_822_336),
 }
 
 

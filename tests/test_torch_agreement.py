@@ -721,7 +721,9 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       "qwen3_next", "falcon_h1", "granitemoehybrid",
                       # a spectrogram into an encoder-decoder: tests/test_whisper.py; image tokens in a
                       # decoder: tests/test_llava.py (verify exact, released parameters on meta)
-                      "whisper", "llava")
+                      "whisper", "llava",
+                      # sparse attention (the lightning indexer): tests/test_attn_variants.py
+                      "deepseek_v32")
 
 
 # ------------------------------------------------------------- measurements

@@ -1,0 +1,158 @@
+"""Attention variants of issue 19: DeepSeek-V3.2's sparse attention (the lightning indexer).
+
+Sources: transformers 5.24 ``models/deepseek_v32/modular_deepseek_v32.py`` (DeepseekV32Indexer,
+DeepseekV32Attention: MLA whose mask keeps each query's ``index_topk`` best keys) and
+``configuration_deepseek_v32.py``; models/deepseek_v32.cg; costgraph/ops/sparse_attention.py.
+
+Conventions (named, both tested): option ``sparse`` (on) counts the MLA attention over the
+``Min(s, index_topk)`` keys the indexer keeps (what DSA's kernels compute); ``sparse = false`` the
+dense masked square transformers' eager/SDPA path computes (what FlopCounterMode counts there). The
+indexer's own products run over every key in both. The indexer runs under ``torch.no_grad`` in
+transformers (no backward); costgraph counts its backward as trained (DeepSeek-V3.2 §2.1.1), so the
+measured backward is costgraph's minus the indexer's, written out below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from costgraph.inference import Inference, load as load_for_inference
+from costgraph.language.hf_config import from_hf_config, load_hf_config
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+
+# ------------------------------------------------------------------ DeepSeek-V3.2
+
+#: a small DeepSeek-V3.2: 1 dense + 2 MoE layers, index_topk 8 (below the s = 16 point)
+V32 = dict(model_type="deepseek_v32", vocab_size=128, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+           num_hidden_layers=3, first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4,
+           q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24,
+           n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1, n_group=1, topk_group=1,
+           index_n_heads=4, index_head_dim=16, index_topk=8, max_position_embeddings=256,
+           bos_token_id=0, eos_token_id=1, pad_token_id=2)
+D = dict(V=128, h=64, i=96, i_e=32, l=3, k_d=1, a=4, r_q=48, r_kv=32, d_n=16, d_r=8, d_v=24, E=8, k=2, hi=4, di=16,
+         t_k=8)
+
+
+def _v32_params() -> int:
+    """DeepseekV32ForCausalLM's parameters module by module, the routers' e_score_correction_bias
+    (a buffer in transformers) included, as costgraph counts it (deepseek_v3 likewise)."""
+    V, h, i, i_e, l, k_d, a, r_q, r_kv, d_n, d_r, d_v, E, hi, di = (
+        D[x] for x in "V h i i_e l k_d a r_q r_kv d_n d_r d_v E hi di".split())
+    mla = h * r_q + r_q + r_q * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv + r_kv * a * (d_n + d_v) + a * d_v * h
+    indexer = r_q * hi * di + h * di + 2 * di + h * hi          # wq_b, wk, k_norm (LayerNorm, bias), weights_proj
+    moe = h * E + E + E * 3 * h * i_e + 3 * h * i_e              # router + bias, experts, one shared expert
+    layer = mla + indexer + 2 * h
+    return l * layer + k_d * 3 * h * i + (l - k_d) * moe + 2 * V * h + h
+
+
+def _v32_indexer_forward(b, s) -> int:
+    """The indexer's matrix products per layer: wq_b, wk, weights_proj and the scores over all s keys."""
+    h, r_q, hi, di = D["h"], D["r_q"], D["hi"], D["di"]
+    t = b * s
+    return 2 * t * (r_q * hi * di + h * di + h * hi) + 2 * b * s * s * hi * (di + 1)
+
+
+def _v32_forward(b, s, sparse=True) -> int:
+    """Forward FLOPs ('matmul') at [b, s], written out; sparse: Min(s, t_k) keys a query."""
+    V, h, i, i_e, l, k_d, a, r_q, r_kv, d_n, d_r, d_v, E, k = (
+        D[x] for x in "V h i i_e l k_d a r_q r_kv d_n d_r d_v E k".split())
+    t = b * s
+    keys = min(s, D["t_k"]) if sparse else s
+    mla = 2 * t * (h * r_q + r_q * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv * a * (d_n + d_v) + a * d_v * h) \
+        + 2 * t * keys * a * (d_n + d_r + d_v)
+    moe = 2 * t * h * E + k * 6 * t * h * i_e + 6 * t * h * i_e
+    return l * (mla + _v32_indexer_forward(b, s)) + k_d * 6 * t * h * i + (l - k_d) * moe + 2 * t * h * V
+
+
+def _v32(**options):
+    return from_hf_config(dict(V32), options=options or None)
+
+
+def _v32_values(b, s, **options):
+    m = _v32(**options)
+    return m.costs().evaluate(**{**m.values, "b": b, "s": s})
+
+
+def test_v32_parameters_written_out():
+    assert _v32_params() == 224_800
+    assert _v32_values(1, 8)["params"] == 224_800
+
+
+@pytest.mark.parametrize("b, s", [(1, 8), (2, 16), (1, 100)])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_v32_forward_flops_written_out(b, s, sparse):
+    assert _v32_values(b, s, sparse=sparse)["flops_forward"] == _v32_forward(b, s, sparse)
+
+
+def test_v32_released_config():
+    # DeepSeek-V3's 671,026,419,200 (tests of deepseek_v3, models/deepseek_v3.cg) plus 61 indexers of
+    # 1536·64·128 + 7168·128 + 2·128 + 7168·64 = 13,959,424 parameters
+    hf = load_hf_config(str(HF / "deepseek-v3.2.json"))
+    v3 = load_hf_config(str(HF / "deepseek-v3.json"))
+    p, p3 = hf.costs().evaluate(**hf.values)["params"], v3.costs().evaluate(**v3.values)["params"]
+    assert p3 == 671_026_419_200
+    assert p == p3 + 61 * 13_959_424 == 671_877_944_064
+    # the MTP depth (num_nextn_predict_layers 1) is an option, off as transformers builds none
+    mtp = load_hf_config(str(HF / "deepseek-v3.2.json"), options={"mtp": True})
+    assert mtp.costs().evaluate(**mtp.values)["params"] > p
+
+
+def test_v32_inference_cache_and_sparse_decode():
+    m = load_for_inference("deepseek_v32")
+    inf = Inference(m)
+    v = {**m.values("deepseek-v3.2"), inf.b: 1}
+    # per token and layer: MLA's latent and rotary key (512 + 64) and the indexer's key (128), bf16
+    assert inf.kv_cache_bytes_per_token().xreplace(v) == 61 * (512 + 64 + 128) * 2 == 85_888
+    assert inf.state_bytes().xreplace(v) == 0
+
+    def op(step, name):
+        return sum(o.flops.xreplace(v) for o in step.ops if o.path.endswith(name))
+
+    d1, d2 = inf.step(1, 10_000), inf.step(1, 20_000)
+    # past index_topk (2048) keys the attention's QKᵀ and PV stop growing; the indexer scores every key
+    assert op(d1, "self_attn/matmul") == op(d2, "self_attn/matmul") == 61 * 2 * 128 * (128 + 64) * 2048
+    assert op(d2, "lightning_index") - op(d1, "lightning_index") == 61 * 2 * 64 * (128 + 1) * 10_000
+
+
+# ------------------------------------------------------------------ PyTorch tier
+
+
+@pytest.fixture(scope="module")
+def v32_torch():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure as tm
+    return tm, tm.build_meta("deepseek_v32", {k: v for k, v in V32.items() if k != "model_type"})
+
+
+def test_v32_parameters_equal_transformers_on_meta(v32_torch):
+    tm, model = v32_torch
+    assert type(model).__name__ == "DeepseekV32ForCausalLM"
+    bias = sum(x.numel() for n, x in model.named_buffers() if n.endswith("e_score_correction_bias"))
+    assert bias == (D["l"] - D["k_d"]) * D["E"]
+    assert tm.param_count(model) + bias == _v32_params()
+
+
+@pytest.mark.parametrize("b, s", [(1, 8), (2, 16)])
+def test_v32_flops_equal_flopcountermode(v32_torch, b, s):
+    # transformers computes the dense masked square: sparse = false everywhere, and the default
+    # (sparse) too while s ≤ index_topk (8); the indexer has no backward there (torch.no_grad)
+    tm, model = v32_torch
+    measured = tm.flops(model, b, s)
+    dense = _v32_values(b, s, sparse=False)
+    assert measured["forward"] == dense["flops_forward"] == _v32_forward(b, s, sparse=False)
+    assert measured["backward"] == dense["flops_backward"] - 2 * D["l"] * _v32_indexer_forward(b, s)
+    assert (_v32_values(b, s)["flops_forward"] == measured["forward"]) == (s <= D["t_k"])
+
+
+def test_v32_kv_cache_equals_the_dynamic_cache(v32_torch):
+    # DynamicIndexedLayer: keys (the latent), values (the rotary key) and indexer_keys, per layer
+    tm, model = v32_torch
+    m = _v32()
+    per_token = D["l"] * (D["r_kv"] + D["d_r"] + D["di"])
+    got = tm.kv_cache_bytes(model, 2, 8)
+    assert got == 2 * 8 * per_token * 2
+    assert m.costs().evaluate(**{**m.values, "b": 2, "s": 8})["kv_cache_bytes"] == got
