@@ -156,3 +156,173 @@ def test_v32_kv_cache_equals_the_dynamic_cache(v32_torch):
     got = tm.kv_cache_bytes(model, 2, 8)
     assert got == 2 * 8 * per_token * 2
     assert m.costs().evaluate(**{**m.values, "b": 2, "s": 8})["kv_cache_bytes"] == got
+
+
+# ------------------------------------------------------------------ Kimi Linear
+# Sources: transformers 5.24 models/kimi_linear/modeling_kimi_linear.py (KimiLinearDeltaAttention,
+# KimiLinearForgetGate, KimiLinearAttention, chunk_kimi_delta_attention) and configuration_kimi_linear.py;
+# models/kimi_linear.cg; costgraph/ops/linear_attention_kda.py. The delta rule's FLOPs: textbook
+# 6·T·hl·dl² by default, option chunked_flops = FlopCounterMode's count of the chunked torch fallback.
+
+#: a small Kimi Linear: 4 layers, layer 0 dense + KDA, layer 2 MLA (full_attn_layers are 1-based), MoE after
+KIMI = dict(model_type="kimi_linear", vocab_size=128, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+            num_hidden_layers=4, first_k_dense_replace=1, num_attention_heads=4, num_key_value_heads=4,
+            q_lora_rank=None, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24,
+            num_experts=8, num_experts_per_token=2, num_shared_experts=1,
+            linear_attn_config={"num_heads": 2, "head_dim": 16, "short_conv_kernel_size": 4,
+                                "full_attn_layers": [3], "kda_layers": [1, 2, 4]},
+            model_max_length=512, bos_token_id=0, eos_token_id=1, pad_token_id=2, tie_word_embeddings=False)
+KD = dict(V=128, h=64, i=96, i_e=32, l=4, k_d=1, n_f=1, a=4, r_kv=32, d_n=16, d_r=8, d_v=24, E=8, k=2, hl=2, dl=16,
+          K=4)
+KDA_LAYERS = KD["l"] - KD["n_f"]
+CONV = 3 * KD["hl"] * KD["dl"]                      # conv1d channels: q, k, v
+
+
+def _kimi_params() -> int:
+    """KimiLinearForCausalLM's parameters module by module (+ the routers' e_score_correction_bias buffers)."""
+    V, h, i, i_e, l, k_d, n_f, a, r_kv, d_n, d_r, d_v, E, hl, dl, K = (
+        KD[x] for x in "V h i i_e l k_d n_f a r_kv d_n d_r d_v E hl dl K".split())
+    kda = (3 * h * hl * dl + CONV * K + h * dl + dl * hl * dl + hl * dl + hl   # q/k/v, conv1d, forget gate
+           + h * hl + h * dl + dl * hl * dl + dl + hl * dl * h)                # b_proj, g_a/g_b, o_norm, o_proj
+    mla = h * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv + r_kv * a * (d_n + d_v) + a * d_v * h
+    moe = h * E + E + E * 3 * h * i_e + 3 * h * i_e
+    return KDA_LAYERS * kda + n_f * mla + k_d * 3 * h * i + (l - k_d) * moe + l * 2 * h + 2 * V * h + h
+
+
+def _kimi_core(b, s, chunked) -> int:
+    hl, dl = KD["hl"], KD["dl"]
+    if not chunked:
+        return 6 * b * s * hl * dl * dl
+    padded = -(-s // 64) * 64
+    return b * hl * padded * (6 * 64 * dl + 6 * dl * dl)
+
+
+def _kimi_forward(b, s, chunked=False) -> int:
+    V, h, i, i_e, l, k_d, n_f, a, r_kv, d_n, d_r, d_v, E, k, hl, dl, K = (
+        KD[x] for x in "V h i i_e l k_d n_f a r_kv d_n d_r d_v E k hl dl K".split())
+    t = b * s
+    kda = 2 * t * (3 * h * hl * dl + 2 * (h * dl + dl * hl * dl) + h * hl + hl * dl * h) + 2 * t * CONV * K \
+        + _kimi_core(b, s, chunked)
+    mla = 2 * t * (h * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv * a * (d_n + d_v) + a * d_v * h) \
+        + 2 * b * s * s * a * (d_n + d_r + d_v)
+    moe = 2 * t * h * E + k * 6 * t * h * i_e + 6 * t * h * i_e
+    return KDA_LAYERS * kda + n_f * mla + k_d * 6 * t * h * i + (l - k_d) * moe + 2 * t * h * V
+
+
+def _kimi(**options):
+    return from_hf_config(dict(KIMI), options=options or None)
+
+
+def _kimi_values(b, s, **options):
+    m = _kimi(**options)
+    return m.costs().evaluate(**{**m.values, "b": b, "s": s})
+
+
+def test_kimi_parameters_written_out():
+    assert _kimi_params() == 258_318
+    assert _kimi_values(1, 8)["params"] == 258_318
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 100)])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_kimi_forward_flops_written_out(b, s, chunked):
+    values = _kimi_values(b, s, chunked_flops=True) if chunked else _kimi_values(b, s)
+    assert values["flops_forward"] == _kimi_forward(b, s, chunked)
+
+
+def test_kimi_layer_kinds_from_either_config_form():
+    # the checkpoint's linear_attn_config, or transformers' own keys (a config saved by KimiLinearConfig)
+    lac = KIMI["linear_attn_config"]
+    own = {k: v for k, v in KIMI.items() if k != "linear_attn_config"}
+    own.update(linear_num_heads=lac["num_heads"], linear_head_dim=lac["head_dim"],
+               linear_conv_kernel_dim=lac["short_conv_kernel_size"],
+               layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"])
+    hf = from_hf_config(own)
+    assert hf.costs().evaluate(**hf.values)["params"] == _kimi_params()
+    assert {x: hf.values[x] for x in ("n_f", "hl", "dl", "K")} == {"n_f": 1, "hl": 2, "dl": 16, "K": 4}
+    from costgraph.errors import CostgraphValueError
+    with pytest.raises(CostgraphValueError, match="layer_types"):
+        from_hf_config({k: v for k, v in own.items() if k != "layer_types"})
+    with pytest.raises(CostgraphValueError, match="q_lora_rank"):
+        from_hf_config({**KIMI, "q_lora_rank": 16})
+
+
+def test_kimi_released_config_and_inference_state():
+    hf = load_hf_config(str(HF / "kimi-linear-48b-a3b-instruct.json"))
+    v = hf.costs().evaluate(**hf.values)
+    assert (v["params"], v["params_active"]) == (49_122_681_728, 3_484_459_904)
+    m = load_for_inference("kimi_linear")
+    inf = Inference(m)
+    vals = {**m.values("kimi-linear-48b-a3b"), inf.b: 1}
+    # 7 MLA layers: latent + shared key (512 + 64), bf16; 20 KDA layers: the fp32 state [32, 128, 128]
+    # and the convolution's state [3·32·128, 4] in bf16
+    assert inf.kv_cache_bytes_per_token().xreplace(vals) == 7 * (512 + 64) * 2 == 8_064
+    assert inf.state_bytes().xreplace(vals) == 20 * (32 * 128 * 128 * 4 + 3 * 32 * 128 * 4 * 2) == 43_909_120
+
+
+@pytest.fixture(scope="module")
+def kimi_torch():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure as tm
+    return tm, tm.build_meta("kimi_linear", {k: v for k, v in KIMI.items() if k != "model_type"})
+
+
+def test_kimi_parameters_equal_transformers_on_meta(kimi_torch):
+    tm, model = kimi_torch
+    assert type(model).__name__ == "KimiLinearForCausalLM"
+    assert model.config.layer_types == ["linear_attention", "linear_attention", "full_attention", "linear_attention"]
+    bias = sum(x.numel() for n, x in model.named_buffers() if n.endswith("e_score_correction_bias"))
+    assert bias == (KD["l"] - KD["k_d"]) * KD["E"]
+    assert tm.param_count(model) + bias == _kimi_params()
+
+
+def _forward_flops(tm, model, b, s) -> int:
+    """FlopCounterMode's forward count alone (no_grad: the chunked fallback's loops are not recorded for a
+    backward), the routed experts' aten._grouped_mm counted by torch_measure's formula."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    counter = FlopCounterMode(display=False, custom_mapping=tm.grouped_mm_flops_mapping())
+    with torch.no_grad(), tm.meta_forward(), counter:
+        model(**tm.make_inputs(model, b, s))
+    return int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 100)])
+def test_kimi_forward_flops_equal_flopcountermode(kimi_torch, b, s):
+    # transformers' causal_conv1d_fn fallback pads both sides (padding K − 1) and keeps the first s
+    # outputs: FlopCounterMode counts 2·b·(s + K − 1)·C·K per KDA layer, costgraph the s kept ones
+    tm, model = kimi_torch
+    measured = _forward_flops(tm, model, b, s)
+    padding = KDA_LAYERS * 2 * b * (KD["K"] - 1) * CONV * KD["K"]
+    assert measured == _kimi_values(b, s, chunked_flops=True)["flops_forward"] + padding \
+        == _kimi_forward(b, s, True) + padding
+
+
+def test_kimi_cache_equals_the_runtime_cache(kimi_torch):
+    # MLA layers (DynamicLayer): keys = the latent, values = the shared key part, per token; KDA layers
+    # (LinearAttentionLayer): conv_states [b, 3·hl·dl, K] in bf16 and the fp32 recurrent_states [b, hl, dl, dl]
+    import torch
+    from transformers import DynamicCache
+    tm, model = kimi_torch
+    b, s = 2, 8
+    model.train(False)
+    try:
+        cache = DynamicCache(config=model.config)
+        with torch.no_grad(), tm.meta_forward():
+            model(input_ids=torch.zeros((b, s), dtype=torch.long, device="meta"), cache=cache, use_cache=True)
+    finally:
+        model.train(True)
+
+    def nbytes(states):
+        return sum(t.numel() * t.element_size() for t in (states.values() if isinstance(states, dict) else states)
+                   if t is not None and hasattr(t, "numel"))
+
+    state = sum(nbytes(layer.conv_states) + nbytes(layer.recurrent_states) for layer in cache.layers
+                if hasattr(layer, "recurrent_states"))
+    per_token = KD["n_f"] * (KD["r_kv"] + KD["d_r"]) * 2
+    assert tm.kv_cache_bytes(model, b, s) == b * s * per_token
+    assert state == b * KDA_LAYERS * (KD["hl"] * KD["dl"] ** 2 * 4 + CONV * KD["K"] * 2)
+    v = _kimi_values(b, s)
+    assert v["kv_cache_bytes_per_token"] == per_token
+    assert v["kv_cache_bytes"] == b * s * per_token + state

@@ -79,6 +79,9 @@ KNOWN = {
     # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
     # tests/test_attn_variants.py): DeepSeek-V3's counts plus 61 lightning indexers of 13,959,424
     "deepseek-v3.2.json": (671_877_944_064, 38_403_822_336),
+    # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
+    # tests/test_attn_variants.py); "48B total, 3B active" on the model card
+    "kimi-linear-48b-a3b-instruct.json": (49_122_681_728, 3_484_459_904),
 }
 
 

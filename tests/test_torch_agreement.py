@@ -723,7 +723,9 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # decoder: tests/test_llava.py (verify exact, released parameters on meta)
                       "whisper", "llava",
                       # sparse attention (the lightning indexer): tests/test_attn_variants.py
-                      "deepseek_v32")
+                      "deepseek_v32",
+                      # KDA linear attention + MLA hybrid: tests/test_attn_variants.py
+                      "kimi_linear")
 
 
 # ------------------------------------------------------------- measurements
