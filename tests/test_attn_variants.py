@@ -326,3 +326,112 @@ def test_kimi_cache_equals_the_runtime_cache(kimi_torch):
     v = _kimi_values(b, s)
     assert v["kv_cache_bytes_per_token"] == per_token
     assert v["kv_cache_bytes"] == b * s * per_token + state
+
+
+# ------------------------------------------------------------------ MiniMax (lightning attention)
+# Sources: transformers 5.24 models/minimax/modeling_minimax.py (MiniMaxLightningAttention, MiniMaxCache)
+# and configuration_minimax.py; models/minimax.cg; costgraph/ops/linear_attention_lightning.py. The
+# lightning core's FLOPs: textbook 4·T·a·d² by default, option chunked_flops = the blockwise form
+# transformers computes (what FlopCounterMode counts).
+
+#: a small MiniMax: 3 lightning layers then a softmax layer, head size 24 ≠ h/a, block_size 16
+MINIMAX = dict(model_type="minimax", vocab_size=128, hidden_size=64, intermediate_size=48, num_hidden_layers=4,
+               num_attention_heads=4, num_key_value_heads=2, head_dim=24, num_local_experts=4, num_experts_per_tok=2,
+               block_size=16, max_position_embeddings=512, bos_token_id=0, eos_token_id=1, pad_token_id=2,
+               layer_types=["linear_attention", "linear_attention", "linear_attention", "full_attention"])
+MD = dict(V=128, h=64, i=48, l=4, n_f=1, a=4, kv=2, d=24, E=4, k=2, C=16)
+
+
+def _minimax_params() -> int:
+    V, h, i, l, n_f, a, kv, d, E = (MD[x] for x in "V h i l n_f a kv d E".split())
+    lightning = h * 3 * a * d + a * d + h * a * d + a * d * h      # qkv_proj, norm, output_gate, out_proj
+    full = h * a * d + 2 * h * kv * d + a * d * h
+    return (l - n_f) * lightning + n_f * full + l * (2 * h + h * E + E * 3 * h * i) + 2 * V * h + h
+
+
+def _minimax_forward(b, s, chunked=False) -> int:
+    V, h, i, l, n_f, a, kv, d, E, k, C = (MD[x] for x in "V h i l n_f a kv d E k C".split())
+    t = b * s
+    core = b * a * (4 * d * ((s // C) * C * C + (s % C) ** 2) + 4 * s * d * d) if chunked else 4 * t * a * d * d
+    lightning = 2 * t * h * 5 * a * d + core
+    full = 2 * t * h * (2 * a * d + 2 * kv * d) + 4 * b * s * s * a * d
+    return (l - n_f) * lightning + n_f * full + l * (2 * t * h * E + k * 6 * t * h * i) + 2 * t * h * V
+
+
+def _minimax_values(b, s, **options):
+    m = from_hf_config(dict(MINIMAX), options=options or None)
+    return m.costs().evaluate(**{**m.values, "b": b, "s": s})
+
+
+def test_minimax_parameters_written_out():
+    assert _minimax_params() == 276_320
+    assert _minimax_values(1, 8)["params"] == 276_320
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 40)])
+@pytest.mark.parametrize("chunked", [False, True])
+def test_minimax_forward_flops_written_out(b, s, chunked):
+    values = _minimax_values(b, s, chunked_flops=True) if chunked else _minimax_values(b, s)
+    assert values["flops_forward"] == _minimax_forward(b, s, chunked)
+
+
+def test_minimax_layer_kinds_and_released_sizes():
+    # MiniMaxConfig's default layer_types: layer j softmax when j is even, ⌈l/2⌉ of them
+    default = from_hf_config({k: v for k, v in MINIMAX.items() if k != "layer_types"} | {"num_hidden_layers": 5})
+    assert default.values["n_f"] == 3
+    # MiniMax-Text-01 (examples/hf/minimax-text-01.json): 456B parameters as published; transformers 5.24 on meta
+    hf = load_hf_config(str(HF / "minimax-text-01.json"))
+    v = hf.costs().evaluate(**hf.values)
+    assert (v["params"], v["params_active"]) == (456_089_655_296, 48_403_306_496)
+    assert hf.values["n_f"] == 10
+    # per token: 10 softmax layers' K and V (8 heads of 128, bf16); per sequence: 70 states [64, 128, 128], bf16
+    assert v["kv_cache_bytes_per_token"] == 10 * 2 * 8 * 128 * 2
+    m = load_for_inference("minimax")
+    inf = Inference(m)
+    vals = {**m.values("minimax-text-01"), inf.b: 1}
+    assert inf.state_bytes().xreplace(vals) == 70 * 64 * 128 * 128 * 2 == 146_800_640
+
+
+@pytest.fixture(scope="module")
+def minimax_torch():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure as tm
+    return tm, tm.build_meta("minimax", {k: v for k, v in MINIMAX.items() if k != "model_type"})
+
+
+def test_minimax_parameters_equal_transformers_on_meta(minimax_torch):
+    tm, model = minimax_torch
+    assert type(model).__name__ == "MiniMaxForCausalLM"
+    assert tm.param_count(model) == _minimax_params()     # the decay tables are buffers, not parameters
+
+
+@pytest.mark.parametrize("b, s", [(1, 16), (2, 40)])
+def test_minimax_forward_flops_equal_flopcountermode(minimax_torch, b, s):
+    # s = 40: two whole blocks of 16 and one of 8
+    tm, model = minimax_torch
+    measured = _forward_flops(tm, model, b, s)
+    assert measured == _minimax_values(b, s, chunked_flops=True)["flops_forward"] == _minimax_forward(b, s, True)
+
+
+def test_minimax_cache_equals_minimax_cache(minimax_torch):
+    # MiniMaxCache: the softmax layers' keys and values, the lightning layers' linear_cache [b, a, d, d]
+    import torch
+    from transformers.models.minimax.modeling_minimax import MiniMaxCache
+    tm, model = minimax_torch
+    b, s = 2, 8
+    model.train(False)
+    try:
+        cache = MiniMaxCache()
+        with torch.no_grad(), tm.meta_forward():
+            model(input_ids=torch.zeros((b, s), dtype=torch.long, device="meta"), cache=cache, use_cache=True)
+    finally:
+        model.train(True)
+    kv = sum(t.numel() * t.element_size() for layer in cache.layers
+             for t in (getattr(layer, "keys", None), getattr(layer, "values", None)) if hasattr(t, "numel"))
+    state = sum(t.numel() * t.element_size() for t in cache.linear_cache if hasattr(t, "numel"))
+    per_token = MD["n_f"] * 2 * MD["kv"] * MD["d"] * 2
+    assert kv == b * s * per_token
+    assert state == b * (MD["l"] - MD["n_f"]) * MD["a"] * MD["d"] ** 2 * 2
+    v = _minimax_values(b, s)
+    assert (v["kv_cache_bytes_per_token"], v["kv_cache_bytes"]) == (per_token, b * s * per_token + state)

@@ -725,7 +725,9 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # sparse attention (the lightning indexer): tests/test_attn_variants.py
                       "deepseek_v32",
                       # KDA linear attention + MLA hybrid: tests/test_attn_variants.py
-                      "kimi_linear")
+                      "kimi_linear",
+                      # lightning attention + softmax attention hybrid: tests/test_attn_variants.py
+                      "minimax")
 
 
 # ------------------------------------------------------------- measurements

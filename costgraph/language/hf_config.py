@@ -178,7 +178,9 @@ class _Reader:
             v = self.raw(spec["length"], spec.get("default", _MISSING))
             return len(v) if isinstance(v, (dict, list)) else v
         if "count" in spec:    # { count = "k", of = [...], kinds = [...] }: entries of list k in `of` (absent: 0;
-            # `required = true`: absent is refused)
+            # `required = true`: absent is refused; `fallback = SPEC`: absent or null → SPEC)
+            if "fallback" in spec and self.raw(spec["count"], None) is None:
+                return self.spec(spec["fallback"], what)
             v = self.raw(spec["count"], _MISSING if spec.get("required") else [])
             if not isinstance(v, list) or not all(isinstance(x, str) and x in spec["kinds"] for x in v):
                 self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}")
