@@ -24,7 +24,7 @@ def lightning_block_flops(batch, seq, heads, dim, block):
 
 @op("lightning_attention", "lightning attention (MiniMax-01): q, k, v [B, heads, S, d] → [B, heads, S, d], "
     "a fixed decay per head; state KᵀV [B, heads, d, d] kept at inference",
-    q="tensor", k="tensor", v="tensor", block=("dim", None), layout="batched")
+    q="tensor", k="tensor", v="tensor", block=("dim", None), layout="follow")
 def lightning_attention(c):
     """``KV_t = λ_h·KV_{t−1} + k_tᵀ·v_t``, ``o_t = q_t·KV_t`` per head, the decay ``λ_h`` fixed
     (``exp(−slope_h)``, ALiBi's slopes scaled per layer: buffers, no parameters).
