@@ -576,7 +576,7 @@ def summarize_storages(saved: dict) -> list[tuple]:
 
 
 def kv_cache_bytes(model, b: int, s: int) -> int:
-    """Bytes of the ``DynamicCache`` key/value tensors after a prefill of ``[b, s]`` tokens (eval, no grad)."""
+    """Bytes of the ``DynamicCache`` keys, values (and DeepSeek-V3.2's indexer_keys) after a [b, s] prefill."""
     torch = _torch()
     from transformers import DynamicCache
 
@@ -594,7 +594,7 @@ def kv_cache_bytes(model, b: int, s: int) -> int:
         model.train(was_training)
     total = 0
     for layer in cache.layers:
-        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+        for t in (getattr(layer, n, None) for n in ("keys", "values", "indexer_keys")):
             if t is not None and hasattr(t, "numel"):
                 total += t.numel() * t.element_size()
     return int(total)

@@ -83,6 +83,15 @@ KNOWN = {
     # Gemma3ForConditionalGeneration of gemma-3-4b-it; tests/test_mllama_gemma3mm.py)
     "mllama-config-defaults.json": (10_642_941_475, 10_642_941_475),
     "gemma-3-4b-it.json": (4_300_079_472, 4_300_079_472),
+    # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
+    # tests/test_attn_variants.py): DeepSeek-V3's counts plus 61 lightning indexers of 13,959,424
+    "deepseek-v3.2.json": (671_877_944_064, 38_403_822_336),
+    # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
+    # tests/test_attn_variants.py); "48B total, 3B active" on the model card
+    "kimi-linear-48b-a3b-instruct.json": (49_122_681_728, 3_484_459_904),
+    # transformers 5.24 on meta (sum of numel; tests/test_attn_variants.py); "456B total" in MiniMax-01's
+    # report (its 45.9B active leave out the embedding and the output head, 2·200064·6144)
+    "minimax-text-01.json": (456_089_655_296, 48_403_306_496),
 }
 
 

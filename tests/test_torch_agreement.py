@@ -727,7 +727,13 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # Conv3d patches, a patch merger and an M-RoPE decoder: tests/test_qwen2_vl.py
                       "qwen2_vl", "qwen2_5_vl",
                       # an image cross-attended (mllama) or as tokens (gemma3): tests/test_mllama_gemma3mm.py
-                      "mllama", "gemma3")
+                      "mllama", "gemma3",
+                      # sparse attention (the lightning indexer): tests/test_attn_variants.py
+                      "deepseek_v32",
+                      # KDA linear attention + MLA hybrid: tests/test_attn_variants.py
+                      "kimi_linear",
+                      # lightning attention + softmax attention hybrid: tests/test_attn_variants.py
+                      "minimax")
 
 
 # ------------------------------------------------------------- measurements

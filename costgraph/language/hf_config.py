@@ -179,10 +179,16 @@ class _Reader:
                 self.fail(f"{what}: {v} is not a perfect square", hint="a square number of image tokens (256)")
             return root
         if "length" in spec:   # { length = "k", default = V }: the number of entries of k (ViT's id2label)
+            if "fallback" in spec:   # { length = "k", fallback = SPEC }: k absent or null → SPEC (Kimi Linear)
+                v = self.raw(spec["length"], None)
+                return len(v) if isinstance(v, (dict, list)) else self.spec(spec["fallback"], what)
             v = self.raw(spec["length"], spec.get("default", _MISSING))
             return len(v) if isinstance(v, (dict, list)) else v
-        if "count" in spec:    # { count = "k", of = [...], kinds = [...] }: entries of list k in `of` (absent: 0)
-            v = self.raw(spec["count"], [])
+        if "count" in spec:    # { count = "k", of = [...], kinds = [...] }: entries of list k in `of` (absent: 0;
+            # `required = true`: absent is refused; `fallback = SPEC`: absent or null → SPEC)
+            if "fallback" in spec and self.raw(spec["count"], None) is None:
+                return self.spec(spec["fallback"], what)
+            v = self.raw(spec["count"], _MISSING if spec.get("required") else [])
             if not isinstance(v, list) or not all(isinstance(x, str) and x in spec["kinds"] for x in v):
                 self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}")
             return sum(1 for x in v if x in spec["of"])
@@ -288,7 +294,7 @@ def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
                        f"describe (supported: {rule['at_least']} or more)")
         elif v not in rule["allowed"]:
             r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
-                   f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed'])})")
+                   f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed']) or 'null or absent'})")
 
 
 def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | None = None,

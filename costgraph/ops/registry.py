@@ -46,7 +46,8 @@ REQUIRED = object()
 KINDS = ("tensor", "dim", "bool", "ident")
 # The modules of operator rules (in costgraph.ops); a new one is added here.
 RULE_MODULES = ("elementwise", "index", "matmul", "norm", "shape", "ssm", "vision", "linear_attention",
-                "linear_attention_ssd")
+                "linear_attention_ssd",
+                "sparse_attention", "linear_attention_kda", "linear_attention_lightning")
 
 
 # How an operator's output is split under tensor parallelism, given its inputs'
