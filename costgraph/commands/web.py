@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm)")
     p.add_argument("--mfu", default="0.45", help="first model FLOPs utilization (default 0.45)")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
-    output_arguments(p, help="the page to write (required; - for standard output)", required=True)
+    output_arguments(p, help="the page to write (required)", required=True)
 
 
 def _command(args) -> str:
@@ -62,7 +62,7 @@ def run(args) -> str:
     text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args),
                 layout={"TP": args.tp, "PP": args.pp, "DP": args.dp, "zero": args.zero,
                         "recompute": args.recompute})
-    if args.output == "-":
+    if args.output is None:   # -o - (costgraph.commands._output.output_file)
         return text.rstrip("\n")
     write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return f"wrote the calculator page of {model.name} ({len(text.encode()):,} bytes) to {args.output}"
