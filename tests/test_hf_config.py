@@ -49,6 +49,7 @@ KNOWN = {
     # issue 19's 2025–26 text families: transformers 5.24 on meta, sum of numel + the sigmoid routers'
     # e_score_correction_bias buffers (tests/test_families_2025_torch.py); active: all but the E − k idle experts
     "olmo3-defaults.json": (6_888_624_128, 6_888_624_128),
+    "gemma4-text-defaults.json": (5_077_177_856, 5_077_177_856),   # = transformers on meta (tests/test_gemma4.py)
     "seed_oss-defaults.json": (28_921_040_896, 28_921_040_896),
     "glm-4.5-air.json": (106_852_251_264, 13_424_129_664),
     "ernie4_5_moe-defaults.json": (21_825_437_888, 3_352_150_208),

@@ -733,7 +733,9 @@ FAMILIES_ELSEWHERE = ("olmo3", "seed_oss", "glm4_moe", "ernie4_5_moe", "minimax_
                       # KDA linear attention + MLA hybrid: tests/test_attn_variants.py
                       "kimi_linear",
                       # lightning attention + softmax attention hybrid: tests/test_attn_variants.py
-                      "minimax")
+                      "minimax",
+                      # per-layer-type KV heads and head sizes, per-layer embeddings: tests/test_gemma4.py
+                      "gemma4_text")
 
 
 # ------------------------------------------------------------- measurements

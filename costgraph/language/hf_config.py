@@ -192,6 +192,8 @@ class _Reader:
             if not isinstance(v, list) or not all(isinstance(x, str) and x in spec["kinds"] for x in v):
                 self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}")
             return sum(1 for x in v if x in spec["of"])
+        if "layer_config" in spec:   # { layer_config = "k", layer = N, fallback = SPEC }: Gemma 4's full layers
+            return self._layer_config(spec, what)
         if "equals" in spec:   # { key = "k", default = V, equals = X }: true when k (or V) is X
             return self.raw(spec["key"], spec.get("default", _MISSING)) == spec["equals"]
         if "key" in spec:
@@ -203,6 +205,16 @@ class _Reader:
                 return self.spec(spec["auto"], what)
             return v
         raise AssertionError(spec)
+
+    def _layer_config(self, spec, what: str):
+        """Key ``k`` of layer N's entry in ``per_layer_config`` (transformers' HeterogeneousConfigMixin; saved
+        with zero-padded layer numbers, "05" of 30 layers, "5" of 6); no such entry or key: the fallback."""
+        table = self.config.get("per_layer_config")
+        if table is not None and not isinstance(table, dict):
+            self.fail(f"key 'per_layer_config' must be an object (layer number → overrides), got {shown(table)}")
+        entry = next((e for k, e in (table or {}).items() if str(k).isdigit() and int(k) == spec["layer"]), None)
+        v = entry.get(spec["layer_config"]) if isinstance(entry, dict) else None
+        return v if v is not None else self.spec(spec["fallback"], what)
 
     def number(self, spec, what: str, whole: bool = True):
         v = self.spec(spec, what)

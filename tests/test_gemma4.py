@@ -1,0 +1,153 @@
+"""Gemma 4's text decoder (models/gemma4_text.cg): per-layer-type KV heads and head sizes.
+
+Sources: transformers 5.24 ``models/gemma4/modeling_gemma4.py`` (Gemma4TextAttention: head_dim and
+num_key_value_heads from ``config.per_layer_config[layer_idx]``, no v_proj when attention_k_eq_v on
+full layers, v_norm without weight; Gemma4TextDecoderLayer: per-layer input gate/projection/norm;
+Gemma4TextModel: embed_tokens_per_layer, per_layer_model_projection, per_layer_projection_norm) and
+``configuration_gemma4.py`` (Gemma4TextConfig.__post_init__: global_head_dim 512 and
+num_global_key_value_heads on the full_attention layers). The KV cache is compared with
+``DynamicCache(config=...)`` after a prefill (transformers cache_utils: one layer per decoder layer,
+DynamicSlidingWindowLayer on sliding layers keeping the last sliding_window − 1 positions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from costgraph.cli import main
+from costgraph.language.hf_config import from_hf_config
+
+HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
+
+#: 6 layers: 5 sliding (heads of 16, 2 kv heads) and layer 5 full (heads of 32; 1 kv head with k_eq_v)
+SMALL = dict(model_type="gemma4_text", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=6,
+             num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32, sliding_window=8,
+             hidden_size_per_layer_input=8, vocab_size_per_layer_input=96, max_position_embeddings=256,
+             pad_token_id=0, bos_token_id=2, eos_token_id=1)
+K_EQ_V = dict(SMALL, attention_k_eq_v=True, num_global_key_value_heads=1)
+V, h, i, l, a, kv, d, dg, p, Vp, w = 128, 64, 96, 6, 4, 2, 16, 32, 8, 96, 8
+FULL, SLIDING = 1, 5
+
+
+def _kvg(k_eq_v: bool) -> int:
+    return 1 if k_eq_v else kv
+
+
+def _params(k_eq_v: bool = False) -> int:
+    """Gemma4ForCausalLM's parameters module by module (tied head)."""
+    def attn(heads_d, kv_heads, no_v=False):
+        return h * a * heads_d + (1 if no_v else 2) * h * kv_heads * heads_d + a * heads_d * h + 2 * heads_d
+    layer = 3 * h * i + 5 * h + 2 * h * p                 # MLP, 5 norms, per_layer_input_gate / projection
+    return (SLIDING * (layer + attn(d, kv)) + FULL * (layer + attn(dg, _kvg(k_eq_v), no_v=k_eq_v))
+            + V * h + Vp * l * p + h * l * p + p + h)
+
+
+def _forward(b: int, s: int, k_eq_v: bool = False) -> int:
+    """Forward FLOPs ('matmul') at [b, s ≤ w]: FlopCounterMode's count of eager attention."""
+    t = b * s
+
+    def attn(heads_d, kv_heads, no_v=False):
+        return 2 * t * (2 * h * a * heads_d + (1 if no_v else 2) * h * kv_heads * heads_d) + 4 * b * s * s * a * heads_d
+    layer = 6 * t * h * i + 4 * t * h * p
+    return (SLIDING * (layer + attn(d, kv)) + FULL * (layer + attn(dg, _kvg(k_eq_v), no_v=k_eq_v))
+            + 2 * t * h * l * p + 2 * t * h * V)
+
+
+def _kv_bytes(b: int, s: int, k_eq_v: bool = False, keep: int = w) -> int:
+    """K and V in bf16: kv·d per sliding layer over min(s, keep) positions, kvg·dg per full layer over s."""
+    return 2 * 2 * b * (SLIDING * kv * d * min(s, keep) + FULL * _kvg(k_eq_v) * dg * s)
+
+
+def _values(cfg: dict, b: int, s: int) -> dict:
+    m = from_hf_config(dict(cfg))
+    return m.costs().evaluate(**{**m.values, "b": b, "s": s})
+
+
+def test_mapping_reads_the_per_layer_type_shapes():
+    assert from_hf_config(dict(SMALL)).values == dict(h=h, a=a, kv=kv, d=d, dg=dg, kvg=kv, i=i, l=l, V=V, w=w,
+                                                     p=p, Vp=Vp, s=256, b=1)
+    assert from_hf_config(dict(K_EQ_V)).values["kvg"] == 1
+    # a config saved by transformers carries them as per_layer_config (layer "05": the first full layer)
+    from transformers import Gemma4TextConfig
+    saved = Gemma4TextConfig(**{k: v for k, v in K_EQ_V.items() if k != "model_type"}).to_dict()
+    assert "global_head_dim" not in saved and "num_global_key_value_heads" not in saved
+    assert {k: from_hf_config(saved).values[k] for k in ("dg", "kvg")} == {"dg": dg, "kvg": 1}
+
+
+@pytest.mark.parametrize("k_eq_v", [False, True])
+def test_written_out(k_eq_v):
+    cfg = K_EQ_V if k_eq_v else SMALL
+    values = _values(cfg, 2, 8)
+    assert values["params"] == _params(k_eq_v)
+    assert values["flops_forward"] == _forward(2, 8, k_eq_v)
+    assert values["kv_cache_bytes"] == _kv_bytes(2, 8, k_eq_v)
+    assert (_params(False), _params(True)) == (220_840, 214_696)
+
+
+def test_unsupported_variants_are_refused():
+    from costgraph.errors import CostgraphValueError
+    for extra in ({"num_kv_shared_layers": 2}, {"enable_moe_block": True}, {"hidden_size_per_layer_input": 0}):
+        with pytest.raises(CostgraphValueError):
+            from_hf_config(dict(SMALL, **extra))
+
+
+def test_example_config_every_analysis_runs(capsys):
+    path = str(HF / "gemma4-text-defaults.json")
+    assert main(["derive", path]) == 0
+    assert main(["train", path]) == 0
+    assert main(["infer", path, "--prompt", "1024", "--generate", "256"]) == 0
+    assert "parameters" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ PyTorch tier
+
+
+@pytest.fixture(scope="module")
+def tm():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure
+    return torch_measure
+
+
+@pytest.fixture(scope="module")
+def small_models(tm):
+    return {k_eq_v: tm.build_meta("gemma4_text", {k: v for k, v in (K_EQ_V if k_eq_v else SMALL).items()
+                                                   if k != "model_type"})
+            for k_eq_v in (False, True)}
+
+
+@pytest.mark.parametrize("k_eq_v", [False, True])
+def test_parameters_equal_transformers_on_meta(small_models, tm, k_eq_v):
+    model = small_models[k_eq_v]
+    assert type(model).__name__ == "Gemma4ForCausalLM"
+    assert tm.param_count(model) == _params(k_eq_v) == _values(K_EQ_V if k_eq_v else SMALL, 1, 8)["params"]
+
+
+def test_example_config_parameters_equal_transformers_on_meta(tm):
+    # Gemma4TextConfig's defaults (examples/hf/gemma4-text-defaults.json), 30 layers on meta
+    import json
+    cfg = json.loads((HF / "gemma4-text-defaults.json").read_text())
+    model = tm.build_meta("gemma4_text", {k: v for k, v in cfg.items() if k not in ("model_type", "architectures")})
+    m = from_hf_config(cfg)
+    assert tm.param_count(model) == m.costs().evaluate(**m.values)["params"] == 5_077_177_856
+
+
+@pytest.mark.parametrize("k_eq_v", [False, True])
+def test_forward_flops_equal_flopcountermode(small_models, tm, k_eq_v):
+    measured = tm.flops(small_models[k_eq_v], 2, 8)
+    assert measured["forward"] == _values(K_EQ_V if k_eq_v else SMALL, 2, 8)["flops_forward"] == _forward(2, 8, k_eq_v)
+
+
+@pytest.mark.parametrize("k_eq_v", [False, True])
+def test_kv_cache_equals_the_dynamic_cache(small_models, tm, k_eq_v):
+    cfg, model = (K_EQ_V if k_eq_v else SMALL), small_models[k_eq_v]
+    # within the window (s < w): every layer its own heads and head size, exactly
+    got = tm.kv_cache_bytes(model, 2, 5)
+    assert got == _values(cfg, 2, 5)["kv_cache_bytes"] == _kv_bytes(2, 5, k_eq_v)
+    # past it, DynamicSlidingWindowLayer keeps w − 1 positions; costgraph counts w (one more per sliding layer)
+    got = tm.kv_cache_bytes(model, 2, 12)
+    assert got == _kv_bytes(2, 12, k_eq_v, keep=w - 1)
+    assert _values(cfg, 2, 12)["kv_cache_bytes"] - got == 2 * 2 * 2 * SLIDING * kv * d
