@@ -27,37 +27,57 @@ SMALL = dict(model_type="gemma4_text", vocab_size=128, hidden_size=64, intermedi
              hidden_size_per_layer_input=8, vocab_size_per_layer_input=96, max_position_embeddings=256,
              pad_token_id=0, bos_token_id=2, eos_token_id=1)
 K_EQ_V = dict(SMALL, attention_k_eq_v=True, num_global_key_value_heads=1)
+#: 12 layers, the last 4 reusing keys and values (layers 8–10 those of sliding layer 7, layer 11 those of
+#: full layer 5: kv_sharing_modes), their MLPs 2·i wide (use_double_wide_mlp)
+SHARED = dict(SMALL, num_hidden_layers=12, num_kv_shared_layers=4, use_double_wide_mlp=True)
 V, h, i, l, a, kv, d, dg, p, Vp, w = 128, 64, 96, 6, 4, 2, 16, 32, 8, 96, 8
-FULL, SLIDING = 1, 5
+#: layers per kind: (sliding, full, sliding sharing, full sharing)
+KINDS = {"small": (5, 1, 0, 0), "shared": (7, 1, 3, 1)}
+SLIDING = 5
 
 
 def _kvg(k_eq_v: bool) -> int:
     return 1 if k_eq_v else kv
 
 
-def _params(k_eq_v: bool = False) -> int:
+def _params(k_eq_v: bool = False, kind: str = "small") -> int:
     """Gemma4ForCausalLM's parameters module by module (tied head)."""
+    n_s, n_f, n_ss, n_fs = KINDS[kind]
+    layers = n_s + n_f + n_ss + n_fs
+
     def attn(heads_d, kv_heads, no_v=False):
         return h * a * heads_d + (1 if no_v else 2) * h * kv_heads * heads_d + a * heads_d * h + 2 * heads_d
+
+    def shared(heads_d):                                   # q_proj, q_norm, o_proj only
+        return 2 * h * a * heads_d + heads_d
     layer = 3 * h * i + 5 * h + 2 * h * p                 # MLP, 5 norms, per_layer_input_gate / projection
-    return (SLIDING * (layer + attn(d, kv)) + FULL * (layer + attn(dg, _kvg(k_eq_v), no_v=k_eq_v))
-            + V * h + Vp * l * p + h * l * p + p + h)
+    wide = 3 * h * (2 * i) + 5 * h + 2 * h * p
+    return (n_s * (layer + attn(d, kv)) + n_f * (layer + attn(dg, _kvg(k_eq_v), no_v=k_eq_v))
+            + n_ss * (wide + shared(d)) + n_fs * (wide + shared(dg))
+            + V * h + Vp * layers * p + h * layers * p + p + h)
 
 
-def _forward(b: int, s: int, k_eq_v: bool = False) -> int:
+def _forward(b: int, s: int, k_eq_v: bool = False, kind: str = "small") -> int:
     """Forward FLOPs ('matmul') at [b, s ≤ w]: FlopCounterMode's count of eager attention."""
+    n_s, n_f, n_ss, n_fs = KINDS[kind]
+    layers = n_s + n_f + n_ss + n_fs
     t = b * s
 
     def attn(heads_d, kv_heads, no_v=False):
         return 2 * t * (2 * h * a * heads_d + (1 if no_v else 2) * h * kv_heads * heads_d) + 4 * b * s * s * a * heads_d
-    layer = 6 * t * h * i + 4 * t * h * p
-    return (SLIDING * (layer + attn(d, kv)) + FULL * (layer + attn(dg, _kvg(k_eq_v), no_v=k_eq_v))
-            + 2 * t * h * l * p + 2 * t * h * V)
+
+    def shared(heads_d):
+        return 2 * t * 2 * h * a * heads_d + 4 * b * s * s * a * heads_d
+    layer, wide = 6 * t * h * i + 4 * t * h * p, 6 * t * h * 2 * i + 4 * t * h * p
+    return (n_s * (layer + attn(d, kv)) + n_f * (layer + attn(dg, _kvg(k_eq_v), no_v=k_eq_v))
+            + n_ss * (wide + shared(d)) + n_fs * (wide + shared(dg)) + 2 * t * h * layers * p + 2 * t * h * V)
 
 
-def _kv_bytes(b: int, s: int, k_eq_v: bool = False, keep: int = w) -> int:
-    """K and V in bf16: kv·d per sliding layer over min(s, keep) positions, kvg·dg per full layer over s."""
-    return 2 * 2 * b * (SLIDING * kv * d * min(s, keep) + FULL * _kvg(k_eq_v) * dg * s)
+def _kv_bytes(b: int, s: int, k_eq_v: bool = False, keep: int = w, kind: str = "small") -> int:
+    """K and V in bf16: kv·d per sliding layer over min(s, keep) positions, kvg·dg per full layer over s;
+    nothing for the layers that reuse another's."""
+    n_s, n_f, _, _ = KINDS[kind]
+    return 2 * 2 * b * (n_s * kv * d * min(s, keep) + n_f * _kvg(k_eq_v) * dg * s)
 
 
 def _values(cfg: dict, b: int, s: int) -> dict:
@@ -86,9 +106,18 @@ def test_written_out(k_eq_v):
     assert (_params(False), _params(True)) == (220_840, 214_696)
 
 
+def test_kv_sharing_written_out():
+    m = from_hf_config(dict(SHARED))
+    assert m.values["ns"] == 4 and "ns" not in from_hf_config(dict(SMALL)).values   # option kv_shared
+    values = _values(SHARED, 2, 8)
+    assert values["params"] == _params(kind="shared") == 486_584
+    assert values["flops_forward"] == _forward(2, 8, kind="shared")
+    assert values["kv_cache_bytes"] == _kv_bytes(2, 8, kind="shared")
+
+
 def test_unsupported_variants_are_refused():
     from costgraph.errors import CostgraphValueError
-    for extra in ({"num_kv_shared_layers": 2}, {"enable_moe_block": True}, {"hidden_size_per_layer_input": 0}):
+    for extra in ({"enable_moe_block": True}, {"hidden_size_per_layer_input": 0}, {"hidden_activation": "silu"}):
         with pytest.raises(CostgraphValueError):
             from_hf_config(dict(SMALL, **extra))
 
@@ -117,6 +146,20 @@ def small_models(tm):
     return {k_eq_v: tm.build_meta("gemma4_text", {k: v for k, v in (K_EQ_V if k_eq_v else SMALL).items()
                                                    if k != "model_type"})
             for k_eq_v in (False, True)}
+
+
+@pytest.fixture(scope="module")
+def shared_model(tm):
+    return tm.build_meta("gemma4_text", {k: v for k, v in SHARED.items() if k != "model_type"})
+
+
+def test_kv_sharing_equals_transformers(shared_model, tm):
+    # parameters on meta (no k/v projections or norms on the sharing layers), FlopCounterMode (their
+    # products over the reused keys), and DynamicCache (their cache layers are "dummy": nothing kept)
+    assert shared_model.config.kv_sharing_modes == [None] * 5 + ["store", None, "store"] + ["reuse"] * 4
+    assert tm.param_count(shared_model) == _params(kind="shared")
+    assert tm.flops(shared_model, 2, 8)["forward"] == _forward(2, 8, kind="shared")
+    assert tm.kv_cache_bytes(shared_model, 2, 5) == _kv_bytes(2, 5, kind="shared") == _values(SHARED, 2, 5)["kv_cache_bytes"]
 
 
 @pytest.mark.parametrize("k_eq_v", [False, True])

@@ -196,6 +196,8 @@ class _Reader:
             return self._layer_config(spec, what)
         if "equals" in spec:   # { key = "k", default = V, equals = X }: true when k (or V) is X
             return self.raw(spec["key"], spec.get("default", _MISSING)) == spec["equals"]
+        if "differs" in spec:  # { key = "k", default = V, differs = X }: true when k (or V) is not X (Gemma 4's
+            return self.raw(spec["key"], spec.get("default", _MISSING)) != spec["differs"]   # num_kv_shared_layers)
         if "key" in spec:
             if "fallback" in spec:
                 v = self.raw(spec["key"], None)
