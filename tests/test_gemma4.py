@@ -30,6 +30,9 @@ K_EQ_V = dict(SMALL, attention_k_eq_v=True, num_global_key_value_heads=1)
 #: 12 layers, the last 4 reusing keys and values (layers 8–10 those of sliding layer 7, layer 11 those of
 #: full layer 5: kv_sharing_modes), their MLPs 2·i wide (use_double_wide_mlp)
 SHARED = dict(SMALL, num_hidden_layers=12, num_kv_shared_layers=4, use_double_wide_mlp=True)
+#: enable_moe_block: 4 experts of 24, 2 per token, beside the MLP of every layer
+MOE = dict(SMALL, enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=24)
+E, k, i_e = 4, 2, 24
 V, h, i, l, a, kv, d, dg, p, Vp, w = 128, 64, 96, 6, 4, 2, 16, 32, 8, 96, 8
 #: layers per kind: (sliding, full, sliding sharing, full sharing)
 KINDS = {"small": (5, 1, 0, 0), "shared": (7, 1, 3, 1)}
@@ -115,9 +118,28 @@ def test_kv_sharing_written_out():
     assert values["kv_cache_bytes"] == _kv_bytes(2, 8, kind="shared")
 
 
+def _moe_extra_params() -> int:
+    """Per layer: router (scale [h], proj h → E, per_expert_scale [E]), experts (gate_up [E, 2 i_e, h],
+    down [E, h, i_e]), post_feedforward_layernorm_1 / _2, pre_feedforward_layernorm_2."""
+    return l * (h + h * E + E + 3 * E * h * i_e + 3 * h)
+
+
+def _moe_extra_forward(b: int, s: int) -> int:
+    """Per layer: the router's proj and k experts per token (grouped_mm, as FlopCounterMode counts it)."""
+    return l * (2 * b * s * h * E + k * 6 * b * s * h * i_e)
+
+
+def test_moe_written_out():
+    values = _values(MOE, 2, 8)
+    assert values["params"] == _params() + _moe_extra_params() == 334_528
+    assert values["params_active"] == _params() + _moe_extra_params() - l * (E - k) * 3 * h * i_e
+    assert values["flops_forward"] == _forward(2, 8) + _moe_extra_forward(2, 8)
+
+
 def test_unsupported_variants_are_refused():
     from costgraph.errors import CostgraphValueError
-    for extra in ({"enable_moe_block": True}, {"hidden_size_per_layer_input": 0}, {"hidden_activation": "silu"}):
+    for extra in ({"use_bidirectional_attention": "all"}, {"hidden_size_per_layer_input": 0},
+                  {"hidden_activation": "silu"}):
         with pytest.raises(CostgraphValueError):
             from_hf_config(dict(SMALL, **extra))
 
@@ -151,6 +173,12 @@ def small_models(tm):
 @pytest.fixture(scope="module")
 def shared_model(tm):
     return tm.build_meta("gemma4_text", {k: v for k, v in SHARED.items() if k != "model_type"})
+
+
+def test_moe_equals_transformers(tm):
+    model = tm.build_meta("gemma4_text", {k: v for k, v in MOE.items() if k != "model_type"})
+    assert tm.param_count(model) == _params() + _moe_extra_params()
+    assert tm.flops(model, 2, 8)["forward"] == _forward(2, 8) + _moe_extra_forward(2, 8)
 
 
 def test_kv_sharing_equals_transformers(shared_model, tm):
