@@ -62,7 +62,7 @@ def run(args) -> str:
     text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args),
                 layout={"TP": args.tp, "PP": args.pp, "DP": args.dp, "zero": args.zero,
                         "recompute": args.recompute})
-    if args.output == "-":
+    if args.output is None:   # -o - (output_file reads "-" as None): the page on standard output
         return text.rstrip("\n")
     write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return f"wrote the calculator page of {model.name} ({len(text.encode()):,} bytes) to {args.output}"
