@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm)")
     p.add_argument("--mfu", default="0.45", help="first model FLOPs utilization (default 0.45)")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
-    output_arguments(p, help="the page to write (required; - for standard output)", required=True)
+    output_arguments(p, help="the page to write (required)", required=True)
 
 
 def _command(args) -> str:
