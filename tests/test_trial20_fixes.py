@@ -14,3 +14,16 @@ def test_web_required_output_hint_is_whole(capsys):
     assert main(["web", "gpt"]) == 2
     err = capsys.readouterr().err
     assert "hint: give --output FILE — the page to write (required); costgraph web --help lists its arguments" in err
+
+
+def test_batch_zero_is_named_with_its_flag(capsys):
+    # `infer/fit --serve --batch 0` was refused at the model file (llama.cg:71: "a dimension of tensor
+    # 'tokens' is b = 0"), and a bad --gpus/--tp hinted "--set --gpus=N", which is no command.
+    assert main(["infer", "llama", "--config", "llama-3-8b", "--prompt", "5", "--generate", "5", "--batch", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: '--batch' must be a positive whole number, got 0 (int)") and ".cg" not in err
+    assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--serve", "--prompt", "5",
+                 "--generate", "5", "--batch", "-3"]) == 2
+    assert "'--batch' must be a positive whole number, got -3" in capsys.readouterr().err
+    assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--gpus", "0"]) == 2
+    assert "hint: give --gpus a whole number above 0 (e.g. --gpus 2; in Python gpus=2)" in capsys.readouterr().err
