@@ -27,3 +27,21 @@ def test_batch_zero_is_named_with_its_flag(capsys):
     assert "'--batch' must be a positive whole number, got -3" in capsys.readouterr().err
     assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--gpus", "0"]) == 2
     assert "hint: give --gpus a whole number above 0 (e.g. --gpus 2; in Python gpus=2)" in capsys.readouterr().err
+
+
+def test_regenerate_lines_name_stdin_as_dash(capsys, tmp_path, monkeypatch):
+    # `cat gpt.cg | costgraph codegen - -o f.py` (and web) wrote the temporary file standard input was
+    # saved in (/tmp/costgraph-stdin-XXXX/<stdin>.cg) into the output's "regenerate with" line.
+    import io
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "models" / "gpt.cg").read_text(encoding="utf-8")
+    for argv in (["codegen", "-", "--config", "gpt2", "--lang", "python", "-o", str(tmp_path / "f.py")],
+                 ["web", "-", "--config", "gpt2", "-o", str(tmp_path / "calc.html")]):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8")), encoding="utf-8"))
+        assert main(argv) == 0
+    capsys.readouterr()
+    assert "  costgraph codegen - --lang python --config gpt2\n" in (tmp_path / "f.py").read_text(encoding="utf-8")
+    page = (tmp_path / "calc.html").read_text(encoding="utf-8")
+    assert '"command": "costgraph web - --config gpt2 -o calc.html"' in page and "costgraph-stdin" not in page

@@ -33,10 +33,11 @@ def add_parser(sub) -> None:
 
 
 def _command(args) -> str:
-    import os
     import shlex
 
-    parts = ["costgraph", "web", os.path.basename(args.model) if args.model.endswith(".json") else args.model]
+    from .common import shown_model
+
+    parts = ["costgraph", "web", shown_model(args)]
     if args.config:
         parts += ["--config", args.config]
     if args.set:
