@@ -65,3 +65,20 @@ def test_empty_stdin_is_named(capsys, monkeypatch):
     with pytest.raises(CostgraphValueError) as e:
         read_stdin(io.BytesIO(b"x" * 11), limit=10)
     assert e.value.hint == "a model file or a config.json is a few kB: check what is piped in"
+
+
+def test_getting_started_train_numbers():
+    # docs/getting-started.md showed 1318395648 bytes (--attention eager's total) and largest_b 114
+    # (stale: eager gives 103), not train's flash-attention default; `costgraph train gpt --config gpt2 --tp 2
+    # --gpus 4 --zero 1 --hardware h100-sxm` prints 941,203,200 bytes and b = 226.
+    from pathlib import Path
+
+    import costgraph
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    gpt = costgraph.load("gpt")
+    r = gpt.train(t=2, gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", mfu=0.45, tokens=1e9)
+    total, largest = r.to_dict()["memory"]["total"]["value"], r.fits["largest_b"]
+    assert (total, largest) == (941203200, 226)
+    assert f'r.to_dict()["memory"]["total"]["value"]                          # {total}\n' in doc
+    assert f'r.fits["largest_b"]                   # {largest}: ' in doc
