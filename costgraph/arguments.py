@@ -109,8 +109,10 @@ def whole(value: object, name: str) -> int:
                                                                        "uint16", "uint32", "uint64"):
         value = int(value)   # a NumPy integer (sweeps); anything else keeps its type for the message
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        flag = name.startswith("-")   # an option (--tp), or a dimension (h) given with --set
         _fail(f"'{name}'", "a positive whole number", value,
-              hint=f"give {name} a whole number above 0 (--set {name}=N, or {name}=N in Python)")
+              hint=f"give {name} a whole number above 0 " + (f"(e.g. {name} 2; in Python {name.lstrip('-').replace('-', '_')}=2)"
+                                                             if flag else f"(--set {name}=N, or {name}=N in Python)"))
     if value >= _LIMIT:
         raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)")
     return value

@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import commands
         from .commands.common import resolve_models
 
+        if isinstance(getattr(args, "model", None), str):
+            args.model_given = args.model   # as written, for regenerate lines (commands.common.shown_model)
         if getattr(args, "model", None) == "-":
             from .commands._stdin import StdinModel
 

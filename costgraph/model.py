@@ -202,8 +202,8 @@ class Model:
         values = arguments.model_values(self, values)
         arguments.named_choice(convention, CONVENTION), arguments.named_choice(causal, _CAUSAL)
         arguments.whole(tp, "--tp")
-        prompt, generate, batch = (arguments.token_count(x, f"--{n}")   # "1e12" or 1e12, as the CLI reads them
-                                   for n, x in (("prompt", prompt), ("generate", generate), ("batch", batch)))
+        prompt, generate, batch = (arguments.whole(arguments.token_count(x, f"--{n}"), f"--{n}")   # "1e12" or 1e12,
+                                   for n, x in (("prompt", prompt), ("generate", generate), ("batch", batch)))  # as the CLI
         arguments.whole_at_prompt(self, values, prompt, batch)
         return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
                      values=values, t=tp, weights=weights, kv=kv, page=page,

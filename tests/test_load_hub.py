@@ -183,3 +183,14 @@ def test_cli_infer_names_the_dtype(cache, capsys):
     assert main(["infer", str(snap), "--prompt", "8", "--generate", "8", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["settings"]["weights_source"] == f"{snap / 'config.json'}: torch_dtype bfloat16"
+
+
+def test_revision_cannot_leave_refs(cache):
+    """``org/name@../../x`` made huggingface_hub open ``refs/../../x`` (a file outside the repository's
+    refs, read whole as a commit name): a revision with an empty part or one starting with '.' is no
+    git ref name and is refused before the cache is read (trial20)."""
+    (cache / "y").write_text(COMMIT)
+    for rev in ("../../y", "../refs/main", "/etc", "main/", "a//b", ".hidden"):
+        with pytest.raises(CostgraphValueError, match="is not a revision name"):
+            costgraph.load(f"meta-llama/Llama-3.1-8B@{rev}")
+    assert costgraph.load("meta-llama/Llama-3.1-8B@main").hf.values["l"] == 32

@@ -149,6 +149,7 @@ def test_bad_inputs_are_named_not_computed(tmp_path, gpt2_page):
     cells = _open(tmp_path, page, "TP=5&mfu=1.5")      # a = 12 heads do not split over 5 devices
     assert cells["model_params"][0] == "124439808"     # no layout in a parameter count
     assert cells["mem-total"][0] is None and "not a whole number" in cells["mem-total"][1]
+    assert cells["capacity"][1] == "80,000,000,000  (80.00 GB)"   # GB = 10^9 bytes, two decimals as train prints
     cells = _open(tmp_path, page, "mfu=1.5")
     assert cells["time"][1] == "MFU must be in (0, 1]"
 
@@ -199,7 +200,9 @@ def test_cli_refuses_and_prints(tmp_path, capsys):
     assert out.read_text(encoding="utf-8") == "mine"
     assert "--force" in capsys.readouterr().err
     assert main(["web", "gpt", "--config", "gpt2", "--tp", "0", "-o", str(tmp_path / "x.html")]) == 2
-    assert "TP must be a positive whole number" in capsys.readouterr().err
+    assert "TP must be a whole number from 1 to 1,000,000, got 0" in capsys.readouterr().err
+    assert main(["web", "gpt", "--config", "gpt2", "--pp", "9" * 30, "-o", str(tmp_path / "x.html")]) == 2
+    assert "PP must be a whole number from 1 to 1,000,000" in capsys.readouterr().err
     assert main(["web", "gpt", "--config", "gpt2", "--mfu", "2", "-o", str(tmp_path / "x.html")]) == 2
     assert not (tmp_path / "x.html").exists()
     capsys.readouterr()

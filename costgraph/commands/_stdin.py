@@ -30,7 +30,8 @@ def read_stdin(stream=None, limit: int = MAX_STDIN_BYTES) -> str:
     Raises
     ------
     CostgraphValueError
-        Nothing on standard input (a terminal, or closed), more than ``limit`` bytes, or not UTF-8."""
+        Nothing on standard input (a terminal, or closed), nothing but blanks, more than ``limit`` bytes,
+        or not UTF-8."""
     if stream is None:
         if sys.stdin is None or sys.stdin.isatty():
             raise CostgraphValueError("MODEL '-' reads the model from standard input, and there is none",
@@ -38,7 +39,11 @@ def read_stdin(stream=None, limit: int = MAX_STDIN_BYTES) -> str:
         stream = sys.stdin.buffer
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise CostgraphValueError(f"{STDIN_NAME} is too large for a model or a config.json (over {limit:,} bytes)")
+        raise CostgraphValueError(f"{STDIN_NAME} is too large for a model or a config.json (over {limit:,} bytes)",
+                                  hint="a model file or a config.json is a few kB: check what is piped in")
+    if not data.strip():
+        raise CostgraphValueError(f"{STDIN_NAME} is empty: MODEL '-' reads the model file or config.json from it",
+                                  hint="pipe one in: cat model.cg | costgraph derive - ; or name the file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -30,11 +30,11 @@ def add_parser(sub) -> None:
 
 def _command(args) -> str:
     """The command line that regenerates this output (for the file's header)."""
-    import os
     import shlex
 
-    parts = ["costgraph", "codegen", os.path.basename(args.model) if args.model.endswith(".json") else args.model,
-             "--lang", args.lang]
+    from .common import shown_model
+
+    parts = ["costgraph", "codegen", shown_model(args), "--lang", args.lang]
     if args.config:
         parts += ["--config", args.config]
     if args.set:

@@ -32,6 +32,16 @@ def download_argument(p) -> None:
                         "config.json (only that file; needs the extra 'hub'; HF_HUB_OFFLINE respected)")
 
 
+def shown_model(args) -> str:
+    """MODEL as a command line that regenerates an output names it: as the user wrote it (``-`` for
+    standard input, a Hub id, a bundled name, a path), a config.json path by its file name; never the
+    temporary file standard input was saved in nor the cache path a Hub id resolved to."""
+    import os
+
+    given = getattr(args, "model_given", None) or args.model
+    return os.path.basename(given) if given.endswith(".json") else given
+
+
 def resolve_models(args) -> None:
     """Replace a Hub id or a snapshot folder in ``args.model`` (and ``args.draft``) by the path of its
     config.json (:func:`costgraph.language.hf_hub.config_path`; ``args.download`` allows fetching it),

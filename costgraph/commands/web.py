@@ -33,10 +33,11 @@ def add_parser(sub) -> None:
 
 
 def _command(args) -> str:
-    import os
     import shlex
 
-    parts = ["costgraph", "web", os.path.basename(args.model) if args.model.endswith(".json") else args.model]
+    from .common import shown_model
+
+    parts = ["costgraph", "web", shown_model(args)]
     if args.config:
         parts += ["--config", args.config]
     if args.set:
@@ -62,7 +63,7 @@ def run(args) -> str:
     text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args),
                 layout={"TP": args.tp, "PP": args.pp, "DP": args.dp, "zero": args.zero,
                         "recompute": args.recompute})
-    if args.output is None:   # -o - (costgraph.commands._output.output_file)
+    if args.output is None:   # -o - (output_file reads "-" as None): the page on standard output
         return text.rstrip("\n")
     write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return f"wrote the calculator page of {model.name} ({len(text.encode()):,} bytes) to {args.output}"

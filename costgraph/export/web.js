@@ -41,6 +41,12 @@
     return (s.slice(0, s.length - k) + "." + s.slice(s.length - k)).replace(/\.?0+$/, "");
   }
 
+  // n / 10^9 rounded to two decimals (half up), as costgraph train prints GB
+  function gb(n) {
+    const cents = (n * 100n + 500000000n) / 1000000000n;
+    return (cents / 100n).toString() + "." + (cents % 100n).toString().padStart(2, "0") + " GB";
+  }
+
   function field(name, meaning, value, pattern) {
     const input = el("input", {id: "in-" + name, "data-name": name, type: "text", inputmode: "numeric",
                                maxlength: "40", autocomplete: "off", spellcheck: "false", pattern: pattern});
@@ -165,7 +171,7 @@
       row.textContent = (cell[bestSet || sets[0]] || cell.single)[c].formula;
       if (failure) { show("mem-" + c, null, failure); continue; }
       const [v, err] = compute(cell[bestSet][c].fn, dims);
-      show("mem-" + c, v, v === null ? err : grouped(v) + "  (" + significant(v, 1000000000n, 4) + " GB)");
+      show("mem-" + c, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
     }
     const stage = document.getElementById("v-stage");
     stage.setAttribute("data-value", failure ? "" : bestSet);
@@ -182,7 +188,7 @@
     const capacity = BigInt(hw.memory);
     const [num, den] = decimal(DATA.reserve);
     const reserve = (capacity * num + den - 1n) / den;          // rounded up to a byte
-    show("capacity", capacity, grouped(capacity) + "  (" + significant(capacity, 1000000000n, 4) + " GB)");
+    show("capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + ")");
     show("reserve", reserve);
     if (failure || total === null) { show("fits", null, ""); return; }
     const room = capacity - reserve - total;

@@ -131,9 +131,12 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     from ..arguments import rational
 
     out = {"TP": 1, "PP": 1, "DP": 1, "zero": ZERO_STAGE.default, "recompute": "none", **dict(layout)}
+    from ..parallel.layout import MAX_DEVICES
+
     for d in LAYOUT_DIMS:
-        if not isinstance(out[d], int) or isinstance(out[d], bool) or out[d] < 1:
-            raise CostgraphValueError(f"{d} must be a positive whole number, got {out[d]!r}")
+        if not isinstance(out[d], int) or isinstance(out[d], bool) or not 1 <= out[d] <= MAX_DEVICES:
+            raise CostgraphValueError(f"{d} must be a whole number from 1 to {MAX_DEVICES:,}, got {str(out[d])[:40]}",
+                                      hint="--tp, --pp and --dp are device counts")
     if isinstance(out["zero"], bool) or out["zero"] not in ZERO_STAGE.values:
         raise CostgraphValueError(f"unknown ZeRO stage {out['zero']!r}", hint="0, 1, 2 or 3")
     if out["recompute"] not in RECOMPUTE_SEARCHED:

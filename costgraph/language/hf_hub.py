@@ -73,6 +73,11 @@ def _from_hub(source: str, download: bool, api: bool) -> str:
     hub = _hub()
     m = HUB_ID.match(source)
     repo, revision = f"{m.group(1)}/{m.group(2)}", m.group(3)
+    if revision is not None and any(part == "" or part.startswith(".") for part in revision.split("/")):
+        # git refuses such ref names; huggingface_hub would open refs/<revision>, outside refs/ for '..'
+        raise CostgraphValueError(f"{source}: {revision!r} is not a revision name",
+                                  hint="after @ give a branch, a tag or a commit hash (path parts may not be "
+                                       "empty or start with '.')")
     found = hub.try_to_load_from_cache(repo, "config.json", revision=revision)
     if isinstance(found, str):
         return found
