@@ -87,6 +87,10 @@ class Builder(Statements, Expressions, Calls, Blocks):
         self.size = 0   # operator nodes, inputs and block instances built so far
         self.levels: list[_Level] = []   # the repeats around the statement being built
         self.branch_depth = 0   # inside a branch of an if on a repeat's index
+        #: inside a call given ``frozen = true`` (its weights untrained) or ``no_grad = true``
+        #: (no backward at all): see :meth:`costgraph.engine.builder_calls.Calls.call`
+        self.frozen = False
+        self.no_grad = False
 
     def grow(self, loc: Location):
         """Count one more node or block instance; refuse past :data:`MAX_GRAPH_SIZE`."""

@@ -5,6 +5,12 @@ An operator call's arguments are matched to the operator's parameters and
 evaluated as each parameter's kind asks; its rule declares the node's costs
 through an :class:`~costgraph.engine.context.OpContext`, and the call becomes one
 graph node.
+
+Two keywords any call takes (an operator's or a block's) say how training treats what the
+call builds: ``frozen = true`` — its weights are not trained (PyTorch's
+``requires_grad = False``: no weight gradients, no gradient or optimizer state), gradients
+still flow through it to its inputs; ``no_grad = true`` — it runs as under
+``torch.no_grad()``: no backward FLOPs at all, nothing kept for backward, its weights frozen.
 """
 
 from __future__ import annotations
@@ -16,15 +22,36 @@ from .builder_expressions import DIM_FUNCS
 from .builder_scope import CONSTANTS, Evaluated, Scope, check_size, describe, did_you_mean
 from .context import OpContext
 from ..errors import CostgraphSemanticError, Location
+from .grad_only import weight_grad_only
 from .graph import Cost, Tensor
 from ..ops import REGISTRY
 from ..ops.registry import REQUIRED
+
+
+#: call keywords of every operator and block: how training treats what the call builds
+GRAD_KEYWORDS = ("frozen", "no_grad")
 
 
 class Calls:
     """The builder's operator calls (a mixin of :class:`costgraph.engine.builder.Builder`)."""
 
     def call(self, e: ast.Call, scope: Scope):
+        """A call of a block, a dimension function or an operator; ``frozen =`` and
+        ``no_grad =`` (see the module docstring) hold while it is built."""
+        grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS}
+        if not grad:
+            return self._call(e, scope)
+        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] not in GRAD_KEYWORDS), e.loc)
+        saved = self.frozen, self.no_grad
+        for kw, (v, loc) in grad.items():
+            on = self._eval_kind(v, "bool", scope, f"{kw}=", loc)
+            setattr(self, kw, getattr(self, kw) or on)
+        try:
+            return self._call(e, scope)
+        finally:
+            self.frozen, self.no_grad = saved
+
+    def _call(self, e: ast.Call, scope: Scope):
         table = self.program.blocks if not self.block_stack else self._block_table()
         if e.name in table:
             return self.call_block(table[e.name], e, scope)
@@ -123,6 +150,12 @@ class Calls:
         inputs = [v for v in args.values() if isinstance(v, Tensor)]
         cost = Cost(ctx.cost["forward"], ctx.cost["backward_input"], ctx.cost["backward_weight"],
                     tuple(ctx.weights), tuple(ctx.tied), tuple(ctx.saved))
+        if self.no_grad:     # torch.no_grad(): no backward, nothing kept for it
+            cost = Cost(cost.forward, weights=cost.weights, tied=cost.tied)
+        elif self.frozen:    # requires_grad = False: no weight gradients, nothing kept only for them
+            drop = weight_grad_only(kind, path, tuple(t.id for t in inputs)) if cost.weights or cost.tied else ()
+            cost = Cost(cost.forward, cost.backward_input, weights=cost.weights, tied=cost.tied,
+                        saved=tuple(t for t in cost.saved if t not in drop))
         attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
         self.cg.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
                                outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
