@@ -118,3 +118,27 @@ def test_bad_marks_are_located_errors(text, words):
     src = f"model t {{\n  dim s\n  dim h\n  input x[s, h]\n{text}  return x\n}}\n"
     with pytest.raises(CostgraphError, match=words):
         costgraph.loads(src)
+
+
+def test_gradient_free_tensors_need_no_input_gradients():
+    # a no_grad tower (a repeat, then a view): the trainable projector on its output computes its
+    # weight gradient only (LLaVA's frozen tower: tests/test_llava.py); x + u needs both again
+    m = costgraph.loads("""model t {
+  dim b
+  dim s
+  dim h
+  dim l
+  input x[b, s, h]
+  u = x
+  repeat l as layers {
+    u = linear(u, h, bias = false, name = fc, no_grad = true)
+  }
+  v = linear(transpose(transpose(u)), h, bias = false, name = proj)
+  return linear(x + v, h, bias = false, name = head)
+}
+""")
+    c = m.costs().evaluate(b=2, s=4, h=8, l=3)
+    mm = 2 * 2 * 4 * 8 * 8
+    assert c["flops_forward"] == 5 * mm
+    assert (c["flops_backward_input"], c["flops_backward_weight"]) == (mm, 2 * mm)   # head: both; proj: weight
+    assert c["activation_bytes"] == 2 * (2 * 2 * 4 * 8)   # proj's input and head's input, bf16

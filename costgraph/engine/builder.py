@@ -91,6 +91,8 @@ class Builder(Statements, Expressions, Calls, Blocks):
         #: (no backward at all): see :meth:`costgraph.engine.builder_calls.Calls.call`
         self.frozen = False
         self.no_grad = False
+        #: tensor ids no gradient flows into (made under no_grad, or from frozen parameters only)
+        self.grad_free: set[str] = set()
 
     def grow(self, loc: Location):
         """Count one more node or block instance; refuse past :data:`MAX_GRAPH_SIZE`."""

@@ -145,17 +145,14 @@ class Calls:
             shown = ", ".join(f"{k}={describe(v)}" for k, v in args.items() if v is not None)
             raise CostgraphSemanticError(f"{kind} cannot be applied to {shown}", loc,
                                          hint=f"see `costgraph ops` for what {kind} takes") from err
-        if ctx.is_identity:
-            return result
         inputs = [v for v in args.values() if isinstance(v, Tensor)]
+        if ctx.is_identity:   # a view: gradient-free when what it views is
+            if isinstance(result, Tensor) and inputs and all(t.id in self.grad_free for t in inputs):
+                self.grad_free.add(result.id)
+            return result
         cost = Cost(ctx.cost["forward"], ctx.cost["backward_input"], ctx.cost["backward_weight"],
                     tuple(ctx.weights), tuple(ctx.tied), tuple(ctx.saved))
-        if self.no_grad:     # torch.no_grad(): no backward, nothing kept for it
-            cost = Cost(cost.forward, weights=cost.weights, tied=cost.tied)
-        elif self.frozen:    # requires_grad = False: no weight gradients, nothing kept only for them
-            drop = weight_grad_only(kind, path, tuple(t.id for t in inputs)) if cost.weights or cost.tied else ()
-            cost = Cost(cost.forward, cost.backward_input, weights=cost.weights, tied=cost.tied,
-                        saved=tuple(t for t in cost.saved if t not in drop))
+        cost = self._grad_cost(kind, path, cost, tuple(t.id for t in inputs), ctx.outputs)
         attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
         self.cg.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
                                outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
@@ -165,6 +162,27 @@ class Calls:
         for t in inputs:
             self.cg.add_edge(t.producer, path, t.id, shape=t.shape, role=t.role)
         return result
+
+    def _grad_cost(self, kind: str, path: str, cost: Cost, inputs: tuple[str, ...], outputs) -> Cost:
+        """``cost`` as autograd runs the node: under ``no_grad``, or with no trainable weight and
+        every tensor input gradient-free (``grad_free``), no backward and nothing kept, its outputs
+        gradient-free; with gradient-free inputs, no input gradients; with no trainable weight
+        (``frozen``), no weight gradients and nothing kept only for them
+        (:func:`~costgraph.engine.grad_only.weight_grad_only`). Model inputs need gradients
+        (the convention every figure uses), so only what the marks make gradient-free changes."""
+        free_in = bool(inputs) and all(t in self.grad_free for t in inputs)
+        trained = any(not self.cg.weights[w].frozen for w in (*cost.weights, *cost.tied))
+        if self.no_grad or (free_in and not trained):
+            self.grad_free.update(t.id for t in outputs)
+            return Cost(cost.forward, weights=cost.weights, tied=cost.tied)
+        if not trained and (cost.weights or cost.tied):   # frozen weights: no weight gradients
+            drop = weight_grad_only(kind, path, inputs)
+            cost = Cost(cost.forward, cost.backward_input, weights=cost.weights, tied=cost.tied,
+                        saved=tuple(t for t in cost.saved if t not in drop))
+        if free_in:    # trainable weights on gradient-free inputs: weight gradients only
+            cost = Cost(cost.forward, backward_weight=cost.backward_weight, weights=cost.weights,
+                        tied=cost.tied, saved=cost.saved)
+        return cost
 
     def _group(self) -> str | None:
         for depth in range(len(self.path), 0, -1):

@@ -115,6 +115,8 @@ class Statements:
                                       st.mark == "frozen" or self.frozen or self.no_grad)
         t = Tensor(tid, shape, "act", tid, self.count, path, self.active)
         self.cg.tensors[tid] = t
+        if self.cg.weights[wid].frozen:
+            self.grad_free.add(tid)
         self.cg.add_node(path, kind="param", inputs=(), outputs=(tid,), attrs={}, loc=st.loc,
                          count=self.count, active=self.active, cost=Cost(weights=(wid,)), group=self._group())
         scope.vars[st.name] = t
@@ -274,6 +276,8 @@ class Statements:
             oid = f"{path}/{name}@out"
             out = Tensor(oid, after.shape, after.role, oid, outer_count, after.producer, outer_active)
             self.cg.tensors[oid] = out
+            if after.id in self.grad_free:   # gradient-free even from a carried input that needs one
+                self.grad_free.add(oid)
             self._set_outer(scope, name, out)
 
     @staticmethod
