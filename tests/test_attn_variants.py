@@ -8,8 +8,9 @@ Conventions (named, both tested): option ``sparse`` (on) counts the MLA attentio
 ``Min(s, index_topk)`` keys the indexer keeps (what DSA's kernels compute); ``sparse = false`` the
 dense masked square transformers' eager/SDPA path computes (what FlopCounterMode counts there). The
 indexer's own products run over every key in both. The indexer runs under ``torch.no_grad`` in
-transformers (no backward); costgraph counts its backward as trained (DeepSeek-V3.2 §2.1.1), so the
-measured backward is costgraph's minus the indexer's, written out below.
+transformers (no backward); the model file calls it with ``no_grad = true`` (option ``indexer_grad``
+off), so the measured backward equals costgraph's; ``indexer_grad = true`` counts it trained
+(DeepSeek-V3.2 §2.1.1: its backward, twice its products, on top).
 """
 
 from __future__ import annotations
@@ -144,8 +145,32 @@ def test_v32_flops_equal_flopcountermode(v32_torch, b, s):
     measured = tm.flops(model, b, s)
     dense = _v32_values(b, s, sparse=False)
     assert measured["forward"] == dense["flops_forward"] == _v32_forward(b, s, sparse=False)
-    assert measured["backward"] == dense["flops_backward"] - 2 * D["l"] * _v32_indexer_forward(b, s)
+    assert measured["backward"] == dense["flops_backward"]
+    # option indexer_grad (DeepSeek-V3.2 §2.1.1: the indexer trained): its backward, twice its products, on top
+    trained = _v32_values(b, s, sparse=False, indexer_grad=True)["flops_backward"]
+    assert trained == measured["backward"] + 2 * D["l"] * _v32_indexer_forward(b, s)
     assert (_v32_values(b, s)["flops_forward"] == measured["forward"]) == (s <= D["t_k"])
+
+
+def test_v32_gradients_only_for_what_torch_differentiates(v32_torch):
+    # no_grad = true on the indexer: its weights get no gradient (transformers' torch.no_grad leaves
+    # their .grad None after backward); model_states counts fp32 gradients for exactly the others
+    torch = pytest.importorskip("torch")
+    from costgraph.training import model_states
+    tm, model = v32_torch
+    with torch.enable_grad(), tm.meta_forward():
+        model(**tm.make_inputs(model, 1, 8)).logits.sum().backward()
+    got = sum(p.numel() for p in model.parameters() if p.grad is not None)
+    model.zero_grad(set_to_none=True)
+    indexer = sum(p.numel() for n, p in model.named_parameters() if ".indexer." in n)
+    assert indexer > 0 and got == tm.param_count(model) - indexer
+    # the routers' e_score_correction_bias: a buffer in transformers, a parameter here (see above)
+    bias = (D["l"] - D["k_d"]) * D["E"]
+    for trained, want in ((False, got + bias), (True, got + indexer + bias)):
+        m = _v32(indexer_grad=trained)
+        g = m.model.graph
+        grads = model_states(g, policy="fp32", optimizer="sgd", dp=1)["gradients"]
+        assert grads.subs({g.dims[k].symbol: x for k, x in m.values.items() if k in g.dims}) == 4 * want
 
 
 def test_v32_kv_cache_equals_the_dynamic_cache(v32_torch):

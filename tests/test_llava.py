@@ -152,3 +152,27 @@ def test_released_config_parameters_on_meta():
     cfg = {k: v for k, v in json.loads(LLAVA.read_text()).items() if k != "model_type"}
     model = build_llava(torch, cfg)
     assert sum(p.numel() for p in model.parameters()) == PARAMS
+
+
+def test_frozen_tower_backward_equals_llavas_no_grad_tower():
+    """frozen_tower = true against LLaVA's training code (haotian-liu/LLaVA @ 380436b,
+    llava/model/multimodal_encoder/clip_encoder.py::CLIPVisionTower: requires_grad_(False), forward
+    under @torch.no_grad()) on the small config: backward FLOPs exact (FlopCounterMode) — nothing in
+    the tower, the projector's weight gradients only; the forward unchanged."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from costgraph import torch_measure as tm
+    from costgraph.torch_vision import build_llava
+
+    model = build_llava(torch, {k: v for k, v in SMALL.items() if k not in ("model_type", "architectures")})
+    tower = model.model.model.vision_tower
+    tower.requires_grad_(False)
+    tower.forward = torch.no_grad()(tower.forward)
+    hf = costgraph.from_hf_config(SMALL, source="small", profile="pytorch")
+    frozen = load("llava", options={"frozen_tower": True}, profile="pytorch")
+    trained = load("llava", profile="pytorch")
+    for b, s in SMALL_SHAPES[:2]:
+        measured = tm.flops(model, b, s)
+        got = _costs(frozen, {**hf.values, "b": b, "s": s})
+        assert measured["forward"] == got["flops_forward"] == _costs(trained, {**hf.values, "b": b, "s": s})["flops_forward"]
+        assert measured["backward"] == got["flops_backward"]

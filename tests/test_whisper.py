@@ -171,6 +171,13 @@ def test_presets_parameters_against_transformers(preset):
     assert m.costs().evaluate(**v)["params"] == want
     if preset == "whisper-tiny":
         assert want == TINY_PARAMS
+    # the sinusoidal table is declared `: frozen` (WhisperEncoder.__init__: requires_grad_(False)):
+    # gradients (fp32, 4 B each) for exactly the parameters that require grad
+    from costgraph.training import model_states
+    grads = model_states(m.graph, policy="fp32", optimizer="sgd", dp=1)["gradients"]
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert trainable == want - v["e"] * v["h"]
+    assert grads.subs({m.graph.dims[k].symbol: x for k, x in v.items() if k in m.graph.dims}) == 4 * trainable
 
 
 @pytest.mark.parametrize("arch, fwd", [("WhisperForConditionalGeneration", [1_535_164_416, 3_087_220_736]),

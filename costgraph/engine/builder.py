@@ -87,6 +87,12 @@ class Builder(Statements, Expressions, Calls, Blocks):
         self.size = 0   # operator nodes, inputs and block instances built so far
         self.levels: list[_Level] = []   # the repeats around the statement being built
         self.branch_depth = 0   # inside a branch of an if on a repeat's index
+        #: inside a call given ``frozen = true`` (its weights untrained) or ``no_grad = true``
+        #: (no backward at all): see :meth:`costgraph.engine.builder_calls.Calls.call`
+        self.frozen = False
+        self.no_grad = False
+        #: tensor ids no gradient flows into (made under no_grad, or from frozen parameters only)
+        self.grad_free: set[str] = set()
 
     def grow(self, loc: Location):
         """Count one more node or block instance; refuse past :data:`MAX_GRAPH_SIZE`."""

@@ -5,6 +5,12 @@ An operator call's arguments are matched to the operator's parameters and
 evaluated as each parameter's kind asks; its rule declares the node's costs
 through an :class:`~costgraph.engine.context.OpContext`, and the call becomes one
 graph node.
+
+Two keywords any call takes (an operator's or a block's) say how training treats what the
+call builds: ``frozen = true`` — its weights are not trained (PyTorch's
+``requires_grad = False``: no weight gradients, no gradient or optimizer state), gradients
+still flow through it to its inputs; ``no_grad = true`` — it runs as under
+``torch.no_grad()``: no backward FLOPs at all, nothing kept for backward, its weights frozen.
 """
 
 from __future__ import annotations
@@ -16,15 +22,36 @@ from .builder_expressions import DIM_FUNCS
 from .builder_scope import CONSTANTS, Evaluated, Scope, check_size, describe, did_you_mean
 from .context import OpContext
 from ..errors import CostgraphSemanticError, Location
+from .grad_only import weight_grad_only
 from .graph import Cost, Tensor
 from ..ops import REGISTRY
 from ..ops.registry import REQUIRED
+
+
+#: call keywords of every operator and block: how training treats what the call builds
+GRAD_KEYWORDS = ("frozen", "no_grad")
 
 
 class Calls:
     """The builder's operator calls (a mixin of :class:`costgraph.engine.builder.Builder`)."""
 
     def call(self, e: ast.Call, scope: Scope):
+        """A call of a block, a dimension function or an operator; ``frozen =`` and
+        ``no_grad =`` (see the module docstring) hold while it is built."""
+        grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS}
+        if not grad:
+            return self._call(e, scope)
+        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] not in GRAD_KEYWORDS), e.loc)
+        saved = self.frozen, self.no_grad
+        for kw, (v, loc) in grad.items():
+            on = self._eval_kind(v, "bool", scope, f"{kw}=", loc)
+            setattr(self, kw, getattr(self, kw) or on)
+        try:
+            return self._call(e, scope)
+        finally:
+            self.frozen, self.no_grad = saved
+
+    def _call(self, e: ast.Call, scope: Scope):
         table = self.program.blocks if not self.block_stack else self._block_table()
         if e.name in table:
             return self.call_block(table[e.name], e, scope)
@@ -118,11 +145,14 @@ class Calls:
             shown = ", ".join(f"{k}={describe(v)}" for k, v in args.items() if v is not None)
             raise CostgraphSemanticError(f"{kind} cannot be applied to {shown}", loc,
                                          hint=f"see `costgraph ops` for what {kind} takes") from err
-        if ctx.is_identity:
-            return result
         inputs = [v for v in args.values() if isinstance(v, Tensor)]
+        if ctx.is_identity:   # a view: gradient-free when what it views is
+            if isinstance(result, Tensor) and inputs and all(t.id in self.grad_free for t in inputs):
+                self.grad_free.add(result.id)
+            return result
         cost = Cost(ctx.cost["forward"], ctx.cost["backward_input"], ctx.cost["backward_weight"],
                     tuple(ctx.weights), tuple(ctx.tied), tuple(ctx.saved))
+        cost = self._grad_cost(kind, path, cost, tuple(t.id for t in inputs), ctx.outputs)
         attrs = {k: v for k, v in args.items() if not isinstance(v, Tensor)}
         self.cg.add_node(path, kind=kind, inputs=tuple(t.id for t in inputs),
                                outputs=tuple(t.id for t in ctx.outputs), attrs=attrs, loc=loc,
@@ -132,6 +162,27 @@ class Calls:
         for t in inputs:
             self.cg.add_edge(t.producer, path, t.id, shape=t.shape, role=t.role)
         return result
+
+    def _grad_cost(self, kind: str, path: str, cost: Cost, inputs: tuple[str, ...], outputs) -> Cost:
+        """``cost`` as autograd runs the node: under ``no_grad``, or with no trainable weight and
+        every tensor input gradient-free (``grad_free``), no backward and nothing kept, its outputs
+        gradient-free; with gradient-free inputs, no input gradients; with no trainable weight
+        (``frozen``), no weight gradients and nothing kept only for them
+        (:func:`~costgraph.engine.grad_only.weight_grad_only`). Model inputs need gradients
+        (the convention every figure uses), so only what the marks make gradient-free changes."""
+        free_in = bool(inputs) and all(t in self.grad_free for t in inputs)
+        trained = any(not self.cg.weights[w].frozen for w in (*cost.weights, *cost.tied))
+        if self.no_grad or (free_in and not trained):
+            self.grad_free.update(t.id for t in outputs)
+            return Cost(cost.forward, weights=cost.weights, tied=cost.tied)
+        if not trained and (cost.weights or cost.tied):   # frozen weights: no weight gradients
+            drop = weight_grad_only(kind, path, inputs)
+            cost = Cost(cost.forward, cost.backward_input, weights=cost.weights, tied=cost.tied,
+                        saved=tuple(t for t in cost.saved if t not in drop))
+        if free_in:    # trainable weights on gradient-free inputs: weight gradients only
+            cost = Cost(cost.forward, backward_weight=cost.backward_weight, weights=cost.weights,
+                        tied=cost.tied, saved=cost.saved)
+        return cost
 
     def _group(self) -> str | None:
         for depth in range(len(self.path), 0, -1):

@@ -101,15 +101,22 @@ class Statements:
     def param_stmt(self, st: ast.ParamDecl, scope: Scope):
         """``param NAME[shape]``: a node of kind ``param`` owning the weight
         ``NAME/weight`` (counted with the repeats around it), whose output is
-        the parameter as a tensor; no FLOPs of its own."""
+        the parameter as a tensor; no FLOPs of its own. ``param NAME[shape]: frozen``
+        (or inside a ``frozen``/``no_grad`` call): a weight that is not trained."""
         not_constant(st.name, st.loc)
+        if st.mark not in (None, "frozen"):
+            raise CostgraphSemanticError(f"unknown parameter mark '{st.mark}'", st.loc,
+                                         hint=f"param {st.name}[...]: frozen  (a parameter that is not trained)")
         shape = tuple(self.eval_dim(e, scope, f"the shape of '{st.name}'") for e in st.shape)
         self.grow(st.loc)
         path = self.claim(st.name, True, st.loc)
         wid, tid = f"{path}/weight", f"{path}:0"
-        self.cg.weights[wid] = Weight(wid, shape, self.count, self.active)
+        self.cg.weights[wid] = Weight(wid, shape, self.count, self.active,
+                                      st.mark == "frozen" or self.frozen or self.no_grad)
         t = Tensor(tid, shape, "act", tid, self.count, path, self.active)
         self.cg.tensors[tid] = t
+        if self.cg.weights[wid].frozen:
+            self.grad_free.add(tid)
         self.cg.add_node(path, kind="param", inputs=(), outputs=(tid,), attrs={}, loc=st.loc,
                          count=self.count, active=self.active, cost=Cost(weights=(wid,)), group=self._group())
         scope.vars[st.name] = t
@@ -269,6 +276,8 @@ class Statements:
             oid = f"{path}/{name}@out"
             out = Tensor(oid, after.shape, after.role, oid, outer_count, after.producer, outer_active)
             self.cg.tensors[oid] = out
+            if after.id in self.grad_free:   # gradient-free even from a carried input that needs one
+                self.grad_free.add(oid)
             self._set_outer(scope, name, out)
 
     @staticmethod

@@ -186,7 +186,7 @@ class OpContext:
             self.tied.append(wid)
             return wid
         wid = f"{self.path}/{suffix}"
-        self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active)
+        self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active, self.b.frozen or self.b.no_grad)
         self.weights.append(wid)
         return wid
 

@@ -67,12 +67,16 @@ class Tensor:
 @dataclass(frozen=True)
 class Weight:
     """A parameter tensor owned by one node (``path`` = ``node/weight``);
-    ``count`` copies exist, ``active`` of them serve each token."""
+    ``count`` copies exist, ``active`` of them serve each token. ``frozen``: not
+    trained (``param NAME[shape]: frozen``, or built inside a call with
+    ``frozen = true`` / ``no_grad = true``: PyTorch's ``requires_grad = False``),
+    so no gradient, master copy or optimizer state and no weight-gradient FLOPs."""
 
     path: str
     shape: tuple[Expr, ...]
     count: Expr
     active: Expr
+    frozen: bool = False
 
     @property
     def numel(self) -> Expr:

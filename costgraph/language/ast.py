@@ -110,11 +110,13 @@ class Input:
 @dataclass(frozen=True)
 class ParamDecl:
     """``param NAME[shape]``: a bare parameter tensor (attention sinks, a
-    scale vector, Mamba's A and D), owned by a node of kind ``param``."""
+    scale vector, Mamba's A and D), owned by a node of kind ``param``;
+    ``mark`` is the word after ``:`` (``frozen``: not trained), or ``None``."""
 
     name: str
     shape: tuple[Expr, ...]
     loc: Location
+    mark: str | None = None
 
 
 @dataclass(frozen=True)

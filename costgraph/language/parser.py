@@ -131,8 +131,8 @@ class _ToAst(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def param_stmt(self, meta, children):
-        name, shape = children
-        return ast.ParamDecl(str(name), shape, self._loc(meta))
+        name, shape, mark = children
+        return ast.ParamDecl(str(name), shape, self._loc(meta), str(mark) if mark else None)
 
     def index(self, children):
         (tok,) = children

@@ -29,8 +29,9 @@ def lightning_index(c):
     count the pairs a causal mask keeps, as for attention's own products.
 
     Backward: twice the forward products (the indexer is trained, DeepSeek-V3.2 §2.1.1, by a
-    KL loss on its scores); transformers runs it under ``torch.no_grad`` (no backward: see
-    tests/test_attn_variants.py). Keeps q, k and w. Errors: shapes that do not line up."""
+    KL loss on its scores); transformers runs it under ``torch.no_grad``, which a model file
+    says with the call keyword ``no_grad = true`` (models/deepseek_v32.cg: no backward, nothing
+    kept). Keeps q, k and w. Errors: shapes that do not line up."""
     q, k, w, top_k = c["q"], c["k"], c["w"], c["top_k"]
     if len(q.shape) != 4 or len(k.shape) != 4 or len(w.shape) != 3:
         c.fail(f"lightning_index needs q [B, hi, S, d], k [B, 1, T, d] and w [B, S, hi], got "

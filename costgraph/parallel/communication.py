@@ -258,7 +258,7 @@ def dp_collectives(x: _Step) -> dict[str, Collective]:
     dense, experts = ZERO, ZERO
     for wid, w in x.cg.weights.items():
         f = x.stage.weight_factor(wid)
-        if f == 0:
+        if f == 0 or (w.frozen and L.zero < 3):   # a frozen weight: no gradient to reduce, nothing updated
             continue
         el = w.count * w.numel / pl.weight_divisor(wid) * f
         if wid in pl.expert_weights:

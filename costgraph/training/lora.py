@@ -66,6 +66,7 @@ from .. import datafiles
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..hints import listing
+from ..engine.grad_only import weight_grad_only
 from ..engine.graph import ZERO, Cost, CostGraph, Weight, numel
 from ..ops.registry import has_role
 from ..engine.precision import Precision, precision as get_precision
@@ -245,12 +246,7 @@ def released_storages(cg: CostGraph, kept: Collection[str] = ()) -> frozenset[st
     candidates, needed = set(), set(kept)
     for path, d in cg.ops():
         cost = d["cost"]
-        grad_only: set[str] = set()
-        if cost.weights or cost.tied:
-            if d["kind"] in ("linear", "embedding"):
-                grad_only.add(d["inputs"][0])
-            elif d["kind"] == "rmsnorm":
-                grad_only.add(f"{path}/normalized")   # pytorch profile: x̂ of γ·x̂, read by dγ only
+        grad_only = weight_grad_only(d["kind"], path, d["inputs"]) if cost.weights or cost.tied else frozenset()
         for tid in cost.saved:
             sid = cg.tensors[tid].storage
             (candidates if tid in grad_only else needed).add(sid)

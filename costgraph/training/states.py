@@ -110,7 +110,8 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
         :class:`~costgraph.parallel.placement.WeightShard` (per axis, and a
         divisor of the copies: routed experts). Missing ids: 1.
     frozen : callable or collection of weight ids, optional
-        Weights that are not trained (no gradients, master copy or states).
+        Weights that are not trained (no gradients, master copy or states), besides
+        those the model declares frozen (:attr:`~costgraph.engine.graph.Weight.frozen`).
     select : callable, optional
         Weight id → whether this device holds the weight at all (a pipeline
         stage); default: all weights.
@@ -184,7 +185,7 @@ def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_f
         unit = next((g for g in outer if wid.startswith(g + "/")), "")
         per = sympy.cancel(count / graph.groups[unit].multiplicity) if unit else count
         units.setdefault(unit, []).append(per * n_el * pol.weights)
-        if is_frozen(wid):
+        if w.frozen or is_frozen(wid):   # declared frozen in the model, or frozen by the caller (LoRA)
             continue
         G.append(count * n_el * pol.gradients)
         C.append(count * n_el * pol.grad_copy)
