@@ -74,7 +74,8 @@ def test_declared_traits_of_some_operators():
     # the sets parallel/tensor.py held before the traits (_FOLLOW, _WHOLE_LAST), and the rules
     follow = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv",
               "sigmoid", "tanh", "square", "relu2", "clamp", "softcap", "cast",
-              "alibi"}   # issue 19: ALiBi follows the scores' head split
+              "alibi",   # issue 19: ALiBi follows the scores' head split
+              "lightning_attention"}   # issue 19: MiniMax's per-head recurrence follows q's head split
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("follow",)} == follow
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("whole_last",)} == \
         {"softmax", "layernorm", "rmsnorm", "rope", "slice"}

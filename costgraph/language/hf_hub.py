@@ -32,9 +32,12 @@ DOWNLOAD_FLAG = "--download"
 
 def is_hub_id(text: str) -> bool:
     """True when ``text`` reads as a Hub id (``org/name`` or ``org/name@rev``) and is no path on disk
-    (a folder ``org/name`` in the working directory wins: it is what the user pointed at)."""
+    (a folder ``org/name`` in the working directory wins: it is what the user pointed at) nor a
+    bundled library file named without its suffix (``std/attention``)."""
+    from .resources import MODEL_SUFFIX, bundled_import
+
     return isinstance(text, str) and HUB_ID.match(text) is not None and not os.path.exists(text) \
-        and not text.endswith((".cg", ".json"))
+        and not text.endswith((".cg", ".json")) and bundled_import(text + MODEL_SUFFIX) is None
 
 
 def config_path(source: str, *, download: bool = False, api: bool = False) -> str | None:
