@@ -112,24 +112,36 @@ def build_llava(torch, config_dict: dict, *, train: bool = True, dtype: str = "b
     The placeholder check (``get_placeholder_mask``, a ``.item()`` on the count) cannot run on
     meta: the instance's method is replaced by the same mask without the check. The wrapper adds no
     parameters and no operations that count (ids and pixels are made by ``full``/``cat``/``zeros``)."""
-    import types
-
     from transformers import AutoConfig, LlavaForConditionalGeneration
 
     config = AutoConfig.for_model("llava", **dict(config_dict))
     with torch.device("meta"):
         inner = LlavaForConditionalGeneration._from_config(config, attn_implementation=attn_implementation,
                                                            dtype=getattr(torch, dtype))
-    n = image_tokens(config_dict)
-    vision = config.vision_config
-    token = config.image_token_id
+    model = with_image_prefix(torch, inner, image_tokens(config_dict), config.image_token_id,
+                              config.vision_config, "LlavaForConditionalGenerationWithImage", "LLaVA")
+    model.train(train)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model
+
+
+def with_image_prefix(torch, inner, n: int, token: int, vision, name: str, label: str):
+    """``inner`` (a transformers VLM on meta) wrapped so that its forward takes ``input_ids``
+    ``[b, s]`` and runs on one image per sequence: the first ``n`` ids become ``token`` (the image
+    placeholder) and ``pixel_values`` ``[b, c, image, image]`` are zeros, so ``s`` counts the image
+    tokens and must exceed ``n``. The placeholder check (``get_placeholder_mask``, a ``.item()`` on
+    the count) cannot run on meta: the instance's method is replaced by the same mask without the
+    check. The wrapper class is called ``name`` (what ``costgraph verify`` reports); ``label`` names
+    the family in the error for ``s <= n``. It adds no parameters and no operation that counts."""
+    import types
 
     def placeholder_mask(self, input_ids, inputs_embeds, image_features):
         return (input_ids == token).unsqueeze(-1).expand_as(inputs_embeds)
 
     inner.model.get_placeholder_mask = types.MethodType(placeholder_mask, inner.model)
 
-    class LlavaForConditionalGenerationWithImage(torch.nn.Module):
+    class WithImage(torch.nn.Module):
         def __init__(self, model):
             super().__init__()
             self.model = model
@@ -138,18 +150,15 @@ def build_llava(torch, config_dict: dict, *, train: bool = True, dtype: str = "b
         def forward(self, input_ids, use_cache=False, **kwargs):
             b, s = input_ids.shape
             if s <= n:
-                raise ValueError(f"LLaVA: s = {s} must exceed the {n} image tokens")
+                raise ValueError(f"{label}: s = {s} must exceed the {n} image tokens")
             ids = torch.cat([torch.full((b, n), token, dtype=input_ids.dtype, device=input_ids.device),
                              input_ids[:, n:]], dim=1)
             pixels = torch.zeros((b, vision.num_channels, vision.image_size, vision.image_size),
                                  dtype=next(self.model.parameters()).dtype, device=input_ids.device)
             return self.model(input_ids=ids, pixel_values=pixels, use_cache=use_cache, **kwargs)
 
-    model = LlavaForConditionalGenerationWithImage(inner)
-    model.train(train)
-    for p in model.parameters():
-        p.requires_grad_(True)
-    return model
+    WithImage.__name__ = WithImage.__qualname__ = name
+    return WithImage(inner)
 
 
 #: Qwen2-VL-style models (:func:`build_qwen_vl`): Conv3d patches, a patch merger, M-RoPE decoder

@@ -42,40 +42,16 @@ def build_gemma3(torch, config_dict: dict, *, dtype: str = "bfloat16", attn_impl
     image]`` (zeros) are made, so ``s`` counts the image tokens (``s > n``). No ``token_type_ids``:
     the causal mask over the whole sequence. The placeholder check (a ``.item()`` on the count)
     cannot run on meta: the instance's ``get_placeholder_mask`` is the same mask without it."""
-    import types
-
     from transformers import AutoConfig, Gemma3ForConditionalGeneration
+
+    from .torch_vision import with_image_prefix
 
     config = AutoConfig.for_model("gemma3", **dict(config_dict))
     with torch.device("meta"):
         inner = Gemma3ForConditionalGeneration._from_config(config, attn_implementation=attn_implementation,
                                                             dtype=getattr(torch, dtype))
-    n = int(config.mm_tokens_per_image)
-    vision = config.vision_config
-    token = config.image_token_id
-
-    def placeholder_mask(self, input_ids, inputs_embeds, image_features):
-        return (input_ids == token).unsqueeze(-1).expand_as(inputs_embeds)
-
-    inner.model.get_placeholder_mask = types.MethodType(placeholder_mask, inner.model)
-
-    class Gemma3ForConditionalGenerationWithImage(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-            self.config = model.config
-
-        def forward(self, input_ids, use_cache=False, **kwargs):
-            b, s = input_ids.shape
-            if s <= n:
-                raise ValueError(f"Gemma 3: s = {s} must exceed the {n} image tokens")
-            ids = torch.cat([torch.full((b, n), token, dtype=input_ids.dtype, device=input_ids.device),
-                             input_ids[:, n:]], dim=1)
-            pixels = torch.zeros((b, vision.num_channels, vision.image_size, vision.image_size),
-                                 dtype=next(self.model.parameters()).dtype, device=input_ids.device)
-            return self.model(input_ids=ids, pixel_values=pixels, use_cache=use_cache, **kwargs)
-
-    return Gemma3ForConditionalGenerationWithImage(inner)
+    return with_image_prefix(torch, inner, int(config.mm_tokens_per_image), config.image_token_id,
+                             config.vision_config, "Gemma3ForConditionalGenerationWithImage", "Gemma 3")
 
 
 def build_mllama(torch, config_dict: dict, *, dtype: str = "bfloat16", attn_implementation: str = "eager"):
