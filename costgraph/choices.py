@@ -120,6 +120,16 @@ RECOMPUTE = Choice("recompute", "recompute policy", (
     ("torchtitan-op", "torchtitan per-op SAC: keep the save-list outputs but every second matmul's"),
     ("torchtitan-layer", "torchtitan: every n-th block fully checkpointed (--recompute-frequency n)"),
 ), "none")
+#: How the hardware FLOPs count what a recompute policy re-runs (``--recompute-count``;
+#: :func:`costgraph.training.compute.training_flops`). ``korthikanti-eq8`` is Korthikanti et al. 2022
+#: App. A Eq. 8 (arXiv 2205.05198): hardware FLOPs with selective recomputation 72BLsh²(1 + s/3h + V/12hL)
+#: against the model FLOPs 72BLsh²(1 + s/6h + V/12hL) (Eq. 7): the difference, 12BLs²h, is the whole
+#: forward + backward of the attention core's two products (QKᵀ and probs·V) once more.
+RECOMPUTE_COUNT = Choice("recompute_count", "recompute FLOP count", (
+    ("rerun", "the forward FLOPs of what the policy re-runs, each op once"),
+    ("korthikanti-eq8", "Korthikanti et al. 2022 Eq. 8: a re-run attention core counted as its forward + backward "
+                        "(QKᵀ and probs·V)"),
+), "rerun")
 #: the recompute policies the planner searches (the others are named conventions and frameworks' variants)
 RECOMPUTE_SEARCHED = ("none", "selective", "full")
 
@@ -157,6 +167,7 @@ PEAK_DTYPE = Choice("compute", "dtype of the peak", (
 CHOICES: dict[str, Choice] = {c.name: c for c in (CONVENTION, CAUSAL, PROFILE, PRECISION, SCHEDULE, RECOMPUTE,
                                                    ATTENTION, ZERO_STAGE)}
 CHOICES[SCHEDULE_ACCOUNTING.name] = SCHEDULE_ACCOUNTING
+CHOICES[RECOMPUTE_COUNT.name] = RECOMPUTE_COUNT
 
 # Defaults of settings whose names live in data tables (see the module docstring).
 #: the training precision policy (``policies.toml``)
@@ -207,6 +218,12 @@ FP8_TRANSPOSE = Choice("fp8_transpose", "FP8 weight transpose", (
     ("separate", "a separate transposed FP8 buffer (Hopper: FP8 GEMMs take TN layouts only)"),
     ("shared", "one buffer serves both (Blackwell and later: non-TN FP8 GEMMs)"),
 ), "separate")
+#: FP8 policies (costgraph.training.fp8_options): Transformer Engine's FP8 dot-product attention
+#: (the recipes' ``fp8_dpa``, TE @ d0067d0d common/recipe/__init__.py, default False; Megatron-LM @ d98e8a64
+#: ``TransformerConfig.fp8_dot_product_attention = False``) and FP8 weight-gradient GEMMs (Megatron-LM
+#: ``TransformerConfig.fp8_wgrad = True``, ``--no-fp8-wgrad`` turns it off)
+DEFAULT_FP8_ATTENTION = False
+DEFAULT_FP8_WGRAD = True
 #: where ZeRO-Offload / ZeRO-Infinity put the optimizer states or the parameters
 #: (DeepSpeed's ``offload_optimizer.device`` / ``offload_param.device``:
 #: ``deepspeed/runtime/zero/offload_config.py::OffloadDeviceEnum``)

@@ -182,11 +182,21 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings) -> 
     steps = [Step(c["change"], c["options"], need, c["peak_bytes"], c["fits"]) for c in f.get("changes") or ()]
     L = r.layout
     shown = {"layout": f"tp {L.t} × pp {L.p} × cp {L.c} × dp {L.d}; ZeRO {L.zero}; recompute {L.recompute}",
-             "precision": f"policy {L.policy}, optimizer {L.optimizer}",
+             "precision": f"policy {L.policy}, optimizer {L.optimizer}" + _fp8_words(L),
              "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
                                 if k is not None and k.symbol in r.values) or None}
     return FitResult("train", model.name, hardware, gpus, f["fits"], need, f["capacity_bytes"], usable,
                      _ordered(steps), shown, list(r.warnings))
+
+
+def _fp8_words(L) -> str:
+    """The FP8 options of an FP8 policy (:mod:`costgraph.training.fp8_options`), named; else empty."""
+    from .training.fp8 import policy_recipe
+
+    if policy_recipe(L.policy) is None:
+        return ""
+    return ("; FP8 attention " + ("on" if L.fp8_attention else "off (default)")
+            + ", weight gradients " + ("FP8 (default)" if L.fp8_wgrad else "BF16 (--no-fp8-wgrad)"))
 
 
 def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult:

@@ -35,6 +35,9 @@ TRAIN_DEFAULTS.update({"recompute_modules": None, "recompute_num_layers": None, 
 TRAIN_DEFAULTS.update({"first_stage_layers": None, "last_stage_layers": None, "account_embedding": False,
                        "account_loss": False, "vp_group": None,
                        "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default})
+# FP8 options and the recompute FLOP count (costgraph.training.fp8_options, .recompute_count)
+TRAIN_DEFAULTS.update({"fp8_attention": choices.DEFAULT_FP8_ATTENTION, "fp8_wgrad": choices.DEFAULT_FP8_WGRAD,
+                       "recompute_count": choices.RECOMPUTE_COUNT.default})
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
@@ -81,6 +84,13 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
                                                    "scale-up domains (DeepSeek-V3: 4)")
     add_option(p, choices.FP8_TRANSPOSE, "--fp8-transpose",
                help="FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's transpose buffer")
+    p.add_argument("--fp8-dot-product-attention", action="store_true", dest="fp8_attention",
+                   help="FP8 policies: Transformer Engine's FP8 dot-product attention (fp8_dpa): the attention "
+                        "core's products at the FP8 peak, Q, K, V (and O) saved in FP8; needs --attention flash")
+    p.add_argument("--no-fp8-wgrad", action="store_false", dest="fp8_wgrad",
+                   help="FP8 policies: the weight-gradient GEMMs in BF16 (Megatron-LM --no-fp8-wgrad; "
+                        "fp8-delayed only)")
+    add_option(p, choices.RECOMPUTE_COUNT, "--recompute-count")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
     p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
     # recomputation in detail (costgraph.engine.recompute)
@@ -192,7 +202,10 @@ def train_layout(args, micro_batches=None):
                   lora_rank=args.lora, quantization=args.quantize,
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
                   **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args),
-                  fp8_transpose=getattr(args, "fp8_transpose", choices.FP8_TRANSPOSE.default))
+                  fp8_transpose=getattr(args, "fp8_transpose", choices.FP8_TRANSPOSE.default),
+                  fp8_attention=getattr(args, "fp8_attention", choices.DEFAULT_FP8_ATTENTION),
+                  fp8_wgrad=getattr(args, "fp8_wgrad", choices.DEFAULT_FP8_WGRAD),
+                  recompute_count=getattr(args, "recompute_count", choices.RECOMPUTE_COUNT.default))
     return _offload(layout, args)
 
 

@@ -50,7 +50,10 @@ class Layout:
     ``vp_group`` (interleaved micro-batch group g, default ``p``),
     ``first_stage_layers``/``last_stage_layers`` (Megatron's uneven split),
     ``account_embedding``/``account_loss`` (count them as layers) and
-    ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``); ``tp_replicated``: names of head-count
+    ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``); FP8 options
+    (:mod:`costgraph.training.fp8_options`): ``fp8_attention`` (TE's FP8 dot-product attention) and
+    ``fp8_wgrad`` (FP8 weight-gradient GEMMs); ``recompute_count`` (how the hardware FLOPs count a
+    re-run: ``rerun`` or ``korthikanti-eq8``); ``tp_replicated``: names of head-count
     dimensions (``kv``) with fewer heads than ``t``, which TP replicates as Megatron-LM
     does (each rank holds one head; filled from the values by
     :func:`costgraph.parallel.tensor.kv_replication`)."""
@@ -97,6 +100,11 @@ class Layout:
     ep_overlap: str = choices.EP_OVERLAP.default
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
+    # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
+    fp8_attention: bool = choices.DEFAULT_FP8_ATTENTION
+    fp8_wgrad: bool = choices.DEFAULT_FP8_WGRAD
+    # how the hardware FLOPs count what recomputation re-runs (costgraph.training.compute)
+    recompute_count: str = choices.RECOMPUTE_COUNT.default
     # CPU/NVMe offload (costgraph.training.offload): DeepSpeed's offload_optimizer and
     # offload_param devices; the fraction of the layers' activations kept in host memory
     offload_optimizer: str = choices.OFFLOAD_DEVICE.default
@@ -116,7 +124,7 @@ class Layout:
         out = Layout(**self.__dict__)
         for name in ("t", "p", "c", "e", "v"):
             _degree(getattr(out, name), name)
-        for name in ("sp", "loss", "lora_dropout"):
+        for name in ("sp", "loss", "lora_dropout", "fp8_attention", "fp8_wgrad"):
             if not isinstance(getattr(out, name), bool):
                 raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
         if out.m is not None:
@@ -129,7 +137,7 @@ class Layout:
             raise CostgraphValueError(f"zero must be a stage 0-3, got {out.zero!r}")
         if out.zero not in choices.ZERO_STAGE.values:
             raise CostgraphValueError(f"ZeRO stage {out.zero!r} does not exist", hint="0, 1, 2 or 3")
-        for choice in (choices.RECOMPUTE, choices.ATTENTION, choices.SCHEDULE):
+        for choice in (choices.RECOMPUTE, choices.ATTENTION, choices.SCHEDULE, choices.RECOMPUTE_COUNT):
             if getattr(out, choice.name) not in choice.values:
                 raise CostgraphValueError(f"unknown {choice.name} {getattr(out, choice.name)!r}", hint=choice.hint())
         if out.hsdp is not None and out.zero == 0:

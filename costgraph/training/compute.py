@@ -18,7 +18,10 @@ Conventions (named in every output):
   ``recompute_method = block``; ``selective`` (Megatron ``core_attn``): the
   forward of QKᵀ, scale, softmax, dropout and probs·V; ``selective-korthikanti``:
   without probs·V; ``flash`` attention recomputes the core up to the softmax
-  in its backward (each op counted once). For GPT with
+  in its backward (each op counted once). That is the ``rerun`` count
+  (``recompute_count``); ``korthikanti-eq8`` counts a selectively re-run
+  attention core as its forward + backward, Korthikanti et al. 2022 Eq. 8
+  (:mod:`costgraph.training.recompute_count`). For GPT with
   full recomputation this is Narayanan et al. 2021 Eq. 3,
   ``96 B s l h² (1 + s/6h + V/16lh)`` (tested).
 * **Per device**: divided evenly by the ``t·p·c·d`` devices (expert
@@ -43,6 +46,7 @@ import sympy
 from ..choices import CAUSAL, CONVENTION
 from ..engine.recompute import recompute_plan
 from .lora_flops import lora_compute
+from .recompute_count import recompute_flops
 from ..parallel.placement import expert_groups
 from ..parallel.tensor import sequence_dims
 from ..engine.graph import CostGraph
@@ -90,8 +94,8 @@ def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.defaul
     rows = [r for r in rows if r["path"] not in skip]
     per_mb = expand_sum([r["count"] * (r["flops_forward"] + r["flops_backward"]) for r in rows])
     plan = recompute_plan(cg, layout, layout.attention)   # what re-runs: the same plan as the memory's
-    recompute_mb = expand_sum([r["count"] * r["flops_forward"] * plan.rerun[r["path"]] for r in rows
-                               if r["path"] in plan.rerun])
+    # counted under layout.recompute_count (rerun, or Korthikanti et al. 2022 Eq. 8)
+    recompute_mb = expand_sum(list(recompute_flops(cg, layout, rows, plan).values()))
     lora = None
     if getattr(layout, "lora_rank", None) is not None:   # a frozen base and its adapters
         lora = lora_compute(cg, layout, rows, convention, plan.rerun)

@@ -191,7 +191,9 @@ COLUMNWISE = ("transpose", "always")
 RECIPE = Kind("FP8 recipe", (
     Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
     Field("scaling", "text", doc="tensor, block or mx"), Field("columnwise", "text", doc="transpose or always"),
-    *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS)))
+    *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS),
+    Field("fp8_dpa", "text", required=False, doc="FP8 attention: none, fp8-output or bf16-output (O's precision)"),
+    Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)")))
 RECIPES = Schema("fp8.toml", "costgraph.training", entries=RECIPE)
 
 
@@ -214,6 +216,8 @@ class Recipe:
     weight_block_dims: sympy.Integer
     scale_pad_inner: sympy.Integer
     scale_pad_outer: sympy.Integer
+    fp8_dpa: str = "none"           # FP8 dot-product attention (costgraph.training.fp8_options.DPA)
+    wgrad_override: bool = False    # takes fp8_wgrad = False (Megatron: the delayed recipe only)
 
 
 def _recipe(name: str, e) -> Recipe:
@@ -222,8 +226,12 @@ def _recipe(name: str, e) -> Recipe:
             raise e.error(f"{key} must be one of {', '.join(allowed)}", key)
     if e["scaling"] != "tensor" and (e["block"] == 0 or e["scale_pad_inner"] == 0 or e["scale_pad_outer"] == 0):
         raise e.error("block scaling needs block, scale_pad_inner and scale_pad_outer > 0", "block")
+    dpa = e.get("fp8_dpa") or "none"
+    if dpa not in ("none", "fp8-output", "bf16-output"):
+        raise e.error("fp8_dpa must be one of none, fp8-output, bf16-output", "fp8_dpa")
     return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
-                  **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS})
+                  **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS}, fp8_dpa=dpa,
+                  wgrad_override=bool(e.get("wgrad_override") or False))
 
 
 @cache

@@ -39,7 +39,12 @@ Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
   it too (flash attention's output, read by the output projection), the FP8 copy comes on
   top. ``activations`` changes by the difference; ``fp8 saved inputs`` names the FP8 bytes.
   Not under full recomputation (the layer's input only is kept; the recomputed layer's
-  FP8 inputs live during its backward only).
+  FP8 inputs live during its backward only), nor with ``fp8_wgrad`` False.
+
+* **options** (:mod:`costgraph.training.fp8_options`): FP8 dot-product attention
+  (``fp8_attention``: the attention products at the FP8 peak, Q/K/V (and O) saved in FP8,
+  ``fp8 attention saved``), BF16 weight gradients (``fp8_wgrad`` False), and what delayed
+  scaling refuses (the ``moe_act`` and ``layernorm`` recompute modules).
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ TRANSPOSE = ("separate", "shared")
 PARTS = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
 #: the FP8 copies of the linears' inputs saved for backward: inside ``activations``
 SAVED = "fp8 saved inputs"
+#: the FP8 Q, K, V (and O) FP8 attention saves for its backward: inside ``activations``
+ATTENTION_SAVED = "fp8 attention saved"
 
 
 def policy_recipe(policy) -> Recipe | None:
@@ -175,20 +182,18 @@ def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, s
     ``precision``: the activations' :class:`~costgraph.engine.precision.Precision`."""
     rec = policy_recipe(layout.policy)
     zero = sympy.Integer(0)
-    if rec is None or layout.recompute == "full":
-        return zero, zero
+    if rec is None or layout.recompute == "full" or not getattr(layout, "fp8_wgrad", True):
+        return zero, zero   # --no-fp8-wgrad: the linears save their BF16 inputs (TE ≤ 1.13 linear.py)
     from ..engine.activations import attention_cores
 
     linears = fp8_linears(cg)
-    savers: dict[str, set] = {}
-    for path, d in cg.ops():
-        for tid in d["cost"].saved:
-            savers.setdefault(cg.tensors[tid].storage, set()).add(path)
+    savers = saved_by(cg)
     core = {n for _, nodes in attention_cores(cg) for n in nodes}
     dropped: set = set()
     if layout.recompute == "selective" or layout.attention == "flash":
         dropped = {tid for tid, t in cg.tensors.items() if t.producer in core and tid not in cg.nodes}
-    if layout.attention == "flash" and layout.recompute == "none":
+    o_fp8 = getattr(layout, "fp8_attention", False) and rec.fp8_dpa == "fp8-output"
+    if layout.attention == "flash" and layout.recompute == "none" and not o_fp8:
         # the fused kernel keeps its output O for its backward (FlashAttention; TE's fused attention):
         # the output projection's input, scores·V's output with the heads merged
         pv = {path for path, d in cg.ops()
@@ -216,6 +221,15 @@ def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, s
         fp8 += scale * copy
         delta += scale * (copy - gone)
     return sympy.expand(fp8), sympy.expand(delta)
+
+
+def saved_by(cg) -> dict[str, set]:
+    """Storage id → the op paths that keep it for the backward (their ``saved`` tensors)."""
+    savers: dict[str, set] = {}
+    for path, d in cg.ops():
+        for tid in d["cost"].saved:
+            savers.setdefault(cg.tensors[tid].storage, set()).add(path)
+    return savers
 
 
 def _reads_attention_output(cg, tid, pv: set, steps: int = 4) -> bool:

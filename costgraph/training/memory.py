@@ -132,6 +132,9 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         for a model without exactly one top-level repeat group.
     """
     L = layout.filled()
+    from .fp8_options import check_fp8_options
+
+    check_fp8_options(L)   # the FP8 options against the recipe, and delayed scaling's recompute modules
     pl = placement if placement is not None else place(cg, L)
     warned = list(pl.tp.warnings) if pl.tp is not None else []
     prec = get_precision(L.precision)
@@ -177,13 +180,19 @@ def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list) -> None:
     name, their sum as ``fp8``, added to ``total``, on every stage; the linears' inputs saved in
     FP8 (:func:`costgraph.training.fp8.saved_inputs`) change ``activations``, their bytes under
     ``fp8 saved inputs``."""
-    from .fp8 import SAVED, fp8_memory, saved_inputs
+    from .fp8 import ATTENTION_SAVED, SAVED, fp8_memory, saved_by, saved_inputs
+    from .fp8_options import dpa_saved
 
     for st, stage in zip(stages, pl.stages):
         parts = fp8_memory(cg, L, pl, stage)
         if parts:
             fp8 = sympy.expand(sympy.Add(*parts.values()))
-            saved, change = saved_inputs(cg, L, pl, stage, get_precision(L.precision))
+            prec = get_precision(L.precision)
+            saved, change = saved_inputs(cg, L, pl, stage, prec)
+            if L.fp8_attention:   # FP8 dot-product attention: Q, K, V (and O) saved in FP8
+                dpa, dpa_change = dpa_saved(cg, L, pl, stage, prec, saved_by(cg))
+                st.memory[ATTENTION_SAVED] = dpa
+                change = sympy.expand(change + dpa_change)
             st.memory.update(parts, fp8=fp8, activations=sympy.expand(st.memory["activations"] + change),
                              total=sympy.expand(st.memory["total"] + fp8 + change))
             st.memory[SAVED] = saved

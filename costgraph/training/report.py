@@ -57,9 +57,9 @@ from ..version import __version__
 from ..export.exprtree import to_tree
 from ..export.printing import field_order, to_latex, to_python, to_text
 from ..export.tables import table
-from .fp8 import PARTS, SAVED
+from .fp8 import ATTENTION_SAVED, PARTS, SAVED
 
-FP8_PARTS = (*PARTS, SAVED)   # the FP8 buffers (in the total), then the saved inputs (inside activations)
+FP8_PARTS = (*PARTS, SAVED, ATTENTION_SAVED)   # the FP8 buffers (in the total), then what is saved (in activations)
 from .memory import MEMORY_KEYS, TrainingMemory
 from ..choices import ATTENTION
 
@@ -92,7 +92,10 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
-            "route_nodes": L.route_nodes, **extra}
+            "route_nodes": L.route_nodes,
+            # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
+            "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
+            **extra}
 
 
 def _number(expr: sympy.Expr, values) -> dict:
@@ -229,6 +232,24 @@ def _expert_placement_line(L) -> str | None:
     return "expert placement: " + "; ".join(parts) if parts else None
 
 
+def _options_lines(L) -> list[str]:
+    """The FP8 options under an FP8 policy, and the recompute FLOP count when a policy re-runs
+    something (each named with its default)."""
+    from ..choices import RECOMPUTE_COUNT
+    from .fp8 import policy_recipe
+
+    out = []
+    if policy_recipe(L.policy) is not None:
+        out.append("FP8 options: dot-product attention " + ("in FP8 (--fp8-dot-product-attention)" if L.fp8_attention
+                                                           else "in BF16 (default)")
+                   + "; weight gradients " + ("in FP8 (default)" if L.fp8_wgrad else "in BF16 (--no-fp8-wgrad)"))
+    if L.recompute != "none":
+        out.append(f"hardware FLOPs count the re-run as: {L.recompute_count}"
+                   + (" (default)" if L.recompute_count == RECOMPUTE_COUNT.default else "")
+                   + f" ({RECOMPUTE_COUNT.meaning(L.recompute_count)})")
+    return out
+
+
 def _step_text(compute: dict, values) -> list[str]:
     """The one step time: the rate that set it, and its parts."""
     st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
@@ -257,7 +278,7 @@ def _memory_json(st, values) -> dict:
     """A stage's :data:`MEMORY_KEYS` and, under an FP8 policy, ``fp8``: each buffer's bytes."""
     out = {k: _entry(st.memory[k], values) for k in MEMORY_KEYS}
     if "fp8" in st.memory:
-        out["fp8"] = {k: _entry(st.memory[k], values) for k in FP8_PARTS}
+        out["fp8"] = {k: _entry(st.memory[k], values) for k in FP8_PARTS if k in st.memory}
     return out
 
 
@@ -345,16 +366,18 @@ def to_text_doc(r) -> str:
     placed = _expert_placement_line(L)
     if placed:
         head.append(placed)
+    head += _options_lines(L)
     out = head
     top = result.most_loaded(values)
     for st in result.stages:
         title = st.name + ("  ← most loaded" if st is top and len(result.stages) > 1 else "")
         out += ["", title] + ([f"  {st.why(values)}"] if len(result.stages) > 1 else [])
         cells = []
-        fp8 = FP8_PARTS if "fp8" in st.memory else ()
+        fp8 = tuple(k for k in FP8_PARTS if k in st.memory) if "fp8" in st.memory else ()
         for k in (*MEMORY_KEYS[:-1], *fp8, MEMORY_KEYS[-1]):
             e = st.memory[k]
-            cells.append([LABELS.get(k, k) + (" (in activations)" if k == SAVED else ""), to_text(field_order(e))])
+            cells.append([LABELS.get(k, k) + (" (in activations)" if k in (SAVED, ATTENTION_SAVED) else ""),
+                          to_text(field_order(e))])
             if values is not None and e.free_symbols <= set(values):
                 v = e.xreplace(values)
                 cells.append(["", f"= {units.with_unit('activation_bytes', int(sympy.ceiling(v)))}"

@@ -2,7 +2,9 @@
 
 * **compute** = Σ over precisions of FLOPs_dtype / (peak_dtype × rate), per device.
   The FLOPs per precision: an FP8 policy (:mod:`costgraph.training.fp8`) runs the
-  FP8 linears' FLOPs at the preset's FP8 peak, everything else at the BF16 peak;
+  FP8 linears' FLOPs (and, with FP8 attention, the attention products'; without FP8
+  weight gradients, less the linears' weight gradients: :mod:`costgraph.training.fp8_options`)
+  at the preset's FP8 peak, everything else at the BF16 peak;
   other policies run all at the BF16 peak. Exactly one **rate** (:class:`Rate`):
 
   - ``efficiency e`` (default 1/2): the fraction of each peak the kernels reach,
@@ -85,9 +87,12 @@ class Rate:
 def flops_by_precision(cg, layout, flops: dict, convention: str | None = None,
                        causal: str | None = None) -> dict[str, dict[str, sympy.Expr]]:
     """Per device: ``{"model": {dtype: FLOPs}, "hardware": {dtype: FLOPs}}``; ``bf16`` only unless
-    ``layout.policy`` is an FP8 policy, then ``fp8`` is the FP8 linears' share
-    (:func:`costgraph.training.fp8.fp8_linears`; their recomputed forward included under
-    ``recompute = "full"``: selective and flash recompute the attention core, which is BF16)."""
+    ``layout.policy`` is an FP8 policy, then ``fp8`` is the share of the FP8 linears
+    (:func:`costgraph.training.fp8.fp8_linears`) and, with ``fp8_attention``, of the attention
+    products; less the linears' weight gradients with ``fp8_wgrad`` False
+    (:func:`costgraph.training.fp8_options.precision_flops`). Hardware adds what recomputation
+    re-runs of them, as the hardware FLOPs count it
+    (:func:`costgraph.training.recompute_count.recompute_flops`)."""
     from .fp8 import policy_recipe
 
     model, hw = flops["model_per_device"], flops["hardware_per_device"]
@@ -95,20 +100,19 @@ def flops_by_precision(cg, layout, flops: dict, convention: str | None = None,
         return {"model": {"bf16": model}, "hardware": {"bf16": hw}}
     from ..choices import CAUSAL, CONVENTION
     from ..engine.precision import precision as get_precision
+    from ..engine.recompute import recompute_plan
     from ..engine.symbols import as_expr
     from ..engine.totals import MODEL_SCOPE, breakdown
-    from .fp8 import fp8_flops, fp8_linears
+    from .fp8_options import precision_flops
+    from .recompute_count import recompute_flops
 
     rows = breakdown(cg, MODEL_SCOPE, convention or CONVENTION.default, get_precision("bf16"),
                      causal or CAUSAL.default, leaves_only=True)
-    linears = fp8_linears(cg)
-    per_mb = fp8_flops(rows, linears)
-    extra = sympy.Integer(0)
-    if layout.recompute == "full":
-        extra = sympy.Add(*[r["count"] * r["flops_forward"] for r in rows if r["path"] in linears])
+    rerun = recompute_flops(cg, layout, rows, recompute_plan(cg, layout, layout.attention))
+    per_mb, per_mb_hw = precision_flops(cg, layout, rows, rerun)
     n = as_expr(layout.t) * as_expr(layout.p) * as_expr(layout.c) * as_expr(layout.d)
     m8 = sympy.expand(per_mb * as_expr(layout.m) * as_expr(layout.d) / n)
-    h8 = sympy.expand((per_mb + extra) * as_expr(layout.m) * as_expr(layout.d) / n)
+    h8 = sympy.expand(per_mb_hw * as_expr(layout.m) * as_expr(layout.d) / n)
     return {"model": {"fp8": m8, "bf16": sympy.expand(model - m8)},
             "hardware": {"fp8": h8, "bf16": sympy.expand(hw - h8)}}
 
