@@ -1,0 +1,174 @@
+"""Options of the FP8 policies (issue 27 item 7): Transformer Engine's FP8 dot-product attention
+(``fp8_dpa``; ``--fp8-dot-product-attention``), BF16 weight gradients (Megatron-LM's
+``--no-fp8-wgrad``), and delayed scaling refusing the moe_act and layernorm recompute modules as
+Megatron-LM does. Exact values on GPT-2 small; sources per test (TE @ d0067d0d, Megatron-LM @
+d98e8a64, TE v1.13 for the weight-gradient override).
+
+FLOPs of GPT per iteration (no recomputation; tests/test_fp8_steptime.py): the layers' linears
+72 B s l h² (a third of it, 24 B s l h², their weight gradients), the attention products
+12 B s² l h (forward 4 B s² l h), the head 6 B s h V."""
+
+import json
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.engine.symbols import dim
+from costgraph.errors import CostgraphValueError
+from costgraph.training.fp8_options import MEGATRON_DELAYED_MESSAGE, recompute_refusal
+
+R = sympy.Rational
+b, s, h, l, V, a = (dim(n) for n in ("b", "s", "h", "l", "V", "a"))
+P8, P = 1_978_900_000_000_000, 989_400_000_000_000   # H100 SXM dense FP8 and BF16 (hardware.toml)
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    m = costgraph.load("gpt")
+    return m, m.values("gpt2")
+
+
+def _compute(m, v, **kw):
+    r = m.train(values=v, gpus=1, hardware="h100-sxm", **kw)
+    return sympy.sympify(r.step["compute"]).xreplace(v)
+
+
+def _mem(m, v=None, **kw):
+    return m.train(values=v, gpus=1, **kw).stages[0].memory
+
+
+def test_fp8_attention_runs_the_attention_products_at_the_fp8_peak(gpt):
+    # TE backends.py FusedAttnFunc: with fp8_dpa the fused kernel runs in FP8, forward and backward
+    # (NVTE_FP8_DPA_BWD defaults to 1), the kernel's recompute of QKᵀ (2 B s² l h) included
+    m, v = gpt
+    B, S, H, L, VV = (v[x] for x in (b, s, h, l, V))
+    lin, core, head = 72 * B * S * L * H**2, 12 * B * S**2 * L * H, 6 * B * S * H * VV
+    again = 2 * B * S**2 * L * H   # flash recomputes QKᵀ in its backward (hardware FLOPs)
+    half = R(1, 2)
+    assert _compute(m, v, policy="fp8-delayed") == lin / (P8 * half) + (core + again + head) / (P * half)
+    for pol in ("fp8-delayed", "fp8-current"):
+        assert _compute(m, v, policy=pol, fp8_attention=True) == \
+            (lin + core + again) / (P8 * half) + head / (P * half)
+
+
+def test_no_fp8_wgrad_runs_weight_gradients_in_bf16(gpt):
+    # Megatron fp8_utils.py::get_fp8_recipe: TEDelayedScaling(override_linear_precision=(False, False,
+    # not config.fp8_wgrad)); TE v1.13 linear.py: the wgrad GEMM in high precision. dW = dYᵀ·X has the
+    # forward's shape: a third of the linears' FLOPs (24 B s l h²) moves to the BF16 peak
+    m, v = gpt
+    B, S, H, L, VV = (v[x] for x in (b, s, h, l, V))
+    lin, rest = 72 * B * S * L * H**2, 12 * B * S**2 * L * H + 6 * B * S * H * VV
+    half = R(1, 2)
+    assert _compute(m, v, policy="fp8-delayed", attention="eager", fp8_wgrad=False) == \
+        R(2, 3) * lin / (P8 * half) + (R(1, 3) * lin + rest) / (P * half)
+
+
+def test_fp8_attention_memory_by_hand(gpt):
+    # GPT, one device, flash. TE utils.py::get_attention_quantizers: Q, K, V row-wise only (per-tensor
+    # scaling): 1 byte an element + one fp32 scale_inv each. GPT's Q, K, V are views of c_attn's output
+    # [b, s, 3h], kept only by the attention: its 6 b s h bf16 bytes go, 3 b s h + 12 come.
+    # Delayed: O saved in FP8 too (fp8_tensors = (q_fp8, k_fp8, v_fp8, out_fp8)): + b s h + 4, and the
+    # kernel no longer keeps O in bf16: the output projection keeps its own FP8 copy only (−2 b s h).
+    # Current scaling keeps O in F16 (NVTE_DPA_FP8CS_O_in_F16 defaults to "1").
+    m, _ = gpt
+    for pol, change, saved in (("fp8-delayed", -4 * b * s * h + 16, 4 * b * s * h + 16),
+                               ("fp8-current", -3 * b * s * h + 12, 3 * b * s * h + 12)):
+        base, dpa = _mem(m, policy=pol), _mem(m, policy=pol, fp8_attention=True)
+        assert sympy.expand(dpa["activations"] - base["activations"] - l * change) == 0
+        assert sympy.expand(dpa["fp8 attention saved"] - l * saved) == 0
+        assert sympy.expand(dpa["total"] - base["total"] - l * change) == 0
+        assert "fp8 attention saved" not in base
+
+
+def test_fp8_attention_memory_mxfp8_by_hand(gpt):
+    # MXFP8 (combine_and_quantize's fast path): Q and K row- and column-wise, V row-wise; one E8M0 byte
+    # per 32 values (mxfp8_tensor.py::get_scale_shape: row-wise [up128(M), up4(K/32)], column-wise
+    # [up4(M/32), up128(K)]); O kept in F16 (out_f16). GPT-2: b 1, s 1024, h 768, a 12 (d 64), l 12.
+    # Per layer and tensor M = b·a·s = 12288 rows of K = d = 64: data 786,432 bytes a copy, 5 copies;
+    # row-wise scales 12288 × 4 = 49,152 (3 copies), column-wise 384 × 128 = 49,152 (2 copies).
+    m, v = gpt
+    per_layer = 5 * 786_432 + 5 * 49_152
+    dpa = _mem(m, v, policy="fp8-mxfp8", fp8_attention=True)
+    assert dpa["fp8 attention saved"].xreplace(v) == 12 * per_layer == 50_135_040
+
+
+def test_no_fp8_wgrad_keeps_the_bf16_inputs(gpt):
+    # TE v1.13 module/linear.py: with the wgrad override the linear saves inputmat_no_fp8 (its
+    # high-precision input), not the FP8 transpose: no FP8 copies, the bf16 inputs stay. With FP8
+    # weight gradients (tests/test_fp8_steptime.py) flash GPT changes activations by −5 b s h + 16 a layer.
+    m, _ = gpt
+    fp8, off = _mem(m, policy="fp8-delayed"), _mem(m, policy="fp8-delayed", fp8_wgrad=False)
+    assert off["fp8 saved inputs"] == 0
+    assert sympy.expand(off["activations"] - fp8["activations"] - l * (5 * b * s * h - 16)) == 0
+
+
+def test_checkpointed_core_keeps_its_bf16_inputs(gpt):
+    # Megatron's selective core_attn checkpoints the core around its BF16 Q, K, V: FP8 attention changes
+    # the compute, not what is kept; full recomputation keeps each layer's input only
+    m, _ = gpt
+    for recompute in ("selective", "full"):
+        kw = dict(policy="fp8-delayed", recompute=recompute)
+        base, dpa = _mem(m, **kw), _mem(m, fp8_attention=True, **kw)
+        assert sympy.expand(dpa["activations"] - base["activations"]) == 0 and dpa["fp8 attention saved"] == 0
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(policy="mixed", fp8_attention=True), "--fp8-dot-product-attention is an option of the FP8 policies"),
+    (dict(policy="megatron", fp8_wgrad=False), "--no-fp8-wgrad is an option of the FP8 policies"),
+    # TE recipe/__init__.py Float8BlockScaling.__post_init__: assert not self.fp8_dpa and not self.fp8_mha
+    (dict(policy="fp8-blockwise", fp8_attention=True), "'blockwise' recipe has no FP8 attention"),
+    # TE recipe docstring: "FP8 DPA currently is only supported in the FusedAttention backend"
+    (dict(policy="fp8-delayed", fp8_attention=True, attention="eager"), "fused attention kernel"),
+    (dict(policy="fp8-current", fp8_attention=True, recompute="torchtitan-op"), "torchtitan's"),
+    # Megatron fp8_utils.py: only TEDelayedScaling gets override_linear_precision
+    (dict(policy="fp8-current", fp8_wgrad=False), "applies it to the delayed recipe only"),
+    (dict(policy="fp8-mxfp8", fp8_wgrad=False), "applies it to the delayed recipe only"),
+    (dict(policy="fp8-delayed", fp8_attention="yes"), "fp8_attention must be true or false"),
+])
+def test_refusals(gpt, kw, message):
+    m, _ = gpt
+    with pytest.raises(CostgraphValueError, match=message) as e:
+        m.train(gpus=1, **kw)
+    assert e.value.hint or "true or false" in message   # a wrong type: the message says what is allowed
+
+
+def test_delayed_scaling_refuses_moe_act_and_layernorm_recompute():
+    # Megatron-LM @ d98e8a64 transformer_config.py, TransformerConfig.__post_init__:
+    #   if self.fp8: if "moe_act" in self.recompute_modules or "layernorm" in self.recompute_modules:
+    #       if self.fp8_recipe == 'delayed': raise ValueError("Delayed scaling does not support moe_act
+    #       and layernorm recompute for fp8.")
+    assert MEGATRON_DELAYED_MESSAGE == "Delayed scaling does not support moe_act and layernorm recompute for fp8."
+    assert recompute_refusal("fp8-delayed", "selective", ("core_attn", "layernorm")) is not None
+    assert MEGATRON_DELAYED_MESSAGE in recompute_refusal("fp8-delayed", "selective", ("moe_act",))
+    assert recompute_refusal("fp8-delayed", "selective", ("core_attn", "mlp")) is None
+    for pol in ("fp8-current", "fp8-blockwise", "fp8-mxfp8", "mixed"):   # other recipes run them (TE ≥ 2.6)
+        assert recompute_refusal(pol, "selective", ("moe_act", "layernorm")) is None
+    mixtral = costgraph.load("mixtral")
+    with pytest.raises(CostgraphValueError, match="cannot recompute module moe_act") as e:
+        mixtral.train(gpus=1, policy="fp8-delayed", recompute="selective", recompute_modules=("moe_act",))
+    assert "fp8-current" in e.value.hint
+    mixtral.train(gpus=1, policy="fp8-current", recompute="selective", recompute_modules=("moe_act",))
+
+
+def test_cli_flags_name_the_options_in_text_json_and_fit(capsys):
+    from costgraph.export import schema as schemas
+
+    argv = ["train", "gpt", "--config", "gpt2", "--gpus", "2", "--tp", "2", "--hardware", "h100-sxm",
+            "--precision", "fp8-delayed", "--fp8-dot-product-attention", "--no-fp8-wgrad"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "FP8 options: dot-product attention in FP8 (--fp8-dot-product-attention); weight gradients in BF16 " \
+           "(--no-fp8-wgrad)" in out and "fp8 attention saved (in activations)" in out
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["plan"]["fp8_attention"], doc["plan"]["fp8_wgrad"]) == (True, False)
+    assert doc["memory"]["fp8"]["fp8 attention saved"]["value"] > 0
+    assert [e.message for e in schemas.validator("train").iter_errors(doc)] == []
+    assert main(["train", "gpt", "--config", "gpt2", "--precision", "fp8-delayed", "--recompute", "selective",
+                 "--recompute-modules", "layernorm"]) == 2
+    assert MEGATRON_DELAYED_MESSAGE in capsys.readouterr().err
+    assert main(["fit", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--precision", "fp8-current",
+                 "--fp8-dot-product-attention"]) == 0
+    assert "FP8 attention on, weight gradients FP8 (default)" in capsys.readouterr().out
