@@ -22,8 +22,9 @@ convention (``layout.recompute_count``, :data:`costgraph.choices.RECOMPUTE_COUNT
 
 Why the two differ (GPT-3 175B: 2.69% against 0.45% of the model FLOPs with
 ``selective-korthikanti``): what runs again in the backward of a selectively recomputed
-layer is the core's *forward* only — 2Bs²h (QKᵀ, the paper's §5's "recompute QKᵀ,
-softmax, softmax dropout") or 4Bs²h (with probs·V, Megatron's ``core_attn``) — while
+layer is the core's *forward* only — 2Bs²h (QKᵀ → softmax → dropout, what rebuilds the
+dropped s × s tensors: ``selective-korthikanti``) or 4Bs²h (with probs·V, Megatron's
+``core_attn``) — while
 Eq. 8 adds 12Bs²h, six times the former and three times the latter: the backward of
 the attention products (8Bs²h) is counted again although it runs once in either case.
 """
