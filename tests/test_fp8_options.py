@@ -172,3 +172,6 @@ def test_cli_flags_name_the_options_in_text_json_and_fit(capsys):
     assert main(["fit", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--precision", "fp8-current",
                  "--fp8-dot-product-attention"]) == 0
     assert "FP8 attention on, weight gradients FP8 (default)" in capsys.readouterr().out
+    # a bare parameter count has no attention or linears to run in FP8: refused, not ignored
+    assert main(["train", "--params", "7e9", "--precision", "fp8-delayed", "--no-fp8-wgrad"]) == 2
+    assert "--no-fp8-wgrad needs a model" in capsys.readouterr().err

@@ -91,7 +91,11 @@ def _bare_only(args) -> None:
                                         ("--micro-batches", args.micro_batches is not None),
                                         ("--cp", args.cp != 1), ("--ep", args.ep != 1),
                                         ("--attention", args.attention != choices.ATTENTION.default), ("--scope", args.scope != "model"),
-                                        ("--set", bool(args.set)), ("--config", args.config is not None)) if on]
+                                        ("--set", bool(args.set)), ("--config", args.config is not None),
+                                        ("--fp8-dot-product-attention", args.fp8_attention),
+                                        ("--no-fp8-wgrad", not args.fp8_wgrad),
+                                        ("--recompute-count", args.recompute_count != choices.RECOMPUTE_COUNT.default))
+                  if on]
     if model_only:
         raise CostgraphValueError(f"{', '.join(model_only)} {'needs' if len(model_only) == 1 else 'need'} a model: "
                                   "--params gives model states (and, with --tokens and a rate, the 6ND time)",
