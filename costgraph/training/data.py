@@ -186,6 +186,8 @@ def optimizer(name: str | Optimizer) -> Optimizer:
 RECIPE_NUMBERS = ("data_bytes", "scale_bytes", "amax_history", "meta_bytes", "forward_quantizers",
                   "backward_quantizers", "block", "weight_block_dims", "scale_pad_inner", "scale_pad_outer")
 SCALINGS = ("tensor", "block", "mx")
+#: a recipe's FP8 dot-product attention (costgraph.training.fp8_options): none, or O saved in FP8 or BF16
+DPA = ("none", "fp8-output", "bf16-output")
 COLUMNWISE = ("transpose", "always")
 
 RECIPE = Kind("FP8 recipe", (
@@ -227,8 +229,8 @@ def _recipe(name: str, e) -> Recipe:
     if e["scaling"] != "tensor" and (e["block"] == 0 or e["scale_pad_inner"] == 0 or e["scale_pad_outer"] == 0):
         raise e.error("block scaling needs block, scale_pad_inner and scale_pad_outer > 0", "block")
     dpa = e.get("fp8_dpa") or "none"
-    if dpa not in ("none", "fp8-output", "bf16-output"):
-        raise e.error("fp8_dpa must be one of none, fp8-output, bf16-output", "fp8_dpa")
+    if dpa not in DPA:
+        raise e.error("fp8_dpa must be one of " + ", ".join(DPA), "fp8_dpa")
     return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
                   **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS}, fp8_dpa=dpa,
                   wgrad_override=bool(e.get("wgrad_override") or False))

@@ -54,14 +54,12 @@ import sympy
 
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
-from .data import recipe
+from .data import DPA  # noqa: F401 (what a recipe's fp8_dpa may say, declared with fp8.toml's fields)
 
 #: Megatron @ d98e8a64 transformer_config.py, TransformerConfig.__post_init__ (fp8 and recompute_modules)
 MEGATRON_DELAYED_MESSAGE = "Delayed scaling does not support moe_act and layernorm recompute for fp8."
 #: the recompute modules delayed scaling cannot re-run (their outputs are FP8 tensors with delayed scales)
 DELAYED_REFUSES = ("moe_act", "layernorm")
-#: what a recipe's ``fp8_dpa`` field may say (fp8.toml)
-DPA = ("none", "fp8-output", "bf16-output")
 
 
 def _recipe_of(policy):
