@@ -76,6 +76,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         hw = preset(hardware)
         if capacity is None:
             capacity = hw.memory_bytes
+    given_reserve = reserve
     profile, factors, reserve = _calibration(efficiency_profile, hw, mfu, achieved, reserve)
     if global_batch is not None:
         if layout.m is not None:
@@ -94,11 +95,17 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
 
     mem = training_memory(model.graph, layout, scope)
     fits = training_fits(model, mem, values, capacity, scope, reserve=reserve)
+    if fits is not None and profile is not None and given_reserve is None and profile.reserve is not None:
+        fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
     compute = None
     if scope == "model":
         compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
                                   price=price, efficiency=efficiency, convention=convention, causal=causal,
                                   router=router, rate_covers=rate_covers, factors=factors, profile=profile)
+        if profile is not None:   # which figures the profile calibrated (costgraph.training.calibration)
+            from .calibration import calibrated
+
+            compute["calibration"] = calibrated(profile, reserve=given_reserve is None)
     from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
@@ -311,7 +318,6 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         from .calibration import check
 
         check(profile, hw.key, rate)
-        out["calibration"] = profile
     st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,
                    convention=convention, causal=causal, factors=factors)
     if hw is not None and cols is not None:

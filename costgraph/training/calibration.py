@@ -223,6 +223,12 @@ class Profile:
                           "memory_residual": r.memory_residual} for r in self.runs],
                 "notes": list(self.notes)}
 
+    def to_json(self) -> str:
+        """:meth:`to_dict` as indented JSON text (``costgraph calibrate --format json``)."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=2)
+
     def to_text(self) -> str:
         """What ``costgraph calibrate`` prints: the factors, the reserve, each run's residuals."""
         out = [f"calibration on {self.hardware} under the time model {self.time_model}, "
@@ -242,6 +248,29 @@ class Profile:
                          f"({r.memory_residual:+.2%})")
             out.append(line)
         return "\n".join(out + [f"note: {n}" for n in self.notes])
+
+
+def calibrated(profile: Profile, reserve: bool) -> dict:
+    """What a result calibrated by ``profile`` says (``calibration`` in the JSON of ``train`` and
+    ``plan``): the profile's file, hardware, time model, factors, and ``figures``: which figures the
+    factors changed (``reserve``: whether its memory reserve is the fit verdict's)."""
+    figures = ["step", "communication seconds", "time", "mfu", "hfu"] if profile.factors else []
+    return {"profile": profile.source, "hardware": profile.hardware, "time_model": profile.time_model,
+            "factors": {f.name: float(f.value) for f in profile.factors},
+            "memory_reserve_bytes": profile.reserve.bytes if reserve and profile.reserve is not None else None,
+            "figures": figures + (["fits (reserve)"] if reserve and profile.reserve is not None else []),
+            "runs": len(profile.runs), "date": profile.date}
+
+
+def calibrated_text(summary: dict) -> str:
+    """One line of :func:`calibrated`: ``calibrated by profile.toml (1 run on h100-sxm, 2026-12-06):
+    compute × 1.436; step, communication seconds, time, mfu, hfu``."""
+    parts = [f"{k} × {v:.4g}" for k, v in summary["factors"].items()]
+    if summary["memory_reserve_bytes"] is not None:
+        parts.append(f"memory reserve {summary['memory_reserve_bytes'] / 2**30:.2f} GiB")
+    runs = f"{summary['runs']} run{'s' if summary['runs'] != 1 else ''}"
+    return (f"calibrated by {summary['profile'] or 'a profile'} ({runs} on {summary['hardware']}, {summary['date']}): "
+            + ", ".join(parts) + "; calibrated figures: " + ", ".join(summary["figures"]))
 
 
 # ---------------------------------------------------------------- checks
