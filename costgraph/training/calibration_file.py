@@ -147,7 +147,11 @@ def read_profile(path) -> Profile:
         Unreadable, not TOML, not a profile (no ``[profile]`` table, another table, an unknown
         factor), a value out of its bounds, a key missing or of the wrong type: located (file,
         table, key, line), with a hint."""
-    text = read_text(path, "calibration profile (costgraph calibrate -o FILE)")
+    try:
+        text = read_text(path, "calibration profile (costgraph calibrate -o FILE)")
+    except CostgraphValueError as e:
+        raise CostgraphValueError(f"--efficiency-profile: {e.message}", hint=e.hint or "write a profile with "
+                                  "costgraph calibrate MODEL ... --measured-step SECONDS -o FILE") from None
     data = parse(text, str(path), SCHEMA, show=False, bundled=False)
     hint = "write it with costgraph calibrate MODEL ... -o FILE"
     if set(data.entries) != {"profile"}:

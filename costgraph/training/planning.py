@@ -96,8 +96,9 @@ class PlanResult(Tabular):
         with_days = st.get("tokens") is not None
         out = [f"{self.model}: layouts on {self.gpus} × {st['hardware_name']}, global batch {self.global_batch} sequences; "
                f"device memory {units.with_unit('activation_bytes', self.capacity_bytes)}"
-               + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} (--reserve)"
-                  if self.reserve_bytes else "") + f"; attention {st['attention']}"
+               + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} ("
+                  + ("calibrated" if (self.calibration or {}).get("memory_reserve_bytes") is not None else "--reserve")
+                  + ")" if self.reserve_bytes else "") + f"; attention {st['attention']}"
                + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute at "
                f"{self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)",
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
