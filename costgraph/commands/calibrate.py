@@ -25,6 +25,8 @@ from .common import model_arguments
 _ON, _OFF = ("true", "yes", "1", "on"), ("false", "no", "0", "off", "")
 #: CSV rows read at most
 MAX_ROWS = 1000
+#: ``-o`` not given (``-o -`` is None: the profile on standard output)
+_SUMMARY = "<summary>"
 
 
 def add_parser(sub) -> None:
@@ -48,7 +50,8 @@ def add_parser(sub) -> None:
     c.add_argument("--format", choices=("text", "json"), default="text", help="what is printed (not the file)")
     from ._output import output_arguments
 
-    output_arguments(c, help="write the profile (TOML) to FILE")
+    output_arguments(c, help="write the profile (TOML) to FILE (the summary is printed)")
+    c.set_defaults(output=_SUMMARY)   # no -o: the summary only; -o -: the profile on standard output
 
 
 def _run_arguments(p) -> None:
@@ -85,7 +88,7 @@ def _row_parser(defaults: dict) -> _RowParser:
 
 
 def run(args):
-    from ..training.calibration import Measured, calibrate
+    from ..training.calibration import Measured, calibrate, memory_bytes, seconds
     from ..training.calibration_file import to_toml
     from ._analysis import train_layout
     from .common import load_any, settings
@@ -96,6 +99,10 @@ def run(args):
     if args.runs is not None and args.measured_step is not None:
         raise CostgraphValueError("give --measured-step or --runs, not both",
                                   hint="one run on the command line, or every run a row of the CSV file")
+    if args.measured_step is not None:   # the flags named in the messages (a CSV row: its line)
+        seconds(args.measured_step, "--measured-step")
+        if args.measured_memory is not None:
+            memory_bytes(args.measured_memory, "--measured-memory")
     dims, options = settings(args.set)
     model, _ = load_any(args, dims, options)
     rows = _rows(args) if args.runs is not None else [(args, _flags(args))]
@@ -112,11 +119,13 @@ def run(args):
     profile = calibrate(model, runs, args.hardware, fit=args.fit, convention=args.convention,
                         causal=args.causal, date=args.date)
     shown = profile.to_json() if args.format == "json" else profile.to_text()
-    if args.output is None:
+    text = to_toml(profile)
+    if args.output is _SUMMARY:
         return shown
+    if args.output is None:   # -o -
+        return text.rstrip("\n")
     from ._output import write_output
 
-    text = to_toml(profile)
     path = write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return shown + f"\nwrote {path} (the profile: --efficiency-profile {path})"
 

@@ -316,6 +316,9 @@ def memory_bytes(value, what: str) -> int:
         return value
     if not isinstance(value, str):
         raise CostgraphValueError(f"{what} must be bytes or a size, not {type(value).__name__}")
+    if value.strip().startswith("-") or value.strip().lower().lstrip("+") in ("nan", "inf", "infinity"):
+        raise CostgraphValueError(f"{what} {value.strip()[:20]} is not a positive size",
+                                  hint="the peak bytes of the most-loaded device, e.g. 71.3GiB or 76e9")
     return parse_size(value, what=what)
 
 
