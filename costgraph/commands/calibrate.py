@@ -157,7 +157,7 @@ def _rows(args) -> list:
     import io
 
     from ..datafiles import read_text
-    from ..training.calibration import memory_bytes, seconds
+    from ..training.calibration_profile import memory_bytes, seconds
 
     text = read_text(args.runs, "CSV file of runs")
     reader = csv.reader(io.StringIO(text))

@@ -49,11 +49,8 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     ``reserve``: the memory the fit verdict keeps free, a fraction of the device memory or a size
     (default :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`).
     ``rate_covers``: ``step`` or ``compute``, what ``mfu``/``achieved`` cover (:mod:`costgraph.training.rate`).
-    ``efficiency_profile``: a calibration profile (:mod:`costgraph.training.calibration`; a path or a
-    :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware`` under this time model: its
-    factors multiply the step's parts and its memory reserve is the fit verdict's (unless ``reserve``
-    is given); ``compute["calibration"]`` says so. A bare
-    :class:`~costgraph.training.calibration.Factors` applies its multipliers unchecked.
+    ``efficiency_profile``: a calibration profile (a path or a ``Profile``; :mod:`costgraph.training.calibration`)
+    fitted on ``hardware``: its factors multiply the step's parts, its reserve is the default ``reserve``.
 
     Returns a :class:`~costgraph.training.result.TrainingResult`.
 
@@ -76,8 +73,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         hw = preset(hardware)
         if capacity is None:
             capacity = hw.memory_bytes
-    given_reserve = reserve
-    profile, factors, reserve = _calibration(efficiency_profile, hw, mfu, achieved, reserve)
+    profile, factors, reserve, held = _calibration(efficiency_profile, hw, mfu, achieved, reserve)
     if global_batch is not None:
         if layout.m is not None:
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",
@@ -95,17 +91,12 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
 
     mem = training_memory(model.graph, layout, scope)
     fits = training_fits(model, mem, values, capacity, scope, reserve=reserve)
-    if fits is not None and profile is not None and given_reserve is None and profile.reserve is not None:
-        fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
     compute = None
     if scope == "model":
         compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
                                   price=price, efficiency=efficiency, convention=convention, causal=causal,
                                   router=router, rate_covers=rate_covers, factors=factors, profile=profile)
-        if profile is not None:   # which figures the profile calibrated (costgraph.training.calibration)
-            from .calibration import calibrated
-
-            compute["calibration"] = calibrated(profile, reserve=given_reserve is None)
+    _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
@@ -145,25 +136,39 @@ def layout_argument(layout, settings: dict):
 
 
 def _calibration(source, hw, mfu, achieved, reserve):
-    """``(profile, factors, reserve)`` of ``efficiency_profile``: None, a bare
-    :class:`~costgraph.training.calibration.Factors`, or a profile (a path or a ``Profile``), checked
-    against the preset ``hw``; its memory reserve when ``reserve`` is not given."""
+    """``(profile, factors, reserve, held)`` of ``efficiency_profile``: None, a bare
+    :class:`~costgraph.training.calibration.Factors` (applied unchecked: the fit's trials), or a
+    profile (a path or a ``Profile``), checked against the preset ``hw``; its memory reserve when
+    ``reserve`` is not given (``held``: whether it is the profile's)."""
     if source is None:
-        return None, None, reserve
-    from .calibration import Factors, check
+        return None, None, reserve, False
+    from .calibration_profile import Factors, check
     from .calibration_file import load_profile
 
     if isinstance(source, Factors):
-        return None, source, reserve
+        return None, source, reserve, False
     profile = load_profile(source)
     check(profile, None if hw is None else hw.key)
     if mfu is not None or achieved is not None:
         raise CostgraphValueError(f"{'--mfu' if mfu is not None else '--achieved'} sets the whole step's rate; "
                                   "--efficiency-profile calibrates the step time model's parts",
                                   hint="give one of them")
-    if reserve is None and profile.reserve is not None:
+    held = reserve is None and profile.reserve is not None
+    if held:
         reserve = f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0
-    return profile, profile.multipliers(), reserve
+    return profile, profile.multipliers(), reserve, held
+
+
+def _calibrated(profile, held: bool, fits, compute) -> None:
+    """Say in ``fits`` (``reserve_from``) and ``compute`` (``calibration``) what ``profile`` calibrated."""
+    if profile is None:
+        return
+    from .calibration_profile import calibrated
+
+    if fits is not None and held:
+        fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
+    if compute is not None:
+        compute["calibration"] = calibrated(profile, reserve=held)
 
 
 def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
@@ -315,7 +320,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     from .steptime import step_time
 
     if profile is not None:
-        from .calibration import check
+        from .calibration_profile import check
 
         check(profile, hw.key, rate)
     st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,

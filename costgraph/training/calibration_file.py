@@ -40,7 +40,7 @@ from fractions import Fraction
 
 from ..datafiles import Field, Kind, Schema, parse, read_text
 from ..errors import CostgraphValueError
-from .calibration import BOUNDS_SOURCE, FACTORS, Factor, Profile, Reserve, Run
+from .calibration_profile import BOUNDS_SOURCE, FACTORS, Factor, Profile, Reserve, Run
 
 #: decimal places written (the most costgraph.datafiles reads after the point)
 PLACES = 30

@@ -117,7 +117,7 @@ class PlanResult(Tabular):
         if rows:
             out.append(f"check the first with: {self.check_command()}")
         if self.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
-            from .calibration import calibrated_text
+            from .calibration_profile import calibrated_text
 
             out.insert(2, calibrated_text(self.calibration))
         return "\n".join(out)
@@ -225,7 +225,7 @@ def _calibration(source, hw, eff, reserve):
     the preset ``hw`` and the planner's rate (``efficiency`` ``eff``)."""
     if source is None:
         return None, None, None
-    from .calibration import calibrated, check
+    from .calibration_profile import calibrated, check
     from .calibration_file import load_profile
     from .steptime import Rate
 

@@ -249,7 +249,7 @@ def _step_text(compute: dict, values) -> list[str]:
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
-        from .calibration import calibrated_text
+        from .calibration_profile import calibrated_text
 
         extra.append("  " + calibrated_text(compute["calibration"]))
     return ["", *head, line, *extra]
