@@ -216,7 +216,8 @@ def test_cli_runs_csv(tmp_path, capsys, gpt2):
     doc = json.loads(capsys.readouterr().out)
     assert doc["factors"]["compute"]["value"] == pytest.approx(1.3, rel=1e-9)
     assert doc["factors"]["communication"]["value"] == pytest.approx(0.7, rel=1e-9)
-    assert [r["flags"] for r in doc["runs"]] == ["--tp=1", "--tp=2", "--tp=4"]
+    assert [r["flags"] for r in doc["runs"]] == [f"--config gpt2 --set b=4 --gpus 8{tp} --global-batch 64"
+                                                 for tp in ("", " --tp 2", " --tp 4")]
 
 
 @pytest.mark.parametrize("text, message", [

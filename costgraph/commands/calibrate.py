@@ -178,7 +178,8 @@ def _rows(args) -> list:
         if f"--{col}" not in flags or col in ("help",):
             import difflib
 
-            close = difflib.get_close_matches(col, [o[2:] for o in flags], n=1)
+            names = [o[2:] for o in flags]
+            close = [o for o in names if o.endswith("-" + col)] or difflib.get_close_matches(col, names, n=1)
             raise CostgraphValueError(f"{args.runs}: unknown column {table[0][i].strip()!r} (column {i + 1})",
                                       hint=(f"did you mean '{close[0]}'? " if close else "")
                                       + "columns: the options of costgraph calibrate without the dashes "
@@ -208,6 +209,5 @@ def _rows(args) -> list:
         seconds(row_args.measured_step, f"{args.runs}, line {n}: measured_step")
         if row_args.measured_memory:
             memory_bytes(row_args.measured_memory, f"{args.runs}, line {n}: measured_memory")
-        out.append((row_args, " ".join(w for w in words if not w.startswith(("--measured-step",
-                                                                               "--measured-memory")))))
+        out.append((row_args, _flags(row_args)))
     return out

@@ -267,7 +267,7 @@ def memory_bytes(value, what: str) -> int:
     if value.strip().startswith("-") or value.strip().lower().lstrip("+") in ("nan", "inf", "infinity"):
         raise CostgraphValueError(f"{what} {value.strip()[:20]} is not a positive size",
                                   hint="the peak bytes of the most-loaded device, e.g. 71.3GiB or 76e9")
-    return parse_size(value, what=what)
+    return parse_size(value, what=what, floor=True)
 
 
 def check(profile: Profile, hardware_key: str | None, rate=None) -> None:
