@@ -159,7 +159,11 @@ def _rows(args) -> list:
     from ..datafiles import read_text
     from ..training.calibration_profile import memory_bytes, seconds
 
-    text = read_text(args.runs, "CSV file of runs")
+    try:
+        text = read_text(args.runs, "CSV file of runs")
+    except CostgraphValueError as e:
+        raise CostgraphValueError(f"--runs: {e.message}", hint=e.hint or "a CSV file: a header line of column "
+                                  "names, then one row per run (docs: commands/training.md)") from None
     reader = csv.reader(io.StringIO(text))
     try:
         table = [r for r in reader]

@@ -95,7 +95,12 @@ def _prepare(model, run: Measured, name: str, hardware, symbols: dict, conventio
     what = f"run {name}"
     measured = seconds(run.measured_step, f"{what}: the measured step")
     mem = None if run.measured_memory is None else memory_bytes(run.measured_memory, f"{what}: the measured memory")
-    r = train(model, run.layout, values=run.values, hardware=hardware, global_batch=run.global_batch,
+    layout = run.layout
+    if getattr(layout, "gpus", 0) is None:   # no --gpus: one data-parallel replica (as report and plot take it)
+        import dataclasses
+
+        layout = dataclasses.replace(layout, gpus=layout.t * layout.p * layout.c)
+    r = train(model, layout, values=run.values, hardware=hardware, global_batch=run.global_batch,
               convention=convention, causal=causal, efficiency_profile=Factors(symbols))
     values = r.values or {}
     if r.step is None:

@@ -147,13 +147,15 @@ def read_profile(path) -> Profile:
         Unreadable, not TOML, not a profile (no ``[profile]`` table, another table, an unknown
         factor), a value out of its bounds, a key missing or of the wrong type: located (file,
         table, key, line), with a hint."""
+    hint = "write a profile with costgraph calibrate MODEL ... --measured-step SECONDS -o FILE"
     try:
         text = read_text(path, "calibration profile (costgraph calibrate -o FILE)")
     except CostgraphValueError as e:
-        raise CostgraphValueError(f"--efficiency-profile: {e.message}", hint=e.hint or "write a profile with "
-                                  "costgraph calibrate MODEL ... --measured-step SECONDS -o FILE") from None
-    data = parse(text, str(path), SCHEMA, show=False, bundled=False)
-    hint = "write it with costgraph calibrate MODEL ... -o FILE"
+        raise CostgraphValueError(f"--efficiency-profile: {e.message}", hint=e.hint or hint) from None
+    try:
+        data = parse(text, str(path), SCHEMA, show=False, bundled=False)
+    except CostgraphValueError as e:
+        raise CostgraphValueError(e.message, hint=e.hint or hint) from None
     if set(data.entries) != {"profile"}:
         other = sorted(set(data.entries) - {"profile"})
         raise CostgraphValueError(f"{path}: " + (f"[{other[0]}] is no table of a calibration profile" if other
