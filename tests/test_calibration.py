@@ -226,7 +226,8 @@ def test_cli_runs_csv(tmp_path, capsys, gpt2):
     ("tp,measured_step\n2,-3\n", "line 2: measured_step -3 is negative"),
     ("tp,measured_step\nx,0.025\n", "line 2: argument --tp: invalid int value"),
     ("tp\n2\n", "no measured_step column"),
-    ("tp,measured_step\n", "no run in it")])
+    ("tp,measured_step\n", "no run in it"), ("set,measured_step\nb=x,0.025\n", "line 2: cannot read --set 'b=x'"),
+    ("sp,measured_step\nmaybe,0.025\n", "line 2: sp is a switch")])
 def test_cli_bad_csv(tmp_path, capsys, text, message):
     csv = tmp_path / "runs.csv"
     csv.write_text(text, encoding="utf-8")

@@ -11,7 +11,8 @@ command that describes a run, written without the leading dashes (``tp``, ``pp``
 ``-`` is accepted), and ``measured_step`` (seconds, required) and ``measured_memory`` (bytes or a
 size such as ``71.3GiB``, optional). An empty cell leaves the option as the command line gives it;
 a switch (``sp``, ``no-loss``) is ``true``/``false``; ``set`` holds ``NAME=VALUE`` pairs separated
-by spaces. The model is built once, from the command line.
+by spaces, each replacing the command line's pair of that name. The model is built once, from the
+command line.
 """
 
 from __future__ import annotations
@@ -105,17 +106,22 @@ def run(args):
             memory_bytes(args.measured_memory, "--measured-memory")
     dims, options = settings(args.set)
     model, _ = load_any(args, dims, options)
-    rows = _rows(args) if args.runs is not None else [(args, _flags(args))]
+    rows = _rows(args) if args.runs is not None else [(args, _flags(args), None)]
     runs = []
-    for row, flags in rows:
-        row_dims, row_options = settings(row.set)
-        if row_options != options:
-            raise CostgraphValueError(f"{flags or 'a run'}: model options differ from the command line's",
-                                      hint="the model is built once: give its options on the command line")
-        values = model.values(row.config, row_dims) if (row_dims or row.config) else None
-        runs.append(Measured(train_layout(row, row.micro_batches), row.measured_step, values=values,
-                             measured_memory=row.measured_memory, global_batch=row.global_batch,
-                             config=row.config, flags=flags))
+    for row, flags, where in rows:
+        try:
+            row_dims, row_options = settings(row.set)
+            if row_options != options:
+                raise CostgraphValueError("model options differ from the command line's",
+                                          hint="the model is built once: give its options on the command line")
+            values = model.values(row.config, row_dims) if (row_dims or row.config) else None
+            layout = train_layout(row, row.micro_batches)
+        except CostgraphValueError as e:
+            if where is None:
+                raise
+            raise CostgraphValueError(f"{where}: {e.message}", hint=e.hint) from None
+        runs.append(Measured(layout, row.measured_step, values=values, measured_memory=row.measured_memory,
+                             global_batch=row.global_batch, config=row.config, flags=flags))
     profile = calibrate(model, runs, args.hardware, fit=args.fit, convention=args.convention,
                         causal=args.causal, date=args.date)
     shown = profile.to_json() if args.format == "json" else profile.to_text()
@@ -152,7 +158,8 @@ def _flags(args, skip=("measured_step", "measured_memory")) -> str:
 
 
 def _rows(args) -> list:
-    """``(namespace, flags)`` per row of ``--runs FILE`` (module docstring)."""
+    """``(namespace, flags, where)`` per row of ``--runs FILE`` (module docstring; ``where``: its
+    file and line). Run N of the profile is the N-th row."""
     import csv
     import io
 
@@ -194,24 +201,29 @@ def _rows(args) -> list:
     for n, row in enumerate(table[1:], 2):
         if len(row) != len(head):
             raise CostgraphValueError(f"{args.runs}, line {n}: {len(row)} cells under {len(head)} columns")
-        words = []
+        words, row_set = [], []
         for col, cell in zip(head, row):
             cell = cell.strip()
             action = flags[f"--{col}"]
             if action.nargs == 0:   # a switch
                 if cell.lower() not in _ON + _OFF:
                     raise CostgraphValueError(f"{args.runs}, line {n}: {col} is a switch: true or false, "
-                                              f"not {cell[:20]!r}")
+                                              f"not {cell[:20]!r}", hint="true, yes, 1 or on; false, no, 0, off "
+                                                                          "or empty")
                 words += [f"--{col}"] if cell.lower() in _ON else []
+            elif col == "set":   # NAME=VALUE pairs: each replaces the command line's of that NAME
+                row_set = cell.split()
             elif cell:
-                words += [f"--{col}", *cell.split()] if col == "set" else [f"--{col}={cell}"]
+                words.append(f"--{col}={cell}")
         base.where = f"{args.runs}, line {n}"
-        row_args = base.parse_args(words, argparse.Namespace(**{**vars(args), "set": list(args.set)}))
+        row_args = base.parse_args(words, argparse.Namespace(**vars(args)))
+        merged = {pair.split("=", 1)[0]: pair for pair in [*args.set, *row_set]}
+        row_args.set = list(merged.values())
         if not row_args.measured_step:
             raise CostgraphValueError(f"{args.runs}, line {n}: no measured_step",
                                       hint="the seconds of the run's step")
         seconds(row_args.measured_step, f"{args.runs}, line {n}: measured_step")
         if row_args.measured_memory:
             memory_bytes(row_args.measured_memory, f"{args.runs}, line {n}: measured_memory")
-        out.append((row_args, _flags(row_args)))
+        out.append((row_args, _flags(row_args), base.where))
     return out
