@@ -102,7 +102,15 @@ def test_several_runs_recover_known_factors(gpt2):
     assert set(got) == {"compute", "communication"}
     assert abs(got["compute"] - Fraction(13, 10)) < Fraction(1, 10**9)
     assert abs(got["communication"] - Fraction(7, 10)) < Fraction(1, 10**9)
-    assert all(abs(r.step_residual) < 1e-9 for r in p.runs) and len(p.runs) == 4
+    assert all(abs(r.step_residual) < 1e-9 for r in p.runs) and len(p.runs) == 4 and not p.notes
+
+
+def test_runs_that_do_not_tell_factors_apart(gpt2):
+    m, v = gpt2
+    same = [Layout(t=2, gpus=8)] * 2   # the same layout twice: compute and communication in one ratio
+    p = calibrate(m, _synthetic(m, v, {"compute": "1.3", "communication": "0.7"}, same), HW, date=DATE)
+    assert any("do not tell compute, communication apart" in n for n in p.notes)
+    assert all(abs(r.step_residual) < 1e-9 for r in p.runs)
 
 
 def test_per_kind_factor(gpt2):

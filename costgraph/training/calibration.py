@@ -49,7 +49,7 @@ from typing import Mapping
 import sympy
 
 from ..errors import CostgraphValueError
-from .calibration_fit import bounded_least_squares, solve_increasing
+from .calibration_fit import bounded_least_squares, separable, solve_increasing
 from .calibration_profile import (BOUNDS, BOUNDS_SOURCE, CLASSES, FACTORS, GROUPS, Factor, Factors, Profile,  # noqa: F401
                                   Reserve, Run, calibrated, check, memory_bytes, seconds, time_model)
 
@@ -202,7 +202,7 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
         raise CostgraphValueError(f"{len(used)} factors ({', '.join(used)}) need at least {len(used)} runs, "
                                   f"not {len(prepared)}", hint="give more runs (--runs FILE) or fewer factors (--fit)")
     lower = {n: _lower(n, prepared) for n in used}
-    values = _fit(prepared, used, symbols, lower)
+    values = _fit(prepared, used, symbols, lower, notes)
     reserve, reserve_bytes = _reserve(prepared, hw.memory_bytes)
     factors = tuple(Factor(n, values[n], lower[n][0], BOUNDS[1], tuple(p.record["name"] for p in prepared
                                                                          if p.total.has(symbols[n])), lower[n][1])
@@ -230,9 +230,10 @@ def _lower(name: str, prepared: list[_Prepared]) -> tuple[Fraction, str]:
     return low, source
 
 
-def _fit(prepared: list[_Prepared], names: list[str], symbols: dict, lower: dict) -> dict[str, Fraction]:
+def _fit(prepared: list[_Prepared], names: list[str], symbols: dict, lower: dict, notes: list) -> dict[str, Fraction]:
     """The fitted value of each factor in ``names`` (module docstring: exact for one factor and one
-    run, else bounded least squares on the relative errors)."""
+    run, else bounded least squares on the relative errors); a note in ``notes`` when the runs do
+    not tell the factors apart."""
     if len(names) == 1 and len(prepared) == 1:
         p, n = prepared[0], names[0]
         s = symbols[n]
@@ -264,6 +265,9 @@ def _fit(prepared: list[_Prepared], names: list[str], symbols: dict, lower: dict
     lo = np.log([float(lower[n][0]) for n in names])
     hi = np.log([float(BOUNDS[1])] * len(names))
     x = bounded_least_squares(residuals, np.zeros(len(names)), lo, hi)
+    if len(names) > 1 and not separable(residuals, x, lo, hi):
+        notes.append(f"these runs do not tell {', '.join(names)} apart (the same mix of parts in each): the "
+                     "factors are one of many fits; add runs that differ in TP, PP, CP or ZeRO")
     out = {}
     for n, v, low in zip(names, np.exp(x), (lower[n][0] for n in names)):
         q = Fraction(f"{float(v):.15g}")

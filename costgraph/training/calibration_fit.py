@@ -87,6 +87,14 @@ def bounded_least_squares(residuals: Callable, x0, lower, upper, *, iterations: 
     return x
 
 
+def separable(residuals: Callable, x, lower, upper, tolerance: float = 1e-6) -> bool:
+    """Whether the runs tell the variables apart at ``x``: the Jacobian of ``residuals`` has full
+    column rank (its smallest singular value above ``tolerance`` times its largest)."""
+    J = _jacobian(residuals, np.asarray(x, float), np.asarray(lower, float), np.asarray(upper, float))
+    sv = np.linalg.svd(J, compute_uv=False)
+    return len(sv) == J.shape[1] and sv[0] > 0 and sv[-1] > tolerance * sv[0]
+
+
 def _jacobian(residuals: Callable, x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Central differences of ``residuals`` at ``x``, one-sided at a bound of the box."""
     columns = []
