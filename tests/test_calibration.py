@@ -160,6 +160,8 @@ def test_profile_refused_elsewhere(gpt2, one_run):
                 efficiency_profile=one_run)
     with pytest.raises(CostgraphValueError, match="--mfu sets the whole step"):
         m.train(Layout(t=2, gpus=8), values=v, hardware=HW, global_batch=64, mfu="0.4", efficiency_profile=one_run)
+    with pytest.raises(CostgraphValueError, match="--peak replaces the peak of h100-sxm"):
+        m.train(Layout(t=2, gpus=8), values=v, hardware=HW, global_batch=64, peak="1e15", efficiency_profile=one_run)
     with pytest.raises(CostgraphValueError, match="need at least 2 runs"):
         calibrate(m, Measured(Layout(t=2, gpus=8), "0.025", values=v, global_batch=64), HW,
                   fit=["compute", "communication"])

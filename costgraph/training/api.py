@@ -73,7 +73,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         hw = preset(hardware)
         if capacity is None:
             capacity = hw.memory_bytes
-    profile, factors, reserve, held = _calibration(efficiency_profile, hw, mfu, achieved, reserve)
+    profile, factors, reserve, held = _calibration(efficiency_profile, hw, (mfu, achieved, peak), reserve)
     if global_batch is not None:
         if layout.m is not None:
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",
@@ -135,7 +135,7 @@ def layout_argument(layout, settings: dict):
     return layout
 
 
-def _calibration(source, hw, mfu, achieved, reserve):
+def _calibration(source, hw, rates: tuple, reserve):
     """``(profile, factors, reserve, held)`` of ``efficiency_profile``: None, a bare
     :class:`~costgraph.training.calibration.Factors` (applied unchecked: the fit's trials), or a
     profile (a path or a ``Profile``), checked against the preset ``hw``; its memory reserve when
@@ -149,10 +149,14 @@ def _calibration(source, hw, mfu, achieved, reserve):
         return None, source, reserve, False
     profile = load_profile(source)
     check(profile, None if hw is None else hw.key)
+    mfu, achieved, peak = rates
     if mfu is not None or achieved is not None:
         raise CostgraphValueError(f"{'--mfu' if mfu is not None else '--achieved'} sets the whole step's rate; "
                                   "--efficiency-profile calibrates the step time model's parts",
                                   hint="give one of them")
+    if peak is not None:   # another peak: another time model than the one the profile was fitted under
+        raise CostgraphValueError(f"--peak replaces the peak of {hw.key} that {profile.source or 'the profile'} "
+                                  "was fitted on", hint="leave out --peak with --efficiency-profile")
     held = reserve is None and profile.reserve is not None
     if held:
         reserve = f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0

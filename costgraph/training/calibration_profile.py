@@ -146,14 +146,6 @@ class Profile:
         """The :class:`Factors` ``step_time`` applies."""
         return Factors({f.name: sympy.Rational(f.value.numerator, f.value.denominator) for f in self.factors})
 
-    def describe(self) -> str:
-        """One line: ``compute × 0.8734, communication × 1.05 (profile.toml: 2 runs on h100-sxm, 2026-12-06)``."""
-        parts = [f"{f.name} × {float(f.value):.4g}" for f in self.factors]
-        if self.reserve is not None:
-            parts.append(f"memory reserve {self.reserve.bytes:,} B")
-        runs = f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}"
-        return ", ".join(parts) + f" ({self.source or 'profile'}: {runs} on {self.hardware}, {self.date})"
-
     def to_dict(self) -> dict:
         """JSON values: the factors with bounds and runs, the reserve, each run with its residuals."""
         return {"hardware": self.hardware, "time_model": self.time_model, "date": self.date,
@@ -241,7 +233,9 @@ def seconds(value, what: str) -> sympy.Rational:
     if (text or "").startswith("-") or (isinstance(value, (int, float, Fraction)) and value < 0):
         raise CostgraphValueError(f"{what} {shown} is negative: a time is positive", hint=hint)
     q = arguments.rational(value, what)
-    if q <= 0:
+    if q < 0:
+        raise CostgraphValueError(f"{what} {shown} is negative: a time is positive", hint=hint)
+    if q == 0:
         raise CostgraphValueError(f"{what} {shown} is zero: a step takes time", hint=hint)
     return q
 
