@@ -34,7 +34,7 @@
   transfers run beside the computation), ``offload`` in the result;
 * **EP all-to-all**: exposed as :func:`costgraph.parallel.ep_time.ep_exposed` says
   (``ep_overlap``).
-* **calibration** (``factors``, :class:`costgraph.training.calibration.Factors`, from a profile
+* **calibration** (``factors``, :class:`costgraph.training.calibration_profile.Factors`, from a profile
   that ``costgraph calibrate`` fitted to measured runs): named multipliers of the parts, applied
   where each part is made — the compute kernels' seconds (the bubble, a share of them, follows)
   and each collective kind's seconds — before the parts are combined by the rule above.
@@ -140,7 +140,7 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
     counts the same way); ``factors``: a calibration's multipliers of the parts
-    (:class:`costgraph.training.calibration.Factors`; None: none)."""
+    (:class:`costgraph.training.calibration_profile.Factors`; None: none)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     if rate is None:
