@@ -126,7 +126,7 @@ class Model:
     def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
               price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
               scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              router: bool = True, reserve=None, rate_covers=None, **layout_settings):
+              router: bool = True, reserve=None, rate_covers=None, efficiency_profile=None, **layout_settings):
         """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
         ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
@@ -134,7 +134,8 @@ class Model:
         (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
         ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
         ``"80GB"``), ``efficiency``, ``megatron``, ``reserve`` (a fraction or a size the fit
-        verdict keeps free), ``rate_covers``: as the options of ``costgraph train``
+        verdict keeps free), ``rate_covers``, ``efficiency_profile`` (a calibration profile, a path or a
+        :meth:`calibrate` result): as the options of ``costgraph train``
         (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
 
         Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
@@ -148,27 +149,19 @@ class Model:
         CostgraphValueError
             Unknown settings, as :meth:`Layout.filled`, or as ``costgraph train`` for the options.
         """
-        from .training.api import train
-        from .parallel.layout import Layout
+        from .training.api import layout_argument, train
 
-        if layout is None:
-            fields = set(Layout.__dataclass_fields__)
-            unknown = sorted(set(layout_settings) - fields)
-            if unknown:
-                raise CostgraphValueError(f"train() has no setting {unknown[0]!r}",
-                                          hint="settings: " + ", ".join(sorted(fields)))
-            layout = Layout(**layout_settings)
-        elif not isinstance(layout, Layout):
-            raise CostgraphValueError(f"train() takes a Layout or keyword settings, not {arguments.shown(layout)}",
-                                      hint="model.train(t=2, gpus=8) or model.train(Layout(t=2, gpus=8))")
-        elif layout_settings:
-            raise CostgraphValueError("give a Layout or keyword settings, not both")
-        if scope not in ("model", "layer"):
-            raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
-        return train(self, layout, values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
+        return train(self, layout_argument(layout, layout_settings), values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
                      peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
                      megatron=megatron, scope=scope, convention=convention, causal=causal, router=router,
-                     reserve=reserve, rate_covers=rate_covers)
+                     reserve=reserve, rate_covers=rate_covers, efficiency_profile=efficiency_profile)
+
+    def calibrate(self, runs, *, hardware, **options):
+        """A calibration :class:`~costgraph.training.calibration.Profile` fitted to measured ``runs`` on
+        ``hardware`` (``costgraph calibrate``; :func:`costgraph.training.calibration.calibrate`, its ``options``)."""
+        from .training.calibration import calibrate
+
+        return calibrate(self, runs, hardware, **options)
 
     def infer(self, *, hardware=None, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
               weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
@@ -239,7 +232,8 @@ class Model:
 
     def plan(self, values=None, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
              memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-             attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None):
+             attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
+             efficiency_profile=None):
         """The parallel layouts that fit a device, fastest first (``costgraph plan``;
         :func:`costgraph.training.planning.plan_layouts`).
 
@@ -251,7 +245,8 @@ class Model:
         ``optimizer``, ``attention``: as ``costgraph train``; ``top``: how many layouts;
         ``reserve``: the memory kept free on each device, a fraction or a size (default
         :data:`costgraph.choices.DEFAULT_RESERVE`); ``command``: the ``costgraph train`` words naming
-        the model in the result's ``check`` command (default: its name and values as ``--set``).
+        the model in the result's ``check`` command (default: its name and values as ``--set``);
+        ``efficiency_profile``: a calibration profile (:meth:`calibrate`; a path or a result).
 
         Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
         ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
@@ -265,7 +260,8 @@ class Model:
 
         return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
                             efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
-                            attention=attention, top=top, reserve=reserve, command=command)
+                            attention=attention, top=top, reserve=reserve, command=command,
+                            efficiency_profile=efficiency_profile)
 
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
         """Dimension values (symbol → Integer): the dims' defaults, then ``config``, then ``given`` (a mapping,

@@ -122,7 +122,7 @@ def _ordered(steps: list[Step]) -> list[Step]:
 
 def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None, memory=None, reserve=None,
         layout=None, prompt=None, generate=None, batch: int = 1, tp: int = 1, weights=None, kv: str = DEFAULT_KV,
-        quantized: str = "linear", keep=(), **layout_settings) -> FitResult:
+        quantized: str = "linear", keep=(), efficiency_profile=None, **layout_settings) -> FitResult:
     """Does ``model`` fit on ``gpus`` devices of ``hardware`` (a preset name; or ``memory``, bytes
     or ``"80GB"``) for training (``mode="train"``) or serving (``"serve"``)? See the module docstring.
 
@@ -132,7 +132,9 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
     :class:`~costgraph.parallel.layout.Layout` (its ``gpus`` set from ``gpus``), or its fields as
     keywords (``zero=1, recompute="selective", t=2``). Serving: ``prompt`` and ``generate`` tokens
     per sequence, ``batch`` sequences, ``tp`` (at most ``gpus``), ``weights``/``kv`` dtypes,
-    ``quantized``/``keep`` as :meth:`costgraph.Model.infer`.
+    ``quantized``/``keep`` as :meth:`costgraph.Model.infer`. ``efficiency_profile`` (training): a
+    calibration profile (a path or :func:`costgraph.calibrate`'s result) whose memory reserve is the
+    verdict's when ``reserve`` is not given.
 
     Returns a :class:`FitResult`.
 
@@ -153,7 +155,9 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
     if mode == "train":
         if prompt is not None or generate is not None:
             raise CostgraphValueError("--prompt and --generate are serving settings", hint="add --serve")
-        return _train(model, hardware, gpus, values, memory, reserve, layout, layout_settings)
+        return _train(model, hardware, gpus, values, memory, reserve, layout, layout_settings, efficiency_profile)
+    if efficiency_profile is not None:
+        raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
     if layout is not None or layout_settings:
         raise CostgraphValueError("a training layout is not a serving setting",
                                   hint="serving takes --tp, --batch, --weights, --kv; drop --serve to train")
@@ -161,7 +165,7 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
                   batch=batch, tp=tp, weights=weights, kv=kv, quantized=quantized, keep=keep))
 
 
-def _train(model, hardware, gpus, values, memory, reserve, layout, settings) -> FitResult:
+def _train(model, hardware, gpus, values, memory, reserve, layout, settings, profile=None) -> FitResult:
     import dataclasses
 
     from .parallel.layout import Layout
@@ -172,7 +176,8 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings) -> 
         raise CostgraphValueError("give a Layout or keyword settings, not both")
     else:
         layout = dataclasses.replace(layout, gpus=gpus)
-    r = model.train(layout, values=values, hardware=hardware, memory=memory, reserve=reserve)
+    r = model.train(layout, values=values, hardware=hardware, memory=memory, reserve=reserve,
+                    efficiency_profile=profile)
     if r.fits is None:
         raise CostgraphValueError("fit needs every dimension's value (the sizes the memory is taken at)",
                                   hint="a config.json or Hub id gives them; a model file: --config NAME or --set")
@@ -185,6 +190,9 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings) -> 
              "precision": f"policy {L.policy}, optimizer {L.optimizer}" + _fp8_words(L),
              "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
                                 if k is not None and k.symbol in r.values) or None}
+    if profile is not None:   # --efficiency-profile (costgraph.training.calibration): its memory reserve
+        shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if "reserve_from" in f
+                               else "nothing here (the profile has no memory reserve, or --reserve was given)")
     return FitResult("train", model.name, hardware, gpus, f["fits"], need, f["capacity_bytes"], usable,
                      _ordered(steps), shown, list(r.warnings))
 

@@ -141,6 +141,13 @@ def infer_arguments(p, required: bool = False) -> None:
     p.add_argument("--kv", default=choices.DEFAULT_KV, help="inference KV cache dtype: bf16 (default), fp16, fp8, int8")
 
 
+def efficiency_profile_argument(p) -> None:
+    """``--efficiency-profile FILE`` of ``train``, ``plan`` and ``fit`` (:mod:`costgraph.training.calibration`)."""
+    p.add_argument("--efficiency-profile", metavar="FILE",
+                   help="a calibration profile (costgraph calibrate ... -o FILE) fitted on --hardware: its factors "
+                        "multiply the step time's parts, its memory reserve is the fit verdict's")
+
+
 def train_given(args) -> bool:
     """Whether ``args`` ask for training memory: ``--train``, or a layout option off its default."""
     return bool(getattr(args, "train", False)) or getattr(args, "tp", 1) != 1 or any(

@@ -25,6 +25,9 @@ def add_parser(sub) -> None:
     from ._analysis import train_arguments   # --gpus --tp --pp --zero --recompute ... --memory --reserve
 
     train_arguments(f)
+    from ._analysis import efficiency_profile_argument
+
+    efficiency_profile_argument(f)   # training: a calibration profile's memory reserve
     from .infer import SCOPES, generate_count, prompt_count
 
     f.add_argument("--prompt", type=prompt_count, help="serving: prompt tokens per sequence P")
@@ -60,6 +63,8 @@ def run(args):
             raise CostgraphValueError(f"--{given[0].replace('_', '-')} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")
         weights, quantized, keep, shipped = _weights(args)
+        if args.efficiency_profile is not None:
+            raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
         r = fit(model, mode="serve", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
                 reserve=args.reserve, prompt=args.prompt, generate=args.generate, batch=args.batch, tp=args.tp,
                 weights=weights, kv=args.kv, quantized=quantized, keep=keep)
@@ -73,5 +78,6 @@ def run(args):
         from ._analysis import train_layout
 
         r = fit(model, mode="train", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
-                reserve=args.reserve, layout=train_layout(args, args.micro_batches))
+                reserve=args.reserve, layout=train_layout(args, args.micro_batches),
+                efficiency_profile=args.efficiency_profile)
     return (r.to_json() if args.format == "json" else r.to_text()), r.status

@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
     pl.add_argument("--reserve", default=None, help="memory kept free on each device: a fraction of it (0.1) or a "
                                                     f"size (8GB); default {choices.DEFAULT_RESERVE}")
     pl.add_argument("--format", choices=("text", "json"), default="text")
+    from ._analysis import efficiency_profile_argument
+
+    efficiency_profile_argument(pl)   # a calibration profile (costgraph calibrate)
 
 
 def run(args) -> str:
@@ -43,7 +46,7 @@ def run(args) -> str:
     result = model.plan(values, gpus=args.gpus, hardware=args.hardware, global_batch=args.global_batch,
                         tokens=args.tokens, efficiency=args.efficiency, memory=args.memory, precision=args.precision,
                         optimizer=args.optimizer, attention=args.attention, top=args.top, reserve=args.reserve,
-                        command=_train_words(args))
+                        command=_train_words(args), efficiency_profile=args.efficiency_profile)
     return result.to_json() if args.format == "json" else result.to_text()
 
 

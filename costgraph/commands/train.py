@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import choices
 from ..errors import CostgraphValueError
 from ..arguments import parse_count
-from ._analysis import train_arguments, train_layout
+from ._analysis import efficiency_profile_argument, train_arguments, train_layout
 from .common import cost_arguments, load_any, model_arguments, settings
 
 
@@ -39,6 +39,7 @@ def add_parser(sub) -> None:
     t.add_argument("--efficiency", default=None,
                    help="the fraction of each peak the compute kernels reach in the step time (default "
                         f"{choices.DEFAULT_EFFICIENCY} with a peak; one rate: --mfu, --achieved or --efficiency)")
+    efficiency_profile_argument(t)   # a calibration profile (costgraph calibrate)
     cost_arguments(t, scope=False, precision=False)   # --convention --causal --profile --no-dropout
     t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
     t.add_argument("--megatron", action="store_true",
@@ -75,7 +76,8 @@ def run(args) -> str:
                          tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
                          global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
                          megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
-                         router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers)
+                         router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers,
+                         efficiency_profile=args.efficiency_profile)
     from ._offload import model_extra, render   # DeepSpeed's estimator table (--deepspeed-table)
 
     return render(args, result.to_json() if args.format == "json" else result.to_text(),

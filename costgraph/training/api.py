@@ -33,7 +33,7 @@ from .result import TrainingResult
 def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
           price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
           scope: str = "model", convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          router: bool = True, reserve=None, rate_covers=None) -> TrainingResult:
+          router: bool = True, reserve=None, rate_covers=None, efficiency_profile=None) -> TrainingResult:
     """Training costs per device of ``model`` (a :class:`costgraph.Model`) under ``layout``.
 
     ``values``: dimension values (symbol → int, e.g. ``model.values("llama-2-7b")``), or None
@@ -49,6 +49,8 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     ``reserve``: the memory the fit verdict keeps free, a fraction of the device memory or a size
     (default :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`).
     ``rate_covers``: ``step`` or ``compute``, what ``mfu``/``achieved`` cover (:mod:`costgraph.training.rate`).
+    ``efficiency_profile``: a calibration profile (a path or a ``Profile``; :mod:`costgraph.training.calibration`)
+    fitted on ``hardware``: its factors multiply the step's parts, its reserve is the default ``reserve``.
 
     Returns a :class:`~costgraph.training.result.TrainingResult`.
 
@@ -71,6 +73,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         hw = preset(hardware)
         if capacity is None:
             capacity = hw.memory_bytes
+    profile, factors, reserve, held = _calibration(efficiency_profile, hw, (mfu, achieved, peak), reserve)
     if global_batch is not None:
         if layout.m is not None:
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",
@@ -92,7 +95,8 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     if scope == "model":
         compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
                                   price=price, efficiency=efficiency, convention=convention, causal=causal,
-                                  router=router, rate_covers=rate_covers)
+                                  router=router, rate_covers=rate_covers, factors=factors, profile=profile)
+    _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
@@ -104,6 +108,71 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     off = _offload(mem, values, hw, scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
     return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
                           fits, beside, compute, notes, offload=off)
+
+
+def layout_argument(layout, settings: dict):
+    """The :class:`~costgraph.parallel.layout.Layout` of :meth:`costgraph.Model.train`'s ``layout``
+    or its keyword ``settings`` (one or the other).
+
+    Raises
+    ------
+    CostgraphValueError
+        An unknown setting, both, or a ``layout`` that is no Layout."""
+    from ..parallel.layout import Layout
+
+    if layout is None:
+        fields = set(Layout.__dataclass_fields__)
+        unknown = sorted(set(settings) - fields)
+        if unknown:
+            raise CostgraphValueError(f"train() has no setting {unknown[0]!r}",
+                                      hint="settings: " + ", ".join(sorted(fields)))
+        return Layout(**settings)
+    if not isinstance(layout, Layout):
+        raise CostgraphValueError(f"train() takes a Layout or keyword settings, not {arguments.shown(layout)}",
+                                  hint="model.train(t=2, gpus=8) or model.train(Layout(t=2, gpus=8))")
+    if settings:
+        raise CostgraphValueError("give a Layout or keyword settings, not both")
+    return layout
+
+
+def _calibration(source, hw, rates: tuple, reserve):
+    """``(profile, factors, reserve, held)`` of ``efficiency_profile``: None, a bare
+    :class:`~costgraph.training.calibration.Factors` (applied unchecked: the fit's trials), or a
+    profile (a path or a ``Profile``), checked against the preset ``hw``; its memory reserve when
+    ``reserve`` is not given (``held``: whether it is the profile's)."""
+    if source is None:
+        return None, None, reserve, False
+    from .calibration_profile import Factors, check
+    from .calibration_file import load_profile
+
+    if isinstance(source, Factors):
+        return None, source, reserve, False
+    profile = load_profile(source)
+    check(profile, None if hw is None else hw.key)
+    mfu, achieved, peak = rates
+    if mfu is not None or achieved is not None:
+        raise CostgraphValueError(f"{'--mfu' if mfu is not None else '--achieved'} sets the whole step's rate; "
+                                  "--efficiency-profile calibrates the step time model's parts",
+                                  hint="give one of them")
+    if peak is not None:   # another peak: another time model than the one the profile was fitted under
+        raise CostgraphValueError(f"--peak replaces the peak of {hw.key} that {profile.source or 'the profile'} "
+                                  "was fitted on", hint="leave out --peak with --efficiency-profile")
+    held = reserve is None and profile.reserve is not None
+    if held:
+        reserve = f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0
+    return profile, profile.multipliers(), reserve, held
+
+
+def _calibrated(profile, held: bool, fits, compute) -> None:
+    """Say in ``fits`` (``reserve_from``) and ``compute`` (``calibration``) what ``profile`` calibrated."""
+    if profile is None:
+        return
+    from .calibration_profile import calibrated
+
+    if fits is not None and held:
+        fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
+    if compute is not None:
+        compute["calibration"] = calibrated(profile, reserve=held)
 
 
 def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
@@ -227,12 +296,14 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
 
 def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
                     efficiency=None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-                    router: bool = True, rate_covers=None) -> dict:
+                    router: bool = True, rate_covers=None, factors=None, profile=None) -> dict:
     """FLOPs (:func:`~costgraph.training.compute.compute_summary`), the ONE step time
     (:func:`~costgraph.training.steptime.step_time` at the rate of ``mfu``, ``achieved`` or
     ``efficiency``, on the peaks of ``hw`` or ``peak``) and the time and utilization derived from
     it (:func:`~costgraph.training.rate.time_from_step`), the communication per device per
-    step (bytes: ``{bytes, op, group}`` per kind, computed once; ``seconds`` with a preset ``hw``)."""
+    step (bytes: ``{bytes, op, group}`` per kind, computed once; ``seconds`` with a preset ``hw``).
+    ``factors``: a calibration's multipliers of the step's parts; ``profile``: the calibration profile
+    they come from (checked against the rate's time model; ``calibration`` in the result)."""
     from .compute import compute_summary
     from .rate import step_rate, time_from_step
 
@@ -252,8 +323,12 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         return out
     from .steptime import step_time
 
+    if profile is not None:
+        from .calibration_profile import check
+
+        check(profile, hw.key, rate)
     st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,
-                   convention=convention, causal=causal)
+                   convention=convention, causal=causal, factors=factors)
     if hw is not None and cols is not None:
         out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
                                 for k, c in cols.items()}

@@ -141,14 +141,15 @@ def _divisors(n: int, limit: int) -> list[int]:
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
          efficiency=sympy.Rational(1, 2), attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
-         cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0) -> Plan:
+         cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device) for a global batch of ``global_batch`` sequences (see
     the module docstring). ``values``: the model's dimension values (symbol → int; ``b``
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). A progress bar
-    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`)."""
+    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`).
+    ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`)."""
     from ..export.progress import progress
 
     # steps: the closed forms derived (memory, step time), the option evaluations, the confirmations
@@ -158,13 +159,13 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     with progress("planning: deriving the closed forms", total=steps) as bar:
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
-                    micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve)
+                    micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, factors=factors)
         bar.update(steps)
         return out
 
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
-          max_tp, micro_batches, cp_options, top, reserve) -> Plan:
+          max_tp, micro_batches, cp_options, top, reserve, factors=None) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
     cg: CostGraph = model.graph
@@ -178,7 +179,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
-    forms = _Forms(cg, fixed, syms, base, bar, hardware, efficiency)
+    forms = _Forms(cg, fixed, syms, base, bar, hardware, efficiency, factors)
     bar.advance(description="planning: evaluating the layouts")
     usable = capacity - reserve
     candidates, least = _evaluate(forms, grid, b_sym is not None, refused, capacity=usable, gpus=gpus,
@@ -186,7 +187,8 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     candidates.sort(key=_order)
     bar.advance(description="planning: confirming the fastest layouts exactly")
     settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus)
-    confirmed = _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, top + MARGIN, bar)
+    confirmed = _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, top + MARGIN, bar,
+                         factors)
     return Plan(confirmed[:top], considered, refused, efficiency, capacity, reserve, len(grid),
                 None if confirmed else least, settings)
 
@@ -211,7 +213,7 @@ def layout_of(c: Candidate, settings: dict) -> Layout:
                   policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16")
 
 
-def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> tuple[int, sympy.Expr]:
+def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None) -> tuple[int, sympy.Expr]:
     """``(bytes of the most-loaded device, step seconds)`` of ``layout`` at ``values``, exact,
     by the calls :func:`costgraph.training.api.train` makes: the memory of
     :func:`~costgraph.training.memory.training_memory` (its most-loaded stage), the step time
@@ -223,11 +225,12 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> 
     mem = training_memory(model.graph, layout)
     total = mem.most_loaded(values).memory["total"].xreplace(values)
     cols = communication(model.graph, layout.filled())
-    step = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols)["total"]
+    step = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, factors=factors)["total"]
     return int(sympy.ceiling(total)), step.xreplace(values)
 
 
-def _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar) -> list[Candidate]:
+def _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar,
+             factors=None) -> list[Candidate]:
     """The first ``limit`` screened candidates that fit when derived exactly, their figures
     replaced by :func:`exact_figures`' and ranked again; a duplicate row is dropped."""
     out, seen = [], set()
@@ -236,7 +239,7 @@ def _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usa
         if len(out) >= limit:
             break
         at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
-        mem, step = exact_figures(model, layout_of(c, settings), at, hardware, efficiency)
+        mem, step = exact_figures(model, layout_of(c, settings), at, hardware, efficiency, factors)
         bar.advance()
         if mem > usable:
             continue
@@ -294,7 +297,7 @@ class _Forms:
     the step time's parts and the model FLOPs; each for ``p = 1``, a symbolic
     ``p`` (1F1B) and a symbolic ``p`` interleaved over ``v`` virtual stages, as in the memory forms."""
 
-    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency):
+    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, factors=None):
         from .steptime import step_time
 
         self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
@@ -318,7 +321,8 @@ class _Forms:
         def parts(kw, schedules=3):
             bar.advance(schedules)
             layouts = [Layout(**{**base, **kw, **pipe}) for pipe in _PIPES[:schedules]]
-            return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
+            return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False,
+                              factors=factors)
                     for L in layouts]
         self.busy, self.exposed, self.overlapped = {}, {}, {}
         for r in RECOMPUTE:

@@ -45,6 +45,7 @@ class PlanResult(Tabular):
     reserve_bytes: int = 0
     divisible: int = 0
     least: dict | None = None
+    calibration: dict | None = None
 
     @property
     def verdict(self) -> str:
@@ -68,6 +69,7 @@ class PlanResult(Tabular):
                   f"--optimizer {st['optimizer']}", f"--efficiency {st.get('efficiency_text', self.efficiency)}"]
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
+        words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
         return " ".join(words)
 
     def to_dict(self) -> dict:
@@ -76,7 +78,7 @@ class PlanResult(Tabular):
                 "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency, "considered": self.considered,
                 "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
                 "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
-                "layouts": [dict(r) for r in self.layouts]}
+                "layouts": [dict(r) for r in self.layouts], "calibration": self.calibration}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented JSON text."""
@@ -94,8 +96,9 @@ class PlanResult(Tabular):
         with_days = st.get("tokens") is not None
         out = [f"{self.model}: layouts on {self.gpus} × {st['hardware_name']}, global batch {self.global_batch} sequences; "
                f"device memory {units.with_unit('activation_bytes', self.capacity_bytes)}"
-               + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} (--reserve)"
-                  if self.reserve_bytes else "") + f"; attention {st['attention']}"
+               + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} ("
+                  + ("calibrated" if (self.calibration or {}).get("memory_reserve_bytes") is not None else "--reserve")
+                  + ")" if self.reserve_bytes else "") + f"; attention {st['attention']}"
                + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute at "
                f"{self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)",
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
@@ -113,6 +116,10 @@ class PlanResult(Tabular):
         out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in self.refused.items() if n)]
         if rows:
             out.append(f"check the first with: {self.check_command()}")
+        if self.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
+            from .calibration_profile import calibrated_text
+
+            out.insert(2, calibrated_text(self.calibration))
         return "\n".join(out)
 
     def _none_text(self) -> list[str]:
@@ -141,7 +148,8 @@ class PlanResult(Tabular):
 
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
                  memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-                 attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None) -> PlanResult:
+                 attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
+                 efficiency_profile=None) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
@@ -153,7 +161,9 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     ``reserve``: memory kept free per device, a fraction or a size (default
     :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`);
     ``command``: the ``costgraph train`` words naming the model for the ``check`` command
-    (default: the model's name and every value as ``--set``).
+    (default: the model's name and every value as ``--set``); ``efficiency_profile``: a calibration
+    profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
+    factors multiply every layout's step parts, its memory reserve is the default ``reserve``.
 
     Raises
     ------
@@ -183,9 +193,12 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
         raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
-    held = reserve_bytes(reserve, capacity)
+    profile, factors, calibration = _calibration(efficiency_profile, hw, eff, reserve)
+    held = reserve_bytes(reserve if reserve is not None or profile is None or profile.reserve is None
+                         else f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
-                  efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held)
+                  efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
+                  factors=factors)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []
@@ -200,7 +213,22 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
             ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency)}
+                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
+                "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, float(eff), result.considered,
-                      result.refused, rows, settings, held, result.divisible, least)
+                      result.refused, rows, settings, held, result.divisible, least, calibration)
+
+
+def _calibration(source, hw, eff, reserve):
+    """``(profile, factors, calibrated)`` of ``efficiency_profile`` (None: none), checked against
+    the preset ``hw`` and the planner's rate (``efficiency`` ``eff``)."""
+    if source is None:
+        return None, None, None
+    from .calibration_profile import calibrated, check
+    from .calibration_file import load_profile
+    from .steptime import Rate
+
+    profile = load_profile(source)
+    check(profile, hw.key, Rate("efficiency", eff))
+    return profile, profile.multipliers(), calibrated(profile, reserve=reserve is None)

@@ -131,6 +131,8 @@ def _compute_json(compute: dict, values) -> dict:
         out["step"]["hardware"] = compute["hardware"]
         out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
                                "peaks": {k: int(v) for k, v in rate.peaks.items()}}
+    if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration.calibrated)
+        out["calibration"] = compute["calibration"]
     return out
 
 
@@ -267,6 +269,10 @@ def _step_text(compute: dict, values) -> list[str]:
                 f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s")
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
+    if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
+        from .calibration_profile import calibrated_text
+
+        extra.append("  " + calibrated_text(compute["calibration"]))
     return ["", *head, line, *extra]
 
 
@@ -336,7 +342,8 @@ def _fits_text(fits) -> list[str]:
     verdict = "fits" if fits["fits"] else "does NOT fit"
     held = fits.get("reserve_bytes", 0)
     out = ["", f"device memory {units.with_unit('activation_bytes', cap)}"
-           + (f" less a reserve of {units.with_unit('activation_bytes', held)} (--reserve)" if held else "")
+           + (f" less a reserve of {units.with_unit('activation_bytes', held)} ("
+              + (fits["reserve_from"] if "reserve_from" in fits else "--reserve") + ")" if held else "")
            + f": the most-loaded device {verdict}"
            + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
     for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):

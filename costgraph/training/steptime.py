@@ -36,6 +36,10 @@
   transfers run beside the computation), ``offload`` in the result;
 * **EP all-to-all**: exposed as :func:`costgraph.parallel.ep_time.ep_exposed` says
   (``ep_overlap``).
+* **calibration** (``factors``, :class:`costgraph.training.calibration_profile.Factors`, from a profile
+  that ``costgraph calibrate`` fitted to measured runs): named multipliers of the parts, applied
+  where each part is made — the compute kernels' seconds (the bubble, a share of them, follows)
+  and each collective kind's seconds — before the parts are combined by the rule above.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 RATE_KINDS = ("efficiency", "mfu", "achieved")
 #: what a rate covers (a named convention): the compute kernels, or whole steps
 COVERS = ("compute", "step")
+#: the name of this time model: a calibration profile is fitted under it and refused under another
+#: (costgraph.training.calibration); change it when the model of the parts changes
+TIME_MODEL = "flat-efficiency"
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,7 @@ def compute_seconds(split: dict, rate: Rate) -> sympy.Expr:
 def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
               stage: str = "first", placement: Placement | None = None,
               collectives: dict | None = None, with_total: bool = True, rate: Rate | None = None,
-              convention: str | None = None, causal: str | None = None) -> dict:
+              convention: str | None = None, causal: str | None = None, factors=None) -> dict:
     """Seconds per step (module docstring): ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (not added), ``total``, and ``by_kind`` (seconds of each
     collective kind). ``layout`` filled; ``hardware`` a :class:`costgraph.hardware.Hardware`, or
@@ -136,12 +143,15 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     one, ``efficiency`` of the preset's peaks. ``placement``, ``collectives``: the layout's, if the
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
-    counts the same way)."""
+    counts the same way); ``factors``: a calibration's multipliers of the parts
+    (:class:`costgraph.training.calibration_profile.Factors`; None: none)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     if rate is None:
         rate = Rate("efficiency", efficiency, default_peaks(hardware, L.policy))
     compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
+    if factors is not None:   # calibration (costgraph.training.calibration): the compute kernels' multiplier
+        compute = factors.scale_compute(compute)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds = {}
@@ -150,6 +160,8 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
             pl = placement if placement is not None else place(cg, L)
             collectives = communication(cg, L, stage=stage, placement=pl)
         kinds = comm_time(collectives, hardware, L)
+        if factors is not None:   # calibration: each collective kind's multiplier
+            kinds = factors.scale_kinds(kinds)
     # EP: its overlap with computation (layout.ep_overlap; costgraph.parallel.ep_time)
     exposed = sympy.Add(*[ep_exposed(t, compute, L) if k == "ep" else t for k, t in kinds.items() if k in EXPOSED])
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
