@@ -50,8 +50,8 @@ from .compute import training_flops
 from .offload import offload_link_seconds, offloaded
 
 EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
-#: what sets the rate of the compute
-RATE_KINDS = ("efficiency", "mfu", "achieved")
+#: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
+RATE_KINDS = ("efficiency", "mfu", "achieved", "kernels")
 #: what a rate covers (a named convention): the compute kernels, or whole steps
 COVERS = ("compute", "step")
 
@@ -68,13 +68,25 @@ class Rate:
     peaks: dict = field(default_factory=dict)
     covers: str = "compute"
     source: str = ""
+    #: ``kernels``: the preset's :class:`~costgraph.training.kernel_table.KernelTable`
+    table: object = None
+    #: what was assumed (a preset without a kernel table, FP8 GEMMs without FP8 points), for the warnings
+    notes: tuple = ()
+
+    @property
+    def model(self) -> str:
+        """The time model's name: ``kernels`` (per-kernel) or ``flat`` (one rate for every kernel)."""
+        return "kernels" if self.kind == "kernels" else "flat"
 
     def describe(self) -> str:
         """One line naming the rate, e.g. ``--efficiency 1/2 of the peak (kernels; bubble and
         communication added)``."""
         v = self.value
-        what = {"efficiency": f"--efficiency {float(v):.4g} of each peak", "mfu": f"--mfu {float(v):.4g}",
-                "achieved": f"--achieved {float(v):.4g} FLOP/s"}[self.kind]
+        if self.kind == "kernels":
+            what = f"per-kernel time model (kernels.toml [{self.table.preset}])"
+        else:
+            what = {"efficiency": f"--efficiency {float(v):.4g} of each peak", "mfu": f"--mfu {float(v):.4g}",
+                    "achieved": f"--achieved {float(v):.4g} FLOP/s"}[self.kind]
         peaks = ", ".join(f"{k.upper()} {float(p) / 1e12:g} TFLOP/s" for k, p in self.peaks.items())
         cover = ("over whole steps: bubble and communication inside" if self.covers == "step"
                  else "kernels only: bubble and communication added")
@@ -137,7 +149,17 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     f = flops if flops is not None else training_flops(cg, L)
     if rate is None:
         rate = Rate("efficiency", efficiency, default_peaks(hardware, L.policy))
-    compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
+    by_class = None
+    if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
+        from .kernel_time import CLASSES, kernel_seconds
+
+        ks = kernel_seconds(cg, L, rate.table, rate.peaks)
+        by_class = {k: ks[k] for k in CLASSES}
+        compute = sympy.Add(*by_class.values())
+    else:
+        if rate.kind == "kernels":   # adapters: the flat default (step_rate names it in the rate's notes)
+            rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source)
+        compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds = {}
@@ -151,6 +173,8 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
              "communication_overlapped": overlapped, "by_kind": kinds}
+    if by_class is not None:
+        parts["compute_by_class"] = by_class
     busy = compute + bubble
     if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
         from .memory import training_memory
