@@ -139,7 +139,7 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
-         efficiency=sympy.Rational(1, 2), attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
+         efficiency=None, attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
          cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
@@ -148,7 +148,9 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     the module docstring). ``values``: the model's dimension values (symbol → int; ``b``
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). A progress bar
-    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`)."""
+    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`).
+    ``efficiency``: a flat fraction of the peak for every kernel; None (default): the per-kernel
+    time model of the preset's kernel table (:mod:`costgraph.training.kernel_time`), else 1/2."""
     from ..export.progress import progress
 
     # steps: the closed forms derived (memory, step time), the option evaluations, the confirmations
@@ -211,6 +213,18 @@ def layout_of(c: Candidate, settings: dict) -> Layout:
                   policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16")
 
 
+def step_rate_of(hardware, policy: str, efficiency):
+    """The :class:`~costgraph.training.steptime.Rate` the planner and ``train`` share: None for a flat
+    ``efficiency`` (``step_time``'s own), the per-kernel rate of the preset's kernel table when
+    ``efficiency`` is None (:func:`costgraph.training.rate.kernel_rate`), else None (flat 1/2)."""
+    if efficiency is not None:
+        return None
+    from .rate import kernel_rate
+    from .steptime import default_peaks
+
+    return kernel_rate(hardware, default_peaks(hardware, policy))
+
+
 def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> tuple[int, sympy.Expr]:
     """``(bytes of the most-loaded device, step seconds)`` of ``layout`` at ``values``, exact,
     by the calls :func:`costgraph.training.api.train` makes: the memory of
@@ -223,8 +237,14 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> 
     mem = training_memory(model.graph, layout)
     total = mem.most_loaded(values).memory["total"].xreplace(values)
     cols = communication(model.graph, layout.filled())
-    step = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols)["total"]
+    step = step_time(model.graph, layout, hardware, efficiency=_flat(efficiency), collectives=cols,
+                     rate=step_rate_of(hardware, layout.policy, efficiency))["total"]
     return int(sympy.ceiling(total)), step.xreplace(values)
+
+
+def _flat(efficiency):
+    """The flat efficiency ``step_time`` takes: ``efficiency``, or 1/2 (used only without a kernel table)."""
+    return sympy.Rational(1, 2) if efficiency is None else efficiency
 
 
 def _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar) -> list[Candidate]:
@@ -318,8 +338,8 @@ class _Forms:
         def parts(kw, schedules=3):
             bar.advance(schedules)
             layouts = [Layout(**{**base, **kw, **pipe}) for pipe in _PIPES[:schedules]]
-            return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
-                    for L in layouts]
+            return [step_time(cg, L, hardware, efficiency=_flat(efficiency), flops=flops_of(L), with_total=False,
+                              rate=step_rate_of(hardware, L.policy, efficiency)) for L in layouts]
         self.busy, self.exposed, self.overlapped = {}, {}, {}
         for r in RECOMPUTE:
             for sp in (False, True):

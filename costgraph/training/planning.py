@@ -37,7 +37,7 @@ class PlanResult(Tabular):
     hardware: str
     global_batch: int
     capacity_bytes: int
-    efficiency: float
+    efficiency: float | None   # None: the per-kernel time model (settings["time_model"])
     considered: int
     refused: dict
     layouts: list
@@ -65,7 +65,9 @@ class PlanResult(Tabular):
             words.append(f"--schedule interleaved --virtual-stages {row['virtual_stages']}")
         words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
                   f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
-                  f"--optimizer {st['optimizer']}", f"--efficiency {st.get('efficiency_text', self.efficiency)}"]
+                  f"--optimizer {st['optimizer']}"]
+        if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
+            words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         return " ".join(words)
@@ -73,7 +75,8 @@ class PlanResult(Tabular):
     def to_dict(self) -> dict:
         """The document ``costgraph plan --format json`` prints (JSON values only)."""
         return {"model": self.model, "gpus": self.gpus, "hardware": self.hardware, "global_batch": self.global_batch,
-                "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency, "considered": self.considered,
+                "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency,
+                "time_model": self.settings.get("time_model", "flat"), "considered": self.considered,
                 "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
                 "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
                 "layouts": [dict(r) for r in self.layouts]}
@@ -96,8 +99,10 @@ class PlanResult(Tabular):
                f"device memory {units.with_unit('activation_bytes', self.capacity_bytes)}"
                + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} (--reserve)"
                   if self.reserve_bytes else "") + f"; attention {st['attention']}"
-               + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute at "
-               f"{self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)",
+               + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute "
+               + (f"at {self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)"
+                  if self.efficiency is not None else
+                  f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
                f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
         heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
@@ -176,9 +181,14 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw = preset(hardware)
     capacity = parse_size(memory) if isinstance(memory, str) else memory if memory is not None else hw.memory_bytes
-    eff = arguments.rational(DEFAULT_EFFICIENCY if efficiency is None else efficiency, "--efficiency")
-    if not 0 < eff <= 1:
+    eff = None if efficiency is None else arguments.rational(efficiency, "--efficiency")
+    if eff is not None and not 0 < eff <= 1:
         raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
+    from .plan import step_rate_of
+
+    kernels = step_rate_of(hw, precision, eff)   # the per-kernel model when no flat efficiency is given
+    if eff is None and kernels is None:
+        eff = arguments.rational(DEFAULT_EFFICIENCY, "--efficiency")
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
@@ -200,7 +210,10 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
             ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency)}
+                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
+                "time_model": "flat" if kernels is None else "kernels",
+                "kernel_table": None if kernels is None else kernels.table.preset}
     least = None if result.least is None else result.least.as_dict()
-    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, float(eff), result.considered,
+    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
+                      result.considered,
                       result.refused, rows, settings, held, result.divisible, least)
