@@ -219,8 +219,7 @@ def step_rate_of(hardware, policy: str, efficiency):
     ``efficiency`` is None (:func:`costgraph.training.rate.kernel_rate`), else None (flat 1/2)."""
     if efficiency is not None:
         return None
-    from .rate import kernel_rate
-    from .steptime import default_peaks
+    from .steptime import default_peaks, kernel_rate
 
     return kernel_rate(hardware, default_peaks(hardware, policy))
 
@@ -237,14 +236,8 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> 
     mem = training_memory(model.graph, layout)
     total = mem.most_loaded(values).memory["total"].xreplace(values)
     cols = communication(model.graph, layout.filled())
-    step = step_time(model.graph, layout, hardware, efficiency=_flat(efficiency), collectives=cols,
-                     rate=step_rate_of(hardware, layout.policy, efficiency))["total"]
+    step = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols)["total"]
     return int(sympy.ceiling(total)), step.xreplace(values)
-
-
-def _flat(efficiency):
-    """The flat efficiency ``step_time`` takes: ``efficiency``, or 1/2 (used only without a kernel table)."""
-    return sympy.Rational(1, 2) if efficiency is None else efficiency
 
 
 def _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar) -> list[Candidate]:
@@ -338,8 +331,8 @@ class _Forms:
         def parts(kw, schedules=3):
             bar.advance(schedules)
             layouts = [Layout(**{**base, **kw, **pipe}) for pipe in _PIPES[:schedules]]
-            return [step_time(cg, L, hardware, efficiency=_flat(efficiency), flops=flops_of(L), with_total=False,
-                              rate=step_rate_of(hardware, L.policy, efficiency)) for L in layouts]
+            return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
+                    for L in layouts]
         self.busy, self.exposed, self.overlapped = {}, {}, {}
         for r in RECOMPUTE:
             for sp in (False, True):

@@ -23,7 +23,7 @@ import sympy
 from .. import arguments
 from ..choices import DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
-from .steptime import COVERS, Rate
+from .steptime import COVERS, Rate, kernel_rate
 
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY
@@ -77,19 +77,6 @@ def step_rate(hw, policy, *, peak=None, mfu=None, achieved=None, efficiency=None
         f"no kernel table for {hw.key} (training/kernels.toml): the flat --efficiency {DEFAULT_EFFICIENCY} "
         "of the peak is assumed for every kernel",)
     return Rate("efficiency", eff, peaks, "compute", source, notes=notes)
-
-
-def kernel_rate(hw, peaks: dict, source: str = "") -> Rate | None:
-    """The per-kernel :class:`Rate` of preset ``hw`` on ``peaks`` (None without a kernel table);
-    its notes say what is assumed (FP8 GEMMs at the BF16 fit)."""
-    from .kernel_table import kernel_table
-
-    table = kernel_table(hw)
-    if table is None:
-        return None
-    notes = (f"FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [{table.preset}] "
-             "(no FP8 GEMM measurements in it)",) if "fp8" in peaks else ()
-    return Rate("kernels", sympy.Integer(1), peaks, "compute", source or hw.key, table, notes)
 
 
 def time_from_step(flops: dict, layout, step, rate: Rate, *, tokens=None, price=None) -> dict:

@@ -133,7 +133,7 @@ def compute_seconds(split: dict, rate: Rate) -> sympy.Expr:
     return sympy.Add(*[f / (sympy.Integer(rate.peaks[d]) * rate.value) for d, f in which.items() if f != 0])
 
 
-def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
+def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = None,
               stage: str = "first", placement: Placement | None = None,
               collectives: dict | None = None, with_total: bool = True, rate: Rate | None = None,
               convention: str | None = None, causal: str | None = None) -> dict:
@@ -141,14 +141,18 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     ``communication_overlapped`` (not added), ``total``, and ``by_kind`` (seconds of each
     collective kind). ``layout`` filled; ``hardware`` a :class:`costgraph.hardware.Hardware`, or
     None with ``rate`` (its peaks given): no communication then. ``rate``: a :class:`Rate`; without
-    one, ``efficiency`` of the preset's peaks. ``placement``, ``collectives``: the layout's, if the
+    one, a flat ``efficiency`` of the preset's peaks, or (``efficiency`` None) the per-kernel model
+    of the preset's kernel table (:func:`kernel_rate`), else 1/2 of the peaks. ``placement``, ``collectives``: the layout's, if the
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
     counts the same way)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
+    if rate is None and efficiency is None and hardware is not None:
+        rate = kernel_rate(hardware, default_peaks(hardware, L.policy))
     if rate is None:
-        rate = Rate("efficiency", efficiency, default_peaks(hardware, L.policy))
+        rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency,
+                    default_peaks(hardware, L.policy))
     by_class = None
     if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
         from .kernel_time import CLASSES, kernel_seconds
@@ -201,3 +205,18 @@ def default_peaks(hardware, policy) -> dict:
     if policy_recipe(policy) is not None:
         peaks["fp8"] = hardware.peak_flops("fp8")
     return peaks
+
+
+
+def kernel_rate(hw, peaks: dict, source: str = "") -> Rate | None:
+    """The per-kernel :class:`Rate` of preset ``hw`` on ``peaks`` (None without a kernel table);
+    its notes say what is assumed (FP8 GEMMs at the BF16 fit)."""
+    from .kernel_table import kernel_table
+
+    table = kernel_table(hw)
+    if table is None:
+        return None
+    notes = (f"FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [{table.preset}] "
+             "(no FP8 GEMM measurements in it)",) if "fp8" in peaks else ()
+    return Rate("kernels", sympy.Integer(1), peaks, "compute", source or hw.key, table, notes)
+
