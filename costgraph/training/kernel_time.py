@@ -62,39 +62,50 @@ CLASSES = ("matmul", "attention", "memory", "other")
 GEMM_KINDS = ("linear", "conv2d", "conv3d", "dense_conv1d")
 
 
-def kernel_seconds(cg, layout, table: KernelTable, peaks: dict) -> dict:
-    """Seconds per device per step of each class (module docstring):
-    ``{"matmul", "attention", "memory", "other": Expr, "notes": [str]}``. ``layout``: a
-    :class:`~costgraph.parallel.layout.Layout` (filled here); ``peaks``: ``{"bf16": P}`` and,
-    for an FP8 policy, ``"fp8"``."""
+def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
+    """One row per operator (program order): ``path``, ``kind``, ``class`` (:data:`CLASSES`),
+    ``active`` (its active instances in the model), ``forward`` and ``backward`` (seconds of one
+    active instance on one device, a flash core's recompute inside its backward) and ``rerun``
+    (the share of its forward the recompute policy runs again). ``layout``: a
+    :class:`~costgraph.parallel.layout.Layout` (filled here); ``peaks``: ``{"bf16": P}`` and, for
+    an FP8 policy, ``"fp8"`` (module docstring)."""
     from ..engine.precision import precision as get_precision
     from ..engine.recompute import attention_regions, recompute_plan
     from ..parallel.placement import placement
     from .fp8 import fp8_linears, policy_recipe
 
     L = layout.filled()
-    pl = placement(cg, L)
     plan = recompute_plan(cg, L, L.attention)
-    ctx = _Ctx(cg, pl, table, get_precision(L.precision), peaks)
+    ctx = _Ctx(cg, placement(cg, L), table, get_precision(L.precision), peaks)
     fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
     cores = {}
     if L.attention == "flash":
         for core, closing in attention_regions(cg):
             cores.update({p: (core[0], closing) for p in [*core, closing]})
-    out = {k: [] for k in CLASSES}
+    rows = []
     for path, d in cg.ops():
-        if path in cores:
+        if path in cores:   # inside a flash kernel: its products carry the kernel's seconds
             first, closing = cores[path]
-            if d["kind"] == "matmul":
-                out["attention"].append(d["active"] * ctx.flash(path, d, first, plan.rerun.get(closing, 0)))
-            continue
-        cls, fwd, bwd = ctx.op(path, d, "fp8" if path in fp8 else "bf16")
-        out[cls].append(d["active"] * (fwd * (1 + plan.rerun.get(path, 0)) + bwd))
+            fwd, back = ctx.flash(path, d, first) if d["kind"] == "matmul" else (ZERO, ZERO)
+            cls, rerun = "attention", plan.rerun.get(closing, 0)
+        else:
+            cls, fwd, back = ctx.op(path, d, "fp8" if path in fp8 else "bf16")
+            rerun = plan.rerun.get(path, 0)
+        rows.append({"path": path, "kind": d["kind"], "class": cls, "active": d["active"], "forward": fwd,
+                     "backward": back, "rerun": rerun})
+    return rows
+
+
+def kernel_seconds(cg, layout, table: KernelTable, peaks: dict) -> dict:
+    """Seconds per device per step of each class of :data:`CLASSES` (module docstring): for each
+    operator of :func:`kernel_ops`, ``active × (forward × (1 + rerun) + backward)``, times the
+    ``m`` micro-batches over the ``p`` stages."""
+    L = layout.filled()
+    out = {k: [] for k in CLASSES}
+    for r in kernel_ops(cg, L, table, peaks):
+        out[r["class"]].append(r["active"] * (r["forward"] * (1 + r["rerun"]) + r["backward"]))
     per = as_expr(L.m) / as_expr(L.p)
-    result = {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
-    result["notes"] = [f"FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of {table.preset} "
-                       "(no FP8 GEMM measurements in its kernel table)"] if fp8 else []
-    return result
+    return {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
 
 
 class _Ctx:
@@ -161,10 +172,9 @@ class _Ctx:
         back = (one if c.backward_input.matmul != 0 else ZERO) + (one if c.backward_weight.matmul != 0 else ZERO)
         return one, back
 
-    def flash(self, path, d, first_path, rerun_forward):
-        """Seconds of one active instance of a product inside a flash core: its forward, its
-        backward, QKᵀ's recompute inside the backward kernel, and a re-run of the forward kernel
-        when the recompute policy re-runs the whole core (``rerun_forward``)."""
+    def flash(self, path, d, first_path):
+        """``(forward, backward)`` seconds of one active instance of a product inside a flash core
+        (the backward with QKᵀ's recompute inside the kernel)."""
         c, first = d["cost"], self.cg.nodes[first_path]
         div = self.split(d["outputs"][0])
         share = causal_share(first["attrs"], "half")
@@ -174,4 +184,4 @@ class _Ctx:
         p = sympy.Integer(self.peaks["bf16"])
         fwd = f / (p * attention_eta(s, "forward", self.table))
         back_flops = c.backward_input.matmul * share / div + (f if path == first_path else ZERO)
-        return fwd * (1 + rerun_forward) + back_flops / (p * attention_eta(s, "backward", self.table))
+        return fwd, back_flops / (p * attention_eta(s, "backward", self.table))
