@@ -143,7 +143,7 @@ def test_cli_names_the_model_and_the_classes(capsys):
             "--hardware", "h100-sxm"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "rate: per-kernel time model (kernels.toml [h100-sxm])" in out and "compute by kernel class: matmul" in out
+    assert "rate: per-kernel time model, kernels.toml [h100-sxm] (peaks" in out and "compute by kernel class: matmul" in out
     import json
     assert main([*argv, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

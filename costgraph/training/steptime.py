@@ -83,7 +83,7 @@ class Rate:
         communication added)``."""
         v = self.value
         if self.kind == "kernels":
-            what = f"per-kernel time model (kernels.toml [{self.table.preset}])"
+            what = f"per-kernel time model, kernels.toml [{self.table.preset}]"
         else:
             what = {"efficiency": f"--efficiency {float(v):.4g} of each peak", "mfu": f"--mfu {float(v):.4g}",
                     "achieved": f"--achieved {float(v):.4g} FLOP/s"}[self.kind]
