@@ -101,6 +101,7 @@ class PlanResult(Tabular):
                   if self.reserve_bytes else "") + f"; attention {st['attention']}"
                + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute "
                + (f"at {self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)"
+                  + (f" ({st['assumed']})" if st.get("assumed") else "")
                   if self.efficiency is not None else
                   f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
@@ -212,7 +213,9 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
-                "kernel_table": None if kernels is None else kernels.table.preset}
+                "kernel_table": None if kernels is None else kernels.table.preset,
+                "assumed": None if kernels is not None or efficiency is not None else
+                f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed"}
     least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered,
