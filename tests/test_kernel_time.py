@@ -164,3 +164,33 @@ def test_a_preset_without_a_table_warns_and_runs_flat(llama):
     assert any("no kernel table for a100-80gb-sxm" in w and "0.5" in w for w in r.warnings)
     hw = r.compute["flops"]["hardware_per_device"]
     assert r.step["compute"] == hw / (a100.peak_flops_bf16 * R(1, 2))   # the flat model, exactly
+
+
+def test_routed_experts_one_gemm_per_local_expert(table):
+    # Mixtral-8x7B (E = 8 experts, k = 2 active): per device E/e local experts, each one GEMM of
+    # M·k·e/E rows (perfect balance); per active instance that is F/(P·e_gemm) + t0 · E/(e·k)
+    m = costgraph.load("mixtral")
+    v = m.values("mixtral-8x7b")
+    b, s, h, inter = 1, 4096, 4096, 14336
+    t0 = R(table.gemm_launch_ns, 10**9)
+    f = 2 * b * s * h * inter
+    path = "layers/layer/mlp/experts/expert/up_proj"
+    for e, calls in ((1, 4), (4, 1), (8, R(1, 2))):
+        row = _rows(m, v, table, e=e, gpus=8)[path]
+        assert row["forward"] == gemm_seconds(sympy.Integer(f), P, table) - t0 + calls * t0
+        assert row["forward"] == calls * gemm_seconds(R(f, 1) / calls, P, table)
+        assert row["active"] == 2 * 32   # k active copies in each of the l layers
+
+
+def test_fp8_linears_at_the_fp8_peak(llama, table):
+    # an FP8 policy's layer linears run at the FP8 peak (H100 whitepaper: 1978.9 TFLOP/s dense) with the
+    # BF16 fit (kernels.toml has no FP8 GEMM points: the warning says so); the head stays BF16
+    m, v = llama
+    P8 = 1_978_900_000_000_000
+    rows = kernel_ops(m.graph, Layout(policy="fp8-delayed"), table, {"bf16": P, "fp8": P8})
+    at = {r["path"]: r["forward"].xreplace(v) for r in rows}
+    f = 2 * 4096 * 4096 * 4096
+    assert at["layers/layer/self_attn/q_proj"] == gemm_seconds(sympy.Integer(f), P8, table)
+    assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), P, table)
+    r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h100-sxm")
+    assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit" in w for w in r.warnings)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import sympy
+
 from .. import arguments
 from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
@@ -242,6 +244,11 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     filled = layout.filled()
     rate = step_rate(hw, filled.policy, peak=peak, mfu=mfu, achieved=achieved, efficiency=efficiency,
                      covers=rate_covers)
+    if rate is not None and rate.kind == "kernels" and filled.lora_rank is not None:   # adapters: the flat model
+        from .steptime import Rate
+
+        rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source, notes=(
+            "LoRA adapters are not timed per kernel: the flat --efficiency 0.5 of the peak is assumed",))
     out = compute_summary(model.graph, filled, convention=convention, causal=causal, router=router)
     cols = None
     if layout.lora_rank is None:   # adapters: the frozen base's traffic is not modelled
