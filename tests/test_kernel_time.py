@@ -194,3 +194,22 @@ def test_fp8_linears_at_the_fp8_peak(llama, table):
     assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), P, table)
     r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h100-sxm")
     assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit" in w for w in r.warnings)
+
+
+def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
+    # COSTGRAPH_DATA/kernels.toml adds tables (here h200, with the h100-sxm numbers as an example);
+    # a bundled table is never replaced
+    from costgraph.errors import CostgraphValueError
+
+    from importlib.resources import files
+
+    bundled = (files("costgraph.training") / "kernels.toml").read_text(encoding="utf-8")
+    (tmp_path / "kernels.toml").write_text(bundled.replace("[h100-sxm]", "[h200]"), encoding="utf-8")
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    mine = kernel_table(preset("h200"))
+    assert mine is not None and mine.gemm_efficiency == Fraction("0.772")
+    m, v = llama
+    assert m.train(Layout(gpus=1), values=v, hardware="h200").compute["rate"].kind == "kernels"
+    (tmp_path / "kernels.toml").write_text(bundled, encoding="utf-8")
+    with pytest.raises(CostgraphValueError, match="is a bundled kernel table already"):
+        kernel_table(H100)
