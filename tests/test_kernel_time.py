@@ -19,6 +19,7 @@ from costgraph.training.kernel_time import kernel_ops, kernel_seconds
 R = sympy.Rational
 H100 = preset("h100-sxm")
 P = 989_400_000_000_000          # h100-sxm BF16 dense peak (hardware.toml: H100 whitepaper 989.4 TFLOP/s)
+P8 = 1_978_900_000_000_000       # h100-sxm FP8 dense peak (hardware.toml: H100 whitepaper 1978.9 TFLOP/s)
 BW = 2_800_000_000_000           # kernels.toml [h100-sxm] hbm_bandwidth (measured 2.8 TB/s)
 
 
@@ -43,10 +44,12 @@ def _rows(m, v, table, **layout):
 
 def test_stored_parameters_are_the_fit_of_the_stored_points(table):
     # kernels.toml keeps the measured points and the parameters fitted to them: refit, round as stored
-    e, t0 = fit_gemm(table.gemm_points, P)
-    assert len(table.gemm_points) == 125   # XLA's sm_90 table: every b = 1 entry, M, N, K in 256 … 4096
-    assert table.gemm_efficiency == Fraction(str(round(e, 3))) == Fraction("0.772")
-    assert table.gemm_launch_ns == round(t0) == 6429
+    assert len(table.gemm_points["bf16"]) == 125   # XLA's sm_90 table: every b = 1 entry, M, N, K in 256 … 4096
+    assert len(table.gemm_points["fp8"]) == 6      # DeepGEMM's dense FP8 GEMMs with M = 4096 (H800)
+    for dtype, peak in (("bf16", P), ("fp8", P8)):
+        e, t0, k0 = fit_gemm(table.gemm_points[dtype], peak)
+        assert table.gemm[dtype] == (Fraction(str(round(e, 3))), round(t0), round(k0))
+    assert table.gemm == {"bf16": (Fraction("0.797"), 6351, 56), "fp8": (Fraction("0.752"), 17521, 652)}
     for direction, (stored_e, stored_s0) in table.attention.items():
         e, s0 = fit_attention(table.attention_points[direction], P)
         assert stored_e == Fraction(str(round(e, 3))) and stored_s0 == round(s0)
@@ -56,14 +59,19 @@ def test_stored_parameters_are_the_fit_of_the_stored_points(table):
 
 def test_gemm_eta_is_the_fitted_closed_form(table):
     M, N, K = sympy.symbols("M N K", positive=True)
-    e, t0 = R(772, 1000), R(6429, 10**9)
-    assert sympy.simplify(gemm_eta(M, N, K, P, table) - e * 2 * M * N * K / (2 * M * N * K + P * e * t0)) == 0
-    # the time of one GEMM is FLOPs / (peak · η)
-    assert sympy.simplify(gemm_seconds(2 * M * N * K, P, table) - 2 * M * N * K / (P * gemm_eta(M, N, K, P, table))) == 0
-    # dgrad (M × K over N) and wgrad (N × K over M): the fitted η depends on the product MNK only
-    assert gemm_eta(M, K, N, P, table) == gemm_eta(M, N, K, P, table) == gemm_eta(N, K, M, P, table)
-    # a measured point: 4096³ at 783.3 TFLOP/s (XLA); the fit gives 4096³ at its closed form
-    assert gemm_eta(4096, 4096, 4096, P, table) == R(772, 1000) * 2 * 4096**3 / (2 * 4096**3 + P * R(772, 1000) * t0)
+    e, t0, k0 = R(797, 1000), R(6351, 10**9), 56
+    F = 2 * M * N * K
+    assert sympy.simplify(gemm_eta(M, N, K, P, table) - e * F * K / (F * (K + k0) + P * e * t0 * K)) == 0
+    # the time of one GEMM is FLOPs / (peak · η), and t0 + F/(P·e)·(1 + k0/K)
+    assert sympy.simplify(gemm_seconds(F, K, P, table) - F / (P * gemm_eta(M, N, K, P, table))) == 0
+    assert sympy.simplify(gemm_seconds(F, K, P, table) - (t0 + F / (P * e) * (1 + k0 / K))) == 0
+    # dgrad (M × K over N) and wgrad (N × K over M) have their own contraction: a short one costs more
+    assert gemm_eta(4096, 1024, 8192, P, table) > gemm_eta(4096, 8192, 1024, P, table)
+    # the FP8 fit at the FP8 peak (DeepGEMM, H800): 4096 x 7168 x 16384 measured at 1358 TFLOP/s
+    eta8 = gemm_eta(4096, 7168, 16384, P8, table, "fp8")
+    assert eta8 == R(752, 1000) * 2 * 4096 * 7168 * 16384 * 16384 / (
+        2 * 4096 * 7168 * 16384 * (16384 + 652) + P8 * R(752, 1000) * R(17521, 10**9) * 16384)
+    assert abs(float(eta8) * P8 / 1e12 - 1358) / 1358 < 0.05
     assert attention_eta(sympy.Integer(4096), "forward", table) == R(662, 1000) * 4096 / (4096 + 602)
 
 
@@ -74,8 +82,8 @@ def test_linear_shapes_follow_megatron_tp(llama, table):
     one = _rows(m, v, table)
     two = _rows(m, v, table, t=2)
 
-    def gemm(mm, n, k):
-        return gemm_seconds(sympy.Integer(2 * mm * n * k), P, table)
+    def gemm(mm, n, k, contraction=None):
+        return gemm_seconds(sympy.Integer(2 * mm * n * k), contraction or k, P, table)
 
     # t = 1: q_proj [b·s, h] · [h, a·d]: M = b·s, N = K = h
     assert one["layers/layer/self_attn/q_proj"]["forward"] == gemm(b * s, h, h)
@@ -83,9 +91,11 @@ def test_linear_shapes_follow_megatron_tp(llama, table):
     assert two["layers/layer/mlp/gate_proj"]["forward"] == gemm(b * s, inter // 2, h)
     assert two["layers/layer/mlp/down_proj"]["forward"] == gemm(b * s, h, inter // 2)
     assert one["layers/layer/mlp/down_proj"]["forward"] == gemm(b * s, h, inter)
-    # the backward: the input gradient and the weight gradient, each a GEMM of the forward's FLOPs
-    for path in ("layers/layer/mlp/gate_proj", "layers/layer/self_attn/o_proj"):
-        assert two[path]["backward"] == 2 * two[path]["forward"] and two[path]["class"] == "matmul"
+    # the backward: the input gradient (contraction N) and the weight gradient (contraction M = b·s),
+    # each of the forward's FLOPs
+    gate = two["layers/layer/mlp/gate_proj"]
+    assert gate["backward"] == gemm(b * s, inter // 2, h, inter // 2) + gemm(b * s, inter // 2, h, b * s)
+    assert gate["class"] == "matmul"
     # CP divides the rows: M = b·s/c
     cp = _rows(m, v, table, c=2)
     assert cp["layers/layer/mlp/up_proj"]["forward"] == gemm(b * s // 2, inter, h)
@@ -172,28 +182,26 @@ def test_routed_experts_one_gemm_per_local_expert(table):
     m = costgraph.load("mixtral")
     v = m.values("mixtral-8x7b")
     b, s, h, inter = 1, 4096, 4096, 14336
-    t0 = R(table.gemm_launch_ns, 10**9)
+    t0 = R(table.gemm["bf16"][1], 10**9)
     f = 2 * b * s * h * inter
     path = "layers/layer/mlp/experts/expert/up_proj"
     for e, calls in ((1, 4), (4, 1), (8, R(1, 2))):
         row = _rows(m, v, table, e=e, gpus=8)[path]
-        assert row["forward"] == gemm_seconds(sympy.Integer(f), P, table) - t0 + calls * t0
-        assert row["forward"] == calls * gemm_seconds(R(f, 1) / calls, P, table)
+        assert row["forward"] == gemm_seconds(sympy.Integer(f), h, P, table) - t0 + calls * t0
+        assert row["forward"] == calls * gemm_seconds(R(f, 1) / calls, h, P, table)
         assert row["active"] == 2 * 32   # k active copies in each of the l layers
 
 
 def test_fp8_linears_at_the_fp8_peak(llama, table):
-    # an FP8 policy's layer linears run at the FP8 peak (H100 whitepaper: 1978.9 TFLOP/s dense) with the
-    # BF16 fit (kernels.toml has no FP8 GEMM points: the warning says so); the head stays BF16
+    # an FP8 policy's layer linears run at the FP8 peak with the table's FP8 fit; the head stays BF16
     m, v = llama
-    P8 = 1_978_900_000_000_000
     rows = kernel_ops(m.graph, Layout(policy="fp8-delayed"), table, {"bf16": P, "fp8": P8})
     at = {r["path"]: r["forward"].xreplace(v) for r in rows}
     f = 2 * 4096 * 4096 * 4096
-    assert at["layers/layer/self_attn/q_proj"] == gemm_seconds(sympy.Integer(f), P8, table)
-    assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), P, table)
+    assert at["layers/layer/self_attn/q_proj"] == gemm_seconds(sympy.Integer(f), 4096, P8, table, "fp8")
+    assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), 4096, P, table)
     r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h100-sxm")
-    assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit" in w for w in r.warnings)
+    assert not any("FP8 GEMMs" in w for w in r.warnings)
 
 
 def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
@@ -204,12 +212,17 @@ def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
     from importlib.resources import files
 
     bundled = (files("costgraph.training") / "kernels.toml").read_text(encoding="utf-8")
-    (tmp_path / "kernels.toml").write_text(bundled.replace("[h100-sxm]", "[h200]"), encoding="utf-8")
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    no_fp8 = "\n".join(line for line in bundled.replace("[h100-sxm]", "[h200]").splitlines()
+                        if not line.startswith("gemm_fp8_"))
+    (tmp_path / "kernels.toml").write_text(no_fp8, encoding="utf-8")
     mine = kernel_table(preset("h200"))
-    assert mine is not None and mine.gemm_efficiency == Fraction("0.772")
+    assert mine is not None and mine.gemm == {"bf16": (Fraction("0.797"), 6351, 56)}
     m, v = llama
     assert m.train(Layout(gpus=1), values=v, hardware="h200").compute["rate"].kind == "kernels"
+    # FP8 GEMMs without FP8 points: the BF16 fit at the FP8 peak, and a warning that says so
+    r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h200")
+    assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [h200]" in w for w in r.warnings)
     (tmp_path / "kernels.toml").write_text(bundled, encoding="utf-8")
     with pytest.raises(CostgraphValueError, match="is a bundled kernel table already"):
         kernel_table(H100)

@@ -12,13 +12,12 @@ operator falls in one class (``compute_by_class`` of the step):
     RowParallelLinear do; expert TP likewise), and ``M`` is the output's rows divided by
     CP (and by TP when SP splits the rows of a linear TP does not split). Each GEMM call
     of ``F = 2MNK`` FLOPs takes ``F/(P·η(M, N, K))`` seconds,
-    :func:`costgraph.training.kernel_table.gemm_eta` (``F/(P·e) + t0``). The input
-    gradient (``M × K``, contraction ``N``) and the weight gradient (``N × K``,
-    contraction ``M``) are GEMMs of their own shapes; the fitted ``η`` depends on the
-    product ``MNK`` only, so the three have one ``η``. Routed experts: one GEMM per local
+    :func:`costgraph.training.kernel_table.gemm_eta` (``t0 + F/(P·e)·(1 + k0/K)``). The
+    input gradient (``M × K``, contraction ``N``) and the weight gradient (``N × K``,
+    contraction ``M``) are GEMMs of their own shapes. Routed experts: one GEMM per local
     expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance). An FP8 linear
-    (:func:`costgraph.training.fp8.fp8_linears`) runs at the FP8 peak with the same ``e``
-    and ``t0`` (no FP8 GEMM measurements in the table: an assumption, named in ``notes``).
+    (:func:`costgraph.training.fp8.fp8_linears`) runs its three GEMMs at the FP8 peak with
+    the table's FP8 fit (the BF16 fit where it has none: the rate's notes say so).
 ``attention`` — a flash core (``--attention flash``, the default: QKᵀ, the mask, softmax,
     dropout and probs·V of :func:`costgraph.engine.recompute.attention_regions`) is one
     fused kernel: forward ``F_fwd/(P·η_fwd(S))``, backward ``(F_bwd + F_QKᵀ)/(P·η_bwd(S))``
@@ -133,11 +132,14 @@ class _Ctx:
         c = d["cost"]
         if d["kind"] in GEMM_KINDS and (c.weights or c.tied):
             return ("matmul", *self.gemm(path, d, dtype))
-        if d["kind"] == "matmul":
+        if d["kind"] == "matmul":   # [.., m, k]·[.., k, n]: dX contracts over n, dY over m
             div = self.split(d["outputs"][0])
-            f = gemm_seconds(c.forward.matmul / div, self.peaks["bf16"], self.table)
-            back = 2 * f if c.backward_input.matmul != 0 else ZERO   # dX and dY: two GEMMs of the forward's size
-            return "matmul", f, back
+            f, p = c.forward.matmul / div, self.peaks["bf16"]
+            m, k = self.cg.tensors[d["inputs"][0]].shape[-2:]
+            n = self.cg.tensors[d["outputs"][0]].shape[-1]
+            back = gemm_seconds(f, n, p, self.table) + gemm_seconds(f, m, p, self.table) \
+                if c.backward_input.matmul != 0 else ZERO
+            return "matmul", gemm_seconds(f, k, p, self.table), back
         if not any(self.cg.tensors[t].storage == t for t in d["outputs"]):
             return "memory", ZERO, ZERO   # views only: no kernel
         moved = self.bytes_of(d) / self.bw
@@ -146,7 +148,7 @@ class _Ctx:
         if c.forward.matmul == 0:
             return "memory", moved, back
         div = self.split(d["outputs"][0])
-        peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm_efficiency)
+        peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm["bf16"][0])
         fb = (c.backward_input.matmul + c.backward_weight.matmul) / div / peak
         return "other", sympy.Max(c.forward.matmul / div / peak, moved), \
             (sympy.Max(fb, back) if has_back else ZERO)
@@ -167,10 +169,14 @@ class _Ctx:
         if pl.in_experts(path):   # E/e local experts per device, each a GEMM of M·k·e/E rows
             g = next(g for p, g in pl.experts.items() if path.startswith(p + "/"))
             calls = g.count / (pl.degree("e") * g.active)
-        peak = self.peaks[dtype]
-        one = gemm_seconds(2 * rows * n * k / calls, peak, self.table) * calls   # per active instance
-        back = (one if c.backward_input.matmul != 0 else ZERO) + (one if c.backward_weight.matmul != 0 else ZERO)
-        return one, back
+        peak, f, m = self.peaks[dtype], 2 * rows * n * k / calls, rows / calls   # per call; calls per active instance
+
+        def seconds(contraction):
+            return gemm_seconds(f, contraction, peak, self.table, dtype) * calls
+
+        dgrad = seconds(n) if c.backward_input.matmul != 0 else ZERO    # dX [M, K] = dY [M, N] · W [N, K]
+        wgrad = seconds(m) if c.backward_weight.matmul != 0 else ZERO   # dW [N, K] = dYᵀ [N, M] · X [M, K]
+        return seconds(k), dgrad + wgrad
 
     def flash(self, path, d, first_path):
         """``(forward, backward)`` seconds of one active instance of a product inside a flash core

@@ -217,6 +217,6 @@ def kernel_rate(hw, peaks: dict, source: str = "") -> Rate | None:
     if table is None:
         return None
     notes = (f"FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [{table.preset}] "
-             "(no FP8 GEMM measurements in it)",) if "fp8" in peaks else ()
+             "(no FP8 GEMM measurements in it)",) if "fp8" in peaks and "fp8" not in table.gemm else ()
     return Rate("kernels", sympy.Integer(1), peaks, "compute", source or hw.key, table, notes)
 
