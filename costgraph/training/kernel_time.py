@@ -46,6 +46,8 @@ per step**: the ``m`` micro-batches, the model's instances over ``p`` stages eve
 
 from __future__ import annotations
 
+import weakref
+
 import sympy
 
 from ..engine.graph import numel
@@ -68,13 +70,41 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     (the share of its forward the recompute policy runs again). ``layout``: a
     :class:`~costgraph.parallel.layout.Layout` (filled here); ``peaks``: ``{"bf16": P}`` and, for
     an FP8 policy, ``"fp8"`` (module docstring)."""
-    from ..engine.precision import precision as get_precision
-    from ..engine.recompute import attention_regions, recompute_plan
-    from ..parallel.placement import placement
-    from .fp8 import fp8_linears, policy_recipe
+    from ..engine.recompute import recompute_plan
+    from ..parallel.placement import KEY_FIELDS
 
     L = layout.filled()
     plan = recompute_plan(cg, L, L.attention)
+    key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
+           table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention) + \
+        tuple(getattr(L, f) for f in KEY_FIELDS)
+    times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
+    return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
+
+
+_CACHES: dict = {}
+
+
+def _cached(cg, key, make):
+    """``make()`` once per graph object and ``key`` (dropped with the graph): the planner derives
+    the step for every recompute policy and ZeRO stage of one split."""
+    entry = _CACHES.get(id(cg))
+    if entry is None or entry[0]() is not cg:
+        entry = (weakref.ref(cg), {})
+        _CACHES[id(cg)] = entry
+        weakref.finalize(cg, _CACHES.pop, id(cg), None)
+    if key not in entry[1]:
+        entry[1][key] = make()
+    return entry[1][key]
+
+
+def _times(cg, L, table, peaks) -> list:
+    """``(row without rerun, the path whose re-run share applies)`` per operator (:func:`kernel_ops`)."""
+    from ..engine.precision import precision as get_precision
+    from ..engine.recompute import attention_regions
+    from ..parallel.placement import placement
+    from .fp8 import fp8_linears, policy_recipe
+
     ctx = _Ctx(cg, placement(cg, L), table, get_precision(L.precision), peaks)
     fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
     cores = {}
@@ -86,12 +116,11 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
         if path in cores:   # inside a flash kernel: its products carry the kernel's seconds
             first, closing = cores[path]
             fwd, back = ctx.flash(path, d, first) if d["kind"] == "matmul" else (ZERO, ZERO)
-            cls, rerun = "attention", plan.rerun.get(closing, 0)
+            cls = "attention"
         else:
-            cls, fwd, back = ctx.op(path, d, "fp8" if path in fp8 else "bf16")
-            rerun = plan.rerun.get(path, 0)
-        rows.append({"path": path, "kind": d["kind"], "class": cls, "active": d["active"], "forward": fwd,
-                     "backward": back, "rerun": rerun})
+            (cls, fwd, back), closing = ctx.op(path, d, "fp8" if path in fp8 else "bf16"), path
+        rows.append(({"path": path, "kind": d["kind"], "class": cls, "active": d["active"], "forward": fwd,
+                      "backward": back}, closing))
     return rows
 
 
