@@ -55,7 +55,8 @@ ENV = "COSTGRAPH_DATA"
 #: Largest user data file read, in bytes (as ``hf_config.MAX_JSON_BYTES`` for a config.json).
 MAX_BYTES = 16 * 1024 * 1024
 #: The files a ``COSTGRAPH_DATA`` folder may hold (each adds entries to the bundled file of that name).
-USER_FILES = ("hardware.toml", "policies.toml", "optimizers.toml", "quantization.toml", "dtypes.toml")
+USER_FILES = ("hardware.toml", "policies.toml", "optimizers.toml", "quantization.toml", "dtypes.toml",
+              "kernels.toml")
 
 #: Field types: ``int`` (a non-negative TOML integer), ``decimal`` (a string such as
 #: "406.4", read exactly), ``ratio`` ({numerator, denominator}), ``text``, ``flag``

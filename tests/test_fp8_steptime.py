@@ -82,9 +82,10 @@ def test_rates_agree_and_differ_where_they_should(gpt):
 def test_peak_overrides_the_preset_and_the_step_follows(gpt):
     m, v = gpt
     F = sum(_gpt_flops(v))
-    st, r = _step(m, v, gpus=1, hardware="h100-sxm")
+    # the flat model asked for: h100-sxm has a kernel table, whose model is the default
+    st, r = _step(m, v, gpus=1, hardware="h100-sxm", efficiency="0.5")
     assert st["compute"] == R(F, 494_700_000_000_000)              # 989.4 TFLOP/s × 1/2 (hardware.toml)
-    st2, r2 = _step(m, v, gpus=1, hardware="h100-sxm", peak="500e12")
+    st2, r2 = _step(m, v, gpus=1, hardware="h100-sxm", peak="500e12")   # another peak: the flat default
     assert st2["compute"] == R(F, 250 * 10**12)                     # --peak changes the step, not only the time
     assert r2.compute["time"]["step_seconds"].xreplace(v) == st2["total"]
 
@@ -142,10 +143,10 @@ def test_fp8_matmuls_at_the_fp8_peak(gpt):
     lin, rest = _gpt_flops(v)
     P8, P = 1_978_900_000_000_000, 989_400_000_000_000
     for pol in ("fp8-delayed", "fp8-current", "fp8-blockwise"):
-        st, r = _step(m, v, gpus=1, hardware="h100-sxm", policy=pol)
+        st, r = _step(m, v, gpus=1, hardware="h100-sxm", policy=pol, efficiency="0.5")
         assert st["compute"] == lin / (P8 * R(1, 2)) + rest / (P * R(1, 2))
         assert r.compute["rate"].peaks == {"bf16": P, "fp8": P8}
-    bf16 = _step(m, v, gpus=1, hardware="h100-sxm", policy="megatron")[0]["compute"]
+    bf16 = _step(m, v, gpus=1, hardware="h100-sxm", policy="megatron", efficiency="0.5")[0]["compute"]
     assert bf16 == (lin + rest) / (P * R(1, 2))
     # --mfu u: the model FLOPs of each precision at u of its peak; --achieved: one rate for all
     st = _step(m, v, gpus=1, hardware="h100-sxm", policy="fp8-delayed", mfu="0.5")[0]

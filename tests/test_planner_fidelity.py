@@ -17,13 +17,13 @@ from costgraph.parallel.layout import Layout
 H100 = 80_000_000_000   # h100-sxm's device memory, bytes (hardware.toml)
 
 
-def _train_row(m, values, row, *, gpus, attention, reserve=None):
+def _train_row(m, values, row, *, gpus, attention, reserve=None, efficiency=None):
     """Model.train on a reported row, as `costgraph train` runs it: (peak bytes, step seconds, fits)."""
     layout = Layout(t=row["tp"], p=row["pp"], c=row["cp"], e=row["ep"], gpus=gpus, sp=row["sp"], zero=row["zero"],
                     m=row["micro_batches"], recompute=row["recompute"], attention=attention,
                     schedule="interleaved" if row["virtual_stages"] > 1 else "1f1b", v=row["virtual_stages"])
     vals = {**values, m.graph.dims["b"].symbol: sympy.Integer(row["micro_batch"])}
-    r = m.train(layout, values=vals, hardware="h100-sxm", reserve=reserve)
+    r = m.train(layout, values=vals, hardware="h100-sxm", reserve=reserve, efficiency=efficiency)
     peak = int(sympy.ceiling(r.most_loaded().memory["total"].xreplace(vals)))
     return peak, float(r.step["total"].xreplace(vals)), r.fits["fits"]
 
@@ -94,14 +94,24 @@ def test_no_duplicate_rows_and_no_selective_under_flash():
 
 
 def test_fsdp_over_cp_at_dp_1():
-    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks first."""
+    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks first under the
+    flat model."""
     m = costgraph.load("llama")
     values = m.values("llama-3-8b", s=262144)
-    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=3)
-    top = res.layouts[0]
+    # the flat model (one efficiency for every kernel): the compute is the same, the communication decides
+    flat = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=3, efficiency="0.5")
+    top = flat.layouts[0]
     assert (top["tp"], top["pp"], top["cp"], top["dp"], top["zero"]) == (1, 1, 8, 1, 3)
-    peak, step, _ = _train_row(m, values, top, gpus=8, attention="flash")
-    assert (peak, step) == (top["memory_bytes"], top["step_seconds"])
+    # the per-kernel model (the default on h100-sxm): FSDP x CP 8 is listed, but TP 2 x CP 4 x SP ranks
+    # first: the flash kernel runs ring steps of s/4 = 65,536 keys at a higher efficiency than s/8's
+    # (kernels.toml: FlashAttention-3's efficiency grows with the sequence length)
+    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=6)
+    first = res.layouts[0]
+    assert (first["tp"], first["cp"], first["dp"], first["sp"]) == (2, 4, 1, True)
+    assert any((r["tp"], r["cp"], r["zero"]) == (1, 8, 3) for r in res.layouts)
+    for row, kw in ((top, {"efficiency": "0.5"}), (first, {})):
+        peak, step, _ = _train_row(m, values, row, gpus=8, attention="flash", **kw)
+        assert (peak, step) == (row["memory_bytes"], row["step_seconds"])
 
 
 def test_divides_told_apart_from_fits(capsys):

@@ -16,7 +16,7 @@ def add_parser(sub) -> None:
     pl.add_argument("--hardware", required=True, help="a hardware preset (costgraph hardware)")
     pl.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     pl.add_argument("--tokens", help="training tokens D: days to train for the best layouts")
-    pl.add_argument("--efficiency", default=choices.DEFAULT_EFFICIENCY, help=f"the fraction of the peak the compute kernels reach (default {choices.DEFAULT_EFFICIENCY})")
+    pl.add_argument("--efficiency", default=None, help=f"a flat fraction of the peak every compute kernel reaches (default: the per-kernel time model on a preset with a kernel table, else {choices.DEFAULT_EFFICIENCY})")
     pl.add_argument("--memory", help="device memory instead of the preset's (80GB, 80GiB)")
     pl.add_argument("--precision", default=choices.DEFAULT_POLICY, help=f"precision policy (default {choices.DEFAULT_POLICY})")
     pl.add_argument("--optimizer", default=choices.DEFAULT_OPTIMIZER,

@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
     t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
     t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
     t.add_argument("--efficiency", default=None,
-                   help="the fraction of each peak the compute kernels reach in the step time (default "
+                   help="a flat fraction of each peak every compute kernel reaches in the step time (default: the "
+                        "per-kernel time model on a preset with a kernel table, else "
                         f"{choices.DEFAULT_EFFICIENCY} with a peak; one rate: --mfu, --achieved or --efficiency)")
     efficiency_profile_argument(t)   # a calibration profile (costgraph calibrate)
     cost_arguments(t, scope=False, precision=False)   # --convention --causal --profile --no-dropout

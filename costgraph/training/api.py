@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import sympy
+
 from .. import arguments
 from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
@@ -100,6 +102,8 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
+    if compute is not None and "rate" in compute:
+        notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
     if megatron:
         from .megatron import megatron_beside
@@ -311,6 +315,11 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     filled = layout.filled()
     rate = step_rate(hw, filled.policy, peak=peak, mfu=mfu, achieved=achieved, efficiency=efficiency,
                      covers=rate_covers)
+    if rate is not None and rate.kind == "kernels" and filled.lora_rank is not None:   # adapters: the flat model
+        from .steptime import Rate
+
+        rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source, notes=(
+            "LoRA adapters are not timed per kernel: the flat --efficiency 0.5 of the peak is assumed",))
     out = compute_summary(model.graph, filled, convention=convention, causal=causal, router=router)
     cols = None
     if layout.lora_rank is None:   # adapters: the frozen base's traffic is not modelled
@@ -332,7 +341,9 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     if hw is not None and cols is not None:
         out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
                                 for k, c in cols.items()}
-    out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
+    out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "compute_by_class")}
+    if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
+        out["compute_by_class"] = st["compute_by_class"]
     out["rate"] = rate
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)

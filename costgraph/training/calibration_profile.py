@@ -16,7 +16,7 @@ import sympy
 from ..errors import CostgraphValueError
 
 #: the kernel classes a per-kernel time model reports (``compute_by_class``) → their factor names
-CLASSES = {"matmul": "compute-matmul", "attention": "compute-attention", "memory_bound": "compute-memory-bound"}
+CLASSES = {"matmul": "compute-matmul", "attention": "compute-attention", "memory": "compute-memory-bound"}
 #: the groups of collective kinds (costgraph.parallel.communication.KINDS) that a factor names
 GROUPS = {"tp": "tp", "cp": "cp", "ep": "ep", "pp": "pp", "tied_embedding": "pp", "dp_grads": "dp",
           "zero_reduce_scatter": "dp", "zero_all_gather": "dp", "fsdp": "dp"}
@@ -36,8 +36,10 @@ BOUNDS_SOURCE = "costgraph.training.calibration.BOUNDS (assumption: a factor of 
 def time_model(rate) -> str:
     """The name of the time model a profile is fitted under: :data:`~costgraph.training.steptime.TIME_MODEL`
     and the rate it runs at (``flat-efficiency (efficiency 1/2)``)."""
-    from .steptime import TIME_MODEL
+    from .steptime import KERNEL_TIME_MODEL, TIME_MODEL
 
+    if rate.kind == "kernels":
+        return f"{KERNEL_TIME_MODEL} (kernels.toml [{rate.table.preset}])"
     return f"{TIME_MODEL} ({rate.kind} {rate.value})"
 
 

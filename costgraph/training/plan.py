@@ -139,7 +139,7 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
-         efficiency=sympy.Rational(1, 2), attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
+         efficiency=None, attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
          cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
@@ -149,6 +149,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). A progress bar
     shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`).
+    ``efficiency``: a flat fraction of the peak for every kernel; None (default): the per-kernel
+    time model of the preset's kernel table (:mod:`costgraph.training.kernel_time`), else 1/2.
     ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`)."""
     from ..export.progress import progress
 
@@ -211,6 +213,17 @@ def layout_of(c: Candidate, settings: dict) -> Layout:
     return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
                   schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
                   policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16")
+
+
+def step_rate_of(hardware, policy: str, efficiency):
+    """The :class:`~costgraph.training.steptime.Rate` the planner and ``train`` share: None for a flat
+    ``efficiency`` (``step_time``'s own), the per-kernel rate of the preset's kernel table when
+    ``efficiency`` is None (:func:`costgraph.training.rate.kernel_rate`), else None (flat 1/2)."""
+    if efficiency is not None:
+        return None
+    from .steptime import default_peaks, kernel_rate
+
+    return kernel_rate(hardware, default_peaks(hardware, policy))
 
 
 def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None) -> tuple[int, sympy.Expr]:

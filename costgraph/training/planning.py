@@ -37,7 +37,7 @@ class PlanResult(Tabular):
     hardware: str
     global_batch: int
     capacity_bytes: int
-    efficiency: float
+    efficiency: float | None   # None: the per-kernel time model (settings["time_model"])
     considered: int
     refused: dict
     layouts: list
@@ -66,7 +66,9 @@ class PlanResult(Tabular):
             words.append(f"--schedule interleaved --virtual-stages {row['virtual_stages']}")
         words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
                   f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
-                  f"--optimizer {st['optimizer']}", f"--efficiency {st.get('efficiency_text', self.efficiency)}"]
+                  f"--optimizer {st['optimizer']}"]
+        if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
+            words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
@@ -75,7 +77,8 @@ class PlanResult(Tabular):
     def to_dict(self) -> dict:
         """The document ``costgraph plan --format json`` prints (JSON values only)."""
         return {"model": self.model, "gpus": self.gpus, "hardware": self.hardware, "global_batch": self.global_batch,
-                "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency, "considered": self.considered,
+                "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency,
+                "time_model": self.settings.get("time_model", "flat"), "considered": self.considered,
                 "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
                 "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
                 "layouts": [dict(r) for r in self.layouts], "calibration": self.calibration}
@@ -99,8 +102,11 @@ class PlanResult(Tabular):
                + (f" less a reserve of {units.with_unit('activation_bytes', self.reserve_bytes)} ("
                   + ("calibrated" if (self.calibration or {}).get("memory_reserve_bytes") is not None else "--reserve")
                   + ")" if self.reserve_bytes else "") + f"; attention {st['attention']}"
-               + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute at "
-               f"{self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)",
+               + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute "
+               + (f"at {self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)"
+                  + (f" ({st['assumed']})" if st.get("assumed") else "")
+                  if self.efficiency is not None else
+                  f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
                f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
         heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
@@ -186,14 +192,19 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw = preset(hardware)
     capacity = parse_size(memory) if isinstance(memory, str) else memory if memory is not None else hw.memory_bytes
-    eff = arguments.rational(DEFAULT_EFFICIENCY if efficiency is None else efficiency, "--efficiency")
-    if not 0 < eff <= 1:
+    eff = None if efficiency is None else arguments.rational(efficiency, "--efficiency")
+    if eff is not None and not 0 < eff <= 1:
         raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
+    from .plan import step_rate_of
+
+    kernels = step_rate_of(hw, precision, eff)   # the per-kernel model when no flat efficiency is given
+    if eff is None and kernels is None:
+        eff = arguments.rational(DEFAULT_EFFICIENCY, "--efficiency")
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
         raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
-    profile, factors, calibration = _calibration(efficiency_profile, hw, eff, reserve)
+    profile, factors, calibration = _calibration(efficiency_profile, hw, eff, reserve, kernels)
     held = reserve_bytes(reserve if reserve is not None or profile is None or profile.reserve is None
                          else f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
@@ -213,16 +224,21 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
             ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
+                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
+                "time_model": "flat" if kernels is None else "kernels",
+                "kernel_table": None if kernels is None else kernels.table.preset,
+                "assumed": None if kernels is not None or efficiency is not None else
+                f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed",
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
-    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, float(eff), result.considered,
-                      result.refused, rows, settings, held, result.divisible, least, calibration)
+    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
+                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration)
 
 
-def _calibration(source, hw, eff, reserve):
+def _calibration(source, hw, eff, reserve, kernels=None):
     """``(profile, factors, calibrated)`` of ``efficiency_profile`` (None: none), checked against
-    the preset ``hw`` and the planner's rate (``efficiency`` ``eff``)."""
+    the preset ``hw`` and the planner's rate (``kernels``, the per-kernel rate, else the flat
+    ``efficiency`` ``eff``)."""
     if source is None:
         return None, None, None
     from .calibration_profile import calibrated, check
@@ -230,5 +246,5 @@ def _calibration(source, hw, eff, reserve):
     from .steptime import Rate
 
     profile = load_profile(source)
-    check(profile, hw.key, Rate("efficiency", eff))
+    check(profile, hw.key, kernels if kernels is not None else Rate("efficiency", eff))
     return profile, profile.multipliers(), calibrated(profile, reserve=reserve is None)

@@ -1,8 +1,10 @@
 """The rate of the one step time (:mod:`costgraph.training.steptime`) from the options of
 ``costgraph train``, and the time section derived from the step.
 
-Exactly one of ``--mfu``, ``--achieved`` and ``--efficiency`` sets the rate
-(``--efficiency 0.5`` when none is given and a peak is known); ``--peak``
+Exactly one of ``--mfu``, ``--achieved`` and ``--efficiency`` sets a flat rate; when
+none is given, the per-kernel time model (:mod:`costgraph.training.kernel_time`) on a
+preset with a kernel table (``training/kernels.toml``), else ``--efficiency 0.5`` when a
+peak is known (with a warning naming the preset without a table); ``--peak``
 replaces the preset's BF16 peak, or gives one without a preset; an FP8 policy
 takes the preset's FP8 peak for its FP8 linears. ``--rate-covers`` names what
 the rate covers (``compute``: the kernels, bubble and communication added;
@@ -21,7 +23,7 @@ import sympy
 from .. import arguments
 from ..choices import DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
-from .steptime import COVERS, Rate
+from .steptime import COVERS, Rate, kernel_rate
 
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY
@@ -61,13 +63,20 @@ def step_rate(hw, policy, *, peak=None, mfu=None, achieved=None, efficiency=None
     if mfu is not None or achieved is not None:
         kind, value = ("mfu", mfu) if mfu is not None else ("achieved", achieved)
         return Rate(kind, value, peaks, covers or "step", source)
+    if efficiency is None and covers != "step" and hw is not None and peak == hw.peak_flops_bf16:
+        got = kernel_rate(hw, peaks, source)
+        if got is not None:
+            return got
     if covers == "step":
         raise CostgraphValueError("--efficiency is the fraction of the peak the kernels reach: it covers the compute",
                                   hint="--rate-covers step is for --mfu or --achieved measured over whole steps")
     eff = arguments.rational(DEFAULT_EFFICIENCY if efficiency is None else efficiency, "--efficiency")
     if not 0 < eff <= 1:
         raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
-    return Rate("efficiency", eff, peaks, "compute", source)
+    notes = () if efficiency is not None or hw is None else (
+        f"no kernel table for {hw.key} (training/kernels.toml): the flat --efficiency {DEFAULT_EFFICIENCY} "
+        "of the peak is assumed for every kernel",)
+    return Rate("efficiency", eff, peaks, "compute", source, notes=notes)
 
 
 def time_from_step(flops: dict, layout, step, rate: Rate, *, tokens=None, price=None) -> dict:

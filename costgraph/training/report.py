@@ -131,6 +131,9 @@ def _compute_json(compute: dict, values) -> dict:
         out["step"]["hardware"] = compute["hardware"]
         out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
                                "peaks": {k: int(v) for k, v in rate.peaks.items()}}
+        out["step"]["time_model"] = rate.model
+        if "compute_by_class" in compute:   # the per-kernel model (costgraph.training.kernel_time)
+            out["step"]["compute_by_class"] = {k: _number(v, values) for k, v in compute["compute_by_class"].items()}
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration.calibrated)
         out["calibration"] = compute["calibration"]
     return out
@@ -269,6 +272,10 @@ def _step_text(compute: dict, values) -> list[str]:
                 f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s")
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
+    if "compute_by_class" in compute:   # the per-kernel model: compute by kernel class
+        parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute["compute_by_class"].items()}
+        extra.insert(0, "  compute by kernel class: " + ", ".join(
+            f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
         from .calibration_profile import calibrated_text
 

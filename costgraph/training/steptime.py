@@ -56,13 +56,15 @@ from .compute import training_flops
 from .offload import offload_link_seconds, offloaded
 
 EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
-#: what sets the rate of the compute
-RATE_KINDS = ("efficiency", "mfu", "achieved")
+#: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
+RATE_KINDS = ("efficiency", "mfu", "achieved", "kernels")
 #: what a rate covers (a named convention): the compute kernels, or whole steps
 COVERS = ("compute", "step")
 #: the name of this time model: a calibration profile is fitted under it and refused under another
 #: (costgraph.training.calibration); change it when the model of the parts changes
 TIME_MODEL = "flat-efficiency"
+#: the name of the per-kernel time model (costgraph.training.kernel_time), as a profile records it
+KERNEL_TIME_MODEL = "per-kernel"
 
 
 @dataclass(frozen=True)
@@ -77,13 +79,25 @@ class Rate:
     peaks: dict = field(default_factory=dict)
     covers: str = "compute"
     source: str = ""
+    #: ``kernels``: the preset's :class:`~costgraph.training.kernel_table.KernelTable`
+    table: object = None
+    #: what was assumed (a preset without a kernel table, FP8 GEMMs without FP8 points), for the warnings
+    notes: tuple = ()
+
+    @property
+    def model(self) -> str:
+        """The time model's name: ``kernels`` (per-kernel) or ``flat`` (one rate for every kernel)."""
+        return "kernels" if self.kind == "kernels" else "flat"
 
     def describe(self) -> str:
         """One line naming the rate, e.g. ``--efficiency 1/2 of the peak (kernels; bubble and
         communication added)``."""
         v = self.value
-        what = {"efficiency": f"--efficiency {float(v):.4g} of each peak", "mfu": f"--mfu {float(v):.4g}",
-                "achieved": f"--achieved {float(v):.4g} FLOP/s"}[self.kind]
+        if self.kind == "kernels":
+            what = f"per-kernel time model, kernels.toml [{self.table.preset}]"
+        else:
+            what = {"efficiency": f"--efficiency {float(v):.4g} of each peak", "mfu": f"--mfu {float(v):.4g}",
+                    "achieved": f"--achieved {float(v):.4g} FLOP/s"}[self.kind]
         peaks = ", ".join(f"{k.upper()} {float(p) / 1e12:g} TFLOP/s" for k, p in self.peaks.items())
         cover = ("over whole steps: bubble and communication inside" if self.covers == "step"
                  else "kernels only: bubble and communication added")
@@ -132,7 +146,7 @@ def compute_seconds(split: dict, rate: Rate) -> sympy.Expr:
     return sympy.Add(*[f / (sympy.Integer(rate.peaks[d]) * rate.value) for d, f in which.items() if f != 0])
 
 
-def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: dict | None = None,
+def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = None,
               stage: str = "first", placement: Placement | None = None,
               collectives: dict | None = None, with_total: bool = True, rate: Rate | None = None,
               convention: str | None = None, causal: str | None = None, factors=None) -> dict:
@@ -140,18 +154,34 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     ``communication_overlapped`` (not added), ``total``, and ``by_kind`` (seconds of each
     collective kind). ``layout`` filled; ``hardware`` a :class:`costgraph.hardware.Hardware`, or
     None with ``rate`` (its peaks given): no communication then. ``rate``: a :class:`Rate`; without
-    one, ``efficiency`` of the preset's peaks. ``placement``, ``collectives``: the layout's, if the
+    one, a flat ``efficiency`` of the preset's peaks, or (``efficiency`` None) the per-kernel model
+    of the preset's kernel table (:func:`kernel_rate`), else 1/2 of the peaks. ``placement``, ``collectives``: the layout's, if the
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
     counts the same way); ``factors``: a calibration's multipliers of the parts
     (:class:`costgraph.training.calibration_profile.Factors`; None: none)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
+    if rate is None and efficiency is None and hardware is not None:
+        rate = kernel_rate(hardware, default_peaks(hardware, L.policy))
     if rate is None:
-        rate = Rate("efficiency", efficiency, default_peaks(hardware, L.policy))
-    compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
-    if factors is not None:   # calibration (costgraph.training.calibration): the compute kernels' multiplier
-        compute = factors.scale_compute(compute)
+        rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency,
+                    default_peaks(hardware, L.policy))
+    by_class = None
+    if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
+        from .kernel_time import CLASSES, kernel_seconds
+
+        ks = kernel_seconds(cg, L, rate.table, rate.peaks)
+        by_class = {k: ks[k] for k in CLASSES}
+        if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
+            by_class = factors.scale_compute(None, by_class)
+        compute = sympy.Add(*by_class.values())
+    else:
+        if rate.kind == "kernels":   # adapters: the flat default (step_rate names it in the rate's notes)
+            rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source)
+        compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
+        if factors is not None:   # calibration (costgraph.training.calibration): the compute kernels' multiplier
+            compute = factors.scale_compute(compute)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds = {}
@@ -167,6 +197,8 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
              "communication_overlapped": overlapped, "by_kind": kinds}
+    if by_class is not None:
+        parts["compute_by_class"] = by_class
     busy = compute + bubble
     if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
         from .memory import training_memory
@@ -193,3 +225,18 @@ def default_peaks(hardware, policy) -> dict:
     if policy_recipe(policy) is not None:
         peaks["fp8"] = hardware.peak_flops("fp8")
     return peaks
+
+
+
+def kernel_rate(hw, peaks: dict, source: str = "") -> Rate | None:
+    """The per-kernel :class:`Rate` of preset ``hw`` on ``peaks`` (None without a kernel table);
+    its notes say what is assumed (FP8 GEMMs at the BF16 fit)."""
+    from .kernel_table import kernel_table
+
+    table = kernel_table(hw)
+    if table is None:
+        return None
+    notes = (f"FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [{table.preset}] "
+             "(no FP8 GEMM measurements in it)",) if "fp8" in peaks and "fp8" not in table.gemm else ()
+    return Rate("kernels", sympy.Integer(1), peaks, "compute", source or hw.key, table, notes)
+

@@ -1,0 +1,174 @@
+"""Per-preset kernel tables of the per-kernel step-time model (``training/kernels.toml``).
+
+A :class:`KernelTable` holds, for one hardware preset, the measured kernel-level
+points (GEMM FLOP/s per shape; flash-attention FLOP/s per sequence length,
+forward and backward) with their sources, and the parameters fitted to them:
+
+* **GEMM** (one call of ``F = 2·M·N·K`` FLOPs, contraction ``K``):
+  ``seconds = t0 + F/(P·e)·(1 + k0/K)`` with ``e`` = ``gemm_efficiency``, ``t0`` =
+  ``gemm_launch_ns`` (a fixed time per call: launch, fill, drain) and ``k0`` =
+  ``gemm_k0`` (each output tile's fixed work, amortized over the contraction), i.e.
+  the efficiency :func:`gemm_eta` ``η(M, N, K) = e·F·K / (F·(K + k0) + P·e·t0·K)``
+  — a SymPy closed form in the per-device shape, saturating at ``e`` for large
+  GEMMs. Fitted by :func:`fit_gemm` (linear least squares on the relative error
+  of each point's seconds, which are linear in ``t0``, ``1/e`` and ``k0/e``). An
+  FP8 fit (``gemm_fp8_*``, at the FP8 peak) where the table has FP8 points.
+* **Attention** (a fused flash kernel, key length ``S`` per call):
+  :func:`attention_eta` ``η(S) = e·S/(S + s0)``, forward and backward apart,
+  fitted by :func:`fit_attention` (least squares on ``1/η = 1/e + (s0/e)/S``,
+  weighted by the measured ``η``).
+* **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s).
+
+``P`` is the preset's BF16 peak (:class:`costgraph.hardware.Hardware`). The
+file format and every number's source: the header of ``kernels.toml`` and
+docs/step-time.md. A ``COSTGRAPH_DATA`` folder may add a ``kernels.toml`` of
+its own presets (never replacing a bundled one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy
+
+from .. import datafiles
+from ..datafiles import Field, Kind, Schema
+
+FILE = "kernels.toml"
+
+KIND = Kind("kernel table", (
+    Field("description", "text"),
+    Field("gemm_efficiency", "decimal", positive=True, doc="the fraction of the BF16 peak a large GEMM reaches"),
+    Field("gemm_launch_ns", unit="ns", doc="fixed seconds of one GEMM call (launch, fill and drain), in ns"),
+    Field("gemm_k0", unit="", doc="each output tile's fixed work, in multiply-adds along K"),
+    Field("gemm_points", "list", doc="[M, N, K, measured FLOP/s] the GEMM parameters are fitted to"),
+    Field("gemm_source", "text"),
+    Field("gemm_fp8_efficiency", "decimal", required=False, positive=True, doc="the same at the FP8 peak"),
+    Field("gemm_fp8_launch_ns", unit="ns", required=False),
+    Field("gemm_fp8_k0", unit="", required=False),
+    Field("gemm_fp8_points", "list", required=False),
+    Field("gemm_fp8_source", "text", required=False),
+    Field("attention_forward_efficiency", "decimal", positive=True),
+    Field("attention_forward_s0", unit="tokens"),
+    Field("attention_forward_points", "list", doc="[key length S, measured FLOP/s]"),
+    Field("attention_forward_source", "text"),
+    Field("attention_backward_efficiency", "decimal", positive=True),
+    Field("attention_backward_s0", unit="tokens"),
+    Field("attention_backward_points", "list"),
+    Field("attention_backward_source", "text"),
+    Field("attention_head_dim", unit="", positive=True, doc="the head dim of the attention measurements"),
+    Field("hbm_bandwidth", unit="B/s", positive=True, doc="achieved (measured) HBM bandwidth"),
+), together=(("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),))
+#: ``kernels.toml``: one table per hardware preset key; a ``COSTGRAPH_DATA`` folder may add tables.
+SCHEMA = Schema(FILE, "costgraph.training", entries=KIND, user=True)
+
+
+@dataclass(frozen=True)
+class KernelTable:
+    """One preset's kernel table (module docstring); numbers exact (``Fraction`` or ``int``)."""
+
+    preset: str
+    description: str
+    gemm: dict                 # "bf16" (and "fp8" where measured) → (efficiency, launch ns, k0)
+    gemm_points: dict          # "bf16"/"fp8" → ((M, N, K, FLOP/s), ...)
+    attention: dict            # "forward"/"backward" → (efficiency, s0)
+    attention_points: dict     # "forward"/"backward" → ((S, FLOP/s), ...)
+    attention_head_dim: int
+    hbm_bandwidth: int
+    sources: dict
+
+    def to_dict(self) -> dict:
+        """The parameters and their sources (the points left out), for JSON."""
+        return {"preset": self.preset,
+                "gemm": {k: {"efficiency": float(e), "launch_ns": t0, "k0": k0} for k, (e, t0, k0) in self.gemm.items()},
+                "attention": {k: {"efficiency": float(e), "s0": s0} for k, (e, s0) in self.attention.items()},
+                "attention_head_dim": self.attention_head_dim, "hbm_bandwidth": self.hbm_bandwidth,
+                "sources": dict(self.sources)}
+
+
+def _points(entry, key, width):
+    pts = entry[key]
+    if not isinstance(pts, list) or not all(isinstance(p, list) and len(p) == width and
+                                            all(isinstance(v, int) and v > 0 for v in p) for p in pts) or not pts:
+        raise entry.error(f"{key} is not a list of [{', '.join(['positive integer'] * width)}] rows", key)
+    return tuple(tuple(p) for p in pts)
+
+
+def _table(entry) -> KernelTable:
+    att = {d: (entry[f"attention_{d}_efficiency"], entry[f"attention_{d}_s0"]) for d in ("forward", "backward")}
+    pts = {d: _points(entry, f"attention_{d}_points", 2) for d in ("forward", "backward")}
+    sources = {**entry.sources, **{k: entry[k] for k in ("gemm_source", "gemm_fp8_source", "attention_forward_source",
+                                                         "attention_backward_source") if k in entry}}
+    gemm, gpts = {}, {}
+    for dtype, pre in (("bf16", "gemm"), ("fp8", "gemm_fp8")):
+        if f"{pre}_efficiency" in entry:
+            gemm[dtype] = (entry[f"{pre}_efficiency"], entry[f"{pre}_launch_ns"], entry[f"{pre}_k0"])
+            gpts[dtype] = _points(entry, f"{pre}_points", 4)
+    return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
+                       entry["hbm_bandwidth"], sources)
+
+
+def tables() -> dict[str, KernelTable]:
+    """Every kernel table by preset key (the bundled file and a ``COSTGRAPH_DATA`` one)."""
+    return {name: _table(e) for name, e in datafiles.load(SCHEMA).entries.items()}
+
+
+def kernel_table(hardware) -> KernelTable | None:
+    """The kernel table of preset ``hardware`` (a :class:`~costgraph.hardware.Hardware` or None);
+    None when its key has none (the caller falls back to the flat efficiency, saying so)."""
+    if hardware is None:
+        return None
+    return tables().get(hardware.key)
+
+
+# ---------------------------------------------------------------- the closed forms
+
+def _gemm(table: KernelTable, dtype: str):
+    e, t0, k0 = table.gemm[dtype if dtype in table.gemm else "bf16"]
+    return sympy.Rational(e), sympy.Rational(t0, 10**9), sympy.Integer(k0)
+
+
+def gemm_seconds(flops, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Expr:
+    """Seconds of one GEMM call of ``flops`` FLOPs contracting over ``k`` at ``peak`` FLOP/s:
+    ``t0 + F/(P·e)·(1 + k0/K)`` with the ``dtype`` fit (``fp8`` without FP8 points: the BF16 fit)."""
+    e, t0, k0 = _gemm(table, dtype)
+    return t0 + flops / (sympy.Integer(peak) * e) * (1 + k0 / k)
+
+
+def gemm_eta(m, n, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Expr:
+    """η(M, N, K) of one GEMM (module docstring): ``e·F·K / (F·(K + k0) + P·e·t0·K)``, ``F = 2MNK``."""
+    f = 2 * m * n * k
+    e, t0, k0 = _gemm(table, dtype)
+    return e * f * k / (f * (k + k0) + sympy.Integer(peak) * e * t0 * k)
+
+
+def attention_eta(s, direction: str, table: KernelTable) -> sympy.Expr:
+    """η(S) of the flash kernel's ``direction`` (``forward`` or ``backward``): ``e·S/(S + s0)``."""
+    e, s0 = table.attention[direction]
+    return sympy.Rational(e) * s / (s + s0)
+
+
+# ---------------------------------------------------------------- the fits
+
+def fit_gemm(points, peak) -> tuple[float, float, float]:
+    """``(e, t0 in ns, k0)`` of ``seconds = t0 + F/(P·e)·(1 + k0/K)`` fitted to ``points``
+    ``(M, N, K, FLOP/s)`` by linear least squares on the relative error of each point's seconds."""
+    import numpy as np
+
+    a = np.array(points, dtype=np.float64)
+    f = 2 * a[:, 0] * a[:, 1] * a[:, 2]
+    t = f / a[:, 3]
+    cols = np.stack([np.ones_like(t), f / float(peak), f / float(peak) / a[:, 2]], axis=1)
+    x = np.linalg.lstsq(cols / t[:, None], np.ones_like(t), rcond=None)[0]
+    return float(1 / x[1]), float(x[0] * 1e9), float(x[2] / x[1])
+
+
+def fit_attention(points, peak) -> tuple[float, float]:
+    """``(e, s0)`` of ``η(S) = e·S/(S + s0)`` fitted to ``points`` ``(S, FLOP/s)``."""
+    import numpy as np
+
+    a = np.array(points, dtype=np.float64)
+    s, eta = a[:, 0], a[:, 1] / float(peak)
+    x = np.linalg.lstsq(np.stack([eta, eta / s], axis=1), np.ones_like(s), rcond=None)[0]
+    return float(1 / x[0]), float(x[1] / x[0])

@@ -1,0 +1,222 @@
+"""Compute seconds per step by kernel — the per-operator time model of the step time.
+
+An analysis over the graph and the layout's :class:`~costgraph.parallel.placement.Placement`:
+every operator is timed as the kernel it runs on one device, with its per-device shape
+after the TP/CP/EP/SP splits, and the seconds summed per device per step. Each
+operator falls in one class (``compute_by_class`` of the step):
+
+``matmul`` — GEMMs: ``linear`` (and a tied head), ``conv2d``/``conv3d``/``dense_conv1d``
+    lowered to GEMM, and ``matmul`` of two activations outside a flash attention core.
+    Per device the weight ``[N, K·…]`` is its shard (a column-parallel linear divides
+    ``N`` by ``t``, a row-parallel one ``K``, as Megatron's ColumnParallelLinear and
+    RowParallelLinear do; expert TP likewise), and ``M`` is the output's rows divided by
+    CP (and by TP when SP splits the rows of a linear TP does not split). Each GEMM call
+    of ``F = 2MNK`` FLOPs takes ``F/(P·η(M, N, K))`` seconds,
+    :func:`costgraph.training.kernel_table.gemm_eta` (``t0 + F/(P·e)·(1 + k0/K)``). The
+    input gradient (``M × K``, contraction ``N``) and the weight gradient (``N × K``,
+    contraction ``M``) are GEMMs of their own shapes. Routed experts: one GEMM per local
+    expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance). An FP8 linear
+    (:func:`costgraph.training.fp8.fp8_linears`) runs its three GEMMs at the FP8 peak with
+    the table's FP8 fit (the BF16 fit where it has none: the rate's notes say so).
+``attention`` — a flash core (``--attention flash``, the default: QKᵀ, the mask, softmax,
+    dropout and probs·V of :func:`costgraph.engine.recompute.attention_regions`) is one
+    fused kernel: forward ``F_fwd/(P·η_fwd(S))``, backward ``(F_bwd + F_QKᵀ)/(P·η_bwd(S))``
+    (the kernel recomputes QKᵀ: 2.5 × the forward's FLOPs, as FlashAttention's benchmarks
+    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step). Under a
+    causal mask the kernel skips the masked blocks: its FLOPs are the kept pairs'
+    (:func:`costgraph.engine.totals.causal_share` as an area, whatever ``--causal`` counts).
+    The softmax and the other operators inside the core cost nothing apart. With eager
+    attention the products are GEMMs and the rest memory-bound.
+``memory`` — every other operator without matrix FLOPs (norms, softmax, activations,
+    dropout, rotary, casts, residual adds, embedding lookups): ``bytes / hbm_bandwidth``.
+    **Bytes**: the elements of each input and of each output that is not a view, at the
+    bytes of its role under the layout's precision, each divided by the devices sharing it
+    (TP/SP and CP, :meth:`Placement.tensor_divisor` and ``sequence_divisor``); the backward
+    moves twice the forward's bytes (reads the output gradient and the saved inputs,
+    writes the input gradients) when the operator has a backward. An operator whose
+    outputs are all views (split, transpose, ...) runs no kernel.
+``other`` — operators with matrix FLOPs that are no GEMM (selective scans, linear
+    attention, depthwise convolutions): a roofline ``Max(F/(P·e), bytes/bandwidth)``.
+
+**Recomputation** re-runs each operator's forward kernel (``rerun`` share of
+:func:`costgraph.engine.recompute.recompute_plan`) at its own class rule. **Per device
+per step**: the ``m`` micro-batches, the model's instances over ``p`` stages evenly
+(the layers and the ops outside them alike, as the flat FLOP count divides them).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import sympy
+
+from ..engine.graph import numel
+from ..engine.symbols import as_expr
+from ..engine.totals import causal_share
+from .kernel_table import KernelTable, attention_eta, gemm_seconds
+
+ZERO = sympy.Integer(0)
+ONE = sympy.Integer(1)
+#: the classes of :func:`kernel_seconds`, in display order
+CLASSES = ("matmul", "attention", "memory", "other")
+#: operators timed as GEMMs (their weight ``[N, ...]`` gives N and K)
+GEMM_KINDS = ("linear", "conv2d", "conv3d", "dense_conv1d")
+
+
+def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
+    """One row per operator (program order): ``path``, ``kind``, ``class`` (:data:`CLASSES`),
+    ``active`` (its active instances in the model), ``forward`` and ``backward`` (seconds of one
+    active instance on one device, a flash core's recompute inside its backward) and ``rerun``
+    (the share of its forward the recompute policy runs again). ``layout``: a
+    :class:`~costgraph.parallel.layout.Layout` (filled here); ``peaks``: ``{"bf16": P}`` and, for
+    an FP8 policy, ``"fp8"`` (module docstring)."""
+    from ..engine.recompute import recompute_plan
+    from ..parallel.placement import KEY_FIELDS
+
+    L = layout.filled()
+    plan = recompute_plan(cg, L, L.attention)
+    key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
+           table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention) + \
+        tuple(getattr(L, f) for f in KEY_FIELDS)
+    times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
+    return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
+
+
+_CACHES: dict = {}
+
+
+def _cached(cg, key, make):
+    """``make()`` once per graph object and ``key`` (dropped with the graph): the planner derives
+    the step for every recompute policy and ZeRO stage of one split."""
+    entry = _CACHES.get(id(cg))
+    if entry is None or entry[0]() is not cg:
+        entry = (weakref.ref(cg), {})
+        _CACHES[id(cg)] = entry
+        weakref.finalize(cg, _CACHES.pop, id(cg), None)
+    if key not in entry[1]:
+        entry[1][key] = make()
+    return entry[1][key]
+
+
+def _times(cg, L, table, peaks) -> list:
+    """``(row without rerun, the path whose re-run share applies)`` per operator (:func:`kernel_ops`)."""
+    from ..engine.precision import precision as get_precision
+    from ..engine.recompute import attention_regions
+    from ..parallel.placement import placement
+    from .fp8 import fp8_linears, policy_recipe
+
+    ctx = _Ctx(cg, placement(cg, L), table, get_precision(L.precision), peaks)
+    fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
+    cores = {}
+    if L.attention == "flash":
+        for core, closing in attention_regions(cg):
+            cores.update({p: (core[0], closing) for p in [*core, closing]})
+    rows = []
+    for path, d in cg.ops():
+        if path in cores:   # inside a flash kernel: its products carry the kernel's seconds
+            first, closing = cores[path]
+            fwd, back = ctx.flash(path, d, first) if d["kind"] == "matmul" else (ZERO, ZERO)
+            cls = "attention"
+        else:
+            (cls, fwd, back), closing = ctx.op(path, d, "fp8" if path in fp8 else "bf16"), path
+        rows.append(({"path": path, "kind": d["kind"], "class": cls, "active": d["active"], "forward": fwd,
+                      "backward": back}, closing))
+    return rows
+
+
+def kernel_seconds(cg, layout, table: KernelTable, peaks: dict) -> dict:
+    """Seconds per device per step of each class of :data:`CLASSES` (module docstring): for each
+    operator of :func:`kernel_ops`, ``active × (forward × (1 + rerun) + backward)``, times the
+    ``m`` micro-batches over the ``p`` stages."""
+    L = layout.filled()
+    out = {k: [] for k in CLASSES}
+    for r in kernel_ops(cg, L, table, peaks):
+        out[r["class"]].append(r["active"] * (r["forward"] * (1 + r["rerun"]) + r["backward"]))
+    per = as_expr(L.m) / as_expr(L.p)
+    return {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
+
+
+class _Ctx:
+    """What the per-operator rules read: the graph, the placement, the table, bytes per role, the peaks."""
+
+    def __init__(self, cg, pl, table, precision, peaks):
+        self.cg, self.pl, self.table, self.precision, self.peaks = cg, pl, table, precision, peaks
+        self.bw = sympy.Integer(table.hbm_bandwidth)
+        self.c = pl.degree("c")
+
+    def split(self, tid):
+        return self.pl.tensor_divisor(tid) * self.pl.sequence_divisor(tid)
+
+    def bytes_of(self, d) -> sympy.Expr:
+        """Bytes one device reads and writes in the operator's forward (module docstring)."""
+        total = ZERO
+        outs = [t for t in d["outputs"] if self.cg.tensors[t].storage == t]
+        for tid in [*d["inputs"], *outs]:
+            t = self.cg.tensors[tid]
+            total += t.numel * self.precision.bytes(t.role) / self.split(tid)
+        return total
+
+    def op(self, path, d, dtype):
+        """``(class, forward seconds, backward seconds)`` of one instance of an operator."""
+        c = d["cost"]
+        if d["kind"] in GEMM_KINDS and (c.weights or c.tied):
+            return ("matmul", *self.gemm(path, d, dtype))
+        if d["kind"] == "matmul":   # [.., m, k]·[.., k, n]: dX contracts over n, dY over m
+            div = self.split(d["outputs"][0])
+            f, p = c.forward.matmul / div, self.peaks["bf16"]
+            m, k = self.cg.tensors[d["inputs"][0]].shape[-2:]
+            n = self.cg.tensors[d["outputs"][0]].shape[-1]
+            back = gemm_seconds(f, n, p, self.table) + gemm_seconds(f, m, p, self.table) \
+                if c.backward_input.matmul != 0 else ZERO
+            return "matmul", gemm_seconds(f, k, p, self.table), back
+        if not any(self.cg.tensors[t].storage == t for t in d["outputs"]):
+            return "memory", ZERO, ZERO   # views only: no kernel
+        moved = self.bytes_of(d) / self.bw
+        has_back = bool(c.saved) or c.backward_input.under("all") != 0 or c.backward_weight.under("all") != 0
+        back = 2 * moved if has_back else ZERO
+        if c.forward.matmul == 0:
+            return "memory", moved, back
+        div = self.split(d["outputs"][0])
+        peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm["bf16"][0])
+        fb = (c.backward_input.matmul + c.backward_weight.matmul) / div / peak
+        return "other", sympy.Max(c.forward.matmul / div / peak, moved), \
+            (sympy.Max(fb, back) if has_back else ZERO)
+
+    def gemm(self, path, d, dtype):
+        """Forward and backward seconds of one active instance of a weighted GEMM operator."""
+        c, pl = d["cost"], self.pl
+        wid = (c.weights or c.tied)[0]
+        w = self.cg.weights[wid]
+        shard = pl.weight_shard(wid)
+        n_full, k_full = w.shape[0], numel(tuple(w.shape[1:]))
+        n, k = n_full / shard.axes[0], k_full / sympy.Mul(*shard.axes[1:])
+        y = d["outputs"][0]
+        rows = numel(self.cg.tensors[y].shape) / n_full / pl.sequence_divisor(y)
+        if all(a == 1 for a in shard.axes):   # a linear TP leaves whole reads SP's split rows
+            rows = rows / pl.tensor_divisor(y)
+        calls = ONE
+        if pl.in_experts(path):   # E/e local experts per device, each a GEMM of M·k·e/E rows
+            g = next(g for p, g in pl.experts.items() if path.startswith(p + "/"))
+            calls = g.count / (pl.degree("e") * g.active)
+        peak, f, m = self.peaks[dtype], 2 * rows * n * k / calls, rows / calls   # per call; calls per active instance
+
+        def seconds(contraction):
+            return gemm_seconds(f, contraction, peak, self.table, dtype) * calls
+
+        dgrad = seconds(n) if c.backward_input.matmul != 0 else ZERO    # dX [M, K] = dY [M, N] · W [N, K]
+        wgrad = seconds(m) if c.backward_weight.matmul != 0 else ZERO   # dW [N, K] = dYᵀ [N, M] · X [M, K]
+        return seconds(k), dgrad + wgrad
+
+    def flash(self, path, d, first_path):
+        """``(forward, backward)`` seconds of one active instance of a product inside a flash core
+        (the backward with QKᵀ's recompute inside the kernel)."""
+        c, first = d["cost"], self.cg.nodes[first_path]
+        div = self.split(d["outputs"][0])
+        share = causal_share(first["attrs"], "half")
+        f = c.forward.matmul * share / div
+        keys = first["attrs"].get("keys") or self.cg.tensors[first["outputs"][0]].shape[-1]
+        s = keys / self.c
+        p = sympy.Integer(self.peaks["bf16"])
+        fwd = f / (p * attention_eta(s, "forward", self.table))
+        back_flops = c.backward_input.matmul * share / div + (f if path == first_path else ZERO)
+        return fwd, back_flops / (p * attention_eta(s, "backward", self.table))

@@ -1,0 +1,228 @@
+"""The per-kernel step-time model (costgraph.training.kernel_time, kernel_table, kernels.toml):
+exact rationals from the data file, the per-device GEMM shapes after Megatron's TP splits, the
+dgrad/wgrad GEMMs, memory-bound bytes, the flash kernel, and the flat fallback of a preset
+without a table."""
+
+from fractions import Fraction
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import main
+from costgraph.hardware import preset
+from costgraph.parallel.layout import Layout
+from costgraph.training.kernel_table import (attention_eta, fit_attention, fit_gemm, gemm_eta, gemm_seconds,
+                                             kernel_table)
+from costgraph.training.kernel_time import kernel_ops, kernel_seconds
+
+R = sympy.Rational
+H100 = preset("h100-sxm")
+P = 989_400_000_000_000          # h100-sxm BF16 dense peak (hardware.toml: H100 whitepaper 989.4 TFLOP/s)
+P8 = 1_978_900_000_000_000       # h100-sxm FP8 dense peak (hardware.toml: H100 whitepaper 1978.9 TFLOP/s)
+BW = 2_800_000_000_000           # kernels.toml [h100-sxm] hbm_bandwidth (measured 2.8 TB/s)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return kernel_table(H100)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b", s=4096)
+    v[m.graph.dims["b"].symbol] = sympy.Integer(1)
+    return m, v
+
+
+def _rows(m, v, table, **layout):
+    rows = kernel_ops(m.graph, Layout(**layout), table, {"bf16": P})
+    return {r["path"]: {k: (sympy.sympify(x).xreplace(v) if k in ("forward", "backward", "active") else x)
+                        for k, x in r.items()} for r in rows}
+
+
+def test_stored_parameters_are_the_fit_of_the_stored_points(table):
+    # kernels.toml keeps the measured points and the parameters fitted to them: refit, round as stored
+    assert len(table.gemm_points["bf16"]) == 125   # XLA's sm_90 table: every b = 1 entry, M, N, K in 256 … 4096
+    assert len(table.gemm_points["fp8"]) == 6      # DeepGEMM's dense FP8 GEMMs with M = 4096 (H800)
+    for dtype, peak in (("bf16", P), ("fp8", P8)):
+        e, t0, k0 = fit_gemm(table.gemm_points[dtype], peak)
+        assert table.gemm[dtype] == (Fraction(str(round(e, 3))), round(t0), round(k0))
+    assert table.gemm == {"bf16": (Fraction("0.797"), 6351, 56), "fp8": (Fraction("0.752"), 17521, 652)}
+    for direction, (stored_e, stored_s0) in table.attention.items():
+        e, s0 = fit_attention(table.attention_points[direction], P)
+        assert stored_e == Fraction(str(round(e, 3))) and stored_s0 == round(s0)
+    assert table.attention == {"forward": (Fraction("0.662"), 602), "backward": (Fraction("0.598"), 427)}
+    assert table.hbm_bandwidth == BW
+
+
+def test_gemm_eta_is_the_fitted_closed_form(table):
+    M, N, K = sympy.symbols("M N K", positive=True)
+    e, t0, k0 = R(797, 1000), R(6351, 10**9), 56
+    F = 2 * M * N * K
+    assert sympy.simplify(gemm_eta(M, N, K, P, table) - e * F * K / (F * (K + k0) + P * e * t0 * K)) == 0
+    # the time of one GEMM is FLOPs / (peak · η), and t0 + F/(P·e)·(1 + k0/K)
+    assert sympy.simplify(gemm_seconds(F, K, P, table) - F / (P * gemm_eta(M, N, K, P, table))) == 0
+    assert sympy.simplify(gemm_seconds(F, K, P, table) - (t0 + F / (P * e) * (1 + k0 / K))) == 0
+    # dgrad (M × K over N) and wgrad (N × K over M) have their own contraction: a short one costs more
+    assert gemm_eta(4096, 1024, 8192, P, table) > gemm_eta(4096, 8192, 1024, P, table)
+    # the FP8 fit at the FP8 peak (DeepGEMM, H800): 4096 x 7168 x 16384 measured at 1358 TFLOP/s
+    eta8 = gemm_eta(4096, 7168, 16384, P8, table, "fp8")
+    assert eta8 == R(752, 1000) * 2 * 4096 * 7168 * 16384 * 16384 / (
+        2 * 4096 * 7168 * 16384 * (16384 + 652) + P8 * R(752, 1000) * R(17521, 10**9) * 16384)
+    assert abs(float(eta8) * P8 / 1e12 - 1358) / 1358 < 0.05
+    assert attention_eta(sympy.Integer(4096), "forward", table) == R(662, 1000) * 4096 / (4096 + 602)
+
+
+def test_linear_shapes_follow_megatron_tp(llama, table):
+    m, v = llama
+    b, s, h = 1, 4096, 4096
+    inter = 14336                 # Llama-3-8B intermediate size
+    one = _rows(m, v, table)
+    two = _rows(m, v, table, t=2)
+
+    def gemm(mm, n, k, contraction=None):
+        return gemm_seconds(sympy.Integer(2 * mm * n * k), contraction or k, P, table)
+
+    # t = 1: q_proj [b·s, h] · [h, a·d]: M = b·s, N = K = h
+    assert one["layers/layer/self_attn/q_proj"]["forward"] == gemm(b * s, h, h)
+    # ColumnParallelLinear (gate_proj): N = i/t; RowParallelLinear (down_proj): K = i/t (Megatron)
+    assert two["layers/layer/mlp/gate_proj"]["forward"] == gemm(b * s, inter // 2, h)
+    assert two["layers/layer/mlp/down_proj"]["forward"] == gemm(b * s, h, inter // 2)
+    assert one["layers/layer/mlp/down_proj"]["forward"] == gemm(b * s, h, inter)
+    # the backward: the input gradient (contraction N) and the weight gradient (contraction M = b·s),
+    # each of the forward's FLOPs
+    gate = two["layers/layer/mlp/gate_proj"]
+    assert gate["backward"] == gemm(b * s, inter // 2, h, inter // 2) + gemm(b * s, inter // 2, h, b * s)
+    assert gate["class"] == "matmul"
+    # CP divides the rows: M = b·s/c
+    cp = _rows(m, v, table, c=2)
+    assert cp["layers/layer/mlp/up_proj"]["forward"] == gemm(b * s // 2, inter, h)
+
+
+def test_memory_bound_bytes(llama, table):
+    m, v = llama
+    b, s, h = 1, 4096, 4096
+    one = _rows(m, v, table)
+    # RMSNorm: reads x [b, s, h] and writes y [b, s, h], 2 bytes each (bf16); backward twice that
+    norm = one["layers/layer/input_layernorm"]
+    assert norm["class"] == "memory" and norm["forward"] == R(2 * b * s * h * 2, BW)
+    assert norm["backward"] == 2 * norm["forward"]
+    # the residual add reads two [b, s, h] and writes one
+    assert one["layers/layer/add"]["forward"] == R(3 * b * s * h * 2, BW)
+    # a view (split_heads) runs no kernel; without SP, TP leaves a norm whole on each device
+    assert one["layers/layer/self_attn/split_heads"]["forward"] == 0
+    assert _rows(m, v, table, t=2)["layers/layer/input_layernorm"]["forward"] == norm["forward"]
+    sp = _rows(m, v, table, t=2, sp=True)["layers/layer/input_layernorm"]
+    assert sp["forward"] == norm["forward"] / 2   # SP splits the norm's rows
+
+
+def test_flash_core_is_one_kernel(llama, table):
+    m, v = llama
+    b, s, a, d = 1, 4096, 32, 128
+    rows = _rows(m, v, table)
+    qk, pv = rows["layers/layer/self_attn/matmul"], rows["layers/layer/self_attn/matmul_1"]
+    assert rows["layers/layer/self_attn/softmax"]["forward"] == 0   # fused
+    f = 2 * b * a * s * s * d   # one product's FLOPs over the full square
+    kept = sympy.Integer(f) * R(1, 2)   # causal: the kernel computes the kept pairs (area s²/2)
+    fwd = kept / (P * attention_eta(sympy.Integer(s), "forward", table))
+    assert qk["forward"] == pv["forward"] == fwd and qk["class"] == "attention"
+    bwd = 2 * kept / (P * attention_eta(sympy.Integer(s), "backward", table))
+    assert pv["backward"] == bwd
+    assert qk["backward"] == bwd + kept / (P * attention_eta(sympy.Integer(s), "backward", table))   # QKᵀ recomputed
+
+
+def test_step_compute_is_the_sum_of_the_classes(llama, table):
+    m, v = llama
+    r = m.train(Layout(t=2, gpus=8, m=4), values=v, hardware="h100-sxm")
+    assert r.compute["rate"].kind == "kernels" and r.compute["rate"].model == "kernels"
+    by = r.compute["compute_by_class"]
+    assert sympy.expand(sum(by.values()) - r.step["compute"]) == 0
+    # full recomputation re-runs the layers' forward kernels: their forward seconds once more
+    L1, L2 = Layout(t=2, gpus=8, m=4), Layout(t=2, gpus=8, m=4, recompute="full")
+    k1 = kernel_seconds(m.graph, L1, table, {"bf16": P})
+    k2 = kernel_seconds(m.graph, L2, table, {"bf16": P})
+    rows = kernel_ops(m.graph, L2, table, {"bf16": P})
+    extra = 4 * sum(r["active"] * r["forward"] * r["rerun"] for r in rows if r["class"] == "memory")
+    assert sympy.expand(k2["memory"] - k1["memory"] - extra) == 0 and extra != 0
+
+
+def test_cli_names_the_model_and_the_classes(capsys):
+    argv = ["train", "llama", "--config", "llama-3-8b", "--set", "b=1", "--gpus", "8", "--tp", "2",
+            "--hardware", "h100-sxm"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "rate: per-kernel time model, kernels.toml [h100-sxm] (peaks" in out and "compute by kernel class: matmul" in out
+    import json
+    assert main([*argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    st = doc["step"]
+    assert st["time_model"] == "kernels" and st["rate"]["kind"] == "kernels"
+    assert sum(x["value"] for x in st["compute_by_class"].values()) == pytest.approx(st["compute"]["value"], rel=1e-12)
+    assert main([*argv, "--efficiency", "0.5", "--format", "json"]) == 0
+    flat = json.loads(capsys.readouterr().out)["step"]
+    assert flat["time_model"] == "flat" and "compute_by_class" not in flat
+
+
+def test_a_preset_without_a_table_warns_and_runs_flat(llama):
+    m, v = llama
+    a100 = preset("a100-80gb-sxm")
+    assert kernel_table(a100) is None
+    r = m.train(Layout(gpus=1), values=v, hardware="a100-80gb-sxm")
+    assert r.compute["rate"].kind == "efficiency" and r.compute["rate"].value == R(1, 2)
+    assert any("no kernel table for a100-80gb-sxm" in w and "0.5" in w for w in r.warnings)
+    hw = r.compute["flops"]["hardware_per_device"]
+    assert r.step["compute"] == hw / (a100.peak_flops_bf16 * R(1, 2))   # the flat model, exactly
+
+
+def test_routed_experts_one_gemm_per_local_expert(table):
+    # Mixtral-8x7B (E = 8 experts, k = 2 active): per device E/e local experts, each one GEMM of
+    # M·k·e/E rows (perfect balance); per active instance that is F/(P·e_gemm) + t0 · E/(e·k)
+    m = costgraph.load("mixtral")
+    v = m.values("mixtral-8x7b")
+    b, s, h, inter = 1, 4096, 4096, 14336
+    t0 = R(table.gemm["bf16"][1], 10**9)
+    f = 2 * b * s * h * inter
+    path = "layers/layer/mlp/experts/expert/up_proj"
+    for e, calls in ((1, 4), (4, 1), (8, R(1, 2))):
+        row = _rows(m, v, table, e=e, gpus=8)[path]
+        assert row["forward"] == gemm_seconds(sympy.Integer(f), h, P, table) - t0 + calls * t0
+        assert row["forward"] == calls * gemm_seconds(R(f, 1) / calls, h, P, table)
+        assert row["active"] == 2 * 32   # k active copies in each of the l layers
+
+
+def test_fp8_linears_at_the_fp8_peak(llama, table):
+    # an FP8 policy's layer linears run at the FP8 peak with the table's FP8 fit; the head stays BF16
+    m, v = llama
+    rows = kernel_ops(m.graph, Layout(policy="fp8-delayed"), table, {"bf16": P, "fp8": P8})
+    at = {r["path"]: r["forward"].xreplace(v) for r in rows}
+    f = 2 * 4096 * 4096 * 4096
+    assert at["layers/layer/self_attn/q_proj"] == gemm_seconds(sympy.Integer(f), 4096, P8, table, "fp8")
+    assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), 4096, P, table)
+    r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h100-sxm")
+    assert not any("FP8 GEMMs" in w for w in r.warnings)
+
+
+def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
+    # COSTGRAPH_DATA/kernels.toml adds tables (here h200, with the h100-sxm numbers as an example);
+    # a bundled table is never replaced
+    from costgraph.errors import CostgraphValueError
+
+    from importlib.resources import files
+
+    bundled = (files("costgraph.training") / "kernels.toml").read_text(encoding="utf-8")
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    no_fp8 = "\n".join(line for line in bundled.replace("[h100-sxm]", "[h200]").splitlines()
+                        if not line.startswith("gemm_fp8_"))
+    (tmp_path / "kernels.toml").write_text(no_fp8, encoding="utf-8")
+    mine = kernel_table(preset("h200"))
+    assert mine is not None and mine.gemm == {"bf16": (Fraction("0.797"), 6351, 56)}
+    m, v = llama
+    assert m.train(Layout(gpus=1), values=v, hardware="h200").compute["rate"].kind == "kernels"
+    # FP8 GEMMs without FP8 points: the BF16 fit at the FP8 peak, and a warning that says so
+    r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h200")
+    assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [h200]" in w for w in r.warnings)
+    (tmp_path / "kernels.toml").write_text(bundled, encoding="utf-8")
+    with pytest.raises(CostgraphValueError, match="is a bundled kernel table already"):
+        kernel_table(H100)
