@@ -254,10 +254,13 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
 
     st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,
                    convention=convention, causal=causal)
-    if hw is not None and cols is not None:
-        out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
-                                for k, c in cols.items()}
-    out["step"] = {k: v for k, v in st.items() if k != "by_kind"}
+    if hw is not None and cols is not None:   # each kind's seconds, its hidden and exposed parts (training.overlap)
+        ov, exposed = st["overlap"], st["overlap"].exposed()
+        out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group,
+                                    "exposed": exposed[k], "hidden": st["by_kind"][k] - exposed[k],
+                                    "overlap": ov.kinds[k].rule} for k, c in cols.items()}
+    out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "overlap")}
+    out["overlap"] = filled.overlap
     out["rate"] = rate
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
