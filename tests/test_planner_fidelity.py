@@ -94,11 +94,12 @@ def test_no_duplicate_rows_and_no_selective_under_flash():
 
 
 def test_fsdp_over_cp_at_dp_1():
-    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks first."""
+    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks in the top 3
+    (behind ZeRO-2 on the same degrees by its exposed first-unit gathers: costgraph.training.overlap)."""
     m = costgraph.load("llama")
     values = m.values("llama-3-8b", s=262144)
     res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=3)
-    top = res.layouts[0]
+    top = next(r for r in res.layouts if r["zero"] == 3)
     assert (top["tp"], top["pp"], top["cp"], top["dp"], top["zero"]) == (1, 1, 8, 1, 3)
     peak, step, _ = _train_row(m, values, top, gpus=8, attention="flash")
     assert (peak, step) == (top["memory_bytes"], top["step_seconds"])

@@ -304,9 +304,10 @@ class _Forms:
         self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), ("activations",))[0]
                      for r in RECOMPUTE for sp in (False, True)}
 
-        # The step's parts: compute + bubble and exposed communication depend on (recompute, SP), the
-        # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
-        # max(busy, overlapped) + exposed (costgraph.training.steptime).
+        # The step's parts (costgraph.training.steptime, costgraph.training.overlap): compute + bubble, the
+        # forward/backward compute and the overlap rules of TP/CP/EP/PP depend on (recompute, SP), those of
+        # DP/ZeRO on the ZeRO stage: derived apart, each rule's forms compiled; combined per layout as
+        # busy + Σ_kind exposed(forward, backward) with numpy's maximum (_exposed).
         flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
 
         def flops_of(layout):
@@ -320,14 +321,20 @@ class _Forms:
             layouts = [Layout(**{**base, **kw, **pipe}) for pipe in _PIPES[:schedules]]
             return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
                     for L in layouts]
-        self.busy, self.exposed, self.overlapped = {}, {}, {}
+
+        def rules(x, keep):
+            return [(o, [self.compiled(sympy.sympify(e)) for e in o.forms()])
+                    for k, o in x["overlap"].kinds.items() if keep(k)]
+        self.busy, self.compute, self.exposed, self.overlapped = {}, {}, {}, {}
         for r in RECOMPUTE:
             for sp in (False, True):
                 st = parts({"recompute": r, "sp": sp})
                 self.busy[(r, sp)] = [self.compiled(x["compute"] + x["bubble"]) for x in st]
-                self.exposed[(r, sp)] = [self.compiled(x["communication_exposed"]) for x in st]
+                self.compute[(r, sp)] = [(self.compiled(x["overlap"].forward), self.compiled(x["overlap"].backward))
+                                         for x in st]
+                self.exposed[(r, sp)] = [rules(x, lambda k: k not in _DP_KINDS) for x in st]
         for z in ZERO:
-            self.overlapped[z] = [self.compiled(x["communication_overlapped"]) for x in parts({"zero": z}, 2)]
+            self.overlapped[z] = [rules(x, lambda k: k in _DP_KINDS) for x in parts({"zero": z}, 2)]
         self.overlapped = {z: o + [o[1]] for z, o in self.overlapped.items()}   # DP traffic: as 1F1B's
         self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
         # every form in one compiled function: the parts the forms share are evaluated once per layout
@@ -353,6 +360,8 @@ class _Forms:
         return out
 
 
+#: the collective kinds whose rules depend on the ZeRO stage (derived per stage, the others per (recompute, SP))
+_DP_KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp")
 #: the pipelines the forms are derived for: none, 1F1B over symbolic p, interleaved over symbolic p and v
 _PIPES = (dict(p=1), dict(p=P), dict(p=P, schedule="interleaved", v=V))
 
@@ -361,6 +370,20 @@ def _shards(grid: np.ndarray, experts: bool) -> np.ndarray:
     """Whether ZeRO has a group to shard over: DP × CP, or (routed experts) the experts' DP group."""
     dense = grid[:, 4] * grid[:, 2]
     return (dense > 1) | (experts & (dense * grid[:, 0] > grid[:, 3]))
+
+
+def _exposed(forms: _Forms, V_, which, r, sp, z, n) -> np.ndarray:
+    """Σ over the collective kinds of their exposed seconds (:meth:`KindOverlap.exposed` with numpy's
+    maximum), each row under its pipeline's forms: TP/CP/EP/PP per (recompute, SP), DP/ZeRO per stage."""
+    out = np.zeros(n)
+    with np.errstate(all="ignore"):   # a row's value is taken from its own pipeline's forms only
+        for w in range(len(_PIPES)):
+            fwd, bwd = (np.broadcast_to(V_[k], (n,)) for k in forms.compute[(r, sp)][w])
+            total = np.zeros(n)
+            for o, idx in forms.exposed[(r, sp)][w] + forms.overlapped[z][w]:
+                total = total + o.rebuilt([np.broadcast_to(V_[k], (n,)) for k in idx]).exposed(fwd, bwd, np.maximum)
+            out = np.where(which == w, total, out)
+    return out
 
 
 def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, capacity, gpus,
@@ -393,7 +416,7 @@ def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, c
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(which == w, per_stage, mem)
         valid = ((grid[:, 0] > 1) | (not sp)) & (shards | (z == 0))
-        step = np.maximum(pick(forms.busy[(r, sp)]), pick(forms.overlapped[z])) + pick(forms.exposed[(r, sp)])
+        step = pick(forms.busy[(r, sp)]) + _exposed(forms, V_, which, r, sp, z, len(grid))
         fits = valid & (mem <= capacity)
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
         rows = [int(i) for i in np.nonzero(fits)[0]]
