@@ -258,7 +258,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         ov, exposed = st["overlap"], st["overlap"].exposed()
         out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group,
                                     "exposed": exposed[k], "hidden": st["by_kind"][k] - exposed[k],
-                                    "overlap": ov.kinds[k].rule} for k, c in cols.items()}
+                                    "overlap_rule": ov.kinds[k].rule} for k, c in cols.items()}
     out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "overlap")}
     out["overlap"] = filled.overlap
     out["rate"] = rate

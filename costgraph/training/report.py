@@ -119,7 +119,7 @@ def _compute_json(compute: dict, values) -> dict:
     if "communication" in compute:
         out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
                                     **{x: _number(c[x], values) for x in ("seconds", "exposed", "hidden") if x in c},
-                                    **({"overlap": c["overlap"]} if "overlap" in c else {}),
+                                    **({"overlap_rule": c["overlap_rule"]} if "overlap_rule" in c else {}),
                                     "op": c["op"], "group": str(c["group"])}
                                 for k, c in compute["communication"].items()}
     if "step" in compute:
@@ -203,7 +203,7 @@ def _compute_text(compute: dict, values) -> list[str]:
             when = f", {float(secs):.4g} s" if secs is not None and secs.is_number else ""
             shown_x = as_expr(c["exposed"]).xreplace(values or {}) if "exposed" in c else None
             if shown_x is not None and shown_x.is_number and secs.is_number:   # costgraph.training.overlap
-                when += f" (exposed {float(shown_x):.4g} s, hidden {float(secs - shown_x):.4g} s: {c['overlap']})"
+                when += f" (exposed {float(shown_x):.4g} s, hidden {float(secs - shown_x):.4g} s: {c['overlap_rule']})"
             cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
         out += table(cells)
     if "step" in compute:
