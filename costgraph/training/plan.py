@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE_SEARCHED, ZERO_STAGE
+from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP, RECOMPUTE_SEARCHED, ZERO_STAGE
 from ..numbers.evaluator import vectorized
 from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr, dim
@@ -141,14 +141,15 @@ def _divisors(n: int, limit: int) -> list[int]:
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
          efficiency=sympy.Rational(1, 2), attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
-         cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0) -> Plan:
+         cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, overlap: str = OVERLAP.default) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device) for a global batch of ``global_batch`` sequences (see
     the module docstring). ``values``: the model's dimension values (symbol → int; ``b``
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). A progress bar
-    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`)."""
+    shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`). ``overlap``: the
+    communication overlap convention of every layout (:mod:`costgraph.training.overlap`)."""
     from ..export.progress import progress
 
     # steps: the closed forms derived (memory, step time), the option evaluations, the confirmations
@@ -158,13 +159,13 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     with progress("planning: deriving the closed forms", total=steps) as bar:
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
-                    micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve)
+                    micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap)
         bar.update(steps)
         return out
 
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
-          max_tp, micro_batches, cp_options, top, reserve) -> Plan:
+          max_tp, micro_batches, cp_options, top, reserve, overlap) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
     cg: CostGraph = model.graph
@@ -176,7 +177,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                  micro_batches=micro_batches, cp_options=cp_options)
     considered = sum(refused.values()) + len(grid) * len(ZERO) * len(RECOMPUTE) * 2
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
-    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer,
+    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
     forms = _Forms(cg, fixed, syms, base, bar, hardware, efficiency)
     bar.advance(description="planning: evaluating the layouts")
@@ -185,7 +186,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                                   peak=float(hardware.peak_flops_bf16), attention=attention)
     candidates.sort(key=_order)
     bar.advance(description="planning: confirming the fastest layouts exactly")
-    settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus)
+    settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap)
     confirmed = _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, top + MARGIN, bar)
     return Plan(confirmed[:top], considered, refused, efficiency, capacity, reserve, len(grid),
                 None if confirmed else least, settings)
@@ -208,7 +209,8 @@ def layout_of(c: Candidate, settings: dict) -> Layout:
     pol = settings["policy"]
     return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
                   schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
-                  policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16")
+                  policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16",
+                  overlap=settings.get("overlap", OVERLAP.default))
 
 
 def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> tuple[int, sympy.Expr]:

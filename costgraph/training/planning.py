@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import arguments
-from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY
+from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP
 from ..errors import CostgraphValueError
 from ..export.display import Tabular
 from ..parallel.layout import MAX_DEVICES
@@ -66,6 +66,7 @@ class PlanResult(Tabular):
         words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
                   f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
                   f"--optimizer {st['optimizer']}", f"--efficiency {st.get('efficiency_text', self.efficiency)}"]
+        words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) != OVERLAP.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         return " ".join(words)
@@ -99,7 +100,8 @@ class PlanResult(Tabular):
                + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute at "
                f"{self.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)",
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
-               f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
+               f"(memory of the most-loaded device; step time = compute + bubble + exposed communication, overlap "
+               f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''})", ""]
         heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
         cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
                   r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
@@ -141,7 +143,8 @@ class PlanResult(Tabular):
 
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
                  memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-                 attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None) -> PlanResult:
+                 attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
+                 overlap: str = OVERLAP.default) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
@@ -153,7 +156,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     ``reserve``: memory kept free per device, a fraction or a size (default
     :data:`costgraph.choices.DEFAULT_RESERVE`, :func:`costgraph.training.fit.reserve_bytes`);
     ``command``: the ``costgraph train`` words naming the model for the ``check`` command
-    (default: the model's name and every value as ``--set``).
+    (default: the model's name and every value as ``--set``); ``overlap``: the communication
+    overlap convention (:data:`costgraph.choices.OVERLAP`, :mod:`costgraph.training.overlap`).
 
     Raises
     ------
@@ -170,6 +174,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         arguments.whole(v, name)
     arguments.positive_number(tokens, "--tokens")
     arguments.named_choice(attention, ATTENTION)
+    arguments.named_choice(overlap, OVERLAP)
     if memory is not None and not isinstance(memory, str):
         arguments.whole(memory, "--memory")
     if gpus > MAX_DEVICES:
@@ -185,7 +190,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
     held = reserve_bytes(reserve, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
-                  efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held)
+                  efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
+                  overlap=overlap)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []
@@ -200,7 +206,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
             ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency)}
+                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "efficiency_text": str(DEFAULT_EFFICIENCY if efficiency is None else efficiency)}
     least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, float(eff), result.considered,
                       result.refused, rows, settings, held, result.divisible, least)
