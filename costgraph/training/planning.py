@@ -144,7 +144,7 @@ class PlanResult(Tabular):
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
                  memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
                  attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-                 overlap: str = OVERLAP.default) -> PlanResult:
+                 overlap: str | None = None) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
@@ -174,7 +174,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         arguments.whole(v, name)
     arguments.positive_number(tokens, "--tokens")
     arguments.named_choice(attention, ATTENTION)
-    arguments.named_choice(overlap, OVERLAP)
+    overlap = arguments.named_choice(OVERLAP.default if overlap is None else overlap, OVERLAP)
     if memory is not None and not isinstance(memory, str):
         arguments.whole(memory, "--memory")
     if gpus > MAX_DEVICES:
