@@ -313,9 +313,23 @@ def _ring(ctx, kind, col, secs) -> KindOverlap:
     return KindOverlap(kind, "ring", sympy.Add(*secs), ZERO, hides)
 
 
+_SHARES: dict = {}   # id(graph) → (graph, share): the planner asks once per derived layout
+
+
 def attention_share(cg) -> Expr:
     """The attention products' (QKᵀ and scores·V of each core) share of the model's forward
     matrix-product FLOPs (:func:`costgraph.engine.activations.attention_cores`)."""
+    hit = _SHARES.get(id(cg))
+    if hit is not None and hit[0] is cg:
+        return hit[1]
+    share = _attention_share(cg)
+    if len(_SHARES) >= 8:   # a few graphs at a time: the cache keeps them alive
+        _SHARES.clear()
+    _SHARES[id(cg)] = (cg, share)
+    return share
+
+
+def _attention_share(cg) -> Expr:
     from ..engine.activations import attention_cores
 
     def flops(path):
