@@ -201,6 +201,19 @@ EP_OVERLAP = Choice("ep_overlap", "EP all-to-all overlap", (
 ), "none")
 CHOICES[EP_OVERLAP.name] = EP_OVERLAP
 
+#: how communication overlaps computation (costgraph.training.overlap): the rules each framework runs.
+#: The default is what the Megatron-Bridge/NeMo performance recipes turn on (Megatron-Bridge @ 067f987d,
+#: src/megatron/bridge/training/comm_overlap.py: overlap_grad_reduce, overlap_param_gather with DP > 1,
+#: overlap_p2p_comm with interleaving, tp_comm_overlap in the performance recipes); EP follows --ep-overlap.
+OVERLAP = Choice("overlap", "communication overlap", (
+    ("megatron", "Megatron-Core as the performance recipes run it: TP overlap (userbuffers, with SP), gradient "
+                 "reduce and parameter gather by bucket, ZeRO-3 prefetch, overlapped PP sends (interleaved), CP ring"),
+    ("torchtitan", "torchtitan: FSDP2 prefetch of the next block, DDP's bucketed gradient reduce, CP ring; "
+                   "TP and PP exposed"),
+    ("none", "every collective exposed (Megatron-LM without the overlap flags)"),
+), "megatron")
+CHOICES[OVERLAP.name] = OVERLAP
+
 
 def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | None = None, **kwargs) -> None:
     """Add ``--NAME`` for ``choice`` to an ``argparse`` parser: its values as

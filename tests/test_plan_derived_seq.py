@@ -24,9 +24,10 @@ def test_plan_on_a_derived_sequence_matches_train(capsys, model, config):
     planned = _json(capsys, "plan", model, "--config", config, "--gpus", "8", "--hardware", "h100-sxm",
                     "--global-batch", "64", "--top", "1")
     best = planned["layouts"][0]
-    trained = _json(capsys, "train", model, "--config", config, "--gpus", "8", "--tp", str(best["tp"]),
-                    "--pp", str(best["pp"]), "--zero", str(best["zero"]), "--recompute", best["recompute"],
-                    "--set", f"b={best['micro_batch']}", "--micro-batches", str(best["micro_batches"]))
+    # the plan's own "check the first with" command (every option of the row: CP, SP, the schedule)
+    import shlex
+
+    trained = _json(capsys, *shlex.split(planned["check"])[1:])
     assert trained["memory"]["total"]["value"] == best["memory_bytes"]
 
 

@@ -94,13 +94,14 @@ def test_no_duplicate_rows_and_no_selective_under_flash():
 
 
 def test_fsdp_over_cp_at_dp_1():
-    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks first under the
-    flat model."""
+    """FSDP 1 x CP 8 at 256k tokens (torchtitan's dp_shard_cp mesh) is tried, and ranks in the top 3 under
+    the flat model (behind ZeRO-2 on the same degrees by its exposed first-unit gathers:
+    costgraph.training.overlap)."""
     m = costgraph.load("llama")
     values = m.values("llama-3-8b", s=262144)
     # the flat model (one efficiency for every kernel): the compute is the same, the communication decides
     flat = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=3, efficiency="0.5")
-    top = flat.layouts[0]
+    top = next(r for r in flat.layouts if r["zero"] == 3)
     assert (top["tp"], top["pp"], top["cp"], top["dp"], top["zero"]) == (1, 1, 8, 1, 3)
     # the per-kernel model (the default on h100-sxm): FSDP x CP 8 is listed, but TP 2 x CP 4 x SP ranks
     # first: the flash kernel runs ring steps of s/4 = 65,536 keys at a higher efficiency than s/8's

@@ -155,14 +155,21 @@ def test_t5_trains_and_moe_shows_active_6n(capsys):
     assert "routed experts" not in capsys.readouterr().out
 
 
-def test_step_time_is_at_least_the_overlapped_traffic():
+def test_step_time_counts_the_traffic_beyond_the_compute():
+    """Issue 27: ZeRO-3 gathers longer than the compute are exposed (FSDP prefetch,
+    costgraph.training.overlap: the traffic less the (U−1)/U of the compute it runs beside)."""
     from costgraph.hardware import preset
     from costgraph.training.steptime import step_time
 
     m = costgraph.load("llama")
     vals = m.values("llama-3-70b")
-    st = step_time(m.graph, Layout(c=8, zero=3, recompute="selective", m=64, gpus=64), preset("h100-sxm"))
+    L = Layout(c=8, zero=3, recompute="selective", m=64, gpus=64)
+    st = step_time(m.graph, L, preset("h100-sxm"))
     got = {k: st[k].xreplace(vals) for k in ("compute", "bubble", "communication_overlapped",
                                              "communication_exposed", "total")}
-    assert got["communication_overlapped"] > got["compute"]      # FSDP over 64 devices across 8 nodes
-    assert got["total"] == got["communication_overlapped"] + got["communication_exposed"]
+    fsdp = st["by_kind"]["fsdp"].xreplace(vals)
+    assert fsdp > got["compute"]      # FSDP over 64 devices across 8 nodes
+    U = 80 + 1                        # units: the 80 layers and the weights outside them
+    assert st["overlap"].exposed()["fsdp"].xreplace(vals) == fsdp - sympy.Rational(U - 1, U) * got["compute"]
+    assert got["total"] == got["compute"] + got["bubble"] + got["communication_exposed"]
+    assert got["communication_overlapped"] + got["communication_exposed"] == sum(st["by_kind"].values()).xreplace(vals)

@@ -80,6 +80,7 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--domain-ranks", type=int, help="consecutive ranks one scale-up domain holds (default: the "
                                                     "largest power of two ≤ the preset's domain: 64 of an NVL72)")
     add_option(p, choices.EP_OVERLAP, "--ep-overlap")
+    add_option(p, choices.OVERLAP, "--overlap", help="how communication overlaps computation (costgraph.training.overlap): " + choices.OVERLAP.help())
     p.add_argument("--route-nodes", type=int, help="device-limited routing: a token's experts on at most M "
                                                    "scale-up domains (DeepSeek-V3: 4)")
     add_option(p, choices.FP8_TRANSPOSE, "--fp8-transpose",
@@ -236,7 +237,7 @@ def _pipeline_fields(args) -> dict:
 def _expert_placement(args) -> dict:
     """The Layout's expert-placement fields from ``args`` (absent ones keep their defaults)."""
     names = {"rank_order": "rank_order", "domain_ranks": "domain_ranks", "ep_overlap": "ep_overlap",
-             "route_nodes": "route_nodes"}
+             "route_nodes": "route_nodes", "overlap": "overlap"}
     return {f: getattr(args, a) for f, a in names.items() if getattr(args, a, None) is not None}
 
 

@@ -22,6 +22,8 @@ def add_parser(sub) -> None:
     pl.add_argument("--optimizer", default=choices.DEFAULT_OPTIMIZER,
                     help=f"optimizer (default {choices.DEFAULT_OPTIMIZER}; costgraph train --help lists them)")
     add_option(pl, choices.ATTENTION, "--attention")
+    add_option(pl, choices.OVERLAP, "--overlap",
+               help="how communication overlaps computation (costgraph.training.overlap): " + choices.OVERLAP.help())
     pl.add_argument("--top", type=int, default=10, help="how many layouts to show (default 10)")
     pl.add_argument("--no-dropout", action="store_true")
     add_option(pl, choices.PROFILE, "--profile")
@@ -46,6 +48,7 @@ def run(args) -> str:
     result = model.plan(values, gpus=args.gpus, hardware=args.hardware, global_batch=args.global_batch,
                         tokens=args.tokens, efficiency=args.efficiency, memory=args.memory, precision=args.precision,
                         optimizer=args.optimizer, attention=args.attention, top=args.top, reserve=args.reserve,
+                        overlap=args.overlap,
                         command=_train_words(args), efficiency_profile=args.efficiency_profile)
     return result.to_json() if args.format == "json" else result.to_text()
 

@@ -98,6 +98,7 @@ class Layout:
     rank_order: str = "tp-cp-ep-dp-pp"
     domain_ranks: int | None = None
     ep_overlap: str = choices.EP_OVERLAP.default
+    overlap: str = choices.OVERLAP.default   # communication overlap convention (costgraph.training.overlap)
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
     # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
@@ -226,6 +227,8 @@ def _expert_placement(out: "Layout") -> None:
         _degree(out.route_nodes, "route_nodes")
     if out.ep_overlap not in choices.EP_OVERLAP.values:
         raise CostgraphValueError(f"unknown ep_overlap {out.ep_overlap!r}", hint=choices.EP_OVERLAP.hint())
+    if out.overlap not in choices.OVERLAP.values:
+        raise CostgraphValueError(f"unknown overlap {out.overlap!r}", hint=choices.OVERLAP.hint())
     from .ep_time import check_overlap
 
     check_overlap(out)

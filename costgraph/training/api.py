@@ -338,10 +338,13 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         check(profile, hw.key, rate)
     st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,
                    convention=convention, causal=causal, factors=factors)
-    if hw is not None and cols is not None:
-        out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group}
-                                for k, c in cols.items()}
-    out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "compute_by_class")}
+    if hw is not None and cols is not None:   # each kind's seconds, its hidden and exposed parts (training.overlap)
+        ov, exposed = st["overlap"], st["overlap"].exposed()
+        out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group,
+                                    "exposed": exposed[k], "hidden": st["by_kind"][k] - exposed[k],
+                                    "overlap_rule": ov.kinds[k].rule} for k, c in cols.items()}
+    out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "overlap", "compute_by_class")}
+    out["overlap"] = filled.overlap
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
     out["rate"] = rate

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE_SEARCHED, ZERO_STAGE
+from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP, RECOMPUTE_SEARCHED, ZERO_STAGE
 from ..numbers.evaluator import vectorized
 from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr, dim
@@ -141,7 +141,8 @@ def _divisors(n: int, limit: int) -> list[int]:
 def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacity: int | None = None,
          efficiency=None, attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
-         cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None) -> Plan:
+         cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None,
+         overlap: str = OVERLAP.default) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device) for a global batch of ``global_batch`` sequences (see
@@ -151,7 +152,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     shows on stderr when the search takes over a second (:mod:`costgraph.export.progress`).
     ``efficiency``: a flat fraction of the peak for every kernel; None (default): the per-kernel
     time model of the preset's kernel table (:mod:`costgraph.training.kernel_time`), else 1/2.
-    ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`)."""
+    ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`).
+    ``overlap``: the communication overlap convention of every layout (:mod:`costgraph.training.overlap`)."""
     from ..export.progress import progress
 
     # steps: the closed forms derived (memory, step time), the option evaluations, the confirmations
@@ -161,13 +163,14 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     with progress("planning: deriving the closed forms", total=steps) as bar:
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
-                    micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, factors=factors)
+                    micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap,
+                    factors=factors)
         bar.update(steps)
         return out
 
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
-          max_tp, micro_batches, cp_options, top, reserve, factors=None) -> Plan:
+          max_tp, micro_batches, cp_options, top, reserve, overlap, factors=None) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
     cg: CostGraph = model.graph
@@ -179,7 +182,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                  micro_batches=micro_batches, cp_options=cp_options)
     considered = sum(refused.values()) + len(grid) * len(ZERO) * len(RECOMPUTE) * 2
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
-    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer,
+    base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
     forms = _Forms(cg, fixed, syms, base, bar, hardware, efficiency, factors)
     bar.advance(description="planning: evaluating the layouts")
@@ -188,7 +191,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                                   peak=float(hardware.peak_flops_bf16), attention=attention)
     candidates.sort(key=_order)
     bar.advance(description="planning: confirming the fastest layouts exactly")
-    settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus)
+    settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap)
     confirmed = _confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, top + MARGIN, bar,
                          factors)
     return Plan(confirmed[:top], considered, refused, efficiency, capacity, reserve, len(grid),
@@ -212,7 +215,8 @@ def layout_of(c: Candidate, settings: dict) -> Layout:
     pol = settings["policy"]
     return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
                   schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
-                  policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16")
+                  policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16",
+                  overlap=settings.get("overlap", OVERLAP.default))
 
 
 def step_rate_of(hardware, policy: str, efficiency):
@@ -320,9 +324,10 @@ class _Forms:
         self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), ("activations",))[0]
                      for r in RECOMPUTE for sp in (False, True)}
 
-        # The step's parts: compute + bubble and exposed communication depend on (recompute, SP), the
-        # overlapped DP/ZeRO traffic on the ZeRO stage: derived apart, combined per layout as
-        # max(busy, overlapped) + exposed (costgraph.training.steptime).
+        # The step's parts (costgraph.training.steptime, costgraph.training.overlap): compute + bubble, the
+        # forward/backward compute and the overlap rules of TP/CP/EP/PP depend on (recompute, SP), those of
+        # DP/ZeRO on the ZeRO stage: derived apart, each rule's forms compiled; combined per layout as
+        # busy + Σ_kind exposed(forward, backward) with numpy's maximum (_exposed).
         flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
 
         def flops_of(layout):
@@ -337,14 +342,20 @@ class _Forms:
             return [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False,
                               factors=factors)
                     for L in layouts]
-        self.busy, self.exposed, self.overlapped = {}, {}, {}
+
+        def rules(x, keep):
+            return [(o, [self.compiled(sympy.sympify(e)) for e in o.forms()])
+                    for k, o in x["overlap"].kinds.items() if keep(k)]
+        self.busy, self.compute, self.exposed, self.overlapped = {}, {}, {}, {}
         for r in RECOMPUTE:
             for sp in (False, True):
                 st = parts({"recompute": r, "sp": sp})
                 self.busy[(r, sp)] = [self.compiled(x["compute"] + x["bubble"]) for x in st]
-                self.exposed[(r, sp)] = [self.compiled(x["communication_exposed"]) for x in st]
+                self.compute[(r, sp)] = [(self.compiled(x["overlap"].forward), self.compiled(x["overlap"].backward))
+                                         for x in st]
+                self.exposed[(r, sp)] = [rules(x, lambda k: k not in _DP_KINDS) for x in st]
         for z in ZERO:
-            self.overlapped[z] = [self.compiled(x["communication_overlapped"]) for x in parts({"zero": z}, 2)]
+            self.overlapped[z] = [rules(x, lambda k: k in _DP_KINDS) for x in parts({"zero": z}, 2)]
         self.overlapped = {z: o + [o[1]] for z, o in self.overlapped.items()}   # DP traffic: as 1F1B's
         self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
         # every form in one compiled function: the parts the forms share are evaluated once per layout
@@ -370,6 +381,8 @@ class _Forms:
         return out
 
 
+#: the collective kinds whose rules depend on the ZeRO stage (derived per stage, the others per (recompute, SP))
+_DP_KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp")
 #: the pipelines the forms are derived for: none, 1F1B over symbolic p, interleaved over symbolic p and v
 _PIPES = (dict(p=1), dict(p=P), dict(p=P, schedule="interleaved", v=V))
 
@@ -378,6 +391,20 @@ def _shards(grid: np.ndarray, experts: bool) -> np.ndarray:
     """Whether ZeRO has a group to shard over: DP × CP, or (routed experts) the experts' DP group."""
     dense = grid[:, 4] * grid[:, 2]
     return (dense > 1) | (experts & (dense * grid[:, 0] > grid[:, 3]))
+
+
+def _exposed(forms: _Forms, V_, which, r, sp, z, n) -> np.ndarray:
+    """Σ over the collective kinds of their exposed seconds (:meth:`KindOverlap.exposed` with numpy's
+    maximum), each row under its pipeline's forms: TP/CP/EP/PP per (recompute, SP), DP/ZeRO per stage."""
+    out = np.zeros(n)
+    with np.errstate(all="ignore"):   # a row's value is taken from its own pipeline's forms only
+        for w in range(len(_PIPES)):
+            fwd, bwd = (np.broadcast_to(V_[k], (n,)) for k in forms.compute[(r, sp)][w])
+            total = np.zeros(n)
+            for o, idx in forms.exposed[(r, sp)][w] + forms.overlapped[z][w]:
+                total = total + o.rebuilt([np.broadcast_to(V_[k], (n,)) for k in idx]).exposed(fwd, bwd, np.maximum)
+            out = np.where(which == w, total, out)
+    return out
 
 
 def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, capacity, gpus,
@@ -410,7 +437,7 @@ def _evaluate(forms: _Forms, grid: np.ndarray, with_b: bool, refused: dict, *, c
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(which == w, per_stage, mem)
         valid = ((grid[:, 0] > 1) | (not sp)) & (shards | (z == 0))
-        step = np.maximum(pick(forms.busy[(r, sp)]), pick(forms.overlapped[z])) + pick(forms.exposed[(r, sp)])
+        step = pick(forms.busy[(r, sp)]) + _exposed(forms, V_, which, r, sp, z, len(grid))
         fits = valid & (mem <= capacity)
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
         rows = [int(i) for i in np.nonzero(fits)[0]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import arguments
-from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY
+from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP
 from ..errors import CostgraphValueError
 from ..export.display import Tabular
 from ..parallel.layout import MAX_DEVICES
@@ -69,6 +69,7 @@ class PlanResult(Tabular):
                   f"--optimizer {st['optimizer']}"]
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
+        words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
@@ -108,7 +109,8 @@ class PlanResult(Tabular):
                   if self.efficiency is not None else
                   f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
-               f"(memory of the most-loaded device; step time = max(compute + bubble, DP/ZeRO traffic) + exposed TP/CP/EP/PP communication)", ""]
+               f"(memory of the most-loaded device; step time = compute + bubble + exposed communication, overlap "
+               f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''})", ""]
         heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
         cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
                   r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
@@ -155,7 +157,7 @@ class PlanResult(Tabular):
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
                  memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
                  attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-                 efficiency_profile=None) -> PlanResult:
+                 efficiency_profile=None, overlap: str | None = None) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
@@ -169,7 +171,9 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     ``command``: the ``costgraph train`` words naming the model for the ``check`` command
     (default: the model's name and every value as ``--set``); ``efficiency_profile``: a calibration
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
-    factors multiply every layout's step parts, its memory reserve is the default ``reserve``.
+    factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
+    ``overlap``: the communication overlap convention (:data:`costgraph.choices.OVERLAP`,
+    :mod:`costgraph.training.overlap`).
 
     Raises
     ------
@@ -186,6 +190,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         arguments.whole(v, name)
     arguments.positive_number(tokens, "--tokens")
     arguments.named_choice(attention, ATTENTION)
+    overlap = arguments.named_choice(OVERLAP.default if overlap is None else overlap, OVERLAP)
     if memory is not None and not isinstance(memory, str):
         arguments.whole(memory, "--memory")
     if gpus > MAX_DEVICES:
@@ -209,7 +214,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                          else f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
-                  factors=factors)
+                  factors=factors, overlap=overlap)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []
@@ -224,7 +229,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
             ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
+                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
                 "assumed": None if kernels is not None or efficiency is not None else

@@ -61,7 +61,7 @@ from .fp8 import ATTENTION_SAVED, PARTS, SAVED
 
 FP8_PARTS = (*PARTS, SAVED, ATTENTION_SAVED)   # the FP8 buffers (in the total), then what is saved (in activations)
 from .memory import MEMORY_KEYS, TrainingMemory
-from ..choices import ATTENTION
+from ..choices import ATTENTION, OVERLAP
 
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
           "activations": "activations", "total": "total"}
@@ -92,7 +92,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
-            "route_nodes": L.route_nodes,
+            "route_nodes": L.route_nodes, "overlap": L.overlap,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             **extra}
@@ -121,7 +121,8 @@ def _compute_json(compute: dict, values) -> dict:
         out["lora"] = {**lo, **{k: _number(lo[k], values) for k in ("rank", "trainable_parameters", "adapted_linears")}}
     if "communication" in compute:
         out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
-                                    **({"seconds": _number(c["seconds"], values)} if "seconds" in c else {}),
+                                    **{x: _number(c[x], values) for x in ("seconds", "exposed", "hidden") if x in c},
+                                    **({"overlap_rule": c["overlap_rule"]} if "overlap_rule" in c else {}),
                                     "op": c["op"], "group": str(c["group"])}
                                 for k, c in compute["communication"].items()}
     if "step" in compute:
@@ -129,6 +130,7 @@ def _compute_json(compute: dict, values) -> dict:
         rate = compute["rate"]
         out["step"]["efficiency"] = None if compute["efficiency"] is None else float(compute["efficiency"])
         out["step"]["hardware"] = compute["hardware"]
+        out["step"]["overlap"] = compute["overlap"]   # the convention (costgraph.training.overlap)
         out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
                                "peaks": {k: int(v) for k, v in rate.peaks.items()}}
         out["step"]["time_model"] = rate.model
@@ -207,6 +209,9 @@ def _compute_text(compute: dict, values) -> list[str]:
             secs = as_expr(c["seconds"]).xreplace(values or {}) if "seconds" in c else None
             shown = units.with_unit("activation_bytes", int(sympy.ceiling(v))) if v.is_number else to_text(field_order(e))
             when = f", {float(secs):.4g} s" if secs is not None and secs.is_number else ""
+            shown_x = as_expr(c["exposed"]).xreplace(values or {}) if "exposed" in c else None
+            if shown_x is not None and shown_x.is_number and secs.is_number:   # costgraph.training.overlap
+                when += f" (exposed {float(shown_x):.4g} s, hidden {float(secs - shown_x):.4g} s: {c['overlap_rule']})"
             cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
         out += table(cells)
     if "step" in compute:
@@ -261,15 +266,19 @@ def _step_text(compute: dict, values) -> list[str]:
     rate = compute["rate"]
     where = f" on {compute['hardware']}" if compute["hardware"] else ""
     head = [f"step time model{where} (rate: {rate.describe()}" + ("" if rate.covers == "step" else
-            "; DP/ZeRO traffic overlapped with compute, TP/CP/EP/PP exposed") + "):"]
+            f"; communication overlap {compute['overlap']}"
+            + (" (default)" if compute["overlap"] == OVERLAP.default else "")) + "):"]
     if not all(x.is_number for x in st.values()):
         return ["", *head, f"  {to_text(field_order(as_expr(compute['step']['total'])))} s"]
     if rate.covers == "step":
         line = f"  compute {float(st['total']):.4g} s (the rate covers the whole step)"
     else:
-        line = (f"  max(compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s, overlapped "
-                f"communication {float(st['communication_overlapped']):.4g} s) + exposed communication "
-                f"{float(st['communication_exposed']):.4g} s = {float(st['total']):.4g} s")
+        busy = f"compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s"
+        if "offload" in st:
+            busy = f"max({busy}, offload {float(st['offload']):.4g} s)"
+        line = (f"  {busy} + exposed communication {float(st['communication_exposed']):.4g} s = "
+                f"{float(st['total']):.4g} s (hidden behind the computation: "
+                f"{float(st['communication_overlapped']):.4g} s)")
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
     if "compute_by_class" in compute:   # the per-kernel model: compute by kernel class

@@ -27,19 +27,21 @@
   (:func:`costgraph.parallel.pipeline.bubble`: (p − 1)/(v·m) for 1F1B, interleaved and
   GPipe, Narayanan et al. 2021 §2.2; ZB-H1 and DualPipe their own);
 * **communication** (:mod:`costgraph.parallel.communication` on the preset's links;
-  none without a preset): tensor, context and expert parallelism and pipeline sends
-  are on the critical path (exposed); the data-parallel gradient reduction and
-  ZeRO/FSDP traffic overlap the computation but cannot take less than their own time;
-* **total** = max(compute + bubble, overlapped communication) + exposed communication
-  (``covers = "step"``: total = compute); with CPU/NVMe offload, compute + bubble is at
-  least the host-link seconds (:func:`costgraph.training.offload.offload_link_seconds`: the
-  transfers run beside the computation), ``offload`` in the result;
-* **EP all-to-all**: exposed as :func:`costgraph.parallel.ep_time.ep_exposed` says
-  (``ep_overlap``).
+  none without a preset): each kind's seconds, split into the part hidden behind the
+  computation and the part exposed by :mod:`costgraph.training.overlap` under the layout's
+  overlap convention (``layout.overlap``, :data:`costgraph.choices.OVERLAP`: Megatron's
+  TP overlap, gradient buckets, ZeRO-3 prefetch, PP sends, CP ring; EP all-to-all per
+  ``ep_overlap``, :func:`costgraph.parallel.ep_time.ep_exposed`);
+* **total** = compute + bubble + Σ exposed communication (``communication_overlapped``: the
+  hidden part, not added; ``covers = "step"``: total = compute); with CPU/NVMe offload,
+  compute + bubble is at least the host-link seconds
+  (:func:`costgraph.training.offload.offload_link_seconds`: the
+  transfers run beside the computation), ``offload`` in the result.
 * **calibration** (``factors``, :class:`costgraph.training.calibration_profile.Factors`, from a profile
   that ``costgraph calibrate`` fitted to measured runs): named multipliers of the parts, applied
-  where each part is made — the compute kernels' seconds (the bubble, a share of them, follows)
-  and each collective kind's seconds — before the parts are combined by the rule above.
+  where each part is made — the compute kernels' seconds (each kernel class's, under the per-kernel
+  model; the bubble, a share of them, follows) and each collective kind's seconds — before the
+  overlap rules combine them.
 """
 
 from __future__ import annotations
@@ -48,14 +50,13 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..parallel.communication import comm_time, communication
+from ..parallel.communication import communication
 from ..parallel.pipeline import bubble as pipeline_bubble
-from ..parallel.ep_time import ep_exposed
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 from .offload import offload_link_seconds, offloaded
+from .overlap import Overlaps, overlaps
 
-EXPOSED = ("tp", "cp", "ep", "pp", "tied_embedding")
 #: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
 RATE_KINDS = ("efficiency", "mfu", "achieved", "kernels")
 #: what a rate covers (a named convention): the compute kernels, or whole steps
@@ -151,8 +152,9 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
               collectives: dict | None = None, with_total: bool = True, rate: Rate | None = None,
               convention: str | None = None, causal: str | None = None, factors=None) -> dict:
     """Seconds per step (module docstring): ``compute``, ``bubble``, ``communication_exposed``,
-    ``communication_overlapped`` (not added), ``total``, and ``by_kind`` (seconds of each
-    collective kind). ``layout`` filled; ``hardware`` a :class:`costgraph.hardware.Hardware`, or
+    ``communication_overlapped`` (the hidden part, not added), ``total``, ``by_kind`` (seconds of
+    each collective kind) and ``overlap`` (:class:`~costgraph.training.overlap.Overlaps`: each
+    kind's rule, exposed and hidden seconds). ``layout`` filled; ``hardware`` a :class:`costgraph.hardware.Hardware`, or
     None with ``rate`` (its peaks given): no communication then. ``rate``: a :class:`Rate`; without
     one, a flat ``efficiency`` of the preset's peaks, or (``efficiency`` None) the per-kernel model
     of the preset's kernel table (:func:`kernel_rate`), else 1/2 of the peaks. ``placement``, ``collectives``: the layout's, if the
@@ -184,19 +186,18 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
             compute = factors.scale_compute(compute)
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
-    kinds = {}
+    kinds, ov = {}, Overlaps(L.overlap, {}, compute, sympy.Integer(0))
     if hardware is not None and L.lora_rank is None:
+        pl = placement if placement is not None else place(cg, L)
         if collectives is None:
-            pl = placement if placement is not None else place(cg, L)
             collectives = communication(cg, L, stage=stage, placement=pl)
-        kinds = comm_time(collectives, hardware, L)
-        if factors is not None:   # calibration: each collective kind's multiplier
-            kinds = factors.scale_kinds(kinds)
-    # EP: its overlap with computation (layout.ep_overlap; costgraph.parallel.ep_time)
-    exposed = sympy.Add(*[ep_exposed(t, compute, L) if k == "ep" else t for k, t in kinds.items() if k in EXPOSED])
-    overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
+        ov = overlaps(cg, collectives, hardware, L, pl, stage=stage, compute=compute, flops=f, factors=factors)
+        kinds = {k: o.seconds for k, o in ov.kinds.items()}
+    # the planner combines the rules' forms itself (SymPy's Max of long sums is slow): no sums here then
+    exposed = ov.total_exposed() if with_total else None
+    hidden = sympy.Add(*kinds.values()) - exposed if with_total else None
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
-             "communication_overlapped": overlapped, "by_kind": kinds}
+             "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov}
     if by_class is not None:
         parts["compute_by_class"] = by_class
     busy = compute + bubble
@@ -207,12 +208,9 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         if link is not None:
             busy = sympy.Max(busy, link)
             parts["offload"] = link
-    if not with_total:   # the planner combines the parts per layout itself (SymPy's Max of two long sums is slow)
+    if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
-    if rate.covers == "step":
-        total = compute
-    else:
-        total = (sympy.Max(busy, overlapped) if overlapped != 0 else busy) + exposed
+    total = compute if rate.covers == "step" else busy + exposed
     return {**parts, "total": total}
 
 
