@@ -34,7 +34,7 @@ TRAIN_DEFAULTS.update({"recompute_modules": None, "recompute_num_layers": None, 
                        "recompute_frequency": None})
 TRAIN_DEFAULTS.update({"first_stage_layers": None, "last_stage_layers": None, "account_embedding": False,
                        "account_loss": False, "vp_group": None,
-                       "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default})
+                       "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default, "pipeline_layout": None})
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
@@ -110,6 +110,10 @@ def _pipeline_arguments(p) -> None:
     p.add_argument("--microbatch-group-size-per-virtual-pipeline-stage", type=int, dest="vp_group",
                    help="interleaved: micro-batches run per model chunk in a row, g (default: pp)")
     add_option(p, choices.SCHEDULE_ACCOUNTING, "--schedule-accounting")
+    p.add_argument("--pipeline-layout", dest="pipeline_layout", metavar="LAYOUT",
+                   help="Megatron-LM's --pipeline-model-parallel-layout: each stage's layers, e.g. "
+                        "Et*4|(t*4|)*14tmL (E embedding, t layer, m MTP layer, L loss, | ends a stage, x*n and "
+                        "(...)*n repeat); sets --pp (one stage per rank) or, with --pp, the virtual stages")
     # CPU/NVMe offload (costgraph.training.offload; DeepSpeed's offload_optimizer / offload_param)
     add_option(p, choices.OFFLOAD_DEVICE, "--offload-optimizer",
                help="ZeRO-Offload: gradients, fp32 master and optimizer states (and the step) off the device: "
@@ -209,7 +213,7 @@ def _recompute_fields(args) -> dict:
 def _pipeline_fields(args) -> dict:
     """The Layout's pipeline split and schedule fields from ``args`` (absent: their defaults)."""
     names = ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
-             "schedule_accounting")
+             "schedule_accounting", "pipeline_layout")
     return {n: getattr(args, n) for n in names if hasattr(args, n)}
 
 

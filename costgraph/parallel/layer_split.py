@@ -65,11 +65,17 @@ def chunk_ranges(sizes: list[list[sympy.Expr]]) -> list[list[tuple[sympy.Expr, s
 
 
 def stage_shares(counts: list, p: int, v: int = 1, first=None, last=None, embedding: bool = False,
-                 loss: bool = False) -> list[list[sympy.Expr]]:
+                 loss: bool = False, sizes=None) -> list[list[sympy.Expr]]:
     """``shares[r][k]``: iterations of top-level group ``k`` (of ``counts``, in
-    program order) that rank ``r`` holds, contiguous (module docstring)."""
+    program order) that rank ``r`` holds, contiguous (module docstring).
+    ``sizes``: ``sizes[r][vp]``, each chunk's layers given (an explicit layout,
+    :meth:`costgraph.parallel.pipeline_layout.PipelineLayout.chunk_sizes`) instead of
+    Megatron's split options."""
     counts = [as_expr(c) for c in counts]
-    ranges = chunk_ranges(chunk_sizes(sympy.Add(*counts), p, v, first, last, embedding, loss))
+    if sizes is not None:
+        sizes = [[as_expr(n) for n in row] for row in sizes]
+    ranges = chunk_ranges(sizes if sizes is not None else chunk_sizes(sympy.Add(*counts), p, v, first, last,
+                                                                       embedding, loss))
     if len(counts) == 1:
         return [[sympy.Add(*[n for _, n in ranges[r]])] for r in range(p)]
     starts, at = [], ZERO

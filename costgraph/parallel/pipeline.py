@@ -36,7 +36,7 @@ import sympy
 from ..engine.graph import CostGraph
 
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
-from .layer_split import stage_shares
+from .layer_split import ZERO, stage_shares
 from .schedules import bubble_fraction, chunks_in_flight, in_flight
 
 SCHEDULES = SCHEDULE.values
@@ -76,12 +76,42 @@ class Split:
     loss: bool = False
     g: object = None
     accounting: str = SCHEDULE_ACCOUNTING.default
+    layout: object = None   # a bound PipelineLayout (costgraph.parallel.pipeline_layout): Megatron's explicit split
 
 
 def split_of(layout) -> Split:
-    """The :class:`Split` of a :class:`~costgraph.parallel.layout.Layout`."""
+    """The :class:`Split` of a :class:`~costgraph.parallel.layout.Layout` (its
+    ``pipeline_layout`` text parsed and bound to its ``p``)."""
+    explicit = None
+    if getattr(layout, "pipeline_layout", None) is not None:
+        from .pipeline_layout import parse_pipeline_layout
+
+        explicit = parse_pipeline_layout(layout.pipeline_layout, int(layout.p))
     return Split(layout.first_stage_layers, layout.last_stage_layers, layout.account_embedding,
-                 layout.account_loss, layout.vp_group, layout.schedule_accounting)
+                 layout.account_loss, layout.vp_group, layout.schedule_accounting, explicit)
+
+
+def layer_groups(cg: CostGraph) -> tuple[list, list]:
+    """``(main, post)``: the top-level repeat groups in program order, split in two at the
+    operator that produces the model's first output (its head). ``main`` are the layers
+    split across the stages; ``post`` the groups after the head — DeepSeek-V3's MTP depths,
+    which read the main model's output. Megatron-LM never counts MTP layers in the split:
+    without a layout they all sit on the last stage, with the loss
+    (``multi_token_prediction.py::mtp_on_this_rank`` @ d98e8a64); with one, on the rank
+    whose stage lists ``m``."""
+    top = [g for path, g in cg.groups.items() if "/" not in path]
+    if not top or not cg.outputs:
+        return top, []
+    order = {path: i for i, (path, _) in enumerate(cg.ops())}
+    head = order.get(cg.tensors[cg.outputs[0]].producer)
+    if head is None:
+        return top, []
+
+    def start(g):
+        return min((i for path, i in order.items() if path.startswith(g.path + "/")), default=-1)
+
+    post = [g for g in top if start(g) > head]
+    return [g for g in top if g not in post], post
 
 
 def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, v: int = 1,
@@ -100,7 +130,8 @@ def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, 
     split = split or Split()
     p = sympy.Integer(p) if isinstance(p, int) else p
     m = p if m is None else (sympy.Integer(m) if isinstance(m, int) else m)
-    top = [g for path, g in cg.groups.items() if "/" not in path]
+    main, post = layer_groups(cg)
+    top = main + post
     inside = {path for path, _ in cg.ops() if any(path.startswith(g.path + "/") for g in top)}
     order = [path for path, _ in cg.ops()]
     first_layer = min((order.index(x) for x in inside), default=len(order))
@@ -114,35 +145,57 @@ def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, 
             out |= set(c.weights) | set(c.tied)
         return out
 
-    def stage(i, name, nodes, layers=None, head=False) -> Stage:
+    # the tables the post groups (MTP) read from outside them (the tied embedding): held where they are
+    post_tied = {w for w in weights_of(x for x in inside if any(x.startswith(g.path + "/") for g in post))
+                 if w in cg.weights and not any(w.startswith(g.path + "/") for g in top)}
+
+    def stage(i, name, nodes, layers, head=False, tied=frozenset()) -> Stage:
         chunks = chunks_in_flight(i, p, m, schedule, v, split.g, split.accounting)
-        return Stage(i, name, layers or {g.path: g.count / p for g in top}, set(nodes), weights_of(nodes),
+        return Stage(i, name, layers, set(nodes), weights_of(nodes) | set(tied),
                      in_flight(i, p, m, schedule, v, split.g, split.accounting), chunks, head)
 
     if p == 1:
-        return [stage(sympy.Integer(0), "stage 0 (the whole model)", before | after, head=True)]
-    if p.is_Integer:
-        n = int(p)
-        shares = stage_shares([g.count for g in top], n, v if schedule == "interleaved" else 1, split.first,
-                              split.last, split.embedding, split.loss) if top else [[]] * n
+        return [stage(sympy.Integer(0), "stage 0 (the whole model)", before | after,
+                      {g.path: g.count for g in top}, head=True, tied=post_tied)]
+    if not p.is_Integer:
+        even = {g.path: g.count / p for g in main}
+        return [stage(sympy.Integer(0), "stage 0 (first)", before, {**even, **{g.path: ZERO for g in post}},
+                      head=schedule == "dualpipe"),
+                stage(p - 1, "stage p-1 (last)", after, {**even, **{g.path: g.count for g in post}}, head=True,
+                      tied=post_tied)]
+    n = int(p)
+    rows = _shares(main, post, n, v if schedule == "interleaved" else 1, split)
 
-        def held(i):
-            own = dict(zip([g.path for g in top], shares[i]))
-            if schedule == "dualpipe" and n - 1 - i != i:   # the device also runs stage p − 1 − i
-                own = {k: sympy.expand(x + y) for (k, x), y in zip(own.items(), shares[n - 1 - i])}
-            return own
+    def held(i):
+        if schedule == "dualpipe" and n - 1 - i != i:   # the device also runs stage p − 1 − i
+            return {k: sympy.expand(x + rows[n - 1 - i][k]) for k, x in rows[i].items()}
+        return rows[i]
 
-        def ends(i):
-            ends = (before if i == 0 else set()) | (after if i == n - 1 else set())
-            if schedule == "dualpipe":
-                ends |= (before if i == n - 1 else set()) | (after if i == 0 else set())
-            return ends
+    def ends(i):
+        ends = (before if i == 0 else set()) | (after if i == n - 1 else set())
+        if schedule == "dualpipe":
+            ends |= (before if i == n - 1 else set()) | (after if i == 0 else set())
+        return ends
 
-        return [stage(sympy.Integer(i), f"stage {i}" + (" (first)" if i == 0 else " (last)" if i == n - 1 else ""),
-                      ends(i), held(i), head=(i == n - 1 or (schedule == "dualpipe" and i == 0)))
-                for i in range(n)]
-    return [stage(sympy.Integer(0), "stage 0 (first)", before, head=schedule == "dualpipe"),
-            stage(p - 1, "stage p-1 (last)", after, head=True)]
+    def name(i):
+        return f"stage {i}" + (" (first)" if i == 0 else " (last)" if i == n - 1 else "") + \
+            (f" [{split.layout.rank_text(i)}]" if split.layout is not None else "")
+
+    return [stage(sympy.Integer(i), name(i), ends(i), held(i), head=(i == n - 1 or (schedule == "dualpipe" and i == 0)),
+                  tied=post_tied if any(held(i)[g.path] != 0 for g in post) else ())
+            for i in range(n)]
+
+
+def _shares(main, post, n: int, v: int, split: Split) -> list[dict]:
+    """``rows[r]``: group path → iterations rank ``r`` holds: the ``main`` groups split as
+    Megatron splits them (the explicit layout's counts, or :func:`stage_shares`'s), every
+    ``post`` group (MTP) whole on one rank: the layout's ``m`` rank, else the last."""
+    sizes = split.layout.chunk_sizes() if split.layout is not None else None
+    shares = stage_shares([g.count for g in main], n, v, split.first, split.last, split.embedding, split.loss,
+                          sizes=sizes) if main else [[]] * n
+    at = split.layout.mtp_rank() if split.layout is not None and split.layout.mtp else n - 1
+    return [{**dict(zip([g.path for g in main], shares[r])), **{g.path: g.count if r == at else ZERO for g in post}}
+            for r in range(n)]
 
 
 def most_loaded_layers(stages: list[Stage], values: dict | None = None) -> Stage:

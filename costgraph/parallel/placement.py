@@ -68,7 +68,7 @@ ZERO = sympy.Integer(0)
 # the Layout fields a placement depends on (its cache key)
 KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp", "rank_order", "tp_replicated")
 KEY_FIELDS += ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
-               "schedule_accounting")   # the pipeline split (costgraph.parallel.pipeline.Split)
+               "schedule_accounting", "pipeline_layout")   # the pipeline split (costgraph.parallel.pipeline.Split)
 
 
 @dataclass(frozen=True)
