@@ -229,3 +229,53 @@ def pace_factor(stages: list[Stage]) -> sympy.Expr:
     if total == 0 or len(stages) < 2:
         return sympy.Integer(1)
     return sympy.Max(*counts) * len(stages) / total
+
+
+def stage_flops(cg: CostGraph, stages: list[Stage], rows: list[dict]) -> list[sympy.Expr]:
+    """FLOPs (forward + backward, per micro-batch) each stage's device runs: every leaf row of
+    :func:`costgraph.engine.totals.breakdown` (``leaves_only``) inside a top-level group × the
+    stage's share of the group's iterations, and the rows outside the groups the stage holds
+    (embedding on the first, head on the last). Their sum over the stages is the model's."""
+    top = [g for path, g in cg.groups.items() if "/" not in path]
+    per_group = {g.path: [] for g in top}   # FLOPs of all of a group's iterations, then of the rest by path
+    outside = {}
+    for r in rows:
+        f = r["count"] * (r["flops_forward"] + r["flops_backward"])
+        g = next((g for g in top if r["path"].startswith(g.path + "/")), None)
+        if g is not None:
+            per_group[g.path].append(f)
+        else:
+            outside[r["path"]] = outside.get(r["path"], 0) + f
+    one = {g.path: sympy.expand(sympy.Add(*per_group[g.path]) / g.count) for g in top if g.count != 0}
+    return [sympy.Add(*[st.layers.get(k, 0) * f for k, f in one.items()],
+                      *[f for path, f in outside.items() if path in st.nodes]) for st in stages]
+
+
+def flops_pace(cg: CostGraph, stages: list[Stage], rows: list[dict], values: dict | None = None) -> sympy.Expr:
+    """How much longer the busiest device's share takes than the mean: ``max_i F_i / mean_i F_i``
+    over :func:`stage_flops` (1 for one stage). The step time's compute (FLOPs / devices) × this
+    is the busiest stage's, which sets the pipeline's pace (Narayanan et al. 2021 §2.2: every
+    stage waits for the slowest). ``values``: symbol → int, to compare numbers."""
+    if len(stages) < 2:
+        return sympy.Integer(1)
+    work = [sympy.expand(w.xreplace(values)) if values else w for w in stage_flops(cg, stages, rows)]
+    total = sympy.Add(*work)
+    return sympy.Integer(1) if total == 0 else sympy.Max(*work, evaluate=False) * len(work) / total
+
+
+def layout_pace(cg: CostGraph, layout, stages: list[Stage], convention: str | None = None,
+                causal: str | None = None) -> sympy.Expr:
+    """The step time's pace factor (:func:`flops_pace`) where the split is uneven by
+    construction: an explicit ``pipeline_layout``, or MTP depths on one stage
+    (:func:`layer_groups`); 1 otherwise (the even split's mean, as the step time has always
+    taken it). ``convention``/``causal``: the FLOP conventions (defaults: the choices')."""
+    from ..choices import CAUSAL, CONVENTION
+    from ..engine.precision import precision
+    from ..engine.totals import MODEL_SCOPE, breakdown
+
+    p = sympy.sympify(layout.p)
+    if not p.is_Integer or p < 2 or (getattr(layout, "pipeline_layout", None) is None and not layer_groups(cg)[1]):
+        return sympy.Integer(1)
+    rows = breakdown(cg, MODEL_SCOPE, convention or CONVENTION.default, precision("bf16"),
+                     causal or CAUSAL.default, leaves_only=True)
+    return flops_pace(cg, stages, rows)

@@ -21,6 +21,9 @@
   Narayanan report them: the bubble and the communication are inside it), the step
   is the compute (default for ``mfu`` and ``achieved``: it keeps Narayanan's 34 days
   for GPT-3 175B, the seeds' ``8TP/(nX)``).
+  With an explicit pipeline layout or MTP depths (one stage holds more) and a rate that
+  covers the kernels, the compute is the busiest stage's: ×
+  :func:`costgraph.parallel.pipeline.layout_pace`.
 * **bubble** = compute × the schedule's idle fraction
   (:func:`costgraph.parallel.pipeline.bubble`: (p − 1)/(v·m) for 1F1B, interleaved and
   GPipe, Narayanan et al. 2021 §2.2; ZB-H1 and DualPipe their own);
@@ -43,7 +46,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..parallel.communication import comm_time, communication
-from ..parallel.pipeline import bubble as pipeline_bubble
+from ..parallel.pipeline import bubble as pipeline_bubble, layout_pace
 from ..parallel.ep_time import ep_exposed
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
@@ -138,6 +141,10 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     if rate is None:
         rate = Rate("efficiency", efficiency, default_peaks(hardware, L.policy))
     compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
+    pace = sympy.Integer(1)
+    if rate.covers == "compute":   # an explicit layout or MTP: the busiest stage's pace (a whole-step rate has it)
+        pace = layout_pace(cg, L, (placement if placement is not None else place(cg, L)).stages, convention, causal)
+        compute = compute * pace
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds = {}
@@ -164,7 +171,8 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     if rate.covers == "step":
         total = compute
     else:
-        total = (sympy.Max(busy, overlapped) if overlapped != 0 else busy) + exposed
+        # a pace (a Max over the stages) left unevaluated: SymPy's comparisons of two long sums are slow
+        total = (sympy.Max(busy, overlapped, evaluate=pace == 1) if overlapped != 0 else busy) + exposed
     return {**parts, "total": total}
 
 
