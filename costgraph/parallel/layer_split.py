@@ -133,3 +133,26 @@ def check_split(total: int, p: int, v: int = 1, first=None, last=None, embedding
             if not n.is_integer:
                 raise CostgraphValueError(f"stage {r}'s {sum(row)} {what} do not divide into v = {v} model chunks",
                                           hint=f"a count per stage divisible by {v}")
+
+
+def layer_groups(cg) -> tuple[list, list]:
+    """``(main, post)``: the top-level repeat groups in program order, split in two at the
+    operator that produces the model's first output (its head). ``main`` are the layers
+    split across the stages; ``post`` the groups after the head — DeepSeek-V3's MTP depths,
+    which read the main model's output. Megatron-LM never counts MTP layers in the split:
+    without a layout they all sit on the last stage, with the loss
+    (``multi_token_prediction.py::mtp_on_this_rank`` @ d98e8a64); with one, on the rank
+    whose stage lists ``m``."""
+    top = [g for path, g in cg.groups.items() if "/" not in path]
+    if not top or not cg.outputs:
+        return top, []
+    order = {path: i for i, (path, _) in enumerate(cg.ops())}
+    head = order.get(cg.tensors[cg.outputs[0]].producer)
+    if head is None:
+        return top, []
+
+    def start(g):
+        return min((i for path, i in order.items() if path.startswith(g.path + "/")), default=-1)
+
+    post = [g for g in top if start(g) > head]
+    return [g for g in top if g not in post], post

@@ -36,7 +36,7 @@ import sympy
 from ..engine.graph import CostGraph
 
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
-from .layer_split import ZERO, stage_shares
+from .layer_split import ZERO, layer_groups, stage_shares
 from .schedules import bubble_fraction, chunks_in_flight, in_flight
 
 SCHEDULES = SCHEDULE.values
@@ -89,29 +89,6 @@ def split_of(layout) -> Split:
         explicit = parse_pipeline_layout(layout.pipeline_layout, int(layout.p))
     return Split(layout.first_stage_layers, layout.last_stage_layers, layout.account_embedding,
                  layout.account_loss, layout.vp_group, layout.schedule_accounting, explicit)
-
-
-def layer_groups(cg: CostGraph) -> tuple[list, list]:
-    """``(main, post)``: the top-level repeat groups in program order, split in two at the
-    operator that produces the model's first output (its head). ``main`` are the layers
-    split across the stages; ``post`` the groups after the head — DeepSeek-V3's MTP depths,
-    which read the main model's output. Megatron-LM never counts MTP layers in the split:
-    without a layout they all sit on the last stage, with the loss
-    (``multi_token_prediction.py::mtp_on_this_rank`` @ d98e8a64); with one, on the rank
-    whose stage lists ``m``."""
-    top = [g for path, g in cg.groups.items() if "/" not in path]
-    if not top or not cg.outputs:
-        return top, []
-    order = {path: i for i, (path, _) in enumerate(cg.ops())}
-    head = order.get(cg.tensors[cg.outputs[0]].producer)
-    if head is None:
-        return top, []
-
-    def start(g):
-        return min((i for path, i in order.items() if path.startswith(g.path + "/")), default=-1)
-
-    post = [g for g in top if start(g) > head]
-    return [g for g in top if g not in post], post
 
 
 def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, v: int = 1,

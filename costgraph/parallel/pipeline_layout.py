@@ -245,6 +245,17 @@ def format_layout(stages) -> str:
 def parse_pipeline_layout(text: str, pp: int | None = None, v: int | None = None) -> PipelineLayout:
     """Parse Megatron's layout ``text`` (module docstring); with ``pp``, bind it to ``pp``
     pipeline ranks (:meth:`PipelineLayout.with_pp`; ``v`` the virtual stages asked for).
+    Megatron-LM's docs example (``docs/user-guide/features/pipeline_parallel_layout.md``,
+    PP 16 × VPP 2):
+
+    >>> lay = parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16)
+    >>> lay.vp, lay.mtp_rank(), lay.chunk_sizes()[0]
+    (2, 14, [3, 2])
+    >>> print(lay.describe())
+    rank 0: E t*3 | t*2
+    ranks 1-13: t*2 | t*2
+    rank 14: t*2 | m
+    rank 15: t*2 | L
 
     Raises
     ------
@@ -361,7 +372,7 @@ def pipeline_layout_for(text: str, model, values: dict | None = None, pp: int | 
     and checked against ``model`` (a :class:`costgraph.Model` or a ``CostGraph``) at
     ``values`` (symbol → int): its Transformer layers (the top-level repeat groups before
     its output head) and MTP depths (the groups after it,
-    :func:`costgraph.parallel.pipeline.layer_groups`). What the planner calls to validate a
+    :func:`costgraph.parallel.layer_split.layer_groups`). What the planner calls to validate a
     candidate layout.
 
     Raises
@@ -370,7 +381,7 @@ def pipeline_layout_for(text: str, model, values: dict | None = None, pp: int | 
         Parse errors, a ``pp``/``v`` the stages do not match, a layout Megatron would refuse
         for this model, or a model whose layer counts have no number at ``values``."""
     from ..engine.symbols import as_expr
-    from .pipeline import layer_groups
+    from .layer_split import layer_groups
 
     cg = getattr(model, "graph", model)
     layout = parse_pipeline_layout(text)
