@@ -245,7 +245,13 @@ def training(args, model, values):
     Without ``--gpus`` the data-parallel degree is 1 (``costgraph train`` leaves it a symbol,
     ``N_d``, which a report or plot could not put a number on)."""
     if args.gpus is None:
-        args.gpus = args.tp * args.pp * args.cp
+        pp = args.pp
+        if getattr(args, "pipeline_layout", None) is not None and pp == 1:   # the layout's ranks (Layout.filled)
+            from ..parallel.pipeline_layout import parse_pipeline_layout
+
+            n, v = len(parse_pipeline_layout(args.pipeline_layout).stages), args.virtual_stages
+            pp = n // v if v > 1 and n % v == 0 else n
+        args.gpus = args.tp * pp * args.cp
     layout = train_layout(args, args.micro_batches)
     if values is not None:
         from ..training.validity import check_layout
