@@ -23,6 +23,8 @@ cover — contiguous, as Megatron assigns them.
 
 from __future__ import annotations
 
+import weakref
+
 import sympy
 
 from ..engine.symbols import as_expr
@@ -143,6 +145,18 @@ def layer_groups(cg) -> tuple[list, list]:
     without a layout they all sit on the last stage, with the loss
     (``multi_token_prediction.py::mtp_on_this_rank`` @ d98e8a64); with one, on the rank
     whose stage lists ``m``."""
+    entry = _GROUPS.get(id(cg))
+    if entry is None or entry[0]() is not cg:
+        entry = _GROUPS[id(cg)] = (weakref.ref(cg), _layer_groups(cg))
+        weakref.finalize(cg, _GROUPS.pop, id(cg), None)
+    main, post = entry[1]
+    return list(main), list(post)
+
+
+_GROUPS: dict = {}   # id(graph) → (weak reference, (main, post)): once per graph, dropped with it
+
+
+def _layer_groups(cg) -> tuple[list, list]:
     top = [g for path, g in cg.groups.items() if "/" not in path]
     if not top or not cg.outputs:
         return top, []
