@@ -254,3 +254,19 @@ def test_megatron_split_options_are_layouts(flags, text):
     assert [sympy.expand(x.memory["total"].xreplace(v)) for x in a.stages] == \
         [sympy.expand(x.memory["total"].xreplace(v)) for x in b.stages]
     assert [int(x.layers.xreplace(v)) for x in b.stages] == [int(x.layers.xreplace(v)) for x in a.stages]
+
+
+def test_flops_per_stage_add_up_and_set_the_pace(ds):
+    # the stages' FLOPs add up to the model's; on PP 16 the last stage (a MoE layer, the MTP module and the
+    # head run twice) is the busiest, and the step time's compute is its share
+    from costgraph.engine.precision import precision
+    from costgraph.engine.totals import MODEL_SCOPE, breakdown
+    from costgraph.parallel.pipeline import flops_pace, stage_flops
+
+    m, v = ds
+    rows = breakdown(m.graph, MODEL_SCOPE, "matmul", precision("bf16"), "half", leaves_only=True)
+    stages = placement(m.graph, Layout(pipeline_layout=PP16, gpus=16)).stages
+    work = [sympy.sympify(w).xreplace(v) for w in stage_flops(m.graph, stages, rows)]
+    assert sum(work) == sum(r["count"] * (r["flops_forward"] + r["flops_backward"]) for r in rows).xreplace(v)
+    assert max(work) == work[15] and work[1] == work[14]
+    assert flops_pace(m.graph, stages, rows, v) == 16 * work[15] / sum(work)

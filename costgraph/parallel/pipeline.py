@@ -237,7 +237,10 @@ def flops_pace(cg: CostGraph, stages: list[Stage], rows: list[dict], values: dic
         return sympy.Integer(1)
     work = [sympy.expand(w.xreplace(values)) if values else w for w in stage_flops(cg, stages, rows)]
     total = sympy.Add(*work)
-    return sympy.Integer(1) if total == 0 else sympy.Max(*work, evaluate=False) * len(work) / total
+    if total == 0:
+        return sympy.Integer(1)
+    # symbolic: left unevaluated (SymPy's pairwise comparisons of long sums are slow); numbers compare
+    return sympy.Max(*work, evaluate=all(w.is_number for w in work)) * len(work) / total
 
 
 def layout_pace(cg: CostGraph, layout, stages: list[Stage], convention: str | None = None,
