@@ -34,7 +34,7 @@ TRAIN_DEFAULTS.update({"recompute_modules": None, "recompute_num_layers": None, 
                        "recompute_frequency": None})
 TRAIN_DEFAULTS.update({"first_stage_layers": None, "last_stage_layers": None, "account_embedding": False,
                        "account_loss": False, "vp_group": None,
-                       "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default})
+                       "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default, "pipeline_layout": None})
 # FP8 options and the recompute FLOP count (costgraph.training.fp8_options, .recompute_count)
 TRAIN_DEFAULTS.update({"fp8_attention": choices.DEFAULT_FP8_ATTENTION, "fp8_wgrad": choices.DEFAULT_FP8_WGRAD,
                        "recompute_count": choices.RECOMPUTE_COUNT.default})
@@ -121,6 +121,10 @@ def _pipeline_arguments(p) -> None:
     p.add_argument("--microbatch-group-size-per-virtual-pipeline-stage", type=int, dest="vp_group",
                    help="interleaved: micro-batches run per model chunk in a row, g (default: pp)")
     add_option(p, choices.SCHEDULE_ACCOUNTING, "--schedule-accounting")
+    p.add_argument("--pipeline-layout", dest="pipeline_layout", metavar="LAYOUT",
+                   help="Megatron-LM's --pipeline-model-parallel-layout: each stage's layers, e.g. "
+                        "Et*4|(t*4|)*14tmL (E embedding, t layer, m MTP layer, L loss, | ends a stage, x*n and "
+                        "(...)*n repeat); sets --pp (one stage per rank) or, with --pp, the virtual stages")
     # CPU/NVMe offload (costgraph.training.offload; DeepSpeed's offload_optimizer / offload_param)
     add_option(p, choices.OFFLOAD_DEVICE, "--offload-optimizer",
                help="ZeRO-Offload: gradients, fp32 master and optimizer states (and the step) off the device: "
@@ -230,7 +234,7 @@ def _recompute_fields(args) -> dict:
 def _pipeline_fields(args) -> dict:
     """The Layout's pipeline split and schedule fields from ``args`` (absent: their defaults)."""
     names = ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
-             "schedule_accounting")
+             "schedule_accounting", "pipeline_layout")
     return {n: getattr(args, n) for n in names if hasattr(args, n)}
 
 
@@ -262,7 +266,13 @@ def training(args, model, values):
     Without ``--gpus`` the data-parallel degree is 1 (``costgraph train`` leaves it a symbol,
     ``N_d``, which a report or plot could not put a number on)."""
     if args.gpus is None:
-        args.gpus = args.tp * args.pp * args.cp
+        pp = args.pp
+        if getattr(args, "pipeline_layout", None) is not None and pp == 1:   # the layout's ranks (Layout.filled)
+            from ..parallel.pipeline_layout import parse_pipeline_layout
+
+            n, v = len(parse_pipeline_layout(args.pipeline_layout).stages), args.virtual_stages
+            pp = n // v if v > 1 and n % v == 0 else n
+        args.gpus = args.tp * pp * args.cp
     layout = train_layout(args, args.micro_batches)
     if values is not None:
         from ..training.validity import check_layout

@@ -23,6 +23,8 @@ cover — contiguous, as Megatron assigns them.
 
 from __future__ import annotations
 
+import weakref
+
 import sympy
 
 from ..engine.symbols import as_expr
@@ -65,11 +67,17 @@ def chunk_ranges(sizes: list[list[sympy.Expr]]) -> list[list[tuple[sympy.Expr, s
 
 
 def stage_shares(counts: list, p: int, v: int = 1, first=None, last=None, embedding: bool = False,
-                 loss: bool = False) -> list[list[sympy.Expr]]:
+                 loss: bool = False, sizes=None) -> list[list[sympy.Expr]]:
     """``shares[r][k]``: iterations of top-level group ``k`` (of ``counts``, in
-    program order) that rank ``r`` holds, contiguous (module docstring)."""
+    program order) that rank ``r`` holds, contiguous (module docstring).
+    ``sizes``: ``sizes[r][vp]``, each chunk's layers given (an explicit layout,
+    :meth:`costgraph.parallel.pipeline_layout.PipelineLayout.chunk_sizes`) instead of
+    Megatron's split options."""
     counts = [as_expr(c) for c in counts]
-    ranges = chunk_ranges(chunk_sizes(sympy.Add(*counts), p, v, first, last, embedding, loss))
+    if sizes is not None:
+        sizes = [[as_expr(n) for n in row] for row in sizes]
+    ranges = chunk_ranges(sizes if sizes is not None else chunk_sizes(sympy.Add(*counts), p, v, first, last,
+                                                                       embedding, loss))
     if len(counts) == 1:
         return [[sympy.Add(*[n for _, n in ranges[r]])] for r in range(p)]
     starts, at = [], ZERO
@@ -127,3 +135,38 @@ def check_split(total: int, p: int, v: int = 1, first=None, last=None, embedding
             if not n.is_integer:
                 raise CostgraphValueError(f"stage {r}'s {sum(row)} {what} do not divide into v = {v} model chunks",
                                           hint=f"a count per stage divisible by {v}")
+
+
+def layer_groups(cg) -> tuple[list, list]:
+    """``(main, post)``: the top-level repeat groups in program order, split in two at the
+    operator that produces the model's first output (its head). ``main`` are the layers
+    split across the stages; ``post`` the groups after the head — DeepSeek-V3's MTP depths,
+    which read the main model's output. Megatron-LM never counts MTP layers in the split:
+    without a layout they all sit on the last stage, with the loss
+    (``multi_token_prediction.py::mtp_on_this_rank`` @ d98e8a64); with one, on the rank
+    whose stage lists ``m``."""
+    entry = _GROUPS.get(id(cg))
+    if entry is None or entry[0]() is not cg:
+        entry = _GROUPS[id(cg)] = (weakref.ref(cg), _layer_groups(cg))
+        weakref.finalize(cg, _GROUPS.pop, id(cg), None)
+    main, post = entry[1]
+    return list(main), list(post)
+
+
+_GROUPS: dict = {}   # id(graph) → (weak reference, (main, post)): once per graph, dropped with it
+
+
+def _layer_groups(cg) -> tuple[list, list]:
+    top = [g for path, g in cg.groups.items() if "/" not in path]
+    if not top or not cg.outputs:
+        return top, []
+    order = {path: i for i, (path, _) in enumerate(cg.ops())}
+    head = order.get(cg.tensors[cg.outputs[0]].producer)
+    if head is None:
+        return top, []
+
+    def start(g):
+        return min((i for path, i in order.items() if path.startswith(g.path + "/")), default=-1)
+
+    post = [g for g in top if start(g) > head]
+    return [g for g in top if g not in post], post

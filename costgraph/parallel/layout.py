@@ -53,7 +53,10 @@ class Layout:
     ``schedule_accounting`` (``megatron-schedule`` or ``korthikanti``); FP8 options
     (:mod:`costgraph.training.fp8_options`): ``fp8_attention`` (TE's FP8 dot-product attention) and
     ``fp8_wgrad`` (FP8 weight-gradient GEMMs); ``recompute_count`` (how the hardware FLOPs count a
-    re-run: ``rerun`` or ``korthikanti-eq8``); ``tp_replicated``: names of head-count
+    re-run: ``rerun`` or ``korthikanti-eq8``); ``pipeline_layout``
+    (Megatron's ``--pipeline-model-parallel-layout`` text, e.g. ``Et*4|(t*4|)*14tmL``: each
+    stage's layers, embedding, MTP and loss; it sets ``p`` when ``p`` is 1, ``v`` = stages / ``p``,
+    and the interleaved schedule when ``v > 1``; :mod:`costgraph.parallel.pipeline_layout`); ``tp_replicated``: names of head-count
     dimensions (``kv``) with fewer heads than ``t``, which TP replicates as Megatron-LM
     does (each rank holds one head; filled from the values by
     :func:`costgraph.parallel.tensor.kv_replication`)."""
@@ -94,6 +97,8 @@ class Layout:
     account_embedding: bool = False
     account_loss: bool = False
     schedule_accounting: str = choices.SCHEDULE_ACCOUNTING.default
+    # Megatron's --pipeline-model-parallel-layout text (costgraph.parallel.pipeline_layout; issue 27 item 3)
+    pipeline_layout: str | None = None
     # expert placement (costgraph.parallel.ranks; costgraph.parallel.communication's ``ep``)
     rank_order: str = "tp-cp-ep-dp-pp"
     domain_ranks: int | None = None
@@ -125,6 +130,8 @@ class Layout:
         out = Layout(**self.__dict__)
         for name in ("t", "p", "c", "e", "v"):
             _degree(getattr(out, name), name)
+        if out.pipeline_layout is not None:   # it may set p, v and the schedule: before d and m
+            _apply_pipeline_layout(out)
         for name in ("sp", "loss", "lora_dropout", "fp8_attention", "fp8_wgrad"):
             if not isinstance(getattr(out, name), bool):
                 raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
@@ -216,6 +223,44 @@ def _check_pipeline(out: "Layout") -> None:
             raise CostgraphValueError("the micro-batch group per virtual stage needs the interleaved schedule",
                                       hint="--schedule interleaved")
     check_schedule(out.p, out.m, out.schedule, out.v, out.vp_group)
+def _apply_pipeline_layout(out: "Layout") -> None:
+    """Parse ``pipeline_layout`` and make ``p``, ``v`` and the schedule agree with it, as
+    Megatron-LM's arguments.py does (``virtual_pipeline_model_parallel_size = stages // pp``):
+    ``p`` 1 takes one stage per rank (or stages / ``v`` with ``v`` given), the default 1F1B
+    becomes interleaved when ``v > 1``. Refuses, naming both, a ``p`` or ``v`` the stages
+    do not match, a schedule other than 1F1B/interleaved with ``v > 1``, and Megatron's
+    first/last and account-for options beside it (TransformerConfig: "cannot be set with
+    other pipeline layout arguments")."""
+    from .pipeline_layout import FLAG, parse_pipeline_layout
+
+    layout = parse_pipeline_layout(out.pipeline_layout)
+    n = len(layout.stages)
+    if not isinstance(out.p, int):
+        raise CostgraphValueError(f"{FLAG} places layers on numbered ranks: it needs a numeric --pp",
+                                  hint=f"--pp a divisor of its {n} stages")
+    if out.first_stage_layers is not None or out.last_stage_layers is not None or out.account_embedding \
+            or out.account_loss:
+        raise CostgraphValueError(f"{FLAG} gives every stage's layers: it cannot be combined with "
+                                  "--decoder-first/last-pipeline-num-layers or --account-for-*-in-pipeline-split "
+                                  "(Megatron-LM TransformerConfig)", hint=f"drop those, or drop {FLAG}")
+    given_v = out.v if out.v != 1 else None
+    if out.p == 1 and n > 1:
+        out.p = n // given_v if given_v and n % given_v == 0 else n
+        per = out.t * out.p * out.c
+        if isinstance(out.gpus, int) and isinstance(per, int) and out.gpus % per:
+            raise CostgraphValueError(f"{FLAG} lists {n} stages: pp {out.p} (one stage per rank), and {out.gpus} "
+                                      f"GPUs do not divide into t·p·c = {per}",
+                                      hint="--pp P for P ranks holding stages / P model chunks each")
+    bound = layout.with_pp(out.p, given_v)
+    out.v = bound.vp
+    if out.v > 1 and out.schedule == choices.SCHEDULE.default:
+        out.schedule = "interleaved"
+    if out.v > 1 and out.schedule != "interleaved":
+        raise CostgraphValueError(f"{FLAG} lists {n} stages on --pp {out.p}: {out.v} model chunks per rank, which "
+                                  f"need the interleaved schedule, not --schedule {out.schedule}",
+                                  hint=f"--schedule interleaved, or a layout of {out.p} stages")
+
+
 def _expert_placement(out: "Layout") -> None:
     """Check and normalize ``rank_order``, ``domain_ranks``, ``ep_overlap`` and ``route_nodes``."""
     from .ranks import check_order

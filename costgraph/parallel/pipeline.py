@@ -36,7 +36,7 @@ import sympy
 from ..engine.graph import CostGraph
 
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
-from .layer_split import stage_shares
+from .layer_split import ZERO, layer_groups, stage_shares
 from .schedules import bubble_fraction, chunks_in_flight, in_flight
 
 SCHEDULES = SCHEDULE.values
@@ -76,12 +76,19 @@ class Split:
     loss: bool = False
     g: object = None
     accounting: str = SCHEDULE_ACCOUNTING.default
+    layout: object = None   # a bound PipelineLayout (costgraph.parallel.pipeline_layout): Megatron's explicit split
 
 
 def split_of(layout) -> Split:
-    """The :class:`Split` of a :class:`~costgraph.parallel.layout.Layout`."""
+    """The :class:`Split` of a :class:`~costgraph.parallel.layout.Layout` (its
+    ``pipeline_layout`` text parsed and bound to its ``p``)."""
+    explicit = None
+    if getattr(layout, "pipeline_layout", None) is not None:
+        from .pipeline_layout import parse_pipeline_layout
+
+        explicit = parse_pipeline_layout(layout.pipeline_layout, int(layout.p))
     return Split(layout.first_stage_layers, layout.last_stage_layers, layout.account_embedding,
-                 layout.account_loss, layout.vp_group, layout.schedule_accounting)
+                 layout.account_loss, layout.vp_group, layout.schedule_accounting, explicit)
 
 
 def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, v: int = 1,
@@ -100,7 +107,8 @@ def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, 
     split = split or Split()
     p = sympy.Integer(p) if isinstance(p, int) else p
     m = p if m is None else (sympy.Integer(m) if isinstance(m, int) else m)
-    top = [g for path, g in cg.groups.items() if "/" not in path]
+    main, post = layer_groups(cg)
+    top = main + post
     inside = {path for path, _ in cg.ops() if any(path.startswith(g.path + "/") for g in top)}
     order = [path for path, _ in cg.ops()]
     first_layer = min((order.index(x) for x in inside), default=len(order))
@@ -114,35 +122,57 @@ def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, 
             out |= set(c.weights) | set(c.tied)
         return out
 
-    def stage(i, name, nodes, layers=None, head=False) -> Stage:
+    # the tables the post groups (MTP) read from outside them (the tied embedding): held where they are
+    post_tied = {w for w in weights_of(x for x in inside if any(x.startswith(g.path + "/") for g in post))
+                 if w in cg.weights and not any(w.startswith(g.path + "/") for g in top)}
+
+    def stage(i, name, nodes, layers, head=False, tied=frozenset()) -> Stage:
         chunks = chunks_in_flight(i, p, m, schedule, v, split.g, split.accounting)
-        return Stage(i, name, layers or {g.path: g.count / p for g in top}, set(nodes), weights_of(nodes),
+        return Stage(i, name, layers, set(nodes), weights_of(nodes) | set(tied),
                      in_flight(i, p, m, schedule, v, split.g, split.accounting), chunks, head)
 
     if p == 1:
-        return [stage(sympy.Integer(0), "stage 0 (the whole model)", before | after, head=True)]
-    if p.is_Integer:
-        n = int(p)
-        shares = stage_shares([g.count for g in top], n, v if schedule == "interleaved" else 1, split.first,
-                              split.last, split.embedding, split.loss) if top else [[]] * n
+        return [stage(sympy.Integer(0), "stage 0 (the whole model)", before | after,
+                      {g.path: g.count for g in top}, head=True, tied=post_tied)]
+    if not p.is_Integer:
+        even = {g.path: g.count / p for g in main}
+        return [stage(sympy.Integer(0), "stage 0 (first)", before, {**even, **{g.path: ZERO for g in post}},
+                      head=schedule == "dualpipe"),
+                stage(p - 1, "stage p-1 (last)", after, {**even, **{g.path: g.count for g in post}}, head=True,
+                      tied=post_tied)]
+    n = int(p)
+    rows = _shares(main, post, n, v if schedule == "interleaved" else 1, split)
 
-        def held(i):
-            own = dict(zip([g.path for g in top], shares[i]))
-            if schedule == "dualpipe" and n - 1 - i != i:   # the device also runs stage p − 1 − i
-                own = {k: sympy.expand(x + y) for (k, x), y in zip(own.items(), shares[n - 1 - i])}
-            return own
+    def held(i):
+        if schedule == "dualpipe" and n - 1 - i != i:   # the device also runs stage p − 1 − i
+            return {k: sympy.expand(x + rows[n - 1 - i][k]) for k, x in rows[i].items()}
+        return rows[i]
 
-        def ends(i):
-            ends = (before if i == 0 else set()) | (after if i == n - 1 else set())
-            if schedule == "dualpipe":
-                ends |= (before if i == n - 1 else set()) | (after if i == 0 else set())
-            return ends
+    def ends(i):
+        ends = (before if i == 0 else set()) | (after if i == n - 1 else set())
+        if schedule == "dualpipe":
+            ends |= (before if i == n - 1 else set()) | (after if i == 0 else set())
+        return ends
 
-        return [stage(sympy.Integer(i), f"stage {i}" + (" (first)" if i == 0 else " (last)" if i == n - 1 else ""),
-                      ends(i), held(i), head=(i == n - 1 or (schedule == "dualpipe" and i == 0)))
-                for i in range(n)]
-    return [stage(sympy.Integer(0), "stage 0 (first)", before, head=schedule == "dualpipe"),
-            stage(p - 1, "stage p-1 (last)", after, head=True)]
+    def name(i):
+        return f"stage {i}" + (" (first)" if i == 0 else " (last)" if i == n - 1 else "") + \
+            (f" [{split.layout.rank_text(i)}]" if split.layout is not None else "")
+
+    return [stage(sympy.Integer(i), name(i), ends(i), held(i), head=(i == n - 1 or (schedule == "dualpipe" and i == 0)),
+                  tied=post_tied if any(held(i)[g.path] != 0 for g in post) else ())
+            for i in range(n)]
+
+
+def _shares(main, post, n: int, v: int, split: Split) -> list[dict]:
+    """``rows[r]``: group path → iterations rank ``r`` holds: the ``main`` groups split as
+    Megatron splits them (the explicit layout's counts, or :func:`stage_shares`'s), every
+    ``post`` group (MTP) whole on one rank: the layout's ``m`` rank, else the last."""
+    sizes = split.layout.chunk_sizes() if split.layout is not None else None
+    shares = stage_shares([g.count for g in main], n, v, split.first, split.last, split.embedding, split.loss,
+                          sizes=sizes) if main else [[]] * n
+    at = split.layout.mtp_rank() if split.layout is not None and split.layout.mtp else n - 1
+    return [{**dict(zip([g.path for g in main], shares[r])), **{g.path: g.count if r == at else ZERO for g in post}}
+            for r in range(n)]
 
 
 def most_loaded_layers(stages: list[Stage], values: dict | None = None) -> Stage:
@@ -176,3 +206,56 @@ def pace_factor(stages: list[Stage]) -> sympy.Expr:
     if total == 0 or len(stages) < 2:
         return sympy.Integer(1)
     return sympy.Max(*counts) * len(stages) / total
+
+
+def stage_flops(cg: CostGraph, stages: list[Stage], rows: list[dict]) -> list[sympy.Expr]:
+    """FLOPs (forward + backward, per micro-batch) each stage's device runs: every leaf row of
+    :func:`costgraph.engine.totals.breakdown` (``leaves_only``) inside a top-level group × the
+    stage's share of the group's iterations, and the rows outside the groups the stage holds
+    (embedding on the first, head on the last). Their sum over the stages is the model's."""
+    top = [g for path, g in cg.groups.items() if "/" not in path]
+    per_group = {g.path: [] for g in top}   # FLOPs of all of a group's iterations, then of the rest by path
+    outside = {}
+    for r in rows:
+        f = r["count"] * (r["flops_forward"] + r["flops_backward"])
+        g = next((g for g in top if r["path"].startswith(g.path + "/")), None)
+        if g is not None:
+            per_group[g.path].append(f)
+        else:
+            outside[r["path"]] = outside.get(r["path"], 0) + f
+    one = {g.path: sympy.expand(sympy.Add(*per_group[g.path]) / g.count) for g in top if g.count != 0}
+    return [sympy.Add(*[st.layers.get(k, 0) * f for k, f in one.items()],
+                      *[f for path, f in outside.items() if path in st.nodes]) for st in stages]
+
+
+def flops_pace(cg: CostGraph, stages: list[Stage], rows: list[dict], values: dict | None = None) -> sympy.Expr:
+    """How much longer the busiest device's share takes than the mean: ``max_i F_i / mean_i F_i``
+    over :func:`stage_flops` (1 for one stage). The step time's compute (FLOPs / devices) × this
+    is the busiest stage's, which sets the pipeline's pace (Narayanan et al. 2021 §2.2: every
+    stage waits for the slowest). ``values``: symbol → int, to compare numbers."""
+    if len(stages) < 2:
+        return sympy.Integer(1)
+    work = [sympy.expand(w.xreplace(values)) if values else w for w in stage_flops(cg, stages, rows)]
+    total = sympy.Add(*work)
+    if total == 0:
+        return sympy.Integer(1)
+    # symbolic: left unevaluated (SymPy's pairwise comparisons of long sums are slow); numbers compare
+    return sympy.Max(*work, evaluate=all(w.is_number for w in work)) * len(work) / total
+
+
+def layout_pace(cg: CostGraph, layout, stages: list[Stage], convention: str | None = None,
+                causal: str | None = None) -> sympy.Expr:
+    """The step time's pace factor (:func:`flops_pace`) where the split is uneven by
+    construction: an explicit ``pipeline_layout``, or MTP depths on one stage
+    (:func:`layer_groups`); 1 otherwise (the even split's mean, as the step time has always
+    taken it). ``convention``/``causal``: the FLOP conventions (defaults: the choices')."""
+    from ..choices import CAUSAL, CONVENTION
+    from ..engine.precision import precision
+    from ..engine.totals import MODEL_SCOPE, breakdown
+
+    p = sympy.sympify(layout.p)
+    if not p.is_Integer or p < 2 or (getattr(layout, "pipeline_layout", None) is None and not layer_groups(cg)[1]):
+        return sympy.Integer(1)
+    rows = breakdown(cg, MODEL_SCOPE, convention or CONVENTION.default, precision("bf16"),
+                     causal or CAUSAL.default, leaves_only=True)
+    return flops_pace(cg, stages, rows)

@@ -68,7 +68,7 @@ ZERO = sympy.Integer(0)
 # the Layout fields a placement depends on (its cache key)
 KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp", "rank_order", "tp_replicated")
 KEY_FIELDS += ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
-               "schedule_accounting")   # the pipeline split (costgraph.parallel.pipeline.Split)
+               "schedule_accounting", "pipeline_layout")   # the pipeline split (costgraph.parallel.pipeline.Split)
 
 
 @dataclass(frozen=True)
@@ -200,26 +200,35 @@ class StageView:
         self.weights = (before.weights if self.first else set()) | (after.weights if self.last else set())
         self._tied = before.weights & after.weights
         self._in_layer = pl.in_layer
+        self.shares = _layer_shares(pl, stage, p, self.first, self.last)
+        own = _own_stage(pl, stage, p)
+        if own is not None:   # the tables an MTP on this stage reads (the tied embedding)
+            self.weights = self.weights | {w for w in own.weights if not pl.in_layer(w)}
 
     def in_layer(self, path: str) -> bool:
         """Whether ``path`` lies inside a top-level repeat group (a layer)."""
         return self._in_layer(path)
 
+    def share(self, path: str) -> Expr:
+        """The share of the iterations of the group holding ``path`` on this stage."""
+        g = next(g for g in self.top if path.startswith(g.path + "/"))
+        return self.shares.get(g.path, ONE / self.p)
+
     def node_factor(self, path: str) -> Expr:
         """The share of a node's instances on this stage (``path`` may be a group prefix ``g/``)."""
         if self.in_layer(path):
-            return ONE / self.p
+            return self.share(path)
         return ONE if path in self.nodes else ZERO
 
     def weight_factor(self, wid: str) -> Expr:
         """The share of a weight's copies on this stage."""
         if self.in_layer(wid):
-            return ONE / self.p
+            return self.share(wid)
         return ONE if wid in self.weights else ZERO
 
     def units(self) -> Expr:
         """ZeRO-3 units on this stage: its layers, and the weights outside them as one."""
-        n = sympy.Add(*[g.count for g in self.top]) / self.p
+        n = sympy.Add(*[g.count * self.shares.get(g.path, ONE / self.p) for g in self.top])
         return n + (1 if self.weights else 0)
 
     def has_head(self) -> bool:
@@ -234,6 +243,35 @@ class StageView:
     def tied_weights(self) -> set[str]:
         """Tables both the first and the last stage hold (a tied embedding and head), when ``p > 1``."""
         return self._tied if (self.first or self.last) and self.p != 1 else set()
+
+
+def _own_stage(pl: "Placement", stage, p) -> Stage | None:
+    """The :class:`Stage` a view of a numeric ``p`` stands for (None: ``middle``, or ``p`` a symbol)."""
+    if not p.is_Integer or p == 1:
+        return pl.stages[0] if p == 1 else None
+    if stage == "first":
+        return pl.stages[0]
+    if stage == "last":
+        return pl.stages[-1]
+    return pl.stages[stage] if isinstance(stage, int) else None
+
+
+def _layer_shares(pl: "Placement", stage, p, first: bool, last: bool) -> dict:
+    """Group path → the share of its iterations the viewed stage holds. The groups after the
+    head (MTP, :func:`costgraph.parallel.pipeline.layer_groups`) sit whole on one stage; with an
+    explicit layout (``pipeline_layout``) or MTP the stage's own counts are read; otherwise
+    every group is ``1/p`` (the mean share, as the analyses always took it)."""
+    from .pipeline import layer_groups
+
+    _, post = layer_groups(pl.graph)
+    if not post and getattr(pl.layout, "pipeline_layout", None) is None:
+        return {}
+    own = _own_stage(pl, stage, p)
+    if own is None or pl.layout.schedule == "dualpipe":
+        out = {g.path: ONE / p for g in pl.top}
+        out.update({g.path: ONE if last else ZERO for g in post})
+        return out
+    return {g.path: as_expr(own.layers.get(g.path, 0)) / as_expr(g.count) for g in pl.top if g.count != 0}
 
 
 @dataclass

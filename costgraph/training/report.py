@@ -88,6 +88,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
     return {"gpus": L.gpus, "tp": num(L.t), "pp": num(L.p), "dp": num(L.d), "cp": num(L.c), "ep": num(L.e),
             "etp": num(L.etp), "sp": L.sp, "zero": L.zero, "hsdp": None if L.hsdp is None else num(L.hsdp),
             "micro_batches": num(L.m), "schedule": L.schedule, "virtual_stages": L.v,
+            "pipeline_layout": getattr(L, "pipeline_layout", None),
             "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
@@ -385,7 +386,8 @@ def to_text_doc(r) -> str:
             f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
             f"{describe(L)}, attention {L.attention}" + (" (default)" if L.attention == ATTENTION.default else "")
             + f"; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
-            + (f" (v = {L.v})" if L.v != 1 else "")]
+            + (f" (v = {L.v})" if L.v != 1 else "")
+            + (f"; pipeline layout {L.pipeline_layout}" if getattr(L, "pipeline_layout", None) else "")]
     placed = _expert_placement_line(L)
     if placed:
         head.append(placed)

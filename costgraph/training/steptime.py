@@ -23,6 +23,9 @@
   Narayanan report them: the bubble and the communication are inside it), the step
   is the compute (default for ``mfu`` and ``achieved``: it keeps Narayanan's 34 days
   for GPT-3 175B, the seeds' ``8TP/(nX)``).
+  With an explicit pipeline layout or MTP depths (one stage holds more) and a rate that
+  covers the kernels, the compute is the busiest stage's: ×
+  :func:`costgraph.parallel.pipeline.layout_pace`.
 * **bubble** = compute × the schedule's idle fraction
   (:func:`costgraph.parallel.pipeline.bubble`: (p − 1)/(v·m) for 1F1B, interleaved and
   GPipe, Narayanan et al. 2021 §2.2; ZB-H1 and DualPipe their own);
@@ -51,7 +54,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..parallel.communication import communication
-from ..parallel.pipeline import bubble as pipeline_bubble
+from ..parallel.pipeline import bubble as pipeline_bubble, layout_pace
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 from .offload import offload_link_seconds, offloaded
@@ -184,6 +187,12 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
         if factors is not None:   # calibration (costgraph.training.calibration): the compute kernels' multiplier
             compute = factors.scale_compute(compute)
+    pace = sympy.Integer(1)
+    if rate.covers == "compute":   # an explicit layout or MTP: the busiest stage's pace (a whole-step rate has it)
+        pace = layout_pace(cg, L, (placement if placement is not None else place(cg, L)).stages, convention, causal)
+        compute = compute * pace
+        if by_class is not None and pace != 1:
+            by_class = {k: x * pace for k, x in by_class.items()}
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds, ov = {}, Overlaps(L.overlap, {}, compute, sympy.Integer(0))

@@ -8,10 +8,12 @@ Each rule reads the graph; none is typed per model:
   table are rounded up in reports); K/V heads fewer than ``t`` are replicated as Megatron
   replicates them (``layout.tp_replicated``, :func:`costgraph.parallel.tensor.kv_replication`),
   which needs ``t`` a multiple of them;
-* the layers (the iterations of every stack together) must split into
+* the layers (the iterations of every stack together; the MTP depths after
+  the head are not among them: they sit on the last stage) must split into
   stages as Megatron splits them (:func:`costgraph.parallel.layer_split.check_split`:
   evenly, or with the first/last stages' own counts, or the embedding and
-  loss counted as layers); ``p`` must not exceed the layers;
+  loss counted as layers), or as an explicit ``--pipeline-layout`` lists them
+  (Megatron's ``validate_layer_layout``); ``p`` must not exceed the layers;
 * every sequence length must divide by ``c`` (context parallelism);
 * expert parallelism needs routed experts (a ``repeat E as ... active k``
   group), ``E`` divisible by ``e``, and ``e·etp`` dividing ``d·c·t``;
@@ -74,17 +76,7 @@ def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | 
                          + ("; K/V heads fewer than t are replicated (as Megatron) when t is a multiple of them"
                             if n < t else ""))
     if isinstance(p, int) and p > 1:
-        stacks = [g for path, g in cg.groups.items() if "/" not in path]
-        counts = [num(g.count) for g in stacks]
-        if stacks and None not in counts and sum(counts) >= p:   # Megatron's split (costgraph.parallel.layer_split)
-            from ..parallel.layer_split import check_split
-
-            check_split(sum(counts), p, layout.v if layout.schedule == "interleaved" else 1,
-                        layout.first_stage_layers, layout.last_stage_layers, layout.account_embedding,
-                        layout.account_loss, what="iterations of " + " and ".join(f"'{g.path}'" for g in stacks))
-        if None not in counts and sum(counts) < p:
-            raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
-                                      hint=f"p at most {sum(counts)}")
+        _check_pipeline_split(cg, layout, num)
     if isinstance(c, int) and c > 1:
         for sdim in (placement.sequence if placement is not None else place(cg, layout).sequence):
             n = num(sdim)
@@ -103,3 +95,32 @@ def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | 
             raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs --zero 1, 2 or 3")
         if isinstance(layout.d, int) and isinstance(layout.hsdp, int) and layout.d % layout.hsdp:
             raise CostgraphValueError(f"the HSDP group {layout.hsdp} does not divide d = {layout.d}")
+
+
+def _check_pipeline_split(cg: CostGraph, layout, num) -> None:
+    """The layers split into ``p`` stages as Megatron splits them: the explicit layout checked
+    against the model (:meth:`~costgraph.parallel.pipeline_layout.PipelineLayout.validate`),
+    else :func:`~costgraph.parallel.layer_split.check_split`. The groups after the head (MTP
+    depths, :func:`~costgraph.parallel.pipeline.layer_groups`) are not split: they sit on
+    the last stage with the loss, as Megatron puts them."""
+    from ..parallel.pipeline import layer_groups
+
+    p = layout.p
+    stacks, post = layer_groups(cg)
+    counts = [num(g.count) for g in stacks]
+    if getattr(layout, "pipeline_layout", None) is not None:
+        from ..parallel.pipeline_layout import parse_pipeline_layout
+
+        depths = [num(g.count) for g in post]
+        if None not in counts + depths:
+            parse_pipeline_layout(layout.pipeline_layout, p).validate(sum(counts), sum(depths), f"'{cg.name}'")
+        return
+    if stacks and None not in counts and sum(counts) >= p:   # Megatron's split (costgraph.parallel.layer_split)
+        from ..parallel.layer_split import check_split
+
+        check_split(sum(counts), p, layout.v if layout.schedule == "interleaved" else 1,
+                    layout.first_stage_layers, layout.last_stage_layers, layout.account_embedding,
+                    layout.account_loss, what="iterations of " + " and ".join(f"'{g.path}'" for g in stacks))
+    if None not in counts and sum(counts) < p:
+        raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
+                                  hint=f"p at most {sum(counts)}")
