@@ -44,6 +44,8 @@ import sys
 import time
 from pathlib import Path
 
+import sympy
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "published_layouts.toml"
 
@@ -90,7 +92,8 @@ def layout_of(row: dict) -> dict:
     kw["schedule"] = row.get("schedule") or ("interleaved" if row["vp"] > 1 else "1f1b")
     if row["vp"] > 1:
         kw["v"] = row["vp"]
-    kw.update(row.get("layout", {}))
+    for k, v in row.get("layout", {}).items():   # a fraction (offload_activations 0.5) read by its decimal digits
+        kw[k] = sympy.Rational(str(v)) if isinstance(v, float) else v
     return kw
 
 
@@ -149,8 +152,8 @@ def _worker(row_id: str, part: str, top: int) -> None:
     try:
         out = judge_train(row) if part == "train" else judge_plan(row, top)
     except Exception as e:   # noqa: BLE001 - a row that errors is reported, never crashes the bench
-        hint = getattr(e, "hint", None)
-        out = {"error": f"{type(e).__name__}: {e}" + (f" (hint: {hint})" if hint else "")}
+        hint, text = getattr(e, "hint", None), " ".join(str(e).split())
+        out = {"error": f"{type(e).__name__}: {text}" + (f" (hint: {hint})" if hint and hint not in text else "")}
     out["seconds"] = time.perf_counter() - t0
     print(json.dumps(out))
 
