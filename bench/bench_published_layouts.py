@@ -263,6 +263,16 @@ def to_text(results: list[dict], summary: dict) -> str:
     return "\n".join(out)
 
 
+def to_markdown(results: list[dict], summary: dict) -> str:
+    """The table and the counts as Markdown (for docs/accuracy.md)."""
+    heads = ["row", "GPUs", "tp/pp/vp/cp/ep/b", "rank", "fits", "1st faster", "meas. s", "pred. s", "err",
+             "meas. GiB", "pred. GiB", "err"]
+    out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    out += ["| " + " | ".join(c.replace("|", "/") for c in _cells(r)) + " |" for r in results]
+    counts = to_text([], summary).split("\n")[-5:]
+    return "\n".join(out + [""] + [f"- {c}" for c in counts])
+
+
 def select(rows: list[dict], wanted: list[str] | None) -> list[dict]:
     """Rows by id, by 1-based index (``7``) or index range (``3-9``); all when none are given."""
     if not wanted:
@@ -290,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-plan", action="store_true", help="train only (the step-time and memory check)")
     parser.add_argument("--list", action="store_true", help="list the rows and exit")
     parser.add_argument("--progress", help="append each row's result to this file as one JSON line, as it ends")
+    parser.add_argument("--markdown", action="store_true", help="print the table and the counts as Markdown")
+    parser.add_argument("--from", dest="source", help="render the results of an earlier --progress FILE (no run)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--part", choices=("train", "plan"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -300,7 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(f"{i + 1:3d}  {r['id']}" for i, r in enumerate(load_rows())))
         return 0
-    results = []
+    if args.source:
+        with open(args.source, encoding="utf-8") as f:
+            done = {json.loads(ln)["id"]: json.loads(ln) for ln in f if ln.strip()}   # a later line wins
+        results = [done[r["id"]] for r in rows if r["id"] in done]
+        rows = []
+    else:
+        results = []
     for r in rows:
         results.append(run_row(r, args.top, args.timeout, with_plan=not args.no_plan))
         print(f"[{len(results)}/{len(rows)}] {r['id']}", file=sys.stderr, flush=True)
@@ -308,7 +326,8 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.progress, "a", encoding="utf-8") as f:
                 f.write(json.dumps(results[-1]) + "\n")
     summary = summarise(results)
-    print(json.dumps({"results": results, "summary": summary}, indent=2) if args.json else to_text(results, summary))
+    render = to_markdown if args.markdown else to_text
+    print(json.dumps({"results": results, "summary": summary}, indent=2) if args.json else render(results, summary))
     return 0
 
 
