@@ -30,8 +30,8 @@ Only the public API on main is used: ``costgraph.load``, ``Model.values``, ``Mod
 ``Model.plan``. Each row runs in a child process with a time limit (``--timeout``); a row that
 errors or runs over is reported with its error and never stops the bench.
 
-Run:  python bench/bench_published_layouts.py [--rows ID|N|A-B ...] [--top N] [--timeout S] [--json]
-      [--no-plan] [--list]
+Run:  python bench/bench_published_layouts.py [--rows ID|N|A-B|SUBSTRING ...] [--top N] [--timeout S]
+      [--json | --markdown] [--no-plan] [--list] [--progress FILE] [--from FILE]
 """
 
 from __future__ import annotations
@@ -61,10 +61,8 @@ MATCH = {"tp": "tp", "pp": "pp", "cp": "cp", "ep": "ep", "vp": "virtual_stages",
 
 def load_rows(path: Path = DATA) -> list[dict]:
     """The ``[[run]]`` rows of the data file, in file order."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:   # Python 3.10
-        import tomli as tomllib
+    import tomllib
+
     with open(path, "rb") as f:
         return tomllib.load(f)["run"]
 

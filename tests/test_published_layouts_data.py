@@ -9,12 +9,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
+import tomllib
 
-try:
-    import tomllib
-except ModuleNotFoundError:   # Python 3.10
-    import tomli as tomllib
+import pytest
 
 from costgraph.choices import RECOMPUTE, SCHEDULE, ZERO_STAGE
 from costgraph.engine.recompute import MODULES
