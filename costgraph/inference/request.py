@@ -126,4 +126,12 @@ def phase_notes(inf) -> list[str]:
         notes.append("K/V computed once per request (cross-attention over the encoder's positions) keep "
                      "their own length whatever P + G: written by the prefill, read whole by each decode step, "
                      "counted in the KV cache beside the growing one (transformers' EncoderDecoderCache)")
+    tp = getattr(inf, "tp", None)
+    norms = list(getattr(tp, "split_norms", ())) if tp is not None else []
+    if norms:
+        names = sorted({p.rsplit("/", 1)[-1] for p in norms})
+        notes.append(f"TP: norms over a projection split by heads ({', '.join(names)}; {len(norms)} graph nodes) "
+                     "stay split, the K/V cache split by heads as vLLM keeps it: one all-reduce per norm of each "
+                     "token's fp32 sum of squares (vLLM MiniMaxText01RMSNormTP; vLLM's OLMo 2 all-gathers Q "
+                     "and K instead)")
     return notes
