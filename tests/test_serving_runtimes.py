@@ -61,3 +61,44 @@ def test_mla_latent_cache_stays_whole_under_tp():
     # the norm's reader is a slice, not a split into heads
     r1, r8 = (_report("examples/hf/deepseek-v3.json", t) for t in (1, 8))
     assert r1.values["kv_cache_bytes_per_token"] == r8.values["kv_cache_bytes_per_token"] == 61 * 576 * 2
+
+
+# 2. Weights as vLLM loads them ("Model loading took X GiB"): the rank's parameters, the vocabulary padded
+# to a multiple of 64 then split (vllm @ 7f5d141a, vllm/model_executor/layers/vocab_parallel_embedding.py:
+# DEFAULT_VOCAB_PADDING_SIZE = 64, pad_vocab_size, num_embeddings_per_partition = divide(padded, tp)) and the
+# rotary cos/sin cache [max_position_embeddings, rotary_dim] in the model dtype, one per get_rope key
+# (vllm @ 072d10a0, vllm/model_executor/layers/rotary_embedding/base.py::_compute_cos_sin_cache, cache.to(dtype);
+# rotary_embedding/__init__.py::get_rope @ 926c71f6, _ROPE_DICT). meta-llama/Llama-3.1-8B config.json
+# (examples/hf/llama-3.1-8b.json): h 4096, 32 heads, 8 K/V heads of 128, i 14336, 32 layers, V 128256 (a
+# multiple of 64: no padding), max_position_embeddings 131072, bf16.
+H, A, KV, D, I, L, V, MAXPOS = 4096, 32, 8, 128, 14336, 32, 128256, 131072
+
+
+def _llama31_vllm_weights(tp):
+    layer = (H * A * D + 2 * H * KV * D + A * D * H + 3 * H * I) // tp + 2 * H   # QKV, o, gate_up, down ÷ tp; 2 norms
+    params = L * layer + 2 * V * H // tp + H                                  # embed, lm_head ÷ tp; final norm
+    return 2 * params + MAXPOS * D * 2                                        # bf16; cos_sin_cache bf16
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_llama31_8b_weights_as_vllm_loads_them(tp):
+    rw = _report("examples/hf/llama-3.1-8b.json", tp).runtime_weights
+    assert rw.bytes == _llama31_vllm_weights(tp) == {1: 16_094_076_928, 2: 8_064_081_920}[tp]
+    terms = {t.name: t.bytes for t in rw.terms}
+    assert terms["rotary cos/sin cache"] == 32 * 2**20            # 32 MiB for every Llama-3.1 run
+    assert terms["vocabulary padding"] == 0
+    assert rw.checkpoint_bytes == 16_060_522_496                   # 8,030,261,248 parameters x 2 B
+    # vLLM's log for Llama-3.1-8B on one GPU: "Loading model weights took 14.9888 GB" (GiB, 4 decimals)
+    assert f"{rw.bytes / 2**30:.4f}" == {1: "14.9888", 2: "7.5103"}[tp]
+
+
+def test_vocabulary_padded_to_64_per_rank():
+    # GPT-2 (V 50257, h 768, tied head: one table): padded to 50304, 47 rows of 768 bf16 values more
+    from costgraph.inference import load
+    from costgraph.inference.phases import Inference
+    from costgraph.inference.runtime_weights import vocab_padding_bytes
+
+    m = load("gpt", config="gpt2")
+    values = m.values("gpt2")
+    assert vocab_padding_bytes(Inference(m), values) == 47 * 768 * 2
+    assert vocab_padding_bytes(Inference(m, t=2), values) == 47 * 768 * 2 // 2

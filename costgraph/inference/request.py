@@ -135,3 +135,24 @@ def phase_notes(inf) -> list[str]:
                      "token's fp32 sum of squares (vLLM MiniMaxText01RMSNormTP; vLLM's OLMo 2 all-gathers Q "
                      "and K instead)")
     return notes
+
+
+def report_notes(inf, t: int, compute_efficiency, bandwidth_efficiency) -> list[str]:
+    """The assumptions :func:`costgraph.inference.roofline.infer` names (``inf``: the analysis)."""
+    notes = [
+        "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
+        f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",
+        "weights: every weight read once per step (embedding tables whole); MoE: expected distinct experts "
+        "E(1 - (1 - k/E)^(b q)) under uniform routing",
+        "decode = one step at n = P + G - 2 cached positions (the last); mean TPOT over the G - 1 decode steps",
+        "KV cache for P + G positions per sequence; paged: each cache's kept positions rounded up to blocks",
+        "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
+    ]
+    notes += phase_notes(inf)   # recurrent states; what runs once per request (inference/request.py)
+    if t > 1:
+        notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
+                     "not overlapped")
+    notes.append("decode total and mean TPOT: closed form over n = P .. P + G - 2 (Faulhaber sums of the step "
+                 "time's linear pieces, split where each op's roofline switches and where a window fills; "
+                 "crossings placed at the given values); G = 1: no decode step (its values null)")
+    return notes
