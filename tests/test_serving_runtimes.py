@@ -102,3 +102,72 @@ def test_vocabulary_padded_to_64_per_rank():
     values = m.values("gpt2")
     assert vocab_padding_bytes(Inference(m), values) == 47 * 768 * 2
     assert vocab_padding_bytes(Inference(m, t=2), values) == 47 * 768 * 2 // 2
+
+
+# 3. The KV cache as each runtime sizes it (costgraph/inference/runtimes.py). Llama-3.1-8B on the h100-sxm preset
+# (80e9 bytes), the default non-torch memory 0.35 GiB, weights as vLLM loads them (above, TP 1).
+M, NT = 80_000_000_000, int(0.35 * 2**30)
+CELL = 2 * L * KV * D * 2          # K and V, 32 layers, 8 heads of 128, bf16: 131,072 B per token
+W1 = _llama31_vllm_weights(1)
+
+
+def _runtime(runtime, *args, tp=1, **kw):
+    from costgraph import cli
+    import contextlib, io, json
+
+    out = io.StringIO()
+    argv = ["infer", "examples/hf/llama-3.1-8b.json", "--prompt", "1000", "--generate", "100", "--format", "json",
+            "--runtime", runtime, "--tp", str(tp), *args]
+    with contextlib.redirect_stdout(out):
+        assert cli.main(argv) == 0
+    return json.loads(out.getvalue())
+
+
+def test_sglang_max_total_num_tokens():
+    # sglang @ 01cc04e2 model_runner.py::profile_max_num_token: rest = available - total (1 - f),
+    # max_total_num_tokens = int(rest // cell); total = memory free after init (M - NT), available = total - W;
+    # f = mem_fraction_static 0.88 at TP 1 (server_args.py, the 2025 TP table)
+    doc = _runtime("sglang", "--hardware", "h100-sxm")
+    rt = doc["serving"]["runtime"]
+    total = M - NT
+    rest = sympy.Rational(88, 100) * total - W1
+    assert rt["cell_bytes"] == CELL
+    assert rt["tokens"] == int(rest // CELL) == 411_798
+    assert doc["settings"]["runtime"] == "sglang"
+    # --gpu-memory-utilization is the runtime's fraction when given
+    assert _runtime("sglang", "--hardware", "h100-sxm", "--gpu-memory-utilization", "0.8")["serving"]["runtime"][
+        "tokens"] == int((sympy.Rational(8, 10) * total - W1) // CELL)
+
+
+def test_trtllm_free_gpu_memory_fraction():
+    # KvCacheConfig: free_gpu_memory_fraction 0.9 of the memory free after loading, tokens_per_block 32
+    rt = _runtime("trtllm", "--hardware", "h100-sxm")["serving"]["runtime"]
+    kv = int(sympy.floor(sympy.Rational(9, 10) * (M - NT - W1)))
+    assert rt["kv_bytes"] == kv
+    assert rt["tokens"] == kv // (CELL * 32) * 32 == 436_224
+
+
+@pytest.mark.parametrize("kv, per_value", [("fp16", sympy.Integer(2)), ("q8_0", sympy.Rational(34, 32)),
+                                           ("q4_0", sympy.Rational(18, 32))])
+def test_llamacpp_kv_types(kv, per_value):
+    # ggml-common.h @ aca2e6ce: block_q8_0 = fp16 d + 32 int8 (34 B / 32 values), block_q4_0 = fp16 d + 16 B
+    # (18 B / 32 values); f16 2 B. One K and one V of n_ctx cells per layer (llama-kv-cache.cpp).
+    rt = _runtime("llamacpp", "--kv", kv, "--max-model-len", "4096")["serving"]["runtime"]
+    cell = 2 * L * KV * D * per_value
+    assert rt["cell_bytes"] == cell and rt["kv_bytes"] == 4096 * cell
+    assert rt["kv_bytes"] == {"fp16": 536_870_912, "q8_0": 285_212_672, "q4_0": 150_994_944}[kv]
+
+
+def test_memory_floored_as_kv_memory():
+    # --memory 23.58GiB (a size a log prints rounded) is floored to whole bytes, as --kv-memory, and said so
+    doc = _runtime("vllm", "--memory", "23.58GiB")
+    assert doc["settings"]["device_memory"] == 25_318_832_209 == int(sympy.Rational(2358, 100) * 2**30)
+    assert "floored" in doc["settings"]["figures_from"]["device_memory"]
+
+
+def test_unknown_runtime_refused_by_the_api():
+    from costgraph.errors import CostgraphValueError
+
+    model, values = inference_model("examples/hf/llama-3.1-8b.json", None, {}, {})
+    with pytest.raises(CostgraphValueError, match="unknown serving runtime 'tgi'"):
+        infer(model, prompt=10, generate=2, batch=1, values=values, runtime="tgi")
