@@ -285,10 +285,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
-    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``
-    (:data:`costgraph.choices.RUNTIME`): whose KV cache sizing is reported beside vLLM's
-    (``rep.serving["runtime"]``, :mod:`costgraph.inference.runtimes`; ``gpu_memory_utilization``
-    is then that runtime's fraction, its own default when not given)."""
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``: :mod:`.runtimes`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
