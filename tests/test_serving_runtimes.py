@@ -171,3 +171,15 @@ def test_unknown_runtime_refused_by_the_api():
     model, values = inference_model("examples/hf/llama-3.1-8b.json", None, {}, {})
     with pytest.raises(CostgraphValueError, match="unknown serving runtime 'tgi'"):
         infer(model, prompt=10, generate=2, batch=1, values=values, runtime="tgi")
+
+
+@pytest.mark.parametrize("tp, logged", [(1, "14.96"), (2, "7.48")])
+def test_llama3_8b_weights_as_logged(tp, logged):
+    # vllm-project/vllm PR #10511 (H100, vllm serve meta-llama/Meta-Llama-3-8B [-tp 2]): "model weights take
+    # 14.96GiB" / "7.48GiB"; the bundled llama-3-8b (s = max_position_embeddings 8192: a 2 MiB rotary table)
+    from costgraph.inference import load
+
+    m = load("llama")
+    rw = infer(m, prompt=10, generate=2, batch=1, values=m.values("llama-3-8b"), t=tp).runtime_weights
+    assert f"{rw.bytes / 2**30:.2f}" == logged
+    assert {t.name: t.bytes for t in rw.terms}["rotary cos/sin cache"] == 8192 * 128 * 2
