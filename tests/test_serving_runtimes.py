@@ -183,3 +183,15 @@ def test_llama3_8b_weights_as_logged(tp, logged):
     rw = infer(m, prompt=10, generate=2, batch=1, values=m.values("llama-3-8b"), t=tp).runtime_weights
     assert f"{rw.bytes / 2**30:.2f}" == logged
     assert {t.name: t.bytes for t in rw.terms}["rotary cos/sin cache"] == 8192 * 128 * 2
+
+
+def test_split_norm_all_reduce_in_training_communication():
+    # training under TP: each QK-norm split by heads all-reduces one fp32 per token forward and one backward
+    # (the gradient's per-token sum): 2 norms x 2 x 4 B = 16 B per token per layer beside the row-parallel traffic
+    import costgraph
+
+    m = costgraph.load("olmo2")
+    r = m.train(t=2, gpus=2, attention="flash", values=m.values("olmo-2-1b"))
+    tp = r.communication["tp"]["bytes"]
+    b, s, l, h = (m.graph.dims[n].symbol for n in ("b", "s", "l", "h"))
+    assert sympy.expand(tp).coeff(b * l * s).subs(h, 0) == 16
