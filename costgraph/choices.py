@@ -239,3 +239,4 @@ RUNTIME = Choice("runtime", "serving runtime", (
     ("trtllm", "TensorRT-LLM: free_gpu_memory_fraction of the memory free after loading (KvCacheConfig)"),
     ("llamacpp", "llama.cpp: n_ctx cells of the --kv type (f16, q8_0, q4_0) per layer"),
 ), "vllm")
+CHOICES[RUNTIME.name] = RUNTIME

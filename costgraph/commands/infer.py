@@ -72,8 +72,7 @@ def add_parser(sub) -> None:
                    help=f"memory outside PyTorch in vLLM's profile (default {choices.NON_TORCH_MEMORY})")
     f.add_argument("--max-model-len", type=int, metavar="N", help="tokens per request of vLLM's maximum "
                                                                    "concurrency (default P + G); llama.cpp's n_ctx")
-    f.add_argument("--runtime", choices=choices.RUNTIME.values, default=choices.RUNTIME.default,
-                   help="whose start-up KV cache figures to print: " + choices.RUNTIME.help())
+    choices.add_option(f, choices.RUNTIME, help="whose start-up KV cache figures to print: " + choices.RUNTIME.help())
     f.add_argument("--shared-prefix", type=int, metavar="S",
                    help="prefix caching: the first S prompt tokens are shared by all sequences")
     f.add_argument("--chunk", type=int, metavar="C", help="chunked prefill: prompts prefilled C tokens a step")
