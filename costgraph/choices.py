@@ -259,3 +259,14 @@ GPU_MEMORY_UTILIZATION = "0.9"
 #: ``non_torch_memory=0.35GiB``). CUDA graphs are captured after the KV cache is sized and are
 #: not subtracted at that commit: they come out of the 1 − utilization headroom.
 NON_TORCH_MEMORY = "0.35GiB"
+
+# --- serving runtimes (costgraph infer --runtime; costgraph.inference.runtimes) ---
+#: whose start-up figures ``costgraph infer`` prints for the KV cache: each runtime sizes it its own way
+#: (costgraph/inference/runtimes.py names the source of each rule)
+RUNTIME = Choice("runtime", "serving runtime", (
+    ("vllm", "vLLM V1: total x gpu_memory_utilization - (weights + profiled activation peak + non-torch)"),
+    ("sglang", "SGLang: max_total_num_tokens from mem_fraction_static (model_runner.profile_max_num_token)"),
+    ("trtllm", "TensorRT-LLM: free_gpu_memory_fraction of the memory free after loading (KvCacheConfig)"),
+    ("llamacpp", "llama.cpp: n_ctx cells of the --kv type (f16, q8_0, q4_0) per layer"),
+), "vllm")
+CHOICES[RUNTIME.name] = RUNTIME

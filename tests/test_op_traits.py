@@ -77,8 +77,9 @@ def test_declared_traits_of_some_operators():
               "alibi",   # issue 19: ALiBi follows the scores' head split
               "lightning_attention"}   # issue 19: MiniMax's per-head recurrence follows q's head split
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("follow",)} == follow
-    assert {n for n in REGISTRY if REGISTRY[n].layout == ("whole_last",)} == \
-        {"softmax", "layernorm", "rmsnorm", "rope", "slice"}
+    assert {n for n in REGISTRY if REGISTRY[n].layout == ("whole_last",)} == {"softmax", "rope", "slice"}
+    # issue 29: norms keep a split by heads (QK-norm over the whole projection), else need the axis whole
+    assert {n for n in REGISTRY if REGISTRY[n].layout == ("norm_last",)} == {"layernorm", "rmsnorm"}
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("broadcast",)} == {"add", "sub", "mul", "maximum"}
     assert REGISTRY["selective_scan"].layout == ("per_channel", "x", "dt")
     assert REGISTRY["conv1d"].layout == ("per_channel", "x")

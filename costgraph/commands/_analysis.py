@@ -296,10 +296,12 @@ def inference_model(model_arg: str, config, dims: dict, options: dict, profile: 
         if options or config:
             raise CostgraphValueError("options and --config come from the config.json; --set takes dimensions here")
         hf = load_hf_config(model_arg, profile=profile)
-        model, given = hf.model, {**hf.values, **dims}
+        # s: max_position_embeddings (the runtime's rotary table, inference/runtime_weights.py), as a
+        # bundled configuration's s; the prompt and batch replace s and b in the analysis
+        model, given = hf.model, {**{k: v for k, v in hf.values.items() if k != "b"}, **dims}
     else:
         model, given = load(model_arg, options=options, config=config, profile=profile), dims
-    return model, model.values(config, {k: v for k, v in given.items() if k not in ("b", "s")})
+    return model, model.values(config, {k: v for k, v in given.items() if k not in ("b", "s") or k not in dims})
 
 
 def inference(args):

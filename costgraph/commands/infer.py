@@ -71,7 +71,8 @@ def add_parser(sub) -> None:
     f.add_argument("--non-torch-memory", metavar="SIZE",
                    help=f"memory outside PyTorch in vLLM's profile (default {choices.NON_TORCH_MEMORY})")
     f.add_argument("--max-model-len", type=int, metavar="N", help="tokens per request of vLLM's maximum "
-                                                                   "concurrency (default P + G)")
+                                                                   "concurrency (default P + G); llama.cpp's n_ctx")
+    choices.add_option(f, choices.RUNTIME, help="whose start-up KV cache figures to print: " + choices.RUNTIME.help())
     f.add_argument("--shared-prefix", type=int, metavar="S",
                    help="prefix caching: the first S prompt tokens are shared by all sequences")
     f.add_argument("--chunk", type=int, metavar="C", help="chunked prefill: prompts prefilled C tokens a step")
@@ -169,8 +170,10 @@ def _serving(args, dims: dict, options: dict) -> dict:
 
 def serving_kwargs(args) -> dict:
     """The parallel-serving keyword arguments of ``Model.infer`` (only those not at their default)."""
-    got = dict(ep=args.ep, dp_attention=args.dp_attention, pp=args.pp, tp_overlap=args.tp_overlap)
-    return {k: v for k, v in got.items() if v != ("none" if k == "tp_overlap" else 1)}
+    got = dict(ep=args.ep, dp_attention=args.dp_attention, pp=args.pp, tp_overlap=args.tp_overlap,
+               runtime=getattr(args, "runtime", choices.RUNTIME.default))
+    default = {"tp_overlap": "none", "runtime": choices.RUNTIME.default}
+    return {k: v for k, v in got.items() if v != default.get(k, 1)}
 
 
 #: the most generated tokens --generate takes (the closed form takes any; 10^15 is past any serving run)

@@ -113,7 +113,7 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
     if vllm is not None:
         rep.serving["vllm"] = vllm_kv_cache(inf, m, rep.subs, page, vllm,
                                            vllm.max_model_len or prompt + generate,
-                                           rep.values.get("weight_bytes"))
+                                           rw.bytes if (rw := rep.runtime_weights) else rep.values.get("weight_bytes"))
 
 
 

@@ -62,11 +62,26 @@ def _rate(value, flag: str) -> sympy.Expr:
 
 
 def _memory(value) -> int:
-    """Device memory: an int of bytes, or text as ``--memory`` reads it (``80GB``, ``80GiB``)."""
+    """Device memory: an int of bytes, or text as ``--memory`` reads it (``80GB``, ``80GiB``),
+    floored to whole bytes as ``--kv-memory`` is (``23.58GiB``, a size a log printed rounded:
+    25,318,832,209 bytes; issue 29), which :func:`figures` names in ``figures_from``."""
     from ..arguments import whole
     from ..training.fit import parse_size
 
-    return parse_size(value) if isinstance(value, str) else whole(value, "--memory")
+    return parse_size(value, what="--memory", floor=True) if isinstance(value, str) else whole(value, "--memory")
+
+
+def floored(value) -> bool:
+    """Whether ``--memory`` text was not a whole number of bytes (and :func:`_memory` floored it)."""
+    from ..training.fit import parse_size
+
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_size(value, what="--memory")
+    except Exception:   # noqa: BLE001 - the whole-bytes check alone; _memory reported any other error
+        return True
+    return False
 
 
 def figures(hardware, compute_dtype: str, t: int = 1, *, peak=None, bandwidth=None, memory=None,
@@ -97,7 +112,8 @@ def figures(hardware, compute_dtype: str, t: int = 1, *, peak=None, bandwidth=No
              None if hw is None else (lambda: sympy.Integer(hw.peak_flops(compute_dtype))), "peak_flops")
     bw = pick(None if bandwidth is None else _rate(bandwidth, "--bandwidth"), "--bandwidth",
               None if hw is None else sympy.Integer(hw.memory_bandwidth), "memory_bandwidth")
-    mem = pick(None if memory is None else _memory(memory), "--memory",
+    mem = pick(None if memory is None else _memory(memory),
+               "--memory (floored to whole bytes, as --kv-memory)" if floored(memory) else "--memory",
                None if hw is None else hw.memory_bytes, "device_memory")
     alpha, beta = _link(hw, t, link_bandwidth, origin)
     missing = {}

@@ -153,7 +153,8 @@ class OpCost:
 
 @dataclass
 class AllReduce:
-    """``calls`` all-reduces over ``t`` devices of ``bytes`` each (a row-parallel output)."""
+    """``calls`` all-reduces over ``t`` devices of ``bytes`` each: a row-parallel or vocabulary-parallel
+    output, or a norm split by heads (its fp32 sum of squares per token: ``path`` a norm's)."""
 
     path: str
     calls: sympy.Expr
@@ -483,6 +484,11 @@ class Inference:
                 g = next((e for q, e in groups.items() if path.startswith(q + "/")), None)
                 calls = d["active"] if g is None else sympy.cancel(d["active"] / g.active)
                 allreduce.append(AllReduce(path, calls, (out.numel * self._act.bytes(out.role)).xreplace(sub)))
+            for path in self.tp.split_norms:   # parallel/tensor.py "norms split by heads": one fp32 per token
+                if path in ops:
+                    out = cg.tensors[cg.nodes[path]["outputs"][0]]
+                    allreduce.append(AllReduce(path, cg.nodes[path]["active"],
+                                               (out.numel / out.shape[-1] * 4).xreplace(sub)))
         kept = [o for o in ops.values() if o.flops != 0 or o.weight_bytes != 0 or o.kv_bytes != 0
                 or (self.activations and o.activation_bytes != 0)]
         return Step(q, n,

@@ -125,6 +125,8 @@ def to_dict(rep, symbols: dict) -> dict:
         doc["context_unbounded"] = bool(v.get("context_unbounded", False))
     if getattr(rep, "serving", None):
         doc["serving"] = _serving_doc(rep.serving)
+    rw = getattr(rep, "runtime_weights", None)   # weights as vLLM loads them (inference/runtime_weights.py)
+    doc["runtime_weights"] = rw.to_dict() if rw is not None else None
     serving = {k: _entry(q[k], v.get(k)) for k in SERVING if k in q}   # parallel serving (inference/parallel.py)
     if serving:
         doc["parallel"] = serving
@@ -246,7 +248,8 @@ def to_text_doc(rep) -> str:
                 row(_SERVING_LABEL.get(k, k), k, _sec if k.endswith("seconds") else
                     _bytes if k.endswith("bytes") else lambda x: f"{float(x):.4g}")
     lines += _capacity_lines(rep, v, st)
-    lines += _serving_lines(getattr(rep, "serving", None) or {})
+    rw = getattr(rep, "runtime_weights", None)
+    lines += (rw.lines() if rw is not None else []) + _serving_lines(getattr(rep, "serving", None) or {})
     lines += ["", "assumptions:"] + [f"  - {n}" for n in rep.notes]
     lines += [f"warning: {w}" for w in rep.warnings]
     return "\n".join(lines)
@@ -256,8 +259,9 @@ def _device(st) -> str:
     """The device of the header: the preset, the figures given instead of or over it, or none."""
     shown = {"peak_flops": ("peak", 10**12, "TFLOP/s"), "memory_bandwidth": ("HBM", 10**9, "GB/s"),
              "device_memory": ("memory", 10**9, "GB"), "link_bandwidth": ("link", 10**9, "GB/s")}
-    given = [f"{label} {_figure(st.get(k), unit)} {name}" for k, (label, unit, name) in shown.items()
-             if str(st.get("figures_from", {}).get(k, "")).startswith("--")]
+    origin = st.get("figures_from", {})
+    given = [f"{label} {_figure(st.get(k), unit)} {name}" + (" (floored to whole bytes)" if "floored" in origin[k] else "")
+             for k, (label, unit, name) in shown.items() if str(origin.get(k, "")).startswith("--")]
     if st.get("hardware") is None:
         return ("a device of " + ", ".join(given)) if given else "no device (bytes and FLOPs only)"
     return st["hardware"] + (f" with {', '.join(given)} given" if given else "")
@@ -327,6 +331,8 @@ def _serving_doc(sv: dict) -> dict:
         v["max_concurrency"] = None if mc is None else float(mc)
         v["max_concurrency_exact"] = None if mc is None else str(mc)
         out["vllm"] = v
+    if "runtime" in sv:   # inference/runtimes.py: numbers, and Rationals as text
+        out["runtime"] = {k: (str(x) if isinstance(x, sympy.Basic) else x) for k, x in sv["runtime"].items()}
     if "prefix_caching" in sv:
         p = sv["prefix_caching"]
         out["prefix_caching"] = {"shared_prefix": p["shared_prefix"], "fits": p["fits"], "max_batch": p["max_batch"],
@@ -346,7 +352,11 @@ def _serving_lines(sv: dict) -> list[str]:
     """The text of ``serving`` (after the capacity)."""
     from .capacity import vllm_lines
 
-    lines = vllm_lines(sv["vllm"]) if "vllm" in sv else []
+    if "runtime" in sv:   # --runtime sglang, trtllm, llamacpp (inference/runtimes.py): its block, not vLLM's
+        rt = sv["runtime"]
+        lines = ["", f"{rt['runtime']} KV cache (as its start-up log reports it)"] + [f"  {x}" for x in rt["lines"]]
+    else:
+        lines = vllm_lines(sv["vllm"]) if "vllm" in sv else []
     if "prefix_caching" in sv:
         p = sv["prefix_caching"]
         q = {k: val for k, (_, val) in p["quantities"].items()}

@@ -126,4 +126,33 @@ def phase_notes(inf) -> list[str]:
         notes.append("K/V computed once per request (cross-attention over the encoder's positions) keep "
                      "their own length whatever P + G: written by the prefill, read whole by each decode step, "
                      "counted in the KV cache beside the growing one (transformers' EncoderDecoderCache)")
+    tp = getattr(inf, "tp", None)
+    norms = list(getattr(tp, "split_norms", ())) if tp is not None else []
+    if norms:
+        names = sorted({p.rsplit("/", 1)[-1] for p in norms})
+        notes.append(f"TP: norms over a projection split by heads ({', '.join(names)}; {len(norms)} graph nodes) "
+                     "stay split, the K/V cache split by heads as vLLM keeps it: one all-reduce per norm of each "
+                     "token's fp32 sum of squares (vLLM MiniMaxText01RMSNormTP; vLLM's OLMo 2 all-gathers Q "
+                     "and K instead)")
+    return notes
+
+
+def report_notes(inf, t: int, compute_efficiency, bandwidth_efficiency) -> list[str]:
+    """The assumptions :func:`costgraph.inference.roofline.infer` names (``inf``: the analysis)."""
+    notes = [
+        "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
+        f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",
+        "weights: every weight read once per step (embedding tables whole); MoE: expected distinct experts "
+        "E(1 - (1 - k/E)^(b q)) under uniform routing",
+        "decode = one step at n = P + G - 2 cached positions (the last); mean TPOT over the G - 1 decode steps",
+        "KV cache for P + G positions per sequence; paged: each cache's kept positions rounded up to blocks",
+        "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
+    ]
+    notes += phase_notes(inf)   # recurrent states; what runs once per request (inference/request.py)
+    if t > 1:
+        notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
+                     "not overlapped")
+    notes.append("decode total and mean TPOT: closed form over n = P .. P + G - 2 (Faulhaber sums of the step "
+                 "time's linear pieces, split where each op's roofline switches and where a window fills; "
+                 "crossings placed at the given values); G = 1: no decode step (its values null)")
     return notes

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS
+from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, RUNTIME
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -45,7 +45,7 @@ from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
-from .request import phase_notes
+from .request import report_notes
 
 
 @dataclass(frozen=True)
@@ -181,8 +181,8 @@ class InferenceReport(Tabular):
     symbols: dict = field(default_factory=dict)
     #: answers left out for want of a device figure ("seconds", "capacity") → the reason
     absent: dict = field(default_factory=dict)
-    #: vLLM's KV cache, prefix caching, chunked prefill, speculative decoding (:func:`_serving`)
-    serving: dict = field(default_factory=dict)
+    serving: dict = field(default_factory=dict)   #: vLLM's KV cache, prefix caching, chunked prefill, speculative
+    runtime_weights: object = None   #: a RuntimeWeights (inference/runtime_weights.py) or None
 
     def to_dict(self) -> dict:
         """The document ``costgraph infer --format json`` prints (:func:`costgraph.inference.report.to_dict`)."""
@@ -252,7 +252,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
-          dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none") -> InferenceReport:
+          dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -285,7 +285,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
-    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP)."""
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``: :mod:`.runtimes`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
@@ -319,7 +319,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
              dict(kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                   non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                   chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
-                  draft_values=draft_values, draft_mtp=draft_mtp))
+                  draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(s),
+                  runtime=runtime, fraction=gpu_memory_utilization))
     _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
     return rep
 
@@ -355,7 +356,7 @@ def _finish(rep: InferenceReport, inf, m: Machine, t: int, layout, quantized: st
     from . import device
     from .quantized import quantization_note
 
-    rep.notes = _notes(inf, t, compute_efficiency, bandwidth_efficiency)
+    rep.notes = report_notes(inf, t, compute_efficiency, bandwidth_efficiency)   # inference/request.py
     rep.notes += device.notes(m.figures, t)
     rep.settings["quantized"] = quantized
     rep.notes += quantization_note(getattr(inf, "attn", inf), quantized, keep)   # a serving layout: one side's
@@ -468,27 +469,6 @@ def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int,
     vals["compute_bound_batch"] = whole   # None: decode never becomes compute-bound
 
 
-def _notes(inf: Inference, t: int, compute_efficiency, bandwidth_efficiency) -> list[str]:
-    """The assumptions the output names."""
-    notes = [
-        "roofline: each op max(FLOPs/peak, bytes/bandwidth), summed over ops, no overlap between ops; "
-        f"efficiency: compute {compute_efficiency}, bandwidth {bandwidth_efficiency}",
-        "weights: every weight read once per step (embedding tables whole); MoE: expected distinct experts "
-        "E(1 - (1 - k/E)^(b q)) under uniform routing",
-        "decode = one step at n = P + G - 2 cached positions (the last); mean TPOT over the G - 1 decode steps",
-        "KV cache for P + G positions per sequence; paged: each cache's kept positions rounded up to blocks",
-        "capacity: weights + paged KV cache <= (1 - reserve) x device memory; activations not counted",
-    ]
-    notes += phase_notes(inf)   # recurrent states; what runs once per request (inference/request.py)
-    if t > 1:
-        notes.append("TP: per device; one all-reduce per row-parallel linear per step on the scale-up link, "
-                     "not overlapped")
-    notes.append("decode total and mean TPOT: closed form over n = P .. P + G - 2 (Faulhaber sums of the step "
-                 "time's linear pieces, split where each op's roofline switches and where a window fills; "
-                 "crossings placed at the given values); G = 1: no decode step (its values null)")
-    return notes
-
-
 # --- serving: vLLM's capacity, prefix caching, chunked prefill, speculative decoding -----------
 
 def _utilization(reserve, utilization, given: bool = True):
@@ -522,6 +502,8 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
     caching, chunked prefill and speculative decoding when asked, into ``rep.serving``."""
     from ..choices import NON_TORCH_MEMORY
     from .capacity import VllmSettings, capacity, parse_bytes
+    from .runtime_weights import attach
+    attach(rep, inf, opts["max_position"])   # rep.runtime_weights: the weights vLLM's KV sizing subtracts
 
     kvm = opts["kv_memory"]
     vs = VllmSettings(1 - reserve, None if kvm is None else parse_bytes(kvm, "--kv-memory"),
@@ -534,8 +516,18 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
         from .capacity import vllm_kv_cache
 
-        rep.serving["vllm"] = vllm_kv_cache(inf, None, rep.subs, page, vs, vs.max_model_len or prompt + generate,
-                                           rep.values.get("weight_bytes"))
+        rep.serving["vllm"] = vllm_kv_cache(inf, None, rep.subs, page, vs, vs.max_model_len or prompt + generate)
+    try:
+        rep.settings["runtime"] = RUNTIME.check(opts["runtime"])
+    except ValueError as e:
+        raise CostgraphValueError(str(e), hint=RUNTIME.hint()) from None
+    if opts["runtime"] != "vllm":   # another runtime's KV cache (inference/runtimes.py)
+        from .runtimes import runtime_kv
+
+        rw = rep.runtime_weights
+        rep.serving["runtime"] = runtime_kv(opts["runtime"], inf, m.memory, rep.subs, rw.bytes if rw else None,
+                                            tp=t, non_torch=vs.non_torch, fraction=None if opts["fraction"] is None else 1 - reserve,
+                                            n_ctx=vs.max_model_len or prompt + generate, batch=batch, kv_name=inf.kv.name)
     timed = [o for o in ("shared_prefix", "chunk", "speculative_tokens") if opts[o] is not None]
     if timed and not m.timed:
         raise CostgraphValueError(f"--{timed[0].replace('_', '-')} answers in seconds, which need a device",

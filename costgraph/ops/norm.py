@@ -76,12 +76,12 @@ def _norm(c, kind: str, affine_bias: bool):
 
 
 @op("layernorm", "LayerNorm over the last dimension (γ, and β if bias; none if weight = false)",
-    x="tensor", bias=("bool", True), weight=("bool", True), keep=("ident", None), layout="whole_last")
+    x="tensor", bias=("bool", True), weight=("bool", True), keep=("ident", None), layout="norm_last")
 def layernorm(c):
     return _norm(c, "layernorm", c["bias"])
 
 
 @op("rmsnorm", "RMSNorm over the last dimension (γ only; none if weight = false)",
-    x="tensor", fp32_scale=("bool", False), weight=("bool", True), keep=("ident", None), layout="whole_last")
+    x="tensor", fp32_scale=("bool", False), weight=("bool", True), keep=("ident", None), layout="norm_last")
 def rmsnorm(c):
     return _norm(c, "rmsnorm", False)

@@ -56,6 +56,9 @@ LAYOUTS = {
     "follow": "its output is split as its first input is (activations, scale, dropout, casts, copies)",
     "whole_last": "needs its last axis whole (a split there replicates the linears before it); "
                   "another split carries through",
+    "norm_last": "normalises along its last axis: needs it whole, except a split by heads (its output "
+                 "split into heads next: QK-norm over the whole projection), kept split with the sum of "
+                 "squares all-reduced (vLLM's MiniMaxText01RMSNormTP); another split carries through",
     "whole": "needs its inputs whole; its output is replicated",
     "broadcast": "elementwise over operands aligned from the right; a replicated operand is sliced "
                  "locally to match a split one",

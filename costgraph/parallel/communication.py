@@ -352,6 +352,15 @@ def _tp_made_whole(x: _Step, add, skip) -> None:
             add(f"{path}: gradient of its output (backward)", "all-gather", el, eb, x.node_calls(path, False))
         else:
             add(f"{path}: {label} output (forward)", "all-reduce", el, eb, x.node_calls(path, True))
+    for path in tp.split_norms:   # parallel/tensor.py "norms split by heads": one fp32 per token
+        if skip(path) or x.stage.node_factor(path) == 0:
+            continue
+        o = cg.tensors[cg.nodes[path]["outputs"][0]]
+        el = o.numel / o.shape[-1] / x.pl.sequence_divisor(cg.nodes[path]["outputs"][0])
+        add(f"{path}: norm split by heads, sum of squares per token (forward)", "all-reduce", el,
+            sympy.Integer(4), x.node_calls(path, True))
+        add(f"{path}: its gradient's sum per token (backward)", "all-reduce", el, sympy.Integer(4),
+            x.node_calls(path, False))
 
 
 def _tp_column_inputs(x: _Step, add, skip) -> None:

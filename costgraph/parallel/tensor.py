@@ -48,6 +48,28 @@ The rules:
   Everything else stays replicated: norms, residual adds and the tensors
   around them. In a sum of a split and a replicated tensor, each device
   takes its part of the replicated one (T5's position bias, split by heads).
+* **Norms split by heads** (``norm_last``: ``rmsnorm``, ``layernorm``): a norm
+  over the last axis needs it whole, except when that axis is split and every
+  consumer of the norm's output splits it into heads next (``split_heads``:
+  QK-norm over the whole Q or K projection, OLMo 2/3 and MiniMax-M2, where
+  Qwen3 normalises per head). Then the projection stays column-parallel and
+  the K cache split by heads, as vLLM runs it: each rank normalises its heads'
+  part, the sum of squares of a token all-reduced over the group (vllm @
+  d29a69a5, ``vllm/model_executor/layers/mamba/linear_attn.py::
+  MiniMaxText01RMSNormTP.forward_qk``: ``tensor_model_parallel_all_reduce`` of
+  the fp32 variances, weight ``hidden_size / tp`` per rank; MiniMax-M2's
+  attention uses it, ``models/minimax_m2.py`` @ 01d99586). vLLM's OLMo 2
+  (``vllm/model_executor/models/olmo2.py::Olmo2Attention._apply_qk_norm`` @
+  52e9d6f2) gets the same split cache another way: it all-gathers Q and K,
+  normalises them whole and keeps its rank's slice (``Attention(num_kv_heads =
+  total // tp)``). The layout records these norms in
+  :attr:`TensorParallel.split_norms` (their weight split with the heads) and
+  the communication counts one fp32 value per token and norm all-reduced.
+  The other traits that need a last axis whole leave caches as they were:
+  ``softmax`` and ``rope`` act after the heads are split (their last axis is
+  a head's), ``slice`` of a projection's last axis keeps MLA's down-projection
+  replicated, so its latent cache stays whole on every rank (vLLM's MLA
+  caches the latent once per rank), and ``concat`` joins per-head parts.
 * Where these rules cannot decide as a framework does, the model file can
   say it: ``linear(x, n, tp = false)`` keeps that linear replicated.
 
@@ -108,6 +130,9 @@ class TensorParallel:
     sequence: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     divisors: dict[str, sympy.Expr] = field(default_factory=dict)   # split tensors of replicated K/V heads: kv
+    #: norms over a last axis split by heads (QK-norm over the whole projection): their
+    #: statistics all-reduced over the group (module docstring, "norms split by heads")
+    split_norms: list[str] = field(default_factory=list)
 
     def tensor_divisor(self, tid: str) -> sympy.Expr:
         """How many devices share tensor ``tid`` (t if split by TP or SP, else 1; the
@@ -248,6 +273,7 @@ class _Walk:
     aux: dict[str, list[str]] = field(default_factory=dict)
     vocab: list = field(default_factory=list)
     unlaid: dict[str, list[str]] = field(default_factory=dict)
+    readers: dict[str, list[str]] = field(default_factory=dict)   # tensor id → kinds of the ops reading it
 
     def rank(self, tid: str) -> int:
         return len(self.cg.tensors[tid].shape)
@@ -290,6 +316,9 @@ def _walk(cg: CostGraph, t, sp: bool, forced: set[str]) -> TensorParallel:
         if ten.producer in cg.nodes and tid not in cg.nodes[ten.producer]["outputs"] and tid != ten.producer:
             w.aux.setdefault(ten.producer, []).append(tid)
     w.vocab = [cg.tensors[o].shape[-1] for o in cg.outputs if cg.tensors[o].shape]
+    for _, d in cg.ops():
+        for x in d["inputs"]:
+            w.readers.setdefault(x, []).append(d["kind"])
     for path, d in cg.ops():
         ins = list(d["inputs"])
         src = set().union(*(w.origin.get(x, set()) for x in ins)) if ins else set()
@@ -343,6 +372,20 @@ def _whole_last(w: _Walk, n: _Node) -> int | None:
     if n.axes[0] is not None and n.axes[0] == n.ranks[0] - 1:
         w.need_whole(n.ins[0])
     return n.axes[0]
+
+
+def _norm_last(w: _Walk, n: _Node) -> int | None:
+    """Along the last axis: whole, unless that axis is split and every reader of the output splits
+    it into heads next (module docstring, "norms split by heads"): then split, the weight with it."""
+    last = n.ranks[0] - 1
+    if n.axes[0] == last:
+        readers = [k for o in n.outs for k in w.readers.get(o, [])]
+        if readers and all(k == "split_heads" for k in readers):
+            for wid in n.d["cost"].weights:
+                w.tp.weights[wid] = w.tp.t
+            w.tp.split_norms.append(n.path)
+            return last
+    return _whole_last(w, n)
 
 
 def _whole(w: _Walk, n: _Node) -> None:
@@ -438,6 +481,6 @@ def _batched(w: _Walk, n: _Node) -> int | None:
 
 
 # layout name (costgraph.ops.registry.LAYOUTS) → its rule
-_RULES = {"follow": _follow, "whole_last": _whole_last, "whole": _whole, "broadcast": _broadcast,
+_RULES = {"follow": _follow, "whole_last": _whole_last, "norm_last": _norm_last, "whole": _whole, "broadcast": _broadcast,
           "per_channel": _per_channel, "view": _view, "join_last": _join_last, "column_row": _column_row,
           "vocab": _vocab, "batched": _batched}
