@@ -151,21 +151,31 @@ def step_time(cg, layout, hardware, *, efficiency=sympy.Rational(1, 2), flops: d
     overlapped = sympy.Add(*[t for k, t in kinds.items() if k not in EXPOSED])
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
              "communication_overlapped": overlapped, "by_kind": kinds}
-    busy = compute + bubble
     if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
         from .memory import training_memory
 
         link = offload_link_seconds(training_memory(cg, L).stages[0 if stage == "first" else -1].memory, hardware)
         if link is not None:
-            busy = sympy.Max(busy, link)
             parts["offload"] = link
     if not with_total:   # the planner combines the parts per layout itself (SymPy's Max of two long sums is slow)
         return parts
-    if rate.covers == "step":
-        total = compute
-    else:
-        total = (sympy.Max(busy, overlapped) if overlapped != 0 else busy) + exposed
-    return {**parts, "total": total}
+    return {**parts, "total": combine(parts, rate.covers)}
+
+
+def combine(parts: dict, covers: str = "compute", maximum=None):
+    """The step's total from :func:`step_time`'s ``parts`` (module docstring): ``covers =
+    "step"``: the compute; else max(compute + bubble [, offload], overlapped) + exposed.
+    ``maximum``: the max of two values (default SymPy's, skipping a zero term); the planner
+    passes NumPy's to combine arrays of evaluated parts (:mod:`costgraph.training.plan_forms`)."""
+    if maximum is None:
+        def maximum(a, b):
+            return a if b == 0 else sympy.Max(a, b)
+    if covers == "step":
+        return parts["compute"]
+    busy = parts["compute"] + parts["bubble"]
+    if "offload" in parts:
+        busy = maximum(busy, parts["offload"])
+    return maximum(busy, parts["communication_overlapped"]) + parts["communication_exposed"]
 
 
 def default_peaks(hardware, policy) -> dict:

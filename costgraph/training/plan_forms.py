@@ -1,0 +1,136 @@
+"""The planner's screen: train's closed forms with the degrees as symbols, over the grid.
+
+For each value of the options of :data:`costgraph.options.SEARCHED_OPTIONS` the memory
+(:func:`costgraph.training.memory.training_memory`: the states per ZeRO stage, the
+activations per recomputation and SP) and the step time's parts
+(:func:`costgraph.training.steptime.step_time` with ``with_total=False``) are derived once
+with ``t, p, c, e, d, m, v`` (and ``b``) as symbols, for ``p = 1``, a symbolic ``p`` (1F1B)
+and a symbolic ``p`` interleaved over ``v``; compiled together with
+:func:`costgraph.numbers.evaluator.vectorized` and evaluated over every row of the grid at
+once (float64). The step's total is :func:`costgraph.training.steptime.combine` of the
+evaluated parts (NumPy's maximum): the planner does not restate the formula. Every part
+is taken from the derivation at the row's recomputation and SP, except
+``communication_overlapped`` (the DP/ZeRO traffic), taken at its ZeRO stage.
+
+A layout whose pipeline split is uneven (its first/last stage's own counts, or the
+embedding/loss counted as layers) is screened with the even forms (the mean share of
+the layers per stage); its exact figures come from the confirmation.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..engine.symbols import dim
+from ..numbers.evaluator import vectorized
+from ..parallel.layout import Layout
+from .compute import training_flops
+from .memory import training_memory
+
+T, P, C, EP, D, M, V = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m", "N_v"))
+#: the pipelines the forms are derived for: none, 1F1B over symbolic p, interleaved over symbolic p and v
+PIPES = (dict(p=1), dict(p=P), dict(p=P, schedule="interleaved", v=V))
+STATES = ("weights", "gradients", "optimizer")
+
+
+class Forms:
+    """The closed forms (module docstring), derived once and compiled: ``states[z][key][pipe]``
+    and ``acts[(r, sp)][pipe]`` (per stage form indices), ``parts[(r, sp)][name][pipe]``,
+    ``overlapped[z][pipe]``, ``model_flops``. ``options``: field → values searched."""
+
+    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict):
+        from .steptime import step_time
+
+        self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
+        self.options = options
+        self._exprs: list = []
+        zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
+        self.states = {z: self._stage_totals(dict(zero=z), STATES) for z in zeros}
+        self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), ("activations",))[0]
+                     for r in recs for sp in sps}
+        flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
+
+        def flops_of(layout):
+            key = (layout.p, layout.v, layout.recompute)
+            if key not in flops:
+                flops[key] = training_flops(cg, layout.filled())
+            return flops[key]
+
+        def parts(kw, pipes=3):
+            bar.advance(pipes)
+            return [step_time(cg, Layout(**{**base, **kw, **pipe}), hardware, efficiency=efficiency,
+                              flops=flops_of(Layout(**{**base, **kw, **pipe})), with_total=False)
+                    for pipe in PIPES[:pipes]]
+        self.parts, self.overlapped = {}, {}
+        for r, sp in itertools.product(recs, sps):
+            st = parts({"recompute": r, "sp": sp})
+            names = [k for k, v in st[0].items() if not isinstance(v, dict)]
+            self.parts[(r, sp)] = {k: [self.compiled(x[k]) for x in st] for k in names}
+        for z in zeros:
+            o = [self.compiled(x["communication_overlapped"]) for x in parts({"zero": z}, 2)]
+            self.overlapped[z] = o + [o[1]]   # DP traffic: as 1F1B's
+        self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
+        # every form in one compiled function: the parts the forms share are evaluated once per layout
+        self._f = vectorized(self._exprs, self.syms)
+
+    def compiled(self, expr) -> int:
+        """Register ``expr`` with the model's sizes fixed; its index in :meth:`evaluate`'s arrays."""
+        from ..engine.symbols import as_expr
+
+        self._exprs.append(as_expr(expr).xreplace(self.fixed))
+        return len(self._exprs) - 1
+
+    def evaluate(self, args) -> list:
+        """Every registered form over the grid's columns (the degrees, and ``b``)."""
+        return self._f(*args)
+
+    def _stage_totals(self, layout_kw, keys):
+        """Per key: for each of :data:`PIPES`, each stage's form (memory derived once per layout)."""
+        out = [[] for _ in keys]
+        for pipe in PIPES:
+            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}))
+            self.bar.advance(len(keys))
+            for i, key in enumerate(keys):
+                out[i].append([self.compiled(st.memory[key]) for st in res.stages])
+        return out
+
+
+def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
+    """Whether ZeRO has a group to shard over: DP × CP, or (routed experts) the experts' DP group."""
+    dense = grid[:, 4] * grid[:, 2]
+    return (dense > 1) | (experts & (dense * grid[:, 0] > grid[:, 3]))
+
+
+def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
+    """Every row of ``grid`` under every combination of the searched options: yields
+    ``(option values, memory, step, model FLOPs per iteration, valid)`` arrays per combination
+    (``valid``: the option changes something on that row — SP needs TP, ZeRO a group)."""
+    from .steptime import combine
+
+    args = [grid[:, k] for k in (0, 1, 2, 3, 4, 6, 7)] + ([grid[:, 5]] if with_b else [])
+    which = np.where(grid[:, 1] == 1, 0, np.where(grid[:, 7] == 1, 1, 2))   # the PIPES form of each row
+    values = forms.evaluate(args)
+    n = len(grid)
+
+    def pick(forms_of):
+        return np.choose(which, [np.broadcast_to(values[k], (n,)) for k in forms_of])
+
+    can_shard = shards(grid, experts)
+    opts = forms.options
+    for z, r, sp in itertools.product(opts["zero"], opts["recompute"], opts["sp"]):
+        forms.bar.advance()
+        mem = np.zeros(n)
+        for w in range(len(PIPES)):
+            per_stage = None
+            for k in range(len(forms.states[z][0][w])):
+                tot = sum(values[forms.states[z][q][w][k]] for q in range(len(STATES))) \
+                    + values[forms.acts[(r, sp)][w][k]]
+                per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
+            mem = np.where(which == w, per_stage, mem)
+        parts = {k: pick(f) for k, f in forms.parts[(r, sp)].items()}
+        parts["communication_overlapped"] = pick(forms.overlapped[z])
+        step = combine(parts, "compute", np.maximum)
+        valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
+        yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid
