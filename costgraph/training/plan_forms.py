@@ -36,7 +36,7 @@ STATES = ("weights", "gradients", "optimizer")
 
 
 class Forms:
-    """The closed forms (module docstring), derived once and compiled: ``states[z][key][pipe]``
+    """The closed forms (module docstring), derived once and compiled: ``states[z][pipe]``
     and ``acts[(r, sp)][pipe]`` (per stage form indices), ``parts[(r, sp)][name][pipe]``,
     ``overlapped[z][pipe]``, ``model_flops``. ``options``: field → values searched."""
 
@@ -47,9 +47,16 @@ class Forms:
         self.options = options
         self._exprs: list = []
         zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
-        self.states = {z: self._stage_totals(dict(zero=z), STATES) for z in zeros}
-        self.acts = {(r, sp): self._stage_totals(dict(recompute=r, sp=sp), ("activations",))[0]
-                     for r in recs for sp in sps}
+        pairs = list(itertools.product(recs, sps))
+        # The states depend on the ZeRO stage only, the activations on (recompute, SP) only: one derivation
+        # serves a ZeRO stage and a (recompute, SP) pair at once (the two lists walked side by side).
+        n = max(len(zeros), len(pairs))
+        together = [(zeros[i % len(zeros)], pairs[i % len(pairs)]) for i in range(n)]
+        self.states, self.acts = {}, {}
+        for z, (r, sp) in together:
+            states, acts = self._stage_totals(dict(zero=z, recompute=r, sp=sp))
+            self.states.setdefault(z, states)
+            self.acts.setdefault((r, sp), acts)
         flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
 
         def flops_of(layout):
@@ -58,19 +65,18 @@ class Forms:
                 flops[key] = training_flops(cg, layout.filled())
             return flops[key]
 
-        def parts(kw, pipes=3):
-            bar.advance(pipes)
-            return [step_time(cg, Layout(**{**base, **kw, **pipe}), hardware, efficiency=efficiency,
-                              flops=flops_of(Layout(**{**base, **kw, **pipe})), with_total=False)
-                    for pipe in PIPES[:pipes]]
+        # The step's parts: each from the derivation at the row's (recompute, SP), the overlapped DP/ZeRO
+        # traffic at its ZeRO stage (the same side-by-side walk).
         self.parts, self.overlapped = {}, {}
-        for r, sp in itertools.product(recs, sps):
-            st = parts({"recompute": r, "sp": sp})
-            names = [k for k, v in st[0].items() if not isinstance(v, dict)]
-            self.parts[(r, sp)] = {k: [self.compiled(x[k]) for x in st] for k in names}
-        for z in zeros:
-            o = [self.compiled(x["communication_overlapped"]) for x in parts({"zero": z}, 2)]
-            self.overlapped[z] = o + [o[1]]   # DP traffic: as 1F1B's
+        for z, (r, sp) in together:
+            bar.advance(len(PIPES))
+            st = [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
+                  for L in (Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe}) for pipe in PIPES)]
+            if (r, sp) not in self.parts:
+                names = [k for k, v in st[0].items() if not isinstance(v, dict)]
+                self.parts[(r, sp)] = {k: [self.compiled(x[k]) for x in st] for k in names}
+            if z not in self.overlapped:
+                self.overlapped[z] = [self.compiled(x["communication_overlapped"]) for x in st]
         self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
         # every form in one compiled function: the parts the forms share are evaluated once per layout
         self._f = vectorized(self._exprs, self.syms)
@@ -86,15 +92,16 @@ class Forms:
         """Every registered form over the grid's columns (the degrees, and ``b``)."""
         return self._f(*args)
 
-    def _stage_totals(self, layout_kw, keys):
-        """Per key: for each of :data:`PIPES`, each stage's form (memory derived once per layout)."""
-        out = [[] for _ in keys]
+    def _stage_totals(self, layout_kw) -> tuple[list, list]:
+        """For each of :data:`PIPES`, each stage's forms: the model states (weights, gradients and
+        optimizer together) and the activations (memory derived once per layout)."""
+        states, acts = [], []
         for pipe in PIPES:
             res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}))
-            self.bar.advance(len(keys))
-            for i, key in enumerate(keys):
-                out[i].append([self.compiled(st.memory[key]) for st in res.stages])
-        return out
+            self.bar.advance(2)
+            states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
+            acts.append([self.compiled(st.memory["activations"]) for st in res.stages])
+        return states, acts
 
 
 def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
@@ -124,9 +131,8 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
         mem = np.zeros(n)
         for w in range(len(PIPES)):
             per_stage = None
-            for k in range(len(forms.states[z][0][w])):
-                tot = sum(values[forms.states[z][q][w][k]] for q in range(len(STATES))) \
-                    + values[forms.acts[(r, sp)][w][k]]
+            for k in range(len(forms.states[z][w])):
+                tot = values[forms.states[z][w][k]] + values[forms.acts[(r, sp)][w][k]]
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(which == w, per_stage, mem)
         parts = {k: pick(f) for k, f in forms.parts[(r, sp)].items()}
