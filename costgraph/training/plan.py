@@ -53,7 +53,7 @@ SEARCHED = tuple((o.field, tuple(o.domain(Space(1, 1, 1, attention="eager")))) f
 #: how many screened layouts beyond ``top`` are confirmed exactly (the screen's order can differ in ties)
 MARGIN = 2
 #: the most rows ``plan`` shows (each is derived exactly)
-MAX_TOP = 200
+MAX_TOP = 100
 
 
 @dataclass

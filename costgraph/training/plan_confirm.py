@@ -54,11 +54,12 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> 
     by the calls :func:`costgraph.training.api.train` makes: the memory of
     :func:`~costgraph.training.memory.training_memory` (its most-loaded stage), the step time
     of :func:`~costgraph.training.steptime.step_time` over
-    :func:`~costgraph.parallel.communication.communication` of the filled layout. Cached by
-    layout."""
+    :func:`~costgraph.parallel.communication.communication` of the filled layout, its parts
+    combined by :func:`~costgraph.training.steptime.combine` at ``values``. Cached by layout."""
+    from ..engine.symbols import as_expr
     from ..parallel.communication import communication
     from .memory import training_memory
-    from .steptime import step_time
+    from .steptime import combine, step_time
 
     key = (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())),
            getattr(hardware, "key", None), str(efficiency))
@@ -66,10 +67,14 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency) -> 
         mem = training_memory(model.graph, layout)
         total = mem.most_loaded(values).memory["total"].xreplace(values)
         cols = communication(model.graph, layout.filled())
-        step = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols)["total"]
+        parts = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, with_total=False)
+        # train's total, max(...) taken of the parts' values: SymPy's Max of two long sums, then the values, is
+        # the same number (and slow to build)
+        step = combine({k: as_expr(v).xreplace(values) for k, v in parts.items() if not isinstance(v, dict)},
+                       "compute", max)
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
-        _CACHE[key] = (int(sympy.ceiling(total)), step.xreplace(values))
+        _CACHE[key] = (int(sympy.ceiling(total)), step)
     return _CACHE[key]
 
 
