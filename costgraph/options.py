@@ -87,10 +87,21 @@ def _expert_degrees(s: Space) -> tuple[int, ...]:
 
 
 def virtual_stages(s: Space, p: int) -> tuple[int, ...]:
-    """Interleaving: ``v`` with ``p·v`` dividing the layers (1 is 1F1B); none for ``p = 1``."""
+    """The interleaved schedule's model chunks per device: ``v > 1`` with ``p·v`` dividing the
+    layers; none for ``p = 1``."""
     if p == 1 or s.layers % p:
-        return (1,)
-    return divisors(s.layers // p)
+        return ()
+    return tuple(v for v in divisors(s.layers // p) if v > 1)
+
+
+#: the pipeline schedules searched for ``p > 1`` (costgraph.parallel.schedules; GPipe keeps every
+#: micro-batch in flight at 1F1B's bubble: never better, not searched)
+SCHEDULES_SEARCHED = ("1f1b", "interleaved", "zb-h1", "dualpipe")
+
+
+def schedules(s: Space, p: int) -> tuple[str, ...]:
+    """The schedules tried at ``p``: none but 1F1B's (no pipeline) for ``p = 1``."""
+    return ("1f1b",) if p == 1 else SCHEDULES_SEARCHED
 
 
 def uneven_splits(s: Space, p: int) -> tuple[tuple, ...]:
@@ -125,7 +136,7 @@ TRAIN_OPTIONS: tuple[Option, ...] = (
     Option("e", "--ep", "expert-parallel degree", 1, unit="devices", kind="degree", domain=_expert_degrees),
     Option("b", "--set b=", "micro-batch size", 1, unit="sequences", kind="degree",
            domain=lambda s: s.micro_batches),
-    Option("v", "--virtual-stages", "model chunks per device (interleaved schedule)", 1, kind="split",
+    Option("v", "--virtual-stages", "model chunks per device (the interleaved schedule)", 1, kind="split",
            domain=virtual_stages),
     Option("split", "--decoder-first/last-pipeline-num-layers, --account-for-*", "the pipeline's layer split",
            None, kind="split", domain=uneven_splits),
@@ -136,8 +147,7 @@ TRAIN_OPTIONS: tuple[Option, ...] = (
                                   if not (r == "selective" and s.attention == "flash"))),
     Option("sp", "--sp", "sequence parallelism (needs t > 1)", False, (False, True), domain=lambda s: (False, True)),
     Option("schedule", "--schedule", "pipeline schedule", choices.SCHEDULE.default, choices.SCHEDULE.values,
-           not_searched="1f1b and interleaved (through v) only: zb-h1, dualpipe and gpipe need their own "
-                        "closed forms in the screen"),
+           kind="split", domain=schedules),
     Option("recompute_modules", "--recompute-modules", "Megatron's selective modules", None,
            not_searched="the default module set of each policy only"),
     Option("recompute_num_layers", "--recompute-num-layers", "Megatron's full-recompute layer count", None,
@@ -164,7 +174,9 @@ def searched(space: Space, pipeline: dict | None = None) -> dict[str, list]:
     out = {o.field: list(o.domain(space)) for o in TRAIN_OPTIONS if o.domain and o.kind != "split"}
     for o in TRAIN_OPTIONS:
         if o.kind == "split" and o.domain:
-            vals = sorted({x for p in out["p"] for x in o.domain(space, p)}, key=lambda x: (isinstance(x, tuple), repr(x) if isinstance(x, tuple) else x))
+            vals = list(dict.fromkeys(x for p in out["p"] for x in o.domain(space, p)))
+            if o.field == "v":
+                vals = [1] + sorted(vals)
             out[o.field] = [list(x) if isinstance(x, tuple) else x for x in vals]
     return out
 

@@ -21,7 +21,7 @@ def _train_row(m, values, row, *, gpus, attention, reserve=None):
     """Model.train on a reported row, as `costgraph train` runs it: (peak bytes, step seconds, fits)."""
     layout = Layout(t=row["tp"], p=row["pp"], c=row["cp"], e=row["ep"], gpus=gpus, sp=row["sp"], zero=row["zero"],
                     m=row["micro_batches"], recompute=row["recompute"], attention=attention,
-                    schedule="interleaved" if row["virtual_stages"] > 1 else "1f1b", v=row["virtual_stages"])
+                    schedule=row["schedule"], v=row["virtual_stages"])
     vals = {**values, m.graph.dims["b"].symbol: sympy.Integer(row["micro_batch"])}
     r = m.train(layout, values=vals, hardware="h100-sxm", reserve=reserve)
     peak = int(sympy.ceiling(r.most_loaded().memory["total"].xreplace(vals)))

@@ -43,7 +43,7 @@ from ..options import Space, SEARCHED_OPTIONS, searched
 from ..parallel.layout import Layout
 from ..parallel.placement import placement
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
-from .plan_forms import PIPES, Forms, T, P, C, EP, D, M, V, screen
+from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
 from .plan_grid import COLUMNS, REFUSALS, Grid   # noqa: F401
 
 RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
@@ -77,6 +77,7 @@ class Candidate:
     step_seconds: float
     mfu: float
     virtual_stages: int = 1
+    schedule: str = "1f1b"
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
     account_embedding: bool = False
@@ -85,15 +86,10 @@ class Candidate:
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
-    @property
-    def schedule(self) -> str:
-        """``interleaved`` with virtual stages, else ``1f1b``."""
-        return "interleaved" if self.virtual_stages > 1 else "1f1b"
-
     def key(self) -> tuple:
         """The degrees and figures: two candidates with the same key are one row."""
         return (self.tp, self.pp, self.dp, self.cp, self.ep, self.micro_batch, self.micro_batches,
-                self.virtual_stages, self.first_stage_layers, self.last_stage_layers, self.account_embedding,
+                self.virtual_stages, self.schedule, self.first_stage_layers, self.last_stage_layers, self.account_embedding,
                 self.account_loss, round(self.memory_bytes), round(self.step_seconds, 12))
 
 
@@ -140,7 +136,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     if top > MAX_TOP:
         raise CostgraphValueError(f"--top {top:,}: plan shows at most {MAX_TOP} layouts (each is derived exactly)",
                                   hint=f"--top {MAX_TOP} or fewer; --format json lists how many were considered")
-    n = len(PIPES)
+    n = 5
     steps = n * (3 * 4 + 2 * 6) + n * 2 * 6 + 2 * 4 + 1 + 4 * 6 + 1 + top + MARGIN
     with progress("planning: deriving the closed forms", total=steps) as bar:
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
@@ -178,7 +174,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
-    forms = Forms(cg, fixed, syms, base, bar, hardware, efficiency, options)
+    forms = Forms(cg, fixed, syms, base, bar, hardware, efficiency, options, grid.schedules)
     bar.advance(description="planning: evaluating the layouts")
     usable = capacity - reserve
     candidates, least, pruned = _evaluate(forms, grid, b_sym is not None, refused, capacity=usable, gpus=gpus,
@@ -195,7 +191,8 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
 
 def _order(c: Candidate) -> tuple:
     """Fastest first; at equal time the least memory, then the simpler settings."""
-    return (c.step_seconds, c.memory_bytes, c.zero, RECOMPUTE.index(c.recompute), c.sp, c.virtual_stages,
+    return (c.step_seconds, c.memory_bytes, c.zero, RECOMPUTE.index(c.recompute), c.sp, c.schedule != "1f1b",
+            c.virtual_stages,
             c.tp, c.pp, c.cp, c.ep, c.first_stage_layers or 0, c.last_stage_layers or 0, c.account_embedding,
             c.account_loss)
 
@@ -230,6 +227,6 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
 
 
 def _candidate(grid: Grid, i: int, z, r, sp, mem: float, step: float, mfu: float) -> Candidate:
-    t, p, c, e, d, b, m, v, k = (int(x) for x in grid.rows[i])
+    t, p, c, e, d, b, m, v, k, si = (int(x) for x in grid.rows[i])
     first, last, emb, loss = grid.splits[k]
-    return Candidate(t, p, d, c, e, z, r, sp, b, m, mem, step, mfu, v, first, last, emb, loss)
+    return Candidate(t, p, d, c, e, z, r, sp, b, m, mem, step, mfu, v, grid.schedules[si], first, last, emb, loss)

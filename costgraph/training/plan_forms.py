@@ -4,8 +4,8 @@ For each value of the options of :data:`costgraph.options.SEARCHED_OPTIONS` the 
 (:func:`costgraph.training.memory.training_memory`: the states per ZeRO stage, the
 activations per recomputation and SP) and the step time's parts
 (:func:`costgraph.training.steptime.step_time` with ``with_total=False``) are derived once
-with ``t, p, c, e, d, m, v`` (and ``b``) as symbols, for ``p = 1``, a symbolic ``p`` (1F1B)
-and a symbolic ``p`` interleaved over ``v``; compiled together with
+with ``t, p, c, e, d, m, v`` (and ``b``) as symbols, for ``p = 1`` and each searched
+schedule over a symbolic ``p`` (interleaved over a symbolic ``v`` too); compiled together with
 :func:`costgraph.numbers.evaluator.vectorized` and evaluated over every row of the grid at
 once (float64). The step's total is :func:`costgraph.training.steptime.combine` of the
 evaluated parts (NumPy's maximum): the planner does not restate the formula. Every part
@@ -30,8 +30,16 @@ from .compute import training_flops
 from .memory import training_memory
 
 T, P, C, EP, D, M, V = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m", "N_v"))
-#: the pipelines the forms are derived for: none, 1F1B over symbolic p, interleaved over symbolic p and v
-PIPES = (dict(p=1), dict(p=P), dict(p=P, schedule="interleaved", v=V))
+
+
+def pipes(schedules) -> tuple[dict, ...]:
+    """The pipelines the forms are derived for: none (``p = 1``), then each schedule of
+    ``schedules`` over a symbolic ``p`` (interleaved over a symbolic ``v`` too)."""
+    return (dict(p=1),) + tuple(dict(p=P, schedule=s, **({"v": V} if s == "interleaved" else {}))
+                                for s in schedules)
+
+
+PIPES = pipes(("1f1b", "interleaved"))
 STATES = ("weights", "gradients", "optimizer")
 
 
@@ -40,11 +48,12 @@ class Forms:
     and ``acts[(r, sp)][pipe]`` (per stage form indices), ``parts[(r, sp)][name][pipe]``,
     ``overlapped[z][pipe]``, ``model_flops``. ``options``: field → values searched."""
 
-    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict):
+    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict, schedules=("1f1b",)):
         from .steptime import step_time
 
         self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
         self.options = options
+        self.pipes = pipes(schedules)
         self._exprs: list = []
         zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
         pairs = list(itertools.product(recs, sps))
@@ -69,9 +78,9 @@ class Forms:
         # traffic at its ZeRO stage (the same side-by-side walk).
         self.parts, self.overlapped = {}, {}
         for z, (r, sp) in together:
-            bar.advance(len(PIPES))
+            bar.advance(len(self.pipes))
             st = [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False)
-                  for L in (Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe}) for pipe in PIPES)]
+                  for L in (Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe}) for pipe in self.pipes)]
             if (r, sp) not in self.parts:
                 names = [k for k, v in st[0].items() if not isinstance(v, dict)]
                 self.parts[(r, sp)] = {k: [self.compiled(x[k]) for x in st] for k in names}
@@ -93,10 +102,10 @@ class Forms:
         return self._f(*args)
 
     def _stage_totals(self, layout_kw) -> tuple[list, list]:
-        """For each of :data:`PIPES`, each stage's forms: the model states (weights, gradients and
+        """For each of ``self.pipes``, each stage's forms: the model states (weights, gradients and
         optimizer together) and the activations (memory derived once per layout)."""
         states, acts = [], []
-        for pipe in PIPES:
+        for pipe in self.pipes:
             res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}))
             self.bar.advance(2)
             states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
@@ -117,7 +126,7 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
     from .steptime import combine
 
     args = [grid[:, k] for k in (0, 1, 2, 3, 4, 6, 7)] + ([grid[:, 5]] if with_b else [])
-    which = np.where(grid[:, 1] == 1, 0, np.where(grid[:, 7] == 1, 1, 2))   # the PIPES form of each row
+    which = np.where(grid[:, 1] == 1, 0, grid[:, 9] + 1).astype(int)   # the pipe (forms.pipes) of each row
     values = forms.evaluate(args)
     n = len(grid)
 
@@ -129,7 +138,7 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
     for z, r, sp in itertools.product(opts["zero"], opts["recompute"], opts["sp"]):
         forms.bar.advance()
         mem = np.zeros(n)
-        for w in range(len(PIPES)):
+        for w in range(len(forms.pipes)):
             per_stage = None
             for k in range(len(forms.states[z][w])):
                 tot = values[forms.states[z][w][k]] + values[forms.acts[(r, sp)][w][k]]

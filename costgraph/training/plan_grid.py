@@ -31,8 +31,8 @@ from ..options import BY_FIELD, Space
 from ..parallel.layout import Layout
 from ..parallel.schedules import check_schedule
 
-#: the grid's columns: degrees, micro-batch, micro-batches, virtual stages, layer-split index
-COLUMNS = ("t", "p", "c", "e", "d", "b", "m", "v", "k")
+#: the grid's columns: degrees, micro-batch, micro-batches, virtual stages, layer-split index, schedule index
+COLUMNS = ("t", "p", "c", "e", "d", "b", "m", "v", "k", "s")
 
 REFUSALS = ("d not whole", "t does not divide a split axis", "t above the K/V heads (replicated K/V not screened)",
             "p does not split the layers", "c does not divide s", "e does not divide the experts",
@@ -53,8 +53,9 @@ class Grid:
     """The grid of ``cg`` at ``values`` (symbol → int, ``b`` left out) for ``space``.
 
     ``rows``: one row per layout (:data:`COLUMNS`, float64); ``splits``: the layer splits
-    ``(first, last, embedding, loss)`` the column ``k`` indexes; ``refused``: reason → count;
-    ``pipeline``: ``p`` → (its ``v`` values, its splits) as searched."""
+    ``(first, last, embedding, loss)`` the column ``k`` indexes; ``schedules``: the schedules
+    the column ``s`` indexes; ``refused``: reason → count; ``pipeline``: ``p`` → its
+    (schedule index, ``v``, split index) as searched."""
 
     def __init__(self, cg, values: dict, space: Space, *, global_batch: int, placement):
         from ..parallel.tensor import with_kv_replication
@@ -76,21 +77,24 @@ class Grid:
         c_ok = {c: None if ok(Layout(c=c)) else "c does not divide s" for c in BY_FIELD["c"].domain(space)}
         e_ok = {e: None if e == 1 or ok(Layout(e=e)) else "e does not divide the experts"
                 for e in BY_FIELD["e"].domain(space)}
-        p_ok = {}   # p → [(v, split index)] train accepts
+        p_ok = {}   # p → [(schedule index, v, split index)] train accepts
+        self.schedules: list[str] = []
         for p in BY_FIELD["p"].domain(space):
-            pairs = []
-            for split in BY_FIELD["split"].domain(space, p):
-                f, l, emb, loss = split
-                for v in BY_FIELD["v"].domain(space, p):
-                    lay = Layout(p=p, v=v, schedule="interleaved" if v > 1 else "1f1b", first_stage_layers=f,
-                                 last_stage_layers=l, account_embedding=emb, account_loss=loss)
-                    if not ok(lay):
-                        continue
-                    if split not in self.splits:
-                        self.splits.append(split)
-                    pairs.append((v, self.splits.index(split)))
-            p_ok[p] = pairs
-            self.pipeline[p] = pairs
+            found = []
+            for sched in BY_FIELD["schedule"].domain(space, p):
+                for split in BY_FIELD["split"].domain(space, p):
+                    f, l, emb, loss = split
+                    for v in (BY_FIELD["v"].domain(space, p) if sched == "interleaved" else (1,)):
+                        lay = Layout(p=p, v=v, schedule=sched, first_stage_layers=f, last_stage_layers=l,
+                                     account_embedding=emb, account_loss=loss)
+                        if not ok(lay):
+                            continue
+                        for name, seq in ((sched, self.schedules), (split, self.splits)):
+                            if name not in seq:
+                                seq.append(name)
+                        found.append((self.schedules.index(sched), v, self.splits.index(split)))
+            p_ok[p] = found
+            self.pipeline[p] = found
         rows = []
         for t, p, c, e, b in itertools.product(t_ok, p_ok, c_ok, e_ok, BY_FIELD["b"].domain(space)):
             d = gpus // (t * p * c)
@@ -102,9 +106,9 @@ class Grid:
                 self.refused[why] += 1
                 continue
             m = global_batch // (b * d)
-            kept = [(v, k) for v, k in p_ok[p] if v == 1 or _schedule_ok(p, m, v)]
+            kept = [(si, v, k) for si, v, k in p_ok[p] if v == 1 or _schedule_ok(p, m, v)]
             self.refused["the interleaved schedule's micro-batch groups"] += len(p_ok[p]) - len(kept)
-            rows += [(t, p, c, e, d, b, m, v, k) for v, k in kept]
+            rows += [(t, p, c, e, d, b, m, v, k, si) for si, v, k in kept]
         self.rows = np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)) if rows \
             else np.zeros((0, len(COLUMNS)))
 

@@ -64,8 +64,10 @@ class PlanResult(Tabular):
         words = [st.get("command") or f"costgraph train {self.model}", f"--gpus {self.gpus}", f"--tp {row['tp']}",
                  f"--pp {row['pp']}", f"--cp {row['cp']}", f"--ep {row['ep']}", f"--zero {row['zero']}",
                  f"--recompute {row['recompute']}"] + (["--sp"] if row["sp"] else [])
+        if row.get("schedule", "1f1b") != "1f1b":
+            words.append(f"--schedule {row['schedule']}")
         if row.get("virtual_stages", 1) > 1:
-            words.append(f"--schedule interleaved --virtual-stages {row['virtual_stages']}")
+            words.append(f"--virtual-stages {row['virtual_stages']}")
         words += _split_words(row)
         words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
                   f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
@@ -111,12 +113,17 @@ class PlanResult(Tabular):
                   f"{r['mfu']:.1%}"] + ([f"{r['train_days']:.1f}"] if with_days else []) for r in rows]
         if with_days:
             heads.append("days")
-        if any(_split_text(r) != "even" for r in rows):   # the pipeline's layer split (Megatron's options)
-            heads.insert(11, "split")
+        extra = [(name, text) for name, text in (("schedule", lambda r: r.get("schedule", "1f1b")),
+                                                 ("split", _split_text))   # Megatron's layer split
+                 if any(text(r) not in ("1f1b", "even") for r in rows)]
+        for at, (name, text) in enumerate(extra, start=11):
+            heads.insert(at, name)
             for cell, r in zip(cells, rows):
-                cell.insert(11, _split_text(r))
+                cell.insert(at, text(r))
         right = ["right"] * len(heads)
         right[6] = right[7] = "left"
+        for at in range(11, 11 + len(extra)):
+            right[at] = "left"
         out += table(cells, heads, align=right) if rows else []
         out += self._none_text() if not rows else []
         out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in self.refused.items() if n)]
