@@ -168,9 +168,10 @@ BY_FIELD: dict[str, Option] = {o.field: o for o in TRAIN_OPTIONS}
 SEARCHED_OPTIONS: tuple[Option, ...] = tuple(o for o in TRAIN_OPTIONS if o.kind == "option" and o.domain)
 
 
-def searched(space: Space, pipeline: dict | None = None) -> dict[str, list]:
-    """Option → the values searched in ``space`` (JSON values; ``pipeline``: ``p`` → the
-    ``v`` values and splits tried at it, as the grid found them)."""
+def searched(space: Space) -> dict[str, list]:
+    """Option → the values searched in ``space`` (JSON values; for the per-``p`` options —
+    schedule, ``v``, layer split — every value tried at some ``p``; the grid keeps those
+    train accepts)."""
     out = {o.field: list(o.domain(space)) for o in TRAIN_OPTIONS if o.domain and o.kind != "split"}
     for o in TRAIN_OPTIONS:
         if o.kind == "split" and o.domain:

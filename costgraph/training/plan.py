@@ -186,7 +186,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                         refused, _order)
     pruned["slower than the rows shown (screened, not derived exactly)"] = max(0, len(candidates) - len(confirmed))
     return Plan(confirmed[:top], considered, refused, efficiency, capacity, reserve, len(grid.rows),
-                None if confirmed else least, settings, searched(space, grid.pipeline), pruned)
+                None if confirmed else least, settings, searched(space), pruned)
 
 
 def _order(c: Candidate) -> tuple:

@@ -9,8 +9,8 @@ schedule over a symbolic ``p`` (interleaved over a symbolic ``v`` too); compiled
 :func:`costgraph.numbers.evaluator.vectorized` and evaluated over every row of the grid at
 once (float64). The step's total is :func:`costgraph.training.steptime.combine` of the
 evaluated parts (NumPy's maximum): the planner does not restate the formula. Every part
-is taken from the derivation at the row's recomputation and SP, except
-``communication_overlapped`` (the DP/ZeRO traffic), taken at its ZeRO stage.
+is taken from the derivation at the row's recomputation and SP, except those of
+:data:`BY_ZERO` (the DP/ZeRO traffic), taken at its ZeRO stage.
 
 A layout whose pipeline split is uneven (its first/last stage's own counts, or the
 embedding/loss counted as layers) is screened with the even forms (the mean share of
@@ -41,12 +41,17 @@ def pipes(schedules) -> tuple[dict, ...]:
 
 PIPES = pipes(("1f1b", "interleaved"))
 STATES = ("weights", "gradients", "optimizer")
+#: The parts of :func:`~costgraph.training.steptime.step_time` that depend on the ZeRO stage: each is
+#: taken from the derivation at the row's ZeRO stage; every other part from the derivation at its
+#: recomputation and SP (whatever its ZeRO stage). A step-time model whose other parts come to depend on
+#: the ZeRO stage (exposed ZeRO-3 gathers) names them here.
+BY_ZERO = ("communication_overlapped",)
 
 
 class Forms:
     """The closed forms (module docstring), derived once and compiled: ``states[z][pipe]``
     and ``acts[(r, sp)][pipe]`` (per stage form indices), ``parts[(r, sp)][name][pipe]``,
-    ``overlapped[z][pipe]``, ``model_flops``. ``options``: field → values searched."""
+    ``overlapped[z][name][pipe]`` (the parts of :data:`BY_ZERO`), ``model_flops``. ``options``: field → values searched."""
 
     def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict, schedules=("1f1b",)):
         from .steptime import step_time
@@ -85,7 +90,7 @@ class Forms:
                 names = [k for k, v in st[0].items() if not isinstance(v, dict)]
                 self.parts[(r, sp)] = {k: [self.compiled(x[k]) for x in st] for k in names}
             if z not in self.overlapped:
-                self.overlapped[z] = [self.compiled(x["communication_overlapped"]) for x in st]
+                self.overlapped[z] = {k: [self.compiled(x[k]) for x in st] for k in BY_ZERO if k in st[0]}
         self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
         # every form in one compiled function: the parts the forms share are evaluated once per layout
         self._f = vectorized(self._exprs, self.syms)
@@ -145,7 +150,7 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(which == w, per_stage, mem)
         parts = {k: pick(f) for k, f in forms.parts[(r, sp)].items()}
-        parts["communication_overlapped"] = pick(forms.overlapped[z])
+        parts.update({k: pick(f) for k, f in forms.overlapped[z].items()})
         step = combine(parts, "compute", np.maximum)
         valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
         yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid
