@@ -55,6 +55,9 @@ def test_plan_json(capsys):
     (["plan", "llama", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8"], "sizes"),
     (["plan", "llama", "--config", "llama-3-8b", "--gpus", "0", "--hardware", "h100-sxm", "--global-batch", "8"],
      "positive"),
+    # an absurd --top (issue 27 item 6): refused before any work, each shown row being derived exactly
+    (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8",
+      "--top", "1000000000"], "plan shows at most 100 layouts"),
 ])
 def test_plan_errors(capsys, argv, message):
     assert main(argv) == 2

@@ -396,6 +396,11 @@ def test_schemas_refuse_a_wrong_type_deep_inside(documents):
     doc = copy.deepcopy(documents[PLAN[0]])
     doc["layouts"][0]["zero"] = 4
     assert not schemas.validator("plan").is_valid(doc)
+    doc = copy.deepcopy(documents[PLAN[0]])
+    assert doc["searched"]["zero"] == [0, 1, 2, 3] and "zb-h1" in doc["searched"]["schedule"]   # issue 27 item 2
+    assert "ep_overlap" in doc["not_searched"]
+    doc["pruned"]["slower than the rows shown (screened, not derived exactly)"] = -1   # a count is never negative
+    assert not schemas.validator("plan").is_valid(doc)
     doc = copy.deepcopy(documents[HARDWARE[0]])
     doc["presets"][0]["memory_bytes"] = -1
     assert not schemas.validator("hardware").is_valid(doc)

@@ -210,6 +210,7 @@ class _States:
         self.dense_dp, self.expert_dp = pl.groups["dp"].size, pl.groups["expert_dp"].size
         self.shard = dict(pl.shards)   # per axis; LoRA's quantized bases take the whole divisor, as before
         self.whole = {w: s.total for w, s in self.shard.items()}
+        self.per_group: dict = {}   # group path → (one iteration's states, the gathered unit): the same on every stage
 
     def __call__(self, select, scale=1) -> dict:
         """States of the selected weights, × ``scale`` (the gathered ZeRO-3 unit
@@ -277,15 +278,24 @@ def _layer_states(states: _States, stage) -> dict:
     out = dict.fromkeys(keys, sympy.Integer(0))
     gathered = []
     for path, n in groups:   # one iteration's states (the count cancelled), × the iterations held
-        sel = (lambda w, g=path: w in states.in_layer and w.startswith(g + "/"))
-        unit = states(sel, scale=0)["weights"] if states.L.zero >= 3 else sympy.Integer(0)   # the gathered unit
+        one, unit = _one_iteration(states, path, keys)
         gathered.append(unit)
-        x = states(sel, scale=1 / _count(states, path))
         for k in keys:
-            out[k] += sympy.expand(sympy.cancel(x[k] - (unit if k == "weights" else 0)) * n)
+            out[k] += sympy.expand(one[k] * n)
     out["weights"] += sympy.Max(*gathered)   # one gathered unit in flight, the largest
     out["gathered"] = sympy.Max(*gathered)   # inside weights (offload keeps it)
     return out
+
+
+def _one_iteration(states: _States, path: str, keys: tuple) -> tuple[dict, sympy.Expr]:
+    """The states of one iteration of group ``path`` (the gathered ZeRO-3 unit left out of
+    ``weights``) and that unit; derived once per group and shared by every stage."""
+    if path not in states.per_group:
+        sel = (lambda w, g=path: w in states.in_layer and w.startswith(g + "/"))
+        unit = states(sel, scale=0)["weights"] if states.L.zero >= 3 else sympy.Integer(0)   # the gathered unit
+        x = states(sel, scale=1 / _count(states, path))
+        states.per_group[path] = ({k: sympy.cancel(x[k] - (unit if k == "weights" else 0)) for k in keys}, unit)
+    return states.per_group[path]
 
 
 def _count(states: _States, path: str) -> sympy.Expr:

@@ -163,12 +163,32 @@ class Overlaps:
     forward: Expr
     backward: Expr
 
-    def exposed(self) -> dict:
-        """Kind → exposed seconds."""
-        return {k: o.exposed(self.forward, self.backward) for k, o in self.kinds.items()}
+    def exposed(self, maximum=smax) -> dict:
+        """Kind → exposed seconds (``maximum``: as :meth:`KindOverlap.exposed`)."""
+        return {k: o.exposed(self.forward, self.backward, maximum) for k, o in self.kinds.items()}
 
-    def total_exposed(self) -> Expr:
-        return sympy.Add(*self.exposed().values())
+    def total_exposed(self, maximum=smax):
+        """Σ over the kinds of the exposed seconds (``maximum``: as :meth:`KindOverlap.exposed`)."""
+        out = ZERO
+        for x in self.exposed(maximum).values():
+            out = out + x
+        return out
+
+    def mapped(self, fn) -> "Overlaps":
+        """The same rules with ``fn`` applied to every value they depend on (the compute split,
+        each kind's ``seconds``, ``fixed`` and its hides' seconds and weights): the planner maps
+        its compiler, then the evaluated arrays; the confirmation a substitution of the sizes."""
+        kinds = {k: KindOverlap(o.kind, o.rule, fn(o.seconds), fn(o.fixed),
+                                tuple(Hide(fn(h.seconds), fn(h.weight), h.phase) for h in o.hides))
+                 for k, o in self.kinds.items()}
+        return Overlaps(self.convention, kinds, fn(self.forward), fn(self.backward))
+
+    def replaced(self, other: "Overlaps", kinds) -> "Overlaps":
+        """These rules with those of ``kinds`` taken from ``other`` (a kind absent there dropped):
+        the planner's kinds that depend on the ZeRO stage (:data:`costgraph.training.plan_forms.BY_ZERO`)."""
+        keep = {k: o for k, o in self.kinds.items() if k not in kinds}
+        keep.update({k: o for k, o in other.kinds.items() if k in kinds})
+        return Overlaps(self.convention, keep, self.forward, self.backward)
 
 
 def phase(part) -> str:

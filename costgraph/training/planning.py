@@ -15,6 +15,7 @@ from .. import arguments
 from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP
 from ..errors import CostgraphValueError
 from ..export.display import Tabular
+from ..options import not_searched
 from ..parallel.layout import MAX_DEVICES
 
 
@@ -46,6 +47,8 @@ class PlanResult(Tabular):
     divisible: int = 0
     least: dict | None = None
     calibration: dict | None = None
+    searched: dict = field(default_factory=dict)
+    pruned: dict = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -62,8 +65,11 @@ class PlanResult(Tabular):
         words = [st.get("command") or f"costgraph train {self.model}", f"--gpus {self.gpus}", f"--tp {row['tp']}",
                  f"--pp {row['pp']}", f"--cp {row['cp']}", f"--ep {row['ep']}", f"--zero {row['zero']}",
                  f"--recompute {row['recompute']}"] + (["--sp"] if row["sp"] else [])
+        if row.get("schedule", "1f1b") != "1f1b":
+            words.append(f"--schedule {row['schedule']}")
         if row.get("virtual_stages", 1) > 1:
-            words.append(f"--schedule interleaved --virtual-stages {row['virtual_stages']}")
+            words.append(f"--virtual-stages {row['virtual_stages']}")
+        words += _split_words(row)
         words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
                   f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
                   f"--optimizer {st['optimizer']}"]
@@ -82,7 +88,9 @@ class PlanResult(Tabular):
                 "time_model": self.settings.get("time_model", "flat"), "considered": self.considered,
                 "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
                 "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
-                "layouts": [dict(r) for r in self.layouts], "calibration": self.calibration}
+                "searched": {k: list(v) for k, v in self.searched.items()}, "not_searched": not_searched(),
+                "pruned": dict(self.pruned), "layouts": [dict(r) for r in self.layouts],
+                "calibration": self.calibration}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented JSON text."""
@@ -117,11 +125,24 @@ class PlanResult(Tabular):
                   f"{r['mfu']:.1%}"] + ([f"{r['train_days']:.1f}"] if with_days else []) for r in rows]
         if with_days:
             heads.append("days")
+        extra = [(name, text) for name, text in (("schedule", lambda r: r.get("schedule", "1f1b")),
+                                                 ("split", _split_text))   # Megatron's layer split
+                 if any(text(r) not in ("1f1b", "even") for r in rows)]
+        for at, (name, text) in enumerate(extra, start=11):
+            heads.insert(at, name)
+            for cell, r in zip(cells, rows):
+                cell.insert(at, text(r))
         right = ["right"] * len(heads)
         right[6] = right[7] = "left"
+        for at in range(11, 11 + len(extra)):
+            right[at] = "left"
         out += table(cells, heads, align=right) if rows else []
         out += self._none_text() if not rows else []
         out += ["", "refused: " + "; ".join(f"{n:,} {why}" for why, n in self.refused.items() if n)]
+        out += ["pruned: " + "; ".join(f"{n:,} {why}" for why, n in self.pruned.items() if n)] \
+            if any(self.pruned.values()) else []
+        out += ["searched: " + "; ".join(f"{k} {_values_text(v)}" for k, v in self.searched.items())]
+        out += ["not searched: " + "; ".join(f"{k} ({why})" for k, why in not_searched().items())]
         if rows:
             out.append(f"check the first with: {self.check_command()}")
         if self.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
@@ -152,6 +173,39 @@ class PlanResult(Tabular):
         from ..export.results_html import plan_table
 
         return plan_table(self)
+
+
+def _split_words(row: dict) -> list[str]:
+    """The check command's words for a row's pipeline layer split (Megatron's flags)."""
+    words = []
+    if row.get("first_stage_layers") is not None:
+        words.append(f"--decoder-first-pipeline-num-layers {row['first_stage_layers']}")
+    if row.get("last_stage_layers") is not None:
+        words.append(f"--decoder-last-pipeline-num-layers {row['last_stage_layers']}")
+    words += ["--account-for-embedding-in-pipeline-split"] if row.get("account_embedding") else []
+    words += ["--account-for-loss-in-pipeline-split"] if row.get("account_loss") else []
+    return words
+
+
+def _split_text(row: dict) -> str:
+    """A row's layer split for the table: ``even``, ``+emb``/``+loss`` (counted as layers),
+    or ``F/L`` (the first and last stages' layers)."""
+    if row.get("first_stage_layers") is not None or row.get("last_stage_layers") is not None:
+        return f"{row.get('first_stage_layers')}/{row.get('last_stage_layers')}"
+    out = ("+emb" if row.get("account_embedding") else "") + ("+loss" if row.get("account_loss") else "")
+    return out or "even"
+
+
+def _values_text(values: list) -> str:
+    """``1, 2, 4`` (a split as ``first/last``, ``+embedding``, ``+loss``, ``even``)."""
+    def one(v):
+        if isinstance(v, list):
+            f, l, emb, loss = v
+            if f is None and l is None:
+                return "even" + ("+embedding" if emb else "") + ("+loss" if loss else "")
+            return f"first {f}/last {l}"
+        return str(v).lower() if isinstance(v, bool) else str(v)
+    return "{" + ", ".join(one(v) for v in values) + "}"
 
 
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
@@ -237,7 +291,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
-                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration)
+                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
+                      result.searched, result.pruned)
 
 
 def _calibration(source, hw, eff, reserve, kernels=None):

@@ -209,18 +209,36 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
              "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov}
     if by_class is not None:
         parts["compute_by_class"] = by_class
-    busy = compute + bubble
     if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
         from .memory import training_memory
 
         link = offload_link_seconds(training_memory(cg, L).stages[0 if stage == "first" else -1].memory, hardware)
         if link is not None:
-            busy = sympy.Max(busy, link)
             parts["offload"] = link
     if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
-    total = compute if rate.covers == "step" else busy + exposed
-    return {**parts, "total": total}
+    return {**parts, "total": combine(parts, rate.covers)}
+
+
+def combine(parts: dict, covers: str = "compute", maximum=None):
+    """The step's total from :func:`step_time`'s ``parts`` (module docstring), the one place it
+    is formed (``train``, the planner's screen and its confirmation): ``covers = "step"``: the
+    compute; else busy + Σ over the collective kinds of the exposed seconds
+    (:meth:`costgraph.training.overlap.Overlaps.total_exposed` of ``parts["overlap"]``), with
+    busy = compute + bubble, at least the host-link seconds ``parts["offload"]`` when offloaded.
+    ``maximum``: the max of two values; None: SymPy's (the overlap rules' left unevaluated,
+    :func:`costgraph.training.overlap.smax`); the planner passes NumPy's to combine arrays of
+    evaluated parts (:mod:`costgraph.training.plan_forms`), its confirmation Python's ``max`` of
+    the parts' exact values (the number SymPy's Max gives once the sizes are substituted)."""
+    if covers == "step":
+        return parts["compute"]
+    busy = parts["compute"] + parts["bubble"]
+    if "offload" in parts:
+        busy = sympy.Max(busy, parts["offload"]) if maximum is None else maximum(busy, parts["offload"])
+    ov = parts.get("overlap")
+    if ov is None:
+        return busy
+    return busy + (ov.total_exposed() if maximum is None else ov.total_exposed(maximum))
 
 
 def default_peaks(hardware, policy) -> dict:

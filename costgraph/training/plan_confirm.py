@@ -1,0 +1,120 @@
+"""The planner's confirmation: each shown layout derived exactly by ``costgraph train``'s path.
+
+A screened row becomes the :class:`~costgraph.parallel.layout.Layout` its check command
+builds (:func:`layout_of`), is checked whole as :func:`costgraph.training.api.train` checks
+it (K/V replication, :func:`costgraph.training.validity.check_layout`,
+:meth:`Layout.filled`), and gets train's exact figures (:func:`exact_figures`). A row train
+refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
+same model (a larger ``--top`` in a notebook) derives no layout twice.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..choices import OVERLAP
+from ..errors import CostgraphValueError
+from ..parallel.layout import Layout
+
+#: exact figures by (graph, layout, values, hardware, efficiency); kept small
+_CACHE: dict = {}
+_CACHE_SIZE = 4096
+
+
+def layout_of(c, settings: dict) -> Layout:
+    """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
+    (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
+    ``policy``, ``optimizer``, ``gpus``, ``overlap``."""
+    pol = settings["policy"]
+    return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
+                  schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
+                  policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16",
+                  first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
+                  account_embedding=c.account_embedding, account_loss=c.account_loss,
+                  overlap=settings.get("overlap", OVERLAP.default))
+
+
+def checked(model, layout: Layout, values: dict) -> Layout:
+    """``layout`` as :func:`costgraph.training.api.train` checks it: K/V heads fewer than ``t``
+    replicated (:func:`costgraph.parallel.tensor.with_kv_replication`), then
+    :func:`costgraph.training.validity.check_layout` on the filled layout.
+
+    Raises
+    ------
+    CostgraphValueError
+        What ``costgraph train`` would refuse the layout with."""
+    from ..parallel.tensor import with_kv_replication
+    from .validity import check_layout
+
+    layout = with_kv_replication(model.graph, layout, values)
+    check_layout(model.graph, layout.filled(), values)
+    return layout
+
+
+def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None) -> tuple[int, sympy.Expr]:
+    """``(bytes of the most-loaded device, step seconds)`` of ``layout`` at ``values``, exact,
+    by the calls :func:`costgraph.training.api.train` makes: the memory of
+    :func:`~costgraph.training.memory.training_memory` (its most-loaded stage), the step time
+    of :func:`~costgraph.training.steptime.step_time` over
+    :func:`~costgraph.parallel.communication.communication` of the filled layout, its parts
+    combined by :func:`~costgraph.training.steptime.combine` at ``values`` (Python's ``max``: the
+    number train's Max gives at those values); ``factors``: a calibration's multipliers. Cached by layout."""
+    from ..engine.symbols import as_expr
+    from ..parallel.communication import communication
+    from .memory import training_memory
+    from .steptime import combine, step_time
+
+    key = (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())),
+           getattr(hardware, "key", None), str(efficiency), repr(factors))
+    if key not in _CACHE:
+        mem = training_memory(model.graph, layout)
+        total = mem.most_loaded(values).memory["total"].xreplace(values)
+        cols = communication(model.graph, layout.filled())
+        parts = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, with_total=False,
+                          factors=factors)
+        # train's total, max(...) taken of the parts' values: SymPy's Max of long sums, then the values, is
+        # the same number (and slow to build)
+
+        def at(x):
+            return as_expr(x).xreplace(values)
+        step = combine({k: v.mapped(at) if hasattr(v, "mapped") else at(v) for k, v in parts.items()
+                        if v is not None and not isinstance(v, dict)}, "compute", max)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        _CACHE[key] = (int(sympy.ceiling(total)), step)
+    return _CACHE[key]
+
+
+def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,
+            order, factors=None) -> list:
+    """The first ``limit`` screened ``candidates`` (fastest first) that train accepts and that fit
+    when derived exactly, their figures replaced by :func:`exact_figures`' and ranked again by
+    ``order``; a duplicate row is dropped. Refusals are counted in ``refused`` ("refused by
+    train", "out of memory (exact)")."""
+    import dataclasses
+
+    out, seen = [], set()
+    peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
+    for c in candidates:
+        if len(out) >= limit:
+            break
+        at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
+        try:
+            layout = checked(model, layout_of(c, settings), at)
+        except CostgraphValueError:
+            refused["refused by train"] = refused.get("refused by train", 0) + 1
+            continue
+        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors)
+        bar.advance()
+        if mem > usable:
+            refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
+            continue
+        model_flops = c.mfu * c.step_seconds * gpus * peak
+        exact = dataclasses.replace(c, memory_bytes=mem, step_seconds=float(step),
+                                    mfu=model_flops / (float(step) * gpus * peak))
+        if exact.key() in seen:
+            continue
+        seen.add(exact.key())
+        out.append(exact)
+    out.sort(key=order)
+    return out

@@ -1,0 +1,204 @@
+"""The planner's screen: train's closed forms with the degrees as symbols, over the grid.
+
+For each value of the options of :data:`costgraph.options.SEARCHED_OPTIONS` the memory
+(:func:`costgraph.training.memory.training_memory`: the states per ZeRO stage, the
+activations per recomputation and SP) and the step time's parts
+(:func:`costgraph.training.steptime.step_time` with ``with_total=False``) are derived once
+with ``t, p, c, e, d, m, v`` (and ``b``) as symbols, for ``p = 1`` and each searched
+schedule over a symbolic ``p`` (interleaved over a symbolic ``v`` too); compiled together with
+:func:`costgraph.numbers.evaluator.vectorized` and evaluated over every row of the grid at
+once (float64). Every part that is not a dict is compiled generically: an expression as
+it is, a part of rules (the overlap model's :class:`~costgraph.training.overlap.Overlaps`) by
+its ``mapped``: each value its rules depend on. The step's total is
+:func:`costgraph.training.steptime.combine` of the evaluated parts (NumPy's maximum), per
+pipeline: the planner does not restate the formula. Every part is taken from the derivation
+at the row's recomputation and SP, except those of :data:`BY_ZERO` (the DP/ZeRO traffic, the
+offload link), taken at its ZeRO stage.
+
+A layout whose pipeline split is uneven (its first/last stage's own counts, or the
+embedding/loss counted as layers) is screened with the even forms (the mean share of
+the layers per stage); its exact figures come from the confirmation.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..engine.symbols import dim
+from ..numbers.evaluator import vectorized
+from ..parallel.layout import Layout
+from .compute import training_flops
+from .memory import training_memory
+
+T, P, C, EP, D, M, V = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m", "N_v"))
+
+
+def pipes(schedules) -> tuple[dict, ...]:
+    """The pipelines the forms are derived for: none (``p = 1``), then each schedule of
+    ``schedules`` over a symbolic ``p`` (interleaved over a symbolic ``v`` too)."""
+    return (dict(p=1),) + tuple(dict(p=P, schedule=s, **({"v": V} if s == "interleaved" else {}))
+                                for s in schedules)
+
+
+PIPES = pipes(("1f1b", "interleaved"))
+STATES = ("weights", "gradients", "optimizer")
+#: The parts of :func:`~costgraph.training.steptime.step_time` that depend on the ZeRO stage: each is
+#: taken from the derivation at the row's ZeRO stage; every other part from the derivation at its
+#: recomputation and SP (whatever its ZeRO stage). A step-time model whose other parts come to depend on
+#: the ZeRO stage (exposed ZeRO-3 gathers) names them here.
+#: ``part.kind``: one kind of a part of rules (its ``replaced``), the DP/ZeRO collectives of the overlap model.
+BY_ZERO = ("offload",) + tuple(f"overlap.{k}" for k in ("dp_grads", "zero_reduce_scatter", "zero_all_gather",
+                                                        "fsdp"))
+
+
+class Forms:
+    """The closed forms (module docstring), derived once and compiled: ``states[z][pipe]``
+    and ``acts[(r, sp)][pipe]`` (per stage form indices), ``parts[(r, sp)][name][pipe]``,
+    ``overlapped[z][name][pipe]`` (the parts of :data:`BY_ZERO`), ``model_flops``. ``options``: field → values searched."""
+
+    def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict, schedules=("1f1b",),
+                 factors=None):
+        from .steptime import step_time
+
+        self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
+        self.options = options
+        self.pipes = pipes(schedules)
+        self._exprs: list = []
+        zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
+        pairs = list(itertools.product(recs, sps))
+        # The states depend on the ZeRO stage only, the activations on (recompute, SP) only: one derivation
+        # serves a ZeRO stage and a (recompute, SP) pair at once (the two lists walked side by side).
+        n = max(len(zeros), len(pairs))
+        together = [(zeros[i % len(zeros)], pairs[i % len(pairs)]) for i in range(n)]
+        self.states, self.acts = {}, {}
+        for z, (r, sp) in together:
+            states, acts = self._stage_totals(dict(zero=z, recompute=r, sp=sp))
+            self.states.setdefault(z, states)
+            self.acts.setdefault((r, sp), acts)
+        flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
+
+        def flops_of(layout):
+            key = (layout.p, layout.v, layout.recompute)
+            if key not in flops:
+                flops[key] = training_flops(cg, layout.filled())
+            return flops[key]
+
+        # The step's parts: each from the derivation at the row's (recompute, SP), the overlapped DP/ZeRO
+        # traffic at its ZeRO stage (the same side-by-side walk).
+        self.parts, self.overlapped = {}, {}
+        for z, (r, sp) in together:
+            bar.advance(len(self.pipes))
+            st = [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False,
+                            factors=factors)
+                  for L in (Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe}) for pipe in self.pipes)]
+            if (r, sp) not in self.parts:   # per pipe: part → its compiled form(s)
+                self.parts[(r, sp)] = [{k: self.part(v) for k, v in x.items() if _compiled_part(k, v)} for x in st]
+            if z not in self.overlapped:
+                tops = {b.split(".")[0] for b in BY_ZERO}
+                self.overlapped[z] = [{k: self.part(v) for k, v in x.items() if k in tops and _compiled_part(k, v)}
+                                      for x in st]
+        self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
+        # every form in one compiled function: the parts the forms share are evaluated once per layout
+        self._f = vectorized(self._exprs, self.syms)
+
+    def part(self, value):
+        """One part of the step compiled: an expression's index (:meth:`compiled`), or a part of
+        rules (a ``mapped`` method, :class:`~costgraph.training.overlap.Overlaps`) with every value
+        it depends on replaced by its index."""
+        return value.mapped(self.compiled) if hasattr(value, "mapped") else self.compiled(value)
+
+    def compiled(self, expr) -> int:
+        """Register ``expr`` with the model's sizes fixed; its index in :meth:`evaluate`'s arrays."""
+        from ..engine.symbols import as_expr
+
+        self._exprs.append(as_expr(expr).xreplace(self.fixed))
+        return len(self._exprs) - 1
+
+    def evaluate(self, args) -> list:
+        """Every registered form over the grid's columns (the degrees, and ``b``)."""
+        return self._f(*args)
+
+    def _stage_totals(self, layout_kw) -> tuple[list, list]:
+        """For each of ``self.pipes``, each stage's forms: the model states (weights, gradients and
+        optimizer together) and the activations (memory derived once per layout)."""
+        states, acts = [], []
+        for pipe in self.pipes:
+            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}))
+            self.bar.advance(2)
+            states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
+            acts.append([self.compiled(st.memory["activations"]) for st in res.stages])
+        return states, acts
+
+
+def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
+    """Whether ZeRO has a group to shard over: DP × CP, or (routed experts) the experts' DP group."""
+    dense = grid[:, 4] * grid[:, 2]
+    return (dense > 1) | (experts & (dense * grid[:, 0] > grid[:, 3]))
+
+
+def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
+    """Every row of ``grid`` under every combination of the searched options: yields
+    ``(option values, memory, step, model FLOPs per iteration, valid)`` arrays per combination
+    (``valid``: the option changes something on that row — SP needs TP, ZeRO a group)."""
+    from .steptime import combine
+
+    args = [grid[:, k] for k in (0, 1, 2, 3, 4, 6, 7)] + ([grid[:, 5]] if with_b else [])
+    which = np.where(grid[:, 1] == 1, 0, grid[:, 9] + 1).astype(int)   # the pipe (forms.pipes) of each row
+    values = forms.evaluate(args)
+    n = len(grid)
+
+    can_shard = shards(grid, experts)
+    opts = forms.options
+    for z, r, sp in itertools.product(opts["zero"], opts["recompute"], opts["sp"]):
+        forms.bar.advance()
+        mem = np.zeros(n)
+        for w in range(len(forms.pipes)):
+            per_stage = None
+            for k in range(len(forms.states[z][w])):
+                tot = values[forms.states[z][w][k]] + values[forms.acts[(r, sp)][w][k]]
+                per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
+            mem = np.where(which == w, per_stage, mem)
+        step = np.zeros(n)
+        with np.errstate(all="ignore"):   # a row's value is taken from its own pipeline's forms only
+            for w in range(len(forms.pipes)):
+                parts = at_zero(forms.parts[(r, sp)][w], forms.overlapped[z][w])
+                got = combine({k: evaluated(v, values, n) for k, v in parts.items()}, "compute", np.maximum)
+                step = np.where(which == w, got, step)
+        valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
+        yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid
+
+
+def _compiled_part(name: str, value) -> bool:
+    """Whether the screen compiles step_time's part ``name``: every value but the dicts (their
+    entries are in the other parts) and the sums step_time leaves out without a total (None)."""
+    return value is not None and not isinstance(value, dict)
+
+
+def at_zero(parts: dict, zero_parts: dict) -> dict:
+    """``parts`` (derived at the row's recomputation and SP) with those of :data:`BY_ZERO` taken
+    from ``zero_parts`` (derived at its ZeRO stage): a whole part by its name, one kind of a part
+    of rules (``part.kind``) by its ``replaced``; a part absent at that stage dropped."""
+    out = dict(parts)
+    kinds: dict = {}
+    for name in BY_ZERO:
+        top, _, kind = name.partition(".")
+        if kind:
+            kinds.setdefault(top, set()).add(kind)
+        elif top in zero_parts:
+            out[top] = zero_parts[top]
+        else:
+            out.pop(top, None)
+    for top, names in kinds.items():
+        if top in out and top in zero_parts:
+            out[top] = out[top].replaced(zero_parts[top], names)
+    return out
+
+
+def evaluated(part, values: list, n: int):
+    """A compiled part (:meth:`Forms.part`) over the grid: its index's array (broadcast to the ``n``
+    rows), or its rules with each index replaced by its array."""
+    def one(k):
+        return np.broadcast_to(values[k], (n,))
+    return part.mapped(one) if hasattr(part, "mapped") else one(part)

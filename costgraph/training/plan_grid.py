@@ -1,0 +1,119 @@
+"""The planner's grid: every layout of degrees ``costgraph train`` accepts.
+
+The values tried come from the declarations of :mod:`costgraph.options` (``t``, ``p``,
+``c``, ``e``, ``b`` and, per ``p``, ``v`` and the layer split); validity is train's own
+code, asked once per value of each axis (each rule reads one axis):
+
+* :func:`costgraph.training.validity.check_layout` on a layout with only that axis set
+  (TP's split axes, the pipeline's layer split — :func:`costgraph.parallel.layer_split.check_split`
+  —, CP's sequence, EP's experts);
+* :func:`costgraph.parallel.schedules.check_schedule` per ``(p, m, v)`` (Megatron's
+  interleaved micro-batch groups);
+* the rules of :meth:`costgraph.parallel.layout.Layout.filled` that join axes (``d`` whole,
+  ``e·etp`` dividing ``d·c·t``) and of :func:`costgraph.training.api.micro_batches` (the
+  global batch a multiple of ``b·d``), as the same arithmetic on the grid.
+
+Every layout the planner shows is then built and checked whole by train's path
+(:mod:`costgraph.training.plan_confirm`), so a layout ``train`` refuses is never shown.
+K/V heads fewer than ``t`` (which ``train`` replicates) are refused here with their own
+reason: the screen's closed forms do not model the replicated heads.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+
+from ..errors import CostgraphValueError
+from ..options import BY_FIELD, Space
+from ..parallel.layout import Layout
+from ..parallel.schedules import check_schedule
+
+#: the grid's columns: degrees, micro-batch, micro-batches, virtual stages, layer-split index, schedule index
+COLUMNS = ("t", "p", "c", "e", "d", "b", "m", "v", "k", "s")
+
+REFUSALS = ("d not whole", "t does not divide a split axis", "t above the K/V heads (replicated K/V not screened)",
+            "p does not split the layers", "c does not divide s", "e does not divide the experts",
+            "e·etp does not divide d·c·t", "global batch not a multiple of b·d",
+            "the interleaved schedule's micro-batch groups", "out of memory")
+
+
+def _refused(check) -> bool:
+    """Whether ``check()`` raises train's :class:`CostgraphValueError`."""
+    try:
+        check()
+    except CostgraphValueError:
+        return True
+    return False
+
+
+class Grid:
+    """The grid of ``cg`` at ``values`` (symbol → int, ``b`` left out) for ``space``.
+
+    ``rows``: one row per layout (:data:`COLUMNS`, float64); ``splits``: the layer splits
+    ``(first, last, embedding, loss)`` the column ``k`` indexes; ``schedules``: the schedules
+    the column ``s`` indexes; ``refused``: reason → count; ``pipeline``: ``p`` → its
+    (schedule index, ``v``, split index) as searched."""
+
+    def __init__(self, cg, values: dict, space: Space, *, global_batch: int, placement):
+        from ..parallel.tensor import with_kv_replication
+        from .validity import check_layout
+
+        self.refused = dict.fromkeys(REFUSALS, 0)
+        self.splits: list[tuple] = []
+        self.pipeline: dict = {}
+        gpus = space.gpus
+
+        def ok(layout) -> bool:
+            return not _refused(lambda: check_layout(cg, layout.filled(), values, placement=placement))
+
+        t_ok = {}
+        for t in BY_FIELD["t"].domain(space):
+            rep = with_kv_replication(cg, Layout(t=t), values)
+            t_ok[t] = ("t above the K/V heads (replicated K/V not screened)" if rep.tp_replicated else
+                       None if ok(rep) else "t does not divide a split axis")
+        c_ok = {c: None if ok(Layout(c=c)) else "c does not divide s" for c in BY_FIELD["c"].domain(space)}
+        e_ok = {e: None if e == 1 or ok(Layout(e=e)) else "e does not divide the experts"
+                for e in BY_FIELD["e"].domain(space)}
+        p_ok = {}   # p → [(schedule index, v, split index)] train accepts
+        self.schedules: list[str] = []
+        for p in BY_FIELD["p"].domain(space):
+            found = []
+            for sched in BY_FIELD["schedule"].domain(space, p):
+                for split in BY_FIELD["split"].domain(space, p):
+                    f, l, emb, loss = split
+                    for v in (BY_FIELD["v"].domain(space, p) if sched == "interleaved" else (1,)):
+                        lay = Layout(p=p, v=v, schedule=sched, first_stage_layers=f, last_stage_layers=l,
+                                     account_embedding=emb, account_loss=loss)
+                        if not ok(lay):
+                            continue
+                        for name, seq in ((sched, self.schedules), (split, self.splits)):
+                            if name not in seq:
+                                seq.append(name)
+                        found.append((self.schedules.index(sched), v, self.splits.index(split)))
+            p_ok[p] = found
+            self.pipeline[p] = found
+        rows = []
+        for t, p, c, e, b in itertools.product(t_ok, p_ok, c_ok, e_ok, BY_FIELD["b"].domain(space)):
+            d = gpus // (t * p * c)
+            why = ("d not whole" if gpus % (t * p * c) else t_ok[t] or
+                   (None if p_ok[p] else "p does not split the layers") or c_ok[c] or e_ok[e] or
+                   ("e·etp does not divide d·c·t" if (d * c * t) % e else
+                    "global batch not a multiple of b·d" if global_batch % (b * d) else None))
+            if why is not None:
+                self.refused[why] += 1
+                continue
+            m = global_batch // (b * d)
+            kept = [(si, v, k) for si, v, k in p_ok[p] if v == 1 or _schedule_ok(p, m, v)]
+            self.refused["the interleaved schedule's micro-batch groups"] += len(p_ok[p]) - len(kept)
+            rows += [(t, p, c, e, d, b, m, v, k, si) for si, v, k in kept]
+        self.rows = np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)) if rows \
+            else np.zeros((0, len(COLUMNS)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _schedule_ok(p: int, m: int, v: int) -> bool:
+    """Megatron's interleaved groups (:func:`costgraph.parallel.schedules.check_schedule`)."""
+    return not _refused(lambda: check_schedule(p, m, "interleaved", v))

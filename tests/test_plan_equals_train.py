@@ -1,0 +1,92 @@
+"""plan = train (issue 27 item 1): every row `costgraph plan` lists is accepted by `costgraph train`
+run with the row's own check command — parsed by the real CLI parser and run through the API
+`costgraph train` calls — with the same memory of the most-loaded device (bytes, exact) and the
+same step time; a layout train would refuse is never listed. Over dense, MoE with a dense prefix
+(DeepSeek-V2/V3, reduced in size), gpt-oss, Mixtral, Llama 4, Qwen3-MoE and layer patterns
+(Gemma 3, Jamba), at several device counts."""
+
+import shlex
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.cli import _parser
+from costgraph.commands._analysis import train_layout
+from costgraph.commands.common import load_any, settings
+from costgraph.training.fit import parse_size
+
+# (model, config, sizes, devices, global batch, device memory): memory raised where the model's full
+# size does not fit a handful of devices (the rule under test is plan = train, not the fit)
+CASES = [
+    ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None),
+    ("llama", "llama-3-8b", {"s": 2048}, 6, 48, None),
+    # 7 layers, one dense: no even split for p = 2 or 4 — Megatron's other splits are searched
+    ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB"),
+    ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 12, 24, "1000GB"),
+    ("deepseek_v2", "deepseek-v2-lite", {"s": 1024}, 4, 16, None),
+    ("gpt_oss", "gpt-oss-20b", {"s": 1024}, 8, 32, None),
+    ("mixtral", "mixtral-8x7b", {"s": 1024}, 8, 16, "1000GB"),
+    ("llama4_text", "llama-4-scout-17b-16e", {"s": 1024}, 8, 16, "1000GB"),
+    ("qwen3_moe", "qwen3-30b-a3b", {"s": 1024}, 8, 16, None),
+    ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None),
+    ("jamba", "jamba-v0.1", {"s": 1024}, 8, 16, "1000GB"),
+]
+
+
+def _train(words: str):
+    """`costgraph train` on the check command's words, as commands/train.py runs it:
+    (bytes of the most-loaded device, step seconds, fits)."""
+    args = _parser().parse_args(shlex.split(words)[1:])
+    assert args.command == "train"
+    dims, options = settings(args.set)
+    model, values = load_any(args, dims, options)
+    capacity = parse_size(args.memory) if args.memory is not None else None
+    r = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
+                    global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
+                    reserve=args.reserve)
+    peak = int(sympy.ceiling(r.most_loaded(values).memory["total"].xreplace(values)))
+    return peak, float(r.step["total"].xreplace(values)), r.fits["fits"]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[3]}gpus")
+def planned(request):
+    name, config, sets, gpus, batch, memory = request.param
+    m = costgraph.load(name)
+    res = m.plan(m.values(config, **sets), gpus=gpus, hardware="h100-sxm", global_batch=batch, memory=memory, top=1)
+    return res
+
+
+def test_every_row_is_train(planned):
+    assert planned.layouts, planned.to_text()
+    for row in planned.layouts:
+        peak, step, fits = _train(planned.check_command(row))
+        assert (peak, step) == (row["memory_bytes"], row["step_seconds"])
+        assert fits
+    assert planned.refused.get("refused by train", 0) == 0   # the grid asks train's checks first
+
+
+def test_deepseek_pipeline_without_an_even_split():
+    """DeepSeek-V3 (61 layers) on 256 GB200s ranked first TP 2 × PP 32 × CP 2 with an even split that
+    train refuses ("32 pipeline stages cannot share the 61 iterations"). At 7 layers (one dense),
+    p = 2 and 4 have no even split: the grid offers them only with Megatron's other splits, and
+    train accepts each."""
+    from costgraph.parallel.layout import Layout
+    from costgraph.training.plan import _space
+    from costgraph.training.plan_grid import Grid
+
+    m = costgraph.load("deepseek_v3")
+    values = m.values("deepseek-v3", s=1024, l=7, k_d=1, E=16)
+    b = m.graph.dims["b"].symbol
+    fixed = {k: v for k, v in values.items() if k != b}
+    space, pl = _space(m.graph, fixed, gpus=8, max_tp=8)
+    grid = Grid(m.graph, fixed, space, global_batch=32, placement=pl)
+    splits = {(int(r[1]), grid.splits[int(r[8])]) for r in grid.rows if r[1] > 1}
+    assert {p for p, _ in splits} == {2, 4} and (2, (None, None, False, False)) not in splits
+    assert (2, (None, None, True, False)) in splits and (4, (None, None, True, False)) in splits
+    for p, (first, last, emb, loss) in sorted(splits, key=repr):
+        layout = Layout(p=p, gpus=8, m=p, first_stage_layers=first, last_stage_layers=last, account_embedding=emb,
+                        account_loss=loss)
+        m.train(layout, values=values)   # raises CostgraphValueError if train refuses the split
+    with pytest.raises(costgraph.errors.CostgraphValueError, match="cannot share"):
+        m.train(Layout(p=2, gpus=8, m=2), values=values)
