@@ -444,11 +444,12 @@ def read_text(path: str | os.PathLike, what: str = "data file") -> str:
     except (OSError, ValueError) as e:   # ValueError: a NUL byte in the path
         raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or type(e).__name__}") from None
     if len(data) > MAX_BYTES:
-        raise CostgraphValueError(f"{path} is too large for a {what} (over {MAX_BYTES} bytes)")
+        raise CostgraphValueError(f"{path} is too large for a {what} (over {MAX_BYTES} bytes)",
+                                  hint=f"give the path of a {what}, not of another file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise CostgraphValueError(f"{path} is not UTF-8 text", hint="TOML files are UTF-8") from None
+        raise CostgraphValueError(f"{path} is not UTF-8 text", hint=f"save the {what} as UTF-8 text") from None
 
 
 def read_file(path: str | os.PathLike, schema: Schema) -> DataSet:

@@ -28,3 +28,67 @@ def test_a_one_stage_pipeline_layout_is_checked_against_the_model(capsys, layout
     # one stage means p = 1: the layout's checks ran only for p > 1, so 'E' alone trained GPT-2's 12 layers
     rc, out, err = _run(capsys, GPT2 + ["--pipeline-layout", layout])
     assert rc == 2 and words in err and "hint:" in err and "Traceback" not in err
+
+
+CALIBRATE = ["calibrate", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--global-batch", "64",
+             "--hardware", "h100-sxm"]
+
+
+def _refused(capsys, argv, *words):
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2, (rc, out, err)
+    assert "hint:" in err and "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def test_a_measured_memory_above_the_device_memory_is_refused(capsys):
+    # 1e30 bytes on an 80 GB H100 (hardware.toml) was taken, the reserve clipped to the device
+    _refused(capsys, CALIBRATE + ["--tp", "2", "--measured-step", "0.025", "--measured-memory", "1e30"],
+             "is more than the device holds (80,000,000,000 bytes on h100-sxm)")
+
+
+def test_a_runs_csv_linked_to_a_private_file_does_not_echo_its_first_line(capsys, tmp_path):
+    secret = tmp_path / "passwd"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/usr/sbin/nologin\n")
+    link = tmp_path / "runs.csv"
+    link.symlink_to(secret)
+    err = _refused(capsys, CALIBRATE + ["--runs", str(link)], "unknown column (not an option name) (column 1)")
+    assert "root:x" not in err and "/bin/bash" not in err
+
+
+def test_a_runs_csv_column_given_twice_is_refused(capsys, tmp_path):
+    # tp and its last spelling won silently (the run calibrated as TP 2)
+    f = tmp_path / "runs.csv"
+    f.write_text("tp,measured_step,tp\n1,0.03,2\n")
+    _refused(capsys, CALIBRATE + ["--runs", str(f)], "column 'tp' appears 2 times (columns 1, 3)")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("tp,measured_step\n1,0.03,7\n", "line 2: 3 cells under 2 columns"),
+    ("tp,measured_step\n1," + "9" * 140_000 + "\n", "line 2: not a CSV file"),
+    ("tp,measured_step\n" + "1,0.03\n" * 1001, "more than 1000 runs"),
+], ids=["extra-cell", "huge-cell", "too-many-rows"])
+def test_a_runs_csv_of_the_wrong_shape_is_refused_with_a_hint(capsys, tmp_path, text, words):
+    f = tmp_path / "runs.csv"
+    f.write_text(text)
+    _refused(capsys, CALIBRATE + ["--runs", str(f)], words)
+
+
+def test_a_runs_csv_not_utf8_says_so_for_a_csv(capsys, tmp_path):
+    f = tmp_path / "runs.csv"
+    f.write_bytes(b"tp,measured_step\n\xff\xfe,0.03\n")
+    err = _refused(capsys, CALIBRATE + ["--runs", str(f)], "is not UTF-8 text", "save the CSV file of runs as UTF-8")
+    assert "TOML" not in err
+
+
+def test_two_runs_of_one_layout_measured_far_apart_are_refused(capsys, tmp_path):
+    # the same layout at 0.03 s and 0.06 s: no factor fits both, the fit split the difference (+20%, -40%)
+    f = tmp_path / "runs.csv"
+    f.write_text("tp,measured_step\n1,0.03\n1,0.06\n")
+    _refused(capsys, CALIBRATE + ["--runs", str(f)], "runs 1 and 2 are the same run to the time model",
+             "more than 10% apart")
+    f.write_text("tp,measured_step\n1,0.03\n1,0.031\n2,0.04\n")   # within run-to-run noise: fitted
+    rc, out, err = _run(capsys, CALIBRATE + ["--runs", str(f)])
+    assert rc == 0 and "3 runs" in out

@@ -18,6 +18,7 @@ command line.
 from __future__ import annotations
 
 import argparse
+import re
 
 from ..errors import CostgraphValueError
 from .common import model_arguments
@@ -175,13 +176,15 @@ def _rows(args) -> list:
     try:
         table = [r for r in reader]
     except csv.Error as e:
-        raise CostgraphValueError(f"{args.runs}: not a CSV file ({e})") from None
+        raise CostgraphValueError(f"{args.runs}, line {reader.line_num}: not a CSV file ({e})",
+                                  hint="one run per line, at most 131072 characters a cell") from None
     table = [r for r in table if any(c.strip() for c in r)]
     if len(table) < 2:
         raise CostgraphValueError(f"{args.runs}: no run in it", hint="a header line of column names, then one "
                                   "row per run (tp,gpus,global-batch,measured_step)")
     if len(table) - 1 > MAX_ROWS:
-        raise CostgraphValueError(f"{args.runs}: more than {MAX_ROWS} runs")
+        raise CostgraphValueError(f"{args.runs}: more than {MAX_ROWS} runs",
+                                  hint="calibrate against the runs that differ in layout; a few are enough")
     head = [c.strip().lower().replace("_", "-") for c in table[0]]
     base = _row_parser(vars(args))
     flags = {o: a for a in base._actions for o in a.option_strings}
@@ -191,16 +194,27 @@ def _rows(args) -> list:
 
             names = [o[2:] for o in flags]
             close = [o for o in names if o.endswith("-" + col)] or difflib.get_close_matches(col, names, n=1)
-            raise CostgraphValueError(f"{args.runs}: unknown column {table[0][i].strip()!r} (column {i + 1})",
+            # a name only when it looks like one: --runs may be a link to a file that is no CSV (its first
+            # line private, /etc/passwd's 'root:x:0:0:...')
+            name = table[0][i].strip()
+            shown = f"{name!r}" if re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,39}", name) else "(not an option name)"
+            raise CostgraphValueError(f"{args.runs}: unknown column {shown} (column {i + 1})",
                                       hint=(f"did you mean '{close[0]}'? " if close else "")
                                       + "columns: the options of costgraph calibrate without the dashes "
                                       "(tp, pp, gpus, global-batch, ...), measured_step, measured_memory")
+    twice = sorted({c for c in head if head.count(c) > 1})
+    if twice:
+        raise CostgraphValueError(f"{args.runs}: column {twice[0]!r} appears {head.count(twice[0])} times "
+                                  f"(columns {', '.join(str(i + 1) for i, c in enumerate(head) if c == twice[0])})",
+                                  hint="one column per option (an option and its _ spelling are the same)")
     if "measured-step" not in head:
         raise CostgraphValueError(f"{args.runs}: no measured_step column", hint="the seconds of each run's step")
     out = []
     for n, row in enumerate(table[1:], 2):
         if len(row) != len(head):
-            raise CostgraphValueError(f"{args.runs}, line {n}: {len(row)} cells under {len(head)} columns")
+            raise CostgraphValueError(f"{args.runs}, line {n}: {len(row)} cells under {len(head)} columns",
+                                      hint="one cell per column (an empty cell keeps the command line's value); "
+                                           "quote a cell that holds a comma")
         words, row_set = [], []
         for col, cell in zip(head, row):
             cell = cell.strip()
