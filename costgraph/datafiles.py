@@ -430,6 +430,8 @@ def read_text(path: str | os.PathLike, what: str = "data file") -> str:
     """The text of a user's file at ``path`` under the limits of a config.json:
     a regular file (not a folder, device or pipe), at most :data:`MAX_BYTES`,
     UTF-8 (a byte-order mark is dropped). Errors name the path, never the content."""
+    if not str(path).strip():   # Path("") is ".": the folder, not what the user meant
+        raise CostgraphValueError("the path is empty", hint=f"give the path of a {what}")
     p = Path(path)
     try:
         mode = p.stat().st_mode

@@ -92,3 +92,39 @@ def test_two_runs_of_one_layout_measured_far_apart_are_refused(capsys, tmp_path)
     f.write_text("tp,measured_step\n1,0.03\n1,0.031\n2,0.04\n")   # within run-to-run noise: fitted
     rc, out, err = _run(capsys, CALIBRATE + ["--runs", str(f)])
     assert rc == 0 and "3 runs" in out
+
+
+@pytest.fixture(scope="module")
+def profile_text(tmp_path_factory):
+    """A one-run profile of GPT-2, TP 2, on h100-sxm, as calibrate -o writes it."""
+    from costgraph.parallel.layout import Layout
+    import costgraph
+    from costgraph.training.calibration import Measured, calibrate
+    from costgraph.training.calibration_file import to_toml
+
+    m = costgraph.load("gpt")
+    v = m.values("gpt2", b=4)
+    return to_toml(calibrate(m, Measured(Layout(t=2, gpus=8), "0.025", values=v, global_batch=64), "h100-sxm",
+                             date="2026-12-06"))
+
+
+TRAIN_TP2 = GPT2 + ["--tp", "2", "--global-batch", "64"]
+
+
+def test_a_profile_whose_edited_bounds_reach_below_a_quarter_is_refused(capsys, tmp_path, profile_text):
+    # lower = 1e-6 let compute × 0.01 through: a step faster than every kernel at the peak
+    import re
+
+    text = re.sub(r'(?m)^lower = "[0-9.]*"', 'lower = "0.000001"', profile_text, count=1)
+    text = re.sub(r'(?m)^value = "[0-9.]*"', 'value = "0.01"', text, count=1)
+    f = tmp_path / "p.toml"
+    f.write_text(text)
+    _refused(capsys, TRAIN_TP2 + ["--efficiency-profile", str(f)], "[factor.compute] bounds [1e-06, 4] reach outside "
+             "[1/4, 4]", "(line ")
+
+
+@pytest.mark.parametrize("flag", [["train", "--efficiency-profile"], ["calibrate", "--runs"]])
+def test_an_empty_path_is_refused_as_empty_not_as_a_folder(capsys, flag):
+    argv = (TRAIN_TP2 if flag[0] == "train" else CALIBRATE) + [flag[1], ""]
+    err = _refused(capsys, argv, f"{flag[1]}: the path is empty")
+    assert "folder" not in err
