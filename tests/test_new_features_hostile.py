@@ -128,3 +128,26 @@ def test_an_empty_path_is_refused_as_empty_not_as_a_folder(capsys, flag):
     argv = (TRAIN_TP2 if flag[0] == "train" else CALIBRATE) + [flag[1], ""]
     err = _refused(capsys, argv, f"{flag[1]}: the path is empty")
     assert "folder" not in err
+
+
+def test_calibrate_on_a_config_json_takes_its_sizes(capsys, tmp_path):
+    # train reads the sizes from a config.json; calibrate built the runs without them ("no value for V, a, ...")
+    import pathlib
+    import shutil
+
+    src = pathlib.Path(__file__).parent.parent / "examples" / "hf" / "llama-3.1-8b.json"
+    model = tmp_path / "llama.json"
+    shutil.copy(src, model)
+    argv = ["calibrate", str(model), "--set", "b=1", "s=4096", "--gpus", "8", "--global-batch", "64",
+            "--hardware", "h100-sxm", "--measured-step", "5"]
+    rc, out, err = _run(capsys, argv)
+    assert rc == 0 and "1 run" in out and "step 5 s / 5 s" in out, err
+    before = model.read_bytes()
+    _refused(capsys, argv + ["-o", str(model), "--force"], "is an input of this command")   # -o onto the model
+    assert model.read_bytes() == before
+
+
+@pytest.mark.parametrize("out, words", [("", "-o is empty"), ("no/such/folder/p.toml", "no folder")])
+def test_calibrate_output_that_cannot_be_a_file_is_refused_with_a_hint(capsys, tmp_path, monkeypatch, out, words):
+    monkeypatch.chdir(tmp_path)
+    _refused(capsys, CALIBRATE + ["--tp", "2", "--measured-step", "0.025", "-o", out], words)

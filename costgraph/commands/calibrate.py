@@ -106,7 +106,10 @@ def run(args):
         if args.measured_memory is not None:
             memory_bytes(args.measured_memory, "--measured-memory")
     dims, options = settings(args.set)
-    model, _ = load_any(args, dims, options)
+    model, given = load_any(args, dims, options)
+    # a config.json's sizes come with it (load_any): each row's --set on top of them, by name
+    base = ({n: int(given[d.symbol]) for n, d in model.graph.dims.items() if d.derived is None and d.symbol in given}
+            if given is not None and args.model.endswith(".json") else None)
     rows = _rows(args) if args.runs is not None else [(args, _flags(args), None)]
     runs = []
     for row, flags, where in rows:
@@ -115,7 +118,10 @@ def run(args):
             if row_options != options:
                 raise CostgraphValueError("model options differ from the command line's",
                                           hint="the model is built once: give its options on the command line")
-            values = model.values(row.config, row_dims) if (row_dims or row.config) else None
+            if base is not None:
+                values = model.values(row.config, {**base, **row_dims})
+            else:
+                values = model.values(row.config, row_dims) if (row_dims or row.config) else None
             layout = train_layout(row, row.micro_batches)
         except CostgraphValueError as e:
             if where is None:
