@@ -239,7 +239,8 @@ def _value(entry: Entry, f: Field, v, show: bool):
                               hint=f"write an exact integer{' in ' + f.unit if f.unit else ''} "
                                    "(underscores allowed: 312_000_000_000_000)")
         if v >= _LIMIT:
-            raise entry.error(f"{f.name} is too large (at most {MAX_DIGITS} digits)", f.name)
+            raise entry.error(f"{f.name} is too large (at most {MAX_DIGITS} digits)", f.name,
+                              hint=f"write the number{' in ' + f.unit if f.unit else ''} as the source gives it")
         out = v
     elif f.type == "decimal":
         if not isinstance(v, str) or not _DECIMAL.fullmatch(v):
@@ -267,9 +268,10 @@ def _value(entry: Entry, f: Field, v, show: bool):
         bad = None if isinstance(v, want) else f"must be {_TOML_TYPE[want]}"
         out = v
     if bad:
-        raise entry.error(f"{_said(f.name, v, show)} {bad}", f.name)
+        raise entry.error(f"{_said(f.name, v, show)} {bad}", f.name, hint=_FIELD_HINT)
     if f.positive and out == 0:
-        raise entry.error(f"{f.name} = 0 must be positive" if show else f"{f.name} must be positive", f.name)
+        raise entry.error(f"{f.name} = 0 must be positive" if show else f"{f.name} must be positive", f.name,
+                          hint=f"a measured or published value above 0{' (' + f.unit + ')' if f.unit else ''}")
     return out
 
 
@@ -339,6 +341,10 @@ def make_entry(name: str, table, kind: Kind, file: str, path: tuple[str, ...], s
 
 # ---------------------------------------------------------------- files
 
+_TOML_HINT = "TOML: [table] headers, then key = value lines (strings in quotes); docs/data-files.md"
+_FIELD_HINT = "the key's type is in docs/data-files.md (a decimal in quotes: \"0.797\"; an integer bare: 6351)"
+
+
 def _toml(text: str, file: str, show: bool) -> dict:
     try:
         return tomllib.loads(text)
@@ -346,9 +352,10 @@ def _toml(text: str, file: str, show: bool) -> dict:
         message = str(e)
         if not show:    # tomllib repeats one offending character: not in a message about a user's file
             message = re.sub(r"(character) (?:'[^']*'|\"[^\"]*\")", r"\1", message)
-        raise CostgraphValueError(f"{file}: not valid TOML: {message}") from None
+        raise CostgraphValueError(f"{file}: not valid TOML: {message}", hint=_TOML_HINT) from None
     except (RecursionError, ValueError):    # nesting past Python's stack; an integer of thousands of digits
-        raise CostgraphValueError(f"{file}: not valid TOML: nested too deeply or a number too long") from None
+        raise CostgraphValueError(f"{file}: not valid TOML: nested too deeply or a number too long",
+                                  hint=_TOML_HINT) from None
 
 
 def _top(schema: Schema, data: dict, file: str, scanned, show: bool, bundled: bool) -> Entry:

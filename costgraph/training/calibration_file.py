@@ -155,7 +155,7 @@ def read_profile(path) -> Profile:
     try:
         data = parse(text, str(path), SCHEMA, show=False, bundled=False)
     except CostgraphValueError as e:
-        raise CostgraphValueError(e.message, hint=e.hint or hint) from None
+        raise CostgraphValueError(e.message, hint=f"{e.hint}; {hint}" if e.hint else hint) from None
     if set(data.entries) != {"profile"}:
         other = sorted(set(data.entries) - {"profile"})
         raise CostgraphValueError(f"{path}: " + (f"[{other[0]}] is no table of a calibration profile" if other
