@@ -231,3 +231,39 @@ def test_a_user_kernel_table_faster_than_the_hardware_is_refused(capsys, tmp_pat
 def test_a_malformed_user_kernel_table_is_refused_with_a_hint(capsys, tmp_path, monkeypatch, edit, words):
     _user_kernels(tmp_path, monkeypatch, edit)
     _refused(capsys, H200, words, "kernels.toml")
+
+
+INFER = ["infer", "examples/hf/llama-3.1-8b.json", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"]
+
+
+@pytest.fixture
+def repo_root(monkeypatch):
+    import pathlib
+
+    monkeypatch.chdir(pathlib.Path(__file__).parent.parent)
+
+
+@pytest.mark.parametrize("runtime, kv, words", [
+    ("llamacpp", "fp8", "--runtime llamacpp has no --kv fp8 cache type"),      # printed as a llama.cpp log line
+    ("llamacpp", "int8", "--runtime llamacpp has no --kv int8 cache type"),
+    ("sglang", "q8_0", "--kv q8_0 is llama.cpp's block format: --runtime sglang"),
+    ("trtllm", "q4_0", "--kv q4_0 is llama.cpp's block format: --runtime trtllm"),
+])
+def test_a_kv_dtype_the_runtime_has_no_cache_for_is_refused(capsys, repo_root, runtime, kv, words):
+    _refused(capsys, INFER + ["--runtime", runtime, "--kv", kv], words)
+
+
+def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
+    # 1000 GiB outside PyTorch on an 80 GB H100: SGLang's pool came out at -829.42 GiB, exit 0
+    _refused(capsys, INFER + ["--runtime", "sglang", "--non-torch-memory", "1000GiB"],
+             "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 80,000,000,000 bytes")
+
+
+@pytest.mark.parametrize("runtime, extra, words", [
+    ("sglang", ["--gpu-memory-utilization", "0.1"], "SGLang would not start"),
+    ("trtllm", ["--non-torch-memory", "79GB"], "TensorRT-LLM would not start"),
+])
+def test_a_runtime_left_without_kv_memory_says_it_would_not_start(capsys, repo_root, runtime, extra, words):
+    # as vLLM's section says "vLLM would not start" (costgraph.inference.capacity)
+    rc, out, err = _run(capsys, INFER + ["--runtime", runtime, *extra])
+    assert rc == 0 and words in out and "tokens" in out
