@@ -267,3 +267,10 @@ def test_a_runtime_left_without_kv_memory_says_it_would_not_start(capsys, repo_r
     # as vLLM's section says "vLLM would not start" (costgraph.inference.capacity)
     rc, out, err = _run(capsys, INFER + ["--runtime", runtime, *extra])
     assert rc == 0 and words in out and "tokens" in out
+
+
+def test_a_runs_csv_row_the_layout_refuses_names_its_run(capsys, tmp_path):
+    # the second row's layout was refused without saying which row
+    f = tmp_path / "runs.csv"
+    f.write_text("pipeline_layout,measured_step\nEt*6|t*6L,0.03\nE,0.03\n")
+    _refused(capsys, CALIBRATE + ["--runs", str(f)], "run 2: --pipeline-layout 'E': the loss L comes once")

@@ -194,27 +194,7 @@ def _rows(args) -> list:
     head = [c.strip().lower().replace("_", "-") for c in table[0]]
     base = _row_parser(vars(args))
     flags = {o: a for a in base._actions for o in a.option_strings}
-    for i, col in enumerate(head):
-        if f"--{col}" not in flags or col in ("help",):
-            import difflib
-
-            names = [o[2:] for o in flags]
-            close = [o for o in names if o.endswith("-" + col)] or difflib.get_close_matches(col, names, n=1)
-            # a name only when it looks like one: --runs may be a link to a file that is no CSV (its first
-            # line private, /etc/passwd's 'root:x:0:0:...')
-            name = table[0][i].strip()
-            shown = f"{name!r}" if re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,39}", name) else "(not an option name)"
-            raise CostgraphValueError(f"{args.runs}: unknown column {shown} (column {i + 1})",
-                                      hint=(f"did you mean '{close[0]}'? " if close else "")
-                                      + "columns: the options of costgraph calibrate without the dashes "
-                                      "(tp, pp, gpus, global-batch, ...), measured_step, measured_memory")
-    twice = sorted({c for c in head if head.count(c) > 1})
-    if twice:
-        raise CostgraphValueError(f"{args.runs}: column {twice[0]!r} appears {head.count(twice[0])} times "
-                                  f"(columns {', '.join(str(i + 1) for i, c in enumerate(head) if c == twice[0])})",
-                                  hint="one column per option (an option and its _ spelling are the same)")
-    if "measured-step" not in head:
-        raise CostgraphValueError(f"{args.runs}: no measured_step column", hint="the seconds of each run's step")
+    _check_header(args.runs, table[0], head, flags)
     out = []
     for n, row in enumerate(table[1:], 2):
         if len(row) != len(head):
@@ -247,3 +227,29 @@ def _rows(args) -> list:
             memory_bytes(row_args.measured_memory, f"{args.runs}, line {n}: measured_memory")
         out.append((row_args, _flags(row_args), base.where))
     return out
+
+
+def _check_header(runs: str, cells: list, head: list, flags: dict) -> None:
+    """Refuse a header (``cells`` as read, ``head`` normalized) with a column that is no option of
+    ``flags``, a column given twice, or no ``measured_step`` (module docstring)."""
+    for i, col in enumerate(head):
+        if f"--{col}" not in flags or col in ("help",):
+            import difflib
+
+            names = [o[2:] for o in flags]
+            close = [o for o in names if o.endswith("-" + col)] or difflib.get_close_matches(col, names, n=1)
+            # a name only when it looks like one: --runs may be a link to a file that is no CSV (its first
+            # line private, /etc/passwd's 'root:x:0:0:...')
+            name = cells[i].strip()
+            shown = f"{name!r}" if re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,39}", name) else "(not an option name)"
+            raise CostgraphValueError(f"{runs}: unknown column {shown} (column {i + 1})",
+                                      hint=(f"did you mean '{close[0]}'? " if close else "")
+                                      + "columns: the options of costgraph calibrate without the dashes "
+                                      "(tp, pp, gpus, global-batch, ...), measured_step, measured_memory")
+    twice = sorted({c for c in head if head.count(c) > 1})
+    if twice:
+        raise CostgraphValueError(f"{runs}: column {twice[0]!r} appears {head.count(twice[0])} times "
+                                  f"(columns {', '.join(str(i + 1) for i, c in enumerate(head) if c == twice[0])})",
+                                  hint="one column per option (an option and its _ spelling are the same)")
+    if "measured-step" not in head:
+        raise CostgraphValueError(f"{runs}: no measured_step column", hint="the seconds of each run's step")

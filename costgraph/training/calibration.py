@@ -194,8 +194,15 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
         raise CostgraphValueError(f"unknown factor {bad[0]!r}" if bad else "name each factor once",
                                   hint="factors: " + ", ".join(FACTORS))
     symbols = {n: sympy.Symbol(f"k_{n.replace('-', '_')}", positive=True) for n in names}
-    prepared = [_prepare(model, r, str(i), hw, symbols, convention or CONVENTION.default, causal or CAUSAL.default,
-                         date) for i, r in enumerate(measured, 1)]
+    prepared = []
+    for i, r in enumerate(measured, 1):
+        try:
+            prepared.append(_prepare(model, r, str(i), hw, symbols, convention or CONVENTION.default,
+                                     causal or CAUSAL.default, date))
+        except CostgraphValueError as e:   # which run, when several (a CSV row: run N is its N-th row)
+            if len(measured) == 1 or e.loc is not None or e.message.startswith("run "):
+                raise
+            raise CostgraphValueError(f"run {i}: {e.message}", hint=e.hint) from None
     _check_repeats(prepared)
     notes = []
     used = [n for n in names if any(p.total.has(symbols[n]) for p in prepared)]
