@@ -274,3 +274,15 @@ def test_a_runs_csv_row_the_layout_refuses_names_its_run(capsys, tmp_path):
     f = tmp_path / "runs.csv"
     f.write_text("pipeline_layout,measured_step\nEt*6|t*6L,0.03\nE,0.03\n")
     _refused(capsys, CALIBRATE + ["--runs", str(f)], "run 2: --pipeline-layout 'E': the loss L comes once")
+
+
+def test_a_pipeline_layout_of_more_than_1024_stages_is_refused_at_once(capsys):
+    # 61,442 stages (within the 65,536 symbols) ran past a minute: every stage is analysed
+    from costgraph.errors import CostgraphValueError
+    from costgraph.parallel.pipeline_layout import MAX_STAGES, parse_pipeline_layout
+
+    text = "Et*12" + "(|)*4096" * 15 + "|L"
+    with pytest.raises(CostgraphValueError, match="the layout lists 61,442 stages: at most 1,024"):
+        parse_pipeline_layout(text)
+    assert len(parse_pipeline_layout("Et*12" + "|" * (MAX_STAGES - 2) + "|L").stages) == MAX_STAGES == 1024
+    _refused(capsys, GPT2 + ["--gpus", "61442", "--pipeline-layout", text], "61,442 stages")
