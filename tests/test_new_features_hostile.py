@@ -286,3 +286,18 @@ def test_a_pipeline_layout_of_more_than_1024_stages_is_refused_at_once(capsys):
         parse_pipeline_layout(text)
     assert len(parse_pipeline_layout("Et*12" + "(|)*1022" + "|L").stages) == MAX_STAGES == 1024
     _refused(capsys, GPT2 + ["--gpus", "61442", "--pipeline-layout", text], "61,442 stages")
+
+
+@pytest.mark.parametrize("argv", [
+    GPT2 + ["--gpus", "0", "--global-batch", "64"],                                   # train
+    CALIBRATE + ["--gpus", "0", "--measured-step", "0.03"],                           # calibrate, command line
+], ids=["train", "calibrate"])
+def test_zero_gpus_beside_a_global_batch_is_refused_not_an_internal_error(capsys, argv):
+    # d = gpus / (t·p·c) was taken before --gpus was checked: ZeroDivisionError, exit 3
+    _refused(capsys, argv, "gpus (--gpus) must be a positive whole number, got 0")
+
+
+def test_a_runs_csv_row_with_zero_gpus_is_refused_with_its_run(capsys, tmp_path):
+    f = tmp_path / "runs.csv"
+    f.write_text("gpus,measured_step\n0,0.03\n")
+    _refused(capsys, CALIBRATE + ["--runs", str(f)], "gpus (--gpus) must be a positive whole number, got 0")

@@ -199,10 +199,11 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
         try:
             prepared.append(_prepare(model, r, str(i), hw, symbols, convention or CONVENTION.default,
                                      causal or CAUSAL.default, date))
-        except CostgraphValueError as e:   # which run, when several (a CSV row: run N is its N-th row)
-            if len(measured) == 1 or e.loc is not None or e.message.startswith("run "):
+        except CostgraphValueError as e:   # which run (a CSV row: run N is its N-th row)
+            if e.loc is not None or e.message.startswith("run "):
                 raise
-            raise CostgraphValueError(f"run {i}: {e.message}", hint=e.hint) from None
+            raise CostgraphValueError(f"run {i}: {e.message}", hint=e.hint or "the run's layout options, as its "
+                                      "command line or CSV row (run N: the N-th row) gives them") from None
     _check_repeats(prepared)
     notes = []
     used = [n for n in names if any(p.total.has(symbols[n]) for p in prepared)]
