@@ -301,3 +301,21 @@ def test_a_runs_csv_row_with_zero_gpus_is_refused_with_its_run(capsys, tmp_path)
     f = tmp_path / "runs.csv"
     f.write_text("gpus,measured_step\n0,0.03\n")
     _refused(capsys, CALIBRATE + ["--runs", str(f)], "gpus (--gpus) must be a positive whole number, got 0")
+
+
+def test_calibrate_api_refuses_a_run_without_a_layout_and_takes_one_factor_name():
+    # Measured(None, ...) raised AttributeError; fit="compute" was read letter by letter ("unknown factor 'c'")
+    import costgraph
+    from costgraph.errors import CostgraphValueError
+    from costgraph.parallel.layout import Layout
+    from costgraph.training.calibration import Measured, calibrate
+
+    m = costgraph.load("gpt")
+    v = m.values("gpt2", b=4)
+    with pytest.raises(CostgraphValueError, match="run 1: the layout is a NoneType, not a Layout"):
+        calibrate(m, Measured(None, "0.03", values=v, global_batch=64), "h100-sxm")
+    with pytest.raises(CostgraphValueError) as e:
+        calibrate(m, Measured(Layout(gpus=8), "abc", values=v, global_batch=64), "h100-sxm")
+    assert e.value.message.count("run 1") == 1
+    p = calibrate(m, Measured(Layout(t=2, gpus=8), "0.025", values=v, global_batch=64), "h100-sxm", fit="compute")
+    assert [f.name for f in p.factors] == ["compute"]

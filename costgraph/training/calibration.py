@@ -49,6 +49,7 @@ from typing import Mapping
 import sympy
 
 from ..errors import CostgraphValueError
+from ..parallel.layout import Layout
 from .calibration_fit import bounded_least_squares, separable, solve_increasing
 from .calibration_profile import (BOUNDS, BOUNDS_SOURCE, CLASSES, FACTORS, GROUPS, Factor, Factors, Profile,  # noqa: F401
                                   Reserve, Run, calibrated, check, memory_bytes, seconds, time_model)
@@ -160,6 +161,10 @@ def _runs(runs) -> list[Measured]:
         if not isinstance(r, Measured):
             raise CostgraphValueError("calibrate() takes a Measured run, a mapping of its fields, or a list of them",
                                       hint="Measured(layout, measured_step, values=..., measured_memory=...)")
+        if not isinstance(r.layout, Layout):
+            raise CostgraphValueError(f"run {i}: the layout is a {type(r.layout).__name__}, not a Layout",
+                                      hint="Measured(Layout(t=2, gpus=8), measured_step, ...) "
+                                           "(costgraph.parallel.layout.Layout)")
         out.append(r)
     if not out:
         raise CostgraphValueError("no run to calibrate against", hint="give at least one measured run")
@@ -188,7 +193,7 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
     measured = _runs(runs)
     hw = preset(hardware)
     date = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    names = list(fit) if fit is not None else (["compute"] if len(measured) == 1 else ["compute", "communication"])
+    names = ([fit] if isinstance(fit, str) else list(fit)) if fit is not None else (["compute"] if len(measured) == 1 else ["compute", "communication"])
     bad = [n for n in names if n not in FACTORS]
     if bad or len(set(names)) != len(names) or not names:
         raise CostgraphValueError(f"unknown factor {bad[0]!r}" if bad else "name each factor once",
@@ -200,7 +205,7 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
             prepared.append(_prepare(model, r, str(i), hw, symbols, convention or CONVENTION.default,
                                      causal or CAUSAL.default, date))
         except CostgraphValueError as e:   # which run (a CSV row: run N is its N-th row)
-            if e.loc is not None or e.message.startswith("run "):
+            if e.loc is not None or f"run {i}" in e.message:
                 raise
             raise CostgraphValueError(f"run {i}: {e.message}", hint=e.hint or "the run's layout options, as its "
                                       "command line or CSV row (run N: the N-th row) gives them") from None
