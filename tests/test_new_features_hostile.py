@@ -319,3 +319,11 @@ def test_calibrate_api_refuses_a_run_without_a_layout_and_takes_one_factor_name(
     assert e.value.message.count("run 1") == 1
     p = calibrate(m, Measured(Layout(t=2, gpus=8), "0.025", values=v, global_batch=64), "h100-sxm", fit="compute")
     assert [f.name for f in p.factors] == ["compute"]
+
+
+def test_a_llamacpp_context_beyond_the_device_says_it_would_not_start(capsys, repo_root):
+    # 10^14 cells printed a 12.5 TiB cache as if llama.cpp had allocated it
+    rc, out, err = _run(capsys, INFER + ["--runtime", "llamacpp", "--max-model-len", "99999999999999"])
+    assert rc == 0 and "llama.cpp would not start" in out
+    rc, out, err = _run(capsys, INFER + ["--runtime", "llamacpp"])
+    assert rc == 0 and "would not start" not in out

@@ -78,6 +78,10 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
         out.update(n_ctx=n_ctx, cells=cells, kv_bytes=size, tokens=cells)
         out["lines"] = [f"llama_kv_cache: size = {size / MIB:8.2f} MiB ({cells:6d} cells, {kv_name} K and V): "
                         f"{cell:,} bytes per cell, all layers"]
+        if memory is not None and size + (weights or 0) + non_torch > memory:   # the allocation fails at start-up
+            out["lines"].append(f"llama.cpp would not start: the KV cache and the weights ({(size + (weights or 0)) / GIB:.2f}"
+                                f" GiB) and non-torch memory exceed the device's {int(memory) / GIB:.2f} GiB "
+                                "(a smaller --max-model-len, --batch or --kv)")
         return out
     if memory is None or weights is None:
         out.update(tokens=None, lines=[f"{runtime}: needs the device memory (--hardware or --memory)"])
