@@ -239,7 +239,8 @@ def _value(entry: Entry, f: Field, v, show: bool):
                               hint=f"write an exact integer{' in ' + f.unit if f.unit else ''} "
                                    "(underscores allowed: 312_000_000_000_000)")
         if v >= _LIMIT:
-            raise entry.error(f"{f.name} is too large (at most {MAX_DIGITS} digits)", f.name)
+            raise entry.error(f"{f.name} is too large (at most {MAX_DIGITS} digits)", f.name,
+                              hint=f"write the number{' in ' + f.unit if f.unit else ''} as the source gives it")
         out = v
     elif f.type == "decimal":
         if not isinstance(v, str) or not _DECIMAL.fullmatch(v):
@@ -267,9 +268,10 @@ def _value(entry: Entry, f: Field, v, show: bool):
         bad = None if isinstance(v, want) else f"must be {_TOML_TYPE[want]}"
         out = v
     if bad:
-        raise entry.error(f"{_said(f.name, v, show)} {bad}", f.name)
+        raise entry.error(f"{_said(f.name, v, show)} {bad}", f.name, hint=_FIELD_HINT)
     if f.positive and out == 0:
-        raise entry.error(f"{f.name} = 0 must be positive" if show else f"{f.name} must be positive", f.name)
+        raise entry.error(f"{f.name} = 0 must be positive" if show else f"{f.name} must be positive", f.name,
+                          hint=f"a measured or published value above 0{' (' + f.unit + ')' if f.unit else ''}")
     return out
 
 
@@ -339,6 +341,10 @@ def make_entry(name: str, table, kind: Kind, file: str, path: tuple[str, ...], s
 
 # ---------------------------------------------------------------- files
 
+_TOML_HINT = "TOML: [table] headers, then key = value lines (strings in quotes); docs/data-files.md"
+_FIELD_HINT = "the key's type is in docs/data-files.md (a decimal in quotes: \"0.797\"; an integer bare: 6351)"
+
+
 def _toml(text: str, file: str, show: bool) -> dict:
     try:
         return tomllib.loads(text)
@@ -346,9 +352,10 @@ def _toml(text: str, file: str, show: bool) -> dict:
         message = str(e)
         if not show:    # tomllib repeats one offending character: not in a message about a user's file
             message = re.sub(r"(character) (?:'[^']*'|\"[^\"]*\")", r"\1", message)
-        raise CostgraphValueError(f"{file}: not valid TOML: {message}") from None
+        raise CostgraphValueError(f"{file}: not valid TOML: {message}", hint=_TOML_HINT) from None
     except (RecursionError, ValueError):    # nesting past Python's stack; an integer of thousands of digits
-        raise CostgraphValueError(f"{file}: not valid TOML: nested too deeply or a number too long") from None
+        raise CostgraphValueError(f"{file}: not valid TOML: nested too deeply or a number too long",
+                                  hint=_TOML_HINT) from None
 
 
 def _top(schema: Schema, data: dict, file: str, scanned, show: bool, bundled: bool) -> Entry:
@@ -430,6 +437,8 @@ def read_text(path: str | os.PathLike, what: str = "data file") -> str:
     """The text of a user's file at ``path`` under the limits of a config.json:
     a regular file (not a folder, device or pipe), at most :data:`MAX_BYTES`,
     UTF-8 (a byte-order mark is dropped). Errors name the path, never the content."""
+    if not str(path).strip():   # Path("") is ".": the folder, not what the user meant
+        raise CostgraphValueError("the path is empty", hint=f"give the path of a {what}")
     p = Path(path)
     try:
         mode = p.stat().st_mode
@@ -444,11 +453,12 @@ def read_text(path: str | os.PathLike, what: str = "data file") -> str:
     except (OSError, ValueError) as e:   # ValueError: a NUL byte in the path
         raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or type(e).__name__}") from None
     if len(data) > MAX_BYTES:
-        raise CostgraphValueError(f"{path} is too large for a {what} (over {MAX_BYTES} bytes)")
+        raise CostgraphValueError(f"{path} is too large for a {what} (over {MAX_BYTES} bytes)",
+                                  hint=f"give the path of a {what}, not of another file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise CostgraphValueError(f"{path} is not UTF-8 text", hint="TOML files are UTF-8") from None
+        raise CostgraphValueError(f"{path} is not UTF-8 text", hint=f"save the {what} as UTF-8 text") from None
 
 
 def read_file(path: str | os.PathLike, schema: Schema) -> DataSet:

@@ -66,6 +66,8 @@ def check_output(args) -> Path:
     saying why not: an input file, a symbolic link, an existing file without
     ``--force``, something not a regular file, or a folder that does not exist."""
     shown = args.output
+    if not str(shown).strip():   # Path("") is ".", the working folder
+        raise CostgraphValueError("-o is empty", hint="name a file (-o FILE); leave out -o to print to standard output")
     path = Path(args.output)
     try:
         link = path.is_symlink()
@@ -85,7 +87,8 @@ def check_output(args) -> Path:
         raise CostgraphValueError(f"-o {shown!r} exists; costgraph does not overwrite files unless told to",
                                   hint="give --force to replace it, or write to another file")
     if not path.parent.is_dir():
-        raise CostgraphValueError(f"cannot write {shown!r}: no folder {str(path.parent)!r} to write it into")
+        raise CostgraphValueError(f"cannot write {shown!r}: no folder {str(path.parent)!r} to write it into",
+                                  hint="create the folder first, or name a file in an existing one")
     return path
 
 

@@ -18,6 +18,7 @@ command line.
 from __future__ import annotations
 
 import argparse
+import re
 
 from ..errors import CostgraphValueError
 from .common import model_arguments
@@ -105,7 +106,10 @@ def run(args):
         if args.measured_memory is not None:
             memory_bytes(args.measured_memory, "--measured-memory")
     dims, options = settings(args.set)
-    model, _ = load_any(args, dims, options)
+    model, given = load_any(args, dims, options)
+    # a config.json's sizes come with it (load_any): each row's --set on top of them, by name
+    base = ({n: int(given[d.symbol]) for n, d in model.graph.dims.items() if d.derived is None and d.symbol in given}
+            if given is not None and args.model.endswith(".json") else None)
     rows = _rows(args) if args.runs is not None else [(args, _flags(args), None)]
     runs = []
     for row, flags, where in rows:
@@ -114,7 +118,10 @@ def run(args):
             if row_options != options:
                 raise CostgraphValueError("model options differ from the command line's",
                                           hint="the model is built once: give its options on the command line")
-            values = model.values(row.config, row_dims) if (row_dims or row.config) else None
+            if base is not None:
+                values = model.values(row.config, {**base, **row_dims})
+            else:
+                values = model.values(row.config, row_dims) if (row_dims or row.config) else None
             layout = train_layout(row, row.micro_batches)
         except CostgraphValueError as e:
             if where is None:
@@ -175,32 +182,25 @@ def _rows(args) -> list:
     try:
         table = [r for r in reader]
     except csv.Error as e:
-        raise CostgraphValueError(f"{args.runs}: not a CSV file ({e})") from None
+        raise CostgraphValueError(f"{args.runs}, line {reader.line_num}: not a CSV file ({e})",
+                                  hint="one run per line, at most 131072 characters a cell") from None
     table = [r for r in table if any(c.strip() for c in r)]
     if len(table) < 2:
         raise CostgraphValueError(f"{args.runs}: no run in it", hint="a header line of column names, then one "
                                   "row per run (tp,gpus,global-batch,measured_step)")
     if len(table) - 1 > MAX_ROWS:
-        raise CostgraphValueError(f"{args.runs}: more than {MAX_ROWS} runs")
+        raise CostgraphValueError(f"{args.runs}: more than {MAX_ROWS} runs",
+                                  hint="calibrate against the runs that differ in layout; a few are enough")
     head = [c.strip().lower().replace("_", "-") for c in table[0]]
     base = _row_parser(vars(args))
     flags = {o: a for a in base._actions for o in a.option_strings}
-    for i, col in enumerate(head):
-        if f"--{col}" not in flags or col in ("help",):
-            import difflib
-
-            names = [o[2:] for o in flags]
-            close = [o for o in names if o.endswith("-" + col)] or difflib.get_close_matches(col, names, n=1)
-            raise CostgraphValueError(f"{args.runs}: unknown column {table[0][i].strip()!r} (column {i + 1})",
-                                      hint=(f"did you mean '{close[0]}'? " if close else "")
-                                      + "columns: the options of costgraph calibrate without the dashes "
-                                      "(tp, pp, gpus, global-batch, ...), measured_step, measured_memory")
-    if "measured-step" not in head:
-        raise CostgraphValueError(f"{args.runs}: no measured_step column", hint="the seconds of each run's step")
+    _check_header(args.runs, table[0], head, flags)
     out = []
     for n, row in enumerate(table[1:], 2):
         if len(row) != len(head):
-            raise CostgraphValueError(f"{args.runs}, line {n}: {len(row)} cells under {len(head)} columns")
+            raise CostgraphValueError(f"{args.runs}, line {n}: {len(row)} cells under {len(head)} columns",
+                                      hint="one cell per column (an empty cell keeps the command line's value); "
+                                           "quote a cell that holds a comma")
         words, row_set = [], []
         for col, cell in zip(head, row):
             cell = cell.strip()
@@ -227,3 +227,29 @@ def _rows(args) -> list:
             memory_bytes(row_args.measured_memory, f"{args.runs}, line {n}: measured_memory")
         out.append((row_args, _flags(row_args), base.where))
     return out
+
+
+def _check_header(runs: str, cells: list, head: list, flags: dict) -> None:
+    """Refuse a header (``cells`` as read, ``head`` normalized) with a column that is no option of
+    ``flags``, a column given twice, or no ``measured_step`` (module docstring)."""
+    for i, col in enumerate(head):
+        if f"--{col}" not in flags or col in ("help",):
+            import difflib
+
+            names = [o[2:] for o in flags]
+            close = [o for o in names if o.endswith("-" + col)] or difflib.get_close_matches(col, names, n=1)
+            # a name only when it looks like one: --runs may be a link to a file that is no CSV (its first
+            # line private, /etc/passwd's 'root:x:0:0:...')
+            name = cells[i].strip()
+            shown = f"{name!r}" if re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,39}", name) else "(not an option name)"
+            raise CostgraphValueError(f"{runs}: unknown column {shown} (column {i + 1})",
+                                      hint=(f"did you mean '{close[0]}'? " if close else "")
+                                      + "columns: the options of costgraph calibrate without the dashes "
+                                      "(tp, pp, gpus, global-batch, ...), measured_step, measured_memory")
+    twice = sorted({c for c in head if head.count(c) > 1})
+    if twice:
+        raise CostgraphValueError(f"{runs}: column {twice[0]!r} appears {head.count(twice[0])} times "
+                                  f"(columns {', '.join(str(i + 1) for i, c in enumerate(head) if c == twice[0])})",
+                                  hint="one column per option (an option and its _ spelling are the same)")
+    if "measured-step" not in head:
+        raise CostgraphValueError(f"{runs}: no measured_step column", hint="the seconds of each run's step")

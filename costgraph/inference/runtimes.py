@@ -45,6 +45,10 @@ TRTLLM_FRACTION = sympy.Rational(9, 10)   # KvCacheConfig.free_gpu_memory_fracti
 TRTLLM_TOKENS_PER_BLOCK = 32              # KvCacheConfig.tokens_per_block
 # sglang server_args.py::ServerArgs.__post_init__ (2025): mem_fraction_static by tp_size (at least)
 SGLANG_FRACTIONS = ((16, "0.79"), (8, "0.81"), (4, "0.85"), (2, "0.87"), (1, "0.88"))
+# the --kv dtypes each runtime has a cache type for: llama.cpp's --cache-type-k/-v (ggml f16, bf16,
+# q8_0, q4_0 of costgraph's dtypes); ggml's block formats are llama.cpp's alone
+LLAMACPP_KV = ("fp16", "bf16", "q8_0", "q4_0")
+GGML_ONLY_KV = ("q8_0", "q4_0")
 
 
 def sglang_fraction(tp: int) -> sympy.Rational:
@@ -65,6 +69,7 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
     runtime's memory fraction, a Rational (None: its default); ``memory``, ``weights``,
     ``non_torch``: bytes; ``n_ctx``, ``batch``: llama.cpp's context and sequences."""
     RUNTIME.check(runtime)
+    _check_kv(runtime, kv_name)
     cell = cell_bytes(inf, subs)
     out = {"runtime": runtime, "cell_bytes": cell, "non_torch_bytes": non_torch, "weight_bytes": weights}
     if runtime == "llamacpp":
@@ -73,6 +78,10 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
         out.update(n_ctx=n_ctx, cells=cells, kv_bytes=size, tokens=cells)
         out["lines"] = [f"llama_kv_cache: size = {size / MIB:8.2f} MiB ({cells:6d} cells, {kv_name} K and V): "
                         f"{cell:,} bytes per cell, all layers"]
+        if memory is not None and size + (weights or 0) + non_torch > memory:   # the allocation fails at start-up
+            out["lines"].append(f"llama.cpp would not start: the KV cache and the weights ({(size + (weights or 0)) / GIB:.2f}"
+                                f" GiB) and non-torch memory exceed the device's {int(memory) / GIB:.2f} GiB "
+                                "(a smaller --max-model-len, --batch or --kv)")
         return out
     if memory is None or weights is None:
         out.update(tokens=None, lines=[f"{runtime}: needs the device memory (--hardware or --memory)"])
@@ -87,6 +96,8 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
         out["lines"] = [f"mem_fraction_static={float(f):g}: total {total / GIB:.2f} GiB (memory - non-torch), after "
                         f"weights {(total - weights) / GIB:.2f} GiB, KV pool {float(rest) / GIB:.2f} GiB",
                         f"max_total_num_tokens={tokens}"]
+        if tokens <= 0:
+            out["lines"].append(_NO_ROOM.format("SGLang", "raise --gpu-memory-utilization (mem_fraction_static)"))
         return out
     f = fraction if fraction is not None else TRTLLM_FRACTION
     free = memory - non_torch - weights
@@ -97,4 +108,21 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
     out["lines"] = [f"free_gpu_memory_fraction={float(f):g} of {free / GIB:.2f} GiB free after loading: "
                     f"{kv / GIB:.2f} GiB for the paged KV cache",
                     f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
+    if tokens <= 0:
+        out["lines"].append(_NO_ROOM.format("TensorRT-LLM", "less --non-torch-memory, more --tp or a smaller --kv"))
     return out
+
+
+_NO_ROOM = "{} would not start: no memory is left for one KV block after the weights and non-torch memory ({})"
+
+
+def _check_kv(runtime: str, kv_name: str) -> None:
+    """Refuse a ``--kv`` dtype ``runtime`` has no cache type for (:data:`LLAMACPP_KV`, :data:`GGML_ONLY_KV`)."""
+    from ..errors import CostgraphValueError
+
+    if runtime == "llamacpp" and kv_name not in LLAMACPP_KV:
+        raise CostgraphValueError(f"--runtime llamacpp has no --kv {kv_name} cache type",
+                                  hint="llama.cpp's --cache-type-k/-v: --kv " + ", ".join(LLAMACPP_KV))
+    if runtime != "llamacpp" and kv_name in GGML_ONLY_KV:
+        raise CostgraphValueError(f"--kv {kv_name} is llama.cpp's block format: --runtime {runtime} has no such cache",
+                                  hint="--runtime llamacpp, or --kv fp8 / bf16")

@@ -22,7 +22,8 @@ other than the last is Megatron's *standalone* MTP).
 
 Bounds, so a layout cannot ask for unbounded memory: at most :data:`MAX_TEXT`
 characters, a repetition at most :data:`MAX_COUNT`, at most :data:`MAX_SYMBOLS`
-symbols once unrolled. Errors name the column in the flag's text.
+symbols once unrolled and at most :data:`MAX_STAGES` stages (each stage is analysed, so
+the stages bound the time too). Errors name the column in the flag's text.
 
 :func:`parse_pipeline_layout` parses; :func:`pipeline_layout_for` parses, binds the
 pipeline degree and checks the layout against a model (what the planner calls);
@@ -44,6 +45,9 @@ MAX_TEXT = 1000
 MAX_COUNT = 4096
 #: the most symbols (stage separators included) a layout may unroll to
 MAX_SYMBOLS = 65536
+#: the most stages (PP × VP) a layout may list: far above published layouts (DeepSeek-V3's PP 16 × VP 4 =
+#: 64); 61,442 stages took minutes to analyse, 1,024 take seconds
+MAX_STAGES = 1024
 #: the layout's lark grammar (Megatron's parse_str_to_list as a grammar: one level of
 #: parentheses, which need their *n; commas ignored)
 GRAMMAR = r"""
@@ -290,6 +294,10 @@ def _parse(text: str) -> PipelineLayout:
             raise _error(text, column, f"the layout unrolls to more than {MAX_SYMBOLS:,} symbols",
                          hint="a stage per pipeline rank and model chunk: far fewer")
     flat = "".join(sym * count for _, _, runs in items for sym, count in runs)
+    stages = flat.count("|") + 1
+    if stages > MAX_STAGES:
+        raise _error(text, 1, f"the layout lists {stages:,} stages: at most {MAX_STAGES:,}",
+                     hint="a stage per pipeline rank and model chunk (PP × VP): far fewer")
     return PipelineLayout(text, tuple(flat.split("|")))
 
 

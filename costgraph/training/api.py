@@ -227,10 +227,14 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
         raise CostgraphValueError("--global-batch needs the micro-batch b", hint="give --config or --set b=N")
     if layout.gpus is None:
         raise CostgraphValueError("--global-batch needs --gpus (to know the data-parallel degree)")
+    if isinstance(layout.gpus, bool) or not isinstance(layout.gpus, int) or layout.gpus <= 0:   # before d = gpus/(t·p·c)
+        raise CostgraphValueError(f"gpus (--gpus) must be a positive whole number, got {layout.gpus!r}",
+                                  hint="the devices of the run, e.g. --gpus 8")
     b = int(values[model.graph.dims["b"].symbol])
     per = layout.t * layout.p * layout.c
     if per <= 0 or layout.gpus % per:
-        raise CostgraphValueError(f"{layout.gpus} GPUs do not divide into t·p·c = {per}")
+        raise CostgraphValueError(f"{layout.gpus} GPUs do not divide into t·p·c = {per}",
+                                  hint="gpus = t × p × c × d for a whole data-parallel degree d")
     d = layout.gpus // per
     if global_batch <= 0 or global_batch % (b * d):
         raise CostgraphValueError(f"the global batch {global_batch} is not a multiple of b·d = {b}·{d}",

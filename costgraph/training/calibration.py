@@ -49,6 +49,7 @@ from typing import Mapping
 import sympy
 
 from ..errors import CostgraphValueError
+from ..parallel.layout import Layout
 from .calibration_fit import bounded_least_squares, separable, solve_increasing
 from .calibration_profile import (BOUNDS, BOUNDS_SOURCE, CLASSES, FACTORS, GROUPS, Factor, Factors, Profile,  # noqa: F401
                                   Reserve, Run, calibrated, check, memory_bytes, seconds, time_model)
@@ -121,6 +122,12 @@ def _prepare(model, run: Measured, name: str, hardware, symbols: dict, conventio
             f"{float(roofline):.6g} s with every kernel at 100% of the peak, no bubble and every collective hidden",
             hint="check that the time is seconds per step (every micro-batch), the global batch or micro-batches, "
                  "the sizes (--set b=... s=...) and --hardware")
+    capacity = r.settings.get("memory")
+    if mem is not None and isinstance(capacity, int) and mem > capacity:
+        raise CostgraphValueError(
+            f"{what}: the measured memory {mem:,} bytes is more than the device holds ({capacity:,} bytes on "
+            f"{r.compute['hardware']})", hint="the peak of the most-loaded device, in bytes or a size such as 71.3GiB; "
+                                             "and the --hardware the run used")
     peak = int(sympy.ceiling(r.most_loaded().memory["total"].xreplace(values)))
     L = r.layout
     record = {"name": name, "model": model.name, "config": run.config,
@@ -154,6 +161,10 @@ def _runs(runs) -> list[Measured]:
         if not isinstance(r, Measured):
             raise CostgraphValueError("calibrate() takes a Measured run, a mapping of its fields, or a list of them",
                                       hint="Measured(layout, measured_step, values=..., measured_memory=...)")
+        if not isinstance(r.layout, Layout):
+            raise CostgraphValueError(f"run {i}: the layout is a {type(r.layout).__name__}, not a Layout",
+                                      hint="Measured(Layout(t=2, gpus=8), measured_step, ...) "
+                                           "(costgraph.parallel.layout.Layout)")
         out.append(r)
     if not out:
         raise CostgraphValueError("no run to calibrate against", hint="give at least one measured run")
@@ -182,14 +193,23 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
     measured = _runs(runs)
     hw = preset(hardware)
     date = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    names = list(fit) if fit is not None else (["compute"] if len(measured) == 1 else ["compute", "communication"])
+    names = ([fit] if isinstance(fit, str) else list(fit)) if fit is not None else (["compute"] if len(measured) == 1 else ["compute", "communication"])
     bad = [n for n in names if n not in FACTORS]
     if bad or len(set(names)) != len(names) or not names:
         raise CostgraphValueError(f"unknown factor {bad[0]!r}" if bad else "name each factor once",
                                   hint="factors: " + ", ".join(FACTORS))
     symbols = {n: sympy.Symbol(f"k_{n.replace('-', '_')}", positive=True) for n in names}
-    prepared = [_prepare(model, r, str(i), hw, symbols, convention or CONVENTION.default, causal or CAUSAL.default,
-                         date) for i, r in enumerate(measured, 1)]
+    prepared = []
+    for i, r in enumerate(measured, 1):
+        try:
+            prepared.append(_prepare(model, r, str(i), hw, symbols, convention or CONVENTION.default,
+                                     causal or CAUSAL.default, date))
+        except CostgraphValueError as e:   # which run (a CSV row: run N is its N-th row)
+            if e.loc is not None or f"run {i}" in e.message:
+                raise
+            raise CostgraphValueError(f"run {i}: {e.message}", hint=e.hint or "the run's layout options, as its "
+                                      "command line or CSV row (run N: the N-th row) gives them") from None
+    _check_repeats(prepared)
     notes = []
     used = [n for n in names if any(p.total.has(symbols[n]) for p in prepared)]
     for n in names:
@@ -216,6 +236,27 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
                             predicted_memory=None if reserve is None else p.memory + reserve_bytes))
     return Profile(hw.key, time_model(prepared[0].record["_rate"]), factors, reserve, tuple(run_list), date,
                    __version__, tuple(notes))
+
+
+# assumption: repeated measurements of one run agree within 10% (run-to-run noise of a training step
+# is a few percent); runs further apart are more likely two different setups under one row's options
+REPEAT_SPREAD = Fraction(1, 10)
+
+
+def _check_repeats(prepared: list[_Prepared]) -> None:
+    """Refuse two runs the time model cannot tell apart (the same step as a function of the factors)
+    whose measured steps differ by more than :data:`REPEAT_SPREAD`: no factor fits both."""
+    seen: dict = {}
+    for p in prepared:
+        first = seen.setdefault(p.total, p)
+        lo, hi = sorted((first.measured, p.measured))
+        if hi > lo * (1 + sympy.Rational(REPEAT_SPREAD.numerator, REPEAT_SPREAD.denominator)):
+            raise CostgraphValueError(
+                f"runs {first.record['name']} and {p.record['name']} are the same run to the time model "
+                f"({p.record['flags']}) but measured {float(first.measured):.6g} s and {float(p.measured):.6g} s "
+                f"(more than {float(REPEAT_SPREAD):.0%} apart)",
+                hint="check each row's layout options (a column the run changed but the CSV left out), or keep "
+                     "one of the two measurements")
 
 
 def _lower(name: str, prepared: list[_Prepared]) -> tuple[Fraction, str]:

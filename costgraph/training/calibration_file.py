@@ -40,7 +40,7 @@ from fractions import Fraction
 
 from ..datafiles import Field, Kind, Schema, parse, read_text
 from ..errors import CostgraphValueError
-from .calibration_profile import BOUNDS_SOURCE, FACTORS, Factor, Profile, Reserve, Run
+from .calibration_profile import BOUNDS, BOUNDS_SOURCE, FACTORS, Factor, Profile, Reserve, Run
 
 #: decimal places written (the most costgraph.datafiles reads after the point)
 PLACES = 30
@@ -155,7 +155,7 @@ def read_profile(path) -> Profile:
     try:
         data = parse(text, str(path), SCHEMA, show=False, bundled=False)
     except CostgraphValueError as e:
-        raise CostgraphValueError(e.message, hint=e.hint or hint) from None
+        raise CostgraphValueError(e.message, hint=f"{e.hint}; {hint}" if e.hint else hint) from None
     if set(data.entries) != {"profile"}:
         other = sorted(set(data.entries) - {"profile"})
         raise CostgraphValueError(f"{path}: " + (f"[{other[0]}] is no table of a calibration profile" if other
@@ -169,6 +169,12 @@ def read_profile(path) -> Profile:
         f = Factor(name, e["value"], e["lower"], e["upper"], e["runs"], e.sources.get("lower", ""))
         if not f.lower <= f.value <= f.upper:
             raise e.error("value is outside its bounds [lower, upper]", "value", hint=hint)
+        if not (BOUNDS[0] <= f.lower and f.upper <= BOUNDS[1]):   # a hand-edited bound cannot widen BOUNDS
+            raise e.error(f"bounds [{float(f.lower):.6g}, {float(f.upper):.6g}] reach outside [{BOUNDS[0]}, "
+                          f"{BOUNDS[1]}] (costgraph.training.calibration.BOUNDS)",
+                          "lower" if f.lower < BOUNDS[0] else "upper",
+                          hint="a factor beyond 4 either way: the layout, the hardware or the time is more likely "
+                               "wrong than the model; " + hint)
         factors.append(f)
     reserve = None
     for name, e in data.groups["memory"].items():

@@ -34,6 +34,7 @@ import sympy
 
 from .. import datafiles
 from ..datafiles import Field, Kind, Schema
+from ..errors import CostgraphValueError
 
 FILE = "kernels.toml"
 
@@ -91,11 +92,19 @@ def _points(entry, key, width):
     pts = entry[key]
     if not isinstance(pts, list) or not all(isinstance(p, list) and len(p) == width and
                                             all(isinstance(v, int) and v > 0 for v in p) for p in pts) or not pts:
-        raise entry.error(f"{key} is not a list of [{', '.join(['positive integer'] * width)}] rows", key)
+        raise entry.error(f"{key} is not a list of [{', '.join(['positive integer'] * width)}] rows", key,
+                          hint="the measured points the parameters are fitted to, e.g. " + (
+                              "[[4096, 4096, 4096, 783328793548203]] ([M, N, K, FLOP/s])" if width == 4
+                              else "[[4096, 579000000000000]] ([key length S, FLOP/s])"))
     return tuple(tuple(p) for p in pts)
 
 
 def _table(entry) -> KernelTable:
+    for key in ("gemm_efficiency", "gemm_fp8_efficiency", "attention_forward_efficiency",
+                "attention_backward_efficiency"):
+        if key in entry and entry[key] > 1:   # a kernel faster than the peak
+            raise entry.error(f"{key} = {float(entry[key]):.6g} is above 1: a kernel faster than the peak", key,
+                              hint="a fraction of the preset's peak, 0 < e ≤ 1 (kernel_table.fit_gemm, fit_attention)")
     att = {d: (entry[f"attention_{d}_efficiency"], entry[f"attention_{d}_s0"]) for d in ("forward", "backward")}
     pts = {d: _points(entry, f"attention_{d}_points", 2) for d in ("forward", "backward")}
     sources = {**entry.sources, **{k: entry[k] for k in ("gemm_source", "gemm_fp8_source", "attention_forward_source",
@@ -119,7 +128,13 @@ def kernel_table(hardware) -> KernelTable | None:
     None when its key has none (the caller falls back to the flat efficiency, saying so)."""
     if hardware is None:
         return None
-    return tables().get(hardware.key)
+    table = tables().get(hardware.key)
+    peak = getattr(hardware, "memory_bandwidth", None)
+    if table is not None and isinstance(peak, int) and table.hbm_bandwidth > peak:
+        raise CostgraphValueError(
+            f"kernels.toml [{table.preset}] hbm_bandwidth {table.hbm_bandwidth:,} B/s is above the preset's memory "
+            f"bandwidth {peak:,} B/s", hint="an achieved (measured) bandwidth, at most the datasheet's")
+    return table
 
 
 # ---------------------------------------------------------------- the closed forms

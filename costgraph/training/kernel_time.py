@@ -17,7 +17,9 @@ operator falls in one class (``compute_by_class`` of the step):
     contraction ``M``) are GEMMs of their own shapes. Routed experts: one GEMM per local
     expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance). An FP8 linear
     (:func:`costgraph.training.fp8.fp8_linears`) runs its three GEMMs at the FP8 peak with
-    the table's FP8 fit (the BF16 fit where it has none: the rate's notes say so).
+    the table's FP8 fit (the BF16 fit where it has none: the rate's notes say so); with
+    ``fp8_wgrad`` False (``--no-fp8-wgrad``) its weight gradient runs at the BF16 peak with
+    the BF16 fit, as ``override_linear_precision`` makes TE run it.
 ``attention`` — a flash core (``--attention flash``, the default: QKᵀ, the mask, softmax,
     dropout and probs·V of :func:`costgraph.engine.recompute.attention_regions`) is one
     fused kernel: forward ``F_fwd/(P·η_fwd(S))``, backward ``(F_bwd + F_QKᵀ)/(P·η_bwd(S))``
@@ -25,6 +27,8 @@ operator falls in one class (``compute_by_class`` of the step):
     count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step). Under a
     causal mask the kernel skips the masked blocks: its FLOPs are the kept pairs'
     (:func:`costgraph.engine.totals.causal_share` as an area, whatever ``--causal`` counts).
+    With ``fp8_attention`` (``--fp8-dot-product-attention``) under an FP8 policy the kernel's
+    products run at the FP8 peak with the same η (kernels.toml has no FP8 attention fit).
     The softmax and the other operators inside the core cost nothing apart. With eager
     attention the products are GEMMs and the rest memory-bound.
 ``memory`` — every other operator without matrix FLOPs (norms, softmax, activations,
@@ -76,7 +80,8 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     L = layout.filled()
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
-           table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention) + \
+           table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
+           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True)) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
     return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
@@ -107,6 +112,8 @@ def _times(cg, L, table, peaks) -> list:
 
     ctx = _Ctx(cg, placement(cg, L), table, get_precision(L.precision), peaks)
     fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
+    ctx.attention_dtype = "fp8" if fp8 and getattr(L, "fp8_attention", False) and "fp8" in peaks else "bf16"
+    ctx.wgrad_fp8 = getattr(L, "fp8_wgrad", True)
     cores = {}
     if L.attention == "flash":
         for core, closing in attention_regions(cg):
@@ -143,6 +150,7 @@ class _Ctx:
         self.cg, self.pl, self.table, self.precision, self.peaks = cg, pl, table, precision, peaks
         self.bw = sympy.Integer(table.hbm_bandwidth)
         self.c = pl.degree("c")
+        self.attention_dtype, self.wgrad_fp8 = "bf16", True   # --fp8-dot-product-attention, --no-fp8-wgrad
 
     def split(self, tid):
         return self.pl.tensor_divisor(tid) * self.pl.sequence_divisor(tid)
@@ -198,13 +206,14 @@ class _Ctx:
         if pl.in_experts(path):   # E/e local experts per device, each a GEMM of M·k·e/E rows
             g = next(g for p, g in pl.experts.items() if path.startswith(p + "/"))
             calls = g.count / (pl.degree("e") * g.active)
-        peak, f, m = self.peaks[dtype], 2 * rows * n * k / calls, rows / calls   # per call; calls per active instance
+        f, m = 2 * rows * n * k / calls, rows / calls   # per call; calls per active instance
 
-        def seconds(contraction):
-            return gemm_seconds(f, contraction, peak, self.table, dtype) * calls
+        def seconds(contraction, kind=dtype):
+            return gemm_seconds(f, contraction, self.peaks[kind], self.table, kind) * calls
 
+        w_kind = dtype if self.wgrad_fp8 else "bf16"   # --no-fp8-wgrad: TE's override_linear_precision
         dgrad = seconds(n) if c.backward_input.matmul != 0 else ZERO    # dX [M, K] = dY [M, N] · W [N, K]
-        wgrad = seconds(m) if c.backward_weight.matmul != 0 else ZERO   # dW [N, K] = dYᵀ [N, M] · X [M, K]
+        wgrad = seconds(m, w_kind) if c.backward_weight.matmul != 0 else ZERO   # dW [N, K] = dYᵀ [N, M] · X [M, K]
         return seconds(k), dgrad + wgrad
 
     def flash(self, path, d, first_path):
@@ -216,7 +225,7 @@ class _Ctx:
         f = c.forward.matmul * share / div
         keys = first["attrs"].get("keys") or self.cg.tensors[first["outputs"][0]].shape[-1]
         s = keys / self.c
-        p = sympy.Integer(self.peaks["bf16"])
+        p = sympy.Integer(self.peaks[self.attention_dtype])
         fwd = f / (p * attention_eta(s, "forward", self.table))
         back_flops = c.backward_input.matmul * share / div + (f if path == first_path else ZERO)
         return fwd, back_flops / (p * attention_eta(s, "backward", self.table))

@@ -75,8 +75,8 @@ def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | 
                     hint="t must divide the heads, K/V heads and widths it splits"
                          + ("; K/V heads fewer than t are replicated (as Megatron) when t is a multiple of them"
                             if n < t else ""))
-    if isinstance(p, int) and p > 1:
-        _check_pipeline_split(cg, layout, num)
+    if isinstance(p, int) and (p > 1 or getattr(layout, "pipeline_layout", None) is not None):
+        _check_pipeline_split(cg, layout, num)   # a one-stage layout is checked too ('E' alone lacks the layers)
     if isinstance(c, int) and c > 1:
         for sdim in (placement.sequence if placement is not None else place(cg, layout).sequence):
             n = num(sdim)
