@@ -1,0 +1,108 @@
+"""The language reach that hand-written files missed (issue 28 item 3, item 4's first bullet).
+
+Each construct is checked on a small model written here, with the count PyTorch (or transformers)
+gives written out beside it and its source named; and every model file shown in docs/language.md
+builds. Cheap: no torch (the torch tier of these constructs is tests/test_torch_agreement.py,
+tests/test_hybrids_torch.py and tests/test_attn_variants.py).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.engine.symbols import dim
+from costgraph.errors import CostgraphError
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "language.md"
+
+
+def _values(model, **values):
+    return model.costs().evaluate(**values)
+
+
+# ------------------------------------------------------------------ a padded causal convolution
+
+CONV = """
+model conv_demo {
+  dim b "sequences"
+  dim s "tokens"
+  dim c "channels"
+  dim K "kernel width"
+  option padded = true
+  input x[b, s, c]
+  return silu(conv1d(x, K, padded = padded, name = conv1d))
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def conv():
+    return costgraph.loads(CONV), costgraph.loads(CONV, options={"padded": False})
+
+
+def test_padded_conv1d_counts_the_positions_pytorch_computes(conv):
+    padded, kernel = conv
+    b, s, c, K = (dim(x) for x in "b s c K".split())
+    # transformers 5.24 modeling_mamba.py causal_conv1d_fn: F.conv1d(x, w, padding = K − 1, groups = C)[..., :S]
+    # computes S + K − 1 positions; torch.utils.flop_counter conv_flop_count: 2·B·C_out·(C_in/groups)·K per
+    # output position, as much for each gradient
+    f, every = padded.costs(), padded.costs(convention="all")
+    assert sympy.expand(f.flops_forward - 2 * b * (s + K - 1) * c * K) == 0
+    assert sympy.expand(f.flops_backward - 4 * b * (s + K - 1) * c * K) == 0
+    # the kernel (padded = false) computes the S positions it outputs
+    assert sympy.expand(kernel.costs().flops_forward - 2 * b * s * c * K) == 0
+    # the bias add per computed position (under `all`), beside SiLU's count
+    silu = every.flops_forward - f.flops_forward - b * (s + K - 1) * c
+    assert sympy.expand(silu - (kernel.costs(convention="all").flops_forward - kernel.costs().flops_forward
+                                - b * s * c)) == 0
+
+
+def test_padded_conv1d_output_keeps_the_padded_storage(conv):
+    padded, kernel = conv
+    v = dict(b=2, s=16, c=8, K=4)
+    # SiluBackward0 keeps the conv output, a view of the [b, c, s + K − 1] result: bf16, 2 bytes an element,
+    # + the conv's input x [b, s, c] (ConvolutionBackward0)
+    assert _values(padded, **v)["activation_bytes"] == 2 * 2 * 8 * (16 + 3) + 2 * 2 * 16 * 8
+    assert _values(kernel, **v)["activation_bytes"] == 2 * 2 * 16 * 8 * 2
+
+
+def test_bundled_mamba_equals_flopcountermode_at_128_tokens():
+    # `FlopCounterMode` on transformers 5.24 MambaForCausalLM (state-spaces/mamba-130m-hf config, meta, b = 1,
+    # s = 128): 33,026,310,144 forward FLOPs (issue 28; tests/test_torch_agreement.py measures the tiny config)
+    m = costgraph.load("mamba")
+    assert m.costs().evaluate(config="mamba-130m", s=128)["flops_forward"] == 33_026_310_144
+    kernel = costgraph.load("mamba", options={"conv_padded": False})
+    # 24 mixers × 2·(K − 1)·D·K fewer: the causal_conv1d kernel's S positions
+    assert kernel.costs().evaluate(config="mamba-130m", s=128)["flops_forward"] == \
+        33_026_310_144 - 24 * 2 * 3 * 1536 * 4
+
+
+def test_inference_counts_the_kernel_positions():
+    from costgraph.inference import Inference, load as load_for_inference
+    m = load_for_inference("mamba")
+    inf = Inference(m)
+    v = {**m.values("mamba-130m"), inf.b: 1}
+    # a decoded token: causal_conv1d_update computes one position, 2·D·K per block, whatever conv_padded
+    per_token = 24 * (2 * 768 * 2 * 1536 + 2 * 1536 * 4 + 2 * 1536 * (48 + 32) + 2 * 48 * 1536 + 2 * 1536 * 16
+                      + 2 * 1536 * 768) + 2 * 768 * 50280
+    assert inf.decode().flops.xreplace(v) == per_token
+
+
+# ------------------------------------------------------------------ the docs' examples build
+
+def _doc_models() -> list[str]:
+    text = DOCS.read_text()
+    return [b for b in re.findall(r"```\n(.*?)```", text, re.S) if b.lstrip().startswith("model ")]
+
+
+@pytest.mark.parametrize("i", range(len(_doc_models())))
+def test_docs_models_build(i):
+    try:
+        costgraph.loads(_doc_models()[i], path=str(DOCS))
+    except CostgraphError as e:   # pragma: no cover - the message names the line
+        pytest.fail(f"docs/language.md model {i}: {e}")
