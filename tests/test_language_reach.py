@@ -106,3 +106,57 @@ def test_docs_models_build(i):
         costgraph.loads(_doc_models()[i], path=str(DOCS))
     except CostgraphError as e:   # pragma: no cover - the message names the line
         pytest.fail(f"docs/language.md model {i}: {e}")
+
+
+# ------------------------------------------------------------------ a tied linear's bias
+
+TIED = """
+model tied {{
+  dim b
+  dim s
+  dim h
+  dim V
+  input tokens[b, s]: index
+  x = embedding(tokens, V, h, name = wte)
+  q = linear(x, h{src}, name = query)
+  r = linear(q, h{again}, tied = query, name = again)
+  return linear(r, V{head}, tied = wte, name = lm_head)
+}}
+"""
+
+
+def _tied(src="", again="", head=", bias = false"):
+    return costgraph.loads(TIED.format(src=src, again=again, head=head))
+
+
+def test_tied_linear_follows_its_sources_bias():
+    h, V, b, s = (dim(x) for x in "h V b s".split())
+    # DeBERTa (transformers 5.24 modeling_deberta_v2.py DisentangledSelfAttention): with share_att_key the
+    # relative table goes through the same query_proj/key_proj modules: weight and bias counted once
+    m = _tied()
+    assert sympy.expand(m.costs().params - (V * h + h * h + h)) == 0
+    # its add is counted at each call: two bias adds of b·s·h under `all`
+    every, mm = m.costs(convention="all"), m.costs()
+    assert sympy.expand(every.flops_forward - mm.flops_forward - 2 * b * s * h) == 0
+    # a source without a bias: none to follow
+    none = _tied(src=", bias = false")
+    assert sympy.expand(none.costs().params - (V * h + h * h)) == 0
+    assert sympy.expand(none.costs(convention="all").flops_forward - none.costs().flops_forward) == 0
+
+
+def test_tied_linear_bias_written():
+    h, V = dim("h"), dim("V")
+    # bias = true: its own [out] (BertLMPredictionHead: decoder.weight tied, self.bias [V] its own)
+    own = _tied(again=", bias = true", head=", bias = true")
+    assert sympy.expand(own.costs().params - (V * h + h * h + h + h + V)) == 0
+    off = _tied(again=", bias = false")
+    assert sympy.expand(off.costs().params - (V * h + h * h + h)) == 0
+
+
+def test_tied_to_an_embedding_must_say():
+    with pytest.raises(CostgraphError) as e:
+        _tied(head="")
+    msg = str(e.value)
+    assert msg.startswith("<string>:11:10: error: linear 'lm_head'")   # located at the head's call
+    assert "tied to an embedding ('wte'), which has no bias to follow" in msg
+    assert "bias = false" in msg and "bias = true" in msg

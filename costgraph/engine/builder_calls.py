@@ -68,8 +68,8 @@ class Calls:
                                        for a, v in zip(e.args, values)), e.kwargs, e.loc)
         if e.name in REGISTRY:
             spec = REGISTRY[e.name]
-            args, name = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
-            return self.apply_op(e.name, args, name, e.loc)
+            args, name, given = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
+            return self.apply_op(e.name, args, name, e.loc, given)
         raise CostgraphSemanticError(
             f"unknown operator or block '{e.name}'", e.loc,
             hint=did_you_mean(e.name, set(REGISTRY) | set(table), "operators: " + ", ".join(sorted(REGISTRY))))
@@ -100,7 +100,7 @@ class Calls:
 
     def _bind(self, e: ast.Call, scope: Scope, params, what: str):
         """Match a call's arguments to an operator's ``params`` [(name, kind, default)]
-        and evaluate each as its kind asks."""
+        and evaluate each as its kind asks: (arguments, node name, names written)."""
         names = [p[0] for p in params]
         given, node_name = self._match_args(e, names, what)
         args = {}
@@ -114,7 +114,7 @@ class Calls:
             expr, loc = given[pname]
             args[pname] = self._eval_kind(expr, kind, scope, f"argument '{pname}' of {what}", loc,
                                           optional=default is None)
-        return args, node_name
+        return args, node_name, frozenset(given)
 
     def _eval_kind(self, expr, kind: str, scope: Scope, what: str, loc: Location, optional: bool = False):
         if kind == "ident":
@@ -135,10 +135,12 @@ class Calls:
             check_size(v, what, loc)
         return v
 
-    def apply_op(self, kind: str, args: dict, name: str | None, loc: Location):
+    def apply_op(self, kind: str, args: dict, name: str | None, loc: Location, given: frozenset | None = None):
+        """Run operator ``kind``'s rule on ``args`` (``given``: the argument names the call wrote,
+        None: all of them) and add its node."""
         self.grow(loc)
         path = self.claim(name or kind, name is not None, loc)
-        ctx = OpContext(self, kind, path, args, loc)
+        ctx = OpContext(self, kind, path, args, loc, given)
         try:
             result = REGISTRY[kind].rule(ctx)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as err:

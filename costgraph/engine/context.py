@@ -105,11 +105,13 @@ def same(a, b) -> bool:
 class OpContext:
     """What an operator rule sees: its arguments and ways to declare its costs."""
 
-    def __init__(self, builder: Walk, kind: str, path: str, args: dict, loc: Location):
+    def __init__(self, builder: Walk, kind: str, path: str, args: dict, loc: Location,
+                 given: frozenset | None = None):
         self.b = builder
         self.kind = kind
         self.path = path
         self.args = args
+        self._given = given
         self.loc = loc
         self.settings = builder.settings
         self.outputs: list[Tensor] = []
@@ -121,6 +123,10 @@ class OpContext:
 
     def __getitem__(self, name):
         return self.args[name]
+
+    def given(self, name: str) -> bool:
+        """Whether the call wrote argument ``name`` (false: its default is in use)."""
+        return self._given is None or name in self._given
 
     def fail(self, message: str, hint: str | None = None):
         raise CostgraphSemanticError(message, self.loc, hint)
@@ -188,6 +194,13 @@ class OpContext:
         wid = f"{self.path}/{suffix}"
         self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active, self.b.frozen or self.b.no_grad)
         self.weights.append(wid)
+        return wid
+
+    def share(self, wid: str) -> str:
+        """Read the weight ``wid`` another node owns (a tied linear's bias is its source's):
+        counted once, by its owner."""
+        if wid not in self.tied:
+            self.tied.append(wid)
         return wid
 
     def attr(self, name: str, value) -> None:

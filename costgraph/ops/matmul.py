@@ -23,24 +23,50 @@ from .registry import op
 def linear(c):
     """``tp = false`` tells the tensor-parallel analysis
     (:mod:`costgraph.parallel.tensor`) to keep this linear replicated where its
-    rules would split it; it changes no count of the model itself."""
+    rules would split it; it changes no count of the model itself.
+
+    ``tied = NAME`` reads the weight of node ``NAME`` (counted once, by it). Its bias:
+    ``bias = false``, none; ``bias = true``, a bias of its own (``[out]``, BERT's MLM
+    decoder beside the tied embedding); not written, the source's — a linear's bias
+    if it has one (the same module called again: DeBERTa's projections on the
+    relative-position table), none if it has none; a source with no bias to follow
+    (an embedding) is refused: the call must say."""
     x = c["x"]
     if not x.shape:
         c.fail("linear needs a tensor with at least one dimension")
     *batch, k = x.shape
     n = c["out"]
     y = c.output((*batch, n), role=c.float_role(x))   # an fp32 input (a router's upcast) gives fp32
-    c.weight("weight", (n, k), tied=c["tied"])
+    wid = c.weight("weight", (n, k), tied=c["tied"])
     rows = numel(tuple(batch))
     mm = 2 * rows * k * n
-    bias = rows * n if c["bias"] else 0
-    if c["bias"]:
+    shared = _tied_bias(c, wid) if c["tied"] is not None and not c.given("bias") else None
+    has_bias = c["bias"] if shared is None else bool(shared)
+    bias = rows * n if has_bias else 0
+    if shared:
+        c.share(shared)
+    elif has_bias:
         c.weight("bias", (n,))
     c.forward(Flops(matmul=mm, other=bias))          # bias add: one per output element
     c.backward_input(Flops(matmul=mm))                # dX = dY · W
     c.backward_weight(Flops(matmul=mm, other=bias))   # dW = dYᵀ · X; db = Σ dY
     c.save(x)                                         # X is needed for dW
     return y
+
+
+def _tied_bias(c, wid: str) -> str:
+    """The bias a linear tied to weight ``wid`` follows when its call does not write ``bias``:
+    the source linear's bias id, or "" (none); refused when the source is not a linear."""
+    owner = wid.rsplit("/", 1)[0]
+    kind = c.b.cg.nodes.get(owner, {}).get("kind")
+    if kind == "linear":
+        return owner + "/bias" if owner + "/bias" in c.b.cg.weights else ""
+    name = c["tied"]
+    article = "an" if (kind or "x")[:1] in "aeiou" else "a"
+    c.fail(f"linear '{c.path.rsplit('/', 1)[-1]}' is tied to {article} {kind} ('{name}'), which has no bias "
+           "to follow: say whether this linear has a bias",
+           hint=f"bias = false (no bias: GPT-2's lm_head tied to wte), or bias = true (a bias of its own "
+                f"beside the tied weight: BERT's MLM decoder), e.g. linear(x, V, bias = false, tied = {name})")
 
 
 @op("matmul", "batched product of two activations: [..., m, k]·[..., k, n] → [..., m, n]",
