@@ -160,3 +160,69 @@ def test_tied_to_an_embedding_must_say():
     assert msg.startswith("<string>:11:10: error: linear 'lm_head'")   # located at the head's call
     assert "tied to an embedding ('wte'), which has no bias to follow" in msg
     assert "bias = false" in msg and "bias = true" in msg
+
+
+# ------------------------------------------------------------------ index lists in conditions
+
+LISTED = """
+model listed {{
+  dim b
+  dim s
+  dim h
+  dim l
+  input x[b, s, h]
+  repeat l as layers[j] {{
+    if {cond} {{
+      x = x + linear(x, h, name = special)
+    }} else {{
+      x = x + linear(x, h, bias = false, name = plain)
+    }}
+  }}
+  return x
+}}
+"""
+
+
+@pytest.mark.parametrize("cond, listed", [
+    ("j in [2, 5, 8, 10]", lambda j, l: j in (2, 5, 8, 10)),
+    ("j not in [2, 5, 8, 10]", lambda j, l: j not in (2, 5, 8, 10)),
+    ("j in [10, 2, 2, 5]", lambda j, l: j in (2, 5, 10)),              # order and repeats do not matter
+    ("j in [0, l - 1]", lambda j, l: j in (0, l - 1)),                  # dimensions: may coincide (l = 1)
+    ("j % 4 in [1, 3]", lambda j, l: j % 4 in (1, 3)),
+    ("j in [1, 3] or j % 6 == 5", lambda j, l: j in (1, 3) or j % 6 == 5),
+    ("not (j in [0, 4]) and j < 7", lambda j, l: j not in (0, 4) and j < 7),
+])
+def test_index_lists_count_the_listed_layers(cond, listed):
+    m = costgraph.loads(LISTED.format(cond=cond))
+    params = m.costs().params
+    h, l = dim("h"), dim("l")
+    # one bias [h] per layer that takes the branch: the exact count, written out layer by layer
+    for n in range(1, 15):
+        assert params.xreplace({h: 1, l: n}) - n == sum(1 for j in range(n) if listed(j, n)), (cond, n)
+    # built once per branch, not unrolled
+    assert sum(1 for p in m.graph.nodes if p.endswith(("special", "plain"))) == 2
+
+
+def test_index_list_of_distinct_numbers_is_a_sum():
+    m = costgraph.loads(LISTED.format(cond="j in [2, 5, 8, 10]"))
+    h, l = dim("h"), dim("l")
+    # distinct listed layers add up: no inclusion-exclusion terms
+    expected = h * l * h + h * sum(sympy.Max(0, sympy.Min(v + 1, l) - v) for v in (2, 5, 8, 10))
+    assert sympy.simplify(m.costs().params - expected) == 0
+
+
+@pytest.mark.parametrize("cond, fragment", [
+    ("j in [2, h / 3]", "not provably a whole number"),
+    ("h in [2, 3]", "'in' tests a repeat's index"),
+    ("j % 4 in [1, h]", "not whole numbers"),
+])
+def test_index_list_refusals_are_located(cond, fragment):
+    with pytest.raises(CostgraphError) as e:
+        costgraph.loads(LISTED.format(cond=cond))
+    assert fragment in str(e.value) and str(e.value).startswith("<string>:")
+
+
+def test_in_is_a_keyword_in_syntax_errors():
+    with pytest.raises(CostgraphError) as e:
+        costgraph.loads(LISTED.format(cond="j in 2, 5]"))
+    assert "expected '['" in str(e.value)

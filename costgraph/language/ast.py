@@ -61,6 +61,17 @@ class Compare:
 
 
 @dataclass(frozen=True)
+class InList:
+    """``value in [a, b, ...]`` (``negated``: ``value not in [...]``): a condition on a
+    repeat's index (``j in [2, 5, 8, 10]``)."""
+
+    value: "Expr"
+    items: tuple
+    negated: bool
+    loc: Location
+
+
+@dataclass(frozen=True)
 class Logic:
     """``a and b``, ``a or b`` (``op`` is ``and`` or ``or``) and ``not a``
     (``op`` is ``not``, ``right`` is None)."""
@@ -71,7 +82,7 @@ class Logic:
     loc: Location
 
 
-Expr = Var | Int | String | BinOp | Call | Compare | Logic
+Expr = Var | Int | String | BinOp | Call | Compare | InList | Logic
 
 
 # --- statements -------------------------------------------------------------

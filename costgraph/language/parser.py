@@ -72,6 +72,17 @@ class _ToAst(Transformer_NonRecursive):
         left, op, right = children
         return ast.Compare(str(op), left, right, left.loc)
 
+    def list(self, children):
+        return tuple(c for c in children if c is not None)
+
+    def in_list(self, children):
+        value, items = children
+        return ast.InList(value, items, False, value.loc)
+
+    def not_in_list(self, children):
+        value, items = children
+        return ast.InList(value, items, True, value.loc)
+
     def and_(self, children):
         left, right = children
         return ast.Logic("and", left, right, left.loc)
