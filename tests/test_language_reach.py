@@ -226,3 +226,64 @@ def test_in_is_a_keyword_in_syntax_errors():
     with pytest.raises(CostgraphError) as e:
         costgraph.loads(LISTED.format(cond="j in 2, 5]"))
     assert "expected '['" in str(e.value)
+
+
+# ------------------------------------------------------------------ strided lengths: floor
+
+W2V = """
+model feature_encoder {
+  dim b
+  dim L
+  dim c
+  input audio[b, 1, L]
+  x = gelu(dense_conv1d(audio, c, kernel = 10, stride = 5, bias = false, name = conv0))
+  x = gelu(dense_conv1d(x, c, kernel = 3, stride = 2, bias = false, name = conv1))
+  x = gelu(dense_conv1d(x, c, kernel = 3, stride = 2, bias = false, name = conv2))
+  return gelu(dense_conv1d(x, c, kernel = 2, stride = 2, bias = false, name = conv3))
+}
+"""
+W2V_LAYERS = ((10, 5), (3, 2), (3, 2), (2, 2))   # wav2vec2-base's conv_kernel / conv_stride, first four
+
+
+def _w2v_forward(b, L, c) -> int:
+    """Forward FLOPs of the stack as torch.utils.flop_counter counts Conv1d: 2·b·c_out·c_in·k per output
+    position; the length after each layer floor((n − k)/stride) + 1 (torch.nn.Conv1d, padding 0)."""
+    total, n, cin = 0, L, 1
+    for k, stride in W2V_LAYERS:
+        n = (n - k) // stride + 1
+        total += 2 * b * c * cin * k * n
+        cin = c
+    return total
+
+
+@pytest.fixture(scope="module")
+def w2v():
+    return costgraph.loads(W2V)
+
+
+@pytest.mark.parametrize("L", [16000, 16001, 16003, 400, 12345])
+def test_strided_lengths_round_down(w2v, L):
+    got = w2v.costs().evaluate(b=2, L=L, c=8)
+    assert got["flops_forward"] == _w2v_forward(2, L, 8)
+
+
+def test_strided_lengths_print_floors(w2v):
+    L = dim("L")
+    out = w2v.graph.tensors[w2v.graph.nodes["conv0"]["outputs"][0]].shape[-1]
+    assert out == sympy.floor(L / 5) - 1            # floor((L − 10)/5) + 1
+
+
+def test_strided_lengths_equal_flopcountermode(w2v):
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    c = 8
+    layers, cin = [], 1
+    for k, stride in W2V_LAYERS:
+        layers += [torch.nn.Conv1d(cin, c, k, stride, bias=False), torch.nn.GELU()]
+        cin = c
+    net = torch.nn.Sequential(*layers)
+    for L in (16001, 12345):
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            net(torch.zeros(2, 1, L))
+        assert counter.get_total_flops() == w2v.costs().evaluate(b=2, L=L, c=c)["flops_forward"]
