@@ -287,3 +287,44 @@ def test_strided_lengths_equal_flopcountermode(w2v):
         with counter, torch.no_grad():
             net(torch.zeros(2, 1, L))
         assert counter.get_total_flops() == w2v.costs().evaluate(b=2, L=L, c=c)["flops_forward"]
+
+
+# ------------------------------------------------------------------ closed forms read simply
+
+EVEN = """
+model even {
+  dim b
+  dim s
+  dim h
+  dim l
+  input x[b, s, h]
+  repeat l as layers[i] {
+    if i % 2 == 0 {
+      x = x + linear(x, h, name = even)
+    }
+  }
+  return x
+}
+"""
+
+
+def test_a_layer_pattern_prints_by_the_layers_that_take_it():
+    from costgraph.export.printing import to_latex, to_text
+    c = costgraph.loads(EVEN).costs()
+    # i % 2 == 0 holds for floor((l + 1)/2) of 0 … l − 1 (language/patterns.py); weight h² + bias h each
+    assert to_text(c.grouped("params")) == "(h^2 + h) floor((l + 1)/2)"
+    assert to_text(c.grouped("flops_forward")) == "2 b s h^2 floor((l + 1)/2)"
+    assert to_latex(c.grouped("params")) == \
+        r"\left(h^{2} + h\right) \left\lfloor{\frac{l + 1}{2}}\right\rfloor"
+    # the same value
+    h, l = dim("h"), dim("l")
+    assert sympy.expand(c.grouped("params") - (h**2 + h) * sympy.floor((l + 1) / 2)) == 0
+
+
+def test_uniform_and_pattern_terms_apart():
+    from costgraph.export.printing import to_text
+    c = costgraph.load("gemma3_text").costs()
+    text = to_text(c.grouped("flops_forward"))
+    # every layer's terms by l, the global layers' difference by floor(l/6): no `/l` left
+    assert "/l" not in text and "floor(l/6)" in text and text.startswith("l (")
+    assert sympy.expand(c.grouped("flops_forward") - c["flops_forward"]) == 0
