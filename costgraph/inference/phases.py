@@ -326,6 +326,8 @@ class Inference:
         w = self.cg.weights[wid]
         if wid in self._quantized:
             return self.weights.bytes(w.shape) / self._wdiv(wid)
+        if w.element_bytes is not None:   # a buffer kept in its own dtype (transformers' keep-in-fp32)
+            return w.numel * w.element_bytes / self._wdiv(wid)
         return w.numel * unquantized_bits() / 8 / self._wdiv(wid)
 
     def _copies_read(self, wid: str, tokens) -> sympy.Expr:

@@ -122,12 +122,14 @@ class Input:
 class ParamDecl:
     """``param NAME[shape]``: a bare parameter tensor (attention sinks, a
     scale vector, Mamba's A and D), owned by a node of kind ``param``;
-    ``mark`` is the word after ``:`` (``frozen``: not trained), or ``None``."""
+    ``mark`` is the word after ``:`` (``frozen``: not trained; ``buffer``: not a
+    parameter), or ``None``; ``dtype`` the word in parentheses after it (``buffer(fp32)``)."""
 
     name: str
     shape: tuple[Expr, ...]
     loc: Location
     mark: str | None = None
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)

@@ -142,8 +142,9 @@ class _ToAst(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def param_stmt(self, meta, children):
-        name, shape, mark = children
-        return ast.ParamDecl(str(name), shape, self._loc(meta), str(mark) if mark else None)
+        name, shape, mark, dtype = children
+        return ast.ParamDecl(str(name), shape, self._loc(meta), str(mark) if mark else None,
+                             str(dtype) if dtype else None)
 
     def index(self, children):
         (tok,) = children
