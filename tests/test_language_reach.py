@@ -328,3 +328,56 @@ def test_uniform_and_pattern_terms_apart():
     # every layer's terms by l, the global layers' difference by floor(l/6): no `/l` left
     assert "/l" not in text and "floor(l/6)" in text and text.startswith("l (")
     assert sympy.expand(c.grouped("flops_forward") - c["flops_forward"]) == 0
+
+
+# ------------------------------------------------------------------ buffers
+
+ROUTER = """
+model router_demo {
+  dim b
+  dim s
+  dim h
+  dim E
+  input x[b, s, h]
+  param e_score_correction_bias[E]: buffer(fp32)
+  return linear(x, E, bias = false, name = gate)
+}
+"""
+
+
+def test_a_buffer_is_not_a_parameter_but_takes_memory():
+    from costgraph.engine.totals import buffers
+    from costgraph.inference import Inference, load as load_for_inference  # noqa: F401
+    from costgraph.training import model_states
+    m = costgraph.loads(ROUTER)
+    h, E = dim("h"), dim("E")
+    assert sympy.expand(m.costs().params - h * E) == 0          # model.parameters(): the gate's weight only
+    assert buffers(m.graph) == {"e_score_correction_bias/weight": (E, "fp32")}
+    # training: weights' bytes include it (fp32: 4 bytes), no gradient or optimizer state for it
+    st = model_states(m.graph, policy="mixed", optimizer="adam", zero=0, dp=1)
+    assert sympy.expand(st["weights"] - (2 * h * E + 4 * E)) == 0
+    assert sympy.expand(st["gradients"] - 2 * h * E) == 0
+
+
+def test_deepseek_v3_counts_as_transformers():
+    # transformers 5.24 DeepseekV3ForCausalLM: sum(numel of parameters()) on meta; the 58 MoE layers'
+    # e_score_correction_bias [256] are nn.Buffer (modeling_deepseek_v3.py DeepseekV3TopkRouter)
+    m = costgraph.load("deepseek_v3")
+    assert m.costs().evaluate(config="deepseek-v3")["params"] == 671_026_419_200 - 58 * 256 == 671_026_404_352
+
+
+def test_derive_lists_buffers(capsys):
+    from costgraph.cli import main
+    assert main(["derive", "deepseek_v3", "--config", "deepseek-v3"]) == 0
+    out = capsys.readouterr().out
+    assert "buffers, not parameters (as transformers counts them): e_score_correction_bias l E - E k_d " \
+           "elements (fp32) = 14,848 elements, 59,392 bytes" in out
+
+
+@pytest.mark.parametrize("mark, fragment", [(": buffer(int8)", "a dtype follows 'buffer' only"),
+                                            (": frozen(fp32)", "a dtype follows 'buffer' only"),
+                                            (": bufer", "unknown parameter mark 'bufer'")])
+def test_buffer_marks_refused_with_a_hint(mark, fragment):
+    with pytest.raises(CostgraphError) as e:
+        costgraph.loads(ROUTER.replace(": buffer(fp32)", mark))
+    assert fragment in str(e.value) and str(e.value).startswith("<string>:8:")

@@ -612,11 +612,6 @@ CASES: dict[str, Case] = {
              max_position_embeddings=64, bos_token_id=0, eos_token_id=1,
              rope_scaling=dict(real("deepseek-v3.json")["rope_scaling"], original_max_position_embeddings=16)),
         _deepseek_dims,
-        params=(Term("router score-correction bias is a buffer", lambda c, b, s: -(c.l - c.k_d) * c.E,
-                     # DeepseekV3TopkRouter.e_score_correction_bias = nn.Buffer(zeros(E)); asserted below
-                     "transformers registers the router's e_score_correction_bias ([E] per MoE layer, a "
-                     "tensor of the checkpoint, moved by the load-balancing rule rather than by gradients) "
-                     "as a buffer, so model.parameters() leaves it out; costgraph counts it with the router"),),
         flops_forward=(grouped_mm_flops(DEEPSEEK_MOE_LAYERS, 1),),
         flops_backward=(grouped_mm_flops(DEEPSEEK_MOE_LAYERS, 2),),
         bytes=(
@@ -817,12 +812,18 @@ def test_param_count(name):
           explained(case.params, name))
 
 
-def test_deepseek_router_bias_is_the_buffer_costgraph_counts():
+def test_deepseek_router_bias_is_the_buffer_costgraph_lists():
+    # DeepseekV3TopkRouter.e_score_correction_bias = nn.Buffer(zeros(E, float32)): not in model.parameters();
+    # costgraph: param e_score_correction_bias[E]: buffer(fp32) (models/std/moe.cg), listed apart
+    from costgraph.engine.totals import buffers
     m = torch_model("deepseek_v3")
     bias = [x for n, x in m.named_buffers() if n.endswith("e_score_correction_bias")]
     c = SimpleNamespace(**_deepseek_dims(CASES["deepseek_v3"].config))
     assert sum(x.numel() for x in bias) == (c.l - c.k_d) * c.E
     assert not any(n.endswith("e_score_correction_bias") for n, _ in m.named_parameters())
+    hf = costgraph_model("deepseek_v3")
+    assert [(n.subs(hf.model.values(None, hf.values)), dtype) for n, dtype in buffers(hf.model.graph).values()] == \
+        [((c.l - c.k_d) * c.E, "fp32")]
 
 
 # (and Mamba's depthwise convolution: costgraph's conv1d counts it under `matmul`, as FlopCounterMode does)
