@@ -381,3 +381,50 @@ def test_buffer_marks_refused_with_a_hint(mark, fragment):
     with pytest.raises(CostgraphError) as e:
         costgraph.loads(ROUTER.replace(": buffer(fp32)", mark))
     assert fragment in str(e.value) and str(e.value).startswith("<string>:8:")
+
+
+# ------------------------------------------------------------------ a weight multiplied across the batch
+
+SHARED_W = """
+model shared_weight {
+  dim b
+  dim s
+  dim h
+  dim d
+  input x[b, s, h]
+  param w[h, d]
+  return matmul(x, w)
+}
+"""
+
+
+def test_a_parameter_broadcast_over_the_batch():
+    m = costgraph.loads(SHARED_W)
+    b, s, h, d = (dim(x) for x in "b s h d".split())
+    c = m.costs()
+    # torch.matmul([b, s, h], [h, d]): 2·b·s·h·d forward; dX and dW (summed over b·s rows) as much each
+    assert sympy.expand(c.params - h * d) == 0
+    assert sympy.expand(c.flops_forward - 2 * b * s * h * d) == 0
+    assert sympy.expand(c.flops_backward_input - 2 * b * s * h * d) == 0
+    assert sympy.expand(c.flops_backward_weight - 2 * b * s * h * d) == 0
+    # frozen: no weight gradient
+    frozen = costgraph.loads(SHARED_W.replace("param w[h, d]", "param w[h, d]: frozen"))
+    assert frozen.costs().flops_backward_weight == 0
+
+
+def test_a_parameter_broadcast_equals_flopcountermode():
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+    v = dict(b=2, s=5, h=8, d=3)
+    x = torch.zeros(2, 5, 8, requires_grad=True)
+    w = torch.nn.Parameter(torch.zeros(8, 3))
+    counter = FlopCounterMode(display=False)
+    with counter:
+        torch.matmul(x, w).sum().backward()
+    got = costgraph.loads(SHARED_W).costs().evaluate(**v)
+    assert counter.get_total_flops() == got["flops_forward"] + got["flops_backward"]
+
+
+def test_batch_axes_that_do_not_broadcast_are_refused():
+    with pytest.raises(CostgraphError, match="matmul batch dimensions differ"):
+        costgraph.loads(SHARED_W.replace("param w[h, d]", "param w[s, h, d]").replace("x[b, s, h]", "x[b, h, s, h]"))

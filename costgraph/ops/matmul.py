@@ -83,7 +83,9 @@ def matmul(c):
     keys, so at most as many queries as keys). The key axis is the one equal
     to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose. A product of two inputs of
     the model (or views of them) has no backward and keeps nothing (PyTorch: no operand needs a
-    gradient)."""
+    gradient). Batch axes broadcast as PyTorch's ``matmul`` does: a bare parameter (``param W[k, n]``)
+    multiplies every batch entry, ``2·Π(batch)·m·k·n`` FLOPs, its gradient (summed over the batch) a
+    weight gradient of as many."""
     x, y, w = c["x"], c["y"], c["window"]
     if len(x.shape) < 2 or len(y.shape) < 2:
         c.fail(f"matmul needs two tensors of rank ≥ 2, got {x.shape_str()} and {y.shape_str()}")
@@ -93,7 +95,8 @@ def matmul(c):
     if not c.same(k, k2) and not c.same(k, band_k):
         c.fail(f"matmul inner dimensions differ: {x.shape_str()} · {y.shape_str()} ({k} ≠ {k2})",
                hint="transpose one operand, e.g. matmul(q, transpose(k))")
-    if len(bx) != len(by) or not all(c.same(p, q) for p, q in zip(bx, by)):
+    batch = _broadcast_batch(c, bx, by)
+    if batch is None:
         c.fail(f"matmul batch dimensions differ: {x.shape_str()} · {y.shape_str()}",
                hint="expand grouped K/V heads with repeat_kv first")
     qk = c.same(k, k2) if w is not None else (
@@ -107,14 +110,38 @@ def matmul(c):
         c.attr("keys", keys)
     if w is not None and qk:   # QKᵀ: each query row meets Min(n, w) keys
         n = sympy.Min(n, w)
-    out = c.output((*bx, m, n), role=c.float_role(x, y))
-    mm = 2 * numel(tuple(bx)) * m * k * n
+    out = c.output((*batch, m, n), role=c.float_role(x, y))
+    mm = 2 * numel(tuple(batch)) * m * k * n
     c.forward(Flops(matmul=mm))
     if _model_input(c, x) and _model_input(c, y):   # two inputs of the model (Mllama's tile mask): no gradient
         return out
-    c.backward_input(Flops(matmul=2 * mm))   # dX = dZ·Yᵀ and dY = Xᵀ·dZ
+    params = [wid for t in (x, y) if (wid := _parameter(c, t))]
+    for wid in params:   # a `param` operand: read here (counted once, by its node); its gradient a weight one
+        c.share(wid)
+    c.backward_input(Flops(matmul=(2 - len(params)) * mm))   # dX = dZ·Yᵀ and dY = Xᵀ·dZ
+    c.backward_weight(Flops(matmul=len(params) * mm))        # of a parameter: summed over the batch it spans
     c.save(x, y)
     return out
+
+
+def _broadcast_batch(c, bx: list, by: list) -> tuple | None:
+    """The batch axes of a product whose operands' batch axes broadcast (PyTorch's ``matmul``:
+    aligned from the right, a missing or size-1 axis spans the other's: a parameter ``[k, n]``
+    multiplying ``[B, S, m, k]``); None when they do not."""
+    out = []
+    for i in range(1, max(len(bx), len(by)) + 1):
+        p = bx[-i] if i <= len(bx) else None
+        q = by[-i] if i <= len(by) else None
+        if p is not None and q is not None and not c.same(p, q) and 1 not in (p, q):
+            return None
+        out.append(q if p is None or p == 1 else p)
+    return tuple(reversed(out))
+
+
+def _parameter(c, t) -> str | None:
+    """The weight id of ``t`` when it is a ``param`` node's output (a bare parameter), else None."""
+    node = c.b.cg.nodes.get(t.producer, {})
+    return node["cost"].weights[0] if node.get("kind") == "param" and t.id == t.storage else None
 
 
 def _model_input(c, t) -> bool:
