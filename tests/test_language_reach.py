@@ -97,7 +97,8 @@ def test_inference_counts_the_kernel_positions():
 
 def _doc_models() -> list[str]:
     text = DOCS.read_text()
-    return [b for b in re.findall(r"```\n(.*?)```", text, re.S) if b.lstrip().startswith("model ")]
+    return [b for b in re.findall(r"```\n(.*?)```", text, re.S)
+            if b.lstrip().startswith(("model ", "block ")) and "\nmodel " in "\n" + b]
 
 
 @pytest.mark.parametrize("i", range(len(_doc_models())))
@@ -428,3 +429,49 @@ def test_a_parameter_broadcast_equals_flopcountermode():
 def test_batch_axes_that_do_not_broadcast_are_refused():
     with pytest.raises(CostgraphError, match="matmul batch dimensions differ"):
         costgraph.loads(SHARED_W.replace("param w[h, d]", "param w[s, h, d]").replace("x[b, s, h]", "x[b, h, s, h]"))
+
+
+# ------------------------------------------------------------------ one module called from several places
+
+SHARED_BLOCK = """
+block mlp(x[B, S, H], w) {
+  return linear(gelu(linear(x, w, name = up)), H, name = down)
+}
+model zamba_like {
+  dim b
+  dim s
+  dim h
+  dim l
+  input x[b, s, h]
+  x = x + mlp(x, 4 * h, name = shared_block)
+  repeat l as layers {
+    x = x + linear(x, h, name = own)
+    x = x + mlp(x, CALL, name = again)
+  }
+  return x
+}
+"""
+
+
+def test_a_shared_block_counts_weights_once_and_compute_per_call():
+    # Zamba2 (transformers 5.24 modeling_zamba2.py): one Zamba2AttentionDecoderLayer module called from
+    # several hybrid layers; model.parameters() holds it once, each call runs its products
+    m = costgraph.loads(SHARED_BLOCK.replace("CALL", "4 * h, shared = shared_block"))
+    b, s, h, l = (dim(x) for x in "b s h l".split())
+    c = m.costs()
+    assert sympy.expand(c.params - (8 * h**2 + 5 * h + l * (h**2 + h))) == 0
+    assert sympy.expand(c.flops_forward - (16 * b * s * h**2 * (l + 1) + 2 * l * b * s * h**2)) == 0
+    # activations per call: the shared block's kept tensors (x, gelu's input, down's input) each time
+    own = costgraph.loads(SHARED_BLOCK.replace("CALL", "4 * h"))
+    assert sympy.expand(own.costs().activation_bytes - c.activation_bytes) == 0
+    assert sympy.expand(own.costs().params - c.params - l * (8 * h**2 + 5 * h)) == 0
+
+
+@pytest.mark.parametrize("call, fragment", [
+    ("4 * h, shared = nowhere", "no block instance named 'nowhere'"),
+    ("2 * h, shared = shared_block", "this call needs"),
+])
+def test_shared_block_refusals(call, fragment):
+    with pytest.raises(CostgraphError) as e:
+        costgraph.loads(SHARED_BLOCK.replace("CALL", call))
+    assert fragment in str(e.value)

@@ -192,9 +192,24 @@ class OpContext:
             self.tied.append(wid)
             return wid
         wid = f"{self.path}/{suffix}"
+        sharing = getattr(self.b, "sharing", None)
+        if sharing is not None and wid.startswith(sharing[1] + "/"):   # a shared block: its source's weight
+            return self.share(self._shared_weight(sharing, wid, shape))
         self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active, self.b.frozen or self.b.no_grad)
         self.weights.append(wid)
         return wid
+
+    def _shared_weight(self, sharing, wid: str, shape) -> str:
+        """The weight of the shared block instance ``sharing[0]`` at ``wid``'s place in this one."""
+        source, here, loc = sharing
+        src = source + wid[len(here):]
+        have = self.b.cg.weights.get(src)
+        if have is None or len(have.shape) != len(shape) or not all(same(p, q) for p, q in zip(have.shape, shape)):
+            got = "none" if have is None else "[" + ", ".join(map(str, have.shape)) + "]"
+            self.fail(f"shared = '{source}': its weight {src} is {got}, this call needs "
+                      f"[{', '.join(map(str, shape))}]",
+                      hint="a shared call builds what its source built: the same block, the same sizes")
+        return src
 
     def share(self, wid: str) -> str:
         """Read the weight ``wid`` another node owns (a tied linear's bias is its source's):
