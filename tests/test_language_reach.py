@@ -456,7 +456,7 @@ model zamba_like {
 def test_a_shared_block_counts_weights_once_and_compute_per_call():
     # Zamba2 (transformers 5.24 modeling_zamba2.py): one Zamba2AttentionDecoderLayer module called from
     # several hybrid layers; model.parameters() holds it once, each call runs its products
-    m = costgraph.loads(SHARED_BLOCK.replace("CALL", "4 * h, shared = shared_block"))
+    m = costgraph.loads(SHARED_BLOCK.replace("CALL", "4 * h, reuse = shared_block"))
     b, s, h, l = (dim(x) for x in "b s h l".split())
     c = m.costs()
     assert sympy.expand(c.params - (8 * h**2 + 5 * h + l * (h**2 + h))) == 0
@@ -468,8 +468,8 @@ def test_a_shared_block_counts_weights_once_and_compute_per_call():
 
 
 @pytest.mark.parametrize("call, fragment", [
-    ("4 * h, shared = nowhere", "no block instance named 'nowhere'"),
-    ("2 * h, shared = shared_block", "this call needs"),
+    ("4 * h, reuse = nowhere", "no block instance named 'nowhere'"),
+    ("2 * h, reuse = shared_block", "this call needs"),
 ])
 def test_shared_block_refusals(call, fragment):
     with pytest.raises(CostgraphError) as e:

@@ -37,7 +37,7 @@ class Blocks:
         self.cg.blocks[path] = BlockInstance(path, block.name, self.count, e.loc, self.active)
         share = getattr(self, "share_next", None)
         self.share_next = None
-        if share is not None:   # block(..., shared = NAME): weights read from NAME's (builder_calls)
+        if share is not None:   # block(..., reuse = NAME): weights read from NAME's (builder_calls)
             if self.cg.blocks[share[0]].kind != block.name:
                 raise CostgraphSemanticError(f"'{share[0]}' is a {self.cg.blocks[share[0]].kind}, not a "
                                              f"{block.name}", share[1], hint="share a block of the same kind")

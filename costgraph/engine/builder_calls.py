@@ -38,9 +38,9 @@ class Calls:
     def call(self, e: ast.Call, scope: Scope):
         """A call of a block, a dimension function or an operator; ``frozen =`` and
         ``no_grad =`` (see the module docstring) hold while it is built."""
-        shared = [(v, loc) for kw, v, loc in e.kwargs if kw == "shared"]
-        if shared:
-            return self._shared_call(e, scope, *shared[0])
+        reuse = [(v, loc) for kw, v, loc in e.kwargs if kw == "reuse"]
+        if reuse and not self._declares(e.name, "reuse"):
+            return self._shared_call(e, scope, *reuse[0])
         grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS}
         if not grad:
             return self._call(e, scope)
@@ -55,26 +55,31 @@ class Calls:
             self.frozen, self.no_grad = saved
 
     def _shared_call(self, e: ast.Call, scope: Scope, v, loc: Location):
-        """``block(..., shared = NAME)``: the same module called again (Zamba2's shared transformer
+        """``block(..., reuse = NAME)``: the same module called again (Zamba2's shared transformer
         block): its operators are built anew (FLOPs and activations per call), every weight read from
         the block instance ``NAME`` built earlier (counted once, there)."""
         table = self.program.blocks if not self.block_stack else self._block_table()
         if e.name not in table:
-            raise CostgraphSemanticError("shared = NAME is taken by a block call", loc,
+            raise CostgraphSemanticError("reuse = NAME is taken by a block call", loc,
                                          hint="an operator's weight is shared with tied = NAME")
         if not isinstance(v, ast.Var):
-            raise CostgraphSemanticError("shared = takes the name of a block instance built earlier", loc)
+            raise CostgraphSemanticError("reuse = takes the name of a block instance built earlier", loc)
         source = next((p for depth in range(len(self.path), -1, -1)
                        if (p := "/".join([*self.path[:depth], v.name])) in self.cg.blocks), None)
         if source is None:
             raise CostgraphSemanticError(f"no block instance named '{v.name}' built before this call", loc,
-                                         hint="call the block once with name = NAME, then shared = NAME")
-        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] != "shared"), e.loc)
+                                         hint="call the block once with name = NAME, then reuse = NAME")
+        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] != "reuse"), e.loc)
         self.share_next = (source, loc)
         try:
             return self.call(e, scope)
         finally:
             self.share_next = None
+
+    def _declares(self, name: str, param: str) -> bool:
+        """Whether block ``name`` has a parameter ``param`` of its own (then ``param =`` is its argument)."""
+        table = self.program.blocks if not self.block_stack else self._block_table()
+        return name in table and any(p.name == param for p in table[name].node.params)
 
     def _call(self, e: ast.Call, scope: Scope):
         table = self.program.blocks if not self.block_stack else self._block_table()

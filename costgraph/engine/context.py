@@ -206,7 +206,7 @@ class OpContext:
         have = self.b.cg.weights.get(src)
         if have is None or len(have.shape) != len(shape) or not all(same(p, q) for p, q in zip(have.shape, shape)):
             got = "none" if have is None else "[" + ", ".join(map(str, have.shape)) + "]"
-            self.fail(f"shared = '{source}': its weight {src} is {got}, this call needs "
+            self.fail(f"reuse = '{source}': its weight {src} is {got}, this call needs "
                       f"[{', '.join(map(str, shape))}]",
                       hint="a shared call builds what its source built: the same block, the same sizes")
         return src
