@@ -38,13 +38,13 @@ D = dict(V=128, h=64, i=96, i_e=32, l=3, k_d=1, a=4, r_q=48, r_kv=32, d_n=16, d_
 
 
 def _v32_params() -> int:
-    """DeepseekV32ForCausalLM's parameters module by module, the routers' e_score_correction_bias
-    (a buffer in transformers) included, as costgraph counts it (deepseek_v3 likewise)."""
+    """DeepseekV32ForCausalLM's parameters module by module; the routers' e_score_correction_bias is a
+    buffer (in transformers and in costgraph: deepseek_v3 likewise), not counted."""
     V, h, i, i_e, l, k_d, a, r_q, r_kv, d_n, d_r, d_v, E, hi, di = (
         D[x] for x in "V h i i_e l k_d a r_q r_kv d_n d_r d_v E hi di".split())
     mla = h * r_q + r_q + r_q * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv + r_kv * a * (d_n + d_v) + a * d_v * h
     indexer = r_q * hi * di + h * di + 2 * di + h * hi          # wq_b, wk, k_norm (LayerNorm, bias), weights_proj
-    moe = h * E + E + E * 3 * h * i_e + 3 * h * i_e              # router + bias, experts, one shared expert
+    moe = h * E + E * 3 * h * i_e + 3 * h * i_e                  # router, experts, one shared expert
     layer = mla + indexer + 2 * h
     return l * layer + k_d * 3 * h * i + (l - k_d) * moe + 2 * V * h + h
 
@@ -78,8 +78,8 @@ def _v32_values(b, s, **options):
 
 
 def test_v32_parameters_written_out():
-    assert _v32_params() == 224_800
-    assert _v32_values(1, 8)["params"] == 224_800
+    assert _v32_params() == 224_784
+    assert _v32_values(1, 8)["params"] == 224_784
 
 
 @pytest.mark.parametrize("b, s", [(1, 8), (2, 16), (1, 100)])
@@ -89,13 +89,14 @@ def test_v32_forward_flops_written_out(b, s, sparse):
 
 
 def test_v32_released_config():
-    # DeepSeek-V3's 671,026,419,200 (tests of deepseek_v3, models/deepseek_v3.cg) plus 61 indexers of
+    # DeepSeek-V3's 671,026,404,352 (transformers' count: the routers' buffers apart; tests of deepseek_v3,
+    # models/deepseek_v3.cg) plus 61 indexers of
     # 1536·64·128 + 7168·128 + 2·128 + 7168·64 = 13,959,424 parameters
     hf = load_hf_config(str(HF / "deepseek-v3.2.json"))
     v3 = load_hf_config(str(HF / "deepseek-v3.json"))
     p, p3 = hf.costs().evaluate(**hf.values)["params"], v3.costs().evaluate(**v3.values)["params"]
-    assert p3 == 671_026_419_200
-    assert p == p3 + 61 * 13_959_424 == 671_877_944_064
+    assert p3 == 671_026_404_352
+    assert p == p3 + 61 * 13_959_424 == 671_877_929_216
     # the MTP depth (num_nextn_predict_layers 1) is an option, off as transformers builds none
     mtp = load_hf_config(str(HF / "deepseek-v3.2.json"), options={"mtp": True})
     assert mtp.costs().evaluate(**mtp.values)["params"] > p
@@ -134,7 +135,11 @@ def test_v32_parameters_equal_transformers_on_meta(v32_torch):
     assert type(model).__name__ == "DeepseekV32ForCausalLM"
     bias = sum(x.numel() for n, x in model.named_buffers() if n.endswith("e_score_correction_bias"))
     assert bias == (D["l"] - D["k_d"]) * D["E"]
-    assert tm.param_count(model) + bias == _v32_params()
+    assert tm.param_count(model) == _v32_params()
+    # costgraph lists the same buffers apart, in fp32 (_keep_in_fp32_modules_strict)
+    from costgraph.engine.totals import buffers
+    hf = _v32()
+    assert [(n.subs(hf.model.values(None, hf.values)), dtype) for n, dtype in buffers(hf.model.graph).values()] == [(bias, "fp32")]
 
 
 @pytest.mark.parametrize("b, s", [(1, 8), (2, 16)])
@@ -164,9 +169,8 @@ def test_v32_gradients_only_for_what_torch_differentiates(v32_torch):
     model.zero_grad(set_to_none=True)
     indexer = sum(p.numel() for n, p in model.named_parameters() if ".indexer." in n)
     assert indexer > 0 and got == tm.param_count(model) - indexer
-    # the routers' e_score_correction_bias: a buffer in transformers, a parameter here (see above)
-    bias = (D["l"] - D["k_d"]) * D["E"]
-    for trained, want in ((False, got + bias), (True, got + indexer + bias)):
+    # the routers' e_score_correction_bias: a buffer in transformers and here, no gradient
+    for trained, want in ((False, got), (True, got + indexer)):
         m = _v32(indexer_grad=trained)
         g = m.model.graph
         grads = model_states(g, policy="fp32", optimizer="sgd", dp=1)["gradients"]
@@ -204,13 +208,13 @@ CONV = 3 * KD["hl"] * KD["dl"]                      # conv1d channels: q, k, v
 
 
 def _kimi_params() -> int:
-    """KimiLinearForCausalLM's parameters module by module (+ the routers' e_score_correction_bias buffers)."""
+    """KimiLinearForCausalLM's parameters module by module (the routers' e_score_correction_bias buffers apart)."""
     V, h, i, i_e, l, k_d, n_f, a, r_kv, d_n, d_r, d_v, E, hl, dl, K = (
         KD[x] for x in "V h i i_e l k_d n_f a r_kv d_n d_r d_v E hl dl K".split())
     kda = (3 * h * hl * dl + CONV * K + h * dl + dl * hl * dl + hl * dl + hl   # q/k/v, conv1d, forget gate
            + h * hl + h * dl + dl * hl * dl + dl + hl * dl * h)                # b_proj, g_a/g_b, o_norm, o_proj
     mla = h * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv + r_kv * a * (d_n + d_v) + a * d_v * h
-    moe = h * E + E + E * 3 * h * i_e + 3 * h * i_e
+    moe = h * E + E * 3 * h * i_e + 3 * h * i_e
     return KDA_LAYERS * kda + n_f * mla + k_d * 3 * h * i + (l - k_d) * moe + l * 2 * h + 2 * V * h + h
 
 
@@ -226,8 +230,10 @@ def _kimi_forward(b, s, chunked=False) -> int:
     V, h, i, i_e, l, k_d, n_f, a, r_kv, d_n, d_r, d_v, E, k, hl, dl, K = (
         KD[x] for x in "V h i i_e l k_d n_f a r_kv d_n d_r d_v E k hl dl K".split())
     t = b * s
-    kda = 2 * t * (3 * h * hl * dl + 2 * (h * dl + dl * hl * dl) + h * hl + hl * dl * h) + 2 * t * CONV * K \
-        + _kimi_core(b, s, chunked)
+    # the convolution padded as transformers' causal_conv1d_fn fallback runs it (option conv_padded, the
+    # default): F.conv1d(padding = K − 1)[..., :s] computes s + K − 1 positions per channel
+    kda = 2 * t * (3 * h * hl * dl + 2 * (h * dl + dl * hl * dl) + h * hl + hl * dl * h) \
+        + 2 * b * (s + K - 1) * CONV * K + _kimi_core(b, s, chunked)
     mla = 2 * t * (h * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv * a * (d_n + d_v) + a * d_v * h) \
         + 2 * b * s * s * a * (d_n + d_r + d_v)
     moe = 2 * t * h * E + k * 6 * t * h * i_e + 6 * t * h * i_e
@@ -244,8 +250,8 @@ def _kimi_values(b, s, **options):
 
 
 def test_kimi_parameters_written_out():
-    assert _kimi_params() == 258_318
-    assert _kimi_values(1, 8)["params"] == 258_318
+    assert _kimi_params() == 258_294
+    assert _kimi_values(1, 8)["params"] == 258_294
 
 
 @pytest.mark.parametrize("b, s", [(1, 16), (2, 100)])
@@ -275,7 +281,7 @@ def test_kimi_layer_kinds_from_either_config_form():
 def test_kimi_released_config_and_inference_state():
     hf = load_hf_config(str(HF / "kimi-linear-48b-a3b-instruct.json"))
     v = hf.costs().evaluate(**hf.values)
-    assert (v["params"], v["params_active"]) == (49_122_681_728, 3_484_459_904)
+    assert (v["params"], v["params_active"]) == (49_122_675_072, 3_484_453_248)
     m = load_for_inference("kimi_linear")
     inf = Inference(m)
     vals = {**m.values("kimi-linear-48b-a3b"), inf.b: 1}
@@ -299,7 +305,7 @@ def test_kimi_parameters_equal_transformers_on_meta(kimi_torch):
     assert model.config.layer_types == ["linear_attention", "linear_attention", "full_attention", "linear_attention"]
     bias = sum(x.numel() for n, x in model.named_buffers() if n.endswith("e_score_correction_bias"))
     assert bias == (KD["l"] - KD["k_d"]) * KD["E"]
-    assert tm.param_count(model) + bias == _kimi_params()
+    assert tm.param_count(model) == _kimi_params()
 
 
 def _forward_flops(tm, model, b, s) -> int:
@@ -316,12 +322,12 @@ def _forward_flops(tm, model, b, s) -> int:
 @pytest.mark.parametrize("b, s", [(1, 16), (2, 100)])
 def test_kimi_forward_flops_equal_flopcountermode(kimi_torch, b, s):
     # transformers' causal_conv1d_fn fallback pads both sides (padding K − 1) and keeps the first s
-    # outputs: FlopCounterMode counts 2·b·(s + K − 1)·C·K per KDA layer, costgraph the s kept ones
+    # outputs: FlopCounterMode counts 2·b·(s + K − 1)·C·K per KDA layer, as conv1d(padded = true) does
     tm, model = kimi_torch
     measured = _forward_flops(tm, model, b, s)
-    padding = KDA_LAYERS * 2 * b * (KD["K"] - 1) * CONV * KD["K"]
-    assert measured == _kimi_values(b, s, chunked_flops=True)["flops_forward"] + padding \
-        == _kimi_forward(b, s, True) + padding
+    assert measured == _kimi_values(b, s, chunked_flops=True)["flops_forward"] == _kimi_forward(b, s, True)
+    padding = KDA_LAYERS * 2 * b * (KD["K"] - 1) * CONV * KD["K"]   # conv_padded = false: the kernel's s
+    assert measured - _kimi_values(b, s, chunked_flops=True, conv_padded=False)["flops_forward"] == padding
 
 
 def test_kimi_cache_equals_the_runtime_cache(kimi_torch):

@@ -68,7 +68,7 @@ def test_glm4_moe_mtp_is_one_more_moe_layer_with_its_projection_and_norms():
     h = cfg["hidden_size"]
     # eh_proj 2h → h, enorm, hnorm and final_layernorm; the embedding and head are shared
     assert on - off == (deeper - off) + 2 * h * h + 3 * h
-    assert off == 106_852_251_264
+    assert off == 106_852_245_504   # transformers on meta (the routers' buffers apart)
 
 
 @pytest.mark.parametrize("file", EXAMPLES)

@@ -86,7 +86,8 @@ CASES = {
 CASE_IDS = list(CASES)
 POINT_CASES = [(n, b, s) for n in CASES for (b, s) in POINTS]
 
-#: buffers transformers keeps out of parameters() that costgraph counts (the routers' score-correction bias)
+#: the routers' score-correction bias: a buffer in transformers and in costgraph (param ...: buffer), in neither
+#: parameter count
 BUFFER_PARAMS = ("e_score_correction_bias",)
 
 
@@ -103,8 +104,8 @@ def hf(name: str, full: bool = False):
 
 
 def counted_params(m) -> int:
-    """sum(numel) of the parameters plus the router buffers costgraph counts as parameters."""
-    return probe.param_count(m) + sum(x.numel() for n, x in m.named_buffers() if n.endswith(BUFFER_PARAMS))
+    """sum(numel) of the parameters (model.parameters(): the router buffers left out, as costgraph does)."""
+    return probe.param_count(m)
 
 
 def measured_flops(m, b: int, s: int) -> dict[str, int]:

@@ -28,7 +28,7 @@ KNOWN = {
     "gemma-2-9b.json": (9_241_705_984, 9_241_705_984),
     "phi-3-mini-4k-instruct.json": (3_821_079_552, 3_821_079_552),
     "pythia-1b.json": (1_011_781_632, 1_011_781_632),
-    "deepseek-v3.json": (671_026_419_200, 37_552_297_472),
+    "deepseek-v3.json": (671_026_404_352, 37_552_282_624),   # transformers' count: the 14,848 router buffers apart
     "t5-small.json": (60_506_624, 60_506_624),
     # transformers 5.24 on the meta device (sum of numel; tests/test_hf_families_b.py)
     "gemma-3-1b-it.json": (999_885_952, 999_885_952),
@@ -46,14 +46,15 @@ KNOWN = {
     "olmo-2-1124-13b.json": (13_716_198_400, 13_716_198_400),
     # transformers 5.24 on meta (sum of numel; tests/test_mamba.py MAMBA_2_8B)
     "mamba-2.8b-hf.json": (2_768_345_600, 2_768_345_600),
-    # issue 19's 2025–26 text families: transformers 5.24 on meta, sum of numel + the sigmoid routers'
-    # e_score_correction_bias buffers (tests/test_families_2025_torch.py); active: all but the E − k idle experts
+    # issue 19's 2025–26 text families: transformers 5.24 on meta, sum of numel, the sigmoid routers'
+    # e_score_correction_bias buffers not parameters, as transformers counts (tests/test_families_2025_torch.py);
+    # active: all but the E − k idle experts
     "olmo3-defaults.json": (6_888_624_128, 6_888_624_128),
     "gemma4-text-defaults.json": (5_077_177_856, 5_077_177_856),   # = transformers on meta (tests/test_gemma4.py)
     "seed_oss-defaults.json": (28_921_040_896, 28_921_040_896),
-    "glm-4.5-air.json": (106_852_251_264, 13_424_129_664),
+    "glm-4.5-air.json": (106_852_245_504, 13_424_123_904),
     "ernie4_5_moe-defaults.json": (21_825_437_888, 3_352_150_208),
-    "minimax_m2-defaults.json": (228_689_764_864, 11_030_553_088),
+    "minimax_m2-defaults.json": (228_689_748_992, 11_030_537_216),
     # issue 19 (ALiBi, NoPE): transformers 5.24 on meta (sum of numel; `costgraph verify --hf` and
     # tests/test_torch_agreement.py at full size). Not released copies: built from the config classes'
     # defaults with the published sizes (examples/hf/SOURCES.md). BLOOM-560M's 559,214,592 and
@@ -84,12 +85,12 @@ KNOWN = {
     # Gemma3ForConditionalGeneration of gemma-3-4b-it; tests/test_mllama_gemma3mm.py)
     "mllama-config-defaults.json": (10_642_941_475, 10_642_941_475),
     "gemma-3-4b-it.json": (4_300_079_472, 4_300_079_472),
-    # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
+    # transformers 5.24 on meta (sum of numel, the routers' e_score_correction_bias buffers apart;
     # tests/test_attn_variants.py): DeepSeek-V3's counts plus 61 lightning indexers of 13,959,424
-    "deepseek-v3.2.json": (671_877_944_064, 38_403_822_336),
-    # transformers 5.24 on meta (sum of numel + the routers' e_score_correction_bias buffers;
+    "deepseek-v3.2.json": (671_877_929_216, 38_403_807_488),
+    # transformers 5.24 on meta (sum of numel, the routers' e_score_correction_bias buffers apart;
     # tests/test_attn_variants.py); "48B total, 3B active" on the model card
-    "kimi-linear-48b-a3b-instruct.json": (49_122_681_728, 3_484_459_904),
+    "kimi-linear-48b-a3b-instruct.json": (49_122_675_072, 3_484_453_248),
     # transformers 5.24 on meta (sum of numel; tests/test_attn_variants.py); "456B total" in MiniMax-01's
     # report (its 45.9B active leave out the embedding and the output head, 2·200064·6144)
     "minimax-text-01.json": (456_089_655_296, 48_403_306_496),

@@ -66,8 +66,10 @@ def _tiny_forward(b, s, chunked) -> int:
     """Forward FLOPs ('matmul') of TINY at [b, s], written out; attention's QKᵀ and PV counted full."""
     V, h, a, kv, d, K, dk, dv, hk, hv, i, i_s, E, k = (T[x] for x in "V h a kv d K dk dv hk hv i i_s E k".split())
     t = b * s
-    linear = 2 * t * h * (2 * hk * dk + 2 * hv * dv + 2 * hv) + 2 * t * CONV * K + _core(b, s, chunked) \
-        + 2 * t * hv * dv * h
+    # the convolution as transformers' causal_conv1d_fn fallback computes it (option conv_padded, the
+    # default): F.conv1d(padding = K − 1)[..., :s], s + K − 1 positions per channel
+    linear = 2 * t * h * (2 * hk * dk + 2 * hv * dv + 2 * hv) + 2 * b * (s + K - 1) * CONV * K \
+        + _core(b, s, chunked) + 2 * t * hv * dv * h
     full = 2 * t * h * (2 * a * d + 2 * kv * d) + 4 * b * s * s * a * d + 2 * t * a * d * h
     moe = 2 * t * h * E + k * 6 * t * h * i + 6 * t * h * i_s + 2 * t * h
     return LINEAR * linear + FULL * full + 4 * moe + 2 * t * h * V
@@ -181,21 +183,25 @@ def test_parameters_equal_transformers_on_meta(torch_model):
 @pytest.mark.parametrize("b, s", [(1, 16), (2, 100)])
 def test_forward_flops_equal_flopcountermode(torch_model, b, s):
     # transformers' causal_conv1d_fn fallback pads both sides (padding K − 1) and keeps the first s
-    # outputs: FlopCounterMode counts 2·b·(s + K − 1)·C·K per linear layer, costgraph the s kept ones
+    # outputs: FlopCounterMode counts 2·b·(s + K − 1)·C·K per linear layer, as costgraph's conv1d with
+    # padded = true (option conv_padded, the default): no correction
     tm, model = torch_model
     measured = tm.flops(model, b, s)["forward"]         # routed experts' aten._grouped_mm counted
-    conv_padding = LINEAR * 2 * b * (T["K"] - 1) * CONV * T["K"]
     hf = _tiny(chunked_flops=True)
     ours = hf.costs().evaluate(**{**hf.values, "b": b, "s": s})["flops_forward"]
-    assert measured == ours + conv_padding == _tiny_forward(b, s, True) + conv_padding
+    assert measured == ours == _tiny_forward(b, s, True)
+    # conv_padded = false: the causal_conv1d kernel's s positions
+    kernel = _tiny(chunked_flops=True, conv_padded=False)
+    assert ours - kernel.costs().evaluate(**{**kernel.values, "b": b, "s": s})["flops_forward"] == \
+        LINEAR * 2 * b * (T["K"] - 1) * CONV * T["K"]
     # the textbook count differs by the chunked fallback's extra products only
     text = _tiny().costs().evaluate(**{**_tiny().values, "b": b, "s": s})["flops_forward"]
     assert ours - text == LINEAR * (_core(b, s, True) - _core(b, s, False))
 
 
 def test_verify_agrees_under_the_chunked_convention(torch_model, tmp_path):
-    # `costgraph verify qwen3_next_chunked --hf tiny.json`: parameters exact; forward FLOPs exact up to
-    # the convolution's padding (transformers' causal_conv1d_fn fallback, above); the KV cache differs by
+    # `costgraph verify qwen3_next_chunked --hf tiny.json`: parameters and forward FLOPs exact (the
+    # convolution padded as transformers' causal_conv1d_fn fallback runs it, above); the KV cache differs by
     # the linear layers' states exactly: torch_measure.kv_cache_bytes reads the cache layers' keys and
     # values only, not conv_states / recurrent_states (constant in s, b states per batch)
     from costgraph.verify import verify
@@ -205,7 +211,7 @@ def test_verify_agrees_under_the_chunked_convention(torch_model, tmp_path):
     v = verify(str(path), model="qwen3_next_chunked", shapes=shapes)
     q = {x.name: x for x in v.quantities}
     assert q["parameters"].exact and q["parameters"].torch == [257_376]
-    assert q["forward FLOPs"].diffs == [LINEAR * 2 * b * (T["K"] - 1) * CONV * T["K"] for b, _ in shapes]
+    assert q["forward FLOPs"].exact and q["forward FLOPs"].diffs == [0, 0]
     state = LINEAR * (T["hv"] * T["dk"] * T["dv"] + CONV * T["K"]) * 2
     assert q["KV cache bytes"].diffs == [-b * state for b, _ in shapes]
     assert q["KV cache bytes"].torch == [b * s * FULL * 2 * T["kv"] * T["d"] * 2 for b, s in shapes]
@@ -242,7 +248,8 @@ def _fh1_scan(b, s, chunked):
 def _fh1_forward(b, s, chunked) -> int:
     V, h, l, a, kv, d, i, di, hm, G, N, K = (F[x] for x in "V h l a kv d i di hm G N K".split())
     t = b * s
-    mamba = 2 * t * h * (2 * di + 2 * G * N + hm) + 2 * t * FCONV * K + _fh1_scan(b, s, chunked) + 2 * t * di * h
+    mamba = 2 * t * h * (2 * di + 2 * G * N + hm) + 2 * b * (s + K - 1) * FCONV * K + _fh1_scan(b, s, chunked) \
+        + 2 * t * di * h   # the convolution padded (option conv_padded), as for Qwen3-Next above
     attn = 2 * t * h * (2 * a * d + 2 * kv * d) + 4 * b * s * s * a * d
     return l * (mamba + attn + 6 * t * h * i) + 2 * t * h * V
 
@@ -326,13 +333,12 @@ def test_fh1_parameters_equal_transformers_on_meta(fh1_torch):
 
 @pytest.mark.parametrize("b, s", [(1, 16), (2, 40)])
 def test_fh1_forward_flops_equal_flopcountermode(fh1_torch, b, s):
-    # + the convolution's padding (causal_conv1d_fn fallback, as for Qwen3-Next above)
+    # the convolution padded as the causal_conv1d_fn fallback runs it (as for Qwen3-Next above): exact
     tm, model = fh1_torch
     measured = tm.flops(model, b, s)["forward"]
-    padding = F["l"] * 2 * b * (F["K"] - 1) * FCONV * F["K"]
     hf = _fh1(chunked_flops=True)
     ours = hf.costs().evaluate(**{**hf.values, "b": b, "s": s})["flops_forward"]
-    assert measured == ours + padding == _fh1_forward(b, s, True) + padding
+    assert measured == ours == _fh1_forward(b, s, True)
 
 
 def test_fh1_verify_agrees_under_the_chunked_convention(fh1_torch, tmp_path):
@@ -343,7 +349,7 @@ def test_fh1_verify_agrees_under_the_chunked_convention(fh1_torch, tmp_path):
     v = verify(str(path), model="falcon_h1_chunked", shapes=shapes)
     q = {x.name: x for x in v.quantities}
     assert q["parameters"].exact and q["parameters"].torch == [121_380]
-    assert q["forward FLOPs"].diffs == [F["l"] * 2 * b * (F["K"] - 1) * FCONV * F["K"] for b, _ in shapes]
+    assert q["forward FLOPs"].exact and q["forward FLOPs"].diffs == [0, 0]   # the convolution padded, as torch
     # torch_measure.kv_cache_bytes reads keys and values only, not the Mamba layers' states
     state = F["l"] * (F["di"] * F["N"] + FCONV * F["K"]) * 2
     assert q["KV cache bytes"].diffs == [-b * state for b, _ in shapes]
@@ -432,12 +438,16 @@ def test_gr_parameters_equal_transformers_on_meta(gr_torch):
 
 @pytest.mark.parametrize("b, s", [(1, 16), (2, 40)])
 def test_gr_forward_flops_equal_flopcountermode(gr_torch, b, s):
-    # chunked convention + the convolution's padding on the 3 Mamba-2 layers; routed experts' grouped_mm counted
+    # chunked convention, the convolution padded (option conv_padded, the default); routed experts' grouped_mm
+    # counted
     tm, model = gr_torch
     measured = tm.flops(model, b, s)["forward"]
     hf = from_hf_config(dict(GR), options={"chunked_flops": True})
     ours = hf.costs().evaluate(**{**hf.values, "b": b, "s": s})["flops_forward"]
-    assert measured == ours + 3 * 2 * b * 3 * GCONV * 4
+    assert measured == ours
+    kernel = from_hf_config(dict(GR), options={"chunked_flops": True, "conv_padded": False})
+    assert ours - kernel.costs().evaluate(**{**kernel.values, "b": b, "s": s})["flops_forward"] == \
+        3 * 2 * b * 3 * GCONV * 4   # the 3 Mamba-2 layers' K − 1 = 3 extra positions
     text = from_hf_config(dict(GR))
     c = -(-s // 16)
     chunked = 2 * b * 8 * c * 16 * 16 * (8 + 16) + 4 * b * c * 16 * 128 * 8 + 2 * b * (c + 1) ** 2 * 128 * 8

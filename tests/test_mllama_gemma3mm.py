@@ -130,13 +130,15 @@ POOL = """model pool {
 
 
 def test_avg_pool2d_operator():
-    """[B, C, H, W] → [B, C, H/k, W/k]; tokens [B, side², C] → [B, (side/k)², C]; no parameters, no
+    """[B, C, H, W] → [B, C, ⌊H/k⌋, ⌊W/k⌋]; tokens [B, side², C] → [B, ⌊side/k⌋², C] (torch.nn.AvgPool2d
+    with ceil_mode = False rounds down; a numeric k is kept as a floor, issue 28); no parameters, no
     matrix FLOPs; `all`: one add per input element forward and backward; keeps its input."""
     m = costgraph.loads(POOL)
     g = m.graph
     b, c, r = sympy.symbols("b c r", positive=True, integer=True)
     shape = {k: tuple(map(str, g.tensors[g.nodes[k]["outputs"][0]].shape)) for k in ("avg_pool2d", "avg_pool2d_1")}
-    assert shape == {"avg_pool2d": tuple(map(str, (b, r**2 / 16, c))), "avg_pool2d_1": tuple(map(str, (b, c, r / 2, r / 2)))}
+    assert shape == {"avg_pool2d": tuple(map(str, (b, sympy.floor(r / 4)**2, c))),
+                     "avg_pool2d_1": tuple(map(str, (b, c, sympy.floor(r / 2), sympy.floor(r / 2))))}
     v = m.costs(convention="all").evaluate(None, {"b": 2, "c": 3, "r": 8})
     assert (v["params"], v["flops_forward"], v["flops_backward"]) == (0, 2 * 2 * 3 * 64, 2 * 2 * 3 * 64)
     assert v["activation_bytes"] == 2 * 2 * (2 * 3 * 64)        # both inputs kept, bf16

@@ -18,9 +18,9 @@ from costgraph.training.memory import training_memory
 # deepseek-ai/DeepSeek-V3 config.json
 H, A, RQ, RKV, DN, DR, DV, E, K, IE, IS, L, KD, V = 7168, 128, 1536, 512, 128, 64, 128, 256, 8, 2048, 2048, 61, 3, 129280
 # one MoE layer: MLA (q_a, q norm, q_b, kv_a with the rope key, kv norm, kv_b, o), experts,
-# shared expert, router with its bias (e_score_correction_bias), two RMSNorms
+# shared expert, router (its e_score_correction_bias a buffer, not a parameter), two RMSNorms
 MLA = H * RQ + RQ + RQ * A * (DN + DR) + H * (RKV + DR) + RKV + RKV * A * (DN + DV) + A * DV * H
-MOE = E * 3 * H * IE + 3 * H * IS + H * E + E
+MOE = E * 3 * H * IE + 3 * H * IS + H * E
 LAYER = MLA + MOE + 2 * H
 MTP = LAYER + 2 * H * H + 3 * H          # + eh_proj (2h → h, no bias), enorm, hnorm, final norm
 
@@ -31,11 +31,12 @@ def _model(mtp):
 
 
 def test_mtp_params_are_one_moe_layer_eh_proj_and_three_norms():
-    assert MLA == 187_107_328 and LAYER == 11_507_286_272
+    assert MLA == 187_107_328 and LAYER == 11_507_286_016
     on, v = _model(True)
     off, _ = _model(False)
-    assert off.costs().evaluate(config="deepseek-v3")["params"] == 671_026_419_200      # published 671B, unchanged
-    assert on.costs().evaluate(config="deepseek-v3")["params"] == 671_026_419_200 + MTP == 682_636_487_424
+    # published 671B, unchanged; transformers' count (58 routers' buffers of 256 apart)
+    assert off.costs().evaluate(config="deepseek-v3")["params"] == 671_026_404_352
+    assert on.costs().evaluate(config="deepseek-v3")["params"] == 671_026_404_352 + MTP == 682_636_472_320
     # the embedding and the output head are shared: no second V·h
     assert sympy.expand(on.costs("mtp_layers/shared_head").quantities["params"]) == 0
 
@@ -80,13 +81,14 @@ def test_megatron_weights_with_mtp():
     # Megatron's compute_weight_and_optimizer_memory counts, per MTP depth, the attention, the shared
     # expert, two layer norms, the router (no bias: add_bias_linear false) and the routed experts:
     # 18 bytes each (no distributed optimizer, t = p = 1). It leaves out eh_proj (2h²), the enorm,
-    # hnorm and final norm (3h) and the router's bias E, which costgraph counts.
+    # hnorm and final norm (3h), which costgraph counts (the router's e_score_correction_bias is a buffer,
+    # in neither count).
     on, v = _model(True)
     off, _ = _model(False)
     lay = Layout(t=1, p=1)
     diff = megatron_estimate(on, v, lay)["weights_and_optimizer"] - megatron_estimate(off, v, lay)["weights_and_optimizer"]
-    assert diff == 18 * (LAYER - E)
-    assert MTP - (LAYER - E) == 2 * H * H + 3 * H + E
+    assert diff == 18 * LAYER
+    assert MTP - LAYER == 2 * H * H + 3 * H
 
 
 def test_mtp_activations_and_second_loss():
@@ -108,10 +110,10 @@ def test_mtp_activations_and_second_loss():
 def test_hf_import_reads_depths_when_asked():
     path = "examples/hf/deepseek-v3.json"
     plain = load_hf_config(path)
-    assert "D" not in plain.values and plain.model.costs().evaluate(**plain.values)["params"] == 671_026_419_200
+    assert "D" not in plain.values and plain.model.costs().evaluate(**plain.values)["params"] == 671_026_404_352
     hf = load_hf_config(path, options={"mtp": True})
     assert hf.values["D"] == 1                                 # num_nextn_predict_layers
-    assert hf.model.costs().evaluate(**hf.values)["params"] == 682_636_487_424
+    assert hf.model.costs().evaluate(**hf.values)["params"] == 682_636_472_320
 
 
 def test_inference_leaves_mtp_out_by_default():

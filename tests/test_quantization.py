@@ -141,12 +141,13 @@ def test_deepseek_v3_fp8_block_checkpoint_bytes(capsys):
     mlp = lambda width: [(width, h), (width, h), (h, width)]   # noqa: E731
     fp8_bytes = l * sum(fp8(*s) for s in attn) + kd * sum(fp8(*s) for s in mlp(i)) + \
         (l - kd) * (E + 1) * sum(fp8(*s) for s in mlp(ie))
-    bf16 = 2 * V * h + l * (2 * h + rq + rkv) + h + (l - kd) * (E * h + E)
-    params = l * sum(o * n for o, n in attn) + kd * 3 * i * h + (l - kd) * (E + 1) * 3 * ie * h + bf16
+    bf16 = 2 * V * h + l * (2 * h + rq + rkv) + h + (l - kd) * E * h
+    fp32 = (l - kd) * E   # the routers' e_score_correction_bias: fp32 in the checkpoint (Gate.bias, float32)
+    params = l * sum(o * n for o, n in attn) + kd * 3 * i * h + (l - kd) * (E + 1) * 3 * ie * h + bf16 + fp32
     assert params == 671_026_419_200                  # DeepSeek-V3 README: 671B main-model parameters
     doc = _infer(capsys, str(HF / "deepseek-v3.json"))
     assert doc["settings"]["weights"] == "fp8-block" and doc["settings"]["compute"] == "fp8"
-    assert doc["weight_bytes"]["value"] == fp8_bytes + 2 * bf16 == 673_150_582_112
+    assert doc["weight_bytes"]["value"] == fp8_bytes + 2 * bf16 + 4 * fp32 == 673_150_611_808
 
 
 def test_awq_llama_3_8b(capsys):

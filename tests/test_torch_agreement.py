@@ -361,18 +361,11 @@ def _mamba_dims(cfg: dict) -> dict:
                 i_e=cfg["intermediate_size"])
 
 
-MAMBA_FLOPS_FORWARD = (
-    Term("depthwise conv over the padded sequence", lambda c, b, s: c.M * 2 * b * (c.K - 1) * c.D * c.K,
-         # F.conv1d(x, w [D, 1, K], padding=K − 1, groups=D)[..., :S]: S + K − 1 outputs per channel,
-         # FlopCounterMode's conv_flop_count 2·b·(S + K − 1)·D·K; costgraph's causal conv1d 2·b·S·D·K
-         "transformers' causal_conv1d_fn pads both ends (padding = K − 1) and drops the last K − 1 outputs: "
-         "the convolution computes S + K − 1 positions per channel, costgraph's causal conv1d S"),
-)
+# The convolution is padded as causal_conv1d_fn runs it (conv1d(padded = true), option conv_padded,
+# the default): its S + K − 1 positions forward and in both gradients, and the SiLU keeping the padded
+# output, are costgraph's count too. Only FlopCounterMode's own formula differs:
+MAMBA_FLOPS_FORWARD = ()
 MAMBA_FLOPS_BACKWARD = (
-    Term("conv gradients over the padded sequence", lambda c, b, s: c.M * 2 * 2 * b * (c.K - 1) * c.D * c.K,
-         # aten.convolution_backward: the input gradient (a transposed conv over the S + K − 1 gradient
-         # positions) and the weight gradient both run over the padded length
-         "the input and weight gradients of the padded convolution run over S + K − 1 positions too"),
     Term("grouped conv weight gradient counted as dense",
          lambda c, b, s: c.M * 2 * b * (s + c.K - 1) * c.D * c.K * (c.D - 1),
          # conv_backward_flop's weight gradient is conv_flop_count(t(x) [D, b, S], t(grad_out) [D, b, S+K−1],
@@ -382,9 +375,6 @@ MAMBA_FLOPS_BACKWARD = (
          "conv (groups = D) it counts D times the multiply-adds the grouped kernel does"),
 )
 MAMBA_SCAN_BYTES = (
-    Term("conv output kept at the padded length", lambda c, b, s: c.M * 2 * b * (c.K - 1) * c.D,
-         # SiluBackward0 keeps the conv output [b, D, S + K − 1] bf16 (the [..., :S] cut is a view of it)
-         "SiLU keeps the convolution output, a view of the S + K − 1 positions computed: 2 b (K − 1) D more"),
     Term("reference scan's fp32 discretisation", lambda c, b, s: c.M * (
         8 * b * s * c.D * c.N + 4 * b * s * c.D + 4 * b * s * c.N + 8 * c.D * c.N + 4 * c.D),
          # exp(A·Δ) [b, D, S, N] fp32 (ExpBackward0, and the per-step multiply) and Δ·B [b, D, S, N] fp32
@@ -622,11 +612,6 @@ CASES: dict[str, Case] = {
              max_position_embeddings=64, bos_token_id=0, eos_token_id=1,
              rope_scaling=dict(real("deepseek-v3.json")["rope_scaling"], original_max_position_embeddings=16)),
         _deepseek_dims,
-        params=(Term("router score-correction bias is a buffer", lambda c, b, s: -(c.l - c.k_d) * c.E,
-                     # DeepseekV3TopkRouter.e_score_correction_bias = nn.Buffer(zeros(E)); asserted below
-                     "transformers registers the router's e_score_correction_bias ([E] per MoE layer, a "
-                     "tensor of the checkpoint, moved by the load-balancing rule rather than by gradients) "
-                     "as a buffer, so model.parameters() leaves it out; costgraph counts it with the router"),),
         flops_forward=(grouped_mm_flops(DEEPSEEK_MOE_LAYERS, 1),),
         flops_backward=(grouped_mm_flops(DEEPSEEK_MOE_LAYERS, 2),),
         bytes=(
@@ -827,12 +812,18 @@ def test_param_count(name):
           explained(case.params, name))
 
 
-def test_deepseek_router_bias_is_the_buffer_costgraph_counts():
+def test_deepseek_router_bias_is_the_buffer_costgraph_lists():
+    # DeepseekV3TopkRouter.e_score_correction_bias = nn.Buffer(zeros(E, float32)): not in model.parameters();
+    # costgraph: param e_score_correction_bias[E]: buffer(fp32) (models/std/moe.cg), listed apart
+    from costgraph.engine.totals import buffers
     m = torch_model("deepseek_v3")
     bias = [x for n, x in m.named_buffers() if n.endswith("e_score_correction_bias")]
     c = SimpleNamespace(**_deepseek_dims(CASES["deepseek_v3"].config))
     assert sum(x.numel() for x in bias) == (c.l - c.k_d) * c.E
     assert not any(n.endswith("e_score_correction_bias") for n, _ in m.named_parameters())
+    hf = costgraph_model("deepseek_v3")
+    assert [(n.subs(hf.model.values(None, hf.values)), dtype) for n, dtype in buffers(hf.model.graph).values()] == \
+        [((c.l - c.k_d) * c.E, "fp32")]
 
 
 # (and Mamba's depthwise convolution: costgraph's conv1d counts it under `matmul`, as FlopCounterMode does)

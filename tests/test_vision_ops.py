@@ -13,6 +13,7 @@ import pytest
 import sympy
 
 import costgraph
+from costgraph.engine.symbols import dim
 from costgraph.errors import CostgraphError
 
 B, C, R, O, S, H = 2, 3, 8, 4, 5, 6
@@ -160,10 +161,22 @@ def test_refusals_at_the_values(body, fragment):
     assert fragment in str(e.value)
 
 
-def test_a_stride_that_does_not_divide_is_refused_at_the_values():
-    """Symbolic sizes are taken as divisible, (r − 3)/2 + 1; values for which they are not are refused."""
+def test_a_numeric_stride_rounds_down_as_pytorch():
+    """PyTorch's Conv2d output size floor((r − 3)/2) + 1 (torch.nn.Conv2d docs, dilation 1): r = 8 gives 3
+    positions per axis (not refused: issue 28, wav2vec2's strided convolutions), r = 9 gives 4."""
     m = model("return conv2d(img, o, kernel = 3, stride = 2)")
+    for r, side in ((8, 3), (9, 4)):
+        got = m.costs("model", convention="matmul").evaluate(**{**SIZES, "r": r})
+        assert got["flops_forward"] == 2 * B * O * C * 9 * side * side
+        assert got["params"] == O * C * 9 + O
+
+
+def test_a_symbolic_stride_that_does_not_divide_is_refused_at_the_values():
+    """A symbolic stride (a patch embedding, kernel = stride = p) is taken as dividing, r/p; values for
+    which it does not are refused."""
+    body = "return conv2d(img, o, kernel = s, stride = s)"
+    m = model(body)
+    assert m.graph.tensors[m.graph.nodes["conv2d"]["outputs"][0]].shape[-1] == dim("r") / dim("s")
     with pytest.raises(CostgraphError, match="not a positive whole number"):
-        m.costs("model").evaluate(**SIZES)
-    assert model("return conv2d(img, o, kernel = 3, stride = 2)").costs("model").evaluate(
-        **{**SIZES, "r": 9})["params"] == O * C * 9 + O
+        m.costs("model").evaluate(**SIZES)          # r = 8, s = 5
+    assert m.costs("model").evaluate(**{**SIZES, "r": 10})["params"] == O * C * 25 + O

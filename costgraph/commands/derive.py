@@ -58,6 +58,7 @@ def run(args) -> str:
         costs = with_attention(costs, args.attention)
         note = "; ".join(filter(None, [note, f"attention {args.attention}: activation bytes of the fused kernel "
                                               "(the breakdown's rows are the graph's, eager)"]))
+    note = "\n".join(filter(None, [note, buffers_note(model, values)]))
     if args.format == "json":
         return to_json(costs, values, breakdown=not args.no_breakdown)
     if args.format == "latex":
@@ -75,3 +76,23 @@ def with_attention(costs, attention: str):
 
     act = activation_bytes(costs.model.graph, costs._scope, costs.precision, attention=attention)
     return dataclasses.replace(costs, quantities={**costs.quantities, "activation_bytes": act})
+
+
+def buffers_note(model, values) -> str | None:
+    """One line naming the model's buffers (:func:`costgraph.engine.totals.buffers`): not parameters,
+    their elements and bytes (at ``values`` when given; the weights' dtype: bf16)."""
+    from ..engine.totals import buffers
+    from ..export.printing import field_order, to_text
+
+    found = buffers(model.graph)
+    if not found:
+        return None
+    parts = []
+    for wid, (n, dtype) in found.items():
+        size = 4 if dtype == "fp32" else 2
+        part = f"{wid.rsplit('/', 2)[-2]} {to_text(field_order(n))} elements ({dtype or 'bf16'})"
+        if values is not None:
+            count = int(n.subs(values))
+            part += f" = {count:,} elements, {count * size:,} bytes"
+        parts.append(part)
+    return "buffers, not parameters (as transformers counts them): " + "; ".join(parts)

@@ -90,6 +90,8 @@ class Builder(Statements, Expressions, Calls, Blocks):
         #: inside a call given ``frozen = true`` (its weights untrained) or ``no_grad = true``
         #: (no backward at all): see :meth:`costgraph.engine.builder_calls.Calls.call`
         self.frozen = False
+        self.share_next = None   # block(..., reuse = NAME): the source of the next block call (builder_calls)
+        self.sharing = None      # (source, this instance, location) while a shared call is built
         self.no_grad = False
         #: tensor ids no gradient flows into (made under no_grad, or from frozen parameters only)
         self.grad_free: set[str] = set()

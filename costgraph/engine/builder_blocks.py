@@ -35,6 +35,13 @@ class Blocks:
         self.grow(e.loc)
         path = self.claim(node_name or block.name, node_name is not None, e.loc)
         self.cg.blocks[path] = BlockInstance(path, block.name, self.count, e.loc, self.active)
+        share = getattr(self, "share_next", None)
+        self.share_next = None
+        if share is not None:   # block(..., reuse = NAME): weights read from NAME's (builder_calls)
+            if self.cg.blocks[share[0]].kind != block.name:
+                raise CostgraphSemanticError(f"'{share[0]}' is a {self.cg.blocks[share[0]].kind}, not a "
+                                             f"{block.name}", share[1], hint="share a block of the same kind")
+            saved_share, self.sharing = getattr(self, "sharing", None), (share[0], path, share[1])
         # ... then match shapes and evaluate defaults in the block's own scope.
         for p in block.params:
             if p.name in given_args:
@@ -55,6 +62,8 @@ class Blocks:
         except Return as r:
             return r.value
         finally:
+            if share is not None:
+                self.sharing = saved_share
             self.branch_depth = branch_depth
             self.path.pop()
             self._stack_defs.pop()

@@ -38,6 +38,9 @@ class Calls:
     def call(self, e: ast.Call, scope: Scope):
         """A call of a block, a dimension function or an operator; ``frozen =`` and
         ``no_grad =`` (see the module docstring) hold while it is built."""
+        reuse = [(v, loc) for kw, v, loc in e.kwargs if kw == "reuse"]
+        if reuse and not self._declares(e.name, "reuse"):
+            return self._shared_call(e, scope, *reuse[0])
         grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS}
         if not grad:
             return self._call(e, scope)
@@ -50,6 +53,33 @@ class Calls:
             return self._call(e, scope)
         finally:
             self.frozen, self.no_grad = saved
+
+    def _shared_call(self, e: ast.Call, scope: Scope, v, loc: Location):
+        """``block(..., reuse = NAME)``: the same module called again (Zamba2's shared transformer
+        block): its operators are built anew (FLOPs and activations per call), every weight read from
+        the block instance ``NAME`` built earlier (counted once, there)."""
+        table = self.program.blocks if not self.block_stack else self._block_table()
+        if e.name not in table:
+            raise CostgraphSemanticError("reuse = NAME is taken by a block call", loc,
+                                         hint="an operator's weight is shared with tied = NAME")
+        if not isinstance(v, ast.Var):
+            raise CostgraphSemanticError("reuse = takes the name of a block instance built earlier", loc)
+        source = next((p for depth in range(len(self.path), -1, -1)
+                       if (p := "/".join([*self.path[:depth], v.name])) in self.cg.blocks), None)
+        if source is None:
+            raise CostgraphSemanticError(f"no block instance named '{v.name}' built before this call", loc,
+                                         hint="call the block once with name = NAME, then reuse = NAME")
+        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] != "reuse"), e.loc)
+        self.share_next = (source, loc)
+        try:
+            return self.call(e, scope)
+        finally:
+            self.share_next = None
+
+    def _declares(self, name: str, param: str) -> bool:
+        """Whether block ``name`` has a parameter ``param`` of its own (then ``param =`` is its argument)."""
+        table = self.program.blocks if not self.block_stack else self._block_table()
+        return name in table and any(p.name == param for p in table[name].node.params)
 
     def _call(self, e: ast.Call, scope: Scope):
         table = self.program.blocks if not self.block_stack else self._block_table()
@@ -68,8 +98,8 @@ class Calls:
                                        for a, v in zip(e.args, values)), e.kwargs, e.loc)
         if e.name in REGISTRY:
             spec = REGISTRY[e.name]
-            args, name = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
-            return self.apply_op(e.name, args, name, e.loc)
+            args, name, given = self._bind(e, scope, [(p.name, p.kind, p.default) for p in spec.params], e.name)
+            return self.apply_op(e.name, args, name, e.loc, given)
         raise CostgraphSemanticError(
             f"unknown operator or block '{e.name}'", e.loc,
             hint=did_you_mean(e.name, set(REGISTRY) | set(table), "operators: " + ", ".join(sorted(REGISTRY))))
@@ -100,7 +130,7 @@ class Calls:
 
     def _bind(self, e: ast.Call, scope: Scope, params, what: str):
         """Match a call's arguments to an operator's ``params`` [(name, kind, default)]
-        and evaluate each as its kind asks."""
+        and evaluate each as its kind asks: (arguments, node name, names written)."""
         names = [p[0] for p in params]
         given, node_name = self._match_args(e, names, what)
         args = {}
@@ -114,7 +144,7 @@ class Calls:
             expr, loc = given[pname]
             args[pname] = self._eval_kind(expr, kind, scope, f"argument '{pname}' of {what}", loc,
                                           optional=default is None)
-        return args, node_name
+        return args, node_name, frozenset(given)
 
     def _eval_kind(self, expr, kind: str, scope: Scope, what: str, loc: Location, optional: bool = False):
         if kind == "ident":
@@ -135,10 +165,12 @@ class Calls:
             check_size(v, what, loc)
         return v
 
-    def apply_op(self, kind: str, args: dict, name: str | None, loc: Location):
+    def apply_op(self, kind: str, args: dict, name: str | None, loc: Location, given: frozenset | None = None):
+        """Run operator ``kind``'s rule on ``args`` (``given``: the argument names the call wrote,
+        None: all of them) and add its node."""
         self.grow(loc)
         path = self.claim(name or kind, name is not None, loc)
-        ctx = OpContext(self, kind, path, args, loc)
+        ctx = OpContext(self, kind, path, args, loc, given)
         try:
             result = REGISTRY[kind].rule(ctx)
         except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as err:

@@ -39,6 +39,18 @@ def _logic(op: str, a, b, loc: Location):
     return _Cond(a.level, (op, a.tree, b.tree))
 
 
+def _any_of(cells: list):
+    """The layers ``lo ≤ i < lo + 1`` of ``cells``: a sum of disjoint cells (``("any", ...)``) when
+    every two are provably different, else their ``or`` (inclusion–exclusion)."""
+    los = [c.lo for c in cells]
+    if all((p - q).is_zero is False for k, p in enumerate(los) for q in los[k + 1:]):
+        return cells[0] if len(cells) == 1 else ("any", *cells)
+    tree = cells[0]
+    for c in cells[1:]:
+        tree = ("or", tree, c)
+    return tree
+
+
 # Functions of dimension expressions: SymPy function, arity (2: two or more), usage.
 DIM_FUNCS = {
     "min": (sympy.Min, 2, "min(a, b): the smaller of two sizes, e.g. min(s, w)"),
@@ -74,7 +86,7 @@ class Expressions:
             return self.binop(e, scope)
         if isinstance(e, ast.Call):
             return self.call(e, scope)
-        if isinstance(e, (ast.Compare, ast.Logic)):
+        if isinstance(e, (ast.Compare, ast.InList, ast.Logic)):
             v = self.condition(e, scope)
             if isinstance(v, _Cond):
                 raise CostgraphSemanticError("a condition on a repeat's index can only be tested by an if", e.loc,
@@ -151,7 +163,41 @@ class Expressions:
             return _logic(e.op, a, self.condition(e.right, scope), e.loc)
         if isinstance(e, ast.Compare):
             return self.compare(e, scope)
+        if isinstance(e, ast.InList):
+            return self.in_list(e, scope)
         return self.evaluate(e, scope)
+
+    def in_list(self, e: ast.InList, scope: Scope):
+        """``i in [a, b, ...]`` (``not in``): ``i == a or i == b ...`` on a repeat's index, the
+        listed layers; ``i % M in [r, ...]``: one congruence with those residues."""
+        side = self._index_side(e.value, scope)
+        items = [self.evaluate(x, scope) for x in e.items]
+        for x, v in zip(e.items, items):
+            if not isinstance(v, sympy.Expr) or isinstance(v, bool):
+                raise CostgraphSemanticError(f"a list in a condition holds numbers or dimensions, got {describe(v)}",
+                                             x.loc, hint="if j in [2, 5, 8, 10] { ... }")
+        if side[0] == "value":
+            v = side[1]
+            if isinstance(v, sympy.Expr) and v.is_number and all(x.is_number for x in items):
+                return any(v == x for x in items) != e.negated
+            raise CostgraphSemanticError(
+                f"'in' tests a repeat's index, not {describe(v)}", e.loc,
+                hint="number the copies with repeat COUNT as NAME[j] and test j: if j in [2, 5, 8] { ... }")
+        _, idx, m = side
+        if m is not None:
+            if not all(x.is_Integer for x in items):
+                raise CostgraphSemanticError(
+                    f"the remainder '{idx.name} % {m}' is listed with values that are not whole numbers", e.loc,
+                    hint=_PATTERN_HINT)
+            tree = _Cell(m=m, residues=frozenset(int(x) % m for x in items if 0 <= x < m))
+        else:
+            for x, v in zip(e.items, items):
+                if v.is_integer is not True:
+                    raise CostgraphSemanticError(
+                        f"the index '{idx.name}' is listed with {v}, not provably a whole number", x.loc,
+                        hint="list whole numbers or dimensions: j in [0, 3, l - 1]")
+            tree = _any_of([_Cell(lo=v, hi=v + 1) for v in dict.fromkeys(items)])
+        return _Cond(idx.level, ("not", tree) if e.negated else tree)
 
     def _index_side(self, e, scope: Scope):
         """One side of a comparison: ``("index", idx, modulus or None)`` for

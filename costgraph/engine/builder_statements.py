@@ -19,6 +19,9 @@ from ..language.patterns import Cond as _Cond, Index as _Index, Level as _Level,
 from .precision import ROLES
 from .symbols import STANDARD_MEANINGS, dim
 
+#: the dtypes a buffer may keep of its own (``param NAME[shape]: buffer(fp32)``)
+BUFFER_DTYPES = ("fp32", "bf16", "fp16")
+
 
 class Statements:
     """The builder's statements (a mixin of :class:`costgraph.engine.builder.Builder`).
@@ -102,18 +105,25 @@ class Statements:
         """``param NAME[shape]``: a node of kind ``param`` owning the weight
         ``NAME/weight`` (counted with the repeats around it), whose output is
         the parameter as a tensor; no FLOPs of its own. ``param NAME[shape]: frozen``
-        (or inside a ``frozen``/``no_grad`` call): a weight that is not trained."""
+        (or inside a ``frozen``/``no_grad`` call): a weight that is not trained.
+        ``param NAME[shape]: buffer``: a buffer (PyTorch's ``register_buffer``), not a parameter."""
         not_constant(st.name, st.loc)
-        if st.mark not in (None, "frozen"):
+        if st.mark not in (None, "frozen", "buffer"):
             raise CostgraphSemanticError(f"unknown parameter mark '{st.mark}'", st.loc,
-                                         hint=f"param {st.name}[...]: frozen  (a parameter that is not trained)")
+                                         hint=f"param {st.name}[...]: frozen  (a parameter that is not trained), "
+                                              f"or: buffer  (a buffer, not a parameter)")
+        if st.dtype is not None and (st.mark != "buffer" or st.dtype not in BUFFER_DTYPES):
+            raise CostgraphSemanticError(f"'{st.dtype}' after '{st.mark}': a dtype follows 'buffer' only, one of "
+                                         f"{', '.join(BUFFER_DTYPES)}", st.loc,
+                                         hint=f"param {st.name}[...]: buffer(fp32)  (a buffer kept in fp32)")
         shape = tuple(self.eval_dim(e, scope, f"the shape of '{st.name}'") for e in st.shape)
         self.grow(st.loc)
         path = self.claim(st.name, True, st.loc)
         wid, tid = f"{path}/weight", f"{path}:0"
         self.cg.weights[wid] = Weight(wid, shape, self.count, self.active,
-                                      st.mark == "frozen" or self.frozen or self.no_grad)
-        t = Tensor(tid, shape, "act", tid, self.count, path, self.active)
+                                      st.mark in ("frozen", "buffer") or self.frozen or self.no_grad,
+                                      buffer=st.mark == "buffer", dtype=st.dtype)
+        t = Tensor(tid, shape, st.dtype or "act", tid, self.count, path, self.active)
         self.cg.tensors[tid] = t
         if self.cg.weights[wid].frozen:
             self.grad_free.add(tid)

@@ -105,11 +105,13 @@ def same(a, b) -> bool:
 class OpContext:
     """What an operator rule sees: its arguments and ways to declare its costs."""
 
-    def __init__(self, builder: Walk, kind: str, path: str, args: dict, loc: Location):
+    def __init__(self, builder: Walk, kind: str, path: str, args: dict, loc: Location,
+                 given: frozenset | None = None):
         self.b = builder
         self.kind = kind
         self.path = path
         self.args = args
+        self._given = given
         self.loc = loc
         self.settings = builder.settings
         self.outputs: list[Tensor] = []
@@ -121,6 +123,10 @@ class OpContext:
 
     def __getitem__(self, name):
         return self.args[name]
+
+    def given(self, name: str) -> bool:
+        """Whether the call wrote argument ``name`` (false: its default is in use)."""
+        return self._given is None or name in self._given
 
     def fail(self, message: str, hint: str | None = None):
         raise CostgraphSemanticError(message, self.loc, hint)
@@ -186,8 +192,30 @@ class OpContext:
             self.tied.append(wid)
             return wid
         wid = f"{self.path}/{suffix}"
+        sharing = getattr(self.b, "sharing", None)
+        if sharing is not None and wid.startswith(sharing[1] + "/"):   # a shared block: its source's weight
+            return self.share(self._shared_weight(sharing, wid, shape))
         self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active, self.b.frozen or self.b.no_grad)
         self.weights.append(wid)
+        return wid
+
+    def _shared_weight(self, sharing, wid: str, shape) -> str:
+        """The weight of the shared block instance ``sharing[0]`` at ``wid``'s place in this one."""
+        source, here, loc = sharing
+        src = source + wid[len(here):]
+        have = self.b.cg.weights.get(src)
+        if have is None or len(have.shape) != len(shape) or not all(same(p, q) for p, q in zip(have.shape, shape)):
+            got = "none" if have is None else "[" + ", ".join(map(str, have.shape)) + "]"
+            self.fail(f"reuse = '{source}': its weight {src} is {got}, this call needs "
+                      f"[{', '.join(map(str, shape))}]",
+                      hint="a shared call builds what its source built: the same block, the same sizes")
+        return src
+
+    def share(self, wid: str) -> str:
+        """Read the weight ``wid`` another node owns (a tied linear's bias is its source's):
+        counted once, by its owner."""
+        if wid not in self.tied:
+            self.tied.append(wid)
         return wid
 
     def attr(self, name: str, value) -> None:

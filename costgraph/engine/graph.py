@@ -70,17 +70,29 @@ class Weight:
     ``count`` copies exist, ``active`` of them serve each token. ``frozen``: not
     trained (``param NAME[shape]: frozen``, or built inside a call with
     ``frozen = true`` / ``no_grad = true``: PyTorch's ``requires_grad = False``),
-    so no gradient, master copy or optimizer state and no weight-gradient FLOPs."""
+    so no gradient, master copy or optimizer state and no weight-gradient FLOPs.
+    ``buffer``: a tensor of the module's state that is not a parameter (PyTorch's
+    ``register_buffer``/``nn.Buffer``, ``param NAME[shape]: buffer``, ``: buffer(fp32)``): frozen, in memory and in
+    the weights' bytes, not counted in ``params`` (as ``model.parameters()`` leaves it out).
+    ``dtype``: its own dtype (``fp32``, ``bf16``, ``fp16``: transformers'
+    ``_keep_in_fp32_modules_strict``), else the weights'."""
 
     path: str
     shape: tuple[Expr, ...]
     count: Expr
     active: Expr
     frozen: bool = False
+    buffer: bool = False
+    dtype: str | None = None
 
     @property
     def numel(self) -> Expr:
         return numel(self.shape)
+
+    @property
+    def element_bytes(self) -> int | None:
+        """Bytes of one element in its own ``dtype``; None: the weights' dtype."""
+        return {"fp32": 4, "bf16": 2, "fp16": 2}.get(self.dtype)
 
 
 @dataclass(frozen=True)

@@ -329,7 +329,7 @@ def breakdown(cg: CostGraph, scope: Scope, convention: str, precision: Precision
         active = _rel(_rel(d["active"], scope.per_active), count)
         params = params_active = ZERO
         for wid in c.weights:
-            if wid not in seen_weight:
+            if wid not in seen_weight and not cg.weights[wid].buffer:   # a buffer is not a parameter
                 seen_weight.add(wid)
                 params += cg.weights[wid].numel
                 params_active += cg.weights[wid].numel * active
@@ -395,3 +395,10 @@ def _aggregate(cg: CostGraph, scope: Scope, rows: list[dict]) -> list[dict]:
             row[q] = expand_sum([_rel(r["count"], count) * r[q] for r in members])
         out.append(row)
     return out
+
+
+def buffers(cg: CostGraph) -> dict[str, tuple[sympy.Expr, str | None]]:
+    """The model's buffers (``param NAME[shape]: buffer``; PyTorch's ``register_buffer``): weight id →
+    (elements, all copies; its own dtype or None: the weights'). Not parameters: ``params`` leaves them
+    out, as ``model.parameters()`` does; their bytes count with the weights' in memory."""
+    return {wid: (w.count * w.numel, w.dtype) for wid, w in cg.weights.items() if w.buffer}

@@ -107,11 +107,19 @@ _VIEWS = {"split", "split_heads", "transpose", "slice", "cache"}
 @contextmanager
 def split_keys():
     """Within this block, models are built with the cached tensors' sequence
-    axis as :data:`KEYS` (see the module docstring). Not thread-safe: it swaps
-    the ``cache`` rule of the operator registry for the duration."""
+    axis as :data:`KEYS` (see the module docstring), and ``conv1d`` computes the
+    ``q`` positions it outputs whatever its ``padded`` (serving runs the
+    ``causal_conv1d`` kernels: ``causal_conv1d_fn`` over a prompt,
+    ``causal_conv1d_update`` one position per decoded token; ``padded`` is how
+    transformers' PyTorch training path computes it). Not thread-safe: it swaps
+    the ``cache`` and ``conv1d`` rules of the operator registry for the duration."""
     from ..ops.registry import REGISTRY
 
-    spec = REGISTRY["cache"]
+    spec, conv = REGISTRY["cache"], REGISTRY["conv1d"]
+
+    def conv_rule(c):
+        c.args["padded"] = False
+        return conv.rule(c)
 
     def rule(c):
         x = c["x"]
@@ -123,10 +131,12 @@ def split_keys():
         return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
 
     REGISTRY._specs["cache"] = replace(spec, rule=rule)   # its traits kept
+    REGISTRY._specs["conv1d"] = replace(conv, rule=conv_rule)
     try:
         yield
     finally:
         REGISTRY._specs["cache"] = spec
+        REGISTRY._specs["conv1d"] = conv
 
 
 def _wrap_build_error(err):
@@ -317,6 +327,8 @@ class Inference:
         w = self.cg.weights[wid]
         if wid in self._quantized:
             return self.weights.bytes(w.shape) / self._wdiv(wid)
+        if w.element_bytes is not None:   # a buffer kept in its own dtype (transformers' keep-in-fp32)
+            return w.numel * w.element_bytes / self._wdiv(wid)
         return w.numel * unquantized_bits() / 8 / self._wdiv(wid)
 
     def _copies_read(self, wid: str, tokens) -> sympy.Expr:

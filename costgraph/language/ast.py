@@ -61,6 +61,17 @@ class Compare:
 
 
 @dataclass(frozen=True)
+class InList:
+    """``value in [a, b, ...]`` (``negated``: ``value not in [...]``): a condition on a
+    repeat's index (``j in [2, 5, 8, 10]``)."""
+
+    value: "Expr"
+    items: tuple
+    negated: bool
+    loc: Location
+
+
+@dataclass(frozen=True)
 class Logic:
     """``a and b``, ``a or b`` (``op`` is ``and`` or ``or``) and ``not a``
     (``op`` is ``not``, ``right`` is None)."""
@@ -71,7 +82,7 @@ class Logic:
     loc: Location
 
 
-Expr = Var | Int | String | BinOp | Call | Compare | Logic
+Expr = Var | Int | String | BinOp | Call | Compare | InList | Logic
 
 
 # --- statements -------------------------------------------------------------
@@ -111,12 +122,14 @@ class Input:
 class ParamDecl:
     """``param NAME[shape]``: a bare parameter tensor (attention sinks, a
     scale vector, Mamba's A and D), owned by a node of kind ``param``;
-    ``mark`` is the word after ``:`` (``frozen``: not trained), or ``None``."""
+    ``mark`` is the word after ``:`` (``frozen``: not trained; ``buffer``: not a
+    parameter), or ``None``; ``dtype`` the word in parentheses after it (``buffer(fp32)``)."""
 
     name: str
     shape: tuple[Expr, ...]
     loc: Location
     mark: str | None = None
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)

@@ -477,8 +477,11 @@ class _BadToken(Exception):
         self.token, self.message, self.hint = token, message, hint
 
 
-def _no_constant(token: str):
-    raise _BadToken(token, f"{token} is not a number", "write a finite number, or null")
+def _constant(token: str) -> float:
+    """``Infinity``, ``-Infinity`` and ``NaN``, as Python's ``json`` and transformers read them
+    (``Mamba2Config.time_step_limit`` defaults to ``(0.0, inf)``, written ``[0.0, Infinity]``): a
+    value where a config holds one; where a size is read it is refused by name (:meth:`_Reader.number`)."""
+    return {"Infinity": math.inf, "-Infinity": -math.inf}.get(token, math.nan)
 
 
 def _float(token: str) -> float:
@@ -517,9 +520,10 @@ def _object(pairs: list, text: str, path: str) -> dict:
 
 
 def parse_json(text: str, path: str):
-    """Parse a config.json's text. Errors are located: invalid JSON, NaN and
-    Infinity, numbers beyond float range or :data:`arguments.MAX_DIGITS` digits,
-    nesting deeper than :data:`MAX_JSON_DEPTH`."""
+    """Parse a config.json's text. ``Infinity``, ``-Infinity`` and ``NaN`` are read as
+    Python's ``json`` reads them (transformers writes them: ``Mamba2Config.time_step_limit``),
+    refused by name where a size is read. Errors are located: invalid JSON, numbers beyond
+    float range or :data:`arguments.MAX_DIGITS` digits, nesting deeper than :data:`MAX_JSON_DEPTH`."""
     def located(message: str, offset: int, hint: str | None = None):
         line = text.count("\n", 0, offset) + 1
         start = text.rfind("\n", 0, offset) + 1
@@ -538,7 +542,7 @@ def parse_json(text: str, path: str):
         elif t == "]" or t == "}":
             depth -= 1
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_float, parse_int=_int,
+        return json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int,
                           object_pairs_hook=lambda pairs: _object(pairs, text, path))
     except json.JSONDecodeError as e:
         raise located(f"invalid JSON: {e.msg}", e.pos,

@@ -72,6 +72,17 @@ class _ToAst(Transformer_NonRecursive):
         left, op, right = children
         return ast.Compare(str(op), left, right, left.loc)
 
+    def list(self, children):
+        return tuple(c for c in children if c is not None)
+
+    def in_list(self, children):
+        value, items = children
+        return ast.InList(value, items, False, value.loc)
+
+    def not_in_list(self, children):
+        value, items = children
+        return ast.InList(value, items, True, value.loc)
+
     def and_(self, children):
         left, right = children
         return ast.Logic("and", left, right, left.loc)
@@ -131,8 +142,9 @@ class _ToAst(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def param_stmt(self, meta, children):
-        name, shape, mark = children
-        return ast.ParamDecl(str(name), shape, self._loc(meta), str(mark) if mark else None)
+        name, shape, mark, dtype = children
+        return ast.ParamDecl(str(name), shape, self._loc(meta), str(mark) if mark else None,
+                             str(dtype) if dtype else None)
 
     def index(self, children):
         (tok,) = children

@@ -28,7 +28,7 @@ MAX_MODULUS = 1_000
 MAX_CONDITION_TERMS = 1024
 
 PATTERN_HINT = ("a condition on a layer index is written i % M == R (M, R whole numbers), i < K, i >= K, "
-                 "i == K ..., joined with and, or, not")
+                 "i == K ..., i in [2, 5, 8], joined with and, or, not")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,8 @@ class Cell:
 @dataclass(frozen=True)
 class Cond:
     """A condition on the index of repeat level ``level``: ``tree`` is a
-    :class:`Cell` or ``("and"|"or", a, b)`` or ``("not", a)``."""
+    :class:`Cell` or ``("and"|"or", a, b)`` or ``("not", a)`` or ``("any", c1, c2, ...)``
+    (cells no two of which hold for one index: ``i in [2, 5, 8]``)."""
 
     level: int
     tree: object
@@ -107,6 +108,8 @@ def count_pattern(n: sympy.Expr, trees: list, loc: Location) -> sympy.Expr:
             return count((lo + ([first.lo] if first.lo is not None else []),
                           hi + ([first.hi] if first.hi is not None else []), m2, res2), rest)
         op = first[0]
+        if op == "any":   # disjoint cells: |A ∪ B ∪ ...| = |A| + |B| + ...
+            return sympy.Add(*(count(ctx, [cell, *rest]) for cell in first[1:]))
         if op == "and":
             return count(ctx, [first[1], first[2], *rest])
         if op == "not":

@@ -41,7 +41,7 @@ _FORMS = {
 # Keywords that start a top-level item and a statement (for "did you mean").
 _TOP_KEYWORDS = ("import", "block", "model", "config")
 _STMT_KEYWORDS = ("dim", "option", "input", "param", "repeat", "if", "return")
-_OTHER_KEYWORDS = ("as", "active", "else", "extends", "default", "and", "or", "not")
+_OTHER_KEYWORDS = ("as", "active", "else", "extends", "default", "and", "or", "not", "in")
 
 # What a user types for each named terminal of the grammar.
 _TERMINAL_WORDS = {
@@ -64,7 +64,7 @@ _GROUPS = (
 
 # After a complete value these continue the expression; they are not what is
 # missing, so they are left out when something else is expected too.
-_CONTINUATIONS = {"'+'", "'-'", "'*'", "'/'", "'%'", "'('", "'='", "'and'", "'or'",
+_CONTINUATIONS = {"'+'", "'-'", "'*'", "'/'", "'%'", "'('", "'='", "'and'", "'or'", "'in'", "'not'",
                   "a comparison (==, !=, <, <=, >, >=)"}
 _OPERATORS = {"'+'", "'-'", "'*'", "'/'", "'%'"}
 

@@ -12,21 +12,29 @@ from .registry import op
 
 
 @op("conv1d", "depthwise causal convolution along the sequence: x [B, S, C], a width-k kernel per "
-    "channel → [B, S, C]", x="tensor", kernel="dim", bias=("bool", True), state=("bool", True),
-    layout=("per_channel", "x"))
+    "channel → [B, S, C]; padded = true: as PyTorch's Conv1d(padding = k − 1)[..., :S] computes it "
+    "(S + k − 1 positions)", x="tensor", kernel="dim", bias=("bool", True), state=("bool", True),
+    padded=("bool", False), layout=("per_channel", "x"))
 def conv1d(c):
-    """PyTorch ``Conv1d(C, C, k, groups=C)`` on ``x.transpose(1, 2)``, causal
-    (left padding ``k − 1``, exactly ``S`` outputs: Mamba's ``conv1d``, Hyena's
-    short convolution). Weight ``[C, 1, k]`` (+ bias ``[C]``): ``C·k (+ C)``
-    parameters. FLOPs, under ``matmul`` as ``FlopCounterMode`` counts a
-    convolution: ``2·B·S·C·k`` forward, as much for the input gradient and for
-    the weight gradient; the bias add and its gradient ``B·S·C`` under `all`.
-    Keeps its input (PyTorch's convolution keeps input and weight).
+    """PyTorch ``Conv1d(C, C, k, groups=C)`` on ``x.transpose(1, 2)``, causal:
+    output ``t`` reads inputs ``t − k + 1 … t``. Weight ``[C, 1, k]`` (+ bias
+    ``[C]``): ``C·k (+ C)`` parameters. Keeps its input (PyTorch's convolution
+    keeps input and weight).
 
-    Hugging Face's Mamba pads both sides (``padding = k − 1``) and drops the
-    last ``k − 1`` outputs: it computes ``2·B·(S + k − 1)·C·k``.
+    Positions computed, ``P``: ``padded = false`` (default), exactly ``S``
+    (left padding ``k − 1``: the ``causal_conv1d`` kernel of Mamba, Hyena's
+    short convolution). ``padded = true``: ``S + k − 1``, as transformers'
+    PyTorch path ``causal_conv1d_fn`` (modeling_mamba.py and every Mamba,
+    Mamba-2 and gated-DeltaNet model of transformers 5.24) computes it:
+    ``F.conv1d(x, w, padding = k − 1, groups = C)[..., :S]`` pads both ends and
+    drops the last ``k − 1`` outputs; the output is a view of the ``[B, C, S + k − 1]``
+    result, so what keeps it (the SiLU after it) keeps all ``P`` positions.
+
+    FLOPs, under ``matmul`` as ``FlopCounterMode`` counts a convolution
+    (``conv_flop_count``): ``2·B·P·C·k`` forward, as much for the input gradient
+    and for the weight gradient; the bias add and its gradient ``B·P·C`` under `all`.
     ``FlopCounterMode`` counts a grouped convolution's weight gradient as if
-    ungrouped (``C`` times ours).
+    ungrouped (``C`` times ours): not followed.
 
     ``state = true`` (default): at inference the last ``k`` inputs of each
     channel, ``[B, C, k]`` (Hugging Face's ``MambaCache.conv_states``,
@@ -35,10 +43,15 @@ def conv1d(c):
     if len(x.shape) != 3:
         c.fail(f"conv1d needs [B, S, C], got {x.shape_str()}")
     batch, seq, ch = x.shape
-    y = c.output(x.shape, role=c.float_role(x))
+    positions = seq + k - 1 if c["padded"] else seq
+    if c["padded"]:   # the [B, C, S + k − 1] result, of which the output is a view
+        y = c.output(x.shape, role=c.float_role(x),
+                     view_of=c.aux("padded", (batch, ch, positions), c.float_role(x)))
+    else:
+        y = c.output(x.shape, role=c.float_role(x))
     c.weight("weight", (ch, 1, k))
-    mm = 2 * batch * seq * ch * k
-    bias = batch * seq * ch if c["bias"] else 0
+    mm = 2 * batch * positions * ch * k
+    bias = batch * positions * ch if c["bias"] else 0
     if c["bias"]:
         c.weight("bias", (ch,))
     c.forward(Flops(matmul=mm, other=bias))

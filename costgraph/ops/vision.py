@@ -22,9 +22,11 @@ input for the weight gradient (autograd's ``ConvolutionBackward0`` keeps input
 and weight).
 
 Output size per spatial axis (PyTorch's ``Conv2d`` with dilation 1):
-``⌊(n + 2·padding − k) / stride⌋ + 1`` on numbers; on a symbolic size the
-stride is taken to divide (``(image − p)/p + 1 = image/p`` for a patch
-embedding), and values for which it does not are refused when evaluated.
+``⌊(n + 2·padding − k) / stride⌋ + 1`` on numbers and with a numeric stride
+(wav2vec2's feature encoder: ``⌊(L − 10)/5⌋ + 1``, then ``⌊(⌊(L − 10)/5⌋ − 2)/2⌋ + 1``,
+exact for every ``L``, as PyTorch rounds). A symbolic stride (a patch
+embedding's ``kernel = stride = p``) is taken to divide (``(image − p)/p + 1 =
+image/p``), and values for which it does not are refused when evaluated.
 """
 
 from __future__ import annotations
@@ -51,10 +53,8 @@ def _out_size(c, n, k, stride, pad):
                    hint="a smaller kernel, or more padding")
         if stride.is_number:
             return sympy.floor(span / stride) + 1
-    if stride.is_number:   # floor((2·e − 1)/2) = e − 1 on a whole e (Whisper's stride-2 stem): exact
-        whole = sympy.floor(span / stride)
-        if not whole.has(sympy.floor):
-            return whole + 1
+    if stride.is_number:   # PyTorch's floor: floor((2·e − 1)/2) = e − 1 on a whole e (Whisper's stem);
+        return sympy.floor(span / stride) + 1   # floor((L − 10)/5) + 1 stays (wav2vec2's feature encoder)
     return sympy.cancel(span / stride + 1)
 
 

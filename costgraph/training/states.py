@@ -181,10 +181,11 @@ def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_f
         count = w.count / _degree(div.experts, f"shard of {wid!r}") if isinstance(div, WeightShard) else w.count
         shape = _local_shape(wid, w.shape, div.axes if isinstance(div, WeightShard) else div, opt)
         n_el = numel(shape)
-        W.append(count * n_el * pol.weights)
+        each = pol.weights if w.element_bytes is None else w.element_bytes   # a buffer in its own dtype
+        W.append(count * n_el * each)
         unit = next((g for g in outer if wid.startswith(g + "/")), "")
         per = sympy.cancel(count / graph.groups[unit].multiplicity) if unit else count
-        units.setdefault(unit, []).append(per * n_el * pol.weights)
+        units.setdefault(unit, []).append(per * n_el * each)
         if w.frozen or is_frozen(wid):   # declared frozen in the model, or frozen by the caller (LoRA)
             continue
         G.append(count * n_el * pol.gradients)
