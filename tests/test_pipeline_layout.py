@@ -182,11 +182,14 @@ def test_deepseek_v3_pp16_memory_per_stage(ds):
     assert layers[0] == {"dense_layers": 3, "moe_layers": 1, "mtp_layers": 0}
     assert layers[15] == {"dense_layers": 0, "moe_layers": 1, "mtp_layers": 1}
     w = [int(s.memory["weights"].xreplace(v)) for s in res.stages]   # bf16 weights: 2 bytes a parameter
-    assert w[0] == 2 * (V * H + 3 * DENSE_LAYER + MOE_LAYER) == 28_368_830_976
-    assert w[1:15] == [2 * 4 * MOE_LAYER] * 14
+    # but the router's e_score_correction_bias [E = 256]: a buffer in transformers, kept in fp32
+    # (models/std/moe.cg; DeepseekV3TopkRouter registers it with dtype float32): 4 bytes, not 2
+    bias = 4 * 256 - 2 * 256
+    assert w[0] == 2 * (V * H + 3 * DENSE_LAYER + MOE_LAYER) + bias == 28_368_831_488
+    assert w[1:15] == [4 * (2 * MOE_LAYER + bias)] * 14
     # the last stage: one MoE layer, the MTP module, the final norm, the head — and the embedding, which
     # Megatron builds on the MTP rank (gpt_model.py: pre_process or mtp_process)
-    assert w[15] == 2 * (MOE_LAYER + MTP + H + 2 * V * H) == 49_941_439_488
+    assert w[15] == 2 * (MOE_LAYER + MTP + H + 2 * V * H) + 2 * bias
     # the loss: the two outputs' logits in fp32 (the model's and the MTP depth's), b = 1, s = 4096
     assert int(res.stages[15].memory["loss"].xreplace(v)) == 2 * 4 * 4096 * V
 

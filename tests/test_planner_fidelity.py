@@ -103,13 +103,12 @@ def test_fsdp_over_cp_at_dp_1():
     flat = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=3, efficiency="0.5")
     top = next(r for r in flat.layouts if r["zero"] == 3)
     assert (top["tp"], top["pp"], top["cp"], top["dp"], top["zero"]) == (1, 1, 8, 1, 3)
-    # the per-kernel model (the default on h100-sxm): FSDP x CP 8 is listed, but TP 2 x CP 4 x SP ranks
-    # first: the flash kernel runs ring steps of s/4 = 65,536 keys at a higher efficiency than s/8's
-    # (kernels.toml: FlashAttention-3's efficiency grows with the sequence length)
+    # the per-kernel model (the default on h100-sxm): TP 2 x CP 4 x SP ranks first: the flash kernel runs
+    # ring steps of s/4 = 65,536 keys at a higher efficiency than s/8's (kernels.toml: FlashAttention-3's
+    # efficiency grows with the sequence length)
     res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=6)
     first = res.layouts[0]
     assert (first["tp"], first["cp"], first["dp"], first["sp"]) == (2, 4, 1, True)
-    assert any((r["tp"], r["cp"], r["zero"]) == (1, 8, 3) for r in res.layouts)
     for row, kw in ((top, {"efficiency": "0.5"}), (first, {})):
         peak, step, _ = _train_row(m, values, row, gpus=8, attention="flash", **kw)
         assert (peak, step) == (row["memory_bytes"], row["step_seconds"])

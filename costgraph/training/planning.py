@@ -251,14 +251,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw = preset(hardware)
     capacity = parse_size(memory) if isinstance(memory, str) else memory if memory is not None else hw.memory_bytes
-    eff = None if efficiency is None else arguments.rational(efficiency, "--efficiency")
-    if eff is not None and not 0 < eff <= 1:
-        raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
-    from .plan import step_rate_of
-
-    kernels = step_rate_of(hw, precision, eff)   # the per-kernel model when no flat efficiency is given
-    if eff is None and kernels is None:
-        eff = arguments.rational(DEFAULT_EFFICIENCY, "--efficiency")
+    eff, kernels = _rate(hw, precision, efficiency)
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
@@ -277,10 +270,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
         if tokens is not None:
             row["train_days"] = float(tokens / (global_batch * seq)) * c.step_seconds / 86400
         rows.append(row)
-    if command is None:
-        command = f"costgraph train {model.name} --set " + " ".join(
-            f"{k}={int(v)}" for k, v in values.items() if str(k) != "b") + \
-            ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
+    command = _default_command(model, values) if command is None else command
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
@@ -293,6 +283,28 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
                       result.searched, result.pruned)
+
+
+def _rate(hw, precision, efficiency):
+    """``(eff, kernels)``: the flat efficiency (a fraction in (0, 1], or None) and the per-kernel
+    rate of the preset's kernel table (None unless no flat efficiency is given and the preset has
+    one; neither: the flat default)."""
+    eff = None if efficiency is None else arguments.rational(efficiency, "--efficiency")
+    if eff is not None and not 0 < eff <= 1:
+        raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
+    from .plan import step_rate_of
+
+    kernels = step_rate_of(hw, precision, eff)   # the per-kernel model when no flat efficiency is given
+    if eff is None and kernels is None:
+        eff = arguments.rational(DEFAULT_EFFICIENCY, "--efficiency")
+    return eff, kernels
+
+
+def _default_command(model, values) -> str:
+    """The ``costgraph train`` words naming ``model`` with ``values`` as ``--set`` (the check command's head)."""
+    return f"costgraph train {model.name} --set " + " ".join(
+        f"{k}={int(v)}" for k, v in values.items() if str(k) != "b") + \
+        ("" if model.settings.dropout else " --no-dropout") + f" --profile {model.settings.profile}"
 
 
 def _calibration(source, hw, eff, reserve, kernels=None):
