@@ -511,7 +511,7 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
                       _whole("max-num-seqs", opts["max_num_seqs"]),
                       parse_bytes(opts["non_torch_memory"] or NON_TORCH_MEMORY, "--non-torch-memory"),
                       _whole("max-model-len", opts["max_model_len"]))
-    if m.memory is not None and vs.non_torch >= m.memory:
+    if m.memory is not None and opts["non_torch_memory"] is not None and vs.non_torch >= m.memory:
         raise CostgraphValueError(f"--non-torch-memory {vs.non_torch:,} bytes is not less than the device memory "
                                   f"{int(m.memory):,} bytes", hint="the memory outside PyTorch (CUDA context, NCCL "
                                   "buffers): a few hundred MiB to a few GiB, e.g. 0.35GiB (the default)")

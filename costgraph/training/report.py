@@ -270,7 +270,10 @@ def _step_text(compute: dict, values) -> list[str]:
             f"; communication overlap {compute['overlap']}"
             + (" (default)" if compute["overlap"] == OVERLAP.default else "")) + "):"]
     if not all(x.is_number for x in st.values()):
-        return ["", *head, f"  {to_text(field_order(as_expr(compute['step']['total'])))} s"]
+        total = as_expr(compute["step"]["total"])
+        # with overlap rules (Max of sums) expanding is slow and reads no better: printed as derived
+        shown = total if total.has(sympy.Max, sympy.Min) else field_order(total)
+        return ["", *head, f"  {to_text(shown)} s"]
     if rate.covers == "step":
         line = f"  compute {float(st['total']):.4g} s (the rate covers the whole step)"
     else:
