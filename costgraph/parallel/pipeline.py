@@ -38,6 +38,7 @@ from ..engine.graph import CostGraph
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
 from .layer_split import ZERO, layer_groups, stage_shares
 from .schedules import bubble_fraction, chunks_in_flight, in_flight
+from ..engine.symbols import as_expr
 
 SCHEDULES = SCHEDULE.values
 
@@ -253,7 +254,7 @@ def layout_pace(cg: CostGraph, layout, stages: list[Stage], convention: str | No
     from ..engine.precision import precision
     from ..engine.totals import MODEL_SCOPE, breakdown
 
-    p = sympy.sympify(layout.p)
+    p = as_expr(layout.p, "the pipeline degree")
     if not p.is_Integer or p < 2 or (getattr(layout, "pipeline_layout", None) is None and not layer_groups(cg)[1]):
         return sympy.Integer(1)
     rows = breakdown(cg, MODEL_SCOPE, convention or CONVENTION.default, precision("bf16"),

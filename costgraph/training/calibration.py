@@ -48,6 +48,7 @@ from typing import Mapping
 
 import sympy
 
+from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from ..parallel.layout import Layout
 from .calibration_fit import bounded_least_squares, separable, solve_increasing
@@ -106,7 +107,7 @@ def _prepare(model, run: Measured, name: str, hardware, symbols: dict, conventio
     values = r.values or {}
     if r.step is None:
         raise CostgraphValueError(f"{what}: no step time to calibrate", hint="a hardware preset gives it")
-    total = sympy.sympify(r.step["total"]).xreplace(values)
+    total = as_expr(r.step["total"]).xreplace(values)
     unknown = total.free_symbols - set(symbols.values())
     if unknown:
         raise CostgraphValueError(f"{what}: no value for {', '.join(sorted(map(str, unknown)))}",
@@ -115,7 +116,7 @@ def _prepare(model, run: Measured, name: str, hardware, symbols: dict, conventio
     rate = r.compute["rate"]
     split = flops_by_precision(model.graph, r.layout, r.compute["flops"], convention, causal)
     roofline = sympy.nsimplify(compute_seconds(split, Rate("efficiency", 1, rate.peaks)).xreplace(values))
-    compute = sympy.sympify(r.step["compute"]).xreplace(values).xreplace(ones)
+    compute = as_expr(r.step["compute"]).xreplace(values).xreplace(ones)
     if measured < roofline:
         raise CostgraphValueError(
             f"{what}: the measured step {float(measured):.6g} s is faster than the roofline allows: "

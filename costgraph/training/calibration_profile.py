@@ -14,6 +14,7 @@ from typing import Mapping
 import sympy
 
 from ..errors import CostgraphValueError
+from ..engine.symbols import as_expr
 
 #: the kernel classes a per-kernel time model reports (``compute_by_class``) → their factor names
 CLASSES = {"matmul": "compute-matmul", "attention": "compute-attention", "memory": "compute-memory-bound"}
@@ -52,7 +53,7 @@ class Factors:
 
     def factor(self, name: str, general: str):
         """The multiplier of ``name``, else of ``general``, else 1."""
-        return sympy.sympify(self.values.get(name, self.values.get(general, 1)))
+        return as_expr(self.values.get(name, self.values.get(general, 1)), f"the {name} factor")
 
     def scale_compute(self, seconds, by_class: Mapping | None = None):
         """``seconds`` of compute times the ``compute`` factor; with ``by_class`` (class → seconds,
