@@ -106,9 +106,11 @@ def test_fsdp_over_cp_at_dp_1():
     # the per-kernel model (the default on h100-sxm): TP 2 x CP 4 x SP ranks first: the flash kernel runs
     # ring steps of s/4 = 65,536 keys at a higher efficiency than s/8's (kernels.toml: FlashAttention-3's
     # efficiency grows with the sequence length)
-    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=6)
+    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=1, attention="flash", top=10)
     first = res.layouts[0]
     assert (first["tp"], first["cp"], first["dp"], first["sp"]) == (2, 4, 1, True)
+    # FSDP x CP 8 is still listed (each ZeRO stage of TP 2 x CP 4 and TP 4 x CP 2 is a row of its own)
+    assert any((r["tp"], r["cp"], r["zero"]) == (1, 8, 3) for r in res.layouts)
     for row, kw in ((top, {"efficiency": "0.5"}), (first, {})):
         peak, step, _ = _train_row(m, values, row, gpus=8, attention="flash", **kw)
         assert (peak, step) == (row["memory_bytes"], row["step_seconds"])
