@@ -15,7 +15,7 @@ from costgraph.engine.activations import activation_bytes, attention_cores
 from costgraph.parallel.tensor import tensor_parallel
 from costgraph.engine.precision import precision
 from costgraph.engine.symbols import dim
-from costgraph.engine.totals import resolve_scope
+from costgraph.engine.totals import breakdown, resolve_scope
 
 b, s, h, a, t = (dim(n) for n in ("b", "s", "h", "a", "t"))
 
@@ -123,3 +123,49 @@ def test_the_language_can_keep_a_linear_whole():
     tp2 = tensor_parallel(g2, t)
     assert tp2.column == ["up"] and tp2.row == ["down"]
     assert costgraph.loads(src).costs().params == costgraph.loads(src.replace(", tp = false", "")).costs().params
+
+
+# --- Llama (GQA, SwiGLU): what fused kernels keep --------------------------------------------
+
+@pytest.fixture(scope="module")
+def llama():
+    return costgraph.load("llama")
+
+
+def _llama_layer(model, **kw):
+    return activation_bytes(model.graph, resolve_scope(model.graph, "layer"), precision("bf16"), **kw)
+
+
+def test_flash_attention_keeps_k_and_v_with_their_grouped_heads(llama):
+    # FlashAttention 2+ (flash_attn_func: k, v of nheads_k heads; Dao 2023 §3) and TE's
+    # DotProductAttention(num_gqa_groups) read K and V unexpanded: repeat_kv's copy is never
+    # made, so what the core keeps of K and V is 2 b s kv d bytes each, not 2 b s a d.
+    # Eager attention (the HF code) materializes repeat_kv and keeps the expanded copies.
+    kv, d, i = dim("kv"), dim("d"), dim("i")
+    eager = _llama_layer(llama)
+    flash = _llama_layer(llama, attention="flash")
+    # the layer under flash, term by term (korthikanti profile, bf16, no TP):
+    #   two RMSNorm inputs 2 b s h each, q_proj/gate_proj inputs 2 b s h each (k/v/up share them),
+    #   Q 2 b s a d, K and V 2 b s kv d each, the attention output 2 b s a d (o_proj's input),
+    #   the fp32 log-sum-exp 4 b a s, SwiGLU 6 b s i (Megatron's fused unit: gate and up outputs
+    #   4 b s i, down_proj's input 2 b s i)
+    want = 8 * b * s * h + 4 * b * s * a * d + 4 * b * s * kv * d + 4 * b * a * s + 6 * b * s * i
+    assert sympy.expand(flash - want) == 0
+    # eager keeps the expanded K (QKᵀ's operand) and V (scores·V's operand) at a heads
+    assert sympy.expand(eager - flash).coeff(b * s * a * d) == 4
+
+
+def test_fused_swiglu_keeps_the_gate_input_not_the_activation_output(llama):
+    # Megatron-LM @ d98e8a64 megatron/core/fusions/fused_bias_swiglu.py::SwiGLUFunction.forward
+    # saves only its input (the fc1 output, gate and up: 4 b s i bytes) and recomputes silu;
+    # PyTorch autograd on HF's act(gate) * up keeps silu's input, and both operands of the
+    # product: 6 b s i, plus down_proj's input 2 b s i in both.
+    i = dim("i")
+    pytorch = costgraph.load("llama", profile="pytorch")
+    swiglu = {}
+    for name, m in (("korthikanti", llama), ("pytorch", pytorch)):
+        rows = {r["path"]: r["activation_bytes"] for r in
+                breakdown(m.graph, resolve_scope(m.graph, "layer"), "matmul", precision("bf16"), leaves_only=True)}
+        swiglu[name] = sympy.expand(sum(v for p, v in rows.items() if "/mlp/" in p and "proj" not in p))
+    assert swiglu["korthikanti"] == 4 * b * s * i   # silu keeps gate (2), the product keeps up (2)
+    assert swiglu["pytorch"] == 6 * b * s * i       # silu keeps gate, the product keeps silu(gate) and up

@@ -177,3 +177,27 @@ def test_cli_flags_name_the_options_in_text_json_and_fit(capsys):
     # a bare parameter count has no attention or linears to run in FP8: refused, not ignored
     assert main(["train", "--params", "7e9", "--precision", "fp8-delayed", "--no-fp8-wgrad"]) == 2
     assert "--no-fp8-wgrad needs a model" in capsys.readouterr().err
+
+
+def test_fp8_parameters_of_megatron_bridge_perf_recipes():
+    # Megatron-Bridge @ 067f987: bf16_with_fp8_current_scaling_mixed sets fp8_param_gather = True
+    # (each FP8 linear's weight is its FP8 tensor, no bf16 copy) and _perf_precision sets
+    # grad_reduce_in_fp32 = False (Megatron-LM param_and_grad_buffer.py: the gradient buffer in
+    # the parameters' dtype). Llama-3-70B as Bridge's 64-GPU H100 recipe lays it out: TP 4 x PP 8
+    # (v = 5), dp 2, ZeRO 1; a middle stage holds 10 layers. By hand, per layer: linears
+    # q, o 8192^2 each, k, v 8192*1024 each, MLP 3*8192*28672 = 855,638,016 elements (/4 under
+    # TP: 213,909,504); two RMSNorms 2*8192 (replicated).
+    m = costgraph.load("llama")
+    v = m.values(config="llama-3-70b", s=8192)
+    kw = dict(gpus=64, t=4, p=8, v=5, schedule="interleaved", sp=True, zero=1, m=128)
+    bridge = m.train(values=v, policy="fp8-current-bridge", **kw).stages[1].memory
+    plain = m.train(values=v, policy="fp8-current", **kw).stages[1].memory
+    linears, norms = 10 * 213_909_504, 10 * 2 * 8192
+    ev = lambda x: int(x.xreplace(v)) if isinstance(x, sympy.Basic) else int(x)   # noqa: E731
+    assert ev(bridge["weights"]) == linears * 1 + norms * 2          # FP8 linears, bf16 norms
+    assert ev(bridge["gradients"]) == (linears + norms) * 2          # bf16 main gradients
+    assert ev(bridge["fp8 weight copy"]) == 0                        # the weight is the FP8 copy
+    assert ev(bridge["fp8 weight transpose"]) == linears            # Hopper: the transpose stays
+    assert ev(plain["weights"]) == (linears + norms) * 2            # bf16 weights ...
+    assert ev(plain["fp8 weight copy"]) == linears                  # ... and their FP8 copy
+    assert ev(plain["gradients"]) == (linears + norms) * 4          # fp32 main gradients

@@ -90,8 +90,11 @@ def test_declared_traits_of_some_operators():
     assert REGISTRY["concat"].layout == ("join_last",)
     assert (REGISTRY["linear"].layout, REGISTRY["embedding"].layout, REGISTRY["matmul"].layout) == \
         (("column_row",), ("vocab",), ("batched",))
-    assert {n for n in REGISTRY if REGISTRY[n].roles} == {"linear"}
+    assert {n for n in REGISTRY if REGISTRY[n].roles} == {"linear", "repeat_kv", "silu", "gelu"}
     assert REGISTRY["linear"].roles == ("matrix", "router")
+    # fused attention reads grouped K/V heads; Megatron's fused SwiGLU/GeGLU recompute the activation
+    assert (REGISTRY["repeat_kv"].roles, REGISTRY["silu"].roles, REGISTRY["gelu"].roles) == \
+        (("kv_expand",), ("glu_gate",), ("glu_gate",))
     assert (has_role("linear", "matrix"), has_role("embedding", "matrix"), has_role("param", "matrix")) == \
         (True, False, False)
 

@@ -92,9 +92,11 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
             div = div * c
         return div
 
+    grouped = _kv_grouped(cg) if attention == "flash" else {}
+
     def share(sid):
         kept = None if sid in dropped else plan.share(sid)
-        return None if kept is None else kept / divisor(sid)
+        return None if kept is None else kept * grouped.get(sid, 1) / divisor(sid)
 
     rows = breakdown(cg, MODEL_SCOPE, "matmul", precision, leaves_only=True, share=share)
     extras = []
@@ -115,6 +117,23 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
     return rows, extras
 
 
+
+
+def _kv_grouped(cg: CostGraph) -> dict[str, sympy.Expr]:
+    """Storage id → the fraction of it a fused attention kernel keeps: the outputs of the
+    ``kv_expand`` operators (``repeat_kv``), which FlashAttention 2+ and cuDNN/TE fused
+    attention never materialize (they read K and V with their grouped heads: FlashAttention's
+    ``flash_attn_func`` takes ``k``/``v`` of ``nheads_k`` heads, Dao 2023 §3; TE's
+    ``DotProductAttention(num_gqa_groups=...)``); what is kept is the input, ``kv/a`` of it."""
+    from ..ops.registry import has_role
+
+    out = {}
+    for path, d in cg.ops():
+        if has_role(d["kind"], "kv_expand") and d["inputs"] and d["outputs"]:
+            src, dst = cg.tensors[d["inputs"][0]], cg.tensors[d["outputs"][0]]
+            if dst.storage == dst.id and dst.numel != 0:
+                out[dst.id] = sympy.cancel(src.numel / dst.numel)
+    return out
 
 
 def layer_activation_bytes(cg: CostGraph, group, rows, extras) -> sympy.Expr:

@@ -18,7 +18,7 @@ Dropout exists only while training with dropout on: with the setting
 from __future__ import annotations
 
 from ..engine.graph import Flops
-from .registry import op
+from .registry import has_role, op
 
 # FLOPs per element under the `all` convention. Each elementary arithmetic
 # operation and each transcendental (exp, tanh, rsqrt) counts 1.
@@ -79,12 +79,13 @@ def _unary(c, kind: str, save: str, per: int | None = None):
     return y
 
 
-@op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor", keep=("ident", None), layout="follow")
+@op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor", keep=("ident", None), layout="follow",
+    roles="glu_gate")
 def gelu(c):
     return _unary(c, "gelu", save="input")
 
 
-@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None), layout="follow")
+@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None), layout="follow", roles="glu_gate")
 def silu(c):
     return _unary(c, "silu", save="input")
 
@@ -146,7 +147,32 @@ def sub(c):
 @op("mul", "elementwise product of two activations (written x * y; broadcasts)",
     x="tensor", y="tensor", layout="broadcast")
 def mul(c):
-    return _binary(c, "mul", save=True)
+    """Keeps both operands (autograd: d(xy)/dx = y, d(xy)/dy = x), except, in the
+    ``korthikanti`` profile (Megatron-LM's kernels), an operand made by a ``glu_gate``
+    activation (SiLU, GELU) that keeps its own input: Megatron fuses the gated unit
+    (``act(gate) * up``) into one autograd function that saves only its input and
+    recomputes the activation in the backward (Megatron-LM @ d98e8a64
+    ``megatron/core/fusions/fused_bias_swiglu.py::SwiGLUFunction.forward``:
+    ``ctx.save_for_backward(input)``; ``fused_bias_geglu.py`` likewise; used by
+    ``megatron/core/transformer/mlp.py`` under ``bias_activation_fusion``, on by default)."""
+    if c.settings.profile == "pytorch":
+        return _binary(c, "mul", save=True)
+    out = _binary(c, "mul", save=False)
+    n = out.numel
+    c.backward_input(Flops(other=2 * n))
+    c.save(*[t for t in (c["x"], c["y"]) if not _fused_gate(c, t)])
+    return out
+
+
+def _fused_gate(c, t) -> bool:
+    """Whether ``t`` is the output of a ``glu_gate`` activation that keeps its input (so a fused
+    gated unit recomputes ``t`` from it: :func:`mul`)."""
+    node = c.b.cg.nodes.get(t.producer)
+    if node is None or not has_role(node["kind"], "glu_gate"):
+        return False
+    src = node["inputs"][0] if node.get("inputs") else None
+    return src is not None and any(c.b.cg.tensors[s].storage == c.b.cg.tensors[src].storage
+                                   for s in node["cost"].saved)
 
 
 @op("rope", "rotary position embedding (Su et al. 2021) on the first `dims` entries of the "

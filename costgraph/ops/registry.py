@@ -79,6 +79,12 @@ LAYOUTS = {
 ROLES = {
     "matrix": "its weight multiplies activations: a hidden matrix for Muon (2-D or more, not the "
               "output head), a LoRA target, stored quantized by a 4-/8-bit base",
+    "glu_gate": "an activation a fused GLU kernel recomputes in its backward (Megatron-LM's "
+                "bias_swiglu_impl / bias_geglu_impl keep the activation's input only): under the "
+                "korthikanti profile a product that reads its output does not keep it",
+    "kv_expand": "a copy of grouped K/V heads to the query heads (GQA/MQA): fused attention kernels "
+                 "(FlashAttention 2+, cuDNN/TE fused attention) read the grouped heads, so under flash "
+                 "attention what is kept of its output is its input",
     "router": "an MoE router when its output has one entry per routed expert (left out of the "
               "FLOPs with router = false, as Megatron-LM counts)",
 }

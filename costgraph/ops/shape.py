@@ -93,7 +93,7 @@ def concat(c):
 
 
 @op("repeat_kv", "grouped-query attention: [B, kv, S, d] → [B, kv·groups, S, d] (copy; "
-    "the identity for groups = 1)", x="tensor", groups="dim", layout="follow")
+    "the identity for groups = 1)", x="tensor", groups="dim", layout="follow", roles="kv_expand")
 def repeat_kv(c):
     x, g = c["x"], c["groups"]
     if g == 1:

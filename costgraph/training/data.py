@@ -53,6 +53,9 @@ class Policy:
     master: sympy.Integer
     state: sympy.Integer
     fp8: str | None = None   # an FP8 recipe of fp8.toml (costgraph.training.fp8): the layers' linears in FP8
+    #: the FP8 linears' weights are kept in FP8 (Megatron-LM ``--fp8-param-gather``, TE's
+    #: ``quantized_model_init``): no 16-bit copy beside them; ZeRO gathers them in FP8
+    fp8_params: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,9 @@ _TEXT_FIELDS = (Field("description", "text"), Field("source", "text", doc="the s
 
 #: A precision policy: bytes per parameter element of each model state.
 POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS),
-                                   Field("fp8", "text", required=False, doc="an FP8 recipe of fp8.toml")))
+                                   Field("fp8", "text", required=False, doc="an FP8 recipe of fp8.toml"),
+                                   Field("fp8_params", "flag", required=False,
+                                         doc="the FP8 linears' weights kept in FP8 (--fp8-param-gather)")))
 #: An optimizer: its states and their special forms (see ``optimizers.toml``).
 OPTIMIZER = Kind("optimizer", (
     *_TEXT_FIELDS,
@@ -113,7 +118,12 @@ def _policy(name: str, e: datafiles.Entry) -> Policy:
     if fp8 is not None:   # the recipe must exist (fp8.toml, costgraph.training.fp8)
         if fp8 not in recipes():
             raise e.error(f"fp8 = {fp8!r} is not an FP8 recipe", "fp8", hint="one of: " + ", ".join(recipes()))
-    return Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS}, fp8=fp8)
+    fp8_params = bool(e.get("fp8_params") or False)
+    if fp8_params and fp8 is None:
+        raise e.error("fp8_params = true needs an FP8 recipe", "fp8_params", hint='add fp8 = "current" (or another '
+                      "recipe of fp8.toml), or remove fp8_params")
+    return Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS}, fp8=fp8,
+                  fp8_params=fp8_params)
 
 
 @cache

@@ -20,7 +20,10 @@ Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
 
   - ``fp8 weight copy``: the quantized weight, 1 byte an element, cached across
     the micro-batches of a step (``module/linear.py``: ``_fp8_workspaces["weight"]``
-    when ``is_first_microbatch`` is not None, as Megatron passes it);
+    when ``is_first_microbatch`` is not None, as Megatron passes it); none under a policy
+    with ``fp8_params`` (Megatron-LM ``--fp8-param-gather``): the weight itself is the FP8
+    tensor, counted in ``weights`` at 1 byte an element (:func:`fp8_param_bytes`), and no
+    16-bit weight is kept;
   - ``fp8 weight transpose``: the column-wise copy the backward's data gradient
     reads: a separate buffer for tensor scaling on Hopper (``fp8_transpose =
     "separate"``), none on Blackwell and later (``"shared"``: one buffer serves
@@ -84,6 +87,20 @@ def fp8_linears(cg) -> set[str]:
             and any(path.startswith(g + "/") for g in top)}
 
 
+def fp8_param_bytes(cg, policy) -> dict[str, int]:
+    """Weight id → bytes of one element for the weights kept in FP8 by a policy with
+    ``fp8_params`` (Megatron-LM ``--fp8-param-gather``: the model is built under TE's
+    ``quantized_model_init``, so each FP8 linear's weight *is* its FP8 copy, ``data_bytes``
+    an element, and no 16-bit weight is kept beside it); empty for other policies. Biases
+    and 1-D weights stay at the policy's precision (they are not quantized)."""
+    pol = get_policy(policy)
+    if not pol.fp8_params:
+        return {}
+    rec = recipe(pol.fp8)
+    return {wid: int(rec.data_bytes) for path in fp8_linears(cg) for wid in cg.nodes[path]["cost"].weights
+            if len(cg.weights[wid].shape) == 2}
+
+
 def fp8_flops(rows, linears: set[str]) -> sympy.Expr:
     """The FLOPs of ``rows`` (rows of :func:`costgraph.engine.totals.breakdown`, forward +
     backward, × count) that belong to the FP8 linears ``linears``."""
@@ -142,6 +159,7 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
     rec = policy_recipe(layout.policy)
     if rec is None:
         return {}
+    params = get_policy(layout.policy).fp8_params   # the copy is the parameter: counted in weights
     transpose = getattr(layout, "fp8_transpose", "separate")
     out = {k: sympy.Integer(0) for k in PARTS}
     for path in sorted(fp8_linears(cg)):
@@ -155,6 +173,8 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
             axes = sh.axes if sh is not None else (1, 1)
             copies = w.count / (sh.experts if sh is not None else 1)
             parts = weight_buffers(rec, w.shape[0] / axes[0], w.shape[1] / axes[1], transpose)
+            if params:
+                parts["fp8 weight copy"] = sympy.Integer(0)
             for k in PARTS:
                 out[k] += copies * share * parts[k]
     return {k: sympy.expand(v) for k, v in out.items()}

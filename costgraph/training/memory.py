@@ -211,6 +211,9 @@ class _States:
         self.shard = dict(pl.shards)   # per axis; LoRA's quantized bases take the whole divisor, as before
         self.whole = {w: s.total for w, s in self.shard.items()}
         self.per_group: dict = {}   # group path → (one iteration's states, the gathered unit): the same on every stage
+        from .fp8 import fp8_param_bytes
+
+        self.weight_bytes = fp8_param_bytes(cg, L.policy)   # FP8 parameters (fp8_params), else empty
 
     def __call__(self, select, scale=1) -> dict:
         """States of the selected weights, × ``scale`` (the gathered ZeRO-3 unit
@@ -222,7 +225,7 @@ class _States:
                 continue
             if self.lo is None:
                 s = model_states(self.cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
-                                 hsdp_group=L.hsdp, shard=self.shard, select=sel)
+                                 hsdp_group=L.hsdp, shard=self.shard, select=sel, weight_bytes=self.weight_bytes)
             else:
                 from .lora import lora_states
 

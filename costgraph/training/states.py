@@ -80,7 +80,8 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
                  zero: int = ZERO_STAGE.default, dp: int | Expr | None = None, hsdp_group: int | Expr | None = None,
                  shard: Mapping[str, Expr | int | tuple] | None = None,
                  frozen: Callable[[str], bool] | Collection[str] | None = None,
-                 select: Callable[[str], bool] | None = None) -> dict[str, Expr]:
+                 select: Callable[[str], bool] | None = None,
+                 weight_bytes: Mapping[str, int] | None = None) -> dict[str, Expr]:
     """Bytes per device of the model states of ``graph``'s weights.
 
     Parameters
@@ -115,6 +116,11 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     select : callable, optional
         Weight id → whether this device holds the weight at all (a pipeline
         stage); default: all weights.
+    weight_bytes : mapping, optional
+        Weight id → bytes of one element of the weight as kept on the device, where it is not
+        the policy's ``weights``: the FP8 linears of a policy with ``fp8_params``
+        (:func:`costgraph.training.fp8.fp8_param_bytes`: 1 byte, Megatron-LM's
+        ``--fp8-param-gather``). A ZeRO-3 gather moves them in that precision too.
 
     Returns
     -------
@@ -147,7 +153,8 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     if DP.name in graph.dims and dp is None:
         raise CostgraphValueError(f"model '{graph.name}' has a dimension named {DP.name}, the default "
                                   "data-parallel symbol", hint="give dp explicitly")
-    (W, G, C, M, S), units = _per_weight(graph, pol, opt, _checked_shard(graph, shard), _predicate(frozen), select)
+    (W, G, C, M, S), units = _per_weight(graph, pol, opt, _checked_shard(graph, shard), _predicate(frozen), select,
+                                         weight_bytes or {})
     gathered = ZERO
     if zero == 3:
         sizes = [sympy.Add(*u) for u in units.values()]
@@ -166,7 +173,7 @@ def _checked_shard(graph: CostGraph, shard) -> dict:
     return shard
 
 
-def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_frozen, select):
+def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_frozen, select, weight_bytes):
     """The byte terms of every selected weight on this device: lists of weights, gradients, their
     fp32 copy, master copy and optimizer states, and the weights of each ZeRO-3 unit (outermost
     group instance; ``""``: outside every group)."""
@@ -182,6 +189,7 @@ def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_f
         shape = _local_shape(wid, w.shape, div.axes if isinstance(div, WeightShard) else div, opt)
         n_el = numel(shape)
         each = pol.weights if w.element_bytes is None else w.element_bytes   # a buffer in its own dtype
+        each = weight_bytes.get(wid, each)   # an FP8 parameter (fp8_params)
         W.append(count * n_el * each)
         unit = next((g for g in outer if wid.startswith(g + "/")), "")
         per = sympy.cancel(count / graph.groups[unit].multiplicity) if unit else count
