@@ -189,9 +189,9 @@ def load(args):
 def capacity(args):
     """Device memory in bytes: ``--memory``, else the ``--hardware`` preset's, else None."""
     if getattr(args, "memory", None) is not None:
-        from ..training.fit import parse_size
+        from ..training.fit import memory_size
 
-        return parse_size(args.memory)
+        return memory_size(args.memory)[0]   # floored to whole bytes, as --kv-memory
     if getattr(args, "hardware", None) is not None:
         from ..hardware import preset
 

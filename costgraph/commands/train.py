@@ -57,10 +57,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> str:
-    from ..training.fit import parse_size
+    from ..training.fit import memory_size
 
     dims, options = settings(args.set)
-    capacity = parse_size(args.memory) if args.memory is not None else None
+    capacity = memory_size(args.memory)[0] if args.memory is not None else None   # floored, as --kv-memory
     if args.lora_targets != list(choices.DEFAULT_LORA_TARGETS) and args.lora is None:
         raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R")
     if args.params is not None:
@@ -75,7 +75,7 @@ def run(args) -> str:
     model, values = load_any(args, dims, options)
     result = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
                          tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
-                         global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
+                         global_batch=args.global_batch, memory=args.memory, efficiency=args.efficiency,
                          megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
                          router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers,
                          efficiency_profile=args.efficiency_profile)
