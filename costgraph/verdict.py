@@ -30,6 +30,8 @@ from .export.display import Q, Table, Tabular
 
 #: the modes of :func:`fit`
 MODES = ("train", "serve")
+#: the largest TP degree a serving step tries past --gpus (a scale-up domain: 64 ranks of an NVL72)
+_SERVE_MAX_TP = 64
 #: KV cache and weight dtypes a serving step tries when the setting is a 16-bit one
 _SIXTEEN = ("bf16", "fp16")
 
@@ -251,6 +253,11 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
         raise CostgraphValueError(f"--tp {tp} is more than --gpus {gpus}", hint="TP shards one replica over at "
                                                                                "most --gpus devices")
     notes = _shipped(model, s)
+    if isinstance(memory, str):   # --memory 23.58GiB: floored, as --kv-memory (Model.infer floors it alike)
+        from .training.fit import floored_note, memory_size
+
+        n, floored = memory_size(memory)
+        notes[1][:0] = [floored_note(memory, n)] if floored else []
     values = arguments.model_values(model, values)
     if values is not None:   # b and s are the batch and the prompt + generated tokens
         values = {k: v for k, v in values.items() if str(k) not in ("b", "s")}
@@ -271,7 +278,10 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
     steps = []
 
     def attempt(change: str, options: str, **kw):
-        r = run(**kw)
+        try:
+            r = run(**kw)
+        except CostgraphValueError:   # a TP degree the model does not divide into: no step
+            return
         after = int(r.values["memory_bytes"])
         if after != need:
             steps.append(Step(change, options, need, after, bool(r.values["fits"])))
@@ -282,9 +292,10 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
         if base.settings["weights"] in _SIXTEEN:
             attempt("weights fp8", "--weights fp8", weights="fp8")
         t = tp * 2
-        while t <= gpus:
-            attempt(f"TP {t}", f"--tp {t}", tp=t)
-            if steps and steps[-1].fits:
+        while t <= max(gpus, _SERVE_MAX_TP):   # past --gpus: the devices one replica would need
+            more = "" if t <= gpus else f" on {t} devices"
+            attempt(f"TP {t}{more}", f"--tp {t}" + (f" --gpus {t}" if more else ""), tp=t)
+            if steps and steps[-1].fits and steps[-1].options.startswith(f"--tp {t}"):
                 break
             t *= 2
         best = base.values.get("max_batch")
