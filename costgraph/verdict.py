@@ -197,14 +197,10 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
            host_memory=None) -> FitResult:
     import dataclasses
 
-    from .parallel.layout import Layout
+    from .training.api import layout_argument
 
-    if layout is None:
-        layout = Layout(**{**settings, "gpus": gpus})
-    elif settings:
-        raise CostgraphValueError("give a Layout or keyword settings, not both")
-    else:
-        layout = dataclasses.replace(layout, gpus=gpus)
+    # an unknown setting, both, or no Layout: a located message (layout_argument), never a TypeError
+    layout = dataclasses.replace(layout_argument(layout, {k: v for k, v in settings.items() if k != "gpus"}), gpus=gpus)
     r = model.train(layout, values=values, hardware=hardware, memory=memory, reserve=reserve,
                     efficiency_profile=profile)
     if r.fits is None:
