@@ -101,9 +101,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
 
-    notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
-    if floored:   # --memory 23.58GiB: floored to whole bytes, as --kv-memory (issue 29)
-        notes.append(floored_note(memory, capacity))
+    notes = value_warnings(None, values) + mem.warnings + ([floored_note(memory, capacity)] if floored else [])
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
