@@ -172,11 +172,16 @@ def fewest_devices(model, layout, values: dict, usable: int, host_capacity=None,
     while hi - lo > 1:   # the smallest degree that fits, past the last that does not
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    from .validity import check_layout
+
     for d in range(hi, min(hi + _WALK, top) + 1):   # the first the model divides into (EP, heads, ...)
+        try:
+            check_layout(model.graph, dataclasses.replace(layout, gpus=per * d).filled(), values)
+        except CostgraphValueError:
+            continue
         judged = judge(model, dataclasses.replace(layout, gpus=per * d), values, devices_per_node)
         s = _step(f"{per * d} devices (dp {d})", f"--gpus {per * d}", judged, usable, host_capacity)
-        if s is not None and s["fits"]:
-            return s
+        return s if s is not None and s["fits"] else None
     return None
 
 
