@@ -219,6 +219,7 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
              "precision": f"policy {L.policy}, optimizer {L.optimizer}" + _fp8_words(L),
              "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
                                 if k is not None and k.symbol in r.values) or None}
+    shown["host memory from"] = host["source"]   # with CPU offload: --host-memory, or the preset's node and its source
     if profile is not None:   # --efficiency-profile (costgraph.training.calibration): its memory reserve
         shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if "reserve_from" in f
                                else "nothing here (the profile has no memory reserve, or --reserve was given)")

@@ -192,7 +192,7 @@ def host_verdict(model, result, hardware, host_memory, peak: int, usable: int, a
     host bytes of one node with CPU offload (else None), ``capacity`` the host memory of a node
     (``host_memory``, bytes or a size floored to whole bytes; else the ``hardware`` preset's
     ``host_memory_bytes``; None when neither is known: then not judged, and a warning says so),
-    ``fits``, ``warnings``, and ``further``: :func:`further_steps` (dicts) when the device or the host
+    ``fits``, ``warnings``, ``source`` (where ``capacity`` comes from, with offload), and ``further``: :func:`further_steps` (dicts) when the device or the host
     does not fit and no step of ``costgraph train``'s (``any_step_fits``) fits, those that lower what
     does not fit (the peak, or the host bytes), else empty.
 
@@ -208,13 +208,14 @@ def host_verdict(model, result, hardware, host_memory, peak: int, usable: int, a
         from ..hardware import preset
 
         hw = preset(hardware)
-    warnings, capacity = [], None
+    warnings, capacity, source = [], None, None
     if host_memory is not None:
         capacity, floored = memory_size(host_memory, "--host-memory")
+        source = "--host-memory"
         if floored:
             warnings.append(floored_note(host_memory, capacity, "--host-memory"))
-    elif hw is not None:
-        capacity = hw.host_memory_bytes
+    elif hw is not None and hw.host_memory_bytes is not None:
+        capacity, source = hw.host_memory_bytes, f"{hw.key}'s node: {hw.source('host_memory_bytes')}"
     L, dpn = result.layout, hw.devices_per_node if hw is not None else None
     need = None
     if result.offload is not None:
@@ -232,4 +233,5 @@ def host_verdict(model, result, hardware, host_memory, peak: int, usable: int, a
                                             devices_per_node=dpn, host_short=not fits)
                    if (not device_fits and s["peak_bytes"] < peak) or (not fits and s["host_bytes"] is None)
                    or (not fits and s["host_bytes"] < need)]
-    return {"need": need, "capacity": capacity, "fits": fits, "warnings": warnings, "further": further}
+    return {"need": need, "capacity": capacity, "fits": fits, "warnings": warnings, "further": further,
+            "source": source if need is not None else None}
