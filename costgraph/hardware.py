@@ -294,7 +294,7 @@ def _human(key: str, v: int) -> str:
     unit = UNITS[key]
     if unit == "FLOP/s":
         return f"{_peak(v)} TFLOP/s dense" if v else "none (0)"
-    if key == "memory_bytes":
+    if key in ("memory_bytes", "host_memory_bytes"):
         return f"{_dec(v, 10**9)} GB = {_dec(v, 2**30, 2)} GiB"
     if unit.startswith("B/s"):
         return f"{_dec(v, 10**9)} GB/s" + unit[3:]
