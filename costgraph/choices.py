@@ -192,6 +192,11 @@ DEFAULT_RESERVE = "0.1"
 DP_SYMBOL = "N_d"
 #: the linears LoRA adapts by default (PEFT's default for Llama: q_proj, v_proj)
 DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
+#: the LoRA rank ``costgraph fit`` proposes when nothing else fits: PEFT's ``LoraConfig`` default
+#: (peft/tuners/lora/config.py: ``r: int = field(default=8, ...)``)
+FIT_LORA_RANK = 8
+#: the QLoRA base ``costgraph fit`` proposes: NF4 (Dettmers et al. 2023, QLoRA; bitsandbytes ``nf4``)
+FIT_QLORA = "nf4"
 
 #: how the expert-parallel all-to-all overlaps computation (costgraph.parallel.ep_time)
 EP_OVERLAP = Choice("ep_overlap", "EP all-to-all overlap", (

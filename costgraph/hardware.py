@@ -70,6 +70,8 @@ KIND = Kind("hardware preset", (
     Field("tdp_watts", unit="W", required=False),
     Field("host_link_bandwidth", unit="B/s per direction", required=False,
           doc="device to host memory (PCIe, NVLink-C2C), per direction per device; for offload"),
+    Field("host_memory_bytes", unit="B", required=False,
+          doc="host (CPU) memory of one node of devices_per_node devices (the vendor's reference node); for offload"),
 ))
 #: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.
 SCHEMA = Schema(FILE, "costgraph", entries=KIND, user=True)
@@ -117,6 +119,8 @@ class Hardware:
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     #: B/s per direction between the device and host memory (PCIe, NVLink-C2C); None: not published
     host_link_bandwidth: int | None = None
+    #: bytes of host (CPU) memory of one node (the vendor's reference node: DGX, a cloud instance); None: not published
+    host_memory_bytes: int | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -139,8 +143,9 @@ class Hardware:
         out = {k: getattr(self, k) for k in NUMBERS}
         if self.tdp_watts is not None:
             out["tdp_watts"] = self.tdp_watts
-        if self.host_link_bandwidth is not None:
-            out["host_link_bandwidth"] = self.host_link_bandwidth
+        for k in OPTIONAL_NUMBERS:
+            if k != "tdp_watts" and getattr(self, k) is not None:
+                out[k] = getattr(self, k)
         return out
 
 
@@ -148,7 +153,7 @@ def _preset(entry: datafiles.Entry) -> Hardware:
     v = entry.values
     return Hardware(key=entry.name, name=v["name"], vendor=v["vendor"], note=v.get("note", ""),
                     tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS},
-                    host_link_bandwidth=v.get("host_link_bandwidth"))
+                    host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"))
 
 
 @cache
@@ -289,7 +294,7 @@ def _human(key: str, v: int) -> str:
     unit = UNITS[key]
     if unit == "FLOP/s":
         return f"{_peak(v)} TFLOP/s dense" if v else "none (0)"
-    if key == "memory_bytes":
+    if key in ("memory_bytes", "host_memory_bytes"):
         return f"{_dec(v, 10**9)} GB = {_dec(v, 2**30, 2)} GiB"
     if unit.startswith("B/s"):
         return f"{_dec(v, 10**9)} GB/s" + unit[3:]

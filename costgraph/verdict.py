@@ -30,6 +30,8 @@ from .export.display import Q, Table, Tabular
 
 #: the modes of :func:`fit`
 MODES = ("train", "serve")
+#: the largest TP degree a serving step tries past --gpus (a scale-up domain: 64 ranks of an NVL72)
+_SERVE_MAX_TP = 64
 #: KV cache and weight dtypes a serving step tries when the setting is a 16-bit one
 _SIXTEEN = ("bf16", "fp16")
 
@@ -37,13 +39,15 @@ _SIXTEEN = ("bf16", "fp16")
 @dataclass(frozen=True)
 class Step:
     """One change and what it gives: ``change`` (words), ``options`` (the ``costgraph fit`` flags
-    that make it), ``before_bytes`` and ``after_bytes`` (per device, exact), ``fits``."""
+    that make it), ``before_bytes`` and ``after_bytes`` (per device, exact), ``fits``;
+    ``host_bytes``: with CPU offload, the host memory of one node after the change (else None)."""
 
     change: str
     options: str
     before_bytes: int
     after_bytes: int
     fits: bool
+    host_bytes: int | None = None
 
 
 @dataclass
@@ -54,7 +58,10 @@ class FitResult(Tabular):
     ``fits``; ``need_bytes``: the peak per device (training: the most-loaded device; serving:
     weights + KV cache per device); ``capacity_bytes`` (the device) and ``usable_bytes`` (less the
     reserve); ``steps``: :class:`Step` s, those that fit first, then by bytes; ``settings``: what the
-    verdict was computed for; ``warnings``. ``status``: the exit status (0 fits, 1 does not)."""
+    verdict was computed for; ``warnings``. ``status``: the exit status (0 fits, 1 does not).
+    Training with CPU offload: ``host_need_bytes`` (the host memory of one node,
+    :mod:`costgraph.training.offload`) and ``host_capacity_bytes`` (a node's host memory:
+    ``host_memory``, else the preset's; None when neither is known, and then not judged)."""
 
     mode: str
     model: str
@@ -67,6 +74,8 @@ class FitResult(Tabular):
     steps: list[Step] = field(default_factory=list)
     settings: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    host_need_bytes: int | None = None
+    host_capacity_bytes: int | None = None
 
     @property
     def status(self) -> int:
@@ -87,6 +96,10 @@ class FitResult(Tabular):
         rows = [("fits", self.fits), ("needed per device", Q(self.need_bytes, "bytes")),
                 ("device memory", Q(self.capacity_bytes, "bytes")), ("usable (less the reserve)",
                                                                      Q(self.usable_bytes, "bytes"))]
+        if self.host_need_bytes is not None:
+            rows.append(("host memory per node", Q(self.host_need_bytes, "bytes")))
+        if self.host_capacity_bytes is not None:
+            rows.append(("host memory of a node", Q(self.host_capacity_bytes, "bytes")))
         rows += [(f"try {s.options}", Q(s.after_bytes, "bytes" + (", fits" if s.fits else ""))) for s in self.steps]
         rows += [("warning", w) for w in self.warnings]
         return Table(f"{self.model}: {'training' if self.mode == 'train' else 'serving'} on {self.gpus} × "
@@ -100,13 +113,21 @@ class FitResult(Tabular):
                f"  {'peak per device' if self.mode == 'train' else 'weights + KV cache per device'}: "
                f"{gib(self.need_bytes)} of {gib(self.usable_bytes)} usable "
                f"({gib(self.capacity_bytes)} less the reserve)"]
+        if self.host_need_bytes is not None:
+            out.append(f"  host memory per node (CPU offload): {gib(self.host_need_bytes)} of "
+                       + (f"{gib(self.host_capacity_bytes)} ("
+                          + ("fits" if self.host_need_bytes <= self.host_capacity_bytes else "does NOT fit") + ")"
+                          if self.host_capacity_bytes is not None else "an unknown host memory (not judged: "
+                                                                        "give --host-memory)"))
         out += [f"  {k}: {v}" for k, v in self.settings.items() if v is not None]
         if self.steps:
             out.append("next steps (one change at a time):")
-            out += [f"  try {s.options}: {gib(s.before_bytes)} → {gib(s.after_bytes)}, "
-                    + ("fits" if s.fits else "does not fit") for s in self.steps]
-        elif not self.fits:
-            out.append("no single change tried lowers the memory: more devices, a smaller model or a shorter sequence")
+            out += [f"  try {s.options}: {gib(s.before_bytes)} → {gib(s.after_bytes)}"
+                    + (f", host {gib(s.host_bytes)} per node" if s.host_bytes is not None else "")
+                    + (", fits" if s.fits else ", does not fit") for s in self.steps]
+        if not self.fits and not any(s.fits for s in self.steps):
+            out.append(("nothing in this list fits" if self.steps else "no change tried lowers the memory enough")
+                       + ": a smaller model, a shorter sequence, or more memory per device")
         out += [f"warning: {w}" for w in self.warnings]
         return "\n".join(out)
 
@@ -122,7 +143,8 @@ def _ordered(steps: list[Step]) -> list[Step]:
 
 def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None, memory=None, reserve=None,
         layout=None, prompt=None, generate=None, batch: int = 1, tp: int = 1, weights=None, kv: str = DEFAULT_KV,
-        quantized: str = "linear", keep=(), efficiency_profile=None, **layout_settings) -> FitResult:
+        quantized: str = "linear", keep=(), efficiency_profile=None, host_memory=None,
+        **layout_settings) -> FitResult:
     """Does ``model`` fit on ``gpus`` devices of ``hardware`` (a preset name; or ``memory``, bytes
     or ``"80GB"``) for training (``mode="train"``) or serving (``"serve"``)? See the module docstring.
 
@@ -134,7 +156,10 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
     per sequence, ``batch`` sequences, ``tp`` (at most ``gpus``), ``weights``/``kv`` dtypes,
     ``quantized``/``keep`` as :meth:`costgraph.Model.infer`. ``efficiency_profile`` (training): a
     calibration profile (a path or :func:`costgraph.calibrate`'s result) whose memory reserve is the
-    verdict's when ``reserve`` is not given.
+    verdict's when ``reserve`` is not given. ``host_memory`` (training with CPU offload): the host
+    memory of one node, bytes or a size (``"2TB"``; default the preset's ``host_memory_bytes``, DGX
+    H100: 2 TB); the verdict fits only when the host memory per node fits too.
+    ``memory`` and ``host_memory`` text is floored to whole bytes (``"23.58GiB"``), as ``--kv-memory``.
 
     Returns a :class:`FitResult`.
 
@@ -155,7 +180,10 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
     if mode == "train":
         if prompt is not None or generate is not None:
             raise CostgraphValueError("--prompt and --generate are serving settings", hint="add --serve")
-        return _train(model, hardware, gpus, values, memory, reserve, layout, layout_settings, efficiency_profile)
+        return _train(model, hardware, gpus, values, memory, reserve, layout, layout_settings, efficiency_profile,
+                      host_memory)
+    if host_memory is not None:
+        raise CostgraphValueError("--host-memory judges CPU offload in training", hint="drop it with --serve")
     if efficiency_profile is not None:
         raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
     if layout is not None or layout_settings:
@@ -165,17 +193,14 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
                   batch=batch, tp=tp, weights=weights, kv=kv, quantized=quantized, keep=keep))
 
 
-def _train(model, hardware, gpus, values, memory, reserve, layout, settings, profile=None) -> FitResult:
+def _train(model, hardware, gpus, values, memory, reserve, layout, settings, profile=None,
+           host_memory=None) -> FitResult:
     import dataclasses
 
-    from .parallel.layout import Layout
+    from .training.api import layout_argument
 
-    if layout is None:
-        layout = Layout(**{**settings, "gpus": gpus})
-    elif settings:
-        raise CostgraphValueError("give a Layout or keyword settings, not both")
-    else:
-        layout = dataclasses.replace(layout, gpus=gpus)
+    # an unknown setting, both, or no Layout: a located message (layout_argument), never a TypeError
+    layout = dataclasses.replace(layout_argument(layout, {k: v for k, v in settings.items() if k != "gpus"}), gpus=gpus)
     r = model.train(layout, values=values, hardware=hardware, memory=memory, reserve=reserve,
                     efficiency_profile=profile)
     if r.fits is None:
@@ -185,16 +210,22 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
     usable = f["capacity_bytes"] - f["reserve_bytes"]
     need = usable - f["headroom_bytes"]
     steps = [Step(c["change"], c["options"], need, c["peak_bytes"], c["fits"]) for c in f.get("changes") or ()]
+    from .training.fit_further import host_verdict
+
+    host = host_verdict(model, r, hardware, host_memory, need, usable, any(s.fits for s in steps))
+    steps += [Step(c["change"], c["options"], need, c["peak_bytes"], c["fits"], c["host_bytes"]) for c in host["further"]]
     L = r.layout
     shown = {"layout": f"tp {L.t} × pp {L.p} × cp {L.c} × dp {L.d}; ZeRO {L.zero}; recompute {L.recompute}",
              "precision": f"policy {L.policy}, optimizer {L.optimizer}" + _fp8_words(L),
              "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
                                 if k is not None and k.symbol in r.values) or None}
+    shown["host memory from"] = host["source"]   # with CPU offload: --host-memory, or the preset's node and its source
     if profile is not None:   # --efficiency-profile (costgraph.training.calibration): its memory reserve
         shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if "reserve_from" in f
                                else "nothing here (the profile has no memory reserve, or --reserve was given)")
-    return FitResult("train", model.name, hardware, gpus, f["fits"], need, f["capacity_bytes"], usable,
-                     _ordered(steps), shown, list(r.warnings))
+    return FitResult("train", model.name, hardware, gpus, f["fits"] and host["fits"], need, f["capacity_bytes"],
+                     usable, _ordered(steps), shown, list(r.warnings) + host["warnings"],
+                     host["need"], host["capacity"])
 
 
 def _fp8_words(L) -> str:
@@ -219,6 +250,11 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
         raise CostgraphValueError(f"--tp {tp} is more than --gpus {gpus}", hint="TP shards one replica over at "
                                                                                "most --gpus devices")
     notes = _shipped(model, s)
+    if isinstance(memory, str):   # --memory 23.58GiB: floored, as --kv-memory (Model.infer floors it alike)
+        from .training.fit import floored_note, memory_size
+
+        n, floored = memory_size(memory)
+        notes[1][:0] = [floored_note(memory, n)] if floored else []
     values = arguments.model_values(model, values)
     if values is not None:   # b and s are the batch and the prompt + generated tokens
         values = {k: v for k, v in values.items() if str(k) not in ("b", "s")}
@@ -239,7 +275,10 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
     steps = []
 
     def attempt(change: str, options: str, **kw):
-        r = run(**kw)
+        try:
+            r = run(**kw)
+        except CostgraphValueError:   # a TP degree the model does not divide into: no step
+            return
         after = int(r.values["memory_bytes"])
         if after != need:
             steps.append(Step(change, options, need, after, bool(r.values["fits"])))
@@ -250,9 +289,10 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
         if base.settings["weights"] in _SIXTEEN:
             attempt("weights fp8", "--weights fp8", weights="fp8")
         t = tp * 2
-        while t <= gpus:
-            attempt(f"TP {t}", f"--tp {t}", tp=t)
-            if steps and steps[-1].fits:
+        while t <= max(gpus, _SERVE_MAX_TP):   # past --gpus: the devices one replica would need
+            more = "" if t <= gpus else f" on {t} devices"
+            attempt(f"TP {t}{more}", f"--tp {t}" + (f" --gpus {t}" if more else ""), tp=t)
+            if steps and steps[-1].fits and steps[-1].options.startswith(f"--tp {t}"):
                 break
             t *= 2
         best = base.values.get("max_batch")

@@ -108,6 +108,22 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     _pipeline_arguments(p)
 
 
+def lora_arguments(p) -> None:
+    """``--lora R``, ``--lora-targets`` and ``--quantize`` (QLoRA) of ``costgraph train`` and ``costgraph fit``
+    (:func:`train_layout` reads them)."""
+    p.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
+    p.add_argument("--lora-targets", nargs="+", default=list(choices.DEFAULT_LORA_TARGETS), metavar="NAME",
+                   help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
+    p.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
+                   help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
+
+
+def check_lora(args) -> None:
+    """``--lora-targets`` without ``--lora`` is a mistake (exit 2)."""
+    if args.lora_targets != list(choices.DEFAULT_LORA_TARGETS) and args.lora is None:
+        raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R")
+
+
 def _pipeline_arguments(p) -> None:
     """Megatron-LM's pipeline split and schedule options (issue 16 items 1-2), under Megatron's flag names."""
     p.add_argument("--decoder-first-pipeline-num-layers", type=int, dest="first_stage_layers",
@@ -189,9 +205,9 @@ def load(args):
 def capacity(args):
     """Device memory in bytes: ``--memory``, else the ``--hardware`` preset's, else None."""
     if getattr(args, "memory", None) is not None:
-        from ..training.fit import parse_size
+        from ..training.fit import memory_size
 
-        return parse_size(args.memory)
+        return memory_size(args.memory)[0]   # floored to whole bytes, as --kv-memory
     if getattr(args, "hardware", None) is not None:
         from ..hardware import preset
 

@@ -25,9 +25,13 @@ def add_parser(sub) -> None:
     from ._analysis import train_arguments   # --gpus --tp --pp --zero --recompute ... --memory --reserve
 
     train_arguments(f)
-    from ._analysis import efficiency_profile_argument
+    from ._analysis import efficiency_profile_argument, lora_arguments
 
     efficiency_profile_argument(f)   # training: a calibration profile's memory reserve
+    lora_arguments(f)   # training: --lora R, --lora-targets, --quantize (QLoRA), as costgraph train
+    f.add_argument("--host-memory", metavar="SIZE",
+                   help="training with CPU offload: the host memory of one node (2TB, 1.5TiB; default the preset's "
+                        "node where published: DGX H100 2 TB); the host memory per node is judged against it")
     from .infer import SCOPES, generate_count, prompt_count
 
     f.add_argument("--prompt", type=prompt_count, help="serving: prompt tokens per sequence P")
@@ -46,10 +50,17 @@ SERVE_DEFAULTS = {"prompt": None, "generate": None, "batch": 1, "weights": None,
                   "quantized": None, "not_quantized": None}
 
 
+#: the training options of fit beyond the layout's (any one given with --serve is refused)
+TRAIN_ONLY = {"lora": None, "quantize": None, "host_memory": None}
+
+
 def run(args):
     from ..errors import CostgraphValueError
     from ..verdict import fit
+    from ._analysis import check_lora
     from .common import load_any, settings
+
+    check_lora(args)
 
     dims, options = settings(args.set)
     model, values = load_any(args, dims, options)
@@ -58,7 +69,8 @@ def run(args):
         from ._analysis import TRAIN_DEFAULTS
         from .infer import _weights
 
-        given = [k for k, v in TRAIN_DEFAULTS.items() if k not in ("gpus", "memory") and getattr(args, k) != v]
+        given = [k for k, v in {**TRAIN_DEFAULTS, **TRAIN_ONLY}.items()
+                 if k not in ("gpus", "memory") and getattr(args, k) != v]
         if given:
             raise CostgraphValueError(f"--{given[0].replace('_', '-')} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")
@@ -79,5 +91,5 @@ def run(args):
 
         r = fit(model, mode="train", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
                 reserve=args.reserve, layout=train_layout(args, args.micro_batches),
-                efficiency_profile=args.efficiency_profile)
+                efficiency_profile=args.efficiency_profile, host_memory=args.host_memory)
     return (r.to_json() if args.format == "json" else r.to_text()), r.status

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 def add_parser(sub) -> None:
     p = sub.add_parser("schema", help="the JSON Schema of a JSON document costgraph writes (derive, train, infer, "
-                                      "plan, hardware, graph, sweep, expression)")
-    p.add_argument("name", nargs="?", help="the schema: derive, train, infer, plan, hardware, graph, sweep or "
+                                      "plan, fit, hardware, graph, sweep, expression, ...)")
+    p.add_argument("name", nargs="?", help="the schema: derive, train, infer, plan, fit, hardware, graph, sweep or "
                                            "expression (without: the list)")
     p.add_argument("--bundle", action="store_true",
                    help="embed the schemas it references (expression.json) in its $defs: one self-contained file")

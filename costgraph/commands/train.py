@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import choices
 from ..errors import CostgraphValueError
 from ..arguments import parse_count
-from ._analysis import efficiency_profile_argument, train_arguments, train_layout
+from ._analysis import check_lora, efficiency_profile_argument, lora_arguments, train_arguments, train_layout
 from .common import cost_arguments, load_any, model_arguments, settings
 
 
@@ -22,11 +22,7 @@ def add_parser(sub) -> None:
                        "parameter count)", "dimension values (b is the micro-batch) or model options", optional=True)
     t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")
     train_arguments(t)   # the layout options, shared with report and plot
-    t.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
-    t.add_argument("--lora-targets", nargs="+", default=list(choices.DEFAULT_LORA_TARGETS), metavar="NAME",
-                   help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
-    t.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
-                   help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
+    lora_arguments(t)   # --lora --lora-targets --quantize, shared with fit
     t.add_argument("--hardware", help="a hardware preset (costgraph hardware lists them): peak FLOP/s and "
                                       "device memory")
     t.add_argument("--peak", help="peak FLOP/s per device (instead of a preset's dense BF16 peak, or without one), "
@@ -57,12 +53,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> str:
-    from ..training.fit import parse_size
+    from ..training.fit import memory_size
 
     dims, options = settings(args.set)
-    capacity = parse_size(args.memory) if args.memory is not None else None
-    if args.lora_targets != list(choices.DEFAULT_LORA_TARGETS) and args.lora is None:
-        raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R")
+    capacity = memory_size(args.memory)[0] if args.memory is not None else None   # floored, as --kv-memory
+    check_lora(args)
     if args.params is not None:
         _bare_only(args)
         from ._bare import run_bare
@@ -75,7 +70,7 @@ def run(args) -> str:
     model, values = load_any(args, dims, options)
     result = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
                          tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
-                         global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
+                         global_batch=args.global_batch, memory=args.memory, efficiency=args.efficiency,
                          megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
                          router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers,
                          efficiency_profile=args.efficiency_profile)

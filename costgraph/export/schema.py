@@ -3,7 +3,7 @@
 Each document a command writes with ``--format json`` has a schema file in
 ``costgraph/export/schemas/`` (shipped with the package): ``derive``,
 ``train`` (a model's training memory, or the model states of a bare
-``--params`` count), ``infer``, ``plan``, ``hardware``, ``graph`` (``costgraph
+``--params`` count), ``infer``, ``plan``, ``fit`` (the verdict and next steps of ``costgraph fit``), ``hardware``, ``graph`` (``costgraph
 graph --format json``), ``sweep``, and ``expression`` (the expression tree beside every
 ``expr``, :mod:`costgraph.export.exprtree`), which the others reference as
 ``expression.json#/$defs/...``. Their ``$id``\\ s
@@ -26,7 +26,7 @@ from ..errors import CostgraphValueError
 
 #: the schemas, by the name `costgraph schema NAME` takes
 NAMES = ("derive", "train", "infer", "plan", "hardware", "graph", "sweep", "solve", "sensitivity", "leading", "diff",
-         "optimal", "expression")
+         "optimal", "fit", "expression")
 BASE = "https://costgraph.invalid/schemas/v1/"
 
 

@@ -344,7 +344,9 @@ def _serving_doc(sv: dict) -> dict:
     if "speculative" in sv:
         sp = sv["speculative"]
         out["speculative"] = {"k": sp["k"], "acceptance": sp["acceptance"], "draft": sp["draft"],
-                              **{k: _entry(e, val) for k, (e, val) in sp["quantities"].items()}}
+                              **{k: _entry(e, val) for k, (e, val) in sp["quantities"].items()},
+                              "fits_with_draft": sp.get("fits_with_draft"),
+                              "max_batch_with_draft": sp.get("max_batch_with_draft")}
     return out
 
 
@@ -383,5 +385,13 @@ def _serving_lines(sv: dict) -> list[str]:
                   f"  {'verify step (q = k + 1)':<26}{_sec(q['verify_seconds'])}",
                   f"  {'time per output token':<26}{_sec(q['time_per_output_token'])} (last step; plain decode "
                   "above)",
-                  f"  {'tokens/s':<26}{float(q['tokens_per_second']):,.1f} in total"]
+                  f"  {'tokens/s':<26}{float(q['tokens_per_second']):,.1f} in total",
+                  f"  {'draft weights':<26}{_bytes(q['draft_weight_bytes'])}" + (
+                      " (MTP layers; embedding and head shared)" if sp["draft"] == "mtp" else ""),
+                  f"  {'draft KV cache':<26}{_bytes(q['draft_kv_cache_bytes'])} (its layers in every cached token)"]
+        if "memory_bytes_with_draft" in q:
+            fits, best = sp["fits_with_draft"], sp["max_batch_with_draft"]
+            lines += [f"  {'memory with the draft':<26}{_bytes(q['memory_bytes_with_draft'])}: "
+                      + ("fits" if fits else "does NOT fit") + "; largest batch "
+                      + (f"{best:,} sequences" if best else "none fits")]
     return lines

@@ -547,7 +547,7 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
             "chunk": opts["chunk"], "chunks": -(-prompt // opts["chunk"]),
             "time_to_first_token": chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"])}
     if any(opts[o] is not None for o in ("speculative_tokens", "draft", "acceptance")):   # none of them alone
-        rep.serving["speculative"] = _speculative(rep, inf, sec, t, opts)
+        rep.serving["speculative"] = _speculative(rep, inf, sec, t, {**opts, "page": page})
 
 
 def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:
@@ -572,7 +572,7 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
     """Speculative decoding (:mod:`costgraph.inference.speculative`): ``{k, acceptance, draft,
     quantities: {name: (expr, value)}}``."""
     from ..parallel.tensor import kv_replication
-    from .speculative import parse_acceptance, speculative
+    from .speculative import parse_acceptance, speculative, with_draft
 
     k, draft, values = opts["speculative_tokens"], opts["draft"], opts["draft_values"] or {}
     if k is None or draft is None:
@@ -590,5 +590,6 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
     dinf = Inference(draft, weights=inf.weights, kv=inf.kv, t=t, convention=inf.convention, causal=inf.causal,
                      activations=inf.activations, replicate=rep_kv)
     q = speculative(inf, sec, k, alpha, dinf, sec, values, opts["draft_mtp"])
+    mem = with_draft(rep, inf, dinf, opts["draft_mtp"], values, opts["page"])   # the draft's weights and KV cache
     return {"k": k, "acceptance": str(alpha), "draft": "mtp" if opts["draft_mtp"] else dinf.cg.name,
-            "quantities": {n: (e, _exact(e, rep.subs)) for n, e in q.items()}}
+            "quantities": {n: (e, _exact(e, rep.subs)) for n, e in {**q, **mem.pop("quantities")}.items()}, **mem}

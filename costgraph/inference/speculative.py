@@ -17,8 +17,12 @@
 * **Time per output token** = ``(k · draft step + verify step) / expected tokens``, at the
   last decode position ``n = P + G − 2`` as ``time_per_output_token``.
 
-Not counted: the draft model's weights and KV cache in the capacity, rejection sampling's own
-work, a draft whose vocabulary differs.
+* **Memory**: the draft's weights and its layers' KV cache beside the target's, as vLLM holds
+  them (:func:`draft_memory`: an MTP drafter's own layers only, embedding and head shared), and
+  the fit with them (:func:`with_draft`; issue 29 item 4).
+
+Not counted: the draft's layers in vLLM's "GPU KV cache size" line (the fit above counts them),
+rejection sampling's own work, a draft whose vocabulary differs.
 """
 
 from __future__ import annotations
@@ -107,3 +111,51 @@ def speculative(inf, seconds, k: int, alpha, draft_inf, draft_seconds, draft_sub
     tpot = (k * draft + verify) / e
     return {"tokens_per_step": e, "draft_step_seconds": draft, "verify_seconds": verify,
             "time_per_output_token": tpot, "tokens_per_second": inf.b / tpot}
+
+
+def draft_memory(dinf, mtp: bool, positions, batch, page) -> dict:
+    """The draft's memory per device beside the target's, as vLLM holds it: ``draft_weight_bytes``
+    and ``draft_kv_cache_bytes`` (``batch`` sequences of ``positions`` tokens, paged in blocks of
+    ``page``), name → expression.
+
+    * vLLM loads the drafter in the same worker as the target, before it sizes the KV cache
+      (vllm/v1/worker/gpu_model_runner.py ``load_model``: "Loading drafter model...", then "Model
+      loading took X GiB"): its weights are the draft's every weight, in the target's dtypes. An MTP
+      drafter shares the target's embedding and output head (vllm/v1/spec_decode/eagle.py
+      ``EagleProposer._maybe_share_embeddings``: "Detected MTP model. Sharing target model embedding
+      weights with the draft model", and ``_maybe_share_lm_head``): only the weights under
+      ``mtp_layers`` count (the model file ties ``embed`` and ``shared_head`` to the target's).
+    * Its attention layers join the KV cache config beside the target's (``EagleProposer.load_model``:
+      the draft's layers are every attention layer less the target's; ``get_kv_cache_spec`` takes each
+      ``AttentionLayerBase``): every cached token holds them too — a separate draft its own layers, an
+      MTP drafter its ``mtp_layers`` (DeepSeek-V3: one more MLA layer, 576 values a token)."""
+    if not mtp:
+        return {"draft_weight_bytes": dinf.weight_memory(),
+                "draft_kv_cache_bytes": dinf.kv_cache_bytes(positions, batch=batch, page=page)}
+    from ..engine.totals import expand_sum
+
+    weights = [dinf.cg.weights[w].count * dinf.weight_copy_bytes(w) for w in dinf.cg.weights
+               if w.startswith(MTP_PREFIX + "/")]
+    kept = sympy.ceiling(as_expr(positions) / page) * page
+    kv = [batch * kept * dinf._entry_position_bytes(e) + dinf._entry_fixed_bytes(e)   # noqa: SLF001 - one cache's
+          for e in dinf.kv_entries if e.path.startswith(MTP_PREFIX + "/")]          # bytes, as kv_cache_bytes sums
+    return {"draft_weight_bytes": expand_sum(weights), "draft_kv_cache_bytes": expand_sum(kv)}
+
+
+def with_draft(rep, inf, dinf, mtp: bool, draft_subs: dict, page) -> dict:
+    """The serving fit with the draft's memory (:func:`draft_memory`) beside the target's:
+    ``quantities`` (``draft_weight_bytes``, ``draft_kv_cache_bytes``, ``memory_bytes_with_draft``,
+    name → expression in the target's symbols), ``fits_with_draft`` and ``max_batch_with_draft``
+    against ``rep``'s capacity (None without a device memory)."""
+    from ..training.fit import largest_fitting
+
+    own = {s: v for s, v in draft_subs.items() if s not in (dinf.b, dinf.s)}
+    q = {k: as_expr(e).xreplace(own).xreplace({dinf.b: inf.b})
+         for k, e in draft_memory(dinf, mtp, P + G, dinf.b, page).items()}
+    cap = rep.settings.get("capacity_bytes")
+    if "memory_bytes" not in rep.quantities or cap is None:
+        return {"quantities": q, "fits_with_draft": None, "max_batch_with_draft": None}
+    q["memory_bytes_with_draft"] = mem = rep.quantities["memory_bytes"] + q["draft_weight_bytes"] + \
+        q["draft_kv_cache_bytes"]
+    return {"quantities": q, "fits_with_draft": bool(mem.xreplace(rep.subs) <= cap),
+            "max_batch_with_draft": largest_fitting(mem, inf.b, rep.subs, cap)}

@@ -65,9 +65,9 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     """
     values = arguments.model_values(model, values)
     _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory)
-    from .fit import parse_size
+    from .fit import floored_note, memory_size
 
-    capacity = parse_size(memory) if isinstance(memory, str) else memory
+    capacity, floored = memory_size(memory) if memory is not None else (None, False)
     hw = None
     if hardware is not None:
         from ..hardware import preset
@@ -101,7 +101,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
 
-    notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
+    notes = value_warnings(None, values) + mem.warnings + ([floored_note(memory, capacity)] if floored else [])
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None

@@ -49,6 +49,33 @@ def parse_size(text: str, *, what: str = "the memory size", floor: bool = False,
     return int(value)
 
 
+def memory_size(value, what: str = "--memory") -> tuple[int, bool]:
+    """A device (or host) memory size as every command reads it: an int of bytes as is, text
+    (``"80GB"``, ``"80GiB"``, ``"141e9"``) floored to whole bytes as ``--kv-memory`` is (a size a
+    log printed rounded: ``"23.58GiB"`` → 25,318,832,209 bytes, 23.58 × 2³⁰ = 25,318,832,209.92;
+    issue 29). Returns ``(bytes, floored)``: ``floored`` says a fraction of a byte was dropped,
+    for the command to say so.
+
+    Raises
+    ------
+    CostgraphValueError
+        Text that is not a size, a size below one byte, a value that is neither text nor an int."""
+    from ..arguments import whole
+
+    if not isinstance(value, str):
+        return whole(value, what), False
+    n = parse_size(value, what=what, floor=True)
+    m = _SIZE.match(value)
+    whole_bytes = sympy.Rational(int(m.group(1) + (m.group(2) or "")), 10 ** len(m.group(2) or "")) \
+        * 10 ** int(m.group(3) or 0) * _UNITS[m.group(4).upper()]
+    return n, whole_bytes != n
+
+
+def floored_note(text: str, n: int, what: str = "--memory") -> str:
+    """The note a command prints when :func:`memory_size` floored ``text`` to ``n`` bytes."""
+    return f"{what} {text.strip()} is {n:,} bytes, floored to whole bytes (as --kv-memory is)"
+
+
 _FRACTION = re.compile(r"^\s*(0|1|0?\.[0-9]{1,12}|1\.0*)\s*$")
 
 

@@ -234,7 +234,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     CostgraphValueError
         No values, a count that is not positive, more than 10⁶ devices, an efficiency outside (0, 1], a dimension without a value, an unknown preset."""
     from ..hardware import preset
-    from .fit import parse_size, reserve_bytes
+    from .fit import memory_size, reserve_bytes
     from .plan import plan
 
     if values is None:
@@ -250,7 +250,7 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw = preset(hardware)
-    capacity = parse_size(memory) if isinstance(memory, str) else memory if memory is not None else hw.memory_bytes
+    capacity = memory_size(memory)[0] if memory is not None else hw.memory_bytes   # floored, as --kv-memory
     eff, kernels = _rate(hw, precision, efficiency)
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
