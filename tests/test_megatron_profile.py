@@ -397,20 +397,20 @@ def test_beside_costgraph_llama3():
     # Llama-3-8B, t = 2, SP, selective, flash attention, distributed optimizer over d = 4.
     # Weights agree to the byte (no biases, V = 128256 is a multiple of 256, 6 + 12/4 = 9 B).
     # Activations: Megatron's GPT layer sbh(18 + 4f/h)/t does not fit a Llama layer. costgraph keeps
-    # per layer sb/t·(16h + 8i + 4a): the gated MLP keeps three width-i tensors (silu input, both
-    # product inputs, down input: 8sbi/t where Megatron has 4sbf/t), no dropout masks (−2sbh/t),
-    # and flash attention's fp32 log-sum-exp (4abs/t). Outside the layers costgraph has no embedding
+    # per layer sb/t·(12h + 4·kv·d + 6i + 4a): the gated MLP keeps the fused SwiGLU's input (gate and
+    # up, 4sbi/t) and the down input (2sbi/t) where Megatron's formula has 4sbf/t, flash attention
+    # keeps K and V with their kv heads, no dropout masks (−2sbh/t), and the fp32 log-sum-exp (4abs/t). Outside the layers costgraph has no embedding
     # dropout mask (Megatron's sbhp/t), token ids 8sb per rank (Megatron 8sbp/t) and the final-norm
     # and head inputs 2·sbh/t (Megatron 2sbh/t + its sbh(4V/h) ≡ fp32 logits, which agree).
     m = costgraph.load("llama")
     D = {n: m.graph.dims[n].symbol for n in m.graph.dims}
-    b, s, h, a, i, l = (D[n] for n in "b s h a i l".split())
+    b, s, h, a, i, l, kv, d = (D[n] for n in "b s h a i l kv d".split())
     lay = Layout(t=2, gpus=8, zero=1, policy="megatron", attention="flash", recompute="selective", sp=True)
     v = m.values(config="llama-3-8b")
     r = megatron_beside(m, v, lay)
     assert r["difference"]["weights_and_optimizer"] == 0
     assert r["megatron"]["activations"] == 19_365_134_336
-    assert r["costgraph"]["activations"] == 25_807_618_048
-    per_layer = s * b * (-2 * h + 8 * i - 4 * i + 4 * a) / 2        # costgraph − Megatron, one layer
+    assert r["costgraph"]["activations"] == 20_438_908_928
+    per_layer = s * b * (12 * h + 4 * kv * d + 6 * i + 4 * a - (18 * h + 4 * i)) / 2   # costgraph − Megatron, one layer
     rest = -s * b * h / 2 + 8 * s * b - 4 * s * b                   # outside the layers
-    assert r["difference"]["activations"] == (l * per_layer + rest).xreplace(v) == 6_442_483_712
+    assert r["difference"]["activations"] == (l * per_layer + rest).xreplace(v) == 1_073_774_592

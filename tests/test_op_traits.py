@@ -161,7 +161,7 @@ def test_roles_choose_routers_matrices_and_quantized_weights():
 def test_costgraph_ops_prints_the_traits(capsys):
     assert cli.main(["ops"]) == 0
     out = capsys.readouterr().out
-    for block in ("gelu(x, keep=none)\n    GELU activation (Hendrycks & Gimpel 2016)\n    layout: follow\n",
+    for block in ("gelu(x, keep=none)\n    GELU activation (Hendrycks & Gimpel 2016)\n    layout: follow · roles: glu_gate\n",
                   "\n    layout: column_row · roles: matrix, router\n",
                   "transpose(x)\n    swap the last two dimensions (view)\n    layout: view (-1→-2, -2→-1)\n",
                   "\n    layout: per_channel (x, dt)\n",
