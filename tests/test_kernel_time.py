@@ -205,24 +205,25 @@ def test_fp8_linears_at_the_fp8_peak(llama, table):
 
 
 def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
-    # COSTGRAPH_DATA/kernels.toml adds tables (here h200, with the h100-sxm numbers as an example);
-    # a bundled table is never replaced
+    # COSTGRAPH_DATA/kernels.toml adds tables (here h800, a preset without a bundled table, with the
+    # h100-sxm numbers as an example); a bundled table is never replaced
     from costgraph.errors import CostgraphValueError
 
     from importlib.resources import files
 
     bundled = (files("costgraph.training") / "kernels.toml").read_text(encoding="utf-8")
+    h100 = bundled[bundled.index("[h100-sxm]"):bundled.index("\n[", bundled.index("[h100-sxm]"))]
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
-    no_fp8 = "\n".join(line for line in bundled.replace("[h100-sxm]", "[h200]").splitlines()
+    no_fp8 = "\n".join(line for line in h100.replace("[h100-sxm]", "[h800]").splitlines()
                         if not line.startswith("gemm_fp8_"))
     (tmp_path / "kernels.toml").write_text(no_fp8, encoding="utf-8")
-    mine = kernel_table(preset("h200"))
+    mine = kernel_table(preset("h800"))
     assert mine is not None and mine.gemm == {"bf16": (Fraction("0.797"), 6351, 56)}
     m, v = llama
-    assert m.train(Layout(gpus=1), values=v, hardware="h200").compute["rate"].kind == "kernels"
+    assert m.train(Layout(gpus=1), values=v, hardware="h800").compute["rate"].kind == "kernels"
     # FP8 GEMMs without FP8 points: the BF16 fit at the FP8 peak, and a warning that says so
-    r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h200")
-    assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [h200]" in w for w in r.warnings)
+    r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h800")
+    assert any("FP8 GEMMs at the FP8 peak with the BF16 GEMM fit of kernels.toml [h800]" in w for w in r.warnings)
     (tmp_path / "kernels.toml").write_text(bundled, encoding="utf-8")
     with pytest.raises(CostgraphValueError, match="is a bundled kernel table already"):
         kernel_table(H100)

@@ -195,42 +195,44 @@ def test_no_fp8_wgrad_runs_the_weight_gradients_at_the_bf16_fit(gpt2_fp8_kernels
 
 
 def _user_kernels(tmp_path, monkeypatch, edit):
-    """A COSTGRAPH_DATA kernels.toml: the bundled h100-sxm table, renamed h200 and edited."""
+    """A COSTGRAPH_DATA kernels.toml: the bundled h100-sxm table, renamed h800 (a preset without a
+    bundled table) and edited."""
     import pathlib
     import re
 
     import costgraph.training.kernel_table as kt
 
     s = (pathlib.Path(kt.__file__).parent / "kernels.toml").read_text()
-    body = s[s.index("[h100-sxm]"):].replace("[h100-sxm]", "[h200]", 1)
+    start = s.index("[h100-sxm]")
+    body = s[start:s.index("\n[", start)].replace("[h100-sxm]", "[h800]", 1)
     (tmp_path / "kernels.toml").write_text(re.sub(edit[0], edit[1], body, count=1, flags=re.M))
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
 
 
-H200 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h200"]
+H800 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h800"]
 
 
 @pytest.mark.parametrize("edit, words", [
-    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = "50"'), "[h200] gemm_efficiency = 50 is above 1"),
+    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = "50"'), "[h800] gemm_efficiency = 50 is above 1"),
     ((r'^attention_forward_efficiency = "0.662"', 'attention_forward_efficiency = "5"'),
      "attention_forward_efficiency = 5 is above 1"),
     ((r'^hbm_bandwidth = 2_800_000_000_000', 'hbm_bandwidth = 99_000_000_000_000_000'),
-     "is above the preset's memory bandwidth 4,800,000,000,000 B/s"),
+     "is above the preset's memory bandwidth 3,350,000,000,000 B/s"),
 ], ids=["gemm-above-peak", "attention-above-peak", "bandwidth-above-hbm"])
 def test_a_user_kernel_table_faster_than_the_hardware_is_refused(capsys, tmp_path, monkeypatch, edit, words):
-    # a kernel at 50 × the peak, or an HBM bandwidth above hardware.toml's h200 (4.8 TB/s), was timed as given
+    # a kernel at 50 × the peak, or an HBM bandwidth above hardware.toml's h800 (3.35 TB/s), was timed as given
     _user_kernels(tmp_path, monkeypatch, edit)
-    _refused(capsys, H200, words)
+    _refused(capsys, H800, words)
 
 
 @pytest.mark.parametrize("edit, words", [
-    ((r'^\[h200\]', '[h200'), "not valid TOML"),
+    ((r'^\[h800\]', '[h800'), "not valid TOML"),
     ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = 0.797'), "is not a decimal number in a string"),
     ((r'^gemm_points = \[', 'gemm_points = [["a"], '), "gemm_points is not a list of"),
 ], ids=["syntax", "type", "points"])
 def test_a_malformed_user_kernel_table_is_refused_with_a_hint(capsys, tmp_path, monkeypatch, edit, words):
     _user_kernels(tmp_path, monkeypatch, edit)
-    _refused(capsys, H200, words, "kernels.toml")
+    _refused(capsys, H800, words, "kernels.toml")
 
 
 INFER = ["infer", "examples/hf/llama-3.1-8b.json", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"]

@@ -131,14 +131,21 @@ def _times(cg, L, table, peaks) -> list:
     return rows
 
 
-def kernel_seconds(cg, layout, table: KernelTable, peaks: dict) -> dict:
+def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step") -> dict:
     """Seconds per device per step of each class of :data:`CLASSES` (module docstring): for each
     operator of :func:`kernel_ops`, ``active × (forward × (1 + rerun) + backward)``, times the
-    ``m`` micro-batches over the ``p`` stages."""
+    ``m`` micro-batches over the ``p`` stages. ``phase``: ``step`` (all of it), ``forward`` (the
+    forward kernels, ``active × forward``) or ``backward`` (the rest: the backward kernels and the
+    recomputation, which Megatron and torchtitan run inside the backward pass); the forward and
+    backward of a class sum to its step. The overlap model (:mod:`costgraph.training.overlap`)
+    hides communication behind the forward and backward seconds."""
     L = layout.filled()
+    share = {"step": lambda r: r["forward"] * (1 + r["rerun"]) + r["backward"],
+             "forward": lambda r: r["forward"],
+             "backward": lambda r: r["forward"] * r["rerun"] + r["backward"]}[phase]
     out = {k: [] for k in CLASSES}
     for r in kernel_ops(cg, L, table, peaks):
-        out[r["class"]].append(r["active"] * (r["forward"] * (1 + r["rerun"]) + r["backward"]))
+        out[r["class"]].append(r["active"] * share(r))
     per = as_expr(L.m) / as_expr(L.p)
     return {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
 

@@ -13,10 +13,12 @@ independent (each runs on its own stream, TP and CP usually on the scale-up link
 group): each may hide behind the same compute. EP's all-to-all follows ``layout.ep_overlap``
 (:func:`costgraph.parallel.ep_time.ep_exposed`, the same formula) under every convention.
 
-Forward and backward compute: the forward is a third of the model FLOPs (backward = twice the
-forward for every matrix product: dX and dW; Narayanan et al. 2021 §5.1), the backward the rest of
-the hardware FLOPs (recomputation included): ``C_f = compute · model/(3 · hardware)``,
-``C_b = compute − C_f``.
+Forward and backward compute: under the per-kernel time model (:mod:`costgraph.training.kernel_time`)
+``C_f`` is the seconds of the forward kernels and ``C_b = compute − C_f`` the backward kernels' and the
+recomputation's (run inside the backward pass), each kernel at its own shape's efficiency. Under a
+flat rate, the forward is a third of the model FLOPs (backward = twice the forward for every matrix
+product: dX and dW; Narayanan et al. 2021 §5.1), the backward the rest of the hardware FLOPs
+(recomputation included): ``C_f = compute · model/(3 · hardware)``, ``C_b = compute − C_f``.
 
 Rules (``megatron`` is what the Megatron-Bridge/NeMo performance recipes run; ``torchtitan`` its
 defaults; ``none`` leaves every collective exposed, Megatron-LM without the overlap flags):
@@ -202,18 +204,25 @@ def part_seconds(col: Collective, hardware, layout) -> list:
     return [comm_time({"x": Collective(col.kind, (p,))}, hardware, layout)["x"] for p in col.parts]
 
 
-def split_compute(compute, flops: dict):
-    """``(forward, backward)`` seconds of ``compute`` (module docstring)."""
+def split_compute(compute, flops: dict, forward=None):
+    """``(forward, backward)`` seconds of ``compute`` (module docstring). ``forward``: the forward
+    kernels' seconds where the step time has them (the per-kernel model,
+    :func:`costgraph.training.kernel_time.kernel_seconds` with ``phase="forward"``): that and the
+    rest; None: the FLOP ratio ``compute · model/(3 · hardware)``."""
+    if forward is not None:
+        return forward, compute - forward
     model, hw = flops["model_per_device"], flops["hardware_per_device"]
     fwd = compute * model / (3 * hw) if hw != 0 else ZERO
     return fwd, compute - fwd
 
 
 def overlaps(cg, collectives: dict, hardware, layout, placement, *, stage="first", compute, flops: dict,
-             factors=None) -> Overlaps:
+             factors=None, forward=None) -> Overlaps:
     """The :class:`Overlaps` of ``collectives`` on ``hardware`` under ``layout.overlap`` (module
     docstring); ``compute``: the device's compute seconds per step, ``flops``: its
-    :func:`~costgraph.training.compute.training_flops`; ``factors``: a calibration's multipliers
+    :func:`~costgraph.training.compute.training_flops`; ``forward``: the forward part of ``compute``
+    where the time model has it per kernel (:func:`split_compute`; None: the FLOP ratio);
+    ``factors``: a calibration's multipliers
     (:class:`~costgraph.training.calibration_profile.Factors`) of each kind's seconds, applied before
     the overlap rules.
 
@@ -223,7 +232,7 @@ def overlaps(cg, collectives: dict, hardware, layout, placement, *, stage="first
         ``ep_overlap = megatron`` where Megatron refuses it (:func:`~costgraph.parallel.ep_time.check_overlap`)."""
     L = layout
     conv = OVERLAP.check(L.overlap)
-    fwd, bwd = split_compute(compute, flops)
+    fwd, bwd = split_compute(compute, flops, forward)
     ctx = _Ctx(cg, L, hardware, placement, stage)
     out = {}
     for kind, col in collectives.items():

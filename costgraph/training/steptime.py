@@ -172,15 +172,16 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if rate is None:
         rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency,
                     default_peaks(hardware, L.policy))
-    by_class = None
+    by_class = forward = None
     if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
         from .kernel_time import CLASSES, kernel_seconds
 
         ks = kernel_seconds(cg, L, rate.table, rate.peaks)
-        by_class = {k: ks[k] for k in CLASSES}
+        fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward")   # the overlap's forward compute
+        by_class, fw = {k: ks[k] for k in CLASSES}, {k: fw[k] for k in CLASSES}
         if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
-            by_class = factors.scale_compute(None, by_class)
-        compute = sympy.Add(*by_class.values())
+            by_class, fw = factors.scale_compute(None, by_class), factors.scale_compute(None, fw)
+        compute, forward = sympy.Add(*by_class.values()), sympy.Add(*fw.values())
     else:
         if rate.kind == "kernels":   # adapters: the flat default (step_rate names it in the rate's notes)
             rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source)
@@ -193,6 +194,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         compute = compute * pace
         if by_class is not None and pace != 1:
             by_class = {k: x * pace for k, x in by_class.items()}
+            forward = forward * pace
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds, ov = {}, Overlaps(L.overlap, {}, compute, sympy.Integer(0))
@@ -200,7 +202,8 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         pl = placement if placement is not None else place(cg, L)
         if collectives is None:
             collectives = communication(cg, L, stage=stage, placement=pl)
-        ov = overlaps(cg, collectives, hardware, L, pl, stage=stage, compute=compute, flops=f, factors=factors)
+        ov = overlaps(cg, collectives, hardware, L, pl, stage=stage, compute=compute, flops=f, factors=factors,
+                      forward=forward)
         kinds = {k: o.seconds for k, o in ov.kinds.items()}
     # the planner combines the rules' forms itself (SymPy's Max of long sums is slow): no sums here then
     exposed = ov.total_exposed() if with_total else None

@@ -1,0 +1,153 @@
+"""The per-preset kernel tables of kernels.toml beyond the H100 (h200, b200, gb200): each stored
+number against the kernel-level benchmark it was read from, the stored parameters as the fit of
+the stored points, the flat fallback with its warning where no table exists, and the overlap
+model's forward/backward compute taken from the per-kernel seconds."""
+
+from fractions import Fraction
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.hardware import preset
+from costgraph.parallel.layout import Layout
+from costgraph.training.kernel_table import attention_eta, fit_attention, fit_gemm, gemm_eta, kernel_table
+from costgraph.training.kernel_time import CLASSES, kernel_ops, kernel_seconds
+from costgraph.training.overlap import split_compute
+from costgraph.training.rate import step_rate
+from costgraph.training.steptime import kernel_rate, step_time
+
+T = 10**12
+
+
+@pytest.fixture(scope="module")
+def llama():
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b", s=4096)
+    v[m.graph.dims["b"].symbol] = sympy.Integer(1)
+    return m, v
+
+
+def _refit(table, peaks):
+    """The stored parameters equal the fit of the stored points, rounded as kernels.toml stores them."""
+    for dtype, (e, t0, k0) in table.gemm.items():
+        fe, ft0, fk0 = fit_gemm(table.gemm_points[dtype], peaks[dtype])
+        assert (e, t0, k0) == (Fraction(str(round(fe, 3))), round(ft0), round(fk0)), dtype
+    for direction, (e, s0) in table.attention.items():
+        fe, fs0 = fit_attention(table.attention_points[direction], peaks["bf16"])
+        assert (e, s0) == (Fraction(str(round(fe, 3))), round(fs0)), direction
+
+
+def test_b200_gemms_are_xla_sm_100_b200_table():
+    b200 = preset("b200")
+    t = kernel_table(b200)
+    # OpenXLA xla/service/gpu/model/matmul_interpolator_data.h @ e97611c4 (PR #36518), key sm_100_B200,
+    # b = 1: the 125 (M, N, K) of 256 ... 4096, bf16xbf16->bf16 and f8e4m3fnxf8e4m3fn->bf16 FLOP/s as printed
+    pts = {p[:3]: p[3] for p in t.gemm_points["bf16"]}
+    assert len(pts) == 125 and len(t.gemm_points["fp8"]) == 125
+    assert pts[(4096, 4096, 4096)] == 1_416_867_213_789_406
+    assert pts[(4096, 1024, 4096)] == 1_204_928_403_983_728
+    assert pts[(256, 256, 256)] == 6_765_006_451_612
+    fp8 = {p[:3]: p[3] for p in t.gemm_points["fp8"]}
+    assert fp8[(4096, 4096, 4096)] == 2_764_981_863_158_106
+    # fitted at the B200's peaks (hardware.toml: 2.25 PF BF16, 4.5 PF FP8 dense)
+    _refit(t, {"bf16": b200.peak_flops_bf16, "fp8": b200.peak_flops_fp8})
+    assert t.gemm == {"bf16": (Fraction("0.658"), 6056, 78), "fp8": (Fraction("0.703"), 5937, 272)}
+    # the fitted closed form at XLA's largest shape: 1365 TFLOP/s against the measured 1416.9 (-3.6 %)
+    eta = gemm_eta(4096, 4096, 4096, b200.peak_flops_bf16, t)
+    assert abs(float(eta) * b200.peak_flops_bf16 / 1_416_867_213_789_406 - 1) < 0.04
+
+
+def test_h200_attention_and_bandwidth_are_cudnn_h200_measurements():
+    h200 = preset("h200")
+    t = kernel_table(h200)
+    # NVIDIA cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/
+    # llama3.1_20260227_034703.csv: cudnn, bfloat16, top_left, deterministic_bwd False, fwd_tflops / bwd_tflops
+    assert t.attention_points["forward"] == ((2048, 484 * T), (4096, 591 * T), (8192, 644 * T), (16384, 673 * T),
+                                             (32768, 688 * T))
+    assert t.attention_points["backward"] == ((2048, 370 * T), (4096, 474 * T), (8192, 541 * T),
+                                              (16384, 579 * T), (32768, 581 * T))
+    # benchmark/norms/results/h200/all_models_20260227_035147.csv: cudnn bfloat16 rms_norm, llama3-70b, fwd_gbps 3770.9
+    assert t.hbm_bandwidth == 3_770_900_000_000
+    _refit(t, {"bf16": h200.peak_flops_bf16, "fp8": h200.peak_flops_fp8})
+    assert t.attention == {"forward": (Fraction("0.722"), 940), "backward": (Fraction("0.627"), 1341)}
+    # XLA keys every sm_90 device to one GEMM table: the H200's GEMMs are the H100 SXM's
+    assert t.gemm == kernel_table(preset("h100-sxm")).gemm and t.gemm_points == kernel_table(preset("h100-sxm")).gemm_points
+    # the fitted η at the measured 16k point: 675.6 TFLOP/s against cuDNN's 673
+    fwd = attention_eta(sympy.Integer(16384), "forward", t) * h200.peak_flops_bf16
+    assert fwd == Fraction("0.722") * 16384 / (16384 + 940) * 989_400_000_000_000
+    assert abs(float(fwd) / (673 * T) - 1) < 0.01
+
+
+def test_gb200_attention_and_bandwidth_are_cudnn_gb200_measurements():
+    gb = preset("gb200")
+    t = kernel_table(gb)
+    # cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv:
+    # cudnn, bfloat16, top_left, batch 2, deterministic_bwd False, the tflops column of the fwd and bwd rows
+    assert dict(t.attention_points["forward"]) == {2048: 1097 * T, 4096: 1408 * T, 8192: 1574 * T, 16384: 1708 * T,
+                                                   32768: 1622 * T}
+    assert dict(t.attention_points["backward"]) == {2048: 885 * T, 4096: 1148 * T, 8192: 1332 * T, 16384: 1328 * T,
+                                                    32768: 1226 * T}
+    # benchmark/norms/results/gb200/all_models_20260226_180237.csv: cudnn bfloat16 rms_norm, llama3-70b, fwd_gbps 5997.4
+    assert t.hbm_bandwidth == 5_997_400_000_000
+    _refit(t, {"bf16": gb.peak_flops_bf16, "fp8": gb.peak_flops_fp8})
+    # the GEMM points are XLA's B200 measurements (no GB200 table in XLA), fitted at the GB200's 2.5 PF
+    assert t.gemm_points == kernel_table(preset("b200")).gemm_points
+    assert t.gemm == {"bf16": (Fraction("0.592"), 6056, 78), "fp8": (Fraction("0.633"), 5937, 272)}
+    # the B200 table takes the GB200's attention and bandwidth measurements at its own peak
+    b = kernel_table(preset("b200"))
+    assert b.attention_points == t.attention_points and b.hbm_bandwidth == t.hbm_bandwidth
+    assert b.attention == {"forward": (Fraction("0.79"), 1196), "backward": (Fraction("0.62"), 1043)}
+
+
+@pytest.mark.parametrize("name", ["a100-80gb-sxm", "mi300x", "h100-pcie"])
+def test_presets_without_a_table_keep_the_flat_fallback_and_its_warning(name):
+    hw = preset(name)
+    assert kernel_table(hw) is None and kernel_rate(hw, {"bf16": hw.peak_flops_bf16}) is None
+    rate = step_rate(hw, "mixed", peak=hw.peak_flops_bf16)
+    assert rate.kind == "efficiency" and rate.value == Fraction(1, 2)
+    assert rate.notes == (f"no kernel table for {name} (training/kernels.toml): the flat --efficiency 0.5 of the "
+                          "peak is assumed for every kernel",)
+
+
+@pytest.mark.parametrize("name", ["h200", "b200", "gb200"])
+def test_presets_with_a_table_run_per_kernel(name):
+    hw = preset(name)
+    rate = step_rate(hw, "mixed", peak=hw.peak_flops_bf16)
+    assert rate.kind == "kernels" and rate.table.preset == name and rate.notes == ()
+
+
+def test_overlap_forward_is_the_forward_kernels_seconds(llama):
+    # under the per-kernel model the overlap rules hide communication behind the forward kernels'
+    # seconds and the rest (backward kernels, recomputation), not behind a FLOP ratio of the compute
+    m, v = llama
+    hw = preset("h100-sxm")
+    rate = kernel_rate(hw, {"bf16": hw.peak_flops_bf16})
+    L = Layout(t=2, d=4, gpus=8, m=4, zero=3, sp=True, recompute="full").filled()
+    st = step_time(m.graph, L, hw, rate=rate)
+    fwd = kernel_seconds(m.graph, L, rate.table, rate.peaks, phase="forward")
+    bwd = kernel_seconds(m.graph, L, rate.table, rate.peaks, phase="backward")
+    step = kernel_seconds(m.graph, L, rate.table, rate.peaks)
+    for k in CLASSES:
+        assert sympy.expand(fwd[k] + bwd[k] - step[k]) == 0
+    ov = st["overlap"]
+    assert sympy.expand(ov.forward - sum(fwd.values())) == 0
+    assert sympy.expand(ov.forward + ov.backward - st["compute"]) == 0
+    # the recomputation runs inside the backward: full recompute re-runs every layer's forward kernels
+    rows = kernel_ops(m.graph, L, rate.table, rate.peaks)
+    per = sympy.Rational(4, 1)   # m / p
+    rerun = per * sum(r["active"] * r["forward"] * r["rerun"] for r in rows)
+    plain = kernel_seconds(m.graph, Layout(t=2, d=4, gpus=8, m=4, zero=3, sp=True).filled(), rate.table, rate.peaks,
+                           phase="backward")
+    assert sympy.expand(sum(bwd.values()) - sum(plain.values()) - rerun) == 0 and rerun != 0
+    # the FLOP ratio (the flat model's split) gives another forward: the two models differ here
+    ratio, _ = split_compute(st["compute"], st_flops(m, L))
+    assert float(ratio.xreplace(v)) != pytest.approx(float(ov.forward.xreplace(v)), rel=1e-3)
+    # with a forward given, split_compute returns it and the rest
+    assert split_compute(sympy.Integer(10), {}, sympy.Integer(3)) == (3, 7)
+
+
+def st_flops(m, L):
+    from costgraph.training.compute import training_flops
+
+    return training_flops(m.graph, L)
