@@ -27,6 +27,7 @@ from pathlib import Path
 from .. import arguments, datafiles
 from ..arguments import shown
 from ..errors import CostgraphValueError, Location
+from .hf_hub import check_link
 from ..model import Costs, Model, load
 
 # A config.json is a few kB; these bounds sit far above any real one.
@@ -438,9 +439,14 @@ def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "ko
 
 
 def read_config(path: str):
-    """The parsed JSON of a ``config.json`` file (errors as :func:`load_hf_config`)."""
+    """The parsed JSON of a ``config.json`` file (errors as :func:`load_hf_config`).
+
+    A symbolic link is followed only inside its folder, or, in a Hugging Face cache snapshot,
+    into that cache entry's ``blobs/`` (:func:`check_link`); a file that is not regular UTF-8
+    text holding no NUL byte is refused without being quoted."""
     p = Path(path)
     try:
+        check_link(p, path)
         if p.is_dir():
             raise IsADirectoryError(path)
         if p.exists() and not p.is_file():   # a device or a pipe: could be endless, or block
@@ -450,6 +456,9 @@ def read_config(path: str):
         if len(data) > MAX_JSON_BYTES:
             raise CostgraphValueError(f"{path} is too large for a config.json (over {MAX_JSON_BYTES} bytes)")
         text = data.decode("utf-8-sig")   # a byte-order mark some editors write is dropped
+        if "\x00" in text:   # JSON holds no NUL; a binary file or /proc/self/environ is not quoted
+            raise CostgraphValueError(f"{path} is not a text file (it holds NUL bytes)",
+                                      hint="give a config.json: UTF-8 JSON text, as transformers saves it")
     except FileNotFoundError:
         raise CostgraphValueError(f"no such file: {path}") from None
     except IsADirectoryError:
