@@ -27,6 +27,7 @@ from pathlib import Path
 from .. import arguments, datafiles
 from ..arguments import shown
 from ..errors import CostgraphValueError, Location
+from ..opened import record
 from .hf_hub import check_link
 from ..model import Costs, Model, load
 
@@ -447,6 +448,7 @@ def read_config(path: str):
     p = Path(path)
     try:
         check_link(p, path)
+        record(p)   # the -o writer never replaces it (costgraph/opened.py)
         if p.is_dir():
             raise IsADirectoryError(path)
         if p.exists() and not p.is_file():   # a device or a pipe: could be endless, or block
