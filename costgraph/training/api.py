@@ -273,6 +273,14 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
     return fits
 
 
+#: the hint of a rate below 1 FLOP/s (issue 30: --peak 0.5 ended in an internal error)
+PEAK_HINT = "give FLOP/s per device, e.g. 989.4e12 (an H100 SXM's dense BF16 peak)"
+
+
+def _peak_shown(v) -> str:
+    return f"{float(v):.4g}"
+
+
 def _rates(hw, peak, mfu, achieved, tokens, price):
     """The rates of the time section, exact, checked as ``costgraph train`` checks them."""
     shown = {"mfu": mfu, "achieved": achieved}
@@ -289,6 +297,9 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     for name, v in (("--achieved", achieved), ("--peak", peak)):
         if v is not None and v <= 0:
             raise CostgraphValueError(f"{name} must be positive")
+        if v is not None and v < 1:   # a rate under 1 FLOP/s: no device; the kernel model's logarithms go complex
+            raise CostgraphValueError(f"{name} {shown.get(name[2:], v) if name == '--achieved' else _peak_shown(v)} "
+                                      "FLOP/s is below 1 FLOP/s", hint=PEAK_HINT)
     if achieved is not None and peak is not None and achieved > peak:
         raise CostgraphValueError(f"--achieved {shown['achieved']} FLOP/s is above the peak ({float(peak):.4g} FLOP/s)",
                                   hint="achieved FLOP/s per device cannot pass the dense peak")
