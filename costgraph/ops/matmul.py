@@ -80,7 +80,8 @@ def matmul(c):
     axis before the window: QKᵀ's ``n``, scores·V's ``k``) on the node, and
     ``--causal half``/``exact`` count only the pairs the mask keeps
     (:func:`costgraph.engine.totals.causal_pairs`; queries aligned to the newest
-    keys, so at most as many queries as keys). The key axis is the one equal
+    keys, FlashAttention 2.1's bottom-right mask: with more queries than keys the
+    first ones meet none). The key axis is the one equal
     to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose. A product of two inputs of
     the model (or views of them) has no backward and keeps nothing (PyTorch: no operand needs a
     gradient). Batch axes broadcast as PyTorch's ``matmul`` does: a bare parameter (``param W[k, n]``)
@@ -103,9 +104,6 @@ def matmul(c):
         c.same(n, m) or (not c.same(k, m) and c.b.cg.nodes.get(y.producer, {}).get("kind") == "transpose"))
     if c["causal"]:
         keys = n if qk else k2
-        if sympy.expand(m - keys).is_positive:
-            c.fail(f"a causal product of {m} queries over {keys} keys: more queries than keys",
-                   hint="a causal mask aligns the queries to the newest keys; drop causal = true")
         c.attr("queries", m)
         c.attr("keys", keys)
     if w is not None and qk:   # QKᵀ: each query row meets Min(n, w) keys
