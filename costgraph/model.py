@@ -222,7 +222,8 @@ class Model:
             if self._program is None:
                 raise CostgraphValueError("this model was not loaded from a model file: it cannot be built for inference",
                                           hint="load it with costgraph.load(...) or costgraph.loads(...)")
-            built = Settings(dropout=False, options=dict(self.settings.options), profile=self.settings.profile)
+            built = Settings(dropout=False, options=dict(self.settings.options), profile=self.settings.profile,
+                             input_grads=self.settings.input_grads)
             with split_keys():
                 try:
                     self._inference = _build(self._program, built, None)
@@ -544,8 +545,16 @@ def _prefixes(path: str) -> list[str]:
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,
-         profile: str = PROFILE.default, config: str | None = None) -> Model:
+         profile: str = PROFILE.default, config: str | None = None, input_grads: bool = False) -> Model:
     """Load and build a model by bundled name or path. See :class:`Model`.
+
+    ``input_grads``: whether the model's float ``input`` tensors need gradients. The one rule every
+    operator follows (the builder marks them; :class:`costgraph.engine.builder.Settings`): False
+    (default), PyTorch's default — a tensor a data loader yields has ``requires_grad=False``, so no
+    gradient is computed for it and a node whose tensor inputs are all such (or derived from them
+    only) has no backward; True, as when the inputs are made with ``requires_grad=True`` (an
+    operator measured alone, a layer fed the activations of another). Token ids and masks never
+    need gradients.
 
     ``profile`` names what operators keep for backward:
     :data:`costgraph.engine.builder.PROFILES` (``korthikanti`` or ``pytorch``).
@@ -560,7 +569,7 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
     """
     if not isinstance(model, (str, os.PathLike)):
         raise CostgraphValueError(f"a model is named by a string or a path, not {type(model).__name__}")
-    settings = _settings(dropout, options, profile)
+    settings = _settings(dropout, options, profile, input_grads)
     return _build(load_program(os.fspath(model)), settings, config)
 
 
@@ -575,23 +584,25 @@ def _build(program, settings: Settings, config) -> Model:
     options = {**chosen, **settings.options}
     if all(graph.options.get(k) == v for k, v in options.items()):
         return Model(graph, settings, program)
-    built = Settings(dropout=settings.dropout, options=options, profile=settings.profile)
+    built = Settings(dropout=settings.dropout, options=options, profile=settings.profile,
+                     input_grads=settings.input_grads)
     # the options the configuration chose count as given: values(config) accepts them
     return Model(build(program, built), built, program)
 
 
-def _settings(dropout, options, profile) -> Settings:
+def _settings(dropout, options, profile, input_grads=False) -> Settings:
     dropout, options, profile = arguments.flag(dropout, "dropout"), arguments.options(options), arguments.text(profile, "profile")
     if profile not in PROFILES:
         raise CostgraphValueError(f"unknown activation profile {profile!r}",
                                   hint="choose one of: " + ", ".join(PROFILES))
-    return Settings(dropout=dropout, options=dict(options or {}), profile=profile)
+    return Settings(dropout=dropout, options=dict(options or {}), profile=profile,
+                    input_grads=arguments.flag(input_grads, "input_grads"))
 
 
 def loads(text: str, *, path: str = "<string>", dropout: bool = True,
           options: Mapping[str, object] | None = None, profile: str = PROFILE.default,
-          config: str | None = None) -> Model:
+          config: str | None = None, input_grads: bool = False) -> Model:
     """Like :func:`load`, from model-file text (imports resolve from ``path``'s folder)."""
     text, path = arguments.model_text(text), arguments.text(path, "path")
-    settings = _settings(dropout, options, profile)
+    settings = _settings(dropout, options, profile, input_grads)
     return _build(load_program(text=text, path=path), settings, config)

@@ -33,7 +33,8 @@ HEAD = """model m {
 
 
 def model(body: str, profile: str = "pytorch", **kw):
-    return costgraph.loads(HEAD + body + "\n}\n", path="m.cg", profile=profile, **kw)
+    # each operator alone, as tests/test_new_ops_torch.py measures it: inputs made with requires_grad=True
+    return costgraph.loads(HEAD + body + "\n}\n", path="m.cg", profile=profile, **{"input_grads": True, **kw})
 
 
 def costs(body: str, profile: str = "pytorch", convention: str = "all", **kw) -> dict:

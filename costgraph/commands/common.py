@@ -118,7 +118,8 @@ def load_any(args, dims: dict, options: dict):
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
         hf = load_hf_config(args.model, profile=profile, dropout=False if no_dropout else None)
         return hf.model, hf.model.values(None, {**hf.values, **dims})
-    model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config)
+    model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config,
+                 input_grads=getattr(args, "input_grads", False))
     return model, (model.values(args.config, dims) if (dims or args.config is not None) else None)
 
 
@@ -142,6 +143,9 @@ def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:
                help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
                     "autograd keeps in Hugging Face's eager bf16 code")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    p.add_argument("--input-grads", action="store_true",
+                   help="the model's float inputs need gradients (requires_grad=True); default: they do not, "
+                        "as PyTorch's data loaders yield them")
 
 
 def costs_of(args, model, scope: str | None = None):

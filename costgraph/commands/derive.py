@@ -51,7 +51,7 @@ def run(args) -> str:
                 + (f" with {', '.join(on)}" if on else ""))
     else:
         model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile,
-                     config=args.config)
+                     config=args.config, input_grads=args.input_grads)
         values = model.values(args.config, dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.attention != choices.DERIVE_ATTENTION:
