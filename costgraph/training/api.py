@@ -102,6 +102,11 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     from ..export.text_report import warnings as value_warnings
 
     notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
+    if layout.lora_rank is not None:
+        from .lora import lora, rank_warnings
+
+        notes = notes + rank_warnings(lora(model.graph, rank=layout.lora_rank, targets=layout.lora_targets,
+                                           dropout=layout.lora_dropout), values)
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
