@@ -90,6 +90,10 @@ class _Loader:
                 if p.name in ("true", "false", "none"):
                     raise CostgraphSemanticError(
                         f"'{p.name}' is a constant (true, false, none) and cannot name a parameter", p.loc)
+                if p.name in ("not", "and", "or"):
+                    raise CostgraphSemanticError(
+                        f"'{p.name}' is an operator word (not, and, or) and cannot name a parameter", p.loc,
+                        hint="choose another name")
                 if p.name in seen:
                     raise CostgraphSemanticError(
                         f"block '{block.name}' has two parameters named '{p.name}'", p.loc)
