@@ -123,6 +123,20 @@ def load_any(args, dims: dict, options: dict):
     return model, (model.values(args.config, dims) if (dims or args.config is not None) else None)
 
 
+#: the two names of LaTeX output: ``derive --format latex`` and ``report --format tex`` each accept both
+LATEX_NAMES = ("latex", "tex")
+
+
+def latex_named(canonical: str):
+    """The argparse ``type`` of a ``--format`` whose LaTeX choice is ``canonical`` (``latex`` or
+    ``tex``): the other name of :data:`LATEX_NAMES` is read as it (issue 30); anything else as given,
+    for argparse's choices to check."""
+    def read(text: str) -> str:
+        return canonical if text in LATEX_NAMES else text
+    read.__name__ = "format"
+    return read
+
+
 def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:
     """The conventions of ``costgraph derive``: ``--scope``, ``--convention``, ``--precision``,
     ``--causal``, ``--profile``, ``--no-dropout`` (the one place they are declared; ``scope`` and

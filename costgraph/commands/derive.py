@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..errors import CostgraphValueError
-from .common import cost_arguments, download_argument, settings
+from .common import cost_arguments, download_argument, latex_named, settings
 
 
 def add_parser(sub) -> None:
@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
                                  "or a Hugging Face config.json")
     d.add_argument("--scope", default="model",
                    help="model (default), layer, or the path of a repeat group, block or node")
-    d.add_argument("--format", choices=("text", "latex", "json"), default="text")
+    d.add_argument("--format", choices=("text", "latex", "json"), default="text", type=latex_named("latex"),
+                   help="text (default), latex (or tex) or json")
     d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
