@@ -101,12 +101,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
 
-    notes = value_warnings(None, values) + mem.warnings   # mem.warnings: an operator without a TP layout
-    if layout.lora_rank is not None:
-        from .lora import lora, rank_warnings
-
-        notes = notes + rank_warnings(lora(model.graph, rank=layout.lora_rank, targets=layout.lora_targets,
-                                           dropout=layout.lora_dropout), values)
+    notes = value_warnings(None, values) + mem.warnings + _lora_notes(model, layout, values)
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
@@ -182,6 +177,16 @@ def _calibrated(profile, held: bool, fits, compute) -> None:
         fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
     if compute is not None:
         compute["calibration"] = calibrated(profile, reserve=held)
+
+
+def _lora_notes(model, layout, values) -> list[str]:
+    """A LoRA rank above a target's smaller side, warned (:func:`~costgraph.training.lora.rank_warnings`)."""
+    if layout.lora_rank is None:
+        return []
+    from .lora import lora, rank_warnings
+
+    return rank_warnings(lora(model.graph, rank=layout.lora_rank, targets=layout.lora_targets,
+                              dropout=layout.lora_dropout), values)
 
 
 def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
