@@ -283,3 +283,15 @@ def test_a_model_folder_link_may_not_leave_the_folder(tmp_path, capsys, monkeypa
     assert main(["derive", str(tmp_path / "nul.json")]) == 2
     err = capsys.readouterr().err
     assert "NUL" in err and "hunter2" not in err
+
+
+def test_quoted_config_values_are_cut_and_cleaned(tmp_path, capsys):
+    """A config's string values repeated in a message are cut (60 characters) and their control
+    characters replaced (issue 30 item 1): a 500-character model_type with an escape sequence."""
+    from costgraph.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "A" * 500 + "\x1b[31mred"}))
+    assert main(["derive", str(path)]) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.endswith("unsupported model_type '" + "A" * 58 + "…") and "\x1b" not in first, first

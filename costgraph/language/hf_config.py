@@ -269,7 +269,7 @@ def _model_type(config: dict, source: str) -> str:
                                        "supported: " + ", ".join(supported_model_types()))
     if not isinstance(model_type, str) or model_type not in mapping():
         raise CostgraphValueError(
-            f"{source}: unsupported model_type {model_type!r}",
+            f"{source}: unsupported model_type {shown(model_type)}",
             hint="supported: " + ", ".join(supported_model_types()))
     return model_type
 
