@@ -181,3 +181,5 @@ def test_model_inputs_need_no_gradient_unless_said():
     got = costgraph.loads(lin, input_grads=True).costs().evaluate(b=2, h=4)
     assert (got["flops_backward_input"], got["flops_backward_weight"]) == (2 * 2 * 4 * 4, 2 * 2 * 4 * 4)
     assert main(["derive", "gpt", "--config", "gpt2", "--input-grads"]) == 0   # token ids never need one
+    hf = str(__import__("pathlib").Path(__file__).parents[1] / "examples" / "hf" / "gpt2.json")
+    assert main(["derive", hf, "--input-grads"]) == 2   # a config.json's model keeps the default: refused, not ignored

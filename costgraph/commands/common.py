@@ -116,11 +116,21 @@ def load_any(args, dims: dict, options: dict):
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here")
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        refuse_input_grads(args)
         hf = load_hf_config(args.model, profile=profile, dropout=False if no_dropout else None)
         return hf.model, hf.model.values(None, {**hf.values, **dims})
     model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config,
                  input_grads=getattr(args, "input_grads", False))
     return model, (model.values(args.config, dims) if (dims or args.config is not None) else None)
+
+
+def refuse_input_grads(args) -> None:
+    """``--input-grads`` with a config.json: refused (a config.json's model keeps the default)."""
+    if getattr(args, "input_grads", False):
+        raise CostgraphValueError("--input-grads applies to a model file; a config.json's model keeps the default "
+                                  "(its inputs need no gradient)",
+                                  hint="leave out --input-grads, or give a model file (a bundled name such as gpt, "
+                                       "or a .cg path)")
 
 
 #: the two names of LaTeX output: ``derive --format latex`` and ``report --format tex`` each accept both

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..errors import CostgraphValueError
-from .common import cost_arguments, download_argument, latex_named, settings
+from .common import cost_arguments, download_argument, latex_named, refuse_input_grads, settings
 
 
 def add_parser(sub) -> None:
@@ -44,6 +44,7 @@ def run(args) -> str:
                                       hint="e.g. --set s=2048 b=8")
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        refuse_input_grads(args)
         hf = load_hf_config(args.model, profile=args.profile, dropout=False if args.no_dropout else None)
         model = hf.model
         values = model.values(args.config, {**hf.values, **dims})
