@@ -48,6 +48,7 @@ from typing import Mapping
 
 from .arguments import MAX_DIGITS
 from .errors import CostgraphValueError
+from .opened import record
 from .hints import listing
 
 #: The environment variable naming a folder of user data files.
@@ -446,6 +447,7 @@ def read_text(path: str | os.PathLike, what: str = "data file") -> str:
             raise CostgraphValueError(f"{path} is a folder", hint=f"give the path of a {what}")
         if not stat.S_ISREG(mode):   # a device or a pipe: could be endless, or block
             raise CostgraphValueError(f"{path} is not a regular file", hint=f"give the path of a {what}")
+        record(p)   # the -o writer never replaces it (costgraph/opened.py)
         with open(p, "rb") as f:
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:

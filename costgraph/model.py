@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Mapping
 
@@ -31,6 +31,7 @@ from .engine.conventions import check_convention
 from .errors import CostgraphValueError, Location
 from .numbers.evaluator import Compiled, ExactEvaluator, NotWhole
 from .engine.graph import CostGraph
+from .engine.sizes import named_difference
 from .language.loader import load_program
 from .engine.precision import Precision, precision as get_precision
 from .export.printing import field_order, grouped, to_text
@@ -222,7 +223,7 @@ class Model:
             if self._program is None:
                 raise CostgraphValueError("this model was not loaded from a model file: it cannot be built for inference",
                                           hint="load it with costgraph.load(...) or costgraph.loads(...)")
-            built = Settings(dropout=False, options=dict(self.settings.options), profile=self.settings.profile)
+            built = replace(self.settings, dropout=False, options=dict(self.settings.options))
             with split_keys():
                 try:
                     self._inference = _build(self._program, built, None)
@@ -368,18 +369,18 @@ class Model:
             self._explain_sizes({self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()})
 
     def _explain_sizes(self, subs) -> None:
-        """The slow path of :meth:`_check_whole`: find the first size that is
-        not a positive whole number and raise a located error."""
+        """The slow path of :meth:`_check_whole`: the first size not a positive whole number, located."""
         def check(d, what, loc, path):
             if not isinstance(d, sympy.Expr) or not d.free_symbols <= set(subs):
                 return None
             v = d.xreplace(subs)
             if not (v.is_integer and v > 0):
                 calls = [f"{b.loc} ({b.path})" for b in (self.graph.blocks.get(a) for a in _prefixes(path)) if b]
-                raise CostgraphValueError(
-                    f"{what} is {d} = {v} for these values, not a positive whole number", loc,
-                    hint=f"at {path}" + (f", called from {'; '.join(calls)}" if calls else "")
-                         + "; choose values that divide evenly and keep counts positive")
+                named = named_difference(self.graph.dims, d, subs) if v.is_number and v <= 0 else ("", "")
+                raise CostgraphValueError(f"{what} is {named[0] or d} = {v} for these values, not a positive whole "
+                                          f"number", loc, hint="; ".join(filter(None, [named[1], f"at {path}"]))
+                                          + (f", called from {'; '.join(calls)}" if calls else "")
+                                          + "; choose values that divide evenly and keep counts positive")
             return v
         for g in self.graph.groups.values():
             n = check(g.count, f"the repeat count of '{g.path}'", g.loc, g.path)
@@ -544,8 +545,10 @@ def _prefixes(path: str) -> list[str]:
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,
-         profile: str = PROFILE.default, config: str | None = None) -> Model:
+         profile: str = PROFILE.default, config: str | None = None, input_grads: bool = False) -> Model:
     """Load and build a model by bundled name or path. See :class:`Model`.
+
+    ``input_grads``: whether float inputs need gradients (False: PyTorch's default; see ``Settings``).
 
     ``profile`` names what operators keep for backward:
     :data:`costgraph.engine.builder.PROFILES` (``korthikanti`` or ``pytorch``).
@@ -560,7 +563,7 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
     """
     if not isinstance(model, (str, os.PathLike)):
         raise CostgraphValueError(f"a model is named by a string or a path, not {type(model).__name__}")
-    settings = _settings(dropout, options, profile)
+    settings = _settings(dropout, options, profile, input_grads)
     return _build(load_program(os.fspath(model)), settings, config)
 
 
@@ -575,23 +578,23 @@ def _build(program, settings: Settings, config) -> Model:
     options = {**chosen, **settings.options}
     if all(graph.options.get(k) == v for k, v in options.items()):
         return Model(graph, settings, program)
-    built = Settings(dropout=settings.dropout, options=options, profile=settings.profile)
+    built = replace(settings, options=options)
     # the options the configuration chose count as given: values(config) accepts them
     return Model(build(program, built), built, program)
 
 
-def _settings(dropout, options, profile) -> Settings:
+def _settings(dropout, options, profile, input_grads=False) -> Settings:
     dropout, options, profile = arguments.flag(dropout, "dropout"), arguments.options(options), arguments.text(profile, "profile")
     if profile not in PROFILES:
         raise CostgraphValueError(f"unknown activation profile {profile!r}",
                                   hint="choose one of: " + ", ".join(PROFILES))
-    return Settings(dropout=dropout, options=dict(options or {}), profile=profile)
+    return Settings(dropout, dict(options or {}), profile, arguments.flag(input_grads, "input_grads"))
 
 
 def loads(text: str, *, path: str = "<string>", dropout: bool = True,
           options: Mapping[str, object] | None = None, profile: str = PROFILE.default,
-          config: str | None = None) -> Model:
+          config: str | None = None, input_grads: bool = False) -> Model:
     """Like :func:`load`, from model-file text (imports resolve from ``path``'s folder)."""
     text, path = arguments.model_text(text), arguments.text(path, "path")
-    settings = _settings(dropout, options, profile)
+    settings = _settings(dropout, options, profile, input_grads)
     return _build(load_program(text=text, path=path), settings, config)

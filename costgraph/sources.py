@@ -22,7 +22,8 @@ HF_CONFIG = "hf"
 
 
 def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] | None = None,
-         profile: str = PROFILE.default, config: str | None = None, allow_download: bool = False):
+         profile: str = PROFILE.default, config: str | None = None, allow_download: bool = False,
+         input_grads: bool = False):
     """Load and build a model (:class:`costgraph.Model`).
 
     ``model``: a bundled name (``"gpt"``), a ``.cg`` path, a ``config.json`` path, a model snapshot
@@ -36,8 +37,9 @@ def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] |
     :class:`~costgraph.language.hf_config.HFModel` (``values``, ``model_type``, ``source``, and
     ``shipped()``: the weight dtype its ``torch_dtype``/``quantization_config`` give). ``dropout``:
     True, False, or ``"auto"`` (default): on for a model file, the config's dropout rates for a config.json.
-    ``options``, ``profile``, ``config``: as :func:`costgraph.model.load` (``config`` names a
-    configuration of a model file only).
+    ``options``, ``profile``, ``config``, ``input_grads``: as :func:`costgraph.model.load` (``config``
+    and ``input_grads`` apply to a model file only: a config.json's model keeps the default, its
+    inputs needing no gradient).
 
     Raises
     ------
@@ -48,6 +50,12 @@ def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] |
     from . import model as _model
     from .errors import CostgraphValueError
 
+    if input_grads is not False and (isinstance(model, Mapping) or (
+            isinstance(model, (str, os.PathLike)) and not os.fspath(model).endswith(".cg")
+            and _config_source(os.fspath(model)))):
+        raise CostgraphValueError("input_grads applies to a model file; a config.json's model keeps the default "
+                                  "(its inputs need no gradient, as PyTorch's data loaders yield them)",
+                                  hint="leave input_grads out, or load the bundled model file by name")
     if isinstance(model, Mapping):
         return _from_config(dict(model), "<dict>", _auto(dropout), options, profile, config)
     if isinstance(model, (str, os.PathLike)):
@@ -60,7 +68,14 @@ def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] |
         raise CostgraphValueError(f"a model is named by a string or a path (or a config dict), not {type(model).__name__}",
                                   hint="costgraph.load('gpt'), load('config.json'), load('org/name'), load({...})")
     return _model.load(model, dropout=True if dropout == "auto" else dropout, options=options, profile=profile,
-                       config=config)
+                       config=config, input_grads=input_grads)
+
+
+def _config_source(name: str) -> bool:
+    """Whether ``name`` names a config.json (a path, a snapshot folder or a Hub id), not a model file."""
+    from .language.hf_hub import is_hub_id
+
+    return name.endswith(".json") or os.path.isdir(name) or is_hub_id(name)
 
 
 def _auto(dropout):

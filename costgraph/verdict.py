@@ -133,8 +133,14 @@ class FitResult(Tabular):
 
 
 def gib(n: int) -> str:
-    """Bytes as GiB with two decimals (``65,771,913,216`` → ``61.25 GiB``)."""
-    return f"{n / 2**30:,.2f} GiB"
+    """Bytes as GiB with two decimals (``65,771,913,216`` → ``61.25 GiB``); a size too large or
+    too small for two decimals in 4 significant digits of the exact value (``9.313e+30 GiB``:
+    :func:`costgraph.numbers.units.fixed`)."""
+    from fractions import Fraction
+
+    from .numbers.units import fixed
+
+    return f"{fixed(Fraction(n, 2**30), 2)} GiB"
 
 
 def _ordered(steps: list[Step]) -> list[Step]:

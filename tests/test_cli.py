@@ -88,3 +88,32 @@ def test_list_and_ops(capsys):
     assert "gpt: configurations gpt2" in capsys.readouterr().out
     assert main(["ops"]) == 0
     assert "linear(x, out, bias=true, tied=none, tp=true)" in capsys.readouterr().out
+
+
+def test_latex_is_named_tex_or_latex_everywhere(capsys):
+    """report --format latex was refused while derive --format latex was accepted (issue 30 item 3):
+    both commands take both names."""
+    from costgraph.cli import main
+
+    assert main(["report", "gpt", "--format", "latex"]) == 0
+    latex = capsys.readouterr().out
+    assert main(["report", "gpt", "--format", "tex"]) == 0
+    assert capsys.readouterr().out == latex and "\\begin{document}" in latex
+    assert main(["derive", "gpt", "--format", "tex"]) == 0
+    tex = capsys.readouterr().out
+    assert main(["derive", "gpt", "--format", "latex"]) == 0
+    assert capsys.readouterr().out == tex and "\\begin{aligned}" in tex
+
+
+@pytest.mark.parametrize("argv", [
+    ["derive", "gpt", "--no-dropout=1"], ["derive", "gpt", "--format", "xml"], ["train", "gpt", "--gpus", "x"],
+    ["fit", "gpt", "--train", "--serve"], ["derive", "gpt", "--s"], ["list", "extra"], ["bogus"], [],
+    ["report", "gpt", "--format", "pdf"], ["sweep", "gpt", "--max-rows", "x"],
+])
+def test_every_argparse_rejection_has_a_hint_line(argv, capsys):
+    """argparse's rejections print a hint line as every other refusal does (issue 30 item 3), exit 2."""
+    from costgraph.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].split(": error: ", 1)[1] and err[-1].startswith("hint: "), err[-2:]

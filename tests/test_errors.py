@@ -729,3 +729,16 @@ def test_cli_config_json_errors_exit_2(tmp_path, capsys):
     assert main(["derive", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1:25: error: invalid JSON" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text, line, column", [
+    # `dim not "w"` was accepted, then the file failed where `not` was used ("an expression after 'not'")
+    (M.replace("  dim h\n", '  dim h\n  dim not "w"\n') + "  input y[b, not]\n  return x\n}\n", 5, 7),
+    (M.replace("  dim h\n", "  dim h\n  dim and\n") + "  return x\n}\n", 5, 3),
+    (M + "  or = gelu(x)\n  return or\n}\n", 6, 3),
+    ("block f(x, and) {\n  return x\n}\n" + M + "  return f(x, b)\n}\n", 1, 12),
+])
+def test_operator_words_are_refused_as_names_where_declared(text, line, column):
+    """not, and, or are refused as names at the declaration, as true and false are (issue 30 item 3)."""
+    err = error_of(text)
+    check(err, ["is an operator word (not, and, or) and cannot", "choose another name"], line, column)

@@ -110,3 +110,28 @@ def test_cli_exit_status_and_json(tmp_path, capsys, trained):
     assert "--zero is a training option" in capsys.readouterr().err
     assert main(base + ["--kv", "fp8"]) == 2
     assert "--kv is a serving option" in capsys.readouterr().err
+
+
+def test_sizes_and_rates_print_significant_digits_of_the_exact_value():
+    """fit's GiB column printed float noise past 16 digits (47,159,269,452,095,136.00 GiB) and a rate of
+    5e-10 tokens/s printed 0.0 (issue 30 item 2): two decimals where a double holds them and they show
+    a digit, else 4 significant digits computed from the exact value."""
+    from fractions import Fraction
+
+    from costgraph.numbers.units import fixed, significant
+    from costgraph.verdict import gib
+
+    assert gib(65_771_913_216) == "61.25 GiB"                       # unchanged where two decimals are exact
+    assert gib(10**40) == "9.313e+30 GiB"                           # 10^40 / 2^30 = 9.3132257461547851...e30
+    assert gib(1) == "9.313e-10 GiB"
+    assert fixed(Fraction(1, 2 * 10**9), 1) == "5.000e-10" and fixed(0, 1) == "0.0"
+    assert fixed(12_345.678, 1) == "12,345.7"
+    assert significant(Fraction(2**200, 3)) == "5.356e+59"          # 2^200/3 = 5.35646...e59
+
+
+def test_infer_rate_below_a_tenth_is_not_zero(capsys):
+    """At --peak 1 FLOP/s and 1 B/s, GPT-2 decodes about 4e-9 tokens/s: printed so, not 0.0."""
+    assert main(["infer", "gpt", "--config", "gpt2", "--peak", "1", "--bandwidth", "1", "--prompt", "10",
+                 "--generate", "10"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("tokens/s"))
+    assert "0.0 " not in line and "e-9 in total" in line, line

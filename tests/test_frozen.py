@@ -37,8 +37,9 @@ V = dict(b=2, s=4, h=8)
 
 def _toy(marked: bool):
     on = "true" if marked else "false"
+    # x made with requires_grad=True, as the PyTorch twin below (test_torch_agrees...) makes it
     return costgraph.loads(TOY.replace("MARK", ": frozen" if marked else "").replace("FROZEN", on)
-                           .replace("NO_GRAD", on))
+                           .replace("NO_GRAD", on), input_grads=True)
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +143,43 @@ def test_gradient_free_tensors_need_no_input_gradients():
     assert c["flops_forward"] == 5 * mm
     assert (c["flops_backward_input"], c["flops_backward_weight"]) == (mm, 2 * mm)   # head: both; proj: weight
     assert c["activation_bytes"] == 2 * (2 * 2 * 4 * 8)   # proj's input and head's input, bf16
+
+
+# --- issue 30 item 2: one rule for the model's float inputs ---------------------------------------------
+
+SDPA = """model sdpa {
+  dim b
+  dim a
+  dim s
+  dim d
+  input q[b, a, s, d]
+  input k[b, a, s, d]
+  input v[b, a, s, d]
+  p = softmax(matmul(q, transpose(k)))
+  return matmul(p, v)
+}
+"""
+
+
+def test_model_inputs_need_no_gradient_unless_said():
+    """Scaled dot-product attention over three model inputs had a backward of 12,960 FLOPs at b = 2,
+    a = 5, s = 9, d = 4: QKᵀ (two inputs) had none, scores·V had both. One rule now: by default a
+    model's float inputs need no gradient (PyTorch's default, requires_grad=False), so nothing
+    downstream of them alone has a backward; ``input_grads=True`` (``--input-grads``) is
+    ``requires_grad=True`` on each: PyTorch's flop counter gives 25,920 (dQ, dK of QKᵀ and dP, dV of
+    scores·V: 4 products of 2·b·a·s²·d = 6,480 each)."""
+    from costgraph.cli import main
+
+    v = dict(b=2, a=5, s=9, d=4)
+    assert costgraph.loads(SDPA).costs().evaluate(**v)["flops_backward"] == 0
+    assert costgraph.loads(SDPA, input_grads=True).costs().evaluate(**v)["flops_backward"] == 4 * 2 * 2 * 5 * 81 * 4
+    assert costgraph.loads(SDPA, input_grads=True).costs().evaluate(**v)["flops_backward"] == 25_920
+    # a trained weight on an input: its weight gradient only (nn.Linear on data: dW, no dX)
+    lin = "model m {\n  dim b\n  dim h\n  input x[b, h]\n  return linear(x, h, bias = false)\n}\n"
+    got = costgraph.loads(lin).costs().evaluate(b=2, h=4)
+    assert (got["flops_backward_input"], got["flops_backward_weight"]) == (0, 2 * 2 * 4 * 4)
+    got = costgraph.loads(lin, input_grads=True).costs().evaluate(b=2, h=4)
+    assert (got["flops_backward_input"], got["flops_backward_weight"]) == (2 * 2 * 4 * 4, 2 * 2 * 4 * 4)
+    assert main(["derive", "gpt", "--config", "gpt2", "--input-grads"]) == 0   # token ids never need one
+    hf = str(__import__("pathlib").Path(__file__).parents[1] / "examples" / "hf" / "gpt2.json")
+    assert main(["derive", hf, "--input-grads"]) == 2   # a config.json's model keeps the default: refused, not ignored

@@ -214,3 +214,84 @@ def test_deepseek_v2_lite_without_query_compression():
     assert v["kv_cache_bytes_per_token"] == 27 * (512 + 64) * 2
     q = costgraph.from_hf_config(dict(DEEPSEEK_V2_LITE, q_lora_rank=1536))
     assert q.model.graph.options["q_lora"] is True and q.values["r_q"] == 1536
+
+
+# --- issue 30 item 1: a config.json that is a symbolic link ------------------------------------------------
+
+def _hub_snapshot(root: Path, config: dict, planted=None) -> Path:
+    """A Hub cache entry as huggingface_hub writes it (docs "Understand caching": snapshot files are
+    relative links into ``blobs/``), plus a second snapshot whose config.json links to ``planted``."""
+    import hashlib
+    import os
+
+    entry = root / "hub" / "models--meta-llama--Llama-3-8B"
+    (entry / "blobs").mkdir(parents=True)
+    data = json.dumps(config).encode()
+    blob = hashlib.sha256(data).hexdigest()
+    (entry / "blobs" / blob).write_bytes(data)
+    for commit, target in (("a" * 40, os.path.join("..", "..", "blobs", blob)), ("b" * 40, planted)):
+        if target is not None:
+            (entry / "snapshots" / commit).mkdir(parents=True)
+            os.symlink(target, entry / "snapshots" / commit / "config.json")
+    return entry / "snapshots"
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "/proc/self/environ", "json"])
+def test_snapshot_links_lead_only_into_the_cache_blobs(tmp_path, capsys, monkeypatch, target):
+    """A snapshot's config.json linked to /etc/passwd or /proc/self/environ printed about 100
+    characters of it in the "invalid JSON" error; a link to a JSON file echoed its values. A
+    snapshot link may only lead into the cache entry's blobs/ (huggingface_hub's layout); anything
+    else is refused unread."""
+    from costgraph.cli import main
+    from costgraph.errors import CostgraphValueError
+
+    monkeypatch.setenv("MYSECRET", "hunter2-do-not-print")
+    if target == "json":
+        target = tmp_path / "secret.json"
+        target.write_text('{"model_type": "hunter2-do-not-print"}')
+    config = json.loads((HF / "llama-3-8b.json").read_text())
+    snaps = _hub_snapshot(tmp_path, config, target)
+    for source in (snaps / ("b" * 40), snaps / ("b" * 40) / "config.json"):
+        assert main(["derive", str(source)]) == 2
+        err = capsys.readouterr().err
+        assert "leads out of the cache's" in err and "blobs" in err, err
+        assert "hunter2" not in err and "root:" not in err
+        with pytest.raises(CostgraphValueError, match="symbolic link"):
+            costgraph.load(str(source))
+    # the cache's own links still read (Llama 3 8B: 8,030,261,248 parameters, its model card)
+    assert costgraph.load(str(snaps / ("a" * 40))).costs().evaluate("hf")["params"] == 8_030_261_248
+
+
+def test_a_model_folder_link_may_not_leave_the_folder(tmp_path, capsys, monkeypatch):
+    """Outside a Hub cache a config.json link leading out of its folder is refused; one inside it is
+    read; a file holding NUL bytes (JSON holds none) is refused without a quote."""
+    import os
+
+    from costgraph.cli import main
+
+    monkeypatch.setenv("MYSECRET", "hunter2-do-not-print")
+    (tmp_path / "m").mkdir()
+    os.symlink("/proc/self/environ", tmp_path / "m" / "config.json")
+    assert main(["derive", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "leads out of its folder" in err and "hunter2" not in err
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "real.json").write_text((HF / "llama-3-8b.json").read_text())
+    os.symlink("real.json", tmp_path / "ok" / "config.json")
+    assert costgraph.load(str(tmp_path / "ok")).costs().evaluate("hf")["params"] == 8_030_261_248
+    (tmp_path / "nul.json").write_bytes(b'{"model_type": "hunter2-do-not-print\x00"}')
+    assert main(["derive", str(tmp_path / "nul.json")]) == 2
+    err = capsys.readouterr().err
+    assert "NUL" in err and "hunter2" not in err
+
+
+def test_quoted_config_values_are_cut_and_cleaned(tmp_path, capsys):
+    """A config's string values repeated in a message are cut (60 characters) and their control
+    characters replaced (issue 30 item 1): a 500-character model_type with an escape sequence."""
+    from costgraph.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "A" * 500 + "\x1b[31mred"}))
+    assert main(["derive", str(path)]) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.endswith("unsupported model_type '" + "A" * 58 + "…") and "\x1b" not in first, first

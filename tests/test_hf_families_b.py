@@ -199,6 +199,6 @@ ROPE = """model m {
     ("return rope(x, table = own) + rope(x, table = own)", 2),
 ])
 def test_named_rotary_tables_are_one_pair_per_name(body, pairs):
-    m = costgraph.loads(ROPE.replace("BODY", body), profile="pytorch")
+    m = costgraph.loads(ROPE.replace("BODY", body), profile="pytorch", input_grads=True)   # x as a layer receives it
     # each pair: cos and sin [1, s, h] in the compute dtype (2 bytes)
     assert m.costs().evaluate(b=3, s=5, h=8)["activation_bytes"] == pairs * 2 * 2 * 5 * 8

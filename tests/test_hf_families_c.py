@@ -108,7 +108,7 @@ model t {
   return x - max(x, keepdim = true)
 }
 """
-    m = costgraph.loads(src, profile="pytorch")
+    m = costgraph.loads(src, profile="pytorch", input_grads=True)   # x as a layer receives it (requires_grad)
     b, s, n = 2, 3, 5
     got = m.costs("model", convention="all").evaluate(b=b, s=s, n=n)
     # x.max(dim=-1, keepdim=True): [b, s, 1], keeps the int64 argmax (8 bytes each), 1 comparison an element;

@@ -42,7 +42,8 @@ model conv_demo {
 
 @pytest.fixture(scope="module")
 def conv():
-    return costgraph.loads(CONV), costgraph.loads(CONV, options={"padded": False})
+    # x as the layer inside Mamba receives it: an activation that needs its gradient (requires_grad=True)
+    return costgraph.loads(CONV, input_grads=True), costgraph.loads(CONV, options={"padded": False}, input_grads=True)
 
 
 def test_padded_conv1d_counts_the_positions_pytorch_computes(conv):

@@ -175,3 +175,61 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# ------------------------------------------------------------------ issue 30 item 1: every file the run read
+
+BLOCKS = "block mlp2(x, h) {\n  y = linear(x, 4*h)\n  return linear(y, h)\n}\n"
+IMPORTING = 'import "blocks.cg"\nmodel m {\n  dim b default 2\n  dim h default 4\n  input x[b, h]\n  y = mlp2(x, h)\n  return y\n}\n'
+
+
+@pytest.mark.parametrize("args", [["codegen", "--lang", "python"], ["report", "--format", "md"], ["graph"]])
+def test_output_over_an_imported_file_is_refused(tmp_path, capsys, args):
+    """``codegen m.cg ... -o blocks.cg --force`` replaced the file m.cg imports: the writer refuses
+    every file the run read (costgraph/opened.py), not only the file arguments."""
+    (tmp_path / "blocks.cg").write_text(BLOCKS)
+    (tmp_path / "m.cg").write_text(IMPORTING)
+    rc, _, err = _cli(capsys, args[0], str(tmp_path / "m.cg"), *args[1:], "-o", str(tmp_path / "blocks.cg"), "--force")
+    assert rc == 2 and "is an input of this command" in err, err
+    assert (tmp_path / "blocks.cg").read_text() == BLOCKS
+
+
+def test_output_over_a_user_data_table_is_refused(tmp_path, capsys, monkeypatch):
+    """A COSTGRAPH_DATA hardware table read for --hardware is an input too (read through datafiles.read_text)."""
+    import re
+    from importlib.resources import files
+
+    bundled = (files("costgraph") / "hardware.toml").read_text(encoding="utf-8")
+    table = "[myh100]\n" + re.search(r"^\[h100-sxm\]\n(.*?)(?=^\[)", bundled, re.S | re.M).group(1)
+    (tmp_path / "hardware.toml").write_text(table)
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    rc, _, err = _cli(capsys, "report", "gpt", "--config", "gpt2", "--format", "md", "--train", "--hardware", "myh100",
+                      "--gpus", "8", "-o", str(tmp_path / "hardware.toml"), "--force")
+    assert rc == 2 and "is an input of this command" in err, err
+    assert (tmp_path / "hardware.toml").read_text() == table
+
+
+def test_output_naming_a_folder_is_refused(tmp_path, capsys):
+    """``-o newdir/`` wrote a file named newdir (Path drops the trailing slash)."""
+    rc, _, err = _cli(capsys, "report", "gpt", "--format", "md", "-o", str(tmp_path / "newdir") + "/")
+    assert rc == 2 and "names a folder" in err and "hint: name a file inside it" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_during_a_streamed_write_leaves_no_temporary_file(tmp_path):
+    """SIGTERM (a timeout, kill, a cancelled job) while -o is written ended the process at once and left
+    the hidden temporary file; now it exits 143 (128 + SIGTERM, as shells say) after the cleanup."""
+    import subprocess
+    import sys
+
+    code = ("import argparse, os, signal\n"
+            "from costgraph.commands._output import write_output\n"
+            "def write(tmp):\n"
+            "    with open(tmp, 'w') as f:\n"
+            "        f.write('x' * 100000); f.flush()\n"
+            "        os.kill(os.getpid(), signal.SIGTERM)\n"
+            "        f.write('never')\n"
+            f"write_output(argparse.Namespace(output={str(tmp_path / 'out.csv')!r}, force=False), write)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143, proc.stderr
+    assert list(tmp_path.iterdir()) == [] and "Traceback" not in proc.stderr

@@ -176,3 +176,17 @@ def test_frozen_tower_backward_equals_llavas_no_grad_tower():
         got = _costs(frozen, {**hf.values, "b": b, "s": s})
         assert measured["forward"] == got["flops_forward"] == _costs(trained, {**hf.values, "b": b, "s": s})["flops_forward"]
         assert measured["backward"] == got["flops_backward"]
+
+
+def test_a_prompt_shorter_than_the_image_tokens_is_said_so(capsys):
+    """fit of a VLM whose prompt is shorter than its 576 image tokens said "a dimension of tensor
+    'tokens' is -image**2/p**2 + s" (issue 30 item 3): now in the model's names, t = s − ni (text
+    tokens), and that s must hold the ni = 576 image tokens ((336/14)² patches, LLaVA-1.5's CLIP ViT-L/14-336)."""
+    from costgraph.cli import main
+
+    assert main(["fit", "llava", "--config", "llava-1.5-7b", "--serve", "--prompt", "100", "--generate", "10",
+                 "--hardware", "h100-sxm"]) == 2
+    err = capsys.readouterr().err
+    assert "is t = s − ni (text tokens) = -476 for these values" in err, err
+    assert "hint: s must be more than ni = 576 (image tokens" in err
+    assert "image**2" not in err

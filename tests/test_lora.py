@@ -376,3 +376,17 @@ def test_torch_checkpoint_equals_full_recompute():
     # each layer's carried input (2 b s h; no operator of the pytorch profile keeps it) is an extra
     kept = sum(r["count"] * r["activation_bytes"] for r in rows) + sum(n * x for _, n, x in extras)
     assert saved["bytes"] == kept.xreplace(_sym(dict(values, b=2, s=16)))
+
+
+def test_a_rank_above_a_targets_smaller_side_is_warned(capsys):
+    """--lora 8192 on Llama-2-7B's q_proj and v_proj (4096 → 4096) was accepted without a word: the
+    update B·A of a k → n linear has rank at most min(k, n) (PEFT's LoraConfig does not check it), so
+    the rest is waste, said in a warning (issue 30 item 2); rank 4096 is not warned."""
+    from costgraph.cli import main
+
+    assert main(["train", "llama", "--config", "llama-2-7b", "--gpus", "1", "--lora", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert ("warning: LoRA rank 8192 is above the smaller side of layers/layer/self_attn/q_proj (4096 → 4096), "
+            "layers/layer/self_attn/v_proj (4096 → 4096)") in out
+    assert main(["train", "llama", "--config", "llama-2-7b", "--gpus", "1", "--lora", "4096"]) == 0
+    assert "above the smaller side" not in capsys.readouterr().out

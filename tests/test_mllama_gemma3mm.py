@@ -133,7 +133,7 @@ def test_avg_pool2d_operator():
     """[B, C, H, W] → [B, C, ⌊H/k⌋, ⌊W/k⌋]; tokens [B, side², C] → [B, ⌊side/k⌋², C] (torch.nn.AvgPool2d
     with ceil_mode = False rounds down; a numeric k is kept as a floor, issue 28); no parameters, no
     matrix FLOPs; `all`: one add per input element forward and backward; keeps its input."""
-    m = costgraph.loads(POOL)
+    m = costgraph.loads(POOL, input_grads=True)   # the operator alone: an input that needs its gradient
     g = m.graph
     b, c, r = sympy.symbols("b c r", positive=True, integer=True)
     shape = {k: tuple(map(str, g.tensors[g.nodes[k]["outputs"][0]].shape)) for k in ("avg_pool2d", "avg_pool2d_1")}

@@ -33,7 +33,8 @@ HEAD = """model m {
 
 
 def model(body: str, profile: str = "pytorch", **kw):
-    return costgraph.loads(HEAD + body + "\n}\n", path="m.cg", profile=profile, **kw)
+    # each operator alone, as tests/test_new_ops_torch.py measures it: inputs made with requires_grad=True
+    return costgraph.loads(HEAD + body + "\n}\n", path="m.cg", profile=profile, **{"input_grads": True, **kw})
 
 
 def costs(body: str, profile: str = "pytorch", convention: str = "all", **kw) -> dict:
@@ -174,20 +175,23 @@ def test_causal_pairs_exact_by_brute_force():
     forms = {(exact, win): sympy.lambdify((m_, n_, w_), causal_pairs(m_, n_, w_ if win else None, exact=exact))
              for exact in (True, False) for win in (True, False)}
     for n in range(1, 13):
-        for m in range(1, n + 1):
+        for m in range(1, n + 6):   # m > n: FlashAttention 2.1's bottom-right mask (issue 30; brute's rule)
             for w in (None, *range(1, 15)):
                 args = (m, n, w or 1)
                 assert forms[True, w is not None](*args) == brute(m, n, w), (m, n, w)
                 cap = (lambda t: t if w is None else min(t, w))
-                assert forms[False, w is not None](*args) == brute(m, n, w) - (cap(n) - cap(n - m)) / 2, (m, n, w)
+                assert forms[False, w is not None](*args) == brute(m, n, w) - (cap(n) - cap(max(n - m, 0))) / 2, (m, n, w)
 
 
 def test_causal_pairs_closed_forms_symbolic():
     s, w, m, n = sympy.symbols("s w m n", positive=True, integer=True)
     assert sympy.expand(causal_pairs(s, s)) == s**2 / 2                          # the documented 'half'
     assert sympy.expand(causal_pairs(s, s, exact=True) - s * (s + 1) / 2) == 0
-    assert sympy.expand(causal_pairs(m, n)) == sympy.expand(m * n - m**2 / 2)
-    assert sympy.expand(causal_pairs(m, n, exact=True)) == sympy.expand(m * n - m * (m - 1) / 2)
+    u = sympy.Symbol("u", nonnegative=True, integer=True)   # n = m + u keys: at least as many as queries
+    assert sympy.expand(causal_pairs(m, m + u)) == sympy.expand(m * (m + u) - m**2 / 2)
+    assert sympy.expand(causal_pairs(m, m + u, exact=True)) == sympy.expand(m * (m + u) - m * (m - 1) / 2)
+    assert sympy.expand(causal_pairs(n + u, n)) == n**2 / 2                       # more queries: the square
+    assert sympy.expand(causal_pairs(n + u, n, exact=True) - n * (n + 1) / 2) == 0
     band = causal_pairs(s, s, w)
     for sv, wv in ((100, 7), (7, 100), (64, 64)):
         assert band.subs({s: sv, w: wv}) == (sv * wv - sympy.Rational(wv * wv, 2) if wv <= sv else sympy.Rational(sv * sv, 2))
@@ -255,6 +259,20 @@ def test_non_square_causal_product():
                       ("exact", lambda q, t: brute(q, t, None))):
         got = m.costs("model", causal=cz).evaluate(b=2, q=3, t=7, d=4)["flops_forward"]
         assert got == 2 * 2 * 2 * 4 * pairs(3, 7)
-    with pytest.raises(CostgraphError, match="more queries than keys"):
-        costgraph.loads(NONSQUARE.replace("dim t", "dim t = q + 1").replace(
-            "input x[b, q, d]", "input x[b, q + 2, d]"), path="m.cg")
+
+
+
+def test_causal_product_with_more_queries_than_keys_is_bottom_right_aligned():
+    """derive of q = 10 queries over t = 4 keys gave −480 FLOPs under --causal half and −240 under
+    exact (issue 30 item 2). The mask is aligned to the bottom right (Dao-AILab/flash-attention README,
+    "2.1: Change behavior of causal flag": seqlen_q = 5 over seqlen_k = 2 keeps 0, 0, 0, 1, 2 keys per
+    row), so the first q − t queries meet no key: t²/2 pairs as an area, t(t+1)/2 exactly (brute)."""
+    m = costgraph.loads(NONSQUARE, path="m.cg")
+    for cz, pairs in (("half", sympy.Rational(4 * 4, 2)), ("exact", brute(10, 4, None))):
+        got = m.costs("model", causal=cz).evaluate(b=2, q=10, t=4, d=3)["flops_forward"]
+        assert got == 2 * 2 * 2 * 3 * pairs and got > 0, (cz, got)
+    assert brute(10, 4, None) == 10 and brute(5, 2, None) == 3       # the README's 0, 0, 0, 1, 2
+    shifted = costgraph.loads(NONSQUARE.replace("dim t", "dim t = q + 1").replace(
+        "input x[b, q, d]", "input x[b, q + 2, d]"), path="m.cg")     # q + 2 queries over q + 1 keys
+    got = shifted.costs("model", causal="exact").evaluate(b=1, q=3, d=1)["flops_forward"]
+    assert got == 2 * 2 * brute(5, 4, None)

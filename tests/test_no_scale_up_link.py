@@ -30,3 +30,45 @@ def test_plan_on_a_preset_without_a_scale_up_link(capsys):
     out = capsys.readouterr()
     assert status == 0, out.err
     assert "internal error" not in out.err
+
+
+# --- issue 30 item 2: a zero scale-out bandwidth where traffic needs it ------------------------------------
+
+import re  # noqa: E402
+from importlib.resources import files  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def no_scale_out(tmp_path, monkeypatch):
+    """A user table (COSTGRAPH_DATA) with the bundled h100-sxm's figures as 'solo8' but scale_out_bandwidth = 0."""
+    bundled = (files("costgraph") / "hardware.toml").read_text(encoding="utf-8")
+    body = re.search(r"^\[h100-sxm\]\n(.*?)(?=^\[)", bundled, re.S | re.M).group(1)
+    body = re.sub(r"^scale_out_bandwidth = .*$", "scale_out_bandwidth = 0  # source: a one-node test machine",
+                  body, flags=re.M)
+    (tmp_path / "hardware.toml").write_text("[solo8]\n" + body)
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "llama", "--config", "llama-2-7b", "--hardware", "solo8", "--gpus", "16"],
+    ["train", "llama", "--config", "llama-2-7b", "--hardware", "solo8", "--gpus", "16", "--tp", "8"],
+    ["plan", "llama", "--config", "llama-2-7b", "--hardware", "solo8", "--gpus", "16", "--global-batch", "64"],
+])
+def test_zero_scale_out_bandwidth_across_nodes_is_refused(no_scale_out, capsys, argv):
+    """Two nodes of 8 with scale_out_bandwidth = 0 exited 3 (NaN in a symbolic Max, a complex float);
+    now refused, naming the preset and the figure."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "hardware 'solo8' has scale_out_bandwidth = 0" in err and "hint:" in err, err
+
+
+def test_zero_scale_out_bandwidth_inside_one_node_still_runs(no_scale_out, capsys):
+    """Inside one domain of 8 no group crosses nodes: train runs; its TP all-reduce uses NVLink's figure."""
+    hw = preset("solo8")
+    assert hw.scale_out_bandwidth == 0
+    assert link(1, 8, hw, 8) == (sympy.Rational(hw.latency_scale_up_ns, 10**9), 450_000_000_000)
+    assert cli.main(["train", "llama", "--config", "llama-2-7b", "--hardware", "solo8", "--gpus", "8", "--tp", "8"]) == 0
+    with pytest.raises(Exception, match="scale_out_bandwidth = 0"):
+        link(1, 16, hw, 16)

@@ -173,3 +173,18 @@ def test_step_time_counts_the_traffic_beyond_the_compute():
     assert st["overlap"].exposed()["fsdp"].xreplace(vals) == fsdp - sympy.Rational(U - 1, U) * got["compute"]
     assert got["total"] == got["compute"] + got["bubble"] + got["communication_exposed"]
     assert got["communication_overlapped"] + got["communication_exposed"] == sum(st["by_kind"].values()).xreplace(vals)
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "gpt", "--config", "gpt2", "--gpus", "1", "--peak", "0.5"],
+    ["train", "gpt", "--config", "gpt2", "--gpus", "1", "--achieved", "0.5"],
+    ["infer", "gpt", "--config", "gpt2", "--peak", "0.5", "--bandwidth", "1e12", "--prompt", "10", "--generate", "10"],
+])
+def test_rates_below_one_flop_per_second_are_refused(argv, capsys):
+    """``train ... --peak 0.5`` exited 3 (a complex number from the kernel model's logarithm):
+    a rate under 1 FLOP/s is no device and is refused (issue 30 item 2)."""
+    from costgraph.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "0.5 FLOP/s is below 1 FLOP/s" in err and "hint:" in err, err

@@ -36,7 +36,8 @@ HEAD = """model m {
 
 
 def model(body: str, **kw):
-    return costgraph.loads(HEAD + body + "\n}\n", path="m.cg", profile="pytorch", **kw)
+    # each operator alone, as its PyTorch twin measures it: inputs made with requires_grad=True
+    return costgraph.loads(HEAD + body + "\n}\n", path="m.cg", profile="pytorch", **{"input_grads": True, **kw})
 
 
 def costs(body: str, convention: str = "all") -> dict:

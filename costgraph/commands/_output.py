@@ -4,8 +4,10 @@
 The rules (README, "Output files"):
 
 * never over an input: ``-o`` naming a file the command reads (the model, a
-  ``config.json``, any other file argument; the same file after following links)
-  is refused, ``--force`` or not;
+  ``config.json``, any other file argument, and every file the run read:
+  imports, data tables, hardware files, recorded by :mod:`costgraph.opened`; the
+  same file after following links) is refused, ``--force`` or not;
+* never a folder: ``-o newdir/`` (a name ending in ``/``) is refused;
 * never through a symbolic link: ``-o`` naming a link is refused (the link would
   be followed to a file the user may not mean);
 * never over an existing file unless ``--force`` is given (as ``cp -i``/``curl
@@ -14,7 +16,8 @@ The rules (README, "Output files"):
   (a folder, ``/dev/null``): leave out ``-o`` to print instead;
 * atomically: the text goes to a temporary file in the same folder, then
   :func:`os.replace` puts it in place, so a failed or interrupted write leaves
-  the old file (or none), never half of one.
+  the old file (or none), never half of one, nor the temporary file (SIGINT
+  and SIGTERM alike: SIGTERM exits with status 143 after the cleanup).
 
 Light at import (standard library only).
 """
@@ -46,8 +49,11 @@ def output_arguments(p, help: str, required: bool = False) -> None:
 
 
 def _input_files(args) -> set[str]:
-    """Real paths of every argument naming an existing file (the model, a config.json, ...)."""
-    out = set()
+    """Real paths of every argument naming an existing file (the model, a config.json, ...) and of
+    every file the run has read (imports, configs, data tables, hardware files: :mod:`costgraph.opened`)."""
+    from ..opened import read_files
+
+    out = set(read_files())
     for name, value in vars(args).items():
         if name == "output":
             continue
@@ -68,6 +74,10 @@ def check_output(args) -> Path:
     shown = args.output
     if not str(shown).strip():   # Path("") is ".", the working folder
         raise CostgraphValueError("-o is empty", hint="name a file (-o FILE); leave out -o to print to standard output")
+    if str(shown).endswith(("/", os.sep)) or (os.altsep and str(shown).endswith(os.altsep)):
+        # Path("newdir/") is Path("newdir"): the text would go to a file named newdir
+        raise CostgraphValueError(f"-o {shown!r} names a folder; -o takes a file name",
+                                  hint=f"name a file inside it: -o {shown}FILE (the folder must exist)")
     path = Path(args.output)
     try:
         link = path.is_symlink()
@@ -109,6 +119,7 @@ def write_output(args, write: Callable[[Path], None]) -> Path:
         os.close(fd)
     except OSError as e:
         raise CostgraphValueError(f"cannot write {args.output!r}: {e.strerror or e}") from None
+    previous = _on_sigterm_exit()
     try:
         write(Path(tmp))
         os.chmod(tmp, mode)
@@ -118,7 +129,37 @@ def write_output(args, write: Callable[[Path], None]) -> Path:
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
+        _restore_sigterm(previous)
     return path
+
+
+#: the exit status of a run ended by SIGTERM while it wrote -o (128 + the signal number, as shells report it)
+SIGTERM_STATUS = 128 + 15
+
+
+def _terminated(signum, frame):
+    raise SystemExit(SIGTERM_STATUS)
+
+
+def _on_sigterm_exit():
+    """While ``-o`` is written, SIGTERM (a timeout, ``kill``, a cancelled job) raises
+    :class:`SystemExit` (status :data:`SIGTERM_STATUS`) so that :func:`write_output`'s cleanup removes
+    the temporary file, as it does on SIGINT (KeyboardInterrupt); without this the default action
+    ends the process at once and leaves the hidden file. Returns the previous handler, or None where
+    no handler can be set (a thread other than the main one: the web server's)."""
+    import signal
+
+    try:
+        return signal.signal(signal.SIGTERM, _terminated)
+    except (ValueError, OSError, AttributeError):   # not the main thread; a platform without SIGTERM
+        return None
+
+
+def _restore_sigterm(previous) -> None:
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _default_mode() -> int:

@@ -116,10 +116,35 @@ def load_any(args, dims: dict, options: dict):
             raise CostgraphValueError("options come from the config.json; --set takes dimensions here")
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        refuse_input_grads(args)
         hf = load_hf_config(args.model, profile=profile, dropout=False if no_dropout else None)
         return hf.model, hf.model.values(None, {**hf.values, **dims})
-    model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config)
+    model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config,
+                 input_grads=getattr(args, "input_grads", False))
     return model, (model.values(args.config, dims) if (dims or args.config is not None) else None)
+
+
+def refuse_input_grads(args) -> None:
+    """``--input-grads`` with a config.json: refused (a config.json's model keeps the default)."""
+    if getattr(args, "input_grads", False):
+        raise CostgraphValueError("--input-grads applies to a model file; a config.json's model keeps the default "
+                                  "(its inputs need no gradient)",
+                                  hint="leave out --input-grads, or give a model file (a bundled name such as gpt, "
+                                       "or a .cg path)")
+
+
+#: the two names of LaTeX output: ``derive --format latex`` and ``report --format tex`` each accept both
+LATEX_NAMES = ("latex", "tex")
+
+
+def latex_named(canonical: str):
+    """The argparse ``type`` of a ``--format`` whose LaTeX choice is ``canonical`` (``latex`` or
+    ``tex``): the other name of :data:`LATEX_NAMES` is read as it (issue 30); anything else as given,
+    for argparse's choices to check."""
+    def read(text: str) -> str:
+        return canonical if text in LATEX_NAMES else text
+    read.__name__ = "format"
+    return read
 
 
 def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:
@@ -142,6 +167,9 @@ def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:
                help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
                     "autograd keeps in Hugging Face's eager bf16 code")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
+    p.add_argument("--input-grads", action="store_true",
+                   help="the model's float inputs need gradients (requires_grad=True); default: they do not, "
+                        "as PyTorch's data loaders yield them")
 
 
 def costs_of(args, model, scope: str | None = None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..errors import CostgraphValueError
-from .common import cost_arguments, download_argument, settings
+from .common import cost_arguments, download_argument, latex_named, refuse_input_grads, settings
 
 
 def add_parser(sub) -> None:
@@ -15,7 +15,8 @@ def add_parser(sub) -> None:
                                  "or a Hugging Face config.json")
     d.add_argument("--scope", default="model",
                    help="model (default), layer, or the path of a repeat group, block or node")
-    d.add_argument("--format", choices=("text", "latex", "json"), default="text")
+    d.add_argument("--format", choices=("text", "latex", "json"), default="text", type=latex_named("latex"),
+                   help="text (default), latex (or tex) or json")
     d.add_argument("--set", nargs="+", action="extend", default=[], metavar="NAME=VALUE",
                    help="dimension values (h=768) or model options (bias=false)")
     d.add_argument("--config", help="a named configuration of the model file (gpt2, gpt3-175b, ...)")
@@ -43,6 +44,7 @@ def run(args) -> str:
                                       hint="e.g. --set s=2048 b=8")
         if args.config:
             raise CostgraphValueError("--config names a configuration of a model file; a config.json is one already")
+        refuse_input_grads(args)
         hf = load_hf_config(args.model, profile=args.profile, dropout=False if args.no_dropout else None)
         model = hf.model
         values = model.values(args.config, {**hf.values, **dims})
@@ -51,7 +53,7 @@ def run(args) -> str:
                 + (f" with {', '.join(on)}" if on else ""))
     else:
         model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile,
-                     config=args.config)
+                     config=args.config, input_grads=args.input_grads)
         values = model.values(args.config, dims) if (dims or args.config is not None) else None
     costs = model.costs(args.scope, convention=args.convention, precision=args.precision, causal=args.causal)
     if args.attention != choices.DERIVE_ATTENTION:

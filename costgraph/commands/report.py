@@ -24,15 +24,15 @@ from __future__ import annotations
 
 def add_parser(sub) -> None:
     from ._analysis import infer_arguments, train_arguments
-    from .common import cost_arguments
+    from .common import cost_arguments, latex_named
     from .common import model_arguments
     from ._output import output_arguments
 
     p = sub.add_parser("report", help="a LaTeX, HTML or Markdown report: closed forms per scope and block, "
                                       "symbols, conventions, numbers, training memory and inference")
     model_arguments(p)
-    p.add_argument("--format", choices=("tex", "html", "md"), required=True,
-                   help="tex (standalone LaTeX), html (one self-contained page) or md (Markdown)")
+    p.add_argument("--format", choices=("tex", "html", "md"), required=True, type=latex_named("tex"),
+                   help="tex or latex (standalone LaTeX), html (one self-contained page) or md (Markdown)")
     output_arguments(p, help="write to FILE (default: print)")
     p.add_argument("--fragment", action="store_true", help="tex: only the body, to \\input into a paper "
                                                            "(which loads amsmath, array and longtable)")

@@ -39,11 +39,17 @@ class Settings:
     ``dropout`` call is the identity and its mask is not kept.
     ``options`` — values for the model's ``option`` switches (``bias=False``).
     ``profile`` — what operators keep for backward (see :data:`PROFILES`).
+    ``input_grads`` — whether the model's float ``input`` tensors need gradients: the one rule
+    every operator follows (the builder marks the inputs; a node whose tensor inputs need none
+    and which has no trained weight has no backward, one with trained weights only weight
+    gradients). False (default): PyTorch's default, ``requires_grad=False`` on the data a loader
+    yields; True: as inputs made with ``requires_grad=True``. Token ids and masks never do.
     """
 
     dropout: bool = True
     options: Mapping[str, object] = field(default_factory=dict)
     profile: str = "korthikanti"
+    input_grads: bool = False
 
 
 PROFILES = {

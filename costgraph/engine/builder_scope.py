@@ -60,9 +60,17 @@ def check_size(v, what: str, loc: Location | None):
     return v
 
 
+#: the words of conditions (``if not a and b or c``): a name spelled so would parse as a dim, then
+#: fail at its first use as an operator word, so they are refused where the name is declared
+OPERATOR_WORDS = ("not", "and", "or")
+
+
 def not_constant(name: str, loc: Location):
     if name in CONSTANTS:
         raise CostgraphSemanticError(f"'{name}' is a constant (true, false, none) and cannot be redefined", loc,
+                                     hint="choose another name")
+    if name in OPERATOR_WORDS:
+        raise CostgraphSemanticError(f"'{name}' is an operator word (not, and, or) and cannot be a name", loc,
                                      hint="choose another name")
 
 

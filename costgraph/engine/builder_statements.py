@@ -16,7 +16,7 @@ from .context import check_expansion, same
 from ..errors import CostgraphSemanticError, Location
 from .graph import ONE, Cost, DimInfo, Group, Tensor, Weight
 from ..language.patterns import Cond as _Cond, Index as _Index, Level as _Level, count_pattern as _count_pattern
-from .precision import ROLES
+from .precision import FLOAT_ROLES, ROLES
 from .symbols import STANDARD_MEANINGS, dim
 
 #: the dtypes a buffer may keep of its own (``param NAME[shape]: buffer(fp32)``)
@@ -99,6 +99,8 @@ class Statements:
             self.cg.tensors[path] = t
             self.cg.add_node(path, kind="input", inputs=(), outputs=(path,), attrs={},
                                    loc=st.loc, count=self.count, active=self.active, cost=Cost(), group=None)
+            if role not in FLOAT_ROLES or not self.settings.input_grads:   # Settings.input_grads: the one rule
+                self.grad_free.add(path)
             scope.vars[st.name] = t
 
     def param_stmt(self, st: ast.ParamDecl, scope: Scope):

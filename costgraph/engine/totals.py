@@ -59,15 +59,25 @@ def _pairs_before(t, w, exact: bool):
 
 def causal_pairs(m, n, w=None, exact: bool = False) -> sympy.Expr:
     """The (query, key) pairs a causal mask keeps when ``m`` queries, aligned
-    to the newest of ``n ≥ m`` keys, each meet the keys at or before their own
-    position, at most the last ``w`` (a sliding window; None: no window).
+    to the newest of ``n`` keys (the bottom-right-aligned mask), each meet the
+    keys at or before their own position, at most the last ``w`` (a sliding
+    window; None: no window).
 
     ``exact=False``: the area convention of ``--causal half`` — ``s²/2`` for a
-    square, ``s·w − w²/2`` for a window ``w ≤ s``, ``m·n − m²/2`` for ``m``
+    square, ``s·w − w²/2`` for a window ``w ≤ s``, ``m·n − m²/2`` for ``m ≤ n``
     queries over ``n`` keys; ``exact=True``: the whole number of pairs —
-    ``s(s+1)/2``, ``s·w − w(w−1)/2``, ``m·n − m(m−1)/2``. Valid for all sizes
-    (``Min`` expressions)."""
-    return _pairs_before(n, w, exact) - _pairs_before(n - m, w, exact)
+    ``s(s+1)/2``, ``s·w − w(w−1)/2``, ``m·n − m(m−1)/2``. With more queries
+    than keys (``m > n``) the first ``m − n`` queries meet no key and the last
+    ``n`` form the square: ``n²/2`` and ``n(n+1)/2`` — never negative. This is
+    the mask of FlashAttention 2.1 and later for ``causal=True`` with
+    ``seqlen_q ≠ seqlen_k`` (Dao-AILab/flash-attention README, "2.1: Change
+    behavior of causal flag": "the causal mask is aligned to the bottom right
+    corner of the attention matrix, instead of the top-left corner"; seqlen_q
+    = 5 over seqlen_k = 2 keeps 0, 0, 0, 1, 2 keys per row, "if the row of the
+    mask is all zero, the output will be zero") and of PyTorch's ``torch.nn.attention.bias.causal_lower_right``;
+    PyTorch's ``scaled_dot_product_attention(is_causal=True)`` aligns it to
+    the top left instead. Valid for all sizes (``Min``/``Max`` expressions)."""
+    return _pairs_before(n, w, exact) - _pairs_before(sympy.Max(n - m, 0), w, exact)
 
 
 def causal_share(attrs: dict, causal: str) -> sympy.Expr:

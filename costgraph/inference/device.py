@@ -56,9 +56,14 @@ class Figures:
 def _rate(value, flag: str) -> sympy.Expr:
     """A positive rate given by the user (int, float or text such as ``989.4e12``), exact."""
     from ..arguments import positive_number, rational
+    from ..errors import CostgraphValueError
 
     positive_number(value, flag)
-    return rational(value, flag)
+    r = rational(value, flag)
+    if flag == "--peak" and r < 1:   # no device computes below 1 FLOP/s (issue 30)
+        raise CostgraphValueError(f"--peak {float(r):.4g} FLOP/s is below 1 FLOP/s",
+                                  hint="give FLOP/s per device, e.g. 989.4e12 (an H100 SXM's dense BF16 peak)")
+    return r
 
 
 def _memory(value) -> int:

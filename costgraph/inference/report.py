@@ -57,6 +57,7 @@ import sympy
 from ..engine.symbols import as_expr
 
 from ..export.printing import field_order, to_latex, to_python, to_text
+from ..numbers.units import fixed
 
 STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",
                "intensity", "seconds", "communication_seconds")
@@ -291,8 +292,8 @@ def _latency(lines: list, v: dict, st: dict) -> None:
         lines.append(f"  {'decode, G - 1 steps':<26}{_sec(v['decode_total_seconds'])} in total "
                      f"(closed form: a sum over the steps, split where each op's roofline switches)")
     if "tokens_per_second" in v:
-        lines.append(f"  {'tokens/s':<26}{float(v['tokens_per_second']):,.1f} in total, "
-                     f"{float(v['tokens_per_second_per_device']):,.1f} per device")
+        lines.append(f"  {'tokens/s':<26}{fixed(v['tokens_per_second'], 1)} in total, "
+                     f"{fixed(v['tokens_per_second_per_device'], 1)} per device")
     cb = v.get("compute_bound_batch")
     lines.append(f"  {'compute-bound from b =':<26}" + (f"{cb:,}" if cb is not None else
                  "never (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)")
@@ -385,6 +386,7 @@ def _serving_lines(sv: dict) -> list[str]:
                   f"  {'verify step (q = k + 1)':<26}{_sec(q['verify_seconds'])}",
                   f"  {'time per output token':<26}{_sec(q['time_per_output_token'])} (last step; plain decode "
                   "above)",
+<<<<<<< HEAD
                   f"  {'tokens/s':<26}{float(q['tokens_per_second']):,.1f} in total",
                   f"  {'draft weights':<26}{_bytes(q['draft_weight_bytes'])}" + (
                       " (MTP layers; embedding and head shared)" if sp["draft"] == "mtp" else ""),
@@ -394,4 +396,7 @@ def _serving_lines(sv: dict) -> list[str]:
             lines += [f"  {'memory with the draft':<26}{_bytes(q['memory_bytes_with_draft'])}: "
                       + ("fits" if fits else "does NOT fit") + "; largest batch "
                       + (f"{best:,} sequences" if best else "none fits")]
+=======
+                  f"  {'tokens/s':<26}{fixed(q['tokens_per_second'], 1)} in total"]
+>>>>>>> k30bounded
     return lines

@@ -27,6 +27,8 @@ from pathlib import Path
 from .. import arguments, datafiles
 from ..arguments import shown
 from ..errors import CostgraphValueError, Location
+from ..opened import record
+from .hf_hub import check_link
 from ..model import Costs, Model, load
 
 # A config.json is a few kB; these bounds sit far above any real one.
@@ -267,7 +269,7 @@ def _model_type(config: dict, source: str) -> str:
                                        "supported: " + ", ".join(supported_model_types()))
     if not isinstance(model_type, str) or model_type not in mapping():
         raise CostgraphValueError(
-            f"{source}: unsupported model_type {model_type!r}",
+            f"{source}: unsupported model_type {shown(model_type)}",
             hint="supported: " + ", ".join(supported_model_types()))
     return model_type
 
@@ -438,9 +440,15 @@ def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "ko
 
 
 def read_config(path: str):
-    """The parsed JSON of a ``config.json`` file (errors as :func:`load_hf_config`)."""
+    """The parsed JSON of a ``config.json`` file (errors as :func:`load_hf_config`).
+
+    A symbolic link is followed only inside its folder, or, in a Hugging Face cache snapshot,
+    into that cache entry's ``blobs/`` (:func:`check_link`); a file that is not regular UTF-8
+    text holding no NUL byte is refused without being quoted."""
     p = Path(path)
     try:
+        check_link(p, path)
+        record(p)   # the -o writer never replaces it (costgraph/opened.py)
         if p.is_dir():
             raise IsADirectoryError(path)
         if p.exists() and not p.is_file():   # a device or a pipe: could be endless, or block
@@ -450,6 +458,9 @@ def read_config(path: str):
         if len(data) > MAX_JSON_BYTES:
             raise CostgraphValueError(f"{path} is too large for a config.json (over {MAX_JSON_BYTES} bytes)")
         text = data.decode("utf-8-sig")   # a byte-order mark some editors write is dropped
+        if "\x00" in text:   # JSON holds no NUL; a binary file or /proc/self/environ is not quoted
+            raise CostgraphValueError(f"{path} is not a text file (it holds NUL bytes)",
+                                      hint="give a config.json: UTF-8 JSON text, as transformers saves it")
     except FileNotFoundError:
         raise CostgraphValueError(f"no such file: {path}") from None
     except IsADirectoryError:

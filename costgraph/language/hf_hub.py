@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from ..errors import CostgraphValueError
 
@@ -101,3 +102,38 @@ def _from_hub(source: str, download: bool, api: bool) -> str:
                                   f"{str(e).splitlines()[0][:200] if str(e) else ''}",
                                   hint="check the id (org/name), your network and access to the repository "
                                        "(huggingface-cli login for a gated one)") from None
+
+
+#: the folders of a Hugging Face cache entry (``models--org--name``, ``datasets--...``, ``spaces--...``)
+_HUB_ENTRY = ("models--", "datasets--", "spaces--")
+
+
+def _link_root(path: Path) -> Path:
+    """Where a ``config.json`` that is a symbolic link may lead: inside a Hugging Face cache
+    snapshot (``<cache>/models--org--name/snapshots/<commit>/...``), that entry's ``blobs/``
+    (huggingface_hub's layout: each snapshot file links to ``../../blobs/<hash>``); elsewhere the
+    folder the link is in."""
+    parts = Path(os.path.abspath(path)).parts
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "snapshots" and parts[i - 1].startswith(_HUB_ENTRY):
+            return Path(*parts[:i]) / "blobs"
+    return Path(os.path.abspath(path)).parent
+
+
+def check_link(path: Path, shown_path: str) -> None:
+    """Refuse a ``config.json`` that is a symbolic link leading out of where it may lead
+    (:func:`_link_root`): a link planted to ``/etc/passwd`` or ``/proc/self/environ`` is never
+    read, so no error can quote it. A file that is no link, or a link inside its folder, passes."""
+    try:
+        if not path.is_symlink():
+            return
+        target, root = Path(os.path.realpath(path)), Path(os.path.realpath(_link_root(path)))
+    except (OSError, ValueError):
+        return   # the read that follows reports it
+    if target != root and root not in target.parents:
+        hub = root.name == "blobs" and root.parent.name.startswith(_HUB_ENTRY)
+        where = f"the cache's {root}" if hub else f"its folder ({root})"
+        raise CostgraphValueError(
+            f"{shown_path} is a symbolic link that leads out of {where}; it is not read",
+            hint="give the path of the config.json itself" if not hub else
+                 "a Hugging Face cache snapshot links only into its blobs/ folder: download the file again")

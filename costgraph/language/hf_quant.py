@@ -195,7 +195,7 @@ def shipped(config: dict, source: str = "<config>") -> Shipped:
                        source=f"{source}: quantization_config mxfp4 (MoE experts only)")
     read = _METHODS[method](q, source) if method in _METHODS else None
     if read is None:
-        said = f"quant_method {method!r}" + (f", quant_algo {q.get('quant_algo')!r}" if "quant_algo" in q else "")
+        said = f"quant_method {shown(method)}" + (f", quant_algo {shown(q.get('quant_algo'))}" if "quant_algo" in q else "")
         return Shipped(base, source=f"{source}: {why}",
                        warnings=warned + (f"{source}: quantization_config {said} is not a layout costgraph "
                                           f"describes; the weights are taken as unquantized {base} (an upper bound)",))

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from . import ast
 from ..errors import CostgraphError, CostgraphSemanticError, CostgraphValueError, Location
 from ..ops import REGISTRY
+from ..opened import record
 from .parser import MAX_SOURCE_CHARS, check_source_size, parse
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
 
@@ -89,6 +90,10 @@ class _Loader:
                 if p.name in ("true", "false", "none"):
                     raise CostgraphSemanticError(
                         f"'{p.name}' is a constant (true, false, none) and cannot name a parameter", p.loc)
+                if p.name in ("not", "and", "or"):
+                    raise CostgraphSemanticError(
+                        f"'{p.name}' is an operator word (not, and, or) and cannot name a parameter", p.loc,
+                        hint="choose another name")
                 if p.name in seen:
                     raise CostgraphSemanticError(
                         f"block '{block.name}' has two parameters named '{p.name}'", p.loc)
@@ -223,6 +228,7 @@ def _file_source(path: Path, imported_at: Location | None = None) -> _Source:
     """Read a model file as UTF-8 text; a file that is not text gets a located error."""
     where = f" (imported at {imported_at})" if imported_at else ""
     try:
+        record(path)   # the -o writer never replaces it (costgraph/opened.py)
         with path.open("rb") as f:   # no more than can pass the parser's size limit
             data = f.read(4 * MAX_SOURCE_CHARS + 1)
     except OSError as e:

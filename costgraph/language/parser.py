@@ -310,6 +310,23 @@ def _check_depth(tree: Tree, path: str, lines: list[str]) -> None:
                 stack.append((child, depth if _chain(node, child) else depth + 1))
 
 
+# `dim not "w"` parses, and the file then fails where `not` is used, as an expression after 'not'
+_OPERATOR_WORD_NAME = re.compile(r"^(\s*(?:dim|option|param|input)\s+)(not|and|or)\b|^(\s*)(not|and|or)\s*=[^=]")
+
+
+def _operator_word_named(lines: list[str], path: str) -> CostgraphSyntaxError | None:
+    """The error of a declaration naming ``not``, ``and`` or ``or`` (a dim, option, parameter, input
+    or variable), located there, when the text does not parse: the parse failure at its first use
+    is a consequence (issue 30). None when there is none."""
+    for i, line in enumerate(lines):
+        m = _OPERATOR_WORD_NAME.match(line)
+        if m:
+            word, col = (m.group(2), len(m.group(1))) if m.group(2) else (m.group(4), len(m.group(3)))
+            return CostgraphSyntaxError(f"'{word}' is an operator word (not, and, or) and cannot be a name",
+                                        Location(path, i + 1, col + 1, line), hint="choose another name")
+    return None
+
+
 def parse(text: str, path: str = "<string>") -> ast.File:
     """Parse model-file text into an :class:`ast.File`.
 
@@ -331,7 +348,7 @@ def parse(text: str, path: str = "<string>") -> ast.File:
     try:
         tree = lark_parser().parse(text)
     except UnexpectedInput as e:
-        raise _syntax_error(e, text, path, lines) from None
+        raise (_operator_word_named(lines, path) or _syntax_error(e, text, path, lines)) from None
     _check_depth(tree, path, lines)
     try:
         return _ToAst(path, lines).transform(tree)   # not recursive: a chain may be long

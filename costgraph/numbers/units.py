@@ -80,6 +80,40 @@ def decimal(x, places: int = 2) -> str:
     return humanize.scientific(x, precision=3) if abs(x) >= PAST_PREFIXES else f"{x:,.{places}f}"
 
 
+def _exact(x) -> Fraction:
+    """``x`` (an int, a Fraction, a float, a SymPy number) as a Fraction, exactly."""
+    if isinstance(x, (int, Fraction)):
+        return Fraction(x)
+    p, q = getattr(x, "p", None), getattr(x, "q", None)   # a SymPy Integer or Rational
+    if isinstance(p, int) and isinstance(q, int):
+        return Fraction(p, q)
+    return Fraction(float(x))
+
+
+def significant(x, digits: int = 4) -> str:
+    """``x`` with ``digits`` significant digits in scientific notation, computed from the exact
+    value (a float's binary expansion is never written out): ``5.000e-10``, ``9.313e+30``."""
+    from decimal import Context, Decimal
+
+    f = _exact(x)
+    if f == 0:
+        return "0"
+    ctx = Context(prec=digits + 20)
+    d = ctx.divide(Decimal(f.numerator), Decimal(f.denominator))
+    return f"{d:.{digits - 1}e}"
+
+
+def fixed(x, places: int = 2, digits: int = 4) -> str:
+    """``x`` with thousands separators and ``places`` decimals (``1,234.50``) where a double holds
+    every digit shown (below 10^(15 − places)) and where those decimals show a non-zero digit (at
+    least 10^−places); elsewhere :func:`significant` (``5.000e-10``, ``9.313e+30``), from the
+    exact value: no float noise past 16 digits, no ``0.0`` for a rate of 5e-10 (issue 30)."""
+    f = _exact(x)
+    if f == 0 or Fraction(1, 10 ** places) <= abs(f) < 10 ** (15 - places):
+        return f"{float(f):,.{places}f}"
+    return significant(f, digits)
+
+
 def with_unit(quantity: str, n: int) -> str:
     """An exact integer with thousands separators, its unit, and (from 1000
     up) its human-readable form (a ``Fraction`` — the average layer of a layer

@@ -80,10 +80,11 @@ def matmul(c):
     axis before the window: QKᵀ's ``n``, scores·V's ``k``) on the node, and
     ``--causal half``/``exact`` count only the pairs the mask keeps
     (:func:`costgraph.engine.totals.causal_pairs`; queries aligned to the newest
-    keys, so at most as many queries as keys). The key axis is the one equal
-    to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose. A product of two inputs of
-    the model (or views of them) has no backward and keeps nothing (PyTorch: no operand needs a
-    gradient). Batch axes broadcast as PyTorch's ``matmul`` does: a bare parameter (``param W[k, n]``)
+    keys, FlashAttention 2.1's bottom-right mask: with more queries than keys the
+    first ones meet none). The key axis is the one equal
+    to ``m`` (self-attention), else QKᵀ's when ``y`` is a transpose. Whether an input of the model
+    needs a gradient is the builder's one rule (:class:`costgraph.engine.builder.Settings`
+    ``input_grads``): by default none does, so a product of two of them has no backward. Batch axes broadcast as PyTorch's ``matmul`` does: a bare parameter (``param W[k, n]``)
     multiplies every batch entry, ``2·Π(batch)·m·k·n`` FLOPs, its gradient (summed over the batch) a
     weight gradient of as many."""
     x, y, w = c["x"], c["y"], c["window"]
@@ -103,9 +104,6 @@ def matmul(c):
         c.same(n, m) or (not c.same(k, m) and c.b.cg.nodes.get(y.producer, {}).get("kind") == "transpose"))
     if c["causal"]:
         keys = n if qk else k2
-        if sympy.expand(m - keys).is_positive:
-            c.fail(f"a causal product of {m} queries over {keys} keys: more queries than keys",
-                   hint="a causal mask aligns the queries to the newest keys; drop causal = true")
         c.attr("queries", m)
         c.attr("keys", keys)
     if w is not None and qk:   # QKᵀ: each query row meets Min(n, w) keys
@@ -113,8 +111,6 @@ def matmul(c):
     out = c.output((*batch, m, n), role=c.float_role(x, y))
     mm = 2 * numel(tuple(batch)) * m * k * n
     c.forward(Flops(matmul=mm))
-    if _model_input(c, x) and _model_input(c, y):   # two inputs of the model (Mllama's tile mask): no gradient
-        return out
     params = [wid for t in (x, y) if (wid := _parameter(c, t))]
     for wid in params:   # a `param` operand: read here (counted once, by its node); its gradient a weight one
         c.share(wid)
@@ -142,13 +138,6 @@ def _parameter(c, t) -> str | None:
     """The weight id of ``t`` when it is a ``param`` node's output (a bare parameter), else None."""
     node = c.b.cg.nodes.get(t.producer, {})
     return node["cost"].weights[0] if node.get("kind") == "param" and t.id == t.storage else None
-
-
-def _model_input(c, t) -> bool:
-    """``t`` is an input of the model or a view of one (a transpose): autograd needs no gradient
-    for it, so a product of two such tensors has no backward and keeps nothing."""
-    base = c.b.cg.tensors.get(t.storage, t)
-    return c.b.cg.nodes.get(base.producer, {}).get("kind") == "input"
 
 
 @op("embedding", "row lookup in a [num, dim] table: ids [...] → [..., dim]",

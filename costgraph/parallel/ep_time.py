@@ -48,7 +48,7 @@ import sympy
 
 from ..errors import CostgraphValueError
 from ..engine.symbols import as_expr
-from .ranks import domain_members, intra_domain, one_domain, ranks_per_domain
+from .ranks import domain_members, intra_domain, no_zero_link, one_domain, ranks_per_domain
 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
@@ -77,6 +77,8 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     up_b, out_b = sympy.Integer(hardware.scale_up_bandwidth), sympy.Integer(hardware.scale_out_bandwidth)
     if up_b == 0:       # no scale-up link (domain 1): nothing stays inside a domain (intra is 0)
         up_b = out_b
+    if inter != 0:      # traffic between nodes needs a scale-out bandwidth (issue 30)
+        no_zero_link((ZERO, out_b), hardware, n)
     if inter == 0:
         wire = intra / up_b
     elif intra == 0:

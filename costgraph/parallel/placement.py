@@ -60,6 +60,7 @@ from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr
 from .layout import Layout
 from .pipeline import Stage, pipeline_stages, split_of
+from .ranks import no_zero_link
 from .tensor import TensorParallel, sequence_dims, tensor_parallel
 
 Expr = sympy.Expr
@@ -132,11 +133,13 @@ def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> 
     up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
     down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
     if hardware.scale_up_bandwidth == 0:    # no scale-up link (Apple M-series: domain 1): a group inside a
-        return down                         # domain is one device and sends nothing; any larger one goes out
+        return no_zero_link(down, hardware, n)   # domain is one device and sends nothing; any larger one goes out
     fs = factors or ((as_expr(n), as_expr(stride)),)
     cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), gpus, one_domain(hardware, domain_ranks))
     if cond in (sympy.true, sympy.false):
-        return up if cond == sympy.true else down
+        return up if cond == sympy.true else no_zero_link(down, hardware, n)
+    if down[1] == 0:   # symbolic degrees (the planner) on a preset without scale-out: a crossing row never ends
+        down = (sympy.oo, up[1])   # (plan refuses a job past one domain; train refuses at its degrees)
     return tuple(sympy.Piecewise((a, cond), (b, True)) for a, b in zip(up, down))
 
 

@@ -171,3 +171,17 @@ def intra_domain(fs, R: int, world=None, limit: int | None = None):
         conds.append(sympy.Eq(sympy.Mod(R, _nonzero(span)), 0) if not span.is_Integer else
                      sympy.true if R % int(span) == 0 else sympy.false)
     return sympy.Or(_all_in_one(world, R if limit is None else limit), sympy.And(*conds))
+
+
+def no_zero_link(down: tuple[Expr, Expr], hardware, n) -> tuple[Expr, Expr]:
+    """``down`` (the scale-out ``(latency, bandwidth)``) for a group of ``n`` devices that crosses
+    nodes; a CostgraphValueError when the preset's ``scale_out_bandwidth`` is 0 (a user table may
+    say so for a one-node machine) and the group has traffic (``n`` ≠ 1): its seconds would be
+    bytes / 0, an undefined time, not a number (issue 30)."""
+    if down[1] == 0 and as_expr(n) != 1:
+        raise CostgraphValueError(
+            f"hardware {hardware.key!r} has scale_out_bandwidth = 0, but this layout sends traffic between "
+            f"nodes (a group of {n} devices crosses its scale-up domain)",
+            hint="give the preset a scale-out bandwidth in B/s per direction (a COSTGRAPH_DATA hardware.toml), "
+                 "or choose degrees whose groups stay inside one node")
+    return down

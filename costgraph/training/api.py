@@ -101,7 +101,8 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
 
-    notes = value_warnings(None, values) + mem.warnings + ([floored_note(memory, capacity)] if floored else [])
+    notes = (value_warnings(None, values) + mem.warnings + ([floored_note(memory, capacity)] if floored else [])
+             + _lora_notes(model, layout, values))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
@@ -177,6 +178,16 @@ def _calibrated(profile, held: bool, fits, compute) -> None:
         fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
     if compute is not None:
         compute["calibration"] = calibrated(profile, reserve=held)
+
+
+def _lora_notes(model, layout, values) -> list[str]:
+    """A LoRA rank above a target's smaller side, warned (:func:`~costgraph.training.lora.rank_warnings`)."""
+    if layout.lora_rank is None:
+        return []
+    from .lora import lora, rank_warnings
+
+    return rank_warnings(lora(model.graph, rank=layout.lora_rank, targets=layout.lora_targets,
+                              dropout=layout.lora_dropout), values)
 
 
 def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
@@ -273,6 +284,14 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
     return fits
 
 
+#: the hint of a rate below 1 FLOP/s (issue 30: --peak 0.5 ended in an internal error)
+PEAK_HINT = "give FLOP/s per device, e.g. 989.4e12 (an H100 SXM's dense BF16 peak)"
+
+
+def _peak_shown(v) -> str:
+    return f"{float(v):.4g}"
+
+
 def _rates(hw, peak, mfu, achieved, tokens, price):
     """The rates of the time section, exact, checked as ``costgraph train`` checks them."""
     shown = {"mfu": mfu, "achieved": achieved}
@@ -289,6 +308,9 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     for name, v in (("--achieved", achieved), ("--peak", peak)):
         if v is not None and v <= 0:
             raise CostgraphValueError(f"{name} must be positive")
+        if v is not None and v < 1:   # a rate under 1 FLOP/s: no device; the kernel model's logarithms go complex
+            raise CostgraphValueError(f"{name} {shown.get(name[2:], v) if name == '--achieved' else _peak_shown(v)} "
+                                      "FLOP/s is below 1 FLOP/s", hint=PEAK_HINT)
     if achieved is not None and peak is not None and achieved > peak:
         raise CostgraphValueError(f"--achieved {shown['achieved']} FLOP/s is above the peak ({float(peak):.4g} FLOP/s)",
                                   hint="achieved FLOP/s per device cannot pass the dense peak")

@@ -239,6 +239,29 @@ def lora(cg: CostGraph, *, rank, targets: str | Collection[str] | Callable[[str]
                 params, cg)
 
 
+def rank_warnings(lo: "LoRA", values: dict | None) -> list[str]:
+    """Warnings for targets whose smaller side is below the rank at ``values`` (dimension name →
+    number): an adapter ``B·A`` of a ``k → n`` linear has rank at most ``min(k, n)``, so a larger
+    ``r`` adds parameters, FLOPs and optimizer state that change nothing (PEFT's ``LoraConfig``
+    accepts it without a word; issue 30). One line per target, the first five named."""
+    if not values:
+        return []
+    cg = lo.base if lo.base is not None else lo.graph
+    subs = {cg.dims[str(k)].symbol: v for k, v in values.items() if str(k) in cg.dims}
+    rank = as_expr(lo.rank).subs(subs)
+    low = []
+    for a in lo.adapters:
+        side = sympy.Min(a.inputs, a.outputs).subs(subs)
+        if rank.is_number and side.is_number and rank > side:
+            low.append(f"{a.base} ({as_expr(a.inputs).subs(subs)} → {as_expr(a.outputs).subs(subs)})")
+    if not low:
+        return []
+    more = f" and {len(low) - 5} more" if len(low) > 5 else ""
+    return [f"LoRA rank {rank} is above the smaller side of {', '.join(low[:5])}{more}: an adapter's "
+            "update B·A has at most that rank, so the rest adds parameters, FLOPs and optimizer state "
+            "that change nothing (give --lora at most the smaller side)"]
+
+
 def released_storages(cg: CostGraph, kept: Collection[str] = ()) -> frozenset[str]:
     """Storage ids that ``cg`` keeps only for the gradients of its weights —
     none kept once every weight is frozen (module docstring) — less ``kept``

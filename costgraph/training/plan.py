@@ -163,6 +163,7 @@ def _space(cg: CostGraph, fixed: dict, **kw) -> tuple[Space, object]:
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
           max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
+    _one_node(hardware, gpus)
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
     cg: CostGraph = model.graph
     vals = {k: sympy.Integer(int(v)) for k, v in values.items()}
@@ -236,6 +237,15 @@ def _candidate(grid: Grid, i: int, z, r, sp, mem: float, step: float, mfu: float
     t, p, c, e, d, b, m, v, k, si = (int(x) for x in grid.rows[i])
     first, last, emb, loss = grid.splits[k]
     return Candidate(t, p, d, c, e, z, r, sp, b, m, mem, step, mfu, v, grid.schedules[si], first, last, emb, loss)
+
+
+def _one_node(hardware, gpus: int) -> None:
+    """A preset whose ``scale_out_bandwidth`` is 0 (a user's table for a one-node machine) plans no
+    more devices than one scale-up domain holds: past it some group crosses nodes over no link."""
+    from ..parallel.ranks import no_zero_link, one_domain
+
+    if gpus > one_domain(hardware):
+        no_zero_link((0, sympy.Integer(hardware.scale_out_bandwidth)), hardware, gpus)
 
 
 def step_rate_of(hardware, policy: str, efficiency):
