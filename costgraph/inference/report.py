@@ -386,8 +386,7 @@ def _serving_lines(sv: dict) -> list[str]:
                   f"  {'verify step (q = k + 1)':<26}{_sec(q['verify_seconds'])}",
                   f"  {'time per output token':<26}{_sec(q['time_per_output_token'])} (last step; plain decode "
                   "above)",
-<<<<<<< HEAD
-                  f"  {'tokens/s':<26}{float(q['tokens_per_second']):,.1f} in total",
+                  f"  {'tokens/s':<26}{fixed(q['tokens_per_second'], 1)} in total",
                   f"  {'draft weights':<26}{_bytes(q['draft_weight_bytes'])}" + (
                       " (MTP layers; embedding and head shared)" if sp["draft"] == "mtp" else ""),
                   f"  {'draft KV cache':<26}{_bytes(q['draft_kv_cache_bytes'])} (its layers in every cached token)"]
@@ -396,7 +395,4 @@ def _serving_lines(sv: dict) -> list[str]:
             lines += [f"  {'memory with the draft':<26}{_bytes(q['memory_bytes_with_draft'])}: "
                       + ("fits" if fits else "does NOT fit") + "; largest batch "
                       + (f"{best:,} sequences" if best else "none fits")]
-=======
-                  f"  {'tokens/s':<26}{fixed(q['tokens_per_second'], 1)} in total"]
->>>>>>> k30bounded
     return lines

@@ -100,7 +100,6 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
                                   router=router, rate_covers=rate_covers, factors=factors, profile=profile)
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..export.text_report import warnings as value_warnings
-
     notes = (value_warnings(None, values) + mem.warnings + ([floored_note(memory, capacity)] if floored else [])
              + _lora_notes(model, layout, values))
     if compute is not None and "rate" in compute:

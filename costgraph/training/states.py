@@ -78,10 +78,9 @@ Expr = sympy.Expr
 
 def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, optimizer: str | Optimizer = DEFAULT_OPTIMIZER,
                  zero: int = ZERO_STAGE.default, dp: int | Expr | None = None, hsdp_group: int | Expr | None = None,
-                 shard: Mapping[str, Expr | int | tuple] | None = None,
+                 shard: Mapping[str, Expr | int | tuple] | None = None, weight_bytes: Mapping[str, int] | None = None,
                  frozen: Callable[[str], bool] | Collection[str] | None = None,
-                 select: Callable[[str], bool] | None = None,
-                 weight_bytes: Mapping[str, int] | None = None) -> dict[str, Expr]:
+                 select: Callable[[str], bool] | None = None) -> dict[str, Expr]:
     """Bytes per device of the model states of ``graph``'s weights.
 
     Parameters
@@ -114,13 +113,10 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
         Weights that are not trained (no gradients, master copy or states), besides
         those the model declares frozen (:attr:`~costgraph.engine.graph.Weight.frozen`).
     select : callable, optional
-        Weight id → whether this device holds the weight at all (a pipeline
-        stage); default: all weights.
+        Weight id → whether this device holds the weight at all (a pipeline stage); default: all.
     weight_bytes : mapping, optional
-        Weight id → bytes of one element of the weight as kept on the device, where it is not
-        the policy's ``weights``: the FP8 linears of a policy with ``fp8_params``
-        (:func:`costgraph.training.fp8.fp8_param_bytes`: 1 byte, Megatron-LM's
-        ``--fp8-param-gather``). A ZeRO-3 gather moves them in that precision too.
+        Weight id → bytes an element where not the policy's ``weights`` (FP8 parameters,
+        :func:`costgraph.training.fp8.fp8_param_bytes`; a ZeRO-3 gather moves them so too).
 
     Returns
     -------
