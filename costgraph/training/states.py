@@ -115,8 +115,7 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     select : callable, optional
         Weight id → whether this device holds the weight at all (a pipeline stage); default: all.
     weight_bytes : mapping, optional
-        Weight id → bytes an element where not the policy's ``weights`` (FP8 parameters,
-        :func:`costgraph.training.fp8.fp8_param_bytes`; a ZeRO-3 gather moves them so too).
+        Weight id → bytes an element where not the policy's (:func:`~costgraph.training.fp8.fp8_param_bytes`).
 
     Returns
     -------
