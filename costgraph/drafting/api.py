@@ -141,7 +141,9 @@ def _build(torch, cfg: dict, class_name: str | None):
     from transformers import AutoModelForCausalLM
 
     config = _config_object(cfg)
-    kwargs = {"attn_implementation": "eager", "dtype": torch.bfloat16}
+    # batched_mm: MoE experts as one bmm per routed token (the meta kernel of grouped_mm wants sizes that
+    # are multiples of 8, which probe primes are not); FlopCounterMode counts the same 2·tokens·k·H·w
+    kwargs = {"attn_implementation": "eager", "dtype": torch.bfloat16, "experts_implementation": "batched_mm"}
     try:
         with torch.device("meta"):
             if class_name is not None:
@@ -219,8 +221,10 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     probes = [Probe.make(present, i) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
-    mapping = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(config, f)) for sym, f in mapping.items()}
+    keys = getattr(type(config), "attribute_map", {}) or {}
+    fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
+    real = {sym: int(getattr(config, f)) for sym, f in fields.items()}
+    mapping = {sym: keys.get(f, f) for sym, f in fields.items()}     # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
     header = [f"# Drafted by `costgraph import` from transformers {transformers.__version__} `{torch_class}`",
               f"# (model_type {cfg['model_type']}) on the meta device; read it, then check it with `costgraph verify`.",

@@ -76,7 +76,7 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
     if count == "l":
         sz.used.add("l")
     if all(t == texts[0] for t in texts):
-        return [f"repeat {count} as {layers.name} {{", *("  " + t for t in texts[0]), "}"]
+        return [f"repeat {count} as {_label(layers.name, values)} {{", *("  " + t for t in texts[0]), "}"]
     sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one by one, "
                        "each kind as its own repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
     out, i = [], 0
@@ -84,10 +84,15 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
         j = i
         while j < n and texts[j] == texts[i]:
             j += 1
-        out += [f"repeat {j - i} as {layers.name}_{i} {{   # TODO layers {i}..{j - 1}: one kind of the pattern",
+        out += [f"repeat {j - i} as {_label(layers.name, values)}_{i} {{   # TODO layers {i}..{j - 1}: one kind of the pattern",
                 *("  " + t for t in texts[i]), "}"]
         i = j
     return out
+
+
+def _label(name: str, values: dict) -> str:
+    """The repeat's name: the ModuleList's, unless a dimension has it (GPT-2's ``h``)."""
+    return "layers" if name in values or name in ("b", "s") else name
 
 
 def _head(root: Module, base: Module, sz: Sizer, emb_names: list[str]) -> list[str]:
@@ -114,10 +119,10 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     ``context``: the config's context length (the configuration's ``s``; 2048 when it has none)."""
     order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
-    dims = ['  dim b  "micro-batch size (sequences)"', '  dim s  "sequence length (tokens)"']
+    dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
     for sym in order[2:]:
-        desc = FIELDS.get(fields.get(sym, ""), ("", sym))[1]
-        dims.append(f'  dim {sym:<3}"{desc} (config.json: {fields.get(sym, "?")})"')
+        desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
+        dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)

@@ -10,8 +10,8 @@ Torch-free and SymPy-free: integers and names only.
 
 >>> probe = Probe.make(("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim"), 0)
 >>> probe.symbol_values()["h"], probe.symbol_values()["a"], probe.symbol_values()["d"]
-(2002, 77, 34)
->>> probe.cover(77 * 34), probe.cover(3 * 2002), probe.cover(13)
+(40040, 77, 680)
+>>> probe.cover(77 * 680), probe.cover(3 * 40040), probe.cover(13)
 ('a * d', '3 * h', None)
 """
 
@@ -41,11 +41,13 @@ FIELDS: dict[str, tuple[str, str]] = {
 #: symbols that count things rather than size a weight: never read from a shape
 COUNTS = frozenset({"l", "k"})
 
-#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(2a).
+#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over :data:`HEAD`.
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 5},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 29, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 3},
 )
+#: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
+HEAD = 40
 #: (b, s) of the forward each probe traces and counts (s below every probe's s_max)
 SHAPES = ((2, 37), (3, 41))
 
@@ -83,8 +85,8 @@ class Probe:
         p = _PRIMES[index]
         kv = p["kv"]
         a = kv * p["g"] if "num_key_value_heads" in present else p["g"] * p["kv"]
-        values = {"hidden_size": 2 * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
-                  "head_dim": 2 * p["d"], "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
+        values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
+                  "head_dim": HEAD * p["d"], "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"]}
