@@ -116,7 +116,10 @@ def _config_object(cfg: dict):
 def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
+    settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
     for f in FIELDS:
+        if f not in settable:     # a property the config computes (FalconConfig.head_dim): not a field
+            continue
         v = getattr(config, f, None)
         if isinstance(v, int) and not isinstance(v, bool):
             out.append(f)

@@ -71,13 +71,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     fused = next((c for c in m.children if c.name in FUSED_QKV), None)
     o = _linear(m.child(*O))
     if fused is not None and o is not None:
-        f = _linear(fused)
-        heads = m.attrs.get("num_heads") or m.attrs.get("n_head")
-        if f is None or not isinstance(heads, int) or d.size(f[1], quiet=True) != "3 * h" or rotary:
-            return None
-        if f[2] != o[2]:
-            return None
-        return f"attention({arg}, {d.size(heads, 'attention heads')}, bias = {_yes(f[2])}, name = {m.name})"
+        return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
     if None in (q, k, v, o) or not (q[2] == k[2] == v[2]):
         return None
@@ -101,6 +95,28 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         opts.append("rotary = false")
     sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
              d.size(head_dim, "head size")]
+    return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
+
+
+def _fused_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
+    """One projection to Q, K and V (GPT-2's ``c_attn``, GPT-NeoX's ``query_key_value``): ``attention``
+    when it is GPT-2's (3h, no rotary, biases alike), else ``gqa_attention``, which costs the same
+    (three projections of a·d, kv·d, kv·d columns are one of (a + 2kv)·d)."""
+    probe = d.probe.symbol_values()
+    heads = m.attrs.get("num_heads") or m.attrs.get("n_head") or m.attrs.get("num_attention_heads") or probe.get("a")
+    if f is None or not isinstance(heads, int):
+        return None
+    if not rotary and f[2] == o[2] and d.size(f[1], quiet=True) == "3 * h":
+        return f"attention({arg}, {d.size(heads, 'attention heads')}, bias = {_yes(f[2])}, name = {m.name})"
+    head_dim = m.attrs.get("head_dim") or m.attrs.get("head_size") or probe.get("h", 0) // heads
+    kv = m.attrs.get("num_key_value_heads") or m.attrs.get("num_kv_heads")
+    if not isinstance(kv, int) and isinstance(head_dim, int) and head_dim and (f[1] // head_dim - heads) % 2 == 0:
+        kv = (f[1] // head_dim - heads) // 2      # what is left of the columns is K and V
+    if not isinstance(head_dim, int) or not isinstance(kv, int) or kv < 1 or (heads + 2 * kv) * head_dim != f[1]:
+        return None
+    opts = ([f"qkv_bias = {_yes(f[2])}"] if f[2] else []) + (["out_bias = true"] if o[2] else [])
+    opts += [] if rotary else ["rotary = false"]
+    sizes = [d.size(heads, "query heads"), d.size(kv, "key/value heads"), d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
 
 

@@ -19,13 +19,75 @@ def find_layers(root: Module, count: int) -> Module | None:
     return max(pool, key=lambda m: len(m.children)) if pool else None
 
 
-def _parent(root: Module, path: str) -> Module:
-    want = path.rsplit(".", 1)[0] if "." in path else ""
-    return next(m for m in root.walk() if m.path == want)
-
-
 def _is_embedding(m: Module) -> bool:
     return "embedding" in m.cls.lower() and len(m.params.get("weight", ())) == 2 and not m.children
+
+
+ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "silu": "silu", "tanh": "tanh"}
+
+
+def _leaves(root: Module, layers: Module) -> list[Module]:
+    """Modules without children called outside the layers, in call order."""
+    inside = layers.path + "."
+    found = [m for m in root.walk() if not m.children and m.order is not None and not m.path.startswith(inside)]
+    return sorted(found, key=lambda m: m.order)
+
+
+class _Names:
+    """Node names unique at the model's top level (BERT has two modules called LayerNorm)."""
+
+    def __init__(self):
+        self.taken: set[str] = set()
+
+    def __call__(self, m: Module) -> str:
+        name = m.name if m.name not in self.taken else m.path.replace(".", "_")
+        self.taken.add(name)
+        return name
+
+
+def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple[list[str], list[str]]:
+    inputs, terms = ["input tokens[b, s]: index"], []
+    for m in [m for m in pre if _is_embedding(m)]:
+        num, dim = m.params["weight"]
+        rows = sz.size(num, "embedding rows")
+        name = emb[m.path] = names(m)
+        if not terms:
+            ids = "tokens"
+        elif rows.startswith("s_max") and "positions" not in " ".join(inputs):
+            ids = "positions"
+            inputs.append("input positions[s]: index")
+        else:
+            ids = f"{name}_ids"
+            inputs.append(f"input {ids}[b, s]: index")
+        term = f"embedding({ids}, {rows}, {sz.size(dim, 'embedding width')}, name = {name})"
+        if "scaled" in m.cls.lower():     # BioGPT's, XGLM's scaled word embeddings: × √h
+            term = f"scale({term}, name = {name}_scale)"
+        terms.append(term)
+    return inputs, ["x = " + " + ".join(terms)] if terms else []
+
+
+def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> str | None:
+    """One statement for a module called before or after the layers (norm, dropout, linear, activation)."""
+    if is_norm(m):
+        return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
+    if m.cls == "Dropout":
+        return f"x = dropout(x, name = {names(m)})" if m.attrs.get("p", 0) else None
+    act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
+    if act is not None and not m.params:
+        return f"x = {act}(x)"
+    w = m.params.get("weight")
+    if "linear" in m.cls.lower() and w is not None and len(w) == 2:
+        tied = ""
+        if "weight" in m.tied:
+            if m.tied["weight"] not in emb:
+                return sz.todo(m, f"shares its weight with {m.tied['weight']}")
+            tied = f", tied = {emb[m.tied['weight']]}"
+        call = f"linear(x, {sz.size(w[0], 'output size')}, bias = {'true' if 'bias' in m.params else 'false'}" \
+               f"{tied}, name = {names(m)})"
+        return f"return {call}" if last else f"x = {call}"
+    if not m.params:
+        return None
+    return sz.todo(m, "outside the layers, not an embedding, norm or linear")
 
 
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
@@ -34,43 +96,25 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
         raise ValueError("no ModuleList of layers found")
-    base = _parent(root, layers.path)
-    inputs, lines, emb_names = ["input tokens[b, s]: index"], [], []
-    embeds = []
-    for m in base.walk():
-        if _is_embedding(m) and m.order is not None and not m.path.startswith(layers.path + "."):
-            num, dim = m.params["weight"]
-            ids = "tokens"
-            if not embeds:
-                emb_names.append(m.name)
-            else:
-                ids = "positions"
-                inputs.append("input positions[s]: index")
-            if "scaled" in m.cls.lower():
-                sz.warnings.append(f"{m.path} ({m.cls}) scales its output: the scale is not drafted")
-            embeds.append(f"embedding({ids}, {sz.size(num, 'embedding rows')}, {sz.size(dim, 'embedding width')}, "
-                          f"name = {m.name})")
-            if len(embeds) > 2:
-                return inputs, [sz.todo(m, "a third embedding")]
-    lines.append("x = " + " + ".join(embeds))
     start, end = layers.children[0].order or 0, layers.children[-1].order or 0
-    after = [c for c in base.children if c.order is not None and c.order < start]
-    for c in after:
-        if c.cls == "Dropout" and c.attrs.get("p", 0):
-            lines.append(f"x = dropout(x, name = {c.name})")
+    leaves = _leaves(root, layers)
+    pre = [m for m in leaves if m.order < start]
+    post = [m for m in leaves if m.order > end]
+    names, emb = _Names(), {}
+    inputs, lines = _embeddings(pre, sz, names, emb)
+    lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
     lines += _repeat(layers, sz, rotary, values)
-    tail = [c for c in base.children if c.order is not None and c.order > end]
-    for c in tail:
-        if is_norm(c):
-            lines.append(f"x = {norm_call(c, 'x')}")
-        elif c.params:
-            lines.append(sz.todo(c, "after the layers, not a norm"))
-    lines += _head(root, base, sz, emb_names)
+    for i, m in enumerate(post):
+        line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
+        if line:
+            lines.append(line)
+    if not lines[-1].startswith("return"):
+        lines.append("return x")
     return inputs, lines
 
 
 def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
-    texts = [layer_lines(layer, sz if i == 0 else sz.quiet(), rotary) for i, layer in enumerate(layers.children)]
+    texts = [layer_lines(layer, sz if i == 0 else sz.repeated(), rotary) for i, layer in enumerate(layers.children)]
     n = len(layers.children)
     count = "l" if values.get("l") == n else str(n)
     if count == "l":
@@ -93,24 +137,6 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
 def _label(name: str, values: dict) -> str:
     """The repeat's name: the ModuleList's, unless a dimension has it (GPT-2's ``h``)."""
     return "layers" if name in values or name in ("b", "s") else name
-
-
-def _head(root: Module, base: Module, sz: Sizer, emb_names: list[str]) -> list[str]:
-    heads = [c for c in root.children if c is not base and c.order is not None and c.params]
-    if not heads:
-        return ["return x"]
-    head = heads[0]
-    w = head.params.get("weight")
-    if "linear" not in head.cls.lower() or w is None or len(w) != 2 or len(heads) > 1:
-        return [sz.todo(head, "an output head other than one linear"), "return x"]
-    bias = "true" if "bias" in head.params else "false"
-    tied = ""
-    if "weight" in head.tied:
-        holder = head.tied["weight"].rsplit(".", 1)[-1]
-        tied = f", tied = {holder}" if holder in emb_names else ""
-        if not tied:
-            sz.warnings.append(f"{head.path} shares its weight with {head.tied['weight']}: not drafted as tied")
-    return [f"return linear(x, {sz.size(w[0], 'output size')}, bias = {bias}{tied}, name = {head.name})"]
 
 
 def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz: Sizer,

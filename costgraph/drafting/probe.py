@@ -25,9 +25,12 @@ FIELDS: dict[str, tuple[str, str]] = {
     "hidden_size": ("h", "hidden size (d_model)"),
     "num_attention_heads": ("a", "attention heads"),
     "num_key_value_heads": ("kv", "key/value heads"),
+    "num_kv_heads": ("kv", "key/value heads"),
     "head_dim": ("d", "attention head size"),
     "intermediate_size": ("i", "MLP intermediate size"),
     "n_inner": ("i", "MLP intermediate size"),
+    "ffn_dim": ("i", "MLP intermediate size"),
+    "d_ff": ("i", "MLP intermediate size"),
     "num_hidden_layers": ("l", "Transformer layers"),
     "vocab_size": ("V", "vocabulary size"),
     "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
@@ -84,9 +87,9 @@ class Probe:
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``."""
         p = _PRIMES[index]
         kv = p["kv"]
-        a = kv * p["g"] if "num_key_value_heads" in present else p["g"] * p["kv"]
+        a = kv * p["g"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
-                  "head_dim": HEAD * p["d"], "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
+                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"], "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"]}
@@ -125,7 +128,7 @@ class Probe:
             if e and q > 5:
                 return None
             coef *= q ** e
-        if coef > max_coefficient:
+        if coef > max_coefficient or (not used and coef > 1):    # a bare number names no field
             return None
         order = {s: i for i, s in enumerate(("V", "E", "h", "a", "kv", "d", "i", "m", "s_max"))}
         used.sort(key=lambda s: order.get(s, 99))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .facts import Module
 
 #: module attributes the recognisers read, when they are ints, floats, bools or strings
-ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "head_dim", "top_k", "p",
+ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
@@ -61,7 +61,7 @@ def trace(torch, model, inputs: dict, run) -> Module:
     :func:`costgraph.torch_measure.meta_forward`, no grad)."""
     nodes: dict[str, Module] = {}
     owner: dict[int, str] = {}
-    mods = dict(model.named_modules())
+    mods = dict(model.named_modules(remove_duplicate=False))   # a module shared by layers has each path
     for path, mod in mods.items():
         m = nodes[path] = Module(path, path.rsplit(".", 1)[-1] if path else "", type(mod).__name__, attrs=_attrs(mod))
         for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):

@@ -28,10 +28,16 @@ class Sizer:
         """A sizer for trial recognition: nothing it reads is recorded."""
         return Sizer(self.probe, set(), [], [], True)
 
+    def repeated(self) -> "Sizer":
+        """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
+        return Sizer(self.probe, self.used, [], [], False)
+
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
         symbol (``k``, ``l``) that ``n`` equals at the probe, named only by equality."""
         values = self.probe.symbol_values()
+        if n == 1:
+            return "1"
         if count is not None and values.get(count) == n:
             text = count
         else:
@@ -42,6 +48,12 @@ class Sizer:
                     if over is not None and sym not in over.split(" * "):
                         text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
                         break
+        if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
+            for extra in (1, 2, -1, -2):
+                over = self.probe.cover(n - extra) if n > extra else None
+                if over is not None and " " not in over:
+                    text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
+                    break
         if text is None:
             if not (quiet or self.silent):
                 self.warnings.append(f"{what} {n} at the probe is no product of config fields: written as a number")
@@ -54,7 +66,7 @@ class Sizer:
         if not self.silent:
             self.todos.append(m.path)
             self.warnings.append(f"{m.path} ({m.cls}, {m.param_count()} parameters): {why}; left as a TODO")
-        return f"# TODO {m.path}: {m.cls} ({why}; parameters {sorted(m.params)} and children " \
+        return f"# TODO {m.name}: {m.cls} ({why}; parameters {sorted(m.params)} and children " \
                f"{[c.name for c in m.children]} not drafted)"
 
 
@@ -62,9 +74,25 @@ def _called(m: Module) -> list[Module]:
     return [c for c in m.children if c.order is not None]
 
 
+def _flat_mlp(layer: Module, kids: list[Module]) -> list[Module]:
+    """OPT's, XGLM's layers hold ``fc1`` and ``fc2`` themselves: seen as one MLP module ``mlp``."""
+    fc1, fc2 = layer.child("fc1"), layer.child("fc2")
+    if fc1 is None or fc2 is None or fc1 not in kids or fc2 not in kids:
+        return kids
+    mlp = Module(f"{layer.path}.mlp", "mlp", "FlatMLP", attrs=dict(layer.attrs), children=[fc1, fc2],
+                 order=fc1.order, src=fc1.src)
+    return [mlp if c is fc1 else c for c in kids if c is not fc2]
+
+
 def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     """The statements of one layer, on the residual stream ``x``."""
+    from .encoder import bert_lines
+
+    bert = bert_lines(layer, sz, rotary)
+    if bert is not None:
+        return bert
     kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
+    kids = _flat_mlp(layer, kids)
     lines: list[str] = []
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
@@ -92,10 +120,13 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         if post_norm and is_norm(c) and c.src not in pending:
             flush(c)
             continue
-        if is_norm(c) and c.src in pending:          # a norm on a block's output (sandwich)
+        if is_norm(c) and c.src in pending and uses.get(c.name, 0) == 0:    # on a block's output (sandwich)
             pending[c.src] = norm_call(c, pending[c.src])
             expr[c.name] = pending[c.src]
             continue
+        if is_norm(c) and c.src in pending:   # a block that adds the residual itself (BLOOM): its output is x
+            flush()
+            c.src = "?"
         if c.src == "?" and pending:
             flush()
         arg = source(c)
