@@ -60,7 +60,7 @@ EXPECTED = {
     "mixtral": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, name = mlp)",
     "qwen3_moe": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, name = mlp)",
     "phi": "y1 = layernorm(x, name = input_layernorm)",
-    "gpt_neox": "qkv_bias = true, out_bias = true, name = attention) + mlp(layernorm(x, name = post_attention_layernorm)",
+    "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
 }
 POINTS = [(1, 16), (2, 24)]

@@ -102,7 +102,8 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
 
     def flush(norm: Module | None = None):
         if pending:
-            total = " + ".join(["x", *pending.values()])
+            terms = ["x", *pending.values()]
+            total = " + ".join(terms) if len(" + ".join(terms)) < 100 or norm else "\n        + ".join(terms)
             lines.append(f"x = {norm_call(norm, total) if norm else total}")
             pending.clear()
             state["updated"] = True
