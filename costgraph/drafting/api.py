@@ -230,7 +230,8 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     mapping = {sym: keys.get(f, f) for sym, f in fields.items()}     # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
     header = [f"# Drafted by `costgraph import` from transformers {transformers.__version__} `{torch_class}`",
-              f"# (model_type {cfg['model_type']}) on the meta device; read it, then check it with `costgraph verify`.",
+              f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
+              "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
     header += [f"# warning: {w}" for w in sz.warnings]
     context = getattr(config, "max_position_embeddings", None)
