@@ -15,7 +15,14 @@ Q, K, V, O = ("q_proj", "query", "q", "wq"), ("k_proj", "key", "k", "wk"), ("v_p
     ("o_proj", "dense", "out_proj", "o", "wo", "c_proj")
 FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
-PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("dense_h_to_4h", "dense_4h_to_h"), ("up_proj", "down_proj"))
+PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
+         ("up_proj", "down_proj"))
+QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+
+
+def _only(m: Module, names) -> bool:
+    """Every parameter of ``m`` is in its children called ``names``: nothing a block leaves out."""
+    return not m.params and all(c.name in names for c in m.children if c.param_count())
 ROUTERS = ("gate", "router")
 
 
@@ -71,6 +78,8 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     fused = next((c for c in m.children if c.name in FUSED_QKV), None)
     o = _linear(m.child(*O))
     if fused is not None and o is not None:
+        if any(c.name in QK_NORMS for c in m.children):
+            return None
         return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
     if None in (q, k, v, o) or not (q[2] == k[2] == v[2]):
@@ -86,7 +95,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     opts = [f"qkv_bias = {_yes(q[2])}"] if q[2] else []
     if o[2]:
         opts.append("out_bias = true")
-    norms = [c for c in m.children if c.name in ("q_norm", "k_norm", "q_layernorm", "k_layernorm")]
+    norms = [c for c in m.children if c.name in QK_NORMS]
     if norms:
         if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
             return None
@@ -129,6 +138,12 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
             block = "swiglu" if act == "silu" else "geglu"
             bias = ", bias = true" if gate[2] else ""
             return f"{block}({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
+    fused, down = _linear(m.child("gate_up_proj")), _linear(m.child("down_proj"))
+    if fused is not None and down is not None and act in ("silu", "gelu") and fused[1] == 2 * down[0] \
+            and fused[2] == down[2]:       # Phi-3's one gate_up_proj of 2w columns: as two of w
+        block = "swiglu" if act == "silu" else "geglu"
+        bias = ", bias = true" if fused[2] else ""
+        return f"{block}({arg}, {d.size(down[0], 'MLP width')}{bias}, name = {m.name})"
     for first, second in PLAIN:
         a, b = _linear(m.child(first)), _linear(m.child(second))
         if a is None or b is None or a[2] != b[2] or m.child(*(x[0] for x in GATED)) is not None:
@@ -176,5 +191,10 @@ def moe_call(m: Module, arg: str, d) -> str | None:
 
 
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
-    """The first recogniser that reads ``m``: attention, MoE, MLP; else None."""
+    """The first recogniser that reads ``m``: attention, MoE, MLP; else None. A module with a
+    parameter the block does not hold (a bias of its own, a sink per head) is not recognised."""
+    known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
+             *ROUTERS, "experts", "gate_up_proj"}
+    if not _only(m, known):
+        return None
     return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)

@@ -60,15 +60,13 @@ def trace(torch, model, inputs: dict, run) -> Module:
     """The facts of ``model`` after one forward ``run(model, inputs)`` (``run`` sets the context:
     :func:`costgraph.torch_measure.meta_forward`, no grad)."""
     nodes: dict[str, Module] = {}
-    owner: dict[int, str] = {}
+    pids: dict[str, dict[str, int]] = {}
     mods = dict(model.named_modules(remove_duplicate=False))   # a module shared by layers has each path
     for path, mod in mods.items():
         m = nodes[path] = Module(path, path.rsplit(".", 1)[-1] if path else "", type(mod).__name__, attrs=_attrs(mod))
         for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
             m.params[pname] = tuple(int(x) for x in p.shape)
-            holder = owner.setdefault(id(p), path)
-            if holder != path:
-                m.tied[pname] = holder
+            pids.setdefault(path, {})[pname] = id(p)
     keep, produced, consumed = [], {}, {}
     counter = [0]
     handles = []
@@ -101,6 +99,12 @@ def trace(torch, model, inputs: dict, run) -> Module:
     finally:
         for h in handles:
             h.remove()
+    owner: dict[int, str] = {}      # a shared Parameter belongs to the module that runs first (the embedding)
+    for node in sorted(nodes.values(), key=lambda n: (n.order is None, n.order or 0)):
+        for pname, pid in pids.get(node.path, {}).items():
+            holder = owner.setdefault(pid, node.path)
+            if holder != node.path:
+                node.tied[pname] = holder
     for path, mod in mods.items():
         node = nodes[path]
         kids = [nodes[f"{path}.{n}" if path else n] for n, _ in mod.named_children()]

@@ -51,7 +51,7 @@ class Sizer:
         if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
             for extra in (1, 2, -1, -2):
                 over = self.probe.cover(n - extra) if n > extra else None
-                if over is not None and " " not in over:
+                if over is not None and " " not in over and over in values:
                     text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
                     break
         if text is None:
