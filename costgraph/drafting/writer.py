@@ -103,7 +103,8 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     def flush(norm: Module | None = None):
         if pending:
             terms = ["x", *pending.values()]
-            total = " + ".join(terms) if len(" + ".join(terms)) < 100 or norm else "\n        + ".join(terms)
+            wrap = len(terms) > 2 and len(" + ".join(terms)) > 100 and norm is None   # a parallel layer
+            total = "\n        + ".join(terms) if wrap else " + ".join(terms)
             lines.append(f"x = {norm_call(norm, total) if norm else total}")
             pending.clear()
             state["updated"] = True
