@@ -165,3 +165,21 @@ def test_gqa_parameters_match_the_facts_symbolically():
     want = h + 2 * h * a * d + 2 * h * kv * d
     assert sympy.expand(got.subs({s: sympy.Symbol(str(s), positive=True, integer=True) for s in got.free_symbols})
                         - want) == 0
+
+
+def test_unmapped_model_type_without_torch_names_the_extra(monkeypatch, tmp_path):
+    """Issue 28 item 2: without the torch extra an unmapped model_type is refused, the hint naming the extra."""
+    import pytest
+
+    from costgraph import torch_measure
+
+    def missing():
+        raise torch_measure.TorchMissing("costgraph verify needs PyTorch", hint="install the torch extra")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(torch_measure, "require", missing)
+    with pytest.raises(costgraph.CostgraphValueError) as e:
+        costgraph.from_hf_config({"model_type": "roberta"}, source="cfg.json")
+    assert "cfg.json: unsupported model_type 'roberta'" in str(e.value)
+    assert "with the torch extra (pip install -e '.[torch]') costgraph drafts one" in str(e.value)
+    assert "llama" in str(e.value)     # the bundled types are listed

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import subprocess
 import sys
 
@@ -136,3 +137,45 @@ def test_cli_refuses_an_unknown_model_type():
     assert r.returncode == 2
     assert "transformers cannot build a config of model_type 'no_such_model_type'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# ------------------------------------------------ issue 28 item 2: derive config.json of an unmapped family
+
+
+def test_unmapped_config_is_drafted_checked_and_cached(tmp_path, monkeypatch):
+    """Phi is no bundled family: from_hf_config drafts it, checks it, and caches the draft by the config's hash."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg = dict(CASES["phi"])
+    hf = costgraph.from_hf_config(cfg, source="phi.json")
+    assert hf.origin == f"drafted from transformers {transformers.__version__} `PhiForCausalLM`"
+    assert hf.values == {"h": 64, "a": 4, "kv": 4, "i": 96, "l": 2, "V": 128, "s": 64, "b": 1}
+    tm = torch_measure.build_meta("phi", {k: v for k, v in cfg.items() if k != "model_type"})
+    got = hf.model.costs("model", convention="matmul").evaluate(None, {**hf.values, "b": 2, "s": 24})
+    assert int(got["params"]) == torch_measure.param_count(tm)
+    assert int(got["flops_forward"]) == torch_measure.flops(tm, 2, 24)["forward"]
+    cached = list((tmp_path / "costgraph" / "drafts").glob("*.json"))
+    assert len(cached) == 1
+    again = costgraph.from_hf_config(cfg, source="phi.json")     # from the cache
+    assert again.model.costs("model")["params"] == hf.model.costs("model")["params"]
+
+
+def test_unmapped_config_whose_draft_is_not_exact_is_refused(tmp_path, monkeypatch):
+    """Mamba's mixer is no std block: the draft has a TODO, so derive refuses and says what differs."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg = dict(model_type="falcon_mamba", hidden_size=64, num_hidden_layers=2, vocab_size=128, state_size=16)
+    with pytest.raises(costgraph.CostgraphValueError) as e:
+        costgraph.from_hf_config(cfg, source="fm.json")
+    msg = str(e.value)
+    assert "model_type 'falcon_mamba' is not bundled, and its draft (drafted from transformers" in msg
+    assert "not exact: not recognised: backbone.layers.0.mixer" in msg and "parameters at probe 1: torch" in msg
+    assert not (tmp_path / "costgraph" / "drafts").exists() or not list((tmp_path / "costgraph" / "drafts").iterdir())
+
+
+def test_derive_names_the_draft(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CASES["phi"]))
+    r = subprocess.run([sys.executable, "-m", "costgraph", "derive", str(cfg)], capture_output=True, text=True,
+                       env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert f"model_type phi → model 'phi', drafted from transformers {transformers.__version__} `PhiForCausalLM`" \
+        in r.stdout

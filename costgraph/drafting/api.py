@@ -82,9 +82,7 @@ def _config(source) -> tuple[dict, str | None]:
     if isinstance(source, dict):
         cfg = dict(source)
     elif isinstance(source, str) and (source.endswith(".json") or os.path.isfile(source)):
-        from ..language.hf_config import read_config
-
-        cfg = read_config(source)
+        cfg = _read(source)
     elif isinstance(source, str) and hasattr(transformers, source) and hasattr(getattr(transformers, source),
                                                                                "config_class"):
         cls = getattr(transformers, source)
@@ -97,6 +95,22 @@ def _config(source) -> tuple[dict, str | None]:
     if not isinstance(cfg.get("model_type"), str):
         raise CostgraphValueError("the config has no model_type", hint='a config.json names it: "model_type": "llama"')
     return cfg, None
+
+
+def _read(path: str) -> dict:
+    """A config.json's object (not through language.hf_config, which imports this package's on_the_fly)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 24)
+        cfg = json.loads(data.decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
+                                  hint="give the path of a config.json file") from None
+    if not isinstance(cfg, dict):
+        raise CostgraphValueError(f"{path}: a config.json holds a JSON object", hint='{"model_type": "llama", ...}')
+    return cfg
 
 
 def _config_object(cfg: dict):
