@@ -166,8 +166,9 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     experts = m.child("experts")
     if router is None or experts is None or len(router.params.get("weight", ())) != 2:
         return None
-    if any(c.name.startswith("shared_expert") for c in m.children):
-        return None
+    shared = [c for c in m.children if c.name.startswith("shared_expert")]
+    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")):
+        return None      # Qwen2-MoE's shared_expert_gate: no std block
     n_experts, hidden = router.params["weight"]
     top_k = m.attrs.get("top_k", router.attrs.get("top_k"))
     if not isinstance(top_k, int):
@@ -185,8 +186,20 @@ def moe_call(m: Module, arg: str, d) -> str | None:
         width = up[1]
     else:
         return None
-    bias = ", router_bias = true" if "bias" in router.params else ""
+    if not set(router.params) <= {"weight", "bias", "e_score_correction_bias"} or \
+            {"bias", "e_score_correction_bias"} <= set(router.params):
+        return None
+    # a router bias of E: a bias, or ERNIE 4.5's e_score_correction_bias held as a Parameter (std moe's router_bias)
+    bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(router.params) else ""
     sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(width, "expert width")]
+    if shared:       # DeepSeek-V3's, GLM-4.5's always-active shared experts: std's shared_moe
+        up = _linear(shared[0].child("up_proj"))
+        if up is None or mlp_call(shared[0], "x", d.quiet()) is None or not mlp_call(shared[0], "x", d.quiet()) \
+                .startswith("swiglu("):
+            return None
+        corr = "e_score_correction_bias" in str(router.attrs.get("buffers", "")).split(",")
+        return f"shared_moe({arg}, {', '.join(sizes)}, {d.size(up[1], 'shared expert width')}{bias}, " \
+               f"correction_bias = {_yes(corr)}, name = {m.name})"
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
 
 
@@ -194,7 +207,7 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: attention, MoE, MLP; else None. A module with a
     parameter the block does not hold (a bias of its own, a sink per head) is not recognised."""
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj"}
+             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert"}
     if not _only(m, known):
         return None
     return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)

@@ -114,23 +114,44 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
 
 
 def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
-    texts = [layer_lines(layer, sz if i == 0 else sz.repeated(), rotary) for i, layer in enumerate(layers.children)]
+    sizers = [sz] + [sz.repeated() for _ in layers.children[1:]]
+    texts = [layer_lines(layer, z, rotary) for layer, z in zip(layers.children, sizers)]
     n = len(layers.children)
     count = "l" if values.get("l") == n else str(n)
     if count == "l":
         sz.used.add("l")
     if all(t == texts[0] for t in texts):
         return [f"repeat {count} as {_label(layers.name, values)} {{", *("  " + t for t in texts[0]), "}"]
-    sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one by one, "
-                       "each kind as its own repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
-    out, i = [], 0
+    runs, i = [], 0
     while i < n:
         j = i
         while j < n and texts[j] == texts[i]:
             j += 1
-        out += [f"repeat {j - i} as {_label(layers.name, values)}_{i} {{   # TODO layers {i}..{j - 1}: one kind of the pattern",
-                *("  " + t for t in texts[i]), "}"]
+        runs.append((i, j))
+        if i:     # the first layer of each other kind says its TODOs and warnings too
+            sz.todos += sizers[i].todos
+            sz.warnings += sizers[i].warnings
         i = j
+    label = _label(layers.name, values)
+    if len(runs) == 2 and count == "l":     # first K layers of one kind (DeepSeek's dense layers), or the last
+        short = min(runs, key=lambda r: r[1] - r[0])
+        m = short[1] - short[0]
+        sz.warnings.append(f"{layers.path}: layers {short[0]}..{short[1] - 1} are of another kind; their count {m} "
+                           "is written as a number (set by a config field such as first_k_dense_replace)")
+        out = []
+        for a, b in runs:
+            counted = str(m) if (a, b) == short else f"l - {m}"
+            name = f"{label}_{a}" if (a, b) == short else label
+            out += [f"repeat {counted} as {name} {{   # layers {a}..{'l - ' + str(n - b + 1) if (a, b) != short and b == n else b - 1}",
+                    *("  " + t for t in texts[a]), "}"]
+        return out
+    sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one run of "
+                       "alike layers per repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
+    out = []
+    for a, b in runs:
+        out += [f"repeat {b - a} as {label}_{a} {{   # TODO layers {a}..{b - 1}: one kind of the pattern",
+                *("  " + t for t in texts[a]), "}"]
+        sz.todos.append(f"{layers.path}.{a}-{b - 1}")
     return out
 
 

@@ -46,8 +46,8 @@ COUNTS = frozenset({"l", "k"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over :data:`HEAD`.
 _PRIMES = (
-    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 5},
-    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 29, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 3},
+    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11},
+    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 29, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13},
 )
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40

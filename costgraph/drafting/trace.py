@@ -64,6 +64,9 @@ def trace(torch, model, inputs: dict, run) -> Module:
     mods = dict(model.named_modules(remove_duplicate=False))   # a module shared by layers has each path
     for path, mod in mods.items():
         m = nodes[path] = Module(path, path.rsplit(".", 1)[-1] if path else "", type(mod).__name__, attrs=_attrs(mod))
+        buffers = [n for n, _ in mod.named_buffers(recurse=False)]
+        if buffers:
+            m.attrs["buffers"] = ",".join(buffers)
         for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
             m.params[pname] = tuple(int(x) for x in p.shape)
             pids.setdefault(path, {})[pname] = id(p)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .blocks import is_norm, mixer_call, norm_call
 from .facts import Module
-from .probe import Probe
+from .probe import COUNTS, Probe
 
 
 @dataclass
@@ -44,6 +44,8 @@ class Sizer:
             text = self.probe.cover(n)
             if text is None:
                 for sym, v in values.items():
+                    if sym in COUNTS:
+                        continue
                     over = self.probe.cover(n * v)
                     if over is not None and sym not in over.split(" * "):
                         text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
