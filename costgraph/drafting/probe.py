@@ -89,7 +89,8 @@ class Probe:
         kv = p["kv"]
         a = kv * p["g"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
-                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"], "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
+                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
+                  "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"]}
