@@ -26,6 +26,8 @@ def cause(draft=None, error: Exception | None = None) -> str:
         text = str(error)
         if "cannot build" in text:
             return "build"
+        if "fails on the meta device" in text:
+            return "trace"
         if type(error).__name__.startswith("Costgraph"):
             return "language"
         return "trace"

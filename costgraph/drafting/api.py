@@ -134,7 +134,10 @@ def present_fields(config) -> list[str]:
     for f in FIELDS:
         if f not in settable:     # a property the config computes (FalconConfig.head_dim): not a field
             continue
-        v = getattr(config, f, None)
+        try:
+            v = getattr(config, f, None)
+        except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
+            continue
         if isinstance(v, int) and not isinstance(v, bool):
             out.append(f)
     return out
@@ -198,7 +201,13 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
     from .writer import Sizer
 
     model = _build(torch, _probe_config(cfg, config, probe), class_name)
-    facts, fl = _forward(torch, model, probe.b, probe.s)
+    try:
+        facts, fl = _forward(torch, model, probe.b, probe.s)
+    except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
+        raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
+                                  f"configuration: {type(e).__name__}: {str(e)[:200]}",
+                                  hint="costgraph import traces one forward of token ids; write this family's "
+                                       "model file by hand (docs: a new architecture in ten minutes)") from None
     sz = Sizer(probe)
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
     try:
