@@ -96,6 +96,13 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if o[2]:
         opts.append("out_bias = true")
     norms = [c for c in m.children if c.name in QK_NORMS]
+    whole = len(norms) == 2 and all("rms" in c.cls.lower() for c in norms) and \
+        sorted(c.params.get("weight", (0,))[0] for c in norms) == sorted((q[1], k[1]))
+    if whole and not q[2] and not o[2] and rotary:     # OLMo 2's QK-norm over the whole projection
+        d.blocks.add("proj_norm_attention")
+        sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+                 d.size(head_dim, "head size")]
+        return f"proj_norm_attention({arg}, {', '.join(sizes)}, name = {m.name})"
     if norms:
         if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
             return None
@@ -211,3 +218,19 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if not _only(m, known):
         return None
     return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)
+
+
+#: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
+#: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale)
+LOCAL_BLOCKS = {"proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
+block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
+  q = rmsnorm(linear(x, heads * head_dim, bias = false, name = q_proj), fp32_scale = true, name = q_norm)
+  k = rmsnorm(linear(x, kv_heads * head_dim, bias = false, name = k_proj), fp32_scale = true, name = k_norm)
+  v = linear(x, kv_heads * head_dim, bias = false, name = v_proj)
+  q = rope(split_heads(q, heads))
+  k = rope(split_heads(k, kv_heads))
+  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(split_heads(v, kv_heads), name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, causal = true)), H, bias = false, name = o_proj)
+}"""}

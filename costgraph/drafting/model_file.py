@@ -5,7 +5,7 @@ user's values, and the header saying where the draft comes from and how its fiel
 
 from __future__ import annotations
 
-from .blocks import is_norm, norm_call
+from .blocks import LOCAL_BLOCKS, is_norm, norm_call
 from .facts import Module
 from .probe import FIELDS
 from .writer import Sizer, layer_lines
@@ -175,4 +175,5 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     seq = real.get("s_max", context or 2048)
     config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"']
-    return "\n".join([*header, "", *imports, "", f"model {name} {{", *dims, "", *body, "}", "", config, ""])
+    local = [LOCAL_BLOCKS[b] + "\n" for b in sorted(sz.blocks)]
+    return "\n".join([*header, "", *imports, "", *local, f"model {name} {{", *dims, "", *body, "}", "", config, ""])
