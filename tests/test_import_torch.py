@@ -17,7 +17,8 @@ Families: Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned pos
 Mixtral and Qwen3-MoE (mixture of experts; Qwen3's QK-norm), and three families costgraph does not
 bundle: Phi (parallel attention and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX
 (fused QKV with rotary, parallel residual with two norms) and BERT (post-norm, the norms inside
-submodules; BertLMHeadModel's prediction head).
+submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, QK-norm over the
+whole projections: a block the draft defines).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (FalconMamba:
@@ -54,6 +55,7 @@ CASES = {
     "phi": dict(model_type="phi", **DENSE, intermediate_size=96, **TOK),
     "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
     "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -64,6 +66,7 @@ EXPECTED = {
     "phi": "y1 = layernorm(x, name = input_layernorm)",
     "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
+    "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
 }
 POINTS = [(2, 24)]     # the probes compare at two more (b, s)
 
