@@ -74,7 +74,7 @@ LOG = os.environ.get("COSTGRAPH_FUZZ_LOG")
 SPEC = P.subcommands()
 COMMANDS = list(SPEC)
 MODEL_COMMANDS = [c for c, args in SPEC.items() if any(a.flag is None and a.dest == "model" for a in args)]
-FAST = {"plan": 2, "verify": 2, "graph": 3, "optimal": 4}
+FAST = {"plan": 2, "verify": 2, "import": 2, "graph": 3, "optimal": 4}
 FAST.update({"fit": 2})   # issue 20: a verdict runs train or infer more than once
 
 # no shrinking: a failure's message already names its whole argument list, and shrinking
@@ -160,7 +160,8 @@ def _log(r: P.Result, spent: float, failure: str | None = None) -> None:
 def check(r: P.Result, work: Path) -> None:
     """Exit status, no traceback or leak, and (on success) output that parses."""
     where = "costgraph " + " ".join(map(repr, r.argv))
-    allowed = {0, 2, 1} if r.argv[0] in ("verify", "fit") else {0, 2}   # fit: 1 = does not fit
+    allowed = {0, 2, 1} if r.argv[0] in ("verify", "fit", "import") else {0, 2}   # fit: 1 = does not fit
+    # import: 1 = the draft is not exact (a TODO, or PyTorch counts otherwise), as verify
     text = r.out + r.err
     assert r.status in allowed, f"{where}: exit {r.status}\n{r.err[-3000:]}"
     for bad in ("Traceback", "this is a bug", "internal error", P.SECRET):
@@ -301,9 +302,9 @@ def _limited():
 def test_memory_bound_in_a_subprocess(base, data):
     """Argument lists run as ``python -m costgraph.cli`` under RLIMIT_AS (the memory bound
     enforced by the kernel) and RLIMIT_CPU: a MemoryError or a kill fails the case.
-    ``verify`` is left to the in-process test: importing torch reserves more address space
-    than the bound."""
-    command = data.draw(st.sampled_from([c for c in COMMANDS if c != "verify"]), label="command")
+    ``verify`` and ``import`` are left to the in-process test: importing torch reserves more
+    address space than the bound."""
+    command = data.draw(st.sampled_from([c for c in COMMANDS if c not in ("verify", "import")]), label="command")
     argv = data.draw(P.argv_for(command, SPEC[command]), label="argv")
     work = Path(tempfile.mkdtemp(dir=base))
     env = {**os.environ, "PYTHONPATH": str(P.ROOT)}

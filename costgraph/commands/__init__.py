@@ -24,7 +24,7 @@ import pkgutil
 
 #: the order ``costgraph --help`` lists them in (others follow, sorted)
 ORDER = ("derive", "train", "plan", "infer", "fit", "solve", "sensitivity", "leading", "diff", "optimal", "report", "plot",
-         "graph", "codegen", "sweep", "schema", "verify", "hardware", "list", "ops")
+         "graph", "codegen", "sweep", "schema", "verify", "import", "hardware", "list", "ops")
 
 
 def names() -> list[str]:

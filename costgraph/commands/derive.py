@@ -50,7 +50,7 @@ def run(args) -> str:
         values = model.values(args.config, {**hf.values, **dims})
         on = [k for k, v in model.graph.options.items() if v is True]
         note = (f"from {args.model}: model_type {hf.model_type} → model '{model.name}'"
-                + (f" with {', '.join(on)}" if on else ""))
+                + (f" with {', '.join(on)}" if on else "") + (f", {hf.origin}" if hf.origin else ""))
     else:
         model = load(args.model, dropout=not args.no_dropout, options=options, profile=args.profile,
                      config=args.config, input_grads=args.input_grads)

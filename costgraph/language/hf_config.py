@@ -29,7 +29,7 @@ from ..arguments import shown
 from ..errors import CostgraphValueError, Location
 from ..opened import record
 from .hf_hub import check_link
-from ..model import Costs, Model, load
+from ..model import Costs, Model, load, loads
 
 # A config.json is a few kB; these bounds sit far above any real one.
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -47,6 +47,9 @@ class HFModel:
     model_type: str
     source: str
     config: dict | None = field(default=None, repr=False)
+    #: where the model file comes from when no bundled file maps the model_type: "drafted from
+    #: transformers 5.24.0 `PhiForCausalLM`" (:mod:`costgraph.drafting.on_the_fly`); None for a bundled one
+    origin: str | None = None
 
     def costs(self, scope: str = "model", **kwargs) -> Costs:
         return self.model.costs(scope, **kwargs)
@@ -313,6 +316,19 @@ def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
                    f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed']) or 'null or absent'})")
 
 
+def _drafted(config: dict, source: str, dropout, profile: str) -> HFModel:
+    """An unmapped model_type, drafted from transformers and checked against PyTorch, or refused
+    (issue 28: :func:`costgraph.drafting.on_the_fly.draft_text`); its values are the draft's
+    configuration ``imported`` (s the context length, b 1)."""
+    from ..drafting.on_the_fly import draft_text
+
+    text, _, origin = draft_text(config, source, "bundled: " + ", ".join(supported_model_types()))
+    model = loads(text, path=f"<{origin}>", config="imported", profile=profile,
+                  dropout=dropout_in(config) if dropout is None else dropout)
+    values = {str(k): int(v) for k, v in model.values("imported").items()}
+    return HFModel(model, values, str(config["model_type"]), source, config, origin=origin)
+
+
 def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | None = None,
                    profile: str = "korthikanti", model: str | None = None, options: dict | None = None) -> HFModel:
     """Map a parsed ``config.json`` to a bundled model and dimension values.
@@ -344,6 +360,9 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         raise CostgraphValueError(f"{source}: a config.json holds a JSON object, got {shown(config)}",
                                   hint="a config.json is one JSON object {...} (from Python: pass a dict, or the "
                                        "file's path to load_hf_config)")
+    unmapped = config.get("model_type")
+    if model is None and isinstance(unmapped, str) and unmapped not in mapping() and "_class_name" not in config:
+        return _drafted(config, source, dropout, profile)
     model_type = _model_type(config, source)
     entry = mapping()[model_type]
     r = _Reader(config, source)

@@ -1,0 +1,69 @@
+"""Benchmark: the reach of `costgraph import` (issue 28) over the causal LMs of the pinned transformers.
+
+Run:  python bench/bench_import_reach.py [MODEL_TYPE ...]   (needs the torch extra; about 20 minutes of CPU
+      for every type of transformers 5.24's AutoModelForCausalLM mapping on a 2-core machine)
+
+For every model_type (default: every key of ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``) the default config of
+its class is drafted by :func:`costgraph.drafting.api.draft_model` and checked at both probes (parameters
+and forward FLOPs against ``sum(p.numel())`` and ``FlopCounterMode``, the second probe the same file).
+Prints one line per type (EXACT, or why not), then the failures grouped by cause and the count exact.
+The causes: ``todo`` (a module no std block reads, left as a TODO), ``differs`` (recognised, yet a
+count differs from PyTorch's, or the two probes drafted other files), ``build`` (transformers cannot
+build the config or the model at a probe configuration: sizes whose relations the probe does not know,
+nested sub-configs), ``trace`` (the meta forward fails), ``language`` (the draft does not load).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from collections import defaultdict
+
+
+def cause(draft=None, error: Exception | None = None) -> str:
+    if error is not None:
+        text = str(error)
+        if "cannot build" in text:
+            return "build"
+        if "fails on the meta device" in text:
+            return "trace"
+        if type(error).__name__.startswith("Costgraph"):
+            return "language"
+        return "trace"
+    if draft.todos:
+        return "todo"
+    return "differs"
+
+
+def main(argv: list[str]) -> int:
+    warnings.filterwarnings("ignore")
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from costgraph.drafting.api import draft_model
+
+    types = argv or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    failures: dict[str, list[str]] = defaultdict(list)
+    exact = 0
+    for t in types:
+        t0 = time.process_time()
+        try:
+            d = draft_model(t)
+            why = None if d.exact else cause(d)
+            note = "" if d.exact else "; ".join(d.warnings)[:160]
+        except Exception as e:  # noqa: BLE001 - a bench reports every failure and goes on
+            why, note = cause(error=e), f"{type(e).__name__}: {str(e)[:160]}"
+        exact += why is None
+        if why is not None:
+            failures[why].append(t)
+        print(f"{t:28s} {time.process_time() - t0:6.1f}s CPU  {'EXACT' if why is None else why.upper()}  {note}",
+              flush=True)
+    print()
+    for why, names in sorted(failures.items(), key=lambda kv: -len(kv[1])):
+        print(f"{why} ({len(names)}): {', '.join(names)}")
+    print(f"exact: {exact} of {len(types)} model types")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

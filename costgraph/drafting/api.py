@@ -1,0 +1,274 @@
+"""``costgraph import``: draft a model file from the transformers model of a config (issue 28 item 1).
+
+:func:`draft_model` builds the transformers model on the meta device at two probe configurations
+(:mod:`costgraph.drafting.probe`: every size field a product of primes no other field shares),
+traces one forward of each (:mod:`costgraph.drafting.trace`), recognises the blocks and writes
+the model file (:mod:`costgraph.drafting.model_file`); the two drafts must be the same text, and
+at each probe the draft's parameters and forward FLOPs (``matmul`` convention) are compared with
+PyTorch's ``sum(p.numel())`` and ``FlopCounterMode`` on the same meta model (the ``costgraph
+verify`` tier, :mod:`costgraph.torch_measure`). Needs the ``torch`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+
+from ..errors import CostgraphValueError
+from .probe import FIELDS, Probe
+
+
+@dataclass
+class Check:
+    """One probe's comparison: the draft's count and PyTorch's at the probe sizes and ``(b, s)``."""
+
+    probe: int
+    values: dict[str, int]
+    params_torch: int
+    params_draft: int
+    forward_flops_torch: int
+    forward_flops_draft: int
+
+    @property
+    def exact(self) -> bool:
+        return self.params_torch == self.params_draft and self.forward_flops_torch == self.forward_flops_draft
+
+
+@dataclass
+class Draft:
+    """:func:`draft_model`'s result. ``text``: the model file; ``mapping``: symbol → config.json field;
+    ``values``: symbol → the config's value (the file's ``config`` block); ``warnings``; ``todos``
+    (module paths left as TODO); ``confirmed``: the second probe drafted the same text; ``checks``:
+    one :class:`Check` per probe; ``exact``: confirmed, no TODO, and every check exact."""
+
+    text: str
+    name: str
+    model_type: str
+    torch_class: str
+    versions: str
+    mapping: dict[str, str]
+    values: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+    todos: list[str] = field(default_factory=list)
+    confirmed: bool = False
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        return self.confirmed and not self.todos and bool(self.checks) and all(c.exact for c in self.checks)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["exact"] = self.exact
+        for c, obj in zip(d["checks"], self.checks):
+            c["exact"] = obj.exact
+        return d
+
+
+def _require():
+    from ..torch_measure import TorchMissing, require
+
+    try:
+        return require()
+    except TorchMissing as e:
+        raise TorchMissing(str(e).replace("costgraph verify", "costgraph import"), hint=e.hint) from None
+
+
+def _config(source) -> tuple[dict, str | None]:
+    """(config dict with model_type, transformers class name or None) from a dict, a config.json path,
+    a model_type or a transformers class name."""
+    import transformers
+
+    if isinstance(source, dict):
+        cfg = dict(source)
+    elif isinstance(source, str) and (source.endswith(".json") or os.path.isfile(source)):
+        cfg = _read(source)
+    elif isinstance(source, str) and hasattr(transformers, source) and hasattr(getattr(transformers, source),
+                                                                               "config_class"):
+        cls = getattr(transformers, source)
+        return {"model_type": cls.config_class.model_type}, source
+    elif isinstance(source, str):
+        cfg = {"model_type": source}
+    else:
+        raise CostgraphValueError(f"cannot draft from a {type(source).__name__}",
+                                  hint="give a config.json path, a model_type (llama) or a transformers class")
+    if not isinstance(cfg.get("model_type"), str):
+        raise CostgraphValueError("the config has no model_type", hint='a config.json names it: "model_type": "llama"')
+    return cfg, None
+
+
+def _read(path: str) -> dict:
+    """A config.json's object (not through language.hf_config, which imports this package's on_the_fly)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 24)
+        cfg = json.loads(data.decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
+                                  hint="give the path of a config.json file") from None
+    if not isinstance(cfg, dict):
+        raise CostgraphValueError(f"{path}: a config.json holds a JSON object", hint='{"model_type": "llama", ...}')
+    return cfg
+
+
+def _config_object(cfg: dict):
+    from transformers import AutoConfig
+
+    rest = {k: v for k, v in cfg.items() if k not in ("model_type", "auto_map", "architectures")}
+    if rest.get("quantization_config") is not None:
+        rest["quantization_config"] = None
+    try:
+        return AutoConfig.for_model(cfg["model_type"], **rest)
+    except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
+        raise CostgraphValueError(f"transformers cannot build a config of model_type {cfg['model_type']!r}: "
+                                  f"{type(e).__name__}: {str(e)[:200]}",
+                                  hint="give a model_type of the installed transformers, or a config.json") from None
+
+
+def present_fields(config) -> list[str]:
+    """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
+    out = []
+    settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
+    for f in FIELDS:
+        if f not in settable:     # a property the config computes (FalconConfig.head_dim): not a field
+            continue
+        try:
+            v = getattr(config, f, None)
+        except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
+            continue
+        if isinstance(v, int) and not isinstance(v, bool):
+            out.append(f)
+    return out
+
+
+def _probe_config(cfg: dict, config, probe: Probe) -> dict:
+    keys = getattr(type(config), "attribute_map", {}) or {}
+    out = {k: v for k, v in cfg.items() if k != "layer_types"}
+    for f, v in probe.fields.items():
+        out[keys.get(f, f)] = v
+    for i, t in enumerate(("pad_token_id", "bos_token_id", "eos_token_id")):
+        if isinstance(out.get(t), int) or isinstance(getattr(config, t, None), int):
+            out[t] = i
+        elif isinstance(out.get(t), list):
+            out[t] = [i]
+    return out
+
+
+def _build(torch, cfg: dict, class_name: str | None):
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    config = _config_object(cfg)
+    # batched_mm: MoE experts as one bmm per routed token (the meta kernel of grouped_mm wants sizes that
+    # are multiples of 8, which probe primes are not); FlopCounterMode counts the same 2·tokens·k·H·w
+    kwargs = {"attn_implementation": "eager", "dtype": torch.bfloat16, "experts_implementation": "batched_mm"}
+    try:
+        with torch.device("meta"):
+            if class_name is not None:
+                model = getattr(transformers, class_name)._from_config(config, **kwargs)
+            else:
+                model = AutoModelForCausalLM.from_config(config, **kwargs)
+    except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
+        raise CostgraphValueError(f"transformers cannot build model_type {cfg['model_type']!r} at the probe "
+                                  f"configuration: {type(e).__name__}: {str(e)[:200]}",
+                                  hint="costgraph import drafts causal language models (…ForCausalLM)") from None
+    model.train(False)
+    return model
+
+
+def _forward(torch, model, b: int, s: int):
+    """Facts and forward FLOPs (FlopCounterMode, grouped_mm counted) of one ``[b, s]`` forward."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ..torch_measure import grouped_mm_flops_mapping, meta_forward
+    from .trace import trace
+
+    ids = torch.zeros((b, s), dtype=torch.long, device="meta")
+    counter = FlopCounterMode(display=False, custom_mapping=grouped_mm_flops_mapping())
+
+    def run(m, inputs):
+        with torch.no_grad(), meta_forward(), counter:
+            m(**inputs)
+
+    facts = trace(torch, model, {"input_ids": ids, "use_cache": False}, run)
+    return facts, int(counter.get_total_flops())
+
+
+def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
+    from .model_file import body_lines
+    from .writer import Sizer
+
+    model = _build(torch, _probe_config(cfg, config, probe), class_name)
+    try:
+        facts, fl = _forward(torch, model, probe.b, probe.s)
+    except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
+        raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
+                                  f"configuration: {type(e).__name__}: {str(e)[:200]}",
+                                  hint="costgraph import traces one forward of token ids; write this family's "
+                                       "model file by hand (docs: a new architecture in ten minutes)") from None
+    sz = Sizer(probe)
+    rotary = any("rotary" in m.cls.lower() for m in facts.walk())
+    try:
+        inputs, lines = body_lines(facts, sz, rotary)
+    except ValueError as e:
+        raise CostgraphValueError(f"cannot draft {type(model).__name__}: {e}",
+                                  hint="costgraph import drafts models whose layers are a ModuleList") from None
+    params = int(sum(p.numel() for p in model.parameters()))
+    return type(model).__name__, inputs, lines, sz, params, fl
+
+
+def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft:
+    """Draft a model file from the transformers model of ``source``.
+
+    ``source``: a parsed config.json (a dict with ``model_type``), its path, a ``model_type`` of the
+    installed transformers (its default config) or a transformers class name (``"LlamaForCausalLM"``).
+    ``name``: the model's name in the file (default: the model_type). ``check``: compare the draft's
+    parameters and forward FLOPs with PyTorch at both probes (:class:`Check`).
+
+    Raises
+    ------
+    TorchMissing
+        torch or transformers is not installed (the hint names the extra).
+    CostgraphValueError
+        transformers cannot build the config, or the model has no ModuleList of layers.
+    """
+    from .. import model as cg
+    from .model_file import render
+
+    torch = _require()
+    import transformers
+
+    cfg, class_name = _config(source)
+    config = _config_object(cfg)
+    present = present_fields(config)
+    model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
+    probes = [Probe.make(present, i) for i in (0, 1)]
+    runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+    torch_class, inputs, lines, sz, _, _ = runs[0]
+    keys = getattr(type(config), "attribute_map", {}) or {}
+    fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
+    real = {sym: int(getattr(config, f)) for sym, f in fields.items()}
+    mapping = {sym: keys.get(f, f) for sym, f in fields.items()}     # as config.json names it (GPT-2: n_embd)
+    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    header = [f"# Drafted by `costgraph import` from transformers {transformers.__version__} `{torch_class}`",
+              f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
+              "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
+              "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
+    header += [f"# warning: {w}" for w in sz.warnings]
+    context = getattr(config, "max_position_embeddings", None)
+    text = render(model_name, header, inputs, lines, sz, mapping, real, "imported",
+                  context if isinstance(context, int) and not isinstance(context, bool) else None)
+    result = Draft(text, model_name, cfg["model_type"], torch_class, versions, mapping, real, list(sz.warnings),
+                   list(sz.todos), confirmed=(runs[1][1], runs[1][2]) == (inputs, lines))
+    if not result.confirmed:
+        result.warnings.append("the second probe drafted another file: some size is not read from the config")
+    if check:
+        built = cg.loads(text, path=f"<import {model_name}>")
+        for p, run in zip(probes, runs):
+            values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
+            values.update(b=p.b, s=p.s)
+            got = built.costs("model", convention="matmul").evaluate(None, values)
+            result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"])))
+    return result

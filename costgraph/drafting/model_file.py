@@ -1,0 +1,179 @@
+"""The whole model file of a draft: embeddings, the layers as ``repeat``, the final norm, the head;
+the ``dim`` declarations of the symbols used (each naming its config field), a ``config`` of the
+user's values, and the header saying where the draft comes from and how its fields map.
+"""
+
+from __future__ import annotations
+
+from .blocks import LOCAL_BLOCKS, is_norm, norm_call
+from .facts import Module
+from .probe import FIELDS
+from .writer import Sizer, layer_lines
+
+
+def find_layers(root: Module, count: int) -> Module | None:
+    """The ModuleList of the Transformer layers: ``count`` children built alike, else the longest list."""
+    lists = [m for m in root.walk() if m.cls == "ModuleList" and m.children]
+    exact = [m for m in lists if len(m.children) == count]
+    pool = exact or lists
+    return max(pool, key=lambda m: len(m.children)) if pool else None
+
+
+def _is_embedding(m: Module) -> bool:
+    return "embedding" in m.cls.lower() and len(m.params.get("weight", ())) == 2 and not m.children
+
+
+ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "silu": "silu", "tanh": "tanh"}
+
+
+def _leaves(root: Module, layers: Module) -> list[Module]:
+    """Modules without children called outside the layers, in call order."""
+    inside = layers.path + "."
+    found = [m for m in root.walk() if not m.children and m.order is not None and not m.path.startswith(inside)]
+    return sorted(found, key=lambda m: m.order)
+
+
+class _Names:
+    """Node names unique at the model's top level (BERT has two modules called LayerNorm)."""
+
+    def __init__(self):
+        self.taken: set[str] = set()
+
+    def __call__(self, m: Module) -> str:
+        name = m.name if m.name not in self.taken else m.path.replace(".", "_")
+        self.taken.add(name)
+        return name
+
+
+def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple[list[str], list[str]]:
+    inputs, terms = ["input tokens[b, s]: index"], []
+    for m in [m for m in pre if _is_embedding(m)]:
+        num, dim = m.params["weight"]
+        rows = sz.size(num, "embedding rows")
+        name = emb[m.path] = names(m)
+        if not terms:
+            ids = "tokens"
+        elif rows.startswith("s_max") and "positions" not in " ".join(inputs):
+            ids = "positions"
+            inputs.append("input positions[s]: index")
+        else:
+            ids = f"{name}_ids"
+            inputs.append(f"input {ids}[b, s]: index")
+        term = f"embedding({ids}, {rows}, {sz.size(dim, 'embedding width')}, name = {name})"
+        if "scaled" in m.cls.lower():     # BioGPT's, XGLM's scaled word embeddings: × √h
+            term = f"scale({term}, name = {name}_scale)"
+        terms.append(term)
+    return inputs, ["x = " + " + ".join(terms)] if terms else []
+
+
+def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> str | None:
+    """One statement for a module called before or after the layers (norm, dropout, linear, activation)."""
+    if is_norm(m):
+        return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
+    if m.cls == "Dropout":
+        return f"x = dropout(x, name = {names(m)})" if m.attrs.get("p", 0) else None
+    act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
+    if act is not None and not m.params:
+        return f"x = {act}(x)"
+    w = m.params.get("weight")
+    if "linear" in m.cls.lower() and w is not None and len(w) == 2:
+        tied = ""
+        if "weight" in m.tied:
+            if m.tied["weight"] not in emb:
+                return sz.todo(m, f"shares its weight with {m.tied['weight']}")
+            tied = f", tied = {emb[m.tied['weight']]}"
+        call = f"linear(x, {sz.size(w[0], 'output size')}, bias = {'true' if 'bias' in m.params else 'false'}" \
+               f"{tied}, name = {names(m)})"
+        return f"return {call}" if last else f"x = {call}"
+    if not m.params:
+        return None
+    return sz.todo(m, "outside the layers, not an embedding, norm or linear")
+
+
+def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
+    """(input declarations, statements) of the model's body."""
+    values = sz.probe.symbol_values()
+    layers = find_layers(root, values.get("l", 0))
+    if layers is None:
+        raise ValueError("no ModuleList of layers found")
+    start, end = layers.children[0].order or 0, layers.children[-1].order or 0
+    leaves = _leaves(root, layers)
+    pre = [m for m in leaves if m.order < start]
+    post = [m for m in leaves if m.order > end]
+    names, emb = _Names(), {}
+    inputs, lines = _embeddings(pre, sz, names, emb)
+    lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
+    lines += _repeat(layers, sz, rotary, values)
+    for i, m in enumerate(post):
+        line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
+        if line:
+            lines.append(line)
+    if not lines[-1].startswith("return"):
+        lines.append("return x")
+    return inputs, lines
+
+
+def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
+    sizers = [sz] + [sz.repeated() for _ in layers.children[1:]]
+    texts = [layer_lines(layer, z, rotary) for layer, z in zip(layers.children, sizers)]
+    n = len(layers.children)
+    count = "l" if values.get("l") == n else str(n)
+    if count == "l":
+        sz.used.add("l")
+    if all(t == texts[0] for t in texts):
+        return [f"repeat {count} as {_label(layers.name, values)} {{", *("  " + t for t in texts[0]), "}"]
+    runs, i = [], 0
+    while i < n:
+        j = i
+        while j < n and texts[j] == texts[i]:
+            j += 1
+        runs.append((i, j))
+        if i:     # the first layer of each other kind says its TODOs and warnings too
+            sz.todos += sizers[i].todos
+            sz.warnings += sizers[i].warnings
+        i = j
+    label = _label(layers.name, values)
+    if len(runs) == 2 and count == "l":     # first K layers of one kind (DeepSeek's dense layers), or the last
+        short = min(runs, key=lambda r: r[1] - r[0])
+        m = short[1] - short[0]
+        sz.warnings.append(f"{layers.path}: layers {short[0]}..{short[1] - 1} are of another kind; their count {m} "
+                           "is written as a number (set by a config field such as first_k_dense_replace)")
+        out = []
+        for a, b in runs:
+            counted = str(m) if (a, b) == short else f"l - {m}"
+            name = f"{label}_{a}" if (a, b) == short else label
+            out += [f"repeat {counted} as {name} {{   # layers {a}..{'l - ' + str(n - b + 1) if (a, b) != short and b == n else b - 1}",
+                    *("  " + t for t in texts[a]), "}"]
+        return out
+    sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one run of "
+                       "alike layers per repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
+    out = []
+    for a, b in runs:
+        out += [f"repeat {b - a} as {label}_{a} {{   # TODO layers {a}..{b - 1}: one kind of the pattern",
+                *("  " + t for t in texts[a]), "}"]
+        sz.todos.append(f"{layers.path}.{a}-{b - 1}")
+    return out
+
+
+def _label(name: str, values: dict) -> str:
+    """The repeat's name: the ModuleList's, unless a dimension has it (GPT-2's ``h``)."""
+    return "layers" if name in values or name in ("b", "s") else name
+
+
+def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz: Sizer,
+           fields: dict[str, str], real: dict[str, int], config_name: str, context: int | None = None) -> str:
+    """The model file's text. ``fields``: symbol → config field; ``real``: symbol → the user's value;
+    ``context``: the config's context length (the configuration's ``s``; 2048 when it has none)."""
+    order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
+             *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
+    dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
+    for sym in order[2:]:
+        desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
+        dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
+    body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
+    values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
+    seq = real.get("s_max", context or 2048)
+    config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
+    imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"']
+    local = [LOCAL_BLOCKS[b] + "\n" for b in sorted(sz.blocks)]
+    return "\n".join([*header, "", *imports, "", *local, f"model {name} {{", *dims, "", *body, "}", "", config, ""])

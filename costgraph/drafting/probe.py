@@ -1,0 +1,137 @@
+"""Probe configurations for drafting a model file, and reading a size back as config symbols.
+
+A transformers config is built at a *probe* configuration where every size field is a product of
+primes no other field shares (issue 28 item 1): then every shape factor of every weight names the
+config fields it comes from, products included. ``a·d`` is told from ``h`` because ``h`` holds a prime
+(``x``, the head size GPT-2 derives as ``h/a``) that neither ``a`` nor ``d`` holds. A second probe at
+other primes must give the same draft (:func:`costgraph.drafting.api.draft_model` checks it).
+
+Torch-free and SymPy-free: integers and names only.
+
+>>> probe = Probe.make(("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim"), 0)
+>>> probe.symbol_values()["h"], probe.symbol_values()["a"], probe.symbol_values()["d"]
+(40040, 77, 680)
+>>> probe.cover(77 * 680), probe.cover(3 * 40040), probe.cover(13)
+('a * d', '3 * h', None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: config field (transformers' canonical name, after ``attribute_map``) → the symbol a draft names it,
+#: and what it says. Fields not listed keep the config's value and are written as numbers.
+FIELDS: dict[str, tuple[str, str]] = {
+    "hidden_size": ("h", "hidden size (d_model)"),
+    "num_attention_heads": ("a", "attention heads"),
+    "num_key_value_heads": ("kv", "key/value heads"),
+    "num_kv_heads": ("kv", "key/value heads"),
+    "head_dim": ("d", "attention head size"),
+    "intermediate_size": ("i", "MLP intermediate size"),
+    "n_inner": ("i", "MLP intermediate size"),
+    "ffn_dim": ("i", "MLP intermediate size"),
+    "d_ff": ("i", "MLP intermediate size"),
+    "num_hidden_layers": ("l", "Transformer layers"),
+    "vocab_size": ("V", "vocabulary size"),
+    "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
+    "num_local_experts": ("E", "experts per MoE layer"),
+    "num_experts": ("E", "experts per MoE layer"),
+    "n_routed_experts": ("E", "experts per MoE layer"),
+    "num_experts_per_tok": ("k", "experts each token passes through (top-k)"),
+    "moe_intermediate_size": ("m", "expert MLP intermediate size"),
+}
+
+#: symbols that count things rather than size a weight: never read from a shape
+COUNTS = frozenset({"l", "k"})
+
+#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over :data:`HEAD`.
+_PRIMES = (
+    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11},
+    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 29, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13},
+)
+#: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
+HEAD = 40
+#: (b, s) of the forward each probe traces and counts (s below every probe's s_max)
+SHAPES = ((2, 37), (3, 41))
+
+
+def _primes(n: int) -> dict[int, int]:
+    """Prime factorisation of ``n`` ≥ 1: prime → exponent (trial division; sizes are small)."""
+    out: dict[int, int] = {}
+    p = 2
+    while p * p <= n:
+        while n % p == 0:
+            out[p] = out.get(p, 0) + 1
+            n //= p
+        p += 1
+    if n > 1:
+        out[n] = out.get(n, 0) + 1
+    return out
+
+
+@dataclass
+class Probe:
+    """One probe configuration: the config fields set and the symbol each is read back as.
+
+    ``fields``: canonical config field → probe value; ``symbols``: symbol → (value, field); ``b``, ``s``:
+    the batch and sequence length traced."""
+
+    index: int
+    fields: dict[str, int] = field(default_factory=dict)
+    symbols: dict[str, tuple[int, str]] = field(default_factory=dict)
+    b: int = 1
+    s: int = 1
+
+    @classmethod
+    def make(cls, present, index: int) -> "Probe":
+        """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``."""
+        p = _PRIMES[index]
+        kv = p["kv"]
+        a = kv * p["g"]
+        values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
+                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
+                  "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
+                  "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
+                  "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
+                  "moe_intermediate_size": p["m"]}
+        probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
+        for name in present:
+            if name in values:
+                probe.fields[name] = values[name]
+                probe.symbols.setdefault(FIELDS[name][0], (values[name], name))
+        return probe
+
+    def symbol_values(self) -> dict[str, int]:
+        """symbol → probe value."""
+        return {sym: v for sym, (v, _) in self.symbols.items()}
+
+    def cover(self, n: int, *, max_coefficient: int = 64) -> str | None:
+        """``n`` written as ``c * x * y`` in this probe's symbols (largest symbols first), or None
+        when a prime of ``n`` belongs to no symbol or the coefficient left is over ``max_coefficient``."""
+        if n <= 0:
+            return None
+        left = _primes(n)
+        used: list[str] = []
+        cands = sorted(((sym, _primes(v)) for sym, (v, _) in self.symbols.items() if sym not in COUNTS and v > 1),
+                       key=lambda c: (-sum(c[1].values()), c[0]))
+        progress = True
+        while progress:
+            progress = False
+            for sym, f in cands:
+                if all(left.get(q, 0) >= e for q, e in f.items()) and any(q > 5 for q in f):
+                    for q, e in f.items():
+                        left[q] -= e
+                    used.append(sym)
+                    progress = True
+                    break
+        coef = 1
+        for q, e in left.items():
+            if e and q > 5:
+                return None
+            coef *= q ** e
+        if coef > max_coefficient or (not used and coef > 1):    # a bare number names no field
+            return None
+        order = {s: i for i, s in enumerate(("V", "E", "h", "a", "kv", "d", "i", "m", "s_max"))}
+        used.sort(key=lambda s: order.get(s, 99))
+        parts = ([str(coef)] if coef != 1 or not used else []) + used
+        return " * ".join(parts)

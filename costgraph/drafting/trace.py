@@ -1,0 +1,125 @@
+"""Trace a transformers model on the meta device into :class:`costgraph.drafting.facts.Module` facts.
+
+The model is built from its config (``AutoConfig.for_model``, ``AutoModelForCausalLM.from_config``
+on ``torch.device("meta")``: shapes only, no weights) and run once on ``[b, s]`` token ids under
+``torch.no_grad``; forward pre-hooks and hooks on every module record the order of first calls and
+which tensor each call consumed and produced (by identity, the tensors kept alive meanwhile). Torch
+and transformers are imported inside the functions: the ``torch`` extra stays optional.
+"""
+
+from __future__ import annotations
+
+from .facts import Module
+
+#: module attributes the recognisers read, when they are ints, floats, bools or strings
+ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
+         "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps")
+#: attributes that hold an activation function (a module or a function)
+ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
+
+
+def _first_tensor(torch, args, kwargs=None):
+    """The tensor a call is about: its first tensor argument, else ``hidden_states``, else any."""
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+    kwargs = kwargs or {}
+    if isinstance(kwargs.get("hidden_states"), torch.Tensor):
+        return kwargs["hidden_states"]
+    for v in kwargs.values():
+        if isinstance(v, torch.Tensor):
+            return v
+    return None
+
+
+def _out_tensor(torch, out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, (tuple, list)):
+        return next((o for o in out if isinstance(o, torch.Tensor)), None)
+    values = getattr(out, "values", None)
+    if callable(values):
+        return next((o for o in values() if isinstance(o, torch.Tensor)), None)
+    return None
+
+
+def _attrs(mod) -> dict:
+    out = {}
+    for a in ATTRS:
+        v = getattr(mod, a, None)
+        if isinstance(v, (bool, int, float, str)):
+            out[a] = v
+    for a in ACT_ATTRS:
+        v = getattr(mod, a, None)
+        if v is not None and callable(v):
+            out["act"] = type(v).__name__ if not hasattr(v, "__name__") else v.__name__
+    return out
+
+
+def trace(torch, model, inputs: dict, run) -> Module:
+    """The facts of ``model`` after one forward ``run(model, inputs)`` (``run`` sets the context:
+    :func:`costgraph.torch_measure.meta_forward`, no grad)."""
+    nodes: dict[str, Module] = {}
+    pids: dict[str, dict[str, int]] = {}
+    mods = dict(model.named_modules(remove_duplicate=False))   # a module shared by layers has each path
+    for path, mod in mods.items():
+        m = nodes[path] = Module(path, path.rsplit(".", 1)[-1] if path else "", type(mod).__name__, attrs=_attrs(mod))
+        buffers = [n for n, _ in mod.named_buffers(recurse=False)]
+        if buffers:
+            m.attrs["buffers"] = ",".join(buffers)
+        for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
+            m.params[pname] = tuple(int(x) for x in p.shape)
+            pids.setdefault(path, {})[pname] = id(p)
+    keep, produced, consumed = [], {}, {}
+    counter = [0]
+    handles = []
+
+    def pre(path):
+        def hook(mod, args, kwargs):
+            node = nodes[path]
+            if node.order is None:
+                node.order = counter[0]
+                counter[0] += 1
+                t = _first_tensor(torch, args, kwargs)
+                if t is not None:
+                    keep.append(t)
+                    consumed[path] = id(t)
+        return hook
+
+    def post(path):
+        def hook(mod, args, kwargs, out):
+            t = _out_tensor(torch, out)
+            if t is not None and path not in produced:
+                keep.append(t)
+                produced[path] = id(t)
+        return hook
+
+    for path, mod in mods.items():
+        handles.append(mod.register_forward_pre_hook(pre(path), with_kwargs=True))
+        handles.append(mod.register_forward_hook(post(path), with_kwargs=True))
+    try:
+        run(model, inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    owner: dict[int, str] = {}      # a shared Parameter belongs to the module that runs first (the embedding)
+    for node in sorted(nodes.values(), key=lambda n: (n.order is None, n.order or 0)):
+        for pname, pid in pids.get(node.path, {}).items():
+            holder = owner.setdefault(pid, node.path)
+            if holder != node.path:
+                node.tied[pname] = holder
+    for path, mod in mods.items():
+        node = nodes[path]
+        kids = [nodes[f"{path}.{n}" if path else n] for n, _ in mod.named_children()]
+        kids.sort(key=lambda k: (k.order is None, k.order if k.order is not None else 0))
+        node.children = kids
+        for k in kids:
+            cid = consumed.get(k.path)
+            if cid is None:
+                continue
+            if cid == consumed.get(path):
+                k.src = "input"
+            else:
+                k.src = next((s.name for s in kids if s is not k and produced.get(s.path) == cid), "?")
+    del keep
+    return nodes[""]

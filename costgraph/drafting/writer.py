@@ -1,0 +1,156 @@
+"""Write a model file from traced facts: the layers folded into ``repeat``, each layer's dataflow
+(pre-norm, parallel, post-norm, sandwich norms) as residual sums of recognised blocks
+(:mod:`costgraph.drafting.blocks`), sizes in the probe's symbols (:mod:`costgraph.drafting.probe`).
+
+Unknown modules with parameters are written as a commented ``# TODO`` and a warning: never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .blocks import is_norm, mixer_call, norm_call
+from .facts import Module
+from .probe import COUNTS, Probe
+
+
+@dataclass
+class Sizer:
+    """Sizes as text in a probe's symbols; records the symbols used, warnings and TODOs."""
+
+    probe: Probe
+    used: set = field(default_factory=set)
+    warnings: list = field(default_factory=list)
+    todos: list = field(default_factory=list)
+    silent: bool = False
+    blocks: set = field(default_factory=set)     # blocks.LOCAL_BLOCKS the draft uses
+
+    def quiet(self) -> "Sizer":
+        """A sizer for trial recognition: nothing it reads is recorded."""
+        return Sizer(self.probe, set(), [], [], True, set())
+
+    def repeated(self) -> "Sizer":
+        """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
+        return Sizer(self.probe, self.used, [], [], False, self.blocks)
+
+    def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
+        """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
+        symbol (``k``, ``l``) that ``n`` equals at the probe, named only by equality."""
+        values = self.probe.symbol_values()
+        if n == 1:
+            return "1"
+        if count is not None and values.get(count) == n:
+            text = count
+        else:
+            text = self.probe.cover(n)
+            if text is None:
+                for sym, v in values.items():
+                    if sym in COUNTS:
+                        continue
+                    over = self.probe.cover(n * v)
+                    if over is not None and sym not in over.split(" * "):
+                        text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
+                        break
+        if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
+            for extra in (1, 2, -1, -2):
+                over = self.probe.cover(n - extra) if n > extra else None
+                if over is not None and " " not in over and over in values:
+                    text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
+                    break
+        if text is None:
+            if not (quiet or self.silent):
+                self.warnings.append(f"{what} {n} at the probe is no product of config fields: written as a number")
+            return str(n)
+        if not (quiet or self.silent):
+            self.used.update(t for t in text.replace("(", " ").replace(")", " ").split() if t in values)
+        return text
+
+    def todo(self, m: Module, why: str) -> str:
+        if not self.silent:
+            self.todos.append(m.path)
+            self.warnings.append(f"{m.path} ({m.cls}, {m.param_count()} parameters): {why}; left as a TODO")
+        return f"# TODO {m.name}: {m.cls} ({why}; parameters {sorted(m.params)} and children " \
+               f"{[c.name for c in m.children]} not drafted)"
+
+
+def _called(m: Module) -> list[Module]:
+    return [c for c in m.children if c.order is not None]
+
+
+def _flat_mlp(layer: Module, kids: list[Module]) -> list[Module]:
+    """OPT's, XGLM's layers hold ``fc1`` and ``fc2`` themselves: seen as one MLP module ``mlp``."""
+    fc1, fc2 = layer.child("fc1"), layer.child("fc2")
+    if fc1 is None or fc2 is None or fc1 not in kids or fc2 not in kids:
+        return kids
+    mlp = Module(f"{layer.path}.mlp", "mlp", "FlatMLP", attrs=dict(layer.attrs), children=[fc1, fc2],
+                 order=fc1.order, src=fc1.src)
+    return [mlp if c is fc1 else c for c in kids if c is not fc2]
+
+
+def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
+    """The statements of one layer, on the residual stream ``x``."""
+    from .encoder import bert_lines
+
+    bert = bert_lines(layer, sz, rotary)
+    if bert is not None:
+        return bert
+    kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
+    kids = _flat_mlp(layer, kids)
+    lines: list[str] = []
+    expr: dict[str, str] = {}
+    pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
+    uses = {c.name: sum(1 for k in kids if k.src == c.name) for c in kids}
+    post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input"
+    state = {"updated": False, "var": 0}
+
+    def flush(norm: Module | None = None):
+        if pending:
+            terms = ["x", *pending.values()]
+            wrap = len(terms) > 2 and len(" + ".join(terms)) > 100 and norm is None   # a parallel layer
+            total = "\n        + ".join(terms) if wrap else " + ".join(terms)
+            lines.append(f"x = {norm_call(norm, total) if norm else total}")
+            pending.clear()
+            state["updated"] = True
+        elif norm is not None:
+            lines.append(f"x = {norm_call(norm, 'x')}")
+
+    def source(c: Module) -> str:
+        if c.src in expr:
+            return expr[c.src]
+        if c.src == "input" and state["updated"]:
+            return "x0"
+        return "x"
+
+    for c in kids:
+        if post_norm and is_norm(c) and c.src not in pending:
+            flush(c)
+            continue
+        if is_norm(c) and c.src in pending and uses.get(c.name, 0) == 0:    # on a block's output (sandwich)
+            pending[c.src] = norm_call(c, pending[c.src])
+            expr[c.name] = pending[c.src]
+            continue
+        if is_norm(c) and c.src in pending:   # a block that adds the residual itself (BLOOM): its output is x
+            flush()
+            c.src = "?"
+        if c.src == "?" and pending:
+            flush()
+        arg = source(c)
+        if is_norm(c):
+            text = norm_call(c, arg)
+            if uses.get(c.name, 0) > 1:            # read by two blocks (a parallel layer): bound once
+                state["var"] += 1
+                var = f"y{state['var']}"
+                lines.append(f"{var} = {text}")
+                text = var
+            expr[c.name] = text
+            continue
+        call = mixer_call(c, arg, sz, rotary)
+        if call is None:
+            lines.append(sz.todo(c, "no std block recognised"))
+            continue
+        pending[c.name] = call
+        expr[c.name] = call
+    flush()
+    if any(line.find("x0") >= 0 for line in lines):
+        lines.insert(0, "x0 = x")
+    return lines

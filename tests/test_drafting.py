@@ -1,0 +1,185 @@
+"""``costgraph import``'s drafting without PyTorch (issue 28 item 1): sizes read back from probe primes,
+and layers written from their traced dataflow (hand-built :class:`costgraph.drafting.facts.Module`
+facts, shaped as transformers' modules are: names, classes, parameter shapes, where each call's input
+came from). Each drafted layer is built by costgraph and its parameters compared with the facts'
+own count (the sum of the parameter shapes, as ``sum(p.numel())`` counts them).
+"""
+
+from __future__ import annotations
+
+import sympy
+
+import costgraph
+from costgraph.drafting.facts import Module
+from costgraph.drafting.probe import Probe
+from costgraph.drafting.writer import Sizer, layer_lines
+
+LLAMA = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size",
+         "num_hidden_layers", "vocab_size", "max_position_embeddings")
+
+
+def probe() -> Probe:
+    return Probe.make(LLAMA, 0)
+
+
+def test_cover_names_products_of_fields():
+    p = probe()
+    v = p.symbol_values()
+    assert p.cover(v["a"] * v["d"]) == "a * d"
+    assert p.cover(v["kv"] * v["d"]) == "kv * d"
+    assert p.cover(3 * v["h"]) == "3 * h"
+    assert p.cover(2 * v["i"]) == "2 * i"
+    assert p.cover(v["V"] * v["h"]) == "V * h"
+    assert p.cover(45) is None                     # a bare number names no field
+    assert p.cover(v["h"] // v["a"]) is None       # h/a is no product: Sizer divides
+
+
+def test_sizer_divides_and_offsets():
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    assert sz.size(v["h"] // v["a"]) == "h / a"
+    assert sz.size(v["s_max"] + 2) == "s_max + 2"   # OPT's learned positions
+    assert sz.size(1) == "1"
+    assert sz.warnings == []
+    assert sz.size(60, "width") == "60" and "width 60" in sz.warnings[0]
+
+
+def _linear(name, n_in, n_out, bias=False, **kw):
+    params = {"weight": (n_out, n_in)}
+    if bias:
+        params["bias"] = (n_out,)
+    return Module(f"l.{name}", name, "Linear", params=params, **kw)
+
+
+def _norm(name, h, src, cls="LlamaRMSNorm", order=0):
+    return Module(f"l.{name}", name, cls, params={"weight": (h,)}, src=src, order=order)
+
+
+def _attention(v, src, order):
+    h, a, kv, d = v["h"], v["a"], v["kv"], v["d"]
+    kids = [_linear("q_proj", h, a * d), _linear("k_proj", h, kv * d), _linear("v_proj", h, kv * d),
+            _linear("o_proj", a * d, h)]
+    return Module("l.self_attn", "self_attn", "Attention", attrs={"head_dim": d}, children=kids, src=src, order=order)
+
+
+def _mlp(v, src, order):
+    h, i = v["h"], v["i"]
+    kids = [_linear("gate_proj", h, i), _linear("up_proj", h, i), _linear("down_proj", i, h)]
+    return Module("l.mlp", "mlp", "MLP", attrs={"act": "SiLUActivation"}, children=kids, src=src, order=order)
+
+
+def _layer(kids) -> Module:
+    return Module("l", "0", "DecoderLayer", children=kids)
+
+
+def _draft(layer: Module, sz: Sizer) -> str:
+    dims = "\n".join(f"  dim {s}" for s in ("b", "s", "h", "a", "kv", "d", "i"))
+    body = "\n".join("    " + x for x in layer_lines(layer, sz, rotary=True))
+    return (f'import "std/attention.cg"\nimport "std/mlp.cg"\nmodel t {{\n{dims}\n  input x[b, s, h]\n'
+            f"  repeat 1 as layers {{\n{body}\n  }}\n  return x\n}}\n")
+
+
+def _params(text: str, v: dict) -> int:
+    m = costgraph.loads(text, path="<draft>")
+    return int(m.costs("model").evaluate(None, {k: v[k] for k in ("h", "a", "kv", "d", "i")} | {"b": 1, "s": 1})
+               ["params"])
+
+
+def test_pre_norm_layer():
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    layer = _layer([_norm("input_layernorm", v["h"], "input", order=0), _attention(v, "input_layernorm", 1),
+                    _norm("post_attention_layernorm", v["h"], "?", order=2), _mlp(v, "post_attention_layernorm", 3)])
+    assert layer_lines(layer, sz, rotary=True) == [
+        "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, d, name = self_attn)",
+        "x = x + swiglu(rmsnorm(x, name = post_attention_layernorm), i, name = mlp)"]
+    assert _params(_draft(layer, Sizer(probe())), v) == layer.param_count()
+
+
+def test_parallel_layer_binds_the_shared_norm_once():
+    """Phi / GPT-J: attention and MLP read one LayerNorm's output; the norm is computed once."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    ln = Module("l.ln", "input_layernorm", "LayerNorm", params={"weight": (v["h"],), "bias": (v["h"],)},
+                src="input", order=0)
+    layer = _layer([ln, _attention(v, "input_layernorm", 1), _mlp(v, "input_layernorm", 2)])
+    lines = layer_lines(layer, sz, rotary=True)
+    assert lines[0] == "y1 = layernorm(x, name = input_layernorm)"
+    assert lines[1].startswith("x = x + gqa_attention(y1, ") and " + swiglu(y1, i, name = mlp)" in lines[1]
+    assert _params(_draft(layer, Sizer(probe())), v) == layer.param_count()
+
+
+def test_sandwich_norms_wrap_the_block_output():
+    """Gemma 2: a norm on the attention's output, read by no block, is added to x after the block."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    layer = _layer([_norm("input_layernorm", v["h"], "input", order=0), _attention(v, "input_layernorm", 1),
+                    _norm("post_attention_layernorm", v["h"], "self_attn", order=2)])
+    assert layer_lines(layer, sz, rotary=True) == [
+        "x = x + rmsnorm(gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, d, name = self_attn), "
+        "name = post_attention_layernorm)"]
+
+
+def test_post_norm_layer():
+    """OPT-350m / original Transformer: the block reads x, the norm follows the residual sum."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    layer = _layer([_attention(v, "input", 0), _norm("ln", v["h"], "?", cls="LayerNorm", order=1)])
+    assert layer_lines(layer, sz, rotary=False) == [
+        "x = layernorm(x + gqa_attention(x, a, kv, d, rotary = false, name = self_attn), bias = false, name = ln)"]
+
+
+def test_unknown_module_is_a_todo_never_a_guess():
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    odd = Module("l.mixer", "mixer", "MambaMixer", params={"A_log": (v["h"], 16)}, src="input", order=0)
+    lines = layer_lines(_layer([odd]), sz, rotary=False)
+    assert lines[0].startswith("# TODO mixer: MambaMixer (no std block recognised")
+    assert sz.todos == ["l.mixer"]
+    assert "left as a TODO" in sz.warnings[0]
+
+
+def test_import_without_torch_says_which_extra(monkeypatch, capsys):
+    from costgraph import torch_measure
+    from costgraph.cli import main
+
+    def missing():
+        raise torch_measure.TorchMissing("costgraph verify needs PyTorch and Hugging Face transformers "
+                                         "(torch is not installed)", hint="install the torch extra")
+
+    monkeypatch.setattr(torch_measure, "require", missing)
+    assert main(["import", "llama"]) == 2
+    err = capsys.readouterr().err
+    assert "costgraph import needs PyTorch" in err and "install the torch extra" in err
+    assert "Traceback" not in err
+
+
+def test_gqa_parameters_match_the_facts_symbolically():
+    """The drafted layer's parameters, as a closed form, are the facts' shapes written in symbols."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    layer = _layer([_norm("input_layernorm", v["h"], "input", order=0), _attention(v, "input_layernorm", 1)])
+    m = costgraph.loads(_draft(layer, Sizer(probe())), path="<draft>")
+    h, a, kv, d = sympy.symbols("h a kv d", positive=True, integer=True)
+    got = m.costs("model")["params"]
+    want = h + 2 * h * a * d + 2 * h * kv * d
+    assert sympy.expand(got.subs({s: sympy.Symbol(str(s), positive=True, integer=True) for s in got.free_symbols})
+                        - want) == 0
+
+
+def test_unmapped_model_type_without_torch_names_the_extra(monkeypatch, tmp_path):
+    """Issue 28 item 2: without the torch extra an unmapped model_type is refused, the hint naming the extra."""
+    import pytest
+
+    from costgraph import torch_measure
+
+    def missing():
+        raise torch_measure.TorchMissing("costgraph verify needs PyTorch", hint="install the torch extra")
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(torch_measure, "require", missing)
+    with pytest.raises(costgraph.CostgraphValueError) as e:
+        costgraph.from_hf_config({"model_type": "roberta"}, source="cfg.json")
+    assert "cfg.json: unsupported model_type 'roberta'" in str(e.value)
+    assert "with the torch extra (pip install -e '.[torch]') costgraph drafts one" in str(e.value)
+    assert "llama" in str(e.value)     # the bundled types are listed

@@ -1,0 +1,190 @@
+"""``costgraph import`` (issue 28 item 1): a model file drafted from the transformers model, exact
+against PyTorch.
+
+For each family a tiny config is drafted (:func:`costgraph.drafting.api.draft_model`: two probe
+configurations of distinct primes, a traced meta forward each, std blocks recognised) and
+
+(a) at both probes the draft's parameters equal ``sum(p.numel())`` of the transformers model and its
+    forward FLOPs (``matmul`` convention) equal ``torch.utils.flop_counter.FlopCounterMode``'s, and
+    the second probe drafts the same text (``Draft.exact``);
+(b) at the config's own sizes (the file's ``config imported``) the draft's parameters and forward
+    FLOPs equal the PyTorch agreement tier's (:mod:`costgraph.torch_measure`: ``param_count``,
+    ``flops(...)["forward"]``, experts by ``grouped_mm``, as ``costgraph verify`` measures);
+(c) where costgraph bundles the family (GPT-2 → models/gpt.cg, Llama → models/llama.cg) the draft's
+    closed forms of parameters and forward FLOPs are the bundled file's, symbol for symbol.
+
+Families: Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned positions, tied head),
+Mixtral and Qwen3-MoE (mixture of experts; Qwen3's QK-norm), and three families costgraph does not
+bundle: Phi (parallel attention and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX
+(fused QKV with rotary, parallel residual with two norms) and BERT (post-norm, the norms inside
+submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, QK-norm over the
+whole projections: a block the draft defines).
+
+Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
+checked, cached by the config's hash and named as drafted; one whose draft is not exact (FalconMamba:
+its mixer is no std block) is refused with what differs.
+
+Pinned: torch 2.13.0, transformers 5.24.0. Skipped when either is not installed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import costgraph  # noqa: E402
+from costgraph import torch_measure  # noqa: E402
+from costgraph.drafting.api import draft_model  # noqa: E402
+
+TOK = dict(bos_token_id=0, eos_token_id=1, pad_token_id=2)
+DENSE = dict(hidden_size=64, num_attention_heads=4, num_hidden_layers=2, vocab_size=128, max_position_embeddings=64)
+CASES = {
+    "llama": dict(model_type="llama", **DENSE, num_key_value_heads=2, head_dim=32, intermediate_size=96, **TOK),
+    "gpt2": dict(model_type="gpt2", n_embd=64, n_head=4, n_layer=2, vocab_size=128, n_positions=64,
+                 bos_token_id=0, eos_token_id=1),
+    "mixtral": dict(model_type="mixtral", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                    num_local_experts=4, num_experts_per_tok=2, **TOK),
+    "qwen3_moe": dict(model_type="qwen3_moe", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96,
+                      moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2, **TOK),
+    "phi": dict(model_type="phi", **DENSE, intermediate_size=96, **TOK),
+    "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
+    "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
+}
+#: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
+EXPECTED = {
+    "llama": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, d, name = self_attn)",
+    "gpt2": "x = x + attention(layernorm(x, name = ln_1), a, bias = true, name = attn)",
+    "mixtral": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, name = mlp)",
+    "qwen3_moe": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, name = mlp)",
+    "phi": "y1 = layernorm(x, name = input_layernorm)",
+    "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
+    "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
+    "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
+}
+POINTS = [(2, 24)]     # the probes compare at two more (b, s)
+
+
+@functools.lru_cache(maxsize=None)
+def drafted(family: str):
+    return draft_model(CASES[family])
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_draft_exact_at_both_probes(family):
+    d = drafted(family)
+    assert d.todos == [] and d.confirmed, d.warnings
+    assert len(d.checks) == 2
+    for c in d.checks:
+        assert (c.params_draft, c.forward_flops_draft) == (c.params_torch, c.forward_flops_torch), c
+    assert EXPECTED[family] in d.text
+    assert d.exact
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_draft_agrees_with_the_torch_tier_at_the_config(family):
+    d = drafted(family)
+    cfg = {k: v for k, v in CASES[family].items() if k != "model_type"}
+    tm = torch_measure.build_meta(family, cfg, train=False)
+    m = costgraph.loads(d.text, path=f"<{family}>", config="imported")
+    for b, s in POINTS:
+        values = {str(k): int(v) for k, v in m.values("imported", b=b, s=s).items()}
+        got = m.costs("model", convention="matmul").evaluate(None, values)
+        assert int(got["params"]) == torch_measure.param_count(tm)
+        assert int(got["flops_forward"]) == torch_measure.flops(tm, b, s)["forward"]
+
+
+@pytest.mark.parametrize("family, bundled", [("gpt2", "gpt"), ("llama", "llama")])
+def test_draft_closed_forms_are_the_bundled_files(family, bundled):
+    """GPT-2's draft is models/gpt.cg's costs and Llama's models/llama.cg's, as closed forms."""
+    d = costgraph.loads(drafted(family).text, path=f"<{family}>").costs("model", convention="matmul")
+    b = costgraph.load(bundled).costs("model", convention="matmul")
+    for q in ("params", "flops_forward", "flops_backward", "kv_cache_bytes"):
+        assert (d[q] - b[q]).expand() == 0, q
+
+
+def test_config_mapping_names_the_json_keys():
+    """GPT-2's config.json says n_embd, n_head, n_layer, n_positions: the draft maps those keys."""
+    d = drafted("gpt2")
+    assert d.mapping == {"h": "n_embd", "a": "n_head", "l": "n_layer", "V": "vocab_size", "s_max": "n_positions"}
+    assert d.values == {"h": 64, "a": 4, "l": 2, "V": 128, "s_max": 64}
+    assert "config imported { h = 64, a = 4, l = 2, V = 128, s_max = 64, s = 64, b = 1 }" in d.text
+    assert json.loads(json.dumps(d.to_dict()))["exact"] is True
+
+
+def _cli(capsys, *args):
+    """``costgraph ARGS`` in this process (torch is imported once for the file): (status, stdout, stderr)."""
+    from costgraph.cli import main
+
+    status = main(list(args))
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=status, stdout=out.out, stderr=out.err)
+
+
+def test_cli_writes_a_file_derive_reads(tmp_path, capsys):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CASES["phi"]))
+    out = tmp_path / "phi.cg"
+    r = _cli(capsys, "import", str(cfg), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"wrote {out}: model phi drafted from transformers PhiForCausalLM")
+    assert "parameters exact" in r.stdout and "second probe: the same file" in r.stdout
+    d = _cli(capsys, "derive", str(out), "--config", "imported", "--format", "json")
+    assert d.returncode == 0, d.stderr
+    tm = torch_measure.build_meta("phi", {k: v for k, v in CASES["phi"].items() if k != "model_type"})
+    assert json.loads(d.stdout)["quantities"]["params"]["value"] == torch_measure.param_count(tm)
+
+
+def test_cli_refuses_an_unknown_model_type(capsys):
+    r = _cli(capsys, "import", "no_such_model_type")
+    assert r.returncode == 2
+    assert "transformers cannot build a config of model_type 'no_such_model_type'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# ------------------------------------------------ issue 28 item 2: derive config.json of an unmapped family
+
+
+def test_unmapped_config_is_drafted_checked_and_cached(tmp_path, monkeypatch):
+    """Phi is no bundled family: from_hf_config drafts it, checks it, and caches the draft by the config's hash."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg = dict(CASES["phi"])
+    hf = costgraph.from_hf_config(cfg, source="phi.json")
+    assert hf.origin == f"drafted from transformers {transformers.__version__} `PhiForCausalLM`"
+    assert hf.values == {"h": 64, "a": 4, "kv": 4, "i": 96, "l": 2, "V": 128, "s": 64, "b": 1}
+    tm = torch_measure.build_meta("phi", {k: v for k, v in cfg.items() if k != "model_type"})
+    got = hf.model.costs("model", convention="matmul").evaluate(None, {**hf.values, "b": 2, "s": 24})
+    assert int(got["params"]) == torch_measure.param_count(tm)
+    assert int(got["flops_forward"]) == torch_measure.flops(tm, 2, 24)["forward"]
+    cached = list((tmp_path / "costgraph" / "drafts").glob("*.json"))
+    assert len(cached) == 1
+    again = costgraph.from_hf_config(cfg, source="phi.json")     # from the cache
+    assert again.model.costs("model")["params"] == hf.model.costs("model")["params"]
+
+
+def test_unmapped_config_whose_draft_is_not_exact_is_refused(tmp_path, monkeypatch):
+    """Mamba's mixer is no std block: the draft has a TODO, so derive refuses and says what differs."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg = dict(model_type="falcon_mamba", hidden_size=64, num_hidden_layers=2, vocab_size=128, state_size=16)
+    with pytest.raises(costgraph.CostgraphValueError) as e:
+        costgraph.from_hf_config(cfg, source="fm.json")
+    msg = str(e.value)
+    assert "model_type 'falcon_mamba' is not bundled, and its draft (drafted from transformers" in msg
+    assert "not exact: not recognised: backbone.layers.0.mixer" in msg and "parameters at probe 1: torch" in msg
+    assert not (tmp_path / "costgraph" / "drafts").exists() or not list((tmp_path / "costgraph" / "drafts").iterdir())
+
+
+def test_derive_names_the_draft(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(CASES["phi"]))
+    r = _cli(capsys, "derive", str(cfg))
+    assert r.returncode == 0, r.stderr
+    assert f"model_type phi → model 'phi', drafted from transformers {transformers.__version__} `PhiForCausalLM`" \
+        in r.stdout
