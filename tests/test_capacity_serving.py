@@ -22,6 +22,8 @@ from costgraph.inference import P, infer, load, machine, step_seconds
 from costgraph.inference.capacity import activation_estimate, parse_bytes
 from costgraph.inference.prefill_modes import chunked_prefill_seconds, sum_piecewise
 from costgraph.inference.speculative import expected_tokens, mtp_step
+from fractions import Fraction
+from costgraph.cli import main
 
 GIB = 2**30
 
@@ -374,3 +376,106 @@ def test_cli_json_serving_block(capsys):
     text = capsys.readouterr().out
     assert f"GPU KV cache size         {6_990_059_274 // (16 * 131_072) * 16:,} tokens" in text
     assert "Maximum concurrency for 640 tokens per request:" in text
+
+
+# --- --page-size: read as --generate is, its label within the column; --acceptance as an exact fraction (issue 18) ---
+
+LLAMA = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "1024", "--generate", "256"]
+
+
+SPEC = ["--speculative-tokens", "4", "--draft", "llama", "--draft-config", "llama-3-8b"]
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_page_size_1e12_label_fits_the_column(capsys):
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", "1e12")   # was: "invalid int value: '1e12'"
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("  paged (blocks of"))
+    # the label column is 28 characters wide: the label and one space at least, then the formula
+    assert row.startswith("  paged (blocks of 1.000 T)   4000000000000 b d kv l ceiling(")
+    # 4 bytes x d 128 x kv 8 x l 32 per token, one block of 10^12 tokens per sequence
+    assert row.endswith("= 131,072,000,000,000,000 bytes (131.07 PB, 116.42 PiB)")
+    # vLLM takes any positive block size (vllm-project/vllm @ 002f10e, vllm/config/cache.py::CacheConfig
+    # .block_size gt=0) and then has no block to allocate: the report says so, as vLLM would
+    assert "  GPU KV cache size         0 tokens (0 blocks of 4,096,000,000,000,000 bytes per layer" in out
+    assert "vLLM would not start: No available memory for the cache blocks" in out
+
+
+@pytest.mark.parametrize("k, label, bytes_per_block", [("16", "paged (blocks of 16)        ", 64),
+                                                       ("2**10", "paged (blocks of 1,024)     ", 4096),
+                                                       ("1_048_576", "paged (blocks of 1,048,576) ", 4194304),
+                                                       ("12345678", "paged (blocks of 12.35 M)   ", 49382712)])
+def test_page_size_labels(k, label, bytes_per_block, capsys):
+    """k tokens a block, 4 bytes (K and V in bf16) a token and (d, kv, l) position: 4 k b d kv l."""
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", k)
+    assert code == 0, err
+    assert f"\n  {label}{bytes_per_block} b d kv l ceiling(" in out
+
+
+def test_page_size_json_exact(capsys):
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", "1e12", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["settings"]["page_size"] == 10**12
+    assert doc["kv_cache_bytes_paged"]["value"] == 131_072 * 10**12
+
+
+@pytest.mark.parametrize("k, said", [("0", "not a positive whole number"), ("-3", "cannot read --page-size"),
+                                     ("1e16", "out of range"), ("1.5", "--page-size"), ("abc", "cannot read")])
+def test_page_size_refused(k, said, capsys):
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", k)
+    assert code == 2 and "Traceback" not in err and not out
+    assert said in err and "\nhint: " in err
+
+
+def _speculative(capsys, alpha):
+    code, out, err = _cli(capsys, *LLAMA, *SPEC, "--acceptance", alpha, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)["serving"]["speculative"]
+
+
+def test_acceptance_fraction_equals_its_decimal(capsys):
+    half, point5 = _speculative(capsys, "1/2"), _speculative(capsys, "0.5")
+    assert half == point5 and half["acceptance"] == "1/2"
+    # Leviathan et al. 2023 eq. 1: (1 - a^(k+1))/(1 - a) at a = 1/2, k = 4: 31/16
+    assert half["tokens_per_step"]["expr"] == "31/16"
+
+
+def test_acceptance_one_third_exact(capsys):
+    third = _speculative(capsys, "1/3")
+    assert third["acceptance"] == "1/3"
+    # (1 - (1/3)^5) / (1 - 1/3) = (242/243) / (2/3) = 121/81, never 0.333... rounded
+    assert third["tokens_per_step"]["expr"] == "121/81"
+    assert third["tokens_per_step"]["tree"] == {"rational": {"p": "121", "q": "81"}}
+    assert "/121" in third["time_per_output_token"]["expr"]   # the draft's k steps and the verify over 121/81
+
+
+def test_parse_acceptance_exact():
+    from costgraph.inference.speculative import expected_tokens, parse_acceptance
+
+    assert parse_acceptance("1/3") == sympy.Rational(1, 3)
+    assert parse_acceptance(" 2 / 4 ") == sympy.Rational(1, 2) == parse_acceptance("0.5")
+    assert parse_acceptance(Fraction(1, 3)) == sympy.Rational(1, 3)
+    assert parse_acceptance("0/7") == 0 and parse_acceptance("7/7") == 1
+    assert expected_tokens(4, parse_acceptance("1/3")) == sympy.Rational(121, 81)
+
+
+@pytest.mark.parametrize("alpha, said", [("1/0", "divides by zero"), ("4/3", "must be a fraction in [0, 1]"),
+                                         ("1/-3", "cannot read"), ("1e0/3", "cannot read"), ("(1/3)", "cannot read"),
+                                         ("1/3/3", "cannot read"), ("__import__('os')", "cannot read")])
+def test_acceptance_refused(alpha, said, capsys):
+    code, out, err = _cli(capsys, *LLAMA, *SPEC, "--acceptance", alpha)
+    assert code == 2 and "Traceback" not in err and not out
+    assert said in err and "\nhint: " in err
+
+
+def test_acceptance_api_refusal():
+    from costgraph.inference.speculative import parse_acceptance
+
+    with pytest.raises(CostgraphValueError, match="divides by zero"):
+        parse_acceptance("3/0")

@@ -88,3 +88,19 @@ def test_list_and_ops(capsys):
     assert "gpt: configurations gpt2" in capsys.readouterr().out
     assert main(["ops"]) == 0
     assert "linear(x, out, bias=true, tied=none, tp=true)" in capsys.readouterr().out
+
+
+# --- --help and --version beside the argparse hints (issue 18) -------------------------------------------------------
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_and_version_unchanged(capsys):
+    import costgraph
+
+    assert _cli(capsys, "--version")[:2] == (0, f"costgraph {costgraph.__version__}\n")
+    code, out, _ = _cli(capsys, "infer", "--help")
+    assert code == 0 and out.startswith("usage: costgraph infer") and "--page-size PAGE_SIZE" in out

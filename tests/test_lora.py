@@ -20,6 +20,7 @@ from costgraph.training.lora import (
     tensor_quantized_bytes,
 )
 from costgraph.training.states import model_states
+from costgraph.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -376,3 +377,23 @@ def test_torch_checkpoint_equals_full_recompute():
     # each layer's carried input (2 b s h; no operator of the pytorch profile keeps it) is an extra
     kept = sum(r["count"] * r["activation_bytes"] for r in rows) + sum(n * x for _, n, x in extras)
     assert saved["bytes"] == kept.xreplace(_sym(dict(values, b=2, s=16)))
+
+
+# --- the --lora-targets hint names each linear node once (issue 18) --------------------------------------------------
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("model, nodes", [
+    # was: "q_proj, k_proj, ..., down_proj, q_proj, k_proj, ..., lm_head" (one q_proj per layer kind)
+    ("gemma3_text", "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head"),
+    ("jamba", "q_proj, k_proj, v_proj, o_proj, in_proj, x_proj, dt_proj, out_proj, gate, gate_proj, up_proj, "
+              "down_proj, lm_head"),
+])
+def test_lora_target_hint_names_each_node_once(model, nodes, capsys):
+    code, out, err = _cli(capsys, "train", model, "--lora", "16", "--lora-targets", "qproj")
+    assert code == 2 and not out
+    assert err.splitlines()[-1] == "hint: linear nodes: " + nodes
