@@ -104,3 +104,37 @@ def test_help_and_version_unchanged(capsys):
     assert _cli(capsys, "--version")[:2] == (0, f"costgraph {costgraph.__version__}\n")
     code, out, _ = _cli(capsys, "infer", "--help")
     assert code == 0 and out.startswith("usage: costgraph infer") and "--page-size PAGE_SIZE" in out
+
+
+# --- stdout full, closed or gone: a message and exit 2, or exit 1 for EPIPE (issue 18) -------------------------------
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [["list"], ["derive", "gpt", "--config", "gpt2"]])
+def test_stdout_full(argv):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "costgraph: cannot write the output to stdout: No space left on device\n"
+
+
+def test_stdout_closed():
+    p = subprocess.run([sys.executable, "-m", "costgraph.cli", "list"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=300, pass_fds=(),
+                       preexec_fn=lambda: __import__("os").close(1))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "costgraph: cannot write the output: stdout is closed\n"
+
+
+def test_reader_gone_is_exit_1_without_a_message():
+    # EPIPE: the conventional status 1 (Python's documented SIGPIPE idiom), nothing on stderr
+    import os
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "costgraph.cli", "list"], stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert p.returncode == 1 and p.stderr == "", p.stderr

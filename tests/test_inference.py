@@ -12,6 +12,8 @@ import costgraph
 from costgraph.errors import CostgraphValueError
 from costgraph.inference import G, P, Inference, infer, load, machine, step_seconds
 from costgraph.inference.roofline import compute_bound_batch
+import subprocess
+import sys
 
 
 def _vals(model, config, **over):
@@ -320,3 +322,24 @@ def test_infer_report_of_a_state_only_model():
     assert v["max_context"] is None and v["context_unbounded"] is True
     # capacity: weights + b states ≤ 72 GB (h100-sxm 80 GB, reserve 0.1)
     assert v["max_batch"] == (72_000_000_000 - 2 * 129_135_360) // 1_474_560
+
+
+# --- no sizes: the missing ones named, exit 2, no traceback (issue 18) -----------------------------------------------
+
+HINT = "--config NAME or --set NAME=VALUE"
+
+
+def _cg(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _refused(p: subprocess.CompletedProcess) -> str:
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and "this is a bug" not in p.stderr, p.stderr
+    return p.stderr
+
+
+def test_infer_without_sizes_names_them():
+    err = _refused(_cg("infer", "mixtral", "--hardware", "h100-sxm", "--prompt", "16", "--generate", "16"))
+    assert "error: no value for E, V, a, d, h, i, k, kv, l\n" in err and HINT in err
