@@ -85,3 +85,11 @@ def test_moe_rule_of_thumb_uses_active_parameters(capsys):
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("6N per token"))
     assert "N active, MoE" in line and f"{6 * 12_879_925_248 / 1e9:.2f} GFLOP" in line
     assert "6N, all parameters" in out
+
+
+# --- a bare count needs devices (issue 16 trial) ---------------------------------------------------------------------
+
+def test_bare_count_needs_devices(capsys):
+    # before: --params with --gpus 0 answered for "1 GPUs"
+    assert main(["train", "--params", "7e9", "--gpus", "0"]) == 2
+    assert "--gpus must be a positive whole number" in capsys.readouterr().err

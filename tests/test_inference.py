@@ -14,6 +14,8 @@ from costgraph.inference import G, P, Inference, infer, load, machine, step_seco
 from costgraph.inference.roofline import compute_bound_batch
 import subprocess
 import sys
+from costgraph import cli
+import json
 
 
 def _vals(model, config, **over):
@@ -343,3 +345,32 @@ def _refused(p: subprocess.CompletedProcess) -> str:
 def test_infer_without_sizes_names_them():
     err = _refused(_cg("infer", "mixtral", "--hardware", "h100-sxm", "--prompt", "16", "--generate", "16"))
     assert "error: no value for E, V, a, d, h, i, k, kv, l\n" in err and HINT in err
+
+
+# --- --prompt and the API's generate read as --generate is (issue 17 trial) ------------------------------------------
+
+LLAMA = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
+
+
+def test_api_reads_generate_as_the_cli_does(capsys):
+    # was: Model.infer(generate="1e12") refused ("must be a positive whole number, not '1e12'")
+    import costgraph
+
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b")
+    assert cli.main(LLAMA[:6] + ["--prompt", "100", "--generate", "1e12", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for g in ("1e12", 1e12, 10**12):
+        rep = m.infer(hardware="h100-sxm", prompt=100, generate=g, values=v)
+        assert json.loads(json.dumps(rep.to_dict())) == doc
+
+
+def test_prompt_read_as_generate_is(capsys):
+    # was: --prompt 1e7 refused ('invalid int value') while --generate 1e7 was read; --prompt 10**22 accepted
+    base = LLAMA[:6] + ["--generate", "2", "--format", "json"]
+    assert cli.main(base + ["--prompt", "1e7"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert cli.main(base + ["--prompt", "10**7"]) == 0
+    assert json.loads(capsys.readouterr().out) == a and a["settings"]["prompt"] == 10**7
+    assert cli.main(base + ["--prompt", "10**16"]) == 2
+    assert "out of range" in capsys.readouterr().err

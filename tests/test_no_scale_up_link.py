@@ -12,6 +12,7 @@ from costgraph import cli
 from costgraph.engine.symbols import dim
 from costgraph.hardware import preset
 from costgraph.parallel.placement import link
+from costgraph.cli import main
 
 
 def test_link_is_scale_out_without_a_scale_up_link():
@@ -30,3 +31,13 @@ def test_plan_on_a_preset_without_a_scale_up_link(capsys):
     out = capsys.readouterr()
     assert status == 0, out.err
     assert "internal error" not in out.err
+
+
+# --- --domain-ranks within the preset's domain (issue 16 trial) ------------------------------------------------------
+
+def test_domain_ranks_within_the_preset(capsys):
+    # before: --domain-ranks 10^30 on h100-sxm (8-GPU domains) put all 64 GPUs in one NVLink domain
+    argv = ["train", "gpt", "--config", "gpt2", "--gpus", "64", "--tp", "4", "--hardware", "h100-sxm",
+            "--domain-ranks", "1000000000000000000000000000000"]
+    assert main(argv) == 2
+    assert "scale-up domain" in capsys.readouterr().err
