@@ -1,0 +1,79 @@
+"""costgraph.language.loader: imports confined to the model's folder (symbolic links out of it refused), and no text
+of a non-model file echoed in an error (issue 18)."""
+
+from costgraph.cli import main
+import os
+import pytest
+
+
+SECRET = "TOPSECRET_r18_hunter2"
+
+
+MODEL = 'import "{imp}"\nmodel m {{\n  dim b default 2\n  dim h default 4\n  input x[b, h]\n  return x\n}}\n'
+
+
+def _cli(capsys, *args):
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder holding a model, and a secret file outside it."""
+    (tmp_path / "out").mkdir()
+    secret = tmp_path / "out" / "secret.txt"
+    secret.write_text(f"{SECRET}=1 and more text\n")
+    (tmp_path / "m").mkdir()
+    return tmp_path / "m", secret
+
+
+def test_import_symlink_out_of_the_folder_is_refused_without_its_text(outside, capsys):
+    folder, secret = outside
+    os.symlink(secret, folder / "evil.cg")
+    (folder / "a.cg").write_text(MODEL.format(imp="evil.cg"))
+    rc, out, err = _cli(capsys, "derive", str(folder / "a.cg"))
+    assert rc == 2
+    assert "symbolic link out of the model's folder" in err
+    assert SECRET not in err + out and "Traceback" not in err
+
+
+def test_import_symlink_to_proc_environ_is_refused(outside, capsys, monkeypatch):
+    folder, _ = outside
+    monkeypatch.setenv("R18_ENV_SECRET", SECRET)
+    os.symlink("/proc/self/environ", folder / "env.cg")
+    (folder / "a.cg").write_text(MODEL.format(imp="env.cg"))
+    rc, out, err = _cli(capsys, "derive", str(folder / "a.cg"))
+    assert rc == 2
+    assert SECRET not in err + out and "R18_ENV_SECRET" not in err
+
+
+def test_import_symlink_inside_the_folder_to_a_non_model_file_is_refused(outside, capsys):
+    folder, _ = outside
+    (folder / "notes.txt").write_text(f"{SECRET}\n")
+    os.symlink(folder / "notes.txt", folder / "n.cg")
+    (folder / "a.cg").write_text(MODEL.format(imp="n.cg"))
+    rc, out, err = _cli(capsys, "derive", str(folder / "a.cg"))
+    assert rc == 2 and "is not a model file" in err
+    assert SECRET not in err + out
+
+
+def test_import_symlink_inside_the_folder_to_a_model_file_still_works(outside, capsys):
+    folder, _ = outside
+    (folder / "sub").mkdir()
+    (folder / "sub" / "blocks.cg").write_text("block ident(x) {\n  return x\n}\n")
+    os.symlink(folder / "sub" / "blocks.cg", folder / "link.cg")
+    (folder / "a.cg").write_text(MODEL.format(imp="link.cg"))
+    rc, out, err = _cli(capsys, "derive", str(folder / "a.cg"), "--format", "json")
+    assert rc == 0, err
+
+
+def test_a_non_model_file_given_as_the_model_is_not_quoted(outside, capsys):
+    folder, secret = outside
+    os.symlink(secret, folder / "direct.cg")
+    rc, out, err = _cli(capsys, "derive", str(folder / "direct.cg"))
+    assert rc == 2
+    assert "its text is not shown" in err
+    assert SECRET not in err + out
+    rc, out, err = _cli(capsys, "derive", str(secret))
+    assert rc == 2 and SECRET not in err + out
