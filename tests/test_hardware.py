@@ -251,3 +251,17 @@ def test_hardware_did_you_mean_once(capsys):
     assert hint.startswith("hint: did you mean 'h100-sxm' or 'h100-pcie'? presets: a100-40gb-sxm, ")
     names = hint.split("presets: ")[1].split("; ")[0].split(", ")
     assert len(names) == len(set(names)) == 31
+
+
+# --- an empty hardware name asks for one (issue 18) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_hardware_empty_name_asks_for_a_name(capsys, name):
+    from costgraph.hardware import presets
+
+    code, out, err = _cli(capsys, "hardware", name)
+    assert code == 2 and "did you mean" not in err
+    assert err.startswith("error: a hardware name is needed, got an empty one\nhint: presets: "
+                          + ", ".join(presets()) + ";")
+    code, out, err = _cli(capsys, "hardware", "h100sx")
+    assert code == 2 and "did you mean 'h100-sxm'?" in err

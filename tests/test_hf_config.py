@@ -10,6 +10,7 @@ import pytest
 
 import costgraph
 from costgraph.language.hf_config import supported_model_types
+from costgraph.cli import main
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 
@@ -214,3 +215,50 @@ def test_deepseek_v2_lite_without_query_compression():
     assert v["kv_cache_bytes_per_token"] == 27 * (512 + 64) * 2
     q = costgraph.from_hf_config(dict(DEEPSEEK_V2_LITE, q_lora_rank=1536))
     assert q.model.graph.options["q_lora"] is True and q.values["r_q"] == 1536
+
+
+# --- rotary_pct above 1; duplicate keys warned with the value used (issue 18) ----------------------------------------
+
+PYTHIA = {"model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "rotary_pct": 0.25,
+          "intermediate_size": 3072, "num_hidden_layers": 12, "vocab_size": 50304,
+          "max_position_embeddings": 2048, "use_parallel_residual": True}
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_rotary_pct_above_one_in_config_json(tmp_path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**PYTHIA, "rotary_pct": 2.0}))
+    code, out, err = _cli(capsys, "derive", str(p))
+    assert code == 2 and "Traceback" not in err
+    assert f"{p}: key 'rotary_pct' is the fraction of each head that is rotated, at most 1, got 2.0" in err
+    assert "hint: write a number in (0, 1]" in err
+    p.write_text(json.dumps({**PYTHIA, "rotary_pct": 1.0}))
+    code, out, err = _cli(capsys, "derive", str(p))
+    assert code == 0 and "r=64," in out                 # 1.0 · 768/12
+
+
+def test_duplicate_key_warns_with_key_file_and_value_used(tmp_path):
+    from costgraph.language.hf_config import DuplicateKeyWarning
+
+    text = json.dumps(PYTHIA)[:-1] + ',\n "hidden_size": 1024,\n "hidden_size": 384}'
+    p = tmp_path / "config.json"
+    p.write_text(text)
+    with pytest.warns(DuplicateKeyWarning) as record:
+        hf = costgraph.load_hf_config(str(p))
+    assert hf.values["h"] == 384 and hf.values["r"] == 8          # the last value, as json.loads takes: 0.25·384/12
+    assert [str(w.message) for w in record] == [
+        f"duplicate key 'hidden_size' in {p}: it is given 3 times; the last value, 384, is used "
+        "(as Python and Transformers do)"]
+    assert record[0].filename == str(p) and record[0].lineno == 3
+
+
+def test_no_warning_without_duplicates(tmp_path, recwarn):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(PYTHIA))
+    assert costgraph.load_hf_config(str(p)).values["h"] == 768
+    assert not [w for w in recwarn if "duplicate" in str(w.message)]

@@ -77,3 +77,12 @@ def test_a_non_model_file_given_as_the_model_is_not_quoted(outside, capsys):
     assert SECRET not in err + out
     rc, out, err = _cli(capsys, "derive", str(secret))
     assert rc == 2 and SECRET not in err + out
+
+
+# --- a model path that is not a regular file, or none (issue 18) -----------------------------------------------------
+
+def test_derive_dev_zero_is_not_a_regular_file(capsys):
+    code, out, err = _cli(capsys, "derive", "/dev/zero")
+    assert code == 2 and err.startswith("error: /dev/zero is not a regular file\n") and "no such" not in err
+    code, out, err = _cli(capsys, "derive", "no/such/model.cg")
+    assert code == 2 and err.startswith("error: no such model file: no/such/model.cg\n")

@@ -37,3 +37,16 @@ def test_python_string_round_trips_through_a_whitelisted_parse():
 def test_same_input_prints_same_bytes():
     e = sympy.expand(34 * s * b * h + 5 * a * s**2 * b)
     assert {to_latex(field_order(e)) for _ in range(5)} == {"34 b s h + 5 b s^{2} a"}
+
+
+# --- units past the largest prefix in scientific notation (costgraph.numbers.units; issue 18) ------------------------
+
+def test_bytes_past_the_largest_prefix_in_scientific_notation():
+    from costgraph.numbers.units import PAST_PREFIXES, decimal, nbytes, with_unit
+
+    assert PAST_PREFIXES == 10**33
+    assert nbytes(10**33 - 10**30) == "999.00 QB, 788.07 QiB"      # still prefixed: 999·10³⁰ / 2¹⁰⁰
+    assert nbytes(2 * 10**99) == "2.000 x 10⁹⁹ bytes"
+    assert with_unit("activation_bytes", 16 * 10**99) == f"{16 * 10**99:,} bytes (1.600 x 10¹⁰⁰ bytes)"
+    assert decimal(13265616.4, 0) == "13,265,616" and decimal(153.537, 2) == "153.54"
+    assert decimal(2.1933888e91) == "2.193 x 10⁹¹"

@@ -299,3 +299,16 @@ def test_markdown_report_escapes_model_strings(tmp_path, capsys):
     # CommonMark 0.31 §2.4: a backslash before punctuation is the literal character
     assert rows["| $b$"] == (r"| $b$ | &lt;script&gt;alert(1)&lt;/script&gt; \| \*x\* \[l\](javascript:x) \`c\` |")
     assert rows["| $h$"] == r"| $h$ | &lt;img src=x onerror=alert(1)&gt; a_b \_e\_ &amp; c |"
+
+
+# --- a report's average layer worded as derive's (issue 18) ----------------------------------------------------------
+
+def test_report_average_layer_uses_derive_wording(capsys):
+    """gemma-3-1b: 26 layers, one global in 6 (floor(26/6) = 4): the per-layer forward FLOPs are
+    32416265666560/13 = 2,493,558,897,427 9/13."""
+    code, out, err = _cli(capsys, "report", "gemma3_text", "--config", "gemma-3-1b", "--format", "md")
+    assert code == 0, err
+    assert "/13 FLOP |" not in out
+    assert "| 2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7) |" in out
+    code, derived, err = _cli(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
+    assert "forward FLOPs                2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7)" in derived
