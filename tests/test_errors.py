@@ -729,3 +729,35 @@ def test_cli_config_json_errors_exit_2(tmp_path, capsys):
     assert main(["derive", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:1:25: error: invalid JSON" in err and "Traceback" not in err
+
+
+# --- refusals on the new families carry a hint (issue 19 trial) ------------------------------------------------------
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["derive", "vit", "--config", "vit-base-patch16-224", "--set", "image=0"], "--set image=N"),
+    (["sweep", "llama", "--config", "llama-3-8b", "--over", "h=64:128:+64", "--max-rows", "-1"], "hint: "),
+])
+def test_refusals_carry_a_hint(capsys, argv, hint):
+    status, _, err = run(argv, capsys)
+    assert status == 2 and hint in err and "hint: " in err
+
+
+# --- --batch 0 and --gpus 0 named with their flag (issue 20 trial) ---------------------------------------------------
+
+def test_batch_zero_is_named_with_its_flag(capsys):
+    # `infer/fit --serve --batch 0` was refused at the model file (llama.cg:71: "a dimension of tensor
+    # 'tokens' is b = 0"), and a bad --gpus/--tp hinted "--set --gpus=N", which is no command.
+    assert main(["infer", "llama", "--config", "llama-3-8b", "--prompt", "5", "--generate", "5", "--batch", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: '--batch' must be a positive whole number, got 0 (int)") and ".cg" not in err
+    assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--serve", "--prompt", "5",
+                 "--generate", "5", "--batch", "-3"]) == 2
+    assert "'--batch' must be a positive whole number, got -3" in capsys.readouterr().err
+    assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--gpus", "0"]) == 2
+    assert "hint: give --gpus a whole number above 0 (e.g. --gpus 2; in Python gpus=2)" in capsys.readouterr().err

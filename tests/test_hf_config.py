@@ -11,6 +11,7 @@ import pytest
 import costgraph
 from costgraph.language.hf_config import supported_model_types
 from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 
@@ -262,3 +263,46 @@ def test_no_warning_without_duplicates(tmp_path, recwarn):
     p.write_text(json.dumps(PYTHIA))
     assert costgraph.load_hf_config(str(p)).values["h"] == 768
     assert not [w for w in recwarn if "duplicate" in str(w.message)]
+
+
+# --- nested configs that are not objects, and config files that are not JSON, refused with a hint (issue 19 trial) ---
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+@pytest.mark.parametrize("nested", [None, [1], "x", 7])
+def test_a_nested_config_that_is_not_an_object_is_refused(tmp_path, nested):
+    # before: llava's vision tower silently took CLIPVisionConfig's defaults (224/32/768), which is
+    # not even what LlavaConfig builds for a missing vision_config (1024 wide, 24 layers, patch 14)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llava", "vision_config": nested, "text_config": {}}))
+    with pytest.raises(CostgraphValueError, match=r"key 'vision_config' must be an object") as e:
+        costgraph.load_hf_config(str(path))
+    assert e.value.hint
+
+
+def test_a_missing_nested_config_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    # LlavaConfig builds its own tower for a missing vision_config, not CLIPVisionConfig's defaults;
+    # CLIPConfig builds CLIPTextConfig() (its mapping entry's nested_defaults: read as the defaults)
+    path.write_text(json.dumps({"model_type": "llava", "text_config": {}}))
+    with pytest.raises(CostgraphValueError, match=r"key 'vision_config' must be an object .*missing or null"):
+        costgraph.load_hf_config(str(path))
+
+
+def test_config_file_errors_carry_a_hint(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    status, _, err = run(["derive", str(empty)], capsys)
+    assert status == 2 and "invalid JSON" in err and "hint: " in err
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    status, _, err = run(["derive", str(binary)], capsys)
+    assert status == 2 and "not UTF-8 text" in err and "hint: " in err
+    frac = tmp_path / "frac.json"
+    frac.write_text(json.dumps({"model_type": "vit", "image_size": 224.5}))
+    status, _, err = run(["derive", str(frac)], capsys)
+    assert status == 2 and "positive whole number" in err and "hint: " in err

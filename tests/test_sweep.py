@@ -159,3 +159,18 @@ def test_progress_bar_on_stderr_only(monkeypatch, capsys):
     sweep(model, costs, parse_axes(["b=1:10:+1"]), fixed, ["params"], progress=bar)
     bar.close()
     assert quiet.getvalue() == ""
+
+
+# --- --max-rows read in scientific notation (issue 19 trial) ---------------------------------------------------------
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_max_rows_reads_scientific_notation(capsys):
+    status, out, err = run(["sweep", "llama", "--config", "llama-3-8b", "--over", "h=64:128:+64",
+                            "--max-rows", "1e11"], capsys)
+    assert status == 0, err
+    assert len(out.strip().splitlines()) == 3      # the header and the rows h = 64, 128
