@@ -620,3 +620,40 @@ def test_serving_values_keep_huge_expert_powers_unevaluated(capsys):
     p = doc["serving"]["prefix_caching"]
     assert p["max_batch"] == 2 and p["fits"] is False
     assert 0 < p["time_to_first_token"]["value"] < doc["time_to_first_token"]["value"]
+
+
+# --- efficiencies, reserve and page size out of range refused (new-user trial) ---------------------------------------
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# efficiencies in (0, 1], reserve in [0, 1), the flag's own name
+@pytest.mark.parametrize("flag, value, message", [
+    ("--compute-efficiency", "0", "error: --compute-efficiency must be a fraction in (0, 1], not 0\n"
+     "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--compute-efficiency", "2", "error: --compute-efficiency must be a fraction in (0, 1], not 2\n"
+     "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--bandwidth-efficiency", "0", "error: --bandwidth-efficiency must be a fraction in (0, 1], not 0\n"
+     "hint: the share of the HBM bandwidth reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--reserve", "1", "error: --reserve must be a fraction in [0, 1), not 1\n"
+     "hint: the share of device memory kept free: vLLM keeps 0.1\n"),
+])
+def test_infer_refuses_efficiencies_reserve_and_page_size_out_of_range(capsys, flag, value, message):
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", flag, value]) == message
+
+
+def test_infer_refuses_page_size_zero(capsys):
+    # since issue 18 --page-size is read as --generate is (1e12, 2**10), by argparse's type: its usage,
+    # then the error and the hint line (costgraph.cli_errors)
+    err = _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--page-size", "0"])
+    assert err.startswith("usage: costgraph infer")
+    assert err.endswith("costgraph infer: error: argument --page-size: --page-size '0' is not a positive whole number\n"
+                        "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; "
+                        "costgraph infer --help lists its arguments\n")

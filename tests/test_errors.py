@@ -761,3 +761,29 @@ def test_batch_zero_is_named_with_its_flag(capsys):
     assert "'--batch' must be a positive whole number, got -3" in capsys.readouterr().err
     assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--gpus", "0"]) == 2
     assert "hint: give --gpus a whole number above 0 (e.g. --gpus 2; in Python gpus=2)" in capsys.readouterr().err
+
+
+# --- statements after a return are an error at the first of them (new-user trial) ------------------------------------
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# statements after a return are an error at the first of them, not silently dropped
+@pytest.mark.parametrize("where, text, line", [
+    ("model", 'model m {\n  dim b "batch"\n  dim s "tokens"\n  dim h "width"\n  input x[b, s, h]\n'
+              '  return x\n  y = linear(x, h)\n}\n', 7),
+    ("block", 'block f(x[B, S, H]) {\n  return gelu(x)\n  y = linear(x, H)\n}\n'
+              'model m {\n  dim b "batch"\n  dim s "tokens"\n  dim h "width"\n  input x[b, s, h]\n'
+              '  return f(x)\n}\n', 3),
+])
+def test_statements_after_return_are_unreachable(tmp_path, capsys, where, text, line):
+    path = tmp_path / "m.cg"
+    path.write_text(text)
+    err = _err(capsys, ["derive", str(path), "--set", "b=1", "s=2", "h=3"])
+    assert err == (f"{path}:{line}:3: error: unreachable: statements after return\n"
+                   "      y = linear(x, " + ("h" if where == "model" else "H") + ")\n      ^\n"
+                   "hint: a block or model ends at its return; move the statements before it, or delete them\n")

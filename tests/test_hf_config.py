@@ -306,3 +306,44 @@ def test_config_file_errors_carry_a_hint(tmp_path, capsys):
     frac.write_text(json.dumps({"model_type": "vit", "image_size": 224.5}))
     status, _, err = run(["derive", str(frac)], capsys)
     assert status == 2 and "positive whole number" in err and "hint: " in err
+
+
+# --- dropout rates are probabilities; a byte-order mark is read (new-user trial) -------------------------------------
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# config.json dropout rates are probabilities, checked like the other keys and named with the file
+@pytest.mark.parametrize("file, key, value, shown", [
+    ("llama-2-7b.json", "attention_dropout", "0.1", "'0.1'"),
+    ("llama-2-7b.json", "attention_dropout", -0.1, "-0.1"),
+    ("gpt2.json", "attn_pdrop", 1.5, "1.5"),
+    ("gpt2.json", "resid_pdrop", True, "True"),
+])
+def test_hf_config_dropout_rates_are_probabilities(tmp_path, capsys, file, key, value, shown):
+    from pathlib import Path
+
+    config = json.loads((Path(__file__).parent.parent / "examples" / "hf" / file).read_text())
+    path = tmp_path / file
+    path.write_text(json.dumps({**config, key: value}))
+    err = _err(capsys, ["derive", str(path)])
+    assert err == f"error: {path}: key '{key}' must be a dropout probability, a number in [0, 1), got {shown}\n"
+    # the released value passes (GPT-2's 0.1, LLaMA's absent key)
+    assert main(["derive", str(Path(__file__).parent.parent / "examples" / "hf" / file)]) == 0
+
+
+def test_config_json_with_a_byte_order_mark(tmp_path):
+    # some editors write a UTF-8 byte-order mark; Python's json refuses it ("decode using utf-8-sig")
+    import costgraph
+
+    p = tmp_path / "gpt2.json"
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "examples" / "hf" / "gpt2.json"
+    p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    hf = costgraph.load_hf_config(str(p))
+    assert hf.costs().evaluate(**hf.values)["params"] == 124_439_808   # GPT-2 small, tied head

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from costgraph import cli
 import json
+from costgraph.cli import main
 
 
 def _vals(model, config, **over):
@@ -374,3 +375,31 @@ def test_prompt_read_as_generate_is(capsys):
     assert json.loads(capsys.readouterr().out) == a and a["settings"]["prompt"] == 10**7
     assert cli.main(base + ["--prompt", "10**16"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+# --- past a learned position table: a warning, the context capped (new-user trial) -----------------------------------
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+# a learned position table: P + G > s_max warns, and the longest context is capped at s_max
+def test_infer_warns_past_the_position_table_and_caps_the_context(capsys):
+    assert main([*INFER, "--prompt", "100000", "--generate", "5"]) == 0
+    out = capsys.readouterr().out
+    warning = ("P + G = 100,005 positions is longer than s_max = 1,024: the learned position table has "
+               "s_max rows, so the model cannot read that many tokens as built")
+    assert out.splitlines()[-1] == "warning: " + warning
+    assert "  longest context           1,024 tokens per sequence at b = 1 (s_max: the learned position " \
+           "table; memory would hold 1,946,368)" in out.splitlines()
+    assert main([*INFER, "--prompt", "100000", "--generate", "5", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["warnings"] == [warning]
+    # memory alone: whole pages of 16 positions of 4·h·l bytes (K and V in bf16, DOMAIN.md §6) beside the
+    # bf16 weights 2·124,439,808 (DOMAIN.md §1), within 0.9 × the H100's 80e9 bytes
+    pages = (72_000_000_000 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
+    assert doc["max_context"] == 1024 and doc["max_context_memory"] == 16 * pages == 1_946_368
+    from costgraph.export import schema as schemas
+
+    assert list(schemas.validator("infer").iter_errors(doc)) == []
+    assert main([*INFER, "--prompt", "512", "--generate", "512", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []    # P + G = s_max: no warning

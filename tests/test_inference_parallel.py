@@ -15,6 +15,7 @@ from costgraph.inference.parallel import Serving, ServingInference, serving_infe
 from costgraph.inference.roofline import infer
 from costgraph import cli
 import json
+from costgraph.cli import main
 
 H, A, KV, D, I, L, V = 8192, 64, 8, 128, 28672, 80, 128256   # Llama-3-70B config.json
 
@@ -305,3 +306,25 @@ def test_pipeline_without_a_link_has_no_seconds(capsys):
     assert "pipeline stages' sends need a link" in doc["time_per_output_token"]["absent"]
     doc = _json(capsys, MIXTRAL + ["--pp", "4", "--peak", "1e15", "--bandwidth", "4.8e12", "--link-bandwidth", "50e9"])
     assert doc["time_per_output_token"]["value"] is not None
+
+
+# --- infer refuses the TP layouts train refuses (new-user trial) -----------------------------------------------------
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# infer refuses the TP layouts train refuses (costgraph/training/validity.py check_layout)
+def test_infer_refuses_tp_that_splits_an_axis_unevenly(capsys):
+    msg = ("error: tensor parallelism t = 5 splits an axis of 2304 (3*h, tensor 'layers/attn/c_attn:0') "
+           "unevenly\nhint: t must divide the heads, K/V heads and widths it splits\n")
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--tp", "5"]) == msg
+    # the same message as train's (3h = 2304 is not a multiple of 5)
+    assert _err(capsys, ["train", "gpt", "--config", "gpt2", "--gpus", "5", "--tp", "5"]) == msg
+    assert main([*INFER, "--prompt", "512", "--generate", "128", "--tp", "4"]) == 0   # 12 heads, 768, 2304, 3072 ÷ 4

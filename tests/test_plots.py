@@ -218,3 +218,16 @@ def test_plot_memory_without_sizes_names_them(tmp_path):
 def test_plot_flops_without_sizes_names_them(tmp_path):
     err = _refused(_cg("plot", "gpt", "--set", "s=16", "--kind", "flops", "-o", str(tmp_path / "f.svg")))
     assert "error: no value for b, h, l\n" in err and HINT in err
+
+
+# --- a plot over s warns past the position table (new-user trial) ----------------------------------------------------
+
+S_WARNING = ("warning: s = 4,096 is longer than s_max = 1,024: the learned position table has s_max rows, "
+             "so the model cannot read that many tokens as built\n")
+
+
+@pytest.mark.parametrize("phase", ["train", "infer"])
+def test_plot_over_s_warns_past_the_position_table(capsys, tmp_path, phase):
+    assert main(["plot", "gpt", "--config", "gpt2", "--kind", "memory", "--over", "s=512:4096:x2",
+                 "--phase", phase, "-o", str(tmp_path / "m.svg")]) == 0
+    assert capsys.readouterr().err == S_WARNING

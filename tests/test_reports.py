@@ -312,3 +312,14 @@ def test_report_average_layer_uses_derive_wording(capsys):
     assert "| 2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7) |" in out
     code, derived, err = _cli(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
     assert "forward FLOPs                2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7)" in derived
+
+
+# --- a report repeats the inference warnings (new-user trial) --------------------------------------------------------
+
+def test_report_repeats_the_inference_warnings(capsys):
+    # GPT-2's learned position table has s_max = 1,024 rows: a 2,000 + 100 token request is past it
+    from costgraph.cli import main
+
+    assert main(["report", "gpt", "--config", "gpt2", "--format", "md", "--hardware", "h100-sxm",
+                 "--prompt", "2000", "--generate", "100"]) == 0
+    assert "P + G = 2,100 positions is longer than s_max = 1,024" in capsys.readouterr().out
