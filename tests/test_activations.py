@@ -16,6 +16,8 @@ from costgraph.parallel.tensor import tensor_parallel
 from costgraph.engine.precision import precision
 from costgraph.engine.symbols import dim
 from costgraph.engine.totals import resolve_scope
+import json
+from costgraph.cli import main
 
 b, s, h, a, t = (dim(n) for n in ("b", "s", "h", "a", "t"))
 
@@ -123,3 +125,21 @@ def test_the_language_can_keep_a_linear_whole():
     tp2 = tensor_parallel(g2, t)
     assert tp2.column == ["up"] and tp2.row == ["down"]
     assert costgraph.loads(src).costs().params == costgraph.loads(src.replace(", tp = false", "")).costs().params
+
+
+# --- a shared storage charged whole to its home row (a new user's README run) ----------------------------------------
+
+def test_shared_storage_is_charged_whole_to_its_home_row(capsys):
+    # T5's encoder output is one storage kept by every decoder layer's cross-attention.
+    # It used to be spread as 1/l_dec per decoder row (value_rational "262144/3"); now it is
+    # one row of kind 'storage' at model level, whole: 2 b s h bytes = 2 * 1 * 512 * 512 (t5-small)
+    assert main(["derive", "t5", "--config", "t5-small", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    row = doc["breakdown"]["saved:encoder_final_dropout:0"]
+    assert row["type"] == "storage" and row["count"] == "1"
+    assert row["quantities"]["activation_bytes"]["value"] == 2 * 1 * 512 * 512
+    assert "value_rational" not in json.dumps(doc)
+    assert doc["breakdown"]["decoder/cross_attention/k"]["quantities"]["activation_bytes"]["value"] == 0
+    assert doc["breakdown"]["decoder/cross_attention/k"]["type"] == "op"
+    assert doc["breakdown"]["decoder"]["type"] == "repeat"
+    assert doc["breakdown"]["decoder/cross_attention"]["type"] == "block"

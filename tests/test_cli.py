@@ -138,3 +138,16 @@ def test_reader_gone_is_exit_1_without_a_message():
     finally:
         os.close(w)
     assert p.returncode == 1 and p.stderr == "", p.stderr
+
+
+# --- --set: repeated flags accumulate, a name twice refused (a new user's README run) --------------------------------
+
+def test_repeated_set_flags_accumulate(capsys):
+    assert main(["derive", "gpt", "--config", "gpt2", "--set", "s=2048", "--set", "b=4", "--format", "json"]) == 0
+    values = json.loads(capsys.readouterr().out)["values"]
+    assert values["s"] == 2048 and values["b"] == 4
+
+
+def test_same_name_twice_in_set_is_an_error(capsys):
+    assert main(["derive", "gpt", "--set", "h=768", "h=1024"]) == 2
+    assert "gives 'h' twice" in capsys.readouterr().err

@@ -787,3 +787,16 @@ def test_statements_after_return_are_unreachable(tmp_path, capsys, where, text, 
     assert err == (f"{path}:{line}:3: error: unreachable: statements after return\n"
                    "      y = linear(x, " + ("h" if where == "model" else "H") + ")\n      ^\n"
                    "hint: a block or model ends at its return; move the statements before it, or delete them\n")
+
+
+# --- impossible sizes are errors (a new user's README run) -----------------------------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["deepseek_v3", "--config", "deepseek-v3", "--set", "k_d=70"], "repeat count of 'moe_layers' is -k_d + l = -9"),
+    (["mixtral", "--config", "mixtral-8x7b", "--set", "k=10"], "has 8 copies but 10 active"),
+    (["llama", "--config", "llama-2-7b", "--set", "kv=5"], "a/kv = 32/5"),
+    (["gemma2", "--config", "gemma-2-9b", "--set", "l=41"], "l/2 = 41/2"),
+])
+def test_impossible_sizes_are_errors(args, message, capsys):
+    assert main(["derive", *args]) == 2
+    assert message in capsys.readouterr().err

@@ -347,3 +347,34 @@ def test_config_json_with_a_byte_order_mark(tmp_path):
     p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
     hf = costgraph.load_hf_config(str(p))
     assert hf.costs().evaluate(**hf.values)["params"] == 124_439_808   # GPT-2 small, tied head
+
+
+# --- malformed model_type, variants that change costs, --config with a config.json (a new user's README run) ---------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_malformed_model_type_and_non_string_model():
+    with pytest.raises(costgraph.CostgraphValueError, match="unsupported model_type"):
+        costgraph.from_hf_config({"model_type": ["llama"]})
+    with pytest.raises(costgraph.CostgraphValueError, match="no 'model_type' key"):
+        costgraph.from_hf_config({})
+    with pytest.raises(costgraph.CostgraphValueError, match="not int"):
+        costgraph.load(5)
+
+
+def test_hf_variants_that_change_costs_are_refused():
+    cfg = json.loads((ROOT / "examples" / "hf" / "gpt2.json").read_text())
+    cfg["tie_word_embeddings"] = False
+    with pytest.raises(costgraph.CostgraphValueError, match="tie_word_embeddings"):
+        costgraph.from_hf_config(cfg)
+    cfg = json.loads((ROOT / "examples" / "hf" / "llama-2-7b.json").read_text())
+    cfg["hidden_act"] = "gelu"
+    with pytest.raises(costgraph.CostgraphValueError, match="hidden_act"):
+        costgraph.from_hf_config(cfg)
+
+
+def test_config_flag_with_config_json_is_an_error():
+    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(ROOT / "examples/hf/gpt2.json"),
+                        "--config", "gpt2"], capture_output=True, text=True)
+    assert r.returncode == 2 and "a config.json is one already" in r.stderr

@@ -4,6 +4,10 @@ of a non-model file echoed in an error (issue 18)."""
 from costgraph.cli import main
 import os
 import pytest
+from pathlib import Path
+import costgraph
+from costgraph.language.resources import models_root
+import shutil
 
 
 SECRET = "TOPSECRET_r18_hunter2"
@@ -86,3 +90,28 @@ def test_derive_dev_zero_is_not_a_regular_file(capsys):
     assert code == 2 and err.startswith("error: /dev/zero is not a regular file\n") and "no such" not in err
     code, out, err = _cli(capsys, "derive", "no/such/model.cg")
     assert code == 2 and err.startswith("error: no such model file: no/such/model.cg\n")
+
+
+# --- bundled models by path, a copied model folder, an option off (a new user's README run) --------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", ["llama", "mixtral", "deepseek_v3", "qwen3_moe"])
+def test_bundled_model_given_by_path(name):
+    # models/llama.cg by path used to load std/mlp.cg twice (once by path, once bundled)
+    path = Path(str(models_root())) / f"{name}.cg"
+    assert costgraph.load(str(path)).costs().params == costgraph.load(name).costs().params
+
+
+def test_copied_model_folder_loads(tmp_path):
+    shutil.copy(ROOT / "models" / "llama.cg", tmp_path)
+    shutil.copytree(ROOT / "models" / "std", tmp_path / "std")
+    # Llama-2-7B: 6,738,415,616 parameters (config.json)
+    assert costgraph.load(str(tmp_path / "llama.cg")).costs().evaluate(config="llama-2-7b")["params"] == 6_738_415_616
+
+
+def test_option_off_keeps_the_bundled_configuration():
+    # mistral-7b sets w, which exists only with sliding_window on
+    m = costgraph.load("mistral", options={"sliding_window": False})
+    assert m.costs().evaluate(config="mistral-7b")["params"] == 7_241_732_096
