@@ -218,6 +218,13 @@ def _refused(capsys, argv, *words):
 INFER = ["infer", "examples/hf/llama-3.1-8b.json", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"]
 
 
+@pytest.fixture
+def repo_root(monkeypatch):
+    import pathlib
+
+    monkeypatch.chdir(pathlib.Path(__file__).parent.parent)
+
+
 @pytest.mark.parametrize("runtime, kv, words", [
     ("llamacpp", "fp8", "--runtime llamacpp has no --kv fp8 cache type"),      # printed as a llama.cpp log line
     ("llamacpp", "int8", "--runtime llamacpp has no --kv int8 cache type"),
