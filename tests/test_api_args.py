@@ -12,8 +12,6 @@ import costgraph
 from costgraph import CostgraphValueError
 from costgraph.arguments import shown
 from costgraph.cli import main
-import subprocess
-import sys
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 LLAMA = json.loads((HF / "llama-2-7b.json").read_text())
@@ -202,10 +200,6 @@ def test_cli_empty_config_name_is_not_ignored(capsys):
 
 # --- dimensions named self or config, on the command line and through the API (issue 18) -----------------------------
 
-def _cg(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout)
-
 
 SELF_MODEL = """model selfdim {
   dim b "batch"
@@ -226,14 +220,14 @@ def self_model(tmp_path):
     return path
 
 
-def test_dimension_named_self_on_the_command_line(self_model):
+def test_dimension_named_self_on_the_command_line(cg, self_model):
     # linear(x, config) on [b, s, self]: params config·self + config = 68, FLOPs 2·b·s·self·config = 2,048
-    p = _cg("sweep", str(self_model), "--config", "small")
+    p = cg("sweep", str(self_model), "--config", "small")
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[1] == "68,68,2048,4096,2048,2048,512,0,0"
-    p = _cg("derive", str(self_model), "--config", "small")
+    p = cg("derive", str(self_model), "--config", "small")
     assert p.returncode == 0, p.stderr
-    p = _cg("solve", str(self_model), "--config", "small", "--for", "self", "--budget", "1e6")
+    p = cg("solve", str(self_model), "--config", "small", "--for", "self", "--budget", "1e6")
     assert p.returncode == 0, p.stderr
 
 

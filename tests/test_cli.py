@@ -11,12 +11,8 @@ from costgraph.cli import main
 ALL = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *args], capture_output=True, text=True)
-
-
-def test_json_layer_contract():
-    r = run("derive", "gpt", "--scope", "layer", "--format", "json")
+def test_json_layer_contract(cg):
+    r = cg("derive", "gpt", "--scope", "layer", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert {"model", "scope", "convention", "symbols", "quantities", "breakdown"} <= set(doc)
@@ -31,9 +27,9 @@ def test_json_layer_contract():
     assert doc["breakdown"]["layers/attn/c_attn"]["quantities"]["params"]["expr"] == "3*h**2 + 3*h"
 
 
-def test_json_model_value_gpt2_small():
+def test_json_model_value_gpt2_small(cg):
     # the acceptance command; GPT-2 small has 124,439,808 parameters
-    r = run("derive", "gpt", "--scope", "model", "--set", "h=768", "l=12", "a=12", "V=50257",
+    r = cg("derive", "gpt", "--scope", "model", "--set", "h=768", "l=12", "a=12", "V=50257",
             "s=1024", "s_max=1024", "b=1", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -67,10 +63,10 @@ def test_options_via_set(capsys):
     assert json.loads(capsys.readouterr().out)["quantities"]["params"]["value"] == 124337664
 
 
-def test_malformed_file_gives_located_error_and_status_2(tmp_path):
+def test_malformed_file_gives_located_error_and_status_2(cg, tmp_path):
     f = tmp_path / "bad.cg"
     f.write_text("model m {\n  dim h\n  x = linear(y, h\n}\n")
-    r = run("derive", str(f))
+    r = cg("derive", str(f))
     assert r.returncode == 2
     assert f"{f}:4:1: syntax error" in r.stderr
     assert "Traceback" not in r.stderr
@@ -78,8 +74,8 @@ def test_malformed_file_gives_located_error_and_status_2(tmp_path):
 
 @pytest.mark.parametrize("args", [["derive", "gtp"], ["derive", "gpt", "--set", "h=x"],
                                   ["derive", "gpt", "--config", "nope"], ["derive", "gpt", "--scope", "zzz"]])
-def test_bad_arguments_exit_2_without_traceback(args):
-    r = run(*args)
+def test_bad_arguments_exit_2_without_traceback(cg, args):
+    r = cg(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.strip()
 
 

@@ -2,8 +2,6 @@
 provenance in SOURCES.md) and the errors for bad ones."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -155,15 +153,14 @@ def test_unsupported_variant_is_an_error():
         costgraph.from_hf_config(cfg, source="t5.json")
 
 
-def test_cli_on_config_json_prints_units(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(HF / "mixtral-8x7b.json")],
-                       capture_output=True, text=True)
+def test_cli_on_config_json_prints_units(cg, tmp_path):
+    r = cg("derive", str(HF / "mixtral-8x7b.json"))
     assert r.returncode == 0, r.stderr
     assert "46,702,792,704 (46.70 G)" in r.stdout and "12,879,925,248 (12.88 G)" in r.stdout
     assert "KV cache bytes" in r.stdout
     bad = tmp_path / "config.json"
     bad.write_text('{"model_type": "llama",\n "hidden_size": }')
-    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(bad)], capture_output=True, text=True)
+    r = cg("derive", str(bad))
     assert r.returncode == 2 and f"{bad}:2:17" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -189,11 +186,11 @@ def test_dropout_follows_the_config_rates():
     assert forced.model.settings.dropout
 
 
-def test_cli_derive_no_dropout_on_a_config_json():
-    base = [sys.executable, "-m", "costgraph.cli", "derive", str(HF / "gpt2.json"), "--format", "json",
-            "--no-breakdown", "--set", "s=128"]
-    on, off = (json.loads(subprocess.run(base + extra, capture_output=True, text=True, check=True).stdout)
-               for extra in ([], ["--no-dropout"]))
+def test_cli_derive_no_dropout_on_a_config_json(cg):
+    base = ["derive", str(HF / "gpt2.json"), "--format", "json", "--no-breakdown", "--set", "s=128"]
+    runs = [cg(*base, *extra) for extra in ([], ["--no-dropout"])]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    on, off = (json.loads(r.stdout) for r in runs)
     assert on != off
 
 
@@ -374,7 +371,6 @@ def test_hf_variants_that_change_costs_are_refused():
         costgraph.from_hf_config(cfg)
 
 
-def test_config_flag_with_config_json_is_an_error():
-    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(ROOT / "examples/hf/gpt2.json"),
-                        "--config", "gpt2"], capture_output=True, text=True)
+def test_config_flag_with_config_json_is_an_error(cg):
+    r = cg("derive", str(ROOT / "examples/hf/gpt2.json"), "--config", "gpt2")
     assert r.returncode == 2 and "a config.json is one already" in r.stderr

@@ -13,7 +13,6 @@ from costgraph.errors import CostgraphValueError
 from costgraph.inference import G, P, Inference, infer, load, machine, step_seconds
 from costgraph.inference.roofline import compute_bound_batch
 import subprocess
-import sys
 from costgraph import cli
 import json
 from costgraph.cli import main
@@ -332,19 +331,14 @@ def test_infer_report_of_a_state_only_model():
 HINT = "--config NAME or --set NAME=VALUE"
 
 
-def _cg(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def _refused(p: subprocess.CompletedProcess) -> str:
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and "this is a bug" not in p.stderr, p.stderr
     return p.stderr
 
 
-def test_infer_without_sizes_names_them():
-    err = _refused(_cg("infer", "mixtral", "--hardware", "h100-sxm", "--prompt", "16", "--generate", "16"))
+def test_infer_without_sizes_names_them(cg):
+    err = _refused(cg("infer", "mixtral", "--hardware", "h100-sxm", "--prompt", "16", "--generate", "16"))
     assert "error: no value for E, V, a, d, h, i, k, kv, l\n" in err and HINT in err
 
 

@@ -28,7 +28,6 @@ from costgraph.cli import main
 from costgraph.errors import CostgraphValueError
 from costgraph.export import plots
 import subprocess
-import sys
 
 GPT2 = dict(b=1, s=1024, h=768, a=12, l=12, V=50257, s_max=1024)
 GPT2_PARAMS = 124_439_808
@@ -198,25 +197,20 @@ def test_parse_over():
 HINT = "--config NAME or --set NAME=VALUE"
 
 
-def _cg(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def _refused(p: subprocess.CompletedProcess) -> str:
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and "this is a bug" not in p.stderr, p.stderr
     return p.stderr
 
 
-def test_plot_memory_without_sizes_names_them(tmp_path):
-    err = _refused(_cg("plot", "gpt", "--set", "s=16", "--kind", "memory", "-o", str(tmp_path / "m.svg")))
+def test_plot_memory_without_sizes_names_them(cg, tmp_path):
+    err = _refused(cg("plot", "gpt", "--set", "s=16", "--kind", "memory", "-o", str(tmp_path / "m.svg")))
     assert "error: no value for V, a, b, h, l, s_max\n" in err and HINT in err
     assert not (tmp_path / "m.svg").exists()
 
 
-def test_plot_flops_without_sizes_names_them(tmp_path):
-    err = _refused(_cg("plot", "gpt", "--set", "s=16", "--kind", "flops", "-o", str(tmp_path / "f.svg")))
+def test_plot_flops_without_sizes_names_them(cg, tmp_path):
+    err = _refused(cg("plot", "gpt", "--set", "s=16", "--kind", "flops", "-o", str(tmp_path / "f.svg")))
     assert "error: no value for b, h, l\n" in err and HINT in err
 
 

@@ -15,8 +15,6 @@ from costgraph.symbolic.optimal import chinchilla_closed_form, optimal
 from costgraph.symbolic.sensitivity import sensitivity
 from costgraph.symbolic.solve import BUDGET, solve_budget
 from costgraph.engine.symbols import dim
-import subprocess
-import sys
 
 b, s, h, a, l = (dim(n) for n in "bshal")
 
@@ -314,18 +312,14 @@ def test_more_refusals(argv, message, capsys):
 
 # --- sensitivity in a rounded layer count (floor(l/6) global layers; issue 18) ---------------------------------------
 
-def _cg(*argv: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout)
-
 
 # Gemma-3-1B (models/gemma3_text.cg, config gemma-3-1b: d = 256, kv = 1, w = 512, s = 32768, b = 1):
 # a local layer caches 2·2 bytes·d·kv·min(s, w) = 524,288 B, a global one 2·2·d·kv·s = 33,554,432 B;
 # floor(l/6) of the l layers are global.
-def test_sensitivity_in_a_rounded_layer_count():
+def test_sensitivity_in_a_rounded_layer_count(cg):
     import json
 
-    p = _cg("sensitivity", "gemma3_text", "--config", "gemma-3-1b", "--wrt", "l", "--quantity", "kv_cache_bytes",
+    p = cg("sensitivity", "gemma3_text", "--config", "gemma-3-1b", "--wrt", "l", "--quantity", "kv_cache_bytes",
             "--format", "json")
     assert p.returncode == 0, p.stderr
     q = json.loads(p.stdout)["quantities"]["kv_cache_bytes"]
@@ -334,8 +328,8 @@ def test_sensitivity_in_a_rounded_layer_count():
     assert q["differentiable"] is True
 
 
-def test_sensitivity_where_the_rounded_count_jumps():
-    p = _cg("sensitivity", "gemma3_text", "--config", "gemma-3-1b", "--set", "l=24", "--wrt", "l",
+def test_sensitivity_where_the_rounded_count_jumps(cg):
+    p = cg("sensitivity", "gemma3_text", "--config", "gemma-3-1b", "--set", "l=24", "--wrt", "l",
             "--quantity", "kv_cache_bytes")
     assert p.returncode == 0, p.stderr
     # l = 24 → 25 adds a local layer; 24 → 23 removes a global one (floor(23/6) = 3)
@@ -344,8 +338,8 @@ def test_sensitivity_where_the_rounded_count_jumps():
 
 
 @pytest.mark.parametrize("model", ["gpt_oss", "jamba", "llama4_text"])
-def test_sensitivity_in_l_of_pattern_models(model):
-    p = _cg("sensitivity", model, "--wrt", "l")
+def test_sensitivity_in_l_of_pattern_models(cg, model):
+    p = cg("sensitivity", model, "--wrt", "l")
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and "Piecewise((0, Ne(l, " in p.stdout
 
