@@ -59,10 +59,17 @@ def test_interleaved_stages_are_searched_and_equal_train():
     assert (peak, step) == (row["memory_bytes"], row["step_seconds"])
 
 
-def test_reserve_default_and_option():
+@pytest.fixture(scope="module")
+def llama_8b_top40():
+    """Llama-3-8B on 8 x h100-sxm, global batch 64, flash: the top 40 rows (one plan, about 4 s of CPU,
+    shared by the two tests that read it)."""
     m = costgraph.load("llama")
     values = m.values("llama-3-8b")
-    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40)
+    return m, values, m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40)
+
+
+def test_reserve_default_and_option(llama_8b_top40):
+    m, values, res = llama_8b_top40
     assert res.reserve_bytes == 8_000_000_000                    # DEFAULT_RESERVE = 0.1 of 80 GB
     assert max(r["memory_bytes"] for r in res.layouts) <= 72_000_000_000
     none = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40, reserve=0)
@@ -80,10 +87,8 @@ def test_reserve_default_and_option():
     assert r0.fits["headroom_bytes"] == H100 - used and r0.fits["reserve_bytes"] == 0
 
 
-def test_no_duplicate_rows_and_no_selective_under_flash():
-    m = costgraph.load("llama")
-    values = m.values("llama-3-8b")
-    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40)
+def test_no_duplicate_rows_and_no_selective_under_flash(llama_8b_top40):
+    _, _, res = llama_8b_top40
     keys = [tuple(sorted(r.items())) for r in res.layouts]
     assert len(keys) == len(set(keys)) == 40
     figures = [(r["tp"], r["pp"], r["cp"], r["micro_batch"], r["virtual_stages"], r["memory_bytes"],
