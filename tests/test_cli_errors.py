@@ -1,7 +1,8 @@
 """costgraph.cli_errors: argparse's own errors keep its usage and gain what was expected and a hint, exit status 2."""
 
-from costgraph.cli import main
 import pytest
+
+from costgraph.cli import main
 
 
 def _cli(capsys, *args):

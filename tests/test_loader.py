@@ -1,13 +1,16 @@
-"""costgraph.language.loader: imports confined to the model's folder (symbolic links out of it refused), and no text
-of a non-model file echoed in an error (issue 18)."""
+"""costgraph.language.loader: model files by name or by path (a bundled one, a copied folder with its std/), model
+options, imports confined to the model's folder (symbolic links out of it refused), a path that is not a regular file,
+and no text of a non-model file echoed in an error (issue 18)."""
 
-from costgraph.cli import main
 import os
-import pytest
-from pathlib import Path
-import costgraph
-from costgraph.language.resources import models_root
 import shutil
+from pathlib import Path
+
+import pytest
+
+import costgraph
+from costgraph.cli import main
+from costgraph.language.resources import models_root
 
 
 SECRET = "TOPSECRET_r18_hunter2"

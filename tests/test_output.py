@@ -1,9 +1,11 @@
 """costgraph.commands._output (-o FILE): outputs that never replace an input, follow a symbolic link or overwrite
 without --force, written atomically with the umask's mode (issue 18)."""
 
-from costgraph.cli import main
 import os
+
 import pytest
+
+from costgraph.cli import main
 
 
 def _cli(capsys, *args):
