@@ -32,7 +32,7 @@ def gpt():
 
 def _compute(m, v, **kw):
     # the flat model (one efficiency for every kernel): these tests check which FLOPs run at which peak;
-    # the per-kernel model's FP8 kernels: tests/test_new_features_hostile.py, tests/test_kernel_time.py
+    # the per-kernel model's FP8 kernels: the end of this file, tests/test_kernel_time.py
     r = m.train(values=v, gpus=1, hardware="h100-sxm", efficiency="0.5", **kw)
     return sympy.sympify(r.step["compute"]).xreplace(v)
 
