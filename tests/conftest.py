@@ -1,3 +1,8 @@
+import contextlib
+import io
+import shlex
+import subprocess
+
 import pytest
 
 import costgraph
@@ -18,3 +23,52 @@ def S():
     for name in ("b", "s", "h", "a", "l", "V", "s_max"):
         setattr(s, name, dim(name))
     return s
+
+
+@pytest.fixture
+def cg():
+    """``costgraph ARGV`` run in this process: ``cg(*argv)`` returns ``costgraph.cli.main``'s exit status,
+    stdout and stderr as a ``subprocess.CompletedProcess`` (returncode, stdout, stderr), the checks of a
+    ``python -m costgraph.cli`` run without the interpreter start, about 2 s of CPU a run. The entry points
+    themselves run as processes in tests/test_cli.py (stdout full, closed, EPIPE), tests/test_cli_habits.py
+    (``python -m costgraph``) and tests/test_errors.py::test_cli_end_to_end (module and console script)."""
+    from costgraph.cli import main
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(argv))
+            except SystemExit as e:          # what the process would exit with
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        return subprocess.CompletedProcess(["costgraph", *argv], code, out.getvalue(), err.getvalue())
+    return run
+
+
+@pytest.fixture(scope="session")
+def train_check():
+    """``train_check(words)``: ``costgraph train`` on a plan's check command (``costgraph train ...``) as
+    commands/train.py runs it, parsed by the real CLI parser and run through the API it calls, without
+    rendering its JSON (the closed forms of a pipelined step take 10 to 100 times the derivation to print in
+    field order: export.printing.field_order expands each). Returns (bytes of the most-loaded device, rounded
+    up; step seconds; fits), the figures a plan row lists. tests/test_api_parity.py checks that the command's
+    JSON is ``to_dict()`` of the same result."""
+    import sympy
+
+    from costgraph.cli import _parser
+    from costgraph.commands._analysis import train_layout
+    from costgraph.commands.common import load_any, settings
+    from costgraph.training.fit import parse_size
+
+    def run(words: str):
+        args = _parser().parse_args(shlex.split(words)[1:])
+        assert args.command == "train"
+        dims, options = settings(args.set)
+        model, values = load_any(args, dims, options)
+        capacity = parse_size(args.memory) if args.memory is not None else None
+        r = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
+                        global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
+                        reserve=args.reserve)
+        peak = int(sympy.ceiling(r.most_loaded(values).memory["total"].xreplace(values)))
+        return peak, float(r.step["total"].xreplace(values)), r.fits["fits"]
+    return run

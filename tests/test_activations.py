@@ -16,6 +16,9 @@ from costgraph.parallel.tensor import tensor_parallel
 from costgraph.engine.precision import precision
 from costgraph.engine.symbols import dim
 from costgraph.engine.totals import breakdown, resolve_scope
+from costgraph.engine.totals import resolve_scope
+import json
+from costgraph.cli import main
 
 b, s, h, a, t = (dim(n) for n in ("b", "s", "h", "a", "t"))
 
@@ -169,3 +172,21 @@ def test_fused_swiglu_keeps_the_gate_input_not_the_activation_output(llama):
         swiglu[name] = sympy.expand(sum(v for p, v in rows.items() if "mlp/" in p and "proj" not in p))
     assert swiglu["korthikanti"] == 4 * b * s * i   # silu keeps gate (2), the product keeps up (2)
     assert swiglu["pytorch"] == 6 * b * s * i       # silu keeps gate, the product keeps silu(gate) and up
+
+
+# --- a shared storage charged whole to its home row (a new user's README run) ----------------------------------------
+
+def test_shared_storage_is_charged_whole_to_its_home_row(capsys):
+    # T5's encoder output is one storage kept by every decoder layer's cross-attention.
+    # It used to be spread as 1/l_dec per decoder row (value_rational "262144/3"); now it is
+    # one row of kind 'storage' at model level, whole: 2 b s h bytes = 2 * 1 * 512 * 512 (t5-small)
+    assert main(["derive", "t5", "--config", "t5-small", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    row = doc["breakdown"]["saved:encoder_final_dropout:0"]
+    assert row["type"] == "storage" and row["count"] == "1"
+    assert row["quantities"]["activation_bytes"]["value"] == 2 * 1 * 512 * 512
+    assert "value_rational" not in json.dumps(doc)
+    assert doc["breakdown"]["decoder/cross_attention/k"]["quantities"]["activation_bytes"]["value"] == 0
+    assert doc["breakdown"]["decoder/cross_attention/k"]["type"] == "op"
+    assert doc["breakdown"]["decoder"]["type"] == "repeat"
+    assert doc["breakdown"]["decoder/cross_attention"]["type"] == "block"

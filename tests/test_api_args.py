@@ -196,3 +196,56 @@ def test_cli_deep_json_exit_status_2(tmp_path, capsys):
 def test_cli_empty_config_name_is_not_ignored(capsys):
     assert main(["derive", "gpt", "--config", ""]) == 2
     assert "has no configuration ''" in capsys.readouterr().err
+
+
+# --- dimensions named self or config, on the command line and through the API (issue 18) -----------------------------
+
+
+SELF_MODEL = """model selfdim {
+  dim b "batch"
+  dim s "seq"
+  dim self "hidden"
+  dim config "out"
+  input x[b, s, self]: act
+  return linear(x, config, name = proj)
+}
+config small { b = 2, s = 8, self = 16, config = 4 }
+"""
+
+
+@pytest.fixture
+def self_model(tmp_path):
+    path = tmp_path / "selfdim.cg"
+    path.write_text(SELF_MODEL)
+    return path
+
+
+def test_dimension_named_self_on_the_command_line(cg, self_model):
+    # linear(x, config) on [b, s, self]: params config·self + config = 68, FLOPs 2·b·s·self·config = 2,048
+    p = cg("sweep", str(self_model), "--config", "small")
+    assert p.returncode == 0, p.stderr
+    # backward: the weight gradient only (x is a model input, which needs no gradient: issue 30)
+    assert p.stdout.splitlines()[1] == "68,68,2048,2048,0,2048,512,0,0"
+    p = cg("derive", str(self_model), "--config", "small")
+    assert p.returncode == 0, p.stderr
+    p = cg("solve", str(self_model), "--config", "small", "--for", "self", "--budget", "1e6")
+    assert p.returncode == 0, p.stderr
+
+
+def test_dimension_named_self_or_config_through_the_api(self_model):
+    import costgraph
+
+    m = costgraph.load(str(self_model))
+    c = m.costs("model")
+    by_map = c.evaluate(None, {"b": 2, "s": 8, "self": 16, "config": 4})
+    assert by_map["params"] == 68 and by_map["flops_forward"] == 2048
+    assert c.evaluate("small") == by_map
+    assert c.evaluate(b=2, s=8, self=16, config=4) == by_map      # keywords: config is the dimension here
+    assert {str(k): int(v) for k, v in m.values("small", {"self": 32}).items()} == \
+        {"b": 2, "s": 8, "self": 32, "config": 4}
+
+
+def test_keyword_config_still_names_the_configuration():
+    import costgraph
+
+    assert costgraph.load("gpt").costs().evaluate(config="gpt2")["params"] == 124_439_808   # tests/test_gpt.py

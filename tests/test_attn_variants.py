@@ -21,6 +21,9 @@ import pytest
 
 from costgraph.inference import Inference, load as load_for_inference
 from costgraph.language.hf_config import from_hf_config, load_hf_config
+from costgraph.errors import CostgraphValueError
+import costgraph
+from costgraph.cli import main
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 
@@ -466,3 +469,34 @@ def test_minimax_cache_equals_minimax_cache(minimax_torch):
     assert state == b * (MD["l"] - MD["n_f"]) * MD["a"] * MD["d"] ** 2 * 2
     v = _minimax_values(b, s)
     assert (v["kv_cache_bytes_per_token"], v["kv_cache_bytes"]) == (per_token, b * s * per_token + state)
+
+
+# --- rope's r at most h/a, located at the rope call (issue 18) -------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_set_r_above_head_size_refused(capsys):
+    """pythia-160m: h/a = 768/12 = 64 entries per head; r may be at most 64."""
+    code, out, err = _cli(capsys, "derive", "gpt_neox", "--config", "pythia-160m", "--set", "r=100000")
+    assert code == 2 and "Traceback" not in err
+    # the location of the first rope call in models/std/attention.cg (line:column of `rope(`)
+    lines = (ROOT / "models" / "std" / "attention.cg").read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "q = rope(q" in t)
+    assert f"std/attention.cg:{line}:9" in err and "rotates r entries of a last dimension of h/a (at most h/a)" in err
+    assert "-99935" in err and "hint:" in err          # 64 - 100000 + 1
+    code, _, err = _cli(capsys, "derive", "gpt_neox", "--config", "pythia-160m", "--set", "r=65")
+    assert code == 2 and "rotates r entries" in err
+
+
+def test_set_r_at_head_size_accepted(capsys):
+    m = costgraph.load("gpt_neox")
+    assert m.costs().evaluate("pythia-160m", r=64)["params"] == 162_322_944
+    with pytest.raises(CostgraphValueError, match="rotates r entries"):
+        m.costs().evaluate("pythia-160m", r=65)

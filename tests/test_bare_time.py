@@ -85,3 +85,29 @@ def test_moe_rule_of_thumb_uses_active_parameters(capsys):
     line = next(ln for ln in out.splitlines() if ln.strip().startswith("6N per token"))
     assert "N active, MoE" in line and f"{6 * 12_879_925_248 / 1e9:.2f} GFLOP" in line
     assert "6N, all parameters" in out
+
+
+# --- a bare count needs devices (issue 16 trial) ---------------------------------------------------------------------
+
+def test_bare_count_needs_devices(capsys):
+    # before: --params with --gpus 0 answered for "1 GPUs"
+    assert main(["train", "--params", "7e9", "--gpus", "0"]) == 2
+    assert "--gpus must be a positive whole number" in capsys.readouterr().err
+
+
+# --- a bare count of 1e99 parameters prints no float artefacts (issue 18) --------------------------------------------
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_train_params_1e99_prints_no_float_artefacts(capsys):
+    code, out, err = _cli(capsys, "train", "--params", "1e99", "--tokens", "1e12", "--gpus", "8",
+                          "--hardware", "h100-sxm", "--mfu", "0.4")
+    assert code == 0, err
+    assert "(2.000 x 10⁹⁹ bytes)" in out and "(1.600 x 10¹⁰⁰ bytes)" in out and "QB" not in out
+    assert "GPU-hours    4.211 x 10⁹³" in out                        # 6·10¹¹¹ / (8 · 9.894e14 · 0.4) / 3600 · 8
+    assert "time         1.895 x 10⁹⁶ s = 2.193 x 10⁹¹ days" in out
+    assert all(len(tok) < 40 for line in out.splitlines() for tok in line.split() if "," not in tok)

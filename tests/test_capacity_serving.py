@@ -21,7 +21,7 @@ from costgraph.errors import CostgraphValueError
 from costgraph.inference import P, infer, load, machine, step_seconds
 from costgraph.inference.capacity import activation_estimate, parse_bytes
 from costgraph.inference.prefill_modes import chunked_prefill_seconds, sum_piecewise
-from costgraph.inference.speculative import expected_tokens, mtp_step
+from costgraph.cli import main
 
 GIB = 2**30
 
@@ -279,67 +279,6 @@ def test_sum_piecewise():
 
 # ------------------------------------------------------------------ speculative decoding
 
-def test_expected_tokens_leviathan_eq1():
-    a = sympy.Rational(7, 10)
-    assert expected_tokens(3, a) == (1 - a**4) / (1 - a) == sympy.Rational(2533, 1000)
-    assert expected_tokens(3, 1) == 4
-    assert expected_tokens(5, 0) == 1
-
-
-def test_speculative_with_a_draft_model(llama):
-    v = llama.values("llama-3-70b")
-    d = llama.values("llama-3-8b")
-    rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, t=8, speculative_tokens=4,
-                acceptance="0.8", draft=llama, draft_values=d)
-    q = {k: val for k, (_, val) in rep.serving["speculative"]["quantities"].items()}
-    e = (1 - sympy.Rational(4, 5) ** 5) / sympy.Rational(1, 5)
-    assert q["tokens_per_step"] == e
-    assert q["time_per_output_token"] == (4 * q["draft_step_seconds"] + q["verify_seconds"]) / e
-    # the verify step is the target's step of q = k + 1 = 5 tokens at n = P + G - 2
-    from costgraph.inference import Inference
-
-    m = machine("h100-sxm", "bf16", 8)
-    inf = Inference(llama, t=8)
-    subs = {**{k: x for k, x in v.items() if k not in (inf.b, inf.s)}, inf.b: 1}
-    assert sympy.nsimplify(q["verify_seconds"] - step_seconds(inf.step(5, 638), m, 8).xreplace(subs)) == 0
-
-
-def test_mtp_draft_is_the_mtp_module():
-    # DeepSeek-V3's MTP module (option mtp): its step's FLOPs are the MTP model's step less the
-    # plain model's (the same operators besides)
-    from costgraph.inference import Inference
-
-    plain, mtp = load("deepseek_v3"), load("deepseek_v3", options={"mtp": True})
-    v, vm = plain.values("deepseek-v3"), mtp.values("deepseek-v3")
-    sp, sm = Inference(plain).step(1, 100), Inference(mtp).step(1, 100)
-    own = mtp_step(sm, 1)
-    sub_m = {k: x for k, x in vm.items() if str(k) not in ("b", "s")}
-    sub_p = {k: x for k, x in v.items() if str(k) not in ("b", "s")}
-    own_flops = sympy.Add(*[o.flops for o in own.ops]).xreplace(sub_m)
-    assert own_flops != 0
-    assert sympy.expand(own_flops - (sm.flops.xreplace(sub_m) - sp.flops.xreplace(sub_p))) == 0
-    rep = infer(plain, hardware="h200", prompt=512, generate=128, batch=1, values=v, t=8, speculative_tokens=1,
-                acceptance="0.85", draft=mtp, draft_values=vm, draft_mtp=True)
-    sp_ = rep.serving["speculative"]
-    assert sp_["draft"] == "mtp"
-    assert sp_["quantities"]["tokens_per_step"][1] == sympy.Rational(185, 100)
-
-
-def test_speculative_refusals(llama):
-    v = llama.values("llama-3-8b")
-    with pytest.raises(CostgraphValueError, match="acceptance"):
-        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=3,
-              draft=llama, draft_values=v)
-    with pytest.raises(CostgraphValueError, match="acceptance"):
-        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=3,
-              acceptance="1.5", draft=llama, draft_values=v)
-    with pytest.raises(CostgraphValueError, match="draft"):
-        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=3,
-              acceptance="0.5")
-    with pytest.raises(CostgraphValueError, match="speculative-tokens"):
-        infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, speculative_tokens=0,
-              acceptance="0.5", draft=llama, draft_values=v)
-
 
 # ------------------------------------------------------------------ CLI and JSON
 
@@ -374,3 +313,189 @@ def test_cli_json_serving_block(capsys):
     text = capsys.readouterr().out
     assert f"GPU KV cache size         {6_990_059_274 // (16 * 131_072) * 16:,} tokens" in text
     assert "Maximum concurrency for 640 tokens per request:" in text
+
+
+# --- --page-size: read as --generate is, its label within the column; --acceptance as an exact fraction (issue 18) ---
+
+LLAMA = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "1024", "--generate", "256"]
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_page_size_1e12_label_fits_the_column(capsys):
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", "1e12")   # was: "invalid int value: '1e12'"
+    assert code == 0, err
+    row = next(line for line in out.splitlines() if line.startswith("  paged (blocks of"))
+    # the label column is 28 characters wide: the label and one space at least, then the formula
+    assert row.startswith("  paged (blocks of 1.000 T)   4000000000000 b d kv l ceiling(")
+    # 4 bytes x d 128 x kv 8 x l 32 per token, one block of 10^12 tokens per sequence
+    assert row.endswith("= 131,072,000,000,000,000 bytes (131.07 PB, 116.42 PiB)")
+    # vLLM takes any positive block size (vllm-project/vllm @ 002f10e, vllm/config/cache.py::CacheConfig
+    # .block_size gt=0) and then has no block to allocate: the report says so, as vLLM would
+    assert "  GPU KV cache size         0 tokens (0 blocks of 4,096,000,000,000,000 bytes per layer" in out
+    assert "vLLM would not start: No available memory for the cache blocks" in out
+
+
+@pytest.mark.parametrize("k, label, bytes_per_block", [("16", "paged (blocks of 16)        ", 64),
+                                                       ("2**10", "paged (blocks of 1,024)     ", 4096),
+                                                       ("1_048_576", "paged (blocks of 1,048,576) ", 4194304),
+                                                       ("12345678", "paged (blocks of 12.35 M)   ", 49382712)])
+def test_page_size_labels(k, label, bytes_per_block, capsys):
+    """k tokens a block, 4 bytes (K and V in bf16) a token and (d, kv, l) position: 4 k b d kv l."""
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", k)
+    assert code == 0, err
+    assert f"\n  {label}{bytes_per_block} b d kv l ceiling(" in out
+
+
+def test_page_size_json_exact(capsys):
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", "1e12", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["settings"]["page_size"] == 10**12
+    assert doc["kv_cache_bytes_paged"]["value"] == 131_072 * 10**12
+
+
+@pytest.mark.parametrize("k, said", [("0", "not a positive whole number"), ("-3", "cannot read --page-size"),
+                                     ("1e16", "out of range"), ("1.5", "--page-size"), ("abc", "cannot read")])
+def test_page_size_refused(k, said, capsys):
+    code, out, err = _cli(capsys, *LLAMA, "--page-size", k)
+    assert code == 2 and "Traceback" not in err and not out
+    assert said in err and "\nhint: " in err
+
+
+# --- serving options under hostile or combined input (issue 17 trial) ------------------------------------------------
+
+LLAMA_512 = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
+
+
+def _refused(capsys, argv, *fragments):
+    """Exit status 2, no traceback, the message and a hint on stderr."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    assert "hint:" in err
+    for f in fragments:
+        assert f in err, err
+    return err
+
+
+def test_reserve_and_utilization_that_disagree_are_refused(capsys):
+    # was: --reserve 0.1 (the default's value, given) silently dropped for --gpu-memory-utilization 0.8
+    _refused(capsys, LLAMA_512 + ["--gpu-memory-utilization", "0.8", "--reserve", "0.1"], "disagree")
+    assert cli.main(LLAMA_512 + ["--gpu-memory-utilization", "0.8", "--reserve", "0.2", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["reserve"] == "1/5"
+    assert cli.main(LLAMA_512 + ["--gpu-memory-utilization", "0.8", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["reserve"] == "1/5"
+    assert cli.main(LLAMA_512 + ["--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["reserve"] == "1/10"
+
+
+def test_api_reserve_and_utilization_that_disagree_are_refused():
+    import costgraph
+    from costgraph.errors import CostgraphValueError
+
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b")
+    with pytest.raises(CostgraphValueError, match="disagree"):
+        m.infer(hardware="h100-sxm", prompt=512, generate=128, values=v, reserve="0.1", gpu_memory_utilization="0.8")
+    rep = m.infer(hardware="h100-sxm", prompt=512, generate=128, values=v, gpu_memory_utilization="0.8")
+    assert rep.settings["reserve"] == "1/5"
+
+
+def _json(capsys, argv) -> dict:
+    from costgraph.export import schema as schemas
+
+    assert cli.main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [e.message for e in schemas.validator("infer").iter_errors(doc)] == []
+    return doc
+
+
+def test_prefix_caching_without_device_memory(capsys):
+    # was: internal error, TypeError '<=' Integer and None (the fit of a device nobody gave)
+    argv = LLAMA_512[:4] + ["--prompt", "100", "--generate", "10", "--shared-prefix", "50", "--peak", "1e15",
+                        "--bandwidth", "3e12"]
+    doc = _json(capsys, argv)
+    p = doc["serving"]["prefix_caching"]
+    assert p["fits"] is None and p["max_batch"] is None
+    assert p["kv_cache_bytes_paged"]["value"] == 7 * 16 * 131_072   # b = 1: ceil(110/16) blocks of 131,072 B/token
+    assert cli.main(argv) == 0
+    assert "largest batch             — (no device memory)" in capsys.readouterr().out
+
+
+def test_vllm_would_not_start_is_said(capsys):
+    # was: 'Available KV cache memory 0.00 GiB', '0.00x' and nothing else, where vLLM raises
+    # (vllm-project/vllm v1/core/kv_cache_utils.py::check_enough_kv_cache_memory)
+    argv = LLAMA_512[:4] + ["--prompt", "1024", "--generate", "64"]
+    doc = _json(capsys, argv + ["--memory", "1"])
+    assert doc["serving"]["vllm"]["tokens"] == 0
+    assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
+    doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
+    v = doc["serving"]["vllm"]
+    # 26,157: the weights as vLLM loads them, with its 2 MiB rotary cos/sin cache (issue 29; was 26,158)
+    assert v["num_blocks"] == 26_157 and v["blocks_per_request"] == 62_500
+    assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
+    assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
+
+
+def test_serving_values_keep_huge_expert_powers_unevaluated(capsys):
+    # was: prefix caching on Llama-4-Scout at P = 10^7 (b = 64, S = 5·10^6) ran past 60 s: the
+    # serving figures expanded (15/16)^(63·5·10^6) exactly (inference/exact.py::exact_value)
+    import sympy
+
+    from costgraph.inference.decode import ExactPow
+    from costgraph.inference.exact import exact_value
+
+    k, E, n = sympy.symbols("k E n", positive=True)
+    e = 1 - (1 - k / E) ** n
+    small = exact_value(e, {k: 1, E: 16, n: 3})
+    assert small == 1 - sympy.Rational(15, 16) ** 3
+    huge = exact_value(e, {k: 1, E: 16, n: 315 * 10**6})
+    assert huge.has(ExactPow) and float(huge) == 1.0
+    argv = ["infer", "llama4_text", "--config", "llama-4-scout-17b-16e", "--hardware", "h200", "--prompt", "10000000",
+            "--generate", "10", "--batch", "64", "--tp", "8", "--shared-prefix", "5000000"]
+    doc = _json(capsys, argv)
+    p = doc["serving"]["prefix_caching"]
+    assert p["max_batch"] == 2 and p["fits"] is False
+    assert 0 < p["time_to_first_token"]["value"] < doc["time_to_first_token"]["value"]
+
+
+# --- efficiencies, reserve and page size out of range refused (new-user trial) ---------------------------------------
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# efficiencies in (0, 1], reserve in [0, 1), the flag's own name
+@pytest.mark.parametrize("flag, value, message", [
+    ("--compute-efficiency", "0", "error: --compute-efficiency must be a fraction in (0, 1], not 0\n"
+     "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--compute-efficiency", "2", "error: --compute-efficiency must be a fraction in (0, 1], not 2\n"
+     "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--bandwidth-efficiency", "0", "error: --bandwidth-efficiency must be a fraction in (0, 1], not 0\n"
+     "hint: the share of the HBM bandwidth reached: 1 is the ideal roofline, e.g. 0.45\n"),
+    ("--reserve", "1", "error: --reserve must be a fraction in [0, 1), not 1\n"
+     "hint: the share of device memory kept free: vLLM keeps 0.1\n"),
+])
+def test_infer_refuses_efficiencies_reserve_and_page_size_out_of_range(capsys, flag, value, message):
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", flag, value]) == message
+
+
+def test_infer_refuses_page_size_zero(capsys):
+    # since issue 18 --page-size is read as --generate is (1e12, 2**10), by argparse's type: its usage,
+    # then the error and the hint line (costgraph.cli_errors)
+    err = _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--page-size", "0"])
+    assert err.startswith("usage: costgraph infer")
+    assert err.endswith("costgraph infer: error: argument --page-size: --page-size '0' is not a positive whole number\n"
+                        "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; "
+                        "costgraph infer --help lists its arguments\n")

@@ -11,12 +11,8 @@ from costgraph.cli import main
 ALL = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *args], capture_output=True, text=True)
-
-
-def test_json_layer_contract():
-    r = run("derive", "gpt", "--scope", "layer", "--format", "json")
+def test_json_layer_contract(cg):
+    r = cg("derive", "gpt", "--scope", "layer", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert {"model", "scope", "convention", "symbols", "quantities", "breakdown"} <= set(doc)
@@ -31,9 +27,9 @@ def test_json_layer_contract():
     assert doc["breakdown"]["layers/attn/c_attn"]["quantities"]["params"]["expr"] == "3*h**2 + 3*h"
 
 
-def test_json_model_value_gpt2_small():
+def test_json_model_value_gpt2_small(cg):
     # the issue's acceptance command; GPT-2 small has 124,439,808 parameters
-    r = run("derive", "gpt", "--scope", "model", "--set", "h=768", "l=12", "a=12", "V=50257",
+    r = cg("derive", "gpt", "--scope", "model", "--set", "h=768", "l=12", "a=12", "V=50257",
             "s=1024", "s_max=1024", "b=1", "--format", "json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
@@ -67,10 +63,10 @@ def test_options_via_set(capsys):
     assert json.loads(capsys.readouterr().out)["quantities"]["params"]["value"] == 124337664
 
 
-def test_malformed_file_gives_located_error_and_status_2(tmp_path):
+def test_malformed_file_gives_located_error_and_status_2(cg, tmp_path):
     f = tmp_path / "bad.cg"
     f.write_text("model m {\n  dim h\n  x = linear(y, h\n}\n")
-    r = run("derive", str(f))
+    r = cg("derive", str(f))
     assert r.returncode == 2
     assert f"{f}:4:1: syntax error" in r.stderr
     assert "Traceback" not in r.stderr
@@ -78,8 +74,8 @@ def test_malformed_file_gives_located_error_and_status_2(tmp_path):
 
 @pytest.mark.parametrize("args", [["derive", "gtp"], ["derive", "gpt", "--set", "h=x"],
                                   ["derive", "gpt", "--config", "nope"], ["derive", "gpt", "--scope", "zzz"]])
-def test_bad_arguments_exit_2_without_traceback(args):
-    r = run(*args)
+def test_bad_arguments_exit_2_without_traceback(cg, args):
+    r = cg(*args)
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.strip()
 
 
@@ -117,3 +113,66 @@ def test_every_argparse_rejection_has_a_hint_line(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-2].split(": error: ", 1)[1] and err[-1].startswith("hint: "), err[-2:]
+
+
+# --- --help and --version beside the argparse hints (issue 18) -------------------------------------------------------
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_help_and_version_unchanged(capsys):
+    import costgraph
+
+    assert _cli(capsys, "--version")[:2] == (0, f"costgraph {costgraph.__version__}\n")
+    code, out, _ = _cli(capsys, "infer", "--help")
+    assert code == 0 and out.startswith("usage: costgraph infer") and "--page-size PAGE_SIZE" in out
+
+
+# --- stdout full, closed or gone: a message and exit 2, or exit 1 for EPIPE (issue 18) -------------------------------
+
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [["list"], ["derive", "gpt", "--config", "gpt2"]])
+def test_stdout_full(argv):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "costgraph.cli", *argv], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "costgraph: cannot write the output to stdout: No space left on device\n"
+
+
+def test_stdout_closed():
+    p = subprocess.run([sys.executable, "-m", "costgraph.cli", "list"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=300, pass_fds=(),
+                       preexec_fn=lambda: __import__("os").close(1))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "costgraph: cannot write the output: stdout is closed\n"
+
+
+def test_reader_gone_is_exit_1_without_a_message():
+    # EPIPE: the conventional status 1 (Python's documented SIGPIPE idiom), nothing on stderr
+    import os
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "costgraph.cli", "list"], stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert p.returncode == 1 and p.stderr == "", p.stderr
+
+
+# --- --set: repeated flags accumulate, a name twice refused (a new user's README run) --------------------------------
+
+def test_repeated_set_flags_accumulate(capsys):
+    assert main(["derive", "gpt", "--config", "gpt2", "--set", "s=2048", "--set", "b=4", "--format", "json"]) == 0
+    values = json.loads(capsys.readouterr().out)["values"]
+    assert values["s"] == 2048 and values["b"] == 4
+
+
+def test_same_name_twice_in_set_is_an_error(capsys):
+    assert main(["derive", "gpt", "--set", "h=768", "h=1024"]) == 2
+    assert "gives 'h' twice" in capsys.readouterr().err

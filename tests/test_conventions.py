@@ -5,6 +5,7 @@ import sympy
 
 import costgraph
 from costgraph.ops.elementwise import PER_ELEMENT
+from costgraph.cli import main
 
 
 def eq(a, b):
@@ -39,3 +40,17 @@ def test_unknown_convention_and_precision_are_errors(gpt):
         gpt.costs("layer", convention="macs")
     with pytest.raises(costgraph.CostgraphValueError, match="unknown precision"):
         gpt.costs("layer", precision="int3")
+
+
+# --- derive's header names the causal convention (new-user trial) ----------------------------------------------------
+
+# the header names the causal convention; a FLOP count past the SI prefixes keeps its space
+@pytest.mark.parametrize("causal, tail", [
+    ("half", ", causal attention products halved; "),
+    ("exact", ", causal attention products over the kept pairs (exact); "),
+    ("full", "; "),
+])
+def test_derive_header_names_the_causal_convention(capsys, causal, tail):
+    assert main(["derive", "gpt", "--config", "gpt2", "--causal", causal]) == 0
+    line = capsys.readouterr().out.splitlines()[2]
+    assert line.startswith("FLOPs: 'matmul' convention, 2 FLOPs per multiply-add" + tail)

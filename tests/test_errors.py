@@ -698,14 +698,20 @@ def _console_script() -> list[str]:
     return [found] if found else [sys.executable, "-m", "costgraph.cli"]
 
 
-@pytest.mark.parametrize("runner", ["module", "script"])
-@pytest.mark.parametrize("args, fragments", [
-    (["derive", "{syntax}"], ["{syntax}:4:1: syntax error", "expected ')' or ','", "^"]),
-    (["derive", "{semantic}"], ["{semantic}:6:7: error: unknown operator or block 'lineer'"]),
-    (["derive", "{binary}"], ["{binary}:1:1: error"]),
-    (["derive", "gpt", "--set", "h=abc"], ["cannot read --set 'h=abc'"]),
-    (["derive", "{dir}"], ["is a directory"]),
-], ids=["syntax", "semantic", "binary", "bad-set", "directory"])
+END_TO_END = {
+    "syntax": (["derive", "{syntax}"], ["{syntax}:4:1: syntax error", "expected ')' or ','", "^"]),
+    "semantic": (["derive", "{semantic}"], ["{semantic}:6:7: error: unknown operator or block 'lineer'"]),
+    "binary": (["derive", "{binary}"], ["{binary}:1:1: error"]),
+    "bad-set": (["derive", "gpt", "--set", "h=abc"], ["cannot read --set 'h=abc'"]),
+    "directory": (["derive", "{dir}"], ["is a directory"]),
+}
+
+
+# every error kind as a process (`python -m costgraph.cli`), and the console script once: both entry points
+# reach the same costgraph.cli code, so the script's other four cases (about 2 s of CPU each) added no coverage
+@pytest.mark.parametrize("runner, args, fragments",
+                         [("module", *case) for case in END_TO_END.values()] + [("script", *END_TO_END["syntax"])],
+                         ids=[f"module-{k}" for k in END_TO_END] + ["script-syntax"])
 def test_cli_end_to_end(runner, args, fragments, files):
     cmd = [sys.executable, "-m", "costgraph.cli"] if runner == "module" else _console_script()
     r = subprocess.run([*cmd, *_fill(args, files)], capture_output=True, text=True, timeout=120)
@@ -742,3 +748,74 @@ def test_operator_words_are_refused_as_names_where_declared(text, line, column):
     """not, and, or are refused as names at the declaration, as true and false are (issue 30 item 3)."""
     err = error_of(text)
     check(err, ["is an operator word (not, and, or) and cannot", "choose another name"], line, column)
+
+
+# --- refusals on the new families carry a hint (issue 19 trial) ------------------------------------------------------
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["derive", "vit", "--config", "vit-base-patch16-224", "--set", "image=0"], "--set image=N"),
+    (["sweep", "llama", "--config", "llama-3-8b", "--over", "h=64:128:+64", "--max-rows", "-1"], "hint: "),
+])
+def test_refusals_carry_a_hint(capsys, argv, hint):
+    status, _, err = run(argv, capsys)
+    assert status == 2 and hint in err and "hint: " in err
+
+
+# --- --batch 0 and --gpus 0 named with their flag (issue 20 trial) ---------------------------------------------------
+
+def test_batch_zero_is_named_with_its_flag(capsys):
+    # `infer/fit --serve --batch 0` was refused at the model file (llama.cg:71: "a dimension of tensor
+    # 'tokens' is b = 0"), and a bad --gpus/--tp hinted "--set --gpus=N", which is no command.
+    assert main(["infer", "llama", "--config", "llama-3-8b", "--prompt", "5", "--generate", "5", "--batch", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: '--batch' must be a positive whole number, got 0 (int)") and ".cg" not in err
+    assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--serve", "--prompt", "5",
+                 "--generate", "5", "--batch", "-3"]) == 2
+    assert "'--batch' must be a positive whole number, got -3" in capsys.readouterr().err
+    assert main(["fit", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--gpus", "0"]) == 2
+    assert "hint: give --gpus a whole number above 0 (e.g. --gpus 2; in Python gpus=2)" in capsys.readouterr().err
+
+
+# --- statements after a return are an error at the first of them (new-user trial) ------------------------------------
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# statements after a return are an error at the first of them, not silently dropped
+@pytest.mark.parametrize("where, text, line", [
+    ("model", 'model m {\n  dim b "batch"\n  dim s "tokens"\n  dim h "width"\n  input x[b, s, h]\n'
+              '  return x\n  y = linear(x, h)\n}\n', 7),
+    ("block", 'block f(x[B, S, H]) {\n  return gelu(x)\n  y = linear(x, H)\n}\n'
+              'model m {\n  dim b "batch"\n  dim s "tokens"\n  dim h "width"\n  input x[b, s, h]\n'
+              '  return f(x)\n}\n', 3),
+])
+def test_statements_after_return_are_unreachable(tmp_path, capsys, where, text, line):
+    path = tmp_path / "m.cg"
+    path.write_text(text)
+    err = _err(capsys, ["derive", str(path), "--set", "b=1", "s=2", "h=3"])
+    assert err == (f"{path}:{line}:3: error: unreachable: statements after return\n"
+                   "      y = linear(x, " + ("h" if where == "model" else "H") + ")\n      ^\n"
+                   "hint: a block or model ends at its return; move the statements before it, or delete them\n")
+
+
+# --- impossible sizes are errors (a new user's README run) -----------------------------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["deepseek_v3", "--config", "deepseek-v3", "--set", "k_d=70"], "repeat count of 'moe_layers' is -k_d + l = -9"),
+    (["mixtral", "--config", "mixtral-8x7b", "--set", "k=10"], "has 8 copies but 10 active"),
+    (["llama", "--config", "llama-2-7b", "--set", "kv=5"], "a/kv = 32/5"),
+    (["gemma2", "--config", "gemma-2-9b", "--set", "l=41"], "l/2 = 41/2"),
+])
+def test_impossible_sizes_are_errors(args, message, capsys):
+    assert main(["derive", *args]) == 2
+    assert message in capsys.readouterr().err

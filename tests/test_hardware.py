@@ -234,3 +234,34 @@ def test_cli_hardware_does_not_import_sympy():
             "assert 'sympy' not in sys.modules, 'sympy imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# --- did you mean, each preset once (issue 18) -----------------------------------------------------------------------
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_hardware_did_you_mean_once(capsys):
+    code, out, err = _cli(capsys, "hardware", "h100")
+    assert code == 2
+    hint = err.splitlines()[-1]
+    assert hint.startswith("hint: did you mean 'h100-sxm' or 'h100-pcie'? presets: a100-40gb-sxm, ")
+    names = hint.split("presets: ")[1].split("; ")[0].split(", ")
+    assert len(names) == len(set(names)) == 31
+
+
+# --- an empty hardware name asks for one (issue 18) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_hardware_empty_name_asks_for_a_name(capsys, name):
+    from costgraph.hardware import presets
+
+    code, out, err = _cli(capsys, "hardware", name)
+    assert code == 2 and "did you mean" not in err
+    assert err.startswith("error: a hardware name is needed, got an empty one\nhint: presets: "
+                          + ", ".join(presets()) + ";")
+    code, out, err = _cli(capsys, "hardware", "h100sx")
+    assert code == 2 and "did you mean 'h100-sxm'?" in err

@@ -2,14 +2,14 @@
 provenance in SOURCES.md) and the errors for bad ones."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import costgraph
 from costgraph.language.hf_config import supported_model_types
+from costgraph.cli import main
+from costgraph.errors import CostgraphValueError
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 
@@ -155,15 +155,14 @@ def test_unsupported_variant_is_an_error():
         costgraph.from_hf_config(cfg, source="t5.json")
 
 
-def test_cli_on_config_json_prints_units(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(HF / "mixtral-8x7b.json")],
-                       capture_output=True, text=True)
+def test_cli_on_config_json_prints_units(cg, tmp_path):
+    r = cg("derive", str(HF / "mixtral-8x7b.json"))
     assert r.returncode == 0, r.stderr
     assert "46,702,792,704 (46.70 G)" in r.stdout and "12,879,925,248 (12.88 G)" in r.stdout
     assert "KV cache bytes" in r.stdout
     bad = tmp_path / "config.json"
     bad.write_text('{"model_type": "llama",\n "hidden_size": }')
-    r = subprocess.run([sys.executable, "-m", "costgraph.cli", "derive", str(bad)], capture_output=True, text=True)
+    r = cg("derive", str(bad))
     assert r.returncode == 2 and f"{bad}:2:17" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -189,11 +188,11 @@ def test_dropout_follows_the_config_rates():
     assert forced.model.settings.dropout
 
 
-def test_cli_derive_no_dropout_on_a_config_json():
-    base = [sys.executable, "-m", "costgraph.cli", "derive", str(HF / "gpt2.json"), "--format", "json",
-            "--no-breakdown", "--set", "s=128"]
-    on, off = (json.loads(subprocess.run(base + extra, capture_output=True, text=True, check=True).stdout)
-               for extra in ([], ["--no-dropout"]))
+def test_cli_derive_no_dropout_on_a_config_json(cg):
+    base = ["derive", str(HF / "gpt2.json"), "--format", "json", "--no-breakdown", "--set", "s=128"]
+    runs = [cg(*base, *extra) for extra in ([], ["--no-dropout"])]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    on, off = (json.loads(r.stdout) for r in runs)
     assert on != off
 
 
@@ -297,3 +296,164 @@ def test_quoted_config_values_are_cut_and_cleaned(tmp_path, capsys):
     assert main(["derive", str(path)]) == 2
     first = capsys.readouterr().err.splitlines()[0]
     assert first.endswith("unsupported model_type '" + "A" * 58 + "…") and "\x1b" not in first, first
+
+
+# --- rotary_pct above 1; duplicate keys warned with the value used (issue 18) ----------------------------------------
+
+PYTHIA = {"model_type": "gpt_neox", "hidden_size": 768, "num_attention_heads": 12, "rotary_pct": 0.25,
+          "intermediate_size": 3072, "num_hidden_layers": 12, "vocab_size": 50304,
+          "max_position_embeddings": 2048, "use_parallel_residual": True}
+
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_rotary_pct_above_one_in_config_json(tmp_path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**PYTHIA, "rotary_pct": 2.0}))
+    code, out, err = _cli(capsys, "derive", str(p))
+    assert code == 2 and "Traceback" not in err
+    assert f"{p}: key 'rotary_pct' is the fraction of each head that is rotated, at most 1, got 2.0" in err
+    assert "hint: write a number in (0, 1]" in err
+    p.write_text(json.dumps({**PYTHIA, "rotary_pct": 1.0}))
+    code, out, err = _cli(capsys, "derive", str(p))
+    assert code == 0 and "r=64," in out                 # 1.0 · 768/12
+
+
+def test_duplicate_key_warns_with_key_file_and_value_used(tmp_path):
+    from costgraph.language.hf_config import DuplicateKeyWarning
+
+    text = json.dumps(PYTHIA)[:-1] + ',\n "hidden_size": 1024,\n "hidden_size": 384}'
+    p = tmp_path / "config.json"
+    p.write_text(text)
+    with pytest.warns(DuplicateKeyWarning) as record:
+        hf = costgraph.load_hf_config(str(p))
+    assert hf.values["h"] == 384 and hf.values["r"] == 8          # the last value, as json.loads takes: 0.25·384/12
+    assert [str(w.message) for w in record] == [
+        f"duplicate key 'hidden_size' in {p}: it is given 3 times; the last value, 384, is used "
+        "(as Python and Transformers do)"]
+    assert record[0].filename == str(p) and record[0].lineno == 3
+
+
+def test_no_warning_without_duplicates(tmp_path, recwarn):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(PYTHIA))
+    assert costgraph.load_hf_config(str(p)).values["h"] == 768
+    assert not [w for w in recwarn if "duplicate" in str(w.message)]
+
+
+# --- nested configs that are not objects, and config files that are not JSON, refused with a hint (issue 19 trial) ---
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+@pytest.mark.parametrize("nested", [None, [1], "x", 7])
+def test_a_nested_config_that_is_not_an_object_is_refused(tmp_path, nested):
+    # before: llava's vision tower silently took CLIPVisionConfig's defaults (224/32/768), which is
+    # not even what LlavaConfig builds for a missing vision_config (1024 wide, 24 layers, patch 14)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llava", "vision_config": nested, "text_config": {}}))
+    with pytest.raises(CostgraphValueError, match=r"key 'vision_config' must be an object") as e:
+        costgraph.load_hf_config(str(path))
+    assert e.value.hint
+
+
+def test_a_missing_nested_config_is_refused(tmp_path):
+    path = tmp_path / "config.json"
+    # LlavaConfig builds its own tower for a missing vision_config, not CLIPVisionConfig's defaults;
+    # CLIPConfig builds CLIPTextConfig() (its mapping entry's nested_defaults: read as the defaults)
+    path.write_text(json.dumps({"model_type": "llava", "text_config": {}}))
+    with pytest.raises(CostgraphValueError, match=r"key 'vision_config' must be an object .*missing or null"):
+        costgraph.load_hf_config(str(path))
+
+
+def test_config_file_errors_carry_a_hint(tmp_path, capsys):
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    status, _, err = run(["derive", str(empty)], capsys)
+    assert status == 2 and "invalid JSON" in err and "hint: " in err
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    status, _, err = run(["derive", str(binary)], capsys)
+    assert status == 2 and "not UTF-8 text" in err and "hint: " in err
+    frac = tmp_path / "frac.json"
+    frac.write_text(json.dumps({"model_type": "vit", "image_size": 224.5}))
+    status, _, err = run(["derive", str(frac)], capsys)
+    assert status == 2 and "positive whole number" in err and "hint: " in err
+
+
+# --- dropout rates are probabilities; a byte-order mark is read (new-user trial) -------------------------------------
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# config.json dropout rates are probabilities, checked like the other keys and named with the file
+@pytest.mark.parametrize("file, key, value, shown", [
+    ("llama-2-7b.json", "attention_dropout", "0.1", "'0.1'"),
+    ("llama-2-7b.json", "attention_dropout", -0.1, "-0.1"),
+    ("gpt2.json", "attn_pdrop", 1.5, "1.5"),
+    ("gpt2.json", "resid_pdrop", True, "True"),
+])
+def test_hf_config_dropout_rates_are_probabilities(tmp_path, capsys, file, key, value, shown):
+    from pathlib import Path
+
+    config = json.loads((Path(__file__).parent.parent / "examples" / "hf" / file).read_text())
+    path = tmp_path / file
+    path.write_text(json.dumps({**config, key: value}))
+    err = _err(capsys, ["derive", str(path)])
+    assert err == f"error: {path}: key '{key}' must be a dropout probability, a number in [0, 1), got {shown}\n"
+    # the released value passes (GPT-2's 0.1, LLaMA's absent key)
+    assert main(["derive", str(Path(__file__).parent.parent / "examples" / "hf" / file)]) == 0
+
+
+def test_config_json_with_a_byte_order_mark(tmp_path):
+    # some editors write a UTF-8 byte-order mark; Python's json refuses it ("decode using utf-8-sig")
+    import costgraph
+
+    p = tmp_path / "gpt2.json"
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "examples" / "hf" / "gpt2.json"
+    p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    hf = costgraph.load_hf_config(str(p))
+    assert hf.costs().evaluate(**hf.values)["params"] == 124_439_808   # GPT-2 small, tied head
+
+
+# --- malformed model_type, variants that change costs, --config with a config.json (a new user's README run) ---------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_malformed_model_type_and_non_string_model():
+    with pytest.raises(costgraph.CostgraphValueError, match="unsupported model_type"):
+        costgraph.from_hf_config({"model_type": ["llama"]})
+    with pytest.raises(costgraph.CostgraphValueError, match="no 'model_type' key"):
+        costgraph.from_hf_config({})
+    with pytest.raises(costgraph.CostgraphValueError, match="not int"):
+        costgraph.load(5)
+
+
+def test_hf_variants_that_change_costs_are_refused():
+    cfg = json.loads((ROOT / "examples" / "hf" / "gpt2.json").read_text())
+    cfg["tie_word_embeddings"] = False
+    with pytest.raises(costgraph.CostgraphValueError, match="tie_word_embeddings"):
+        costgraph.from_hf_config(cfg)
+    cfg = json.loads((ROOT / "examples" / "hf" / "llama-2-7b.json").read_text())
+    cfg["hidden_act"] = "gelu"
+    with pytest.raises(costgraph.CostgraphValueError, match="hidden_act"):
+        costgraph.from_hf_config(cfg)
+
+
+def test_config_flag_with_config_json_is_an_error(cg):
+    r = cg("derive", str(ROOT / "examples/hf/gpt2.json"), "--config", "gpt2")
+    assert r.returncode == 2 and "a config.json is one already" in r.stderr

@@ -17,8 +17,6 @@ without torch and transformers.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -145,20 +143,16 @@ def test_variants_the_model_file_does_not_describe_are_refused(key, value):
         from_hf_config({**TINY, key: value})
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "costgraph.cli", *args], capture_output=True, text=True, timeout=600)
-
-
-def test_derive_train_infer_run_on_the_released_config():
-    r = _cli("derive", str(Q3N))
+def test_derive_train_infer_run_on_the_released_config(cg):
+    r = cg("derive", str(Q3N))
     assert r.returncode == 0, r.stderr
     assert "79,674,391,296" in r.stdout
-    r = _cli("train", str(Q3N), "--set", "s=4096", "--format", "json")
+    r = cg("train", str(Q3N), "--set", "s=4096", "--format", "json")
     assert r.returncode == 0, r.stderr
-    r = _cli("infer", str(Q3N), "--prompt", "1000", "--generate", "100", "--format", "json")
+    r = cg("infer", str(Q3N), "--prompt", "1000", "--generate", "100", "--format", "json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    r2 = _cli("infer", str(Q3N), "--prompt", "100000", "--generate", "100", "--format", "json")
+    r2 = cg("infer", str(Q3N), "--prompt", "100000", "--generate", "100", "--format", "json")
     out2 = json.loads(r2.stdout)
     assert out["state_bytes"]["value"] == out2["state_bytes"]["value"] == 40_108_032
     assert out2["kv_cache_bytes"]["value"] - out["kv_cache_bytes"]["value"] == 99_000 * 24_576
@@ -306,13 +300,13 @@ def test_fh1_variants_the_model_file_does_not_describe_are_refused(key, value):
         from_hf_config({**FH1, key: value})
 
 
-def test_fh1_derive_train_infer_run_on_the_defaults():
-    r = _cli("derive", str(FH1_DEFAULTS))
+def test_fh1_derive_train_infer_run_on_the_defaults(cg):
+    r = cg("derive", str(FH1_DEFAULTS))
     assert r.returncode == 0, r.stderr
     assert "8,514,961,408" in r.stdout
-    r = _cli("train", str(FH1_DEFAULTS), "--format", "json")
+    r = cg("train", str(FH1_DEFAULTS), "--format", "json")
     assert r.returncode == 0, r.stderr
-    outs = [json.loads(_cli("infer", str(FH1_DEFAULTS), "--prompt", str(p), "--generate", "100",
+    outs = [json.loads(cg("infer", str(FH1_DEFAULTS), "--prompt", str(p), "--generate", "100",
                             "--format", "json").stdout) for p in (1000, 8000)]
     assert outs[0]["state_bytes"]["value"] == outs[1]["state_bytes"]["value"] == 17_170_432
     assert outs[1]["kv_cache_bytes"]["value"] - outs[0]["kv_cache_bytes"]["value"] == 7000 * 131_072
@@ -413,12 +407,12 @@ def test_gr_variants_the_model_file_does_not_describe_are_refused(key, value):
         from_hf_config({**GR, key: value})
 
 
-def test_gr_derive_train_infer_run():
-    r = _cli("derive", str(GR_DEFAULTS))
+def test_gr_derive_train_infer_run(cg):
+    r = cg("derive", str(GR_DEFAULTS))
     assert r.returncode == 0, r.stderr
     assert "38,311,240,704" in r.stdout
-    assert _cli("train", str(GR_DEFAULTS), "--format", "json").returncode == 0
-    outs = [json.loads(_cli("infer", str(GR_DEFAULTS), "--prompt", str(p), "--generate", "10",
+    assert cg("train", str(GR_DEFAULTS), "--format", "json").returncode == 0
+    outs = [json.loads(cg("infer", str(GR_DEFAULTS), "--prompt", str(p), "--generate", "10",
                             "--format", "json").stdout) for p in (100, 2000)]
     assert outs[0]["state_bytes"]["value"] == outs[1]["state_bytes"]["value"] == 102_334_464
 

@@ -195,3 +195,59 @@ def test_shared_prefix_refused_with_a_per_request_part(whisper):
 
     with pytest.raises(CostgraphValueError, match="once per request"):
         check_prefix(whisper, 2, 8)
+
+
+# --- gpt-oss (attention sinks): prefill and decode from models/gpt_oss.cg (new-user trial) ---------------------------
+
+# gpt-oss (attention sinks) is decoder-only: infer works, figures from models/gpt_oss.cg's formulas
+OSS = dict(h=2880, a=64, kv=8, d=64, i=2880, E=32, k=4, w=128, l=24, V=201088)   # gpt-oss-20b config.json
+
+
+def _oss_layer_linear_flops(c):
+    """Per token, 'matmul': q/k/v/o projections, the router, k of E experts (gate_up h→2i, down i→h)."""
+    return (2 * c["h"] * c["a"] * c["d"] * 2 + 2 * 2 * c["h"] * c["kv"] * c["d"] + 2 * c["h"] * c["E"]
+            + c["k"] * (2 * c["h"] * 2 * c["i"] + 2 * c["i"] * c["h"]))
+
+
+def test_gpt_oss_infer_prefill_and_decode():
+    from costgraph.inference import Inference, infer, load
+
+    c = OSS
+    m = load("gpt_oss")
+    rep = infer(m, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=m.values("gpt-oss-20b"))
+    v = rep.values
+    half = c["l"] // 2            # even layers sliding (window w), odd layers full
+    P, n = 512, 512 + 128 - 2     # decode: the last step, n cached positions
+    head = 2 * c["h"] * c["V"]
+    # QKᵀ and scores·V, 2·a·d per query-key pair each, over n + q keys (Min(·, w) in the sliding layers)
+    prefill = c["l"] * _oss_layer_linear_flops(c) * P + 4 * c["a"] * c["d"] * P * half * (P + min(P, c["w"])) \
+        + head * P
+    decode = c["l"] * _oss_layer_linear_flops(c) + 4 * c["a"] * c["d"] * half * (n + 1 + min(n + 1, c["w"])) + head
+    assert v["prefill.flops"] == prefill == 3_758_138_327_040
+    assert v["decode.flops"] == decode == 7_365_083_136
+    # parameters: attention with biases and a sinks entries, two RMSNorms, router with bias, E experts
+    attn = 2 * c["h"] * c["a"] * c["d"] + c["a"] * c["d"] + 2 * (c["h"] * c["kv"] * c["d"] + c["kv"] * c["d"]) \
+        + c["h"] + c["a"]
+    expert = 3 * c["h"] * c["i"] + 2 * c["i"] + c["h"]
+    rest = c["l"] * (attn + 2 * c["h"] + c["h"] * c["E"] + c["E"]) + 2 * c["V"] * c["h"] + c["h"]
+    assert rest + c["l"] * c["E"] * expert == 20_914_757_184      # the model card's 20.91B (test_hf_families_c)
+    # bf16 weights: all of them in memory; a one-token decode step reads k of the E experts of each layer
+    assert v["weight_bytes"] == 2 * (rest + c["l"] * c["E"] * expert)
+    assert v["decode.weight_bytes"] == 2 * (rest + c["l"] * c["k"] * expert)
+    # K and V, kv heads of d in bf16 per position; the sliding layers keep Min(·, w) positions
+    per = 2 * 2 * c["kv"] * c["d"]
+    assert v["kv_cache_bytes"] == half * per * ((P + 128) + min(P + 128, c["w"]))
+    assert v["decode.kv_read_bytes"] == half * per * (n + min(n, c["w"]))
+    # the sinks add one column to every query row of the softmax ('all': 5 FLOPs an element)
+    step = Inference(m, convention="all").decode()
+    ops = {o.path: o.flops.xreplace(m.values("gpt-oss-20b")).xreplace(
+        {sym: val for sym, val in rep.subs.items() if str(sym) in ("P", "G", "b")}) for o in step.ops}
+    assert ops["layers/full/self_attn/sinks_softmax/softmax"] == 5 * c["a"] * (n + 1 + 1) * half
+    assert ops["layers/sliding/self_attn/sinks_softmax/softmax"] == 5 * c["a"] * (min(n + 1, c["w"]) + 1) * half
+
+
+def test_gpt_oss_infer_cli(capsys):
+    assert main(["infer", "gpt_oss", "--config", "gpt-oss-20b", "--hardware", "h100-sxm", "--prompt", "512",
+                 "--generate", "128", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["decode"]["flops"]["value"] == 7_365_083_136 and doc["warnings"] == []

@@ -12,6 +12,10 @@ import costgraph
 from costgraph.errors import CostgraphValueError
 from costgraph.inference import G, P, Inference, infer, load, machine, step_seconds
 from costgraph.inference.roofline import compute_bound_batch
+import subprocess
+from costgraph import cli
+import json
+from costgraph.cli import main
 
 
 def _vals(model, config, **over):
@@ -320,3 +324,76 @@ def test_infer_report_of_a_state_only_model():
     assert v["max_context"] is None and v["context_unbounded"] is True
     # capacity: weights + b states ≤ 72 GB (h100-sxm 80 GB, reserve 0.1)
     assert v["max_batch"] == (72_000_000_000 - 2 * 129_135_360) // 1_474_560
+
+
+# --- no sizes: the missing ones named, exit 2, no traceback (issue 18) -----------------------------------------------
+
+HINT = "--config NAME or --set NAME=VALUE"
+
+
+def _refused(p: subprocess.CompletedProcess) -> str:
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and "this is a bug" not in p.stderr, p.stderr
+    return p.stderr
+
+
+def test_infer_without_sizes_names_them(cg):
+    err = _refused(cg("infer", "mixtral", "--hardware", "h100-sxm", "--prompt", "16", "--generate", "16"))
+    assert "error: no value for E, V, a, d, h, i, k, kv, l\n" in err and HINT in err
+
+
+# --- --prompt and the API's generate read as --generate is (issue 17 trial) ------------------------------------------
+
+LLAMA = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
+
+
+def test_api_reads_generate_as_the_cli_does(capsys):
+    # was: Model.infer(generate="1e12") refused ("must be a positive whole number, not '1e12'")
+    import costgraph
+
+    m = costgraph.load("llama")
+    v = m.values("llama-3-8b")
+    assert cli.main(LLAMA[:6] + ["--prompt", "100", "--generate", "1e12", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for g in ("1e12", 1e12, 10**12):
+        rep = m.infer(hardware="h100-sxm", prompt=100, generate=g, values=v)
+        assert json.loads(json.dumps(rep.to_dict())) == doc
+
+
+def test_prompt_read_as_generate_is(capsys):
+    # was: --prompt 1e7 refused ('invalid int value') while --generate 1e7 was read; --prompt 10**22 accepted
+    base = LLAMA[:6] + ["--generate", "2", "--format", "json"]
+    assert cli.main(base + ["--prompt", "1e7"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert cli.main(base + ["--prompt", "10**7"]) == 0
+    assert json.loads(capsys.readouterr().out) == a and a["settings"]["prompt"] == 10**7
+    assert cli.main(base + ["--prompt", "10**16"]) == 2
+    assert "out of range" in capsys.readouterr().err
+
+
+# --- past a learned position table: a warning, the context capped (new-user trial) -----------------------------------
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+# a learned position table: P + G > s_max warns, and the longest context is capped at s_max
+def test_infer_warns_past_the_position_table_and_caps_the_context(capsys):
+    assert main([*INFER, "--prompt", "100000", "--generate", "5"]) == 0
+    out = capsys.readouterr().out
+    warning = ("P + G = 100,005 positions is longer than s_max = 1,024: the learned position table has "
+               "s_max rows, so the model cannot read that many tokens as built")
+    assert out.splitlines()[-1] == "warning: " + warning
+    assert "  longest context           1,024 tokens per sequence at b = 1 (s_max: the learned position " \
+           "table; memory would hold 1,946,368)" in out.splitlines()
+    assert main([*INFER, "--prompt", "100000", "--generate", "5", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["warnings"] == [warning]
+    # memory alone: whole pages of 16 positions of 4·h·l bytes (K and V in bf16, DOMAIN.md §6) beside the
+    # bf16 weights 2·124,439,808 (DOMAIN.md §1), within 0.9 × the H100's 80e9 bytes
+    pages = (72_000_000_000 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
+    assert doc["max_context"] == 1024 and doc["max_context_memory"] == 16 * pages == 1_946_368
+    from costgraph.export import schema as schemas
+
+    assert list(schemas.validator("infer").iter_errors(doc)) == []
+    assert main([*INFER, "--prompt", "512", "--generate", "512", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == []    # P + G = s_max: no warning

@@ -13,6 +13,9 @@ from costgraph.errors import CostgraphValueError
 from costgraph.inference import G, P, Inference, load, machine, step_seconds
 from costgraph.inference.parallel import Serving, ServingInference, serving_inference
 from costgraph.inference.roofline import infer
+from costgraph import cli
+import json
+from costgraph.cli import main
 
 H, A, KV, D, I, L, V = 8192, 64, 8, 128, 28672, 80, 128256   # Llama-3-70B config.json
 
@@ -271,3 +274,57 @@ def test_deepseek_v3_prefill_layout_of_the_report(dsv3):
     with pytest.raises(CostgraphValueError, match="does not divide the 256"):
         infer(dsv3, hardware="h100-sxm", prompt=8, generate=2, batch=80, values=v, t=320, ep=320,
               dp_attention=80)
+
+
+# --- a parallel layout without a device or a link: no seconds, said so (issue 17 trial) ------------------------------
+
+MIXTRAL = ["infer", "mixtral", "--config", "mixtral-8x7b", "--prompt", "100", "--generate", "10"]
+
+
+def _json(capsys, argv) -> dict:
+    from costgraph.export import schema as schemas
+
+    assert cli.main(argv + ["--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [e.message for e in schemas.validator("infer").iter_errors(doc)] == []
+    return doc
+
+
+def test_parallel_layout_without_a_device(capsys):
+    # was: internal error, KeyError 'tokens_per_second' (EP / DP attention with no seconds)
+    doc = _json(capsys, MIXTRAL + ["--tp", "8", "--ep", "8", "--dp-attention", "8", "--batch", "8"])
+    assert doc["settings"]["ep"] == 8 and doc["parallel"]["experts_per_device"]["value"] == 1
+    assert doc["time_per_output_token"]["value"] is None
+    # a rate but no link: the EP all-to-all has no seconds, said so
+    doc = _json(capsys, MIXTRAL + ["--tp", "8", "--ep", "8", "--peak", "1e15", "--bandwidth", "4.8e12"])
+    assert doc["time_per_output_token"]["value"] is None
+
+
+def test_pipeline_without_a_link_has_no_seconds(capsys):
+    # was: internal error, TypeError One * None (the stages' sends on a link nobody gave)
+    doc = _json(capsys, MIXTRAL + ["--pp", "4", "--peak", "1e15", "--bandwidth", "4.8e12"])
+    assert "pipeline stages' sends need a link" in doc["time_per_output_token"]["absent"]
+    doc = _json(capsys, MIXTRAL + ["--pp", "4", "--peak", "1e15", "--bandwidth", "4.8e12", "--link-bandwidth", "50e9"])
+    assert doc["time_per_output_token"]["value"] is not None
+
+
+# --- infer refuses the TP layouts train refuses (new-user trial) -----------------------------------------------------
+
+INFER = ["infer", "gpt", "--config", "gpt2", "--hardware", "h100-sxm"]
+
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+# infer refuses the TP layouts train refuses (costgraph/training/validity.py check_layout)
+def test_infer_refuses_tp_that_splits_an_axis_unevenly(capsys):
+    msg = ("error: tensor parallelism t = 5 splits an axis of 2304 (3*h, tensor 'layers/attn/c_attn:0') "
+           "unevenly\nhint: t must divide the heads, K/V heads and widths it splits\n")
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--tp", "5"]) == msg
+    # the same message as train's (3h = 2304 is not a multiple of 5)
+    assert _err(capsys, ["train", "gpt", "--config", "gpt2", "--gpus", "5", "--tp", "5"]) == msg
+    assert main([*INFER, "--prompt", "512", "--generate", "128", "--tp", "4"]) == 0   # 12 heads, 768, 2304, 3072 ÷ 4

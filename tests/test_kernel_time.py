@@ -227,3 +227,61 @@ def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
     (tmp_path / "kernels.toml").write_text(bundled, encoding="utf-8")
     with pytest.raises(CostgraphValueError, match="is a bundled kernel table already"):
         kernel_table(H100)
+
+
+# --- user kernel tables (COSTGRAPH_DATA) faster than the hardware or malformed, refused (issues 27/29 hostile input) ---
+
+def _run(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _refused(capsys, argv, *words):
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2, (rc, out, err)
+    assert "hint:" in err and "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def _user_kernels(tmp_path, monkeypatch, edit):
+    """A COSTGRAPH_DATA kernels.toml: the bundled h100-sxm table, renamed h800 (a preset without a
+    bundled table) and edited."""
+    import pathlib
+    import re
+
+    import costgraph.training.kernel_table as kt
+
+    s = (pathlib.Path(kt.__file__).parent / "kernels.toml").read_text()
+    start = s.index("[h100-sxm]")
+    body = s[start:s.index("\n[", start)].replace("[h100-sxm]", "[h800]", 1)
+    (tmp_path / "kernels.toml").write_text(re.sub(edit[0], edit[1], body, count=1, flags=re.M))
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+
+
+H800 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h800"]
+
+
+@pytest.mark.parametrize("edit, words", [
+    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = "50"'), "[h800] gemm_efficiency = 50 is above 1"),
+    ((r'^attention_forward_efficiency = "0.662"', 'attention_forward_efficiency = "5"'),
+     "attention_forward_efficiency = 5 is above 1"),
+    ((r'^hbm_bandwidth = 2_800_000_000_000', 'hbm_bandwidth = 99_000_000_000_000_000'),
+     "is above the preset's memory bandwidth 3,350,000,000,000 B/s"),
+], ids=["gemm-above-peak", "attention-above-peak", "bandwidth-above-hbm"])
+def test_a_user_kernel_table_faster_than_the_hardware_is_refused(capsys, tmp_path, monkeypatch, edit, words):
+    # a kernel at 50 × the peak, or an HBM bandwidth above hardware.toml's h800 (3.35 TB/s), was timed as given
+    _user_kernels(tmp_path, monkeypatch, edit)
+    _refused(capsys, H800, words)
+
+
+@pytest.mark.parametrize("edit, words", [
+    ((r'^\[h800\]', '[h800'), "not valid TOML"),
+    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = 0.797'), "is not a decimal number in a string"),
+    ((r'^gemm_points = \[', 'gemm_points = [["a"], '), "gemm_points is not a list of"),
+], ids=["syntax", "type", "points"])
+def test_a_malformed_user_kernel_table_is_refused_with_a_hint(capsys, tmp_path, monkeypatch, edit, words):
+    _user_kernels(tmp_path, monkeypatch, edit)
+    _refused(capsys, H800, words, "kernels.toml")

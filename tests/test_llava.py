@@ -26,6 +26,7 @@ from costgraph import cli
 from costgraph.errors import CostgraphError
 from costgraph.language.hf_config import nested_get
 from costgraph.model import load
+from costgraph.cli import main
 
 HF = Path(__file__).resolve().parent.parent / "examples" / "hf"
 LLAVA = HF / "llava-1.5-7b-hf.json"
@@ -190,3 +191,23 @@ def test_a_prompt_shorter_than_the_image_tokens_is_said_so(capsys):
     assert "is t = s − ni (text tokens) = -476 for these values" in err, err
     assert "hint: s must be more than ni = 576 (image tokens" in err
     assert "image**2" not in err
+
+
+# --- a prompt shorter than the image tokens refused (issue 19 trial) -------------------------------------------------
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_llava_prompt_shorter_than_its_image_tokens_is_refused(capsys):
+    # llava-1.5-7b: 576 image tokens; derive --set s=100 refused it, infer --prompt 100 answered
+    status, out, err = run(["infer", "llava", "--config", "llava-1.5-7b", "--hardware", "h100-sxm",
+                            "--prompt", "100", "--generate", "10"], capsys)
+    assert status == 2 and out == ""
+    assert "llava.cg:" in err and "= -476" in err
+    status, out, err = run(["infer", "llava", "--config", "llava-1.5-7b", "--hardware", "h100-sxm",
+                            "--prompt", "1000", "--generate", "10", "--format", "json"], capsys)
+    assert status == 0, err
+    assert json.loads(out)["settings"]["prompt"] == 1000

@@ -20,6 +20,7 @@ from costgraph.training.lora import (
     tensor_quantized_bytes,
 )
 from costgraph.training.states import model_states
+from costgraph.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -390,3 +391,23 @@ def test_a_rank_above_a_targets_smaller_side_is_warned(capsys):
             "layers/layer/self_attn/v_proj (4096 → 4096)") in out
     assert main(["train", "llama", "--config", "llama-2-7b", "--gpus", "1", "--lora", "4096"]) == 0
     assert "above the smaller side" not in capsys.readouterr().out
+
+
+# --- the --lora-targets hint names each linear node once (issue 18) --------------------------------------------------
+
+def _cli(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("model, nodes", [
+    # was: "q_proj, k_proj, ..., down_proj, q_proj, k_proj, ..., lm_head" (one q_proj per layer kind)
+    ("gemma3_text", "q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head"),
+    ("jamba", "q_proj, k_proj, v_proj, o_proj, in_proj, x_proj, dt_proj, out_proj, gate, gate_proj, up_proj, "
+              "down_proj, lm_head"),
+])
+def test_lora_target_hint_names_each_node_once(model, nodes, capsys):
+    code, out, err = _cli(capsys, "train", model, "--lora", "16", "--lora-targets", "qproj")
+    assert code == 2 and not out
+    assert err.splitlines()[-1] == "hint: linear nodes: " + nodes

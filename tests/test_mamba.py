@@ -12,6 +12,8 @@ import pytest
 import sympy
 
 import costgraph
+import json
+from costgraph.cli import main
 
 # transformers 5.24.0, MambaForCausalLM(MambaConfig(hidden_size=768, expand=2, state_size=16,
 # time_step_rank=48, conv_kernel=4, num_hidden_layers=24, vocab_size=50280)) on the meta device
@@ -212,3 +214,52 @@ def test_tied_head_follows_the_config():
     # MambaConfig's default ties the head; an untied head adds V·h parameters (lm_head.weight)
     untied = costgraph.from_hf_config(dict(MAMBA_130M_HF, tie_word_embeddings=False))
     assert _params(untied) == MAMBA_130M + 50280 * 768
+
+
+# --- tensor parallelism splits the Mamba mixer and its recurrent state per channel (new-user trial) ------------------
+
+# tensor parallelism splits Mamba's mixer per channel (Megatron-LM megatron/core/ssm/mamba_mixer.py,
+# GPT-NeoX megatron/model/mamba/mamba.py ParallelMambaBlock): in_proj and dt_proj column-parallel,
+# conv1d, A_log, D and the states per channel (d_inner / t), x_proj and out_proj row-parallel
+MAMBA_28B = dict(h=2560, e=2, N=16, R=160, K=4, l=64)     # state-spaces/mamba-2.8b-hf config.json
+
+
+def test_tp_splits_the_mamba_mixer_per_channel():
+    import costgraph
+    from costgraph.parallel.tensor import tensor_parallel
+
+    tp = tensor_parallel(costgraph.load("mamba").graph, 2)
+    assert tp.column == ["layers/mixer/in_proj", "layers/mixer/dt_proj", "lm_head"]
+    assert tp.row == ["layers/mixer/x_proj", "layers/mixer/out_proj"]
+    assert {w for w, d in tp.weights.items() if d == 2} == {
+        "embeddings/weight", "layers/mixer/in_proj/weight", "layers/mixer/conv1d/weight",
+        "layers/mixer/conv1d/bias", "layers/mixer/x_proj/weight", "layers/mixer/dt_proj/weight",
+        "layers/mixer/dt_proj/bias", "layers/mixer/ssm/A_log", "layers/mixer/ssm/D",
+        "layers/mixer/out_proj/weight"}
+    # the inference states [b, D, K] and [b, D, N] split along their channels
+    assert tp.split["layers/mixer/conv1d/conv_state"] == 1 and tp.split["layers/mixer/ssm/ssm_state"] == 1
+
+
+@pytest.mark.parametrize("t", [1, 2])
+def test_train_mamba_tp_weights_per_layer(capsys, t):
+    c = MAMBA_28B
+    assert main(["train", "mamba", "--config", "mamba-2.8b", "--gpus", str(t), "--tp", str(t), "--scope", "layer",
+                 "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # models/mamba.cg: 3eh² + eh(K + 2R + 3N + 3) in the mixer, split by t; the RMSNorm's h whole; bf16
+    mixer = 3 * c["e"] * c["h"] ** 2 + c["e"] * c["h"] * (c["K"] + 2 * c["R"] + 3 * c["N"] + 3)
+    assert doc["memory"]["weights"]["value"] == 2 * (mixer // t + c["h"])
+
+
+@pytest.mark.parametrize("model, config, state", [
+    # l·b·e·h·(K + N) bf16 values (the convolution's last K inputs and the SSM state per channel)
+    ("mamba", "mamba-2.8b", 2 * 64 * 2 * 2560 * (4 + 16)),
+    # Jamba-v0.1: 28 of its 32 layers are Mamba (attention at layer 4 of every 8), h 4096, e 2, K 4, N 16
+    ("jamba", "jamba-v0.1", 2 * 28 * 2 * 4096 * (4 + 16)),
+])
+def test_infer_tp_splits_the_recurrent_state(capsys, model, config, state):
+    for t in (1, 2):
+        assert main(["infer", model, "--config", config, "--hardware", "h100-sxm", "--prompt", "512",
+                     "--generate", "128", "--tp", str(t), "--format", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["state_bytes"]["value"] == state // t

@@ -12,6 +12,7 @@ from costgraph import cli
 from costgraph.engine.symbols import dim
 from costgraph.hardware import preset
 from costgraph.parallel.placement import link
+from costgraph.cli import main
 
 
 def test_link_is_scale_out_without_a_scale_up_link():
@@ -72,3 +73,13 @@ def test_zero_scale_out_bandwidth_inside_one_node_still_runs(no_scale_out, capsy
     assert cli.main(["train", "llama", "--config", "llama-2-7b", "--hardware", "solo8", "--gpus", "8", "--tp", "8"]) == 0
     with pytest.raises(Exception, match="scale_out_bandwidth = 0"):
         link(1, 16, hw, 16)
+
+
+# --- --domain-ranks within the preset's domain (issue 16 trial) ------------------------------------------------------
+
+def test_domain_ranks_within_the_preset(capsys):
+    # before: --domain-ranks 10^30 on h100-sxm (8-GPU domains) put all 64 GPUs in one NVLink domain
+    argv = ["train", "gpt", "--config", "gpt2", "--gpus", "64", "--tp", "4", "--hardware", "h100-sxm",
+            "--domain-ranks", "1000000000000000000000000000000"]
+    assert main(argv) == 2
+    assert "scale-up domain" in capsys.readouterr().err

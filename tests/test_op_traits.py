@@ -205,3 +205,21 @@ def test_a_bundled_model_warns_under_tp_for_inference_and_training(silu_unlaid, 
     assert json.loads(capsys.readouterr().out)["warnings"] == tp.warnings
     assert cli.main(["train", "llama", "--config", "llama-2-7b", "--tp", "2", "--gpus", "2"]) == 0
     assert f"\nwarning: {tp.warnings[0]}\n" in capsys.readouterr().out
+
+
+# --- elementwise activations follow the tensor-parallel split (new-user trial) ---------------------------------------
+
+def test_elementwise_activations_follow_the_tensor_parallel_split():
+    # Nemotron's MLP is up_proj → relu2 → down_proj (no gate): with t = 2 Megatron splits up_proj by
+    # columns and down_proj by rows, so a layer's MLP weights halve: 2·(2 h i)/2 bytes in bf16 = 2 h i.
+    # Before relu2 followed its input's split, the MLP was kept whole (4 h i).
+    import sympy
+
+    import costgraph
+    from costgraph.engine.symbols import dim
+
+    m = costgraph.load("nemotron")
+    one = m.train(t=1, scope="layer").stages[0].memory["weights"]
+    two = m.train(t=2, scope="layer").stages[0].memory["weights"]
+    h, i = dim("h"), dim("i")
+    assert sympy.expand(one).coeff(h * i) == 4 and sympy.expand(two).coeff(h * i) == 2

@@ -273,3 +273,45 @@ def test_flops_per_stage_add_up_and_set_the_pace(ds):
     assert sum(work) == sum(r["count"] * (r["flops_forward"] + r["flops_backward"]) for r in rows).xreplace(v)
     assert max(work) == work[15] and work[1] == work[14]
     assert flops_pace(m.graph, stages, rows, v) == 16 * work[15] / sum(work)
+
+
+# --- a one-stage layout checked; more than 1,024 stages refused at once (issues 27/29 hostile input) -----------------
+
+GPT2 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h100-sxm"]
+
+
+def _run(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("layout, words", [
+    ("E", "the loss L comes once, last"),                     # no layers, no loss: Megatron's validate_layer_layout
+    ("Et*11L", "places 11 Transformer layer(s) (t); 'gpt' has 12"),
+])
+def test_a_one_stage_pipeline_layout_is_checked_against_the_model(capsys, layout, words):
+    # one stage means p = 1: the layout's checks ran only for p > 1, so 'E' alone trained GPT-2's 12 layers
+    rc, out, err = _run(capsys, GPT2 + ["--pipeline-layout", layout])
+    assert rc == 2 and words in err and "hint:" in err and "Traceback" not in err
+
+
+def _refused(capsys, argv, *words):
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2, (rc, out, err)
+    assert "hint:" in err and "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def test_a_pipeline_layout_of_more_than_1024_stages_is_refused_at_once(capsys):
+    # 61,442 stages (within the 65,536 symbols) ran past a minute: every stage is analysed
+    from costgraph.errors import CostgraphValueError
+    from costgraph.parallel.pipeline_layout import MAX_STAGES, parse_pipeline_layout
+
+    text = "Et*12" + "(|)*4096" * 15 + "|L"
+    with pytest.raises(CostgraphValueError, match="the layout lists 61,442 stages: at most 1,024"):
+        parse_pipeline_layout(text)
+    assert len(parse_pipeline_layout("Et*12" + "(|)*1022" + "|L").stages) == MAX_STAGES == 1024
+    _refused(capsys, GPT2 + ["--gpus", "61442", "--pipeline-layout", text], "61,442 stages")

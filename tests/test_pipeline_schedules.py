@@ -291,3 +291,15 @@ def test_pace_of_the_most_loaded_stage():
     assert pace_factor(stages).xreplace({l: 126}) == sympy.Rational(64, 63)
     assert most_loaded_layers(stages, {l: 126}).index == 1
     assert pace_factor(placement(llama.graph, Layout(p=4, gpus=4)).stages) == 1
+
+
+# --- virtual stages bounded (issue 16 trial) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("v", ["1025", "1000000000000000000000000000000"])
+def test_virtual_stages_are_bounded(capsys, v):
+    # before: v = 10^30 hung (the chunk layout is built per chunk)
+    argv = ["train", "gpt", "--config", "gpt2", "--pp", "2", "--schedule", "interleaved", "--micro-batches", "4",
+            "--virtual-stages", v]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "at most 1024 model chunks" in err and "hint:" in err

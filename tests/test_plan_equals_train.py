@@ -1,20 +1,13 @@
 """plan = train (issue 27 item 1): every row `costgraph plan` lists is accepted by `costgraph train`
 run with the row's own check command — parsed by the real CLI parser and run through the API
-`costgraph train` calls — with the same memory of the most-loaded device (bytes, exact) and the
-same step time; a layout train would refuse is never listed. Over dense, MoE with a dense prefix
+`costgraph train` calls (the train_check fixture of tests/conftest.py) — with the same memory of the
+most-loaded device (bytes, exact) and the same step time; a layout train would refuse is never listed. Over dense, MoE with a dense prefix
 (DeepSeek-V2/V3, reduced in size), gpt-oss, Mixtral, Llama 4, Qwen3-MoE and layer patterns
 (Gemma 3, Jamba), at several device counts."""
 
-import shlex
-
 import pytest
-import sympy
 
 import costgraph
-from costgraph.cli import _parser
-from costgraph.commands._analysis import train_layout
-from costgraph.commands.common import load_any, settings
-from costgraph.training.fit import parse_size
 
 # (model, config, sizes, devices, global batch, device memory): memory raised where the model's full
 # size does not fit a handful of devices (the rule under test is plan = train, not the fit)
@@ -34,21 +27,6 @@ CASES = [
 ]
 
 
-def _train(words: str):
-    """`costgraph train` on the check command's words, as commands/train.py runs it:
-    (bytes of the most-loaded device, step seconds, fits)."""
-    args = _parser().parse_args(shlex.split(words)[1:])
-    assert args.command == "train"
-    dims, options = settings(args.set)
-    model, values = load_any(args, dims, options)
-    capacity = parse_size(args.memory) if args.memory is not None else None
-    r = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
-                    global_batch=args.global_batch, memory=capacity, efficiency=args.efficiency,
-                    reserve=args.reserve)
-    peak = int(sympy.ceiling(r.most_loaded(values).memory["total"].xreplace(values)))
-    return peak, float(r.step["total"].xreplace(values)), r.fits["fits"]
-
-
 @pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[3]}gpus")
 def planned(request):
     name, config, sets, gpus, batch, memory = request.param
@@ -57,10 +35,10 @@ def planned(request):
     return res
 
 
-def test_every_row_is_train(planned):
+def test_every_row_is_train(planned, train_check):
     assert planned.layouts, planned.to_text()
     for row in planned.layouts:
-        peak, step, fits = _train(planned.check_command(row))
+        peak, step, fits = train_check(planned.check_command(row))
         assert (peak, step) == (row["memory_bytes"], row["step_seconds"])
         assert fits
     assert planned.refused.get("refused by train", 0) == 0   # the grid asks train's checks first

@@ -27,6 +27,7 @@ import costgraph
 from costgraph.cli import main
 from costgraph.errors import CostgraphValueError
 from costgraph.export import plots
+import subprocess
 
 GPT2 = dict(b=1, s=1024, h=768, a=12, l=12, V=50257, s_max=1024)
 GPT2_PARAMS = 124_439_808
@@ -189,3 +190,38 @@ def test_parse_over():
     for bad in ("s=0,1", "s", "s=1:2:x0", "s=1:10000:+1", "s=a"):
         with pytest.raises(CostgraphValueError):
             parse_over(bad)
+
+
+# --- no sizes: the missing ones named, no file written (issue 18) ----------------------------------------------------
+
+HINT = "--config NAME or --set NAME=VALUE"
+
+
+def _refused(p: subprocess.CompletedProcess) -> str:
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and "this is a bug" not in p.stderr, p.stderr
+    return p.stderr
+
+
+def test_plot_memory_without_sizes_names_them(cg, tmp_path):
+    err = _refused(cg("plot", "gpt", "--set", "s=16", "--kind", "memory", "-o", str(tmp_path / "m.svg")))
+    assert "error: no value for V, a, b, h, l, s_max\n" in err and HINT in err
+    assert not (tmp_path / "m.svg").exists()
+
+
+def test_plot_flops_without_sizes_names_them(cg, tmp_path):
+    err = _refused(cg("plot", "gpt", "--set", "s=16", "--kind", "flops", "-o", str(tmp_path / "f.svg")))
+    assert "error: no value for b, h, l\n" in err and HINT in err
+
+
+# --- a plot over s warns past the position table (new-user trial) ----------------------------------------------------
+
+S_WARNING = ("warning: s = 4,096 is longer than s_max = 1,024: the learned position table has s_max rows, "
+             "so the model cannot read that many tokens as built\n")
+
+
+@pytest.mark.parametrize("phase", ["train", "infer"])
+def test_plot_over_s_warns_past_the_position_table(capsys, tmp_path, phase):
+    assert main(["plot", "gpt", "--config", "gpt2", "--kind", "memory", "--over", "s=512:4096:x2",
+                 "--phase", phase, "-o", str(tmp_path / "m.svg")]) == 0
+    assert capsys.readouterr().err == S_WARNING

@@ -37,3 +37,33 @@ def test_python_string_round_trips_through_a_whitelisted_parse():
 def test_same_input_prints_same_bytes():
     e = sympy.expand(34 * s * b * h + 5 * a * s**2 * b)
     assert {to_latex(field_order(e)) for _ in range(5)} == {"34 b s h + 5 b s^{2} a"}
+
+
+# --- units past the largest prefix in scientific notation (costgraph.numbers.units; issue 18) ------------------------
+
+def test_bytes_past_the_largest_prefix_in_scientific_notation():
+    from costgraph.numbers.units import PAST_PREFIXES, decimal, nbytes, with_unit
+
+    assert PAST_PREFIXES == 10**33
+    assert nbytes(10**33 - 10**30) == "999.00 QB, 788.07 QiB"      # still prefixed: 999·10³⁰ / 2¹⁰⁰
+    assert nbytes(2 * 10**99) == "2.000 x 10⁹⁹ bytes"
+    assert with_unit("activation_bytes", 16 * 10**99) == f"{16 * 10**99:,} bytes (1.600 x 10¹⁰⁰ bytes)"
+    assert decimal(13265616.4, 0) == "13,265,616" and decimal(153.537, 2) == "153.54"
+    assert decimal(2.1933888e91) == "2.193 x 10⁹¹"
+
+
+# --- a FLOP count past the SI prefixes keeps its space (new-user trial) ----------------------------------------------
+
+# sweeps past 2^63: exact in Python integers, refused by name in int64/float64
+def _gpt2_forward(s, b=1, l=12, h=768, V=50257):
+    """DOMAIN.md §3: l(24bsh² + 4bs²h) + 2bshV ('matmul' convention, full attention)."""
+    return l * (24 * b * s * h * h + 4 * b * s * s * h) + 2 * b * s * h * V
+
+
+def test_flops_past_the_largest_si_prefix_keep_a_space():
+    from costgraph.numbers import units
+
+    n = _gpt2_forward(2 ** 63)     # 3.136 × 10⁴² FLOP
+    assert units.flops(n) == "3.136 x 10⁴² FLOP"
+    assert units.with_unit("flops_forward", n) == f"{n:,} FLOP (3.136 x 10⁴² FLOP)"
+    assert units.flops(291_648_307_200) == "291.6 GFLOP"

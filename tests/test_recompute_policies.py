@@ -174,3 +174,15 @@ def test_cli(capsys):
                  "--attention", "eager", "--format", "json"]) == 0
     assert main(["train", "gpt", "--recompute", "selective", "--recompute-num-layers", "2"]) == 2
     assert "full recompute" in capsys.readouterr().err
+
+
+# --- fit with a named policy off the none < selective < full ladder (issue 16 trial) ---------------------------------
+
+def test_fit_changes_after_a_named_recompute_policy(capsys):
+    # torchtitan-op is not on the none < selective < full ladder: what would make it fit tries full
+    # (before: an internal error, tuple.index)
+    argv = ["train", "gpt", "--config", "gpt2", "--set", "b=8", "s=1024", "--recompute", "torchtitan-op",
+            "--memory", "1GB", "--attention", "eager"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "does NOT fit" in out and "--recompute full" in out

@@ -271,3 +271,55 @@ def test_infer_options_need_hardware():
                  "--format", "md"]) == 2
     assert main(["report", "llama", "--config", "llama-3-8b", "--prompt", "512", "--hardware", "h100-sxm",
                  "--format", "md"]) == 2
+
+
+# --- Markdown reports escape the model's strings (issue 18) ----------------------------------------------------------
+
+def _cli(capsys, *args):
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+EVIL_MD = ('model evil {\n'
+           '  dim b "<script>alert(1)</script> | *x* [l](javascript:x) `c`" default 2\n'
+           '  dim h "<img src=x onerror=alert(1)> a_b _e_ & c" default 4\n'
+           '  input x[b, h]\n  param w[h, h]\n  y = matmul(x, w)\n  return y\n}\n')
+
+
+def test_markdown_report_escapes_model_strings(tmp_path, capsys):
+    model = tmp_path / "evil.cg"
+    model.write_text(EVIL_MD)
+    out = tmp_path / "evil.md"
+    rc, _, err = _cli(capsys, "report", str(model), "--format", "md", "-o", str(out))
+    assert rc == 0, err
+    text = out.read_text(encoding="utf-8")
+    assert "<script" not in text and "<img" not in text
+    rows = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| $")}
+    # CommonMark 0.31 §2.4: a backslash before punctuation is the literal character
+    assert rows["| $b$"] == (r"| $b$ | &lt;script&gt;alert(1)&lt;/script&gt; \| \*x\* \[l\](javascript:x) \`c\` |")
+    assert rows["| $h$"] == r"| $h$ | &lt;img src=x onerror=alert(1)&gt; a_b \_e\_ &amp; c |"
+
+
+# --- a report's average layer worded as derive's (issue 18) ----------------------------------------------------------
+
+def test_report_average_layer_uses_derive_wording(capsys):
+    """gemma-3-1b: 26 layers, one global in 6 (floor(26/6) = 4): the per-layer forward FLOPs are
+    32416265666560/13 = 2,493,558,897,427 9/13."""
+    code, out, err = _cli(capsys, "report", "gemma3_text", "--config", "gemma-3-1b", "--format", "md")
+    assert code == 0, err
+    assert "/13 FLOP |" not in out
+    assert "| 2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7) |" in out
+    code, derived, err = _cli(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
+    assert "forward FLOPs                2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7)" in derived
+
+
+# --- a report repeats the inference warnings (new-user trial) --------------------------------------------------------
+
+def test_report_repeats_the_inference_warnings(capsys):
+    # GPT-2's learned position table has s_max = 1,024 rows: a 2,000 + 100 token request is past it
+    from costgraph.cli import main
+
+    assert main(["report", "gpt", "--config", "gpt2", "--format", "md", "--hardware", "h100-sxm",
+                 "--prompt", "2000", "--generate", "100"]) == 0
+    assert "P + G = 2,100 positions is longer than s_max = 1,024" in capsys.readouterr().out

@@ -254,3 +254,10 @@ def test_long_values_found_with_numbers_are_cut_short(tmp_path, capsys):
     err = cli_error(capsys, str(f), "--set", f"h={10 ** 99 + 1}")
     assert "100000…(1189 digits)…001/3" in err
     assert max(len(line) for line in err.splitlines()) < 400
+
+
+# --- a block cannot take an operator's name (a new user's README run) ------------------------------------------------
+
+def test_block_cannot_take_an_operator_name():
+    with pytest.raises(costgraph.CostgraphSemanticError, match="has the name of an operator"):
+        costgraph.loads("block linear(x[H], o) { return x }\nmodel m { dim h\n input x[h]\n return linear(x, h) }")

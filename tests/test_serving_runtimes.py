@@ -14,6 +14,7 @@ import sympy
 
 from costgraph.commands._analysis import inference_model
 from costgraph.inference import infer
+from costgraph.cli import main
 
 # allenai/OLMo-2-1124-13B config.json (examples/hf/olmo-2-1124-13b.json): 40 layers, 40 K/V heads of 128
 OLMO_L, OLMO_KV, OLMO_D = 40, 40, 128
@@ -195,3 +196,64 @@ def test_split_norm_all_reduce_in_training_communication():
     tp = r.communication["tp"]["bytes"]
     b, s, l, h = (m.graph.dims[n].symbol for n in ("b", "s", "l", "h"))
     assert sympy.expand(tp).coeff(b * l * s).subs(h, 0) == 16
+
+
+# --- --runtime under hostile input: refused, or said not to start (issue 29 hostile input) ---------------------------
+
+def _run(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _refused(capsys, argv, *words):
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2, (rc, out, err)
+    assert "hint:" in err and "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+INFER = ["infer", "examples/hf/llama-3.1-8b.json", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"]
+
+
+@pytest.fixture
+def repo_root(monkeypatch):
+    import pathlib
+
+    monkeypatch.chdir(pathlib.Path(__file__).parent.parent)
+
+
+@pytest.mark.parametrize("runtime, kv, words", [
+    ("llamacpp", "fp8", "--runtime llamacpp has no --kv fp8 cache type"),      # printed as a llama.cpp log line
+    ("llamacpp", "int8", "--runtime llamacpp has no --kv int8 cache type"),
+    ("sglang", "q8_0", "--kv q8_0 is llama.cpp's block format: --runtime sglang"),
+    ("trtllm", "q4_0", "--kv q4_0 is llama.cpp's block format: --runtime trtllm"),
+])
+def test_a_kv_dtype_the_runtime_has_no_cache_for_is_refused(capsys, repo_root, runtime, kv, words):
+    _refused(capsys, INFER + ["--runtime", runtime, "--kv", kv], words)
+
+
+def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
+    # 1000 GiB outside PyTorch on an 80 GB H100: SGLang's pool came out at -829.42 GiB, exit 0
+    _refused(capsys, INFER + ["--runtime", "sglang", "--non-torch-memory", "1000GiB"],
+             "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 80,000,000,000 bytes")
+
+
+@pytest.mark.parametrize("runtime, extra, words", [
+    ("sglang", ["--gpu-memory-utilization", "0.1"], "SGLang would not start"),
+    ("trtllm", ["--non-torch-memory", "79GB"], "TensorRT-LLM would not start"),
+])
+def test_a_runtime_left_without_kv_memory_says_it_would_not_start(capsys, repo_root, runtime, extra, words):
+    # as vLLM's section says "vLLM would not start" (costgraph.inference.capacity)
+    rc, out, err = _run(capsys, INFER + ["--runtime", runtime, *extra])
+    assert rc == 0 and words in out and "tokens" in out
+
+
+def test_a_llamacpp_context_beyond_the_device_says_it_would_not_start(capsys, repo_root):
+    # 10^14 cells printed a 12.5 TiB cache as if llama.cpp had allocated it
+    rc, out, err = _run(capsys, INFER + ["--runtime", "llamacpp", "--max-model-len", "99999999999999"])
+    assert rc == 0 and "llama.cpp would not start" in out
+    rc, out, err = _run(capsys, INFER + ["--runtime", "llamacpp"])
+    assert rc == 0 and "would not start" not in out

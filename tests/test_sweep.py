@@ -159,3 +159,68 @@ def test_progress_bar_on_stderr_only(monkeypatch, capsys):
     sweep(model, costs, parse_axes(["b=1:10:+1"]), fixed, ["params"], progress=bar)
     bar.close()
     assert quiet.getvalue() == ""
+
+
+# --- --max-rows read in scientific notation (issue 19 trial) ---------------------------------------------------------
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_max_rows_reads_scientific_notation(capsys):
+    status, out, err = run(["sweep", "llama", "--config", "llama-3-8b", "--over", "h=64:128:+64",
+                            "--max-rows", "1e11"], capsys)
+    assert status == 0, err
+    assert len(out.strip().splitlines()) == 3      # the header and the rows h = 64, 128
+
+
+# --- past the position table a warning on stderr; past 2^63 exact, or refused in int64/float64 (new-user trial) ------
+
+def _err(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    return err
+
+
+S_WARNING = ("warning: s = 4,096 is longer than s_max = 1,024: the learned position table has s_max rows, "
+             "so the model cannot read that many tokens as built\n")
+
+
+def test_sweep_warns_on_stderr_past_the_position_table(capsys):
+    assert main(["sweep", "gpt", "--config", "gpt2", "--over", "s=512:4096:x2", "--quantity", "params",
+                 "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert err == S_WARNING
+    assert out.splitlines()[0] == "s,params" and len(out.splitlines()) == 5     # the rows stay CSV
+    assert main(["sweep", "gpt", "--config", "gpt2", "--over", "s=512,1024", "--quantity", "params",
+                 "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+# sweeps past 2^63: exact in Python integers, refused by name in int64/float64
+def _gpt2_forward(s, b=1, l=12, h=768, V=50257):
+    """DOMAIN.md §3: l(24bsh² + 4bs²h) + 2bshV ('matmul' convention, full attention)."""
+    return l * (24 * b * s * h * h + 4 * b * s * s * h) + 2 * b * s * h * V
+
+
+def test_sweep_exact_past_int64(capsys):
+    assert main(["sweep", "gpt", "--config", "gpt2", "--set", "s=9223372036854775808", "--dtype", "exact",
+                 "--quantity", "params", "flops_forward", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["params,flops_forward", f"124439808,{_gpt2_forward(2 ** 63)}"]
+    top = 10 ** 33
+    assert main(["sweep", "gpt", "--config", "gpt2", "--over", f"s=1:{top}:x2", "--dtype", "exact",
+                 "--quantity", "flops_forward", "--format", "json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == [[2 ** i, _gpt2_forward(2 ** i)] for i in range(top.bit_length())]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_sweep_refuses_values_past_int64(capsys, dtype):
+    err = _err(capsys, ["sweep", "gpt", "--config", "gpt2", "--set", "s=9223372036854775808", "--dtype", dtype,
+                        "--no-progress"])
+    assert err == (f"error: s = 9223372036854775808 is past the int64 range (at most 2^63 - 1) that --dtype "
+                   f"{dtype} evaluates in\nhint: --dtype exact evaluates in Python integers, at any size\n")

@@ -308,3 +308,49 @@ def test_sensitivity_at_a_min_switch_has_no_derivative(capsys):
 def test_more_refusals(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# --- sensitivity in a rounded layer count (floor(l/6) global layers; issue 18) ---------------------------------------
+
+
+# Gemma-3-1B (models/gemma3_text.cg, config gemma-3-1b: d = 256, kv = 1, w = 512, s = 32768, b = 1):
+# a local layer caches 2·2 bytes·d·kv·min(s, w) = 524,288 B, a global one 2·2·d·kv·s = 33,554,432 B;
+# floor(l/6) of the l layers are global.
+def test_sensitivity_in_a_rounded_layer_count(cg):
+    import json
+
+    p = cg("sensitivity", "gemma3_text", "--config", "gemma-3-1b", "--wrt", "l", "--quantity", "kv_cache_bytes",
+            "--format", "json")
+    assert p.returncode == 0, p.stderr
+    q = json.loads(p.stdout)["quantities"]["kv_cache_bytes"]
+    # l = 26: 26/6 not whole, floor(l/6) locally constant: ∂/∂l is one local layer's bytes
+    assert q["at"] == {"derivative": "524288", "step": "524288", "elasticity": "13/139", "step_back": "524288"}
+    assert q["differentiable"] is True
+
+
+def test_sensitivity_where_the_rounded_count_jumps(cg):
+    p = cg("sensitivity", "gemma3_text", "--config", "gemma-3-1b", "--set", "l=24", "--wrt", "l",
+            "--quantity", "kv_cache_bytes")
+    assert p.returncode == 0, p.stderr
+    # l = 24 → 25 adds a local layer; 24 → 23 removes a global one (floor(23/6) = 3)
+    assert "no derivative (a min/max switches or a rounded count jumps exactly here); one-sided whole steps: " \
+           "+1 → 524,288, −1 → 33,554,432" in p.stdout
+
+
+@pytest.mark.parametrize("model", ["gpt_oss", "jamba", "llama4_text"])
+def test_sensitivity_in_l_of_pattern_models(cg, model):
+    p = cg("sensitivity", model, "--wrt", "l")
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr and "Piecewise((0, Ne(l, " in p.stdout
+
+
+def test_sensitivity_rounded_derivative_exact():
+    import sympy
+
+    from costgraph.symbolic.sensitivity import sensitivity
+
+    l, k = sympy.symbols("l k", positive=True, integer=True)
+    sens = sensitivity(7 * l + 5 * sympy.floor(l / 6) + 3 * sympy.ceiling(l / 4) + sympy.Mod(l, 5), l)
+    assert sens.derivative.xreplace({l: sympy.Integer(26)}) == 8      # 7 + 0 + 0 + 1
+    assert sens.derivative.xreplace({l: sympy.Integer(24)}) is sympy.nan   # 24/6 whole: no derivative
+    assert sens.step.xreplace({l: sympy.Integer(29)}) == 7 + 5 + 0 - 4   # 29 → 30: floor 4 → 5, Mod 4 → 0

@@ -207,3 +207,22 @@ def test_expert_shards_are_shown(capsys):
     assert main(["train", "deepseek_v3", "--config", "deepseek-v3", "--gpus", "256", "--tp", "4", "--pp", "8",
                  "--ep", "8", *uneven]) == 0
     assert "routed experts" in capsys.readouterr().out
+
+
+# --- docs/getting-started.md shows train's numbers (issue 20 trial) --------------------------------------------------
+
+def test_getting_started_train_numbers():
+    # docs/getting-started.md showed 1318395648 bytes (--attention eager's total) and largest_b 114
+    # (stale: eager gives 103), not train's flash-attention default; `costgraph train gpt --config gpt2 --tp 2
+    # --gpus 4 --zero 1 --hardware h100-sxm` prints 941,203,200 bytes and b = 226.
+    from pathlib import Path
+
+    import costgraph
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    gpt = costgraph.load("gpt")
+    r = gpt.train(t=2, gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", mfu=0.45, tokens=1e9)
+    total, largest = r.to_dict()["memory"]["total"]["value"], r.fits["largest_b"]
+    assert (total, largest) == (941203200, 226)
+    assert f'r.to_dict()["memory"]["total"]["value"]                          # {total}\n' in doc
+    assert f'r.fits["largest_b"]                   # {largest}: ' in doc

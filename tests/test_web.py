@@ -212,3 +212,14 @@ def test_cli_refuses_and_prints(tmp_path, capsys):
     assert main(["web", str(tiny), "-o", "-"]) == 0                             # - is standard output
     printed = capsys.readouterr().out
     assert printed.startswith("<!DOCTYPE html>") and printed.rstrip().endswith("</html>")
+
+
+# --- the hint for a missing -o is whole (issue 20 trial) -------------------------------------------------------------
+
+def test_web_required_output_hint_is_whole(capsys):
+    # `costgraph web gpt` without -o: the hint quoted -o's help up to its first ';', which cut the
+    # help's parenthesis ("(required; costgraph web --help ..."), and --help said "- for standard
+    # output" twice.
+    assert main(["web", "gpt"]) == 2
+    err = capsys.readouterr().err
+    assert "hint: give --output FILE — the page to write (required); costgraph web --help lists its arguments" in err

@@ -201,3 +201,20 @@ def test_verify_against_transformers_exact(tmp_path, arch, fwd):
     # EncoderDecoderCache: l_dec · 2 (K, V) · 2 B · b · h · (s + e), e = 1500 (i19phase: compared, not skipped)
     assert got["KV cache bytes"].torch == [2 * 2 * 2 * 1 * 64 * (8 + 1500), 2 * 2 * 2 * 2 * 64 * (16 + 1500)]
     assert v.exact, [(q.name, q.diffs) for q in v.quantities]
+
+
+# --- infer past the decoder's position table warns (issue 19 trial) --------------------------------------------------
+
+def run(argv, capsys):
+    status = main(argv)
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_whisper_infer_says_what_to_do(capsys):
+    # since i19phase infer models whisper's two caches; P + G past the decoder's table of t_max = 448
+    # rows warns, as s past s_max does for GPT-2
+    status, out, err = run(["infer", "whisper", "--config", "whisper-tiny", "--hardware", "h100-sxm",
+                            "--prompt", "1024", "--generate", "128"], capsys)
+    assert status == 0, err
+    assert "P + G = 1,152 positions is longer than t_max = 448" in out + err
