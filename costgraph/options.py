@@ -114,6 +114,11 @@ def virtual_stages(s: Space, p: int) -> tuple[int, ...]:
 
 #: the pipeline schedules searched for ``p > 1`` (costgraph.parallel.schedules)
 SCHEDULES_SEARCHED = ("1f1b", "interleaved", "zb-h1", "dualpipe", "gpipe")
+#: schedule → (the schedule that dominates it, why): its rows are pruned by that bound, not derived. GPipe
+#: runs 1F1B's bubble ((p − 1) micro-batch slots; Huang et al. 2019, Narayanan et al. 2021 §2.2) with every
+#: micro-batch in flight (1F1B: at most p): its step time equals its 1F1B twin's, its memory is at least it
+#: (tests/test_plan_variants.py checks both on train)
+DOMINATED_SCHEDULES = {"gpipe": ("1f1b", "GPipe: its 1F1B twin has the same step time and no more memory")}
 
 
 def schedules(s: Space, p: int) -> tuple[str, ...]:

@@ -189,7 +189,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     n_options = 1
     for vs in options.values():
         n_options *= len(vs)
-    considered = sum(refused.values()) + len(grid.rows) * n_options
+    considered = sum(refused.values()) + (len(grid.rows) + sum(grid.pruned.values())) * n_options
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
@@ -198,6 +198,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     usable = capacity - reserve
     candidates, least, pruned = _evaluate(forms, grid, b_sym is not None, refused, capacity=usable, gpus=gpus,
                                           peak=float(hardware.peak_flops_bf16))
+    pruned.update({why: n * n_options for why, n in grid.pruned.items()})
 
     def derive(fields, opts, schedules):
         return Forms(cg, fixed, syms, {**base, **fields}, bar, hardware, efficiency, opts, schedules, factors)

@@ -27,7 +27,7 @@ import itertools
 import numpy as np
 
 from ..errors import CostgraphValueError
-from ..options import BY_FIELD, Space
+from ..options import BY_FIELD, DOMINATED_SCHEDULES, Space
 from ..parallel.layout import Layout
 from ..parallel.schedules import check_schedule
 
@@ -64,6 +64,8 @@ class Grid:
         self.refused = dict.fromkeys(REFUSALS, 0)
         self.splits: list[tuple] = []
         self.pipeline: dict = {}
+        self.pruned: dict = {}   # reason → rows of degrees not screened (a dominated schedule)
+        dominated: dict = {}     # p → its valid pipelines of a dominated schedule
         gpus = space.gpus
 
         def ok(layout) -> bool:
@@ -85,6 +87,10 @@ class Grid:
             for sched, split, v in (_pipes(space, p) if explicit is None else explicit.get(p, ())):
                 lay = Layout(p=p, v=v, schedule=sched, pipeline_layout=pipeline_layout, first_stage_layers=split[0],
                              last_stage_layers=split[1], account_embedding=split[2], account_loss=split[3])
+                if sched in DOMINATED_SCHEDULES:   # counted, never screened (its twin is)
+                    if ok(lay):
+                        dominated.setdefault(p, []).append(DOMINATED_SCHEDULES[sched][1])
+                    continue
                 if not ok(lay):
                     continue
                 for name, seq in ((sched, self.schedules), (split, self.splits)):
@@ -107,6 +113,8 @@ class Grid:
             kept = [(si, v, k) for si, v, k in p_ok[p] if v == 1 or _schedule_ok(p, m, v)]
             self.refused["the interleaved schedule's micro-batch groups"] += len(p_ok[p]) - len(kept)
             rows += [(t, p, c, e, d, b, m, v, k, si) for si, v, k in kept]
+            for why in dominated.get(p, ()):
+                self.pruned[why] = self.pruned.get(why, 0) + 1
         self.rows = np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)) if rows \
             else np.zeros((0, len(COLUMNS)))
 

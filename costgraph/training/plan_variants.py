@@ -85,7 +85,10 @@ def search_variants(space: Space, grid, options: dict, derive, evaluate, refused
         if not fields:
             continue
         need = variant["requires"]
-        opts = {k: tuple(v for v in vals if v in need.get(k, vals)) for k, vals in options.items()}
+        # the base's values that the variant allows; those it needs where the base has none of them
+        # (``selective`` for a module set under flash: the base leaves it out as changing nothing)
+        opts = {k: tuple(v for v in vals if v in need.get(k, vals)) or tuple(need.get(k, ()))
+                for k, vals in options.items()}
         sub = _rows_meeting(grid, need)
         if not all(opts.values()) or len(sub.rows) == 0:
             continue
