@@ -141,7 +141,9 @@ def _explicit(cg, values: dict, text: str | None) -> dict | None:
         return None
     from ..parallel.pipeline_layout import pipeline_layout_for
 
-    n = len(pipeline_layout_for(text, cg, values).stages)
+    from types import SimpleNamespace
+
+    n = len(pipeline_layout_for(text, SimpleNamespace(graph=cg), values).stages)   # a Model's graph, as train's
     return {p: [("interleaved" if n // p > 1 else "1f1b", (None, None, False, False), n // p)]
             for p in range(1, n + 1) if n % p == 0 and (p > 1 or n == 1)}
 
