@@ -248,9 +248,7 @@ class Model:
         :data:`costgraph.choices.DEFAULT_RESERVE`); ``command``: the ``costgraph train`` words naming
         the model in the result's ``check`` command (default: its name and values as ``--set``);
         ``efficiency_profile``: a calibration profile (:meth:`calibrate`; a path or a result);
-        ``overlap``: as ``--overlap``; ``pipeline_layout``: as ``--pipeline-layout`` (Megatron's layout
-        text: only layouts with it, ``p`` and ``v`` from it); ``allow_fp8``, ``allow_offload``,
-        ``exhaustive``: as ``--allow-fp8``, ``--allow-offload``, ``--exhaustive`` (the variants searched besides).
+        ``overlap``, ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as the flags.
 
         Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
         ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
@@ -265,9 +263,8 @@ class Model:
         return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
                             efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
                            attention=attention, top=top, reserve=reserve, command=command,
-                           efficiency_profile=efficiency_profile, overlap=overlap,
-                           pipeline_layout=pipeline_layout, allow_fp8=allow_fp8, allow_offload=allow_offload,
-                           exhaustive=exhaustive)
+                           efficiency_profile=efficiency_profile, overlap=overlap, pipeline_layout=pipeline_layout,
+                           allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive)
 
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
         """Dimension values (symbol → Integer): the dims' defaults, then ``config``, then ``given`` (a mapping,

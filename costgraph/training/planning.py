@@ -257,13 +257,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap``: the communication overlap convention (:data:`costgraph.choices.OVERLAP`,
-    :mod:`costgraph.training.overlap`); ``pipeline_layout``: Megatron's ``--pipeline-model-parallel-layout``
-    text (:mod:`costgraph.parallel.pipeline_layout`): only layouts with it, ``p`` a divisor of its stages
-    and ``v`` the rest, as ``costgraph train --pipeline-layout`` takes it (its check command carries it);
-    ``allow_fp8``: search the FP8 policies too (a preset with an FP8 peak); ``allow_offload``: search
-    optimizer and parameter offload; ``exhaustive``: search Megatron's recompute modules, method and
-    layer counts and a MoE's EP overlap and node-limited routing too (each value derives its own closed
-    forms: slower; :mod:`costgraph.training.plan_variants`).
+    :mod:`costgraph.training.overlap`); ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``:
+    as :func:`costgraph.training.plan.plan` takes them (the check command carries the layout text).
 
     Raises
     ------
