@@ -95,7 +95,7 @@ def test_variant_row_is_train(llama, options):
     command run through train's parser give the same memory (bytes) and step time."""
     m, values = llama
     rec = "selective" if "recompute_modules" in options else "full" if "recompute_method" in options else "none"
-    c = Candidate(2, 2, 2, 1, 1, 2, rec, True, 2, 8, 0, 0, 0, options=options)
+    c = Candidate(2, 1, 4, 1, 1, 2, rec, True, 2, 8, 0, 0, 0, options=options)
     st = dict(attention="flash", policy="mixed", optimizer="adam", gpus=8)
     mem, step = exact_figures(m, checked(m, layout_of(c, st), values), values, preset("h100-sxm"), None)
     res = PlanResult("llama", 8, "h100-sxm", 32, 80 * 10**9, None, 1, {}, [], dict(

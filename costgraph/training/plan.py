@@ -89,11 +89,11 @@ class Candidate:
         return dict(self.__dict__)
 
     def key(self) -> tuple:
-        """The degrees and figures: two candidates with the same key are one row."""
+        """The degrees and figures: two candidates with the same key are one row (the first by the
+        planner's order: the simpler settings, the fewer variant options)."""
         return (self.tp, self.pp, self.dp, self.cp, self.ep, self.micro_batch, self.micro_batches,
                 self.virtual_stages, self.schedule, self.first_stage_layers, self.last_stage_layers, self.account_embedding,
-                self.account_loss, tuple(sorted(self.options.items())), round(self.memory_bytes),
-                round(self.step_seconds, 12))
+                self.account_loss, round(self.memory_bytes), round(self.step_seconds, 12))
 
 
 @dataclass

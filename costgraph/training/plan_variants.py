@@ -59,14 +59,19 @@ def space_facts(cg, fixed: dict, hardware, gpus: int, attention: str) -> dict:
                 domains=-(-gpus // per_domain), fp8_policies=fp8)
 
 
-def _rows_meeting(grid, need: dict):
-    """The grid's rows that meet a variant's schedule requirement (``p = 1`` always does), as a
-    grid of its own: ``rows`` with the schedule column renumbered, ``splits``, ``schedules``."""
+#: the variants of the expert all-to-all: they change nothing without expert parallelism (``e = 1``)
+EXPERT_FIELDS = ("ep_overlap", "route_nodes")
+
+
+def _rows_meeting(grid, need: dict, experts: bool = False):
+    """The grid's rows that meet a variant's schedule requirement (``p = 1`` always does) and, for a
+    variant of :data:`EXPERT_FIELDS` (``experts``), have ``e > 1``, as a grid of its own: ``rows`` with
+    the schedule column renumbered, ``splits``, ``schedules``."""
     schedules = [s for s in grid.schedules if s in need.get("schedule", grid.schedules)]
     if len(grid.rows) == 0:
         return SimpleNamespace(rows=grid.rows, splits=grid.splits, schedules=schedules)
     names = np.array(grid.schedules, dtype=object)[grid.rows[:, 9].astype(int)]
-    keep = (grid.rows[:, 1] == 1) | np.isin(names, schedules)
+    keep = ((grid.rows[:, 1] == 1) | np.isin(names, schedules)) & ((grid.rows[:, 3] > 1) | (not experts))
     rows = grid.rows[keep].copy()
     if len(rows):
         rows[:, 9] = [schedules.index(n) if n in schedules else 0 for n in names[keep]]
@@ -89,11 +94,12 @@ def search_variants(space: Space, grid, options: dict, derive, evaluate, refused
         # (``selective`` for a module set under flash: the base leaves it out as changing nothing)
         opts = {k: tuple(v for v in vals if v in need.get(k, vals)) or tuple(need.get(k, ()))
                 for k, vals in options.items()}
-        sub = _rows_meeting(grid, need)
+        sub = _rows_meeting(grid, need, any(k in fields for k in EXPERT_FIELDS))
         if not all(opts.values()) or len(sub.rows) == 0:
             continue
-        try:
-            forms = derive(fields, opts, tuple(sub.schedules))
+        try:   # the base layout at a policy the variant accepts (the options set each layout's own)
+            forms = derive({**fields, "recompute": opts["recompute"][0]} if "recompute" in need else fields, opts,
+                           tuple(sub.schedules))
         except CostgraphValueError as err:
             why = f"refused by train: {_words(fields)} ({err.args[0] if err.args else err})"
             refused[why] = refused.get(why, 0) + len(sub.rows)
