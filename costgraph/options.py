@@ -13,10 +13,11 @@ not searched, and ``not_searched`` says why (``costgraph plan`` prints both).
 ``split`` (the pipeline's layer split, per ``p``), ``option`` (tried on every layout of
 degrees: ZeRO, recomputation, SP), or ``variant`` (tried on every layout too, each value with
 its own closed forms: Megatron's recompute modules, method and layer counts, the MoE's EP
-overlap and node-limited routing, FP8 policies, offload; :func:`variants` gives their product,
-the first value of each domain being the default, and ``extra["requires"]`` what a value
-needs of the other options, :mod:`costgraph.training.plan_variants` derives and screens them). Issue 31 item 1 (typed options) starts here for
-training: the argparse sections and the API keywords still have their own lists.
+overlap and node-limited routing, FP8 policies, offload; :func:`variants` gives their combinations
+per group, the first value of each domain being the default, ``extra["requires"]`` what a value
+needs of the other options; :mod:`costgraph.training.plan_variants` derives and screens them).
+Issue 31 item 1 (typed options) starts here for training: the argparse sections and the API
+keywords still have their own lists.
 """
 
 from __future__ import annotations
@@ -224,27 +225,29 @@ TRAIN_OPTIONS: tuple[Option, ...] = (
            kind="split", domain=schedules),
     Option("recompute_modules", "--recompute-modules", "Megatron's selective modules", None, kind="variant",
            domain=recompute_modules, not_searched="the default module set of each policy only; --exhaustive "
-           "searches every set", extra={"requires": {"recompute": ("selective",)}}),
+           "searches every set", extra={"group": "recompute", "requires": {"recompute": ("selective",)}}),
     Option("recompute_layers", "--recompute-method, --recompute-num-layers", "Megatron's full-recompute layers",
            None, kind="variant", domain=recompute_layers,
            not_searched="every layer only; --exhaustive searches block and uniform N, N a power of two",
-           extra={"requires": {"recompute": ("full",)}}),
+           extra={"group": "recompute", "requires": {"recompute": ("full",)}}),
     Option("ep_overlap", "--ep-overlap", "EP all-to-all overlap", choices.EP_OVERLAP.default,
            choices.EP_OVERLAP.values, kind="variant", domain=ep_overlaps,
            not_searched="the default (none) only; --exhaustive searches them",
-           extra={"requires": {"megatron": {"recompute": ("none", "selective"), "schedule": ("interleaved",)}}}),
+           extra={"group": "experts",
+                  "requires": {"megatron": {"recompute": ("none", "selective"), "schedule": ("interleaved",)}}}),
     Option("route_nodes", "--route-nodes", "nodes a token's experts are confined to", None, kind="variant",
-           domain=route_nodes, not_searched="unconfined only; --exhaustive searches them"),
+           domain=route_nodes, not_searched="unconfined only; --exhaustive searches them", extra={"group": "experts"}),
     Option("policy", "--precision", "precision policy (FP8 policies)", choices.DEFAULT_POLICY, kind="variant",
-           domain=fp8_policies, not_searched="the given --precision only; --allow-fp8 searches the FP8 policies"),
+           domain=fp8_policies, not_searched="the given --precision only; --allow-fp8 searches the FP8 policies",
+           extra={"group": "precision"}),
     Option("offload_optimizer", "--offload-optimizer", "optimizer offload", choices.OFFLOAD_DEVICE.default,
            choices.OFFLOAD_DEVICE.values, kind="variant", domain=offload_devices,
            not_searched="never offloaded; --allow-offload searches it",
-           extra={"requires": {"cpu": {"zero": (2, 3)}, "nvme": {"zero": (2, 3)}}}),
+           extra={"group": "offload", "requires": {"cpu": {"zero": (2, 3)}, "nvme": {"zero": (2, 3)}}}),
     Option("offload_params", "--offload-params", "parameter offload", choices.OFFLOAD_DEVICE.default,
            choices.OFFLOAD_DEVICE.values, kind="variant", domain=offload_devices,
            not_searched="never offloaded; --allow-offload searches it",
-           extra={"requires": {"cpu": {"zero": (3,)}, "nvme": {"zero": (3,)}}}),
+           extra={"group": "offload", "requires": {"cpu": {"zero": (3,)}, "nvme": {"zero": (3,)}}}),
 )
 
 #: by field name
@@ -278,8 +281,9 @@ def not_searched(space: Space | None = None) -> dict[str, str]:
     """Option → why it is not searched (the value used is the given or the default one): the
     options without a domain, and the variants whose domain in ``space`` is their default only
     (every variant without a ``space``)."""
-    return {o.field: o.not_searched for o in TRAIN_OPTIONS
-            if not o.domain or (o.kind == "variant" and (space is None or len(o.domain(space)) < 2))}
+    out = {o.field: o.not_searched for o in TRAIN_OPTIONS
+           if not o.domain or (o.kind == "variant" and (space is None or len(o.domain(space)) < 2))}
+    return out if space is None or len(variant_groups(space)) < 2 else {**out, "variant combinations": ACROSS_GROUPS}
 
 
 def _requires(o: Option, value) -> dict:
@@ -290,12 +294,32 @@ def _requires(o: Option, value) -> dict:
     return req.get(value, {}) if value in req or all(isinstance(v, dict) for v in req.values()) else req
 
 
+#: what ``not_searched`` says of the variants' combinations across groups
+ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload) with the others at their "
+                 "defaults: combinations across groups (FP8 with offload, …) are not searched")
+
+
+def variant_groups(space: Space) -> tuple[str, ...]:
+    """The groups (``extra["group"]``) of the variants searched in ``space``."""
+    return tuple(dict.fromkeys(o.extra["group"] for o in VARIANT_OPTIONS if len(o.domain(space)) > 1))
+
+
 def variants(space: Space) -> list[dict]:
-    """Every combination of the variants' values in ``space`` (field → value; the defaults left out:
-    ``{}`` is the planner's base forms), each with ``"requires"`` (field → the values allowed, the
-    intersection of what its values need); a combination whose requirements exclude each other is
-    left out (train refuses it)."""
-    opts = [o for o in VARIANT_OPTIONS if len(o.domain(space)) > 1]
+    """The variants' combinations in ``space`` (field → value; the defaults left out: ``{}`` is the
+    planner's base forms, first), each with ``"requires"`` (field → the values allowed, the
+    intersection of what its values need): every combination of the values of one group's options
+    (``extra["group"]``), the other groups at their defaults (:data:`ACROSS_GROUPS`: each value costs
+    a derivation, and the product over the groups is thousands for a MoE); a combination whose
+    requirements exclude each other is left out (train refuses it)."""
+    out = [{"requires": {}}]
+    for group in variant_groups(space):
+        out += [v for v in _group_variants(space, group) if len(v) > 1]
+    return out
+
+
+def _group_variants(space: Space, group: str) -> list[dict]:
+    """Every combination of the values of the variants of ``group``."""
+    opts = [o for o in VARIANT_OPTIONS if o.extra["group"] == group and len(o.domain(space)) > 1]
     out = []
     for combo in itertools.product(*(o.domain(space) for o in opts)):
         chosen, need, ok = {}, {}, True

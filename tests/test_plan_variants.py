@@ -14,7 +14,7 @@ from costgraph.cli import _parser
 from costgraph.commands._analysis import train_layout
 from costgraph.commands.common import load_any, settings
 from costgraph.errors import CostgraphValueError
-from costgraph.options import DOMINATED_SCHEDULES, Space, not_searched, searched, variants
+from costgraph.options import ACROSS_GROUPS, BY_FIELD, DOMINATED_SCHEDULES, Space, not_searched, searched, variants
 from costgraph.parallel.layout import Layout
 from costgraph.training.plan import Candidate
 from costgraph.hardware import preset
@@ -67,7 +67,9 @@ def test_variants_are_searched_only_when_asked():
     got = searched(ALL)
     assert got["policy"] == [None, "fp8-current"] and got["offload_params"] == ["none", "cpu", "nvme"]
     assert got["route_nodes"] == [None, 1] and ["mlp", "layernorm"] in got["recompute_modules"]
-    assert not_searched(ALL) == {}
+    assert not_searched(ALL) == {"variant combinations": ACROSS_GROUPS}
+    groups = [{BY_FIELD[k].extra["group"] for k in v if k != "requires"} for v in variants(ALL)]
+    assert groups[0] == set() and all(len(g) == 1 for g in groups[1:])   # one group at a time
 
 
 @pytest.fixture(scope="module")

@@ -102,7 +102,12 @@ class PlanResult(Tabular):
     def not_searched(self) -> dict:
         """Option → why it is not searched (:func:`costgraph.options.not_searched`), less those searched here
         (the variants ``--allow-fp8``, ``--allow-offload``, ``--exhaustive`` turn on)."""
-        return {k: why for k, why in not_searched().items() if k not in self.searched}
+        from ..options import ACROSS_GROUPS, BY_FIELD
+
+        groups = {BY_FIELD[k].extra.get("group") for k in self.searched
+                  if k in BY_FIELD and BY_FIELD[k].kind == "variant"}
+        return {k: why for k, why in not_searched().items() if k not in self.searched} | (
+            {"variant combinations": ACROSS_GROUPS} if len(groups) > 1 else {})
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented JSON text."""
@@ -224,10 +229,10 @@ def _values_text(values: list) -> str:
     def one(v):
         if v is None:
             return "default"
-        if isinstance(v, list) and len(v) == 2:
-            return f"{v[0]} {v[1]}"
         if isinstance(v, list) and all(isinstance(x, str) for x in v):
             return "+".join(v)
+        if isinstance(v, list) and len(v) == 2:
+            return f"{v[0]} {v[1]}"
         if isinstance(v, list):
             f, l, emb, loss = v
             if f is None and l is None:
