@@ -69,13 +69,16 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
     the schedule column renumbered, ``splits``, ``schedules``."""
     schedules = [s for s in grid.schedules if s in need.get("schedule", grid.schedules)]
     if len(grid.rows) == 0:
-        return SimpleNamespace(rows=grid.rows, splits=grid.splits, schedules=schedules)
+        return SimpleNamespace(rows=grid.rows, splits=grid.splits, schedules=schedules, derived=tuple(schedules))
     names = np.array(grid.schedules, dtype=object)[grid.rows[:, 9].astype(int)]
     keep = ((grid.rows[:, 1] == 1) | np.isin(names, schedules)) & ((grid.rows[:, 3] > 1) | (not experts))
     rows = grid.rows[keep].copy()
     if len(rows):
-        rows[:, 9] = [schedules.index(n) if n in schedules else 0 for n in names[keep]]
-    return SimpleNamespace(rows=rows, splits=grid.splits, schedules=schedules or ["1f1b"])
+        rows[:, 9] = [schedules.index(n) if n in schedules else len(schedules) for n in names[keep]]
+    # the forms are derived for the schedules the variant allows (``derived``); a p = 1 row is named 1F1B
+    # (its forms are the first, whatever its index), after them when 1F1B is not among them
+    return SimpleNamespace(rows=rows, splits=grid.splits, derived=tuple(schedules),
+                           schedules=schedules + ([] if "1f1b" in schedules else ["1f1b"]))
 
 
 def search_variants(space: Space, grid, options: dict, derive, evaluate, refused: dict) -> tuple[list, object, dict]:
@@ -99,7 +102,7 @@ def search_variants(space: Space, grid, options: dict, derive, evaluate, refused
             continue
         try:   # the base layout at a policy the variant accepts (the options set each layout's own)
             forms = derive({**fields, "recompute": opts["recompute"][0]} if "recompute" in need else fields, opts,
-                           tuple(sub.schedules))
+                           sub.derived)
         except CostgraphValueError as err:
             why = f"refused by train: {_words(fields)} ({err.args[0] if err.args else err})"
             refused[why] = refused.get(why, 0) + len(sub.rows)
