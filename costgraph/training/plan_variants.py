@@ -100,9 +100,12 @@ def search_variants(space: Space, grid, options: dict, derive, evaluate, refused
         sub = _rows_meeting(grid, need, any(k in fields for k in EXPERT_FIELDS))
         if not all(opts.values()) or len(sub.rows) == 0:
             continue
-        try:   # the base layout at a policy the variant accepts (the options set each layout's own)
-            forms = derive({**fields, "recompute": opts["recompute"][0]} if "recompute" in need else fields, opts,
-                           sub.derived)
+        # the base layout at a policy and schedule the variant accepts (each layout sets its own; the base
+        # serves the model FLOPs, over a symbolic p)
+        at = {k: need[k][0] for k in ("schedule",) if k in need} | (
+            {"recompute": opts["recompute"][0]} if "recompute" in need else {})
+        try:
+            forms = derive({**fields, **at}, opts, sub.derived)
         except CostgraphValueError as err:
             why = f"refused by train: {_words(fields)} ({err.args[0] if err.args else err})"
             refused[why] = refused.get(why, 0) + len(sub.rows)
