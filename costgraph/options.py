@@ -10,13 +10,19 @@ grid of degrees and the options it tries on every degree are generated from
 not searched, and ``not_searched`` says why (``costgraph plan`` prints both).
 
 ``kind``: ``degree`` (a column of the grid: the layout's degrees and the micro-batch),
-``split`` (the pipeline's layer split, per ``p``), or ``option`` (tried on every layout of
-degrees: ZeRO, recomputation, SP). Issue 31 item 1 (typed options) starts here for
-training: the argparse sections and the API keywords still have their own lists.
+``split`` (the pipeline's layer split, per ``p``), ``option`` (tried on every layout of
+degrees: ZeRO, recomputation, SP), or ``variant`` (tried on every layout too, each value with
+its own closed forms: Megatron's recompute modules, method and layer counts, the MoE's EP
+overlap and node-limited routing, FP8 policies, offload; :func:`variants` gives their combinations
+per group, the first value of each domain being the default, ``extra["requires"]`` what a value
+needs of the other options; :mod:`costgraph.training.plan_variants` derives and screens them).
+Issue 31 item 1 (typed options) starts here for training: the argparse sections and the API
+keywords still have their own lists.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -29,7 +35,13 @@ class Space:
     ``layers`` (the iterations of the model's top-level repeat groups together) and ``stacks``
     (how many such groups); ``experts`` (the expert count of each routed-expert group);
     ``micro_batches`` and ``cp`` (the candidate ``b`` and ``c``, as given to the planner);
-    ``attention`` (the kernel: flash recomputes the attention core itself)."""
+    ``attention`` (the kernel: flash recomputes the attention core itself); ``modules``
+    (Megatron's recompute modules found on the graph, :data:`costgraph.engine.recompute.MODULES`);
+    ``top_k`` (the experts a token is routed to, 0 without routed experts); ``domains`` (the
+    scale-up domains the devices span); ``fp8_policies`` (the FP8 precision policies, empty when
+    the preset has no FP8 peak); ``allow_fp8``/``allow_offload`` (``plan --allow-fp8``,
+    ``--allow-offload``); ``exhaustive`` (``plan --exhaustive``: the variants that each cost a
+    derivation per value and are not searched by default)."""
 
     gpus: int
     max_tp: int
@@ -39,6 +51,13 @@ class Space:
     micro_batches: tuple = (1, 2, 4, 8, 16, 32)
     cp: tuple = (1, 2, 4, 8)
     attention: str = choices.ATTENTION.default
+    modules: tuple = ()
+    top_k: int = 0
+    domains: int = 1
+    fp8_policies: tuple = ()
+    allow_fp8: bool = False
+    allow_offload: bool = False
+    exhaustive: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,9 +113,13 @@ def virtual_stages(s: Space, p: int) -> tuple[int, ...]:
     return tuple(v for v in divisors(s.layers // p) if v > 1)
 
 
-#: the pipeline schedules searched for ``p > 1`` (costgraph.parallel.schedules; GPipe keeps every
-#: micro-batch in flight at 1F1B's bubble: never better, not searched)
-SCHEDULES_SEARCHED = ("1f1b", "interleaved", "zb-h1", "dualpipe")
+#: the pipeline schedules searched for ``p > 1`` (costgraph.parallel.schedules)
+SCHEDULES_SEARCHED = ("1f1b", "interleaved", "zb-h1", "dualpipe", "gpipe")
+#: schedule → (the schedule that dominates it, why): its rows are pruned by that bound, not derived. GPipe
+#: runs 1F1B's bubble ((p − 1) micro-batch slots; Huang et al. 2019, Narayanan et al. 2021 §2.2) with every
+#: micro-batch in flight (1F1B: at most p): its step time equals its 1F1B twin's, its memory is at least it
+#: (tests/test_plan_variants.py checks both on train)
+DOMINATED_SCHEDULES = {"gpipe": ("1f1b", "GPipe: its 1F1B twin has the same step time and no more memory")}
 
 
 def schedules(s: Space, p: int) -> tuple[str, ...]:
@@ -126,6 +149,58 @@ def uneven_splits(s: Space, p: int) -> tuple[tuple, ...]:
     return tuple(out)
 
 
+def _subsets(items: tuple) -> tuple[tuple, ...]:
+    """Every non-empty subset of ``items`` (in their order), smallest first."""
+    return tuple(c for k in range(1, len(items) + 1) for c in itertools.combinations(items, k))
+
+
+def recompute_modules(s: Space) -> tuple:
+    """None (each policy's default set), then every set of the recompute modules the graph has
+    (Megatron's ``--recompute-modules``; ``core_attn`` only without flash, whose kernel
+    recomputes the core itself) but the default ``core_attn`` alone: only with ``--exhaustive``."""
+    if not s.exhaustive:
+        return (None,)
+    mods = tuple(m for m in s.modules if not (m == "core_attn" and s.attention == "flash"))
+    return (None,) + tuple(x for x in _subsets(mods) if x != ("core_attn",))
+
+
+def recompute_layers(s: Space) -> tuple:
+    """None (every layer, Megatron's default ``uniform`` 1), then Megatron's ``--recompute-method``
+    ``block`` with ``--recompute-num-layers`` N (the first N layers of each stage checkpointed) and
+    ``uniform`` N from 2 (runs of N layers: fewer inputs kept, N layers live), N the powers of two
+    below the layers (each value derives its own forms): only with ``--exhaustive``."""
+    if not s.exhaustive:
+        return (None,)
+    ns = powers_of_two(max(s.layers - 1, 1))
+    return (None,) + tuple(("block", n) for n in ns) + tuple(("uniform", n) for n in ns if n > 1)
+
+
+def ep_overlaps(s: Space) -> tuple:
+    """The EP overlap modes for a model with routed experts (only ``none`` without, or without
+    ``--exhaustive``)."""
+    return choices.EP_OVERLAP.values if s.experts and s.exhaustive else (choices.EP_OVERLAP.default,)
+
+
+def route_nodes(s: Space) -> tuple:
+    """None (unconfined), then every domain count below the token's ``top_k`` experts that the
+    devices span more of (DeepSeek-V3's node-limited routing, §3.2): with routed experts on
+    several scale-up domains, and ``--exhaustive``."""
+    if not (s.experts and s.exhaustive) or s.domains < 2:
+        return (None,)
+    return (None,) + tuple(range(1, min(s.top_k, s.domains)))
+
+
+def fp8_policies(s: Space) -> tuple:
+    """The given precision (None), then each FP8 policy of ``policies.toml`` with ``--allow-fp8`` on a
+    preset with an FP8 peak."""
+    return (None,) + (s.fp8_policies if s.allow_fp8 else ())
+
+
+def offload_devices(s: Space) -> tuple:
+    """``none``, then ``cpu`` and ``nvme`` with ``--allow-offload``."""
+    return choices.OFFLOAD_DEVICE.values if s.allow_offload else (choices.OFFLOAD_DEVICE.default,)
+
+
 #: Every training option that changes memory or time, once (module docstring).
 TRAIN_OPTIONS: tuple[Option, ...] = (
     Option("t", "--tp", "tensor-parallel degree", 1, unit="devices", kind="degree",
@@ -148,40 +223,113 @@ TRAIN_OPTIONS: tuple[Option, ...] = (
     Option("sp", "--sp", "sequence parallelism (needs t > 1)", False, (False, True), domain=lambda s: (False, True)),
     Option("schedule", "--schedule", "pipeline schedule", choices.SCHEDULE.default, choices.SCHEDULE.values,
            kind="split", domain=schedules),
-    Option("recompute_modules", "--recompute-modules", "Megatron's selective modules", None,
-           not_searched="the default module set of each policy only"),
-    Option("recompute_num_layers", "--recompute-num-layers", "Megatron's full-recompute layer count", None,
-           not_searched="every layer only"),
+    Option("recompute_modules", "--recompute-modules", "Megatron's selective modules", None, kind="variant",
+           domain=recompute_modules, not_searched="the default module set of each policy only; --exhaustive "
+           "searches every set", extra={"group": "recompute", "requires": {"recompute": ("selective",)}}),
+    Option("recompute_layers", "--recompute-method, --recompute-num-layers", "Megatron's full-recompute layers",
+           None, kind="variant", domain=recompute_layers,
+           not_searched="every layer only; --exhaustive searches block and uniform N, N a power of two",
+           extra={"group": "recompute", "requires": {"recompute": ("full",)}}),
     Option("ep_overlap", "--ep-overlap", "EP all-to-all overlap", choices.EP_OVERLAP.default,
-           choices.EP_OVERLAP.values, not_searched="the default (none) only"),
-    Option("route_nodes", "--route-nodes", "nodes a token's experts are confined to", None,
-           not_searched="unconfined only"),
-    Option("policy", "--precision", "precision policy (FP8 policies)", choices.DEFAULT_POLICY,
-           not_searched="the given --precision only (FP8 not searched)"),
+           choices.EP_OVERLAP.values, kind="variant", domain=ep_overlaps,
+           not_searched="the default (none) only; --exhaustive searches them",
+           extra={"group": "experts",
+                  "requires": {"megatron": {"recompute": ("none", "selective"), "schedule": ("interleaved",)}}}),
+    Option("route_nodes", "--route-nodes", "nodes a token's experts are confined to", None, kind="variant",
+           domain=route_nodes, not_searched="unconfined only; --exhaustive searches them", extra={"group": "experts"}),
+    Option("policy", "--precision", "precision policy (FP8 policies)", choices.DEFAULT_POLICY, kind="variant",
+           domain=fp8_policies, not_searched="the given --precision only; --allow-fp8 searches the FP8 policies",
+           extra={"group": "precision"}),
     Option("offload_optimizer", "--offload-optimizer", "optimizer offload", choices.OFFLOAD_DEVICE.default,
-           choices.OFFLOAD_DEVICE.values, not_searched="never offloaded"),
+           choices.OFFLOAD_DEVICE.values, kind="variant", domain=offload_devices,
+           not_searched="never offloaded; --allow-offload searches it",
+           extra={"group": "offload", "requires": {"cpu": {"zero": (2, 3)}, "nvme": {"zero": (2, 3)}}}),
+    Option("offload_params", "--offload-params", "parameter offload", choices.OFFLOAD_DEVICE.default,
+           choices.OFFLOAD_DEVICE.values, kind="variant", domain=offload_devices,
+           not_searched="never offloaded; --allow-offload searches it",
+           extra={"group": "offload", "requires": {"cpu": {"zero": (3,)}, "nvme": {"zero": (3,)}}}),
 )
 
 #: by field name
 BY_FIELD: dict[str, Option] = {o.field: o for o in TRAIN_OPTIONS}
 #: the options tried on every layout of degrees (the screen derives their closed forms per value)
 SEARCHED_OPTIONS: tuple[Option, ...] = tuple(o for o in TRAIN_OPTIONS if o.kind == "option" and o.domain)
+#: the options each value of which gets its own closed forms (:func:`variants`)
+VARIANT_OPTIONS: tuple[Option, ...] = tuple(o for o in TRAIN_OPTIONS if o.kind == "variant")
 
 
 def searched(space: Space) -> dict[str, list]:
     """Option → the values searched in ``space`` (JSON values; for the per-``p`` options —
     schedule, ``v``, layer split — every value tried at some ``p``; the grid keeps those
-    train accepts)."""
-    out = {o.field: list(o.domain(space)) for o in TRAIN_OPTIONS if o.domain and o.kind != "split"}
+    train accepts; a variant searched with its default value only is left out: ``not_searched``
+    names it)."""
+    out = {o.field: list(o.domain(space)) for o in TRAIN_OPTIONS if o.domain and o.kind not in ("split", "variant")}
     for o in TRAIN_OPTIONS:
         if o.kind == "split" and o.domain:
             vals = list(dict.fromkeys(x for p in out["p"] for x in o.domain(space, p)))
             if o.field == "v":
                 vals = [1] + sorted(vals)
             out[o.field] = [list(x) if isinstance(x, tuple) else x for x in vals]
+    for o in VARIANT_OPTIONS:
+        vals = o.domain(space)
+        if len(vals) > 1:
+            out[o.field] = [list(x) if isinstance(x, tuple) else x for x in vals]
     return out
 
 
-def not_searched() -> dict[str, str]:
-    """Option → why it is not searched (the value used is the given or the default one)."""
-    return {o.field: o.not_searched for o in TRAIN_OPTIONS if not o.domain}
+def not_searched(space: Space | None = None) -> dict[str, str]:
+    """Option → why it is not searched (the value used is the given or the default one): the
+    options without a domain, and the variants whose domain in ``space`` is their default only
+    (every variant without a ``space``)."""
+    out = {o.field: o.not_searched for o in TRAIN_OPTIONS
+           if not o.domain or (o.kind == "variant" and (space is None or len(o.domain(space)) < 2))}
+    return out if space is None or len(variant_groups(space)) < 2 else {**out, "variant combinations": ACROSS_GROUPS}
+
+
+def _requires(o: Option, value) -> dict:
+    """What ``value`` of variant ``o`` needs of the other options (field → allowed values)."""
+    req = o.extra.get("requires", {})
+    if value is None or value == o.default:
+        return {}
+    return req.get(value, {}) if value in req or all(isinstance(v, dict) for v in req.values()) else req
+
+
+#: what ``not_searched`` says of the variants' combinations across groups
+ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload) with the others at their "
+                 "defaults: combinations across groups (FP8 with offload, …) are not searched")
+
+
+def variant_groups(space: Space) -> tuple[str, ...]:
+    """The groups (``extra["group"]``) of the variants searched in ``space``."""
+    return tuple(dict.fromkeys(o.extra["group"] for o in VARIANT_OPTIONS if len(o.domain(space)) > 1))
+
+
+def variants(space: Space) -> list[dict]:
+    """The variants' combinations in ``space`` (field → value; the defaults left out: ``{}`` is the
+    planner's base forms, first), each with ``"requires"`` (field → the values allowed, the
+    intersection of what its values need): every combination of the values of one group's options
+    (``extra["group"]``), the other groups at their defaults (:data:`ACROSS_GROUPS`: each value costs
+    a derivation, and the product over the groups is thousands for a MoE); a combination whose
+    requirements exclude each other is left out (train refuses it)."""
+    out = [{"requires": {}}]
+    for group in variant_groups(space):
+        out += [v for v in _group_variants(space, group) if len(v) > 1]
+    return out
+
+
+def _group_variants(space: Space, group: str) -> list[dict]:
+    """Every combination of the values of the variants of ``group``."""
+    opts = [o for o in VARIANT_OPTIONS if o.extra["group"] == group and len(o.domain(space)) > 1]
+    out = []
+    for combo in itertools.product(*(o.domain(space) for o in opts)):
+        chosen, need, ok = {}, {}, True
+        for o, v in zip(opts, combo):
+            if v is None or v == o.default:
+                continue
+            chosen[o.field] = v
+            for k, allowed in _requires(o, v).items():
+                need[k] = tuple(x for x in need.get(k, allowed) if x in allowed)
+                ok = ok and bool(need[k])
+        if ok:
+            out.append({**chosen, "requires": need})
+    return out

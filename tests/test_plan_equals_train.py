@@ -24,14 +24,31 @@ CASES = [
     ("qwen3_moe", "qwen3-30b-a3b", {"s": 1024}, 8, 16, None),
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None),
     ("jamba", "jamba-v0.1", {"s": 1024}, 8, 16, "1000GB"),
+    # the new options (issue 27 items 2 and 3): an FP8 policy searched (--allow-fp8: the first FP8 policy only,
+    # to keep the test cheap; its rows are the fastest), Megatron's pipeline layout text as the candidate
+    ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"allow_fp8": True}),
+    ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"pipeline_layout": "Et*7|t*6|t*6|t*7L"}),
 ]
 
 
-@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[3]}gpus")
+@pytest.fixture(scope="module", params=CASES,
+                ids=lambda c: f"{c[0]}-{c[3]}gpus" + "".join(f"-{k}" for k in (c[6] if len(c) > 6 else {})))
 def planned(request):
-    name, config, sets, gpus, batch, memory = request.param
+    from unittest import mock
+
+    from costgraph.training import plan_variants
+
+    name, config, sets, gpus, batch, memory = request.param[:6]
+    kw = request.param[6] if len(request.param) > 6 else {}
     m = costgraph.load(name)
-    res = m.plan(m.values(config, **sets), gpus=gpus, hardware="h100-sxm", global_batch=batch, memory=memory, top=1)
+    first = plan_variants.variants
+    with mock.patch.object(plan_variants, "variants", lambda space: first(space)[:2]):   # the base and one FP8 policy
+        res = m.plan(m.values(config, **sets), gpus=gpus, hardware="h100-sxm", global_batch=batch, memory=memory,
+                     top=1, **kw)
+    if kw.get("allow_fp8"):
+        assert res.layouts[0]["options"] == {"policy": "fp8-delayed"} and "--precision fp8-delayed" in res.check_command()
+    if kw.get("pipeline_layout"):
+        assert all(r["pp"] in (2, 4) for r in res.layouts) and "--pipeline-layout" in res.check_command()
     return res
 
 

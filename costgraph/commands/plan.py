@@ -24,6 +24,16 @@ def add_parser(sub) -> None:
     add_option(pl, choices.ATTENTION, "--attention")
     add_option(pl, choices.OVERLAP, "--overlap",
                help="how communication overlaps computation (costgraph.training.overlap): " + choices.OVERLAP.help())
+    pl.add_argument("--pipeline-layout", dest="pipeline_layout", metavar="LAYOUT",
+                    help="only layouts with this Megatron-LM --pipeline-model-parallel-layout (e.g. Et*4|(t*4|)*14tmL): "
+                         "pp and the virtual stages from its stages, as costgraph train takes it")
+    pl.add_argument("--allow-fp8", action="store_true",
+                    help="search the FP8 precision policies too (a preset with an FP8 peak)")
+    pl.add_argument("--allow-offload", action="store_true",
+                    help="search optimizer and parameter offload (CPU, NVMe) too")
+    pl.add_argument("--exhaustive", action="store_true",
+                    help="search Megatron's recompute modules, method and layer counts, and a MoE's --ep-overlap and "
+                         "--route-nodes too (each value derives its own closed forms: slower)")
     pl.add_argument("--top", type=int, default=10, help="how many layouts to show (default 10)")
     pl.add_argument("--no-dropout", action="store_true")
     add_option(pl, choices.PROFILE, "--profile")
@@ -48,7 +58,8 @@ def run(args) -> str:
     result = model.plan(values, gpus=args.gpus, hardware=args.hardware, global_batch=args.global_batch,
                         tokens=args.tokens, efficiency=args.efficiency, memory=args.memory, precision=args.precision,
                         optimizer=args.optimizer, attention=args.attention, top=args.top, reserve=args.reserve,
-                        overlap=args.overlap,
+                        overlap=args.overlap, pipeline_layout=args.pipeline_layout, allow_fp8=args.allow_fp8,
+                        allow_offload=args.allow_offload, exhaustive=args.exhaustive,
                         command=_train_words(args), efficiency_profile=args.efficiency_profile)
     return result.to_json() if args.format == "json" else result.to_text()
 

@@ -45,6 +45,7 @@ from ..parallel.placement import placement
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
 from .plan_grid import COLUMNS, REFUSALS, Grid   # noqa: F401
+from .plan_variants import search_variants, space_facts
 
 RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
 #: The training options the search tries on every layout of degrees, each ``(Layout field, values)``,
@@ -82,12 +83,14 @@ class Candidate:
     last_stage_layers: int | None = None
     account_embedding: bool = False
     account_loss: bool = False
+    options: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
     def key(self) -> tuple:
-        """The degrees and figures: two candidates with the same key are one row."""
+        """The degrees and figures: two candidates with the same key are one row (the first by the
+        planner's order: the simpler settings, the fewer variant options)."""
         return (self.tp, self.pp, self.dp, self.cp, self.ep, self.micro_batch, self.micro_batches,
                 self.virtual_stages, self.schedule, self.first_stage_layers, self.last_stage_layers, self.account_embedding,
                 self.account_loss, round(self.memory_bytes), round(self.step_seconds, 12))
@@ -98,8 +101,8 @@ class Plan:
     """The ranked layouts that fit (``layouts``, fastest first, confirmed exactly), how many
     were considered, how many were refused (or pruned) for each reason, ``divisible`` (layouts
     of degrees every divisibility rule allows: 0 means no layout divides evenly), ``least``
-    (the layout needing the least memory, screened, when none fits) and ``searched``
-    (option → the values tried)."""
+    (the layout needing the least memory, screened, when none fits), ``searched``
+    (option → the values tried) and ``pruned`` (reason → layouts not confirmed)."""
 
     layouts: list[Candidate]
     considered: int
@@ -118,7 +121,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
          efficiency=None, attention: str = ATTENTION.default, policy: str = DEFAULT_POLICY,
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
          cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None,
-         overlap: str = OVERLAP.default) -> Plan:
+         overlap: str = OVERLAP.default, pipeline_layout: str | None = None, allow_fp8: bool = False,
+         allow_offload: bool = False, exhaustive: bool = False) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device) for a global batch of ``global_batch`` sequences (see
@@ -131,6 +135,12 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     time model of the preset's kernel table (:mod:`costgraph.training.kernel_time`), else 1/2.
     ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`).
     ``overlap``: the communication overlap convention of every layout (:mod:`costgraph.training.overlap`).
+    ``pipeline_layout``: Megatron's pipeline layout text (:mod:`costgraph.parallel.pipeline_layout`): only
+    the ``(p, v)`` its stages allow, every row with it (screened with the even forms, confirmed exactly).
+    ``allow_fp8`` (the FP8 policies, on a preset with an FP8 peak), ``allow_offload`` (optimizer and
+    parameter offload), ``exhaustive`` (Megatron's recompute modules, method and layer counts; the EP
+    overlap and node-limited routing of a MoE): the variants searched besides
+    (:mod:`costgraph.training.plan_variants`), each value with its own closed forms.
 
     Raises
     ------
@@ -147,7 +157,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
                     micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap,
-                    factors=factors)
+                    factors=factors, pipeline_layout=pipeline_layout,
+                    allow=dict(allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive))
         bar.update(steps)
         return out
 
@@ -161,7 +172,8 @@ def _space(cg: CostGraph, fixed: dict, **kw) -> tuple[Space, object]:
 
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
-          max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None) -> Plan:
+          max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None,
+          pipeline_layout=None, allow=None) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     _one_node(hardware, gpus)
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
@@ -170,14 +182,15 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     b_sym = cg.dims["b"].symbol if "b" in cg.dims else None
     fixed = {k: v for k, v in vals.items() if k != b_sym}
     space, pl = _space(cg, fixed, gpus=gpus, max_tp=max_tp, micro_batches=tuple(micro_batches),
-                       cp=tuple(cp_options), attention=attention)
+                       cp=tuple(cp_options), attention=attention, **(allow or {}),
+                       **space_facts(cg, fixed, hardware, gpus, attention))
     options = {o.field: tuple(o.domain(space)) for o in SEARCHED_OPTIONS}
-    grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl)
+    grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)
     refused = grid.refused
     n_options = 1
     for vs in options.values():
         n_options *= len(vs)
-    considered = sum(refused.values()) + len(grid.rows) * n_options
+    considered = sum(refused.values()) + (len(grid.rows) + sum(grid.pruned.values())) * n_options
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
@@ -186,9 +199,29 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     usable = capacity - reserve
     candidates, least, pruned = _evaluate(forms, grid, b_sym is not None, refused, capacity=usable, gpus=gpus,
                                           peak=float(hardware.peak_flops_bf16))
+    pruned.update({why: n * n_options for why, n in grid.pruned.items()})
+
+    def derive(fields, opts, schedules):
+        return Forms(cg, fixed, syms, {**base, **fields}, bar, hardware, efficiency, opts, schedules, factors)
+
+    def evaluate(forms, sub):
+        nonlocal considered
+        n = 1
+        for vs in forms.options.values():
+            n *= len(vs)
+        considered += len(sub.rows) * n
+        return _evaluate(forms, sub, b_sym is not None, refused, capacity=usable, gpus=gpus,
+                         peak=float(hardware.peak_flops_bf16))
+    bar.advance(description="planning: the variants (plan_variants)")
+    more, low, pruned_more = search_variants(space, grid, options, derive, evaluate, refused)
+    candidates += more
+    least = low if least is None or (low is not None and low.memory_bytes < least.memory_bytes) else least
+    for k, n in pruned_more.items():
+        pruned[k] = pruned.get(k, 0) + n
     candidates.sort(key=_order)
     bar.advance(description="planning: confirming the fastest layouts exactly")
-    settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap)
+    settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap,
+                    pipeline_layout=pipeline_layout)
     confirmed = confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, top + MARGIN, bar,
                         refused, _order, factors)
     pruned["slower than the rows shown (screened, not derived exactly)"] = max(0, len(candidates) - len(confirmed))
@@ -201,7 +234,7 @@ def _order(c: Candidate) -> tuple:
     return (c.step_seconds, c.memory_bytes, c.zero, RECOMPUTE.index(c.recompute), c.sp, c.schedule != "1f1b",
             c.virtual_stages,
             c.tp, c.pp, c.cp, c.ep, c.first_stage_layers or 0, c.last_stage_layers or 0, c.account_embedding,
-            c.account_loss)
+            c.account_loss, len(c.options), repr(sorted(c.options.items())))
 
 
 def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity, gpus,

@@ -24,14 +24,17 @@ _CACHE_SIZE = 4096
 def layout_of(c, settings: dict) -> Layout:
     """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
     (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
-    ``policy``, ``optimizer``, ``gpus``, ``overlap``."""
-    pol = settings["policy"]
+    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``; the candidate's variant
+    fields (``c.options``, :mod:`costgraph.training.plan_variants`: an FP8 ``policy`` among them) last."""
+    extra = dict(getattr(c, "options", None) or {})
+    pol = extra.pop("policy", settings["policy"])
     return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
                   schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
                   policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16",
                   first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
-                  overlap=settings.get("overlap", OVERLAP.default))
+                  overlap=settings.get("overlap", OVERLAP.default), pipeline_layout=settings.get("pipeline_layout"),
+                  **extra)
 
 
 def checked(model, layout: Layout, values: dict) -> Layout:

@@ -27,7 +27,7 @@ import itertools
 import numpy as np
 
 from ..errors import CostgraphValueError
-from ..options import BY_FIELD, Space
+from ..options import BY_FIELD, DOMINATED_SCHEDULES, Space
 from ..parallel.layout import Layout
 from ..parallel.schedules import check_schedule
 
@@ -57,13 +57,15 @@ class Grid:
     the column ``s`` indexes; ``refused``: reason → count; ``pipeline``: ``p`` → its
     (schedule index, ``v``, split index) as searched."""
 
-    def __init__(self, cg, values: dict, space: Space, *, global_batch: int, placement):
+    def __init__(self, cg, values: dict, space: Space, *, global_batch: int, placement, pipeline_layout=None):
         from ..parallel.tensor import with_kv_replication
         from .validity import check_layout
 
         self.refused = dict.fromkeys(REFUSALS, 0)
         self.splits: list[tuple] = []
         self.pipeline: dict = {}
+        self.pruned: dict = {}   # reason → rows of degrees not screened (a dominated schedule)
+        dominated: dict = {}     # p → its valid pipelines of a dominated schedule
         gpus = space.gpus
 
         def ok(layout) -> bool:
@@ -79,20 +81,22 @@ class Grid:
                 for e in BY_FIELD["e"].domain(space)}
         p_ok = {}   # p → [(schedule index, v, split index)] train accepts
         self.schedules: list[str] = []
+        explicit = _explicit(cg, values, pipeline_layout)
         for p in BY_FIELD["p"].domain(space):
             found = []
-            for sched in BY_FIELD["schedule"].domain(space, p):
-                for split in BY_FIELD["split"].domain(space, p):
-                    f, l, emb, loss = split
-                    for v in (BY_FIELD["v"].domain(space, p) if sched == "interleaved" else (1,)):
-                        lay = Layout(p=p, v=v, schedule=sched, first_stage_layers=f, last_stage_layers=l,
-                                     account_embedding=emb, account_loss=loss)
-                        if not ok(lay):
-                            continue
-                        for name, seq in ((sched, self.schedules), (split, self.splits)):
-                            if name not in seq:
-                                seq.append(name)
-                        found.append((self.schedules.index(sched), v, self.splits.index(split)))
+            for sched, split, v in (_pipes(space, p) if explicit is None else explicit.get(p, ())):
+                lay = Layout(p=p, v=v, schedule=sched, pipeline_layout=pipeline_layout, first_stage_layers=split[0],
+                             last_stage_layers=split[1], account_embedding=split[2], account_loss=split[3])
+                if sched in DOMINATED_SCHEDULES:   # counted, never screened (its twin is)
+                    if ok(lay):
+                        dominated.setdefault(p, []).append(DOMINATED_SCHEDULES[sched][1])
+                    continue
+                if not ok(lay):
+                    continue
+                for name, seq in ((sched, self.schedules), (split, self.splits)):
+                    if name not in seq:
+                        seq.append(name)
+                found.append((self.schedules.index(sched), v, self.splits.index(split)))
             p_ok[p] = found
             self.pipeline[p] = found
         rows = []
@@ -109,8 +113,39 @@ class Grid:
             kept = [(si, v, k) for si, v, k in p_ok[p] if v == 1 or _schedule_ok(p, m, v)]
             self.refused["the interleaved schedule's micro-batch groups"] += len(p_ok[p]) - len(kept)
             rows += [(t, p, c, e, d, b, m, v, k, si) for si, v, k in kept]
+            for why in dominated.get(p, ()):
+                self.pruned[why] = self.pruned.get(why, 0) + 1
         self.rows = np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)) if rows \
             else np.zeros((0, len(COLUMNS)))
+
+
+def _pipes(space: Space, p: int):
+    """``(schedule, split, v)`` tried at ``p``, from the option declarations (:mod:`costgraph.options`)."""
+    for sched in BY_FIELD["schedule"].domain(space, p):
+        for split in BY_FIELD["split"].domain(space, p):
+            for v in (BY_FIELD["v"].domain(space, p) if sched == "interleaved" else (1,)):
+                yield sched, split, v
+
+
+def _explicit(cg, values: dict, text: str | None) -> dict | None:
+    """With Megatron's layout ``text`` (:mod:`costgraph.parallel.pipeline_layout`): ``p`` →
+    ``[(schedule, split, v)]``, one per ``p`` dividing its stages (``v`` = stages / ``p``, the
+    interleaved schedule when ``v > 1``, the even split: the layout gives every stage's layers);
+    None without one.
+
+    Raises
+    ------
+    CostgraphValueError
+        The text does not parse, or places other layer counts than the model's (checked at one stage per rank)."""
+    if text is None:
+        return None
+    from ..parallel.pipeline_layout import pipeline_layout_for
+
+    from types import SimpleNamespace
+
+    n = len(pipeline_layout_for(text, SimpleNamespace(graph=cg), values).stages)   # a Model's graph, as train's
+    return {p: [("interleaved" if n // p > 1 else "1f1b", (None, None, False, False), n // p)]
+            for p in range(1, n + 1) if n % p == 0 and (p > 1 or n == 1)}
 
 
 @functools.lru_cache(maxsize=4096)

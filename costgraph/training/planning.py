@@ -17,6 +17,7 @@ from ..errors import CostgraphValueError
 from ..export.display import Tabular
 from ..options import not_searched
 from ..parallel.layout import MAX_DEVICES
+from .plan_variants import check_words
 
 
 @dataclass
@@ -70,9 +71,15 @@ class PlanResult(Tabular):
         if row.get("virtual_stages", 1) > 1:
             words.append(f"--virtual-stages {row['virtual_stages']}")
         words += _split_words(row)
+        if st.get("pipeline_layout"):   # Megatron's layout text (plan --pipeline-layout): train takes p and v with it
+            import shlex
+
+            words.append(f"--pipeline-layout {shlex.quote(st['pipeline_layout'])}")
+        options = row.get("options") or {}
+        words += check_words(options)   # the row's variant (costgraph.training.plan_variants)
         words += [f"--set b={row['micro_batch']}", f"--micro-batches {row['micro_batches']}",
-                  f"--hardware {self.hardware}", f"--attention {st['attention']}", f"--precision {st['precision']}",
-                  f"--optimizer {st['optimizer']}"]
+                  f"--hardware {self.hardware}", f"--attention {st['attention']}",
+                  f"--precision {options.get('policy', st['precision'])}", f"--optimizer {st['optimizer']}"]
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
@@ -88,9 +95,19 @@ class PlanResult(Tabular):
                 "time_model": self.settings.get("time_model", "flat"), "considered": self.considered,
                 "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
                 "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
-                "searched": {k: list(v) for k, v in self.searched.items()}, "not_searched": not_searched(),
+                "searched": {k: list(v) for k, v in self.searched.items()}, "not_searched": self.not_searched(),
                 "pruned": dict(self.pruned), "layouts": [dict(r) for r in self.layouts],
                 "calibration": self.calibration}
+
+    def not_searched(self) -> dict:
+        """Option → why it is not searched (:func:`costgraph.options.not_searched`), less those searched here
+        (the variants ``--allow-fp8``, ``--allow-offload``, ``--exhaustive`` turn on)."""
+        from ..options import ACROSS_GROUPS, BY_FIELD
+
+        groups = {BY_FIELD[k].extra.get("group") for k in self.searched
+                  if k in BY_FIELD and BY_FIELD[k].kind == "variant"}
+        return {k: why for k, why in not_searched().items() if k not in self.searched} | (
+            {"variant combinations": ACROSS_GROUPS} if len(groups) > 1 else {})
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented JSON text."""
@@ -126,8 +143,9 @@ class PlanResult(Tabular):
         if with_days:
             heads.append("days")
         extra = [(name, text) for name, text in (("schedule", lambda r: r.get("schedule", "1f1b")),
-                                                 ("split", _split_text))   # Megatron's layer split
-                 if any(text(r) not in ("1f1b", "even") for r in rows)]
+                                                 ("split", _split_text),   # Megatron's layer split
+                                                 ("options", _options_text))   # the variants (plan_variants)
+                 if any(text(r) not in ("1f1b", "even", "") for r in rows)]
         for at, (name, text) in enumerate(extra, start=11):
             heads.insert(at, name)
             for cell, r in zip(cells, rows):
@@ -142,7 +160,8 @@ class PlanResult(Tabular):
         out += ["pruned: " + "; ".join(f"{n:,} {why}" for why, n in self.pruned.items() if n)] \
             if any(self.pruned.values()) else []
         out += ["searched: " + "; ".join(f"{k} {_values_text(v)}" for k, v in self.searched.items())]
-        out += ["not searched: " + "; ".join(f"{k} ({why})" for k, why in not_searched().items())]
+        out += ["not searched: " + "; ".join(f"{k} ({why})" for k, why in self.not_searched().items())] \
+            if self.not_searched() else []
         if rows:
             out.append(f"check the first with: {self.check_command()}")
         if self.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
@@ -187,6 +206,14 @@ def _split_words(row: dict) -> list[str]:
     return words
 
 
+def _options_text(row: dict) -> str:
+    """A row's variant fields for the table (``ep_overlap megatron``, ``policy fp8-current``, …; empty: none)."""
+    out = []
+    for k, v in (row.get("options") or {}).items():
+        out.append(f"{k} {'+'.join(v) if isinstance(v, (tuple, list)) else v}")
+    return ", ".join(out)
+
+
 def _split_text(row: dict) -> str:
     """A row's layer split for the table: ``even``, ``+emb``/``+loss`` (counted as layers),
     or ``F/L`` (the first and last stages' layers)."""
@@ -197,8 +224,15 @@ def _split_text(row: dict) -> str:
 
 
 def _values_text(values: list) -> str:
-    """``1, 2, 4`` (a split as ``first/last``, ``+embedding``, ``+loss``, ``even``)."""
+    """``1, 2, 4`` (a split as ``first/last``, ``+embedding``, ``+loss``, ``even``; a module set as
+    ``mlp+layernorm``; a layer count as ``block 2``; None as ``default``)."""
     def one(v):
+        if v is None:
+            return "default"
+        if isinstance(v, list) and all(isinstance(x, str) for x in v):
+            return "+".join(v)
+        if isinstance(v, list) and len(v) == 2:
+            return f"{v[0]} {v[1]}"
         if isinstance(v, list):
             f, l, emb, loss = v
             if f is None and l is None:
@@ -211,7 +245,8 @@ def _values_text(values: list) -> str:
 def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
                  memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
                  attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-                 efficiency_profile=None, overlap: str | None = None) -> PlanResult:
+                 efficiency_profile=None, overlap: str | None = None, pipeline_layout: str | None = None,
+                 allow_fp8: bool = False, allow_offload: bool = False, exhaustive: bool = False) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
@@ -227,7 +262,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap``: the communication overlap convention (:data:`costgraph.choices.OVERLAP`,
-    :mod:`costgraph.training.overlap`).
+    :mod:`costgraph.training.overlap`); ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``:
+    as :func:`costgraph.training.plan.plan` takes them (the check command carries the layout text).
 
     Raises
     ------
@@ -261,7 +297,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                          else f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
-                  factors=factors, overlap=overlap)
+                  factors=factors, overlap=overlap, pipeline_layout=pipeline_layout, allow_fp8=allow_fp8,
+                  allow_offload=allow_offload, exhaustive=exhaustive)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []
@@ -273,7 +310,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     command = _default_command(model, values) if command is None else command
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
+                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap,
+                "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
                 "assumed": None if kernels is not None or efficiency is not None else
