@@ -234,8 +234,7 @@ class Model:
     def plan(self, values=None, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
              memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
              attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-             efficiency_profile=None, overlap=None, pipeline_layout: str | None = None, allow_fp8: bool = False,
-             allow_offload: bool = False, exhaustive: bool = False):
+             efficiency_profile=None, overlap=None, **search):
         """The parallel layouts that fit a device, fastest first (``costgraph plan``;
         :func:`costgraph.training.planning.plan_layouts`).
 
@@ -249,7 +248,7 @@ class Model:
         :data:`costgraph.choices.DEFAULT_RESERVE`); ``command``: the ``costgraph train`` words naming
         the model in the result's ``check`` command (default: its name and values as ``--set``);
         ``efficiency_profile``: a calibration profile (:meth:`calibrate`; a path or a result);
-        ``overlap``, ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as the flags.
+        ``overlap`` and ``search`` (``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``): as the flags.
 
         Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
         ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
@@ -264,8 +263,7 @@ class Model:
         return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
                             efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
                            attention=attention, top=top, reserve=reserve, command=command,
-                           efficiency_profile=efficiency_profile, overlap=overlap, pipeline_layout=pipeline_layout,
-                           allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive)
+                           efficiency_profile=efficiency_profile, overlap=overlap, **search)
 
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
         """Dimension values (symbol → Integer): the dims' defaults, then ``config``, then ``given`` (a mapping,
