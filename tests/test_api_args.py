@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import sympy
 
 import costgraph
 from costgraph import CostgraphValueError
@@ -196,3 +197,20 @@ def test_cli_deep_json_exit_status_2(tmp_path, capsys):
 def test_cli_empty_config_name_is_not_ignored(capsys):
     assert main(["derive", "gpt", "--config", ""]) == 2
     assert "has no configuration ''" in capsys.readouterr().err
+
+
+def test_a_negative_number_is_said_to_be_negative(capsys):
+    # found by a hostile trial: `--offload-activations -0.1` was "cannot read '-0.1'" with the hint
+    # "a number such as 0.45", though -0.1 is one; a negative value is now named as such
+    from costgraph.arguments import parse_rational
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError, match=r"--mfu '-0.5' is negative") as e:
+        parse_rational("-0.5", "--mfu")
+    assert e.value.hint == "a number of 0 or more, e.g. 0.45"
+    with pytest.raises(CostgraphValueError, match=r"cannot read --mfu '--1'"):   # not a number at all
+        parse_rational("--1", "--mfu")
+    assert parse_rational(" 0.5 ", "--mfu") == sympy.Rational(1, 2)
+    assert main(["train", "gpt", "--config", "gpt2", "--zero", "3", "--offload-activations", "-0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "--offload-activations '-0.1' is negative" in err and "hint: a number of 0 or more" in err
