@@ -117,3 +117,20 @@ def test_every_argparse_rejection_has_a_hint_line(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-2].split(": error: ", 1)[1] and err[-1].startswith("hint: "), err[-2:]
+
+
+def test_readme_example_figures_are_what_the_program_prints(capsys):
+    # found by a new user's trial: the README's train example said 58,276,540,416 bytes and plan's
+    # "7,301 considered" after the defaults changed (flash keeps grouped K/V); each `costgraph ...` line
+    # followed by a `#   ... N bytes` comment must print that figure
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    pairs = re.findall(r"^(costgraph [^\n#]+?)\s*\n#\s.*?([0-9][0-9,]* bytes)", text, re.M)
+    assert len(pairs) >= 2, pairs
+    for command, figure in pairs:
+        main(shlex.split(command)[1:])
+        out = capsys.readouterr().out
+        assert f" {figure}" in out, (command, figure)
