@@ -152,3 +152,15 @@ def test_fit_keeps_train_warnings_but_not_the_step_time_notes():
         assert r.warnings == [w for w in t.warnings if w not in timed]
         assert any("LoRA rank 1024 is above the smaller side of layers/attn/c_attn" in w for w in r.warnings)
         assert "--efficiency" not in r.to_text()
+
+
+@pytest.mark.parametrize("reserve", ["-1", "nan", "abc", "1.5B"])
+def test_an_unreadable_reserve_names_reserve(reserve):
+    # found by a hostile trial: `fit --reserve -1` said "cannot read the memory size '-1'" (which size?),
+    # with a hint of sizes only, though --reserve also takes a fraction
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match=f"cannot read --reserve '{reserve}'") as e:
+        reserve_bytes(reserve, 80_000_000_000)
+    assert e.value.hint == "a fraction of the device memory (0.1) or a size (8GB, 8GiB)"
+    assert reserve_bytes("8GB", 80_000_000_000) == 8_000_000_000 and reserve_bytes("0", 80) == 0
