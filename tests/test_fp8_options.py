@@ -201,3 +201,16 @@ def test_fp8_parameters_of_megatron_bridge_perf_recipes():
     assert ev(plain["weights"]) == (linears + norms) * 2            # bf16 weights ...
     assert ev(plain["fp8 weight copy"]) == linears                  # ... and their FP8 copy
     assert ev(plain["gradients"]) == (linears + norms) * 4          # fp32 main gradients
+
+
+def test_an_fp8_policy_over_a_quantized_base_is_refused(gpt, capsys):
+    # found by a hostile trial: `fit --lora 8 --quantize nf4 --precision fp8-current-bridge` counted FP8
+    # weight transposes (6.98 GB for Llama-3-8B) of an nf4 base that bitsandbytes dequantizes to bf16
+    # (QLoRA, Dettmers et al. 2023 §3): no stack runs FP8 GEMMs over it
+    m, v = gpt
+    for policy in ("fp8-current-bridge", "fp8-delayed"):
+        with pytest.raises(CostgraphValueError, match=f"--quantize nf4: a quantized base runs its own kernels, "
+                                                      f"not the FP8 GEMMs of precision '{policy}'") as e:
+            m.train(values=v, gpus=1, policy=policy, lora_rank=8, lora_targets=("c_attn",), quantization="nf4")
+        assert e.value.hint == "--precision mixed (QLoRA computes in bf16), or drop --quantize"
+    assert m.train(values=v, gpus=1, lora_rank=8, lora_targets=("c_attn",), quantization="nf4").fits is None
