@@ -228,6 +228,9 @@ def parse_rational(text: str, what: str):
     import sympy
 
     m = _DECIMAL.fullmatch(text or "")
+    if not m and len(text or "") <= 40 and _DECIMAL.fullmatch(text.strip().removeprefix("-")):
+        raise CostgraphValueError(f"{what} {text.strip()!r} is negative",
+                                  hint="a number without a minus sign, such as 0.45, 2.5 or 140e12")
     if not m or len(text) > 40:
         raise CostgraphValueError(f"cannot read {what} {text[:40]!r}", hint="a number such as 0.45, 2.5 or 140e12")
     frac = m.group(2) or ""

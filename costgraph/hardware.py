@@ -68,9 +68,9 @@ KIND = Kind("hardware preset", (
     Field("devices_per_node", unit="devices", positive=True),
     Field("latency_scale_up_ns", unit="ns"), Field("latency_scale_out_ns", unit="ns"),
     Field("tdp_watts", unit="W", required=False),
-    Field("host_link_bandwidth", unit="B/s per direction", required=False,
+    Field("host_link_bandwidth", unit="B/s per direction", required=False, positive=True,
           doc="device to host memory (PCIe, NVLink-C2C), per direction per device; for offload"),
-    Field("host_memory_bytes", unit="B", required=False,
+    Field("host_memory_bytes", unit="B", required=False, positive=True,
           doc="host (CPU) memory of one node of devices_per_node devices (the vendor's reference node); for offload"),
 ))
 #: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.

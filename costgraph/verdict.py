@@ -229,8 +229,9 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
     if profile is not None:   # --efficiency-profile (costgraph.training.calibration): its memory reserve
         shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if "reserve_from" in f
                                else "nothing here (the profile has no memory reserve, or --reserve was given)")
+    timed = set(r.compute["rate"].notes) if r.compute and "rate" in r.compute else set()   # the step time's
     return FitResult("train", model.name, hardware, gpus, f["fits"] and host["fits"], need, f["capacity_bytes"],
-                     usable, _ordered(steps), shown, list(r.warnings) + host["warnings"],
+                     usable, _ordered(steps), shown, [w for w in r.warnings if w not in timed] + host["warnings"],
                      host["need"], host["capacity"])
 
 

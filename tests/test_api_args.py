@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import sympy
 
 import costgraph
 from costgraph import CostgraphValueError
@@ -249,3 +250,20 @@ def test_keyword_config_still_names_the_configuration():
     import costgraph
 
     assert costgraph.load("gpt").costs().evaluate(config="gpt2")["params"] == 124_439_808   # tests/test_gpt.py
+
+
+def test_a_negative_number_is_said_to_be_negative(capsys):
+    # found by a hostile trial: `--offload-activations -0.1` was "cannot read '-0.1'" with the hint
+    # "a number such as 0.45", though -0.1 is one; a negative value is now named as such
+    from costgraph.arguments import parse_rational
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError, match=r"--mfu '-0.5' is negative") as e:
+        parse_rational("-0.5", "--mfu")
+    assert e.value.hint == "a number without a minus sign, such as 0.45, 2.5 or 140e12"
+    with pytest.raises(CostgraphValueError, match=r"cannot read --mfu '--1'"):   # not a number at all
+        parse_rational("--1", "--mfu")
+    assert parse_rational(" 0.5 ", "--mfu") == sympy.Rational(1, 2)
+    assert main(["train", "gpt", "--config", "gpt2", "--zero", "3", "--offload-activations", "-0.1"]) == 2
+    err = capsys.readouterr().err
+    assert "--offload-activations '-0.1' is negative" in err and "hint: a number without a minus sign" in err

@@ -74,3 +74,18 @@ def test_the_step_time_names_its_preset_and_errors_name_the_flag(gpt, capsys):
     assert "step time model on h100-sxm (" in r.to_text()
     assert main(["train", "gpt", "--config", "gpt2", "--tp", "-1"]) == 2
     assert "t (--tp) must be a positive whole number, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag, value, message, hint", [
+    ("--tp", "0", "t (--tp) must be a positive whole number, got 0", "hint: a whole number above 0, e.g. --tp 2"),
+    ("--lora", "0", "lora_rank (--lora) must be a positive whole number, got 0", "e.g. --lora 8"),
+    ("--micro-batches", "-3", "(--micro-batches) must be a positive whole number, got -3", "e.g. --micro-batches 2"),
+    ("--offload-activations", "1.5", "(--offload-activations) 3/2 is not a fraction in [0, 1]", "e.g. 0.5"),
+])
+def test_layout_refusals_have_a_hint(capsys, flag, value, message, hint):
+    # found by a hostile trial: these refusals had no hint line (every exit-2 message has one)
+    from costgraph.cli import main
+
+    assert main(["train", "gpt", "--config", "gpt2", "--zero", "3", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert message in err and hint in err and "internal error" not in err

@@ -176,3 +176,20 @@ def test_repeated_set_flags_accumulate(capsys):
 def test_same_name_twice_in_set_is_an_error(capsys):
     assert main(["derive", "gpt", "--set", "h=768", "h=1024"]) == 2
     assert "gives 'h' twice" in capsys.readouterr().err
+
+
+def test_readme_example_figures_are_what_the_program_prints(capsys):
+    # found by a new user's trial: the README's train example said 58,276,540,416 bytes and plan's
+    # "7,301 considered" after the defaults changed (flash keeps grouped K/V); each `costgraph ...` line
+    # followed by a `#   ... N bytes` comment must print that figure
+    import re
+    import shlex
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    pairs = re.findall(r"^(costgraph [^\n#]+?)\s*\n#\s.*?([0-9][0-9,]* bytes)", text, re.M)
+    assert len(pairs) >= 2, pairs
+    for command, figure in pairs:
+        main(shlex.split(command)[1:])
+        out = capsys.readouterr().out
+        assert f" {figure}" in out, (command, figure)

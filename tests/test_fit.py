@@ -135,3 +135,32 @@ def test_infer_rate_below_a_tenth_is_not_zero(capsys):
                  "--generate", "10"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("tokens/s"))
     assert "0.0 " not in line and "e-9 in total" in line, line
+
+
+def test_fit_keeps_train_warnings_but_not_the_step_time_notes():
+    # found by a new user's trial: `fit --lora 16` warned "LoRA adapters are not timed per kernel: the flat
+    # --efficiency 0.5 of the peak is assumed", and fit on a preset without a kernel table warned of the flat
+    # fallback, though fit prints no time; train's own warnings (a LoRA rank above a side) are kept
+    gpt = costgraph.load("gpt")
+    v = gpt.values("gpt2")
+    lora = dict(lora_rank=1024, lora_targets=("c_attn",))
+    for hardware, note in (("h100-sxm", "not timed per kernel"), ("a100-80gb-sxm", "no kernel table for a100")):
+        t = gpt.train(values=v, hardware=hardware, gpus=1, **lora)
+        timed = t.compute["rate"].notes
+        assert any(note in w for w in timed) and set(timed) <= set(t.warnings)
+        r = costgraph.fit(gpt, hardware=hardware, gpus=1, values=v, **lora)
+        assert r.warnings == [w for w in t.warnings if w not in timed]
+        assert any("LoRA rank 1024 is above the smaller side of layers/attn/c_attn" in w for w in r.warnings)
+        assert "--efficiency" not in r.to_text()
+
+
+@pytest.mark.parametrize("reserve", ["-1", "nan", "abc", "1.5B"])
+def test_an_unreadable_reserve_names_reserve(reserve):
+    # found by a hostile trial: `fit --reserve -1` said "cannot read the memory size '-1'" (which size?),
+    # with a hint of sizes only, though --reserve also takes a fraction
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match=f"cannot read --reserve '{reserve}'") as e:
+        reserve_bytes(reserve, 80_000_000_000)
+    assert e.value.hint == "a fraction of the device memory (0.1) or a size (8GB, 8GiB)"
+    assert reserve_bytes("8GB", 80_000_000_000) == 8_000_000_000 and reserve_bytes("0", 80) == 0

@@ -120,7 +120,9 @@ def test_cli_lora_quantize_host_memory_and_schema(llama, capsys, one_tb):
     assert capsys.readouterr().out.startswith("llama, training on 1 × h100-sxm: fits")
     for extra, said in ((["--serve", "--prompt", "8", "--generate", "8", "--lora", "16"], "--lora is a training"),
                         (["--serve", "--prompt", "8", "--generate", "8", "--host-memory", "2TB"], "--host-memory is"),
-                        (["--lora-targets", "all-linear"], "needs --lora R"),
+                        (["--lora-targets", "all-linear"], "needs --lora R\nhint: add --lora R, e.g. --lora 8"),
+                        (["--lora", "8", "--lora-targets", ""],   # a hostile trial: no hint before
+                         "must be node names or globs, not ('',)\nhint: linear nodes' names (q_proj), globs"),
                         (off + ["--host-memory", "lots"], "cannot read --host-memory")):
         assert main(base + extra) == 2, extra
         assert said in capsys.readouterr().err

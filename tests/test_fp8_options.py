@@ -243,3 +243,16 @@ def test_no_fp8_wgrad_runs_the_weight_gradients_at_the_bf16_fit(gpt2_fp8_kernels
     base, bf16_w = _classes(gpt2_fp8_kernels), _classes(gpt2_fp8_kernels, fp8_wgrad=False)
     assert bf16_w["matmul"] != base["matmul"]
     assert bf16_w["attention"] == base["attention"] and bf16_w["memory"] == base["memory"]
+
+
+def test_an_fp8_policy_over_a_quantized_base_is_refused(gpt, capsys):
+    # found by a hostile trial: `fit --lora 8 --quantize nf4 --precision fp8-current-bridge` counted FP8
+    # weight transposes (6.98 GB for Llama-3-8B) of an nf4 base that bitsandbytes dequantizes to bf16
+    # (QLoRA, Dettmers et al. 2023 §3): no stack runs FP8 GEMMs over it
+    m, v = gpt
+    for policy in ("fp8-current-bridge", "fp8-delayed"):
+        with pytest.raises(CostgraphValueError, match=f"--quantize nf4: a quantized base runs its own kernels, "
+                                                      f"not the FP8 GEMMs of precision '{policy}'") as e:
+            m.train(values=v, gpus=1, policy=policy, lora_rank=8, lora_targets=("c_attn",), quantization="nf4")
+        assert e.value.hint == "--precision mixed (QLoRA computes in bf16), or drop --quantize"
+    assert m.train(values=v, gpus=1, lora_rank=8, lora_targets=("c_attn",), quantization="nf4").fits is None

@@ -187,6 +187,10 @@ def test_validation_names_file_preset_and_key():
         (GOOD + "memory_byte = 3  # source: a\n", "t.toml: [x] has unknown key memory_byte"),
         (GOOD.replace("devices_per_node = 1  # source: a\n", ""), "t.toml: [x] is missing devices_per_node"),
         (GOOD.replace("memory_bandwidth = 1", "memory_bandwidth = 0"), "memory_bandwidth = 0 must be positive"),
+        # offload divides by the host link and judges against the host memory: a 0 is refused, not an
+        # internal error (fit/train --offload-optimizer cpu on such a file raised SymPy's 'zoo' not comparable)
+        (GOOD + "host_link_bandwidth = 0  # source: a\n", "host_link_bandwidth = 0 must be positive"),
+        (GOOD + "host_memory_bytes = 0  # source: a\n", "host_memory_bytes = 0 must be positive"),
         (GOOD.replace('name = "X"', "name = 3"), "t.toml: [x] name = 3"),
         ("x = 1", "t.toml: 'x' is not a table"),
         ("[x", "t.toml: not valid TOML"),

@@ -89,3 +89,23 @@ def test_query_heads_are_never_replicated():
     assert kv_replication(m.graph, 24, v) == ()
     with pytest.raises(CostgraphValueError, match="unevenly"):
         m.train(t=24, gpus=24, attention="flash", values=v)
+
+
+
+def test_llama3_70b_tp16_flash_keeps_one_kv_head_per_device():
+    # found by a hostile trial: under flash (K/V kept with their grouped heads, not repeat_kv's copy)
+    # TP 16 over 8 K/V heads kept kv/16 = half a head of K and of V per device, though each rank
+    # holds one whole head (Megatron-LM @ d98e8a64 attention.py, as the weights above): the grouped
+    # K/V take their own TP divisor, kv, so TP 16 keeps what TP 8 keeps, K and V of one head of d in bf16
+    m, v = _llama()
+    g = m.graph
+    b, s, d, l, kv = (g.dims[n].symbol for n in ("b", "s", "d", "l", "kv"))
+
+    def kv_term(t):   # the activation terms with no h, a, i or V: the kept K and V (and nothing else)
+        a = sympy.expand(m.train(t=t, gpus=t, attention="flash", values=v).memory.stages[0].memory["activations"])
+        return sum(x for x in a.as_ordered_terms() if x.free_symbols >= {l, b, s, d} and not
+                   x.free_symbols & {g.dims[n].symbol for n in ("h", "a", "i", "V")})
+
+    assert kv_term(8) == l * b * s * d * kv / 2            # 2 tensors · 2 bytes · kv/8 heads
+    assert kv_term(16) == 4 * l * b * s * d                # 2 tensors · 2 bytes · one head (was l b s d kv/4)
+    assert kv_term(8).xreplace(v) == kv_term(16).xreplace(v) == 4 * L * v[b] * v[s] * D   # 335,544,320 bytes

@@ -127,7 +127,7 @@ def test_bare_parameter_count(capsys):
     (["train", "gpt", "--gpus", "6", "--tp", "4"], "do not divide"),
     (["train", "gpt", "--sp"], "needs t > 1"),
     (["train", "gpt", "--params", "1e9"], "not both"),
-    (["train", "gpt", "--memory", "lots"], "memory size"),
+    (["train", "gpt", "--memory", "lots"], "cannot read --memory 'lots'"),   # the flag named (k30bounded)
     (["train", "gpt", "--precision", "fp8"], "precision"),
     (["train", "gpt", "--optimizer", "adamm"], "optimizer"),
     (["train", "--params", "1.5"], "whole number"),

@@ -121,7 +121,8 @@ def lora_arguments(p) -> None:
 def check_lora(args) -> None:
     """``--lora-targets`` without ``--lora`` is a mistake (exit 2)."""
     if args.lora_targets != list(choices.DEFAULT_LORA_TARGETS) and args.lora is None:
-        raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R")
+        raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R",
+                                  hint="add --lora R, e.g. --lora 8")
 
 
 def _pipeline_arguments(p) -> None:

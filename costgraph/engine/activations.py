@@ -96,7 +96,11 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
 
     def share(sid):
         kept = None if sid in dropped else plan.share(sid)
-        return None if kept is None else kept * grouped.get(sid, 1) / divisor(sid)
+        if kept is None or sid not in grouped:
+            return None if kept is None else kept / divisor(sid)
+        # the grouped input's part on this device: one head when TP replicates the K/V heads (t > kv)
+        src = cg.tensors[grouped[sid]]
+        return kept * src.numel / divisor(src.id) / cg.tensors[sid].numel
 
     rows = breakdown(cg, MODEL_SCOPE, "matmul", precision, leaves_only=True, share=share)
     extras = []
@@ -119,12 +123,13 @@ def activation_rows(cg: CostGraph, precision: Precision, *, t=1, sp: bool = Fals
 
 
 
-def _kv_grouped(cg: CostGraph) -> dict[str, sympy.Expr]:
-    """Storage id → the fraction of it a fused attention kernel keeps: the outputs of the
+def _kv_grouped(cg: CostGraph) -> dict[str, str]:
+    """Storage id → the tensor a fused attention kernel keeps instead: the outputs of the
     ``kv_expand`` operators (``repeat_kv``), which FlashAttention 2+ and cuDNN/TE fused
     attention never materialize (they read K and V with their grouped heads: FlashAttention's
     ``flash_attn_func`` takes ``k``/``v`` of ``nheads_k`` heads, Dao 2023 §3; TE's
-    ``DotProductAttention(num_gqa_groups=...)``); what is kept is the input, ``kv/a`` of it."""
+    ``DotProductAttention(num_gqa_groups=...)``); what is kept is the input, ``kv/a`` of it
+    (per device: the input's own TP divisor, ``kv`` when TP replicates the K/V heads)."""
     from ..ops.registry import has_role
 
     out = {}
@@ -132,7 +137,7 @@ def _kv_grouped(cg: CostGraph) -> dict[str, sympy.Expr]:
         if has_role(d["kind"], "kv_expand") and d["inputs"] and d["outputs"]:
             src, dst = cg.tensors[d["inputs"][0]], cg.tensors[d["outputs"][0]]
             if dst.storage == dst.id and dst.numel != 0:
-                out[dst.id] = sympy.cancel(src.numel / dst.numel)
+                out[dst.id] = src.id
     return out
 
 

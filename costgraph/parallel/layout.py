@@ -291,7 +291,9 @@ _FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-st
 def _degree(v, name):
     if isinstance(v, bool) or not (isinstance(v, int) and v > 0 or isinstance(v, sympy.Expr) and v.is_positive):
         flag = f" ({_FLAGS[name]})" if name in _FLAGS else ""
-        raise CostgraphValueError(f"{name}{flag} must be a positive whole number, got {v!r}")
+        example = f"{_FLAGS[name]} 8" if name == "lora_rank" else f"{_FLAGS.get(name, name)} 2"
+        raise CostgraphValueError(f"{name}{flag} must be a positive whole number, got {v!r}",
+                                  hint=f"a whole number above 0, e.g. {example}")
 
 
 def _check_offload(out: Layout) -> None:
@@ -319,5 +321,6 @@ def _check_offload(out: Layout) -> None:
         raise CostgraphValueError(f"offload_activations (--offload-activations) must be true, false or a "
                                   f"fraction in [0, 1], got {f!r}", hint="e.g. 0.5: half the layers' activations")
     if not 0 <= f <= 1:
-        raise CostgraphValueError(f"offload_activations (--offload-activations) {f} is not a fraction in [0, 1]")
+        raise CostgraphValueError(f"offload_activations (--offload-activations) {f} is not a fraction in [0, 1]",
+                                  hint="the share of the layers' activations offloaded: 0 (none) to 1 (all), e.g. 0.5")
     out.offload_activations = f

@@ -104,7 +104,10 @@ def reserve_bytes(reserve, capacity: int) -> int:
     elif isinstance(reserve, str) and _FRACTION.match(reserve):
         out = int(sympy.ceiling(sympy.Rational(reserve.strip()) * capacity))
     else:
-        out = parse_size(reserve) if isinstance(reserve, str) else None
+        try:
+            out = parse_size(reserve, what="--reserve", minimum=0) if isinstance(reserve, str) else None
+        except CostgraphValueError:   # said below, with both forms the reserve takes
+            out = None
     if out is None or out < 0:
         raise CostgraphValueError(f"cannot read --reserve {str(reserve)[:40]!r}",
                                   hint="a fraction of the device memory (0.1) or a size (8GB, 8GiB)")

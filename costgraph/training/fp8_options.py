@@ -90,7 +90,8 @@ def check_fp8_options(layout) -> None:
     Raises
     ------
     CostgraphValueError
-        An FP8 option without an FP8 policy; FP8 attention with eager attention, a recipe
+        An FP8 option without an FP8 policy; an FP8 policy over a quantized base (``--quantize``);
+        FP8 attention with eager attention, a recipe
         without FP8 attention, or torchtitan's SAC; ``fp8_wgrad`` False with a recipe that does not
         take it; delayed scaling with the ``moe_act`` or ``layernorm`` recompute modules."""
     rec = _recipe_of(layout.policy)
@@ -102,6 +103,12 @@ def check_fp8_options(layout) -> None:
                                       "runs no FP8 GEMMs",
                                       hint="--precision fp8-delayed, fp8-current, fp8-blockwise or fp8-mxfp8")
         return
+    if getattr(layout, "quantization", None) is not None:
+        # bitsandbytes' 4-/8-bit linears dequantize to the compute dtype (QLoRA, Dettmers et al. 2023 §3);
+        # no FP8 GEMM, FP8 weight or transpose exists for them
+        raise CostgraphValueError(f"--quantize {layout.quantization}: a quantized base runs its own kernels, not "
+                                  f"the FP8 GEMMs of precision '{layout.policy}'",
+                                  hint="--precision mixed (QLoRA computes in bf16), or drop --quantize")
     if attention:
         if fp8_dpa(rec) == "none":
             raise CostgraphValueError(f"--fp8-dot-product-attention: the '{rec.name}' recipe has no FP8 attention "

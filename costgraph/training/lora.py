@@ -513,7 +513,8 @@ def _select(cg: CostGraph, targets) -> list[str]:
             targets = (targets,)
         targets = tuple(targets)
         if not targets or not all(isinstance(t, str) and t for t in targets):
-            raise CostgraphValueError(f"lora targets must be node names or globs, not {targets!r}")
+            raise CostgraphValueError(f"lora targets must be node names or globs, not {targets!r}",
+                                      hint=f"linear nodes' names (q_proj), globs (*_proj) or {ALL_LINEAR!r}")
         chosen = []
         for t in targets:
             glob = any(ch in t for ch in "*?[/")
