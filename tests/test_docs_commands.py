@@ -39,10 +39,10 @@ def page_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", str(SOURCE_DATE))
     if HUB:   # huggingface_hub reads the folder from its constants, set at its import
-        import huggingface_hub as hub
+        import huggingface_hub.constants as constants
 
-        monkeypatch.setattr(hub.constants, "HF_HUB_CACHE", str(cache))
-        monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True)
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
