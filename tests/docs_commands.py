@@ -24,6 +24,9 @@ What a page may write in a code block (fenced or indented; any info string but `
 a line ``\\`` at its end
     continues on the next line.
 
+A ``python`` block written as a doctest (``>>>`` lines and the values they print) runs as one:
+the page's blocks in order, in one namespace.
+
 A block is not run when the line just above its fence is ``<!-- docs-test: skip REASON -->``
 (a synopsis such as ``costgraph fit MODEL [options]``); ``<!-- docs-test: without MODULE ... -->``
 runs it as if those modules were not installed (a page showing the message of a missing extra).
@@ -192,6 +195,32 @@ def steps(page: Path) -> list[Step]:
                     prev = step
                 i = nxt
     return out
+
+
+def python_examples(page: Path) -> list[tuple[int, str]]:
+    """The ``python`` blocks of ``page`` written as doctests (``>>>``), with their first line."""
+    return [(tok.map[0] + 2, tok.content) for tok in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8"))
+            if tok.type == "fence" and tok.info.strip().split(" ")[0] in ("python", "py", "pycon")
+            and ">>>" in tok.content]
+
+
+def run_python_examples(page: Path) -> list[str]:
+    """Run the doctest blocks of ``page`` in order, in one namespace (a later block uses what an
+    earlier one defined, as a reader's session does), ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``
+    on: the report of each failed example."""
+    globs: dict = {"__name__": "__docs__"}
+    failures = []
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for line, text in python_examples(page):
+        name = f"{page.relative_to(ROOT)}:{line}"
+        test = doctest.DocTestParser().get_doctest(text, globs, name, str(page), line - 1)
+        out = io.StringIO()
+        runner.run(test, out=out.write, clear_globs=False)
+        globs = test.globs   # DocTest copies the namespace it is given
+        if runner.failures:
+            failures.append(out.getvalue())
+            runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    return failures
 
 
 # --- running -------------------------------------------------------------------------------

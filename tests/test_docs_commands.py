@@ -9,7 +9,8 @@ import importlib.util
 
 import pytest
 
-from docs_commands import PAGES, ROOT, comment_numbers, matches, run, steps, write_hub_cache
+from docs_commands import (PAGES, ROOT, comment_numbers, matches, python_examples, run, run_python_examples, steps,
+                           write_hub_cache)
 
 PAGE_STEPS = {p: steps(p) for p in PAGES}
 SOURCE_DATE = 1796515200   # 2026-12-06T00:00:00Z: the date the pages' calibration profiles show
@@ -75,3 +76,18 @@ def test_page_commands(page, page_dir):
             failures.append(f"{step.where}: the comment says {', '.join(missing)}, which "
                             f"`costgraph {' '.join(step.argv)}` does not print")
     assert not failures, "\n\n".join(failures)
+
+
+PYTHON = [p for p in PAGES if python_examples(p)]
+
+
+def test_the_python_examples_are_found():
+    names = {p.relative_to(ROOT).as_posix() for p in PYTHON}
+    assert {"README.md", "docs/getting-started.md"} <= names
+
+
+@pytest.mark.parametrize("page", PYTHON, ids=[p.relative_to(ROOT).as_posix() for p in PYTHON])
+def test_page_python_examples(page, page_dir):
+    """The page's Python examples run as doctests and print what the page shows."""
+    failures = run_python_examples(page)
+    assert not failures, "\n".join(failures)
