@@ -241,14 +241,14 @@ def worker(cases: int, seed: int, limit: float, log: Path, cycle: bool = False) 
         work = Path(tempfile.mkdtemp(dir=base))
         kind, argv, may, undo = draw_case(data, spec, work, models, fixed)
         with open(log, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"start": argv, "kind": kind}) + "\n")
+            f.write(json.dumps({"start": argv, "kind": kind, "pid": os.getpid()}) + "\n")
         try:
             rec = run_one(argv, work, limit, may)
         finally:
             if undo:
                 undo()
             shutil.rmtree(work, ignore_errors=True)
-        rec.update(kind=kind, rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        rec.update(kind=kind, pid=os.getpid(), rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
         with open(log, "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
 
@@ -274,21 +274,21 @@ def _bounded(memory: int):
 
 
 def read_log(log: Path) -> tuple[list[dict], list[dict]]:
-    """The finished cases of a log and the cases started but never finished (a dead worker)."""
-    done, started = [], None
-    dead = []
+    """The finished cases of a log and the cases started but never finished (a dead worker):
+    each record closes its worker's (``pid``) open start; a worker that starts again, or the
+    log's end, leaves an open start dead (the workers of a campaign write to one log)."""
+    done, dead, open_ = [], [], {}
     for line in log.read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
+        pid = rec.get("pid")
         if "start" in rec:
-            if started is not None:
-                dead.append(started)
-            started = rec
+            if pid in open_:
+                dead.append(open_.pop(pid))
+            open_[pid] = rec
         else:
             done.append(rec)
-            started = None
-    if started is not None:
-        dead.append(started)
-    return done, dead
+            open_.pop(pid, None)
+    return done, dead + list(open_.values())
 
 
 def summary(done: list[dict], dead: list[dict], seconds: float) -> str:

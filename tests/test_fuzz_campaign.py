@@ -63,11 +63,14 @@ def test_the_checks_catch_what_they_name(tmp_path, fake_main):
 
 def test_a_dead_worker_names_its_case(tmp_path):
     log = tmp_path / "log.jsonl"
-    log.write_text('{"start": ["derive", "gpt"], "kind": "flags"}\n'
-                   '{"argv": ["derive", "gpt"], "status": 0, "cpu": 0.1, "findings": [], "kind": "flags"}\n'
-                   '{"start": ["plan", "gpt"], "kind": "flags"}\n', encoding="utf-8")
+    log.write_text('{"start": ["derive", "gpt"], "kind": "flags", "pid": 1}\n'
+                   '{"start": ["train", "gpt"], "kind": "flags", "pid": 2}\n'
+                   '{"argv": ["derive", "gpt"], "status": 0, "cpu": 0.1, "findings": [], "kind": "flags", "pid": 1}\n'
+                   '{"start": ["plan", "gpt"], "kind": "flags", "pid": 1}\n'
+                   '{"argv": ["train", "gpt"], "status": 0, "cpu": 0.1, "findings": [], "kind": "flags", "pid": 2}\n',
+                   encoding="utf-8")   # two workers, one log: worker 1 dies in its second case
     done, dead = B.read_log(log)
-    assert len(done) == 1 and dead == [{"start": ["plan", "gpt"], "kind": "flags"}]
+    assert len(done) == 2 and dead == [{"start": ["plan", "gpt"], "kind": "flags", "pid": 1}]
     assert "died 1" in B.summary(done, dead, 1.0)
 
 
