@@ -13,10 +13,14 @@ subcommands and flags: ``tests/cli_props.py``; the mutations of ``tests/test_fuz
 writes one JSON line per case; a worker that dies (killed, out of memory) is a finding named by
 the case it had started. A case is
 
-``flags`` (6 in 10)
+``flags`` (5 in 10)
     an argument list of a random subcommand (valid, plausible and hostile values);
 ``model`` / ``config`` (1 in 10 each)
     a mutated bundled model file or example config.json as the MODEL of a random command;
+``api`` (1 in 10)
+    a bundled model's ``train``, ``infer``, ``plan`` or ``costs().evaluate`` with arguments drawn
+    from plausible, out-of-range and wrong-typed values (:func:`run_api`): it returns or raises
+    costgraph's own error;
 ``files`` (2 in 10)
     hostile files: a ``config.json`` that is a symbolic link to a file holding a secret (plain,
     or JSON whose strings are the secret), in a folder or a fake Hub cache snapshot; ``-o`` naming
@@ -59,7 +63,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "s3cr3t-7f1c2a9e-never-printed"
 FILE_SECRET = "f1le-s3cret-55e0b2-never-printed"
-KINDS = ["flags"] * 6 + ["model", "config"] + ["files"] * 2
+KINDS = ["flags"] * 5 + ["model", "config", "api"] + ["files"] * 2
+#: values an API argument is drawn from: plausible, out of range, of the wrong type
+API_VALUES = [1, 2, 4, 8, 0, -1, 3, 10**30, 0.5, 1 / 3, float("nan"), float("inf"), -0.0, "2", "1e400", "", None,
+              True, [], {}, "h100-sxm", "a100-80gb-sxm", "bogus", 2**63]
 
 
 def _paths() -> None:
@@ -141,6 +148,52 @@ def run_one(argv: list[str], work: Path, limit: float, may_change: set[str]) -> 
     return {"argv": argv, "status": status, "cpu": round(cpu, 3), "findings": findings}
 
 
+def run_api(data, limit: float) -> dict:
+    """An API case: a bundled model's ``train``, ``infer``, ``plan`` or ``costs().evaluate`` with
+    arguments drawn from :data:`API_VALUES` (names the method takes, and one it does not). It must
+    return, or raise costgraph's own error (a :class:`~costgraph.CostgraphError`) or, for a name the
+    method does not take, Python's ``TypeError``; anything else is ``internal``."""
+    import cli_props as P
+    from hypothesis import strategies as st
+
+    import costgraph
+
+    name = data.draw(st.sampled_from(P.MODEL_NAMES), label="model")
+    method = data.draw(st.sampled_from(["train", "infer", "plan", "evaluate"]), label="method")
+    names = {"train": ["t", "p", "c", "e", "d", "gpus", "zero", "m", "sp", "recompute", "hardware", "mfu", "tokens",
+                       "global_batch", "memory", "reserve", "lora_rank", "v", "schedule"],
+             "infer": ["prompt", "generate", "batch", "tp", "hardware", "weights", "kv", "page", "peak", "bandwidth",
+                       "memory", "reserve"],
+             "plan": ["gpus", "hardware", "global_batch", "top", "memory", "reserve"],
+             "evaluate": ["b", "s", "h", "l", "a", "V", "kv", "config"]}[method] + ["no_such_argument"]
+    kwargs = data.draw(st.dictionaries(st.sampled_from(names), st.sampled_from(API_VALUES), max_size=5), label="kwargs")
+    argv = [f"api:{name}.{method}", repr(kwargs)]
+    findings, t0 = [], time.process_time()
+    try:
+        with _limited(limit):
+            model = costgraph.load(name)
+            config = (P.CONFIGS.get(name) or [None])[0]
+            values = model.values(config) if config else None
+            if method == "evaluate":
+                model.costs().evaluate(**kwargs)
+            elif method == "plan":
+                model.plan(values, **{"gpus": 8, "hardware": "h100-sxm", "global_batch": 8, **kwargs})
+            elif method == "infer":
+                model.infer(**{"prompt": 16, "generate": 4, "values": values, **kwargs})
+            else:
+                model.train(values=values, **kwargs)
+    except TooSlow as e:
+        findings.append(("slow", f"over {limit} s of {e}"))
+    except costgraph.CostgraphError:
+        pass
+    except TypeError as e:
+        if "no_such_argument" not in str(e):
+            findings.append(("internal", f"TypeError: {e}"[:600]))
+    except Exception as e:   # noqa: BLE001 (what the campaign looks for)
+        findings.append(("internal", f"{type(e).__name__}: {e}"[:600]))
+    return {"argv": argv, "status": None, "cpu": round(time.process_time() - t0, 3), "findings": findings}
+
+
 # --- the cases -----------------------------------------------------------------------------
 
 def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
@@ -177,7 +230,8 @@ def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
         target = {"o-import": "blocks.cg", "o-model": "m.cg", "o-config": "config.json"}[kind]
         if any(a.flag == "-o" for a in spec[command]):
             argv += ["-o", target, "--force"]
-        return argv, outputs(argv) - {target, "m.cg", "blocks.cg", "config.json"}
+        read = {"m.cg", "blocks.cg"} if kind != "o-config" else {"config.json"}
+        return argv, outputs(argv) - (read if model in argv else set())   # the inputs when the run reads them
     return argv, outputs(argv)
 
 
@@ -223,7 +277,7 @@ def draw_case(data, spec: dict, work: Path, models: Path, kind: str | None = Non
 def worker(cases: int, seed: int, limit: float, log: Path, cycle: bool = False) -> None:
     """Run ``cases`` cases drawn by Hypothesis from ``seed``, appending one JSON line each to
     ``log`` (a line ``{"start": ...}`` before each case, so a death names its case); ``cycle``:
-    a quarter of them of each kind (flags, model, config, files) instead of drawn kinds."""
+    a fifth of them of each kind (flags, model, config, files, api) instead of drawn kinds."""
     _paths()
     import cli_props as P
     from hypothesis import HealthCheck, Phase, given, settings
@@ -238,8 +292,17 @@ def worker(cases: int, seed: int, limit: float, log: Path, cycle: bool = False) 
                        "HF_HUB_CACHE": str(base / "hubcache")})
 
     def campaign(data, fixed):
+        kind = fixed or data.draw(st.sampled_from(KINDS), label="kind")
+        if kind == "api":
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"start": ["api"], "kind": kind, "pid": os.getpid()}) + "\n")
+            rec = run_api(data, limit)
+            rec.update(kind=kind, pid=os.getpid(), rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+            with open(log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(rec) + "\n")
+            return
         work = Path(tempfile.mkdtemp(dir=base))
-        kind, argv, may, undo = draw_case(data, spec, work, models, fixed)
+        kind, argv, may, undo = draw_case(data, spec, work, models, kind)
         with open(log, "a", encoding="utf-8") as f:
             f.write(json.dumps({"start": argv, "kind": kind, "pid": os.getpid()}) + "\n")
         try:
@@ -252,7 +315,7 @@ def worker(cases: int, seed: int, limit: float, log: Path, cycle: bool = False) 
         with open(log, "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
 
-    kinds = ("flags", "model", "config", "files") if cycle else (None,)
+    kinds = ("flags", "model", "config", "files", "api") if cycle else (None,)
     try:
         for i, fixed in enumerate(kinds):
             n = cases // len(kinds) + (i < cases % len(kinds))
@@ -323,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hours", type=float, default=None, help="stop starting workers after this long")
     p.add_argument("--seed", type=int, default=None, help="the first worker's seed (default: from the time)")
     p.add_argument("--log", default="fuzz.jsonl", help="the JSON lines of every case (appended)")
-    p.add_argument("--cycle", action="store_true", help="each case kind a quarter of a worker's cases (a short run)")
+    p.add_argument("--cycle", action="store_true", help="each case kind a fifth of a worker's cases (a short run)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     log = Path(a.log)
