@@ -148,15 +148,11 @@ def run_one(argv: list[str], work: Path, limit: float, may_change: set[str]) -> 
     return {"argv": argv, "status": status, "cpu": round(cpu, 3), "findings": findings}
 
 
-def run_api(data, limit: float) -> dict:
-    """An API case: a bundled model's ``train``, ``infer``, ``plan`` or ``costs().evaluate`` with
-    arguments drawn from :data:`API_VALUES` (names the method takes, and one it does not). It must
-    return, or raise costgraph's own error (a :class:`~costgraph.CostgraphError`) or, for a name the
-    method does not take, Python's ``TypeError``; anything else is ``internal``."""
+def draw_api(data) -> tuple[str, str, dict]:
+    """An API call: a bundled model, ``train``, ``infer``, ``plan`` or ``evaluate``, and arguments
+    drawn from :data:`API_VALUES` (names the method takes, and one it does not)."""
     import cli_props as P
     from hypothesis import strategies as st
-
-    import costgraph
 
     name = data.draw(st.sampled_from(P.MODEL_NAMES), label="model")
     method = data.draw(st.sampled_from(["train", "infer", "plan", "evaluate"]), label="method")
@@ -167,6 +163,19 @@ def run_api(data, limit: float) -> dict:
              "plan": ["gpus", "hardware", "global_batch", "top", "memory", "reserve"],
              "evaluate": ["b", "s", "h", "l", "a", "V", "kv", "config"]}[method] + ["no_such_argument"]
     kwargs = data.draw(st.dictionaries(st.sampled_from(names), st.sampled_from(API_VALUES), max_size=5), label="kwargs")
+    return name, method, kwargs
+
+
+def run_api(call: tuple[str, str, dict], limit: float) -> dict:
+    """An API case (:func:`draw_api`): the call must return, or raise costgraph's own error (a
+    :class:`~costgraph.CostgraphError`) or, for a name the method does not take, Python's
+    ``TypeError``; anything else is ``internal``."""
+    import cli_props as P
+
+    import costgraph
+
+    name, method, kwargs = call
+
     argv = [f"api:{name}.{method}", repr(kwargs)]
     findings, t0 = [], time.process_time()
     try:
@@ -231,7 +240,7 @@ def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
         if any(a.flag == "-o" for a in spec[command]):
             argv += ["-o", target, "--force"]
         read = {"m.cg", "blocks.cg"} if kind != "o-config" else {"config.json"}
-        return argv, outputs(argv) - (read if model in argv else set())   # the inputs when the run reads them
+        return argv, outputs(argv) - (read if argv[1:2] == [model] else set())   # the inputs, when MODEL is the file
     return argv, outputs(argv)
 
 
@@ -294,9 +303,11 @@ def worker(cases: int, seed: int, limit: float, log: Path, cycle: bool = False) 
     def campaign(data, fixed):
         kind = fixed or data.draw(st.sampled_from(KINDS), label="kind")
         if kind == "api":
+            call = draw_api(data)   # every draw before the start line (Hypothesis may end a case in a draw)
             with open(log, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"start": ["api"], "kind": kind, "pid": os.getpid()}) + "\n")
-            rec = run_api(data, limit)
+                f.write(json.dumps({"start": [f"api:{call[0]}.{call[1]}", repr(call[2])], "kind": kind,
+                                    "pid": os.getpid()}) + "\n")
+            rec = run_api(call, limit)
             rec.update(kind=kind, pid=os.getpid(), rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
             with open(log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(rec) + "\n")
