@@ -228,19 +228,24 @@ def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
         (folder / "config.json").symlink_to(secret)
         model = data.draw(st.sampled_from([str(folder), str(folder / "config.json")]), label="model")
     else:
-        (work / "blocks.cg").write_text((ROOT / "models" / "gpt.cg").read_text(encoding="utf-8"), encoding="utf-8")
-        (work / "m.cg").write_text('import "blocks.cg"\n', encoding="utf-8")
+        # m.cg: GPT with its MLP block imported from blocks.cg (models/std/mlp.cg) beside it
+        shutil.copy(ROOT / "models" / "std" / "mlp.cg", work / "blocks.cg")
+        gpt = (ROOT / "models" / "gpt.cg").read_text(encoding="utf-8")
+        (work / "m.cg").write_text(gpt.replace('import "std/mlp.cg"', 'import "blocks.cg"'), encoding="utf-8")
         shutil.copy(ROOT / "examples" / "hf" / "llama-3-8b.json", work / "config.json")
         model = {"o-import": "m.cg", "o-model": "m.cg", "o-config": "config.json"}[kind]
+    if kind.startswith("o-"):   # MODEL is the file; -o names it, or what it imports, with --force
+        writers = [c for c in sorted(spec) if any(a.flag == "-o" for a in spec[c])
+                   and any(a.flag is None and a.dest == "model" for a in spec[c])]
+        command = data.draw(st.sampled_from(writers), label="command")
+        target = {"o-import": "blocks.cg", "o-model": "m.cg", "o-config": "config.json"}[kind]
+        extra = {"codegen": ["--lang", "python"], "sweep": ["--over", "b=1,2"], "plot": ["--kind", "flops"],
+                 "report": ["--format", "md"], "graph": ["--format", "dot"]}.get(command, [])
+        config = ["--config", "gpt2"] if model == "m.cg" else []   # m.cg is GPT: its configurations
+        return [command, model, *config, *extra, "-o", target, "--force"], set()
     command = data.draw(st.sampled_from([c for c in ("derive", "codegen", "report", "graph", "sweep", "plot",
                                                      "train", "infer", "web") if c in spec]), label="command")
     argv = data.draw(P.argv_for(command, spec[command], model), label="argv")
-    if kind.startswith("o-"):
-        target = {"o-import": "blocks.cg", "o-model": "m.cg", "o-config": "config.json"}[kind]
-        if any(a.flag == "-o" for a in spec[command]):
-            argv += ["-o", target, "--force"]
-        read = {"m.cg", "blocks.cg"} if kind != "o-config" else {"config.json"}
-        return argv, outputs(argv) - (read if argv[1:2] == [model] else set())   # the inputs, when MODEL is the file
     return argv, outputs(argv)
 
 
