@@ -284,3 +284,22 @@ def test_cli_bad_profile(tmp_path, capsys, text, message):
     assert message in err and "Traceback" not in err
     assert main(["train", *GPT2, "--efficiency-profile", str(tmp_path / "none.toml")]) == 2
     assert "hint: write a profile with costgraph calibrate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("epoch, day", [("0", "1970-01-01"), ("1796515200", "2026-12-06"), ("1796601599", "2026-12-06")])
+def test_the_recorded_date_follows_source_date_epoch(monkeypatch, epoch, day):
+    """The profile's date is the UTC day of SOURCE_DATE_EPOCH where set (reproducible-builds.org's
+    specification: 1796515200 is 2026-12-06T00:00:00Z, 1796601599 its last second)."""
+    from costgraph.training.calibration import today
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    assert today() == day
+
+
+@pytest.mark.parametrize("epoch", ["", "-1", "1.5", "soon", "9" * 40, "\u0661\u0662"])
+def test_a_malformed_source_date_epoch_is_refused(monkeypatch, epoch):
+    from costgraph.training.calibration import today
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+    with pytest.raises(CostgraphValueError, match="SOURCE_DATE_EPOCH must be a whole number"):
+        today()

@@ -178,22 +178,21 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
     name). ``runs``: :class:`Measured` runs (or mappings of its fields); ``fit``: the factor names
     to fit (default ``compute`` for one run, ``compute`` and ``communication`` for several);
     ``convention``, ``causal``: the FLOP conventions (defaults: ``costgraph train``'s); ``date``:
-    the date recorded (default today, UTC).
+    the date recorded (default today, UTC, or the day of ``SOURCE_DATE_EPOCH`` where set:
+    :func:`today`).
 
     Raises
     ------
     CostgraphValueError
         A bad time or size, a measured step below the roofline, an unknown factor or one no run
         exercises, more factors than runs, one run that no compute factor in its bounds reproduces."""
-    import datetime
-
     from ..choices import CAUSAL, CONVENTION
     from ..hardware import preset
     from ..version import __version__
 
     measured = _runs(runs)
     hw = preset(hardware)
-    date = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    date = date or today()
     names = ([fit] if isinstance(fit, str) else list(fit)) if fit is not None else (["compute"] if len(measured) == 1 else ["compute", "communication"])
     bad = [n for n in names if n not in FACTORS]
     if bad or len(set(names)) != len(names) or not names:
@@ -242,6 +241,32 @@ def calibrate(model, runs, hardware, *, fit=None, convention: str | None = None,
 # assumption: repeated measurements of one run agree within 10% (run-to-run noise of a training step
 # is a few percent); runs further apart are more likely two different setups under one row's options
 REPEAT_SPREAD = Fraction(1, 10)
+
+
+def today() -> str:
+    """The date a profile records, ISO 8601 (``2026-12-06``): today in UTC, or the UTC day of the
+    environment variable ``SOURCE_DATE_EPOCH`` (seconds since 1970) where it is set, the
+    reproducible-builds convention (https://reproducible-builds.org/specs/source-date-epoch/), so a
+    profile written twice is the same file.
+
+    Raises
+    ------
+    CostgraphValueError
+        ``SOURCE_DATE_EPOCH`` set to something other than a whole number of seconds in range
+        (the specification: a malformed value is an error, not ignored)."""
+    import datetime
+    import os
+
+    text = os.environ.get("SOURCE_DATE_EPOCH")
+    if text is None:
+        return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    try:
+        if not text.isascii() or not text.strip().isdigit() or len(text.strip()) > 12:
+            raise ValueError
+        return datetime.datetime.fromtimestamp(int(text), datetime.timezone.utc).date().isoformat()
+    except (ValueError, OverflowError, OSError):
+        raise CostgraphValueError(f"SOURCE_DATE_EPOCH must be a whole number of seconds since 1970, not "
+                                  f"{text[:20]!r}", hint="unset it, or give the seconds (date +%s)") from None
 
 
 def _check_repeats(prepared: list[_Prepared]) -> None:

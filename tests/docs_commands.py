@@ -1,0 +1,317 @@
+"""Helpers of ``tests/test_docs_commands.py``: the ``costgraph`` commands of README.md and
+docs/**/*.md, read from the pages' code blocks with markdown-it-py, and an in-process run of each
+through :func:`costgraph.cli.main`.
+
+Not a test module (no ``test_`` prefix): pytest does not collect it.
+
+What a page may write in a code block (fenced or indented; any info string but ``toml``,
+``python``, ``json``), and what the test does with it:
+
+``$ costgraph ARGS`` followed by lines of output
+    runs ``ARGS`` and compares what it prints (stdout and stderr, in the order printed) with the
+    lines shown, up to the next ``$`` line or the block's end. ``...`` stands for any text, as in
+    doctest's ``ELLIPSIS`` (a line of its own: any number of lines); trailing spaces are ignored.
+    The command must exit 0, unless the next line is ``$ echo $?`` followed by its status.
+``$ costgraph ARGS | grep [-A N] PATTERN | head [-n N] | tail [-n N]``
+    the same, the output filtered as those commands filter it (PATTERN a Python regular
+    expression: the pages use the common subset).
+``$ cat FILE`` followed by lines
+    a file the reader writes: the test writes the lines to FILE (or, when FILE exists, compares).
+``$ OTHER`` (any other program: ``node``, ``cc``, ``python``)
+    not run; what the page shows after it is not compared.
+``costgraph ARGS`` (no ``$``, no output shown)
+    runs ``ARGS`` and requires exit status 0. A ``# comment`` after the command is not run.
+a line ``\\`` at its end
+    continues on the next line.
+
+A ``python`` block written as a doctest (``>>>`` lines and the values they print) runs as one:
+the page's blocks in order, in one namespace.
+
+A block is not run when the line just above its fence is ``<!-- docs-test: skip REASON -->``
+(a synopsis such as ``costgraph fit MODEL [options]``); ``<!-- docs-test: without MODULE ... -->``
+runs it as if those modules were not installed (a page showing the message of a missing extra).
+
+A number written with digit groups or decimals (``8,030,261,248``, ``1.34``) in the ``# comment``
+after a command must appear in what the command prints.
+
+Each page runs in a fresh temporary folder holding ``examples/`` and ``models/`` (links to the
+repository's),
+an empty ``docs/`` and a Hugging Face cache (``HF_HUB_CACHE``, offline) with
+``meta-llama/Llama-3.1-8B``'s ``config.json`` (``examples/hf/llama-3.1-8b.json``), so its
+commands write nowhere else and find what the pages assume; the commands of a page run in order
+(a profile written by one is read by the next).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import hashlib
+import io
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+NOT_SHELL = {"toml", "python", "py", "json", "yaml", "csv"}
+DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(skip|without)\b(.*?)-->\s*$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@\S+)?$")
+HUB_REPO, HUB_COMMIT = "meta-llama/Llama-3.1-8B", "0e9e39f249a16976918f6564b8830bc894c89659"
+
+
+@dataclass
+class Step:
+    """One command of a page: ``kind`` is ``costgraph``, ``cat`` or ``other`` (not run); ``argv`` its arguments (after
+    ``costgraph``; for ``cat`` the file name); ``filters`` the ``| grep ...`` stages; ``want`` the
+    lines shown (``None``: nothing shown, only the exit status checked); ``status`` the exit status
+    the page says."""
+    page: Path
+    line: int
+    text: str
+    kind: str
+    argv: list[str]
+    filters: list[list[str]] = field(default_factory=list)
+    want: str | None = None
+    status: int = 0
+    comment: str = ""   # the text after `#` on the command's line
+    without: tuple[str, ...] = ()   # modules the block runs without (<!-- docs-test: without M -->)
+    shown_lines: tuple[int, int] = (0, 0)   # the page's lines of the output shown: [first, end)
+
+    @property
+    def needs_hub(self) -> bool:
+        """Whether the command names a Hub id (``org/name`` that is not a path): it needs the
+        ``hub`` extra (huggingface_hub), and is not run without it."""
+        return self.kind == "costgraph" and len(self.argv) > 1 and bool(HUB_ID.match(self.argv[1])) \
+            and not (ROOT / self.argv[1]).exists()
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def _subcommands() -> set[str]:
+    from costgraph import commands
+
+    return set(commands.names())
+
+
+def _blocks(page: Path):
+    """(first content line number, modules to run without, lines) of each code block of ``page``
+    not marked skip."""
+    text = page.read_text(encoding="utf-8")
+    src = text.splitlines()
+    for tok in MarkdownIt("commonmark").parse(text):
+        if tok.type not in ("fence", "code_block") or tok.info.strip().split(" ")[0] in NOT_SHELL:
+            continue
+        start = tok.map[0]
+        directive = DIRECTIVE.match(src[start - 1] if start > 0 else "")
+        if directive and directive.group(1) == "skip":
+            continue
+        without = tuple(directive.group(2).split()) if directive else ()
+        yield start + (2 if tok.type == "fence" else 1), without, tok.content.splitlines()
+
+
+def _join(lines: list[str], i: int) -> tuple[str, int]:
+    """The logical line starting at ``lines[i]`` (``\\`` continuations joined) and the next index."""
+    text = lines[i]
+    while text.rstrip().endswith("\\") and i + 1 < len(lines):
+        i += 1
+        text = text.rstrip()[:-1] + " " + lines[i].strip()
+    return text, i + 1
+
+
+def _split(page: Path, line: int, text: str, subcommands: set[str]) -> Step | None:
+    """The step of one command line, or None when the line is not a costgraph command."""
+    tokens = shlex.split(text, comments=True)
+    if not tokens:
+        return None
+    stages, cur = [], []
+    for t in tokens:
+        if t == "|":
+            stages.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    stages.append(cur)
+    head = stages[0]
+    if not head:
+        return None
+    if head[0] == "cat" and len(head) == 2 and len(stages) == 1:
+        return Step(page, line, text, "cat", head[1:])
+    if head[0] != "costgraph" or len(head) < 2 or not (head[1] in subcommands or head[1].startswith("-")):
+        return None
+    for stage in stages[1:]:
+        if not stage or stage[0] not in ("grep", "head", "tail"):
+            raise ValueError(f"{page.relative_to(ROOT)}:{line}: the test runs no {' '.join(stage)!r} "
+                             "(only grep, head and tail after a pipe)")
+    comment = text.split(" #", 1)[1] if " #" in text else ""
+    return Step(page, line, text, "costgraph", head[1:], stages[1:], comment=comment)
+
+
+def steps(page: Path) -> list[Step]:
+    """The commands of ``page`` in order, with the output and exit status each shows."""
+    subcommands = _subcommands()
+    out: list[Step] = []
+    for first, without, lines in _blocks(page):
+        base = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+        lines = [x[base:] for x in lines]
+        i = 0
+        prev: Step | None = None
+        while i < len(lines):
+            line_no = first + i
+            if lines[i].startswith("$ "):
+                text, i = _join(lines, i)
+                shown_from, shown = first + i, []
+                while i < len(lines) and not lines[i].startswith("$ "):
+                    shown.append(lines[i])
+                    i += 1
+                while shown and not shown[-1].strip():
+                    shown.pop()
+                body = text[2:].strip()
+                if body == "echo $?":
+                    if prev is None or len(shown) != 1 or not shown[0].strip().isdigit():
+                        raise ValueError(f"{page.relative_to(ROOT)}:{line_no}: `echo $?` must follow a "
+                                         "command and show one status")
+                    prev.status = int(shown[0])
+                    continue
+                step = _split(page, line_no, body, subcommands) or Step(page, line_no, body, "other", [])
+                step.without = without
+                step.want = "\n".join(shown)
+                step.shown_lines = (shown_from, shown_from + len(shown))
+                out.append(step)
+                prev = step
+            else:
+                text, nxt = _join(lines, i)
+                step = _split(page, line_no, text.strip(), subcommands)
+                if step is not None and step.kind == "costgraph":
+                    step.without = without
+                    out.append(step)
+                    prev = step
+                i = nxt
+    return out
+
+
+def python_examples(page: Path) -> list[tuple[int, str]]:
+    """The ``python`` blocks of ``page`` written as doctests (``>>>``), with their first line."""
+    return [(tok.map[0] + 2, tok.content) for tok in MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8"))
+            if tok.type == "fence" and tok.info.strip().split(" ")[0] in ("python", "py", "pycon")
+            and ">>>" in tok.content]
+
+
+def run_python_examples(page: Path) -> list[str]:
+    """Run the doctest blocks of ``page`` in order, in one namespace (a later block uses what an
+    earlier one defined, as a reader's session does), ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``
+    on: the report of each failed example."""
+    globs: dict = {"__name__": "__docs__"}
+    failures = []
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for line, text in python_examples(page):
+        name = f"{page.relative_to(ROOT)}:{line}"
+        test = doctest.DocTestParser().get_doctest(text, globs, name, str(page), line - 1)
+        out = io.StringIO()
+        runner.run(test, out=out.write, clear_globs=False)
+        globs = test.globs   # DocTest copies the namespace it is given
+        if runner.failures:
+            failures.append(out.getvalue())
+            runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    return failures
+
+
+# --- running -------------------------------------------------------------------------------
+
+def _grep(lines: list[str], args: list[str]) -> list[str]:
+    after, pattern, rest = 0, None, list(args)
+    while rest:
+        a = rest.pop(0)
+        if a == "-A":
+            after = int(rest.pop(0))
+        elif a.startswith("-A"):
+            after = int(a[2:])
+        elif a == "-E":
+            continue
+        else:
+            pattern = re.compile(a)
+    keep, out = -1, []
+    for n, line in enumerate(lines):
+        if pattern.search(line):
+            if out and after and n > keep + 1:
+                out.append("--")
+            keep = n + after
+        if n <= keep:
+            out.append(line)
+    return out
+
+
+def _head_tail(lines: list[str], args: list[str], tail: bool) -> list[str]:
+    n = 10
+    if args and args[0] == "-n":
+        n = int(args[1])
+    elif args and args[0].startswith("-"):
+        n = int(args[0][1:].lstrip("n"))
+    return lines[-n:] if tail else lines[:n]
+
+
+def filtered(text: str, filters: list[list[str]]) -> str:
+    lines = text.splitlines()
+    for stage in filters:
+        if stage[0] == "grep":
+            lines = _grep(lines, stage[1:])
+        else:
+            lines = _head_tail(lines, stage[1:], stage[0] == "tail")
+    return "\n".join(lines)
+
+
+def run(step: Step) -> tuple[int, str]:
+    """Run one costgraph step in this process (the working directory is the page's folder):
+    its exit status and what it printed (stdout and stderr in order, filtered)."""
+    from costgraph import cli
+
+    buf = io.StringIO()
+    hidden = {m: sys.modules.get(m) for m in step.without}
+    try:
+        sys.modules.update(dict.fromkeys(step.without))   # None: `import m` raises ImportError
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+            status = cli.main(list(step.argv))
+    finally:
+        for m, mod in hidden.items():
+            if mod is None:
+                sys.modules.pop(m, None)
+            else:
+                sys.modules[m] = mod
+    return status, filtered(buf.getvalue(), step.filters)
+
+
+NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\w,]|\.\d)")
+
+
+def comment_numbers(step: Step) -> list[str]:
+    """The numbers of the command's ``# comment`` that the test looks for in its output."""
+    return NUMBER.findall(step.comment)
+
+
+def matches(want: str, got: str) -> bool:
+    """``got`` is what ``want`` shows: lines compared without trailing spaces, ``...`` any text."""
+    def norm(s):
+        return "\n".join(line.rstrip() for line in s.strip("\n").splitlines()) + "\n"
+    return doctest.OutputChecker().check_output(norm(want), norm(got), doctest.ELLIPSIS)
+
+
+def write_hub_cache(folder: Path) -> None:
+    """A Hugging Face cache as huggingface_hub writes it (blobs, refs/main, a snapshot whose
+    config.json links into blobs), holding meta-llama/Llama-3.1-8B's config.json."""
+    data = (ROOT / "examples" / "hf" / "llama-3.1-8b.json").read_bytes()
+    repo = folder / ("models--" + HUB_REPO.replace("/", "--"))
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(HUB_COMMIT)
+    blob = hashlib.sha256(data).hexdigest()
+    (repo / "blobs" / blob).write_bytes(data)
+    snap = repo / "snapshots" / HUB_COMMIT
+    snap.mkdir(parents=True)
+    os.symlink(os.path.join("..", "..", "blobs", blob), snap / "config.json")
