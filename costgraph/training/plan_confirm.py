@@ -10,14 +10,20 @@ same model (a larger ``--top`` in a notebook) derives no layout twice.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy
 
 from ..choices import OVERLAP
 from ..errors import CostgraphValueError
 from ..parallel.layout import Layout
+from .plan_forms import M
+from .steptime import combine
 
 #: exact figures by (graph, layout, values, hardware, efficiency); kept small
 _CACHE: dict = {}
+#: train's derivations by layout with ``m`` (and ``b``) as symbols (:func:`derived`)
+_DERIVED: dict = {}
 _CACHE_SIZE = 4096
 
 
@@ -51,38 +57,71 @@ def checked(model, layout: Layout, values: dict) -> Layout:
     return layout
 
 
-def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None) -> tuple[int, sympy.Expr]:
+def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None,
+                  b_sym=None) -> tuple[int, sympy.Expr]:
     """``(bytes of the most-loaded device, step seconds)`` of ``layout`` at ``values``, exact,
     by the calls :func:`costgraph.training.api.train` makes: the memory of
     :func:`~costgraph.training.memory.training_memory` (its most-loaded stage), the step time
     of :func:`~costgraph.training.steptime.step_time` over
     :func:`~costgraph.parallel.communication.communication` of the filled layout, its parts
     combined by :func:`~costgraph.training.steptime.combine` at ``values`` (Python's ``max``: the
-    number train's Max gives at those values); ``factors``: a calibration's multipliers. Cached by layout."""
-    from ..engine.symbols import as_expr
-    from ..parallel.communication import communication
-    from .memory import training_memory
-    from .steptime import combine, step_time
+    number train's Max gives at those values); ``factors``: a calibration's multipliers.
 
+    The derivation is shared by the layouts that differ only in numbers (:func:`derived`): it is
+    made once with the micro-batches ``m`` (and the micro-batch ``b``, the symbol ``b_sym`` of
+    ``values``, when given) as symbols, and each layout substitutes its own; the sizes are whole
+    numbers, so the substitution gives the exact value the derivation at those numbers gives
+    (the Min/Max/ceiling/Piecewise of ``m`` and ``b`` evaluate once they are numbers). Cached by layout."""
     key = (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())),
            getattr(hardware, "key", None), str(efficiency), repr(factors))
     if key not in _CACHE:
-        mem = training_memory(model.graph, layout)
-        total = mem.most_loaded(values).memory["total"].xreplace(values)
-        cols = communication(model.graph, layout.filled())
-        parts = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, with_total=False,
-                          factors=factors)
-        # train's total, max(...) taken of the parts' values: SymPy's Max of long sums, then the values, is
-        # the same number (and slow to build)
+        free = {b_sym} if b_sym is not None and b_sym in values else set()
+        fixed = {k: v for k, v in values.items() if k not in free}
+        totals, parts = derived(model, dataclasses.replace(layout, m=M), fixed, hardware, efficiency, factors)
+        at = {M: sympy.Integer(layout.filled().m), **{k: values[k] for k in free}}
+        total = max(x.xreplace(at) for x in totals)   # the most-loaded stage's bytes (TrainingMemory.most_loaded)
 
-        def at(x):
-            return as_expr(x).xreplace(values)
-        step = combine({k: v.mapped(at) if hasattr(v, "mapped") else at(v) for k, v in parts.items()
-                        if v is not None and not isinstance(v, dict)}, "compute", max)
+        def sub(x):
+            return x.xreplace(at)
+        step = combine({k: v.mapped(sub) if hasattr(v, "mapped") else sub(v) for k, v in parts.items()},
+                       "compute", max)
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
         _CACHE[key] = (int(sympy.ceiling(total)), step)
     return _CACHE[key]
+
+
+def derived(model, layout: Layout, values: dict, hardware, efficiency, factors=None) -> tuple[list, dict]:
+    """train's derivation of ``layout`` (its ``m`` may be a symbol) at ``values`` (``b`` may be
+    left out): each stage's total bytes (:func:`~costgraph.training.memory.training_memory`) and
+    the step's parts (:func:`~costgraph.training.steptime.step_time` with ``with_total=False``
+    over :func:`~costgraph.parallel.communication.communication` of the filled layout), every
+    value with ``values`` substituted. Cached by layout (the layouts that differ only in ``m``
+    and ``b`` share one)."""
+    from ..engine.symbols import as_expr
+    from ..parallel.communication import communication
+    from .memory import training_memory
+    from .steptime import step_time
+
+    key = (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())),
+           getattr(hardware, "key", None), str(efficiency), repr(factors))
+    if key not in _DERIVED:
+        mem = training_memory(model.graph, layout)
+        totals = [st.memory["total"].xreplace(values) for st in mem.stages]
+        cols = communication(model.graph, layout.filled())
+        parts = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, with_total=False,
+                          factors=factors)
+        # train's total, max(...) taken of the parts' values (combine): SymPy's Max of long sums, then the
+        # values, is the same number (and slow to build)
+
+        def at(x):
+            return as_expr(x).xreplace(values)
+        parts = {k: v.mapped(at) if hasattr(v, "mapped") else at(v) for k, v in parts.items()
+                 if v is not None and not isinstance(v, dict)}
+        if len(_DERIVED) >= _CACHE_SIZE:
+            _DERIVED.clear()
+        _DERIVED[key] = (totals, parts)
+    return _DERIVED[key]
 
 
 def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,
@@ -91,8 +130,6 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
     when derived exactly, their figures replaced by :func:`exact_figures`' and ranked again by
     ``order``; a duplicate row is dropped. Refusals are counted in ``refused`` ("refused by
     train", "out of memory (exact)")."""
-    import dataclasses
-
     out, seen = [], set()
     peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
     for c in candidates:
@@ -104,7 +141,7 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
         except CostgraphValueError:
             refused["refused by train"] = refused.get("refused by train", 0) + 1
             continue
-        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors)
+        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
         bar.advance()
         if mem > usable:
             refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
