@@ -106,7 +106,7 @@ def derived(model, layout: Layout, values: dict, hardware, efficiency, factors=N
     key = (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())),
            getattr(hardware, "key", None), str(efficiency), repr(factors))
     if key not in _DERIVED:
-        mem = training_memory(model.graph, layout)
+        mem = training_memory(model.graph, layout, expand=False)   # the same values, substituted
         totals = [st.memory["total"].xreplace(values) for st in mem.stages]
         cols = communication(model.graph, layout.filled())
         parts = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, with_total=False,

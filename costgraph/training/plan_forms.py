@@ -127,7 +127,7 @@ class Forms:
         optimizer together) and the activations (memory derived once per layout)."""
         states, acts = [], []
         for pipe in self.pipes:
-            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}))
+            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}), expand=False)
             self.bar.advance(2)
             states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
             acts.append([self.compiled(st.memory["activations"]) for st in res.stages])
