@@ -29,6 +29,7 @@ from typing import Sequence
 import sympy
 
 from .integer_form import cg_floordiv, exact_parts
+from .substitute import substitute
 from ..engine.symbols import as_expr
 
 
@@ -158,7 +159,11 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
 
     symbols = tuple(symbols)
     args, rename = _safe_args(symbols)
-    exprs = [as_expr(e).xreplace(rename) for e in exprs]
+    if dtype == "float64":   # a compiled Max/Min takes its arguments' maximum/minimum: left unevaluated
+        memo: dict = {}
+        exprs = [substitute(as_expr(e), rename, memo) for e in exprs]
+    else:
+        exprs = [as_expr(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
         f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_NP_MODULES, cse=True)

@@ -23,6 +23,7 @@ cover — contiguous, as Megatron assigns them.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import sympy
@@ -72,14 +73,21 @@ def stage_shares(counts: list, p: int, v: int = 1, first=None, last=None, embedd
     program order) that rank ``r`` holds, contiguous (module docstring).
     ``sizes``: ``sizes[r][vp]``, each chunk's layers given (an explicit layout,
     :meth:`costgraph.parallel.pipeline_layout.PipelineLayout.chunk_sizes`) instead of
-    Megatron's split options."""
-    counts = [as_expr(c) for c in counts]
+    Megatron's split options. Computed once per distinct arguments (the planner's layouts share
+    their pipeline's split; SymPy's ``Min``/``Max`` of symbolic counts are slow to build)."""
+    counts = tuple(as_expr(c) for c in counts)
     if sizes is not None:
-        sizes = [[as_expr(n) for n in row] for row in sizes]
+        sizes = tuple(tuple(as_expr(n) for n in row) for row in sizes)
+    return [list(row) for row in _stage_shares(counts, p, v, first, last, embedding, loss, sizes)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _stage_shares(counts: tuple, p: int, v: int, first, last, embedding: bool, loss: bool, sizes) -> tuple:
+    """:func:`stage_shares` on hashable arguments (rows as tuples)."""
     ranges = chunk_ranges(sizes if sizes is not None else chunk_sizes(sympy.Add(*counts), p, v, first, last,
                                                                        embedding, loss))
     if len(counts) == 1:
-        return [[sympy.Add(*[n for _, n in ranges[r]])] for r in range(p)]
+        return tuple((sympy.Add(*[n for _, n in ranges[r]]),) for r in range(p))
     starts, at = [], ZERO
     for c in counts:
         starts.append(at)
@@ -90,8 +98,8 @@ def stage_shares(counts: list, p: int, v: int = 1, first=None, last=None, embedd
         for s, c in zip(starts, counts):
             parts = [sympy.Max(0, sympy.Min(o + n, s + c) - sympy.Max(o, s)) for o, n in ranges[r]]
             row.append(sympy.Add(*parts))
-        out.append(row)
-    return out
+        out.append(tuple(row))
+    return tuple(out)
 
 
 def check_split(total: int, p: int, v: int = 1, first=None, last=None, embedding: bool = False,

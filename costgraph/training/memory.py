@@ -114,7 +114,7 @@ class TrainingMemory:
 
 
 def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
-                    placement: Placement | None = None) -> TrainingMemory:
+                    placement: Placement | None = None, expand: bool = True) -> TrainingMemory:
     """Training memory per device of ``cg`` under ``layout`` (module docstring).
 
     ``scope="layer"``: one layer (one iteration of the model's one top-level
@@ -123,7 +123,9 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
     the layout's :class:`~costgraph.parallel.placement.Placement`, if the
     caller has it (otherwise read from
     :func:`costgraph.parallel.placement.placement`, which keeps one per
-    graph and layout).
+    graph and layout). ``expand=False``: each stage's quantities left as
+    sums of products, not expanded (the same values; the planner compiles
+    or substitutes them, :mod:`costgraph.training.plan_forms`).
 
     Raises
     ------
@@ -170,7 +172,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
-    stages = [_stage_memory(states, stage, rows, per_layer, live, loss) for stage in pl.stages]
+    stages = [_stage_memory(states, stage, rows, per_layer, live, loss, expand) for stage in pl.stages]
     _add_fp8(cg, L, pl, stages)
     return TrainingMemory(L, stages, warned)
 
@@ -243,7 +245,7 @@ class _States:
         return out
 
 
-def _stage_memory(states: _States, stage, rows, per_layer, live, loss) -> StageMemory:
+def _stage_memory(states: _States, stage, rows, per_layer, live, loss, expand: bool = True) -> StageMemory:
     """One stage's bytes per device; ``loss``: the fp32 logits on the last stage (None elsewhere)."""
     L, in_layer = states.L, states.in_layer
     if L.p == 1:
@@ -264,7 +266,7 @@ def _stage_memory(states: _States, stage, rows, per_layer, live, loss) -> StageM
         mem.update(offload_memory(mem, L, gathered=gathered, layer_activations=act_layers,
                                   in_flight=stage.in_flight))
     mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
-    return StageMemory(stage.index, stage.name, _expand(mem), sympy.Add(*stage.layers.values()), stage.in_flight,
+    return StageMemory(stage.index, stage.name, _expand(mem) if expand else mem, sympy.Add(*stage.layers.values()), stage.in_flight,
                        stage.head)
 
 

@@ -170,11 +170,13 @@ class Overlaps:
         return {k: o.exposed(self.forward, self.backward, maximum) for k, o in self.kinds.items()}
 
     def total_exposed(self, maximum=smax):
-        """Σ over the kinds of the exposed seconds (``maximum``: as :meth:`KindOverlap.exposed`)."""
-        out = ZERO
+        """Σ over the kinds of the exposed seconds (``maximum``: as :meth:`KindOverlap.exposed`). The sum
+        starts from the first kind's value, not SymPy's zero: arrays stay NumPy's float arrays (SymPy's
+        ``0 + array`` is an array of SymPy numbers, slow in every later operation)."""
+        out = None
         for x in self.exposed(maximum).values():
-            out = out + x
-        return out
+            out = x if out is None else out + x
+        return ZERO if out is None else out
 
     def mapped(self, fn) -> "Overlaps":
         """The same rules with ``fn`` applied to every value they depend on (the compute split,

@@ -10,14 +10,20 @@ same model (a larger ``--top`` in a notebook) derives no layout twice.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy
 
 from ..choices import OVERLAP
 from ..errors import CostgraphValueError
 from ..parallel.layout import Layout
+from .plan_forms import M
+from .steptime import combine
 
-#: exact figures by (graph, layout, values, hardware, efficiency); kept small
+#: exact figures by (graph, layout, values[, hardware, efficiency, factors]); kept small
 _CACHE: dict = {}
+#: train's derivations by layout with ``m`` as a symbol and values without ``b`` (:func:`exact_figures`)
+_DERIVED: dict = {}
 _CACHE_SIZE = 4096
 
 
@@ -54,38 +60,85 @@ def checked(model, layout: Layout, values: dict) -> Layout:
     return layout
 
 
-def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None) -> tuple[int, sympy.Expr]:
+def _key(model, layout: Layout, values: dict, *more) -> tuple:
+    return (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())), *more)
+
+
+def _symbolic(layout: Layout, values: dict, b_sym) -> tuple[Layout, dict, dict]:
+    """``(layout with m a symbol, values without b, {M: m, b: its value})``: the derivation shared by the
+    layouts that differ only in ``m`` and ``b`` (:func:`exact_figures`), and what each substitutes."""
+    free = {b_sym} if b_sym is not None and b_sym in values else set()
+    fixed = {k: v for k, v in values.items() if k not in free}
+    at = {M: sympy.Integer(layout.filled().m), **{k: values[k] for k in free}}
+    return dataclasses.replace(layout, m=M), fixed, at
+
+
+def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
+    """Bytes of the most-loaded device of ``layout`` at ``values``, exact: the total of
+    :func:`~costgraph.training.memory.training_memory`'s largest stage, rounded up, as
+    :func:`costgraph.training.api.train` reports it (``TrainingMemory.most_loaded``). Derived
+    once for the layouts that differ only in ``m`` and ``b`` (:func:`exact_figures`)."""
+    from .memory import training_memory
+
+    key = _key(model, layout, values)
+    if key not in _CACHE:
+        sym, fixed, at = _symbolic(layout, values, b_sym)
+        k = _key(model, sym, fixed)
+        if k not in _DERIVED:
+            mem = training_memory(model.graph, sym, expand=False)   # the same values, substituted
+            _keep(_DERIVED, k, [st.memory["total"].xreplace(fixed) for st in mem.stages])
+        _keep(_CACHE, key, int(sympy.ceiling(max(x.xreplace(at) for x in _DERIVED[k]))))
+    return _CACHE[key]
+
+
+def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None,
+                  b_sym=None) -> tuple[int, sympy.Expr]:
     """``(bytes of the most-loaded device, step seconds)`` of ``layout`` at ``values``, exact,
     by the calls :func:`costgraph.training.api.train` makes: the memory of
-    :func:`~costgraph.training.memory.training_memory` (its most-loaded stage), the step time
-    of :func:`~costgraph.training.steptime.step_time` over
+    :func:`~costgraph.training.memory.training_memory` (its most-loaded stage, :func:`exact_memory`),
+    the step time of :func:`~costgraph.training.steptime.step_time` over
     :func:`~costgraph.parallel.communication.communication` of the filled layout, its parts
     combined by :func:`~costgraph.training.steptime.combine` at ``values`` (Python's ``max``: the
-    number train's Max gives at those values); ``factors``: a calibration's multipliers. Cached by layout."""
+    number train's Max gives at those values); ``factors``: a calibration's multipliers.
+
+    The derivation is shared by the layouts that differ only in numbers: it is made once with
+    the micro-batches ``m`` (and the micro-batch ``b``, the symbol ``b_sym`` of ``values``, when
+    given) as symbols, and each layout substitutes its own; the sizes are whole numbers, so the
+    substitution gives the exact value the derivation at those numbers gives (the
+    Min/Max/ceiling/Piecewise of ``m`` and ``b`` evaluate once they are numbers). Cached by layout."""
     from ..engine.symbols import as_expr
     from ..parallel.communication import communication
-    from .memory import training_memory
-    from .steptime import combine, step_time
+    from .steptime import step_time
 
-    key = (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())),
-           getattr(hardware, "key", None), str(efficiency), repr(factors))
+    more = (getattr(hardware, "key", None), str(efficiency), repr(factors))
+    key = _key(model, layout, values, *more)
     if key not in _CACHE:
-        mem = training_memory(model.graph, layout)
-        total = mem.most_loaded(values).memory["total"].xreplace(values)
-        cols = communication(model.graph, layout.filled())
-        parts = step_time(model.graph, layout, hardware, efficiency=efficiency, collectives=cols, with_total=False,
-                          factors=factors)
+        sym, fixed, at = _symbolic(layout, values, b_sym)
+        k = _key(model, sym, fixed, *more)
+        if k not in _DERIVED:
+            cols = communication(model.graph, sym.filled())
+            parts = step_time(model.graph, sym, hardware, efficiency=efficiency, collectives=cols, with_total=False,
+                              factors=factors)
+
+            def fix(x):
+                return as_expr(x).xreplace(fixed)
+            _keep(_DERIVED, k, {n: v.mapped(fix) if hasattr(v, "mapped") else fix(v) for n, v in parts.items()
+                                if v is not None and not isinstance(v, dict)})
+
+        def sub(x):
+            return x.xreplace(at)
         # train's total, max(...) taken of the parts' values: SymPy's Max of long sums, then the values, is
         # the same number (and slow to build)
-
-        def at(x):
-            return as_expr(x).xreplace(values)
-        step = combine({k: v.mapped(at) if hasattr(v, "mapped") else at(v) for k, v in parts.items()
-                        if v is not None and not isinstance(v, dict)}, "compute", max)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.clear()
-        _CACHE[key] = (int(sympy.ceiling(total)), step)
+        step = combine({n: v.mapped(sub) if hasattr(v, "mapped") else sub(v) for n, v in _DERIVED[k].items()},
+                       "compute", max)
+        _keep(_CACHE, key, (exact_memory(model, layout, values, b_sym), step))
     return _CACHE[key]
+
+
+def _keep(cache: dict, key, value) -> None:
+    if len(cache) >= _CACHE_SIZE:
+        cache.clear()
+    cache[key] = value
 
 
 def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,
@@ -94,8 +147,6 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
     when derived exactly, their figures replaced by :func:`exact_figures`' and ranked again by
     ``order``; a duplicate row is dropped. Refusals are counted in ``refused`` ("refused by
     train", "out of memory (exact)")."""
-    import dataclasses
-
     out, seen = [], set()
     peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
     for c in candidates:
@@ -107,11 +158,11 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
         except CostgraphValueError:
             refused["refused by train"] = refused.get("refused by train", 0) + 1
             continue
-        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors)
         bar.advance()
-        if mem > usable:
+        if exact_memory(model, layout, at, b_sym) > usable:   # the step time is not derived then
             refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
             continue
+        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
         model_flops = c.mfu * c.step_seconds * gpus * peak
         exact = dataclasses.replace(c, memory_bytes=mem, step_seconds=float(step),
                                     mfu=model_flops / (float(step) * gpus * peak))

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..engine.symbols import dim
 from ..numbers.evaluator import vectorized
+from ..numbers.substitute import substitute
 from ..parallel.layout import Layout
 from .compute import training_flops
 from .memory import training_memory
@@ -66,6 +67,7 @@ class Forms:
         self.options = options
         self.pipes = pipes(schedules)
         self._exprs: list = []
+        self._memo: dict = {}   # the sizes substituted once per distinct subexpression (numbers.substitute)
         zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
         pairs = list(itertools.product(recs, sps))
         # The states depend on the ZeRO stage only, the activations on (recompute, SP) only: one derivation
@@ -113,7 +115,7 @@ class Forms:
         """Register ``expr`` with the model's sizes fixed; its index in :meth:`evaluate`'s arrays."""
         from ..engine.symbols import as_expr
 
-        self._exprs.append(as_expr(expr).xreplace(self.fixed))
+        self._exprs.append(substitute(as_expr(expr), self.fixed, self._memo))
         return len(self._exprs) - 1
 
     def evaluate(self, args) -> list:
@@ -125,7 +127,7 @@ class Forms:
         optimizer together) and the activations (memory derived once per layout)."""
         states, acts = [], []
         for pipe in self.pipes:
-            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}))
+            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}), expand=False)
             self.bar.advance(2)
             states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
             acts.append([self.compiled(st.memory["activations"]) for st in res.stages])

@@ -54,6 +54,7 @@ Conventions
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Mapping
 
 import sympy
@@ -187,7 +188,7 @@ def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_f
         each = weight_bytes.get(wid, each)   # an FP8 parameter (fp8_params)
         W.append(count * n_el * each)
         unit = next((g for g in outer if wid.startswith(g + "/")), "")
-        per = sympy.cancel(count / graph.groups[unit].multiplicity) if unit else count
+        per = _cancelled(count / graph.groups[unit].multiplicity) if unit else count
         units.setdefault(unit, []).append(per * n_el * each)
         if w.frozen or is_frozen(wid):   # declared frozen in the model, or frozen by the caller (LoRA)
             continue
@@ -198,6 +199,13 @@ def _per_weight(graph: CostGraph, pol: Policy, opt: Optimizer, shard: dict, is_f
         matrix = len(w.shape) >= 2 and has_role(graph.nodes[owner]["kind"], "matrix") and owner not in heads
         S.append(count * tensor_state_bytes(opt, pol, shape, matrix=matrix))
     return (W, G, C, M, S), units
+
+
+@functools.lru_cache(maxsize=4096)
+def _cancelled(x: Expr) -> Expr:
+    """``sympy.cancel(x)``, once per distinct ``x`` (every ZeRO-3 unit's weights, each call of
+    :func:`model_states` on the same graph: the planner asks for many layouts)."""
+    return sympy.cancel(x)
 
 
 def sharding_degree(zero, dp, hsdp_group) -> Expr:

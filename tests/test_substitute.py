@@ -1,0 +1,39 @@
+"""numbers.substitute (issue 27 item 6, the planner's speed): the substitution the planner compiles
+gives the value SymPy's xreplace gives once every symbol is a number, leaves Max/Min unevaluated
+(their evaluation compared symbolic sums), and the screen's sums stay NumPy float arrays."""
+
+import numpy as np
+import sympy
+
+from costgraph.numbers.substitute import substitute
+from costgraph.training.overlap import Hide, KindOverlap, Overlaps
+
+x, y = sympy.symbols("x y", positive=True, integer=True)
+E = (sympy.Max(x * y, 3 * x + y) + sympy.Min(x, y) / 2 + sympy.floor(x * y / 3)
+     + sympy.Piecewise((x, sympy.Eq(sympy.Mod(y, 2), 0)), (y, True)))
+
+
+def test_same_value_as_xreplace():
+    for xv in (1, 2, 5):
+        part = substitute(E, {x: sympy.Integer(xv)})
+        for yv in (1, 2, 3, 7, 8):
+            assert part.xreplace({y: sympy.Integer(yv)}) == E.xreplace({x: xv, y: yv})
+
+
+def test_max_left_unevaluated_and_memo_shared():
+    memo = {}
+    e = sympy.Max(x, y + 1)
+    assert isinstance(e, sympy.Max)
+    got = substitute(e, {x: sympy.Integer(1)}, memo)
+    assert isinstance(got, sympy.Max)   # xreplace decides Max(1, y + 1) = y + 1; the compiled max gives the same
+    assert e.xreplace({x: 1}) == y + 1
+    assert substitute(e * x, {x: sympy.Integer(1)}, memo) is got   # the shared part substituted once
+
+
+def test_exposed_sum_of_arrays_is_a_float_array():
+    a, f = np.array([1.0, 2.0]), np.array([4.0, 4.0])
+    ov = Overlaps("megatron", {"tp": KindOverlap("tp", "exposed", a, a),
+                               "dp_grads": KindOverlap("dp_grads", "buckets", a, a * 0, (Hide(a, a * 0 + 1, "backward"),))},
+                  f, f)
+    got = ov.total_exposed(np.maximum)
+    assert got.dtype == np.float64 and list(got) == [1.0, 2.0]   # 1 + max(0, 1 − 4), 2 + max(0, 2 − 4)
