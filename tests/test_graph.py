@@ -91,17 +91,25 @@ def test_registry_has_the_required_operators():
     assert required <= set(REGISTRY)
 
 
-def test_elementwise_product_of_activations(S):
-    # x * y keeps both operands (2 × 2bsh bytes); its backward has two input gradients
-    m = costgraph.loads("""
+GLU = """
 model glu {
   dim b
   dim s
   dim h
   input x[b, s, h]
   return silu(linear(x, h, bias = false, name = gate)) * linear(x, h, bias = false, name = up)
-}""")
+}"""
+
+
+def test_elementwise_product_of_activations(S):
+    # x * y keeps both operands (2 × 2bsh bytes); its backward has two input gradients
+    m = costgraph.loads(GLU)
     c = m.costs()
-    # x saved once by both linears (one storage): 2bsh; silu input 2bsh; product 2 × 2bsh
-    assert eq(c.activation_bytes, 8 * S.b * S.s * S.h)
+    # x saved once by both linears (one storage): 2bsh; silu input 2bsh; the product keeps the up
+    # operand 2bsh, not silu's output: the korthikanti profile keeps what Megatron's fused SwiGLU keeps
+    # (Megatron-LM fused_bias_swiglu.py::SwiGLUFunction saves its input only)
+    assert eq(c.activation_bytes, 6 * S.b * S.s * S.h)
+    # PyTorch autograd on the same code keeps both operands of the product (2 × 2bsh)
+    eager = costgraph.loads(GLU, profile="pytorch").costs()
+    assert eq(eager.activation_bytes, 8 * S.b * S.s * S.h)
     assert eq(c.flops_forward, 4 * S.b * S.s * S.h**2)

@@ -1,7 +1,8 @@
 """`costgraph sweep` streams (issue 18, "Hangs and memory"): memory independent of
 the row count, output byte for byte what the in-memory sweep wrote before
 (tests/sweep_fixtures/, written by costgraph before streaming, commit "sweep
-output fixtures"), strict JSON across chunk boundaries, an arithmetic axis never
+output fixtures"; the llama and gemma2 files' activation_bytes column rewritten when the korthikanti
+profile took Megatron's fused gated MLP, 2·b·s·i·l bytes less, every other byte unchanged), strict JSON across chunk boundaries, an arithmetic axis never
 listed, and ``--max-rows`` a cap on output only."""
 
 from __future__ import annotations

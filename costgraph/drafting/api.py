@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 
+from ..arguments import shown
 from ..errors import CostgraphValueError
 from .probe import FIELDS, Probe
 
@@ -122,7 +123,7 @@ def _config_object(cfg: dict):
     try:
         return AutoConfig.for_model(cfg["model_type"], **rest)
     except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
-        raise CostgraphValueError(f"transformers cannot build a config of model_type {cfg['model_type']!r}: "
+        raise CostgraphValueError(f"transformers cannot build a config of model_type {shown(cfg['model_type'])}: "
                                   f"{type(e).__name__}: {str(e)[:200]}",
                                   hint="give a model_type of the installed transformers, or a config.json") from None
 
@@ -171,7 +172,7 @@ def _build(torch, cfg: dict, class_name: str | None):
             else:
                 model = AutoModelForCausalLM.from_config(config, **kwargs)
     except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
-        raise CostgraphValueError(f"transformers cannot build model_type {cfg['model_type']!r} at the probe "
+        raise CostgraphValueError(f"transformers cannot build model_type {shown(cfg['model_type'])} at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
                                   hint="costgraph import drafts causal language models (…ForCausalLM)") from None
     model.train(False)

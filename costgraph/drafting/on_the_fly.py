@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from ..arguments import shown
 from ..errors import CostgraphValueError
 
 #: what a drafted model's note says
@@ -70,20 +71,20 @@ def draft_text(config: dict, source: str, listed: str) -> tuple[str, dict, str]:
     except ImportError:
         CONFIG_MAPPING_NAMES = None
     if CONFIG_MAPPING_NAMES is not None and model_type not in CONFIG_MAPPING_NAMES:
-        raise CostgraphValueError(f"{source}: unsupported model_type {model_type!r}: no bundled model file maps it, "
+        raise CostgraphValueError(f"{source}: unsupported model_type {shown(model_type)}: no bundled model file maps it, "
                                   "and the installed transformers does not know it", hint=listed)
     try:
         draft = draft_model(config)
     except TorchMissing:
         raise CostgraphValueError(
-            f"{source}: unsupported model_type {model_type!r}: no bundled model file maps it",
+            f"{source}: unsupported model_type {shown(model_type)}: no bundled model file maps it",
             hint="with the torch extra (pip install -e '.[torch]') costgraph drafts one from transformers and "
                  f"checks it against PyTorch; or write a model file (docs: a new architecture in ten minutes); {listed}") \
             from None
     origin = ORIGIN.format(version=draft.versions.split("transformers ")[-1], cls=draft.torch_class)
     if not draft.exact:
         raise CostgraphValueError(
-            f"{source}: model_type {model_type!r} is not bundled, and its draft ({origin}) is not exact: "
+            f"{source}: model_type {shown(model_type)} is not bundled, and its draft ({origin}) is not exact: "
             f"{_differences(draft)}",
             hint=f"costgraph import {source} -o model.cg writes the draft with its TODOs; edit it, then give the .cg file")
     values = dict(draft.values)
