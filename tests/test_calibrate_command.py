@@ -10,28 +10,14 @@ from costgraph.errors import CostgraphValueError
 from costgraph.parallel.layout import Layout
 from costgraph.training.calibration import Measured, calibrate
 from costgraph.training.calibration_file import to_toml
+from cli_checks import run as _run, refused as _refused
 
 
 TRAIN_GPT2 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h100-sxm"]
 
 
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 CALIBRATE = ["calibrate", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--global-batch", "64",
              "--hardware", "h100-sxm"]
-
-
-def _refused(capsys, argv, *words):
-    rc, out, err = _run(capsys, argv)
-    assert rc == 2, (rc, out, err)
-    assert "hint:" in err and "Traceback" not in err
-    for w in words:
-        assert w in err, err
-    return err
 
 
 def test_a_measured_memory_above_the_device_memory_is_refused(capsys):

@@ -22,6 +22,7 @@ from costgraph.inference import P, infer, load, machine, step_seconds
 from costgraph.inference.capacity import activation_estimate, parse_bytes
 from costgraph.inference.prefill_modes import chunked_prefill_seconds, sum_piecewise
 from costgraph.cli import main
+from cli_checks import refused as _refused
 
 GIB = 2**30
 
@@ -370,17 +371,6 @@ def test_page_size_refused(k, said, capsys):
 # --- serving options under hostile or combined input (issue 17 trial) ------------------------------------------------
 
 LLAMA_512 = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
-
-
-def _refused(capsys, argv, *fragments):
-    """Exit status 2, no traceback, the message and a hint on stderr."""
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and "internal error" not in err
-    assert "hint:" in err
-    for f in fragments:
-        assert f in err, err
-    return err
 
 
 def test_reserve_and_utilization_that_disagree_are_refused(capsys):

@@ -15,6 +15,7 @@ from costgraph.parallel.layout import Layout
 from costgraph.training.kernel_table import (attention_eta, fit_attention, fit_gemm, gemm_eta, gemm_seconds,
                                              kernel_table)
 from costgraph.training.kernel_time import kernel_ops, kernel_seconds
+from cli_checks import run as _run, refused as _refused
 
 R = sympy.Rational
 H100 = preset("h100-sxm")
@@ -230,20 +231,6 @@ def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
 
 
 # --- user kernel tables (COSTGRAPH_DATA) faster than the hardware or malformed, refused (issues 27/29 hostile input) ---
-
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _refused(capsys, argv, *words):
-    rc, out, err = _run(capsys, argv)
-    assert rc == 2, (rc, out, err)
-    assert "hint:" in err and "Traceback" not in err
-    for w in words:
-        assert w in err, err
-    return err
 
 
 def _user_kernels(tmp_path, monkeypatch, edit):

@@ -29,6 +29,7 @@ from costgraph.parallel.pipeline_layout import (MAX_COUNT, MAX_SYMBOLS, format_l
 from costgraph.parallel.placement import placement
 from costgraph.training.memory import training_memory
 from costgraph.training.validity import check_layout
+from cli_checks import run as _run, refused as _refused
 
 PP16 = "Et*4|(t*4|)*14tmL"          # DeepSeek-V3's PP 16 layout; Megatron-Bridge's PP 4 × VP 4 too
 PP8_VP4 = "Et*3|(tt|)*29m|L"        # Megatron-Bridge's DSV3 H100 1024-GPU best config, PP 8 × VPP 4
@@ -280,12 +281,6 @@ def test_flops_per_stage_add_up_and_set_the_pace(ds):
 GPT2 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h100-sxm"]
 
 
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 @pytest.mark.parametrize("layout, words", [
     ("E", "the loss L comes once, last"),                     # no layers, no loss: Megatron's validate_layer_layout
     ("Et*11L", "places 11 Transformer layer(s) (t); 'gpt' has 12"),
@@ -294,15 +289,6 @@ def test_a_one_stage_pipeline_layout_is_checked_against_the_model(capsys, layout
     # one stage means p = 1: the layout's checks ran only for p > 1, so 'E' alone trained GPT-2's 12 layers
     rc, out, err = _run(capsys, GPT2 + ["--pipeline-layout", layout])
     assert rc == 2 and words in err and "hint:" in err and "Traceback" not in err
-
-
-def _refused(capsys, argv, *words):
-    rc, out, err = _run(capsys, argv)
-    assert rc == 2, (rc, out, err)
-    assert "hint:" in err and "Traceback" not in err
-    for w in words:
-        assert w in err, err
-    return err
 
 
 def test_a_pipeline_layout_of_more_than_1024_stages_is_refused_at_once(capsys):

@@ -15,6 +15,7 @@ import sympy
 from costgraph.commands._analysis import inference_model
 from costgraph.inference import infer
 from costgraph.cli import main
+from cli_checks import run as _run, refused as _refused
 
 # allenai/OLMo-2-1124-13B config.json (examples/hf/olmo-2-1124-13b.json): 40 layers, 40 K/V heads of 128
 OLMO_L, OLMO_KV, OLMO_D = 40, 40, 128
@@ -199,20 +200,6 @@ def test_split_norm_all_reduce_in_training_communication():
 
 
 # --- --runtime under hostile input: refused, or said not to start (issue 29 hostile input) ---------------------------
-
-def _run(capsys, argv):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _refused(capsys, argv, *words):
-    rc, out, err = _run(capsys, argv)
-    assert rc == 2, (rc, out, err)
-    assert "hint:" in err and "Traceback" not in err
-    for w in words:
-        assert w in err, err
-    return err
 
 
 INFER = ["infer", "examples/hf/llama-3.1-8b.json", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"]

@@ -12,6 +12,7 @@ from costgraph.cli import main
 from costgraph.errors import CostgraphValueError
 from costgraph.inference import infer, load, machine, step_seconds
 from costgraph.inference.speculative import expected_tokens, mtp_step
+from cli_checks import refused as _refused
 
 
 @pytest.fixture(scope="module")
@@ -147,17 +148,6 @@ LLAMA_512 = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm
 DSV3 = ["infer", "deepseek_v3", "--config", "deepseek-v3", "--set", "l=4", "k_d=1", "--hardware", "h200",
         "--batch", "64", "--prompt", "100", "--generate", "10", "--speculative-tokens", "1", "--acceptance", "0.8",
         "--draft", "mtp", "--format", "json"]
-
-
-def _refused(capsys, argv, *fragments):
-    """Exit status 2, no traceback, the message and a hint on stderr."""
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and "internal error" not in err
-    assert "hint:" in err
-    for f in fragments:
-        assert f in err, err
-    return err
 
 
 def test_mtp_draft_under_a_parallel_layout(capsys):
