@@ -7,7 +7,17 @@ from __future__ import annotations
 from costgraph.cli import main
 
 
-def run(capsys, argv):
+#: a model file whose strings are hostile Markdown/HTML (the reports must escape them)
+EVIL_MD = ('model evil {\n'
+           '  dim b "<script>alert(1)</script> | *x* [l](javascript:x) `c`" default 2\n'
+           '  dim h "<img src=x onerror=alert(1)> a_b _e_ & c" default 4\n'
+           '  input x[b, h]\n  param w[h, h]\n  y = matmul(x, w)\n  return y\n}\n')
+
+
+def run(capsys, *argv):
+    """``run(capsys, ["derive", "gpt"])`` or ``run(capsys, "derive", "gpt")``: (status, stdout, stderr)."""
+    if len(argv) == 1 and isinstance(argv[0], (list, tuple)):
+        argv = argv[0]
     rc = main(list(argv))
     out, err = capsys.readouterr()
     return rc, out, err

@@ -6,18 +6,7 @@ import os
 import pytest
 
 from costgraph.cli import main
-
-
-def _cli(capsys, *args):
-    rc = main(list(args))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-EVIL_MD = ('model evil {\n'
-           '  dim b "<script>alert(1)</script> | *x* [l](javascript:x) `c`" default 2\n'
-           '  dim h "<img src=x onerror=alert(1)> a_b _e_ & c" default 4\n'
-           '  input x[b, h]\n  param w[h, h]\n  y = matmul(x, w)\n  return y\n}\n')
+from cli_checks import EVIL_MD, run
 
 
 WRITERS = [  # every command that writes -o FILE, with arguments that make it quick
@@ -33,10 +22,10 @@ WRITERS = [  # every command that writes -o FILE, with arguments that make it qu
 def test_existing_file_needs_force_and_is_replaced_atomically(tmp_path, capsys, command, extra, name):
     out = tmp_path / name
     out.write_text("OLD")
-    rc, _, err = _cli(capsys, command, "gpt", *extra, "-o", str(out))
+    rc, _, err = run(capsys, command, "gpt", *extra, "-o", str(out))
     assert rc == 2 and "exists" in err and "--force" in err
     assert out.read_text() == "OLD"
-    rc, stdout, err = _cli(capsys, command, "gpt", *extra, "-o", str(out), "--force")
+    rc, stdout, err = run(capsys, command, "gpt", *extra, "-o", str(out), "--force")
     assert rc == 0, err
     assert out.read_text(encoding="utf-8") != "OLD" and str(out) in stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]   # no temporary file left
@@ -47,7 +36,7 @@ def test_output_through_a_symlink_is_refused(tmp_path, capsys, command, extra, n
     target = tmp_path / "target.txt"
     target.write_text("KEEP")
     os.symlink(target, tmp_path / name)
-    rc, _, err = _cli(capsys, command, "gpt", *extra, "-o", str(tmp_path / name), "--force")
+    rc, _, err = run(capsys, command, "gpt", *extra, "-o", str(tmp_path / name), "--force")
     assert rc == 2 and "symbolic link" in err
     assert target.read_text() == "KEEP" and (tmp_path / name).is_symlink()
 
@@ -57,11 +46,11 @@ def test_output_over_the_model_file_is_refused_even_with_force(tmp_path, capsys)
     model.write_text(EVIL_MD)
     for args in (["report", str(model), "--format", "md"], ["graph", str(model)],
                  ["codegen", str(model), "--lang", "c"]):
-        rc, _, err = _cli(capsys, *args, "-o", str(model), "--force")
+        rc, _, err = run(capsys, *args, "-o", str(model), "--force")
         assert rc == 2 and "is an input of this command" in err
         assert model.read_text() == EVIL_MD
     os.symlink(model, tmp_path / "alias.cg")   # the same file by another name, and by a relative path
-    rc, _, err = _cli(capsys, "report", str(tmp_path / "alias.cg"), "--format", "md", "-o", str(model), "--force")
+    rc, _, err = run(capsys, "report", str(tmp_path / "alias.cg"), "--format", "md", "-o", str(model), "--force")
     assert rc == 2 and "is an input of this command" in err and model.read_text() == EVIL_MD
 
 
@@ -70,19 +59,19 @@ def test_output_over_a_config_json_is_refused(tmp_path, capsys):
     text = ('{"model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "vocab_size": 100, '
             '"n_positions": 32}')
     cfg.write_text(text)
-    rc, _, err = _cli(capsys, "report", str(cfg), "--format", "md", "-o", str(cfg), "--force")
+    rc, _, err = run(capsys, "report", str(cfg), "--format", "md", "-o", str(cfg), "--force")
     assert rc == 2 and "is an input of this command" in err
     assert cfg.read_text() == text
 
 
 def test_output_that_is_not_a_regular_file_is_refused(tmp_path, capsys):
-    rc, _, err = _cli(capsys, "report", "gpt", "--format", "md", "-o", str(tmp_path), "--force")
+    rc, _, err = run(capsys, "report", "gpt", "--format", "md", "-o", str(tmp_path), "--force")
     assert rc == 2 and "not a regular file" in err
 
 
 def test_new_file_is_written_without_force(tmp_path, capsys):
     out = tmp_path / "new.md"
-    rc, stdout, err = _cli(capsys, "report", "gpt", "--format", "md", "-o", str(out))
+    rc, stdout, err = run(capsys, "report", "gpt", "--format", "md", "-o", str(out))
     assert rc == 0, err
     assert stdout.startswith(f"wrote {out} (md, ") and out.read_text(encoding="utf-8").startswith("# gpt")
     assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
@@ -106,7 +95,7 @@ def test_output_over_an_imported_file_is_refused(tmp_path, capsys, args):
     every file the run read (costgraph/opened.py), not only the file arguments."""
     (tmp_path / "blocks.cg").write_text(BLOCKS)
     (tmp_path / "m.cg").write_text(IMPORTING)
-    rc, _, err = _cli(capsys, args[0], str(tmp_path / "m.cg"), *args[1:], "-o", str(tmp_path / "blocks.cg"), "--force")
+    rc, _, err = run(capsys, args[0], str(tmp_path / "m.cg"), *args[1:], "-o", str(tmp_path / "blocks.cg"), "--force")
     assert rc == 2 and "is an input of this command" in err, err
     assert (tmp_path / "blocks.cg").read_text() == BLOCKS
 
@@ -120,7 +109,7 @@ def test_output_over_a_user_data_table_is_refused(tmp_path, capsys, monkeypatch)
     table = "[myh100]\n" + re.search(r"^\[h100-sxm\]\n(.*?)(?=^\[)", bundled, re.S | re.M).group(1)
     (tmp_path / "hardware.toml").write_text(table)
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
-    rc, _, err = _cli(capsys, "report", "gpt", "--config", "gpt2", "--format", "md", "--train", "--hardware", "myh100",
+    rc, _, err = run(capsys, "report", "gpt", "--config", "gpt2", "--format", "md", "--train", "--hardware", "myh100",
                       "--gpus", "8", "-o", str(tmp_path / "hardware.toml"), "--force")
     assert rc == 2 and "is an input of this command" in err, err
     assert (tmp_path / "hardware.toml").read_text() == table
@@ -128,7 +117,7 @@ def test_output_over_a_user_data_table_is_refused(tmp_path, capsys, monkeypatch)
 
 def test_output_naming_a_folder_is_refused(tmp_path, capsys):
     """``-o newdir/`` wrote a file named newdir (Path drops the trailing slash)."""
-    rc, _, err = _cli(capsys, "report", "gpt", "--format", "md", "-o", str(tmp_path / "newdir") + "/")
+    rc, _, err = run(capsys, "report", "gpt", "--format", "md", "-o", str(tmp_path / "newdir") + "/")
     assert rc == 2 and "names a folder" in err and "hint: name a file inside it" in err
     assert list(tmp_path.iterdir()) == []
 

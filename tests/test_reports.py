@@ -23,6 +23,7 @@ import subprocess
 import pytest
 
 from costgraph.cli import main
+from cli_checks import EVIL_MD, run
 
 PDFLATEX = shutil.which("pdflatex")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -275,23 +276,12 @@ def test_infer_options_need_hardware():
 
 # --- Markdown reports escape the model's strings (issue 18) ----------------------------------------------------------
 
-def _cli(capsys, *args):
-    rc = main(list(args))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-EVIL_MD = ('model evil {\n'
-           '  dim b "<script>alert(1)</script> | *x* [l](javascript:x) `c`" default 2\n'
-           '  dim h "<img src=x onerror=alert(1)> a_b _e_ & c" default 4\n'
-           '  input x[b, h]\n  param w[h, h]\n  y = matmul(x, w)\n  return y\n}\n')
-
 
 def test_markdown_report_escapes_model_strings(tmp_path, capsys):
     model = tmp_path / "evil.cg"
     model.write_text(EVIL_MD)
     out = tmp_path / "evil.md"
-    rc, _, err = _cli(capsys, "report", str(model), "--format", "md", "-o", str(out))
+    rc, _, err = run(capsys, "report", str(model), "--format", "md", "-o", str(out))
     assert rc == 0, err
     text = out.read_text(encoding="utf-8")
     assert "<script" not in text and "<img" not in text
@@ -306,11 +296,11 @@ def test_markdown_report_escapes_model_strings(tmp_path, capsys):
 def test_report_average_layer_uses_derive_wording(capsys):
     """gemma-3-1b: 26 layers, one global in 6 (floor(26/6) = 4): the per-layer forward FLOPs are
     32416265666560/13 = 2,493,558,897,427 9/13."""
-    code, out, err = _cli(capsys, "report", "gemma3_text", "--config", "gemma-3-1b", "--format", "md")
+    code, out, err = run(capsys, "report", "gemma3_text", "--config", "gemma-3-1b", "--format", "md")
     assert code == 0, err
     assert "/13 FLOP |" not in out
     assert "| 2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7) |" in out
-    code, derived, err = _cli(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
+    code, derived, err = run(capsys, "derive", "gemma3_text", "--config", "gemma-3-1b", "--scope", "layers")
     assert "forward FLOPs                2,493,558,897,427 9/13 FLOP (average; ≈ 2,493,558,897,427.7)" in derived
 
 
