@@ -246,6 +246,17 @@ class OpContext:
             return
         self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state))
 
+    def producer_keeping_input(self, t: Tensor) -> str | None:
+        """The operator kind that produced ``t`` when that operator saved its own first input for
+        its backward (a fused gated unit can then recompute ``t`` from it); None otherwise (a
+        model input, a weight, or a producer that keeps something else)."""
+        node = self.b.cg.nodes.get(t.producer)
+        if node is None or not node.get("inputs"):
+            return None
+        tensors = self.b.cg.tensors
+        src = tensors[node["inputs"][0]].storage
+        return node["kind"] if any(tensors[s].storage == src for s in node["cost"].saved) else None
+
     def forward(self, f: Flops):
         self.cost["forward"] = self.cost["forward"] + f
 

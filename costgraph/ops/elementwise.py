@@ -167,12 +167,8 @@ def mul(c):
 def _fused_gate(c, t) -> bool:
     """Whether ``t`` is the output of a ``glu_gate`` activation that keeps its input (so a fused
     gated unit recomputes ``t`` from it: :func:`mul`)."""
-    node = c.b.cg.nodes.get(t.producer)
-    if node is None or not has_role(node["kind"], "glu_gate"):
-        return False
-    src = node["inputs"][0] if node.get("inputs") else None
-    return src is not None and any(c.b.cg.tensors[s].storage == c.b.cg.tensors[src].storage
-                                   for s in node["cost"].saved)
+    kind = c.producer_keeping_input(t)
+    return kind is not None and has_role(kind, "glu_gate")
 
 
 @op("rope", "rotary position embedding (Su et al. 2021) on the first `dims` entries of the "
