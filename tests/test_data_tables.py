@@ -324,3 +324,23 @@ def test_scan_reads_sources_and_lines():
     sources, lines = datafiles.scan("top = 1  # source: a\n[t.u]\nk = 2  # source: b\n#   more\nj = 3\n")
     assert sources == {((), "top"): "a", (("t", "u"), "k"): "b more"}
     assert lines == {((), "top"): 1, (("t", "u"), ""): 2, (("t", "u"), "k"): 3, (("t", "u"), "j"): 5}
+
+
+def test_hf_mapping_like_and_defaults(monkeypatch):
+    """``like`` merges dims and options key by key (own keys win), never takes ``model``; the
+    default dims fill what no entry gives; a cycle is refused (costgraph/language/hf_config.py)."""
+    from costgraph.language import hf_config, hf_mapping
+    from costgraph import datafiles
+
+    m = hf_config.mapping()
+    # mixtral is written `like = "mistral"` plus its expert counts: it reads mistral's keys
+    assert m["mixtral"]["dims"]["h"] == m["mistral"]["dims"]["h"] == "hidden_size"
+    assert m["mixtral"]["dims"]["E"] == "num_local_experts" and "E" not in m["mistral"]["dims"]
+    assert (m["mixtral"]["model"], m["mistral"]["model"]) == ("mixtral", "mistral")
+    assert m["gpt2"]["dims"]["b"] == {"value": 1} and m["gpt2"]["dims"]["l"] == "n_layer"
+    assert m["llama"]["dims"]["V"] == "vocab_size"
+
+    cyc = datafiles.parse('[one]\nlike = "two"\n\n[two]\nlike = "one"\ndims.h = "hidden_size"\n',
+                          "cyc.toml", hf_config.HF_MAPPING)
+    with pytest.raises(CostgraphValueError, match="cycle"):
+        hf_mapping.resolve_entries(cyc.entries)

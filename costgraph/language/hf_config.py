@@ -21,15 +21,15 @@ import re
 from collections import Counter
 import warnings
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
-from .. import arguments, datafiles
+from .. import arguments
 from ..arguments import shown
 from ..errors import CostgraphValueError, Location
 from ..opened import record
 from .hf_hub import check_link
 from ..model import Costs, Model, load, loads
+from .hf_mapping import HF_MAPPING, mapping, supported_model_types  # noqa: F401 (the mapping's readers import them from here)
 
 # A config.json is a few kB; these bounds sit far above any real one.
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -62,28 +62,6 @@ class HFModel:
         from .hf_quant import shipped
 
         return shipped(self.config or {}, self.source)
-
-
-#: ``hf_mapping.toml``: a mapping (config.json keys → a model's options and dimensions), not numbers.
-HF_MAPPING = datafiles.Schema("hf_mapping.toml", "costgraph", entries=datafiles.Kind("model_type", (
-    datafiles.Field("model", "text"), datafiles.Field("dims", "table"),
-    datafiles.Field("options", "table", required=False), datafiles.Field("unsupported", "list", required=False),
-    datafiles.Field("layer_indices", "list", required=False), datafiles.Field("dropout_keys", "names", required=False),
-    datafiles.Field("nested_defaults", "names", required=False),
-    datafiles.Field("class_names", "names", required=False))))
-
-
-@cache
-def mapping() -> dict:
-    """The parsed ``hf_mapping.toml``: model_type → entry (its keys checked by
-    :mod:`costgraph.datafiles` against :data:`HF_MAPPING`)."""
-    return {name: {k: (list(v) if k == "dropout_keys" else v) for k, v in e.values.items()}
-            for name, e in datafiles.bundled(HF_MAPPING).entries.items()}
-
-
-def supported_model_types() -> tuple[str, ...]:
-    """The ``model_type`` values ``hf_mapping.toml`` maps, sorted."""
-    return tuple(sorted(mapping()))
 
 
 _MISSING = object()
