@@ -30,13 +30,19 @@ from .cli_errors import Parser   # argparse's errors with a hint (every subcomma
 from .errors import CostgraphError
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``costgraph``. When ``argv`` starts with a command's name, only that
+    command's arguments are built (the others cannot be reached from that command line:
+    ``costgraph derive gpt`` builds one subparser of 29; a cold start saves their imports and
+    ``add_argument`` calls); otherwise (``--help``, a mistyped command, completion) all of them."""
     p = Parser(prog="costgraph", description="Symbolic cost models of Transformer architectures.")
     p.add_argument("--version", action="version", version=f"costgraph {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     from . import commands
 
-    for name in commands.names():
+    names = commands.names()
+    first = argv[0] if argv else None
+    for name in ((first,) if first in names else names):
         commands.module(name).add_parser(sub)
     from .completion import add_completion_argument
 
@@ -50,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     traceback), 3 for a bug in costgraph itself, 130 when interrupted; when stdout cannot take the
     output, 2 (a full disk, an I/O error; one line on stderr) or 1 (the reader has gone: EPIPE)."""
     try:
-        args = _parser().parse_args(argv)
+        args = _parser(sys.argv[1:] if argv is None else list(argv)).parse_args(argv)
     except SystemExit as e:   # argparse has printed usage (status 2), --help or --version (0)
         return e.code if isinstance(e.code, int) else 2
     stdin = None   # MODEL '-': the model or config.json read from standard input (commands/_stdin.py)

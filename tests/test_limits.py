@@ -13,7 +13,7 @@ import pytest
 import sympy
 
 import costgraph
-from costgraph.language import parser
+from costgraph.language import limits, parser
 from costgraph.engine.builder import MAX_GRAPH_SIZE, Builder, Settings
 from costgraph.cli import main
 from costgraph.engine.context import MAX_DEGREE, MAX_TERMS, expanded_size
@@ -107,7 +107,7 @@ def test_comments_do_not_count_as_tokens():
 
 
 def test_huge_file_is_refused_before_reading_it_all(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(parser, "MAX_SOURCE_CHARS", 1000)
+    monkeypatch.setattr(limits, "MAX_SOURCE_CHARS", 1000)
     monkeypatch.setattr(costgraph.language.loader, "MAX_SOURCE_CHARS", 1000)
     err = derive_fails(tmp_path, capsys, HEAD + "  # é\n" * 2000 + "  return x\n}\n")
     assert "syntax error: the file is too large: more than 1,000 characters" in err
@@ -147,5 +147,5 @@ def test_bundled_files_are_far_below_the_file_limits():
     for f in files:
         if f.name.endswith(".cg"):
             text = f.read_text(encoding="utf-8")
-            tokens = [t for t in parser._TOKEN.findall(text) if t[0] != "#"]
+            tokens = [t for t in limits._TOKEN.findall(text) if t[0] != "#"]
             assert len(tokens) * 50 < parser.MAX_TOKENS and len(text) * 100 < parser.MAX_SOURCE_CHARS, f.name

@@ -64,7 +64,7 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     CostgraphValueError
         A pair not ``NAME=VALUE`` with a whole number or true/false, a negative number, or a
         name given twice."""
-    from ..language.parser import check_number
+    from ..language.limits import check_number
 
     dims, options = {}, {}
     for pair in pairs:

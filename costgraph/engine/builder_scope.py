@@ -18,7 +18,7 @@ from ..language import ast
 from ..errors import CostgraphSemanticError, Location
 from ..hints import did_you_mean as _did_you_mean
 from .graph import Tensor
-from ..language.parser import MAX_DIGITS
+from ..language.limits import MAX_DIGITS
 from ..language.patterns import Index as _Index
 
 CONSTANTS = {"true": True, "false": False, "none": None}

@@ -24,7 +24,8 @@ from . import ast
 from ..errors import CostgraphError, CostgraphSemanticError, CostgraphValueError, Location
 from ..ops import REGISTRY
 from ..opened import record
-from .parser import MAX_SOURCE_CHARS, check_source_size, parse
+from .limits import MAX_SOURCE_CHARS, check_source_size
+from .parse_cache import parsed_bundled
 from .resources import MODEL_SUFFIX, bundled_import, bundled_model, bundled_model_names, models_root
 
 
@@ -161,6 +162,10 @@ def _check_confined(candidate: Path, roots: tuple[Path, ...], imp: ast.Import) -
 def _parse_quietly(src: _Source) -> ast.File:
     """:func:`parse`, except that an error in a file that is not a model file (its
     real name does not end in ``.cg``) keeps its location but never quotes its text."""
+    if src.key.startswith("bundled:"):   # the package's own text: its tree may come from the cache
+        return parsed_bundled(src.text, src.display)
+    from .parser import parse   # lark, imported only when a text is parsed
+
     if src.echo:
         return parse(src.text, src.display)
     try:
@@ -330,7 +335,7 @@ def _bundled_configs() -> dict[str, str]:
     out: dict[str, str] = {}
     for name in bundled_model_names():
         try:
-            f = parse(bundled_model(name).read_text(encoding="utf-8"), f"{name}{MODEL_SUFFIX}")
+            f = parsed_bundled(bundled_model(name).read_text(encoding="utf-8"), f"{name}{MODEL_SUFFIX}")
         except (CostgraphError, OSError):
             continue
         for cfg in f.configs:
