@@ -30,14 +30,15 @@ import sympy
 
 from .errors import CostgraphValueError
 
-#: the operator that marks a diffusion model's graph: its timestep embedding
-TIMESTEP_OP = "sinusoidal"
 
 
 def is_diffusion(graph) -> bool:
     """Whether ``graph`` (a :class:`costgraph.engine.graph.CostGraph`) embeds a diffusion timestep
-    (a ``sinusoidal`` node): a denoiser run once per sampling step."""
-    return any(d["kind"] == TIMESTEP_OP for _, d in graph.ops())
+    (a node whose operator declares the role ``timestep``, as ``sinusoidal`` does): a denoiser run
+    once per sampling step."""
+    from .ops.registry import has_role
+
+    return any(has_role(d["kind"], "timestep") for _, d in graph.ops())
 
 
 def no_decode_phase(name: str) -> CostgraphValueError:

@@ -21,6 +21,7 @@ function from its ``def``/``class`` line to the last line of its body
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -216,3 +217,38 @@ def test_size_limits():
 def test_line_span_excludes_decorators(source, expected):
     node = ast.parse(source).body[0]
     assert _line_span(node) == expected
+
+
+#: Comparisons of a node's operator with an operator's name that stay in analyses, each the
+#: operator's identity rather than a fact about it (issue 31 item 3: facts are roles on ``@op``).
+_NAMED_OPERATORS_ALLOWED = {
+    ("engine/recompute.py", "matmul"): "the attention products recomputed under selective recompute",
+    ("engine/recompute.py", "linear"): "Megatron's recompute counts linear layers by their module",
+    ("export/text_report.py", "dropout"): "whether the model calls dropout at all",
+    ("inference/runtime_weights.py", "rope"): "reads rope's own arguments (vLLM's rotary cache keys)",
+    ("parallel/communication.py", "matmul"): "the attention product after QKᵀ (CP's V)",
+    ("parallel/tensor.py", "matmul"): "the attention scores' heads",
+    ("training/fp8.py", "matmul"): "the attention products (FP8 attention)",
+    ("training/kernel_time.py", "matmul"): "the attention products' kernel (flash)",
+    ("training/overlap.py", "matmul"): "the attention product after QKᵀ",
+}
+
+
+def test_operator_facts_are_roles_not_names():
+    """No analysis tests a node's operator against an operator's name (``d["kind"] == "cache"``)
+    to learn a fact about it: the fact is a role declared on the operator (``has_role(kind,
+    "cache")``), checked at registration; only the identities in _NAMED_OPERATORS_ALLOWED stay."""
+    from costgraph.ops.registry import catalogue
+
+    ops = {s.name for s in catalogue()}
+    pat = re.compile(r'''(?:\["kind"\]|(?<![.\w`])kind)\s*(?:==|!=|not in|in)\s*(\([^)]*\)|\{[^}]*\}|"[^"]*")''')
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.split("/")[0] in ("ops", "language", "drafting"):
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for m in pat.finditer(line):
+                found |= {(rel, name) for name in re.findall(r'"([^"]*)"', m.group(1)) if name in ops}
+    assert found - set(_NAMED_OPERATORS_ALLOWED) == set()
+    assert set(_NAMED_OPERATORS_ALLOWED) - found == set(), "an allowed comparison is gone: drop it from the list"

@@ -137,6 +137,29 @@ def test_ipython_text_is_the_table(trained):
     assert p.out.startswith("gpt: training per device") and f"total" in p.out and f"{TOTAL:,} bytes" in p.out
 
 
+def test_print_and_ipython_pretty_show_the_table(trained):
+    """``print(result)`` and IPython's pretty printer (which takes the first class in the MRO that
+    defines ``__repr__`` or ``_repr_pretty_``: the result's ``@dataclass`` defines ``__repr__``) show
+    the table, not the dataclass's fields (issue 31 item 2)."""
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    shown = pretty.pretty(trained)
+    assert shown == str(trained) == text(trained._shown())
+    assert shown.startswith("gpt: training per device") and f"{TOTAL:,} bytes" in shown
+    assert repr(trained).startswith("TrainingResult(")   # repr keeps the fields
+
+
+def test_each_row_carries_its_own_unit(gpt):
+    """The run's length is in its own units, not seconds: days, GPU-hours, PF-days, a step count;
+    per-token FLOPs say so (issue 31 item 2: to_pandas() labelled all of the time section "s")."""
+    run = gpt.train(gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", tokens=10**9)
+    units = {row[0]: row[1].unit for row in run._shown().rows if isinstance(row[1], Q)}
+    assert {k: units[k] for k in ("step_seconds", "train_seconds", "train_days", "gpu_hours", "pf_days", "steps",
+                                  "per_token", "six_n", "model_per_iteration", "total")} == {
+        "step_seconds": "s", "train_seconds": "s", "train_days": "days", "gpu_hours": "GPU-hours",
+        "pf_days": "PF-days", "steps": "", "per_token": "FLOP/token", "six_n": "FLOP/token",
+        "model_per_iteration": "FLOP", "total": "bytes"}
+
+
 def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(CostgraphValueError, match=r"needs pandas") as e:

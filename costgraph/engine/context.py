@@ -17,6 +17,7 @@ from typing import Protocol
 import sympy
 
 from ..errors import CostgraphSemanticError, Location
+from ..ops.registry import has_role
 from .symbols import as_expr
 from .graph import ONE, CacheEntry, CostGraph, Flops, Tensor, Weight
 
@@ -242,7 +243,8 @@ class OpContext:
         each. ``state = True``: a fixed-size recurrent state with no sequence
         axis (see :class:`costgraph.engine.graph.CacheEntry`)."""
         producer = self.b.cg.nodes.get(t.producer)
-        if (producer is not None and producer["kind"] == "cache") or any(e.tensor == t.id for e in self.b.cg.caches):
+        if (producer is not None and has_role(producer["kind"], "cache")) \
+                or any(e.tensor == t.id for e in self.b.cg.caches):
             return
         self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state))
 

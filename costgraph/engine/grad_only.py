@@ -12,9 +12,13 @@ from __future__ import annotations
 
 def weight_grad_only(kind: str, path: str, inputs: tuple[str, ...]) -> frozenset[str]:
     """Tensor ids node ``path`` of operator ``kind`` (its input tensor ids ``inputs``) keeps
-    only for the gradients of the weights it owns or reads; empty for other operators."""
-    if kind in ("linear", "embedding") and inputs:
+    only for the gradients of the weights it owns or reads, as the operator declares them (roles
+    ``weight_grad_input``: its first input; ``weight_grad_normalized``: its ``normalized``);
+    empty for other operators."""
+    from ..ops.registry import has_role
+
+    if has_role(kind, "weight_grad_input") and inputs:
         return frozenset({inputs[0]})
-    if kind == "rmsnorm":
+    if has_role(kind, "weight_grad_normalized"):
         return frozenset({f"{path}/normalized"})
     return frozenset()

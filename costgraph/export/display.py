@@ -160,8 +160,19 @@ class Tabular:
     ``to_pandas()`` from the one :class:`Table` of ``self._table()`` (each result defines it), made
     once per result (Jupyter asks for every format in turn; a result is not changed once made)."""
 
+    def __init_subclass__(cls, **kwargs):
+        """Each result class holds ``_repr_pretty_`` itself: IPython's pretty printer walks the
+        MRO and takes the first class that defines ``_repr_pretty_`` or ``__repr__``, and the
+        ``@dataclass`` of a result defines ``__repr__`` (a dump of its fields) before this mixin."""
+        super().__init_subclass__(**kwargs)
+        cls._repr_pretty_ = Tabular._repr_pretty_
+
     def _table(self) -> Table:   # pragma: no cover - each result defines it
         raise NotImplementedError
+
+    def __str__(self) -> str:
+        """``print(result)``: the table as aligned text (``repr`` keeps the dataclass's fields)."""
+        return text(self._shown())
 
     def _shown(self) -> Table:
         t = self.__dict__.get("_shown_table")

@@ -19,15 +19,24 @@ def _value(entry):
     return entry.get("expr", entry.get("absent", "")) if v is None else v
 
 
+#: Keys of the time section that are no seconds: counts and the run's length in other units.
+_TIME_UNITS = {"steps": "", "train_days": "days", "gpu_hours": "GPU-hours", "pf_days": "PF-days"}
+
+
 def unit_of(key: str, section: str = "") -> str:
-    """The unit of a JSON key: ``bytes``, ``s``, ``FLOP``, ``tokens/s`` or none."""
+    """The unit of a JSON key: ``bytes``, ``s``, ``days``, ``GPU-hours``, ``PF-days``, ``FLOP``,
+    ``FLOP/token``, ``tokens/s`` or none (a count: ``steps``)."""
     if section == "memory" or key.endswith("bytes") or "_bytes_" in key:
         return "bytes"
     if key == "tokens_per_second" or key.startswith("tokens_per_second"):
         return "tokens/s"
+    if key in _TIME_UNITS:
+        return _TIME_UNITS[key]
     if section in ("time", "step") or "seconds" in key or key.startswith("time_"):
         return "s"
-    return "FLOP" if section == "flops" else ""
+    if section == "flops":
+        return "FLOP/token" if key.startswith(("per_token", "six_n", "eight_n")) else "FLOP"
+    return ""
 
 
 def training_table(result) -> Table:

@@ -190,14 +190,14 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
     output head) over ``min(seqs, tokens)`` rows; a routed expert over its expected share
     ``active / count`` (``k/E``) of the tokens; attention scores (a tensor with both the query
     and the key axis) left out, as vLLM's fused attention kernels never hold them."""
-    from .phases import KEYS, _VIEWS
+    from .phases import KEYS, moves_no_data
 
     cg = inf.cg
     read = {t for _, d in cg.ops() for t in d["inputs"]}
     base = {**subs, inf.b: sympy.Integer(1)}
     peak = 0
     for path, d in cg.ops():
-        if d["kind"] in _VIEWS or not d["outputs"]:
+        if moves_no_data(d["kind"]) or not d["outputs"]:
             continue
         rows = min(seqs, tokens) if not any(o in read for o in d["outputs"]) else tokens
         sub = {**base, inf.s: sympy.Integer(rows), KEYS: sympy.Integer(rows)}

@@ -65,6 +65,7 @@ from ..engine.graph import ONE, ZERO
 from ..engine.totals import expand_sum
 from ..errors import CostgraphValueError
 from .phases import AllReduce, Collective, Inference, OpCost, Step
+from ..ops.registry import has_role
 
 OVERLAP = ("none", "full")
 
@@ -247,7 +248,7 @@ class ServingInference:
                 parts = path.split("/")
                 for i in range(2, len(parts)):
                     has = scopes.setdefault("/".join(parts[:i]), [False, False])
-                    has[0] |= d["kind"] == "cache"
+                    has[0] |= has_role(d["kind"], "cache")
                     has[1] |= d["cost"].forward.matmul != 0
             self._ffn = {k for k, (cache, mm) in scopes.items() if mm and not cache}
         return self._ffn

@@ -85,6 +85,7 @@ from ..parallel.layout import Layout
 from ..parallel.placement import placement
 from ..engine.precision import precision as get_precision
 from ..engine.totals import causal_share, expand_sum
+from ..ops.registry import has_role
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
 from .request import built_from_tokens, per_request_ops, token_roots
 
@@ -100,8 +101,12 @@ G = sympy.Symbol("G", **_pos)
 #: paged-allocation block size
 K_PAGE = sympy.Symbol("k_page", **_pos)
 
-# views: they move no data (cache included: its traffic is kv_read / kv_written)
-_VIEWS = {"split", "split_heads", "transpose", "slice", "cache"}
+
+
+def moves_no_data(kind: str) -> bool:
+    """Whether operator ``kind`` moves no data at serving: a view (role ``view``), the cache
+    included (its traffic is ``kv_read`` / ``kv_written``)."""
+    return has_role(kind, "view")
 
 
 @contextmanager
@@ -253,7 +258,7 @@ class Inference:
                                       "(BERT, ViT) has no decode phase to model",
                                       hint="for a decoder, mark K and V with cache(...) in the model file; for an "
                                            "encoder's forward pass use derive or train")
-        split = {p for p, d in cg.ops() if d["kind"] == "cache"
+        split = {p for p, d in cg.ops() if has_role(d["kind"], "cache")
                  and any(KEYS in cg.tensors[o].shape for o in d["outputs"])}
         #: K/V-style entries growing with the tokens (a sequence axis split), K/V computed once per
         #: request at a fixed length (inference/request.py: a cross-attention's), fixed-size recurrent states
@@ -452,7 +457,7 @@ class Inference:
             # aligned to the newest of n + q keys
             f = f * causal_share(d["attrs"], self.causal)
             op.flops = f.xreplace(sub) / self._node_div(path, d)
-            if d["kind"] not in _VIEWS and (d["outputs"] and cg.tensors[d["outputs"][0]].storage == d["outputs"][0]):
+            if not moves_no_data(d["kind"]) and d["outputs"] and cg.tensors[d["outputs"][0]].storage == d["outputs"][0]:
                 moved = [cg.tensors[x] for x in (*d["inputs"], *d["outputs"])]
                 op.activation_bytes = d["active"] * sympy.Add(*[
                     x.numel * self._act.bytes(x.role) / self._tdiv(x.id) for x in moved]).xreplace(sub)
@@ -485,7 +490,7 @@ class Inference:
             from ..parallel.placement import expert_groups
 
             groups = expert_groups(cg)
-            for path in [*self.tp.row, *(p for p in self.tp.vocab if cg.nodes[p]["kind"] == "embedding")]:
+            for path in [*self.tp.row, *(p for p in self.tp.vocab if has_role(cg.nodes[p]["kind"], "embedding"))]:
                 if path not in ops:   # a per-request operator, not run by this step
                     continue
                 d = cg.nodes[path]

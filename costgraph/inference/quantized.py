@@ -135,7 +135,7 @@ def quantized_weights(cg, scope: str = DEFAULT_SCOPE, keep=(), dtype=None) -> se
     chosen = {w for p, d in cg.ops() if has_role(d["kind"], "matrix") and p not in skip
               for w in d["cost"].weights if w.endswith("/weight")}
     if scope == "all":
-        chosen |= {w for p, d in cg.ops() if d["kind"] == "embedding" for w in d["cost"].weights}
+        chosen |= {w for p, d in cg.ops() if has_role(d["kind"], "embedding") for w in d["cost"].weights}
     if scope == "experts":
         chosen &= expert_weights(cg)
     return chosen - kept_by(cg, keep)[0]

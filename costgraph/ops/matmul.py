@@ -19,7 +19,7 @@ from .registry import op
 
 @op("linear", "y = x·Wᵀ (+ bias); x [..., in] → [..., out]; tp = false keeps it whole under tensor parallelism",
     x="tensor", out="dim", bias=("bool", True), tied=("ident", None), tp=("bool", True),
-    layout="column_row", roles=("matrix", "router"))
+    layout="column_row", roles=("matrix", "router", "weight_grad_input"))
 def linear(c):
     """``tp = false`` tells the tensor-parallel analysis
     (:mod:`costgraph.parallel.tensor`) to keep this linear replicated where its
@@ -141,7 +141,8 @@ def _parameter(c, t) -> str | None:
 
 
 @op("embedding", "row lookup in a [num, dim] table: ids [...] → [..., dim]",
-    ids="tensor", num="dim", dim="dim", tied=("ident", None), layout="vocab")
+    ids="tensor", num="dim", dim="dim", tied=("ident", None), layout="vocab",
+    roles=("embedding", "weight_grad_input"))
 def embedding(c):
     ids = c["ids"]
     if ids.role != "index":

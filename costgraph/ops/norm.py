@@ -82,6 +82,7 @@ def layernorm(c):
 
 
 @op("rmsnorm", "RMSNorm over the last dimension (γ only; none if weight = false)",
-    x="tensor", fp32_scale=("bool", False), weight=("bool", True), keep=("ident", None), layout="norm_last")
+    x="tensor", fp32_scale=("bool", False), weight=("bool", True), keep=("ident", None), layout="norm_last",
+    roles="weight_grad_normalized")
 def rmsnorm(c):
     return _norm(c, "rmsnorm", False)

@@ -87,6 +87,17 @@ ROLES = {
                  "attention what is kept of its output is its input",
     "router": "an MoE router when its output has one entry per routed expert (left out of the "
               "FLOPs with router = false, as Megatron-LM counts)",
+    "embedding": "a table indexed by token ids: its parameters are the embedding that 6N-style counts "
+                 "(Kaplan et al. 2020's N) leave out",
+    "weight_grad_input": "keeps its first input for its weights' gradient only (dW = dYᵀ·x, an "
+                         "embedding's ids): with its weight frozen autograd keeps nothing of it",
+    "weight_grad_normalized": "under the pytorch profile keeps its normalized x̂ for dγ only: with "
+                              "γ frozen autograd keeps nothing of it",
+    "cache": "marks the tensor kept in the KV (or state) cache at inference",
+    "view": "a view of its input: moves no data (serving's memory traffic counts none for it)",
+    "kv_passthrough": "K and V pass through it unchanged between their projection and the attention "
+                      "products: context parallelism exchanges the tensor it reads",
+    "timestep": "embeds a diffusion timestep: a model that calls it is a diffusion denoiser",
 }
 
 

@@ -20,7 +20,7 @@ MAX_PARTS = 1024
 
 
 @op("split", "n equal views along the last dimension: [..., n·k] → n × [..., k]",
-    x="tensor", n="dim", layout=("view",))
+    x="tensor", n="dim", layout=("view",), roles="view")
 def split(c):
     x, n = c["x"], c["n"]
     if not isinstance(n, sympy.Integer) or n < 1:
@@ -34,7 +34,7 @@ def split(c):
 
 
 @op("split_heads", "[..., S, H] → [..., heads, S, H/heads] (view)", x="tensor", heads="dim",
-    layout=("view", (-1, -2), (-2, -1)))
+    layout=("view", (-1, -2), (-2, -1)), roles="view")
 def split_heads(c):
     x, heads = c["x"], c["heads"]
     if len(x.shape) < 2:
@@ -53,7 +53,8 @@ def merge_heads(c):
     return c.output((*batch, seq, heads * d))
 
 
-@op("transpose", "swap the last two dimensions (view)", x="tensor", layout=("view", (-1, -2), (-2, -1)))
+@op("transpose", "swap the last two dimensions (view)", x="tensor", layout=("view", (-1, -2), (-2, -1)),
+    roles=("view", "kv_passthrough"))
 def transpose(c):
     x = c["x"]
     if len(x.shape) < 2:
@@ -63,7 +64,7 @@ def transpose(c):
 
 
 @op("slice", "the first or next `size` entries of the last dimension (view)", x="tensor", size="dim",
-    layout="whole_last")
+    layout="whole_last", roles="view")
 def slice_(c):
     x = c["x"]
     if not x.shape:
@@ -93,7 +94,8 @@ def concat(c):
 
 
 @op("repeat_kv", "grouped-query attention: [B, kv, S, d] → [B, kv·groups, S, d] (copy; "
-    "the identity for groups = 1)", x="tensor", groups="dim", layout="follow", roles="kv_expand")
+    "the identity for groups = 1)", x="tensor", groups="dim", layout="follow",
+    roles=("kv_expand", "kv_passthrough"))
 def repeat_kv(c):
     x, g = c["x"], c["groups"]
     if g == 1:
@@ -110,7 +112,7 @@ def zeros(c):
 
 
 @op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view)",
-    x="tensor", window=("dim", None), layout="follow")
+    x="tensor", window=("dim", None), layout="follow", roles=("cache", "view", "kv_passthrough"))
 def cache(c):
     x = c["x"]
     if len(x.shape) < 3:

@@ -348,7 +348,7 @@ def layer_scale(c):
 
 @op("sinusoidal", "sinusoidal embedding of one number per sample (a diffusion timestep): t [B] → [B, dim] "
     "in fp32, the sine and cosine of t·ω_k at dim/2 frequencies; no parameters",
-    t="tensor", dim="dim", layout="whole")
+    t="tensor", dim="dim", layout="whole", roles="timestep")
 def sinusoidal(c):
     """diffusers' ``get_timestep_embedding(t, dim)`` (``Timesteps``; DiT, Peebles & Xie 2023,
     §3.2; the frequencies of Vaswani et al. 2017): ``t[:, None].float() · ω`` with ``ω_k =

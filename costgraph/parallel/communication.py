@@ -155,6 +155,7 @@ from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..engine.precision import Precision, precision as get_precision
 from ..engine.symbols import as_expr
+from ..ops.registry import has_role
 from .collectives import OPS, Collective, Transfer, latency_steps, ring_factor
 from .layout import Layout
 from .ep_time import alltoall_seconds
@@ -165,8 +166,6 @@ ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
 
 KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp", "tp", "pp", "tied_embedding", "cp", "ep")
-# views that K and V pass through between their projection and the attention products
-_KV_VIEWS = {"transpose", "repeat_kv", "cache"}
 
 __all__ = ["KINDS", "OPS", "Collective", "Transfer", "comm_time", "communication", "latency_steps", "link",
            "ring_factor"]
@@ -478,7 +477,7 @@ def _kv(cg: CostGraph, first: str, core: list[str]) -> tuple[str, str]:
     def back(tid):
         while True:
             prod = cg.tensors[tid].producer
-            if prod in cg.nodes and cg.nodes[prod]["kind"] in _KV_VIEWS and cg.nodes[prod]["inputs"]:
+            if prod in cg.nodes and has_role(cg.nodes[prod]["kind"], "kv_passthrough") and cg.nodes[prod]["inputs"]:
                 tid = cg.nodes[prod]["inputs"][0]
             else:
                 return tid

@@ -103,7 +103,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ..engine.graph import CostGraph
-from ..ops.registry import REGISTRY
+from ..ops.registry import REGISTRY, has_role
 
 
 @dataclass
@@ -217,7 +217,7 @@ def kv_replication(cg: CostGraph, t, values: dict) -> tuple[str, ...]:
     if not isinstance(t, int) or t == 1 or not values:
         return ()
     probe = tensor_parallel(cg, t)
-    cached = {o for _, d in cg.ops() if d["kind"] == "cache" for o in d["outputs"]}
+    cached = {o for _, d in cg.ops() if has_role(d["kind"], "cache") for o in d["outputs"]}
     scores = {cg.tensors[o].shape[probe.split[o]] for _, d in cg.ops() if d["kind"] == "matmul"
               for o in d["outputs"] if o in probe.split}
     out = []

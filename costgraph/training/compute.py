@@ -111,7 +111,7 @@ def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.defaul
     params = expand_sum([r["count"] * r["params"] for r in breakdown(cg, MODEL_SCOPE, convention, get_precision("bf16"),
                                                                     causal, leaves_only=True)])
     embed = expand_sum([r["count"] * r["params"] for r in rows
-                        if r["kind"] != "storage" and cg.nodes[r["path"]]["kind"] == "embedding"])
+                        if r["kind"] != "storage" and has_role(cg.nodes[r["path"]]["kind"], "embedding")])
     return {
         "model_per_micro_batch": per_mb,
         "model_per_iteration": model_it,
