@@ -90,11 +90,14 @@ def test_declared_traits_of_some_operators():
     assert REGISTRY["concat"].layout == ("join_last",)
     assert (REGISTRY["linear"].layout, REGISTRY["embedding"].layout, REGISTRY["matmul"].layout) == \
         (("column_row",), ("vocab",), ("batched",))
-    assert {n for n in REGISTRY if REGISTRY[n].roles} == {"linear", "repeat_kv", "silu", "gelu"}
-    assert REGISTRY["linear"].roles == ("matrix", "router")
-    # fused attention reads grouped K/V heads; Megatron's fused SwiGLU/GeGLU recompute the activation
-    assert (REGISTRY["repeat_kv"].roles, REGISTRY["silu"].roles, REGISTRY["gelu"].roles) == \
-        (("kv_expand",), ("glu_gate",), ("glu_gate",))
+    # the sets analyses held before the roles (issue 31 item 3): grad_only.py's weight-gradient-only
+    # inputs, phases.py's _VIEWS, communication.py's _KV_VIEWS, diffusion.py's TIMESTEP_OP
+    assert {n: REGISTRY[n].roles for n in REGISTRY if REGISTRY[n].roles} == {
+        "linear": ("matrix", "router", "weight_grad_input"), "embedding": ("embedding", "weight_grad_input"),
+        "rmsnorm": ("weight_grad_normalized",), "repeat_kv": ("kv_expand", "kv_passthrough"),
+        "silu": ("glu_gate",), "gelu": ("glu_gate",), "split": ("view",), "split_heads": ("view",),
+        "slice": ("view",), "transpose": ("view", "kv_passthrough"), "cache": ("cache", "view", "kv_passthrough"),
+        "sinusoidal": ("timestep",)}
     assert (has_role("linear", "matrix"), has_role("embedding", "matrix"), has_role("param", "matrix")) == \
         (True, False, False)
 
@@ -162,8 +165,9 @@ def test_costgraph_ops_prints_the_traits(capsys):
     assert cli.main(["ops"]) == 0
     out = capsys.readouterr().out
     for block in ("gelu(x, keep=none)\n    GELU activation (Hendrycks & Gimpel 2016)\n    layout: follow · roles: glu_gate\n",
-                  "\n    layout: column_row · roles: matrix, router\n",
-                  "transpose(x)\n    swap the last two dimensions (view)\n    layout: view (-1→-2, -2→-1)\n",
+                  "\n    layout: column_row · roles: matrix, router, weight_grad_input\n",
+                  "transpose(x)\n    swap the last two dimensions (view)\n    layout: view (-1→-2, -2→-1) · roles: view, "
+                  "kv_passthrough\n",
                   "\n    layout: per_channel (x, dt)\n",
                   "\nlayouts (how an operator's output is split under --tp):\n  follow: ",
                   "\nroles:\n  matrix: "):
