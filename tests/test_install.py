@@ -51,6 +51,9 @@ def test_wheel_and_sdist_carry_license_types_and_data(dist):
     members = tarfile.open(sdist).getnames()
     assert {"costgraph-0.1.0/LICENSE", "costgraph-0.1.0/models/gpt.cg", "costgraph-0.1.0/grammars/costgraph.lark"} \
         <= set(members)
+    # what the tests and the docs read ships too (MANIFEST.in): the suite runs from an unpacked sdist
+    assert {"costgraph-0.1.0/docs/index.md", "costgraph-0.1.0/examples/hf/llama-3.1-8b.json",
+            "costgraph-0.1.0/tests/conftest.py", "costgraph-0.1.0/mkdocs.yml"} <= set(members)
 
 
 @pytest.mark.slow
