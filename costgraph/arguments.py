@@ -193,14 +193,14 @@ def finite(value: float, name: str) -> float:
     return value
 
 
-def costs_args(scope: object, convention: object, precision: object, causal: object) -> None:
-    """The arguments of :meth:`Model.costs`: strings (``precision`` may also be
-    a :class:`~costgraph.engine.precision.Precision`); their values are checked there."""
-    from .engine.precision import Precision
-
+def costs_args(scope: object, convention: object, precision: object, causal: object,
+               precision_type: type = str) -> None:
+    """The arguments of :meth:`Model.costs`: strings (``precision`` may also be a
+    ``precision_type``, the caller's :class:`~costgraph.engine.precision.Precision`: this floor
+    imports no engine); their values are checked there."""
     text(scope, "scope", hint="model, layer, or the path of a repeat group, block or node")
     text(convention, "convention", hint="matmul or all")
-    if not isinstance(precision, (str, Precision)):
+    if not isinstance(precision, (str, precision_type)):
         _fail("argument 'precision'", "a precision name (bf16, fp16, fp32) or a Precision", precision)
     text(causal, "causal", hint="full, half or exact")
 

@@ -114,7 +114,7 @@ class Model:
         CostgraphValueError
             Unknown scope, convention or precision.
         """
-        arguments.costs_args(scope, convention, precision, causal)
+        arguments.costs_args(scope, convention, precision, causal, Precision)
         check_convention(convention)
         if causal not in _CAUSAL.values:
             raise CostgraphValueError(f"unknown causal convention {causal!r}", hint=_CAUSAL.hint())

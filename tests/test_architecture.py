@@ -252,3 +252,53 @@ def test_operator_facts_are_roles_not_names():
                 found |= {(rel, name) for name in re.findall(r'"([^"]*)"', m.group(1)) if name in ops}
     assert found - set(_NAMED_OPERATORS_ALLOWED) == set()
     assert set(_NAMED_OPERATORS_ALLOWED) - found == set(), "an allowed comparison is gone: drop it from the list"
+
+
+#: The floors of the package, lowest first (issue 31 item 4): a module may import from its own floor
+#: and the floors below, never from a floor above, except the arrows of _UPWARD_ALLOWED. Each
+#: top-level module or package of costgraph has one floor; a new one must be given its floor here.
+FLOORS = (
+    {"version", "errors", "hints", "opened", "choices", "arguments", "datafiles", "optional", "options",
+     "cli_errors"},                                             # facts and checks shared by all
+    {"language"},                                               # text → syntax → program
+    {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
+    {"parallel"},                                               # who holds what
+    {"training", "inference", "hardware", "diffusion"},         # the analyses
+    {"model", "sources", "verdict", "verify", "drafting", "torch_measure", "torch_vision", "torch_speech",
+     "torch_vlm", "torch_diffusion"},                           # the API and its PyTorch tier
+    {"export"},                                                 # renderers
+    {"commands", "cli", "completion", "__main__", "costgraph"},  # the command line and the package's face
+)
+
+#: Upward arrows that remain (package → package above), each with why; none may be added.
+_UPWARD_ALLOWED = {
+    ("language", "ops"): "the loader refuses a block named as an operator (the catalogue's names, read without SymPy)",
+    ("language", "model"): "hf_config.py builds Models from config.json (the front door belongs beside sources.py)",
+    ("language", "drafting"): "hf_config.py drafts an unmapped model_type (the same front door)",
+    ("engine", "parallel"): "activations.py splits the kept tensors under TP/SP",
+    ("parallel", "training"): "communication.py reads the precision policy's bytes (training/data.py)",
+    ("training", "export"): "results render their own tables (issue 31 item 2: renderers to read typed fields)",
+    ("inference", "export"): "the same, for inference results",
+    ("inference", "model"): "loading.py loads a draft model by name",
+    ("hardware", "export"): "the hardware table renders itself",
+    ("diffusion", "export"): "the diffusion report renders itself",
+    ("model", "export"): "Costs prints its closed forms (printing.field_order, to_text)",
+    ("verdict", "export"): "FitResult renders its table",
+    ("verify", "export"): "Verification renders its table",
+}
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_layering_never_runs_up():
+    """No import runs from a floor to one above it, except the arrows listed (with their reasons)."""
+    floor = {name: i for i, names in enumerate(FLOORS) for name in names}
+    graph = import_graph()
+    unplaced = sorted({_top(m) for m in graph.nodes} - set(floor))
+    assert not unplaced, f"give these modules a floor in FLOORS: {unplaced}"
+    upward = {(_top(a), _top(b)) for a, b in graph.edges() if floor[_top(a)] < floor[_top(b)]}
+    assert upward - set(_UPWARD_ALLOWED) == set(), "an import runs up a floor"
+    assert set(_UPWARD_ALLOWED) - upward == set(), "an allowed arrow is gone: drop it from the list"
