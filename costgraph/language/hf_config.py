@@ -367,11 +367,11 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
         declared = load(model, dropout=dropout, profile=profile).graph.options
         model = load(model, dropout=dropout, profile=profile,
                      options={k: v for k, v in options.items() if k in declared})
-    values = {}
-    for name, spec in entry.get("dims", {}).items():
-        if name not in model.graph.dims or model.graph.dims[name].derived is not None:
-            continue
-        values[name] = r.number(spec, name)
+    values = {}   # in the model file's order of its dimensions
+    specs = entry.get("dims", {})
+    for name, dim in model.graph.dims.items():
+        if name in specs and dim.derived is None:
+            values[name] = r.number(specs[name], name)
     missing = [n for n in model.symbols if n not in values]
     if missing:
         r.fail(f"no value for {', '.join(missing)} in the mapping of {model_type}")
