@@ -47,6 +47,62 @@
     return (cents / 100n).toString() + "." + (cents % 100n).toString().padStart(2, "0") + " GB";
   }
 
+  // exact fractions [num, den] (den > 0) of BigInt, for the step time's tree (costgraph.export.web_tree)
+  function bgcd(a, b) { a = a < 0n ? -a : a; b = b < 0n ? -b : b; while (b) [a, b] = [b, a % b]; return a; }
+  function frac(n, d) { if (d < 0n) { n = -n; d = -d; } const g = bgcd(n, d) || 1n; return [n / g, d / g]; }
+  function cmp(x, y) { const v = x[0] * y[1] - y[0] * x[1]; return v < 0n ? -1 : v > 0n ? 1 : 0; }
+  function floorDiv(n, d) { const q = n / d; return (n % d !== 0n && (n < 0n) !== (d < 0n)) ? q - 1n : q; }
+
+  // the value of a tree: a fraction, or (conditions) a boolean; dims: name -> BigInt; defs: shared parts
+  function evalTree(node, dims, defs) {
+    if (typeof node === "string") {
+      const [p, q] = node.split("/");
+      return [BigInt(p), q === undefined ? 1n : BigInt(q)];
+    }
+    if (!Array.isArray(node)) {
+      if ("t" in node) return defs[node.t];
+      const v = dims[node.s];
+      if (v === null || v === undefined) throw new TypeError(node.s + " must be a whole number");
+      return [v, 1n];
+    }
+    const op = node[0], args = node.slice(1);
+    if (op === "pw") {
+      for (const [value, cond] of args) if (evalTree(cond, dims, defs)) return evalTree(value, dims, defs);
+      throw new Error("no piece of the step time applies");
+    }
+    if (op === "or") return args.some((a) => evalTree(a, dims, defs));
+    if (op === "and") return args.every((a) => evalTree(a, dims, defs));
+    if (op === "not") return !evalTree(args[0], dims, defs);
+    const v = args.map((a) => evalTree(a, dims, defs));
+    switch (op) {
+      case "+": return v.reduce((x, y) => frac(x[0] * y[1] + y[0] * x[1], x[1] * y[1]));
+      case "*": return v.reduce((x, y) => frac(x[0] * y[0], x[1] * y[1]));
+      case "^": {
+        const k = v[1][0];
+        const [n, d] = k < 0n ? [v[0][1], v[0][0]] : v[0], e = k < 0n ? -k : k;
+        return frac(n ** e, d ** e);
+      }
+      case "min": return v.reduce((x, y) => (cmp(y, x) < 0 ? y : x));
+      case "max": return v.reduce((x, y) => (cmp(y, x) > 0 ? y : x));
+      case "floor": return [floorDiv(v[0][0], v[0][1]), 1n];
+      case "mod": {                                   // x - y floor(x / y): SymPy's sign, that of y
+        const q = floorDiv(v[0][0] * v[1][1], v[0][1] * v[1][0]);
+        return frac(v[0][0] * v[1][1] - q * v[1][0] * v[0][1], v[0][1] * v[1][1]);
+      }
+      case "<=": return cmp(v[0], v[1]) <= 0;
+      case "<": return cmp(v[0], v[1]) < 0;
+      case "==": return cmp(v[0], v[1]) === 0;
+      case "!=": return cmp(v[0], v[1]) !== 0;
+    }
+    throw new Error("unknown operation " + op);
+  }
+
+  function evalProgram(prog, dims) {
+    const defs = [];
+    for (const d of prog.defs) defs.push(evalTree(d, dims, defs));
+    return evalTree(prog.e, dims, defs);
+  }
+
   function field(name, meaning, value, pattern) {
     const input = el("input", {id: "in-" + name, "data-name": name, type: "text", inputmode: "numeric",
                                maxlength: "40", autocomplete: "off", spellcheck: "false", pattern: pattern});
@@ -72,6 +128,8 @@
     app.textContent = "";
     app.append(el("h1", {}, "costgraph calculator: ", el("code", {}, DATA.model)));
     if (DATA.command) app.append(el("p", {class: "command"}, "Regenerate with ", el("code", {}, DATA.command)));
+    app.append(el("p", {class: "link"}, el("a", {id: "link", href: "#"}, "Link to these inputs"),
+                  " (the address holds them: open it to see this page again)"));
     const dims = el("fieldset", {}, el("legend", {}, "Model dimensions"));
     for (const d of DATA.dims) dims.append(field(d.name, d.meaning, d.value, "[0-9]+"));
     const layout = el("fieldset", {}, el("legend", {}, "Layout"));
@@ -100,8 +158,12 @@
     train.append(outputRow("reserve", "kept free (" + DATA.reserve + " of it)", "B", ""));
     train.append(outputRow("fits", "verdict", "", ""));
     train.append(outputRow("flops", "model FLOPs per device per iteration", "FLOP", DATA.training.flops.formula));
-    train.append(outputRow("time", "compute time per iteration at the MFU (no communication, no bubble; " +
-                           "rounded down to " + DATA.time_digits + " significant digits)", "s", ""));
+    train.append(outputRow("step", "step time on " + DATA.step_hardware + ", as costgraph train computes it (" +
+                           DATA.training.rate + "; rounded down to " + DATA.time_digits + " significant digits)",
+                           "s", ""));
+    train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
+                           "--mfu (the rate covers the whole step; rounded down to " + DATA.time_digits +
+                           " significant digits)", "s", ""));
     app.append(costs, train);
     const conv = el("ul", {id: "conventions"});
     for (const c of DATA.conventions) conv.append(el("li", {}, c));
@@ -154,6 +216,20 @@
       show(q.fn, v, v === null ? err : undefined);
     }
     training(dims);
+    toFragment();
+  }
+
+  // the inputs in the address's fragment (#b=2&s=512&TP=2&zero=1...), so a link reproduces the page
+  function toFragment() {
+    const frag = Object.entries(inputs).map(([name, input]) =>
+      encodeURIComponent(name) + "=" + encodeURIComponent(input.value)).join("&");
+    document.getElementById("link").setAttribute("href", "#" + frag);
+    if (location.hash.replace(/^#/, "") === frag) return;
+    try {
+      history.replaceState(null, "", "#" + frag);   // no hashchange event, no history entry
+    } catch (e) {
+      // a browser that refuses it (some local pages): the link above still holds the state
+    }
   }
 
   function training(dims) {
@@ -181,6 +257,29 @@
     const [flops, ferr] = compute(DATA.training.flops.fn, dims);
     show("flops", flops, flops === null ? ferr : undefined);
     timeRow(flops);
+    stepRow(dims, failure);
+  }
+
+  function stepRow(dims, failure) {
+    const cell = document.getElementById("v-step");
+    if (inputs.hardware.value !== DATA.step_hardware) {
+      show("step", null, "computed for " + DATA.step_hardware + " only: costgraph web ... --hardware " +
+           inputs.hardware.value);
+      return;
+    }
+    if (failure) { show("step", null, failure); return; }
+    let value;
+    try {
+      value = evalProgram(DATA.training.step[inputs.zero.value][inputs.recompute.value][dims.PP === 1n ? "1" : "PP"],
+                          dims);
+    } catch (e) {
+      const name = /^(\S+) must be/.exec(e.message);
+      show("step", null, name ? name[1] + ": not a whole number" : e.message);
+      return;
+    }
+    cell.classList.remove("error");
+    cell.setAttribute("data-value", value[0].toString() + "/" + value[1].toString());
+    cell.textContent = value[0] > 0n ? significant(value[0], value[1], DATA.time_digits) : "0";
   }
 
   function verdict(total, failure) {
@@ -213,7 +312,11 @@
   // calc.html#h=4096&TP=2&zero=1: set the inputs as if typed
   function fromFragment() {
     const frag = location.hash.replace(/^#/, "");
-    if (!frag || frag.length > 4000) return;
+    if (frag && frag.length <= 4000) applyFragment(frag);
+    update();
+  }
+
+  function applyFragment(frag) {
     for (const part of frag.split("&")) {
       const at = part.indexOf("=");
       if (at < 1) continue;
@@ -226,13 +329,12 @@
       }
       const input = Object.prototype.hasOwnProperty.call(inputs, name) ? inputs[name] : null;
       if (input === null) continue;
-      input.value = value;
-      input.dispatchEvent(new Event(input.tagName === "SELECT" ? "change" : "input", {bubbles: true}));
+      if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) continue;
+      input.value = value;        // as typed; update() recomputes once every input is set
     }
   }
 
   build();
-  update();
   fromFragment();
   window.addEventListener("hashchange", fromFragment);
 })();

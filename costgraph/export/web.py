@@ -17,21 +17,30 @@ URL, no external script, style or font) holding
   (Megatron-LM's 1F1B schedule, ``m = PP`` micro-batches in flight on the
   first stage), and the page shows the larger, as ``costgraph train``'s most
   loaded stage; the middle stages never hold more under 1F1B;
-* model FLOPs per device per iteration, and the compute time of one iteration
-  at a model FLOPs utilization (MFU) the user types:
-  ``FLOPs per device / (dense BF16 peak × MFU)``, rounded down to six
-  significant digits. ``costgraph train --hardware … --mfu …`` reports the same
-  as its ``step.compute``; its step ``total`` adds exposed communication and
-  the pipeline bubble, which the page leaves out (named on the page);
+* model FLOPs per device per iteration, and two times of one iteration, rounded
+  down to six significant digits: the **step time** on the page's preset
+  (``--hardware``, default h100-sxm) as ``costgraph train --hardware`` computes it by
+  default — its rate (the per-kernel model of ``kernels.toml`` on a preset with a
+  kernel table, else 1/2 of the peaks), the pipeline bubble and the exposed
+  communication under Megatron's overlap — one closed form per ZeRO stage ×
+  recompute policy × ``PP = 1`` or not, evaluated by the page in exact fractions
+  (:mod:`costgraph.export.web_tree`; another preset in the menu is named, not
+  computed); and the time at a model FLOPs utilization (MFU) the user types,
+  ``FLOPs per device / (dense BF16 peak × MFU)``, which is ``costgraph train
+  --mfu``'s step time (that rate covers whole steps). The page showed only the
+  latter before issue 32 (0.947 s beside train's 0.910 s: two rates, not two models);
 * the hardware presets (``costgraph hardware``): device memory (GB = 10⁹
   bytes) and the fit verdict with :data:`costgraph.choices.DEFAULT_RESERVE`
   of it kept free, as ``costgraph train``'s ``fits``.
 
 Every number is computed in the page with ``BigInt`` from the user's inputs as
 they type: exact at any size; a size that does not divide (``a`` not a
-multiple of ``TP``) is named instead of a rounded value. The inputs can also
-be set from the address's fragment, ``calc.html#h=4096&TP=2&zero=1``, which the
-page applies as if typed (the tests drive headless Chromium this way).
+multiple of ``TP``) is named instead of a rounded value. The inputs are the
+address's fragment, ``calc.html#h=4096&TP=2&zero=1``: the page applies it as if
+typed (the tests drive headless Chromium this way) and writes every input back
+into it as they change (and into its "Link to these inputs"), so a link
+reproduces the page. A print stylesheet puts it on paper in black on white,
+the inputs as their values and no table row split over two pages.
 
 Text from a model file only reaches the page inside JSON or JavaScript string
 literals and comments with ``</`` and ``<!--`` escaped, and is put into the
@@ -50,6 +59,7 @@ from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
 from .printing import to_text
+from .web_tree import program as step_tree
 
 #: the layout degrees' dimension names on the page (upper case: no model dimension uses them)
 LAYOUT_DIMS = {"TP": "tensor-parallel degree (devices per tensor-parallel group)",
@@ -90,7 +100,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
-    training, table = _training_functions(model, program, pipeline=bool(model.graph.groups))
+    training, table = _training_functions(model, program, pipeline=bool(model.graph.groups), hardware=start["hardware"])
     program.functions.extend(training)
     for d, meaning in LAYOUT_DIMS.items():
         program.symbols[d] = meaning
@@ -107,6 +117,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "training": table,
         "zero": [{"value": v, "text": t} for v, t in ZERO_STAGE.meanings],
         "recompute": list(RECOMPUTE_SEARCHED),
+        "step_hardware": start["hardware"],
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
@@ -149,11 +160,13 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     return out
 
 
-def _training_functions(model, program: Program, pipeline: bool) -> tuple[list[Function], dict]:
+def _training_functions(model, program: Program, pipeline: bool, hardware: str) -> tuple[list[Function], dict]:
     """Training memory per device and FLOPs per device, one function each, for every ZeRO
     stage × recompute policy × stage set (the pipeline's first and last stage only where
     ``pipeline``: a model with no repeated layers has no stages to split it into); and the
-    page's table naming them."""
+    page's table naming them, with the step time on ``hardware`` of each ZeRO stage × recompute
+    policy × ``PP = 1`` or not, as ``costgraph train --hardware`` computes it by default (its rate,
+    communication overlap and bubble), as trees the page evaluates exactly (:mod:`.web_tree`)."""
     from ..engine.symbols import dim
     from ..numbers.integer_form import exact_parts
     from ..parallel.layout import Layout
@@ -162,7 +175,7 @@ def _training_functions(model, program: Program, pipeline: bool) -> tuple[list[F
     tp, pp, dp = (dim(d) for d in LAYOUT_DIMS)
     order = list(program.symbols) + list(LAYOUT_DIMS)
     functions: list[Function] = []
-    table: dict = {"memory": {}, "flops": None}
+    table: dict = {"memory": {}, "flops": None, "step": {}, "rate": None}
 
     def add(name, scope, quantity, unit, meaning, expr):
         num, den = exact_parts(expr)
@@ -174,8 +187,11 @@ def _training_functions(model, program: Program, pipeline: bool) -> tuple[list[F
     for zero in ZERO_STAGE.values:
         for recompute in RECOMPUTE_SEARCHED:
             cell = table["memory"].setdefault(str(zero), {}).setdefault(recompute, {})
+            steps = table["step"].setdefault(str(zero), {}).setdefault(recompute, {})
             for p in (1, pp) if pipeline else (1,):
-                result = train(model, Layout(t=tp, p=p, d=dp, zero=zero, recompute=recompute))
+                result = train(model, Layout(t=tp, p=p, d=dp, zero=zero, recompute=recompute), hardware=hardware)
+                steps["1" if p == 1 else "PP"] = step_tree(result.compute["step"]["total"])
+                table["rate"] = table["rate"] or result.compute["rate"].describe()
                 picked = {"single": result.stages[:1]} if p == 1 else {"first": result.stages[:1],
                                                                           "last": result.stages[-1:]}
                 for key, (stage,) in picked.items():
