@@ -99,6 +99,15 @@ def _six_digits(x: Fraction) -> str:
     return (s[:-k] + "." + s[-k:]).rstrip("0").rstrip(".")
 
 
+def _memory_cells(cells, trained):
+    for part in ("weights", "gradients", "optimizer", "activations", "total"):
+        assert cells[f"mem-{part}"][0] == str(trained["memory"][part]["value"]), part
+
+
+def _check_memory(capsys, cells, model_args, sets, layout_args):
+    _memory_cells(cells, _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm"))
+
+
 def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak, mfu=False):
     for scope in ("model", "layer"):
         derived = _json(capsys, "derive", *model_args, "--set", *sets, "--scope", scope)
@@ -110,8 +119,7 @@ def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak, mfu=F
     step = Fraction(cells["step"][0])
     assert float(step) == pytest.approx(trained["step"]["total"]["value"], rel=1e-12)
     assert cells["step"][1] == _six_digits(step)
-    for part in ("weights", "gradients", "optimizer", "activations", "total"):
-        assert cells[f"mem-{part}"][0] == str(trained["memory"][part]["value"]), part
+    _memory_cells(cells, trained)
     assert cells["capacity"][0] == str(trained["fits"]["capacity_bytes"])
     assert cells["reserve"][0] == str(trained["fits"]["reserve_bytes"])
     assert cells["fits"][0] == ("1" if trained["fits"]["fits"] else "0")
@@ -137,7 +145,7 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     assert cells["time"][1] == "0.000917461" and cells["step"][1] == "0.00437641"
     # the state is in the address: the link the page writes reproduces every cell
     link = cells["link"]
-    assert link.startswith("b=2&s=512&h=768&") and "&TP=2&PP=2&DP=4&zero=1&recompute=none&hardware=h100-sxm&" in link
+    assert link.startswith("b=2&s=512&h=768&") and "&TP=2&PP=2&DP=4&zero=1&recompute=none&precision=mixed&optimizer=adam&hardware=h100-sxm&" in link
     assert _open(tmp_path, gpt2_page, link) == cells
     # another preset than the page's: its step time is named, not computed
     other = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=mi300x"))
@@ -147,11 +155,20 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
 @needs_chromium
 def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
     page = _page(tmp_path, "llama", "--config", "llama-3-8b", "--tp", "4", "--zero", "3",
-                 "--recompute", "selective")
-    cells = _open(tmp_path, page, "b=1&s=8192&DP=2")       # TP, ZeRO and recompute from the command line
+                 "--recompute", "selective", "--precision", "bf16")
+    # TP, ZeRO, recompute and precision from the command line; the optimizer from the address: bitsandbytes'
+    # 8-bit Adam keeps 8-bit states only for tensors of 4096 elements or more (a size choice the page writes)
+    cells = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adam-8bit")
     _check_against_cli(capsys, cells, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
-                       ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective"], 989_400_000_000_000)
+                       ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "bf16",
+                        "--optimizer", "adam-8bit"], 989_400_000_000_000)
     assert cells["stage"][0] == "single"
+    # another precision than the page's first: memory computed, the step time named (it was derived for bf16)
+    fp32 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor&precision=fp32")
+    _check_memory(capsys, fp32, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
+                  ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
+                   "--optimizer", "adafactor"])
+    assert fp32["step"][0] is None and fp32["step"][1].endswith("--precision fp32")
 
 
 @needs_chromium
@@ -211,7 +228,7 @@ def test_page_prints(tmp_path, gpt2_page):
 
 def test_page_is_self_contained(gpt2_page):
     text = gpt2_page.read_text(encoding="utf-8")
-    assert len(text.encode()) < 500_000          # the step-time trees add about 90 kB to GPT-2's 320 kB
+    assert len(text.encode()) < 400_000   # 346 kB: step-time trees, precisions and optimizers; parts written once
     low = text.lower()
     assert not re.search(r"https?://|\bwww\.|\bfile:", low)   # no URL at all
     assert " src=" not in low and "<link" not in low and "@import" not in low and "url(" not in low
@@ -219,13 +236,15 @@ def test_page_is_self_contained(gpt2_page):
     data = json.loads(re.search(r'<script type="application/json" id="cg-data">(.*?)</script>', text, re.S).group(1))
     assert [d["name"] for d in data["dims"]] == ["b", "s", "h", "a", "l", "V", "s_max"]
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
-    assert set(data["training"]["memory"]) == {"0", "1", "2", "3"}
-    assert set(data["training"]["memory"]["1"]) == {"none", "selective", "full"}
+    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32"} == set(data["precision"])
+    assert set(data["training"]["states"]["mixed"]) == {"0", "1", "2", "3"}
+    assert set(data["training"]["optimizer"]["mixed"]) == {"adam", "adam-8bit", "adafactor", "lion", "muon", "sgd"}
+    assert set(data["training"]["activations"]["bf16"]) == {"none", "selective", "full"}
     # bf16 weights under Megatron-style TP (2 bytes each): replicated per layer the two LayerNorms
     # (4h) and the row-parallel biases (2h) -> 12hl; the position table 2h s_max; the final
     # LayerNorm 4h; sharded: the vocabulary-parallel embedding 2Vh/TP, 12h^2 weights and 7h
     # column-parallel biases per layer -> (24h^2 + 14h) l/TP
-    assert data["training"]["memory"]["1"]["none"]["single"]["weights"]["formula"] == (
+    assert data["training"]["states"]["mixed"]["1"]["single"]["weights"]["formula"] == (
         "4 h + 2 h s_max + 12 h l + 2 V h/TP + 14 h l/TP + 24 l h^2/TP")
 
 

@@ -137,6 +137,8 @@
     layout.append(select("zero", "ZeRO stage", DATA.zero.map((z) => [z.value, z.value + ": " + z.text]),
                          DATA.start.zero));
     layout.append(select("recompute", "recompute", DATA.recompute.map((r) => [r, r]), DATA.start.recompute));
+    layout.append(select("precision", "precision", DATA.precision.map((p) => [p, p]), DATA.start.precision));
+    layout.append(select("optimizer", "optimizer", DATA.optimizer.map((o) => [o, o]), DATA.start.optimizer));
     const hw = el("fieldset", {}, el("legend", {}, "Hardware"));
     hw.append(select("hardware", "device", DATA.hardware.map((h) => [h.key, h.key + " (" + h.name + ")"]),
                      DATA.start.hardware));
@@ -232,22 +234,42 @@
     }
   }
 
+  const PARTS = ["weights", "gradients", "optimizer", "activations"];
+
+  // one stage set's memory parts under the chosen precision, optimizer, ZeRO stage and recompute:
+  // part -> {fn, formula} (costgraph.export.web_training); null when the model has no such stage set
+  function parts(set) {
+    const T = DATA.training, pol = inputs.precision.value, zero = inputs.zero.value;
+    const states = T.states[pol][zero][set];
+    if (!states) return null;
+    return {weights: states.weights, gradients: states.gradients,
+            optimizer: T.optimizer[pol][inputs.optimizer.value][zero][set],
+            activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set]};
+  }
+
   function training(dims) {
-    const cell = DATA.training.memory[inputs.zero.value][inputs.recompute.value];
     const sets = dims.PP === 1n ? ["single"] : ["first", "last"];
-    let best = null, bestSet = null, failure = null;
-    if (dims.PP !== 1n && !cell.first) failure = "PP must be 1: the model has no repeated layers to split into stages";
+    let best = null, bestSet = null, bestValues = null, failure = null;
+    if (dims.PP !== 1n && !parts("first")) failure = "PP must be 1: the model has no repeated layers to split into stages";
     for (const set of failure ? [] : sets) {
-      const [total, err] = compute(cell[set].total.fn, dims);
-      if (total === null) { failure = err; break; }
-      if (best === null || total > best) { best = total; bestSet = set; }
+      const p = parts(set), values = {};
+      let total = 0n;
+      for (const c of PARTS) {
+        const [v, err] = compute(p[c].fn, dims);
+        if (v === null) { failure = err; break; }
+        values[c] = v;
+        total += v;
+      }
+      if (failure) break;
+      if (best === null || total > best) { best = total; bestSet = set; bestValues = values; }
     }
-    for (const c of ["weights", "gradients", "optimizer", "activations", "total"]) {
+    const shown = parts(bestSet || sets[0]) || parts("single");
+    for (const c of PARTS.concat(["total"])) {
       const row = document.getElementById("v-mem-" + c).parentNode.lastChild;
-      row.textContent = (cell[bestSet || sets[0]] || cell.single)[c].formula;
+      row.textContent = c === "total" ? PARTS.join(" + ") : shown[c].formula;
       if (failure) { show("mem-" + c, null, failure); continue; }
-      const [v, err] = compute(cell[bestSet][c].fn, dims);
-      show("mem-" + c, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
+      const v = c === "total" ? best : bestValues[c];
+      show("mem-" + c, v, grouped(v) + "  (" + gb(v) + ")");
     }
     const stage = document.getElementById("v-stage");
     stage.setAttribute("data-value", failure ? "" : bestSet);
@@ -265,6 +287,11 @@
     if (inputs.hardware.value !== DATA.step_hardware) {
       show("step", null, "computed for " + DATA.step_hardware + " only: costgraph web ... --hardware " +
            inputs.hardware.value);
+      return;
+    }
+    if (inputs.precision.value !== DATA.training.step_policy) {
+      show("step", null, "computed for precision " + DATA.training.step_policy + " only: costgraph web ... " +
+           "--precision " + inputs.precision.value);
       return;
     }
     if (failure) { show("step", null, failure); return; }

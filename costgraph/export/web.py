@@ -9,8 +9,9 @@ URL, no external script, style or font) holding
   (the same code ``costgraph codegen --lang javascript`` writes);
 * training memory per device (weights, gradients, optimizer states,
   activations, total) as closed forms in the model's dimensions and the layout
-  degrees ``TP``, ``PP`` and ``DP``, one set per ZeRO stage (0–3) and
-  recomputation policy (``none``, ``selective``, ``full``), each derived by
+  degrees ``TP``, ``PP`` and ``DP``, each part under the choices it depends on —
+  precision policy, optimizer, ZeRO stage (0–3), recompute policy (``none``,
+  ``selective``, ``full``): :mod:`costgraph.export.web_training` — each derived by
   :func:`costgraph.training.api.train` under
   :class:`~costgraph.parallel.layout.Layout` with symbolic degrees. ``PP = 1``
   uses the one-stage formulas; ``PP > 1`` the first and the last stage's
@@ -59,18 +60,15 @@ from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
 from .printing import to_text
-from .web_tree import program as step_tree
+from .web_training import OPTIMIZERS, POLICIES, training_table
 
 #: the layout degrees' dimension names on the page (upper case: no model dimension uses them)
 LAYOUT_DIMS = {"TP": "tensor-parallel degree (devices per tensor-parallel group)",
                "PP": "pipeline-parallel degree (stages)",
                "DP": "data-parallel degree (model replicas)"}
 
-#: training memory components shown, in order (the total includes the loss's fp32 logits)
+#: training memory components shown, in order (the total is their sum; the loss's fp32 logits are activations)
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "total")
-
-#: stage sets: one stage (PP = 1); the first and the last stage (PP > 1)
-STAGES = {"single": "the whole model (PP = 1)", "first": "stage 0 (first)", "last": "stage PP-1 (last)"}
 
 #: significant digits of the seconds shown (rounded down)
 TIME_DIGITS = 6
@@ -82,7 +80,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
 
     ``values``: dimension values (symbol or name → int) used as the inputs' initial
     values (a model's ``--config``); ``layout``: initial ``TP``, ``PP``, ``DP``
-    (ints), ``zero`` (0–3) and ``recompute`` (``none``, ``selective``, ``full``);
+    (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
+    ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``; the step time
+    is the first precision's);
     ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
     decimal text; ``command``: the command line that regenerates the page.
 
@@ -90,7 +90,8 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     ------
     CostgraphValueError
         A model dimension named ``TP``, ``PP`` or ``DP``; an unknown preset,
-        ZeRO stage or recompute policy; an MFU outside (0, 1].
+        ZeRO stage or recompute policy; a precision or optimizer the page does not offer; an MFU
+        outside (0, 1].
     """
     from ..hardware import preset, presets
 
@@ -100,7 +101,8 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
-    training, table = _training_functions(model, program, pipeline=bool(model.graph.groups), hardware=start["hardware"])
+    training, table = _training_functions(model, program, pipeline=bool(model.graph.groups), hardware=start["hardware"],
+                                          policy=start["precision"])
     program.functions.extend(training)
     for d, meaning in LAYOUT_DIMS.items():
         program.symbols[d] = meaning
@@ -111,12 +113,14 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "dims": [{"name": d, "meaning": m, "value": program.defaults.get(d)} for d, m in program.symbols.items()
                  if d not in LAYOUT_DIMS],
         "layout": [{"name": d, "meaning": m, "value": start[d]} for d, m in LAYOUT_DIMS.items()],
-        "start": {k: start[k] for k in ("zero", "recompute", "hardware", "mfu")},
+        "start": {k: start[k] for k in ("zero", "recompute", "precision", "optimizer", "hardware", "mfu")},
         "quantities": [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit,
                         "meaning": f.meaning, "formula": f.formula} for f in program.functions if f not in training],
         "training": table,
         "zero": [{"value": v, "text": t} for v, t in ZERO_STAGE.meanings],
         "recompute": list(RECOMPUTE_SEARCHED),
+        "precision": list(POLICIES),
+        "optimizer": list(OPTIMIZERS),
         "step_hardware": start["hardware"],
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
@@ -141,7 +145,8 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     """The initial layout, preset and MFU, checked."""
     from ..arguments import rational
 
-    out = {"TP": 1, "PP": 1, "DP": 1, "zero": ZERO_STAGE.default, "recompute": "none", **dict(layout)}
+    out = {"TP": 1, "PP": 1, "DP": 1, "zero": ZERO_STAGE.default, "recompute": "none", "precision": POLICIES[0],
+           "optimizer": OPTIMIZERS[0], **dict(layout)}
     from ..parallel.layout import MAX_DEVICES
 
     for d in LAYOUT_DIMS:
@@ -150,6 +155,10 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
                                       hint="--tp, --pp and --dp are device counts")
     if isinstance(out["zero"], bool) or out["zero"] not in ZERO_STAGE.values:
         raise CostgraphValueError(f"unknown ZeRO stage {out['zero']!r}", hint="0, 1, 2 or 3")
+    for key, offered, flag in (("precision", POLICIES, "--precision"), ("optimizer", OPTIMIZERS, "--optimizer")):
+        if out[key] not in offered:
+            raise CostgraphValueError(f"the page offers {flag} {', '.join(offered)}, not {str(out[key])[:40]!r}",
+                                      hint=f"costgraph train {flag} {str(out[key])[:40]} computes it")
     if out["recompute"] not in RECOMPUTE_SEARCHED:
         raise CostgraphValueError(f"unknown recompute policy {out['recompute']!r}",
                                   hint="one of " + ", ".join(RECOMPUTE_SEARCHED))
@@ -160,49 +169,30 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     return out
 
 
-def _training_functions(model, program: Program, pipeline: bool, hardware: str) -> tuple[list[Function], dict]:
-    """Training memory per device and FLOPs per device, one function each, for every ZeRO
-    stage × recompute policy × stage set (the pipeline's first and last stage only where
-    ``pipeline``: a model with no repeated layers has no stages to split it into); and the
-    page's table naming them, with the step time on ``hardware`` of each ZeRO stage × recompute
-    policy × ``PP = 1`` or not, as ``costgraph train --hardware`` computes it by default (its rate,
-    communication overlap and bubble), as trees the page evaluates exactly (:mod:`.web_tree`)."""
-    from ..engine.symbols import dim
+def _training_functions(model, program: Program, pipeline: bool, hardware: str,
+                        policy: str) -> tuple[list[Function], dict]:
+    """Training memory per device by part, FLOPs per device and the step time on ``hardware``
+    (:func:`costgraph.export.web_training.training_table`): the exact functions and the page's
+    table naming them."""
     from ..numbers.integer_form import exact_parts
-    from ..parallel.layout import Layout
-    from ..training.api import train
+    from .web_conditions import indicator_form
 
-    tp, pp, dp = (dim(d) for d in LAYOUT_DIMS)
     order = list(program.symbols) + list(LAYOUT_DIMS)
     functions: list[Function] = []
-    table: dict = {"memory": {}, "flops": None, "step": {}, "rate": None}
+
+    made: dict = {}   # one function per closed form: the parts that several choices share are written once
 
     def add(name, scope, quantity, unit, meaning, expr):
-        num, den = exact_parts(expr)
+        if (quantity, expr) in made:
+            return made[quantity, expr]
+        num, den = exact_parts(indicator_form(expr))   # 8-bit Adam's and Adafactor's states choose by size
         used = {str(x) for x in expr.free_symbols}
         args = tuple([d for d in order if d in used] + sorted(used - set(order)))
         functions.append(Function(name, scope, quantity, unit, meaning, expr, num, den, args, to_text(expr)))
-        return {"fn": name, "formula": to_text(expr)}
+        made[quantity, expr] = {"fn": name, "formula": to_text(expr)}
+        return made[quantity, expr]
 
-    for zero in ZERO_STAGE.values:
-        for recompute in RECOMPUTE_SEARCHED:
-            cell = table["memory"].setdefault(str(zero), {}).setdefault(recompute, {})
-            steps = table["step"].setdefault(str(zero), {}).setdefault(recompute, {})
-            for p in (1, pp) if pipeline else (1,):
-                result = train(model, Layout(t=tp, p=p, d=dp, zero=zero, recompute=recompute), hardware=hardware)
-                steps["1" if p == 1 else "PP"] = step_tree(result.compute["step"]["total"])
-                table["rate"] = table["rate"] or result.compute["rate"].describe()
-                picked = {"single": result.stages[:1]} if p == 1 else {"first": result.stages[:1],
-                                                                          "last": result.stages[-1:]}
-                for key, (stage,) in picked.items():
-                    cell[key] = {c: add(f"train_z{zero}_{recompute}_{key}_{c}", f"train/zero{zero}/{recompute}/{key}",
-                                        c, "B", f"training {c} bytes per device, {STAGES[key]}", stage.memory[c])
-                                 for c in COMPONENTS}
-                if table["flops"] is None:
-                    table["flops"] = add("train_flops_per_device", "train", "flops_per_device", "FLOP",
-                                         "model FLOPs per device per iteration (m = PP micro-batches of b)",
-                                         result.flops["model_per_device"])
-    return functions, table
+    return functions, training_table(model, add, pipeline, hardware, policy)
 
 
 def _script_safe(text: str) -> str:
