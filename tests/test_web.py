@@ -172,6 +172,26 @@ def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
 
 
 @needs_chromium
+def test_serving_side_matches_infer(tmp_path, capsys, gpt2_page):
+    """The serving inputs (prompt, generate, batch, KV dtype) and the preset give what `costgraph infer`
+    prints for them: the KV cache, the weights, the memory at the batch, the usable memory, the verdict and
+    the largest batch (issue 32 item 3)."""
+    for kv, hw in (("bf16", "h100-sxm"), ("fp8", "h200")):
+        cells = _open(tmp_path, gpt2_page, f"prompt=512&generate=128&batch=8&kv_dtype={kv}&hardware={hw}")
+        inferred = _json(capsys, "infer", "gpt", "--config", "gpt2", "--hardware", hw, "--prompt", "512",
+                         "--generate", "128", "--batch", "8", "--kv", kv)
+        for cell, key in (("kv_per_token", "kv_cache_bytes_per_token"), ("kv", "kv_cache_bytes_paged"),
+                          ("weights", "weight_bytes"), ("memory", "memory_bytes")):
+            assert cells[f"serve-{cell}"][0] == str(inferred[key]["value"]), (kv, cell)
+        assert cells["serve-capacity"][0] == str(inferred["settings"]["capacity_bytes"])
+        assert cells["serve-fits"][0] == ("1" if inferred["fits"] else "0")
+        assert cells["serve-max_batch"][0] == str(inferred["max_batch"]), kv
+    # GPT-2 in bf16: 4hl = 36,864 bytes of KV per token (2 tensors x 2 bytes x h x l); 3,041 sequences of
+    # 640 tokens fit 72 GB beside the 248,879,616 bytes of weights
+    assert _open(tmp_path, gpt2_page, "prompt=512&generate=128&batch=8")["serve-max_batch"][0] == "3041"
+
+
+@needs_chromium
 def test_bad_inputs_are_named_not_computed(tmp_path, gpt2_page):
     page = gpt2_page
     cells = _open(tmp_path, page, "h=12x&TP=5&mfu=1.5")

@@ -143,7 +143,12 @@
     hw.append(select("hardware", "device", DATA.hardware.map((h) => [h.key, h.key + " (" + h.name + ")"]),
                      DATA.start.hardware));
     hw.append(field("mfu", "model FLOPs utilization, a decimal in (0, 1]", DATA.start.mfu, "[0-9.]+"));
-    app.append(el("form", {id: "inputs", autocomplete: "off"}, dims, layout, hw));
+    const serve = el("fieldset", {}, el("legend", {}, "Serving (costgraph infer)"));
+    serve.append(field("prompt", "prompt tokens P per sequence", DATA.start.prompt, "[0-9]+"));
+    serve.append(field("generate", "tokens generated G per sequence", DATA.start.generate, "[0-9]+"));
+    serve.append(field("batch", "sequences served at once (b in infer's formulas)", DATA.start.batch, "[0-9]+"));
+    serve.append(select("kv_dtype", "KV dtype", DATA.kv.map((k) => [k, k]), DATA.start.kv));
+    app.append(el("form", {id: "inputs", autocomplete: "off"}, dims, layout, hw, serve));
 
     const costs = el("table", {id: "costs"}, el("caption", {}, "Costs (exact)"),
                      el("tr", {}, el("th", {}, "quantity"), el("th", {}, "value"), el("th", {}, "unit"),
@@ -166,7 +171,18 @@
     train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
                            "--mfu (the rate covers the whole step; rounded down to " + DATA.time_digits +
                            " significant digits)", "s", ""));
-    app.append(costs, train);
+    const serving = el("table", {id: "serving"}, el("caption", {}, "Serving on one device (weights bf16, " +
+                       "paged KV cache in blocks of 16 tokens; as costgraph infer --hardware)"),
+                       el("tr", {}, el("th", {}, "quantity"), el("th", {}, "value"), el("th", {}, "unit"),
+                          el("th", {}, "closed form (P prompt, G generated, b batch)")));
+    for (const [id, label] of [["kv_per_token", "KV cache per token"], ["kv", "KV cache of the batch (paged)"],
+                               ["weights", "weights in memory"], ["memory", "memory at this batch"]]) {
+      serving.append(outputRow("serve-" + id, label, "B", ""));
+    }
+    serving.append(outputRow("serve-capacity", "usable memory (device less the reserve)", "B", ""));
+    serving.append(outputRow("serve-fits", "verdict", "", ""));
+    serving.append(outputRow("serve-max_batch", "largest batch of P + G tokens that fits", "", ""));
+    app.append(costs, train, serving);
     const conv = el("ul", {id: "conventions"});
     for (const c of DATA.conventions) conv.append(el("li", {}, c));
     app.append(el("h2", {}, "Conventions"), conv);
@@ -218,7 +234,42 @@
       show(q.fn, v, v === null ? err : undefined);
     }
     training(dims);
+    servingRows(dims);
     toFragment();
+  }
+
+  function whole(name) {
+    const text = inputs[name].value.trim(), ok = /^[0-9]{1,40}$/.test(text) && !/^0+$/.test(text);
+    inputs[name].classList.toggle("bad", !ok);
+    return ok ? BigInt(text) : null;
+  }
+
+  function servingRows(dims) {
+    const S = DATA.serving, ids = ["kv_per_token", "kv", "weights", "memory"];
+    const all = ids.concat(["capacity", "fits", "max_batch"]);
+    if (S.absent) { for (const id of all) show("serve-" + id, null, S.absent); return; }
+    const cell = S.kv[inputs.kv_dtype.value];
+    const d = Object.assign({}, dims, {P: whole("prompt"), G: whole("generate"), b: whole("batch")});
+    const values = {};
+    for (const id of ids) {
+      document.getElementById("v-serve-" + id).parentNode.lastChild.textContent = cell[id].formula;
+      const [v, err] = compute(cell[id].fn, d);
+      values[id] = v;
+      show("serve-" + id, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
+    }
+    const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
+    const [rn, rd] = S.reserve.map(BigInt);
+    const capacity = BigInt(hw.memory) * (rd - rn) / rd;      // rounded down to a byte
+    show("serve-capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + ")");
+    if (values.memory === null) { show("serve-fits", null, ""); show("serve-max_batch", null, ""); return; }
+    const room = capacity - values.memory;
+    show("serve-fits", room >= 0n ? 1n : 0n, room >= 0n ? "fits (" + grouped(room) + " B to spare)"
+                                                        : "does not fit (" + grouped(-room) + " B over)");
+    if (!cell.base) { show("serve-max_batch", null, "not linear in the batch: costgraph infer"); return; }
+    const [base, berr] = compute(cell.base.fn, d), [per, perr] = compute(cell.per_sequence.fn, d);
+    if (base === null || per === null) { show("serve-max_batch", null, berr || perr); return; }
+    const most = capacity >= base ? (capacity - base) / per : 0n;
+    show("serve-max_batch", most);
   }
 
   // the inputs in the address's fragment (#b=2&s=512&TP=2&zero=1...), so a link reproduces the page

@@ -60,6 +60,7 @@ from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
 from .printing import to_text
+from .web_serving import KV_DTYPES, SERVING_DIMS, START as SERVING_START, serving_table
 from .web_training import OPTIMIZERS, POLICIES, training_table
 
 #: the layout degrees' dimension names on the page (upper case: no model dimension uses them)
@@ -101,22 +102,27 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
-    training, table = _training_functions(model, program, pipeline=bool(model.graph.groups), hardware=start["hardware"],
-                                          policy=start["precision"])
+    training, add = _writer(program)
+    table = training_table(model, add, bool(model.graph.groups), start["hardware"], start["precision"])
+    serving = serving_table(model, add, values, start["hardware"])
+    quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
+                   "formula": f.formula} for f in program.functions]
     program.functions.extend(training)
-    for d, meaning in LAYOUT_DIMS.items():
-        program.symbols[d] = meaning
+    for d, meaning in {**LAYOUT_DIMS, **SERVING_DIMS}.items():
+        program.symbols.setdefault(d, meaning)
     data = {
         "model": model.name,
         "command": command,
         "conventions": program.conventions,
         "dims": [{"name": d, "meaning": m, "value": program.defaults.get(d)} for d, m in program.symbols.items()
-                 if d not in LAYOUT_DIMS],
+                 if d not in LAYOUT_DIMS and d not in SERVING_DIMS],
         "layout": [{"name": d, "meaning": m, "value": start[d]} for d, m in LAYOUT_DIMS.items()],
-        "start": {k: start[k] for k in ("zero", "recompute", "precision", "optimizer", "hardware", "mfu")},
-        "quantities": [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit,
-                        "meaning": f.meaning, "formula": f.formula} for f in program.functions if f not in training],
+        "start": {**{k: start[k] for k in ("zero", "recompute", "precision", "optimizer", "hardware", "mfu")},
+                  **SERVING_START, "kv": KV_DTYPES[0]},
+        "quantities": quantities,
         "training": table,
+        "serving": serving,
+        "kv": list(KV_DTYPES),
         "zero": [{"value": v, "text": t} for v, t in ZERO_STAGE.meanings],
         "recompute": list(RECOMPUTE_SEARCHED),
         "precision": list(POLICIES),
@@ -169,18 +175,16 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     return out
 
 
-def _training_functions(model, program: Program, pipeline: bool, hardware: str,
-                        policy: str) -> tuple[list[Function], dict]:
-    """Training memory per device by part, FLOPs per device and the step time on ``hardware``
-    (:func:`costgraph.export.web_training.training_table`): the exact functions and the page's
-    table naming them."""
+def _writer(program: Program):
+    """``(functions, add)``: ``add(name, scope, quantity, unit, meaning, expr)`` writes one exact function
+    of the page into ``functions`` (its ``Piecewise`` size choices as integer arithmetic:
+    :mod:`.web_conditions`) and returns ``{"fn", "formula"}``; a closed form met again is written once."""
     from ..numbers.integer_form import exact_parts
     from .web_conditions import indicator_form
 
     order = list(program.symbols) + list(LAYOUT_DIMS)
     functions: list[Function] = []
-
-    made: dict = {}   # one function per closed form: the parts that several choices share are written once
+    made: dict = {}
 
     def add(name, scope, quantity, unit, meaning, expr):
         if (quantity, expr) in made:
@@ -192,7 +196,7 @@ def _training_functions(model, program: Program, pipeline: bool, hardware: str,
         made[quantity, expr] = {"fn": name, "formula": to_text(expr)}
         return made[quantity, expr]
 
-    return functions, training_table(model, add, pipeline, hardware, policy)
+    return functions, add
 
 
 def _script_safe(text: str) -> str:
