@@ -186,6 +186,13 @@ def dims_given(dims: Mapping, config: object, given: object, keywords: dict) -> 
     return optional_text(config, "config"), dim_values({**merged, **keywords})
 
 
+def missing_values_hint(configs: Mapping) -> str:
+    """The hint when :meth:`Costs.evaluate` lacks values: keywords or a configuration, in API terms."""
+    named = ", ".join(repr(c) for c in configs)
+    return ("give them as keywords, evaluate(h=4096, ...), or name a configuration"
+            + (f": evaluate({next(iter(configs))!r}); its configurations: {named}" if configs else ""))
+
+
 def finite(value: float, name: str) -> float:
     """``value`` if it is a finite number."""
     if isinstance(value, float) and not math.isfinite(value):

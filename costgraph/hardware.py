@@ -321,5 +321,26 @@ def to_json(hw: Hardware) -> dict:
             **hw.numbers(), "units": {k: UNITS[k] for k in hw.numbers()}, "sources": dict(hw.sources)}
 
 
-__all__ = ["Hardware", "preset", "presets", "bundled_presets", "from_file", "parse", "KIND", "SCHEMA", "format_table", "format_one", "to_json",
+@dataclass(frozen=True)
+class PresetList:
+    """Every preset (``costgraph hardware`` / ``costgraph hardware list``): the bundled ones, then a
+    user table's (``COSTGRAPH_DATA``). ``str()`` is the text table (peaks in dense TFLOP/s, HBM, links,
+    each preset's BF16 source: :func:`format_table`); ``to_dict()`` the JSON (:func:`to_json` per preset:
+    exact integers, units and a source per number)."""
+
+    presets: Mapping[str, Hardware]
+
+    def to_dict(self) -> dict:
+        return {"presets": [to_json(h) for h in self.presets.values()]}
+
+    def __str__(self) -> str:
+        return format_table(self.presets)
+
+
+def preset_list() -> PresetList:
+    """Every preset, as :class:`PresetList` (the table of ``costgraph hardware list``)."""
+    return PresetList(MappingProxyType(presets()))
+
+
+__all__ = ["Hardware", "PresetList", "preset_list", "preset", "presets", "bundled_presets", "from_file", "parse", "KIND", "SCHEMA", "format_table", "format_one", "to_json",
            "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES"]

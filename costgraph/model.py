@@ -266,8 +266,8 @@ class Model:
                            efficiency_profile=efficiency_profile, overlap=overlap, **search)
 
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
-        """Dimension values (symbol → Integer): the dims' defaults, then ``config``, then ``given`` (a mapping,
-        name → value: any name, ``self`` too), then ``overrides`` (:func:`arguments.dims_given`).
+        """Dimension values (symbol → Integer): the dims' defaults, then ``config`` (unnamed: "hf" for a model
+        from a config.json), then ``given`` (a mapping, name → value), then ``overrides`` (:func:`arguments.dims_given`).
 
         Raises
         ------
@@ -282,6 +282,7 @@ class Model:
 
     def _int_values(self, config, overrides) -> dict[str, int]:
         """:meth:`values` as plain ints by name (the fast path of :meth:`Costs.evaluate`)."""
+        config = self.graph.default_config if config is None else config
         vals: dict[str, int] = {d.name: d.default for d in self.graph.dims.values()
                                 if d.default is not None and d.derived is None}
         if config is not None:
@@ -445,12 +446,12 @@ class Costs:
         return grouped(parts, rest)
 
     def evaluate(self, config: str | None = None, given: Mapping | None = None, /, **values: int) -> dict[str, int]:
-        """Exact integer values of every quantity for a configuration and values (as :meth:`Model.values`).
+        """Exact integer values of every quantity for a configuration and values (as :meth:`Model.values`;
+        unnamed, a model loaded from a config.json or a Hub id takes that config's values, configuration "hf").
 
-        One exception: a per-layer view of a model with a layer pattern (``--scope layer``
-        or a repeat group's path) is the *average* layer — ``floor(l/6)/l`` of a global
-        one in Gemma 3 — and its values are exact ``fractions.Fraction`` where they are
-        not whole (Gemma-3-1B's 26 layers: 4 global, 22 local).
+        One exception: a per-layer view of a model with a layer pattern (``--scope layer`` or a repeat group's
+        path) is the *average* layer — ``floor(l/6)/l`` of a global one in Gemma 3 — and its values are exact
+        ``fractions.Fraction`` where they are not whole (Gemma-3-1B's 26 layers: 4 global, 22 local).
 
         Raises
         ------
@@ -463,7 +464,7 @@ class Costs:
         missing = [n for n in names if n not in vals]
         if missing:
             raise CostgraphValueError(f"no value for {', '.join(missing)}",
-                                      hint="give them with --set NAME=VALUE or a configuration")
+                                      hint=arguments.missing_values_hint(self.model.graph.configs))
         try:
             return dict(zip(self.quantities, ev([vals[n] for n in names])))
         except NotWhole as e:   # every size checked whole: only an average layer can be fractional
@@ -494,10 +495,9 @@ class Costs:
     def compile(self, config=None, given: Mapping | None = None, /, *, dtype="float64", **fixed) -> "Compiled":
         """A vectorized evaluator of every quantity (NumPy; install ``numpy``).
 
-        The returned function takes every symbol of the quantities by
-        keyword, as NumPy arrays (broadcast together) or numbers, and returns
-        ``{quantity: array}``; ``config`` and ``fixed`` (``h=8192``) give
-        defaults for the symbols a call leaves out::
+        The returned function takes every symbol of the quantities by keyword, as NumPy arrays (broadcast
+        together) or numbers, and returns ``{quantity: array}``; ``config`` (unnamed: a config.json's values)
+        and ``fixed`` (``h=8192``) give defaults for the symbols a call leaves out::
 
             f = costs.compile("llama-2-70b", dtype="int64")
             f(b=np.arange(1, 65)[:, None], s=np.array([2048, 4096, 8192]))
@@ -516,7 +516,7 @@ class Costs:
         config, fixed = arguments.dims_given(self.model.graph.dims, config, given, fixed)
         if dtype not in ("float64", "int64", "exact"):
             raise CostgraphValueError(f"unknown dtype {dtype!r} for compile", hint="float64, int64 or exact")
-        vals = self.model._int_values(config, fixed) if (config is not None or fixed) else {}
+        vals = self.model._int_values(config, fixed) if (config or fixed or self.model.graph.default_config) else {}
         syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
         defaults = {str(x): vals[str(x)] for x in syms if str(x) in vals}
         return Compiled(self.quantities, syms, dtype, defaults)

@@ -23,8 +23,9 @@ import importlib
 
 from .errors import CostgraphValueError
 
-#: the extras of pyproject.toml and the modules each one brings
-EXTRAS = {"plot": ("matplotlib",), "graph": ("graphviz",)}
+#: the extras of pyproject.toml that ``all`` gathers and the modules each one brings (``hub``: Hub ids,
+#: :mod:`costgraph.language.hf_hub`, which names the extra itself when it is missing)
+EXTRAS = {"plot": ("matplotlib",), "graph": ("graphviz",), "hub": ("huggingface_hub",)}
 
 
 class MissingExtra(CostgraphValueError):

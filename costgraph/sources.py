@@ -23,17 +23,19 @@ HF_CONFIG = "hf"
 
 def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] | None = None,
          profile: str = PROFILE.default, config: str | None = None, allow_download: bool = False,
-         input_grads: bool = False):
+         input_grads: bool = False, revision: str | None = None):
     """Load and build a model (:class:`costgraph.Model`).
 
     ``model``: a bundled name (``"gpt"``), a ``.cg`` path, a ``config.json`` path, a model snapshot
     folder (its ``config.json``), a Hub id ``"org/name"`` or ``"org/name@revision"`` found in the
     local Hugging Face cache (``HF_HUB_CACHE`` / ``HF_HOME``; needs the extra ``hub``), or a
     ``config.json`` already parsed (a dict). ``allow_download``: fetch a Hub id's ``config.json``
-    (that file only) when it is not cached and ``HF_HUB_OFFLINE`` is not set.
+    (that file only) when it is not cached and ``HF_HUB_OFFLINE`` is not set. ``revision``: a branch,
+    a tag or a commit hash of a Hub id, as ``from_pretrained(..., revision=)`` spells it (the same as
+    ``"org/name@revision"``).
 
-    From a config.json, the model's dimension values are its configuration ``"hf"``
-    (:data:`HF_CONFIG`: ``model.values("hf")``, ``costs().evaluate("hf")``) and ``model.hf`` is the
+    From a config.json, the model's dimension values are its configuration ``"hf"`` (:data:`HF_CONFIG`:
+    ``model.values("hf")``, ``costs().evaluate("hf")``, and unnamed: ``values()``, ``evaluate()``) and ``model.hf`` is the
     :class:`~costgraph.language.hf_config.HFModel` (``values``, ``model_type``, ``source``, and
     ``shipped()``: the weight dtype its ``torch_dtype``/``quantization_config`` give). ``dropout``:
     True, False, or ``"auto"`` (default): on for a model file, the config's dropout rates for a config.json.
@@ -44,7 +46,8 @@ def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] |
     Raises
     ------
     CostgraphValueError
-        A Hub id not in the cache without ``allow_download`` (the hint says how to fetch it), an unreadable or unsupported config (as
+        A Hub id not in the cache without ``allow_download`` (the hint says how to fetch it), ``revision`` with
+        no Hub id or another ``@revision``, an unreadable or unsupported config (as
         :func:`costgraph.load_hf_config`), or any error of :func:`costgraph.model.load`.
     """
     from . import model as _model
@@ -58,6 +61,10 @@ def load(model, *, dropout: bool | str = "auto", options: Mapping[str, object] |
                                   hint="leave input_grads out, or load the bundled model file by name")
     if isinstance(model, Mapping):
         return _from_config(dict(model), "<dict>", _auto(dropout), options, profile, config)
+    if revision is not None:
+        from .language.hf_hub import with_revision
+
+        model = with_revision(model if isinstance(model, str) else repr(model)[:80], revision, "revision=")
     if isinstance(model, (str, os.PathLike)):
         from .language.hf_hub import config_path
 
@@ -100,5 +107,7 @@ def _from_config(config, source: str, dropout, options, profile, name):
     data = read_config(config) if isinstance(config, str) else config
     hf = from_hf_config(data, source=source, dropout=dropout, profile=profile, options=options)
     hf.model.graph.configs[HF_CONFIG] = dict(hf.values)
+    hf.model.graph.default_config = HF_CONFIG     # values(), costs().evaluate() and compile() use them unnamed
+    hf.model.default_config = HF_CONFIG       # values(), costs().evaluate() and compile() use them unnamed
     hf.model.hf = hf
     return hf.model

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .export.display import Q, Table, Tabular
 from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
 from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, SPEECH_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops,
                             kv_cache_bytes, param_count, require, saved_bytes)
@@ -101,12 +102,14 @@ def explain(value: int, dims: dict[str, int], *, max_factors: int = MAX_FACTORS,
     return list(dict.fromkeys(text for _, _, text in found))
 
 
-@dataclass
-class Verification:
+@dataclass(repr=False)
+class Verification(Tabular):
     """:func:`verify`'s result: the costgraph model and the transformers class compared, the
     config's path, whether dropout was on, one :class:`Quantity` per comparison (parameters;
     forward/backward FLOPs; KV cache and saved bytes, in bytes), and the torch/transformers
-    versions; ``exact`` when every compared quantity agrees."""
+    versions; ``exact`` when every compared quantity agrees. ``print`` gives the report of
+    ``costgraph verify`` (:func:`to_text`); a notebook a table, one row per quantity and shape
+    (:class:`~costgraph.export.display.Tabular`)."""
     model: str                 # costgraph model name
     model_type: str
     torch_class: str
@@ -118,6 +121,23 @@ class Verification:
     @property
     def exact(self) -> bool:
         return all(q.exact for q in self.quantities if q.skipped is None)
+
+    def __str__(self) -> str:
+        return to_text(self)
+
+    def _table(self) -> Table:
+        """One row per quantity and shape: torch, costgraph, their difference and the verdict."""
+        rows = []
+        for q in self.quantities:
+            unit = "" if q.name == "parameters" else ("FLOP" if "FLOPs" in q.name else "bytes")
+            if q.skipped is not None:
+                rows.append((q.name, None, None, None, None, None, f"skipped: {q.skipped}"))
+            for (b, s), t, c in zip(q.shapes, q.torch, q.costgraph):
+                at = (None, None) if q.name == "parameters" else (b, s)
+                rows.append((q.name, *at, Q(t, unit), Q(c, unit), Q(t - c, unit), "exact" if t == c else "differs"))
+        verdict = "all exact" if self.exact else "differences found"
+        return Table(f"costgraph '{self.model}' vs transformers {self.torch_class} ({self.versions}): {verdict}",
+                     ("quantity", "b", "s", "torch", "costgraph", "torch − costgraph", ""), rows)
 
 
 def _hf_build_config(config: dict) -> dict:

@@ -225,6 +225,29 @@ def test_cli_json(capsys):
     assert set(one["sources"]) == set(one["units"]) >= set(NUMBERS)
 
 
+def test_cli_hardware_list(capsys):
+    """`costgraph hardware list` (issue 32 item 2; it was "unknown hardware 'list'") is the table of every
+    preset with its peak, memory and source, as `costgraph hardware`; --json the JSON of preset_list()."""
+    from costgraph.hardware import preset_list
+
+    assert main(["hardware"]) == 0
+    table = capsys.readouterr().out
+    assert main(["hardware", "list"]) == 0
+    out = capsys.readouterr().out
+    assert out == table and out.rstrip("\n") == str(preset_list())
+    # H100 SXM: 989.4 dense BF16 TFLOP/s, 80 GB HBM3 (NVIDIA H100 datasheet), its source named under the table
+    row = next(line for line in out.splitlines() if line.startswith("h100-sxm "))
+    assert row.split()[1] == "989.4" and row.split()[6] == "80"
+    assert f"  h100-sxm: {preset('h100-sxm').source('peak_flops_bf16')}" in out
+    assert main(["hardware", "list", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data == preset_list().to_dict() and [p["key"] for p in data["presets"]] == list(presets())
+    h100 = data["presets"][list(presets()).index("h100-sxm")]
+    assert h100["peak_flops_bf16"] == 989_400_000_000_000 and h100["memory_bytes"] == 80_000_000_000
+    assert main(["hardware", "h100-sxm", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["key"] == "h100-sxm"
+
+
 def test_cli_unknown_name_exits_2_with_a_suggestion(capsys):
     assert main(["hardware", "h100sxmm"]) == 2
     err = capsys.readouterr().err

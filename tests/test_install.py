@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from costgraph.version import __version__ as VERSION
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,22 +40,50 @@ def dist(tmp_path_factory):
 @pytest.mark.slow
 def test_wheel_and_sdist_carry_license_types_and_data(dist):
     wheel, sdist = dist
+    info = f"costgraph-{VERSION}.dist-info"
+    assert wheel.name == f"costgraph-{VERSION}-py3-none-any.whl" and sdist.name == f"costgraph-{VERSION}.tar.gz"
     names = zipfile.ZipFile(wheel).namelist()
-    assert "costgraph-0.1.0.dist-info/licenses/LICENSE" in names
+    assert f"{info}/licenses/LICENSE" in names
     assert {"costgraph/py.typed", "costgraph/grammars/costgraph.lark", "costgraph/models/gpt.cg",
             "costgraph/hardware.toml", "costgraph/optional.py"} <= set(names)
-    meta = zipfile.ZipFile(wheel).read("costgraph-0.1.0.dist-info/METADATA").decode()
+    meta = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
     assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta
+    # one version source: costgraph/version.py, read by setuptools (pyproject's dynamic version)
+    assert f"\nVersion: {VERSION}\n" in meta
+    # no placeholder addresses: the project URLs are absent until they are real (issue 32 item 4)
+    assert "Project-URL" not in meta and "Home-page" not in meta
     # the core requirements carry no extra's packages; the extras name them
     core = [line for line in meta.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
-    assert not any(p in line for line in core for p in ("matplotlib", "graphviz", "mkdocs"))
+    assert not any(p in line for line in core for p in ("matplotlib", "graphviz", "mkdocs", "huggingface"))
     assert "Requires-Dist: matplotlib>=3.7; extra == \"plot\"" in meta
     members = tarfile.open(sdist).getnames()
-    assert {"costgraph-0.1.0/LICENSE", "costgraph-0.1.0/models/gpt.cg", "costgraph-0.1.0/grammars/costgraph.lark"} \
-        <= set(members)
+    assert {f"costgraph-{VERSION}/LICENSE", f"costgraph-{VERSION}/models/gpt.cg",
+            f"costgraph-{VERSION}/grammars/costgraph.lark"} <= set(members)
     # what the tests and the docs read ships too (MANIFEST.in): the suite runs from an unpacked sdist
-    assert {"costgraph-0.1.0/docs/index.md", "costgraph-0.1.0/examples/hf/llama-3.1-8b.json",
-            "costgraph-0.1.0/tests/conftest.py", "costgraph-0.1.0/mkdocs.yml"} <= set(members)
+    assert {f"costgraph-{VERSION}/docs/index.md", f"costgraph-{VERSION}/examples/hf/llama-3.1-8b.json",
+            f"costgraph-{VERSION}/tests/conftest.py", f"costgraph-{VERSION}/mkdocs.yml"} <= set(members)
+
+
+def test_one_version_source():
+    """pyproject.toml names no version of its own: setuptools reads costgraph/version.py."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "costgraph.version.__version__"}
+    assert "urls" not in project["project"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", VERSION)
+
+
+@pytest.mark.slow
+def test_twine_check(dist):
+    """``twine check --strict`` of the wheel and the sdist, as the package index would render them
+    (the README as the long description, the metadata fields). twine is the extra ``release``."""
+    pytest.importorskip("twine", reason="twine is the extra 'release' (pip install -e '.[release]')")
+    r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *map(str, dist)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert r.stdout.count("PASSED") == 2, r.stdout
 
 
 @pytest.mark.slow
@@ -103,3 +133,20 @@ def test_every_python_package_is_listed_for_the_wheel():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "costgraph").rglob("__init__.py")}
     assert found - listed == set()
+
+
+def test_quickstart_install_covers_the_docs_examples():
+    """The Quickstart of the README and of docs/getting-started.md install from the package index and
+    from a clone alike, and the extra they name covers the docs' examples: `fit` of a Hub id
+    (docs/commands/index.md) needs huggingface_hub, the extra `hub`, so `all` carries it (issue 32 item 2)."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert extras["all"] == ["costgraph[plot,graph,hub]"] and "costgraph[all]" in extras["test"]
+    hub_examples = re.findall(r"^\$ costgraph fit [\w.-]+/[\w.-]+", (ROOT / "docs" / "commands" / "index.md")
+                              .read_text(encoding="utf-8"), re.M)
+    assert hub_examples, "docs/commands/index.md shows no fit of a Hub id"
+    for page in ("README.md", "docs/getting-started.md"):
+        quick = re.search(r"## Quickstart.*?```\w*\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), re.S).group(1)
+        assert "pip install 'costgraph[all]'" in quick, page
+        assert "pip install -e '.[" in quick, page

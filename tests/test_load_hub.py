@@ -71,10 +71,48 @@ def test_hub_id_from_the_cache(cache):
 
 
 def test_hub_id_at_a_revision(cache):
-    """@commit reads that snapshot; @main the commit refs/main names."""
+    """@commit reads that snapshot; @main the commit refs/main names; revision= (as from_pretrained and
+    hf_hub_download spell it) is the same as @; two different revisions or one for no Hub id are refused."""
     old = costgraph.load(f"meta-llama/Llama-3.1-8B@{OLD}")
     assert old.values("hf")[old.graph.dims["l"].symbol] == 16
     assert costgraph.load("meta-llama/Llama-3.1-8B@main").hf.values["l"] == 32
+    assert costgraph.load("meta-llama/Llama-3.1-8B", revision=OLD).hf.values["l"] == 16
+    assert costgraph.load(f"meta-llama/Llama-3.1-8B@{OLD}", revision=OLD).hf.values["l"] == 16
+    with pytest.raises(CostgraphValueError, match="names revision 'main' and revision= names") as e:
+        costgraph.load("meta-llama/Llama-3.1-8B@main", revision=OLD)
+    assert "give the revision once" in e.value.hint
+    with pytest.raises(CostgraphValueError, match="applies to a Hub id"):
+        costgraph.load("gpt", revision="main")
+
+
+def test_cli_revision(cache, capsys):
+    """--revision REV as `hf download` spells it: the same model as org/name@REV, and the regenerate
+    line names org/name@REV."""
+    assert main(["derive", "meta-llama/Llama-3.1-8B", "--revision", OLD, "--format", "json", "--no-breakdown"]) == 0
+    assert json.loads(capsys.readouterr().out)["values"]["l"] == 16
+    assert main(["derive", "gpt", "--revision", "main"]) == 2
+    err = capsys.readouterr().err
+    assert "--revision 'main' applies to a Hub id" in err and "Traceback" not in err
+
+
+def test_evaluate_uses_the_configs_values(cache):
+    """A model from a Hub id or a config.json evaluates at that config's values unnamed (as
+    evaluate("hf")); keywords change some of them; a model file keeps its behaviour (no values: refused,
+    the hint in API terms). Parameters: Llama-3.1-8B's 8,030,261,248 (model card; transformers'
+    num_parameters()); Llama-2-7B's 6,738,415,616 (the model card's 6.7B; num_parameters())."""
+    hub_model = costgraph.load("meta-llama/Llama-3.1-8B").costs()
+    assert hub_model.evaluate()["params"] == LLAMA31_PARAMS
+    assert hub_model.evaluate(s=2048) == hub_model.evaluate("hf", s=2048) != hub_model.evaluate()
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[1] / "examples" / "hf" / "llama-2-7b.json"
+    m = costgraph.load(str(path))
+    assert m.costs().evaluate()["params"] == 6738415616
+    assert m.values() == m.values("hf")
+    assert m.costs().compile(dtype="int64")()["params"] == 6738415616
+    with pytest.raises(CostgraphValueError, match="no value for") as e:
+        costgraph.load("gpt").costs().evaluate()
+    assert "evaluate('gpt2')" in e.value.hint and "--set" not in e.value.hint
 
 
 def test_snapshot_folder_config_path_and_dict(cache):
@@ -112,7 +150,8 @@ def test_bad_inputs(cache, tmp_path):
         costgraph.load("meta-llama/Llama-3.1-70B")
     assert "no config.json of meta-llama/Llama-3.1-70B in the Hugging Face cache" in e.value.message
     assert "allow_download=True" in e.value.hint
-    assert "huggingface-cli download meta-llama/Llama-3.1-70B config.json" in e.value.hint
+    # huggingface_hub 1.x's CLI is `hf` (the 1.0 release removed `huggingface-cli`; docs "Command Line Interface")
+    assert "hf download meta-llama/Llama-3.1-70B config.json" in e.value.hint and "huggingface-cli" not in e.value.hint
     with pytest.raises(CostgraphValueError, match="HF_HUB_OFFLINE is set"):
         costgraph.load("meta-llama/Llama-3.1-70B", allow_download=True)
     with pytest.raises(CostgraphValueError, match="config= names a configuration"):
@@ -172,7 +211,7 @@ def test_cli_hub_id(cache, capsys):
     assert main(["derive", "meta-llama/Llama-3.1-70B"]) == 2
     err = capsys.readouterr().err
     assert "no config.json of meta-llama/Llama-3.1-70B in the Hugging Face cache" in err
-    assert "--download" in err and "huggingface-cli download meta-llama/Llama-3.1-70B config.json" in err
+    assert "--download" in err and "run: hf download meta-llama/Llama-3.1-70B config.json" in err
     assert "Traceback" not in err
     assert main(["derive", "meta-llama/Llama-3.1-70B", "--download"]) == 2
     assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err

@@ -135,6 +135,10 @@ def test_ipython_text_is_the_table(trained):
     p = Printer()
     trained._repr_pretty_(p, False)
     assert p.out.startswith("gpt: training per device") and f"total" in p.out and f"{TOTAL:,} bytes" in p.out
+    # IPython's own printer takes the first class of the MRO with _repr_pretty_ or __repr__: the
+    # dataclass's __repr__ must not hide the table (issue 32 item 2)
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    assert pretty(trained) == p.out
 
 
 def test_print_and_ipython_pretty_show_the_table(trained):

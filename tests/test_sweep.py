@@ -224,3 +224,26 @@ def test_sweep_refuses_values_past_int64(capsys, dtype):
                         "--no-progress"])
     assert err == (f"error: s = 9223372036854775808 is past the int64 range (at most 2^63 - 1) that --dtype "
                    f"{dtype} evaluates in\nhint: --dtype exact evaluates in Python integers, at any size\n")
+
+
+def test_sweep_renders_as_a_table_in_notebooks():
+    """A Sweep in Jupyter and in IPython's pretty printer is a table (issue 32 item 2), not the dataclass's
+    fields and arrays; print() gives the same text; a long sweep shows its first and last rows. GPT-2 small:
+    124,439,808 parameters, forward FLOPs l(24bsh² + 4bs²h) + 2bshV (DOMAIN.md §3)."""
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    model = costgraph.load("gpt")
+    fixed = {k: int(v) for k, v in {"h": 768, "a": 12, "l": 12, "V": 50257, "s_max": 1024}.items()}
+    sw = sweep(model, model.costs(), parse_axes(["s=128:8192:x2", "b=1:7:+1"]), fixed, ["params", "flops_forward"])
+    shown = pretty(sw)
+    assert shown == str(sw) and "Sweep(" not in shown and "array(" not in shown
+    lines = shown.splitlines()
+    assert lines[0] == ("sweep over s, b: 49 rows, the first and last 20 "
+                        "(h = 768, a = 12, l = 12, V = 50,257, s_max = 1,024)")
+    assert lines[1].split() == ["s", "b", "params", "flops_forward"] and len(lines) == 2 + 41
+    assert lines[2].split() == ["128", "1", "124,439,808", "parameters", f"{_gpt2_forward(128):,}", "FLOP"]
+    assert lines[-1].split() == ["8,192", "7", "124,439,808", "parameters", f"{_gpt2_forward(8192, 7):,}", "FLOP"]
+    assert lines[22].split() == ["…"] * 4
+    html = sw._repr_html_()
+    assert html.startswith("<table") and html.count("<tr>") == 1 + 41 and f"<td>{_gpt2_forward(128, 1):,} FLOP</td>" in html
+    short = sweep(model, model.costs(), parse_axes(["s=512,1024"]), {**fixed, "b": 1}, ["params"])
+    assert pretty(short).splitlines()[0] == "sweep over s: 2 rows (h = 768, a = 12, l = 12, V = 50,257, s_max = 1,024, b = 1)"

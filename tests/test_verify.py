@@ -116,3 +116,29 @@ def test_verify_released_gpt2_difference_in_the_config_symbols(capsys):
     # s_max = 1024 = 4/3 h, so other monomials fit too: the five with fewest factors are shown, then a count
     assert ("b·s: 221,184 = 18 a s_max = 18 l s_max = 24 h a = 24 l h = 2 h a^2 in the config's symbols "
             "(and 2 more; several explain it: a fit at this config's values)") in out
+
+
+def test_verification_renders_as_a_table_in_notebooks():
+    """A Verification in Jupyter and IPython's pretty printer is a table, one row per quantity and shape
+    (issue 32 item 2), not the dataclass's fields; print() gives the report `costgraph verify` prints. The
+    figures: Pythia-1B's verify run in docs/import.md (torch 2.13.0+cpu, transformers 5.24.0)."""
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    from costgraph.verify import Quantity, Verification, to_text
+
+    shapes = [(1, 16), (2, 32), (3, 8)]
+    v = Verification("gpt_neox", "gpt_neox", "GPTNeoXForCausalLM", "examples/hf/pythia-1b.json", False,
+                     [Quantity("parameters", [(1, 16)], [1011781632], [1011781632]),
+                      Quantity("KV cache bytes", shapes, [], [], skipped="not asked (--no-kv)"),
+                      Quantity("saved bytes", shapes, [18161920, 65037312, 23945600], [16077056, 65061888, 23951744])],
+                     "torch 2.13.0+cpu, transformers 5.24.0")
+    assert str(v) == to_text(v) and str(v).endswith("differences found (torch − costgraph above)")
+    lines = pretty(v).splitlines()
+    assert lines[0] == ("costgraph 'gpt_neox' vs transformers GPTNeoXForCausalLM (torch 2.13.0+cpu, "
+                        "transformers 5.24.0): differences found")
+    assert lines[2].split() == ["parameters", "—", "—", "1,011,781,632", "1,011,781,632", "0", "exact"]
+    assert "skipped: not asked (--no-kv)" in lines[3]
+    assert lines[4].split() == ["saved", "bytes", "1", "16", "18,161,920", "bytes", "16,077,056", "bytes",
+                                "2,084,864", "bytes", "differs"]
+    assert len(lines) == 7 and "Verification(" not in pretty(v)
+    html = v._repr_html_()
+    assert html.count("<tr>") == 1 + 5 and "<td>-24,576 bytes</td>" in html

@@ -25,11 +25,15 @@ def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a co
     download_argument(p)
 
 
-def download_argument(p) -> None:
-    """``--download``: a Hub id not in the local cache has its config.json fetched (that file only)."""
+def download_argument(p, revision: bool = True) -> None:
+    """``--download``: a Hub id not in the local cache has its config.json fetched (that file only);
+    ``--revision REV`` (as ``hf download`` spells it; ``revision``: offer it) the same as ``org/name@REV``."""
     p.add_argument("--download", action="store_true",
                    help="MODEL a Hub id (org/name[@revision]) not in the local Hugging Face cache: fetch its "
                         "config.json (only that file; needs the extra 'hub'; HF_HUB_OFFLINE respected)")
+    if revision:
+        p.add_argument("--revision", metavar="REV",
+                       help="MODEL a Hub id at this branch, tag or commit hash (the same as org/name@REV)")
 
 
 def shown_model(args) -> str:
@@ -46,8 +50,11 @@ def resolve_models(args) -> None:
     """Replace a Hub id or a snapshot folder in ``args.model`` (and ``args.draft``) by the path of its
     config.json (:func:`costgraph.language.hf_hub.config_path`; ``args.download`` allows fetching it),
     so every command reads it as a config.json. Light: huggingface_hub is imported for a Hub id only."""
-    from ..language.hf_hub import config_path
+    from ..language.hf_hub import config_path, with_revision
 
+    if getattr(args, "revision", None) is not None and isinstance(getattr(args, "model", None), str):
+        args.model = with_revision(args.model, args.revision)
+        args.model_given, args.revision = args.model, None   # once: regenerate lines name org/name@REV
     for attr in ("model", "draft"):
         v = getattr(args, attr, None)
         if isinstance(v, str) and v:

@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
                    help="dimension values or options for both sides")
     p.add_argument("--quantity", nargs="+", default=None, help="quantities (default: all)")
     p.add_argument("--top", type=int, default=8, help="nodes shown per quantity (default 8)")
-    download_argument(p)   # a side that is a Hub id not in the cache: fetch its config.json
+    download_argument(p, revision=False)   # a side that is a Hub id not in the cache: fetch its config.json
     cost_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
 

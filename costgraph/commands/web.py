@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import choices
 from ..choices import add_option
+from ..export.web_training import OPTIMIZERS, POLICIES
 from .common import model_arguments
 
 
@@ -26,6 +27,10 @@ def add_parser(sub) -> None:
     add_option(p, choices.ZERO_STAGE, "--zero", help="first ZeRO stage")
     p.add_argument("--recompute", choices=choices.RECOMPUTE_SEARCHED, default="none",
                    help="first recompute policy (default none)")
+    p.add_argument("--precision", choices=POLICIES, default=POLICIES[0],
+                   help="first precision policy (default %(default)s; the step time is computed under it)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default=OPTIMIZERS[0],
+                   help="first optimizer (default %(default)s)")
     p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm)")
     p.add_argument("--mfu", default="0.45", help="first model FLOPs utilization (default 0.45)")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
@@ -44,7 +49,8 @@ def _command(args) -> str:
         parts += ["--set", *args.set]
     for flag, value, default in (("--tp", args.tp, 1), ("--pp", args.pp, 1), ("--dp", args.dp, 1),
                                  ("--zero", args.zero, choices.ZERO_STAGE.default),
-                                 ("--recompute", args.recompute, "none"), ("--hardware", args.hardware, "h100-sxm"),
+                                 ("--recompute", args.recompute, "none"), ("--precision", args.precision, POLICIES[0]),
+                                 ("--optimizer", args.optimizer, OPTIMIZERS[0]), ("--hardware", args.hardware, "h100-sxm"),
                                  ("--mfu", args.mfu, "0.45")):
         if value != default:
             parts += [flag, str(value)]
@@ -62,7 +68,7 @@ def run(args) -> str:
     model, values = load_any(args, dims, options)
     text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args),
                 layout={"TP": args.tp, "PP": args.pp, "DP": args.dp, "zero": args.zero,
-                        "recompute": args.recompute})
+                        "recompute": args.recompute, "precision": args.precision, "optimizer": args.optimizer})
     if args.output is None:   # -o - (output_file reads "-" as None): the page on standard output
         return text.rstrip("\n")
     write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))

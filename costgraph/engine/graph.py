@@ -206,6 +206,9 @@ class CostGraph:
     dims: dict[str, DimInfo] = field(default_factory=dict)
     options: dict[str, object] = field(default_factory=dict)
     configs: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the configuration ``Model.values()``, ``Costs.evaluate()`` and ``compile()`` use when none is named:
+    #: ``"hf"`` for a model loaded from a config.json by ``costgraph.load``; None (the dims' defaults) otherwise
+    default_config: str | None = None
     outputs: tuple[str, ...] = ()
     caches: list[CacheEntry] = field(default_factory=list)
     #: bounds SymPy could not decide at build time, checked when values are given:

@@ -161,11 +161,12 @@ class Tabular:
     once per result (Jupyter asks for every format in turn; a result is not changed once made)."""
 
     def __init_subclass__(cls, **kwargs):
-        """Each result class holds ``_repr_pretty_`` itself: IPython's pretty printer walks the
-        MRO and takes the first class that defines ``_repr_pretty_`` or ``__repr__``, and the
-        ``@dataclass`` of a result defines ``__repr__`` (a dump of its fields) before this mixin."""
+        """Each result class holds ``_repr_pretty_`` itself: IPython's pretty printer takes the first
+        class of the MRO with either ``_repr_pretty_`` or ``__repr__``, and ``@dataclass`` writes a
+        ``__repr__`` into the result's own class, which would hide the table behind the fields."""
         super().__init_subclass__(**kwargs)
-        cls._repr_pretty_ = Tabular._repr_pretty_
+        if "_repr_pretty_" not in cls.__dict__:
+            cls._repr_pretty_ = Tabular._repr_pretty_
 
     def _table(self) -> Table:   # pragma: no cover - each result defines it
         raise NotImplementedError

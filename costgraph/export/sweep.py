@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import CostgraphValueError
+from .display import Tabular
 
 MAX_ROWS = 10 ** 7
 CHUNK = 1 << 17          # rows evaluated at a time
@@ -151,11 +152,13 @@ def parse_axes(specs: Sequence[str], max_rows: int = MAX_ROWS) -> list[Axis]:
     return axes
 
 
-@dataclass
-class Sweep:
+@dataclass(repr=False)
+class Sweep(Tabular):
     """The result: ``columns`` (axis names, then quantities), one NumPy array
     per column (``arrays``), the ``fixed`` values of the other dimensions, and
-    the ``dtype`` the quantities were evaluated in."""
+    the ``dtype`` the quantities were evaluated in. In a notebook (and ``print``) a table
+    (:class:`~costgraph.export.display.Tabular`; at most :data:`SHOWN_ROWS` rows, the first and the
+    last half); ``to_pandas()`` every row."""
 
     columns: list[str]
     arrays: list
@@ -167,6 +170,42 @@ class Sweep:
     @property
     def rows(self) -> int:
         return len(self.arrays[0]) if self.arrays else 0
+
+    def _table(self, every: bool = False):
+        """The rows as a :class:`~costgraph.export.display.Table`: axis values, then each quantity with
+        its unit; all of them (``every``) or the first and last ``SHOWN_ROWS // 2``, an ellipsis between."""
+        from ..numbers.units import UNITS
+        from .display import Q, Table
+
+        n, half = self.rows, SHOWN_ROWS // 2
+        picked = range(n) if every or n <= SHOWN_ROWS else [*range(half), None, *range(n - half, n)]
+        units = [UNITS.get(c, "") for c in self.columns]
+        rows = [tuple("…" for _ in self.columns) if i is None else
+                tuple(Q(_plain(a[i]), u) if u else _plain(a[i]) for a, u in zip(self.arrays, units)) for i in picked]
+        fixed = ", ".join(f"{k} = {v:,}" for k, v in self.fixed.items() if k not in self.columns)
+        shown = "" if len(picked) == n else f", the first and last {half}"
+        return Table(f"sweep over {', '.join(a.name for a in self.axes)}: {n:,} rows{shown}"
+                     + (f" ({fixed})" if fixed else ""), tuple(self.columns), rows)
+
+    def to_pandas(self):
+        """Every row as a :class:`pandas.DataFrame` (the ``notebook`` extra; units in ``unit`` columns)."""
+        from .display import frame
+
+        return frame(self._table(every=True))
+
+    def __str__(self) -> str:
+        from .display import text
+
+        return text(self._shown())
+
+
+#: the rows a notebook or ``print`` shows of a :class:`Sweep` (its first and last half)
+SHOWN_ROWS = 40
+
+
+def _plain(v):
+    """A NumPy scalar as a Python number (ints exact)."""
+    return v.item() if hasattr(v, "item") else v
 
 
 def _size_check(model, names: Sequence[str], dtype: str = "int64"):

@@ -47,6 +47,62 @@
     return (cents / 100n).toString() + "." + (cents % 100n).toString().padStart(2, "0") + " GB";
   }
 
+  // exact fractions [num, den] (den > 0) of BigInt, for the step time's tree (costgraph.export.web_tree)
+  function bgcd(a, b) { a = a < 0n ? -a : a; b = b < 0n ? -b : b; while (b) [a, b] = [b, a % b]; return a; }
+  function frac(n, d) { if (d < 0n) { n = -n; d = -d; } const g = bgcd(n, d) || 1n; return [n / g, d / g]; }
+  function cmp(x, y) { const v = x[0] * y[1] - y[0] * x[1]; return v < 0n ? -1 : v > 0n ? 1 : 0; }
+  function floorDiv(n, d) { const q = n / d; return (n % d !== 0n && (n < 0n) !== (d < 0n)) ? q - 1n : q; }
+
+  // the value of a tree: a fraction, or (conditions) a boolean; dims: name -> BigInt; defs: shared parts
+  function evalTree(node, dims, defs) {
+    if (typeof node === "string") {
+      const [p, q] = node.split("/");
+      return [BigInt(p), q === undefined ? 1n : BigInt(q)];
+    }
+    if (!Array.isArray(node)) {
+      if ("t" in node) return defs[node.t];
+      const v = dims[node.s];
+      if (v === null || v === undefined) throw new TypeError(node.s + " must be a whole number");
+      return [v, 1n];
+    }
+    const op = node[0], args = node.slice(1);
+    if (op === "pw") {
+      for (const [value, cond] of args) if (evalTree(cond, dims, defs)) return evalTree(value, dims, defs);
+      throw new Error("no piece of the step time applies");
+    }
+    if (op === "or") return args.some((a) => evalTree(a, dims, defs));
+    if (op === "and") return args.every((a) => evalTree(a, dims, defs));
+    if (op === "not") return !evalTree(args[0], dims, defs);
+    const v = args.map((a) => evalTree(a, dims, defs));
+    switch (op) {
+      case "+": return v.reduce((x, y) => frac(x[0] * y[1] + y[0] * x[1], x[1] * y[1]));
+      case "*": return v.reduce((x, y) => frac(x[0] * y[0], x[1] * y[1]));
+      case "^": {
+        const k = v[1][0];
+        const [n, d] = k < 0n ? [v[0][1], v[0][0]] : v[0], e = k < 0n ? -k : k;
+        return frac(n ** e, d ** e);
+      }
+      case "min": return v.reduce((x, y) => (cmp(y, x) < 0 ? y : x));
+      case "max": return v.reduce((x, y) => (cmp(y, x) > 0 ? y : x));
+      case "floor": return [floorDiv(v[0][0], v[0][1]), 1n];
+      case "mod": {                                   // x - y floor(x / y): SymPy's sign, that of y
+        const q = floorDiv(v[0][0] * v[1][1], v[0][1] * v[1][0]);
+        return frac(v[0][0] * v[1][1] - q * v[1][0] * v[0][1], v[0][1] * v[1][1]);
+      }
+      case "<=": return cmp(v[0], v[1]) <= 0;
+      case "<": return cmp(v[0], v[1]) < 0;
+      case "==": return cmp(v[0], v[1]) === 0;
+      case "!=": return cmp(v[0], v[1]) !== 0;
+    }
+    throw new Error("unknown operation " + op);
+  }
+
+  function evalProgram(prog, dims) {
+    const defs = [];
+    for (const d of prog.defs) defs.push(evalTree(d, dims, defs));
+    return evalTree(prog.e, dims, defs);
+  }
+
   function field(name, meaning, value, pattern) {
     const input = el("input", {id: "in-" + name, "data-name": name, type: "text", inputmode: "numeric",
                                maxlength: "40", autocomplete: "off", spellcheck: "false", pattern: pattern});
@@ -72,6 +128,8 @@
     app.textContent = "";
     app.append(el("h1", {}, "costgraph calculator: ", el("code", {}, DATA.model)));
     if (DATA.command) app.append(el("p", {class: "command"}, "Regenerate with ", el("code", {}, DATA.command)));
+    app.append(el("p", {class: "link"}, el("a", {id: "link", href: "#"}, "Link to these inputs"),
+                  " (the address holds them: open it to see this page again)"));
     const dims = el("fieldset", {}, el("legend", {}, "Model dimensions"));
     for (const d of DATA.dims) dims.append(field(d.name, d.meaning, d.value, "[0-9]+"));
     const layout = el("fieldset", {}, el("legend", {}, "Layout"));
@@ -79,11 +137,18 @@
     layout.append(select("zero", "ZeRO stage", DATA.zero.map((z) => [z.value, z.value + ": " + z.text]),
                          DATA.start.zero));
     layout.append(select("recompute", "recompute", DATA.recompute.map((r) => [r, r]), DATA.start.recompute));
+    layout.append(select("precision", "precision", DATA.precision.map((p) => [p, p]), DATA.start.precision));
+    layout.append(select("optimizer", "optimizer", DATA.optimizer.map((o) => [o, o]), DATA.start.optimizer));
     const hw = el("fieldset", {}, el("legend", {}, "Hardware"));
     hw.append(select("hardware", "device", DATA.hardware.map((h) => [h.key, h.key + " (" + h.name + ")"]),
                      DATA.start.hardware));
     hw.append(field("mfu", "model FLOPs utilization, a decimal in (0, 1]", DATA.start.mfu, "[0-9.]+"));
-    app.append(el("form", {id: "inputs", autocomplete: "off"}, dims, layout, hw));
+    const serve = el("fieldset", {}, el("legend", {}, "Serving (costgraph infer)"));
+    serve.append(field("prompt", "prompt tokens P per sequence", DATA.start.prompt, "[0-9]+"));
+    serve.append(field("generate", "tokens generated G per sequence", DATA.start.generate, "[0-9]+"));
+    serve.append(field("batch", "sequences served at once (b in infer's formulas)", DATA.start.batch, "[0-9]+"));
+    serve.append(select("kv_dtype", "KV dtype", DATA.kv.map((k) => [k, k]), DATA.start.kv));
+    app.append(el("form", {id: "inputs", autocomplete: "off"}, dims, layout, hw, serve));
 
     const costs = el("table", {id: "costs"}, el("caption", {}, "Costs (exact)"),
                      el("tr", {}, el("th", {}, "quantity"), el("th", {}, "value"), el("th", {}, "unit"),
@@ -100,9 +165,24 @@
     train.append(outputRow("reserve", "kept free (" + DATA.reserve + " of it)", "B", ""));
     train.append(outputRow("fits", "verdict", "", ""));
     train.append(outputRow("flops", "model FLOPs per device per iteration", "FLOP", DATA.training.flops.formula));
-    train.append(outputRow("time", "compute time per iteration at the MFU (no communication, no bubble; " +
-                           "rounded down to " + DATA.time_digits + " significant digits)", "s", ""));
-    app.append(costs, train);
+    train.append(outputRow("step", "step time on " + DATA.step_hardware + ", as costgraph train computes it (" +
+                           DATA.training.rate + "; rounded down to " + DATA.time_digits + " significant digits)",
+                           "s", ""));
+    train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
+                           "--mfu (the rate covers the whole step; rounded down to " + DATA.time_digits +
+                           " significant digits)", "s", ""));
+    const serving = el("table", {id: "serving"}, el("caption", {}, "Serving on one device (weights bf16, " +
+                       "paged KV cache in blocks of 16 tokens; as costgraph infer --hardware)"),
+                       el("tr", {}, el("th", {}, "quantity"), el("th", {}, "value"), el("th", {}, "unit"),
+                          el("th", {}, "closed form (P prompt, G generated, b batch)")));
+    for (const [id, label] of [["kv_per_token", "KV cache per token"], ["kv", "KV cache of the batch (paged)"],
+                               ["weights", "weights in memory"], ["memory", "memory at this batch"]]) {
+      serving.append(outputRow("serve-" + id, label, "B", ""));
+    }
+    serving.append(outputRow("serve-capacity", "usable memory (device less the reserve)", "B", ""));
+    serving.append(outputRow("serve-fits", "verdict", "", ""));
+    serving.append(outputRow("serve-max_batch", "largest batch of P + G tokens that fits", "", ""));
+    app.append(costs, train, serving);
     const conv = el("ul", {id: "conventions"});
     for (const c of DATA.conventions) conv.append(el("li", {}, c));
     app.append(el("h2", {}, "Conventions"), conv);
@@ -154,24 +234,93 @@
       show(q.fn, v, v === null ? err : undefined);
     }
     training(dims);
+    servingRows(dims);
+    toFragment();
+  }
+
+  function whole(name) {
+    const text = inputs[name].value.trim(), ok = /^[0-9]{1,40}$/.test(text) && !/^0+$/.test(text);
+    inputs[name].classList.toggle("bad", !ok);
+    return ok ? BigInt(text) : null;
+  }
+
+  function servingRows(dims) {
+    const S = DATA.serving, ids = ["kv_per_token", "kv", "weights", "memory"];
+    const all = ids.concat(["capacity", "fits", "max_batch"]);
+    if (S.absent) { for (const id of all) show("serve-" + id, null, S.absent); return; }
+    const cell = S.kv[inputs.kv_dtype.value];
+    const d = Object.assign({}, dims, {P: whole("prompt"), G: whole("generate"), b: whole("batch")});
+    const values = {};
+    for (const id of ids) {
+      document.getElementById("v-serve-" + id).parentNode.lastChild.textContent = cell[id].formula;
+      const [v, err] = compute(cell[id].fn, d);
+      values[id] = v;
+      show("serve-" + id, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
+    }
+    const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
+    const [rn, rd] = S.reserve.map(BigInt);
+    const capacity = BigInt(hw.memory) * (rd - rn) / rd;      // rounded down to a byte
+    show("serve-capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + ")");
+    if (values.memory === null) { show("serve-fits", null, ""); show("serve-max_batch", null, ""); return; }
+    const room = capacity - values.memory;
+    show("serve-fits", room >= 0n ? 1n : 0n, room >= 0n ? "fits (" + grouped(room) + " B to spare)"
+                                                        : "does not fit (" + grouped(-room) + " B over)");
+    if (!cell.base) { show("serve-max_batch", null, "not linear in the batch: costgraph infer"); return; }
+    const [base, berr] = compute(cell.base.fn, d), [per, perr] = compute(cell.per_sequence.fn, d);
+    if (base === null || per === null) { show("serve-max_batch", null, berr || perr); return; }
+    const most = capacity >= base ? (capacity - base) / per : 0n;
+    show("serve-max_batch", most);
+  }
+
+  // the inputs in the address's fragment (#b=2&s=512&TP=2&zero=1...), so a link reproduces the page
+  function toFragment() {
+    const frag = Object.entries(inputs).map(([name, input]) =>
+      encodeURIComponent(name) + "=" + encodeURIComponent(input.value)).join("&");
+    document.getElementById("link").setAttribute("href", "#" + frag);
+    if (location.hash.replace(/^#/, "") === frag) return;
+    try {
+      history.replaceState(null, "", "#" + frag);   // no hashchange event, no history entry
+    } catch (e) {
+      // a browser that refuses it (some local pages): the link above still holds the state
+    }
+  }
+
+  const PARTS = ["weights", "gradients", "optimizer", "activations"];
+
+  // one stage set's memory parts under the chosen precision, optimizer, ZeRO stage and recompute:
+  // part -> {fn, formula} (costgraph.export.web_training); null when the model has no such stage set
+  function parts(set) {
+    const T = DATA.training, pol = inputs.precision.value, zero = inputs.zero.value;
+    const states = T.states[pol][zero][set];
+    if (!states) return null;
+    return {weights: states.weights, gradients: states.gradients,
+            optimizer: T.optimizer[pol][inputs.optimizer.value][zero][set],
+            activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set]};
   }
 
   function training(dims) {
-    const cell = DATA.training.memory[inputs.zero.value][inputs.recompute.value];
     const sets = dims.PP === 1n ? ["single"] : ["first", "last"];
-    let best = null, bestSet = null, failure = null;
-    if (dims.PP !== 1n && !cell.first) failure = "PP must be 1: the model has no repeated layers to split into stages";
+    let best = null, bestSet = null, bestValues = null, failure = null;
+    if (dims.PP !== 1n && !parts("first")) failure = "PP must be 1: the model has no repeated layers to split into stages";
     for (const set of failure ? [] : sets) {
-      const [total, err] = compute(cell[set].total.fn, dims);
-      if (total === null) { failure = err; break; }
-      if (best === null || total > best) { best = total; bestSet = set; }
+      const p = parts(set), values = {};
+      let total = 0n;
+      for (const c of PARTS) {
+        const [v, err] = compute(p[c].fn, dims);
+        if (v === null) { failure = err; break; }
+        values[c] = v;
+        total += v;
+      }
+      if (failure) break;
+      if (best === null || total > best) { best = total; bestSet = set; bestValues = values; }
     }
-    for (const c of ["weights", "gradients", "optimizer", "activations", "total"]) {
+    const shown = parts(bestSet || sets[0]) || parts("single");
+    for (const c of PARTS.concat(["total"])) {
       const row = document.getElementById("v-mem-" + c).parentNode.lastChild;
-      row.textContent = (cell[bestSet || sets[0]] || cell.single)[c].formula;
+      row.textContent = c === "total" ? PARTS.join(" + ") : shown[c].formula;
       if (failure) { show("mem-" + c, null, failure); continue; }
-      const [v, err] = compute(cell[bestSet][c].fn, dims);
-      show("mem-" + c, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
+      const v = c === "total" ? best : bestValues[c];
+      show("mem-" + c, v, grouped(v) + "  (" + gb(v) + ")");
     }
     const stage = document.getElementById("v-stage");
     stage.setAttribute("data-value", failure ? "" : bestSet);
@@ -181,6 +330,34 @@
     const [flops, ferr] = compute(DATA.training.flops.fn, dims);
     show("flops", flops, flops === null ? ferr : undefined);
     timeRow(flops);
+    stepRow(dims, failure);
+  }
+
+  function stepRow(dims, failure) {
+    const cell = document.getElementById("v-step");
+    if (inputs.hardware.value !== DATA.step_hardware) {
+      show("step", null, "computed for " + DATA.step_hardware + " only: costgraph web ... --hardware " +
+           inputs.hardware.value);
+      return;
+    }
+    if (inputs.precision.value !== DATA.training.step_policy) {
+      show("step", null, "computed for precision " + DATA.training.step_policy + " only: costgraph web ... " +
+           "--precision " + inputs.precision.value);
+      return;
+    }
+    if (failure) { show("step", null, failure); return; }
+    let value;
+    try {
+      value = evalProgram(DATA.training.step[inputs.zero.value][inputs.recompute.value][dims.PP === 1n ? "1" : "PP"],
+                          dims);
+    } catch (e) {
+      const name = /^(\S+) must be/.exec(e.message);
+      show("step", null, name ? name[1] + ": not a whole number" : e.message);
+      return;
+    }
+    cell.classList.remove("error");
+    cell.setAttribute("data-value", value[0].toString() + "/" + value[1].toString());
+    cell.textContent = value[0] > 0n ? significant(value[0], value[1], DATA.time_digits) : "0";
   }
 
   function verdict(total, failure) {
@@ -213,7 +390,11 @@
   // calc.html#h=4096&TP=2&zero=1: set the inputs as if typed
   function fromFragment() {
     const frag = location.hash.replace(/^#/, "");
-    if (!frag || frag.length > 4000) return;
+    if (frag && frag.length <= 4000) applyFragment(frag);
+    update();
+  }
+
+  function applyFragment(frag) {
     for (const part of frag.split("&")) {
       const at = part.indexOf("=");
       if (at < 1) continue;
@@ -226,13 +407,12 @@
       }
       const input = Object.prototype.hasOwnProperty.call(inputs, name) ? inputs[name] : null;
       if (input === null) continue;
-      input.value = value;
-      input.dispatchEvent(new Event(input.tagName === "SELECT" ? "change" : "input", {bubbles: true}));
+      if (input.tagName === "SELECT" && ![...input.options].some((o) => o.value === value)) continue;
+      input.value = value;        // as typed; update() recomputes once every input is set
     }
   }
 
   build();
-  update();
   fromFragment();
   window.addEventListener("hashchange", fromFragment);
 })();

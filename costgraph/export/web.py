@@ -9,29 +9,39 @@ URL, no external script, style or font) holding
   (the same code ``costgraph codegen --lang javascript`` writes);
 * training memory per device (weights, gradients, optimizer states,
   activations, total) as closed forms in the model's dimensions and the layout
-  degrees ``TP``, ``PP`` and ``DP``, one set per ZeRO stage (0–3) and
-  recomputation policy (``none``, ``selective``, ``full``), each derived by
+  degrees ``TP``, ``PP`` and ``DP``, each part under the choices it depends on —
+  precision policy, optimizer, ZeRO stage (0–3), recompute policy (``none``,
+  ``selective``, ``full``): :mod:`costgraph.export.web_training` — each derived by
   :func:`costgraph.training.api.train` under
   :class:`~costgraph.parallel.layout.Layout` with symbolic degrees. ``PP = 1``
   uses the one-stage formulas; ``PP > 1`` the first and the last stage's
   (Megatron-LM's 1F1B schedule, ``m = PP`` micro-batches in flight on the
   first stage), and the page shows the larger, as ``costgraph train``'s most
   loaded stage; the middle stages never hold more under 1F1B;
-* model FLOPs per device per iteration, and the compute time of one iteration
-  at a model FLOPs utilization (MFU) the user types:
-  ``FLOPs per device / (dense BF16 peak × MFU)``, rounded down to six
-  significant digits. ``costgraph train --hardware … --mfu …`` reports the same
-  as its ``step.compute``; its step ``total`` adds exposed communication and
-  the pipeline bubble, which the page leaves out (named on the page);
+* model FLOPs per device per iteration, and two times of one iteration, rounded
+  down to six significant digits: the **step time** on the page's preset
+  (``--hardware``, default h100-sxm) as ``costgraph train --hardware`` computes it by
+  default — its rate (the per-kernel model of ``kernels.toml`` on a preset with a
+  kernel table, else 1/2 of the peaks), the pipeline bubble and the exposed
+  communication under Megatron's overlap — one closed form per ZeRO stage ×
+  recompute policy × ``PP = 1`` or not, evaluated by the page in exact fractions
+  (:mod:`costgraph.export.web_tree`; another preset in the menu is named, not
+  computed); and the time at a model FLOPs utilization (MFU) the user types,
+  ``FLOPs per device / (dense BF16 peak × MFU)``, which is ``costgraph train
+  --mfu``'s step time (that rate covers whole steps). The page showed only the
+  latter before issue 32 (0.947 s beside train's 0.910 s: two rates, not two models);
 * the hardware presets (``costgraph hardware``): device memory (GB = 10⁹
   bytes) and the fit verdict with :data:`costgraph.choices.DEFAULT_RESERVE`
   of it kept free, as ``costgraph train``'s ``fits``.
 
 Every number is computed in the page with ``BigInt`` from the user's inputs as
 they type: exact at any size; a size that does not divide (``a`` not a
-multiple of ``TP``) is named instead of a rounded value. The inputs can also
-be set from the address's fragment, ``calc.html#h=4096&TP=2&zero=1``, which the
-page applies as if typed (the tests drive headless Chromium this way).
+multiple of ``TP``) is named instead of a rounded value. The inputs are the
+address's fragment, ``calc.html#h=4096&TP=2&zero=1``: the page applies it as if
+typed (the tests drive headless Chromium this way) and writes every input back
+into it as they change (and into its "Link to these inputs"), so a link
+reproduces the page. A print stylesheet puts it on paper in black on white,
+the inputs as their values and no table row split over two pages.
 
 Text from a model file only reaches the page inside JSON or JavaScript string
 literals and comments with ``</`` and ``<!--`` escaped, and is put into the
@@ -50,17 +60,16 @@ from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
 from .printing import to_text
+from .web_serving import KV_DTYPES, SERVING_DIMS, START as SERVING_START, serving_table
+from .web_training import OPTIMIZERS, POLICIES, training_table
 
 #: the layout degrees' dimension names on the page (upper case: no model dimension uses them)
 LAYOUT_DIMS = {"TP": "tensor-parallel degree (devices per tensor-parallel group)",
                "PP": "pipeline-parallel degree (stages)",
                "DP": "data-parallel degree (model replicas)"}
 
-#: training memory components shown, in order (the total includes the loss's fp32 logits)
+#: training memory components shown, in order (the total is their sum; the loss's fp32 logits are activations)
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "total")
-
-#: stage sets: one stage (PP = 1); the first and the last stage (PP > 1)
-STAGES = {"single": "the whole model (PP = 1)", "first": "stage 0 (first)", "last": "stage PP-1 (last)"}
 
 #: significant digits of the seconds shown (rounded down)
 TIME_DIGITS = 6
@@ -72,7 +81,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
 
     ``values``: dimension values (symbol or name → int) used as the inputs' initial
     values (a model's ``--config``); ``layout``: initial ``TP``, ``PP``, ``DP``
-    (ints), ``zero`` (0–3) and ``recompute`` (``none``, ``selective``, ``full``);
+    (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
+    ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``; the step time
+    is the first precision's);
     ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
     decimal text; ``command``: the command line that regenerates the page.
 
@@ -80,7 +91,8 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     ------
     CostgraphValueError
         A model dimension named ``TP``, ``PP`` or ``DP``; an unknown preset,
-        ZeRO stage or recompute policy; an MFU outside (0, 1].
+        ZeRO stage or recompute policy; a precision or optimizer the page does not offer; an MFU
+        outside (0, 1].
     """
     from ..hardware import preset, presets
 
@@ -90,23 +102,32 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
-    training, table = _training_functions(model, program, pipeline=bool(model.graph.groups))
+    training, add = _writer(program)
+    table = training_table(model, add, bool(model.graph.groups), start["hardware"], start["precision"])
+    serving = serving_table(model, add, values, start["hardware"])
+    quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
+                   "formula": f.formula} for f in program.functions]
     program.functions.extend(training)
-    for d, meaning in LAYOUT_DIMS.items():
-        program.symbols[d] = meaning
+    for d, meaning in {**LAYOUT_DIMS, **SERVING_DIMS}.items():
+        program.symbols.setdefault(d, meaning)
     data = {
         "model": model.name,
         "command": command,
         "conventions": program.conventions,
         "dims": [{"name": d, "meaning": m, "value": program.defaults.get(d)} for d, m in program.symbols.items()
-                 if d not in LAYOUT_DIMS],
+                 if d not in LAYOUT_DIMS and d not in SERVING_DIMS],
         "layout": [{"name": d, "meaning": m, "value": start[d]} for d, m in LAYOUT_DIMS.items()],
-        "start": {k: start[k] for k in ("zero", "recompute", "hardware", "mfu")},
-        "quantities": [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit,
-                        "meaning": f.meaning, "formula": f.formula} for f in program.functions if f not in training],
+        "start": {**{k: start[k] for k in ("zero", "recompute", "precision", "optimizer", "hardware", "mfu")},
+                  **SERVING_START, "kv": KV_DTYPES[0]},
+        "quantities": quantities,
         "training": table,
+        "serving": serving,
+        "kv": list(KV_DTYPES),
         "zero": [{"value": v, "text": t} for v, t in ZERO_STAGE.meanings],
         "recompute": list(RECOMPUTE_SEARCHED),
+        "precision": list(POLICIES),
+        "optimizer": list(OPTIMIZERS),
+        "step_hardware": start["hardware"],
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
@@ -130,7 +151,8 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     """The initial layout, preset and MFU, checked."""
     from ..arguments import rational
 
-    out = {"TP": 1, "PP": 1, "DP": 1, "zero": ZERO_STAGE.default, "recompute": "none", **dict(layout)}
+    out = {"TP": 1, "PP": 1, "DP": 1, "zero": ZERO_STAGE.default, "recompute": "none", "precision": POLICIES[0],
+           "optimizer": OPTIMIZERS[0], **dict(layout)}
     from ..parallel.layout import MAX_DEVICES
 
     for d in LAYOUT_DIMS:
@@ -139,6 +161,10 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
                                       hint="--tp, --pp and --dp are device counts")
     if isinstance(out["zero"], bool) or out["zero"] not in ZERO_STAGE.values:
         raise CostgraphValueError(f"unknown ZeRO stage {out['zero']!r}", hint="0, 1, 2 or 3")
+    for key, offered, flag in (("precision", POLICIES, "--precision"), ("optimizer", OPTIMIZERS, "--optimizer")):
+        if out[key] not in offered:
+            raise CostgraphValueError(f"the page offers {flag} {', '.join(offered)}, not {str(out[key])[:40]!r}",
+                                      hint=f"costgraph train {flag} {str(out[key])[:40]} computes it")
     if out["recompute"] not in RECOMPUTE_SEARCHED:
         raise CostgraphValueError(f"unknown recompute policy {out['recompute']!r}",
                                   hint="one of " + ", ".join(RECOMPUTE_SEARCHED))
@@ -149,44 +175,28 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
     return out
 
 
-def _training_functions(model, program: Program, pipeline: bool) -> tuple[list[Function], dict]:
-    """Training memory per device and FLOPs per device, one function each, for every ZeRO
-    stage × recompute policy × stage set (the pipeline's first and last stage only where
-    ``pipeline``: a model with no repeated layers has no stages to split it into); and the
-    page's table naming them."""
-    from ..engine.symbols import dim
+def _writer(program: Program):
+    """``(functions, add)``: ``add(name, scope, quantity, unit, meaning, expr)`` writes one exact function
+    of the page into ``functions`` (its ``Piecewise`` size choices as integer arithmetic:
+    :mod:`.web_conditions`) and returns ``{"fn", "formula"}``; a closed form met again is written once."""
     from ..numbers.integer_form import exact_parts
-    from ..parallel.layout import Layout
-    from ..training.api import train
+    from .web_conditions import indicator_form
 
-    tp, pp, dp = (dim(d) for d in LAYOUT_DIMS)
     order = list(program.symbols) + list(LAYOUT_DIMS)
     functions: list[Function] = []
-    table: dict = {"memory": {}, "flops": None}
+    made: dict = {}
 
     def add(name, scope, quantity, unit, meaning, expr):
-        num, den = exact_parts(expr)
+        if (quantity, expr) in made:
+            return made[quantity, expr]
+        num, den = exact_parts(indicator_form(expr))   # 8-bit Adam's and Adafactor's states choose by size
         used = {str(x) for x in expr.free_symbols}
         args = tuple([d for d in order if d in used] + sorted(used - set(order)))
         functions.append(Function(name, scope, quantity, unit, meaning, expr, num, den, args, to_text(expr)))
-        return {"fn": name, "formula": to_text(expr)}
+        made[quantity, expr] = {"fn": name, "formula": to_text(expr)}
+        return made[quantity, expr]
 
-    for zero in ZERO_STAGE.values:
-        for recompute in RECOMPUTE_SEARCHED:
-            cell = table["memory"].setdefault(str(zero), {}).setdefault(recompute, {})
-            for p in (1, pp) if pipeline else (1,):
-                result = train(model, Layout(t=tp, p=p, d=dp, zero=zero, recompute=recompute))
-                picked = {"single": result.stages[:1]} if p == 1 else {"first": result.stages[:1],
-                                                                          "last": result.stages[-1:]}
-                for key, (stage,) in picked.items():
-                    cell[key] = {c: add(f"train_z{zero}_{recompute}_{key}_{c}", f"train/zero{zero}/{recompute}/{key}",
-                                        c, "B", f"training {c} bytes per device, {STAGES[key]}", stage.memory[c])
-                                 for c in COMPONENTS}
-                if table["flops"] is None:
-                    table["flops"] = add("train_flops_per_device", "train", "flops_per_device", "FLOP",
-                                         "model FLOPs per device per iteration (m = PP micro-batches of b)",
-                                         result.flops["model_per_device"])
-    return functions, table
+    return functions, add
 
 
 def _script_safe(text: str) -> str:

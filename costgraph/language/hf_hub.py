@@ -41,6 +41,31 @@ def is_hub_id(text: str) -> bool:
         and not text.endswith((".cg", ".json")) and bundled_import(text + MODEL_SUFFIX) is None
 
 
+def with_revision(source: str, revision: str | None, name: str = "--revision") -> str:
+    """``source`` at ``revision`` (``--revision REV``, ``revision=``, as ``hf download`` and
+    ``from_pretrained`` spell it): ``org/name`` becomes ``org/name@REV``; None leaves it as it is.
+
+    Raises
+    ------
+    CostgraphValueError
+        ``source`` is no Hub id (a revision names a commit of a Hub repository), or it already names
+        another revision after ``@``."""
+    if revision is None:
+        return source
+    if not isinstance(revision, str) or not revision:
+        raise CostgraphValueError(f"{name} takes a branch, a tag or a commit hash, not {revision!r}",
+                                  hint=f"{name} main, {name} 0e9e39f2...")
+    m = HUB_ID.match(source) if isinstance(source, str) else None
+    if m is None or not is_hub_id(source):
+        raise CostgraphValueError(f"{name} {revision[:60]!r} applies to a Hub id (org/name); "
+                                  f"{str(source)[:80]!r} is none",
+                                  hint=f"leave {name} out for a model file, a config.json or a folder")
+    if m.group(3) is not None and m.group(3) != revision:
+        raise CostgraphValueError(f"{source} names revision {m.group(3)!r} and {name} names {revision[:60]!r}",
+                                  hint=f"give the revision once: {m.group(1)}/{m.group(2)} {name} {revision[:60]}")
+    return f"{m.group(1)}/{m.group(2)}@{revision}"
+
+
 def config_path(source: str, *, download: bool = False, api: bool = False) -> str | None:
     """The ``config.json`` path ``source`` names (module docstring), or None for a bundled model
     name or a model file (anything else). ``download``: fetch a Hub id's ``config.json`` when it is
@@ -50,7 +75,7 @@ def config_path(source: str, *, download: bool = False, api: bool = False) -> st
     ------
     CostgraphValueError
         A folder without a ``config.json``; a Hub id not in the cache (with the flag or the
-        ``huggingface-cli download`` command that fetches it); a download refused (offline,
+        ``hf download`` command that fetches it); a download refused (offline,
         unknown repository, gated, no network); ``huggingface_hub`` not installed."""
     if os.path.isdir(source):   # a folder without one: the model-file loader refuses it, as before
         path = os.path.join(source, "config.json")
@@ -87,7 +112,8 @@ def _from_hub(source: str, download: bool, api: bool) -> str:
         return found
     at = "" if revision is None else f" at revision {revision}"
     if not download:
-        fetch = f"huggingface-cli download {repo} config.json" + ("" if revision is None else f" --revision {revision}")
+        # huggingface_hub 1.x's CLI (``hf``; the older ``huggingface-cli`` was removed in 1.0)
+        fetch = f"hf download {repo} config.json" + ("" if revision is None else f" --revision {revision}")
         allow = "allow_download=True" if api else DOWNLOAD_FLAG
         raise CostgraphValueError(f"{source}: no such file, and no config.json of {repo}{at} in the Hugging Face cache "
                                   f"({hub.constants.HF_HUB_CACHE})",
@@ -101,7 +127,7 @@ def _from_hub(source: str, download: bool, api: bool) -> str:
         raise CostgraphValueError(f"{source}: cannot fetch config.json{at}: {type(e).__name__}: "
                                   f"{str(e).splitlines()[0][:200] if str(e) else ''}",
                                   hint="check the id (org/name), your network and access to the repository "
-                                       "(huggingface-cli login for a gated one)") from None
+                                       "(hf auth login for a gated one)") from None
 
 
 #: the folders of a Hugging Face cache entry (``models--org--name``, ``datasets--...``, ``spaces--...``)

@@ -1,0 +1,69 @@
+"""A closed form as a compact tree the calculator page evaluates exactly (:mod:`costgraph.export.web`).
+
+``costgraph train``'s step time on a preset is a closed form with rational coefficients, ``Min``,
+``Max`` and ``Piecewise`` choices whose conditions are integer facts about the layout (whether a
+tensor- or data-parallel group stays inside one node: :mod:`costgraph.parallel.placement`). Brought
+over one common denominator for integer code (:func:`costgraph.numbers.integer_form.exact_parts`) it
+grows to megabytes; the page instead evaluates the tree itself, in exact fractions of ``BigInt``
+(``web.js``: ``evalTree``), and shows the same rational number ``costgraph train`` computes.
+
+The tree (JSON): a whole number or a fraction is the text ``"p"`` or ``"p/q"``; a dimension or a layout
+degree ``{"s": name}``; an operation ``[op, arg, ...]`` with ``op`` one of ``+ * ^ min max mod floor
+pw`` (``^``: a whole exponent; ``pw``: ``[value, condition]`` pairs, the first whose condition holds),
+and conditions ``<= < == != or and not`` (``>=`` and ``>`` written as ``<=`` and ``<`` swapped).
+Anything else is refused. :func:`program` shares repeated parts (SymPy's ``cse``): ``{"defs": [tree, ...],
+"e": tree}``, where ``{"t": i}`` stands for ``defs[i]`` (each defined from the dimensions and the
+earlier ones); a step time of Llama's layout space is about 4 KB so, 10 KB written out.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from ..errors import CostgraphValueError
+
+_OPS = ((sympy.Add, "+"), (sympy.Mul, "*"), (sympy.Min, "min"), (sympy.Max, "max"), (sympy.Mod, "mod"),
+        (sympy.floor, "floor"), (sympy.Or, "or"), (sympy.And, "and"), (sympy.Not, "not"),
+        (sympy.Le, "<="), (sympy.Lt, "<"), (sympy.Eq, "=="), (sympy.Ne, "!="))
+
+
+def tree(e, shared: dict | None = None) -> object:
+    """``e`` (a SymPy expression or condition) as the page's tree (module docstring).
+
+    Raises
+    ------
+    CostgraphValueError
+        A part that is not a rational number, a symbol or one of the operations above (a square root,
+        a fractional power). ``shared``: the symbols :func:`program` introduced → their index."""
+    if e is sympy.true or e is sympy.false:
+        return ["==", "0", "0" if e is sympy.true else "1"]
+    if isinstance(e, sympy.Rational):
+        return str(e.p) if e.q == 1 else f"{e.p}/{e.q}"
+    if e.is_Symbol:
+        return {"t": shared[e]} if shared and e in shared else {"s": str(e)}
+    if isinstance(e, sympy.Pow):
+        if not e.exp.is_Integer:
+            raise CostgraphValueError(f"the page cannot evaluate the power {e}", hint="whole exponents only")
+        return ["^", tree(e.base, shared), str(e.exp)]
+    if isinstance(e, sympy.Piecewise):
+        return ["pw", *[[tree(p.expr, shared), tree(p.cond, shared)] for p in e.args]]
+    if isinstance(e, (sympy.Ge, sympy.Gt)):
+        return ["<=" if isinstance(e, sympy.Ge) else "<", tree(e.rhs, shared), tree(e.lhs, shared)]
+    for kind, op in _OPS:
+        if isinstance(e, kind):
+            return [op, *[tree(a, shared) for a in e.args]]
+    raise CostgraphValueError(f"the page cannot evaluate {type(e).__name__} ({str(e)[:80]})",
+                              hint="sums, products, whole powers, min, max, mod, floor and piecewise choices")
+
+
+def program(e) -> dict:
+    """``e`` as ``{"defs": [...], "e": tree}``, its repeated parts shared (module docstring)."""
+    import itertools
+
+    names = (sympy.Dummy(f"t{i}") for i in itertools.count())
+    defs, (reduced,) = sympy.cse(e, symbols=names, optimizations=None)
+    shared = {sym: i for i, (sym, _) in enumerate(defs)}
+    return {"defs": [tree(v, shared) for _, v in defs], "e": tree(reduced, shared)}
+
+
+__all__ = ["program", "tree"]
