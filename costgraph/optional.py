@@ -6,6 +6,7 @@ graph's DOT writer need more; each lives in an extra of ``pyproject.toml``:
 
 - ``plot``: matplotlib, for ``costgraph plot`` and :mod:`costgraph.export.plots`;
 - ``graph``: graphviz (the Python bindings), for ``costgraph graph --format dot|svg``;
+- ``yaml``: PyYAML, for ``--launch`` with an accelerate config (:mod:`costgraph.launch.accelerate`);
 - ``all``: every extra above.
 
 >>> need("math", "plot", "costgraph plot").sqrt(4)
@@ -24,7 +25,7 @@ import importlib
 from .errors import CostgraphValueError
 
 #: the extras of pyproject.toml and the modules each one brings
-EXTRAS = {"plot": ("matplotlib",), "graph": ("graphviz",)}
+EXTRAS = {"plot": ("matplotlib",), "graph": ("graphviz",), "yaml": ("yaml",)}
 
 
 class MissingExtra(CostgraphValueError):
