@@ -23,6 +23,8 @@ from ..errors import CostgraphValueError
 
 #: the options a launch file may give that a parser declares required (checked after the file is read)
 _FILLABLE = ("gpus", "global_batch")
+#: the serving degrees fit --serve has no form for (a value other than 1 is refused)
+_SERVE_NONE = ("pp", "ep", "dp_attention")
 #: what a command does not take from a file, and why
 _DROPPED = {"plan": {"set b": "plan chooses the micro-batch b itself"},
             "infer": {"set b": "--batch sets b", "set s": "--prompt and --generate set s"}}
@@ -142,19 +144,26 @@ def _options(args, sub, launch, command: str, unused: list) -> list:
     actions = {a.dest: a for a in sub._actions}
     taken = []
     for dest, value in launch.values.items():
+        if command == "fit" and dest in _SERVE_NONE and getattr(args, "serve", False):
+            if value != 1:
+                raise CostgraphValueError(f"{launch.origins[dest]}: fit --serve judges one replica "
+                                          f"of tensor parallelism only, not {dest} {value}",
+                                          hint="costgraph infer --launch FILE takes it (--pp, --ep)")
+            continue
         if dest not in actions or not hasattr(args, dest):
-            unused.append(f"{dest}={value}: not an option of {command}")
+            unused.append(f"{dest}={value}: " + ("plan searches the layout" if command == "plan" else
+                                                 f"not an option of {command}"))
             continue
         action, mine = actions[dest], getattr(args, dest)
         flag = action.option_strings[0] if action.option_strings else dest
         if action.choices is not None and value not in action.choices:
-            raise CostgraphValueError(f"{launch.path}: {launch.origins[dest]} gives {flag} {value}, which {command} "
+            raise CostgraphValueError(f"{launch.origins[dest]} gives {flag} {value}, which {command} "
                                       f"does not take", hint="choices: " + ", ".join(map(str, action.choices)))
-        if _same(mine, value):
-            continue
-        if mine is None or mine == action.default:
+        if mine is None or _same(mine, action.default):   # the parser's default: the file's value, named
             setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
             taken.append(dest)
+            continue
+        if _same(mine, value):   # the command line gives it too, the same
             continue
         raise CostgraphValueError(f"{flag} {_shown(mine)} on the command line, but {launch.path} gives "
                                   f"{_shown(value)} ({launch.origins[dest]})",
