@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from costgraph.export.schema import validator
 from costgraph.launch import read_launch
 from costgraph.launch.shell import UNSET, arithmetic, commands
 
@@ -27,6 +28,7 @@ def _same_answer(cg, launch_argv, hand_argv):
     assert a.returncode == 0, a.stderr
     assert b.returncode == 0, b.stderr
     doc, hand = json.loads(a.stdout), json.loads(b.stdout)
+    validator(launch_argv[0]).validate(doc)   # the "launch" object is in each command's schema (launch.json)
     launch = doc.pop("launch")
     assert doc == hand
     return launch

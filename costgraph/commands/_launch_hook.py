@@ -198,7 +198,7 @@ def render(args, out):
         data = json.loads(out)
         if isinstance(data, dict):
             data["launch"] = report
-            return json.dumps(data, indent=2)
+            return json.dumps(data, indent=2, ensure_ascii=False)
         return out
     return "\n".join(lines(report)) + "\n\n" + out
 
