@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from .result import Launch
+from .result import Launch, Origin
 from .text import located
 
 
@@ -53,6 +53,10 @@ def read_model(a: dict, lines: dict, launch: Launch, path: str, text: str) -> No
         extra = dict(entry.get("if_option", {}).get("moe", {}))
         launch.set_dim("moe", True, where("num_experts"), f"--num-experts {a['num_experts']}")
     launch.model = family
+    shape = {"gpt": "LayerNorm, GELU, learned positions", "llama": "--swiglu --normalization RMSNorm",
+             "deepseek_v3": "--multi-latent-attention"}[family]
+    launch.origins["model"] = Origin(where("multi_latent_attention" if family == "deepseek_v3" else "normalization"),
+                                     shape)
     skip = {"kv_channels"} if family == "deepseek_v3" else set()
     checks = []
     for key, spec in [*entry.items(), *extra.items()]:
