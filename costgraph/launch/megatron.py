@@ -191,7 +191,8 @@ def _layout(a: dict, lines: dict, launch: Launch, path: str, text: str) -> None:
 
     def put(dest, value, *keys, words=None):
         launch.set_value(dest, value, where(*keys), words or " ".join(
-            f"--{k.replace('_', '-')}" + ("" if a.get(k) is True else f" {a.get(k)}") for k in keys if k in a))
+            f"--{k.replace('_', '-')}" + ("" if a.get(k) is True else " " + (" ".join(a[k]) if isinstance(a[k], list)
+                                                                            else str(a[k]))) for k in keys if k in a))
     for dest, key in (("tp", "tensor_model_parallel_size"), ("pp", "pipeline_model_parallel_size"),
                       ("cp", "context_parallel_size"), ("ep", "expert_model_parallel_size")):
         put(dest, a[key], key)
