@@ -185,3 +185,30 @@ def test_sglang_line_and_accelerate_yaml(tmp_path):
                  "num_machines: 2\nnum_processes: 16\n")
     launch = read_launch(str(y))
     assert launch.values == {"gpus": 16, "precision": "mixed", "zero": 3, "hsdp": 8}
+
+
+@pytest.mark.parametrize("name, model, bundled, config, differs", [
+    # Megatron-LM @ d98e8a64 examples/post_training/modelopt/conf/deepseek-ai/DeepSeek-R1.sh: MODEL_ARGS
+    # only (a file of arguments in a variable); DeepSeek-V3's shape (MLA 1536/512/128+64/128, 256 experts
+    # top-8 of width 2048, one shared of 2048, [0]*3+[1]*58); its vocabulary is the tokenizer's (V not given)
+    ("DeepSeek-R1.sh", "deepseek_v3", "deepseek_v3", "deepseek-v3", {"s", "V", "D"}),
+    # Megatron-LM @ d98e8a64 examples/mixtral/train_mixtral_8x7b_distributed.sh: 32 layers, 4096, ffn 14336,
+    # 32 heads, 8 groups, 8 experts top-2, untied; vocabulary the tokenizer's
+    ("train_mixtral_8x7b_distributed.sh", "llama", "mixtral", "mixtral-8x7b", {"V"}),
+])
+def test_megatron_model_arguments_are_the_bundled_configuration(name, model, bundled, config, differs):
+    from costgraph.model import load
+
+    launch = read_launch(str(EX / name))
+    assert launch.model == model
+    values = {str(k): int(v) for k, v in load(bundled).values(config, {}).items()}
+    assert {k: v for k, v in launch.dims.items() if k not in differs} == \
+        {k: v for k, v in values.items() if k not in differs and k in launch.dims}
+    assert set(values) - set(launch.dims) <= differs   # every dimension read but those the file leaves out
+
+
+def test_a_launcher_template_device_count_yields_to_gpus(cg):
+    # the Mixtral script's torchrun runs NNODES=${SLURM_NNODES:-"1"} nodes of 8: --gpus replaces it, noted
+    r = cg("train", "--launch", str(EX / "train_mixtral_8x7b_distributed.sh"), "--gpus", "64", "--set", "V=32000")
+    assert r.returncode == 0, r.stderr
+    assert "note: --gpus 64 from the command line" in r.stdout and "64 GPUs = tp 1 × pp 4" in r.stdout

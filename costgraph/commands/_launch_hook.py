@@ -165,6 +165,9 @@ def _options(args, sub, launch, command: str, unused: list) -> list:
             continue
         if _same(mine, value):   # the command line gives it too, the same
             continue
+        if dest in launch.weak:
+            launch.notes.append(f"{flag} {_shown(mine)} from the command line ({launch.origins[dest]} gives {_shown(value)})")
+            continue
         raise CostgraphValueError(f"{flag} {_shown(mine)} on the command line, but {launch.path} gives "
                                   f"{_shown(value)} ({launch.origins[dest]})",
                                   hint="give it in one place: drop the option or edit the file")

@@ -115,8 +115,12 @@ def _fsdp(cfg, data, launch: Launch, path: str, text: str, line, where) -> None:
         launch.set_value("offload_optimizer", "cpu", where("fsdp_offload_params"), "fsdp_offload_params: true")
         if stage == 3:
             launch.set_value("offload_params", "cpu", where("fsdp_offload_params"), "fsdp_offload_params: true")
+    if cfg.get("fsdp_activation_checkpointing") is True:
+        launch.set_value("recompute", "full", where("fsdp_activation_checkpointing"),
+                         "fsdp_activation_checkpointing: true (each block checkpointed)")
     for k in cfg:
-        if k not in ("fsdp_sharding_strategy", "fsdp_reshard_after_forward", "fsdp_offload_params"):
+        if k not in ("fsdp_sharding_strategy", "fsdp_reshard_after_forward", "fsdp_offload_params",
+                     "fsdp_activation_checkpointing"):
             launch.ignored.append(f"fsdp_config.{quoted(k)} ({path}:{line(str(k))})")
 
 

@@ -66,6 +66,9 @@ def read_deepspeed(path: str, text: str, gpus: int | None = None) -> Launch:
             launch.ignored.append(f"{key} ({path}:{line(key)})")
         elif key not in _READ:
             launch.unknown.append(f"{quoted(key)} ({path}:{line(key)})")
+    if "activation_checkpointing" in data:
+        launch.notes.append("activation_checkpointing: DeepSpeed checkpoints what the model code wraps; give "
+                            "--recompute for it")
     _zero(data.get("zero_optimization") or {}, launch, path, text, where, line)
     _batch(data, launch, path, text, gpus, where, line)
     on = [k for k in ("bf16", "fp16") if isinstance(data.get(k), dict) and data[k].get("enabled") is True]

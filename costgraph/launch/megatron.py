@@ -116,8 +116,22 @@ def _command(script, path: str, text: str):
     for words in script.commands:   # an argument list: the words themselves
         if words and words[0][0].startswith("--"):
             return [], [w for c in script.commands for w in c]
+    held = []   # a file of arguments held in variables (MODEL_ARGS="--num-layers 61 ..."), never launched
+    for value in script.variables.values():
+        items = value if isinstance(value, list) else [(value, 0)]
+        words = [(w, line) for item, line in items for w in str(item).split()]
+        if words and words[0][0].startswith("--"):
+            held += [(w, line or _line_of(text, w)) for w, line in words]
+    if held:
+        return [], held
     raise located("no Megatron-LM command found: no pretrain_*.py followed by its arguments", path, text, 1,
                   hint="give the launch script (torchrun ... pretrain_gpt.py --num-layers ...) or its argument list")
+
+
+def _line_of(text: str, word: str) -> int:
+    """The line of the first ``word`` in ``text`` (a word read from a string variable)."""
+    m = re.search(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", text)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
 
 
 def _arguments(words: list, launch: Launch, path: str, text: str) -> dict:
@@ -280,6 +294,7 @@ def _devices(launcher: list, a: dict, launch: Launch, path: str, gpus: int | Non
     text = f"torchrun --nproc_per_node {found['nproc_per_node'][0]} --nnodes {found.get('nnodes', (1,))[0]}"
     if n % model == 0:
         launch.set_value("gpus", n, f"{path}:{found['nproc_per_node'][1]}", text)
+        launch.weak.add("gpus")   # a launcher's node count is the template's: --gpus replaces it
     elif gpus is None:
         launch.notes.append(f"{text} ({n} devices) cannot hold TP × PP × CP = {model}: the devices are the "
                             "command line's (--gpus)")

@@ -83,6 +83,30 @@ def read_model(a: dict, lines: dict, launch: Launch, path: str, text: str) -> No
             checks.append((key, spec))
     _check(a, checks, launch, family, lines, path, text)
     _options(a, family, launch, where)
+    _unmapped(a, lines, {k for k, _ in [*entry.items(), *extra.items()]}, family, path, text)
+
+
+#: the model arguments a family's mapping may leave out without changing its cost
+_HARMLESS = {"max_position_embeddings", "kv_channels", "disable_bias_linear", "add_bias_linear", "add_qkv_bias",
+             "qk_layernorm", "mtp_num_layers", "group_query_attention", "position_embedding_type"}
+#: the model arguments read (megatron.NUMBERS, TEXTS and FLAGS that describe the model)
+_MODEL_KEYS = {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups", "kv_channels",
+               "ffn_hidden_size", "vocab_size", "max_position_embeddings", "num_experts", "moe_router_topk",
+               "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size", "q_lora_rank", "kv_lora_rank",
+               "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim", "mtp_num_layers", "moe_layer_freq",
+               "multi_latent_attention", "swiglu", "normalization", "untie_embeddings_and_output_weights"}
+
+
+def _unmapped(a: dict, lines: dict, mapped: set, family: str, path: str, text: str) -> None:
+    """A model argument the script gives that the family's mapping does not read is refused (never dropped)."""
+    for key in sorted(_MODEL_KEYS & set(lines), key=lambda k: lines[k]):
+        if key in mapped or key in _HARMLESS or (key == "moe_layer_freq" and str(a[key]) == "1"):
+            continue
+        if key == "moe_router_topk" and a.get("num_experts") is None:
+            continue
+        name = key.replace("_", "-")
+        raise located(f"--{name}: the bundled '{family}' has no such part", path, text, lines[key],
+                      hint="write the model as a .cg file and give it as MODEL with --set")
 
 
 def _needed(a: dict, lines: dict, path: str, text: str) -> None:

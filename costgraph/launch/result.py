@@ -56,6 +56,9 @@ class Launch:
         Arguments the reader does not know, with their line: warned, not taken.
     notes : list of str
         What was derived or assumed (a framework default, a degree resolved from ``--gpus``).
+    weak : set of str
+        Keys of ``values`` that yield to the command line (the devices of a launcher template:
+        ``torchrun --nnodes ${SLURM_NNODES:-1}``), noted instead of refused.
     """
 
     kind: str
@@ -69,6 +72,7 @@ class Launch:
     ignored: list = field(default_factory=list)
     unknown: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    weak: set = field(default_factory=set)
 
     def set_value(self, dest: str, value, where: str, text: str) -> None:
         """Record option ``dest`` = ``value`` read at ``where`` from the file's words ``text``."""
@@ -92,4 +96,5 @@ class Launch:
         return {"kind": self.kind, "file": self.path, "model": self.model, "config": self.config,
                 "set": {**self.dims, **self.options}, "options": dict(self.values),
                 "from": {k: {"where": o.where, "text": o.text} for k, o in self.origins.items()},
-                "ignored": list(self.ignored), "unknown": list(self.unknown), "notes": list(self.notes)}
+                "ignored": list(self.ignored), "unknown": list(self.unknown), "notes": list(self.notes),
+                "yields": sorted(self.weak)}

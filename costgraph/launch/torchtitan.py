@@ -163,7 +163,8 @@ def _model(f: _File, launch: Launch) -> None:
     for k, v in (entry.get("set") or {}).items():
         launch.set_dim(k, v, where, words)
     conv = f.get("model", "converters", []) or []
-    fp8 = any(c in ("float8", "quantize.linear.float8") for c in conv if isinstance(c, str))
+    fp8 = any(c in ("float8", "quantize.linear.float8") for c in conv if isinstance(c, str)) \
+        or f.get("float8", "enable_float8_linear") is True   # torchtitan before converters (2024)
     param = f.get("training", "mixed_precision_param", _table().records["defaults"]["mixed_precision_param"])
     policy = "fp8-current" if fp8 else {"bfloat16": "mixed", "float32": "fp32"}.get(param)
     if policy is None:
