@@ -212,3 +212,15 @@ def test_a_launcher_template_device_count_yields_to_gpus(cg):
     r = cg("train", "--launch", str(EX / "train_mixtral_8x7b_distributed.sh"), "--gpus", "64", "--set", "V=32000")
     assert r.returncode == 0, r.stderr
     assert "note: --gpus 64 from the command line" in r.stdout and "64 GPUs = tp 1 × pp 4" in r.stdout
+
+
+def test_fit_serve_takes_an_sglang_line(cg, tmp_path):
+    # SGLang's --mem-fraction-static is the share of memory it uses: fit's --reserve is the rest (0.15)
+    f = tmp_path / "serve.sh"
+    f.write_text("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 2 "
+                 "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e5m2\n")
+    common = ["--prompt", "512", "--generate", "128", "--hardware", "h100-sxm"]
+    launch = _same_answer(cg, ["fit", "--serve", "llama", "--config", "llama-3-8b", "--launch", str(f), *common],
+                          ["fit", "--serve", "llama", "--config", "llama-3-8b", "--tp", "2", "--gpus", "2", "--kv", "fp8",
+                           "--reserve", "0.15", *common])
+    assert launch["options"]["reserve"] == "0.15" and "runtime=sglang: not an option of fit" in launch["not_used"]

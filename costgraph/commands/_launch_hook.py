@@ -143,7 +143,10 @@ def _dims(args, launch, command: str, unused: list) -> list:
 def _options(args, sub, launch, command: str, unused: list) -> list:
     actions = {a.dest: a for a in sub._actions}
     taken = []
-    for dest, value in launch.values.items():
+    if command == "fit" and "gpu_memory_utilization" in launch.values:   # fit's reserve: 1 - the runtime's share
+        launch.values["reserve"] = _complement(launch.values.pop("gpu_memory_utilization"))
+        launch.origins["reserve"] = launch.origins.pop("gpu_memory_utilization")
+    for dest, value in list(launch.values.items()):
         if command == "fit" and dest in _SERVE_NONE and getattr(args, "serve", False):
             if value != 1:
                 raise CostgraphValueError(f"{launch.origins[dest]}: fit --serve judges one replica "
@@ -172,6 +175,17 @@ def _options(args, sub, launch, command: str, unused: list) -> list:
                                   f"{_shown(value)} ({launch.origins[dest]})",
                                   hint="give it in one place: drop the option or edit the file")
     return taken
+
+
+def _complement(text: str) -> str:
+    """``1 - text`` of a decimal share (``0.85`` → ``0.15``), exactly; the text itself if it is none."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        d = Decimal(text)
+    except (InvalidOperation, ValueError):
+        return text
+    return str(Decimal(1) - d) if d.is_finite() and 0 < d <= 1 else text
 
 
 def _same(a, b) -> bool:
