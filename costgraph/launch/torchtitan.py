@@ -5,7 +5,7 @@ Read with :mod:`tomllib` (nothing evaluated), as torchtitan's ``JobConfig`` read
 ``torchtitan.toml``):
 
 * ``[model] name`` + ``flavor`` → a bundled model and configuration (``torchtitan.toml``:
-  ``llama3`` 8B/70B/405B, ``deepseek_v3`` 671B); ``converters`` with ``float8`` (or
+  ``llama3`` 8B/70B/405B, ``deepseek_v3`` 16B/671B); ``converters`` with ``float8`` (or
   ``quantize.linear.float8``) → the ``fp8-current`` policy (torchao's tensorwise dynamic scaling);
 * ``[training] local_batch_size`` → ``b`` (with PP: ``pipeline_parallel_microbatch_size``, and
   ``micro_batches`` = local / micro), ``seq_len`` → ``s``, ``global_batch_size`` (when not −1) →
