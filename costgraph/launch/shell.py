@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 
 #: the marker around a name that no assignment of the file gives (``\\x00NAME\\x00``)
 UNSET = "\x00"
-#: the most words a script may hold (a launch script has a few hundred)
+#: the most words a script may hold, or a variable or command expand to (a launch script has a few hundred)
 MAX_WORDS = 200_000
+#: the longest text a variable may hold once expanded (``X=$X$X`` doubling stops here)
+MAX_VALUE = 1 << 20
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _KEYWORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", "done", "case", "esac", "{", "}",
@@ -65,12 +67,22 @@ def commands(text: str) -> Script:
     Raises
     ------
     ShellError
-        An unterminated quote, ``${`` or ``$(``, or more than :data:`MAX_WORDS` words."""
+        An unterminated quote, ``${`` or ``$(``, a text over :data:`MAX_VALUE` characters, or more than
+        :data:`MAX_WORDS` words (in the file, a variable or the commands)."""
+    if len(text) > MAX_VALUE:
+        raise ShellError(f"over {MAX_VALUE} characters: not a launch script", 1)
     script = Script()
     tokens = _lex(text)
     i = 0
-    while i < len(tokens):
-        i = _command(tokens, i, script)
+    try:
+        while i < len(tokens):
+            start = i
+            i = _command(tokens, i, script)
+            if sum(len(c) for c in script.commands) > MAX_WORDS:
+                raise ShellError(f"commands of more than {MAX_WORDS} words: not a launch script",
+                                 tokens[start].line if isinstance(tokens[start], Word) else tokens[start][1])
+    except RecursionError:   # ${A:-${A:-...}} nested past Python's stack
+        raise ShellError("expansions nested too deeply", 1) from None
     return script
 
 
@@ -259,6 +271,8 @@ def _assign(tokens: list, i: int, m, script: Script) -> int:
                 elements.extend(expand(tokens[i], script.variables, split=False))
             i += 1
         base = (old if isinstance(old, list) else [] if old is None else [(old, w.line)]) if append else []
+        if len(base) + len(elements) > MAX_WORDS:
+            raise ShellError(f"array {name} grows past {MAX_WORDS} words: not a launch script", w.line)
         script.variables[name] = base + elements
         return i + 1
     value = "".join(t for t, _ in expand(rest, script.variables, split=False)) if rest.parts else ""
@@ -266,6 +280,8 @@ def _assign(tokens: list, i: int, m, script: Script) -> int:
         script.variables[name] = old + [(value, w.line)]
     else:
         script.variables[name] = ((old or "") if append and isinstance(old, str) else "") + value
+    if len(script.variables[name]) > (MAX_WORDS if isinstance(script.variables[name], list) else MAX_VALUE):
+        raise ShellError(f"variable {name} grows past the size of a launch script", w.line)
     return i + 1
 
 
@@ -295,6 +311,8 @@ def expand(w: Word, variables: dict, split: bool = True) -> list:
                 fields[-1][0] += piece
                 fields[-1][1] = line if isinstance(value, list) else fields[-1][1]
                 fields[-1][2] = True
+        if len(fields) > MAX_WORDS or len(fields[-1][0]) > MAX_VALUE:
+            raise ShellError("a word expands past the size of a launch script", w.line)
     return [(t, line) for t, line, started in fields if started and (t or not split)]
 
 
@@ -350,7 +368,7 @@ def arithmetic(expr: str, variables: dict) -> int | None:
             i += 1
     try:
         value, k = _sum(tokens, 0)
-    except (IndexError, ZeroDivisionError, TypeError, ValueError):
+    except (IndexError, ZeroDivisionError, TypeError, ValueError, RecursionError):
         return None
     return value if k == len(tokens) and abs(value) < 10**18 else None
 
