@@ -158,6 +158,7 @@ def test_unknown_arguments_are_warned_not_taken(tmp_path):
     (b"\xff\xfe not utf-8", "not UTF-8 text"),
     (b"echo 'unclosed\n", "single quote (') is not closed"),
     (b"echo hello\n", "no Megatron-LM command found"),
+    (b"X=ab\n" + b"X=$X$X\n" * 40, "past the size of a launch script"),   # doubling, bounded (shell.MAX_VALUE)
 ])
 def test_hostile_or_foreign_files_are_refused(tmp_path, content, message):
     f = tmp_path / "launch.sh"
