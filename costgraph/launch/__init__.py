@@ -12,9 +12,15 @@
 A file is read, never executed: no variable is expanded from the environment, no command run, no
 other file opened; it is read under the limits of a ``config.json`` (:mod:`~costgraph.launch.text`).
 
->>> from costgraph.launch import read_launch      # doctest: +SKIP
->>> read_launch("examples/launch/train_llama3_8b_h100_fp8.sh").values["precision"]    # doctest: +SKIP
-'fp8-delayed-bridge'
+>>> import os, tempfile
+>>> from costgraph.launch import read_launch
+>>> path = os.path.join(tempfile.mkdtemp(), "serve.sh")
+>>> _ = open(path, "w").write("vllm serve gpt2 --tensor-parallel-size 4 --max-model-len 1024 --port 8000\n")
+>>> launch = read_launch(path)
+>>> launch.kind, launch.model, launch.values
+('vllm', 'gpt2', {'tp': 4, 'gpus': 4, 'max_model_len': 1024})
+>>> launch.ignored == [f"--port ({path}:1)"]
+True
 """
 
 from __future__ import annotations
