@@ -15,7 +15,7 @@ other file opened; it is read under the limits of a ``config.json`` (:mod:`~cost
 >>> import os, tempfile
 >>> from costgraph.launch import read_launch
 >>> path = os.path.join(tempfile.mkdtemp(), "serve.sh")
->>> _ = open(path, "w").write("vllm serve gpt2 --tensor-parallel-size 4 --max-model-len 1024 --port 8000\n")
+>>> _ = open(path, "w").write("vllm serve gpt2 --tensor-parallel-size 4 --max-model-len 1024 --port 8000\\n")
 >>> launch = read_launch(path)
 >>> launch.kind, launch.model, launch.values
 ('vllm', 'gpt2', {'tp': 4, 'gpus': 4, 'max_model_len': 1024})
