@@ -168,6 +168,13 @@ def test_hostile_or_foreign_files_are_refused(tmp_path, content, message):
     assert message in str(e.value) and "\x00" not in str(e.value)
 
 
+def test_a_link_out_of_its_folder_is_not_read(tmp_path):
+    (tmp_path / "run.sh").symlink_to("/etc/passwd")
+    with pytest.raises(Exception) as e:
+        read_launch(str(tmp_path / "run.sh"))
+    assert "leads out of its folder" in str(e.value) and "root:" not in str(e.value)
+
+
 def test_sglang_line_and_accelerate_yaml(tmp_path):
     # sglang server_args.py names: --tp-size, --mem-fraction-static, --context-length, --kv-cache-dtype,
     # --max-running-requests, --page-size; accelerate's FSDP config keys (accelerate config writes them).

@@ -32,6 +32,7 @@ import re
 from functools import cache
 
 from .. import datafiles
+from ..errors import CostgraphValueError
 from ..datafiles import Field, Kind, Schema
 from .result import Launch
 from .shell import UNSET, unset_names
@@ -124,8 +125,9 @@ def _command(script, path: str, text: str):
             held += [(w, line or _line_of(text, w)) for w, line in words]
     if held:
         return [], held
-    raise located("no Megatron-LM command found: no pretrain_*.py followed by its arguments", path, text, 1,
-                  hint="give the launch script (torchrun ... pretrain_gpt.py --num-layers ...) or its argument list")
+    raise CostgraphValueError(f"{path}: no Megatron-LM command found: no pretrain_*.py followed by its arguments",
+                              hint="give the launch script (torchrun ... pretrain_gpt.py --num-layers ...) or its "
+                                   "argument list")   # no line quoted: the file may be anything
 
 
 def _line_of(text: str, word: str) -> int:

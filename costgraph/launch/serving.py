@@ -34,6 +34,7 @@ are listed as unknown, never taken.
 
 from __future__ import annotations
 
+from ..errors import CostgraphValueError
 from .result import Launch
 from .shell import unset_names
 from .text import located, quoted, whole
@@ -112,9 +113,9 @@ def _command(script, path: str, text: str):
                 return ("vllm" if w.startswith("vllm") else "sglang"), words[k + 1:]
             if w.endswith("sglang") and texts[k + 1:k + 2] == ["serve"]:
                 return "sglang", words[k + 2:]
-    raise located("no vllm serve or SGLang launch_server command found", path, text, 1,
-                  hint="give the serving line: vllm serve MODEL --tensor-parallel-size 4 ..., or "
-                       "python -m sglang.launch_server --model-path MODEL --tp-size 4 ...")
+    raise CostgraphValueError(f"{path}: no vllm serve or SGLang launch_server command found",
+                              hint="give the serving line: vllm serve MODEL --tensor-parallel-size 4 ..., or "
+                                   "python -m sglang.launch_server --model-path MODEL --tp-size 4 ...")
 
 
 def _apply(got: dict, kind: str, launch: Launch, path: str, text: str) -> None:

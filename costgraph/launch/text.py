@@ -3,7 +3,8 @@
 :func:`read` is :func:`costgraph.datafiles.read_text` (a regular file, at most
 :data:`costgraph.datafiles.MAX_BYTES`, UTF-8, recorded so ``-o`` never replaces it) plus the NUL
 check of :func:`costgraph.language.hf_config.read_config`: a binary file is refused without being
-quoted. :func:`located` words an error at ``file:line:column`` with the line (cut) under it.
+quoted, and a symbolic link that leads out of its folder is not read
+(:func:`costgraph.language.hf_hub.check_link`). :func:`located` words an error at ``file:line:column`` with the line (cut) under it.
 Nothing a file holds is executed or evaluated.
 """
 
@@ -22,9 +23,17 @@ def read(path: str, what: str) -> str:
     Raises
     ------
     CostgraphValueError
-        No such file, a folder, a device or pipe, over the size limit, not UTF-8, or holding NUL bytes."""
-    from ..datafiles import read_text
+        No such file, a folder, a device or pipe, over the size limit, not UTF-8, holding NUL bytes, or
+        a symbolic link leading out of its folder."""
+    from pathlib import Path
 
+    from ..datafiles import read_text
+    from ..language.hf_hub import check_link
+
+    try:
+        check_link(Path(path), path)   # a link out of its folder (to /etc/passwd, /proc/...) is never read
+    except CostgraphValueError as e:
+        raise CostgraphValueError(e.message, hint="give the path of the launch file itself") from None
     text = read_text(path, what)
     if "\x00" in text:
         raise CostgraphValueError(f"{path} is not a text file (it holds NUL bytes)", hint=f"give a {what}")
