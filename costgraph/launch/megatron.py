@@ -165,12 +165,12 @@ def _read(key: str, name: str, values: list, line: int, path: str, text: str):
     if key in FLAGS:
         return True
     if not values:
-        raise located(f"--{name} takes a value", path, text, line, hint=f"write --{name} VALUE")
+        raise located(f"--{name} takes a value", path, text, line, hint=f"write --{name} VALUE", word=f"--{name}")
     missing = [n for v in values for n in unset_names(v)]
     if missing:
         raise located(f"--{name} takes its value from {missing[0]}, which this file does not assign", path, text,
                       line, hint=f"assign it in the file ({missing[0].lstrip('$')}=...) or write the value: the "
-                                 "file is read, never run")
+                                 "file is read, never run", word=f"--{name}")
     if key in NUMBERS:
         return whole(values[0], f"--{name}", path, text, line)
     return list(values) if key == "recompute_modules" else values[0]

@@ -46,10 +46,14 @@ def quoted(value: object) -> str:
     return text if len(text) <= _QUOTED else text[:_QUOTED - 1] + "…"
 
 
-def located(message: str, path: str, text: str, line: int, column: int = 1, hint: str | None = None):
-    """A :class:`CostgraphValueError` at ``path:line:column`` of ``text`` (1-based), its line shown cut."""
+def located(message: str, path: str, text: str, line: int, column: int = 1, hint: str | None = None,
+            word: str | None = None):
+    """A :class:`CostgraphValueError` at ``path:line:column`` of ``text`` (1-based), its line shown cut;
+    ``word``: the column is where it starts on that line, when it is there."""
     lines = text.split("\n")
     src = lines[line - 1] if 0 < line <= len(lines) else ""
+    if word and word in src:
+        column = src.index(word) + 1
     return CostgraphValueError(message, Location(path, line, max(column, 1), src[:200]), hint=hint)
 
 
@@ -61,5 +65,5 @@ def whole(value: object, name: str, path: str, text: str, line: int, hint: str |
         value = int(value.strip())
     if not isinstance(value, int) or value < 1 or value >= 10**18:
         raise located(f"{name} must be a positive whole number, got {quoted(value)}", path, text, line,
-                      hint=hint or "write a whole number, e.g. 8")
+                      hint=hint or "write a whole number, e.g. 8", word=name.split()[-1])
     return value
