@@ -232,3 +232,28 @@ def test_fit_serve_takes_an_sglang_line(cg, tmp_path):
                           ["fit", "--serve", "llama", "--config", "llama-3-8b", "--tp", "2", "--gpus", "2", "--kv", "fp8",
                            "--reserve", "0.15", *common])
     assert launch["options"]["reserve"] == "0.15" and "runtime=sglang: not an option of fit" in launch["not_used"]
+
+
+def test_megatron_layout_arguments(tmp_path):
+    # Megatron-LM @ d98e8a64 arguments.py: virtual stages = layers / (pp · layers per virtual stage) (32 / (4·4));
+    # --recompute-modules as given; torchrun 8 × 8 processes hold TP 2 × PP 4; the arguments held in a
+    # string variable are split on blanks where it is expanded unquoted, as bash does
+    f = tmp_path / "moe.sh"
+    f.write_text('ARGS="--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 '
+                 '--group-query-attention --num-query-groups 8 --swiglu --normalization RMSNorm '
+                 '--position-embedding-type rope --untie-embeddings-and-output-weights --disable-bias-linear '
+                 '--vocab-size 32000 --num-experts 8 --moe-router-topk 2 --seq-length 4096 --micro-batch-size 1"\n'
+                 "PAR=(--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4\n"
+                 "     --num-layers-per-virtual-pipeline-stage 4 --expert-model-parallel-size 8 --sequence-parallel\n"
+                 "     --pipeline-model-parallel-layout 'Et*8|(t*8|)*2t*8L')\n"
+                 "torchrun --nproc_per_node 8 --nnodes 8 pretrain_gpt.py $ARGS ${PAR[@]} --bf16 \\\n"
+                 "  --recompute-granularity selective --recompute-modules core_attn mlp\n")
+    launch = read_launch(str(f))
+    assert (launch.model, launch.dims["E"], launch.dims["k"], launch.options) == ("llama", 8, 2, {"moe": True,
+                                                                                                  "tied": False})
+    assert {k: launch.values[k] for k in ("tp", "pp", "ep", "sp", "virtual_stages", "schedule", "recompute",
+                                          "recompute_modules", "pipeline_layout", "gpus", "precision")} == {
+        "tp": 2, "pp": 4, "ep": 8, "sp": True, "virtual_stages": 2, "schedule": "interleaved",
+        "recompute": "selective", "recompute_modules": ["core_attn", "mlp"], "pipeline_layout": "Et*8|(t*8|)*2t*8L",
+        "gpus": 64, "precision": "megatron"}
+    assert launch.origins["virtual_stages"].where == f"{f}:3"
