@@ -82,11 +82,12 @@ def test_torchtitan_llama3_8b_toml_equals_hand_flags(cg):
 
 def test_deepspeed_zero3_json_equals_hand_flags(cg):
     # DeepSpeed @ edaa722 examples/sdma_allgather/ds_config_zero3.json: train_micro_batch_size_per_gpu 1,
-    # gradient_accumulation_steps 1, AdamW, bf16 enabled, zero_optimization.stage 3; the model from the
-    # command line.
+    # gradient_accumulation_steps 1, AdamW, bf16 enabled (bf16 parameters and gradients, fp32 master and
+    # gradient partition, Adam: policy mixed-fp32-grads, DeepSpeed's estimators' 2 + 18), zero_optimization.stage 3;
+    # the model from the command line.
     launch = _same_answer(cg, ["train", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8"],
                           ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3", "--set", "b=1",
-                           "--micro-batches", "1", "--optimizer", "adamw", "--precision", "mixed"])
+                           "--micro-batches", "1", "--optimizer", "adamw", "--precision", "mixed-fp32-grads"])
     assert launch["options"]["zero"] == 3 and "steps_per_print (" + DS + ":4)" in launch["ignored"]
 
 

@@ -5,7 +5,9 @@ Read with ``yaml.safe_load`` (PyYAML, the ``yaml`` extra; no object construction
 and ``utils/dataclasses.py``):
 
 * ``num_processes`` → ``gpus`` (all processes of all machines);
-* ``mixed_precision`` bf16/fp16 → ``mixed``, ``no`` → ``fp32`` (fp8 is refused: give ``--precision``);
+* ``mixed_precision`` bf16/fp16 → ``mixed`` (FSDP: sharded fp32 parameters, bf16 compute; with the
+  DeepSpeed plugin ``mixed-fp32-grads``, as :mod:`costgraph.launch.deepspeed`), ``no`` → ``fp32`` (fp8
+  is refused: give ``--precision``);
 * ``distributed_type: FSDP``: ``fsdp_config.fsdp_sharding_strategy`` FULL_SHARD (or 1) → ``zero`` 3,
   SHARD_GRAD_OP (2) → 2, NO_SHARD (3) → 0, HYBRID_SHARD (4) → 3 with ``hsdp`` = processes per machine,
   HYBRID_SHARD_ZERO2 (5) → 2 with ``hsdp``; FSDP2's ``fsdp_reshard_after_forward`` true/false → 3/2;
@@ -80,6 +82,8 @@ def read_accelerate(path: str, text: str) -> Launch:
                      where("mixed_precision") if "mixed_precision" in data else "accelerate's default",
                      f"mixed_precision: {mp}")
     kind = str(data.get("distributed_type", "NO"))
+    if kind == "DEEPSPEED" and mp != "no":   # DeepSpeed keeps an fp32 copy of the gradient partition
+        launch.values["precision"] = "mixed-fp32-grads"
     if kind == "FSDP":
         _fsdp(data.get("fsdp_config") or {}, data, launch, path, text, line, where)
     elif kind == "DEEPSPEED":

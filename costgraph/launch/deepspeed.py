@@ -12,8 +12,10 @@ bounded depth and numbers), then as DeepSpeed reads it (deepspeedai/DeepSpeed @ 
   ``train_batch_size`` → ``global_batch`` (train_batch_size = micro-batch × accumulation × data
   parallel, DeepSpeed's ``_set_batch_related_parameters``; given without the micro-batch, the
   micro-batch is derived from it and ``--gpus``);
-* ``bf16.enabled`` / ``fp16.enabled`` → ``mixed`` (16-bit parameters and gradients, fp32 master
-  and Adam moments: ZeRO §3.1's 16Ψ); neither → ``fp32``;
+* ``bf16.enabled`` / ``fp16.enabled`` → ``mixed-fp32-grads`` (16-bit parameters and gradients, the
+  fp32 master copy and an fp32 copy of the gradient partition, fp32 Adam moments: 20 bytes a parameter,
+  as DeepSpeed's ``stage_1_and_2.py``/``stage3.py`` keep them and its ZeRO estimators count them,
+  policies.toml); neither → ``fp32``;
 * ``optimizer.type`` → ``optimizer`` (``AdamW`` → ``adamw``).
 
 The model is the command line's (a DeepSpeed config names none). A value ``"auto"`` (filled by the
@@ -72,7 +74,7 @@ def read_deepspeed(path: str, text: str, gpus: int | None = None) -> Launch:
     _zero(data.get("zero_optimization") or {}, launch, path, text, where, line)
     _batch(data, launch, path, text, gpus, where, line)
     on = [k for k in ("bf16", "fp16") if isinstance(data.get(k), dict) and data[k].get("enabled") is True]
-    launch.set_value("precision", "mixed" if on else "fp32", where(on[0]) if on else "DeepSpeed's default",
+    launch.set_value("precision", "mixed-fp32-grads" if on else "fp32", where(on[0]) if on else "DeepSpeed's default",
                      f'"{on[0]}": {{"enabled": true}}' if on else "neither bf16 nor fp16 enabled")
     opt = data.get("optimizer")
     if isinstance(opt, dict) and isinstance(opt.get("type"), str):
