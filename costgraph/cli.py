@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         from .commands import _launch_hook as launch_hook
         from .commands.common import resolve_models
 
-        launch_hook.apply(args, parser, args.command)   # --launch FILE fills the options (train, plan, fit, infer)
+        launch_hook.apply(args, parser, args.command, sys.argv[1:] if argv is None else argv)   # --launch FILE fills the options (train, plan, fit, infer)
         if isinstance(getattr(args, "model", None), str):
             args.model_given = args.model   # as written, for regenerate lines (commands.common.shown_model)
         if getattr(args, "model", None) == "-":

@@ -114,6 +114,8 @@ def test_text_report_names_what_came_from_the_file(cg):
 def test_command_line_that_contradicts_the_file_is_refused(cg):
     r = cg("train", "--launch", LLAMA, "--tp", "2")
     assert r.returncode == 2 and "--tp 2 on the command line" in r.stderr and f"{LLAMA}:118" in r.stderr
+    r = cg("train", "--launch", GPT3, "--gpus", "128", "--tp", "1")   # written at the parser's default: given
+    assert r.returncode == 2 and "--tp 1 on the command line" in r.stderr and f"{GPT3}:57" in r.stderr
     r = cg("train", "--launch", LLAMA, "--set", "l=30")
     assert r.returncode == 2 and "--set l=30" in r.stderr and "l=32" in r.stderr
     r = cg("train", "gpt", "--launch", LLAMA)

@@ -60,9 +60,10 @@ def subparser(parser, command: str):
     raise KeyError(command)
 
 
-def apply(args, parser, command: str) -> None:
+def apply(args, parser, command: str, argv: list | None = None) -> None:
     """Fill ``args`` of subcommand ``command`` from ``--launch`` (module docstring); with no file,
-    check what :func:`add_argument` made optional. Sets ``args.launch_report`` (or None).
+    check what :func:`add_argument` made optional. Sets ``args.launch_report`` (or None). ``argv``: the
+    words parsed, so that an option written at its default value (``--tp 1``) still counts as given.
 
     Raises
     ------
@@ -86,7 +87,8 @@ def apply(args, parser, command: str) -> None:
                                            "take training files")
         taken, unused = _model(args, launch, command), []
         taken += _dims(args, launch, command, unused)
-        taken += _options(args, sub, launch, command, unused)
+        written = {w.split("=", 1)[0] for w in (argv or []) if isinstance(w, str) and w.startswith("-")}
+        taken += _options(args, sub, launch, command, unused, written)
         args.launch_report = {**launch.to_dict(), "taken": taken, "not_used": unused}
     missing = [d for d in getattr(args, "launch_required", ()) if getattr(args, d, None) is None
                and not (d == "model" and command == "train")]
@@ -140,7 +142,7 @@ def _dims(args, launch, command: str, unused: list) -> list:
     return taken
 
 
-def _options(args, sub, launch, command: str, unused: list) -> list:
+def _options(args, sub, launch, command: str, unused: list, written: set = frozenset()) -> list:
     actions = {a.dest: a for a in sub._actions}
     taken = []
     if command == "fit" and "gpu_memory_utilization" in launch.values:   # fit's reserve: 1 - the runtime's share
@@ -162,7 +164,8 @@ def _options(args, sub, launch, command: str, unused: list) -> list:
         if action.choices is not None and value not in action.choices:
             raise CostgraphValueError(f"{launch.origins[dest]} gives {flag} {value}, which {command} "
                                       f"does not take", hint="choices: " + ", ".join(map(str, action.choices)))
-        if mine is None or _same(mine, action.default):   # the parser's default: the file's value, named
+        given = bool(written & set(action.option_strings))
+        if mine is None or (_same(mine, action.default) and not given):   # the parser's default: the file's
             setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
             taken.append(dest)
             continue
