@@ -56,14 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     traceback), 3 for a bug in costgraph itself, 130 when interrupted; when stdout cannot take the
     output, 2 (a full disk, an I/O error; one line on stderr) or 1 (the reader has gone: EPIPE)."""
     try:
-        args = _parser(sys.argv[1:] if argv is None else list(argv)).parse_args(argv)
+        parser = _parser(sys.argv[1:] if argv is None else list(argv))
+        args = parser.parse_args(argv)
     except SystemExit as e:   # argparse has printed usage (status 2), --help or --version (0)
         return e.code if isinstance(e.code, int) else 2
     stdin = None   # MODEL '-': the model or config.json read from standard input (commands/_stdin.py)
     try:
         from . import commands
+        from .commands import _launch_hook as launch_hook
         from .commands.common import resolve_models
 
+        launch_hook.apply(args, parser, args.command, sys.argv[1:] if argv is None else argv)   # --launch FILE fills the options (train, plan, fit, infer)
         if isinstance(getattr(args, "model", None), str):
             args.model_given = args.model   # as written, for regenerate lines (commands.common.shown_model)
         if getattr(args, "model", None) == "-":
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
             stdin = StdinModel(args)
         resolve_models(args)   # a Hub id or a snapshot folder → its config.json (issue 20)
-        out, status = commands.module(args.command).run(args), 0
+        out, status = launch_hook.render(args, commands.module(args.command).run(args)), 0
         if isinstance(out, tuple):
             out, status = out
         if not isinstance(out, str):     # an iterator of text pieces (sweep): written as they come

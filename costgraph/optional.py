@@ -6,6 +6,7 @@ graph's DOT writer need more; each lives in an extra of ``pyproject.toml``:
 
 - ``plot``: matplotlib, for ``costgraph plot`` and :mod:`costgraph.export.plots`;
 - ``graph``: graphviz (the Python bindings), for ``costgraph graph --format dot|svg``;
+- ``yaml``: PyYAML, for ``--launch`` with an accelerate config (:mod:`costgraph.launch.accelerate`);
 - ``all``: every extra above.
 
 >>> need("math", "plot", "costgraph plot").sqrt(4)
@@ -25,7 +26,8 @@ from .errors import CostgraphValueError
 
 #: the extras of pyproject.toml that ``all`` gathers and the modules each one brings (``hub``: Hub ids,
 #: :mod:`costgraph.language.hf_hub`, which names the extra itself when it is missing)
-EXTRAS = {"plot": ("matplotlib",), "graph": ("graphviz",), "hub": ("huggingface_hub",)}
+EXTRAS = {"plot": ("matplotlib",), "graph": ("graphviz",), "hub": ("huggingface_hub",),
+          "yaml": ("yaml",)}
 
 
 class MissingExtra(CostgraphValueError):

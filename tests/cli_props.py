@@ -87,6 +87,8 @@ DIMS = sorted({d for t in TEXTS.values() for line in re.findall(r"^config\s+\S+\
 GROUPS = sorted({g for t in TEXTS.values() for g in re.findall(r"\brepeat\b[^{\n]*\bas\s+(\w+)", t)})
 PRESETS = re.findall(r"^\[([\w.\-]+)\]", (ROOT / "costgraph" / "hardware.toml").read_text(), re.M)
 HF_FILES = sorted(str(p) for p in HF.glob("*.json"))
+#: the launch files of examples/launch/ (--launch: Megatron-LM, torchtitan, DeepSpeed, vLLM)
+LAUNCH_FILES = sorted(str(p) for p in (ROOT / "examples" / "launch").iterdir() if p.suffix != ".md")
 QUANTITIES = ["params", "params_active", "flops_forward", "flops_backward", "activation_bytes",
               "kv_cache_bytes", "kv_cache_bytes_per_token", "memory", "step_flops", "nonexistent"]
 SCHEMAS = ["derive", "diff", "expression", "graph", "hardware", "infer", "leading", "optimal", "plan",
@@ -167,11 +169,14 @@ def _named_values(model, rough=False):
                                   + (["s=1:1e12:x2", "b=1:100000000:+1", "s=", "q=1,2"] if rough else [])),
         "--shape": _lists(st.sampled_from(["1x16", "2x32", "3x8"] + (["0x1", "1x0", "x"] if rough else []))),
         "--hf": st.sampled_from(HF_FILES),
+        "--launch": st.sampled_from(LAUNCH_FILES + (["/dev/zero", "/proc/self/environ", "."] if rough else [])),
     }
 
 
 #: the options whose values the tables above name (others: numbers and hostile text)
 NAMED = frozenset(_named_values(None))
+#: options a --launch file may give, required without one (commands/_launch_hook.py)
+LAUNCH_REQUIRED = {"plan": ("gpus", "global_batch")}
 #: options whose one occurrence takes several values (a table strategy is already a list)
 LISTED = frozenset({"--set", "--recompute-modules", "--lora-targets", "--large", "--shape"})
 
@@ -228,10 +233,13 @@ def argv_for(draw, command: str, args: list[Arg], model_path: str | None = None,
     stem = Path(model).stem if model.endswith(".cg") else model
     argv = [command]
     for a in args:
-        if a.flag is None and (a.nargs != "?" or draw(st.booleans(), label=f"{a.dest}?")):
+        # MODEL of plan, fit and infer is optional only for --launch FILE: drawn as before it was
+        if a.flag is None and (a.nargs != "?" or (a.dest == "model" and command != "train")
+                               or draw(st.booleans(), label=f"{a.dest}?")):
             argv.append(draw(positional(a, model, stem), label=a.dest))
     options = [a for a in args if a.flag]
-    chosen = [a for a in options if a.required and (not rough or draw(st.integers(0, 9), label=f"{a.flag}?") > 0)]
+    required = [a for a in options if a.required or a.dest in LAUNCH_REQUIRED.get(command, ())]
+    chosen = [a for a in required if not rough or draw(st.integers(0, 9), label=f"{a.flag}?") > 0]
     config = next((a for a in options if a.flag == "--config"), None)
     if config and not rough and CONFIGS.get(stem) and draw(st.integers(0, 4), label="--config?") > 0:
         chosen.append(config)

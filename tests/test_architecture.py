@@ -264,7 +264,7 @@ FLOORS = (
     {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
     {"parallel"},                                               # who holds what
     {"training", "inference", "hardware", "diffusion"},         # the analyses
-    {"model", "sources", "verdict", "verify", "drafting", "torch_measure", "torch_vision", "torch_speech",
+    {"model", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_vision", "torch_speech",
      "torch_vlm", "torch_diffusion"},                           # the API and its PyTorch tier
     {"export"},                                                 # renderers
     {"commands", "cli", "completion", "__main__", "costgraph"},  # the command line and the package's face

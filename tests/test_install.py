@@ -142,7 +142,7 @@ def test_quickstart_install_covers_the_docs_examples():
     import tomllib
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
-    assert extras["all"] == ["costgraph[plot,graph,hub]"] and "costgraph[all]" in extras["test"]
+    assert extras["all"] == ["costgraph[plot,graph,hub,yaml]"] and "costgraph[all]" in extras["test"]
     hub_examples = re.findall(r"^\$ costgraph fit [\w.-]+/[\w.-]+", (ROOT / "docs" / "commands" / "index.md")
                               .read_text(encoding="utf-8"), re.M)
     assert hub_examples, "docs/commands/index.md shows no fit of a Hub id"

@@ -43,6 +43,9 @@ def add_parser(sub) -> None:
     f.add_argument("--quantized", choices=SCOPES, default=None, help="serving: which weights --weights applies to")
     f.add_argument("--not-quantized", default=None, metavar="NAMES", help="serving: module names kept in 16 bits")
     f.add_argument("--format", choices=("text", "json"), default="text")
+    from ._launch_hook import add_argument as launch_argument
+
+    launch_argument(f)   # --launch FILE: a training launch file, or with --serve a vllm serve / SGLang line
 
 
 #: the serving options and their defaults (any one given asks for --serve)

@@ -88,6 +88,9 @@ def add_parser(sub) -> None:
     f.add_argument("--pp", type=int, default=1, help="pipeline stages p (p micro-batches of b in flight)")
     f.add_argument("--tp-overlap", choices=("none", "full"), default="none",
                    help="collectives after the ops (none, default) or hidden under them (full)")
+    from ._launch_hook import add_argument as launch_argument
+
+    launch_argument(f, serving=True)   # --launch FILE: a vllm serve or SGLang launch line
 
 
 def run(args) -> str:

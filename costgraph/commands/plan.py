@@ -43,6 +43,9 @@ def add_parser(sub) -> None:
     from ._analysis import efficiency_profile_argument
 
     efficiency_profile_argument(pl)   # a calibration profile (costgraph calibrate)
+    from ._launch_hook import add_argument as launch_argument
+
+    launch_argument(pl)   # --launch FILE: a Megatron-LM script, torchtitan TOML, DeepSpeed JSON, accelerate YAML
 
 
 def run(args) -> str:

@@ -50,6 +50,9 @@ def add_parser(sub) -> None:
     from ._offload import add_arguments   # --deepspeed-table --gpus-per-node --largest-layer-params (offload)
 
     add_arguments(t)
+    from ._launch_hook import add_argument as launch_argument
+
+    launch_argument(t)   # --launch FILE: a Megatron-LM script, torchtitan TOML, DeepSpeed JSON, accelerate YAML
 
 
 def run(args) -> str:

@@ -26,7 +26,7 @@ from ..errors import CostgraphValueError
 
 #: the schemas, by the name `costgraph schema NAME` takes
 NAMES = ("derive", "train", "infer", "plan", "hardware", "graph", "sweep", "solve", "sensitivity", "leading", "diff",
-         "optimal", "fit", "expression")
+         "optimal", "fit", "expression", "launch")
 BASE = "https://costgraph.invalid/schemas/v1/"
 
 

@@ -1,0 +1,250 @@
+"""``--launch FILE`` of ``train``, ``plan``, ``fit`` and ``infer``: the one hook that fills the parsed
+arguments from a launch file (:func:`costgraph.launch.read_launch`), and the lines that say so.
+
+* :func:`add_argument` adds ``--launch`` to a subcommand's parser; MODEL and the options a file
+  can give (``plan``'s ``--gpus`` and ``--global-batch``) become optional there, and are checked
+  after the file is read (:func:`apply`): still missing, they are refused as argparse would.
+* :func:`apply` (called once by :mod:`costgraph.cli` on the parsed namespace): each value of the
+  file fills its option (by ``dest``) where the command line left the parser's default; one the
+  command line gives differently is refused (exit 2, both places named); dimension values and model
+  options join ``--set`` (a name the command line sets differently: refused); the model and its
+  configuration fill MODEL and ``--config`` (a Megatron-LM script's or torchtitan flavor's model that
+  differs from MODEL is refused; a serving line's model id yields to MODEL, noted). A training file
+  given to ``infer`` or ``fit --serve``, or a serving line given to ``train``, is refused.
+* :func:`render` adds what came from the file to the command's output: a ``launch:`` block before
+  the text report, a ``"launch"`` object in the JSON.
+
+Light at import (the readers are imported when a file is given).
+"""
+
+from __future__ import annotations
+
+from ..errors import CostgraphValueError
+
+#: the options a launch file may give that a parser declares required (checked after the file is read)
+_FILLABLE = ("gpus", "global_batch")
+#: the serving degrees fit --serve has no form for (a value other than 1 is refused)
+_SERVE_NONE = ("pp", "ep", "dp_attention")
+#: what a command does not take from a file, and why
+_DROPPED = {"plan": {"set b": "plan chooses the micro-batch b itself"},
+            "infer": {"set b": "--batch sets b", "set s": "--prompt and --generate set s"}}
+_NAMES = {"megatron": "Megatron-LM script", "torchtitan": "torchtitan job file", "deepspeed": "DeepSpeed config",
+          "accelerate": "accelerate config", "vllm": "vLLM serve line", "sglang": "SGLang launch line"}
+
+
+def add_argument(p, serving: bool = False) -> None:
+    """``--launch FILE`` on parser ``p``; MODEL (and ``--gpus``/``--global-batch`` where required) optional."""
+    what = ("a vllm serve or SGLang launch line (a script or the command)" if serving else
+            "a Megatron-LM launch script, a torchtitan job TOML, a DeepSpeed config JSON or an accelerate config YAML")
+    p.add_argument("--launch", metavar="FILE",
+                   help=f"read the configuration you already run: {what}; its values fill the options not given "
+                        "here (a different value given here is refused); the file is read, never run")
+    relaxed = []
+    for a in p._actions:
+        if a.dest == "model" and not a.option_strings and a.nargs is None:
+            a.nargs, a.required = "?", False
+            relaxed.append("model")
+        elif a.dest in _FILLABLE and a.required:
+            a.required = False
+            relaxed.append(a.dest)
+    p.set_defaults(launch_required=tuple(relaxed))
+
+
+def subparser(parser, command: str):
+    """The parser of subcommand ``command`` under the top-level ``parser``."""
+    import argparse
+
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            return a.choices[command]
+    raise KeyError(command)
+
+
+def apply(args, parser, command: str, argv: list | None = None) -> None:
+    """Fill ``args`` of subcommand ``command`` from ``--launch`` (module docstring); with no file,
+    check what :func:`add_argument` made optional. Sets ``args.launch_report`` (or None). ``argv``: the
+    words parsed, so that an option written at its default value (``--tp 1``) still counts as given.
+
+    Raises
+    ------
+    CostgraphValueError
+        The file is unreadable or refused by its reader; a value differs from the command line's; the
+        file's kind does not serve the command; MODEL or a required option still missing."""
+    args.launch_report = None
+    if not hasattr(args, "launch"):
+        return
+    sub = subparser(parser, command)
+    if args.launch is not None:
+        from ..launch import SERVING, read_launch
+
+        launch = read_launch(args.launch, gpus=getattr(args, "gpus", None))
+        serving = command == "infer" or (command == "fit" and getattr(args, "serve", False))
+        if (launch.kind in SERVING) != serving:
+            want = "a vllm serve or SGLang line" if serving else "a training launch file"
+            raise CostgraphValueError(f"--launch {args.launch}: a {_NAMES[launch.kind]}, but {command}"
+                                      f"{' --serve' if command == 'fit' and serving else ''} reads {want}",
+                                      hint="costgraph infer / fit --serve take serving lines; train, plan, fit "
+                                           "take training files")
+        taken, unused = _model(args, launch, command), []
+        taken += _dims(args, launch, command, unused)
+        written = {w.split("=", 1)[0] for w in (argv or []) if isinstance(w, str) and w.startswith("-")}
+        taken += _options(args, sub, launch, command, unused, written)
+        args.launch_report = {**launch.to_dict(), "taken": taken, "not_used": unused}
+    missing = [d for d in getattr(args, "launch_required", ()) if getattr(args, d, None) is None
+               and not (d == "model" and command == "train")]
+    if missing:
+        flags = ["MODEL" if d == "model" else "--" + d.replace("_", "-") for d in missing]
+        raise CostgraphValueError(f"the following arguments are required: {', '.join(flags)}",
+                                  hint="give them, or a --launch file that holds them")
+
+
+def _model(args, launch, command: str) -> list:
+    if launch.model is None:
+        return []
+    if args.model is None:
+        args.model = args.model_given = launch.model
+        if launch.config is not None and getattr(args, "config", None) is None:
+            args.config = launch.config
+        return ["model"] + (["config"] if launch.config else [])
+    if launch.kind in ("vllm", "sglang"):
+        launch.notes.append(f"MODEL {args.model} from the command line (the line serves {launch.model})")
+        return []
+    if args.model != launch.model or (launch.config and args.config not in (None, launch.config)):
+        raise CostgraphValueError(f"MODEL {args.model}{f' --config {args.config}' if args.config else ''} on the "
+                                  f"command line, but {launch.path} is model {launch.model}"
+                                  f"{f' --config {launch.config}' if launch.config else ''}",
+                                  hint="drop MODEL (the file gives it), or the --launch file")
+    if launch.config and args.config is None:
+        args.config = launch.config
+        return ["config"]
+    return []
+
+
+def _dims(args, launch, command: str, unused: list) -> list:
+    if not hasattr(args, "set"):
+        return []
+    given = {p.split("=", 1)[0]: p.split("=", 1)[1] for p in args.set if "=" in p}
+    taken = []
+    for pair in launch.set_pairs():
+        name, value = pair.split("=", 1)
+        why = _DROPPED.get(command, {}).get(f"set {name}")
+        if why:
+            unused.append(f"{name}={value}: {why}")
+            continue
+        if name in given:
+            if given[name] != value:
+                raise CostgraphValueError(f"--set {name}={given[name]} on the command line, but {launch.path} gives "
+                                          f"{name}={value} ({launch.origins[f'set {name}']})",
+                                          hint="give it in one place: drop it from --set or from the file")
+            continue
+        args.set.append(pair)
+        taken.append(f"set {name}")
+    return taken
+
+
+def _options(args, sub, launch, command: str, unused: list, written: set = frozenset()) -> list:
+    actions = {a.dest: a for a in sub._actions}
+    taken = []
+    if command == "fit" and "gpu_memory_utilization" in launch.values:   # fit's reserve: 1 - the runtime's share
+        launch.values["reserve"] = _complement(launch.values.pop("gpu_memory_utilization"))
+        launch.origins["reserve"] = launch.origins.pop("gpu_memory_utilization")
+    for dest, value in list(launch.values.items()):
+        if command == "fit" and dest in _SERVE_NONE and getattr(args, "serve", False):
+            if value != 1:
+                raise CostgraphValueError(f"{launch.origins[dest]}: fit --serve judges one replica "
+                                          f"of tensor parallelism only, not {dest} {value}",
+                                          hint="costgraph infer --launch FILE takes it (--pp, --ep)")
+            continue
+        if dest not in actions or not hasattr(args, dest):
+            unused.append(f"{dest}={value}: " + ("plan searches the layout" if command == "plan" else
+                                                 f"not an option of {command}"))
+            continue
+        action, mine = actions[dest], getattr(args, dest)
+        flag = action.option_strings[0] if action.option_strings else dest
+        if action.choices is not None and value not in action.choices:
+            raise CostgraphValueError(f"{launch.origins[dest]} gives {flag} {value}, which {command} "
+                                      f"does not take", hint="choices: " + ", ".join(map(str, action.choices)))
+        given = bool(written & set(action.option_strings))
+        if mine is None or (_same(mine, action.default) and not given):   # the parser's default: the file's
+            setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
+            taken.append(dest)
+            continue
+        if _same(mine, value):   # the command line gives it too, the same
+            continue
+        if dest in launch.weak:
+            launch.notes.append(f"{flag} {_shown(mine)} from the command line ({launch.origins[dest]} gives {_shown(value)})")
+            continue
+        raise CostgraphValueError(f"{flag} {_shown(mine)} on the command line, but {launch.path} gives "
+                                  f"{_shown(value)} ({launch.origins[dest]})",
+                                  hint="give it in one place: drop the option or edit the file")
+    return taken
+
+
+def _complement(text: str) -> str:
+    """``1 - text`` of a decimal share (``0.85`` → ``0.15``), exactly; the text itself if it is none."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        d = Decimal(text)
+    except (InvalidOperation, ValueError):
+        return text
+    return str(Decimal(1) - d) if d.is_finite() and 0 < d <= 1 else text
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return list(a) == list(b)
+    return a == b or (a is not None and b is not None and str(a) == str(b))
+
+
+def _shown(v) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    return " ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+
+
+def render(args, out):
+    """The command's output ``out`` (text, JSON text, or ``(text, status)``) with what the launch file gave."""
+    report = getattr(args, "launch_report", None)
+    if report is None:
+        return out
+    if isinstance(out, tuple):
+        return (render(args, out[0]), *out[1:])
+    if not isinstance(out, str):
+        return out
+    if getattr(args, "format", "text") == "json":
+        import json
+
+        data = json.loads(out)
+        if isinstance(data, dict):
+            data["launch"] = report
+            return json.dumps(data, indent=2, ensure_ascii=False)
+        return out
+    return "\n".join(lines(report)) + "\n\n" + out
+
+
+def lines(report: dict) -> list[str]:
+    """The ``launch:`` block of the text report: the file, what was taken from it and from where, what
+    was ignored, not known or not used, and the notes."""
+    out = [f"launch: {report['file']} ({_NAMES[report['kind']]})"]
+    origins = report["from"]
+    for key in report["taken"]:
+        if key in ("model", "config"):
+            out.append(f"  {key} {report[key]}" + (f"  <- {origins[key]['where']} ({origins[key]['text']})"
+                                                     if key in origins else ""))
+            continue
+        value = report["set"][key[4:]] if key.startswith("set ") else report["options"][key]
+        o = origins.get(key)
+        shown = f"--set {key[4:]}={str(value).lower() if isinstance(value, bool) else value}" if key.startswith("set ") \
+            else f"{key} {_shown(value)}"
+        out.append(f"  {shown}  <- {o['where']} ({o['text']})" if o else f"  {shown}")
+    if report["ignored"]:
+        names = [i.split(" (")[0] for i in report["ignored"]]
+        out.append(f"  ignored (no cost): {len(names)}: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}")
+    for u in report["unknown"]:
+        out.append(f"  warning: unknown, not taken: {u}")
+    for u in report["not_used"]:
+        out.append(f"  not used: {u}")
+    for n in report["notes"]:
+        out.append(f"  note: {n}")
+    return out
