@@ -210,9 +210,34 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
 
 
+RG_LRU = {"recurrent_param", "input_gate_weight", "input_gate_bias", "recurrent_gate_weight", "recurrent_gate_bias"}
+
+
+def recurrent_call(m: Module, arg: str, d) -> str | None:
+    """Griffin's recurrent block (transformers' ``RecurrentGemmaRecurrentBlock``: ``linear_y`` then GeLU,
+    ``linear_x`` then a depthwise ``Conv1d`` padded by K − 1 and the RG-LRU ``rg_lru``, their product
+    through ``linear_out``, every linear with a bias) as the draft's ``griffin_recurrent``, or None."""
+    y, xs, out = (_linear(m.child(n)) for n in ("linear_y", "linear_x", "linear_out"))
+    conv, lru = m.child("conv_1d"), m.child("rg_lru")
+    if None in (y, xs, out) or conv is None or lru is None or m.params or lru.children or set(lru.params) != RG_LRU:
+        return None
+    width, (heads, block, _), kernel = y[1], lru.params["input_gate_weight"], conv.params.get("weight", (0, 0, 0))
+    if not (y[2] and xs[2] and out[2]) or xs[1] != width or heads * block != width or activation(m) != "gelu" \
+            or tuple(conv.params.get("weight", ())) != (width, 1, kernel[2]) or "bias" not in conv.params \
+            or conv.attrs.get("groups") != width or conv.attrs.get("padding") != kernel[2] - 1:
+        return None
+    d.blocks.add("griffin_recurrent")
+    sizes = [d.size(width, "recurrent width"), d.size(heads, "recurrent heads"), d.size(kernel[2], "convolution width")]
+    return f"griffin_recurrent({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
-    """The first recogniser that reads ``m``: attention, MoE, MLP; else None. A module with a
-    parameter the block does not hold (a bias of its own, a sink per head) is not recognised."""
+    """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
+    A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
+    recognised."""
+    recurrent = recurrent_call(m, arg, d)
+    if recurrent is not None:
+        return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
              *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert"}
     if not _only(m, known):
@@ -221,7 +246,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
 
 
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
-#: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale)
+#: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
+#: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
 LOCAL_BLOCKS = {"proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
 block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   q = rmsnorm(linear(x, heads * head_dim, bias = false, name = q_proj), fp32_scale = true, name = q_norm)
@@ -233,4 +259,10 @@ block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   v = repeat_kv(cache(split_heads(v, kv_heads), name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
   return linear(merge_heads(matmul(p, v, causal = true)), H, bias = false, name = o_proj)
+}""", "griffin_recurrent": """# Griffin's recurrent block (De et al. 2024 §2.4; transformers' RecurrentGemmaRecurrentBlock): a GeLU branch, and a
+# branch through a depthwise causal Conv1d (padding K - 1, cut to S) and the RG-LRU; their product projected back.
+block griffin_recurrent(x[B, S, H], width, heads, kernel) {
+  y = gelu(linear(x, width, name = linear_y))
+  u = conv1d(linear(x, width, name = linear_x), kernel, padded = true, name = conv_1d)
+  return linear(rg_lru(u, heads, name = rg_lru) * y, H, name = linear_out)
 }"""}

@@ -39,15 +39,20 @@ FIELDS: dict[str, tuple[str, str]] = {
     "n_routed_experts": ("E", "experts per MoE layer"),
     "num_experts_per_tok": ("k", "experts each token passes through (top-k)"),
     "moe_intermediate_size": ("m", "expert MLP intermediate size"),
+    "lru_width": ("w", "recurrent width (Griffin's RG-LRU)"),
+    "conv1d_width": ("K", "convolution width"),
 }
 
 #: symbols that count things rather than size a weight: never read from a shape
 COUNTS = frozenset({"l", "k"})
 
-#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over :data:`HEAD`.
+#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
+#: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads).
 _PRIMES = (
-    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11},
-    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 29, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13},
+    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
+     "w": 53, "K": 59},
+    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
+     "w": 61, "K": 67},
 )
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
@@ -93,7 +98,7 @@ class Probe:
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
-                  "moe_intermediate_size": p["m"]}
+                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"]}
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
             if name in values:

@@ -51,6 +51,9 @@ class Sizer:
                     if over is not None and sym not in over.split(" * "):
                         text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
                         break
+        if text is None:     # half a field, rounded down (RecurrentGemma's MLP: intermediate_size // 2)
+            text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
+                         if sym not in COUNTS and v // 2 == n and v > 2), None)
         if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
             for extra in (1, 2, -1, -2):
                 over = self.probe.cover(n - extra) if n > extra else None
