@@ -18,7 +18,9 @@ Mixtral and Qwen3-MoE (mixture of experts; Qwen3's QK-norm), and three families 
 bundle: Phi (parallel attention and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX
 (fused QKV with rotary, parallel residual with two norms) and BERT (post-norm, the norms inside
 submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, QK-norm over the
-whole projections: a block the draft defines).
+whole projections: a block the draft defines); RecurrentGemma (Griffin's recurrent block with the RG-LRU, a
+block the draft defines; block_types folded into ``repeat l as layers[j]`` with ``j % 3`` conditions; the MLP
+of intermediate_size // 2).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (FalconMamba:
@@ -56,6 +58,10 @@ CASES = {
     "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
     "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
+    # 5 layers of block_types (recurrent, recurrent, attention) repeated: 3 recurrent blocks, 2 attention
+    "recurrent_gemma": dict(model_type="recurrent_gemma", hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
+                            head_dim=16, lru_width=48, conv1d_width=4, num_hidden_layers=5, intermediate_size=96,
+                            vocab_size=128, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -67,6 +73,10 @@ EXPECTED = {
     "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
+    "recurrent_gemma": "  if j % 3 == 2 {\n      x = x + gqa_attention(rmsnorm(x, name = temporal_pre_norm_at2), a, kv, d, "
+                       "out_bias = true, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
+                       "channel_pre_norm_at2), floor(i / 2), bias = true, name = mlp_block_at2)\n    } else {\n"
+                       "      x = x + griffin_recurrent(rmsnorm(x, name = temporal_pre_norm), w, a, K, name = temporal_block)",
 }
 POINTS = [(2, 24)]     # the probes compare at two more (b, s)
 
@@ -188,3 +198,18 @@ def test_derive_names_the_draft(tmp_path, capsys, monkeypatch):
     assert r.returncode == 0, r.stderr
     assert f"model_type phi → model 'phi', drafted from transformers {transformers.__version__} `PhiForCausalLM`" \
         in r.stdout
+
+
+def test_recurrent_gemma_draft_keeps_the_recurrent_state_per_sequence():
+    """transformers 5.24 ``RecurrentGemmaRecurrentBlock._setup_cache``: the RG-LRU's ``recurrent_states``
+    ``[b, lru_width]`` in fp32 per recurrent block (with the convolution's state), whatever s; the
+    attention blocks' K and V per token (MQA: kv = 1)."""
+    d = drafted("recurrent_gemma")
+    m = costgraph.loads(d.text, path="<recurrent_gemma>", config="imported")
+    c = m.costs("model")
+    one, long = (c.evaluate("imported", b=2, s=s) for s in (16, 1024))
+    recurrent, attention = 4, 1                      # of 5 layers, j % 3 == 2 (layer 2) is attention
+    state = long["kv_cache_bytes"] - long["kv_cache_bytes_per_token"] * 2 * 1024
+    assert state == one["kv_cache_bytes"] - one["kv_cache_bytes_per_token"] * 2 * 16
+    assert state == recurrent * 2 * (48 * 4 + 48 * 4 * 2)      # fp32 [b, w] and the conv's [b, w, K] in bf16
+    assert long["kv_cache_bytes_per_token"] == attention * 2 * 16 * 1 * 2

@@ -161,10 +161,11 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
 
 
 def _period(texts: list) -> int | None:
-    """The least m < n with layer j drafted as layer j mod m for every j (RecurrentGemma's block_types,
-    Gemma 3's sliding_window_pattern, Jamba's attn_layer_period), or None."""
+    """The least m with layer j drafted as layer j mod m for every j (RecurrentGemma's block_types,
+    Gemma 3's sliding_window_pattern, Jamba's attn_layer_period), or None. m is at most ⌈n/2⌉: a
+    pattern seen less than about twice is no evidence (the second probe, of more layers, confirms it)."""
     n = len(texts)
-    return next((m for m in range(2, n) if all(texts[j] == texts[j % m] for j in range(n))), None)
+    return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
 
 
 def _periodic(texts: list, m: int, label: str) -> list[str]:

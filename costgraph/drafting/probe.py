@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 
 #: config field (transformers' canonical name, after ``attribute_map``) → the symbol a draft names it,
 #: and what it says. Fields not listed keep the config's value and are written as numbers.
+#: An encoder-decoder's causal LM (BartForCausalLM, WhisperForCausalLM: the decoder alone) reads the decoder_*
+#: fields, listed first so that the symbol names them; the encoder's (attribute_map's num_attention_heads,
+#: num_hidden_layers) are probed at the same values, so that the config's checks pass.
 FIELDS: dict[str, tuple[str, str]] = {
     "hidden_size": ("h", "hidden size (d_model)"),
+    "decoder_attention_heads": ("a", "attention heads"),
+    "decoder_ffn_dim": ("i", "MLP intermediate size"),
+    "decoder_layers": ("l", "Transformer layers"),
     "num_attention_heads": ("a", "attention heads"),
     "num_key_value_heads": ("kv", "key/value heads"),
     "num_kv_heads": ("kv", "key/value heads"),
@@ -98,7 +104,8 @@ class Probe:
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
-                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"]}
+                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
+                  "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"]}
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
             if name in values:

@@ -156,4 +156,24 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     flush()
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
-    return lines
+    return lines + uncalled_lines(layer, sz)
+
+
+def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
+    """``param`` statements for the parameters of the layer's modules its forward never calls (the
+    cross-attention of BartForCausalLM's decoder layers, built without an encoder to attend to):
+    counted as ``sum(p.numel())`` counts them, no FLOPs."""
+    out = []
+    for c in layer.children:
+        if c.order is not None or not c.param_count():
+            continue
+        for m in c.walk():
+            for pname, shape in m.params.items():
+                if pname in m.tied:
+                    continue
+                name = (m.path[len(layer.path) + 1:] + "." + pname).replace(".", "_")
+                out.append(f"param {name}[{', '.join(sz.size(n, f'{m.path}.{pname}') for n in shape)}]")
+    if out:
+        out.insert(0, f"# built but never called by the forward (parameters only): "
+                      f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}")
+    return out
