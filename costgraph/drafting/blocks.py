@@ -231,11 +231,32 @@ def recurrent_call(m: Module, arg: str, d) -> str | None:
     return f"griffin_recurrent({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def mamba_call(m: Module, arg: str, d) -> str | None:
+    """Mamba's mixer (transformers' ``MambaMixer``: ``in_proj`` H → 2D, a depthwise ``Conv1d`` padded by
+    K − 1, ``x_proj`` D → R + 2N, ``dt_proj``'s weight applied by hand, the selective scan owning ``A_log``
+    [D, N] and ``D`` [D], ``out_proj``) as the draft's ``mamba_mixer``, or None."""
+    inp, xp, dt, out = (_linear(m.child(n)) for n in ("in_proj", "x_proj", "dt_proj", "out_proj"))
+    conv = m.child("conv1d")
+    if None in (inp, xp, dt, out) or conv is None or set(m.params) != {"A_log", "D"}:
+        return None
+    inner, state = m.params["A_log"]
+    kernel = conv.params.get("weight", (0, 0, 0))[2]
+    if inp[1] != 2 * inner or xp[:2] != (inner, dt[0] + 2 * state) or dt[1] != inner or not dt[2] or xp[2] \
+            or out[0] != inner or inp[2] != out[2] or activation(m) != "silu" or conv.attrs.get("groups") != inner \
+            or conv.attrs.get("padding") != kernel - 1 or tuple(conv.params["weight"]) != (inner, 1, kernel):
+        return None
+    d.blocks.add("mamba_mixer")
+    sizes = [d.size(inner, "inner width"), d.size(state, "state size"), d.size(dt[0], "Δ rank"),
+             d.size(kernel, "convolution width")]
+    opts = ("" if "bias" in conv.params else ", conv_bias = false") + (", proj_bias = true" if inp[2] else "")
+    return f"mamba_mixer({arg}, {', '.join(sizes)}{opts}, name = {m.name})"
+
+
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
     recognised."""
-    recurrent = recurrent_call(m, arg, d)
+    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -265,4 +286,16 @@ block griffin_recurrent(x[B, S, H], width, heads, kernel) {
   y = gelu(linear(x, width, name = linear_y))
   u = conv1d(linear(x, width, name = linear_x), kernel, padded = true, name = conv_1d)
   return linear(rg_lru(u, heads, name = rg_lru) * y, H, name = linear_out)
+}""", "mamba_mixer": """# Mamba's mixer (Gu & Dao 2023 §3.4; transformers' MambaMixer; models/mamba.cg's mamba_mixer): the input u and the
+# gate z, a depthwise causal Conv1d (padding K - 1, cut to S) and SiLU, Δ, B and C from x_proj, Δ through dt_proj
+# and softplus, the selective scan (A_log [D, N], D [D]; state [b, D, N] at inference), y · SiLU(z) projected back.
+block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj_bias = false) {
+  u, z = split(linear(x, 2 * inner, bias = proj_bias, name = in_proj), 2)
+  u = silu(conv1d(u, kernel, bias = conv_bias, padded = true, name = conv1d))
+  dbc = linear(u, rank + 2 * state, bias = false, name = x_proj)
+  dt = softplus(linear(slice(dbc, rank), inner, bias = true, name = dt_proj))
+  bm = slice(dbc, state)
+  cm = slice(dbc, state)
+  y = selective_scan(u, dt, bm, cm, name = ssm)
+  return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
 }"""}

@@ -47,6 +47,10 @@ FIELDS: dict[str, tuple[str, str]] = {
     "moe_intermediate_size": ("m", "expert MLP intermediate size"),
     "lru_width": ("w", "recurrent width (Griffin's RG-LRU)"),
     "conv1d_width": ("K", "convolution width"),
+    "conv_kernel": ("K", "convolution width"),
+    "expand": ("e", "expansion factor (Mamba's inner width e·h)"),
+    "state_size": ("N", "SSM state size per channel"),
+    "time_step_rank": ("R", "rank of Δ's projection"),
 }
 
 #: symbols that count things rather than size a weight: never read from a shape
@@ -56,9 +60,9 @@ COUNTS = frozenset({"l", "k"})
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads).
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
-     "w": 53, "K": 59},
+     "w": 53, "K": 59, "e": 71, "N": 83, "R": 97},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
-     "w": 61, "K": 67},
+     "w": 61, "K": 67, "e": 73, "N": 89, "R": 101},
 )
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
@@ -105,6 +109,7 @@ class Probe:
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
+                  "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"]}
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
