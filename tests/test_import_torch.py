@@ -20,11 +20,12 @@ bundle: Phi (parallel attention and MLP on one LayerNorm, biases, a head with a 
 submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, QK-norm over the
 whole projections: a block the draft defines); RecurrentGemma (Griffin's recurrent block with the RG-LRU, a
 block the draft defines; block_types folded into ``repeat l as layers[j]`` with ``j % 3`` conditions; the MLP
-of intermediate_size // 2).
+of intermediate_size // 2); Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless
+norms on Δ, B and C).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
-checked, cached by the config's hash and named as drafted; one whose draft is not exact (FalconMamba:
-its mixer is no std block) is refused with what differs.
+checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
+its attention is no std block) is refused with what differs.
 
 Pinned: torch 2.13.0, transformers 5.24.0. Skipped when either is not installed.
 """
@@ -58,7 +59,12 @@ CASES = {
     "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
     "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
-    # 5 layers of block_types (recurrent, recurrent, attention) repeated: 3 recurrent blocks, 2 attention
+    # Mamba's mixer; FalconMamba's with weightless RMSNorms on Δ, B and C
+    "mamba": dict(model_type="mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128, expand=2,
+                  conv_kernel=4, time_step_rank=8, **TOK),
+    "falcon_mamba": dict(model_type="falcon_mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128,
+                         expand=2, conv_kernel=4, time_step_rank=8, **TOK),
+    # 5 layers of block_types (recurrent, recurrent, attention) repeated: 4 recurrent blocks, 1 attention
     "recurrent_gemma": dict(model_type="recurrent_gemma", hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
                             head_dim=16, lru_width=48, conv1d_width=4, num_hidden_layers=5, intermediate_size=96,
                             vocab_size=128, **TOK),
@@ -73,6 +79,9 @@ EXPECTED = {
     "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
+    "mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, name = mixer)",
+    "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
+                    "name = mixer)",
     "recurrent_gemma": "  if j % 3 == 2 {\n      x = x + gqa_attention(rmsnorm(x, name = temporal_pre_norm_at2), a, kv, d, "
                        "out_bias = true, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
                        "channel_pre_norm_at2), floor(i / 2), bias = true, name = mlp_block_at2)\n    } else {\n"
@@ -179,14 +188,16 @@ def test_unmapped_config_is_drafted_checked_and_cached(tmp_path, monkeypatch):
 
 
 def test_unmapped_config_whose_draft_is_not_exact_is_refused(tmp_path, monkeypatch):
-    """Mamba's mixer is no std block: the draft has a TODO, so derive refuses and says what differs."""
+    """Persimmon's attention (fused QKV with a LayerNorm per head on Q and K) is no std block: the draft has
+    a TODO, so derive refuses and says what differs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    cfg = dict(model_type="falcon_mamba", hidden_size=64, num_hidden_layers=2, vocab_size=128, state_size=16)
+    cfg = dict(model_type="persimmon", hidden_size=64, num_attention_heads=4, num_hidden_layers=2, vocab_size=128,
+               intermediate_size=96, **TOK)
     with pytest.raises(costgraph.CostgraphValueError) as e:
-        costgraph.from_hf_config(cfg, source="fm.json")
+        costgraph.from_hf_config(cfg, source="p.json")
     msg = str(e.value)
-    assert "model_type 'falcon_mamba' is not bundled, and its draft (drafted from transformers" in msg
-    assert "not exact: not recognised: backbone.layers.0.mixer" in msg and "parameters at probe 1: torch" in msg
+    assert "model_type 'persimmon' is not bundled, and its draft (drafted from transformers" in msg
+    assert "not exact: not recognised: model.layers.0.self_attn" in msg and "parameters at probe 1: torch" in msg
     assert not (tmp_path / "costgraph" / "drafts").exists() or not list((tmp_path / "costgraph" / "drafts").iterdir())
 
 

@@ -245,10 +245,16 @@ def mamba_call(m: Module, arg: str, d) -> str | None:
             or out[0] != inner or inp[2] != out[2] or activation(m) != "silu" or conv.attrs.get("groups") != inner \
             or conv.attrs.get("padding") != kernel - 1 or tuple(conv.params["weight"]) != (inner, 1, kernel):
         return None
+    norms = [m.child(n) for n in ("dt_layernorm", "b_layernorm", "c_layernorm")]
+    weights = {"weight" in n.params for n in norms if n is not None}
+    if any(n is not None and not is_norm(n) for n in norms) or (any(norms) and (None in norms or len(weights) > 1)):
+        return None
     d.blocks.add("mamba_mixer")
     sizes = [d.size(inner, "inner width"), d.size(state, "state size"), d.size(dt[0], "Δ rank"),
              d.size(kernel, "convolution width")]
     opts = ("" if "bias" in conv.params else ", conv_bias = false") + (", proj_bias = true" if inp[2] else "")
+    if weights:      # RMSNorm on Δ, B and C: Jamba's (with weights), FalconMamba's (weightless)
+        opts += ", inner_norms = true" + ("" if True in weights else ", norm_weight = false")
     return f"mamba_mixer({arg}, {', '.join(sizes)}{opts}, name = {m.name})"
 
 
@@ -289,13 +295,21 @@ block griffin_recurrent(x[B, S, H], width, heads, kernel) {
 }""", "mamba_mixer": """# Mamba's mixer (Gu & Dao 2023 §3.4; transformers' MambaMixer; models/mamba.cg's mamba_mixer): the input u and the
 # gate z, a depthwise causal Conv1d (padding K - 1, cut to S) and SiLU, Δ, B and C from x_proj, Δ through dt_proj
 # and softplus, the selective scan (A_log [D, N], D [D]; state [b, D, N] at inference), y · SiLU(z) projected back.
-block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj_bias = false) {
+# inner_norms: RMSNorm on Δ, B and C (Jamba's; FalconMamba's weightless: norm_weight = false).
+block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj_bias = false, inner_norms = false,
+                  norm_weight = true) {
   u, z = split(linear(x, 2 * inner, bias = proj_bias, name = in_proj), 2)
   u = silu(conv1d(u, kernel, bias = conv_bias, padded = true, name = conv1d))
   dbc = linear(u, rank + 2 * state, bias = false, name = x_proj)
-  dt = softplus(linear(slice(dbc, rank), inner, bias = true, name = dt_proj))
+  dt = slice(dbc, rank)
   bm = slice(dbc, state)
   cm = slice(dbc, state)
+  if inner_norms {
+    dt = rmsnorm(dt, weight = norm_weight, name = dt_layernorm)
+    bm = rmsnorm(bm, weight = norm_weight, name = b_layernorm)
+    cm = rmsnorm(cm, weight = norm_weight, name = c_layernorm)
+  }
+  dt = softplus(linear(dt, inner, bias = true, name = dt_proj))
   y = selective_scan(u, dt, bm, cm, name = ssm)
   return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
 }"""}
