@@ -258,11 +258,35 @@ def mamba_call(m: Module, arg: str, d) -> str | None:
     return f"mamba_mixer({arg}, {', '.join(sizes)}{opts}, name = {m.name})"
 
 
+def mla_call(m: Module, arg: str, d) -> str | None:
+    """Multi-head latent attention (DeepSeek-V2/V3; transformers' ``DeepseekV3Attention`` with a query
+    rank: ``q_a_proj``, ``q_a_layernorm``, ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``,
+    ``kv_b_proj``, ``o_proj``, no biases) as std ``mla``, or None. Sizes: ``heads`` from ``o_proj``'s
+    input over ``v_head_dim``, the rest from the projections' shapes."""
+    names = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")
+    qa, qb, kva, kvb, o = (_linear(m.child(n)) for n in names)
+    qn, kvn = m.child("q_a_layernorm"), m.child("kv_a_layernorm")
+    heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
+    if None in (qa, qb, kva, kvb, o, qn, kvn) or not isinstance(heads, int) or m.params \
+            or any(x[2] for x in (qa, qb, kva, kvb, o)) or not (is_norm(qn) and is_norm(kvn)):
+        return None
+    q_rank, kv_rank = qa[1], kvn.params.get("weight", (0,))[0]
+    rope, nope_v, v_dim = kva[1] - kv_rank, kvb[1] // heads, o[0] // heads
+    nope = nope_v - v_dim
+    if qn.params.get("weight") != (q_rank,) or qb[:2] != (q_rank, heads * (nope + rope)) or kvb[0] != kv_rank \
+            or kvb[1] != heads * nope_v or o[0] != heads * v_dim or min(rope, nope, v_dim) < 1:
+        return None
+    d.imports.add("std/mla.cg")
+    sizes = [d.size(heads, "attention heads"), d.size(q_rank, "query rank"), d.size(kv_rank, "latent rank"),
+             d.size(nope, "head size without rotary"), d.size(rope, "rotary head size"), d.size(v_dim, "value head size")]
+    return f"mla({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
     recognised."""
-    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d)
+    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mla_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),

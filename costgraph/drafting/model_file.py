@@ -212,6 +212,7 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
     config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
-    imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"']
+    imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
+               *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [LOCAL_BLOCKS[b] + "\n" for b in sorted(sz.blocks)]
     return "\n".join([*header, "", *imports, "", *local, f"model {name} {{", *dims, "", *body, "}", "", config, ""])

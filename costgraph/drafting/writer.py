@@ -24,14 +24,15 @@ class Sizer:
     todos: list = field(default_factory=list)
     silent: bool = False
     blocks: set = field(default_factory=set)     # blocks.LOCAL_BLOCKS the draft uses
+    imports: set = field(default_factory=set)    # std/ files the draft imports besides attention, mlp and moe
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return Sizer(self.probe, set(), [], [], True, set())
+        return Sizer(self.probe, set(), [], [], True, set(), set())
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
-        return Sizer(self.probe, self.used, [], [], False, self.blocks)
+        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports)
 
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
