@@ -21,7 +21,7 @@ submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, 
 whole projections: a block the draft defines); RecurrentGemma (Griffin's recurrent block with the RG-LRU, a
 block the draft defines; block_types folded into ``repeat l as layers[j]`` with ``j % 3`` conditions; the MLP
 of intermediate_size // 2); Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless
-norms on Δ, B and C).
+norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe with the router's buffer).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
@@ -59,6 +59,12 @@ CASES = {
     "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
     "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
+    # multi-head latent attention, one dense layer then shared + routed experts (e_score_correction_bias a buffer)
+    "deepseek_v3": dict(model_type="deepseek_v3", hidden_size=64, num_attention_heads=4, num_key_value_heads=4,
+                        q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8,
+                        n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, intermediate_size=96,
+                        first_k_dense_replace=1, num_hidden_layers=3, n_group=1, topk_group=1, vocab_size=128,
+                        max_position_embeddings=64, **TOK),
     # Mamba's mixer; FalconMamba's with weightless RMSNorms on Δ, B and C
     "mamba": dict(model_type="mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128, expand=2,
                   conv_kernel=4, time_step_rank=8, **TOK),
@@ -79,6 +85,7 @@ EXPECTED = {
     "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
+    "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",
     "mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, name = mixer)",
     "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
                     "name = mixer)",
