@@ -21,7 +21,8 @@ submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, 
 whole projections: a block the draft defines); RecurrentGemma (Griffin's recurrent block with the RG-LRU, a
 block the draft defines; block_types folded into ``repeat l as layers[j]`` with ``j % 3`` conditions; the MLP
 of intermediate_size // 2); Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless
-norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe with the router's buffer).
+norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe with the router's buffer); Qwen2-MoE (a shared
+expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
@@ -65,6 +66,10 @@ CASES = {
                         n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, intermediate_size=96,
                         first_k_dense_replace=1, num_hidden_layers=3, n_group=1, topk_group=1, vocab_size=128,
                         max_position_embeddings=64, **TOK),
+    # routed experts and a shared expert scaled by sigmoid(shared_expert_gate(x))
+    "qwen2_moe": dict(model_type="qwen2_moe", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                      moe_intermediate_size=32, shared_expert_intermediate_size=48, num_experts=4,
+                      num_experts_per_tok=2, **TOK),
     # Mamba's mixer; FalconMamba's with weightless RMSNorms on Δ, B and C
     "mamba": dict(model_type="mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128, expand=2,
                   conv_kernel=4, time_step_rank=8, **TOK),
@@ -86,6 +91,7 @@ EXPECTED = {
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",
+    "qwen2_moe": "x = x + gated_shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, i_s, name = mlp)",
     "mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, name = mixer)",
     "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
                     "name = mixer)",

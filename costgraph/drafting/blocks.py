@@ -173,9 +173,11 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     experts = m.child("experts")
     if router is None or experts is None or len(router.params.get("weight", ())) != 2:
         return None
-    shared = [c for c in m.children if c.name.startswith("shared_expert")]
-    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")):
-        return None      # Qwen2-MoE's shared_expert_gate: no std block
+    gate = _linear(m.child("shared_expert_gate"))
+    shared = [c for c in m.children if c.name.startswith("shared_expert") and c.name != "shared_expert_gate"]
+    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")) or \
+            (gate is not None and (not shared or gate[1:] != (1, False))):
+        return None
     n_experts, hidden = router.params["weight"]
     top_k = m.attrs.get("top_k", router.attrs.get("top_k"))
     if not isinstance(top_k, int):
@@ -205,6 +207,11 @@ def moe_call(m: Module, arg: str, d) -> str | None:
                 .startswith("swiglu("):
             return None
         corr = "e_score_correction_bias" in str(router.attrs.get("buffers", "")).split(",")
+        if gate is not None:     # Qwen2-MoE's shared expert scaled by sigmoid(shared_expert_gate(x))
+            if bias or corr:
+                return None
+            d.blocks.add("gated_shared_moe")
+            return f"gated_shared_moe({arg}, {', '.join(sizes)}, {d.size(up[1], 'shared expert width')}, name = {m.name})"
         return f"shared_moe({arg}, {', '.join(sizes)}, {d.size(up[1], 'shared expert width')}{bias}, " \
                f"correction_bias = {_yes(corr)}, name = {m.name})"
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
@@ -290,7 +297,7 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert"}
+             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert", "shared_expert_gate"}
     if not _only(m, known):
         return None
     return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)
@@ -316,6 +323,11 @@ block griffin_recurrent(x[B, S, H], width, heads, kernel) {
   y = gelu(linear(x, width, name = linear_y))
   u = conv1d(linear(x, width, name = linear_x), kernel, padded = true, name = conv_1d)
   return linear(rg_lru(u, heads, name = rg_lru) * y, H, name = linear_out)
+}""", "gated_shared_moe": """# Routed experts plus one shared expert scaled per token by sigmoid(shared_expert_gate(x)), a linear H -> 1
+# without bias (Qwen2-MoE; models/qwen2_moe.cg's qwen2_moe_mlp).
+block gated_shared_moe(x[B, S, H], experts, top_k, width, shared_width) {
+  g = sigmoid(linear(x, 1, bias = false, name = shared_expert_gate))
+  return moe(x, experts, top_k, width, name = routed) + g * swiglu(x, shared_width, name = shared_expert)
 }""", "mamba_mixer": """# Mamba's mixer (Gu & Dao 2023 §3.4; transformers' MambaMixer; models/mamba.cg's mamba_mixer): the input u and the
 # gate z, a depthwise causal Conv1d (padding K - 1, cut to S) and SiLU, Δ, B and C from x_proj, Δ through dt_proj
 # and softplus, the selective scan (A_log [D, N], D [D]; state [b, D, N] at inference), y · SiLU(z) projected back.

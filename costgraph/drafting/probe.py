@@ -56,6 +56,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "qk_nope_head_dim": ("d_n", "query/key head size without rotary (MLA)"),
     "qk_rope_head_dim": ("d_r", "rotary query/key head size (MLA)"),
     "v_head_dim": ("d_v", "value head size (MLA)"),
+    "shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),
 }
 #: under MLA (kv_lora_rank present) these follow other fields: K and V have a head per query head, and
 #: head_dim is the rotary part (DeepSeek-V3's config); probed at those values, named by no symbol
@@ -68,9 +69,11 @@ COUNTS = frozenset({"l", "k"})
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads).
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
-     "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137},
+     "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
+     "i_s": 149},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
-     "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139},
+     "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
+     "i_s": 151},
 )
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
@@ -120,7 +123,7 @@ class Probe:
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
-                  "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"]}
+                  "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"]}
         mla = "kv_lora_rank" in present
         if mla:
             values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
