@@ -262,3 +262,28 @@ def test_a_pattern_draft_counts_each_kind_per_layer():
         "\n".join("  " + x for x in lines) + "\n  return x\n}\n"
     got = costgraph.loads(text, path="<draft>").costs("model").evaluate(None, {"b": 1, "s": 1, "h": 10, "l": 11})
     assert int(got["params"]) == 8 * (100 + 10) + 3 * 100
+
+
+def test_k_projection_without_bias_and_uncalled_modules():
+    """Whisper's decoder layer (transformers 5.24 modeling_whisper.py WhisperDecoderLayer under
+    WhisperForCausalLM): q_proj, v_proj and out_proj with biases, k_proj without; encoder_attn built
+    but never called (no encoder): its parameters drafted as param statements."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    h, a = v["h"], v["a"]
+    kids = [_linear("q_proj", h, h, bias=True), _linear("k_proj", h, h), _linear("v_proj", h, h, bias=True),
+            _linear("out_proj", h, h, bias=True)]
+    attn = Module("l.self_attn", "self_attn", "WhisperAttention", attrs={"num_heads": a}, children=kids,
+                  src="ln", order=1)
+    cross = Module("l.encoder_attn", "encoder_attn", "WhisperAttention", children=[
+        _linear("encoder_attn.k_proj", h, h), _linear("encoder_attn.q_proj", h, h, bias=True)])
+    ln = Module("l.ln", "ln", "LayerNorm", params={"weight": (h,), "bias": (h,)}, src="input", order=0)
+    layer = _layer([ln, attn, cross])
+    lines = layer_lines(layer, sz, rotary=False)
+    assert lines[0] == ("x = x + gqa_attention(layernorm(x, name = ln), a, a, h / a, qkv_bias = true, k_bias = false, "
+                        "out_bias = true, rotary = false, name = self_attn)")
+    assert lines[1:] == ["# built but never called by the forward (parameters only): encoder_attn",
+                         "param encoder_attn_k_proj_weight[h, h]", "param encoder_attn_q_proj_weight[h, h]",
+                         "param encoder_attn_q_proj_bias[h]"]
+    text = _draft(layer, Sizer(probe()))
+    assert _params(text, v) == layer.param_count()

@@ -22,7 +22,8 @@ whole projections: a block the draft defines); RecurrentGemma (Griffin's recurre
 block the draft defines; block_types folded into ``repeat l as layers[j]`` with ``j % 3`` conditions; the MLP
 of intermediate_size // 2); Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless
 norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe with the router's buffer); Qwen2-MoE (a shared
-expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines).
+expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines); Whisper's decoder
+(WhisperForCausalLM: K's projection without bias, the cross-attention it never calls as ``param``s).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
@@ -70,6 +71,11 @@ CASES = {
     "qwen2_moe": dict(model_type="qwen2_moe", **DENSE, num_key_value_heads=2, intermediate_size=96,
                       moe_intermediate_size=32, shared_expert_intermediate_size=48, num_experts=4,
                       num_experts_per_tok=2, **TOK),
+    # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
+    # max_target_positions, the cross-attention built but never called (parameters only)
+    "whisper": dict(model_type="whisper", d_model=64, decoder_attention_heads=4, encoder_attention_heads=4,
+                    decoder_ffn_dim=96, encoder_ffn_dim=96, decoder_layers=2, encoder_layers=2, vocab_size=128,
+                    max_target_positions=64, max_source_positions=64, decoder_start_token_id=0, **TOK),
     # Mamba's mixer; FalconMamba's with weightless RMSNorms on Δ, B and C
     "mamba": dict(model_type="mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128, expand=2,
                   conv_kernel=4, time_step_rank=8, **TOK),
@@ -92,6 +98,10 @@ EXPECTED = {
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",
     "qwen2_moe": "x = x + gated_shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, i_s, name = mlp)",
+    "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
+               "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "
+               "i, bias = true, dropout = false, name = mlp)\n    # built but never called by the forward (parameters "
+               "only): encoder_attn, encoder_attn_layer_norm\n    param encoder_attn_k_proj_weight[h, h]",
     "mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, name = mixer)",
     "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
                     "name = mixer)",

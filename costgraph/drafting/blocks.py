@@ -82,7 +82,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
             return None
         return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
-    if None in (q, k, v, o) or not (q[2] == k[2] == v[2]):
+    if None in (q, k, v, o) or not (q[2] == v[2] and (k[2] == q[2] or not k[2])):
         return None
     head_dim = m.attrs.get("head_dim")
     heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
@@ -93,6 +93,8 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if q[1] % head_dim or k[1] % head_dim or k[1] != v[1]:
         return None
     opts = [f"qkv_bias = {_yes(q[2])}"] if q[2] else []
+    if q[2] and not k[2]:          # Whisper's k_proj: no bias beside Q's and V's
+        opts.append("k_bias = false")
     if o[2]:
         opts.append("out_bias = true")
     norms = [c for c in m.children if c.name in QK_NORMS]

@@ -40,6 +40,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "num_hidden_layers": ("l", "Transformer layers"),
     "vocab_size": ("V", "vocabulary size"),
     "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
+    "max_target_positions": ("s_max", "maximum sequence length (rows of a position table)"),   # Whisper's decoder
     "num_local_experts": ("E", "experts per MoE layer"),
     "num_experts": ("E", "experts per MoE layer"),
     "n_routed_experts": ("E", "experts per MoE layer"),
@@ -117,7 +118,7 @@ class Probe:
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
                   "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
-                  "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
+                  "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"],
