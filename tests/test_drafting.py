@@ -183,3 +183,107 @@ def test_unmapped_model_type_without_torch_names_the_extra(monkeypatch, tmp_path
     assert "cfg.json: unsupported model_type 'roberta'" in str(e.value)
     assert "with the torch extra (pip install -e '.[torch]') costgraph drafts one" in str(e.value)
     assert "llama" in str(e.value)     # the bundled types are listed
+
+
+# ---------------------------------------------------------------- Griffin, layer patterns, half a field
+GRIFFIN = LLAMA + ("lru_width", "conv1d_width")
+
+
+def _griffin_block(v, src="temporal_pre_norm", order=1) -> Module:
+    """transformers 5.24's RecurrentGemmaRecurrentBlock as the trace records it (modeling_recurrent_gemma.py:
+    linear_y/linear_x/linear_out with biases, Conv1d(w, w, K, groups = w, padding = K − 1), RecurrentGemmaRglru
+    with recurrent_param [w] and two gates [a, w/a, w/a] + biases [a, w/a])."""
+    h, a, w, k = v["h"], v["a"], v["w"], v["K"]
+    conv = Module("l.t.conv_1d", "conv_1d", "Conv1d", params={"weight": (w, 1, k), "bias": (w,)},
+                  attrs={"kernel_size": k, "padding": k - 1, "groups": w})
+    lru = Module("l.t.rg_lru", "rg_lru", "RecurrentGemmaRglru", params={
+        "recurrent_param": (w,), "input_gate_weight": (a, w // a, w // a), "input_gate_bias": (a, w // a),
+        "recurrent_gate_weight": (a, w // a, w // a), "recurrent_gate_bias": (a, w // a)})
+    kids = [_linear("linear_y", h, w, bias=True), _linear("linear_x", h, w, bias=True), conv, lru,
+            _linear("linear_out", w, h, bias=True)]
+    return Module("l.temporal_block", "temporal_block", "RecurrentGemmaRecurrentBlock",
+                  attrs={"act": "GELUTanh"}, children=kids, src=src, order=order)
+
+
+def test_griffin_recurrent_block_is_recognised_and_counts_its_parameters():
+    sz = Sizer(Probe.make(GRIFFIN, 0))
+    v = sz.probe.symbol_values()
+    layer = _layer([_norm("temporal_pre_norm", v["h"], "input", order=0), _griffin_block(v)])
+    assert layer_lines(layer, sz, rotary=False) == [
+        "x = x + griffin_recurrent(rmsnorm(x, name = temporal_pre_norm), w, a, K, name = temporal_block)"]
+    assert sz.blocks == {"griffin_recurrent"}
+    from costgraph.drafting.blocks import LOCAL_BLOCKS
+    text = _draft(layer, Sizer(Probe.make(GRIFFIN, 0))).replace(
+        "model t {", LOCAL_BLOCKS["griffin_recurrent"] + "\nmodel t {\n  dim w\n  dim K")
+    m = costgraph.loads(text, path="<draft>")
+    got = m.costs("model").evaluate(None, {k: v[k] for k in ("h", "a", "w", "K")} | {"b": 1, "s": 1})
+    assert int(got["params"]) == layer.param_count()
+
+
+def test_griffin_block_without_its_padding_is_not_recognised():
+    sz = Sizer(Probe.make(GRIFFIN, 0))
+    v = sz.probe.symbol_values()
+    block = _griffin_block(v)
+    block.children[2].attrs["padding"] = 0     # not the padded causal convolution transformers runs
+    assert layer_lines(_layer([block]), sz, rotary=False)[0].startswith("# TODO temporal_block")
+
+
+def test_half_a_field_rounded_down():
+    """RecurrentGemmaMlp: intermediate_size // 2 (19 // 2 = 9 at probe 1, 31 // 2 = 15 at probe 2)."""
+    for index in (0, 1):
+        sz = Sizer(Probe.make(GRIFFIN, index))
+        v = sz.probe.symbol_values()
+        assert sz.size(v["i"] // 2) == "floor(i / 2)"
+        assert sz.size(v["h"] // 2) == "h / 2"
+        assert sz.warnings == []
+
+
+def test_layer_pattern_of_a_period_folds_into_conditions():
+    from costgraph.drafting.model_file import _period, _periodic
+    r, att = ["x = x + r(x, name = t)"], ["x = x + at(x, name = t)"]
+    texts = [r, r, att] * 3 + [r, r]                   # RecurrentGemma's block_types at 11 layers
+    assert _period(texts) == 3
+    assert _period([r, att, att, r]) is None           # no period: the runs are written apart
+    assert _periodic(texts, 3, "layers") == [
+        "repeat l as layers[j] {   # layer j drafted as layer j % 3: a pattern of period 3",
+        "  if j % 3 == 2 {", "    x = x + at(x, name = t_at2)", "  } else {", "    x = x + r(x, name = t)", "  }",
+        "}"]
+    three = _periodic([r, att, ["m"], r, att, ["m"]], 3, "layers")
+    assert three[1] == "  if j % 3 == 2 {" and "    if j % 3 == 1 {" in three and "      x = x + r(x, name = t)" \
+        in three
+
+
+def test_a_pattern_draft_counts_each_kind_per_layer():
+    """The folded repeat built by costgraph: 11 layers of period 3 are 3 of one kind and 8 of the other."""
+    from costgraph.drafting.model_file import _periodic
+    lines = _periodic([["x = x + linear(x, h, name = r)"]] * 2 + [["x = x + linear(x, h, bias = false, name = a)"]],
+                      3, "layers")
+    text = "model t {\n  dim b\n  dim s\n  dim h\n  dim l\n  input x[b, s, h]\n" + \
+        "\n".join("  " + x for x in lines) + "\n  return x\n}\n"
+    got = costgraph.loads(text, path="<draft>").costs("model").evaluate(None, {"b": 1, "s": 1, "h": 10, "l": 11})
+    assert int(got["params"]) == 8 * (100 + 10) + 3 * 100
+
+
+def test_k_projection_without_bias_and_uncalled_modules():
+    """Whisper's decoder layer (transformers 5.24 modeling_whisper.py WhisperDecoderLayer under
+    WhisperForCausalLM): q_proj, v_proj and out_proj with biases, k_proj without; encoder_attn built
+    but never called (no encoder): its parameters drafted as param statements."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    h, a = v["h"], v["a"]
+    kids = [_linear("q_proj", h, h, bias=True), _linear("k_proj", h, h), _linear("v_proj", h, h, bias=True),
+            _linear("out_proj", h, h, bias=True)]
+    attn = Module("l.self_attn", "self_attn", "WhisperAttention", attrs={"num_heads": a}, children=kids,
+                  src="ln", order=1)
+    cross = Module("l.encoder_attn", "encoder_attn", "WhisperAttention", children=[
+        _linear("encoder_attn.k_proj", h, h), _linear("encoder_attn.q_proj", h, h, bias=True)])
+    ln = Module("l.ln", "ln", "LayerNorm", params={"weight": (h,), "bias": (h,)}, src="input", order=0)
+    layer = _layer([ln, attn, cross])
+    lines = layer_lines(layer, sz, rotary=False)
+    assert lines[0] == ("x = x + gqa_attention(layernorm(x, name = ln), a, a, h / a, qkv_bias = true, k_bias = false, "
+                        "out_bias = true, rotary = false, name = self_attn)")
+    assert lines[1:] == ["# built but never called by the forward (parameters only): encoder_attn",
+                         "param encoder_attn_k_proj_weight[h, h]", "param encoder_attn_q_proj_weight[h, h]",
+                         "param encoder_attn_q_proj_bias[h]"]
+    text = _draft(layer, Sizer(probe()))
+    assert _params(text, v) == layer.param_count()

@@ -18,11 +18,16 @@ Mixtral and Qwen3-MoE (mixture of experts; Qwen3's QK-norm), and three families 
 bundle: Phi (parallel attention and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX
 (fused QKV with rotary, parallel residual with two norms) and BERT (post-norm, the norms inside
 submodules; BertLMHeadModel's prediction head); OLMo 2 (norms after the blocks, QK-norm over the
-whole projections: a block the draft defines).
+whole projections: a block the draft defines); RecurrentGemma (Griffin's recurrent block with the RG-LRU, a
+block the draft defines; block_types folded into ``repeat l as layers[j]`` with ``j % 3`` conditions; the MLP
+of intermediate_size // 2); Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless
+norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe with the router's buffer); Qwen2-MoE (a shared
+expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines); Whisper's decoder
+(WhisperForCausalLM: K's projection without bias, the cross-attention it never calls as ``param``s).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
-checked, cached by the config's hash and named as drafted; one whose draft is not exact (FalconMamba:
-its mixer is no std block) is refused with what differs.
+checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
+its attention is no std block) is refused with what differs.
 
 Pinned: torch 2.13.0, transformers 5.24.0. Skipped when either is not installed.
 """
@@ -56,6 +61,30 @@ CASES = {
     "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
     "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
+    # multi-head latent attention, one dense layer then shared + routed experts (e_score_correction_bias a buffer)
+    "deepseek_v3": dict(model_type="deepseek_v3", hidden_size=64, num_attention_heads=4, num_key_value_heads=4,
+                        q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8,
+                        n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, intermediate_size=96,
+                        first_k_dense_replace=1, num_hidden_layers=3, n_group=1, topk_group=1, vocab_size=128,
+                        max_position_embeddings=64, **TOK),
+    # routed experts and a shared expert scaled by sigmoid(shared_expert_gate(x))
+    "qwen2_moe": dict(model_type="qwen2_moe", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                      moe_intermediate_size=32, shared_expert_intermediate_size=48, num_experts=4,
+                      num_experts_per_tok=2, **TOK),
+    # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
+    # max_target_positions, the cross-attention built but never called (parameters only)
+    "whisper": dict(model_type="whisper", d_model=64, decoder_attention_heads=4, encoder_attention_heads=4,
+                    decoder_ffn_dim=96, encoder_ffn_dim=96, decoder_layers=2, encoder_layers=2, vocab_size=128,
+                    max_target_positions=64, max_source_positions=64, decoder_start_token_id=0, **TOK),
+    # Mamba's mixer; FalconMamba's with weightless RMSNorms on Δ, B and C
+    "mamba": dict(model_type="mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128, expand=2,
+                  conv_kernel=4, time_step_rank=8, **TOK),
+    "falcon_mamba": dict(model_type="falcon_mamba", hidden_size=64, state_size=8, num_hidden_layers=2, vocab_size=128,
+                         expand=2, conv_kernel=4, time_step_rank=8, **TOK),
+    # 5 layers of block_types (recurrent, recurrent, attention) repeated: 4 recurrent blocks, 1 attention
+    "recurrent_gemma": dict(model_type="recurrent_gemma", hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
+                            head_dim=16, lru_width=48, conv1d_width=4, num_hidden_layers=5, intermediate_size=96,
+                            vocab_size=128, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -67,6 +96,19 @@ EXPECTED = {
     "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
+    "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",
+    "qwen2_moe": "x = x + gated_shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, i_s, name = mlp)",
+    "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
+               "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "
+               "i, bias = true, dropout = false, name = mlp)\n    # built but never called by the forward (parameters "
+               "only): encoder_attn, encoder_attn_layer_norm\n    param encoder_attn_k_proj_weight[h, h]",
+    "mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, name = mixer)",
+    "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
+                    "name = mixer)",
+    "recurrent_gemma": "  if j % 3 == 2 {\n      x = x + gqa_attention(rmsnorm(x, name = temporal_pre_norm_at2), a, kv, d, "
+                       "out_bias = true, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
+                       "channel_pre_norm_at2), floor(i / 2), bias = true, name = mlp_block_at2)\n    } else {\n"
+                       "      x = x + griffin_recurrent(rmsnorm(x, name = temporal_pre_norm), w, a, K, name = temporal_block)",
 }
 POINTS = [(2, 24)]     # the probes compare at two more (b, s)
 
@@ -169,14 +211,16 @@ def test_unmapped_config_is_drafted_checked_and_cached(tmp_path, monkeypatch):
 
 
 def test_unmapped_config_whose_draft_is_not_exact_is_refused(tmp_path, monkeypatch):
-    """Mamba's mixer is no std block: the draft has a TODO, so derive refuses and says what differs."""
+    """Persimmon's attention (fused QKV with a LayerNorm per head on Q and K) is no std block: the draft has
+    a TODO, so derive refuses and says what differs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    cfg = dict(model_type="falcon_mamba", hidden_size=64, num_hidden_layers=2, vocab_size=128, state_size=16)
+    cfg = dict(model_type="persimmon", hidden_size=64, num_attention_heads=4, num_hidden_layers=2, vocab_size=128,
+               intermediate_size=96, **TOK)
     with pytest.raises(costgraph.CostgraphValueError) as e:
-        costgraph.from_hf_config(cfg, source="fm.json")
+        costgraph.from_hf_config(cfg, source="p.json")
     msg = str(e.value)
-    assert "model_type 'falcon_mamba' is not bundled, and its draft (drafted from transformers" in msg
-    assert "not exact: not recognised: backbone.layers.0.mixer" in msg and "parameters at probe 1: torch" in msg
+    assert "model_type 'persimmon' is not bundled, and its draft (drafted from transformers" in msg
+    assert "not exact: not recognised: model.layers.0.self_attn" in msg and "parameters at probe 1: torch" in msg
     assert not (tmp_path / "costgraph" / "drafts").exists() or not list((tmp_path / "costgraph" / "drafts").iterdir())
 
 
@@ -188,3 +232,18 @@ def test_derive_names_the_draft(tmp_path, capsys, monkeypatch):
     assert r.returncode == 0, r.stderr
     assert f"model_type phi → model 'phi', drafted from transformers {transformers.__version__} `PhiForCausalLM`" \
         in r.stdout
+
+
+def test_recurrent_gemma_draft_keeps_the_recurrent_state_per_sequence():
+    """transformers 5.24 ``RecurrentGemmaRecurrentBlock._setup_cache``: the RG-LRU's ``recurrent_states``
+    ``[b, lru_width]`` in fp32 per recurrent block (with the convolution's state), whatever s; the
+    attention blocks' K and V per token (MQA: kv = 1)."""
+    d = drafted("recurrent_gemma")
+    m = costgraph.loads(d.text, path="<recurrent_gemma>", config="imported")
+    c = m.costs("model")
+    one, long = (c.evaluate("imported", b=2, s=s) for s in (16, 1024))
+    recurrent, attention = 4, 1                      # of 5 layers, j % 3 == 2 (layer 2) is attention
+    state = long["kv_cache_bytes"] - long["kv_cache_bytes_per_token"] * 2 * 1024
+    assert state == one["kv_cache_bytes"] - one["kv_cache_bytes_per_token"] * 2 * 16
+    assert state == recurrent * 2 * (48 * 4 + 48 * 4 * 2)      # fp32 [b, w] and the conv's [b, w, K] in bf16
+    assert long["kv_cache_bytes_per_token"] == attention * 2 * 16 * 1 * 2

@@ -149,6 +149,9 @@ def _probe_config(cfg: dict, config, probe: Probe) -> dict:
     out = {k: v for k, v in cfg.items() if k != "layer_types"}
     for f, v in probe.fields.items():
         out[keys.get(f, f)] = v
+    for f in ("n_group", "topk_group"):     # group-limited routing (DeepSeek-V3): E need not divide into groups at
+        if isinstance(getattr(config, f, None), int):   # a probe; which experts run changes no count
+            out[f] = 1
     for i, t in enumerate(("pad_token_id", "bos_token_id", "eos_token_id")):
         if isinstance(out.get(t), int) or isinstance(getattr(config, t, None), int):
             out[t] = i

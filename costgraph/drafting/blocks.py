@@ -82,7 +82,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
             return None
         return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
-    if None in (q, k, v, o) or not (q[2] == k[2] == v[2]):
+    if None in (q, k, v, o) or not (q[2] == v[2] and (k[2] == q[2] or not k[2])):
         return None
     head_dim = m.attrs.get("head_dim")
     heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
@@ -93,6 +93,8 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if q[1] % head_dim or k[1] % head_dim or k[1] != v[1]:
         return None
     opts = [f"qkv_bias = {_yes(q[2])}"] if q[2] else []
+    if q[2] and not k[2]:          # Whisper's k_proj: no bias beside Q's and V's
+        opts.append("k_bias = false")
     if o[2]:
         opts.append("out_bias = true")
     norms = [c for c in m.children if c.name in QK_NORMS]
@@ -173,9 +175,11 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     experts = m.child("experts")
     if router is None or experts is None or len(router.params.get("weight", ())) != 2:
         return None
-    shared = [c for c in m.children if c.name.startswith("shared_expert")]
-    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")):
-        return None      # Qwen2-MoE's shared_expert_gate: no std block
+    gate = _linear(m.child("shared_expert_gate"))
+    shared = [c for c in m.children if c.name.startswith("shared_expert") and c.name != "shared_expert_gate"]
+    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")) or \
+            (gate is not None and (not shared or gate[1:] != (1, False))):
+        return None
     n_experts, hidden = router.params["weight"]
     top_k = m.attrs.get("top_k", router.attrs.get("top_k"))
     if not isinstance(top_k, int):
@@ -205,23 +209,105 @@ def moe_call(m: Module, arg: str, d) -> str | None:
                 .startswith("swiglu("):
             return None
         corr = "e_score_correction_bias" in str(router.attrs.get("buffers", "")).split(",")
+        if gate is not None:     # Qwen2-MoE's shared expert scaled by sigmoid(shared_expert_gate(x))
+            if bias or corr:
+                return None
+            d.blocks.add("gated_shared_moe")
+            return f"gated_shared_moe({arg}, {', '.join(sizes)}, {d.size(up[1], 'shared expert width')}, name = {m.name})"
         return f"shared_moe({arg}, {', '.join(sizes)}, {d.size(up[1], 'shared expert width')}{bias}, " \
                f"correction_bias = {_yes(corr)}, name = {m.name})"
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
 
 
+RG_LRU = {"recurrent_param", "input_gate_weight", "input_gate_bias", "recurrent_gate_weight", "recurrent_gate_bias"}
+
+
+def recurrent_call(m: Module, arg: str, d) -> str | None:
+    """Griffin's recurrent block (transformers' ``RecurrentGemmaRecurrentBlock``: ``linear_y`` then GeLU,
+    ``linear_x`` then a depthwise ``Conv1d`` padded by K − 1 and the RG-LRU ``rg_lru``, their product
+    through ``linear_out``, every linear with a bias) as the draft's ``griffin_recurrent``, or None."""
+    y, xs, out = (_linear(m.child(n)) for n in ("linear_y", "linear_x", "linear_out"))
+    conv, lru = m.child("conv_1d"), m.child("rg_lru")
+    if None in (y, xs, out) or conv is None or lru is None or m.params or lru.children or set(lru.params) != RG_LRU:
+        return None
+    width, (heads, block, _), kernel = y[1], lru.params["input_gate_weight"], conv.params.get("weight", (0, 0, 0))
+    if not (y[2] and xs[2] and out[2]) or xs[1] != width or heads * block != width or activation(m) != "gelu" \
+            or tuple(conv.params.get("weight", ())) != (width, 1, kernel[2]) or "bias" not in conv.params \
+            or conv.attrs.get("groups") != width or conv.attrs.get("padding") != kernel[2] - 1:
+        return None
+    d.blocks.add("griffin_recurrent")
+    sizes = [d.size(width, "recurrent width"), d.size(heads, "recurrent heads"), d.size(kernel[2], "convolution width")]
+    return f"griffin_recurrent({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
+def mamba_call(m: Module, arg: str, d) -> str | None:
+    """Mamba's mixer (transformers' ``MambaMixer``: ``in_proj`` H → 2D, a depthwise ``Conv1d`` padded by
+    K − 1, ``x_proj`` D → R + 2N, ``dt_proj``'s weight applied by hand, the selective scan owning ``A_log``
+    [D, N] and ``D`` [D], ``out_proj``) as the draft's ``mamba_mixer``, or None."""
+    inp, xp, dt, out = (_linear(m.child(n)) for n in ("in_proj", "x_proj", "dt_proj", "out_proj"))
+    conv = m.child("conv1d")
+    if None in (inp, xp, dt, out) or conv is None or set(m.params) != {"A_log", "D"}:
+        return None
+    inner, state = m.params["A_log"]
+    kernel = conv.params.get("weight", (0, 0, 0))[2]
+    if inp[1] != 2 * inner or xp[:2] != (inner, dt[0] + 2 * state) or dt[1] != inner or not dt[2] or xp[2] \
+            or out[0] != inner or inp[2] != out[2] or activation(m) != "silu" or conv.attrs.get("groups") != inner \
+            or conv.attrs.get("padding") != kernel - 1 or tuple(conv.params["weight"]) != (inner, 1, kernel):
+        return None
+    norms = [m.child(n) for n in ("dt_layernorm", "b_layernorm", "c_layernorm")]
+    weights = {"weight" in n.params for n in norms if n is not None}
+    if any(n is not None and not is_norm(n) for n in norms) or (any(norms) and (None in norms or len(weights) > 1)):
+        return None
+    d.blocks.add("mamba_mixer")
+    sizes = [d.size(inner, "inner width"), d.size(state, "state size"), d.size(dt[0], "Δ rank"),
+             d.size(kernel, "convolution width")]
+    opts = ("" if "bias" in conv.params else ", conv_bias = false") + (", proj_bias = true" if inp[2] else "")
+    if weights:      # RMSNorm on Δ, B and C: Jamba's (with weights), FalconMamba's (weightless)
+        opts += ", inner_norms = true" + ("" if True in weights else ", norm_weight = false")
+    return f"mamba_mixer({arg}, {', '.join(sizes)}{opts}, name = {m.name})"
+
+
+def mla_call(m: Module, arg: str, d) -> str | None:
+    """Multi-head latent attention (DeepSeek-V2/V3; transformers' ``DeepseekV3Attention`` with a query
+    rank: ``q_a_proj``, ``q_a_layernorm``, ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``,
+    ``kv_b_proj``, ``o_proj``, no biases) as std ``mla``, or None. Sizes: ``heads`` from ``o_proj``'s
+    input over ``v_head_dim``, the rest from the projections' shapes."""
+    names = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")
+    qa, qb, kva, kvb, o = (_linear(m.child(n)) for n in names)
+    qn, kvn = m.child("q_a_layernorm"), m.child("kv_a_layernorm")
+    heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
+    if None in (qa, qb, kva, kvb, o, qn, kvn) or not isinstance(heads, int) or m.params \
+            or any(x[2] for x in (qa, qb, kva, kvb, o)) or not (is_norm(qn) and is_norm(kvn)):
+        return None
+    q_rank, kv_rank = qa[1], kvn.params.get("weight", (0,))[0]
+    rope, nope_v, v_dim = kva[1] - kv_rank, kvb[1] // heads, o[0] // heads
+    nope = nope_v - v_dim
+    if qn.params.get("weight") != (q_rank,) or qb[:2] != (q_rank, heads * (nope + rope)) or kvb[0] != kv_rank \
+            or kvb[1] != heads * nope_v or o[0] != heads * v_dim or min(rope, nope, v_dim) < 1:
+        return None
+    d.imports.add("std/mla.cg")
+    sizes = [d.size(heads, "attention heads"), d.size(q_rank, "query rank"), d.size(kv_rank, "latent rank"),
+             d.size(nope, "head size without rotary"), d.size(rope, "rotary head size"), d.size(v_dim, "value head size")]
+    return f"mla({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
-    """The first recogniser that reads ``m``: attention, MoE, MLP; else None. A module with a
-    parameter the block does not hold (a bias of its own, a sink per head) is not recognised."""
+    """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
+    A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
+    recognised."""
+    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mla_call(m, arg, d)
+    if recurrent is not None:
+        return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert"}
+             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert", "shared_expert_gate"}
     if not _only(m, known):
         return None
     return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)
 
 
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
-#: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale)
+#: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
+#: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
 LOCAL_BLOCKS = {"proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
 block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   q = rmsnorm(linear(x, heads * head_dim, bias = false, name = q_proj), fp32_scale = true, name = q_norm)
@@ -233,4 +319,35 @@ block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   v = repeat_kv(cache(split_heads(v, kv_heads), name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
   return linear(merge_heads(matmul(p, v, causal = true)), H, bias = false, name = o_proj)
+}""", "griffin_recurrent": """# Griffin's recurrent block (De et al. 2024 §2.4; transformers' RecurrentGemmaRecurrentBlock): a GeLU branch, and a
+# branch through a depthwise causal Conv1d (padding K - 1, cut to S) and the RG-LRU; their product projected back.
+block griffin_recurrent(x[B, S, H], width, heads, kernel) {
+  y = gelu(linear(x, width, name = linear_y))
+  u = conv1d(linear(x, width, name = linear_x), kernel, padded = true, name = conv_1d)
+  return linear(rg_lru(u, heads, name = rg_lru) * y, H, name = linear_out)
+}""", "gated_shared_moe": """# Routed experts plus one shared expert scaled per token by sigmoid(shared_expert_gate(x)), a linear H -> 1
+# without bias (Qwen2-MoE; models/qwen2_moe.cg's qwen2_moe_mlp).
+block gated_shared_moe(x[B, S, H], experts, top_k, width, shared_width) {
+  g = sigmoid(linear(x, 1, bias = false, name = shared_expert_gate))
+  return moe(x, experts, top_k, width, name = routed) + g * swiglu(x, shared_width, name = shared_expert)
+}""", "mamba_mixer": """# Mamba's mixer (Gu & Dao 2023 §3.4; transformers' MambaMixer; models/mamba.cg's mamba_mixer): the input u and the
+# gate z, a depthwise causal Conv1d (padding K - 1, cut to S) and SiLU, Δ, B and C from x_proj, Δ through dt_proj
+# and softplus, the selective scan (A_log [D, N], D [D]; state [b, D, N] at inference), y · SiLU(z) projected back.
+# inner_norms: RMSNorm on Δ, B and C (Jamba's; FalconMamba's weightless: norm_weight = false).
+block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj_bias = false, inner_norms = false,
+                  norm_weight = true) {
+  u, z = split(linear(x, 2 * inner, bias = proj_bias, name = in_proj), 2)
+  u = silu(conv1d(u, kernel, bias = conv_bias, padded = true, name = conv1d))
+  dbc = linear(u, rank + 2 * state, bias = false, name = x_proj)
+  dt = slice(dbc, rank)
+  bm = slice(dbc, state)
+  cm = slice(dbc, state)
+  if inner_norms {
+    dt = rmsnorm(dt, weight = norm_weight, name = dt_layernorm)
+    bm = rmsnorm(bm, weight = norm_weight, name = b_layernorm)
+    cm = rmsnorm(cm, weight = norm_weight, name = c_layernorm)
+  }
+  dt = softplus(linear(dt, inner, bias = true, name = dt_proj))
+  y = selective_scan(u, dt, bm, cm, name = ssm)
+  return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
 }"""}

@@ -5,6 +5,8 @@ user's values, and the header saying where the draft comes from and how its fiel
 
 from __future__ import annotations
 
+import re
+
 from .blocks import LOCAL_BLOCKS, is_norm, norm_call
 from .facts import Module
 from .probe import FIELDS
@@ -145,6 +147,9 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
             out += [f"repeat {counted} as {name} {{   # layers {a}..{'l - ' + str(n - b + 1) if (a, b) != short and b == n else b - 1}",
                     *("  " + t for t in texts[a]), "}"]
         return out
+    period = _period(texts)
+    if period is not None and count == "l":
+        return _periodic(texts, period, label)
     sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one run of "
                        "alike layers per repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
     out = []
@@ -153,6 +158,39 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
                 *("  " + t for t in texts[a]), "}"]
         sz.todos.append(f"{layers.path}.{a}-{b - 1}")
     return out
+
+
+def _period(texts: list) -> int | None:
+    """The least m with layer j drafted as layer j mod m for every j (RecurrentGemma's block_types,
+    Gemma 3's sliding_window_pattern, Jamba's attn_layer_period), or None. m is at most ⌈n/2⌉: a
+    pattern seen less than about twice is no evidence (the second probe, of more layers, confirms it)."""
+    n = len(texts)
+    return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
+
+
+def _periodic(texts: list, m: int, label: str) -> list[str]:
+    """``repeat l as layers[j]`` with one branch per kind of layer: ``if j % m == r or ...``, the most
+    frequent kind of the period last (``else``); the nodes of the other kinds named apart (``_at{r}``, r
+    the first residue: each branch builds nodes of its own)."""
+    kinds: list = []
+    for t in texts[:m]:
+        if t not in kinds:
+            kinds.append(t)
+    kinds.sort(key=lambda k: -sum(1 for t in texts[:m] if t == k))
+    out = [f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
+
+    def branch(rest: list, depth: int) -> list[str]:
+        pad = "  " * depth
+        if len(rest) == 1:
+            return [pad + "  " + line for line in rest[0]]
+        kind = rest[-1]
+        residues = [r for r in range(m) if texts[r] == kind]
+        cond = " or ".join(f"j % {m} == {r}" for r in residues)
+        named = [re.sub(r"name = (\w+)", rf"name = \1_at{residues[0]}", line) for line in kind]   # apart
+        return [f"{pad}  if {cond} {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
+                *("  " + line for line in branch(rest[:-1], depth)), f"{pad}  }}"]
+
+    return out + branch(kinds, 0) + ["}"]
 
 
 def _label(name: str, values: dict) -> str:
@@ -174,6 +212,7 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
     config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
-    imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"']
+    imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
+               *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [LOCAL_BLOCKS[b] + "\n" for b in sorted(sz.blocks)]
     return "\n".join([*header, "", *imports, "", *local, f"model {name} {{", *dims, "", *body, "}", "", config, ""])

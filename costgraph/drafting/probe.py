@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 
 #: config field (transformers' canonical name, after ``attribute_map``) → the symbol a draft names it,
 #: and what it says. Fields not listed keep the config's value and are written as numbers.
+#: An encoder-decoder's causal LM (BartForCausalLM, WhisperForCausalLM: the decoder alone) reads the decoder_*
+#: fields, listed first so that the symbol names them; the encoder's (attribute_map's num_attention_heads,
+#: num_hidden_layers) are probed at the same values, so that the config's checks pass.
 FIELDS: dict[str, tuple[str, str]] = {
     "hidden_size": ("h", "hidden size (d_model)"),
+    "decoder_attention_heads": ("a", "attention heads"),
+    "decoder_ffn_dim": ("i", "MLP intermediate size"),
+    "decoder_layers": ("l", "Transformer layers"),
     "num_attention_heads": ("a", "attention heads"),
     "num_key_value_heads": ("kv", "key/value heads"),
     "num_kv_heads": ("kv", "key/value heads"),
@@ -34,20 +40,41 @@ FIELDS: dict[str, tuple[str, str]] = {
     "num_hidden_layers": ("l", "Transformer layers"),
     "vocab_size": ("V", "vocabulary size"),
     "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
+    "max_target_positions": ("s_max", "maximum sequence length (rows of a position table)"),   # Whisper's decoder
     "num_local_experts": ("E", "experts per MoE layer"),
     "num_experts": ("E", "experts per MoE layer"),
     "n_routed_experts": ("E", "experts per MoE layer"),
     "num_experts_per_tok": ("k", "experts each token passes through (top-k)"),
     "moe_intermediate_size": ("m", "expert MLP intermediate size"),
+    "lru_width": ("w", "recurrent width (Griffin's RG-LRU)"),
+    "conv1d_width": ("K", "convolution width"),
+    "conv_kernel": ("K", "convolution width"),
+    "expand": ("e", "expansion factor (Mamba's inner width e·h)"),
+    "state_size": ("N", "SSM state size per channel"),
+    "time_step_rank": ("R", "rank of Δ's projection"),
+    "q_lora_rank": ("r_q", "query compression rank (MLA)"),
+    "kv_lora_rank": ("r_kv", "key/value latent rank (MLA)"),
+    "qk_nope_head_dim": ("d_n", "query/key head size without rotary (MLA)"),
+    "qk_rope_head_dim": ("d_r", "rotary query/key head size (MLA)"),
+    "v_head_dim": ("d_v", "value head size (MLA)"),
+    "shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),
 }
+#: under MLA (kv_lora_rank present) these follow other fields: K and V have a head per query head, and
+#: head_dim is the rotary part (DeepSeek-V3's config); probed at those values, named by no symbol
+MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 
 #: symbols that count things rather than size a weight: never read from a shape
 COUNTS = frozenset({"l", "k"})
 
-#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over :data:`HEAD`.
+#: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
+#: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads).
 _PRIMES = (
-    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11},
-    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 29, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13},
+    {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
+     "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
+     "i_s": 149},
+    {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
+     "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
+     "i_s": 151},
 )
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
@@ -91,12 +118,21 @@ class Probe:
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
                   "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
-                  "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "num_local_experts": p["E"],
+                  "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
-                  "moe_intermediate_size": p["m"]}
+                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
+                  "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"],
+                  "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
+                  "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
+                  "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"]}
+        mla = "kv_lora_rank" in present
+        if mla:
+            values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
-            if name in values:
+            if mla and name in MLA_FOLLOW:
+                probe.fields[name] = values[name]
+            elif name in values:
                 probe.fields[name] = values[name]
                 probe.symbols.setdefault(FIELDS[name][0], (values[name], name))
         return probe

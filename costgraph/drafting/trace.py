@@ -49,6 +49,12 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)
         if isinstance(v, (bool, int, float, str)):
             out[a] = v
+    for a in ("kernel_size", "padding", "groups"):   # a convolution's, (k,) tuples read as k
+        v = getattr(mod, a, None)
+        if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):
+            v = v[0]
+        if isinstance(v, int) and type(mod).__name__.startswith("Conv"):
+            out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
         if v is not None and callable(v):

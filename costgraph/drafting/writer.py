@@ -24,14 +24,15 @@ class Sizer:
     todos: list = field(default_factory=list)
     silent: bool = False
     blocks: set = field(default_factory=set)     # blocks.LOCAL_BLOCKS the draft uses
+    imports: set = field(default_factory=set)    # std/ files the draft imports besides attention, mlp and moe
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return Sizer(self.probe, set(), [], [], True, set())
+        return Sizer(self.probe, set(), [], [], True, set(), set())
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
-        return Sizer(self.probe, self.used, [], [], False, self.blocks)
+        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports)
 
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
@@ -51,6 +52,9 @@ class Sizer:
                     if over is not None and sym not in over.split(" * "):
                         text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
                         break
+        if text is None:     # half a field, rounded down (RecurrentGemma's MLP: intermediate_size // 2)
+            text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
+                         if sym not in COUNTS and v // 2 == n and v > 2), None)
         if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
             for extra in (1, 2, -1, -2):
                 over = self.probe.cover(n - extra) if n > extra else None
@@ -153,4 +157,24 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     flush()
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
-    return lines
+    return lines + uncalled_lines(layer, sz)
+
+
+def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
+    """``param`` statements for the parameters of the layer's modules its forward never calls (the
+    cross-attention of BartForCausalLM's decoder layers, built without an encoder to attend to):
+    counted as ``sum(p.numel())`` counts them, no FLOPs."""
+    out = []
+    for c in layer.children:
+        if c.order is not None or not c.param_count():
+            continue
+        for m in c.walk():
+            for pname, shape in m.params.items():
+                if pname in m.tied:
+                    continue
+                name = (m.path[len(layer.path) + 1:] + "." + pname).replace(".", "_")
+                out.append(f"param {name}[{', '.join(sz.size(n, f'{m.path}.{pname}') for n in shape)}]")
+    if out:
+        out.insert(0, f"# built but never called by the forward (parameters only): "
+                      f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}")
+    return out
