@@ -167,12 +167,17 @@ class CacheEntry:
 
     ``state = True``: a fixed-size recurrent state (Mamba's SSM state
     ``[B, d_inner, d_state]``, a convolution's last inputs) with no sequence
-    axis: kept whole per sequence, whatever the number of tokens."""
+    axis: kept whole per sequence, whatever the number of tokens.
+
+    ``shared = True``: another layer's cache, read (KV sharing: Gemma 3n/4's
+    ``num_kv_shared_layers``): nothing stored or written here; a step reads
+    its positions."""
 
     tensor: str
     window: Expr | None
     path: str
     state: bool = False
+    shared: bool = False
 
 
 @dataclass(frozen=True)

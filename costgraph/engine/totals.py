@@ -274,6 +274,8 @@ def _kv_cache_bytes(cg: CostGraph, entries, precision: Precision) -> tuple:
     kv = kv_tok = ZERO
     for entry in entries:
         t = cg.tensors[entry.tensor]
+        if entry.shared:   # another layer's cache, read (KV sharing): stored once, there
+            continue
         if entry.state:   # a fixed-size recurrent state: whole, per sequence
             kv += t.numel * precision.bytes(t.role)
             continue

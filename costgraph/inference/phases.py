@@ -125,7 +125,7 @@ def split_keys():
         x = c["x"]
         if len(x.shape) < 3:
             c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
-        c.cache(x, c["window"])
+        c.cache(x, c["window"], shared=bool(c["shared"]))
         if not built_from_tokens(c.b.cg, x):   # computed once per request (inference/request.py): fixed length
             return c.output(x.shape, view_of=x)
         return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
@@ -257,8 +257,10 @@ class Inference:
                  and any(KEYS in cg.tensors[o].shape for o in d["outputs"])}
         #: K/V-style entries growing with the tokens (a sequence axis split), K/V computed once per
         #: request at a fixed length (inference/request.py: a cross-attention's), fixed-size recurrent states
-        self.kv_entries = [e for e in cg.caches if not e.state and e.path in split]
-        self.fixed = [e for e in cg.caches if not e.state and e.path not in split]
+        self.kv_entries = [e for e in cg.caches if not e.state and not e.shared and e.path in split]
+        self.fixed = [e for e in cg.caches if not e.state and not e.shared and e.path not in split]
+        #: another layer's K/V read by a KV-sharing layer (Gemma 3n/4): read by each step, not stored
+        self.shared = [e for e in cg.caches if e.shared and e.path in split]
         self.states = [e for e in cg.caches if e.state]
         self.s, self.b = self._axes(cg)
         #: operators run once per request, at the prefill (inference/request.py)
@@ -473,6 +475,11 @@ class Inference:
             kv_read.append(read)
             kv_written.append(written)
             ops[self._kv_reader(e)].kv_bytes += read + written
+        for e in self.shared:
+            # a KV-sharing layer reads the n + q positions its source layer holds (written there this step)
+            read = self.b * self._entry_position_bytes(e) * (n + q if e.window is None else sympy.Min(n + q, e.window))
+            kv_read.append(read)
+            ops[self._kv_reader(e)].kv_bytes += read
         for e in self.fixed:
             # computed once per request: written by its first step, read whole by every later one
             whole = self.b * self._entry_position_bytes(e) * self._fixed_length(e)

@@ -109,11 +109,12 @@ def zeros(c):
     return c.output(c["x"].shape)
 
 
-@op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view)",
-    x="tensor", window=("dim", None), layout="follow")
+@op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view); shared = true: an "
+    "earlier layer's cache this layer reads (KV sharing), nothing stored or written",
+    x="tensor", window=("dim", None), shared=("bool", False), layout="follow")
 def cache(c):
     x = c["x"]
     if len(x.shape) < 3:
         c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
-    c.cache(x, c["window"])
+    c.cache(x, c["window"], shared=bool(c["shared"]))
     return c.output(x.shape, view_of=x)
