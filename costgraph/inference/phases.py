@@ -460,33 +460,7 @@ class Inference:
                     x.numel * self._act.bytes(x.role) / self._tdiv(x.id) for x in moved]).xreplace(sub)
         for wid, path in reader_of.items():
             ops[path].weight_bytes += self._copies_read(wid, tokens) * self.weight_copy_bytes(wid)
-        kv_read, kv_written = [], []
-        for e in self.states:
-            # read whole unless the step starts from zeros (n = 0: a prefill), written back once
-            state = self.b * self._state_bytes(e)
-            read = ZERO if n == 0 else state
-            kv_read.append(read)
-            kv_written.append(state)
-            ops[e.path].kv_bytes += read + state
-        for e in self.kv_entries:
-            per = self._entry_position_bytes(e)
-            read = self.b * per * (n if e.window is None else sympy.Min(n, e.window))
-            written = self.b * per * q
-            kv_read.append(read)
-            kv_written.append(written)
-            ops[self._kv_reader(e)].kv_bytes += read + written
-        for e in self.shared:
-            # a KV-sharing layer reads the n + q positions its source layer holds (written there this step)
-            read = self.b * self._entry_position_bytes(e) * (n + q if e.window is None else sympy.Min(n + q, e.window))
-            kv_read.append(read)
-            ops[self._kv_reader(e)].kv_bytes += read
-        for e in self.fixed:
-            # computed once per request: written by its first step, read whole by every later one
-            whole = self.b * self._entry_position_bytes(e) * self._fixed_length(e)
-            read, written = (ZERO, whole) if n == 0 else (whole, ZERO)
-            kv_read.append(read)
-            kv_written.append(written)
-            ops[self._kv_reader(e)].kv_bytes += read + written
+        kv_read, kv_written = self._kv_traffic(ops, q, n)
         allreduce = []
         if self.tp:
             from ..parallel.placement import expert_groups
@@ -516,6 +490,39 @@ class Inference:
                     kv_read=expand_sum(kv_read), kv_written=expand_sum(kv_written),
                     activation_bytes=expand_sum([o.activation_bytes for o in ops.values()]),
                     with_activations=self.activations, ops=kept, allreduce=allreduce)
+
+    def _kv_traffic(self, ops: dict, q, n) -> tuple[list, list]:
+        """The KV bytes a step of ``q`` new tokens against ``n`` cached positions reads and writes,
+        per cache entry (recurrent states, growing K/V, a KV-sharing layer's reads, per-request K/V),
+        each added to the operator that reads it in ``ops``."""
+        kv_read, kv_written = [], []
+        for e in self.states:
+            # read whole unless the step starts from zeros (n = 0: a prefill), written back once
+            state = self.b * self._state_bytes(e)
+            read = ZERO if n == 0 else state
+            kv_read.append(read)
+            kv_written.append(state)
+            ops[e.path].kv_bytes += read + state
+        for e in self.kv_entries:
+            per = self._entry_position_bytes(e)
+            read = self.b * per * (n if e.window is None else sympy.Min(n, e.window))
+            written = self.b * per * q
+            kv_read.append(read)
+            kv_written.append(written)
+            ops[self._kv_reader(e)].kv_bytes += read + written
+        for e in self.shared:
+            # a KV-sharing layer reads the n + q positions its source layer holds (written there this step)
+            read = self.b * self._entry_position_bytes(e) * (n + q if e.window is None else sympy.Min(n + q, e.window))
+            kv_read.append(read)
+            ops[self._kv_reader(e)].kv_bytes += read
+        for e in self.fixed:
+            # computed once per request: written by its first step, read whole by every later one
+            whole = self.b * self._entry_position_bytes(e) * self._fixed_length(e)
+            read, written = (ZERO, whole) if n == 0 else (whole, ZERO)
+            kv_read.append(read)
+            kv_written.append(written)
+            ops[self._kv_reader(e)].kv_bytes += read + written
+        return kv_read, kv_written
 
     def prefill(self, prompt=P) -> Step:
         """The prompt's step: ``q = prompt``, ``n = 0``."""
