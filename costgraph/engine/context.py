@@ -234,7 +234,8 @@ class OpContext:
             return "fp32"
         return next((r for r in roles if r in ("bf16", "fp16")), "act")
 
-    def cache(self, t: Tensor, window, state: bool = False, shared: bool = False) -> None:
+    def cache(self, t: Tensor, window, state: bool = False, shared: bool = False, topk=None,
+              fp8_block=None) -> None:
         """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference; a
         tensor already cached (``cache(cache(x))``: the outer call reads the
         inner one's output) is counted once. Views of one storage that are
@@ -245,7 +246,7 @@ class OpContext:
         producer = self.b.cg.nodes.get(t.producer)
         if (producer is not None and producer["kind"] == "cache") or any(e.tensor == t.id for e in self.b.cg.caches):
             return
-        self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state, shared))
+        self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state, shared, topk, fp8_block))
 
     def forward(self, f: Flops):
         self.cost["forward"] = self.cost["forward"] + f

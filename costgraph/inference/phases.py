@@ -125,7 +125,7 @@ def split_keys():
         x = c["x"]
         if len(x.shape) < 3:
             c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
-        c.cache(x, c["window"], shared=bool(c["shared"]))
+        c.cache(x, c["window"], shared=bool(c["shared"]), topk=c["topk"], fp8_block=c["fp8_block"])
         if not built_from_tokens(c.b.cg, x):   # computed once per request (inference/request.py): fixed length
             return c.output(x.shape, view_of=x)
         return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
@@ -349,6 +349,10 @@ class Inference:
         elements = ten.numel / (ten.shape[0] * ten.shape[-2])
         vectors = elements / ten.shape[-1]
         copies = self.cg.nodes[entry.path]["count"]
+        if entry.fp8_block is not None:   # FP8 values, one fp32 scale per block (vllm deepseek_v2.py Indexer:
+            # head_dim + head_dim // quant_block_size * 4 bytes a token, uint8)
+            per = elements + vectors * sympy.ceiling(elements / vectors / entry.fp8_block) * 4
+            return copies * per / self._tdiv(entry.tensor)
         return copies * self.kv.position_bytes(elements, vectors) / self._tdiv(entry.tensor)
 
     def _fixed_length(self, entry) -> sympy.Expr:
@@ -505,7 +509,9 @@ class Inference:
             ops[e.path].kv_bytes += read + state
         for e in self.kv_entries:
             per = self._entry_position_bytes(e)
-            read = self.b * per * (n if e.window is None else sympy.Min(n, e.window))
+            kept = n if e.window is None else sympy.Min(n, e.window)
+            # a sparse attention's queries each gather their top-k positions (DeepSeek-V3.2's DSA)
+            read = self.b * per * (kept if e.topk is None else sympy.Min(kept, q * e.topk))
             written = self.b * per * q
             kv_read.append(read)
             kv_written.append(written)
