@@ -120,6 +120,23 @@ def test_v32_inference_cache_and_sparse_decode():
     # past index_topk (2048) keys the attention's QKᵀ and PV stop growing; the indexer scores every key
     assert op(d1, "self_attn/matmul") == op(d2, "self_attn/matmul") == 61 * 2 * 128 * (128 + 64) * 2048
     assert op(d2, "lightning_index") - op(d1, "lightning_index") == 61 * 2 * 64 * (128 + 1) * 10_000
+    # decode reads every indexer key (the indexer scores them all) but only the top-k latent entries the
+    # attention gathers (vLLM's FlashMLA sparse decode reads the index_topk = 2048 selected entries of
+    # the latent cache, all of which stay stored): n = 20,000 cached positions, q = 1
+    latent, index = (512 + 64) * 2, 128 * 2
+    assert d2.kv_read.xreplace(v) == 61 * (min(20_000, 2048) * latent + 20_000 * index) == 456_237_056
+    assert inf.step(1, 1000).kv_read.xreplace(v) == 61 * 1000 * (latent + index)   # fewer than 2048: all
+
+
+def test_v32_fp8_indexer_cache():
+    # option indexer_fp8: the indexer's key cache as vLLM keeps it, FP8 values and one fp32 scale per 128
+    # (vllm/model_executor/models/deepseek_v2.py Indexer: head_dim + head_dim // quant_block_size * 4 = 132
+    # bytes a token, DeepseekV32IndexerCache: MLAAttentionSpec(num_kv_heads=1, head_size=132, dtype=uint8))
+    m = load_for_inference("deepseek_v32", options={"indexer_fp8": True})
+    inf = Inference(m)
+    v = {**m.values("deepseek-v3.2"), inf.b: 1}
+    assert inf.kv_cache_bytes_per_token().xreplace(v) == 61 * ((512 + 64) * 2 + 128 + 4) == 78_324
+    assert inf.step(1, 20_000).kv_read.xreplace(v) == 61 * (2048 * 1152 + 20_000 * 132)
 
 
 # ------------------------------------------------------------------ PyTorch tier

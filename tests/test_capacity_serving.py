@@ -308,7 +308,12 @@ def test_cli_json_serving_block(capsys):
     doc = json.loads(capsys.readouterr().out)
     jsonschema.validate(doc, schemas.bundled("infer"))
     s = doc["serving"]
-    assert s["vllm"]["tokens"] == 6_990_059_274 // (16 * 131_072) * 16
+    # the Llama-2-7B drafter's 32 layers (32 K/V heads of 128: 16,384 B a token) are cached beside the target's
+    # (8 heads: 4,096 B): both full attention, different pages, so one group whose block holds a page of each of
+    # the 64 layers (vllm @ 001cabc1 kv_cache_utils.get_kv_cache_groups: UniformTypeKVCacheSpecs;
+    # get_kv_cache_config_from_groups: num_blocks = available // page_size_bytes, the sum of the layers' pages)
+    assert s["vllm"]["tokens"] == 6_990_059_274 // (16 * 32 * (4096 + 16_384)) * 16 == 10_656
+    assert s["vllm"]["draft_layers"] == 32 and s["vllm"]["one_type"]
     assert s["speculative"]["draft"] == "llama" and s["chunked_prefill"]["chunks"] == 2
     assert cli.main(BASE + ["--kv-memory", "6.51GiB"]) == 0
     text = capsys.readouterr().out

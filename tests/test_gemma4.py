@@ -118,6 +118,36 @@ def test_kv_sharing_written_out():
     assert values["kv_cache_bytes"] == _kv_bytes(2, 8, kind="shared")
 
 
+def test_kv_sharing_decode_reads_the_source_cache(tmp_path):
+    """A KV-sharing layer reads its source layer's cache at every step; the cache is stored once, there
+    (transformers 5.24 modeling_gemma4.py Gemma4TextAttention: a layer with is_kv_shared_layer takes
+    key_states/value_states from past_key_values at kv_shared_layer_index, after that layer has stored
+    this step's K/V, and stores nothing; DynamicCache holds no layer for it). SHARED: 7 sliding layers of
+    2 heads of 16 (window 8) and 1 full layer of 2 heads of 32 cache; 3 sliding and 1 full layer share."""
+    import json
+
+    from costgraph.commands._analysis import inference_model
+    from costgraph.inference import infer
+
+    f = tmp_path / "g4.json"
+    f.write_text(json.dumps(SHARED))
+    model, values = inference_model(str(f), None, {}, {})
+    doc = infer(model, prompt=20, generate=4, batch=1, values=values).to_dict()
+    slide, full = 2 * kv * d * 2, 2 * kv * dg * 2              # K and V, bf16, a position of one layer
+    assert doc["kv_cache_bytes_per_token"]["value"] == 7 * slide + full == 1152
+    assert doc["kv_cache_bytes"]["value"] == 7 * slide * min(24, w) + full * 24 == 13_312
+    # prefill (n = 0, q = 20): the sharing layers read the 20 positions (8 in a window) the sources wrote
+    assert doc["prefill"]["kv_read_bytes"]["value"] == 3 * slide * min(20, w) + full * 20 == 8192
+    assert doc["prefill"]["kv_written_bytes"]["value"] == 20 * (7 * slide + full)
+    # the last decode step (n = P + G - 2 = 22, q = 1): each source reads its n positions, each sharing layer
+    # the n + 1 its source holds; only the sources write
+    n = 22
+    sources = 7 * slide * min(n, w) + full * n
+    sharing = 3 * slide * min(n + 1, w) + full * (n + 1)
+    assert doc["decode"]["kv_read_bytes"]["value"] == sources + sharing == 21_760
+    assert doc["decode"]["kv_written_bytes"]["value"] == 7 * slide + full
+
+
 def _moe_extra_params() -> int:
     """Per layer: router (scale [h], proj h → E, per_expert_scale [E]), experts (gate_up [E, 2 i_e, h],
     down [E, h, i_e]), post_feedforward_layernorm_1 / _2, pre_feedforward_layernorm_2."""

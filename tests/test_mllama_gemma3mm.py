@@ -174,12 +174,23 @@ def test_derive_train_and_infer_on_small_configs(capsys, small_files):
     code, out, err = _cli(capsys, "infer", str(small_files / "g3.json"), "--prompt", "20", "--generate", "4")
     assert code == 0, err
     assert "prompt P = 20" in out
-    # Mllama: its cross-attention cache (nt·(pp² + 1) image tokens) is not yet recognised as computed
-    # once per request (costgraph.inference.request): infer refuses it with a hint, exit status 2
-    # (derive gives the KV cache)
-    code, out, err = _cli(capsys, "infer", str(small_files / "ml.json"), "--prompt", "20", "--generate", "4")
-    assert code == 2 and "Traceback" not in err and "caches differ in batch or sequence axis" in err
-    assert "nt*(pp**2 + 1)" in err and "hint:" in err
+    # Mllama: its cross-attention cache over the nt·(pp² + 1) = 2·17 image tokens is computed once per request
+    # (costgraph.inference.request.built_from_tokens: an axis derived from other dimensions grows with no
+    # token), as transformers' DynamicCache holds it (test_kv_cache_equals_the_dynamic_cache below): 4 self-attention
+    # layers × (K, V) × 2 heads × 16 × 2 B a token, and the cross layer's 34 positions whatever P + G
+    code, out, err = _cli(capsys, "infer", str(small_files / "ml.json"), "--prompt", "20", "--generate", "4",
+                          "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    per_position = 2 * 2 * 16 * 2
+    assert doc["kv_cache_bytes_per_token"]["value"] == 4 * per_position == 512
+    assert doc["kv_cache_bytes"]["value"] == per_position * (4 * 24 + 34) == 16_640
+    # the prefill writes the prompt's K/V and the image's; a decode step at n = P + G - 2 = 22 reads both
+    assert doc["prefill"]["kv_written_bytes"]["value"] == per_position * (4 * 20 + 34)
+    assert doc["decode"]["kv_read_bytes"]["value"] == per_position * (4 * 22 + 34)
+    assert doc["decode"]["kv_written_bytes"]["value"] == 4 * per_position
+    # the vision tower, the projector and the cross-attention K/V projections run at the prefill only
+    assert doc["decode"]["weight_bytes"]["value"] < doc["prefill"]["weight_bytes"]["value"]
 
 
 @pytest.mark.slow

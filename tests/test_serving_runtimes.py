@@ -244,3 +244,31 @@ def test_a_llamacpp_context_beyond_the_device_says_it_would_not_start(capsys, re
     assert rc == 0 and "llama.cpp would not start" in out
     rc, out, err = _run(capsys, INFER + ["--runtime", "llamacpp"])
     assert rc == 0 and "would not start" not in out
+
+
+# --- recurrent states under TP (issue 29 item 4): heads split across ranks as vLLM splits them --------------------
+# MiniMax-Text-01 (examples/hf/minimax-text-01.json: 70 lightning layers of 64 heads of 128): vLLM's
+# MiniMaxText01LinearAttention keeps a state of (num_heads // tp, head_dim, head_dim) per sequence and layer
+# (vllm @ d29a69a5 vllm/model_executor/layers/mamba/linear_attn.py: get_state_shape ->
+# MambaStateShapeCalculator.linear_attention_state_shape(num_heads, tp_size, head_dim); qkv viewed as
+# (tokens, tp_heads, 3·head_dim), q, k, v split per head; MiniMaxText01RMSNormTP over the rank's heads).
+# In the activation dtype (bf16) here.
+@pytest.mark.parametrize("tp", [1, 2])
+def test_minimax_lightning_state_split_by_heads(tp):
+    r = _report("examples/hf/minimax-text-01.json", tp)
+    assert r.values["state_bytes"] == 70 * (64 // tp) * 128 * 128 * 2 == {1: 146_800_640, 2: 73_400_320}[tp]
+    assert r.values["kv_cache_bytes_per_token"] == 2 * 10 * (8 // tp) * 128 * 2   # 10 softmax layers, 8 K/V heads
+
+
+# Kimi-Linear-48B-A3B (examples/hf/kimi-linear-48b-a3b-instruct.json: 20 KDA layers of 32 heads of 128, short
+# convolutions of 4): vLLM's KimiDeltaAttention holds num_heads // tp heads per rank, q/k/v, their convolutions,
+# f_b_proj and b_proj column-parallel, f_a_proj and g_a_proj replicated (vllm @ 1d03ed8f
+# vllm/model_executor/layers/kda.py: local_num_heads = divide(num_heads, tp_size)); the fp32 recurrent state
+# [32/tp, 128, 128] and the convolution's 4 positions of 3·32·128/tp channels (bf16) per layer. MLA's latent
+# stays whole on every rank (7 layers x 576 values).
+@pytest.mark.parametrize("tp", [1, 2])
+def test_kimi_linear_kda_state_split_by_heads(tp):
+    r = _report("examples/hf/kimi-linear-48b-a3b-instruct.json", tp)
+    per_layer = (32 // tp) * 128 * 128 * 4 + 4 * 3 * (32 // tp) * 128 * 2
+    assert r.values["state_bytes"] == 20 * per_layer == {1: 43_909_120, 2: 21_954_560}[tp]
+    assert r.values["kv_cache_bytes_per_token"] == 7 * 576 * 2

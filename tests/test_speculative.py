@@ -187,3 +187,55 @@ def test_speculative_at_generate_1_refused(capsys):
     # time per output token for a run that has no decode step
     _refused(capsys, LLAMA_512[:8] + ["--generate", "1", "--speculative-tokens", "2", "--acceptance", "0.6",
                                   "--draft", "llama"], "--generate 1 has none")
+
+
+# --- vLLM's KV cache with the drafter (issue 29 item 4; costgraph.inference.speculative.vllm_draft) ---------------
+# vLLM loads the drafter inside GPUModelRunner.load_model ("Loading drafter model...") before
+# Worker.determine_available_memory profiles (vllm/v1/worker/gpu_model_runner.py), so its weights are among those
+# the cache is sized from; EagleProposer.load_model (vllm/v1/spec_decode/eagle.py) registers the drafter's attention
+# layers (every AttentionLayerBase less the target's) and get_kv_cache_spec takes them all; one spec for all layers:
+# num_blocks = available // page_size // num_layers, tokens = num_blocks * block_size (vllm @ 001cabc1,
+# vllm/v1/core/kv_cache_utils.py get_num_blocks, _report_kv_cache_config). DeepSeek-V3 (config.json
+# num_nextn_predict_layers 1): 61 + 1 MLA layers, page = 16 tokens x (512 + 64) x 2 B = 18,432 B.
+DSV3_FP8 = ["infer", "deepseek_v3", "--config", "deepseek-v3", "--hardware", "h200", "--tp", "8", "--weights", "fp8",
+             "--prompt", "1000", "--generate", "100", "--format", "json"]
+MTP = ["--speculative-tokens", "1", "--acceptance", "0.8", "--draft", "mtp"]
+
+
+def _doc(argv):
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(argv) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def dsv3_mtp():
+    return _doc(DSV3_FP8 + MTP)
+
+
+def test_vllm_kv_cache_holds_the_mtp_layer(dsv3_mtp):
+    v = dsv3_mtp["serving"]["vllm"]
+    page = 16 * 576 * 2
+    assert v["draft_layers"] == 1 and v["group_size"] == 62 and v["page_bytes"] == page == 18_432
+    assert v["num_blocks"] == v["available_bytes"] // page // 62
+    assert v["tokens"] == v["num_blocks"] * 16
+
+
+def test_vllm_available_memory_less_the_drafter_weights(dsv3_mtp):
+    plain = _doc(DSV3_FP8)["serving"]["vllm"]
+    v = dsv3_mtp["serving"]["vllm"]
+    drafter = int(dsv3_mtp["serving"]["speculative"]["draft_weight_bytes"]["value"])
+    assert v["draft_weight_bytes"] == drafter > 0
+    assert v["weight_bytes"] == plain["weight_bytes"] + drafter
+    assert v["available_bytes"] == plain["available_bytes"] - drafter
+    assert plain["group_size"] == 61 and "draft_layers" not in plain
+
+
+def test_vllm_kv_memory_given_with_the_drafter():
+    # --kv-memory (vLLM's kv_cache_memory_bytes) replaces the profile: 40 GiB over 62 layers' pages
+    v = _doc(DSV3_FP8 + MTP + ["--kv-memory", "40GiB"])["serving"]["vllm"]
+    assert v["tokens"] == 40 * 2**30 // 18_432 // 62 * 16 == 601_328

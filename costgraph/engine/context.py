@@ -235,18 +235,20 @@ class OpContext:
             return "fp32"
         return next((r for r in roles if r in ("bf16", "fp16")), "act")
 
-    def cache(self, t: Tensor, window, state: bool = False) -> None:
+    def cache(self, t: Tensor, window, state: bool = False, shared: bool = False, topk=None,
+              fp8_block=None) -> None:
         """Mark ``t`` ([B, ..., S, d]) as kept in the KV cache at inference; a
         tensor already cached (``cache(cache(x))``: the outer call reads the
         inner one's output) is counted once. Views of one storage that are
         different tensors — K and V split off GPT's fused QKV — are cached
         each. ``state = True``: a fixed-size recurrent state with no sequence
-        axis (see :class:`costgraph.engine.graph.CacheEntry`)."""
+        axis; ``shared = True``: another layer's cache read, not stored (see
+        :class:`costgraph.engine.graph.CacheEntry`)."""
         producer = self.b.cg.nodes.get(t.producer)
         if (producer is not None and has_role(producer["kind"], "cache")) \
                 or any(e.tensor == t.id for e in self.b.cg.caches):
             return
-        self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state))
+        self.b.cg.caches.append(CacheEntry(t.id, window, self.path, state, shared, topk, fp8_block))
 
     def producer_keeping_input(self, t: Tensor) -> str | None:
         """The operator kind that produced ``t`` when that operator saved its own first input for

@@ -167,12 +167,25 @@ class CacheEntry:
 
     ``state = True``: a fixed-size recurrent state (Mamba's SSM state
     ``[B, d_inner, d_state]``, a convolution's last inputs) with no sequence
-    axis: kept whole per sequence, whatever the number of tokens."""
+    axis: kept whole per sequence, whatever the number of tokens.
+
+    ``shared = True``: another layer's cache, read (KV sharing: Gemma 3n/4's
+    ``num_kv_shared_layers``): nothing stored or written here; a step reads
+    its positions.
+
+    ``topk``: a step's queries each read at most this many of the cached
+    positions (DeepSeek-V3.2's attention over its indexer's top-k); all are
+    stored. ``fp8_block``: kept in FP8 with one fp32 scale per block of that
+    many values, whatever the run's KV dtype (vLLM's DeepSeek-V3.2 indexer
+    key cache)."""
 
     tensor: str
     window: Expr | None
     path: str
     state: bool = False
+    shared: bool = False
+    topk: Expr | None = None
+    fp8_block: Expr | None = None
 
 
 @dataclass(frozen=True)

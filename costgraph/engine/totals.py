@@ -274,11 +274,15 @@ def _kv_cache_bytes(cg: CostGraph, entries, precision: Precision) -> tuple:
     kv = kv_tok = ZERO
     for entry in entries:
         t = cg.tensors[entry.tensor]
+        if entry.shared:   # another layer's cache, read (KV sharing): stored once, there
+            continue
         if entry.state:   # a fixed-size recurrent state: whole, per sequence
             kv += t.numel * precision.bytes(t.role)
             continue
         seq = t.shape[-2]
         per_pos = t.numel / seq * precision.bytes(t.role)
+        if entry.fp8_block is not None:   # FP8 values, one fp32 scale per block of fp8_block (CacheEntry)
+            per_pos = t.numel / seq * (1 + sympy.ceiling(t.shape[-1] / entry.fp8_block) * 4 / t.shape[-1])
         kv += per_pos * (seq if entry.window is None else sympy.Min(seq, entry.window))
         kv_tok += per_pos / t.shape[0]
     return kv, kv_tok

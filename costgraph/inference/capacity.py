@@ -40,8 +40,13 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
   ``⌈min(w − 1 + max_num_batched_tokens, max_model_len) / block⌉ + 1``
   (``SlidingWindowSpec.max_memory_usage_bytes``).
 
+Layers of one type (all full attention, or one window) with different pages — a draft model's
+beside the target's — are one group whose block holds a page of every layer
+(``UniformTypeKVCacheSpecs``, :func:`_groups`). A speculative drafter's weights and layers join
+the target's (``draft`` of :func:`vllm_kv_cache`).
+
 Not modelled (reported as ``null`` with a note): recurrent states (vLLM's ``MambaSpec``) and
-hybrids whose layer kinds have different page sizes (vLLM then scales block sizes).
+hybrids whose layer kinds have different windows and page sizes (vLLM then scales block sizes).
 """
 
 from __future__ import annotations
@@ -111,11 +116,17 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
     :class:`~costgraph.inference.phases.Inference`."""
     _fit(rep, inf, m, page, reserve, prompt, generate, batch)
     if vllm is not None:
-        rep.serving["vllm"] = vllm_kv_cache(inf, m, rep.subs, page, vllm,
-                                           vllm.max_model_len or prompt + generate,
-                                           rw.bytes if (rw := rep.runtime_weights) else rep.values.get("weight_bytes"))
+        with_drafter(rep, inf, m, page, vllm, prompt + generate)
 
 
+def with_drafter(rep, inf, m, page: int, vllm: VllmSettings, positions: int, draft: dict | None = None) -> None:
+    """``rep.serving["vllm"]`` (:func:`vllm_kv_cache`) on device ``m`` (its memory None: from
+    ``--kv-memory`` only), the weights as the runtime loads them (``rep.runtime_weights``, else
+    the checkpoint's), ``max_model_len`` ``positions`` unless set; with a speculative drafter's
+    weights and layers when ``draft`` is given."""
+    weights = rw.bytes if (rw := rep.runtime_weights) else rep.values.get("weight_bytes")
+    rep.serving["vllm"] = vllm_kv_cache(inf, m if getattr(m, "memory", None) is not None else None, rep.subs, page,
+                                       vllm, vllm.max_model_len or positions, weights, draft)
 
 
 def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int) -> None:
@@ -162,25 +173,35 @@ def _known(value):
     return value
 
 
-def kv_layer_kinds(inf, subs: dict) -> list[dict]:
+def kv_layer_kinds(inf, subs: dict, prefix: str | None = None) -> list[dict]:
     """The KV cache's layer kinds, as vLLM groups layers by spec: ``[{layers, window,
     token_bytes}]`` with ``token_bytes`` one position of one sequence in one layer of the kind
     (every cached tensor of the layer's attention: K and V, or MLA's latent), per device;
     ``window`` None for full attention. The cached tensors of one attention module (the entries
     under one parent path) make a layer; modules with the same window and bytes per token are
-    one kind (DeepSeek-V3's 3 dense and 58 MoE layers: one kind of 61)."""
+    one kind (DeepSeek-V3's 3 dense and 58 MoE layers: one kind of 61). ``prefix``: only the
+    entries under that path (an MTP drafter's ``mtp_layers``)."""
     modules: dict = {}
     for e in inf.kv_entries:
+        if prefix is not None and not e.path.startswith(prefix + "/"):
+            continue
         layers = int(_known(as_expr(inf.cg.nodes[e.path]["count"]).xreplace(subs)))
         window = None if e.window is None else int(_known(as_expr(e.window).xreplace(subs)))
         mod = modules.setdefault((e.path.rsplit("/", 1)[0], window), {"layers": layers, "window": window, "bytes": 0})
         mod["bytes"] += _known(sympy.nsimplify(as_expr(inf._entry_position_bytes(e)).xreplace(subs)))
-    kinds: dict = {}
-    for mod in modules.values():
-        per = mod["bytes"] / mod["layers"]
-        k = kinds.setdefault((mod["window"], per), {"layers": 0, "window": mod["window"], "token_bytes": per})
-        k["layers"] += mod["layers"]
-    return list(kinds.values())
+    return merge_kinds({"layers": m["layers"], "window": m["window"], "token_bytes": m["bytes"] / m["layers"]}
+                       for m in modules.values())
+
+
+def merge_kinds(kinds) -> list[dict]:
+    """Layer kinds (``{layers, window, token_bytes}``) with the same window and bytes per token
+    summed into one, as vLLM groups layers of one spec (a drafter's layers join the target's)."""
+    out: dict = {}
+    for k in kinds:
+        m = out.setdefault((k["window"], k["token_bytes"]), {"layers": 0, "window": k["window"],
+                                                               "token_bytes": k["token_bytes"]})
+        m["layers"] += k["layers"]
+    return list(out.values())
 
 
 def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
@@ -223,13 +244,37 @@ def _blocks_per_request(kind: dict, block: int, max_len: int, batched: int) -> i
     return -(-min(kind["window"] - 1 + batched, max_len) // block) + 1
 
 
-def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None) -> dict:
+def _whole_page(x) -> int:
+    x = sympy.nsimplify(x)
+    return int(x) if x.is_integer else int(sympy.ceiling(x))
+
+
+def _groups(kinds: list, block: int, pages: set) -> tuple:
+    """``(page, group_size, [(kind, groups)])`` as vLLM groups the layers (vllm @ 001cabc1
+    ``kv_cache_utils.get_kv_cache_groups``): one page for every layer, ``group_size`` layers per
+    group (``_get_kv_cache_groups_uniform_page_size``); layers of one type (all full attention, or
+    one window) with different pages (a drafter's beside the target's) are one group whose block
+    holds one page of every layer (``UniformTypeKVCacheSpecs``, ``get_kv_cache_config_from_groups``:
+    ``num_blocks = available // Σ page``): there ``page`` is that sum and ``group_size`` 1."""
+    if len(pages) > 1:
+        return sum(k["layers"] * _whole_page(k["token_bytes"] * block) for k in kinds), 1, [(kinds[0], 1)]
+    lo, hi = min(k["layers"] for k in kinds), max(k["layers"] for k in kinds)
+    group_size = hi if hi < lo * sympy.Rational(3, 2) else lo   # _get_kv_cache_groups_uniform_page_size
+    return _whole_page(pages.pop()), group_size, [(k, -(-k["layers"] // group_size)) for k in kinds]
+
+
+def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None,
+                  draft: dict | None = None) -> dict:
     """vLLM's KV cache on device ``m`` (module docstring): ``{available_bytes, requested_bytes,
     weight_bytes, activation_bytes, non_torch_bytes, page_bytes, groups, group_size,
     num_blocks, tokens, blocks_per_request, max_concurrency (a Rational), max_model_len,
     max_num_batched_tokens, max_num_seqs, kv_memory_given, note}``; ``tokens`` and
     ``max_concurrency`` None where the model is outside what is modelled (``note`` says why).
-    ``block``: vLLM's ``block_size``; ``max_len``: ``max_model_len``."""
+    ``block``: vLLM's ``block_size``; ``max_len``: ``max_model_len``. ``draft``: a speculative
+    drafter's ``{weight_bytes, kinds}`` (:func:`costgraph.inference.speculative.vllm_draft`): its
+    weights loaded with the target's before the profile (added to ``weight_bytes``; also
+    ``draft_weight_bytes``) and its attention layers in the KV cache groups beside the target's
+    (``draft_layers``)."""
     batched, seqs = batch_defaults(m) if m is not None else (2048, 256)
     batched = s.max_num_batched_tokens or batched
     seqs = min(s.max_num_seqs or seqs, batched)
@@ -245,28 +290,29 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
         requested = int(sympy.floor(m.memory * s.utilization))
         # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
         act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
-        w = int(sympy.ceiling(weights)) if weights is not None else None
+        w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
         out.update(requested_bytes=requested, weight_bytes=w, activation_bytes=act, non_torch_bytes=s.non_torch)
         out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
     kinds = kv_layer_kinds(getattr(inf, "attn", inf), subs)   # the attention side holds the KV cache
+    if draft is not None:
+        out.update(draft_weight_bytes=draft["weight_bytes"], draft_layers=sum(k["layers"] for k in draft["kinds"]))
+        kinds = merge_kinds([*kinds, *draft["kinds"]])
     pages = {k["token_bytes"] * block for k in kinds}
     fixed = getattr(getattr(inf, "attn", inf), "fixed", ())
-    if inf.states or fixed or not kinds or len(pages) != 1 or out["available_bytes"] is None:
+    one_type = len({k["window"] for k in kinds}) == 1   # UniformTypeKVCacheSpecs: different pages, one type
+    if inf.states or fixed or not kinds or not one_type and len(pages) != 1 or out["available_bytes"] is None:
         out.update(tokens=None, max_concurrency=None, num_blocks=None,
                    note="recurrent states (vLLM's MambaSpec) are not modelled" if inf.states else
                    "K/V cached once per request (vLLM's CrossAttentionSpec) are not modelled" if fixed else
-                   "layer kinds with different page sizes (vLLM scales their block sizes) are not modelled"
-                   if len(pages) > 1 else "no weight bytes: every dimension needs a value")
+                   "layer kinds of different windows and page sizes (vLLM scales their block sizes) are not "
+                   "modelled" if len(pages) > 1 else "no weight bytes: every dimension needs a value")
         return out
-    page = pages.pop()
-    page = int(page) if page.is_integer else int(sympy.ceiling(page))
-    lo, hi = min(k["layers"] for k in kinds), max(k["layers"] for k in kinds)
-    group_size = hi if hi < lo * sympy.Rational(3, 2) else lo   # _get_kv_cache_groups_uniform_page_size
-    groups = [(k, -(-k["layers"] // group_size)) for k in kinds]
+    mixed = len(pages) > 1
+    page, group_size, groups = _groups(kinds, block, set(pages))
     n_groups = sum(g for _, g in groups)
     num_blocks = out["available_bytes"] // page // group_size
     per_request = sum(g * _blocks_per_request(k, block, max_len, batched) for k, g in groups)
-    out.update(page_bytes=page, groups=n_groups, group_size=group_size, num_blocks=num_blocks,
+    out.update(page_bytes=page, groups=n_groups, group_size=group_size, num_blocks=num_blocks, one_type=mixed,
                tokens=num_blocks // n_groups * block, blocks_per_request=per_request,
                max_concurrency=sympy.Rational(num_blocks, per_request))
     if num_blocks <= 0 or per_request > num_blocks:   # vLLM's start-up check (kv_cache_utils.check_enough_kv_cache_memory)
@@ -287,11 +333,15 @@ def vllm_lines(v: dict) -> list[str]:
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
         lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")
+    if v.get("draft_layers") is not None:   # speculative decoding's drafter (inference/speculative.py vllm_draft)
+        lines.append(f"  {'drafter':<26}{v['draft_layers']} layer(s) cached beside the target's; weights "
+                     f"{gib(v['draft_weight_bytes'])}" + (" (in the weights above)" if not v["kv_memory_given"] else ""))
     if v.get("tokens") is None:
         lines.append(f"  {'not computed':<26}{v['note']}")
         return lines
-    lines.append(f"  {'GPU KV cache size':<26}{v['tokens']:,} tokens ({v['num_blocks']:,} blocks of "
-                 f"{v['page_bytes']:,} bytes per layer, {v['groups']} group(s) of {v['group_size']} layers)")
+    per = (f"{v['page_bytes']:,} bytes over all layers, one group" if v["group_size"] == 1 and v.get("one_type")
+           else f"{v['page_bytes']:,} bytes per layer, {v['groups']} group(s) of {v['group_size']} layers")
+    lines.append(f"  {'GPU KV cache size':<26}{v['tokens']:,} tokens ({v['num_blocks']:,} blocks of {per})")
     lines.append(f"  Maximum concurrency for {v['max_model_len']:,} tokens per request: "
                  f"{float(v['max_concurrency']):.2f}x")
     if v.get("note"):

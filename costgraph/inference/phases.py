@@ -130,7 +130,7 @@ def split_keys():
         x = c["x"]
         if len(x.shape) < 3:
             c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
-        c.cache(x, c["window"])
+        c.cache(x, c["window"], shared=bool(c["shared"]), topk=c["topk"], fp8_block=c["fp8_block"])
         if not built_from_tokens(c.b.cg, x):   # computed once per request (inference/request.py): fixed length
             return c.output(x.shape, view_of=x)
         return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
@@ -262,8 +262,10 @@ class Inference:
                  and any(KEYS in cg.tensors[o].shape for o in d["outputs"])}
         #: K/V-style entries growing with the tokens (a sequence axis split), K/V computed once per
         #: request at a fixed length (inference/request.py: a cross-attention's), fixed-size recurrent states
-        self.kv_entries = [e for e in cg.caches if not e.state and e.path in split]
-        self.fixed = [e for e in cg.caches if not e.state and e.path not in split]
+        self.kv_entries = [e for e in cg.caches if not e.state and not e.shared and e.path in split]
+        self.fixed = [e for e in cg.caches if not e.state and not e.shared and e.path not in split]
+        #: another layer's K/V read by a KV-sharing layer (Gemma 3n/4): read by each step, not stored
+        self.shared = [e for e in cg.caches if e.shared and e.path in split]
         self.states = [e for e in cg.caches if e.state]
         self.s, self.b = self._axes(cg)
         #: operators run once per request, at the prefill (inference/request.py)
@@ -352,6 +354,10 @@ class Inference:
         elements = ten.numel / (ten.shape[0] * ten.shape[-2])
         vectors = elements / ten.shape[-1]
         copies = self.cg.nodes[entry.path]["count"]
+        if entry.fp8_block is not None:   # FP8 values, one fp32 scale per block (vllm deepseek_v2.py Indexer:
+            # head_dim + head_dim // quant_block_size * 4 bytes a token, uint8)
+            per = elements + vectors * sympy.ceiling(elements / vectors / entry.fp8_block) * 4
+            return copies * per / self._tdiv(entry.tensor)
         return copies * self.kv.position_bytes(elements, vectors) / self._tdiv(entry.tensor)
 
     def _fixed_length(self, entry) -> sympy.Expr:
@@ -463,28 +469,7 @@ class Inference:
                     x.numel * self._act.bytes(x.role) / self._tdiv(x.id) for x in moved]).xreplace(sub)
         for wid, path in reader_of.items():
             ops[path].weight_bytes += self._copies_read(wid, tokens) * self.weight_copy_bytes(wid)
-        kv_read, kv_written = [], []
-        for e in self.states:
-            # read whole unless the step starts from zeros (n = 0: a prefill), written back once
-            state = self.b * self._state_bytes(e)
-            read = ZERO if n == 0 else state
-            kv_read.append(read)
-            kv_written.append(state)
-            ops[e.path].kv_bytes += read + state
-        for e in self.kv_entries:
-            per = self._entry_position_bytes(e)
-            read = self.b * per * (n if e.window is None else sympy.Min(n, e.window))
-            written = self.b * per * q
-            kv_read.append(read)
-            kv_written.append(written)
-            ops[self._kv_reader(e)].kv_bytes += read + written
-        for e in self.fixed:
-            # computed once per request: written by its first step, read whole by every later one
-            whole = self.b * self._entry_position_bytes(e) * self._fixed_length(e)
-            read, written = (ZERO, whole) if n == 0 else (whole, ZERO)
-            kv_read.append(read)
-            kv_written.append(written)
-            ops[self._kv_reader(e)].kv_bytes += read + written
+        kv_read, kv_written = self._kv_traffic(ops, q, n)
         allreduce = []
         if self.tp:
             from ..parallel.placement import expert_groups
@@ -514,6 +499,41 @@ class Inference:
                     kv_read=expand_sum(kv_read), kv_written=expand_sum(kv_written),
                     activation_bytes=expand_sum([o.activation_bytes for o in ops.values()]),
                     with_activations=self.activations, ops=kept, allreduce=allreduce)
+
+    def _kv_traffic(self, ops: dict, q, n) -> tuple[list, list]:
+        """The KV bytes a step of ``q`` new tokens against ``n`` cached positions reads and writes,
+        per cache entry (recurrent states, growing K/V, a KV-sharing layer's reads, per-request K/V),
+        each added to the operator that reads it in ``ops``."""
+        kv_read, kv_written = [], []
+        for e in self.states:
+            # read whole unless the step starts from zeros (n = 0: a prefill), written back once
+            state = self.b * self._state_bytes(e)
+            read = ZERO if n == 0 else state
+            kv_read.append(read)
+            kv_written.append(state)
+            ops[e.path].kv_bytes += read + state
+        for e in self.kv_entries:
+            per = self._entry_position_bytes(e)
+            kept = n if e.window is None else sympy.Min(n, e.window)
+            # a sparse attention's queries each gather their top-k positions (DeepSeek-V3.2's DSA)
+            read = self.b * per * (kept if e.topk is None else sympy.Min(kept, q * e.topk))
+            written = self.b * per * q
+            kv_read.append(read)
+            kv_written.append(written)
+            ops[self._kv_reader(e)].kv_bytes += read + written
+        for e in self.shared:
+            # a KV-sharing layer reads the n + q positions its source layer holds (written there this step)
+            read = self.b * self._entry_position_bytes(e) * (n + q if e.window is None else sympy.Min(n + q, e.window))
+            kv_read.append(read)
+            ops[self._kv_reader(e)].kv_bytes += read
+        for e in self.fixed:
+            # computed once per request: written by its first step, read whole by every later one
+            whole = self.b * self._entry_position_bytes(e) * self._fixed_length(e)
+            read, written = (ZERO, whole) if n == 0 else (whole, ZERO)
+            kv_read.append(read)
+            kv_written.append(written)
+            ops[self._kv_reader(e)].kv_bytes += read + written
+        return kv_read, kv_written
 
     def prefill(self, prompt=P) -> Step:
         """The prompt's step: ``q = prompt``, ``n = 0``."""

@@ -32,45 +32,67 @@ vision tower runs only when ``pixel_values`` is given: the prefill step;
 from __future__ import annotations
 
 from ..engine.graph import CostGraph
+from ..engine.symbols import as_expr
 
 
 def _inputs(cg: CostGraph) -> list[str]:
     return [p for p, d in cg.nodes.items() if d["kind"] == "input"]
 
 
+def _ancestors(cg: CostGraph, tid: str) -> set[str]:
+    """The tensors ``tid`` is computed from (itself included), through their producers."""
+    seen, stack = set(), [tid]
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        x = cg.tensors.get(t)
+        node = cg.nodes.get(x.producer) if x is not None else None
+        if node is not None:
+            stack.extend(node["inputs"])
+    return seen
+
+
 def token_roots(cg: CostGraph, seq=None) -> set[str]:
-    """The input tensors that carry the token stream: those of role ``index``, with every
-    input whose shape holds the sequence symbol ``seq``; every input where none is an index."""
+    """The input tensors that carry the token stream, with every input whose shape holds the
+    sequence symbol ``seq``; every input where none is of role ``index``.
+
+    The token stream is the ``index`` inputs the caches over ``seq`` are computed from (those
+    that grow with the tokens), or every ``index`` input where ``seq`` is not given or those
+    caches read none. So the index inputs of a part run once per request — Llama 3.2 Vision's
+    tile and position rows, read by its vision tower only — are not the stream, and that part
+    runs once per request."""
     inputs = _inputs(cg)
     index = {p for p in inputs if cg.tensors[p].role == "index"}
     if not index:
         return set(inputs)
     if seq is not None:
+        grown = [e for e in cg.caches if not e.state and cg.tensors[e.tensor].shape[-2] == seq]
+        index = set().union(*(_ancestors(cg, e.tensor) & index for e in grown)) or index
         index |= {p for p in inputs if any(z.has(seq) for z in cg.tensors[p].shape)}
     return index
 
 
 def built_from_tokens(cg: CostGraph, tensor) -> bool:
-    """Whether ``tensor`` (of a graph being built) is computed from the token stream: an
-    ancestor is an ``index`` input, or the graph has no ``index`` input (every input counts).
-    Used by :func:`costgraph.inference.phases.split_keys` to leave a per-request cache at its
-    own length (a cross-attention's K/V over the encoder's ``e`` positions)."""
+    """Whether a cached ``tensor`` (``[B, ..., S, d]``, of a graph being built) grows with the
+    token stream: an ancestor is an ``index`` input (or the graph has no ``index`` input: every
+    input counts), and its sequence axis ``S`` is a dimension of its own. Used by
+    :func:`costgraph.inference.phases.split_keys` to leave a per-request cache at its own length:
+
+    * a cross-attention's K/V over an encoder's ``e`` positions (Whisper: computed from the
+      audio features, no index input);
+    * K/V over an axis derived from other dimensions, which no decoded token lengthens: Llama 3.2
+      Vision's cross-attention over the image's ``M = nt·(pp² + 1)`` tokens (transformers 5.24
+      ``models/mllama/modeling_mllama.py::MllamaTextCrossAttention.forward``: K/V projected from
+      ``cross_attention_states`` at the prefill, then read from ``past_key_values`` at every decode
+      step; vLLM caches them once per request, ``CrossAttentionSpec``)."""
+    if len(tensor.shape) >= 2 and not as_expr(tensor.shape[-2]).is_Symbol:
+        return False
     roots = token_roots(cg)
     if not roots or not any(cg.tensors[p].role == "index" for p in roots):
         return True
-    seen, stack = set(), [tensor.id]
-    while stack:
-        tid = stack.pop()
-        if tid in roots:
-            return True
-        if tid in seen:
-            continue
-        seen.add(tid)
-        t = cg.tensors.get(tid)
-        node = cg.nodes.get(t.producer) if t is not None else None
-        if node is not None:
-            stack.extend(node["inputs"])
-    return False
+    return bool(_ancestors(cg, tensor.id) & roots)
 
 
 def per_request_ops(cg: CostGraph, seq, keys) -> set[str]:

@@ -501,7 +501,7 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
     """The fit and vLLM's KV cache (:func:`costgraph.inference.capacity.capacity`), then prefix
     caching, chunked prefill and speculative decoding when asked, into ``rep.serving``."""
     from ..choices import NON_TORCH_MEMORY
-    from .capacity import VllmSettings, capacity, parse_bytes
+    from .capacity import VllmSettings, capacity, parse_bytes, with_drafter
     from .runtime_weights import attach
     attach(rep, inf, opts["max_position"])   # rep.runtime_weights: the weights vLLM's KV sizing subtracts
 
@@ -518,9 +518,7 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
     if m.memory is not None:
         capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
-        from .capacity import vllm_kv_cache
-
-        rep.serving["vllm"] = vllm_kv_cache(inf, None, rep.subs, page, vs, vs.max_model_len or prompt + generate)
+        with_drafter(rep, inf, m, page, vs, prompt + generate)
     try:
         rep.settings["runtime"] = RUNTIME.check(opts["runtime"])
     except ValueError as e:
@@ -547,7 +545,9 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
             "chunk": opts["chunk"], "chunks": -(-prompt // opts["chunk"]),
             "time_to_first_token": chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"])}
     if any(opts[o] is not None for o in ("speculative_tokens", "draft", "acceptance")):   # none of them alone
-        rep.serving["speculative"] = _speculative(rep, inf, sec, t, {**opts, "page": page})
+        rep.serving["speculative"] = sp = _speculative(rep, inf, sec, t, {**opts, "page": page})
+        if (d := sp.pop("vllm_draft")) is not None:   # vLLM loads the drafter, caches its layers, then sizes the cache
+            with_drafter(rep, inf, m, page, vs, prompt + generate, d)
 
 
 def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:

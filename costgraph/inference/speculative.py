@@ -21,8 +21,11 @@
   them (:func:`draft_memory`: an MTP drafter's own layers only, embedding and head shared), and
   the fit with them (:func:`with_draft`; issue 29 item 4).
 
-Not counted: the draft's layers in vLLM's "GPU KV cache size" line (the fit above counts them),
-rejection sampling's own work, a draft whose vocabulary differs.
+* **vLLM's KV cache** with the drafter (:func:`vllm_draft`): its weights in the memory vLLM
+  sizes the cache from, its layers in the "GPU KV cache size" line.
+
+Not counted: rejection sampling's own work, a draft whose vocabulary differs, a separate draft
+whose layers' pages differ from the target's (vLLM's hybrid page sizes: said not modelled).
 """
 
 from __future__ import annotations
@@ -152,10 +155,37 @@ def with_draft(rep, inf, dinf, mtp: bool, draft_subs: dict, page) -> dict:
     own = {s: v for s, v in draft_subs.items() if s not in (dinf.b, dinf.s)}
     q = {k: as_expr(e).xreplace(own).xreplace({dinf.b: inf.b})
          for k, e in draft_memory(dinf, mtp, P + G, dinf.b, page).items()}
+    vd = vllm_draft(dinf, mtp, draft_subs, q["draft_weight_bytes"].xreplace(rep.subs))
     cap = rep.settings.get("capacity_bytes")
     if "memory_bytes" not in rep.quantities or cap is None:
-        return {"quantities": q, "fits_with_draft": None, "max_batch_with_draft": None}
+        return {"quantities": q, "fits_with_draft": None, "max_batch_with_draft": None, "vllm_draft": vd}
     q["memory_bytes_with_draft"] = mem = rep.quantities["memory_bytes"] + q["draft_weight_bytes"] + \
         q["draft_kv_cache_bytes"]
     return {"quantities": q, "fits_with_draft": bool(mem.xreplace(rep.subs) <= cap),
-            "max_batch_with_draft": largest_fitting(mem, inf.b, rep.subs, cap)}
+            "max_batch_with_draft": largest_fitting(mem, inf.b, rep.subs, cap), "vllm_draft": vd}
+
+
+def vllm_draft(dinf, mtp: bool, draft_subs: dict, weight_bytes) -> dict | None:
+    """The drafter as vLLM's KV cache sizing sees it (``draft`` of
+    :func:`costgraph.inference.capacity.vllm_kv_cache`): ``{weight_bytes, kinds}``, its weights
+    per device (:func:`draft_memory`'s, whole bytes) and its attention layers by kind
+    (:func:`~costgraph.inference.capacity.kv_layer_kinds`; an MTP drafter's ``mtp_layers`` only);
+    None when a size has no value.
+
+    vLLM loads the drafter inside ``GPUModelRunner.load_model`` ("Loading drafter model...") before
+    ``determine_available_memory`` profiles (vllm/v1/worker/gpu_model_runner.py), so "Model loading
+    took X GiB" and the memory the cache is sized from hold it; ``get_kv_cache_spec`` takes every
+    ``AttentionLayerBase`` of the forward context, the drafter's among them (vllm/v1/spec_decode/
+    eagle.py ``EagleProposer.load_model``: ``draft_attn_layer_names`` = every attention layer less the
+    target's), and ``kv_cache_utils.get_num_blocks`` divides the memory by the page of one layer
+    times the number of layers: DeepSeek-V3's one MTP layer makes 62 MLA layers where 61 were."""
+    from .capacity import kv_layer_kinds
+
+    weight_bytes = as_expr(weight_bytes)
+    if weight_bytes.free_symbols:
+        return None
+    try:
+        kinds = kv_layer_kinds(dinf, draft_subs, MTP_PREFIX if mtp else None)
+    except CostgraphValueError:
+        return None
+    return {"weight_bytes": int(sympy.ceiling(weight_bytes)), "kinds": kinds}

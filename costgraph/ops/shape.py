@@ -111,11 +111,14 @@ def zeros(c):
     return c.output(c["x"].shape)
 
 
-@op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view)",
-    x="tensor", window=("dim", None), layout="follow", roles=("cache", "view", "kv_passthrough"))
+@op("cache", "marks a [B, ..., S, d] tensor as kept in the KV cache at inference (view); shared = true: an "
+    "earlier layer's cache this layer reads (KV sharing), nothing stored or written; topk = k: each query reads at "
+    "most k positions (a sparse attention's selection); fp8_block = n: kept in FP8, one fp32 scale per n values",
+    x="tensor", window=("dim", None), shared=("bool", False), topk=("dim", None), fp8_block=("dim", None),
+    layout="follow", roles=("cache", "view", "kv_passthrough"))
 def cache(c):
     x = c["x"]
     if len(x.shape) < 3:
         c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
-    c.cache(x, c["window"])
+    c.cache(x, c["window"], shared=bool(c["shared"]), topk=c["topk"], fp8_block=c["fp8_block"])
     return c.output(x.shape, view_of=x)

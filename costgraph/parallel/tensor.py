@@ -69,7 +69,12 @@ The rules:
   ``softmax`` and ``rope`` act after the heads are split (their last axis is
   a head's), ``slice`` of a projection's last axis keeps MLA's down-projection
   replicated, so its latent cache stays whole on every rank (vLLM's MLA
-  caches the latent once per rank), and ``concat`` joins per-head parts.
+  caches the latent once per rank), and ``concat`` joins per-head parts, or
+  parts each split along the last axis rank by rank (a merged column-parallel
+  projection: Kimi Linear's q, k, v, so KDA's state splits by heads).
+* A norm over the heads of an attention merged (``merge_heads`` its input:
+  MiniMax-01's lightning attention) stays split with its all-reduce, as vLLM's
+  ``MiniMaxText01RMSNormTP`` runs it: the lightning state splits by heads.
 * Where these rules cannot decide as a framework does, the model file can
   say it: ``linear(x, n, tp = false)`` keeps that linear replicated.
 
@@ -376,11 +381,14 @@ def _whole_last(w: _Walk, n: _Node) -> int | None:
 
 def _norm_last(w: _Walk, n: _Node) -> int | None:
     """Along the last axis: whole, unless that axis is split and every reader of the output splits
-    it into heads next (module docstring, "norms split by heads"): then split, the weight with it."""
+    it into heads next (module docstring, "norms split by heads"), or its input is the heads of an
+    attention merged (MiniMax-01's lightning attention: vLLM's ``MiniMaxText01RMSNormTP`` over the
+    rank's heads, the variance all-reduced): then split, the weight with it."""
     last = n.ranks[0] - 1
     if n.axes[0] == last:
         readers = [k for o in n.outs for k in w.readers.get(o, [])]
-        if readers and all(k == "split_heads" for k in readers):
+        src = w.cg.nodes.get(getattr(w.cg.tensors.get(n.ins[0]), "producer", None))
+        if readers and all(k == "split_heads" for k in readers) or (src or {}).get("kind") == "merge_heads":
             for wid in n.d["cost"].weights:
                 w.tp.weights[wid] = w.tp.t
             w.tp.split_norms.append(n.path)
@@ -410,7 +418,12 @@ def _view(w: _Walk, n: _Node, *pairs: tuple[int, int]) -> int | None:
 
 
 def _join_last(w: _Walk, n: _Node) -> int | None:
-    """Along the last axis; a replicated part is sliced locally."""
+    """Along the last axis; a replicated part is sliced locally. Parts each split along their own
+    last axis join rank by rank, each rank its shard of every part (vLLM's merged column-parallel
+    projections; Kimi Linear's q, k, v before KDA's short convolutions, vllm/model_executor/layers/
+    kda.py: ``local_num_heads = num_heads // tp`` per rank): the join is split along its last axis."""
+    if all(a is not None and a == r - 1 for a, r in zip(n.axes, n.ranks)):
+        return n.ranks[0] - 1
     along = {a for a in n.axes if a is not None}
     if len(along) > 1 or n.ranks[0] - 1 in along:
         w.need_whole(*n.ins)
@@ -429,8 +442,8 @@ def _per_channel(w: _Walk, n: _Node, *names: str) -> None:
     if all(split.get(x) == w.rank(x) - 1 for x in per) and not any(x in split for x in rest):
         for wid in n.d["cost"].weights:
             w.tp.weights[wid] = w.tp.t
-        for o in n.outs:
-            w.assign([o], w.rank(o) - 1, n.src)
+        for o in n.outs:   # [B, S, C] along its channels; a per-head output [B, H, S, d] (KDA, Gated DeltaNet) its heads
+            w.assign([o], 1 if w.rank(o) == 4 else w.rank(o) - 1, n.src)
         w.assign(w.aux.get(n.path, []), 1, n.src)
     elif any(x in split for x in n.ins):
         w.need_whole(*n.ins)
