@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     import networkx
 
 from . import arguments
-from .choices import (ATTENTION, CAUSAL as _CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_OPTIMIZER, DEFAULT_POLICY,
-                      DEFAULT_WEIGHTS, PRECISION, PROFILE)
+from .choices import CAUSAL as _CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, PRECISION, PROFILE
 from .engine.builder import PROFILES, Settings, build
 from .engine.conventions import check_convention
 from .errors import CostgraphValueError, Location
@@ -124,19 +123,16 @@ class Model:
         sums, parts = grouped_totals(self.graph, sc, leaves)
         return Costs(self, sc.name, convention, prec, sums, leaves, causal, _scope=sc, _parts=parts)
 
-    def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
-              price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
-              scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              router: bool = True, reserve=None, rate_covers=None, efficiency_profile=None, **layout_settings):
+    def train(self, layout=None, values=None, options=None, **overrides):
         """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
         ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
         (``t=8, sp=True, zero=1, recompute="selective", gpus=64``). ``values``: dimension values
-        (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
-        ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
-        ``"80GB"``), ``efficiency``, ``megatron``, ``reserve`` (a fraction or a size the fit
-        verdict keeps free), ``rate_covers``, ``efficiency_profile`` (a calibration profile, a path or a
-        :meth:`calibrate` result): as the options of ``costgraph train``
+        (``self.values("llama-2-7b")``) for numbers. ``options``: a :class:`costgraph.TrainOptions`
+        (``hardware``, ``tokens``, ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``,
+        ``memory``, ``efficiency``, ``megatron``, ``scope``, ``convention``, ``causal``, ``router``,
+        ``reserve``, ``rate_covers``, ``efficiency_profile``: the options of ``costgraph train``, each
+        declared once with its flag, unit and check), or its fields as keywords in ``overrides``
         (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
 
         Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
@@ -148,14 +144,16 @@ class Model:
         Raises
         ------
         CostgraphValueError
-            Unknown settings, as :meth:`Layout.filled`, or as ``costgraph train`` for the options.
+            A keyword neither an option nor a Layout field (did-you-mean hinted), as
+            :meth:`Layout.filled`, or as ``costgraph train`` for the options.
         """
+        from .option_fields import resolve
+        from .parallel.layout import Layout
+        from .train_options import TrainOptions
         from .training.api import layout_argument, train
 
-        return train(self, layout_argument(layout, layout_settings), values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
-                     peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
-                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router,
-                     reserve=reserve, rate_covers=rate_covers, efficiency_profile=efficiency_profile)
+        options, settings = resolve(TrainOptions, options, overrides, "train", also=Layout.__dataclass_fields__)
+        return train(self, layout_argument(layout, settings), values=values, options=options)
 
     def calibrate(self, runs, *, hardware, **options):
         """A calibration :class:`~costgraph.training.calibration.Profile` fitted to measured ``runs`` on
@@ -231,24 +229,17 @@ class Model:
                     _wrap_build_error(e)
         return self._inference
 
-    def plan(self, values=None, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
-             memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-             attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-             efficiency_profile=None, overlap=None, **search):
+    def plan(self, values=None, options=None, **overrides):
         """The parallel layouts that fit a device, fastest first (``costgraph plan``;
         :func:`costgraph.training.planning.plan_layouts`).
 
         ``values``: every dimension's value but ``b`` (``self.values("gpt2")``; the planner
-        chooses the micro-batch); ``gpus``: devices in all; ``hardware``: a preset name;
-        ``global_batch``: sequences per step; ``tokens``: training tokens (days to train);
-        ``efficiency``: the fraction of the peak compute reaches (default 1/2); ``memory``:
-        device bytes or a size such as ``"80GB"`` (default: the preset's); ``precision``,
-        ``optimizer``, ``attention``: as ``costgraph train``; ``top``: how many layouts;
-        ``reserve``: the memory kept free on each device, a fraction or a size (default
-        :data:`costgraph.choices.DEFAULT_RESERVE`); ``command``: the ``costgraph train`` words naming
-        the model in the result's ``check`` command (default: its name and values as ``--set``);
-        ``efficiency_profile``: a calibration profile (:meth:`calibrate`; a path or a result);
-        ``overlap`` and ``search`` (``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``): as the flags.
+        chooses the micro-batch). ``options``: a :class:`costgraph.PlanOptions` (``gpus``,
+        ``hardware``, ``global_batch`` required; ``tokens``, ``efficiency``, ``memory``,
+        ``precision``, ``optimizer``, ``attention``, ``overlap``, ``pipeline_layout``, ``allow_fp8``,
+        ``allow_offload``, ``exhaustive``, ``top``, ``reserve``, ``efficiency_profile`` as the flags of
+        ``costgraph plan``; ``command``: the ``costgraph train`` words naming the model in the
+        result's ``check`` command), or its fields as keywords in ``overrides``.
 
         Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
         ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
@@ -256,14 +247,11 @@ class Model:
         Raises
         ------
         CostgraphValueError
-            As ``costgraph plan`` for the same inputs.
+            A keyword that is no option (did-you-mean hinted); as ``costgraph plan`` for the same inputs.
         """
         from .training.planning import plan_layouts
 
-        return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
-                            efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
-                           attention=attention, top=top, reserve=reserve, command=command,
-                           efficiency_profile=efficiency_profile, overlap=overlap, **search)
+        return plan_layouts(self, values, options, **overrides)
 
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
         """Dimension values (symbol → Integer): the dims' defaults, then ``config``, then ``given`` (a mapping,

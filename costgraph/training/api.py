@@ -32,14 +32,13 @@ from ..errors import CostgraphValueError
 from .result import TrainingResult
 
 
-def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
-          price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
-          scope: str = "model", convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          router: bool = True, reserve=None, rate_covers=None, efficiency_profile=None) -> TrainingResult:
+def train(model, layout, *, values=None, options=None, **settings) -> TrainingResult:
     """Training costs per device of ``model`` (a :class:`costgraph.Model`) under ``layout``.
 
     ``values``: dimension values (symbol → int, e.g. ``model.values("llama-2-7b")``), or None
-    for formulas only; ``hardware``: a preset name or :class:`~costgraph.hardware.Hardware`
+    for formulas only; ``options``: a :class:`~costgraph.train_options.TrainOptions` (None: its
+    defaults), ``settings`` its fields replaced by keyword (:func:`costgraph.option_fields.resolve`).
+    The options: ``hardware``: a preset name or :class:`~costgraph.hardware.Hardware`
     (its dense BF16 peak and memory are the defaults of ``peak`` and ``memory``);
     ``tokens``: training tokens D; ``mfu``: assumed model FLOPs utilization in (0, 1];
     ``achieved``: achieved FLOP/s per device (instead of ``mfu``); ``peak``: FLOP/s per device;
@@ -63,8 +62,16 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         does not divide, an MFU outside (0, 1], --tokens without a rate, a layout the model does
         not divide into, ...).
     """
+    from ..option_fields import check, resolve
+    from ..train_options import TrainOptions
+
+    o = resolve(TrainOptions, options, settings, "train")[0]
     values = arguments.model_values(model, values)
-    _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory)
+    check(o)   # each option's check, declared on its field (costgraph.train_options)
+    hardware, tokens, mfu, achieved, peak, price = o.hardware, o.tokens, o.mfu, o.achieved, o.peak, o.price
+    global_batch, memory, efficiency, megatron, scope = o.global_batch, o.memory, o.efficiency, o.megatron, o.scope
+    convention, causal, router, reserve, rate_covers = o.convention, o.causal, o.router, o.reserve, o.rate_covers
+    efficiency_profile = o.efficiency_profile
     from .fit import floored_note, memory_size
 
     capacity, floored = memory_size(memory) if memory is not None else (None, False)
@@ -187,20 +194,6 @@ def _lora_notes(model, layout, values) -> list[str]:
 
     return rank_warnings(lora(model.graph, rank=layout.lora_rank, targets=layout.lora_targets,
                               dropout=layout.lora_dropout), values)
-
-
-def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
-    """:func:`train`'s settings checked as the command checks its options."""
-    arguments.named_choice(convention, CONVENTION)
-    arguments.named_choice(causal, CAUSAL)
-    arguments.flag(megatron, "megatron")
-    arguments.flag(router, "router")
-    for v, name in ((tokens, "--tokens"), (price, "--price"), (peak, "--peak"), (achieved, "--achieved")):
-        arguments.positive_number(v, name)
-    if global_batch is not None:
-        arguments.whole(global_batch, "--global-batch")
-    if memory is not None and not isinstance(memory, str):
-        arguments.whole(memory, "--memory")
 
 
 def _offload(mem, values, hw, scope: str, notes: list):
