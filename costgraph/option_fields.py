@@ -166,8 +166,8 @@ def check(options) -> None:
 
 def json_schema(cls) -> dict:
     """A JSON Schema (draft 2020-12) object of ``cls``'s options: each field by its name, with its
-    ``enum`` (the choices), ``description`` (the help, the flag and the unit) and, from the default or
-    the check, its JSON type; ``required``: the fields without a default."""
+    ``enum`` (the choices), ``description`` (the help, the flag and the unit), ``default`` and, from the
+    default or the check, its JSON type; ``required``: the fields without a default."""
     props = {}
     for name, (f, s) in specs(cls).items():
         words = [s.help or name] + ([f"flag {s.flag}"] if s.flag else ["API only"]) + ([f"unit: {s.unit}"] if s.unit else [])
@@ -177,7 +177,9 @@ def json_schema(cls) -> dict:
         elif isinstance(f.default, bool):
             prop["type"] = "boolean"
         elif s.check == "whole":
-            prop["type"] = "integer" if f.default is MISSING else ["integer", "null"]
+            prop.update(type=["integer", "null"] if f.default is None else "integer", minimum=1)
+        if f.default is not MISSING:
+            prop["default"] = f.default
         props[name] = prop
     required = [n for n, (f, _) in specs(cls).items() if f.default is MISSING]
     return {"type": "object", "description": f"The options of {cls.__name__} (costgraph.{cls.__module__.split('.')[-1]}): "
