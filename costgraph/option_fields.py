@@ -76,13 +76,15 @@ def specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
 
 def add_arguments(parser, cls, first: str | None = None, last: str | None = None) -> None:
     """Add the arguments of ``cls``'s fields from ``first`` to ``last`` (both included; None: from the
-    first, to the last) that have a flag to ``parser`` (a parser or an argument group)."""
+    first, to the last) that have a flag to ``parser`` (a parser or an argument group), but those whose
+    flag ``parser`` has already (added earlier, by a helper several commands share): a command's last
+    call runs to the last field, so a field added at the end of the class is on its command line."""
     names = list(specs(cls))
     lo = 0 if first is None else names.index(first)
     hi = len(names) if last is None else names.index(last) + 1
     for name in names[lo:hi]:
         f, s = specs(cls)[name]
-        if s.flag is None:
+        if s.flag is None or s.flag in parser._option_string_actions:
             continue
         kw = dict(s.argparse)
         if s.values is not None:

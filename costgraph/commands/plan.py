@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     add_option(pl, choices.PROFILE, "--profile")
     add_arguments(pl, PlanOptions, "reserve", "reserve")
     pl.add_argument("--format", choices=("text", "json"), default="text")
-    add_arguments(pl, PlanOptions, "efficiency_profile", "efficiency_profile")
+    add_arguments(pl, PlanOptions, "efficiency_profile")   # to the last field
 
 
 def run(args) -> str:

@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
     cost_arguments(t, scope=False, precision=False, conventions=False)   # --profile --no-dropout --input-grads
     add_arguments(t, TrainOptions, "router", "scope")
     t.add_argument("--format", choices=("text", "json"), default="text")
-    add_arguments(t, TrainOptions, "rate_covers", "rate_covers")
+    add_arguments(t, TrainOptions, "rate_covers")   # to the last field (--memory, --reserve: train_arguments)
     from ._offload import add_arguments as offload_arguments   # --deepspeed-table --gpus-per-node ... (offload)
 
     offload_arguments(t)
