@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import networkx
 
 from . import arguments
-from .choices import CAUSAL as _CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, PRECISION, PROFILE
+from .choices import CAUSAL as _CAUSAL, CONVENTION, PRECISION, PROFILE
 from .engine.builder import PROFILES, Settings, build
 from .engine.conventions import check_convention
 from .errors import CostgraphValueError, Location
@@ -162,55 +162,46 @@ class Model:
 
         return calibrate(self, runs, hardware, **options)
 
-    def infer(self, *, hardware=None, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
-              weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
-              compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
-              peak=None, bandwidth=None, memory=None, link_bandwidth=None, quantized: str = "linear", keep=(),
-              gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
-              non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
-              acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, **serving):
+    def infer(self, values=None, options=None, **overrides):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
         The model is built again as inference needs it (dropout off, the key axis of cached
         tensors split: :func:`costgraph.inference.load`), with this model's options and profile.
         ``values``: dimension values (``self.values("llama-2-7b")``; ``b`` and ``s`` are set by
-        ``batch``, ``prompt`` and ``generate``); ``tp``: tensor-parallel degree; ``weights``,
-        ``kv``: dtypes; ``page``: KV block size; ``reserve``, ``compute_efficiency``,
-        ``bandwidth_efficiency``: fractions (numbers, or text such as ``"0.1"``, read exactly).
-        ``hardware`` (a preset or None), device figures, quantization scope, serving keywords
-        (``draft`` a :class:`Model`; ``draft_mtp=True``: this model with ``options={"mtp": True}``)
-        and ``serving`` (``ep``, ``dp_attention``, ``pp``, ``tp_overlap``): as
-        :func:`costgraph.inference.infer`.
+        ``batch``, ``prompt`` and ``generate``). ``options``: a :class:`costgraph.InferOptions`
+        (``prompt`` and ``generate`` required; ``hardware``, ``batch``, ``tp``, ``weights``, ``kv``,
+        ``page``, ``reserve``, ``compute_efficiency``, ``bandwidth_efficiency`` (fractions: numbers, or
+        text such as ``"0.1"``, read exactly), device figures, quantization scope, serving keywords
+        (``draft`` a :class:`Model`; ``draft_mtp=True``: this model with ``options={"mtp": True}``),
+        ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``, ``runtime``: as :func:`costgraph.inference.infer`),
+        or its fields as keywords in ``overrides``.
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
 
-        Raises :class:`CostgraphValueError` as ``costgraph infer`` for the same inputs, and for a
-        model that is not decoder-only."""
-        from .inference.roofline import infer
+        Raises :class:`CostgraphValueError` as ``costgraph infer`` for the same inputs, for a keyword
+        that is no option (did-you-mean hinted), and for a model that is not decoder-only."""
+        import dataclasses
 
+        from .infer_options import InferOptions
+        from .inference.roofline import infer
+        from .option_fields import check, resolve
+
+        o = resolve(InferOptions, options, overrides, "infer")[0]
         values = arguments.model_values(self, values)
-        arguments.named_choice(convention, CONVENTION), arguments.named_choice(causal, _CAUSAL)
-        arguments.whole(tp, "--tp")
+        check(o)   # each option's check, declared on its field (costgraph.infer_options)
         prompt, generate, batch = (arguments.whole(arguments.token_count(x, f"--{n}"), f"--{n}")   # "1e12" or 1e12,
-                                   for n, x in (("prompt", prompt), ("generate", generate), ("batch", batch)))  # as the CLI
-        arguments.whole_at_prompt(self, values, prompt, batch)
-        return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
-                     values=values, t=tp, weights=weights, kv=kv, page=page,
-                     reserve=None if reserve is None else arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
-                     causal=causal, activations=activations,
-                     compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
-                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
-                     peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
-                     quantized=quantized, keep=keep, gpu_memory_utilization=gpu_memory_utilization,
-                     kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-                     non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
-                     chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
-                     draft=draft._inference_model() if isinstance(draft, Model) else draft,
-                     draft_values=arguments.model_values(draft, draft_values) if isinstance(draft, Model) else None,
-                     draft_mtp=draft_mtp, **serving)
+                                   for n, x in (("prompt", o.prompt), ("generate", o.generate), ("batch", o.batch)))
+        arguments.whole_at_prompt(self, values, prompt, batch)   # as the CLI
+        kw = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+        kw.update(t=kw.pop("tp"), prompt=prompt, generate=generate, batch=batch, values=values,
+                  reserve=None if o.reserve is None else arguments.rational(o.reserve, "--reserve"),
+                  compute_efficiency=arguments.rational(o.compute_efficiency, "--compute-efficiency"),
+                  bandwidth_efficiency=arguments.rational(o.bandwidth_efficiency, "--bandwidth-efficiency"),
+                  draft=o.draft._inference_model() if isinstance(o.draft, Model) else o.draft,
+                  draft_values=arguments.model_values(o.draft, o.draft_values) if isinstance(o.draft, Model) else None)
+        return infer(self._inference_model(), **kw)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""

@@ -16,6 +16,7 @@ from costgraph import option_fields, train_options
 from costgraph.errors import CostgraphValueError
 from costgraph.export import schema as schemas
 from costgraph.option_fields import option, specs
+from costgraph.infer_options import InferOptions
 from costgraph.train_options import PlanOptions, TrainOptions
 from tests.cli_checks import refused, run
 
@@ -79,7 +80,7 @@ def test_unknown_keywords_and_bad_values_are_refused(gpt, call, fragments):
         assert f in text, text
 
 
-@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions)])
+@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions)])
 def test_schema_options_are_the_fields(name, cls):
     doc = schemas.schema(name)
     props = doc["$defs"]["options"]["properties"]
@@ -117,6 +118,34 @@ def test_a_new_option_is_one_field(gpt, monkeypatch, capsys):
     # the schema
     prop = schemas.schema("train")["$defs"]["options"]["properties"]["energy"]
     assert prop["enum"] == ["joules", "kwh"] and prop["default"] == "joules" and "--energy" in prop["description"]
+
+
+def test_infer_command_line_is_the_declaration():
+    # costgraph infer's argparse is its own list still (a config.json's --weights, --draft MODEL): its flags and
+    # help lines are InferOptions' (and the scopes costgraph.inference.quantized's)
+    from costgraph.inference.quantized import SCOPES
+
+    from costgraph import infer_options
+
+    assert infer_options.SCOPES == SCOPES
+    flags = {o: a for a in _subparser("infer")._actions for o in a.option_strings}
+    declared = {s.flag: s for _, s in specs(InferOptions).values() if s.flag}
+    assert set(declared) <= set(flags)
+    for flag, s in declared.items():
+        assert flags[flag].help == s.help, flag
+        assert (tuple(flags[flag].choices) if flags[flag].choices else None) == (tuple(s.values) if s.values else None)
+
+
+def test_infer_takes_an_options_object(gpt):
+    v = gpt.values("gpt2")
+    by_keywords = gpt.infer(values=v, prompt=64, generate=8, batch=2, kv="fp8")
+    by_object = gpt.infer(v, InferOptions(prompt=64, generate=8, kv="fp8"), batch=2)
+    assert by_object.to_dict() == by_keywords.to_dict()
+    with pytest.raises(CostgraphValueError) as e:
+        gpt.infer(v, prompt=64, generate=8, batchh=2)
+    assert "infer() has no setting 'batchh'" in str(e.value) and "did you mean 'batch'?" in e.value.hint
+    with pytest.raises(CostgraphValueError, match="infer\\(\\) needs generate"):
+        gpt.infer(v, prompt=64)
 
 
 def test_declarations_name_known_checks():

@@ -53,7 +53,8 @@ def schema(name: str) -> dict:
 
 
 #: the schemas of the documents whose command's options are an options dataclass (costgraph.train_options)
-OPTIONS = {"train": "TrainOptions", "plan": "PlanOptions"}
+OPTIONS = {"train": "train_options.TrainOptions", "plan": "train_options.PlanOptions",
+           "infer": "infer_options.InferOptions"}
 
 
 def with_options(doc: dict, name: str) -> dict:
@@ -61,13 +62,15 @@ def with_options(doc: dict, name: str) -> dict:
     (:mod:`costgraph.option_fields`): ``$defs/options`` (one property per option, its JSON name, type,
     ``enum`` and unit: the input a launch file or a notebook gives), and the ``enum`` of each property of
     the document named after an option with choices (``scope`` of ``train``, ``attention`` and
-    ``overlap`` of ``plan``) replaced by the option's choices (``null`` kept where the file allows it)."""
+    ``overlap`` of ``plan``, ``runtime`` of ``infer``) replaced by the option's choices (``null`` kept where the file allows it)."""
     if name not in OPTIONS:
         return doc
-    from .. import train_options
+    from importlib import import_module
+
     from ..option_fields import json_schema, specs
 
-    cls = getattr(train_options, OPTIONS[name])
+    module, cls_name = OPTIONS[name].split(".")
+    cls = getattr(import_module(f"costgraph.{module}"), cls_name)
     enums = {n: list(s.values) for n, (_, s) in specs(cls).items() if s.values is not None}
 
     def walk(node):
