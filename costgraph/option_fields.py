@@ -57,9 +57,13 @@ class Spec:
 
 
 def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
-           check: str | None = None, optional: bool = False, domain=None, **argparse_kw):
+           check: str | None = None, optional: bool = False, domain=None, cli_default=MISSING, **argparse_kw):
     """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
-    ``default``, the default is the choice's; with no ``help``, each value's meaning."""
+    ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
+    the command line's default where it differs from the API's (``costgraph infer --weights``: None,
+    a config.json's dtype; the API: bf16)."""
+    if cli_default is not MISSING:
+        argparse_kw["default"] = cli_default
     if isinstance(choices, Choice):
         default = choices.default if default is MISSING else default
         help = choices.help() if help is None else help
@@ -91,7 +95,7 @@ def add_arguments(parser, cls, first: str | None = None, last: str | None = None
             kw["choices"] = s.values
             if isinstance(s.choices, Choice) and isinstance(s.choices.default, int):
                 kw.setdefault("type", int)   # the ZeRO stage
-        if not kw.get("required") and kw.get("action") not in ("store_true", "store_false"):
+        if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
             kw["default"] = None if f.default is MISSING else f.default
         parser.add_argument(s.flag, dest=name, help=s.help, **kw)
 

@@ -74,7 +74,7 @@ def run(args):
         if given:
             raise CostgraphValueError(f"--{given[0].replace('_', '-')} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")
-        weights, quantized, keep, shipped = _weights(args)
+        weights, quantized, keep, shipped = _weights(args, args.not_quantized)
         if args.efficiency_profile is not None:
             raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
         r = fit(model, mode="serve", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
