@@ -39,7 +39,8 @@ class Spec:
     flag, None for an API-only option; ``choices``: a :class:`~costgraph.choices.Choice` or a tuple of
     values; ``unit``: the unit of its value (``FLOP/s``, ``bytes``, ...); ``check``: one of
     :data:`CHECKS` (``optional``: None passes it too); ``domain``: the planner's search domain
-    (:mod:`costgraph.options`), where it has one; ``argparse``: further ``add_argument`` keywords."""
+    (:mod:`costgraph.options`), where it has one; ``argparse``: further ``add_argument`` keywords;
+    ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``)."""
 
     flag: str | None
     help: str | None = None
@@ -49,6 +50,7 @@ class Spec:
     optional: bool = False
     domain: object = None
     argparse: tuple = ()
+    group: str | None = None
 
     @property
     def values(self) -> tuple | None:
@@ -57,7 +59,8 @@ class Spec:
 
 
 def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
-           check: str | None = None, optional: bool = False, domain=None, cli_default=MISSING, **argparse_kw):
+           check: str | None = None, optional: bool = False, domain=None, cli_default=MISSING, group=None,
+           **argparse_kw):
     """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
     ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
     the command line's default where it differs from the API's (``costgraph infer --weights``: None,
@@ -69,7 +72,7 @@ def option(flag: str | None, help: str | None = None, *, default=MISSING, choice
         help = choices.help() if help is None else help
     if check is not None and check not in CHECKS:   # a mistake in a declaration, not the user's
         raise AssertionError(f"unknown check {check!r}; one of {CHECKS}")
-    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())))
+    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group)
     return dataclasses.field(default=default, metadata={"option": spec})
 
 
@@ -98,6 +101,19 @@ def add_arguments(parser, cls, first: str | None = None, last: str | None = None
         if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
             kw["default"] = None if f.default is MISSING else f.default
         parser.add_argument(s.flag, dest=name, help=s.help, **kw)
+
+
+def cli_defaults(cls, group: str | None = None) -> dict:
+    """Field → its command-line default, for the fields with a flag (of ``group``, if given)."""
+    return {n: dict(s.argparse).get("default", None if f.default is MISSING else f.default)
+            for n, (f, s) in specs(cls).items() if s.flag is not None and (group is None or s.group == group)}
+
+
+def flag_of(cls, name: str) -> str:
+    """The flag of field ``name`` of ``cls``; for a name that is none of its fields (a layout option),
+    ``--name`` with dashes."""
+    spec = specs(cls).get(name)
+    return spec[1].flag if spec is not None and spec[1].flag else "--" + name.replace("_", "-")
 
 
 def from_namespace(cls, args, **given):

@@ -16,6 +16,7 @@ from costgraph import option_fields, train_options
 from costgraph.errors import CostgraphValueError
 from costgraph.export import schema as schemas
 from costgraph.option_fields import option, specs
+from costgraph.fit_options import FitOptions
 from costgraph.infer_options import InferOptions
 from costgraph.train_options import PlanOptions, TrainOptions
 from tests.cli_checks import refused, run
@@ -33,7 +34,8 @@ def _subparser(command):
     return sub.choices[command]
 
 
-@pytest.mark.parametrize("command, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions)])
+@pytest.mark.parametrize("command, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions),
+                                          ("fit", FitOptions)])
 def test_argparse_is_generated_from_the_fields(command, cls):
     actions = {a.dest: a for a in _subparser(command)._actions}
     for name, (f, s) in specs(cls).items():
@@ -125,6 +127,17 @@ def test_infer_scopes_are_the_analysis_scopes():
     from costgraph.inference.quantized import SCOPES
 
     assert infer_options.SCOPES == SCOPES   # --quantized's choices, kept light for the parser
+
+
+def test_fit_modes_read_the_groups(capsys):
+    # fit's serving options are FitOptions' fields of group "serve", each refused without --serve by its flag
+    from costgraph.commands import fit
+
+    assert list(fit.SERVE_DEFAULTS) == [n for n, (_, s) in specs(FitOptions).items() if s.group == "serve"]
+    refused(capsys, ["fit", "gpt", "--hardware", "h100-sxm", "--not-quantized", "lm_head"],
+            "--not-quantized is a serving option")
+    refused(capsys, ["fit", "gpt", "--hardware", "h100-sxm", "--serve", "--prompt", "8", "--generate", "8",
+                     "--host-memory", "2TB"], "--host-memory is a training option")
 
 
 def test_infer_takes_an_options_object(gpt):
