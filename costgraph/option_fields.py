@@ -1,6 +1,7 @@
 """Options declared once, as fields of a frozen dataclass (issue 31 item 1).
 
-An *options dataclass* (:class:`costgraph.train_options.TrainOptions`, ``PlanOptions``) declares each
+An *options dataclass* (:class:`costgraph.train_options.TrainOptions`, ``PlanOptions``,
+:class:`costgraph.infer_options.InferOptions`, :class:`costgraph.fit_options.FitOptions`) declares each
 option once, with :func:`option`: its field name is the API keyword and the JSON name; its metadata (a
 :class:`Spec`) carries the command-line flag, the help line, the choices (a
 :class:`costgraph.choices.Choice` or a tuple), the unit, the value check and what ``argparse`` needs
@@ -9,7 +10,8 @@ fields, here:
 
 * :func:`add_arguments`: the ``argparse`` arguments of a range of fields (the command's ``--help`` in
   declaration order; ``dest`` is the field name);
-* :func:`from_namespace`: the options object of a parsed command line;
+* :func:`from_namespace`: the options object of a parsed command line; :func:`cli_defaults` and
+  :func:`flag_of`: the command line's defaults and flags by field (``costgraph fit``'s serving group);
 * :func:`resolve`: an options object from a base object and keyword overrides, an unknown keyword
   refused with a did-you-mean hint (the check of ``Model.train(**overrides)``, ``Model.plan``);
 * :func:`check`: every field's value checked, in declaration order, with the messages the commands
@@ -86,11 +88,12 @@ def add_arguments(parser, cls, first: str | None = None, last: str | None = None
     first, to the last) that have a flag to ``parser`` (a parser or an argument group), but those whose
     flag ``parser`` has already (added earlier, by a helper several commands share): a command's last
     call runs to the last field, so a field added at the end of the class is on its command line."""
-    names = list(specs(cls))
+    fields = specs(cls)
+    names = list(fields)
     lo = 0 if first is None else names.index(first)
     hi = len(names) if last is None else names.index(last) + 1
     for name in names[lo:hi]:
-        f, s = specs(cls)[name]
+        f, s = fields[name]
         if s.flag is None or s.flag in parser._option_string_actions:
             continue
         kw = dict(s.argparse)
