@@ -26,8 +26,7 @@ def add_parser(sub) -> None:
     train_arguments(t)   # the layout options, shared with report and plot
     lora_arguments(t)   # --lora --lora-targets --quantize, shared with fit
     # the options beside the layout, declared once (costgraph.train_options.TrainOptions), in --help's order
-    add_arguments(t, TrainOptions, "hardware", "efficiency_profile")
-    add_arguments(t, TrainOptions, "convention", "causal")
+    add_arguments(t, TrainOptions, "hardware", "causal")
     cost_arguments(t, scope=False, precision=False, conventions=False)   # --profile --no-dropout --input-grads
     add_arguments(t, TrainOptions, "router", "scope")
     t.add_argument("--format", choices=("text", "json"), default="text")
