@@ -24,8 +24,7 @@ if TYPE_CHECKING:
     import networkx
 
 from . import arguments
-from .choices import (ATTENTION, CAUSAL as _CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_OPTIMIZER, DEFAULT_POLICY,
-                      DEFAULT_WEIGHTS, PRECISION, PROFILE)
+from .choices import CAUSAL as _CAUSAL, CONVENTION, PRECISION, PROFILE
 from .engine.builder import PROFILES, Settings, build
 from .engine.conventions import check_convention
 from .errors import CostgraphValueError, Location
@@ -124,19 +123,16 @@ class Model:
         sums, parts = grouped_totals(self.graph, sc, leaves)
         return Costs(self, sc.name, convention, prec, sums, leaves, causal, _scope=sc, _parts=parts)
 
-    def train(self, layout=None, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
-              price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
-              scope: str = "model", convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              router: bool = True, reserve=None, rate_covers=None, efficiency_profile=None, **layout_settings):
+    def train(self, layout=None, values=None, options=None, **overrides):
         """Training costs per device (``costgraph train``; :func:`costgraph.training.api.train`).
 
         ``layout``: a :class:`costgraph.parallel.layout.Layout`, or its fields as keywords
         (``t=8, sp=True, zero=1, recompute="selective", gpus=64``). ``values``: dimension values
-        (``self.values("llama-2-7b")``) for numbers; ``hardware`` (a preset name), ``tokens``,
-        ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``, ``memory`` (bytes or
-        ``"80GB"``), ``efficiency``, ``megatron``, ``reserve`` (a fraction or a size the fit
-        verdict keeps free), ``rate_covers``, ``efficiency_profile`` (a calibration profile, a path or a
-        :meth:`calibrate` result): as the options of ``costgraph train``
+        (``self.values("llama-2-7b")``) for numbers. ``options``: a :class:`costgraph.TrainOptions`
+        (``hardware``, ``tokens``, ``mfu``, ``achieved``, ``peak``, ``price``, ``global_batch``,
+        ``memory``, ``efficiency``, ``megatron``, ``scope``, ``convention``, ``causal``, ``router``,
+        ``reserve``, ``rate_covers``, ``efficiency_profile``: the options of ``costgraph train``, each
+        declared once with its flag, unit and check), or its fields as keywords in ``overrides``
         (numbers as ints, floats read by their decimal digits, or text such as ``"2e12"``).
 
         Returns a :class:`~costgraph.training.result.TrainingResult`: ``stages[i].memory[k]`` the
@@ -148,14 +144,16 @@ class Model:
         Raises
         ------
         CostgraphValueError
-            Unknown settings, as :meth:`Layout.filled`, or as ``costgraph train`` for the options.
+            A keyword neither an option nor a Layout field (did-you-mean hinted), as
+            :meth:`Layout.filled`, or as ``costgraph train`` for the options.
         """
+        from .option_fields import resolve
+        from .parallel.layout import Layout
+        from .train_options import TrainOptions
         from .training.api import layout_argument, train
 
-        return train(self, layout_argument(layout, layout_settings), values=values, hardware=hardware, tokens=tokens, mfu=mfu, achieved=achieved,
-                     peak=peak, price=price, global_batch=global_batch, memory=memory, efficiency=efficiency,
-                     megatron=megatron, scope=scope, convention=convention, causal=causal, router=router,
-                     reserve=reserve, rate_covers=rate_covers, efficiency_profile=efficiency_profile)
+        options, settings = resolve(TrainOptions, options, overrides, "train", also=Layout.__dataclass_fields__)
+        return train(self, layout_argument(layout, settings), values=values, options=options)
 
     def calibrate(self, runs, *, hardware, **options):
         """A calibration :class:`~costgraph.training.calibration.Profile` fitted to measured ``runs`` on
@@ -164,55 +162,46 @@ class Model:
 
         return calibrate(self, runs, hardware, **options)
 
-    def infer(self, *, hardware=None, prompt: int, generate: int, batch: int = 1, values=None, tp: int = 1,
-              weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
-              compute: str | None = None, convention: str = CONVENTION.default, causal: str = _CAUSAL.default,
-              activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
-              peak=None, bandwidth=None, memory=None, link_bandwidth=None, quantized: str = "linear", keep=(),
-              gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
-              non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
-              acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, **serving):
+    def infer(self, values=None, options=None, **overrides):
         """Inference on a hardware preset (``costgraph infer``; :func:`costgraph.inference.infer`):
         prefill and decode FLOPs and bytes, KV cache, roofline latency, throughput and capacity.
 
         The model is built again as inference needs it (dropout off, the key axis of cached
         tensors split: :func:`costgraph.inference.load`), with this model's options and profile.
         ``values``: dimension values (``self.values("llama-2-7b")``; ``b`` and ``s`` are set by
-        ``batch``, ``prompt`` and ``generate``); ``tp``: tensor-parallel degree; ``weights``,
-        ``kv``: dtypes; ``page``: KV block size; ``reserve``, ``compute_efficiency``,
-        ``bandwidth_efficiency``: fractions (numbers, or text such as ``"0.1"``, read exactly).
-        ``hardware`` (a preset or None), device figures, quantization scope, serving keywords
-        (``draft`` a :class:`Model`; ``draft_mtp=True``: this model with ``options={"mtp": True}``)
-        and ``serving`` (``ep``, ``dp_attention``, ``pp``, ``tp_overlap``): as
-        :func:`costgraph.inference.infer`.
+        ``batch``, ``prompt`` and ``generate``). ``options``: a :class:`costgraph.InferOptions`
+        (``prompt`` and ``generate`` required; ``hardware``, ``batch``, ``tp``, ``weights``, ``kv``,
+        ``page``, ``reserve``, ``compute_efficiency``, ``bandwidth_efficiency`` (fractions: numbers, or
+        text such as ``"0.1"``, read exactly), device figures, quantization scope, serving keywords
+        (``draft`` a :class:`Model`; ``draft_mtp=True``: this model with ``options={"mtp": True}``),
+        ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``, ``runtime``: as :func:`costgraph.inference.infer`),
+        or its fields as keywords in ``overrides``.
 
         Returns an :class:`~costgraph.inference.InferenceReport` (``quantities`` formulas,
         ``values`` numbers; ``to_dict()`` is the JSON of ``costgraph infer --format json``).
 
-        Raises :class:`CostgraphValueError` as ``costgraph infer`` for the same inputs, and for a
-        model that is not decoder-only."""
-        from .inference.roofline import infer
+        Raises :class:`CostgraphValueError` as ``costgraph infer`` for the same inputs, for a keyword
+        that is no option (did-you-mean hinted), and for a model that is not decoder-only."""
+        import dataclasses
 
+        from .infer_options import InferOptions
+        from .inference.roofline import infer
+        from .option_fields import check, resolve
+
+        o = resolve(InferOptions, options, overrides, "infer")[0]
         values = arguments.model_values(self, values)
-        arguments.named_choice(convention, CONVENTION), arguments.named_choice(causal, _CAUSAL)
-        arguments.whole(tp, "--tp")
+        check(o)   # each option's check, declared on its field (costgraph.infer_options)
         prompt, generate, batch = (arguments.whole(arguments.token_count(x, f"--{n}"), f"--{n}")   # "1e12" or 1e12,
-                                   for n, x in (("prompt", prompt), ("generate", generate), ("batch", batch)))  # as the CLI
-        arguments.whole_at_prompt(self, values, prompt, batch)
-        return infer(self._inference_model(), hardware=hardware, prompt=prompt, generate=generate, batch=batch,
-                     values=values, t=tp, weights=weights, kv=kv, page=page,
-                     reserve=None if reserve is None else arguments.rational(reserve, "--reserve"), compute=compute, convention=convention,
-                     causal=causal, activations=activations,
-                     compute_efficiency=arguments.rational(compute_efficiency, "--compute-efficiency"),
-                     bandwidth_efficiency=arguments.rational(bandwidth_efficiency, "--bandwidth-efficiency"),
-                     peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
-                     quantized=quantized, keep=keep, gpu_memory_utilization=gpu_memory_utilization,
-                     kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-                     non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
-                     chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance,
-                     draft=draft._inference_model() if isinstance(draft, Model) else draft,
-                     draft_values=arguments.model_values(draft, draft_values) if isinstance(draft, Model) else None,
-                     draft_mtp=draft_mtp, **serving)
+                                   for n, x in (("prompt", o.prompt), ("generate", o.generate), ("batch", o.batch)))
+        arguments.whole_at_prompt(self, values, prompt, batch)   # as the CLI
+        kw = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
+        kw.update(t=kw.pop("tp"), prompt=prompt, generate=generate, batch=batch, values=values,
+                  reserve=None if o.reserve is None else arguments.rational(o.reserve, "--reserve"),
+                  compute_efficiency=arguments.rational(o.compute_efficiency, "--compute-efficiency"),
+                  bandwidth_efficiency=arguments.rational(o.bandwidth_efficiency, "--bandwidth-efficiency"),
+                  draft=o.draft._inference_model() if isinstance(o.draft, Model) else o.draft,
+                  draft_values=arguments.model_values(o.draft, o.draft_values) if isinstance(o.draft, Model) else None)
+        return infer(self._inference_model(), **kw)
 
     def _inference_model(self) -> "Model":
         """This model built for inference: dropout off, the key axis split (kept once built)."""
@@ -231,24 +220,17 @@ class Model:
                     _wrap_build_error(e)
         return self._inference
 
-    def plan(self, values=None, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
-             memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-             attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-             efficiency_profile=None, overlap=None, **search):
+    def plan(self, values=None, options=None, **overrides):
         """The parallel layouts that fit a device, fastest first (``costgraph plan``;
         :func:`costgraph.training.planning.plan_layouts`).
 
         ``values``: every dimension's value but ``b`` (``self.values("gpt2")``; the planner
-        chooses the micro-batch); ``gpus``: devices in all; ``hardware``: a preset name;
-        ``global_batch``: sequences per step; ``tokens``: training tokens (days to train);
-        ``efficiency``: the fraction of the peak compute reaches (default 1/2); ``memory``:
-        device bytes or a size such as ``"80GB"`` (default: the preset's); ``precision``,
-        ``optimizer``, ``attention``: as ``costgraph train``; ``top``: how many layouts;
-        ``reserve``: the memory kept free on each device, a fraction or a size (default
-        :data:`costgraph.choices.DEFAULT_RESERVE`); ``command``: the ``costgraph train`` words naming
-        the model in the result's ``check`` command (default: its name and values as ``--set``);
-        ``efficiency_profile``: a calibration profile (:meth:`calibrate`; a path or a result);
-        ``overlap`` and ``search`` (``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``): as the flags.
+        chooses the micro-batch). ``options``: a :class:`costgraph.PlanOptions` (``gpus``,
+        ``hardware``, ``global_batch`` required; ``tokens``, ``efficiency``, ``memory``,
+        ``precision``, ``optimizer``, ``attention``, ``overlap``, ``pipeline_layout``, ``allow_fp8``,
+        ``allow_offload``, ``exhaustive``, ``top``, ``reserve``, ``efficiency_profile`` as the flags of
+        ``costgraph plan``; ``command``: the ``costgraph train`` words naming the model in the
+        result's ``check`` command), or its fields as keywords in ``overrides``.
 
         Returns a :class:`~costgraph.training.planning.PlanResult` (``layouts``, ``considered``,
         ``refused``; ``to_dict()`` is the JSON of ``costgraph plan --format json``).
@@ -256,14 +238,11 @@ class Model:
         Raises
         ------
         CostgraphValueError
-            As ``costgraph plan`` for the same inputs.
+            A keyword that is no option (did-you-mean hinted); as ``costgraph plan`` for the same inputs.
         """
         from .training.planning import plan_layouts
 
-        return plan_layouts(self, values, gpus=gpus, hardware=hardware, global_batch=global_batch, tokens=tokens,
-                            efficiency=efficiency, memory=memory, precision=precision, optimizer=optimizer,
-                           attention=attention, top=top, reserve=reserve, command=command,
-                           efficiency_profile=efficiency_profile, overlap=overlap, **search)
+        return plan_layouts(self, values, options, **overrides)
 
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
         """Dimension values (symbol → Integer): the dims' defaults, then ``config`` (unnamed: "hf" for a model

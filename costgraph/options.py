@@ -16,8 +16,10 @@ its own closed forms: Megatron's recompute modules, method and layer counts, the
 overlap and node-limited routing, FP8 policies, offload; :func:`variants` gives their combinations
 per group, the first value of each domain being the default, ``extra["requires"]`` what a value
 needs of the other options; :mod:`costgraph.training.plan_variants` derives and screens them).
-Issue 31 item 1 (typed options) starts here for training: the argparse sections and the API
-keywords still have their own lists.
+Issue 31 item 1 (typed options): the options beside the layout are fields of
+:class:`costgraph.train_options.TrainOptions` and ``PlanOptions`` (their argparse, API keywords and
+schema generated, :mod:`costgraph.option_fields`); the layout's flags here still have their own
+``argparse`` list (``commands/_analysis.train_arguments``).
 """
 
 from __future__ import annotations

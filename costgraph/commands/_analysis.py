@@ -20,6 +20,8 @@ from __future__ import annotations
 from .. import choices
 from ..choices import add_option
 from ..errors import CostgraphValueError
+from ..option_fields import add_arguments
+from ..train_options import TrainOptions
 
 #: The training options and their defaults: any one given (not at its default) asks for the
 #: training section of a report.
@@ -68,11 +70,9 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--micro-batches", type=int, help="micro-batches per step m (default: pp)")
     add_option(p, choices.SCHEDULE, "--schedule")
     p.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
-    p.add_argument("--memory", help="device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the "
-                                    "--hardware preset's); adds the fit verdict and the largest b and s that fit")
+    add_arguments(p, TrainOptions, "memory", "memory")   # declared once (costgraph.train_options)
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
-    p.add_argument("--reserve", default=None, help="memory the fit verdict keeps free on each device: a fraction "
-                                                   f"of it (0.1) or a size (8GB); default {choices.DEFAULT_RESERVE}")
+    add_arguments(p, TrainOptions, "reserve", "reserve")
     # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
     p.add_argument("--rank-order", default="tp-cp-ep-dp-pp",
                    help="rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; tp-cp-ep-pp-dp is its "
@@ -165,9 +165,7 @@ def infer_arguments(p, required: bool = False) -> None:
 
 def efficiency_profile_argument(p) -> None:
     """``--efficiency-profile FILE`` of ``train``, ``plan`` and ``fit`` (:mod:`costgraph.training.calibration`)."""
-    p.add_argument("--efficiency-profile", metavar="FILE",
-                   help="a calibration profile (costgraph calibrate ... -o FILE) fitted on --hardware: its factors "
-                        "multiply the step time's parts, its memory reserve is the fit verdict's")
+    add_arguments(p, TrainOptions, "efficiency_profile", "efficiency_profile")
 
 
 def train_given(args) -> bool:

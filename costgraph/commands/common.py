@@ -154,22 +154,25 @@ def latex_named(canonical: str):
     return read
 
 
-def cost_arguments(p, scope: bool = True, precision: bool = True) -> None:
+def cost_arguments(p, scope: bool = True, precision: bool = True, conventions: bool = True) -> None:
     """The conventions of ``costgraph derive``: ``--scope``, ``--convention``, ``--precision``,
     ``--causal``, ``--profile``, ``--no-dropout`` (the one place they are declared; ``scope`` and
     ``precision`` False for a command that declares its own, e.g. ``--precision`` as a training
-    precision policy in ``report`` and ``plot``)."""
+    precision policy in ``report`` and ``plot``; ``conventions`` False where an options dataclass
+    declares ``--convention`` and ``--causal``: :class:`costgraph.train_options.TrainOptions`)."""
 
     if scope:
         p.add_argument("--scope", default="model", help="model (default), layer, or a group, block or node path")
-    add_option(p, choices.CONVENTION, "--convention",
-               help="FLOP convention: matmul (matrix products only; default) or all")
+    if conventions:
+        add_option(p, choices.CONVENTION, "--convention",
+                   help="FLOP convention: matmul (matrix products only; default) or all")
     if precision:
         add_option(p, choices.PRECISION, "--precision",
                    help="bytes per element of activations (bf16: 2; masks 1 byte)")
-    add_option(p, choices.CAUSAL, "--causal",
-               help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an "
-                    "area (half) or whole pairs (exact)")
+    if conventions:
+        add_option(p, choices.CAUSAL, "--causal",
+                   help="attention FLOPs over the full s×s square (default), the causal mask's kept pairs as an "
+                        "area (half) or whole pairs (exact)")
     add_option(p, choices.PROFILE, "--profile",
                help="what is kept for backward: Korthikanti et al. 2022 (default) or what PyTorch "
                     "autograd keeps in Hugging Face's eager bf16 code")

@@ -6,7 +6,8 @@ its :class:`~costgraph.verdict.FitResult`."""
 
 from __future__ import annotations
 
-from .. import choices
+from ..fit_options import FitOptions
+from ..option_fields import add_arguments, cli_defaults, flag_of
 from .common import model_arguments
 
 
@@ -21,7 +22,7 @@ def add_parser(sub) -> None:
                                                            "device, as costgraph train")
     mode.add_argument("--serve", action="store_true", help="serving: weights + paged KV cache per device, as "
                                                            "costgraph infer (needs --prompt and --generate)")
-    f.add_argument("--hardware", help="a hardware preset (costgraph hardware): its device memory")
+    add_arguments(f, FitOptions, "hardware", "hardware")   # declared once (costgraph.fit_options.FitOptions)
     from ._analysis import train_arguments   # --gpus --tp --pp --zero --recompute ... --memory --reserve
 
     train_arguments(f)
@@ -29,19 +30,7 @@ def add_parser(sub) -> None:
 
     efficiency_profile_argument(f)   # training: a calibration profile's memory reserve
     lora_arguments(f)   # training: --lora R, --lora-targets, --quantize (QLoRA), as costgraph train
-    f.add_argument("--host-memory", metavar="SIZE",
-                   help="training with CPU offload: the host memory of one node (2TB, 1.5TiB; default the preset's "
-                        "node where published: DGX H100 2 TB); the host memory per node is judged against it")
-    from .infer import SCOPES, generate_count, prompt_count
-
-    f.add_argument("--prompt", type=prompt_count, help="serving: prompt tokens per sequence P")
-    f.add_argument("--generate", type=generate_count, help="serving: generated tokens per sequence G")
-    f.add_argument("--batch", type=int, default=1, help="serving: concurrent sequences per replica (default 1)")
-    f.add_argument("--weights", default=None, help="serving: weight dtype (default bf16; a config.json: what it "
-                                                   "ships), fp8, int4, awq, ... as costgraph infer")
-    f.add_argument("--kv", default=choices.DEFAULT_KV, help="serving: KV cache dtype (default bf16), fp8, int8, ...")
-    f.add_argument("--quantized", choices=SCOPES, default=None, help="serving: which weights --weights applies to")
-    f.add_argument("--not-quantized", default=None, metavar="NAMES", help="serving: module names kept in 16 bits")
+    add_arguments(f, FitOptions, "host_memory")   # to the last field: --host-memory, the serving options
     f.add_argument("--format", choices=("text", "json"), default="text")
     from ._launch_hook import add_argument as launch_argument
 
@@ -49,12 +38,11 @@ def add_parser(sub) -> None:
 
 
 #: the serving options and their defaults (any one given asks for --serve)
-SERVE_DEFAULTS = {"prompt": None, "generate": None, "batch": 1, "weights": None, "kv": choices.DEFAULT_KV,
-                  "quantized": None, "not_quantized": None}
+SERVE_DEFAULTS = cli_defaults(FitOptions, "serve")
 
 
 #: the training options of fit beyond the layout's (any one given with --serve is refused)
-TRAIN_ONLY = {"lora": None, "quantize": None, "host_memory": None}
+TRAIN_ONLY = {"lora": None, "quantize": None, **cli_defaults(FitOptions, "train")}
 
 
 def run(args):
@@ -75,9 +63,9 @@ def run(args):
         given = [k for k, v in {**TRAIN_DEFAULTS, **TRAIN_ONLY}.items()
                  if k not in ("gpus", "memory") and getattr(args, k) != v]
         if given:
-            raise CostgraphValueError(f"--{given[0].replace('_', '-')} is a training option",
+            raise CostgraphValueError(f"{flag_of(FitOptions, given[0])} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")
-        weights, quantized, keep, shipped = _weights(args)
+        weights, quantized, keep, shipped = _weights(args, args.keep)
         if args.efficiency_profile is not None:
             raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
         r = fit(model, mode="serve", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
@@ -89,7 +77,7 @@ def run(args):
     else:
         given = [k for k, v in SERVE_DEFAULTS.items() if getattr(args, k) != v]
         if given:
-            raise CostgraphValueError(f"--{given[0].replace('_', '-')} is a serving option", hint="add --serve")
+            raise CostgraphValueError(f"{flag_of(FitOptions, given[0])} is a serving option", hint="add --serve")
         from ._analysis import train_layout
 
         r = fit(model, mode="train", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,

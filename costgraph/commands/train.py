@@ -11,7 +11,9 @@ from __future__ import annotations
 from .. import choices
 from ..errors import CostgraphValueError
 from ..arguments import parse_count
-from ._analysis import check_lora, efficiency_profile_argument, lora_arguments, train_arguments, train_layout
+from ..option_fields import add_arguments, from_namespace
+from ..train_options import TrainOptions
+from ._analysis import check_lora, lora_arguments, train_arguments, train_layout
 from .common import cost_arguments, load_any, model_arguments, settings
 
 
@@ -23,33 +25,15 @@ def add_parser(sub) -> None:
     t.add_argument("--params", help="a bare parameter count Ψ instead of a model (7.5e9): model states only")
     train_arguments(t)   # the layout options, shared with report and plot
     lora_arguments(t)   # --lora --lora-targets --quantize, shared with fit
-    t.add_argument("--hardware", help="a hardware preset (costgraph hardware lists them): peak FLOP/s and "
-                                      "device memory")
-    t.add_argument("--peak", help="peak FLOP/s per device (instead of a preset's dense BF16 peak, or without one), "
-                                  "e.g. 989.4e12; FP8 policies take the preset's FP8 peak for their linears")
-    t.add_argument("--mfu", help="assumed model FLOPs utilization, e.g. 0.45: gives step time and training time")
-    t.add_argument("--achieved", help="achieved (hardware) FLOP/s per device, e.g. 140e12 (Narayanan §5.1)")
-    t.add_argument("--tokens", help="training tokens D, e.g. 300e9: days, GPU-hours, PF-days")
-    t.add_argument("--price", help="price per GPU-hour (any currency), e.g. 2.5")
-    t.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
-    t.add_argument("--efficiency", default=None,
-                   help="a flat fraction of each peak every compute kernel reaches in the step time (default: the "
-                        "per-kernel time model on a preset with a kernel table, else "
-                        f"{choices.DEFAULT_EFFICIENCY} with a peak; one rate: --mfu, --achieved or --efficiency)")
-    efficiency_profile_argument(t)   # a calibration profile (costgraph calibrate)
-    cost_arguments(t, scope=False, precision=False)   # --convention --causal --profile --no-dropout
-    t.add_argument("--no-router", action="store_true", help="leave out MoE router FLOPs (as Megatron-LM)")
-    t.add_argument("--megatron", action="store_true",
-                   help="also show Megatron-LM's theoretical_memory_usage.py estimate beside costgraph's first stage")
-    t.add_argument("--scope", choices=("model", "layer"), default="model")
+    # the options beside the layout, declared once (costgraph.train_options.TrainOptions), in --help's order
+    add_arguments(t, TrainOptions, "hardware", "causal")
+    cost_arguments(t, scope=False, precision=False, conventions=False)   # --profile --no-dropout --input-grads
+    add_arguments(t, TrainOptions, "router", "scope")
     t.add_argument("--format", choices=("text", "json"), default="text")
-    t.add_argument("--rate-covers", choices=("step", "compute"), default=None,
-                   help="what --mfu/--achieved cover: step (default: whole steps, bubble and communication "
-                        "inside, as PaLM and Narayanan measure them) or compute (kernels; bubble and "
-                        "communication added)")
-    from ._offload import add_arguments   # --deepspeed-table --gpus-per-node --largest-layer-params (offload)
+    add_arguments(t, TrainOptions, "rate_covers")   # to the last field (--memory, --reserve: train_arguments)
+    from ._offload import add_arguments as offload_arguments   # --deepspeed-table --gpus-per-node ... (offload)
 
-    add_arguments(t)
+    offload_arguments(t)
     from ._launch_hook import add_argument as launch_argument
 
     launch_argument(t)   # --launch FILE: a Megatron-LM script, torchtitan TOML, DeepSpeed JSON, accelerate YAML
@@ -71,12 +55,7 @@ def run(args) -> str:
     if args.model is None:
         raise CostgraphValueError("no model given", hint="costgraph train gpt --config gpt2 ..., or --params 7.5e9")
     model, values = load_any(args, dims, options)
-    result = model.train(train_layout(args, args.micro_batches), values=values, hardware=args.hardware,
-                         tokens=args.tokens, mfu=args.mfu, achieved=args.achieved, peak=args.peak, price=args.price,
-                         global_batch=args.global_batch, memory=args.memory, efficiency=args.efficiency,
-                         megatron=args.megatron, scope=args.scope, convention=args.convention, causal=args.causal,
-                         router=not args.no_router, reserve=args.reserve, rate_covers=args.rate_covers,
-                         efficiency_profile=args.efficiency_profile)
+    result = model.train(train_layout(args, args.micro_batches), values, from_namespace(TrainOptions, args))
     from ._offload import model_extra, render   # DeepSpeed's estimator table (--deepspeed-table)
 
     return render(args, result.to_json() if args.format == "json" else result.to_text(),

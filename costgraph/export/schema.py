@@ -48,7 +48,45 @@ def schema(name: str) -> dict:
         from ..errors import tidy
 
         raise CostgraphValueError(f"no schema {tidy(str(name))[:40]!r}", hint="schemas: " + ", ".join(names()))
-    return json.loads(files(__package__).joinpath("schemas", f"{name}.json").read_text(encoding="utf-8"))
+    doc = json.loads(files(__package__).joinpath("schemas", f"{name}.json").read_text(encoding="utf-8"))
+    return with_options(doc, name)
+
+
+#: the schemas of the documents whose command's options are an options dataclass (costgraph.train_options)
+OPTIONS = {"train": "train_options.TrainOptions", "plan": "train_options.PlanOptions",
+           "infer": "infer_options.InferOptions"}
+
+
+def with_options(doc: dict, name: str) -> dict:
+    """``doc`` with the options of its command read from their declaration
+    (:mod:`costgraph.option_fields`): ``$defs/options`` (one property per option, its JSON name, type,
+    ``enum`` and unit: the input a launch file or a notebook gives), and the ``enum`` of each property of
+    the document named after an option with choices (``scope`` of ``train``, ``attention`` and
+    ``overlap`` of ``plan``, ``runtime`` of ``infer``) replaced by the option's choices (``null`` kept where the file allows it)."""
+    if name not in OPTIONS:
+        return doc
+    from importlib import import_module
+
+    from ..option_fields import json_schema, specs
+
+    module, cls_name = OPTIONS[name].split(".")
+    cls = getattr(import_module(f"costgraph.{module}"), cls_name)
+    enums = {n: list(s.values) for n, (_, s) in specs(cls).items() if s.values is not None}
+
+    def walk(node):
+        if isinstance(node, dict):
+            for prop, sub in (node.get("properties") or {}).items():
+                if prop in enums and isinstance(sub, dict) and "enum" in sub:
+                    sub["enum"] = enums[prop] + ([None] if None in sub["enum"] else [])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(doc)
+    doc.setdefault("$defs", {})["options"] = json_schema(cls)
+    return doc
 
 
 def _refs(node, out: set[str]) -> set[str]:

@@ -19,7 +19,7 @@ MODEL / ``--model``                   ``--model-path``                 MODEL (th
 ``--max-model-len``                   ``--context-length``             ``max_model_len``
 ``--gpu-memory-utilization``          ``--mem-fraction-static``        ``gpu_memory_utilization``
 ``--kv-cache-dtype``                  ``--kv-cache-dtype``             ``kv`` (fp8* → fp8)
-``--block-size``                      ``--page-size``                  ``page_size``
+``--block-size``                      ``--page-size``                  ``page``
 ``--quantization``, ``--dtype``       ``--quantization``, ``--dtype``  ``weights``
 ``--max-num-seqs``                    ``--max-running-requests``       ``max_num_seqs``
 ``--max-num-batched-tokens``                                           ``max_num_batched_tokens``
@@ -41,13 +41,13 @@ from .text import located, quoted, whole
 
 _VLLM = {"tensor-parallel-size": "tp", "tp": "tp", "pipeline-parallel-size": "pp", "pp": "pp",
          "data-parallel-size": "dp", "dp": "dp", "max-model-len": "max_model_len",
-         "gpu-memory-utilization": "gpu_memory_utilization", "kv-cache-dtype": "kv", "block-size": "page_size",
+         "gpu-memory-utilization": "gpu_memory_utilization", "kv-cache-dtype": "kv", "block-size": "page",
          "quantization": "weights", "q": "weights", "dtype": "dtype", "max-num-seqs": "max_num_seqs",
          "max-num-batched-tokens": "max_num_batched_tokens", "kv-cache-memory-bytes": "kv_memory",
          "kv-cache-memory": "kv_memory", "model": "model"}
 _SGLANG = {"tp-size": "tp", "tp": "tp", "pp-size": "pp", "dp-size": "dp", "dp": "dp", "ep-size": "ep", "ep": "ep",
            "context-length": "max_model_len", "mem-fraction-static": "gpu_memory_utilization",
-           "kv-cache-dtype": "kv", "page-size": "page_size", "quantization": "weights", "dtype": "dtype",
+           "kv-cache-dtype": "kv", "page-size": "page", "quantization": "weights", "dtype": "dtype",
            "max-running-requests": "max_num_seqs", "model-path": "model", "model": "model"}
 _FLAGS = {"enable-expert-parallel", "enable-prefix-caching", "enable-dp-attention", "trust-remote-code",
           "enforce-eager", "enable-chunked-prefill", "disable-log-requests", "disable-log-stats",
@@ -147,7 +147,7 @@ def _apply(got: dict, kind: str, launch: Launch, path: str, text: str) -> None:
         launch.set_value("dp_attention", dp, where["enable-dp-attention"], f"--enable-dp-attention, dp {dp}")
     launch.set_value("gpus", tp * pp * dp, where.get("tp", where.get("pp", where.get("dp", f"{path}"))),
                      f"TP {tp} × PP {pp} × DP {dp}")
-    for dest in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "page_size"):
+    for dest in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "page"):
         if dest in got:
             value, line, words = got[dest]
             launch.set_value(dest, whole(value, words.split()[0], path, text, line), where[dest], words)

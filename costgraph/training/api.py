@@ -32,14 +32,13 @@ from ..errors import CostgraphValueError
 from .result import TrainingResult
 
 
-def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, achieved=None, peak=None,
-          price=None, global_batch=None, memory=None, efficiency=None, megatron: bool = False,
-          scope: str = "model", convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          router: bool = True, reserve=None, rate_covers=None, efficiency_profile=None) -> TrainingResult:
+def train(model, layout, *, values=None, options=None, **settings) -> TrainingResult:
     """Training costs per device of ``model`` (a :class:`costgraph.Model`) under ``layout``.
 
     ``values``: dimension values (symbol → int, e.g. ``model.values("llama-2-7b")``), or None
-    for formulas only; ``hardware``: a preset name or :class:`~costgraph.hardware.Hardware`
+    for formulas only; ``options``: a :class:`~costgraph.train_options.TrainOptions` (None: its
+    defaults), ``settings`` its fields replaced by keyword (:func:`costgraph.option_fields.resolve`).
+    The options: ``hardware``: a preset name or :class:`~costgraph.hardware.Hardware`
     (its dense BF16 peak and memory are the defaults of ``peak`` and ``memory``);
     ``tokens``: training tokens D; ``mfu``: assumed model FLOPs utilization in (0, 1];
     ``achieved``: achieved FLOP/s per device (instead of ``mfu``); ``peak``: FLOP/s per device;
@@ -63,9 +62,57 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         does not divide, an MFU outside (0, 1], --tokens without a rate, a layout the model does
         not divide into, ...).
     """
+    from ..option_fields import check, resolve
+    from ..train_options import TrainOptions
+    from .fit import floored_note
+
+    o = resolve(TrainOptions, options, settings, "train")[0]
     values = arguments.model_values(model, values)
-    _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory)
-    from .fit import floored_note, memory_size
+    check(o)   # each option's check, declared on its field (costgraph.train_options)
+    capacity, floored, hw = _device(o.memory, o.hardware)
+    profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
+    if o.global_batch is not None:
+        if layout.m is not None:
+            raise CostgraphValueError("give --global-batch or --micro-batches, not both",
+                                      hint="the global batch sets m = B / (b·d)")
+        layout = dataclasses.replace(layout, m=micro_batches(model, values, layout, o.global_batch))
+    if values is not None:
+        from ..parallel.tensor import with_kv_replication
+        from .validity import check_layout
+
+        layout = with_kv_replication(model.graph, layout, values)   # K/V heads fewer than t: replicated
+        check_layout(model.graph, layout.filled(), values)
+    if o.scope not in ("model", "layer"):
+        raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {o.scope!r}")
+    from .memory import training_memory
+
+    mem = training_memory(model.graph, layout, o.scope)
+    fits = training_fits(model, mem, values, capacity, o.scope, reserve=reserve)
+    compute = None
+    if o.scope == "model":
+        compute = compute_section(model, layout, hw, peak=o.peak, mfu=o.mfu, achieved=o.achieved, tokens=o.tokens,
+                                  price=o.price, efficiency=o.efficiency, convention=o.convention, causal=o.causal,
+                                  router=o.router, rate_covers=o.rate_covers, factors=factors, profile=profile)
+    _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
+    from ..export.text_report import warnings as value_warnings
+    notes = (value_warnings(None, values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
+             + _lora_notes(model, layout, values))
+    if compute is not None and "rate" in compute:
+        notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
+    beside = None
+    if o.megatron:
+        from .megatron import megatron_beside
+
+        beside = megatron_beside(model, values, layout)
+    off = _offload(mem, values, hw, o.scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
+    return TrainingResult(model.name, model.symbols, o.scope, mem, values, _settings(model, mem.layout, capacity),
+                          fits, beside, compute, notes, offload=off)
+
+
+def _device(memory, hardware):
+    """``(capacity, floored, hw)``: the device bytes of ``memory`` (a size floored to whole bytes:
+    ``floored``), else of the preset ``hardware`` (``hw``, None without one)."""
+    from .fit import memory_size
 
     capacity, floored = memory_size(memory) if memory is not None else (None, False)
     hw = None
@@ -75,43 +122,7 @@ def train(model, layout, *, values=None, hardware=None, tokens=None, mfu=None, a
         hw = preset(hardware)
         if capacity is None:
             capacity = hw.memory_bytes
-    profile, factors, reserve, held = _calibration(efficiency_profile, hw, (mfu, achieved, peak), reserve)
-    if global_batch is not None:
-        if layout.m is not None:
-            raise CostgraphValueError("give --global-batch or --micro-batches, not both",
-                                      hint="the global batch sets m = B / (b·d)")
-        layout = dataclasses.replace(layout, m=micro_batches(model, values, layout, global_batch))
-    if values is not None:
-        from ..parallel.tensor import with_kv_replication
-        from .validity import check_layout
-
-        layout = with_kv_replication(model.graph, layout, values)   # K/V heads fewer than t: replicated
-        check_layout(model.graph, layout.filled(), values)
-    if scope not in ("model", "layer"):
-        raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {scope!r}")
-    from .memory import training_memory
-
-    mem = training_memory(model.graph, layout, scope)
-    fits = training_fits(model, mem, values, capacity, scope, reserve=reserve)
-    compute = None
-    if scope == "model":
-        compute = compute_section(model, layout, hw, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
-                                  price=price, efficiency=efficiency, convention=convention, causal=causal,
-                                  router=router, rate_covers=rate_covers, factors=factors, profile=profile)
-    _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
-    from ..export.text_report import warnings as value_warnings
-    notes = (value_warnings(None, values) + mem.warnings + ([floored_note(memory, capacity)] if floored else [])
-             + _lora_notes(model, layout, values))
-    if compute is not None and "rate" in compute:
-        notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
-    beside = None
-    if megatron:
-        from .megatron import megatron_beside
-
-        beside = megatron_beside(model, values, layout)
-    off = _offload(mem, values, hw, scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
-    return TrainingResult(model.name, model.symbols, scope, mem, values, _settings(model, mem.layout, capacity),
-                          fits, beside, compute, notes, offload=off)
+    return capacity, floored, hw
 
 
 def layout_argument(layout, settings: dict):
@@ -187,20 +198,6 @@ def _lora_notes(model, layout, values) -> list[str]:
 
     return rank_warnings(lora(model.graph, rank=layout.lora_rank, targets=layout.lora_targets,
                               dropout=layout.lora_dropout), values)
-
-
-def _check_arguments(convention, causal, megatron, router, tokens, price, peak, achieved, global_batch, memory):
-    """:func:`train`'s settings checked as the command checks its options."""
-    arguments.named_choice(convention, CONVENTION)
-    arguments.named_choice(causal, CAUSAL)
-    arguments.flag(megatron, "megatron")
-    arguments.flag(router, "router")
-    for v, name in ((tokens, "--tokens"), (price, "--price"), (peak, "--peak"), (achieved, "--achieved")):
-        arguments.positive_number(v, name)
-    if global_batch is not None:
-        arguments.whole(global_batch, "--global-batch")
-    if memory is not None and not isinstance(memory, str):
-        arguments.whole(memory, "--memory")
 
 
 def _offload(mem, values, hw, scope: str, notes: list):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import arguments
-from ..choices import ATTENTION, DEFAULT_EFFICIENCY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP
+from ..choices import ATTENTION, DEFAULT_EFFICIENCY, OVERLAP
 from ..errors import CostgraphValueError
 from ..export.display import Tabular
 from ..options import not_searched
@@ -242,16 +242,14 @@ def _values_text(values: list) -> str:
     return "{" + ", ".join(one(v) for v in values) + "}"
 
 
-def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, tokens=None, efficiency=None,
-                 memory=None, precision: str = DEFAULT_POLICY, optimizer: str = DEFAULT_OPTIMIZER,
-                 attention: str = ATTENTION.default, top: int = 10, reserve=None, command: str | None = None,
-                 efficiency_profile=None, overlap: str | None = None, pipeline_layout: str | None = None,
-                 allow_fp8: bool = False, allow_offload: bool = False, exhaustive: bool = False) -> PlanResult:
+def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
 
     ``values``: every dimension's value (symbol → int; ``b`` is replaced by each candidate
-    micro-batch); ``hardware``: a preset name or
+    micro-batch); ``options``: a :class:`~costgraph.train_options.PlanOptions`, ``settings`` its fields
+    replaced by keyword (:func:`costgraph.option_fields.resolve`; ``gpus``, ``hardware`` and
+    ``global_batch`` required). The options: ``hardware``: a preset name or
     :class:`~costgraph.hardware.Hardware`; ``tokens``: training tokens (adds ``train_days`` to
     each layout); ``efficiency``: fraction of the peak (default 1/2); ``memory``: device bytes or
     a size (``"80GB"``; default the preset's); numbers as ints, floats or decimal text;
@@ -273,16 +271,19 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
     from .fit import memory_size, reserve_bytes
     from .plan import plan
 
+    from ..option_fields import check, resolve
+    from ..train_options import PlanOptions
+
+    o = resolve(PlanOptions, options, settings, "plan")[0]
     if values is None:
         raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
     values = arguments.model_values(model, values)
-    for v, name in ((gpus, "--gpus"), (global_batch, "--global-batch"), (top, "--top")):
-        arguments.whole(v, name)
-    arguments.positive_number(tokens, "--tokens")
-    arguments.named_choice(attention, ATTENTION)
-    overlap = arguments.named_choice(OVERLAP.default if overlap is None else overlap, OVERLAP)
-    if memory is not None and not isinstance(memory, str):
-        arguments.whole(memory, "--memory")
+    check(o)   # each option's check, declared on its field (costgraph.train_options)
+    gpus, hardware, global_batch, tokens, efficiency, memory = (o.gpus, o.hardware, o.global_batch, o.tokens,
+                                                                o.efficiency, o.memory)
+    precision, optimizer, attention, top, reserve, command = o.precision, o.optimizer, o.attention, o.top, o.reserve, o.command
+    overlap = OVERLAP.default if o.overlap is None else o.overlap
+    efficiency_profile, pipeline_layout = o.efficiency_profile, o.pipeline_layout
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw = preset(hardware)
@@ -297,8 +298,8 @@ def plan_layouts(model, values, *, gpus: int, hardware, global_batch: int, token
                          else f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity)
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
-                  factors=factors, overlap=overlap, pipeline_layout=pipeline_layout, allow_fp8=allow_fp8,
-                  allow_offload=allow_offload, exhaustive=exhaustive)
+                  factors=factors, overlap=overlap, pipeline_layout=pipeline_layout, allow_fp8=o.allow_fp8,
+                  allow_offload=o.allow_offload, exhaustive=o.exhaustive)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []

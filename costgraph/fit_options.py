@@ -1,0 +1,48 @@
+"""The options of ``costgraph fit`` beside the layout's (issue 31 item 1), declared once.
+
+:class:`FitOptions` holds the options that are fit's own: ``--hardware``, ``--host-memory`` (training) and
+the serving options (``group="serve"``: any one given asks for ``--serve``); the layout's options and
+``--memory``, ``--reserve``, ``--efficiency-profile`` are train's (:mod:`costgraph.train_options`, through
+``commands/_analysis.train_arguments``). The command's ``argparse`` arguments and its lists of serving
+and training options (``commands/fit.py``) are generated from these fields
+(:mod:`costgraph.option_fields`); the field names are :func:`costgraph.fit`'s keywords (``keep``: its
+``keep``, the text of ``--not-quantized``).
+
+>>> FitOptions().batch
+1
+
+Light at import (the standard library and :mod:`costgraph.choices`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import choices
+from .infer_options import SCOPES, generate_count, prompt_count
+from .option_fields import option
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitOptions:
+    """``costgraph fit``'s own options, in ``--help``'s order (module docstring)."""
+
+    hardware: object = option("--hardware", "a hardware preset (costgraph hardware): its device memory", default=None)
+    host_memory: object = option("--host-memory", "training with CPU offload: the host memory of one node (2TB, "
+                                                  "1.5TiB; default the preset's node where published: DGX H100 2 TB); "
+                                                  "the host memory per node is judged against it", default=None,
+                                 unit="bytes", group="train", metavar="SIZE")
+    prompt: object = option("--prompt", "serving: prompt tokens per sequence P", default=None, unit="tokens",
+                            group="serve", type=prompt_count)
+    generate: object = option("--generate", "serving: generated tokens per sequence G", default=None, unit="tokens",
+                              group="serve", type=generate_count)
+    batch: int = option("--batch", "serving: concurrent sequences per replica (default 1)", default=1,
+                        unit="sequences", group="serve", type=int)
+    weights: object = option("--weights", "serving: weight dtype (default bf16; a config.json: what it ships), fp8, "
+                                          "int4, awq, ... as costgraph infer", default=None, group="serve")
+    kv: str = option("--kv", "serving: KV cache dtype (default bf16), fp8, int8, ...", default=choices.DEFAULT_KV,
+                     group="serve")
+    quantized: object = option("--quantized", "serving: which weights --weights applies to", default=None,
+                               choices=SCOPES, group="serve")
+    keep: object = option("--not-quantized", "serving: module names kept in 16 bits", default=None, group="serve",
+                          metavar="NAMES")

@@ -1,0 +1,212 @@
+"""Options declared once, as fields of a frozen dataclass (issue 31 item 1).
+
+An *options dataclass* (:class:`costgraph.train_options.TrainOptions`, ``PlanOptions``,
+:class:`costgraph.infer_options.InferOptions`, :class:`costgraph.fit_options.FitOptions`) declares each
+option once, with :func:`option`: its field name is the API keyword and the JSON name; its metadata (a
+:class:`Spec`) carries the command-line flag, the help line, the choices (a
+:class:`costgraph.choices.Choice` or a tuple), the unit, the value check and what ``argparse`` needs
+beyond that (``type``, ``action``, ``metavar``, ``required``). Everything else is generated from the
+fields, here:
+
+* :func:`add_arguments`: the ``argparse`` arguments of a range of fields (the command's ``--help`` in
+  declaration order; ``dest`` is the field name);
+* :func:`from_namespace`: the options object of a parsed command line; :func:`cli_defaults` and
+  :func:`flag_of`: the command line's defaults and flags by field (``costgraph fit``'s serving group);
+* :func:`resolve`: an options object from a base object and keyword overrides, an unknown keyword
+  refused with a did-you-mean hint (the check of ``Model.train(**overrides)``, ``Model.plan``);
+* :func:`check`: every field's value checked, in declaration order, with the messages the commands
+  print (``--mfu must be positive``; :mod:`costgraph.arguments`);
+* :func:`json_schema`: a JSON Schema object of the options (``costgraph schema train`` embeds it as
+  ``$defs/options``), each property with its type, ``enum`` (the choices), unit and description.
+
+A new option is one field (plus the code that uses it): ``tests/test_option_fields.py`` adds one.
+This module imports only the standard library and :mod:`costgraph.choices` at import (the CLI builds
+``--help`` from it without loading the engine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import MISSING, dataclass
+
+from .choices import Choice
+
+#: the value checks a field may name (:func:`check`): how each is checked, by :mod:`costgraph.arguments`
+CHECKS = ("choice", "flag", "positive", "whole", "size")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one option field carries beside its default (module docstring). ``flag``: the command-line
+    flag, None for an API-only option; ``choices``: a :class:`~costgraph.choices.Choice` or a tuple of
+    values; ``unit``: the unit of its value (``FLOP/s``, ``bytes``, ...); ``check``: one of
+    :data:`CHECKS` (``optional``: None passes it too); ``domain``: the planner's search domain
+    (:mod:`costgraph.options`), where it has one; ``argparse``: further ``add_argument`` keywords;
+    ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``)."""
+
+    flag: str | None
+    help: str | None = None
+    choices: object = None
+    unit: str | None = None
+    check: str | None = None
+    optional: bool = False
+    domain: object = None
+    argparse: tuple = ()
+    group: str | None = None
+
+    @property
+    def values(self) -> tuple | None:
+        """The allowed values (of the Choice, or the tuple), or None."""
+        return self.choices.values if isinstance(self.choices, Choice) else self.choices
+
+
+def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
+           check: str | None = None, optional: bool = False, domain=None, cli_default=MISSING, group=None,
+           **argparse_kw):
+    """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
+    ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
+    the command line's default where it differs from the API's (``costgraph infer --weights``: None,
+    a config.json's dtype; the API: bf16)."""
+    if cli_default is not MISSING:
+        argparse_kw["default"] = cli_default
+    if isinstance(choices, Choice):
+        default = choices.default if default is MISSING else default
+        help = choices.help() if help is None else help
+    if check is not None and check not in CHECKS:   # a mistake in a declaration, not the user's
+        raise AssertionError(f"unknown check {check!r}; one of {CHECKS}")
+    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group)
+    return dataclasses.field(default=default, metadata={"option": spec})
+
+
+def specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
+    """Field name → ``(field, spec)`` of the options dataclass ``cls``, in declaration order."""
+    return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata}
+
+
+def add_arguments(parser, cls, first: str | None = None, last: str | None = None) -> None:
+    """Add the arguments of ``cls``'s fields from ``first`` to ``last`` (both included; None: from the
+    first, to the last) that have a flag to ``parser`` (a parser or an argument group), but those whose
+    flag ``parser`` has already (added earlier, by a helper several commands share): a command's last
+    call runs to the last field, so a field added at the end of the class is on its command line."""
+    fields = specs(cls)
+    names = list(fields)
+    lo = 0 if first is None else names.index(first)
+    hi = len(names) if last is None else names.index(last) + 1
+    for name in names[lo:hi]:
+        f, s = fields[name]
+        if s.flag is None or s.flag in parser._option_string_actions:
+            continue
+        kw = dict(s.argparse)
+        if s.values is not None:
+            kw["choices"] = s.values
+            if isinstance(s.choices, Choice) and isinstance(s.choices.default, int):
+                kw.setdefault("type", int)   # the ZeRO stage
+        if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
+            kw["default"] = None if f.default is MISSING else f.default
+        parser.add_argument(s.flag, dest=name, help=s.help, **kw)
+
+
+def cli_defaults(cls, group: str | None = None) -> dict:
+    """Field → its command-line default, for the fields with a flag (of ``group``, if given)."""
+    return {n: dict(s.argparse).get("default", None if f.default is MISSING else f.default)
+            for n, (f, s) in specs(cls).items() if s.flag is not None and (group is None or s.group == group)}
+
+
+def flag_of(cls, name: str) -> str:
+    """The flag of field ``name`` of ``cls``; for a name that is none of its fields (a layout option),
+    ``--name`` with dashes."""
+    spec = specs(cls).get(name)
+    return spec[1].flag if spec is not None and spec[1].flag else "--" + name.replace("_", "-")
+
+
+def from_namespace(cls, args, **given):
+    """The ``cls`` object of a parsed command line ``args`` (each field with a flag that ``args`` has;
+    the others at their defaults), ``given`` replacing fields (``command``, an API-only field)."""
+    read = {n: getattr(args, n) for n, (_, s) in specs(cls).items() if s.flag is not None and hasattr(args, n)}
+    return cls(**{**read, **given})
+
+
+def resolve(cls, options, overrides: dict, what: str, also=()):
+    """``(options, rest)``: ``options`` (a ``cls``, or None for the defaults) with the fields that
+    ``overrides`` names replaced; ``rest``: the keywords that name one of ``also`` (a Layout's fields).
+
+    Raises
+    ------
+    CostgraphValueError
+        ``options`` not a ``cls``; a keyword neither a field nor in ``also`` (the closest names hinted);
+        a required field missing."""
+    from .errors import CostgraphValueError
+    from .hints import did_you_mean
+
+    fields, also = specs(cls), tuple(also)
+    if options is not None and not isinstance(options, cls):
+        from .arguments import shown
+
+        raise CostgraphValueError(f"{what}() takes options as a {cls.__name__}, not {shown(options)}",
+                                  hint=f"costgraph.{cls.__name__}(...), or the options as keywords")
+    unknown = [k for k in overrides if k not in fields and k not in also]
+    if unknown:
+        names = sorted(set(fields) | set(also))
+        close = did_you_mean(unknown[0], names)
+        raise CostgraphValueError(f"{what}() has no setting {unknown[0]!r}",
+                                  hint=(close + " " if close else "") + "settings: " + ", ".join(names))
+    mine = {k: v for k, v in overrides.items() if k in fields}
+    rest = {k: v for k, v in overrides.items() if k not in fields}
+    if options is not None:
+        return dataclasses.replace(options, **mine), rest
+    missing = [n for n, (f, _) in fields.items() if f.default is MISSING and n not in mine]
+    if missing:
+        raise CostgraphValueError(f"{what}() needs {', '.join(missing)}",
+                                  hint=", ".join(f"{n}=..." for n in missing))
+    return cls(**mine), rest
+
+
+def check(options) -> None:
+    """Check each field of ``options`` by its spec's ``check``, in declaration order, with the
+    messages of the command line (the flag named: :mod:`costgraph.arguments`).
+
+    Raises
+    ------
+    CostgraphValueError
+        The first value that fails its check."""
+    from . import arguments
+
+    for name, (f, s) in specs(type(options)).items():
+        value = getattr(options, name)
+        if s.check is None or (value is None and (s.optional or f.default is None)):
+            continue
+        label = s.flag or name
+        if s.check == "choice":
+            if isinstance(s.choices, Choice):
+                arguments.named_choice(value, s.choices)
+            else:
+                arguments.choice(value, name, s.values)
+        elif s.check == "flag":
+            arguments.flag(value, name)
+        elif s.check == "positive":
+            arguments.positive_number(value, label)
+        elif s.check == "whole" or (s.check == "size" and not isinstance(value, str)):
+            arguments.whole(value, label)
+
+
+def json_schema(cls) -> dict:
+    """A JSON Schema (draft 2020-12) object of ``cls``'s options: each field by its name, with its
+    ``enum`` (the choices), ``description`` (the help, the flag and the unit), ``default`` and, from the
+    default or the check, its JSON type; ``required``: the fields without a default."""
+    props = {}
+    for name, (f, s) in specs(cls).items():
+        words = [s.help or name] + ([f"flag {s.flag}"] if s.flag else ["API only"]) + ([f"unit: {s.unit}"] if s.unit else [])
+        prop = {"description": "; ".join(words) + "."}
+        if s.values is not None:
+            prop["enum"] = list(s.values) + ([None] if f.default is None or s.optional else [])
+        elif isinstance(f.default, bool):
+            prop["type"] = "boolean"
+        elif s.check == "whole":
+            prop.update(type=["integer", "null"] if f.default is None else "integer", minimum=1)
+        if f.default is not MISSING:
+            prop["default"] = f.default
+        props[name] = prop
+    required = [n for n, (f, _) in specs(cls).items() if f.default is MISSING]
+    return {"type": "object", "description": f"The options of {cls.__name__} (costgraph.{cls.__module__.split('.')[-1]}): "
+            "one field each, the API keyword and the JSON name; generated from the declaration.",
+            "properties": props, **({"required": required} if required else {}), "additionalProperties": False}

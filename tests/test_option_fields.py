@@ -1,0 +1,157 @@
+"""Options declared once (issue 31 item 1): TrainOptions and PlanOptions (costgraph.train_options) are the one
+list of the options of ``costgraph train`` and ``costgraph plan``; argparse, the API's keywords, the value checks
+and the schemas' ``$defs/options`` are generated from their fields (costgraph.option_fields). A new option is one
+field: the last test adds one and finds it in all four without another edit."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+import pytest
+
+import costgraph
+from costgraph import option_fields, train_options
+from costgraph.errors import CostgraphValueError
+from costgraph.export import schema as schemas
+from costgraph.option_fields import option, specs
+from costgraph.fit_options import FitOptions
+from costgraph.infer_options import InferOptions
+from costgraph.train_options import PlanOptions, TrainOptions
+from tests.cli_checks import refused, run
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    return costgraph.load("gpt")
+
+
+def _subparser(command):
+    from costgraph.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+@pytest.mark.parametrize("command, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions),
+                                          ("fit", FitOptions)])
+def test_argparse_is_generated_from_the_fields(command, cls):
+    actions = {a.dest: a for a in _subparser(command)._actions}
+    for name, (f, s) in specs(cls).items():
+        if s.flag is None:   # API only (plan's command, infer's draft_values and draft_mtp)
+            assert name in ("command", "draft_values", "draft_mtp") and name not in actions
+            continue
+        a = actions[name]
+        assert s.flag in a.option_strings and a.help == s.help, name
+        assert (tuple(a.choices) if a.choices else None) == (tuple(s.values) if s.values else None), name
+        if f.default is dataclasses.MISSING:
+            assert a.required, name
+        else:   # --no-router: store_false, default True; infer's --weights: None (a config.json's), the API's bf16
+            assert a.default == dict(s.argparse).get("default", f.default), name
+
+
+def test_the_api_takes_an_options_object_or_keywords(gpt):
+    v = gpt.values("gpt2")
+    by_keywords = gpt.train(t=2, gpus=4, values=v, megatron=True, convention="all", memory="80GB")
+    opts = TrainOptions(megatron=True, convention="all")
+    by_object = gpt.train(None, v, opts, t=2, gpus=4, memory="80GB")   # overrides replace the object's fields
+    assert by_object.to_dict() == by_keywords.to_dict()
+    assert by_object.megatron is not None and by_object.fits["capacity_bytes"] == 80 * 10**9   # both were used
+    assert opts.memory is None   # frozen: the object given is not changed
+
+
+@pytest.mark.parametrize("call, fragments", [
+    (lambda m: m.train(gpus=1, hardwre="h100-sxm"), ["train() has no setting 'hardwre'", "did you mean 'hardware'?"]),
+    (lambda m: m.train(tensor_paralel=2), ["no setting 'tensor_paralel'", "settings: "]),
+    (lambda m: m.train(gpus=1, options={"mfu": 0.4}), ["train() takes options as a TrainOptions, not"]),
+    (lambda m: m.plan(m.values("gpt2"), gpu=8, hardware="h100-sxm", global_batch=8),
+     ["plan() has no setting 'gpu'", "did you mean 'gpus'?"]),
+    (lambda m: m.plan(m.values("gpt2"), gpus=8), ["plan() needs hardware, global_batch"]),
+    # the checks declared on the fields, with the command line's messages (tests/test_api_checks.py has more)
+    (lambda m: m.train(gpus=1, peak=-1), ["--peak must be positive"]),
+    (lambda m: m.train(gpus=1, global_batch=2.5), ["'--global-batch' must be a positive whole number"]),
+    (lambda m: m.train(gpus=1, convention="macs"), ["unknown FLOP convention 'macs'"]),
+    (lambda m: m.train(gpus=1, router="no"), ["argument 'router' must be True or False"]),
+])
+def test_unknown_keywords_and_bad_values_are_refused(gpt, call, fragments):
+    with pytest.raises(CostgraphValueError) as e:
+        call(gpt)
+    text = f"{e.value}\n{getattr(e.value, 'hint', '')}"
+    for f in fragments:
+        assert f in text, text
+
+
+@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions)])
+def test_schema_options_are_the_fields(name, cls):
+    doc = schemas.schema(name)
+    props = doc["$defs"]["options"]["properties"]
+    assert list(props) == list(specs(cls))
+    for field, (f, s) in specs(cls).items():
+        if s.values is not None:
+            assert [x for x in props[field]["enum"] if x is not None] == list(s.values)
+    assert doc["$defs"]["options"].get("required", []) == [n for n, (f, _) in specs(cls).items()
+                                                          if f.default is dataclasses.MISSING]
+
+
+def test_a_new_option_is_one_field(gpt, monkeypatch, capsys):
+    # a throwaway option: one field on TrainOptions, nothing else edited
+    energy = option("--energy", "the energy unit of the result", choices=("joules", "kwh"), default="joules",
+                    check="choice")
+    extended = dataclasses.make_dataclass("TrainOptions", [("energy", str, energy)], bases=(TrainOptions,),
+                                          frozen=True)
+    from costgraph.commands import _analysis, train as train_command
+
+    for module in (train_options, train_command, _analysis):   # where the class is looked up
+        monkeypatch.setattr(module, "TrainOptions", extended)
+    # argparse
+    action = next(a for a in _subparser("train")._actions if a.dest == "energy")
+    assert action.option_strings == ["--energy"] and action.choices == ("joules", "kwh") and action.default == "joules"
+    rc, out, err = run(capsys, "train", "gpt", "--config", "gpt2", "--energy", "kwh", "--format", "json")
+    assert rc == 0 and json.loads(out)["memory"]
+    refused(capsys, ["train", "gpt", "--energy", "watts"], "--energy", "invalid choice")
+    # the API's keywords and the value check
+    assert gpt.train(gpus=1, energy="kwh").layout.gpus == 1
+    with pytest.raises(CostgraphValueError, match="unknown energy 'watts'"):
+        gpt.train(gpus=1, energy="watts")
+    with pytest.raises(CostgraphValueError) as e:
+        gpt.train(gpus=1, energi="kwh")
+    assert "did you mean 'energy'?" in e.value.hint
+    # the schema
+    prop = schemas.schema("train")["$defs"]["options"]["properties"]["energy"]
+    assert prop["enum"] == ["joules", "kwh"] and prop["default"] == "joules" and "--energy" in prop["description"]
+
+
+def test_infer_scopes_are_the_analysis_scopes():
+    from costgraph import infer_options
+    from costgraph.inference.quantized import SCOPES
+
+    assert infer_options.SCOPES == SCOPES   # --quantized's choices, kept light for the parser
+
+
+def test_fit_modes_read_the_groups(capsys):
+    # fit's serving options are FitOptions' fields of group "serve", each refused without --serve by its flag
+    from costgraph.commands import fit
+
+    assert list(fit.SERVE_DEFAULTS) == [n for n, (_, s) in specs(FitOptions).items() if s.group == "serve"]
+    refused(capsys, ["fit", "gpt", "--hardware", "h100-sxm", "--not-quantized", "lm_head"],
+            "--not-quantized is a serving option")
+    refused(capsys, ["fit", "gpt", "--hardware", "h100-sxm", "--serve", "--prompt", "8", "--generate", "8",
+                     "--host-memory", "2TB"], "--host-memory is a training option")
+
+
+def test_infer_takes_an_options_object(gpt):
+    v = gpt.values("gpt2")
+    by_keywords = gpt.infer(values=v, prompt=64, generate=8, batch=2, kv="fp8")
+    by_object = gpt.infer(v, InferOptions(prompt=64, generate=8, kv="fp8"), batch=2)
+    assert by_object.to_dict() == by_keywords.to_dict()
+    with pytest.raises(CostgraphValueError) as e:
+        gpt.infer(v, prompt=64, generate=8, batchh=2)
+    assert "infer() has no setting 'batchh'" in str(e.value) and "did you mean 'batch'?" in e.value.hint
+    with pytest.raises(CostgraphValueError, match="infer\\(\\) needs generate"):
+        gpt.infer(v, prompt=64)
+
+
+def test_declarations_name_known_checks():
+    with pytest.raises(AssertionError, match="unknown check"):
+        option_fields.option("--x", "x", default=None, check="between")
