@@ -187,7 +187,7 @@ def test_sglang_line_and_accelerate_yaml(tmp_path):
                  "--max-running-requests 64 --page-size 1 --port 30000\n")
     launch = read_launch(str(s))
     assert launch.kind == "sglang" and launch.model == "meta-llama/Llama-3.1-8B-Instruct"
-    assert launch.values == {"tp": 2, "gpus": 2, "max_model_len": 8192, "max_num_seqs": 64, "page_size": 1,
+    assert launch.values == {"tp": 2, "gpus": 2, "max_model_len": 8192, "max_num_seqs": 64, "page": 1,
                              "gpu_memory_utilization": "0.85", "kv": "fp8", "runtime": "sglang"}
     pytest.importorskip("yaml")
     y = tmp_path / "fsdp.yaml"

@@ -6,6 +6,7 @@ folder, keyed by a hash of the grammar and the files."""
 from __future__ import annotations
 
 from .. import __version__
+from ..user_cache import cache_file
 
 
 def add_parser(sub) -> None:
@@ -49,18 +50,3 @@ def _list_parsed(texts: dict[str, str], suffix: str, cache) -> str:
         except OSError:
             pass
     return out
-
-
-def cache_file(kind: str, key: str):
-    """``$XDG_CACHE_HOME/costgraph/<kind>-<key>`` (default ``~/.cache``), or None
-    when there is no such folder to use (``COSTGRAPH_NO_CACHE=1`` turns it off)."""
-    import os
-    from pathlib import Path
-
-    if os.environ.get("COSTGRAPH_NO_CACHE"):
-        return None
-    home = os.path.expanduser("~")
-    base = os.environ.get("XDG_CACHE_HOME") or (os.path.join(home, ".cache") if home != "~" else "")
-    if not os.path.isabs(base):
-        return None
-    return Path(base) / "costgraph" / f"{kind}-{key}"

@@ -8,10 +8,10 @@ file's name and text: an edited file, grammar or tree builder, or another versio
 name, never a stale tree. Only bundled files are cached (their text is the
 package's, not a user's); a user's model file is parsed each time.
 
-The folder is ``$COSTGRAPH_CACHE_DIR``, else ``$XDG_CACHE_HOME/costgraph/parse``, else
-``~/.cache/costgraph/parse``; ``COSTGRAPH_CACHE_DIR=off`` turns the cache off. A folder that
-cannot be written, or a cache file that does not read back as a tree, is passed over (the file is
-parsed): the cache never changes an answer or an error.
+The files are ``parse-<key>`` in the user's cache folder (:func:`costgraph.user_cache.cache_file`:
+``$XDG_CACHE_HOME/costgraph``, else ``~/.cache/costgraph``; ``COSTGRAPH_NO_CACHE=1`` turns it off).
+A folder that cannot be written, or a cache file that does not read back as a tree, is passed over
+(the file is parsed): the cache never changes an answer or an error.
 """
 
 from __future__ import annotations
@@ -24,20 +24,8 @@ from pathlib import Path
 
 from . import ast
 from .resources import grammar_text
+from ..user_cache import cache_file
 from ..version import __version__
-
-#: The environment variable naming the cache folder (``off``: no cache).
-ENV = "COSTGRAPH_CACHE_DIR"
-
-
-def folder() -> Path | None:
-    """The cache folder (module docstring), or None when the cache is off."""
-    given = os.environ.get(ENV)
-    if given is not None:
-        return None if given.strip().lower() in ("off", "0", "") else Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "costgraph" / "parse"
-
 
 #: The modules whose code shapes a tree (their text is part of the key).
 _BUILDERS = ("ast.py", "parser.py")
@@ -60,8 +48,7 @@ def parsed_bundled(text: str, display: str) -> ast.File:
 
     Raises CostgraphSyntaxError as :func:`~costgraph.language.parser.parse` (never for a bundled
     file the tests pass)."""
-    where = folder()
-    path = where / (_key(text, display) + ".pickle") if where is not None else None
+    path = cache_file("parse", _key(text, display))
     if path is not None:
         try:
             with open(path, "rb") as f:
@@ -82,7 +69,7 @@ def _store(path: Path, tree: ast.File) -> None:
     """Write ``tree`` to ``path`` through a temporary file and a rename (a reader never sees half
     a file); any failure (read-only home, a full disk) leaves the cache as it was."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".parse-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
