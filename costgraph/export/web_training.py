@@ -46,7 +46,7 @@ def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFA
     layers to split into stages; ``hardware``: the preset of the step time; ``policy``: its precision."""
     from ..engine.symbols import dim
     from ..parallel.layout import Layout
-    from ..training.api import train
+    from ..training.memory import training_memory   # the memory train() reports, without its FLOPs and time
 
     tp, pp, dp = dim("TP"), dim("PP"), dim("DP")
     degrees = (1, pp) if pipeline else (1,)
@@ -65,7 +65,7 @@ def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFA
         for zero in ZERO_STAGE.values:
             for opt in OPTIMIZERS:
                 for p in degrees:
-                    result = train(model, layout(p, zero=zero, policy=pol, optimizer=opt))
+                    result = training_memory(model.graph, layout(p, zero=zero, policy=pol, optimizer=opt))
                     for key, stage in _stages(result, p).items():
                         if opt == OPTIMIZERS[0]:
                             table["states"].setdefault(pol, {}).setdefault(str(zero), {})[key] = {
@@ -78,7 +78,7 @@ def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFA
             continue
         for recompute in RECOMPUTE_SEARCHED:
             for p in degrees:
-                result = train(model, layout(p, recompute=recompute, policy=pol))
+                result = training_memory(model.graph, layout(p, recompute=recompute, policy=pol))
                 for key, stage in _stages(result, p).items():
                     table["activations"].setdefault(prec, {}).setdefault(recompute, {})[key] = \
                         part("activations", key, f"{prec}_{recompute}", stage.memory["activations"])
