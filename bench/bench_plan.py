@@ -9,7 +9,8 @@ the median of N runs (CPU time, not wall time: the 2-core machines are shared). 
 * ``plan`` of DeepSeek-V3 on 256 GB200s, gpt-oss-20b on 16 H100s and Llama-3-70B on 64
   H100s (``--top 5``), and their ratios to ``derive deepseek_v3``;
 * ``--top 3`` against ``--top 100`` (the most ``plan`` shows) for Llama-3-8B on 8 H100s:
-  the cost must not grow with ``--top``.
+  the cost must not grow with ``--top``; ``--top 1000000000`` is refused (exit status 2, "plan
+  shows at most 100 layouts") before any layout is screened, in the time of loading the model.
 
 Goals: DeepSeek-V3 on 256 GPUs at most 5× one derive; gpt-oss-20b in seconds; Llama-3-70B
 at most 1 s on an idle 2-core machine; ``--top 100`` / ``--top 3`` near 1. ``--before PATH``:
@@ -39,14 +40,21 @@ CASES = {
                                        "--global-batch", "512", "--top", "3"],
     "plan llama-3-8b --top 100": PLAN + ["llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm",
                                          "--global-batch", "512", "--top", "100"],
+    "plan llama-3-8b --top 1e9": PLAN + ["llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm",
+                                         "--global-batch", "512", "--top", "1000000000"],
 }
+#: the cases refused with exit status 2 (the others must exit 0)
+REFUSED = {"plan llama-3-8b --top 1e9"}
 
 
-def cpu_seconds(argv: list[str], root: str) -> float:
-    """CPU seconds (user + system) of one fresh ``python -m costgraph ARGV`` run in ``root``."""
+def cpu_seconds(argv: list[str], root: str, status: int = 0) -> float:
+    """CPU seconds (user + system) of one fresh ``python -m costgraph ARGV`` run in ``root``, which
+    must exit with ``status``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = {**os.environ, "PYTHONPATH": root}
-    subprocess.run([sys.executable, "-m", "costgraph", *argv], cwd=root, env=env, check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "costgraph", *argv], cwd=root, env=env, capture_output=True)
+    if done.returncode != status:
+        raise SystemExit(f"{' '.join(argv)}: exit status {done.returncode}, not {status}\n{done.stderr.decode()}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -54,7 +62,7 @@ def cpu_seconds(argv: list[str], root: str) -> float:
 def measure(root: str, runs: int) -> dict[str, float]:
     out = {}
     for name, argv in CASES.items():
-        out[name] = statistics.median(cpu_seconds(argv, root) for _ in range(runs))
+        out[name] = statistics.median(cpu_seconds(argv, root, 2 if name in REFUSED else 0) for _ in range(runs))
     return out
 
 

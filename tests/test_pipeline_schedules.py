@@ -193,6 +193,12 @@ def test_zero_bubble_and_dualpipe():
     assert [st.layers["layers"] for st in stages] == [l / 2] * 4
     assert stages[0].head and stages[3].head and not stages[1].head
     assert "wte" in stages[3].nodes and "lm_head" in stages[0].nodes
+    # over a symbolic p (the planner's screen) each device holds the same: two stages' layers, both ends
+    P = dim("N_p")
+    sym = placement(gpt.graph, Layout(p=P, schedule="dualpipe")).stages
+    assert [st.layers["layers"] for st in sym] == [2 * l / P] * 2
+    assert [st.layers["layers"].subs(P, 4) for st in sym] == [st.layers["layers"] for st in stages[::3]]
+    assert all(st.head and {"wte", "lm_head"} <= st.nodes for st in sym)
 
 
 # --- item 2: layers per stage ----------------------------------------------------------------------------

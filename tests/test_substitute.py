@@ -5,7 +5,7 @@ gives the value SymPy's xreplace gives once every symbol is a number, leaves Max
 import numpy as np
 import sympy
 
-from costgraph.numbers.substitute import substitute
+from costgraph.numbers.substitute import exact_value, substitute
 from costgraph.training.overlap import Hide, KindOverlap, Overlaps
 
 x, y = sympy.symbols("x y", positive=True, integer=True)
@@ -37,3 +37,19 @@ def test_exposed_sum_of_arrays_is_a_float_array():
                   f, f)
     got = ov.total_exposed(np.maximum)
     assert got.dtype == np.float64 and list(got) == [1.0, 2.0]   # 1 + max(0, 1 − 4), 2 + max(0, 2 − 4)
+
+
+def test_exact_value_is_xreplace_on_numbers():
+    # the planner's confirmation (plan_confirm) evaluates train's forms this way: the same exact number
+    big = sympy.ceiling(E * sympy.Rational(7, 3) / (x + 2)) + sympy.Max(x ** 2 / 5, y) * sympy.Min(x, y - 1) ** 2
+    for xv in (1, 2, 5, 12):
+        for yv in (1, 2, 3, 7, 8):
+            at = {x: sympy.Integer(xv), y: sympy.Integer(yv)}
+            for e in (E, big, E / 7, sympy.Integer(3), x):
+                got = exact_value(e, at, {})
+                assert got == e.xreplace(at) and type(got) is type(e.xreplace(at))
+
+
+def test_exact_value_leaves_a_missing_symbol():
+    got = exact_value(sympy.Max(x, 3) * y, {x: sympy.Integer(5)})
+    assert got == 5 * y

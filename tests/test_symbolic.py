@@ -271,6 +271,17 @@ def test_solve_train_refuses_an_uneven_layout_and_defaults_to_total(capsys):
     assert "add --train" in capsys.readouterr().err
 
 
+def test_solve_train_refuses_an_uneven_layout_before_deriving(capsys, monkeypatch):
+    # check_layout at the given sizes (s left out) already refuses t = 5: no memory is derived first
+    import costgraph.commands.solve as solve_command
+
+    def derived(*args):
+        raise AssertionError("derived the memory of a layout the sizes refuse")
+    monkeypatch.setattr(solve_command, "_expressions", derived)
+    assert main(["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB", "--train", "--tp", "5"]) == 2
+    assert "no valid s: tensor parallelism t = 5 splits an axis of 2304" in capsys.readouterr().err
+
+
 def test_solve_warns_past_the_position_table(capsys):
     assert main(["solve", "gpt", "--config", "gpt2", "--for", "s", "--budget", "60GB", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)

@@ -116,6 +116,8 @@ def run(args) -> str:
     model, values = load_any(args, dims, options)
     if values is None:
         values = {}
+    if args.train:
+        _refuse_layout(args, model, values)
     exprs, is_bytes, unit_q, layout, costs = _expressions(args, model)
     budget = _budget(args.budget, is_bytes)
     x = symbol_named(args.symbol, *(e for _, e in exprs))
@@ -140,6 +142,25 @@ def run(args) -> str:
         lines.append(f"  binding stage: {name}")
     lines += _closing(args, model, values, x, direction, sol, costs)
     return "\n".join(lines)
+
+
+def _refuse_layout(args, model, values: dict) -> None:
+    """Refuse, before deriving the memory, a layout the model cannot be split into whatever the
+    solved dimension is: :func:`costgraph.training.validity.check_layout` at the given sizes
+    without it (a rule over a size that involves it is left to the search, which checks each
+    value). The message is the rule's, as the search would end with it."""
+    from ..parallel.layout import Layout
+    from ..training.validity import check_layout
+
+    layout = Layout(t=args.tp, p=args.pp, c=args.cp, sp=args.sp, zero=args.zero, recompute=args.recompute,
+                    attention=args.attention, policy=args.policy, optimizer=args.optimizer, gpus=args.gpus,
+                    precision=args.precision).filled()
+    given = {k: v for k, v in values.items() if str(k) != args.symbol}
+    try:
+        check_layout(model.graph, layout, given)
+    except CostgraphValueError as e:
+        raise CostgraphValueError(f"no valid {args.symbol}: {str(e).splitlines()[0].removeprefix('error: ')}",
+                                  hint="sizes must divide evenly (heads, widths, the layout's splits)") from None
 
 
 def _refuse_training_flags(args) -> None:

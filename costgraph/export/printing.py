@@ -17,6 +17,8 @@ same bytes for the same input.
 
 from __future__ import annotations
 
+import functools
+
 import sympy
 from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
@@ -38,14 +40,21 @@ def _term_key(term: sympy.Expr):
         return 0
     degree = sum(e for e in powers.values() if e.is_number)
     lex = tuple(-exp_of(n) for n in FIELD_ORDER)
-    others = tuple(sorted(str(b) for b in powers if not (isinstance(b, sympy.Symbol) and b.name in FIELD_ORDER)))
+    others = tuple(sorted(_text(b) for b in powers if not (isinstance(b, sympy.Symbol) and b.name in FIELD_ORDER)))
     return (-exp_of("h"), -degree, lex, others)
+
+
+@functools.lru_cache(maxsize=4096)
+def _text(base: sympy.Expr) -> str:
+    """``str(base)``, printed once per distinct factor: the sort keys of an expanded sum print the same
+    factors (a ``Max`` of long sums) once for each term that has them."""
+    return str(base)
 
 
 def _factor_key(base: sympy.Expr):
     if isinstance(base, sympy.Symbol):
         return (0, factor_rank(base.name))
-    return (1, (0, str(base)))
+    return (1, (0, _text(base)))
 
 
 def _ordered_term(term: sympy.Expr) -> sympy.Expr:

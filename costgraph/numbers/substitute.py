@@ -13,6 +13,8 @@ between the forms of one compilation).
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import sympy
 from sympy.core.relational import Relational
 
@@ -48,3 +50,95 @@ def substitute(expr, mapping: dict, memo: dict | None = None):
         return out
 
     return sub(expr)
+
+
+def exact_value(expr, mapping: dict, memo: dict | None = None):
+    """The exact number ``expr.xreplace(mapping)`` gives when ``mapping`` (symbols → SymPy
+    integers or rationals) covers every free symbol of ``expr``, computed bottom-up on numbers:
+    each distinct subexpression once (``memo``, for one ``mapping``), an ``Add``/``Mul``/``Pow`` of
+    rationals in Python's exact :class:`fractions.Fraction`, ``Min``/``Max`` as Python's
+    ``min``/``max`` of its numbers and a ``Piecewise`` by its first true condition, without
+    building the symbolic intermediates ``xreplace`` builds (a ``Max`` of long sums compares them
+    symbolically). Any other node (``ceiling``, a relation, a float) is rebuilt by its constructor
+    from its arguments' numbers, as ``xreplace`` rebuilds it: the same value. A symbol missing from
+    ``mapping`` is left as it is (the result is then symbolic, as ``xreplace``'s). Used by the
+    planner's exact confirmation (:mod:`costgraph.training.plan_confirm`)."""
+    memo = {} if memo is None else memo
+    done = _exact(sympy.sympify(expr), mapping, memo)
+    return _sym(done)
+
+
+def _sym(v):
+    if isinstance(v, Fraction):
+        return sympy.Integer(v.numerator) if v.denominator == 1 else sympy.Rational(v.numerator, v.denominator)
+    return v
+
+
+def _frac(v):
+    """``v`` as a Fraction when it is a SymPy rational (or already one), else None."""
+    if isinstance(v, Fraction):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return Fraction(v)
+    if isinstance(v, sympy.Integer):
+        return Fraction(int(v))
+    if isinstance(v, sympy.Rational):
+        return Fraction(int(v.p), int(v.q))
+    return None
+
+
+def _exact(e, mapping: dict, memo: dict):
+    got = memo.get(e)
+    if got is not None:
+        return got
+    if e in mapping:
+        out = _frac(mapping[e])
+        out = mapping[e] if out is None else out
+    elif e.is_Rational:
+        out = _frac(e)
+    elif not e.args:
+        out = e
+    elif isinstance(e, sympy.Piecewise):
+        out = _piecewise(e, mapping, memo)
+    else:
+        args = [_exact(a, mapping, memo) for a in e.args]
+        fr = [_frac(a) for a in args]
+        out = None
+        if all(f is not None for f in fr):
+            out = _rational_op(e, fr)
+        if out is None:
+            out = e.func(*[_sym(a) for a in args])
+    memo[e] = out
+    return out
+
+
+def _rational_op(e, fr: list):
+    """``e``'s operation on the Fractions ``fr``, or None when it is not one of Add, Mul,
+    Pow (integer exponent), Min, Max."""
+    if e.is_Add:
+        return sum(fr, Fraction(0))
+    if e.is_Mul:
+        out = Fraction(1)
+        for f in fr:
+            out *= f
+        return out
+    if e.is_Pow and fr[1].denominator == 1 and (fr[0] != 0 or fr[1] > 0):
+        return fr[0] ** int(fr[1])
+    if isinstance(e, sympy.Max):
+        return max(fr)
+    if isinstance(e, sympy.Min):
+        return min(fr)
+    return None
+
+
+def _piecewise(e, mapping: dict, memo: dict):
+    """A ``Piecewise``'s value: the first piece whose condition holds at ``mapping`` (the
+    conditions evaluated as numbers); rebuilt by its constructor when a condition stays symbolic."""
+    for value, cond in e.args:
+        c = cond if cond in (sympy.true, sympy.false) else _sym(_exact(cond, mapping, memo))
+        if c is sympy.true or c is True:
+            return _exact(value, mapping, memo)
+        if c is not sympy.false and c is not False:
+            return e.func(*[(_sym(_exact(v, mapping, memo)), _sym(_exact(k, mapping, memo)))
+                            for v, k in e.args])
+    return e.func(*[(v.xreplace(mapping), k.xreplace(mapping)) for v, k in e.args])

@@ -136,9 +136,12 @@ def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, 
         return [stage(sympy.Integer(0), "stage 0 (the whole model)", before | after,
                       {g.path: g.count for g in top}, head=True, tied=post_tied)]
     if not p.is_Integer:
+        if schedule == "dualpipe":   # each device runs stages i and p − 1 − i: two shares, both ends, the MTP
+            both = {**{g.path: 2 * g.count / p for g in main}, **{g.path: g.count for g in post}}
+            return [stage(sympy.Integer(0), "stage 0 (first)", before | after, both, head=True, tied=post_tied),
+                    stage(p - 1, "stage p-1 (last)", before | after, both, head=True, tied=post_tied)]
         even = {g.path: g.count / p for g in main}
-        return [stage(sympy.Integer(0), "stage 0 (first)", before, {**even, **{g.path: ZERO for g in post}},
-                      head=schedule == "dualpipe"),
+        return [stage(sympy.Integer(0), "stage 0 (first)", before, {**even, **{g.path: ZERO for g in post}}),
                 stage(p - 1, "stage p-1 (last)", after, {**even, **{g.path: g.count for g in post}}, head=True,
                       tied=post_tied)]
     n = int(p)

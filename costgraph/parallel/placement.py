@@ -50,6 +50,8 @@ settings, so analyses of the same layout share it.
 
 from __future__ import annotations
 
+import functools
+
 import weakref
 from dataclasses import dataclass, field
 
@@ -127,7 +129,23 @@ def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> 
     with symbolic degrees a ``Piecewise`` on the same condition.
     ``R``: :func:`costgraph.parallel.ranks.ranks_per_domain` (``domain_ranks``,
     or the power-of-two fill of the preset's domain). Train and plan both
-    decide here."""
+    decide here. Computed once per distinct arguments (the planner's
+    step times ask for the same groups again)."""
+    key = (stride, n, gpus, factors, domain_ranks)
+    try:
+        return _linked(hardware, key)
+    except TypeError:   # an argument that cannot be hashed: computed directly
+        return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks)
+
+
+@functools.lru_cache(maxsize=4096)
+def _linked(hardware, key: tuple) -> tuple[Expr, Expr]:
+    stride, n, gpus, factors, domain_ranks = key
+    return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks)
+
+
+def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> tuple[Expr, Expr]:
+    """The link of :func:`link`, computed."""
     from .ranks import intra_domain, one_domain, ranks_per_domain
 
     up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))

@@ -253,7 +253,7 @@ def _stage_memory(states: _States, stage, rows, per_layer, live, loss, expand: b
     else:   # the stage's own share of each stack's weights, and the stage's own others
         outside = states(lambda w: w not in in_layer and w in stage.weights)
         st = dict(outside)
-        for k, v in _layer_states(states, stage).items():
+        for k, v in _layer_states(states, stage, expand).items():
             st[k] = st[k] + v
     act_layers = sympy.Add(*[stage.layers[path] * b for path, b in per_layer.items()])
     act_one = act_layers + sympy.Add(*[r["count"] * r["activation_bytes"] for r in rows
@@ -270,11 +270,13 @@ def _stage_memory(states: _States, stage, rows, per_layer, live, loss, expand: b
                        stage.head)
 
 
-def _layer_states(states: _States, stage) -> dict:
+def _layer_states(states: _States, stage, expand: bool = True) -> dict:
     """States of the layers' weights a stage holds: each top-level group's
     weights × the stage's share of its iterations (``stage.layers[g] / count``;
     ``1/p`` when the split is even). One gathered ZeRO-3 unit in all (the
-    largest of the groups'), not one per group."""
+    largest of the groups'), not one per group. ``expand=False``: the products
+    left as they are (the same values once the sizes are numbers: the planner's
+    confirmation substitutes them, :mod:`costgraph.training.plan_confirm`)."""
     groups = [(path, n) for path, n in stage.layers.items()]
     if len({sympy.expand(n / _count(states, path)) for path, n in groups}) <= 1 and groups:
         share = groups[0][1] / _count(states, groups[0][0])   # one share for every stack: one call, as before
@@ -283,23 +285,25 @@ def _layer_states(states: _States, stage) -> dict:
     out = dict.fromkeys(keys, sympy.Integer(0))
     gathered = []
     for path, n in groups:   # one iteration's states (the count cancelled), × the iterations held
-        one, unit = _one_iteration(states, path, keys)
+        one, unit = _one_iteration(states, path, keys, expand)
         gathered.append(unit)
         for k in keys:
-            out[k] += sympy.expand(one[k] * n)
+            out[k] += sympy.expand(one[k] * n) if expand else one[k] * n
     out["weights"] += sympy.Max(*gathered)   # one gathered unit in flight, the largest
     out["gathered"] = sympy.Max(*gathered)   # inside weights (offload keeps it)
     return out
 
 
-def _one_iteration(states: _States, path: str, keys: tuple) -> tuple[dict, sympy.Expr]:
+def _one_iteration(states: _States, path: str, keys: tuple, expand: bool = True) -> tuple[dict, sympy.Expr]:
     """The states of one iteration of group ``path`` (the gathered ZeRO-3 unit left out of
-    ``weights``) and that unit; derived once per group and shared by every stage."""
+    ``weights``) and that unit; derived once per group and shared by every stage (the count
+    cancelled unless ``expand=False``: then the quotient as it is, the same value at numbers)."""
     if path not in states.per_group:
         sel = (lambda w, g=path: w in states.in_layer and w.startswith(g + "/"))
         unit = states(sel, scale=0)["weights"] if states.L.zero >= 3 else sympy.Integer(0)   # the gathered unit
         x = states(sel, scale=1 / _count(states, path))
-        states.per_group[path] = ({k: sympy.cancel(x[k] - (unit if k == "weights" else 0)) for k in keys}, unit)
+        tidy = sympy.cancel if expand else (lambda e: e)
+        states.per_group[path] = ({k: tidy(x[k] - (unit if k == "weights" else 0)) for k in keys}, unit)
     return states.per_group[path]
 
 

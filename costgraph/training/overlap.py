@@ -202,8 +202,31 @@ def phase(part) -> str:
 
 
 def part_seconds(col: Collective, hardware, layout) -> list:
-    """Seconds of each part of ``col`` (:func:`~costgraph.parallel.communication.comm_time` per part)."""
-    return [comm_time({"x": Collective(col.kind, (p,))}, hardware, layout)["x"] for p in col.parts]
+    """Seconds of each part of ``col`` (:func:`~costgraph.parallel.communication.comm_time` per part),
+    each computed once per part and what ``comm_time`` reads of the layout (the planner's step times
+    share most parts)."""
+    L = layout.filled()
+    gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
+    out = []
+    for p in col.parts:
+        key = (col.kind, p, gpus, L.domain_ranks, L.route_nodes)
+        try:
+            out.append(_part_seconds(hardware, key, layout))
+        except TypeError:   # a part that cannot be hashed: computed directly
+            out.append(comm_time({"x": Collective(col.kind, (p,))}, hardware, layout)["x"])
+    return out
+
+
+_PARTS: dict = {}
+
+
+def _part_seconds(hardware, key: tuple, layout):
+    got = _PARTS.get((hardware, key))
+    if got is None:
+        if len(_PARTS) >= 8192:
+            _PARTS.clear()
+        got = _PARTS[(hardware, key)] = comm_time({"x": Collective(key[0], (key[1],))}, hardware, layout)["x"]
+    return got
 
 
 def split_compute(compute, flops: dict, forward=None):

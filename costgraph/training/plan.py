@@ -186,47 +186,98 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                        **space_facts(cg, fixed, hardware, gpus, attention))
     options = {o.field: tuple(o.domain(space)) for o in SEARCHED_OPTIONS}
     grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)
-    refused = grid.refused
-    n_options = 1
-    for vs in options.values():
-        n_options *= len(vs)
-    considered = sum(refused.values()) + (len(grid.rows) + sum(grid.pruned.values())) * n_options
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
-    forms = Forms(cg, fixed, syms, base, bar, hardware, efficiency, options, grid.schedules, factors)
-    bar.advance(description="planning: evaluating the layouts")
-    usable = capacity - reserve
-    candidates, least, pruned = _evaluate(forms, grid, b_sym is not None, refused, capacity=usable, gpus=gpus,
-                                          peak=float(hardware.peak_flops_bf16))
-    pruned.update({why: n * n_options for why, n in grid.pruned.items()})
+    derived: dict = {}   # the variants' forms, derived once (a second screen keeps more rows, not new forms)
 
     def derive(fields, opts, schedules):
-        return Forms(cg, fixed, syms, {**base, **fields}, bar, hardware, efficiency, opts, schedules, factors)
-
-    def evaluate(forms, sub):
-        nonlocal considered
-        n = 1
-        for vs in forms.options.values():
-            n *= len(vs)
-        considered += len(sub.rows) * n
-        return _evaluate(forms, sub, b_sym is not None, refused, capacity=usable, gpus=gpus,
-                         peak=float(hardware.peak_flops_bf16))
-    bar.advance(description="planning: the variants (plan_variants)")
-    more, low, pruned_more = search_variants(space, grid, options, derive, evaluate, refused)
-    candidates += more
-    least = low if least is None or (low is not None and low.memory_bytes < least.memory_bytes) else least
-    for k, n in pruned_more.items():
-        pruned[k] = pruned.get(k, 0) + n
-    candidates.sort(key=_order)
-    bar.advance(description="planning: confirming the fastest layouts exactly")
+        key = (repr(sorted(fields.items())), repr(sorted(opts.items())), tuple(schedules))
+        if key not in derived:
+            derived[key] = Forms(cg, fixed, syms, {**base, **fields}, bar, hardware, efficiency, opts, schedules,
+                                 factors)
+        return derived[key]
+    forms = derive({}, options, grid.schedules)
+    screen = _Screen(grid, options, forms, derive, space, b_sym is not None, capacity=capacity - reserve, gpus=gpus,
+                     peak=float(hardware.peak_flops_bf16), bar=bar)
     settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap,
                     pipeline_layout=pipeline_layout)
-    confirmed = confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, top + MARGIN, bar,
-                        refused, _order, factors)
-    pruned["slower than the rows shown (screened, not derived exactly)"] = max(0, len(candidates) - len(confirmed))
-    return Plan(confirmed[:top], considered, refused, efficiency, capacity, reserve, len(grid.rows),
+    limit = top + MARGIN
+    keep = 4 * limit + 16   # the fastest rows of each screened set that are ranked (all of them if needed)
+    while True:
+        candidates, least, pruned, refused = screen.run(keep)
+        bar.advance(description="planning: confirming the fastest layouts exactly")
+        walked = _Walked(candidates)
+        confirmed = confirm(model, vals, b_sym, walked, settings, hardware, efficiency, capacity - reserve, limit,
+                            bar, refused, _order, factors)
+        if not screen.truncated or walked.count <= keep:   # every row it walked is in the full ranking's order
+            break
+        keep = None
+    pruned["slower than the rows shown (screened, not derived exactly)"] = max(0, screen.fitting - len(confirmed))
+    return Plan(confirmed[:top], screen.considered, refused, efficiency, capacity, reserve, len(grid.rows),
                 None if confirmed else least, settings, searched(space), pruned)
+
+
+class _Walked:
+    """The ranked candidates as ``confirm`` walks them, counting how many it took (``count``)."""
+
+    def __init__(self, candidates: list):
+        self.candidates, self.count = candidates, 0
+
+    def __iter__(self):
+        for c in self.candidates:
+            self.count += 1
+            yield c
+
+
+class _Screen:
+    """The screen of the grid under the base forms and every variant (:mod:`costgraph.training.plan_variants`):
+    :meth:`run` ranks, of each screened set, the ``keep`` fastest rows that fit (all rows with ``keep`` None)
+    and counts what it refused, pruned and considered afresh each time. ``fitting``: the rows that fit
+    (all of them, ranked or not); ``truncated``: whether some set had more than ``keep``."""
+
+    def __init__(self, grid, options, forms, derive, space, with_b, *, capacity, gpus, peak, bar):
+        self.grid, self.options, self.forms, self.derive, self.space = grid, options, forms, derive, space
+        self.kw = dict(with_b=with_b, capacity=capacity, gpus=gpus, peak=peak)
+        self.bar, self.base_refused = bar, dict(grid.refused)
+        self.considered = self.fitting = 0
+        self.truncated = False
+
+    def run(self, keep):
+        grid, refused = self.grid, dict(self.base_refused)
+        self.fitting, self.truncated = 0, False
+        n_options = _combinations(self.options)
+        self.considered = sum(refused.values()) + (len(grid.rows) + sum(grid.pruned.values())) * n_options
+        self.bar.advance(description="planning: evaluating the layouts")
+        candidates, least, pruned = self._evaluate(self.forms, grid, refused, keep)
+        pruned.update({why: n * n_options for why, n in grid.pruned.items()})
+
+        def evaluate(forms, sub):
+            self.considered += len(sub.rows) * _combinations(forms.options)
+            return self._evaluate(forms, sub, refused, keep)
+        self.bar.advance(description="planning: the variants (plan_variants)")
+        more, low, pruned_more = search_variants(self.space, grid, self.options, self.derive, evaluate, refused)
+        candidates += more
+        least = low if least is None or (low is not None and low.memory_bytes < least.memory_bytes) else least
+        for k, n in pruned_more.items():
+            pruned[k] = pruned.get(k, 0) + n
+        candidates.sort(key=_order)
+        return candidates, least, pruned, refused
+
+    def _evaluate(self, forms, grid, refused, keep):
+        stats = {}
+        out = _evaluate(forms, grid, self.kw["with_b"], refused, capacity=self.kw["capacity"], gpus=self.kw["gpus"],
+                        peak=self.kw["peak"], keep=keep, stats=stats)
+        self.fitting += stats.get("fitting", 0)
+        self.truncated |= stats.get("truncated", False)
+        return out
+
+
+def _combinations(options: dict) -> int:
+    n = 1
+    for vs in options.values():
+        n *= len(vs)
+    return n
 
 
 def _order(c: Candidate) -> tuple:
@@ -238,13 +289,19 @@ def _order(c: Candidate) -> tuple:
 
 
 def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity, gpus,
-              peak: float) -> tuple[list[Candidate], Candidate | None, dict]:
+              peak: float, keep: int | None = None, stats: dict | None = None) -> tuple[list[Candidate], Candidate | None, dict]:
     """Every layout of ``grid`` under every searched option that fits ``capacity`` (the device
     memory less the reserve): its memory (most-loaded stage), step time and MFU; the layout of
-    least memory (whether it fits or not); and the options pruned because they change nothing."""
+    least memory (whether it fits or not); and the options pruned because they change nothing.
+    ``keep``: of each option combination, only the rows no slower than its ``keep``-th fastest
+    that fits (None: all; every row of the ``keep`` first by :func:`_order` is among them);
+    ``stats`` (when given) gets ``fitting`` (the rows that fit) and ``truncated`` (some were left)."""
     rows = grid.rows
     candidates, least = [], None
     pruned = {"option changes nothing (SP without TP, ZeRO without a group)": 0}
+    stats = {} if stats is None else stats
+    stats.setdefault("fitting", 0)
+    stats.setdefault("truncated", False)
     if len(rows) == 0:
         return candidates, least, pruned
     experts = bool(placement(forms.cg, Layout()).experts)
@@ -252,7 +309,12 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
         pruned["option changes nothing (SP without TP, ZeRO without a group)"] += int(np.count_nonzero(~valid))
         fits = valid & (mem <= capacity)
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
-        idx = [int(i) for i in np.nonzero(fits)[0]]
+        idx = np.nonzero(fits)[0]
+        stats["fitting"] += len(idx)
+        if keep is not None and len(idx) > keep:
+            idx = idx[step[idx] <= np.partition(step[idx], keep - 1)[keep - 1]]
+            stats["truncated"] = True
+        idx = [int(i) for i in idx]
         low = np.nonzero(valid)[0]
         if len(low) and (least is None or mem[low].min() < least.memory_bytes):
             idx.append(int(low[np.argmin(mem[low])]))

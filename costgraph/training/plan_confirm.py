@@ -16,6 +16,7 @@ import sympy
 
 from ..choices import OVERLAP
 from ..errors import CostgraphValueError
+from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
 from .plan_forms import M
 from .steptime import combine
@@ -86,8 +87,9 @@ def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
         k = _key(model, sym, fixed)
         if k not in _DERIVED:
             mem = training_memory(model.graph, sym, expand=False)   # the same values, substituted
-            _keep(_DERIVED, k, [st.memory["total"].xreplace(fixed) for st in mem.stages])
-        _keep(_CACHE, key, int(sympy.ceiling(max(x.xreplace(at) for x in _DERIVED[k]))))
+            _keep(_DERIVED, k, [st.memory["total"] for st in mem.stages])
+        full, memo = {**fixed, **at}, {}
+        _keep(_CACHE, key, int(sympy.ceiling(max(exact_value(x, full, memo) for x in _DERIVED[k]))))
     return _CACHE[key]
 
 
@@ -119,14 +121,11 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
             cols = communication(model.graph, sym.filled())
             parts = step_time(model.graph, sym, hardware, efficiency=efficiency, collectives=cols, with_total=False,
                               factors=factors)
+            _keep(_DERIVED, k, {n: v for n, v in parts.items() if v is not None and not isinstance(v, dict)})
+        full, memo = {**fixed, **at}, {}
 
-            def fix(x):
-                return as_expr(x).xreplace(fixed)
-            _keep(_DERIVED, k, {n: v.mapped(fix) if hasattr(v, "mapped") else fix(v) for n, v in parts.items()
-                                if v is not None and not isinstance(v, dict)})
-
-        def sub(x):
-            return x.xreplace(at)
+        def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates
+            return exact_value(as_expr(x), full, memo)
         # train's total, max(...) taken of the parts' values: SymPy's Max of long sums, then the values, is
         # the same number (and slow to build)
         step = combine({n: v.mapped(sub) if hasattr(v, "mapped") else sub(v) for n, v in _DERIVED[k].items()},
