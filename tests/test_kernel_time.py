@@ -312,3 +312,31 @@ def test_the_optimizer_step_runs_once_per_step_at_hbm_bandwidth(llama):
         st["compute"] + st["bubble"] + st["optimizer"] + st["communication_exposed"]), rel=1e-12)
     flat = m.train(values=v, hardware="h100-sxm", gpus=8, zero=1, global_batch=32, efficiency=0.5)
     assert "optimizer" not in flat.step
+
+
+def test_fp8_quantize_kernels_of_te(llama, table):
+    # TransformerEngine@d0067d0d pytorch/csrc/quantizer.cpp: current scaling computes the amax (read 2 B)
+    # then casts (read 2 B, write the FP8 row-wise and column-wise copies, 1 B each on Hopper): 6 B per
+    # element; delayed scaling has no amax pass: 4 B; fp8_transpose "shared" (Blackwell) one copy: 5 B.
+    # Inputs a norm writes (q/k/v, gate/up: TE's LayerNormLinear with_quantized_norm) have no kernel of their own.
+    m, v = llama
+    h, i, kv = 4096, 14336, 1024                    # Llama 3 8B: hidden, MLP, K/V width (8 heads × 128)
+    T = 4096                                        # b · s tokens, one device
+
+    def quantize(policy, **kw):
+        rows = kernel_ops(m.graph, Layout(policy=policy, **kw), table, {"bf16": P, "fp8": P8})
+        return {r["path"].split(" ")[0].rsplit("/", 1)[-1]: (sympy.sympify(r["forward"]).xreplace(v),
+                                                            sympy.sympify(r["backward"]).xreplace(v))
+                for r in rows if r["kind"] == "fp8_quantize"}
+
+    q = quantize("fp8-current")
+    assert set(q) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    per = R(6, BW)
+    assert q["q_proj"] == (0, T * h * per) and q["k_proj"] == (0, T * kv * per)      # forward: fused in the norm
+    assert q["o_proj"] == (T * h * per, T * h * per)   # the attention output (a·d = h) and dY [T, h]
+    assert q["down_proj"] == (T * i * per, T * h * per)
+    assert q["gate_proj"] == (0, T * i * per)
+    assert quantize("fp8-delayed")["down_proj"] == (T * i * R(4, BW), T * h * R(4, BW))
+    assert quantize("fp8-current", fp8_transpose="shared")["down_proj"] == (T * i * R(5, BW), T * h * R(5, BW))
+    assert quantize("fp8-mxfp8")["down_proj"] == (T * i * R(4, BW), T * h * R(4, BW))
+    assert quantize("mixed") == {}

@@ -1,7 +1,7 @@
 """The kernels a training step runs outside the operator graph, timed as memory-bound kernels.
 
 The per-kernel time model (:mod:`costgraph.training.kernel_time`) times each operator of the
-graph; two kernels of every training step are no operator of a model file, and both move
+graph; three kinds of kernels of every training step are no operator of a model file, and all move
 many bytes at little arithmetic intensity, so they run at the kernel table's achieved HBM
 bandwidth (``hbm_bandwidth`` of :mod:`costgraph.training.kernel_table`):
 
@@ -48,6 +48,19 @@ every weight keeps the same bytes per parameter, as under one precision policy).
 the read of the master weights by the copy to the model weights (no figure for the master
 alone here), the grad-norm's all-reduce (a few bytes) and, with an offloaded optimizer, the
 step itself (it runs on the host: :mod:`costgraph.training.offload`).
+
+**FP8 quantization** (:func:`quantize_rows`, under an FP8 policy): Transformer Engine quantizes
+each FP8 linear's input in the forward and its output gradient in the backward with
+memory-bound kernels of their own (TransformerEngine@d0067d0d:transformer_engine/pytorch/csrc/
+quantizer.cpp): per element of the 16-bit tensor (:func:`quantize_bytes`), a read for the cast
+(``nvte_quantize_v2``) and, under current scaling (tensor scaling without an amax history),
+one more for the amax (``Float8CurrentScalingQuantizer::quantize_impl`` runs
+``nvte_compute_amax_with_config`` first); the FP8 data written row-wise and column-wise (one
+copy for tensor scaling with ``fp8_transpose = "shared"``, Blackwell). The block scales (one per
+32 or 128 values) are not counted. An input that a norm produces is quantized inside the norm
+kernel (``module/layernorm_linear.py``: ``with_quantized_norm``, Megatron's
+``TELayerNormColumnParallelLinear``): no kernel of its own. An input read by several FP8
+linears (q, k and v) is quantized once.
 """
 
 from __future__ import annotations
@@ -60,6 +73,7 @@ LOSS_BYTES = (38, 14)
 #: the conventions these terms follow, named in the step time's output
 LOSS_CONVENTION = "megatron-unfused fp32 cross-entropy (Megatron-LM tensor_parallel/cross_entropy.py)"
 OPTIMIZER_CONVENTION = "megatron (MixedPrecisionOptimizer.step: grad norm, clip, fused Adam, copy, zero_grad)"
+QUANTIZE_CONVENTION = "Transformer Engine's FP8 quantize kernels of each FP8 linear's input and output gradient"
 
 
 def loss_elements(cg, pl) -> sympy.Expr:
@@ -100,3 +114,41 @@ def optimizer_seconds(cg, layout, bandwidth, stage: str = "first") -> sympy.Expr
     bare = replace(L, zero=0, hsdp=None, offload_params="none")   # the same device without ZeRO
     mem0 = training_memory(cg, bare, expand=False).stages[k].memory
     return optimizer_bytes(mem, mem0) / sympy.Integer(bandwidth)
+
+
+#: operators whose output TE's norm kernels write quantized (``with_quantized_norm``)
+NORM_KINDS = ("layernorm", "rmsnorm")
+
+
+def quantize_bytes(rec, act_bytes, transpose: str = "separate") -> sympy.Expr:
+    """Bytes per element one FP8 quantize kernel reads and writes (module docstring): ``rec`` a
+    :class:`~costgraph.training.data.Recipe`, ``act_bytes`` the 16-bit tensor's bytes per element,
+    ``transpose`` the layout's ``fp8_transpose``."""
+    current = rec.scaling == "tensor" and rec.amax_history == 0
+    copies = 1 if rec.scaling == "tensor" and transpose == "shared" else 2
+    return sympy.Integer(act_bytes) * (2 if current else 1) + rec.data_bytes * copies
+
+
+def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth) -> list:
+    """``(row, closing)`` per FP8 linear with a quantize kernel (module docstring): ``row`` in
+    :func:`costgraph.training.kernel_time.kernel_ops`'s form, class ``memory``, path ``PATH
+    (fp8 quantize)``, forward = its input's quantize (none if a norm writes it or another
+    linear's already did), backward = its output gradient's; ``closing`` the linear (a recompute
+    of the linear re-runs its quantize). ``split(tid)``: the devices sharing tensor ``tid``."""
+    per = quantize_bytes(rec, act_bytes, transpose) / sympy.Integer(bandwidth)
+    producer = {o: d["kind"] for _, d in cg.ops() for o in d["outputs"]}
+    done, rows = set(), []
+    for path, d in cg.ops():
+        if path not in linears:
+            continue
+        x, y = d["inputs"][0], d["outputs"][0]
+        base = cg.tensors[x].storage
+        fwd = sympy.Integer(0)
+        if producer.get(base) not in NORM_KINDS and base not in done:
+            done.add(base)
+            fwd = cg.tensors[x].numel / split(x) * per
+        back = cg.tensors[y].numel / split(y) * per if d["cost"].backward_input.matmul != 0 else sympy.Integer(0)
+        if fwd != 0 or back != 0:
+            rows.append(({"path": f"{path} (fp8 quantize)", "kind": "fp8_quantize", "class": "memory",
+                          "active": d["active"], "forward": fwd, "backward": back}, path))
+    return rows
