@@ -40,8 +40,9 @@ ZeRO ≥ 1, all of the device's otherwise):
 * ``zero_grad`` (the DDP grad buffer's ``zero_()`` for the next step) writes the device's
   whole gradient buffer: ``G``.
 
-``O``, ``G``: the device's optimizer-state and gradient bytes
-(:func:`costgraph.training.memory.training_memory` at the layout); ``G_s``, ``W_s``: the
+``O``, ``G``: the device's optimizer-state and gradient bytes (:func:`device_states`: the
+model states as :func:`costgraph.training.memory.training_memory` counts them, the layers
+spread evenly over the stages); ``G_s``, ``W_s``: the
 gradients and weights of the updated parameters, the device's bytes without ZeRO × ``O/O₀``
 (``O₀`` the optimizer bytes without ZeRO: the share of the parameters it updates; exact when
 every weight keeps the same bytes per parameter, as under one precision policy). Not counted:
@@ -99,21 +100,40 @@ def optimizer_bytes(memory: dict, memory_unsharded: dict) -> sympy.Expr:
     return 2 * o + 4 * memory_unsharded["gradients"] * share + memory_unsharded["weights"] * share + g
 
 
-def optimizer_seconds(cg, layout, bandwidth, stage: str = "first") -> sympy.Expr:
-    """Seconds of the optimizer step on one device of ``stage`` (``first`` or ``last``) at
-    ``bandwidth`` B/s; zero when the optimizer is offloaded to the host."""
-    from dataclasses import replace
+def device_states(cg, layout, pl, zero) -> dict:
+    """``weights``, ``gradients``, ``optimizer`` bytes of one device at ZeRO stage ``zero``: the
+    model's states as the placement ``pl`` shards them (routed experts over their expert-DP
+    group, as :func:`costgraph.training.memory.training_memory` does), the layers spread evenly
+    over the ``p`` stages as the per-kernel model spreads their kernels
+    (:func:`costgraph.training.kernel_time.kernel_seconds`)."""
+    from ..engine.symbols import as_expr
+    from .fp8 import fp8_param_bytes
+    from .states import model_states
 
-    from .memory import training_memory
+    L, wb = layout, fp8_param_bytes(cg, layout.policy)
+    out = dict.fromkeys(("weights", "gradients", "optimizer"), sympy.Integer(0))
+    for is_expert, group in ((False, "dp"), (True, "expert_dp")):
+        sel = (lambda w, x=is_expert: (w in pl.expert_weights) == x)
+        if not any(sel(w) for w in cg.weights):
+            continue
+        st = model_states(cg, policy=L.policy, optimizer=L.optimizer, zero=zero, dp=pl.groups[group].size,
+                          hsdp_group=L.hsdp if zero else None, shard=dict(pl.shards), select=sel, weight_bytes=wb)
+        for k in out:
+            out[k] += st[k] / as_expr(L.p)
+    return out
+
+
+def optimizer_seconds(cg, layout, bandwidth) -> sympy.Expr:
+    """Seconds of the optimizer step on one device at ``bandwidth`` B/s (:func:`optimizer_bytes` of
+    :func:`device_states` at the layout's ZeRO stage and without ZeRO); zero when the optimizer
+    is offloaded to the host."""
+    from ..parallel.placement import placement
 
     L = layout.filled()
     if getattr(L, "offload_optimizer", "none") != "none":
         return sympy.Integer(0)
-    k = 0 if stage == "first" else -1
-    mem = training_memory(cg, L, expand=False).stages[k].memory
-    bare = replace(L, zero=0, hsdp=None, offload_params="none")   # the same device without ZeRO
-    mem0 = training_memory(cg, bare, expand=False).stages[k].memory
-    return optimizer_bytes(mem, mem0) / sympy.Integer(bandwidth)
+    pl = placement(cg, L)
+    return optimizer_bytes(device_states(cg, L, pl, L.zero), device_states(cg, L, pl, 0)) / sympy.Integer(bandwidth)
 
 
 #: operators whose output TE's norm kernels write quantized (``with_quantized_norm``)

@@ -218,7 +218,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         if rate.covers == "compute":   # the optimizer step: once per step, after the gradients (step_kernels)
             from .step_kernels import optimizer_seconds
 
-            opt = optimizer_seconds(cg, L, rate.table.hbm_bandwidth, stage)
+            opt = optimizer_seconds(cg, L, rate.table.hbm_bandwidth)
             parts["optimizer"] = factors.scale_compute(None, {"memory": opt})["memory"] if factors is not None \
                 else opt
     if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
