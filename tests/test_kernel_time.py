@@ -272,3 +272,71 @@ def test_a_user_kernel_table_faster_than_the_hardware_is_refused(capsys, tmp_pat
 def test_a_malformed_user_kernel_table_is_refused_with_a_hint(capsys, tmp_path, monkeypatch, edit, words):
     _user_kernels(tmp_path, monkeypatch, edit)
     _refused(capsys, H800, words, "kernels.toml")
+
+
+def test_the_loss_is_the_fp32_cross_entropy_at_hbm_bandwidth(llama, table):
+    # Megatron-LM@d98e8a64 tensor_parallel/cross_entropy.py (_VocabParallelCrossEntropy, unfused):
+    # forward .float() 2 + 4, max 4, -= max 4 + 4, exp 4 + 4, sum 4, div_ 4 + 4 = 38 bytes per logit;
+    # backward mul_(grad_output) 4 + 4 and the cast's gradient 4 + 2 = 14 bytes
+    m, v = llama
+    from costgraph.training.kernel_time import LOSS_PATH
+
+    logits = 1 * 4096 * 128256                       # b · s · V of Llama 3 8B, one device
+    row = _rows(m, v, table)[LOSS_PATH]
+    assert (row["class"], row["forward"], row["backward"]) == ("memory", R(38 * logits, BW), R(14 * logits, BW))
+    # TP splits the vocabulary (vocabulary-parallel logits), CP the sequence
+    row = _rows(m, v, table, t=4, c=2, sp=True)[LOSS_PATH]
+    assert (row["forward"], row["backward"]) == (R(38 * logits, BW * 8), R(14 * logits, BW * 8))
+    assert LOSS_PATH not in _rows(m, v, table, loss=False)   # --no-loss: the loss is not counted
+
+
+def test_the_optimizer_step_runs_once_per_step_at_hbm_bandwidth(llama):
+    # Megatron-LM@d98e8a64 optimizer.py::MixedPrecisionOptimizer.step on the distributed optimizer's shard:
+    # grad norm (read), clip (read + write) and fused Adam (read) of the shard's gradients: 4·G_s; Adam reads
+    # and writes the fp32 master weights and m, v: 2·O; the bf16 weights written: W_s; zero_grad of the
+    # whole grad buffer: G. Llama 3 8B (N parameters) on 8 GPUs, ZeRO-1, mixed precision:
+    # O = 12·N/8 (master + m + v, sharded), G = 2·N (bf16 gradients, not sharded at ZeRO-1), W = 2·N
+    m, v = llama
+    from costgraph.training.memory import training_memory
+    from costgraph.training.step_kernels import optimizer_seconds
+
+    L = Layout(d=8, zero=1)
+    N = sympy.expand(training_memory(m.graph, Layout(d=1, zero=0)).stages[0].memory["weights"] / 2).xreplace(v)
+    expected = (2 * 12 * N / 8 + 4 * 2 * N / 8 + 2 * N / 8 + 2 * N) / BW
+    assert sympy.sympify(optimizer_seconds(m.graph, L, BW)).xreplace(v) == expected
+    # the step time adds it once per step (not per micro-batch, no bubble), on the per-kernel model only
+    r = m.train(values=v, hardware="h100-sxm", gpus=8, zero=1, global_batch=32)
+    st = {k: sympy.sympify(x).xreplace(v) for k, x in r.step.items() if k != "total"}
+    assert st["optimizer"] == expected
+    assert float(r.step["total"].xreplace(v)) == pytest.approx(float(
+        st["compute"] + st["bubble"] + st["optimizer"] + st["communication_exposed"]), rel=1e-12)
+    flat = m.train(values=v, hardware="h100-sxm", gpus=8, zero=1, global_batch=32, efficiency=0.5)
+    assert "optimizer" not in flat.step
+
+
+def test_fp8_quantize_kernels_of_te(llama, table):
+    # TransformerEngine@d0067d0d pytorch/csrc/quantizer.cpp: current scaling computes the amax (read 2 B)
+    # then casts (read 2 B, write the FP8 row-wise and column-wise copies, 1 B each on Hopper): 6 B per
+    # element; delayed scaling has no amax pass: 4 B; fp8_transpose "shared" (Blackwell) one copy: 5 B.
+    # Inputs a norm writes (q/k/v, gate/up: TE's LayerNormLinear with_quantized_norm) have no kernel of their own.
+    m, v = llama
+    h, i, kv = 4096, 14336, 1024                    # Llama 3 8B: hidden, MLP, K/V width (8 heads × 128)
+    T = 4096                                        # b · s tokens, one device
+
+    def quantize(policy, **kw):
+        rows = kernel_ops(m.graph, Layout(policy=policy, **kw), table, {"bf16": P, "fp8": P8})
+        return {r["path"].split(" ")[0].rsplit("/", 1)[-1]: (sympy.sympify(r["forward"]).xreplace(v),
+                                                            sympy.sympify(r["backward"]).xreplace(v))
+                for r in rows if r["kind"] == "fp8_quantize"}
+
+    q = quantize("fp8-current")
+    assert set(q) == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+    per = R(6, BW)
+    assert q["q_proj"] == (0, T * h * per) and q["k_proj"] == (0, T * kv * per)      # forward: fused in the norm
+    assert q["o_proj"] == (T * h * per, T * h * per)   # the attention output (a·d = h) and dY [T, h]
+    assert q["down_proj"] == (T * i * per, T * h * per)
+    assert q["gate_proj"] == (0, T * i * per)
+    assert quantize("fp8-delayed")["down_proj"] == (T * i * R(4, BW), T * h * R(4, BW))
+    assert quantize("fp8-current", fp8_transpose="shared")["down_proj"] == (T * i * R(5, BW), T * h * R(5, BW))
+    assert quantize("fp8-mxfp8")["down_proj"] == (T * i * R(4, BW), T * h * R(4, BW))
+    assert quantize("mixed") == {}

@@ -25,8 +25,9 @@ CASES = [
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None),
     ("jamba", "jamba-v0.1", {"s": 1024}, 8, 16, "1000GB"),
     # the new options (issue 27 items 2 and 3): an FP8 policy searched (--allow-fp8: the first FP8 policy only,
-    # to keep the test cheap; its rows are the fastest), Megatron's pipeline layout text as the candidate
-    ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"allow_fp8": True}),
+    # to keep the test cheap; its rows are the fastest at s = 4096: at s = 1024 TE's quantize kernels and the
+    # 262k-vocabulary loss leave Gemma 3 1B's BF16 rows first), Megatron's pipeline layout text as the candidate
+    ("gemma3_text", "gemma-3-1b", {"s": 4096}, 4, 16, None, {"allow_fp8": True}),
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"pipeline_layout": "Et*7|t*6|t*6|t*7L"}),
 ]
 

@@ -39,6 +39,13 @@ operator falls in one class (``compute_by_class`` of the step):
     moves twice the forward's bytes (reads the output gradient and the saved inputs,
     writes the input gradients) when the operator has a backward. An operator whose
     outputs are all views (split, transpose, ...) runs no kernel.
+``memory`` also holds **the loss**, which no operator of a model file is: the fp32
+    cross-entropy over the logits as Megatron runs it, :data:`~costgraph.training.step_kernels.LOSS_BYTES` bytes per logit
+    element the device holds (forward, backward), one row ``(loss: fp32 cross-entropy)``
+    (:func:`costgraph.training.step_kernels.loss_seconds`; with ``layout.loss`` False, none),
+    and under an FP8 policy Transformer Engine's **quantize kernels** of each FP8 linear's input
+    and output gradient, one row ``PATH (fp8 quantize)`` per linear
+    (:func:`costgraph.training.step_kernels.quantize_rows`).
 ``other`` — operators with matrix FLOPs that are no GEMM (selective scans, linear
     attention, depthwise convolutions): a roofline ``Max(F/(P·e), bytes/bandwidth)``.
 
@@ -58,6 +65,7 @@ from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
 from .kernel_table import KernelTable, attention_eta, gemm_seconds
+from .step_kernels import loss_seconds, quantize_rows
 
 ZERO = sympy.Integer(0)
 ONE = sympy.Integer(1)
@@ -65,6 +73,8 @@ ONE = sympy.Integer(1)
 CLASSES = ("matmul", "attention", "memory", "other")
 #: operators timed as GEMMs (their weight ``[N, ...]`` gives N and K)
 GEMM_KINDS = ("linear", "conv2d", "conv3d", "dense_conv1d")
+#: the row of the loss (the fp32 cross-entropy over the logits, :mod:`costgraph.training.step_kernels`)
+LOSS_PATH = "(loss: fp32 cross-entropy)"
 
 
 def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
@@ -81,7 +91,7 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
-           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True)) + \
+           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
     return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
@@ -128,6 +138,13 @@ def _times(cg, L, table, peaks) -> list:
             (cls, fwd, back), closing = ctx.op(path, d, "fp8" if path in fp8 else "bf16"), path
         rows.append(({"path": path, "kind": d["kind"], "class": cls, "active": d["active"], "forward": fwd,
                       "backward": back}, closing))
+    if fp8:   # TE's quantize kernels of the FP8 linears' inputs and output gradients (step_kernels)
+        rows += quantize_rows(cg, fp8, ctx.split, ctx.precision.bytes("act"), policy_recipe(L.policy),
+                              L.fp8_transpose, table.hbm_bandwidth)
+    if L.loss and cg.outputs:   # the fp32 cross-entropy: no operator of the graph (costgraph.training.step_kernels)
+        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth)
+        rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,
+                      "backward": back}, LOSS_PATH))
     return rows
 
 

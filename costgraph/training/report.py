@@ -280,6 +280,8 @@ def _step_text(compute: dict, values) -> list[str]:
         busy = f"compute {float(st['compute']):.4g} s + bubble {float(st['bubble']):.4g} s"
         if "offload" in st:
             busy = f"max({busy}, offload {float(st['offload']):.4g} s)"
+        if "optimizer" in st:   # the per-kernel model's optimizer step (costgraph.training.step_kernels)
+            busy += f" + optimizer step {float(st['optimizer']):.4g} s"
         line = (f"  {busy} + exposed communication {float(st['communication_exposed']):.4g} s = "
                 f"{float(st['total']):.4g} s (hidden behind the computation: "
                 f"{float(st['communication_overlapped']):.4g} s)")
@@ -289,6 +291,11 @@ def _step_text(compute: dict, values) -> list[str]:
         parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute["compute_by_class"].items()}
         extra.insert(0, "  compute by kernel class: " + ", ".join(
             f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
+        from .step_kernels import LOSS_CONVENTION, OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
+
+        extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({LOSS_CONVENTION}, in memory)"
+                     + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
+                     + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else ""))
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
         from .calibration_profile import calibrated_text
 

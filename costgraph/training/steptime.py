@@ -35,7 +35,10 @@
   overlap convention (``layout.overlap``, :data:`costgraph.choices.OVERLAP`: Megatron's
   TP overlap, gradient buckets, ZeRO-3 prefetch, PP sends, CP ring; EP all-to-all per
   ``ep_overlap``, :func:`costgraph.parallel.ep_time.ep_exposed`);
-* **total** = compute + bubble + Σ exposed communication (``communication_overlapped``: the
+* **optimizer** (the per-kernel model only, :mod:`costgraph.training.step_kernels`): the
+  optimizer step's memory-bound kernels, once per step after the last backward (no
+  communication hides behind it, no bubble scales it), at the kernel table's HBM bandwidth;
+* **total** = compute + bubble + optimizer + Σ exposed communication (``communication_overlapped``: the
   hidden part, not added; ``covers = "step"``: total = compute); with CPU/NVMe offload,
   compute + bubble is at least the host-link seconds
   (:func:`costgraph.training.offload.offload_link_seconds`: the
@@ -212,6 +215,12 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
              "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov}
     if by_class is not None:
         parts["compute_by_class"] = by_class
+        if rate.covers == "compute":   # the optimizer step: once per step, after the gradients (step_kernels)
+            from .step_kernels import optimizer_seconds
+
+            opt = optimizer_seconds(cg, L, rate.table.hbm_bandwidth)
+            parts["optimizer"] = factors.scale_compute(None, {"memory": opt})["memory"] if factors is not None \
+                else opt
     if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
         from .memory import training_memory
 
@@ -228,14 +237,14 @@ def combine(parts: dict, covers: str = "compute", maximum=None):
     is formed (``train``, the planner's screen and its confirmation): ``covers = "step"``: the
     compute; else busy + Σ over the collective kinds of the exposed seconds
     (:meth:`costgraph.training.overlap.Overlaps.total_exposed` of ``parts["overlap"]``), with
-    busy = compute + bubble, at least the host-link seconds ``parts["offload"]`` when offloaded.
+    busy = compute + bubble + the optimizer step (``parts["optimizer"]``, the per-kernel model's), at least the host-link seconds ``parts["offload"]`` when offloaded.
     ``maximum``: the max of two values; None: SymPy's (the overlap rules' left unevaluated,
     :func:`costgraph.training.overlap.smax`); the planner passes NumPy's to combine arrays of
     evaluated parts (:mod:`costgraph.training.plan_forms`), its confirmation Python's ``max`` of
     the parts' exact values (the number SymPy's Max gives once the sizes are substituted)."""
     if covers == "step":
         return parts["compute"]
-    busy = parts["compute"] + parts["bubble"]
+    busy = parts["compute"] + parts["bubble"] + parts.get("optimizer", 0)
     if "offload" in parts:
         busy = sympy.Max(busy, parts["offload"]) if maximum is None else maximum(busy, parts["offload"])
     ov = parts.get("overlap")
