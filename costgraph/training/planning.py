@@ -134,7 +134,7 @@ class PlanResult(Tabular):
                   if self.efficiency is not None else
                   f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
                f"{self.considered:,} layouts considered; {len(rows)} shown, fastest first "
-               f"(memory of the most-loaded device; step time = compute + bubble + exposed communication, overlap "
+               f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
                f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''})", ""]
         heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
         cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
