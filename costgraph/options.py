@@ -41,7 +41,8 @@ class Space:
     scale-up domains the devices span); ``fp8_policies`` (the FP8 precision policies, empty when
     the preset has no FP8 peak); ``allow_fp8``/``allow_offload`` (``plan --allow-fp8``,
     ``--allow-offload``); ``exhaustive`` (``plan --exhaustive``: the variants that each cost a
-    derivation per value and are not searched by default)."""
+    derivation per value and are not searched by default); ``mtp`` (the MTP depths, which a
+    pipeline layout text places with the loss)."""
 
     gpus: int
     max_tp: int
@@ -58,6 +59,8 @@ class Space:
     allow_fp8: bool = False
     allow_offload: bool = False
     exhaustive: bool = False
+    #: the model's MTP depths (the repeat groups after its output head, among ``layers``; Megatron's ``m``)
+    mtp: int = 0
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,46 @@ def uneven_splits(s: Space, p: int) -> tuple[tuple, ...]:
     return tuple(out)
 
 
+def chunk_layout(layers: int, n: int, mtp: int = 0) -> str | None:
+    """Megatron's ``--pipeline-model-parallel-layout`` text of ``layers`` Transformer layers over ``n``
+    model chunks, written as Megatron-Bridge writes DeepSeek-V3's (Megatron-Bridge 067f987
+    ``recipes/deepseek/deepseek_v3.py::_get_deepseek_v3_pipeline_layout``, and
+    ``perf_recipes/deepseek/h100/deepseek_v3.py``'s ``"Et|(tt|)*30mL"`` for PP 8 × VP 4): every middle
+    chunk ``q = ⌈layers/n⌉`` layers, the first chunk the embedding and as many of the remaining
+    ``r = layers − (n − 2)·q`` as ``q`` allows, the last chunk the rest with the ``mtp`` MTP depths and
+    the loss. The rule gives each of the map's seven layouts and the H100 text (tests/test_options.py).
+    None where ``r < 0`` (more chunks than the layers fill) or ``n < 2``."""
+    from .parallel.pipeline_layout import format_layout
+
+    if n < 2 or layers < 1:
+        return None
+    q = -(-layers // n)
+    rest = layers - (n - 2) * q
+    if rest < 0:
+        return None
+    first = min(q, rest)
+    return format_layout(["E" + "t" * first] + ["t" * q] * (n - 2) + ["t" * (rest - first) + "m" * mtp + "L"])
+
+
+def chunk_layouts(s: Space, p: int) -> tuple[tuple[int, str], ...]:
+    """The chunk layout texts tried at ``p`` where no even split exists: ``(v, text)`` of
+    :func:`chunk_layout` for every ``v > 1`` whose ``p·v`` model chunks do not divide the model's
+    Transformer layers (``layers`` less the ``mtp`` depths, which the text puts with the loss), up to
+    one layer a chunk. ``v = 1`` is the first/last split's (:func:`uneven_splits`), a ``p·v`` that
+    divides the layers the ``v`` domain's (:func:`virtual_stages`)."""
+    from .parallel.pipeline_layout import MAX_STAGES
+
+    L = s.layers - s.mtp
+    if p == 1 or L < 1:
+        return ()
+    out = []
+    for v in range(2, L // p + 1):
+        text = chunk_layout(L, p * v, s.mtp) if L % (p * v) and p * v <= MAX_STAGES else None
+        if text is not None:
+            out.append((v, text))
+    return tuple(out)
+
+
 def _subsets(items: tuple) -> tuple[tuple, ...]:
     """Every non-empty subset of ``items`` (in their order), smallest first."""
     return tuple(c for k in range(1, len(items) + 1) for c in itertools.combinations(items, k))
@@ -215,6 +258,8 @@ TRAIN_OPTIONS: tuple[Option, ...] = (
            domain=virtual_stages),
     Option("split", "--decoder-first/last-pipeline-num-layers, --account-for-*", "the pipeline's layer split",
            None, kind="split", domain=uneven_splits),
+    Option("pipeline_layout", "--pipeline-layout", "Megatron's per-chunk layout text (interleaved, p·v not dividing "
+           "the layers)", None, kind="split", domain=chunk_layouts),
     Option("zero", "--zero", "ZeRO stage", choices.ZERO_STAGE.default, choices.ZERO_STAGE.values,
            domain=lambda s: choices.ZERO_STAGE.values),
     Option("recompute", "--recompute", "recompute policy", choices.RECOMPUTE.default, choices.RECOMPUTE.values,

@@ -119,3 +119,28 @@ def test_gpipe_is_dominated_by_1f1b_on_train(llama):
         figs[sched] = (int(sympy.ceiling(r.most_loaded(values).memory["total"].xreplace(values))),
                        r.step["total"].xreplace(values))
     assert figs["gpipe"][1] == figs["1f1b"][1] and figs["gpipe"][0] > figs["1f1b"][0]
+
+
+def test_chunk_layout_row_is_train(llama):
+    """plan = train for a row of a generated chunk layout (options.chunk_layouts: PP 4 × VP 3 of Llama-3-8B's
+    32 layers, which no even split serves): the Layout the planner confirms and its check command, which
+    carries the text, give the same memory and step time; the text sets each rank's layers."""
+    from costgraph.options import chunk_layouts
+
+    m, values = llama
+    text = dict(chunk_layouts(Space(gpus=8, max_tp=8, layers=32), 4))[3]
+    assert text == "Et*2|(t*3|)*10L"
+    c = Candidate(1, 4, 2, 1, 1, 1, "none", False, 2, 8, 0, 0, 0, 3, "interleaved",
+                  options={"pipeline_layout": text})
+    st = dict(attention="flash", policy="mixed", optimizer="adam", gpus=8)
+    lay = checked(m, layout_of(c, st), values)
+    assert (lay.pipeline_layout, lay.filled().v) == (text, 3)
+    mem, step = exact_figures(m, lay, values, preset("h100-sxm"), None)
+    res = PlanResult("llama", 8, "h100-sxm", 32, 80 * 10**9, None, 1, {}, [], dict(
+        st, precision="mixed", command="costgraph train llama --config llama-3-8b --set s=1024 --profile korthikanti"))
+    words = res.check_command({**c.as_dict(), "memory_bytes": mem, "step_seconds": float(step)})
+    assert "--pipeline-layout 'Et*2|(t*3|)*10L'" in words and "--virtual-stages 3" in words
+    assert _train(words) == (mem, float(step))
+    # rank 0 holds chunks 0, 4, 8 (2 + 3 + 3 layers), rank 3 chunks 3, 7, 11 (3 + 3 + the loss alone)
+    r = m.train(lay, values=values)
+    assert [int(st.layers) for st in r.stages] == [8, 9, 9, 6]
