@@ -76,12 +76,19 @@ def test_deepseek_pipeline_without_an_even_split():
     fixed = {k: v for k, v in values.items() if k != b}
     space, pl = _space(m.graph, fixed, gpus=8, max_tp=8)
     grid = Grid(m.graph, fixed, space, global_batch=32, placement=pl)
-    splits = {(int(r[1]), grid.splits[int(r[8])]) for r in grid.rows if r[1] > 1}
+    rows = {(int(r[1]), int(r[7]), grid.splits[int(r[8])]) for r in grid.rows if r[1] > 1}
+    splits = {(p, s) for p, _, s in rows if len(s) == 4}
     assert {p for p, _ in splits} == {2, 4} and (2, (None, None, False, False)) not in splits
     assert (2, (None, None, True, False)) in splits and (4, (None, None, True, False)) in splits
     for p, (first, last, emb, loss) in sorted(splits, key=repr):
         layout = Layout(p=p, gpus=8, m=p, first_stage_layers=first, last_stage_layers=last, account_embedding=emb,
                         account_loss=loss)
         m.train(layout, values=values)   # raises CostgraphValueError if train refuses the split
+    # Megatron-Bridge's chunk layout texts (options.chunk_layouts): 7 layers over PP 2 × VP 2 (q = 2, the
+    # first chunk E t t, the last t L), each accepted by train with its p and v
+    texts = {(p, v, s[4]) for p, v, s in rows if len(s) == 5}
+    assert (2, 2, "Et*2|t*2|t*2|tL") in texts
+    for p, v, text in sorted(texts):
+        m.train(Layout(p=p, v=v, gpus=8, m=2 * p, schedule="interleaved", pipeline_layout=text), values=values)
     with pytest.raises(costgraph.errors.CostgraphValueError, match="cannot share"):
         m.train(Layout(p=2, gpus=8, m=2), values=values)
