@@ -28,6 +28,10 @@ CASES = [
     # to keep the test cheap; its rows are the fastest), Megatron's pipeline layout text as the candidate
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"allow_fp8": True}),
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"pipeline_layout": "Et*7|t*6|t*6|t*7L"}),
+    # a DeepSeek layout with no even split: Megatron-Bridge's chunk layout of 7 layers over 4 chunks
+    # (options.chunk_layout), PP 2 × VP 2 or PP 4
+    ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB",
+     {"pipeline_layout": "Et*2|(t*2|)*2tL"}),
 ]
 
 
@@ -85,9 +89,9 @@ def test_deepseek_pipeline_without_an_even_split():
                         account_loss=loss)
         m.train(layout, values=values)   # raises CostgraphValueError if train refuses the split
     # Megatron-Bridge's chunk layout texts (options.chunk_layouts): 7 layers over PP 2 × VP 2 (q = 2, the
-    # first chunk E t t, the last t L), each accepted by train with its p and v
+    # first chunk E t t, two middle chunks t t, the last t L), accepted by train with its p and v
     texts = {(p, v, s[4]) for p, v, s in rows if len(s) == 5}
-    assert (2, 2, "Et*2|t*2|t*2|tL") in texts
+    assert texts == {(2, 2, "Et*2|(t*2|)*2tL")}
     for p, v, text in sorted(texts):
         m.train(Layout(p=p, v=v, gpus=8, m=2 * p, schedule="interleaved", pipeline_layout=text), values=values)
     with pytest.raises(costgraph.errors.CostgraphValueError, match="cannot share"):
