@@ -415,3 +415,16 @@ def test_text_output_and_layer_scope(capsys):
     assert "warning: offload is not applied at scope 'layer'" in capsys.readouterr().out
     assert main(["train", "--params", "7e9", "--offload-activations", "1"]) == 2
     assert "--offload-activations needs a model" in capsys.readouterr().err
+
+
+def test_train_names_the_offload_schedule(cg):
+    # the text says what runs beside the compute, what runs after it in series, and the schedule's name
+    r = cg("train", "gpt", "--config", "gpt2", "--set", "b=1", "--set", "s=1024", "--gpus", "4", "--zero", "2",
+           "--offload-optimizer", "cpu", "--hardware", "h100-sxm", "--attention", "eager")
+    assert r.returncode == 0, r.stderr
+    # DGX H100: 614.4 GB/s of host memory shared by the job's 4 devices; 28 B a parameter of the
+    # 31,109,952-parameter partition: 28 × 31,109,952 × 4 / 614.4e9 = 0.005671 s; 4 B each back at 64 GB/s
+    assert "the CPU optimizer step 0.005671 s (host memory 614.4 GB/s per node, shared by 4 devices)" in r.stdout
+    assert "the updated partition back 0.001944 s = 0.007615 s" in r.stdout
+    assert "schedule deepspeed: gradients to the host during the backward" in r.stdout
+    assert "+ CPU step and partition back 0.007615 s" in r.stdout
