@@ -339,9 +339,14 @@ def _requires(o: Option, value) -> dict:
     return req.get(value, {}) if value in req or all(isinstance(v, dict) for v in req.values()) else req
 
 
+#: the groups of variants searched together, every combination of their values, when each is searched: an FP8
+#: policy with optimizer or parameter offload (Transformer Engine's FP8 GEMMs and DeepSpeed's offload are
+#: independent settings of one run; a combination is allowed where both values' requirements meet)
+JOINT_GROUPS = (("precision", "offload"),)
 #: what ``not_searched`` says of the variants' combinations across groups
 ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload) with the others at their "
-                 "defaults: combinations across groups (FP8 with offload, …) are not searched")
+                 "defaults, but FP8 policies with offload together when both are searched: the other "
+                 "combinations across groups (recompute modules with FP8, …) are not searched")
 
 
 def variant_groups(space: Space) -> tuple[str, ...]:
@@ -354,11 +359,32 @@ def variants(space: Space) -> list[dict]:
     planner's base forms, first), each with ``"requires"`` (field → the values allowed, the
     intersection of what its values need): every combination of the values of one group's options
     (``extra["group"]``), the other groups at their defaults (:data:`ACROSS_GROUPS`: each value costs
-    a derivation, and the product over the groups is thousands for a MoE); a combination whose
+    a derivation, and the product over the groups is thousands for a MoE), then the groups of
+    :data:`JOINT_GROUPS` together (FP8 with offload) when each is searched; a combination whose
     requirements exclude each other is left out (train refuses it)."""
     out = [{"requires": {}}]
-    for group in variant_groups(space):
+    groups = variant_groups(space)
+    for group in groups:
         out += [v for v in _group_variants(space, group) if len(v) > 1]
+    for joint in JOINT_GROUPS:   # FP8 with offload: each non-default combination of one with one of the other
+        if all(g in groups for g in joint):
+            out += _joint_variants([[v for v in _group_variants(space, g) if len(v) > 1] for g in joint])
+    return out
+
+
+def _joint_variants(per_group: list[list[dict]]) -> list[dict]:
+    """Every combination of one variant of each group (:data:`JOINT_GROUPS`), its ``requires`` the
+    intersection of theirs; a combination whose requirements exclude each other is left out."""
+    out = []
+    for combo in itertools.product(*per_group):
+        chosen, need, ok = {}, {}, True
+        for v in combo:
+            chosen.update({k: x for k, x in v.items() if k != "requires"})
+            for k, allowed in v["requires"].items():
+                need[k] = tuple(x for x in need.get(k, allowed) if x in allowed)
+                ok = ok and bool(need[k])
+        if ok:
+            out.append({**chosen, "requires": need})
     return out
 
 

@@ -69,7 +69,14 @@ def test_variants_are_searched_only_when_asked():
     assert got["route_nodes"] == [None, 1] and ["mlp", "layernorm"] in got["recompute_modules"]
     assert not_searched(ALL) == {"variant combinations": ACROSS_GROUPS}
     groups = [{BY_FIELD[k].extra["group"] for k in v if k != "requires"} for v in variants(ALL)]
-    assert groups[0] == set() and all(len(g) == 1 for g in groups[1:])   # one group at a time
+    # one group at a time, but FP8 with offload together (options.JOINT_GROUPS): every FP8 policy with every
+    # offload combination, whose requirements (ZeRO 2 or 3; 3 for the parameters) it keeps
+    assert groups[0] == set() and all(len(g) == 1 or g == {"precision", "offload"} for g in groups[1:])
+    joint = [v for v in variants(ALL) if "policy" in v and len(v) > 2]
+    alone = [v for v in variants(ALL) if "policy" not in v and any(k.startswith("offload") for k in v)]
+    assert len(joint) == len(alone) == 8 and all(v["policy"] == "fp8-current" for v in joint)
+    assert {(v.get("offload_optimizer"), v.get("offload_params"), v["requires"]["zero"]) for v in joint} == \
+        {(v.get("offload_optimizer"), v.get("offload_params"), v["requires"]["zero"]) for v in alone}
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +96,7 @@ def _train(words: str):
 
 
 @pytest.mark.parametrize("options", [{"policy": "fp8-current"}, {"offload_optimizer": "cpu"},
+                                     {"policy": "fp8-current", "offload_optimizer": "cpu"},
                                      {"recompute_modules": ("mlp", "layernorm")},
                                      {"recompute_method": "block", "recompute_num_layers": 2}],
                          ids=lambda o: "-".join(map(str, o.values())))
