@@ -72,6 +72,8 @@ KIND = Kind("hardware preset", (
           doc="device to host memory (PCIe, NVLink-C2C), per direction per device; for offload"),
     Field("host_memory_bytes", unit="B", required=False, positive=True,
           doc="host (CPU) memory of one node of devices_per_node devices (the vendor's reference node); for offload"),
+    Field("host_memory_bandwidth", unit="B/s", required=False, positive=True,
+          doc="host (CPU) memory bandwidth of one node (the reference node's sockets); the CPU optimizer step"),
 ))
 #: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.
 SCHEMA = Schema(FILE, "costgraph", entries=KIND, user=True)
@@ -121,6 +123,8 @@ class Hardware:
     host_link_bandwidth: int | None = None
     #: bytes of host (CPU) memory of one node (the vendor's reference node: DGX, a cloud instance); None: not published
     host_memory_bytes: int | None = None
+    #: B/s of host (CPU) memory of one node (the reference node's sockets); None: not published
+    host_memory_bandwidth: int | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -153,7 +157,8 @@ def _preset(entry: datafiles.Entry) -> Hardware:
     v = entry.values
     return Hardware(key=entry.name, name=v["name"], vendor=v["vendor"], note=v.get("note", ""),
                     tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS},
-                    host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"))
+                    host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"),
+                    host_memory_bandwidth=v.get("host_memory_bandwidth"))
 
 
 @cache

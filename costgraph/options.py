@@ -43,7 +43,8 @@ class Space:
     scale-up domains the devices span); ``fp8_policies`` (the FP8 precision policies, empty when
     the preset has no FP8 peak); ``allow_fp8``/``allow_offload`` (``plan --allow-fp8``,
     ``--allow-offload``); ``exhaustive`` (``plan --exhaustive``: the variants that each cost a
-    derivation per value and are not searched by default)."""
+    derivation per value and are not searched by default); ``mtp`` (the MTP depths, which a
+    pipeline layout text places with the loss)."""
 
     gpus: int
     max_tp: int
@@ -60,6 +61,8 @@ class Space:
     allow_fp8: bool = False
     allow_offload: bool = False
     exhaustive: bool = False
+    #: the model's MTP depths (the repeat groups after its output head, among ``layers``; Megatron's ``m``)
+    mtp: int = 0
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,46 @@ def uneven_splits(s: Space, p: int) -> tuple[tuple, ...]:
     return tuple(out)
 
 
+def chunk_layout(layers: int, n: int, mtp: int = 0) -> str | None:
+    """Megatron's ``--pipeline-model-parallel-layout`` text of ``layers`` Transformer layers over ``n``
+    model chunks, written as Megatron-Bridge writes DeepSeek-V3's (Megatron-Bridge 067f987
+    ``recipes/deepseek/deepseek_v3.py::_get_deepseek_v3_pipeline_layout``, and
+    ``perf_recipes/deepseek/h100/deepseek_v3.py``'s ``"Et|(tt|)*30mL"`` for PP 8 × VP 4): every middle
+    chunk ``q = ⌈layers/n⌉`` layers, the first chunk the embedding and as many of the remaining
+    ``r = layers − (n − 2)·q`` as ``q`` allows, the last chunk the rest with the ``mtp`` MTP depths and
+    the loss. The rule gives each of the map's seven layouts and the H100 text (tests/test_options.py).
+    None where ``r < 0`` (more chunks than the layers fill) or ``n < 2``."""
+    from .parallel.pipeline_layout import format_layout
+
+    if n < 2 or layers < 1:
+        return None
+    q = -(-layers // n)
+    rest = layers - (n - 2) * q
+    if rest < 0:
+        return None
+    first = min(q, rest)
+    return format_layout(["E" + "t" * first] + ["t" * q] * (n - 2) + ["t" * (rest - first) + "m" * mtp + "L"])
+
+
+def chunk_layouts(s: Space, p: int) -> tuple[tuple[int, str], ...]:
+    """The chunk layout texts tried at ``p`` where no even split exists: ``(v, text)`` of
+    :func:`chunk_layout` for every ``v > 1`` whose ``p·v`` model chunks do not divide the model's
+    Transformer layers (``layers`` less the ``mtp`` depths, which the text puts with the loss), up to
+    one layer a chunk. ``v = 1`` is the first/last split's (:func:`uneven_splits`), a ``p·v`` that
+    divides the layers the ``v`` domain's (:func:`virtual_stages`)."""
+    from .parallel.pipeline_layout import MAX_STAGES
+
+    L = s.layers - s.mtp
+    if p == 1 or L < 1:
+        return ()
+    out = []
+    for v in range(2, L // p + 1):
+        text = chunk_layout(L, p * v, s.mtp) if L % (p * v) and p * v <= MAX_STAGES else None
+        if text is not None:
+            out.append((v, text))
+    return tuple(out)
+
+
 def _subsets(items: tuple) -> tuple[tuple, ...]:
     """Every non-empty subset of ``items`` (in their order), smallest first."""
     return tuple(c for k in range(1, len(items) + 1) for c in itertools.combinations(items, k))
@@ -217,6 +260,8 @@ TRAIN_OPTIONS: tuple[Option, ...] = (
            domain=virtual_stages),
     Option("split", "--decoder-first/last-pipeline-num-layers, --account-for-*", "the pipeline's layer split",
            None, kind="split", domain=uneven_splits),
+    Option("pipeline_layout", "--pipeline-layout", "Megatron's per-chunk layout text (interleaved, p·v not dividing "
+           "the layers)", None, kind="split", domain=chunk_layouts),
     Option("zero", "--zero", "ZeRO stage", choices.ZERO_STAGE.default, choices.ZERO_STAGE.values,
            domain=lambda s: choices.ZERO_STAGE.values),
     Option("recompute", "--recompute", "recompute policy", choices.RECOMPUTE.default, choices.RECOMPUTE.values,
@@ -296,9 +341,14 @@ def _requires(o: Option, value) -> dict:
     return req.get(value, {}) if value in req or all(isinstance(v, dict) for v in req.values()) else req
 
 
+#: the groups of variants searched together, every combination of their values, when each is searched: an FP8
+#: policy with optimizer or parameter offload (Transformer Engine's FP8 GEMMs and DeepSpeed's offload are
+#: independent settings of one run; a combination is allowed where both values' requirements meet)
+JOINT_GROUPS = (("precision", "offload"),)
 #: what ``not_searched`` says of the variants' combinations across groups
 ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload) with the others at their "
-                 "defaults: combinations across groups (FP8 with offload, …) are not searched")
+                 "defaults, but FP8 policies with offload together when both are searched: the other "
+                 "combinations across groups (recompute modules with FP8, …) are not searched")
 
 
 def variant_groups(space: Space) -> tuple[str, ...]:
@@ -311,11 +361,32 @@ def variants(space: Space) -> list[dict]:
     planner's base forms, first), each with ``"requires"`` (field → the values allowed, the
     intersection of what its values need): every combination of the values of one group's options
     (``extra["group"]``), the other groups at their defaults (:data:`ACROSS_GROUPS`: each value costs
-    a derivation, and the product over the groups is thousands for a MoE); a combination whose
+    a derivation, and the product over the groups is thousands for a MoE), then the groups of
+    :data:`JOINT_GROUPS` together (FP8 with offload) when each is searched; a combination whose
     requirements exclude each other is left out (train refuses it)."""
     out = [{"requires": {}}]
-    for group in variant_groups(space):
+    groups = variant_groups(space)
+    for group in groups:
         out += [v for v in _group_variants(space, group) if len(v) > 1]
+    for joint in JOINT_GROUPS:   # FP8 with offload: each non-default combination of one with one of the other
+        if all(g in groups for g in joint):
+            out += _joint_variants([[v for v in _group_variants(space, g) if len(v) > 1] for g in joint])
+    return out
+
+
+def _joint_variants(per_group: list[list[dict]]) -> list[dict]:
+    """Every combination of one variant of each group (:data:`JOINT_GROUPS`), its ``requires`` the
+    intersection of theirs; a combination whose requirements exclude each other is left out."""
+    out = []
+    for combo in itertools.product(*per_group):
+        chosen, need, ok = {}, {}, True
+        for v in combo:
+            chosen.update({k: x for k, x in v.items() if k != "requires"})
+            for k, allowed in v["requires"].items():
+                need[k] = tuple(x for x in need.get(k, allowed) if x in allowed)
+                ok = ok and bool(need[k])
+        if ok:
+            out.append({**chosen, "requires": need})
     return out
 
 

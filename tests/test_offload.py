@@ -286,7 +286,10 @@ def test_gpt2_bytes_under_each_offload_setting(gpt):
     opt = _top(m.train(values=v, offload_optimizer="cpu", **base))
     assert (opt["weights"], opt["gradients"], opt["optimizer"]) == (none["weights"], 0, 0)
     assert opt["host"] == 16 * GPT2 // 4 and opt["nvme"] == 0            # fp32 grads + master + Adam: DeepSpeed's 16
-    assert opt["host_link_d2h"] == 2 * GPT2 // 4 == opt["host_link_h2d"]  # 16-bit grads out, 16-bit params back
+    # DeepSpeed @ 38327e07 stage3.py::partition_grads: grad_buffer.float() copied out (4 B); the 16-bit partition
+    # back with a blocking copy_ (_reassign_or_swap_out_partitioned_parameters: converted on the CPU, 2 B)
+    assert opt["host_link_d2h"] == 4 * GPT2 // 4 and opt["host_link_h2d"] == opt["host_link_after"] == 2 * GPT2 // 4
+    assert opt["cpu_step_bytes"] == 28 * GPT2 // 4                      # cpu_adam.h Step_AVX: 4 loads, 3 stores of fp32
     both = _top(m.train(values=v, offload_optimizer="cpu", offload_params="cpu", **base))
     assert (both["weights"], both["gradients"], both["optimizer"]) == (g, 0, 0)
     assert both["host"] == 18 * GPT2 // 4                                # DeepSpeed's 18P/G per GPU
@@ -322,14 +325,23 @@ def test_host_link_seconds_and_the_step(gpt):
     m, v = gpt
     res = m.train(values=v, gpus=4, zero=2, policy="mixed-fp32-grads", attention="eager",
                   offload_optimizer="cpu", hardware="a100-80gb-sxm")
-    sec = res.offload["seconds"]
-    # A100 datasheet: PCIe Gen4 64 GB/s both directions → 32e9 B/s each way
-    assert sec["d2h"].xreplace(v) == sympy.Rational(2 * GPT2 // 4, 32 * 10**9) == sec["h2d"].xreplace(v)
-    assert sec["link"].xreplace(v) == sec["d2h"].xreplace(v) and sec["cpu_step"] == 0
+    sec = {k: x.xreplace(v) for k, x in res.offload["seconds"].items()}
+    part = GPT2 // 4                                                     # each device's partition (ZeRO 2 over 4)
+    # A100 datasheet: PCIe Gen4 64 GB/s both directions → 32e9 B/s each way. DeepSpeed @ 38327e07
+    # stage_1_and_2.py: async_inplace_copy_grad_to_fp32_buffer_from_gpu copies src.float() out with
+    # non_blocking=True during the backward (4 B a gradient, beside the compute); step() runs the CPU Adam, then
+    # bit16_partitions[...].copy_(fp32_partition.to(device)): the fp32 partition back (4 B), in series
+    assert sec["d2h"] == sympy.Rational(4 * part, 32 * 10**9) == sec["link"] and sec["h2d"] == 0
+    assert sec["after"] == sympy.Rational(4 * part, 32 * 10**9)
+    # cpu_adam.h Step_AVX: loads grad, exp_avg, exp_avg_sq, param and stores param, exp_avg, exp_avg_sq (fp32):
+    # 28 B a parameter, 4 devices of the node at once over DGX A100's 2 x EPYC 7742 (8 x DDR4-3200: 204.8 GB/s each)
+    assert sec["cpu_step"] == sympy.Rational(28 * part * 4, 409_600_000_000)
+    assert sec["serial"] == sec["cpu_step"] + sec["after"]
     step = {k: x.xreplace(v) for k, x in res.step.items()}
-    assert step["offload"] == sec["link"].xreplace(v)
-    # the exposed communication is added to the busy time (costgraph.training.overlap)
-    assert step["total"] == max(step["compute"] + step["bubble"], step["offload"]) + step["communication_exposed"]
+    assert step["offload"] == sec["link"] and step["offload_serial"] == sec["serial"]
+    # the serial part and the exposed communication are added to the busy time (costgraph.training.overlap)
+    assert step["total"] == max(step["compute"] + step["bubble"], step["offload"]) + step["offload_serial"] \
+        + step["communication_exposed"]
     assert res.offload["devices_per_node"] == 4                          # the job's 4 GPUs, under the preset's 8
     assert res.offload["host_per_node"].xreplace(v) == 4 * (16 * GPT2 // 4)
     doc = res.to_dict()
@@ -337,7 +349,10 @@ def test_host_link_seconds_and_the_step(gpt):
     assert not list(schemas.validator("train").iter_errors(doc))
     # a preset that publishes no host-link bandwidth: bytes, no seconds, no step term
     tpu = m.train(values=v, gpus=4, zero=2, offload_optimizer="cpu", attention="eager", hardware="tpu-v5p")
-    assert tpu.offload["seconds"] is None and "offload" not in tpu.step
+    assert tpu.offload["seconds"] is None and "offload" not in tpu.step and "offload_serial" not in tpu.step
+    # the same layout without offload: the offload row is slower by at least the serial part
+    plain = m.train(values=v, gpus=4, zero=2, policy="mixed-fp32-grads", attention="eager", hardware="a100-80gb-sxm")
+    assert step["total"] >= plain.step["total"].xreplace(v) + sec["serial"]
 
 
 def test_defaults_change_nothing(gpt):
@@ -356,6 +371,10 @@ def test_host_link_fields_of_the_presets():
     assert preset("h100-sxm").host_link_bandwidth == 64 * 10**9          # PCIe Gen5 x16
     assert preset("gb200").host_link_bandwidth == 450 * 10**9            # NVLink-C2C 900 GB/s both ways
     assert preset("b200").host_link_bandwidth is None                    # not published: left out
+    # DGX H100: 2 x Xeon Platinum 8480C, 8 channels of DDR5-4800 each (8 x 4.8e9 x 8 B = 307.2 GB/s a socket)
+    assert preset("h100-sxm").host_memory_bandwidth == 2 * 8 * 4800 * 10**6 * 8
+    assert "8480C" in preset("h100-sxm").source("host_memory_bandwidth")
+    assert preset("mi300x").host_memory_bandwidth is None                # no reference node: not timed
     assert "PCIe Gen5" in preset("h100-sxm").source("host_link_bandwidth")
 
 
@@ -396,3 +415,16 @@ def test_text_output_and_layer_scope(capsys):
     assert "warning: offload is not applied at scope 'layer'" in capsys.readouterr().out
     assert main(["train", "--params", "7e9", "--offload-activations", "1"]) == 2
     assert "--offload-activations needs a model" in capsys.readouterr().err
+
+
+def test_train_names_the_offload_schedule(cg):
+    # the text says what runs beside the compute, what runs after it in series, and the schedule's name
+    r = cg("train", "gpt", "--config", "gpt2", "--set", "b=1", "--set", "s=1024", "--gpus", "4", "--zero", "2",
+           "--offload-optimizer", "cpu", "--hardware", "h100-sxm", "--attention", "eager")
+    assert r.returncode == 0, r.stderr
+    # DGX H100: 614.4 GB/s of host memory shared by the job's 4 devices; 28 B a parameter of the
+    # 31,109,952-parameter partition: 28 × 31,109,952 × 4 / 614.4e9 = 0.005671 s; 4 B each back at 64 GB/s
+    assert "the CPU optimizer step 0.005671 s (host memory 614.4 GB/s per node, shared by 4 devices)" in r.stdout
+    assert "the updated partition back 0.001944 s = 0.007615 s" in r.stdout
+    assert "schedule deepspeed: gradients to the host during the backward" in r.stdout
+    assert "+ CPU step and partition back 0.007615 s" in r.stdout

@@ -24,7 +24,8 @@ def test_reported_layouts_agree_with_train(name, config, gpus, batch):
     b = m.graph.dims["b"].symbol
     for c in result.layouts:
         layout = Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, m=c.micro_batches, zero=c.zero, recompute=c.recompute,
-                        sp=c.sp, gpus=gpus, schedule=c.schedule, v=c.virtual_stages)
+                        sp=c.sp, gpus=gpus, schedule=c.schedule, v=c.virtual_stages,
+                        pipeline_layout=c.options.get("pipeline_layout"))   # a chunk layout (options.chunk_layouts)
         vals = {**values, b: sympy.Integer(c.micro_batch)}
         mem = m.train(layout)
         top = mem.most_loaded(vals).memory["total"].xreplace(vals)

@@ -29,6 +29,10 @@ CASES = [
     # 262k-vocabulary loss leave Gemma 3 1B's BF16 rows first), Megatron's pipeline layout text as the candidate
     ("gemma3_text", "gemma-3-1b", {"s": 4096}, 4, 16, None, {"allow_fp8": True}),
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"pipeline_layout": "Et*7|t*6|t*6|t*7L"}),
+    # a DeepSeek layout with no even split: Megatron-Bridge's chunk layout of 7 layers over 4 chunks
+    # (options.chunk_layout), PP 2 × VP 2 or PP 4
+    ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB",
+     {"pipeline_layout": "Et*2|(t*2|)*2tL"}),
 ]
 
 
@@ -77,12 +81,19 @@ def test_deepseek_pipeline_without_an_even_split():
     fixed = {k: v for k, v in values.items() if k != b}
     space, pl = _space(m.graph, fixed, gpus=8, max_tp=8)
     grid = Grid(m.graph, fixed, space, global_batch=32, placement=pl)
-    splits = {(int(r[1]), grid.splits[int(r[8])]) for r in grid.rows if r[1] > 1}
+    rows = {(int(r[1]), int(r[7]), grid.splits[int(r[8])]) for r in grid.rows if r[1] > 1}
+    splits = {(p, s) for p, _, s in rows if len(s) == 4}
     assert {p for p, _ in splits} == {2, 4} and (2, (None, None, False, False)) not in splits
     assert (2, (None, None, True, False)) in splits and (4, (None, None, True, False)) in splits
     for p, (first, last, emb, loss) in sorted(splits, key=repr):
         layout = Layout(p=p, gpus=8, m=p, first_stage_layers=first, last_stage_layers=last, account_embedding=emb,
                         account_loss=loss)
         m.train(layout, values=values)   # raises CostgraphValueError if train refuses the split
+    # Megatron-Bridge's chunk layout texts (options.chunk_layouts): 7 layers over PP 2 × VP 2 (q = 2, the
+    # first chunk E t t, two middle chunks t t, the last t L), accepted by train with its p and v
+    texts = {(p, v, s[4]) for p, v, s in rows if len(s) == 5}
+    assert texts == {(2, 2, "Et*2|(t*2|)*2tL")}
+    for p, v, text in sorted(texts):
+        m.train(Layout(p=p, v=v, gpus=8, m=2 * p, schedule="interleaved", pipeline_layout=text), values=values)
     with pytest.raises(costgraph.errors.CostgraphValueError, match="cannot share"):
         m.train(Layout(p=2, gpus=8, m=2), values=values)

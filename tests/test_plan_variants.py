@@ -69,7 +69,14 @@ def test_variants_are_searched_only_when_asked():
     assert got["route_nodes"] == [None, 1] and ["mlp", "layernorm"] in got["recompute_modules"]
     assert not_searched(ALL) == {"variant combinations": ACROSS_GROUPS}
     groups = [{BY_FIELD[k].extra["group"] for k in v if k != "requires"} for v in variants(ALL)]
-    assert groups[0] == set() and all(len(g) == 1 for g in groups[1:])   # one group at a time
+    # one group at a time, but FP8 with offload together (options.JOINT_GROUPS): every FP8 policy with every
+    # offload combination, whose requirements (ZeRO 2 or 3; 3 for the parameters) it keeps
+    assert groups[0] == set() and all(len(g) == 1 or g == {"precision", "offload"} for g in groups[1:])
+    joint = [v for v in variants(ALL) if "policy" in v and len(v) > 2]
+    alone = [v for v in variants(ALL) if "policy" not in v and any(k.startswith("offload") for k in v)]
+    assert len(joint) == len(alone) == 8 and all(v["policy"] == "fp8-current" for v in joint)
+    assert {(v.get("offload_optimizer"), v.get("offload_params"), v["requires"]["zero"]) for v in joint} == \
+        {(v.get("offload_optimizer"), v.get("offload_params"), v["requires"]["zero"]) for v in alone}
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +96,7 @@ def _train(words: str):
 
 
 @pytest.mark.parametrize("options", [{"policy": "fp8-current"}, {"offload_optimizer": "cpu"},
+                                     {"policy": "fp8-current", "offload_optimizer": "cpu"},
                                      {"recompute_modules": ("mlp", "layernorm")},
                                      {"recompute_method": "block", "recompute_num_layers": 2}],
                          ids=lambda o: "-".join(map(str, o.values())))
@@ -119,3 +127,28 @@ def test_gpipe_is_dominated_by_1f1b_on_train(llama):
         figs[sched] = (int(sympy.ceiling(r.most_loaded(values).memory["total"].xreplace(values))),
                        r.step["total"].xreplace(values))
     assert figs["gpipe"][1] == figs["1f1b"][1] and figs["gpipe"][0] > figs["1f1b"][0]
+
+
+def test_chunk_layout_row_is_train(llama):
+    """plan = train for a row of a generated chunk layout (options.chunk_layouts: PP 4 × VP 3 of Llama-3-8B's
+    32 layers, which no even split serves): the Layout the planner confirms and its check command, which
+    carries the text, give the same memory and step time; the text sets each rank's layers."""
+    from costgraph.options import chunk_layouts
+
+    m, values = llama
+    text = dict(chunk_layouts(Space(gpus=8, max_tp=8, layers=32), 4))[3]
+    assert text == "Et*2|(t*3|)*10L"
+    c = Candidate(1, 4, 2, 1, 1, 1, "none", False, 2, 8, 0, 0, 0, 3, "interleaved",
+                  options={"pipeline_layout": text})
+    st = dict(attention="flash", policy="mixed", optimizer="adam", gpus=8)
+    lay = checked(m, layout_of(c, st), values)
+    assert (lay.pipeline_layout, lay.filled().v) == (text, 3)
+    mem, step = exact_figures(m, lay, values, preset("h100-sxm"), None)
+    res = PlanResult("llama", 8, "h100-sxm", 32, 80 * 10**9, None, 1, {}, [], dict(
+        st, precision="mixed", command="costgraph train llama --config llama-3-8b --set s=1024 --profile korthikanti"))
+    words = res.check_command({**c.as_dict(), "memory_bytes": mem, "step_seconds": float(step)})
+    assert "--pipeline-layout 'Et*2|(t*3|)*10L'" in words and "--virtual-stages 3" in words
+    assert _train(words) == (mem, float(step))
+    # rank 0 holds chunks 0, 4, 8 (2 + 3 + 3 layers), rank 3 chunks 3, 7, 11 (3 + 3 + the loss alone)
+    r = m.train(lay, values=values)
+    assert [int(st.layers) for st in r.stages] == [8, 9, 9, 6]

@@ -330,8 +330,9 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
 
 def _candidate(grid: Grid, i: int, z, r, sp, mem: float, step: float, mfu: float) -> Candidate:
     t, p, c, e, d, b, m, v, k, si = (int(x) for x in grid.rows[i])
-    first, last, emb, loss = grid.splits[k]
-    return Candidate(t, p, d, c, e, z, r, sp, b, m, mem, step, mfu, v, grid.schedules[si], first, last, emb, loss)
+    first, last, emb, loss, *text = grid.splits[k]   # a chunk layout text (options.chunk_layouts) as a variant field
+    return Candidate(t, p, d, c, e, z, r, sp, b, m, mem, step, mfu, v, grid.schedules[si], first, last, emb, loss,
+                     options={"pipeline_layout": text[0]} if text else {})
 
 
 def _one_node(hardware, gpus: int) -> None:

@@ -40,8 +40,8 @@ def layout_of(c, settings: dict) -> Layout:
                   policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16",
                   first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
-                  overlap=settings.get("overlap", OVERLAP.default), pipeline_layout=settings.get("pipeline_layout"),
-                  **extra)
+                  overlap=settings.get("overlap", OVERLAP.default),
+                  pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)
 
 
 def checked(model, layout: Layout, values: dict) -> Layout:

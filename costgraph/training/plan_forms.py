@@ -50,8 +50,8 @@ STATES = ("weights", "gradients", "optimizer")
 #: recomputation and SP (whatever its ZeRO stage). A step-time model whose other parts come to depend on
 #: the ZeRO stage (exposed ZeRO-3 gathers) names them here.
 #: ``part.kind``: one kind of a part of rules (its ``replaced``), the DP/ZeRO collectives of the overlap model.
-BY_ZERO = ("offload", "optimizer") + tuple(f"overlap.{k}" for k in ("dp_grads", "zero_reduce_scatter", "zero_all_gather",
-                                                        "fsdp"))
+BY_ZERO = ("offload", "offload_serial", "optimizer") + tuple(
+    f"overlap.{k}" for k in ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp"))
 
 
 class Forms:

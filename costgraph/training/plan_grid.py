@@ -53,7 +53,8 @@ class Grid:
     """The grid of ``cg`` at ``values`` (symbol → int, ``b`` left out) for ``space``.
 
     ``rows``: one row per layout (:data:`COLUMNS`, float64); ``splits``: the layer splits
-    ``(first, last, embedding, loss)`` the column ``k`` indexes; ``schedules``: the schedules
+    ``(first, last, embedding, loss)`` the column ``k`` indexes (a fifth item: Megatron's chunk
+    layout text, :func:`costgraph.options.chunk_layouts`); ``schedules``: the schedules
     the column ``s`` indexes; ``refused``: reason → count; ``pipeline``: ``p`` → its
     (schedule index, ``v``, split index) as searched."""
 
@@ -85,7 +86,8 @@ class Grid:
         for p in BY_FIELD["p"].domain(space):
             found = []
             for sched, split, v in (_pipes(space, p) if explicit is None else explicit.get(p, ())):
-                lay = Layout(p=p, v=v, schedule=sched, pipeline_layout=pipeline_layout, first_stage_layers=split[0],
+                text = split[4] if len(split) > 4 else pipeline_layout   # a generated chunk layout, or the user's
+                lay = Layout(p=p, v=v, schedule=sched, pipeline_layout=text, first_stage_layers=split[0],
                              last_stage_layers=split[1], account_embedding=split[2], account_loss=split[3])
                 if sched in DOMINATED_SCHEDULES:   # counted, never screened (its twin is)
                     if ok(lay):
@@ -120,11 +122,16 @@ class Grid:
 
 
 def _pipes(space: Space, p: int):
-    """``(schedule, split, v)`` tried at ``p``, from the option declarations (:mod:`costgraph.options`)."""
+    """``(schedule, split, v)`` tried at ``p``, from the option declarations (:mod:`costgraph.options`);
+    Megatron's chunk layout texts (:func:`costgraph.options.chunk_layouts`, interleaved) as the split
+    ``(None, None, False, False, text)``."""
     for sched in BY_FIELD["schedule"].domain(space, p):
         for split in BY_FIELD["split"].domain(space, p):
             for v in (BY_FIELD["v"].domain(space, p) if sched == "interleaved" else (1,)):
                 yield sched, split, v
+        if sched == "interleaved":
+            for v, text in BY_FIELD["pipeline_layout"].domain(space, p):
+                yield sched, (None, None, False, False, text), v
 
 
 def _explicit(cg, values: dict, text: str | None) -> dict | None:

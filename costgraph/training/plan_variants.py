@@ -45,7 +45,8 @@ def layout_fields(variant: dict) -> dict:
 
 def space_facts(cg, fixed: dict, hardware, gpus: int, attention: str) -> dict:
     """What the variants' domains read of the model and the preset (:class:`~costgraph.options.Space`'s
-    ``modules``, ``top_k``, ``domains``, ``fp8_policies``)."""
+    ``modules``, ``top_k``, ``domains``, ``fp8_policies``, and ``mtp``: the MTP depths a chunk layout
+    text places with the loss)."""
     from ..engine.recompute import MODULES, module_regions
     from ..parallel.placement import expert_groups
     from ..parallel.ranks import ranks_per_domain
@@ -55,8 +56,12 @@ def space_facts(cg, fixed: dict, hardware, gpus: int, attention: str) -> dict:
     top_k = max((int(g.active.xreplace(fixed)) for g in groups), default=0)
     per_domain = max(1, int(ranks_per_domain(hardware, None)))
     fp8 = tuple(n for n in policies() if policy(n).fp8) if getattr(hardware, "peak_flops_fp8", None) else ()
+    from ..engine.symbols import as_expr
+    from ..parallel.layer_split import layer_groups
+
+    mtp = sum(int(as_expr(g.count).xreplace(fixed)) for g in layer_groups(cg)[1])   # the MTP depths
     return dict(modules=tuple(m for m in MODULES if module_regions(cg, m)), top_k=top_k,
-                domains=-(-gpus // per_domain), fp8_policies=fp8)
+                domains=-(-gpus // per_domain), fp8_policies=fp8, mtp=mtp)
 
 
 #: the variants of the expert all-to-all: they change nothing without expert parallelism (``e = 1``)
@@ -111,9 +116,9 @@ def search_variants(space: Space, grid, options: dict, derive, evaluate, refused
             refused[why] = refused.get(why, 0) + len(sub.rows)
             continue
         cands, low, pr = evaluate(forms, sub)
-        found += [dataclasses.replace(c, options=dict(fields)) for c in cands]
+        found += [dataclasses.replace(c, options={**c.options, **fields}) for c in cands]   # a chunk layout kept
         if low is not None and (least is None or low.memory_bytes < least.memory_bytes):
-            least = dataclasses.replace(low, options=dict(fields))
+            least = dataclasses.replace(low, options={**low.options, **fields})
         for k, n in pr.items():
             pruned[k] = pruned.get(k, 0) + n
     return found, least, pruned
@@ -130,6 +135,10 @@ def check_words(options: dict) -> list[str]:
              "ep_overlap": "--ep-overlap", "route_nodes": "--route-nodes", "offload_optimizer": "--offload-optimizer",
              "offload_params": "--offload-params"}
     words = []
+    if options.get("pipeline_layout"):   # a chunk layout text the planner generated (options.chunk_layouts)
+        import shlex
+
+        words.append(f"--pipeline-layout {shlex.quote(options['pipeline_layout'])}")
     if options.get("recompute_modules"):
         words.append("--recompute-modules " + " ".join(options["recompute_modules"]))
     words += [f"{flag} {options[k]}" for k, flag in flags.items() if options.get(k) is not None]

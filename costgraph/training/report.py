@@ -282,6 +282,8 @@ def _step_text(compute: dict, values) -> list[str]:
             busy = f"max({busy}, offload {float(st['offload']):.4g} s)"
         if "optimizer" in st:   # the per-kernel model's optimizer step (costgraph.training.step_kernels)
             busy += f" + optimizer step {float(st['optimizer']):.4g} s"
+        if "offload_serial" in st:   # the CPU optimizer step and the partition back (costgraph.training.offload)
+            busy = f"{busy} + CPU step and partition back {float(st['offload_serial']):.4g} s"
         line = (f"  {busy} + exposed communication {float(st['communication_exposed']):.4g} s = "
                 f"{float(st['total']):.4g} s (hidden behind the computation: "
                 f"{float(st['communication_overlapped']):.4g} s)")

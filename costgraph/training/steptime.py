@@ -40,9 +40,10 @@
   communication hides behind it, no bubble scales it), at the kernel table's HBM bandwidth;
 * **total** = compute + bubble + optimizer + Σ exposed communication (``communication_overlapped``: the
   hidden part, not added; ``covers = "step"``: total = compute); with CPU/NVMe offload,
-  compute + bubble is at least the host-link seconds
-  (:func:`costgraph.training.offload.offload_link_seconds`: the
-  transfers run beside the computation), ``offload`` in the result.
+  compute + bubble is at least the host-link seconds of the transfers that run beside the
+  computation (``offload``), and the CPU optimizer step with the updated partition back runs after
+  it in series (``offload_serial``): :func:`costgraph.training.offload.offload_step_seconds`, DeepSpeed's
+  schedule :data:`costgraph.training.offload.SCHEDULE`.
 * **calibration** (``factors``, :class:`costgraph.training.calibration_profile.Factors`, from a profile
   that ``costgraph calibrate`` fitted to measured runs): named multipliers of the parts, applied
   where each part is made — the compute kernels' seconds (each kernel class's, under the per-kernel
@@ -60,7 +61,7 @@ from ..parallel.communication import communication
 from ..parallel.pipeline import bubble as pipeline_bubble, layout_pace
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
-from .offload import offload_link_seconds, offloaded
+from .offload import devices_sharing, offload_step_seconds, offloaded
 from .overlap import Overlaps, overlaps
 
 #: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
@@ -221,12 +222,13 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
             opt = optimizer_seconds(cg, L, rate.table.hbm_bandwidth)
             parts["optimizer"] = factors.scale_compute(None, {"memory": opt})["memory"] if factors is not None \
                 else opt
-    if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): host-link transfers
+    if offloaded(L) and hardware is not None:   # CPU/NVMe offload (costgraph.training.offload): link, CPU step
         from .memory import training_memory
 
-        link = offload_link_seconds(training_memory(cg, L).stages[0 if stage == "first" else -1].memory, hardware)
-        if link is not None:
-            parts["offload"] = link
+        top = training_memory(cg, L).stages[0 if stage == "first" else -1].memory
+        off = offload_step_seconds(top, hardware, devices_sharing(L, hardware))
+        if off is not None:
+            parts.update(off)
     if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
     return {**parts, "total": combine(parts, rate.covers)}
@@ -237,7 +239,10 @@ def combine(parts: dict, covers: str = "compute", maximum=None):
     is formed (``train``, the planner's screen and its confirmation): ``covers = "step"``: the
     compute; else busy + Σ over the collective kinds of the exposed seconds
     (:meth:`costgraph.training.overlap.Overlaps.total_exposed` of ``parts["overlap"]``), with
-    busy = compute + bubble + the optimizer step (``parts["optimizer"]``, the per-kernel model's), at least the host-link seconds ``parts["offload"]`` when offloaded.
+    busy = compute + bubble + the optimizer step (``parts["optimizer"]``, the per-kernel model's), at least
+    the host-link seconds ``parts["offload"]`` when offloaded, and ``parts["offload_serial"]`` (the CPU
+    optimizer step and the partition back, after the backward: :data:`costgraph.training.offload.SCHEDULE`)
+    added.
     ``maximum``: the max of two values; None: SymPy's (the overlap rules' left unevaluated,
     :func:`costgraph.training.overlap.smax`); the planner passes NumPy's to combine arrays of
     evaluated parts (:mod:`costgraph.training.plan_forms`), its confirmation Python's ``max`` of
@@ -247,6 +252,7 @@ def combine(parts: dict, covers: str = "compute", maximum=None):
     busy = parts["compute"] + parts["bubble"] + parts.get("optimizer", 0)
     if "offload" in parts:
         busy = sympy.Max(busy, parts["offload"]) if maximum is None else maximum(busy, parts["offload"])
+    busy = busy + parts.get("offload_serial", 0)
     ov = parts.get("overlap")
     if ov is None:
         return busy

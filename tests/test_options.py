@@ -1,0 +1,53 @@
+"""The training options' search domains (costgraph.options): Megatron's chunk layout texts the
+planner tries where no even interleaved split exists (issue 27 item 3)."""
+
+from costgraph.options import Space, chunk_layout, chunk_layouts
+from costgraph.parallel.pipeline_layout import parse_pipeline_layout
+
+#: DeepSeek-V3: 61 Transformer layers and one MTP depth (Space.layers counts the MTP group too)
+DSV3 = Space(gpus=1024, max_tp=8, layers=62, stacks=3, mtp=1)
+
+
+def _stages(text: str, pp: int) -> list[str]:
+    return list(parse_pipeline_layout(text, pp).stages)
+
+
+def test_chunk_layouts_are_megatron_bridges_deepseek_v3_layouts():
+    # Megatron-Bridge 067f987 src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py::
+    # _get_deepseek_v3_pipeline_layout, the entries with v > 1, written as Bridge builds the lists
+    last = "mL"
+    bridge = {
+        (4, 2): ["E" + "t" * 8] + ["t" * 8] * 6 + ["t" * 5 + last],
+        (8, 2): ["E" + "t" * 4] + ["t" * 4] * 14 + ["t" + last],
+        (4, 4): ["E" + "t" * 4] + ["t" * 4] * 14 + ["t" + last],
+    }
+    for (pp, vp), stages in bridge.items():
+        got = dict(chunk_layouts(DSV3, pp))
+        assert _stages(got[vp], pp) == stages, (pp, vp)
+    # perf_recipes/deepseek/h100/deepseek_v3.py (PP 8 x VP 4, not in the map):
+    # set_deepseek_v3_pipeline_model_parallel_layout(cfg.model, "Et|(tt|)*30mL")
+    assert _stages(dict(chunk_layouts(DSV3, 8))[4], 8) == _stages("Et|(tt|)*30mL", 8)
+    # the map's v = 1 entries follow the same rule over p chunks (v = 1 is the first/last split's domain,
+    # so chunk_layouts starts at v = 2)
+    for pp, stages in {4: ["E" + "t" * 16, "t" * 16, "t" * 16, "t" * 13 + last],
+                       8: ["E" + "t" * 8] + ["t" * 8] * 6 + ["t" * 5 + last],
+                       16: ["E" + "t" * 4] + ["t" * 4] * 14 + ["t" + last]}.items():
+        assert _stages(chunk_layout(61, pp, 1), pp) == stages
+    # every text checks against the model
+    for p in (2, 4, 8, 16):
+        for v, text in chunk_layouts(DSV3, p):
+            lay = parse_pipeline_layout(text, p)
+            assert lay.vp == v and 61 % (p * v) != 0
+            lay.validate(61, 1)
+
+
+def test_chunk_layouts_only_where_no_even_split_exists():
+    # 32 layers (Llama-3-8B): v = 2 on PP 4 divides them (the v domain's), v = 3 does not
+    llama = Space(gpus=8, max_tp=8, layers=32)
+    got = dict(chunk_layouts(llama, 4))
+    assert 2 not in got and 4 not in got and 8 not in got
+    # N = 12 chunks: q = ceil(32/12) = 3, r = 32 - 10*3 = 2: first chunk E + 2, last chunk the loss alone
+    assert _stages(got[3], 4) == ["Ett"] + ["ttt"] * 10 + ["L"]
+    assert chunk_layouts(llama, 1) == ()
+    # more chunks than the layers fill (r < 0): none; p = 16, v = 2 (32 chunks of 61) is one
+    assert 3 not in dict(chunk_layouts(DSV3, 16)) and 2 in dict(chunk_layouts(DSV3, 16))
