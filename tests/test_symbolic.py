@@ -365,3 +365,13 @@ def test_sensitivity_rounded_derivative_exact():
     assert sens.derivative.xreplace({l: sympy.Integer(26)}) == 8      # 7 + 0 + 0 + 1
     assert sens.derivative.xreplace({l: sympy.Integer(24)}) is sympy.nan   # 24/6 whole: no derivative
     assert sens.step.xreplace({l: sympy.Integer(29)}) == 7 + 5 + 0 - 4   # 29 → 30: floor 4 → 5, Mod 4 → 0
+
+
+def test_a_pipeline_degree_past_any_split_is_refused_not_allocated(capsys):
+    """--pp 10**30 made a list of 10**30 stage shares (OverflowError, exit 3, found by the property
+    tests): a split of more than layer_split.MAX_CHUNKS chunks is refused first (exit 2)."""
+    from cli_checks import refused
+
+    refused(capsys, ["solve", "gemma4_text", "--train", "--tp", "1", "--pp", str(10**30), "--smallest", "--for", "b",
+                     "--quantity", "flops_forward", "--cp", "4", "--budget", "0.45"],
+            "more than 1,000,000 chunks of layers")

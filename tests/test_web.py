@@ -142,7 +142,7 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
                                  ["--tp", "2", "--pp", "2", "--gpus", "16", "--zero", "1"], 989_400_000_000_000,
                                  mfu=True)
     assert trained["most_loaded_stage"] == 0 and cells["stage"][0] == "first"
-    assert cells["time"][1] == "0.000917461" and cells["step"][1] == "0.00437641"
+    assert cells["time"][1] == "0.000917461" and cells["step"][1] == "0.00521067"
     # the state is in the address: the link the page writes reproduces every cell
     link = cells["link"]
     assert link.startswith("b=2&s=512&h=768&") and "&TP=2&PP=2&DP=4&zero=1&recompute=none&precision=mixed&optimizer=adam&hardware=h100-sxm&" in link
@@ -155,9 +155,10 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
 @needs_chromium
 def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
     page = _page(tmp_path, "llama", "--config", "llama-3-8b", "--tp", "4", "--zero", "3",
-                 "--recompute", "selective", "--precision", "bf16")
-    # TP, ZeRO, recompute and precision from the command line; the optimizer from the address: bitsandbytes'
-    # 8-bit Adam keeps 8-bit states only for tensors of 4096 elements or more (a size choice the page writes)
+                 "--recompute", "selective", "--precision", "bf16", "--optimizer", "adam-8bit")
+    # TP, ZeRO, recompute, precision and optimizer from the command line (the step time's: the optimizer
+    # step reads the states), the optimizer in the address too: bitsandbytes' 8-bit Adam keeps 8-bit states
+    # only for tensors of 4096 elements or more (a size choice the page writes)
     cells = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adam-8bit")
     _check_against_cli(capsys, cells, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
                        ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "bf16",
@@ -169,6 +170,9 @@ def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
                   ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
                    "--optimizer", "adafactor"])
     assert fp32["step"][0] is None and fp32["step"][1].endswith("--precision fp32")
+    # another optimizer than the page's: memory computed, the step time named (its optimizer step differs)
+    other = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor")
+    assert other["step"][0] is None and other["step"][1].endswith("--optimizer adafactor")
 
 
 @needs_chromium

@@ -345,6 +345,11 @@
            "--precision " + inputs.precision.value);
       return;
     }
+    if (inputs.optimizer.value !== DATA.training.step_optimizer) {
+      show("step", null, "computed for optimizer " + DATA.training.step_optimizer + " only: costgraph web ... " +
+           "--optimizer " + inputs.optimizer.value);
+      return;
+    }
     if (failure) { show("step", null, failure); return; }
     let value;
     try {

@@ -83,7 +83,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     values (a model's ``--config``); ``layout``: initial ``TP``, ``PP``, ``DP``
     (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
     ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``; the step time
-    is the first precision's);
+    is the first precision's and optimizer's: the optimizer step reads its states);
     ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
     decimal text; ``command``: the command line that regenerates the page.
 
@@ -103,7 +103,8 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
     training, add = _writer(program)
-    table = training_table(model, add, bool(model.graph.groups), start["hardware"], start["precision"])
+    table = training_table(model, add, bool(model.graph.groups), start["hardware"], start["precision"],
+                           start["optimizer"])
     serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]

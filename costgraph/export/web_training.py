@@ -16,7 +16,8 @@ each for the whole model (``PP = 1``) and for the first and the last pipeline st
 Megatron-LM's 1F1B schedule, ``m = PP`` micro-batches). The step time on the page's preset — the
 rate ``costgraph train --hardware`` uses by default, its bubble and exposed communication — is a tree
 (:mod:`costgraph.export.web_tree`) per ZeRO stage × recompute policy × ``PP = 1`` or not, under the
-page's first precision policy (the optimizer changes no step time: :mod:`costgraph.training.steptime`).
+page's first precision policy and optimizer (the per-kernel model's optimizer step reads the optimizer's
+states: :mod:`costgraph.training.step_kernels`).
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ def _stages(result, p) -> dict:
     return {"single": result.stages[0]} if p == 1 else {"first": result.stages[0], "last": result.stages[-1]}
 
 
-def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFAULT_POLICY) -> dict:
+def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFAULT_POLICY,
+                   optimizer: str = DEFAULT_OPTIMIZER) -> dict:
     """The page's training table (module docstring). ``add(name, scope, quantity, unit, meaning, expr)``
     writes one exact function and returns ``{"fn", "formula"}``; ``pipeline``: the model has repeated
-    layers to split into stages; ``hardware``: the preset of the step time; ``policy``: its precision."""
+    layers to split into stages; ``hardware``: the preset of the step time; ``policy``, ``optimizer``: its
+    precision and optimizer (the per-kernel model's optimizer step reads the optimizer's states)."""
     from ..engine.symbols import dim
     from ..parallel.layout import Layout
     from ..training.memory import training_memory   # the memory train() reports, without its FLOPs and time
@@ -51,7 +54,7 @@ def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFA
     tp, pp, dp = dim("TP"), dim("PP"), dim("DP")
     degrees = (1, pp) if pipeline else (1,)
     table: dict = {"states": {}, "optimizer": {}, "activations": {}, "flops": None, "step": {}, "rate": None,
-                   "step_policy": policy, "activation_precision": {p: activation_precision(p) for p in POLICIES}}
+                   "step_policy": policy, "step_optimizer": optimizer, "activation_precision": {p: activation_precision(p) for p in POLICIES}}
 
     def layout(p, **kw):
         pol = kw.get("policy", DEFAULT_POLICY)
@@ -95,7 +98,8 @@ def _steps(model, table: dict, degrees, hardware: str, layout, add) -> None:
         for recompute in RECOMPUTE_SEARCHED:
             steps = table["step"].setdefault(str(zero), {}).setdefault(recompute, {})
             for p in degrees:
-                result = train(model, layout(p, zero=zero, recompute=recompute, policy=table["step_policy"]),
+                result = train(model, layout(p, zero=zero, recompute=recompute, policy=table["step_policy"],
+                                             optimizer=table["step_optimizer"]),
                                hardware=hardware)
                 steps["1" if p == 1 else "PP"] = step_tree(result.compute["step"]["total"])
                 table["rate"] = table["rate"] or result.compute["rate"].describe()

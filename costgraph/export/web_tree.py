@@ -47,13 +47,16 @@ def tree(e, shared: dict | None = None) -> object:
         return ["^", tree(e.base, shared), str(e.exp)]
     if isinstance(e, sympy.Piecewise):
         return ["pw", *[[tree(p.expr, shared), tree(p.cond, shared)] for p in e.args]]
+    if isinstance(e, sympy.ceiling):   # ⌈x⌉ = −⌊−x⌋ (8-bit Adam's blocks of states: the optimizer step)
+        return ["*", "-1", ["floor", ["*", "-1", tree(e.args[0], shared)]]]
     if isinstance(e, (sympy.Ge, sympy.Gt)):
         return ["<=" if isinstance(e, sympy.Ge) else "<", tree(e.rhs, shared), tree(e.lhs, shared)]
     for kind, op in _OPS:
         if isinstance(e, kind):
             return [op, *[tree(a, shared) for a in e.args]]
     raise CostgraphValueError(f"the page cannot evaluate {type(e).__name__} ({str(e)[:80]})",
-                              hint="sums, products, whole powers, min, max, mod, floor and piecewise choices")
+                              hint="sums, products, whole powers, min, max, mod, floor, ceiling and piecewise "
+                                   "choices")
 
 
 def program(e) -> dict:

@@ -32,6 +32,9 @@ from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 
 ZERO = sympy.Integer(0)
+#: The most pipeline chunks (stages × virtual stages) a split is made for: one list entry each, so a
+#: degree such as --pp 10**30 is refused before memory is spent on it (plan's 10**6 devices at most).
+MAX_CHUNKS = 10**6
 
 
 def chunk_sizes(total, p: int, v: int = 1, first=None, last=None, embedding: bool = False,
@@ -39,6 +42,10 @@ def chunk_sizes(total, p: int, v: int = 1, first=None, last=None, embedding: boo
     """``sizes[r][vp]``: decoder layers chunk ``vp`` of rank ``r`` builds, for
     ``total`` layers (an int or a SymPy expression) on ``p`` ranks (an int)."""
     total = as_expr(total)
+    if p * v > MAX_CHUNKS:
+        raise CostgraphValueError(f"{p:,} pipeline stages × {v:,} virtual stages: more than {MAX_CHUNKS:,} chunks "
+                                  "of layers", hint="a pipeline stage holds whole layers: at most as many stages "
+                                  "as the model has layers")
     if first is not None or last is not None:
         left = p - (first is not None) - (last is not None)
         rest = total - (first or 0) - (last or 0)
