@@ -494,3 +494,15 @@ def test_infer_refuses_page_size_zero(capsys):
     assert err.endswith("costgraph infer: error: argument --page-size: --page-size '0' is not a positive whole number\n"
                         "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; "
                         "costgraph infer --help lists its arguments\n")
+
+
+def test_a_memory_left_symbolic_is_a_located_no_value():
+    """A size nobody gave leaves the memory symbolic: the capacity says which sizes ("no value for
+    ...", exit 2), where it compared None with the device's bytes (found by the property tests through
+    ``costgraph web qwen3_next_chunked``: exit 3)."""
+    import costgraph
+    from costgraph.errors import CostgraphValueError
+
+    m = costgraph.load("qwen3_next_chunked")
+    with pytest.raises(CostgraphValueError, match="no value for .*hv"):
+        m.infer(hardware="h100-sxm", prompt=1, generate=1, batch=1, values=None, kv="bf16")
