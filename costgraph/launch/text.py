@@ -10,6 +10,8 @@ Nothing a file holds is executed or evaluated.
 
 from __future__ import annotations
 
+import re
+
 from ..arguments import shown
 from ..errors import CostgraphValueError, Location
 
@@ -67,3 +69,11 @@ def whole(value: object, name: str, path: str, text: str, line: int, hint: str |
         raise located(f"{name} must be a positive whole number, got {quoted(value)}", path, text, line,
                       hint=hint or "write a whole number, e.g. 8", word=name.split()[-1])
     return value
+
+
+def key_line(text: str, key: str, json: bool = False) -> int:
+    """The 1-based line where ``key`` is first written as a key of ``text`` (YAML ``key:``, or JSON
+    ``"key":`` when ``json``), else 1: where a message about that setting points."""
+    pattern = (r'"' + re.escape(key) + r'"\s*:') if json else (r"(?m)^\s*" + re.escape(key) + r"\s*:")
+    m = re.search(pattern, text)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
