@@ -158,7 +158,7 @@ def test_bad_inputs(cache, tmp_path):
         costgraph.load(LLAMA31, config="x")
     with pytest.raises(CostgraphValueError, match="a string or a path \\(or a config dict\\), not int"):
         costgraph.load(42)
-    with pytest.raises(CostgraphValueError, match="missing key 'hidden_size'"):
+    with pytest.raises(CostgraphValueError, match="missing key 'max_position_embeddings'"):   # the first size the model file names (s, then h, ...)
         costgraph.load({"model_type": "llama"})
     with pytest.raises(CostgraphValueError, match="argument 'dropout' must be True or False"):
         costgraph.load(LLAMA31, dropout="no")
