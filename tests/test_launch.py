@@ -129,6 +129,17 @@ def test_command_line_that_contradicts_the_file_is_refused(cg):
     assert r.returncode == 2 and "required: --gpus, --global-batch" in r.stderr
 
 
+def test_the_batch_option_the_file_excludes_is_refused_with_its_line(cg):
+    # train's m = B / (b·d): --global-batch and --micro-batches exclude each other; one from the file and the
+    # other from the command line names both (it read "give --global-batch or --micro-batches, not both")
+    r = cg("train", "--launch", LLAMA, "--micro-batches", "4")
+    assert r.returncode == 2 and "--micro-batches 4 on the command line" in r.stderr
+    assert f"gives --global-batch 128 ({LLAMA}:83 (--global-batch-size 128))" in r.stderr
+    r = cg("train", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8", "--global-batch", "64")
+    assert r.returncode == 2 and "--global-batch 64 on the command line" in r.stderr
+    assert f"gives --micro-batches 1 ({DS}:3 (gradient_accumulation_steps = 1))" in r.stderr
+
+
 def test_shell_words_arrays_defaults_and_arithmetic():
     s = commands('N=2\nX=${1:-"MOCK"}\nA=(\n  --a 1  # c\n  "--b $N"\n)\nA+=(--c)\n'
                  'W=$(($N*4))\nrun.py ${A[@]} --w $W --x $X --y $7 \\\n  --z "$(date)"\n')

@@ -25,6 +25,8 @@ from ..errors import CostgraphValueError
 _FILLABLE = ("gpus", "global_batch")
 #: the serving degrees fit --serve has no form for (a value other than 1 is refused)
 _SERVE_NONE = ("pp", "ep", "dp_attention")
+#: options that exclude each other (train's m = B / (b·d)): one from the file, the other from the command line
+_EXCLUSIVE = {"global_batch": "micro_batches", "micro_batches": "global_batch"}
 #: what a command does not take from a file, and why
 _DROPPED = {"plan": {"set b": "plan chooses the micro-batch b itself"},
             "infer": {"set b": "--batch sets b", "set s": "--prompt and --generate set s"}}
@@ -165,6 +167,7 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
             raise CostgraphValueError(f"{launch.origins[dest]} gives {flag} {value}, which {command} "
                                       f"does not take", hint="choices: " + ", ".join(map(str, action.choices)))
         given = bool(written & set(action.option_strings))
+        _exclusive(args, actions, launch, dest, taken)
         if mine is None or (_same(mine, action.default) and not given):   # the parser's default: the file's
             setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
             taken.append(dest)
@@ -178,6 +181,19 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
                                   f"{_shown(value)} ({launch.origins[dest]})",
                                   hint="give it in one place: drop the option or edit the file")
     return taken
+
+
+def _exclusive(args, actions, launch, dest: str, taken: list) -> None:
+    """Refuse the file's ``dest`` where the command line gives the option it excludes (``--micro-batches``
+    with a file's global batch, ``--global-batch`` with a file's accumulation steps): both places named."""
+    other = _EXCLUSIVE.get(dest)
+    if other is None or other in taken or other not in actions or getattr(args, other, None) is None:
+        return
+    flag = actions[other].option_strings[0]
+    raise CostgraphValueError(f"{flag} {_shown(getattr(args, other))} on the command line, but {launch.path} gives "
+                              f"{actions[dest].option_strings[0]} {_shown(launch.values[dest])} "
+                              f"({launch.origins[dest]}), and the two exclude each other",
+                              hint=f"give one of them: drop {flag} or edit the file")
 
 
 def _complement(text: str) -> str:
