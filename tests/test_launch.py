@@ -158,6 +158,21 @@ def test_unassigned_variable_is_located(tmp_path):
     assert "$LAYERS, which this file does not assign" in e.value.message and str(e.value.loc) == f"{f}:1:26"
 
 
+@pytest.mark.parametrize("value, message", [
+    ("$(rm -rf /)", "$(...), a command substitution, which is not run"),
+    ("`touch pwned`", "$(...), a command substitution, which is not run"),
+    ("$((2**62))", "$((...)), arithmetic beyond whole numbers"),
+])
+def test_an_expansion_no_assignment_gives_is_named_not_run(tmp_path, value, message):
+    # the hint read "assign it in the file ((...)=...)", which no shell takes
+    f = tmp_path / "run.sh"
+    f.write_text(f"torchrun pretrain_gpt.py --num-layers {value} --hidden-size 8\n")
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert message in e.value.message and e.value.hint == "write the value: the file is read, never run"
+    assert not (tmp_path / "pwned").exists()
+
+
 def test_unknown_arguments_are_warned_not_taken(tmp_path):
     f = tmp_path / "args.txt"
     f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"

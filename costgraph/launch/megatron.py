@@ -161,6 +161,11 @@ def _arguments(words: list, launch: Launch, path: str, text: str) -> dict:
     return out
 
 
+#: the expansions :mod:`costgraph.launch.shell` leaves unresolved that no assignment in the file can give
+_UNREAD = {"$(...)": "a command substitution, which is not run",
+           "$((...))": "arithmetic beyond whole numbers, assigned variables, + - * / and parentheses"}
+
+
 def _read(key: str, name: str, values: list, line: int, path: str, text: str):
     if key in FLAGS:
         return True
@@ -168,9 +173,10 @@ def _read(key: str, name: str, values: list, line: int, path: str, text: str):
         raise located(f"--{name} takes a value", path, text, line, hint=f"write --{name} VALUE", word=f"--{name}")
     missing = [n for v in values for n in unset_names(v)]
     if missing:
-        raise located(f"--{name} takes its value from {missing[0]}, which this file does not assign", path, text,
-                      line, hint=f"assign it in the file ({missing[0].lstrip('$')}=...) or write the value: the "
-                                 "file is read, never run", word=f"--{name}")
+        why = _UNREAD.get(missing[0], "which this file does not assign")
+        raise located(f"--{name} takes its value from {missing[0]}, {why}", path, text, line, hint=(f"assign it in the file ({missing[0].lstrip('$')}=...) or write the value"
+                                              if missing[0] not in _UNREAD else "write the value")
+                      + ": the file is read, never run", word=f"--{name}")
     if key in NUMBERS:
         return whole(values[0], f"--{name}", path, text, line)
     return list(values) if key == "recompute_modules" else values[0]
