@@ -173,6 +173,22 @@ def test_an_expansion_no_assignment_gives_is_named_not_run(tmp_path, value, mess
     assert not (tmp_path / "pwned").exists()
 
 
+def test_deepspeed_bf16_auto_is_not_read_and_bf16_with_fp16_is_refused(tmp_path):
+    # "enabled": "auto" (the Hugging Face Trainer's) read as fp32 before; DeepSpeed asserts "bfloat16 and fp16
+    # modes cannot be simultaneously enabled" (deepspeedai/DeepSpeed@edaa722 deepspeed/runtime/config.py)
+    f = tmp_path / "ds.json"
+    f.write_text('{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}}')
+    launch = read_launch(str(f))
+    assert "precision" not in launch.values and launch.values["zero"] == 2
+    assert any(n.startswith('bf16.enabled "auto"') for n in launch.notes)
+    f.write_text('{"bf16": {"enabled": true},\n "fp16": {"enabled": true}}')
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert "bf16 and fp16 are both enabled" in e.value.message and str(e.value.loc) == f"{f}:2:1"
+    f.write_text('{"fp16": {"enabled": true}}')
+    assert read_launch(str(f)).values["precision"] == "mixed-fp32-grads"
+
+
 def test_unknown_arguments_are_warned_not_taken(tmp_path):
     f = tmp_path / "args.txt"
     f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"
