@@ -102,6 +102,16 @@ def test_vllm_serve_line_equals_hand_flags(cg):
     assert "gpus=8: not an option of infer" in launch["not_used"]
 
 
+def test_a_serving_line_whose_id_is_a_bundled_configuration_needs_no_model(cg):
+    # `vllm serve gpt2` alone was refused ("'gpt2' is a configuration of the model 'gpt'", hint: costgraph derive)
+    launch = _same_answer(cg, ["infer", "--launch", VLLM, "--prompt", "512", "--generate", "128", "--hardware",
+                               "h100-sxm"],
+                          ["infer", "gpt", "--config", "gpt2", "--tp", "4", "--pp", "2", "--prompt", "512",
+                           "--generate", "128", "--hardware", "h100-sxm"])
+    assert launch["model"] == "gpt" and launch["config"] == "gpt2"
+    assert launch["notes"] == ["model gpt2: the bundled gpt --config gpt2"]
+
+
 def test_text_report_names_what_came_from_the_file(cg):
     r = cg("train", "--launch", LLAMA)
     assert r.returncode == 0, r.stderr

@@ -104,6 +104,7 @@ def _model(args, launch, command: str) -> list:
     if launch.model is None:
         return []
     if args.model is None:
+        _bundled_id(launch)
         args.model = args.model_given = launch.model
         if launch.config is not None and getattr(args, "config", None) is None:
             args.config = launch.config
@@ -120,6 +121,20 @@ def _model(args, launch, command: str) -> list:
         args.config = launch.config
         return ["config"]
     return []
+
+
+def _bundled_id(launch) -> None:
+    """A serving line's model id that names a bundled configuration (``vllm serve gpt2``) read as that model
+    and configuration (``gpt --config gpt2``), noted; any other id stays a Hub id or a path."""
+    if launch.kind not in ("vllm", "sglang") or launch.config is not None:
+        return
+    from ..language.loader import configuration_owner
+
+    owner = configuration_owner(launch.model)
+    if owner is not None:
+        launch.notes[:] = [n for n in launch.notes if not n.startswith(f"model {launch.model}: a Hub id")]
+        launch.notes.append(f"model {launch.model}: the bundled {owner} --config {launch.model}")
+        launch.model, launch.config = owner, launch.model
 
 
 def _dims(args, launch, command: str, unused: list) -> list:
