@@ -35,7 +35,7 @@ from .. import datafiles
 from ..errors import CostgraphValueError
 from ..datafiles import Field, Kind, Schema
 from .result import Launch
-from .shell import UNSET, unset_names
+from .shell import UNSET, unset_message, unset_names
 from .text import located, quoted, whole
 
 _DEFAULT_FIELDS = (Field("source", "text"), *(Field(k, "int", positive=True) for k in (
@@ -161,11 +161,6 @@ def _arguments(words: list, launch: Launch, path: str, text: str) -> dict:
     return out
 
 
-#: the expansions :mod:`costgraph.launch.shell` leaves unresolved that no assignment in the file can give
-_UNREAD = {"$(...)": "a command substitution, which is not run",
-           "$((...))": "arithmetic beyond whole numbers, assigned variables, + - * / and parentheses"}
-
-
 def _read(key: str, name: str, values: list, line: int, path: str, text: str):
     if key in FLAGS:
         return True
@@ -173,10 +168,8 @@ def _read(key: str, name: str, values: list, line: int, path: str, text: str):
         raise located(f"--{name} takes a value", path, text, line, hint=f"write --{name} VALUE", word=f"--{name}")
     missing = [n for v in values for n in unset_names(v)]
     if missing:
-        why = _UNREAD.get(missing[0], "which this file does not assign")
-        raise located(f"--{name} takes its value from {missing[0]}, {why}", path, text, line, hint=(f"assign it in the file ({missing[0].lstrip('$')}=...) or write the value"
-                                              if missing[0] not in _UNREAD else "write the value")
-                      + ": the file is read, never run", word=f"--{name}")
+        message, hint = unset_message(f"--{name}", missing[0])
+        raise located(message, path, text, line, hint=hint, word=f"--{name}")
     if key in NUMBERS:
         return whole(values[0], f"--{name}", path, text, line)
     return list(values) if key == "recompute_modules" else values[0]
