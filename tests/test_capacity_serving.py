@@ -494,3 +494,15 @@ def test_infer_refuses_page_size_zero(capsys):
     assert err.endswith("costgraph infer: error: argument --page-size: --page-size '0' is not a positive whole number\n"
                         "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; "
                         "costgraph infer --help lists its arguments\n")
+
+
+def test_kv_memory_past_the_device_memory_is_refused(cg):
+    # vLLM allocates kv_cache_memory_bytes on each device: 1e99 bytes on an 80 GB H100 printed a KV cache of
+    # 2.7e31 tokens; 80GB itself leaves nothing for the weights
+    for size in ("1e99", "80GB"):
+        r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", size, "--prompt", "16", "--generate", "4",
+               "--hardware", "h100-sxm")
+        assert r.returncode == 2 and "is not less than the device memory 80,000,000,000 bytes" in r.stderr, r.stderr
+    r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", "79GB", "--prompt", "16", "--generate", "4",
+           "--hardware", "h100-sxm")
+    assert r.returncode == 0 and "79,000,000,000 bytes" in r.stdout

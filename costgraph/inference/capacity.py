@@ -113,8 +113,13 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
     (``memory_bytes``, ``fits``, ``max_batch``, ``max_context``) on device ``m`` less ``reserve``
     (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving["vllm"]``, a dict:
     module docstring). ``page``: KV block size in tokens; ``inf``: the
-    :class:`~costgraph.inference.phases.Inference`."""
+    :class:`~costgraph.inference.phases.Inference`. Raises CostgraphValueError where vLLM's
+    ``kv_memory`` is not less than the device memory (vLLM allocates it on each device)."""
     _fit(rep, inf, m, page, reserve, prompt, generate, batch)
+    if vllm is not None and vllm.kv_memory is not None and vllm.kv_memory >= m.memory:   # allocated on each device
+        raise CostgraphValueError(f"--kv-memory {vllm.kv_memory:,} bytes is not less than the device memory "
+                                  f"{int(m.memory):,} bytes", hint="the KV cache memory per device, as vLLM's "
+                                  "start-up log reports it (e.g. 6.51GiB); or drop it: vLLM's profile sizes it")
     if vllm is not None:
         with_drafter(rep, inf, m, page, vllm, prompt + generate)
 
