@@ -506,3 +506,16 @@ def test_kv_memory_past_the_device_memory_is_refused(cg):
     r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", "79GB", "--prompt", "16", "--generate", "4",
            "--hardware", "h100-sxm")
     assert r.returncode == 0 and "79,000,000,000 bytes" in r.stdout
+
+
+def test_a_block_repeated_zero_times_is_no_activation_peak(cg):
+    # Gemma 4 with num_kv_shared_layers = 0 (examples/hf/gemma4-text-defaults.json, transformers' defaults): its
+    # KV-sharing block has count 0 = active; the routed-expert share 0/0 was NaN and `infer --hardware` exited 3
+    # ("internal error: TypeError: Invalid NaN comparison")
+    from pathlib import Path
+
+    cfg = str(Path(__file__).resolve().parent.parent / "examples" / "hf" / "gemma4-text-defaults.json")
+    r = cg("infer", cfg, "--hardware", "h100-sxm", "--prompt", "4096", "--generate", "512", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    vllm = json.loads(r.stdout)["serving"]["vllm"]
+    assert vllm["activation_bytes"] > 0 and vllm["available_bytes"] > 0

@@ -234,7 +234,10 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
             if any(z.has(inf.s) for z in dims) and any(z.has(KEYS) for z in dims):   # scores (a window's Min too)
                 continue
             total += as_expr(x.numel * inf._act.bytes(x.role) / inf._tdiv(tid)).xreplace(sub)
-        share = as_expr(d["active"] / d["count"]).xreplace(subs)   # a routed expert sees k/E of the tokens
+        count = as_expr(d["count"]).xreplace(subs)
+        if count.is_zero:   # no instance at these values (Gemma 4's KV-sharing layers when none share)
+            continue
+        share = as_expr(d["active"]).xreplace(subs) / count   # a routed expert sees k/E of the tokens
         total = total * share if share.is_number and share < 1 else total
         if not total.free_symbols:
             peak = max(peak, int(sympy.ceiling(total)))
