@@ -223,6 +223,39 @@ def test_hostile_or_foreign_files_are_refused(tmp_path, content, message):
     assert message in str(e.value) and "\x00" not in str(e.value)
 
 
+@pytest.mark.parametrize("name, content, where", [
+    ("job.toml", '[model]\nname = "llama3"\nflavor = "8B"\n[parallelism]\n\n\ntensor_parallel_degree = 2.5\n', 7),
+    ("acc.yaml", "distributed_type: MULTI_GPU\n\n\nnum_processes: -8\n", 4),
+    ("ds.json", '{"zero_optimization": {\n\n  "stage": 7}}', 3),
+])
+def test_a_value_after_blank_lines_is_located_at_its_own_line(tmp_path, name, content, where):
+    # `^\s*key` began its match on the blank line above (tensor_parallel_degree at 5, num_processes at 2)
+    pytest.importorskip("yaml") if name.endswith(".yaml") else None
+    f = tmp_path / name
+    f.write_text(content)
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert e.value.loc.line == where and e.value.loc.source_line.strip(), str(e.value)
+
+
+def test_a_file_of_many_keys_is_read_once_and_listed_short(cg, tmp_path):
+    # each table's line was a search of the whole text: 200,000 tables (4 MB) ran past a minute; the text
+    # report printed a warning line for each; over a MiB is refused, as the shell reader's bound
+    f = tmp_path / "job.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n' + "".join(f"[t{i}]\nk = {i}\n" for i in range(30000)))
+    launch = read_launch(str(f), gpus=8)
+    assert len(launch.unknown) == 30000 and launch.unknown[-1] == f"[t29999] ({f}:60002)"
+    r = cg("train", "--launch", str(f), "--gpus", "8")
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.split("\n\n")[0].splitlines()
+    assert "  warning: 29,992 more unknown, not taken (--format json lists them)" in head
+    assert sum("warning: unknown" in line for line in head) == 8
+    f.write_text('[model]\nname = "llama3"\n' + "#" * (1 << 20))
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert "holds over 1,048,576 characters, more than a launch file" in str(e.value)
+
+
 def test_a_link_out_of_its_folder_is_not_read(tmp_path):
     (tmp_path / "run.sh").symlink_to("/etc/passwd")
     with pytest.raises(Exception) as e:

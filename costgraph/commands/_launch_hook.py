@@ -23,6 +23,8 @@ from ..errors import CostgraphValueError
 
 #: the options a launch file may give that a parser declares required (checked after the file is read)
 _FILLABLE = ("gpus", "global_batch")
+#: the unknown entries the text report lists one a line (the rest counted)
+_SHOWN = 8
 #: the serving degrees fit --serve has no form for (a value other than 1 is refused)
 _SERVE_NONE = ("pp", "ep", "dp_attention")
 #: options that exclude each other (train's m = B / (b·d)): one from the file, the other from the command line
@@ -272,8 +274,10 @@ def lines(report: dict) -> list[str]:
     if report["ignored"]:
         names = [i.split(" (")[0] for i in report["ignored"]]
         out.append(f"  ignored (no cost): {len(names)}: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}")
-    for u in report["unknown"]:
+    for u in report["unknown"][:_SHOWN]:
         out.append(f"  warning: unknown, not taken: {u}")
+    if len(report["unknown"]) > _SHOWN:   # a file of many (200,000 tables) printed a line each
+        out.append(f"  warning: {len(report['unknown']) - _SHOWN:,} more unknown, not taken (--format json lists them)")
     for u in report["not_used"]:
         out.append(f"  not used: {u}")
     for n in report["notes"]:

@@ -25,10 +25,8 @@ or unknown.
 
 from __future__ import annotations
 
-import re
-
 from .result import Launch
-from .text import located, quoted, whole
+from .text import line_finder, located, quoted, whole
 
 #: top-level keys that change no cost
 _IGNORED = {"steps_per_print", "gradient_clipping", "scheduler", "wall_clock_breakdown", "prescale_gradients",
@@ -57,9 +55,7 @@ def read_deepspeed(path: str, text: str, gpus: int | None = None) -> Launch:
         raise located("a DeepSpeed config is one JSON object", path, text, 1, hint='{"zero_optimization": ...}')
     launch = Launch("deepspeed", path)
 
-    def line(key):
-        m = re.search(r'"' + re.escape(key) + r'"\s*:', text)
-        return text.count("\n", 0, m.start()) + 1 if m else 1
+    line = line_finder(text, r'"([^"\\\n]*)"\s*:')   # a key's first "key": (nested keys too)
 
     def where(key):
         return f"{path}:{line(key)}"

@@ -10,11 +10,18 @@ Nothing a file holds is executed or evaluated.
 
 from __future__ import annotations
 
+import bisect
+import re
+
 from ..arguments import shown
 from ..errors import CostgraphValueError, Location
 
 #: the widest value a message quotes from a file (longer ones are cut, as :func:`costgraph.arguments.shown`)
 _QUOTED = 40
+
+
+#: the most characters a launch file may hold (the shell reader's own bound, ``shell.MAX_VALUE``)
+MAX_TEXT = 1 << 20
 
 
 def read(path: str, what: str) -> str:
@@ -23,7 +30,8 @@ def read(path: str, what: str) -> str:
     Raises
     ------
     CostgraphValueError
-        No such file, a folder, a device or pipe, over the size limit, not UTF-8, holding NUL bytes, or
+        No such file, a folder, a device or pipe, over the size limit (:data:`MAX_TEXT` characters), not
+        UTF-8, holding NUL bytes, or
         a symbolic link leading out of its folder."""
     from pathlib import Path
 
@@ -35,6 +43,9 @@ def read(path: str, what: str) -> str:
     except CostgraphValueError as e:
         raise CostgraphValueError(e.message, hint="give the path of the launch file itself") from None
     text = read_text(path, what)
+    if len(text) > MAX_TEXT:   # a 16 MB YAML of keys took about a minute to parse
+        raise CostgraphValueError(f"{path} holds over {MAX_TEXT:,} characters, more than a launch file ({what})",
+                                  hint="a launch file is a few kilobytes: give the file you launch with")
     if "\x00" in text:
         raise CostgraphValueError(f"{path} is not a text file (it holds NUL bytes)", hint=f"give a {what}")
     return text
@@ -67,3 +78,19 @@ def whole(value: object, name: str, path: str, text: str, line: int, hint: str |
         raise located(f"{name} must be a positive whole number, got {quoted(value)}", path, text, line,
                       hint=hint or "write a whole number, e.g. 8", word=name.split()[-1])
     return value
+
+
+def line_finder(text: str, pattern: str):
+    """``line(key)``: the 1-based line of ``text`` where ``pattern`` (a regular expression whose group 1
+    is the key) first matches that key, 1 where it never does. Every match is found once: a file of
+    200,000 keys searched its whole text per key, past a minute. ``pattern`` matches blanks with
+    ``[ \\t]``, not ``\\s``, which would start a match on a blank line above the key."""
+    first: dict[str, int] = {}
+    for m in re.finditer(pattern, text):
+        first.setdefault(m.group(1), m.start(1))
+    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+
+    def line(key: str) -> int:
+        at = first.get(key)
+        return 1 if at is None else bisect.bisect_right(starts, at)
+    return line
