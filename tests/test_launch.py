@@ -150,6 +150,20 @@ def test_the_batch_option_the_file_excludes_is_refused_with_its_line(cg):
     assert f"gives --micro-batches 1 ({DS}:3 (gradient_accumulation_steps = 1))" in r.stderr
 
 
+def test_torchtitan_pipeline_micro_batches_and_a_global_batch(cg, tmp_path):
+    # with PP and global_batch_size both set, the file gave --micro-batches (local / micro) and --global-batch
+    # and train refused "give --global-batch or --micro-batches, not both"; torchtitan's step: global / (local·dp)
+    # accumulation steps of local / micro micro-batches = global / (micro·dp) = 128 / (2·4) = 16
+    f = tmp_path / "job.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = 128\n'
+                 "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n")
+    r = cg("train", "--launch", str(f), "--gpus", "8")
+    assert r.returncode == 0, r.stderr
+    assert "micro-batches in a step m = 16" in r.stdout and "--set b=2" in r.stdout
+    f.write_text(f.read_text().replace("global_batch_size = 128\n", ""))
+    assert read_launch(str(f), gpus=8).values["micro_batches"] == 4
+
+
 def test_shell_words_arrays_defaults_and_arithmetic():
     s = commands('N=2\nX=${1:-"MOCK"}\nA=(\n  --a 1  # c\n  "--b $N"\n)\nA+=(--c)\n'
                  'W=$(($N*4))\nrun.py ${A[@]} --w $W --x $X --y $7 \\\n  --z "$(date)"\n')

@@ -8,8 +8,9 @@ Read with :mod:`tomllib` (nothing evaluated), as torchtitan's ``JobConfig`` read
   ``llama3`` 8B/70B/405B, ``deepseek_v3`` 16B/671B); ``converters`` with ``float8`` (or
   ``quantize.linear.float8``) → the ``fp8-current`` policy (torchao's tensorwise dynamic scaling);
 * ``[training] local_batch_size`` → ``b`` (with PP: ``pipeline_parallel_microbatch_size``, and
-  ``micro_batches`` = local / micro), ``seq_len`` → ``s``, ``global_batch_size`` (when not −1) →
-  ``global_batch``, ``mixed_precision_param`` bfloat16 → ``mixed`` (FSDP2's bf16 compute, fp32
+  ``micro_batches`` = local / micro, unless the global batch gives them), ``seq_len`` → ``s``,
+  ``global_batch_size`` (when not −1) → ``global_batch`` (m = B / (b·d)), ``mixed_precision_param``
+  bfloat16 → ``mixed`` (FSDP2's bf16 compute, fp32
   sharded parameters and gradients reduced in fp32: 16 bytes a parameter with Adam), float32 → ``fp32``;
 * ``[parallelism]``: ``tensor_parallel_degree`` → ``tp`` (with sequence parallelism: torchtitan's TP
   plan shards the norms' sequence), ``pipeline_parallel_degree`` → ``pp``, ``context_parallel_degree``
@@ -246,13 +247,14 @@ def _batch(f: _File, launch: Launch, pp: int, dp: int) -> None:
                           f.path, f.text, f.line("training", "local_batch_size"))
         launch.set_dim("b", micro, f.where("parallelism", "pipeline_parallel_microbatch_size"),
                        f"pipeline_parallel_microbatch_size = {micro}")
-        launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
     else:
         launch.set_dim("b", local, where, f"local_batch_size = {local}")
     g = f.get("training", "global_batch_size", -1)
-    if g != -1:
+    if g != -1:   # m = B / (b·d): the accumulation steps and, with PP, local / micro micro-batches each
         g = whole(g, "[training] global_batch_size", f.path, f.text, f.line("training", "global_batch_size"))
         launch.set_value("global_batch", g, f.where("training", "global_batch_size"), f"global_batch_size = {g}")
+    elif pp > 1:   # one step of local_batch_size: local / micro micro-batches (both given were refused)
+        launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
 
 
 def _checkpointing(f: _File, launch: Launch) -> None:
