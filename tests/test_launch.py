@@ -164,6 +164,16 @@ def test_torchtitan_pipeline_micro_batches_and_a_global_batch(cg, tmp_path):
     assert read_launch(str(f), gpus=8).values["micro_batches"] == 4
 
 
+def test_a_config_that_contradicts_the_file_is_refused(cg):
+    # --config llama-3-70b with torchtitan's 8B flavor listed "config llama-3-8b" from the file and ran 70B's sizes
+    r = cg("train", "--config", "llama-3-70b", "--launch", TITAN, "--gpus", "8")
+    assert r.returncode == 2, r.stdout[:300]
+    assert f"--config llama-3-70b on the command line, but {TITAN} is model llama --config llama-3-8b ({TITAN}:21)" \
+        in r.stderr
+    r = cg("train", "--config", "llama-3-8b", "--launch", TITAN, "--gpus", "8", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["launch"]["config"] == "llama-3-8b"
+
+
 def test_shell_words_arrays_defaults_and_arithmetic():
     s = commands('N=2\nX=${1:-"MOCK"}\nA=(\n  --a 1  # c\n  "--b $N"\n)\nA+=(--c)\n'
                  'W=$(($N*4))\nrun.py ${A[@]} --w $W --x $X --y $7 \\\n  --z "$(date)"\n')

@@ -107,8 +107,14 @@ def _model(args, launch, command: str) -> list:
         return []
     if args.model is None:
         _bundled_id(launch)
+        mine = getattr(args, "config", None)
+        if launch.config is not None and mine not in (None, launch.config):   # it read the file's, ran the line's
+            raise CostgraphValueError(f"--config {mine} on the command line, but {launch.path} is model {launch.model} "
+                                      f"--config {launch.config}" + (f" ({launch.origins['model'].where})"
+                                                                     if "model" in launch.origins else ""),
+                                      hint="drop --config (the file gives it), or the --launch file")
         args.model = args.model_given = launch.model
-        if launch.config is not None and getattr(args, "config", None) is None:
+        if launch.config is not None and mine is None:
             args.config = launch.config
         return ["model"] + (["config"] if launch.config else [])
     if launch.kind in ("vllm", "sglang"):
