@@ -519,3 +519,13 @@ def test_a_block_repeated_zero_times_is_no_activation_peak(cg):
     assert r.returncode == 0, r.stderr
     vllm = json.loads(r.stdout)["serving"]["vllm"]
     assert vllm["activation_bytes"] > 0 and vllm["available_bytes"] > 0
+
+
+def test_a_request_past_max_model_len_is_warned(cg):
+    # vLLM's server refuses a request over max_model_len ("This model's maximum context length is 8 tokens");
+    # --max-model-len 8 with P + G = 640 was sized silently
+    args = ("infer", "gpt", "--config", "gpt2", "--prompt", "512", "--generate", "128", "--hardware", "h100-sxm")
+    r = cg(*args, "--max-model-len", "8")
+    assert r.returncode == 0 and "warning: P + G = 640 positions is longer than max_model_len = 8" in r.stdout + r.stderr
+    r = cg(*args, "--max-model-len", "640")
+    assert r.returncode == 0 and "max_model_len =" not in r.stdout + r.stderr

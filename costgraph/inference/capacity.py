@@ -129,6 +129,10 @@ def with_drafter(rep, inf, m, page: int, vllm: VllmSettings, positions: int, dra
     ``--kv-memory`` only), the weights as the runtime loads them (``rep.runtime_weights``, else
     the checkpoint's), ``max_model_len`` ``positions`` unless set; with a speculative drafter's
     weights and layers when ``draft`` is given."""
+    if vllm.max_model_len is not None and vllm.max_model_len < positions:   # vLLM's OpenAI server refuses it:
+        # "This model's maximum context length is N tokens. However, you requested M tokens" (serving_engine)
+        rep.warnings.append(f"P + G = {positions:,} positions is longer than max_model_len = {vllm.max_model_len:,}: "
+                            "the server refuses such a request (its maximum context length)")
     weights = rw.bytes if (rw := rep.runtime_weights) else rep.values.get("weight_bytes")
     rep.serving["vllm"] = vllm_kv_cache(inf, m if getattr(m, "memory", None) is not None else None, rep.subs, page,
                                        vllm, vllm.max_model_len or positions, weights, draft)
