@@ -234,5 +234,7 @@ def offload_text(section: dict, values, show) -> list[str]:
             if all(x is not None for x in v.values()):
                 lines.append(f"  host link: {float(v['d2h']):.4g} s out, {float(v['h2d']):.4g} s back per step "
                              f"(both directions at once, beside the compute: the step lasts at least "
-                             f"{float(v['link']):.4g} s); the CPU optimizer step is not timed (no sourced rate)")
+                             f"{float(v['link']):.4g} s); the CPU optimizer step is not timed (no sourced rate)"
+                             + ("; NVMe reads and writes are not timed (no sourced rate)"
+                                if section.get("nvme", 0) != 0 else ""))
     return lines
