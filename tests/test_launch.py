@@ -174,6 +174,19 @@ def test_a_config_that_contradicts_the_file_is_refused(cg):
     assert r.returncode == 0 and json.loads(r.stdout)["launch"]["config"] == "llama-3-8b"
 
 
+def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices_to_gpus(cg):
+    # Megatron-LM @ d98e8a64 examples/mixtral/train_mixtral_8x7b_distributed.sh: one node of 8 (SLURM_NNODES
+    # defaults to 1), PP 4, EP 8 (ETP = TP 1): 8 devices hold PP 4 but not EP × ETP × PP = 32; they were
+    # taken and train refused "expert parallelism e·etp = 8 must divide d·c·t = 2"
+    mixtral = str(EX / "train_mixtral_8x7b_distributed.sh")
+    launch = read_launch(mixtral)
+    assert "gpus" not in launch.values
+    assert any("(8 devices) cannot hold EP × ETP × PP = 32" in n for n in launch.notes)
+    r = cg("train", "--launch", mixtral, "--set", "V=32000")
+    assert r.returncode == 2 and "--global-batch needs --gpus" in r.stderr
+    assert read_launch(mixtral, gpus=32).values["gpus"] == 8 and "gpus" in read_launch(mixtral, gpus=32).weak
+
+
 def test_shell_words_arrays_defaults_and_arithmetic():
     s = commands('N=2\nX=${1:-"MOCK"}\nA=(\n  --a 1  # c\n  "--b $N"\n)\nA+=(--c)\n'
                  'W=$(($N*4))\nrun.py ${A[@]} --w $W --x $X --y $7 \\\n  --z "$(date)"\n')

@@ -291,14 +291,18 @@ def _devices(launcher: list, a: dict, launch: Launch, path: str, gpus: int | Non
     if "nproc_per_node" not in found:
         return
     n = found["nproc_per_node"][0] * found.get("nnodes", (1, 0))[0]
-    model = a["tensor_model_parallel_size"] * a["pipeline_model_parallel_size"] * a["context_parallel_size"]
+    tp, pp = a["tensor_model_parallel_size"], a["pipeline_model_parallel_size"]
+    model = tp * pp * a["context_parallel_size"]
+    # the expert grid too: EP × ETP (ETP defaults to TP) × PP ranks divide the world (Megatron-LM's
+    # RankGenerator of the experts); the Mixtral template's one node of 8 holds PP 4 but not EP 8 × PP 4
+    experts = a["expert_model_parallel_size"] * a.get("expert_tensor_parallel_size", tp) * pp
     text = f"torchrun --nproc_per_node {found['nproc_per_node'][0]} --nnodes {found.get('nnodes', (1,))[0]}"
-    if n % model == 0:
+    if n % model == 0 and (n % experts == 0 or gpus is not None):
         launch.set_value("gpus", n, f"{path}:{found['nproc_per_node'][1]}", text)
         launch.weak.add("gpus")   # a launcher's node count is the template's: --gpus replaces it
     elif gpus is None:
-        launch.notes.append(f"{text} ({n} devices) cannot hold TP × PP × CP = {model}: the devices are the "
-                            "command line's (--gpus)")
+        grid = f"TP × PP × CP = {model}" if n % model else f"EP × ETP × PP = {experts}"
+        launch.notes.append(f"{text} ({n} devices) cannot hold {grid}: the devices are the command line's (--gpus)")
 
 
 __all__ = ["read_megatron", "precision", "defaults", "MEGATRON_TOML", "UNSET"]
