@@ -506,3 +506,38 @@ def test_a_memory_left_symbolic_is_a_located_no_value():
     m = costgraph.load("qwen3_next_chunked")
     with pytest.raises(CostgraphValueError, match="no value for .*hv"):
         m.infer(hardware="h100-sxm", prompt=1, generate=1, batch=1, values=None, kv="bf16")
+
+
+def test_kv_memory_past_the_device_memory_is_refused(cg):
+    # vLLM allocates kv_cache_memory_bytes on each device: 1e99 bytes on an 80 GB H100 printed a KV cache of
+    # 2.7e31 tokens; 80GB itself leaves nothing for the weights
+    for size in ("1e99", "80GB"):
+        r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", size, "--prompt", "16", "--generate", "4",
+               "--hardware", "h100-sxm")
+        assert r.returncode == 2 and "is not less than the device memory 80,000,000,000 bytes" in r.stderr, r.stderr
+    r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", "79GB", "--prompt", "16", "--generate", "4",
+           "--hardware", "h100-sxm")
+    assert r.returncode == 0 and "79,000,000,000 bytes" in r.stdout
+
+
+def test_a_block_repeated_zero_times_is_no_activation_peak(cg):
+    # Gemma 4 with num_kv_shared_layers = 0 (examples/hf/gemma4-text-defaults.json, transformers' defaults): its
+    # KV-sharing block has count 0 = active; the routed-expert share 0/0 was NaN and `infer --hardware` exited 3
+    # ("internal error: TypeError: Invalid NaN comparison")
+    from pathlib import Path
+
+    cfg = str(Path(__file__).resolve().parent.parent / "examples" / "hf" / "gemma4-text-defaults.json")
+    r = cg("infer", cfg, "--hardware", "h100-sxm", "--prompt", "4096", "--generate", "512", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    vllm = json.loads(r.stdout)["serving"]["vllm"]
+    assert vllm["activation_bytes"] > 0 and vllm["available_bytes"] > 0
+
+
+def test_a_request_past_max_model_len_is_warned(cg):
+    # vLLM's server refuses a request over max_model_len ("This model's maximum context length is 8 tokens");
+    # --max-model-len 8 with P + G = 640 was sized silently
+    args = ("infer", "gpt", "--config", "gpt2", "--prompt", "512", "--generate", "128", "--hardware", "h100-sxm")
+    r = cg(*args, "--max-model-len", "8")
+    assert r.returncode == 0 and "warning: P + G = 640 positions is longer than max_model_len = 8" in r.stdout + r.stderr
+    r = cg(*args, "--max-model-len", "640")
+    assert r.returncode == 0 and "max_model_len =" not in r.stdout + r.stderr

@@ -102,6 +102,16 @@ def test_vllm_serve_line_equals_hand_flags(cg):
     assert "gpus=8: not an option of infer" in launch["not_used"]
 
 
+def test_a_serving_line_whose_id_is_a_bundled_configuration_needs_no_model(cg):
+    # `vllm serve gpt2` alone was refused ("'gpt2' is a configuration of the model 'gpt'", hint: costgraph derive)
+    launch = _same_answer(cg, ["infer", "--launch", VLLM, "--prompt", "512", "--generate", "128", "--hardware",
+                               "h100-sxm"],
+                          ["infer", "gpt", "--config", "gpt2", "--tp", "4", "--pp", "2", "--prompt", "512",
+                           "--generate", "128", "--hardware", "h100-sxm"])
+    assert launch["model"] == "gpt" and launch["config"] == "gpt2"
+    assert launch["notes"] == ["model gpt2: the bundled gpt --config gpt2"]
+
+
 def test_text_report_names_what_came_from_the_file(cg):
     r = cg("train", "--launch", LLAMA)
     assert r.returncode == 0, r.stderr
@@ -129,6 +139,54 @@ def test_command_line_that_contradicts_the_file_is_refused(cg):
     assert r.returncode == 2 and "required: --gpus, --global-batch" in r.stderr
 
 
+def test_the_batch_option_the_file_excludes_is_refused_with_its_line(cg):
+    # train's m = B / (b·d): --global-batch and --micro-batches exclude each other; one from the file and the
+    # other from the command line names both (it read "give --global-batch or --micro-batches, not both")
+    r = cg("train", "--launch", LLAMA, "--micro-batches", "4")
+    assert r.returncode == 2 and "--micro-batches 4 on the command line" in r.stderr
+    assert f"gives --global-batch 128 ({LLAMA}:83 (--global-batch-size 128))" in r.stderr
+    r = cg("train", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8", "--global-batch", "64")
+    assert r.returncode == 2 and "--global-batch 64 on the command line" in r.stderr
+    assert f"gives --micro-batches 1 ({DS}:3 (gradient_accumulation_steps = 1))" in r.stderr
+
+
+def test_torchtitan_pipeline_micro_batches_and_a_global_batch(cg, tmp_path):
+    # with PP and global_batch_size both set, the file gave --micro-batches (local / micro) and --global-batch
+    # and train refused "give --global-batch or --micro-batches, not both"; torchtitan's step: global / (local·dp)
+    # accumulation steps of local / micro micro-batches = global / (micro·dp) = 128 / (2·4) = 16
+    f = tmp_path / "job.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = 128\n'
+                 "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n")
+    r = cg("train", "--launch", str(f), "--gpus", "8")
+    assert r.returncode == 0, r.stderr
+    assert "micro-batches in a step m = 16" in r.stdout and "--set b=2" in r.stdout
+    f.write_text(f.read_text().replace("global_batch_size = 128\n", ""))
+    assert read_launch(str(f), gpus=8).values["micro_batches"] == 4
+
+
+def test_a_config_that_contradicts_the_file_is_refused(cg):
+    # --config llama-3-70b with torchtitan's 8B flavor listed "config llama-3-8b" from the file and ran 70B's sizes
+    r = cg("train", "--config", "llama-3-70b", "--launch", TITAN, "--gpus", "8")
+    assert r.returncode == 2, r.stdout[:300]
+    assert f"--config llama-3-70b on the command line, but {TITAN} is model llama --config llama-3-8b ({TITAN}:21)" \
+        in r.stderr
+    r = cg("train", "--config", "llama-3-8b", "--launch", TITAN, "--gpus", "8", "--format", "json")
+    assert r.returncode == 0 and json.loads(r.stdout)["launch"]["config"] == "llama-3-8b"
+
+
+def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices_to_gpus(cg):
+    # Megatron-LM @ d98e8a64 examples/mixtral/train_mixtral_8x7b_distributed.sh: one node of 8 (SLURM_NNODES
+    # defaults to 1), PP 4, EP 8 (ETP = TP 1): 8 devices hold PP 4 but not EP × ETP × PP = 32; they were
+    # taken and train refused "expert parallelism e·etp = 8 must divide d·c·t = 2"
+    mixtral = str(EX / "train_mixtral_8x7b_distributed.sh")
+    launch = read_launch(mixtral)
+    assert "gpus" not in launch.values
+    assert any("(8 devices) cannot hold EP × ETP × PP = 32" in n for n in launch.notes)
+    r = cg("train", "--launch", mixtral, "--set", "V=32000")
+    assert r.returncode == 2 and "--global-batch needs --gpus" in r.stderr
+    assert read_launch(mixtral, gpus=32).values["gpus"] == 8 and "gpus" in read_launch(mixtral, gpus=32).weak
+
+
 def test_shell_words_arrays_defaults_and_arithmetic():
     s = commands('N=2\nX=${1:-"MOCK"}\nA=(\n  --a 1  # c\n  "--b $N"\n)\nA+=(--c)\n'
                  'W=$(($N*4))\nrun.py ${A[@]} --w $W --x $X --y $7 \\\n  --z "$(date)"\n')
@@ -145,6 +203,37 @@ def test_unassigned_variable_is_located(tmp_path):
     with pytest.raises(Exception) as e:
         read_launch(str(f))
     assert "$LAYERS, which this file does not assign" in e.value.message and str(e.value.loc) == f"{f}:1:26"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("$(rm -rf /)", "$(...), a command substitution, which is not run"),
+    ("`touch pwned`", "$(...), a command substitution, which is not run"),
+    ("$((2**62))", "$((...)), arithmetic beyond whole numbers"),
+])
+def test_an_expansion_no_assignment_gives_is_named_not_run(tmp_path, value, message):
+    # the hint read "assign it in the file ((...)=...)", which no shell takes
+    f = tmp_path / "run.sh"
+    f.write_text(f"torchrun pretrain_gpt.py --num-layers {value} --hidden-size 8\n")
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert message in e.value.message and e.value.hint == "write the value: the file is read, never run"
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_deepspeed_bf16_auto_is_not_read_and_bf16_with_fp16_is_refused(tmp_path):
+    # "enabled": "auto" (the Hugging Face Trainer's) read as fp32 before; DeepSpeed asserts "bfloat16 and fp16
+    # modes cannot be simultaneously enabled" (deepspeedai/DeepSpeed@edaa722 deepspeed/runtime/config.py)
+    f = tmp_path / "ds.json"
+    f.write_text('{"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 2}}')
+    launch = read_launch(str(f))
+    assert "precision" not in launch.values and launch.values["zero"] == 2
+    assert any(n.startswith('bf16.enabled "auto"') for n in launch.notes)
+    f.write_text('{"bf16": {"enabled": true},\n "fp16": {"enabled": true}}')
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert "bf16 and fp16 are both enabled" in e.value.message and str(e.value.loc) == f"{f}:2:1"
+    f.write_text('{"fp16": {"enabled": true}}')
+    assert read_launch(str(f)).values["precision"] == "mixed-fp32-grads"
 
 
 def test_unknown_arguments_are_warned_not_taken(tmp_path):
@@ -169,6 +258,39 @@ def test_hostile_or_foreign_files_are_refused(tmp_path, content, message):
     with pytest.raises(Exception) as e:
         read_launch(str(f))
     assert message in str(e.value) and "\x00" not in str(e.value)
+
+
+@pytest.mark.parametrize("name, content, where", [
+    ("job.toml", '[model]\nname = "llama3"\nflavor = "8B"\n[parallelism]\n\n\ntensor_parallel_degree = 2.5\n', 7),
+    ("acc.yaml", "distributed_type: MULTI_GPU\n\n\nnum_processes: -8\n", 4),
+    ("ds.json", '{"zero_optimization": {\n\n  "stage": 7}}', 3),
+])
+def test_a_value_after_blank_lines_is_located_at_its_own_line(tmp_path, name, content, where):
+    # `^\s*key` began its match on the blank line above (tensor_parallel_degree at 5, num_processes at 2)
+    pytest.importorskip("yaml") if name.endswith(".yaml") else None
+    f = tmp_path / name
+    f.write_text(content)
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert e.value.loc.line == where and e.value.loc.source_line.strip(), str(e.value)
+
+
+def test_a_file_of_many_keys_is_read_once_and_listed_short(cg, tmp_path):
+    # each table's line was a search of the whole text: 200,000 tables (4 MB) ran past a minute; the text
+    # report printed a warning line for each; over a MiB is refused, as the shell reader's bound
+    f = tmp_path / "job.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n' + "".join(f"[t{i}]\nk = {i}\n" for i in range(30000)))
+    launch = read_launch(str(f), gpus=8)
+    assert len(launch.unknown) == 30000 and launch.unknown[-1] == f"[t29999] ({f}:60002)"
+    r = cg("train", "--launch", str(f), "--gpus", "8")
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.split("\n\n")[0].splitlines()
+    assert "  warning: 29,992 more unknown, not taken (--format json lists them)" in head
+    assert sum("warning: unknown" in line for line in head) == 8
+    f.write_text('[model]\nname = "llama3"\n' + "#" * (1 << 20))
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert "holds over 1,048,576 characters, more than a launch file" in str(e.value)
 
 
 def test_a_link_out_of_its_folder_is_not_read(tmp_path):

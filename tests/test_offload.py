@@ -410,6 +410,11 @@ def test_text_output_and_layer_scope(capsys):
     assert f"  host memory per device  {18 * GPT2 // 4:,} bytes" in out
     assert f"  host memory per node    {18 * GPT2:,} bytes" in out            # 4 GPUs of the job on one node
     assert "(with offload, compute + bubble is at least the host link's" in out
+    assert "NVMe reads and writes are not timed" not in out
+    # ZeRO-Infinity's optimizer states on NVMe: only the host link was timed, the step printed as if on the host
+    assert main(["train", "gpt", "--config", "gpt2", "--set", "b=1", "--set", "s=1024", "--gpus", "4", "--zero", "3",
+                 "--offload-optimizer", "nvme", "--hardware", "h100-sxm"]) == 0
+    assert "; NVMe reads and writes are not timed (no sourced rate)" in capsys.readouterr().out
     assert main(["train", "gpt", "--config", "gpt2", "--scope", "layer", "--zero", "2",
                  "--offload-optimizer", "cpu"]) == 0
     assert "warning: offload is not applied at scope 'layer'" in capsys.readouterr().out

@@ -96,10 +96,17 @@ def test_plan_table_from_its_rows():
     plan = PlanResult("gpt", 8, "h100-sxm", 64, 80 * 10**9, 0.5, 10, {}, [row], settings=settings, divisible=1)
     page = plan._repr_html_()
     assert ("<tr><td>2</td><td>1</td><td>4</td><td>1</td><td>1</td><td>1</td><td>none</td><td>yes</td><td>1</td>"
-            "<td>8</td><td>12,345,678,901 bytes</td><td>0.5 s</td><td>0.25</td></tr>") in page
+            "<td>8</td><td>1</td><td>1f1b</td><td>12,345,678,901 bytes</td><td>0.5 s</td><td>0.25</td></tr>") in page
+    # the virtual stages, the schedule and the variants: rows differing only there printed alike
+    twin = {**row, "virtual_stages": 4, "schedule": "interleaved", "options": {"ep_overlap": "megatron"}}
+    plan = PlanResult("gpt", 8, "h100-sxm", 64, 80 * 10**9, 0.5, 10, {}, [row, twin], settings=settings, divisible=1)
+    lines = str(plan).splitlines()
+    assert lines[1].split() == ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "micro_batch", "micro_batches",
+                                "virtual_stages", "schedule", "memory_bytes", "step_seconds", "mfu", "options"]
+    assert lines[3].split()[10:12] == ["4", "interleaved"] and lines[3].endswith("ep_overlap megatron")
     pytest.importorskip("pandas")
     df = plan.to_pandas()
-    assert list(df.columns)[10:15] == ["memory_bytes", "memory_bytes unit", "step_seconds", "step_seconds unit", "mfu"]
+    assert list(df.columns)[12:17] == ["memory_bytes", "memory_bytes unit", "step_seconds", "step_seconds unit", "mfu"]
     assert int(df.memory_bytes[0]) == 12_345_678_901
 
 

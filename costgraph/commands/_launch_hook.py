@@ -23,8 +23,12 @@ from ..errors import CostgraphValueError
 
 #: the options a launch file may give that a parser declares required (checked after the file is read)
 _FILLABLE = ("gpus", "global_batch")
+#: the unknown entries the text report lists one a line (the rest counted)
+_SHOWN = 8
 #: the serving degrees fit --serve has no form for (a value other than 1 is refused)
 _SERVE_NONE = ("pp", "ep", "dp_attention")
+#: options that exclude each other (train's m = B / (b·d)): one from the file, the other from the command line
+_EXCLUSIVE = {"global_batch": "micro_batches", "micro_batches": "global_batch"}
 #: what a command does not take from a file, and why
 _DROPPED = {"plan": {"set b": "plan chooses the micro-batch b itself"},
             "infer": {"set b": "--batch sets b", "set s": "--prompt and --generate set s"}}
@@ -102,8 +106,15 @@ def _model(args, launch, command: str) -> list:
     if launch.model is None:
         return []
     if args.model is None:
+        _bundled_id(launch)
+        mine = getattr(args, "config", None)
+        if launch.config is not None and mine not in (None, launch.config):   # it read the file's, ran the line's
+            raise CostgraphValueError(f"--config {mine} on the command line, but {launch.path} is model {launch.model} "
+                                      f"--config {launch.config}" + (f" ({launch.origins['model'].where})"
+                                                                     if "model" in launch.origins else ""),
+                                      hint="drop --config (the file gives it), or the --launch file")
         args.model = args.model_given = launch.model
-        if launch.config is not None and getattr(args, "config", None) is None:
+        if launch.config is not None and mine is None:
             args.config = launch.config
         return ["model"] + (["config"] if launch.config else [])
     if launch.kind in ("vllm", "sglang"):
@@ -118,6 +129,20 @@ def _model(args, launch, command: str) -> list:
         args.config = launch.config
         return ["config"]
     return []
+
+
+def _bundled_id(launch) -> None:
+    """A serving line's model id that names a bundled configuration (``vllm serve gpt2``) read as that model
+    and configuration (``gpt --config gpt2``), noted; any other id stays a Hub id or a path."""
+    if launch.kind not in ("vllm", "sglang") or launch.config is not None:
+        return
+    from ..language.loader import configuration_owner
+
+    owner = configuration_owner(launch.model)
+    if owner is not None:
+        launch.notes[:] = [n for n in launch.notes if not n.startswith(f"model {launch.model}: a Hub id")]
+        launch.notes.append(f"model {launch.model}: the bundled {owner} --config {launch.model}")
+        launch.model, launch.config = owner, launch.model
 
 
 def _dims(args, launch, command: str, unused: list) -> list:
@@ -165,6 +190,7 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
             raise CostgraphValueError(f"{launch.origins[dest]} gives {flag} {value}, which {command} "
                                       f"does not take", hint="choices: " + ", ".join(map(str, action.choices)))
         given = bool(written & set(action.option_strings))
+        _exclusive(args, actions, launch, dest, taken)
         if mine is None or (_same(mine, action.default) and not given):   # the parser's default: the file's
             setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
             taken.append(dest)
@@ -178,6 +204,19 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
                                   f"{_shown(value)} ({launch.origins[dest]})",
                                   hint="give it in one place: drop the option or edit the file")
     return taken
+
+
+def _exclusive(args, actions, launch, dest: str, taken: list) -> None:
+    """Refuse the file's ``dest`` where the command line gives the option it excludes (``--micro-batches``
+    with a file's global batch, ``--global-batch`` with a file's accumulation steps): both places named."""
+    other = _EXCLUSIVE.get(dest)
+    if other is None or other in taken or other not in actions or getattr(args, other, None) is None:
+        return
+    flag = actions[other].option_strings[0]
+    raise CostgraphValueError(f"{flag} {_shown(getattr(args, other))} on the command line, but {launch.path} gives "
+                              f"{actions[dest].option_strings[0]} {_shown(launch.values[dest])} "
+                              f"({launch.origins[dest]}), and the two exclude each other",
+                              hint=f"give one of them: drop {flag} or edit the file")
 
 
 def _complement(text: str) -> str:
@@ -241,8 +280,10 @@ def lines(report: dict) -> list[str]:
     if report["ignored"]:
         names = [i.split(" (")[0] for i in report["ignored"]]
         out.append(f"  ignored (no cost): {len(names)}: {', '.join(names[:8])}{', ...' if len(names) > 8 else ''}")
-    for u in report["unknown"]:
+    for u in report["unknown"][:_SHOWN]:
         out.append(f"  warning: unknown, not taken: {u}")
+    if len(report["unknown"]) > _SHOWN:   # a file of many (200,000 tables) printed a line each
+        out.append(f"  warning: {len(report['unknown']) - _SHOWN:,} more unknown, not taken (--format json lists them)")
     for u in report["not_used"]:
         out.append(f"  not used: {u}")
     for n in report["notes"]:

@@ -78,17 +78,29 @@ def inference_table(report) -> Table:
 
 
 _PLAN_HEADS = ("tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "micro_batch", "micro_batches",
-               "memory_bytes", "step_seconds", "mfu")
+               "virtual_stages", "schedule", "memory_bytes", "step_seconds", "mfu")
+#: a row's fields that default where absent (the text report's v and schedule columns)
+_PLAN_DEFAULTS = {"virtual_stages": 1, "schedule": "1f1b"}
 
 
 def plan_table(result) -> Table:
-    """The layouts of a PlanResult, fastest first (memory in bytes, step time in seconds)."""
+    """The layouts of a PlanResult, fastest first (memory in bytes, step time in seconds); the virtual
+    stages and the schedule as the text report shows them (rows differing only there were alike), and
+    the variants (``options``) where a row has any."""
     doc = result.to_dict()
     units = {"memory_bytes": "bytes", "step_seconds": "s"}
-    rows = [tuple(Q(r[h], units[h]) if h in units else r[h] for h in _PLAN_HEADS) for r in doc["layouts"]]
+    heads = _PLAN_HEADS + (("options",) if any(r.get("options") for r in doc["layouts"]) else ())
+    rows = [tuple(Q(r[h], units[h]) if h in units else _plan_cell(r, h) for h in heads) for r in doc["layouts"]]
     title = (f"{doc['model']}: layouts on {doc['gpus']} × {doc['hardware']}, global batch {doc['global_batch']}; "
              f"{doc['considered']:,} considered; {doc['verdict']}")
-    return Table(title, _PLAN_HEADS, rows)
+    return Table(title, heads, rows)
+
+
+def _plan_cell(row: dict, head: str):
+    if head == "options":   # the variants, as the text report's options column writes them
+        return ", ".join(f"{k} {'+'.join(v) if isinstance(v, (tuple, list)) else v}"
+                         for k, v in (row.get("options") or {}).items())
+    return row.get(head, _PLAN_DEFAULTS.get(head))
 
 
 def bare_time_table(bt) -> Table:

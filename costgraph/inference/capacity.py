@@ -113,8 +113,13 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
     (``memory_bytes``, ``fits``, ``max_batch``, ``max_context``) on device ``m`` less ``reserve``
     (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving["vllm"]``, a dict:
     module docstring). ``page``: KV block size in tokens; ``inf``: the
-    :class:`~costgraph.inference.phases.Inference`."""
+    :class:`~costgraph.inference.phases.Inference`. Raises CostgraphValueError where vLLM's
+    ``kv_memory`` is not less than the device memory (vLLM allocates it on each device)."""
     _fit(rep, inf, m, page, reserve, prompt, generate, batch)
+    if vllm is not None and vllm.kv_memory is not None and vllm.kv_memory >= m.memory:   # allocated on each device
+        raise CostgraphValueError(f"--kv-memory {vllm.kv_memory:,} bytes is not less than the device memory "
+                                  f"{int(m.memory):,} bytes", hint="the KV cache memory per device, as vLLM's "
+                                  "start-up log reports it (e.g. 6.51GiB); or drop it: vLLM's profile sizes it")
     if vllm is not None:
         with_drafter(rep, inf, m, page, vllm, prompt + generate)
 
@@ -124,6 +129,10 @@ def with_drafter(rep, inf, m, page: int, vllm: VllmSettings, positions: int, dra
     ``--kv-memory`` only), the weights as the runtime loads them (``rep.runtime_weights``, else
     the checkpoint's), ``max_model_len`` ``positions`` unless set; with a speculative drafter's
     weights and layers when ``draft`` is given."""
+    if vllm.max_model_len is not None and vllm.max_model_len < positions:   # vLLM's OpenAI server refuses it:
+        # "This model's maximum context length is N tokens. However, you requested M tokens" (serving_engine)
+        rep.warnings.append(f"P + G = {positions:,} positions is longer than max_model_len = {vllm.max_model_len:,}: "
+                            "the server refuses such a request (its maximum context length)")
     weights = rw.bytes if (rw := rep.runtime_weights) else rep.values.get("weight_bytes")
     rep.serving["vllm"] = vllm_kv_cache(inf, m if getattr(m, "memory", None) is not None else None, rep.subs, page,
                                        vllm, vllm.max_model_len or positions, weights, draft)
@@ -231,7 +240,10 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
             if any(z.has(inf.s) for z in dims) and any(z.has(KEYS) for z in dims):   # scores (a window's Min too)
                 continue
             total += as_expr(x.numel * inf._act.bytes(x.role) / inf._tdiv(tid)).xreplace(sub)
-        share = as_expr(d["active"] / d["count"]).xreplace(subs)   # a routed expert sees k/E of the tokens
+        count = as_expr(d["count"]).xreplace(subs)
+        if count.is_zero:   # no instance at these values (Gemma 4's KV-sharing layers when none share)
+            continue
+        share = as_expr(d["active"]).xreplace(subs) / count   # a routed expert sees k/E of the tokens
         total = total * share if share.is_number and share < 1 else total
         if not total.free_symbols:
             peak = max(peak, int(sympy.ceiling(total)))

@@ -329,6 +329,12 @@ def _bundled_name(rel: str) -> bool:
 
 
 @cache
+def configuration_owner(name: str) -> str | None:
+    """The bundled model that defines the configuration ``name`` (``gpt2`` → ``gpt``), or None: how a
+    serving line's bare model id that is a bundled configuration is read (``costgraph.commands._launch_hook``)."""
+    return _bundled_configs().get(name)
+
+
 def _bundled_configs() -> dict[str, str]:
     """Configuration name → the bundled model that defines it (``llama-2-7b`` → ``llama``),
     read from the bundled files' syntax trees (only to explain an unknown model name)."""

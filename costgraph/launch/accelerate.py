@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ..optional import need
 from .result import Launch
-from .text import key_line, located, quoted, whole
+from .text import line_finder, located, quoted, whole
 
 _IGNORED = {"compute_environment", "debug", "downcast_bf16", "machine_rank", "main_process_ip", "main_process_port",
             "main_training_function", "rdzv_backend", "same_network", "tpu_env", "tpu_use_cluster",
@@ -56,8 +56,7 @@ def read_accelerate(path: str, text: str) -> Launch:
         raise located("an accelerate config is a mapping of settings", path, text, 1)
     launch = Launch("accelerate", path)
 
-    def line(key):
-        return key_line(text, key)
+    line = line_finder(text, r"(?m)^[ \t]*([^\s:#][^:\n]*?)[ \t]*:")   # a key's first line (nested keys too)
 
     def where(key):
         return f"{path}:{line(key)}"

@@ -15,7 +15,7 @@ bounded depth and numbers), then as DeepSpeed reads it (deepspeedai/DeepSpeed @ 
 * ``bf16.enabled`` / ``fp16.enabled`` → ``mixed-fp32-grads`` (16-bit parameters and gradients, the
   fp32 master copy and an fp32 copy of the gradient partition, fp32 Adam moments: 20 bytes a parameter,
   as DeepSpeed's ``stage_1_and_2.py``/``stage3.py`` keep them and its ZeRO estimators count them,
-  policies.toml); neither → ``fp32``;
+  policies.toml); neither → ``fp32``; both refused (as DeepSpeed refuses them);
 * ``optimizer.type`` → ``optimizer`` (``AdamW`` → ``adamw``).
 
 The model is the command line's (a DeepSpeed config names none). A value ``"auto"`` (filled by the
@@ -26,7 +26,7 @@ or unknown.
 from __future__ import annotations
 
 from .result import Launch
-from .text import key_line, located, quoted, whole
+from .text import line_finder, located, quoted, whole
 
 #: top-level keys that change no cost
 _IGNORED = {"steps_per_print", "gradient_clipping", "scheduler", "wall_clock_breakdown", "prescale_gradients",
@@ -55,8 +55,7 @@ def read_deepspeed(path: str, text: str, gpus: int | None = None) -> Launch:
         raise located("a DeepSpeed config is one JSON object", path, text, 1, hint='{"zero_optimization": ...}')
     launch = Launch("deepspeed", path)
 
-    def line(key):
-        return key_line(text, key, json=True)
+    line = line_finder(text, r'"([^"\\\n]*)"\s*:')   # a key's first "key": (nested keys too)
 
     def where(key):
         return f"{path}:{line(key)}"
@@ -70,13 +69,29 @@ def read_deepspeed(path: str, text: str, gpus: int | None = None) -> Launch:
                             "--recompute for it")
     _zero(data.get("zero_optimization") or {}, launch, path, text, where, line)
     _batch(data, launch, path, text, gpus, where, line)
-    on = [k for k in ("bf16", "fp16") if isinstance(data.get(k), dict) and data[k].get("enabled") is True]
-    launch.set_value("precision", "mixed-fp32-grads" if on else "fp32", where(on[0]) if on else "DeepSpeed's default",
-                     f'"{on[0]}": {{"enabled": true}}' if on else "neither bf16 nor fp16 enabled")
+    _precision(data, launch, path, text, where, line)
     opt = data.get("optimizer")
     if isinstance(opt, dict) and isinstance(opt.get("type"), str):
         launch.set_value("optimizer", opt["type"].lower(), where("optimizer"), f'"type": {quoted(opt["type"])}')
     return launch
+
+
+def _precision(data: dict, launch: Launch, path: str, text: str, where, line) -> None:
+    """``bf16``/``fp16`` ``enabled`` → ``precision`` (module docstring); ``"auto"`` not read (noted); both
+    enabled refused, as DeepSpeed's ``DeepSpeedConfig`` asserts ("bfloat16 and fp16 modes cannot be
+    simultaneously enabled", deepspeed/runtime/config.py @ edaa722)."""
+    enabled = {k: data[k].get("enabled") for k in ("bf16", "fp16") if isinstance(data.get(k), dict)}
+    auto = [k for k, v in enabled.items() if v == "auto"]
+    if auto:
+        launch.notes.append(f'{auto[0]}.enabled "auto": filled by the Hugging Face Trainer at run time; not read '
+                            "(give --precision)")
+        return
+    on = [k for k, v in enabled.items() if v is True]
+    if len(on) == 2:
+        raise located("bf16 and fp16 are both enabled; DeepSpeed refuses the two together", path, text, line("fp16"),
+                      hint='keep one: "bf16": {"enabled": true} or "fp16": {"enabled": true}')
+    launch.set_value("precision", "mixed-fp32-grads" if on else "fp32", where(on[0]) if on else "DeepSpeed's default",
+                     f'"{on[0]}": {{"enabled": true}}' if on else "neither bf16 nor fp16 enabled")
 
 
 def _zero(z, launch: Launch, path: str, text: str, where, line) -> None:

@@ -35,7 +35,7 @@ from .. import datafiles
 from ..errors import CostgraphValueError
 from ..datafiles import Field, Kind, Schema
 from .result import Launch
-from .shell import UNSET, unset_names
+from .shell import UNSET, unset_message, unset_names
 from .text import located, quoted, whole
 
 _DEFAULT_FIELDS = (Field("source", "text"), *(Field(k, "int", positive=True) for k in (
@@ -168,9 +168,8 @@ def _read(key: str, name: str, values: list, line: int, path: str, text: str):
         raise located(f"--{name} takes a value", path, text, line, hint=f"write --{name} VALUE", word=f"--{name}")
     missing = [n for v in values for n in unset_names(v)]
     if missing:
-        raise located(f"--{name} takes its value from {missing[0]}, which this file does not assign", path, text,
-                      line, hint=f"assign it in the file ({missing[0].lstrip('$')}=...) or write the value: the "
-                                 "file is read, never run", word=f"--{name}")
+        message, hint = unset_message(f"--{name}", missing[0])
+        raise located(message, path, text, line, hint=hint, word=f"--{name}")
     if key in NUMBERS:
         return whole(values[0], f"--{name}", path, text, line)
     return list(values) if key == "recompute_modules" else values[0]
@@ -292,14 +291,18 @@ def _devices(launcher: list, a: dict, launch: Launch, path: str, gpus: int | Non
     if "nproc_per_node" not in found:
         return
     n = found["nproc_per_node"][0] * found.get("nnodes", (1, 0))[0]
-    model = a["tensor_model_parallel_size"] * a["pipeline_model_parallel_size"] * a["context_parallel_size"]
+    tp, pp = a["tensor_model_parallel_size"], a["pipeline_model_parallel_size"]
+    model = tp * pp * a["context_parallel_size"]
+    # the expert grid too: EP × ETP (ETP defaults to TP) × PP ranks divide the world (Megatron-LM's
+    # RankGenerator of the experts); the Mixtral template's one node of 8 holds PP 4 but not EP 8 × PP 4
+    experts = a["expert_model_parallel_size"] * a.get("expert_tensor_parallel_size", tp) * pp
     text = f"torchrun --nproc_per_node {found['nproc_per_node'][0]} --nnodes {found.get('nnodes', (1,))[0]}"
-    if n % model == 0:
+    if n % model == 0 and (n % experts == 0 or gpus is not None):
         launch.set_value("gpus", n, f"{path}:{found['nproc_per_node'][1]}", text)
         launch.weak.add("gpus")   # a launcher's node count is the template's: --gpus replaces it
     elif gpus is None:
-        launch.notes.append(f"{text} ({n} devices) cannot hold TP × PP × CP = {model}: the devices are the "
-                            "command line's (--gpus)")
+        grid = f"TP × PP × CP = {model}" if n % model else f"EP × ETP × PP = {experts}"
+        launch.notes.append(f"{text} ({n} devices) cannot hold {grid}: the devices are the command line's (--gpus)")
 
 
 __all__ = ["read_megatron", "precision", "defaults", "MEGATRON_TOML", "UNSET"]

@@ -34,9 +34,11 @@ are listed as unknown, never taken.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import CostgraphValueError
 from .result import Launch
-from .shell import unset_names
+from .shell import unset_message, unset_names
 from .text import located, quoted, whole
 
 _VLLM = {"tensor-parallel-size": "tp", "tp": "tp", "pipeline-parallel-size": "pp", "pp": "pp",
@@ -88,8 +90,10 @@ def read_serving(path: str, text: str, script) -> Launch:
             i += 1
             continue
         name = word.lstrip("-").split("=", 1)[0]
-        takes = name not in _FLAGS and "=" not in word and i + 1 < len(words) and not words[i + 1][0].startswith("-")
+        takes = name not in _FLAGS and "=" not in word and i + 1 < len(words) and _value_word(words[i + 1][0])
         value = word.split("=", 1)[1] if "=" in word else (words[i + 1][0] if takes else True)
+        if name in names and value is True:
+            raise located(f"--{name} takes a value", path, text, line, hint=f"write --{name} VALUE", word=word)
         if name in names:
             got[names[name]] = (value, line, f"{word} {value}" if takes else word)
         elif name in ("enable-expert-parallel", "enable-dp-attention", "enable-prefix-caching"):
@@ -101,6 +105,12 @@ def read_serving(path: str, text: str, script) -> Launch:
         i += 2 if takes else 1
     _apply(got, kind, launch, path, text)
     return launch
+
+
+def _value_word(word: str) -> bool:
+    """Whether ``word`` after an option is its value: not an option, or a negative number (``-4``, as
+    argparse reads it), so that the value is refused for what it is."""
+    return not word.startswith("-") or re.fullmatch(r"-[0-9.][0-9.eE+-]*", word) is not None
 
 
 def _command(script, path: str, text: str):
@@ -123,8 +133,8 @@ def _apply(got: dict, kind: str, launch: Launch, path: str, text: str) -> None:
     for dest, (value, line, words) in got.items():
         missing = unset_names(str(value))
         if missing:
-            raise located(f"{words.split()[0]} takes its value from {missing[0]}, which this file does not assign",
-                          path, text, line, hint="assign it in the file or write the value: the file is never run")
+            message, hint = unset_message(words.split()[0], missing[0])
+            raise located(message, path, text, line, hint=hint, word=words.split()[0])
     where = {k: f"{path}:{line}" for k, (_, line, _) in got.items()}
     if "model" in got:
         launch.model = str(got["model"][0])

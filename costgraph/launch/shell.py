@@ -405,6 +405,20 @@ def _factor(t: list, k: int):
     raise ValueError("operand")
 
 
+#: the expansions left unresolved that no assignment in the file can give, and why
+_UNREAD = {"$(...)": "a command substitution, which is not run",
+           "$((...))": "arithmetic beyond whole numbers, assigned variables, + - * / and parentheses"}
+
+
+def unset_message(option: str, name: str) -> tuple[str, str]:
+    """The message and the hint of ``option`` whose value holds the unresolved ``name`` (``$LAYERS``,
+    ``$(...)``, ``$((...))``): a variable may be assigned in the file; a command is never run."""
+    if name in _UNREAD:
+        return f"{option} takes its value from {name}, {_UNREAD[name]}", "write the value: the file is read, never run"
+    return (f"{option} takes its value from {name}, which this file does not assign",
+            f"assign it in the file ({name.lstrip('$').strip('{}')}=...) or write the value: the file is read, never run")
+
+
 def unset_names(text: str) -> list[str]:
     """The unassigned names a word holds (``$1``, ``$DATA_PATH``), in order."""
     return text.split(UNSET)[1::2]

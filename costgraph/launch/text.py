@@ -10,6 +10,7 @@ Nothing a file holds is executed or evaluated.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from ..arguments import shown
@@ -19,13 +20,18 @@ from ..errors import CostgraphValueError, Location
 _QUOTED = 40
 
 
+#: the most characters a launch file may hold (the shell reader's own bound, ``shell.MAX_VALUE``)
+MAX_TEXT = 1 << 20
+
+
 def read(path: str, what: str) -> str:
     """The text of the launch file ``path`` (``what``: its kind, for messages).
 
     Raises
     ------
     CostgraphValueError
-        No such file, a folder, a device or pipe, over the size limit, not UTF-8, holding NUL bytes, or
+        No such file, a folder, a device or pipe, over the size limit (:data:`MAX_TEXT` characters), not
+        UTF-8, holding NUL bytes, or
         a symbolic link leading out of its folder."""
     from pathlib import Path
 
@@ -37,6 +43,9 @@ def read(path: str, what: str) -> str:
     except CostgraphValueError as e:
         raise CostgraphValueError(e.message, hint="give the path of the launch file itself") from None
     text = read_text(path, what)
+    if len(text) > MAX_TEXT:   # a 16 MB YAML of keys took about a minute to parse
+        raise CostgraphValueError(f"{path} holds over {MAX_TEXT:,} characters, more than a launch file ({what})",
+                                  hint="a launch file is a few kilobytes: give the file you launch with")
     if "\x00" in text:
         raise CostgraphValueError(f"{path} is not a text file (it holds NUL bytes)", hint=f"give a {what}")
     return text
@@ -71,9 +80,17 @@ def whole(value: object, name: str, path: str, text: str, line: int, hint: str |
     return value
 
 
-def key_line(text: str, key: str, json: bool = False) -> int:
-    """The 1-based line where ``key`` is first written as a key of ``text`` (YAML ``key:``, or JSON
-    ``"key":`` when ``json``), else 1: where a message about that setting points."""
-    pattern = (r'"' + re.escape(key) + r'"\s*:') if json else (r"(?m)^\s*" + re.escape(key) + r"\s*:")
-    m = re.search(pattern, text)
-    return text.count("\n", 0, m.start()) + 1 if m else 1
+def line_finder(text: str, pattern: str):
+    """``line(key)``: the 1-based line of ``text`` where ``pattern`` (a regular expression whose group 1
+    is the key) first matches that key, 1 where it never does. Every match is found once: a file of
+    200,000 keys searched its whole text per key, past a minute. ``pattern`` matches blanks with
+    ``[ \\t]``, not ``\\s``, which would start a match on a blank line above the key."""
+    first: dict[str, int] = {}
+    for m in re.finditer(pattern, text):
+        first.setdefault(m.group(1), m.start(1))
+    starts = [0, *(m.end() for m in re.finditer("\n", text))]
+
+    def line(key: str) -> int:
+        at = first.get(key)
+        return 1 if at is None else bisect.bisect_right(starts, at)
+    return line

@@ -8,8 +8,9 @@ Read with :mod:`tomllib` (nothing evaluated), as torchtitan's ``JobConfig`` read
   ``llama3`` 8B/70B/405B, ``deepseek_v3`` 16B/671B); ``converters`` with ``float8`` (or
   ``quantize.linear.float8``) → the ``fp8-current`` policy (torchao's tensorwise dynamic scaling);
 * ``[training] local_batch_size`` → ``b`` (with PP: ``pipeline_parallel_microbatch_size``, and
-  ``micro_batches`` = local / micro), ``seq_len`` → ``s``, ``global_batch_size`` (when not −1) →
-  ``global_batch``, ``mixed_precision_param`` bfloat16 → ``mixed`` (FSDP2's bf16 compute, fp32
+  ``micro_batches`` = local / micro, unless the global batch gives them), ``seq_len`` → ``s``,
+  ``global_batch_size`` (when not −1) → ``global_batch`` (m = B / (b·d)), ``mixed_precision_param``
+  bfloat16 → ``mixed`` (FSDP2's bf16 compute, fp32
   sharded parameters and gradients reduced in fp32: 16 bytes a parameter with Adam), float32 → ``fp32``;
 * ``[parallelism]``: ``tensor_parallel_degree`` → ``tp`` (with sequence parallelism: torchtitan's TP
   plan shards the norms' sequence), ``pipeline_parallel_degree`` → ``pp``, ``context_parallel_degree``
@@ -80,15 +81,26 @@ class _File:
 
     def __init__(self, path: str, text: str, data: dict):
         self.path, self.text, self.data = path, text, data
+        # each table header's and each key's first line, found in one pass: a file of many tables or
+        # keys (200,000 in 4 MB) took a search of the whole text per one, past a minute
+        self._lines: dict[tuple, int] = {}
+        section = None
+        for n, row in enumerate(text.split("\n"), start=1):
+            head = re.match(r"[ \t]*\[[ \t]*([^\[\]\n]+?)[ \t]*\]", row)
+            if head:
+                section = head.group(1)
+                self._lines.setdefault((section,), n)
+                continue
+            key = re.match(r"[ \t]*([A-Za-z0-9_-]+)[ \t]*=", row)
+            if key and section is not None:
+                self._lines.setdefault((section, key.group(1)), n)
 
     def line(self, section: str, key: str | None = None) -> int:
-        head = re.search(r"(?m)^\s*\[\s*" + re.escape(section) + r"\s*\]", self.text)
-        if head is None:
+        """The 1-based line of ``[section]`` (with ``key``: of its ``key =``, else of the header), 1 if absent."""
+        at = self._lines.get((section,))
+        if at is None:
             return 1
-        if key is None:
-            return self.text.count("\n", 0, head.start()) + 1
-        m = re.compile(r"(?m)^\s*" + re.escape(key) + r"\s*=").search(self.text, head.end())
-        return self.text.count("\n", 0, m.start()) + 1 if m else self.text.count("\n", 0, head.start()) + 1
+        return at if key is None else self._lines.get((section, key), at)
 
     def where(self, section: str, key: str) -> str:
         return f"{self.path}:{self.line(section, key)}" if key in self.data.get(section, {}) else "torchtitan's default"
@@ -235,13 +247,14 @@ def _batch(f: _File, launch: Launch, pp: int, dp: int) -> None:
                           f.path, f.text, f.line("training", "local_batch_size"))
         launch.set_dim("b", micro, f.where("parallelism", "pipeline_parallel_microbatch_size"),
                        f"pipeline_parallel_microbatch_size = {micro}")
-        launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
     else:
         launch.set_dim("b", local, where, f"local_batch_size = {local}")
     g = f.get("training", "global_batch_size", -1)
-    if g != -1:
+    if g != -1:   # m = B / (b·d): the accumulation steps and, with PP, local / micro micro-batches each
         g = whole(g, "[training] global_batch_size", f.path, f.text, f.line("training", "global_batch_size"))
         launch.set_value("global_batch", g, f.where("training", "global_batch_size"), f"global_batch_size = {g}")
+    elif pp > 1:   # one step of local_batch_size: local / micro micro-batches (both given were refused)
+        launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
 
 
 def _checkpointing(f: _File, launch: Launch) -> None:

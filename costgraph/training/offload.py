@@ -283,5 +283,7 @@ def offload_text(section: dict, values, show) -> list[str]:
                             "bandwidth)")
                 lines.append(f"  after the backward, in series: {cpu} + the updated partition back "
                              f"{float(v['after']):.4g} s = {float(v['serial']):.4g} s")
-                lines.append(f"  (schedule {SCHEDULE})")
+                lines.append(f"  (schedule {SCHEDULE})"
+                             + ("; NVMe reads and writes are not timed (no sourced rate)"
+                                if section.get("nvme", 0) != 0 else ""))
     return lines
