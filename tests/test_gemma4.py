@@ -93,7 +93,7 @@ def test_mapping_reads_the_per_layer_type_shapes():
                                                      p=p, Vp=Vp, s=256, b=1)
     assert from_hf_config(dict(K_EQ_V)).values["kvg"] == 1
     # a config saved by transformers carries them as per_layer_config (layer "05": the first full layer)
-    from transformers import Gemma4TextConfig
+    Gemma4TextConfig = pytest.importorskip("transformers").Gemma4TextConfig   # the torch tier
     saved = Gemma4TextConfig(**{k: v for k, v in K_EQ_V.items() if k != "model_type"}).to_dict()
     assert "global_head_dim" not in saved and "num_global_key_value_heads" not in saved
     assert {k: from_hf_config(saved).values[k] for k in ("dg", "kvg")} == {"dg": dg, "kvg": 1}
