@@ -149,7 +149,7 @@ def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int
     qd["memory_bytes"] = mem_b
     vals["memory_bytes"] = _exact(mem_b, subs)
     if vals["memory_bytes"] is None:   # a size nobody gave: the located "no value" error, not a TypeError
-        raise no_value(sympy.sympify(mem_b).xreplace(subs).free_symbols)
+        raise no_value(as_expr(mem_b).xreplace(subs).free_symbols)
     vals["fits"] = bool(vals["memory_bytes"] <= cap)
     vals["max_batch"] = largest_fitting(mem_b, b, subs, cap)
     x = sympy.Symbol("x_positions", positive=True, integer=True)

@@ -18,6 +18,8 @@ from fractions import Fraction
 import sympy
 from sympy.core.relational import Relational
 
+from ..engine.symbols import as_expr
+
 #: nodes rebuilt with ``evaluate=False`` (their evaluation compares arguments symbolically)
 _UNEVALUATED = (sympy.Min, sympy.Max, Relational, sympy.Piecewise)
 
@@ -64,7 +66,7 @@ def exact_value(expr, mapping: dict, memo: dict | None = None):
     ``mapping`` is left as it is (the result is then symbolic, as ``xreplace``'s). Used by the
     planner's exact confirmation (:mod:`costgraph.training.plan_confirm`)."""
     memo = {} if memo is None else memo
-    done = _exact(sympy.sympify(expr), mapping, memo)
+    done = _exact(as_expr(expr), mapping, memo)   # an int or Fraction too; text is never parsed
     return _sym(done)
 
 
