@@ -97,15 +97,17 @@ def test_available_memory_as_vllm_profiles_it(llama):
     assert got["weight_bytes"] == rep.values["weight_bytes"] + rope == 16_060_522_496 + rope
     # H100 (80 GB, not an A100) under `vllm serve`: max_num_batched_tokens 8192, max_num_seqs 1024
     assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == (8192, 1024)
-    # the largest operator of a forward of 8192 tokens: SwiGLU's product, gate and up in, one out,
-    # 3 × 8192 × 14336 bf16 values (attention scores left out: fused kernels)
-    assert got["activation_bytes"] == 3 * 8192 * 14336 * 2
+    # the live set at the peak of a forward of 8192 tokens (inference/profile_peak.py): at down_proj vLLM's
+    # LlamaMLP still holds gate_up [T, 2i] and the product [T, i], the caller the normalised input and the
+    # residual [T, h] each, and down_proj writes [T, h]: (3h + 3i) bf16 values per token
+    ACT = 8192 * (3 * 4096 + 3 * 14336) * 2
+    assert got["activation_bytes"] == ACT == 905_969_664
     assert got["non_torch_bytes"] == int(0.35 * GIB) == 375_809_638
-    avail = 72_000_000_000 - 16_060_522_496 - rope - 3 * 8192 * 14336 * 2 - 375_809_638
+    avail = 72_000_000_000 - 16_060_522_496 - rope - ACT - 375_809_638
     assert got["available_bytes"] == avail
-    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_157   # 26,158 before the rotary cache
-    assert got["tokens"] == 26_157 * 16
-    assert got["max_concurrency"] == sympy.Rational(26_157, 40)   # ⌈640/16⌉ blocks per request
+    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_061   # 26,157 with one operator's inputs and outputs
+    assert got["tokens"] == 26_061 * 16
+    assert got["max_concurrency"] == sympy.Rational(26_061, 40)   # ⌈640/16⌉ blocks per request
     # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9
     assert rep.settings["capacity_bytes"] == 72_000_000_000
 
@@ -119,11 +121,12 @@ def test_activation_estimate_experts_and_windows():
         v = m.values(config)
         return activation_estimate(inf, {k: x for k, x in v.items() if k not in (inf.b, inf.s)}, 8192, 1024)
 
-    # Mixtral: a routed expert sees k/E = 2/8 of the tokens, so its SwiGLU product
-    # (3 × 8192 × 14336 × 2 / 4 = 176,160,768) is below a residual add's [T, h] + [T, h] → [T, h]
-    assert est("mixtral", "mixtral-8x7b") == 3 * 8192 * 4096 * 2
-    # Mistral: the windowed scores [a, s, Min(w, n_keys)] are left out as plain scores are
-    assert est("mistral", "mistral-7b") == 3 * 8192 * 14336 * 2
+    # Mixtral (inference/profile_peak.py): at a routed expert's down_proj the residual, the normalised input and
+    # the experts' accumulator [T, h] are alive, and the expert's gate, up, product [T, i] and output [T, h] over
+    # its share k/E = 2/8 of the tokens: 8192 × (3h + (3i + h)/4) bf16 values
+    assert est("mixtral", "mixtral-8x7b") == 8192 * (3 * 4096 + (3 * 14336 + 4096) // 4) * 2 == 394_264_576
+    # Mistral: the windowed scores [a, s, Min(w, n_keys)] are left out as plain scores are; the MLP's live set
+    assert est("mistral", "mistral-7b") == 8192 * (3 * 4096 + 3 * 14336) * 2
 
 
 def test_a100_gets_the_small_token_budget(llama):
@@ -131,7 +134,7 @@ def test_a100_gets_the_small_token_budget(llama):
     v = llama.values("llama-3-8b")
     got = _vllm(infer(llama, hardware="a100-80gb-sxm", prompt=512, generate=128, batch=1, values=v))
     assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == (2048, 256)
-    assert got["activation_bytes"] == 3 * 2048 * 14336 * 2
+    assert got["activation_bytes"] == 2048 * (3 * 4096 + 3 * 14336) * 2   # the live set at down_proj
 
 
 def test_utilization_is_one_minus_reserve(llama):
@@ -431,8 +434,9 @@ def test_vllm_would_not_start_is_said(capsys):
     assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
     doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
     v = doc["serving"]["vllm"]
-    # 26,157: the weights as vLLM loads them, with its 2 MiB rotary cos/sin cache (issue 29; was 26,158)
-    assert v["num_blocks"] == 26_157 and v["blocks_per_request"] == 62_500
+    # 26,061: the weights as vLLM loads them (its 2 MiB rotary cos/sin cache) and the live set at the profile
+    # run's peak (inference/profile_peak.py; 26,157 with one operator's inputs and outputs, 26,158 before the cache)
+    assert v["num_blocks"] == 26_061 and v["blocks_per_request"] == 62_500
     assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
     assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
 

@@ -59,6 +59,7 @@ from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError, no_value
 from .exact import exact_value as _exact
 from .phases import G, P
+from .profile_peak import activation_estimate  # noqa: F401  (the profile run's peak: its own module)
 
 GIB = 2**30
 
@@ -213,41 +214,6 @@ def merge_kinds(kinds) -> list[dict]:
                                                                "token_bytes": k["token_bytes"]})
         m["layers"] += k["layers"]
     return list(out.values())
-
-
-def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
-    """Bytes of the estimated activation peak of vLLM's profile run (module docstring): the
-    largest operator instance's inputs + outputs (activation dtype, per device) in a forward of
-    ``tokens`` tokens of one sequence (``n = 0``); an operator whose outputs nothing reads (the
-    output head) over ``min(seqs, tokens)`` rows; a routed expert over its expected share
-    ``active / count`` (``k/E``) of the tokens; attention scores (a tensor with both the query
-    and the key axis) left out, as vLLM's fused attention kernels never hold them."""
-    from .phases import KEYS, moves_no_data
-
-    cg = inf.cg
-    read = {t for _, d in cg.ops() for t in d["inputs"]}
-    base = {**subs, inf.b: sympy.Integer(1)}
-    peak = 0
-    for path, d in cg.ops():
-        if moves_no_data(d["kind"]) or not d["outputs"]:
-            continue
-        rows = min(seqs, tokens) if not any(o in read for o in d["outputs"]) else tokens
-        sub = {**base, inf.s: sympy.Integer(rows), KEYS: sympy.Integer(rows)}
-        total = sympy.Integer(0)
-        for tid in (*d["inputs"], *d["outputs"]):
-            x = cg.tensors[tid]
-            dims = [as_expr(z) for z in x.shape]
-            if any(z.has(inf.s) for z in dims) and any(z.has(KEYS) for z in dims):   # scores (a window's Min too)
-                continue
-            total += as_expr(x.numel * inf._act.bytes(x.role) / inf._tdiv(tid)).xreplace(sub)
-        count = as_expr(d["count"]).xreplace(subs)
-        if count.is_zero:   # no instance at these values (Gemma 4's KV-sharing layers when none share)
-            continue
-        share = as_expr(d["active"]).xreplace(subs) / count   # a routed expert sees k/E of the tokens
-        total = total * share if share.is_number and share < 1 else total
-        if not total.free_symbols:
-            peak = max(peak, int(sympy.ceiling(total)))
-    return peak
 
 
 def _blocks_per_request(kind: dict, block: int, max_len: int, batched: int) -> int:
