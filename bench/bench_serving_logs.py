@@ -15,6 +15,12 @@ Each entry is a public start-up log (quoted below with its URL) and the checks i
 * ``not askable``: what ``infer`` cannot ask, with the reason named in docs/peers.md ("Why our
   numbers differ", vLLM's logs).
 
+A log with ``"runtime"`` (``sglang``, ``trtllm``, ``llamacpp``: ``infer --runtime``) is checked
+against ``serving["runtime"]`` (costgraph/inference/runtimes.py): ``kv_given`` SGLang's
+``max_total_num_tokens`` or TensorRT-LLM's "max tokens in paged KV cache" from the KV pool the log
+prints (``--kv-memory``), ``kv_predicted`` from the memory the log says was free before loading;
+``kv_line`` llama.cpp's ``KV self size`` MiB for the log's ``n_ctx`` and cache type, to its rounding.
+
 Prints one row per check and the summary: within tolerance, outside, not askable.
 """
 
@@ -99,6 +105,54 @@ LOGS = [
      "model": ("qwen3_moe", "qwen3-30b-a3b", {"h": 4096, "a": 64, "kv": 4, "d": 128, "i": 1536, "l": 94,
                                               "E": 128, "k": 8}), "tp": 4,
      "checks": [("kv_given", 178_880, {"kv_memory": "8.11GiB"})]},
+    # ---- SGLang (python/sglang/srt/model_executor/model_runner.py::profile_max_num_token: rest = available after
+    # loading - total (1 - mem_fraction_static), "GB" in its logs is 2^30 B; tokens = rest // cell)
+    {"id": "SGLang 0.4.3.post4, QwQ-32B, 4 x L4, TP 4, mem_fraction_static 0.85",
+     "url": "https://github.com/didier-durand/llms-in-clouds/blob/main/docs/sglang.md",
+     "quote": "server_args=ServerArgs(... mem_fraction_static=0.85, ... tp_size=4 ...); Load weight begin. avail "
+              "mem=21.63 GB; Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=6.09 GB, mem "
+              "usage=15.54 GB.; KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB; "
+              "max_total_num_tokens=46611",
+     "model": ("qwen2", "qwen2-7b", {"h": 5120, "a": 40, "kv": 8, "d": 128, "i": 27648, "l": 64, "s": 131072}),
+     "tp": 4, "runtime": "sglang",
+     "checks": [("kv_given", 46_611, {"kv_memory": "2.8455GiB"}),       # 6.09 - 21.63 x (1 - 0.85) GB
+                ("kv_predicted", 46_611, {"memory": "21.63GiB", "non_torch_memory": "0"})]},
+    {"id": "SGLang (2025-03), Meta-Llama-3.1-8B-Instruct, one 80 GB GPU, TP 1, default mem_fraction_static (0.88)",
+     "url": "https://github.com/sgl-project/sglang/pull/4760",
+     "quote": "Using Meta-Llama-3.1-8B-Instruct: Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail "
+              "mem=63.48 GB, mem usage=15.11 GB.; KV Cache is allocated. #tokens: 442750, K size: 27.02 GB, V size: "
+              "27.02 GB",
+     "model": ("examples/hf/llama-3.1-8b.json", None, {}), "tp": 1, "runtime": "sglang",
+     "checks": [("kv_given", 442_750, {"kv_memory": "54.0492GiB"}),     # 63.48 - (63.48 + 15.11) x (1 - 0.88) GB
+                ("kv_predicted", 442_750, {"memory": "78.59GiB", "non_torch_memory": "0"})]},   # free before loading
+    {"id": "SGLang, Qwen3-235B-A22B-FP8, 4 x H100, TP 4, --mem-fraction-static 0.93",
+     "url": "https://github.com/vllm-project/vllm/issues/21348",
+     "quote": "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB",
+     "model": ("qwen3_moe", "qwen3-30b-a3b", {"h": 4096, "a": 64, "kv": 4, "d": 128, "i": 1536, "l": 94,
+                                              "E": 128, "k": 8}), "tp": 4, "runtime": "sglang",
+     "checks": [("kv_given", 367_404, {"kv_memory": "16.46GiB"})]},
+    # ---- TensorRT-LLM (cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: "[MemUsageChange] Allocated %0.2f GiB for
+    # max tokens in paged KV cache (%d)", blocks of tokens_per_block 32)
+    {"id": "TensorRT-LLM 1.1.0rc3, gpt-oss-20b, GB10, trtllm-serve, kv_cache_config.max_tokens",
+     "url": "https://forums.developer.nvidia.com/t/tensorrt-llm-pytorch-memory-fraction-automatically-limited-to-0-14-"
+            "despite-kv-cache-configuration/354807",
+     "quote": "max_tokens is set by kv_cache_config.max_tokens: 4128; [MemUsageChange] Allocated 0.19 GiB for max "
+              "tokens in paged KV cache (4128).",
+     "model": ("gpt_oss", "gpt-oss-20b", {}), "tp": 1, "runtime": "trtllm",
+     "checks": [("kv_given", 4128, {"kv_memory": "0.19GiB"})]},
+    # ---- llama.cpp ("KV self size  = %7.2f MiB, K (%s): %7.2f MiB, V (%s): %7.2f MiB", src/llama-kv-cache.cpp)
+    {"id": "llama.cpp b4462, Qwen2.5-Coder-32B-Instruct q8_0, 2 x RTX 3090 Ti, -c 32768, --cache-type-k/v q8_0",
+     "url": "https://github.com/ggml-org/llama.cpp/issues/11200",
+     "quote": "llama_kv_cache_init: kv_size = 32768, offload = 1, type_k = 'q8_0', type_v = 'q8_0', n_layer = 64; "
+              "KV self size  = 4352.00 MiB, K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB",
+     "model": ("qwen2", "qwen2-7b", {"h": 5120, "a": 40, "kv": 8, "d": 128, "i": 27648, "l": 64}), "tp": 1,
+     "runtime": "llamacpp", "checks": [("kv_line", "4352.00", {"kv": "q8_0", "max_model_len": 32768})]},
+    {"id": "llama-cpp-python (f32 KV, before f16_kv), LLaMA-33B (alpaca ggml q4_1), n_ctx 512",
+     "url": "https://github.com/abetlen/llama-cpp-python/issues/66",
+     "quote": "n_ctx = 512, n_embd = 6656, n_head = 52, n_layer = 60; llama_init_from_file: kv self size  = "
+              "1560.00 MB",
+     "model": ("llama", "llama-2-7b", {"h": 6656, "a": 52, "kv": 52, "d": 128, "i": 17920, "l": 60, "V": 32000}),
+     "tp": 1, "runtime": "llamacpp", "checks": [("kv_line", "1560.00", {"kv": "fp32", "max_model_len": 512})]},
 ]
 
 
@@ -114,7 +168,7 @@ def _model(spec):
     return m, m.values(config, **changes)
 
 
-def run_check(model, values, tp: int, kind: str, logged, extra) -> dict:
+def run_check(model, values, tp: int, kind: str, logged, extra, runtime: str = "vllm") -> dict:
     """One check: ``{kind, logged, got, diff, within}`` (``within`` None: not askable, ``extra`` the reason)."""
     from costgraph.inference import infer
 
@@ -123,8 +177,11 @@ def run_check(model, values, tp: int, kind: str, logged, extra) -> dict:
     kw = dict(extra)
     max_len = kw.pop("max_model_len", None)
     rep = infer(model, prompt=max_len - 100 if max_len else 1000, generate=100, batch=1, values=values, t=tp,
-                max_model_len=max_len, **kw)
-    v = rep.serving["vllm"]
+                max_model_len=max_len, runtime=runtime, **kw)
+    v = rep.serving["vllm" if runtime == "vllm" else "runtime"]
+    if kind == "kv_line":   # llama.cpp's "KV self size  = X MiB": the MiB to the print's two decimals
+        got = v["lines"][0].split("=")[1].split("MiB")[0].strip()
+        return {"kind": kind, "logged": logged, "got": got, "diff": None, "within": got == logged}
     if kind == "weights":
         got = f"{rep.runtime_weights.bytes / GIB:.{len(logged.split('.')[1])}f}"
         return {"kind": kind, "logged": logged, "got": got, "diff": None, "within": got == logged}
@@ -136,7 +193,7 @@ def run_check(model, values, tp: int, kind: str, logged, extra) -> dict:
         tol = 0.02 if kind == "kv_given" else 0.05
     diff = None if got is None else got / logged - 1
     return {"kind": kind, "logged": logged, "got": got, "diff": diff,
-            "within": diff is not None and abs(diff) <= tol, "note": v.get("note")}
+            "within": diff is not None and abs(diff) <= tol, "note": v.get("note") or " / ".join(v.get("lines", []))}
 
 
 def main(argv=None) -> int:
@@ -148,7 +205,7 @@ def main(argv=None) -> int:
         model, values = _model(log["model"])
         for kind, logged, extra in log["checks"]:
             rows.append({"log": log["id"], "url": log["url"], **run_check(model, values, log["tp"], kind, logged,
-                                                                              extra)})
+                                                                              extra, log.get("runtime", "vllm"))})
     within = sum(r["within"] is True for r in rows)
     outside = [r for r in rows if r["within"] is False]
     asked = [r for r in rows if r["within"] is None]

@@ -272,3 +272,65 @@ def test_kimi_linear_kda_state_split_by_heads(tp):
     per_layer = (32 // tp) * 128 * 128 * 4 + 4 * 3 * (32 // tp) * 128 * 2
     assert r.values["state_bytes"] == 20 * per_layer == {1: 43_909_120, 2: 21_954_560}[tp]
     assert r.values["kv_cache_bytes_per_token"] == 7 * 576 * 2
+
+
+# --- llama.cpp's "KV self size" line, and SGLang / TensorRT-LLM from a KV pool as given (issue 29 items 1-2) --------
+# ggml-org/llama.cpp src/llama-kv-cache.cpp (up to b5400): LLAMA_LOG_INFO("%s: KV self size  = %7.2f MiB, K (%s):
+# %7.2f MiB, V (%s): %7.2f MiB\n", ..., (k + v) / 2^20, ggml_type_name(type_k), k / 2^20, ...)
+
+
+def test_llamacpp_kv_self_size_line_qwen25_coder_32b_q8_0():
+    # ggml-org/llama.cpp issue #11200 (b4462, -c 32768 --cache-type-k q8_0 --cache-type-v q8_0,
+    # qwen2.5-coder:32b-instruct-q8_0: 64 layers, 8 K/V heads of 128): "kv_size = 32768 ... n_layer = 64",
+    # "KV self size  = 4352.00 MiB, K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB"
+    from costgraph.inference import load
+
+    m = load("qwen2")
+    v = m.values("qwen2-7b", h=5120, a=40, kv=8, d=128, i=27648, l=64)
+    rt = infer(m, prompt=100, generate=10, batch=1, values=v, runtime="llamacpp", kv="q8_0",
+               max_model_len=32768).serving["runtime"]
+    assert rt["lines"][0] == "KV self size  = 4352.00 MiB, K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB"
+    assert rt["kv_bytes"] == 32768 * 64 * 2 * 8 * 128 * 34 // 32
+
+
+def test_llamacpp_f32_cache_llama_33b():
+    # abetlen/llama-cpp-python issue #66: LLaMA-33B (n_embd 6656, n_head 52, n_layer 60) at n_ctx 512 with the
+    # f32 cache of its early default: "kv self size  = 1560.00 MB" (MiB: buf.size / 1024 / 1024)
+    from costgraph.inference import load
+
+    m = load("llama")
+    v = m.values("llama-2-7b", h=6656, a=52, kv=52, d=128, i=17920, l=60, V=32000)
+    rt = infer(m, prompt=100, generate=10, batch=1, values=v, runtime="llamacpp", kv="fp32",
+               max_model_len=512).serving["runtime"]
+    assert rt["kv_bytes"] == 2 * 512 * 60 * 6656 * 4 == 1560 * 2**20
+    assert rt["lines"][0].startswith("KV self size  = 1560.00 MiB, K (f32):  780.00 MiB")
+
+
+def test_sglang_tokens_from_the_logged_pool():
+    # sgl-project/sglang PR #4760 (Meta-Llama-3.1-8B-Instruct): "Load weight end ... avail mem=63.48 GB, mem
+    # usage=15.11 GB"; "#tokens: 442750, K size: 27.02 GB"; mem_fraction_static 0.88 at TP 1: rest = 63.48 -
+    # 78.59 x 0.12 GiB; max_total_num_tokens = rest // 131,072 (model_runner.py::profile_max_num_token)
+    rest = int(sympy.Rational(540492, 10000) * 2**30)
+    rt = _runtime("sglang", "--kv-memory", "54.0492GiB")["serving"]["runtime"]
+    assert rt["tokens"] == rest // CELL == 442_771
+    assert abs(rt["tokens"] / 442_750 - 1) < 0.001
+
+
+def test_sglang_predicted_from_the_free_memory():
+    # the same log: total = 78.59 GB free before loading (--memory, no non-torch memory), the weights as loaded
+    rt = _runtime("sglang", "--memory", "78.59GiB", "--non-torch-memory", "0")["serving"]["runtime"]
+    total = int(sympy.Rational(7859, 100) * 2**30)
+    assert rt["tokens"] == int((sympy.Rational(88, 100) * total - W1) // CELL) == 443_764
+    assert abs(rt["tokens"] / 442_750 - 1) < 0.005
+
+
+def test_trtllm_tokens_from_the_logged_allocation():
+    # NVIDIA developer forum (TensorRT-LLM 1.1.0rc3, gpt-oss-20b): "Allocated 0.19 GiB for max tokens in paged KV
+    # cache (4128)"; 24 layers x 8 K/V heads of 64, bf16: 49,152 B a token; blocks of 32 tokens
+    from costgraph.inference import load
+
+    m = load("gpt_oss")
+    rt = infer(m, prompt=100, generate=10, batch=1, values=m.values("gpt-oss-20b"), runtime="trtllm",
+               kv_memory="0.19GiB").serving["runtime"]
+    assert rt["cell_bytes"] == 24 * 8 * 64 * 2 * 2 == 49_152
+    assert rt["tokens"] == int(sympy.Rational(19, 100) * 2**30) // (49_152 * 32) * 32 == 4128

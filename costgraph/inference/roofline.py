@@ -529,7 +529,8 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
         rw = rep.runtime_weights
         rep.serving["runtime"] = runtime_kv(opts["runtime"], inf, m.memory, rep.subs, rw.bytes if rw else None,
                                             tp=t, non_torch=vs.non_torch, fraction=None if opts["fraction"] is None else 1 - reserve,
-                                            n_ctx=vs.max_model_len or prompt + generate, batch=batch, kv_name=inf.kv.name)
+                                            n_ctx=vs.max_model_len or prompt + generate, batch=batch, kv_name=inf.kv.name,
+                                            kv_memory=vs.kv_memory)
     timed = [o for o in ("shared_prefix", "chunk", "speculative_tokens") if opts[o] is not None]
     if timed and not m.timed:
         raise CostgraphValueError(f"--{timed[0].replace('_', '-')} answers in seconds, which need a device",

@@ -47,7 +47,9 @@ TRTLLM_TOKENS_PER_BLOCK = 32              # KvCacheConfig.tokens_per_block
 SGLANG_FRACTIONS = ((16, "0.79"), (8, "0.81"), (4, "0.85"), (2, "0.87"), (1, "0.88"))
 # the --kv dtypes each runtime has a cache type for: llama.cpp's --cache-type-k/-v (ggml f16, bf16,
 # q8_0, q4_0 of costgraph's dtypes); ggml's block formats are llama.cpp's alone
-LLAMACPP_KV = ("fp16", "bf16", "q8_0", "q4_0")
+LLAMACPP_KV = ("fp16", "bf16", "fp32", "q8_0", "q4_0")
+#: ggml's type names (``ggml_type_name``) of those dtypes, as llama.cpp prints them
+GGML_NAMES = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "q8_0": "q8_0", "q4_0": "q4_0"}
 GGML_ONLY_KV = ("q8_0", "q4_0")
 
 
@@ -61,13 +63,42 @@ def cell_bytes(inf, subs: dict) -> int:
     return int(sympy.ceiling(exact_value(inf.kv_cache_bytes_per_token(), subs)))
 
 
+def k_v_bytes(inf, subs: dict) -> tuple:
+    """``(K, V)``: bytes of one cell (token) on one device, all layers, in the K tensors and the
+    V tensors llama.cpp keeps (``k_l`` / ``v_l``, llama-kv-cache.cpp): of each attention's cached
+    tensors the first is its K, the others its V (MLA's one latent: all K)."""
+    k = v = sympy.Integer(0)
+    seen = set()
+    for e in inf.kv_entries:
+        mod = e.path.rsplit("/", 1)[0]
+        b = exact_value(inf._entry_position_bytes(e), subs)
+        if mod in seen:
+            v += b
+        else:
+            k += b
+            seen.add(mod)
+    return k, v
+
+
+def llamacpp_line(inf, subs: dict, cells: int, kv_name: str) -> str:
+    """llama.cpp's start-up line ``KV self size  = %7.2f MiB, K (%s): %7.2f MiB, V (%s): %7.2f MiB``
+    (ggml-org/llama.cpp ``src/llama-kv-cache.cpp::llama_kv_cache_unified`` up to b5400, and
+    ``llama_new_context_with_model`` before it: ``size_k_bytes() + size_v_bytes()`` over 2²⁰,
+    ``ggml_type_name``) for ``cells`` cells of dtype ``kv_name``."""
+    k, v = (int(sympy.ceiling(x * cells)) for x in k_v_bytes(inf, subs))
+    t = GGML_NAMES.get(kv_name, kv_name)
+    return f"KV self size  = {(k + v) / MIB:7.2f} MiB, K ({t}): {k / MIB:7.2f} MiB, V ({t}): {v / MIB:7.2f} MiB"
+
+
 def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp: int, non_torch: int,
-               fraction=None, n_ctx: int, batch: int, kv_name: str) -> dict:
+               fraction=None, n_ctx: int, batch: int, kv_name: str, kv_memory: int | None = None) -> dict:
     """The KV cache ``runtime`` (``sglang``, ``trtllm``, ``llamacpp``) sizes on a device of
     ``memory`` bytes (None: only llama.cpp answers) with ``weights`` loaded per rank: a dict of
     the figures and ``lines`` (its log lines as costgraph prints them). ``fraction``: the
     runtime's memory fraction, a Rational (None: its default); ``memory``, ``weights``,
-    ``non_torch``: bytes; ``n_ctx``, ``batch``: llama.cpp's context and sequences."""
+    ``non_torch``: bytes; ``n_ctx``, ``batch``: llama.cpp's context and sequences;
+    ``kv_memory``: bytes of the KV pool as given (``--kv-memory``: SGLang's ``rest`` after
+    ``mem_fraction_static``, TensorRT-LLM's KV bytes), which replaces the memory sizing."""
     RUNTIME.check(runtime)
     _check_kv(runtime, kv_name)
     cell = cell_bytes(inf, subs)
@@ -76,13 +107,14 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
         cells = n_ctx * batch
         size = cells * cell
         out.update(n_ctx=n_ctx, cells=cells, kv_bytes=size, tokens=cells)
-        out["lines"] = [f"llama_kv_cache: size = {size / MIB:8.2f} MiB ({cells:6d} cells, {kv_name} K and V): "
-                        f"{cell:,} bytes per cell, all layers"]
+        out["lines"] = [llamacpp_line(inf, subs, cells, kv_name)]
         if memory is not None and size + (weights or 0) + non_torch > memory:   # the allocation fails at start-up
             out["lines"].append(f"llama.cpp would not start: the KV cache and the weights ({(size + (weights or 0)) / GIB:.2f}"
                                 f" GiB) and non-torch memory exceed the device's {int(memory) / GIB:.2f} GiB "
                                 "(a smaller --max-model-len, --batch or --kv)")
         return out
+    if kv_memory is not None:
+        return _given(runtime, out, cell, kv_memory)
     if memory is None or weights is None:
         out.update(tokens=None, lines=[f"{runtime}: needs the device memory (--hardware or --memory)"])
         return out
@@ -110,6 +142,21 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
                     f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
     if tokens <= 0:
         out["lines"].append(_NO_ROOM.format("TensorRT-LLM", "less --non-torch-memory, more --tp or a smaller --kv"))
+    return out
+
+
+def _given(runtime: str, out: dict, cell: int, kv: int) -> dict:
+    """SGLang's or TensorRT-LLM's token count from a KV pool of ``kv`` bytes as given."""
+    if runtime == "sglang":
+        tokens = kv // cell
+        out.update(rest_bytes=kv, tokens=tokens, kv_bytes=tokens * cell, kv_memory_given=True)
+        out["lines"] = [f"KV pool {kv / GIB:.2f} GiB (given: --kv-memory)", f"max_total_num_tokens={tokens}"]
+        return out
+    blocks = kv // (cell * TRTLLM_TOKENS_PER_BLOCK)
+    tokens = blocks * TRTLLM_TOKENS_PER_BLOCK
+    out.update(kv_bytes=kv, blocks=blocks, tokens=tokens, kv_memory_given=True)
+    out["lines"] = [f"{kv / GIB:.2f} GiB for the paged KV cache (given: --kv-memory)",
+                    f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
     return out
 
 
