@@ -77,7 +77,9 @@ def test_declared_traits_of_some_operators():
               "alibi",   # issue 19: ALiBi follows the scores' head split
               "lightning_attention"}   # issue 19: MiniMax's per-head recurrence follows q's head split
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("follow",)} == follow
-    assert {n for n in REGISTRY if REGISTRY[n].layout == ("whole_last",)} == {"softmax", "rope", "slice"}
+    assert {n for n in REGISTRY if REGISTRY[n].layout == ("whole_last",)} == {"softmax", "rope"}
+    # issue 29: a slice needs its axis whole unless the model says the projection is laid out rank by rank
+    assert REGISTRY["slice"].layout == ("slice_last",)
     # issue 29: norms keep a split by heads (QK-norm over the whole projection), else need the axis whole
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("norm_last",)} == {"layernorm", "rmsnorm"}
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("broadcast",)} == {"add", "sub", "mul", "maximum"}

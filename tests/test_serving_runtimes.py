@@ -334,3 +334,30 @@ def test_trtllm_tokens_from_the_logged_allocation():
                kv_memory="0.19GiB").serving["runtime"]
     assert rt["cell_bytes"] == 24 * 8 * 64 * 2 * 2 == 49_152
     assert rt["tokens"] == int(sympy.Rational(19, 100) * 2**30) // (49_152 * 32) * 32 == 4128
+
+
+# Qwen3-Next-80B-A3B (examples/hf/qwen3-next-80b-a3b-instruct.json: 48 layers, 36 gated DeltaNet layers of 16 key
+# heads and 32 value heads of 128, convolution width 4; 12 full-attention layers of 2 K/V heads of 256). vLLM's
+# gated DeltaNet makes in_proj_qkvz one column-parallel linear grouped per key head (vllm/model_executor/models/
+# qwen3_next.py @ 002d6073: gqa_interleaved_layout=True; fix_query_key_value_ordering views the rank's output as
+# [T, num_k_heads / tp, ...]), so each rank holds num_v_heads / tp recurrent states [128, 128] and conv_dim / tp
+# convolution channels (conv_dim = 2·16·128 + 32·128 = 8192; MambaStateShapeCalculator.gated_delta_net_state_shape:
+# (divide(conv_dim, tp), ...), (divide(num_v_heads, tp), head_k_dim, head_v_dim)). costgraph keeps the state in
+# the activation dtype (bf16) and K positions of the convolution, as for Kimi Linear above.
+@pytest.fixture
+def checkout_models(monkeypatch):
+    """The checkout's models/ (the grouped slice of models/qwen3_next.cg), whatever install is imported."""
+    import pathlib
+    import costgraph.language.resources as res
+
+    monkeypatch.setattr(res, "models_root", lambda: pathlib.Path(__file__).parent.parent / "models")
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_qwen3_next_deltanet_state_split_by_heads(checkout_models, tp):
+    r = _report("examples/hf/qwen3-next-80b-a3b-instruct.json", tp)
+    per_layer = (32 // tp) * 128 * 128 * 2 + 4 * (8192 // tp) * 2
+    assert r.values["state_bytes"] == 36 * per_layer == {1: 40_108_032, 2: 20_054_016, 4: 10_027_008}[tp]
+    # the full-attention layers' K/V: 2 heads split at TP 2, one replicated per device at TP 4
+    assert r.values["kv_cache_bytes_per_token"] == 2 * 12 * max(2 // tp, 1) * 256 * 2
+    assert not r.warnings

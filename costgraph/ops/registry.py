@@ -56,6 +56,10 @@ LAYOUTS = {
     "follow": "its output is split as its first input is (activations, scale, dropout, casts, copies)",
     "whole_last": "needs its last axis whole (a split there replicates the linears before it); "
                   "another split carries through",
+    "slice_last": "takes entries of its last axis: needs it whole, except where the model says the "
+                  "projection before is laid out rank by rank (grouped = true: each rank takes its "
+                  "shard of every part, as vLLM loads Qwen3-Next's fused in_proj_qkvz); another split "
+                  "carries through",
     "norm_last": "normalises along its last axis: needs it whole, except a split by heads (its output "
                  "split into heads next: QK-norm over the whole projection), kept split with the sum of "
                  "squares all-reduced (vLLM's MiniMaxText01RMSNormTP); another split carries through",

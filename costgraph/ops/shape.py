@@ -63,8 +63,9 @@ def transpose(c):
     return c.output((*batch, n, m), view_of=x)
 
 
-@op("slice", "the first or next `size` entries of the last dimension (view)", x="tensor", size="dim",
-    layout="whole_last", roles="view")
+@op("slice", "the first or next `size` entries of the last dimension (view); grouped = true: under "
+    "TP the projection before is laid out rank by rank, each rank takes its shard of every part",
+    x="tensor", size="dim", grouped=("bool", False), layout="slice_last", roles="view")
 def slice_(c):
     x = c["x"]
     if not x.shape:

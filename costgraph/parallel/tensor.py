@@ -69,7 +69,9 @@ The rules:
   ``softmax`` and ``rope`` act after the heads are split (their last axis is
   a head's), ``slice`` of a projection's last axis keeps MLA's down-projection
   replicated, so its latent cache stays whole on every rank (vLLM's MLA
-  caches the latent once per rank), and ``concat`` joins per-head parts, or
+  caches the latent once per rank) — unless the model file says the projection
+  is laid out rank by rank (``slice(x, n, grouped = true)``: Qwen3-Next's fused
+  ``in_proj_qkvz``, so its DeltaNet state splits by heads as in vLLM) —, and ``concat`` joins per-head parts, or
   parts each split along the last axis rank by rank (a merged column-parallel
   projection: Kimi Linear's q, k, v, so KDA's state splits by heads).
 * A norm over the heads of an attention merged (``merge_heads`` its input:
@@ -379,6 +381,20 @@ def _whole_last(w: _Walk, n: _Node) -> int | None:
     return n.axes[0]
 
 
+def _slice_last(w: _Walk, n: _Node) -> int | None:
+    """``slice`` of the last axis: whole (:func:`_whole_last`), unless the model declares the
+    projection before laid out rank by rank (``grouped = true``) and its split is on that axis:
+    then each rank takes its shard of the part: vLLM's Qwen3-Next (vllm-project/vllm
+    ``vllm/model_executor/models/qwen3_next.py`` @ 002d6073, the gated DeltaNet built with
+    ``gqa_interleaved_layout=True``) makes ``in_proj_qkvz`` one column-parallel linear whose
+    checkpoint rows are grouped per key head, and ``fix_query_key_value_ordering`` views the rank's
+    output as ``[T, num_k_heads / tp, 2·head_k_dim + 2·head_v_dim·num_v_heads / num_k_heads]``;
+    TensorRT-LLM's likewise (``num_k_heads_local = num_k_heads // attn_tp_size``)."""
+    if n.d["attrs"].get("grouped") and n.axes[0] == n.ranks[0] - 1:
+        return n.axes[0]
+    return _whole_last(w, n)
+
+
 def _norm_last(w: _Walk, n: _Node) -> int | None:
     """Along the last axis: whole, unless that axis is split and every reader of the output splits
     it into heads next (module docstring, "norms split by heads"), or its input is the heads of an
@@ -494,6 +510,6 @@ def _batched(w: _Walk, n: _Node) -> int | None:
 
 
 # layout name (costgraph.ops.registry.LAYOUTS) → its rule
-_RULES = {"follow": _follow, "whole_last": _whole_last, "norm_last": _norm_last, "whole": _whole, "broadcast": _broadcast,
+_RULES = {"follow": _follow, "whole_last": _whole_last, "slice_last": _slice_last, "norm_last": _norm_last, "whole": _whole, "broadcast": _broadcast,
           "per_channel": _per_channel, "view": _view, "join_last": _join_last, "column_row": _column_row,
           "vocab": _vocab, "batched": _batched}
