@@ -116,7 +116,7 @@ LOGS = [
      "model": ("qwen2", "qwen2-7b", {"h": 5120, "a": 40, "kv": 8, "d": 128, "i": 27648, "l": 64, "s": 131072}),
      "tp": 4, "runtime": "sglang",
      "checks": [("kv_given", 46_611, {"kv_memory": "2.8455GiB"}),       # 6.09 - 21.63 x (1 - 0.85) GB
-                ("kv_predicted", 46_611, {"memory": "21.63GiB", "non_torch_memory": "0"})]},
+                ("kv_predicted", 46_611, {"memory": "21.63GiB", "non_torch_memory": "0", "sglang_fraction": "tp"})]},
     {"id": "SGLang (2025-03), Meta-Llama-3.1-8B-Instruct, one 80 GB GPU, TP 1, default mem_fraction_static (0.88)",
      "url": "https://github.com/sgl-project/sglang/pull/4760",
      "quote": "Using Meta-Llama-3.1-8B-Instruct: Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail "
@@ -124,7 +124,8 @@ LOGS = [
               "27.02 GB",
      "model": ("examples/hf/llama-3.1-8b.json", None, {}), "tp": 1, "runtime": "sglang",
      "checks": [("kv_given", 442_750, {"kv_memory": "54.0492GiB"}),     # 63.48 - (63.48 + 15.11) x (1 - 0.88) GB
-                ("kv_predicted", 442_750, {"memory": "78.59GiB", "non_torch_memory": "0"})]},   # free before loading
+                ("kv_predicted", 442_750, {"memory": "78.59GiB", "non_torch_memory": "0",   # free before loading
+                                           "sglang_fraction": "tp"})]},     # SGLang 0.4's table (before PR #10975)
     {"id": "SGLang, Qwen3-235B-A22B-FP8, 4 x H100, TP 4, --mem-fraction-static 0.93",
      "url": "https://github.com/vllm-project/vllm/issues/21348",
      "quote": "KV Cache is allocated. #tokens: 367404, K size: 8.23 GB, V size: 8.23 GB",

@@ -275,3 +275,13 @@ RUNTIME = Choice("runtime", "serving runtime", (
     ("llamacpp", "llama.cpp: n_ctx cells of the --kv type (f16, q8_0, q4_0) per layer"),
 ), "vllm")
 CHOICES[RUNTIME.name] = RUNTIME
+#: SGLang's default ``mem_fraction_static`` when none is given (costgraph.inference.runtimes.sglang_fraction):
+#: since sgl-project/sglang PR #10975 (2025-10, ``server_args.py::ServerArgs._handle_gpu_memory_settings``)
+#: from the GPU's memory, before it a table by TP degree
+SGLANG_FRACTION = Choice("sglang_fraction", "SGLang's default mem_fraction_static", (
+    ("gpu-memory", "(GPU memory - reserved) / GPU memory, reserved = 512 MB + 1.5 MB x chunked_prefill_size + "
+                   "2 MB x cuda_graph_max_bs + tp/8 GB (both by the GPU's memory), at least 10 GB above 60 GB "
+                   "(SGLang since PR #10975)"),
+    ("tp", "0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 at 8, 0.79 at 16 (SGLang 0.4, early 2025)"),
+), "gpu-memory")
+CHOICES[SGLANG_FRACTION.name] = SGLANG_FRACTION

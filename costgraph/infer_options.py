@@ -150,6 +150,9 @@ class InferOptions:
                                    metavar="N")
     runtime: str = option("--runtime", "whose start-up KV cache figures to print: " + choices.RUNTIME.help(),
                           choices=choices.RUNTIME)
+    sglang_fraction: str = option("--sglang-fraction", "--runtime sglang without --gpu-memory-utilization: its "
+                                  "default mem_fraction_static, " + choices.SGLANG_FRACTION.help(),
+                                  choices=choices.SGLANG_FRACTION)
     shared_prefix: object = option("--shared-prefix", "prefix caching: the first S prompt tokens are shared by all "
                                                       "sequences", default=None, unit="tokens", type=int, metavar="S")
     chunk: object = option("--chunk", "chunked prefill: prompts prefilled C tokens a step", default=None,

@@ -128,8 +128,8 @@ def _runtime(runtime, *args, tp=1, **kw):
 def test_sglang_max_total_num_tokens():
     # sglang @ 01cc04e2 model_runner.py::profile_max_num_token: rest = available - total (1 - f),
     # max_total_num_tokens = int(rest // cell); total = memory free after init (M - NT), available = total - W;
-    # f = mem_fraction_static 0.88 at TP 1 (server_args.py, the 2025 TP table)
-    doc = _runtime("sglang", "--hardware", "h100-sxm")
+    # f = mem_fraction_static 0.88 at TP 1 (server_args.py, the 2025 TP table: --sglang-fraction tp)
+    doc = _runtime("sglang", "--hardware", "h100-sxm", "--sglang-fraction", "tp")
     rt = doc["serving"]["runtime"]
     total = M - NT
     rest = sympy.Rational(88, 100) * total - W1
@@ -139,6 +139,29 @@ def test_sglang_max_total_num_tokens():
     # --gpu-memory-utilization is the runtime's fraction when given
     assert _runtime("sglang", "--hardware", "h100-sxm", "--gpu-memory-utilization", "0.8")["serving"]["runtime"][
         "tokens"] == int((sympy.Rational(8, 10) * total - W1) // CELL)
+
+
+def test_sglang_default_fraction_by_gpu_memory():
+    # sgl-project/sglang PR #10975, server_args.py::ServerArgs._handle_gpu_memory_settings: gpu_mem in MiB; below
+    # 90 GiB chunked_prefill_size 8192, cuda_graph_max_bs 256 at TP < 4; reserved = 512 + 8192 x 1.5 + 256 x 2 +
+    # tp / 8 x 1024 = 13,440 MiB (at least 10 GiB above 60 GiB); f = round((gpu_mem - reserved) / gpu_mem, 3)
+    from costgraph.inference.runtimes import sglang_fraction
+
+    mib = M / 2**20                                                  # the h100-sxm preset: 76,293.9 MiB
+    assert sglang_fraction(1, "gpu-memory", M) == sympy.Rational(str(round((mib - 13440) / mib, 3))) == \
+        sympy.Rational(824, 1000)
+    rt = _runtime("sglang", "--hardware", "h100-sxm")["serving"]["runtime"]   # the default rule
+    assert rt["mem_fraction_rule"] == "gpu-memory" and rt["mem_fraction_static"] == "103/125"
+    assert rt["tokens"] == int((sympy.Rational(824, 1000) * (M - NT) - W1) // CELL) == 377_779
+    # a 24 GB card (L4, 23,034 MiB): chunked_prefill_size 2048, cuda_graph_max_bs 24 at TP 1, 80 at TP 4
+    l4 = 23_034 * 2**20
+    assert sglang_fraction(1, "gpu-memory", l4) == sympy.Rational(str(round((23_034 - 512 - 3072 - 48 - 128) / 23_034, 3)))
+    assert sglang_fraction(4, "gpu-memory", l4) == sympy.Rational(str(round((23_034 - 512 - 3072 - 160 - 512) / 23_034, 3)))
+    # above 60 GiB at least 10 GiB reserved; 141 GB (H200 class): 8192 / 256 -> 13,440 MiB
+    assert sglang_fraction(8, "gpu-memory", 141 * 10**9) == sympy.Rational(
+        str(round((141e9 / 2**20 - (512 + 12288 + 1024 + 1024)) / (141e9 / 2**20), 3)))
+    # the 2025 table stays one flag away; an unknown rule is refused with the choices
+    assert sglang_fraction(4, "tp") == sympy.Rational(85, 100)
 
 
 def test_trtllm_free_gpu_memory_fraction():
@@ -317,8 +340,10 @@ def test_sglang_tokens_from_the_logged_pool():
 
 
 def test_sglang_predicted_from_the_free_memory():
-    # the same log: total = 78.59 GB free before loading (--memory, no non-torch memory), the weights as loaded
-    rt = _runtime("sglang", "--memory", "78.59GiB", "--non-torch-memory", "0")["serving"]["runtime"]
+    # the same log: total = 78.59 GB free before loading (--memory, no non-torch memory), the weights as loaded;
+    # the SGLang of March 2025: the TP table's 0.88
+    rt = _runtime("sglang", "--memory", "78.59GiB", "--non-torch-memory", "0", "--sglang-fraction", "tp")["serving"][
+        "runtime"]
     total = int(sympy.Rational(7859, 100) * 2**30)
     assert rt["tokens"] == int((sympy.Rational(88, 100) * total - W1) // CELL) == 443_764
     assert abs(rt["tokens"] / 442_750 - 1) < 0.005
@@ -361,3 +386,11 @@ def test_qwen3_next_deltanet_state_split_by_heads(checkout_models, tp):
     # the full-attention layers' K/V: 2 heads split at TP 2, one replicated per device at TP 4
     assert r.values["kv_cache_bytes_per_token"] == 2 * 12 * max(2 // tp, 1) * 256 * 2
     assert not r.warnings
+
+
+def test_unknown_sglang_fraction_rule_refused_by_the_api():
+    from costgraph.errors import CostgraphValueError
+
+    model, values = inference_model("examples/hf/llama-3.1-8b.json", None, {}, {})
+    with pytest.raises(CostgraphValueError, match="mem_fraction_static 'table'"):
+        infer(model, prompt=10, generate=2, batch=1, values=values, runtime="sglang", sglang_fraction="table")

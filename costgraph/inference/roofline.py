@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, RUNTIME
+from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, RUNTIME, SGLANG_FRACTION
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -246,13 +246,13 @@ def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: 
 def infer(model, *, hardware: str | None = None, prompt: int, generate: int, batch: int, values: dict | None = None,
           t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1,
-          peak=None, bandwidth=None, memory=None, link_bandwidth=None,
-          quantized: str = "linear", keep: tuple = (),
+          activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1, peak=None, bandwidth=None,
+          memory=None, link_bandwidth=None, quantized: str = "linear", keep: tuple = (),
           gpu_memory_utilization=None, kv_memory=None, max_num_batched_tokens=None, max_num_seqs=None,
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
-          dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default) -> InferenceReport:
+          dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default,
+          sglang_fraction: str = SGLANG_FRACTION.default) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -285,7 +285,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
-    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``: :mod:`.runtimes`."""
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
@@ -320,7 +320,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                   non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                   chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
                   draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(s),
-                  runtime=runtime, fraction=gpu_memory_utilization))
+                  runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization))
     _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
     return rep
 
@@ -519,18 +519,21 @@ def _serving(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int
         capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
         with_drafter(rep, inf, m, page, vs, prompt + generate)
-    try:
-        rep.settings["runtime"] = RUNTIME.check(opts["runtime"])
-    except ValueError as e:
-        raise CostgraphValueError(str(e), hint=RUNTIME.hint()) from None
-    if opts["runtime"] != "vllm":   # another runtime's KV cache (inference/runtimes.py)
+    runtime, rule, pp = opts["runtime"]
+    for choice, value in ((RUNTIME, runtime), (SGLANG_FRACTION, rule)):
+        try:
+            choice.check(value)
+        except ValueError as e:
+            raise CostgraphValueError(str(e), hint=choice.hint()) from None
+    rep.settings["runtime"] = runtime
+    if runtime != "vllm":   # another runtime's KV cache (inference/runtimes.py)
         from .runtimes import runtime_kv
 
         rw = rep.runtime_weights
-        rep.serving["runtime"] = runtime_kv(opts["runtime"], inf, m.memory, rep.subs, rw.bytes if rw else None,
+        rep.serving["runtime"] = runtime_kv(runtime, inf, m.memory, rep.subs, rw.bytes if rw else None,
                                             tp=t, non_torch=vs.non_torch, fraction=None if opts["fraction"] is None else 1 - reserve,
                                             n_ctx=vs.max_model_len or prompt + generate, batch=batch, kv_name=inf.kv.name,
-                                            kv_memory=vs.kv_memory)
+                                            kv_memory=vs.kv_memory, rule=rule, pp=pp)
     timed = [o for o in ("shared_prefix", "chunk", "speculative_tokens") if opts[o] is not None]
     if timed and not m.timed:
         raise CostgraphValueError(f"--{timed[0].replace('_', '-')} answers in seconds, which need a device",

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sympy
 
-from ..choices import RUNTIME
+from ..choices import RUNTIME, SGLANG_FRACTION
 from .exact import exact_value
 
 GIB = 2**30
@@ -53,9 +53,32 @@ GGML_NAMES = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "q8_0": "q8_0", "q4_
 GGML_ONLY_KV = ("q8_0", "q4_0")
 
 
-def sglang_fraction(tp: int) -> sympy.Rational:
-    """SGLang's default ``mem_fraction_static`` at TP degree ``tp`` (module docstring)."""
-    return next(sympy.Rational(f) for n, f in SGLANG_FRACTIONS if tp >= n)
+# sglang server_args.py::ServerArgs._handle_gpu_memory_settings (PR #10975): (MiB below, chunked_prefill_size,
+# cuda_graph_max_bs at TP < 4, at TP >= 4) by the GPU's memory in MiB (CUDA devices; NPUs have their own rows)
+SGLANG_MEMORY_CLASSES = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80), (60 * 1024, 4096, 32, 160),
+                         (90 * 1024, 8192, 256, 512), (160 * 1024, 8192, 256, 512), (None, 16384, 512, 512))
+
+
+def sglang_fraction(tp: int, rule: str = "tp", memory=None, pp: int = 1) -> sympy.Rational:
+    """SGLang's default ``mem_fraction_static`` (:data:`costgraph.choices.SGLANG_FRACTION`):
+    ``rule`` ``tp``: the 2025 table by TP degree (module docstring); ``gpu-memory`` (sglang
+    ``server_args.py::ServerArgs._handle_gpu_memory_settings``, PR #10975): ``gpu_mem`` = the
+    device's ``memory`` in MiB, ``chunked_prefill_size`` and ``cuda_graph_max_bs`` by its class
+    (:data:`SGLANG_MEMORY_CLASSES`), ``reserved = 512 + 1.5 · max(chunked_prefill_size, 2048) + 2 ·
+    cuda_graph_max_bs + tp · pp / 8 · 1024`` MiB, at least 10 GiB when ``gpu_mem`` > 60 GiB,
+    ``round((gpu_mem − reserved) / gpu_mem, 3)`` (no DP attention, no speculative draft; 0.88
+    without a memory, as SGLang)."""
+    SGLANG_FRACTION.check(rule)
+    if rule == "tp":
+        return next(sympy.Rational(f) for n, f in SGLANG_FRACTIONS if tp >= n)
+    if memory is None:
+        return sympy.Rational(88, 100)
+    mib = float(memory) / MIB
+    _, chunk, small, large = next(c for c in SGLANG_MEMORY_CLASSES if c[0] is None or mib < c[0])
+    reserved = 512 + max(chunk, 2048) * 1.5 + (small if tp < 4 else large) * 2 + tp * pp / 8 * 1024
+    if mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return sympy.Rational(str(round((mib - reserved) / mib, 3)))
 
 
 def cell_bytes(inf, subs: dict) -> int:
@@ -91,14 +114,16 @@ def llamacpp_line(inf, subs: dict, cells: int, kv_name: str) -> str:
 
 
 def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp: int, non_torch: int,
-               fraction=None, n_ctx: int, batch: int, kv_name: str, kv_memory: int | None = None) -> dict:
+               fraction=None, n_ctx: int, batch: int, kv_name: str, kv_memory: int | None = None,
+               rule: str = SGLANG_FRACTION.default, pp: int = 1) -> dict:
     """The KV cache ``runtime`` (``sglang``, ``trtllm``, ``llamacpp``) sizes on a device of
     ``memory`` bytes (None: only llama.cpp answers) with ``weights`` loaded per rank: a dict of
     the figures and ``lines`` (its log lines as costgraph prints them). ``fraction``: the
     runtime's memory fraction, a Rational (None: its default); ``memory``, ``weights``,
     ``non_torch``: bytes; ``n_ctx``, ``batch``: llama.cpp's context and sequences;
     ``kv_memory``: bytes of the KV pool as given (``--kv-memory``: SGLang's ``rest`` after
-    ``mem_fraction_static``, TensorRT-LLM's KV bytes), which replaces the memory sizing."""
+    ``mem_fraction_static``, TensorRT-LLM's KV bytes), which replaces the memory sizing; ``rule``:
+    SGLang's default fraction (:func:`sglang_fraction`), ``pp`` its pipeline stages."""
     RUNTIME.check(runtime)
     _check_kv(runtime, kv_name)
     cell = cell_bytes(inf, subs)
@@ -119,11 +144,11 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
         out.update(tokens=None, lines=[f"{runtime}: needs the device memory (--hardware or --memory)"])
         return out
     if runtime == "sglang":
-        f = fraction if fraction is not None else sglang_fraction(tp)
+        f = fraction if fraction is not None else sglang_fraction(tp, rule, memory, pp)
         total = memory - non_torch
         rest = (total - weights) - total * (1 - f)
         tokens = max(int(sympy.floor(rest / cell)), 0)
-        out.update(mem_fraction_static=str(f), total_bytes=total, rest_bytes=int(sympy.floor(rest)), tokens=tokens,
+        out.update(mem_fraction_static=str(f), mem_fraction_rule="given" if fraction is not None else rule, total_bytes=total, rest_bytes=int(sympy.floor(rest)), tokens=tokens,
                    kv_bytes=tokens * cell)
         out["lines"] = [f"mem_fraction_static={float(f):g}: total {total / GIB:.2f} GiB (memory - non-torch), after "
                         f"weights {(total - weights) / GIB:.2f} GiB, KV pool {float(rest) / GIB:.2f} GiB",
