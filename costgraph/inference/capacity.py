@@ -17,9 +17,9 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
   profile; also the way to reproduce a log from its own ``Available KV cache memory`` line).
   The **activation peak is an estimate**: vLLM measures it in a profile run, a forward of
   ``max_num_batched_tokens`` tokens (and the sampler over ``max_num_seqs`` rows); here the
-  largest single operator's inputs + outputs in that forward (one sequence, ``n = 0``), the
-  output head over ``min(max_num_seqs, tokens)`` rows (vLLM computes logits only for the rows
-  it samples). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
+  tensors alive at once at that forward's fullest operator (one sequence, ``n = 0``:
+  :mod:`costgraph.inference.profile_peak`), the output head over ``min(max_num_seqs, tokens)``
+  rows (vLLM computes logits only for the rows it samples). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
   (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``, the
   ``OPENAI_API_SERVER`` context: 8192 / 1024 on a device of ≥ 70 GiB that is not an A100,
   else 2048 / 256). The non-torch memory is a fixed option
