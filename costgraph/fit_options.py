@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from . import choices
 from .infer_options import SCOPES, generate_count, prompt_count
-from .option_fields import option
+from .option_fields import keywords_checked, option
 
 
+@keywords_checked()
 @dataclass(frozen=True, kw_only=True)
 class FitOptions:
     """``costgraph fit``'s own options, in ``--help``'s order (module docstring)."""

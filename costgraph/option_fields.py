@@ -42,7 +42,8 @@ class Spec:
     values; ``unit``: the unit of its value (``FLOP/s``, ``bytes``, ...); ``check``: one of
     :data:`CHECKS` (``optional``: None passes it too); ``domain``: the planner's search domain
     (:mod:`costgraph.options`), where it has one; ``argparse``: further ``add_argument`` keywords;
-    ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``)."""
+    ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``);
+    ``dest``: the parsed command line's name where it is not the field's (the Layout's ``t``: ``tp``)."""
 
     flag: str | None
     help: str | None = None
@@ -53,6 +54,7 @@ class Spec:
     domain: object = None
     argparse: tuple = ()
     group: str | None = None
+    dest: str | None = None
 
     @property
     def values(self) -> tuple | None:
@@ -60,13 +62,34 @@ class Spec:
         return self.choices.values if isinstance(self.choices, Choice) else self.choices
 
 
+@dataclass(frozen=True)
+class Domain:
+    """The planner's search domain of an option field (``Spec.domain``; :mod:`costgraph.options` reads
+    it): ``kind`` — ``degree`` (a column of the grid), ``option`` (tried on every layout of degrees),
+    ``split`` (per pipeline degree ``p``: ``values(space, p)``) or ``variant`` (each value its own closed
+    forms); ``values`` — a function of the planner's :class:`~costgraph.options.Space` (the name of one
+    of :mod:`costgraph.options`'s functions, or a callable) giving the values tried; ``not_searched`` — why
+    its other values are not tried where only its default is; ``extra`` — a variant's ``group`` and
+    ``requires`` (field → the values of the others it needs); ``key`` — the name the planner's search
+    and its JSON use where it is not the field's (the layer split of ``--decoder-first-pipeline-num-layers``
+    and ``--account-for-*``: ``split``); ``flag`` — the flags it stands for, where several."""
+
+    kind: str
+    values: object
+    not_searched: str = ""
+    extra: tuple = ()
+    key: str | None = None
+    flag: str | None = None
+
+
 def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
-           check: str | None = None, optional: bool = False, domain=None, cli_default=MISSING, group=None,
-           **argparse_kw):
+           check: str | None = None, optional: bool = False, domain: Domain | None = None, cli_default=MISSING,
+           group=None, dest: str | None = None, **argparse_kw):
     """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
     ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
     the command line's default where it differs from the API's (``costgraph infer --weights``: None,
-    a config.json's dtype; the API: bf16)."""
+    a config.json's dtype; the API: bf16). ``domain``: the planner's search domain (:class:`Domain`);
+    ``dest``: the parsed command line's name where it differs from the field's."""
     if cli_default is not MISSING:
         argparse_kw["default"] = cli_default
     if isinstance(choices, Choice):
@@ -74,7 +97,7 @@ def option(flag: str | None, help: str | None = None, *, default=MISSING, choice
         help = choices.help() if help is None else help
     if check is not None and check not in CHECKS:   # a mistake in a declaration, not the user's
         raise AssertionError(f"unknown check {check!r}; one of {CHECKS}")
-    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group)
+    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group, dest)
     return dataclasses.field(default=default, metadata={"option": spec})
 
 
@@ -103,27 +126,83 @@ def add_arguments(parser, cls, first: str | None = None, last: str | None = None
                 kw.setdefault("type", int)   # the ZeRO stage
         if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
             kw["default"] = None if f.default is MISSING else f.default
-        parser.add_argument(s.flag, dest=name, help=s.help, **kw)
+        parser.add_argument(s.flag, dest=s.dest or name, help=s.help, **kw)
+
+
+def keywords_checked(also=None, where: str = ""):
+    """A class decorator for an options dataclass (applied after ``@dataclass``): its constructor
+    refuses a keyword that is none of its fields with a :class:`~costgraph.errors.CostgraphValueError`
+    (not Python's TypeError) and a did-you-mean hint over its fields, or, where none is close, over
+    ``also``'s (a callable giving another options class: ``TrainOptions(gpuz=8)`` hints the layout's
+    ``gpus``, ``where`` saying where that one goes: a format with ``{name}`` and ``{cls}``)."""
+    import functools
+
+    def wrap(cls):
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):
+            unknown = [k for k in kw if k not in cls.__dataclass_fields__]
+            if unknown:
+                _refuse_keyword(cls, unknown[0], also() if also is not None else None, where)
+            init(self, *args, **kw)
+        cls.__init__ = __init__
+        return cls
+    return wrap
+
+
+def _refuse_keyword(cls, name: str, also, where: str):
+    """Refuse keyword ``name`` of ``cls(...)`` (:func:`keywords_checked`)."""
+    from .errors import CostgraphValueError
+    from .hints import did_you_mean
+
+    own = [f.name for f in dataclasses.fields(cls)]
+    close = did_you_mean(name, own)
+    other = did_you_mean(name, [f.name for f in dataclasses.fields(also)]) if also is not None and not close else None
+    if other:
+        near = other[len("did you mean '"):-2]
+        hint = f"{other} It is {where.format(name=near, cls=cls.__name__)}; {cls.__name__}'s settings: " + ", ".join(own)
+    else:
+        hint = (close + " " if close else "") + "settings: " + ", ".join(own)
+    raise CostgraphValueError(f"{cls.__name__}() has no setting {name!r}", hint=hint)
 
 
 def cli_defaults(cls, group: str | None = None) -> dict:
-    """Field → its command-line default, for the fields with a flag (of ``group``, if given)."""
-    return {n: dict(s.argparse).get("default", None if f.default is MISSING else f.default)
+    """The parsed line's name (``dest``) → its command-line default, for the fields with a flag (of
+    ``group``, if given)."""
+    return {s.dest or n: dict(s.argparse).get("default", None if f.default is MISSING else f.default)
             for n, (f, s) in specs(cls).items() if s.flag is not None and (group is None or s.group == group)}
 
 
 def flag_of(cls, name: str) -> str:
-    """The flag of field ``name`` of ``cls``; for a name that is none of its fields (a layout option),
-    ``--name`` with dashes."""
-    spec = specs(cls).get(name)
-    return spec[1].flag if spec is not None and spec[1].flag else "--" + name.replace("_", "-")
+    """The flag of field ``name`` (or of the field whose ``dest`` is ``name``) of ``cls`` (a class, or a
+    tuple of them searched in turn); for a name that is none of them, ``--name`` with dashes."""
+    for c in cls if isinstance(cls, tuple) else (cls,):
+        for n, (_, s) in specs(c).items():
+            if name in (n, s.dest) and s.flag:
+                return s.flag
+    return "--" + name.replace("_", "-")
 
 
 def from_namespace(cls, args, **given):
     """The ``cls`` object of a parsed command line ``args`` (each field with a flag that ``args`` has;
     the others at their defaults), ``given`` replacing fields (``command``, an API-only field)."""
-    read = {n: getattr(args, n) for n, (_, s) in specs(cls).items() if s.flag is not None and hasattr(args, n)}
-    return cls(**{**read, **given})
+    return cls(**{**namespace_values(cls, args), **given})
+
+
+def namespace_values(cls, args, unset_default: bool = False) -> dict:
+    """Field → its value in the parsed command line ``args``, for ``cls``'s fields with a flag that
+    ``args`` has (under the field's ``dest``). ``unset_default``: a None left out where the field's
+    default is not None (a value the namespace left unset, ``--launch``'s readers or a command without
+    the flag's default: the field's default)."""
+    out = {}
+    for n, (f, s) in specs(cls).items():
+        d = s.dest or n
+        if s.flag is not None and hasattr(args, d):
+            value = getattr(args, d)
+            if value is not None or not unset_default or f.default is None or f.default is MISSING:
+                out[n] = value
+    return out
 
 
 def resolve(cls, options, overrides: dict, what: str, also=()):
@@ -199,7 +278,7 @@ def json_schema(cls) -> dict:
         prop = {"description": "; ".join(words) + "."}
         if s.values is not None:
             prop["enum"] = list(s.values) + ([None] if f.default is None or s.optional else [])
-        elif isinstance(f.default, bool):
+        elif isinstance(f.default, bool) and s.unit is None:   # a unit: a value too (--offload-activations F)
             prop["type"] = "boolean"
         elif s.check == "whole":
             prop.update(type=["integer", "null"] if f.default is None else "integer", minimum=1)

@@ -18,6 +18,8 @@ from costgraph.export import schema as schemas
 from costgraph.option_fields import option, specs
 from costgraph.fit_options import FitOptions
 from costgraph.infer_options import InferOptions
+from costgraph.layout_options import LayoutOptions
+from costgraph.parallel.layout import Layout
 from costgraph.train_options import PlanOptions, TrainOptions
 from tests.cli_checks import refused, run
 
@@ -34,21 +36,65 @@ def _subparser(command):
     return sub.choices[command]
 
 
+#: the fields without a flag: plan's command, infer's draft_values and draft_mtp; the layout's LoRA settings
+#: (their flags in commands/_analysis.lora_arguments) and what Layout.filled derives
+API_ONLY = ("command", "draft_values", "draft_mtp", "lora_rank", "lora_targets", "lora_dropout", "quantization", "d",
+            "precision", "tp_replicated")
+
+
 @pytest.mark.parametrize("command, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions),
-                                          ("fit", FitOptions)])
+                                          ("fit", FitOptions), ("train", LayoutOptions), ("fit", LayoutOptions),
+                                          ("report", LayoutOptions), ("plot", LayoutOptions),
+                                          ("calibrate", LayoutOptions)])
 def test_argparse_is_generated_from_the_fields(command, cls):
     actions = {a.dest: a for a in _subparser(command)._actions}
     for name, (f, s) in specs(cls).items():
-        if s.flag is None:   # API only (plan's command, infer's draft_values and draft_mtp)
-            assert name in ("command", "draft_values", "draft_mtp") and name not in actions
+        if s.flag is None:
+            assert name in API_ONLY and (name not in actions or cls is LayoutOptions), name
             continue
-        a = actions[name]
+        a = actions[s.dest or name]
         assert s.flag in a.option_strings and a.help == s.help, name
         assert (tuple(a.choices) if a.choices else None) == (tuple(s.values) if s.values else None), name
         if f.default is dataclasses.MISSING:   # --launch FILE may give it: checked after the file is read
             assert a.required or "launch" in actions, name
         else:   # --no-router: store_false, default True; infer's --weights: None (a config.json's), the API's bf16
             assert a.default == dict(s.argparse).get("default", f.default), name
+
+
+def test_layout_arguments_run_in_the_fields_order():
+    # train's --help lists the layout's flags in LayoutOptions's order, train's --memory and --reserve among them
+    flags = [a.option_strings[0] for a in _subparser("train")._actions if a.option_strings]
+    declared = [s.flag for _, s in specs(LayoutOptions).values() if s.flag]
+    at = [flags.index(f) for f in declared]
+    assert at == sorted(at)
+    assert flags[at[declared.index("--virtual-stages")] + 1:at[declared.index("--rank-order")]] == \
+        ["--memory", "--no-loss", "--reserve"]
+
+
+@pytest.mark.parametrize("make, fragments", [
+    (lambda: TrainOptions(gpuz=8), ["TrainOptions() has no setting 'gpuz'", "did you mean 'gpus'?",
+                                    "a setting of the layout", "Model.train(..., gpus=...)"]),
+    (lambda: TrainOptions(mfuu=0.4), ["TrainOptions() has no setting 'mfuu'", "did you mean 'mfu'?"]),
+    (lambda: PlanOptions(gpuz=8), ["PlanOptions() has no setting 'gpuz'", "did you mean 'gpus'?"]),
+    (lambda: InferOptions(promt=8), ["InferOptions() has no setting 'promt'", "did you mean 'prompt'?"]),
+    (lambda: FitOptions(hardwre="h100-sxm"), ["FitOptions() has no setting 'hardwre'", "did you mean 'hardware'?"]),
+    (lambda: LayoutOptions(zer=1), ["LayoutOptions() has no setting 'zer'", "did you mean 'zero'?"]),
+    (lambda: Layout(recompte="full"), ["Layout() has no setting 'recompte'", "did you mean 'recompute'?"]),
+])
+def test_every_unknown_keyword_is_a_costgraph_error(make, fragments):
+    # not Python's TypeError: a located message with a did-you-mean hint (the last trial found a TypeError)
+    with pytest.raises(CostgraphValueError) as e:
+        make()
+    text = f"{e.value}\n{e.value.hint}"
+    for f in fragments:
+        assert f in text, text
+
+
+def test_layout_is_its_declared_fields():
+    # the Layout's fields are LayoutOptions's, declared once: its defaults are the command line's
+    assert [f.name for f in dataclasses.fields(Layout)] == list(specs(LayoutOptions))
+    for name, (f, s) in specs(LayoutOptions).items():
+        assert Layout.__dataclass_fields__[name].default == f.default, name
 
 
 def test_the_api_takes_an_options_object_or_keywords(gpt):
@@ -92,6 +138,12 @@ def test_schema_options_are_the_fields(name, cls):
             assert [x for x in props[field]["enum"] if x is not None] == list(s.values)
     assert doc["$defs"]["options"].get("required", []) == [n for n, (f, _) in specs(cls).items()
                                                           if f.default is dataclasses.MISSING]
+
+
+def test_schema_layout_is_the_layout_fields():
+    props = schemas.schema("train")["$defs"]["layout"]["properties"]
+    assert list(props) == list(specs(LayoutOptions))
+    assert props["zero"]["enum"] == [0, 1, 2, 3] and "flag --tp" in props["t"]["description"]
 
 
 def test_a_new_option_is_one_field(gpt, monkeypatch, capsys):

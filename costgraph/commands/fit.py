@@ -7,6 +7,7 @@ its :class:`~costgraph.verdict.FitResult`."""
 from __future__ import annotations
 
 from ..fit_options import FitOptions
+from ..layout_options import LayoutOptions
 from ..option_fields import add_arguments, cli_defaults, flag_of
 from .common import model_arguments
 
@@ -63,7 +64,7 @@ def run(args):
         given = [k for k, v in {**TRAIN_DEFAULTS, **TRAIN_ONLY}.items()
                  if k not in ("gpus", "memory") and getattr(args, k) != v]
         if given:
-            raise CostgraphValueError(f"{flag_of(FitOptions, given[0])} is a training option",
+            raise CostgraphValueError(f"{flag_of((FitOptions, LayoutOptions), given[0])} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")
         weights, quantized, keep, shipped = _weights(args, args.keep)
         if args.efficiency_profile is not None:
