@@ -151,13 +151,40 @@ def keywords_checked(also=None, where: str = ""):
     return wrap
 
 
+def command_line_names(fields) -> dict[str, tuple[str, str]]:
+    """A parsed line's name or a flag's words (``tp``, ``micro_batches``, ``no_loss``) → ``(field, flag)``
+    for the declared ``fields`` (dataclass fields, a dict of them or a class) whose keyword differs: the
+    keyword a command-line habit misses (``Model.train(tp=2)``: ``t``)."""
+    if isinstance(fields, type):
+        fields = fields.__dataclass_fields__
+    out = {}
+    for f in (fields.values() if isinstance(fields, dict) else fields):
+        s = f.metadata.get("option") if hasattr(f, "metadata") else None
+        if s is None or s.flag is None:
+            continue
+        negated = dict(s.argparse).get("action") == "store_false"
+        for alias in (s.dest, s.flag.lstrip("-").replace("-", "_")):
+            if alias and alias != f.name:
+                out.setdefault(alias, (f.name + ("=False" if negated and alias.startswith("no_") else ""), s.flag))
+    return out
+
+
+def _habit(name: str, *fields) -> str | None:
+    """``'tp' is --tp's: the keyword is 't'`` where ``name`` is a command-line name of ``fields``, or None."""
+    for group in fields:
+        if group is not None and name in command_line_names(group):
+            field, flag = command_line_names(group)[name]
+            return f"did you mean {field.split('=')[0]!r}? ({name!r} is the command line's {flag}; the keyword: {field})"
+    return None
+
+
 def _refuse_keyword(cls, name: str, also, where: str):
     """Refuse keyword ``name`` of ``cls(...)`` (:func:`keywords_checked`)."""
     from .errors import CostgraphValueError
     from .hints import did_you_mean
 
     own = [f.name for f in dataclasses.fields(cls)]
-    close = did_you_mean(name, own)
+    close = _habit(name, cls) or did_you_mean(name, own)
     other = did_you_mean(name, [f.name for f in dataclasses.fields(also)]) if also is not None and not close else None
     if other:
         near = other[len("did you mean '"):-2]
@@ -217,7 +244,8 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
     from .errors import CostgraphValueError
     from .hints import did_you_mean
 
-    fields, also = specs(cls), tuple(also)
+    fields = specs(cls)
+    also = also if isinstance(also, dict) else tuple(also)
     if options is not None and not isinstance(options, cls):
         from .arguments import shown
 
@@ -226,7 +254,7 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
     unknown = [k for k in overrides if k not in fields and k not in also]
     if unknown:
         names = sorted(set(fields) | set(also))
-        close = did_you_mean(unknown[0], names)
+        close = _habit(unknown[0], cls, also if isinstance(also, dict) else None) or did_you_mean(unknown[0], names)
         raise CostgraphValueError(f"{what}() has no setting {unknown[0]!r}",
                                   hint=(close + " " if close else "") + "settings: " + ", ".join(names))
     mine = {k: v for k, v in overrides.items() if k in fields}

@@ -80,6 +80,10 @@ def test_layout_arguments_run_in_the_fields_order():
     (lambda: FitOptions(hardwre="h100-sxm"), ["FitOptions() has no setting 'hardwre'", "did you mean 'hardware'?"]),
     (lambda: LayoutOptions(zer=1), ["LayoutOptions() has no setting 'zer'", "did you mean 'zero'?"]),
     (lambda: Layout(recompte="full"), ["Layout() has no setting 'recompte'", "did you mean 'recompute'?"]),
+    # a command-line habit: the flag's name for the field's keyword
+    (lambda: Layout(pp=2), ["Layout() has no setting 'pp'", "did you mean 'p'?", "--pp"]),
+    (lambda: costgraph.load("gpt").train(tp=2), ["train() has no setting 'tp'", "did you mean 't'?"]),
+    (lambda: costgraph.load("gpt").train(no_loss=True), ["did you mean 'loss'?", "the keyword: loss=False"]),
 ])
 def test_every_unknown_keyword_is_a_costgraph_error(make, fragments):
     # not Python's TypeError: a located message with a did-you-mean hint (the last trial found a TypeError)
