@@ -6,7 +6,10 @@ the serving options (``group="serve"``: any one given asks for ``--serve``); the
 ``commands/_analysis.train_arguments``). The command's ``argparse`` arguments and its lists of serving
 and training options (``commands/fit.py``) are generated from these fields
 (:mod:`costgraph.option_fields`); the field names are :func:`costgraph.fit`'s keywords (``keep``: its
-``keep``, the text of ``--not-quantized``).
+``keep``, the text of ``--not-quantized``), and a :class:`FitOptions` is its ``options`` argument (and
+:meth:`costgraph.Model.fit`'s): ``mode``, ``gpus``, ``tp``, ``memory``, ``reserve`` and
+``efficiency_profile`` are fields too, without a flag here (the command's own and ``train_arguments``' add
+those flags).
 
 >>> FitOptions().batch
 1

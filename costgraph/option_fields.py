@@ -1,7 +1,8 @@
 """Options declared once, as fields of a frozen dataclass (issue 31 item 1).
 
 An *options dataclass* (:class:`costgraph.train_options.TrainOptions`, ``PlanOptions``,
-:class:`costgraph.infer_options.InferOptions`, :class:`costgraph.fit_options.FitOptions`) declares each
+:class:`costgraph.infer_options.InferOptions`, :class:`costgraph.fit_options.FitOptions`,
+:class:`costgraph.layout_options.LayoutOptions`) declares each
 option once, with :func:`option`: its field name is the API keyword and the JSON name; its metadata (a
 :class:`Spec`) carries the command-line flag, the help line, the choices (a
 :class:`costgraph.choices.Choice` or a tuple), the unit, the value check and what ``argparse`` needs
@@ -10,10 +11,14 @@ fields, here:
 
 * :func:`add_arguments`: the ``argparse`` arguments of a range of fields (the command's ``--help`` in
   declaration order; ``dest`` is the field name);
-* :func:`from_namespace`: the options object of a parsed command line; :func:`cli_defaults` and
+* :func:`from_namespace` / :func:`namespace_values`: the options object (or its values) of a parsed
+  command line, each field read under its ``dest``; :func:`cli_defaults` and
   :func:`flag_of`: the command line's defaults and flags by field (``costgraph fit``'s serving group);
 * :func:`resolve`: an options object from a base object and keyword overrides, an unknown keyword
   refused with a did-you-mean hint (the check of ``Model.train(**overrides)``, ``Model.plan``);
+* :func:`keywords_checked`: the class's constructor refuses an unknown keyword with a did-you-mean hint
+  (a command-line name such as ``tp`` hinted as its field, :func:`command_line_names`);
+* the planner's search space: a field's :class:`Domain` (read by :func:`costgraph.options.search_options`);
 * :func:`check`: every field's value checked, in declaration order, with the messages the commands
   print (``--mfu must be positive``; :mod:`costgraph.arguments`);
 * :func:`json_schema`: a JSON Schema object of the options (``costgraph schema train`` embeds it as

@@ -7,7 +7,9 @@ name; its :func:`~costgraph.option_fields.option` metadata the flag, help line, 
 :mod:`costgraph.choices`), default, unit and value check. The commands' ``argparse`` arguments, the
 API's keyword check, the value checks and the schemas' ``$defs/options`` are generated from these
 fields (:mod:`costgraph.option_fields`). The layout's own options (``--tp``, ``--zero``, ...) are the
-:class:`~costgraph.parallel.layout.Layout`'s fields, their search domains in :mod:`costgraph.options`.
+fields of :class:`costgraph.layout_options.LayoutOptions` (the :class:`~costgraph.parallel.layout.Layout`'s),
+declared there with their flags and the planner's search domains. An unknown keyword
+(``TrainOptions(gpuz=8)``) is refused with a did-you-mean hint, the layout's names among the hints.
 
 >>> TrainOptions(mfu="0.45").mfu
 '0.45'
