@@ -132,7 +132,8 @@ def test_unknown_keywords_and_bad_values_are_refused(gpt, call, fragments):
         assert f in text, text
 
 
-@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions)])
+@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions),
+                                       ("fit", FitOptions)])
 def test_schema_options_are_the_fields(name, cls):
     doc = schemas.schema(name)
     props = doc["$defs"]["options"]["properties"]
@@ -144,8 +145,9 @@ def test_schema_options_are_the_fields(name, cls):
                                                           if f.default is dataclasses.MISSING]
 
 
-def test_schema_layout_is_the_layout_fields():
-    props = schemas.schema("train")["$defs"]["layout"]["properties"]
+@pytest.mark.parametrize("name", ["train", "fit"])
+def test_schema_layout_is_the_layout_fields(name):
+    props = schemas.schema(name)["$defs"]["layout"]["properties"]
     assert list(props) == list(specs(LayoutOptions))
     assert props["zero"]["enum"] == [0, 1, 2, 3] and "flag --tp" in props["t"]["description"]
 

@@ -54,11 +54,11 @@ def schema(name: str) -> dict:
 
 #: the schemas of the documents whose command's options are an options dataclass (costgraph.train_options)
 OPTIONS = {"train": "train_options.TrainOptions", "plan": "train_options.PlanOptions",
-           "infer": "infer_options.InferOptions"}
+           "infer": "infer_options.InferOptions", "fit": "fit_options.FitOptions"}
 
 
 #: the schemas whose command takes a layout too: ``$defs/layout`` (:class:`costgraph.layout_options.LayoutOptions`)
-WITH_LAYOUT = ("train",)
+WITH_LAYOUT = ("train", "fit")
 
 
 def with_options(doc: dict, name: str) -> dict:
