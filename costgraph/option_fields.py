@@ -82,7 +82,7 @@ class Domain:
     kind: str
     values: object
     not_searched: str = ""
-    extra: tuple = ()
+    extra: dict | None = None
     key: str | None = None
     flag: str | None = None
 

@@ -94,6 +94,25 @@ def test_every_unknown_keyword_is_a_costgraph_error(make, fragments):
         assert f in text, text
 
 
+def test_the_parsed_layout_is_the_layout_of_the_keywords():
+    # train_layout reads every LayoutOptions field under its dest: the command line gives the Layout the API gives
+    import sympy
+
+    from costgraph.cli import _parser
+    from costgraph.commands._analysis import train_layout
+
+    args = _parser().parse_args(["train", "gpt", "--gpus", "8", "--tp", "2", "--pp", "2", "--no-loss", "--precision",
+                                 "fp32", "--recompute", "selective", "--recompute-modules", "core_attn", "mlp",
+                                 "--zero", "3", "--offload-params", "cpu", "--offload-activations", "0.5",
+                                 "--schedule", "interleaved", "--virtual-stages", "2", "--micro-batches", "4",
+                                 "--no-fp8-wgrad", "--route-nodes", "2", "--lora", "8"])
+    assert train_layout(args, args.micro_batches) == Layout(
+        gpus=8, t=2, p=2, loss=False, policy="fp32", precision="fp32", recompute="selective",
+        recompute_modules=("core_attn", "mlp"), zero=3, offload_params="cpu", offload_activations=sympy.Rational(1, 2),
+        schedule="interleaved", v=2, m=4, fp8_wgrad=False, route_nodes=2, lora_rank=8)
+    assert train_layout(_parser().parse_args(["train", "gpt"])) == Layout()   # every default is the API's
+
+
 def test_layout_is_its_declared_fields():
     # the Layout's fields are LayoutOptions's, declared once: its defaults are the command line's
     assert [f.name for f in dataclasses.fields(Layout)] == list(specs(LayoutOptions))
