@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -290,3 +292,13 @@ def test_a_new_searched_option_is_one_field(monkeypatch, capsys):
         "--exhaustive searches it"
     assert options.searched(everything)["warmup"] == ["cold", "warm"] and "warmup" not in options.not_searched(everything)
     assert {"warmup": "warm", "requires": {}} in options.variants(everything)
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="argparse's layout of --help differs between Pythons")
+@pytest.mark.parametrize("command", ["train", "plan", "fit", "solve"])
+def test_help_is_byte_identical_to_the_hand_written_parsers(command, capsys, monkeypatch):
+    # the --help printed before the arguments were generated from the fields (tests/help_pins/README.md)
+    monkeypatch.setenv("COLUMNS", "100")
+    rc, out, err = run(capsys, command, "--help")
+    want = (Path(__file__).parent / "help_pins" / f"{command}.txt").read_text(encoding="utf-8")
+    assert rc == 0 and out == want
