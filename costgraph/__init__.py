@@ -19,13 +19,15 @@ from .version import __version__
 _LAZY = {"load": "sources", "loads": "model", "Model": "model", "Costs": "model",
          "fit": "verdict", "FitResult": "verdict", "calibrate": "training.calibration",
          "from_hf_config": "language.hf_config", "load_hf_config": "language.hf_config", "HFModel": "language.hf_config",
-         "TrainOptions": "train_options", "PlanOptions": "train_options", "InferOptions": "infer_options"}
+         "TrainOptions": "train_options", "PlanOptions": "train_options", "InferOptions": "infer_options",
+         "FitOptions": "fit_options"}
 
 TYPE_CHECKING = False   # not typing's: importing typing costs a few ms at every start
 if TYPE_CHECKING:
     from .language.hf_config import HFModel, from_hf_config, load_hf_config
     from .model import Costs, Model, loads
     from .sources import load
+    from .fit_options import FitOptions
     from .infer_options import InferOptions
     from .train_options import PlanOptions, TrainOptions
     from .training.calibration import calibrate
@@ -47,5 +49,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["load", "loads", "fit", "FitResult", "calibrate", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "TrainOptions", "PlanOptions", "InferOptions", "CostgraphError", "CostgraphSyntaxError",
+__all__ = ["load", "loads", "fit", "FitResult", "calibrate", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "TrainOptions", "PlanOptions", "InferOptions", "FitOptions", "CostgraphError", "CostgraphSyntaxError",
            "CostgraphSemanticError", "CostgraphValueError", "__version__"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import choices
-from .option_fields import option
+from .option_fields import keywords_checked, option
 
 #: the --quantized scopes (costgraph.inference.quantized.SCOPES, kept here so the parser stays light;
 #: tests/test_option_fields.py checks they agree)
@@ -75,6 +75,7 @@ def page_count(text: str) -> int:
     return generate_count(text, "--page-size")
 
 
+@keywords_checked()
 @dataclass(frozen=True, kw_only=True)
 class InferOptions:
     """The options of inference (:func:`costgraph.inference.infer` documents each), keyword only:

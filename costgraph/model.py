@@ -244,6 +244,15 @@ class Model:
 
         return plan_layouts(self, values, options, **overrides)
 
+    def fit(self, values=None, options=None, layout=None, **overrides):
+        """Does this model fit (``costgraph fit``; :func:`costgraph.fit`, which documents each argument)?
+        ``options``: a :class:`costgraph.FitOptions` (``mode``, ``hardware``, ``gpus``, ...) or its
+        fields as keywords; ``layout`` (training): a Layout, or its fields as keywords.
+        Returns a :class:`costgraph.FitResult`; raises CostgraphValueError as :func:`costgraph.fit`."""
+        from .verdict import fit
+
+        return fit(self, values, options, layout, **overrides)
+
     def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
         """Dimension values (symbol → Integer): the dims' defaults, then ``config`` (unnamed: "hf" for a model
         from a config.json), then ``given`` (a mapping, name → value), then ``overrides`` (:func:`arguments.dims_given`).

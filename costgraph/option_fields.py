@@ -1,7 +1,8 @@
 """Options declared once, as fields of a frozen dataclass (issue 31 item 1).
 
 An *options dataclass* (:class:`costgraph.train_options.TrainOptions`, ``PlanOptions``,
-:class:`costgraph.infer_options.InferOptions`, :class:`costgraph.fit_options.FitOptions`) declares each
+:class:`costgraph.infer_options.InferOptions`, :class:`costgraph.fit_options.FitOptions`,
+:class:`costgraph.layout_options.LayoutOptions`) declares each
 option once, with :func:`option`: its field name is the API keyword and the JSON name; its metadata (a
 :class:`Spec`) carries the command-line flag, the help line, the choices (a
 :class:`costgraph.choices.Choice` or a tuple), the unit, the value check and what ``argparse`` needs
@@ -10,10 +11,14 @@ fields, here:
 
 * :func:`add_arguments`: the ``argparse`` arguments of a range of fields (the command's ``--help`` in
   declaration order; ``dest`` is the field name);
-* :func:`from_namespace`: the options object of a parsed command line; :func:`cli_defaults` and
+* :func:`from_namespace` / :func:`namespace_values`: the options object (or its values) of a parsed
+  command line, each field read under its ``dest``; :func:`cli_defaults` and
   :func:`flag_of`: the command line's defaults and flags by field (``costgraph fit``'s serving group);
 * :func:`resolve`: an options object from a base object and keyword overrides, an unknown keyword
   refused with a did-you-mean hint (the check of ``Model.train(**overrides)``, ``Model.plan``);
+* :func:`keywords_checked`: the class's constructor refuses an unknown keyword with a did-you-mean hint
+  (a command-line name such as ``tp`` hinted as its field, :func:`command_line_names`);
+* the planner's search space: a field's :class:`Domain` (read by :func:`costgraph.options.search_options`);
 * :func:`check`: every field's value checked, in declaration order, with the messages the commands
   print (``--mfu must be positive``; :mod:`costgraph.arguments`);
 * :func:`json_schema`: a JSON Schema object of the options (``costgraph schema train`` embeds it as
@@ -42,7 +47,8 @@ class Spec:
     values; ``unit``: the unit of its value (``FLOP/s``, ``bytes``, ...); ``check``: one of
     :data:`CHECKS` (``optional``: None passes it too); ``domain``: the planner's search domain
     (:mod:`costgraph.options`), where it has one; ``argparse``: further ``add_argument`` keywords;
-    ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``)."""
+    ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``);
+    ``dest``: the parsed command line's name where it is not the field's (the Layout's ``t``: ``tp``)."""
 
     flag: str | None
     help: str | None = None
@@ -53,6 +59,7 @@ class Spec:
     domain: object = None
     argparse: tuple = ()
     group: str | None = None
+    dest: str | None = None
 
     @property
     def values(self) -> tuple | None:
@@ -60,13 +67,34 @@ class Spec:
         return self.choices.values if isinstance(self.choices, Choice) else self.choices
 
 
+@dataclass(frozen=True)
+class Domain:
+    """The planner's search domain of an option field (``Spec.domain``; :mod:`costgraph.options` reads
+    it): ``kind`` — ``degree`` (a column of the grid), ``option`` (tried on every layout of degrees),
+    ``split`` (per pipeline degree ``p``: ``values(space, p)``) or ``variant`` (each value its own closed
+    forms); ``values`` — a function of the planner's :class:`~costgraph.options.Space` (the name of one
+    of :mod:`costgraph.options`'s functions, or a callable) giving the values tried; ``not_searched`` — why
+    its other values are not tried where only its default is; ``extra`` — a variant's ``group`` and
+    ``requires`` (field → the values of the others it needs); ``key`` — the name the planner's search
+    and its JSON use where it is not the field's (the layer split of ``--decoder-first-pipeline-num-layers``
+    and ``--account-for-*``: ``split``); ``flag`` — the flags it stands for, where several."""
+
+    kind: str
+    values: object
+    not_searched: str = ""
+    extra: dict | None = None
+    key: str | None = None
+    flag: str | None = None
+
+
 def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
-           check: str | None = None, optional: bool = False, domain=None, cli_default=MISSING, group=None,
-           **argparse_kw):
+           check: str | None = None, optional: bool = False, domain: Domain | None = None, cli_default=MISSING,
+           group=None, dest: str | None = None, **argparse_kw):
     """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
     ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
     the command line's default where it differs from the API's (``costgraph infer --weights``: None,
-    a config.json's dtype; the API: bf16)."""
+    a config.json's dtype; the API: bf16). ``domain``: the planner's search domain (:class:`Domain`);
+    ``dest``: the parsed command line's name where it differs from the field's."""
     if cli_default is not MISSING:
         argparse_kw["default"] = cli_default
     if isinstance(choices, Choice):
@@ -74,7 +102,7 @@ def option(flag: str | None, help: str | None = None, *, default=MISSING, choice
         help = choices.help() if help is None else help
     if check is not None and check not in CHECKS:   # a mistake in a declaration, not the user's
         raise AssertionError(f"unknown check {check!r}; one of {CHECKS}")
-    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group)
+    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group, dest)
     return dataclasses.field(default=default, metadata={"option": spec})
 
 
@@ -103,27 +131,110 @@ def add_arguments(parser, cls, first: str | None = None, last: str | None = None
                 kw.setdefault("type", int)   # the ZeRO stage
         if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
             kw["default"] = None if f.default is MISSING else f.default
-        parser.add_argument(s.flag, dest=name, help=s.help, **kw)
+        parser.add_argument(s.flag, dest=s.dest or name, help=s.help, **kw)
+
+
+def keywords_checked(also=None, where: str = ""):
+    """A class decorator for an options dataclass (applied after ``@dataclass``): its constructor
+    refuses a keyword that is none of its fields with a :class:`~costgraph.errors.CostgraphValueError`
+    (not Python's TypeError) and a did-you-mean hint over its fields, or, where none is close, over
+    ``also``'s (a callable giving another options class: ``TrainOptions(gpuz=8)`` hints the layout's
+    ``gpus``, ``where`` saying where that one goes: a format with ``{name}`` and ``{cls}``)."""
+    import functools
+
+    def wrap(cls):
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kw):
+            unknown = [k for k in kw if k not in cls.__dataclass_fields__]
+            if unknown:
+                _refuse_keyword(cls, unknown[0], also() if also is not None else None, where)
+            init(self, *args, **kw)
+        cls.__init__ = __init__
+        return cls
+    return wrap
+
+
+def command_line_names(fields) -> dict[str, tuple[str, str]]:
+    """A parsed line's name or a flag's words (``tp``, ``micro_batches``, ``no_loss``) → ``(field, flag)``
+    for the declared ``fields`` (dataclass fields, a dict of them or a class) whose keyword differs: the
+    keyword a command-line habit misses (``Model.train(tp=2)``: ``t``)."""
+    if isinstance(fields, type):
+        fields = fields.__dataclass_fields__
+    out = {}
+    for f in (fields.values() if isinstance(fields, dict) else fields):
+        s = f.metadata.get("option") if hasattr(f, "metadata") else None
+        if s is None or s.flag is None:
+            continue
+        negated = dict(s.argparse).get("action") == "store_false"
+        for alias in (s.dest, s.flag.lstrip("-").replace("-", "_")):
+            if alias and alias != f.name:
+                out.setdefault(alias, (f.name + ("=False" if negated and alias.startswith("no_") else ""), s.flag))
+    return out
+
+
+def _habit(name: str, *fields) -> str | None:
+    """``'tp' is --tp's: the keyword is 't'`` where ``name`` is a command-line name of ``fields``, or None."""
+    for group in fields:
+        if group is not None and name in command_line_names(group):
+            field, flag = command_line_names(group)[name]
+            return f"did you mean {field.split('=')[0]!r}? ({name!r} is the command line's {flag}; the keyword: {field})"
+    return None
+
+
+def _refuse_keyword(cls, name: str, also, where: str):
+    """Refuse keyword ``name`` of ``cls(...)`` (:func:`keywords_checked`)."""
+    from .errors import CostgraphValueError
+    from .hints import did_you_mean
+
+    own = [f.name for f in dataclasses.fields(cls)]
+    close = _habit(name, cls) or did_you_mean(name, own)
+    other = did_you_mean(name, [f.name for f in dataclasses.fields(also)]) if also is not None and not close else None
+    if other:
+        near = other[len("did you mean '"):-2]
+        hint = f"{other} It is {where.format(name=near, cls=cls.__name__)}; {cls.__name__}'s settings: " + ", ".join(own)
+    else:
+        hint = (close + " " if close else "") + "settings: " + ", ".join(own)
+    raise CostgraphValueError(f"{cls.__name__}() has no setting {name!r}", hint=hint)
 
 
 def cli_defaults(cls, group: str | None = None) -> dict:
-    """Field → its command-line default, for the fields with a flag (of ``group``, if given)."""
-    return {n: dict(s.argparse).get("default", None if f.default is MISSING else f.default)
+    """The parsed line's name (``dest``) → its command-line default, for the fields with a flag (of
+    ``group``, if given)."""
+    return {s.dest or n: dict(s.argparse).get("default", None if f.default is MISSING else f.default)
             for n, (f, s) in specs(cls).items() if s.flag is not None and (group is None or s.group == group)}
 
 
 def flag_of(cls, name: str) -> str:
-    """The flag of field ``name`` of ``cls``; for a name that is none of its fields (a layout option),
-    ``--name`` with dashes."""
-    spec = specs(cls).get(name)
-    return spec[1].flag if spec is not None and spec[1].flag else "--" + name.replace("_", "-")
+    """The flag of field ``name`` (or of the field whose ``dest`` is ``name``) of ``cls`` (a class, or a
+    tuple of them searched in turn); for a name that is none of them, ``--name`` with dashes."""
+    for c in cls if isinstance(cls, tuple) else (cls,):
+        for n, (_, s) in specs(c).items():
+            if name in (n, s.dest) and s.flag:
+                return s.flag
+    return "--" + name.replace("_", "-")
 
 
 def from_namespace(cls, args, **given):
     """The ``cls`` object of a parsed command line ``args`` (each field with a flag that ``args`` has;
     the others at their defaults), ``given`` replacing fields (``command``, an API-only field)."""
-    read = {n: getattr(args, n) for n, (_, s) in specs(cls).items() if s.flag is not None and hasattr(args, n)}
-    return cls(**{**read, **given})
+    return cls(**{**namespace_values(cls, args), **given})
+
+
+def namespace_values(cls, args, unset_default: bool = False) -> dict:
+    """Field → its value in the parsed command line ``args``, for ``cls``'s fields with a flag that
+    ``args`` has (under the field's ``dest``). ``unset_default``: a None left out where the field's
+    default is not None (a value the namespace left unset, ``--launch``'s readers or a command without
+    the flag's default: the field's default)."""
+    out = {}
+    for n, (f, s) in specs(cls).items():
+        d = s.dest or n
+        if s.flag is not None and hasattr(args, d):
+            value = getattr(args, d)
+            if value is not None or not unset_default or f.default is None or f.default is MISSING:
+                out[n] = value
+    return out
 
 
 def resolve(cls, options, overrides: dict, what: str, also=()):
@@ -138,7 +249,8 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
     from .errors import CostgraphValueError
     from .hints import did_you_mean
 
-    fields, also = specs(cls), tuple(also)
+    fields = specs(cls)
+    also = also if isinstance(also, dict) else tuple(also)
     if options is not None and not isinstance(options, cls):
         from .arguments import shown
 
@@ -147,7 +259,7 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
     unknown = [k for k in overrides if k not in fields and k not in also]
     if unknown:
         names = sorted(set(fields) | set(also))
-        close = did_you_mean(unknown[0], names)
+        close = _habit(unknown[0], cls, also if isinstance(also, dict) else None) or did_you_mean(unknown[0], names)
         raise CostgraphValueError(f"{what}() has no setting {unknown[0]!r}",
                                   hint=(close + " " if close else "") + "settings: " + ", ".join(names))
     mine = {k: v for k, v in overrides.items() if k in fields}
@@ -199,7 +311,7 @@ def json_schema(cls) -> dict:
         prop = {"description": "; ".join(words) + "."}
         if s.values is not None:
             prop["enum"] = list(s.values) + ([None] if f.default is None or s.optional else [])
-        elif isinstance(f.default, bool):
+        elif isinstance(f.default, bool) and s.unit is None:   # a unit: a value too (--offload-activations F)
             prop["type"] = "boolean"
         elif s.check == "whole":
             prop.update(type=["integer", "null"] if f.default is None else "integer", minimum=1)

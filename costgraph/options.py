@@ -1,25 +1,25 @@
-"""The training options, declared once with their search domain (SymPy-free).
+"""The planner's search space, generated from the option declarations (SymPy-free).
 
-Each :class:`Option` names a :class:`~costgraph.parallel.layout.Layout` field (or the
-micro-batch ``b``), its ``costgraph train`` flag, a help line, its choices (from
-:mod:`costgraph.choices`), its default and unit, and — where the planner searches it —
-its **search domain**: a function of the :class:`Space` (the model's layer and expert
-counts, the device count, what the user allows) giving the values to try. The planner's
-grid of degrees and the options it tries on every degree are generated from
-:data:`TRAIN_OPTIONS` (:mod:`costgraph.training.plan_grid`); an option with no domain is
-not searched, and ``not_searched`` says why (``costgraph plan`` prints both).
+Each searched setting of a layout is declared once, as a field of
+:class:`costgraph.layout_options.LayoutOptions` (the :class:`~costgraph.parallel.layout.Layout`'s
+fields) whose spec carries a :class:`~costgraph.option_fields.Domain`: its kind, the name of its
+**search domain** here (a function of the :class:`Space` — the model's layer and expert counts, the
+device count, what the user allows — giving the values to try), why its other values are not searched
+by default, and a variant's group and requirements. :func:`search_options` generates
+:data:`TRAIN_OPTIONS` (one :class:`Option` per searched setting: the field's flag, help, default,
+choices and unit with its domain) from those fields and :data:`NOT_FIELDS` (the micro-batch ``b``, a
+dimension of the model); the planner's grid of degrees and the options it tries on every degree are
+read from it (:mod:`costgraph.training.plan_grid`); an option with no domain is not searched, and
+``not_searched`` says why (``costgraph plan`` prints both, its JSON says the same).
 
 ``kind``: ``degree`` (a column of the grid: the layout's degrees and the micro-batch),
-``split`` (the pipeline's layer split, per ``p``), ``option`` (tried on every layout of
+``split`` (the pipeline's schedule and layer split, per ``p``), ``option`` (tried on every layout of
 degrees: ZeRO, recomputation, SP), or ``variant`` (tried on every layout too, each value with
 its own closed forms: Megatron's recompute modules, method and layer counts, the MoE's EP
 overlap and node-limited routing, FP8 policies, offload; :func:`variants` gives their combinations
 per group, the first value of each domain being the default, ``extra["requires"]`` what a value
 needs of the other options; :mod:`costgraph.training.plan_variants` derives and screens them).
-Issue 31 item 1 (typed options): the options beside the layout are fields of
-:class:`costgraph.train_options.TrainOptions` and ``PlanOptions`` (their argparse, API keywords and
-schema generated, :mod:`costgraph.option_fields`); the layout's flags here still have their own
-``argparse`` list (``commands/_analysis.train_arguments``).
+A new searched option is one field with a ``domain`` (``tests/test_option_fields.py`` adds one).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import choices
+from .layout_options import LayoutOptions
+from .option_fields import specs
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def divisors(n: int, limit: int | None = None) -> tuple[int, ...]:
     return tuple(x for x in out if limit is None or x <= limit)
 
 
-def _expert_degrees(s: Space) -> tuple[int, ...]:
+def expert_degrees(s: Space) -> tuple[int, ...]:
     """1, and every divisor > 1 of an expert count up to the device count."""
     return (1,) + tuple(sorted({k for n in s.experts for k in divisors(n, s.gpus) if k > 1}))
 
@@ -246,63 +248,87 @@ def offload_devices(s: Space) -> tuple:
     return choices.OFFLOAD_DEVICE.values if s.allow_offload else (choices.OFFLOAD_DEVICE.default,)
 
 
-#: Every training option that changes memory or time, once (module docstring).
-TRAIN_OPTIONS: tuple[Option, ...] = (
-    Option("t", "--tp", "tensor-parallel degree", 1, unit="devices", kind="degree",
-           domain=lambda s: powers_of_two(min(s.max_tp, s.gpus))),
-    Option("p", "--pp", "pipeline-parallel degree", 1, unit="stages", kind="degree",
-           domain=lambda s: divisors(s.gpus, max(s.layers, 1))),
-    Option("c", "--cp", "context-parallel degree", 1, unit="devices", kind="degree", domain=lambda s: s.cp),
-    Option("e", "--ep", "expert-parallel degree", 1, unit="devices", kind="degree", domain=_expert_degrees),
-    Option("b", "--set b=", "micro-batch size", 1, unit="sequences", kind="degree",
-           domain=lambda s: s.micro_batches),
-    Option("v", "--virtual-stages", "model chunks per device (the interleaved schedule)", 1, kind="split",
-           domain=virtual_stages),
-    Option("split", "--decoder-first/last-pipeline-num-layers, --account-for-*", "the pipeline's layer split",
-           None, kind="split", domain=uneven_splits),
-    Option("pipeline_layout", "--pipeline-layout", "Megatron's per-chunk layout text (interleaved, p·v not dividing "
-           "the layers)", None, kind="split", domain=chunk_layouts),
-    Option("zero", "--zero", "ZeRO stage", choices.ZERO_STAGE.default, choices.ZERO_STAGE.values,
-           domain=lambda s: choices.ZERO_STAGE.values),
-    Option("recompute", "--recompute", "recompute policy", choices.RECOMPUTE.default, choices.RECOMPUTE.values,
-           domain=lambda s: tuple(r for r in choices.RECOMPUTE_SEARCHED
-                                  if not (r == "selective" and s.attention == "flash"))),
-    Option("sp", "--sp", "sequence parallelism (needs t > 1)", False, (False, True), domain=lambda s: (False, True)),
-    Option("schedule", "--schedule", "pipeline schedule", choices.SCHEDULE.default, choices.SCHEDULE.values,
-           kind="split", domain=schedules),
-    Option("recompute_modules", "--recompute-modules", "Megatron's selective modules", None, kind="variant",
-           domain=recompute_modules, not_searched="the default module set of each policy only; --exhaustive "
-           "searches every set", extra={"group": "recompute", "requires": {"recompute": ("selective",)}}),
-    Option("recompute_layers", "--recompute-method, --recompute-num-layers", "Megatron's full-recompute layers",
-           None, kind="variant", domain=recompute_layers,
-           not_searched="every layer only; --exhaustive searches block and uniform N, N a power of two",
-           extra={"group": "recompute", "requires": {"recompute": ("full",)}}),
-    Option("ep_overlap", "--ep-overlap", "EP all-to-all overlap", choices.EP_OVERLAP.default,
-           choices.EP_OVERLAP.values, kind="variant", domain=ep_overlaps,
-           not_searched="the default (none) only; --exhaustive searches them",
-           extra={"group": "experts",
-                  "requires": {"megatron": {"recompute": ("none", "selective"), "schedule": ("interleaved",)}}}),
-    Option("route_nodes", "--route-nodes", "nodes a token's experts are confined to", None, kind="variant",
-           domain=route_nodes, not_searched="unconfined only; --exhaustive searches them", extra={"group": "experts"}),
-    Option("policy", "--precision", "precision policy (FP8 policies)", choices.DEFAULT_POLICY, kind="variant",
-           domain=fp8_policies, not_searched="the given --precision only; --allow-fp8 searches the FP8 policies",
-           extra={"group": "precision"}),
-    Option("offload_optimizer", "--offload-optimizer", "optimizer offload", choices.OFFLOAD_DEVICE.default,
-           choices.OFFLOAD_DEVICE.values, kind="variant", domain=offload_devices,
-           not_searched="never offloaded; --allow-offload searches it",
-           extra={"group": "offload", "requires": {"cpu": {"zero": (2, 3)}, "nvme": {"zero": (2, 3)}}}),
-    Option("offload_params", "--offload-params", "parameter offload", choices.OFFLOAD_DEVICE.default,
-           choices.OFFLOAD_DEVICE.values, kind="variant", domain=offload_devices,
-           not_searched="never offloaded; --allow-offload searches it",
-           extra={"group": "offload", "requires": {"cpu": {"zero": (3,)}, "nvme": {"zero": (3,)}}}),
+def tensor_degrees(s: Space) -> tuple[int, ...]:
+    """``t``: the powers of two up to the scale-up domain (at most 64) and the device count."""
+    return powers_of_two(min(s.max_tp, s.gpus))
+
+
+def pipeline_degrees(s: Space) -> tuple[int, ...]:
+    """``p``: the divisors of the device count, at most the layers."""
+    return divisors(s.gpus, max(s.layers, 1))
+
+
+def context_degrees(s: Space) -> tuple[int, ...]:
+    """``c``: the candidates given to the planner."""
+    return s.cp
+
+
+def micro_batches(s: Space) -> tuple[int, ...]:
+    """``b``: the candidates given to the planner."""
+    return s.micro_batches
+
+
+def zero_stages(s: Space) -> tuple[int, ...]:
+    """Every ZeRO stage."""
+    return choices.ZERO_STAGE.values
+
+
+def recompute_policies(s: Space) -> tuple[str, ...]:
+    """The recompute policies searched (not ``selective`` under flash attention: the kernel recomputes
+    the same core)."""
+    return tuple(r for r in choices.RECOMPUTE_SEARCHED if not (r == "selective" and s.attention == "flash"))
+
+
+def sequence_parallel(s: Space) -> tuple[bool, ...]:
+    """SP off and on."""
+    return (False, True)
+
+
+#: the order of the kinds in :data:`TRAIN_OPTIONS` (the grid's columns, the options on every layout, the
+#: per-``p`` splits, the variants), each kind in its declaration order
+KINDS = ("degree", "option", "split", "variant")
+
+#: Searched options that are no field of the layout (:mod:`costgraph.layout_options`): the micro-batch ``b``
+#: (a dimension of the model, ``--set b=``). A new searched option of the layout is a field with a ``domain``.
+NOT_FIELDS: tuple[Option, ...] = (
+    Option("b", "--set b=", "micro-batch size", 1, unit="sequences", kind="degree", domain=micro_batches),
 )
 
-#: by field name
-BY_FIELD: dict[str, Option] = {o.field: o for o in TRAIN_OPTIONS}
-#: the options tried on every layout of degrees (the screen derives their closed forms per value)
-SEARCHED_OPTIONS: tuple[Option, ...] = tuple(o for o in TRAIN_OPTIONS if o.kind == "option" and o.domain)
-#: the options each value of which gets its own closed forms (:func:`variants`)
-VARIANT_OPTIONS: tuple[Option, ...] = tuple(o for o in TRAIN_OPTIONS if o.kind == "variant")
+
+def search_options(cls=LayoutOptions, extra: tuple = NOT_FIELDS) -> tuple[Option, ...]:
+    """The planner's search space, generated from the declarations (the one function the planner's
+    domains are read through): an :class:`Option` for every field of ``cls`` whose spec has a
+    :class:`~costgraph.option_fields.Domain` (its ``values`` a function here by name, or a callable; its
+    key, flag, help, default, choices and unit the field's), and the ``extra`` options that are no field
+    (:data:`NOT_FIELDS`, after the fields of their kind), ordered by :data:`KINDS`, each kind in
+    declaration order."""
+    out = []
+    for name, (f, spec) in specs(cls).items():
+        d = spec.domain
+        if d is None:
+            continue
+        values = d.values if callable(d.values) else globals()[d.values]
+        out.append(Option(d.key or name, d.flag or spec.flag, spec.help or name, f.default,
+                          None if d.key else spec.values, spec.unit,
+                          d.kind, values, d.not_searched, dict(d.extra or {})))
+    return tuple(sorted(out + list(extra), key=lambda o: KINDS.index(o.kind)))
+
+
+#: Every training option that changes memory or time, once (module docstring): generated from the fields
+TRAIN_OPTIONS: tuple[Option, ...] = search_options()
+
+
+
+def views(options: tuple[Option, ...]) -> tuple[dict, tuple, tuple]:
+    """``(BY_FIELD, SEARCHED_OPTIONS, VARIANT_OPTIONS)`` of ``options``: by field name; the options tried
+    on every layout of degrees (the screen derives their closed forms per value); the options each value
+    of which gets its own closed forms (:func:`variants`)."""
+    return ({o.field: o for o in options}, tuple(o for o in options if o.kind == "option" and o.domain),
+            tuple(o for o in options if o.kind == "variant"))
+
+
+#: by field name; the options on every layout of degrees; the variants (:func:`views`)
+BY_FIELD, SEARCHED_OPTIONS, VARIANT_OPTIONS = views(TRAIN_OPTIONS)
 
 
 def searched(space: Space) -> dict[str, list]:

@@ -7,7 +7,9 @@ name; its :func:`~costgraph.option_fields.option` metadata the flag, help line, 
 :mod:`costgraph.choices`), default, unit and value check. The commands' ``argparse`` arguments, the
 API's keyword check, the value checks and the schemas' ``$defs/options`` are generated from these
 fields (:mod:`costgraph.option_fields`). The layout's own options (``--tp``, ``--zero``, ...) are the
-:class:`~costgraph.parallel.layout.Layout`'s fields, their search domains in :mod:`costgraph.options`.
+fields of :class:`costgraph.layout_options.LayoutOptions` (the :class:`~costgraph.parallel.layout.Layout`'s),
+declared there with their flags and the planner's search domains. An unknown keyword
+(``TrainOptions(gpuz=8)``) is refused with a did-you-mean hint, the layout's names among the hints.
 
 >>> TrainOptions(mfu="0.45").mfu
 '0.45'
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import choices
-from .option_fields import option
+from .option_fields import keywords_checked, option
 
 #: the help of ``--efficiency-profile`` (train, plan, fit: :func:`costgraph.commands._analysis.efficiency_profile_argument`)
 EFFICIENCY_PROFILE_HELP = ("a calibration profile (costgraph calibrate ... -o FILE) fitted on --hardware: its factors "
@@ -39,6 +41,14 @@ def _efficiency_profile():
     return option("--efficiency-profile", EFFICIENCY_PROFILE_HELP, default=None, metavar="FILE")
 
 
+def _layout():
+    from .layout_options import LayoutOptions
+
+    return LayoutOptions
+
+
+@keywords_checked(also=_layout, where="a setting of the layout, not of {cls}: Model.train(..., {name}=...) or "
+                                       "costgraph.parallel.layout.Layout({name}=...)")
 @dataclass(frozen=True)
 class TrainOptions:
     """The options of ``costgraph train`` beside its layout (:func:`costgraph.training.api.train`
@@ -83,6 +93,7 @@ class TrainOptions:
     reserve: object = option("--reserve", RESERVE_HELP, default=None, unit="fraction or bytes")
 
 
+@keywords_checked()
 @dataclass(frozen=True)
 class PlanOptions:
     """The options of ``costgraph plan`` (:func:`costgraph.training.planning.plan_layouts` documents

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from .choices import DEFAULT_KV
 from .errors import CostgraphValueError
 from .export.display import Q, Table, Tabular
 
@@ -147,20 +146,20 @@ def _ordered(steps: list[Step]) -> list[Step]:
     return sorted(steps, key=lambda s: (not s.fits, s.after_bytes))
 
 
-def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None, memory=None, reserve=None,
-        layout=None, prompt=None, generate=None, batch: int = 1, tp: int = 1, weights=None, kv: str = DEFAULT_KV,
-        quantized: str = "linear", keep=(), efficiency_profile=None, host_memory=None,
-        **layout_settings) -> FitResult:
+def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult:
     """Does ``model`` fit on ``gpus`` devices of ``hardware`` (a preset name; or ``memory``, bytes
     or ``"80GB"``) for training (``mode="train"``) or serving (``"serve"``)? See the module docstring.
 
     ``values``: every dimension's value (``model.values("hf")`` for a model from a config.json).
-    ``reserve``: the memory kept free, a fraction or a size (default
-    :data:`costgraph.choices.DEFAULT_RESERVE`). Training: ``layout`` a
+    ``options``: a :class:`costgraph.fit_options.FitOptions` (``mode``, ``hardware``, ``gpus``,
+    ``memory``, ``reserve``, ``efficiency_profile``, ``host_memory``; serving: ``prompt``, ``generate``,
+    ``batch``, ``tp``, ``weights``, ``kv``, ``quantized``, ``keep``), or its fields as keywords in
+    ``overrides`` (which replace the object's). ``reserve``: the memory kept free, a fraction or a size
+    (default :data:`costgraph.choices.DEFAULT_RESERVE`). Training: ``layout`` a
     :class:`~costgraph.parallel.layout.Layout` (its ``gpus`` set from ``gpus``), or its fields as
-    keywords (``zero=1, recompute="selective", t=2``). Serving: ``prompt`` and ``generate`` tokens
-    per sequence, ``batch`` sequences, ``tp`` (at most ``gpus``), ``weights``/``kv`` dtypes,
-    ``quantized``/``keep`` as :meth:`costgraph.Model.infer`. ``efficiency_profile`` (training): a
+    keywords in ``overrides`` (``zero=1, recompute="selective", t=2``). Serving: ``prompt`` and
+    ``generate`` tokens per sequence, ``batch`` sequences, ``tp`` (at most ``gpus``), ``weights``/``kv``
+    dtypes, ``quantized``/``keep`` as :meth:`costgraph.Model.infer`. ``efficiency_profile`` (training): a
     calibration profile (a path or :func:`costgraph.calibrate`'s result) whose memory reserve is the
     verdict's when ``reserve`` is not given. ``host_memory`` (training with CPU offload): the host
     memory of one node, bytes or a size (``"2TB"``; default the preset's ``host_memory_bytes``, DGX
@@ -172,31 +171,36 @@ def fit(model, *, mode: str = "train", hardware=None, gpus: int = 1, values=None
     Raises
     ------
     CostgraphValueError
-        An unknown mode, no device memory (no preset and no ``memory``), a value missing, or as
-        :meth:`Model.train` / :meth:`Model.infer` for the same inputs."""
+        An unknown mode or keyword (a did-you-mean hint), no device memory (no preset and no ``memory``),
+        a value missing, or as :meth:`Model.train` / :meth:`Model.infer` for the same inputs."""
     from . import arguments
+    from .fit_options import FitOptions
+    from .layout_options import LayoutOptions
+    from .option_fields import resolve
 
-    if mode not in MODES:
-        raise CostgraphValueError(f"fit mode {arguments.shown(mode)} is neither 'train' nor 'serve'",
+    o, layout_settings = resolve(FitOptions, options, overrides, "fit", also=LayoutOptions.__dataclass_fields__)
+    if o.mode not in MODES:
+        raise CostgraphValueError(f"fit mode {arguments.shown(o.mode)} is neither 'train' nor 'serve'",
                                   hint="mode='train' (costgraph fit --train) or mode='serve' (--serve)")
-    gpus = arguments.whole(gpus, "--gpus")
-    if hardware is None and memory is None:
+    gpus = arguments.whole(o.gpus, "--gpus")
+    if o.hardware is None and o.memory is None:
         raise CostgraphValueError("fit needs the device memory", hint="give --hardware (costgraph hardware lists "
                                                                       "the presets) or --memory 80GB")
-    if mode == "train":
-        if prompt is not None or generate is not None:
+    if o.mode == "train":
+        if o.prompt is not None or o.generate is not None:
             raise CostgraphValueError("--prompt and --generate are serving settings", hint="add --serve")
-        return _train(model, hardware, gpus, values, memory, reserve, layout, layout_settings, efficiency_profile,
-                      host_memory)
-    if host_memory is not None:
+        return _train(model, o.hardware, gpus, values, o.memory, o.reserve, layout, layout_settings,
+                      o.efficiency_profile, o.host_memory)
+    if o.host_memory is not None:
         raise CostgraphValueError("--host-memory judges CPU offload in training", hint="drop it with --serve")
-    if efficiency_profile is not None:
+    if o.efficiency_profile is not None:
         raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
     if layout is not None or layout_settings:
         raise CostgraphValueError("a training layout is not a serving setting",
                                   hint="serving takes --tp, --batch, --weights, --kv; drop --serve to train")
-    return _serve(model, hardware, gpus, values, memory, reserve, dict(prompt=prompt, generate=generate,
-                  batch=batch, tp=tp, weights=weights, kv=kv, quantized=quantized, keep=keep))
+    return _serve(model, o.hardware, gpus, values, o.memory, o.reserve, dict(
+        prompt=o.prompt, generate=o.generate, batch=o.batch, tp=o.tp, weights=o.weights, kv=o.kv,
+        quantized=o.quantized, keep=o.keep))
 
 
 def _train(model, hardware, gpus, values, memory, reserve, layout, settings, profile=None,

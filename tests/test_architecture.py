@@ -259,7 +259,7 @@ def test_operator_facts_are_roles_not_names():
 #: top-level module or package of costgraph has one floor; a new one must be given its floor here.
 FLOORS = (
     {"version", "errors", "hints", "opened", "choices", "arguments", "datafiles", "optional",
-     "cli_errors", "user_cache", "option_fields", "train_options", "infer_options", "fit_options"},                                             # facts and checks shared by all
+     "cli_errors", "user_cache", "option_fields", "train_options", "infer_options", "fit_options", "layout_options"},                                             # facts and checks shared by all
     {"language"},                                               # text → syntax → program
     {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
     {"parallel"},                                               # who holds what

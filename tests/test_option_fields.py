@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,8 @@ from costgraph.export import schema as schemas
 from costgraph.option_fields import option, specs
 from costgraph.fit_options import FitOptions
 from costgraph.infer_options import InferOptions
+from costgraph.layout_options import LayoutOptions
+from costgraph.parallel.layout import Layout
 from costgraph.train_options import PlanOptions, TrainOptions
 from tests.cli_checks import refused, run
 
@@ -34,21 +38,88 @@ def _subparser(command):
     return sub.choices[command]
 
 
+#: the fields without a flag: plan's command, infer's draft_values and draft_mtp; the layout's LoRA settings
+#: (their flags in commands/_analysis.lora_arguments) and what Layout.filled derives
+API_ONLY = ("command", "draft_values", "draft_mtp", "lora_rank", "lora_targets", "lora_dropout", "quantization", "d",
+            "precision", "tp_replicated", "mode", "gpus", "tp", "memory", "reserve", "efficiency_profile")
+
+
 @pytest.mark.parametrize("command, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions),
-                                          ("fit", FitOptions)])
+                                          ("fit", FitOptions), ("train", LayoutOptions), ("fit", LayoutOptions),
+                                          ("report", LayoutOptions), ("plot", LayoutOptions),
+                                          ("calibrate", LayoutOptions)])
 def test_argparse_is_generated_from_the_fields(command, cls):
     actions = {a.dest: a for a in _subparser(command)._actions}
     for name, (f, s) in specs(cls).items():
-        if s.flag is None:   # API only (plan's command, infer's draft_values and draft_mtp)
-            assert name in ("command", "draft_values", "draft_mtp") and name not in actions
+        if s.flag is None:
+            assert name in API_ONLY and (name not in actions or cls in (LayoutOptions, FitOptions)), name
             continue
-        a = actions[name]
+        a = actions[s.dest or name]
         assert s.flag in a.option_strings and a.help == s.help, name
         assert (tuple(a.choices) if a.choices else None) == (tuple(s.values) if s.values else None), name
         if f.default is dataclasses.MISSING:   # --launch FILE may give it: checked after the file is read
             assert a.required or "launch" in actions, name
         else:   # --no-router: store_false, default True; infer's --weights: None (a config.json's), the API's bf16
             assert a.default == dict(s.argparse).get("default", f.default), name
+
+
+def test_layout_arguments_run_in_the_fields_order():
+    # train's --help lists the layout's flags in LayoutOptions's order, train's --memory and --reserve among them
+    flags = [a.option_strings[0] for a in _subparser("train")._actions if a.option_strings]
+    declared = [s.flag for _, s in specs(LayoutOptions).values() if s.flag]
+    at = [flags.index(f) for f in declared]
+    assert at == sorted(at)
+    assert flags[at[declared.index("--virtual-stages")] + 1:at[declared.index("--rank-order")]] == \
+        ["--memory", "--no-loss", "--reserve"]
+
+
+@pytest.mark.parametrize("make, fragments", [
+    (lambda: TrainOptions(gpuz=8), ["TrainOptions() has no setting 'gpuz'", "did you mean 'gpus'?",
+                                    "a setting of the layout", "Model.train(..., gpus=...)"]),
+    (lambda: TrainOptions(mfuu=0.4), ["TrainOptions() has no setting 'mfuu'", "did you mean 'mfu'?"]),
+    (lambda: PlanOptions(gpuz=8), ["PlanOptions() has no setting 'gpuz'", "did you mean 'gpus'?"]),
+    (lambda: InferOptions(promt=8), ["InferOptions() has no setting 'promt'", "did you mean 'prompt'?"]),
+    (lambda: FitOptions(hardwre="h100-sxm"), ["FitOptions() has no setting 'hardwre'", "did you mean 'hardware'?"]),
+    (lambda: LayoutOptions(zer=1), ["LayoutOptions() has no setting 'zer'", "did you mean 'zero'?"]),
+    (lambda: Layout(recompte="full"), ["Layout() has no setting 'recompte'", "did you mean 'recompute'?"]),
+    # a command-line habit: the flag's name for the field's keyword
+    (lambda: Layout(pp=2), ["Layout() has no setting 'pp'", "did you mean 'p'?", "--pp"]),
+    (lambda: costgraph.load("gpt").train(tp=2), ["train() has no setting 'tp'", "did you mean 't'?"]),
+    (lambda: costgraph.load("gpt").train(no_loss=True), ["did you mean 'loss'?", "the keyword: loss=False"]),
+])
+def test_every_unknown_keyword_is_a_costgraph_error(make, fragments):
+    # not Python's TypeError: a located message with a did-you-mean hint (the last trial found a TypeError)
+    with pytest.raises(CostgraphValueError) as e:
+        make()
+    text = f"{e.value}\n{e.value.hint}"
+    for f in fragments:
+        assert f in text, text
+
+
+def test_the_parsed_layout_is_the_layout_of_the_keywords():
+    # train_layout reads every LayoutOptions field under its dest: the command line gives the Layout the API gives
+    import sympy
+
+    from costgraph.cli import _parser
+    from costgraph.commands._analysis import train_layout
+
+    args = _parser().parse_args(["train", "gpt", "--gpus", "8", "--tp", "2", "--pp", "2", "--no-loss", "--precision",
+                                 "fp32", "--recompute", "selective", "--recompute-modules", "core_attn", "mlp",
+                                 "--zero", "3", "--offload-params", "cpu", "--offload-activations", "0.5",
+                                 "--schedule", "interleaved", "--virtual-stages", "2", "--micro-batches", "4",
+                                 "--no-fp8-wgrad", "--route-nodes", "2", "--lora", "8"])
+    assert train_layout(args, args.micro_batches) == Layout(
+        gpus=8, t=2, p=2, loss=False, policy="fp32", precision="fp32", recompute="selective",
+        recompute_modules=("core_attn", "mlp"), zero=3, offload_params="cpu", offload_activations=sympy.Rational(1, 2),
+        schedule="interleaved", v=2, m=4, fp8_wgrad=False, route_nodes=2, lora_rank=8)
+    assert train_layout(_parser().parse_args(["train", "gpt"])) == Layout()   # every default is the API's
+
+
+def test_layout_is_its_declared_fields():
+    # the Layout's fields are LayoutOptions's, declared once: its defaults are the command line's
+    assert [f.name for f in dataclasses.fields(Layout)] == list(specs(LayoutOptions))
+    for name, (f, s) in specs(LayoutOptions).items():
+        assert Layout.__dataclass_fields__[name].default == f.default, name
 
 
 def test_the_api_takes_an_options_object_or_keywords(gpt):
@@ -82,7 +153,8 @@ def test_unknown_keywords_and_bad_values_are_refused(gpt, call, fragments):
         assert f in text, text
 
 
-@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions)])
+@pytest.mark.parametrize("name, cls", [("train", TrainOptions), ("plan", PlanOptions), ("infer", InferOptions),
+                                       ("fit", FitOptions)])
 def test_schema_options_are_the_fields(name, cls):
     doc = schemas.schema(name)
     props = doc["$defs"]["options"]["properties"]
@@ -92,6 +164,13 @@ def test_schema_options_are_the_fields(name, cls):
             assert [x for x in props[field]["enum"] if x is not None] == list(s.values)
     assert doc["$defs"]["options"].get("required", []) == [n for n, (f, _) in specs(cls).items()
                                                           if f.default is dataclasses.MISSING]
+
+
+@pytest.mark.parametrize("name", ["train", "fit"])
+def test_schema_layout_is_the_layout_fields(name):
+    props = schemas.schema(name)["$defs"]["layout"]["properties"]
+    assert list(props) == list(specs(LayoutOptions))
+    assert props["zero"]["enum"] == [0, 1, 2, 3] and "flag --tp" in props["t"]["description"]
 
 
 def test_a_new_option_is_one_field(gpt, monkeypatch, capsys):
@@ -140,6 +219,25 @@ def test_fit_modes_read_the_groups(capsys):
                      "--host-memory", "2TB"], "--host-memory is a training option")
 
 
+def test_fit_takes_an_options_object(gpt):
+    # issue 31 item 1: costgraph.fit and Model.fit take a FitOptions like train, plan and infer (at most 6 parameters)
+    import inspect
+
+    from costgraph.verdict import fit
+
+    v = gpt.values("gpt2")
+    by_keywords = costgraph.fit(gpt, values=v, hardware="h100-sxm", gpus=2, zero=1, recompute="full")
+    by_object = gpt.fit(v, FitOptions(hardware="h100-sxm", gpus=2), None, zero=1, recompute="full")
+    assert by_object.to_dict() == by_keywords.to_dict() and "ZeRO 1; recompute full" in by_object.settings["layout"]
+    serve = gpt.fit(v, FitOptions(mode="serve", hardware="h100-sxm", prompt=64, generate=8), batch=4)
+    assert serve.to_dict() == costgraph.fit(gpt, v, mode="serve", hardware="h100-sxm", prompt=64, generate=8,
+                                            batch=4).to_dict()
+    assert len(inspect.signature(fit).parameters) <= 6 and len(inspect.signature(type(gpt).fit).parameters) <= 6
+    with pytest.raises(CostgraphValueError) as e:
+        gpt.fit(v, hardware="h100-sxm", zeroo=1)
+    assert "fit() has no setting 'zeroo'" in str(e.value) and "did you mean 'zero'?" in e.value.hint
+
+
 def test_infer_takes_an_options_object(gpt):
     v = gpt.values("gpt2")
     by_keywords = gpt.infer(values=v, prompt=64, generate=8, batch=2, kv="fp8")
@@ -155,3 +253,52 @@ def test_infer_takes_an_options_object(gpt):
 def test_declarations_name_known_checks():
     with pytest.raises(AssertionError, match="unknown check"):
         option_fields.option("--x", "x", default=None, check="between")
+
+
+def test_a_new_searched_option_is_one_field(monkeypatch, capsys):
+    # issue 27 item 2: a throwaway layout setting with a search domain, declared as LayoutOptions declares its
+    # fields (one field, its Domain beside it), and nothing else edited: it is on train's command line, in the
+    # keyword check, in the schema's way of writing it and in the planner's search space (searched / not searched)
+    from costgraph import options
+    from costgraph.commands import _analysis
+    from costgraph.option_fields import Domain, keywords_checked
+
+    warm = option("--warmup-kernels", "a throwaway setting: kernels warmed before the step", default="cold",
+                  choices=("cold", "warm"), domain=Domain("variant", lambda s: ("cold", "warm") if s.exhaustive
+                                                          else ("cold",), "cold only; --exhaustive searches it",
+                                                          {"group": "warmup"}))
+    extended = keywords_checked()(dataclasses.make_dataclass("LayoutOptions", [("warmup", str, warm)],
+                                                             bases=(LayoutOptions,)))
+    # argparse: train's layout arguments run to the last field
+    monkeypatch.setattr(_analysis, "LayoutOptions", extended)
+    action = next(a for a in _subparser("train")._actions if a.dest == "warmup")
+    assert action.option_strings == ["--warmup-kernels"] and action.choices == ("cold", "warm")
+    refused(capsys, ["train", "gpt", "--warmup-kernels", "hot"], "--warmup-kernels", "invalid choice")
+    # the keyword check
+    assert extended(warmup="warm").warmup == "warm"
+    with pytest.raises(CostgraphValueError) as e:
+        extended(warmpu="warm")
+    assert "did you mean 'warmup'?" in e.value.hint
+    # the schema
+    prop = option_fields.json_schema(extended)["properties"]["warmup"]
+    assert prop["enum"] == ["cold", "warm"] and "--warmup-kernels" in prop["description"]
+    # the planner's search space: generated by the one function the planner reads its domains through
+    monkeypatch.setattr(options, "TRAIN_OPTIONS", options.search_options(extended))
+    for name, value in zip(("BY_FIELD", "SEARCHED_OPTIONS", "VARIANT_OPTIONS"), options.views(options.TRAIN_OPTIONS)):
+        monkeypatch.setattr(options, name, value)
+    base, everything = options.Space(gpus=8, max_tp=8, layers=12), options.Space(gpus=8, max_tp=8, layers=12,
+                                                                                 exhaustive=True)
+    assert "warmup" not in options.searched(base) and options.not_searched(base)["warmup"] == "cold only; " \
+        "--exhaustive searches it"
+    assert options.searched(everything)["warmup"] == ["cold", "warm"] and "warmup" not in options.not_searched(everything)
+    assert {"warmup": "warm", "requires": {}} in options.variants(everything)
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="argparse's layout of --help differs between Pythons")
+@pytest.mark.parametrize("command", ["train", "plan", "fit", "solve"])
+def test_help_is_byte_identical_to_the_hand_written_parsers(command, capsys, monkeypatch):
+    # the --help printed before the arguments were generated from the fields (tests/help_pins/README.md)
+    monkeypatch.setenv("COLUMNS", "100")
+    rc, out, err = run(capsys, command, "--help")
+    want = (Path(__file__).parent / "help_pins" / f"{command}.txt").read_text(encoding="utf-8")
+    assert rc == 0 and out == want

@@ -51,3 +51,20 @@ def test_chunk_layouts_only_where_no_even_split_exists():
     assert chunk_layouts(llama, 1) == ()
     # more chunks than the layers fill (r < 0): none; p = 16, v = 2 (32 chunks of 61) is one
     assert 3 not in dict(chunk_layouts(DSV3, 16)) and 2 in dict(chunk_layouts(DSV3, 16))
+
+
+def test_the_search_space_is_generated_from_the_layout_fields():
+    # issue 27 item 2: every searched setting is one LayoutOptions field whose Domain the planner reads (its key,
+    # flag, default and kind), and only the micro-batch b (a dimension of the model) is declared here
+    from costgraph.layout_options import LayoutOptions
+    from costgraph.option_fields import specs
+    from costgraph.options import BY_FIELD, KINDS, NOT_FIELDS, TRAIN_OPTIONS
+
+    declared = {s.domain.key or n: (f, s) for n, (f, s) in specs(LayoutOptions).items() if s.domain is not None}
+    assert [o.field for o in NOT_FIELDS] == ["b"] and set(BY_FIELD) == set(declared) | {"b"}
+    for key, (f, s) in declared.items():
+        o = BY_FIELD[key]
+        assert (o.flag, o.default, o.kind, o.not_searched) == (s.domain.flag or s.flag, f.default, s.domain.kind,
+                                                               s.domain.not_searched), key
+    kinds = [KINDS.index(o.kind) for o in TRAIN_OPTIONS]
+    assert kinds == sorted(kinds)

@@ -7,6 +7,7 @@ its :class:`~costgraph.verdict.FitResult`."""
 from __future__ import annotations
 
 from ..fit_options import FitOptions
+from ..layout_options import LayoutOptions
 from ..option_fields import add_arguments, cli_defaults, flag_of
 from .common import model_arguments
 
@@ -63,14 +64,15 @@ def run(args):
         given = [k for k, v in {**TRAIN_DEFAULTS, **TRAIN_ONLY}.items()
                  if k not in ("gpus", "memory") and getattr(args, k) != v]
         if given:
-            raise CostgraphValueError(f"{flag_of(FitOptions, given[0])} is a training option",
+            raise CostgraphValueError(f"{flag_of((FitOptions, LayoutOptions), given[0])} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")
         weights, quantized, keep, shipped = _weights(args, args.keep)
         if args.efficiency_profile is not None:
             raise CostgraphValueError("--efficiency-profile calibrates training runs", hint="drop it with --serve")
-        r = fit(model, mode="serve", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
-                reserve=args.reserve, prompt=args.prompt, generate=args.generate, batch=args.batch, tp=args.tp,
-                weights=weights, kv=args.kv, quantized=quantized, keep=keep)
+        r = fit(model, values, FitOptions(mode="serve", hardware=args.hardware, gpus=gpus, memory=args.memory,
+                                          reserve=args.reserve, prompt=args.prompt, generate=args.generate,
+                                          batch=args.batch, tp=args.tp, weights=weights, kv=args.kv,
+                                          quantized=quantized, keep=keep))
         if shipped is not None and not args.weights:   # a config.json: where the weights came from
             r.settings["weights from"] = shipped.source
             r.warnings[:0] = list(shipped.warnings)
@@ -80,7 +82,7 @@ def run(args):
             raise CostgraphValueError(f"{flag_of(FitOptions, given[0])} is a serving option", hint="add --serve")
         from ._analysis import train_layout
 
-        r = fit(model, mode="train", hardware=args.hardware, gpus=gpus, values=values, memory=args.memory,
-                reserve=args.reserve, layout=train_layout(args, args.micro_batches),
-                efficiency_profile=args.efficiency_profile, host_memory=args.host_memory)
+        r = fit(model, values, FitOptions(hardware=args.hardware, gpus=gpus, memory=args.memory, reserve=args.reserve,
+                                          efficiency_profile=args.efficiency_profile, host_memory=args.host_memory),
+                train_layout(args, args.micro_batches))
     return (r.to_json() if args.format == "json" else r.to_text()), r.status

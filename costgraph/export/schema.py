@@ -54,7 +54,11 @@ def schema(name: str) -> dict:
 
 #: the schemas of the documents whose command's options are an options dataclass (costgraph.train_options)
 OPTIONS = {"train": "train_options.TrainOptions", "plan": "train_options.PlanOptions",
-           "infer": "infer_options.InferOptions"}
+           "infer": "infer_options.InferOptions", "fit": "fit_options.FitOptions"}
+
+
+#: the schemas whose command takes a layout too: ``$defs/layout`` (:class:`costgraph.layout_options.LayoutOptions`)
+WITH_LAYOUT = ("train", "fit")
 
 
 def with_options(doc: dict, name: str) -> dict:
@@ -62,7 +66,8 @@ def with_options(doc: dict, name: str) -> dict:
     (:mod:`costgraph.option_fields`): ``$defs/options`` (one property per option, its JSON name, type,
     ``enum`` and unit: the input a launch file or a notebook gives), and the ``enum`` of each property of
     the document named after an option with choices (``scope`` of ``train``, ``attention`` and
-    ``overlap`` of ``plan``, ``runtime`` of ``infer``) replaced by the option's choices (``null`` kept where the file allows it)."""
+    ``overlap`` of ``plan``, ``runtime`` of ``infer``) replaced by the option's choices (``null`` kept where the file allows it);
+    for the commands of :data:`WITH_LAYOUT`, ``$defs/layout``: the layout's settings, generated the same way."""
     if name not in OPTIONS:
         return doc
     from importlib import import_module
@@ -86,6 +91,10 @@ def with_options(doc: dict, name: str) -> dict:
 
     walk(doc)
     doc.setdefault("$defs", {})["options"] = json_schema(cls)
+    if name in WITH_LAYOUT:   # the layout's settings (costgraph.layout_options): Model.train's other keywords
+        from ..layout_options import LayoutOptions
+
+        doc["$defs"]["layout"] = json_schema(LayoutOptions)
     return doc
 
 

@@ -17,6 +17,8 @@ import sympy
 
 from .. import choices
 from ..errors import CostgraphValueError
+from ..layout_options import LayoutOptions
+from ..option_fields import keywords_checked
 from ..engine.recompute import check_recompute
 from ..engine.symbols import dim
 from .schedules import check_schedule
@@ -30,8 +32,9 @@ DP = dim(choices.DP_SYMBOL)
 #: the most devices a layout may have (as the planner's search)
 MAX_DEVICES = 10**6
 
+@keywords_checked()
 @dataclass
-class Layout:
+class Layout(LayoutOptions):
     """A parallel layout and training settings (defaults filled in).
 
     ``t`` TP, ``p`` PP, ``c`` CP, ``e`` EP, ``etp`` expert TP (1 or ``t``),
@@ -61,62 +64,8 @@ class Layout:
     does (each rank holds one head; filled from the values by
     :func:`costgraph.parallel.tensor.kv_replication`)."""
 
-    t: object = 1
-    p: object = 1
-    c: object = 1
-    e: object = 1
-    etp: object = None
-    d: object = None
-    gpus: int | None = None
-    sp: bool = False
-    zero: int = choices.ZERO_STAGE.default
-    m: object = None
-    schedule: str = choices.SCHEDULE.default
-    v: int = 1
-    recompute: str = choices.RECOMPUTE.default
-    attention: str = choices.ATTENTION.default
-    policy: str = choices.DEFAULT_POLICY
-    optimizer: str = choices.DEFAULT_OPTIMIZER
-    precision: str = choices.PRECISION.default
-    hsdp: object = None
-    loss: bool = True
-    lora_rank: object = None
-    lora_targets: object = choices.DEFAULT_LORA_TARGETS
-    lora_dropout: bool = False
-    quantization: str | None = None
-    # recomputation in detail (costgraph.engine.recompute): Megatron --recompute-modules (selective),
-    # --recompute-num-layers / --recompute-method (full), torchtitan's layer-SAC frequency
-    recompute_modules: tuple | None = None
-    recompute_num_layers: int | None = None
-    recompute_method: str | None = None
-    recompute_frequency: int | None = None
-    # pipeline split and schedule details (issue 16 items 1-2; costgraph.parallel.layer_split, .schedules)
-    vp_group: object = None
-    first_stage_layers: object = None
-    last_stage_layers: object = None
-    account_embedding: bool = False
-    account_loss: bool = False
-    schedule_accounting: str = choices.SCHEDULE_ACCOUNTING.default
-    # Megatron's --pipeline-model-parallel-layout text (costgraph.parallel.pipeline_layout; issue 27 item 3)
-    pipeline_layout: str | None = None
-    # expert placement (costgraph.parallel.ranks; costgraph.parallel.communication's ``ep``)
-    rank_order: str = "tp-cp-ep-dp-pp"
-    domain_ranks: int | None = None
-    ep_overlap: str = choices.EP_OVERLAP.default
-    overlap: str = choices.OVERLAP.default   # communication overlap convention (costgraph.training.overlap)
-    route_nodes: int | None = None
-    fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
-    # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
-    fp8_attention: bool = choices.DEFAULT_FP8_ATTENTION
-    fp8_wgrad: bool = choices.DEFAULT_FP8_WGRAD
-    # how the hardware FLOPs count what recomputation re-runs (costgraph.training.compute)
-    recompute_count: str = choices.RECOMPUTE_COUNT.default
-    # CPU/NVMe offload (costgraph.training.offload): DeepSpeed's offload_optimizer and
-    # offload_param devices; the fraction of the layers' activations kept in host memory
-    offload_optimizer: str = choices.OFFLOAD_DEVICE.default
-    offload_params: str = choices.OFFLOAD_DEVICE.default
-    offload_activations: object = False
-    tp_replicated: tuple = ()
+    # the fields are LayoutOptions's (costgraph.layout_options): declared once with their flag, help, default
+    # and the planner's search domain; an unknown keyword is refused with a did-you-mean hint
 
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
