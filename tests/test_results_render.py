@@ -201,7 +201,8 @@ def test_every_result_type_is_tabular(trained, served):
         assert "_repr_html_" not in vars(cls) and "_repr_latex_" not in vars(cls)   # one mixin, no copies
     bt = bare_training_time(7 * 10**9, tokens=10**12, gpus=1024, hardware="h100-sxm", mfu="0.4")
     assert json.loads(json.dumps(bt.to_dict()))["params"] == 7 * 10**9
-    assert "<tr><td>flops</td><td>42,000,000,000,000,000,000,000 FLOP</td></tr>" in bt._repr_html_()   # 6·N·D
+    # 6·N·D, labelled and with the unit its field declares (costgraph.results.quantity)
+    assert "<tr><td>model FLOPs</td><td>42,000,000,000,000,000,000,000 FLOP</td></tr>" in bt._repr_html_()
 
 
 def test_figures_display_inline_without_pyplot(gpt):
@@ -240,3 +241,49 @@ def _missing(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is None
+
+
+def test_json_names_labels_and_units_come_from_the_fields():
+    """BareTime's JSON keys, table labels and units are its fields' declarations (issue 31 item 2: producer,
+    labels and schema are not three lists). The rule 6·N·D/(n·X) for N = 7·10⁹ on D = 10¹² tokens over
+    1,024 H100s at 40% of 989.4 TFLOP/s (NVIDIA H100 datasheet, dense BF16): 4.2·10²² FLOP."""
+    from costgraph.results import quantities
+    from costgraph.training.bare_time import bare_training_time
+
+    bt = bare_training_time(7 * 10**9, tokens=10**12, gpus=1024, hardware="h100-sxm", mfu="0.4", price="2")
+    declared = quantities(bt)
+    doc = bt.to_dict()
+    assert list(doc) == ["rule"] + [q.json for _, q in declared if q.json is not None]
+    assert doc["flops"] == 4.2e22 and doc["params"] == 7 * 10**9 and doc["cost"] == float(bt.gpu_hours * 2)
+    units = {row[0]: row[1].unit for row in bt._shown().rows}
+    assert units == {q.label: q.unit for name, q in declared if getattr(bt, name) is not None}   # None: no row
+    assert (units["GPU-hours"], units["PF-days"], units["days"], units["time"]) == ("GPU-hours", "PF-days", "days", "s")
+
+
+def test_train_sections_are_the_declared_quantities(gpt):
+    """The train schema's ``flops`` names and ``time`` enum are the quantities costgraph.training.compute
+    declares (their units and labels beside them), and a run fills only declared keys."""
+    from costgraph.export.schema import schema
+    from costgraph.training.compute import FLOPS, RATIOS, TIME
+
+    props = schema("train")["properties"]
+    assert set(props["flops"]["properties"]) == set(FLOPS)
+    assert props["time"]["propertyNames"]["enum"] == list(TIME)
+    run = gpt.train(gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", tokens=10**9, price="2",
+                    mfu="0.4")
+    assert set(run.compute["flops"]) <= set(FLOPS) and set(run.compute["time"]) == set(TIME)
+    assert {"mfu", "hfu"} <= set(run.compute) and set(RATIOS) == {"mfu", "hfu"}
+    units = {row[0]: row[1].unit for row in run._shown().rows if isinstance(row[1], Q)}
+    assert units["cost"] == "" and units["steps"] == "" and units["per_token_minus_six_n"] == "FLOP/token"
+
+
+def test_infer_quantities_are_declared_once(served):
+    """The infer JSON writes the declared quantities in their order, and the table takes their units."""
+    from costgraph.inference.quantities import STEP, TOP
+
+    doc = served.to_dict()
+    assert [k for k in doc if k in TOP] == list(TOP)
+    assert set(doc["decode"]) <= set(STEP) and "seconds" in doc["decode"]
+    units = {row[0]: row[1].unit for row in served._shown().rows if isinstance(row[1], Q)}
+    assert units["tokens_per_second"] == "tokens/s" and units["max_context"] == "tokens"
+    assert units["time_per_output_token"] == "s" and units["kv_cache_bytes"] == "bytes"

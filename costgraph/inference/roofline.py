@@ -40,7 +40,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, RUNTIME
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
-from ..export.display import Tabular
+from ..results import Document
 from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
@@ -165,11 +165,13 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
 
 
 @dataclass
-class InferenceReport(Tabular):
+class InferenceReport(Document):
     """Everything ``costgraph infer`` prints: ``quantities`` name → SymPy
     expression (bytes, FLOPs, seconds, tokens/s), ``values`` the numbers
     where every symbol has one; settings and assumptions; ``symbols`` the
-    model's dimension meanings. The typed result of :meth:`costgraph.Model.infer`."""
+    model's dimension meanings. The typed result of :meth:`costgraph.Model.infer`: ``to_dict()``,
+    ``to_json()``, ``to_text()`` and its table drawn by :mod:`costgraph.export.present` (JSON and text:
+    :mod:`costgraph.export.inference_report`)."""
 
     model: str
     settings: dict
@@ -183,32 +185,6 @@ class InferenceReport(Tabular):
     absent: dict = field(default_factory=dict)
     serving: dict = field(default_factory=dict)   #: vLLM's KV cache, prefix caching, chunked prefill, speculative
     runtime_weights: object = None   #: a RuntimeWeights (inference/runtime_weights.py) or None
-
-    def to_dict(self) -> dict:
-        """The document ``costgraph infer --format json`` prints (:func:`costgraph.inference.report.to_dict`)."""
-        from .report import to_dict
-
-        return to_dict(self, self.symbols)
-
-    def to_json(self) -> str:
-        """:meth:`to_dict` as indented JSON text."""
-        from .report import to_json
-
-        return to_json(self, self.symbols)
-
-    def to_text(self) -> str:
-        """The text ``costgraph infer`` prints."""
-        from .report import to_text_doc
-
-        return to_text_doc(self)
-
-    def _table(self):
-        """Jupyter (:class:`~costgraph.export.display.Tabular`): latency, throughput, capacity."""
-        from ..export.results_html import inference_table
-
-        return inference_table(self)
-
-
 
 
 def decode_closed_form(inf: Inference, m: Machine, t: int, subs: dict):
