@@ -266,7 +266,7 @@ def test_train_sections_are_the_declared_quantities(gpt):
     from costgraph.export.schema import schema
     from costgraph.training.compute import FLOPS, RATIOS, TIME
 
-    props = schema("train")["properties"]
+    props = schema("train")["$defs"]["model"]["properties"]
     assert set(props["flops"]["properties"]) == set(FLOPS)
     assert props["time"]["propertyNames"]["enum"] == list(TIME)
     run = gpt.train(gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", tokens=10**9, price="2",
