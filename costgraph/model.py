@@ -33,9 +33,10 @@ from .engine.graph import CostGraph
 from .engine.sizes import named_difference
 from .language.loader import load_program
 from .engine.precision import Precision, precision as get_precision
-from .export.printing import field_order, grouped, to_text
+from .numbers.printing import field_order, grouped, to_text
 from .engine.totals import QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
 from .numbers.units import LABELS  # noqa: F401  (costgraph.model.LABELS, as before)
+from .results import renderer
 
 
 class Model:
@@ -77,17 +78,13 @@ class Model:
     def _repr_html_(self) -> str:
         """Jupyter: a table (name, options, symbols, model-scope formulas) and the
         operator graph as inline SVG when Graphviz's ``dot`` is installed
-        (:func:`costgraph.export.graph.model_html`)."""
-        from .export.graph import model_html
-
-        return model_html(self)
+        (:func:`costgraph.export.graph.model_html`, through :mod:`costgraph.results`)."""
+        return renderer().model_html(self)
 
     def graph_svg(self, scope: str = "model", **settings) -> str:
         """The operator graph of ``scope`` as SVG text (``costgraph graph --format svg``;
         :func:`costgraph.export.graph.render`). Raises ``CostgraphError`` without Graphviz's ``dot``."""
-        from .export.graph import render
-
-        return render(self, "svg", scope, **settings)
+        return renderer().graph_svg(self, scope, **settings)
 
     @property
     def symbols(self) -> dict[str, str]:
@@ -507,9 +504,7 @@ class Costs:
 
     def _repr_latex_(self) -> str:
         """Jupyter: the rows of ``costgraph derive --format latex`` (see :func:`costgraph.export.text_report.to_latex_doc`)."""
-        from .export.text_report import to_latex_doc
-
-        return "$" + to_latex_doc(self).replace("\n", " ") + "$"
+        return "$" + renderer().latex_doc(self).replace("\n", " ") + "$"
 
 
 def _exact_number(v: sympy.Expr):

@@ -16,6 +16,9 @@ them, once, to know which renderer draws which result type:
 - :class:`~costgraph.training.bare_time.BareTime` and any result whose fields are declared with
   :func:`costgraph.results.quantity`: :func:`costgraph.export.results_html.fields_table` (a row per
   quantity field: its label, its value, its unit).
+
+A :class:`~costgraph.Model` shows its graph (:func:`model_html`, :func:`graph_svg`) and a
+:class:`~costgraph.Costs` its closed forms (:func:`latex_doc`) through the same door.
 """
 
 from __future__ import annotations
@@ -79,3 +82,24 @@ def to_text(result) -> str:
     if draw is None:
         raise TypeError(f"no text document for {type(result).__name__}")
     return draw(result)
+
+
+def model_html(model) -> str:
+    """:meth:`costgraph.Model._repr_html_`: :func:`costgraph.export.graph.model_html`."""
+    from .graph import model_html as draw
+
+    return draw(model)
+
+
+def graph_svg(model, scope: str, **settings) -> str:
+    """:meth:`costgraph.Model.graph_svg`: :func:`costgraph.export.graph.render` as SVG."""
+    from .graph import render
+
+    return render(model, "svg", scope, **settings)
+
+
+def latex_doc(costs) -> str:
+    """:meth:`costgraph.Costs._repr_latex_`: :func:`costgraph.export.text_report.to_latex_doc`."""
+    from .text_report import to_latex_doc
+
+    return to_latex_doc(costs)
