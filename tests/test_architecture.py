@@ -281,7 +281,6 @@ _UPWARD_ALLOWED = {
     ("engine", "parallel"): "activations.py splits the kept tensors under TP/SP",
     ("parallel", "training"): "communication.py reads the precision policy's bytes (training/data.py)",
     ("inference", "model"): "loading.py loads a draft model by name",
-    ("hardware", "export"): "the hardware table renders itself",
 }
 
 

@@ -28,6 +28,7 @@ import json
 
 from .display import frame, html, latex, text   # noqa: F401 - a Table as text, HTML, LaTeX, pandas
 from .progress import progress   # noqa: F401 - the planner's bar (costgraph.results.progress)
+from .tables import table as text_table   # noqa: F401 - aligned text columns (costgraph hardware's table)
 
 
 @functools.cache
