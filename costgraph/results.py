@@ -1,12 +1,12 @@
 """The typed results of the API and the one door by which they reach a renderer.
 
 A result is a dataclass. A field that is a quantity carries its unit, its label and its JSON name in
-the field's metadata (:func:`quantity`); :func:`quantities` reads them back, so the renderers (text,
-HTML, LaTeX, JSON, pandas: :mod:`costgraph.export.present`) take the names, labels and units from the
-one declaration instead of guessing them from key names. A result section held as a dict of
-SymPy expressions (the FLOPs and time of ``costgraph train``) declares its keys the same way, with
-:class:`Quantity` entries in a table beside the code that fills it
-(:data:`costgraph.training.compute.QUANTITIES`).
+the field's metadata (:func:`costgraph.result_fields.quantity`); ``quantities`` reads them back, so the
+renderers (text, HTML, LaTeX, JSON, pandas: :mod:`costgraph.export.present`) take the names, labels
+and units from the one declaration instead of guessing them from key names. A result section held as a
+dict of SymPy expressions (the FLOPs and time of ``costgraph train``) declares its keys the same way,
+with :class:`~costgraph.result_fields.Quantity` entries in a table beside the code that fills it
+(:data:`costgraph.training.compute.FLOPS`, ``TIME``; :mod:`costgraph.inference.quantities`).
 
 :class:`Tabular` is the mixin of the results: ``print(result)``, IPython's pretty printer,
 ``_repr_html_``, ``_repr_latex_`` and ``to_pandas()`` all show the one :class:`Table` of
@@ -17,13 +17,15 @@ the package's face installs (:func:`install`; ``costgraph/__init__.py`` installs
 :mod:`costgraph.export.present`, imported on the first rendering). The planner's progress bar
 (:func:`progress`) comes through the same door.
 
-Light at import: the standard library only (no SymPy).
+Light at import (the package's face imports it at every start): no import, no dataclass; the fields'
+declarations and the table cells are :mod:`costgraph.result_fields`.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from dataclasses import MISSING, dataclass, field, fields
+TYPE_CHECKING = False   # not typing's: this module is imported by the package's face at every start
+if TYPE_CHECKING:
+    from .result_fields import Table
 
 #: the loader of the renderer module (costgraph.export.present), installed by the package's face
 _LOADER = None
@@ -48,77 +50,21 @@ def progress(description: str, total: float | None = None):
     """A progress bar on standard error for a long search (:func:`costgraph.export.progress.progress`),
     or a bar that draws nothing when no renderer is installed."""
     if _LOADER is None:   # pragma: no cover - see renderer()
-        return nullcontext(_Silent())
+        return _Silent()
     return renderer().progress(description, total=total)
 
 
 class _Silent:
+    """A bar that draws nothing (a context manager whose ``update`` does nothing)."""
+
+    def __enter__(self):   # pragma: no cover - see renderer()
+        return self
+
+    def __exit__(self, *_exc) -> None:   # pragma: no cover - see renderer()
+        return None
+
     def update(self, *_args, **_kw) -> None:   # pragma: no cover - see renderer()
         pass
-
-
-@dataclass(frozen=True)
-class Quantity:
-    """What a renderer needs to show one quantity: ``unit`` (``bytes``, ``s``, ``FLOP``, ``FLOP/token``,
-    ``FLOP/s``, ``tokens``, ``tokens/s``, ``days``, ``GPU-hours``, ``PF-days``; ``""`` for a count, a
-    ratio or a text), ``label`` (the words a table or the text report shows), ``json`` (its key in the
-    command's JSON; None: not in the JSON), ``omit_none`` (left out of the JSON when None rather than
-    written as ``null``)."""
-
-    unit: str = ""
-    label: str = ""
-    json: str | None = ""
-    omit_none: bool = False
-
-
-def quantity(unit: str = "", *, label: str = "", json: str | None = "", omit_none: bool = False,
-             default=MISSING, default_factory=MISSING, init: bool = True):
-    """A dataclass field that is a quantity: its :class:`Quantity` (unit, label, JSON name) in the
-    field's metadata (key ``"quantity"``; an empty ``label`` or ``json`` is the field's name, a
-    ``json`` of None keeps the field out of the JSON)."""
-    meta = {"quantity": Quantity(unit, label, json, omit_none)}
-    return field(default=default, default_factory=default_factory, init=init, metadata=meta)
-
-
-def quantities(result) -> list[tuple[str, Quantity]]:
-    """The quantity fields of a dataclass (or its instance), in their order: ``(field name, Quantity)``
-    with the label and the JSON name filled in (the field's name where none is given)."""
-    out = []
-    for f in fields(result):
-        q = f.metadata.get("quantity")
-        if q is not None:
-            out.append((f.name, Quantity(q.unit, q.label or f.name, f.name if q.json == "" else q.json, q.omit_none)))
-    return out
-
-
-def json_fields(result, number) -> dict:
-    """The JSON of ``result``'s quantity fields, by their JSON names in field order: each value through
-    ``number(value, quantity)`` (the caller's conversion of an exact number, which may read the unit:
-    a float, an int, a text), None as ``null`` (or left out: ``omit_none``), text and bools as they are."""
-    out = {}
-    for name, q in quantities(result):
-        v = getattr(result, name)
-        if q.json is None or (v is None and q.omit_none):
-            continue
-        out[q.json] = v if v is None or isinstance(v, (str, bool)) else number(v, q)
-    return out
-
-
-@dataclass(frozen=True)
-class Q:
-    """A number and its unit (``bytes``, ``s``, ``FLOP``, ``FLOP/s``, ``tokens/s``; ``""`` for none)."""
-
-    value: object
-    unit: str = ""
-
-
-@dataclass
-class Table:
-    """A titled table: ``heads`` the column names, ``rows`` tuples of cells (plain or :class:`Q`)."""
-
-    title: str
-    heads: tuple
-    rows: list = field(default_factory=list)
 
 
 class Tabular:

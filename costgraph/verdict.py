@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 
 from .choices import DEFAULT_KV
 from .errors import CostgraphValueError
-from .results import Q, Table, Tabular
+from .result_fields import Q, Table
+from .results import Tabular
 
 #: the modes of :func:`fit`
 MODES = ("train", "serve")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .results import Q, Table, Tabular
+from .result_fields import Q, Table
+from .results import Tabular
 from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
 from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, SPEECH_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops,
                             kv_cache_bytes, param_count, require, saved_bytes)

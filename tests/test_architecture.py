@@ -262,7 +262,7 @@ def test_operator_facts_are_roles_not_names():
 FLOORS = (
     {"version", "errors", "hints", "opened", "choices", "arguments", "datafiles", "optional",
      "cli_errors", "user_cache", "option_fields", "train_options", "infer_options", "fit_options",
-     "results"},                                             # facts and checks shared by all
+     "results", "result_fields"},                                             # facts and checks shared by all
     {"language"},                                               # text → syntax → program
     {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
     {"parallel"},                                               # who holds what

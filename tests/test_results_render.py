@@ -247,7 +247,7 @@ def test_json_names_labels_and_units_come_from_the_fields():
     """BareTime's JSON keys, table labels and units are its fields' declarations (issue 31 item 2: producer,
     labels and schema are not three lists). The rule 6·N·D/(n·X) for N = 7·10⁹ on D = 10¹² tokens over
     1,024 H100s at 40% of 989.4 TFLOP/s (NVIDIA H100 datasheet, dense BF16): 4.2·10²² FLOP."""
-    from costgraph.results import quantities
+    from costgraph.result_fields import quantities
     from costgraph.training.bare_time import bare_training_time
 
     bt = bare_training_time(7 * 10**9, tokens=10**12, gpus=1024, hardware="h100-sxm", mfu="0.4", price="2")

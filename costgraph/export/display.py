@@ -20,7 +20,8 @@ from fractions import Fraction
 from html import escape
 
 from ..errors import CostgraphValueError
-from ..results import Q, Table, Tabular   # noqa: F401 - the cells, the table and the results' mixin (re-exported)
+from ..result_fields import Q, Table   # noqa: F401 - the cells and the table (re-exported)
+from ..results import Tabular   # noqa: F401 - the results' mixin (re-exported)
 
 _STYLE = "border-collapse:collapse;text-align:left"
 

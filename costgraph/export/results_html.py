@@ -10,7 +10,7 @@ FLOP, FLOP/token, seconds (decimal), days, GPU-hours, PF-days, tokens/s."""
 from __future__ import annotations
 
 from ..inference.quantities import CAPACITY, TOP
-from ..results import Q, Table, quantities
+from ..result_fields import Q, Table, quantities
 from ..training.compute import FLOPS, TIME
 
 

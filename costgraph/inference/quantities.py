@@ -6,7 +6,7 @@ their JSON name: unit and label, declared once beside the analysis that fills th
 
 from __future__ import annotations
 
-from ..results import Quantity
+from ..result_fields import Quantity
 
 
 def _declared(*rows) -> dict[str, Quantity]:

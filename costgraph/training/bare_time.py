@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import sympy
 
 from ..errors import CostgraphValueError
-from ..results import Tabular, json_fields, quantity
+from ..result_fields import json_fields, quantity
+from ..results import Tabular
 from .compute import PF_DAY, SECONDS_PER_DAY, rule_of_thumb_time
 
 #: FLOPs per parameter per token of the rule: no recomputation, full recomputation.

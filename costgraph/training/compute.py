@@ -54,7 +54,7 @@ from ..ops.registry import has_role
 from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
 from ..engine.totals import MODEL_SCOPE, breakdown, expand_sum
-from ..results import Quantity
+from ..result_fields import Quantity
 
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY
