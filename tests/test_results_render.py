@@ -287,3 +287,27 @@ def test_infer_quantities_are_declared_once(served):
     units = {row[0]: row[1].unit for row in served._shown().rows if isinstance(row[1], Q)}
     assert units["tokens_per_second"] == "tokens/s" and units["max_context"] == "tokens"
     assert units["time_per_output_token"] == "s" and units["kv_cache_bytes"] == "bytes"
+
+
+def test_a_new_result_is_one_dataclass():
+    """Issue 31's maintainer change, "energy per step": a result declared once, as fields with their unit,
+    label and JSON name, gets its JSON, its text, its table and its DataFrame columns with no renderer
+    written for it. 700 W for 0.5 s is 350 J (power × time); 1,000 steps 350,000 J."""
+    from dataclasses import dataclass
+
+    from costgraph.result_fields import quantity
+    from costgraph.results import Document
+
+    @dataclass(frozen=True)
+    class Energy(Document):
+        watts: int = quantity("W", label="power per device", json="power_watts")
+        seconds: object = quantity("s", label="step time", json="step_seconds")
+        joules: object = quantity("J", label="energy per step", json="energy_joules")
+        steps: int | None = quantity(label="steps", omit_none=True, default=None)
+
+    e = Energy(700, sympy.Rational(1, 2), sympy.Integer(350))
+    assert e.to_dict() == {"power_watts": 700, "step_seconds": "1/2", "energy_joules": 350}
+    assert json.loads(e.to_json()) == e.to_dict()
+    assert e.to_text() == str(e) == "Energy\n  quantity          value\n  power per device  700 W\n  step time         0.5 s\n  energy per step   350 J"
+    assert "<tr><td>energy per step</td><td>350 J</td></tr>" in e._repr_html_()
+    assert Energy(700, 1, 700, steps=1000).to_dict()["steps"] == 1000

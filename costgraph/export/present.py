@@ -64,10 +64,15 @@ def table(result):
 
 
 def to_dict(result) -> dict:
-    """The JSON document of ``result`` (a dict of JSON values), as its command prints it."""
+    """The JSON document of ``result`` (a dict of JSON values), as its command prints it; for a type
+    without its own, the quantity fields by their JSON names (:func:`costgraph.result_fields.json_fields`;
+    exact numbers as :func:`costgraph.export.display.json_exact` writes them)."""
     draw = _of(result, 1)
     if draw is None:
-        raise TypeError(f"no JSON document for {type(result).__name__}")
+        from ..result_fields import json_fields
+        from .display import json_exact
+
+        return json_fields(result, lambda v, _q: json_exact(v))
     return draw(result)
 
 
@@ -78,11 +83,9 @@ def to_json(result) -> str:
 
 
 def to_text(result) -> str:
-    """The text ``result``'s command prints."""
+    """The text ``result``'s command prints; for a type without its own, its table as text."""
     draw = _of(result, 3)
-    if draw is None:
-        raise TypeError(f"no text document for {type(result).__name__}")
-    return draw(result)
+    return draw(result) if draw is not None else text(table(result))
 
 
 def model_html(model) -> str:
