@@ -47,24 +47,9 @@ def renderer():
 
 
 def progress(description: str, total: float | None = None):
-    """A progress bar on standard error for a long search (:func:`costgraph.export.progress.progress`),
-    or a bar that draws nothing when no renderer is installed."""
-    if _LOADER is None:   # pragma: no cover - see renderer()
-        return _Silent()
+    """A progress bar on standard error for a long search (:func:`costgraph.export.progress.progress`:
+    drawn only on a terminal, after a second)."""
     return renderer().progress(description, total=total)
-
-
-class _Silent:
-    """A bar that draws nothing (a context manager whose ``update`` does nothing)."""
-
-    def __enter__(self):   # pragma: no cover - see renderer()
-        return self
-
-    def __exit__(self, *_exc) -> None:   # pragma: no cover - see renderer()
-        return None
-
-    def update(self, *_args, **_kw) -> None:   # pragma: no cover - see renderer()
-        pass
 
 
 class Tabular:

@@ -311,3 +311,23 @@ def test_a_new_result_is_one_dataclass():
     assert e.to_text() == str(e) == "Energy\n  quantity          value\n  power per device  700 W\n  step time         0.5 s\n  energy per step   350 J"
     assert "<tr><td>energy per step</td><td>350 J</td></tr>" in e._repr_html_()
     assert Energy(700, 1, 700, steps=1000).to_dict()["steps"] == 1000
+
+
+def test_the_door_opens_onto_export_on_the_first_rendering():
+    """The package's face installs costgraph.export.present behind costgraph.results; a fresh process
+    that builds a training result has imported nothing from export/ until the result is shown."""
+    import subprocess
+
+    from costgraph import results
+    from costgraph.export import present
+
+    assert results.renderer() is present
+    code = ("import sys, costgraph\n"
+            "g = costgraph.load('gpt')\n"
+            "r = g.train(gpus=4, zero=1, values=g.values('gpt2'))\n"
+            "before = sorted(m for m in sys.modules if m.startswith('costgraph.export'))\n"
+            "shown = str(r)\n"
+            "after = 'costgraph.export.present' in sys.modules\n"
+            "print(before, after, shown.splitlines()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] True gpt: training per device — 4 GPUs = tp 1 × pp 1 × cp 1 × dp 4; ZeRO 1"
