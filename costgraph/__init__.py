@@ -13,6 +13,19 @@ sums over the graph give closed forms per node, block, layer and model.
 from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
 
 from .version import __version__
+from . import results as _results
+
+
+def _renderers():
+    """The renderers of the typed results (:mod:`costgraph.export.present`), imported on the first
+    rendering: the analyses reach them through :mod:`costgraph.results` and import nothing from
+    ``export/`` (the package's face, above both, joins them)."""
+    from .export import present
+
+    return present
+
+
+_results.install(_renderers)
 
 # The API's names are imported on first use (PEP 562), so that importing the
 # package, or the command line for --help, list and ops, does not import SymPy.

@@ -344,3 +344,14 @@ def whole_at_prompt(model, values, prompt: int, batch: int) -> None:
     named = {d.symbol: name for name, d in dims.items()}
     given = {named[k]: int(v) for k, v in values.items() if named.get(k) not in (None, "s", "b")}
     model._check_whole({**given, "s": prompt, "b": batch})
+
+
+def value_warnings(values: Mapping | None) -> list[str]:
+    """Values that are legal but probably not meant: a sequence longer than a learned position
+    table (``s > s_max``). ``values``: dimension symbol (or name) → whole number."""
+    out = []
+    v = {str(k): int(x) for k, x in (values or {}).items()}
+    if "s" in v and "s_max" in v and v["s"] > v["s_max"]:
+        out.append(f"s = {v['s']:,} is longer than s_max = {v['s_max']:,}: the learned position table "
+                   f"has s_max rows, so the model cannot read that many tokens as built")
+    return out

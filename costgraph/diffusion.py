@@ -71,7 +71,7 @@ class Denoising:
 
     def to_dict(self) -> dict:
         """JSON-ready: the expressions as text, the values as ints (or null)."""
-        from .export.printing import to_text
+        from .numbers.printing import to_text
 
         return {"model": self.model, "steps": self.steps if isinstance(self.steps, int) else str(self.steps),
                 "cfg": self.cfg, "convention": self.convention,

@@ -281,7 +281,9 @@ def format_table(items: Mapping[str, Hardware] | None = None) -> str:
     GB (10⁹ B) and GiB (2³⁰ B), bandwidths in GB/s per direction per device,
     then each preset's BF16 source."""
     items = presets() if items is None else items
-    from .export.tables import table
+    from .results import renderer
+
+    table = renderer().text_table   # costgraph.export.tables.table, through the renderers' door
 
     heads = [c for c, _ in _COLUMNS]
     lines = ["Dense peaks in TFLOP/s (never the 2:4 sparse figure; — none or not published); HBM in GB = 10^9 B",

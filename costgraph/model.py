@@ -8,37 +8,37 @@
 >>> gpt.costs("model").evaluate(config="gpt2")["params"]
 124439808
 
-:class:`Costs` renders as LaTeX in Jupyter.
+:class:`Costs` (:mod:`costgraph.costs`) renders as LaTeX in Jupyter; :meth:`Model.values` and the
+whole-size check are :mod:`costgraph.model_values`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
-from fractions import Fraction
+from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping
-
-import sympy
 
 if TYPE_CHECKING:
     import networkx
 
 from . import arguments
 from .choices import CAUSAL as _CAUSAL, CONVENTION, PRECISION, PROFILE
+from .costs import Costs
 from .engine.builder import PROFILES, Settings, build
 from .engine.conventions import check_convention
-from .errors import CostgraphValueError, Location
-from .numbers.evaluator import Compiled, ExactEvaluator, NotWhole
 from .engine.graph import CostGraph
-from .engine.sizes import named_difference
-from .language.loader import load_program
 from .engine.precision import Precision, precision as get_precision
-from .export.printing import field_order, grouped, to_text
-from .engine.totals import QUANTITIES, aggregate, breakdown, grouped_totals, resolve_scope
+from .engine.totals import breakdown, grouped_totals, resolve_scope
+from .errors import CostgraphValueError
+from .language.loader import load_program
+from .model_values import DimensionValues
 from .numbers.units import LABELS  # noqa: F401  (costgraph.model.LABELS, as before)
+from .results import renderer
+
+__all__ = ["Model", "Costs", "load", "loads"]
 
 
-class Model:
+class Model(DimensionValues):
     """A model file built into its operator graph.
 
     Parameters (of :func:`load`)
@@ -77,17 +77,13 @@ class Model:
     def _repr_html_(self) -> str:
         """Jupyter: a table (name, options, symbols, model-scope formulas) and the
         operator graph as inline SVG when Graphviz's ``dot`` is installed
-        (:func:`costgraph.export.graph.model_html`)."""
-        from .export.graph import model_html
-
-        return model_html(self)
+        (:func:`costgraph.export.graph.model_html`, through :mod:`costgraph.results`)."""
+        return renderer().model_html(self)
 
     def graph_svg(self, scope: str = "model", **settings) -> str:
         """The operator graph of ``scope`` as SVG text (``costgraph graph --format svg``;
         :func:`costgraph.export.graph.render`). Raises ``CostgraphError`` without Graphviz's ``dot``."""
-        from .export.graph import render
-
-        return render(self, "svg", scope, **settings)
+        return renderer().graph_svg(self, scope, **settings)
 
     @property
     def symbols(self) -> dict[str, str]:
@@ -252,284 +248,6 @@ class Model:
         from .verdict import fit
 
         return fit(self, values, options, layout, **overrides)
-
-    def values(self, config: str | None = None, given: Mapping | None = None, /, **overrides) -> dict:
-        """Dimension values (symbol → Integer): the dims' defaults, then ``config`` (unnamed: "hf" for a model
-        from a config.json), then ``given`` (a mapping, name → value), then ``overrides`` (:func:`arguments.dims_given`).
-
-        Raises
-        ------
-        CostgraphValueError
-            Unknown configuration or dimension, a value that is not a positive
-            whole number, or a shape that comes out fractional (``h/a`` with
-            h = 768, a = 7).
-        """
-        config, overrides = arguments.dims_given(self.graph.dims, config, given, overrides)
-        vals = self._int_values(config, overrides)
-        return {self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()}
-
-    def _int_values(self, config, overrides) -> dict[str, int]:
-        """:meth:`values` as plain ints by name (the fast path of :meth:`Costs.evaluate`)."""
-        config = self.graph.default_config if config is None else config
-        vals: dict[str, int] = {d.name: d.default for d in self.graph.dims.values()
-                                if d.default is not None and d.derived is None}
-        if config is not None:
-            if config not in self.graph.configs:
-                raise CostgraphValueError(
-                    f"model '{self.name}' has no configuration '{config}'",
-                    hint="its configurations: " + (", ".join(self.graph.configs) or "none"))
-            for k, v in self.graph.configs[config].items():
-                if isinstance(v, bool) and k not in self.settings.options and self.graph.options.get(k) != v:
-                    raise CostgraphValueError(
-                        f"configuration '{config}' sets option {k} = {str(v).lower()}, but this model was built "
-                        f"with {k} = {str(self.graph.options.get(k)).lower()}",
-                        hint=f"load the model with the configuration: costgraph.load(..., config={config!r}) "
-                             f"(the command line's --config does), or with options={{{k!r}: {v}}}")
-            vals.update({k: v for k, v in self.graph.configs[config].items() if k in self.graph.dims})
-        for k, v in overrides.items():
-            info = self.graph.dims.get(k)
-            if info is None:
-                if k in self.graph.options:
-                    raise CostgraphValueError(f"'{k}' is an option of model '{self.name}', not a dimension",
-                                              hint=f"set it to true or false: {k}=false")
-                raise CostgraphValueError(f"model '{self.name}' has no dimension '{k}'",
-                                          hint="its dimensions: " + ", ".join(self.symbols))
-            if info.derived is not None:
-                raise CostgraphValueError(f"'{k}' is derived ({info.derived}); set the dimensions it depends on")
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise CostgraphValueError(f"'{k}' must be a positive whole number, got {v!r}")
-            vals[k] = v
-        self._check_whole(vals)
-        return vals
-
-    def _sizes(self) -> list[tuple[sympy.Expr, str, Location | None, str]]:
-        """Every size the graph uses, each distinct expression once (first use): ``(expr, what, location, path)``.
-        Tensor dimensions, operators' dimension arguments, repeat/active counts, ``graph.limits`` (r ≤ h/a)."""
-        if self._size_list is None:
-            seen, out = set(), []
-            def add(d, what, loc, path):
-                if isinstance(d, sympy.Expr) and not d.is_Integer and d not in seen:
-                    seen.add(d)
-                    out.append((d, what, loc, path))
-            for g in self.graph.groups.values():
-                add(g.count, f"the repeat count of '{g.path}'", g.loc, g.path)
-                add(g.active, f"the active count of '{g.path}'", g.loc, g.path)
-            for path, d in self.graph.ops():
-                for name, v in d["attrs"].items():
-                    add(v, f"argument '{name}' of {d['kind']} '{path}'", d["loc"], path)
-            for t in self.graph.tensors.values():
-                producer = self.graph.nodes.get(t.producer)
-                loc = producer["loc"] if producer else None
-                for d in t.shape:
-                    add(d, f"a dimension of tensor '{t.id}'", loc, t.producer)
-            for limit in self.graph.limits:
-                add(*limit)
-            self._size_list = out
-        return self._size_list
-
-    def _size_checker(self, given: frozenset[str]):
-        """A compiled check of the sizes whose symbols all have values in ``given``."""
-        checker = self._checkers.get(given)
-        if checker is None:
-            names = sorted(given)
-            syms = {self.graph.dims[n].symbol for n in names}
-            sizes = [e for e, *_ in self._sizes() if e.free_symbols <= syms]
-            pairs = [(g.count, g.active) for g in self.graph.groups.values()
-                     if (g.count.free_symbols | g.active.free_symbols) <= syms]
-            exprs = sizes + [n - k for n, k in pairs]
-            ev = ExactEvaluator(exprs, [self.graph.dims[n].symbol for n in names]) if exprs else None
-            checker = self._checkers[given] = (names, ev, len(sizes))
-        return checker
-
-    def _check_whole(self, vals: dict[str, int]) -> None:
-        """Every size the graph uses must come out a positive whole number for
-        these values, and a group's active copies cannot outnumber its copies
-        (top-k ≤ experts). Compiled once per set of given names; the located
-        message comes from :meth:`_explain_sizes`."""
-        names, ev, n_sizes = self._size_checker(frozenset(vals))
-        if ev is None:
-            return
-        try:
-            out = ev([vals[n] for n in names])
-            ok = all(v > 0 for v in out[:n_sizes]) and all(v >= 0 for v in out[n_sizes:])
-        except (NotWhole, ZeroDivisionError):
-            ok = False
-        if not ok:
-            self._explain_sizes({self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()})
-
-    def _explain_sizes(self, subs) -> None:
-        """The slow path of :meth:`_check_whole`: the first size not a positive whole number, located."""
-        def check(d, what, loc, path):
-            if not isinstance(d, sympy.Expr) or not d.free_symbols <= set(subs):
-                return None
-            v = d.xreplace(subs)
-            if not (v.is_integer and v > 0):
-                calls = [f"{b.loc} ({b.path})" for b in (self.graph.blocks.get(a) for a in _prefixes(path)) if b]
-                named = named_difference(self.graph.dims, d, subs) if v.is_number and v <= 0 else ("", "")
-                raise CostgraphValueError(f"{what} is {named[0] or d} = {v} for these values, not a positive whole "
-                                          f"number", loc, hint="; ".join(filter(None, [named[1], f"at {path}"]))
-                                          + (f", called from {'; '.join(calls)}" if calls else "")
-                                          + "; choose values that divide evenly and keep counts positive")
-            return v
-        for g in self.graph.groups.values():
-            n = check(g.count, f"the repeat count of '{g.path}'", g.loc, g.path)
-            k = check(g.active, f"the active count of '{g.path}'", g.loc, g.path)
-            if n is not None and k is not None and k > n:
-                raise CostgraphValueError(
-                    f"'{g.path}' has {n} copies but {k} active ({g.active} > {g.count})", g.loc,
-                    hint="a token can pass through at most all of them")
-        for d, what, loc, path in self._sizes():
-            check(d, what, loc, path)
-
-
-@dataclass(repr=False)
-class Costs:
-    """The closed-form costs of one scope of a model.
-
-    Attributes are SymPy expressions in the model's dimension symbols:
-    ``params`` (count), ``flops_forward``, ``flops_backward`` (=
-    ``flops_backward_input + flops_backward_weight``; FLOPs under
-    ``convention``), ``activation_bytes`` (bytes under ``precision``).
-    ``rows`` is the breakdown by node, shared storage, block and repeat
-    group (:func:`costgraph.engine.totals.breakdown`); ``leaves`` only its node and
-    storage rows.
-    """
-
-    model: Model
-    scope: str
-    convention: str
-    precision: Precision
-    quantities: dict[str, sympy.Expr]
-    leaves: list[dict]
-    causal: str = _CAUSAL.default
-    _scope: object = field(default=None, repr=False, compare=False)
-    _compiled: object = field(default=None, repr=False, compare=False)
-    _rows: list | None = field(default=None, repr=False, compare=False)
-    _parts: dict | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def rows(self) -> list[dict]:
-        """The whole breakdown: leaf rows, then block and repeat rows (built on first use)."""
-        if self._rows is None:
-            self._rows = self.leaves + aggregate(self.model.graph, self._scope, self.leaves)
-        return self._rows
-
-    def __getitem__(self, q: str) -> sympy.Expr:
-        return self.quantities[q]
-
-    def __getattr__(self, q: str):
-        if q in QUANTITIES:
-            return self.quantities[q]
-        raise AttributeError(q)
-
-    def ordered(self, q: str) -> sympy.Expr:
-        """Quantity ``q`` as an unevaluated sum in the field's order (for printing)."""
-        return field_order(self.quantities[q], expanded=True)
-
-    def grouped(self, q: str) -> sympy.Expr:
-        """At model scope: ``l (per-layer) + rest`` for each top-level repeat group."""
-        if self._parts is None:
-            self._parts = grouped_totals(self.model.graph, self._scope, self.leaves)[1]
-        parts, rest = self._parts[q]
-        return grouped(parts, rest)
-
-    def evaluate(self, config: str | None = None, given: Mapping | None = None, /, **values: int) -> dict[str, int]:
-        """Exact integer values of every quantity for a configuration and values (as :meth:`Model.values`;
-        unnamed, a model loaded from a config.json or a Hub id takes that config's values, configuration "hf").
-
-        One exception: a per-layer view of a model with a layer pattern (``--scope layer`` or a repeat group's
-        path) is the *average* layer — ``floor(l/6)/l`` of a global one in Gemma 3 — and its values are exact
-        ``fractions.Fraction`` where they are not whole (Gemma-3-1B's 26 layers: 4 global, 22 local).
-
-        Raises
-        ------
-        CostgraphValueError
-            If a symbol has no value (the message lists them), or see :meth:`Model.values`.
-        """
-        config, values = arguments.dims_given(self.model.graph.dims, config, given, values)
-        vals = self.model._int_values(config, values)
-        names, ev = self._exact()
-        missing = [n for n in names if n not in vals]
-        if missing:
-            raise CostgraphValueError(f"no value for {', '.join(missing)}",
-                                      hint=arguments.missing_values_hint(self.model.graph.configs))
-        try:
-            return dict(zip(self.quantities, ev([vals[n] for n in names])))
-        except NotWhole as e:   # every size checked whole: only an average layer can be fractional
-            if self.averaged:
-                subs = {x: sympy.Integer(vals[str(x)]) for x in
-                        set().union(*(q.free_symbols for q in self.quantities.values()))}
-                return {q: _exact_number(e.xreplace(subs)) for q, e in self.quantities.items()}
-            q = list(self.quantities)[e.index]
-            raise CostgraphValueError(f"{q} is {e.value} for these values, not a whole number") from None
-
-    @property
-    def averaged(self) -> bool:
-        """True for a per-layer view of a model with a layer pattern: the layer scope or a
-        repeat group's scope when some node's count holds a ``floor`` (the copies of a
-        pattern branch), so the view is the average of the layer kinds."""
-        g = self.model.graph
-        if self.scope != "layer" and self.scope not in g.groups:
-            return False
-        return any(d["count"].has(sympy.floor) for _, d in g.ops())
-
-    def _exact(self):
-        """The quantities compiled for exact evaluation (once per Costs)."""
-        if self._compiled is None:
-            syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
-            self._compiled = ([str(x) for x in syms], ExactEvaluator(list(self.quantities.values()), syms))
-        return self._compiled
-
-    def compile(self, config=None, given: Mapping | None = None, /, *, dtype="float64", **fixed) -> "Compiled":
-        """A vectorized evaluator of every quantity (NumPy; install ``numpy``).
-
-        The returned function takes every symbol of the quantities by keyword, as NumPy arrays (broadcast
-        together) or numbers, and returns ``{quantity: array}``; ``config`` (unnamed: a config.json's values)
-        and ``fixed`` (``h=8192``) give defaults for the symbols a call leaves out::
-
-            f = costs.compile("llama-2-70b", dtype="int64")
-            f(b=np.arange(1, 65)[:, None], s=np.array([2048, 4096, 8192]))
-
-        ``dtype``: ``float64`` (fast, rounded to 53 bits), ``int64`` (exact;
-        raises :class:`CostgraphValueError` when some intermediate could pass
-        2⁶³ − 1 instead of wrapping around silently) or ``exact`` (Python
-        integers in object arrays; slow, never overflows). Sizes are not
-        checked per point (``h/a`` whole): :meth:`evaluate` checks them.
-
-        Raises
-        ------
-        CostgraphValueError
-            Unknown dtype, or as :meth:`Model.values` for ``config``/``fixed``.
-        """
-        config, fixed = arguments.dims_given(self.model.graph.dims, config, given, fixed)
-        if dtype not in ("float64", "int64", "exact"):
-            raise CostgraphValueError(f"unknown dtype {dtype!r} for compile", hint="float64, int64 or exact")
-        vals = self.model._int_values(config, fixed) if (config or fixed or self.model.graph.default_config) else {}
-        syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
-        defaults = {str(x): vals[str(x)] for x in syms if str(x) in vals}
-        return Compiled(self.quantities, syms, dtype, defaults)
-
-    def __repr__(self) -> str:
-        return (f"<costgraph.Costs of {self.model.name!r} at scope {self.scope!r} "
-                f"({self.convention}, {self.precision.name}, causal={self.causal}): "
-                f"params = {to_text(self.ordered('params'))}>")
-
-    def _repr_latex_(self) -> str:
-        """Jupyter: the rows of ``costgraph derive --format latex`` (see :func:`costgraph.export.text_report.to_latex_doc`)."""
-        from .export.text_report import to_latex_doc
-
-        return "$" + to_latex_doc(self).replace("\n", " ") + "$"
-
-
-def _exact_number(v: sympy.Expr):
-    """A SymPy rational as ``int`` when whole, else ``fractions.Fraction``."""
-    return int(v) if v.is_Integer else Fraction(int(v.p), int(v.q))
-
-
-def _prefixes(path: str) -> list[str]:
-    """``a/b/c`` → ``["a", "a/b"]``: the enclosing paths, outermost first."""
-    parts = path.split("/")
-    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | None = None,

@@ -25,7 +25,8 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from .errors import CostgraphValueError
-from .export.display import Q, Table, Tabular
+from .result_fields import Q, Table
+from .results import Tabular
 
 #: the modes of :func:`fit`
 MODES = ("train", "serve")
@@ -91,7 +92,7 @@ class FitResult(Tabular):
         return json.dumps(self.to_dict(), indent=2)
 
     def _table(self) -> Table:
-        """Jupyter (:class:`~costgraph.export.display.Tabular`): the verdict, the bytes, the next steps."""
+        """Jupyter (:class:`~costgraph.results.Tabular`): the verdict, the bytes, the next steps."""
         rows = [("fits", self.fits), ("needed per device", Q(self.need_bytes, "bytes")),
                 ("device memory", Q(self.capacity_bytes, "bytes")), ("usable (less the reserve)",
                                                                      Q(self.usable_bytes, "bytes"))]

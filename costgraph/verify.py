@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .export.display import Q, Table, Tabular
+from .result_fields import Q, Table
+from .results import Tabular
 from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
 from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, SPEECH_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops,
                             kv_cache_bytes, param_count, require, saved_bytes)
@@ -82,7 +83,7 @@ def explain(value: int, dims: dict[str, int], *, max_factors: int = MAX_FACTORS,
 
     import sympy
 
-    from .export.printing import field_order, to_text
+    from .numbers.printing import field_order, to_text
     from .engine.symbols import dim
 
     if value == 0:
@@ -109,7 +110,7 @@ class Verification(Tabular):
     forward/backward FLOPs; KV cache and saved bytes, in bytes), and the torch/transformers
     versions; ``exact`` when every compared quantity agrees. ``print`` gives the report of
     ``costgraph verify`` (:func:`to_text`); a notebook a table, one row per quantity and shape
-    (:class:`~costgraph.export.display.Tabular`)."""
+    (:class:`~costgraph.results.Tabular`)."""
     model: str                 # costgraph model name
     model_type: str
     torch_class: str

@@ -134,8 +134,10 @@ def test_import_graph_sees_every_kind_of_import():
     assert graph.has_edge("costgraph.engine.builder_calls", "costgraph.ops")
     # "from ..graph import ...": a relative import two levels up.
     assert graph.has_edge("costgraph.training.memory", "costgraph.engine.graph")
-    # An import inside a method (Model._repr_html_).
-    assert graph.has_edge("costgraph.model", "costgraph.export.graph")
+    # An import inside a function (present.model_html, which Model._repr_html_ reaches through costgraph.results).
+    assert graph.has_edge("costgraph.export.present", "costgraph.export.graph")
+    # An import inside a method (Model.train).
+    assert graph.has_edge("costgraph.model", "costgraph.training.api")
     # An import under "if TYPE_CHECKING:" (the package's __init__).
     assert graph.has_edge("costgraph", "costgraph.language.hf_config")
 
@@ -259,12 +261,13 @@ def test_operator_facts_are_roles_not_names():
 #: top-level module or package of costgraph has one floor; a new one must be given its floor here.
 FLOORS = (
     {"version", "errors", "hints", "opened", "choices", "arguments", "datafiles", "optional",
-     "cli_errors", "user_cache", "option_fields", "train_options", "infer_options", "fit_options", "layout_options"},                                             # facts and checks shared by all
+     "cli_errors", "user_cache", "option_fields", "train_options", "infer_options", "fit_options", "layout_options",
+     "results", "result_fields"},                                             # facts and checks shared by all
     {"language"},                                               # text → syntax → program
     {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
     {"parallel"},                                               # who holds what
     {"training", "inference", "hardware", "diffusion", "options"},  # the analyses (options: the planner's space)
-    {"model", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_vision", "torch_speech",
+    {"model", "costs", "model_values", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_vision", "torch_speech",
      "torch_vlm", "torch_diffusion"},                           # the API and its PyTorch tier
     {"export"},                                                 # renderers
     {"commands", "cli", "completion", "__main__", "costgraph"},  # the command line and the package's face
@@ -277,15 +280,16 @@ _UPWARD_ALLOWED = {
     ("language", "drafting"): "hf_config.py drafts an unmapped model_type (the same front door)",
     ("engine", "parallel"): "activations.py splits the kept tensors under TP/SP",
     ("parallel", "training"): "communication.py reads the precision policy's bytes (training/data.py)",
-    ("training", "export"): "results render their own tables (issue 31 item 2: renderers to read typed fields)",
-    ("inference", "export"): "the same, for inference results",
     ("inference", "model"): "loading.py loads a draft model by name",
-    ("hardware", "export"): "the hardware table renders itself",
-    ("diffusion", "export"): "the diffusion report renders itself",
-    ("model", "export"): "Costs prints its closed forms (printing.field_order, to_text)",
-    ("verdict", "export"): "FitResult renders its table",
-    ("verify", "export"): "Verification renders its table",
 }
+
+
+#: Packages that never import a renderer (issue 31 item 2): their typed results reach ``export/`` through
+#: the one door of ``costgraph.results``, which the package's face opens.
+NEVER_RENDER = ("language", "engine", "ops", "numbers", "symbolic", "parallel", "training", "inference")
+
+#: At most this many upward arrows (issue 31 item 4: from 18 to at most 10).
+MAX_UPWARD = 10
 
 
 def _top(module: str) -> str:
@@ -302,3 +306,12 @@ def test_layering_never_runs_up():
     upward = {(_top(a), _top(b)) for a, b in graph.edges() if floor[_top(a)] < floor[_top(b)]}
     assert upward - set(_UPWARD_ALLOWED) == set(), "an import runs up a floor"
     assert set(_UPWARD_ALLOWED) - upward == set(), "an allowed arrow is gone: drop it from the list"
+    assert len(_UPWARD_ALLOWED) <= MAX_UPWARD
+
+
+def test_analyses_never_import_a_renderer():
+    """The graph, the placement and the analyses import nothing from ``export/``, at module level or in a
+    function: a result renders through :mod:`costgraph.results` (issue 31 item 2)."""
+    graph = import_graph()
+    found = sorted((a, b) for a, b in graph.edges() if _top(a) in NEVER_RENDER and _top(b) == "export")
+    assert found == []

@@ -201,7 +201,8 @@ def test_every_result_type_is_tabular(trained, served):
         assert "_repr_html_" not in vars(cls) and "_repr_latex_" not in vars(cls)   # one mixin, no copies
     bt = bare_training_time(7 * 10**9, tokens=10**12, gpus=1024, hardware="h100-sxm", mfu="0.4")
     assert json.loads(json.dumps(bt.to_dict()))["params"] == 7 * 10**9
-    assert "<tr><td>flops</td><td>42,000,000,000,000,000,000,000 FLOP</td></tr>" in bt._repr_html_()   # 6·N·D
+    # 6·N·D, labelled and with the unit its field declares (costgraph.results.quantity)
+    assert "<tr><td>model FLOPs</td><td>42,000,000,000,000,000,000,000 FLOP</td></tr>" in bt._repr_html_()
 
 
 def test_figures_display_inline_without_pyplot(gpt):
@@ -240,3 +241,93 @@ def _missing(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is None
+
+
+def test_json_names_labels_and_units_come_from_the_fields():
+    """BareTime's JSON keys, table labels and units are its fields' declarations (issue 31 item 2: producer,
+    labels and schema are not three lists). The rule 6·N·D/(n·X) for N = 7·10⁹ on D = 10¹² tokens over
+    1,024 H100s at 40% of 989.4 TFLOP/s (NVIDIA H100 datasheet, dense BF16): 4.2·10²² FLOP."""
+    from costgraph.result_fields import quantities
+    from costgraph.training.bare_time import bare_training_time
+
+    bt = bare_training_time(7 * 10**9, tokens=10**12, gpus=1024, hardware="h100-sxm", mfu="0.4", price="2")
+    declared = quantities(bt)
+    doc = bt.to_dict()
+    assert list(doc) == ["rule"] + [q.json for _, q in declared if q.json is not None]
+    assert doc["flops"] == 4.2e22 and doc["params"] == 7 * 10**9 and doc["cost"] == float(bt.gpu_hours * 2)
+    units = {row[0]: row[1].unit for row in bt._shown().rows}
+    assert units == {q.label: q.unit for name, q in declared if getattr(bt, name) is not None}   # None: no row
+    assert (units["GPU-hours"], units["PF-days"], units["days"], units["time"]) == ("GPU-hours", "PF-days", "days", "s")
+
+
+def test_train_sections_are_the_declared_quantities(gpt):
+    """The train schema's ``flops`` names and ``time`` enum are the quantities costgraph.training.compute
+    declares (their units and labels beside them), and a run fills only declared keys."""
+    from costgraph.export.schema import schema
+    from costgraph.training.compute import FLOPS, RATIOS, TIME
+
+    props = schema("train")["$defs"]["model"]["properties"]
+    assert set(props["flops"]["properties"]) == set(FLOPS)
+    assert props["time"]["propertyNames"]["enum"] == list(TIME)
+    run = gpt.train(gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", tokens=10**9, price="2",
+                    mfu="0.4")
+    assert set(run.compute["flops"]) <= set(FLOPS) and set(run.compute["time"]) == set(TIME)
+    assert {"mfu", "hfu"} <= set(run.compute) and set(RATIOS) == {"mfu", "hfu"}
+    units = {row[0]: row[1].unit for row in run._shown().rows if isinstance(row[1], Q)}
+    assert units["cost"] == "" and units["steps"] == "" and units["per_token_minus_six_n"] == "FLOP/token"
+
+
+def test_infer_quantities_are_declared_once(served):
+    """The infer JSON writes the declared quantities in their order, and the table takes their units."""
+    from costgraph.inference.quantities import STEP, TOP
+
+    doc = served.to_dict()
+    assert [k for k in doc if k in TOP] == list(TOP)
+    assert set(doc["decode"]) <= set(STEP) and "seconds" in doc["decode"]
+    units = {row[0]: row[1].unit for row in served._shown().rows if isinstance(row[1], Q)}
+    assert units["tokens_per_second"] == "tokens/s" and units["max_context"] == "tokens"
+    assert units["time_per_output_token"] == "s" and units["kv_cache_bytes"] == "bytes"
+
+
+def test_a_new_result_is_one_dataclass():
+    """Issue 31's maintainer change, "energy per step": a result declared once, as fields with their unit,
+    label and JSON name, gets its JSON, its text, its table and its DataFrame columns with no renderer
+    written for it. 700 W for 0.5 s is 350 J (power × time); 1,000 steps 350,000 J."""
+    from dataclasses import dataclass
+
+    from costgraph.result_fields import quantity
+    from costgraph.results import Document
+
+    @dataclass(frozen=True)
+    class Energy(Document):
+        watts: int = quantity("W", label="power per device", json="power_watts")
+        seconds: object = quantity("s", label="step time", json="step_seconds")
+        joules: object = quantity("J", label="energy per step", json="energy_joules")
+        steps: int | None = quantity(label="steps", omit_none=True, default=None)
+
+    e = Energy(700, sympy.Rational(1, 2), sympy.Integer(350))
+    assert e.to_dict() == {"power_watts": 700, "step_seconds": "1/2", "energy_joules": 350}
+    assert json.loads(e.to_json()) == e.to_dict()
+    assert e.to_text() == str(e) == "Energy\n  quantity          value\n  power per device  700 W\n  step time         0.5 s\n  energy per step   350 J"
+    assert "<tr><td>energy per step</td><td>350 J</td></tr>" in e._repr_html_()
+    assert Energy(700, 1, 700, steps=1000).to_dict()["steps"] == 1000
+
+
+def test_the_door_opens_onto_export_on_the_first_rendering():
+    """The package's face installs costgraph.export.present behind costgraph.results; a fresh process
+    that builds a training result has imported nothing from export/ until the result is shown."""
+    import subprocess
+
+    from costgraph import results
+    from costgraph.export import present
+
+    assert results.renderer() is present
+    code = ("import sys, costgraph\n"
+            "g = costgraph.load('gpt')\n"
+            "r = g.train(gpus=4, zero=1, values=g.values('gpt2'))\n"
+            "before = sorted(m for m in sys.modules if m.startswith('costgraph.export'))\n"
+            "shown = str(r)\n"
+            "after = 'costgraph.export.present' in sys.modules\n"
+            "print(before, after, shown.splitlines()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] True gpt: training per device — 4 GPUs = tp 1 × pp 1 × cp 1 × dp 4; ZeRO 1"

@@ -1,6 +1,7 @@
-"""How the API's typed results show in a notebook: one mixin, :class:`Tabular`, gives each result
-``_repr_html_``, ``_repr_latex_`` and ``_repr_pretty_`` (IPython's text) (one table, Jupyter picks the richest) and ``to_pandas()``,
-all three drawn from the one :class:`Table` its ``_table()`` returns.
+"""How the API's typed results show in a notebook: the one mixin, :class:`~costgraph.results.Tabular`,
+gives each result ``_repr_html_``, ``_repr_latex_`` and ``_repr_pretty_`` (IPython's text) (one table,
+Jupyter picks the richest) and ``to_pandas()``, all drawn by the renderers of this module from the one
+:class:`~costgraph.results.Table` its ``_table()`` returns.
 
 A cell is plain (text, a whole number, a float, a yes/no) or a :class:`Q`, a number with its unit.
 Shown: whole numbers exactly with thousands separators (``248,879,616 bytes``); seconds as decimal
@@ -15,30 +16,14 @@ extra (``pip install costgraph[notebook]``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from fractions import Fraction
 from html import escape
 
 from ..errors import CostgraphValueError
+from ..result_fields import Q, Table   # noqa: F401 - the cells and the table (re-exported)
+from ..results import Tabular   # noqa: F401 - the results' mixin (re-exported)
 
 _STYLE = "border-collapse:collapse;text-align:left"
-
-
-@dataclass(frozen=True)
-class Q:
-    """A number and its unit (``bytes``, ``s``, ``FLOP``, ``FLOP/s``, ``tokens/s``; ``""`` for none)."""
-
-    value: object
-    unit: str = ""
-
-
-@dataclass
-class Table:
-    """A titled table: ``heads`` the column names, ``rows`` tuples of cells (plain or :class:`Q`)."""
-
-    title: str
-    heads: tuple
-    rows: list = field(default_factory=list)
 
 
 def _number(v):
@@ -153,52 +138,6 @@ def frame(t: Table):
     df = pandas.DataFrame(columns)
     df.attrs["title"] = t.title
     return df
-
-
-class Tabular:
-    """Mixin of the typed results: ``_repr_html_``, ``_repr_latex_``, ``_repr_pretty_`` and
-    ``to_pandas()`` from the one :class:`Table` of ``self._table()`` (each result defines it), made
-    once per result (Jupyter asks for every format in turn; a result is not changed once made)."""
-
-    def __init_subclass__(cls, **kwargs):
-        """Each result class holds ``_repr_pretty_`` itself: IPython's pretty printer takes the first
-        class of the MRO with either ``_repr_pretty_`` or ``__repr__``, and ``@dataclass`` writes a
-        ``__repr__`` into the result's own class, which would hide the table behind the fields."""
-        super().__init_subclass__(**kwargs)
-        if "_repr_pretty_" not in cls.__dict__:
-            cls._repr_pretty_ = Tabular._repr_pretty_
-
-    def _table(self) -> Table:   # pragma: no cover - each result defines it
-        raise NotImplementedError
-
-    def __str__(self) -> str:
-        """``print(result)``: the table as aligned text (``repr`` keeps the dataclass's fields)."""
-        return text(self._shown())
-
-    def _shown(self) -> Table:
-        t = self.__dict__.get("_shown_table")
-        if t is None:
-            t = self._table()
-            object.__setattr__(self, "_shown_table", t)   # frozen dataclasses too
-        return t
-
-    def _repr_pretty_(self, printer, cycle: bool) -> None:
-        """IPython's text/plain: the table as aligned text (not the dataclass's fields)."""
-        printer.text(text(self._shown()))
-
-    def _repr_html_(self) -> str:
-        """Jupyter: the result as an HTML table."""
-        return html(self._shown())
-
-    def _repr_latex_(self) -> str:
-        """Jupyter (and nbconvert to PDF): the result as a LaTeX tabular."""
-        return latex(self._shown())
-
-    def to_pandas(self):
-        """The result's table as a :class:`pandas.DataFrame`: numbers in their column, units in a
-        ``unit`` column (exact ints stay ints). Raises CostgraphValueError without pandas (the
-        ``notebook`` extra)."""
-        return frame(self._shown())
 
 
 def json_exact(v):

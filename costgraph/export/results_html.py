@@ -2,12 +2,16 @@
 them as HTML, LaTeX and pandas): :class:`~costgraph.training.result.TrainingResult`,
 :class:`~costgraph.inference.InferenceReport`, :class:`~costgraph.training.planning.PlanResult`,
 :class:`~costgraph.training.bare_time.BareTime` and the plot data of :mod:`costgraph.export.plots`.
-Each is read from the result's ``to_dict()`` (the same numbers the JSON of the command has) with
-its unit: bytes, FLOP, seconds (decimal), tokens/s."""
+Each is read from the result's ``to_dict()`` (the same numbers the JSON of the command has) with the
+unit its producer declares (:data:`costgraph.training.compute.FLOPS`, ``TIME``;
+:mod:`costgraph.inference.quantities`; the fields of :func:`costgraph.results.quantity`): bytes,
+FLOP, FLOP/token, seconds (decimal), days, GPU-hours, PF-days, tokens/s."""
 
 from __future__ import annotations
 
-from .display import Q, Table
+from ..inference.quantities import CAPACITY, TOP
+from ..result_fields import Q, Table, quantities
+from ..training.compute import FLOPS, TIME
 
 
 def _value(entry):
@@ -19,26 +23,6 @@ def _value(entry):
     return entry.get("expr", entry.get("absent", "")) if v is None else v
 
 
-#: Keys of the time section that are no seconds: counts and the run's length in other units.
-_TIME_UNITS = {"steps": "", "train_days": "days", "gpu_hours": "GPU-hours", "pf_days": "PF-days"}
-
-
-def unit_of(key: str, section: str = "") -> str:
-    """The unit of a JSON key: ``bytes``, ``s``, ``days``, ``GPU-hours``, ``PF-days``, ``FLOP``,
-    ``FLOP/token``, ``tokens/s`` or none (a count: ``steps``)."""
-    if section == "memory" or key.endswith("bytes") or "_bytes_" in key:
-        return "bytes"
-    if key == "tokens_per_second" or key.startswith("tokens_per_second"):
-        return "tokens/s"
-    if key in _TIME_UNITS:
-        return _TIME_UNITS[key]
-    if section in ("time", "step") or "seconds" in key or key.startswith("time_"):
-        return "s"
-    if section == "flops":
-        return "FLOP/token" if key.startswith(("per_token", "six_n", "eight_n")) else "FLOP"
-    return ""
-
-
 def training_table(result) -> Table:
     """Memory of the most-loaded device, the fit, FLOPs, time and communication of a TrainingResult."""
     doc = result.to_dict()
@@ -48,8 +32,8 @@ def training_table(result) -> Table:
     rows = [(k, Q(_value(e), "bytes")) for k, e in doc["memory"].items() if k != "fp8"]
     if "fits" in doc:
         rows.append(("fits", doc["fits"]["fits"]))
-    for section in ("flops", "time"):
-        rows += [(k, Q(_value(e), unit_of(k, section))) for k, e in doc.get(section, {}).items()]
+    for section, declared in (("flops", FLOPS), ("time", TIME)):   # units declared by costgraph.training.compute
+        rows += [(k, Q(_value(e), declared[k].unit if k in declared else "")) for k, e in doc.get(section, {}).items()]
     rows += [(k, Q(_value(doc[k]))) for k in ("mfu", "hfu") if k in doc]
     for kind, c in doc.get("communication", {}).items():
         rows.append((f"communication {kind} ({c['op']} over {c['group']})", Q(_value(c["bytes"]), "bytes")))
@@ -62,7 +46,7 @@ def training_table(result) -> Table:
 
 
 _INFER_KEYS = ("time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
-               "weight_bytes", "kv_cache_bytes", "memory_bytes")
+               "weight_bytes", "kv_cache_bytes", "memory_bytes")   # units: costgraph.inference.quantities.TOP
 
 
 def inference_table(report) -> Table:
@@ -71,8 +55,8 @@ def inference_table(report) -> Table:
     st = doc["settings"]
     title = (f"{doc['model']}: inference on {st['hardware'] or 'no preset'} — batch {st['batch']}, prompt {st['prompt']}, "
              f"generate {st['generate']}, weights {st['weights']}, KV {st['kv']}")
-    rows = [(k, Q(_value(doc[k]), "s" if k.startswith("time_") else unit_of(k))) for k in _INFER_KEYS]
-    rows += [("fits", doc["fits"]), ("max_batch", doc["max_batch"]), ("max_context", Q(doc["max_context"], "tokens"))]
+    rows = [(k, Q(_value(doc[k]), TOP[k].unit)) for k in _INFER_KEYS]
+    rows += [(k, Q(doc[k], CAPACITY[k].unit) if CAPACITY[k].unit else doc[k]) for k in CAPACITY]
     rows += [("warning", w) for w in doc["warnings"]]
     return Table(title, ("quantity", "value"), rows)
 
@@ -103,15 +87,13 @@ def _plan_cell(row: dict, head: str):
     return row.get(head, _PLAN_DEFAULTS.get(head))
 
 
-def bare_time_table(bt) -> Table:
-    """The rule of thumb ``factor·N·D / (n·X)`` of a BareTime, exact where the numbers are."""
-    rows = [("params", Q(bt.params, "")), ("tokens", Q(bt.tokens, "tokens")), ("gpus", bt.gpus),
-            ("rate per device", Q(bt.rate, "FLOP/s")), ("flops", Q(bt.flops, "FLOP")), ("time", Q(bt.seconds, "s")),
-            ("days", Q(bt.days, "days")), ("gpu_hours", Q(bt.gpu_hours, "GPU·h"))]
-    if bt.price is not None:
-        rows.append(("cost", Q(bt.gpu_hours * bt.price, "")))
-    return Table(f"training time by the rule {bt.factor}·N·D / (n·X) (recompute {bt.recompute})",
-                 ("quantity", "value"), rows)
+def fields_table(result) -> Table:
+    """A row per quantity field of ``result`` (:func:`costgraph.results.quantities`): its label, and its
+    value with the field's unit; a field that is None is left out. The title: the result's own
+    ``title`` property when it has one, else its type's name."""
+    rows = [(q.label, Q(getattr(result, name), q.unit)) for name, q in quantities(result)
+            if getattr(result, name) is not None]
+    return Table(getattr(result, "title", type(result).__name__), ("quantity", "value"), rows)
 
 
 def memory_sweep_table(data) -> Table:

@@ -47,6 +47,7 @@ from .tables import table
 from ..engine.totals import QUANTITIES
 from ..numbers.units import LABELS
 from ..version import __version__
+from ..arguments import value_warnings
 
 MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
@@ -130,14 +131,8 @@ def _shown(costs) -> list[str]:
 
 
 def warnings(costs, values: dict | None) -> list[str]:
-    """Values that are legal but probably not meant: a sequence longer than a
-    learned position table (``s > s_max``)."""
-    out = []
-    v = {str(k): int(x) for k, x in (values or {}).items()}
-    if "s" in v and "s_max" in v and v["s"] > v["s_max"]:
-        out.append(f"s = {v['s']:,} is longer than s_max = {v['s_max']:,}: the learned position table "
-                   f"has s_max rows, so the model cannot read that many tokens as built")
-    return out
+    """Values that are legal but probably not meant (:func:`costgraph.arguments.value_warnings`)."""
+    return value_warnings(values)
 
 
 def sweep_warnings(values: dict | None, over: dict) -> list[str]:

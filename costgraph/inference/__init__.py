@@ -1,8 +1,9 @@
 """Inference analyses over the operator graph: prefill and decode steps
 (:mod:`.phases`), weight and KV-cache dtypes as data (:mod:`.dtypes`,
 ``dtypes.toml``), roofline latency, throughput and capacity on a hardware
-preset (:mod:`.roofline`), and the text/JSON of ``costgraph infer``
-(:mod:`.report`).
+preset (:mod:`.roofline`), what serving adds (:mod:`.serving`), and the quantities of
+``costgraph infer`` with their units (:mod:`.quantities`; its text and JSON are drawn by
+:mod:`costgraph.export.inference_report`).
 
 >>> from costgraph import inference
 >>> m = inference.load("llama")                        # the key axis split (see phases)

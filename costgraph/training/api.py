@@ -94,8 +94,8 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
                                   price=o.price, efficiency=o.efficiency, convention=o.convention, causal=o.causal,
                                   router=o.router, rate_covers=o.rate_covers, factors=factors, profile=profile)
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
-    from ..export.text_report import warnings as value_warnings
-    notes = (value_warnings(None, values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
+    from ..arguments import value_warnings
+    notes = (value_warnings(values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
              + _lora_notes(model, layout, values))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import sympy
 
 from ..errors import CostgraphValueError
-from ..export.display import Tabular
+from ..result_fields import json_fields, quantity
+from ..results import Tabular
 from .compute import PF_DAY, SECONDS_PER_DAY, rule_of_thumb_time
 
 #: FLOPs per parameter per token of the rule: no recomputation, full recomputation.
@@ -27,58 +28,56 @@ FACTORS = {"none": 6, "full": 8}
 
 @dataclass(frozen=True)
 class BareTime(Tabular):
-    """The rule of thumb's answer (module docstring); exact SymPy numbers.
+    """The rule of thumb's answer (module docstring); exact SymPy numbers. Each field is a
+    :func:`~costgraph.results.quantity` with its unit and JSON name: :meth:`to_dict` and the table
+    (``print``, Jupyter, ``to_pandas()``) are read from them.
 
-    ``params`` N, ``tokens`` D, ``gpus`` n; ``factor`` 6 or 8 (``recompute``
-    ``none`` or ``full``); ``rate`` X, FLOP/s per device (``peak · mfu`` or
-    ``achieved``); ``hardware``: the preset the peak is from (None with
-    ``peak`` given); ``flops`` = factor·N·D; ``seconds`` = flops / (n·X);
-    ``cost`` with a price per GPU-hour."""
+    ``params`` N, ``tokens`` D, ``gpus`` n; ``recompute`` ``none`` or ``full`` (``factor`` 6 or 8);
+    ``hardware``: the preset the peak is from (None with ``peak`` given); ``peak``, ``achieved``:
+    FLOP/s per device, ``mfu`` a fraction of the peak; ``flops`` = factor·N·D; ``seconds`` =
+    flops / (n·X); ``price`` per GPU-hour. Derived: ``rate`` X (``peak · mfu`` or ``achieved``),
+    ``days``, ``gpu_hours``, ``pf_days`` (model FLOPs / 8.64·10¹⁹), ``cost`` (None without a price)."""
 
-    params: int
-    tokens: sympy.Expr
-    gpus: int
-    recompute: str
-    factor: int
-    peak: sympy.Expr | None
-    mfu: sympy.Expr | None
-    achieved: sympy.Expr | None
-    hardware: str | None
-    flops: sympy.Expr
-    seconds: sympy.Expr
-    price: sympy.Expr | None = None
+    params: int = quantity(label="parameters N")
+    tokens: sympy.Expr = quantity("tokens", label="tokens D")
+    gpus: int = quantity(label="devices n")
+    recompute: str = quantity(label="recompute")
+    hardware: str | None = quantity(label="hardware")
+    peak: sympy.Expr | None = quantity("FLOP/s", label="peak per device", json="peak_flops")
+    mfu: sympy.Expr | None = quantity(label="MFU")
+    achieved: sympy.Expr | None = quantity("FLOP/s", label="achieved per device", json="achieved_flops")
+    flops: sympy.Expr = quantity("FLOP", label="model FLOPs")
+    seconds: sympy.Expr = quantity("s", label="time")
+    factor: int = quantity(label="FLOPs per parameter per token", json=None)
+    price: sympy.Expr | None = quantity(label="price per GPU-hour", json=None, default=None)
+    rate: sympy.Expr = quantity("FLOP/s", label="rate per device", json=None, init=False)
+    days: sympy.Expr = quantity("days", label="days", init=False)
+    gpu_hours: sympy.Expr = quantity("GPU-hours", label="GPU-hours", init=False)
+    pf_days: sympy.Expr = quantity("PF-days", label="PF-days", init=False)
+    cost: sympy.Expr | None = quantity(label="cost (price × GPU-hours)", omit_none=True, init=False)
+
+    def __post_init__(self):
+        rate = self.achieved if self.achieved is not None else self.peak * self.mfu
+        gpu_hours = self.gpus * self.seconds / 3600
+        for name, v in (("rate", rate), ("days", self.seconds / SECONDS_PER_DAY), ("gpu_hours", gpu_hours),
+                        ("pf_days", self.flops / PF_DAY),
+                        ("cost", None if self.price is None else gpu_hours * self.price)):
+            object.__setattr__(self, name, v)   # frozen: derived once
 
     @property
-    def rate(self) -> sympy.Expr:
-        """FLOP/s per device the rule divides by."""
-        return self.achieved if self.achieved is not None else self.peak * self.mfu
-
-    @property
-    def days(self) -> sympy.Expr:
-        return self.seconds / SECONDS_PER_DAY
-
-    @property
-    def gpu_hours(self) -> sympy.Expr:
-        return self.gpus * self.seconds / 3600
+    def title(self) -> str:
+        """The table's title: the rule and the recompute setting."""
+        return f"training time by the rule {self.factor}·N·D / (n·X) (recompute {self.recompute})"
 
     def to_dict(self) -> dict:
-        """JSON-ready: exact values as floats beside the formula's name."""
-        out = {"rule": f"{self.factor}·N·D / (n·X)", "params": self.params, "tokens": float(self.tokens),
-               "gpus": self.gpus, "recompute": self.recompute, "hardware": self.hardware,
-               "peak_flops": None if self.peak is None else float(self.peak),
-               "mfu": None if self.mfu is None else float(self.mfu),
-               "achieved_flops": None if self.achieved is None else float(self.achieved),
-               "flops": float(self.flops), "seconds": float(self.seconds), "days": float(self.days),
-               "gpu_hours": float(self.gpu_hours), "pf_days": float(self.flops / PF_DAY)}
-        if self.price is not None:
-            out["cost"] = float(self.gpu_hours * self.price)
-        return out
+        """JSON-ready: the rule, then each quantity field by its JSON name (exact values as floats,
+        counts as ints)."""
+        return {"rule": f"{self.factor}·N·D / (n·X)", **json_fields(self, _float)}
 
-    def _table(self):
-        """Jupyter (:class:`~costgraph.export.display.Tabular`): the rule's numbers."""
-        from ..export.results_html import bare_time_table
 
-        return bare_time_table(self)
+def _float(v, q) -> int | float:
+    """A count (a Python int without a unit: N, n) as it is, any other number as a float."""
+    return v if type(v) is int and not q.unit else float(v)
 
 
 def bare_training_time(params: int, *, tokens, gpus: int, hardware=None, peak=None, mfu=None, achieved=None,
@@ -119,5 +118,6 @@ def bare_training_time(params: int, *, tokens, gpus: int, hardware=None, peak=No
     rate = achieved if achieved is not None else peak * mfu
     seconds = rule_of_thumb_time(params, tokens, gpus, rate, recompute=recompute == "full")
     hw_name = hw.key if hw is not None and peak == hw.peak_flops_bf16 else None
-    return BareTime(params, tokens, gpus, recompute, factor, peak, mfu, achieved, hw_name,
-                    sympy.Integer(factor) * params * tokens, seconds, price)
+    return BareTime(params=params, tokens=tokens, gpus=gpus, recompute=recompute, hardware=hw_name, peak=peak,
+                    mfu=mfu, achieved=achieved, flops=sympy.Integer(factor) * params * tokens, seconds=seconds,
+                    factor=factor, price=price)

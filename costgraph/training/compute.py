@@ -54,9 +54,32 @@ from ..ops.registry import has_role
 from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
 from ..engine.totals import MODEL_SCOPE, breakdown, expand_sum
+from ..result_fields import Quantity
 
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY
+
+#: The quantities of ``costgraph train``'s compute sections, by their JSON name (the keys
+#: :func:`compute_summary` fills): unit and label, declared once. The text report takes its labels,
+#: the table (``print``, Jupyter, ``to_pandas()``) its units from here; ``tests/test_results_render.py``
+#: holds the train schema's names of ``flops`` and ``time`` to them.
+FLOPS = {k: Quantity(unit, label, k) for k, unit, label in (
+    ("model_per_iteration", "FLOP", "model FLOPs per iteration"),
+    ("hardware_per_iteration", "FLOP", "hardware FLOPs per iteration"),
+    ("per_token", "FLOP/token", "model FLOPs per token"),
+    ("model_per_device", "FLOP", "model FLOPs per device"),
+    ("hardware_per_device", "FLOP", "hardware FLOPs per device"),
+    ("six_n", "FLOP/token", "6N per token (rule of thumb)"),
+    ("eight_n", "FLOP/token", "8N per token (with full recompute)"),
+    ("six_n_non_embedding", "FLOP/token", "6N, non-embedding N"),
+    ("six_n_active", "FLOP/token", "6N, active parameters (MoE)"),
+    ("per_token_minus_six_n", "FLOP/token", "exact per token − 6N"),
+    ("four_n", "FLOP/token", "4N per token (frozen base: forward + input gradients)"))}
+TIME = {k: Quantity(unit, label, k) for k, unit, label in (
+    ("step_seconds", "s", "step time (s)"), ("steps", "", "steps"), ("train_seconds", "s", "training time (s)"),
+    ("train_days", "days", "training time (days)"), ("gpu_hours", "GPU-hours", "GPU-hours"),
+    ("pf_days", "PF-days", "PF-days (model FLOPs)"), ("cost", "", "cost (price × GPU-hours)"))}
+RATIOS = {"mfu": Quantity("", "MFU", "mfu"), "hfu": Quantity("", "HFU", "hfu")}
 
 
 def routers(cg: CostGraph) -> set[str]:

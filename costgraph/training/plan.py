@@ -130,7 +130,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). ``top``: rows shown, at most
     :data:`MAX_TOP`. A progress bar shows on stderr when the search takes over a second
-    (:mod:`costgraph.export.progress`).
+    (:mod:`costgraph.export.progress`, through :func:`costgraph.results.progress`).
     ``efficiency``: a flat fraction of the peak for every kernel; None (default): the per-kernel
     time model of the preset's kernel table (:mod:`costgraph.training.kernel_time`), else 1/2.
     ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`).
@@ -146,7 +146,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     ------
     CostgraphValueError
         ``top`` above :data:`MAX_TOP`."""
-    from ..export.progress import progress
+    from ..results import progress
 
     if top > MAX_TOP:
         raise CostgraphValueError(f"--top {top:,}: plan shows at most {MAX_TOP} layouts (each is derived exactly)",

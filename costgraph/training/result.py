@@ -6,19 +6,21 @@ utilization, the communication per device per step (bytes; seconds with a
 hardware preset), the step-time model, Megatron-LM's estimate beside
 costgraph's, and warnings. :meth:`TrainingResult.to_dict` is the JSON of
 ``costgraph train --format json`` (schema ``costgraph schema train``);
-:meth:`TrainingResult.to_text` its text; ``_repr_html_``/``_repr_latex_`` a table in Jupyter, ``to_pandas()`` a DataFrame.
+:meth:`TrainingResult.to_text` its text; ``_repr_html_``/``_repr_latex_`` a table in Jupyter, ``to_pandas()`` a DataFrame:
+all drawn by the renderers of :mod:`costgraph.export.present` (JSON and text:
+:mod:`costgraph.export.training_report`) through :class:`costgraph.results.Document`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..export.display import Tabular
+from ..results import Document
 from .memory import StageMemory, TrainingMemory
 
 
 @dataclass
-class TrainingResult(Tabular):
+class TrainingResult(Document):
     """Training costs per device for one layout.
 
     Attributes
@@ -91,28 +93,3 @@ class TrainingResult(Tabular):
     def step(self) -> dict | None:
         """Seconds per step of the step-time model (with a hardware preset), or None."""
         return None if self.compute is None else self.compute.get("step")
-
-    def to_dict(self) -> dict:
-        """The document ``costgraph train --format json`` prints (JSON values only)."""
-        from .report import to_dict
-
-        return to_dict(self)
-
-    def to_json(self) -> str:
-        """:meth:`to_dict` as indented JSON text."""
-        from .report import to_json_doc
-
-        return to_json_doc(self)
-
-    def to_text(self) -> str:
-        """The text ``costgraph train`` prints."""
-        from .report import to_text_doc
-
-        return to_text_doc(self)
-
-    def _table(self):
-        """Jupyter (:class:`~costgraph.export.display.Tabular`): the bytes of the most-loaded device,
-        then FLOPs, time and communication."""
-        from ..export.results_html import training_table
-
-        return training_table(self)

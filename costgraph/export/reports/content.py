@@ -224,7 +224,7 @@ def block_rows(costs, values) -> list[BlockRow]:
 def training_section(model, result, values, fits, extra_settings: list[str] | None = None) -> Section:
     """Per device, per pipeline stage: weights, gradients, optimizer states, activations, total."""
     from ...training.memory import MEMORY_KEYS
-    from ...training.report import LABELS as TRAIN_LABELS, plan_dict
+    from ..training_report import LABELS as TRAIN_LABELS, plan_dict
 
     L = result.layout
     plan = plan_dict(result, {})

@@ -1,4 +1,5 @@
-"""Training memory as text and JSON (``costgraph train``).
+"""The renderer of :class:`~costgraph.training.result.TrainingResult` as text and JSON (``costgraph train``;
+:meth:`TrainingResult.to_text`, :meth:`TrainingResult.to_dict` through :mod:`costgraph.export.present`).
 
 The JSON document is a stable contract:
 
@@ -48,20 +49,19 @@ import json
 
 import sympy
 
+from ..choices import ATTENTION, OVERLAP
 from ..engine.recompute import describe
-
 from ..engine.symbols import as_expr
-
 from ..numbers import units
+from ..training.compute import FLOPS, RATIOS, TIME
+from ..training.fp8 import ATTENTION_SAVED, PARTS, SAVED
+from ..training.memory import MEMORY_KEYS, TrainingMemory
 from ..version import __version__
-from ..export.exprtree import to_tree
-from ..export.printing import field_order, to_latex, to_python, to_text
-from ..export.tables import table
-from .fp8 import ATTENTION_SAVED, PARTS, SAVED
+from .exprtree import to_tree
+from .printing import field_order, to_latex, to_python, to_text
+from .tables import table
 
 FP8_PARTS = (*PARTS, SAVED, ATTENTION_SAVED)   # the FP8 buffers (in the total), then what is saved (in activations)
-from .memory import MEMORY_KEYS, TrainingMemory
-from ..choices import ATTENTION, OVERLAP
 
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
           "activations": "activations", "total": "total"}
@@ -142,16 +142,8 @@ def _compute_json(compute: dict, values) -> dict:
     return out
 
 
-_COMPUTE_LABELS = {
-    "model_per_iteration": "model FLOPs per iteration", "hardware_per_iteration": "hardware FLOPs per iteration",
-    "per_token": "model FLOPs per token", "model_per_device": "model FLOPs per device",
-    "hardware_per_device": "hardware FLOPs per device", "six_n": "6N per token (rule of thumb)",
-    "eight_n": "8N per token (with full recompute)", "six_n_non_embedding": "6N, non-embedding N",
-    "six_n_active": "6N, active parameters (MoE)",
-    "four_n": "4N per token (frozen base: forward + input gradients)",
-    "per_token_minus_six_n": "exact per token − 6N", "step_seconds": "step time (s)", "steps": "steps",
-    "train_seconds": "training time (s)", "train_days": "training time (days)", "gpu_hours": "GPU-hours",
-    "pf_days": "PF-days (model FLOPs)", "cost": "cost (price × GPU-hours)", "mfu": "MFU", "hfu": "HFU"}
+#: the labels of the compute sections, declared with their units beside the code that fills them
+_COMPUTE_LABELS = {k: q.label for k, q in {**FLOPS, **TIME, **RATIOS}.items()}
 
 
 def _rule_of_thumb_labels(flops: dict) -> dict[str, str]:
@@ -247,7 +239,7 @@ def _options_lines(L) -> list[str]:
     """The FP8 options under an FP8 policy, and the recompute FLOP count when a policy re-runs
     something (each named with its default)."""
     from ..choices import RECOMPUTE_COUNT
-    from .fp8 import policy_recipe
+    from ..training.fp8 import policy_recipe
 
     out = []
     if policy_recipe(L.policy) is not None:
@@ -293,13 +285,13 @@ def _step_text(compute: dict, values) -> list[str]:
         parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute["compute_by_class"].items()}
         extra.insert(0, "  compute by kernel class: " + ", ".join(
             f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
-        from .step_kernels import LOSS_CONVENTION, OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
+        from ..training.step_kernels import LOSS_CONVENTION, OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
 
         extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({LOSS_CONVENTION}, in memory)"
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
                      + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else ""))
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
-        from .calibration_profile import calibrated_text
+        from ..training.calibration_profile import calibrated_text
 
         extra.append("  " + calibrated_text(compute["calibration"]))
     return ["", *head, line, *extra]
@@ -344,7 +336,7 @@ def to_dict(r) -> dict:
     if r.compute is not None:
         doc.update(_compute_json(r.compute, values))
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
-        from .offload import offload_json
+        from ..training.offload import offload_json
 
         doc["offload"] = offload_json(r.offload, values, lambda e, v, kind: _entry(e, v) if kind == "bytes"
                                       else _number(e, v))
@@ -435,7 +427,7 @@ def to_text_doc(r) -> str:
         out += ["", f"(no numbers: no value for {', '.join(missing)})"]
     out += _fits_text(fits)
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
-        from .offload import offload_text
+        from ..training.offload import offload_text
 
         out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:

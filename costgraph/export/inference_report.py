@@ -1,4 +1,5 @@
-"""Text and JSON of ``costgraph infer``.
+"""The renderer of :class:`~costgraph.inference.roofline.InferenceReport` as text and JSON (``costgraph
+infer``; its ``to_text()`` and ``to_dict()`` through :mod:`costgraph.export.present`).
 
 JSON contract (stable)::
 
@@ -56,11 +57,11 @@ import sympy
 
 from ..engine.symbols import as_expr
 
-from ..export.printing import field_order, to_latex, to_python, to_text
+from .printing import field_order, to_latex, to_python, to_text
+from ..inference.quantities import STEP, TOP as TOP_QUANTITIES
 from ..numbers.units import fixed
 
-STEP_FIELDS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_written_bytes", "activation_bytes",
-               "intensity", "seconds", "communication_seconds")
+STEP_FIELDS = tuple(STEP)   # declared with their units in costgraph.inference.quantities
 #: parallel serving's figures (costgraph.inference.parallel.report_serving), under "serving"
 SERVING = ("experts_per_device", "decode.distinct_experts_read_per_device", "prefill.all_to_all_bytes",
            "decode.all_to_all_bytes", "prefill.all_gather_bytes", "decode.all_gather_bytes",
@@ -70,9 +71,7 @@ _SERVING_LABEL = {"experts_per_device": "experts per device", "decode.distinct_e
                   "decode.all_to_all_bytes": "decode EP all-to-all", "prefill.all_gather_bytes": "prefill DP gather",
                   "decode.all_gather_bytes": "decode DP gather", "prefill.send_recv_bytes": "prefill PP sends",
                   "decode.send_recv_bytes": "decode PP sends", "decode.slowest_stage_seconds": "slowest stage (decode)"}
-TOP = ("kv_cache_bytes", "kv_cache_bytes_paged", "kv_cache_bytes_per_token", "weight_bytes", "memory_bytes",
-       "time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
-       "tokens_per_second_per_device")
+TOP = tuple(TOP_QUANTITIES)
 
 
 def _num(v):
@@ -88,7 +87,7 @@ def _entry(expr, value) -> dict:
         ordered = field_order(expr) if expr.is_Add and expr.is_polynomial() else expr
     except Exception:
         ordered = expr
-    from ..export.exprtree import to_tree
+    from .exprtree import to_tree
 
     out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered)}
     out["value"] = _num(value)
@@ -353,7 +352,7 @@ def _serving_doc(sv: dict) -> dict:
 
 def _serving_lines(sv: dict) -> list[str]:
     """The text of ``serving`` (after the capacity)."""
-    from .capacity import vllm_lines
+    from ..inference.capacity import vllm_lines
 
     if "runtime" in sv:   # --runtime sglang, trtllm, llamacpp (inference/runtimes.py): its block, not vLLM's
         rt = sv["runtime"]
