@@ -106,6 +106,8 @@ class Layout:
     overlap: str = choices.OVERLAP.default   # communication overlap convention (costgraph.training.overlap)
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
+    # the fused attention kernel of a flash core (costgraph.training.kernel_time; kernels.toml's curves)
+    attention_kernel: str = choices.ATTENTION_KERNEL.default
     # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
     fp8_attention: bool = choices.DEFAULT_FP8_ATTENTION
     fp8_wgrad: bool = choices.DEFAULT_FP8_WGRAD
@@ -176,6 +178,9 @@ class Layout:
         _expert_placement(out)
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
             raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
+        if out.attention_kernel not in choices.ATTENTION_KERNEL.values:
+            raise CostgraphValueError(f"unknown attention_kernel {out.attention_kernel!r}",
+                                      hint=choices.ATTENTION_KERNEL.hint())
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")

@@ -369,6 +369,8 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["overlap"] = filled.overlap
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
+        if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
+            out["attention_kernel"] = filled.attention_kernel
     out["rate"] = rate
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)

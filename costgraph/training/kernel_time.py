@@ -24,7 +24,10 @@ operator falls in one class (``compute_by_class`` of the step):
     dropout and probs·V of :func:`costgraph.engine.recompute.attention_regions`) is one
     fused kernel: forward ``F_fwd/(P·η_fwd(S))``, backward ``(F_bwd + F_QKᵀ)/(P·η_bwd(S))``
     (the kernel recomputes QKᵀ: 2.5 × the forward's FLOPs, as FlashAttention's benchmarks
-    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step). Under a
+    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step), with the curves of the
+    layout's ``attention_kernel`` (:data:`costgraph.choices.ATTENTION_KERNEL`: cuDNN's fused attention by
+    default, as Transformer Engine runs it; FlashAttention-3; PyTorch's FlashAttention-2;
+    :func:`costgraph.training.kernel_table.attention_curves`). Under a
     causal mask the kernel skips the masked blocks: its FLOPs are the kept pairs'
     (:func:`costgraph.engine.totals.causal_share` as an area, whatever ``--causal`` counts).
     With ``fp8_attention`` (``--fp8-dot-product-attention``) under an FP8 policy the kernel's
@@ -64,7 +67,7 @@ import sympy
 from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
-from .kernel_table import KernelTable, attention_eta, gemm_seconds
+from .kernel_table import KernelTable, attention_curves, gemm_seconds
 from .step_kernels import loss_seconds, quantize_rows
 
 ZERO = sympy.Integer(0)
@@ -91,7 +94,9 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
-           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose) + \
+           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose,
+           L.attention_kernel, tuple(sorted(attention_curves(table, L.attention_kernel).items()))
+           if L.attention == "flash" else None) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
     return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
@@ -124,6 +129,7 @@ def _times(cg, L, table, peaks) -> list:
     fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
     ctx.attention_dtype = "fp8" if fp8 and getattr(L, "fp8_attention", False) and "fp8" in peaks else "bf16"
     ctx.wgrad_fp8 = getattr(L, "fp8_wgrad", True)
+    ctx.curves = attention_curves(table, L.attention_kernel) if L.attention == "flash" else None
     cores = {}
     if L.attention == "flash":
         for core, closing in attention_regions(cg):
@@ -250,6 +256,7 @@ class _Ctx:
         keys = first["attrs"].get("keys") or self.cg.tensors[first["outputs"][0]].shape[-1]
         s = keys / self.c
         p = sympy.Integer(self.peaks[self.attention_dtype])
-        fwd = f / (p * attention_eta(s, "forward", self.table))
+        (fe, fs0), (be, bs0) = self.curves["forward"], self.curves["backward"]   # --attention-kernel's curves
+        fwd = f / (p * sympy.Rational(fe) * s / (s + fs0))
         back_flops = c.backward_input.matmul * share / div + (f if path == first_path else ZERO)
-        return fwd, back_flops / (p * attention_eta(s, "backward", self.table))
+        return fwd, back_flops / (p * sympy.Rational(be) * s / (s + bs0))
