@@ -75,6 +75,8 @@ KIND = Kind("kernel table", (
       for f, t, u in (("efficiency", "decimal", ""), ("s0", "int", "tokens"), ("points", "list", ""),
                       ("source", "text", ""))],
     Field("hbm_bandwidth", unit="B/s", positive=True, doc="achieved (measured) HBM bandwidth"),
+    Field("sm_count", unit="", required=False, positive=True,
+          doc="the device's streaming multiprocessors (userbuffers' SM margin, kernel_time.userbuffers_margin)"),
 ), together=(("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),
              *[tuple(f"attention_{k}_{d}_{f}" for d in ("forward", "backward")
                      for f in ("efficiency", "s0", "points", "source")) for k in ATTENTION_KERNELS]))
@@ -101,6 +103,8 @@ class KernelTable:
     attention_kernels: dict = None
     #: kernel → {"forward"/"backward" → ((S, FLOP/s), ...)}
     attention_kernel_points: dict = None
+    #: the device's SMs (None: not given; no userbuffers SM margin then)
+    sm_count: int | None = None
 
     def to_dict(self) -> dict:
         """The parameters and their sources (the points left out), for JSON."""
@@ -160,7 +164,8 @@ def _table(entry) -> KernelTable:
             gemm[dtype] = (entry[f"{pre}_efficiency"], entry[f"{pre}_launch_ns"], entry[f"{pre}_k0"])
             gpts[dtype] = _points(entry, f"{pre}_points", 4)
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
-                       entry["hbm_bandwidth"], sources, main, kernels, kpts)
+                       entry["hbm_bandwidth"], sources, main, kernels, kpts,
+                       entry["sm_count"] if "sm_count" in entry else None)
 
 
 def tables() -> dict[str, KernelTable]:

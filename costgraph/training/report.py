@@ -137,6 +137,8 @@ def _compute_json(compute: dict, values) -> dict:
         out["step"]["time_model"] = rate.model
         if "attention_kernel" in compute:   # the per-kernel model's flash-core curves (choices.ATTENTION_KERNEL)
             out["step"]["attention_kernel"] = compute["attention_kernel"]
+        if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
+            out["step"]["userbuffers_sms"] = compute["userbuffers_sms"]
         if "compute_by_class" in compute:   # the per-kernel model (costgraph.training.kernel_time)
             out["step"]["compute_by_class"] = {k: _number(v, values) for k, v in compute["compute_by_class"].items()}
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration.calibrated)
@@ -306,6 +308,10 @@ def _step_text(compute: dict, values) -> list[str]:
             k = compute["attention_kernel"]
             extra.insert(2, f"  attention kernel: {k}" + (" (default)" if k == ATTENTION_KERNEL.default else "")
                          + f" ({ATTENTION_KERNEL.meaning(k)}; --attention-kernel)")
+        if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
+            u = compute["userbuffers_sms"]
+            extra.insert(3, f"  TP-overlapped GEMMs (row-parallel forward; column-parallel dgrad, wgrad) on {u['gemm']} of "
+                         f"{u['device']} SMs: Transformer Engine's default userbuffers take 16 (pipeline and bulk methods)")
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
         from .calibration_profile import calibrated_text
 
