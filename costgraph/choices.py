@@ -219,6 +219,20 @@ OVERLAP = Choice("overlap", "communication overlap", (
 ), "megatron")
 CHOICES[OVERLAP.name] = OVERLAP
 
+#: which fused attention kernel runs the flash core (costgraph.training.kernel_time; the curves in
+#: training/kernels.toml). The default is what Megatron-Core runs through Transformer Engine: TE @ d0067d0d
+#: transformer_engine/pytorch/attention/dot_product_attention/utils.py::get_attention_backend disables
+#: FlashAttention "to give FusedAttention preference on Hopper+" (cuDNN's fused attention) whenever both are
+#: eligible. PyTorch's scaled_dot_product_attention runs its FlashAttention-2 first (pytorch/pytorch#138522,
+#: 2024-10-21, in 2.5.1 and later: cuDNN attention opt-in), which torchtitan keeps on Hopper (pytorch/torchtitan#1196:
+#: cuDNN first only on compute capability 10.0).
+ATTENTION_KERNEL = Choice("attention_kernel", "attention kernel", (
+    ("cudnn", "cuDNN's fused attention (Transformer Engine's FusedAttention: Megatron-Core, NeMo, Megatron-Bridge)"),
+    ("fa3", "FlashAttention-3 (flash_attn_interface, Hopper)"),
+    ("fa2", "FlashAttention-2 as PyTorch's scaled_dot_product_attention runs it (torchtitan, Hugging Face on Hopper)"),
+), "cudnn")
+CHOICES[ATTENTION_KERNEL.name] = ATTENTION_KERNEL
+
 
 def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | None = None, **kwargs) -> None:
     """Add ``--NAME`` for ``choice`` to an ``argparse`` parser: its values as

@@ -95,6 +95,9 @@ class LayoutOptions:
                                      unit="scale-up domains", type=int, domain=Domain(
                                          "variant", "route_nodes", "unconfined only; --exhaustive searches them",
                                          {"group": "experts"}))
+    attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
+                                   "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
+                                   choices=choices.ATTENTION_KERNEL)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
                                                    "transpose buffer", choices=choices.FP8_TRANSPOSE)
     fp8_attention: bool = option("--fp8-dot-product-attention", "FP8 policies: Transformer Engine's FP8 dot-product "

@@ -93,7 +93,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
-            "route_nodes": L.route_nodes, "overlap": L.overlap,
+            "route_nodes": L.route_nodes, "overlap": L.overlap, "attention_kernel": L.attention_kernel,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             **extra}
@@ -135,6 +135,10 @@ def _compute_json(compute: dict, values) -> dict:
         out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
                                "peaks": {k: int(v) for k, v in rate.peaks.items()}}
         out["step"]["time_model"] = rate.model
+        if "attention_kernel" in compute:   # the per-kernel model's flash-core curves (choices.ATTENTION_KERNEL)
+            out["step"]["attention_kernel"] = compute["attention_kernel"]
+        if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
+            out["step"]["userbuffers_sms"] = compute["userbuffers_sms"]
         if "compute_by_class" in compute:   # the per-kernel model (costgraph.training.kernel_time)
             out["step"]["compute_by_class"] = {k: _number(v, values) for k, v in compute["compute_by_class"].items()}
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration.calibrated)
@@ -290,6 +294,16 @@ def _step_text(compute: dict, values) -> list[str]:
         extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({LOSS_CONVENTION}, in memory)"
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
                      + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else ""))
+        if "attention_kernel" in compute:   # which fused attention kernel's curves (choices.ATTENTION_KERNEL)
+            from ..choices import ATTENTION_KERNEL
+
+            k = compute["attention_kernel"]
+            extra.insert(2, f"  attention kernel: {k}" + (" (default)" if k == ATTENTION_KERNEL.default else "")
+                         + f" ({ATTENTION_KERNEL.meaning(k)}; --attention-kernel)")
+        if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
+            u = compute["userbuffers_sms"]
+            extra.insert(3, f"  TP-overlapped GEMMs (row-parallel forward; column-parallel dgrad, wgrad) on {u['gemm']} of "
+                         f"{u['device']} SMs: Transformer Engine's default userbuffers take 16 (pipeline and bulk methods)")
     if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 

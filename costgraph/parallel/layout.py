@@ -125,6 +125,9 @@ class Layout(LayoutOptions):
         _expert_placement(out)
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
             raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
+        if out.attention_kernel not in choices.ATTENTION_KERNEL.values:
+            raise CostgraphValueError(f"unknown attention_kernel {out.attention_kernel!r}",
+                                      hint=choices.ATTENTION_KERNEL.hint())
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")

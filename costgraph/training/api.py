@@ -369,6 +369,12 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["overlap"] = filled.overlap
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
+        if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
+            out["attention_kernel"] = filled.attention_kernel
+        from .kernel_time import UB_COMM_SMS, userbuffers_margin
+
+        if userbuffers_margin(filled, rate.table) != 1:   # TP-overlapped GEMMs on the SMs userbuffers leave
+            out["userbuffers_sms"] = {"gemm": rate.table.sm_count - UB_COMM_SMS, "device": rate.table.sm_count}
     out["rate"] = rate
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)

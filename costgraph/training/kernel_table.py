@@ -16,7 +16,11 @@ forward and backward) with their sources, and the parameters fitted to them:
 * **Attention** (a fused flash kernel, key length ``S`` per call):
   :func:`attention_eta` ``η(S) = e·S/(S + s0)``, forward and backward apart,
   fitted by :func:`fit_attention` (least squares on ``1/η = 1/e + (s0/e)/S``,
-  weighted by the measured ``η``).
+  weighted by the measured ``η``). One curve pair per attention kernel the
+  table measures (:data:`costgraph.choices.ATTENTION_KERNEL`: cuDNN's fused
+  attention, FlashAttention-3, PyTorch's FlashAttention-2): ``attention_kernel``
+  names the kernel of ``attention_forward/backward_*``, ``attention_K_*`` hold
+  the others (:func:`attention_curves`).
 * **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s).
 
 ``P`` is the preset's BF16 peak (:class:`costgraph.hardware.Hardware`). The
@@ -33,10 +37,13 @@ from fractions import Fraction
 import sympy
 
 from .. import datafiles
+from ..choices import ATTENTION_KERNEL
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 
 FILE = "kernels.toml"
+#: the attention kernels a table may hold curves of (:data:`costgraph.choices.ATTENTION_KERNEL`)
+ATTENTION_KERNELS = ATTENTION_KERNEL.values
 
 KIND = Kind("kernel table", (
     Field("description", "text"),
@@ -59,8 +66,20 @@ KIND = Kind("kernel table", (
     Field("attention_backward_points", "list"),
     Field("attention_backward_source", "text"),
     Field("attention_head_dim", unit="", positive=True, doc="the head dim of the attention measurements"),
+    Field("attention_kernel", "text", required=False,
+          doc="the kernel the attention_forward/backward curves measure (costgraph.choices.ATTENTION_KERNEL; "
+              "default cudnn)"),
+    *[Field(f"attention_{k}_{d}_{f}", t, unit=u, required=False, positive=(f == "efficiency"),
+            doc=f"the {d} curve of kernel {k} (as attention_{d}_{f})" if f == "efficiency" else "")
+      for k in ATTENTION_KERNELS for d in ("forward", "backward")
+      for f, t, u in (("efficiency", "decimal", ""), ("s0", "int", "tokens"), ("points", "list", ""),
+                      ("source", "text", ""))],
     Field("hbm_bandwidth", unit="B/s", positive=True, doc="achieved (measured) HBM bandwidth"),
-), together=(("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),))
+    Field("sm_count", unit="", required=False, positive=True,
+          doc="the device's streaming multiprocessors (userbuffers' SM margin, kernel_time.userbuffers_margin)"),
+), together=(("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),
+             *[tuple(f"attention_{k}_{d}_{f}" for d in ("forward", "backward")
+                     for f in ("efficiency", "s0", "points", "source")) for k in ATTENTION_KERNELS]))
 #: ``kernels.toml``: one table per hardware preset key; a ``COSTGRAPH_DATA`` folder may add tables.
 SCHEMA = Schema(FILE, "costgraph.training", entries=KIND, user=True)
 
@@ -78,12 +97,23 @@ class KernelTable:
     attention_head_dim: int
     hbm_bandwidth: int
     sources: dict
+    #: the kernel of ``attention`` (:data:`costgraph.choices.ATTENTION_KERNEL`)
+    attention_kernel: str = ATTENTION_KERNEL.default
+    #: every kernel's curves: kernel → {"forward"/"backward" → (efficiency, s0)} (``attention_kernel``'s included)
+    attention_kernels: dict = None
+    #: kernel → {"forward"/"backward" → ((S, FLOP/s), ...)}
+    attention_kernel_points: dict = None
+    #: the device's SMs (None: not given; no userbuffers SM margin then)
+    sm_count: int | None = None
 
     def to_dict(self) -> dict:
         """The parameters and their sources (the points left out), for JSON."""
         return {"preset": self.preset,
                 "gemm": {k: {"efficiency": float(e), "launch_ns": t0, "k0": k0} for k, (e, t0, k0) in self.gemm.items()},
                 "attention": {k: {"efficiency": float(e), "s0": s0} for k, (e, s0) in self.attention.items()},
+                "attention_kernel": self.attention_kernel,
+                "attention_kernels": {name: {k: {"efficiency": float(e), "s0": s0} for k, (e, s0) in c.items()}
+                                      for name, c in (self.attention_kernels or {}).items()},
                 "attention_head_dim": self.attention_head_dim, "hbm_bandwidth": self.hbm_bandwidth,
                 "sources": dict(self.sources)}
 
@@ -109,13 +139,33 @@ def _table(entry) -> KernelTable:
     pts = {d: _points(entry, f"attention_{d}_points", 2) for d in ("forward", "backward")}
     sources = {**entry.sources, **{k: entry[k] for k in ("gemm_source", "gemm_fp8_source", "attention_forward_source",
                                                          "attention_backward_source") if k in entry}}
+    main = entry["attention_kernel"] if "attention_kernel" in entry else ATTENTION_KERNEL.default
+    if main not in ATTENTION_KERNELS:
+        raise entry.error(f"attention_kernel {main!r} is no attention kernel", "attention_kernel",
+                          hint=ATTENTION_KERNEL.hint())
+    kernels, kpts = {main: att}, {main: pts}
+    for k in ATTENTION_KERNELS:
+        if f"attention_{k}_forward_efficiency" not in entry:
+            continue
+        if k == main:
+            raise entry.error(f"attention_{k}_* repeat the curves of attention_kernel = {main!r}",
+                              f"attention_{k}_forward_efficiency", hint="give a kernel's curves once")
+        for d in ("forward", "backward"):
+            if entry[f"attention_{k}_{d}_efficiency"] > 1:
+                raise entry.error(f"attention_{k}_{d}_efficiency is above 1: a kernel faster than the peak",
+                                  f"attention_{k}_{d}_efficiency", hint="a fraction of the preset's peak, 0 < e ≤ 1")
+            sources[f"attention_{k}_{d}_source"] = entry[f"attention_{k}_{d}_source"]
+        kernels[k] = {d: (entry[f"attention_{k}_{d}_efficiency"], entry[f"attention_{k}_{d}_s0"])
+                      for d in ("forward", "backward")}
+        kpts[k] = {d: _points(entry, f"attention_{k}_{d}_points", 2) for d in ("forward", "backward")}
     gemm, gpts = {}, {}
     for dtype, pre in (("bf16", "gemm"), ("fp8", "gemm_fp8")):
         if f"{pre}_efficiency" in entry:
             gemm[dtype] = (entry[f"{pre}_efficiency"], entry[f"{pre}_launch_ns"], entry[f"{pre}_k0"])
             gpts[dtype] = _points(entry, f"{pre}_points", 4)
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
-                       entry["hbm_bandwidth"], sources)
+                       entry["hbm_bandwidth"], sources, main, kernels, kpts,
+                       entry["sm_count"] if "sm_count" in entry else None)
 
 
 def tables() -> dict[str, KernelTable]:
@@ -158,9 +208,27 @@ def gemm_eta(m, n, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Ex
     return e * f * k / (f * (k + k0) + sympy.Integer(peak) * e * t0 * k)
 
 
-def attention_eta(s, direction: str, table: KernelTable) -> sympy.Expr:
-    """η(S) of the flash kernel's ``direction`` (``forward`` or ``backward``): ``e·S/(S + s0)``."""
-    e, s0 = table.attention[direction]
+def attention_curves(table: KernelTable, kernel: str | None = None) -> dict:
+    """``{"forward": (e, s0), "backward": (e, s0)}`` of attention kernel ``kernel``
+    (:data:`costgraph.choices.ATTENTION_KERNEL`; None: the table's ``attention_kernel``). A kernel the
+    table has no curves of is refused (exit status 2), naming the kernels it has."""
+    if kernel is None or kernel == table.attention_kernel:
+        return table.attention
+    curves = (table.attention_kernels or {}).get(kernel)
+    if curves is None:
+        have = ", ".join(sorted((table.attention_kernels or {table.attention_kernel: None})))
+        raise CostgraphValueError(
+            f"kernels.toml [{table.preset}] has no curves of the attention kernel {kernel!r} "
+            f"({ATTENTION_KERNEL.meaning(kernel)}); it has: {have}",
+            hint=f"--attention-kernel {table.attention_kernel} (the preset's measured kernel), or add "
+                 f"attention_{kernel}_forward_*/backward_* to a COSTGRAPH_DATA kernels.toml")
+    return curves
+
+
+def attention_eta(s, direction: str, table: KernelTable, kernel: str | None = None) -> sympy.Expr:
+    """η(S) of the flash kernel's ``direction`` (``forward`` or ``backward``): ``e·S/(S + s0)``, with the
+    curve of attention kernel ``kernel`` (:func:`attention_curves`; None: the table's own)."""
+    e, s0 = attention_curves(table, kernel)[direction]
     return sympy.Rational(e) * s / (s + s0)
 
 

@@ -24,7 +24,10 @@ operator falls in one class (``compute_by_class`` of the step):
     dropout and probs·V of :func:`costgraph.engine.recompute.attention_regions`) is one
     fused kernel: forward ``F_fwd/(P·η_fwd(S))``, backward ``(F_bwd + F_QKᵀ)/(P·η_bwd(S))``
     (the kernel recomputes QKᵀ: 2.5 × the forward's FLOPs, as FlashAttention's benchmarks
-    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step). Under a
+    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step), with the curves of the
+    layout's ``attention_kernel`` (:data:`costgraph.choices.ATTENTION_KERNEL`: cuDNN's fused attention by
+    default, as Transformer Engine runs it; FlashAttention-3; PyTorch's FlashAttention-2;
+    :func:`costgraph.training.kernel_table.attention_curves`). Under a
     causal mask the kernel skips the masked blocks: its FLOPs are the kept pairs'
     (:func:`costgraph.engine.totals.causal_share` as an area, whatever ``--causal`` counts).
     With ``fp8_attention`` (``--fp8-dot-product-attention``) under an FP8 policy the kernel's
@@ -64,7 +67,7 @@ import sympy
 from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
-from .kernel_table import KernelTable, attention_eta, gemm_seconds
+from .kernel_table import KernelTable, attention_curves, gemm_seconds
 from .step_kernels import loss_seconds, quantize_rows
 
 ZERO = sympy.Integer(0)
@@ -91,7 +94,9 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
-           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose) + \
+           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose,
+           L.attention_kernel, tuple(sorted(attention_curves(table, L.attention_kernel).items()))
+           if L.attention == "flash" else None, L.overlap, table.sm_count) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
     return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
@@ -124,6 +129,8 @@ def _times(cg, L, table, peaks) -> list:
     fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
     ctx.attention_dtype = "fp8" if fp8 and getattr(L, "fp8_attention", False) and "fp8" in peaks else "bf16"
     ctx.wgrad_fp8 = getattr(L, "fp8_wgrad", True)
+    ctx.curves = attention_curves(table, L.attention_kernel) if L.attention == "flash" else None
+    ctx.ub = userbuffers_margin(L, table)
     cores = {}
     if L.attention == "flash":
         for core, closing in attention_regions(cg):
@@ -146,6 +153,28 @@ def _times(cg, L, table, peaks) -> list:
         rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,
                       "backward": back}, LOSS_PATH))
     return rows
+
+
+#: the SMs a userbuffers overlap of Transformer Engine's default configuration takes from the GEMM beside
+#: it: TransformerEngine @ d0067d0d transformer_engine/pytorch/module/base.py::initialize_ub,
+#: ``get_default_config``: ``num_sm = 1 if method == "ring_exchange" else 16``, ``set_sm_margin = not method ==
+#: "ring_exchange"``; common/comm_gemm_overlap/comm_gemm_overlap.cpp: ``_math_sms = (set_sm_margin) ?
+#: sm_count - num_comm_sm : sm_count``, the SMs the overlapped GEMM is launched on
+UB_COMM_SMS = 16
+
+
+def userbuffers_margin(L, table: KernelTable) -> sympy.Expr:
+    """The factor ``N/(N − 16)`` on the seconds of the GEMMs a userbuffers overlap runs beside (``N``
+    the device's SMs, ``kernels.toml`` ``sm_count``; 16 :data:`UB_COMM_SMS`): under the ``megatron``
+    overlap with SP and TP ≥ 2 (Megatron's ``--tp-comm-overlap``), TE's default ``pipeline`` method
+    (``proj_fprop``, ``fc2_fprop``: a row-parallel linear's forward) and ``bulk`` method
+    (``qkv_dgrad``, ``qkv_wgrad``, ``fc1_dgrad``, ``fc1_wgrad``: a column-parallel linear's input and
+    weight gradients) launch their GEMM on the SMs the communication kernel leaves; ``ring_exchange``
+    (copy engines) leaves them all. Inside the layers only (the output layer is no TE module), never
+    for routed experts. 1 elsewhere, and on a table without ``sm_count``."""
+    if L.overlap != "megatron" or not L.sp or as_expr(L.t) == 1 or table.sm_count is None:
+        return ONE
+    return sympy.Rational(table.sm_count, table.sm_count - UB_COMM_SMS)
 
 
 def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step") -> dict:
@@ -175,6 +204,7 @@ class _Ctx:
         self.bw = sympy.Integer(table.hbm_bandwidth)
         self.c = pl.degree("c")
         self.attention_dtype, self.wgrad_fp8 = "bf16", True   # --fp8-dot-product-attention, --no-fp8-wgrad
+        self.ub = ONE   # userbuffers' SM margin of the TP-overlapped GEMMs (userbuffers_margin)
 
     def split(self, tid):
         return self.pl.tensor_divisor(tid) * self.pl.sequence_divisor(tid)
@@ -216,6 +246,16 @@ class _Ctx:
 
     def gemm(self, path, d, dtype):
         """Forward and backward seconds of one active instance of a weighted GEMM operator."""
+        fwd, dgrad, wgrad = self._gemm(path, d, dtype)
+        if self.ub != 1 and d["group"] is not None and self.pl.tp is not None and not self.pl.in_experts(path):
+            if path in self.pl.tp.row:   # pipeline: proj_fprop, fc2_fprop beside their reduce-scatter
+                fwd = fwd * self.ub
+            elif path in self.pl.tp.column:   # bulk: qkv/fc1 dgrad and wgrad beside a gather or reduce-scatter
+                dgrad, wgrad = dgrad * self.ub, wgrad * self.ub
+        return fwd, dgrad + wgrad
+
+    def _gemm(self, path, d, dtype):
+        """Forward, input-gradient and weight-gradient seconds of one active instance of a weighted GEMM."""
         c, pl = d["cost"], self.pl
         wid = (c.weights or c.tied)[0]
         w = self.cg.weights[wid]
@@ -238,7 +278,7 @@ class _Ctx:
         w_kind = dtype if self.wgrad_fp8 else "bf16"   # --no-fp8-wgrad: TE's override_linear_precision
         dgrad = seconds(n) if c.backward_input.matmul != 0 else ZERO    # dX [M, K] = dY [M, N] · W [N, K]
         wgrad = seconds(m, w_kind) if c.backward_weight.matmul != 0 else ZERO   # dW [N, K] = dYᵀ [N, M] · X [M, K]
-        return seconds(k), dgrad + wgrad
+        return seconds(k), dgrad, wgrad
 
     def flash(self, path, d, first_path):
         """``(forward, backward)`` seconds of one active instance of a product inside a flash core
@@ -250,6 +290,7 @@ class _Ctx:
         keys = first["attrs"].get("keys") or self.cg.tensors[first["outputs"][0]].shape[-1]
         s = keys / self.c
         p = sympy.Integer(self.peaks[self.attention_dtype])
-        fwd = f / (p * attention_eta(s, "forward", self.table))
+        (fe, fs0), (be, bs0) = self.curves["forward"], self.curves["backward"]   # --attention-kernel's curves
+        fwd = f / (p * sympy.Rational(fe) * s / (s + fs0))
         back_flops = c.backward_input.matmul * share / div + (f if path == first_path else ZERO)
-        return fwd, back_flops / (p * attention_eta(s, "backward", self.table))
+        return fwd, back_flops / (p * sympy.Rational(be) * s / (s + bs0))
