@@ -232,10 +232,14 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
 
 #: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under
 #: per-tensor scaling (Transformer Engine @ d0067d0d, float8_tensor.py inner_tensor_specs)
+#: ``auto``: as TE decides it on the device (``utils.py::is_non_tn_fp8_gemm_supported``: compute capability
+#: in [10.0, 12.0) or ≥ 13.0), from the hardware preset's ``compute_capability``; ``separate`` without one
 FP8_TRANSPOSE = Choice("fp8_transpose", "FP8 weight transpose", (
-    ("separate", "a separate transposed FP8 buffer (Hopper: FP8 GEMMs take TN layouts only)"),
-    ("shared", "one buffer serves both (Blackwell and later: non-TN FP8 GEMMs)"),
-), "separate")
+    ("auto", "from the hardware preset, as Transformer Engine decides: shared on sm_100-sm_11x and sm_13x+ "
+             "(B200, GB200, B300, GB300), separate elsewhere and without a preset"),
+    ("separate", "a separate transposed FP8 buffer (Hopper, Ada, sm_120: FP8 GEMMs take TN layouts only)"),
+    ("shared", "one buffer serves both (Blackwell data-centre GPUs: non-TN FP8 GEMMs)"),
+), "auto")
 #: FP8 policies (costgraph.training.fp8_options): Transformer Engine's FP8 dot-product attention
 #: (the recipes' ``fp8_dpa``, TE @ d0067d0d common/recipe/__init__.py, default False; Megatron-LM @ d98e8a64
 #: ``TransformerConfig.fp8_dot_product_attention = False``) and FP8 weight-gradient GEMMs (Megatron-LM

@@ -58,14 +58,34 @@ from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
 
-#: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer)
-TRANSPOSE = ("separate", "shared")
+#: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer);
+#: ``auto`` resolved from the hardware by :func:`transpose_for` (``separate`` without a preset)
+TRANSPOSE = ("separate", "shared", "auto")
 #: the parts of FP8 memory, in the order they are shown (the FP8 buffers added to the total)
 PARTS = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
 #: the FP8 copies of the linears' inputs saved for backward: inside ``activations``
 SAVED = "fp8 saved inputs"
 #: the FP8 Q, K, V (and O) FP8 attention saves for its backward: inside ``activations``
 ATTENTION_SAVED = "fp8 attention saved"
+
+
+def transpose_for(hardware) -> str:
+    """The weight transpose Transformer Engine keeps on ``hardware`` (a
+    :class:`~costgraph.hardware.Hardware` or None): ``shared`` where its FP8 GEMMs take non-TN
+    layouts, ``separate`` elsewhere (and without a preset or a compute capability).
+
+    Source: TE @ d0067d0d ``pytorch/utils.py::is_non_tn_fp8_gemm_supported``: ``(10, 0) <=
+    capability < (12, 0) or capability >= (13, 0)``; ``tensor/float8_tensor.py::inner_tensor_specs``
+    keeps the ``_transpose`` buffer only where that is false (B200, GB200, B300, GB300: none;
+    H100, H200, L40S, RTX 5090 (sm_120): one)."""
+    cc = getattr(hardware, "compute_capability", None)
+    return "shared" if cc is not None and (100 <= cc < 120 or cc >= 130) else "separate"
+
+
+def resolved_transpose(layout, hardware) -> str:
+    """``layout.fp8_transpose`` with ``auto`` replaced by :func:`transpose_for` ``(hardware)``."""
+    value = getattr(layout, "fp8_transpose", "auto")
+    return transpose_for(hardware) if value == "auto" else value
 
 
 def policy_recipe(policy) -> Recipe | None:
@@ -123,7 +143,9 @@ def weight_buffers(rec: Recipe, rows, cols, transpose: str = "separate") -> dict
     ``mxfp8_tensor.py::get_scale_shape`` (``[up128(M), up4(K // 32)]``, ``[up4(M // 32), up128(K)]``),
     ``quantization.py::DelayedScalingRecipeState`` and ``base.py::set_meta_tensor``."""
     if transpose not in TRANSPOSE:
-        raise CostgraphValueError(f"unknown fp8_transpose {transpose!r}", hint="separate (Hopper) or shared (Blackwell+)")
+        raise CostgraphValueError(f"unknown fp8_transpose {transpose!r}",
+                                  hint="separate (Hopper), shared (Blackwell+) or auto (from the hardware)")
+    transpose = "separate" if transpose == "auto" else transpose   # no preset: Hopper's (transpose_for)
     M, K, n = as_expr(rows), as_expr(cols), as_expr(rows) * as_expr(cols)
     copy = rec.data_bytes * n
     both = rec.columnwise == "always" or transpose == "separate"
@@ -160,7 +182,7 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
     if rec is None:
         return {}
     params = get_policy(layout.policy).fp8_params   # the copy is the parameter: counted in weights
-    transpose = getattr(layout, "fp8_transpose", "separate")
+    transpose = resolved_transpose(layout, None)   # ``auto`` is resolved from the preset by train (api.py)
     out = {k: sympy.Integer(0) for k in PARTS}
     for path in sorted(fp8_linears(cg)):
         group = next(g for g in cg.groups if "/" not in g and path.startswith(g + "/"))
