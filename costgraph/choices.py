@@ -230,6 +230,21 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
                         help=help if help is not None else choice.help(), **kwargs)
 
 
+#: the loss's peak on the last stage (costgraph.training.memory): what the cross-entropy holds over the
+#: logits at its backward's start, when every saved activation is still live
+#:   megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py (and fusions/fused_cross_entropy.py,
+#:     --cross-entropy-loss-fusion): the logits upcast to fp32, softmax computed in place and saved
+#:     (4 B an element), the gradient written in place and cast back to bf16 (``.to(torch.bfloat16)``,
+#:     2 B) while the fp32 buffer lives: 6 B an element;
+#:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``): the saved
+#:     log-softmax output (4 B), nll_loss's gradient (4 B) and log_softmax_backward's output (4 B): 12 B;
+#:   logits: the fp32 logits kept only (4 B), the count before these conventions (the default until the docs'
+#:     printed numbers move to megatron's).
+CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy convention", (
+    ("megatron", "Megatron-LM's vocab-parallel cross-entropy: fp32 softmax in place + the bf16 gradient, 6 B a logit"),
+    ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out, 12 B a logit"),
+    ("logits", "the fp32 logits kept only, 4 B a logit (no backward transient)"),
+), "logits")
 #: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under
 #: per-tensor scaling (Transformer Engine @ d0067d0d, float8_tensor.py inner_tensor_specs)
 #: ``auto``: as TE decides it on the device (``utils.py::is_non_tn_fp8_gemm_supported``: compute capability

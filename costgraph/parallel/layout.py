@@ -106,6 +106,7 @@ class Layout:
     overlap: str = choices.OVERLAP.default   # communication overlap convention (costgraph.training.overlap)
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
+    cross_entropy: str = choices.CROSS_ENTROPY.default   # the loss's peak over the logits (training.memory)
     # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
     fp8_attention: bool = choices.DEFAULT_FP8_ATTENTION
     fp8_wgrad: bool = choices.DEFAULT_FP8_WGRAD
@@ -174,6 +175,8 @@ class Layout:
         if out.etp is None:
             out.etp = 1
         _expert_placement(out)
+        if out.cross_entropy not in choices.CROSS_ENTROPY.values:
+            raise CostgraphValueError(f"unknown cross_entropy {out.cross_entropy!r}", hint=choices.CROSS_ENTROPY.hint())
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
             raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
         if out.quantization is not None and out.lora_rank is None:
