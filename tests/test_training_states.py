@@ -72,6 +72,14 @@ def test_bytes_per_parameter_of_each_policy():
     assert bare_model_states(175 * 10**9, policy="bf16")["total"] == 2_100_000_000_000
 
 
+def test_bf16_pure_automodel_states():
+    # NeMo AutoModel @ 809f199: the model built in bf16 (auto_model.py, torch_dtype "auto" -> torch.bfloat16),
+    # no fp32 master (train_ft.py), torch.optim.Adam whose moments are zeros_like(p) (torch/optim/adam.py):
+    # 2 (parameter) + 2 (gradient) + 2 + 2 (moments) = 8 bytes a parameter; FSDP2 (ZeRO-3) shards all of it.
+    assert bare_model_states(policy="bf16-pure", optimizer="adam")["total"] == 8 * PSI
+    assert sympy.expand(bare_model_states(policy="bf16-pure", zero=3)["total"] - 8 * PSI / N_d) == 0
+
+
 def test_megatron_distributed_optimizer():
     # Megatron-LM docs/distrib_optimizer.md: bytes per parameter with the distributed optimizer
     # over d data-parallel ranks: fp16 param + fp16 grads 4 + 16/d; bf16 param + fp32 grads
