@@ -54,3 +54,24 @@ def test_a_named_transpose_wins_over_the_preset(llama):
     m, v = llama
     r = m.train(values=v, gpus=8, zero=1, policy="fp8-current-bridge", hardware="gb200", fp8_transpose="separate")
     assert r.most_loaded().memory["fp8 weight transpose"].xreplace(v) == LLAMA3_8B_LINEARS
+
+
+# torchao's Float8Linear (torchtitan's float8; ao @ eab345c torchao/float8/float8_linear.py): the weight is cast
+# at each forward and saved for the backward (ctx.save_for_backward(input_fp8, weight_fp8_t), a transposed view):
+# 1 byte a linear weight element per micro-batch in flight, no transpose buffer, none under full recomputation.
+@pytest.mark.parametrize("recompute, copy", [("none", LLAMA3_8B_LINEARS), ("full", 0)])
+def test_torchao_weight_saved_with_the_activations(llama, recompute, copy):
+    m, v = llama
+    r = m.train(values=v, gpus=8, zero=3, policy="fp8-torchao", recompute=recompute, hardware="h100-sxm")
+    mem = r.most_loaded().memory
+    assert mem["fp8 weight copy"].xreplace(v) == copy
+    assert mem["fp8 weight transpose"].xreplace(v) == 0
+
+
+def test_torchao_weight_copies_per_micro_batch_in_flight(llama):
+    m, v = llama
+    # 1F1B on 2 stages: the first holds 2 micro-batches in flight, each with its own saved FP8 weights
+    r = m.train(values=v, gpus=8, p=2, m=4, zero=1, policy="fp8-torchao", hardware="h100-sxm")
+    first = r.memory.stages[0]
+    assert first.in_flight == 2
+    assert first.memory["fp8 weight copy"].xreplace(v) == 2 * LLAMA3_8B_LINEARS // 2   # half the layers, twice
