@@ -59,10 +59,13 @@ def test_a_named_transpose_wins_over_the_preset(llama):
 # torchao's Float8Linear (torchtitan's float8; ao @ eab345c torchao/float8/float8_linear.py): the weight is cast
 # at each forward and saved for the backward (ctx.save_for_backward(input_fp8, weight_fp8_t), a transposed view):
 # 1 byte a linear weight element per micro-batch in flight, no transpose buffer, none under full recomputation.
-@pytest.mark.parametrize("recompute, copy", [("none", LLAMA3_8B_LINEARS), ("full", 0)])
-def test_torchao_weight_saved_with_the_activations(llama, recompute, copy):
+# With force_recompute_fp8_weight_in_bwd (checkpoint.checkpoint(self.cast_weight_to_float8_t, ...)) none is kept.
+@pytest.mark.parametrize("policy, recompute, copy", [("fp8-torchao", "none", LLAMA3_8B_LINEARS),
+                                                     ("fp8-torchao", "full", 0),
+                                                     ("fp8-torchao-recompute-weight", "none", 0)])
+def test_torchao_weight_saved_with_the_activations(llama, policy, recompute, copy):
     m, v = llama
-    r = m.train(values=v, gpus=8, zero=3, policy="fp8-torchao", recompute=recompute, hardware="h100-sxm")
+    r = m.train(values=v, gpus=8, zero=3, policy=policy, recompute=recompute, hardware="h100-sxm")
     mem = r.most_loaded().memory
     assert mem["fp8 weight copy"].xreplace(v) == copy
     assert mem["fp8 weight transpose"].xreplace(v) == 0

@@ -201,8 +201,9 @@ DPA = ("none", "fp8-output", "bf16-output")
 COLUMNWISE = ("transpose", "always")
 #: how long a recipe keeps an FP8 linear's quantized weight (costgraph.training.fp8): ``step`` (TE's weight
 #: workspace, cached across the micro-batches of a step), ``saved`` (torchao: saved for the backward with the
-#: layer's activations, one per micro-batch in flight, none kept under full recomputation)
-WEIGHT_CACHE = ("step", "saved")
+#: layer's activations, one per micro-batch in flight, none kept under full recomputation), ``recomputed``
+#: (torchao's force_recompute_fp8_weight_in_bwd: cast again in the backward, none kept)
+WEIGHT_CACHE = ("step", "saved", "recomputed")
 
 RECIPE = Kind("FP8 recipe", (
     Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
@@ -210,7 +211,7 @@ RECIPE = Kind("FP8 recipe", (
     *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS),
     Field("fp8_dpa", "text", required=False, doc="FP8 attention: none, fp8-output or bf16-output (O's precision)"),
     Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)"),
-    Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step) or saved (torchao: with the activations)")))
+    Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step), saved (torchao: with the activations) or recomputed")))
 RECIPES = Schema("fp8.toml", "costgraph.training", entries=RECIPE)
 
 

@@ -39,7 +39,9 @@ Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
     ao @ eab345c ``float8_linear.py``, ``ctx.save_for_backward(input_fp8, weight_fp8_t)``), the FP8
     weight is cast at each forward and saved for that micro-batch's backward: one copy per
     micro-batch in flight, none under full recomputation (the layer's forward re-runs in its
-    backward), no transpose buffer (``weight_fp8_t`` is a transposed view).
+    backward), no transpose buffer (``weight_fp8_t`` is a transposed view); with ``weight_cache =
+    "recomputed"`` (``force_recompute_fp8_weight_in_bwd``: ``checkpoint.checkpoint(self.cast_weight_to_float8_t,
+    ...)``) none is kept: the backward casts it again.
 
 * **saved inputs** (:func:`saved_inputs`): TE saves each FP8 linear's input for the
   weight gradient in FP8, column-wise only (``module/linear.py``: ``inputmat.update_usage(
@@ -203,9 +205,10 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
             parts = weight_buffers(rec, w.shape[0] / axes[0], w.shape[1] / axes[1], transpose)
             if params:
                 parts["fp8 weight copy"] = sympy.Integer(0)
-            if rec.weight_cache == "saved":   # torchao: saved with the activations (module docstring)
+            if rec.weight_cache != "step":   # torchao: saved with the activations, or recast (module docstring)
                 parts["fp8 weight transpose"] = sympy.Integer(0)
-                parts["fp8 weight copy"] *= 0 if layout.recompute == "full" else as_expr(stage.in_flight)
+                kept = rec.weight_cache == "saved" and layout.recompute != "full"
+                parts["fp8 weight copy"] *= as_expr(stage.in_flight) if kept else 0
             for k in PARTS:
                 out[k] += copies * share * parts[k]
     return {k: sympy.expand(v) for k, v in out.items()}
