@@ -230,6 +230,17 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
                         help=help if help is not None else choice.help(), **kwargs)
 
 
+#: ZeRO-3 / FSDP: the full parameters held beside the device's shards (costgraph.training.states)
+#:   largest: one unit in flight, the largest of the root module's (the weights outside any layer:
+#:     embeddings, final norm, head) and one layer's (the count before this convention);
+#:   fsdp2: PyTorch FSDP2 keeps the root module's parameters gathered from the forward through the
+#:     backward (torch/distributed/fsdp/_fully_shard/_fsdp_state.py, FSDPState._lazy_init: "For the
+#:     root, do not reshard after forward"), beside the layer being computed: the root unit + the
+#:     largest layer unit (torchtitan wraps each block and then the root, parallelize_llama.py).
+ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
+    ("largest", "one unit in flight: the larger of the root module's and a layer's"),
+    ("fsdp2", "FSDP2 (torchtitan): the root module's parameters stay gathered, plus one layer's"),
+), "largest")
 #: the loss's peak on the last stage (costgraph.training.memory): what the cross-entropy holds over the
 #: logits at its backward's start, when every saved activation is still live
 #:   megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py (and fusions/fused_cross_entropy.py,

@@ -83,6 +83,8 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     add_option(p, choices.OVERLAP, "--overlap", help="how communication overlaps computation (costgraph.training.overlap): " + choices.OVERLAP.help())
     p.add_argument("--route-nodes", type=int, help="device-limited routing: a token's experts on at most M "
                                                    "scale-up domains (DeepSeek-V3: 4)")
+    add_option(p, choices.ZERO3_GATHERED, "--zero3-gathered",
+               help="ZeRO-3 / FSDP: the full parameters held beside the shards: " + choices.ZERO3_GATHERED.help())
     add_option(p, choices.CROSS_ENTROPY, "--cross-entropy",
                help="the loss's peak over the logits on the last stage: " + choices.CROSS_ENTROPY.help())
     add_option(p, choices.FP8_TRANSPOSE, "--fp8-transpose",
@@ -232,6 +234,7 @@ def train_layout(args, micro_batches=None):
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
                   **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args),
                   cross_entropy=getattr(args, "cross_entropy", choices.CROSS_ENTROPY.default),
+                  zero3_gathered=getattr(args, "zero3_gathered", choices.ZERO3_GATHERED.default),
                   fp8_transpose=getattr(args, "fp8_transpose", choices.FP8_TRANSPOSE.default),
                   fp8_attention=getattr(args, "fp8_attention", choices.DEFAULT_FP8_ATTENTION),
                   fp8_wgrad=getattr(args, "fp8_wgrad", choices.DEFAULT_FP8_WGRAD),

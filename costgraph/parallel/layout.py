@@ -107,6 +107,7 @@ class Layout:
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
     cross_entropy: str = choices.CROSS_ENTROPY.default   # the loss's peak over the logits (training.memory)
+    zero3_gathered: str = choices.ZERO3_GATHERED.default   # ZeRO-3: what stays gathered (training.states)
     # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
     fp8_attention: bool = choices.DEFAULT_FP8_ATTENTION
     fp8_wgrad: bool = choices.DEFAULT_FP8_WGRAD
@@ -175,6 +176,8 @@ class Layout:
         if out.etp is None:
             out.etp = 1
         _expert_placement(out)
+        if out.zero3_gathered not in choices.ZERO3_GATHERED.values:
+            raise CostgraphValueError(f"unknown zero3_gathered {out.zero3_gathered!r}", hint=choices.ZERO3_GATHERED.hint())
         if out.cross_entropy not in choices.CROSS_ENTROPY.values:
             raise CostgraphValueError(f"unknown cross_entropy {out.cross_entropy!r}", hint=choices.CROSS_ENTROPY.hint())
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:

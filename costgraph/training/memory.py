@@ -227,7 +227,8 @@ class _States:
                 continue
             if self.lo is None:
                 s = model_states(self.cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
-                                 hsdp_group=L.hsdp, shard=self.shard, select=sel, weight_bytes=self.weight_bytes)
+                                 hsdp_group=L.hsdp, shard=self.shard, select=sel, weight_bytes=self.weight_bytes,
+                                 gathered_units=L.zero3_gathered)
             else:
                 from .lora import lora_states
 
