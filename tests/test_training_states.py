@@ -80,6 +80,13 @@ def test_bf16_pure_automodel_states():
     assert sympy.expand(bare_model_states(policy="bf16-pure", zero=3)["total"] - 8 * PSI / N_d) == 0
 
 
+def test_deepseek_v3_states():
+    # DeepSeek-V3 report §3.3.3: fp32 master weights (4) and gradients (4), BF16 AdamW moments (2 + 2), beside
+    # the bf16 weight (2): 14 bytes a parameter; the distributed optimizer (ZeRO 1) shards master and moments.
+    assert bare_model_states(policy="fp8-deepseek-v3", optimizer="adam")["total"] == 14 * PSI
+    assert sympy.expand(bare_model_states(policy="fp8-deepseek-v3", zero=1)["total"] - (6 + 8 / N_d) * PSI) == 0
+
+
 def test_zero3_gathered_fsdp2_keeps_the_root(llama):
     # Llama-3-8B under ZeRO-3 on 8 devices, mixed (2 B weights): the shards 8,030,261,248 × 2 / 8, plus what
     # stays gathered. largest: the root unit (embedding + head 2 × 128,256 × 4,096 + final norm 4,096 =
