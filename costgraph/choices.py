@@ -244,12 +244,42 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
                         help=help if help is not None else choice.help(), **kwargs)
 
 
+#: ZeRO-3 / FSDP: the full parameters held beside the device's shards (costgraph.training.states)
+#:   largest: one unit in flight, the largest of the root module's (the weights outside any layer:
+#:     embeddings, final norm, head) and one layer's (the count before this convention);
+#:   fsdp2: PyTorch FSDP2 keeps the root module's parameters gathered from the forward through the
+#:     backward (torch/distributed/fsdp/_fully_shard/_fsdp_state.py, FSDPState._lazy_init: "For the
+#:     root, do not reshard after forward"), beside the layer being computed: the root unit + the
+#:     largest layer unit (torchtitan wraps each block and then the root, parallelize_llama.py).
+ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
+    ("largest", "one unit in flight: the larger of the root module's and a layer's"),
+    ("fsdp2", "FSDP2 (torchtitan): the root module's parameters stay gathered, plus one layer's"),
+), "largest")
+#: the loss's peak on the last stage (costgraph.training.memory): what the cross-entropy holds over the
+#: logits at its backward's start, when every saved activation is still live
+#:   megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py (and fusions/fused_cross_entropy.py,
+#:     --cross-entropy-loss-fusion): the logits upcast to fp32, softmax computed in place and saved
+#:     (4 B an element), the gradient written in place and cast back to bf16 (``.to(torch.bfloat16)``,
+#:     2 B) while the fp32 buffer lives: 6 B an element;
+#:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``): the saved
+#:     log-softmax output (4 B), nll_loss's gradient (4 B) and log_softmax_backward's output (4 B): 12 B;
+#:   logits: the fp32 logits kept only (4 B), the count before these conventions (the default until the docs'
+#:     printed numbers move to megatron's).
+CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy convention", (
+    ("megatron", "Megatron-LM's vocab-parallel cross-entropy: fp32 softmax in place + the bf16 gradient, 6 B a logit"),
+    ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out, 12 B a logit"),
+    ("logits", "the fp32 logits kept only, 4 B a logit (no backward transient)"),
+), "logits")
 #: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under
 #: per-tensor scaling (Transformer Engine @ d0067d0d, float8_tensor.py inner_tensor_specs)
+#: ``auto``: as TE decides it on the device (``utils.py::is_non_tn_fp8_gemm_supported``: compute capability
+#: in [10.0, 12.0) or ≥ 13.0), from the hardware preset's ``compute_capability``; ``separate`` without one
 FP8_TRANSPOSE = Choice("fp8_transpose", "FP8 weight transpose", (
-    ("separate", "a separate transposed FP8 buffer (Hopper: FP8 GEMMs take TN layouts only)"),
-    ("shared", "one buffer serves both (Blackwell and later: non-TN FP8 GEMMs)"),
-), "separate")
+    ("auto", "from the hardware preset, as Transformer Engine decides: shared on sm_100-sm_11x and sm_13x+ "
+             "(B200, GB200, B300, GB300), separate elsewhere and without a preset"),
+    ("separate", "a separate transposed FP8 buffer (Hopper, Ada, sm_120: FP8 GEMMs take TN layouts only)"),
+    ("shared", "one buffer serves both (Blackwell data-centre GPUs: non-TN FP8 GEMMs)"),
+), "auto")
 #: FP8 policies (costgraph.training.fp8_options): Transformer Engine's FP8 dot-product attention
 #: (the recipes' ``fp8_dpa``, TE @ d0067d0d common/recipe/__init__.py, default False; Megatron-LM @ d98e8a64
 #: ``TransformerConfig.fp8_dot_product_attention = False``) and FP8 weight-gradient GEMMs (Megatron-LM

@@ -74,6 +74,8 @@ KIND = Kind("hardware preset", (
           doc="host (CPU) memory of one node of devices_per_node devices (the vendor's reference node); for offload"),
     Field("host_memory_bandwidth", unit="B/s", required=False, positive=True,
           doc="host (CPU) memory bandwidth of one node (the reference node's sockets); the CPU optimizer step"),
+    Field("compute_capability", unit="major x 10 + minor", required=False, positive=True,
+          doc="NVIDIA's CUDA compute capability (90: sm_90); what Transformer Engine's FP8 kernels key on"),
 ))
 #: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.
 SCHEMA = Schema(FILE, "costgraph", entries=KIND, user=True)
@@ -125,6 +127,8 @@ class Hardware:
     host_memory_bytes: int | None = None
     #: B/s of host (CPU) memory of one node (the reference node's sockets); None: not published
     host_memory_bandwidth: int | None = None
+    #: NVIDIA's CUDA compute capability as major·10 + minor (90: sm_90, Hopper); None: not an NVIDIA GPU
+    compute_capability: int | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -158,7 +162,8 @@ def _preset(entry: datafiles.Entry) -> Hardware:
     return Hardware(key=entry.name, name=v["name"], vendor=v["vendor"], note=v.get("note", ""),
                     tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS},
                     host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"),
-                    host_memory_bandwidth=v.get("host_memory_bandwidth"))
+                    host_memory_bandwidth=v.get("host_memory_bandwidth"),
+                    compute_capability=v.get("compute_capability"))
 
 
 @cache

@@ -98,6 +98,10 @@ class LayoutOptions:
     attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
                                    "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
                                    choices=choices.ATTENTION_KERNEL)
+    zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
+                                 + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
+    cross_entropy: str = option("--cross-entropy", "the loss's peak over the logits on the last stage: "
+                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
                                                    "transpose buffer", choices=choices.FP8_TRANSPOSE)
     fp8_attention: bool = option("--fp8-dot-product-attention", "FP8 policies: Transformer Engine's FP8 dot-product "

@@ -227,3 +227,26 @@ def test_getting_started_train_numbers():
     # the page shows them as doctest output (tests/test_docs_commands.py runs the page's examples)
     assert f'>>> r.to_dict()["memory"]["total"]["value"]\n{total}\n' in doc
     assert f"the largest micro-batch that fits the H100's 80 GB\n{largest}\n" in doc
+
+
+# The loss's peak over the logits under each cross-entropy convention (costgraph.choices.CROSS_ENTROPY),
+# Llama-3-8B (V = 128,256) at b = 2, s = 8192: N = 2·8192·128,256 = 2,101,346,304 logits per device.
+# megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py (fp32 softmax in place, saved) and
+# fusions/fused_cross_entropy.py (grad_input.to(torch.bfloat16)): 4 + 2 B; pytorch: torchtitan @ 9dec370
+# train.py loss_fn, F.cross_entropy(pred.float()): log-softmax output, nll's gradient, log_softmax_backward's
+# output, 4 B each; logits: 4 B. Vocabulary-parallel TP 2 halves each.
+@pytest.mark.parametrize("convention, per_logit", [("megatron", 6), ("pytorch", 12), ("logits", 4)])
+@pytest.mark.parametrize("t", [1, 2])
+def test_cross_entropy_conventions(convention, per_logit, t):
+    m = costgraph.load("llama")
+    v = {**m.values("llama-3-8b"), dim("b"): 2, dim("s"): 8192}
+    r = m.train(values=v, gpus=8, t=t, zero=1, cross_entropy=convention)
+    assert r.memory.stages[-1].memory["loss"].xreplace(v) == per_logit * 2 * 8192 * 128_256 // t
+
+
+def test_cross_entropy_refuses_an_unknown_convention():
+    from costgraph.errors import CostgraphValueError
+
+    m = costgraph.load("llama")
+    with pytest.raises(CostgraphValueError, match="cross_entropy"):
+        m.train(gpus=8, cross_entropy="fused")

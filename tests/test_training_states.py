@@ -72,6 +72,35 @@ def test_bytes_per_parameter_of_each_policy():
     assert bare_model_states(175 * 10**9, policy="bf16")["total"] == 2_100_000_000_000
 
 
+def test_bf16_pure_automodel_states():
+    # NeMo AutoModel @ 809f199: the model built in bf16 (auto_model.py, torch_dtype "auto" -> torch.bfloat16),
+    # no fp32 master (train_ft.py), torch.optim.Adam whose moments are zeros_like(p) (torch/optim/adam.py):
+    # 2 (parameter) + 2 (gradient) + 2 + 2 (moments) = 8 bytes a parameter; FSDP2 (ZeRO-3) shards all of it.
+    assert bare_model_states(policy="bf16-pure", optimizer="adam")["total"] == 8 * PSI
+    assert sympy.expand(bare_model_states(policy="bf16-pure", zero=3)["total"] - 8 * PSI / N_d) == 0
+
+
+def test_deepseek_v3_states():
+    # DeepSeek-V3 report §3.3.3: fp32 master weights (4) and gradients (4), BF16 AdamW moments (2 + 2), beside
+    # the bf16 weight (2): 14 bytes a parameter; the distributed optimizer (ZeRO 1) shards master and moments.
+    assert bare_model_states(policy="fp8-deepseek-v3", optimizer="adam")["total"] == 14 * PSI
+    assert sympy.expand(bare_model_states(policy="fp8-deepseek-v3", zero=1)["total"] - (6 + 8 / N_d) * PSI) == 0
+
+
+def test_zero3_gathered_fsdp2_keeps_the_root(llama):
+    # Llama-3-8B under ZeRO-3 on 8 devices, mixed (2 B weights): the shards 8,030,261,248 × 2 / 8, plus what
+    # stays gathered. largest: the root unit (embedding + head 2 × 128,256 × 4,096 + final norm 4,096 =
+    # 1,050,677,248 parameters, × 2 B), larger than a layer's; fsdp2 (FSDP2 does not reshard its root after
+    # the forward, torch/distributed/fsdp/_fully_shard/_fsdp_state.py FSDPState._lazy_init): the root unit
+    # plus one layer's (4,096·4,096·2 + 1,024·4,096·2 + 14,336·4,096·3 + 2 norms = 218,112,000, × 2 B).
+    m = llama
+    v = m.values("llama-3-8b")
+    shards, root, layer = 8_030_261_248 * 2 // 8, 1_050_677_248 * 2, 218_112_000 * 2
+    for gathered, expected in (("largest", shards + root), ("fsdp2", shards + root + layer)):
+        r = m.train(values=v, gpus=8, zero=3, zero3_gathered=gathered)
+        assert r.most_loaded().memory["weights"].xreplace(v) == expected
+
+
 def test_megatron_distributed_optimizer():
     # Megatron-LM docs/distrib_optimizer.md: bytes per parameter with the distributed optimizer
     # over d data-parallel ranks: fp16 param + fp16 grads 4 + 16/d; bf16 param + fp32 grads

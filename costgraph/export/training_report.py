@@ -96,6 +96,8 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "route_nodes": L.route_nodes, "overlap": L.overlap, "attention_kernel": L.attention_kernel,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
+            # memory conventions (costgraph.training.fp8, .memory, .states)
+            "fp8_transpose": L.fp8_transpose, "cross_entropy": L.cross_entropy, "zero3_gathered": L.zero3_gathered,
             **extra}
 
 
@@ -242,14 +244,24 @@ def _expert_placement_line(L) -> str | None:
 def _options_lines(L) -> list[str]:
     """The FP8 options under an FP8 policy, and the recompute FLOP count when a policy re-runs
     something (each named with its default)."""
+<<<<<<< HEAD:costgraph/export/training_report.py
     from ..choices import RECOMPUTE_COUNT
     from ..training.fp8 import policy_recipe
+=======
+    from ..choices import CROSS_ENTROPY, RECOMPUTE_COUNT, ZERO3_GATHERED
+    from .fp8 import policy_recipe
+>>>>>>> k27fit:costgraph/training/report.py
 
     out = []
     if policy_recipe(L.policy) is not None:
         out.append("FP8 options: dot-product attention " + ("in FP8 (--fp8-dot-product-attention)" if L.fp8_attention
                                                            else "in BF16 (default)")
-                   + "; weight gradients " + ("in FP8 (default)" if L.fp8_wgrad else "in BF16 (--no-fp8-wgrad)"))
+                   + "; weight gradients " + ("in FP8 (default)" if L.fp8_wgrad else "in BF16 (--no-fp8-wgrad)")
+                   + f"; weight transpose {L.fp8_transpose} (--fp8-transpose; default auto: from the preset)")
+    if L.cross_entropy != CROSS_ENTROPY.default:   # the default (logits) as every page prints it
+        out.append(f"loss peak: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
+    if L.zero >= 3 and L.zero3_gathered != ZERO3_GATHERED.default:
+        out.append(f"ZeRO-3 gathered: --zero3-gathered {L.zero3_gathered} ({ZERO3_GATHERED.meaning(L.zero3_gathered)})")
     if L.recompute != "none":
         out.append(f"hardware FLOPs count the re-run as: {L.recompute_count}"
                    + (" (default)" if L.recompute_count == RECOMPUTE_COUNT.default else "")

@@ -123,6 +123,10 @@ class Layout(LayoutOptions):
         if out.etp is None:
             out.etp = 1
         _expert_placement(out)
+        if out.zero3_gathered not in choices.ZERO3_GATHERED.values:
+            raise CostgraphValueError(f"unknown zero3_gathered {out.zero3_gathered!r}", hint=choices.ZERO3_GATHERED.hint())
+        if out.cross_entropy not in choices.CROSS_ENTROPY.values:
+            raise CostgraphValueError(f"unknown cross_entropy {out.cross_entropy!r}", hint=choices.CROSS_ENTROPY.hint())
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
             raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
         if out.attention_kernel not in choices.ATTENTION_KERNEL.values:

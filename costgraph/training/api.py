@@ -71,6 +71,10 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     capacity, floored, hw = _device(o.memory, o.hardware)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
+    if getattr(layout, "fp8_transpose", None) == "auto":   # as TE decides on the preset's GPU (training.fp8)
+        from .fp8 import transpose_for
+
+        layout = dataclasses.replace(layout, fp8_transpose=transpose_for(hw))
     if o.global_batch is not None:
         if layout.m is not None:
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",

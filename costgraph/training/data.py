@@ -199,13 +199,19 @@ SCALINGS = ("tensor", "block", "mx")
 #: a recipe's FP8 dot-product attention (costgraph.training.fp8_options): none, or O saved in FP8 or BF16
 DPA = ("none", "fp8-output", "bf16-output")
 COLUMNWISE = ("transpose", "always")
+#: how long a recipe keeps an FP8 linear's quantized weight (costgraph.training.fp8): ``step`` (TE's weight
+#: workspace, cached across the micro-batches of a step), ``saved`` (torchao: saved for the backward with the
+#: layer's activations, one per micro-batch in flight, none kept under full recomputation), ``recomputed``
+#: (torchao's force_recompute_fp8_weight_in_bwd: cast again in the backward, none kept)
+WEIGHT_CACHE = ("step", "saved", "recomputed")
 
 RECIPE = Kind("FP8 recipe", (
     Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
     Field("scaling", "text", doc="tensor, block or mx"), Field("columnwise", "text", doc="transpose or always"),
     *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS),
     Field("fp8_dpa", "text", required=False, doc="FP8 attention: none, fp8-output or bf16-output (O's precision)"),
-    Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)")))
+    Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)"),
+    Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step), saved (torchao: with the activations) or recomputed")))
 RECIPES = Schema("fp8.toml", "costgraph.training", entries=RECIPE)
 
 
@@ -230,6 +236,7 @@ class Recipe:
     scale_pad_outer: sympy.Integer
     fp8_dpa: str = "none"           # FP8 dot-product attention (costgraph.training.fp8_options.DPA)
     wgrad_override: bool = False    # takes fp8_wgrad = False (Megatron: the delayed recipe only)
+    weight_cache: str = "step"      # how long the quantized weight lives (WEIGHT_CACHE)
 
 
 def _recipe(name: str, e) -> Recipe:
@@ -238,12 +245,15 @@ def _recipe(name: str, e) -> Recipe:
             raise e.error(f"{key} must be one of {', '.join(allowed)}", key)
     if e["scaling"] != "tensor" and (e["block"] == 0 or e["scale_pad_inner"] == 0 or e["scale_pad_outer"] == 0):
         raise e.error("block scaling needs block, scale_pad_inner and scale_pad_outer > 0", "block")
+    cache = e.get("weight_cache") or "step"
+    if cache not in WEIGHT_CACHE:
+        raise e.error("weight_cache must be one of " + ", ".join(WEIGHT_CACHE), "weight_cache")
     dpa = e.get("fp8_dpa") or "none"
     if dpa not in DPA:
         raise e.error("fp8_dpa must be one of " + ", ".join(DPA), "fp8_dpa")
     return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
                   **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS}, fp8_dpa=dpa,
-                  wgrad_override=bool(e.get("wgrad_override") or False))
+                  wgrad_override=bool(e.get("wgrad_override") or False), weight_cache=cache)
 
 
 @cache

@@ -35,6 +35,14 @@ Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
     2 backward quantizers, each an fp32 scale and ``1024`` fp32 amax entries
     (``module/base.py::set_meta_tensor``, ``quantization.py::DelayedScalingRecipeState``).
 
+  - under a recipe with ``weight_cache = "saved"`` (torchao's ``Float8Linear``, torchtitan's float8:
+    ao @ eab345c ``float8_linear.py``, ``ctx.save_for_backward(input_fp8, weight_fp8_t)``), the FP8
+    weight is cast at each forward and saved for that micro-batch's backward: one copy per
+    micro-batch in flight, none under full recomputation (the layer's forward re-runs in its
+    backward), no transpose buffer (``weight_fp8_t`` is a transposed view); with ``weight_cache =
+    "recomputed"`` (``force_recompute_fp8_weight_in_bwd``: ``checkpoint.checkpoint(self.cast_weight_to_float8_t,
+    ...)``) none is kept: the backward casts it again.
+
 * **saved inputs** (:func:`saved_inputs`): TE saves each FP8 linear's input for the
   weight gradient in FP8, column-wise only (``module/linear.py``: ``inputmat.update_usage(
   rowwise_usage=False, columnwise_usage=True)``), with its scales. Where only FP8 linears
@@ -58,14 +66,34 @@ from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
 
-#: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer)
-TRANSPOSE = ("separate", "shared")
+#: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer);
+#: ``auto`` resolved from the hardware by :func:`transpose_for` (``separate`` without a preset)
+TRANSPOSE = ("separate", "shared", "auto")
 #: the parts of FP8 memory, in the order they are shown (the FP8 buffers added to the total)
 PARTS = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
 #: the FP8 copies of the linears' inputs saved for backward: inside ``activations``
 SAVED = "fp8 saved inputs"
 #: the FP8 Q, K, V (and O) FP8 attention saves for its backward: inside ``activations``
 ATTENTION_SAVED = "fp8 attention saved"
+
+
+def transpose_for(hardware) -> str:
+    """The weight transpose Transformer Engine keeps on ``hardware`` (a
+    :class:`~costgraph.hardware.Hardware` or None): ``shared`` where its FP8 GEMMs take non-TN
+    layouts, ``separate`` elsewhere (and without a preset or a compute capability).
+
+    Source: TE @ d0067d0d ``pytorch/utils.py::is_non_tn_fp8_gemm_supported``: ``(10, 0) <=
+    capability < (12, 0) or capability >= (13, 0)``; ``tensor/float8_tensor.py::inner_tensor_specs``
+    keeps the ``_transpose`` buffer only where that is false (B200, GB200, B300, GB300: none;
+    H100, H200, L40S, RTX 5090 (sm_120): one)."""
+    cc = getattr(hardware, "compute_capability", None)
+    return "shared" if cc is not None and (100 <= cc < 120 or cc >= 130) else "separate"
+
+
+def resolved_transpose(layout, hardware) -> str:
+    """``layout.fp8_transpose`` with ``auto`` replaced by :func:`transpose_for` ``(hardware)``."""
+    value = getattr(layout, "fp8_transpose", "auto")
+    return transpose_for(hardware) if value == "auto" else value
 
 
 def policy_recipe(policy) -> Recipe | None:
@@ -123,7 +151,9 @@ def weight_buffers(rec: Recipe, rows, cols, transpose: str = "separate") -> dict
     ``mxfp8_tensor.py::get_scale_shape`` (``[up128(M), up4(K // 32)]``, ``[up4(M // 32), up128(K)]``),
     ``quantization.py::DelayedScalingRecipeState`` and ``base.py::set_meta_tensor``."""
     if transpose not in TRANSPOSE:
-        raise CostgraphValueError(f"unknown fp8_transpose {transpose!r}", hint="separate (Hopper) or shared (Blackwell+)")
+        raise CostgraphValueError(f"unknown fp8_transpose {transpose!r}",
+                                  hint="separate (Hopper), shared (Blackwell+) or auto (from the hardware)")
+    transpose = "separate" if transpose == "auto" else transpose   # no preset: Hopper's (transpose_for)
     M, K, n = as_expr(rows), as_expr(cols), as_expr(rows) * as_expr(cols)
     copy = rec.data_bytes * n
     both = rec.columnwise == "always" or transpose == "separate"
@@ -160,7 +190,7 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
     if rec is None:
         return {}
     params = get_policy(layout.policy).fp8_params   # the copy is the parameter: counted in weights
-    transpose = getattr(layout, "fp8_transpose", "separate")
+    transpose = resolved_transpose(layout, None)   # ``auto`` is resolved from the preset by train (api.py)
     out = {k: sympy.Integer(0) for k in PARTS}
     for path in sorted(fp8_linears(cg)):
         group = next(g for g in cg.groups if "/" not in g and path.startswith(g + "/"))
@@ -175,6 +205,10 @@ def fp8_memory(cg, layout, placement, stage) -> dict[str, sympy.Expr]:
             parts = weight_buffers(rec, w.shape[0] / axes[0], w.shape[1] / axes[1], transpose)
             if params:
                 parts["fp8 weight copy"] = sympy.Integer(0)
+            if rec.weight_cache != "step":   # torchao: saved with the activations, or recast (module docstring)
+                parts["fp8 weight transpose"] = sympy.Integer(0)
+                kept = rec.weight_cache == "saved" and layout.recompute != "full"
+                parts["fp8 weight copy"] *= as_expr(stage.in_flight) if kept else 0
             for k in PARTS:
                 out[k] += copies * share * parts[k]
     return {k: sympy.expand(v) for k, v in out.items()}

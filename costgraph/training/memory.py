@@ -171,7 +171,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
                                                  attention=L.attention, tp=pl.tp, drop=drop, extra=extra)
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
-    loss = _loss_bytes(cg, pl) if L.loss else sympy.Integer(0)
+    loss = _loss_bytes(cg, pl, L.cross_entropy, prec) if L.loss else sympy.Integer(0)
     stages = [_stage_memory(states, stage, rows, per_layer, live, loss, expand) for stage in pl.stages]
     _add_fp8(cg, L, pl, stages)
     return TrainingMemory(L, stages, warned)
@@ -227,7 +227,8 @@ class _States:
                 continue
             if self.lo is None:
                 s = model_states(self.cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
-                                 hsdp_group=L.hsdp, shard=self.shard, select=sel, weight_bytes=self.weight_bytes)
+                                 hsdp_group=L.hsdp, shard=self.shard, select=sel, weight_bytes=self.weight_bytes,
+                                 gathered_units=L.zero3_gathered)
             else:
                 from .lora import lora_states
 
@@ -315,9 +316,40 @@ def _expand(mem):
     return {k: sympy.expand(v) for k, v in mem.items()}
 
 
-def _loss_bytes(cg: CostGraph, pl: Placement) -> sympy.Expr:
-    """fp32 logits kept by the cross-entropy: 4 bytes per element of each
-    model output, split as TP splits the logits (vocabulary-parallel) and as
-    CP splits the sequence."""
-    return sympy.Add(*[4 * cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o))
+#: fp32: the cross-entropy's upcast of the logits (Megatron-LM and PyTorch alike)
+_FP32 = 4
+
+
+def loss_bytes_per_logit(convention: str, precision) -> int:
+    """Bytes per logit element the loss holds at its peak, the start of its backward, under the
+    cross-entropy ``convention`` (:data:`costgraph.choices.CROSS_ENTROPY`); ``precision``: the
+    activations' :class:`~costgraph.engine.precision.Precision` (the logits' gradient is cast back to it).
+
+    * ``megatron`` — Megatron-LM @ d98e8a64 ``tensor_parallel/cross_entropy.py``
+      (``calculate_logits_max``: ``.float()``; ``torch.exp(..., out=exp_logits)``, ``exp_logits.div_``,
+      saved; backward ``grad_input = softmax`` in place) and ``fusions/fused_cross_entropy.py``
+      (``grad_input.to(torch.bfloat16)``): the fp32 softmax (4) and the 16-bit gradient made while
+      it lives (2 under bf16): 6;
+    * ``pytorch`` — ``F.cross_entropy(pred.flatten(0, 1).float(), labels)`` (torchtitan @ 9dec370
+      ``train.py::loss_fn``; ``del pred`` before backward): log_softmax saves its fp32 output (4),
+      nll_loss's backward writes a dense fp32 gradient (4), ``_log_softmax_backward_data`` its fp32
+      output (4) while both live: 12;
+    * ``logits`` — the fp32 logits only (4): costgraph's count before the conventions."""
+    if convention == "megatron":
+        return _FP32 + int(precision.bytes("act"))
+    if convention == "pytorch":
+        return 3 * _FP32
+    if convention == "logits":
+        return _FP32
+    from ..choices import CROSS_ENTROPY
+
+    raise CostgraphValueError(f"unknown cross_entropy {convention!r}", hint=CROSS_ENTROPY.hint())
+
+
+def _loss_bytes(cg: CostGraph, pl: Placement, convention: str = "logits", precision=None) -> sympy.Expr:
+    """What the cross-entropy holds at its peak (:func:`loss_bytes_per_logit` bytes per element of
+    each model output), split as TP splits the logits (vocabulary-parallel) and as CP splits the
+    sequence."""
+    per = loss_bytes_per_logit(convention, precision if precision is not None else get_precision("bf16"))
+    return sympy.Add(*[per * cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o))
                        for o in cg.outputs])

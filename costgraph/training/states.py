@@ -81,7 +81,7 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
                  zero: int = ZERO_STAGE.default, dp: int | Expr | None = None, hsdp_group: int | Expr | None = None,
                  shard: Mapping[str, Expr | int | tuple] | None = None, weight_bytes: Mapping[str, int] | None = None,
                  frozen: Callable[[str], bool] | Collection[str] | None = None,
-                 select: Callable[[str], bool] | None = None) -> dict[str, Expr]:
+                 select: Callable[[str], bool] | None = None, gathered_units: str = "largest") -> dict[str, Expr]:
     """Bytes per device of the model states of ``graph``'s weights.
 
     Parameters
@@ -117,6 +117,9 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
         Weight id → whether this device holds the weight at all (a pipeline stage); default: all.
     weight_bytes : mapping, optional
         Weight id → bytes an element where not the policy's (:func:`~costgraph.training.fp8.fp8_param_bytes`).
+    gathered_units : str
+        What ZeRO-3 holds gathered (:data:`costgraph.choices.ZERO3_GATHERED`; :func:`_gathered`):
+        ``largest`` (one unit) or ``fsdp2`` (the root unit plus the largest layer unit).
 
     Returns
     -------
@@ -151,10 +154,7 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
                                   "data-parallel symbol", hint="give dp explicitly")
     (W, G, C, M, S), units = _per_weight(graph, pol, opt, _checked_shard(graph, shard), _predicate(frozen), select,
                                          weight_bytes or {})
-    gathered = ZERO
-    if zero == 3:
-        sizes = [sympy.Add(*u) for u in units.values()]
-        gathered = sympy.Max(*sizes) if sizes else ZERO
+    gathered = _gathered(units, gathered_units) if zero == 3 else ZERO
     return assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
                     zero=zero, n=n, gathered=gathered)
 
@@ -227,6 +227,18 @@ def sharding_degree(zero, dp, hsdp_group) -> Expr:
         raise CostgraphValueError(f"the HSDP group {g} does not divide the data-parallel degree {d}",
                                   hint="HSDP shards within groups of g devices and replicates across dp/g")
     return g
+
+
+def _gathered(units: dict, convention: str) -> Expr:
+    """The full parameters ZeRO-3 holds beside the shards, of ``units`` (unit → its weights' bytes;
+    ``""`` the root, the weights outside any layer) under ``convention``
+    (:data:`costgraph.choices.ZERO3_GATHERED`): the largest unit, or (``fsdp2``) the root unit, which
+    FSDP2 does not reshard after the forward, plus the largest layer unit."""
+    if convention == "fsdp2" and "" in units:
+        layers = [sympy.Add(*u) for k, u in units.items() if k]
+        return sympy.Add(*units[""]) + (sympy.Max(*layers) if layers else ZERO)
+    sizes = [sympy.Add(*u) for u in units.values()]
+    return sympy.Max(*sizes) if sizes else ZERO
 
 
 def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
