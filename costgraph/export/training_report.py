@@ -244,13 +244,8 @@ def _expert_placement_line(L) -> str | None:
 def _options_lines(L) -> list[str]:
     """The FP8 options under an FP8 policy, and the recompute FLOP count when a policy re-runs
     something (each named with its default)."""
-<<<<<<< HEAD:costgraph/export/training_report.py
-    from ..choices import RECOMPUTE_COUNT
-    from ..training.fp8 import policy_recipe
-=======
     from ..choices import CROSS_ENTROPY, RECOMPUTE_COUNT, ZERO3_GATHERED
-    from .fp8 import policy_recipe
->>>>>>> k27fit:costgraph/training/report.py
+    from ..training.fp8 import policy_recipe
 
     out = []
     if policy_recipe(L.policy) is not None:
