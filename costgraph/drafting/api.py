@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, Probe
+from .probe import FIELDS, MAMBA2_HEAD, MAMBA2_OWN, Probe
 
 
 @dataclass
@@ -132,7 +132,7 @@ def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
     settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
-    for f in FIELDS:
+    for f in (*FIELDS, *MAMBA2_OWN):
         if f not in settable:     # a property the config computes (FalconConfig.head_dim): not a field
             continue
         try:
@@ -152,6 +152,9 @@ def _probe_config(cfg: dict, config, probe: Probe) -> dict:
     for f in ("n_group", "topk_group"):     # group-limited routing (DeepSeek-V3): E need not divide into groups at
         if isinstance(getattr(config, f, None), int):   # a probe; which experts run changes no count
             out[f] = 1
+    for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
+        if hasattr(config, f):
+            out[f] = "auto"
     for i, t in enumerate(("pad_token_id", "bos_token_id", "eos_token_id")):
         if isinstance(out.get(t), int) or isinstance(getattr(config, t, None), int):
             out[t] = i

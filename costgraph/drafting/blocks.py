@@ -104,16 +104,27 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         d.blocks.add("proj_norm_attention")
         sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
                  d.size(head_dim, "head size")]
-        return f"proj_norm_attention({arg}, {', '.join(sizes)}, name = {m.name})"
+        return f"proj_norm_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
     if norms:
         if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
             return None
         opts.append("qk_norm = true")
     if not rotary:
         opts.append("rotary = false")
+    opts += _window(m, d)
     sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
              d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
+
+
+def _window(m: Module, d) -> list[str]:
+    """``window = W`` when the attention module reads a sliding window (its ``sliding_window``, or its config's
+    that its forward passes on: Mistral's): every pair beyond it is masked (transformers' sliding-window mask) and
+    its cache keeps the last positions only (``DynamicSlidingWindowLayer``)."""
+    w = m.attrs.get("sliding_window")
+    if not isinstance(w, int) or isinstance(w, bool) or w < 1:
+        return []
+    return [f"window = {d.size(w, 'sliding window', count='W')}"]
 
 
 def _fused_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
@@ -133,7 +144,7 @@ def _fused_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
     if not isinstance(head_dim, int) or not isinstance(kv, int) or kv < 1 or (heads + 2 * kv) * head_dim != f[1]:
         return None
     opts = ([f"qkv_bias = {_yes(f[2])}"] if f[2] else []) + (["out_bias = true"] if o[2] else [])
-    opts += [] if rotary else ["rotary = false"]
+    opts += ([] if rotary else ["rotary = false"]) + _window(m, d)
     sizes = [d.size(heads, "query heads"), d.size(kv, "key/value heads"), d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
 
@@ -147,7 +158,8 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
             block = "swiglu" if act == "silu" else "geglu"
             bias = ", bias = true" if gate[2] else ""
             return f"{block}({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
-    fused, down = _linear(m.child("gate_up_proj")), _linear(m.child("down_proj"))
+    fused = _linear(m.child("gate_up_proj", "input_linear"))     # Granite 4's shared_mlp: input_linear, output_linear
+    down = _linear(m.child("down_proj", "output_linear"))
     if fused is not None and down is not None and act in ("silu", "gelu") and fused[1] == 2 * down[0] \
             and fused[2] == down[2]:       # Phi-3's one gate_up_proj of 2w columns: as two of w
         block = "swiglu" if act == "silu" else "geglu"
@@ -267,6 +279,45 @@ def mamba_call(m: Module, arg: str, d) -> str | None:
     return f"mamba_mixer({arg}, {', '.join(sizes)}{opts}, name = {m.name})"
 
 
+MAMBA2_OWN = {"A_log", "D", "dt_bias"}
+
+
+def mamba2_call(m: Module, arg: str, d) -> str | None:
+    """A Mamba-2 mixer (Dao & Gu 2024; transformers 5.24's ``Mamba2Mixer`` and its copies ``BambaMixer``,
+    ``FalconH1Mixer``, ``GraniteMoeHybridMambaLayer``, ``NemotronHMamba2Mixer``, ``Zamba2MambaMixer``):
+    ``in_proj`` H → 2·D + 2·G·N + Hm (the gate z, x, B, C and dt), a depthwise ``Conv1d`` over x, B and C padded
+    by K − 1, the SSD scan owning ``A_log``, ``D``, ``dt_bias`` [Hm], a gated RMSNorm of weight [D] (or none:
+    Falcon-H1's ``nn.Identity`` without ``mamba_rms_norm``), ``out_proj`` D → H; as the draft's ``mamba2_mixer``,
+    or None. G and N are the module's ``n_groups`` and ``ssm_state_size``; the chunk its ``chunk_size``
+    (transformers' ``mamba2_chunk_scan`` torch path, what ``FlopCounterMode`` counts)."""
+    inp, out = _linear(m.child("in_proj")), _linear(m.child("out_proj"))
+    conv, norm = m.child("conv1d"), m.child("norm")
+    groups, state, chunk = (m.attrs.get(a) for a in ("n_groups", "ssm_state_size", "chunk_size"))
+    if None in (inp, out) or conv is None or set(m.params) != MAMBA2_OWN or len(set(m.params.values())) != 1 \
+            or not all(isinstance(v, int) and v > 0 for v in (groups, state, chunk)):
+        return None
+    (heads,), inner, kernel = m.params["A_log"], out[0], conv.params.get("weight", (0, 0, 0))[2]
+    channels = inner + 2 * groups * state
+    if inp[1] != inner + channels + heads or inner % heads or activation(m) != "silu" \
+            or tuple(conv.params.get("weight", ())) != (channels, 1, kernel) or conv.attrs.get("groups") != channels \
+            or conv.attrs.get("padding") != kernel - 1:
+        return None
+    gated = norm is not None and bool(norm.params)
+    if norm is not None and norm.params and (set(norm.params) != {"weight"} or norm.params["weight"] != (inner,)):
+        return None
+    if norm is not None and not norm.params and norm.cls != "Identity":
+        return None
+    d.blocks.add("mamba2_mixer")
+    sizes = [d.size(inner, "Mamba-2 inner width"), d.size(heads, "Mamba-2 heads"), d.size(groups, "Mamba-2 groups"),
+             d.size(state, "state size"), d.size(kernel, "convolution width")]
+    opts = [f"chunk = {d.size(chunk, 'chunk size', count='C')}"]
+    opts += [] if gated else ["norm = false"]
+    opts += [] if "bias" in conv.params else ["conv_bias = false"]
+    opts += ["in_bias = true"] if inp[2] else []
+    opts += ["out_bias = true"] if out[2] else []
+    return f"mamba2_mixer({arg}, {', '.join(sizes)}, {', '.join(opts)}, name = {m.name})"
+
+
 def mla_call(m: Module, arg: str, d) -> str | None:
     """Multi-head latent attention (DeepSeek-V2/V3; transformers' ``DeepseekV3Attention`` with a query
     rank: ``q_a_proj``, ``q_a_layernorm``, ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``,
@@ -295,11 +346,11 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
     recognised."""
-    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mla_call(m, arg, d)
+    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert", "shared_expert_gate"}
+             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "shared_experts", "shared_expert", "shared_expert_gate"}
     if not _only(m, known):
         return None
     return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)
@@ -309,16 +360,16 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
 #: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
 #: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
 LOCAL_BLOCKS = {"proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
-block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
+block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
   q = rmsnorm(linear(x, heads * head_dim, bias = false, name = q_proj), fp32_scale = true, name = q_norm)
   k = rmsnorm(linear(x, kv_heads * head_dim, bias = false, name = k_proj), fp32_scale = true, name = k_norm)
   v = linear(x, kv_heads * head_dim, bias = false, name = v_proj)
   q = rope(split_heads(q, heads))
   k = rope(split_heads(k, kv_heads))
-  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
-  v = repeat_kv(cache(split_heads(v, kv_heads), name = v_cache), heads / kv_heads)
-  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
-  return linear(merge_heads(matmul(p, v, causal = true)), H, bias = false, name = o_proj)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(split_heads(v, kv_heads), window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = false, name = o_proj)
 }""", "griffin_recurrent": """# Griffin's recurrent block (De et al. 2024 §2.4; transformers' RecurrentGemmaRecurrentBlock): a GeLU branch, and a
 # branch through a depthwise causal Conv1d (padding K - 1, cut to S) and the RG-LRU; their product projected back.
 block griffin_recurrent(x[B, S, H], width, heads, kernel) {
@@ -350,4 +401,23 @@ block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj
   dt = softplus(linear(dt, inner, bias = true, name = dt_proj))
   y = selective_scan(u, dt, bm, cm, name = ssm)
   return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
+}""", "mamba2_mixer": """# A Mamba-2 mixer (Dao & Gu 2024 §7; transformers' Mamba2Mixer, as Bamba, Falcon-H1, Granite 4, Nemotron-H and
+# Zamba2 copy it): in_proj to the gate z, x, B, C (groups x state each) and dt (one per head); a depthwise causal
+# Conv1d over x, B and C (padding K - 1, cut to S) and SiLU; the SSD scan (ssd_scan: A_log, D, dt_bias per head;
+# chunk: the chunked torch path's FLOPs); y gated by SiLU(z) and normalised (norm_before_gate = False: a gated,
+# grouped RMSNorm, weight [inner]); out_proj back.
+block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none, norm = true, conv_bias = true,
+                   in_bias = false, out_bias = false) {
+  zxbcdt = linear(x, 2 * inner + 2 * groups * state + heads, bias = in_bias, name = in_proj)
+  z = slice(zxbcdt, inner)
+  xbc = slice(zxbcdt, inner + 2 * groups * state)
+  dt = slice(zxbcdt, heads)
+  xbc = silu(conv1d(xbc, kernel, bias = conv_bias, padded = true, name = conv1d))
+  u = slice(xbc, inner)
+  bc = slice(xbc, 2 * groups * state)
+  y = ssd_scan(u, dt, bc, heads, groups, state, chunk = chunk, name = ssm) * silu(z)
+  if norm {
+    y = rmsnorm(y, name = norm)
+  }
+  return linear(y, H, bias = out_bias, name = out_proj)
 }"""}
