@@ -299,3 +299,33 @@ def test_draft_window_reaches_the_cache_and_the_flops(family, sliding, head_dim)
     assert int(got["kv_cache_bytes"]) - torch_measure.kv_cache_bytes(tm, b, s) == sliding * per_token
     masked = sliding * 2 * 2 * b * a * head_dim * s * (s - w)
     assert torch_measure.flops(tm, b, s)["forward"] - int(got["flops_forward"]) == masked
+
+
+def _state_bytes(model, b: int, s: int) -> int:
+    """Bytes of the recurrent layers' ``conv_states`` and ``recurrent_states`` of transformers' ``DynamicCache``
+    after a ``[b, s]`` prefill on meta (cache_utils.py ``LinearAttentionLayer``)."""
+    from transformers import DynamicCache
+
+    model.train(False)
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad(), torch_measure.meta_forward():
+        model(input_ids=torch.zeros((b, s), dtype=torch.long, device="meta"), cache=cache, use_cache=True)
+    return sum(t.numel() * t.element_size() for layer in cache.layers
+               for states in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {}))
+               for t in (states or {}).values() if t is not None)
+
+
+@pytest.mark.parametrize("family", ["mamba", "mamba2"])
+def test_draft_recurrent_state_is_what_transformers_keeps(family):
+    """Mamba's and Mamba-2's decode state as transformers 5.24 keeps it, per layer: the convolution's last
+    ``conv_kernel`` inputs per channel, ``[b, C, K]`` bf16 (``update_conv_state`` keeps "the last
+    ``conv_kernel_size`` tokens": K, not K − 1), and the scan's state in fp32 (``[b, D, N]``; Mamba-2
+    ``[b, H, P, N]``): the draft's cache bytes, whatever s."""
+    d = drafted(family)
+    cfg = {k: v for k, v in CASES[family].items() if k != "model_type"}
+    tm = torch_measure.build_meta(family, cfg, train=False)
+    m = costgraph.loads(d.text, path=f"<{family}>", config="imported")
+    for s in (5, 24):
+        got = m.costs("model").evaluate("imported", b=2, s=s)
+        assert got["kv_cache_bytes_per_token"] == 0
+        assert int(got["kv_cache_bytes"]) == _state_bytes(tm, 2, s)

@@ -384,7 +384,8 @@ block gated_shared_moe(x[B, S, H], experts, top_k, width, shared_width) {
 }""", "mamba_mixer": """# Mamba's mixer (Gu & Dao 2023 §3.4; transformers' MambaMixer; models/mamba.cg's mamba_mixer): the input u and the
 # gate z, a depthwise causal Conv1d (padding K - 1, cut to S) and SiLU, Δ, B and C from x_proj, Δ through dt_proj
 # and softplus, the selective scan (A_log [D, N], D [D]; state [b, D, N] at inference), y · SiLU(z) projected back.
-# inner_norms: RMSNorm on Δ, B and C (Jamba's; FalconMamba's weightless: norm_weight = false).
+# inner_norms: RMSNorm on Δ, B and C (Jamba's; FalconMamba's weightless: norm_weight = false). The scan's state is
+# kept in fp32 at inference, as transformers keeps it (mamba_ssm and vLLM keep the model dtype: state_fp32 = false).
 block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj_bias = false, inner_norms = false,
                   norm_weight = true) {
   u, z = split(linear(x, 2 * inner, bias = proj_bias, name = in_proj), 2)
@@ -399,13 +400,13 @@ block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj
     cm = rmsnorm(cm, weight = norm_weight, name = c_layernorm)
   }
   dt = softplus(linear(dt, inner, bias = true, name = dt_proj))
-  y = selective_scan(u, dt, bm, cm, name = ssm)
+  y = selective_scan(u, dt, bm, cm, state_fp32 = true, name = ssm)
   return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
 }""", "mamba2_mixer": """# A Mamba-2 mixer (Dao & Gu 2024 §7; transformers' Mamba2Mixer, as Bamba, Falcon-H1, Granite 4, Nemotron-H and
 # Zamba2 copy it): in_proj to the gate z, x, B, C (groups x state each) and dt (one per head); a depthwise causal
 # Conv1d over x, B and C (padding K - 1, cut to S) and SiLU; the SSD scan (ssd_scan: A_log, D, dt_bias per head;
 # chunk: the chunked torch path's FLOPs); y gated by SiLU(z) and normalised (norm_before_gate = False: a gated,
-# grouped RMSNorm, weight [inner]); out_proj back.
+# grouped RMSNorm, weight [inner]); out_proj back. The scan's state in fp32 at inference, as transformers keeps it.
 block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none, norm = true, conv_bias = true,
                    in_bias = false, out_bias = false) {
   zxbcdt = linear(x, 2 * inner + 2 * groups * state + heads, bias = in_bias, name = in_proj)
@@ -415,7 +416,7 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
   xbc = silu(conv1d(xbc, kernel, bias = conv_bias, padded = true, name = conv1d))
   u = slice(xbc, inner)
   bc = slice(xbc, 2 * groups * state)
-  y = ssd_scan(u, dt, bc, heads, groups, state, chunk = chunk, name = ssm) * silu(z)
+  y = ssd_scan(u, dt, bc, heads, groups, state, chunk = chunk, state_fp32 = true, name = ssm) * silu(z)
   if norm {
     y = rmsnorm(y, name = norm)
   }
