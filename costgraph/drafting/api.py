@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, MAMBA2_HEAD, MAMBA2_OWN, Probe
+from .probe import FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
 
 
 @dataclass
@@ -251,7 +251,9 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     config = _config_object(cfg)
     present = present_fields(config)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
-    probes = [Probe.make(present, i) for i in (0, 1)]
+    periods = [getattr(config, f, None) for f in PERIOD_FIELDS]
+    period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
+    probes = [Probe.make(present, i, period) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(config), "attribute_map", {}) or {}

@@ -52,6 +52,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "expand": ("e", "expansion factor (Mamba's inner width e·h)"),
     "state_size": ("N", "SSM state size per channel"),
     "time_step_rank": ("R", "rank of Δ's projection"),
+    "mamba_dt_rank": ("R", "rank of Δ's projection"),
     "q_lora_rank": ("r_q", "query compression rank (MLA)"),
     "kv_lora_rank": ("r_kv", "key/value latent rank (MLA)"),
     "qk_nope_head_dim": ("d_n", "query/key head size without rotary (MLA)"),
@@ -107,6 +108,11 @@ _PRIMES = (
      "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10,
      "W": 43},
 )
+#: layer counts of probes whose config sets a long layer pattern (each above twice the period)
+LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
+#: config fields that set a layer pattern's period (Jamba's attention and expert layers, Zamba's, ERNIE's MoE layers)
+PERIOD_FIELDS = ("attn_layer_period", "expert_layer_period", "moe_layer_interval", "full_attention_interval",
+                 "sliding_window_pattern", "no_rope_layer_interval", "cross_layer_interval")
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
 #: (b, s) of the forward each probe traces and counts (s below every probe's s_max)
@@ -141,9 +147,14 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int) -> "Probe":
-        """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``."""
-        p = _PRIMES[index]
+    def make(cls, present, index: int, period: int = 1) -> "Probe":
+        """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
+        longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
+        count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds."""
+        p = dict(_PRIMES[index])
+        if 2 * period >= p["l"]:
+            above = [n for n in LAYER_PRIMES if n > 2 * period]
+            p["l"] = above[index] if len(above) > index else p["l"]
         kv = p["kv"]
         a = kv * p["g"]
         hm = p["hm"] * p["ng"]
@@ -153,7 +164,7 @@ class Probe:
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
-                  "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"],
+                  "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
                   "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"],
@@ -161,13 +172,13 @@ class Probe:
                   "mamba_n_heads": hm, "n_mamba_heads": hm, "mamba_num_heads": hm,
                   "mamba_head_dim": p["dm"], "mamba_d_ssm": p["di"] * hm, "mamba_n_groups": p["ng"],
                   "mamba_ngroups": p["ng"], "n_groups": p["ng"], "mamba_d_state": p["N"], "ssm_state_size": p["N"],
-                  "mamba_d_conv": p["K"], "mamba_expand": p["e"] * hm, "chunk_size": p["C"],
+                  "mamba_d_conv": p["K"], "mamba_expand": p["e"], "chunk_size": p["C"],
                   "mamba_chunk_size": p["C"], "sliding_window": p["W"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
         if mamba2 or any(f in present for f, (sym, _) in FIELDS.items() if sym == "hm"):
-            values["expand"] = p["e"] * hm
+            values.update(expand=p["e"] * hm, mamba_expand=p["e"] * hm)
         mla = "kv_lora_rank" in present
         if mla:
             values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
