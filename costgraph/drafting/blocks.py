@@ -90,6 +90,11 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         if not isinstance(heads, int):
             return None
         head_dim = q[1] // heads
+    groups = m.attrs.get("num_key_value_groups")
+    if not isinstance(heads, int) and isinstance(groups, int) and k[1] % head_dim == 0:
+        heads = k[1] // head_dim * groups
+    if isinstance(heads, int) and q[1] == 2 * heads * head_dim:     # Qwen3-Next: q_proj holds a gate per head
+        return _gated_attention(m, q, k, o, heads, head_dim, arg, d)
     if q[1] % head_dim or k[1] % head_dim or k[1] != v[1]:
         return None
     opts = [f"qkv_bias = {_yes(q[2])}"] if q[2] else []
@@ -115,6 +120,46 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
              d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
+
+
+def _gated_attention(m: Module, q, k, o, heads: int, head_dim: int, arg: str, d) -> str | None:
+    """Qwen3-Next's attention (transformers' ``Qwen3NextAttention``): ``q_proj`` of 2·a·d columns, the query and a
+    gate per head; RMSNorm on each head's q and k; the output times ``sigmoid(gate)`` before ``o_proj``; no bias."""
+    norms = [c for c in m.children if c.name in QK_NORMS]
+    if q[2] or k[2] or o[2] or len(norms) != 2 or any(c.params.get("weight") != (head_dim,) for c in norms):
+        return None
+    d.blocks.add("gated_attention")
+    sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
+    return f"gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
+DELTANET_OWN = {"A_log", "dt_bias"}
+#: transformers 5.24 ``torch_chunk_gated_delta_rule``'s ``chunk_size = 64`` (modeling_qwen3_next.py): no config field
+DELTA_CHUNK = 64
+
+
+def deltanet_call(m: Module, arg: str, d) -> str | None:
+    """Gated DeltaNet (Yang et al. 2024; transformers' ``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` H → 2·hk·dk +
+    2·hv·dv, ``in_proj_ba`` H → 2·hv, a depthwise ``Conv1d`` over q, k, v padded by K − 1 without bias, the gated
+    delta rule owning ``A_log`` and ``dt_bias`` [hv], a gated RMSNorm of weight [dv], ``out_proj``; as the draft's
+    ``gated_deltanet`` (FLOPs of the chunked torch path, chunks of 64), or None."""
+    qkvz, ba, out = (_linear(m.child(n)) for n in ("in_proj_qkvz", "in_proj_ba", "out_proj"))
+    conv, norm = m.child("conv1d"), m.child("norm")
+    hk, dk = m.attrs.get("num_k_heads"), m.attrs.get("head_k_dim")
+    if None in (qkvz, ba, out) or conv is None or norm is None or set(m.params) != DELTANET_OWN \
+            or not all(isinstance(v, int) and v > 0 for v in (hk, dk)) or len(set(m.params.values())) != 1:
+        return None
+    (hv,), dv = m.params["A_log"], norm.params.get("weight", (0,))[0]
+    kernel, channels = conv.params.get("weight", (0, 0, 0))[2], 2 * hk * dk + hv * dv
+    if qkvz != (out[1], 2 * hk * dk + 2 * hv * dv, False) or ba != (out[1], 2 * hv, False) or out[0] != hv * dv \
+            or out[2] or set(norm.params) != {"weight"} or "bias" in conv.params or hv % hk \
+            or tuple(conv.params.get("weight", ())) != (channels, 1, kernel) or conv.attrs.get("groups") != channels \
+            or conv.attrs.get("padding") != kernel - 1:
+        return None
+    d.blocks.add("gated_deltanet")
+    sizes = [d.size(hk, "key heads"), d.size(hv, "value heads"), d.size(dk, "key head size"),
+             d.size(dv, "value head size"), d.size(kernel, "convolution width")]
+    return f"gated_deltanet({arg}, {', '.join(sizes)}, chunk = {DELTA_CHUNK}, name = {m.name})"
 
 
 def _window(m: Module, d) -> list[str]:
@@ -346,7 +391,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
     recognised."""
-    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d)
+    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d) \
+        or deltanet_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -402,6 +448,31 @@ block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj
   dt = softplus(linear(dt, inner, bias = true, name = dt_proj))
   y = selective_scan(u, dt, bm, cm, state_fp32 = true, name = ssm)
   return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
+}""", "gated_attention": """# Attention with a sigmoid gate per head (Qwen3-Next; models/qwen3_next.cg's gated_attention): q_proj holds
+# the query and the gate, RMSNorm on each head's q and k; rotary (partial) costs no product.
+block gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+  q, gate = split(linear(x, 2 * heads * head_dim, bias = false, name = q_proj), 2)
+  q = rope(rmsnorm(split_heads(q, heads), name = q_norm))
+  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  y = merge_heads(matmul(p, v, window = window, causal = true))
+  return linear(y * sigmoid(gate), H, bias = false, name = o_proj)
+}""", "gated_deltanet": """# Gated DeltaNet (Yang et al. 2024; transformers' Qwen3NextGatedDeltaNet; models/qwen3_next.cg's): q, k, v and the
+# gate z from in_proj_qkvz, beta and the decay's a from in_proj_ba, a depthwise causal Conv1d over q, k, v (padding
+# K - 1, cut to S, no bias) and SiLU, the gated delta rule (A_log, dt_bias per value head; chunk: the chunked torch
+# path's FLOPs, chunks of 64 in transformers), a gated RMSNorm per value head, out_proj back.
+block gated_deltanet(x[B, S, H], k_heads, v_heads, k_dim, v_dim, kernel, chunk = none) {
+  qkvz = linear(x, 2 * k_heads * k_dim + 2 * v_heads * v_dim, bias = false, name = in_proj_qkvz)
+  ba = linear(x, 2 * v_heads, bias = false, name = in_proj_ba)
+  qkv = slice(qkvz, 2 * k_heads * k_dim + v_heads * v_dim)
+  z = slice(qkvz, v_heads * v_dim)
+  qkv = silu(conv1d(qkv, kernel, bias = false, padded = true, name = conv1d))
+  y = gated_delta_rule(qkv, ba, k_heads, v_heads, k_dim, v_dim, chunk = chunk, name = core)
+  y = rmsnorm(y, name = norm) * silu(split_heads(z, v_heads))
+  return linear(merge_heads(y), H, bias = false, name = out_proj)
 }""", "mamba2_mixer": """# A Mamba-2 mixer (Dao & Gu 2024 §7; transformers' Mamba2Mixer, as Bamba, Falcon-H1, Granite 4, Nemotron-H and
 # Zamba2 copy it): in_proj to the gate z, x, B, C (groups x state each) and dt (one per head); a depthwise causal
 # Conv1d over x, B and C (padding K - 1, cut to S) and SiLU; the SSD scan (ssd_scan: A_log, D, dt_bias per head;
