@@ -25,7 +25,9 @@ norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe wit
 expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines); Whisper's decoder
 (WhisperForCausalLM: K's projection without bias, the cross-attention it never calls as ``param``s); Mamba-2,
 Falcon-H1 and Granite 4 hybrid (the Mamba-2 mixer with the SSD scan's chunked torch path, a block the draft
-defines; Falcon-H1's parallel Mamba and attention on one norm; Granite's shared MLP of ``input_linear``).
+defines; Falcon-H1's parallel Mamba and attention on one norm; Granite's shared MLP of ``input_linear``); Jamba
+(attention and experts every 2nd layer: a period fold); Qwen3-Next (Gated DeltaNet and gated attention, blocks
+the draft defines, the delta rule's chunks of 64 checked beyond one chunk).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
@@ -100,6 +102,16 @@ CASES = {
                              shared_intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, mamba_n_heads=8,
                              mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=8,
                              layer_types=["mamba", "mamba"], **TOK),
+    # Jamba: attention every 2nd layer from 1 and experts every 2nd from 0 of 4 (a period the probe's 17 layers fold)
+    "jamba": dict(model_type="jamba", **DENSE, num_key_value_heads=2, intermediate_size=96, num_experts=4,
+                  num_experts_per_tok=2, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                  expert_layer_offset=0, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=8,
+                  use_mamba_kernels=False, **TOK),
+    # Qwen3-Next: Gated DeltaNet (chunks of 64) and gated attention every 4th layer, Qwen2-MoE's experts
+    "qwen3_next": dict(model_type="qwen3_next", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2,
+                       head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                       linear_value_head_dim=8, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=32, shared_expert_intermediate_size=48, intermediate_size=96, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -128,6 +140,11 @@ EXPECTED = {
     "falcon_h1": "y1 = rmsnorm(x, name = input_layernorm)\n    x = x\n        + mamba2_mixer(y1, di, hm, ng, N, K, chunk = C, "
                  "norm = false, name = mamba)\n        + gqa_attention(y1, a, kv, h / a, name = self_attn)",
     "granitemoehybrid": "x = x + moe(y1, E, k, i, name = block_sparse_moe) + swiglu(y1, i_s, name = shared_mlp)",
+    "jamba": "repeat l as layers[j] {   # layer j drafted as layer j % 2: a pattern of period 2\n    if j % 2 == 1 {\n"
+             "      x = x + gqa_attention(rmsnorm(x, name = input_layernorm_at1), a, kv, h / a, rotary = false, "
+             "name = self_attn_at1)",
+    "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
+                  "name = linear_attn)",
 }
 POINTS = [(2, 24)]     # the probes compare at two more (b, s)
 
@@ -159,6 +176,18 @@ def test_draft_agrees_with_the_torch_tier_at_the_config(family):
         got = m.costs("model", convention="matmul").evaluate(None, values)
         assert int(got["params"]) == torch_measure.param_count(tm)
         assert int(got["flops_forward"]) == torch_measure.flops(tm, b, s)["forward"]
+
+
+def test_qwen3_next_draft_counts_the_chunks_beyond_one():
+    """At s = 70 the gated delta rule's torch path runs two chunks of 64 (the sequence padded to 128): the draft's
+    forward FLOPs still equal FlopCounterMode's."""
+    d = drafted("qwen3_next")
+    cfg = {k: v for k, v in CASES["qwen3_next"].items() if k != "model_type"}
+    tm = torch_measure.build_meta("qwen3_next", cfg, train=False)
+    m = costgraph.loads(d.text, path="<qwen3_next>", config="imported")
+    values = {str(k): int(v) for k, v in m.values("imported", b=1, s=70).items()}
+    got = m.costs("model", convention="matmul").evaluate(None, values)
+    assert int(got["flops_forward"]) == torch_measure.flops(tm, 1, 70)["forward"]
 
 
 @pytest.mark.parametrize("family, bundled", [("gpt2", "gpt"), ("llama", "llama")])
