@@ -254,11 +254,17 @@ def moe_call(m: Module, arg: str, d) -> str | None:
         width = up[1]
     else:
         return None
-    if not set(router.params) <= {"weight", "bias", "e_score_correction_bias"} or \
-            {"bias", "e_score_correction_bias"} <= set(router.params):
+    rparams = dict(router.params)
+    for c in router.children:     # ERNIE 4.5's router keeps e_score_correction_bias [1, E] in a child moe_statics
+        if c.name != "moe_statics" or set(c.params) != {"e_score_correction_bias"} or c.children \
+                or c.params["e_score_correction_bias"] not in ((n_experts,), (1, n_experts)):
+            return None
+        rparams.update(c.params)
+    if not set(rparams) <= {"weight", "bias", "e_score_correction_bias"} or \
+            {"bias", "e_score_correction_bias"} <= set(rparams):
         return None
     # a router bias of E: a bias, or ERNIE 4.5's e_score_correction_bias held as a Parameter (std moe's router_bias)
-    bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(router.params) else ""
+    bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(rparams) else ""
     sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(width, "expert width")]
     if shared:       # DeepSeek-V3's, GLM-4.5's always-active shared experts: std's shared_moe
         up = _linear(shared[0].child("up_proj"))
