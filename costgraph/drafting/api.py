@@ -152,6 +152,12 @@ def _probe_config(cfg: dict, config, probe: Probe) -> dict:
     for f in ("n_group", "topk_group"):     # group-limited routing (DeepSeek-V3): E need not divide into groups at
         if isinstance(getattr(config, f, None), int):   # a probe; which experts run changes no count
             out[f] = 1
+    heads = probe.fields.get("num_attention_heads")
+    if isinstance(heads, int):     # left None by the config, needed by the model (Ministral's head_dim, Nemotron's kv)
+        follow = {"num_key_value_heads": heads, "head_dim": probe.fields.get("hidden_size", 0) // heads}
+        for f, v in follow.items():
+            if f in config.to_dict() and getattr(config, f, 0) is None and f not in probe.fields and v:
+                out[keys.get(f, f)] = v
     for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
         if hasattr(config, f):
             out[f] = "auto"

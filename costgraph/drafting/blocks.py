@@ -17,7 +17,7 @@ FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
 PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
          ("up_proj", "down_proj"))
-QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm", "key_layernorm")
 
 
 def _only(m: Module, names) -> bool:
