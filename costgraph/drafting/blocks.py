@@ -144,6 +144,12 @@ def deltanet_call(m: Module, arg: str, d) -> str | None:
     delta rule owning ``A_log`` and ``dt_bias`` [hv], a gated RMSNorm of weight [dv], ``out_proj``; as the draft's
     ``gated_deltanet`` (FLOPs of the chunked torch path, chunks of 64), or None."""
     qkvz, ba, out = (_linear(m.child(n)) for n in ("in_proj_qkvz", "in_proj_ba", "out_proj"))
+    split = qkvz is None and ba is None     # Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a: as one of each
+    if split:
+        parts = [_linear(m.child(n)) for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")]
+        if None in parts or any(p[0] != parts[0][0] or p[2] for p in parts) or parts[2] != parts[3]:
+            return None
+        qkvz, ba = (parts[0][0], parts[0][1] + parts[1][1], False), (parts[0][0], 2 * parts[2][1], False)
     conv, norm = m.child("conv1d"), m.child("norm")
     hk, dk = m.attrs.get("num_k_heads"), m.attrs.get("head_k_dim")
     if None in (qkvz, ba, out) or conv is None or norm is None or set(m.params) != DELTANET_OWN \
@@ -151,6 +157,8 @@ def deltanet_call(m: Module, arg: str, d) -> str | None:
         return None
     (hv,), dv = m.params["A_log"], norm.params.get("weight", (0,))[0]
     kernel, channels = conv.params.get("weight", (0, 0, 0))[2], 2 * hk * dk + hv * dv
+    if split and m.child("in_proj_z").params["weight"][0] != hv * dv:
+        return None
     if qkvz != (out[1], 2 * hk * dk + 2 * hv * dv, False) or ba != (out[1], 2 * hv, False) or out[0] != hv * dv \
             or out[2] or set(norm.params) != {"weight"} or "bias" in conv.params or hv % hk \
             or tuple(conv.params.get("weight", ())) != (channels, 1, kernel) or conv.attrs.get("groups") != channels \
@@ -159,7 +167,8 @@ def deltanet_call(m: Module, arg: str, d) -> str | None:
     d.blocks.add("gated_deltanet")
     sizes = [d.size(hk, "key heads"), d.size(hv, "value heads"), d.size(dk, "key head size"),
              d.size(dv, "value head size"), d.size(kernel, "convolution width")]
-    return f"gated_deltanet({arg}, {', '.join(sizes)}, chunk = {DELTA_CHUNK}, name = {m.name})"
+    return f"gated_deltanet({arg}, {', '.join(sizes)}, chunk = {DELTA_CHUNK}{', split = true' if split else ''}, " \
+           f"name = {m.name})"
 
 
 def _window(m: Module, d) -> list[str]:
@@ -469,12 +478,19 @@ block gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
 }""", "gated_deltanet": """# Gated DeltaNet (Yang et al. 2024; transformers' Qwen3NextGatedDeltaNet; models/qwen3_next.cg's): q, k, v and the
 # gate z from in_proj_qkvz, beta and the decay's a from in_proj_ba, a depthwise causal Conv1d over q, k, v (padding
 # K - 1, cut to S, no bias) and SiLU, the gated delta rule (A_log, dt_bias per value head; chunk: the chunked torch
-# path's FLOPs, chunks of 64 in transformers), a gated RMSNorm per value head, out_proj back.
-block gated_deltanet(x[B, S, H], k_heads, v_heads, k_dim, v_dim, kernel, chunk = none) {
-  qkvz = linear(x, 2 * k_heads * k_dim + 2 * v_heads * v_dim, bias = false, name = in_proj_qkvz)
-  ba = linear(x, 2 * v_heads, bias = false, name = in_proj_ba)
-  qkv = slice(qkvz, 2 * k_heads * k_dim + v_heads * v_dim)
-  z = slice(qkvz, v_heads * v_dim)
+# path's FLOPs, chunks of 64 in transformers), a gated RMSNorm per value head, out_proj back. split: Qwen3.5's four
+# projections (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), the same products.
+block gated_deltanet(x[B, S, H], k_heads, v_heads, k_dim, v_dim, kernel, chunk = none, split = false) {
+  if split {
+    qkv = linear(x, 2 * k_heads * k_dim + v_heads * v_dim, bias = false, name = in_proj_qkv)
+    z = linear(x, v_heads * v_dim, bias = false, name = in_proj_z)
+    ba = concat(linear(x, v_heads, bias = false, name = in_proj_b), linear(x, v_heads, bias = false, name = in_proj_a))
+  } else {
+    qkvz = linear(x, 2 * k_heads * k_dim + 2 * v_heads * v_dim, bias = false, name = in_proj_qkvz)
+    ba = linear(x, 2 * v_heads, bias = false, name = in_proj_ba)
+    qkv = slice(qkvz, 2 * k_heads * k_dim + v_heads * v_dim)
+    z = slice(qkvz, v_heads * v_dim)
+  }
   qkv = silu(conv1d(qkv, kernel, bias = false, padded = true, name = conv1d))
   y = gated_delta_rule(qkv, ba, k_heads, v_heads, k_dim, v_dim, chunk = chunk, name = core)
   y = rmsnorm(y, name = norm) * silu(split_heads(z, v_heads))
