@@ -145,19 +145,28 @@ def deltanet_call(m: Module, arg: str, d) -> str | None:
     ``gated_deltanet`` (FLOPs of the chunked torch path, chunks of 64), or None."""
     qkvz, ba, out = (_linear(m.child(n)) for n in ("in_proj_qkvz", "in_proj_ba", "out_proj"))
     split = qkvz is None and ba is None     # Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a: as one of each
-    if split:
+    separate = split and m.child("q_proj") is not None     # OLMo-Hybrid's q, k, v, g, b, a and o projections
+    z_name = "g_proj" if separate else "in_proj_z"
+    if separate:
+        out = _linear(m.child("o_proj"))
+        parts = [_linear(m.child(n)) for n in ("q_proj", "k_proj", "v_proj", "g_proj", "b_proj", "a_proj")]
+        if None in parts or parts[0] != parts[1]:
+            return None
+        parts = [(parts[0][0], parts[0][1] + parts[1][1] + parts[2][1], parts[0][2]), *parts[3:]]
+    elif split:
         parts = [_linear(m.child(n)) for n in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")]
+    if split:
         if None in parts or any(p[0] != parts[0][0] or p[2] for p in parts) or parts[2] != parts[3]:
             return None
         qkvz, ba = (parts[0][0], parts[0][1] + parts[1][1], False), (parts[0][0], 2 * parts[2][1], False)
-    conv, norm = m.child("conv1d"), m.child("norm")
+    conv, norm = m.child("conv1d"), m.child("o_norm" if separate else "norm")
     hk, dk = m.attrs.get("num_k_heads"), m.attrs.get("head_k_dim")
     if None in (qkvz, ba, out) or conv is None or norm is None or set(m.params) != DELTANET_OWN \
             or not all(isinstance(v, int) and v > 0 for v in (hk, dk)) or len(set(m.params.values())) != 1:
         return None
     (hv,), dv = m.params["A_log"], norm.params.get("weight", (0,))[0]
     kernel, channels = conv.params.get("weight", (0, 0, 0))[2], 2 * hk * dk + hv * dv
-    if split and m.child("in_proj_z").params["weight"][0] != hv * dv:
+    if split and m.child(z_name).params["weight"][0] != hv * dv:
         return None
     if qkvz != (out[1], 2 * hk * dk + 2 * hv * dv, False) or ba != (out[1], 2 * hv, False) or out[0] != hv * dv \
             or out[2] or set(norm.params) != {"weight"} or "bias" in conv.params or hv % hk \
@@ -167,8 +176,8 @@ def deltanet_call(m: Module, arg: str, d) -> str | None:
     d.blocks.add("gated_deltanet")
     sizes = [d.size(hk, "key heads"), d.size(hv, "value heads"), d.size(dk, "key head size"),
              d.size(dv, "value head size"), d.size(kernel, "convolution width")]
-    return f"gated_deltanet({arg}, {', '.join(sizes)}, chunk = {DELTA_CHUNK}{', split = true' if split else ''}, " \
-           f"name = {m.name})"
+    form = ", separate = true" if separate else ", split = true" if split else ""
+    return f"gated_deltanet({arg}, {', '.join(sizes)}, chunk = {DELTA_CHUNK}{form}, name = {m.name})"
 
 
 def _window(m: Module, d) -> list[str]:
@@ -479,8 +488,21 @@ block gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
 # gate z from in_proj_qkvz, beta and the decay's a from in_proj_ba, a depthwise causal Conv1d over q, k, v (padding
 # K - 1, cut to S, no bias) and SiLU, the gated delta rule (A_log, dt_bias per value head; chunk: the chunked torch
 # path's FLOPs, chunks of 64 in transformers), a gated RMSNorm per value head, out_proj back. split: Qwen3.5's four
-# projections (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), the same products.
-block gated_deltanet(x[B, S, H], k_heads, v_heads, k_dim, v_dim, kernel, chunk = none, split = false) {
+# projections (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a), the same products; separate: OLMo-Hybrid's seven
+# (q_proj, k_proj, v_proj, g_proj, b_proj, a_proj, o_proj; the norm o_norm).
+block gated_deltanet(x[B, S, H], k_heads, v_heads, k_dim, v_dim, kernel, chunk = none, split = false,
+                     separate = false) {
+  if separate {
+    q = linear(x, k_heads * k_dim, bias = false, name = q_proj)
+    k = linear(x, k_heads * k_dim, bias = false, name = k_proj)
+    qkv = concat(concat(q, k), linear(x, v_heads * v_dim, bias = false, name = v_proj))
+    z = linear(x, v_heads * v_dim, bias = false, name = g_proj)
+    ba = concat(linear(x, v_heads, bias = false, name = b_proj), linear(x, v_heads, bias = false, name = a_proj))
+    qkv = silu(conv1d(qkv, kernel, bias = false, padded = true, name = conv1d))
+    y = gated_delta_rule(qkv, ba, k_heads, v_heads, k_dim, v_dim, chunk = chunk, name = core)
+    y = rmsnorm(y, name = o_norm) * silu(split_heads(z, v_heads))
+    return linear(merge_heads(y), H, bias = false, name = o_proj)
+  }
   if split {
     qkv = linear(x, 2 * k_heads * k_dim + v_heads * v_dim, bias = false, name = in_proj_qkv)
     z = linear(x, v_heads * v_dim, bias = false, name = in_proj_z)
