@@ -144,7 +144,34 @@ def present_fields(config) -> list[str]:
     return out
 
 
+#: sub-configs of a multimodal wrapper whose language model a text forward runs (Gemma 3's, Qwen3.5's, Llama 4's)
+SUB_CONFIGS = ("text_config",)
+
+
+def probed_config(config) -> tuple[str | None, object]:
+    """(the sub-config's name or None, the config whose fields are probed): the config itself, or the
+    ``text_config`` of a wrapper whose own fields hold no hidden size (a vision-language model: the text
+    forward of its ``…ForConditionalGeneration`` runs the language model alone)."""
+    if "hidden_size" in present_fields(config):
+        return None, config
+    for name in SUB_CONFIGS:
+        sub = getattr(config, name, None)
+        if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
+            return name, sub
+    return None, config
+
+
 def _probe_config(cfg: dict, config, probe: Probe) -> dict:
+    nested, target = probed_config(config)
+    if nested is None:
+        return _probe_fields(cfg, config, probe)
+    out = dict(cfg)
+    inner = cfg.get(nested) if isinstance(cfg.get(nested), dict) else {}
+    out[nested] = _probe_fields(inner, target, probe)
+    return out
+
+
+def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
     keys = getattr(type(config), "attribute_map", {}) or {}
     out = {k: v for k, v in cfg.items() if k != "layer_types"}
     for f, v in probe.fields.items():
@@ -255,24 +282,26 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
 
     cfg, class_name = _config(source)
     config = _config_object(cfg)
-    present = present_fields(config)
+    nested, target = probed_config(config)
+    present = present_fields(target)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
-    periods = [getattr(config, f, None) for f in PERIOD_FIELDS]
+    periods = [getattr(target, f, None) for f in PERIOD_FIELDS]
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
     probes = [Probe.make(present, i, period) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
-    keys = getattr(type(config), "attribute_map", {}) or {}
+    keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(config, f)) for sym, f in fields.items()}
-    mapping = {sym: keys.get(f, f) for sym, f in fields.items()}     # as config.json names it (GPT-2: n_embd)
+    real = {sym: int(getattr(target, f)) for sym, f in fields.items()}
+    prefix = f"{nested}." if nested else ""
+    mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
     header = [f"# Drafted by `costgraph import` from transformers {transformers.__version__} `{torch_class}`",
               f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
     header += [f"# warning: {w}" for w in sz.warnings]
-    context = getattr(config, "max_position_embeddings", None)
+    context = getattr(target, "max_position_embeddings", None)
     text = render(model_name, header, inputs, lines, sz, mapping, real, "imported",
                   context if isinstance(context, int) and not isinstance(context, bool) else None)
     result = Draft(text, model_name, cfg["model_type"], torch_class, versions, mapping, real, list(sz.warnings),
