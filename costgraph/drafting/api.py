@@ -128,6 +128,14 @@ def _config_object(cfg: dict):
                                   hint="give a model_type of the installed transformers, or a config.json") from None
 
 
+def _field(config, name: str):
+    """``config.name``, or None where the config refuses a global read (Gemma 4's per-layer fields)."""
+    try:
+        return getattr(config, name, None)
+    except Exception:  # noqa: BLE001 - AmbiguousGlobalPerLayerAttributeError and kin: not a global field
+        return None
+
+
 def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
@@ -155,7 +163,7 @@ def probed_config(config) -> tuple[str | None, object]:
     if "hidden_size" in present_fields(config):
         return None, config
     for name in SUB_CONFIGS:
-        sub = getattr(config, name, None)
+        sub = _field(config, name)
         if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
             return name, sub
     return None, config
@@ -183,7 +191,7 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
     if isinstance(heads, int):     # left None by the config, needed by the model (Ministral's head_dim, Nemotron's kv)
         follow = {"num_key_value_heads": heads, "head_dim": probe.fields.get("hidden_size", 0) // heads}
         for f, v in follow.items():
-            if f in config.to_dict() and getattr(config, f, 0) is None and f not in probe.fields and v:
+            if f in config.to_dict() and _field(config, f) is None and f not in probe.fields and v:
                 out[keys.get(f, f)] = v
     for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
         if hasattr(config, f):
@@ -285,7 +293,7 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     nested, target = probed_config(config)
     present = present_fields(target)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
-    periods = [getattr(target, f, None) for f in PERIOD_FIELDS]
+    periods = [_field(target, f) for f in PERIOD_FIELDS]
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
     probes = [Probe.make(present, i, period) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
@@ -301,7 +309,7 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
     header += [f"# warning: {w}" for w in sz.warnings]
-    context = getattr(target, "max_position_embeddings", None)
+    context = _field(target, "max_position_embeddings")
     text = render(model_name, header, inputs, lines, sz, mapping, real, "imported",
                   context if isinstance(context, int) and not isinstance(context, bool) else None)
     result = Draft(text, model_name, cfg["model_type"], torch_class, versions, mapping, real, list(sz.warnings),
