@@ -295,7 +295,8 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
-    probes = [Probe.make(present, i, period) for i in (0, 1)]
+    derived = any(hasattr(target, f) for f in MAMBA2_HEAD)
+    probes = [Probe.make(present, i, period, derived) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}

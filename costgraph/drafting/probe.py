@@ -153,10 +153,12 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int, period: int = 1) -> "Probe":
+    def make(cls, present, index: int, period: int = 1, derived_head: bool = False) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
-        count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds."""
+        count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
+        ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
+        width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it)."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
@@ -185,7 +187,7 @@ class Probe:
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
-        if mamba2 or any(f in present for f, (sym, _) in FIELDS.items() if sym == "hm"):
+        if mamba2 or derived_head:     # the configs whose Mamba-2 head size must divide the inner width exactly
             values.update(expand=p["e"] * hm, mamba_expand=p["e"] * hm)
         mla = "kv_lora_rank" in present
         if mla:
