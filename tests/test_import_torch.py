@@ -133,7 +133,7 @@ EXPECTED = {
     "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
                     "name = mixer)",
     "recurrent_gemma": "  if j % 3 == 2 {\n      x = x + gqa_attention(rmsnorm(x, name = temporal_pre_norm_at2), a, kv, d, "
-                       "out_bias = true, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
+                       "out_bias = true, window = W, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
                        "channel_pre_norm_at2), floor(i / 2), bias = true, name = mlp_block_at2)\n    } else {\n"
                        "      x = x + griffin_recurrent(rmsnorm(x, name = temporal_pre_norm), w, a, K, name = temporal_block)",
     "mamba2": "x = x + mamba2_mixer(rmsnorm(x, name = norm), h * e, hm, ng, N, K, chunk = C, name = mixer)",

@@ -139,9 +139,10 @@ def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
         for c in node.children:
             if c is layers:
                 continue
-            if c.order is None and c.param_count():
-                found.append(c)
-            elif c.order is not None:
+            if all(x.order is None for x in c.walk()):     # nothing in it ran (Whisper's wrapper ran its decoder)
+                if c.param_count():
+                    found.append(c)
+            else:
                 visit(c)
 
     visit(root)
