@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from .blocks import LOCAL_BLOCKS, is_norm, norm_call
+from .blocks import is_norm, norm_call
+from .recurrent import LOCAL_BLOCKS
 from .facts import Module
 from .probe import FIELDS
 from .writer import Sizer, layer_lines

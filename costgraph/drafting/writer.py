@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .blocks import is_norm, mixer_call, norm_call
+from .blocks import is_norm, norm_call
+from .recurrent import mixer_call
 from .facts import Module
 from .probe import COUNTS, Probe
 
