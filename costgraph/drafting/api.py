@@ -147,7 +147,7 @@ def present_fields(config) -> list[str]:
             v = getattr(config, f, None)
         except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
             continue
-        if isinstance(v, int) and not isinstance(v, bool):
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
             out.append(f)
     return out
 
