@@ -21,8 +21,9 @@ QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm",
 
 
 def _only(m: Module, names) -> bool:
-    """Every parameter of ``m`` is in its children called ``names``: nothing a block leaves out."""
-    return not m.params and all(c.name in names for c in m.children if c.param_count())
+    """Every parameter of ``m`` is in its children called ``names`` (or is an attention's ``sinks``, one per head):
+    nothing a block leaves out."""
+    return set(m.params) <= {"sinks"} and all(c.name in names for c in m.children if c.param_count())
 ROUTERS = ("gate", "router")
 
 
@@ -110,6 +111,10 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
                  d.size(head_dim, "head size")]
         return f"proj_norm_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+    if "sinks" in m.params:     # gpt-oss's learned sink logit per head (transformers' sinks [a])
+        if m.params["sinks"] != (q[1] // head_dim,) or norms or not rotary or (k[2] != q[2]):
+            return None
+        return _sink_attention(m, q, k, o, head_dim, arg, d)
     if norms:
         if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
             return None
@@ -120,6 +125,15 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
              d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
+
+
+def _sink_attention(m: Module, q, k, o, head_dim: int, arg: str, d) -> str:
+    """GQA whose softmax also meets a learned sink logit per head (gpt-oss, Granite SWA: ``sinks`` [a])."""
+    d.blocks.add("sink_attention")
+    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+             d.size(head_dim, "head size")]
+    opts = (["qkv_bias = true"] if q[2] else []) + (["out_bias = true"] if o[2] else []) + _window(m, d)
+    return f"sink_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
 
 
 def _gated_attention(m: Module, q, k, o, heads: int, head_dim: int, arg: str, d) -> str | None:
@@ -280,7 +294,23 @@ def mla_call(m: Module, arg: str, d) -> str | None:
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
 #: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
 #: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
-LOCAL_BLOCKS = {"proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
+LOCAL_BLOCKS = {"sink_attention": """# GQA with a learned sink logit per head (gpt-oss; models/gpt_oss.cg's oss_attention): the softmax over the
+# scores and the sink's column, the sink's column dropped before scores·V.
+block sink_softmax(logits[B, A, S, K1]) {
+  return slice(softmax(logits), K1 - 1)
+}
+
+block sink_attention(x[B, S, H], heads, kv_heads, head_dim, qkv_bias = false, out_bias = false, window = none) {
+  q = rope(split_heads(linear(x, heads * head_dim, bias = qkv_bias, name = q_proj), heads))
+  k = rope(split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = k_proj), kv_heads))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  param sinks[1, heads, 1, 1]
+  logits = concat(scale(matmul(q, transpose(k), window = window, causal = true)), sinks)
+  p = sink_softmax(logits, name = sinks_softmax)
+  return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = out_bias, name = o_proj)
+}""", "proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
 block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
   q = rmsnorm(linear(x, heads * head_dim, bias = false, name = q_proj), fp32_scale = true, name = q_norm)
   k = rmsnorm(linear(x, kv_heads * head_dim, bias = false, name = k_proj), fp32_scale = true, name = k_norm)
