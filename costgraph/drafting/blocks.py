@@ -112,9 +112,10 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
                  d.size(head_dim, "head size")]
         return f"proj_norm_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
     if "sinks" in m.params:     # gpt-oss's learned sink logit per head (transformers' sinks [a])
-        if m.params["sinks"] != (q[1] // head_dim,) or norms or not rotary or (k[2] != q[2]):
+        if m.params["sinks"] != (q[1] // head_dim,) or not rotary or (k[2] != q[2]) or (norms and (
+                len(norms) != 2 or any(c.params.get("weight") != (head_dim,) for c in norms))):
             return None
-        return _sink_attention(m, q, k, o, head_dim, arg, d)
+        return _sink_attention(m, q, k, o, head_dim, arg, d, bool(norms))
     if norms:
         if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
             return None
@@ -127,12 +128,14 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
 
 
-def _sink_attention(m: Module, q, k, o, head_dim: int, arg: str, d) -> str:
-    """GQA whose softmax also meets a learned sink logit per head (gpt-oss, Granite SWA: ``sinks`` [a])."""
+def _sink_attention(m: Module, q, k, o, head_dim: int, arg: str, d, qk_norm: bool) -> str:
+    """GQA whose softmax also meets a learned sink logit per head (gpt-oss, Granite SWA: ``sinks`` [a]; Flint's with
+    RMSNorm on each head's q and k)."""
     d.blocks.add("sink_attention")
     sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
              d.size(head_dim, "head size")]
     opts = (["qkv_bias = true"] if q[2] else []) + (["out_bias = true"] if o[2] else []) + _window(m, d)
+    opts += ["qk_norm = true"] if qk_norm else []
     return f"sink_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
 
 
@@ -300,9 +303,16 @@ block sink_softmax(logits[B, A, S, K1]) {
   return slice(softmax(logits), K1 - 1)
 }
 
-block sink_attention(x[B, S, H], heads, kv_heads, head_dim, qkv_bias = false, out_bias = false, window = none) {
-  q = rope(split_heads(linear(x, heads * head_dim, bias = qkv_bias, name = q_proj), heads))
-  k = rope(split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = k_proj), kv_heads))
+block sink_attention(x[B, S, H], heads, kv_heads, head_dim, qkv_bias = false, out_bias = false, window = none,
+                     qk_norm = false) {
+  q = split_heads(linear(x, heads * head_dim, bias = qkv_bias, name = q_proj), heads)
+  k = split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = k_proj), kv_heads)
+  if qk_norm {
+    q = rmsnorm(q, name = q_norm)
+    k = rmsnorm(k, name = k_norm)
+  }
+  q = rope(q)
+  k = rope(k)
   v = split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = v_proj), kv_heads)
   k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
   v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
