@@ -27,7 +27,8 @@ expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines); Whi
 Falcon-H1 and Granite 4 hybrid (the Mamba-2 mixer with the SSD scan's chunked torch path, a block the draft
 defines; Falcon-H1's parallel Mamba and attention on one norm; Granite's shared MLP of ``input_linear``); Jamba
 (attention and experts every 2nd layer: a period fold); Qwen3-Next (Gated DeltaNet and gated attention, blocks
-the draft defines, the delta rule's chunks of 64 checked beyond one chunk).
+the draft defines, the delta rule's chunks of 64 checked beyond one chunk); Granite SWA (attention sinks, a block
+the draft defines); Ministral's default config (a head_dim it leaves None).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
@@ -107,6 +108,10 @@ CASES = {
                   num_experts_per_tok=2, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
                   expert_layer_offset=0, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=8,
                   use_mamba_kernels=False, **TOK),
+    # Granite SWA: a learned sink logit per head (sinks [a]), sliding and full attention layers (the window above
+    # the s = 24 compared with eager attention, which computes every pair: see the window test below)
+    "granite_swa": dict(model_type="granite_swa", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                        sliding_window=32, **TOK),
     # Qwen3-Next: Gated DeltaNet (chunks of 64) and gated attention every 4th layer, Qwen2-MoE's experts
     "qwen3_next": dict(model_type="qwen3_next", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2,
                        head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
@@ -143,6 +148,7 @@ EXPECTED = {
     "jamba": "repeat l as layers[j] {   # layer j drafted as layer j % 2: a pattern of period 2\n    if j % 2 == 1 {\n"
              "      x = x + gqa_attention(rmsnorm(x, name = input_layernorm_at1), a, kv, h / a, rotary = false, "
              "name = self_attn_at1)",
+    "granite_swa": "sink_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)",
     "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
                   "name = linear_attn)",
 }
@@ -176,6 +182,14 @@ def test_draft_agrees_with_the_torch_tier_at_the_config(family):
         got = m.costs("model", convention="matmul").evaluate(None, values)
         assert int(got["params"]) == torch_measure.param_count(tm)
         assert int(got["flops_forward"]) == torch_measure.flops(tm, b, s)["forward"]
+
+
+def test_draft_probes_a_head_dim_the_config_leaves_none():
+    """MinistralConfig's default ``head_dim`` is None, which its attention cannot build with (transformers 5.24
+    modeling_ministral.py: ``self.head_dim**-0.5``): the probes set it to h / a, and the draft reads it so."""
+    d = draft_model("ministral")
+    assert d.exact, d.warnings
+    assert "gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)" in d.text
 
 
 def test_qwen3_next_draft_counts_the_chunks_beyond_one():
