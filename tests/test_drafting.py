@@ -212,7 +212,7 @@ def test_griffin_recurrent_block_is_recognised_and_counts_its_parameters():
     assert layer_lines(layer, sz, rotary=False) == [
         "x = x + griffin_recurrent(rmsnorm(x, name = temporal_pre_norm), w, a, K, name = temporal_block)"]
     assert sz.blocks == {"griffin_recurrent"}
-    from costgraph.drafting.blocks import LOCAL_BLOCKS
+    from costgraph.drafting.recurrent import LOCAL_BLOCKS
     text = _draft(layer, Sizer(Probe.make(GRIFFIN, 0))).replace(
         "model t {", LOCAL_BLOCKS["griffin_recurrent"] + "\nmodel t {\n  dim w\n  dim K")
     m = costgraph.loads(text, path="<draft>")

@@ -23,7 +23,12 @@ block the draft defines; block_types folded into ``repeat l as layers[j]`` with 
 of intermediate_size // 2); Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless
 norms on Δ, B and C); DeepSeek-V3 (std mla, a dense first layer, shared_moe with the router's buffer); Qwen2-MoE (a shared
 expert scaled by sigmoid(shared_expert_gate(x)): a block the draft defines); Whisper's decoder
-(WhisperForCausalLM: K's projection without bias, the cross-attention it never calls as ``param``s).
+(WhisperForCausalLM: K's projection without bias, the cross-attention it never calls as ``param``s); Mamba-2,
+Falcon-H1 and Granite 4 hybrid (the Mamba-2 mixer with the SSD scan's chunked torch path, a block the draft
+defines; Falcon-H1's parallel Mamba and attention on one norm; Granite's shared MLP of ``input_linear``); Jamba
+(attention and experts every 2nd layer: a period fold); Qwen3-Next (Gated DeltaNet and gated attention, blocks
+the draft defines, the delta rule's chunks of 64 checked beyond one chunk); Granite SWA (attention sinks, a block
+the draft defines); Ministral's default config (a head_dim it leaves None).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
 checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
@@ -85,6 +90,33 @@ CASES = {
     "recurrent_gemma": dict(model_type="recurrent_gemma", hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
                             head_dim=16, lru_width=48, conv1d_width=4, num_hidden_layers=5, intermediate_size=96,
                             vocab_size=128, **TOK),
+    # Mamba-2 mixers (transformers' Mamba2Mixer and the hybrids' copies): the SSD scan's chunked torch path is what
+    # FlopCounterMode counts, chunk 8 below s = 24 (three chunks); groups of B and C dividing the heads
+    "mamba2": dict(model_type="mamba2", hidden_size=64, num_heads=8, head_dim=16, expand=2, n_groups=2, state_size=8,
+                   conv_kernel=4, chunk_size=8, num_hidden_layers=2, vocab_size=128, **TOK),
+    # Falcon-H1: Mamba-2 (d_ssm of its own, no norm) and attention in parallel on one norm, µP multipliers
+    "falcon_h1": dict(model_type="falcon_h1", **DENSE, num_key_value_heads=2, intermediate_size=96, mamba_d_ssm=64,
+                      mamba_n_heads=8, mamba_d_head=8, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4,
+                      mamba_chunk_size=8, **TOK),
+    # Granite 4 hybrid: Mamba-2 layers and attention by layer_types, experts plus a shared MLP (input_linear of 2·i_s)
+    "granitemoehybrid": dict(model_type="granitemoehybrid", **DENSE, num_key_value_heads=2, intermediate_size=32,
+                             shared_intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, mamba_n_heads=8,
+                             mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_chunk_size=8,
+                             layer_types=["mamba", "mamba"], **TOK),
+    # Jamba: attention every 2nd layer from 1 and experts every 2nd from 0 of 4 (a period the probe's 17 layers fold)
+    "jamba": dict(model_type="jamba", **DENSE, num_key_value_heads=2, intermediate_size=96, num_experts=4,
+                  num_experts_per_tok=2, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                  expert_layer_offset=0, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=8,
+                  use_mamba_kernels=False, **TOK),
+    # Granite SWA: a learned sink logit per head (sinks [a]), sliding and full attention layers (the window above
+    # the s = 24 compared with eager attention, which computes every pair: see the window test below)
+    "granite_swa": dict(model_type="granite_swa", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                        sliding_window=32, **TOK),
+    # Qwen3-Next: Gated DeltaNet (chunks of 64) and gated attention every 4th layer, Qwen2-MoE's experts
+    "qwen3_next": dict(model_type="qwen3_next", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2,
+                       head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                       linear_value_head_dim=8, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=32, shared_expert_intermediate_size=48, intermediate_size=96, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -106,9 +138,19 @@ EXPECTED = {
     "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
                     "name = mixer)",
     "recurrent_gemma": "  if j % 3 == 2 {\n      x = x + gqa_attention(rmsnorm(x, name = temporal_pre_norm_at2), a, kv, d, "
-                       "out_bias = true, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
+                       "out_bias = true, window = W, name = temporal_block_at2)\n      x = x + geglu(rmsnorm(x, name = "
                        "channel_pre_norm_at2), floor(i / 2), bias = true, name = mlp_block_at2)\n    } else {\n"
                        "      x = x + griffin_recurrent(rmsnorm(x, name = temporal_pre_norm), w, a, K, name = temporal_block)",
+    "mamba2": "x = x + mamba2_mixer(rmsnorm(x, name = norm), h * e, hm, ng, N, K, chunk = C, name = mixer)",
+    "falcon_h1": "y1 = rmsnorm(x, name = input_layernorm)\n    x = x\n        + mamba2_mixer(y1, di, hm, ng, N, K, chunk = C, "
+                 "norm = false, name = mamba)\n        + gqa_attention(y1, a, kv, h / a, name = self_attn)",
+    "granitemoehybrid": "x = x + moe(y1, E, k, i, name = block_sparse_moe) + swiglu(y1, i_s, name = shared_mlp)",
+    "jamba": "repeat l as layers[j] {   # layer j drafted as layer j % 2: a pattern of period 2\n    if j % 2 == 1 {\n"
+             "      x = x + gqa_attention(rmsnorm(x, name = input_layernorm_at1), a, kv, h / a, rotary = false, "
+             "name = self_attn_at1)",
+    "granite_swa": "sink_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)",
+    "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
+                  "name = linear_attn)",
 }
 POINTS = [(2, 24)]     # the probes compare at two more (b, s)
 
@@ -140,6 +182,26 @@ def test_draft_agrees_with_the_torch_tier_at_the_config(family):
         got = m.costs("model", convention="matmul").evaluate(None, values)
         assert int(got["params"]) == torch_measure.param_count(tm)
         assert int(got["flops_forward"]) == torch_measure.flops(tm, b, s)["forward"]
+
+
+def test_draft_probes_a_head_dim_the_config_leaves_none():
+    """MinistralConfig's default ``head_dim`` is None, which its attention cannot build with (transformers 5.24
+    modeling_ministral.py: ``self.head_dim**-0.5``): the probes set it to h / a, and the draft reads it so."""
+    d = draft_model("ministral")
+    assert d.exact, d.warnings
+    assert "gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)" in d.text
+
+
+def test_qwen3_next_draft_counts_the_chunks_beyond_one():
+    """At s = 70 the gated delta rule's torch path runs two chunks of 64 (the sequence padded to 128): the draft's
+    forward FLOPs still equal FlopCounterMode's."""
+    d = drafted("qwen3_next")
+    cfg = {k: v for k, v in CASES["qwen3_next"].items() if k != "model_type"}
+    tm = torch_measure.build_meta("qwen3_next", cfg, train=False)
+    m = costgraph.loads(d.text, path="<qwen3_next>", config="imported")
+    values = {str(k): int(v) for k, v in m.values("imported", b=1, s=70).items()}
+    got = m.costs("model", convention="matmul").evaluate(None, values)
+    assert int(got["flops_forward"]) == torch_measure.flops(tm, 1, 70)["forward"]
 
 
 @pytest.mark.parametrize("family, bundled", [("gpt2", "gpt"), ("llama", "llama")])
@@ -247,3 +309,66 @@ def test_recurrent_gemma_draft_keeps_the_recurrent_state_per_sequence():
     assert state == one["kv_cache_bytes"] - one["kv_cache_bytes_per_token"] * 2 * 16
     assert state == recurrent * 2 * (48 * 4 + 48 * 4 * 2)      # fp32 [b, w] and the conv's [b, w, K] in bf16
     assert long["kv_cache_bytes_per_token"] == attention * 2 * 16 * 1 * 2
+
+
+#: sliding windows (issue 28's item 3): tiny Mistral (every layer windowed, the window its config's) and Gemma 2
+#: (layer_types alternate sliding and full attention), window 8 below the s = 24 of the check
+WINDOWED = {
+    "mistral": dict(model_type="mistral", **DENSE, num_key_value_heads=2, intermediate_size=96, sliding_window=8,
+                    **TOK),
+    "gemma2": dict(model_type="gemma2", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96,
+                   sliding_window=8, **TOK),
+}
+
+
+@pytest.mark.parametrize("family, sliding, head_dim", [("mistral", 2, 16), ("gemma2", 1, 16)])
+def test_draft_window_reaches_the_cache_and_the_flops(family, sliding, head_dim):
+    """Beyond the window (s = 24 > w = 8) the draft's attention is banded and its cache windowed.
+
+    transformers 5.24 ``DynamicSlidingWindowLayer.update`` (cache_utils.py): "Only cache the last
+    ``self.sliding_window - 1`` tokens" after a prefill; costgraph's ``cache(window = w)`` keeps ``Min(s, w)``, the w
+    keys the next token attends (the new one appended): one token more per sliding layer. Eager attention computes
+    every (query, key) pair and masks those beyond the window: FlopCounterMode counts ``s²`` pairs per head where the
+    draft's banded products count ``s·w`` (two products, QKᵀ and scores·V, of ``2·b·a·d`` FLOPs per pair)."""
+    d = draft_model(WINDOWED[family])
+    assert d.exact and "window = W" in d.text and d.mapping["W"] == "sliding_window"
+    cfg = {k: v for k, v in WINDOWED[family].items() if k != "model_type"}
+    tm = torch_measure.build_meta(family, cfg, train=False)
+    m = costgraph.loads(d.text, path=f"<{family}>", config="imported")
+    b, s, w, kv, a = 2, 24, 8, 2, 4
+    values = {str(k): int(v) for k, v in m.values("imported", b=b, s=s).items()}
+    got = m.costs("model", convention="matmul").evaluate(None, values)
+    per_token = b * 2 * kv * head_dim * 2                       # K and V, bf16, per sliding layer
+    assert int(got["kv_cache_bytes"]) - torch_measure.kv_cache_bytes(tm, b, s) == sliding * per_token
+    masked = sliding * 2 * 2 * b * a * head_dim * s * (s - w)
+    assert torch_measure.flops(tm, b, s)["forward"] - int(got["flops_forward"]) == masked
+
+
+def _state_bytes(model, b: int, s: int) -> int:
+    """Bytes of the recurrent layers' ``conv_states`` and ``recurrent_states`` of transformers' ``DynamicCache``
+    after a ``[b, s]`` prefill on meta (cache_utils.py ``LinearAttentionLayer``)."""
+    from transformers import DynamicCache
+
+    model.train(False)
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad(), torch_measure.meta_forward():
+        model(input_ids=torch.zeros((b, s), dtype=torch.long, device="meta"), cache=cache, use_cache=True)
+    return sum(t.numel() * t.element_size() for layer in cache.layers
+               for states in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {}))
+               for t in (states or {}).values() if t is not None)
+
+
+@pytest.mark.parametrize("family", ["mamba", "mamba2"])
+def test_draft_recurrent_state_is_what_transformers_keeps(family):
+    """Mamba's and Mamba-2's decode state as transformers 5.24 keeps it, per layer: the convolution's last
+    ``conv_kernel`` inputs per channel, ``[b, C, K]`` bf16 (``update_conv_state`` keeps "the last
+    ``conv_kernel_size`` tokens": K, not K − 1), and the scan's state in fp32 (``[b, D, N]``; Mamba-2
+    ``[b, H, P, N]``): the draft's cache bytes, whatever s."""
+    d = drafted(family)
+    cfg = {k: v for k, v in CASES[family].items() if k != "model_type"}
+    tm = torch_measure.build_meta(family, cfg, train=False)
+    m = costgraph.loads(d.text, path=f"<{family}>", config="imported")
+    for s in (5, 24):
+        got = m.costs("model").evaluate("imported", b=2, s=s)
+        assert got["kv_cache_bytes_per_token"] == 0
+        assert int(got["kv_cache_bytes"]) == _state_bytes(tm, 2, s)

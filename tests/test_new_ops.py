@@ -145,6 +145,9 @@ def test_state_cache_does_not_grow_with_tokens():
     assert c.kv_cache_bytes_per_token == 0
     assert c.evaluate(b=3, s=10, h=H, n=N)["kv_cache_bytes"] == c.evaluate(b=3, s=1000, h=H, n=N)["kv_cache_bytes"] \
         == 3 * H * N * 2
+    # transformers 5.24 keeps Mamba's state in fp32 (MambaMixer's recurrent_states [b, D, N] float32 after a prefill)
+    fp32 = model("return selective_scan(x, x, slice(x, n), slice(x, n), state_fp32 = true)").costs("model")
+    assert fp32.evaluate(b=3, s=10, h=H, n=N)["kv_cache_bytes"] == 3 * H * N * 4
 
 
 @pytest.mark.parametrize("body, fragment", [

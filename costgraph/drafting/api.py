@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, Probe
+from .probe import FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
 
 
 @dataclass
@@ -128,23 +128,58 @@ def _config_object(cfg: dict):
                                   hint="give a model_type of the installed transformers, or a config.json") from None
 
 
+def _field(config, name: str):
+    """``config.name``, or None where the config refuses a global read (Gemma 4's per-layer fields)."""
+    try:
+        return getattr(config, name, None)
+    except Exception:  # noqa: BLE001 - AmbiguousGlobalPerLayerAttributeError and kin: not a global field
+        return None
+
+
 def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
     settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
-    for f in FIELDS:
+    for f in (*FIELDS, *MAMBA2_OWN):
         if f not in settable:     # a property the config computes (FalconConfig.head_dim): not a field
             continue
         try:
             v = getattr(config, f, None)
         except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
             continue
-        if isinstance(v, int) and not isinstance(v, bool):
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
             out.append(f)
     return out
 
 
+#: sub-configs of a multimodal wrapper whose language model a text forward runs (Gemma 3's, Qwen3.5's, Llama 4's)
+SUB_CONFIGS = ("text_config",)
+
+
+def probed_config(config) -> tuple[str | None, object]:
+    """(the sub-config's name or None, the config whose fields are probed): the config itself, or the
+    ``text_config`` of a wrapper whose own fields hold no hidden size (a vision-language model: the text
+    forward of its ``…ForConditionalGeneration`` runs the language model alone)."""
+    if "hidden_size" in present_fields(config):
+        return None, config
+    for name in SUB_CONFIGS:
+        sub = _field(config, name)
+        if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
+            return name, sub
+    return None, config
+
+
 def _probe_config(cfg: dict, config, probe: Probe) -> dict:
+    nested, target = probed_config(config)
+    if nested is None:
+        return _probe_fields(cfg, config, probe)
+    out = dict(cfg)
+    inner = cfg.get(nested) if isinstance(cfg.get(nested), dict) else {}
+    out[nested] = _probe_fields(inner, target, probe)
+    return out
+
+
+def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
     keys = getattr(type(config), "attribute_map", {}) or {}
     out = {k: v for k, v in cfg.items() if k != "layer_types"}
     for f, v in probe.fields.items():
@@ -152,6 +187,15 @@ def _probe_config(cfg: dict, config, probe: Probe) -> dict:
     for f in ("n_group", "topk_group"):     # group-limited routing (DeepSeek-V3): E need not divide into groups at
         if isinstance(getattr(config, f, None), int):   # a probe; which experts run changes no count
             out[f] = 1
+    heads = probe.fields.get("num_attention_heads")
+    if isinstance(heads, int):     # left None by the config, needed by the model (Ministral's head_dim, Nemotron's kv)
+        follow = {"num_key_value_heads": heads, "head_dim": probe.fields.get("hidden_size", 0) // heads}
+        for f, v in follow.items():
+            if f in config.to_dict() and _field(config, f) is None and f not in probe.fields and v:
+                out[keys.get(f, f)] = v
+    for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
+        if hasattr(config, f):
+            out[f] = "auto"
     for i, t in enumerate(("pad_token_id", "bos_token_id", "eos_token_id")):
         if isinstance(out.get(t), int) or isinstance(getattr(config, t, None), int):
             out[t] = i
@@ -246,22 +290,27 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
 
     cfg, class_name = _config(source)
     config = _config_object(cfg)
-    present = present_fields(config)
+    nested, target = probed_config(config)
+    present = present_fields(target)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
-    probes = [Probe.make(present, i) for i in (0, 1)]
+    periods = [_field(target, f) for f in PERIOD_FIELDS]
+    period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
+    derived = any(hasattr(target, f) for f in MAMBA2_HEAD)
+    probes = [Probe.make(present, i, period, derived) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
-    keys = getattr(type(config), "attribute_map", {}) or {}
+    keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(config, f)) for sym, f in fields.items()}
-    mapping = {sym: keys.get(f, f) for sym, f in fields.items()}     # as config.json names it (GPT-2: n_embd)
+    real = {sym: int(getattr(target, f)) for sym, f in fields.items()}
+    prefix = f"{nested}." if nested else ""
+    mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
     header = [f"# Drafted by `costgraph import` from transformers {transformers.__version__} `{torch_class}`",
               f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
     header += [f"# warning: {w}" for w in sz.warnings]
-    context = getattr(config, "max_position_embeddings", None)
+    context = _field(target, "max_position_embeddings")
     text = render(model_name, header, inputs, lines, sz, mapping, real, "imported",
                   context if isinstance(context, int) and not isinstance(context, bool) else None)
     result = Draft(text, model_name, cfg["model_type"], torch_class, versions, mapping, real, list(sz.warnings),

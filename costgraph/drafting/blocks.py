@@ -17,12 +17,13 @@ FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
 PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
          ("up_proj", "down_proj"))
-QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")
+QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm", "key_layernorm")
 
 
 def _only(m: Module, names) -> bool:
-    """Every parameter of ``m`` is in its children called ``names``: nothing a block leaves out."""
-    return not m.params and all(c.name in names for c in m.children if c.param_count())
+    """Every parameter of ``m`` is in its children called ``names`` (or is an attention's ``sinks``, one per head):
+    nothing a block leaves out."""
+    return set(m.params) <= {"sinks"} and all(c.name in names for c in m.children if c.param_count())
 ROUTERS = ("gate", "router")
 
 
@@ -90,6 +91,11 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         if not isinstance(heads, int):
             return None
         head_dim = q[1] // heads
+    groups = m.attrs.get("num_key_value_groups")
+    if not isinstance(heads, int) and isinstance(groups, int) and k[1] % head_dim == 0:
+        heads = k[1] // head_dim * groups
+    if isinstance(heads, int) and q[1] == 2 * heads * head_dim:     # Qwen3-Next: q_proj holds a gate per head
+        return _gated_attention(m, q, k, o, heads, head_dim, arg, d)
     if q[1] % head_dim or k[1] % head_dim or k[1] != v[1]:
         return None
     opts = [f"qkv_bias = {_yes(q[2])}"] if q[2] else []
@@ -104,16 +110,54 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         d.blocks.add("proj_norm_attention")
         sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
                  d.size(head_dim, "head size")]
-        return f"proj_norm_attention({arg}, {', '.join(sizes)}, name = {m.name})"
+        return f"proj_norm_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+    if "sinks" in m.params:     # gpt-oss's learned sink logit per head (transformers' sinks [a])
+        if m.params["sinks"] != (q[1] // head_dim,) or not rotary or (k[2] != q[2]) or (norms and (
+                len(norms) != 2 or any(c.params.get("weight") != (head_dim,) for c in norms))):
+            return None
+        return _sink_attention(m, q, k, o, head_dim, arg, d, bool(norms))
     if norms:
         if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
             return None
         opts.append("qk_norm = true")
     if not rotary:
         opts.append("rotary = false")
+    opts += _window(m, d)
     sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
              d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
+
+
+def _sink_attention(m: Module, q, k, o, head_dim: int, arg: str, d, qk_norm: bool) -> str:
+    """GQA whose softmax also meets a learned sink logit per head (gpt-oss, Granite SWA: ``sinks`` [a]; Flint's with
+    RMSNorm on each head's q and k)."""
+    d.blocks.add("sink_attention")
+    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+             d.size(head_dim, "head size")]
+    opts = (["qkv_bias = true"] if q[2] else []) + (["out_bias = true"] if o[2] else []) + _window(m, d)
+    opts += ["qk_norm = true"] if qk_norm else []
+    return f"sink_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
+
+
+def _gated_attention(m: Module, q, k, o, heads: int, head_dim: int, arg: str, d) -> str | None:
+    """Qwen3-Next's attention (transformers' ``Qwen3NextAttention``): ``q_proj`` of 2·a·d columns, the query and a
+    gate per head; RMSNorm on each head's q and k; the output times ``sigmoid(gate)`` before ``o_proj``; no bias."""
+    norms = [c for c in m.children if c.name in QK_NORMS]
+    if q[2] or k[2] or o[2] or len(norms) != 2 or any(c.params.get("weight") != (head_dim,) for c in norms):
+        return None
+    d.blocks.add("gated_attention")
+    sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
+    return f"gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
+def _window(m: Module, d) -> list[str]:
+    """``window = W`` when the attention module reads a sliding window (its ``sliding_window``, or its config's
+    that its forward passes on: Mistral's): every pair beyond it is masked (transformers' sliding-window mask) and
+    its cache keeps the last positions only (``DynamicSlidingWindowLayer``)."""
+    w = m.attrs.get("sliding_window")
+    if not isinstance(w, int) or isinstance(w, bool) or w < 1:
+        return []
+    return [f"window = {d.size(w, 'sliding window', count='W')}"]
 
 
 def _fused_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
@@ -133,7 +177,7 @@ def _fused_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
     if not isinstance(head_dim, int) or not isinstance(kv, int) or kv < 1 or (heads + 2 * kv) * head_dim != f[1]:
         return None
     opts = ([f"qkv_bias = {_yes(f[2])}"] if f[2] else []) + (["out_bias = true"] if o[2] else [])
-    opts += [] if rotary else ["rotary = false"]
+    opts += ([] if rotary else ["rotary = false"]) + _window(m, d)
     sizes = [d.size(heads, "query heads"), d.size(kv, "key/value heads"), d.size(head_dim, "head size")]
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
 
@@ -147,7 +191,8 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
             block = "swiglu" if act == "silu" else "geglu"
             bias = ", bias = true" if gate[2] else ""
             return f"{block}({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
-    fused, down = _linear(m.child("gate_up_proj")), _linear(m.child("down_proj"))
+    fused = _linear(m.child("gate_up_proj", "input_linear"))     # Granite 4's shared_mlp: input_linear, output_linear
+    down = _linear(m.child("down_proj", "output_linear"))
     if fused is not None and down is not None and act in ("silu", "gelu") and fused[1] == 2 * down[0] \
             and fused[2] == down[2]:       # Phi-3's one gate_up_proj of 2w columns: as two of w
         block = "swiglu" if act == "silu" else "geglu"
@@ -197,11 +242,17 @@ def moe_call(m: Module, arg: str, d) -> str | None:
         width = up[1]
     else:
         return None
-    if not set(router.params) <= {"weight", "bias", "e_score_correction_bias"} or \
-            {"bias", "e_score_correction_bias"} <= set(router.params):
+    rparams = dict(router.params)
+    for c in router.children:     # ERNIE 4.5's router keeps e_score_correction_bias [1, E] in a child moe_statics
+        if c.name != "moe_statics" or set(c.params) != {"e_score_correction_bias"} or c.children \
+                or c.params["e_score_correction_bias"] not in ((n_experts,), (1, n_experts)):
+            return None
+        rparams.update(c.params)
+    if not set(rparams) <= {"weight", "bias", "e_score_correction_bias"} or \
+            {"bias", "e_score_correction_bias"} <= set(rparams):
         return None
     # a router bias of E: a bias, or ERNIE 4.5's e_score_correction_bias held as a Parameter (std moe's router_bias)
-    bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(router.params) else ""
+    bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(rparams) else ""
     sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(width, "expert width")]
     if shared:       # DeepSeek-V3's, GLM-4.5's always-active shared experts: std's shared_moe
         up = _linear(shared[0].child("up_proj"))
@@ -217,54 +268,6 @@ def moe_call(m: Module, arg: str, d) -> str | None:
         return f"shared_moe({arg}, {', '.join(sizes)}, {d.size(up[1], 'shared expert width')}{bias}, " \
                f"correction_bias = {_yes(corr)}, name = {m.name})"
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
-
-
-RG_LRU = {"recurrent_param", "input_gate_weight", "input_gate_bias", "recurrent_gate_weight", "recurrent_gate_bias"}
-
-
-def recurrent_call(m: Module, arg: str, d) -> str | None:
-    """Griffin's recurrent block (transformers' ``RecurrentGemmaRecurrentBlock``: ``linear_y`` then GeLU,
-    ``linear_x`` then a depthwise ``Conv1d`` padded by K − 1 and the RG-LRU ``rg_lru``, their product
-    through ``linear_out``, every linear with a bias) as the draft's ``griffin_recurrent``, or None."""
-    y, xs, out = (_linear(m.child(n)) for n in ("linear_y", "linear_x", "linear_out"))
-    conv, lru = m.child("conv_1d"), m.child("rg_lru")
-    if None in (y, xs, out) or conv is None or lru is None or m.params or lru.children or set(lru.params) != RG_LRU:
-        return None
-    width, (heads, block, _), kernel = y[1], lru.params["input_gate_weight"], conv.params.get("weight", (0, 0, 0))
-    if not (y[2] and xs[2] and out[2]) or xs[1] != width or heads * block != width or activation(m) != "gelu" \
-            or tuple(conv.params.get("weight", ())) != (width, 1, kernel[2]) or "bias" not in conv.params \
-            or conv.attrs.get("groups") != width or conv.attrs.get("padding") != kernel[2] - 1:
-        return None
-    d.blocks.add("griffin_recurrent")
-    sizes = [d.size(width, "recurrent width"), d.size(heads, "recurrent heads"), d.size(kernel[2], "convolution width")]
-    return f"griffin_recurrent({arg}, {', '.join(sizes)}, name = {m.name})"
-
-
-def mamba_call(m: Module, arg: str, d) -> str | None:
-    """Mamba's mixer (transformers' ``MambaMixer``: ``in_proj`` H → 2D, a depthwise ``Conv1d`` padded by
-    K − 1, ``x_proj`` D → R + 2N, ``dt_proj``'s weight applied by hand, the selective scan owning ``A_log``
-    [D, N] and ``D`` [D], ``out_proj``) as the draft's ``mamba_mixer``, or None."""
-    inp, xp, dt, out = (_linear(m.child(n)) for n in ("in_proj", "x_proj", "dt_proj", "out_proj"))
-    conv = m.child("conv1d")
-    if None in (inp, xp, dt, out) or conv is None or set(m.params) != {"A_log", "D"}:
-        return None
-    inner, state = m.params["A_log"]
-    kernel = conv.params.get("weight", (0, 0, 0))[2]
-    if inp[1] != 2 * inner or xp[:2] != (inner, dt[0] + 2 * state) or dt[1] != inner or not dt[2] or xp[2] \
-            or out[0] != inner or inp[2] != out[2] or activation(m) != "silu" or conv.attrs.get("groups") != inner \
-            or conv.attrs.get("padding") != kernel - 1 or tuple(conv.params["weight"]) != (inner, 1, kernel):
-        return None
-    norms = [m.child(n) for n in ("dt_layernorm", "b_layernorm", "c_layernorm")]
-    weights = {"weight" in n.params for n in norms if n is not None}
-    if any(n is not None and not is_norm(n) for n in norms) or (any(norms) and (None in norms or len(weights) > 1)):
-        return None
-    d.blocks.add("mamba_mixer")
-    sizes = [d.size(inner, "inner width"), d.size(state, "state size"), d.size(dt[0], "Δ rank"),
-             d.size(kernel, "convolution width")]
-    opts = ("" if "bias" in conv.params else ", conv_bias = false") + (", proj_bias = true" if inp[2] else "")
-    if weights:      # RMSNorm on Δ, B and C: Jamba's (with weights), FalconMamba's (weightless)
-        opts += ", inner_norms = true" + ("" if True in weights else ", norm_weight = false")
-    return f"mamba_mixer({arg}, {', '.join(sizes)}{opts}, name = {m.name})"
 
 
 def mla_call(m: Module, arg: str, d) -> str | None:
@@ -291,63 +294,58 @@ def mla_call(m: Module, arg: str, d) -> str | None:
     return f"mla({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
-def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
-    """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
-    A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
-    recognised."""
-    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mla_call(m, arg, d)
-    if recurrent is not None:
-        return recurrent
-    known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "shared_experts", "shared_expert", "shared_expert_gate"}
-    if not _only(m, known):
-        return None
-    return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)
-
-
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
 #: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
 #: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
-LOCAL_BLOCKS = {"proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
-block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim) {
+LOCAL_BLOCKS = {"sink_attention": """# GQA with a learned sink logit per head (gpt-oss; models/gpt_oss.cg's oss_attention): the softmax over the
+# scores and the sink's column, the sink's column dropped before scores·V.
+block sink_softmax(logits[B, A, S, K1]) {
+  return slice(softmax(logits), K1 - 1)
+}
+
+block sink_attention(x[B, S, H], heads, kv_heads, head_dim, qkv_bias = false, out_bias = false, window = none,
+                     qk_norm = false) {
+  q = split_heads(linear(x, heads * head_dim, bias = qkv_bias, name = q_proj), heads)
+  k = split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = k_proj), kv_heads)
+  if qk_norm {
+    q = rmsnorm(q, name = q_norm)
+    k = rmsnorm(k, name = k_norm)
+  }
+  q = rope(q)
+  k = rope(k)
+  v = split_heads(linear(x, kv_heads * head_dim, bias = qkv_bias, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  param sinks[1, heads, 1, 1]
+  logits = concat(scale(matmul(q, transpose(k), window = window, causal = true)), sinks)
+  p = sink_softmax(logits, name = sinks_softmax)
+  return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = out_bias, name = o_proj)
+}""", "proj_norm_attention": """# Attention with RMSNorm over the whole Q and K projections (OLMo 2; models/olmo2.cg's olmo2_attention).
+block proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
   q = rmsnorm(linear(x, heads * head_dim, bias = false, name = q_proj), fp32_scale = true, name = q_norm)
   k = rmsnorm(linear(x, kv_heads * head_dim, bias = false, name = k_proj), fp32_scale = true, name = k_norm)
   v = linear(x, kv_heads * head_dim, bias = false, name = v_proj)
   q = rope(split_heads(q, heads))
   k = rope(split_heads(k, kv_heads))
-  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
-  v = repeat_kv(cache(split_heads(v, kv_heads), name = v_cache), heads / kv_heads)
-  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
-  return linear(merge_heads(matmul(p, v, causal = true)), H, bias = false, name = o_proj)
-}""", "griffin_recurrent": """# Griffin's recurrent block (De et al. 2024 §2.4; transformers' RecurrentGemmaRecurrentBlock): a GeLU branch, and a
-# branch through a depthwise causal Conv1d (padding K - 1, cut to S) and the RG-LRU; their product projected back.
-block griffin_recurrent(x[B, S, H], width, heads, kernel) {
-  y = gelu(linear(x, width, name = linear_y))
-  u = conv1d(linear(x, width, name = linear_x), kernel, padded = true, name = conv_1d)
-  return linear(rg_lru(u, heads, name = rg_lru) * y, H, name = linear_out)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(split_heads(v, kv_heads), window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = false, name = o_proj)
 }""", "gated_shared_moe": """# Routed experts plus one shared expert scaled per token by sigmoid(shared_expert_gate(x)), a linear H -> 1
 # without bias (Qwen2-MoE; models/qwen2_moe.cg's qwen2_moe_mlp).
 block gated_shared_moe(x[B, S, H], experts, top_k, width, shared_width) {
   g = sigmoid(linear(x, 1, bias = false, name = shared_expert_gate))
   return moe(x, experts, top_k, width, name = routed) + g * swiglu(x, shared_width, name = shared_expert)
-}""", "mamba_mixer": """# Mamba's mixer (Gu & Dao 2023 §3.4; transformers' MambaMixer; models/mamba.cg's mamba_mixer): the input u and the
-# gate z, a depthwise causal Conv1d (padding K - 1, cut to S) and SiLU, Δ, B and C from x_proj, Δ through dt_proj
-# and softplus, the selective scan (A_log [D, N], D [D]; state [b, D, N] at inference), y · SiLU(z) projected back.
-# inner_norms: RMSNorm on Δ, B and C (Jamba's; FalconMamba's weightless: norm_weight = false).
-block mamba_mixer(x[B, S, H], inner, state, rank, kernel, conv_bias = true, proj_bias = false, inner_norms = false,
-                  norm_weight = true) {
-  u, z = split(linear(x, 2 * inner, bias = proj_bias, name = in_proj), 2)
-  u = silu(conv1d(u, kernel, bias = conv_bias, padded = true, name = conv1d))
-  dbc = linear(u, rank + 2 * state, bias = false, name = x_proj)
-  dt = slice(dbc, rank)
-  bm = slice(dbc, state)
-  cm = slice(dbc, state)
-  if inner_norms {
-    dt = rmsnorm(dt, weight = norm_weight, name = dt_layernorm)
-    bm = rmsnorm(bm, weight = norm_weight, name = b_layernorm)
-    cm = rmsnorm(cm, weight = norm_weight, name = c_layernorm)
-  }
-  dt = softplus(linear(dt, inner, bias = true, name = dt_proj))
-  y = selective_scan(u, dt, bm, cm, name = ssm)
-  return linear(y * silu(z), H, bias = proj_bias, name = out_proj)
+}""", "gated_attention": """# Attention with a sigmoid gate per head (Qwen3-Next; models/qwen3_next.cg's gated_attention): q_proj holds
+# the query and the gate, RMSNorm on each head's q and k; rotary (partial) costs no product.
+block gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+  q, gate = split(linear(x, 2 * heads * head_dim, bias = false, name = q_proj), 2)
+  q = rope(rmsnorm(split_heads(q, heads), name = q_norm))
+  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  y = merge_heads(matmul(p, v, window = window, causal = true))
+  return linear(y * sigmoid(gate), H, bias = false, name = o_proj)
 }"""}

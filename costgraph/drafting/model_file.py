@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from .blocks import LOCAL_BLOCKS, is_norm, norm_call
+from .blocks import is_norm, norm_call
+from .recurrent import LOCAL_BLOCKS
 from .facts import Module
 from .probe import FIELDS
 from .writer import Sizer, layer_lines
@@ -112,7 +113,61 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
             lines.append(line)
     if not lines[-1].startswith("return"):
         lines.append("return x")
-    return inputs, lines
+    extra = _uncalled(root, layers, sz)
+    return inputs, (lines[:-1] + extra + lines[-1:]) if extra else lines
+
+
+def _outer_size(n: int, sz: Sizer) -> str:
+    """A size of a module outside the probed config, in symbols only when it is one large probed field times a
+    small factor (Gemma 3's projector: ``h``); else its number (a vision tower's 196 positions are no ``4·kv²``)."""
+    text = sz.probe.cover(n, max_coefficient=4)
+    values = sz.probe.symbol_values()
+    names = [t for t in (text or "").split(" * ") if t in values]
+    if text is None or len(names) != 1 or values[names[0]] < 1000:
+        return str(n)
+    sz.used.add(names[0])
+    return text
+
+
+def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
+    """``param`` statements for the modules a text forward never calls outside the layers (a vision-language
+    model's vision tower and projector: ``parameters()`` counts them, no FLOPs). A weight with a dimension in the
+    config's symbols is written apart (Gemma 3's projector ``[1152, h]``); the rest of a module, sized by the
+    sub-configs the probe does not touch, as one count."""
+    found: list[Module] = []
+
+    def visit(node: Module) -> None:
+        for c in node.children:
+            if c is layers:
+                continue
+            if all(x.order is None for x in c.walk()):     # nothing in it ran (Whisper's wrapper ran its decoder)
+                if c.param_count():
+                    found.append(c)
+            else:
+                visit(c)
+
+    visit(root)
+    out = []
+    for top in found:
+        rest, label = 0, top.path.replace(".", "_")
+        for m in top.walk():
+            for pname, shape in m.params.items():
+                if pname in m.tied:
+                    continue
+                sizes = [_outer_size(n, sz) for n in shape]
+                if any(not t.isdigit() for t in sizes):
+                    out.append(f"param {(m.path + '.' + pname).replace('.', '_')}[{', '.join(sizes)}]")
+                else:
+                    k = 1
+                    for n in shape:
+                        k *= n
+                    rest += k
+        if rest:
+            out.append(f"param {label}[{rest}]   # {top.cls}: its parameters of fixed size, not in the text forward")
+    if out:
+        out.insert(0, "# built but never called by a text forward (parameters only): "
+                      + ", ".join(f"{t.path} ({t.cls})" for t in found))
+    return out
 
 
 def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:

@@ -52,30 +52,73 @@ FIELDS: dict[str, tuple[str, str]] = {
     "expand": ("e", "expansion factor (Mamba's inner width e·h)"),
     "state_size": ("N", "SSM state size per channel"),
     "time_step_rank": ("R", "rank of Δ's projection"),
+    "mamba_dt_rank": ("R", "rank of Δ's projection"),
     "q_lora_rank": ("r_q", "query compression rank (MLA)"),
     "kv_lora_rank": ("r_kv", "key/value latent rank (MLA)"),
     "qk_nope_head_dim": ("d_n", "query/key head size without rotary (MLA)"),
     "qk_rope_head_dim": ("d_r", "rotary query/key head size (MLA)"),
     "v_head_dim": ("d_v", "value head size (MLA)"),
     "shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),
+    "shared_intermediate_size": ("i_s", "shared expert MLP intermediate size"),      # Granite 4's shared_mlp
+    # Mamba-2 mixers (Mamba2Mixer and the hybrids' copies of it: Bamba, Falcon-H1, Granite 4, Nemotron-H, Zamba2)
+    "mamba_n_heads": ("hm", "Mamba-2 heads"),
+    "n_mamba_heads": ("hm", "Mamba-2 heads"),
+    "mamba_num_heads": ("hm", "Mamba-2 heads"),
+    "mamba_head_dim": ("dm", "Mamba-2 head size"),
+    "mamba_d_ssm": ("di", "Mamba-2 inner width"),
+    "mamba_n_groups": ("ng", "Mamba-2 groups of B and C"),
+    "mamba_ngroups": ("ng", "Mamba-2 groups of B and C"),
+    "n_groups": ("ng", "Mamba-2 groups of B and C"),
+    "mamba_d_state": ("N", "SSM state size per channel"),
+    "ssm_state_size": ("N", "SSM state size per channel"),
+    "mamba_d_conv": ("K", "convolution width"),
+    "mamba_expand": ("e", "expansion factor (Mamba's inner width e·h)"),
+    "chunk_size": ("C", "chunk size of the chunked SSD scan"),
+    "mamba_chunk_size": ("C", "chunk size of the chunked SSD scan"),
+    "sliding_window": ("W", "sliding-window width (tokens)"),
+    # Gated DeltaNet (Qwen3-Next's linear-attention layers)
+    "linear_num_key_heads": ("hk", "query/key heads of the linear-attention layers"),
+    "linear_num_value_heads": ("hv", "value heads of the linear-attention layers"),
+    "linear_key_head_dim": ("dk", "query/key head size of the linear-attention layers"),
+    "linear_value_head_dim": ("dv", "value head size of the linear-attention layers"),
+    "linear_conv_kernel_dim": ("K", "convolution width"),
 }
+#: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
+MAMBA2_OWN = {"num_heads": "hm"}
+#: head-size fields that transformers' configs require to equal the inner width over the Mamba-2 heads
+#: (``validate_architecture`` of Mamba2Config, BambaConfig, FalconH1Config, GraniteMoeHybridConfig): probed as
+#: "auto" or as that quotient, named by no symbol
+MAMBA2_HEAD = ("mamba_d_head",)
 #: under MLA (kv_lora_rank present) these follow other fields: K and V have a head per query head, and
 #: head_dim is the rotary part (DeepSeek-V3's config); probed at those values, named by no symbol
 MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k"})
+COUNTS = frozenset({"l", "k", "C", "W"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
-#: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads).
+#: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
+#: inner width (``e·h`` or ``mamba_d_ssm``) must divide into ``hm`` heads, and the heads into ``ng`` groups of B
+#: and C (``repeat_interleave(hm / ng)``): ``hm`` holds ``ng``'s prime, ``e`` and ``di`` hold ``hm``'s primes besides
+#: their own. Gated DeltaNet's value heads hold the key heads' prime (``hv / hk`` value heads share a key head). ``C``, the scan's chunk, is no prime (never read from a shape): below ``s``, so that the
+#: probe's scan runs several chunks, the last one padded. ``W``, a sliding window, is read from the attention
+#: module, never from a shape: above the probe's ``s`` (eager attention computes every pair, masked: FlopCounterMode
+#: counts the full square, a window's saving shows only beyond it; the tests check it there, on the KV cache).
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
-     "i_s": 149},
+     "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8,
+     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
-     "i_s": 151},
+     "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10,
+     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239},
 )
+#: layer counts of probes whose config sets a long layer pattern (each above twice the period)
+LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
+#: config fields that set a layer pattern's period (Jamba's attention and expert layers, Zamba's, ERNIE's MoE layers)
+PERIOD_FIELDS = ("attn_layer_period", "expert_layer_period", "moe_layer_interval", "full_attention_interval",
+                 "sliding_window_pattern", "no_rope_layer_interval", "cross_layer_interval")
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
 #: (b, s) of the forward each probe traces and counts (s below every probe's s_max)
@@ -110,31 +153,52 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int) -> "Probe":
-        """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``."""
-        p = _PRIMES[index]
+    def make(cls, present, index: int, period: int = 1, derived_head: bool = False) -> "Probe":
+        """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
+        longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
+        count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
+        ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
+        width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it)."""
+        p = dict(_PRIMES[index])
+        if 2 * period >= p["l"]:
+            above = [n for n in LAYER_PRIMES if n > 2 * period]
+            p["l"] = above[index] if len(above) > index else p["l"]
         kv = p["kv"]
         a = kv * p["g"]
+        hm = p["hm"] * p["ng"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
                   "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
-                  "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"],
+                  "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
-                  "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"]}
+                  "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"],
+                  "shared_intermediate_size": p["i_s"],
+                  "mamba_n_heads": hm, "n_mamba_heads": hm, "mamba_num_heads": hm,
+                  "mamba_head_dim": p["dm"], "mamba_d_ssm": p["di"] * hm, "mamba_n_groups": p["ng"],
+                  "mamba_ngroups": p["ng"], "n_groups": p["ng"], "mamba_d_state": p["N"], "ssm_state_size": p["N"],
+                  "mamba_d_conv": p["K"], "mamba_expand": p["e"], "chunk_size": p["C"],
+                  "mamba_chunk_size": p["C"], "sliding_window": p["W"], "linear_num_key_heads": p["hk"],
+                  "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
+                  "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"]}
+        mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
+        if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
+            values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
+        if mamba2 or derived_head:     # the configs whose Mamba-2 head size must divide the inner width exactly
+            values.update(expand=p["e"] * hm, mamba_expand=p["e"] * hm)
         mla = "kv_lora_rank" in present
         if mla:
             values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
-            if mla and name in MLA_FOLLOW:
+            if (mla and name in MLA_FOLLOW) or (mamba2 and name == "head_dim"):
                 probe.fields[name] = values[name]
-            elif name in values:
+            elif name in values and (mamba2 or name not in MAMBA2_OWN):
                 probe.fields[name] = values[name]
-                probe.symbols.setdefault(FIELDS[name][0], (values[name], name))
+                probe.symbols.setdefault(MAMBA2_OWN.get(name) or FIELDS[name][0], (values[name], name))
         return probe
 
     def symbol_values(self) -> dict[str, int]:

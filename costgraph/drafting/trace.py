@@ -13,7 +13,8 @@ from .facts import Module
 
 #: module attributes the recognisers read, when they are ints, floats, bools or strings
 ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
-         "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps")
+         "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
+         "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -43,12 +44,32 @@ def _out_tensor(torch, out):
     return None
 
 
+def _config_window(mod):
+    """The config's ``sliding_window`` an attention module without an attribute of its own reads in its forward
+    (Mistral's, Mixtral's, Starcoder2's ``sliding_window=getattr(self.config, "sliding_window", None)``), else None."""
+    import inspect
+
+    cfg = getattr(mod, "config", None)
+    w = getattr(cfg, "sliding_window", None)
+    if not isinstance(w, int) or isinstance(w, bool) or not type(mod).__name__.endswith("Attention"):
+        return None
+    try:
+        source = inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return None
+    return w if 'getattr(self.config, "sliding_window"' in source else None
+
+
 def _attrs(mod) -> dict:
     out = {}
     for a in ATTRS:
         v = getattr(mod, a, None)
         if isinstance(v, (bool, int, float, str)):
             out[a] = v
+    if "sliding_window" not in out and not hasattr(mod, "sliding_window"):
+        w = _config_window(mod)
+        if w is not None:
+            out["sliding_window"] = w
     for a in ("kernel_size", "padding", "groups"):   # a convolution's, (k,) tuples read as k
         v = getattr(mod, a, None)
         if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):

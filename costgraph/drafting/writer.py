@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .blocks import is_norm, mixer_call, norm_call
+from .blocks import is_norm, norm_call
+from .recurrent import mixer_call
 from .facts import Module
 from .probe import COUNTS, Probe
 
@@ -100,6 +101,9 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         return bert
     kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
     kids = _flat_mlp(layer, kids)
+    for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
+        if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
+            c.src = prev.src
     lines: list[str] = []
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x

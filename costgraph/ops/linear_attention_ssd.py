@@ -31,7 +31,7 @@ def ssd_chunked_flops(batch, seq, heads, head_dim, state, chunk):
 @op("ssd_scan", "Mamba-2's SSD scan (Dao & Gu 2024): x [B, S, D], dt [B, S, H], bc [B, S, 2·G·N] → [B, S, D]; "
     "owns A_log, D, dt_bias [H]; state [B, H, D/H, N] kept at inference",
     x="tensor", dt="tensor", bc="tensor", heads="dim", groups="dim", state="dim", chunk=("dim", None),
-    layout=("per_channel", "x", "dt"))
+    state_fp32=("bool", False), layout=("per_channel", "x", "dt"))
 def ssd_scan(c):
     """Per token and head ``h`` (Dao & Gu 2024, eq. 16; transformers'
     ``mamba2_selective_state_update``): ``Δ = softplus(dt + dt_bias)``, ``a = exp(−Δ·exp(A_log))``,
@@ -45,7 +45,9 @@ def ssd_scan(c):
     Backward: twice the forward's products for the input gradients; ``3·T·H`` for the three
     per-head parameters.
 
-    Keeps ``x``, ``dt``, ``bc``. At inference the state ``[B, H, P, N]`` in the compute dtype."""
+    Keeps ``x``, ``dt``, ``bc``. At inference the state ``[B, H, P, N]`` in the compute dtype (vLLM's
+    ``mamba_ssm_cache_dtype = "auto"``); ``state_fp32 = true``: in fp32, as transformers 5.24 keeps it
+    (``mamba2_chunk_scan``'s final state of its fp32 ``states``: ``[b, H, P, N]`` float32 after a prefill)."""
     x, dt, bc = c["x"], c["dt"], c["bc"]
     heads, groups, n = c["heads"], c["groups"], c["state"]
     for name, t in (("x", x), ("dt", dt), ("bc", bc)):
@@ -66,5 +68,6 @@ def ssd_scan(c):
     c.backward_input(Flops(matmul=2 * mm, other=other))
     c.backward_weight(Flops(other=3 * rows * heads))
     c.save(x, dt, bc)
-    c.cache(c.aux("ssm_state", (batch, heads, head_dim, n), c.float_role(x)), None, state=True)
+    role = "fp32" if c["state_fp32"] else c.float_role(x)
+    c.cache(c.aux("ssm_state", (batch, heads, head_dim, n), role), None, state=True)
     return y

@@ -37,8 +37,12 @@ def conv1d(c):
     ungrouped (``C`` times ours): not followed.
 
     ``state = true`` (default): at inference the last ``k`` inputs of each
-    channel, ``[B, C, k]`` (Hugging Face's ``MambaCache.conv_states``,
-    ``mamba_ssm``'s ``conv_state``), kept per sequence."""
+    channel, ``[B, C, k]`` in the compute dtype, kept per sequence: what transformers 5.24 stores
+    (``LinearAttentionLayer.update_conv_state`` in cache_utils.py keeps "the last ``conv_kernel_size``
+    tokens", the mixers passing ``conv_kernel``: ``[b, C, K]`` bf16 after a prefill) and ``mamba_ssm``'s
+    ``allocate_inference_cache`` (``d_conv``). vLLM keeps ``k − 1`` (``MambaStateShapeCalculator``'s
+    ``conv_state_shape = (conv_kernel - 1, ...)``, vllm/model_executor/layers/mamba/mamba_utils.py), the
+    newest input arriving with the token: not followed."""
     x, k = c["x"], c["kernel"]
     if len(x.shape) != 3:
         c.fail(f"conv1d needs [B, S, C], got {x.shape_str()}")
@@ -65,7 +69,8 @@ def conv1d(c):
 
 @op("selective_scan", "Mamba's selective SSM (Gu & Dao 2023): x, dt [B, S, D], B, C [B, S, N] → "
     "[B, S, D]; owns A [D, N] and D [D]; state [B, D, N] kept at inference",
-    x="tensor", dt="tensor", B="tensor", C="tensor", skip=("bool", True), layout=("per_channel", "x", "dt"))
+    x="tensor", dt="tensor", B="tensor", C="tensor", skip=("bool", True), state_fp32=("bool", False),
+    layout=("per_channel", "x", "dt"))
 def selective_scan(c):
     """Per token ``t``, channel ``d`` and state entry ``n`` (Gu & Dao 2023,
     Alg. 2; ``selective_scan_ref`` of ``mamba_ssm``):
@@ -83,7 +88,9 @@ def selective_scan(c):
     Keeps its inputs ``x``, ``dt``, ``B``, ``C`` (the fused kernel recomputes
     the states in backward, Gu & Dao §3.3.2; its per-chunk checkpoints of
     ``[B, D, S/2048, 2N]`` are not counted). At inference it keeps the state
-    ``h``, ``[B, D, N]`` in the compute dtype, per sequence."""
+    ``h``, ``[B, D, N]`` in the compute dtype, per sequence (``mamba_ssm``'s ``allocate_inference_cache``,
+    vLLM's ``mamba_ssm_cache_dtype = "auto"``); ``state_fp32 = true``: in fp32, as transformers 5.24 keeps it
+    (``MambaMixer``'s ``recurrent_states`` after a prefill: ``[b, D, N]`` float32)."""
     x, dt, bm, cm = c["x"], c["dt"], c["B"], c["C"]
     for name, t in (("x", x), ("dt", dt), ("B", bm), ("C", cm)):
         if len(t.shape) != 3:
@@ -105,5 +112,5 @@ def selective_scan(c):
     c.backward_input(Flops(matmul=4 * cells, other=other))
     c.backward_weight(Flops(other=2 * cells + (2 * rows if c["skip"] else 0)))
     c.save(x, dt, bm, cm)
-    c.cache(c.aux("ssm_state", (batch, d, n), c.float_role(x)), None, state=True)
+    c.cache(c.aux("ssm_state", (batch, d, n), "fp32" if c["state_fp32"] else c.float_role(x)), None, state=True)
     return y
