@@ -54,13 +54,14 @@
   function floorDiv(n, d) { const q = n / d; return (n % d !== 0n && (n < 0n) !== (d < 0n)) ? q - 1n : q; }
 
   // the value of a tree: a fraction, or (conditions) a boolean; dims: name -> BigInt; defs: shared parts
+  // (an array, or a function of the index that evaluates a pool's part on demand)
   function evalTree(node, dims, defs) {
     if (typeof node === "string") {
       const [p, q] = node.split("/");
       return [BigInt(p), q === undefined ? 1n : BigInt(q)];
     }
     if (!Array.isArray(node)) {
-      if ("t" in node) return defs[node.t];
+      if ("t" in node) return typeof defs === "function" ? defs(node.t) : defs[node.t];
       const v = dims[node.s];
       if (v === null || v === undefined) throw new TypeError(node.s + " must be a whole number");
       return [v, 1n];
@@ -165,8 +166,9 @@
     train.append(outputRow("reserve", "kept free (" + DATA.reserve + " of it)", "B", ""));
     train.append(outputRow("fits", "verdict", "", ""));
     train.append(outputRow("flops", "model FLOPs per device per iteration", "FLOP", DATA.training.flops.formula));
-    train.append(outputRow("step", "step time on " + DATA.step_hardware + ", as costgraph train computes it (" +
-                           DATA.training.rate + "; rounded down to " + DATA.time_digits + " significant digits)",
+    train.append(outputRow("step", "step time on the device, as costgraph train --hardware computes it (exact " +
+                           "on " + DATA.training.step.presets.join(", ") + " for every precision, optimizer, ZeRO " +
+                           "stage and recompute; rounded down to " + DATA.time_digits + " significant digits)",
                            "s", ""));
     train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
                            "--mfu (the rate covers the whole step; rounded down to " + DATA.time_digits +
@@ -333,33 +335,36 @@
     stepRow(dims, failure);
   }
 
+  // the step time (costgraph.export.web_steps): rest(preset, policy, ZeRO, recompute, PP) plus, on a preset
+  // with a kernel table, the optimizer step(preset, policy, optimizer, ZeRO, PP); the pool's parts evaluated
+  // on demand, once per update
   function stepRow(dims, failure) {
-    const cell = document.getElementById("v-step");
-    if (inputs.hardware.value !== DATA.step_hardware) {
-      show("step", null, "computed for " + DATA.step_hardware + " only: costgraph web ... --hardware " +
-           inputs.hardware.value);
+    const S = DATA.training.step, hw = inputs.hardware.value, pol = inputs.precision.value;
+    const row = document.getElementById("v-step").parentNode.lastChild;
+    row.textContent = S.rate[hw] || "";
+    if (!S.rest[hw]) {
+      show("step", null, "computed for " + S.presets.join(", ") + ": costgraph web ... --hardware " + hw);
       return;
     }
-    if (inputs.precision.value !== DATA.training.step_policy) {
-      show("step", null, "computed for precision " + DATA.training.step_policy + " only: costgraph web ... " +
-           "--precision " + inputs.precision.value);
-      return;
-    }
-    if (inputs.optimizer.value !== DATA.training.step_optimizer) {
-      show("step", null, "computed for optimizer " + DATA.training.step_optimizer + " only: costgraph web ... " +
-           "--optimizer " + inputs.optimizer.value);
-      return;
-    }
+    if (!S.rest[hw][pol]) { show("step", null, hw + " has no FP8 peak: costgraph train refuses --precision " + pol); return; }
     if (failure) { show("step", null, failure); return; }
+    const stage = dims.PP === 1n ? "1" : "PP", zero = inputs.zero.value;
+    const cache = new Array(S.pool.length);
+    const defs = (i) => (cache[i] !== undefined ? cache[i] : (cache[i] = evalTree(S.pool[i], dims, defs)));
     let value;
     try {
-      value = evalProgram(DATA.training.step[inputs.zero.value][inputs.recompute.value][dims.PP === 1n ? "1" : "PP"],
-                          dims);
+      value = evalTree(S.rest[hw][pol][zero][inputs.recompute.value][stage], dims, defs);
+      if (S.bandwidth[hw]) {        // bytes of the optimizer step / the preset's HBM bandwidth
+        const o = evalTree(S.optimizer[pol][inputs.optimizer.value][zero][stage], dims, defs);
+        const d = o[1] * BigInt(S.bandwidth[hw]);
+        value = frac(value[0] * d + o[0] * value[1], value[1] * d);
+      }
     } catch (e) {
       const name = /^(\S+) must be/.exec(e.message);
       show("step", null, name ? name[1] + ": not a whole number" : e.message);
       return;
     }
+    const cell = document.getElementById("v-step");
     cell.classList.remove("error");
     cell.setAttribute("data-value", value[0].toString() + "/" + value[1].toString());
     cell.textContent = value[0] > 0n ? significant(value[0], value[1], DATA.time_digits) : "0";

@@ -103,8 +103,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
     training, add = _writer(program)
-    table = training_table(model, add, bool(model.graph.groups), start["hardware"], start["precision"],
-                           start["optimizer"])
+    table = training_table(model, add, bool(model.graph.groups), start["hardware"])
     serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]
@@ -128,8 +127,8 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "recompute": list(RECOMPUTE_SEARCHED),
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
-        "step_hardware": start["hardware"],
-        "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16)}
+        "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
+                      "fp8": bool(hw.peak_flops_fp8)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
         "time_digits": TIME_DIGITS,
