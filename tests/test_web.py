@@ -102,10 +102,22 @@ def _six_digits(x: Fraction) -> str:
 def _memory_cells(cells, trained):
     for part in ("weights", "gradients", "optimizer", "activations", "total"):
         assert cells[f"mem-{part}"][0] == str(trained["memory"][part]["value"]), part
+    assert cells["mem-fp8"][0] == str(trained["memory"]["fp8"]["value"] if "fp8" in trained["memory"] else 0)
 
 
 def _check_memory(capsys, cells, model_args, sets, layout_args):
     _memory_cells(cells, _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm"))
+
+
+def _check_step(capsys, cells, model_args, sets, layout_args, hardware):
+    """The page's step time and memory are ``costgraph train --hardware``'s for the same layout and choices."""
+    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", hardware)
+    step = Fraction(cells["step"][0])
+    assert float(step) == pytest.approx(trained["step"]["total"]["value"], rel=1e-12), (hardware, layout_args)
+    assert cells["step"][1] == _six_digits(step)
+    _memory_cells(cells, trained)
+    assert cells["capacity"][0] == str(trained["fits"]["capacity_bytes"])
+    return trained
 
 
 def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak, mfu=False):
@@ -147,9 +159,20 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     link = cells["link"]
     assert link.startswith("b=2&s=512&h=768&") and "&TP=2&PP=2&DP=4&zero=1&recompute=none&precision=mixed&optimizer=adam&hardware=h100-sxm&" in link
     assert _open(tmp_path, gpt2_page, link) == cells
-    # another preset than the page's: its step time is named, not computed
+    # the other kernel-table presets, other precisions (FP8 on a preset with an FP8 peak) and optimizers:
+    # train's step time and memory for the same layout (the page adds the optimizer step to the rest)
+    gpt2, layout = ["gpt", "--config", "gpt2"], ["--tp", "2", "--pp", "2", "--gpus", "16", "--zero", "1"]
+    for hw, pol, opt in (("h200", "fp32", "muon"), ("b200", "fp8-delayed", "adam-8bit"), ("gb200", "bf16", "sgd")):
+        cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
+                      .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
+        _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
+    # a preset without a kernel table (nor the page's): its step time is named, not computed
     other = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=mi300x"))
     assert other["step"][0] is None and other["step"][1].endswith("--hardware mi300x")
+    # FP8 on a preset without an FP8 peak: named, as train refuses it
+    a100 = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=a100-80gb-sxm")
+                 .replace("precision=mixed", "precision=fp8-current"))
+    assert a100["step"][0] is None and "no FP8 peak" in a100["step"][1]
 
 
 @needs_chromium
@@ -164,15 +187,16 @@ def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
                        ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "bf16",
                         "--optimizer", "adam-8bit"], 989_400_000_000_000)
     assert cells["stage"][0] == "single"
-    # another precision than the page's first: memory computed, the step time named (it was derived for bf16)
+    # another precision and optimizer than the page's first: memory and step time as train's
     fp32 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor&precision=fp32")
-    _check_memory(capsys, fp32, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
-                  ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
-                   "--optimizer", "adafactor"])
-    assert fp32["step"][0] is None and fp32["step"][1].endswith("--precision fp32")
-    # another optimizer than the page's: memory computed, the step time named (its optimizer step differs)
-    other = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor")
-    assert other["step"][0] is None and other["step"][1].endswith("--optimizer adafactor")
+    _check_step(capsys, fp32, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
+                ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
+                 "--optimizer", "adafactor"], "h100-sxm")
+    # FP8 (Transformer Engine's current scaling): its own activations (FP8 copies of the GEMMs' inputs)
+    fp8 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adam&precision=fp8-current&hardware=h200")
+    _check_step(capsys, fp8, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
+                ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp8-current",
+                 "--optimizer", "adam"], "h200")
 
 
 @needs_chromium

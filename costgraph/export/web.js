@@ -158,8 +158,9 @@
     const train = el("table", {id: "training"}, el("caption", {}, "Training memory per device (bytes; GB = 10\u2079 bytes)"),
                      el("tr", {}, el("th", {}, "part"), el("th", {}, "value"), el("th", {}, "unit"),
                         el("th", {}, "closed form")));
-    for (const c of ["weights", "gradients", "optimizer", "activations", "total"]) {
-      train.append(outputRow("mem-" + c, c, "B", ""));
+    for (const c of ["weights", "gradients", "optimizer", "activations", "fp8", "total"]) {
+      train.append(outputRow("mem-" + c, c === "fp8" ? "FP8 buffers (Transformer Engine's weight copies, " +
+                             "transposes, scales, amax history)" : c, "B", ""));
     }
     train.append(outputRow("stage", "most loaded stage", "", ""));
     train.append(outputRow("capacity", "device memory", "B", ""));
@@ -297,7 +298,8 @@
     if (!states) return null;
     return {weights: states.weights, gradients: states.gradients,
             optimizer: T.optimizer[pol][inputs.optimizer.value][zero][set],
-            activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set]};
+            activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set],
+            fp8: states.fp8 || null};
   }
 
   function training(dims) {
@@ -307,7 +309,8 @@
     for (const set of failure ? [] : sets) {
       const p = parts(set), values = {};
       let total = 0n;
-      for (const c of PARTS) {
+      for (const c of PARTS.concat(["fp8"])) {
+        if (!p[c]) { values[c] = 0n; continue; }          // no FP8 buffers outside an FP8 policy
         const [v, err] = compute(p[c].fn, dims);
         if (v === null) { failure = err; break; }
         values[c] = v;
@@ -317,9 +320,10 @@
       if (best === null || total > best) { best = total; bestSet = set; bestValues = values; }
     }
     const shown = parts(bestSet || sets[0]) || parts("single");
-    for (const c of PARTS.concat(["total"])) {
+    for (const c of PARTS.concat(["fp8", "total"])) {
       const row = document.getElementById("v-mem-" + c).parentNode.lastChild;
-      row.textContent = c === "total" ? PARTS.join(" + ") : shown[c].formula;
+      row.textContent = c === "total" ? PARTS.concat(shown.fp8 ? ["fp8"] : []).join(" + ")
+        : shown[c] ? shown[c].formula : "0 (not an FP8 policy)";
       if (failure) { show("mem-" + c, null, failure); continue; }
       const v = c === "total" ? best : bestValues[c];
       show("mem-" + c, v, grouped(v) + "  (" + gb(v) + ")");
@@ -342,11 +346,15 @@
     const S = DATA.training.step, hw = inputs.hardware.value, pol = inputs.precision.value;
     const row = document.getElementById("v-step").parentNode.lastChild;
     row.textContent = S.rate[hw] || "";
+    const device = DATA.hardware.find((h) => h.key === hw);
+    if (DATA.training.fp8.includes(pol) && !device.fp8) {
+      show("step", null, hw + " has no FP8 peak: costgraph train refuses --precision " + pol);
+      return;
+    }
     if (!S.rest[hw]) {
       show("step", null, "computed for " + S.presets.join(", ") + ": costgraph web ... --hardware " + hw);
       return;
     }
-    if (!S.rest[hw][pol]) { show("step", null, hw + " has no FP8 peak: costgraph train refuses --precision " + pol); return; }
     if (failure) { show("step", null, failure); return; }
     const stage = dims.PP === 1n ? "1" : "PP", zero = inputs.zero.value;
     const cache = new Array(S.pool.length);

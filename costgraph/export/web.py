@@ -68,8 +68,9 @@ LAYOUT_DIMS = {"TP": "tensor-parallel degree (devices per tensor-parallel group)
                "PP": "pipeline-parallel degree (stages)",
                "DP": "data-parallel degree (model replicas)"}
 
-#: training memory components shown, in order (the total is their sum; the loss's fp32 logits are activations)
-COMPONENTS = ("weights", "gradients", "optimizer", "activations", "total")
+#: training memory components shown, in order (the total is their sum; the loss's fp32 logits are activations;
+#: fp8: an FP8 policy's buffers, 0 under another)
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "fp8", "total")
 
 #: significant digits of the seconds shown (rounded down)
 TIME_DIGITS = 6
@@ -212,7 +213,7 @@ def _asset(name: str) -> str:
 def _html(name: str, functions_js: str, data: dict) -> str:
     from html import escape
 
-    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
+    payload = json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',

@@ -46,37 +46,51 @@ def step_table(model, layout, degrees, hardware: str, policies, optimizers) -> d
     from ..hardware import preset
     from ..training.fp8 import policy_recipe
     from ..training.step_kernels import optimizer_seconds
-    from ..training.steptime import Rate, default_peaks, kernel_rate, step_time
+    from ..parallel.communication import communication
+    from ..parallel.placement import placement as place
+    from ..training.compute import training_flops
+    from ..training.steptime import Rate, kernel_rate, step_time
     from .web_tree import interned
 
     pool: list = []
     seen: dict = {}
     moved: dict = {}      # (policy, optimizer, ZeRO, stage set) -> the optimizer step's bytes: one per preset
     out: dict = {"pool": pool, "rest": {}, "optimizer": {}, "bandwidth": {}, "rate": {}, "presets": []}
-    for key in step_presets(hardware):
-        hw = preset(key)
-        out["presets"].append(key)
-        for pol in policies:
-            if policy_recipe(pol) is not None and not hw.peak_flops_fp8:
-                continue
-            rate = kernel_rate(hw, default_peaks(hw, pol))
-            for zero in ZERO_STAGE.values:
-                for p in degrees:
-                    stage = "1" if p == 1 else "PP"
-                    for recompute in RECOMPUTE_SEARCHED:
-                        parts = step_time(model.graph, layout(p, zero=zero, recompute=recompute, policy=pol,
-                                                              optimizer=optimizers[0]), hw)
+    keys = step_presets(hardware)
+    hws = {key: preset(key) for key in keys}
+    out["presets"] = list(keys)
+    for pol in policies:
+        fp8 = policy_recipe(pol) is not None
+        for zero in ZERO_STAGE.values:
+            for p in degrees:
+                stage = "1" if p == 1 else "PP"
+                for recompute in RECOMPUTE_SEARCHED:
+                    L = layout(p, zero=zero, recompute=recompute, policy=pol, optimizer=optimizers[0])
+                    # the FLOPs, placement and collectives read no preset: derived once, shared by every preset
+                    filled = L.filled()
+                    flops, pl = training_flops(model.graph, filled), place(model.graph, filled)
+                    shared = {"flops": flops, "placement": pl,
+                              "collectives": communication(model.graph, filled, placement=pl)}
+                    for key, hw in hws.items():
+                        if fp8 and not hw.peak_flops_fp8:
+                            continue
+                        parts = step_time(model.graph, L, hw, **shared)
                         rest = parts["total"] - parts.get("optimizer", sympy.Integer(0))
                         out["rest"].setdefault(key, {}).setdefault(pol, {}).setdefault(str(zero), {}).setdefault(
                             recompute, {})[stage] = interned(rest, pool, seen)
-                    if rate is not None:   # the per-kernel model's optimizer step: its bytes / the HBM bandwidth
-                        out["bandwidth"][key] = str(rate.table.hbm_bandwidth)
-                        for opt in optimizers:
-                            if (pol, opt, zero, stage) not in moved:
-                                moved[pol, opt, zero, stage] = interned(optimizer_seconds(
-                                    model.graph, layout(p, zero=zero, policy=pol, optimizer=opt), 1), pool, seen)
-                            out["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(
-                                str(zero), {})[stage] = moved[pol, opt, zero, stage]
+                for key, hw in hws.items():
+                    rate = kernel_rate(hw, {"bf16": hw.peak_flops_bf16})
+                    if rate is None or (fp8 and not hw.peak_flops_fp8):
+                        continue
+                    # the per-kernel model's optimizer step: its bytes (at 1 B/s) / the table's HBM bandwidth
+                    out["bandwidth"][key] = str(rate.table.hbm_bandwidth)
+                    for opt in optimizers:
+                        if (pol, opt, zero, stage) not in moved:
+                            moved[pol, opt, zero, stage] = interned(optimizer_seconds(
+                                model.graph, layout(p, zero=zero, policy=pol, optimizer=opt), 1), pool, seen)
+                        out["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(
+                            str(zero), {})[stage] = moved[pol, opt, zero, stage]
+    for key, hw in hws.items():
         peaks = {"bf16": hw.peak_flops_bf16}
         out["rate"][key] = (kernel_rate(hw, peaks) or Rate("efficiency", sympy.Rational(1, 2), peaks)).describe()
     return out

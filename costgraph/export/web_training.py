@@ -3,11 +3,13 @@ and the step time as :func:`costgraph.training.api.train` derives them under a
 :class:`~costgraph.parallel.layout.Layout` with symbolic degrees ``TP``, ``PP``, ``DP``.
 
 The memory of a stage is ``weights + gradients + optimizer + activations`` (the loss's fp32 logits
-inside the activations; :mod:`costgraph.training.memory`), and each part depends on fewer choices
+inside the activations; :mod:`costgraph.training.memory`), ``+ fp8`` under an FP8 policy (Transformer
+Engine's FP8 weight copies, transposes, scales and amax history: :func:`costgraph.training.fp8.fp8_memory`),
+and each part depends on fewer choices
 than the whole, so the page carries one closed form per part and the choices it depends on, and adds
 them up (``web.js``) — not one per combination:
 
-* weights and gradients: the precision policy × ZeRO stage;
+* weights, gradients and the FP8 buffers: the precision policy × ZeRO stage;
 * optimizer states: the precision policy × optimizer × ZeRO stage;
 * activations: their precision (fp32 under the ``fp32`` policy, else bf16, as ``costgraph train
   --precision`` sets them) × recompute policy;
@@ -79,7 +81,8 @@ def training_table(model, add, pipeline: bool, hardware: str) -> dict:
                     for key, stage in _stages(result, p).items():
                         if opt == OPTIMIZERS[0]:
                             table["states"].setdefault(pol, {}).setdefault(str(zero), {})[key] = {
-                                c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")}
+                                c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")
+                                + (("fp8",) if "fp8" in stage.memory else ())}   # TE's FP8 weight copies, scales
                         table["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(str(zero), {})[key] = \
                             part("optimizer", key, f"{pol}_{opt}_z{zero}", stage.memory["optimizer"])
     for pol in dict.fromkeys(POLICIES, None):
