@@ -102,7 +102,13 @@ def _six_digits(x: Fraction) -> str:
 def _memory_cells(cells, trained):
     for part in ("weights", "gradients", "optimizer", "activations", "total"):
         assert cells[f"mem-{part}"][0] == str(trained["memory"][part]["value"]), part
-    assert cells["mem-fp8"][0] == str(trained["memory"]["fp8"]["value"] if "fp8" in trained["memory"] else 0)
+    # an FP8 policy's buffers (train: one row per buffer under "fp8", beside the FP8 saved inputs, which
+    # are inside the activations), 0 under another policy; the total is the parts' sum
+    buffers = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
+    fp8 = sum(part["value"] for name, part in trained["memory"].get("fp8", {}).items() if name in buffers)
+    assert cells["mem-fp8"][0] == str(fp8)
+    assert fp8 == trained["memory"]["total"]["value"] - sum(trained["memory"][p]["value"] for p in (
+        "weights", "gradients", "optimizer", "activations"))
 
 
 def _check_memory(capsys, cells, model_args, sets, layout_args):
@@ -201,13 +207,15 @@ def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
 
 @needs_chromium
 def test_serving_side_matches_infer(tmp_path, capsys, gpt2_page):
-    """The serving inputs (prompt, generate, batch, KV dtype) and the preset give what `costgraph infer`
-    prints for them: the KV cache, the weights, the memory at the batch, the usable memory, the verdict and
-    the largest batch (issue 32 item 3)."""
-    for kv, hw in (("bf16", "h100-sxm"), ("fp8", "h200")):
-        cells = _open(tmp_path, gpt2_page, f"prompt=512&generate=128&batch=8&kv_dtype={kv}&hardware={hw}")
+    """The serving inputs (prompt, generate, batch, KV dtype, weight dtype, TP degree) and the preset give
+    what `costgraph infer --tp --weights --kv` prints for them: the KV cache, the weights, the memory at the
+    batch, the usable memory, the verdict and the largest batch (issue 32 item 3)."""
+    for kv, hw, tp, weights in (("bf16", "h100-sxm", "1", "bf16"), ("fp8", "h200", "2", "int8"),
+                                ("int8", "b200", "4", "int4"), ("fp16", "mi300x", "1", "fp8")):
+        cells = _open(tmp_path, gpt2_page, f"prompt=512&generate=128&batch=8&kv_dtype={kv}&hardware={hw}"
+                                           f"&serve_tp={tp}&weights={weights}")
         inferred = _json(capsys, "infer", "gpt", "--config", "gpt2", "--hardware", hw, "--prompt", "512",
-                         "--generate", "128", "--batch", "8", "--kv", kv)
+                         "--generate", "128", "--batch", "8", "--kv", kv, "--tp", tp, "--weights", weights)
         for cell, key in (("kv_per_token", "kv_cache_bytes_per_token"), ("kv", "kv_cache_bytes_paged"),
                           ("weights", "weight_bytes"), ("memory", "memory_bytes")):
             assert cells[f"serve-{cell}"][0] == str(inferred[key]["value"]), (kv, cell)

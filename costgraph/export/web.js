@@ -149,6 +149,8 @@
     serve.append(field("generate", "tokens generated G per sequence", DATA.start.generate, "[0-9]+"));
     serve.append(field("batch", "sequences served at once (b in infer's formulas)", DATA.start.batch, "[0-9]+"));
     serve.append(select("kv_dtype", "KV dtype", DATA.kv.map((k) => [k, k]), DATA.start.kv));
+    serve.append(select("weights", "weight dtype", DATA.weights.map((w) => [w, w]), DATA.start.weights));
+    serve.append(select("serve_tp", "TP (serving)", DATA.serve_tp.map((t) => [t, t]), DATA.start.serve_tp));
     app.append(el("form", {id: "inputs", autocomplete: "off"}, dims, layout, hw, serve));
 
     const costs = el("table", {id: "costs"}, el("caption", {}, "Costs (exact)"),
@@ -174,8 +176,8 @@
     train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
                            "--mfu (the rate covers the whole step; rounded down to " + DATA.time_digits +
                            " significant digits)", "s", ""));
-    const serving = el("table", {id: "serving"}, el("caption", {}, "Serving on one device (weights bf16, " +
-                       "paged KV cache in blocks of 16 tokens; as costgraph infer --hardware)"),
+    const serving = el("table", {id: "serving"}, el("caption", {}, "Serving, memory of one device (the weight dtype, KV dtype and TP degree " +
+                       "chosen; paged KV cache in blocks of 16 tokens; as costgraph infer --hardware --tp --weights --kv)"),
                        el("tr", {}, el("th", {}, "quantity"), el("th", {}, "value"), el("th", {}, "unit"),
                           el("th", {}, "closed form (P prompt, G generated, b batch)")));
     for (const [id, label] of [["kv_per_token", "KV cache per token"], ["kv", "KV cache of the batch (paged)"],
@@ -247,19 +249,26 @@
     return ok ? BigInt(text) : null;
   }
 
+  // infer --tp --weights --kv (costgraph.export.web_serving): memory = weights(TP, dtype) + KV cache(TP, KV dtype)
   function servingRows(dims) {
     const S = DATA.serving, ids = ["kv_per_token", "kv", "weights", "memory"];
     const all = ids.concat(["capacity", "fits", "max_batch"]);
-    if (S.absent) { for (const id of all) show("serve-" + id, null, S.absent); return; }
-    const cell = S.kv[inputs.kv_dtype.value];
+    const at = S.absent ? null : S.tp[inputs.serve_tp.value];
+    const absent = S.absent || (at && at.absent);
+    if (absent) { for (const id of all) show("serve-" + id, null, absent); return; }
+    const cell = at.kv[inputs.kv_dtype.value], w = at.weights[inputs.weights.value];
     const d = Object.assign({}, dims, {P: whole("prompt"), G: whole("generate"), b: whole("batch")});
+    const fns = {kv_per_token: cell.kv_per_token, kv: cell.kv, weights: w};
     const values = {};
-    for (const id of ids) {
-      document.getElementById("v-serve-" + id).parentNode.lastChild.textContent = cell[id].formula;
-      const [v, err] = compute(cell[id].fn, d);
+    for (const id of ["kv_per_token", "kv", "weights"]) {
+      document.getElementById("v-serve-" + id).parentNode.lastChild.textContent = fns[id].formula;
+      const [v, err] = compute(fns[id].fn, d);
       values[id] = v;
       show("serve-" + id, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
     }
+    document.getElementById("v-serve-memory").parentNode.lastChild.textContent = "weights + KV cache of the batch";
+    values.memory = values.kv === null || values.weights === null ? null : values.kv + values.weights;
+    show("serve-memory", values.memory, values.memory === null ? "" : grouped(values.memory) + "  (" + gb(values.memory) + ")");
     const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
     const [rn, rd] = S.reserve.map(BigInt);
     const capacity = BigInt(hw.memory) * (rd - rn) / rd;      // rounded down to a byte
@@ -271,7 +280,8 @@
     if (!cell.base) { show("serve-max_batch", null, "not linear in the batch: costgraph infer"); return; }
     const [base, berr] = compute(cell.base.fn, d), [per, perr] = compute(cell.per_sequence.fn, d);
     if (base === null || per === null) { show("serve-max_batch", null, berr || perr); return; }
-    const most = capacity >= base ? (capacity - base) / per : 0n;
+    const fixed = base + values.weights;
+    const most = capacity >= fixed ? (capacity - fixed) / per : 0n;
     show("serve-max_batch", most);
   }
 
