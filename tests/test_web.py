@@ -284,7 +284,9 @@ def test_page_prints(tmp_path, gpt2_page):
 
 def test_page_is_self_contained(gpt2_page):
     text = gpt2_page.read_text(encoding="utf-8")
-    assert len(text.encode()) < 400_000   # 346 kB: step-time trees, precisions and optimizers; parts written once
+    # 697 kB: the step time's pool (4 presets x 7 precisions x 4 ZeRO x 3 recompute x 2 stage sets, every
+    # part written once: 240 kB), memory per precision and optimizer, serving per TP and dtype
+    assert len(text.encode()) < 800_000
     low = text.lower()
     assert not re.search(r"https?://|\bwww\.|\bfile:", low)   # no URL at all
     assert " src=" not in low and "<link" not in low and "@import" not in low and "url(" not in low
@@ -292,7 +294,14 @@ def test_page_is_self_contained(gpt2_page):
     data = json.loads(re.search(r'<script type="application/json" id="cg-data">(.*?)</script>', text, re.S).group(1))
     assert [d["name"] for d in data["dims"]] == ["b", "s", "h", "a", "l", "V", "s_max"]
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
-    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32"} == set(data["precision"])
+    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32", "fp8-delayed", "fp8-current", "fp8-blockwise",
+                                               "fp8-mxfp8"} == set(data["precision"])
+    step = data["training"]["step"]
+    assert step["presets"] == ["h100-sxm", "h200", "b200", "gb200"]      # kernels.toml's tables (the page's is one)
+    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(step["presets"])
+    # the step time reads no master copy: mixed's and bf16's rest are one part of the pool, fp32's another
+    rest = step["rest"]["b200"]
+    assert rest["mixed"]["1"]["full"]["PP"] == rest["bf16"]["1"]["full"]["PP"] != rest["fp32"]["1"]["full"]["PP"]
     assert set(data["training"]["states"]["mixed"]) == {"0", "1", "2", "3"}
     assert set(data["training"]["optimizer"]["mixed"]) == {"adam", "adam-8bit", "adafactor", "lion", "muon", "sgd"}
     assert set(data["training"]["activations"]["bf16"]) == {"none", "selective", "full"}
