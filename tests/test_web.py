@@ -206,6 +206,24 @@ def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
 
 
 @needs_chromium
+def test_flat_preset_step_time_matches_train(tmp_path, capsys):
+    """The page's own preset without a kernel table (mi300x: train's flat model, 1/2 of the peaks, no
+    optimizer step of its own) and a kernel-table preset on the same page: train's step time and memory."""
+    src = tmp_path / "tiny.cg"
+    src.write_text('model tiny {\n  dim b "batch"\n  dim h "width"\n  input x[b, h]: act\n'
+                   '  return linear(x, h, name = proj)\n}\n', encoding="utf-8")
+    page = _page(tmp_path, str(src), "--set", "b=8", "h=1024", "--hardware", "mi300x")
+    for hw, pol, opt in (("mi300x", "fp32", "muon"), ("mi300x", "fp8-current", "adam"), ("h200", "bf16", "lion")):
+        cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
+        _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
+                    ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
+    # a preset neither with a kernel table nor the page's: named
+    other = _open(tmp_path, page, "hardware=mi325x")
+    assert other["step"][0] is None and other["step"][1] == (
+        "computed for h100-sxm, h200, b200, gb200, mi300x: costgraph web ... --hardware mi325x")
+
+
+@needs_chromium
 def test_serving_side_matches_infer(tmp_path, capsys, gpt2_page):
     """The serving inputs (prompt, generate, batch, KV dtype, weight dtype, TP degree) and the preset give
     what `costgraph infer --tp --weights --kv` prints for them: the KV cache, the weights, the memory at the
