@@ -102,10 +102,28 @@ def _six_digits(x: Fraction) -> str:
 def _memory_cells(cells, trained):
     for part in ("weights", "gradients", "optimizer", "activations", "total"):
         assert cells[f"mem-{part}"][0] == str(trained["memory"][part]["value"]), part
+    # an FP8 policy's buffers (train: one row per buffer under "fp8", beside the FP8 saved inputs, which
+    # are inside the activations), 0 under another policy; the total is the parts' sum
+    buffers = ("fp8 weight copy", "fp8 weight transpose", "fp8 scales", "fp8 amax history")
+    fp8 = sum(part["value"] for name, part in trained["memory"].get("fp8", {}).items() if name in buffers)
+    assert cells["mem-fp8"][0] == str(fp8)
+    assert fp8 == trained["memory"]["total"]["value"] - sum(trained["memory"][p]["value"] for p in (
+        "weights", "gradients", "optimizer", "activations"))
 
 
 def _check_memory(capsys, cells, model_args, sets, layout_args):
     _memory_cells(cells, _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm"))
+
+
+def _check_step(capsys, cells, model_args, sets, layout_args, hardware):
+    """The page's step time and memory are ``costgraph train --hardware``'s for the same layout and choices."""
+    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", hardware)
+    step = Fraction(cells["step"][0])
+    assert float(step) == pytest.approx(trained["step"]["total"]["value"], rel=1e-12), (hardware, layout_args)
+    assert cells["step"][1] == _six_digits(step)
+    _memory_cells(cells, trained)
+    assert cells["capacity"][0] == str(trained["fits"]["capacity_bytes"])
+    return trained
 
 
 def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak, mfu=False):
@@ -147,9 +165,20 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     link = cells["link"]
     assert link.startswith("b=2&s=512&h=768&") and "&TP=2&PP=2&DP=4&zero=1&recompute=none&precision=mixed&optimizer=adam&hardware=h100-sxm&" in link
     assert _open(tmp_path, gpt2_page, link) == cells
-    # another preset than the page's: its step time is named, not computed
+    # the other kernel-table presets, other precisions (FP8 on a preset with an FP8 peak) and optimizers:
+    # train's step time and memory for the same layout (the page adds the optimizer step to the rest)
+    gpt2, layout = ["gpt", "--config", "gpt2"], ["--tp", "2", "--pp", "2", "--gpus", "16", "--zero", "1"]
+    for hw, pol, opt in (("h200", "fp32", "muon"), ("b200", "fp8-delayed", "adam-8bit"), ("gb200", "bf16", "sgd")):
+        cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
+                      .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
+        _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
+    # a preset without a kernel table (nor the page's): its step time is named, not computed
     other = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=mi300x"))
     assert other["step"][0] is None and other["step"][1].endswith("--hardware mi300x")
+    # FP8 on a preset without an FP8 peak: named, as train refuses it
+    a100 = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=a100-80gb-sxm")
+                 .replace("precision=mixed", "precision=fp8-current"))
+    assert a100["step"][0] is None and "no FP8 peak" in a100["step"][1]
 
 
 @needs_chromium
@@ -164,26 +193,47 @@ def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
                        ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "bf16",
                         "--optimizer", "adam-8bit"], 989_400_000_000_000)
     assert cells["stage"][0] == "single"
-    # another precision than the page's first: memory computed, the step time named (it was derived for bf16)
+    # another precision and optimizer than the page's first: memory and step time as train's
     fp32 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor&precision=fp32")
-    _check_memory(capsys, fp32, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
-                  ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
-                   "--optimizer", "adafactor"])
-    assert fp32["step"][0] is None and fp32["step"][1].endswith("--precision fp32")
-    # another optimizer than the page's: memory computed, the step time named (its optimizer step differs)
-    other = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor")
-    assert other["step"][0] is None and other["step"][1].endswith("--optimizer adafactor")
+    _check_step(capsys, fp32, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
+                ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
+                 "--optimizer", "adafactor"], "h100-sxm")
+    # FP8 (Transformer Engine's current scaling): its own activations (FP8 copies of the GEMMs' inputs)
+    fp8 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adam&precision=fp8-current&hardware=h200")
+    _check_step(capsys, fp8, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
+                ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp8-current",
+                 "--optimizer", "adam"], "h200")
+
+
+@needs_chromium
+def test_flat_preset_step_time_matches_train(tmp_path, capsys):
+    """The page's own preset without a kernel table (mi300x: train's flat model, 1/2 of the peaks, no
+    optimizer step of its own) and a kernel-table preset on the same page: train's step time and memory."""
+    src = tmp_path / "tiny.cg"
+    src.write_text('model tiny {\n  dim b "batch"\n  dim h "width"\n  input x[b, h]: act\n'
+                   '  return linear(x, h, name = proj)\n}\n', encoding="utf-8")
+    page = _page(tmp_path, str(src), "--set", "b=8", "h=1024", "--hardware", "mi300x")
+    for hw, pol, opt in (("mi300x", "fp32", "muon"), ("mi300x", "fp8-current", "adam"), ("h200", "bf16", "lion")):
+        cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
+        _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
+                    ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
+    # a preset neither with a kernel table nor the page's: named
+    other = _open(tmp_path, page, "hardware=mi325x")
+    assert other["step"][0] is None and other["step"][1] == (
+        "computed for h100-sxm, h200, b200, gb200, mi300x: costgraph web ... --hardware mi325x")
 
 
 @needs_chromium
 def test_serving_side_matches_infer(tmp_path, capsys, gpt2_page):
-    """The serving inputs (prompt, generate, batch, KV dtype) and the preset give what `costgraph infer`
-    prints for them: the KV cache, the weights, the memory at the batch, the usable memory, the verdict and
-    the largest batch (issue 32 item 3)."""
-    for kv, hw in (("bf16", "h100-sxm"), ("fp8", "h200")):
-        cells = _open(tmp_path, gpt2_page, f"prompt=512&generate=128&batch=8&kv_dtype={kv}&hardware={hw}")
+    """The serving inputs (prompt, generate, batch, KV dtype, weight dtype, TP degree) and the preset give
+    what `costgraph infer --tp --weights --kv` prints for them: the KV cache, the weights, the memory at the
+    batch, the usable memory, the verdict and the largest batch (issue 32 item 3)."""
+    for kv, hw, tp, weights in (("bf16", "h100-sxm", "1", "bf16"), ("fp8", "h200", "2", "int8"),
+                                ("int8", "b200", "4", "int4"), ("fp16", "mi300x", "1", "fp8")):
+        cells = _open(tmp_path, gpt2_page, f"prompt=512&generate=128&batch=8&kv_dtype={kv}&hardware={hw}"
+                                           f"&serve_tp={tp}&weights={weights}")
         inferred = _json(capsys, "infer", "gpt", "--config", "gpt2", "--hardware", hw, "--prompt", "512",
-                         "--generate", "128", "--batch", "8", "--kv", kv)
+                         "--generate", "128", "--batch", "8", "--kv", kv, "--tp", tp, "--weights", weights)
         for cell, key in (("kv_per_token", "kv_cache_bytes_per_token"), ("kv", "kv_cache_bytes_paged"),
                           ("weights", "weight_bytes"), ("memory", "memory_bytes")):
             assert cells[f"serve-{cell}"][0] == str(inferred[key]["value"]), (kv, cell)
@@ -252,7 +302,9 @@ def test_page_prints(tmp_path, gpt2_page):
 
 def test_page_is_self_contained(gpt2_page):
     text = gpt2_page.read_text(encoding="utf-8")
-    assert len(text.encode()) < 400_000   # 346 kB: step-time trees, precisions and optimizers; parts written once
+    # 697 kB: the step time's pool (4 presets x 7 precisions x 4 ZeRO x 3 recompute x 2 stage sets, every
+    # part written once: 240 kB), memory per precision and optimizer, serving per TP and dtype
+    assert len(text.encode()) < 800_000
     low = text.lower()
     assert not re.search(r"https?://|\bwww\.|\bfile:", low)   # no URL at all
     assert " src=" not in low and "<link" not in low and "@import" not in low and "url(" not in low
@@ -260,7 +312,13 @@ def test_page_is_self_contained(gpt2_page):
     data = json.loads(re.search(r'<script type="application/json" id="cg-data">(.*?)</script>', text, re.S).group(1))
     assert [d["name"] for d in data["dims"]] == ["b", "s", "h", "a", "l", "V", "s_max"]
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
-    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32"} == set(data["precision"])
+    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32", "fp8-delayed", "fp8-current"} == set(data["precision"])
+    step = data["training"]["step"]
+    assert step["presets"] == ["h100-sxm", "h200", "b200", "gb200"]      # kernels.toml's tables (the page's is one)
+    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(step["presets"])
+    # the step time reads no master copy: mixed's and bf16's rest are one part of the pool, fp32's another
+    rest = step["rest"]["b200"]
+    assert rest["mixed"]["1"]["full"]["PP"] == rest["bf16"]["1"]["full"]["PP"] != rest["fp32"]["1"]["full"]["PP"]
     assert set(data["training"]["states"]["mixed"]) == {"0", "1", "2", "3"}
     assert set(data["training"]["optimizer"]["mixed"]) == {"adam", "adam-8bit", "adafactor", "lion", "muon", "sgd"}
     assert set(data["training"]["activations"]["bf16"]) == {"none", "selective", "full"}

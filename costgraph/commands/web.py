@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("web", help="an offline calculator page (one HTML file) for the model",
                        description="Writes one self-contained HTML file (no network, no server) with inputs for "
-                                   "the model's dimensions, the layout (TP, PP, DP, ZeRO, recompute) and the "
-                                   "hardware, the closed forms, and exact numbers (BigInt) updated as you type. "
+                                   "the model's dimensions, the layout (TP, PP, DP, ZeRO, recompute, precision, "
+                                   "optimizer), the hardware and serving (prompt, batch, KV and weight dtypes, TP), the closed forms, and exact numbers (BigInt) updated as you type. "
                                    "--config/--set and the layout options give the inputs' first values; "
                                    "calc.html#h=4096&TP=2 sets them from the address.")
     model_arguments(p, set_help="dimension values used as the inputs' first values (h=768), "
@@ -28,10 +28,11 @@ def add_parser(sub) -> None:
     p.add_argument("--recompute", choices=choices.RECOMPUTE_SEARCHED, default="none",
                    help="first recompute policy (default none)")
     p.add_argument("--precision", choices=POLICIES, default=POLICIES[0],
-                   help="first precision policy (default %(default)s; the step time is computed under it)")
+                   help="first precision policy (default %(default)s); FP8 ones where the preset has an FP8 peak")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=OPTIMIZERS[0],
                    help="first optimizer (default %(default)s)")
-    p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm)")
+    p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm); the step time is computed on it and on "
+                        "the presets with a kernel table (h100-sxm, h200, b200, gb200)")
     p.add_argument("--mfu", default="0.45", help="first model FLOPs utilization (default 0.45)")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
     output_arguments(p, help="the page to write (required)", required=True)

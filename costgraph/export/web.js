@@ -54,13 +54,14 @@
   function floorDiv(n, d) { const q = n / d; return (n % d !== 0n && (n < 0n) !== (d < 0n)) ? q - 1n : q; }
 
   // the value of a tree: a fraction, or (conditions) a boolean; dims: name -> BigInt; defs: shared parts
+  // (an array, or a function of the index that evaluates a pool's part on demand)
   function evalTree(node, dims, defs) {
     if (typeof node === "string") {
       const [p, q] = node.split("/");
       return [BigInt(p), q === undefined ? 1n : BigInt(q)];
     }
     if (!Array.isArray(node)) {
-      if ("t" in node) return defs[node.t];
+      if ("t" in node) return typeof defs === "function" ? defs(node.t) : defs[node.t];
       const v = dims[node.s];
       if (v === null || v === undefined) throw new TypeError(node.s + " must be a whole number");
       return [v, 1n];
@@ -148,6 +149,8 @@
     serve.append(field("generate", "tokens generated G per sequence", DATA.start.generate, "[0-9]+"));
     serve.append(field("batch", "sequences served at once (b in infer's formulas)", DATA.start.batch, "[0-9]+"));
     serve.append(select("kv_dtype", "KV dtype", DATA.kv.map((k) => [k, k]), DATA.start.kv));
+    serve.append(select("weights", "weight dtype", DATA.weights.map((w) => [w, w]), DATA.start.weights));
+    serve.append(select("serve_tp", "TP (serving)", DATA.serve_tp.map((t) => [t, t]), DATA.start.serve_tp));
     app.append(el("form", {id: "inputs", autocomplete: "off"}, dims, layout, hw, serve));
 
     const costs = el("table", {id: "costs"}, el("caption", {}, "Costs (exact)"),
@@ -157,22 +160,24 @@
     const train = el("table", {id: "training"}, el("caption", {}, "Training memory per device (bytes; GB = 10\u2079 bytes)"),
                      el("tr", {}, el("th", {}, "part"), el("th", {}, "value"), el("th", {}, "unit"),
                         el("th", {}, "closed form")));
-    for (const c of ["weights", "gradients", "optimizer", "activations", "total"]) {
-      train.append(outputRow("mem-" + c, c, "B", ""));
+    for (const c of ["weights", "gradients", "optimizer", "activations", "fp8", "total"]) {
+      train.append(outputRow("mem-" + c, c === "fp8" ? "FP8 buffers (Transformer Engine's weight copies, " +
+                             "transposes, scales, amax history)" : c, "B", ""));
     }
     train.append(outputRow("stage", "most loaded stage", "", ""));
     train.append(outputRow("capacity", "device memory", "B", ""));
     train.append(outputRow("reserve", "kept free (" + DATA.reserve + " of it)", "B", ""));
     train.append(outputRow("fits", "verdict", "", ""));
     train.append(outputRow("flops", "model FLOPs per device per iteration", "FLOP", DATA.training.flops.formula));
-    train.append(outputRow("step", "step time on " + DATA.step_hardware + ", as costgraph train computes it (" +
-                           DATA.training.rate + "; rounded down to " + DATA.time_digits + " significant digits)",
+    train.append(outputRow("step", "step time on the device, as costgraph train --hardware computes it (exact " +
+                           "on " + DATA.training.step.presets.join(", ") + " for every precision, optimizer, ZeRO " +
+                           "stage and recompute; rounded down to " + DATA.time_digits + " significant digits)",
                            "s", ""));
     train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
                            "--mfu (the rate covers the whole step; rounded down to " + DATA.time_digits +
                            " significant digits)", "s", ""));
-    const serving = el("table", {id: "serving"}, el("caption", {}, "Serving on one device (weights bf16, " +
-                       "paged KV cache in blocks of 16 tokens; as costgraph infer --hardware)"),
+    const serving = el("table", {id: "serving"}, el("caption", {}, "Serving, memory of one device (the weight dtype, KV dtype and TP degree " +
+                       "chosen; paged KV cache in blocks of 16 tokens; as costgraph infer --hardware --tp --weights --kv)"),
                        el("tr", {}, el("th", {}, "quantity"), el("th", {}, "value"), el("th", {}, "unit"),
                           el("th", {}, "closed form (P prompt, G generated, b batch)")));
     for (const [id, label] of [["kv_per_token", "KV cache per token"], ["kv", "KV cache of the batch (paged)"],
@@ -244,19 +249,26 @@
     return ok ? BigInt(text) : null;
   }
 
+  // infer --tp --weights --kv (costgraph.export.web_serving): memory = weights(TP, dtype) + KV cache(TP, KV dtype)
   function servingRows(dims) {
     const S = DATA.serving, ids = ["kv_per_token", "kv", "weights", "memory"];
     const all = ids.concat(["capacity", "fits", "max_batch"]);
-    if (S.absent) { for (const id of all) show("serve-" + id, null, S.absent); return; }
-    const cell = S.kv[inputs.kv_dtype.value];
+    const at = S.absent ? null : S.tp[inputs.serve_tp.value];
+    const absent = S.absent || (at && at.absent);
+    if (absent) { for (const id of all) show("serve-" + id, null, absent); return; }
+    const cell = at.kv[inputs.kv_dtype.value], w = at.weights[inputs.weights.value];
     const d = Object.assign({}, dims, {P: whole("prompt"), G: whole("generate"), b: whole("batch")});
+    const fns = {kv_per_token: cell.kv_per_token, kv: cell.kv, weights: w};
     const values = {};
-    for (const id of ids) {
-      document.getElementById("v-serve-" + id).parentNode.lastChild.textContent = cell[id].formula;
-      const [v, err] = compute(cell[id].fn, d);
+    for (const id of ["kv_per_token", "kv", "weights"]) {
+      document.getElementById("v-serve-" + id).parentNode.lastChild.textContent = fns[id].formula;
+      const [v, err] = compute(fns[id].fn, d);
       values[id] = v;
       show("serve-" + id, v, v === null ? err : grouped(v) + "  (" + gb(v) + ")");
     }
+    document.getElementById("v-serve-memory").parentNode.lastChild.textContent = "weights + KV cache of the batch";
+    values.memory = values.kv === null || values.weights === null ? null : values.kv + values.weights;
+    show("serve-memory", values.memory, values.memory === null ? "" : grouped(values.memory) + "  (" + gb(values.memory) + ")");
     const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
     const [rn, rd] = S.reserve.map(BigInt);
     const capacity = BigInt(hw.memory) * (rd - rn) / rd;      // rounded down to a byte
@@ -268,7 +280,8 @@
     if (!cell.base) { show("serve-max_batch", null, "not linear in the batch: costgraph infer"); return; }
     const [base, berr] = compute(cell.base.fn, d), [per, perr] = compute(cell.per_sequence.fn, d);
     if (base === null || per === null) { show("serve-max_batch", null, berr || perr); return; }
-    const most = capacity >= base ? (capacity - base) / per : 0n;
+    const fixed = base + values.weights;
+    const most = capacity >= fixed ? (capacity - fixed) / per : 0n;
     show("serve-max_batch", most);
   }
 
@@ -295,7 +308,8 @@
     if (!states) return null;
     return {weights: states.weights, gradients: states.gradients,
             optimizer: T.optimizer[pol][inputs.optimizer.value][zero][set],
-            activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set]};
+            activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set],
+            fp8: states.fp8 || null};
   }
 
   function training(dims) {
@@ -305,7 +319,8 @@
     for (const set of failure ? [] : sets) {
       const p = parts(set), values = {};
       let total = 0n;
-      for (const c of PARTS) {
+      for (const c of PARTS.concat(["fp8"])) {
+        if (!p[c]) { values[c] = 0n; continue; }          // no FP8 buffers outside an FP8 policy
         const [v, err] = compute(p[c].fn, dims);
         if (v === null) { failure = err; break; }
         values[c] = v;
@@ -315,9 +330,10 @@
       if (best === null || total > best) { best = total; bestSet = set; bestValues = values; }
     }
     const shown = parts(bestSet || sets[0]) || parts("single");
-    for (const c of PARTS.concat(["total"])) {
+    for (const c of PARTS.concat(["fp8", "total"])) {
       const row = document.getElementById("v-mem-" + c).parentNode.lastChild;
-      row.textContent = c === "total" ? PARTS.join(" + ") : shown[c].formula;
+      row.textContent = c === "total" ? PARTS.concat(shown.fp8 ? ["fp8"] : []).join(" + ")
+        : shown[c] ? shown[c].formula : "0 (not an FP8 policy)";
       if (failure) { show("mem-" + c, null, failure); continue; }
       const v = c === "total" ? best : bestValues[c];
       show("mem-" + c, v, grouped(v) + "  (" + gb(v) + ")");
@@ -333,33 +349,40 @@
     stepRow(dims, failure);
   }
 
+  // the step time (costgraph.export.web_steps): rest(preset, policy, ZeRO, recompute, PP) plus, on a preset
+  // with a kernel table, the optimizer step(preset, policy, optimizer, ZeRO, PP); the pool's parts evaluated
+  // on demand, once per update
   function stepRow(dims, failure) {
-    const cell = document.getElementById("v-step");
-    if (inputs.hardware.value !== DATA.step_hardware) {
-      show("step", null, "computed for " + DATA.step_hardware + " only: costgraph web ... --hardware " +
-           inputs.hardware.value);
+    const S = DATA.training.step, hw = inputs.hardware.value, pol = inputs.precision.value;
+    const row = document.getElementById("v-step").parentNode.lastChild;
+    row.textContent = S.rate[hw] || "";
+    const device = DATA.hardware.find((h) => h.key === hw);
+    if (DATA.training.fp8.includes(pol) && !device.fp8) {
+      show("step", null, hw + " has no FP8 peak: costgraph train refuses --precision " + pol);
       return;
     }
-    if (inputs.precision.value !== DATA.training.step_policy) {
-      show("step", null, "computed for precision " + DATA.training.step_policy + " only: costgraph web ... " +
-           "--precision " + inputs.precision.value);
-      return;
-    }
-    if (inputs.optimizer.value !== DATA.training.step_optimizer) {
-      show("step", null, "computed for optimizer " + DATA.training.step_optimizer + " only: costgraph web ... " +
-           "--optimizer " + inputs.optimizer.value);
+    if (!S.rest[hw]) {
+      show("step", null, "computed for " + S.presets.join(", ") + ": costgraph web ... --hardware " + hw);
       return;
     }
     if (failure) { show("step", null, failure); return; }
+    const stage = dims.PP === 1n ? "1" : "PP", zero = inputs.zero.value;
+    const cache = new Array(S.pool.length);
+    const defs = (i) => (cache[i] !== undefined ? cache[i] : (cache[i] = evalTree(S.pool[i], dims, defs)));
     let value;
     try {
-      value = evalProgram(DATA.training.step[inputs.zero.value][inputs.recompute.value][dims.PP === 1n ? "1" : "PP"],
-                          dims);
+      value = evalTree(S.rest[hw][pol][zero][inputs.recompute.value][stage], dims, defs);
+      if (S.bandwidth[hw]) {        // bytes of the optimizer step / the preset's HBM bandwidth
+        const o = evalTree(S.optimizer[pol][inputs.optimizer.value][zero][stage], dims, defs);
+        const d = o[1] * BigInt(S.bandwidth[hw]);
+        value = frac(value[0] * d + o[0] * value[1], value[1] * d);
+      }
     } catch (e) {
       const name = /^(\S+) must be/.exec(e.message);
       show("step", null, name ? name[1] + ": not a whole number" : e.message);
       return;
     }
+    const cell = document.getElementById("v-step");
     cell.classList.remove("error");
     cell.setAttribute("data-value", value[0].toString() + "/" + value[1].toString());
     cell.textContent = value[0] > 0n ? significant(value[0], value[1], DATA.time_digits) : "0";

@@ -19,17 +19,20 @@ URL, no external script, style or font) holding
   first stage), and the page shows the larger, as ``costgraph train``'s most
   loaded stage; the middle stages never hold more under 1F1B;
 * model FLOPs per device per iteration, and two times of one iteration, rounded
-  down to six significant digits: the **step time** on the page's preset
-  (``--hardware``, default h100-sxm) as ``costgraph train --hardware`` computes it by
-  default — its rate (the per-kernel model of ``kernels.toml`` on a preset with a
-  kernel table, else 1/2 of the peaks), the pipeline bubble and the exposed
-  communication under Megatron's overlap — one closed form per ZeRO stage ×
-  recompute policy × ``PP = 1`` or not, evaluated by the page in exact fractions
-  (:mod:`costgraph.export.web_tree`; another preset in the menu is named, not
-  computed); and the time at a model FLOPs utilization (MFU) the user types,
+  down to six significant digits: the **step time** as ``costgraph train --hardware``
+  computes it by default — its rate (the per-kernel model of ``kernels.toml`` on a
+  preset with a kernel table, else 1/2 of the peaks), the pipeline bubble, the
+  exposed communication under Megatron's overlap and the optimizer step — for every
+  precision policy, optimizer, ZeRO stage, recompute policy and ``PP = 1`` or not, on
+  the kernel-table presets and the page's ``--hardware``
+  (:mod:`costgraph.export.web_steps`; trees of :mod:`costgraph.export.web_tree` in one
+  pool of shared parts, evaluated by the page in exact fractions; another preset in the
+  menu is named, not computed); and the time at a model FLOPs utilization (MFU) the user types,
   ``FLOPs per device / (dense BF16 peak × MFU)``, which is ``costgraph train
   --mfu``'s step time (that rate covers whole steps). The page showed only the
   latter before issue 32 (0.947 s beside train's 0.910 s: two rates, not two models);
+* the serving side as ``costgraph infer --tp --weights --kv`` computes it
+  (:mod:`costgraph.export.web_serving`);
 * the hardware presets (``costgraph hardware``): device memory (GB = 10⁹
   bytes) and the fit verdict with :data:`costgraph.choices.DEFAULT_RESERVE`
   of it kept free, as ``costgraph train``'s ``fits``.
@@ -60,7 +63,7 @@ from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
 from .printing import to_text
-from .web_serving import KV_DTYPES, SERVING_DIMS, START as SERVING_START, serving_table
+from .web_serving import KV_DTYPES, SERVE_TP, SERVING_DIMS, START as SERVING_START, WEIGHTS, serving_table
 from .web_training import OPTIMIZERS, POLICIES, training_table
 
 #: the layout degrees' dimension names on the page (upper case: no model dimension uses them)
@@ -68,8 +71,9 @@ LAYOUT_DIMS = {"TP": "tensor-parallel degree (devices per tensor-parallel group)
                "PP": "pipeline-parallel degree (stages)",
                "DP": "data-parallel degree (model replicas)"}
 
-#: training memory components shown, in order (the total is their sum; the loss's fp32 logits are activations)
-COMPONENTS = ("weights", "gradients", "optimizer", "activations", "total")
+#: training memory components shown, in order (the total is their sum; the loss's fp32 logits are activations;
+#: fp8: an FP8 policy's buffers, 0 under another)
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "fp8", "total")
 
 #: significant digits of the seconds shown (rounded down)
 TIME_DIGITS = 6
@@ -82,9 +86,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     ``values``: dimension values (symbol or name → int) used as the inputs' initial
     values (a model's ``--config``); ``layout``: initial ``TP``, ``PP``, ``DP``
     (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
-    ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``; the step time
-    is the first precision's and optimizer's: the optimizer step reads its states);
-    ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
+    ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``);
+    ``hardware``: the preset selected at first (its step time is computed beside the kernel-table
+    presets': :func:`costgraph.export.web_steps.step_presets`); ``mfu``: the initial MFU as
     decimal text; ``command``: the command line that regenerates the page.
 
     Raises
@@ -103,8 +107,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
     training, add = _writer(program)
-    table = training_table(model, add, bool(model.graph.groups), start["hardware"], start["precision"],
-                           start["optimizer"])
+    table = training_table(model, add, bool(model.graph.groups), start["hardware"])
     serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]
@@ -124,12 +127,14 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "training": table,
         "serving": serving,
         "kv": list(KV_DTYPES),
+        "weights": list(WEIGHTS),
+        "serve_tp": [str(t) for t in SERVE_TP],
         "zero": [{"value": v, "text": t} for v, t in ZERO_STAGE.meanings],
         "recompute": list(RECOMPUTE_SEARCHED),
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
-        "step_hardware": start["hardware"],
-        "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16)}
+        "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
+                      "fp8": bool(hw.peak_flops_fp8)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
         "time_digits": TIME_DIGITS,
@@ -213,7 +218,7 @@ def _asset(name: str) -> str:
 def _html(name: str, functions_js: str, data: dict) -> str:
     from html import escape
 
-    payload = json.dumps(data, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
+    payload = json.dumps(data, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en">',

@@ -3,29 +3,36 @@ and the step time as :func:`costgraph.training.api.train` derives them under a
 :class:`~costgraph.parallel.layout.Layout` with symbolic degrees ``TP``, ``PP``, ``DP``.
 
 The memory of a stage is ``weights + gradients + optimizer + activations`` (the loss's fp32 logits
-inside the activations; :mod:`costgraph.training.memory`), and each part depends on fewer choices
+inside the activations; :mod:`costgraph.training.memory`), ``+ fp8`` under an FP8 policy (Transformer
+Engine's FP8 weight copies, transposes, scales and amax history: :func:`costgraph.training.fp8.fp8_memory`),
+and each part depends on fewer choices
 than the whole, so the page carries one closed form per part and the choices it depends on, and adds
 them up (``web.js``) — not one per combination:
 
-* weights and gradients: the precision policy × ZeRO stage;
+* weights, gradients and the FP8 buffers: the precision policy × ZeRO stage;
 * optimizer states: the precision policy × optimizer × ZeRO stage;
 * activations: their precision (fp32 under the ``fp32`` policy, else bf16, as ``costgraph train
   --precision`` sets them) × recompute policy;
 
 each for the whole model (``PP = 1``) and for the first and the last pipeline stage (``PP > 1``,
-Megatron-LM's 1F1B schedule, ``m = PP`` micro-batches). The step time on the page's preset — the
-rate ``costgraph train --hardware`` uses by default, its bubble and exposed communication — is a tree
-(:mod:`costgraph.export.web_tree`) per ZeRO stage × recompute policy × ``PP = 1`` or not, under the
-page's first precision policy and optimizer (the per-kernel model's optimizer step reads the optimizer's
-states: :mod:`costgraph.training.step_kernels`).
+Megatron-LM's 1F1B schedule, ``m = PP`` micro-batches). FP8 policies' activations are their own
+(the FP8 copies of the GEMMs' saved inputs). The step time — the rate ``costgraph train --hardware``
+uses by default, its bubble, exposed communication and optimizer step — for every policy, optimizer,
+ZeRO stage, recompute policy and stage set on each preset of
+:func:`costgraph.export.web_steps.step_presets`: :mod:`costgraph.export.web_steps`.
 """
 
 from __future__ import annotations
 
 from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE_SEARCHED, ZERO_STAGE
 
-#: the precision policies the page offers (``costgraph train --precision``; the default first)
-POLICIES = (DEFAULT_POLICY, "bf16", "fp32")
+#: the precision policies the page offers (``costgraph train --precision``; the default first; the FP8
+#: ones of policies.toml, Transformer Engine's recipes, only on a preset with an FP8 peak)
+#: the FP8 policies the page offers: Transformer Engine's delayed and current scaling. Blockwise and MXFP8 are
+#: left out: each FP8 policy adds its own memory and step-time trees (page generation about 2× with two, 3× with
+#: four; `costgraph train --precision` has them all)
+FP8_POLICIES = ("fp8-delayed", "fp8-current")
+POLICIES = (DEFAULT_POLICY, "bf16", "fp32") + FP8_POLICIES
 #: the optimizers the page offers (``costgraph train --optimizer``; the default first)
 OPTIMIZERS = (DEFAULT_OPTIMIZER, "adam-8bit", "adafactor", "lion", "muon", "sgd")
 #: stage sets: one stage (PP = 1); the first and the last stage (PP > 1)
@@ -37,24 +44,29 @@ def activation_precision(policy: str) -> str:
     return "fp32" if policy == "fp32" else "bf16"
 
 
+def activation_key(policy: str) -> str:
+    """The key of ``policy``'s activations in the page's table: their precision, or an FP8 policy's own
+    name (its GEMMs save FP8 copies of their inputs: :mod:`costgraph.training.fp8`)."""
+    return policy if policy in FP8_POLICIES else activation_precision(policy)
+
+
 def _stages(result, p) -> dict:
     return {"single": result.stages[0]} if p == 1 else {"first": result.stages[0], "last": result.stages[-1]}
 
 
-def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFAULT_POLICY,
-                   optimizer: str = DEFAULT_OPTIMIZER) -> dict:
+def training_table(model, add, pipeline: bool, hardware: str) -> dict:
     """The page's training table (module docstring). ``add(name, scope, quantity, unit, meaning, expr)``
     writes one exact function and returns ``{"fn", "formula"}``; ``pipeline``: the model has repeated
-    layers to split into stages; ``hardware``: the preset of the step time; ``policy``, ``optimizer``: its
-    precision and optimizer (the per-kernel model's optimizer step reads the optimizer's states)."""
+    layers to split into stages; ``hardware``: the page's first preset (its step time is computed beside
+    the kernel-table presets': :func:`costgraph.export.web_steps.step_presets`)."""
     from ..engine.symbols import dim
     from ..parallel.layout import Layout
     from ..training.memory import training_memory   # the memory train() reports, without its FLOPs and time
 
     tp, pp, dp = dim("TP"), dim("PP"), dim("DP")
     degrees = (1, pp) if pipeline else (1,)
-    table: dict = {"states": {}, "optimizer": {}, "activations": {}, "flops": None, "step": {}, "rate": None,
-                   "step_policy": policy, "step_optimizer": optimizer, "activation_precision": {p: activation_precision(p) for p in POLICIES}}
+    table: dict = {"states": {}, "optimizer": {}, "activations": {}, "flops": None, "step": None,
+                   "activation_precision": {p: activation_key(p) for p in POLICIES}, "fp8": list(FP8_POLICIES)}
 
     def layout(p, **kw):
         pol = kw.get("policy", DEFAULT_POLICY)
@@ -72,11 +84,12 @@ def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFA
                     for key, stage in _stages(result, p).items():
                         if opt == OPTIMIZERS[0]:
                             table["states"].setdefault(pol, {}).setdefault(str(zero), {})[key] = {
-                                c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")}
+                                c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")
+                                + (("fp8",) if "fp8" in stage.memory else ())}   # TE's FP8 weight copies, scales
                         table["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(str(zero), {})[key] = \
                             part("optimizer", key, f"{pol}_{opt}_z{zero}", stage.memory["optimizer"])
     for pol in dict.fromkeys(POLICIES, None):
-        prec = activation_precision(pol)
+        prec = activation_key(pol)
         if prec in table["activations"]:
             continue
         for recompute in RECOMPUTE_SEARCHED:
@@ -90,23 +103,14 @@ def training_table(model, add, pipeline: bool, hardware: str, policy: str = DEFA
 
 
 def _steps(model, table: dict, degrees, hardware: str, layout, add) -> None:
-    """The step time trees and the FLOPs per device (module docstring), into ``table``."""
-    from ..training.api import train
-    from .web_tree import program as step_tree
+    """The FLOPs per device and the step time (:mod:`costgraph.export.web_steps`), into ``table``."""
+    from ..training.compute import training_flops
+    from .web_steps import step_table
 
-    for zero in ZERO_STAGE.values:
-        for recompute in RECOMPUTE_SEARCHED:
-            steps = table["step"].setdefault(str(zero), {}).setdefault(recompute, {})
-            for p in degrees:
-                result = train(model, layout(p, zero=zero, recompute=recompute, policy=table["step_policy"],
-                                             optimizer=table["step_optimizer"]),
-                               hardware=hardware)
-                steps["1" if p == 1 else "PP"] = step_tree(result.compute["step"]["total"])
-                table["rate"] = table["rate"] or result.compute["rate"].describe()
-                if table["flops"] is None:
-                    table["flops"] = add("train_flops_per_device", "train", "flops_per_device", "FLOP",
-                                         "model FLOPs per device per iteration (m = PP micro-batches of b)",
-                                         result.flops["model_per_device"])
+    flops = training_flops(model.graph, layout(1).filled())   # train's (PP = 1: m = PP micro-batches)
+    table["flops"] = add("train_flops_per_device", "train", "flops_per_device", "FLOP",
+                         "model FLOPs per device per iteration (m = PP micro-batches of b)", flops["model_per_device"])
+    table["step"] = step_table(model, layout, degrees, hardware, POLICIES, OPTIMIZERS)
 
 
-__all__ = ["OPTIMIZERS", "POLICIES", "STAGES", "activation_precision", "training_table"]
+__all__ = ["FP8_POLICIES", "OPTIMIZERS", "POLICIES", "STAGES", "activation_key", "activation_precision", "training_table"]

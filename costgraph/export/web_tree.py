@@ -27,14 +27,17 @@ _OPS = ((sympy.Add, "+"), (sympy.Mul, "*"), (sympy.Min, "min"), (sympy.Max, "max
         (sympy.Le, "<="), (sympy.Lt, "<"), (sympy.Eq, "=="), (sympy.Ne, "!="))
 
 
-def tree(e, shared: dict | None = None) -> object:
-    """``e`` (a SymPy expression or condition) as the page's tree (module docstring).
+def tree(e, shared: dict | None = None, children=None) -> object:
+    """``e`` (a SymPy expression or condition) as the page's tree (module docstring). ``shared``: the
+    symbols :func:`program` introduced → their index; ``children``: how an argument is written
+    (:func:`interned`'s; default: as a tree).
 
     Raises
     ------
     CostgraphValueError
         A part that is not a rational number, a symbol or one of the operations above (a square root,
-        a fractional power). ``shared``: the symbols :func:`program` introduced → their index."""
+        a fractional power)."""
+    rec = children or (lambda a: tree(a, shared))
     if e is sympy.true or e is sympy.false:
         return ["==", "0", "0" if e is sympy.true else "1"]
     if isinstance(e, sympy.Rational):
@@ -44,19 +47,39 @@ def tree(e, shared: dict | None = None) -> object:
     if isinstance(e, sympy.Pow):
         if not e.exp.is_Integer:
             raise CostgraphValueError(f"the page cannot evaluate the power {e}", hint="whole exponents only")
-        return ["^", tree(e.base, shared), str(e.exp)]
+        return ["^", rec(e.base), str(e.exp)]
     if isinstance(e, sympy.Piecewise):
-        return ["pw", *[[tree(p.expr, shared), tree(p.cond, shared)] for p in e.args]]
+        return ["pw", *[[rec(p.expr), rec(p.cond)] for p in e.args]]
     if isinstance(e, sympy.ceiling):   # ⌈x⌉ = −⌊−x⌋ (8-bit Adam's blocks of states: the optimizer step)
-        return ["*", "-1", ["floor", ["*", "-1", tree(e.args[0], shared)]]]
+        return ["*", "-1", ["floor", ["*", "-1", rec(e.args[0])]]]
     if isinstance(e, (sympy.Ge, sympy.Gt)):
-        return ["<=" if isinstance(e, sympy.Ge) else "<", tree(e.rhs, shared), tree(e.lhs, shared)]
+        return ["<=" if isinstance(e, sympy.Ge) else "<", rec(e.rhs), rec(e.lhs)]
     for kind, op in _OPS:
         if isinstance(e, kind):
-            return [op, *[tree(a, shared) for a in e.args]]
+            return [op, *[rec(a) for a in e.args]]
     raise CostgraphValueError(f"the page cannot evaluate {type(e).__name__} ({str(e)[:80]})",
                               hint="sums, products, whole powers, min, max, mod, floor, ceiling and piecewise "
                                    "choices")
+
+
+def interned(e, pool: list, seen: dict) -> object:
+    """``e`` as a tree whose every operation is written once into ``pool`` (a list of trees shared by
+    all of a page's closed forms: :mod:`costgraph.export.web_steps`) and referred to as ``{"t": i}``;
+    ``seen``: expression or tree text (keyed ``("e", e)``, ``("j", text)``) → its node, kept between calls. An operation's arguments come
+    before it in ``pool``, so the page may evaluate the pool in order or on demand."""
+    import json
+
+    if ("e", e) in seen:
+        return seen["e", e]
+    node = tree(e, children=lambda a: interned(a, pool, seen))
+    if isinstance(node, list):
+        text = json.dumps(node, separators=(",", ":"))
+        if ("j", text) not in seen:
+            pool.append(node)
+            seen["j", text] = {"t": len(pool) - 1}
+        node = seen["j", text]
+    seen["e", e] = node
+    return node
 
 
 def program(e) -> dict:
@@ -69,4 +92,4 @@ def program(e) -> dict:
     return {"defs": [tree(v, shared) for _, v in defs], "e": tree(reduced, shared)}
 
 
-__all__ = ["program", "tree"]
+__all__ = ["interned", "program", "tree"]
