@@ -309,7 +309,9 @@
     return {weights: states.weights, gradients: states.gradients,
             optimizer: T.optimizer[pol][inputs.optimizer.value][zero][set],
             activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set],
-            fp8: states.fp8 || null};
+            // Transformer Engine keeps no FP8 weight transpose on Blackwell (training.fp8.transpose_for)
+            fp8: (DATA.hardware.find((h) => h.key === inputs.hardware.value) || {}).transpose === "shared"
+              ? states.fp8_shared || states.fp8 || null : states.fp8 || null};
   }
 
   function training(dims) {

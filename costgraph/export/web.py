@@ -99,6 +99,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         outside (0, 1].
     """
     from ..hardware import preset, presets
+    from ..training.fp8 import transpose_for
 
     clash = sorted(set(LAYOUT_DIMS) & {str(s) for s in model.symbols})
     if clash:
@@ -134,7 +135,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
-                      "fp8": bool(hw.peak_flops_fp8)}
+                      "fp8": bool(hw.peak_flops_fp8), "transpose": transpose_for(hw)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
         "time_digits": TIME_DIGITS,

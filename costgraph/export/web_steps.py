@@ -41,10 +41,12 @@ def step_table(model, layout, degrees, hardware: str, policies, optimizers) -> d
     at 1 B/s), divided on the page by ``bandwidth[preset]`` (the kernel table's HBM B/s; absent on a flat
     preset: no optimizer step there); ``rate``: preset → the rate's description. ``layout(p, **choices)`` a
     :class:`~costgraph.parallel.layout.Layout` with symbolic degrees; ``degrees``: ``(1,)`` or ``(1, PP)``."""
+    import dataclasses
+
     import sympy
 
     from ..hardware import preset
-    from ..training.fp8 import policy_recipe
+    from ..training.fp8 import policy_recipe, transpose_for
     from ..training.step_kernels import optimizer_seconds
     from ..parallel.communication import communication
     from ..parallel.placement import placement as place
@@ -74,7 +76,9 @@ def step_table(model, layout, degrees, hardware: str, policies, optimizers) -> d
                     for key, hw in hws.items():
                         if fp8 and not hw.peak_flops_fp8:
                             continue
-                        parts = step_time(model.graph, L, hw, **shared)
+                        # train resolves the FP8 transpose from the preset (training.api; fp8.transpose_for)
+                        parts = step_time(model.graph, dataclasses.replace(L, fp8_transpose=transpose_for(hw))
+                                          if fp8 else L, hw, **shared)
                         rest = parts["total"] - parts.get("optimizer", sympy.Integer(0))
                         out["rest"].setdefault(key, {}).setdefault(pol, {}).setdefault(str(zero), {}).setdefault(
                             recompute, {})[stage] = interned(rest, pool, seen)

@@ -86,6 +86,11 @@ def training_table(model, add, pipeline: bool, hardware: str) -> dict:
                             table["states"].setdefault(pol, {}).setdefault(str(zero), {})[key] = {
                                 c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")
                                 + (("fp8",) if "fp8" in stage.memory else ())}   # TE's FP8 weight copies, scales
+                            if "fp8" in stage.memory:   # Blackwell keeps no transpose (training.fp8.transpose_for)
+                                shared = training_memory(model.graph, layout(p, zero=zero, policy=pol, optimizer=opt,
+                                                                             fp8_transpose="shared"))
+                                table["states"][pol][str(zero)][key]["fp8_shared"] = part(
+                                    "fp8", key, f"{pol}_z{zero}_shared", _stages(shared, p)[key].memory["fp8"])
                         table["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(str(zero), {})[key] = \
                             part("optimizer", key, f"{pol}_{opt}_z{zero}", stage.memory["optimizer"])
     for pol in dict.fromkeys(POLICIES, None):
