@@ -129,7 +129,9 @@ class Forms:
         for pipe in self.pipes:
             res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}), expand=False)
             self.bar.advance(2)
-            states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
+            # the states: everything of the stage's total but its activations (an FP8 policy's weight copies,
+            # transposes and scales with them: training_memory adds them to the total, not to STATES)
+            states.append([self.compiled(st.memory["total"] - st.memory["activations"]) for st in res.stages])
             acts.append([self.compiled(st.memory["activations"]) for st in res.stages])
         return states, acts
 
