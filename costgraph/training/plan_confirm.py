@@ -5,7 +5,9 @@ builds (:func:`layout_of`), is checked whole as :func:`costgraph.training.api.tr
 it (K/V replication, :func:`costgraph.training.validity.check_layout`,
 :meth:`Layout.filled`), and gets train's exact figures (:func:`exact_figures`). A row train
 refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
-same model (a larger ``--top`` in a notebook) derives no layout twice.
+same model (a larger ``--top`` in a notebook) derives no layout twice, and train's derivation is
+shared by the layouts of one structure (``m``, ``b`` and the degrees above 1 as symbols, each
+layout substituting its numbers exactly: :func:`_symbolic`).
 """
 
 from __future__ import annotations
