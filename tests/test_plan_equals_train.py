@@ -5,6 +5,8 @@ most-loaded device (bytes, exact) and the same step time; a layout train would r
 (DeepSeek-V2/V3, reduced in size), gpt-oss, Mixtral, Llama 4, Qwen3-MoE and layer patterns
 (Gemma 3, Jamba), at several device counts."""
 
+import functools
+
 import pytest
 
 import costgraph
@@ -36,18 +38,34 @@ CASES = [
 ]
 
 
+#: the cases searched over every schedule (costgraph.options.SCHEDULES_SEARCHED): a dense model and a MoE with a
+#: dense prefix; the others search 1F1B and interleaved only (each schedule costs the screen a derivation of its
+#: closed forms, and the test is kept under 30 s of CPU: issue 27)
+ALL_SCHEDULES = {("llama", 8), ("deepseek_v3", 8)}
+
+
+@functools.lru_cache(maxsize=None)
+def _model(name):
+    """One model per name for the whole module (the planner's closed forms are derived once per model and
+    settings: training/plan.py's forms_of)."""
+    return costgraph.load(name)
+
+
 @pytest.fixture(scope="module", params=CASES,
                 ids=lambda c: f"{c[0]}-{c[3]}gpus" + "".join(f"-{k}" for k in (c[6] if len(c) > 6 else {})))
 def planned(request):
     from unittest import mock
 
+    from costgraph import options
     from costgraph.training import plan_variants
 
     name, config, sets, gpus, batch, memory = request.param[:6]
     kw = request.param[6] if len(request.param) > 6 else {}
-    m = costgraph.load(name)
+    m = _model(name)
     first = plan_variants.variants
-    with mock.patch.object(plan_variants, "variants", lambda space: first(space)[:2]):   # the base and one FP8 policy
+    schedules = options.SCHEDULES_SEARCHED if (name, gpus) in ALL_SCHEDULES else ("1f1b", "interleaved")
+    with mock.patch.object(plan_variants, "variants", lambda space: first(space)[:2]), \
+            mock.patch.object(options, "SCHEDULES_SEARCHED", schedules):   # the base and one FP8 policy
         res = m.plan(m.values(config, **sets), gpus=gpus, hardware="h100-sxm", global_batch=batch, memory=memory,
                      top=1, **kw)
     if kw.get("allow_fp8"):

@@ -173,11 +173,16 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl, L.cross_entropy, prec) if L.loss else sympy.Integer(0)
     stages = [_stage_memory(states, stage, rows, per_layer, live, loss, expand) for stage in pl.stages]
-    _add_fp8(cg, L, pl, stages)
+    _add_fp8(cg, L, pl, stages, sympy.expand if expand else _as_is)
     return TrainingMemory(L, stages, warned)
 
 
-def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list) -> None:
+def _as_is(x):
+    """``x`` unexpanded (``training_memory(expand=False)``: the same value, without SymPy's expand)."""
+    return x
+
+
+def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list, expand=sympy.expand) -> None:
     """An FP8 policy's buffers (:func:`costgraph.training.fp8.fp8_memory`): each part under its
     name, their sum as ``fp8``, added to ``total``, on every stage; the linears' inputs saved in
     FP8 (:func:`costgraph.training.fp8.saved_inputs`) change ``activations``, their bytes under
@@ -188,15 +193,15 @@ def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list) -> None:
     for st, stage in zip(stages, pl.stages):
         parts = fp8_memory(cg, L, pl, stage)
         if parts:
-            fp8 = sympy.expand(sympy.Add(*parts.values()))
+            fp8 = expand(sympy.Add(*parts.values()))
             prec = get_precision(L.precision)
             saved, change = saved_inputs(cg, L, pl, stage, prec)
             if L.fp8_attention:   # FP8 dot-product attention: Q, K, V (and O) saved in FP8
                 dpa, dpa_change = dpa_saved(cg, L, pl, stage, prec, saved_by(cg))
                 st.memory[ATTENTION_SAVED] = dpa
-                change = sympy.expand(change + dpa_change)
-            st.memory.update(parts, fp8=fp8, activations=sympy.expand(st.memory["activations"] + change),
-                             total=sympy.expand(st.memory["total"] + fp8 + change))
+                change = expand(change + dpa_change)
+            st.memory.update(parts, fp8=fp8, activations=expand(st.memory["activations"] + change),
+                             total=expand(st.memory["total"] + fp8 + change))
             st.memory[SAVED] = saved
 
 

@@ -194,8 +194,8 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     def derive(fields, opts, schedules):
         key = (repr(sorted(fields.items())), repr(sorted(opts.items())), tuple(schedules))
         if key not in derived:
-            derived[key] = Forms(cg, fixed, syms, {**base, **fields}, bar, hardware, efficiency, opts, schedules,
-                                 factors)
+            derived[key] = forms_of(cg, fixed, syms, {**base, **fields}, bar, hardware, efficiency, opts, schedules,
+                                    factors)
         return derived[key]
     forms = derive({}, options, grid.schedules)
     screen = _Screen(grid, options, forms, derive, space, b_sym is not None, capacity=capacity - reserve, gpus=gpus,
@@ -271,6 +271,29 @@ class _Screen:
         self.fitting += stats.get("fitting", 0)
         self.truncated |= stats.get("truncated", False)
         return out
+
+
+#: the screen's forms by model and settings, across ``plan`` calls: (graph, forms) by key; kept small
+_FORMS: dict = {}
+_FORMS_SIZE = 8
+
+
+def forms_of(cg, fixed, syms, base, bar, hardware, efficiency, opts, schedules, factors) -> Forms:
+    """The :class:`~costgraph.training.plan_forms.Forms` of ``cg`` at ``fixed`` (the sizes) for the layout
+    options ``base``, the searched values ``opts`` and ``schedules`` on ``hardware``: derived once per
+    process (a second ``plan`` of the same model and settings on another device count or batch derives
+    nothing again; the forms do not depend on the device count, the batch or the grid), ``bar`` the
+    calling plan's progress bar."""
+    key = (id(cg), tuple(sorted((str(k), int(v)) for k, v in fixed.items())), tuple(str(x) for x in syms),
+           repr(sorted(base.items())), repr(hardware), str(efficiency), repr(sorted(opts.items())), tuple(schedules),
+           repr(factors))
+    got = _FORMS.get(key)
+    if got is None or got[0] is not cg:
+        if len(_FORMS) >= _FORMS_SIZE:
+            _FORMS.pop(next(iter(_FORMS)))
+        got = _FORMS[key] = (cg, Forms(cg, fixed, syms, base, bar, hardware, efficiency, opts, schedules, factors))
+    got[1].bar = bar
+    return got[1]
 
 
 def _combinations(options: dict) -> int:

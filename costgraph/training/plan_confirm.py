@@ -5,7 +5,9 @@ builds (:func:`layout_of`), is checked whole as :func:`costgraph.training.api.tr
 it (K/V replication, :func:`costgraph.training.validity.check_layout`,
 :meth:`Layout.filled`), and gets train's exact figures (:func:`exact_figures`). A row train
 refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
-same model (a larger ``--top`` in a notebook) derives no layout twice.
+same model (a larger ``--top`` in a notebook) derives no layout twice, and train's derivation is
+shared by the layouts of one structure (``m``, ``b`` and the degrees above 1 as symbols, each
+layout substituting its numbers exactly: :func:`_symbolic`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..choices import OVERLAP
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
-from .plan_forms import M
+from .plan_forms import C, D, EP, M, T
 from .steptime import combine
 
 #: exact figures by (graph, layout, values[, hardware, efficiency, factors]); kept small
@@ -26,6 +28,8 @@ _CACHE: dict = {}
 #: train's derivations by layout with ``m`` as a symbol and values without ``b`` (:func:`exact_figures`)
 _DERIVED: dict = {}
 _CACHE_SIZE = 4096
+#: the degrees derived as symbols when above 1 (:func:`_symbolic`)
+DEGREES = (("t", T), ("c", C), ("e", EP), ("d", D))
 
 
 def layout_of(c, settings: dict) -> Layout:
@@ -66,12 +70,28 @@ def _key(model, layout: Layout, values: dict, *more) -> tuple:
 
 
 def _symbolic(layout: Layout, values: dict, b_sym) -> tuple[Layout, dict, dict]:
-    """``(layout with m a symbol, values without b, {M: m, b: its value})``: the derivation shared by the
-    layouts that differ only in ``m`` and ``b`` (:func:`exact_figures`), and what each substitutes."""
+    """``(layout with m a symbol, values without b, {M: m, b: its value, ...})``: the derivation shared by
+    the layouts that differ only in numbers (:func:`exact_figures`), and what each substitutes. Besides
+    ``m`` and ``b``, each of the degrees ``t``, ``c``, ``e``, ``d`` above 1 is a symbol (``T``, ``C``,
+    ``EP``, ``D`` of :mod:`costgraph.training.plan_forms`, ``etp`` with ``t`` when it equals it): the
+    layouts of one structure (``p``, ``v``, schedule, split, options, and which degrees are 1) share one
+    derivation. A degree of 1 stays a number (the code paths without TP, CP, EP or DP are not those of a
+    symbolic degree), as does ``p`` (the stages' structure; DualPipe's pairs of stages)."""
     free = {b_sym} if b_sym is not None and b_sym in values else set()
     fixed = {k: v for k, v in values.items() if k not in free}
-    at = {M: sympy.Integer(layout.filled().m), **{k: values[k] for k in free}}
-    return dataclasses.replace(layout, m=M), fixed, at
+    full = layout.filled()
+    at = {M: sympy.Integer(full.m), **{k: values[k] for k in free}}
+    degrees: dict = {}
+    for name, sym in DEGREES:
+        n = getattr(full, name)
+        if isinstance(n, int) and n > 1:
+            degrees[name], at[sym] = sym, sympy.Integer(n)
+    if degrees:
+        degrees.setdefault("d", full.d)   # given, not filled from gpus (a symbolic t·p·c)
+        degrees["gpus"] = None
+        if "t" in degrees and full.etp == full.t:
+            degrees["etp"] = T
+    return dataclasses.replace(layout, m=M, **degrees), fixed, at
 
 
 def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
@@ -105,7 +125,7 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
 
     The derivation is shared by the layouts that differ only in numbers: it is made once with
     the micro-batches ``m`` (and the micro-batch ``b``, the symbol ``b_sym`` of ``values``, when
-    given) as symbols, and each layout substitutes its own; the sizes are whole numbers, so the
+    given) and the degrees above 1 (:func:`_symbolic`) as symbols, and each layout substitutes its own; the sizes are whole numbers, so the
     substitution gives the exact value the derivation at those numbers gives (the
     Min/Max/ceiling/Piecewise of ``m`` and ``b`` evaluate once they are numbers). Cached by layout."""
     from ..engine.symbols import as_expr

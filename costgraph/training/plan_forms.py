@@ -1,8 +1,9 @@
 """The planner's screen: train's closed forms with the degrees as symbols, over the grid.
 
 For each value of the options of :data:`costgraph.options.SEARCHED_OPTIONS` the memory
-(:func:`costgraph.training.memory.training_memory`: the states per ZeRO stage, the
-activations per recomputation and SP) and the step time's parts
+(:func:`costgraph.training.memory.training_memory`: the states per ZeRO stage — the stage's
+total less its activations, an FP8 policy's buffers among them —, the activations per
+recomputation and SP) and the step time's parts
 (:func:`costgraph.training.steptime.step_time` with ``with_total=False``) are derived once
 with ``t, p, c, e, d, m, v`` (and ``b``) as symbols, for ``p = 1`` and each searched
 schedule over a symbolic ``p`` (interleaved over a symbolic ``v`` too); compiled together with
@@ -44,7 +45,6 @@ def pipes(schedules) -> tuple[dict, ...]:
 
 
 PIPES = pipes(("1f1b", "interleaved"))
-STATES = ("weights", "gradients", "optimizer")
 #: The parts of :func:`~costgraph.training.steptime.step_time` that depend on the ZeRO stage: each is
 #: taken from the derivation at the row's ZeRO stage; every other part from the derivation at its
 #: recomputation and SP (whatever its ZeRO stage). A step-time model whose other parts come to depend on
@@ -129,7 +129,10 @@ class Forms:
         for pipe in self.pipes:
             res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}), expand=False)
             self.bar.advance(2)
-            states.append([self.compiled(sum((st.memory[k] for k in STATES), 0)) for st in res.stages])
+            # the states: everything of the stage's total but its activations (the weights, gradients and
+            # optimizer, and an FP8 policy's weight copies, transposes and scales, which training_memory adds
+            # to the total only)
+            states.append([self.compiled(st.memory["total"] - st.memory["activations"]) for st in res.stages])
             acts.append([self.compiled(st.memory["activations"]) for st in res.stages])
         return states, acts
 
