@@ -57,10 +57,12 @@ def test_megatron_llama3_8b_fp8_script_equals_hand_flags(cg):
     # untied, RMSNorm, SwiGLU, rope) = config llama-3-8b; seq 8192, micro-batch 1, global 128;
     # --use-distributed-optimizer (ZeRO 1); --fp8-format hybrid with the default recipe delayed,
     # --fp8-param-gather and --grad-reduce-in-bf16: fp8-delayed-bridge; --sequence-parallel with TP 1
-    # (Megatron turns it off); torchrun 8 processes on 1 node.
+    # (Megatron turns it off); torchrun 8 processes on 1 node; --cross-entropy-loss-fusion (l. 98): the fused loss.
     launch = _same_answer(cg, ["train", "--launch", LLAMA],
                           ["train", "llama", "--config", "llama-3-8b", "--set", "s=8192", "b=1", "tied=false",
-                           "--gpus", "8", "--zero", "1", "--precision", "fp8-delayed-bridge", "--global-batch", "128"])
+                           "--gpus", "8", "--zero", "1", "--precision", "fp8-delayed-bridge", "--global-batch", "128",
+                           "--loss-fusion", "fused"])
+    assert launch["options"]["loss_fusion"] == "fused"
     from costgraph.model import load
 
     config = {str(k): int(v) for k, v in load("llama").values("llama-3-8b", {}).items()}
@@ -118,7 +120,8 @@ def test_text_report_names_what_came_from_the_file(cg):
     head = r.stdout.split("\n\n")[0]
     assert head.startswith(f"launch: {LLAMA} (Megatron-LM script)")
     assert f"zero 1  <- {LLAMA}:127 (--use-distributed-optimizer)" in head
-    assert "ignored (no cost): 58:" in head
+    assert f"loss_fusion fused  <- {LLAMA}:98 (--cross-entropy-loss-fusion)" in head
+    assert "ignored (no cost): 57:" in head   # --cross-entropy-loss-fusion is read (the loss kernel), not ignored
 
 
 def test_command_line_that_contradicts_the_file_is_refused(cg):

@@ -39,7 +39,7 @@ TRAIN_DEFAULTS.update({"first_stage_layers": None, "last_stage_layers": None, "a
                        "schedule_accounting": choices.SCHEDULE_ACCOUNTING.default, "pipeline_layout": None})
 # FP8 options and the recompute FLOP count (costgraph.training.fp8_options, .recompute_count)
 TRAIN_DEFAULTS.update({"fp8_attention": choices.DEFAULT_FP8_ATTENTION, "fp8_wgrad": choices.DEFAULT_FP8_WGRAD,
-                       "recompute_count": choices.RECOMPUTE_COUNT.default})
+                       "recompute_count": choices.RECOMPUTE_COUNT.default, "loss_fusion": choices.LOSS_FUSION.default})
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
@@ -72,6 +72,8 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     p.add_argument("--virtual-stages", type=int, default=1, help="model chunks per device (interleaved)")
     add_arguments(p, TrainOptions, "memory", "memory")   # declared once (costgraph.train_options)
     p.add_argument("--no-loss", action="store_true", help="leave out the fp32 logits of the loss")
+    add_option(p, choices.LOSS_FUSION, "--loss-fusion", help="the loss kernel the step time times: "
+               + choices.LOSS_FUSION.help())
     add_arguments(p, TrainOptions, "reserve", "reserve")
     # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
     p.add_argument("--rank-order", default="tp-cp-ep-dp-pp",
@@ -230,6 +232,7 @@ def train_layout(args, micro_batches=None):
                   lora_targets=args.lora_targets[0] if args.lora_targets == ["all-linear"] else tuple(args.lora_targets),
                   **_recompute_fields(args), **_pipeline_fields(args), **_expert_placement(args),
                   fp8_transpose=getattr(args, "fp8_transpose", choices.FP8_TRANSPOSE.default),
+                  loss_fusion=getattr(args, "loss_fusion", choices.LOSS_FUSION.default),
                   fp8_attention=getattr(args, "fp8_attention", choices.DEFAULT_FP8_ATTENTION),
                   fp8_wgrad=getattr(args, "fp8_wgrad", choices.DEFAULT_FP8_WGRAD),
                   recompute_count=getattr(args, "recompute_count", choices.RECOMPUTE_COUNT.default))

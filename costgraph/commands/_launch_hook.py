@@ -216,8 +216,9 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
                                           hint="costgraph infer --launch FILE takes it (--pp, --ep)")
             continue
         if dest not in actions or not hasattr(args, dest):
-            unused.append(f"{dest}={value}: " + ("plan searches the layout" if command == "plan" else
-                                                 f"not an option of {command}"))
+            unused.append(f"{dest}={value}: " + (f"{command} times the loss unfused (the default)" if dest ==
+                                                 "loss_fusion" else "plan searches the layout" if command == "plan"
+                                                 else f"not an option of {command}"))
             continue
         action, mine = actions[dest], getattr(args, dest)
         flag = action.option_strings[0] if action.option_strings else dest

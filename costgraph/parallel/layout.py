@@ -40,7 +40,8 @@ class Layout:
     ``p``), ``schedule`` and ``v`` (virtual stages, interleaved schedule),
     ``recompute``, ``attention``, ``policy``, ``optimizer``, ``precision``
     (activation bytes), ``hsdp`` (HSDP group size), ``loss`` (count the
-    fp32 logits), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
+    fp32 logits), ``loss_fusion`` (the loss kernel the step time times: ``unfused`` or ``fused``,
+    :mod:`costgraph.training.step_kernels`), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
     base in ``nf4``, ``nf4-double`` or ``int8``); ``recompute_modules``,
@@ -106,6 +107,7 @@ class Layout:
     overlap: str = choices.OVERLAP.default   # communication overlap convention (costgraph.training.overlap)
     route_nodes: int | None = None
     fp8_transpose: str = choices.FP8_TRANSPOSE.default   # FP8 policies: the weight transpose's buffer (training.fp8)
+    loss_fusion: str = choices.LOSS_FUSION.default   # the loss kernel timed (costgraph.training.step_kernels)
     # FP8 policies (costgraph.training.fp8_options): TE's FP8 dot-product attention, FP8 weight gradients
     fp8_attention: bool = choices.DEFAULT_FP8_ATTENTION
     fp8_wgrad: bool = choices.DEFAULT_FP8_WGRAD
@@ -176,6 +178,8 @@ class Layout:
         _expert_placement(out)
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
             raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
+        if isinstance(out.loss_fusion, bool) or out.loss_fusion not in choices.LOSS_FUSION.values:
+            raise CostgraphValueError(f"unknown loss_fusion {out.loss_fusion!r}", hint=choices.LOSS_FUSION.hint())
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")
