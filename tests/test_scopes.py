@@ -108,3 +108,26 @@ def test_an_empty_branch_is_refused_as_empty(capsys):
     with pytest.raises(CostgraphValueError, match="'layers/full_shared/mlp' of model 'gemma4_text' is empty"):
         m.costs("layers/full_shared/mlp")
     assert m.costs("layers/full/mlp").evaluate(config="gemma4-text-defaults")["params"] == 3 * 2304 * 9216
+
+
+BRANCH = ('model br {\n  dim b "batch"\n  dim s "seq"\n  dim h "hidden"\n  dim l "layers"\n  input x[b, s, h]: act\n'
+          '  repeat l as layers[j] {\n    if j >= 100 { x = linear(x, h, name = big) } '
+          'else { x = linear(x, h, name = small) }\n  }\n  return x\n}\n')
+
+
+def test_a_branch_with_no_instance_at_the_values_is_warned(capsys, tmp_path):
+    """``if j >= 100`` at l = 4 has no instance: its per-instance figures (one linear: h² + h = 272
+    parameters at h = 16) come with a warning that the model does not run it; at l = 200 (100
+    instances), none (issue 30 item 2)."""
+    from cli_checks import run
+
+    f = tmp_path / "br.cg"
+    f.write_text(BRANCH, encoding="utf-8")
+    rc, out, _ = run(capsys, "derive", str(f), "--set", "b=1", "s=8", "h=16", "l=4", "--scope", "layers/big")
+    assert rc == 0 and "  parameters                   272\n" in out
+    assert "warning: scope 'layers/big' has no instance at these values (it occurs Max(0, -100 + l) times): " \
+           "the figures are one instance's, which the model does not run" in out
+    rc, out, _ = run(capsys, "derive", str(f), "--set", "b=1", "s=8", "h=16", "l=200", "--scope", "layers/big")
+    assert rc == 0 and "warning" not in out
+    m = costgraph.loads(BRANCH)
+    assert m.costs("layers/small").evaluate(b=1, s=8, h=16, l=4)["params"] == 272

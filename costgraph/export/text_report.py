@@ -131,8 +131,14 @@ def _shown(costs) -> list[str]:
 
 def warnings(costs, values: dict | None) -> list[str]:
     """Values that are legal but probably not meant: a sequence longer than a
-    learned position table (``s > s_max``)."""
+    learned position table (``s > s_max``); a scope with no instance at the values (a branch
+    ``if j >= 100`` at ``l = 4``: the figures are one instance's, which the model does not run)."""
     out = []
+    sc = getattr(costs, "_scope", None)
+    if sc is not None and values and sc.per.free_symbols and sc.per.free_symbols <= set(values) \
+            and sc.per.xreplace(values) == 0:
+        out.append(f"scope '{sc.name}' has no instance at these values (it occurs {to_text(field_order(sc.per))} times): "
+                   "the figures are one instance's, which the model does not run")
     v = {str(k): int(x) for k, x in (values or {}).items()}
     if "s" in v and "s_max" in v and v["s"] > v["s_max"]:
         out.append(f"s = {v['s']:,} is longer than s_max = {v['s_max']:,}: the learned position table "
