@@ -307,6 +307,7 @@ def test_the_fused_loss_is_megatrons_jit_fused_cross_entropy(llama, table, capsy
     assert (row["forward"], row["backward"]) == (R(22 * logits, BW * 8), R(10 * logits, BW * 8))
     assert _rows(m, v, table)[LOSS_PATH]["forward"] == R(38 * logits, BW)   # the default: unfused
     _refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--loss-fusion", "te"], "invalid choice")
+    _refused(capsys, ["train", "--params", "7e9", "--loss-fusion", "fused"], "--loss-fusion needs a model")
     with pytest.raises(costgraph.CostgraphError, match="unknown loss_fusion 'te'"):
         Layout(loss_fusion="te").filled()
     # the launch file's --cross-entropy-loss-fusion (examples/launch/train_llama3_8b_h100_fp8.sh l. 98) sets it
