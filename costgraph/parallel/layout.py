@@ -201,6 +201,10 @@ MAX_VIRTUAL_STAGES = 1024
 
 def _check_pipeline(out: "Layout") -> None:
     """The pipeline split and schedule fields (Megatron's rules where it has them)."""
+    if isinstance(out.p, int) and out.p > MAX_VIRTUAL_STAGES:   # each stage analysed: 68,306 ran for minutes
+        raise CostgraphValueError(f"p (--pp) is {out.p:,}: at most {MAX_VIRTUAL_STAGES:,} pipeline stages (each "
+                                  "holds at least one layer; no published model has 1,024 layers)",
+                                  hint="p divides the layers into stages: at most the layer count")
     if isinstance(out.v, int) and out.v > MAX_VIRTUAL_STAGES:
         raise CostgraphValueError(f"v (--virtual-stages) is {out.v}: at most {MAX_VIRTUAL_STAGES} model chunks per "
                                   "device (each holds at least one layer)", hint="v divides the layers per stage")
