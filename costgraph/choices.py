@@ -270,6 +270,15 @@ CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy convention", (
     ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out, 12 B a logit"),
     ("logits", "the fp32 logits kept only, 4 B a logit (no backward transient)"),
 ), "logits")
+#: the loss kernel of the step time (costgraph.training.step_kernels): Megatron-LM's cross-entropy over the
+#: fp32 logits, unfused (Megatron-LM @ d98e8a64 model_parallel_config.py: ``cross_entropy_loss_fusion: bool =
+#: False``, the default) or fused (``--cross-entropy-loss-fusion``: fusions/fused_cross_entropy.py, native impl)
+LOSS_FUSION = Choice("loss_fusion", "loss kernel", (
+    ("unfused", "Megatron-LM's tensor_parallel/cross_entropy.py, a kernel per PyTorch operation"),
+    ("fused", "Megatron-LM's --cross-entropy-loss-fusion (fusions/fused_cross_entropy.py): its jit-fused steps"),
+), "unfused")
+CHOICES[LOSS_FUSION.name] = LOSS_FUSION
+
 #: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under
 #: per-tensor scaling (Transformer Engine @ d0067d0d, float8_tensor.py inner_tensor_specs)
 #: ``auto``: as TE decides it on the device (``utils.py::is_non_tn_fp8_gemm_supported``: compute capability

@@ -77,6 +77,9 @@ class LayoutOptions:
     v: int = option("--virtual-stages", "model chunks per device (interleaved)", default=1, unit="model chunks",
                     type=int, dest="virtual_stages", domain=Domain("split", "virtual_stages"))
     loss: bool = option("--no-loss", "leave out the fp32 logits of the loss", default=True, action="store_false")
+    # the loss kernel the step time times (costgraph.training.step_kernels; Megatron-LM's default unfused)
+    loss_fusion: str = option("--loss-fusion", "the loss kernel the step time times: " + choices.LOSS_FUSION.help(),
+                              choices=choices.LOSS_FUSION)
     # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
     rank_order: str = option("--rank-order", "rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; "
                                              "tp-cp-ep-pp-dp is its --use-tp-pp-dp-mapping): which groups stay inside "

@@ -290,6 +290,35 @@ def test_the_loss_is_the_fp32_cross_entropy_at_hbm_bandwidth(llama, table):
     assert LOSS_PATH not in _rows(m, v, table, loss=False)   # --no-loss: the loss is not counted
 
 
+def test_the_fused_loss_is_megatrons_jit_fused_cross_entropy(llama, table, capsys):
+    # Megatron-LM@d98e8a64 fusions/fused_cross_entropy.py (--cross-entropy-loss-fusion, impl native), each
+    # @jit_fuser function one torch.compile kernel (core/jit.py): calculate_logits_max reads the bf16 logits
+    # and writes the fp32 copy, the max in the same pass (2 + 4); calculate_predicted_logits exp(x - max) in
+    # place with the row sum (4 + 4); calculate_cross_entropy_loss the softmax div_ in place (4 + 4): 22 bytes
+    # per logit; calculate_gradients reads the saved softmax, writes back its in-place mul_ and the bf16
+    # gradient (4 + 4 + 2): 10 bytes. The unfused 38 and 14: the test above.
+    m, v = llama
+    from costgraph.training.kernel_time import LOSS_PATH
+
+    logits = 1 * 4096 * 128256
+    row = _rows(m, v, table, loss_fusion="fused")[LOSS_PATH]
+    assert (row["forward"], row["backward"]) == (R(22 * logits, BW), R(10 * logits, BW))
+    row = _rows(m, v, table, loss_fusion="fused", t=4, c=2, sp=True)[LOSS_PATH]
+    assert (row["forward"], row["backward"]) == (R(22 * logits, BW * 8), R(10 * logits, BW * 8))
+    assert _rows(m, v, table)[LOSS_PATH]["forward"] == R(38 * logits, BW)   # the default: unfused
+    _refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--loss-fusion", "te"], "invalid choice")
+    _refused(capsys, ["train", "--params", "7e9", "--loss-fusion", "fused"], "--loss-fusion needs a model")
+    with pytest.raises(costgraph.CostgraphError, match="unknown loss_fusion 'te'"):
+        Layout(loss_fusion="te").filled()
+    # the launch file's --cross-entropy-loss-fusion (examples/launch/train_llama3_8b_h100_fp8.sh l. 98) sets it
+    from costgraph.launch import read_launch
+
+    from pathlib import Path
+
+    launch = read_launch(str(Path(__file__).resolve().parents[1] / "examples" / "launch" / "train_llama3_8b_h100_fp8.sh"))
+    assert launch.values["loss_fusion"] == "fused" and launch.origins["loss_fusion"].text == "--cross-entropy-loss-fusion"
+
+
 def test_the_optimizer_step_runs_once_per_step_at_hbm_bandwidth(llama):
     # Megatron-LM@d98e8a64 optimizer.py::MixedPrecisionOptimizer.step on the distributed optimizer's shard:
     # grad norm (read), clip (read + write) and fused Adam (read) of the shard's gradients: 4·G_s; Adam reads

@@ -57,10 +57,12 @@ def test_megatron_llama3_8b_fp8_script_equals_hand_flags(cg):
     # untied, RMSNorm, SwiGLU, rope) = config llama-3-8b; seq 8192, micro-batch 1, global 128;
     # --use-distributed-optimizer (ZeRO 1); --fp8-format hybrid with the default recipe delayed,
     # --fp8-param-gather and --grad-reduce-in-bf16: fp8-delayed-bridge; --sequence-parallel with TP 1
-    # (Megatron turns it off); torchrun 8 processes on 1 node.
+    # (Megatron turns it off); torchrun 8 processes on 1 node; --cross-entropy-loss-fusion (l. 98): the fused loss.
     launch = _same_answer(cg, ["train", "--launch", LLAMA],
                           ["train", "llama", "--config", "llama-3-8b", "--set", "s=8192", "b=1", "tied=false",
-                           "--gpus", "8", "--zero", "1", "--precision", "fp8-delayed-bridge", "--global-batch", "128"])
+                           "--gpus", "8", "--zero", "1", "--precision", "fp8-delayed-bridge", "--global-batch", "128",
+                           "--loss-fusion", "fused"])
+    assert launch["options"]["loss_fusion"] == "fused"
     from costgraph.model import load
 
     config = {str(k): int(v) for k, v in load("llama").values("llama-3-8b", {}).items()}
@@ -118,7 +120,8 @@ def test_text_report_names_what_came_from_the_file(cg):
     head = r.stdout.split("\n\n")[0]
     assert head.startswith(f"launch: {LLAMA} (Megatron-LM script)")
     assert f"zero 1  <- {LLAMA}:127 (--use-distributed-optimizer)" in head
-    assert "ignored (no cost): 58:" in head
+    assert f"loss_fusion fused  <- {LLAMA}:98 (--cross-entropy-loss-fusion)" in head
+    assert "ignored (no cost): 57:" in head   # --cross-entropy-loss-fusion is read (the loss kernel), not ignored
 
 
 def test_command_line_that_contradicts_the_file_is_refused(cg):
@@ -172,6 +175,33 @@ def test_a_config_that_contradicts_the_file_is_refused(cg):
         in r.stderr
     r = cg("train", "--config", "llama-3-8b", "--launch", TITAN, "--gpus", "8", "--format", "json")
     assert r.returncode == 0 and json.loads(r.stdout)["launch"]["config"] == "llama-3-8b"
+
+
+def test_a_config_whose_sizes_contradict_a_megatron_script_is_refused(cg, tmp_path):
+    # issue 32's last trial: --config gpt2 with the GPT-3 175B script (Megatron-LM @ d98e8a64, GPT_MODEL_ARGS
+    # l. 28-35: --num-layers 96 --hidden-size 12288 --num-attention-heads 96) ran the script's sizes over
+    # gpt2's silently; the file names no configuration (a Megatron script gives sizes, not a name)
+    r = cg("train", "--launch", GPT3, "--config", "gpt2", "--gpus", "1024")
+    assert r.returncode == 2 and "hint: drop --config" in r.stderr, (r.returncode, r.stderr)
+    assert f"--config gpt2 on the command line contradicts {GPT3}: l=12 against 96 ({GPT3}:30 (--num-layers 96)); " \
+           f"h=768 against 12288 ({GPT3}:31 (--hidden-size 12288))" in r.stderr
+    r = cg("train", "gpt", "--launch", GPT3, "--config", "gpt2", "--gpus", "1024")   # MODEL given as well
+    assert r.returncode == 2 and "contradicts" in r.stderr
+    # a configuration the file agrees with gives what the file lacks (the vocabulary: the script's tokenizer's),
+    # said; the run's micro-batch (b) from the file over the configuration's, said, as --set does
+    f = tmp_path / "gpt3.sh"
+    f.write_text(Path(GPT3).read_text().replace("--micro-batch-size 1 ", "--micro-batch-size 2 "))
+    r = cg("train", "--launch", str(f), "--config", "gpt3-175b", "--gpus", "1024", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    notes = json.loads(r.stdout)["launch"]["notes"]
+    assert "V=50257 from --config gpt3-175b (the file gives no --vocab-size)" in notes
+    assert f"b=2 from the file over --config gpt3-175b's b=1 ({f}:39 (--micro-batch-size 2))" in notes
+    assert not any(n.startswith("V: the file gives no") for n in notes)
+    hand = cg("train", "gpt", "--config", "gpt3-175b", "--set", "b=2", "--tp", "8", "--pp", "16", "--precision",
+              "megatron", "--global-batch", "1536", "--gpus", "1024", "--format", "json")
+    doc = json.loads(r.stdout)
+    doc.pop("launch")
+    assert doc == json.loads(hand.stdout)
 
 
 def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices_to_gpus(cg):

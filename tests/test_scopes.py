@@ -41,8 +41,11 @@ def test_every_scope_is_whole(name, profile):
 
     values_at = m.values(config)
     for scope in _scopes(m):
+        if m.graph.blocks.get(scope) is not None and m.graph.blocks[scope].count == 0 or \
+                scope in m.graph.nodes and m.graph.nodes[scope]["count"] == 0:
+            continue   # a branch with no instance as built: refused (test_an_empty_branch_is_refused_as_empty)
         if resolve_scope(m.graph, scope).per.subs(values_at) == 0:
-            continue   # a branch with no instance at this configuration (Gemma 4's KV-sharing layers at ns = 0)
+            continue   # a branch with no instance at this configuration
         c = m.costs(scope)
         average = patterned and (scope == "layer" or scope in m.graph.groups)
         for q in QUANTITIES:
@@ -84,3 +87,47 @@ def test_rotary_tables_shared_by_layers_are_charged_to_the_model():
     assert sympy.expand(layer).as_coefficients_dict()[d * s] == 0   # no bare 4 d s term
     model = m.costs("model").activation_bytes
     assert sympy.expand(model).as_coefficients_dict()[d * s] == 4
+
+
+def test_an_empty_branch_is_refused_as_empty(capsys):
+    """A per-instance scope of a branch with no instance (Gemma 4's KV-sharing layers, ``if j < l - ns``
+    with ``ns = 0`` when ``kv_shared`` is off) is said to be empty, at its owner (resolve_scope), for
+    every command and the API; it evaluated 0/0 and was refused as 'no exact integer code for nan'
+    (derive) or 'no expression-tree node for ComplexInfinity' (graph) (issue 30 item 2)."""
+    from cli_checks import refused
+
+    from costgraph.errors import CostgraphValueError
+
+    m = costgraph.load("gemma4_text")
+    assert m.graph.blocks["layers/full_shared"].count == 0
+    for argv in (["derive", "gemma4_text", "--config", "gemma4-text-defaults", "--scope", "layers/full_shared"],
+                 ["derive", "gemma4_text", "--scope", "layers/sliding_shared/mlp"],
+                 ["graph", "gemma4_text", "--scope", "layers/full_shared"]):
+        err = refused(capsys, argv, "is empty: it has no instance", "hint: name a scope with instances")
+        assert "nan" not in err and "zoo" not in err
+    with pytest.raises(CostgraphValueError, match="'layers/full_shared/mlp' of model 'gemma4_text' is empty"):
+        m.costs("layers/full_shared/mlp")
+    assert m.costs("layers/full/mlp").evaluate(config="gemma4-text-defaults")["params"] == 3 * 2304 * 9216
+
+
+BRANCH = ('model br {\n  dim b "batch"\n  dim s "seq"\n  dim h "hidden"\n  dim l "layers"\n  input x[b, s, h]: act\n'
+          '  repeat l as layers[j] {\n    if j >= 100 { x = linear(x, h, name = big) } '
+          'else { x = linear(x, h, name = small) }\n  }\n  return x\n}\n')
+
+
+def test_a_branch_with_no_instance_at_the_values_is_warned(capsys, tmp_path):
+    """``if j >= 100`` at l = 4 has no instance: its per-instance figures (one linear: h² + h = 272
+    parameters at h = 16) come with a warning that the model does not run it; at l = 200 (100
+    instances), none (issue 30 item 2)."""
+    from cli_checks import run
+
+    f = tmp_path / "br.cg"
+    f.write_text(BRANCH, encoding="utf-8")
+    rc, out, _ = run(capsys, "derive", str(f), "--set", "b=1", "s=8", "h=16", "l=4", "--scope", "layers/big")
+    assert rc == 0 and "  parameters                   272\n" in out
+    assert "warning: scope 'layers/big' has no instance at these values (it occurs Max(0, -100 + l) times): " \
+           "the figures are one instance's, which the model does not run" in out
+    rc, out, _ = run(capsys, "derive", str(f), "--set", "b=1", "s=8", "h=16", "l=200", "--scope", "layers/big")
+    assert rc == 0 and "warning" not in out
+    m = costgraph.loads(BRANCH)
+    assert m.costs("layers/small").evaluate(b=1, s=8, h=16, l=4)["params"] == 272

@@ -374,4 +374,18 @@ def test_a_pipeline_degree_past_any_split_is_refused_not_allocated(capsys):
 
     refused(capsys, ["solve", "gemma4_text", "--train", "--tp", "1", "--pp", str(10**30), "--smallest", "--for", "b",
                      "--quantity", "flops_forward", "--cp", "4", "--budget", "0.45"],
-            "more than 1,000,000 chunks of layers")
+            "at most 1,024 pipeline stages")   # Layout's bound, before layer_split.MAX_CHUNKS
+
+
+def test_many_stages_over_symbolic_layer_counts_are_refused_in_time(capsys):
+    """The fuzz campaign (bench/bench_fuzz.py, seed 10012): report qwen2_vl --pp 68306 --format html ran
+    278 s of CPU (every stage's closed form over the vision and language layer counts, l and lv symbolic):
+    over Layout's 1,024 stages refused; over symbolic counts, more than pipeline.MAX_SYMBOLIC_STAGES (128;
+    twice Narayanan et al. 2021's PP 64) refused, with the hint to give the counts."""
+    from cli_checks import refused
+
+    refused(capsys, ["report", "qwen2_vl", "--pp", "68306", "--format", "html"], "p (--pp) is 68,306: at most 1,024")
+    refused(capsys, ["train", "qwen2_vl", "--pp", "129"],
+            "129 pipeline stages over symbolic layer counts: at most 128", "--config NAME or --set l=N")
+    refused(capsys, ["train", "qwen2_vl", "--config", "qwen2-vl-7b", "--pp", "129"],
+            "129 pipeline stages for 60 layers: a stage would hold none")

@@ -149,6 +149,7 @@ def _dims(args, launch, command: str, unused: list) -> list:
     if not hasattr(args, "set"):
         return []
     given = {p.split("=", 1)[0]: p.split("=", 1)[1] for p in args.set if "=" in p}
+    _against_config(args, launch, command)
     taken = []
     for pair in launch.set_pairs():
         name, value = pair.split("=", 1)
@@ -167,6 +168,40 @@ def _dims(args, launch, command: str, unused: list) -> list:
     return taken
 
 
+def _against_config(args, launch, command: str) -> None:
+    """The file's dimension values against ``--config``'s, where the command line names a configuration
+    the file does not: a model size that differs (``--config gpt2``'s ``l=12`` against a GPT-3 175B script's
+    ``--num-layers 96``) is refused, both places named; the file's micro-batch and sequence length (``b``,
+    ``s``: sizes of the run, which ``--set`` overrides in a configuration as well) win, noted. Sizes the file
+    does not give (a Megatron script's vocabulary) come from the configuration."""
+    mine = getattr(args, "config", None)
+    if mine is None or mine == launch.config or not launch.dims or args.model is None:
+        return
+    from ..errors import CostgraphError
+    from ..model import load
+
+    try:
+        config = load(args.model).configs.get(mine)
+    except CostgraphError:   # the command refuses the model itself, located
+        return
+    if config is None:
+        return
+    differ = {k: v for k, v in launch.dims.items() if k in config and config[k] != v}
+    run = {k: differ.pop(k) for k in ("b", "s") if k in differ}   # not noted where the command drops them
+    run = {k: v for k, v in run.items() if f"set {k}" not in _DROPPED.get(command, {})}
+    if differ:
+        shown = "; ".join(f"{k}={config[k]} against {v} ({launch.origins[f'set {k}']})" for k, v in differ.items())
+        raise CostgraphValueError(f"--config {mine} on the command line contradicts {launch.path}: {shown}",
+                                  hint="drop --config (the file gives the model's sizes; --set NAME=N gives one it "
+                                       "lacks), or name a configuration the file agrees with")
+    if "V" in config and "V" not in launch.dims:   # the reader's note that the file lacks the vocabulary
+        launch.notes[:] = [n for n in launch.notes if not n.startswith("V: the file gives no")]
+        launch.notes.append(f"V={config['V']} from --config {mine} (the file gives no --vocab-size)")
+    for k, v in run.items():
+        launch.notes.append(f"{k}={v} from the file over --config {mine}'s {k}={config[k]} "
+                            f"({launch.origins[f'set {k}']})")
+
+
 def _options(args, sub, launch, command: str, unused: list, written: set = frozenset()) -> list:
     actions = {a.dest: a for a in sub._actions}
     taken = []
@@ -181,8 +216,9 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
                                           hint="costgraph infer --launch FILE takes it (--pp, --ep)")
             continue
         if dest not in actions or not hasattr(args, dest):
-            unused.append(f"{dest}={value}: " + ("plan searches the layout" if command == "plan" else
-                                                 f"not an option of {command}"))
+            unused.append(f"{dest}={value}: " + (f"{command} times the loss unfused (the default)" if dest ==
+                                                 "loss_fusion" else "plan searches the layout" if command == "plan"
+                                                 else f"not an option of {command}"))
             continue
         action, mine = actions[dest], getattr(args, dest)
         flag = action.option_strings[0] if action.option_strings else dest

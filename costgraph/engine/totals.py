@@ -133,15 +133,28 @@ def resolve_scope(cg: CostGraph, scope: str) -> Scope:
         return Scope("layer", top[0].path, top[0].multiplicity, top[0].active_multiplicity)
     if scope in cg.groups:
         g = cg.groups[scope]
-        return Scope(scope, scope, g.multiplicity, g.active_multiplicity)
+        return _instanced(cg, Scope(scope, scope, g.multiplicity, g.active_multiplicity))
     if scope in cg.blocks:
-        return Scope(scope, scope, cg.blocks[scope].count, cg.blocks[scope].active)
+        return _instanced(cg, Scope(scope, scope, cg.blocks[scope].count, cg.blocks[scope].active))
     if scope in cg.nodes:
         n = cg.nodes[scope]
-        return Scope(scope, scope, n["count"], n["active"])
+        return _instanced(cg, Scope(scope, scope, n["count"], n["active"]))
     raise CostgraphValueError(
         f"no scope '{scope}' in model '{cg.name}'",
         hint="use model, layer, or a path: " + ", ".join(sorted([*cg.groups, *cg.blocks])[:12]))
+
+
+def _instanced(cg: CostGraph, sc: Scope) -> Scope:
+    """``sc``, refused when it has no instance in the model as built (a branch whose condition
+    holds for no iteration, ``if j < l - ns`` with ``ns = 0``): a per-instance figure of it
+    would be 0/0 (issue 30 item 2)."""
+    if sc.per == 0:
+        raise CostgraphValueError(
+            f"scope '{sc.name}' of model '{cg.name}' is empty: it has no instance (its branch's condition "
+            f"holds for no iteration, or it repeats 0 times), so it has no per-instance costs",
+            hint="name a scope with instances (model, layer, or another path), or set the option or size that "
+                 "makes this branch run")
+    return sc
 
 
 @lru_cache(maxsize=4096)

@@ -131,8 +131,16 @@ def _shown(costs) -> list[str]:
 
 
 def warnings(costs, values: dict | None) -> list[str]:
-    """Values that are legal but probably not meant (:func:`costgraph.arguments.value_warnings`)."""
-    return value_warnings(values)
+    """Values that are legal but probably not meant: :func:`costgraph.arguments.value_warnings` (a sequence
+    longer than a learned position table), and a scope with no instance at the values (a branch ``if j >= 100``
+    at ``l = 4``: the figures are one instance's, which the model does not run)."""
+    out = []
+    sc = getattr(costs, "_scope", None)
+    if sc is not None and values and sc.per.free_symbols and sc.per.free_symbols <= set(values) \
+            and sc.per.xreplace(values) == 0:
+        out.append(f"scope '{sc.name}' has no instance at these values (it occurs {to_text(field_order(sc.per))} times): "
+                   "the figures are one instance's, which the model does not run")
+    return out + value_warnings(values)
 
 
 def sweep_warnings(values: dict | None, over: dict) -> list[str]:

@@ -91,6 +91,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "pipeline_layout": getattr(L, "pipeline_layout", None),
             "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
+            "loss_fusion": L.loss_fusion,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
             "route_nodes": L.route_nodes, "overlap": L.overlap, "attention_kernel": L.attention_kernel,
@@ -296,9 +297,10 @@ def _step_text(compute: dict, values) -> list[str]:
         parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute["compute_by_class"].items()}
         extra.insert(0, "  compute by kernel class: " + ", ".join(
             f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
-        from ..training.step_kernels import LOSS_CONVENTION, OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
+        from ..training.step_kernels import FUSED_LOSS_CONVENTION, LOSS_CONVENTION, OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
 
-        extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({LOSS_CONVENTION}, in memory)"
+        loss = FUSED_LOSS_CONVENTION if compute.get("loss_fusion") == "fused" else LOSS_CONVENTION + " (default)"
+        extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({loss}, in memory)"
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
                      + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else ""))
         if "attention_kernel" in compute:   # which fused attention kernel's curves (choices.ATTENTION_KERNEL)

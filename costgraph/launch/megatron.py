@@ -16,7 +16,8 @@ last of an argument given twice wins, as here. Read into costgraph's terms:
   ``--use-distributed-optimizer`` → ``zero`` 1 (else 0), the precision policy
   (:func:`precision`), ``--decoder-first/last-pipeline-num-layers``,
   ``--account-for-embedding/loss-in-pipeline-split``, ``--fp8-dot-product-attention``,
-  ``--no-fp8-wgrad``;
+  ``--no-fp8-wgrad``, ``--cross-entropy-loss-fusion`` → ``loss_fusion`` ``fused`` (with
+  ``--cross-entropy-fusion-impl te``, which Megatron-LM refuses, refused);
 * the devices: ``torchrun``'s ``--nproc_per_node`` × ``--nnodes`` → ``gpus`` when they hold the
   script's TP × PP × CP (a template that does not, such as Megatron's GPT-3 175B example with one
   node for 128 ranks, leaves ``--gpus`` to the command line, with a note).
@@ -59,13 +60,14 @@ NUMBERS = {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups
            "microbatch_group_size_per_virtual_pipeline_stage"}
 #: the arguments read as text (one word, or several: ``--recompute-modules``)
 TEXTS = {"normalization", "position_embedding_type", "moe_layer_freq", "pipeline_model_parallel_layout",
-         "recompute_granularity", "recompute_method", "recompute_modules", "fp8_format", "fp8_recipe", "optimizer"}
+         "recompute_granularity", "recompute_method", "recompute_modules", "fp8_format", "fp8_recipe", "optimizer",
+         "cross_entropy_fusion_impl"}
 #: the switches read (present or not)
 FLAGS = {"group_query_attention", "swiglu", "untie_embeddings_and_output_weights", "disable_bias_linear",
          "add_bias_linear", "add_qkv_bias", "qk_layernorm", "multi_latent_attention", "sequence_parallel",
          "use_distributed_optimizer", "bf16", "fp16", "fp8_param_gather", "grad_reduce_in_bf16",
          "recompute_activations", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
-         "fp8_dot_product_attention", "no_fp8_wgrad", "make_vocab_size_divisible_by"}
+         "fp8_dot_product_attention", "no_fp8_wgrad", "make_vocab_size_divisible_by", "cross_entropy_loss_fusion"}
 #: the launchers whose ``--nproc_per_node``/``--nnodes`` give the devices
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 _SCRIPT = re.compile(r"(^|/)[A-Za-z0-9_]*\.py$")
@@ -240,6 +242,13 @@ def _layout(a: dict, lines: dict, launch: Launch, path: str, text: str) -> None:
                              ("fp8_wgrad", "no_fp8_wgrad", False)):
         if a.get(key):
             put(dest, value, key)
+    if a.get("cross_entropy_loss_fusion"):   # fusions/fused_cross_entropy.py (costgraph.training.step_kernels)
+        if a.get("cross_entropy_fusion_impl", "native") != "native":   # arguments.py l. 1697-1702
+            raise located(f"--cross-entropy-fusion-impl {a['cross_entropy_fusion_impl']} with "
+                          "--cross-entropy-loss-fusion: Megatron-LM refuses it (Transformer Engine's cross entropy "
+                          "is disabled there)", path, text, lines.get("cross_entropy_fusion_impl", 1),
+                          hint="--cross-entropy-fusion-impl native, or leave out --cross-entropy-loss-fusion")
+        put("loss_fusion", "fused", "cross_entropy_loss_fusion")
     if "optimizer" in a:
         put("optimizer", a["optimizer"], "optimizer")
     if a.get("make_vocab_size_divisible_by"):

@@ -43,7 +43,8 @@ class Layout(LayoutOptions):
     ``p``), ``schedule`` and ``v`` (virtual stages, interleaved schedule),
     ``recompute``, ``attention``, ``policy``, ``optimizer``, ``precision``
     (activation bytes), ``hsdp`` (HSDP group size), ``loss`` (count the
-    fp32 logits), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
+    fp32 logits), ``loss_fusion`` (the loss kernel the step time times: ``unfused`` or ``fused``,
+    :mod:`costgraph.training.step_kernels`), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
     base in ``nf4``, ``nf4-double`` or ``int8``); ``recompute_modules``,
@@ -153,6 +154,10 @@ MAX_VIRTUAL_STAGES = 1024
 
 def _check_pipeline(out: "Layout") -> None:
     """The pipeline split and schedule fields (Megatron's rules where it has them)."""
+    if isinstance(out.p, int) and out.p > MAX_VIRTUAL_STAGES:   # each stage analysed: 68,306 ran for minutes
+        raise CostgraphValueError(f"p (--pp) is {out.p:,}: at most {MAX_VIRTUAL_STAGES:,} pipeline stages (each "
+                                  "holds at least one layer; no published model has 1,024 layers)",
+                                  hint="p divides the layers into stages: at most the layer count")
     if isinstance(out.v, int) and out.v > MAX_VIRTUAL_STAGES:
         raise CostgraphValueError(f"v (--virtual-stages) is {out.v}: at most {MAX_VIRTUAL_STAGES} model chunks per "
                                   "device (each holds at least one layer)", hint="v divides the layers per stage")

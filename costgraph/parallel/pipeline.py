@@ -40,6 +40,10 @@ from .layer_split import ZERO, layer_groups, stage_shares
 from .schedules import bubble_fraction, chunks_in_flight, in_flight
 from ..engine.symbols import as_expr
 
+#: the most stages split over symbolic layer counts (twice the largest published PP, 64: Narayanan et al.
+#: 2021's 1T-parameter run); with known counts, the layers bound the stages (layer_split.check_split)
+MAX_SYMBOLIC_STAGES = 128
+
 SCHEDULES = SCHEDULE.values
 
 
@@ -145,6 +149,13 @@ def pipeline_stages(cg: CostGraph, p, m=None, schedule: str = SCHEDULE.default, 
                 stage(p - 1, "stage p-1 (last)", after, {**even, **{g.path: g.count for g in post}}, head=True,
                       tied=post_tied)]
     n = int(p)
+    if n > MAX_SYMBOLIC_STAGES and any(as_expr(g.count).free_symbols for g in main):
+        from ..errors import CostgraphValueError
+
+        raise CostgraphValueError(
+            f"{n:,} pipeline stages over symbolic layer counts: at most {MAX_SYMBOLIC_STAGES} (each stage's closed "
+            "form is derived; 1,024 stages of Qwen2-VL ran for minutes)",
+            hint="give the layer counts (--config NAME or --set l=N): a known count bounds the stages itself")
     rows = _shares(main, post, n, v if schedule == "interleaved" else 1, split)
 
     def held(i):

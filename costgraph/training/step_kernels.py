@@ -26,6 +26,18 @@ kernel (forward)                                       reads + writes (bytes)
 gradient back to bf16 (4 + 2): 14 bytes (the one-element-per-row update at the target is
 left out: ``s`` elements, not ``s·V``). :data:`LOSS_BYTES`.
 
+Fused (``loss_fusion = "fused"``: Megatron-LM's ``--cross-entropy-loss-fusion``,
+Megatron-LM@d98e8a64:megatron/core/fusions/fused_cross_entropy.py, the ``native`` implementation,
+the only one Megatron-LM accepts): the same steps in four ``@jit_fuser`` functions
+(``megatron/core/jit.py``: ``torch.compile`` from PyTorch 2.2), each one kernel that reads its
+inputs and writes its outputs once, a row reduction in the pass that reads the row:
+``calculate_logits_max`` (the bf16 read, the fp32 copy written, the max: 2 + 4),
+``calculate_predicted_logits`` (``exp(x - max)`` written in place, the row sum: 4 + 4),
+``calculate_cross_entropy_loss`` (the softmax ``div_`` in place: 4 + 4): 22 bytes forward;
+``calculate_gradients`` reads the saved softmax, writes back its in-place ``mul_`` (a mutated
+input ``torch.compile`` keeps) and the bf16 gradient it returns (4 + 4 + 2): 10 bytes backward.
+:data:`FUSED_LOSS_BYTES`.
+
 **The optimizer step** (:func:`optimizer_bytes`, convention ``megatron``): once per step, as
 Megatron-LM@d98e8a64:megatron/core/optimizer/optimizer.py::MixedPrecisionOptimizer.step runs
 it on the parameters whose update the device owns (the distributed optimizer's shard under
@@ -71,8 +83,11 @@ import sympy
 #: bytes read and written per logit element by the fp32 cross-entropy: (forward, backward)
 #: (module docstring; Megatron-LM@d98e8a64 tensor_parallel/cross_entropy.py, unfused)
 LOSS_BYTES = (38, 14)
+#: the same, fused (module docstring; Megatron-LM@d98e8a64 fusions/fused_cross_entropy.py)
+FUSED_LOSS_BYTES = (22, 10)
 #: the conventions these terms follow, named in the step time's output
 LOSS_CONVENTION = "megatron-unfused fp32 cross-entropy (Megatron-LM tensor_parallel/cross_entropy.py)"
+FUSED_LOSS_CONVENTION = "megatron-fused fp32 cross-entropy (Megatron-LM fusions/fused_cross_entropy.py, --loss-fusion fused)"
 OPTIMIZER_CONVENTION = "megatron (MixedPrecisionOptimizer.step: grad norm, clip, fused Adam, copy, zero_grad)"
 QUANTIZE_CONVENTION = "Transformer Engine's FP8 quantize kernels of each FP8 linear's input and output gradient"
 
@@ -83,11 +98,13 @@ def loss_elements(cg, pl) -> sympy.Expr:
     return sympy.Add(*[cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o)) for o in cg.outputs])
 
 
-def loss_seconds(cg, pl, bandwidth) -> tuple[sympy.Expr, sympy.Expr]:
+def loss_seconds(cg, pl, bandwidth, fusion: str = "unfused") -> tuple[sympy.Expr, sympy.Expr]:
     """``(forward, backward)`` seconds of the fp32 cross-entropy of one micro-batch on the
-    device that holds the head, at ``bandwidth`` B/s (:data:`LOSS_BYTES`)."""
+    device that holds the head, at ``bandwidth`` B/s; ``fusion`` the layout's ``loss_fusion``
+    (:data:`LOSS_BYTES` unfused, :data:`FUSED_LOSS_BYTES` fused)."""
     n, bw = loss_elements(cg, pl), sympy.Integer(bandwidth)
-    return LOSS_BYTES[0] * n / bw, LOSS_BYTES[1] * n / bw
+    fwd, back = FUSED_LOSS_BYTES if fusion == "fused" else LOSS_BYTES
+    return fwd * n / bw, back * n / bw
 
 
 def optimizer_bytes(memory: dict, memory_unsharded: dict) -> sympy.Expr:
