@@ -121,6 +121,9 @@ def test_checkpointed_core_keeps_its_bf16_inputs(gpt):
     (dict(policy="megatron", fp8_wgrad=False), "--no-fp8-wgrad is an option of the FP8 policies"),
     # TE recipe/__init__.py Float8BlockScaling.__post_init__: assert not self.fp8_dpa and not self.fp8_mha
     (dict(policy="fp8-blockwise", fp8_attention=True), "'blockwise' recipe has no FP8 attention"),
+    # torchao @ eab345c float8: Float8Linear swaps nn.Linear only (fp8.toml [torchao-tensorwise] fp8_dpa); trial4:
+    # the message gave TE Float8BlockScaling's assert as torchao's reason
+    (dict(policy="fp8-torchao", fp8_attention=True), r"'torchao-tensorwise' recipe has no FP8 attention \(torchao's"),
     # TE recipe docstring: "FP8 DPA currently is only supported in the FusedAttention backend"
     (dict(policy="fp8-delayed", fp8_attention=True, attention="eager"), "fused attention kernel"),
     (dict(policy="fp8-current", fp8_attention=True, recompute="torchtitan-op"), "torchtitan's"),
