@@ -174,6 +174,17 @@ def test_a_config_that_contradicts_the_file_is_refused(cg):
     assert r.returncode == 0 and json.loads(r.stdout)["launch"]["config"] == "llama-3-8b"
 
 
+def test_a_config_that_contradicts_a_megatron_scripts_sizes_is_refused(cg):
+    # trial4: a Megatron-LM script gives the sizes as --set (no configuration name): --config llama-3-70b beside
+    # the 8B script ran the script's sizes and said nothing of the 70B configuration given
+    for command in ("train", "fit"):
+        r = cg(command, "--config", "llama-3-70b", "--launch", LLAMA, "--hardware", "h100-sxm")
+        assert r.returncode == 2, r.stdout[:300]
+        assert f"--config llama-3-70b has l=80, but {LLAMA}:58 gives l=32" in r.stderr and "hint: drop --config" in r.stderr
+    r = cg("train", "--config", "llama-3-8b", "--launch", LLAMA, "--hardware", "h100-sxm")   # the same sizes
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices_to_gpus(cg):
     # Megatron-LM @ d98e8a64 examples/mixtral/train_mixtral_8x7b_distributed.sh: one node of 8 (SLURM_NNODES
     # defaults to 1), PP 4, EP 8 (ETP = TP 1): 8 devices hold PP 4 but not EP × ETP × PP = 32; they were

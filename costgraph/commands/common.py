@@ -128,7 +128,22 @@ def load_any(args, dims: dict, options: dict):
         return hf.model, hf.model.values(None, {**hf.values, **dims})
     model = load(args.model, dropout=not no_dropout, options=options, profile=profile, config=args.config,
                  input_grads=getattr(args, "input_grads", False))
+    _launch_against_config(args, model)
     return model, (model.values(args.config, dims) if (dims or args.config is not None) else None)
+
+
+def _launch_against_config(args, model) -> None:
+    """Refuse a ``--launch`` file's dimension (joined to ``--set``) that contradicts the value of the
+    command line's ``--config`` (which ``--set`` would silently override): the file is the run, the
+    configuration another model. The run's sizes ``b`` and ``s`` are the file's to choose."""
+    report = getattr(args, "launch_report", None)
+    config = model.graph.configs.get(args.config) if report and args.config else None
+    for name in [t[len("set "):] for t in report["taken"] if t.startswith("set ")] if config else ():
+        mine, theirs = config.get(name), report["set"].get(name)
+        if name not in ("b", "s") and mine is not None and not isinstance(mine, bool) and str(mine) != str(theirs):
+            where = report["from"].get(f"set {name}", {}).get("where", report["file"])
+            raise CostgraphValueError(f"--config {args.config} has {name}={mine}, but {where} gives {name}={theirs}",
+                                      hint="drop --config (the file gives the model's sizes), or the --launch file")
 
 
 def refuse_input_grads(args) -> None:
