@@ -259,3 +259,13 @@ def test_an_fp8_policy_over_a_quantized_base_is_refused(gpt, capsys):
             m.train(values=v, gpus=1, policy=policy, lora_rank=8, lora_targets=("c_attn",), quantization="nf4")
         assert e.value.hint == "--precision mixed (QLoRA computes in bf16), or drop --quantize"
     assert m.train(values=v, gpus=1, lora_rank=8, lora_targets=("c_attn",), quantization="nf4").fits is None
+
+
+def test_torchao_names_no_transpose_buffer(capsys):
+    # torchao @ eab345c float8_linear.py: the weight cast each forward, saved as a transposed view, no buffer
+    # (fp8.toml [torchao-tensorwise]); trial4: the FP8 options line said "weight transpose separate" beside a
+    # 0-byte fp8 weight transpose
+    assert main(["train", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--precision", "fp8-torchao"]) == 0
+    out = capsys.readouterr().out
+    assert "weight transpose none (torchao's Float8Linear keeps no transpose buffer)" in out
+    assert "fp8 weight transpose               0" in out
