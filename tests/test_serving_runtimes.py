@@ -251,6 +251,13 @@ def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
              "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 80,000,000,000 bytes")
 
 
+def test_kv_memory_is_refused_for_llamacpp(capsys, repo_root):
+    # trial4: llama.cpp sizes its cache by n_ctx cells (llama-context: n_ctx x n_seq), not a memory budget;
+    # --kv-memory 10GiB was ignored without a word
+    _refused(capsys, INFER + ["--runtime", "llamacpp", "--kv-memory", "10GiB"],
+             "llama.cpp allocates n_ctx cells per sequence, not a memory budget", "--max-model-len N")
+
+
 @pytest.mark.parametrize("runtime, extra, words", [
     ("sglang", ["--gpu-memory-utilization", "0.1"], "SGLang would not start"),
     ("trtllm", ["--non-torch-memory", "79GB"], "TensorRT-LLM would not start"),
