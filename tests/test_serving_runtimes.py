@@ -256,6 +256,9 @@ def test_kv_memory_is_refused_for_llamacpp(capsys, repo_root):
     # --kv-memory 10GiB was ignored without a word
     _refused(capsys, INFER + ["--runtime", "llamacpp", "--kv-memory", "10GiB"],
              "llama.cpp allocates n_ctx cells per sequence, not a memory budget", "--max-model-len N")
+    # and SGLang's default fraction rule without SGLang (ignored as well)
+    _refused(capsys, INFER + ["--sglang-fraction", "tp"], "--sglang-fraction tp is SGLang's default "
+             "mem_fraction_static; --runtime vllm has none", "add --runtime sglang")
 
 
 @pytest.mark.parametrize("runtime, extra, words", [

@@ -53,6 +53,9 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
             choice.check(value)
         except ValueError as e:
             raise CostgraphValueError(str(e), hint=choice.hint()) from None
+    if rule != SGLANG_FRACTION.default and runtime != "sglang":   # it was ignored without a word
+        raise CostgraphValueError(f"--sglang-fraction {rule} is SGLang's default mem_fraction_static; --runtime "
+                                  f"{runtime} has none", hint="add --runtime sglang, or drop --sglang-fraction")
     rep.settings["runtime"] = runtime
     if runtime != "vllm":   # another runtime's KV cache (inference/runtimes.py)
         from .runtimes import runtime_kv
