@@ -155,6 +155,9 @@ def test_the_api_takes_an_options_object_or_keywords(gpt):
     (lambda m: m.plan(m.values("gpt2"), gpu=8, hardware="h100-sxm", global_batch=8),
      ["plan() has no setting 'gpu'", "did you mean 'gpus'?"]),
     (lambda m: m.plan(m.values("gpt2"), gpus=8), ["plan() needs hardware, global_batch"]),
+    # trial4: load(..., config=NAME) sets the options only; the sizes are values=, which the hint now says
+    (lambda m: m.plan(gpus=8, hardware="h100-sxm", global_batch=8), ['values=model.values("NAME")']),
+    (lambda m: m.fit(gpus=8, hardware="h100-sxm"), ['values=model.values("NAME")']),
     # the checks declared on the fields, with the command line's messages (tests/test_api_checks.py has more)
     (lambda m: m.train(gpus=1, peak=-1), ["--peak must be positive"]),
     (lambda m: m.train(gpus=1, global_batch=2.5), ["'--global-batch' must be a positive whole number"]),

@@ -167,7 +167,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
 
     o = resolve(PlanOptions, options, settings, "plan")[0]
     if values is None:
-        raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
+        raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=... "
+                                                                        "(in Python: values=model.values(\"NAME\"))")
     values = arguments.model_values(model, values)
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     gpus, hardware, global_batch, tokens, efficiency, memory = (o.gpus, o.hardware, o.global_batch, o.tokens,
