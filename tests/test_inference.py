@@ -342,6 +342,13 @@ def test_infer_without_sizes_names_them(cg):
     assert "error: no value for E, V, a, d, h, i, k, kv, l\n" in err and HINT in err
 
 
+def test_a_huge_tp_is_named_as_tp(cg):
+    # trial4: infer --tp 10^21 said "gpus is over 1,000,000", a flag infer has not
+    err = _refused(cg("infer", "llama", "--config", "llama-3-8b", "--prompt", "16", "--generate", "16", "--tp",
+                      str(10**21)))
+    assert "error: --tp 1,000,000,000,000,000,000,000: at most 1,000,000 devices" in err and "gpus" not in err
+
+
 # --- --prompt and the API's generate read as --generate is (issue 17 trial) ------------------------------------------
 
 LLAMA = ["infer", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"]
