@@ -251,6 +251,14 @@ def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
              "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 80,000,000,000 bytes")
 
 
+@pytest.mark.parametrize("runtime, words", [("sglang", "SGLang would not start: the --kv-memory given holds no KV block"),
+                                            ("trtllm", "TensorRT-LLM would not start: the --kv-memory given holds no")])
+def test_a_kv_memory_of_no_block_says_it_would_not_start(capsys, repo_root, runtime, words):
+    # trial4: --kv-memory 0 printed 0 tokens and nothing more (vLLM's section says it would not start)
+    rc, out, err = _run(capsys, INFER + ["--runtime", runtime, "--kv-memory", "0"])
+    assert rc == 0 and words in out
+
+
 def test_kv_memory_is_refused_for_llamacpp(capsys, repo_root):
     # trial4: llama.cpp sizes its cache by n_ctx cells (llama-context: n_ctx x n_seq), not a memory budget;
     # --kv-memory 10GiB was ignored without a word
