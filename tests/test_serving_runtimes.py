@@ -259,6 +259,13 @@ def test_a_kv_memory_of_no_block_says_it_would_not_start(capsys, repo_root, runt
     assert rc == 0 and words in out
 
 
+def test_a_kv_memory_above_the_device_is_refused_for_every_runtime(capsys, repo_root):
+    # trial4: under --runtime trtllm the hint spoke of vLLM's log and vLLM's profile
+    err = _refused(capsys, INFER + ["--runtime", "trtllm", "--kv-memory", "1e99"], "is not less than the device memory",
+                   "as the runtime's start-up log reports it")
+    assert "vLLM" not in err
+
+
 def test_kv_memory_is_refused_for_llamacpp(capsys, repo_root):
     # trial4: llama.cpp sizes its cache by n_ctx cells (llama-context: n_ctx x n_seq), not a memory budget;
     # --kv-memory 10GiB was ignored without a word
