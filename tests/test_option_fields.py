@@ -163,6 +163,8 @@ def test_the_api_takes_an_options_object_or_keywords(gpt):
     (lambda m: m.train(gpus=1, global_batch=2.5), ["'--global-batch' must be a positive whole number"]),
     (lambda m: m.train(gpus=1, convention="macs"), ["unknown FLOP convention 'macs'"]),
     (lambda m: m.train(gpus=1, router="no"), ["argument 'router' must be True or False"]),
+    # trial4: the activation precision as a list was TypeError (unhashable type: 'list')
+    (lambda m: m.train(gpus=1, precision=["bf16"]), ["unknown precision ['bf16']"]),
     # trial4: a string is not a switch ("no" was true: plan searched the FP8 policies)
     (lambda m: m.plan(m.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=8, allow_fp8="no"),
      ["argument 'allow_fp8' must be True or False, got 'no'"]),
