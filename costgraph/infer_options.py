@@ -106,7 +106,7 @@ class InferOptions:
     reserve: object = option("--reserve", "fraction of device memory kept free (default 0.1)", default=None,
                              unit="fraction")
     activations: bool = option("--activations", "add activation traffic to the bytes of each step", default=False,
-                               action="store_true")
+                               check="flag", action="store_true")
     compute_efficiency: object = option("--compute-efficiency", "fraction of the peak reached (default 1)", default=1,
                                         unit="fraction", cli_default="1")
     bandwidth_efficiency: object = option("--bandwidth-efficiency", "fraction of the HBM bandwidth reached (default 1)",

@@ -193,7 +193,8 @@ def _refuse_keyword(cls, name: str, also, where: str):
     other = did_you_mean(name, [f.name for f in dataclasses.fields(also)]) if also is not None and not close else None
     if other:
         near = other[len("did you mean '"):-2]
-        hint = f"{other} It is {where.format(name=near, cls=cls.__name__)}; {cls.__name__}'s settings: " + ", ".join(own)
+        lead = f"{name!r} is" if near == name else f"{other} It is"   # the very name: no 'did you mean' it
+        hint = f"{lead} {where.format(name=near, cls=cls.__name__)}; {cls.__name__}'s settings: " + ", ".join(own)
     else:
         hint = (close + " " if close else "") + "settings: " + ", ".join(own)
     raise CostgraphValueError(f"{cls.__name__}() has no setting {name!r}", hint=hint)

@@ -123,12 +123,13 @@ class PlanOptions:
         "Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it", default=None,
         metavar="LAYOUT")
     allow_fp8: bool = option("--allow-fp8", "search the FP8 precision policies too (a preset with an FP8 peak)",
-                             default=False, action="store_true")
+                             default=False, check="flag", action="store_true")
     allow_offload: bool = option("--allow-offload", "search optimizer and parameter offload (CPU, NVMe) too",
-                                 default=False, action="store_true")
+                                 default=False, check="flag", action="store_true")
     exhaustive: bool = option("--exhaustive", "search Megatron's recompute modules, method and layer counts, and a "
                                               "MoE's --ep-overlap and --route-nodes too (each value derives its own "
-                                              "closed forms: slower)", default=False, action="store_true")
+                                              "closed forms: slower)", default=False, check="flag",
+                                              action="store_true")
     top: int = option("--top", "how many layouts to show (default 10)", default=10, unit="layouts", check="whole",
                       type=int)
     reserve: object = option("--reserve", "memory kept free on each device: a fraction of it (0.1) or a size (8GB); "

@@ -216,7 +216,8 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
                     efficiency_profile=profile)
     if r.fits is None:
         raise CostgraphValueError("fit needs every dimension's value (the sizes the memory is taken at)",
-                                  hint="a config.json or Hub id gives them; a model file: --config NAME or --set")
+                                  hint="a config.json or Hub id gives them; a model file: --config NAME or --set "
+                                       "(in Python: values=model.values(\"NAME\"))")
     f = r.fits
     usable = f["capacity_bytes"] - f["reserve_bytes"]
     need = usable - f["headroom_bytes"]

@@ -78,3 +78,42 @@ def test_torchao_weight_copies_per_micro_batch_in_flight(llama):
     first = r.memory.stages[0]
     assert first.in_flight == 2
     assert first.memory["fp8 weight copy"].xreplace(v) == 2 * LLAMA3_8B_LINEARS // 2   # half the layers, twice
+
+
+# The GPUs each TE recipe runs on: TransformerEngine @ d0067d0d pytorch/quantization.py::check_recipe_support
+# (_compute_fp8_support: 8.9 or higher; _compute_fp8_block_scaling_support: 9.0 or higher;
+# _compute_mxfp8_support: 10.0 or higher, "not supported on 12.0+ architectures yet"). trial4: MXFP8 on an
+# H100 was accepted by train, fit and plan, and plan --allow-fp8 listed fp8-mxfp8 rows on h100-sxm.
+@pytest.mark.parametrize("policy, key, runs", [
+    ("fp8-mxfp8", "h100-sxm", False), ("fp8-mxfp8-bridge", "h200", False), ("fp8-mxfp8", "rtx-5090", False),
+    ("fp8-mxfp8", "b200", True), ("fp8-mxfp8", "gb300", True),
+    ("fp8-blockwise", "l40s", False), ("fp8-blockwise", "h100-sxm", True),
+    ("fp8-delayed", "l40s", True), ("fp8-current", "rtx-5090", True),
+    ("fp8-mxfp8", "mi300x", True),   # no compute capability: not checked
+])
+def test_a_recipe_runs_where_te_runs_it(policy, key, runs):
+    from costgraph.errors import CostgraphValueError
+    from costgraph.training.fp8 import check_supported
+
+    if runs:
+        check_supported(policy, preset(key))
+    else:
+        with pytest.raises(CostgraphValueError, match="needs compute capability") as e:
+            check_supported(policy, preset(key))
+        assert e.value.hint.startswith("--precision ") and "mxfp8" not in e.value.hint.split(",")[0]
+
+
+def test_train_plan_and_fit_refuse_mxfp8_on_hopper(llama, capsys):
+    from costgraph.cli import main
+    from costgraph.training.plan_variants import space_facts
+
+    m, v = llama
+    with pytest.raises(costgraph.errors.CostgraphValueError, match="'mxfp8' needs compute capability 10.0 up to 12.0"):
+        m.train(values=v, gpus=8, zero=1, policy="fp8-mxfp8", hardware="h100-sxm")
+    argv = ["--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--precision", "fp8-mxfp8"]
+    assert main(["plan", "llama", *argv, "--global-batch", "64"]) == 2
+    assert main(["fit", "llama", *argv]) == 2
+    assert "h100-sxm has 9.0" in capsys.readouterr().err
+    searched = space_facts(m.graph, v, preset("h100-sxm"), 8, "flash")["fp8_policies"]   # plan --allow-fp8
+    assert "fp8-delayed" in searched and not [p for p in searched if "mxfp8" in p]
+    assert "fp8-mxfp8" in space_facts(m.graph, v, preset("b200"), 8, "flash")["fp8_policies"]

@@ -121,6 +121,9 @@ def test_checkpointed_core_keeps_its_bf16_inputs(gpt):
     (dict(policy="megatron", fp8_wgrad=False), "--no-fp8-wgrad is an option of the FP8 policies"),
     # TE recipe/__init__.py Float8BlockScaling.__post_init__: assert not self.fp8_dpa and not self.fp8_mha
     (dict(policy="fp8-blockwise", fp8_attention=True), "'blockwise' recipe has no FP8 attention"),
+    # torchao @ eab345c float8: Float8Linear swaps nn.Linear only (fp8.toml [torchao-tensorwise] fp8_dpa); trial4:
+    # the message gave TE Float8BlockScaling's assert as torchao's reason
+    (dict(policy="fp8-torchao", fp8_attention=True), r"'torchao-tensorwise' recipe has no FP8 attention \(torchao's"),
     # TE recipe docstring: "FP8 DPA currently is only supported in the FusedAttention backend"
     (dict(policy="fp8-delayed", fp8_attention=True, attention="eager"), "fused attention kernel"),
     (dict(policy="fp8-current", fp8_attention=True, recompute="torchtitan-op"), "torchtitan's"),
@@ -256,3 +259,13 @@ def test_an_fp8_policy_over_a_quantized_base_is_refused(gpt, capsys):
             m.train(values=v, gpus=1, policy=policy, lora_rank=8, lora_targets=("c_attn",), quantization="nf4")
         assert e.value.hint == "--precision mixed (QLoRA computes in bf16), or drop --quantize"
     assert m.train(values=v, gpus=1, lora_rank=8, lora_targets=("c_attn",), quantization="nf4").fits is None
+
+
+def test_torchao_names_no_transpose_buffer(capsys):
+    # torchao @ eab345c float8_linear.py: the weight cast each forward, saved as a transposed view, no buffer
+    # (fp8.toml [torchao-tensorwise]); trial4: the FP8 options line said "weight transpose separate" beside a
+    # 0-byte fp8 weight transpose
+    assert main(["train", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--precision", "fp8-torchao"]) == 0
+    out = capsys.readouterr().out
+    assert "weight transpose none (torchao's Float8Linear keeps no transpose buffer)" in out
+    assert "fp8 weight transpose               0" in out

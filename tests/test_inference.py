@@ -15,6 +15,7 @@ from costgraph.inference.roofline import compute_bound_batch
 import subprocess
 from costgraph import cli
 import json
+import re
 from costgraph.cli import main
 
 
@@ -340,6 +341,25 @@ def _refused(p: subprocess.CompletedProcess) -> str:
 def test_infer_without_sizes_names_them(cg):
     err = _refused(cg("infer", "mixtral", "--hardware", "h100-sxm", "--prompt", "16", "--generate", "16"))
     assert "error: no value for E, V, a, d, h, i, k, kv, l\n" in err and HINT in err
+
+
+def test_a_huge_tp_is_named_as_tp(cg):
+    # trial4: infer --tp 10^21 said "gpus is over 1,000,000", a flag infer has not
+    err = _refused(cg("infer", "llama", "--config", "llama-3-8b", "--prompt", "16", "--generate", "16", "--tp",
+                      str(10**21)))
+    assert "error: --tp 1,000,000,000,000,000,000,000: at most 1,000,000 devices" in err and "gpus" not in err
+
+
+@pytest.mark.parametrize("kw, message", [(dict(kv=["fp8"]), "unknown KV cache dtype ['fp8']"),
+                                         (dict(weights=["fp8"], compute="bf16"), "unknown weight dtype ['fp8']")])
+def test_a_dtype_of_the_wrong_type_is_refused(kw, message):
+    # trial4: Model.infer(kv=["fp8"]) raised TypeError (unhashable type: 'list')
+    import costgraph
+    from costgraph.errors import CostgraphValueError
+
+    m = costgraph.load("llama")
+    with pytest.raises(CostgraphValueError, match=re.escape(message)):
+        m.infer(m.values("llama-3-8b"), prompt=16, generate=16, **kw)
 
 
 # --- --prompt and the API's generate read as --generate is (issue 17 trial) ------------------------------------------

@@ -74,12 +74,18 @@ def test_torchtitan_llama3_8b_toml_equals_hand_flags(cg):
     # torchtitan @ 238fa99 torchtitan/models/llama3/train_configs/llama3_8b.toml: [model] llama3 8B,
     # [training] local_batch_size 1, seq_len 8192; [parallelism] dp_shard -1 (all 64 devices of its
     # "preset for 64 A100 GPUs": FSDP, ZeRO 3), TP/PP/CP 1; [activation_checkpoint] selective, op;
-    # [optimizer] AdamW; bf16 mixed precision (job_config.py default).
+    # [optimizer] AdamW; bf16 mixed precision (job_config.py default); torchtitan's conventions as
+    # bench/published_layouts.toml's torchtitan rows name them (trial4: the reader left Megatron's defaults):
+    # FSDP2's root kept gathered, F.cross_entropy on fp32 logits (train.py loss_fn), torchtitan's overlap.
     launch = _same_answer(cg, ["train", "--launch", TITAN, "--gpus", "64"],
                           ["train", "llama", "--config", "llama-3-8b", "--set", "s=8192", "b=1", "--gpus", "64",
                            "--zero", "3", "--recompute", "torchtitan-op", "--optimizer", "adamw",
-                           "--precision", "mixed"])
+                           "--precision", "mixed", "--zero3-gathered", "fsdp2", "--cross-entropy", "pytorch",
+                           "--overlap", "torchtitan"])
     assert launch["config"] == "llama-3-8b" and launch["options"]["zero"] == 3
+    assert sorted(launch["yields"]) == ["cross_entropy", "overlap", "zero3_gathered"]   # a flag given here wins
+    r = cg("train", "--launch", TITAN, "--gpus", "64", "--cross-entropy", "megatron")
+    assert r.returncode == 0 and "note: --cross-entropy megatron from the command line" in r.stdout
 
 
 def test_deepspeed_zero3_json_equals_hand_flags(cg):
@@ -202,6 +208,18 @@ def test_a_config_whose_sizes_contradict_a_megatron_script_is_refused(cg, tmp_pa
     doc = json.loads(r.stdout)
     doc.pop("launch")
     assert doc == json.loads(hand.stdout)
+
+
+def test_a_config_that_contradicts_a_megatron_scripts_sizes_is_refused(cg):
+    # trial4: a Megatron-LM script gives the sizes as --set (no configuration name): --config llama-3-70b beside
+    # the 8B script ran the script's sizes and said nothing of the 70B configuration given
+    for command in ("train", "fit"):
+        r = cg(command, "--config", "llama-3-70b", "--launch", LLAMA, "--hardware", "h100-sxm")
+        assert r.returncode == 2, r.stdout[:300]
+        assert f"--config llama-3-70b on the command line contradicts {LLAMA}: l=80 against 32" in r.stderr \
+            and "hint: drop --config" in r.stderr
+    r = cg("train", "--config", "llama-3-8b", "--launch", LLAMA, "--hardware", "h100-sxm")   # the same sizes
+    assert r.returncode == 0, r.stderr
 
 
 def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices_to_gpus(cg):

@@ -96,6 +96,22 @@ def test_every_unknown_keyword_is_a_costgraph_error(make, fragments):
         assert f in text, text
 
 
+def test_a_layout_setting_given_to_the_options_is_named_not_guessed():
+    # trial4: TrainOptions(gpus=8) said "did you mean 'gpus'?" of the very name given; now where it belongs
+    with pytest.raises(CostgraphValueError) as e:
+        TrainOptions(gpus=8)
+    assert e.value.hint.startswith("'gpus' is a setting of the layout, not of TrainOptions: Model.train(..., gpus=...)")
+    assert "did you mean" not in e.value.hint
+
+
+@pytest.mark.parametrize("cls", [TrainOptions, PlanOptions, InferOptions, FitOptions, LayoutOptions])
+def test_every_switch_is_checked_as_one(cls):
+    # a store_true/store_false option takes True or False only (option_fields.check's "flag"); Layout checks its own
+    for name, (f, s) in specs(cls).items():
+        if dict(s.argparse).get("action") in ("store_true", "store_false") and cls is not LayoutOptions:
+            assert s.check == "flag", name
+
+
 def test_the_parsed_layout_is_the_layout_of_the_keywords():
     # train_layout reads every LayoutOptions field under its dest: the command line gives the Layout the API gives
     import sympy
@@ -139,11 +155,21 @@ def test_the_api_takes_an_options_object_or_keywords(gpt):
     (lambda m: m.plan(m.values("gpt2"), gpu=8, hardware="h100-sxm", global_batch=8),
      ["plan() has no setting 'gpu'", "did you mean 'gpus'?"]),
     (lambda m: m.plan(m.values("gpt2"), gpus=8), ["plan() needs hardware, global_batch"]),
+    # trial4: load(..., config=NAME) sets the options only; the sizes are values=, which the hint now says
+    (lambda m: m.plan(gpus=8, hardware="h100-sxm", global_batch=8), ['values=model.values("NAME")']),
+    (lambda m: m.fit(gpus=8, hardware="h100-sxm"), ['values=model.values("NAME")']),
     # the checks declared on the fields, with the command line's messages (tests/test_api_checks.py has more)
     (lambda m: m.train(gpus=1, peak=-1), ["--peak must be positive"]),
     (lambda m: m.train(gpus=1, global_batch=2.5), ["'--global-batch' must be a positive whole number"]),
     (lambda m: m.train(gpus=1, convention="macs"), ["unknown FLOP convention 'macs'"]),
     (lambda m: m.train(gpus=1, router="no"), ["argument 'router' must be True or False"]),
+    # trial4: the activation precision as a list was TypeError (unhashable type: 'list')
+    (lambda m: m.train(gpus=1, precision=["bf16"]), ["unknown precision ['bf16']"]),
+    # trial4: a string is not a switch ("no" was true: plan searched the FP8 policies)
+    (lambda m: m.plan(m.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=8, allow_fp8="no"),
+     ["argument 'allow_fp8' must be True or False, got 'no'"]),
+    (lambda m: m.infer(m.values("gpt2"), prompt=8, generate=8, hardware="h100-sxm", activations="no"),
+     ["argument 'activations' must be True or False, got 'no'"]),
 ])
 def test_unknown_keywords_and_bad_values_are_refused(gpt, call, fragments):
     with pytest.raises(CostgraphValueError) as e:

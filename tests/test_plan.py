@@ -59,6 +59,10 @@ def test_plan_json(capsys):
     # an absurd --top (issue 27 item 6): refused before any work, each shown row being derived exactly
     (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8",
       "--top", "1000000000"], "plan shows at most 100 layouts"),
+    # trial4: a global batch above 2^53 came back with m rounded (99,999,999,999,999,999,999 → 10^20 in the check
+    # command, another global batch); 2^53 + 1 is the first integer a float64 cannot hold
+    (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch",
+      str(2**53 + 1)], "plan searches up to 9,007,199,254,740,992 sequences"),
 ])
 def test_plan_errors(capsys, argv, message):
     assert main(argv) == 2

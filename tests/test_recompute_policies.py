@@ -163,6 +163,9 @@ def test_torchtitan_layer_sac():
     (dict(recompute="full", recompute_method="blocks"), "unknown recompute method"),
     (dict(recompute="full", recompute_num_layers=0), "positive whole number"),
     (dict(recompute="full", recompute_frequency=2), "torchtitan's layer SAC"),
+    # trial4: not a list (was TypeError: 'float' object is not iterable), an item not a name
+    (dict(recompute="selective", recompute_modules=3.5), "recompute_modules is a list of module names, not 3.5"),
+    (dict(recompute="selective", recompute_modules=(["mlp"],)), r"unknown recompute module \['mlp'\]"),
 ])
 def test_bad_settings(kw, message):
     with pytest.raises(CostgraphValueError, match=message):

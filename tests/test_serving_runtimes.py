@@ -251,6 +251,31 @@ def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
              "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 80,000,000,000 bytes")
 
 
+@pytest.mark.parametrize("runtime, words", [("sglang", "SGLang would not start: the --kv-memory given holds no KV block"),
+                                            ("trtllm", "TensorRT-LLM would not start: the --kv-memory given holds no")])
+def test_a_kv_memory_of_no_block_says_it_would_not_start(capsys, repo_root, runtime, words):
+    # trial4: --kv-memory 0 printed 0 tokens and nothing more (vLLM's section says it would not start)
+    rc, out, err = _run(capsys, INFER + ["--runtime", runtime, "--kv-memory", "0"])
+    assert rc == 0 and words in out
+
+
+def test_a_kv_memory_above_the_device_is_refused_for_every_runtime(capsys, repo_root):
+    # trial4: under --runtime trtllm the hint spoke of vLLM's log and vLLM's profile
+    err = _refused(capsys, INFER + ["--runtime", "trtllm", "--kv-memory", "1e99"], "is not less than the device memory",
+                   "as the runtime's start-up log reports it")
+    assert "vLLM" not in err
+
+
+def test_kv_memory_is_refused_for_llamacpp(capsys, repo_root):
+    # trial4: llama.cpp sizes its cache by n_ctx cells (llama-context: n_ctx x n_seq), not a memory budget;
+    # --kv-memory 10GiB was ignored without a word
+    _refused(capsys, INFER + ["--runtime", "llamacpp", "--kv-memory", "10GiB"],
+             "llama.cpp allocates n_ctx cells per sequence, not a memory budget", "--max-model-len N")
+    # and SGLang's default fraction rule without SGLang (ignored as well)
+    _refused(capsys, INFER + ["--sglang-fraction", "tp"], "--sglang-fraction tp is SGLang's default "
+             "mem_fraction_static; --runtime vllm has none", "add --runtime sglang")
+
+
 @pytest.mark.parametrize("runtime, extra, words", [
     ("sglang", ["--gpu-memory-utilization", "0.1"], "SGLang would not start"),
     ("trtllm", ["--non-torch-memory", "79GB"], "TensorRT-LLM would not start"),

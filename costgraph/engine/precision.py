@@ -60,6 +60,6 @@ def precision(name: str) -> Precision:
     """
     try:
         return PRECISIONS[name]
-    except KeyError:
+    except (KeyError, TypeError):   # TypeError: a list or dict (unhashable)
         raise CostgraphValueError(
             f"unknown precision {name!r}", hint="choose one of: " + ", ".join(PRECISIONS)) from None

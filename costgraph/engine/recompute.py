@@ -128,8 +128,11 @@ def check_recompute(layout) -> None:
     if mods is not None:
         if isinstance(mods, str):
             mods = (mods,)
+        if not isinstance(mods, (list, tuple)):   # 3.5 was a TypeError ('float' object is not iterable)
+            raise CostgraphValueError(f"recompute_modules is a list of module names, not {mods!r}",
+                                      hint="e.g. recompute_modules=('core_attn', 'mlp'); one of: " + ", ".join(MODULES))
         mods = tuple(mods)
-        bad = [m for m in mods if m not in MODULES and m not in MEGATRON_ONLY]
+        bad = [m for m in mods if not isinstance(m, str) or (m not in MODULES and m not in MEGATRON_ONLY)]
         if bad:
             raise CostgraphValueError(f"unknown recompute module {bad[0]!r}", hint="one of: " + ", ".join(MODULES))
         only = [m for m in mods if m in MEGATRON_ONLY]

@@ -249,11 +249,14 @@ def _options_lines(L) -> list[str]:
     from ..training.fp8 import policy_recipe
 
     out = []
-    if policy_recipe(L.policy) is not None:
+    rec = policy_recipe(L.policy)
+    if rec is not None:   # torchao keeps no transpose buffer whatever --fp8-transpose says (training.fp8)
         out.append("FP8 options: dot-product attention " + ("in FP8 (--fp8-dot-product-attention)" if L.fp8_attention
                                                            else "in BF16 (default)")
                    + "; weight gradients " + ("in FP8 (default)" if L.fp8_wgrad else "in BF16 (--no-fp8-wgrad)")
-                   + f"; weight transpose {L.fp8_transpose} (--fp8-transpose; default auto: from the preset)")
+                   + ("; weight transpose none (torchao's Float8Linear keeps no transpose buffer)"
+                      if rec.weight_cache != "step" else
+                      f"; weight transpose {L.fp8_transpose} (--fp8-transpose; default auto: from the preset)"))
     if L.cross_entropy != CROSS_ENTROPY.default:   # the default (logits) as every page prints it
         out.append(f"loss peak: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
     if L.zero >= 3 and L.zero3_gathered != ZERO3_GATHERED.default:

@@ -119,8 +119,8 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
     _fit(rep, inf, m, page, reserve, prompt, generate, batch)
     if vllm is not None and vllm.kv_memory is not None and vllm.kv_memory >= m.memory:   # allocated on each device
         raise CostgraphValueError(f"--kv-memory {vllm.kv_memory:,} bytes is not less than the device memory "
-                                  f"{int(m.memory):,} bytes", hint="the KV cache memory per device, as vLLM's "
-                                  "start-up log reports it (e.g. 6.51GiB); or drop it: vLLM's profile sizes it")
+                                  f"{int(m.memory):,} bytes", hint="the KV cache memory per device, as the "
+                                  "runtime's start-up log reports it (e.g. 6.51GiB); or drop it: the runtime sizes it")
     if vllm is not None:
         with_drafter(rep, inf, m, page, vllm, prompt + generate)
 

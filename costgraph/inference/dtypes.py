@@ -149,7 +149,7 @@ def weight_dtype(name: str | WeightDtype) -> WeightDtype:
     if isinstance(name, WeightDtype):
         return name
     table = _table()["weights"]
-    if name not in table:
+    if not isinstance(name, str) or name not in table:   # a list: not a TypeError (unhashable)
         raise CostgraphValueError(f"unknown weight dtype {name!r}", hint="choose one of: " + ", ".join(table))
     return table[name]
 
@@ -161,7 +161,7 @@ def kv_dtype(name: str | KVDtype) -> KVDtype:
     if isinstance(name, KVDtype):
         return name
     table = _table()["kv"]
-    if name not in table:
+    if not isinstance(name, str) or name not in table:   # a list: not a TypeError (unhashable)
         raise CostgraphValueError(f"unknown KV cache dtype {name!r}", hint="choose one of: " + ", ".join(table))
     return table[name]
 

@@ -307,9 +307,13 @@ def _inference(model, values, batch: int, t: int, hardware, settings: dict, para
     fewer than ``t`` replicated, one per device, as Megatron and vLLM), or the parallel serving
     analysis of :mod:`costgraph.inference.parallel` when ``parallel`` = ``(ep, dp_attention,
     pp, tp_overlap)`` is not trivial; the TP layouts ``costgraph train`` refuses are refused."""
+    from ..parallel.layout import MAX_DEVICES
     from ..parallel.tensor import kv_replication
     from .parallel import Serving, check_serving, serving_inference
 
+    if isinstance(t, int) and t > MAX_DEVICES:   # was "gpus is over 1,000,000", a flag infer has not
+        raise CostgraphValueError(f"--tp {t:,}: at most {MAX_DEVICES:,} devices", hint="a TP degree that divides "
+                                  "the heads (8 GPUs a node is the usual largest)")
     replicated = kv_replication(getattr(model, "graph", model), t, values) if isinstance(t, int) and values else ()
     inf = Inference(model, t=t, replicate=replicated, **settings)
     layout = Serving(t, *parallel)

@@ -176,12 +176,15 @@ def _given(runtime: str, out: dict, cell: int, kv: int) -> dict:
         tokens = kv // cell
         out.update(rest_bytes=kv, tokens=tokens, kv_bytes=tokens * cell, kv_memory_given=True)
         out["lines"] = [f"KV pool {kv / GIB:.2f} GiB (given: --kv-memory)", f"max_total_num_tokens={tokens}"]
-        return out
-    blocks = kv // (cell * TRTLLM_TOKENS_PER_BLOCK)
-    tokens = blocks * TRTLLM_TOKENS_PER_BLOCK
-    out.update(kv_bytes=kv, blocks=blocks, tokens=tokens, kv_memory_given=True)
-    out["lines"] = [f"{kv / GIB:.2f} GiB for the paged KV cache (given: --kv-memory)",
-                    f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
+    else:
+        blocks = kv // (cell * TRTLLM_TOKENS_PER_BLOCK)
+        tokens = blocks * TRTLLM_TOKENS_PER_BLOCK
+        out.update(kv_bytes=kv, blocks=blocks, tokens=tokens, kv_memory_given=True)
+        out["lines"] = [f"{kv / GIB:.2f} GiB for the paged KV cache (given: --kv-memory)",
+                        f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
+    if tokens <= 0:   # as vLLM's section says it (it printed 0 tokens and nothing more)
+        out["lines"].append(f"{'SGLang' if runtime == 'sglang' else 'TensorRT-LLM'} would not start: the --kv-memory "
+                            "given holds no KV block (a larger --kv-memory)")
     return out
 
 

@@ -30,6 +30,10 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     attach(rep, inf, opts["max_position"])   # rep.runtime_weights: the weights vLLM's KV sizing subtracts
 
     kvm = opts["kv_memory"]
+    if kvm is not None and opts["runtime"][0] == "llamacpp":   # it was ignored without a word
+        raise CostgraphValueError("--kv-memory sizes vLLM's, SGLang's or TensorRT-LLM's KV pool; llama.cpp allocates "
+                                  "n_ctx cells per sequence, not a memory budget",
+                                  hint="--max-model-len N (llama.cpp's n_ctx) and --batch, or drop --kv-memory")
     vs = VllmSettings(1 - reserve, None if kvm is None else parse_bytes(kvm, "--kv-memory"),
                       _whole("max-num-batched-tokens", opts["max_num_batched_tokens"]),
                       _whole("max-num-seqs", opts["max_num_seqs"]),
@@ -49,6 +53,9 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
             choice.check(value)
         except ValueError as e:
             raise CostgraphValueError(str(e), hint=choice.hint()) from None
+    if rule != SGLANG_FRACTION.default and runtime != "sglang":   # it was ignored without a word
+        raise CostgraphValueError(f"--sglang-fraction {rule} is SGLang's default mem_fraction_static; --runtime "
+                                  f"{runtime} has none", hint="add --runtime sglang, or drop --sglang-fraction")
     rep.settings["runtime"] = runtime
     if runtime != "vllm":   # another runtime's KV cache (inference/runtimes.py)
         from .runtimes import runtime_kv

@@ -220,6 +220,7 @@ def _parallelism(f: _File, launch: Launch, gpus: int | None) -> None:
     launch.set_value("gpus", rep * shard * tp * pp * cp, where, f"replicate {rep} × shard {shard} × TP {tp} × "
                                                                 f"PP {pp} × CP {cp}")
     launch.set_value("zero", 3 if shard > 1 else 0, where, f"data_parallel_shard_degree = {shard} (FSDP2)")
+    _conventions(launch, shard)
     if shard > 1 and rep > 1:
         launch.set_value("hsdp", shard, f.where("parallelism", "data_parallel_replicate_degree"),
                          f"data_parallel_replicate_degree = {rep} (HSDP)")
@@ -255,6 +256,22 @@ def _batch(f: _File, launch: Launch, pp: int, dp: int) -> None:
         launch.set_value("global_batch", g, f.where("training", "global_batch_size"), f"global_batch_size = {g}")
     elif pp > 1:   # one step of local_batch_size: local / micro micro-batches (both given were refused)
         launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
+
+
+def _conventions(launch: Launch, shard: int) -> None:
+    """torchtitan's own ways, as bench/published_layouts.toml's torchtitan rows name them: weak (a
+    flag given on the command line wins, noted). FSDP2 keeps the root module gathered (torchtitan
+    parallelize_llama.py: fully_shard(model) last); the loss is F.cross_entropy on fp32-upcast logits
+    (torchtitan @ 9dec370 train.py loss_fn: ``F.cross_entropy(pred.flatten(0, 1).float(), labels)``);
+    FSDP2 prefetch with TP and PP exposed (:data:`costgraph.choices.OVERLAP` torchtitan). The attention
+    kernel is not set: SDPA runs FlashAttention-2 on Hopper but cuDNN first on sm_100 (pytorch/torchtitan#1196),
+    which the file does not say."""
+    default = "torchtitan's default"
+    if shard > 1:
+        launch.set_value("zero3_gathered", "fsdp2", default, "FSDP2: fully_shard(model) keeps the root module gathered")
+    launch.set_value("cross_entropy", "pytorch", default, "loss_fn: F.cross_entropy(pred.float(), labels)")
+    launch.set_value("overlap", "torchtitan", default, "FSDP2 prefetch; TP and PP exposed")
+    launch.weak.update({"zero3_gathered", "cross_entropy", "overlap"} & set(launch.values))
 
 
 def _checkpointing(f: _File, launch: Launch) -> None:

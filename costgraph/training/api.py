@@ -29,6 +29,7 @@ import sympy
 from .. import arguments
 from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
+from .fp8 import check_supported, transpose_for
 from .result import TrainingResult
 
 
@@ -71,9 +72,8 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     capacity, floored, hw = _device(o.memory, o.hardware)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
+    check_supported(layout.policy, hw)   # an FP8 recipe the preset's GPU cannot run (MXFP8 on Hopper), as TE refuses it
     if getattr(layout, "fp8_transpose", None) == "auto":   # as TE decides on the preset's GPU (training.fp8)
-        from .fp8 import transpose_for
-
         layout = dataclasses.replace(layout, fp8_transpose=transpose_for(hw))
     if o.global_batch is not None:
         if layout.m is not None:

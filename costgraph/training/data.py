@@ -211,7 +211,11 @@ RECIPE = Kind("FP8 recipe", (
     *(Field(k, unit="B" if k.endswith("bytes") else "") for k in RECIPE_NUMBERS),
     Field("fp8_dpa", "text", required=False, doc="FP8 attention: none, fp8-output or bf16-output (O's precision)"),
     Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)"),
-    Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step), saved (torchao: with the activations) or recomputed")))
+    Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step), saved (torchao: with the activations) or recomputed"),
+    Field("min_compute_capability", unit="major x 10 + minor", required=False, positive=True,
+          doc="the compute capability the recipe needs (Transformer Engine's check_recipe_support)"),
+    Field("below_compute_capability", unit="major x 10 + minor", required=False, positive=True,
+          doc="the first compute capability the recipe no longer runs on")))
 RECIPES = Schema("fp8.toml", "costgraph.training", entries=RECIPE)
 
 
@@ -237,6 +241,8 @@ class Recipe:
     fp8_dpa: str = "none"           # FP8 dot-product attention (costgraph.training.fp8_options.DPA)
     wgrad_override: bool = False    # takes fp8_wgrad = False (Megatron: the delayed recipe only)
     weight_cache: str = "step"      # how long the quantized weight lives (WEIGHT_CACHE)
+    min_compute_capability: int | None = None     # the GPUs it runs on: [min, below) (fp8.check_supported)
+    below_compute_capability: int | None = None
 
 
 def _recipe(name: str, e) -> Recipe:
@@ -253,7 +259,9 @@ def _recipe(name: str, e) -> Recipe:
         raise e.error("fp8_dpa must be one of " + ", ".join(DPA), "fp8_dpa")
     return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
                   **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS}, fp8_dpa=dpa,
-                  wgrad_override=bool(e.get("wgrad_override") or False), weight_cache=cache)
+                  wgrad_override=bool(e.get("wgrad_override") or False), weight_cache=cache,
+                  min_compute_capability=e.get("min_compute_capability"),
+                  below_compute_capability=e.get("below_compute_capability"))
 
 
 @cache

@@ -64,7 +64,7 @@ import sympy
 
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
-from .data import Recipe, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
+from .data import Recipe, policies as get_policies, policy as get_policy, recipe, recipes  # noqa: F401 (fp8.toml is read and validated in data.py)
 
 #: the weight transpose of tensor scaling: a separate buffer (Hopper) or none (Blackwell+: one buffer);
 #: ``auto`` resolved from the hardware by :func:`transpose_for` (``separate`` without a preset)
@@ -94,6 +94,30 @@ def resolved_transpose(layout, hardware) -> str:
     """``layout.fp8_transpose`` with ``auto`` replaced by :func:`transpose_for` ``(hardware)``."""
     value = getattr(layout, "fp8_transpose", "auto")
     return transpose_for(hardware) if value == "auto" else value
+
+
+def unsupported(rec: Recipe, hardware) -> str | None:
+    """Why Transformer Engine refuses recipe ``rec`` on ``hardware`` (a
+    :class:`~costgraph.hardware.Hardware` or None), or None where it runs (or the preset names no
+    compute capability). The bounds are ``fp8.toml``'s ``min_compute_capability`` and
+    ``below_compute_capability``; source: TE @ d0067d0d ``pytorch/quantization.py::check_recipe_support``."""
+    cc = getattr(hardware, "compute_capability", None)
+    low, below = rec.min_compute_capability, rec.below_compute_capability
+    if cc is None or ((low is None or cc >= low) and (below is None or cc < below)):
+        return None
+    need = f"compute capability {low / 10:.1f}" + (" or higher" if below is None else f" up to {below / 10:.1f} (excluded)")
+    return f"the FP8 recipe '{rec.name}' needs {need}; {hardware.key} has {cc / 10:.1f} (Transformer Engine refuses it)"
+
+
+def check_supported(policy, hardware) -> None:
+    """Refuse precision ``policy`` (a name or Policy) on ``hardware`` where its FP8 recipe does not
+    run (:func:`unsupported`). Raises CostgraphValueError, its hint the FP8 policies that run there."""
+    rec = policy_recipe(policy)   # a preset without an FP8 peak: refused by its peak (Hardware.peak_flops)
+    why = None if rec is None or not getattr(hardware, "peak_flops_fp8", None) else unsupported(rec, hardware)
+    if why is not None:
+        others = [n for n, p in get_policies().items() if p.fp8 and unsupported(recipe(p.fp8), hardware) is None]
+        raise CostgraphValueError(why, hint="--precision " + (", ".join(others) if others else "mixed (no FP8 policy runs "
+                                                                                              "there)"))
 
 
 def policy_recipe(policy) -> Recipe | None:

@@ -111,8 +111,11 @@ def check_fp8_options(layout) -> None:
                                   hint="--precision mixed (QLoRA computes in bf16), or drop --quantize")
     if attention:
         if fp8_dpa(rec) == "none":
+            why = ("TE Float8BlockScaling asserts not fp8_dpa" if rec.scaling == "block" else   # the reason (fp8.toml)
+                   "torchao's Float8Linear converts the linears only: attention stays in BF16"
+                   if rec.weight_cache != "step" else "fp8.toml: fp8_dpa = none")
             raise CostgraphValueError(f"--fp8-dot-product-attention: the '{rec.name}' recipe has no FP8 attention "
-                                      "(TE Float8BlockScaling asserts not fp8_dpa)",
+                                      f"({why})",
                                       hint="--precision fp8-delayed, fp8-current or fp8-mxfp8")
         if layout.attention != "flash":
             raise CostgraphValueError("--fp8-dot-product-attention runs in Transformer Engine's fused attention "

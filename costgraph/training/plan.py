@@ -55,6 +55,8 @@ SEARCHED = tuple((o.field, tuple(o.domain(Space(1, 1, 1, attention="eager")))) f
 MARGIN = 2
 #: the most rows ``plan`` shows (each is derived exactly)
 MAX_TOP = 100
+#: the largest global batch ``plan`` searches: 2^53, below which its grid's float64 columns hold every count exactly
+MAX_GLOBAL_BATCH = 2 ** 53
 
 
 @dataclass
@@ -145,9 +147,12 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     Raises
     ------
     CostgraphValueError
-        ``top`` above :data:`MAX_TOP`."""
+        ``top`` above :data:`MAX_TOP`; ``global_batch`` above :data:`MAX_GLOBAL_BATCH`."""
     from ..results import progress
 
+    if global_batch > MAX_GLOBAL_BATCH:   # the grid's float64 columns: m = B/(b·d) was rounded (10²⁰ − 1 → 10²⁰)
+        raise CostgraphValueError(f"--global-batch {global_batch:,}: plan searches up to {MAX_GLOBAL_BATCH:,} sequences "
+                                  "(2^53, where its grid's counts stay exact)", hint="a smaller --global-batch")
     if top > MAX_TOP:
         raise CostgraphValueError(f"--top {top:,}: plan shows at most {MAX_TOP} layouts (each is derived exactly)",
                                   hint=f"--top {MAX_TOP} or fewer; --format json lists how many were considered")

@@ -55,7 +55,10 @@ def space_facts(cg, fixed: dict, hardware, gpus: int, attention: str) -> dict:
     groups = expert_groups(cg).values()
     top_k = max((int(g.active.xreplace(fixed)) for g in groups), default=0)
     per_domain = max(1, int(ranks_per_domain(hardware, None)))
-    fp8 = tuple(n for n in policies() if policy(n).fp8) if getattr(hardware, "peak_flops_fp8", None) else ()
+    from .fp8 import recipe, unsupported
+
+    fp8 = tuple(n for n, p in policies().items() if p.fp8 and unsupported(recipe(p.fp8), hardware) is None) \
+        if getattr(hardware, "peak_flops_fp8", None) else ()   # the recipes the preset's GPU runs (TE's check)
     from ..engine.symbols import as_expr
     from ..parallel.layer_split import layer_groups
 

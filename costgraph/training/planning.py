@@ -159,8 +159,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     ------
     CostgraphValueError
         No values, a count that is not positive, more than 10⁶ devices, an efficiency outside (0, 1], a dimension without a value, an unknown preset."""
-    from ..hardware import preset
-    from .fit import memory_size, reserve_bytes
+    from .fit import reserve_bytes
     from .plan import plan
 
     from ..option_fields import check, resolve
@@ -168,7 +167,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
 
     o = resolve(PlanOptions, options, settings, "plan")[0]
     if values is None:
-        raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=...")
+        raise CostgraphValueError("plan needs the model's sizes", hint="give --config NAME or --set h=... l=... "
+                                                                        "(in Python: values=model.values(\"NAME\"))")
     values = arguments.model_values(model, values)
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     gpus, hardware, global_batch, tokens, efficiency, memory = (o.gpus, o.hardware, o.global_batch, o.tokens,
@@ -178,8 +178,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     efficiency_profile, pipeline_layout = o.efficiency_profile, o.pipeline_layout
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
-    hw = preset(hardware)
-    capacity = memory_size(memory)[0] if memory is not None else hw.memory_bytes   # floored, as --kv-memory
+    hw, capacity = _device(hardware, memory, precision)
     eff, kernels = _rate(hw, precision, efficiency)
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
@@ -214,6 +213,19 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
                       result.searched, result.pruned)
+
+
+def _device(hardware, memory, precision):
+    """``(hw, capacity)``: the preset and the device memory in bytes (``memory`` floored, as
+    --kv-memory; else the preset's). Raises CostgraphValueError for a precision policy whose FP8
+    recipe the preset's GPU cannot run, as train refuses it (:func:`costgraph.training.fp8.check_supported`)."""
+    from ..hardware import preset
+    from .fit import memory_size
+    from .fp8 import check_supported
+
+    hw = preset(hardware)
+    check_supported(precision, hw)
+    return hw, memory_size(memory)[0] if memory is not None else hw.memory_bytes
 
 
 def _rate(hw, precision, efficiency):
