@@ -126,12 +126,12 @@ def test_wheel_install_runs_the_readme_from_elsewhere(dist, tmp_path):
 
 
 def test_every_python_package_is_listed_for_the_wheel():
-    """Each folder of ``costgraph/`` with an ``__init__.py`` is in ``[tool.setuptools] packages``
+    """Each folder of ``src/costgraph/`` with an ``__init__.py`` is in ``[tool.setuptools] packages``
     (an unlisted one is missing from the wheel: ``costgraph.drafting`` was, so ``costgraph import``
     failed from an installed wheel)."""
     import tomllib
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "costgraph").rglob("__init__.py")}
+    found = {".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src" / "costgraph").rglob("__init__.py")}
     assert found - listed == set()
 
 
