@@ -70,7 +70,7 @@ API_VALUES = [1, 2, 4, 8, 0, -1, 3, 10**30, 0.5, 1 / 3, float("nan"), float("inf
 
 
 def _paths() -> None:
-    for p in (str(ROOT), str(ROOT / "tests")):
+    for p in (str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "commands")):   # test_fuzz.py: tests/commands/
         if p not in sys.path:
             sys.path.insert(0, p)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "costgraph"
+PACKAGE = Path(__file__).resolve().parent.parent / "src" / "costgraph"
 
 MAX_MODULE_LINES = 600
 MAX_CLASS_LINES = 400

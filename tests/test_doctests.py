@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "costgraph"
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "costgraph"
 
 
 def _modules() -> list[str]:

@@ -123,15 +123,24 @@ def test_wheel_install_runs_the_readme_from_elsewhere(dist, tmp_path):
     where = subprocess.run([str(py), "-c", "import costgraph; print(costgraph.__file__)"],
                            capture_output=True, text=True, cwd=work).stdout
     assert str(env) in where
+    # src/ layout (issue 31 item 6): from the checkout's root, `python -m costgraph` runs the installed
+    # wheel (the checkout's package folder no longer shadows it: before, "No module named 'costgraph.models'")
+    r = subprocess.run([str(py), "-m", "costgraph", "derive", "gpt", "--config", "gpt2", "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["quantities"]["params"]["value"] == 124439808
+    where = subprocess.run([str(py), "-c", "import costgraph; print(costgraph.__file__)"],
+                           capture_output=True, text=True, cwd=ROOT).stdout
+    assert str(env) in where, where
 
 
 def test_every_python_package_is_listed_for_the_wheel():
-    """Each folder of ``costgraph/`` with an ``__init__.py`` is in ``[tool.setuptools] packages``
+    """Each folder of ``src/costgraph/`` with an ``__init__.py`` is in ``[tool.setuptools] packages``
     (an unlisted one is missing from the wheel: ``costgraph.drafting`` was, so ``costgraph import``
     failed from an installed wheel)."""
     import tomllib
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "costgraph").rglob("__init__.py")}
+    found = {".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src" / "costgraph").rglob("__init__.py")}
     assert found - listed == set()
 
 

@@ -1,0 +1,93 @@
+"""The fuzz campaign of issue 30, item 5 (``bench/bench_fuzz.py``), in part: its checks catch what
+they name, and a few derandomized cases of every kind run clean in a worker under the memory bound.
+The full campaign (10,000 cases and more) is the bench script's, by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("bench_fuzz", ROOT / "bench" / "bench_fuzz.py")
+B = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(B)
+
+
+@pytest.fixture()
+def fake_main(monkeypatch):
+    """Replace costgraph.cli.main by the function given (what a run does)."""
+    from costgraph import cli
+
+    def use(f):
+        monkeypatch.setattr(cli, "main", f)
+    return use
+
+
+def _kinds(rec):
+    return sorted(k for k, _ in rec["findings"])
+
+
+def test_the_checks_catch_what_they_name(tmp_path, fake_main):
+    """Each finding of the campaign is raised by a run that does it, and none by one that does not."""
+    (tmp_path / "model.cg").write_text("x", encoding="utf-8")
+    fake_main(lambda argv: 0)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == []
+    fake_main(lambda argv: print("error: bad\nhint: x", file=sys.stderr) or 2)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == []
+    fake_main(lambda argv: print("costgraph: internal error: KeyError", file=sys.stderr) or 3)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["internal"]
+    fake_main(lambda argv: 1)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["status"]
+    assert _kinds(B.run_one(["fit", "gpt"], tmp_path, 5.0, set())) == []          # fit: 1 = does not fit
+    fake_main(lambda argv: 2)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["status"]   # 2 without a message
+    fake_main(lambda argv: print(B.FILE_SECRET) or 0)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["leak"]
+    fake_main(lambda argv: (tmp_path / "model.cg").write_text("y", encoding="utf-8") and 0)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["changed"]
+    fake_main(lambda argv: (tmp_path / "model.cg").write_text("z", encoding="utf-8") and 0)
+    assert _kinds(B.run_one(["derive", "gpt", "-o", "model.cg"], tmp_path, 5.0, {"model.cg"})) == []
+
+    def spin(argv):
+        t = time.process_time()
+        while time.process_time() - t < 5:
+            pass
+        return 0
+    fake_main(spin)
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 0.2, set())) == ["slow"]
+
+
+def test_a_dead_worker_names_its_case(tmp_path):
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"start": ["derive", "gpt"], "kind": "flags", "pid": 1}\n'
+                   '{"start": ["train", "gpt"], "kind": "flags", "pid": 2}\n'
+                   '{"argv": ["derive", "gpt"], "status": 0, "cpu": 0.1, "findings": [], "kind": "flags", "pid": 1}\n'
+                   '{"start": ["plan", "gpt"], "kind": "flags", "pid": 1}\n'
+                   '{"argv": ["train", "gpt"], "status": 0, "cpu": 0.1, "findings": [], "kind": "flags", "pid": 2}\n',
+                   encoding="utf-8")   # two workers, one log: worker 1 dies in its second case
+    done, dead = B.read_log(log)
+    assert len(done) == 2 and dead == [{"start": ["plan", "gpt"], "kind": "flags", "pid": 1}]
+    assert "died 1" in B.summary(done, dead, 1.0)
+
+
+#: findings the campaign reproduces and a known open bug explains, (kind, words of the detail): none
+#: since issue 30 item 1 was fixed (a symlinked config.json quoted; `-o --force` onto an import)
+KNOWN: set[tuple[str, str]] = set()
+
+
+def test_a_few_cases_of_every_kind(tmp_path):
+    """25 cases (seed 1, five of each kind) in a worker process under RLIMIT_AS 4 GiB: no finding."""
+    log = tmp_path / "fuzz.jsonl"
+    assert B.main(["--cases", "25", "--batch", "25", "--seed", "1", "--limit", "60", "--cycle", "--log", str(log)]) == 0
+    done, dead = B.read_log(log)
+    assert len(done) == 25 and not dead, (log.with_suffix(".stderr").read_text(encoding="utf-8"))[-3000:]
+    assert {r["kind"] for r in done} == {"flags", "model", "config", "files", "api"}
+    found = [(k, d, r["argv"]) for r in done for k, d in r["findings"]]
+    unknown = [f for f in found if not any(f[0] == k and s in f[1] for k, s in KNOWN)]
+    assert not unknown, unknown
+    if found:
+        pytest.xfail(f"known: {found[0][0]} in costgraph {' '.join(map(str, found[0][2]))}")

@@ -1,0 +1,97 @@
+"""bench/published_layouts.toml, the published layouts of real training runs that
+bench/bench_published_layouts.py judges costgraph against (issue 27, "Done when"): every row names
+its source, every model, configuration, dimension, hardware preset and setting exists in the bundled
+set, the degrees multiply to the GPU count, and no field is unknown. Reads the file and the models'
+syntax trees only (no model is built)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import tomllib
+
+import pytest
+
+from costgraph.choices import RECOMPUTE, SCHEDULE, ZERO_STAGE
+from costgraph.engine.recompute import MODULES
+from costgraph.hardware import presets
+from costgraph.language.parser import parse
+from costgraph.language.resources import MODEL_SUFFIX, bundled_model, bundled_model_names
+from costgraph.parallel.layout import Layout
+from costgraph.training.data import policies
+from costgraph.training.fit import parse_size
+
+DATA = Path(__file__).resolve().parents[2] / "bench" / "published_layouts.toml"
+
+REQUIRED = {"id", "model", "config", "hardware", "gpus", "global_batch", "seq", "micro_batch", "tp", "pp", "vp",
+            "cp", "ep", "dp", "sp", "zero", "recompute", "precision", "measured", "source"}
+OPTIONAL = {"set", "options", "dropout", "memory", "etp", "recompute_modules", "schedule", "layout", "inferred",
+            "unknown", "note"}
+MEASURED = {"step_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "memory_gib"}
+SOURCE = {"url", "where", "version"}
+
+
+def _rows() -> list[dict]:
+    with open(DATA, "rb") as f:
+        return tomllib.load(f)["run"]
+
+
+ROWS = _rows()
+
+
+@pytest.fixture(scope="module")
+def configs() -> dict[str, dict[str, set[str]]]:
+    """model → configuration → the names it sets, for the models the rows name (syntax trees only)."""
+    out = {}
+    for name in sorted({r["model"] for r in ROWS} & set(bundled_model_names())):
+        tree = parse(bundled_model(name).read_text(encoding="utf-8"), f"{name}{MODEL_SUFFIX}")
+        out[name] = {c.name: {k for k, *_ in c.settings} for c in tree.configs}
+    return out
+
+
+def test_enough_rows_with_unique_ids():
+    # issue 27 asks for at least 27 published layouts
+    assert len(ROWS) >= 27
+    ids = [r["id"] for r in ROWS]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_row_fields_are_known_and_sourced(row):
+    assert REQUIRED <= set(row), f"missing {sorted(REQUIRED - set(row))}"
+    assert set(row) <= REQUIRED | OPTIONAL, f"unknown fields {sorted(set(row) - REQUIRED - OPTIONAL)}"
+    assert set(row["source"]) == SOURCE and all(str(row["source"][k]).strip() for k in SOURCE)
+    assert row["source"]["url"].startswith("https://")
+    assert row["measured"] and set(row["measured"]) <= MEASURED
+    assert all(v > 0 for v in row["measured"].values())
+    named = (REQUIRED | OPTIONAL) - {"id", "source", "measured", "note", "inferred", "unknown"}
+    for key in ("inferred", "unknown"):
+        assert set(row.get(key, [])) <= named, f"{key} names unknown fields"
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_row_names_exist(row, configs):
+    assert row["model"] in bundled_model_names()
+    assert row["config"] in configs[row["model"]]
+    assert set(row.get("set", {})) <= configs[row["model"]][row["config"]], "set overrides a name the config lacks"
+    assert row["hardware"] in presets()
+    if "memory" in row:
+        assert parse_size(row["memory"]) > 0
+    assert row["precision"] in policies()
+    assert row["recompute"] in RECOMPUTE.values
+    assert row["zero"] in ZERO_STAGE.values
+    assert row.get("schedule", "1f1b") in SCHEDULE.values
+    assert set(row.get("recompute_modules", [])) <= set(MODULES)
+    fields = {f.name for f in dataclasses.fields(Layout)}
+    assert set(row.get("layout", {})) <= fields
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_degrees_multiply_to_the_gpus(row):
+    tp, pp, cp, dp, ep = row["tp"], row["pp"], row["cp"], row["dp"], row["ep"]
+    assert tp * pp * cp * dp == row["gpus"]
+    assert (row["gpus"] // pp) % ep == 0, "EP must divide the devices of one pipeline stage"
+    assert row["global_batch"] % (row["micro_batch"] * dp) == 0, "global batch = b x m x dp"
+    assert row["vp"] >= 1 and (row["vp"] == 1 or pp > 1)
+    assert row["sp"] is False or tp > 1
