@@ -9,7 +9,7 @@ Run (at low priority: it shares the machine)::
 Each worker is a child process (``python bench/bench_fuzz.py --worker ...``) under
 ``RLIMIT_AS`` (``--memory``, default 4 GiB: the bound on memory, enforced by the kernel) that
 runs ``--batch`` cases in its own process through ``costgraph.cli.main`` (the parser's own
-subcommands and flags: ``tests/cli_props.py``; the mutations of ``tests/test_fuzz.py``) and
+subcommands and flags: ``tests/cli_props.py``; the mutations of ``tests/commands/test_fuzz.py``) and
 writes one JSON line per case; a worker that dies (killed, out of memory) is a finding named by
 the case it had started. A case is
 
@@ -40,7 +40,7 @@ Checks, each counted as a finding with its argument list:
 
 The summary prints the cases run, per kind and exit status, the CPU seconds (median, 99th
 percentile, largest), the workers' peak memory, and every finding's first example.
-``tests/test_fuzz_campaign.py`` runs a few derandomized cases of it in CI.
+``tests/commands/test_fuzz_campaign.py`` runs a few derandomized cases of it in CI.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Helpers of ``tests/test_property_cli.py``: the subcommands and flags read from
+"""Helpers of ``tests/commands/test_property_cli.py``: the subcommands and flags read from
 the real argparse parser, Hypothesis strategies for their values (valid,
 plausible and hostile), an in-process run of ``costgraph.cli.main`` under a
 CPU-time limit, and the checks on what a run printed or wrote.
@@ -278,7 +278,7 @@ WALL = float(os.environ.get("COSTGRAPH_FUZZ_WALL", "0")) or None
 def time_limit(limit: float | None = None):
     """CPU-time limit (SIGPROF; default :data:`LIMIT`, read when called), with a wall-clock
     backstop (SIGALRM; :data:`WALL`, default ten times the limit): the approach of
-    tests/test_fuzz.py."""
+    tests/commands/test_fuzz.py."""
     global WALL
     limit = LIMIT if limit is None else limit
     WALL = WALL or 10 * limit

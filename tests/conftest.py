@@ -30,8 +30,8 @@ def cg():
     """``costgraph ARGV`` run in this process: ``cg(*argv)`` returns ``costgraph.cli.main``'s exit status,
     stdout and stderr as a ``subprocess.CompletedProcess`` (returncode, stdout, stderr), the checks of a
     ``python -m costgraph.cli`` run without the interpreter start, about 2 s of CPU a run. The entry points
-    themselves run as processes in tests/test_cli.py (stdout full, closed, EPIPE), tests/test_cli_habits.py
-    (``python -m costgraph``) and tests/test_errors.py::test_cli_end_to_end (module and console script)."""
+    themselves run as processes in tests/commands/test_cli.py (stdout full, closed, EPIPE), tests/commands/test_cli_habits.py
+    (``python -m costgraph``) and tests/commands/test_errors.py::test_cli_end_to_end (module and console script)."""
     from costgraph.cli import main
 
     def run(*argv: str) -> subprocess.CompletedProcess:

@@ -249,7 +249,7 @@ def test_dimension_named_self_or_config_through_the_api(self_model):
 def test_keyword_config_still_names_the_configuration():
     import costgraph
 
-    assert costgraph.load("gpt").costs().evaluate(config="gpt2")["params"] == 124_439_808   # tests/test_gpt.py
+    assert costgraph.load("gpt").costs().evaluate(config="gpt2")["params"] == 124_439_808   # tests/models/test_gpt.py
 
 
 def test_a_negative_number_is_said_to_be_negative(capsys):

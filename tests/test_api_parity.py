@@ -74,7 +74,7 @@ def test_plan_to_dict_is_the_cli_json(gpt, capsys):
 def test_zero1_communication_bytes_without_hardware(capsys):
     # ZeRO §7.2.1 (Rajbhandari et al. 2020): ZeRO-1 moves 2Ψ elements per device per step, a
     # reduce-scatter of the gradients and an all-gather of the parameters, Ψ each, times the
-    # ring's (N_d − 1)/N_d (tests/test_communication.py); mixed precision: 2 bytes an element.
+    # ring's (N_d − 1)/N_d (tests/parallel/test_communication.py); mixed precision: 2 bytes an element.
     # Llama-2-7B: Ψ = 6,738,415,616 (the Hugging Face checkpoint's count).
     psi = 6_738_415_616
     each = 2 * psi * 7 // 8

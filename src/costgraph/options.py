@@ -125,7 +125,7 @@ SCHEDULES_SEARCHED = ("1f1b", "interleaved", "zb-h1", "dualpipe", "gpipe")
 #: schedule → (the schedule that dominates it, why): its rows are pruned by that bound, not derived. GPipe
 #: runs 1F1B's bubble ((p − 1) micro-batch slots; Huang et al. 2019, Narayanan et al. 2021 §2.2) with every
 #: micro-batch in flight (1F1B: at most p): its step time equals its 1F1B twin's, its memory is at least it
-#: (tests/test_plan_variants.py checks both on train)
+#: (tests/training/test_plan_variants.py checks both on train)
 DOMINATED_SCHEDULES = {"gpipe": ("1f1b", "GPipe: its 1F1B twin has the same step time and no more memory")}
 
 
@@ -163,7 +163,7 @@ def chunk_layout(layers: int, n: int, mtp: int = 0) -> str | None:
     ``perf_recipes/deepseek/h100/deepseek_v3.py``'s ``"Et|(tt|)*30mL"`` for PP 8 × VP 4): every middle
     chunk ``q = ⌈layers/n⌉`` layers, the first chunk the embedding and as many of the remaining
     ``r = layers − (n − 2)·q`` as ``q`` allows, the last chunk the rest with the ``mtp`` MTP depths and
-    the loss. The rule gives each of the map's seven layouts and the H100 text (tests/test_options.py).
+    the loss. The rule gives each of the map's seven layouts and the H100 text (tests/training/test_options.py).
     None where ``r < 0`` (more chunks than the layers fill) or ``n < 2``."""
     from .parallel.pipeline_layout import format_layout
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .errors import CostgraphValueError
 
-#: diffusers version the PyTorch tier was checked with (tests/test_dit.py)
+#: diffusers version the PyTorch tier was checked with (tests/models/test_dit.py)
 DIFFUSERS_VERSION = "0.42.1"
 #: mapping entries (hf_mapping.toml) built by diffusers, not transformers: verify calls :func:`build_diffusion`
 DIFFUSION_TYPES = frozenset({"dit", "sd3"})

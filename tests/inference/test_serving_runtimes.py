@@ -400,7 +400,7 @@ def checkout_models(monkeypatch):
     import pathlib
     import costgraph.language.resources as res
 
-    monkeypatch.setattr(res, "models_root", lambda: pathlib.Path(__file__).parent.parent / "models")
+    monkeypatch.setattr(res, "models_root", lambda: pathlib.Path(__file__).resolve().parents[2] / "models")
 
 
 @pytest.mark.parametrize("tp", [1, 2, 4])

@@ -315,7 +315,7 @@ def test_the_fused_loss_is_megatrons_jit_fused_cross_entropy(llama, table, capsy
 
     from pathlib import Path
 
-    launch = read_launch(str(Path(__file__).resolve().parents[1] / "examples" / "launch" / "train_llama3_8b_h100_fp8.sh"))
+    launch = read_launch(str(Path(__file__).resolve().parents[2] / "examples" / "launch" / "train_llama3_8b_h100_fp8.sh"))
     assert launch.values["loss_fusion"] == "fused" and launch.origins["loss_fusion"].text == "--cross-entropy-loss-fusion"
 
 

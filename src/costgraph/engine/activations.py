@@ -30,7 +30,7 @@ by the devices that share it:
     ``s/c`` queries; the K/V chunks it receives in turn are not kept).
 
 For GPT these give every row of Korthikanti et al. 2022 Table 2 exactly
-(tests/test_activations.py).
+(tests/engine/test_activations.py).
 """
 
 from __future__ import annotations

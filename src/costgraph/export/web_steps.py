@@ -8,7 +8,7 @@ bubble; the exposed communication under Megatron's overlap; the per-kernel model
     total = rest(preset, policy, ZeRO, recompute, PP) + optimizer(preset, policy, optimizer, ZeRO, PP)
 
 (:func:`costgraph.training.steptime.combine`: the optimizer step is added once per step, after the
-gradients; nothing else reads the optimizer: ``tests/test_web.py`` checks the sum against ``train`` for
+gradients; nothing else reads the optimizer: ``tests/export/test_web.py`` checks the sum against ``train`` for
 other optimizers), so the page carries ``rest`` per preset × policy × ZeRO × recompute × stage set and the
 optimizer step per preset × policy × optimizer × ZeRO × stage set, and adds them. Every closed form is
 written into one pool of shared parts (:func:`costgraph.export.web_tree.interned`): a part met in several

@@ -16,7 +16,7 @@ Faulhaber's sums ``Σ 1 = x + 1``, ``Σ n = x(x + 1)/2``, … . Cost: independen
 rooflines may cross twice, at irrational points, which are located to within 1
 (mpmath) and cut around on both sides (single-position pieces), so the sum stays
 exact. The oracle the tests compare with is the loop this replaced
-(``tests/test_decode.py``).
+(``tests/inference/test_decode.py``).
 
 **Exactness.** The total is exact (a SymPy Rational, equal to the sum of every
 step's exact time). The expected distinct experts of a mixture,

@@ -25,7 +25,7 @@ heads), attention scores (a tensor with both the query and the key axis). Llama-
 peak (``down_proj``): ``[T, h]`` normalised input + ``[T, h]`` residual + ``[T, i]`` gate +
 ``[T, i]`` up + ``[T, i]`` product + ``[T, h]`` output = ``(3h + 3i) · 2`` B = 110,592 B per
 token, which reproduces V0's ``peak_torch_memory`` of vllm issue #10517 (RTX 3090, 20,000 and
-29,000 batched tokens: 17.06 and 17.98 GiB with 14.9888 GiB of weights; tests/test_profile_peak.py).
+29,000 batched tokens: 17.06 and 17.98 GiB with 14.9888 GiB of weights; tests/inference/test_profile_peak.py).
 
 The output head runs over ``min(max_num_seqs, tokens)`` rows (vLLM computes logits only for the
 rows it samples); a routed expert's tensors over its expected share ``active / count`` (``k/E``)

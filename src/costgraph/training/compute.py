@@ -61,7 +61,7 @@ PF_DAY = 10**15 * SECONDS_PER_DAY
 
 #: The quantities of ``costgraph train``'s compute sections, by their JSON name (the keys
 #: :func:`compute_summary` fills): unit and label, declared once. The text report takes its labels,
-#: the table (``print``, Jupyter, ``to_pandas()``) its units from here; ``tests/test_results_render.py``
+#: the table (``print``, Jupyter, ``to_pandas()``) its units from here; ``tests/export/test_results_render.py``
 #: holds the train schema's names of ``flops`` and ``time`` to them.
 FLOPS = {k: Quantity(unit, label, k) for k, unit, label in (
     ("model_per_iteration", "FLOP", "model FLOPs per iteration"),

@@ -19,7 +19,7 @@ Three steps, each a module:
 3. **Confirm** (:mod:`costgraph.training.plan_confirm`): the fastest screened layouts, as
    many as are shown, built as their check command builds them, checked whole and derived
    exactly by train's path, ranked again by their exact figures: a shown row equals
-   ``costgraph train`` on it (tests/test_plan_equals_train.py).
+   ``costgraph train`` on it (tests/training/test_plan_equals_train.py).
 
 Pruning: a layout whose screened memory exceeds the capacity less the reserve is not
 confirmed ("out of memory"); options that change nothing are not offered (no duplicate rows):

@@ -23,7 +23,7 @@ from costgraph.inference.capacity import activation_estimate
 GIB = 2**30
 H, I, KV, D, L = 4096, 14336, 8, 128, 32          # examples/hf/llama-3.1-8b.json
 PER_TOKEN = (3 * H + 3 * I) * 2                     # 110,592 B
-WEIGHTS = 16_094_076_928                            # as vLLM loads them (tests/test_serving_runtimes.py): 14.9888 GiB
+WEIGHTS = 16_094_076_928                            # as vLLM loads them (tests/inference/test_serving_runtimes.py): 14.9888 GiB
 
 
 @pytest.fixture(scope="module")
