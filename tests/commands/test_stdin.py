@@ -19,7 +19,7 @@ def test_regenerate_lines_name_stdin_as_dash(capsys, tmp_path, monkeypatch):
     capsys.readouterr()
     assert "  costgraph codegen - --lang python --config gpt2\n" in (tmp_path / "f.py").read_text(encoding="utf-8")
     page = (tmp_path / "calc.html").read_text(encoding="utf-8")
-    assert '"command": "costgraph web - --config gpt2 -o calc.html"' in page and "costgraph-stdin" not in page
+    assert '"command":"costgraph web - --config gpt2 -o calc.html"' in page and "costgraph-stdin" not in page
 
 
 def test_empty_stdin_is_named(capsys, monkeypatch):

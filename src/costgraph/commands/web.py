@@ -62,9 +62,11 @@ def _command(args) -> str:
 
 def run(args) -> str:
     from ..export.web import page
-    from ._output import write_output
+    from ._output import check_output, write_output
     from .common import load_any, settings
 
+    if args.output is not None:   # a page takes seconds: an -o it cannot write is refused first
+        check_output(args)
     dims, options = settings(args.set)
     model, values = load_any(args, dims, options)
     text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args),

@@ -128,6 +128,8 @@ class Layout(LayoutOptions):
             raise CostgraphValueError(f"unknown zero3_gathered {out.zero3_gathered!r}", hint=choices.ZERO3_GATHERED.hint())
         if out.cross_entropy not in choices.CROSS_ENTROPY.values:
             raise CostgraphValueError(f"unknown cross_entropy {out.cross_entropy!r}", hint=choices.CROSS_ENTROPY.hint())
+        if isinstance(out.loss_fusion, bool) or out.loss_fusion not in choices.LOSS_FUSION.values:
+            raise CostgraphValueError(f"unknown loss_fusion {out.loss_fusion!r}", hint=choices.LOSS_FUSION.hint())
         if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
             raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
         if out.attention_kernel not in choices.ATTENTION_KERNEL.values:
