@@ -18,7 +18,7 @@ import sympy
 from .. import choices
 from ..errors import CostgraphValueError
 from ..layout_options import LayoutOptions
-from ..option_fields import keywords_checked
+from ..option_fields import keywords_checked, specs
 from ..engine.recompute import check_recompute
 from ..engine.symbols import dim
 from .schedules import check_schedule
@@ -77,7 +77,7 @@ class Layout(LayoutOptions):
             An unknown name, a degree that is not a positive whole number, or
             ``gpus`` not a multiple of ``t·p·c``.
         """
-        out = Layout(**self.__dict__)
+        out = type(self)(**self.__dict__)   # a subclass's own fields kept (and checked)
         for name in ("t", "p", "c", "e", "v"):
             _degree(getattr(out, name), name)
         if out.pipeline_layout is not None:   # it may set p, v and the schedule: before d and m
@@ -95,9 +95,7 @@ class Layout(LayoutOptions):
             raise CostgraphValueError(f"zero must be a stage 0-3, got {out.zero!r}")
         if out.zero not in choices.ZERO_STAGE.values:
             raise CostgraphValueError(f"ZeRO stage {out.zero!r} does not exist", hint="0, 1, 2 or 3")
-        for choice in (choices.RECOMPUTE, choices.ATTENTION, choices.SCHEDULE, choices.RECOMPUTE_COUNT):
-            if getattr(out, choice.name) not in choice.values:
-                raise CostgraphValueError(f"unknown {choice.name} {getattr(out, choice.name)!r}", hint=choice.hint())
+        _check_choices(out)
         if out.hsdp is not None and out.zero == 0:
             raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs ZeRO 1, 2 or 3")
         if out.schedule != "interleaved" and out.v != 1:
@@ -124,17 +122,6 @@ class Layout(LayoutOptions):
         if out.etp is None:
             out.etp = 1
         _expert_placement(out)
-        if out.zero3_gathered not in choices.ZERO3_GATHERED.values:
-            raise CostgraphValueError(f"unknown zero3_gathered {out.zero3_gathered!r}", hint=choices.ZERO3_GATHERED.hint())
-        if out.cross_entropy not in choices.CROSS_ENTROPY.values:
-            raise CostgraphValueError(f"unknown cross_entropy {out.cross_entropy!r}", hint=choices.CROSS_ENTROPY.hint())
-        if isinstance(out.loss_fusion, bool) or out.loss_fusion not in choices.LOSS_FUSION.values:
-            raise CostgraphValueError(f"unknown loss_fusion {out.loss_fusion!r}", hint=choices.LOSS_FUSION.hint())
-        if out.fp8_transpose not in choices.FP8_TRANSPOSE.values:
-            raise CostgraphValueError(f"unknown fp8_transpose {out.fp8_transpose!r}", hint=choices.FP8_TRANSPOSE.hint())
-        if out.attention_kernel not in choices.ATTENTION_KERNEL.values:
-            raise CostgraphValueError(f"unknown attention_kernel {out.attention_kernel!r}",
-                                      hint=choices.ATTENTION_KERNEL.hint())
         if out.quantization is not None and out.lora_rank is None:
             raise CostgraphValueError("a quantized base is frozen: quantization needs LoRA adapters",
                                       hint="add --lora R (QLoRA)")
@@ -150,6 +137,20 @@ class Layout(LayoutOptions):
         return out
 
 
+def _check_choices(out: "Layout") -> None:
+    """Every field declared with a :class:`~costgraph.choices.Choice` (its ``option(..., choices=...)``
+    on :class:`~costgraph.layout_options.LayoutOptions`, or a subclass's) holds one of its values:
+    ``unknown FIELD 'VALUE'``, the values as the hint. A bool is refused where the values are names or
+    stages (``True == 1``). The ZeRO stage has its own message (:meth:`Layout.filled`, checked before)."""
+    for name, (_, spec) in specs(type(out)).items():
+        choice = spec.choices
+        if name == "zero" or not isinstance(choice, choices.Choice):
+            continue
+        value = getattr(out, name)
+        if isinstance(value, bool) or value not in choice.values:
+            raise CostgraphValueError(f"unknown {name} {value!r}", hint=choice.hint())
+
+
 #: the most model chunks per device (a chunk holds at least one layer; no published model has 1024 layers)
 MAX_VIRTUAL_STAGES = 1024
 
@@ -163,9 +164,6 @@ def _check_pipeline(out: "Layout") -> None:
     if isinstance(out.v, int) and out.v > MAX_VIRTUAL_STAGES:
         raise CostgraphValueError(f"v (--virtual-stages) is {out.v}: at most {MAX_VIRTUAL_STAGES} model chunks per "
                                   "device (each holds at least one layer)", hint="v divides the layers per stage")
-    if out.schedule_accounting not in choices.SCHEDULE_ACCOUNTING.values:
-        raise CostgraphValueError(f"unknown schedule_accounting {out.schedule_accounting!r}",
-                                  hint=choices.SCHEDULE_ACCOUNTING.hint())
     for name in ("account_embedding", "account_loss"):
         if not isinstance(getattr(out, name), bool):
             raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
