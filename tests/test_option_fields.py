@@ -70,7 +70,7 @@ def test_layout_arguments_run_in_the_fields_order():
     at = [flags.index(f) for f in declared]
     assert at == sorted(at)
     assert flags[at[declared.index("--virtual-stages")] + 1:at[declared.index("--rank-order")]] == \
-        ["--memory", "--no-loss", "--loss-fusion", "--reserve"]
+        ["--memory", "--no-loss", "--cross-entropy", "--reserve"]
 
 
 @pytest.mark.parametrize("make, fragments", [

@@ -255,29 +255,26 @@ ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
     ("largest", "one unit in flight: the larger of the root module's and a layer's"),
     ("fsdp2", "FSDP2 (torchtitan): the root module's parameters stay gathered, plus one layer's"),
 ), "largest")
-#: the loss's peak on the last stage (costgraph.training.memory): what the cross-entropy holds over the
-#: logits at its backward's start, when every saved activation is still live
-#:   megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py (and fusions/fused_cross_entropy.py,
-#:     --cross-entropy-loss-fusion): the logits upcast to fp32, softmax computed in place and saved
-#:     (4 B an element), the gradient written in place and cast back to bf16 (``.to(torch.bfloat16)``,
-#:     2 B) while the fp32 buffer lives: 6 B an element;
-#:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``): the saved
-#:     log-softmax output (4 B), nll_loss's gradient (4 B) and log_softmax_backward's output (4 B): 12 B;
-#:   logits: the fp32 logits kept only (4 B), the count before these conventions (the default until the docs'
-#:     printed numbers move to megatron's).
-CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy convention", (
-    ("megatron", "Megatron-LM's vocab-parallel cross-entropy: fp32 softmax in place + the bf16 gradient, 6 B a logit"),
-    ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out, 12 B a logit"),
-    ("logits", "the fp32 logits kept only, 4 B a logit (no backward transient)"),
+#: the cross-entropy over the logits: one convention per implementation, each with the bytes it holds at the
+#: loss's peak (training memory, costgraph.training.memory) and the bytes its kernels move (the step time's
+#: loss row, costgraph.training.step_kernels); the numbers and their sources in training/cross_entropy.toml
+#: (costgraph.training.cross_entropy).
+#:   megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py, what Megatron-LM runs by default
+#:     (model_parallel_config.py ``cross_entropy_loss_fusion: bool = False``);
+#:   megatron-fused: its ``--cross-entropy-loss-fusion`` (fusions/fused_cross_entropy.py, native impl);
+#:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``);
+#:   logits: the fp32 logits held only, timed as megatron: the count before these conventions, the default
+#:     until the documentation's printed numbers move to megatron's (memory + 2 B a logit).
+CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy implementation", (
+    ("megatron", "Megatron-LM's vocab-parallel cross-entropy, unfused (its default): the fp32 softmax in place + "
+                 "the bf16 gradient held; a kernel per PyTorch operation"),
+    ("megatron-fused", "Megatron-LM's --cross-entropy-loss-fusion (fused_cross_entropy.py): held as megatron; "
+                       "its jit-fused steps"),
+    ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out held; "
+                "PyTorch's log_softmax and nll_loss kernels"),
+    ("logits", "the fp32 logits held only (no backward transient), timed as megatron"),
 ), "logits")
-#: the loss kernel of the step time (costgraph.training.step_kernels): Megatron-LM's cross-entropy over the
-#: fp32 logits, unfused (Megatron-LM @ d98e8a64 model_parallel_config.py: ``cross_entropy_loss_fusion: bool =
-#: False``, the default) or fused (``--cross-entropy-loss-fusion``: fusions/fused_cross_entropy.py, native impl)
-LOSS_FUSION = Choice("loss_fusion", "loss kernel", (
-    ("unfused", "Megatron-LM's tensor_parallel/cross_entropy.py, a kernel per PyTorch operation"),
-    ("fused", "Megatron-LM's --cross-entropy-loss-fusion (fusions/fused_cross_entropy.py): its jit-fused steps"),
-), "unfused")
-CHOICES[LOSS_FUSION.name] = LOSS_FUSION
+CHOICES[CROSS_ENTROPY.name] = CROSS_ENTROPY
 
 #: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under
 #: per-tensor scaling (Transformer Engine @ d0067d0d, float8_tensor.py inner_tensor_specs)

@@ -77,9 +77,11 @@ class LayoutOptions:
     v: int = option("--virtual-stages", "model chunks per device (interleaved)", default=1, unit="model chunks",
                     type=int, dest="virtual_stages", domain=Domain("split", "virtual_stages"))
     loss: bool = option("--no-loss", "leave out the fp32 logits of the loss", default=True, action="store_false")
-    # the loss kernel the step time times (costgraph.training.step_kernels; Megatron-LM's default unfused)
-    loss_fusion: str = option("--loss-fusion", "the loss kernel the step time times: " + choices.LOSS_FUSION.help(),
-                              choices=choices.LOSS_FUSION)
+    # the cross-entropy implementation: its bytes held (the loss's peak) and moved (its step time), one convention
+    # (costgraph.training.cross_entropy)
+    cross_entropy: str = option("--cross-entropy", "the cross-entropy implementation over the logits: what it holds at "
+                                "the loss's peak on the last stage and what its kernels move (the step time): "
+                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY)
     # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
     rank_order: str = option("--rank-order", "rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; "
                                              "tp-cp-ep-pp-dp is its --use-tp-pp-dp-mapping): which groups stay inside "
@@ -103,8 +105,6 @@ class LayoutOptions:
                                    choices=choices.ATTENTION_KERNEL)
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
                                  + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
-    cross_entropy: str = option("--cross-entropy", "the loss's peak over the logits on the last stage: "
-                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
                                                    "transpose buffer", choices=choices.FP8_TRANSPOSE)
     fp8_attention: bool = option("--fp8-dot-product-attention", "FP8 policies: Transformer Engine's FP8 dot-product "

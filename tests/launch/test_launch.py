@@ -61,8 +61,8 @@ def test_megatron_llama3_8b_fp8_script_equals_hand_flags(cg):
     launch = _same_answer(cg, ["train", "--launch", LLAMA],
                           ["train", "llama", "--config", "llama-3-8b", "--set", "s=8192", "b=1", "tied=false",
                            "--gpus", "8", "--zero", "1", "--precision", "fp8-delayed-bridge", "--global-batch", "128",
-                           "--loss-fusion", "fused"])
-    assert launch["options"]["loss_fusion"] == "fused"
+                           "--cross-entropy", "megatron-fused"])
+    assert launch["options"]["cross_entropy"] == "megatron-fused"
     from costgraph.model import load
 
     config = {str(k): int(v) for k, v in load("llama").values("llama-3-8b", {}).items()}
@@ -126,7 +126,7 @@ def test_text_report_names_what_came_from_the_file(cg):
     head = r.stdout.split("\n\n")[0]
     assert head.startswith(f"launch: {LLAMA} (Megatron-LM script)")
     assert f"zero 1  <- {LLAMA}:127 (--use-distributed-optimizer)" in head
-    assert f"loss_fusion fused  <- {LLAMA}:98 (--cross-entropy-loss-fusion)" in head
+    assert f"cross_entropy megatron-fused  <- {LLAMA}:98 (--cross-entropy-loss-fusion)" in head
     assert "ignored (no cost): 57:" in head   # --cross-entropy-loss-fusion is read (the loss kernel), not ignored
 
 

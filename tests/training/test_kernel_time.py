@@ -301,22 +301,23 @@ def test_the_fused_loss_is_megatrons_jit_fused_cross_entropy(llama, table, capsy
     from costgraph.training.kernel_time import LOSS_PATH
 
     logits = 1 * 4096 * 128256
-    row = _rows(m, v, table, loss_fusion="fused")[LOSS_PATH]
+    row = _rows(m, v, table, cross_entropy="megatron-fused")[LOSS_PATH]
     assert (row["forward"], row["backward"]) == (R(22 * logits, BW), R(10 * logits, BW))
-    row = _rows(m, v, table, loss_fusion="fused", t=4, c=2, sp=True)[LOSS_PATH]
+    row = _rows(m, v, table, cross_entropy="megatron-fused", t=4, c=2, sp=True)[LOSS_PATH]
     assert (row["forward"], row["backward"]) == (R(22 * logits, BW * 8), R(10 * logits, BW * 8))
-    assert _rows(m, v, table)[LOSS_PATH]["forward"] == R(38 * logits, BW)   # the default: unfused
-    _refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--loss-fusion", "te"], "invalid choice")
-    _refused(capsys, ["train", "--params", "7e9", "--loss-fusion", "fused"], "--loss-fusion needs a model")
-    with pytest.raises(costgraph.CostgraphError, match="unknown loss_fusion 'te'"):
-        Layout(loss_fusion="te").filled()
+    assert _rows(m, v, table)[LOSS_PATH]["forward"] == R(38 * logits, BW)   # the default (logits): unfused
+    _refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--cross-entropy", "te"], "invalid choice")
+    _refused(capsys, ["train", "--params", "7e9", "--cross-entropy", "megatron-fused"], "--cross-entropy needs a model")
+    with pytest.raises(costgraph.CostgraphError, match="unknown cross_entropy 'te'"):
+        Layout(cross_entropy="te").filled()
     # the launch file's --cross-entropy-loss-fusion (examples/launch/train_llama3_8b_h100_fp8.sh l. 98) sets it
     from costgraph.launch import read_launch
 
     from pathlib import Path
 
     launch = read_launch(str(Path(__file__).resolve().parents[2] / "examples" / "launch" / "train_llama3_8b_h100_fp8.sh"))
-    assert launch.values["loss_fusion"] == "fused" and launch.origins["loss_fusion"].text == "--cross-entropy-loss-fusion"
+    assert launch.values["cross_entropy"] == "megatron-fused"
+    assert launch.origins["cross_entropy"].text == "--cross-entropy-loss-fusion"
 
 
 def test_the_optimizer_step_runs_once_per_step_at_hbm_bandwidth(llama):

@@ -235,7 +235,8 @@ def test_getting_started_train_numbers():
 # fusions/fused_cross_entropy.py (grad_input.to(torch.bfloat16)): 4 + 2 B; pytorch: torchtitan @ 9dec370
 # train.py loss_fn, F.cross_entropy(pred.float()): log-softmax output, nll's gradient, log_softmax_backward's
 # output, 4 B each; logits: 4 B. Vocabulary-parallel TP 2 halves each.
-@pytest.mark.parametrize("convention, per_logit", [("megatron", 6), ("pytorch", 12), ("logits", 4)])
+@pytest.mark.parametrize("convention, per_logit", [("megatron", 6), ("megatron-fused", 6), ("pytorch", 12),
+                                                   ("logits", 4)])
 @pytest.mark.parametrize("t", [1, 2])
 def test_cross_entropy_conventions(convention, per_logit, t):
     m = costgraph.load("llama")

@@ -42,7 +42,7 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
                             "even when no layout option is given")
     add_arguments(p, LayoutOptions, "gpus", "v")   # declared once (costgraph.layout_options)
     add_arguments(p, TrainOptions, "memory", "memory")   # declared once (costgraph.train_options)
-    add_arguments(p, LayoutOptions, "loss", "loss_fusion")
+    add_arguments(p, LayoutOptions, "loss", "cross_entropy")
     add_arguments(p, TrainOptions, "reserve", "reserve")
     add_arguments(p, LayoutOptions, "rank_order", "recompute_count")
     # the train command's LoRA/QLoRA options are not offered here; train_layout reads them

@@ -216,8 +216,8 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
                                           hint="costgraph infer --launch FILE takes it (--pp, --ep)")
             continue
         if dest not in actions or not hasattr(args, dest):
-            unused.append(f"{dest}={value}: " + (f"{command} times the loss unfused (the default)" if dest ==
-                                                 "loss_fusion" else "plan searches the layout" if command == "plan"
+            unused.append(f"{dest}={value}: " + (f"{command} takes the default --cross-entropy" if dest ==
+                                                 "cross_entropy" else "plan searches the layout" if command == "plan"
                                                  else f"not an option of {command}"))
             continue
         action, mine = actions[dest], getattr(args, dest)

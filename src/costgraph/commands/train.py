@@ -74,7 +74,7 @@ def _bare_only(args) -> None:
                                         ("--set", bool(args.set)), ("--config", args.config is not None),
                                         ("--fp8-dot-product-attention", args.fp8_attention),
                                         ("--no-fp8-wgrad", not args.fp8_wgrad),
-                                        ("--loss-fusion", args.loss_fusion != choices.LOSS_FUSION.default),
+                                        ("--cross-entropy", args.cross_entropy != choices.CROSS_ENTROPY.default),
                                         ("--recompute-count", args.recompute_count != choices.RECOMPUTE_COUNT.default))
                   if on]
     if model_only:

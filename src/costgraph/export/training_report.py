@@ -49,7 +49,7 @@ import json
 
 import sympy
 
-from ..choices import ATTENTION, OVERLAP
+from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
 from ..numbers import units
@@ -91,7 +91,6 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "pipeline_layout": getattr(L, "pipeline_layout", None),
             "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
-            "loss_fusion": L.loss_fusion,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
             "route_nodes": L.route_nodes, "overlap": L.overlap, "attention_kernel": L.attention_kernel,
@@ -245,7 +244,7 @@ def _expert_placement_line(L) -> str | None:
 def _options_lines(L) -> list[str]:
     """The FP8 options under an FP8 policy, and the recompute FLOP count when a policy re-runs
     something (each named with its default)."""
-    from ..choices import CROSS_ENTROPY, RECOMPUTE_COUNT, ZERO3_GATHERED
+    from ..choices import RECOMPUTE_COUNT, ZERO3_GATHERED
     from ..training.fp8 import policy_recipe
 
     out = []
@@ -257,8 +256,8 @@ def _options_lines(L) -> list[str]:
                    + ("; weight transpose none (torchao's Float8Linear keeps no transpose buffer)"
                       if rec.weight_cache != "step" else
                       f"; weight transpose {L.fp8_transpose} (--fp8-transpose; default auto: from the preset)"))
-    if L.cross_entropy != CROSS_ENTROPY.default:   # the default (logits) as every page prints it
-        out.append(f"loss peak: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
+    if L.loss and L.cross_entropy != CROSS_ENTROPY.default:   # the default named in the header line
+        out.append(f"loss: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
     if L.zero >= 3 and L.zero3_gathered != ZERO3_GATHERED.default:
         out.append(f"ZeRO-3 gathered: --zero3-gathered {L.zero3_gathered} ({ZERO3_GATHERED.meaning(L.zero3_gathered)})")
     if L.recompute != "none":
@@ -300,9 +299,12 @@ def _step_text(compute: dict, values) -> list[str]:
         parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute["compute_by_class"].items()}
         extra.insert(0, "  compute by kernel class: " + ", ".join(
             f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
-        from ..training.step_kernels import FUSED_LOSS_CONVENTION, LOSS_CONVENTION, OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
+        from ..training.cross_entropy import implementation
+        from ..training.step_kernels import OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
 
-        loss = FUSED_LOSS_CONVENTION if compute.get("loss_fusion") == "fused" else LOSS_CONVENTION + " (default)"
+        ce = compute.get("cross_entropy", CROSS_ENTROPY.default)   # the memory's convention names the kernel timed
+        loss = f"--cross-entropy {ce}" + (" (default)" if ce == CROSS_ENTROPY.default else "") + \
+            f": {implementation(ce).kernel}"
         extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({loss}, in memory)"
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
                      + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else ""))
@@ -415,6 +417,8 @@ def to_text_doc(r) -> str:
             + f"; ZeRO {L.zero}" + (f" (HSDP groups of {plan['hsdp']})" if L.hsdp is not None else ""),
             f"precision '{L.policy}', optimizer '{L.optimizer}', activations {L.precision}; recompute "
             f"{describe(L)}, attention {L.attention}" + (" (default)" if L.attention == ATTENTION.default else "")
+            + (f", cross-entropy {L.cross_entropy}" + (" (default)" if L.cross_entropy == CROSS_ENTROPY.default else "")
+               if L.loss else "")
             + f"; micro-batches in a step m = {plan['micro_batches']}, schedule {L.schedule}"
             + (f" (v = {L.v})" if L.v != 1 else "")
             + (f"; pipeline layout {L.pipeline_layout}" if getattr(L, "pipeline_layout", None) else "")]

@@ -16,7 +16,7 @@ last of an argument given twice wins, as here. Read into costgraph's terms:
   ``--use-distributed-optimizer`` → ``zero`` 1 (else 0), the precision policy
   (:func:`precision`), ``--decoder-first/last-pipeline-num-layers``,
   ``--account-for-embedding/loss-in-pipeline-split``, ``--fp8-dot-product-attention``,
-  ``--no-fp8-wgrad``, ``--cross-entropy-loss-fusion`` → ``loss_fusion`` ``fused`` (with
+  ``--no-fp8-wgrad``, ``--cross-entropy-loss-fusion`` → ``cross_entropy`` ``megatron-fused`` (with
   ``--cross-entropy-fusion-impl te``, which Megatron-LM refuses, refused);
 * the devices: ``torchrun``'s ``--nproc_per_node`` × ``--nnodes`` → ``gpus`` when they hold the
   script's TP × PP × CP (a template that does not, such as Megatron's GPT-3 175B example with one
@@ -242,13 +242,13 @@ def _layout(a: dict, lines: dict, launch: Launch, path: str, text: str) -> None:
                              ("fp8_wgrad", "no_fp8_wgrad", False)):
         if a.get(key):
             put(dest, value, key)
-    if a.get("cross_entropy_loss_fusion"):   # fusions/fused_cross_entropy.py (costgraph.training.step_kernels)
+    if a.get("cross_entropy_loss_fusion"):   # fusions/fused_cross_entropy.py (costgraph.training.cross_entropy)
         if a.get("cross_entropy_fusion_impl", "native") != "native":   # arguments.py l. 1697-1702
             raise located(f"--cross-entropy-fusion-impl {a['cross_entropy_fusion_impl']} with "
                           "--cross-entropy-loss-fusion: Megatron-LM refuses it (Transformer Engine's cross entropy "
                           "is disabled there)", path, text, lines.get("cross_entropy_fusion_impl", 1),
                           hint="--cross-entropy-fusion-impl native, or leave out --cross-entropy-loss-fusion")
-        put("loss_fusion", "fused", "cross_entropy_loss_fusion")
+        put("cross_entropy", "megatron-fused", "cross_entropy_loss_fusion")
     if "optimizer" in a:
         put("optimizer", a["optimizer"], "optimizer")
     if a.get("make_vocab_size_divisible_by"):

@@ -43,8 +43,8 @@ class Layout(LayoutOptions):
     ``p``), ``schedule`` and ``v`` (virtual stages, interleaved schedule),
     ``recompute``, ``attention``, ``policy``, ``optimizer``, ``precision``
     (activation bytes), ``hsdp`` (HSDP group size), ``loss`` (count the
-    fp32 logits), ``loss_fusion`` (the loss kernel the step time times: ``unfused`` or ``fused``,
-    :mod:`costgraph.training.step_kernels`), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
+    fp32 logits), ``cross_entropy`` (the cross-entropy implementation: the bytes it holds at the loss's
+    peak and the bytes its kernels move, :mod:`costgraph.training.cross_entropy`), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen
     base in ``nf4``, ``nf4-double`` or ``int8``); ``recompute_modules``,

@@ -43,9 +43,9 @@ operator falls in one class (``compute_by_class`` of the step):
     writes the input gradients) when the operator has a backward. An operator whose
     outputs are all views (split, transpose, ...) runs no kernel.
 ``memory`` also holds **the loss**, which no operator of a model file is: the fp32
-    cross-entropy over the logits as Megatron runs it, :data:`~costgraph.training.step_kernels.LOSS_BYTES` bytes per logit
-    element the device holds (forward, backward; ``FUSED_LOSS_BYTES`` under ``layout.loss_fusion``
-    ``fused``), one row ``(loss: fp32 cross-entropy)``
+    cross-entropy over the logits as the layout's ``cross_entropy`` implementation runs it (its bytes per
+    logit element the device holds, forward and backward: :mod:`costgraph.training.cross_entropy`),
+    one row ``(loss: fp32 cross-entropy)``
     (:func:`costgraph.training.step_kernels.loss_seconds`; with ``layout.loss`` False, none),
     and under an FP8 policy Transformer Engine's **quantize kernels** of each FP8 linear's input
     and output gradient, one row ``PATH (fp8 quantize)`` per linear
@@ -95,7 +95,7 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
-           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.loss_fusion,
+           getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.cross_entropy,
            L.attention_kernel, tuple(sorted(attention_curves(table, L.attention_kernel).items()))
            if L.attention == "flash" else None, L.overlap, table.sm_count) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
@@ -150,7 +150,7 @@ def _times(cg, L, table, peaks) -> list:
         rows += quantize_rows(cg, fp8, ctx.split, ctx.precision.bytes("act"), policy_recipe(L.policy),
                               L.fp8_transpose, table.hbm_bandwidth)
     if L.loss and cg.outputs:   # the fp32 cross-entropy: no operator of the graph (costgraph.training.step_kernels)
-        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.loss_fusion)
+        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.cross_entropy)
         rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,
                       "backward": back}, LOSS_PATH))
     return rows

@@ -321,34 +321,22 @@ def _expand(mem):
     return {k: sympy.expand(v) for k, v in mem.items()}
 
 
-#: fp32: the cross-entropy's upcast of the logits (Megatron-LM and PyTorch alike)
-_FP32 = 4
-
-
-def loss_bytes_per_logit(convention: str, precision) -> int:
+def loss_bytes_per_logit(convention: str, precision) -> object:
     """Bytes per logit element the loss holds at its peak, the start of its backward, under the
-    cross-entropy ``convention`` (:data:`costgraph.choices.CROSS_ENTROPY`); ``precision``: the
-    activations' :class:`~costgraph.engine.precision.Precision` (the logits' gradient is cast back to it).
+    cross-entropy implementation ``convention`` (:data:`costgraph.choices.CROSS_ENTROPY`; the counts and
+    their sources: ``training/cross_entropy.toml``, :mod:`costgraph.training.cross_entropy`); ``precision``:
+    the activations' :class:`~costgraph.engine.precision.Precision` (the logits' gradient is cast back to
+    it). ``megatron`` and ``megatron-fused``: the fp32 softmax and the 16-bit gradient (4 + 2 under bf16);
+    ``pytorch``: log-softmax's output, nll_loss's gradient and log_softmax_backward's output (3 × 4);
+    ``logits``: the fp32 logits only (4).
 
-    * ``megatron`` — Megatron-LM @ d98e8a64 ``tensor_parallel/cross_entropy.py``
-      (``calculate_logits_max``: ``.float()``; ``torch.exp(..., out=exp_logits)``, ``exp_logits.div_``,
-      saved; backward ``grad_input = softmax`` in place) and ``fusions/fused_cross_entropy.py``
-      (``grad_input.to(torch.bfloat16)``): the fp32 softmax (4) and the 16-bit gradient made while
-      it lives (2 under bf16): 6;
-    * ``pytorch`` — ``F.cross_entropy(pred.flatten(0, 1).float(), labels)`` (torchtitan @ 9dec370
-      ``train.py::loss_fn``; ``del pred`` before backward): log_softmax saves its fp32 output (4),
-      nll_loss's backward writes a dense fp32 gradient (4), ``_log_softmax_backward_data`` its fp32
-      output (4) while both live: 12;
-    * ``logits`` — the fp32 logits only (4): costgraph's count before the conventions."""
-    if convention == "megatron":
-        return _FP32 + int(precision.bytes("act"))
-    if convention == "pytorch":
-        return 3 * _FP32
-    if convention == "logits":
-        return _FP32
-    from ..choices import CROSS_ENTROPY
+    Raises
+    ------
+    CostgraphValueError
+        An unknown ``convention``."""
+    from .cross_entropy import implementation
 
-    raise CostgraphValueError(f"unknown cross_entropy {convention!r}", hint=CROSS_ENTROPY.hint())
+    return implementation(convention).held(int(precision.bytes("act")))
 
 
 def _loss_bytes(cg: CostGraph, pl: Placement, convention: str = "logits", precision=None) -> sympy.Expr:

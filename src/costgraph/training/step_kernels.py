@@ -5,11 +5,14 @@ graph; three kinds of kernels of every training step are no operator of a model 
 many bytes at little arithmetic intensity, so they run at the kernel table's achieved HBM
 bandwidth (``hbm_bandwidth`` of :mod:`costgraph.training.kernel_table`):
 
-**The loss** (:func:`loss_seconds`, convention ``megatron-unfused``): the cross-entropy over
-the logits in fp32, as Megatron-LM@d98e8a64:megatron/core/tensor_parallel/cross_entropy.py
-(``_VocabParallelCrossEntropy``, the unfused path, ``cross_entropy_loss_fusion`` off) runs it,
-per element of the logits one device holds (``[b, s, V]`` split by TP over the vocabulary and
-by CP over the sequence, as :func:`costgraph.training.memory` keeps them), per micro-batch:
+**The loss** (:func:`loss_seconds`): the cross-entropy over the logits, as the layout's
+``cross_entropy`` implementation runs it (:mod:`costgraph.training.cross_entropy`: the bytes its
+kernels read and write per logit element, forward and backward, each with its source in
+``training/cross_entropy.toml``), per element of the logits one device holds (``[b, s, V]`` split
+by TP over the vocabulary and by CP over the sequence, as :func:`costgraph.training.memory` keeps
+them), per micro-batch. Megatron-LM@d98e8a64:megatron/core/tensor_parallel/cross_entropy.py
+(``_VocabParallelCrossEntropy``, the unfused path, Megatron-LM's default; ``megatron`` and the
+default ``logits``):
 
 =====================================================  ==========================  =====
 kernel (forward)                                       reads + writes (bytes)
@@ -24,9 +27,9 @@ kernel (forward)                                       reads + writes (bytes)
 
 38 bytes forward; backward ``grad_input.mul_(grad_output)`` (4 + 4) and the ``.float()``'s
 gradient back to bf16 (4 + 2): 14 bytes (the one-element-per-row update at the target is
-left out: ``s`` elements, not ``s·V``). :data:`LOSS_BYTES`.
+left out: ``s`` elements, not ``s·V``).
 
-Fused (``loss_fusion = "fused"``: Megatron-LM's ``--cross-entropy-loss-fusion``,
+Fused (``megatron-fused``: Megatron-LM's ``--cross-entropy-loss-fusion``,
 Megatron-LM@d98e8a64:megatron/core/fusions/fused_cross_entropy.py, the ``native`` implementation,
 the only one Megatron-LM accepts): the same steps in four ``@jit_fuser`` functions
 (``megatron/core/jit.py``: ``torch.compile`` from PyTorch 2.2), each one kernel that reads its
@@ -36,7 +39,13 @@ inputs and writes its outputs once, a row reduction in the pass that reads the r
 ``calculate_cross_entropy_loss`` (the softmax ``div_`` in place: 4 + 4): 22 bytes forward;
 ``calculate_gradients`` reads the saved softmax, writes back its in-place ``mul_`` (a mutated
 input ``torch.compile`` keeps) and the bf16 gradient it returns (4 + 4 + 2): 10 bytes backward.
-:data:`FUSED_LOSS_BYTES`.
+
+PyTorch (``pytorch``: ``F.cross_entropy`` on fp32-upcast logits, torchtitan): ``.float()`` (2 + 4),
+``log_softmax``'s ``cunn_SoftMaxForward`` (reads the row for the max, again for the sum of
+exponentials, and once more to write the output: 4 + 4 + 4 + 4): 22 bytes forward; ``nll_loss``'s
+backward zero-fills its dense gradient (4), ``cunn_SoftMaxBackward`` reads the gradient for its sum
+and again with the output to write the input gradient (4 + 4 + 4 + 4), the ``.float()``'s gradient
+(4 + 2): 26 bytes backward (pytorch/pytorch SoftMax.cu, Loss.cu; the file names the commits).
 
 **The optimizer step** (:func:`optimizer_bytes`, convention ``megatron``): once per step, as
 Megatron-LM@d98e8a64:megatron/core/optimizer/optimizer.py::MixedPrecisionOptimizer.step runs
@@ -80,14 +89,8 @@ from __future__ import annotations
 
 import sympy
 
-#: bytes read and written per logit element by the fp32 cross-entropy: (forward, backward)
-#: (module docstring; Megatron-LM@d98e8a64 tensor_parallel/cross_entropy.py, unfused)
-LOSS_BYTES = (38, 14)
-#: the same, fused (module docstring; Megatron-LM@d98e8a64 fusions/fused_cross_entropy.py)
-FUSED_LOSS_BYTES = (22, 10)
-#: the conventions these terms follow, named in the step time's output
-LOSS_CONVENTION = "megatron-unfused fp32 cross-entropy (Megatron-LM tensor_parallel/cross_entropy.py)"
-FUSED_LOSS_CONVENTION = "megatron-fused fp32 cross-entropy (Megatron-LM fusions/fused_cross_entropy.py, --loss-fusion fused)"
+#: the conventions these terms follow, named in the step time's output (the loss's: its implementation's
+#: ``kernel``, costgraph.training.cross_entropy)
 OPTIMIZER_CONVENTION = "megatron (MixedPrecisionOptimizer.step: grad norm, clip, fused Adam, copy, zero_grad)"
 QUANTIZE_CONVENTION = "Transformer Engine's FP8 quantize kernels of each FP8 linear's input and output gradient"
 
@@ -98,13 +101,16 @@ def loss_elements(cg, pl) -> sympy.Expr:
     return sympy.Add(*[cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o)) for o in cg.outputs])
 
 
-def loss_seconds(cg, pl, bandwidth, fusion: str = "unfused") -> tuple[sympy.Expr, sympy.Expr]:
-    """``(forward, backward)`` seconds of the fp32 cross-entropy of one micro-batch on the
-    device that holds the head, at ``bandwidth`` B/s; ``fusion`` the layout's ``loss_fusion``
-    (:data:`LOSS_BYTES` unfused, :data:`FUSED_LOSS_BYTES` fused)."""
+def loss_seconds(cg, pl, bandwidth, convention: str = "logits") -> tuple[sympy.Expr, sympy.Expr]:
+    """``(forward, backward)`` seconds of the cross-entropy of one micro-batch on the device that
+    holds the head, at ``bandwidth`` B/s; ``convention`` the layout's ``cross_entropy``
+    (:data:`costgraph.choices.CROSS_ENTROPY`): its ``forward_bytes`` and ``backward_bytes`` per logit
+    element (:mod:`costgraph.training.cross_entropy`)."""
+    from .cross_entropy import implementation
+
+    impl = implementation(convention)
     n, bw = loss_elements(cg, pl), sympy.Integer(bandwidth)
-    fwd, back = FUSED_LOSS_BYTES if fusion == "fused" else LOSS_BYTES
-    return fwd * n / bw, back * n / bw
+    return impl.forward_bytes * n / bw, impl.backward_bytes * n / bw
 
 
 def optimizer_bytes(memory: dict, memory_unsharded: dict) -> sympy.Expr:

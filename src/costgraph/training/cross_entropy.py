@@ -1,0 +1,85 @@
+"""The cross-entropy implementations over the logits: one convention per implementation
+(:data:`costgraph.choices.CROSS_ENTROPY`, ``--cross-entropy``), each with what it **holds** at
+its peak (the training memory of the last stage, :func:`costgraph.training.memory.loss_bytes_per_logit`)
+and what its kernels **move** (the step time's loss row, :func:`costgraph.training.step_kernels.loss_seconds`).
+
+The numbers are data, ``training/cross_entropy.toml``, each with its source (Megatron-LM's
+``tensor_parallel/cross_entropy.py`` unfused, its ``fusions/fused_cross_entropy.py``, PyTorch's
+``F.cross_entropy`` as torchtitan calls it, and ``logits``: costgraph's count before the
+implementations were told apart, the default while the documentation's printed figures keep it).
+A Megatron-LM launch file's ``--cross-entropy-loss-fusion`` reads as ``megatron-fused``
+(:mod:`costgraph.launch.megatron`), a torchtitan file as ``pytorch`` (:mod:`costgraph.launch.torchtitan`).
+
+>>> implementation("megatron-fused").forward_bytes, implementation("megatron-fused").backward_bytes
+(22, 10)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from .. import datafiles
+from ..datafiles import Field, Kind, Schema
+from ..errors import CostgraphValueError
+
+#: an implementation of ``cross_entropy.toml`` (fields: the file's header)
+IMPLEMENTATION = Kind("cross-entropy implementation", (
+    Field("description", "text"), Field("source", "text", doc="where its kernels are"),
+    Field("kernel", "text", doc="the kernels timed, as the step text names them"),
+    Field("held_fp32", unit="buffers", doc="fp32 buffers of the logits' shape live at the loss's peak"),
+    Field("held_act", unit="buffers", doc="buffers in the activations' precision live then"),
+    Field("forward_bytes", unit="B", doc="bytes read and written per logit element, forward"),
+    Field("backward_bytes", unit="B", doc="the same, backward"),
+))
+SCHEMA = Schema("cross_entropy.toml", "costgraph.training", entries=IMPLEMENTATION)
+
+#: fp32: the cross-entropy's upcast of the logits (Megatron-LM and PyTorch alike)
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class CrossEntropy:
+    """One implementation: ``name`` (a value of :data:`costgraph.choices.CROSS_ENTROPY`), the
+    ``kernel`` the step text names, ``held_fp32`` and ``held_act`` (buffers live at the peak, fp32 and
+    in the activations' precision), ``forward_bytes``/``backward_bytes`` (moved per logit element),
+    ``source``."""
+
+    name: str
+    kernel: str
+    held_fp32: int
+    held_act: int
+    forward_bytes: int
+    backward_bytes: int
+    source: str
+
+    def held(self, act_bytes) -> object:
+        """Bytes per logit element held at the peak, the activations ``act_bytes`` bytes an element."""
+        return FP32_BYTES * self.held_fp32 + act_bytes * self.held_act
+
+
+@cache
+def _table() -> dict[str, CrossEntropy]:
+    data = datafiles.load(SCHEMA)
+    return {n: CrossEntropy(n, e["kernel"], e["held_fp32"], e["held_act"], e["forward_bytes"], e["backward_bytes"],
+                            e["source"]) for n, e in data.entries.items()}
+
+
+def implementation(name: str) -> CrossEntropy:
+    """The implementation called ``name``.
+
+    Raises
+    ------
+    CostgraphValueError
+        ``name`` is none of ``cross_entropy.toml``'s (the values of ``--cross-entropy`` as hint)."""
+    table = _table()
+    if isinstance(name, str) and name in table:
+        return table[name]
+    from ..choices import CROSS_ENTROPY
+
+    raise CostgraphValueError(f"unknown cross_entropy {name!r}", hint=CROSS_ENTROPY.hint())
+
+
+def implementations() -> dict[str, CrossEntropy]:
+    """Every implementation of ``cross_entropy.toml``, by name."""
+    return dict(_table())

@@ -1,0 +1,73 @@
+"""The cross-entropy implementations (costgraph.training.cross_entropy; --cross-entropy): one convention per
+implementation gives both the bytes it holds at the loss's peak (training memory) and the bytes its kernels move
+(the step time's loss row). The held counts are tests/training/test_training_memory.py's; the moved counts of
+Megatron-LM's two paths are tests/training/test_kernel_time.py's; PyTorch's are here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy
+
+import costgraph
+from costgraph.choices import CROSS_ENTROPY
+from costgraph.engine.symbols import dim
+from costgraph.hardware import preset
+from costgraph.parallel.layout import Layout
+from costgraph.training.cross_entropy import implementation, implementations
+from costgraph.training.kernel_table import kernel_table
+from costgraph.training.kernel_time import LOSS_PATH, kernel_ops
+from cli_checks import run
+
+BW = 2_800_000_000_000           # kernels.toml [h100-sxm] hbm_bandwidth (measured 2.8 TB/s)
+P = 989_400_000_000_000          # h100-sxm BF16 dense peak (hardware.toml: H100 whitepaper 989.4 TFLOP/s)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    m = costgraph.load("llama")
+    return m, {**m.values("llama-3-8b"), dim("b"): 1, dim("s"): 4096}
+
+
+def test_the_data_file_holds_one_entry_per_value_of_the_choice():
+    assert tuple(implementations()) == CROSS_ENTROPY.values
+    # each gives both counts: held (fp32 and activation-precision buffers) and moved (forward, backward)
+    assert {n: (i.held(2), i.forward_bytes, i.backward_bytes) for n, i in implementations().items()} == {
+        "megatron": (6, 38, 14), "megatron-fused": (6, 22, 10), "pytorch": (12, 22, 26), "logits": (4, 38, 14)}
+
+
+def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
+    # torchtitan @ 9dec370 train.py loss_fn: F.cross_entropy(pred.float(), labels). PyTorch @ 000cace5
+    # aten/src/ATen/native/cuda/SoftMax.cu host_softmax: a row of V = 128,256 fp32 logits (501 KiB) is over
+    # sharedMemPerBlock, so cunn_SoftMaxForward: ilpReduce max (read 4), ilpReduce sum-exp (read 4),
+    # WriteFpropResults (read 4, write 4); with .float() (2 + 4): 22 B a logit. Backward: Loss.cu
+    # nll_loss_backward_out_cuda grad_input.zero_() (write 4); cunn_SoftMaxBackward ilpReduce over gradOutput
+    # (read 4), WriteBpropResults (read output 4 and gradOutput 4, write 4); the cast back to bf16 (4 + 2): 26 B.
+    m, v = llama
+    table = kernel_table(preset("h100-sxm"))
+    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy="pytorch"), table, {"bf16": P})}
+    logits = 1 * 4096 * 128_256
+    row = rows[LOSS_PATH]
+    assert (sympy.sympify(row["forward"]).xreplace(v), sympy.sympify(row["backward"]).xreplace(v)) == \
+        (sympy.Rational(22 * logits, BW), sympy.Rational(26 * logits, BW))
+
+
+def test_the_step_text_names_the_kernel_of_the_memory_convention(capsys):
+    base = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm"]
+    code, out, _ = run(capsys, base)
+    assert code == 0
+    # the default is named: in the header and in the step time's loss
+    assert "cross-entropy logits (default)" in out.splitlines()[2]
+    assert "the loss (--cross-entropy logits (default): megatron-unfused fp32 cross-entropy" in out
+    code, out, _ = run(capsys, base + ["--cross-entropy", "pytorch"])
+    assert code == 0 and "loss: --cross-entropy pytorch (F.cross_entropy" in out
+    assert "the loss (--cross-entropy pytorch: " + implementation("pytorch").kernel + ", in memory)" in out
+    code, out, _ = run(capsys, base + ["--cross-entropy", "megatron-fused", "--format", "json"])
+    assert code == 0 and json.loads(out)["plan"]["cross_entropy"] == "megatron-fused"
+
+
+def test_an_unknown_implementation_is_refused():
+    with pytest.raises(costgraph.CostgraphError, match="unknown cross_entropy 'fused'") as e:
+        implementation("fused")
+    assert e.value.hint == CROSS_ENTROPY.hint()
