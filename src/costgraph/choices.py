@@ -40,16 +40,37 @@ from dataclasses import dataclass
 class Choice:
     """A named setting: ``name`` (as the field of a layout or the key of a
     JSON document), ``what`` (how an error names it), ``meanings`` (value →
-    one-line meaning, in the order options list them) and ``default``."""
+    one-line meaning, in the order options list them) and ``default``.
+
+    A setting that applies only with others (the attention kernel: a flash core; what ZeRO-3 holds
+    gathered: ZeRO 3) has the value ``auto`` as its default, the value ``auto`` stands for where it
+    applies (``auto``) and ``applies``: ``((field, values), ...)``, the other settings it needs. A
+    value given where it cannot apply is refused (:meth:`costgraph.parallel.layout.Layout.filled`),
+    ``auto`` never: a value at its default is told from one given."""
 
     name: str
     what: str
     meanings: tuple[tuple[object, str], ...]
     default: object
+    auto: object = None
+    applies: tuple[tuple[str, tuple], ...] = ()
 
     def __post_init__(self):
         if self.default not in self.values:   # a mistake in this file, not the user's
             raise AssertionError(f"default {self.default!r} of {self.name} is not one of {self.values}")
+        if self.auto is not None and (self.default != "auto" or self.auto not in self.values):
+            raise AssertionError(f"{self.name}: auto stands for one of its values, and is the default")
+
+    def applies_to(self, settings) -> bool:
+        """Whether the setting applies to ``settings`` (an object with the fields ``applies`` names)."""
+        return all(getattr(settings, f) in values for f, values in self.applies)
+
+    def resolve(self, value, settings) -> object:
+        """``value``, or for ``auto`` the value it stands for where the setting applies to ``settings``
+        (None where it does not)."""
+        if value != "auto" or self.auto is None:
+            return value
+        return self.auto if self.applies_to(settings) else None
 
     @property
     def values(self) -> tuple:
@@ -227,10 +248,11 @@ CHOICES[OVERLAP.name] = OVERLAP
 #: 2024-10-21, in 2.5.1 and later: cuDNN attention opt-in), which torchtitan keeps on Hopper (pytorch/torchtitan#1196:
 #: cuDNN first only on compute capability 10.0).
 ATTENTION_KERNEL = Choice("attention_kernel", "attention kernel", (
+    ("auto", "with --attention flash, cudnn (what Transformer Engine runs on Hopper and later); none under eager"),
     ("cudnn", "cuDNN's fused attention (Transformer Engine's FusedAttention: Megatron-Core, NeMo, Megatron-Bridge)"),
     ("fa3", "FlashAttention-3 (flash_attn_interface, Hopper)"),
     ("fa2", "FlashAttention-2 as PyTorch's scaled_dot_product_attention runs it (torchtitan, Hugging Face on Hopper)"),
-), "cudnn")
+), "auto", auto="cudnn", applies=(("attention", ("flash",)),))
 CHOICES[ATTENTION_KERNEL.name] = ATTENTION_KERNEL
 
 
@@ -252,9 +274,10 @@ def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | N
 #:     root, do not reshard after forward"), beside the layer being computed: the root unit + the
 #:     largest layer unit (torchtitan wraps each block and then the root, parallelize_llama.py).
 ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
+    ("auto", "at --zero 3, largest; nothing gathered below ZeRO 3"),
     ("largest", "one unit in flight: the larger of the root module's and a layer's"),
     ("fsdp2", "FSDP2 (torchtitan): the root module's parameters stay gathered, plus one layer's"),
-), "largest")
+), "auto", auto="largest", applies=(("zero", (3,)),))
 #: the cross-entropy over the logits: one convention per implementation, each with the bytes it holds at the
 #: loss's peak (training memory, costgraph.training.memory) and the bytes its kernels move (the step time's
 #: loss row, costgraph.training.step_kernels); the numbers and their sources in training/cross_entropy.toml

@@ -45,3 +45,43 @@ def test_a_new_choice_field_is_checked_without_code():
     with pytest.raises(CostgraphValueError, match="unknown colour 'green'") as e:
         Coloured(colour="green").filled()
     assert e.value.hint == "one of: red, blue"
+
+
+# A setting that applies only with others defaults to auto, so a value given where it cannot apply is told from
+# the default and refused (exit status 2 on the command line), naming both flags: the attention kernel times a
+# flash core (costgraph.training.kernel_time; --attention eager has none), what ZeRO-3 holds gathered needs ZeRO 3
+# (costgraph.training.states._gathered).
+@pytest.mark.parametrize("given, words", [
+    (dict(attention="eager", attention_kernel="fa2"),
+     "--attention-kernel fa2 applies only with --attention flash; this layout has --attention eager"),
+    (dict(zero3_gathered="fsdp2"), "--zero3-gathered fsdp2 applies only with --zero 3; this layout has --zero 0"),
+    (dict(zero=2, zero3_gathered="largest"), "--zero3-gathered largest applies only with --zero 3"),
+])
+def test_a_setting_given_where_it_cannot_apply_is_refused(given, words, capsys):
+    with pytest.raises(CostgraphValueError, match=words) as e:
+        Layout(**given).filled()
+    assert "leave out" in e.value.hint and "auto" in e.value.hint
+    flags = [a for k, v in given.items() for a in (specs(LayoutOptions)[k][1].flag, str(v))]
+    from cli_checks import refused
+
+    refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", *flags], words)
+
+
+def test_auto_resolves_where_the_setting_applies():
+    # the defaults the analyses use: cudnn (Transformer Engine's fused attention, choices.ATTENTION_KERNEL) under
+    # a flash core; largest (one unit in flight, choices.ZERO3_GATHERED) at ZeRO 3; nothing where they do not apply
+    assert Layout().attention_kernel == "auto" and Layout().zero3_gathered == "auto"
+    assert Layout().filled().resolved("attention_kernel") == "cudnn"
+    assert Layout(attention="eager").filled().resolved("attention_kernel") is None
+    assert Layout(zero=3).filled().resolved("zero3_gathered") == "largest"
+    assert Layout(zero=1).filled().resolved("zero3_gathered") is None
+    assert Layout(zero=3, zero3_gathered="fsdp2").filled().resolved("zero3_gathered") == "fsdp2"
+    # auto at every stage: dataclasses.replace of a filled layout to another ZeRO stage stays valid (fit's steps)
+    assert dataclasses.replace(Layout(zero=3).filled(), zero=1).filled().zero3_gathered == "auto"
+
+
+def test_the_default_is_named_in_the_output(capsys):
+    from cli_checks import run
+
+    code, out, _ = run(capsys, ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3"])
+    assert code == 0 and "ZeRO-3 gathered: --zero3-gathered largest (default) (one unit in flight" in out

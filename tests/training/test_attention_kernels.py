@@ -43,9 +43,11 @@ def llama():
 
 def test_the_default_is_transformer_engines_fused_attention():
     # TE @ d0067d0d dot_product_attention/utils.py: FlashAttention is disabled "to give FusedAttention
-    # preference on Hopper+" (cuDNN) when both are eligible: what Megatron-Core runs
-    assert ATTENTION_KERNEL.default == "cudnn" and ATTENTION_KERNEL.values == ("cudnn", "fa3", "fa2")
-    assert Layout().attention_kernel == "cudnn"
+    # preference on Hopper+" (cuDNN) when both are eligible: what Megatron-Core runs. The default is auto:
+    # cudnn where a flash core runs, nothing under eager (a kernel given there is refused: test_layout_checks)
+    assert ATTENTION_KERNEL.default == "auto" and ATTENTION_KERNEL.values == ("auto", "cudnn", "fa3", "fa2")
+    assert Layout().attention_kernel == "auto" and Layout().filled().resolved("attention_kernel") == "cudnn"
+    assert Layout(attention="eager").filled().resolved("attention_kernel") is None
 
 
 def test_h100_curves_are_the_fit_of_the_papers_bars(h100):

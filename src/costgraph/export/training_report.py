@@ -258,8 +258,10 @@ def _options_lines(L) -> list[str]:
                       f"; weight transpose {L.fp8_transpose} (--fp8-transpose; default auto: from the preset)"))
     if L.loss and L.cross_entropy != CROSS_ENTROPY.default:   # the default named in the header line
         out.append(f"loss: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
-    if L.zero >= 3 and L.zero3_gathered != ZERO3_GATHERED.default:
-        out.append(f"ZeRO-3 gathered: --zero3-gathered {L.zero3_gathered} ({ZERO3_GATHERED.meaning(L.zero3_gathered)})")
+    if L.zero >= 3:   # what ZeRO-3 holds gathered, the default (auto) named
+        g = L.resolved("zero3_gathered")
+        out.append(f"ZeRO-3 gathered: --zero3-gathered {g}" + (" (default)" if L.zero3_gathered == "auto" else "")
+                   + f" ({ZERO3_GATHERED.meaning(g)})")
     if L.recompute != "none":
         out.append(f"hardware FLOPs count the re-run as: {L.recompute_count}"
                    + (" (default)" if L.recompute_count == RECOMPUTE_COUNT.default else "")
@@ -312,7 +314,7 @@ def _step_text(compute: dict, values) -> list[str]:
             from ..choices import ATTENTION_KERNEL
 
             k = compute["attention_kernel"]
-            extra.insert(2, f"  attention kernel: {k}" + (" (default)" if k == ATTENTION_KERNEL.default else "")
+            extra.insert(2, f"  attention kernel: {k}" + (" (default)" if k == ATTENTION_KERNEL.auto else "")
                          + f" ({ATTENTION_KERNEL.meaning(k)}; --attention-kernel)")
         if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
             u = compute["userbuffers_sms"]

@@ -68,6 +68,14 @@ class Layout(LayoutOptions):
     # the fields are LayoutOptions's (costgraph.layout_options): declared once with their flag, help, default
     # and the planner's search domain; an unknown keyword is refused with a did-you-mean hint
 
+    def resolved(self, name: str) -> object:
+        """The value of setting ``name`` the analyses use: its own, or for ``auto`` (the default of a
+        setting that applies only with others: ``attention_kernel``, ``zero3_gathered``) what it stands
+        for where it applies, None where it does not (:meth:`costgraph.choices.Choice.resolve`)."""
+        choice = specs(type(self))[name][1].choices
+        value = getattr(self, name)
+        return choice.resolve(value, self) if isinstance(choice, choices.Choice) else value
+
     def filled(self) -> "Layout":
         """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
 
@@ -141,14 +149,33 @@ def _check_choices(out: "Layout") -> None:
     """Every field declared with a :class:`~costgraph.choices.Choice` (its ``option(..., choices=...)``
     on :class:`~costgraph.layout_options.LayoutOptions`, or a subclass's) holds one of its values:
     ``unknown FIELD 'VALUE'``, the values as the hint. A bool is refused where the values are names or
-    stages (``True == 1``). The ZeRO stage has its own message (:meth:`Layout.filled`, checked before)."""
-    for name, (_, spec) in specs(type(out)).items():
+    stages (``True == 1``). The ZeRO stage has its own message (:meth:`Layout.filled`, checked before).
+    A value given to a setting that applies only with others (``Choice.applies``; its default ``auto``)
+    is refused where they are not (``--attention-kernel fa2`` under ``--attention eager``), naming both."""
+    fields = specs(type(out))
+    for name, (_, spec) in fields.items():
         choice = spec.choices
         if name == "zero" or not isinstance(choice, choices.Choice):
             continue
         value = getattr(out, name)
         if isinstance(value, bool) or value not in choice.values:
             raise CostgraphValueError(f"unknown {name} {value!r}", hint=choice.hint())
+    for name, (_, spec) in fields.items():   # every value known to be its choice's: which apply
+        choice = spec.choices
+        if isinstance(choice, choices.Choice) and choice.applies and getattr(out, name) != "auto" \
+                and not choice.applies_to(out):
+            _refuse_inapplicable(out, fields, name, choice)
+
+
+def _refuse_inapplicable(out: "Layout", fields: dict, name: str, choice) -> None:
+    """Refuse setting ``name``, given where ``choice.applies`` does not hold (:func:`_check_choices`)."""
+    flag = fields[name][1].flag or name
+    field, values = next((f, vs) for f, vs in choice.applies if getattr(out, f) not in vs)
+    other = fields[field][1].flag or field
+    wanted = " or ".join(f"{other} {v}" for v in values)
+    raise CostgraphValueError(f"{flag} {getattr(out, name)} applies only with {wanted}; this layout has "
+                              f"{other} {getattr(out, field)}",
+                              hint=f"add {wanted}, or leave out {flag} (auto: {choice.meaning('auto')})")
 
 
 #: the most model chunks per device (a chunk holds at least one layer; no published model has 1024 layers)

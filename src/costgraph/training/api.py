@@ -375,7 +375,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
         if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
-            out["attention_kernel"] = filled.attention_kernel
+            out["attention_kernel"] = filled.resolved("attention_kernel")
         from .kernel_time import UB_COMM_SMS, userbuffers_margin
 
         if userbuffers_margin(filled, rate.table) != 1:   # TP-overlapped GEMMs on the SMs userbuffers leave

@@ -43,7 +43,7 @@ from ..errors import CostgraphValueError
 
 FILE = "kernels.toml"
 #: the attention kernels a table may hold curves of (:data:`costgraph.choices.ATTENTION_KERNEL`)
-ATTENTION_KERNELS = ATTENTION_KERNEL.values
+ATTENTION_KERNELS = tuple(k for k in ATTENTION_KERNEL.values if k != "auto")
 
 KIND = Kind("kernel table", (
     Field("description", "text"),
@@ -98,7 +98,7 @@ class KernelTable:
     hbm_bandwidth: int
     sources: dict
     #: the kernel of ``attention`` (:data:`costgraph.choices.ATTENTION_KERNEL`)
-    attention_kernel: str = ATTENTION_KERNEL.default
+    attention_kernel: str = ATTENTION_KERNEL.auto
     #: every kernel's curves: kernel → {"forward"/"backward" → (efficiency, s0)} (``attention_kernel``'s included)
     attention_kernels: dict = None
     #: kernel → {"forward"/"backward" → ((S, FLOP/s), ...)}
@@ -139,7 +139,7 @@ def _table(entry) -> KernelTable:
     pts = {d: _points(entry, f"attention_{d}_points", 2) for d in ("forward", "backward")}
     sources = {**entry.sources, **{k: entry[k] for k in ("gemm_source", "gemm_fp8_source", "attention_forward_source",
                                                          "attention_backward_source") if k in entry}}
-    main = entry["attention_kernel"] if "attention_kernel" in entry else ATTENTION_KERNEL.default
+    main = entry["attention_kernel"] if "attention_kernel" in entry else ATTENTION_KERNEL.auto
     if main not in ATTENTION_KERNELS:
         raise entry.error(f"attention_kernel {main!r} is no attention kernel", "attention_kernel",
                           hint=ATTENTION_KERNEL.hint())

@@ -96,7 +96,7 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
            getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.cross_entropy,
-           L.attention_kernel, tuple(sorted(attention_curves(table, L.attention_kernel).items()))
+           L.resolved("attention_kernel"), tuple(sorted(attention_curves(table, L.resolved("attention_kernel")).items()))
            if L.attention == "flash" else None, L.overlap, table.sm_count) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
@@ -130,7 +130,7 @@ def _times(cg, L, table, peaks) -> list:
     fp8 = fp8_linears(cg) if policy_recipe(L.policy) is not None else set()
     ctx.attention_dtype = "fp8" if fp8 and getattr(L, "fp8_attention", False) and "fp8" in peaks else "bf16"
     ctx.wgrad_fp8 = getattr(L, "fp8_wgrad", True)
-    ctx.curves = attention_curves(table, L.attention_kernel) if L.attention == "flash" else None
+    ctx.curves = attention_curves(table, L.resolved("attention_kernel")) if L.attention == "flash" else None
     ctx.ub = userbuffers_margin(L, table)
     cores = {}
     if L.attention == "flash":

@@ -233,7 +233,7 @@ class _States:
             if self.lo is None:
                 s = model_states(self.cg, policy=L.policy, optimizer=L.optimizer, zero=L.zero, dp=dp,
                                  hsdp_group=L.hsdp, shard=self.shard, select=sel, weight_bytes=self.weight_bytes,
-                                 gathered_units=L.zero3_gathered)
+                                 gathered_units=L.resolved("zero3_gathered"))
             else:
                 from .lora import lora_states
 
