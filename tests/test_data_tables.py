@@ -63,7 +63,8 @@ def _train_json(hw: str, capsys) -> dict:
 SCHEMAS = (hardware.SCHEMA, data.POLICIES, data.OPTIMIZERS, lora.QUANTIZATION, dtypes.SCHEMA,
            __import__("costgraph.symbolic.optimal", fromlist=["x"]).SCALING_LAWS, megatron.MEGATRON_ARGS,
            __import__("costgraph.language.hf_config", fromlist=["x"]).HF_MAPPING,
-           __import__("costgraph.training.kernel_table", fromlist=["x"]).SCHEMA)
+           __import__("costgraph.training.kernel_table", fromlist=["x"]).SCHEMA,
+           __import__("costgraph.runtime_memory", fromlist=["x"]).SCHEMA)
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.file)

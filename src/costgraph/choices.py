@@ -312,9 +312,10 @@ OFFLOAD_DEVICE = Choice("offload", "offload device", (
 GPU_MEMORY_UTILIZATION = "0.9"
 #: the memory vLLM's profile run sees outside PyTorch's allocator (``non_torch_increase`` of
 #: ``Worker.determine_available_memory``, vllm @ 35d5cda1: cuBLAS/NCCL workspaces), which vLLM
-#: measures at start-up; here a fixed ``--non-torch-memory``: 0.35 GiB, as logged for
-#: Llama-3.1-8B on one RTX 3090 (https://github.com/vllm-project/vllm/issues/10517:
-#: ``non_torch_memory=0.35GiB``). CUDA graphs are captured after the KV cache is sized and are
+#: measures at start-up; for vLLM the figure logged on the device's preset (``runtime_memory.toml``,
+#: :func:`costgraph.runtime_memory.vllm_non_torch`), this one where no log of the device is there and
+#: for SGLang and TensorRT-LLM: 0.35 GiB, as logged for Llama-3.1-8B on one RTX 3090
+#: (https://github.com/vllm-project/vllm/issues/10517: ``non_torch_memory=0.35GiB``). CUDA graphs are captured after the KV cache is sized and are
 #: not subtracted at that commit: they come out of the 1 − utilization headroom.
 NON_TORCH_MEMORY = "0.35GiB"
 

@@ -143,8 +143,9 @@ class InferOptions:
     max_num_seqs: object = option("--max-num-seqs", "vLLM's sequences per step (default 1024 / 256, as "
                                                     "--max-num-batched-tokens)", default=None, unit="sequences",
                                   type=int, metavar="N")
-    non_torch_memory: object = option("--non-torch-memory", "memory outside PyTorch in vLLM's profile (default "
-                                                            f"{choices.NON_TORCH_MEMORY})", default=None, unit="bytes",
+    non_torch_memory: object = option("--non-torch-memory", "memory outside PyTorch in vLLM's profile (default: vLLM's "
+                                                            "logged figure for the device, NCCL's buffers by TP; "
+                                                            f"else {choices.NON_TORCH_MEMORY})", default=None, unit="bytes",
                                       metavar="SIZE")
     max_model_len: object = option("--max-model-len", "tokens per request of vLLM's maximum concurrency (default P + "
                                                       "G); llama.cpp's n_ctx", default=None, unit="tokens", type=int,

@@ -102,12 +102,15 @@ def test_available_memory_as_vllm_profiles_it(llama):
     # residual [T, h] each, and down_proj writes [T, h]: (3h + 3i) bf16 values per token
     ACT = 8192 * (3 * 4096 + 3 * 14336) * 2
     assert got["activation_bytes"] == ACT == 905_969_664
-    assert got["non_torch_bytes"] == int(0.35 * GIB) == 375_809_638
-    avail = 72_000_000_000 - 16_060_522_496 - rope - ACT - 375_809_638
+    # the non-torch memory vLLM logged on an H100 at TP 1, its newest log in runtime_memory.toml: vllm PR #12126
+    # (github.com/vllm-project/vllm/pull/12126) "non_torch_memory takes 0.16GiB", floored to whole bytes
+    assert got["non_torch_bytes"] == int(sympy.Rational(16, 100) * GIB) == 171_798_691
+    assert "vllm.h100-tp1-pr12126" in got["non_torch_from"]
+    avail = 72_000_000_000 - 16_060_522_496 - rope - ACT - 171_798_691
     assert got["available_bytes"] == avail
-    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_061   # 26,157 with one operator's inputs and outputs
-    assert got["tokens"] == 26_061 * 16
-    assert got["max_concurrency"] == sympy.Rational(26_061, 40)   # ⌈640/16⌉ blocks per request
+    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_159   # 26,061 with the RTX 3090's 0.35 GiB
+    assert got["tokens"] == 26_159 * 16
+    assert got["max_concurrency"] == sympy.Rational(26_159, 40)   # ⌈640/16⌉ blocks per request
     # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9
     assert rep.settings["capacity_bytes"] == 72_000_000_000
 
@@ -434,9 +437,9 @@ def test_vllm_would_not_start_is_said(capsys):
     assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
     doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
     v = doc["serving"]["vllm"]
-    # 26,061: the weights as vLLM loads them (its 2 MiB rotary cos/sin cache) and the live set at the profile
-    # run's peak (inference/profile_peak.py; 26,157 with one operator's inputs and outputs, 26,158 before the cache)
-    assert v["num_blocks"] == 26_061 and v["blocks_per_request"] == 62_500
+    # 26,159: the weights as vLLM loads them (its 2 MiB rotary cos/sin cache), the live set at the profile
+    # run's peak (inference/profile_peak.py) and the H100's logged non-torch 0.16 GiB (26,061 with 0.35 GiB)
+    assert v["num_blocks"] == 26_159 and v["blocks_per_request"] == 62_500
     assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
     assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
 

@@ -22,8 +22,9 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
   rows (vLLM computes logits only for the rows it samples). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
   (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``, the
   ``OPENAI_API_SERVER`` context: 8192 / 1024 on a device of ≥ 70 GiB that is not an A100,
-  else 2048 / 256). The non-torch memory is a fixed option
-  (:data:`costgraph.choices.NON_TORCH_MEMORY`); CUDA graphs are captured after the KV cache is
+  else 2048 / 256). The non-torch memory is ``--non-torch-memory`` when given, else the figure vLLM
+  logged on the device's preset, NCCL's buffers added by TP degree
+  (:func:`costgraph.runtime_memory.vllm_non_torch`, ``runtime_memory.toml``); CUDA graphs are captured after the KV cache is
   sized and are not subtracted at that commit.
 * KV cache groups and blocks (vllm @ 001cabc1 ``vllm/v1/core/kv_cache_utils.py``): layers with
   the same spec form a group (one group for a uniform model; a hybrid of full and
@@ -312,6 +313,8 @@ def vllm_lines(v: dict) -> list[str]:
         lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} (memory x {float(sympy.Rational(v['utilization'])):g}); weights "
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
+        if v.get("non_torch_from"):
+            lines.append(f"  {'non-torch memory from':<26}{v['non_torch_from']}")
         lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")
     if v.get("draft_layers") is not None:   # speculative decoding's drafter (inference/speculative.py vllm_draft)
         lines.append(f"  {'drafter':<26}{v['draft_layers']} layer(s) cached beside the target's; weights "
