@@ -119,7 +119,7 @@ def vllm_non_torch(hardware: str | None, tp: int, fallback: int) -> tuple[int, s
             if hardware is not None and e["hardware"] == hardware and e["tp"] in (1, tp)]
     if rows:   # the newest log (vLLM's measurement changes between versions); at the run's TP when that log has it
         e = max(rows, key=lambda e: (e["date"], e["tp"] == tp))
-        base, words = _gib_bytes(e["gib"]), f"vLLM's log on {hardware} at TP {e['tp']}, {e['gib']} GiB ({e.file} {e.where})"
+        base, words = _gib_bytes(e["gib"]), f"vLLM's log on {hardware} at TP {e['tp']}, {float(e['gib']):g} GiB ({e.file} {e.where})"
         if e["tp"] == tp:
             return base, words
     else:
