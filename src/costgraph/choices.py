@@ -185,8 +185,14 @@ DEFAULT_EFFICIENCY = "0.5"
 #: ``max_reserved`` beside ``max_active`` for it, torchtitan/components/metrics.py DeviceMemoryMonitor),
 #: the CUDA context, cuBLAS workspaces and NCCL buffers take memory outside it. 10% is the margin
 #: practitioners leave (vLLM's ``gpu_memory_utilization`` default 0.9 is the same rule); an assumption,
-#: shown in every verdict, ``--reserve 0`` for none.
+#: shown in every verdict, ``--reserve 0`` for none. ``train`` and ``fit`` default to
+#: :data:`RUNTIME_RESERVE` instead; this flat rule is ``--reserve 0.1`` there, and ``plan``'s default.
 DEFAULT_RESERVE = "0.1"
+#: the default reserve of ``train`` and ``fit`` (``--reserve runtime``): the named parts a process holds
+#: besides the model's tensors — the CUDA context of the GPU class, PyTorch's cuBLAS and cuBLASLt
+#: workspaces, NCCL's buffers of each parallel group — from ``runtime_memory.toml``
+#: (:mod:`costgraph.runtime_memory`), on the device memory CUDA reports where the table gives it
+RUNTIME_RESERVE = "runtime"
 #: the name of the data-parallel degree when no device count is given (the
 #: ZeRO paper's N_d; not ``d``, which Llama-style models use for the head size)
 DP_SYMBOL = "N_d"

@@ -37,7 +37,9 @@ NCCL = Kind("NCCL buffers", (*_TEXT, Field("simple_bytes", unit="B", positive=Tr
                              Field("channels", unit="channels", positive=True)))
 VLLM = Kind("vLLM non-torch figure", (*_TEXT, Field("hardware", "text"), Field("tp", unit="devices", positive=True),
                                       Field("date", "text"), Field("gib", "decimal", unit="GiB")))
-SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM)),
+VISIBLE = Kind("device memory CUDA reports", (*_TEXT, Field("hardware", "text"), Field("gib", "decimal", unit="GiB")))
+SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM),
+                                                            ("visible", VISIBLE)),
                 records=(("cublaslt", CUBLASLT), ("nccl", NCCL)), user=True)
 
 GIB = 2**30
@@ -105,6 +107,44 @@ def training_parts(capability: int | None, groups: dict[str, int]) -> tuple[Part
              Part("cuBLASLt workspace", lt["bytes"], _said(lt, "bytes"))]
     nccl = nccl_part(groups)
     return tuple(parts + ([nccl] if nccl else []))
+
+
+def visible_memory(hardware: str | None) -> tuple[int, str] | None:
+    """``(bytes, words)``: the device memory CUDA reports on preset ``hardware`` (``[visible.NAME]``,
+    floored to whole bytes: H100 SXM 79.22 GiB = 85,061,827,297 B), or None where no entry gives it."""
+    hit = [e for e in table().groups["visible"].values() if hardware is not None and e["hardware"] == hardware]
+    if not hit:
+        return None
+    e = hit[-1]
+    return _gib_bytes(e["gib"]), f"{float(e['gib']):g} GiB as CUDA reports it ({e.file} {e.where})"
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """Training's runtime reserve (module docstring): ``capacity`` (bytes the verdict takes the device
+    to have: CUDA's total on a preset with a ``[visible.NAME]`` entry and no ``--memory``, else the
+    capacity given), ``capacity_from`` (words, None: the capacity given) and its named ``parts``."""
+
+    capacity: int
+    capacity_from: str | None
+    parts: tuple[Part, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.parts)
+
+    def words(self) -> str:
+        """The reserve's parts in words: ``runtime: CUDA context 400.00 MB + ...``."""
+        return "runtime: " + " + ".join(f"{p.name} {p.bytes / 1e6:,.2f} MB" for p in self.parts)
+
+
+def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> Reserve:
+    """The runtime reserve of a training run on preset ``hw`` (a :class:`~costgraph.hardware.Hardware`
+    or None) with the parallel ``groups`` (name → degree) and a device of ``capacity`` bytes
+    (``given``: from ``--memory``, kept as is)."""
+    seen = None if given or hw is None else visible_memory(hw.key)
+    parts = training_parts(None if hw is None else hw.compute_capability, groups)
+    return Reserve(seen[0] if seen else capacity, seen[1] if seen else None, parts)
 
 
 def _gib_bytes(gib: Fraction) -> int:
