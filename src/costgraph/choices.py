@@ -177,6 +177,10 @@ DEFAULT_OPTIMIZER = "adam"
 #: inference weight and KV cache dtypes (``inference/dtypes.toml``)
 DEFAULT_WEIGHTS = "bf16"
 DEFAULT_KV = "bf16"
+#: llama.cpp's default KV cache type (``--cache-type-k/-v``): f16 (ggml-org/llama.cpp common/common.h,
+#: ``common_params``: ``cache_type_k = GGML_TYPE_F16``, ``cache_type_v = GGML_TYPE_F16``); ``infer --runtime
+#: llamacpp`` without ``--kv``
+LLAMACPP_DEFAULT_KV = "fp16"
 #: the fraction of the peak the compute kernels reach in the step-time model
 DEFAULT_EFFICIENCY = "0.5"
 #: the memory a fit verdict keeps free on each device (``--reserve``): a fraction of the device memory

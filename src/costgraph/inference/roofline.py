@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, RUNTIME, SGLANG_FRACTION
+from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -221,7 +221,7 @@ def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: 
 
 
 def infer(model, *, hardware: str | None = None, prompt: int, generate: int, batch: int, values: dict | None = None,
-          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
+          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str | None = None, page: int = 16, reserve=None,
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
           activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1, peak=None, bandwidth=None,
           memory=None, link_bandwidth=None, quantized: str = "linear", keep: tuple = (),
@@ -265,6 +265,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
+    if kv is None:   # llama.cpp's cache type defaults to f16 (common/common.h: cache_type_k = GGML_TYPE_F16)
+        kv = LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
