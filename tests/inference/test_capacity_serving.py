@@ -124,10 +124,23 @@ def test_activation_estimate_experts_and_windows():
         v = m.values(config)
         return activation_estimate(inf, {k: x for k, x in v.items() if k not in (inf.b, inf.s)}, 8192, 1024)
 
-    # Mixtral (inference/profile_peak.py): at a routed expert's down_proj the residual, the normalised input and
-    # the experts' accumulator [T, h] are alive, and the expert's gate, up, product [T, i] and output [T, h] over
-    # its share k/E = 2/8 of the tokens: 8192 × (3h + (3i + h)/4) bf16 values
-    assert est("mixtral", "mixtral-8x7b") == 8192 * (3 * 4096 + (3 * 14336 + 4096) // 4) * 2 == 394_264_576
+    # Mixtral (inference/profile_peak.py): vLLM's fused MoE kernel (vllm @ 000d1458
+    # vllm/model_executor/layers/fused_moe/fused_moe.py::fused_experts_impl) allocates, for M = min(T, 32768)
+    # tokens (VLLM_FUSED_MOE_CHUNK_SIZE, vllm @ 001f69f8 vllm/envs.py), cache13 = M·top_k·max(N, K) and
+    # intermediate_cache2 = M·top_k·N/2 in bf16, N = w1.shape[1] = 2i (gate and up), K = h; the sum is written
+    # in place (inplace=True) into the normalised input, which the caller holds with the residual [T, h]:
+    # 8192 × (2h + 2·(max(2i, h) + i)) bf16 values (394,264,576 when the experts ran on their share k/E)
+    T, h, i, k = 8192, 4096, 14336, 2
+    assert est("mixtral", "mixtral-8x7b") == (T * 2 * h + T * k * (max(2 * i, h) + 2 * i // 2)) * 2 == 1_543_503_872
+    # Qwen3-30B-A3B: h 2048, moe i 768, top-8: max(N, K) = K = h
+    T, h, i, k = 8192, 2048, 768, 8
+    assert est("qwen3_moe", "qwen3-30b-a3b") == (T * 2 * h + T * k * (max(2 * i, h) + i)) * 2 == 436_207_616
+    # beyond the chunk, the buffers stop growing: M = 32768 (fused_experts_impl: M = min(num_tokens, CHUNK_SIZE))
+    T = 40000
+    m = load("qwen3_moe")
+    inf = Inference(m)
+    v = {x: y for x, y in m.values("qwen3-30b-a3b").items() if x not in (inf.b, inf.s)}
+    assert activation_estimate(inf, v, T, 1024) == (T * 2 * h + 32768 * k * (max(2 * i, h) + i)) * 2
     # Mistral: the windowed scores [a, s, Min(w, n_keys)] are left out as plain scores are; the MLP's live set
     assert est("mistral", "mistral-7b") == 8192 * (3 * 4096 + 3 * 14336) * 2
 
