@@ -116,7 +116,7 @@ def visible_memory(hardware: str | None) -> tuple[int, str] | None:
     if not hit:
         return None
     e = hit[-1]
-    return _gib_bytes(e["gib"]), f"{float(e['gib']):g} GiB as CUDA reports it ({e.file} {e.where})"
+    return _gib_bytes(e["gib"]), f"as CUDA reports it: {e.file} {e.where}"
 
 
 @dataclass(frozen=True)
