@@ -265,16 +265,14 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
-    if kv is None:   # llama.cpp's cache type defaults to f16 (common/common.h: cache_type_k = GGML_TYPE_F16)
-        kv = LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV
+    kv = kv if kv is not None else LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV   # llama.cpp: f16
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
     m = _layout_machine(layout, hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
                         peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
-    b, s = inf.b, inf.s
-    subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
-    subs.update({b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
+    subs = {k: v for k, v in (values or {}).items() if k not in (inf.b, inf.s)}
+    subs.update({inf.b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
     rep = InferenceReport(inf.cg.name, dict(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
                                             tp=t, weights=inf.weights.name, kv=inf.kv.name, page_size=page,
                                             reserve=str(reserve), compute=m.compute_dtype, convention=convention,
@@ -298,7 +296,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           dict(kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
-               draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(s),
+               draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(inf.s),
                runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization))
     _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
     return rep
