@@ -74,3 +74,29 @@ def test_a_users_log_is_an_entry_of_their_own(tmp_path, monkeypatch):
 
     with pytest.raises(CostgraphValueError, match="is a bundled vLLM non-torch figure already"):
         rm.vllm_non_torch("h100-sxm", 1, 1)
+
+
+def test_the_planner_keeps_a_flat_reserve_and_says_so():
+    # plan ranks every layout against one reserve (training/planning.py calls reserve_bytes); `runtime` needs the
+    # layout's parallel groups, so it is train's and fit's: named, with the planner's forms in the hint
+    from costgraph.errors import CostgraphValueError
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match="--reserve runtime is train's and fit's default") as e:
+        reserve_bytes("runtime", 80_000_000_000)
+    assert "--reserve 0.1" in e.value.hint
+    assert reserve_bytes(None, 80_000_000_000) == 8_000_000_000   # plan's default stays 0.1 of the device
+
+
+def test_train_names_its_reserve_and_keeps_the_flat_rule_on_request():
+    import costgraph
+
+    gpt = costgraph.load("gpt")
+    v = gpt.values("gpt2")
+    r = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm")
+    parts = {p["name"]: p["bytes"] for p in r.fits["reserve_parts"]}
+    assert parts["NCCL buffers"] == 2 * NCCL_ONE                      # the TP 2 and the DP 2 communicators
+    assert r.fits["reserve_bytes"] == sum(parts.values()) and r.fits["reserve_from"].startswith("runtime: ")
+    flat = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="0.1")
+    assert (flat.fits["capacity_bytes"], flat.fits["reserve_bytes"], flat.fits["reserve_from"]) == \
+        (80_000_000_000, 8_000_000_000, "--reserve")
