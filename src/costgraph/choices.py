@@ -198,6 +198,10 @@ DEFAULT_OPTIMIZER = "adam"
 #: inference weight and KV cache dtypes (``inference/dtypes.toml``)
 DEFAULT_WEIGHTS = "bf16"
 DEFAULT_KV = "bf16"
+#: llama.cpp's default KV cache type (``--cache-type-k/-v``): f16 (ggml-org/llama.cpp common/common.h,
+#: ``common_params``: ``cache_type_k = GGML_TYPE_F16``, ``cache_type_v = GGML_TYPE_F16``); ``infer --runtime
+#: llamacpp`` without ``--kv``
+LLAMACPP_DEFAULT_KV = "fp16"
 #: the fraction of the peak the compute kernels reach in the step-time model
 DEFAULT_EFFICIENCY = "0.5"
 #: the memory a fit verdict keeps free on each device (``--reserve``): a fraction of the device memory
@@ -206,8 +210,14 @@ DEFAULT_EFFICIENCY = "0.5"
 #: ``max_reserved`` beside ``max_active`` for it, torchtitan/components/metrics.py DeviceMemoryMonitor),
 #: the CUDA context, cuBLAS workspaces and NCCL buffers take memory outside it. 10% is the margin
 #: practitioners leave (vLLM's ``gpu_memory_utilization`` default 0.9 is the same rule); an assumption,
-#: shown in every verdict, ``--reserve 0`` for none.
+#: shown in every verdict, ``--reserve 0`` for none. ``train`` and ``fit`` default to
+#: :data:`RUNTIME_RESERVE` instead; this flat rule is ``--reserve 0.1`` there, and ``plan``'s default.
 DEFAULT_RESERVE = "0.1"
+#: the default reserve of ``train`` and ``fit`` (``--reserve runtime``): the named parts a process holds
+#: besides the model's tensors — the CUDA context of the GPU class, PyTorch's cuBLAS and cuBLASLt
+#: workspaces, NCCL's buffers of each parallel group — from ``runtime_memory.toml``
+#: (:mod:`costgraph.runtime_memory`), on the device memory CUDA reports where the table gives it
+RUNTIME_RESERVE = "runtime"
 #: the name of the data-parallel degree when no device count is given (the
 #: ZeRO paper's N_d; not ``d``, which Llama-style models use for the head size)
 DP_SYMBOL = "N_d"
@@ -332,9 +342,10 @@ OFFLOAD_DEVICE = Choice("offload", "offload device", (
 GPU_MEMORY_UTILIZATION = "0.9"
 #: the memory vLLM's profile run sees outside PyTorch's allocator (``non_torch_increase`` of
 #: ``Worker.determine_available_memory``, vllm @ 35d5cda1: cuBLAS/NCCL workspaces), which vLLM
-#: measures at start-up; here a fixed ``--non-torch-memory``: 0.35 GiB, as logged for
-#: Llama-3.1-8B on one RTX 3090 (https://github.com/vllm-project/vllm/issues/10517:
-#: ``non_torch_memory=0.35GiB``). CUDA graphs are captured after the KV cache is sized and are
+#: measures at start-up; for vLLM the figure logged on the device's preset (``runtime_memory.toml``,
+#: :func:`costgraph.runtime_memory.vllm_non_torch`), this one where no log of the device is there and
+#: for SGLang and TensorRT-LLM: 0.35 GiB, as logged for Llama-3.1-8B on one RTX 3090
+#: (https://github.com/vllm-project/vllm/issues/10517: ``non_torch_memory=0.35GiB``). CUDA graphs are captured after the KV cache is sized and are
 #: not subtracted at that commit: they come out of the 1 − utilization headroom.
 NON_TORCH_MEMORY = "0.35GiB"
 

@@ -96,8 +96,8 @@ class InferOptions:
     weights: str = option("--weights", "weight dtype: bf16 (default; a config.json: what it ships), fp16, fp8, int8, "
                                        "int4, awq, gptq, gptq-act-order, fp8-per-channel, fp8-block, mxfp4, nvfp4",
                           default=choices.DEFAULT_WEIGHTS, cli_default=None)
-    kv: str = option("--kv", "KV cache dtype: bf16 (default), fp16, fp8, int8 (per tensor), int8-per-token-head, "
-                             "q8_0, q4_0, fp32", default=choices.DEFAULT_KV)
+    kv: str = option("--kv", "KV cache dtype: bf16 (default; fp16 under --runtime llamacpp, llama.cpp's f16), fp16, "
+                             "fp8, int8 (per tensor), int8-per-token-head, q8_0, q4_0, fp32", default=None)
     compute: object = option("--compute", "dtype of the peak (default: the weights')", default=None,
                              choices=choices.PEAK_DTYPE.values)
     page: int = option("--page-size", "paged KV cache block size k in tokens (default 16, vLLM's): a whole number, "
@@ -143,8 +143,9 @@ class InferOptions:
     max_num_seqs: object = option("--max-num-seqs", "vLLM's sequences per step (default 1024 / 256, as "
                                                     "--max-num-batched-tokens)", default=None, unit="sequences",
                                   type=int, metavar="N")
-    non_torch_memory: object = option("--non-torch-memory", "memory outside PyTorch in vLLM's profile (default "
-                                                            f"{choices.NON_TORCH_MEMORY})", default=None, unit="bytes",
+    non_torch_memory: object = option("--non-torch-memory", "memory outside PyTorch in vLLM's profile (default: vLLM's "
+                                                            "logged figure for the device, NCCL's buffers by TP; "
+                                                            f"else {choices.NON_TORCH_MEMORY})", default=None, unit="bytes",
                                       metavar="SIZE")
     max_model_len: object = option("--max-model-len", "tokens per request of vLLM's maximum concurrency (default P + "
                                                       "G); llama.cpp's n_ctx", default=None, unit="tokens", type=int,

@@ -33,8 +33,9 @@ EFFICIENCY_PROFILE_HELP = ("a calibration profile (costgraph calibrate ... -o FI
 MEMORY_HELP = ("device memory: 80GB (10^9 B), 80GiB (2^30 B) or bytes (default: the --hardware preset's); adds the "
                "fit verdict and the largest b and s that fit")
 #: the help of train's ``--reserve``
-RESERVE_HELP = ("memory the fit verdict keeps free on each device: a fraction of it (0.1) or a size (8GB); default "
-                f"{choices.DEFAULT_RESERVE}")
+RESERVE_HELP = ("memory the fit verdict keeps free on each device: runtime (default: the CUDA context, cuBLAS "
+                "workspaces and NCCL buffers, named, on the memory CUDA reports), a fraction of it "
+                f"({choices.DEFAULT_RESERVE}) or a size (8GB)")
 
 
 def _efficiency_profile():

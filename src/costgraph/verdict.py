@@ -232,8 +232,12 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
              "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
                                 if k is not None and k.symbol in r.values) or None}
     shown["host memory from"] = host["source"]   # with CPU offload: --host-memory, or the preset's node and its source
+    calibrated = f.get("reserve_from", "").startswith("calibrated")
+    if not calibrated:   # which reserve: the runtime's named parts (the default) or --reserve's
+        shown["reserve"] = f"{gib(f['reserve_bytes'])}, {f.get('reserve_from', '--reserve')}" + (
+            f"; device memory {f['capacity_from']}" if f.get("capacity_from") else "")
     if profile is not None:   # --efficiency-profile (costgraph.training.calibration): its memory reserve
-        shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if "reserve_from" in f
+        shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if calibrated
                                else "nothing here (the profile has no memory reserve, or --reserve was given)")
     timed = set(r.compute["rate"].notes) if r.compute and "rate" in r.compute else set()   # the step time's
     return FitResult("train", model.name, hardware, gpus, f["fits"] and host["fits"], need, f["capacity_bytes"],

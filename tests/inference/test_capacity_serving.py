@@ -102,12 +102,15 @@ def test_available_memory_as_vllm_profiles_it(llama):
     # residual [T, h] each, and down_proj writes [T, h]: (3h + 3i) bf16 values per token
     ACT = 8192 * (3 * 4096 + 3 * 14336) * 2
     assert got["activation_bytes"] == ACT == 905_969_664
-    assert got["non_torch_bytes"] == int(0.35 * GIB) == 375_809_638
-    avail = 72_000_000_000 - 16_060_522_496 - rope - ACT - 375_809_638
+    # the non-torch memory vLLM logged on an H100 at TP 1, its newest log in runtime_memory.toml: vllm PR #12126
+    # (github.com/vllm-project/vllm/pull/12126) "non_torch_memory takes 0.16GiB", floored to whole bytes
+    assert got["non_torch_bytes"] == int(sympy.Rational(16, 100) * GIB) == 171_798_691
+    assert "vllm.h100-tp1-pr12126" in got["non_torch_from"]
+    avail = 72_000_000_000 - 16_060_522_496 - rope - ACT - 171_798_691
     assert got["available_bytes"] == avail
-    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_061   # 26,157 with one operator's inputs and outputs
-    assert got["tokens"] == 26_061 * 16
-    assert got["max_concurrency"] == sympy.Rational(26_061, 40)   # ⌈640/16⌉ blocks per request
+    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_159   # 26,061 with the RTX 3090's 0.35 GiB
+    assert got["tokens"] == 26_159 * 16
+    assert got["max_concurrency"] == sympy.Rational(26_159, 40)   # ⌈640/16⌉ blocks per request
     # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9
     assert rep.settings["capacity_bytes"] == 72_000_000_000
 
@@ -121,10 +124,23 @@ def test_activation_estimate_experts_and_windows():
         v = m.values(config)
         return activation_estimate(inf, {k: x for k, x in v.items() if k not in (inf.b, inf.s)}, 8192, 1024)
 
-    # Mixtral (inference/profile_peak.py): at a routed expert's down_proj the residual, the normalised input and
-    # the experts' accumulator [T, h] are alive, and the expert's gate, up, product [T, i] and output [T, h] over
-    # its share k/E = 2/8 of the tokens: 8192 × (3h + (3i + h)/4) bf16 values
-    assert est("mixtral", "mixtral-8x7b") == 8192 * (3 * 4096 + (3 * 14336 + 4096) // 4) * 2 == 394_264_576
+    # Mixtral (inference/profile_peak.py): vLLM's fused MoE kernel (vllm @ 000d1458
+    # vllm/model_executor/layers/fused_moe/fused_moe.py::fused_experts_impl) allocates, for M = min(T, 32768)
+    # tokens (VLLM_FUSED_MOE_CHUNK_SIZE, vllm @ 001f69f8 vllm/envs.py), cache13 = M·top_k·max(N, K) and
+    # intermediate_cache2 = M·top_k·N/2 in bf16, N = w1.shape[1] = 2i (gate and up), K = h; the sum is written
+    # in place (inplace=True) into the normalised input, which the caller holds with the residual [T, h]:
+    # 8192 × (2h + 2·(max(2i, h) + i)) bf16 values (394,264,576 when the experts ran on their share k/E)
+    T, h, i, k = 8192, 4096, 14336, 2
+    assert est("mixtral", "mixtral-8x7b") == (T * 2 * h + T * k * (max(2 * i, h) + 2 * i // 2)) * 2 == 1_543_503_872
+    # Qwen3-30B-A3B: h 2048, moe i 768, top-8: max(N, K) = K = h
+    T, h, i, k = 8192, 2048, 768, 8
+    assert est("qwen3_moe", "qwen3-30b-a3b") == (T * 2 * h + T * k * (max(2 * i, h) + i)) * 2 == 436_207_616
+    # beyond the chunk, the buffers stop growing: M = 32768 (fused_experts_impl: M = min(num_tokens, CHUNK_SIZE))
+    T = 40000
+    m = load("qwen3_moe")
+    inf = Inference(m)
+    v = {x: y for x, y in m.values("qwen3-30b-a3b").items() if x not in (inf.b, inf.s)}
+    assert activation_estimate(inf, v, T, 1024) == (T * 2 * h + 32768 * k * (max(2 * i, h) + i)) * 2
     # Mistral: the windowed scores [a, s, Min(w, n_keys)] are left out as plain scores are; the MLP's live set
     assert est("mistral", "mistral-7b") == 8192 * (3 * 4096 + 3 * 14336) * 2
 
@@ -434,9 +450,9 @@ def test_vllm_would_not_start_is_said(capsys):
     assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
     doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
     v = doc["serving"]["vllm"]
-    # 26,061: the weights as vLLM loads them (its 2 MiB rotary cos/sin cache) and the live set at the profile
-    # run's peak (inference/profile_peak.py; 26,157 with one operator's inputs and outputs, 26,158 before the cache)
-    assert v["num_blocks"] == 26_061 and v["blocks_per_request"] == 62_500
+    # 26,159: the weights as vLLM loads them (its 2 MiB rotary cos/sin cache), the live set at the profile
+    # run's peak (inference/profile_peak.py) and the H100's logged non-torch 0.16 GiB (26,061 with 0.35 GiB)
+    assert v["num_blocks"] == 26_159 and v["blocks_per_request"] == 62_500
     assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
     assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
 
@@ -545,3 +561,19 @@ def test_a_request_past_max_model_len_is_warned(cg):
     assert r.returncode == 0 and "warning: P + G = 640 positions is longer than max_model_len = 8" in r.stdout + r.stderr
     r = cg(*args, "--max-model-len", "640")
     assert r.returncode == 0 and "max_model_len =" not in r.stdout + r.stderr
+
+
+def test_no_memory_left_is_said_for_a_cache_not_modelled(capsys):
+    # Qwen3-Next-80B-A3B at TP 2 on 80 GB: 74.28 GiB of weights per rank against 67.06 GiB requested. vLLM raises
+    # "No available memory for the cache blocks" (vllm v1/core/kv_cache_utils.py::check_enough_kv_cache_memory,
+    # available_memory <= 0) whatever its hybrid cache's layout; costgraph printed "Available KV cache memory
+    # 0.00 GiB" and "not computed: recurrent states ... not modelled" (last session's trial)
+    argv = ["infer", "examples/hf/qwen3-next-80b-a3b-instruct.json", "--prompt", "1000", "--generate", "100",
+            "--hardware", "h100-sxm", "--tp", "2"]
+    v = _json(capsys, argv)["serving"]["vllm"]
+    assert v["available_bytes"] == 0 and v["weight_bytes"] > v["requested_bytes"] and v["tokens"] is None
+    assert v["note"].startswith("vLLM would not start: No available memory for the cache blocks")
+    assert cli.main(argv) == 0
+    assert "\n  vLLM would not start: No available memory for the cache blocks" in capsys.readouterr().out
+    v = _json(capsys, argv[:-1] + ["4"])["serving"]["vllm"]   # TP 4: memory left; the hybrid cache is not modelled
+    assert v["available_bytes"] > 0 and v["note"] == "recurrent states (vLLM's MambaSpec) are not modelled"

@@ -419,3 +419,14 @@ def test_unknown_sglang_fraction_rule_refused_by_the_api():
     model, values = inference_model("examples/hf/llama-3.1-8b.json", None, {}, {})
     with pytest.raises(CostgraphValueError, match="mem_fraction_static 'table'"):
         infer(model, prompt=10, generate=2, batch=1, values=values, runtime="sglang", sglang_fraction="table")
+
+
+def test_llamacpp_default_cache_type_is_f16(capsys, repo_root):
+    # llama.cpp's KV cache type defaults to f16 (ggml-org/llama.cpp common/common.h, common_params:
+    # cache_type_k = GGML_TYPE_F16, cache_type_v = GGML_TYPE_F16): without --kv, `--runtime llamacpp` prints
+    # "K (f16)" (it printed bf16, a type llama.cpp uses only when asked); other runtimes keep bf16
+    rt = _runtime("llamacpp", "--max-model-len", "4096")
+    assert rt["settings"]["kv"] == "fp16"
+    assert "K (f16):" in rt["serving"]["runtime"]["lines"][0] and "bf16" not in rt["serving"]["runtime"]["lines"][0]
+    assert _runtime("llamacpp", "--kv", "bf16", "--max-model-len", "4096")["settings"]["kv"] == "bf16"   # as given
+    assert _runtime("sglang")["settings"]["kv"] == "bf16"

@@ -92,7 +92,11 @@ def run(args) -> str:
     cap = capacity(args)
     if train_given(args):
         _, result = training(args, model, values)
-        fits = training_fits(model, result, values, cap, reserve=args.reserve)
+        from ..hardware import preset
+
+        hw = preset(args.hardware) if getattr(args, "hardware", None) else None   # train's runtime reserve
+        fits = training_fits(model, result, values, cap, reserve=args.reserve, hw=hw,
+                             given=getattr(args, "memory", None) is not None)
     inf_rep = inference(args)[1] if infer_given(args) else None
     rep = build(model, values, config=args.config, convention=args.convention,
                 precision="fp32" if args.precision == "fp32" else "bf16", causal=args.causal,

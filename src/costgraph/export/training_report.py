@@ -393,6 +393,7 @@ def _fits_text(fits) -> list[str]:
     verdict = "fits" if fits["fits"] else "does NOT fit"
     held = fits.get("reserve_bytes", 0)
     out = ["", f"device memory {units.with_unit('activation_bytes', cap)}"
+           + (f" ({fits['capacity_from']})" if fits.get("capacity_from") else "")
            + (f" less a reserve of {units.with_unit('activation_bytes', held)} ("
               + (fits["reserve_from"] if "reserve_from" in fits else "--reserve") + ")" if held else "")
            + f": the most-loaded device {verdict}"

@@ -22,8 +22,9 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
   rows (vLLM computes logits only for the rows it samples). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
   (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``, the
   ``OPENAI_API_SERVER`` context: 8192 / 1024 on a device of ≥ 70 GiB that is not an A100,
-  else 2048 / 256). The non-torch memory is a fixed option
-  (:data:`costgraph.choices.NON_TORCH_MEMORY`); CUDA graphs are captured after the KV cache is
+  else 2048 / 256). The non-torch memory is ``--non-torch-memory`` when given, else the figure vLLM
+  logged on the device's preset, NCCL's buffers added by TP degree
+  (:func:`costgraph.runtime_memory.vllm_non_torch`, ``runtime_memory.toml``); CUDA graphs are captured after the KV cache is
   sized and are not subtracted at that commit.
 * KV cache groups and blocks (vllm @ 001cabc1 ``vllm/v1/core/kv_cache_utils.py``): layers with
   the same spec form a group (one group for a uniform model; a hybrid of full and
@@ -62,6 +63,9 @@ from .phases import G, P
 from .profile_peak import activation_estimate  # noqa: F401  (the profile run's peak: its own module)
 
 GIB = 2**30
+#: vLLM's refusal when no memory is left for the KV cache (vllm v1/core/kv_cache_utils.py::check_enough_kv_cache_memory:
+#: "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
+NO_MEMORY = "vLLM would not start: No available memory for the cache blocks"
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,10 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
                    "K/V cached once per request (vLLM's CrossAttentionSpec) are not modelled" if fixed else
                    "layer kinds of different windows and page sizes (vLLM scales their block sizes) are not "
                    "modelled" if len(pages) > 1 else "no weight bytes: every dimension needs a value")
+        if out["available_bytes"] == 0 and not out["kv_memory_given"]:   # whatever the cache's layout: no memory
+            # vllm v1/core/kv_cache_utils.py::check_enough_kv_cache_memory: available_memory <= 0 raises
+            out["note"] = (f"{NO_MEMORY}: the weights, the activation peak and the non-torch memory take all of "
+                           f"the requested memory (the cache's layout aside: {out['note']})")
         return out
     mixed = len(pages) > 1
     page, group_size, groups = _groups(kinds, block, set(pages))
@@ -296,7 +304,7 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
                tokens=num_blocks // n_groups * block, blocks_per_request=per_request,
                max_concurrency=sympy.Rational(num_blocks, per_request))
     if num_blocks <= 0 or per_request > num_blocks:   # vLLM's start-up check (kv_cache_utils.check_enough_kv_cache_memory)
-        out["note"] = ("vLLM would not start: No available memory for the cache blocks" if num_blocks <= 0 else
+        out["note"] = (NO_MEMORY if num_blocks <= 0 else
                        f"vLLM would not start: one request of max_model_len {max_len:,} does not fit the KV cache")
     return out
 
@@ -312,12 +320,14 @@ def vllm_lines(v: dict) -> list[str]:
         lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} (memory x {float(sympy.Rational(v['utilization'])):g}); weights "
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
+        if v.get("non_torch_from"):
+            lines.append(f"  {'non-torch memory from':<26}{v['non_torch_from']}")
         lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")
     if v.get("draft_layers") is not None:   # speculative decoding's drafter (inference/speculative.py vllm_draft)
         lines.append(f"  {'drafter':<26}{v['draft_layers']} layer(s) cached beside the target's; weights "
                      f"{gib(v['draft_weight_bytes'])}" + (" (in the weights above)" if not v["kv_memory_given"] else ""))
     if v.get("tokens") is None:
-        lines.append(f"  {'not computed':<26}{v['note']}")
+        lines.append(f"  {v['note']}" if v["note"].startswith(NO_MEMORY) else f"  {'not computed':<26}{v['note']}")
         return lines
     per = (f"{v['page_bytes']:,} bytes over all layers, one group" if v["group_size"] == 1 and v.get("one_type")
            else f"{v['page_bytes']:,} bytes per layer, {v['groups']} group(s) of {v['group_size']} layers")

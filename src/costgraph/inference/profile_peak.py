@@ -28,8 +28,14 @@ token, which reproduces V0's ``peak_torch_memory`` of vllm issue #10517 (RTX 309
 29,000 batched tokens: 17.06 and 17.98 GiB with 14.9888 GiB of weights; tests/inference/test_profile_peak.py).
 
 The output head runs over ``min(max_num_seqs, tokens)`` rows (vLLM computes logits only for the
-rows it samples); a routed expert's tensors over its expected share ``active / count`` (``k/E``)
-of the tokens. Module scope: an operator's module is its path's parent; the model's top level
+rows it samples). Routed experts run in vLLM's fused MoE kernel (vllm @ 000d1458
+``vllm/model_executor/layers/fused_moe/fused_moe.py::fused_experts_impl``): at the experts the live
+set is what the caller holds (the residual and the normalised input, into which the sum is written
+in place) and the kernel's buffers for ``M = min(tokens, 32768)`` tokens — ``cache13`` of
+``M·top_k·max(N, K)`` and ``intermediate_cache2`` of ``M·top_k·N/2`` values (``N`` the gate and up
+width, ``K`` the hidden width, per device; :func:`_fused_moe`). Mixtral-8x7B at 8192 tokens:
+``8192 · (2h + 2·(2i + i))`` bf16 values = 1,543,503,872 B. Not counted: the router's logits and the
+top-k weights and ids (``[T, E]``, ``[T, k]``: under 0.1% of that), the sampler's buffers. Module scope: an operator's module is its path's parent; the model's top level
 (``embed_tokens``, ``norm``, ``lm_head``) holds no locals (vLLM's model forward rebinds
 ``hidden_states``).
 """
@@ -127,7 +133,24 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
             last[root[t]] = i
     read = set(last)
     peak = 0
+    fused = _fused_moe(ops, share, root, size, subs)
+    readers_routed: dict = {}   # storage -> whether every operator reading it is a routed one
+    for q, d in ops:
+        for t in d["inputs"]:
+            readers_routed[root[t]] = readers_routed.get(root[t], True) and share[q] < 1
     for i, (p, d) in enumerate(ops):
+        if _module(p) in fused:   # a routed expert: vLLM's fused kernel and its buffers instead (_fused_moe)
+            first, buffers = fused[_module(p)]
+            if i == first:
+                # the experts' sum is written in place into the normalised input (``inplace=True``:
+                # ``out_hidden_states = hidden_states``): what a routed operator makes, and an accumulator
+                # only routed operators read (the graph's zeros), is not held besides
+                total = buffers(tokens) + sum((size(t, tokens) for t in _held(ops, i, p, made, last, root)
+                                               if t is not None and share[made[t][1]] == 1
+                                               and not readers_routed.get(t)), sympy.Integer(0))
+                if not total.free_symbols:
+                    peak = max(peak, int(sympy.ceiling(total)))
+            continue
         if has_role(d["kind"], "view") or not d["outputs"]:
             continue
         own = {root[t] for t in (*d["inputs"], *d["outputs"])}
@@ -140,6 +163,48 @@ def activation_estimate(inf, subs: dict, tokens: int, seqs: int) -> int:
         if not total.free_symbols:
             peak = max(peak, int(sympy.ceiling(total)))
     return peak
+
+
+#: tokens per chunk of vLLM's fused MoE kernel (vllm @ 001f69f8 ``vllm/envs.py``: ``VLLM_FUSED_MOE_CHUNK_SIZE``
+#: default "32768"); its buffers are sized by ``M = min(tokens, chunk)``
+FUSED_MOE_CHUNK = 32768
+
+
+def _fused_moe(ops, share: dict, root: dict, size, subs: dict) -> dict:
+    """The routed experts' modules (every operator under the module runs on a share < 1 of the tokens)
+    → ``(index of the module's first operator, buffers)``, ``buffers(T)`` the bytes vLLM's fused MoE
+    kernel allocates for ``T`` tokens (vllm @ 000d1458 ``vllm/model_executor/layers/fused_moe/fused_moe.py
+    ::fused_experts_impl``): ``M = min(T, chunk)``, ``cache13 = M·top_k·max(N, K)`` (``intermediate_cache1``
+    [M, top_k, N] and ``intermediate_cache3`` [M, top_k, K] share it) and ``intermediate_cache2`` [M·top_k,
+    N/2], in the activation dtype; ``N`` the gate and up projections' width (``w1.shape[1]``: the outputs of
+    the module's operators that read from outside it), ``K`` the hidden width (what the module hands back),
+    per device; ``top_k`` the module's active count over the count of the operator that made its input
+    (Mixtral: ``k·l / l = 2``)."""
+    groups: dict = {}
+    for i, (p, d) in enumerate(ops):
+        groups.setdefault(_module(p), []).append(i)
+    producer = {t: q for q, d in ops for t in d["outputs"]}
+    counts = {q: as_expr(d["count"]).xreplace(subs) for q, d in ops}
+    out = {}
+    for mod, idx in groups.items():
+        if not mod or any(share[ops[j][0]] == 1 for j in idx):
+            continue
+        mine = {root[t] for j in idx for t in ops[j][1]["outputs"]}
+        n_bytes = sum((size(t, 1) for j in idx for t in ops[j][1]["outputs"]
+                       if all(root[x] not in mine for x in ops[j][1]["inputs"])), sympy.Integer(0))
+        later = {root[x] for q, d in ops if _module(q) != mod for x in d["inputs"]}
+        k_bytes = sum((size(t, 1) for j in idx for t in ops[j][1]["outputs"] if root[t] in later), sympy.Integer(0))
+        first = ops[idx[0]]
+        source = next((producer[x] for x in first[1]["inputs"] if x in producer), None)
+        if source is None:
+            continue
+        top_k = as_expr(first[1]["active"]).xreplace(subs) / counts[source]
+
+        def buffers(tokens, n=n_bytes, k=k_bytes, top=top_k):
+            m = min(tokens, FUSED_MOE_CHUNK)
+            return m * top * (sympy.Max(n, k) + n / 2)
+        out[mod] = (idx[0], buffers)
+    return out
 
 
 def _held(ops, i: int, path: str, made: dict, last: dict, root: dict) -> set:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, RUNTIME, SGLANG_FRACTION
+from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -221,7 +221,7 @@ def mean_decode_seconds(inf: Inference, m: Machine, t: int, subs: dict, prompt: 
 
 
 def infer(model, *, hardware: str | None = None, prompt: int, generate: int, batch: int, values: dict | None = None,
-          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str = DEFAULT_KV, page: int = 16, reserve=None,
+          t: int = 1, weights: str = DEFAULT_WEIGHTS, kv: str | None = None, page: int = 16, reserve=None,
           compute: str | None = None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
           activations: bool = False, compute_efficiency=1, bandwidth_efficiency=1, peak=None, bandwidth=None,
           memory=None, link_bandwidth=None, quantized: str = "linear", keep: tuple = (),
@@ -265,14 +265,14 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
+    kv = kv if kv is not None else LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV   # llama.cpp: f16
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
     m = _layout_machine(layout, hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
                         peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
-    b, s = inf.b, inf.s
-    subs = {k: v for k, v in (values or {}).items() if k not in (b, s)}
-    subs.update({b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
+    subs = {k: v for k, v in (values or {}).items() if k not in (inf.b, inf.s)}
+    subs.update({inf.b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
     rep = InferenceReport(inf.cg.name, dict(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
                                             tp=t, weights=inf.weights.name, kv=inf.kv.name, page_size=page,
                                             reserve=str(reserve), compute=m.compute_dtype, convention=convention,
@@ -296,7 +296,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           dict(kv_memory=kv_memory, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
                non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
-               draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(s),
+               draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(inf.s),
                runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization))
     _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
     return rep

@@ -24,7 +24,6 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     caching, chunked prefill and speculative decoding when asked, into ``rep.serving`` (``rep`` an
     :class:`~costgraph.inference.roofline.InferenceReport`, ``m`` its
     :class:`~costgraph.inference.roofline.Machine`; ``sec``: a step's seconds on ``m`` at TP ``t``)."""
-    from ..choices import NON_TORCH_MEMORY
     from .capacity import VllmSettings, capacity, parse_bytes, with_drafter
     from .runtime_weights import attach
     attach(rep, inf, opts["max_position"])   # rep.runtime_weights: the weights vLLM's KV sizing subtracts
@@ -34,10 +33,10 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         raise CostgraphValueError("--kv-memory sizes vLLM's, SGLang's or TensorRT-LLM's KV pool; llama.cpp allocates "
                                   "n_ctx cells per sequence, not a memory budget",
                                   hint="--max-model-len N (llama.cpp's n_ctx) and --batch, or drop --kv-memory")
+    non_torch, non_torch_from = _non_torch(opts, m, t)
     vs = VllmSettings(1 - reserve, None if kvm is None else parse_bytes(kvm, "--kv-memory"),
                       _whole("max-num-batched-tokens", opts["max_num_batched_tokens"]),
-                      _whole("max-num-seqs", opts["max_num_seqs"]),
-                      parse_bytes(opts["non_torch_memory"] or NON_TORCH_MEMORY, "--non-torch-memory"),
+                      _whole("max-num-seqs", opts["max_num_seqs"]), non_torch,
                       _whole("max-model-len", opts["max_model_len"]))
     if m.memory is not None and opts["non_torch_memory"] is not None and vs.non_torch >= m.memory:
         raise CostgraphValueError(f"--non-torch-memory {vs.non_torch:,} bytes is not less than the device memory "
@@ -47,6 +46,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
         with_drafter(rep, inf, m, page, vs, prompt + generate)
+    rep.serving["vllm"]["non_torch_from"] = non_torch_from
     runtime, rule, pp = opts["runtime"]
     for choice, value in ((RUNTIME, runtime), (SGLANG_FRACTION, rule)):
         try:
@@ -82,6 +82,23 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         rep.serving["speculative"] = sp = _speculative(rep, inf, sec, t, {**opts, "page": page})
         if (d := sp.pop("vllm_draft")) is not None:   # vLLM loads the drafter, caches its layers, then sizes the cache
             with_drafter(rep, inf, m, page, vs, prompt + generate, d)
+
+
+def _non_torch(opts: dict, m, t: int) -> tuple[int, str]:
+    """``(bytes, words)``: the memory outside PyTorch that the runtime's sizing subtracts:
+    ``--non-torch-memory`` when given; for vLLM, the logged figure of the device at TP ``t`` (NCCL's
+    buffers added by TP degree: :func:`costgraph.runtime_memory.vllm_non_torch`); for the other
+    runtimes :data:`costgraph.choices.NON_TORCH_MEMORY`."""
+    from ..choices import NON_TORCH_MEMORY
+    from ..runtime_memory import vllm_non_torch
+    from .capacity import parse_bytes
+
+    if opts["non_torch_memory"] is not None:
+        return parse_bytes(opts["non_torch_memory"], "--non-torch-memory"), "given: --non-torch-memory"
+    default = parse_bytes(NON_TORCH_MEMORY, "--non-torch-memory")
+    if opts["runtime"][0] != "vllm":
+        return default, f"the default --non-torch-memory {NON_TORCH_MEMORY}"
+    return vllm_non_torch(m.name, t, default)
 
 
 def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:

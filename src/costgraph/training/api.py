@@ -91,7 +91,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     from .memory import training_memory
 
     mem = training_memory(model.graph, layout, o.scope)
-    fits = training_fits(model, mem, values, capacity, o.scope, reserve=reserve)
+    fits = training_fits(model, mem, values, capacity, o.scope, reserve=reserve, hw=hw, given=o.memory is not None)
     compute = None
     if o.scope == "model":
         compute = compute_section(model, layout, hw, peak=o.peak, mfu=o.mfu, achieved=o.achieved, tokens=o.tokens,
@@ -253,12 +253,18 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
     return global_batch // (b * d)
 
 
-def training_fits(model, result, values, capacity, scope: str = "model", reserve=None) -> dict | None:
-    """The fit verdict for a device of ``capacity`` bytes less ``reserve`` (a fraction or a size,
-    default :data:`costgraph.choices.DEFAULT_RESERVE`): ``{capacity_bytes, reserve_bytes, fits,
-    headroom_bytes, largest_b, largest_s}`` for the most-loaded device of ``result`` (a
-    TrainingMemory), headroom and the largest sizes against the capacity less the reserve; when
-    it does not fit, ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`).
+def training_fits(model, result, values, capacity, scope: str = "model", reserve=None, hw=None,
+                  given: bool = False) -> dict | None:
+    """The fit verdict for a device of ``capacity`` bytes less ``reserve``: ``None`` or
+    ``"runtime"`` (:data:`costgraph.choices.RUNTIME_RESERVE`) the named parts of
+    :func:`costgraph.runtime_memory.training_reserve` (the CUDA context of ``hw``'s GPU class, the
+    cuBLAS/cuBLASLt workspaces, NCCL's buffers of the layout's parallel groups; the capacity CUDA
+    reports on ``hw`` unless ``given``: from ``--memory``), else a fraction or a size
+    (:func:`costgraph.training.fit.reserve_bytes`): ``{capacity_bytes, reserve_bytes, reserve_from,
+    fits, headroom_bytes, largest_b, largest_s}`` for the most-loaded device of ``result`` (a
+    TrainingMemory), headroom and the largest sizes against the capacity less the reserve; with the
+    runtime reserve ``reserve_parts`` (``[{name, bytes, source}]``) and ``capacity_from``; when it
+    does not fit, ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`).
     None without a capacity or without every value. Shared with ``costgraph report``."""
     import sympy
 
@@ -266,13 +272,27 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
 
     if capacity is None or values is None:
         return None
-    held = reserve_bytes(reserve, capacity)
-    usable = capacity - held
     total = result.most_loaded(values).memory["total"]
     if not total.free_symbols <= set(values):
         return None
+    extra = {}
+    from ..choices import RUNTIME_RESERVE
+
+    if reserve is None or reserve == RUNTIME_RESERVE:
+        from ..runtime_memory import training_reserve
+
+        r = training_reserve(hw, _groups(result.layout, values), capacity, given)
+        capacity, held = r.capacity, r.bytes
+        extra = {"reserve_from": r.words(), "reserve_parts": [p.to_dict() for p in r.parts]}
+        if r.capacity_from:
+            extra["capacity_from"] = r.capacity_from
+    else:
+        held = reserve_bytes(reserve, capacity)
+        extra = {"reserve_from": "--reserve"}
+    usable = capacity - held
     used = int(sympy.ceiling(total.xreplace(values)))
-    fits = {"capacity_bytes": capacity, "reserve_bytes": held, "fits": used <= usable, "headroom_bytes": usable - used}
+    fits = {"capacity_bytes": capacity, "reserve_bytes": held, "fits": used <= usable, "headroom_bytes": usable - used,
+            **extra}
     worst = [st.memory["total"] for st in result.stages]
     for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
         info = model.graph.dims.get(name)
@@ -282,6 +302,18 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
     if not fits["fits"] and scope == "model" and result.layout.lora_rank is None:
         fits["changes"] = fit_changes(model, result.layout, values, usable)
     return fits
+
+
+def _groups(layout, values) -> dict[str, int]:
+    """The layout's parallel degrees that are numbers (``tp``, ``pp``, ``cp``, ``dp``, ``ep``): one NCCL
+    communicator each when above 1."""
+    out = {}
+    for name, attr in (("tp", "t"), ("pp", "p"), ("cp", "c"), ("dp", "d"), ("ep", "e")):
+        v = getattr(layout, attr, 1)
+        v = v.xreplace(values) if hasattr(v, "xreplace") else v
+        if isinstance(v, int) or getattr(v, "is_Integer", False):
+            out[name] = int(v)
+    return out
 
 
 #: the hint of a rate below 1 FLOP/s (issue 30: --peak 0.5 ended in an internal error)

@@ -92,9 +92,13 @@ def reserve_bytes(reserve, capacity: int) -> int:
     CostgraphValueError
         Text that is neither a fraction nor a size, or a reserve of the whole device or more.
     """
-    from ..choices import DEFAULT_RESERVE
+    from ..choices import DEFAULT_RESERVE, RUNTIME_RESERVE
 
     reserve = DEFAULT_RESERVE if reserve is None else reserve
+    if reserve == RUNTIME_RESERVE:   # train's and fit's (costgraph.training.api.training_fits): it needs the layout
+        raise CostgraphValueError(f"--reserve {RUNTIME_RESERVE} is train's and fit's default; the planner keeps a "
+                                  "fraction or a size on every layout", hint=f"--reserve {DEFAULT_RESERVE} or a size "
+                                  "(8GB); check a row's runtime reserve with its `costgraph train` command")
     if isinstance(reserve, bool):
         raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}")
     if isinstance(reserve, float):

@@ -1,0 +1,168 @@
+"""Memory a process holds on each GPU besides the model's tensors, from ``runtime_memory.toml``.
+
+Two users, each named in its output:
+
+* **vLLM's non-torch memory** (:func:`vllm_non_torch`): what vLLM's profile subtracts besides the
+  weights and the activation peak (``non_torch_memory`` in its log). The newest logged figure of the
+  device's preset at TP 1 or at the run's TP degree (vLLM's measurement changed between versions:
+  1.79 GiB on an H100 in Dec. 2024, PR #10511; 0.16 GiB in Jan. 2025, PR #12126), plus NCCL's buffers
+  of one TP communicator (:func:`nccl_bytes`) when that log ran at TP 1; else :data:`costgraph.choices.NON_TORCH_MEMORY` (the figure logged
+  on an RTX 3090, vllm issue #10517) plus those buffers.
+* **Training's memory reserve** (:func:`training_parts`, ``--reserve runtime``, the default of
+  ``train``/``fit`` on a preset): the CUDA context (per GPU class), PyTorch's cuBLAS and cuBLASLt
+  workspaces (one each: one handle on the compute stream) and NCCL's buffers, one communicator per
+  parallel group of more than one device (TP, CP, DP, PP, EP: the layout's degrees).
+  Not counted: the caching allocator's fragmentation (reserved but unallocated blocks), for which
+  no kernel-level source gives a figure; ``--reserve 0.1`` is the flat rule for those who want a margin.
+
+Every number has its source beside it in the TOML; a ``COSTGRAPH_DATA`` folder may add a
+``runtime_memory.toml`` with entries of its own (a ``[context.NAME]`` of another GPU class, a
+``[vllm.NAME]`` from one's own start-up log). This module imports no SymPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from . import datafiles
+from .datafiles import Field, Kind, Schema
+
+_TEXT = (Field("description", "text"),)
+CONTEXT = Kind("CUDA context", (*_TEXT, Field("compute_capability"), Field("bytes", unit="B", positive=True)))
+CUBLAS = Kind("cuBLAS workspace", (*_TEXT, Field("compute_capability"), Field("bytes", unit="B", positive=True)))
+CUBLASLT = Kind("cuBLASLt workspace", (*_TEXT, Field("bytes", unit="B", positive=True)))
+NCCL = Kind("NCCL buffers", (*_TEXT, Field("simple_bytes", unit="B", positive=True),
+                             Field("ll_bytes", unit="B", positive=True), Field("ll128_bytes", unit="B", positive=True),
+                             Field("channels", unit="channels", positive=True)))
+VLLM = Kind("vLLM non-torch figure", (*_TEXT, Field("hardware", "text"), Field("tp", unit="devices", positive=True),
+                                      Field("date", "text"), Field("gib", "decimal", unit="GiB")))
+VISIBLE = Kind("device memory CUDA reports", (*_TEXT, Field("hardware", "text"), Field("gib", "decimal", unit="GiB")))
+SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM),
+                                                            ("visible", VISIBLE)),
+                records=(("cublaslt", CUBLASLT), ("nccl", NCCL)), user=True)
+
+GIB = 2**30
+
+
+def table() -> datafiles.DataSet:
+    """``runtime_memory.toml`` with a ``COSTGRAPH_DATA`` folder's entries added."""
+    return datafiles.load(SCHEMA)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One named part of the memory outside the model's tensors: ``name``, ``bytes`` and where
+    the figure comes from (``source``: the data file's entry and its source)."""
+
+    name: str
+    bytes: int
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "bytes": self.bytes, "source": self.source}
+
+
+def _by_class(group: str, capability: int | None) -> datafiles.Entry:
+    """The entry of ``group`` measured on ``capability`` (major x 10 + minor), else its class-0 entry."""
+    entries = table().groups[group]
+    hit = [e for e in entries.values() if capability and e["compute_capability"] == capability]
+    return hit[-1] if hit else next(e for e in entries.values() if e["compute_capability"] == 0)
+
+
+def _said(e: datafiles.Entry, key: str) -> str:
+    return f"{e.file} {e.where}: {e.sources.get(key, '')}"
+
+
+def nccl_bytes(ranks: int) -> int:
+    """NCCL's buffers on one GPU for one communicator of ``ranks`` devices: none for one device;
+    else ``channels × (Simple + LL + LL128)`` bytes (the ring's receive connection of each channel
+    holds one buffer of each protocol, allocated on the receiving GPU: NCCL ``src/init.cc``
+    ``DEFAULT_BUFFSIZE``, ``DEFAULT_LL_BUFFSIZE``, ``DEFAULT_LL128_BUFFSIZE``); 16 channels × 9,633,792 B
+    = 154,140,672 B with the bundled table."""
+    if ranks <= 1:
+        return 0
+    n = table().records["nccl"]
+    return n["channels"] * (n["simple_bytes"] + n["ll_bytes"] + n["ll128_bytes"])
+
+
+def nccl_part(groups: dict[str, int]) -> Part | None:
+    """NCCL's buffers for the parallel groups of more than one device (``{"tp": 2, "dp": 4}``), or None."""
+    many = {k: v for k, v in groups.items() if v > 1}
+    if not many:
+        return None
+    n = table().records["nccl"]
+    return Part("NCCL buffers", sum(nccl_bytes(v) for v in many.values()),
+                f"{len(many)} communicator(s) ({', '.join(f'{k} {v}' for k, v in many.items())}) x "
+                f"{n['channels']} channels x (Simple + LL + LL128) buffers ({n.file} [nccl])")
+
+
+def training_parts(capability: int | None, groups: dict[str, int]) -> tuple[Part, ...]:
+    """The named parts of training's runtime reserve on a GPU of CUDA ``capability`` (None:
+    unknown, the class-0 entries) with the parallel ``groups`` (name → degree): the CUDA context,
+    the cuBLAS and cuBLASLt workspaces, NCCL's buffers (module docstring)."""
+    ctx, cub, lt = _by_class("context", capability), _by_class("cublas", capability), table().records["cublaslt"]
+    parts = [Part("CUDA context", ctx["bytes"], _said(ctx, "bytes")),
+             Part("cuBLAS workspace", cub["bytes"], _said(cub, "bytes")),
+             Part("cuBLASLt workspace", lt["bytes"], _said(lt, "bytes"))]
+    nccl = nccl_part(groups)
+    return tuple(parts + ([nccl] if nccl else []))
+
+
+def visible_memory(hardware: str | None) -> tuple[int, str] | None:
+    """``(bytes, words)``: the device memory CUDA reports on preset ``hardware`` (``[visible.NAME]``,
+    floored to whole bytes: H100 SXM 79.22 GiB = 85,061,827,297 B), or None where no entry gives it."""
+    hit = [e for e in table().groups["visible"].values() if hardware is not None and e["hardware"] == hardware]
+    if not hit:
+        return None
+    e = hit[-1]
+    return _gib_bytes(e["gib"]), f"as CUDA reports it: {e.file} {e.where}"
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """Training's runtime reserve (module docstring): ``capacity`` (bytes the verdict takes the device
+    to have: CUDA's total on a preset with a ``[visible.NAME]`` entry and no ``--memory``, else the
+    capacity given), ``capacity_from`` (words, None: the capacity given) and its named ``parts``."""
+
+    capacity: int
+    capacity_from: str | None
+    parts: tuple[Part, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.parts)
+
+    def words(self) -> str:
+        """The reserve's parts in words: ``runtime: CUDA context 400.00 MB + ...``."""
+        return "runtime: " + " + ".join(f"{p.name} {p.bytes / 1e6:,.2f} MB" for p in self.parts)
+
+
+def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> Reserve:
+    """The runtime reserve of a training run on preset ``hw`` (a :class:`~costgraph.hardware.Hardware`
+    or None) with the parallel ``groups`` (name → degree) and a device of ``capacity`` bytes
+    (``given``: from ``--memory``, kept as is)."""
+    seen = None if given or hw is None else visible_memory(hw.key)
+    parts = training_parts(None if hw is None else hw.compute_capability, groups)
+    return Reserve(seen[0] if seen else capacity, seen[1] if seen else None, parts)
+
+
+def _gib_bytes(gib: Fraction) -> int:
+    return int(gib * GIB)   # floored, as vLLM's printed sizes are read (costgraph.inference.capacity.parse_bytes)
+
+
+def vllm_non_torch(hardware: str | None, tp: int, fallback: int) -> tuple[int, str]:
+    """``(bytes, words)``: vLLM's non-torch memory on preset ``hardware`` (None: none) at TP ``tp``
+    (module docstring); ``fallback``: the bytes used where no figure of the preset is logged. The
+    words name the figure's source."""
+    rows = [e for e in table().groups["vllm"].values()
+            if hardware is not None and e["hardware"] == hardware and e["tp"] in (1, tp)]
+    if rows:   # the newest log (vLLM's measurement changes between versions); at the run's TP when that log has it
+        e = max(rows, key=lambda e: (e["date"], e["tp"] == tp))
+        base, words = _gib_bytes(e["gib"]), f"vLLM's log on {hardware} at TP {e['tp']}, {float(e['gib']):g} GiB ({e.file} {e.where})"
+        if e["tp"] == tp:
+            return base, words
+    else:
+        base, words = fallback, "the default --non-torch-memory (no vLLM log of this device in runtime_memory.toml)"
+    extra = nccl_bytes(tp)
+    return base + extra, words + (f" + NCCL buffers of one TP {tp} communicator ({extra:,} bytes)" if extra else "")

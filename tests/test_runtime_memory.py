@@ -1,0 +1,102 @@
+"""runtime_memory.toml and costgraph.runtime_memory: the memory a process holds besides the model's tensors
+(issue 29 item 3: vLLM's non-torch memory; issue 27: training's reserve as named parts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from costgraph import runtime_memory as rm
+from costgraph.hardware import preset
+
+GIB = 2**30
+# NVIDIA/nccl src/init.cc: DEFAULT_BUFFSIZE (1 << 22); DEFAULT_LL_BUFFSIZE = NCCL_LL_LINES_PER_THREAD 8 x
+# NCCL_LL_MAX_NTHREADS 512 x NCCL_STEPS 8 x sizeof(ncclLLFifoLine) 16; DEFAULT_LL128_BUFFSIZE =
+# NCCL_LL128_ELEMS_PER_THREAD 120 x NCCL_LL128_MAX_NTHREADS 640 x NCCL_STEPS 8 x 8 (src/include/device.h);
+# 16 channels: the NCCL INFO line of 8 x H800 in NVIDIA/nccl issue #892 ("16 coll channels")
+NCCL_ONE = 16 * ((1 << 22) + 8 * 512 * 8 * 16 + 120 * 640 * 8 * 8)
+
+
+def test_nccl_buffers_of_one_communicator():
+    assert rm.nccl_bytes(1) == 0                         # one device: no communicator
+    assert rm.nccl_bytes(2) == rm.nccl_bytes(8) == NCCL_ONE == 154_140_672
+
+
+def test_training_parts_on_hopper_are_pytorchs_workspaces_and_nccl():
+    # pytorch @ 26a39059 aten/src/ATen/cuda/CublasHandlePool.cpp: parseChosenWorkspaceSize "32MiB for Hopper"
+    # (4096 * 8 * 1024), else ":4096:2:16:8" (4096 * 1024 * 2 + 16 * 1024 * 8); parseCUDABlasLtWorkspaceSize
+    # 1024 KiB; the CUDA context: ~400 MB with lazy loading (pytorch issue #109888)
+    parts = {p.name: p.bytes for p in rm.training_parts(90, {"tp": 2, "pp": 1, "dp": 4})}
+    assert parts == {"CUDA context": 400_000_000, "cuBLAS workspace": 4096 * 8 * 1024,
+                     "cuBLASLt workspace": 1024 * 1024, "NCCL buffers": 2 * NCCL_ONE}
+    a100 = {p.name: p.bytes for p in rm.training_parts(80, {"dp": 1})}
+    assert a100 == {"CUDA context": 400_000_000, "cuBLAS workspace": 4096 * 1024 * 2 + 16 * 1024 * 8,
+                    "cuBLASLt workspace": 1024 * 1024}   # no communicator of more than one device
+    # a class with its own measured context: an RTX 3090's 256 MiB (InvokeAI issue #9413)
+    assert rm.training_parts(86, {})[0].bytes == 256 * 2**20
+
+
+def test_training_reserve_takes_the_memory_cuda_reports_on_a_preset():
+    # vllm PR #10511 on an H100: total_gpu_memory 79.22GiB (torch.cuda.mem_get_info's total), floored to bytes
+    r = rm.training_reserve(preset("h100-sxm"), {"dp": 8}, 80_000_000_000, given=False)
+    assert r.capacity == int(7922 * GIB // 100) == 85_061_827_297 and "[visible.h100-sxm]" in r.capacity_from
+    assert r.bytes == 400_000_000 + 33_554_432 + 1_048_576 + NCCL_ONE == 588_743_680
+    assert r.words().startswith("runtime: CUDA context 400.00 MB + cuBLAS workspace 33.55 MB")
+    given = rm.training_reserve(preset("h100-sxm"), {"dp": 8}, 80_000_000_000, given=True)   # --memory 80GB: as given
+    assert (given.capacity, given.capacity_from) == (80_000_000_000, None)
+    assert rm.training_reserve(preset("a100-80gb-sxm"), {}, 80_000_000_000, given=False).capacity == 80_000_000_000
+
+
+def test_vllm_non_torch_is_the_newest_log_of_the_preset_plus_nccl_by_tp():
+    # H100: the newest log is vllm PR #12126 (2025-01-16, TP 1): "non_torch_memory takes 0.16GiB"; PR #10511's
+    # 1.79 / 3.58 GiB (2024-12-13) are older. TP 2 and 4 add one TP communicator's NCCL buffers.
+    b1 = int(16 * GIB // 100)
+    assert rm.vllm_non_torch("h100-sxm", 1, 1)[0] == b1 == 171_798_691
+    assert rm.vllm_non_torch("h100-sxm", 2, 1)[0] == rm.vllm_non_torch("h100-sxm", 4, 1)[0] == b1 + NCCL_ONE
+    # no log of the device: the fallback given (0.35 GiB, vllm issue #10517), plus NCCL under TP
+    n, words = rm.vllm_non_torch("a100-80gb-sxm", 2, 375_809_638)
+    assert n == 375_809_638 + NCCL_ONE and "no vLLM log of this device" in words
+    assert rm.vllm_non_torch(None, 1, 375_809_638)[0] == 375_809_638
+
+
+def test_a_users_log_is_an_entry_of_their_own(tmp_path, monkeypatch):
+    # COSTGRAPH_DATA adds entries (never replaces): a user's own start-up log of an A100 at TP 2
+    (tmp_path / "runtime_memory.toml").write_text(
+        '[vllm.my-a100]\ndescription = "my log"\nhardware = "a100-80gb-sxm"\n'
+        'tp = 2                # source: my vllm serve log, 2026-12-01\ndate = "2026-12-01"\n'
+        'gib = "0.5"           # source: my vllm serve log: non_torch_memory takes 0.50GiB\n', encoding="utf-8")
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    n, words = rm.vllm_non_torch("a100-80gb-sxm", 2, 1)
+    assert n == GIB // 2 and "[vllm.my-a100]" in words
+    (tmp_path / "runtime_memory.toml").write_text(   # a bundled name is refused, located
+        '[vllm.h100-tp1-pr12126]\ndescription = "x"\nhardware = "h100-sxm"\ntp = 1  # source: x x x x x x\n'
+        'date = "2026"\ngib = "9"  # source: x x x x x x\n', encoding="utf-8")
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError, match="is a bundled vLLM non-torch figure already"):
+        rm.vllm_non_torch("h100-sxm", 1, 1)
+
+
+def test_the_planner_keeps_a_flat_reserve_and_says_so():
+    # plan ranks every layout against one reserve (training/planning.py calls reserve_bytes); `runtime` needs the
+    # layout's parallel groups, so it is train's and fit's: named, with the planner's forms in the hint
+    from costgraph.errors import CostgraphValueError
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match="--reserve runtime is train's and fit's default") as e:
+        reserve_bytes("runtime", 80_000_000_000)
+    assert "--reserve 0.1" in e.value.hint
+    assert reserve_bytes(None, 80_000_000_000) == 8_000_000_000   # plan's default stays 0.1 of the device
+
+
+def test_train_names_its_reserve_and_keeps_the_flat_rule_on_request():
+    import costgraph
+
+    gpt = costgraph.load("gpt")
+    v = gpt.values("gpt2")
+    r = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm")
+    parts = {p["name"]: p["bytes"] for p in r.fits["reserve_parts"]}
+    assert parts["NCCL buffers"] == 2 * NCCL_ONE                      # the TP 2 and the DP 2 communicators
+    assert r.fits["reserve_bytes"] == sum(parts.values()) and r.fits["reserve_from"].startswith("runtime: ")
+    flat = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="0.1")
+    assert (flat.fits["capacity_bytes"], flat.fits["reserve_bytes"], flat.fits["reserve_from"]) == \
+        (80_000_000_000, 8_000_000_000, "--reserve")
