@@ -4,7 +4,7 @@ goes through :func:`table`, so widths come from the contents, not from
 hand-padded format strings. Cells of one-column characters on one line (the
 text of the reports) are aligned here as rich aligns them, without importing
 rich (a tenth of a second of a cold ``costgraph derive``: issue 31 item 8);
-other cells (wide or combining characters, line breaks, spaces at an end) are drawn by rich.
+other cells (wide or combining characters, line breaks) are drawn by rich.
 ``tests/export/test_printing.py`` holds the two to the same lines."""
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ def table(rows, headers=None, *, align=None, indent: int = 2, gap: int = 2) -> l
     ncol = max(len(r) for r in ([list(headers)] if headers else []) + rows)
     rows = [r + [""] * (ncol - len(r)) for r in rows]
     heads = list(headers or []) + [""] * (ncol - len(headers or []))
-    draw = _aligned if all(_narrow(c) for r in [heads, *rows] for c in r) else _rich
+    plain = set(align or ()) <= {"left", "right"} and all(_narrow(c) for r in [heads, *rows] for c in r)
+    draw = _aligned if plain else _rich
     return draw(rows, heads, bool(headers), align, indent, gap)
 
 
 def _narrow(cell: str) -> bool:
     """Whether every character of ``cell`` takes one terminal column (printable, not wide, not
-    combining), so that its width is its length, and it has no space at either end (rich trims it)."""
-    if cell != cell.strip(" "):
-        return False
+    combining), so that its width is its length."""
     if cell.isascii():
         return cell.isprintable()
     import unicodedata
@@ -43,12 +42,13 @@ def _narrow(cell: str) -> bool:
 
 def _aligned(rows, heads, show: bool, align, indent: int, gap: int) -> list[str]:
     """The lines rich draws for cells of one-column characters: each column as wide as its widest
-    cell, left or right justified, ``gap`` spaces after each, trailing spaces stripped."""
+    cell, left or right justified (a right-justified cell without its trailing spaces, as rich
+    justifies it), ``gap`` spaces after each, trailing spaces stripped."""
     body = ([heads] if show else []) + rows
     widths = [max(len(r[i]) for r in body) for i in range(len(heads))]
     right = [bool(align) and i < len(align) and align[i] == "right" for i in range(len(heads))]
     pad, sep = " " * indent, " " * gap
-    return [pad + "".join((c.rjust(w) if r else c.ljust(w)) + sep for c, w, r in zip(row, widths, right)).rstrip()
+    return [pad + "".join((c.rstrip(" ").rjust(w) if r else c.ljust(w)) + sep for c, w, r in zip(row, widths, right)).rstrip()
             for row in body]
 
 
