@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -42,8 +41,10 @@ def _cmd(*args: str, tree: str | None = None) -> list[str]:
     if tree:
         return [sys.executable, "-c", f"import sys; sys.path.insert(0, {tree!r}); from costgraph.cli import run; "
                                       f"sys.argv[0] = 'costgraph'; run()", *args]
-    exe = shutil.which("costgraph")
-    return [exe, *args] if exe else [sys.executable, "-m", "costgraph.cli", *args]
+    # the console script of this interpreter's environment (not the first on PATH: a pyenv shim, or
+    # another checkout's install, would time other code behind a shell wrapper)
+    exe = os.path.join(os.path.dirname(sys.executable), "costgraph")
+    return [exe, *args] if os.path.exists(exe) else [sys.executable, "-m", "costgraph.cli", *args]
 
 
 def wall(cmd: list[str], runs: int, env=None) -> float:
