@@ -10,7 +10,9 @@ beyond that (``type``, ``action``, ``metavar``, ``required``). Everything else i
 fields, here:
 
 * :func:`add_arguments`: the ``argparse`` arguments of a range of fields (the command's ``--help`` in
-  declaration order; ``dest`` is the field name);
+  declaration order; ``dest`` is the field name; a ``group`` left out: the layout's LoRA flags);
+  :func:`add_argument_of`: one field as another command's optional argument (``report``'s inference
+  section); :func:`like`: a field declared again in another class (``plan``'s layout options);
 * :func:`from_namespace` / :func:`namespace_values`: the options object (or its values) of a parsed
   command line, each field read under its ``dest``; :func:`cli_defaults` and
   :func:`flag_of`: the command line's defaults and flags by field (``costgraph fit``'s serving group);
