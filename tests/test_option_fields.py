@@ -38,9 +38,9 @@ def _subparser(command):
     return sub.choices[command]
 
 
-#: the fields without a flag: plan's command, infer's draft_values and draft_mtp; the layout's LoRA settings
-#: (their flags in commands/_analysis.lora_arguments) and what Layout.filled derives
-API_ONLY = ("command", "draft_values", "draft_mtp", "lora_rank", "lora_targets", "lora_dropout", "quantization", "d",
+#: the fields without a flag: plan's command, infer's draft_values and draft_mtp; the layout's LoRA dropout and
+#: what Layout.filled derives
+API_ONLY = ("command", "draft_values", "draft_mtp", "lora_dropout", "d",
             "precision", "tp_replicated", "mode", "gpus", "tp", "memory", "reserve", "efficiency_profile")
 
 
@@ -54,6 +54,9 @@ def test_argparse_is_generated_from_the_fields(command, cls):
         if s.flag is None:
             assert name in API_ONLY and (name not in actions or cls in (LayoutOptions, FitOptions)), name
             continue
+        if s.group == "lora" and command not in ("train", "fit"):   # the LoRA flags: train's and fit's only
+            assert (s.dest or name) not in actions, name
+            continue
         a = actions[s.dest or name]
         assert s.flag in a.option_strings and a.help == s.help, name
         assert (tuple(a.choices) if a.choices else None) == (tuple(s.values) if s.values else None), name
@@ -61,6 +64,34 @@ def test_argparse_is_generated_from_the_fields(command, cls):
             assert a.required or "launch" in actions, name
         else:   # --no-router: store_false, default True; infer's --weights: None (a config.json's), the API's bf16
             assert a.default == dict(s.argparse).get("default", f.default), name
+
+
+def test_plan_takes_the_layouts_own_options():
+    # plan's --attention, --precision, --optimizer, --overlap, --pipeline-layout: the layout's fields, declared once
+    # (option_fields.like): the same flag, choices and default, plan's help and value check
+    layout, plan = specs(LayoutOptions), specs(PlanOptions)
+    for mine, theirs in (("attention", "attention"), ("precision", "policy"), ("optimizer", "optimizer"),
+                         ("overlap", "overlap"), ("pipeline_layout", "pipeline_layout")):
+        (f, s), (g, t) = plan[mine], layout[theirs]
+        assert (s.flag, s.values, f.default, s.argparse, s.domain) == (t.flag, t.values, g.default, t.argparse, None)
+    assert plan["attention"][1].check == "choice" and layout["attention"][1].check is None
+
+
+def test_the_reports_inference_options_are_infers_fields(capsys):
+    # report and plot: --prompt ... --kv are InferOptions' fields (type, choices, default the API's), optional
+    from costgraph.commands._analysis import INFER_SECTION
+
+    for command in ("report", "plot"):
+        actions = {a.dest: a for a in _subparser(command)._actions}
+        for name in INFER_SECTION:
+            f, s = specs(InferOptions)[name]
+            a = actions[name]
+            assert a.option_strings == [s.flag] and not a.required and a.help == INFER_SECTION[name]
+            assert a.type == dict(s.argparse).get("type") and a.default == (None if f.default is dataclasses.MISSING
+                                                                           else f.default), name
+    rc, out, _ = run(capsys, "report", "gpt", "--config", "gpt2", "--format", "md", "--prompt", "1e3", "--generate",
+                     "64", "--hardware", "h100-sxm")   # --prompt read as infer reads it (1e3), not by int()
+    assert rc == 0 and "1000" in out
 
 
 def test_layout_arguments_run_in_the_fields_order():

@@ -223,6 +223,9 @@ RUNTIME_RESERVE = "runtime"
 DP_SYMBOL = "N_d"
 #: the linears LoRA adapts by default (PEFT's default for Llama: q_proj, v_proj)
 DEFAULT_LORA_TARGETS = ("q_proj", "v_proj")
+#: the QLoRA schemes of the frozen base (``--quantize``): the tables of costgraph/training/quantization.toml
+#: (bitsandbytes' layouts), kept here so the parser stays light (tests/training check they agree)
+QUANTIZATION = ("nf4", "nf4-double", "int8")
 #: the LoRA rank ``costgraph fit`` proposes when nothing else fits: PEFT's ``LoraConfig`` default
 #: (peft/tuners/lora/config.py: ``r: int = field(default=8, ...)``)
 FIT_LORA_RANK = 8

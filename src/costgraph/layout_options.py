@@ -14,8 +14,9 @@ from these fields: the layout arguments of ``train``, ``fit``, ``report``, ``plo
 check (an unknown one refused with a did-you-mean hint), the schemas' ``$defs/layout`` and the
 planner's search space (:func:`costgraph.options.search_options`).
 
-The LoRA settings (``lora_rank``, ``lora_targets``, ``quantization``) have their flags in
-``commands/_analysis.lora_arguments`` (``train`` and ``fit`` only); ``d``, ``precision`` (the activations'
+The LoRA settings (``lora_rank``, ``lora_targets``, ``quantization``: ``--lora``, ``--lora-targets``,
+``--quantize``) are of group ``lora``: ``train`` and ``fit`` take them (``commands/_analysis.lora_arguments``),
+``report`` and ``plot`` do not; ``lora_dropout`` is the API's only; ``d``, ``precision`` (the activations'
 bytes, from the policy) and ``tp_replicated`` are derived (:meth:`Layout.filled`) and API only.
 
 >>> LayoutOptions(t=2).p
@@ -167,13 +168,18 @@ class LayoutOptions:
         "--offload-activations", "activation offload (Transformer Engine's cpu_offloading): the fraction F of the "
         "layers' activations kept for backward that wait in host memory (1: all; e.g. 0.5)", default=False,
         cli_default=None, unit="fraction", metavar="F")
-    # API only: LoRA (flags in commands/_analysis.lora_arguments) and the settings filled() derives
-    lora_rank: object = option(None, "LoRA adapters of rank R (--lora R); the base is frozen", default=None)
-    lora_targets: object = option(None, "the linears LoRA adapts (--lora-targets)",
-                                  default=choices.DEFAULT_LORA_TARGETS)
+    # LoRA / QLoRA (costgraph.training.lora): flags of train and fit only (group "lora": not report's, plot's)
+    lora_rank: object = option("--lora", "LoRA adapters of rank R; the base is frozen", default=None, type=int,
+                               metavar="R", dest="lora", group="lora")
+    lora_targets: object = option("--lora-targets", "linears to adapt: node names, path globs, or all-linear (default "
+                                  + " ".join(choices.DEFAULT_LORA_TARGETS) + ")", default=choices.DEFAULT_LORA_TARGETS,
+                                  cli_default=list(choices.DEFAULT_LORA_TARGETS), nargs="+", metavar="NAME",
+                                  group="lora")
     lora_dropout: bool = option(None, "LoRA dropout (its mask kept for backward)", default=False)
-    quantization: str | None = option(None, "QLoRA: the frozen base's linear weights quantized (--quantize): nf4, "
-                                            "nf4-double or int8", default=None)
+    quantization: str | None = option("--quantize", "QLoRA: the frozen base's linear weights quantized (bitsandbytes "
+                                                    "layouts)", default=None, choices=choices.QUANTIZATION,
+                                      dest="quantize", group="lora")
+    # API only: the settings filled() derives
     d: object = option(None, "data-parallel degree (derived: gpus / (t·p·c), else the symbol N_d)", default=None)
     precision: str = option(None, "activation bytes (derived from the policy: fp32 or bf16)",
                             default=choices.PRECISION.default)

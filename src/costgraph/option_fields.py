@@ -10,7 +10,9 @@ beyond that (``type``, ``action``, ``metavar``, ``required``). Everything else i
 fields, here:
 
 * :func:`add_arguments`: the ``argparse`` arguments of a range of fields (the command's ``--help`` in
-  declaration order; ``dest`` is the field name);
+  declaration order; ``dest`` is the field name; a ``group`` left out: the layout's LoRA flags);
+  :func:`add_argument_of`: one field as another command's optional argument (``report``'s inference
+  section); :func:`like`: a field declared again in another class (``plan``'s layout options);
 * :func:`from_namespace` / :func:`namespace_values`: the options object (or its values) of a parsed
   command line, each field read under its ``dest``; :func:`cli_defaults` and
   :func:`flag_of`: the command line's defaults and flags by field (``costgraph fit``'s serving group);
@@ -111,27 +113,55 @@ def specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata}
 
 
-def add_arguments(parser, cls, first: str | None = None, last: str | None = None) -> None:
+def add_arguments(parser, cls, first: str | None = None, last: str | None = None, without: str | None = None) -> None:
     """Add the arguments of ``cls``'s fields from ``first`` to ``last`` (both included; None: from the
     first, to the last) that have a flag to ``parser`` (a parser or an argument group), but those whose
-    flag ``parser`` has already (added earlier, by a helper several commands share): a command's last
-    call runs to the last field, so a field added at the end of the class is on its command line."""
+    flag ``parser`` has already (added earlier, by a helper several commands share) and those of group
+    ``without`` (the layout's LoRA flags, which only ``train`` and ``fit`` take): a command's last call
+    runs to the last field, so a field added at the end of the class is on its command line."""
     fields = specs(cls)
     names = list(fields)
     lo = 0 if first is None else names.index(first)
     hi = len(names) if last is None else names.index(last) + 1
     for name in names[lo:hi]:
         f, s = fields[name]
-        if s.flag is None or s.flag in parser._option_string_actions:
+        if s.flag is None or s.flag in parser._option_string_actions or (without is not None and s.group == without):
             continue
-        kw = dict(s.argparse)
-        if s.values is not None:
-            kw["choices"] = s.values
-            if isinstance(s.choices, Choice) and isinstance(s.choices.default, int):
-                kw.setdefault("type", int)   # the ZeRO stage
-        if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
-            kw["default"] = None if f.default is MISSING else f.default
-        parser.add_argument(s.flag, dest=s.dest or name, help=s.help, **kw)
+        _add(parser, name, f.default, s, dict(s.argparse))
+
+
+def add_argument_of(parser, cls, name: str, help: str | None = None) -> None:
+    """Add the argument of ``cls``'s field ``name`` to another command's ``parser`` as an optional one
+    (its flag, type, choices and metavar as declared; not required; its default the API's, not a
+    command line's ``cli_default``), with the command's own ``help`` line where given: the inference
+    section of ``costgraph report`` and ``plot`` (:func:`costgraph.commands._analysis.infer_arguments`)."""
+    f, s = specs(cls)[name]
+    kw = {k: v for k, v in s.argparse if k not in ("required", "default")}
+    _add(parser, name, f.default, s if help is None else dataclasses.replace(s, help=help), kw)
+
+
+def _add(parser, name: str, default, s: Spec, kw: dict) -> None:
+    """``parser.add_argument`` of field ``name`` (its default ``default``, its spec ``s``), ``kw`` the
+    further argparse keywords."""
+    if s.values is not None:
+        kw["choices"] = s.values
+        if isinstance(s.choices, Choice) and isinstance(s.choices.default, int):
+            kw.setdefault("type", int)   # the ZeRO stage
+    if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
+        kw["default"] = None if default is MISSING else default
+    parser.add_argument(s.flag, dest=s.dest or name, help=s.help, **kw)
+
+
+def like(cls, name: str, **changes):
+    """A field declaring again, in another options class, the option that ``cls``'s field ``name``
+    declares: its flag, choices, default, unit and argparse keywords, once (``costgraph plan``'s
+    ``--attention``, ``--precision``, ``--optimizer``, ``--overlap`` and ``--pipeline-layout`` are the
+    layout's, :class:`costgraph.train_options.PlanOptions`); ``changes`` replace the :class:`Spec`'s
+    attributes (the command's ``help``, a value ``check``; the planner's search ``domain`` is dropped:
+    the class that declares it searches it)."""
+    f, s = specs(cls)[name]
+    spec = dataclasses.replace(s, **{"domain": None, **changes})
+    return dataclasses.field(default=f.default, metadata={"option": spec})
 
 
 def keywords_checked(also=None, where: str = ""):

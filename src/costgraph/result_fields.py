@@ -1,7 +1,9 @@
 """The fields of the typed results (:mod:`costgraph.results`): a quantity's unit, label and JSON name
 (:class:`Quantity`, declared on a dataclass field with :func:`quantity`, read back with
 :func:`quantities`, written as JSON by :func:`json_fields`), and the cells of a result's table
-(:class:`Q`, a number with its unit; :class:`Table`), which :mod:`costgraph.export.display` renders.
+(:class:`Q`, a number with its unit; :class:`Table`), which :mod:`costgraph.export.display` renders; a
+result's JSON document, declared as its ``DOCUMENT`` of :class:`Key` (JSON name, source field, unit,
+label, the kind of value) and written by :func:`document_json` with the renderer's writers.
 
 Light at import: the standard library only (no SymPy).
 """
@@ -56,6 +58,70 @@ def json_fields(result, number) -> dict:
             continue
         out[q.json] = v if v is None or isinstance(v, (str, bool)) else number(v, q)
     return out
+
+
+#: what a writer of :func:`document_json` returns for a key to leave out of the document
+OMIT = object()
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a result's JSON document, declared on the result class in its ``DOCUMENT`` (a tuple of
+    keys in the document's order, made with :func:`key`): ``json`` the key; ``source`` the result's
+    attribute the value is written from (a field, a property, or a method called without arguments; None:
+    the result itself); ``unit`` and ``label`` as a :class:`Quantity`'s; ``write`` the kind of value, the
+    name of the renderer's writer (``plain``: a JSON value as it is, containers copied); ``omit_none``:
+    left out where the source is None; ``spread``: the writer's object merged into the document (its
+    keys the document's: the compute sections of ``costgraph train``)."""
+
+    json: str
+    source: str | None
+    unit: str = ""
+    label: str = ""
+    write: str = "plain"
+    omit_none: bool = False
+    spread: bool = False
+
+
+def key(json: str, unit: str = "", *, source: str | None = "", label: str = "", write: str = "plain",
+        omit_none: bool = False, spread: bool = False) -> Key:
+    """A :class:`Key` (``source`` and ``label`` the JSON name where not given)."""
+    return Key(json, json if source == "" else source, unit, label or json, write, omit_none, spread)
+
+
+def plain(value):
+    """A JSON value as it is: dicts and lists (tuples too) copied as dicts and lists, the rest as it is."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def document_json(result, writers: dict) -> dict:
+    """The JSON document of ``result`` generated from its class's ``DOCUMENT`` (:class:`Key`): each key's
+    value read from its source and written by ``writers[key.write](result, value)`` (``plain`` built
+    in), in the declared order; a writer's :data:`OMIT` leaves the key out."""
+    out = {}
+    for k in type(result).DOCUMENT:
+        value = result if k.source is None else getattr(result, k.source)
+        if k.source is not None and callable(value):
+            value = value()
+        if value is None and k.omit_none:
+            continue
+        value = plain(value) if k.write == "plain" else writers[k.write](result, value)
+        if value is OMIT:
+            continue
+        if k.spread:
+            out.update(value)
+        else:
+            out[k.json] = value
+    return out
+
+
+def document_units(cls) -> dict[str, Quantity]:
+    """JSON key → :class:`Quantity` (unit, label, JSON name) of the keys of ``cls``'s ``DOCUMENT``."""
+    return {k.json: Quantity(k.unit, k.label, k.json) for k in cls.DOCUMENT}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import choices
-from .option_fields import keywords_checked, option
+from .layout_options import LayoutOptions
+from .option_fields import keywords_checked, like, option
 
 #: the help of ``--efficiency-profile`` (train, plan, fit: :func:`costgraph.commands._analysis.efficiency_profile_argument`)
 EFFICIENCY_PROFILE_HELP = ("a calibration profile (costgraph calibrate ... -o FILE) fitted on --hardware: its factors "
@@ -42,13 +43,7 @@ def _efficiency_profile():
     return option("--efficiency-profile", EFFICIENCY_PROFILE_HELP, default=None, metavar="FILE")
 
 
-def _layout():
-    from .layout_options import LayoutOptions
-
-    return LayoutOptions
-
-
-@keywords_checked(also=_layout, where="a setting of the layout, not of {cls}: Model.train(..., {name}=...) or "
+@keywords_checked(also=lambda: LayoutOptions, where="a setting of the layout, not of {cls}: Model.train(..., {name}=...) or "
                                        "costgraph.parallel.layout.Layout({name}=...)")
 @dataclass(frozen=True)
 class TrainOptions:
@@ -112,17 +107,15 @@ class PlanOptions:
                                                 f"{choices.DEFAULT_EFFICIENCY})", default=None, unit="fraction")
     memory: object = option("--memory", "device memory instead of the preset's (80GB, 80GiB)", default=None,
                             unit="bytes", check="size")
-    precision: str = option("--precision", f"precision policy (default {choices.DEFAULT_POLICY})",
-                            default=choices.DEFAULT_POLICY)
-    optimizer: str = option("--optimizer", f"optimizer (default {choices.DEFAULT_OPTIMIZER}; costgraph train --help "
-                                           "lists them)", default=choices.DEFAULT_OPTIMIZER)
-    attention: str = option("--attention", choices=choices.ATTENTION, check="choice")
-    overlap: str = option("--overlap", "how communication overlaps computation (costgraph.training.overlap): "
-                          + choices.OVERLAP.help(), choices=choices.OVERLAP, check="choice", optional=True)
-    pipeline_layout: object = option(
-        "--pipeline-layout", "only layouts with this Megatron-LM --pipeline-model-parallel-layout (e.g. "
-        "Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it", default=None,
-        metavar="LAYOUT")
+    # the layout's options (costgraph.layout_options: flag, choices, default declared there), plan's help
+    precision: str = like(LayoutOptions, "policy", help=f"precision policy (default {choices.DEFAULT_POLICY})")
+    optimizer: str = like(LayoutOptions, "optimizer", help=f"optimizer (default {choices.DEFAULT_OPTIMIZER}; costgraph "
+                                                            "train --help lists them)")
+    attention: str = like(LayoutOptions, "attention", check="choice")
+    overlap: str = like(LayoutOptions, "overlap", check="choice", optional=True)
+    pipeline_layout: object = like(
+        LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
+        "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")
     allow_fp8: bool = option("--allow-fp8", "search the FP8 precision policies too (a preset with an FP8 peak)",
                              default=False, check="flag", action="store_true")
     allow_offload: bool = option("--allow-offload", "search optimizer and parameter offload (CPU, NVMe) too",

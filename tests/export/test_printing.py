@@ -67,3 +67,42 @@ def test_flops_past_the_largest_si_prefix_keep_a_space():
     assert units.flops(n) == "3.136 x 10⁴² FLOP"
     assert units.with_unit("flops_forward", n) == f"{n:,} FLOP (3.136 x 10⁴² FLOP)"
     assert units.flops(291_648_307_200) == "291.6 GFLOP"
+
+
+def test_tables_align_as_rich_draws_them():
+    # costgraph.export.tables aligns cells of one-column characters itself (a cold start without rich):
+    # the lines are rich's, byte for byte, over random tables of the characters reports print (×, −, ≤, ·, µ,
+    # ², …), empty cells, ragged rows, headers or none, either justification, any indent and gap
+    import random
+
+    from costgraph.export import tables
+
+    rnd = random.Random(31)
+    chars = "abcXYZ019   .,:-_()[]/%×−≤≥·µ²³…→←≈∑ΨΩ"   # spaces at the ends too: rich trims a right-justified cell
+    for _ in range(400):
+        ncol = rnd.randint(1, 6)
+        rows = [["".join(rnd.choice(chars) for _ in range(rnd.choice((0, 1, 3, 12)))) for _ in range(rnd.randint(0, ncol))]
+                for _ in range(rnd.randint(1, 5))]
+        heads = [f"h{i}" * rnd.randint(0, 3) for i in range(ncol)] if rnd.random() < 0.5 else None
+        align = [rnd.choice(("left", "right", "right")) for _ in range(ncol)] if rnd.random() < 0.7 else None
+        indent, gap = rnd.randint(0, 4), rnd.randint(1, 3)
+        width = max(len(r) for r in ([heads] if heads else []) + rows)
+        if not width:
+            continue
+        full = [r + [""] * (width - len(r)) for r in rows]
+        hs = list(heads or []) + [""] * (width - len(heads or []))
+        assert tables.table(rows, heads, align=align, indent=indent, gap=gap) == \
+            tables._rich(full, hs, bool(heads), align, indent, gap), (rows, heads, align)
+    # wide characters are rich's to measure (two columns each)
+    assert tables.table([["数据", "1"], ["a", "22"]]) == ["  数据  1", "  a     22"]
+
+
+def test_a_report_table_does_not_import_rich():
+    # issue 31 item 8: the cold derive's tables are aligned without rich (a tenth of a second to import)
+    import subprocess
+    import sys
+
+    code = ("import sys; from costgraph.export.tables import table; "
+            "assert table([['params', '124,439,808'], ['FLOPs', '2.9 × 10¹¹']], ['q', 'v'], align=['left', 'right']); "
+            "assert 'rich' not in sys.modules")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

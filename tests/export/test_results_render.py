@@ -331,3 +331,44 @@ def test_the_door_opens_onto_export_on_the_first_rendering():
             "print(before, after, shown.splitlines()[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] True gpt: training per device — 4 GPUs = tp 1 × pp 1 × cp 1 × dp 4; ZeRO 1"
+
+
+def _plan_result():
+    from costgraph.training.planning import PlanResult
+
+    row = {"tp": 2, "pp": 1, "dp": 4, "cp": 1, "ep": 1, "zero": 1, "recompute": "none", "sp": True, "micro_batch": 1,
+           "micro_batches": 8, "memory_bytes": 12_345_678_901, "step_seconds": 0.5, "mfu": 0.25}
+    return PlanResult("gpt", 8, "h100-sxm", 64, 80 * 10**9, 0.5, 10, {"memory": 3}, [row],
+                      settings={"attention": "flash", "precision": "mixed", "optimizer": "adam"}, divisible=1,
+                      searched={"tp": (1, 2)})
+
+
+def test_documents_are_written_from_their_declared_keys(trained, served):
+    """Issue 31 item 2: the JSON of train, infer and plan is generated from the result class's DOCUMENT (each
+    key's source field, unit, label and kind: costgraph.result_fields.document_json), so the producer and the
+    schema hold one list: the document's keys come in the declared order, every key the schema's, and a key
+    the renderer would write without a declaration (spread sections aside) does not exist."""
+    from costgraph.export.schema import schema
+    from costgraph.result_fields import document_units
+
+    plan = _plan_result()
+    for result, name in ((trained, "train"), (served, "infer"), (plan, "plan")):
+        keys = [k for k in type(result).DOCUMENT if not k.spread]
+        doc = result.to_dict()
+        assert [k for k in doc if k in document_units(type(result))] == [k.json for k in keys if k.json in doc]
+        s = schema(name)
+        props = s.get("properties") or s["$defs"]["model"]["properties"]
+        assert {k.json for k in keys} <= set(props), name
+    assert plan.to_dict()["searched"] == {"tp": [1, 2]} and plan.to_dict()["check"] == plan.check_command()
+    assert document_units(type(trained))["memory"].unit == "bytes"
+
+
+def test_plan_rows_take_their_units_from_the_candidates_fields():
+    # the row's table units are declared on costgraph.training.plan.Candidate's fields, not in the table
+    from costgraph.result_fields import quantities
+    from costgraph.training.plan import Candidate
+
+    units = {name: q.unit for name, q in quantities(Candidate)}
+    assert units == {"memory_bytes": "bytes", "step_seconds": "s", "mfu": ""}
+    cells = _plan_result()._shown().rows[0]
+    assert (cells[12], cells[13], cells[14]) == (Q(12_345_678_901, "bytes"), Q(0.5, "s"), 0.25)

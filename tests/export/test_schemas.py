@@ -275,6 +275,42 @@ def test_every_schema_is_valid_draft_2020_12():
     assert len(ids) == len(names)
 
 
+def _named_modules(node, out: set):
+    """The dotted ``costgraph.x.y`` names in every description of a schema."""
+    import re
+
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "description" and isinstance(v, str):
+                out.update(n.rstrip(".") for n in re.findall(r"costgraph(?:\.[a-z_0-9]+)+\.?", v))
+            else:
+                _named_modules(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _named_modules(v, out)
+    return out
+
+
+def test_schema_descriptions_name_modules_that_exist():
+    # the descriptions name the module that writes each document (or figure): after the restructuring (issue 31)
+    # costgraph.training.report and costgraph.inference.report were gone; each name resolves to a module or to an
+    # attribute of one
+    import importlib
+
+    for name in schemas.names():
+        for dotted in sorted(_named_modules(schemas.schema(name), set())):
+            parts, obj = dotted.split("."), None
+            for i in range(len(parts), 0, -1):
+                try:
+                    obj = importlib.import_module(".".join(parts[:i]))
+                except ImportError:
+                    continue
+                for attr in parts[i:]:
+                    obj = getattr(obj, attr, None)
+                break
+            assert obj is not None, f"{name}.json names {dotted}, which does not exist"
+
+
 @pytest.mark.parametrize("argv, name", CASES, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(CASES)])
 def test_real_documents_validate(documents, argv, name):
     doc = documents[argv]

@@ -229,3 +229,15 @@ def test_elementwise_activations_follow_the_tensor_parallel_split():
     two = m.train(t=2, scope="layer").stages[0].memory["weights"]
     h, i = dim("h"), dim("i")
     assert sympy.expand(one).coeff(h * i) == 4 and sympy.expand(two).coeff(h * i) == 2
+
+
+def test_the_names_read_from_the_text_are_the_declared_operators():
+    # `name in REGISTRY` before the rules are imported reads the @op("name", ...) lines of the rule modules
+    # (registry.declared_names: a cold derive skips the ast walk); they are exactly the operators the rules
+    # declare once imported, and those catalogue() reads with Python's parser
+    from costgraph.ops.registry import REGISTRY, _declared, declared_names
+
+    names = declared_names()
+    assert names == {s.name for s in _declared()}
+    REGISTRY.load()
+    assert names == set(REGISTRY)

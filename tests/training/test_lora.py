@@ -411,3 +411,13 @@ def test_lora_target_hint_names_each_node_once(model, nodes, capsys):
     code, out, err = _cli(capsys, "train", model, "--lora", "16", "--lora-targets", "qproj")
     assert code == 2 and not out
     assert err.splitlines()[-1] == "hint: linear nodes: " + nodes
+
+
+def test_the_quantize_flag_offers_the_bundled_schemes(monkeypatch):
+    # --quantize's choices (costgraph.choices.QUANTIZATION, light for the parser) are the schemes of
+    # training/quantization.toml, bitsandbytes' layouts: a scheme added there is offered on the command line
+    from costgraph import choices
+    from costgraph.training.lora import quant_schemes
+
+    monkeypatch.delenv("COSTGRAPH_DATA", raising=False)
+    assert choices.QUANTIZATION == tuple(quant_schemes())

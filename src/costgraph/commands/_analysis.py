@@ -19,14 +19,28 @@ from __future__ import annotations
 from .. import choices
 from ..errors import CostgraphValueError
 from ..layout_options import LayoutOptions
-from ..option_fields import add_arguments, cli_defaults, namespace_values
+from ..infer_options import InferOptions
+from ..option_fields import add_argument_of, add_arguments, cli_defaults, namespace_values
 from ..train_options import TrainOptions
+
+#: the layout's LoRA options (group ``lora``: ``--lora``, ``--lora-targets``, ``--quantize``) by the parsed
+#: line's name, and their command-line defaults: ``train`` and ``fit`` take them, ``report`` and ``plot`` not
+LORA_DEFAULTS = cli_defaults(LayoutOptions, "lora")
 
 #: The training options and their defaults: any one given (not at its default) asks for the training
 #: section of a report (and is refused by ``fit --serve``): the layout's fields with a flag
 #: (:class:`~costgraph.layout_options.LayoutOptions`, by the parsed line's name) but ``--tp`` (the inference
-#: TP degree too), and ``--memory``.
-TRAIN_DEFAULTS = {**{k: v for k, v in cli_defaults(LayoutOptions).items() if k != "tp"}, "memory": None}
+#: TP degree too) and the LoRA options (:data:`LORA_DEFAULTS`), and ``--memory``.
+TRAIN_DEFAULTS = {**{k: v for k, v in cli_defaults(LayoutOptions).items() if k != "tp" and k not in LORA_DEFAULTS},
+                  "memory": None}
+
+#: the inference section of ``report`` and ``plot``: :class:`~costgraph.infer_options.InferOptions`' fields
+#: (flag, type, default declared there), optional here, each with the section's help line
+INFER_SECTION = {"prompt": "inference: prompt tokens per sequence P",
+                 "generate": "inference: generated tokens per sequence G",
+                 "batch": "inference: concurrent sequences b (default 1)",
+                 "weights": "inference weight dtype: bf16 (default), fp16, fp8, int8, int4",
+                 "kv": "inference KV cache dtype: bf16 (default), fp16, fp8, int8"}
 
 #: Most points a sweep may have (a plot with more bars is unreadable anyway).
 MAX_POINTS = 64
@@ -34,8 +48,9 @@ MAX_POINTS = 64
 
 def train_arguments(p, with_train_flag: bool = False) -> None:
     """The layout options of ``costgraph train`` (``--tp`` is also the inference TP degree), generated from
-    :class:`~costgraph.layout_options.LayoutOptions` in its fields' order, with train's ``--memory`` and
-    ``--reserve`` (:class:`~costgraph.train_options.TrainOptions`) among them."""
+    :class:`~costgraph.layout_options.LayoutOptions` in its fields' order (but the LoRA options:
+    :func:`lora_arguments`), with train's ``--memory`` and ``--reserve``
+    (:class:`~costgraph.train_options.TrainOptions`) among them."""
     if with_train_flag:
         p.add_argument("--train", action="store_true",
                        help="add the training-memory section with the default layout (one device) "
@@ -45,35 +60,29 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     add_arguments(p, LayoutOptions, "loss", "cross_entropy")
     add_arguments(p, TrainOptions, "reserve", "reserve")
     add_arguments(p, LayoutOptions, "rank_order", "recompute_count")
-    # the train command's LoRA/QLoRA options are not offered here; train_layout reads them
-    p.set_defaults(lora=None, lora_targets=list(choices.DEFAULT_LORA_TARGETS), quantize=None)
-    add_arguments(p, LayoutOptions, "recompute_modules")   # to the last field
+    add_arguments(p, LayoutOptions, "recompute_modules", without="lora")   # to the last field
 
 
 def lora_arguments(p) -> None:
     """``--lora R``, ``--lora-targets`` and ``--quantize`` (QLoRA) of ``costgraph train`` and ``costgraph fit``
-    (:func:`train_layout` reads them)."""
-    p.add_argument("--lora", type=int, metavar="R", help="LoRA adapters of rank R; the base is frozen")
-    p.add_argument("--lora-targets", nargs="+", default=list(choices.DEFAULT_LORA_TARGETS), metavar="NAME",
-                   help="linears to adapt: node names, path globs, or all-linear (default q_proj v_proj)")
-    p.add_argument("--quantize", choices=("nf4", "nf4-double", "int8"),
-                   help="QLoRA: the frozen base's linear weights quantized (bitsandbytes layouts)")
+    (:func:`train_layout` reads them): the fields of group ``lora`` of
+    :class:`~costgraph.layout_options.LayoutOptions`, declared there."""
+    add_arguments(p, LayoutOptions, "lora_rank", "quantization")
 
 
 def check_lora(args) -> None:
     """``--lora-targets`` without ``--lora`` is a mistake (exit 2)."""
-    if args.lora_targets != list(choices.DEFAULT_LORA_TARGETS) and args.lora is None:
+    if args.lora_targets != LORA_DEFAULTS["lora_targets"] and args.lora is None:
         raise CostgraphValueError("--lora-targets names where LoRA adapters go: it needs --lora R",
                                   hint="add --lora R, e.g. --lora 8")
 
 
 def infer_arguments(p, required: bool = False) -> None:
-    """``--prompt --generate --batch --weights --kv`` of ``costgraph infer`` (``--hardware`` is separate)."""
-    p.add_argument("--prompt", type=int, help="inference: prompt tokens per sequence P")
-    p.add_argument("--generate", type=int, help="inference: generated tokens per sequence G")
-    p.add_argument("--batch", type=int, default=1, help="inference: concurrent sequences b (default 1)")
-    p.add_argument("--weights", default=choices.DEFAULT_WEIGHTS, help="inference weight dtype: bf16 (default), fp16, fp8, int8, int4")
-    p.add_argument("--kv", default=choices.DEFAULT_KV, help="inference KV cache dtype: bf16 (default), fp16, fp8, int8")
+    """``--prompt --generate --batch --weights --kv`` of ``costgraph infer`` (``--hardware`` is separate):
+    the fields of :data:`INFER_SECTION` (:class:`~costgraph.infer_options.InferOptions`), optional, at the
+    API's defaults."""
+    for name, help in INFER_SECTION.items():
+        add_argument_of(p, InferOptions, name, help)
 
 
 def efficiency_profile_argument(p) -> None:
@@ -130,8 +139,7 @@ def capacity(args):
 def train_layout(args, micro_batches=None):
     """The :class:`~costgraph.parallel.layout.Layout` of ``costgraph train``'s layout options in
     ``args`` (each :class:`~costgraph.layout_options.LayoutOptions` field under its ``dest``; one the
-    namespace lacks or leaves None: the field's default) and the LoRA options (``lora lora_targets
-    quantize``); ``micro_batches``: m, None for the default (p). The activations' precision follows the
+    namespace lacks or leaves None: the field's default), the LoRA options among them; ``micro_batches``: m, None for the default (p). The activations' precision follows the
     policy (fp32, else bf16); ``--recompute-modules`` becomes a tuple, ``--offload-activations`` an exact
     fraction. Shared with ``costgraph report``, ``plot``, ``fit`` and ``calibrate``."""
     from ..arguments import rational
@@ -139,12 +147,11 @@ def train_layout(args, micro_batches=None):
 
     given = namespace_values(LayoutOptions, args, unset_default=True)
     pol, mods, f = given.get("policy", choices.DEFAULT_POLICY), given.get("recompute_modules"), given.get("offload_activations")
-    targets = args.lora_targets
+    targets = given.get("lora_targets", LORA_DEFAULTS["lora_targets"])
     return Layout(**{**given, "m": micro_batches, "precision": "fp32" if pol == "fp32" else "bf16",
                      "recompute_modules": None if mods is None else tuple(mods),
                      "offload_activations": False if f in (None, False) else rational(f, "--offload-activations"),
-                     "lora_rank": args.lora, "quantization": args.quantize,
-                     "lora_targets": targets[0] if targets == ["all-linear"] else tuple(targets)})
+                     "lora_targets": targets[0] if list(targets) == ["all-linear"] else tuple(targets)})
 
 
 def training(args, model, values):

@@ -43,7 +43,7 @@ SERVE_DEFAULTS = cli_defaults(FitOptions, "serve")
 
 
 #: the training options of fit beyond the layout's (any one given with --serve is refused)
-TRAIN_ONLY = {"lora": None, "quantize": None, **cli_defaults(FitOptions, "train")}
+TRAIN_ONLY = {**cli_defaults(LayoutOptions, "lora"), **cli_defaults(FitOptions, "train")}
 
 
 def run(args):

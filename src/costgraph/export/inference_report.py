@@ -60,6 +60,7 @@ from ..engine.symbols import as_expr
 from .printing import field_order, to_latex, to_python, to_text
 from ..inference.quantities import STEP, TOP as TOP_QUANTITIES
 from ..numbers.units import fixed
+from ..result_fields import OMIT, document_json
 
 STEP_FIELDS = tuple(STEP)   # declared with their units in costgraph.inference.quantities
 #: parallel serving's figures (costgraph.inference.parallel.report_serving), under "serving"
@@ -94,49 +95,85 @@ def _entry(expr, value) -> dict:
     return out
 
 
-def to_dict(rep, symbols: dict) -> dict:
+def to_dict(rep, symbols: dict | None = None) -> dict:
     """The JSON contract of the module docstring (schema ``costgraph schema infer``): each
     quantity as ``expr``/``tree``/``latex`` and its value (FLOP, bytes, seconds), the settings,
-    assumptions and warnings; ``symbols``: the model's dimension meanings."""
+    assumptions and warnings; ``symbols``: the model's dimension meanings (default: the report's).
+    The keys are the report's ``DOCUMENT`` (:class:`~costgraph.inference.roofline.InferenceReport`), each
+    written by the writer of its kind (:data:`WRITERS`; :func:`costgraph.result_fields.document_json`)."""
+    if symbols is not None and symbols is not rep.symbols:
+        import dataclasses
+
+        rep = dataclasses.replace(rep, symbols=symbols)
+    return document_json(rep, WRITERS)
+
+
+def _version(rep, _):
     from ..version import __version__
 
-    q, v = rep.quantities, rep.values
-    doc = {"costgraph": __version__, "model": rep.model, "settings": rep.settings,
-           "symbols": {**symbols, "P": "prompt tokens per sequence", "G": "generated tokens per sequence"},
-           "values": {str(k): int(x) for k, x in rep.subs.items()}}
-    for k in TOP:
-        doc[k] = _entry(q[k], v.get(k)) if k in q else _absent(rep)
-    for phase in ("prefill", "decode"):
-        doc[phase] = {f: _entry(q[f"{phase}.{f}"], v.get(f"{phase}.{f}")) for f in STEP_FIELDS
-                      if f"{phase}.{f}" in q}
-        if "seconds" not in doc[phase]:
-            doc[phase]["seconds"] = _absent(rep)
+    return __version__
+
+
+def _phase(phase: str):
+    """The writer of one phase's step (``prefill``, ``decode``): :data:`STEP_FIELDS`, seconds absent without
+    a rate, and the lower bound ``seconds_at_least`` where there is one."""
+    def write(rep, _):
+        q, v = rep.quantities, rep.values
+        out = {f: _entry(q[f"{phase}.{f}"], v.get(f"{phase}.{f}")) for f in STEP_FIELDS if f"{phase}.{f}" in q}
+        if "seconds" not in out:
+            out["seconds"] = _absent(rep)
         if f"{phase}.seconds_at_least" in q:   # without a rate: FLOPs/peak or bytes/bandwidth, a lower bound
-            doc[phase]["seconds_at_least"] = _entry(q[f"{phase}.seconds_at_least"], v.get(f"{phase}.seconds_at_least"))
-    cb = {"value": v.get("compute_bound_batch")}
+            out["seconds_at_least"] = _entry(q[f"{phase}.seconds_at_least"], v.get(f"{phase}.seconds_at_least"))
+        return out
+    return write
+
+
+def _compute_bound_batch(rep, _) -> dict:
+    q, v = rep.quantities, rep.values
     if "compute_bound_batch" in q:
-        cb = {**_entry(q["compute_bound_batch"], None), "value": v.get("compute_bound_batch")}
-    doc["compute_bound_batch"] = cb
-    doc["max_batch"], doc["max_context"], doc["fits"] = v["max_batch"], v["max_context"], v["fits"]
+        return {**_entry(q["compute_bound_batch"], None), "value": v.get("compute_bound_batch")}
+    return {"value": v.get("compute_bound_batch")}
+
+
+def _capacity(rep, _) -> dict:
+    """:data:`~costgraph.inference.quantities.CAPACITY`'s answers, the memory-bound context, and the
+    recurrent state (a model whose context is unbounded)."""
+    q, v = rep.quantities, rep.values
+    out = {"max_batch": v["max_batch"], "max_context": v["max_context"], "fits": v["fits"]}
     if "max_context_memory" in v:
-        doc["max_context_memory"] = v["max_context_memory"]
+        out["max_context_memory"] = v["max_context_memory"]
     if "state_bytes" in q:
-        doc["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
-        doc["context_unbounded"] = bool(v.get("context_unbounded", False))
-    if getattr(rep, "serving", None):
-        doc["serving"] = _serving_doc(rep.serving)
-    rw = getattr(rep, "runtime_weights", None)   # weights as vLLM loads them (inference/runtime_weights.py)
-    doc["runtime_weights"] = rw.to_dict() if rw is not None else None
+        out["state_bytes"] = _entry(q["state_bytes"], v.get("state_bytes"))
+        out["context_unbounded"] = bool(v.get("context_unbounded", False))
+    return out
+
+
+def _parallel(rep, _):
+    q, v = rep.quantities, rep.values
     serving = {k: _entry(q[k], v.get(k)) for k in SERVING if k in q}   # parallel serving (inference/parallel.py)
-    if serving:
-        doc["parallel"] = serving
+    return serving or OMIT
+
+
+def _decode_total(rep, _) -> dict:
     # the G - 1 decode steps in closed form (inference/decode.py); without a rate, absent with the reason
-    doc["decode_total_seconds"] = _entry(q["decode_total_seconds"], v.get("decode_total_seconds")) \
+    q = rep.quantities
+    return _entry(q["decode_total_seconds"], rep.values.get("decode_total_seconds")) \
         if "decode_total_seconds" in q else _absent(rep)
-    doc["assumptions"] = rep.notes
-    doc["warnings"] = rep.warnings
-    doc["absent"] = dict(getattr(rep, "absent", {}))
-    return doc
+
+
+#: the writer of each kind of value of InferenceReport.DOCUMENT: ``(report, value) -> JSON``
+WRITERS = {
+    "version": _version,
+    "symbols": lambda rep, symbols: {**symbols, "P": "prompt tokens per sequence", "G": "generated tokens per sequence"},
+    "values": lambda rep, subs: {str(k): int(x) for k, x in subs.items()},
+    "top": lambda rep, _: {k: _entry(rep.quantities[k], rep.values.get(k)) if k in rep.quantities else _absent(rep)
+                           for k in TOP},
+    "prefill": _phase("prefill"), "decode": _phase("decode"),
+    "compute_bound_batch": _compute_bound_batch, "capacity": _capacity,
+    "serving": lambda rep, sv: _serving_doc(sv) if sv else OMIT,
+    "to_dict": lambda rep, rw: None if rw is None else rw.to_dict(),   # weights as vLLM loads them
+    "parallel": _parallel, "decode_total": _decode_total,
+}
 
 
 def _absent(rep) -> dict:

@@ -71,8 +71,10 @@ def plan_table(result) -> Table:
     """The layouts of a PlanResult, fastest first (memory in bytes, step time in seconds); the virtual
     stages and the schedule as the text report shows them (rows differing only there were alike), and
     the variants (``options``) where a row has any."""
+    from ..training.plan import Candidate
+
     doc = result.to_dict()
-    units = {"memory_bytes": "bytes", "step_seconds": "s"}
+    units = {name: q.unit for name, q in quantities(Candidate) if q.unit}   # declared on the row's fields
     heads = _PLAN_HEADS + (("options",) if any(r.get("options") for r in doc["layouts"]) else ())
     rows = [tuple(Q(r[h], units[h]) if h in units else _plan_cell(r, h) for h in heads) for r in doc["layouts"]]
     title = (f"{doc['model']}: layouts on {doc['gpus']} × {doc['hardware']}, global batch {doc['global_batch']}; "

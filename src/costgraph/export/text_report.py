@@ -40,7 +40,6 @@ import json
 import sympy
 
 from ..numbers import units
-from .exprtree import to_tree
 from ..engine.precision import ROLES
 from .printing import field_order, to_latex, to_python, to_text
 from .tables import table
@@ -53,6 +52,8 @@ MAIN = ("params", "flops_forward", "flops_backward", "activation_bytes")
 
 
 def _quantity(q: str, expr: sympy.Expr, subs) -> dict:
+    from .exprtree import to_tree   # the JSON's only (a text derive does without it)
+
     ordered = field_order(expr)
     out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered), "unit": units.UNITS[q]}
     if subs is not None and expr.free_symbols <= set(subs):
@@ -66,6 +67,8 @@ def _quantity(q: str, expr: sympy.Expr, subs) -> dict:
 
 def to_json(costs, values: dict | None = None, breakdown: bool = True) -> str:
     """The JSON contract above; ``values`` maps dimension symbols to integers."""
+    from .exprtree import to_tree
+
     m = costs.model
     doc = {
         "costgraph": __version__,

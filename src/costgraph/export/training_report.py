@@ -53,6 +53,7 @@ from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
 from ..numbers import units
+from ..result_fields import document_json
 from ..training.compute import FLOPS, RATIOS, TIME
 from ..training.fp8 import ATTENTION_SAVED, PARTS, SAVED
 from ..training.memory import MEMORY_KEYS, TrainingMemory
@@ -341,37 +342,37 @@ def _memory_json(st, values) -> dict:
 
 def to_dict(r) -> dict:
     """The JSON contract of the module docstring, as a dict of JSON values, for ``r`` a
-    :class:`~costgraph.training.result.TrainingResult`."""
-    result, values = r.memory, r.values
-    top = result.most_loaded(values)
-    doc = {
-        "costgraph": __version__,
-        "model": r.model,
-        "scope": r.scope,
-        "plan": plan_dict(result, r.settings),
-        "symbols": dict(r.symbols),
-        "values": {str(k): int(v) for k, v in (values or {}).items()},
-        "memory": _memory_json(top, values),
-        "most_loaded_stage": result.stages.index(top),
-        "stages": [{"stage": i, "name": st.name, "memory": _memory_json(st, values),
-                    **({"experts": _entry(st.memory["experts"], values)} if st.memory["experts"] != 0 else {}),
-                    **_stage_load(st, values)}
-                   for i, st in enumerate(result.stages)],
-    }
-    doc["most_loaded_reason"] = top.why(values)
-    if r.fits is not None:
-        doc["fits"] = dict(r.fits)
-    if r.megatron is not None:
-        doc["megatron"] = _beside(r.megatron, values)
-    if r.compute is not None:
-        doc.update(_compute_json(r.compute, values))
-    if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
-        from ..training.offload import offload_json
+    :class:`~costgraph.training.result.TrainingResult`: its ``DOCUMENT``'s keys, in order, each written by
+    the writer of its kind (:data:`WRITERS`; :func:`costgraph.result_fields.document_json`)."""
+    return document_json(r, WRITERS)
 
-        doc["offload"] = offload_json(r.offload, values, lambda e, v, kind: _entry(e, v) if kind == "bytes"
-                                      else _number(e, v))
-    doc["warnings"] = list(r.warnings or [])
-    return doc
+
+def _offload(r, section) -> dict:
+    from ..training.offload import offload_json   # CPU/NVMe offload (costgraph.training.offload)
+
+    return offload_json(section, r.values, lambda e, v, kind: _entry(e, v) if kind == "bytes" else _number(e, v))
+
+
+def _top(r, result: TrainingMemory):
+    return result.most_loaded(r.values)
+
+
+#: the writer of each kind of value of TrainingResult.DOCUMENT: ``(result, value) -> JSON``
+WRITERS = {
+    "version": lambda r, _: __version__,
+    "plan": lambda r, result: plan_dict(result, r.settings),
+    "values": lambda r, values: {str(k): int(v) for k, v in (values or {}).items()},
+    "top_memory": lambda r, result: _memory_json(_top(r, result), r.values),
+    "top_index": lambda r, result: result.stages.index(_top(r, result)),
+    "stages": lambda r, result: [{"stage": i, "name": st.name, "memory": _memory_json(st, r.values),
+                                  **({"experts": _entry(st.memory["experts"], r.values)}
+                                     if st.memory["experts"] != 0 else {}),
+                                  **_stage_load(st, r.values)} for i, st in enumerate(result.stages)],
+    "top_reason": lambda r, result: _top(r, result).why(r.values),
+    "beside": lambda r, beside: _beside(beside, r.values),
+    "compute": lambda r, compute: _compute_json(compute, r.values),
+    "offload": _offload,
+}
 
 
 def _stage_load(st, values) -> dict:

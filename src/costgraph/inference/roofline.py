@@ -33,6 +33,7 @@ Assumptions (each named in the output):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import sympy
 
@@ -40,6 +41,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
+from ..result_fields import key
 from ..results import Document
 from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
@@ -173,6 +175,24 @@ class InferenceReport(Document):
     model's dimension meanings. The typed result of :meth:`costgraph.Model.infer`: ``to_dict()``,
     ``to_json()``, ``to_text()`` and its table drawn by :mod:`costgraph.export.present` (JSON and text:
     :mod:`costgraph.export.inference_report`)."""
+
+    #: the JSON document (``costgraph infer --format json``, schema ``costgraph schema infer``): each key's
+    #: source field, unit and label, and the kind of value the renderer writes
+    #: (:func:`costgraph.export.inference_report.to_dict`); the quantities spread into it declare theirs in
+    #: :mod:`costgraph.inference.quantities` (``TOP``, ``STEP``, ``CAPACITY``)
+    DOCUMENT: ClassVar[tuple] = (
+        key("costgraph", source=None, write="version", label="costgraph version"), key("model"), key("settings"),
+        key("symbols", write="symbols"), key("values", source="subs", write="values", label="dimension values"),
+        key("quantities", source=None, write="top", spread=True, label="KV cache, weights, memory, latency"),
+        key("prefill", source=None, write="prefill", label="the prefill step"),
+        key("decode", source=None, write="decode", label="one decode step"),
+        key("compute_bound_batch", "sequences", source=None, write="compute_bound_batch"),
+        key("capacity", source=None, write="capacity", spread=True, label="what fits"),
+        key("serving", write="serving", label="vLLM's KV cache, prefix caching, chunked prefill, speculative"),
+        key("runtime_weights", "bytes", write="to_dict", label="weights as the runtime loads them"),
+        key("parallel", source=None, write="parallel", label="parallel serving"),
+        key("decode_total_seconds", "s", source=None, write="decode_total", label="the G - 1 decode steps"),
+        key("assumptions", source="notes"), key("warnings"), key("absent", label="left out, and why"))
 
     model: str
     settings: dict

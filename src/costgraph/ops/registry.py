@@ -157,7 +157,8 @@ class Registry(Mapping):
     def __contains__(self, name: object) -> bool:
         if self._loaded or name in self._specs:
             return name in self._specs
-        return name in {spec.name for spec in catalogue()}
+        names = declared_names()
+        return name in (names if names is not None else {spec.name for spec in catalogue()})
 
 
 REGISTRY = Registry()
@@ -283,6 +284,22 @@ def _literal(node):
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
         return -node.operand.value   # -1: an axis counted from the end
     raise _NotLiteral(ast.dump(node))
+
+
+@cache
+def declared_names() -> frozenset[str] | None:
+    """The names of the ``@op("name", ...)`` declarations of :data:`RULE_MODULES`, read from their text
+    (a decorator at the start of a line, its name a string literal: tests/ops check this equals
+    :func:`catalogue`'s names): membership (``name in REGISTRY``, the loader's check of every block's
+    name) without importing the rules or parsing them (:func:`_declared`'s ``ast`` walk is a tenth of
+    a second of a cold ``derive``); None where the source cannot be read."""
+    import re
+
+    try:
+        return frozenset(m for module in RULE_MODULES for m in re.findall(
+            r'^@op\(\s*"([^"]+)"', Path(__file__).with_name(f"{module}.py").read_text(encoding="utf-8"), re.M))
+    except OSError:
+        return None
 
 
 @cache

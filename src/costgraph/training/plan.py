@@ -42,6 +42,7 @@ from ..errors import CostgraphValueError
 from ..options import Space, SEARCHED_OPTIONS, searched
 from ..parallel.layout import Layout
 from ..parallel.placement import placement
+from ..result_fields import quantity
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
 from .plan_grid import COLUMNS, REFUSALS, Grid   # noqa: F401
@@ -61,7 +62,8 @@ MAX_GLOBAL_BATCH = 2 ** 53
 
 @dataclass
 class Candidate:
-    """One layout and its figures: ``memory_bytes`` (the most-loaded device, an exact int
+    """One layout and its figures (a row of ``costgraph plan``; their units declared on the fields,
+    which the row's table reads): ``memory_bytes`` (the most-loaded device, an exact int
     once confirmed), ``step_seconds`` and ``mfu`` (floats); the pipeline's layer split
     (``first_stage_layers``, ``last_stage_layers``, ``account_embedding``, ``account_loss``:
     Megatron's options, None/False for the even split)."""
@@ -76,9 +78,9 @@ class Candidate:
     sp: bool
     micro_batch: int
     micro_batches: int
-    memory_bytes: float
-    step_seconds: float
-    mfu: float
+    memory_bytes: float = quantity("bytes", label="memory")
+    step_seconds: float = quantity("s", label="step time")
+    mfu: float = quantity(label="MFU")
     virtual_stages: int = 1
     schedule: str = "1f1b"
     first_stage_layers: int | None = None

@@ -11,10 +11,12 @@ training tokens are given. :meth:`PlanResult.to_dict` is the JSON of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .. import arguments
 from ..choices import DEFAULT_EFFICIENCY, OVERLAP
 from ..errors import CostgraphValueError
+from ..result_fields import document_json, key
 from ..results import Tabular, renderer
 from ..options import not_searched
 from ..parallel.layout import MAX_DEVICES
@@ -89,16 +91,26 @@ class PlanResult(Tabular):
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
         return " ".join(words)
 
+    #: the JSON document (``costgraph plan --format json``, schema ``costgraph schema plan``): each key's
+    #: source, unit and label, in the document's order (:func:`costgraph.result_fields.document_json`)
+    DOCUMENT: ClassVar[tuple] = (
+        key("model"), key("gpus", "devices"), key("hardware"), key("global_batch", "sequences"),
+        key("capacity_bytes", "bytes", label="device memory"), key("efficiency", "fraction"),
+        key("time_model"), key("considered", "layouts"), key("refused", "layouts", label="refused, by reason"),
+        key("reserve_bytes", "bytes", label="memory kept free"), key("verdict"),
+        key("least_memory", source="least", label="the layout needing the least memory"),
+        key("check", source="check_command", label="check one with"), key("searched", write="lists"),
+        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"))
+
+    @property
+    def time_model(self) -> str:
+        """The step-time model: ``flat`` (an efficiency) or the per-kernel model's name."""
+        return self.settings.get("time_model", "flat")
+
     def to_dict(self) -> dict:
-        """The document ``costgraph plan --format json`` prints (JSON values only)."""
-        return {"model": self.model, "gpus": self.gpus, "hardware": self.hardware, "global_batch": self.global_batch,
-                "capacity_bytes": self.capacity_bytes, "efficiency": self.efficiency,
-                "time_model": self.settings.get("time_model", "flat"), "considered": self.considered,
-                "refused": dict(self.refused), "reserve_bytes": self.reserve_bytes, "verdict": self.verdict,
-                "least_memory": None if self.least is None else dict(self.least), "check": self.check_command(),
-                "searched": {k: list(v) for k, v in self.searched.items()}, "not_searched": self.not_searched(),
-                "pruned": dict(self.pruned), "layouts": [dict(r) for r in self.layouts],
-                "calibration": self.calibration}
+        """The document ``costgraph plan --format json`` prints (JSON values only), generated from
+        :attr:`DOCUMENT`."""
+        return document_json(self, {"lists": lambda _, v: {k: list(x) for k, x in v.items()}})
 
     def not_searched(self) -> dict:
         """Option → why it is not searched (:func:`costgraph.options.not_searched`), less those searched here

@@ -14,7 +14,9 @@ all drawn by the renderers of :mod:`costgraph.export.present` (JSON and text:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
+from ..result_fields import key
 from ..results import Document
 from .memory import StageMemory, TrainingMemory
 
@@ -52,6 +54,24 @@ class TrainingResult(Document):
         With CPU/NVMe offload: :func:`costgraph.training.offload.offload_section` (host and NVMe
         bytes per device and per node, host-link bytes and seconds).
     """
+
+    #: the JSON document (``costgraph train --format json``, schema ``costgraph schema train``): each key's
+    #: source field, unit and label, and the kind of value the renderer writes
+    #: (:func:`costgraph.export.training_report.to_dict`; ``compute``'s sections, spread into the document,
+    #: declare theirs in :mod:`costgraph.training.compute`: ``FLOPS``, ``TIME``, ``RATIOS``)
+    DOCUMENT: ClassVar[tuple] = (
+        key("costgraph", source=None, write="version", label="costgraph version"), key("model"), key("scope"),
+        key("plan", source="memory", write="plan", label="layout and settings"),
+        key("symbols"), key("values", write="values", label="dimension values"),
+        key("memory", "bytes", write="top_memory", label="most-loaded device"),
+        key("most_loaded_stage", source="memory", write="top_index", label="most-loaded stage"),
+        key("stages", "bytes", source="memory", write="stages", label="memory per stage"),
+        key("most_loaded_reason", source="memory", write="top_reason", label="why that stage"),
+        key("fits", "bytes", omit_none=True, label="fit verdict"),
+        key("megatron", "bytes", omit_none=True, write="beside", label="Megatron-LM's estimate beside"),
+        key("compute", omit_none=True, write="compute", spread=True, label="FLOPs, time, communication, step"),
+        key("offload", "bytes", omit_none=True, write="offload", label="CPU/NVMe offload"),
+        key("warnings"))
 
     model: str
     symbols: dict
