@@ -86,9 +86,11 @@ class Candidate:
     account_embedding: bool = False
     account_loss: bool = False
     options: dict = field(default_factory=dict)
+    #: the screen's forms and the row's pipe index in them (:mod:`costgraph.training.plan_exact`); not shown
+    screen: tuple | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "screen"}
 
     def key(self) -> tuple:
         """The degrees and figures: two candidates with the same key are one row (the first by the
@@ -349,6 +351,7 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
         for i in dict.fromkeys(idx):
             c = _candidate(grid, i, z, r, sp, float(mem[i]), float(step[i]),
                            float(model_it[i] / (step[i] * gpus * peak)))
+            c.screen = (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)   # its pipe (plan_forms.screen)
             if fits[i]:
                 candidates.append(c)
             if least is None or c.memory_bytes < least.memory_bytes:

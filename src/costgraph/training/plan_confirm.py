@@ -163,10 +163,14 @@ def _keep(cache: dict, key, value) -> None:
 def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,
             order, factors=None) -> list:
     """The first ``limit`` screened ``candidates`` (fastest first) that train accepts and that fit
-    when derived exactly, their figures replaced by :func:`exact_figures`' and ranked again by
-    ``order``; a duplicate row is dropped. Refusals are counted in ``refused`` ("refused by
-    train", "out of memory (exact)")."""
-    out, seen = [], set()
+    when derived exactly, their figures replaced by train's exact ones and ranked again by ``order``;
+    a duplicate row is dropped. The exact figures are :func:`exact_figures`', or the row's own forms
+    evaluated exactly where its structure's first row showed them equal
+    (:class:`costgraph.training.plan_exact.Checked`). Refusals are counted in ``refused``
+    ("refused by train", "out of memory (exact)")."""
+    from .plan_exact import Checked
+
+    out, seen, same = [], set(), Checked()
     peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
     for c in candidates:
         if len(out) >= limit:
@@ -178,10 +182,16 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
             refused["refused by train"] = refused.get("refused by train", 0) + 1
             continue
         bar.advance()
-        if exact_memory(model, layout, at, b_sym) > usable:   # the step time is not derived then
+
+        def derive(layout=layout, at=at):
+            mem = exact_memory(model, layout, at, b_sym)
+            if mem > usable:   # the step time is not derived then
+                return mem, None
+            return exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
+        mem, step = same.figures(c, derive)
+        if mem > usable:
             refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
             continue
-        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
         model_flops = c.mfu * c.step_seconds * gpus * peak
         exact = dataclasses.replace(c, memory_bytes=mem, step_seconds=float(step),
                                     mfu=model_flops / (float(step) * gpus * peak))

@@ -118,6 +118,11 @@ class Forms:
         self._exprs.append(substitute(as_expr(expr), self.fixed, self._memo))
         return len(self._exprs) - 1
 
+    @property
+    def exprs(self) -> list:
+        """The registered forms (the model's sizes substituted), by index."""
+        return self._exprs
+
     def evaluate(self, args) -> list:
         """Every registered form over the grid's columns (the degrees, and ``b``)."""
         return self._f(*args)
