@@ -44,7 +44,7 @@ from ..parallel.layout import Layout
 from ..parallel.placement import placement
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
-from .plan_grid import COLUMNS, REFUSALS, Grid   # noqa: F401
+from .plan_grid import COLUMNS, REFUSALS, Grid, uneven   # noqa: F401
 from .plan_variants import search_variants, space_facts
 
 RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
@@ -55,6 +55,10 @@ SEARCHED = tuple((o.field, tuple(o.domain(Space(1, 1, 1, attention="eager")))) f
 MARGIN = 2
 #: the most rows ``plan`` shows (each is derived exactly)
 MAX_TOP = 100
+#: the reasons of the uneven splits' bounds (:func:`costgraph.training.plan_forms.uneven_bounds`)
+BOUND_OOM = "out of memory by a lower bound (uneven split: at least one stage's memory / p)"
+BOUND_SLOWER = ("uneven split slower than the rows shown by a lower bound (compute + bubble; "
+                "not derived exactly)")
 #: the largest global batch ``plan`` searches: 2^53, below which its grid's float64 columns hold every count exactly
 MAX_GLOBAL_BATCH = 2 ** 53
 
@@ -220,7 +224,10 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
         if not screen.truncated or walked.count <= keep:   # every row it walked is in the full ranking's order
             break
         keep = None
-    pruned["slower than the rows shown (screened, not derived exactly)"] = max(0, screen.fitting - len(confirmed))
+    shown_bounded = sum(1 for c in confirmed if c.screen is None)
+    pruned[BOUND_SLOWER] = max(0, screen.bounded - shown_bounded)
+    pruned["slower than the rows shown (screened, not derived exactly)"] = max(
+        0, screen.fitting - screen.bounded - (len(confirmed) - shown_bounded))
     return Plan(confirmed[:top], screen.considered, refused, efficiency, capacity, reserve, len(grid.rows),
                 None if confirmed else least, settings, searched(space), pruned)
 
@@ -247,12 +254,12 @@ class _Screen:
         self.grid, self.options, self.forms, self.derive, self.space = grid, options, forms, derive, space
         self.kw = dict(with_b=with_b, capacity=capacity, gpus=gpus, peak=peak)
         self.bar, self.base_refused = bar, dict(grid.refused)
-        self.considered = self.fitting = 0
+        self.considered = self.fitting = self.bounded = 0
         self.truncated = False
 
     def run(self, keep):
         grid, refused = self.grid, dict(self.base_refused)
-        self.fitting, self.truncated = 0, False
+        self.fitting, self.bounded, self.truncated = 0, 0, False
         n_options = _combinations(self.options)
         self.considered = sum(refused.values()) + (len(grid.rows) + sum(grid.pruned.values())) * n_options
         self.bar.advance(description="planning: evaluating the layouts")
@@ -276,6 +283,7 @@ class _Screen:
         out = _evaluate(forms, grid, self.kw["with_b"], refused, capacity=self.kw["capacity"], gpus=self.kw["gpus"],
                         peak=self.kw["peak"], keep=keep, stats=stats)
         self.fitting += stats.get("fitting", 0)
+        self.bounded += stats.get("bounded", 0)
         self.truncated |= stats.get("truncated", False)
         return out
 
@@ -335,12 +343,16 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
     if len(rows) == 0:
         return candidates, least, pruned
     experts = bool(placement(forms.cg, Layout()).experts)
-    for (z, r, sp), mem, step, model_it, valid in screen(forms, rows, with_b, experts):
+    bounded = uneven(grid)   # screened with lower bounds (plan_forms.uneven_bounds)
+    stats.setdefault("bounded", 0)
+    for (z, r, sp), mem, step, model_it, valid in screen(forms, rows, with_b, experts, bounded):
         pruned["option changes nothing (SP without TP, ZeRO without a group)"] += int(np.count_nonzero(~valid))
         fits = valid & (mem <= capacity)
-        refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
+        refused["out of memory"] += int(np.count_nonzero(valid & ~fits & ~bounded))
+        refused[BOUND_OOM] = refused.get(BOUND_OOM, 0) + int(np.count_nonzero(valid & ~fits & bounded))
         idx = np.nonzero(fits)[0]
         stats["fitting"] += len(idx)
+        stats["bounded"] += int(np.count_nonzero(fits & bounded))
         if keep is not None and len(idx) > keep:
             idx = idx[step[idx] <= np.partition(step[idx], keep - 1)[keep - 1]]
             stats["truncated"] = True
@@ -351,7 +363,8 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
         for i in dict.fromkeys(idx):
             c = _candidate(grid, i, z, r, sp, float(mem[i]), float(step[i]),
                            float(model_it[i] / (step[i] * gpus * peak)))
-            c.screen = (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)   # its pipe (plan_forms.screen)
+            # its forms and pipe (plan_forms.screen), for the exact figures (plan_exact); a bound's are not its own
+            c.screen = None if bounded[i] else (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)
             if fits[i]:
                 candidates.append(c)
             if least is None or c.memory_bytes < least.memory_bytes:

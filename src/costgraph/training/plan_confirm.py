@@ -162,9 +162,10 @@ def _keep(cache: dict, key, value) -> None:
 
 def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,
             order, factors=None) -> list:
-    """The first ``limit`` screened ``candidates`` (fastest first) that train accepts and that fit
-    when derived exactly, their figures replaced by train's exact ones and ranked again by ``order``;
-    a duplicate row is dropped. The exact figures are :func:`exact_figures`', or the row's own forms
+    """The screened ``candidates`` (fastest first) that train accepts and that fit when derived exactly,
+    their figures replaced by train's exact ones and ranked again by ``order``, walked until ``limit`` are
+    confirmed and the next one's screened step (exact, or a lower bound) is above the ``limit``-th
+    fastest exact step (so a lower bound never drops a faster row); a duplicate row is dropped. The exact figures are :func:`exact_figures`', or the row's own forms
     evaluated exactly where its structure's first row showed them equal
     (:class:`costgraph.training.plan_exact.Checked`). Refusals are counted in ``refused``
     ("refused by train", "out of memory (exact)")."""
@@ -173,7 +174,9 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
     out, seen, same = [], set(), Checked()
     peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
     for c in candidates:
-        if len(out) >= limit:
+        # ``limit`` rows confirmed, and no row left can beat the limit-th: its screened step (exact, or a
+        # lower bound for an uneven split: plan_forms.uneven_bounds) is above the limit-th exact step
+        if len(out) >= limit and c.step_seconds > sorted(x.step_seconds for x in out)[limit - 1]:
             break
         at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
         try:
