@@ -42,7 +42,7 @@ def _sample(forms, grid, with_b, limit, per_pipeline=3):
     """Up to ``limit`` bounded rows: up to ``per_pipeline`` of each pipeline (p, v, schedule, split), each at
     the next option combination (ZeRO stage, recomputation, SP) in turn, with the screened memory and step."""
     bounded = uneven(grid)
-    by_option = {key: (mem, step, valid) for key, mem, step, _, valid in screen(forms, grid.rows, with_b, False, bounded)}
+    by_option = {key: (*low, valid) for key, _, _, _, valid, low in screen(forms, grid.rows, with_b, False, bounded)}
     keys = list(by_option)
     taken, out = {}, []
     for i in np.nonzero(bounded)[0]:

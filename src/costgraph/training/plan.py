@@ -59,6 +59,9 @@ MAX_TOP = 100
 BOUND_OOM = "out of memory by a lower bound (uneven split: at least one stage's memory / p)"
 BOUND_SLOWER = ("uneven split slower than the rows shown by a lower bound (compute + bubble; "
                 "not derived exactly)")
+#: the confirmation's budget past the rows shown: the uneven splits whose lower bound is below the rows shown
+#: are derived up to this many, the rest counted (plan_confirm.UNPROVEN), not derived
+BUDGET = 8
 #: the largest global batch ``plan`` searches: 2^53, below which its grid's float64 columns hold every count exactly
 MAX_GLOBAL_BATCH = 2 ** 53
 
@@ -92,9 +95,13 @@ class Candidate:
     options: dict = field(default_factory=dict)
     #: the screen's forms and the row's pipe index in them (:mod:`costgraph.training.plan_exact`); not shown
     screen: tuple | None = field(default=None, repr=False, compare=False)
+    #: an uneven split's step lower bound (``step_seconds`` its estimate; None: the screen is exact) and
+    #: whether its estimated memory fits (the confirmation's first pass); not shown
+    bound: float | None = field(default=None, repr=False, compare=False)
+    likely: bool = field(default=True, repr=False, compare=False)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "screen"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("screen", "bound", "likely")}
 
     def key(self) -> tuple:
         """The degrees and figures: two candidates with the same key are one row (the first by the
@@ -220,7 +227,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
         bar.advance(description="planning: confirming the fastest layouts exactly")
         walked = _Walked(candidates)
         confirmed = confirm(model, vals, b_sym, walked, settings, hardware, efficiency, capacity - reserve, limit,
-                            bar, refused, _order, factors)
+                            bar, refused, _order, factors, budget=BUDGET)
         if not screen.truncated or walked.count <= keep:   # every row it walked is in the full ranking's order
             break
         keep = None
@@ -242,6 +249,10 @@ class _Walked:
         for c in self.candidates:
             self.count += 1
             yield c
+
+    def rest(self) -> list:
+        """The candidates not walked yet (not counted)."""
+        return self.candidates[self.count:]
 
 
 class _Screen:
@@ -345,16 +356,18 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
     experts = bool(placement(forms.cg, Layout()).experts)
     bounded = uneven(grid)   # screened with lower bounds (plan_forms.uneven_bounds)
     stats.setdefault("bounded", 0)
-    for (z, r, sp), mem, step, model_it, valid in screen(forms, rows, with_b, experts, bounded):
+    for (z, r, sp), mem, step, model_it, valid, (low_mem, low_step) in screen(forms, rows, with_b, experts, bounded):
         pruned["option changes nothing (SP without TP, ZeRO without a group)"] += int(np.count_nonzero(~valid))
-        fits = valid & (mem <= capacity)
+        fits = valid & (low_mem <= capacity)   # by the memory's lower bound: never drops one that fits
+        likely = fits & (mem <= capacity)      # by the estimate: the order of the confirmation's first pass
         refused["out of memory"] += int(np.count_nonzero(valid & ~fits & ~bounded))
         refused[BOUND_OOM] = refused.get(BOUND_OOM, 0) + int(np.count_nonzero(valid & ~fits & bounded))
         idx = np.nonzero(fits)[0]
         stats["fitting"] += len(idx)
         stats["bounded"] += int(np.count_nonzero(fits & bounded))
         if keep is not None and len(idx) > keep:
-            idx = idx[step[idx] <= np.partition(step[idx], keep - 1)[keep - 1]]
+            limit = np.partition(step[idx], keep - 1)[keep - 1]
+            idx = idx[(step[idx] <= limit) | (low_step[idx] <= limit)]
             stats["truncated"] = True
         idx = [int(i) for i in idx]
         low = np.nonzero(valid)[0]
@@ -365,6 +378,7 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
                            float(model_it[i] / (step[i] * gpus * peak)))
             # its forms and pipe (plan_forms.screen), for the exact figures (plan_exact); a bound's are not its own
             c.screen = None if bounded[i] else (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)
+            c.bound, c.likely = (float(low_step[i]) if bounded[i] else None), bool(likely[i])
             if fits[i]:
                 candidates.append(c)
             if least is None or c.memory_bytes < least.memory_bytes:

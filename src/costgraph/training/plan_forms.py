@@ -151,12 +151,13 @@ def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
 
 def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: np.ndarray | None = None):
     """Every row of ``grid`` under every combination of the searched options: yields
-    ``(option values, memory, step, model FLOPs per iteration, valid)`` arrays per combination
-    (``valid``: the option changes something on that row — SP needs TP, ZeRO a group).
+    ``(option values, memory, step, model FLOPs per iteration, valid, (memory bound, step bound))`` arrays
+    per combination (``valid``: the option changes something on that row — SP needs TP, ZeRO a group).
 
     ``uneven``: the rows whose pipeline split is not the even one the forms are derived for (Megatron's
     first/last stage counts, the embedding or loss counted as a layer, a layout text): their memory and
-    step are lower bounds (:func:`uneven_bounds`), never above their exact figures."""
+    step are the even forms' (an estimate, the planner's order), their bounds lower bounds
+    (:func:`uneven_bounds`), never above their exact figures; the other rows' bounds are their figures."""
     from .steptime import combine
 
     args = [grid[:, k] for k in (0, 1, 2, 3, 4, 6, 7)] + ([grid[:, 5]] if with_b else [])
@@ -182,10 +183,10 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: 
                 got = {k: evaluated(v, values, n) for k, v in parts.items()}
                 step = np.where(which == w, combine(got, "compute", np.maximum), step)
                 least = np.where(which == w, got["compute"] + got["bubble"], least)
-            if uneven is not None and uneven.any():
-                mem, step = uneven_bounds(forms, values, grid, uneven, (z, r, sp), mem, step, least)
+            bounds = (mem, step) if uneven is None or not uneven.any() else \
+                uneven_bounds(forms, values, grid, uneven, (z, r, sp), mem, step, least)
         valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
-        yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid
+        yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid, bounds
 
 
 def uneven_bounds(forms: Forms, values: list, grid: np.ndarray, uneven: np.ndarray, option, mem, step, least):
