@@ -191,16 +191,15 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
     rest = (candidates.rest() if hasattr(candidates, "rest") else []) + deferred   # not walked (plan._Walked)
     pool = sorted(rest, key=_lowest)   # an even split's screened step is its own (exact) figure
     spent = 0
-    for n, c in enumerate(pool):
+    for c in pool:
         out = state["out"]
         kth = sorted(x.step_seconds for x in out)[limit - 1] if len(out) >= limit else float("inf")
         if _lowest(c) > kth:
             break
         if c.bound is not None:
-            if budget is not None and spent >= budget:   # the rest counted, not derived: the plan says so
-                left = sum(1 for x in pool[n:] if x.bound is not None and x.bound <= kth)
-                refused[UNPROVEN] = refused.get(UNPROVEN, 0) + left
-                break
+            if budget is not None and spent >= budget:   # counted, not derived: the plan says so
+                refused[UNPROVEN] = refused.get(UNPROVEN, 0) + 1
+                continue
             spent += 1
         _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, bar, refused, factors, state)
     out = state["out"]
