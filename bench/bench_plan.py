@@ -51,7 +51,8 @@ def cpu_seconds(argv: list[str], root: str, status: int = 0) -> float:
     """CPU seconds (user + system) of one fresh ``python -m costgraph ARGV`` run in ``root``, which
     must exit with ``status``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = {**os.environ, "PYTHONPATH": root}
+    src = os.path.join(root, "src")   # the src/ layout: the package lives in ROOT/src/costgraph
+    env = {**os.environ, "PYTHONPATH": src if os.path.isdir(os.path.join(src, "costgraph")) else root}
     done = subprocess.run([sys.executable, "-m", "costgraph", *argv], cwd=root, env=env, capture_output=True)
     if done.returncode != status:
         raise SystemExit(f"{' '.join(argv)}: exit status {done.returncode}, not {status}\n{done.stderr.decode()}")

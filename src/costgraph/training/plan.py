@@ -45,7 +45,7 @@ from ..parallel.placement import placement
 from ..result_fields import quantity
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
-from .plan_grid import COLUMNS, REFUSALS, Grid   # noqa: F401
+from .plan_grid import COLUMNS, REFUSALS, Grid, uneven   # noqa: F401
 from .plan_variants import search_variants, space_facts
 
 RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
@@ -56,6 +56,13 @@ SEARCHED = tuple((o.field, tuple(o.domain(Space(1, 1, 1, attention="eager")))) f
 MARGIN = 2
 #: the most rows ``plan`` shows (each is derived exactly)
 MAX_TOP = 100
+#: the reasons of the uneven splits' bounds (:func:`costgraph.training.plan_forms.uneven_bounds`)
+BOUND_OOM = "out of memory by a lower bound (uneven split: at least one stage's memory / p)"
+BOUND_SLOWER = ("uneven split slower than the rows shown by a lower bound (compute + bubble; "
+                "not derived exactly)")
+#: the confirmation's budget past the rows shown: the uneven splits whose lower bound is below the rows shown
+#: are derived up to this many, the rest counted (plan_confirm.UNPROVEN), not derived
+BUDGET = 8
 #: the largest global batch ``plan`` searches: 2^53, below which its grid's float64 columns hold every count exactly
 MAX_GLOBAL_BATCH = 2 ** 53
 
@@ -88,9 +95,15 @@ class Candidate:
     account_embedding: bool = False
     account_loss: bool = False
     options: dict = field(default_factory=dict)
+    #: the screen's forms and the row's pipe index in them (:mod:`costgraph.training.plan_exact`); not shown
+    screen: tuple | None = field(default=None, repr=False, compare=False)
+    #: an uneven split's step lower bound (``step_seconds`` its estimate; None: the screen is exact) and
+    #: whether its estimated memory fits (the confirmation's first pass); not shown
+    bound: float | None = field(default=None, repr=False, compare=False)
+    likely: bool = field(default=True, repr=False, compare=False)
 
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k not in ("screen", "bound", "likely")}
 
     def key(self) -> tuple:
         """The degrees and figures: two candidates with the same key are one row (the first by the
@@ -216,11 +229,14 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
         bar.advance(description="planning: confirming the fastest layouts exactly")
         walked = _Walked(candidates)
         confirmed = confirm(model, vals, b_sym, walked, settings, hardware, efficiency, capacity - reserve, limit,
-                            bar, refused, _order, factors)
+                            bar, refused, _order, factors, budget=BUDGET)
         if not screen.truncated or walked.count <= keep:   # every row it walked is in the full ranking's order
             break
         keep = None
-    pruned["slower than the rows shown (screened, not derived exactly)"] = max(0, screen.fitting - len(confirmed))
+    shown_bounded = sum(1 for c in confirmed if c.screen is None)
+    pruned[BOUND_SLOWER] = max(0, screen.bounded - shown_bounded)
+    pruned["slower than the rows shown (screened, not derived exactly)"] = max(
+        0, screen.fitting - screen.bounded - (len(confirmed) - shown_bounded))
     return Plan(confirmed[:top], screen.considered, refused, efficiency, capacity, reserve, len(grid.rows),
                 None if confirmed else least, settings, searched(space), pruned)
 
@@ -236,6 +252,10 @@ class _Walked:
             self.count += 1
             yield c
 
+    def rest(self) -> list:
+        """The candidates not walked yet (not counted)."""
+        return self.candidates[self.count:]
+
 
 class _Screen:
     """The screen of the grid under the base forms and every variant (:mod:`costgraph.training.plan_variants`):
@@ -247,12 +267,12 @@ class _Screen:
         self.grid, self.options, self.forms, self.derive, self.space = grid, options, forms, derive, space
         self.kw = dict(with_b=with_b, capacity=capacity, gpus=gpus, peak=peak)
         self.bar, self.base_refused = bar, dict(grid.refused)
-        self.considered = self.fitting = 0
+        self.considered = self.fitting = self.bounded = 0
         self.truncated = False
 
     def run(self, keep):
         grid, refused = self.grid, dict(self.base_refused)
-        self.fitting, self.truncated = 0, False
+        self.fitting, self.bounded, self.truncated = 0, 0, False
         n_options = _combinations(self.options)
         self.considered = sum(refused.values()) + (len(grid.rows) + sum(grid.pruned.values())) * n_options
         self.bar.advance(description="planning: evaluating the layouts")
@@ -276,6 +296,7 @@ class _Screen:
         out = _evaluate(forms, grid, self.kw["with_b"], refused, capacity=self.kw["capacity"], gpus=self.kw["gpus"],
                         peak=self.kw["peak"], keep=keep, stats=stats)
         self.fitting += stats.get("fitting", 0)
+        self.bounded += stats.get("bounded", 0)
         self.truncated |= stats.get("truncated", False)
         return out
 
@@ -335,14 +356,20 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
     if len(rows) == 0:
         return candidates, least, pruned
     experts = bool(placement(forms.cg, Layout()).experts)
-    for (z, r, sp), mem, step, model_it, valid in screen(forms, rows, with_b, experts):
+    bounded = uneven(grid)   # screened with lower bounds (plan_forms.uneven_bounds)
+    stats.setdefault("bounded", 0)
+    for (z, r, sp), mem, step, model_it, valid, (low_mem, low_step) in screen(forms, rows, with_b, experts, bounded):
         pruned["option changes nothing (SP without TP, ZeRO without a group)"] += int(np.count_nonzero(~valid))
-        fits = valid & (mem <= capacity)
-        refused["out of memory"] += int(np.count_nonzero(valid & ~fits))
+        fits = valid & (low_mem <= capacity)   # by the memory's lower bound: never drops one that fits
+        likely = fits & (mem <= capacity)      # by the estimate: the order of the confirmation's first pass
+        refused["out of memory"] += int(np.count_nonzero(valid & ~fits & ~bounded))
+        refused[BOUND_OOM] = refused.get(BOUND_OOM, 0) + int(np.count_nonzero(valid & ~fits & bounded))
         idx = np.nonzero(fits)[0]
         stats["fitting"] += len(idx)
+        stats["bounded"] += int(np.count_nonzero(fits & bounded))
         if keep is not None and len(idx) > keep:
-            idx = idx[step[idx] <= np.partition(step[idx], keep - 1)[keep - 1]]
+            limit = np.partition(step[idx], keep - 1)[keep - 1]
+            idx = idx[(step[idx] <= limit) | (low_step[idx] <= limit)]
             stats["truncated"] = True
         idx = [int(i) for i in idx]
         low = np.nonzero(valid)[0]
@@ -351,6 +378,9 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
         for i in dict.fromkeys(idx):
             c = _candidate(grid, i, z, r, sp, float(mem[i]), float(step[i]),
                            float(model_it[i] / (step[i] * gpus * peak)))
+            # its forms and pipe (plan_forms.screen), for the exact figures (plan_exact); a bound's are not its own
+            c.screen = None if bounded[i] else (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)
+            c.bound, c.likely = (float(low_step[i]) if bounded[i] else None), bool(likely[i])
             if fits[i]:
                 candidates.append(c)
             if least is None or c.memory_bytes < least.memory_bytes:

@@ -28,6 +28,9 @@ _CACHE: dict = {}
 #: train's derivations by layout with ``m`` as a symbol and values without ``b`` (:func:`exact_figures`)
 _DERIVED: dict = {}
 _CACHE_SIZE = 4096
+#: the rows left underived once the confirmation's budget is spent (:func:`confirm`)
+UNPROVEN = ("uneven split not derived: its lower bound is below the rows shown (past the confirmation budget; "
+            "it might be faster)")
 #: the degrees derived as symbols when above 1 (:func:`_symbolic`)
 DEGREES = (("t", T), ("c", C), ("e", EP), ("d", D))
 
@@ -161,33 +164,78 @@ def _keep(cache: dict, key, value) -> None:
 
 
 def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,
-            order, factors=None) -> list:
-    """The first ``limit`` screened ``candidates`` (fastest first) that train accepts and that fit
-    when derived exactly, their figures replaced by :func:`exact_figures`' and ranked again by
-    ``order``; a duplicate row is dropped. Refusals are counted in ``refused`` ("refused by
-    train", "out of memory (exact)")."""
-    out, seen = [], set()
-    peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
+            order, factors=None, budget: int | None = None) -> list:
+    """The screened ``candidates`` (fastest first by the screen's step) that train accepts and that fit
+    when derived exactly, their figures replaced by train's exact ones and ranked again by ``order``; a
+    duplicate row is dropped. The exact figures are :func:`exact_figures`', or the row's own forms
+    evaluated exactly where its structure's first row showed them equal
+    (:class:`costgraph.training.plan_exact.Checked`).
+
+    Two passes. First, in the screen's order, the candidates whose estimated memory fits (``c.likely``)
+    until ``limit`` are confirmed. Then the others whose least step (an uneven split's bound ``c.bound``,
+    :func:`costgraph.training.plan_forms.uneven_bounds`; else the screened step) is not above the
+    ``limit``-th fastest exact step, by that least step, at most ``budget`` uneven splits (None: all): so
+    a bound never drops a faster row; those left past the budget are counted under :data:`UNPROVEN` in
+    ``refused`` (they might be faster: not derived). Refusals are counted in ``refused`` ("refused by train", "out of memory (exact)")."""
+    from .plan_exact import Checked
+
+    state = dict(out=[], seen=set(), same=Checked())
+    deferred = []
     for c in candidates:
-        if len(out) >= limit:
+        if not c.likely:   # an uneven split whose estimated memory does not fit: only by its bound, later
+            deferred.append(c)
+            continue
+        _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, bar, refused, factors, state)
+        if len(state["out"]) >= limit:
             break
-        at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
-        try:
-            layout = checked(model, layout_of(c, settings), at)
-        except CostgraphValueError:
-            refused["refused by train"] = refused.get("refused by train", 0) + 1
-            continue
-        bar.advance()
-        if exact_memory(model, layout, at, b_sym) > usable:   # the step time is not derived then
-            refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
-            continue
-        mem, step = exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
-        model_flops = c.mfu * c.step_seconds * gpus * peak
-        exact = dataclasses.replace(c, memory_bytes=mem, step_seconds=float(step),
-                                    mfu=model_flops / (float(step) * gpus * peak))
-        if exact.key() in seen:
-            continue
-        seen.add(exact.key())
-        out.append(exact)
+    rest = (candidates.rest() if hasattr(candidates, "rest") else []) + deferred   # not walked (plan._Walked)
+    pool = sorted(rest, key=_lowest)   # an even split's screened step is its own (exact) figure
+    spent = 0
+    for c in pool:
+        out = state["out"]
+        kth = sorted(x.step_seconds for x in out)[limit - 1] if len(out) >= limit else float("inf")
+        if _lowest(c) > kth:
+            break
+        if c.bound is not None:
+            if budget is not None and spent >= budget:   # counted, not derived: the plan says so
+                refused[UNPROVEN] = refused.get(UNPROVEN, 0) + 1
+                continue
+            spent += 1
+        _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, bar, refused, factors, state)
+    out = state["out"]
     out.sort(key=order)
     return out
+
+
+def _lowest(c) -> float:
+    """The least step candidate ``c`` can have: its bound (an uneven split), else its screened step."""
+    return c.step_seconds if c.bound is None else c.bound
+
+
+def _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, bar, refused, factors, state):
+    """Candidate ``c`` checked and derived exactly (:func:`confirm`), appended to ``state["out"]`` unless
+    train refuses it, it does not fit, or its row is already there."""
+    at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
+    try:
+        layout = checked(model, layout_of(c, settings), at)
+    except CostgraphValueError:
+        refused["refused by train"] = refused.get("refused by train", 0) + 1
+        return
+    bar.advance()
+
+    def derive():
+        mem = exact_memory(model, layout, at, b_sym)
+        if mem > usable:   # the step time is not derived then
+            return mem, None
+        return exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
+    mem, step = state["same"].figures(c, derive)
+    if mem > usable:
+        refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
+        return
+    peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]
+    model_flops = c.mfu * c.step_seconds * gpus * peak
+    exact = dataclasses.replace(c, memory_bytes=mem, step_seconds=float(step), bound=None,
+                                mfu=model_flops / (float(step) * gpus * peak))
+    if exact.key() not in state["seen"]:
+        state["seen"].add(exact.key())
+        state["out"].append(exact)

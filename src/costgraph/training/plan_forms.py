@@ -16,9 +16,10 @@ pipeline: the planner does not restate the formula. Every part is taken from the
 at the row's recomputation and SP, except those of :data:`BY_ZERO` (the DP/ZeRO traffic, the
 offload link), taken at its ZeRO stage.
 
-A layout whose pipeline split is uneven (its first/last stage's own counts, or the
-embedding/loss counted as layers) is screened with the even forms (the mean share of
-the layers per stage); its exact figures come from the confirmation.
+A layout whose pipeline split is uneven (its first/last stage's own counts, the
+embedding/loss counted as layers, a layout text) is screened with lower bounds of its
+memory and step time from the even forms (:func:`uneven_bounds`): pruning by them never
+drops a layout that would fit or be faster; its exact figures come from the confirmation.
 """
 
 from __future__ import annotations
@@ -118,6 +119,11 @@ class Forms:
         self._exprs.append(substitute(as_expr(expr), self.fixed, self._memo))
         return len(self._exprs) - 1
 
+    @property
+    def exprs(self) -> list:
+        """The registered forms (the model's sizes substituted), by index."""
+        return self._exprs
+
     def evaluate(self, args) -> list:
         """Every registered form over the grid's columns (the degrees, and ``b``)."""
         return self._f(*args)
@@ -143,10 +149,15 @@ def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
     return (dense > 1) | (experts & (dense * grid[:, 0] > grid[:, 3]))
 
 
-def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
+def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: np.ndarray | None = None):
     """Every row of ``grid`` under every combination of the searched options: yields
-    ``(option values, memory, step, model FLOPs per iteration, valid)`` arrays per combination
-    (``valid``: the option changes something on that row — SP needs TP, ZeRO a group)."""
+    ``(option values, memory, step, model FLOPs per iteration, valid, (memory bound, step bound))`` arrays
+    per combination (``valid``: the option changes something on that row — SP needs TP, ZeRO a group).
+
+    ``uneven``: the rows whose pipeline split is not the even one the forms are derived for (Megatron's
+    first/last stage counts, the embedding or loss counted as a layer, a layout text): their memory and
+    step are the even forms' (an estimate, the planner's order), their bounds lower bounds
+    (:func:`uneven_bounds`), never above their exact figures; the other rows' bounds are their figures."""
     from .steptime import combine
 
     args = [grid[:, k] for k in (0, 1, 2, 3, 4, 6, 7)] + ([grid[:, 5]] if with_b else [])
@@ -165,14 +176,38 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool):
                 tot = values[forms.states[z][w][k]] + values[forms.acts[(r, sp)][w][k]]
                 per_stage = tot if per_stage is None else np.maximum(per_stage, tot)
             mem = np.where(which == w, per_stage, mem)
-        step = np.zeros(n)
+        step, least = np.zeros(n), np.zeros(n)
         with np.errstate(all="ignore"):   # a row's value is taken from its own pipeline's forms only
             for w in range(len(forms.pipes)):
                 parts = at_zero(forms.parts[(r, sp)][w], forms.overlapped[z][w])
-                got = combine({k: evaluated(v, values, n) for k, v in parts.items()}, "compute", np.maximum)
-                step = np.where(which == w, got, step)
+                got = {k: evaluated(v, values, n) for k, v in parts.items()}
+                step = np.where(which == w, combine(got, "compute", np.maximum), step)
+                least = np.where(which == w, got["compute"] + got["bubble"], least)
+            bounds = (mem, step) if uneven is None or not uneven.any() else \
+                uneven_bounds(forms, values, grid, uneven, (z, r, sp), mem, step, least)
         valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
-        yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid
+        yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid, bounds
+
+
+def uneven_bounds(forms: Forms, values: list, grid: np.ndarray, uneven: np.ndarray, option, mem, step, least):
+    """``(memory, step)`` with the ``uneven`` rows' replaced by lower bounds of their exact figures.
+
+    * Memory: the most-loaded of ``p`` stages holds at least their mean, and the stages together hold
+      at least what one stage holding every layer (the ``p = 1`` forms at the row's other degrees) does:
+      the weights, gradients, optimizer states and one micro-batch's activations of each layer are on
+      some stage (every stage has at least one micro-batch in flight), a per-layer maximum (a ZeRO-3
+      gather, a recomputed layer) on the stage of that layer. So ``memory ≥ memory(p = 1) / p``.
+    * Step: ``compute + bubble`` of the row's own pipeline forms: the compute is the mean stage's (the
+      per-kernel seconds × ``m / p``, :func:`costgraph.training.kernel_time.kernel_seconds`), which the
+      busiest stage's pace (:func:`costgraph.parallel.pipeline.layout_pace`, ≥ 1) only raises, and the
+      bubble is that compute × the schedule's bubble fraction; the optimizer step and the exposed
+      communication (≥ 0) are left out."""
+    z, r, sp = option
+    one = None
+    for k in range(len(forms.states[z][0])):   # the p = 1 pipe: every layer on one stage
+        tot = values[forms.states[z][0][k]] + values[forms.acts[(r, sp)][0][k]]
+        one = tot if one is None else np.maximum(one, tot)
+    return np.where(uneven, one / grid[:, 1], mem), np.where(uneven, least, step)
 
 
 def _compiled_part(name: str, value) -> bool:

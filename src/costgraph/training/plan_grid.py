@@ -56,7 +56,8 @@ class Grid:
     ``(first, last, embedding, loss)`` the column ``k`` indexes (a fifth item: Megatron's chunk
     layout text, :func:`costgraph.options.chunk_layouts`); ``schedules``: the schedules
     the column ``s`` indexes; ``refused``: reason → count; ``pipeline``: ``p`` → its
-    (schedule index, ``v``, split index) as searched."""
+    (schedule index, ``v``, split index) as searched; ``explicit``: whether Megatron's layout text was given
+    (:func:`uneven`)."""
 
     def __init__(self, cg, values: dict, space: Space, *, global_batch: int, placement, pipeline_layout=None):
         from ..parallel.tensor import with_kv_replication
@@ -119,6 +120,19 @@ class Grid:
                 self.pruned[why] = self.pruned.get(why, 0) + 1
         self.rows = np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)) if rows \
             else np.zeros((0, len(COLUMNS)))
+        self.explicit = explicit is not None   # Megatron's layout text given: every pipeline row follows it
+
+
+def uneven(grid) -> np.ndarray:
+    """Per row of ``grid`` (a :class:`Grid`, or a variant's rows with its ``splits``): whether its pipeline
+    split is not the even one (Megatron's first/last stage counts, the embedding or loss counted as a layer,
+    a layout text — generated or the user's, ``grid.explicit``)."""
+    rows = grid.rows
+    if len(rows) == 0:
+        return np.zeros(0, dtype=bool)
+    odd = np.array([tuple(s[:4]) != (None, None, False, False) or len(s) > 4 or getattr(grid, "explicit", False)
+                    for s in grid.splits], dtype=bool)
+    return odd[rows[:, 8].astype(int)] & (rows[:, 1] > 1)
 
 
 def _pipes(space: Space, p: int):

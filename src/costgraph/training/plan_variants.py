@@ -77,7 +77,8 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
     the schedule column renumbered, ``splits``, ``schedules``."""
     schedules = [s for s in grid.schedules if s in need.get("schedule", grid.schedules)]
     if len(grid.rows) == 0:
-        return SimpleNamespace(rows=grid.rows, splits=grid.splits, schedules=schedules, derived=tuple(schedules))
+        return SimpleNamespace(rows=grid.rows, splits=grid.splits, schedules=schedules, derived=tuple(schedules),
+                               explicit=grid.explicit)
     names = np.array(grid.schedules, dtype=object)[grid.rows[:, 9].astype(int)]
     keep = ((grid.rows[:, 1] == 1) | np.isin(names, schedules)) & ((grid.rows[:, 3] > 1) | (not experts))
     rows = grid.rows[keep].copy()
@@ -85,7 +86,7 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
         rows[:, 9] = [schedules.index(n) if n in schedules else len(schedules) for n in names[keep]]
     # the forms are derived for the schedules the variant allows (``derived``); a p = 1 row is named 1F1B
     # (its forms are the first, whatever its index), after them when 1F1B is not among them
-    return SimpleNamespace(rows=rows, splits=grid.splits, derived=tuple(schedules),
+    return SimpleNamespace(rows=rows, splits=grid.splits, derived=tuple(schedules), explicit=grid.explicit,
                            schedules=schedules + ([] if "1f1b" in schedules else ["1f1b"]))
 
 
