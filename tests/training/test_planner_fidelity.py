@@ -11,6 +11,7 @@ import pytest
 import sympy
 
 import costgraph
+from costgraph import hardware, runtime_memory
 from costgraph.cli import main
 from costgraph.parallel.layout import Layout
 
@@ -44,7 +45,7 @@ def test_reported_rows_equal_train(name, config, sets, gpus, batch, attention):
         peak, step, fits = _train_row(m, values, row, gpus=gpus, attention=attention)
         assert peak == row["memory_bytes"]          # exact: the same functions on the same layout
         assert step == row["step_seconds"]
-        assert fits and peak <= H100 - res.reserve_bytes
+        assert fits and peak <= res.capacity_bytes - res.reserve_bytes
     assert [r["step_seconds"] for r in res.layouts] == sorted(r["step_seconds"] for r in res.layouts)
 
 
@@ -71,8 +72,17 @@ def llama_8b_top40():
 
 def test_reserve_default_and_option(llama_8b_top40):
     m, values, res = llama_8b_top40
-    assert res.reserve_bytes == 8_000_000_000                    # DEFAULT_RESERVE = 0.1 of 80 GB
-    assert max(r["memory_bytes"] for r in res.layouts) <= 72_000_000_000
+    # the default is train's: --reserve runtime, on the capacity CUDA reports (runtime_memory.toml: 79.22 GiB,
+    # vLLM's total_gpu_memory on an H100), less the CUDA context and cuBLAS workspaces; each row also keeps its
+    # NCCL buffers, so every row shown is one train's verdict accepts (plan = train)
+    least = runtime_memory.training_reserve(hardware.preset("h100-sxm"), {}, H100, False)
+    assert (res.capacity_bytes, res.reserve_bytes) == (least.capacity, least.bytes)
+    for row in sorted(res.layouts, key=lambda r: -r["memory_bytes"])[:4]:   # the fullest rows: train accepts each
+        peak, _, fits = _train_row(m, values, row, gpus=8, attention="flash")
+        assert fits and peak == row["memory_bytes"]
+    flat = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40, reserve=0.1)
+    assert flat.reserve_bytes == 8_000_000_000                    # --reserve 0.1 of 80 GB
+    assert max(r["memory_bytes"] for r in flat.layouts) <= 72_000_000_000
     none = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40, reserve=0)
     assert none.reserve_bytes == 0
     assert max(r["memory_bytes"] for r in none.layouts) > 72_000_000_000   # a layout the reserve turns away
@@ -80,7 +90,7 @@ def test_reserve_default_and_option(llama_8b_top40):
     assert sized.reserve_bytes == 10 * 2**30
     # train's verdict: headroom against the capacity less the reserve
     vals = values
-    r = m.train(gpus=8, zero=3, attention="flash", values=vals, hardware="h100-sxm")
+    r = m.train(gpus=8, zero=3, attention="flash", values=vals, hardware="h100-sxm", reserve=0.1)
     used = int(r.most_loaded().memory["total"].xreplace(vals))
     assert r.fits["reserve_bytes"] == 8_000_000_000
     assert r.fits["headroom_bytes"] == H100 - 8_000_000_000 - used

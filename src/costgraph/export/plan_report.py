@@ -9,6 +9,11 @@ from ..numbers import units
 from .tables import table
 
 
+#: how the header names train's default reserve (costgraph.runtime_memory.training_reserve)
+_RUNTIME = ("--reserve runtime (default): the CUDA context and cuBLAS workspaces, and each row's NCCL buffers "
+            "per parallel group above 1, as train counts them")
+
+
 def to_text(plan) -> str:
     """The text ``costgraph plan`` prints for ``plan`` (a :class:`~costgraph.training.planning.PlanResult`):
     a table of the layouts, the refusals, and the ``costgraph train`` line to check one."""
@@ -17,7 +22,8 @@ def to_text(plan) -> str:
     out = [f"{plan.model}: layouts on {plan.gpus} × {st['hardware_name']}, global batch {plan.global_batch} sequences; "
            f"device memory {units.with_unit('activation_bytes', plan.capacity_bytes)}"
            + (f" less a reserve of {units.with_unit('activation_bytes', plan.reserve_bytes)} ("
-              + ("calibrated" if (plan.calibration or {}).get("memory_reserve_bytes") is not None else "--reserve")
+              + ("calibrated" if (plan.calibration or {}).get("memory_reserve_bytes") is not None
+                 else _RUNTIME if st.get("reserve_runtime") else "--reserve")
               + ")" if plan.reserve_bytes else "") + f"; attention {st['attention']}"
            + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute "
            + (f"at {plan.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)"

@@ -76,7 +76,7 @@ from dataclasses import dataclass, field, replace
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION
+from ..choices import CAUSAL, CONVENTION, DEFAULT_KV
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError
@@ -232,7 +232,7 @@ class Inference:
     (:mod:`costgraph.inference.quantized`: a scope, and module names kept in 16 bits).
     """
 
-    def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype = "bf16",
+    def __init__(self, model, *, weights: str | WeightDtype = "bf16", kv: str | KVDtype | None = DEFAULT_KV,
                  t: int = 1, convention: str = CONVENTION.default, causal: str = CAUSAL.default, activations: bool = False,
                  replicate: tuple[str, ...] = (), quantized: str = "linear", keep: tuple[str, ...] = ()):
         from ..engine.conventions import check_convention
@@ -247,7 +247,7 @@ class Inference:
             raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full, half or exact")
         if isinstance(t, bool) or not isinstance(t, int) or t < 1:
             raise CostgraphValueError(f"the tensor-parallel degree must be a positive whole number, not {t!r}")
-        self.weights, self.kv = weight_dtype(weights), kv_dtype(kv)
+        self.weights, self.kv = weight_dtype(weights), kv_dtype(DEFAULT_KV if kv is None else kv)   # None: the default
         self.t, self.convention, self.causal, self.activations = t, convention, causal, activations
         if not cg.caches:
             from ..diffusion import is_diffusion, no_decode_phase

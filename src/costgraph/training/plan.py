@@ -139,10 +139,12 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
          optimizer: str = DEFAULT_OPTIMIZER, max_tp: int | None = None, micro_batches=(1, 2, 4, 8, 16, 32),
          cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None,
          overlap: str = OVERLAP.default, pipeline_layout: str | None = None, allow_fp8: bool = False,
-         allow_offload: bool = False, exhaustive: bool = False) -> Plan:
+         allow_offload: bool = False, exhaustive: bool = False, reserve_of=None) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
-    bytes kept free on each device) for a global batch of ``global_batch`` sequences (see
+    bytes kept free on each device; ``reserve_of``: a row's own reserve, called with the candidate, when
+    it differs by layout (train's runtime reserve; ``reserve`` is then the least of them, the screen's
+    bound)) for a global batch of ``global_batch`` sequences (see
     the module docstring). ``values``: the model's dimension values (symbol → int; ``b``
     is replaced by each candidate micro-batch). TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). ``top``: rows shown, at most
@@ -177,6 +179,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
                     micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap,
+                    reserve_of=reserve_of,
                     factors=factors, pipeline_layout=pipeline_layout,
                     allow=dict(allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive))
         bar.update(steps)
@@ -192,7 +195,7 @@ def _space(cg: CostGraph, fixed: dict, **kw) -> tuple[Space, object]:
 
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
-          max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None,
+          max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None, reserve_of=None,
           pipeline_layout=None, allow=None) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     _one_node(hardware, gpus)
@@ -228,7 +231,8 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
         candidates, least, pruned, refused = screen.run(keep)
         bar.advance(description="planning: confirming the fastest layouts exactly")
         walked = _Walked(candidates)
-        confirmed = confirm(model, vals, b_sym, walked, settings, hardware, efficiency, capacity - reserve, limit,
+        usable = capacity - reserve if reserve_of is None else (lambda c: capacity - reserve_of(c))
+        confirmed = confirm(model, vals, b_sym, walked, settings, hardware, efficiency, usable, limit,
                             bar, refused, _order, factors, budget=BUDGET)
         if not screen.truncated or walked.count <= keep:   # every row it walked is in the full ranking's order
             break

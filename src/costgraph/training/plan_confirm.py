@@ -216,6 +216,7 @@ def _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, 
     """Candidate ``c`` checked and derived exactly (:func:`confirm`), appended to ``state["out"]`` unless
     train refuses it, it does not fit, or its row is already there."""
     at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
+    limit = usable(c) if callable(usable) else usable   # a row's own reserve (train's runtime reserve)
     try:
         layout = checked(model, layout_of(c, settings), at)
     except CostgraphValueError:
@@ -225,11 +226,11 @@ def _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, 
 
     def derive():
         mem = exact_memory(model, layout, at, b_sym)
-        if mem > usable:   # the step time is not derived then
+        if mem > limit:   # the step time is not derived then
             return mem, None
         return exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
     mem, step = state["same"].figures(c, derive)
-    if mem > usable:
+    if mem > limit:
         refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
         return
     peak, gpus = float(hardware.peak_flops_bf16), settings["gpus"]

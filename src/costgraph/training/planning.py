@@ -171,7 +171,6 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     ------
     CostgraphValueError
         No values, a count that is not positive, more than 10⁶ devices, an efficiency outside (0, 1], a dimension without a value, an unknown preset."""
-    from .fit import reserve_bytes
     from .plan import plan
 
     from ..option_fields import check, resolve
@@ -197,10 +196,12 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     if free:
         raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
     profile, factors, calibration = _calibration(efficiency_profile, hw, eff, reserve, kernels)
-    held = reserve_bytes(reserve if reserve is not None or profile is None or profile.reserve is None
-                         else f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity)
+    held, reserve_of = _reserve(reserve, profile, hw, capacity, memory is not None)
+    if reserve_of is not None:   # train's default: the capacity CUDA reports, less the named runtime parts
+        capacity = reserve_of.capacity
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
+                  reserve_of=reserve_of,
                   factors=factors, overlap=overlap, pipeline_layout=pipeline_layout, allow_fp8=o.allow_fp8,
                   allow_offload=o.allow_offload, exhaustive=o.exhaustive)
     tokens = arguments.rational(tokens, "--tokens")
@@ -215,6 +216,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap,
+                "reserve_runtime": reserve_of is not None,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
@@ -225,6 +227,41 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
                       result.searched, result.pruned)
+
+
+class _RuntimeReserve:
+    """Train's default reserve (``--reserve runtime``) per layout: :func:`costgraph.runtime_memory.training_reserve`
+    of the row's parallel groups (NCCL's buffers for each degree above 1) on the preset, against the capacity
+    CUDA reports (``capacity``). Called with a candidate row, it gives the bytes that row keeps free, as
+    ``costgraph train`` computes them for the row's check command."""
+
+    def __init__(self, hw, capacity: int, given: bool):
+        from ..runtime_memory import training_reserve
+
+        self.hw, self.given, self.asked = hw, given, capacity
+        base = training_reserve(hw, {}, capacity, given)   # no group above 1: the least reserve of any row
+        self.capacity, self.least = base.capacity, base.bytes
+
+    def __call__(self, c) -> int:
+        from ..runtime_memory import training_reserve
+
+        groups = {"tp": c.tp, "pp": c.pp, "cp": c.cp, "dp": c.dp, "ep": c.ep}
+        return training_reserve(self.hw, groups, self.asked, self.given).bytes
+
+
+def _reserve(reserve, profile, hw, capacity: int, given: bool):
+    """``(held, reserve_of)``: the bytes every row keeps free (the least of them under the runtime
+    reserve: the screen's sound bound) and, for train's default ``runtime`` reserve, the per-row
+    :class:`_RuntimeReserve` (None for a fraction, a size or a calibrated reserve)."""
+    from ..choices import RUNTIME_RESERVE
+    from .fit import reserve_bytes
+
+    if reserve is None and profile is not None and profile.reserve is not None:
+        return reserve_bytes(f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity), None
+    if reserve is None or reserve == RUNTIME_RESERVE:
+        of = _RuntimeReserve(hw, capacity, given)
+        return of.least, of
+    return reserve_bytes(reserve, capacity), None
 
 
 def _device(hardware, memory, precision):
