@@ -69,6 +69,7 @@ from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
 from .kernel_table import KernelTable, attention_curves, gemm_seconds
+from .moe_kernels import permute_rows
 from .step_kernels import loss_seconds, quantize_rows
 
 ZERO = sympy.Integer(0)
@@ -149,6 +150,8 @@ def _times(cg, L, table, peaks) -> list:
     if fp8:   # TE's quantize kernels of the FP8 linears' inputs and output gradients (step_kernels)
         rows += quantize_rows(cg, fp8, ctx.split, ctx.precision.bytes("act"), policy_recipe(L.policy),
                               L.fp8_transpose, table.hbm_bandwidth)
+    if ctx.pl.experts:   # the MoE token dispatch's permute/unpermute copies (costgraph.training.moe_kernels)
+        rows += permute_rows(cg, ctx.pl, ctx.precision, table.hbm_bandwidth)
     if L.loss and cg.outputs:   # the fp32 cross-entropy: no operator of the graph (costgraph.training.step_kernels)
         fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.loss_fusion)
         rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,
