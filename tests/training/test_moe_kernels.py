@@ -74,3 +74,13 @@ def test_dense_models_have_no_dispatch():
     m = costgraph.load("llama")
     rows = kernel_ops(m.graph, Layout(), kernel_table(preset("h100-sxm")), {"bf16": P})
     assert not [r for r in rows if r["kind"] == "moe_permute"]
+
+
+def test_train_names_the_dispatch_convention(mixtral):
+    m, v = mixtral
+    r = m.train(Layout(e=8, gpus=8, m=2), values=v, hardware="h100-sxm")
+    assert r.compute["moe_permute"].startswith("te-fused")
+    assert "the MoE token dispatch copies (te-fused" in r.to_text()
+    dense = costgraph.load("llama")
+    assert "MoE token dispatch" not in dense.train(Layout(gpus=1), values=dense.values("llama-3-8b"),
+                                                   hardware="h100-sxm").to_text()

@@ -374,6 +374,12 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["loss_fusion"] = filled.loss_fusion   # the loss kernel timed (costgraph.training.step_kernels)
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
+        from ..parallel.placement import expert_groups
+
+        if expert_groups(model.graph):   # the MoE dispatch copies timed (costgraph.training.moe_kernels)
+            from .moe_kernels import PERMUTE_CONVENTION
+
+            out["moe_permute"] = PERMUTE_CONVENTION
         if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
             out["attention_kernel"] = filled.attention_kernel
         from .kernel_time import UB_COMM_SMS, userbuffers_margin
