@@ -194,11 +194,13 @@ def _gemm(table: KernelTable, dtype: str):
     return sympy.Rational(e), sympy.Rational(t0, 10**9), sympy.Integer(k0)
 
 
-def gemm_seconds(flops, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Expr:
+def gemm_seconds(flops, k, peak, table: KernelTable, dtype: str = "bf16", streams=1) -> sympy.Expr:
     """Seconds of one GEMM call of ``flops`` FLOPs contracting over ``k`` at ``peak`` FLOP/s:
-    ``t0 + F/(P·e)·(1 + k0/K)`` with the ``dtype`` fit (``fp8`` without FP8 points: the BF16 fit)."""
+    ``t0 + F/(P·e)·(1 + k0/K)`` with the ``dtype`` fit (``fp8`` without FP8 points: the BF16 fit).
+    ``streams``: the GEMMs of one group running concurrently on that many streams, whose fixed
+    times ``t0`` overlap (``t0/streams`` a call; the FLOPs share the device: not divided)."""
     e, t0, k0 = _gemm(table, dtype)
-    return t0 + flops / (sympy.Integer(peak) * e) * (1 + k0 / k)
+    return t0 / streams + flops / (sympy.Integer(peak) * e) * (1 + k0 / k)
 
 
 def gemm_eta(m, n, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Expr:

@@ -15,7 +15,9 @@ operator falls in one class (``compute_by_class`` of the step):
     :func:`costgraph.training.kernel_table.gemm_eta` (``t0 + F/(P·e)·(1 + k0/K)``). The
     input gradient (``M × K``, contraction ``N``) and the weight gradient (``N × K``,
     contraction ``M``) are GEMMs of their own shapes. Routed experts: one GEMM per local
-    expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance). An FP8 linear
+    expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance), launched as Transformer
+    Engine's grouped GEMM does, on ``min(4, E/e)`` concurrent streams whose fixed times ``t0``
+    overlap (:data:`TE_GEMM_STREAMS`): each call ``t0/min(4, E/e) + F/(P·e)·(1 + k0/K)``. An FP8 linear
     (:func:`costgraph.training.fp8.fp8_linears`) runs its three GEMMs at the FP8 peak with
     the table's FP8 fit (the BF16 fit where it has none: the rate's notes say so); with
     ``fp8_wgrad`` False (``--no-fp8-wgrad``) its weight gradient runs at the BF16 peak with
@@ -165,6 +167,13 @@ def _times(cg, L, table, peaks) -> list:
 #: "ring_exchange"``; common/comm_gemm_overlap/comm_gemm_overlap.cpp: ``_math_sms = (set_sm_margin) ?
 #: sm_count - num_comm_sm : sm_count``, the SMs the overlapped GEMM is launched on
 UB_COMM_SMS = 16
+#: the streams Transformer Engine's grouped GEMM of the local experts (``GroupedLinear`` →
+#: ``general_grouped_gemm`` → ``nvte_multi_tensor_gemm``, whose default on every GPU is
+#: ``multi_stream_cublas_gemm``: ``NVTE_USE_CUTLASS_GROUPED_GEMM`` off) launches the experts' GEMMs on,
+#: ``i % num_streams``: TransformerEngine @ d0067d0d transformer_engine/common/util/multi_stream.cpp
+#: (``static constexpr int num_compute_streams = 4``), common/gemm/cublaslt_gemm.cu (``multi_stream_cublas_gemm``).
+#: The fixed time ``t0`` of each expert GEMM overlaps with those of the other streams: ``t0/min(4, E/e)``
+TE_GEMM_STREAMS = 4
 
 
 def userbuffers_margin(L, table: KernelTable) -> sympy.Expr:
@@ -270,14 +279,15 @@ class _Ctx:
         rows = numel(self.cg.tensors[y].shape) / n_full / pl.sequence_divisor(y)
         if all(a == 1 for a in shard.axes):   # a linear TP leaves whole reads SP's split rows
             rows = rows / pl.tensor_divisor(y)
-        calls = ONE
+        calls, streams = ONE, ONE
         if pl.in_experts(path):   # E/e local experts per device, each a GEMM of M·k·e/E rows
             g = next(g for p, g in pl.experts.items() if path.startswith(p + "/"))
             calls = g.count / (pl.degree("e") * g.active)
+            streams = sympy.Min(TE_GEMM_STREAMS, g.count / pl.degree("e"))   # TE's grouped GEMM: one stream each
         f, m = 2 * rows * n * k / calls, rows / calls   # per call; calls per active instance
 
         def seconds(contraction, kind=dtype):
-            return gemm_seconds(f, contraction, self.peaks[kind], self.table, kind) * calls
+            return gemm_seconds(f, contraction, self.peaks[kind], self.table, kind, streams) * calls
 
         w_kind = dtype if self.wgrad_fp8 else "bf16"   # --no-fp8-wgrad: TE's override_linear_precision
         dgrad = seconds(n) if c.backward_input.matmul != 0 else ZERO    # dX [M, K] = dY [M, N] · W [N, K]
