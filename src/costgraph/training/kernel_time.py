@@ -153,7 +153,7 @@ def _times(cg, L, table, peaks) -> list:
         rows += quantize_rows(cg, fp8, ctx.split, ctx.precision.bytes("act"), policy_recipe(L.policy),
                               L.fp8_transpose, table.hbm_bandwidth)
     if ctx.pl.experts:   # the MoE token dispatch's permute/unpermute copies (costgraph.training.moe_kernels)
-        rows += permute_rows(cg, ctx.pl, ctx.precision, table.hbm_bandwidth)
+        rows += permute_rows(cg, ctx.pl, ctx.precision, table.hbm_bandwidth, GEMM_KINDS)
     if L.loss and cg.outputs:   # the fp32 cross-entropy: no operator of the graph (costgraph.training.step_kernels)
         fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.loss_fusion)
         rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,

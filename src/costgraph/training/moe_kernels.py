@@ -65,19 +65,18 @@ def permute_bytes(tokens_h, k, etp, sorted_chunks: bool) -> sympy.Expr:
     return out
 
 
-def _first_gemm(cg, group: str):
-    from .kernel_time import GEMM_KINDS
-
-    return next((p for p, d in cg.ops() if p.startswith(group + "/") and d["kind"] in GEMM_KINDS), None)
+def _first_gemm(cg, group: str, gemm_kinds):
+    return next((p for p, d in cg.ops() if p.startswith(group + "/") and d["kind"] in gemm_kinds), None)
 
 
-def permute_rows(cg, pl, precision, bandwidth) -> list:
+def permute_rows(cg, pl, precision, bandwidth, gemm_kinds=("linear",)) -> list:
     """``(row, closing)`` per routed-expert group (module docstring), in
     :func:`costgraph.training.kernel_time.kernel_ops`'s form: class ``memory``, kind
     :data:`KIND`, path ``GROUP (moe permute)``, ``active`` the group's calls per model pass,
     ``forward``/``backward`` the seconds of one call on one device at ``bandwidth`` B/s;
     ``closing`` the group's first GEMM (whose re-run share the copies follow). ``pl``: the
-    layout's :class:`~costgraph.parallel.placement.Placement`; ``precision``: bytes per role."""
+    layout's :class:`~costgraph.parallel.placement.Placement`; ``precision``: bytes per role;
+    ``gemm_kinds``: the operator kinds timed as GEMMs (:data:`costgraph.training.kernel_time.GEMM_KINDS`)."""
     rows, bw = [], sympy.Integer(bandwidth)
     e, etp = pl.degree("e"), pl.degree("etp")
     for path, g in pl.experts.items():
@@ -94,5 +93,5 @@ def permute_rows(cg, pl, precision, bandwidth) -> list:
                                     (permute_bytes(tokens_h, g.active, etp, False), True))
         secs = moved / bw
         rows.append(({"path": f"{path} (moe permute)", "kind": KIND, "class": "memory", "active": g.calls,
-                      "forward": secs, "backward": secs}, _first_gemm(cg, path) or path))
+                      "forward": secs, "backward": secs}, _first_gemm(cg, path, gemm_kinds) or path))
     return rows
