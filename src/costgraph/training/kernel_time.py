@@ -37,7 +37,10 @@ operator falls in one class (``compute_by_class`` of the step):
     The softmax and the other operators inside the core cost nothing apart. With eager
     attention the products are GEMMs and the rest memory-bound.
 ``memory`` — every other operator without matrix FLOPs (norms, softmax, activations,
-    dropout, rotary, casts, residual adds, embedding lookups): ``bytes / hbm_bandwidth``.
+    dropout, rotary, casts, residual adds, embedding lookups): ``t_m + bytes / hbm_bandwidth``
+    per kernel, one kernel forward and one backward (``t_m`` the table's ``memory_launch_ns``,
+    fitted with the bandwidth to measured kernels of several sizes; 0 on a table without them:
+    :func:`costgraph.training.kernel_table.memory_seconds`).
     **Bytes**: the elements of each input and of each output that is not a view, at the
     bytes of its role under the layout's precision, each divided by the devices sharing it
     (TP/SP and CP, :meth:`Placement.tensor_divisor` and ``sequence_divisor``); the backward
@@ -97,7 +100,7 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     L = layout.filled()
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
-           table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
+           table.hbm_bandwidth, table.memory_launch_ns, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
            getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.loss_fusion,
            L.attention_kernel, tuple(sorted(attention_curves(table, L.attention_kernel).items()))
            if L.attention == "flash" else None, L.overlap, table.sm_count) + \
@@ -151,11 +154,11 @@ def _times(cg, L, table, peaks) -> list:
                       "backward": back}, closing))
     if fp8:   # TE's quantize kernels of the FP8 linears' inputs and output gradients (step_kernels)
         rows += quantize_rows(cg, fp8, ctx.split, ctx.precision.bytes("act"), policy_recipe(L.policy),
-                              L.fp8_transpose, table.hbm_bandwidth)
+                              L.fp8_transpose, table.hbm_bandwidth, ctx.tm)
     if ctx.pl.experts:   # the MoE token dispatch's permute/unpermute copies (costgraph.training.moe_kernels)
-        rows += permute_rows(cg, ctx.pl, ctx.precision, table.hbm_bandwidth, GEMM_KINDS)
+        rows += permute_rows(cg, ctx.pl, ctx.precision, table.hbm_bandwidth, GEMM_KINDS, ctx.tm)
     if L.loss and cg.outputs:   # the fp32 cross-entropy: no operator of the graph (costgraph.training.step_kernels)
-        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.loss_fusion)
+        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.loss_fusion, ctx.tm)
         rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,
                       "backward": back}, LOSS_PATH))
     return rows
@@ -215,6 +218,7 @@ class _Ctx:
     def __init__(self, cg, pl, table, precision, peaks):
         self.cg, self.pl, self.table, self.precision, self.peaks = cg, pl, table, precision, peaks
         self.bw = sympy.Integer(table.hbm_bandwidth)
+        self.tm = sympy.Rational(table.memory_launch_ns, 10**9)   # a memory-bound kernel's fixed seconds
         self.c = pl.degree("c")
         self.attention_dtype, self.wgrad_fp8 = "bf16", True   # --fp8-dot-product-attention, --no-fp8-wgrad
         self.ub = ONE   # userbuffers' SM margin of the TP-overlapped GEMMs (userbuffers_margin)
@@ -249,8 +253,8 @@ class _Ctx:
         moved = self.bytes_of(d) / self.bw
         has_back = bool(c.saved) or c.backward_input.under("all") != 0 or c.backward_weight.under("all") != 0
         back = 2 * moved if has_back else ZERO
-        if c.forward.matmul == 0:
-            return "memory", moved, back
+        if c.forward.matmul == 0:   # one kernel each way, each with the table's fixed time
+            return "memory", moved + self.tm, (back + self.tm if has_back else ZERO)
         div = self.split(d["outputs"][0])
         peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm["bf16"][0])
         fb = (c.backward_input.matmul + c.backward_weight.matmul) / div / peak

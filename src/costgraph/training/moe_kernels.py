@@ -69,14 +69,16 @@ def _first_gemm(cg, group: str, gemm_kinds):
     return next((p for p, d in cg.ops() if p.startswith(group + "/") and d["kind"] in gemm_kinds), None)
 
 
-def permute_rows(cg, pl, precision, bandwidth, gemm_kinds=("linear",)) -> list:
+def permute_rows(cg, pl, precision, bandwidth, gemm_kinds=("linear",), launch=0) -> list:
     """``(row, closing)`` per routed-expert group (module docstring), in
     :func:`costgraph.training.kernel_time.kernel_ops`'s form: class ``memory``, kind
     :data:`KIND`, path ``GROUP (moe permute)``, ``active`` the group's calls per model pass,
     ``forward``/``backward`` the seconds of one call on one device at ``bandwidth`` B/s;
     ``closing`` the group's first GEMM (whose re-run share the copies follow). ``pl``: the
     layout's :class:`~costgraph.parallel.placement.Placement`; ``precision``: bytes per role;
-    ``gemm_kinds``: the operator kinds timed as GEMMs (:data:`costgraph.training.kernel_time.GEMM_KINDS`)."""
+    ``gemm_kinds``: the operator kinds timed as GEMMs (:data:`costgraph.training.kernel_time.GEMM_KINDS`);
+    ``launch``: the fixed seconds of one memory-bound kernel (the table's ``memory_launch_ns``), once
+    per kernel: 4 each way, 2 without the sorts."""
     rows, bw = [], sympy.Integer(bandwidth)
     e, etp = pl.degree("e"), pl.degree("etp")
     for path, g in pl.experts.items():
@@ -86,12 +88,12 @@ def permute_rows(cg, pl, precision, bandwidth, gemm_kinds=("linear",)) -> list:
         t = cg.tensors[x]
         tokens_h = t.numel * precision.bytes(t.role) / (pl.tensor_divisor(x) * pl.sequence_divisor(x))
         local = sympy.cancel(g.count / e)
+        sort = permute_bytes(tokens_h, g.active, etp, True) / bw + 4 * launch
+        flat = permute_bytes(tokens_h, g.active, etp, False) / bw + 2 * launch
         if local.is_number:
-            moved = permute_bytes(tokens_h, g.active, etp, bool(local > 1))
+            secs = sort if local > 1 else flat
         else:   # symbolic e (the planner's forms): the sorts only where more than one expert is local
-            moved = sympy.Piecewise((permute_bytes(tokens_h, g.active, etp, True), local > 1),
-                                    (permute_bytes(tokens_h, g.active, etp, False), True))
-        secs = moved / bw
+            secs = sympy.Piecewise((sort, local > 1), (flat, True))
         rows.append(({"path": f"{path} (moe permute)", "kind": KIND, "class": "memory", "active": g.calls,
                       "forward": secs, "backward": secs}, _first_gemm(cg, path, gemm_kinds) or path))
     return rows

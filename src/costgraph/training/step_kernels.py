@@ -85,6 +85,10 @@ import sympy
 LOSS_BYTES = (38, 14)
 #: the same, fused (module docstring; Megatron-LM@d98e8a64 fusions/fused_cross_entropy.py)
 FUSED_LOSS_BYTES = (22, 10)
+#: kernels of the loss (forward, backward): the six steps of the unfused table above (the backward's
+#: ``mul_`` and the cast); the fused path's four ``@jit_fuser`` kernels and ``calculate_gradients``
+LOSS_KERNELS = (6, 2)
+FUSED_LOSS_KERNELS = (4, 1)
 #: the conventions these terms follow, named in the step time's output
 LOSS_CONVENTION = "megatron-unfused fp32 cross-entropy (Megatron-LM tensor_parallel/cross_entropy.py)"
 FUSED_LOSS_CONVENTION = "megatron-fused fp32 cross-entropy (Megatron-LM fusions/fused_cross_entropy.py, --loss-fusion fused)"
@@ -98,13 +102,15 @@ def loss_elements(cg, pl) -> sympy.Expr:
     return sympy.Add(*[cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o)) for o in cg.outputs])
 
 
-def loss_seconds(cg, pl, bandwidth, fusion: str = "unfused") -> tuple[sympy.Expr, sympy.Expr]:
+def loss_seconds(cg, pl, bandwidth, fusion: str = "unfused", launch=0) -> tuple[sympy.Expr, sympy.Expr]:
     """``(forward, backward)`` seconds of the fp32 cross-entropy of one micro-batch on the
     device that holds the head, at ``bandwidth`` B/s; ``fusion`` the layout's ``loss_fusion``
-    (:data:`LOSS_BYTES` unfused, :data:`FUSED_LOSS_BYTES` fused)."""
+    (:data:`LOSS_BYTES` unfused, :data:`FUSED_LOSS_BYTES` fused); ``launch``: the fixed seconds of
+    one memory-bound kernel (the table's ``memory_launch_ns``), times :data:`LOSS_KERNELS`."""
     n, bw = loss_elements(cg, pl), sympy.Integer(bandwidth)
     fwd, back = FUSED_LOSS_BYTES if fusion == "fused" else LOSS_BYTES
-    return fwd * n / bw, back * n / bw
+    kf, kb = FUSED_LOSS_KERNELS if fusion == "fused" else LOSS_KERNELS
+    return fwd * n / bw + kf * launch, back * n / bw + kb * launch
 
 
 def optimizer_bytes(memory: dict, memory_unsharded: dict) -> sympy.Expr:
@@ -166,13 +172,16 @@ def quantize_bytes(rec, act_bytes, transpose: str = "separate") -> sympy.Expr:
     return sympy.Integer(act_bytes) * (2 if current else 1) + rec.data_bytes * copies
 
 
-def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth) -> list:
+def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth, launch=0) -> list:
     """``(row, closing)`` per FP8 linear with a quantize kernel (module docstring): ``row`` in
     :func:`costgraph.training.kernel_time.kernel_ops`'s form, class ``memory``, path ``PATH
     (fp8 quantize)``, forward = its input's quantize (none if a norm writes it or another
     linear's already did), backward = its output gradient's; ``closing`` the linear (a recompute
-    of the linear re-runs its quantize). ``split(tid)``: the devices sharing tensor ``tid``."""
+    of the linear re-runs its quantize). ``split(tid)``: the devices sharing tensor ``tid``; ``launch``:
+    the fixed seconds of one memory-bound kernel, once per quantize (twice under current scaling: the
+    amax kernel, then the cast)."""
     per = quantize_bytes(rec, act_bytes, transpose) / sympy.Integer(bandwidth)
+    fixed = launch * (2 if rec.scaling == "tensor" and rec.amax_history == 0 else 1)
     producer = {o: d["kind"] for _, d in cg.ops() for o in d["outputs"]}
     done, rows = set(), []
     for path, d in cg.ops():
@@ -183,8 +192,9 @@ def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth)
         fwd = sympy.Integer(0)
         if producer.get(base) not in NORM_KINDS and base not in done:
             done.add(base)
-            fwd = cg.tensors[x].numel / split(x) * per
-        back = cg.tensors[y].numel / split(y) * per if d["cost"].backward_input.matmul != 0 else sympy.Integer(0)
+            fwd = cg.tensors[x].numel / split(x) * per + fixed
+        back = cg.tensors[y].numel / split(y) * per + fixed if d["cost"].backward_input.matmul != 0 \
+            else sympy.Integer(0)
         if fwd != 0 or back != 0:
             rows.append(({"path": f"{path} (fp8 quantize)", "kind": "fp8_quantize", "class": "memory",
                           "active": d["active"], "forward": fwd, "backward": back}, path))
