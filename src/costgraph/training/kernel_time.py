@@ -100,7 +100,8 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     L = layout.filled()
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
-           table.hbm_bandwidth, table.memory_launch_ns, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
+           table.hbm_bandwidth, table.memory_launch_ns, tuple(sorted(peaks.items())), L.precision, L.policy,
+           L.attention,
            getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.loss_fusion,
            L.attention_kernel, tuple(sorted(attention_curves(table, L.attention_kernel).items()))
            if L.attention == "flash" else None, L.overlap, table.sm_count) + \
