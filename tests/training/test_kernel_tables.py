@@ -11,7 +11,8 @@ import sympy
 import costgraph
 from costgraph.hardware import preset
 from costgraph.parallel.layout import Layout
-from costgraph.training.kernel_table import attention_eta, fit_attention, fit_gemm, gemm_eta, kernel_table
+from costgraph.training.kernel_table import (attention_eta, fit_attention, fit_gemm, fit_memory, gemm_eta, kernel_table,
+                                             memory_seconds)
 from costgraph.training.kernel_time import CLASSES, kernel_ops, kernel_seconds
 from costgraph.training.overlap import split_compute
 from costgraph.training.rate import step_rate
@@ -36,6 +37,18 @@ def _refit(table, peaks):
     for direction, (e, s0) in table.attention.items():
         fe, fs0 = fit_attention(table.attention_points[direction], peaks["bf16"])
         assert (e, s0) == (Fraction(str(round(fe, 3))), round(fs0)), direction
+    if table.memory_points:   # hbm_bandwidth to 0.1 GB/s, memory_launch_ns to 1 ns
+        bw, t0 = fit_memory(table.memory_points)
+        assert (table.hbm_bandwidth, table.memory_launch_ns) == (round(bw, -8), round(t0))
+
+
+def _norm_points(gbps):
+    """cudnn-frontend benchmark/norms's 14 rms_norm rows (N, C) in CSV order with their fwd_gbps, as
+    [bytes, B/s]: bytes as benchmark_single_norm.py compute_bandwidth_bytes counts an rms_norm forward in
+    bf16, (N·C + C)·2 read + N·C·2 + N·4 (the fp32 inverse variance) written."""
+    nc = [(16384, 4096), (8192, 8192), (4096, 16384), (8192, 5120), (8192, 4096), (4096, 6144), (4096, 8192),
+          (2048, 4096), (131072, 128), (8192, 128), (8192, 5120), (4096, 2048), (131072, 128), (16384, 128)]
+    return tuple(((n * c + c) * 2 + n * c * 2 + n * 4, int(Fraction(g) * 10**9)) for (n, c), g in zip(nc, gbps))
 
 
 def test_b200_gemms_are_xla_sm_100_b200_table():
@@ -67,8 +80,12 @@ def test_h200_attention_and_bandwidth_are_cudnn_h200_measurements():
                                              (32768, 688 * T))
     assert t.attention_points["backward"] == ((2048, 370 * T), (4096, 474 * T), (8192, 541 * T),
                                               (16384, 579 * T), (32768, 581 * T))
-    # benchmark/norms/results/h200/all_models_20260227_035147.csv: cudnn bfloat16 rms_norm, llama3-70b, fwd_gbps 3770.9
-    assert t.hbm_bandwidth == 3_770_900_000_000
+    # benchmark/norms/results/h200/all_models_20260227_035147.csv: every cudnn bfloat16 rms_norm row, fwd_gbps
+    assert t.memory_points == _norm_points(["3708.1", "3770.9", "3845.2", "3762.0", "3790.3", "3461.6", "3311.3",
+                                            "3351.7", "3202.5", "1435.9", "3770.2", "3228.4", "3187.7", "1957.0"])
+    assert (t.hbm_bandwidth, t.memory_launch_ns) == (3_816_800_000_000, 1904)
+    # the fit at the llama3-70b row (N = C = 8192: 268,484,608 B in 71.2 µs, 3770.9 GB/s): 72.2 µs, +1.4 %
+    assert abs(float(memory_seconds(268_484_608, t)) * 3_770_900_000_000 / 268_484_608 - 1) < 0.015
     _refit(t, {"bf16": h200.peak_flops_bf16, "fp8": h200.peak_flops_fp8})
     assert t.attention == {"forward": (Fraction("0.722"), 940), "backward": (Fraction("0.627"), 1341)}
     # XLA keys every sm_90 device to one GEMM table: the H200's GEMMs are the H100 SXM's
@@ -88,8 +105,12 @@ def test_gb200_attention_and_bandwidth_are_cudnn_gb200_measurements():
                                                    32768: 1622 * T}
     assert dict(t.attention_points["backward"]) == {2048: 885 * T, 4096: 1148 * T, 8192: 1332 * T, 16384: 1328 * T,
                                                     32768: 1226 * T}
-    # benchmark/norms/results/gb200/all_models_20260226_180237.csv: cudnn bfloat16 rms_norm, llama3-70b, fwd_gbps 5997.4
-    assert t.hbm_bandwidth == 5_997_400_000_000
+    # benchmark/norms/results/gb200/all_models_20260226_180237.csv: every cudnn bfloat16 rms_norm row, fwd_gbps
+    assert t.memory_points == _norm_points(["6424.6", "5997.4", "6119.7", "5986.8", "5843.7", "5848.7", "5934.0",
+                                            "3773.7", "4168.5", "1234.6", "6000.5", "4790.9", "4112.0", "1860.6"])
+    assert (t.hbm_bandwidth, t.memory_launch_ns) == (6_553_500_000_000, 2968)
+    # a small kernel (deepseek-v3-8192x128: 4.2 MB at 1234.6 GB/s, 3.42 µs) is mostly the fixed time: 3.61 µs
+    assert abs(float(memory_seconds(4_227_328, t)) * 1_234_600_000_000 / 4_227_328 - 1) < 0.06
     _refit(t, {"bf16": gb.peak_flops_bf16, "fp8": gb.peak_flops_fp8})
     # the GEMM points are XLA's B200 measurements (no GB200 table in XLA), fitted at the GB200's 2.5 PF
     assert t.gemm_points == kernel_table(preset("b200")).gemm_points
@@ -97,6 +118,7 @@ def test_gb200_attention_and_bandwidth_are_cudnn_gb200_measurements():
     # the B200 table takes the GB200's attention and bandwidth measurements at its own peak
     b = kernel_table(preset("b200"))
     assert b.attention_points == t.attention_points and b.hbm_bandwidth == t.hbm_bandwidth
+    assert b.memory_points == t.memory_points and b.memory_launch_ns == t.memory_launch_ns
     assert b.attention == {"forward": (Fraction("0.79"), 1196), "backward": (Fraction("0.62"), 1043)}
 
 
@@ -151,3 +173,21 @@ def st_flops(m, L):
     from costgraph.training.compute import training_flops
 
     return training_flops(m.graph, L)
+
+
+def test_memory_bound_kernels_pay_the_fixed_time_once_each_way(llama):
+    # on gb200 (memory_points: cuDNN's measured RMSNorm kernels) each memory-bound kernel takes
+    # t_m + bytes/B_hbm, one kernel forward and one backward; the loss's kernels (6 forward, 2 backward:
+    # cross_entropy.toml [logits] forward_kernels, backward_kernels) each pay t_m too; h100-sxm has no memory_points: no fixed time
+    m, v = llama
+    b, s, h, V = 1, 4096, 4096, 128256
+    t = kernel_table(preset("gb200"))
+    tm, bw = Fraction(2968, 10**9), 6_553_500_000_000
+    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(), t, {"bf16": preset("gb200").peak_flops_bf16})}
+    norm = rows["layers/layer/input_layernorm"]
+    assert sympy.sympify(norm["forward"]).xreplace(v) == tm + Fraction(2 * b * s * h * 2, bw)
+    assert sympy.sympify(norm["backward"]).xreplace(v) == tm + 2 * Fraction(2 * b * s * h * 2, bw)
+    loss = rows["(loss: fp32 cross-entropy)"]
+    assert sympy.sympify(loss["forward"]).xreplace(v) == 6 * tm + Fraction(38 * b * s * V, bw)
+    assert sympy.sympify(loss["backward"]).xreplace(v) == 2 * tm + Fraction(14 * b * s * V, bw)
+    assert kernel_table(preset("h100-sxm")).memory_launch_ns == 0

@@ -310,7 +310,9 @@ def _step_text(compute: dict, values) -> list[str]:
             f": {implementation(ce).kernel}"
         extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({loss}, in memory)"
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
-                     + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else ""))
+                     + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else "")
+                     + (f"; the MoE token dispatch copies ({compute['moe_permute']}, in memory)"
+                        if "moe_permute" in compute else ""))
         if "attention_kernel" in compute:   # which fused attention kernel's curves (choices.ATTENTION_KERNEL)
             from ..choices import ATTENTION_KERNEL
 

@@ -406,6 +406,12 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["cross_entropy"] = filled.cross_entropy   # the loss's kernels timed (costgraph.training.cross_entropy)
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
+        from ..parallel.placement import expert_groups
+
+        if expert_groups(model.graph):   # the MoE dispatch copies timed (costgraph.training.moe_kernels)
+            from .moe_kernels import PERMUTE_CONVENTION
+
+            out["moe_permute"] = PERMUTE_CONVENTION
         if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
             out["attention_kernel"] = filled.resolved("attention_kernel")
         from .kernel_time import UB_COMM_SMS, userbuffers_margin

@@ -31,6 +31,8 @@ IMPLEMENTATION = Kind("cross-entropy implementation", (
     Field("held_act", unit="buffers", doc="buffers in the activations' precision live then"),
     Field("forward_bytes", unit="B", doc="bytes read and written per logit element, forward"),
     Field("backward_bytes", unit="B", doc="the same, backward"),
+    Field("forward_kernels", unit="kernels", doc="kernels launched, forward (each the table's fixed time)"),
+    Field("backward_kernels", unit="kernels", doc="the same, backward"),
 ))
 SCHEMA = Schema("cross_entropy.toml", "costgraph.training", entries=IMPLEMENTATION)
 
@@ -52,6 +54,8 @@ class CrossEntropy:
     forward_bytes: int
     backward_bytes: int
     source: str
+    forward_kernels: int = 0
+    backward_kernels: int = 0
 
     def held(self, act_bytes) -> object:
         """Bytes per logit element held at the peak, the activations ``act_bytes`` bytes an element."""
@@ -62,7 +66,7 @@ class CrossEntropy:
 def _table() -> dict[str, CrossEntropy]:
     data = datafiles.load(SCHEMA)
     return {n: CrossEntropy(n, e["kernel"], e["held_fp32"], e["held_act"], e["forward_bytes"], e["backward_bytes"],
-                            e["source"]) for n, e in data.entries.items()}
+                            e["source"], e["forward_kernels"], e["backward_kernels"]) for n, e in data.entries.items()}
 
 
 def implementation(name: str) -> CrossEntropy:

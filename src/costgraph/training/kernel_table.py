@@ -21,7 +21,11 @@ forward and backward) with their sources, and the parameters fitted to them:
   attention, FlashAttention-3, PyTorch's FlashAttention-2): ``attention_kernel``
   names the kernel of ``attention_forward/backward_*``, ``attention_K_*`` hold
   the others (:func:`attention_curves`).
-* **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s).
+* **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s) and, where the
+  table measures memory-bound kernels of several sizes (``memory_points``), a fixed time per kernel
+  ``memory_launch_ns``: :func:`memory_seconds` ``t_m + bytes/B_hbm``, both fitted by
+  :func:`fit_memory` (least squares on the relative error of each point's seconds, linear in
+  ``t_m`` and ``1/B_hbm``).
 
 ``P`` is the preset's BF16 peak (:class:`costgraph.hardware.Hardware`). The
 file format and every number's source: the header of ``kernels.toml`` and
@@ -75,9 +79,13 @@ KIND = Kind("kernel table", (
       for f, t, u in (("efficiency", "decimal", ""), ("s0", "int", "tokens"), ("points", "list", ""),
                       ("source", "text", ""))],
     Field("hbm_bandwidth", unit="B/s", positive=True, doc="achieved (measured) HBM bandwidth"),
+    Field("memory_launch_ns", unit="ns", required=False,
+          doc="fixed seconds of one memory-bound kernel, in ns (fitted with hbm_bandwidth to memory_points)"),
+    Field("memory_points", "list", required=False, doc="[bytes moved, measured B/s] of memory-bound kernels"),
+    Field("memory_source", "text", required=False),
     Field("sm_count", unit="", required=False, positive=True,
           doc="the device's streaming multiprocessors (userbuffers' SM margin, kernel_time.userbuffers_margin)"),
-), together=(("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),
+), together=(("memory_launch_ns", "memory_points", "memory_source"), ("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),
              *[tuple(f"attention_{k}_{d}_{f}" for d in ("forward", "backward")
                      for f in ("efficiency", "s0", "points", "source")) for k in ATTENTION_KERNELS]))
 #: ``kernels.toml``: one table per hardware preset key; a ``COSTGRAPH_DATA`` folder may add tables.
@@ -105,6 +113,10 @@ class KernelTable:
     attention_kernel_points: dict = None
     #: the device's SMs (None: not given; no userbuffers SM margin then)
     sm_count: int | None = None
+    #: the fixed time of one memory-bound kernel in ns (0: not measured; :func:`memory_seconds`)
+    memory_launch_ns: int = 0
+    #: ((bytes, measured B/s), ...) the memory-bound fit is fitted to (empty: none)
+    memory_points: tuple = ()
 
     def to_dict(self) -> dict:
         """The parameters and their sources (the points left out), for JSON."""
@@ -115,6 +127,7 @@ class KernelTable:
                 "attention_kernels": {name: {k: {"efficiency": float(e), "s0": s0} for k, (e, s0) in c.items()}
                                       for name, c in (self.attention_kernels or {}).items()},
                 "attention_head_dim": self.attention_head_dim, "hbm_bandwidth": self.hbm_bandwidth,
+                "memory_launch_ns": self.memory_launch_ns,
                 "sources": dict(self.sources)}
 
 
@@ -138,7 +151,7 @@ def _table(entry) -> KernelTable:
     att = {d: (entry[f"attention_{d}_efficiency"], entry[f"attention_{d}_s0"]) for d in ("forward", "backward")}
     pts = {d: _points(entry, f"attention_{d}_points", 2) for d in ("forward", "backward")}
     sources = {**entry.sources, **{k: entry[k] for k in ("gemm_source", "gemm_fp8_source", "attention_forward_source",
-                                                         "attention_backward_source") if k in entry}}
+                                                         "attention_backward_source", "memory_source") if k in entry}}
     main = entry["attention_kernel"] if "attention_kernel" in entry else ATTENTION_KERNEL.auto
     if main not in ATTENTION_KERNELS:
         raise entry.error(f"attention_kernel {main!r} is no attention kernel", "attention_kernel",
@@ -163,9 +176,11 @@ def _table(entry) -> KernelTable:
         if f"{pre}_efficiency" in entry:
             gemm[dtype] = (entry[f"{pre}_efficiency"], entry[f"{pre}_launch_ns"], entry[f"{pre}_k0"])
             gpts[dtype] = _points(entry, f"{pre}_points", 4)
+    memory = ("memory_launch_ns" in entry and entry["memory_launch_ns"],
+              _points(entry, "memory_points", 2) if "memory_points" in entry else ())
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
                        entry["hbm_bandwidth"], sources, main, kernels, kpts,
-                       entry["sm_count"] if "sm_count" in entry else None)
+                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1])
 
 
 def tables() -> dict[str, KernelTable]:
@@ -194,11 +209,20 @@ def _gemm(table: KernelTable, dtype: str):
     return sympy.Rational(e), sympy.Rational(t0, 10**9), sympy.Integer(k0)
 
 
-def gemm_seconds(flops, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Expr:
+def gemm_seconds(flops, k, peak, table: KernelTable, dtype: str = "bf16", streams=1) -> sympy.Expr:
     """Seconds of one GEMM call of ``flops`` FLOPs contracting over ``k`` at ``peak`` FLOP/s:
-    ``t0 + F/(P·e)·(1 + k0/K)`` with the ``dtype`` fit (``fp8`` without FP8 points: the BF16 fit)."""
+    ``t0 + F/(P·e)·(1 + k0/K)`` with the ``dtype`` fit (``fp8`` without FP8 points: the BF16 fit).
+    ``streams``: the GEMMs of one group running concurrently on that many streams, whose fixed
+    times ``t0`` overlap (``t0/streams`` a call; the FLOPs share the device: not divided)."""
     e, t0, k0 = _gemm(table, dtype)
-    return t0 + flops / (sympy.Integer(peak) * e) * (1 + k0 / k)
+    return t0 / streams + flops / (sympy.Integer(peak) * e) * (1 + k0 / k)
+
+
+def memory_seconds(moved, table: KernelTable, kernels=1) -> sympy.Expr:
+    """Seconds of ``kernels`` memory-bound kernels moving ``moved`` bytes in all:
+    ``kernels·t_m + moved/B_hbm`` (``t_m`` = ``memory_launch_ns``, 0 on a table without
+    ``memory_points``; ``B_hbm`` = ``hbm_bandwidth``)."""
+    return kernels * sympy.Rational(table.memory_launch_ns, 10**9) + moved / sympy.Integer(table.hbm_bandwidth)
 
 
 def gemm_eta(m, n, k, peak, table: KernelTable, dtype: str = "bf16") -> sympy.Expr:
@@ -245,6 +269,17 @@ def fit_gemm(points, peak) -> tuple[float, float, float]:
     cols = np.stack([np.ones_like(t), f / float(peak), f / float(peak) / a[:, 2]], axis=1)
     x = np.linalg.lstsq(cols / t[:, None], np.ones_like(t), rcond=None)[0]
     return float(1 / x[1]), float(x[0] * 1e9), float(x[2] / x[1])
+
+
+def fit_memory(points) -> tuple[float, float]:
+    """``(B_hbm in B/s, t_m in ns)`` of ``seconds = t_m + bytes/B_hbm`` fitted to ``points``
+    ``(bytes, measured B/s)`` by linear least squares on the relative error of each point's seconds."""
+    import numpy as np
+
+    a = np.array(points, dtype=np.float64)
+    t = a[:, 0] / a[:, 1]
+    x = np.linalg.lstsq(np.stack([np.ones_like(t), a[:, 0]], axis=1) / t[:, None], np.ones_like(t), rcond=None)[0]
+    return float(1 / x[1]), float(x[0] * 1e9)
 
 
 def fit_attention(points, peak) -> tuple[float, float]:

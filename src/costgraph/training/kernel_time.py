@@ -15,7 +15,9 @@ operator falls in one class (``compute_by_class`` of the step):
     :func:`costgraph.training.kernel_table.gemm_eta` (``t0 + F/(P·e)·(1 + k0/K)``). The
     input gradient (``M × K``, contraction ``N``) and the weight gradient (``N × K``,
     contraction ``M``) are GEMMs of their own shapes. Routed experts: one GEMM per local
-    expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance). An FP8 linear
+    expert (``E/e`` per device) of ``M·k·e/E`` rows (perfect balance), launched as Transformer
+    Engine's grouped GEMM does, on ``min(4, E/e)`` concurrent streams whose fixed times ``t0``
+    overlap (:data:`TE_GEMM_STREAMS`): each call ``t0/min(4, E/e) + F/(P·e)·(1 + k0/K)``. An FP8 linear
     (:func:`costgraph.training.fp8.fp8_linears`) runs its three GEMMs at the FP8 peak with
     the table's FP8 fit (the BF16 fit where it has none: the rate's notes say so); with
     ``fp8_wgrad`` False (``--no-fp8-wgrad``) its weight gradient runs at the BF16 peak with
@@ -35,7 +37,10 @@ operator falls in one class (``compute_by_class`` of the step):
     The softmax and the other operators inside the core cost nothing apart. With eager
     attention the products are GEMMs and the rest memory-bound.
 ``memory`` — every other operator without matrix FLOPs (norms, softmax, activations,
-    dropout, rotary, casts, residual adds, embedding lookups): ``bytes / hbm_bandwidth``.
+    dropout, rotary, casts, residual adds, embedding lookups): ``t_m + bytes / hbm_bandwidth``
+    per kernel, one kernel forward and one backward (``t_m`` the table's ``memory_launch_ns``,
+    fitted with the bandwidth to measured kernels of several sizes; 0 on a table without them:
+    :func:`costgraph.training.kernel_table.memory_seconds`).
     **Bytes**: the elements of each input and of each output that is not a view, at the
     bytes of its role under the layout's precision, each divided by the devices sharing it
     (TP/SP and CP, :meth:`Placement.tensor_divisor` and ``sequence_divisor``); the backward
@@ -69,6 +74,7 @@ from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
 from .kernel_table import KernelTable, attention_curves, gemm_seconds
+from .moe_kernels import permute_rows
 from .step_kernels import loss_seconds, quantize_rows
 
 ZERO = sympy.Integer(0)
@@ -94,7 +100,8 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     L = layout.filled()
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
-           table.hbm_bandwidth, tuple(sorted(peaks.items())), L.precision, L.policy, L.attention,
+           table.hbm_bandwidth, table.memory_launch_ns, tuple(sorted(peaks.items())), L.precision, L.policy,
+           L.attention,
            getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.cross_entropy,
            L.resolved("attention_kernel"), tuple(sorted(attention_curves(table, L.resolved("attention_kernel")).items()))
            if L.attention == "flash" else None, L.overlap, table.sm_count) + \
@@ -148,9 +155,11 @@ def _times(cg, L, table, peaks) -> list:
                       "backward": back}, closing))
     if fp8:   # TE's quantize kernels of the FP8 linears' inputs and output gradients (step_kernels)
         rows += quantize_rows(cg, fp8, ctx.split, ctx.precision.bytes("act"), policy_recipe(L.policy),
-                              L.fp8_transpose, table.hbm_bandwidth)
+                              L.fp8_transpose, table.hbm_bandwidth, ctx.tm)
+    if ctx.pl.experts:   # the MoE token dispatch's permute/unpermute copies (costgraph.training.moe_kernels)
+        rows += permute_rows(cg, ctx.pl, ctx.precision, table.hbm_bandwidth, GEMM_KINDS, ctx.tm)
     if L.loss and cg.outputs:   # the fp32 cross-entropy: no operator of the graph (costgraph.training.step_kernels)
-        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.cross_entropy)
+        fwd, back = loss_seconds(cg, ctx.pl, table.hbm_bandwidth, L.cross_entropy, ctx.tm)
         rows.append(({"path": LOSS_PATH, "kind": "cross_entropy", "class": "memory", "active": ONE, "forward": fwd,
                       "backward": back}, LOSS_PATH))
     return rows
@@ -162,6 +171,13 @@ def _times(cg, L, table, peaks) -> list:
 #: "ring_exchange"``; common/comm_gemm_overlap/comm_gemm_overlap.cpp: ``_math_sms = (set_sm_margin) ?
 #: sm_count - num_comm_sm : sm_count``, the SMs the overlapped GEMM is launched on
 UB_COMM_SMS = 16
+#: the streams Transformer Engine's grouped GEMM of the local experts (``GroupedLinear`` →
+#: ``general_grouped_gemm`` → ``nvte_multi_tensor_gemm``, whose default on every GPU is
+#: ``multi_stream_cublas_gemm``: ``NVTE_USE_CUTLASS_GROUPED_GEMM`` off) launches the experts' GEMMs on,
+#: ``i % num_streams``: TransformerEngine @ d0067d0d transformer_engine/common/util/multi_stream.cpp
+#: (``static constexpr int num_compute_streams = 4``), common/gemm/cublaslt_gemm.cu (``multi_stream_cublas_gemm``).
+#: The fixed time ``t0`` of each expert GEMM overlaps with those of the other streams: ``t0/min(4, E/e)``
+TE_GEMM_STREAMS = 4
 
 
 def userbuffers_margin(L, table: KernelTable) -> sympy.Expr:
@@ -203,6 +219,7 @@ class _Ctx:
     def __init__(self, cg, pl, table, precision, peaks):
         self.cg, self.pl, self.table, self.precision, self.peaks = cg, pl, table, precision, peaks
         self.bw = sympy.Integer(table.hbm_bandwidth)
+        self.tm = sympy.Rational(table.memory_launch_ns, 10**9)   # a memory-bound kernel's fixed seconds
         self.c = pl.degree("c")
         self.attention_dtype, self.wgrad_fp8 = "bf16", True   # --fp8-dot-product-attention, --no-fp8-wgrad
         self.ub = ONE   # userbuffers' SM margin of the TP-overlapped GEMMs (userbuffers_margin)
@@ -237,8 +254,8 @@ class _Ctx:
         moved = self.bytes_of(d) / self.bw
         has_back = bool(c.saved) or c.backward_input.under("all") != 0 or c.backward_weight.under("all") != 0
         back = 2 * moved if has_back else ZERO
-        if c.forward.matmul == 0:
-            return "memory", moved, back
+        if c.forward.matmul == 0:   # one kernel each way, each with the table's fixed time
+            return "memory", moved + self.tm, (back + self.tm if has_back else ZERO)
         div = self.split(d["outputs"][0])
         peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm["bf16"][0])
         fb = (c.backward_input.matmul + c.backward_weight.matmul) / div / peak
@@ -267,14 +284,15 @@ class _Ctx:
         rows = numel(self.cg.tensors[y].shape) / n_full / pl.sequence_divisor(y)
         if all(a == 1 for a in shard.axes):   # a linear TP leaves whole reads SP's split rows
             rows = rows / pl.tensor_divisor(y)
-        calls = ONE
+        calls, streams = ONE, ONE
         if pl.in_experts(path):   # E/e local experts per device, each a GEMM of M·k·e/E rows
             g = next(g for p, g in pl.experts.items() if path.startswith(p + "/"))
             calls = g.count / (pl.degree("e") * g.active)
+            streams = sympy.Min(TE_GEMM_STREAMS, g.count / pl.degree("e"))   # TE's grouped GEMM: one stream each
         f, m = 2 * rows * n * k / calls, rows / calls   # per call; calls per active instance
 
         def seconds(contraction, kind=dtype):
-            return gemm_seconds(f, contraction, self.peaks[kind], self.table, kind) * calls
+            return gemm_seconds(f, contraction, self.peaks[kind], self.table, kind, streams) * calls
 
         w_kind = dtype if self.wgrad_fp8 else "bf16"   # --no-fp8-wgrad: TE's override_linear_precision
         dgrad = seconds(n) if c.backward_input.matmul != 0 else ZERO    # dX [M, K] = dY [M, N] · W [N, K]

@@ -172,13 +172,16 @@ def quantize_bytes(rec, act_bytes, transpose: str = "separate") -> sympy.Expr:
     return sympy.Integer(act_bytes) * (2 if current else 1) + rec.data_bytes * copies
 
 
-def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth) -> list:
+def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth, launch=0) -> list:
     """``(row, closing)`` per FP8 linear with a quantize kernel (module docstring): ``row`` in
     :func:`costgraph.training.kernel_time.kernel_ops`'s form, class ``memory``, path ``PATH
     (fp8 quantize)``, forward = its input's quantize (none if a norm writes it or another
     linear's already did), backward = its output gradient's; ``closing`` the linear (a recompute
-    of the linear re-runs its quantize). ``split(tid)``: the devices sharing tensor ``tid``."""
+    of the linear re-runs its quantize). ``split(tid)``: the devices sharing tensor ``tid``; ``launch``:
+    the fixed seconds of one memory-bound kernel, once per quantize (twice under current scaling: the
+    amax kernel, then the cast)."""
     per = quantize_bytes(rec, act_bytes, transpose) / sympy.Integer(bandwidth)
+    fixed = launch * (2 if rec.scaling == "tensor" and rec.amax_history == 0 else 1)
     producer = {o: d["kind"] for _, d in cg.ops() for o in d["outputs"]}
     done, rows = set(), []
     for path, d in cg.ops():
@@ -189,8 +192,9 @@ def quantize_rows(cg, linears: set, split, act_bytes, rec, transpose, bandwidth)
         fwd = sympy.Integer(0)
         if producer.get(base) not in NORM_KINDS and base not in done:
             done.add(base)
-            fwd = cg.tensors[x].numel / split(x) * per
-        back = cg.tensors[y].numel / split(y) * per if d["cost"].backward_input.matmul != 0 else sympy.Integer(0)
+            fwd = cg.tensors[x].numel / split(x) * per + fixed
+        back = cg.tensors[y].numel / split(y) * per + fixed if d["cost"].backward_input.matmul != 0 \
+            else sympy.Integer(0)
         if fwd != 0 or back != 0:
             rows.append(({"path": f"{path} (fp8 quantize)", "kind": "fp8_quantize", "class": "memory",
                           "active": d["active"], "forward": fwd, "backward": back}, path))
