@@ -117,6 +117,13 @@ CASES = {
                        head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
                        linear_value_head_dim=8, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
                        moe_intermediate_size=32, shared_expert_intermediate_size=48, intermediate_size=96, **TOK),
+    # Nemotron-H: the config's fixed list of layer kinds (hybrid_override_pattern: Mamba-2, MoE, attention, MLP,
+    # MoE) folded with index lists; squared-ReLU experts without gate behind a sigmoid router plus a shared expert
+    "nemotron_h": dict(model_type="nemotron_h", hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                       head_dim=16, intermediate_size=96, n_routed_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=32, moe_shared_expert_intermediate_size=48, mamba_num_heads=8,
+                       mamba_head_dim=16, n_groups=2, ssm_state_size=8, conv_kernel=4, chunk_size=8,
+                       hybrid_override_pattern="ME*-E", vocab_size=128, max_position_embeddings=64, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -149,6 +156,12 @@ EXPECTED = {
              "      x = x + gqa_attention(rmsnorm(x, name = input_layernorm_at1), a, kv, h / a, rotary = false, "
              "name = self_attn_at1)",
     "granite_swa": "sink_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)",
+    "nemotron_h": "repeat 5 as layers[j] {   # the config's list of 5 layers\n    if j in [3] {\n      x = x + "
+                  "relu2_mlp(rmsnorm(x, name = norm_at3), i, name = mixer_at3)\n    } else {\n      if j in [2] {\n"
+                  "        x = x + gqa_attention(rmsnorm(x, name = norm_at2), a, kv, d, rotary = false, name = mixer_at2)"
+                  "\n      } else {\n        if j in [0] {\n          x = x + mamba2_mixer(rmsnorm(x, name = norm_at0), "
+                  "hm * dm, hm, ng, N, K, chunk = C, name = mixer_at0)\n        } else {\n          x = x + relu2_moe("
+                  "rmsnorm(x, name = norm), E, k, m, i_s, name = mixer)",
     "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
                   "name = linear_attn)",
 }

@@ -205,6 +205,10 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
     period = _period(texts)
     if period is not None and count == "l":
         return _periodic(texts, period, label)
+    if count != "l":     # a layer count no probe field sets: the config's own list of layer kinds (Nemotron-H's)
+        sz.warnings.append(f"{layers.path}: {n} layers whatever the probe's layer count (a list of layer kinds in the "
+                           "config, as Nemotron-H's layers_block_type): written with index lists j in [...]")
+        return _periodic(texts, n, label, listed=True)
     sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one run of "
                        "alike layers per repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
     out = []
@@ -223,16 +227,18 @@ def _period(texts: list) -> int | None:
     return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
 
 
-def _periodic(texts: list, m: int, label: str) -> list[str]:
+def _periodic(texts: list, m: int, label: str, listed: bool = False) -> list[str]:
     """``repeat l as layers[j]`` with one branch per kind of layer: ``if j % m == r or ...``, the most
     frequent kind of the period last (``else``); the nodes of the other kinds named apart (``_at{r}``, r
-    the first residue: each branch builds nodes of its own)."""
+    the first residue: each branch builds nodes of its own). ``listed``: the m layers are all the layers
+    (a fixed list): ``repeat m as layers[j]`` with ``if j in [...]``."""
     kinds: list = []
     for t in texts[:m]:
         if t not in kinds:
             kinds.append(t)
     kinds.sort(key=lambda k: -sum(1 for t in texts[:m] if t == k))
-    out = [f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
+    out = [f"repeat {m} as {label}[j] {{   # the config's list of {m} layers" if listed else
+           f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
 
     def branch(rest: list, depth: int) -> list[str]:
         pad = "  " * depth
@@ -240,7 +246,7 @@ def _periodic(texts: list, m: int, label: str) -> list[str]:
             return [pad + "  " + line for line in rest[0]]
         kind = rest[-1]
         residues = [r for r in range(m) if texts[r] == kind]
-        cond = " or ".join(f"j % {m} == {r}" for r in residues)
+        cond = f"j in [{', '.join(map(str, residues))}]" if listed else " or ".join(f"j % {m} == {r}" for r in residues)
         named = [re.sub(r"name = (\w+)", rf"name = \1_at{residues[0]}", line) for line in kind]   # apart
         return [f"{pad}  if {cond} {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
                 *("  " + line for line in branch(rest[:-1], depth)), f"{pad}  }}"]

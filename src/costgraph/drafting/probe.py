@@ -60,6 +60,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "v_head_dim": ("d_v", "value head size (MLA)"),
     "shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),
     "shared_intermediate_size": ("i_s", "shared expert MLP intermediate size"),      # Granite 4's shared_mlp
+    "moe_shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),   # Nemotron-H's
     # Mamba-2 mixers (Mamba2Mixer and the hybrids' copies of it: Bamba, Falcon-H1, Granite 4, Nemotron-H, Zamba2)
     "mamba_n_heads": ("hm", "Mamba-2 heads"),
     "n_mamba_heads": ("hm", "Mamba-2 heads"),
@@ -176,7 +177,7 @@ class Probe:
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
                   "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"],
-                  "shared_intermediate_size": p["i_s"],
+                  "shared_intermediate_size": p["i_s"], "moe_shared_expert_intermediate_size": p["i_s"],
                   "mamba_n_heads": hm, "n_mamba_heads": hm, "mamba_num_heads": hm,
                   "mamba_head_dim": p["dm"], "mamba_d_ssm": p["di"] * hm, "mamba_n_groups": p["ng"],
                   "mamba_ngroups": p["ng"], "n_groups": p["ng"], "mamba_d_state": p["N"], "ssm_state_size": p["N"],
