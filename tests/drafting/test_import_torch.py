@@ -124,6 +124,10 @@ CASES = {
                        moe_intermediate_size=32, moe_shared_expert_intermediate_size=48, mamba_num_heads=8,
                        mamba_head_dim=16, n_groups=2, ssm_state_size=8, conv_kernel=4, chunk_size=8,
                        hybrid_override_pattern="ME*-E", vocab_size=128, max_position_embeddings=64, **TOK),
+    # MiniMax: lightning attention (blocks of 8 below s = 24: the blockwise form FlopCounterMode counts) in every
+    # other layer, softmax attention in the rest, Mixtral's experts
+    "minimax": dict(model_type="minimax", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
+                    intermediate_size=32, num_local_experts=4, num_experts_per_tok=2, block_size=8, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -162,6 +166,7 @@ EXPECTED = {
                   "\n      } else {\n        if j in [0] {\n          x = x + mamba2_mixer(rmsnorm(x, name = norm_at0), "
                   "hm * dm, hm, ng, N, K, chunk = C, name = mixer_at0)\n        } else {\n          x = x + relu2_moe("
                   "rmsnorm(x, name = norm), E, k, m, i_s, name = mixer)",
+    "minimax": "x = x + lightning(rmsnorm(x, name = input_layernorm_at1), a, d, block = Cl, name = self_attn_at1)",
     "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
                   "name = linear_attn)",
 }

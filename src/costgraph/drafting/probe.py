@@ -77,6 +77,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "chunk_size": ("C", "chunk size of the chunked SSD scan"),
     "mamba_chunk_size": ("C", "chunk size of the chunked SSD scan"),
     "sliding_window": ("W", "sliding-window width (tokens)"),
+    "block_size": ("Cl", "block size of the lightning attention's blockwise form"),   # MiniMax's
     # Gated DeltaNet (Qwen3-Next's linear-attention layers)
     "linear_num_key_heads": ("hk", "query/key heads of the linear-attention layers"),
     "linear_num_value_heads": ("hv", "value heads of the linear-attention layers"),
@@ -95,7 +96,7 @@ MAMBA2_HEAD = ("mamba_d_head",)
 MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -108,11 +109,11 @@ COUNTS = frozenset({"l", "k", "C", "W"})
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
-     "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8,
+     "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8, "Cl": 8,
      "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
-     "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10,
+     "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10, "Cl": 10,
      "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
@@ -182,7 +183,7 @@ class Probe:
                   "mamba_head_dim": p["dm"], "mamba_d_ssm": p["di"] * hm, "mamba_n_groups": p["ng"],
                   "mamba_ngroups": p["ng"], "n_groups": p["ng"], "mamba_d_state": p["N"], "ssm_state_size": p["N"],
                   "mamba_d_conv": p["K"], "mamba_expand": p["e"], "chunk_size": p["C"],
-                  "mamba_chunk_size": p["C"], "sliding_window": p["W"], "linear_num_key_heads": p["hk"],
+                  "mamba_chunk_size": p["C"], "block_size": p["Cl"], "sliding_window": p["W"], "linear_num_key_heads": p["hk"],
                   "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
                   "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
