@@ -31,7 +31,7 @@ the draft defines, the delta rule's chunks of 64 checked beyond one chunk); Gran
 the draft defines); Ministral's default config (a head_dim it leaves None).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted,
-checked, cached by the config's hash and named as drafted; one whose draft is not exact (Persimmon:
+checked, cached by the config's hash and named as drafted; one whose draft is not exact (Doge:
 its attention is no std block) is refused with what differs.
 
 Pinned: torch 2.13.0, transformers 5.24.0. Skipped when either is not installed.
@@ -128,6 +128,11 @@ CASES = {
     # other layer, softmax attention in the rest, Mixtral's experts
     "minimax": dict(model_type="minimax", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
                     intermediate_size=32, num_local_experts=4, num_experts_per_tok=2, block_size=8, **TOK),
+    # Phi-MoE: sparsemixer routes every token to two experts whatever num_experts_per_tok (3 here: torch runs 2)
+    "phimoe": dict(model_type="phimoe", **DENSE, num_key_value_heads=2, intermediate_size=32, num_local_experts=4,
+                   num_experts_per_tok=3, **TOK),
+    # Persimmon: fused QKV with a LayerNorm on each head's q and k, partial rotary
+    "persimmon": dict(model_type="persimmon", **DENSE, intermediate_size=96, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -167,6 +172,8 @@ EXPECTED = {
                   "hm * dm, hm, ng, N, K, chunk = C, name = mixer_at0)\n        } else {\n          x = x + relu2_moe("
                   "rmsnorm(x, name = norm), E, k, m, i_s, name = mixer)",
     "minimax": "x = x + lightning(rmsnorm(x, name = input_layernorm_at1), a, d, block = Cl, name = self_attn_at1)",
+    "phimoe": "x = x + moe(layernorm(x, name = post_attention_layernorm), E, 2, i, name = mlp)",
+    "persimmon": "x = x + ln_qk_attention(layernorm(x, name = input_layernorm), a, h / a, name = self_attn)",
     "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
                   "name = linear_attn)",
 }
@@ -291,15 +298,15 @@ def test_unmapped_config_is_drafted_checked_and_cached(tmp_path, monkeypatch):
 
 
 def test_unmapped_config_whose_draft_is_not_exact_is_refused(tmp_path, monkeypatch):
-    """Persimmon's attention (fused QKV with a LayerNorm per head on Q and K) is no std block: the draft has
-    a TODO, so derive refuses and says what differs."""
+    """Doge's attention (dynamic mask attention: A and dt_proj of its own beside Q, K, V, O) is no std block: the
+    draft has a TODO, so derive refuses and says what differs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    cfg = dict(model_type="persimmon", hidden_size=64, num_attention_heads=4, num_hidden_layers=2, vocab_size=128,
-               intermediate_size=96, **TOK)
+    cfg = dict(model_type="doge", hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+               vocab_size=128, intermediate_size=96, **TOK)
     with pytest.raises(costgraph.CostgraphValueError) as e:
         costgraph.from_hf_config(cfg, source="p.json")
     msg = str(e.value)
-    assert "model_type 'persimmon' is not bundled, and its draft (drafted from transformers" in msg
+    assert "model_type 'doge' is not bundled, and its draft (drafted from transformers" in msg
     assert "not exact: not recognised: model.layers.0.self_attn" in msg and "parameters at probe 1: torch" in msg
     assert not (tmp_path / "costgraph" / "drafts").exists() or not list((tmp_path / "costgraph" / "drafts").iterdir())
 

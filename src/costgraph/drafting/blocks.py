@@ -80,7 +80,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     o = _linear(m.child(*O))
     if fused is not None and o is not None:
         if any(c.name in QK_NORMS for c in m.children):
-            return None
+            return _ln_qk_attention(m, _linear(fused), o, arg, d, rotary)
         return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
     if None in (q, k, v, o) or not (q[2] == v[2] and (k[2] == q[2] or not k[2])):
@@ -148,6 +148,23 @@ def _gated_attention(m: Module, q, k, o, heads: int, head_dim: int, arg: str, d)
     d.blocks.add("gated_attention")
     sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
     return f"gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
+def _ln_qk_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
+    """Persimmon's attention (transformers 5.24 ``PersimmonAttention``, Fuyu's language model): one
+    ``query_key_value`` H → 3·a·d with a bias, a LayerNorm (weight and bias [d]) on each head's q and k
+    (``q_layernorm``, ``k_layernorm``), (partial) rotary, ``dense`` a·d → H with a bias; the draft's
+    ``ln_qk_attention``, or None."""
+    heads, head_dim = m.attrs.get("num_heads"), m.attrs.get("head_dim")
+    norms = [m.child(n) for n in ("q_layernorm", "k_layernorm")]
+    if f is None or not isinstance(heads, int) or not isinstance(head_dim, int) or None in norms or not rotary \
+            or f[1] != 3 * heads * head_dim or o[:2] != (heads * head_dim, f[0]) or not (f[2] and o[2]) \
+            or any(n.cls != "LayerNorm" or n.params != {"weight": (head_dim,), "bias": (head_dim,)} for n in norms) \
+            or len([c for c in m.children if c.param_count()]) != 4:
+        return None
+    d.blocks.add("ln_qk_attention")
+    return f"ln_qk_attention({arg}, {d.size(heads, 'attention heads')}, {d.size(head_dim, 'head size')}, " \
+           f"name = {m.name})"
 
 
 def _window(m: Module, d) -> list[str]:
@@ -253,7 +270,12 @@ def moe_call(m: Module, arg: str, d) -> str | None:
         return None
     # a router bias of E: a bias, or ERNIE 4.5's e_score_correction_bias held as a Parameter (std moe's router_bias)
     bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(rparams) else ""
-    sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(width, "expert width")]
+    k_text = "2" if router.attrs.get("routes_two") else d.size(top_k, "top-k", count="k")
+    if router.attrs.get("routes_two"):      # Phi-MoE's sparsemixer: two experts per token, num_experts_per_tok unread
+        if not d.silent:
+            d.warnings.append(f"{router.path}: routes by sparsemixer, two experts per token whatever "
+                              "num_experts_per_tok: written top-k 2")
+    sizes = [d.size(n_experts, "experts"), k_text, d.size(width, "expert width")]
     if shared:       # DeepSeek-V3's, GLM-4.5's always-active shared experts: std's shared_moe
         up = _linear(shared[0].child("up_proj"))
         if up is None or mlp_call(shared[0], "x", d.quiet()) is None or not mlp_call(shared[0], "x", d.quiet()) \
@@ -297,7 +319,18 @@ def mla_call(m: Module, arg: str, d) -> str | None:
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
 #: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
 #: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
-LOCAL_BLOCKS = {"sink_attention": """# GQA with a learned sink logit per head (gpt-oss; models/gpt_oss.cg's oss_attention): the softmax over the
+LOCAL_BLOCKS = {"ln_qk_attention": """# Attention with a LayerNorm on each head's q and k (Persimmon, Fuyu; transformers' PersimmonAttention):
+# one query_key_value projection with a bias, q, k, v per head, LayerNorm (weight and bias) on q and k,
+# (partial) rotary, which costs no product; dense back, with a bias.
+block ln_qk_attention(x[B, S, H], heads, head_dim) {
+  q, k, v = split(split_heads(linear(x, 3 * heads * head_dim, bias = true, name = query_key_value), heads), 3)
+  q = rope(layernorm(q, name = q_layernorm))
+  k = rope(layernorm(k, name = k_layernorm))
+  k = cache(k, name = k_cache)
+  v = cache(v, name = v_cache)
+  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, causal = true)), H, bias = true, name = dense)
+}""", "sink_attention": """# GQA with a learned sink logit per head (gpt-oss; models/gpt_oss.cg's oss_attention): the softmax over the
 # scores and the sink's column, the sink's column dropped before scores·V.
 block sink_softmax(logits[B, A, S, K1]) {
   return slice(softmax(logits), K1 - 1)

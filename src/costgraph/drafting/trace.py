@@ -60,8 +60,23 @@ def _config_window(mod):
     return w if 'getattr(self.config, "sliding_window"' in source else None
 
 
+def _sparsemixer(mod) -> bool:
+    """A router whose forward routes by transformers' ``sparsemixer`` (Phi-MoE's ``PhimoeTopKRouter``): two experts
+    per token whatever its ``top_k`` (modeling_phimoe.py's sparsemixer selects a first and a second expert only)."""
+    import inspect
+
+    if not type(mod).__name__.endswith("Router"):
+        return False
+    try:
+        return "sparsemixer(" in inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return False
+
+
 def _attrs(mod) -> dict:
     out = {}
+    if _sparsemixer(mod):
+        out["routes_two"] = True
     for a in ATTRS:
         v = getattr(mod, a, None)
         if isinstance(v, (bool, int, float, str)):
