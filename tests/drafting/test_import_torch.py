@@ -133,6 +133,12 @@ CASES = {
                    num_experts_per_tok=3, **TOK),
     # Persimmon: fused QKV with a LayerNorm on each head's q and k, partial rotary
     "persimmon": dict(model_type="persimmon", **DENSE, intermediate_size=96, **TOK),
+    # Kimi Linear: Kimi Delta Attention (chunks of 64) and NoPE MLA every 4th layer after a first dense layer
+    # (a prefix, then a period), DeepSeek-V3's experts behind a sigmoid router with its correction bias
+    "kimi_linear": dict(model_type="kimi_linear", **{**DENSE, "num_hidden_layers": 5}, num_key_value_heads=4,
+                        kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, linear_num_heads=2,
+                        linear_head_dim=8, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
+                        moe_intermediate_size=16, intermediate_size=96, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -174,6 +180,10 @@ EXPECTED = {
     "minimax": "x = x + lightning(rmsnorm(x, name = input_layernorm_at1), a, d, block = Cl, name = self_attn_at1)",
     "phimoe": "x = x + moe(layernorm(x, name = post_attention_layernorm), E, 2, i, name = mlp)",
     "persimmon": "x = x + ln_qk_attention(layernorm(x, name = input_layernorm), a, h / a, name = self_attn)",
+    "kimi_linear": "    if j in [0] {\n      x = x + kda(rmsnorm(x, name = input_layernorm_first0), hl, dl, K, chunk = 64, "
+                   "name = self_attn_first0)\n      x = x + swiglu(rmsnorm(x, name = post_attention_layernorm_first0), i, "
+                   "name = mlp_first0)\n    } else {\n      if j % 4 == 0 {\n        x = x + mla_nope(rmsnorm(x, name = "
+                   "input_layernorm_at0), a, r_kv, d_n, d_r, d_v, name = self_attn_at0)",
     "qwen3_next": "x = x + gated_deltanet(rmsnorm(x, name = input_layernorm), hk, hv, dk, dv, K, chunk = 64, "
                   "name = linear_attn)",
 }

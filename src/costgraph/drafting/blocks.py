@@ -292,13 +292,15 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
 
 
-def mla_call(m: Module, arg: str, d) -> str | None:
+def mla_call(m: Module, arg: str, d, rotary: bool = True) -> str | None:
     """Multi-head latent attention (DeepSeek-V2/V3; transformers' ``DeepseekV3Attention`` with a query
     rank: ``q_a_proj``, ``q_a_layernorm``, ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``,
     ``kv_b_proj``, ``o_proj``, no biases) as std ``mla``, or None. Sizes: ``heads`` from ``o_proj``'s
     input over ``v_head_dim``, the rest from the projections' shapes."""
     names = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")
     qa, qb, kva, kvb, o = (_linear(m.child(n)) for n in names)
+    if qa is None and qb is None and m.child("q_a_layernorm") is None and m.child("q_proj") is not None:
+        return None if rotary else _mla_nope(m, arg, d, kva, kvb, o)
     qn, kvn = m.child("q_a_layernorm"), m.child("kv_a_layernorm")
     heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
     if None in (qa, qb, kva, kvb, o, qn, kvn) or not isinstance(heads, int) or m.params \
@@ -316,10 +318,44 @@ def mla_call(m: Module, arg: str, d) -> str | None:
     return f"mla({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def _mla_nope(m: Module, arg: str, d, kva, kvb, o) -> str | None:
+    """Kimi Linear's MLA (transformers 5.24 ``KimiLinearAttention`` without ``q_lora_rank``): ``q_proj``
+    H → a·(d_n + d_r), the latent ``kv_a_proj_with_mqa`` H → r_kv + d_r, ``kv_a_layernorm``, ``kv_b_proj``
+    r_kv → a·(d_n + d_v), ``o_proj``; no rotary at all (NoPE); the draft's ``mla_nope`` (models/kimi_linear.cg's),
+    or None."""
+    q, kvn = _linear(m.child("q_proj")), m.child("kv_a_layernorm")
+    heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
+    if None in (q, kva, kvb, o, kvn) or not isinstance(heads, int) or m.params or not is_norm(kvn) \
+            or any(x[2] for x in (q, kva, kvb, o)) or len([c for c in m.children if c.param_count()]) != 5:
+        return None
+    kv_rank = kvn.params.get("weight", (0,))[0]
+    rope, v_dim = kva[1] - kv_rank, o[0] // heads
+    nope = kvb[1] // heads - v_dim
+    if q[1] != heads * (nope + rope) or kvb[0] != kv_rank or o[0] != heads * v_dim or min(rope, nope, v_dim) < 1:
+        return None
+    d.blocks.add("mla_nope")
+    sizes = [d.size(heads, "attention heads"), d.size(kv_rank, "latent rank"), d.size(nope, "head size of the latent "
+             "part"), d.size(rope, "shared key part"), d.size(v_dim, "value head size")]
+    return f"mla_nope({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
 #: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
 #: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
-LOCAL_BLOCKS = {"ln_qk_attention": """# Attention with a LayerNorm on each head's q and k (Persimmon, Fuyu; transformers' PersimmonAttention):
+LOCAL_BLOCKS = {"mla_nope": """# Multi-head latent attention without a query rank and without rotary (Kimi Linear's NoPE MLA; transformers'
+# KimiLinearAttention; models/kimi_linear.cg's mla_nope): the cache keeps the latent and the shared key part.
+block mla_nope(x[B, S, H], heads, kv_rank, nope_dim, rope_dim, v_dim) {
+  q = split_heads(linear(x, heads * (nope_dim + rope_dim), bias = false, name = q_proj), heads)
+  latent = cache(split_heads(linear(x, kv_rank + rope_dim, bias = false, name = kv_a_proj_with_mqa), 1),
+                 name = kv_cache)
+  c = rmsnorm(slice(latent, kv_rank), name = kv_a_layernorm)
+  k_pe = slice(latent, rope_dim)
+  kv = split_heads(linear(merge_heads(c), heads * (nope_dim + v_dim), bias = false, name = kv_b_proj), heads)
+  k = concat(slice(kv, nope_dim), k_pe)
+  v = slice(kv, v_dim)
+  y = merge_heads(matmul(softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true), v, causal = true))
+  return linear(y, H, bias = false, name = o_proj)
+}""", "ln_qk_attention": """# Attention with a LayerNorm on each head's q and k (Persimmon, Fuyu; transformers' PersimmonAttention):
 # one query_key_value projection with a bias, q, k, v per head, LayerNorm (weight and bias) on q and k,
 # (partial) rotary, which costs no product; dense back, with a bias.
 block ln_qk_attention(x[B, S, H], heads, head_dim) {

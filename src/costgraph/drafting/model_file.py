@@ -205,6 +205,12 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
     period = _period(texts)
     if period is not None and count == "l":
         return _periodic(texts, period, label)
+    prefixed = _prefixed_period(texts) if count == "l" else None
+    if prefixed is not None:
+        sz.warnings.append(f"{layers.path}: the first {prefixed[0]} layer(s) of their own kind, then a pattern of "
+                           f"period {prefixed[1]}: the first written j in [...] (set by a config field such as "
+                           "first_k_dense_replace)")
+        return _periodic(texts, prefixed[1], label, prefix=prefixed[0])
     if count != "l":     # a layer count no probe field sets: the config's own list of layer kinds (Nemotron-H's)
         sz.warnings.append(f"{layers.path}: {n} layers whatever the probe's layer count (a list of layer kinds in the "
                            "config, as Nemotron-H's layers_block_type): written with index lists j in [...]")
@@ -227,16 +233,34 @@ def _period(texts: list) -> int | None:
     return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
 
 
-def _periodic(texts: list, m: int, label: str, listed: bool = False) -> list[str]:
+def _prefixed_period(texts: list, most: int = 3) -> tuple[int, int] | None:
+    """(p, m): the least first layers p ≤ ``most`` of a kind of their own after which layer j is drafted as every
+    layer ≥ p of its residue j mod m (Kimi Linear: a dense first layer, then MLA every 4th), m the least such
+    period shown at least twice; else None."""
+    n = len(texts)
+    for p in range(1, most + 1):
+        for m in range(2, (n - p) // 2 + 1):
+            first = {}
+            for j in range(p, n):
+                first.setdefault(j % m, j)
+            if all(texts[j] == texts[first[j % m]] for j in range(p, n)) \
+                    and all(texts[j] != texts[first[j % m]] for j in range(p)):
+                return p, m
+    return None
+
+
+def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int = 0) -> list[str]:
     """``repeat l as layers[j]`` with one branch per kind of layer: ``if j % m == r or ...``, the most
     frequent kind of the period last (``else``); the nodes of the other kinds named apart (``_at{r}``, r
     the first residue: each branch builds nodes of its own). ``listed``: the m layers are all the layers
     (a fixed list): ``repeat m as layers[j]`` with ``if j in [...]``."""
     kinds: list = []
-    for t in texts[:m]:
+    window = texts[prefix:prefix + m]
+    at = {j % m: texts[j] for j in range(prefix, prefix + m)}     # residue -> its kind
+    for t in window:
         if t not in kinds:
             kinds.append(t)
-    kinds.sort(key=lambda k: -sum(1 for t in texts[:m] if t == k))
+    kinds.sort(key=lambda k: -sum(1 for t in window if t == k))
     out = [f"repeat {m} as {label}[j] {{   # the config's list of {m} layers" if listed else
            f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
 
@@ -245,13 +269,27 @@ def _periodic(texts: list, m: int, label: str, listed: bool = False) -> list[str
         if len(rest) == 1:
             return [pad + "  " + line for line in rest[0]]
         kind = rest[-1]
-        residues = [r for r in range(m) if texts[r] == kind]
+        residues = [r for r in range(m) if at[r] == kind]
         cond = f"j in [{', '.join(map(str, residues))}]" if listed else " or ".join(f"j % {m} == {r}" for r in residues)
         named = [re.sub(r"name = (\w+)", rf"name = \1_at{residues[0]}", line) for line in kind]   # apart
         return [f"{pad}  if {cond} {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
                 *("  " + line for line in branch(rest[:-1], depth)), f"{pad}  }}"]
 
-    return out + branch(kinds, 0) + ["}"]
+    if not prefix:
+        return out + branch(kinds, 0) + ["}"]
+    out[0] = f"repeat l as {label}[j] {{   # the first {prefix} layer(s) of their own, then layer j as layer j % {m}"
+    first: list = []
+    for j in range(prefix):
+        if texts[j] not in first:
+            first.append(texts[j])
+    lines = branch(kinds, len(first))
+    for depth, kind in reversed(list(enumerate(first))):
+        pad = "  " * depth
+        listed_j = ", ".join(str(j) for j in range(prefix) if texts[j] == kind)
+        named = [re.sub(r"name = (\w+)", rf"name = \1_first{listed_j.split(',')[0]}", line) for line in kind]
+        lines = [f"{pad}  if j in [{listed_j}] {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
+                 *lines, f"{pad}  }}"]
+    return out + lines + ["}"]
 
 
 def _label(name: str, values: dict) -> str:
