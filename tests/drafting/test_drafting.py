@@ -305,13 +305,30 @@ def test_first_layers_of_their_own_then_a_period_fold():
                         ["x = x + linear(linear(x, h, bias = false, name = l1), h, bias = false, name = l2)"])
     for n, full_count in ((11, 2), (13, 3)):
         texts = [dense] + [full if j % 4 == 0 else lin for j in range(1, n)]
-        assert _period(texts) is None and _prefixed_period(texts) == (1, 4)
+        assert _period(texts) is None and _prefixed_period(texts) == (1, 4, False)
         lines = _periodic(texts, 4, "layers", prefix=1)
         assert lines[:3] == ["repeat l as layers[j] {   # the first 1 layer(s) of their own, then layer j as layer j % 4",
                              "  if j in [0] {", "    x = x + linear(x, h, name = d_first0)"]
         assert "    if j % 4 == 0 {" in lines
         assert _fold_params(lines, n) == 110 + full_count * 100 + (n - 1 - full_count) * 200
     assert _prefixed_period([dense, lin, full, lin]) is None     # a period seen once is no evidence
+
+
+def test_first_and_last_layers_of_their_own_around_a_period():
+    """Flint's default layers (transformers 5.24 FlintConfig: full attention where i < 2 or i % 4 == 1 or i is the
+    last layer, the first two MLP-only): layers 0 and 1, and layer l - 1, of their own, the rest of period 4.
+    Counted by costgraph at 11 and 13 layers."""
+    from costgraph.drafting.model_file import _periodic, _prefixed_period
+    dense, full, slide = (["x = x + linear(x, h, name = d)"], ["x = x + linear(x, h, bias = false, name = f)"],
+                          ["x = x + linear(linear(x, h, bias = false, name = s1), h, bias = false, name = s2)"])
+    for n in (11, 13):
+        texts = [dense, dense] + [full if j % 4 == 1 or j == n - 1 else slide for j in range(2, n)]
+        assert _prefixed_period(texts) == (2, 4, True)
+        lines = _periodic(texts, 4, "layers", prefix=2, last=True)
+        assert lines[1:3] == ["  if j in [l - 1] {", "    x = x + linear(x, h, bias = false, name = f_last)"]
+        assert "    if j in [0, 1] {" in lines
+        full_count = sum(1 for j in range(2, n) if j % 4 == 1 or j == n - 1)
+        assert _fold_params(lines, n) == 2 * 110 + full_count * 100 + (n - 2 - full_count) * 200
 
 
 def test_a_fixed_list_of_layers_folds_into_index_lists():

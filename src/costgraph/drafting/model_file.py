@@ -207,10 +207,11 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
         return _periodic(texts, period, label)
     prefixed = _prefixed_period(texts) if count == "l" else None
     if prefixed is not None:
-        sz.warnings.append(f"{layers.path}: the first {prefixed[0]} layer(s) of their own kind, then a pattern of "
-                           f"period {prefixed[1]}: the first written j in [...] (set by a config field such as "
-                           "first_k_dense_replace)")
-        return _periodic(texts, prefixed[1], label, prefix=prefixed[0])
+        p, m, last = prefixed
+        sz.warnings.append(f"{layers.path}: the first {p} layer(s) of their own kind{', the last layer' if last else ''}"
+                           f", then a pattern of period {m}: written j in [...] (set by config fields such as "
+                           "first_k_dense_replace or layer_types)")
+        return _periodic(texts, m, label, prefix=p, last=last)
     if count != "l":     # a layer count no probe field sets: the config's own list of layer kinds (Nemotron-H's)
         sz.warnings.append(f"{layers.path}: {n} layers whatever the probe's layer count (a list of layer kinds in the "
                            "config, as Nemotron-H's layers_block_type): written with index lists j in [...]")
@@ -233,23 +234,27 @@ def _period(texts: list) -> int | None:
     return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
 
 
-def _prefixed_period(texts: list, most: int = 3) -> tuple[int, int] | None:
-    """(p, m): the least first layers p ≤ ``most`` of a kind of their own after which layer j is drafted as every
-    layer ≥ p of its residue j mod m (Kimi Linear: a dense first layer, then MLA every 4th), m the least such
-    period shown at least twice; else None."""
+def _prefixed_period(texts: list, most: int = 3) -> tuple[int, int, bool] | None:
+    """(p, m, last): the least first layers p ≤ ``most`` of a kind of their own (and, if ``last``, the last layer of
+    its own) between which layer j is drafted as every layer of its residue j mod m (Kimi Linear: a dense first
+    layer, then MLA every 4th; Flint: two dense full-attention layers, full attention every 4th and last), m the
+    least such period shown at least twice; else None."""
     n = len(texts)
-    for p in range(1, most + 1):
-        for m in range(2, (n - p) // 2 + 1):
-            first = {}
-            for j in range(p, n):
-                first.setdefault(j % m, j)
-            if all(texts[j] == texts[first[j % m]] for j in range(p, n)) \
-                    and all(texts[j] != texts[first[j % m]] for j in range(p)):
-                return p, m
+    for last in (False, True):
+        for p in range(0 if last else 1, most + 1):
+            end = n - 1 if last else n
+            for m in range(2, (end - p) // 2 + 1):
+                first = {}
+                for j in range(p, end):
+                    first.setdefault(j % m, j)
+                if len(first) == m and all(texts[j] == texts[first[j % m]] for j in range(p, end)) \
+                        and all(texts[j] != texts[first[j % m]] for j in range(p)) \
+                        and (not last or texts[n - 1] != texts[first[(n - 1) % m]]):
+                    return p, m, last
     return None
 
 
-def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int = 0) -> list[str]:
+def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int = 0, last: bool = False) -> list[str]:
     """``repeat l as layers[j]`` with one branch per kind of layer: ``if j % m == r or ...``, the most
     frequent kind of the period last (``else``); the nodes of the other kinds named apart (``_at{r}``, r
     the first residue: each branch builds nodes of its own). ``listed``: the m layers are all the layers
@@ -275,18 +280,20 @@ def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int
         return [f"{pad}  if {cond} {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
                 *("  " + line for line in branch(rest[:-1], depth)), f"{pad}  }}"]
 
-    if not prefix:
+    if not prefix and not last:
         return out + branch(kinds, 0) + ["}"]
-    out[0] = f"repeat l as {label}[j] {{   # the first {prefix} layer(s) of their own, then layer j as layer j % {m}"
-    first: list = []
+    own = " and the last" if last else ""
+    out[0] = f"repeat l as {label}[j] {{   # the first {prefix} layer(s){own} of their own, then layer j as layer j % {m}"
+    first: list = []     # (index list, its kind, the name suffix)
     for j in range(prefix):
-        if texts[j] not in first:
-            first.append(texts[j])
+        if texts[j] not in [k for _, k, _ in first]:
+            first.append((", ".join(str(i) for i in range(prefix) if texts[i] == texts[j]), texts[j], f"_first{j}"))
+    if last:
+        first.insert(0, ("l - 1", texts[-1], "_last"))
     lines = branch(kinds, len(first))
-    for depth, kind in reversed(list(enumerate(first))):
+    for depth, (listed_j, kind, suffix) in reversed(list(enumerate(first))):
         pad = "  " * depth
-        listed_j = ", ".join(str(j) for j in range(prefix) if texts[j] == kind)
-        named = [re.sub(r"name = (\w+)", rf"name = \1_first{listed_j.split(',')[0]}", line) for line in kind]
+        named = [re.sub(r"name = (\w+)", rf"name = \1{suffix}", line) for line in kind]
         lines = [f"{pad}  if j in [{listed_j}] {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
                  *lines, f"{pad}  }}"]
     return out + lines + ["}"]
