@@ -72,7 +72,9 @@ EXPECTED = {
                "i, bias = true, dropout = false, name = mlp)\n    # built but never called by the forward (parameters "
                "only): encoder_attn, encoder_attn_layer_norm\n    param encoder_attn_k_proj_weight[h, h]",
     "granite_swa": "sink_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)",
-    "persimmon": "x = x + ln_qk_attention(layernorm(x, name = input_layernorm), a, h / a, name = self_attn)",
+    "persimmon": "x = x + ln_qk_attention(layernorm(x, name = input_layernorm), a, h / a, name = self_attn)\n    x = x + "
+                 "linear(relu2(linear(layernorm(x, name = post_attention_layernorm), i, bias = true, name = "
+                 "dense_h_to_4h)), h, bias = true, name = dense_4h_to_h)",
 }
 
 drafted = Drafts(CASES)

@@ -45,6 +45,12 @@ def activation(m: Module) -> str | None:
     return None
 
 
+def squared_relu(m: Module) -> bool:
+    """The module's activation is the squared ReLU (transformers' ``ReLUSquaredActivation``, ACT2FN's ``relu2``)."""
+    names = [str(m.attrs.get("act", ""))] + [c.cls for c in m.children]
+    return any("relusquared" in n.lower().replace("_", "") or n.lower() == "relu2" for n in names)
+
+
 def is_norm(m: Module) -> bool:
     """A LayerNorm or RMSNorm over the last dimension (one 1-D weight, perhaps a bias, or none)."""
     return "norm" in m.cls.lower() and all(len(s) == 1 for s in m.params.values()) and not m.children
@@ -223,6 +229,10 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
         if act == "gelu":
             drop = any(c.cls == "Dropout" and c.attrs.get("p", 0) for c in m.children)
             return f"mlp({arg}, {width}, bias = {_yes(a[2])}, dropout = {_yes(drop)}, name = {m.name})"
+        if act == "relu" and squared_relu(m):     # Persimmon's relu2 MLP: written out, its two linears by name
+            bias = _yes(a[2])
+            return f"linear(relu2(linear({arg}, {width}, bias = {bias}, name = {first})), " \
+                   f"{d.size(b[1], 'MLP output')}, bias = {bias}, name = {second})"
         if act == "relu":
             return f"relu_mlp({arg}, {width}, bias = {_yes(a[2])}, name = {m.name})"
     return None

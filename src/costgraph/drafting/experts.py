@@ -7,14 +7,8 @@ None; the blocks' text (:data:`EXPERT_BLOCKS`) follows transformers 5.24's model
 
 from __future__ import annotations
 
-from .blocks import _linear
+from .blocks import _linear, squared_relu
 from .facts import Module
-
-
-def squared_relu(m: Module) -> bool:
-    """The module's activation is the squared ReLU (transformers' ``ReLUSquaredActivation``, ACT2FN's ``relu2``)."""
-    names = [str(m.attrs.get("act", ""))] + [c.cls for c in m.children]
-    return any("relusquared" in n.lower().replace("_", "") or n.lower() == "relu2" for n in names)
 
 
 def relu2_mlp_call(m: Module, arg: str, d) -> str | None:
