@@ -14,8 +14,9 @@ and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX (fused QKV with 
 norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), OLMo 2 (norms after the
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
-the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), Ministral's default
-config (a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
+the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
+(weightless norms, QK-norm included; its one norm called before and after the layers), Ministral's default config
+(a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted, checked, cached
 by the config's hash and named as drafted; one whose draft is not exact (Doge: its attention is no std block) is
@@ -58,6 +59,8 @@ CASES = {
                         sliding_window=32, **TOK),
     # Persimmon: fused QKV with a LayerNorm on each head's q and k, partial rotary
     "persimmon": dict(model_type="persimmon", **DENSE, intermediate_size=96, **TOK),
+    # NanoChat: RMSNorms without weight (QK-norm too), relu2 MLP, the one norm called before and after the layers
+    "nanochat": dict(model_type="nanochat", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -72,6 +75,9 @@ EXPECTED = {
                "i, bias = true, dropout = false, name = mlp)\n    # built but never called by the forward (parameters "
                "only): encoder_attn, encoder_attn_layer_norm\n    param encoder_attn_k_proj_weight[h, h]",
     "granite_swa": "sink_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, window = W, name = self_attn)",
+    "nanochat": "qk_norm = true, qk_norm_weight = false, name = self_attn)\n    x = x + linear(relu2(linear(rmsnorm(x, "
+                "weight = false, name = post_attention_layernorm), i, bias = false, name = fc1)), h, bias = false, "
+                "name = fc2)\n  }\n  x = rmsnorm(x, weight = false, name = model_norm)",
     "persimmon": "x = x + ln_qk_attention(layernorm(x, name = input_layernorm), a, h / a, name = self_attn)\n    x = x + "
                  "linear(relu2(linear(layernorm(x, name = post_attention_layernorm), i, bias = true, name = "
                  "dense_h_to_4h)), h, bias = true, name = dense_4h_to_h)",

@@ -123,9 +123,11 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
             return None
         return _sink_attention(m, q, k, o, head_dim, arg, d, bool(norms))
     if norms:
-        if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
+        bare = all(not c.params and not c.children for c in norms)     # NanoChat's RMSNorms without a weight
+        if len(norms) != 2 or any("rms" not in c.cls.lower() or (c.params.get("weight") != (head_dim,) and not bare)
+                                  for c in norms):
             return None
-        opts.append("qk_norm = true")
+        opts += ["qk_norm = true"] + (["qk_norm_weight = false"] if bare else [])
     if not rotary:
         opts.append("rotary = false")
     opts += _window(m, d)

@@ -102,7 +102,10 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     start, end = layers.children[0].order or 0, layers.children[-1].order or 0
     leaves = _leaves(root, layers)
     pre = [m for m in leaves if m.order < start]
-    post = [m for m in leaves if m.order > end]
+    # a module called before the layers and again after them (NanoChat's norm): a statement at each call
+    post = sorted([(m.order, m) for m in leaves if m.order > end]
+                  + [(o, m) for m in pre for o in m.again if o > end], key=lambda om: om[0])
+    post = [m for _, m in post]
     names, emb = _Names(), {}
     inputs, lines = _embeddings(pre, sz, names, emb)
     lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]

@@ -126,6 +126,9 @@ def trace(torch, model, inputs: dict, run) -> Module:
                 if t is not None:
                     keep.append(t)
                     consumed[path] = id(t)
+            else:
+                node.again.append(counter[0])
+                counter[0] += 1
         return hook
 
     def post(path):
