@@ -287,3 +287,57 @@ def test_k_projection_without_bias_and_uncalled_modules():
                          "param encoder_attn_q_proj_bias[h]"]
     text = _draft(layer, Sizer(probe()))
     assert _params(text, v) == layer.param_count()
+
+
+def _fold_params(lines: list[str], l_value: int) -> int:
+    text = "model t {\n  dim b\n  dim s\n  dim h\n  dim l\n  input x[b, s, h]\n" + \
+        "\n".join("  " + x for x in lines) + "\n  return x\n}\n"
+    got = costgraph.loads(text, path="<draft>").costs("model").evaluate(None, {"b": 1, "s": 1, "h": 10, "l": l_value})
+    return int(got["params"])
+
+
+def test_first_layers_of_their_own_then_a_period_fold():
+    """Kimi Linear's default layers (transformers 5.24 KimiLinearConfig: a dense first layer, first_k_dense_replace 1;
+    full attention where i and i % 4 == 0): layer 0 of its own, then layer j as layer j % 4. Counted by costgraph:
+    at 11 layers, 1 dense, 2 full (4, 8), 8 linear; at 13 layers 3 full (4, 8, 12)."""
+    from costgraph.drafting.model_file import _period, _periodic, _prefixed_period
+    dense, full, lin = (["x = x + linear(x, h, name = d)"], ["x = x + linear(x, h, bias = false, name = f)"],
+                        ["x = x + linear(linear(x, h, bias = false, name = l1), h, bias = false, name = l2)"])
+    for n, full_count in ((11, 2), (13, 3)):
+        texts = [dense] + [full if j % 4 == 0 else lin for j in range(1, n)]
+        assert _period(texts) is None and _prefixed_period(texts) == (1, 4, False)
+        lines = _periodic(texts, 4, "layers", prefix=1)
+        assert lines[:3] == ["repeat l as layers[j] {   # the first 1 layer(s) of their own, then layer j as layer j % 4",
+                             "  if j in [0] {", "    x = x + linear(x, h, name = d_first0)"]
+        assert "    if j % 4 == 0 {" in lines
+        assert _fold_params(lines, n) == 110 + full_count * 100 + (n - 1 - full_count) * 200
+    assert _prefixed_period([dense, lin, full, lin]) is None     # a period seen once is no evidence
+
+
+def test_first_and_last_layers_of_their_own_around_a_period():
+    """Flint's default layers (transformers 5.24 FlintConfig: full attention where i < 2 or i % 4 == 1 or i is the
+    last layer, the first two MLP-only): layers 0 and 1, and layer l - 1, of their own, the rest of period 4.
+    Counted by costgraph at 11 and 13 layers."""
+    from costgraph.drafting.model_file import _periodic, _prefixed_period
+    dense, full, slide = (["x = x + linear(x, h, name = d)"], ["x = x + linear(x, h, bias = false, name = f)"],
+                          ["x = x + linear(linear(x, h, bias = false, name = s1), h, bias = false, name = s2)"])
+    for n in (11, 13):
+        texts = [dense, dense] + [full if j % 4 == 1 or j == n - 1 else slide for j in range(2, n)]
+        assert _prefixed_period(texts) == (2, 4, True)
+        lines = _periodic(texts, 4, "layers", prefix=2, last=True)
+        assert lines[1:3] == ["  if j in [l - 1] {", "    x = x + linear(x, h, bias = false, name = f_last)"]
+        assert "    if j in [0, 1] {" in lines
+        full_count = sum(1 for j in range(2, n) if j % 4 == 1 or j == n - 1)
+        assert _fold_params(lines, n) == 2 * 110 + full_count * 100 + (n - 2 - full_count) * 200
+
+
+def test_a_fixed_list_of_layers_folds_into_index_lists():
+    """Nemotron-H's layers_block_type (transformers 5.24 NemotronHConfig: the layer count is the list's, whatever
+    num_hidden_layers): ``repeat n as layers[j]`` with ``j in [...]``; counted by costgraph per listed layer."""
+    from costgraph.drafting.model_file import _periodic
+    m, e, a = (["x = x + linear(x, h, name = m)"], ["x = x + linear(x, h, bias = false, name = e)"],
+               ["x = x + linear(linear(x, h, name = a1), h, name = a2)"])
+    lines = _periodic([m, e, m, a, e, m], 6, "layers", listed=True)
+    assert lines[:2] == ["repeat 6 as layers[j] {   # the config's list of 6 layers", "  if j in [3] {"]
+    assert "    if j in [1, 4] {" in lines
+    assert _fold_params(lines, 99) == 3 * 110 + 2 * 100 + 220

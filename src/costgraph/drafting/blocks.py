@@ -45,6 +45,12 @@ def activation(m: Module) -> str | None:
     return None
 
 
+def squared_relu(m: Module) -> bool:
+    """The module's activation is the squared ReLU (transformers' ``ReLUSquaredActivation``, ACT2FN's ``relu2``)."""
+    names = [str(m.attrs.get("act", ""))] + [c.cls for c in m.children]
+    return any("relusquared" in n.lower().replace("_", "") or n.lower() == "relu2" for n in names)
+
+
 def is_norm(m: Module) -> bool:
     """A LayerNorm or RMSNorm over the last dimension (one 1-D weight, perhaps a bias, or none)."""
     return "norm" in m.cls.lower() and all(len(s) == 1 for s in m.params.values()) and not m.children
@@ -80,7 +86,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     o = _linear(m.child(*O))
     if fused is not None and o is not None:
         if any(c.name in QK_NORMS for c in m.children):
-            return None
+            return _ln_qk_attention(m, _linear(fused), o, arg, d, rotary)
         return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
     if None in (q, k, v, o) or not (q[2] == v[2] and (k[2] == q[2] or not k[2])):
@@ -117,9 +123,11 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
             return None
         return _sink_attention(m, q, k, o, head_dim, arg, d, bool(norms))
     if norms:
-        if len(norms) != 2 or any("rms" not in c.cls.lower() or c.params.get("weight") != (head_dim,) for c in norms):
+        bare = all(not c.params and not c.children for c in norms)     # NanoChat's RMSNorms without a weight
+        if len(norms) != 2 or any("rms" not in c.cls.lower() or (c.params.get("weight") != (head_dim,) and not bare)
+                                  for c in norms):
             return None
-        opts.append("qk_norm = true")
+        opts += ["qk_norm = true"] + (["qk_norm_weight = false"] if bare else [])
     if not rotary:
         opts.append("rotary = false")
     opts += _window(m, d)
@@ -148,6 +156,23 @@ def _gated_attention(m: Module, q, k, o, heads: int, head_dim: int, arg: str, d)
     d.blocks.add("gated_attention")
     sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
     return f"gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
+def _ln_qk_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
+    """Persimmon's attention (transformers 5.24 ``PersimmonAttention``, Fuyu's language model): one
+    ``query_key_value`` H → 3·a·d with a bias, a LayerNorm (weight and bias [d]) on each head's q and k
+    (``q_layernorm``, ``k_layernorm``), (partial) rotary, ``dense`` a·d → H with a bias; the draft's
+    ``ln_qk_attention``, or None."""
+    heads, head_dim = m.attrs.get("num_heads"), m.attrs.get("head_dim")
+    norms = [m.child(n) for n in ("q_layernorm", "k_layernorm")]
+    if f is None or not isinstance(heads, int) or not isinstance(head_dim, int) or None in norms or not rotary \
+            or f[1] != 3 * heads * head_dim or o[:2] != (heads * head_dim, f[0]) or not (f[2] and o[2]) \
+            or any(n.cls != "LayerNorm" or n.params != {"weight": (head_dim,), "bias": (head_dim,)} for n in norms) \
+            or len([c for c in m.children if c.param_count()]) != 4:
+        return None
+    d.blocks.add("ln_qk_attention")
+    return f"ln_qk_attention({arg}, {d.size(heads, 'attention heads')}, {d.size(head_dim, 'head size')}, " \
+           f"name = {m.name})"
 
 
 def _window(m: Module, d) -> list[str]:
@@ -206,6 +231,10 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
         if act == "gelu":
             drop = any(c.cls == "Dropout" and c.attrs.get("p", 0) for c in m.children)
             return f"mlp({arg}, {width}, bias = {_yes(a[2])}, dropout = {_yes(drop)}, name = {m.name})"
+        if act == "relu" and squared_relu(m):     # Persimmon's relu2 MLP: written out, its two linears by name
+            bias = _yes(a[2])
+            return f"linear(relu2(linear({arg}, {width}, bias = {bias}, name = {first})), " \
+                   f"{d.size(b[1], 'MLP output')}, bias = {bias}, name = {second})"
         if act == "relu":
             return f"relu_mlp({arg}, {width}, bias = {_yes(a[2])}, name = {m.name})"
     return None
@@ -253,7 +282,12 @@ def moe_call(m: Module, arg: str, d) -> str | None:
         return None
     # a router bias of E: a bias, or ERNIE 4.5's e_score_correction_bias held as a Parameter (std moe's router_bias)
     bias = ", router_bias = true" if {"bias", "e_score_correction_bias"} & set(rparams) else ""
-    sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(width, "expert width")]
+    k_text = "2" if router.attrs.get("routes_two") else d.size(top_k, "top-k", count="k")
+    if router.attrs.get("routes_two"):      # Phi-MoE's sparsemixer: two experts per token, num_experts_per_tok unread
+        if not d.silent:
+            d.warnings.append(f"{router.path}: routes by sparsemixer, two experts per token whatever "
+                              "num_experts_per_tok: written top-k 2")
+    sizes = [d.size(n_experts, "experts"), k_text, d.size(width, "expert width")]
     if shared:       # DeepSeek-V3's, GLM-4.5's always-active shared experts: std's shared_moe
         up = _linear(shared[0].child("up_proj"))
         if up is None or mlp_call(shared[0], "x", d.quiet()) is None or not mlp_call(shared[0], "x", d.quiet()) \
@@ -270,13 +304,15 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     return f"moe({arg}, {', '.join(sizes)}{bias}, name = {m.name})"
 
 
-def mla_call(m: Module, arg: str, d) -> str | None:
+def mla_call(m: Module, arg: str, d, rotary: bool = True) -> str | None:
     """Multi-head latent attention (DeepSeek-V2/V3; transformers' ``DeepseekV3Attention`` with a query
     rank: ``q_a_proj``, ``q_a_layernorm``, ``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``,
     ``kv_b_proj``, ``o_proj``, no biases) as std ``mla``, or None. Sizes: ``heads`` from ``o_proj``'s
     input over ``v_head_dim``, the rest from the projections' shapes."""
     names = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj")
     qa, qb, kva, kvb, o = (_linear(m.child(n)) for n in names)
+    if qa is None and qb is None and m.child("q_a_layernorm") is None and m.child("q_proj") is not None:
+        return None if rotary else _mla_nope(m, arg, d, kva, kvb, o)
     qn, kvn = m.child("q_a_layernorm"), m.child("kv_a_layernorm")
     heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
     if None in (qa, qb, kva, kvb, o, qn, kvn) or not isinstance(heads, int) or m.params \
@@ -294,10 +330,55 @@ def mla_call(m: Module, arg: str, d) -> str | None:
     return f"mla({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def _mla_nope(m: Module, arg: str, d, kva, kvb, o) -> str | None:
+    """Kimi Linear's MLA (transformers 5.24 ``KimiLinearAttention`` without ``q_lora_rank``): ``q_proj``
+    H → a·(d_n + d_r), the latent ``kv_a_proj_with_mqa`` H → r_kv + d_r, ``kv_a_layernorm``, ``kv_b_proj``
+    r_kv → a·(d_n + d_v), ``o_proj``; no rotary at all (NoPE); the draft's ``mla_nope`` (models/kimi_linear.cg's),
+    or None."""
+    q, kvn = _linear(m.child("q_proj")), m.child("kv_a_layernorm")
+    heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
+    if None in (q, kva, kvb, o, kvn) or not isinstance(heads, int) or m.params or not is_norm(kvn) \
+            or any(x[2] for x in (q, kva, kvb, o)) or len([c for c in m.children if c.param_count()]) != 5:
+        return None
+    kv_rank = kvn.params.get("weight", (0,))[0]
+    rope, v_dim = kva[1] - kv_rank, o[0] // heads
+    nope = kvb[1] // heads - v_dim
+    if q[1] != heads * (nope + rope) or kvb[0] != kv_rank or o[0] != heads * v_dim or min(rope, nope, v_dim) < 1:
+        return None
+    d.blocks.add("mla_nope")
+    sizes = [d.size(heads, "attention heads"), d.size(kv_rank, "latent rank"), d.size(nope, "head size of the latent "
+             "part"), d.size(rope, "shared key part"), d.size(v_dim, "value head size")]
+    return f"mla_nope({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 #: blocks a draft defines itself when it uses them (no std/ file has them); from models/olmo2.cg
 #: (OLMo 2, Groeneveld et al. / AI2 2024: RMSNorm over the whole Q and K projections, fp32 scale), and
 #: Griffin's recurrent block (transformers' modeling_recurrent_gemma.py)
-LOCAL_BLOCKS = {"sink_attention": """# GQA with a learned sink logit per head (gpt-oss; models/gpt_oss.cg's oss_attention): the softmax over the
+LOCAL_BLOCKS = {"mla_nope": """# Multi-head latent attention without a query rank and without rotary (Kimi Linear's NoPE MLA; transformers'
+# KimiLinearAttention; models/kimi_linear.cg's mla_nope): the cache keeps the latent and the shared key part.
+block mla_nope(x[B, S, H], heads, kv_rank, nope_dim, rope_dim, v_dim) {
+  q = split_heads(linear(x, heads * (nope_dim + rope_dim), bias = false, name = q_proj), heads)
+  latent = cache(split_heads(linear(x, kv_rank + rope_dim, bias = false, name = kv_a_proj_with_mqa), 1),
+                 name = kv_cache)
+  c = rmsnorm(slice(latent, kv_rank), name = kv_a_layernorm)
+  k_pe = slice(latent, rope_dim)
+  kv = split_heads(linear(merge_heads(c), heads * (nope_dim + v_dim), bias = false, name = kv_b_proj), heads)
+  k = concat(slice(kv, nope_dim), k_pe)
+  v = slice(kv, v_dim)
+  y = merge_heads(matmul(softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true), v, causal = true))
+  return linear(y, H, bias = false, name = o_proj)
+}""", "ln_qk_attention": """# Attention with a LayerNorm on each head's q and k (Persimmon, Fuyu; transformers' PersimmonAttention):
+# one query_key_value projection with a bias, q, k, v per head, LayerNorm (weight and bias) on q and k,
+# (partial) rotary, which costs no product; dense back, with a bias.
+block ln_qk_attention(x[B, S, H], heads, head_dim) {
+  q, k, v = split(split_heads(linear(x, 3 * heads * head_dim, bias = true, name = query_key_value), heads), 3)
+  q = rope(layernorm(q, name = q_layernorm))
+  k = rope(layernorm(k, name = k_layernorm))
+  k = cache(k, name = k_cache)
+  v = cache(v, name = v_cache)
+  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, causal = true)), H, bias = true, name = dense)
+}""", "sink_attention": """# GQA with a learned sink logit per head (gpt-oss; models/gpt_oss.cg's oss_attention): the softmax over the
 # scores and the sink's column, the sink's column dropped before scores·V.
 block sink_softmax(logits[B, A, S, K1]) {
   return slice(softmax(logits), K1 - 1)

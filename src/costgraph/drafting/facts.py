@@ -19,7 +19,8 @@ class Module:
     the recognisers read), ``children`` (in the order they were first called, then uncalled ones),
     ``order`` (index of its first call in the whole forward; None when never called), ``src``
     (where its first call's input came from: ``"input"`` — its parent's input; a sibling's name —
-    that sibling's output; ``"?"`` — anything else, such as a residual sum)."""
+    that sibling's output; ``"?"`` — anything else, such as a residual sum); ``again`` (the indices of its later
+    calls: NanoChat's final norm is the module it called before the layers)."""
 
     path: str
     name: str
@@ -30,6 +31,7 @@ class Module:
     children: list["Module"] = field(default_factory=list)
     order: int | None = None
     src: str = "?"
+    again: list[int] = field(default_factory=list)
 
     def child(self, *names: str) -> "Module | None":
         """The first child called one of ``names``, or None."""

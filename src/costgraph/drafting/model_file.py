@@ -102,7 +102,10 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     start, end = layers.children[0].order or 0, layers.children[-1].order or 0
     leaves = _leaves(root, layers)
     pre = [m for m in leaves if m.order < start]
-    post = [m for m in leaves if m.order > end]
+    # a module called before the layers and again after them (NanoChat's norm): a statement at each call
+    post = sorted([(m.order, m) for m in leaves if m.order > end]
+                  + [(o, m) for m in pre for o in m.again if o > end], key=lambda om: om[0])
+    post = [m for _, m in post]
     names, emb = _Names(), {}
     inputs, lines = _embeddings(pre, sz, names, emb)
     lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
@@ -205,6 +208,17 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
     period = _period(texts)
     if period is not None and count == "l":
         return _periodic(texts, period, label)
+    prefixed = _prefixed_period(texts) if count == "l" else None
+    if prefixed is not None:
+        p, m, last = prefixed
+        sz.warnings.append(f"{layers.path}: the first {p} layer(s) of their own kind{', the last layer' if last else ''}"
+                           f", then a pattern of period {m}: written j in [...] (set by config fields such as "
+                           "first_k_dense_replace or layer_types)")
+        return _periodic(texts, m, label, prefix=p, last=last)
+    if count != "l":     # a layer count no probe field sets: the config's own list of layer kinds (Nemotron-H's)
+        sz.warnings.append(f"{layers.path}: {n} layers whatever the probe's layer count (a list of layer kinds in the "
+                           "config, as Nemotron-H's layers_block_type): written with index lists j in [...]")
+        return _periodic(texts, n, label, listed=True)
     sz.warnings.append(f"{layers.path}: layers differ ({len(set(map(tuple, texts)))} kinds): written one run of "
                        "alike layers per repeat; fold the pattern by hand (repeat l as layers[j] with conditions)")
     out = []
@@ -223,29 +237,69 @@ def _period(texts: list) -> int | None:
     return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
 
 
-def _periodic(texts: list, m: int, label: str) -> list[str]:
+def _prefixed_period(texts: list, most: int = 3) -> tuple[int, int, bool] | None:
+    """(p, m, last): the least first layers p ≤ ``most`` of a kind of their own (and, if ``last``, the last layer of
+    its own) between which layer j is drafted as every layer of its residue j mod m (Kimi Linear: a dense first
+    layer, then MLA every 4th; Flint: two dense full-attention layers, full attention every 4th and last), m the
+    least such period shown at least twice; else None."""
+    n = len(texts)
+    for last in (False, True):
+        for p in range(0 if last else 1, most + 1):
+            end = n - 1 if last else n
+            for m in range(2, (end - p) // 2 + 1):
+                first = {}
+                for j in range(p, end):
+                    first.setdefault(j % m, j)
+                if len(first) == m and all(texts[j] == texts[first[j % m]] for j in range(p, end)) \
+                        and all(texts[j] != texts[first[j % m]] for j in range(p)) \
+                        and (not last or texts[n - 1] != texts[first[(n - 1) % m]]):
+                    return p, m, last
+    return None
+
+
+def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int = 0, last: bool = False) -> list[str]:
     """``repeat l as layers[j]`` with one branch per kind of layer: ``if j % m == r or ...``, the most
     frequent kind of the period last (``else``); the nodes of the other kinds named apart (``_at{r}``, r
-    the first residue: each branch builds nodes of its own)."""
+    the first residue: each branch builds nodes of its own). ``listed``: the m layers are all the layers
+    (a fixed list): ``repeat m as layers[j]`` with ``if j in [...]``."""
     kinds: list = []
-    for t in texts[:m]:
+    window = texts[prefix:prefix + m]
+    at = {j % m: texts[j] for j in range(prefix, prefix + m)}     # residue -> its kind
+    for t in window:
         if t not in kinds:
             kinds.append(t)
-    kinds.sort(key=lambda k: -sum(1 for t in texts[:m] if t == k))
-    out = [f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
+    kinds.sort(key=lambda k: -sum(1 for t in window if t == k))
+    out = [f"repeat {m} as {label}[j] {{   # the config's list of {m} layers" if listed else
+           f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
 
     def branch(rest: list, depth: int) -> list[str]:
         pad = "  " * depth
         if len(rest) == 1:
             return [pad + "  " + line for line in rest[0]]
         kind = rest[-1]
-        residues = [r for r in range(m) if texts[r] == kind]
-        cond = " or ".join(f"j % {m} == {r}" for r in residues)
+        residues = [r for r in range(m) if at[r] == kind]
+        cond = f"j in [{', '.join(map(str, residues))}]" if listed else " or ".join(f"j % {m} == {r}" for r in residues)
         named = [re.sub(r"name = (\w+)", rf"name = \1_at{residues[0]}", line) for line in kind]   # apart
         return [f"{pad}  if {cond} {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
                 *("  " + line for line in branch(rest[:-1], depth)), f"{pad}  }}"]
 
-    return out + branch(kinds, 0) + ["}"]
+    if not prefix and not last:
+        return out + branch(kinds, 0) + ["}"]
+    own = " and the last" if last else ""
+    out[0] = f"repeat l as {label}[j] {{   # the first {prefix} layer(s){own} of their own, then layer j as layer j % {m}"
+    first: list = []     # (index list, its kind, the name suffix)
+    for j in range(prefix):
+        if texts[j] not in [k for _, k, _ in first]:
+            first.append((", ".join(str(i) for i in range(prefix) if texts[i] == texts[j]), texts[j], f"_first{j}"))
+    if last:
+        first.insert(0, ("l - 1", texts[-1], "_last"))
+    lines = branch(kinds, len(first))
+    for depth, (listed_j, kind, suffix) in reversed(list(enumerate(first))):
+        pad = "  " * depth
+        named = [re.sub(r"name = (\w+)", rf"name = \1{suffix}", line) for line in kind]
+        lines = [f"{pad}  if j in [{listed_j}] {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
+                 *lines, f"{pad}  }}"]
+    return out + lines + ["}"]
 
 
 def _label(name: str, values: dict) -> str:

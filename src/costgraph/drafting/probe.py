@@ -60,6 +60,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "v_head_dim": ("d_v", "value head size (MLA)"),
     "shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),
     "shared_intermediate_size": ("i_s", "shared expert MLP intermediate size"),      # Granite 4's shared_mlp
+    "moe_shared_expert_intermediate_size": ("i_s", "shared expert MLP intermediate size"),   # Nemotron-H's
     # Mamba-2 mixers (Mamba2Mixer and the hybrids' copies of it: Bamba, Falcon-H1, Granite 4, Nemotron-H, Zamba2)
     "mamba_n_heads": ("hm", "Mamba-2 heads"),
     "n_mamba_heads": ("hm", "Mamba-2 heads"),
@@ -76,12 +77,16 @@ FIELDS: dict[str, tuple[str, str]] = {
     "chunk_size": ("C", "chunk size of the chunked SSD scan"),
     "mamba_chunk_size": ("C", "chunk size of the chunked SSD scan"),
     "sliding_window": ("W", "sliding-window width (tokens)"),
+    "block_size": ("Cl", "block size of the lightning attention's blockwise form"),   # MiniMax's
     # Gated DeltaNet (Qwen3-Next's linear-attention layers)
     "linear_num_key_heads": ("hk", "query/key heads of the linear-attention layers"),
     "linear_num_value_heads": ("hv", "value heads of the linear-attention layers"),
     "linear_key_head_dim": ("dk", "query/key head size of the linear-attention layers"),
     "linear_value_head_dim": ("dv", "value head size of the linear-attention layers"),
     "linear_conv_kernel_dim": ("K", "convolution width"),
+    # Kimi Delta Attention (Kimi Linear's linear-attention layers)
+    "linear_num_heads": ("hl", "heads of the KDA layers"),
+    "linear_head_dim": ("dl", "head size of the KDA layers"),
 }
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
@@ -94,7 +99,7 @@ MAMBA2_HEAD = ("mamba_d_head",)
 MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -107,12 +112,12 @@ COUNTS = frozenset({"l", "k", "C", "W"})
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
-     "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8,
-     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223},
+     "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8, "Cl": 8,
+     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
-     "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10,
-     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239},
+     "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10, "Cl": 10,
+     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -176,14 +181,15 @@ class Probe:
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
                   "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"],
-                  "shared_intermediate_size": p["i_s"],
+                  "shared_intermediate_size": p["i_s"], "moe_shared_expert_intermediate_size": p["i_s"],
                   "mamba_n_heads": hm, "n_mamba_heads": hm, "mamba_num_heads": hm,
                   "mamba_head_dim": p["dm"], "mamba_d_ssm": p["di"] * hm, "mamba_n_groups": p["ng"],
                   "mamba_ngroups": p["ng"], "n_groups": p["ng"], "mamba_d_state": p["N"], "ssm_state_size": p["N"],
                   "mamba_d_conv": p["K"], "mamba_expand": p["e"], "chunk_size": p["C"],
-                  "mamba_chunk_size": p["C"], "sliding_window": p["W"], "linear_num_key_heads": p["hk"],
+                  "mamba_chunk_size": p["C"], "block_size": p["Cl"], "sliding_window": p["W"], "linear_num_key_heads": p["hk"],
                   "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
-                  "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"]}
+                  "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"],
+                  "linear_num_heads": p["hl"], "linear_head_dim": p["dl"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -14,7 +14,7 @@ from .facts import Module
 #: module attributes the recognisers read, when they are ints, floats, bools or strings
 ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
-         "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups")
+         "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -60,8 +60,23 @@ def _config_window(mod):
     return w if 'getattr(self.config, "sliding_window"' in source else None
 
 
+def _sparsemixer(mod) -> bool:
+    """A router whose forward routes by transformers' ``sparsemixer`` (Phi-MoE's ``PhimoeTopKRouter``): two experts
+    per token whatever its ``top_k`` (modeling_phimoe.py's sparsemixer selects a first and a second expert only)."""
+    import inspect
+
+    if not type(mod).__name__.endswith("Router"):
+        return False
+    try:
+        return "sparsemixer(" in inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return False
+
+
 def _attrs(mod) -> dict:
     out = {}
+    if _sparsemixer(mod):
+        out["routes_two"] = True
     for a in ATTRS:
         v = getattr(mod, a, None)
         if isinstance(v, (bool, int, float, str)):
@@ -111,6 +126,9 @@ def trace(torch, model, inputs: dict, run) -> Module:
                 if t is not None:
                     keep.append(t)
                     consumed[path] = id(t)
+            else:
+                node.again.append(counter[0])
+                counter[0] += 1
         return hook
 
     def post(path):

@@ -1,0 +1,80 @@
+"""Recognise mixture-of-experts layers of their own form (std ``moe`` reads SwiGLU experts behind a softmax or
+sigmoid router): Nemotron-H's squared-ReLU experts, as blocks the draft defines itself.
+
+Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
+None; the blocks' text (:data:`EXPERT_BLOCKS`) follows transformers 5.24's modeling code of each layer.
+"""
+
+from __future__ import annotations
+
+from .blocks import _linear, squared_relu
+from .facts import Module
+
+
+def relu2_mlp_call(m: Module, arg: str, d) -> str | None:
+    """Nemotron's MLP without gate (transformers' ``NemotronHMLP``, ``NemotronMLP``: ``up_proj``, squared ReLU,
+    ``down_proj``, biases alike) as the draft's ``relu2_mlp``, or None."""
+    up, down = _linear(m.child("up_proj")), _linear(m.child("down_proj"))
+    if up is None or down is None or m.params or not squared_relu(m) or up[2] != down[2] \
+            or (up[1], up[0]) != down[:2] or any(c.param_count() for c in m.children if c.name not in ("up_proj",
+                                                                                                     "down_proj")):
+        return None
+    d.blocks.add("relu2_mlp")
+    bias = ", bias = true" if up[2] else ""
+    return f"relu2_mlp({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
+
+
+def relu2_moe_call(m: Module, arg: str, d) -> str | None:
+    """Nemotron-H's MoE (transformers 5.24 ``NemotronHMoE``): a sigmoid router ``gate`` (``NemotronHTopkRouter``:
+    its own ``weight`` [E, H] in fp32, the ``e_score_correction_bias`` [E] an fp32 buffer), E experts without gate
+    (``NemotronHExperts``: ``up_proj`` [E, m, H], squared ReLU, ``down_proj`` [E, H, m]), top-k of them per token,
+    plus an always-active ``shared_experts`` MLP of the same form; the latent projections ``fc1_latent_proj`` and
+    ``fc2_latent_proj`` as ``nn.Identity`` (no ``moe_latent_size``). The draft's ``relu2_moe``, or None."""
+    router, experts, shared = m.child("gate"), m.child("experts"), m.child("shared_experts")
+    latent = [m.child(n) for n in ("fc1_latent_proj", "fc2_latent_proj")]
+    if None in (router, experts, shared) or m.params or any(c is None or c.cls != "Identity" for c in latent) \
+            or len(m.children) != 5:
+        return None
+    w = router.params.get("weight")
+    if w is None or len(w) != 2 or set(router.params) != {"weight"} or router.children \
+            or router.attrs.get("buffers") != "e_score_correction_bias":
+        return None
+    n_experts, hidden = w
+    top_k = router.attrs.get("top_k")
+    up, down = experts.params.get("up_proj"), experts.params.get("down_proj")
+    if not isinstance(top_k, int) or set(experts.params) != {"up_proj", "down_proj"} or len(up) != 3 \
+            or up[0] != n_experts or up[2] != hidden or down != (n_experts, hidden, up[1]) or not squared_relu(experts):
+        return None
+    shared_call = relu2_mlp_call(shared, "x", d.quiet())
+    if shared_call is None or "bias = true" in shared_call:
+        return None
+    width = _linear(shared.child("up_proj"))[1]
+    d.blocks.add("relu2_moe")
+    d.blocks.add("relu2_mlp")
+    sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(up[1], "expert width"),
+             d.size(width, "shared expert width")]
+    return f"relu2_moe({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
+def expert_call(m: Module, arg: str, d) -> str | None:
+    """The first recogniser of this module that reads ``m``, else None."""
+    return relu2_moe_call(m, arg, d) or relu2_mlp_call(m, arg, d)
+
+
+#: the blocks a draft defines itself when it uses them
+EXPERT_BLOCKS = {"relu2_mlp": """# An MLP without gate, squared ReLU (So et al. 2021, Primer; transformers' NemotronHMLP; models/nemotron.cg's
+# nemotron_mlp): up_proj, relu(x)^2, down_proj.
+block relu2_mlp(x[B, S, H], width, bias = false) {
+  return linear(relu2(linear(x, width, bias = bias, name = up_proj)), H, bias = bias, name = down_proj)
+}""", "relu2_moe": """# Nemotron-H's MoE (transformers' NemotronHMoE): a sigmoid router gate [E, H] kept in fp32 with DeepSeek-V3's
+# e_score_correction_bias (an fp32 buffer, not a parameter), E experts without gate (up_proj, squared ReLU,
+# down_proj of width m), top_k per token, plus an always-active shared expert of the same form.
+block relu2_moe(x[B, S, H], experts, top_k, width, shared_width) {
+  param e_score_correction_bias[experts]: buffer(fp32)
+  weights = sigmoid(linear(x, experts, bias = false, name = gate))
+  y = zeros(x)
+  repeat experts as experts active top_k {
+    y = y + relu2_mlp(x, width, name = expert)
+  }
+  return y + relu2_mlp(x, shared_width, name = shared_experts)
+}"""}

@@ -1,0 +1,96 @@
+"""Recognise linear-attention mixers of their own form as blocks the draft defines itself: MiniMax's lightning
+attention (the bundled models/minimax.cg's ``lightning``), Kimi Delta Attention (models/kimi_linear.cg's ``kda``).
+
+Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
+None; the blocks' text (:data:`LINEAR_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
+"""
+
+from __future__ import annotations
+
+from .blocks import _linear, activation
+from .facts import Module
+
+#: the buffers of transformers' MiniMaxLightningAttention (the decays of the blockwise form; not parameters)
+LIGHTNING_BUFFERS = "slope_rate,query_decay,key_decay,diagonal_decay"
+
+
+def lightning_call(m: Module, arg: str, d) -> str | None:
+    """MiniMax's lightning attention (transformers 5.24 ``MiniMaxLightningAttention``): ``qkv_proj`` H → 3·a·d and
+    SiLU, the blockwise linear attention over blocks of ``block_size`` (the decays are buffers), an RMSNorm over a·d
+    times ``sigmoid(output_gate(x))`` (H → a·d), ``out_proj`` a·d → H, no bias; the draft's ``lightning`` (as
+    models/minimax.cg's, ``block = C``: the blockwise form's FLOPs, what FlopCounterMode counts), or None."""
+    qkv, gate, out = (_linear(m.child(n)) for n in ("qkv_proj", "output_gate", "out_proj"))
+    norm = m.child("norm")
+    heads, head_dim, block = (m.attrs.get(a) for a in ("num_attention_heads", "head_dim", "block_size"))
+    if None in (qkv, gate, out) or norm is None or m.params or m.attrs.get("buffers") != LIGHTNING_BUFFERS \
+            or not all(isinstance(v, int) and v > 0 for v in (heads, head_dim, block)):
+        return None
+    width = heads * head_dim
+    if qkv[1] != 3 * width or gate[1] != width or out[:2] != (width, qkv[0]) or gate[0] != qkv[0] \
+            or any(x[2] for x in (qkv, gate, out)) or norm.params != {"weight": (width,)} \
+            or "rms" not in norm.cls.lower() or activation(m) != "silu":
+        return None
+    d.blocks.add("lightning")
+    sizes = [d.size(heads, "attention heads"), d.size(head_dim, "head size")]
+    return f"lightning({arg}, {', '.join(sizes)}, block = {d.size(block, 'block size', count='Cl')}, name = {m.name})"
+
+
+#: transformers 5.24 ``chunk_kda``'s torch fallback (modeling_kimi_linear.py ``torch_chunk_kda``): ``chunk_size=64``
+KDA_CHUNK = 64
+
+
+def kda_call(m: Module, arg: str, d) -> str | None:
+    """Kimi Delta Attention (transformers 5.24 ``KimiLinearDeltaAttention``): ``q_proj``, ``k_proj``, ``v_proj``
+    H → hl·dl, a depthwise ``Conv1d`` over the three padded by K − 1 without bias, the ``forget_gate``
+    (``f_a_proj`` H → dl, ``f_b_proj`` dl → hl·dl, owning ``dt_bias`` [hl·dl] and ``A_log`` [1, 1, hl, 1]),
+    ``b_proj`` H → hl, the output gate ``g_a_proj`` H → dl, ``g_b_proj`` dl → hl·dl, a gated RMSNorm of weight [dl]
+    ``o_norm``, ``o_proj`` hl·dl → H, no bias; the draft's ``kda`` (as models/kimi_linear.cg's, chunks of 64: the
+    FLOPs of transformers' chunked torch path, what FlopCounterMode counts), or None."""
+    names = ("q_proj", "k_proj", "v_proj", "b_proj", "g_a_proj", "g_b_proj", "o_proj")
+    q, k, v, b, ga, gb, o = (_linear(m.child(n)) for n in names)
+    conv, gate, norm = m.child("conv1d"), m.child("forget_gate"), m.child("o_norm")
+    heads, head_dim = m.attrs.get("num_heads"), m.attrs.get("head_dim")
+    if None in (q, k, v, b, ga, gb, o, conv, gate, norm) or m.params or len(m.children) != 10 \
+            or not all(isinstance(x, int) and x > 0 for x in (heads, head_dim)):
+        return None
+    fa, fb = _linear(gate.child("f_a_proj")), _linear(gate.child("f_b_proj"))
+    width, hidden = heads * head_dim, q[0]
+    kernel = conv.params.get("weight", (0, 0, 0))[2]
+    if None in (fa, fb) or gate.params != {"dt_bias": (width,), "A_log": (1, 1, heads, 1)} or len(gate.children) != 2 \
+            or any(x != (hidden, width, False) for x in (q, k, v)) or b != (hidden, heads, False) \
+            or fa != ga or fa != (hidden, head_dim, False) or fb != gb or fb != (head_dim, width, False) \
+            or o != (width, hidden, False) or norm.params != {"weight": (head_dim,)} or "bias" in conv.params \
+            or tuple(conv.params.get("weight", ())) != (3 * width, 1, kernel) or conv.attrs.get("groups") != 3 * width \
+            or conv.attrs.get("padding") != kernel - 1:
+        return None
+    d.blocks.add("kda")
+    sizes = [d.size(heads, "KDA heads"), d.size(head_dim, "KDA head size"), d.size(kernel, "convolution width")]
+    return f"kda({arg}, {', '.join(sizes)}, chunk = {KDA_CHUNK}, name = {m.name})"
+
+
+#: the blocks a draft defines itself when it uses them
+LINEAR_BLOCKS = {"lightning": """# MiniMax's lightning attention (MiniMax 2025; transformers' MiniMaxLightningAttention; models/minimax.cg's
+# lightning): q, k, v per head from qkv_proj and SiLU, the linear attention in blocks of `block` (its state
+# [B, heads, d, d]; the decays are buffers), an RMSNorm over all heads times sigmoid(output_gate(x)), out_proj.
+block lightning(x[B, S, H], heads, head_dim, block = none) {
+  q, k, v = split(split_heads(silu(linear(x, 3 * heads * head_dim, bias = false, name = qkv_proj)), heads), 3)
+  y = lightning_attention(q, k, v, block = block, name = core)
+  y = rmsnorm(merge_heads(y), name = norm) * sigmoid(linear(x, heads * head_dim, bias = false, name = output_gate))
+  return linear(y, H, bias = false, name = out_proj)
+}""", "kda": """# Kimi Delta Attention (Moonshot AI 2025; transformers' KimiLinearDeltaAttention; models/kimi_linear.cg's kda):
+# q, k, v through a depthwise causal Conv1d (padding K - 1, cut to S, no bias) and SiLU, a per-channel forget gate
+# (f_a_proj, f_b_proj: low rank head_dim), beta from b_proj, the delta rule with per-channel decay (A_log [heads],
+# dt_bias [heads head_dim]; chunk: the chunked torch path's FLOPs, chunks of 64), a gated RMSNorm per head times
+# sigmoid(g_b_proj(g_a_proj(x))), o_proj back.
+block kda(x[B, S, H], heads, head_dim, kernel, chunk = none) {
+  q = linear(x, heads * head_dim, bias = false, name = q_proj)
+  k = linear(x, heads * head_dim, bias = false, name = k_proj)
+  v = linear(x, heads * head_dim, bias = false, name = v_proj)
+  qkv = silu(conv1d(concat(concat(q, k), v), kernel, bias = false, padded = true, name = conv1d))
+  g = linear(linear(x, head_dim, bias = false, name = f_a_proj), heads * head_dim, bias = false, name = f_b_proj)
+  beta = linear(x, heads, bias = false, name = b_proj)
+  y = kimi_delta_rule(qkv, g, beta, heads, head_dim, chunk = chunk, name = core)
+  gate = linear(linear(x, head_dim, bias = false, name = g_a_proj), heads * head_dim, bias = false, name = g_b_proj)
+  y = rmsnorm(y, name = o_norm) * sigmoid(split_heads(gate, heads))
+  return linear(merge_heads(y), H, bias = false, name = o_proj)
+}"""}

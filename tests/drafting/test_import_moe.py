@@ -1,0 +1,57 @@
+"""``costgraph import`` (issue 28 item 1) of mixture-of-experts families, exact against PyTorch
+(tests/draft_checks.py: at both probes, and at the config against the torch agreement tier).
+
+Mixtral and Qwen3-MoE (std ``moe``; Qwen3's QK-norm), DeepSeek-V3 (std ``mla``, a dense first layer, ``shared_moe``
+with the router's ``e_score_correction_bias`` buffer), Qwen2-MoE (a shared expert scaled by
+``sigmoid(shared_expert_gate(x))``: a block the draft defines), Phi-MoE (transformers 5.24's ``sparsemixer`` routes
+every token to two experts whatever ``num_experts_per_tok``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from draft_checks import DENSE, TOK, Drafts, assert_exact, assert_torch_tier  # noqa: E402  (tests/ on sys.path)
+
+CASES = {
+    "mixtral": dict(model_type="mixtral", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                    num_local_experts=4, num_experts_per_tok=2, **TOK),
+    "qwen3_moe": dict(model_type="qwen3_moe", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96,
+                      moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2, **TOK),
+    # multi-head latent attention, one dense layer then shared + routed experts (e_score_correction_bias a buffer)
+    "deepseek_v3": dict(model_type="deepseek_v3", hidden_size=64, num_attention_heads=4, num_key_value_heads=4,
+                        q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8,
+                        n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, intermediate_size=96,
+                        first_k_dense_replace=1, num_hidden_layers=3, n_group=1, topk_group=1, vocab_size=128,
+                        max_position_embeddings=64, **TOK),
+    # routed experts and a shared expert scaled by sigmoid(shared_expert_gate(x))
+    "qwen2_moe": dict(model_type="qwen2_moe", **DENSE, num_key_value_heads=2, intermediate_size=96,
+                      moe_intermediate_size=32, shared_expert_intermediate_size=48, num_experts=4,
+                      num_experts_per_tok=2, **TOK),
+    # Phi-MoE: sparsemixer routes every token to two experts whatever num_experts_per_tok (3 here: torch runs 2)
+    "phimoe": dict(model_type="phimoe", **DENSE, num_key_value_heads=2, intermediate_size=32, num_local_experts=4,
+                   num_experts_per_tok=3, **TOK),
+}
+#: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
+EXPECTED = {
+    "mixtral": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, name = mlp)",
+    "qwen3_moe": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, name = mlp)",
+    "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",
+    "qwen2_moe": "x = x + gated_shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, i_s, name = mlp)",
+    "phimoe": "x = x + moe(layernorm(x, name = post_attention_layernorm), E, 2, i, name = mlp)",
+}
+
+drafted = Drafts(CASES)
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_draft_exact_at_both_probes(family):
+    assert_exact(drafted(family), EXPECTED[family])
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_draft_agrees_with_the_torch_tier_at_the_config(family):
+    assert_torch_tier(family, drafted(family), drafted.config(family))
