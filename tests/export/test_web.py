@@ -172,9 +172,14 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
         cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
                       .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
         _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
-    # a preset without a kernel table (nor the page's): its step time is named, not computed
-    other = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=mi300x"))
-    assert other["step"][0] is None and other["step"][1].endswith("--hardware mi300x")
+    # flat-efficiency presets (no kernel table; not the page's --hardware): train's step time from the
+    # flat trees their peaks and links fill (export.web_steps), its memory with the FP8 transpose train
+    # resolves there; h100-pcie's scale-up domain of 2 sends the data-parallel traffic out of the node
+    for hw, pol, opt in (("a100-80gb-sxm", "bf16", "adam"), ("mi300x", "fp8-delayed", "lion"),
+                         ("h100-pcie", "mixed", "muon")):
+        cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
+                      .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
+        _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
     # FP8 on a preset without an FP8 peak: named, as train refuses it
     a100 = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=a100-80gb-sxm")
                  .replace("precision=mixed", "precision=fp8-current"))
@@ -217,10 +222,13 @@ def test_flat_preset_step_time_matches_train(tmp_path, capsys):
         cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
         _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
                     ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
-    # a preset neither with a kernel table nor the page's: named
-    other = _open(tmp_path, page, "hardware=mi325x")
-    assert other["step"][0] is None and other["step"][1] == (
-        "computed for h100-sxm, h200, b200, gb200, mi300x: costgraph web ... --hardware mi325x")
+    # a flat preset other than the page's (the same flat trees, its own peaks and links), and a Blackwell
+    # one without a kernel table (b300: no FP8 weight transpose, as train resolves it on the preset)
+    for hw, pol, opt in (("mi325x", "mixed", "adam"), ("b300", "fp8-delayed", "adam")):
+        cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
+        trained = _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
+                              ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
+    assert "fp8 weight transpose" not in {k for k, v in trained["memory"]["fp8"].items() if v["value"]}
 
 
 @needs_chromium

@@ -24,10 +24,10 @@ URL, no external script, style or font) holding
   preset with a kernel table, else 1/2 of the peaks), the pipeline bubble, the
   exposed communication under Megatron's overlap and the optimizer step — for every
   precision policy, optimizer, ZeRO stage, recompute policy and ``PP = 1`` or not, on
-  the kernel-table presets and the page's ``--hardware``
-  (:mod:`costgraph.export.web_steps`; trees of :mod:`costgraph.export.web_tree` in one
-  pool of shared parts, evaluated by the page in exact fractions; another preset in the
-  menu is named, not computed); and the time at a model FLOPs utilization (MFU) the user types,
+  every preset of the menu (:mod:`costgraph.export.web_steps`: a kernel-table preset's own
+  trees; the flat-efficiency presets share trees in their peaks and links, filled per preset;
+  trees of :mod:`costgraph.export.web_tree` in one pool of shared parts, evaluated by the page
+  in exact fractions); and the time at a model FLOPs utilization (MFU) the user types,
   ``FLOPs per device / (dense BF16 peak × MFU)``, which is ``costgraph train
   --mfu``'s step time (that rate covers whole steps). The page showed only the
   latter before issue 32 (0.947 s beside train's 0.910 s: two rates, not two models);
@@ -87,8 +87,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     values (a model's ``--config``); ``layout``: initial ``TP``, ``PP``, ``DP``
     (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
     ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``);
-    ``hardware``: the preset selected at first (its step time is computed beside the kernel-table
-    presets': :func:`costgraph.export.web_steps.step_presets`); ``mfu``: the initial MFU as
+    ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
     decimal text; ``command``: the command line that regenerates the page.
 
     Raises
@@ -99,7 +98,6 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         outside (0, 1].
     """
     from ..hardware import preset, presets
-    from ..training.fp8 import transpose_for
 
     clash = sorted(set(LAYOUT_DIMS) & {str(s) for s in model.symbols})
     if clash:
@@ -108,7 +106,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
     training, add = _writer(program)
-    table = training_table(model, add, bool(model.graph.groups), start["hardware"])
+    table = training_table(model, add, bool(model.graph.groups))
     serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]
@@ -135,7 +133,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
-                      "fp8": bool(hw.peak_flops_fp8), "transpose": transpose_for(hw)}
+                      "fp8": bool(hw.peak_flops_fp8)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
         "time_digits": TIME_DIGITS,
