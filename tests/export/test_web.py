@@ -322,8 +322,14 @@ def test_page_is_self_contained(gpt2_page):
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
     assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32", "fp8-delayed", "fp8-current"} == set(data["precision"])
     step = data["training"]["step"]
-    assert step["presets"] == ["h100-sxm", "h200", "b200", "gb200"]      # kernels.toml's tables (the page's is one)
-    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(step["presets"])
+    assert step["presets"] == [h["key"] for h in data["hardware"]]        # a step time on every preset of the menu
+    tables = [k for k, model in step["model"].items() if model == k]
+    assert tables == ["h100-sxm", "h200", "b200", "gb200"]               # kernels.toml's tables: their own trees
+    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(tables)
+    # the flat presets share trees by shape: both A100s one (no FP8 peak: no FP8 policy), their peaks filled in
+    a40, a80 = step["model"]["a100-40gb-sxm"], step["model"]["a100-80gb-sxm"]
+    assert a40 == a80 and set(step["rest"][a40]) == {"mixed", "bf16", "fp32"} and not step["failed"]
+    assert step["numbers"]["a100-80gb-sxm"]["HW_PEAK_BF16"] == "312000000000000"   # NVIDIA A100 datasheet
     # the step time reads no master copy: mixed's and bf16's rest are one part of the pool, fp32's another
     rest = step["rest"]["b200"]
     assert rest["mixed"]["1"]["full"]["PP"] == rest["bf16"]["1"]["full"]["PP"] != rest["fp32"]["1"]["full"]["PP"]
@@ -334,7 +340,7 @@ def test_page_is_self_contained(gpt2_page):
     # (4h) and the row-parallel biases (2h) -> 12hl; the position table 2h s_max; the final
     # LayerNorm 4h; sharded: the vocabulary-parallel embedding 2Vh/TP, 12h^2 weights and 7h
     # column-parallel biases per layer -> (24h^2 + 14h) l/TP
-    assert data["training"]["states"]["mixed"]["1"]["single"]["weights"]["formula"] == (
+    assert data["formulas"][data["training"]["states"]["mixed"]["1"]["single"]["weights"]["fn"]] == (
         "4 h + 2 h s_max + 12 h l + 2 V h/TP + 14 h l/TP + 24 l h^2/TP")
 
 

@@ -3,6 +3,14 @@
 "use strict";
 (function () {
   const DATA = JSON.parse(document.getElementById("cg-data").textContent);
+  // each function's closed form is written once (DATA.formulas, costgraph.export.web._writer): put it back
+  // beside every {fn} of the training and serving tables (the step time's trees hold no functions)
+  (function formulas(node) {
+    if (Array.isArray(node)) { node.forEach(formulas); return; }
+    if (node === null || typeof node !== "object") return;
+    if (typeof node.fn === "string" && node.formula === undefined) node.formula = DATA.formulas[node.fn];
+    for (const [k, v] of Object.entries(node)) if (k !== "step") formulas(v);
+  })([DATA.training, DATA.serving]);
   const CG = module.exports;                       // the generated functions (costgraph codegen --lang javascript)
   const app = document.getElementById("app");
   const inputs = {};                               // name -> <input> or <select>
@@ -56,6 +64,7 @@
   // the value of a tree: a fraction, or (conditions) a boolean; dims: name -> BigInt; defs: shared parts
   // (an array, or a function of the index that evaluates a pool's part on demand)
   function evalTree(node, dims, defs) {
+    if (typeof node === "number") return typeof defs === "function" ? defs(node) : defs[node];   // a pool part
     if (typeof node === "string") {
       const [p, q] = node.split("/");
       return [BigInt(p), q === undefined ? 1n : BigInt(q)];

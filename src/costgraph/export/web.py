@@ -105,9 +105,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
-    training, add = _writer(program)
+    training, add, formulas = _writer(program)
     table = training_table(model, add, bool(model.graph.groups))
-    serving = serving_table(model, add, values, start["hardware"])
+    serving = serving_table(model, add, values)
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]
     program.functions.extend(training)
@@ -123,6 +123,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "start": {**{k: start[k] for k in ("zero", "recompute", "precision", "optimizer", "hardware", "mfu")},
                   **SERVING_START, "kv": KV_DTYPES[0]},
         "quantities": quantities,
+        "formulas": formulas,
         "training": table,
         "serving": serving,
         "kv": list(KV_DTYPES),
@@ -181,15 +182,18 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
 
 
 def _writer(program: Program):
-    """``(functions, add)``: ``add(name, scope, quantity, unit, meaning, expr)`` writes one exact function
-    of the page into ``functions`` (its ``Piecewise`` size choices as integer arithmetic:
-    :mod:`.web_conditions`) and returns ``{"fn", "formula"}``; a closed form met again is written once."""
+    """``(functions, add, formulas)``: ``add(name, scope, quantity, unit, meaning, expr)`` writes one exact
+    function of the page into ``functions`` (its ``Piecewise`` size choices as integer arithmetic:
+    :mod:`.web_conditions`), its closed form as text into ``formulas`` (function name → text, written
+    once; ``web.js`` puts it beside each ``{"fn"}``) and returns ``{"fn"}``; a closed form met again is
+    written once."""
     from ..numbers.integer_form import exact_parts
     from .web_conditions import indicator_form
 
     order = list(program.symbols) + list(LAYOUT_DIMS)
     functions: list[Function] = []
     made: dict = {}
+    formulas: dict = {}
 
     def add(name, scope, quantity, unit, meaning, expr):
         if (quantity, expr) in made:
@@ -197,11 +201,12 @@ def _writer(program: Program):
         num, den = exact_parts(indicator_form(expr))   # 8-bit Adam's and Adafactor's states choose by size
         used = {str(x) for x in expr.free_symbols}
         args = tuple([d for d in order if d in used] + sorted(used - set(order)))
-        functions.append(Function(name, scope, quantity, unit, meaning, expr, num, den, args, to_text(expr)))
-        made[quantity, expr] = {"fn": name, "formula": to_text(expr)}
+        formulas[name] = to_text(expr)
+        functions.append(Function(name, scope, quantity, unit, meaning, expr, num, den, args, formulas[name]))
+        made[quantity, expr] = {"fn": name}
         return made[quantity, expr]
 
-    return functions, add
+    return functions, add, formulas
 
 
 def _script_safe(text: str) -> str:

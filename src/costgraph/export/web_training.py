@@ -57,7 +57,7 @@ def _stages(result, p) -> dict:
 
 def training_table(model, add, pipeline: bool) -> dict:
     """The page's training table (module docstring). ``add(name, scope, quantity, unit, meaning, expr)``
-    writes one exact function and returns ``{"fn", "formula"}``; ``pipeline``: the model has repeated
+    writes one exact function and returns ``{"fn"}``; ``pipeline``: the model has repeated
     layers to split into stages. An FP8 policy's buffers: transpose → part, for each FP8 weight transpose
     a preset keeps (:func:`costgraph.export.web_steps.fp8_transposes`; the page picks the preset's)."""
     from ..engine.symbols import dim

@@ -64,7 +64,8 @@ def tree(e, shared: dict | None = None, children=None) -> object:
 
 def interned(e, pool: list, seen: dict) -> object:
     """``e`` as a tree whose every operation is written once into ``pool`` (a list of trees shared by
-    all of a page's closed forms: :mod:`costgraph.export.web_steps`) and referred to as ``{"t": i}``;
+    all of a page's closed forms: :mod:`costgraph.export.web_steps`) and referred to by its index ``i``
+    (a bare JSON number: 3 characters where ``{"t": i}`` takes 9; a number is never a constant, which is text);
     ``seen``: expression or tree text (keyed ``("e", e)``, ``("j", text)``) → its node, kept between calls. An operation's arguments come
     before it in ``pool``, so the page may evaluate the pool in order or on demand."""
     import json
@@ -76,7 +77,7 @@ def interned(e, pool: list, seen: dict) -> object:
         text = json.dumps(node, separators=(",", ":"))
         if ("j", text) not in seen:
             pool.append(node)
-            seen["j", text] = {"t": len(pool) - 1}
+            seen["j", text] = len(pool) - 1
         node = seen["j", text]
     seen["e", e] = node
     return node

@@ -170,9 +170,8 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
     counts the same way); ``factors``: a calibration's multipliers of the parts
-    (:class:`costgraph.training.calibration_profile.Factors`; None: none); ``with_optimizer=False``: the
-    per-kernel model's optimizer step left out of the parts and the total (the calculator page adds its
-    own per optimizer: :mod:`costgraph.export.web_steps`)."""
+    (:class:`costgraph.training.calibration_profile.Factors`; None: none); ``with_optimizer=False``: no
+    optimizer step in the parts and total (the calculator page adds its own: :mod:`costgraph.export.web_steps`)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     if rate is None and efficiency is None and hardware is not None:
