@@ -65,16 +65,16 @@
   // (an array, or a function of the index that evaluates a pool's part on demand)
   function evalTree(node, dims, defs) {
     if (typeof node === "number") return typeof defs === "function" ? defs(node) : defs[node];   // a pool part
+    if (typeof node === "string" && !/^[-0-9]/.test(node)) {   // a dimension's or degree's name
+      const v = dims[node];
+      if (v === null || v === undefined) throw new TypeError(node + " must be a whole number");
+      return [v, 1n];
+    }
     if (typeof node === "string") {
       const [p, q] = node.split("/");
       return [BigInt(p), q === undefined ? 1n : BigInt(q)];
     }
-    if (!Array.isArray(node)) {
-      if ("t" in node) return typeof defs === "function" ? defs(node.t) : defs[node.t];
-      const v = dims[node.s];
-      if (v === null || v === undefined) throw new TypeError(node.s + " must be a whole number");
-      return [v, 1n];
-    }
+    if (!Array.isArray(node)) return typeof defs === "function" ? defs(node.t) : defs[node.t];   // {"t": i}
     const op = node[0], args = node.slice(1);
     if (op === "pw") {
       for (const [value, cond] of args) if (evalTree(cond, dims, defs)) return evalTree(value, dims, defs);

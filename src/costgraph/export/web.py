@@ -139,7 +139,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "reserve": DEFAULT_RESERVE,
         "time_digits": TIME_DIGITS,
     }
-    return _html(model.name, js_source(program), data)
+    # the training and serving functions without their JSDoc blocks: the page shows their closed forms
+    # (DATA.formulas); the model's quantities keep theirs (costgraph codegen --lang javascript's code)
+    return _html(model.name, js_source(program, docs=lambda f: not f.scope.startswith(("train", "serve"))), data)
 
 
 def _scopes(model) -> tuple[str, ...]:
