@@ -60,6 +60,8 @@ def training_table(model, add, pipeline: bool) -> dict:
     writes one exact function and returns ``{"fn"}``; ``pipeline``: the model has repeated
     layers to split into stages. An FP8 policy's buffers: transpose → part, for each FP8 weight transpose
     a preset keeps (:func:`costgraph.export.web_steps.fp8_transposes`; the page picks the preset's)."""
+    import sympy
+
     from ..engine.symbols import dim
     from ..parallel.layout import Layout
     from ..training.memory import training_memory   # the memory train() reports, without its FLOPs and time
@@ -75,9 +77,12 @@ def training_table(model, add, pipeline: bool) -> dict:
         pol = kw.get("policy", DEFAULT_POLICY)
         return Layout(t=tp, p=p, d=dp, precision=activation_precision(pol), **kw)
 
-    def part(c, key, what, expr):
+    def part(c, key, what, expr):   # expanded here, the one part shown (train expands every part)
         return add(f"train_{c}_{what}_{key}".replace("-", "_"), f"train/{what}/{key}", c, "B",
-                   f"training {c} bytes per device, {STAGES[key]}", expr)
+                   f"training {c} bytes per device, {STAGES[key]}", sympy.expand(expr))
+
+    def memory(L):   # each stage's parts unexpanded: the same values, only the parts used are expanded (part)
+        return training_memory(model.graph, L, expand=False)
 
     for pol in POLICIES:
         # the transposes the presets keep (first: the one the other parts are derived under; they read none)
@@ -87,7 +92,7 @@ def training_table(model, add, pipeline: bool) -> dict:
             for opt in OPTIMIZERS:
                 for p in degrees:
                     tr = {"fp8_transpose": transposes[0]} if transposes[0] else {}
-                    result = training_memory(model.graph, layout(p, zero=zero, policy=pol, optimizer=opt, **tr))
+                    result = memory(layout(p, zero=zero, policy=pol, optimizer=opt, **tr))
                     for key, stage in _stages(result, p).items():
                         if opt == OPTIMIZERS[0]:
                             table["states"].setdefault(pol, {}).setdefault(str(zero), {})[key] = {
@@ -96,8 +101,7 @@ def training_table(model, add, pipeline: bool) -> dict:
                             table["states"][pol][str(zero)][key]["fp8"] = {transposes[0]: part(
                                 "fp8", key, f"{pol}_z{zero}_{transposes[0]}", stage.memory["fp8"])}
                             for t in transposes[1:]:   # Blackwell keeps no transpose (training.fp8.transpose_for)
-                                other = training_memory(model.graph, layout(p, zero=zero, policy=pol, optimizer=opt,
-                                                                            fp8_transpose=t))
+                                other = memory(layout(p, zero=zero, policy=pol, optimizer=opt, fp8_transpose=t))
                                 table["states"][pol][str(zero)][key]["fp8"][t] = part(
                                     "fp8", key, f"{pol}_z{zero}_{t}", _stages(other, p)[key].memory["fp8"])
                         table["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(str(zero), {})[key] = \
@@ -108,7 +112,7 @@ def training_table(model, add, pipeline: bool) -> dict:
             continue
         for recompute in RECOMPUTE_SEARCHED:
             for p in degrees:
-                result = training_memory(model.graph, layout(p, recompute=recompute, policy=pol))
+                result = memory(layout(p, recompute=recompute, policy=pol))
                 for key, stage in _stages(result, p).items():
                     table["activations"].setdefault(prec, {}).setdefault(recompute, {})[key] = \
                         part("activations", key, f"{prec}_{recompute}", stage.memory["activations"])
