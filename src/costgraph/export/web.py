@@ -107,7 +107,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     program = plan(model, _scopes(model), values=values, command=command)
     training, add, formulas = _writer(program)
     table = training_table(model, add, bool(model.graph.groups))
-    serving = serving_table(model, add, values)
+    serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]
     program.functions.extend(training)
