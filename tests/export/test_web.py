@@ -176,9 +176,14 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
         cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
                       .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
         _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
-    # a preset without a kernel table (nor the page's): its step time is named, not computed
-    other = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=mi300x"))
-    assert other["step"][0] is None and other["step"][1].endswith("--hardware mi300x")
+    # flat-efficiency presets (no kernel table; not the page's --hardware): train's step time from the
+    # flat trees their peaks and links fill (export.web_steps), its memory with the FP8 transpose train
+    # resolves there; h100-pcie's scale-up domain of 2 sends the data-parallel traffic out of the node
+    for hw, pol, opt in (("a100-80gb-sxm", "bf16", "adam"), ("mi300x", "fp8-delayed", "lion"),
+                         ("h100-pcie", "mixed", "muon")):
+        cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
+                      .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
+        _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
     # FP8 on a preset without an FP8 peak: named, as train refuses it
     a100 = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=a100-80gb-sxm")
                  .replace("precision=mixed", "precision=fp8-current"))
@@ -221,10 +226,13 @@ def test_flat_preset_step_time_matches_train(tmp_path, capsys):
         cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
         _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
                     ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
-    # a preset neither with a kernel table nor the page's: named
-    other = _open(tmp_path, page, "hardware=mi325x")
-    assert other["step"][0] is None and other["step"][1] == (
-        "computed for h100-sxm, h200, b200, gb200, mi300x: costgraph web ... --hardware mi325x")
+    # a flat preset other than the page's (the same flat trees, its own peaks and links), and a Blackwell
+    # one without a kernel table (b300: no FP8 weight transpose, as train resolves it on the preset)
+    for hw, pol, opt in (("mi325x", "mixed", "adam"), ("b300", "fp8-delayed", "adam")):
+        cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
+        trained = _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
+                              ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
+    assert "fp8 weight transpose" not in {k for k, v in trained["memory"]["fp8"].items() if v["value"]}
 
 
 @needs_chromium
@@ -306,9 +314,10 @@ def test_page_prints(tmp_path, gpt2_page):
 
 def test_page_is_self_contained(gpt2_page):
     text = gpt2_page.read_text(encoding="utf-8")
-    # 697 kB: the step time's pool (4 presets x 7 precisions x 4 ZeRO x 3 recompute x 2 stage sets, every
-    # part written once: 240 kB), memory per precision and optimizer, serving per TP and dtype
-    assert len(text.encode()) < 800_000
+    # 475 kB: the step time's pool (17 step-time models: 4 kernel tables, 13 shapes of flat preset; x 5
+    # precisions x 4 ZeRO x 3 recompute x 2 stage sets, every part written once: 223 kB), memory per precision
+    # and optimizer (each closed form's text once: DATA.formulas), serving per TP and dtype
+    assert len(text.encode()) < 500_000
     low = text.lower()
     assert not re.search(r"https?://|\bwww\.|\bfile:", low)   # no URL at all
     assert " src=" not in low and "<link" not in low and "@import" not in low and "url(" not in low
@@ -318,8 +327,14 @@ def test_page_is_self_contained(gpt2_page):
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
     assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32", "fp8-delayed", "fp8-current"} == set(data["precision"])
     step = data["training"]["step"]
-    assert step["presets"] == ["h100-sxm", "h200", "b200", "gb200"]      # kernels.toml's tables (the page's is one)
-    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(step["presets"])
+    assert step["presets"] == [h["key"] for h in data["hardware"]]        # a step time on every preset of the menu
+    tables = [k for k, model in step["model"].items() if model == k]
+    assert tables == ["h100-sxm", "h200", "b200", "gb200"]               # kernels.toml's tables: their own trees
+    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(tables)
+    # the flat presets share trees by shape: both A100s one (no FP8 peak: no FP8 policy), their peaks filled in
+    a40, a80 = step["model"]["a100-40gb-sxm"], step["model"]["a100-80gb-sxm"]
+    assert a40 == a80 and set(step["rest"][a40]) == {"mixed", "bf16", "fp32"} and not step["failed"]
+    assert step["numbers"]["a100-80gb-sxm"]["HW_PEAK_BF16"] == "312000000000000"   # NVIDIA A100 datasheet
     # the step time reads no master copy: mixed's and bf16's rest are one part of the pool, fp32's another
     rest = step["rest"]["b200"]
     assert rest["mixed"]["1"]["full"]["PP"] == rest["bf16"]["1"]["full"]["PP"] != rest["fp32"]["1"]["full"]["PP"]
@@ -330,7 +345,7 @@ def test_page_is_self_contained(gpt2_page):
     # (4h) and the row-parallel biases (2h) -> 12hl; the position table 2h s_max; the final
     # LayerNorm 4h; sharded: the vocabulary-parallel embedding 2Vh/TP, 12h^2 weights and 7h
     # column-parallel biases per layer -> (24h^2 + 14h) l/TP
-    assert data["training"]["states"]["mixed"]["1"]["single"]["weights"]["formula"] == (
+    assert data["formulas"][data["training"]["states"]["mixed"]["1"]["single"]["weights"]["fn"]] == (
         "4 h + 2 h s_max + 12 h l + 2 V h/TP + 14 h l/TP + 24 l h^2/TP")
 
 

@@ -42,6 +42,23 @@ def test_transpose_without_a_preset_is_hoppers():
     assert resolved_transpose(Layout(fp8_transpose="shared"), None) == "shared"   # a named value stays
 
 
+def test_a_layout_meets_its_preset_once():
+    """``on_hardware``: the one place train and the calculator page resolve a layout on a preset: ``auto``
+    becomes TE's transpose there, a named value stays, a recipe the GPU cannot run is refused (TE @ d0067d0d
+    ``pytorch/quantization.py::check_recipe_support``: MXFP8 needs Blackwell, compute capability 10.0)."""
+    from costgraph.errors import CostgraphValueError
+    from costgraph.parallel.layout import Layout
+    from costgraph.training.fp8 import on_hardware
+
+    assert on_hardware(Layout(policy="fp8-delayed"), preset("b200")).fp8_transpose == "shared"
+    assert on_hardware(Layout(policy="fp8-delayed"), preset("h100-sxm")).fp8_transpose == "separate"
+    assert on_hardware(Layout(policy="fp8-delayed"), None).fp8_transpose == "separate"
+    named = Layout(policy="fp8-delayed", fp8_transpose="separate")
+    assert on_hardware(named, preset("b200")) is named
+    with pytest.raises(CostgraphValueError, match="mxfp8"):
+        on_hardware(Layout(policy="fp8-mxfp8"), preset("h100-sxm"))
+
+
 @pytest.mark.parametrize("hardware, transpose", [("h100-sxm", LLAMA3_8B_LINEARS), ("gb200", 0)])
 def test_train_keeps_the_transpose_the_gpu_needs(llama, hardware, transpose):
     m, v = llama

@@ -31,8 +31,8 @@ def add_parser(sub) -> None:
                    help="first precision policy (default %(default)s); FP8 ones where the preset has an FP8 peak")
     p.add_argument("--optimizer", choices=OPTIMIZERS, default=OPTIMIZERS[0],
                    help="first optimizer (default %(default)s)")
-    p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm); the step time is computed on it and on "
-                        "the presets with a kernel table (h100-sxm, h200, b200, gb200)")
+    p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm); the step time is computed on "
+                        "every preset of the menu")
     p.add_argument("--mfu", default="0.45", help="first model FLOPs utilization (default 0.45)")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
     output_arguments(p, help="the page to write (required)", required=True)

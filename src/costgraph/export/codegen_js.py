@@ -80,8 +80,10 @@ function cg_exactdiv(n, d, what) {
 """
 
 
-def js_source(program: Program) -> str:
-    """An ES2020 file (BigInt) of functions ``<scope>_<quantity>({dims})``."""
+def js_source(program: Program, docs=None) -> str:
+    """An ES2020 file (BigInt) of functions ``<scope>_<quantity>({dims})``; ``docs(function)``: whether a
+    function gets its JSDoc block (None: every one; the calculator page leaves it out of its training and
+    serving functions, whose closed forms it shows: :mod:`costgraph.export.web`)."""
     names = program.arg_names("javascript")
     pr = BigIntPrinter(names)
     out = ["/*"] + [(" * " + ln).rstrip() for ln in header_lines(program)]
@@ -91,10 +93,11 @@ def js_source(program: Program) -> str:
             " */", '"use strict";', "", "(function (root) {", ""]
     body = [HELPERS]
     for f in program.functions:
-        doc = comment_doc(program, f, names, lambda n, rename, meaning: f"@param {{bigint}} dims.{n}{rename} {meaning}",
-                          indent="")
-        doc.append("@returns {bigint}")
-        body += ["/**"] + [(" * " + ln).rstrip() for ln in doc] + [" */"]
+        if docs is None or docs(f):
+            doc = comment_doc(program, f, names, lambda n, rename, meaning: f"@param {{bigint}} dims.{n}{rename} {meaning}",
+                              indent="")
+            doc.append("@returns {bigint}")
+            body += ["/**"] + [(" * " + ln).rstrip() for ln in doc] + [" */"]
         params = ", ".join(f"{names[a]} = {program.defaults[a]}n" if a in program.defaults else names[a]
                            for a in f.args)
         body.append(f"function {f.name}(cg_dims = {{}}) {{")

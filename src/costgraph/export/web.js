@@ -3,6 +3,14 @@
 "use strict";
 (function () {
   const DATA = JSON.parse(document.getElementById("cg-data").textContent);
+  // each function's closed form is written once (DATA.formulas, costgraph.export.web._writer): put it back
+  // beside every {fn} of the training and serving tables (the step time's trees hold no functions)
+  (function formulas(node) {
+    if (Array.isArray(node)) { node.forEach(formulas); return; }
+    if (node === null || typeof node !== "object") return;
+    if (typeof node.fn === "string" && node.formula === undefined) node.formula = DATA.formulas[node.fn];
+    for (const [k, v] of Object.entries(node)) if (k !== "step") formulas(v);
+  })([DATA.training, DATA.serving]);
   const CG = module.exports;                       // the generated functions (costgraph codegen --lang javascript)
   const app = document.getElementById("app");
   const inputs = {};                               // name -> <input> or <select>
@@ -56,16 +64,17 @@
   // the value of a tree: a fraction, or (conditions) a boolean; dims: name -> BigInt; defs: shared parts
   // (an array, or a function of the index that evaluates a pool's part on demand)
   function evalTree(node, dims, defs) {
+    if (typeof node === "number") return typeof defs === "function" ? defs(node) : defs[node];   // a pool part
+    if (typeof node === "string" && !/^[-0-9]/.test(node)) {   // a dimension's or degree's name
+      const v = dims[node];
+      if (v === null || v === undefined) throw new TypeError(node + " must be a whole number");
+      return [v, 1n];
+    }
     if (typeof node === "string") {
       const [p, q] = node.split("/");
       return [BigInt(p), q === undefined ? 1n : BigInt(q)];
     }
-    if (!Array.isArray(node)) {
-      if ("t" in node) return typeof defs === "function" ? defs(node.t) : defs[node.t];
-      const v = dims[node.s];
-      if (v === null || v === undefined) throw new TypeError(node.s + " must be a whole number");
-      return [v, 1n];
-    }
+    if (!Array.isArray(node)) return typeof defs === "function" ? defs(node.t) : defs[node.t];   // {"t": i}
     const op = node[0], args = node.slice(1);
     if (op === "pw") {
       for (const [value, cond] of args) if (evalTree(cond, dims, defs)) return evalTree(value, dims, defs);
@@ -170,7 +179,7 @@
     train.append(outputRow("fits", "verdict", "", ""));
     train.append(outputRow("flops", "model FLOPs per device per iteration", "FLOP", DATA.training.flops.formula));
     train.append(outputRow("step", "step time on the device, as costgraph train --hardware computes it (exact " +
-                           "on " + DATA.training.step.presets.join(", ") + " for every precision, optimizer, ZeRO " +
+                           "on every preset for every precision, optimizer, ZeRO " +
                            "stage and recompute; rounded down to " + DATA.time_digits + " significant digits)",
                            "s", ""));
     train.append(outputRow("time", "time per iteration at the MFU: FLOPs / (peak \u00d7 MFU), as costgraph train " +
@@ -309,9 +318,9 @@
     return {weights: states.weights, gradients: states.gradients,
             optimizer: T.optimizer[pol][inputs.optimizer.value][zero][set],
             activations: T.activations[T.activation_precision[pol]][inputs.recompute.value][set],
-            // Transformer Engine keeps no FP8 weight transpose on Blackwell (training.fp8.transpose_for)
-            fp8: (DATA.hardware.find((h) => h.key === inputs.hardware.value) || {}).transpose === "shared"
-              ? states.fp8_shared || states.fp8 || null : states.fp8 || null};
+            // the FP8 weight transpose Transformer Engine keeps on the preset, as train resolves it
+            // (training.fp8.on_hardware: none on Blackwell)
+            fp8: states.fp8 ? states.fp8[T.fp8_transpose[pol][inputs.hardware.value]] : null};
   }
 
   function training(dims) {
@@ -363,19 +372,24 @@
       show("step", null, hw + " has no FP8 peak: costgraph train refuses --precision " + pol);
       return;
     }
-    if (!S.rest[hw]) {
-      show("step", null, "computed for " + S.presets.join(", ") + ": costgraph web ... --hardware " + hw);
+    const model = S.model[hw];
+    if (S.failed[model]) { show("step", null, S.failed[model]); return; }
+    if (!S.rest[model] || !S.rest[model][pol]) {
+      show("step", null, "costgraph train refuses --precision " + pol + " on " + hw);
       return;
     }
     if (failure) { show("step", null, failure); return; }
     const stage = dims.PP === 1n ? "1" : "PP", zero = inputs.zero.value;
+    // a flat-efficiency preset: its peaks and links fill the symbols of its model's trees
+    const values = Object.assign({}, dims);
+    for (const [name, v] of Object.entries(S.numbers[hw] || {})) values[name] = BigInt(v);
     const cache = new Array(S.pool.length);
-    const defs = (i) => (cache[i] !== undefined ? cache[i] : (cache[i] = evalTree(S.pool[i], dims, defs)));
+    const defs = (i) => (cache[i] !== undefined ? cache[i] : (cache[i] = evalTree(S.pool[i], values, defs)));
     let value;
     try {
-      value = evalTree(S.rest[hw][pol][zero][inputs.recompute.value][stage], dims, defs);
+      value = evalTree(S.rest[model][pol][zero][inputs.recompute.value][stage], values, defs);
       if (S.bandwidth[hw]) {        // bytes of the optimizer step / the preset's HBM bandwidth
-        const o = evalTree(S.optimizer[pol][inputs.optimizer.value][zero][stage], dims, defs);
+        const o = evalTree(S.optimizer[pol][inputs.optimizer.value][zero][stage], values, defs);
         const d = o[1] * BigInt(S.bandwidth[hw]);
         value = frac(value[0] * d + o[0] * value[1], value[1] * d);
       }

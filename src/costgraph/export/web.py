@@ -24,10 +24,10 @@ URL, no external script, style or font) holding
   preset with a kernel table, else 1/2 of the peaks), the pipeline bubble, the
   exposed communication under Megatron's overlap and the optimizer step — for every
   precision policy, optimizer, ZeRO stage, recompute policy and ``PP = 1`` or not, on
-  the kernel-table presets and the page's ``--hardware``
-  (:mod:`costgraph.export.web_steps`; trees of :mod:`costgraph.export.web_tree` in one
-  pool of shared parts, evaluated by the page in exact fractions; another preset in the
-  menu is named, not computed); and the time at a model FLOPs utilization (MFU) the user types,
+  every preset of the menu (:mod:`costgraph.export.web_steps`: a kernel-table preset's own
+  trees; the flat-efficiency presets share trees in their peaks and links, filled per preset;
+  trees of :mod:`costgraph.export.web_tree` in one pool of shared parts, evaluated by the page
+  in exact fractions); and the time at a model FLOPs utilization (MFU) the user types,
   ``FLOPs per device / (dense BF16 peak × MFU)``, which is ``costgraph train
   --mfu``'s step time (that rate covers whole steps). The page showed only the
   latter before issue 32 (0.947 s beside train's 0.910 s: two rates, not two models);
@@ -87,8 +87,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     values (a model's ``--config``); ``layout``: initial ``TP``, ``PP``, ``DP``
     (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
     ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``);
-    ``hardware``: the preset selected at first (its step time is computed beside the kernel-table
-    presets': :func:`costgraph.export.web_steps.step_presets`); ``mfu``: the initial MFU as
+    ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
     decimal text; ``command``: the command line that regenerates the page.
 
     Raises
@@ -99,7 +98,6 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         outside (0, 1].
     """
     from ..hardware import preset, presets
-    from ..training.fp8 import transpose_for
 
     clash = sorted(set(LAYOUT_DIMS) & {str(s) for s in model.symbols})
     if clash:
@@ -107,8 +105,8 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
     program = plan(model, _scopes(model), values=values, command=command)
-    training, add = _writer(program)
-    table = training_table(model, add, bool(model.graph.groups), start["hardware"])
+    training, add, formulas = _writer(program)
+    table = training_table(model, add, bool(model.graph.groups))
     serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]
@@ -125,6 +123,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "start": {**{k: start[k] for k in ("zero", "recompute", "precision", "optimizer", "hardware", "mfu")},
                   **SERVING_START, "kv": KV_DTYPES[0]},
         "quantities": quantities,
+        "formulas": formulas,
         "training": table,
         "serving": serving,
         "kv": list(KV_DTYPES),
@@ -135,12 +134,14 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
-                      "fp8": bool(hw.peak_flops_fp8), "transpose": transpose_for(hw)}
+                      "fp8": bool(hw.peak_flops_fp8)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": DEFAULT_RESERVE,
         "time_digits": TIME_DIGITS,
     }
-    return _html(model.name, js_source(program), data)
+    # the training and serving functions without their JSDoc blocks: the page shows their closed forms
+    # (DATA.formulas); the model's quantities keep theirs (costgraph codegen --lang javascript's code)
+    return _html(model.name, js_source(program, docs=lambda f: not f.scope.startswith(("train", "serve"))), data)
 
 
 def _scopes(model) -> tuple[str, ...]:
@@ -183,15 +184,18 @@ def _start(layout: Mapping, hardware: str, mfu: str) -> dict:
 
 
 def _writer(program: Program):
-    """``(functions, add)``: ``add(name, scope, quantity, unit, meaning, expr)`` writes one exact function
-    of the page into ``functions`` (its ``Piecewise`` size choices as integer arithmetic:
-    :mod:`.web_conditions`) and returns ``{"fn", "formula"}``; a closed form met again is written once."""
+    """``(functions, add, formulas)``: ``add(name, scope, quantity, unit, meaning, expr)`` writes one exact
+    function of the page into ``functions`` (its ``Piecewise`` size choices as integer arithmetic:
+    :mod:`.web_conditions`), its closed form as text into ``formulas`` (function name → text, written
+    once; ``web.js`` puts it beside each ``{"fn"}``) and returns ``{"fn"}``; a closed form met again is
+    written once."""
     from ..numbers.integer_form import exact_parts
     from .web_conditions import indicator_form
 
     order = list(program.symbols) + list(LAYOUT_DIMS)
     functions: list[Function] = []
     made: dict = {}
+    formulas: dict = {}
 
     def add(name, scope, quantity, unit, meaning, expr):
         if (quantity, expr) in made:
@@ -199,11 +203,12 @@ def _writer(program: Program):
         num, den = exact_parts(indicator_form(expr))   # 8-bit Adam's and Adafactor's states choose by size
         used = {str(x) for x in expr.free_symbols}
         args = tuple([d for d in order if d in used] + sorted(used - set(order)))
-        functions.append(Function(name, scope, quantity, unit, meaning, expr, num, den, args, to_text(expr)))
-        made[quantity, expr] = {"fn": name, "formula": to_text(expr)}
+        formulas[name] = to_text(expr)
+        functions.append(Function(name, scope, quantity, unit, meaning, expr, num, den, args, formulas[name]))
+        made[quantity, expr] = {"fn": name}
         return made[quantity, expr]
 
-    return functions, add
+    return functions, add, formulas
 
 
 def _script_safe(text: str) -> str:

@@ -37,11 +37,16 @@ START = {"prompt": 2048, "generate": 512, "batch": 8, "serve_tp": 1, "weights": 
 
 
 def serving_table(model, add, values, hardware: str) -> dict:
-    """The page's serving table (module docstring): ``{"tp": {T: {"kv": {dtype: {part: {"fn", "formula"}}},
-    "weights": {dtype: {"fn", "formula"}}}}, "reserve": [p, q]}`` (KV parts ``kv_per_token``, ``kv``,
+    """The page's serving table (module docstring): ``{"tp": {T: {"kv": {dtype: {part: {"fn"}}},
+    "weights": {dtype: {"fn"}}}}, "reserve": [p, q]}`` (KV parts ``kv_per_token``, ``kv``,
     ``base``, ``per_sequence``; a TP degree ``infer`` refuses for the model: ``{"absent": why}``), or
     ``{"absent": why}`` where ``infer`` has no answer for the model (not decoder-only, a dimension named
-    ``P`` or ``G``, no values to build it at). ``add`` as :func:`costgraph.export.web_training.training_table`'s."""
+    ``P`` or ``G``, no values to build it at). ``add`` as :func:`costgraph.export.web_training.training_table`'s.
+    ``infer`` is called without a preset: its weights and KV cache read none (the page checks them against
+    ``infer --hardware`` on four presets: ``tests/export/test_web.py``), and without one it derives no step
+    times (the page shows none: 2.9 s of the 3.3 s of CPU of the thirteen calls for GPT-2); where a size
+    is missing (the memory has symbols besides P, G and b), again on the page's first preset ``hardware``,
+    as before: ``infer --hardware`` names the sizes its memory verdict lacks, and the page says so."""
     import sympy
 
     from ..errors import CostgraphError
@@ -56,8 +61,10 @@ def serving_table(model, add, values, hardware: str) -> dict:
         cell: dict = {"kv": {}, "weights": {}}
         for kv, weights in zip(KV_DTYPES, WEIGHTS):
             try:
-                report = model.infer(hardware=hardware, prompt=1, generate=1, batch=1, values=values, kv=kv,
-                                     tp=tp, weights=weights)
+                kw = {"prompt": 1, "generate": 1, "batch": 1, "values": values, "kv": kv, "tp": tp, "weights": weights}
+                report = model.infer(hardware=None, **kw)
+                if {str(x) for x in report.quantities["memory_bytes"].free_symbols} - {"P", "G", "b"}:
+                    report = model.infer(hardware=hardware, **kw)   # a size missing: infer --hardware's answer
             except CostgraphError as e:
                 if tp == 1:
                     return {"absent": f"costgraph infer: {e.message}"}

@@ -18,8 +18,9 @@ each for the whole model (``PP = 1``) and for the first and the last pipeline st
 Megatron-LM's 1F1B schedule, ``m = PP`` micro-batches). FP8 policies' activations are their own
 (the FP8 copies of the GEMMs' saved inputs). The step time — the rate ``costgraph train --hardware``
 uses by default, its bubble, exposed communication and optimizer step — for every policy, optimizer,
-ZeRO stage, recompute policy and stage set on each preset of
-:func:`costgraph.export.web_steps.step_presets`: :mod:`costgraph.export.web_steps`.
+ZeRO stage, recompute policy and stage set on every preset of the menu: :mod:`costgraph.export.web_steps`.
+The FP8 buffers per FP8 weight transpose the presets keep, each preset's as ``train`` resolves it
+(:func:`costgraph.training.fp8.on_hardware`).
 """
 
 from __future__ import annotations
@@ -54,43 +55,55 @@ def _stages(result, p) -> dict:
     return {"single": result.stages[0]} if p == 1 else {"first": result.stages[0], "last": result.stages[-1]}
 
 
-def training_table(model, add, pipeline: bool, hardware: str) -> dict:
+def training_table(model, add, pipeline: bool) -> dict:
     """The page's training table (module docstring). ``add(name, scope, quantity, unit, meaning, expr)``
-    writes one exact function and returns ``{"fn", "formula"}``; ``pipeline``: the model has repeated
-    layers to split into stages; ``hardware``: the page's first preset (its step time is computed beside
-    the kernel-table presets': :func:`costgraph.export.web_steps.step_presets`)."""
+    writes one exact function and returns ``{"fn"}``; ``pipeline``: the model has repeated
+    layers to split into stages. An FP8 policy's buffers: transpose → part, for each FP8 weight transpose
+    a preset keeps (:func:`costgraph.export.web_steps.fp8_transposes`; the page picks the preset's)."""
+    import sympy
+
     from ..engine.symbols import dim
     from ..parallel.layout import Layout
     from ..training.memory import training_memory   # the memory train() reports, without its FLOPs and time
+    from .web_steps import fp8_transposes
 
     tp, pp, dp = dim("TP"), dim("PP"), dim("DP")
     degrees = (1, pp) if pipeline else (1,)
     table: dict = {"states": {}, "optimizer": {}, "activations": {}, "flops": None, "step": None,
-                   "activation_precision": {p: activation_key(p) for p in POLICIES}, "fp8": list(FP8_POLICIES)}
+                   "activation_precision": {p: activation_key(p) for p in POLICIES}, "fp8": list(FP8_POLICIES),
+                   "fp8_transpose": {p: fp8_transposes(p) for p in FP8_POLICIES}}
 
     def layout(p, **kw):
         pol = kw.get("policy", DEFAULT_POLICY)
         return Layout(t=tp, p=p, d=dp, precision=activation_precision(pol), **kw)
 
-    def part(c, key, what, expr):
+    def part(c, key, what, expr):   # expanded here, the one part shown (train expands every part)
         return add(f"train_{c}_{what}_{key}".replace("-", "_"), f"train/{what}/{key}", c, "B",
-                   f"training {c} bytes per device, {STAGES[key]}", expr)
+                   f"training {c} bytes per device, {STAGES[key]}", sympy.expand(expr))
+
+    def memory(L):   # each stage's parts unexpanded: the same values, only the parts used are expanded (part)
+        return training_memory(model.graph, L, expand=False)
 
     for pol in POLICIES:
+        # the transposes the presets keep (first: the one the other parts are derived under; they read none)
+        transposes = sorted(set(table["fp8_transpose"][pol].values()), reverse=True) if pol in FP8_POLICIES \
+            else [None]
         for zero in ZERO_STAGE.values:
             for opt in OPTIMIZERS:
                 for p in degrees:
-                    result = training_memory(model.graph, layout(p, zero=zero, policy=pol, optimizer=opt))
+                    tr = {"fp8_transpose": transposes[0]} if transposes[0] else {}
+                    result = memory(layout(p, zero=zero, policy=pol, optimizer=opt, **tr))
                     for key, stage in _stages(result, p).items():
                         if opt == OPTIMIZERS[0]:
                             table["states"].setdefault(pol, {}).setdefault(str(zero), {})[key] = {
-                                c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")
-                                + (("fp8",) if "fp8" in stage.memory else ())}   # TE's FP8 weight copies, scales
-                            if "fp8" in stage.memory:   # Blackwell keeps no transpose (training.fp8.transpose_for)
-                                shared = training_memory(model.graph, layout(p, zero=zero, policy=pol, optimizer=opt,
-                                                                             fp8_transpose="shared"))
-                                table["states"][pol][str(zero)][key]["fp8_shared"] = part(
-                                    "fp8", key, f"{pol}_z{zero}_shared", _stages(shared, p)[key].memory["fp8"])
+                                c: part(c, key, f"{pol}_z{zero}", stage.memory[c]) for c in ("weights", "gradients")}
+                        if opt == OPTIMIZERS[0] and "fp8" in stage.memory:   # TE's FP8 weight copies, scales
+                            table["states"][pol][str(zero)][key]["fp8"] = {transposes[0]: part(
+                                "fp8", key, f"{pol}_z{zero}_{transposes[0]}", stage.memory["fp8"])}
+                            for t in transposes[1:]:   # Blackwell keeps no transpose (training.fp8.transpose_for)
+                                other = memory(layout(p, zero=zero, policy=pol, optimizer=opt, fp8_transpose=t))
+                                table["states"][pol][str(zero)][key]["fp8"][t] = part(
+                                    "fp8", key, f"{pol}_z{zero}_{t}", _stages(other, p)[key].memory["fp8"])
                         table["optimizer"].setdefault(pol, {}).setdefault(opt, {}).setdefault(str(zero), {})[key] = \
                             part("optimizer", key, f"{pol}_{opt}_z{zero}", stage.memory["optimizer"])
     for pol in dict.fromkeys(POLICIES, None):
@@ -99,15 +112,15 @@ def training_table(model, add, pipeline: bool, hardware: str) -> dict:
             continue
         for recompute in RECOMPUTE_SEARCHED:
             for p in degrees:
-                result = training_memory(model.graph, layout(p, recompute=recompute, policy=pol))
+                result = memory(layout(p, recompute=recompute, policy=pol))
                 for key, stage in _stages(result, p).items():
                     table["activations"].setdefault(prec, {}).setdefault(recompute, {})[key] = \
                         part("activations", key, f"{prec}_{recompute}", stage.memory["activations"])
-    _steps(model, table, degrees, hardware, layout, add)
+    _steps(model, table, degrees, layout, add)
     return table
 
 
-def _steps(model, table: dict, degrees, hardware: str, layout, add) -> None:
+def _steps(model, table: dict, degrees, layout, add) -> None:
     """The FLOPs per device and the step time (:mod:`costgraph.export.web_steps`), into ``table``."""
     from ..training.compute import training_flops
     from .web_steps import step_table
@@ -115,7 +128,7 @@ def _steps(model, table: dict, degrees, hardware: str, layout, add) -> None:
     flops = training_flops(model.graph, layout(1).filled())   # train's (PP = 1: m = PP micro-batches)
     table["flops"] = add("train_flops_per_device", "train", "flops_per_device", "FLOP",
                          "model FLOPs per device per iteration (m = PP micro-batches of b)", flops["model_per_device"])
-    table["step"] = step_table(model, layout, degrees, hardware, POLICIES, OPTIMIZERS)
+    table["step"] = step_table(model, layout, degrees, POLICIES, OPTIMIZERS)
 
 
 __all__ = ["FP8_POLICIES", "OPTIMIZERS", "POLICIES", "STAGES", "activation_key", "activation_precision", "training_table"]

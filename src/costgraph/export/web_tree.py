@@ -8,7 +8,7 @@ grows to megabytes; the page instead evaluates the tree itself, in exact fractio
 (``web.js``: ``evalTree``), and shows the same rational number ``costgraph train`` computes.
 
 The tree (JSON): a whole number or a fraction is the text ``"p"`` or ``"p/q"``; a dimension or a layout
-degree ``{"s": name}``; an operation ``[op, arg, ...]`` with ``op`` one of ``+ * ^ min max mod floor
+degree its name as text (a name never starts with a digit or ``-``, a number always does); an operation ``[op, arg, ...]`` with ``op`` one of ``+ * ^ min max mod floor
 pw`` (``^``: a whole exponent; ``pw``: ``[value, condition]`` pairs, the first whose condition holds),
 and conditions ``<= < == != or and not`` (``>=`` and ``>`` written as ``<=`` and ``<`` swapped).
 Anything else is refused. :func:`program` shares repeated parts (SymPy's ``cse``): ``{"defs": [tree, ...],
@@ -43,7 +43,11 @@ def tree(e, shared: dict | None = None, children=None) -> object:
     if isinstance(e, sympy.Rational):
         return str(e.p) if e.q == 1 else f"{e.p}/{e.q}"
     if e.is_Symbol:
-        return {"t": shared[e]} if shared and e in shared else {"s": str(e)}
+        if shared and e in shared:
+            return {"t": shared[e]}
+        if not str(e)[:1].isalpha() and not str(e).startswith("_"):
+            raise CostgraphValueError(f"the page cannot name the symbol {str(e)[:40]!r}", hint="a name starts with a letter")
+        return str(e)
     if isinstance(e, sympy.Pow):
         if not e.exp.is_Integer:
             raise CostgraphValueError(f"the page cannot evaluate the power {e}", hint="whole exponents only")
@@ -64,7 +68,8 @@ def tree(e, shared: dict | None = None, children=None) -> object:
 
 def interned(e, pool: list, seen: dict) -> object:
     """``e`` as a tree whose every operation is written once into ``pool`` (a list of trees shared by
-    all of a page's closed forms: :mod:`costgraph.export.web_steps`) and referred to as ``{"t": i}``;
+    all of a page's closed forms: :mod:`costgraph.export.web_steps`) and referred to by its index ``i``
+    (a bare JSON number: 3 characters where ``{"t": i}`` takes 9; a number is never a constant, which is text);
     ``seen``: expression or tree text (keyed ``("e", e)``, ``("j", text)``) → its node, kept between calls. An operation's arguments come
     before it in ``pool``, so the page may evaluate the pool in order or on demand."""
     import json
@@ -76,7 +81,7 @@ def interned(e, pool: list, seen: dict) -> object:
         text = json.dumps(node, separators=(",", ":"))
         if ("j", text) not in seen:
             pool.append(node)
-            seen["j", text] = {"t": len(pool) - 1}
+            seen["j", text] = len(pool) - 1
         node = seen["j", text]
     seen["e", e] = node
     return node

@@ -74,7 +74,7 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     else:
         inter = S * (n - local) / n
         intra = S * (local - 1) / n
-    up_b, out_b = sympy.Integer(hardware.scale_up_bandwidth), sympy.Integer(hardware.scale_out_bandwidth)
+    up_b, out_b = as_expr(hardware.scale_up_bandwidth), as_expr(hardware.scale_out_bandwidth)   # may be symbols
     if up_b == 0:       # no scale-up link (domain 1): nothing stays inside a domain (intra is 0)
         up_b = out_b
     if inter != 0:      # traffic between nodes needs a scale-out bandwidth (issue 30)
@@ -86,8 +86,8 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     else:
         wire = sympy.Max(intra / up_b, inter / out_b)
     cond = intra_domain(fs, R, world, limit)
-    up_a = sympy.Rational(hardware.latency_scale_up_ns, 10**9)
-    out_a = sympy.Rational(hardware.latency_scale_out_ns, 10**9)
+    up_a = as_expr(hardware.latency_scale_up_ns) / 10**9
+    out_a = as_expr(hardware.latency_scale_out_ns) / 10**9
     alpha = up_a if cond == sympy.true else out_a if cond == sympy.false else \
         sympy.Piecewise((up_a, cond), (out_a, True))
     return part.calls * ((n - 1) * alpha + wire)

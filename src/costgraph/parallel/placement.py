@@ -148,8 +148,9 @@ def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) ->
     """The link of :func:`link`, computed."""
     from .ranks import intra_domain, one_domain, ranks_per_domain
 
-    up = (sympy.Rational(hardware.latency_scale_up_ns, 10**9), sympy.Integer(hardware.scale_up_bandwidth))
-    down = (sympy.Rational(hardware.latency_scale_out_ns, 10**9), sympy.Integer(hardware.scale_out_bandwidth))
+    # as_expr: a preset's numbers may be symbols (the calculator page's per-preset step time, export.web_steps)
+    up = (as_expr(hardware.latency_scale_up_ns) / 10**9, as_expr(hardware.scale_up_bandwidth))
+    down = (as_expr(hardware.latency_scale_out_ns) / 10**9, as_expr(hardware.scale_out_bandwidth))
     if hardware.scale_up_bandwidth == 0:    # no scale-up link (Apple M-series: domain 1): a group inside a
         return no_zero_link(down, hardware, n)   # domain is one device and sends nothing; any larger one goes out
     fs = factors or ((as_expr(n), as_expr(stride)),)

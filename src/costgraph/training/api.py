@@ -29,7 +29,7 @@ import sympy
 from .. import arguments
 from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
-from .fp8 import check_supported, transpose_for
+from .fp8 import on_hardware
 from .result import TrainingResult
 
 
@@ -72,9 +72,9 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     capacity, floored, hw = _device(o.memory, o.hardware)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
-    check_supported(layout.policy, hw)   # an FP8 recipe the preset's GPU cannot run (MXFP8 on Hopper), as TE refuses it
-    if getattr(layout, "fp8_transpose", None) == "auto":   # as TE decides on the preset's GPU (training.fp8)
-        layout = dataclasses.replace(layout, fp8_transpose=transpose_for(hw))
+    # the layout on the preset: an FP8 recipe its GPU cannot run refused (MXFP8 on Hopper, as TE refuses it),
+    # the FP8 weight transpose `auto` resolved as TE decides there (training.fp8.on_hardware)
+    layout = on_hardware(layout, hw)
     if o.global_batch is not None:
         if layout.m is not None:
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",

@@ -90,6 +90,26 @@ def transpose_for(hardware) -> str:
     return "shared" if cc is not None and (100 <= cc < 120 or cc >= 130) else "separate"
 
 
+def on_hardware(layout, hardware):
+    """``layout`` as it runs on ``hardware`` (a :class:`~costgraph.hardware.Hardware` or None): the one
+    place a layout meets a preset before its memory and step time are derived (``costgraph train``,
+    :func:`costgraph.training.api.train`; the calculator page, :mod:`costgraph.export.web_steps`). An FP8
+    recipe the GPU cannot run is refused (:func:`check_supported`, as Transformer Engine refuses it) and
+    ``fp8_transpose = "auto"`` becomes the transpose TE keeps there (:func:`transpose_for`); any other
+    layout is returned as given.
+
+    Raises
+    ------
+    CostgraphValueError
+        The policy's FP8 recipe does not run on ``hardware``."""
+    import dataclasses
+
+    check_supported(layout.policy, hardware)
+    if getattr(layout, "fp8_transpose", None) == "auto":
+        return dataclasses.replace(layout, fp8_transpose=transpose_for(hardware))
+    return layout
+
+
 def resolved_transpose(layout, hardware) -> str:
     """``layout.fp8_transpose`` with ``auto`` replaced by :func:`transpose_for` ``(hardware)``."""
     value = getattr(layout, "fp8_transpose", "auto")

@@ -183,9 +183,17 @@ def _table(entry) -> KernelTable:
                        entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1])
 
 
+#: the tables of the last file state read: ``(DataSet, tables)`` (a step time asks once per layout)
+_READ: list = []
+
+
 def tables() -> dict[str, KernelTable]:
-    """Every kernel table by preset key (the bundled file and a ``COSTGRAPH_DATA`` one)."""
-    return {name: _table(e) for name, e in datafiles.load(SCHEMA).entries.items()}
+    """Every kernel table by preset key (the bundled file and a ``COSTGRAPH_DATA`` one); read again when
+    the file state changes (:func:`costgraph.datafiles.load` returns another data set)."""
+    data = datafiles.load(SCHEMA)
+    if not _READ or _READ[0][0] is not data:
+        _READ[:] = [(data, {name: _table(e) for name, e in data.entries.items()})]
+    return dict(_READ[0][1])
 
 
 def kernel_table(hardware) -> KernelTable | None:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..engine.symbols import as_expr
 from ..parallel.communication import communication
 from ..parallel.pipeline import bubble as pipeline_bubble, layout_pace
 from ..parallel.placement import Placement, placement as place
@@ -151,13 +152,14 @@ def compute_seconds(split: dict, rate: Rate) -> sympy.Expr:
     if rate.kind == "achieved":
         return sympy.Add(*split["hardware"].values()) / rate.value
     which = split["model"] if rate.kind == "mfu" else split["hardware"]
-    return sympy.Add(*[f / (sympy.Integer(rate.peaks[d]) * rate.value) for d, f in which.items() if f != 0])
+    return sympy.Add(*[f / (as_expr(rate.peaks[d]) * rate.value) for d, f in which.items() if f != 0])
 
 
 def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = None,
               stage: str = "first", placement: Placement | None = None,
               collectives: dict | None = None, with_total: bool = True, rate: Rate | None = None,
-              convention: str | None = None, causal: str | None = None, factors=None) -> dict:
+              convention: str | None = None, causal: str | None = None, factors=None,
+              with_optimizer: bool = True) -> dict:
     """Seconds per step (module docstring): ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (the hidden part, not added), ``total``, ``by_kind`` (seconds of
     each collective kind) and ``overlap`` (:class:`~costgraph.training.overlap.Overlaps`: each
@@ -168,7 +170,8 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
     counts the same way); ``factors``: a calibration's multipliers of the parts
-    (:class:`costgraph.training.calibration_profile.Factors`; None: none)."""
+    (:class:`costgraph.training.calibration_profile.Factors`; None: none); ``with_optimizer=False``: no
+    optimizer step in the parts and total (the calculator page adds its own: :mod:`costgraph.export.web_steps`)."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     if rate is None and efficiency is None and hardware is not None:
@@ -216,7 +219,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
              "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov}
     if by_class is not None:
         parts["compute_by_class"] = by_class
-        if rate.covers == "compute":   # the optimizer step: once per step, after the gradients (step_kernels)
+        if rate.covers == "compute" and with_optimizer:   # the optimizer step: once per step, after the gradients
             from .step_kernels import optimizer_seconds
 
             opt = optimizer_seconds(cg, L, rate.table.hbm_bandwidth)
@@ -231,10 +234,10 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
             parts.update(off)
     if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
-    return {**parts, "total": combine(parts, rate.covers)}
+    return {**parts, "total": combine(parts, rate.covers, exposed=exposed)}
 
 
-def combine(parts: dict, covers: str = "compute", maximum=None):
+def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
     """The step's total from :func:`step_time`'s ``parts`` (module docstring), the one place it
     is formed (``train``, the planner's screen and its confirmation): ``covers = "step"``: the
     compute; else busy + Σ over the collective kinds of the exposed seconds
@@ -246,7 +249,8 @@ def combine(parts: dict, covers: str = "compute", maximum=None):
     ``maximum``: the max of two values; None: SymPy's (the overlap rules' left unevaluated,
     :func:`costgraph.training.overlap.smax`); the planner passes NumPy's to combine arrays of
     evaluated parts (:mod:`costgraph.training.plan_forms`), its confirmation Python's ``max`` of
-    the parts' exact values (the number SymPy's Max gives once the sizes are substituted)."""
+    the parts' exact values (the number SymPy's Max gives once the sizes are substituted). ``exposed``: the
+    Σ exposed seconds of ``parts["overlap"]`` under SymPy's Max when the caller has it (:func:`step_time`)."""
     if covers == "step":
         return parts["compute"]
     busy = parts["compute"] + parts["bubble"] + parts.get("optimizer", 0)
@@ -256,6 +260,8 @@ def combine(parts: dict, covers: str = "compute", maximum=None):
     ov = parts.get("overlap")
     if ov is None:
         return busy
+    if exposed is not None and maximum is None:
+        return busy + exposed
     return busy + (ov.total_exposed() if maximum is None else ov.total_exposed(maximum))
 
 
