@@ -4,12 +4,12 @@ processes; counts what it finds.
 
 Run (at low priority: it shares the machine)::
 
-    nice -n 19 python bench/bench_fuzz.py --cases 10000 --workers 1 --log fuzz.jsonl
+    nice -n 19 python -m bench.bench_fuzz --cases 10000 --workers 1 --log fuzz.jsonl
 
-Each worker is a child process (``python bench/bench_fuzz.py --worker ...``) under
+Each worker is a child process (``python -m bench.bench_fuzz --worker ...``) under
 ``RLIMIT_AS`` (``--memory``, default 4 GiB: the bound on memory, enforced by the kernel) that
 runs ``--batch`` cases in its own process through ``costgraph.cli.main`` (the parser's own
-subcommands and flags: ``tests/cli_props.py``; the mutations of ``tests/commands/test_fuzz.py``) and
+subcommands and flags: ``tests/cli_props.py``; the mutations of ``tests/fuzz_inputs.py``) and
 writes one JSON line per case; a worker that dies (killed, out of memory) is a finding named by
 the case it had started. A case is
 
@@ -67,12 +67,6 @@ KINDS = ["flags"] * 5 + ["model", "config", "api"] + ["files"] * 2
 #: values an API argument is drawn from: plausible, out of range, of the wrong type
 API_VALUES = [1, 2, 4, 8, 0, -1, 3, 10**30, 0.5, 1 / 3, float("nan"), float("inf"), -0.0, "2", "1e400", "", None,
               True, [], {}, "h100-sxm", "a100-80gb-sxm", "bogus", 2**63]
-
-
-def _paths() -> None:
-    for p in (str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "commands")):   # test_fuzz.py: tests/commands/
-        if p not in sys.path:
-            sys.path.insert(0, p)
 
 
 # --- one case ------------------------------------------------------------------------------
@@ -154,7 +148,7 @@ def run_one(argv: list[str], work: Path, limit: float, may_change: set[str]) -> 
 def draw_api(data) -> tuple[str, str, dict]:
     """An API call: a bundled model, ``train``, ``infer``, ``plan`` or ``evaluate``, and arguments
     drawn from :data:`API_VALUES` (names the method takes, and one it does not)."""
-    import cli_props as P
+    import tests.cli_props as P
     from hypothesis import strategies as st
 
     name = data.draw(st.sampled_from(P.MODEL_NAMES), label="model")
@@ -173,7 +167,7 @@ def run_api(call: tuple[str, str, dict], limit: float) -> dict:
     """An API case (:func:`draw_api`): the call must return, or raise costgraph's own error (a
     :class:`~costgraph.CostgraphError`) or, for a name the method does not take, Python's
     ``TypeError``; anything else is ``internal``."""
-    import cli_props as P
+    import tests.cli_props as P
 
     import costgraph
 
@@ -210,7 +204,7 @@ def run_api(call: tuple[str, str, dict], limit: float) -> dict:
 
 def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
     """A hostile-file case in ``work``: its argv and the files it may change."""
-    import cli_props as P
+    import tests.cli_props as P
     from hypothesis import strategies as st
 
     secret = work / "secret.txt"
@@ -262,8 +256,8 @@ def draw_case(data, spec: dict, work: Path, models: Path, kind: str | None = Non
         -> tuple[str, list[str], set[str], object]:
     """One case (of ``kind``, or a kind drawn: :data:`KINDS`): (kind, argv, files it may change,
     an undo callable or None)."""
-    import cli_props as P
-    import test_fuzz as F
+    import tests.cli_props as P
+    import tests.fuzz_inputs as F
     from hypothesis import strategies as st
 
     kind = kind or data.draw(st.sampled_from(KINDS), label="kind")
@@ -295,8 +289,7 @@ def worker(cases: int, seed: int, limit: float, log: Path, cycle: bool = False) 
     """Run ``cases`` cases drawn by Hypothesis from ``seed``, appending one JSON line each to
     ``log`` (a line ``{"start": ...}`` before each case, so a death names its case); ``cycle``:
     a fifth of them of each kind (flags, model, config, files, api) instead of drawn kinds."""
-    _paths()
-    import cli_props as P
+    import tests.cli_props as P
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -408,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cycle", action="store_true", help="each case kind a fifth of a worker's cases (a short run)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    log = Path(a.log)
+    log = Path(a.log).resolve()   # the workers run in the checkout's root
     if a.worker:
         worker(a.batch, a.seed, a.limit, log, a.cycle)
         return 0
@@ -421,9 +414,9 @@ def main(argv: list[str] | None = None) -> int:
         while len(running) < a.workers and started < a.cases and not out_of_time:
             n = min(a.batch, a.cases - started)
             running.append(subprocess.Popen(
-                [sys.executable, __file__, "--worker", "--batch", str(n), "--seed", str(seed), "--limit",
+                [sys.executable, "-m", "bench.bench_fuzz", "--worker", "--batch", str(n), "--seed", str(seed), "--limit",
                  str(a.limit), "--log", str(log)] + (["--cycle"] if a.cycle else []), preexec_fn=_bounded(int(a.memory)),
-                stdout=subprocess.DEVNULL, stderr=errors))
+                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=errors))
             seed, started = seed + 1, started + n
         if out_of_time and not running:
             break

@@ -4,17 +4,12 @@ The full campaign (10,000 cases and more) is the bench script's, by hand."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bench_fuzz", ROOT / "bench" / "bench_fuzz.py")
-B = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(B)
+import bench.bench_fuzz as B   # the checkout's root is on pytest's path (pyproject: pythonpath)
 
 
 @pytest.fixture()
