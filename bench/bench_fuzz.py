@@ -61,6 +61,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import faulthandler
 import gc
 import hashlib
 import io
@@ -121,6 +122,7 @@ def _child(work: Path | None, capture: Path, limit: float, memory: int) -> None:
         new = os.open(name, flags, 0o600)
         os.dup2(new, fd)
         os.close(new)
+    faulthandler.enable(2)   # a crash's Python stack into the case's own stderr (not a test runner's)
     if work is not None:
         os.chdir(work)
 
