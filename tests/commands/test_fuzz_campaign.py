@@ -4,17 +4,14 @@ The full campaign (10,000 cases and more) is the bench script's, by hand."""
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import signal
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bench_fuzz", ROOT / "bench" / "bench_fuzz.py")
-B = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(B)
+import bench.bench_fuzz as B   # the checkout's root is on pytest's path (pyproject: pythonpath)
 
 
 @pytest.fixture()
@@ -59,6 +56,31 @@ def test_the_checks_catch_what_they_name(tmp_path, fake_main):
         return 0
     fake_main(spin)
     assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 0.2, set())) == ["slow"]
+    fake_main(lambda argv: os.kill(os.getpid(), signal.SIGSEGV))   # a crash of the case's process
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["died"]
+    fake_main(lambda argv: os.write(1, b"Traceback (most recent call last):\n") and 0)   # below sys.stdout
+    assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["internal"]
+
+
+def test_each_case_runs_in_a_fresh_fork(tmp_path, fake_main):
+    """A case's changes to the process (a module's state, the working folder) do not reach the next
+    case, and the record holds the child's own CPU time and peak memory."""
+    from costgraph import cli
+
+    def dirty(argv):
+        cli.DIRTY = True
+        return 0
+    fake_main(dirty)
+    rec = B.run_one(["derive", "gpt"], tmp_path, 5.0, set())
+    assert rec["status"] == 0 and not hasattr(cli, "DIRTY") and rec["rss"] > 0 and rec["cpu"] >= 0
+
+
+def test_fork_and_subprocess_modes_agree(tmp_path):
+    """The same case as a fork of this process and as a fresh ``python -m costgraph``: the same exit
+    status (2, an unknown model) and no finding either way."""
+    fork = B.run_one(["derive", "no-such-model"], tmp_path, 60.0, set())
+    fresh = B.run_one(["derive", "no-such-model"], tmp_path, 60.0, set(), mode="subprocess")
+    assert (fork["status"], fork["findings"]) == (fresh["status"], fresh["findings"]) == (2, [])
 
 
 def test_a_dead_worker_names_its_case(tmp_path):

@@ -62,7 +62,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 import cli_props as P
-import test_fuzz as F
+import fuzz_inputs as F
 
 PROFILE = os.environ.get("COSTGRAPH_FUZZ", "fast")
 if PROFILE not in ("fast", "long"):
@@ -265,7 +265,7 @@ def models_copy(base):
 @_settings(fast=8, long=LONG)
 @given(data=st.data())
 def test_generated_model_files(base, models_copy, data):
-    """A mutated bundled model file (tests/commands/test_fuzz.py's mutations) as the MODEL of any
+    """A mutated bundled model file (tests/fuzz_inputs.py's mutations) as the MODEL of any
     command that takes one."""
     rel = data.draw(st.sampled_from([r for r in F.SOURCES if "/" not in r]), label="file")
     target = models_copy / rel
@@ -281,7 +281,7 @@ def test_generated_model_files(base, models_copy, data):
 @_settings(fast=6, long=LONG)
 @given(data=st.data())
 def test_generated_configs(base, data):
-    """A mutated example config.json (tests/commands/test_fuzz.py's mutations) as the MODEL."""
+    """A mutated example config.json (tests/fuzz_inputs.py's mutations) as the MODEL."""
     name = data.draw(st.sampled_from(sorted(F.CONFIGS)), label="config")
     text = F.to_json_text(F.mutate_config(data, F.CONFIGS[name]))
     path = base / "config.json"
