@@ -101,16 +101,19 @@ def loss_elements(cg, pl) -> sympy.Expr:
     return sympy.Add(*[cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o)) for o in cg.outputs])
 
 
-def loss_seconds(cg, pl, bandwidth, convention: str = "logits") -> tuple[sympy.Expr, sympy.Expr]:
+def loss_seconds(cg, pl, bandwidth, convention: str = "logits", launch=0) -> tuple[sympy.Expr, sympy.Expr]:
     """``(forward, backward)`` seconds of the cross-entropy of one micro-batch on the device that
     holds the head, at ``bandwidth`` B/s; ``convention`` the layout's ``cross_entropy``
     (:data:`costgraph.choices.CROSS_ENTROPY`): its ``forward_bytes`` and ``backward_bytes`` per logit
-    element (:mod:`costgraph.training.cross_entropy`)."""
+    element (:mod:`costgraph.training.cross_entropy`); ``launch``: the fixed seconds of one
+    memory-bound kernel (the kernel table's ``memory_launch_ns``), times the implementation's
+    ``forward_kernels`` and ``backward_kernels``."""
     from .cross_entropy import implementation
 
     impl = implementation(convention)
     n, bw = loss_elements(cg, pl), sympy.Integer(bandwidth)
-    return impl.forward_bytes * n / bw, impl.backward_bytes * n / bw
+    return (impl.forward_bytes * n / bw + impl.forward_kernels * launch,
+            impl.backward_bytes * n / bw + impl.backward_kernels * launch)
 
 
 def optimizer_bytes(memory: dict, memory_unsharded: dict) -> sympy.Expr:
