@@ -509,7 +509,7 @@ def _select(cg: CostGraph, targets) -> list[str]:
         heads = output_heads(cg)
         chosen = [p for p in linears if p not in heads]
     else:
-        if isinstance(targets, str):
+        if isinstance(targets, str) or not hasattr(targets, "__iter__"):   # one name, or a value the check names
             targets = (targets,)
         targets = tuple(targets)
         if not targets or not all(isinstance(t, str) and t for t in targets):
