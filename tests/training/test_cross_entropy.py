@@ -83,6 +83,16 @@ def test_the_step_text_names_the_kernel_of_the_memory_convention(capsys):
     assert code == 0 and json.loads(out)["plan"]["cross_entropy"] == "megatron-fused"
 
 
+def test_without_the_loss_the_step_text_names_no_cross_entropy(capsys):
+    # found by a hostile trial: `train --cross-entropy pytorch --no-loss` timed no loss (0.018 s less compute)
+    # but the step text still said "the loss (--cross-entropy pytorch: ...)"
+    base = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--cross-entropy",
+            "pytorch"]
+    code, out, _ = run(capsys, base + ["--no-loss"])
+    assert code == 0 and "the loss (" not in out
+    assert "  outside the graph, at the table's HBM bandwidth: no loss (--no-loss); the optimizer step" in out
+
+
 def test_an_unknown_implementation_is_refused():
     with pytest.raises(costgraph.CostgraphError, match="unknown cross_entropy 'fused'") as e:
         implementation("fused")
