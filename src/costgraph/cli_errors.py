@@ -25,6 +25,13 @@ import sys
 
 from .hints import did_you_mean, listing, unique
 
+#: flags that were removed, each with the flag that took its place (when the command has it) and how to
+#: say the same with it: the hint of "unrecognized arguments" names it before the closest flags
+RETIRED = {
+    "--loss-fusion": ("--cross-entropy", "--loss-fusion was replaced by --cross-entropy: 'fused' is "
+                                         "--cross-entropy megatron-fused, 'unfused' is --cross-entropy megatron"),
+}
+
 #: what a value of each type function's name is, for the hint of "invalid int value"
 KINDS = {"int": "a whole number, e.g. 8", "float": "a number, e.g. 0.5"}
 
@@ -93,7 +100,11 @@ def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
     m = re.match(r"unrecognized arguments: (.*)", message)
     if m:
         flags = [t.split("=", 1)[0] for t in m.group(1).split() if t.startswith("-")]
-        close = [(f, did_you_mean(f, _options(parser), cutoff=0.5, quote="")) for f in unique(flags)]
+        options = _options(parser)
+        retired = [RETIRED[f][1] for f in unique(flags) if f in RETIRED and RETIRED[f][0] in options]
+        if retired:
+            return "; ".join(retired) + f"; {help_line}"
+        close = [(f, did_you_mean(f, options, cutoff=0.5, quote="")) for f in unique(flags)]
         close = [(f"{f}: " if len(flags) > 1 else "") + c for f, c in close if c]
         extra = "" if flags else "it takes no more positional values; "
         return " ".join(close) + (" " if close else "") + extra + help_line

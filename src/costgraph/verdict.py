@@ -258,10 +258,16 @@ def _fp8_words(L) -> str:
 def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult:
     """The serving verdict and its steps: :meth:`Model.infer` at the setting, then once per change."""
     from . import arguments
+    from .choices import DEFAULT_RESERVE, RUNTIME_RESERVE
 
     if s["prompt"] is None or s["generate"] is None:
         raise CostgraphValueError("serving needs the tokens per sequence", hint="give --prompt and --generate, "
                                                                                 "e.g. --prompt 4096 --generate 1024")
+    if isinstance(reserve, str) and reserve.strip() == RUNTIME_RESERVE:   # training's default, not serving's
+        raise CostgraphValueError(f"--reserve {RUNTIME_RESERVE} is the training verdict's (the CUDA context, cuBLAS "
+                                  "workspaces and NCCL buffers); serving keeps a fraction of the device memory free",
+                                  hint=f"leave --reserve out (serving's default {DEFAULT_RESERVE}: vLLM's "
+                                       "gpu_memory_utilization 0.9) or give a fraction, e.g. --reserve 0.05")
     tp = arguments.whole(s["tp"], "--tp")
     if tp > gpus:
         raise CostgraphValueError(f"--tp {tp} is more than --gpus {gpus}", hint="TP shards one replica over at "

@@ -46,9 +46,14 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
     (INFER + ["--page-size", "0"], "costgraph infer: error: argument --page-size: --page-size '0' is not a positive "
                                    "whole number",
      "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; costgraph infer --help lists its arguments"),
+    # a removed flag names the one that took its place (not difflib's closest, --no-loss), where the command has it
+    (["train", "llama", "--gpus", "8", "--loss-fusion", "fused"],
+     "costgraph train: error: unrecognized arguments: --loss-fusion fused",
+     "hint: --loss-fusion was replaced by --cross-entropy: 'fused' is --cross-entropy megatron-fused, 'unfused' is "
+     "--cross-entropy megatron; costgraph train --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "ambiguous", "type-hint"])
+        "ambiguous", "type-hint", "retired-flag"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
     code, out, err = _cli(capsys, *args)
     assert code == 2 and not out and "Traceback" not in err

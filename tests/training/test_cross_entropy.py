@@ -53,6 +53,22 @@ def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
         (sympy.Rational(22 * logits, BW), sympy.Rational(26 * logits, BW))
 
 
+@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("megatron-fused", (4, 1))])
+def test_each_loss_kernel_pays_the_tables_fixed_time(llama, name, kernels):
+    # kernels.toml [h200]: hbm_bandwidth 3,816.8 GB/s and memory_launch_ns 1904, fitted to cuDNN's RMSNorm
+    # kernels; cross_entropy.toml forward_kernels/backward_kernels: pytorch 3 and 4 (.float(), cunn_SoftMaxForward,
+    # nll_loss; zero_, scatter, cunn_SoftMaxBackward, the cast), megatron-fused 4 and 1 (fused_cross_entropy.py)
+    m, v = llama
+    bw, launch = 3_816_800_000_000, sympy.Rational(1904, 10**9)
+    table = kernel_table(preset("h200"))
+    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy=name), table, {"bf16": P})}
+    logits, impl = 1 * 4096 * 128_256, implementation(name)
+    row = rows[LOSS_PATH]
+    assert (sympy.sympify(row["forward"]).xreplace(v), sympy.sympify(row["backward"]).xreplace(v)) == \
+        (sympy.Rational(impl.forward_bytes * logits, bw) + kernels[0] * launch,
+         sympy.Rational(impl.backward_bytes * logits, bw) + kernels[1] * launch)
+
+
 def test_the_step_text_names_the_kernel_of_the_memory_convention(capsys):
     base = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm"]
     code, out, _ = run(capsys, base)
@@ -65,6 +81,16 @@ def test_the_step_text_names_the_kernel_of_the_memory_convention(capsys):
     assert "the loss (--cross-entropy pytorch: " + implementation("pytorch").kernel + ", in memory)" in out
     code, out, _ = run(capsys, base + ["--cross-entropy", "megatron-fused", "--format", "json"])
     assert code == 0 and json.loads(out)["plan"]["cross_entropy"] == "megatron-fused"
+
+
+def test_without_the_loss_the_step_text_names_no_cross_entropy(capsys):
+    # found by a hostile trial: `train --cross-entropy pytorch --no-loss` timed no loss (0.018 s less compute)
+    # but the step text still said "the loss (--cross-entropy pytorch: ...)"
+    base = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--cross-entropy",
+            "pytorch"]
+    code, out, _ = run(capsys, base + ["--no-loss"])
+    assert code == 0 and "the loss (" not in out
+    assert "  outside the graph, at the table's HBM bandwidth: no loss (--no-loss); the optimizer step" in out
 
 
 def test_an_unknown_implementation_is_refused():

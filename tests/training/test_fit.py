@@ -170,3 +170,16 @@ def test_an_unreadable_reserve_names_reserve(reserve):
         reserve_bytes(reserve, 80_000_000_000)
     assert e.value.hint == "a fraction of the device memory (0.1) or a size (8GB, 8GiB)"
     assert reserve_bytes("8GB", 80_000_000_000) == 8_000_000_000 and reserve_bytes("0", 80) == 0
+
+
+def test_serving_refuses_the_training_runtime_reserve(capsys):
+    # found by a hostile trial: `fit --serve --reserve runtime` (fit --help: "runtime (default ...)", training's)
+    # said "cannot read --reserve 'runtime'" with a hint of plain numbers (0.45, 2.5, 140e12)
+    code = main(["fit", "llama", "--config", "llama-3-8b", "--serve", "--hardware", "h100-sxm", "--prompt", "1000",
+                 "--generate", "100", "--reserve", "runtime"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines()[0] == ("error: --reserve runtime is the training verdict's (the CUDA context, cuBLAS "
+                                   "workspaces and NCCL buffers); serving keeps a fraction of the device memory free")
+    assert err.splitlines()[-1] == ("hint: leave --reserve out (serving's default 0.1: vLLM's gpu_memory_utilization "
+                                    "0.9) or give a fraction, e.g. --reserve 0.05")

@@ -69,8 +69,14 @@ def test_targets_by_glob_predicate_and_errors(llama):
     assert lora(g, rank=4, targets="lm_head").targets == ("lm_head",)   # named explicitly: allowed
     with pytest.raises(CostgraphValueError, match="names no node"):
         lora(g, rank=4, targets=["q_proj", "qkv"])
+    # PEFT-style comma lists (LLaMA-Factory's lora_target: q_proj,v_proj) are one name here: the hint says how
+    with pytest.raises(CostgraphValueError, match="names no node") as e:
+        lora(g, rank=4, targets=["q_proj,v_proj"])
+    assert e.value.hint.startswith("one name each, apart (--lora-targets q_proj v_proj, not commas); linear nodes: ")
     with pytest.raises(CostgraphValueError, match="not a linear"):
         lora(g, rank=4, targets="softmax")
+    with pytest.raises(CostgraphValueError, match="must be node names or globs, not \\(5,\\)"):   # not a TypeError
+        lora(g, rank=4, targets=5)
     with pytest.raises(CostgraphValueError, match="positive integer"):
         lora(g, rank=0)
     with pytest.raises(CostgraphValueError, match="probability"):

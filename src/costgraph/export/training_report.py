@@ -305,10 +305,11 @@ def _step_text(compute: dict, values) -> list[str]:
         from ..training.cross_entropy import implementation
         from ..training.step_kernels import OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
 
-        ce = compute.get("cross_entropy", CROSS_ENTROPY.default)   # the memory's convention names the kernel timed
-        loss = f"--cross-entropy {ce}" + (" (default)" if ce == CROSS_ENTROPY.default else "") + \
-            f": {implementation(ce).kernel}"
-        extra.insert(1, f"  outside the graph, at the table's HBM bandwidth: the loss ({loss}, in memory)"
+        ce = compute.get("cross_entropy")   # the memory's convention names the kernel timed; None: --no-loss
+        loss = None if ce is None else f"--cross-entropy {ce}" + (" (default)" if ce == CROSS_ENTROPY.default else "") \
+            + f": {implementation(ce).kernel}"
+        extra.insert(1, "  outside the graph, at the table's HBM bandwidth: "
+                     + ("no loss (--no-loss)" if loss is None else f"the loss ({loss}, in memory)")
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
                      + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else "")
                      + (f"; the MoE token dispatch copies ({compute['moe_permute']}, in memory)"

@@ -403,7 +403,8 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
                                     "overlap_rule": ov.kinds[k].rule} for k, c in cols.items()}
     out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "overlap", "compute_by_class")}
     out["overlap"] = filled.overlap
-    out["cross_entropy"] = filled.cross_entropy   # the loss's kernels timed (costgraph.training.cross_entropy)
+    if filled.loss:   # the loss's kernels timed (costgraph.training.cross_entropy); none under --no-loss
+        out["cross_entropy"] = filled.cross_entropy
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
         out["compute_by_class"] = st["compute_by_class"]
         from ..parallel.placement import expert_groups

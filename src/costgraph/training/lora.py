@@ -509,7 +509,7 @@ def _select(cg: CostGraph, targets) -> list[str]:
         heads = output_heads(cg)
         chosen = [p for p in linears if p not in heads]
     else:
-        if isinstance(targets, str):
+        if isinstance(targets, str) or not hasattr(targets, "__iter__"):   # one name, or a value the check names
             targets = (targets,)
         targets = tuple(targets)
         if not targets or not all(isinstance(t, str) and t for t in targets):
@@ -520,8 +520,10 @@ def _select(cg: CostGraph, targets) -> list[str]:
             glob = any(ch in t for ch in "*?[/")
             hit = [p for p, _ in cg.ops() if (fnmatch.fnmatchcase(p, t) if glob else p.rsplit("/", 1)[-1] == t)]
             if not hit:
+                names = " ".join(n.strip() for n in t.split(",") if n.strip())
+                comma = f"one name each, apart (--lora-targets {names}, not commas); " if "," in t else ""
                 raise CostgraphValueError(f"lora target {t!r} names no node of model '{cg.name}'",
-                                          hint="linear nodes: " + listing(p.rsplit("/", 1)[-1] for p in linears))
+                                          hint=comma + "linear nodes: " + listing(p.rsplit("/", 1)[-1] for p in linears))
             bad = [p for p in hit if not has_role(cg.nodes[p]["kind"], "matrix")]
             if bad and not glob:
                 raise CostgraphValueError(f"lora target {t!r} is a {cg.nodes[bad[0]]['kind']}, not a linear",

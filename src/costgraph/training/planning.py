@@ -201,9 +201,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
         capacity = reserve_of.capacity
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
-                  reserve_of=reserve_of,
-                  factors=factors, overlap=overlap, pipeline_layout=pipeline_layout, allow_fp8=o.allow_fp8,
-                  allow_offload=o.allow_offload, exhaustive=o.exhaustive)
+                  reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
+                  allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = []

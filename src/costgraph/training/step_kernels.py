@@ -105,9 +105,9 @@ def loss_seconds(cg, pl, bandwidth, convention: str = "logits", launch=0) -> tup
     """``(forward, backward)`` seconds of the cross-entropy of one micro-batch on the device that
     holds the head, at ``bandwidth`` B/s; ``convention`` the layout's ``cross_entropy``
     (:data:`costgraph.choices.CROSS_ENTROPY`): its ``forward_bytes`` and ``backward_bytes`` per logit
-    element, and its kernels (``forward_kernels``, ``backward_kernels``) each paying ``launch``, the fixed
-    seconds of one memory-bound kernel (the table's ``memory_launch_ns``)
-    (:mod:`costgraph.training.cross_entropy`)."""
+    element (:mod:`costgraph.training.cross_entropy`); ``launch``: the fixed seconds of one
+    memory-bound kernel (the kernel table's ``memory_launch_ns``), times the implementation's
+    ``forward_kernels`` and ``backward_kernels``."""
     from .cross_entropy import implementation
 
     impl = implementation(convention)
