@@ -16,6 +16,8 @@ Pinned: torch 2.13.0, transformers 5.24.0; the files skip when either is not ins
 
 from __future__ import annotations
 
+import pytest
+
 import costgraph
 from costgraph import torch_measure
 from costgraph.drafting.api import draft_model
@@ -62,3 +64,19 @@ def assert_torch_tier(family: str, d, cfg: dict) -> None:
         got = m.costs("model", convention="matmul").evaluate(None, values)
         assert int(got["params"]) == torch_measure.param_count(tm)
         assert int(got["flops_forward"]) == torch_measure.flops(tm, b, s)["forward"]
+
+
+def family_tests(drafted: Drafts, expected: dict):
+    """The two tests every test_import_*.py file runs over its families (``drafted.cases``): (a) and (b) above,
+    parametrized by family; a file binds them to its own names (pytest collects them there)."""
+    families = sorted(drafted.cases)
+
+    @pytest.mark.parametrize("family", families)
+    def exact_at_both_probes(family):
+        assert_exact(drafted(family), expected[family])
+
+    @pytest.mark.parametrize("family", families)
+    def agrees_with_the_torch_tier_at_the_config(family):
+        assert_torch_tier(family, drafted(family), drafted.config(family))
+
+    return exact_at_both_probes, agrees_with_the_torch_tier_at_the_config

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from draft_checks import DENSE, TOK, Drafts, assert_exact, assert_torch_tier  # noqa: E402  (tests/ on sys.path)
+from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
 
 CASES = {
     "mixtral": dict(model_type="mixtral", **DENSE, num_key_value_heads=2, intermediate_size=96,
@@ -46,12 +46,4 @@ EXPECTED = {
 
 drafted = Drafts(CASES)
 
-
-@pytest.mark.parametrize("family", sorted(CASES))
-def test_draft_exact_at_both_probes(family):
-    assert_exact(drafted(family), EXPECTED[family])
-
-
-@pytest.mark.parametrize("family", sorted(CASES))
-def test_draft_agrees_with_the_torch_tier_at_the_config(family):
-    assert_torch_tier(family, drafted(family), drafted.config(family))
+test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 
 import costgraph  # noqa: E402
 from costgraph import torch_measure  # noqa: E402
-from draft_checks import DENSE, TOK, Drafts, assert_exact, assert_torch_tier  # noqa: E402  (tests/ on sys.path)
+from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
 
 CASES = {
     # Mamba's mixer; FalconMamba's with weightless RMSNorms on Δ, B and C
@@ -83,15 +83,7 @@ EXPECTED = {
 
 drafted = Drafts(CASES)
 
-
-@pytest.mark.parametrize("family", sorted(CASES))
-def test_draft_exact_at_both_probes(family):
-    assert_exact(drafted(family), EXPECTED[family])
-
-
-@pytest.mark.parametrize("family", sorted(CASES))
-def test_draft_agrees_with_the_torch_tier_at_the_config(family):
-    assert_torch_tier(family, drafted(family), drafted.config(family))
+test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)
 
 
 def test_recurrent_gemma_draft_keeps_the_recurrent_state_per_sequence():

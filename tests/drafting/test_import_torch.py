@@ -38,7 +38,7 @@ transformers = pytest.importorskip("transformers")
 import costgraph  # noqa: E402
 from costgraph import torch_measure  # noqa: E402
 from costgraph.drafting.api import draft_model  # noqa: E402
-from draft_checks import DENSE, TOK, Drafts, assert_exact, assert_torch_tier  # noqa: E402  (tests/ on sys.path)
+from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
 
 CASES = {
     "llama": dict(model_type="llama", **DENSE, num_key_value_heads=2, head_dim=32, intermediate_size=96, **TOK),
@@ -85,15 +85,7 @@ EXPECTED = {
 
 drafted = Drafts(CASES)
 
-
-@pytest.mark.parametrize("family", sorted(CASES))
-def test_draft_exact_at_both_probes(family):
-    assert_exact(drafted(family), EXPECTED[family])
-
-
-@pytest.mark.parametrize("family", sorted(CASES))
-def test_draft_agrees_with_the_torch_tier_at_the_config(family):
-    assert_torch_tier(family, drafted(family), drafted.config(family))
+test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)
 
 
 def test_draft_probes_a_head_dim_the_config_leaves_none():
