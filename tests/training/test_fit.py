@@ -183,3 +183,16 @@ def test_serving_refuses_the_training_runtime_reserve(capsys):
                                    "workspaces and NCCL buffers); serving keeps a fraction of the device memory free")
     assert err.splitlines()[-1] == ("hint: leave --reserve out (serving's default 0.1: vLLM's gpu_memory_utilization "
                                     "0.9) or give a fraction, e.g. --reserve 0.05")
+
+
+@pytest.mark.parametrize("text", ["2", "2.0", "1.5", "5e9", " 80_000 "])
+def test_a_reserve_number_without_a_unit_is_refused(text):
+    # a bare number is neither a fraction below 1 nor a size (trial: `--reserve 2.0` read as 2 bytes, `1.5`
+    # unreadable); an int from the API stays bytes, a size needs its unit
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match="without a unit") as e:
+        reserve_bytes(text, 80_000_000_000)
+    assert "8GB" in e.value.hint
+    assert reserve_bytes(2_000_000_000, 80_000_000_000) == 2_000_000_000
+    assert reserve_bytes("2GB", 80_000_000_000) == 2_000_000_000

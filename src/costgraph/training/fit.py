@@ -77,6 +77,8 @@ def floored_note(text: str, n: int, what: str = "--memory") -> str:
 
 
 _FRACTION = re.compile(r"^\s*(0|1|0?\.[0-9]{1,12}|1\.0*)\s*$")
+#: a number with no unit (``--reserve 2`` or ``2.0``: not a fraction below 1; bytes only when given as an int)
+_BARE = re.compile(r"^\s*[0-9][0-9_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?\s*$")
 
 
 def reserve_bytes(reserve, capacity: int) -> int:
@@ -90,7 +92,8 @@ def reserve_bytes(reserve, capacity: int) -> int:
     Raises
     ------
     CostgraphValueError
-        Text that is neither a fraction nor a size, or a reserve of the whole device or more.
+        Text that is neither a fraction nor a size (a number without a unit above 1, such as ``"2"`` or
+        ``"5e9"``: a size needs its unit), or a reserve of the whole device or more.
     """
     from ..choices import DEFAULT_RESERVE, RUNTIME_RESERVE
 
@@ -103,6 +106,10 @@ def reserve_bytes(reserve, capacity: int) -> int:
         raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}")
     if isinstance(reserve, float):
         reserve = repr(reserve)
+    if isinstance(reserve, str) and _BARE.match(reserve) and not _FRACTION.match(reserve):
+        raise CostgraphValueError(f"--reserve {reserve.strip()[:40]}: a number without a unit is neither a fraction "
+                                  "below 1 nor a size", hint="a fraction of the device memory (0.1) or a size with "
+                                  "its unit (8GB, 8GiB)")
     if isinstance(reserve, int):
         out = reserve if reserve > 1 else reserve * capacity
     elif isinstance(reserve, str) and _FRACTION.match(reserve):
