@@ -1,4 +1,4 @@
-"""The per-preset kernel tables of kernels.toml beyond the H100 (h200, b200, gb200): each stored
+"""The per-preset kernel tables of kernels.toml beyond the H100 (h200, b200, gb200, gb300): each stored
 number against the kernel-level benchmark it was read from, the stored parameters as the fit of
 the stored points, the flat fallback with its warning where no table exists, and the overlap
 model's forward/backward compute taken from the per-kernel seconds."""
@@ -122,6 +122,58 @@ def test_gb200_attention_and_bandwidth_are_cudnn_gb200_measurements():
     assert b.attention == {"forward": (Fraction("0.79"), 1196), "backward": (Fraction("0.62"), 1043)}
 
 
+def test_gb300_attention_and_bandwidth_are_cudnn_gb300_measurements():
+    gb = preset("gb300")
+    t = kernel_table(gb)
+    # cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/llama3.1/gb300/llama3.1_20260424_100757.csv
+    # (NVIDIA GB300, cuDNN 9.22): cudnn, bfloat16, top_left, batch 2, deterministic_bwd False, tflops of fwd and bwd
+    assert dict(t.attention_points["forward"]) == {2048: 1373 * T, 4096: 1703 * T, 8192: 1856 * T, 16384: 1915 * T,
+                                                   32768: 1953 * T}
+    assert dict(t.attention_points["backward"]) == {2048: 967 * T, 4096: 1248 * T, 8192: 1435 * T, 16384: 1507 * T,
+                                                    32768: 1490 * T}
+    # benchmark/norms/results/gb300/all_models_20260226_190305.csv: the 14 distinct cudnn bfloat16 rms_norm rows
+    # (the file prints its llama3-8b row twice), fwd_gbps
+    assert t.memory_points == _norm_points(["6459.5", "5962.9", "6079.4", "5979.9", "5968.1", "5959.5", "5976.0",
+                                            "3856.9", "4235.8", "1223.2", "6105.0", "4662.5", "4269.8", "1873.8"])
+    assert (t.hbm_bandwidth, t.memory_launch_ns) == (6_616_600_000_000, 2996)
+    assert t.attention == {"forward": (Fraction("0.816"), 941), "backward": (Fraction("0.645"), 1296)}
+    _refit(t, {"bf16": gb.peak_flops_bf16, "fp8": gb.peak_flops_fp8})
+    # the GEMMs: XLA's B200 table (none for Blackwell Ultra) at the GB300's peaks, which are the GB200's
+    g2 = preset("gb200")
+    assert (gb.peak_flops_bf16, gb.peak_flops_fp8) == (g2.peak_flops_bf16, g2.peak_flops_fp8)
+    assert t.gemm_points == kernel_table(g2).gemm_points and t.gemm == kernel_table(g2).gemm
+    # the fitted η at the measured 8k forward point: within 2 % of cuDNN's 1856 TFLOP/s
+    fwd = attention_eta(sympy.Integer(8192), "forward", t) * gb.peak_flops_bf16
+    assert fwd == Fraction("0.816") * 8192 / (8192 + 941) * 2_500_000_000_000_000
+    assert abs(float(fwd) / (1856 * T) - 1) < 0.02
+
+
+def test_a_sliding_window_core_runs_at_the_curve_of_its_window():
+    # a banded flash core meets Min(s/c, w) keys per query: its η is the curve's at S = w, not at S = s.
+    # The check (not fitted): cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/gpt_oss/gb200/
+    # gpt_oss_20260424_100011.csv (GB200, cuDNN, bfloat16, top_left, head dim 64, sliding_window_size 128,
+    # batch 2, deterministic_bwd False): fwd 153, 161, 165, 167 TFLOP/s at s = 2k, 4k, 8k, 16k; bwd 176, 182, 187, 188.
+    # The GB200 curves at S = 128 (Llama 3.1's head dim 128, causal, no window): 171.9 and 152.5 TFLOP/s; at S = 4096
+    # they would give 1,376 and 1,111 (8 and 6 times the measured rates)
+    gb = preset("gb200")
+    t = kernel_table(gb)
+    P = gb.peak_flops_bf16
+    fwd, bwd = (float(attention_eta(sympy.Integer(128), d, t)) * P / T for d in ("forward", "backward"))
+    assert all(abs(fwd / x - 1) < 0.13 for x in (153, 161, 165, 167))
+    assert all(abs(bwd / x - 1) < 0.2 for x in (176, 182, 187, 188))
+    m = costgraph.load("gpt_oss")
+    v = m.values("gpt-oss-20b", s=4096)
+    v[m.graph.dims["b"].symbol] = sympy.Integer(1)
+    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(), t, {"bf16": P})}
+    a, d, s, w = 64, 64, 4096, 128                      # gpt-oss-20b: 64 query heads of 64, window 128
+    pairs = w * (s - w) + Fraction(w * w, 2)            # the kept (query, key) pairs of the band, as an area
+    f = 2 * a * d * pairs                               # QKᵀ's FLOPs over them (b = 1)
+    sliding = sympy.sympify(rows["layers/sliding/self_attn/matmul"]["forward"]).xreplace(v)
+    assert sliding == f / (P * Fraction("0.711") * Fraction(w, w + 1196))
+    full = sympy.sympify(rows["layers/full/self_attn/matmul"]["forward"]).xreplace(v)
+    assert full == 2 * a * d * Fraction(s * s, 2) / (P * Fraction("0.711") * Fraction(s, s + 1196))
+
+
 @pytest.mark.parametrize("name", ["a100-80gb-sxm", "mi300x", "h100-pcie"])
 def test_presets_without_a_table_keep_the_flat_fallback_and_its_warning(name):
     hw = preset(name)
@@ -132,7 +184,7 @@ def test_presets_without_a_table_keep_the_flat_fallback_and_its_warning(name):
                           "peak is assumed for every kernel",)
 
 
-@pytest.mark.parametrize("name", ["h200", "b200", "gb200"])
+@pytest.mark.parametrize("name", ["h200", "b200", "gb200", "gb300"])
 def test_presets_with_a_table_run_per_kernel(name):
     hw = preset(name)
     rate = step_rate(hw, "mixed", peak=hw.peak_flops_bf16)

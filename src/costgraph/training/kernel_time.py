@@ -26,7 +26,9 @@ operator falls in one class (``compute_by_class`` of the step):
     dropout and probs·V of :func:`costgraph.engine.recompute.attention_regions`) is one
     fused kernel: forward ``F_fwd/(P·η_fwd(S))``, backward ``(F_bwd + F_QKᵀ)/(P·η_bwd(S))``
     (the kernel recomputes QKᵀ: 2.5 × the forward's FLOPs, as FlashAttention's benchmarks
-    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step), with the curves of the
+    count), ``S`` the keys of one kernel call (``s/c`` under CP: a ring step; ``Min(s/c, w)`` under a sliding
+    window ``w``, the keys each query meets: cudnn-frontend's gpt-oss rows, window 128 and 1024, sit on the
+    curves at ``S = w``, docs/step-time.md), with the curves of the
     layout's ``attention_kernel`` (:data:`costgraph.choices.ATTENTION_KERNEL`: cuDNN's fused attention by
     default, as Transformer Engine runs it; FlashAttention-3; PyTorch's FlashAttention-2;
     :func:`costgraph.training.kernel_table.attention_curves`). Under a
@@ -308,6 +310,9 @@ class _Ctx:
         f = c.forward.matmul * share / div
         keys = first["attrs"].get("keys") or self.cg.tensors[first["outputs"][0]].shape[-1]
         s = keys / self.c
+        window = first["attrs"].get("window")
+        if window is not None:   # a banded (sliding-window) core: each query meets Min(keys, w) keys
+            s = sympy.Min(s, window)
         p = sympy.Integer(self.peaks[self.attention_dtype])
         (fe, fs0), (be, bs0) = self.curves["forward"], self.curves["backward"]   # --attention-kernel's curves
         fwd = f / (p * sympy.Rational(fe) * s / (s + fs0))
