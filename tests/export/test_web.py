@@ -329,7 +329,7 @@ def test_page_is_self_contained(gpt2_page):
     step = data["training"]["step"]
     assert step["presets"] == [h["key"] for h in data["hardware"]]        # a step time on every preset of the menu
     tables = [k for k, model in step["model"].items() if model == k]
-    assert tables == ["h100-sxm", "h200", "b200", "gb200"]               # kernels.toml's tables: their own trees
+    assert tables == ["h100-sxm", "h200", "b200", "gb200", "gb300"]              # kernels.toml's tables: their own trees
     assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(tables)
     # the flat presets share trees by shape: both A100s one (no FP8 peak: no FP8 policy), their peaks filled in
     a40, a80 = step["model"]["a100-40gb-sxm"], step["model"]["a100-80gb-sxm"]

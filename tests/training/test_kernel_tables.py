@@ -37,6 +37,9 @@ def _refit(table, peaks):
     for direction, (e, s0) in table.attention.items():
         fe, fs0 = fit_attention(table.attention_points[direction], peaks["bf16"])
         assert (e, s0) == (Fraction(str(round(fe, 3))), round(fs0)), direction
+    for direction, (e, s0) in (table.attention_fp8 or {}).items():   # the FP8 attention curves, at the FP8 peak
+        fe, fs0 = fit_attention(table.attention_fp8_points[direction], peaks["fp8"])
+        assert (e, s0) == (Fraction(str(round(fe, 3))), round(fs0)), direction
     if table.memory_points:   # hbm_bandwidth to 0.1 GB/s, memory_launch_ns to 1 ns
         bw, t0 = fit_memory(table.memory_points)
         assert (table.hbm_bandwidth, table.memory_launch_ns) == (round(bw, -8), round(t0))
@@ -172,6 +175,37 @@ def test_a_sliding_window_core_runs_at_the_curve_of_its_window():
     assert sliding == f / (P * Fraction("0.711") * Fraction(w, w + 1196))
     full = sympy.sympify(rows["layers/full/self_attn/matmul"]["forward"]).xreplace(v)
     assert full == 2 * a * d * Fraction(s * s, 2) / (P * Fraction("0.711") * Fraction(s, s + 1196))
+
+
+def test_fp8_attention_runs_on_cudnn_fp8_curves(llama):
+    # cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv
+    # (GB200, cuDNN 9.22): cudnn, fp8, top_left, batch 2, deterministic_bwd False, tflops of the fwd and bwd rows
+    gb, b2 = preset("gb200"), preset("b200")
+    t = kernel_table(gb)
+    assert dict(t.attention_fp8_points["forward"]) == {2048: 1420 * T, 4096: 1805 * T, 8192: 2047 * T, 16384: 2154 * T,
+                                                       32768: 2197 * T}
+    assert dict(t.attention_fp8_points["backward"]) == {2048: 831 * T, 4096: 1178 * T, 8192: 1454 * T,
+                                                        16384: 1632 * T, 32768: 1687 * T}
+    assert t.attention_fp8 == {"forward": (Fraction("0.464"), 1255), "backward": (Fraction("0.372"), 2462)}
+    # the B200 takes the GB200's FP8 rows at its own FP8 peak (4.5 PF); GB300's are its own (results/llama3.1/gb300/)
+    b = kernel_table(b2)
+    assert b.attention_fp8_points == t.attention_fp8_points and b.attention_fp8["forward"] == (Fraction("0.516"), 1255)
+    _refit(b, {"bf16": b2.peak_flops_bf16, "fp8": b2.peak_flops_fp8})
+    assert kernel_table(preset("gb300")).attention_fp8 == {"forward": (Fraction("0.662"), 1362),
+                                                           "backward": (Fraction("0.478"), 3033)}
+    # --fp8-dot-product-attention: QKᵀ of Llama-3-8B (s = 4096, b = 1, causal: the kept half) at the FP8 peak on
+    # the FP8 curves; the BF16 kernel at the BF16 peak otherwise
+    m, v = llama
+    a, d, s = 32, 128, 4096
+    f = 2 * a * d * Fraction(s * s, 2)
+    peaks = {"bf16": gb.peak_flops_bf16, "fp8": gb.peak_flops_fp8}
+    path = "layers/layer/self_attn/matmul"
+    for fp8_attention, peak, (e, s0) in ((True, gb.peak_flops_fp8, (Fraction("0.464"), 1255)),
+                                         (False, gb.peak_flops_bf16, (Fraction("0.711"), 1196))):
+        L = Layout(policy="fp8-current", fp8_attention=fp8_attention)
+        rows = {r["path"]: r for r in kernel_ops(m.graph, L, t, peaks)}
+        fwd = sympy.sympify(rows[path]["forward"]).xreplace(v)
+        assert fwd == f / (peak * e * Fraction(s, s + s0)), fp8_attention
 
 
 @pytest.mark.parametrize("name", ["a100-80gb-sxm", "mi300x", "h100-pcie"])

@@ -20,7 +20,9 @@ forward and backward) with their sources, and the parameters fitted to them:
   table measures (:data:`costgraph.choices.ATTENTION_KERNEL`: cuDNN's fused
   attention, FlashAttention-3, PyTorch's FlashAttention-2): ``attention_kernel``
   names the kernel of ``attention_forward/backward_*``, ``attention_K_*`` hold
-  the others (:func:`attention_curves`).
+  the others (:func:`attention_curves`). ``attention_fp8_forward/backward_*`` (optional): the curves of
+  Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention), fitted at the FP8 peak;
+  ``--fp8-dot-product-attention`` runs on them where the table has them.
 * **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s) and, where the
   table measures memory-bound kernels of several sizes (``memory_points``), a fixed time per kernel
   ``memory_launch_ns``: :func:`memory_seconds` ``t_m + bytes/B_hbm``, both fitted by
@@ -78,6 +80,12 @@ KIND = Kind("kernel table", (
       for k in ATTENTION_KERNELS for d in ("forward", "backward")
       for f, t, u in (("efficiency", "decimal", ""), ("s0", "int", "tokens"), ("points", "list", ""),
                       ("source", "text", ""))],
+    *[Field(f"attention_fp8_{d}_{f}", t, unit=u, required=False, positive=(f == "efficiency"),
+            doc=f"the {d} curve of the FP8 attention kernel, at the FP8 peak (as attention_{d}_{f})"
+            if f == "efficiency" else "")
+      for d in ("forward", "backward")
+      for f, t, u in (("efficiency", "decimal", ""), ("s0", "int", "tokens"), ("points", "list", ""),
+                      ("source", "text", ""))],
     Field("hbm_bandwidth", unit="B/s", positive=True, doc="achieved (measured) HBM bandwidth"),
     Field("memory_launch_ns", unit="ns", required=False,
           doc="fixed seconds of one memory-bound kernel, in ns (fitted with hbm_bandwidth to memory_points)"),
@@ -87,7 +95,7 @@ KIND = Kind("kernel table", (
           doc="the device's streaming multiprocessors (userbuffers' SM margin, kernel_time.userbuffers_margin)"),
 ), together=(("memory_launch_ns", "memory_points", "memory_source"), ("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),
              *[tuple(f"attention_{k}_{d}_{f}" for d in ("forward", "backward")
-                     for f in ("efficiency", "s0", "points", "source")) for k in ATTENTION_KERNELS]))
+                     for f in ("efficiency", "s0", "points", "source")) for k in (*ATTENTION_KERNELS, "fp8")]))
 #: ``kernels.toml``: one table per hardware preset key; a ``COSTGRAPH_DATA`` folder may add tables.
 SCHEMA = Schema(FILE, "costgraph.training", entries=KIND, user=True)
 
@@ -117,6 +125,10 @@ class KernelTable:
     memory_launch_ns: int = 0
     #: ((bytes, measured B/s), ...) the memory-bound fit is fitted to (empty: none)
     memory_points: tuple = ()
+    #: the FP8 attention kernel's curves at the FP8 peak, "forward"/"backward" → (efficiency, s0) (None: not measured)
+    attention_fp8: dict | None = None
+    #: "forward"/"backward" → ((S, FLOP/s), ...) of ``attention_fp8``
+    attention_fp8_points: dict | None = None
 
     def to_dict(self) -> dict:
         """The parameters and their sources (the points left out), for JSON."""
@@ -176,11 +188,20 @@ def _table(entry) -> KernelTable:
         if f"{pre}_efficiency" in entry:
             gemm[dtype] = (entry[f"{pre}_efficiency"], entry[f"{pre}_launch_ns"], entry[f"{pre}_k0"])
             gpts[dtype] = _points(entry, f"{pre}_points", 4)
+    fp8 = fp8_pts = None
+    if "attention_fp8_forward_efficiency" in entry:   # TE's FP8 dot-product attention (cuDNN), at the FP8 peak
+        for d in ("forward", "backward"):
+            if entry[f"attention_fp8_{d}_efficiency"] > 1:
+                raise entry.error(f"attention_fp8_{d}_efficiency is above 1: a kernel faster than the FP8 peak",
+                                  f"attention_fp8_{d}_efficiency", hint="a fraction of the FP8 peak, 0 < e ≤ 1")
+            sources[f"attention_fp8_{d}_source"] = entry[f"attention_fp8_{d}_source"]
+        fp8 = {d: (entry[f"attention_fp8_{d}_efficiency"], entry[f"attention_fp8_{d}_s0"]) for d in ("forward", "backward")}
+        fp8_pts = {d: _points(entry, f"attention_fp8_{d}_points", 2) for d in ("forward", "backward")}
     memory = ("memory_launch_ns" in entry and entry["memory_launch_ns"],
               _points(entry, "memory_points", 2) if "memory_points" in entry else ())
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
                        entry["hbm_bandwidth"], sources, main, kernels, kpts,
-                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1])
+                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1], fp8, fp8_pts)
 
 
 #: the tables of the last file state read: ``(DataSet, tables)`` (a step time asks once per layout)

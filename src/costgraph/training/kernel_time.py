@@ -35,7 +35,9 @@ operator falls in one class (``compute_by_class`` of the step):
     causal mask the kernel skips the masked blocks: its FLOPs are the kept pairs'
     (:func:`costgraph.engine.totals.causal_share` as an area, whatever ``--causal`` counts).
     With ``fp8_attention`` (``--fp8-dot-product-attention``) under an FP8 policy the kernel's
-    products run at the FP8 peak with the same η (kernels.toml has no FP8 attention fit).
+    products run at the FP8 peak, on the table's FP8 attention curves (``attention_fp8_*``: cuDNN's FP8
+    fused attention, which Transformer Engine's FP8 dot-product attention runs) where it has them, else
+    with the BF16 kernel's η.
     The softmax and the other operators inside the core cost nothing apart. With eager
     attention the products are GEMMs and the rest memory-bound.
 ``memory`` — every other operator without matrix FLOPs (norms, softmax, activations,
@@ -106,7 +108,8 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
            L.attention,
            getattr(L, "fp8_attention", False), getattr(L, "fp8_wgrad", True), L.loss, L.fp8_transpose, L.cross_entropy,
            L.resolved("attention_kernel"), tuple(sorted(attention_curves(table, L.resolved("attention_kernel")).items()))
-           if L.attention == "flash" else None, L.overlap, table.sm_count) + \
+           if L.attention == "flash" else None, L.overlap, table.sm_count,
+           tuple(sorted((table.attention_fp8 or {}).items()))) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
     return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
@@ -140,6 +143,8 @@ def _times(cg, L, table, peaks) -> list:
     ctx.attention_dtype = "fp8" if fp8 and getattr(L, "fp8_attention", False) and "fp8" in peaks else "bf16"
     ctx.wgrad_fp8 = getattr(L, "fp8_wgrad", True)
     ctx.curves = attention_curves(table, L.resolved("attention_kernel")) if L.attention == "flash" else None
+    if ctx.curves is not None and ctx.attention_dtype == "fp8" and table.attention_fp8:   # cuDNN's FP8 attention
+        ctx.curves = table.attention_fp8
     ctx.ub = userbuffers_margin(L, table)
     cores = {}
     if L.attention == "flash":
