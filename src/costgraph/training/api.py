@@ -71,6 +71,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     values = arguments.model_values(model, values)
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     capacity, floored, hw = _device(o.memory, o.hardware)
+    _reserve_checked(o.reserve, capacity)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
     # the layout on the preset: an FP8 recipe its GPU cannot run refused (MXFP8 on Hopper, as TE refuses it),
     # the FP8 weight transpose `auto` resolved as TE decides there (training.fp8.on_hardware)
@@ -111,6 +112,26 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     off = _offload(mem, values, hw, o.scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
     return TrainingResult(model.name, model.symbols, o.scope, mem, values, _settings(model, mem.layout, capacity),
                           fits, beside, compute, notes, offload=off)
+
+
+def _reserve_checked(reserve, capacity) -> None:
+    """Refuse a given ``reserve`` that no fit verdict would use (no device memory: found by a hostile
+    trial, `train --reserve nan` without --hardware ran with exit 0) or that cannot be read, before
+    the analysis; ``None`` and ``"runtime"`` (the default) pass.
+
+    Raises
+    ------
+    CostgraphValueError
+        A reserve without ``capacity``, or one :func:`costgraph.training.fit.reserve_bytes` refuses."""
+    from ..choices import RUNTIME_RESERVE
+    from .fit import reserve_bytes
+
+    if reserve is None or reserve == RUNTIME_RESERVE:
+        return
+    if capacity is None:
+        raise CostgraphValueError(f"--reserve {str(reserve)[:40]} keeps memory free for the fit verdict, which needs "
+                                  "the device memory", hint="give --hardware NAME or --memory 80GB, or drop --reserve")
+    reserve_bytes(reserve, capacity)
 
 
 def _device(memory, hardware):
