@@ -231,7 +231,12 @@ def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices
     assert "gpus" not in launch.values
     assert any("(8 devices) cannot hold EP × ETP × PP = 32" in n for n in launch.notes)
     r = cg("train", "--launch", mixtral, "--set", "V=32000")
-    assert r.returncode == 2 and "--global-batch needs --gpus" in r.stderr
+    # the file's global batch needs the devices: refused with its line and the launcher's note (trial6: it said
+    # only "--global-batch needs --gpus", a flag never given, with no hint)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: the global batch of {mixtral}:71 (--global-batch-size 256) needs the devices of the run; torchrun "
+        "--nproc_per_node 8 --nnodes 1 (8 devices) cannot hold EP × ETP × PP = 32",
+        "hint: give --gpus N: t × p × c × d devices for a whole data-parallel degree d"]
     assert read_launch(mixtral, gpus=32).values["gpus"] == 8 and "gpus" in read_launch(mixtral, gpus=32).weak
 
 
