@@ -289,6 +289,28 @@ def test_deepspeed_bf16_auto_is_not_read_and_bf16_with_fp16_is_refused(tmp_path)
     assert read_launch(str(f)).values["precision"] == "mixed-fp32-grads"
 
 
+def test_deepspeed_batch_sizes_that_disagree_are_refused(tmp_path):
+    # DeepSpeed asserts train_batch_size == micro × accumulation × world size ("Check batch related parameters",
+    # deepspeedai/DeepSpeed@edaa722 deepspeed/runtime/config.py _batch_assertion); trial6: 7 = 2 × 1 × 8 was run
+    # with the total dropped unread
+    f = tmp_path / "ds.json"
+    f.write_text('{"train_micro_batch_size_per_gpu": 2,\n "gradient_accumulation_steps": 1,\n "train_batch_size": 7}')
+    for gpus, world in ((8, "--gpus 8"), (None, "any number of devices")):
+        with pytest.raises(Exception) as e:
+            read_launch(str(f), gpus=gpus)
+        assert e.value.message == (f"train_batch_size 7 is not train_micro_batch_size_per_gpu 2 × "
+                                   f"gradient_accumulation_steps 1 × {world}, as DeepSpeed asserts")
+        assert str(e.value.loc) == f"{f}:3:1" and e.value.hint
+    f.write_text('{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "train_batch_size": 16}')
+    assert read_launch(str(f), gpus=8).values["micro_batches"] == 1
+    with pytest.raises(Exception, match="16 is not .* × --gpus 4"):
+        read_launch(str(f), gpus=4)
+    f.write_text('{"zero_optimization": {"stage": 7}}')
+    with pytest.raises(Exception, match="DeepSpeed has stages 0 to 3") as e:
+        read_launch(str(f))
+    assert e.value.hint
+
+
 def test_unknown_arguments_are_warned_not_taken(tmp_path):
     f = tmp_path / "args.txt"
     f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"
