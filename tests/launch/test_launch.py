@@ -311,6 +311,18 @@ def test_deepspeed_batch_sizes_that_disagree_are_refused(tmp_path):
     assert e.value.hint
 
 
+def test_megatron_bf16_with_fp16_is_refused(tmp_path):
+    # Megatron-LM @ d98e8a64 megatron/training/arguments.py validate_args: "if args.fp16: assert not args.bf16";
+    # trial6: both were read as --bf16 (policy megatron), silently
+    f = tmp_path / "args.txt"
+    f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"
+                 "--bf16\n--fp16\n")
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert e.value.message == "--bf16 and --fp16 are both given: Megatron-LM asserts one at most"
+    assert str(e.value.loc) == f"{f}:3:1" and e.value.hint == "keep one of --bf16 and --fp16"
+
+
 def test_unknown_arguments_are_warned_not_taken(tmp_path):
     f = tmp_path / "args.txt"
     f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"
