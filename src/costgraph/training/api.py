@@ -371,6 +371,9 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     for name, v in (("--tokens", tokens), ("--price", price)):
         if v is not None and v <= 0:
             raise CostgraphValueError(f"{name} must be positive")
+    if price is not None and tokens is None:   # the cost is price × GPU-hours of D tokens (trial6: dropped unsaid)
+        raise CostgraphValueError("--price needs --tokens: the cost is the price × the GPU-hours of training D tokens",
+                                  hint="add --tokens D, e.g. --tokens 1e12")
     if (tokens is not None or price is not None) and mfu is None and achieved is None and peak is None:
         raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak), --achieved, "
                                   "or a peak (--hardware or --peak) for --efficiency")
