@@ -71,7 +71,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     values = arguments.model_values(model, values)
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     capacity, floored, hw = _device(o.memory, o.hardware)
-    _reserve_checked(o.reserve, capacity)
+    check_reserve(o.reserve, capacity)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
     # the layout on the preset: an FP8 recipe its GPU cannot run refused (MXFP8 on Hopper, as TE refuses it),
     # the FP8 weight transpose `auto` resolved as TE decides there (training.fp8.on_hardware)
@@ -114,7 +114,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
                           fits, beside, compute, notes, offload=off)
 
 
-def _reserve_checked(reserve, capacity) -> None:
+def check_reserve(reserve, capacity) -> None:
     """Refuse a given ``reserve`` that no fit verdict would use (no device memory: found by a hostile
     trial, `train --reserve nan` without --hardware ran with exit 0) or that cannot be read, before
     the analysis; ``None`` and ``"runtime"`` (the default) pass.
