@@ -323,6 +323,17 @@ def test_megatron_bf16_with_fp16_is_refused(tmp_path):
     assert str(e.value.loc) == f"{f}:3:1" and e.value.hint == "keep one of --bf16 and --fp16"
 
 
+def test_torchtitan_devices_that_do_not_hold_the_grid_get_a_hint(tmp_path):
+    # torchtitan @ 238fa99 llama3_8b.toml with TP 3: data_parallel_shard_degree = -1 takes world / (replicate × TP ×
+    # PP × CP) (ParallelDims); 8 devices do not divide by 3: refused at the line, now with a hint (trial6: none)
+    f = tmp_path / "job.toml"
+    f.write_text(Path(TITAN).read_text().replace("tensor_parallel_degree = 1", "tensor_parallel_degree = 3"))
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert e.value.message == "--gpus 8 is not a multiple of replicate × TP × PP × CP = 3"
+    assert e.value.hint.startswith("a multiple of 3 devices")
+
+
 def test_unknown_arguments_are_warned_not_taken(tmp_path):
     f = tmp_path / "args.txt"
     f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"
