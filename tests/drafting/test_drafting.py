@@ -152,6 +152,8 @@ def test_import_without_torch_says_which_extra(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "costgraph import needs PyTorch" in err and "install the torch extra" in err
     assert "Traceback" not in err
+    # once each: the message re-raised for import is the bare message, not the printed error
+    assert err.count("error:") == 1 and err.count("hint:") == 1, err
 
 
 def test_gqa_parameters_match_the_facts_symbolically():

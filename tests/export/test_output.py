@@ -69,6 +69,15 @@ def test_output_that_is_not_a_regular_file_is_refused(tmp_path, capsys):
     assert rc == 2 and "not a regular file" in err
 
 
+@pytest.mark.parametrize("where", ["", "/dev/null"])
+def test_a_refused_output_hints_the_stdout_spelling_every_writer_takes(capsys, where):
+    # trial6: `web gpt -o ''` hinted "leave out -o to print to standard output", but web's -o is required;
+    # every writer takes `-o -` (output_arguments)
+    rc, _, err = run(capsys, "web", "gpt", "-o", where)
+    assert rc == 2 and err.splitlines()[-1] == "hint: name a file" + (" (-o FILE)" if not where else "") + \
+        ", or -o - for standard output"
+
+
 def test_new_file_is_written_without_force(tmp_path, capsys):
     out = tmp_path / "new.md"
     rc, stdout, err = run(capsys, "report", "gpt", "--format", "md", "-o", str(out))

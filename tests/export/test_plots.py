@@ -181,6 +181,17 @@ def test_cli_mistakes_exit_2(tmp_path, args, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_plot_refuses_the_reserve_it_never_draws(tmp_path, capsys):
+    # trial6: `plot --kind memory --reserve nan` wrote a plot (exit 0), and --reserve 0.5 drew the same bytes as
+    # none: the memory plot's line is the whole device memory; the reserve is train's and fit's verdict
+    out = tmp_path / "x.svg"
+    assert main(["plot", "gpt", "--config", "gpt2", "--kind", "memory", "--hardware", "h100-sxm", "--reserve", "0.5",
+                 "-o", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "error: --reserve is the fit verdict's: no plot reads it (memory's line is the whole device memory)")
+    assert not out.exists()
+
+
 def test_parse_over():
     from costgraph.commands._analysis import parse_over
 

@@ -40,6 +40,17 @@ def _report(tmp_path, name: str, *args: str) -> str:
     return out.read_text(encoding="utf-8")
 
 
+def test_report_refuses_a_reserve_without_device_memory(tmp_path, capsys):
+    # trial6: `report --train --reserve nan` without --memory or --hardware wrote the page (exit 0), the reserve read
+    # by no verdict (costgraph.training.api.check_reserve, as train)
+    out = tmp_path / "r.md"
+    assert main(["report", "gpt", "--config", "gpt2", "--format", "md", "--train", "--gpus", "8", "--reserve", "nan",
+                 "-o", str(out)]) == 2
+    assert "--reserve nan keeps memory free for the fit verdict, which needs the device memory" in \
+        capsys.readouterr().err
+    assert not out.exists()
+
+
 # ------------------------------------------------------------------ Markdown
 
 def _md_tables(text: str) -> dict[str, list[list[str]]]:

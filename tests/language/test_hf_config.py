@@ -148,6 +148,16 @@ def test_missing_and_ill_typed_keys_are_named_with_the_file():
         costgraph.from_hf_config(cfg, source="my.json")
 
 
+def test_heads_that_do_not_divide_the_width_name_both_keys():
+    # trial6: 30 heads on a 4096-wide llama said "d: 4096 is not divisible by 30" without a hint or the keys
+    cfg = json.loads((HF / "llama-2-7b.json").read_text())
+    cfg["num_attention_heads"] = 30
+    with pytest.raises(costgraph.CostgraphValueError) as e:
+        costgraph.from_hf_config(cfg, source="my.json")
+    assert e.value.message == "my.json: d: hidden_size = 4096 is not divisible by num_attention_heads = 30"
+    assert e.value.hint
+
+
 def test_unsupported_variant_is_an_error():
     cfg = json.loads((HF / "t5-small.json").read_text())
     cfg["feed_forward_proj"] = "gated-gelu"

@@ -231,7 +231,12 @@ def test_a_launcher_template_that_cannot_hold_the_expert_grid_leaves_the_devices
     assert "gpus" not in launch.values
     assert any("(8 devices) cannot hold EP × ETP × PP = 32" in n for n in launch.notes)
     r = cg("train", "--launch", mixtral, "--set", "V=32000")
-    assert r.returncode == 2 and "--global-batch needs --gpus" in r.stderr
+    # the file's global batch needs the devices: refused with its line and the launcher's note (trial6: it said
+    # only "--global-batch needs --gpus", a flag never given, with no hint)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: the global batch of {mixtral}:71 (--global-batch-size 256) needs the devices of the run; torchrun "
+        "--nproc_per_node 8 --nnodes 1 (8 devices) cannot hold EP × ETP × PP = 32",
+        "hint: give --gpus N: t × p × c × d devices for a whole data-parallel degree d"]
     assert read_launch(mixtral, gpus=32).values["gpus"] == 8 and "gpus" in read_launch(mixtral, gpus=32).weak
 
 
@@ -282,6 +287,51 @@ def test_deepspeed_bf16_auto_is_not_read_and_bf16_with_fp16_is_refused(tmp_path)
     assert "bf16 and fp16 are both enabled" in e.value.message and str(e.value.loc) == f"{f}:2:1"
     f.write_text('{"fp16": {"enabled": true}}')
     assert read_launch(str(f)).values["precision"] == "mixed-fp32-grads"
+
+
+def test_deepspeed_batch_sizes_that_disagree_are_refused(tmp_path):
+    # DeepSpeed asserts train_batch_size == micro × accumulation × world size ("Check batch related parameters",
+    # deepspeedai/DeepSpeed@edaa722 deepspeed/runtime/config.py _batch_assertion); trial6: 7 = 2 × 1 × 8 was run
+    # with the total dropped unread
+    f = tmp_path / "ds.json"
+    f.write_text('{"train_micro_batch_size_per_gpu": 2,\n "gradient_accumulation_steps": 1,\n "train_batch_size": 7}')
+    for gpus, world in ((8, "--gpus 8"), (None, "any number of devices")):
+        with pytest.raises(Exception) as e:
+            read_launch(str(f), gpus=gpus)
+        assert e.value.message == (f"train_batch_size 7 is not train_micro_batch_size_per_gpu 2 × "
+                                   f"gradient_accumulation_steps 1 × {world}, as DeepSpeed asserts")
+        assert str(e.value.loc) == f"{f}:3:1" and e.value.hint
+    f.write_text('{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 1, "train_batch_size": 16}')
+    assert read_launch(str(f), gpus=8).values["micro_batches"] == 1
+    with pytest.raises(Exception, match="16 is not .* × --gpus 4"):
+        read_launch(str(f), gpus=4)
+    f.write_text('{"zero_optimization": {"stage": 7}}')
+    with pytest.raises(Exception, match="DeepSpeed has stages 0 to 3") as e:
+        read_launch(str(f))
+    assert e.value.hint
+
+
+def test_megatron_bf16_with_fp16_is_refused(tmp_path):
+    # Megatron-LM @ d98e8a64 megatron/training/arguments.py validate_args: "if args.fp16: assert not args.bf16";
+    # trial6: both were read as --bf16 (policy megatron), silently
+    f = tmp_path / "args.txt"
+    f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --micro-batch-size 1\n"
+                 "--bf16\n--fp16\n")
+    with pytest.raises(Exception) as e:
+        read_launch(str(f))
+    assert e.value.message == "--bf16 and --fp16 are both given: Megatron-LM asserts one at most"
+    assert str(e.value.loc) == f"{f}:3:1" and e.value.hint == "keep one of --bf16 and --fp16"
+
+
+def test_torchtitan_devices_that_do_not_hold_the_grid_get_a_hint(tmp_path):
+    # torchtitan @ 238fa99 llama3_8b.toml with TP 3: data_parallel_shard_degree = -1 takes world / (replicate × TP ×
+    # PP × CP) (ParallelDims); 8 devices do not divide by 3: refused at the line, now with a hint (trial6: none)
+    f = tmp_path / "job.toml"
+    f.write_text(Path(TITAN).read_text().replace("tensor_parallel_degree = 1", "tensor_parallel_degree = 3"))
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert e.value.message == "--gpus 8 is not a multiple of replicate × TP × PP × CP = 3"
+    assert e.value.hint.startswith("a multiple of 3 devices")
 
 
 def test_unknown_arguments_are_warned_not_taken(tmp_path):

@@ -75,6 +75,11 @@ def test_memory_reserve_is_measured_minus_predicted(gpt2, one_run):
     low = calibrate(m, Measured(Layout(t=2, gpus=8), "0.025", values=v, global_batch=64,
                                 measured_memory=predicted - 10**6), HW, date=DATE)
     assert low.reserve.bytes == 0 and low.runs[0].memory_residual > 0
+    # and said (trial6: only the runs' table showed it); a run at or above its prediction says nothing
+    gib = f"{predicted / 2**30:,.2f}", f"{(predicted - 10**6) / 2**30:,.2f}"
+    assert low.notes == (f"run 1: the predicted peak {gib[0]} GiB is above the measured {gib[1]} GiB; a reserve "
+                         "stops at 0 and cannot close it: check that the layout, sizes and precision are the run's",)
+    assert not one_run.notes
 
 
 def test_toml_round_trip(gpt2, one_run, tmp_path):

@@ -172,6 +172,19 @@ def test_an_unreadable_reserve_names_reserve(reserve):
     assert reserve_bytes("8GB", 80_000_000_000) == 8_000_000_000 and reserve_bytes("0", 80) == 0
 
 
+def test_train_refuses_a_reserve_no_verdict_uses(capsys):
+    # found by a hostile trial: `train --reserve nan` (or 1XB, or 8GB) without --hardware or --memory ran with
+    # exit 0, the reserve read by no fit verdict; an unreadable one with a device memory but without the sizes
+    # (no --config: formulas only) passed too
+    code = main(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--reserve", "8GB"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines() == [
+        "error: --reserve 8GB keeps memory free for the fit verdict, which needs the device memory",
+        "hint: give --hardware NAME or --memory 80GB, or drop --reserve"]
+    assert main(["train", "gpt", "--gpus", "1", "--memory", "80GB", "--reserve", "nan"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == "error: cannot read --reserve 'nan'"
+
+
 def test_serving_refuses_the_training_runtime_reserve(capsys):
     # found by a hostile trial: `fit --serve --reserve runtime` (fit --help: "runtime (default ...)", training's)
     # said "cannot read --reserve 'runtime'" with a hint of plain numbers (0.45, 2.5, 140e12)

@@ -132,6 +132,9 @@ def test_compute_errors(capsys, argv, message):
     (["train", "gpt", "--config", "gpt2", "--tokens", "0", "--achieved", "1e14"], "--tokens must be positive"),
     (["train", "gpt", "--config", "gpt2", "--efficiency", "0.3"], "add --hardware"),
     (["train", "gpt", "--config", "gpt2", "--tokens", "1e9"], "need a rate"),
+    # trial6: --price without --tokens ran with exit 0 and no cost (price × GPU-hours needs the tokens)
+    (["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", "h100-sxm", "--price", "2"],
+     "--price needs --tokens"),
     (["plan", "llama", "--config", "llama-3-8b", "--gpus", "1000000000", "--hardware", "h100-sxm",
       "--global-batch", "64"], "up to 1,000,000"),
     (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "64",

@@ -94,12 +94,26 @@ def apply(args, parser, command: str, argv: list | None = None) -> None:
         written = {w.split("=", 1)[0] for w in (argv or []) if isinstance(w, str) and w.startswith("-")}
         taken += _options(args, sub, launch, command, unused, written)
         args.launch_report = {**launch.to_dict(), "taken": taken, "not_used": unused}
+        _devices_of_the_batch(args, launch)
     missing = [d for d in getattr(args, "launch_required", ()) if getattr(args, d, None) is None
                and not (d == "model" and command == "train")]
     if missing:
         flags = ["MODEL" if d == "model" else "--" + d.replace("_", "-") for d in missing]
         raise CostgraphValueError(f"the following arguments are required: {', '.join(flags)}",
                                   hint="give them, or a --launch file that holds them")
+
+
+def _devices_of_the_batch(args, launch) -> None:
+    """A global batch from the file needs the devices of the run: without ``--gpus`` (or a launcher
+    that holds the grid) refused here, where the file's line and its launcher's note can be named
+    (trial6: train_gpt3_175b_distributed.sh said only "--global-batch needs --gpus")."""
+    origin = launch.origins.get("global_batch")
+    if origin is None or getattr(args, "gpus", None) is not None or "gpus" not in vars(args):
+        return
+    why = [n.split(":", 1)[0] for n in launch.notes if "cannot hold" in n]
+    raise CostgraphValueError(f"the global batch of {origin.where} ({origin.text}) needs the devices of the run"
+                              + (f"; {why[0]}" if why else ""),
+                              hint="give --gpus N: t × p × c × d devices for a whole data-parallel degree d")
 
 
 def _model(args, launch, command: str) -> list:

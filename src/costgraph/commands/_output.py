@@ -73,7 +73,7 @@ def check_output(args) -> Path:
     ``--force``, something not a regular file, or a folder that does not exist."""
     shown = args.output
     if not str(shown).strip():   # Path("") is ".", the working folder
-        raise CostgraphValueError("-o is empty", hint="name a file (-o FILE); leave out -o to print to standard output")
+        raise CostgraphValueError("-o is empty", hint="name a file (-o FILE), or -o - for standard output")
     if str(shown).endswith(("/", os.sep)) or (os.altsep and str(shown).endswith(os.altsep)):
         # Path("newdir/") is Path("newdir"): the text would go to a file named newdir
         raise CostgraphValueError(f"-o {shown!r} names a folder; -o takes a file name",
@@ -92,7 +92,7 @@ def check_output(args) -> Path:
                                   hint="write to another file")
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise CostgraphValueError(f"-o {shown!r} exists and is not a regular file",
-                                  hint="name a file; leave out -o to print to standard output")
+                                  hint="name a file, or -o - for standard output")
     if info is not None and not getattr(args, "force", False):
         raise CostgraphValueError(f"-o {shown!r} exists; costgraph does not overwrite files unless told to",
                                   hint="give --force to replace it, or write to another file")

@@ -137,6 +137,10 @@ def run(args) -> str:
     from ..errors import CostgraphValueError
     from ..export import plots
 
+    if getattr(args, "reserve", None) is not None:   # trial6: taken (even 'nan') and drawn nowhere
+        raise CostgraphValueError("--reserve is the fit verdict's: no plot reads it (memory's line is the whole "
+                                  "device memory)",
+                                  hint="drop --reserve, or see the verdict with costgraph train/fit --reserve")
     suffix = ".svg" if args.output is None else Path(args.output).suffix.lower()   # -o -: SVG text on stdout
     if suffix not in plots.FORMATS:
         raise CostgraphValueError(f"cannot tell the picture format of {args.output!r}",

@@ -94,6 +94,9 @@ def run(args) -> str:
         _, result = training(args, model, values)
         from ..hardware import preset
 
+        from ..training.api import check_reserve
+
+        check_reserve(args.reserve, cap)   # a --reserve no verdict reads refused (trial6: report took 'nan')
         hw = preset(args.hardware) if getattr(args, "hardware", None) else None   # train's runtime reserve
         fits = training_fits(model, result, values, cap, reserve=args.reserve, hw=hw,
                              given=getattr(args, "memory", None) is not None)

@@ -72,7 +72,7 @@ def _require():
     try:
         return require()
     except TorchMissing as e:
-        raise TorchMissing(str(e).replace("costgraph verify", "costgraph import"), hint=e.hint) from None
+        raise TorchMissing(e.message.replace("costgraph verify", "costgraph import"), hint=e.hint) from None
 
 
 def _config(source) -> tuple[dict, str | None]:

@@ -132,7 +132,9 @@ class _Reader:
         if "quotient" in spec:
             num, den = (self.number(s, what) for s in spec["quotient"])
             if den == 0 or num % den:
-                self.fail(f"{what}: {num} is not divisible by {den}")
+                top, bottom = (f"{k} = {v}" if isinstance(k, str) else str(v) for k, v in zip(spec["quotient"], (num, den)))
+                self.fail(f"{what}: {top} is not divisible by {bottom}",
+                          hint="costgraph reads a whole quotient: the config.json of a released model divides evenly")
             return num // den
         if "ceil_quotient" in spec:     # MambaConfig's "auto" rank of Δ: ceil(hidden_size / 16)
             num, den = (self.number(s, what) for s in spec["ceil_quotient"])

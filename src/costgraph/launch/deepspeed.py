@@ -100,7 +100,7 @@ def _zero(z, launch: Launch, path: str, text: str, where, line) -> None:
     stage = z.get("stage", 0)
     if isinstance(stage, bool) or stage not in (0, 1, 2, 3):
         raise located(f"zero_optimization.stage {quoted(stage)}: DeepSpeed has stages 0 to 3", path, text,
-                      line("stage"))
+                      line("stage"), hint='a whole number 0, 1, 2 or 3, e.g. "stage": 3')
     launch.set_value("zero", stage, where("stage") if "stage" in z else "DeepSpeed's default",
                      f'"stage": {stage}')
     for dest, key in (("offload_optimizer", "offload_optimizer"), ("offload_params", "offload_param")):
@@ -133,6 +133,13 @@ def _batch(data: dict, launch: Launch, path: str, text: str, gpus, where, line) 
                           f"--gpus {gpus}", path, text, line("train_batch_size"))
         micro = total // ((gas or 1) * gpus)
         launch.notes.append(f"micro-batch {micro} = train_batch_size {total} / ({gas or 1} × --gpus {gpus})")
+    if None not in (micro, gas, total) and (total % (micro * gas) or (gpus is not None and total != micro * gas * gpus)):
+        # DeepSpeed's _batch_assertion (deepspeedai/DeepSpeed deepspeed/runtime/config.py): "train_batch_size is
+        # not equal to micro_batch_per_gpu * gradient_acc_step * world_size" (trial6: the total was dropped unread)
+        world = f"--gpus {gpus}" if gpus is not None else "any number of devices"
+        raise located(f"train_batch_size {total} is not train_micro_batch_size_per_gpu {micro} × "
+                      f"gradient_accumulation_steps {gas} × {world}, as DeepSpeed asserts", path, text,
+                      line("train_batch_size"), hint="give two of the three (DeepSpeed derives the third)")
     if micro is not None:
         launch.set_dim("b", micro, where("train_micro_batch_size_per_gpu") if "train_micro_batch_size_per_gpu" in data
                        else where("train_batch_size"), f"train_micro_batch_size_per_gpu = {micro}")

@@ -221,6 +221,9 @@ def _layout(a: dict, lines: dict, launch: Launch, path: str, text: str) -> None:
         launch.notes.append("--sequence-parallel with --tensor-model-parallel-size 1: Megatron-LM disables it")
     put("zero", 1 if a.get("use_distributed_optimizer") else 0, "use_distributed_optimizer",
         words="--use-distributed-optimizer" if a.get("use_distributed_optimizer") else "no --use-distributed-optimizer")
+    if a.get("bf16") and a.get("fp16"):   # validate_args: "if args.fp16: assert not args.bf16" (arguments.py)
+        raise located("--bf16 and --fp16 are both given: Megatron-LM asserts one at most", path, text,
+                      max(lines["bf16"], lines["fp16"]), hint="keep one of --bf16 and --fp16", word="--fp16")
     policy, why = precision(a)
     if not policy:
         raise located(f"{why}: costgraph has no precision policy for it", path, text,

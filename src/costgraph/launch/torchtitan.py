@@ -205,7 +205,9 @@ def _parallelism(f: _File, launch: Launch, gpus: int | None) -> None:
                           f.line("parallelism", "data_parallel_shard_degree"), hint="e.g. --gpus 64")
         if gpus % (rep * tp * pp * cp):
             raise located(f"--gpus {gpus} is not a multiple of replicate × TP × PP × CP = {rep * tp * pp * cp}",
-                          f.path, f.text, f.line("parallelism", "data_parallel_shard_degree"))
+                          f.path, f.text, f.line("parallelism", "data_parallel_shard_degree"),
+                          hint=f"a multiple of {rep * tp * pp * cp} devices: the -1 shard degree takes what is "
+                               "left (torchtitan's ParallelDims)")
         shard = gpus // (rep * tp * pp * cp)
         launch.notes.append(f"data_parallel_shard_degree = -1: {shard} (--gpus {gpus})")
     for dest, key in (("tp", "tensor_parallel_degree"), ("pp", "pipeline_parallel_degree"),

@@ -71,6 +71,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     values = arguments.model_values(model, values)
     check(o)   # each option's check, declared on its field (costgraph.train_options)
     capacity, floored, hw = _device(o.memory, o.hardware)
+    check_reserve(o.reserve, capacity)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
     # the layout on the preset: an FP8 recipe its GPU cannot run refused (MXFP8 on Hopper, as TE refuses it),
     # the FP8 weight transpose `auto` resolved as TE decides there (training.fp8.on_hardware)
@@ -111,6 +112,26 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     off = _offload(mem, values, hw, o.scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
     return TrainingResult(model.name, model.symbols, o.scope, mem, values, _settings(model, mem.layout, capacity),
                           fits, beside, compute, notes, offload=off)
+
+
+def check_reserve(reserve, capacity) -> None:
+    """Refuse a given ``reserve`` that no fit verdict would use (no device memory: found by a hostile
+    trial, `train --reserve nan` without --hardware ran with exit 0) or that cannot be read, before
+    the analysis; ``None`` and ``"runtime"`` (the default) pass.
+
+    Raises
+    ------
+    CostgraphValueError
+        A reserve without ``capacity``, or one :func:`costgraph.training.fit.reserve_bytes` refuses."""
+    from ..choices import RUNTIME_RESERVE
+    from .fit import reserve_bytes
+
+    if reserve is None or reserve == RUNTIME_RESERVE:
+        return
+    if capacity is None:
+        raise CostgraphValueError(f"--reserve {str(reserve)[:40]} keeps memory free for the fit verdict, which needs "
+                                  "the device memory", hint="give --hardware NAME or --memory 80GB, or drop --reserve")
+    reserve_bytes(reserve, capacity)
 
 
 def _device(memory, hardware):
@@ -350,6 +371,9 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     for name, v in (("--tokens", tokens), ("--price", price)):
         if v is not None and v <= 0:
             raise CostgraphValueError(f"{name} must be positive")
+    if price is not None and tokens is None:   # the cost is price × GPU-hours of D tokens (trial6: dropped unsaid)
+        raise CostgraphValueError("--price needs --tokens: the cost is the price × the GPU-hours of training D tokens",
+                                  hint="add --tokens D, e.g. --tokens 1e12")
     if (tokens is not None or price is not None) and mfu is None and achieved is None and peak is None:
         raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak), --achieved, "
                                   "or a peak (--hardware or --peak) for --efficiency")
