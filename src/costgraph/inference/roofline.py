@@ -37,7 +37,8 @@ from typing import ClassVar
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION
+from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION,
+                       VLLM_ENGINE)
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -249,7 +250,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
           dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default,
-          sglang_fraction: str = SGLANG_FRACTION.default) -> InferenceReport:
+          sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -282,7 +283,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
-    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`."""
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`; ``vllm_engine``: :mod:`.runtime_weights`."""
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
     kv = kv if kv is not None else LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV   # llama.cpp: f16
@@ -317,7 +318,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
                draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(inf.s),
-               runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization))
+               runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization, vllm_engine=vllm_engine))
     _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
     return rep
 
