@@ -284,6 +284,10 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`; ``vllm_engine``: :mod:`.runtime_weights`."""
+    try:
+        VLLM_ENGINE.check(vllm_engine)
+    except ValueError as e:
+        raise CostgraphValueError(str(e), hint=VLLM_ENGINE.hint()) from None
     reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
                            gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
     kv = kv if kv is not None else LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV   # llama.cpp: f16
@@ -378,16 +382,45 @@ def _layout_machine(layout, *args, **figures) -> Machine:
     return m
 
 
+#: what to do with a --reserve that infer cannot take (it is vLLM's 1 - gpu_memory_utilization, a fraction)
+RESERVE_HINT = ("give the share of each GPU's memory kept free, a fraction below 1: --reserve 0.1 (the default, vLLM's "
+                "gpu_memory_utilization 0.9), or --gpu-memory-utilization 0.9; for memory in bytes, --memory (the "
+                "device's) or --kv-memory (the KV cache's)")
+
+
+def serving_reserve(value) -> sympy.Rational:
+    """``infer``'s ``--reserve`` as a Rational in [0, 1) (None: 0.1, vLLM's 1 − ``gpu_memory_utilization``):
+    a number, or text read exactly (``0.1``, ``1/10``: :func:`costgraph.arguments.parse_fraction`, never evaluated).
+
+    Raises
+    ------
+    CostgraphValueError
+        Text that is no number (``100GB``: a size, which ``train``'s ``--reserve`` takes and ``infer``'s
+        does not), or a number outside [0, 1); the hint says what to give (:data:`RESERVE_HINT`)."""
+    from ..arguments import parse_fraction, rational
+
+    if value is None:
+        return sympy.Rational(1, 10)
+    try:
+        r = parse_fraction(value, "--reserve") if isinstance(value, str) else rational(value, "--reserve")
+    except CostgraphValueError as e:
+        size = isinstance(value, str) and value.strip()[-1:].upper() == "B"
+        raise CostgraphValueError(f"infer's --reserve is a fraction, not a size: {value.strip()[:40]!r}" if size
+                                  else e.message, hint=RESERVE_HINT) from None
+    if not 0 <= r < 1:
+        shown = f"{float(r):g}" if r.q != 1 else str(r)
+        raise CostgraphValueError(f"--reserve {shown} is not a fraction in [0, 1): it keeps {'all' if r >= 1 else 'less than none'} "
+                                  "of the device memory free", hint=RESERVE_HINT)
+    return r
+
+
 def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency):
     """Check the counts and fractions of :func:`infer`; returns ``reserve`` as a Rational
     (None: the default 0.1)."""
     for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
-    reserve = sympy.Rational(str("0.1" if reserve is None else reserve))
-    if not 0 <= reserve < 1:
-        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}",
-                                  hint="the share of device memory kept free: vLLM keeps 0.1")
+    reserve = serving_reserve(reserve)
     for name, e in (("compute-efficiency", compute_efficiency), ("bandwidth-efficiency", bandwidth_efficiency)):
         e = sympy.nsimplify(e)
         if not (e.is_Rational and 0 < e <= 1):

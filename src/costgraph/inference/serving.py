@@ -27,11 +27,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     from .capacity import VllmSettings, capacity, parse_bytes, with_drafter
     from .runtime_weights import attach
 
-    engine = opts.get("vllm_engine", VLLM_ENGINE.default)
-    try:
-        VLLM_ENGINE.check(engine)
-    except ValueError as e:
-        raise CostgraphValueError(str(e), hint=VLLM_ENGINE.hint()) from None
+    engine = opts.get("vllm_engine", VLLM_ENGINE.default)   # checked by roofline.infer before the analysis
     # rep.runtime_weights: the weights the KV sizing subtracts (vLLM V1's attention scalars under vLLM only)
     attach(rep, inf, opts["max_position"], engine if opts["runtime"][0] == "vllm" else None)
 
