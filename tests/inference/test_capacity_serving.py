@@ -531,14 +531,19 @@ RESERVE_HINT = ("hint: give the share of each GPU's memory kept free, a fraction
                 "(the device's) or --kv-memory (the KV cache's)\n")
 
 
-@pytest.mark.parametrize("value, message", [
-    ("1", "error: --reserve 1 is not a fraction in [0, 1): it keeps all of the device memory free\n"),
-    ("1.5", "error: --reserve 1.5 is not a fraction in [0, 1): it keeps all of the device memory free\n"),
-    ("100GB", "error: infer's --reserve is a fraction, not a size: '100GB'\n"),
-    ("abc", "error: cannot read --reserve 'abc'\n"),
-])
-def test_infer_reserve_refused_with_what_to_type(capsys, value, message):
-    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", f"--reserve={value}"]) == message + RESERVE_HINT
+def test_infer_reserve_refused_with_what_to_type(capsys):
+    # one run of the command line (exit 2, the message and the hint), the other refusals through the API
+    from costgraph.errors import CostgraphValueError
+    from costgraph.inference.roofline import serving_reserve
+
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--reserve=100GB"]) == \
+        "error: infer's --reserve is a fraction, not a size: '100GB'\n" + RESERVE_HINT
+    for value, message in (("1", "--reserve 1 is not a fraction in [0, 1): it keeps all of the device memory free"),
+                           ("1.5", "--reserve 1.5 is not a fraction in [0, 1): it keeps all of the device memory free"),
+                           ("abc", "cannot read --reserve 'abc'")):
+        with pytest.raises(CostgraphValueError) as e:
+            serving_reserve(value)
+        assert (e.value.message, "hint: " + e.value.hint + "\n") == (message, RESERVE_HINT)
 
 
 def test_infer_reserve_reads_exact_fractions():
