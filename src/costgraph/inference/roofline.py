@@ -284,12 +284,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
     (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`; ``vllm_engine``: :mod:`.runtime_weights`."""
-    try:
-        VLLM_ENGINE.check(vllm_engine)
-    except ValueError as e:
-        raise CostgraphValueError(str(e), hint=VLLM_ENGINE.hint()) from None
-    reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
-                           gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
+    reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency,
+                                         vllm_engine), gpu_memory_utilization, given=reserve is not None)   # 1 - utilization
     kv = kv if kv is not None else LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV   # llama.cpp: f16
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
@@ -414,9 +410,14 @@ def serving_reserve(value) -> sympy.Rational:
     return r
 
 
-def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency):
-    """Check the counts and fractions of :func:`infer`; returns ``reserve`` as a Rational
-    (None: the default 0.1)."""
+def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency,
+                  vllm_engine=VLLM_ENGINE.default):
+    """Check the counts, fractions and the vLLM engine of :func:`infer` (before any analysis); returns
+    ``reserve`` as a Rational (None: the default 0.1)."""
+    try:
+        VLLM_ENGINE.check(vllm_engine)
+    except ValueError as e:
+        raise CostgraphValueError(str(e), hint=VLLM_ENGINE.hint()) from None
     for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
