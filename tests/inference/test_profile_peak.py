@@ -43,6 +43,7 @@ def _v0(llama31, tokens):
 @pytest.mark.parametrize("tokens, logged_peak, logged_blocks", [(20000, "17.06", 1952), (29000, "17.98", 1478)])
 def test_v0_long_prefill_profile_peak(llama31, tokens, logged_peak, logged_blocks):
     v = _v0(llama31, tokens)
+    assert v["engine"] == "v0" and v["weight_bytes"] == WEIGHTS   # V0: no attention scalars
     assert v["activation_bytes"] == tokens * PER_TOKEN
     # peak_torch_memory = weights + activation peak, printed %.2f GiB: within the print's last digit
     assert abs((WEIGHTS + v["activation_bytes"]) / GIB - float(logged_peak)) <= 0.0125

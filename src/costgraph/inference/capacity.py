@@ -330,7 +330,9 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
 def vllm_lines(v: dict) -> list[str]:
     """The text lines of :func:`vllm_kv_cache`'s result, vLLM's log lines among them."""
     gib = lambda x: f"{x / GIB:.2f} GiB"   # noqa: E731
-    lines = ["", "vLLM KV cache (V1 engine, as its start-up log reports it)"]
+    v0 = v.get("engine") == "v0"   # V0 prints "# GPU blocks: N": the blocks below (one group of a uniform model)
+    lines = ["", "vLLM KV cache (V0 engine, as its start-up log reports it: # GPU blocks)" if v0 else
+             "vLLM KV cache (V1 engine, as its start-up log reports it)"]
     if v["kv_memory_given"]:
         lines.append(f"  {'available KV memory':<26}{v['available_bytes']:,} bytes ({gib(v['available_bytes'])}, given: "
                      "--kv-memory)")
