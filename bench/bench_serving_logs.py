@@ -15,6 +15,9 @@ Each entry is a public start-up log (quoted below with its URL) and the checks i
 * ``not askable``: what ``infer`` cannot ask, with the reason named in docs/peers.md ("Why our
   numbers differ", vLLM's logs).
 
+A vLLM log with ``"engine": "v0"`` is checked with ``--vllm-engine v0`` (vLLM V0 logs of late 2024:
+no attention scalars beside the parameters, costgraph/inference/runtime_weights.py); the rest with V1.
+
 A log with ``"runtime"`` (``sglang``, ``trtllm``, ``llamacpp``: ``infer --runtime``) is checked
 against ``serving["runtime"]`` (costgraph/inference/runtimes.py): ``kv_given`` SGLang's
 ``max_total_num_tokens`` or TensorRT-LLM's "max tokens in paged KV cache" from the KV pool the log
@@ -39,19 +42,19 @@ GIB = 2**30
 # Each log: its URL, the lines quoted, the model (a bundled model and configuration, or a config.json) with
 # values changed, the run's settings (infer keywords) and its checks: (kind, logged, extra infer keywords).
 LOGS = [
-    {"id": "vllm PR #10511, Llama-3-8B, H100, TP 1",
+    {"id": "vllm PR #10511, Llama-3-8B, H100, TP 1", "engine": "v0",
      "url": "https://github.com/vllm-project/vllm/pull/10511",
      "quote": "total_gpu_memory 79.22GiB; gpu_memory_utilization 0.90; model weights take 14.96GiB; "
               "non_torch_memory 1.79GiB; PyTorch activation peak memory 1.26GiB; available_kv_cache_memory 53.29GiB",
      "model": ("llama", "llama-3-8b", {}), "tp": 1,
      "checks": [("weights", "14.96", {}),
                 ("kv_predicted_memory", 53.29 * GIB, {"memory": "79.22GiB", "non_torch_memory": "1.79GiB"})]},
-    {"id": "vllm PR #10511, Llama-3-8B, H100, TP 2",
+    {"id": "vllm PR #10511, Llama-3-8B, H100, TP 2", "engine": "v0",
      "url": "https://github.com/vllm-project/vllm/pull/10511",
      "quote": "model weights take 7.48GiB; non_torch_memory 3.58GiB; PyTorch activation peak memory 1.26GiB",
      "model": ("llama", "llama-3-8b", {}), "tp": 2,
      "checks": [("weights", "7.48", {})]},
-    {"id": "vllm issue #10517, Llama-3.1-8B-Instruct, RTX 3090, max_model_len 20000 (V0)",
+    {"id": "vllm issue #10517, Llama-3.1-8B-Instruct, RTX 3090, max_model_len 20000 (V0)", "engine": "v0",
      "url": "https://github.com/vllm-project/vllm/issues/10517",
      "quote": "Loading model weights took 14.9888 GB; total_gpu_memory=23.58GiB peak_torch_memory=17.06GiB "
               "non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90; # GPU blocks: 1952; "
@@ -62,7 +65,7 @@ LOGS = [
                 ("kv_predicted", 1952 * 16, {"memory": "23.58GiB", "non_torch_memory": "0.35GiB",
                                              "max_model_len": 20000, "max_num_batched_tokens": 20000,
                                              "max_num_seqs": 256})]},
-    {"id": "vllm issue #10517, Llama-3.1-8B-Instruct, RTX 3090, max_model_len 29000 (V0)",
+    {"id": "vllm issue #10517, Llama-3.1-8B-Instruct, RTX 3090, max_model_len 29000 (V0)", "engine": "v0",
      "url": "https://github.com/vllm-project/vllm/issues/10517",
      "quote": "peak_torch_memory=17.98GiB non_torch_memory=0.35GiB kv_cache_size=2.89GiB; # GPU blocks: 1478",
      "model": ("examples/hf/llama-3.1-8b.json", None, {}), "tp": 1,
@@ -78,7 +81,7 @@ LOGS = [
      "checks": [("weights", "14.9889", {}),
                 ("not askable", 158_656, "the log prints neither the GPU's total memory nor the KV memory it "
                                          "sized the cache from (the L40S preset's 48 GB is not total_gpu_memory)")]},
-    {"id": "vllm PR #12126, Llama-3.2-11B-Vision, H100, --enforce-eager (V0)",
+    {"id": "vllm PR #12126, Llama-3.2-11B-Vision, H100, --enforce-eager (V0)", "engine": "v0",
      "url": "https://github.com/vllm-project/vllm/pull/12126",
      "quote": "model weights take 19.86GiB; non_torch_memory takes 0.16GiB; PyTorch activation peak memory takes "
               "36.63GiB; the rest of the memory reserved for KV Cache is 14.65GiB; # CUDA blocks: 6001",
@@ -169,7 +172,7 @@ def _model(spec):
     return m, m.values(config, **changes)
 
 
-def run_check(model, values, tp: int, kind: str, logged, extra, runtime: str = "vllm") -> dict:
+def run_check(model, values, tp: int, kind: str, logged, extra, runtime: str = "vllm", engine: str = "v1") -> dict:
     """One check: ``{kind, logged, got, diff, within}`` (``within`` None: not askable, ``extra`` the reason)."""
     from costgraph.inference import infer
 
@@ -178,7 +181,7 @@ def run_check(model, values, tp: int, kind: str, logged, extra, runtime: str = "
     kw = dict(extra)
     max_len = kw.pop("max_model_len", None)
     rep = infer(model, prompt=max_len - 100 if max_len else 1000, generate=100, batch=1, values=values, t=tp,
-                max_model_len=max_len, runtime=runtime, **kw)
+                max_model_len=max_len, runtime=runtime, vllm_engine=engine, **kw)
     v = rep.serving["vllm" if runtime == "vllm" else "runtime"]
     if kind == "kv_line":   # llama.cpp's "KV self size  = X MiB": the MiB to the print's two decimals
         got = v["lines"][0].split("=")[1].split("MiB")[0].strip()
@@ -206,7 +209,8 @@ def main(argv=None) -> int:
         model, values = _model(log["model"])
         for kind, logged, extra in log["checks"]:
             rows.append({"log": log["id"], "url": log["url"], **run_check(model, values, log["tp"], kind, logged,
-                                                                              extra, log.get("runtime", "vllm"))})
+                                                                              extra, log.get("runtime", "vllm"),
+                                                                              log.get("engine", "v1"))})
     within = sum(r["within"] is True for r in rows)
     outside = [r for r in rows if r["within"] is False]
     asked = [r for r in rows if r["within"] is None]

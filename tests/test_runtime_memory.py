@@ -46,6 +46,27 @@ def test_training_reserve_takes_the_memory_cuda_reports_on_a_preset():
     assert rm.training_reserve(preset("a100-80gb-sxm"), {}, 80_000_000_000, given=False).capacity == 80_000_000_000
 
 
+def test_training_parts_are_named_by_the_presets_vendor():
+    # was "CUDA context + cuBLAS workspace + NCCL buffers" on MI300X and TPU presets. PyTorch on ROCm
+    # (pytorch @ 26a39059 aten/src/ATen/cuda/CublasHandlePool.cpp, USE_ROCM): parseChosenWorkspaceSize "32MiB
+    # default, 128MiB for gfx94x/gfx95x" (1024 * 128 * 1024 on gfx942 MI300X/MI325X, gfx950 MI355X; 1024 * 32 *
+    # 1024 elsewhere: MI250X is gfx90a); parseCUDABlasLtWorkspaceSize "Use 76 MB for hipBLASLt" (76*1024 KiB x 1024)
+    def parts(name, groups):
+        return {p.name: p.bytes for p in rm.training_reserve(preset(name), groups, 10**11, given=True).parts}
+
+    assert parts("mi300x", {"tp": 2}) == {"HIP context": 400_000_000, "hipBLAS workspace": 1024 * 128 * 1024,
+                                          "hipBLASLt workspace": 76 * 1024 * 1024, "RCCL buffers": NCCL_ONE}
+    assert parts("mi250x", {})["hipBLAS workspace"] == 1024 * 32 * 1024
+    amd = rm.training_reserve(preset("mi300x"), {"tp": 2}, 10**11, given=True).parts
+    assert amd[0].source.startswith("no ROCm measurement read") and "RCCL not read" in amd[3].source
+    # no CUDA, cuBLAS or NCCL on a TPU: one part of 0 bytes that says no source gives it
+    tpu = rm.training_reserve(preset("tpu-v5p"), {"tp": 2}, 10**11, given=True)
+    assert tpu.bytes == 0 and tpu.words() == "runtime: no source for Google's runtime memory (give --reserve 0.1 " \
+                                             "or a size)"
+    assert parts("h100-sxm", {"tp": 2}).keys() == {"CUDA context", "cuBLAS workspace", "cuBLASLt workspace",
+                                                   "NCCL buffers"}
+
+
 def test_vllm_non_torch_is_the_newest_log_of_the_preset_plus_nccl_by_tp():
     # H100: the newest log is vllm PR #12126 (2025-01-16, TP 1): "non_torch_memory takes 0.16GiB"; PR #10511's
     # 1.79 / 3.58 GiB (2024-12-13) are older. TP 2 and 4 add one TP communicator's NCCL buffers.

@@ -372,3 +372,12 @@ SGLANG_FRACTION = Choice("sglang_fraction", "SGLang's default mem_fraction_stati
     ("tp", "0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 at 8, 0.79 at 16 (SGLang 0.4, early 2025)"),
 ), "gpu-memory")
 CHOICES[SGLANG_FRACTION.name] = SGLANG_FRACTION
+#: which vLLM engine's start-up figures ``costgraph infer`` reproduces (costgraph.inference.runtime_weights):
+#: V1 is vLLM's default engine since v0.8 (2025); V0 as of vllm v0.6.4 (late 2024), whose attention layers kept
+#: their KV scales as Python floats (``self._k_scale = 1.0``) where later versions hold fp32 tensors on the GPU
+VLLM_ENGINE = Choice("vllm_engine", "vLLM engine", (
+    ("v1", "vLLM V1 (the default engine since v0.8): each attention layer holds 7 fp32 scalars on the GPU "
+           "(k/v/q/prob scales, q/k/v ranges: vllm attention/layer.py)"),
+    ("v0", "vLLM V0 as of v0.6.4 (late 2024): KV scales as Python floats, nothing beside the parameters"),
+), "v1")
+CHOICES[VLLM_ENGINE.name] = VLLM_ENGINE

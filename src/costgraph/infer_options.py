@@ -155,6 +155,8 @@ class InferOptions:
     sglang_fraction: str = option("--sglang-fraction", "--runtime sglang without --gpu-memory-utilization: its "
                                   "default mem_fraction_static, " + choices.SGLANG_FRACTION.help(),
                                   choices=choices.SGLANG_FRACTION)
+    vllm_engine: str = option("--vllm-engine", "--runtime vllm: which engine's start-up figures (weights as "
+                                               "loaded): " + choices.VLLM_ENGINE.help(), choices=choices.VLLM_ENGINE)
     shared_prefix: object = option("--shared-prefix", "prefix caching: the first S prompt tokens are shared by all "
                                                       "sequences", default=None, unit="tokens", type=int, metavar="S")
     chunk: object = option("--chunk", "chunked prefill: prompts prefilled C tokens a step", default=None,

@@ -11,7 +11,9 @@ Two users, each named in its output:
 * **Training's memory reserve** (:func:`training_parts`, ``--reserve runtime``, the default of
   ``train``/``fit`` on a preset): the CUDA context (per GPU class), PyTorch's cuBLAS and cuBLASLt
   workspaces (one each: one handle on the compute stream) and NCCL's buffers, one communicator per
-  parallel group of more than one device (TP, CP, DP, PP, EP: the layout's degrees).
+  parallel group of more than one device (TP, CP, DP, PP, EP: the layout's degrees). Named by the
+  preset's vendor: on AMD the HIP context, hipBLAS/hipBLASLt workspaces (PyTorch's ROCm defaults,
+  ``[rocm]``) and RCCL's buffers; another vendor's runtime has no source (a part of 0 bytes says so).
   Not counted: the caching allocator's fragmentation (reserved but unallocated blocks), for which
   no kernel-level source gives a figure; ``--reserve 0.1`` is the flat rule for those who want a margin.
 
@@ -38,9 +40,12 @@ NCCL = Kind("NCCL buffers", (*_TEXT, Field("simple_bytes", unit="B", positive=Tr
 VLLM = Kind("vLLM non-torch figure", (*_TEXT, Field("hardware", "text"), Field("tp", unit="devices", positive=True),
                                       Field("date", "text"), Field("gib", "decimal", unit="GiB")))
 VISIBLE = Kind("device memory CUDA reports", (*_TEXT, Field("hardware", "text"), Field("gib", "decimal", unit="GiB")))
+ROCM = Kind("ROCm workspaces", (*_TEXT, Field("hipblas_bytes", unit="B", positive=True),
+                                Field("hipblas_gfx94_95_bytes", unit="B", positive=True),
+                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "text")))
 SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM),
                                                             ("visible", VISIBLE)),
-                records=(("cublaslt", CUBLASLT), ("nccl", NCCL)), user=True)
+                records=(("cublaslt", CUBLASLT), ("nccl", NCCL), ("rocm", ROCM)), user=True)
 
 GIB = 2**30
 
@@ -86,26 +91,45 @@ def nccl_bytes(ranks: int) -> int:
     return n["channels"] * (n["simple_bytes"] + n["ll_bytes"] + n["ll128_bytes"])
 
 
-def nccl_part(groups: dict[str, int]) -> Part | None:
-    """NCCL's buffers for the parallel groups of more than one device (``{"tp": 2, "dp": 4}``), or None."""
+def nccl_part(groups: dict[str, int], name: str = "NCCL buffers", said: str = "") -> Part | None:
+    """NCCL's buffers for the parallel groups of more than one device (``{"tp": 2, "dp": 4}``), or None;
+    ``name``: how the part is called (``RCCL buffers`` on AMD), ``said``: added to its source."""
     many = {k: v for k, v in groups.items() if v > 1}
     if not many:
         return None
     n = table().records["nccl"]
-    return Part("NCCL buffers", sum(nccl_bytes(v) for v in many.values()),
+    return Part(name, sum(nccl_bytes(v) for v in many.values()),
                 f"{len(many)} communicator(s) ({', '.join(f'{k} {v}' for k, v in many.items())}) x "
-                f"{n['channels']} channels x (Simple + LL + LL128) buffers ({n.file} [nccl])")
+                f"{n['channels']} channels x (Simple + LL + LL128) buffers ({n.file} [nccl]){said}")
 
 
-def training_parts(capability: int | None, groups: dict[str, int]) -> tuple[Part, ...]:
+def training_parts(capability: int | None, groups: dict[str, int], vendor: str | None = None,
+                   hardware: str | None = None) -> tuple[Part, ...]:
     """The named parts of training's runtime reserve on a GPU of CUDA ``capability`` (None:
     unknown, the class-0 entries) with the parallel ``groups`` (name → degree): the CUDA context,
-    the cuBLAS and cuBLASLt workspaces, NCCL's buffers (module docstring)."""
+    the cuBLAS and cuBLASLt workspaces, NCCL's buffers (module docstring). Each part is named by the
+    ``vendor``'s stack (a preset's ``vendor``; None: NVIDIA's): on AMD the HIP context (no ROCm
+    measurement read: CUDA's class-0 figure, said in its source), PyTorch's hipBLAS and hipBLASLt
+    workspaces on ROCm (``[rocm]``: 128 MiB on gfx94x/gfx95x presets, 32 MiB elsewhere; 76 MiB) and
+    RCCL's buffers (RCCL not read: NCCL's defaults, said); on another vendor (Google's TPUs, Intel's
+    Gaudi) one part of 0 bytes that says no source gives the runtime's memory."""
+    if vendor not in (None, "NVIDIA", "AMD"):
+        return (Part(f"no source for {vendor}'s runtime memory (give --reserve 0.1 or a size)", 0,
+                     f"no kernel-level figure of {vendor}'s runtime read (no CUDA context, cuBLAS or NCCL there)"),)
     ctx, cub, lt = _by_class("context", capability), _by_class("cublas", capability), table().records["cublaslt"]
-    parts = [Part("CUDA context", ctx["bytes"], _said(ctx, "bytes")),
-             Part("cuBLAS workspace", cub["bytes"], _said(cub, "bytes")),
-             Part("cuBLASLt workspace", lt["bytes"], _said(lt, "bytes"))]
-    nccl = nccl_part(groups)
+    if vendor == "AMD":
+        rocm = table().records["rocm"]
+        big = hardware is not None and hardware in rocm["gfx94_95"].split()
+        key = "hipblas_gfx94_95_bytes" if big else "hipblas_bytes"
+        parts = [Part("HIP context", ctx["bytes"], "no ROCm measurement read: CUDA's figure, " + _said(ctx, "bytes")),
+                 Part("hipBLAS workspace", rocm[key], _said(rocm, key)),
+                 Part("hipBLASLt workspace", rocm["hipblaslt_bytes"], _said(rocm, "hipblaslt_bytes"))]
+        nccl = nccl_part(groups, "RCCL buffers", "; RCCL not read: NCCL's defaults")
+    else:
+        parts = [Part("CUDA context", ctx["bytes"], _said(ctx, "bytes")),
+                 Part("cuBLAS workspace", cub["bytes"], _said(cub, "bytes")),
+                 Part("cuBLASLt workspace", lt["bytes"], _said(lt, "bytes"))]
+        nccl = nccl_part(groups)
     return tuple(parts + ([nccl] if nccl else []))
 
 
@@ -135,7 +159,7 @@ class Reserve:
 
     def words(self) -> str:
         """The reserve's parts in words: ``runtime: CUDA context 400.00 MB + ...``."""
-        return "runtime: " + " + ".join(f"{p.name} {p.bytes / 1e6:,.2f} MB" for p in self.parts)
+        return "runtime: " + " + ".join(f"{p.name} {p.bytes / 1e6:,.2f} MB" if p.bytes else p.name for p in self.parts)
 
 
 def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> Reserve:
@@ -143,7 +167,8 @@ def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> 
     or None) with the parallel ``groups`` (name → degree) and a device of ``capacity`` bytes
     (``given``: from ``--memory``, kept as is)."""
     seen = None if given or hw is None else visible_memory(hw.key)
-    parts = training_parts(None if hw is None else hw.compute_capability, groups)
+    parts = training_parts(None if hw is None else hw.compute_capability, groups, None if hw is None else hw.vendor,
+                           None if hw is None else hw.key)
     return Reserve(seen[0] if seen else capacity, seen[1] if seen else None, parts)
 
 

@@ -86,15 +86,22 @@ def test_qwen3_coder_480b_log_recipes_12():
 # ------------------------------------------------------------------ the profiled path
 
 def test_available_memory_as_vllm_profiles_it(llama):
-    # requested = total × 0.9; minus weights, the activation estimate and the non-torch reserve
+    # requested = total × 0.9, the total as CUDA reports it (vllm @ 35d5cda1 gpu_worker.py::Worker.init_device:
+    # requested_memory = total × gpu_memory_utilization; vllm PR #10511 logs an H100's total_gpu_memory as
+    # 79.22GiB: runtime_memory.toml [visible.h100-sxm], floored to whole bytes); minus weights, the activation
+    # estimate and the non-torch reserve
     v = llama.values("llama-3-8b")
     rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=8, values=v)
     got = _vllm(rep)
-    assert got["requested_bytes"] == 72_000_000_000          # 80 GB preset × 0.9
-    # issue 29: the weights as vLLM loads them: the parameters and the rotary cos/sin cache (Llama-3-8B's
-    # max_position_embeddings 8192 x head 128 x bf16; vllm rotary_embedding/base.py::_compute_cos_sin_cache)
-    rope = 8192 * 128 * 2
-    assert got["weight_bytes"] == rep.values["weight_bytes"] + rope == 16_060_522_496 + rope
+    assert got["total_bytes"] == int(sympy.Rational("79.22") * GIB) == 85_061_827_297
+    assert "[visible.h100-sxm]" in got["total_from"]
+    assert got["requested_bytes"] == 85_061_827_297 * 9 // 10 == 76_555_644_567
+    # issue 29: the weights as vLLM loads them: the parameters, the rotary cos/sin cache (Llama-3-8B's
+    # max_position_embeddings 8192 x head 128 x bf16; vllm rotary_embedding/base.py::_compute_cos_sin_cache) and
+    # V1's 7 fp32 scalars per attention layer, 512 B each (vllm @ 004a5da0 attention/layer.py; PyTorch's
+    # CUDACachingAllocator kMinBlockSize 512)
+    rope, scalars = 8192 * 128 * 2, 32 * 7 * 512
+    assert got["weight_bytes"] == rep.values["weight_bytes"] + rope + scalars == 16_060_522_496 + rope + scalars
     # H100 (80 GB, not an A100) under `vllm serve`: max_num_batched_tokens 8192, max_num_seqs 1024
     assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == (8192, 1024)
     # the live set at the peak of a forward of 8192 tokens (inference/profile_peak.py): at down_proj vLLM's
@@ -106,13 +113,23 @@ def test_available_memory_as_vllm_profiles_it(llama):
     # (github.com/vllm-project/vllm/pull/12126) "non_torch_memory takes 0.16GiB", floored to whole bytes
     assert got["non_torch_bytes"] == int(sympy.Rational(16, 100) * GIB) == 171_798_691
     assert "vllm.h100-tp1-pr12126" in got["non_torch_from"]
-    avail = 72_000_000_000 - 16_060_522_496 - rope - ACT - 171_798_691
+    avail = 76_555_644_567 - 16_060_522_496 - rope - scalars - ACT - 171_798_691
     assert got["available_bytes"] == avail
-    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_159   # 26,061 with the RTX 3090's 0.35 GiB
-    assert got["tokens"] == 26_159 * 16
-    assert got["max_concurrency"] == sympy.Rational(26_159, 40)   # ⌈640/16⌉ blocks per request
-    # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9
+    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 28_331
+    assert got["tokens"] == 28_331 * 16
+    assert got["max_concurrency"] == sympy.Rational(28_331, 40)   # ⌈640/16⌉ blocks per request
+    # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9 of the preset's 80 GB
     assert rep.settings["capacity_bytes"] == 72_000_000_000
+
+
+def test_vllm_total_given_memory_kept():
+    # --memory is what the user says CUDA reports: kept as given (no [visible] entry replaces it)
+    from costgraph.inference.capacity import vllm_total
+    from costgraph.inference.roofline import machine
+
+    assert vllm_total(machine("h100-sxm", memory="79.22GiB")) == (85_061_827_297, None)
+    assert vllm_total(machine("h100-sxm", memory="80GB")) == (80_000_000_000, None)
+    assert vllm_total(machine("l40s"))[1] is None          # no [visible.l40s] entry: the preset's memory
 
 
 def test_activation_estimate_experts_and_windows():
@@ -158,7 +175,8 @@ def test_utilization_is_one_minus_reserve(llama):
     a = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, gpu_memory_utilization="0.8")
     b = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2")
     assert a.settings["capacity_bytes"] == b.settings["capacity_bytes"] == 64_000_000_000
-    assert _vllm(a)["requested_bytes"] == _vllm(b)["requested_bytes"] == 64_000_000_000
+    # vLLM's requested memory: 0.8 of the total CUDA reports on an H100 (79.22 GiB, runtime_memory.toml)
+    assert _vllm(a)["requested_bytes"] == _vllm(b)["requested_bytes"] == 85_061_827_297 * 8 // 10 == 68_049_461_837
     assert a.values["max_batch"] == b.values["max_batch"]
     same = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2",
                  gpu_memory_utilization="0.8")
@@ -450,9 +468,10 @@ def test_vllm_would_not_start_is_said(capsys):
     assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
     doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
     v = doc["serving"]["vllm"]
-    # 26,159: the weights as vLLM loads them (its 2 MiB rotary cos/sin cache), the live set at the profile
-    # run's peak (inference/profile_peak.py) and the H100's logged non-torch 0.16 GiB (26,061 with 0.35 GiB)
-    assert v["num_blocks"] == 26_159 and v["blocks_per_request"] == 62_500
+    # 28,331 (test_available_memory_as_vllm_profiles_it): 0.9 of the 79.22 GiB CUDA reports, less the weights as
+    # vLLM V1 loads them (its 2 MiB rotary cos/sin cache, 7 fp32 scalars per attention layer), the live set at the
+    # profile run's peak (inference/profile_peak.py) and the H100's logged non-torch 0.16 GiB
+    assert v["num_blocks"] == 28_331 and v["blocks_per_request"] == 62_500
     assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
     assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
 
@@ -499,11 +518,39 @@ def _err(capsys, argv):
      "hint: the share of the peak reached: 1 is the ideal roofline, e.g. 0.45\n"),
     ("--bandwidth-efficiency", "0", "error: --bandwidth-efficiency must be a fraction in (0, 1], not 0\n"
      "hint: the share of the HBM bandwidth reached: 1 is the ideal roofline, e.g. 0.45\n"),
-    ("--reserve", "1", "error: --reserve must be a fraction in [0, 1), not 1\n"
-     "hint: the share of device memory kept free: vLLM keeps 0.1\n"),
 ])
 def test_infer_refuses_efficiencies_reserve_and_page_size_out_of_range(capsys, flag, value, message):
     assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", flag, value]) == message
+
+
+# infer's --reserve is vLLM's 1 - gpu_memory_utilization (vllm/config/cache.py: gpu_memory_utilization 0.9): a
+# fraction. Was: "must be a fraction in [0, 1), not 3/2" and "hint: the share of device memory kept free: vLLM
+# keeps 0.1" (not what to type), and "a number such as 0.45, 2.5 or 140e12" for text (2.5 is refused)
+RESERVE_HINT = ("hint: give the share of each GPU's memory kept free, a fraction below 1: --reserve 0.1 (the default, "
+                "vLLM's gpu_memory_utilization 0.9), or --gpu-memory-utilization 0.9; for memory in bytes, --memory "
+                "(the device's) or --kv-memory (the KV cache's)\n")
+
+
+def test_infer_reserve_refused_with_what_to_type(capsys):
+    # one run of the command line (exit 2, the message and the hint), the other refusals through the API
+    from costgraph.errors import CostgraphValueError
+    from costgraph.inference.roofline import serving_reserve
+
+    assert _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--reserve=100GB"]) == \
+        "error: infer's --reserve is a fraction, not a size: '100GB'\n" + RESERVE_HINT
+    for value, message in (("1", "--reserve 1 is not a fraction in [0, 1): it keeps all of the device memory free"),
+                           ("1.5", "--reserve 1.5 is not a fraction in [0, 1): it keeps all of the device memory free"),
+                           ("abc", "cannot read --reserve 'abc'")):
+        with pytest.raises(CostgraphValueError) as e:
+            serving_reserve(value)
+        assert (e.value.message, "hint: " + e.value.hint + "\n") == (message, RESERVE_HINT)
+
+
+def test_infer_reserve_reads_exact_fractions():
+    from costgraph.inference.roofline import serving_reserve
+
+    assert serving_reserve("1/3") == sympy.Rational(1, 3) and serving_reserve(None) == sympy.Rational(1, 10)
+    assert serving_reserve("5e-1") == serving_reserve(0.5) == sympy.Rational(1, 2)
 
 
 def test_infer_refuses_page_size_zero(capsys):

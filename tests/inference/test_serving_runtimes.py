@@ -82,16 +82,41 @@ def _llama31_vllm_weights(tp):
     return 2 * params + MAXPOS * D * 2                                        # bf16; cos_sin_cache bf16
 
 
+# vLLM V1 (the default --vllm-engine): each attention layer also creates 7 fp32 scalars on the GPU (vllm @ 004a5da0
+# vllm/attention/layer.py: set_default_quant_scales registers _k_scale, _v_scale, _q_scale, _prob_scale;
+# Attention.__init__ q_range, k_range, v_range), each a 512-byte block of PyTorch's caching allocator
+# (c10/cuda/CUDACachingAllocator.cpp kMinBlockSize = 512); V0 as of v0.6.4 kept the scales as Python floats
+SCALARS = L * 7 * 512
+
+
 @pytest.mark.parametrize("tp", [1, 2])
 def test_llama31_8b_weights_as_vllm_loads_them(tp):
     rw = _report("examples/hf/llama-3.1-8b.json", tp).runtime_weights
-    assert rw.bytes == _llama31_vllm_weights(tp) == {1: 16_094_076_928, 2: 8_064_081_920}[tp]
+    assert rw.bytes == _llama31_vllm_weights(tp) + SCALARS == {1: 16_094_191_616, 2: 8_064_196_608}[tp]
     terms = {t.name: t.bytes for t in rw.terms}
     assert terms["rotary cos/sin cache"] == 32 * 2**20            # 32 MiB for every Llama-3.1 run
     assert terms["vocabulary padding"] == 0
+    assert terms["attention scalars"] == 114_688
     assert rw.checkpoint_bytes == 16_060_522_496                   # 8,030,261,248 parameters x 2 B
-    # vLLM's log for Llama-3.1-8B on one GPU: "Loading model weights took 14.9888 GB" (GiB, 4 decimals)
-    assert f"{rw.bytes / 2**30:.4f}" == {1: "14.9888", 2: "7.5103"}[tp]
+    # vLLM V1's log for Llama-3.1-8B on an L40S (vllm-project/vllm PR #17122): "Model loading took 14.9889 GiB"
+    assert f"{rw.bytes / 2**30:.4f}" == {1: "14.9889", 2: "7.5104"}[tp]
+
+
+def test_llama31_8b_weights_as_vllm_v0_loads_them():
+    # vLLM V0's log for Llama-3.1-8B on one RTX 3090 (vllm-project/vllm issue #10517, vllm 0.6.4): "Loading model
+    # weights took 14.9888 GB" (GiB, 4 decimals): no attention scalars (self._k_scale = 1.0, a Python float)
+    rw = _report("examples/hf/llama-3.1-8b.json", 1, vllm_engine="v0").runtime_weights
+    assert rw.bytes == _llama31_vllm_weights(1) == 16_094_076_928
+    assert "attention scalars" not in {t.name for t in rw.terms}
+    assert f"{rw.bytes / 2**30:.4f}" == "14.9888"
+
+
+def test_vllm_engine_refused_with_hint():
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError) as e:   # checked before the analysis: no model needed
+        infer(None, prompt=10, generate=2, batch=1, vllm_engine="v2")
+    assert "v2" in str(e.value) and "v1" in (e.value.hint or "")
 
 
 def test_vocabulary_padded_to_64_per_rank():

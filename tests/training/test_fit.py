@@ -118,6 +118,22 @@ def test_cli_exit_status_and_json(tmp_path, capsys, trained):
     assert "--kv is a serving option" in capsys.readouterr().err
 
 
+def test_memory_below_the_runtime_reserve_refused(tmp_path, capsys):
+    # was "the most-loaded device does NOT fit" with "next steps" for a --memory the runtime alone fills: the
+    # runtime reserve of TP 2 on an H100 (test_train_verdict_is_the_training_analysis's parts; NCCL's buffers of
+    # one TP 2 communicator, NCCL src/init.cc) is 588,743,680 B, more than --memory 100MB
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA31))
+    for command in ("train", "fit"):
+        assert main([command, str(cfg), "--hardware", "h100-sxm", "--gpus", "2", "--tp", "2", "--memory", "100MB"]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert err.startswith("error: the device memory, 100,000,000 bytes, is not more than the runtime reserve of "
+                              "588,743,680 bytes (runtime: CUDA context 400.00 MB + cuBLAS workspace 33.55 MB + "
+                              "cuBLASLt workspace 1.05 MB + NCCL buffers 154.14 MB)\n")
+        assert "hint: --memory is one GPU's whole memory" in err and "--reserve 0" in err
+
+
 def test_sizes_and_rates_print_significant_digits_of_the_exact_value():
     """fit's GiB column printed float noise past 16 digits (47,159,269,452,095,136.00 GiB) and a rate of
     5e-10 tokens/s printed 0.0 (issue 30 item 2): two decimals where a double holds them and they show

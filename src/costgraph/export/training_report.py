@@ -399,7 +399,8 @@ def _fits_text(fits) -> list[str]:
     out = ["", f"device memory {units.with_unit('activation_bytes', cap)}"
            + (f" ({fits['capacity_from']})" if fits.get("capacity_from") else "")
            + (f" less a reserve of {units.with_unit('activation_bytes', held)} ("
-              + (fits["reserve_from"] if "reserve_from" in fits else "--reserve") + ")" if held else "")
+              + (fits["reserve_from"] if "reserve_from" in fits else "--reserve") + ")"
+              if held or fits.get("reserve_parts") else "")
            + f": the most-loaded device {verdict}"
            + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
     for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):

@@ -12,7 +12,9 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
 ``Maximum concurrency for L tokens per request: X``), computed as vLLM computes them:
 
 * available KV memory (vllm @ 35d5cda1 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory``)
-  = ``total × gpu_memory_utilization − (weights + torch activation peak + non-torch memory)``,
+  = ``total × gpu_memory_utilization − (weights + torch activation peak + non-torch memory)``, ``total``
+  the memory CUDA reports on a preset that ``runtime_memory.toml`` names (``[visible.NAME]``: 79.22 GiB on
+  an H100 SXM, :func:`vllm_total`), else the device memory (``--memory``, the preset's),
   or ``kv_cache_memory_bytes`` when given (``--kv-memory``: vLLM's option, which wins over the
   profile; also the way to reproduce a log from its own ``Available KV cache memory`` line).
   The **activation peak is an estimate**: vLLM measures it in a profile run, a forward of
@@ -247,6 +249,20 @@ def _groups(kinds: list, block: int, pages: set) -> tuple:
     return _whole_page(pages.pop()), group_size, [(k, -(-k["layers"] // group_size)) for k in kinds]
 
 
+def vllm_total(m) -> tuple[int, str | None]:
+    """``(bytes, words)``: the device memory vLLM multiplies by ``gpu_memory_utilization`` on device ``m``:
+    the total CUDA reports (``torch.cuda.mem_get_info``, vllm @ 35d5cda1 ``gpu_worker.py::Worker.init_device``:
+    ``requested_memory = total × gpu_memory_utilization``; logged as ``total_gpu_memory``) where the memory
+    is the preset's and ``runtime_memory.toml`` has a ``[visible.NAME]`` entry of it (H100 SXM: 79.22 GiB,
+    not the vendor's 80 GB), else ``m.memory`` (``--memory``, or a preset without an entry: words None)."""
+    from ..runtime_memory import visible_memory
+
+    figures = getattr(m, "figures", None)
+    from_preset = figures is not None and m.name is not None and figures.origin.get("device_memory") == m.name
+    seen = visible_memory(m.name) if from_preset else None
+    return (seen[0], seen[1]) if seen else (int(m.memory), None)
+
+
 def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None,
                   draft: dict | None = None) -> dict:
     """vLLM's KV cache on device ``m`` (module docstring): ``{available_bytes, requested_bytes,
@@ -271,7 +287,9 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
                    note="no device memory: give --kv-memory")
         return out
     else:
-        requested = int(sympy.floor(m.memory * s.utilization))
+        total, total_from = vllm_total(m)
+        requested = int(sympy.floor(total * s.utilization))
+        out.update(total_bytes=total, total_from=total_from)
         # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
         act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
         w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
@@ -312,12 +330,16 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
 def vllm_lines(v: dict) -> list[str]:
     """The text lines of :func:`vllm_kv_cache`'s result, vLLM's log lines among them."""
     gib = lambda x: f"{x / GIB:.2f} GiB"   # noqa: E731
-    lines = ["", "vLLM KV cache (V1 engine, as its start-up log reports it)"]
+    v0 = v.get("engine") == "v0"   # V0 prints "# GPU blocks: N": the blocks below (one group of a uniform model)
+    lines = ["", "vLLM KV cache (V0 engine, as its start-up log reports it: # GPU blocks)" if v0 else
+             "vLLM KV cache (V1 engine, as its start-up log reports it)"]
     if v["kv_memory_given"]:
         lines.append(f"  {'available KV memory':<26}{v['available_bytes']:,} bytes ({gib(v['available_bytes'])}, given: "
                      "--kv-memory)")
     elif v.get("available_bytes") is not None:
-        lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} (memory x {float(sympy.Rational(v['utilization'])):g}); weights "
+        u = float(sympy.Rational(v['utilization']))
+        share = f"memory x {u:g}" if not v.get("total_from") else f"{u:g} x {gib(v['total_bytes'])} {v['total_from']}"
+        lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} ({share}); weights "
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
         if v.get("non_torch_from"):

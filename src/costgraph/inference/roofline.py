@@ -37,7 +37,8 @@ from typing import ClassVar
 
 import sympy
 
-from ..choices import CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION
+from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION,
+                       VLLM_ENGINE)
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -249,7 +250,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
           dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default,
-          sglang_fraction: str = SGLANG_FRACTION.default) -> InferenceReport:
+          sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced
@@ -282,9 +283,9 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     ``k`` with ``acceptance`` ``α`` and ``draft`` (a model loaded by
     :func:`costgraph.inference.load`, ``draft_values`` its dimensions; ``draft_mtp``: it is the
     target built with ``option mtp`` and its MTP heads draft). ``ep``, ``dp_attention``, ``pp``, ``tp_overlap``: the parallel serving layout
-    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`."""
-    reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency),
-                           gpu_memory_utilization, given=reserve is not None)   # cap: utilization is 1 - reserve
+    (:mod:`costgraph.inference.parallel`; the defaults leave every figure as plain TP). ``runtime``, ``sglang_fraction``: :mod:`.runtimes`; ``vllm_engine``: :mod:`.runtime_weights`."""
+    reserve = _utilization(_check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency,
+                                         vllm_engine), gpu_memory_utilization, given=reserve is not None)   # 1 - utilization
     kv = kv if kv is not None else LLAMACPP_DEFAULT_KV if runtime == "llamacpp" else DEFAULT_KV   # llama.cpp: f16
     settings = dict(weights=weights, kv=kv, convention=convention, causal=causal, activations=activations,
                     quantized=quantized, keep=keep)
@@ -317,7 +318,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                non_torch_memory=non_torch_memory, max_model_len=max_model_len, shared_prefix=shared_prefix,
                chunk=chunk, speculative_tokens=speculative_tokens, acceptance=acceptance, draft=draft,
                draft_values=draft_values, draft_mtp=draft_mtp, max_position=(values or {}).get(inf.s),
-               runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization))
+               runtime=(runtime, sglang_fraction, pp), fraction=gpu_memory_utilization, vllm_engine=vllm_engine))
     _finish(rep, inf, m, t, layout, quantized, keep, compute_efficiency, bandwidth_efficiency)
     return rep
 
@@ -377,16 +378,50 @@ def _layout_machine(layout, *args, **figures) -> Machine:
     return m
 
 
-def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency):
-    """Check the counts and fractions of :func:`infer`; returns ``reserve`` as a Rational
-    (None: the default 0.1)."""
+#: what to do with a --reserve that infer cannot take (it is vLLM's 1 - gpu_memory_utilization, a fraction)
+RESERVE_HINT = ("give the share of each GPU's memory kept free, a fraction below 1: --reserve 0.1 (the default, vLLM's "
+                "gpu_memory_utilization 0.9), or --gpu-memory-utilization 0.9; for memory in bytes, --memory (the "
+                "device's) or --kv-memory (the KV cache's)")
+
+
+def serving_reserve(value) -> sympy.Rational:
+    """``infer``'s ``--reserve`` as a Rational in [0, 1) (None: 0.1, vLLM's 1 − ``gpu_memory_utilization``):
+    a number, or text read exactly (``0.1``, ``1/10``: :func:`costgraph.arguments.parse_fraction`, never evaluated).
+
+    Raises
+    ------
+    CostgraphValueError
+        Text that is no number (``100GB``: a size, which ``train``'s ``--reserve`` takes and ``infer``'s
+        does not), or a number outside [0, 1); the hint says what to give (:data:`RESERVE_HINT`)."""
+    from ..arguments import parse_fraction, rational
+
+    if value is None:
+        return sympy.Rational(1, 10)
+    try:
+        r = parse_fraction(value, "--reserve") if isinstance(value, str) else rational(value, "--reserve")
+    except CostgraphValueError as e:
+        size = isinstance(value, str) and value.strip()[-1:].upper() == "B"
+        raise CostgraphValueError(f"infer's --reserve is a fraction, not a size: {value.strip()[:40]!r}" if size
+                                  else e.message, hint=RESERVE_HINT) from None
+    if not 0 <= r < 1:
+        shown = f"{float(r):g}" if r.q != 1 else str(r)
+        raise CostgraphValueError(f"--reserve {shown} is not a fraction in [0, 1): it keeps {'all' if r >= 1 else 'less than none'} "
+                                  "of the device memory free", hint=RESERVE_HINT)
+    return r
+
+
+def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency,
+                  vllm_engine=VLLM_ENGINE.default):
+    """Check the counts, fractions and the vLLM engine of :func:`infer` (before any analysis); returns
+    ``reserve`` as a Rational (None: the default 0.1)."""
+    try:
+        VLLM_ENGINE.check(vllm_engine)
+    except ValueError as e:
+        raise CostgraphValueError(str(e), hint=VLLM_ENGINE.hint()) from None
     for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
-    reserve = sympy.Rational(str("0.1" if reserve is None else reserve))
-    if not 0 <= reserve < 1:
-        raise CostgraphValueError(f"--reserve must be a fraction in [0, 1), not {reserve}",
-                                  hint="the share of device memory kept free: vLLM keeps 0.1")
+    reserve = serving_reserve(reserve)
     for name, e in (("compute-efficiency", compute_efficiency), ("bandwidth-efficiency", bandwidth_efficiency)):
         e = sympy.nsimplify(e)
         if not (e.is_Rational and 0 < e <= 1):

@@ -24,6 +24,19 @@ what the layers allocate beside them. :func:`vllm_weights` names each term:
   every rank. Llama-3.1: 131,072 × 128 × 2 B = 32 MiB. ``yarn``/``deepseek_yarn`` scaling builds
   ``original_max_position × factor`` rows instead: the caller passes the rows.
 
+* **attention scalars** (V1, ``--vllm-engine v1``) — each attention layer creates seven fp32
+  scalars on the GPU while the model is built (under the loader's target device): the KV-cache
+  quantization scales ``_k_scale``, ``_v_scale``, ``_q_scale``, ``_prob_scale`` and the ranges
+  ``q_range``, ``k_range``, ``v_range`` (vllm @ 004a5da0 ``vllm/attention/layer.py``:
+  ``set_default_quant_scales`` registers the four buffers, ``Attention.__init__`` /
+  ``MLAAttention.__init__`` the three ranges; the mid-2025 ``Attention.__init__`` creates the same
+  seven). PyTorch's caching allocator rounds every block up to 512 B (pytorch
+  ``c10/cuda/CUDACachingAllocator.cpp``: ``kMinBlockSize = 512``, "all sizes are rounded to at least
+  512 bytes"; ``memory_allocated`` counts the rounded blocks), so each scalar takes 512 B: 7 × 512 =
+  3,584 B per layer, 114,688 B for Llama-3.1-8B's 32 layers — the 14.9888 → 14.9889 GiB between the
+  V0 log of vllm issue #10517 and the V1 log of PR #17122 (same model). V0 as of v0.6.4 kept the
+  scales as Python floats (``self._k_scale = 1.0``): ``--vllm-engine v0`` counts none.
+
 Not modelled: the padded or repacked shapes of quantized kernels (Marlin, MXFP4 per GPU
 class): the parameters term is the checkpoint's packed bytes (docs/peers.md).
 """
@@ -37,6 +50,11 @@ import sympy
 from ..engine.symbols import as_expr
 
 VOCAB_PADDING = 64   # vllm vocab_parallel_embedding.py::DEFAULT_VOCAB_PADDING_SIZE
+#: fp32 scalars each vLLM V1 attention layer creates on the GPU (module docstring: vllm @ 004a5da0
+#: attention/layer.py: _k_scale, _v_scale, _q_scale, _prob_scale, q_range, k_range, v_range)
+ATTENTION_SCALARS = 7
+#: the smallest block of PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp kMinBlockSize)
+MIN_BLOCK = 512
 
 
 @dataclass(frozen=True)
@@ -128,10 +146,23 @@ def rotary_tables(inf, subs: dict) -> list[int]:
     return list(seen.values())
 
 
-def vllm_weights(inf, subs: dict, max_position: int | None, dtype_bytes: int = 2) -> RuntimeWeights | None:
+def attention_layers(inf, subs: dict) -> int | None:
+    """vLLM's attention layers on each rank: the modules holding cached K/V (or MLA's latent),
+    times their layer count (every rank builds every layer under TP); None without values."""
+    modules = {}
+    for e in inf.kv_entries:
+        path = e.path.rsplit("/", 1)[0]
+        modules[path] = _int(inf.cg.nodes[e.path]["count"], subs)
+    return None if None in modules.values() else sum(modules.values())
+
+
+def vllm_weights(inf, subs: dict, max_position: int | None, dtype_bytes: int = 2,
+                 engine: str = "v1") -> RuntimeWeights | None:
     """vLLM's ``model weights take`` per rank (module docstring) for the analysis ``inf`` at
     ``subs``; ``max_position``: the cos/sin cache's rows (``max_position_embeddings``; None: the
-    term is named absent); ``dtype_bytes``: the model dtype's. None when a size has no value."""
+    term is named absent); ``dtype_bytes``: the model dtype's; ``engine``: ``v1`` adds the attention
+    layers' fp32 scalars (:data:`ATTENTION_SCALARS` blocks of :data:`MIN_BLOCK` bytes each), ``v0``
+    (or None: another runtime) none. None when a size has no value."""
     params = _int(inf.weight_memory(), subs)
     whole = _int(sum((inf.cg.weights[w].count * inf.weight_copy_bytes(w) * inf._wdiv(w) for w in inf.cg.weights),
                      sympy.Integer(0)), subs)
@@ -148,18 +179,24 @@ def vllm_weights(inf, subs: dict, max_position: int | None, dtype_bytes: int = 2
                                 f"rotary_dim {', '.join(map(str, tables))}] x {dtype_bytes} B"))
     elif tables:
         absent.append("rotary cos/sin cache: max_position_embeddings unknown (give a config.json)")
+    layers = attention_layers(inf, subs) if engine == "v1" else 0
+    if layers:
+        terms.append(WeightTerm("attention scalars", layers * ATTENTION_SCALARS * MIN_BLOCK,
+                                f"vllm attention/layer.py (V1): {layers} layer(s) x {ATTENTION_SCALARS} fp32 scalars "
+                                f"(k/v/q/prob scales, q/k/v ranges) x {MIN_BLOCK} B (PyTorch's smallest block)"))
     absent.append("quantized kernels' padded/repacked shapes (Marlin, MXFP4): checkpoint's packed bytes counted")
     return RuntimeWeights("vLLM", "Model loading took / model weights take", tuple(terms), whole, tuple(absent))
 
 
-def attach(rep, inf, max_position) -> None:
+def attach(rep, inf, max_position, engine: str = "v1") -> None:
     """Set ``rep.runtime_weights`` (an :class:`~costgraph.inference.roofline.InferenceReport`) to
     :func:`vllm_weights` for plain TP (``inf`` an :class:`~costgraph.inference.phases.Inference`;
-    None for the parallel serving layouts), the model dtype's bytes from the compute dtype."""
+    None for the parallel serving layouts), the model dtype's bytes from the compute dtype; ``engine``:
+    vLLM's (``--vllm-engine``)."""
     from .phases import Inference
 
     if not isinstance(inf, Inference):
         return
     mp = None if max_position is None else int(max_position)
     width = 4 if rep.settings.get("compute") in ("fp32", "tf32") else 2
-    rep.runtime_weights = vllm_weights(inf, rep.subs, mp, width)
+    rep.runtime_weights = vllm_weights(inf, rep.subs, mp, width, engine)

@@ -6,7 +6,7 @@ prefix caching and chunked prefill (:mod:`costgraph.inference.prefill_modes`) an
 
 from __future__ import annotations
 
-from ..choices import RUNTIME, SGLANG_FRACTION
+from ..choices import RUNTIME, SGLANG_FRACTION, VLLM_ENGINE
 from ..errors import CostgraphValueError
 from .exact import exact_value as _exact
 from .phases import Inference
@@ -26,7 +26,10 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     :class:`~costgraph.inference.roofline.Machine`; ``sec``: a step's seconds on ``m`` at TP ``t``)."""
     from .capacity import VllmSettings, capacity, parse_bytes, with_drafter
     from .runtime_weights import attach
-    attach(rep, inf, opts["max_position"])   # rep.runtime_weights: the weights vLLM's KV sizing subtracts
+
+    engine = opts.get("vllm_engine", VLLM_ENGINE.default)   # checked by roofline.infer before the analysis
+    # rep.runtime_weights: the weights the KV sizing subtracts (vLLM V1's attention scalars under vLLM only)
+    attach(rep, inf, opts["max_position"], engine if opts["runtime"][0] == "vllm" else None)
 
     kvm = opts["kv_memory"]
     if kvm is not None and opts["runtime"][0] == "llamacpp":   # it was ignored without a word
@@ -46,7 +49,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
         with_drafter(rep, inf, m, page, vs, prompt + generate)
-    rep.serving["vllm"]["non_torch_from"] = non_torch_from
+    rep.serving["vllm"].update(non_torch_from=non_torch_from, engine=engine)
     runtime, rule, pp = opts["runtime"]
     for choice, value in ((RUNTIME, runtime), (SGLANG_FRACTION, rule)):
         try:

@@ -304,6 +304,11 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
 
         r = training_reserve(hw, _groups(result.layout, values), capacity, given)
         capacity, held = r.capacity, r.bytes
+        if held >= capacity:   # was "does NOT fit" (issue 29): no layout fits a device the runtime alone fills
+            raise CostgraphValueError(
+                f"the device memory, {capacity:,} bytes, is not more than the runtime reserve of {held:,} bytes "
+                f"({r.words()})", hint="--memory is one GPU's whole memory, e.g. 80GB or 79.22GiB (an H100's, as "
+                "CUDA reports it); or keep less of it free: --reserve 0 (nothing) or a size below it")
         extra = {"reserve_from": r.words(), "reserve_parts": [p.to_dict() for p in r.parts]}
         if r.capacity_from:
             extra["capacity_from"] = r.capacity_from
