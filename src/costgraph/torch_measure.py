@@ -226,21 +226,34 @@ def meta_forward():
     on meta. Our position ids are ``arange(s)``, for which that function returns None
     (not packed); on meta tensors this context returns None directly. Nothing else in
     the model changes: SDPA models then get ``is_causal=True`` and no mask, as in training.
+    Encoder-style models (BigBird, RoFormer, RemBERT, MegatronBERT: transformers 5.24
+    ``PreTrainedModel.warn_if_padding_and_no_attention_mask``) look for the pad token in the
+    first and last ids to log a warning (``pad_token_id in input_ids[:, [-1, 0]]``, an
+    ``.item()``): on meta ids that check is skipped; it computes nothing the model uses.
     """
-    from transformers import masking_utils
+    from transformers import masking_utils, modeling_utils
 
     real = masking_utils.find_packed_sequence_indices
+    model_class = modeling_utils.PreTrainedModel
+    warn = model_class.warn_if_padding_and_no_attention_mask
 
     def find_packed_sequence_indices(position_ids, *args, **kwargs):
         if position_ids.device.type == "meta":
             return None
         return real(position_ids, *args, **kwargs)
 
+    def warn_if_padding_and_no_attention_mask(self, input_ids, attention_mask):
+        if input_ids is not None and input_ids.device.type == "meta":
+            return None
+        return warn(self, input_ids, attention_mask)
+
     masking_utils.find_packed_sequence_indices = find_packed_sequence_indices
+    model_class.warn_if_padding_and_no_attention_mask = warn_if_padding_and_no_attention_mask
     try:
         yield
     finally:
         masking_utils.find_packed_sequence_indices = real
+        model_class.warn_if_padding_and_no_attention_mask = warn
 
 
 def native_dropout():
