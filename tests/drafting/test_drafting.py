@@ -129,6 +129,27 @@ def test_post_norm_layer():
         "x = layernorm(x + gqa_attention(x, a, kv, d, rotary = false, name = self_attn), bias = false, name = ln)"]
 
 
+def test_xielu_mlp_is_written_out_with_its_two_scalars():
+    """Apertus (transformers 5.24 modeling_apertus.py ``ApertusMLP``): ``down_proj(act_fn(up_proj(x)))`` without a
+    gate, ``act_fn`` an ``XIELUActivation`` holding ``alpha_p`` and ``alpha_n`` of shape [1] (activations.py): the
+    ``xielu`` operator, its two parameters counted (the operator against transformers' module:
+    tests/ops/test_new_ops_torch.py)."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    act = Module("l.mlp.act_fn", "act_fn", "XIELUActivation", params={"alpha_p": (1,), "alpha_n": (1,)})
+    mlp = Module("l.mlp", "mlp", "ApertusMLP", children=[_linear("up_proj", v["h"], v["i"]), act,
+                                                         _linear("down_proj", v["i"], v["h"])],
+                 src="feedforward_layernorm", order=1)
+    layer = _layer([_norm("feedforward_layernorm", v["h"], "input", order=0), mlp])
+    assert layer_lines(layer, sz, rotary=True) == [
+        "x = x + linear(xielu(linear(rmsnorm(x, name = feedforward_layernorm), i, bias = false, name = up_proj), "
+        "name = act_fn), h, bias = false, name = down_proj)"]
+    assert _params(_draft(layer, Sizer(probe())), v) == layer.param_count()
+    act.params["alpha_p"] = (2,)      # a shape the operator does not hold: no guess
+    sz = Sizer(probe())
+    assert layer_lines(layer, sz, rotary=True)[0].startswith("# TODO mlp: ApertusMLP") and sz.todos == ["l.mlp"]
+
+
 def test_unknown_module_is_a_todo_never_a_guess():
     sz = Sizer(probe())
     v = sz.probe.symbol_values()

@@ -18,6 +18,9 @@ the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the d
 (weightless norms, QK-norm included; its one norm called before and after the layers), Ministral's default config
 (a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
 
+Drafts are made once per process (:func:`draft_model` keeps them by config): the tests below that import, derive or
+read Phi's config.json (``CASES["phi"]``) reuse the family's draft instead of tracing it again.
+
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted, checked, cached
 by the config's hash and named as drafted; one whose draft is not exact (Doge: its attention is no std block) is
 refused with what differs.

@@ -273,7 +273,8 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     ``source``: a parsed config.json (a dict with ``model_type``), its path, a ``model_type`` of the
     installed transformers (its default config) or a transformers class name (``"LlamaForCausalLM"``).
     ``name``: the model's name in the file (default: the model_type). ``check``: compare the draft's
-    parameters and forward FLOPs with PyTorch at both probes (:class:`Check`).
+    parameters and forward FLOPs with PyTorch at both probes (:class:`Check`). A config drafted before in this
+    process (the same fields, class, name and check) is not traced again: a copy of that draft is returned.
 
     Raises
     ------
@@ -282,13 +283,30 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     CostgraphValueError
         transformers cannot build the config, or the model has no ModuleList of layers.
     """
+    import copy
+    import json
+
+    torch = _require()
+    cfg, class_name = _config(source)
+    key = (json.dumps(cfg, sort_keys=True, default=str), class_name, name, check)
+    if key not in _DRAFTED:
+        _DRAFTED[key] = _draft(torch, cfg, class_name, name, check)
+    return copy.deepcopy(_DRAFTED[key])
+
+
+#: the drafts made in this process, by (config, class, name, check): drafting is a function of the config and the
+#: installed torch and transformers, so a config drafted twice in one process (``derive`` of a config.json after
+#: ``import`` of it, the tests' families) is traced once
+_DRAFTED: dict[tuple, Draft] = {}
+
+
+def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
+    """:func:`draft_model` of a read config (``cfg`` with its model_type; ``class_name`` or None)."""
     from .. import model as cg
     from .model_file import render
 
-    torch = _require()
     import transformers
 
-    cfg, class_name = _config(source)
     config = _config_object(cfg)
     nested, target = probed_config(config)
     present = present_fields(target)
