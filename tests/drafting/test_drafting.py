@@ -362,3 +362,15 @@ def test_a_fixed_list_of_layers_folds_into_index_lists():
     assert lines[:2] == ["repeat 6 as layers[j] {   # the config's list of 6 layers", "  if j in [3] {"]
     assert "    if j in [1, 4] {" in lines
     assert _fold_params(lines, 99) == 3 * 110 + 2 * 100 + 220
+
+
+def test_gpt_neo_attention_types_are_cycled_to_the_probe_layers():
+    """GPT-Neo's config requires one attention kind per layer (configuration_gpt_neo.py ``validate_architecture``:
+    ``len(attention_layers) == num_layers``; default ``[[["global", "local"], 12]]``): a probe of 11 layers repeats the
+    shortest period of the config's list and starts one more."""
+    from costgraph.drafting.api import _cycled
+
+    assert _cycled(["global", "local"] * 12, 11) == [[["global", "local"], 5], [["global"], 1]]
+    assert _cycled(["global", "local"] * 12, 13) == [[["global", "local"], 6], [["global"], 1]]
+    assert _cycled(["global"] * 24, 11) == [[["global"], 11]]
+    assert _cycled(["local", "local", "global"] * 4, 17) == [[["local", "local", "global"], 5], [["local", "local"], 1]]

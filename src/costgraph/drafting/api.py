@@ -193,6 +193,10 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
         for f, v in follow.items():
             if f in config.to_dict() and _field(config, f) is None and f not in probe.fields and v:
                 out[keys.get(f, f)] = v
+    layers = probe.fields.get("num_hidden_layers")
+    kinds = _field(config, "attention_layers")
+    if isinstance(_field(config, "attention_types"), list) and isinstance(kinds, list) and isinstance(layers, int):
+        out["attention_types"] = _cycled(kinds, layers)
     for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
         if hasattr(config, f):
             out[f] = "auto"
@@ -201,6 +205,19 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
             out[t] = i
         elif isinstance(out.get(t), list):
             out[t] = [i]
+    return out
+
+
+def _cycled(kinds: list, layers: int) -> list:
+    """GPT-Neo's ``attention_types`` (``[[kinds, repeats], ...]``, expanded to one kind per layer and required to
+    have ``num_layers`` of them: configuration_gpt_neo.py ``validate_architecture``) for ``layers`` layers: the
+    shortest period of the config's list, repeated, then the start of one more period."""
+    period = next(m for m in range(1, len(kinds) + 1)
+                  if all(kinds[i] == kinds[i % m] for i in range(len(kinds))))
+    pattern = list(kinds[:period])
+    out = [[pattern, layers // period]]
+    if layers % period:
+        out.append([pattern[:layers % period], 1])
     return out
 
 

@@ -152,7 +152,10 @@ def mamba2_call(m: Module, arg: str, d) -> str | None:
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
-    recognised."""
+    recognised. A module of one child and no parameter of its own (GPT-Neo's ``GPTNeoAttention`` around its
+    ``GPTNeoSelfAttention``) is read as that child."""
+    if not m.params and len(m.children) == 1 and m.children[0].param_count():
+        return mixer_call(m.children[0], arg, d, rotary)
     recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d, rotary) \
         or deltanet_call(m, arg, d) or expert_call(m, arg, d) or lightning_call(m, arg, d) \
         or kda_call(m, arg, d)
