@@ -229,7 +229,10 @@ def meta_forward():
     Encoder-style models (BigBird, RoFormer, RemBERT, MegatronBERT: transformers 5.24
     ``PreTrainedModel.warn_if_padding_and_no_attention_mask``) look for the pad token in the
     first and last ids to log a warning (``pad_token_id in input_ids[:, [-1, 0]]``, an
-    ``.item()``): on meta ids that check is skipped; it computes nothing the model uses.
+    ``.item()``): on meta ids that check is skipped; it computes nothing the model uses. Where such
+    a model makes its own all-ones padding mask, whether the mask may be skipped
+    (``masking_utils._ignore_bidirectional_mask_sdpa``: ``padding_mask.all()``) is answered "no" on
+    meta: the mask is built, as a meta tensor (masking is no matrix product: the FLOPs are the same).
     """
     from transformers import masking_utils, modeling_utils
 
@@ -242,6 +245,13 @@ def meta_forward():
             return None
         return real(position_ids, *args, **kwargs)
 
+    skip = masking_utils._ignore_bidirectional_mask_sdpa
+
+    def ignore_bidirectional_mask(padding_mask, *args, **kwargs):
+        if padding_mask is not None and padding_mask.device.type == "meta":
+            return False
+        return skip(padding_mask, *args, **kwargs)
+
     def warn_if_padding_and_no_attention_mask(self, input_ids, attention_mask):
         if input_ids is not None and input_ids.device.type == "meta":
             return None
@@ -249,10 +259,12 @@ def meta_forward():
 
     masking_utils.find_packed_sequence_indices = find_packed_sequence_indices
     model_class.warn_if_padding_and_no_attention_mask = warn_if_padding_and_no_attention_mask
+    masking_utils._ignore_bidirectional_mask_sdpa = ignore_bidirectional_mask
     try:
         yield
     finally:
         masking_utils.find_packed_sequence_indices = real
+        masking_utils._ignore_bidirectional_mask_sdpa = skip
         model_class.warn_if_padding_and_no_attention_mask = warn
 
 
