@@ -11,6 +11,7 @@ verify`` tier, :mod:`costgraph.torch_measure`). Needs the ``torch`` extra.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 
@@ -254,11 +255,32 @@ def _forward(torch, model, b: int, s: int):
     counter = FlopCounterMode(display=False, custom_mapping=grouped_mm_flops_mapping())
 
     def run(m, inputs):
-        with torch.no_grad(), meta_forward(), counter:
+        with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
             m(**inputs)
 
     facts = trace(torch, model, {"input_ids": ids, "use_cache": False}, run)
     return facts, int(counter.get_total_flops())
+
+
+@contextlib.contextmanager
+def _no_weights_built(torch):
+    """A forward that builds a module with real weights fails at once: BigBird's (transformers 5.24
+    modeling_big_bird.py ``set_attention_type``) rebuilds its attention when a sequence is too short for block-sparse
+    attention, on the CPU, at the probe's sizes (gigabytes per Linear, initialised in Python)."""
+    module = torch.nn.Module
+    real = module.register_parameter
+
+    def register_parameter(self, name, param):
+        if param is not None and param.device.type != "meta":
+            raise RuntimeError(f"the forward builds {type(self).__name__}.{name} with weights on {param.device.type} "
+                               "(a module made during the forward, not by the model's constructor)")
+        return real(self, name, param)
+
+    module.register_parameter = register_parameter
+    try:
+        yield
+    finally:
+        module.register_parameter = real
 
 
 def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
