@@ -47,6 +47,7 @@ import time
 from collections import defaultdict
 
 from .errors import CostgraphValueError
+from .torch_meta import meta_forward  # noqa: F401  (re-exported: the meta forward of every measurement)
 
 TORCH_VERSION = "2.13.0"
 TRANSFORMERS_VERSION = "5.24.0"
@@ -215,32 +216,6 @@ def make_inputs(model, b: int, s: int, *, labels: bool = False) -> dict:
     if labels:
         kw["labels"] = torch.zeros((b, s), dtype=torch.long, device="meta")
     return kw
-
-
-@contextlib.contextmanager
-def meta_forward():
-    """Context for a forward on meta tensors: mask creation without data-dependent branches.
-
-    With no attention_mask, transformers 5 scans ``position_ids`` for packed sequences
-    (``find_packed_sequence_indices``) and branches on ``(...).all()``, which cannot run
-    on meta. Our position ids are ``arange(s)``, for which that function returns None
-    (not packed); on meta tensors this context returns None directly. Nothing else in
-    the model changes: SDPA models then get ``is_causal=True`` and no mask, as in training.
-    """
-    from transformers import masking_utils
-
-    real = masking_utils.find_packed_sequence_indices
-
-    def find_packed_sequence_indices(position_ids, *args, **kwargs):
-        if position_ids.device.type == "meta":
-            return None
-        return real(position_ids, *args, **kwargs)
-
-    masking_utils.find_packed_sequence_indices = find_packed_sequence_indices
-    try:
-        yield
-    finally:
-        masking_utils.find_packed_sequence_indices = real
 
 
 def native_dropout():

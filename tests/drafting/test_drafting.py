@@ -129,6 +129,27 @@ def test_post_norm_layer():
         "x = layernorm(x + gqa_attention(x, a, kv, d, rotary = false, name = self_attn), bias = false, name = ln)"]
 
 
+def test_xielu_mlp_is_written_out_with_its_two_scalars():
+    """Apertus (transformers 5.24 modeling_apertus.py ``ApertusMLP``): ``down_proj(act_fn(up_proj(x)))`` without a
+    gate, ``act_fn`` an ``XIELUActivation`` holding ``alpha_p`` and ``alpha_n`` of shape [1] (activations.py): the
+    ``xielu`` operator, its two parameters counted (the operator against transformers' module:
+    tests/ops/test_new_ops_torch.py)."""
+    sz = Sizer(probe())
+    v = sz.probe.symbol_values()
+    act = Module("l.mlp.act_fn", "act_fn", "XIELUActivation", params={"alpha_p": (1,), "alpha_n": (1,)})
+    mlp = Module("l.mlp", "mlp", "ApertusMLP", children=[_linear("up_proj", v["h"], v["i"]), act,
+                                                         _linear("down_proj", v["i"], v["h"])],
+                 src="feedforward_layernorm", order=1)
+    layer = _layer([_norm("feedforward_layernorm", v["h"], "input", order=0), mlp])
+    assert layer_lines(layer, sz, rotary=True) == [
+        "x = x + linear(xielu(linear(rmsnorm(x, name = feedforward_layernorm), i, bias = false, name = up_proj), "
+        "name = act_fn), h, bias = false, name = down_proj)"]
+    assert _params(_draft(layer, Sizer(probe())), v) == layer.param_count()
+    act.params["alpha_p"] = (2,)      # a shape the operator does not hold: no guess
+    sz = Sizer(probe())
+    assert layer_lines(layer, sz, rotary=True)[0].startswith("# TODO mlp: ApertusMLP") and sz.todos == ["l.mlp"]
+
+
 def test_unknown_module_is_a_todo_never_a_guess():
     sz = Sizer(probe())
     v = sz.probe.symbol_values()
@@ -343,3 +364,15 @@ def test_a_fixed_list_of_layers_folds_into_index_lists():
     assert lines[:2] == ["repeat 6 as layers[j] {   # the config's list of 6 layers", "  if j in [3] {"]
     assert "    if j in [1, 4] {" in lines
     assert _fold_params(lines, 99) == 3 * 110 + 2 * 100 + 220
+
+
+def test_gpt_neo_attention_types_are_cycled_to_the_probe_layers():
+    """GPT-Neo's config requires one attention kind per layer (configuration_gpt_neo.py ``validate_architecture``:
+    ``len(attention_layers) == num_layers``; default ``[[["global", "local"], 12]]``): a probe of 11 layers repeats the
+    shortest period of the config's list and starts one more."""
+    from costgraph.drafting.api import _cycled
+
+    assert _cycled(["global", "local"] * 12, 11) == [[["global", "local"], 5], [["global"], 1]]
+    assert _cycled(["global", "local"] * 12, 13) == [[["global", "local"], 6], [["global"], 1]]
+    assert _cycled(["global"] * 24, 11) == [[["global"], 11]]
+    assert _cycled(["local", "local", "global"] * 4, 17) == [[["local", "local", "global"], 5], [["local", "local"], 1]]

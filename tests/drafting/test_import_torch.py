@@ -15,8 +15,13 @@ norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's predicti
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
-(weightless norms, QK-norm included; its one norm called before and after the layers), Ministral's default config
+(weightless norms, QK-norm included; its one norm called before and after the layers), GPT-Neo (global and
+local attention layers in turn: ``attention_types`` cycled to each probe's layers, ``window_size`` read as ``W``),
+Ministral's default config
 (a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
+
+Drafts are made once per process (:func:`draft_model` keeps them by config): the tests below that import, derive or
+read Phi's config.json (``CASES["phi"]``) reuse the family's draft instead of tracing it again.
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted, checked, cached
 by the config's hash and named as drafted; one whose draft is not exact (Doge: its attention is no std block) is
@@ -59,6 +64,10 @@ CASES = {
                         sliding_window=32, **TOK),
     # Persimmon: fused QKV with a LayerNorm on each head's q and k, partial rotary
     "persimmon": dict(model_type="persimmon", **DENSE, intermediate_size=96, **TOK),
+    # GPT-Neo: global and local (a causal band of window_size keys) attention layers in turn, as attention_types
+    # lists them (one kind per layer); GPTNeoAttention wraps the attention of q/k/v/out_proj; no rotary
+    "gpt_neo": dict(model_type="gpt_neo", hidden_size=64, num_heads=4, num_layers=2, vocab_size=128,
+                    max_position_embeddings=64, attention_types=[[["global", "local"], 1]], window_size=32, **TOK),
     # NanoChat: RMSNorms without weight (QK-norm too), relu2 MLP, the one norm called before and after the layers
     "nanochat": dict(model_type="nanochat", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
 }
@@ -78,6 +87,8 @@ EXPECTED = {
     "nanochat": "qk_norm = true, qk_norm_weight = false, name = self_attn)\n    x = x + linear(relu2(linear(rmsnorm(x, "
                 "weight = false, name = post_attention_layernorm), i, bias = false, name = fc1)), h, bias = false, "
                 "name = fc2)\n  }\n  x = rmsnorm(x, weight = false, name = model_norm)",
+    "gpt_neo": "    if j % 2 == 1 {\n      x = x + gqa_attention(layernorm(x, name = ln_1_at1), a, a, h / a, out_bias = true, "
+               "rotary = false, window = W, name = attention_at1)",
     "persimmon": "x = x + ln_qk_attention(layernorm(x, name = input_layernorm), a, h / a, name = self_attn)\n    x = x + "
                  "linear(relu2(linear(layernorm(x, name = post_attention_layernorm), i, bias = true, name = "
                  "dense_h_to_4h)), h, bias = true, name = dense_4h_to_h)",

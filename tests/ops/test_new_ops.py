@@ -68,6 +68,8 @@ CASES = {
     "return softplus(x)": ((B, S, H), "act", row(fwd=3 * T, bi=3 * T, act=2 * T)),
     "return square(x)": ((B, S, H), "act", row(fwd=T, bi=T, act=2 * T)),
     "return relu2(x)": ((B, S, H), "act", row(fwd=2 * T, bi=2 * T, act=2 * T)),
+    # xIELU: α_p and α_n, one element each; keeps x, α_p·x, expm1's output, expm1(..) − x, the bool mask, the α's
+    "return xielu(x)": ((B, S, H), "act", row(params=2, fwd=11 * T, bi=11 * T, bw=5 * T, act=4 * 2 * T + T + 2 * 2)),
     "return clamp(x)": ((B, S, H), "act", row(fwd=2 * T, bi=2 * T, act=2 * T)),
     "return clamp(x, lower = false)": ((B, S, H), "act", row(fwd=T, bi=T, act=2 * T)),
     "return softcap(x, cap = 30)": ((B, S, H), "act", row(fwd=3 * T, bi=3 * T, act=2 * T)),

@@ -69,6 +69,18 @@ def test_torch_agreement_unary(body, fn):
                                  got["activation_bytes"])
 
 
+def test_torch_agreement_xielu():
+    """transformers 5.24 ``XIELUActivation`` (activations.py; the Python form, without the xIELU CUDA wheel):
+    its two parameters, no matrix product, and the storages autograd keeps (β and ε are buffers)."""
+    activations = pytest.importorskip("transformers.activations")
+    act = activations.XIELUActivation(dtype=torch.bfloat16)
+    got = costs("return xielu(x)", convention="matmul")
+    assert sum(p.numel() for p in act.parameters()) == got["params"] == 2
+    fwd, bwd, saved = _measure(act, _x(), params=[*act.parameters(), *act.buffers()])
+    assert (fwd, bwd, saved) == (got["flops_forward"], got["flops_backward_input"] + got["flops_backward_weight"],
+                                 got["activation_bytes"])
+
+
 def test_torch_agreement_gather_scatter():
     ids = torch.randint(0, B * S, (N,))
     x = _x()

@@ -73,7 +73,7 @@ def test_traits_read_from_the_source_equal_the_registered_ones():
 def test_declared_traits_of_some_operators():
     # the sets parallel/tensor.py held before the traits (_FOLLOW, _WHOLE_LAST), and the rules
     follow = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv",
-              "sigmoid", "tanh", "square", "relu2", "clamp", "softcap", "cast",
+              "sigmoid", "tanh", "square", "relu2", "clamp", "softcap", "cast", "xielu",
               "alibi",   # issue 19: ALiBi follows the scores' head split
               "lightning_attention"}   # issue 19: MiniMax's per-head recurrence follows q's head split
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("follow",)} == follow

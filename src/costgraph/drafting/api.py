@@ -11,6 +11,7 @@ verify`` tier, :mod:`costgraph.torch_measure`). Needs the ``torch`` extra.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import asdict, dataclass, field
 
@@ -193,6 +194,10 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
         for f, v in follow.items():
             if f in config.to_dict() and _field(config, f) is None and f not in probe.fields and v:
                 out[keys.get(f, f)] = v
+    layers = probe.fields.get("num_hidden_layers")
+    kinds = _field(config, "attention_layers")
+    if isinstance(_field(config, "attention_types"), list) and isinstance(kinds, list) and isinstance(layers, int):
+        out["attention_types"] = _cycled(kinds, layers)
     for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
         if hasattr(config, f):
             out[f] = "auto"
@@ -201,6 +206,19 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
             out[t] = i
         elif isinstance(out.get(t), list):
             out[t] = [i]
+    return out
+
+
+def _cycled(kinds: list, layers: int) -> list:
+    """GPT-Neo's ``attention_types`` (``[[kinds, repeats], ...]``, expanded to one kind per layer and required to
+    have ``num_layers`` of them: configuration_gpt_neo.py ``validate_architecture``) for ``layers`` layers: the
+    shortest period of the config's list, repeated, then the start of one more period."""
+    period = next(m for m in range(1, len(kinds) + 1)
+                  if all(kinds[i] == kinds[i % m] for i in range(len(kinds))))
+    pattern = list(kinds[:period])
+    out = [[pattern, layers // period]]
+    if layers % period:
+        out.append([pattern[:layers % period], 1])
     return out
 
 
@@ -237,11 +255,32 @@ def _forward(torch, model, b: int, s: int):
     counter = FlopCounterMode(display=False, custom_mapping=grouped_mm_flops_mapping())
 
     def run(m, inputs):
-        with torch.no_grad(), meta_forward(), counter:
+        with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
             m(**inputs)
 
     facts = trace(torch, model, {"input_ids": ids, "use_cache": False}, run)
     return facts, int(counter.get_total_flops())
+
+
+@contextlib.contextmanager
+def _no_weights_built(torch):
+    """A forward that builds a module with real weights fails at once: BigBird's (transformers 5.24
+    modeling_big_bird.py ``set_attention_type``) rebuilds its attention when a sequence is too short for block-sparse
+    attention, on the CPU, at the probe's sizes (gigabytes per Linear, initialised in Python)."""
+    module = torch.nn.Module
+    real = module.register_parameter
+
+    def register_parameter(self, name, param):
+        if param is not None and param.device.type != "meta":
+            raise RuntimeError(f"the forward builds {type(self).__name__}.{name} with weights on {param.device.type} "
+                               "(a module made during the forward, not by the model's constructor)")
+        return real(self, name, param)
+
+    module.register_parameter = register_parameter
+    try:
+        yield
+    finally:
+        module.register_parameter = real
 
 
 def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
@@ -273,7 +312,8 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     ``source``: a parsed config.json (a dict with ``model_type``), its path, a ``model_type`` of the
     installed transformers (its default config) or a transformers class name (``"LlamaForCausalLM"``).
     ``name``: the model's name in the file (default: the model_type). ``check``: compare the draft's
-    parameters and forward FLOPs with PyTorch at both probes (:class:`Check`).
+    parameters and forward FLOPs with PyTorch at both probes (:class:`Check`). A config drafted before in this
+    process (the same fields, class, name and check) is not traced again: a copy of that draft is returned.
 
     Raises
     ------
@@ -282,13 +322,30 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     CostgraphValueError
         transformers cannot build the config, or the model has no ModuleList of layers.
     """
+    import copy
+    import json
+
+    torch = _require()
+    cfg, class_name = _config(source)
+    key = (json.dumps(cfg, sort_keys=True, default=str), class_name, name, check)
+    if key not in _DRAFTED:
+        _DRAFTED[key] = _draft(torch, cfg, class_name, name, check)
+    return copy.deepcopy(_DRAFTED[key])
+
+
+#: the drafts made in this process, by (config, class, name, check): drafting is a function of the config and the
+#: installed torch and transformers, so a config drafted twice in one process (``derive`` of a config.json after
+#: ``import`` of it, the tests' families) is traced once
+_DRAFTED: dict[tuple, Draft] = {}
+
+
+def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
+    """:func:`draft_model` of a read config (``cfg`` with its model_type; ``class_name`` or None)."""
     from .. import model as cg
     from .model_file import render
 
-    torch = _require()
     import transformers
 
-    cfg, class_name = _config(source)
     config = _config_object(cfg)
     nested, target = probed_config(config)
     present = present_fields(target)

@@ -231,6 +231,12 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
         if act == "gelu":
             drop = any(c.cls == "Dropout" and c.attrs.get("p", 0) for c in m.children)
             return f"mlp({arg}, {width}, bias = {_yes(a[2])}, dropout = {_yes(drop)}, name = {m.name})"
+        xielu = next((c for c in m.children if c.cls == "XIELUActivation" and c.params == {"alpha_p": (1,),
+                                                                                         "alpha_n": (1,)}), None)
+        if xielu is not None:     # Apertus: up_proj → xIELU (two learned scalars) → down_proj, written out
+            bias = _yes(a[2])
+            return f"linear(xielu(linear({arg}, {width}, bias = {bias}, name = {first}), name = {xielu.name}), " \
+                   f"{d.size(b[1], 'MLP output')}, bias = {bias}, name = {second})"
         if act == "relu" and squared_relu(m):     # Persimmon's relu2 MLP: written out, its two linears by name
             bias = _yes(a[2])
             return f"linear(relu2(linear({arg}, {width}, bias = {bias}, name = {first})), " \

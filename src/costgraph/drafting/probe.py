@@ -77,6 +77,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "chunk_size": ("C", "chunk size of the chunked SSD scan"),
     "mamba_chunk_size": ("C", "chunk size of the chunked SSD scan"),
     "sliding_window": ("W", "sliding-window width (tokens)"),
+    "window_size": ("W", "sliding-window width (tokens)"),      # GPT-Neo's local attention layers
     "block_size": ("Cl", "block size of the lightning attention's blockwise form"),   # MiniMax's
     # Gated DeltaNet (Qwen3-Next's linear-attention layers)
     "linear_num_key_heads": ("hk", "query/key heads of the linear-attention layers"),
@@ -186,7 +187,7 @@ class Probe:
                   "mamba_head_dim": p["dm"], "mamba_d_ssm": p["di"] * hm, "mamba_n_groups": p["ng"],
                   "mamba_ngroups": p["ng"], "n_groups": p["ng"], "mamba_d_state": p["N"], "ssm_state_size": p["N"],
                   "mamba_d_conv": p["K"], "mamba_expand": p["e"], "chunk_size": p["C"],
-                  "mamba_chunk_size": p["C"], "block_size": p["Cl"], "sliding_window": p["W"], "linear_num_key_heads": p["hk"],
+                  "mamba_chunk_size": p["C"], "block_size": p["Cl"], "sliding_window": p["W"], "window_size": p["W"], "linear_num_key_heads": p["hk"],
                   "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
                   "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"],
                   "linear_num_heads": p["hl"], "linear_head_dim": p["dl"]}

@@ -152,17 +152,27 @@ def mamba2_call(m: Module, arg: str, d) -> str | None:
 def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser that reads ``m``: Griffin's recurrent block, attention, MoE, MLP; else None.
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
-    recognised."""
+    recognised. A module of one child and no parameter of its own (GPT-Neo's ``GPTNeoAttention`` around its
+    ``GPTNeoSelfAttention``) is read as that child."""
     recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d, rotary) \
         or deltanet_call(m, arg, d) or expert_call(m, arg, d) or lightning_call(m, arg, d) \
         or kda_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "shared_experts", "shared_expert", "shared_expert_gate"}
+             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "shared_experts", "shared_expert", "shared_expert_gate",
+             *(c.name for c in m.children if c.cls == "XIELUActivation")}     # Apertus's activation: two scalars
     if not _only(m, known):
-        return None
-    return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d)
+        return _unwrapped(m, arg, d, rotary)
+    return attention_call(m, arg, d, rotary) or moe_call(m, arg, d) or mlp_call(m, arg, d) \
+        or _unwrapped(m, arg, d, rotary)
+
+
+def _unwrapped(m: Module, arg: str, d, rotary: bool) -> str | None:
+    """A module no recogniser reads, of one child and no parameter of its own, read as that child."""
+    if not m.params and len(m.children) == 1 and m.children[0].param_count():
+        return mixer_call(m.children[0], arg, d, rotary)
+    return None
 
 
 #: the blocks a draft defines itself (attention ones from :mod:`costgraph.drafting.blocks`)

@@ -81,6 +81,10 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)
         if isinstance(v, (bool, int, float, str)):
             out[a] = v
+    if getattr(mod, "attention_type", None) == "local":   # GPT-Neo's local layers: a causal band of window_size keys
+        w = getattr(getattr(mod, "config", None), "window_size", None)
+        if isinstance(w, int) and not isinstance(w, bool):
+            out["sliding_window"] = w
     if "sliding_window" not in out and not hasattr(mod, "sliding_window"):
         w = _config_window(mod)
         if w is not None:

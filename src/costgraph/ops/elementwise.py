@@ -38,6 +38,7 @@ PER_ELEMENT: dict[str, int] = {
     "softplus": 3,    # log(1 + exp(x)): exp, +1, log
     "square": 1,      # x·x
     "relu2": 2,       # max(x, 0), then its square
+    "xielu": 11,      # where(x > 0, α_p·x·x + β·x, (expm1(min(x, ε)) − x)·α_n + β·x): 4 + 6 + the select
     "clamp": 1,       # per bound: one comparison (2 with both bounds)
     "softcap": 3,     # cap · tanh(x / cap): divide, tanh, multiply
     "maximum": 1,     # elementwise max of two tensors
@@ -238,6 +239,30 @@ def relu2(c):
     x = c["x"]
     y = _unary(c, "relu2", save="none")
     c.save(c.aux("relu_out", x.shape, c.float_role(x)))
+    return y
+
+
+@op("xielu", "xIELU, an activation with two learned scalars (Huang 2024, arXiv 2411.13010; Apertus)",
+    x="tensor", layout="follow")
+def xielu(c):
+    """transformers 5.24 ``XIELUActivation._xielu_python`` (activations.py), what runs without the
+    xIELU CUDA wheel: ``α_p = softplus(a_p)``, ``α_n = β + softplus(a_n)``, then
+    ``where(x > 0, α_p·x·x + β·x, (expm1(min(x, ε)) − x)·α_n + β·x)``. Parameters: ``alpha_p`` and
+    ``alpha_n``, one element each (β and ε are buffers). 11 FLOPs an element (`all`): both branches
+    and the select. Keeps what autograd keeps there (measured with ``saved_tensors_hooks``,
+    tests/ops/test_new_ops_torch.py): the input, ``α_p·x``, the ``expm1`` output and
+    ``expm1(..) − x`` (each as the input), the bool mask ``x > 0`` and the two one-element α; the α's
+    gradients are reductions over every element (5 FLOPs an element, `all`)."""
+    x = c["x"]
+    c.weight("alpha_p", (1,))
+    c.weight("alpha_n", (1,))
+    y = _unary(c, "xielu", save="input")
+    # dα_p = Σ g·x·x over x > 0 (3 an element), dα_n = Σ g·(expm1(..) − x) over the rest (2)
+    c.backward_weight(Flops(other=5 * x.numel))
+    role = c.float_role(x)
+    c.save(c.aux("alpha_p_x", x.shape, role), c.aux("expm1_out", x.shape, role),
+           c.aux("negative_branch", x.shape, role), c.aux("positive", x.shape, "mask"),
+           c.aux("alpha_p", (1,), role), c.aux("alpha_n", (1,), role))
     return y
 
 
