@@ -295,12 +295,14 @@ ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
 #: loss's peak (training memory, costgraph.training.memory) and the bytes its kernels move (the step time's
 #: loss row, costgraph.training.step_kernels); the numbers and their sources in training/cross_entropy.toml
 #: (costgraph.training.cross_entropy).
-#:   megatron: Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py, what Megatron-LM runs by default
-#:     (model_parallel_config.py ``cross_entropy_loss_fusion: bool = False``);
+#:   megatron (the default): Megatron-LM @ d98e8a64 tensor_parallel/cross_entropy.py, what Megatron-LM runs by
+#:     default (model_parallel_config.py ``cross_entropy_loss_fusion: bool = False``, the flag
+#:     ``--cross-entropy-loss-fusion`` that megatron/training/arguments.py generates from TransformerConfig's fields
+#:     through ArgumentGroupFactory: off unless given);
 #:   megatron-fused: its ``--cross-entropy-loss-fusion`` (fusions/fused_cross_entropy.py, native impl);
 #:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``);
-#:   logits: the fp32 logits held only, timed as megatron: the count before these conventions, the default
-#:     until the documentation's printed numbers move to megatron's (memory + 2 B a logit).
+#:   logits: the fp32 logits held only, timed as megatron: the count before these conventions (the default
+#:     until issue 31; 2 B a logit less than megatron at the loss's peak).
 CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy implementation", (
     ("megatron", "Megatron-LM's vocab-parallel cross-entropy, unfused (its default): the fp32 softmax in place + "
                  "the bf16 gradient held; a kernel per PyTorch operation"),
@@ -309,7 +311,7 @@ CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy implementation", (
     ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out held; "
                 "PyTorch's log_softmax and nll_loss kernels"),
     ("logits", "the fp32 logits held only (no backward transient), timed as megatron"),
-), "logits")
+), "megatron")
 CHOICES[CROSS_ENTROPY.name] = CROSS_ENTROPY
 
 #: FP8 policies (costgraph.training.fp8): where the column-wise copy of an FP8 weight lives under

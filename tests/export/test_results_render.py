@@ -43,7 +43,9 @@ def gpt():
 
 @pytest.fixture(scope="module")
 def trained(gpt):
-    return gpt.train(gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm")
+    # the 4·b·s·V bytes of fp32 logits of the docstring's count: its cross-entropy convention named (the default,
+    # Megatron-LM's unfused kernel, holds 6 B a logit)
+    return gpt.train(gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", cross_entropy="logits")
 
 
 @pytest.fixture(scope="module")
@@ -372,3 +374,32 @@ def test_plan_rows_take_their_units_from_the_candidates_fields():
     assert units == {"memory_bytes": "bytes", "step_seconds": "s", "mfu": ""}
     cells = _plan_result()._shown().rows[0]
     assert (cells[12], cells[13], cells[14]) == (Q(12_345_678_901, "bytes"), Q(0.5, "s"), 0.25)
+
+
+def test_training_parts_are_typed_with_units(trained):
+    """Issue 31 item 2: TrainingResult's settings, fit verdict and compute sections are dataclasses whose
+    fields carry their unit (costgraph.training.result_parts), read also as the mappings they were, and
+    the JSON's ``fits`` and ``plan`` are their fields. The headroom is recomputed here from the memory:
+    capacity − reserve − the most-loaded device's peak (bytes, rounded up)."""
+    from costgraph.result_fields import quantities
+    from costgraph.training.result_parts import FitVerdict, TrainingCompute, TrainingSettings
+
+    f, c, s = trained.fits, trained.compute, trained.settings
+    assert (type(f), type(c), type(s)) == (FitVerdict, TrainingCompute, TrainingSettings)
+    peak = int(sympy.ceiling(trained.most_loaded().memory["total"].xreplace(trained.values)))
+    assert f.headroom_bytes == f["headroom_bytes"] == f.capacity_bytes - f.reserve_bytes - peak
+    assert trained.to_dict()["fits"] == {k: getattr(f, k) for k in f.keys()} == dict(f)
+    assert "largest_b" in f and "changes" not in f and f.get("changes", 0) == 0   # fits: no changes
+    # the preset's 80 GB (NVIDIA H100 datasheet) in the plan; the verdict's capacity is what CUDA reports of it
+    assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == 80 * 10**9 != f.capacity_bytes
+    assert {**s}["profile"] == s.profile and f.capacity_from.startswith("as CUDA reports it")
+    assert ("time" in c, "step" in c, c.get("calibration")) == (True, True, None)
+    assert c.step["total"] == c["time"]["step_seconds"]   # the one step time (costgraph.training.rate)
+    units = {cls.__name__: {n: q.unit for n, q in quantities(cls)} for cls in (FitVerdict, TrainingCompute)}
+    assert units["FitVerdict"]["headroom_bytes"] == "bytes" and units["FitVerdict"]["largest_s"] == "tokens"
+    assert (units["TrainingCompute"]["flops"], units["TrainingCompute"]["step"]) == ("FLOP", "s")
+    empty = FitVerdict(capacity_bytes=1, reserve_bytes=0, fits=False, headroom_bytes=-1, reserve_from="--reserve",
+                       searched=("b",))
+    assert "largest_b" in empty and empty["largest_b"] is None and "largest_s" not in empty   # b = 1 does not fit
+    with pytest.raises(KeyError):
+        empty["no_such_key"]

@@ -191,8 +191,9 @@ def test_deepseek_v3_pp16_memory_per_stage(ds):
     # the last stage: one MoE layer, the MTP module, the final norm, the head — and the embedding, which
     # Megatron builds on the MTP rank (gpt_model.py: pre_process or mtp_process)
     assert w[15] == 2 * (MOE_LAYER + MTP + H + 2 * V * H) + 2 * bias
-    # the loss: the two outputs' logits in fp32 (the model's and the MTP depth's), b = 1, s = 4096
-    assert int(res.stages[15].memory["loss"].xreplace(v)) == 2 * 4 * 4096 * V
+    # the loss: the two outputs' logits (the model's and the MTP depth's), b = 1, s = 4096, under Megatron-LM's
+    # default unfused cross-entropy: the fp32 softmax and the bf16 gradient, 6 B a logit (training/cross_entropy.toml)
+    assert int(res.stages[15].memory["loss"].xreplace(v)) == 2 * 6 * 4096 * V
 
 
 def test_deepseek_v3_pp4_vp4_and_pp8_vp4(ds):

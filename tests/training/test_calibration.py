@@ -216,7 +216,9 @@ def test_cli_calibrate_train_plan_fit(tmp_path, capsys):
 
     assert main(["fit", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--tp", "2", "--hardware", HW,
                  "--efficiency-profile", str(out)]) == 0
-    assert f"calibrated: the reserve, 17.89 GiB (calibrated: {out})" in capsys.readouterr().out
+    # the reserve: the measured 20 GiB less the predicted peak (17.89 GiB under the 4 B logits count before issue 31;
+    # Megatron-LM's default cross-entropy holds 2 B a logit more: 4·1024·50257/2 · 2 B = 205,852,672 bytes)
+    assert f"calibrated: the reserve, 17.70 GiB (calibrated: {out})" in capsys.readouterr().out
     assert main(["plan", "gpt", "--config", "gpt2", "--gpus", "8", "--hardware", HW, "--global-batch", "64",
                  "--top", "2", "--format", "json", "--efficiency-profile", str(out)]) == 0
     plan = json.loads(capsys.readouterr().out)

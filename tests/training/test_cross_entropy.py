@@ -73,9 +73,16 @@ def test_the_step_text_names_the_kernel_of_the_memory_convention(capsys):
     base = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm"]
     code, out, _ = run(capsys, base)
     assert code == 0
-    # the default is named: in the header and in the step time's loss
-    assert "cross-entropy logits (default)" in out.splitlines()[2]
-    assert "the loss (--cross-entropy logits (default): megatron-unfused fp32 cross-entropy" in out
+    # the default is what Megatron-LM runs (Megatron-LM @ d98e8a64 model_parallel_config.py
+    # `cross_entropy_loss_fusion: bool = False`, the --cross-entropy-loss-fusion flag arguments.py generates from
+    # it: the unfused tensor_parallel/cross_entropy.py), named in the header and in the step time's loss
+    assert "cross-entropy megatron (default)" in out.splitlines()[2]
+    assert "the loss (--cross-entropy megatron (default): megatron-unfused fp32 cross-entropy" in out
+    assert "loss: --cross-entropy" not in out   # the default needs no line of its own
+    from costgraph.export.training_report import _options_lines   # the old count, no longer the default: a line
+
+    assert "loss: --cross-entropy logits (the fp32 logits held only (no backward transient), timed as megatron)" in \
+        _options_lines(Layout(cross_entropy="logits").filled()) and not _options_lines(Layout().filled())
     code, out, _ = run(capsys, base + ["--cross-entropy", "pytorch"])
     assert code == 0 and "loss: --cross-entropy pytorch (F.cross_entropy" in out
     assert "the loss (--cross-entropy pytorch: " + implementation("pytorch").kernel + ", in memory)" in out

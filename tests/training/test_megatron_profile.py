@@ -373,7 +373,10 @@ def test_beside_costgraph_gpt3():
     g = costgraph.load("gpt")
     D = {n: g.graph.dims[n].symbol for n in g.graph.dims}
     b, s, h, l, V, s_max = (D[n] for n in "b s h l V s_max".split())
-    lay = Layout(t=8, gpus=8, sp=True, recompute="selective", policy="megatron", attention="eager")
+    # the loss as Megatron's theoretical_memory_usage.py counts it, 4 B a logit: --cross-entropy logits, named
+    # (the default, Megatron-LM's unfused kernel, holds 2 B a logit more: DIFFERENCES, "output layer")
+    lay = Layout(t=8, gpus=8, sp=True, recompute="selective", policy="megatron", attention="eager",
+                 cross_entropy="logits")
     r = megatron_beside(g, None, lay)
     Vp = 1024 * sympy.ceiling(V / 1024)
     # weights: costgraph counts the biases Megatron omits (c_attn 3h and c_fc 4h split by t,
@@ -405,7 +408,9 @@ def test_beside_costgraph_llama3():
     m = costgraph.load("llama")
     D = {n: m.graph.dims[n].symbol for n in m.graph.dims}
     b, s, h, a, i, l, kv, d = (D[n] for n in "b s h a i l kv d".split())
-    lay = Layout(t=2, gpus=8, zero=1, policy="megatron", attention="flash", recompute="selective", sp=True)
+    # the fp32 logits as Megatron's formula counts them (4 B a logit): --cross-entropy logits, named
+    lay = Layout(t=2, gpus=8, zero=1, policy="megatron", attention="flash", recompute="selective", sp=True,
+                 cross_entropy="logits")
     v = m.values(config="llama-3-8b")
     r = megatron_beside(m, v, lay)
     assert r["difference"]["weights_and_optimizer"] == 0

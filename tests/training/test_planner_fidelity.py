@@ -198,7 +198,7 @@ def test_header_names_the_default_kernel(capsys):
     assert "attention flash (default)" in capsys.readouterr().out
     assert main(["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3", "--attention", "eager"]) == 0
     out = capsys.readouterr().out
-    assert "attention eager, cross-entropy logits (default);" in out   # not "(default)" after eager
+    assert "attention eager, cross-entropy megatron (default);" in out   # not "(default)" after eager
 
 
 def test_derive_keeps_korthikanti_and_offers_the_kernel(capsys):

@@ -113,39 +113,41 @@ def _number(expr: sympy.Expr, values) -> dict:
     return out
 
 
-def _compute_json(compute: dict, values) -> dict:
-    out = {"flops": {k: _number(v, values) for k, v in compute["flops"].items()}}
-    if "time" in compute:
-        out["time"] = {k: _number(v, values) for k, v in compute["time"].items()}
+def _compute_json(compute, values) -> dict:
+    """The compute sections of the JSON, from the fields of ``compute``
+    (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
+    out = {"flops": {k: _number(v, values) for k, v in compute.flops.items()}}
+    if compute.time is not None:
+        out["time"] = {k: _number(v, values) for k, v in compute.time.items()}
     for k in ("mfu", "hfu"):
-        if k in compute:
-            out[k] = _number(compute[k], values)
-    if "lora" in compute:   # LoRA on: rank, targets, trainable parameters, FLOP conventions
-        lo = compute["lora"]
+        if getattr(compute, k) is not None:
+            out[k] = _number(getattr(compute, k), values)
+    if compute.lora is not None:   # LoRA on: rank, targets, trainable parameters, FLOP conventions
+        lo = compute.lora
         out["lora"] = {**lo, **{k: _number(lo[k], values) for k in ("rank", "trainable_parameters", "adapted_linears")}}
-    if "communication" in compute:
+    if compute.communication is not None:
         out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
                                     **{x: _number(c[x], values) for x in ("seconds", "exposed", "hidden") if x in c},
                                     **({"overlap_rule": c["overlap_rule"]} if "overlap_rule" in c else {}),
                                     "op": c["op"], "group": str(c["group"])}
-                                for k, c in compute["communication"].items()}
-    if "step" in compute:
-        out["step"] = {k: _number(v, values) for k, v in compute["step"].items()}
-        rate = compute["rate"]
-        out["step"]["efficiency"] = None if compute["efficiency"] is None else float(compute["efficiency"])
-        out["step"]["hardware"] = compute["hardware"]
-        out["step"]["overlap"] = compute["overlap"]   # the convention (costgraph.training.overlap)
+                                for k, c in compute.communication.items()}
+    if compute.step is not None:
+        out["step"] = {k: _number(v, values) for k, v in compute.step.items()}
+        rate = compute.rate
+        out["step"]["efficiency"] = None if compute.efficiency is None else float(compute.efficiency)
+        out["step"]["hardware"] = compute.hardware
+        out["step"]["overlap"] = compute.overlap   # the convention (costgraph.training.overlap)
         out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
                                "peaks": {k: int(v) for k, v in rate.peaks.items()}}
         out["step"]["time_model"] = rate.model
-        if "attention_kernel" in compute:   # the per-kernel model's flash-core curves (choices.ATTENTION_KERNEL)
-            out["step"]["attention_kernel"] = compute["attention_kernel"]
-        if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
-            out["step"]["userbuffers_sms"] = compute["userbuffers_sms"]
-        if "compute_by_class" in compute:   # the per-kernel model (costgraph.training.kernel_time)
-            out["step"]["compute_by_class"] = {k: _number(v, values) for k, v in compute["compute_by_class"].items()}
-    if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration.calibrated)
-        out["calibration"] = compute["calibration"]
+        if compute.attention_kernel is not None:   # the per-kernel model's flash-core curves (choices.ATTENTION_KERNEL)
+            out["step"]["attention_kernel"] = compute.attention_kernel
+        if compute.userbuffers_sms is not None:   # kernel_time.userbuffers_margin
+            out["step"]["userbuffers_sms"] = compute.userbuffers_sms
+        if compute.compute_by_class is not None:   # the per-kernel model (costgraph.training.kernel_time)
+            out["step"]["compute_by_class"] = {k: _number(v, values) for k, v in compute.compute_by_class.items()}
+    if compute.calibration is not None:   # --efficiency-profile (costgraph.training.calibration.calibrated)
+        out["calibration"] = compute.calibration
     return out
 
 
@@ -164,14 +166,16 @@ def _rule_of_thumb_labels(flops: dict) -> dict[str, str]:
             "per_token_minus_six_n": "exact per token − 6N, all parameters"}
 
 
-def _compute_text(compute: dict, values) -> list[str]:
+def _compute_text(compute, values) -> list[str]:
+    """The compute, communication and step-time sections of the text, from the fields of ``compute``
+    (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
                 "the step time below; MFU and HFU of the BF16 peak):"]
-    items = list(compute["flops"].items()) + [kv for kv in compute.get("time", {}).items() if kv[0] != "step_seconds"] \
-        + [(k, compute[k]) for k in ("mfu", "hfu") if k in compute]
-    labels = _rule_of_thumb_labels(compute["flops"])
-    if "six_n_active" in compute["flops"]:   # a mixture of experts: the rule's N is the active one, shown first
-        flops = compute["flops"]
+    items = list(compute.flops.items()) + [kv for kv in (compute.time or {}).items() if kv[0] != "step_seconds"] \
+        + [(k, getattr(compute, k)) for k in ("mfu", "hfu") if getattr(compute, k) is not None]
+    labels = _rule_of_thumb_labels(compute.flops)
+    if "six_n_active" in compute.flops:   # a mixture of experts: the rule's N is the active one, shown first
+        flops = compute.flops
         active = [("six_n_active", flops["six_n_active"]),
                   ("per_token_minus_six_n_active", sympy.expand(flops["per_token"] - flops["six_n_active"]))]
         items = [kv for k, v in items if k != "six_n_active" for kv in (active + [(k, v)] if k == "six_n" else [(k, v)])]
@@ -190,8 +194,8 @@ def _compute_text(compute: dict, values) -> list[str]:
             line += (" = " if line else "") + shown
         cells.append([labels.get(k, _COMPUTE_LABELS.get(k, k)), line])
     out += table(cells)
-    if "lora" in compute:   # LoRA on: what is trained and how its FLOPs are counted
-        lo = compute["lora"]
+    if compute.lora is not None:   # LoRA on: what is trained and how its FLOPs are counted
+        lo = compute.lora
         n, k = (as_expr(lo[x]).xreplace(values or {}) for x in ("trainable_parameters", "adapted_linears"))
         shown = [f"{int(x):,}" if x.is_number else to_text(field_order(as_expr(x))) for x in (n, k)]
         out += [f"LoRA on: rank {lo['rank']}, targets {', '.join(t.rsplit('/', 1)[-1] for t in lo['targets'])} "
@@ -200,10 +204,10 @@ def _compute_text(compute: dict, values) -> list[str]:
                 f"  model FLOPs (for MFU): {lo['model_flops']}"]
         if "dequantization" in lo:
             out.append(f"  QLoRA dequantization (hardware FLOPs): {lo['dequantization']}")
-    if "communication" in compute:
+    if compute.communication is not None:
         out += ["", "communication per device per step (ring algorithms; bytes sent):"]
         cells = []
-        for k, c in compute["communication"].items():
+        for k, c in compute.communication.items():
             e = sympy.expand(c["bytes"])
             v = e.xreplace(values or {})
             secs = as_expr(c["seconds"]).xreplace(values or {}) if "seconds" in c else None
@@ -214,7 +218,7 @@ def _compute_text(compute: dict, values) -> list[str]:
                 when += f" (exposed {float(shown_x):.4g} s, hidden {float(secs - shown_x):.4g} s: {c['overlap_rule']})"
             cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
         out += table(cells)
-    if "step" in compute:
+    if compute.step is not None:
         out += _step_text(compute, values)
     return out
 
@@ -363,7 +367,7 @@ def _top(r, result: TrainingMemory):
 #: the writer of each kind of value of TrainingResult.DOCUMENT: ``(result, value) -> JSON``
 WRITERS = {
     "version": lambda r, _: __version__,
-    "plan": lambda r, result: plan_dict(result, r.settings),
+    "plan": lambda r, result: plan_dict(result, r.settings or {}),
     "values": lambda r, values: {str(k): int(v) for k, v in (values or {}).items()},
     "top_memory": lambda r, result: _memory_json(_top(r, result), r.values),
     "top_index": lambda r, result: result.stages.index(_top(r, result)),
@@ -389,26 +393,26 @@ def to_json_doc(r) -> str:
 
 
 def _fits_text(fits) -> list[str]:
-    """The fit verdict (:func:`costgraph.training.fit`) as lines: capacity less the reserve, the
+    """The fit verdict (:func:`costgraph.training.api.training_fits`, a
+    :class:`~costgraph.training.result_parts.FitVerdict`) as lines: capacity less the reserve, the
     verdict, the largest b and s that fit, and what would make it fit."""
     if fits is None:
         return []
-    cap = fits["capacity_bytes"]
-    verdict = "fits" if fits["fits"] else "does NOT fit"
-    held = fits.get("reserve_bytes", 0)
+    cap = fits.capacity_bytes
+    verdict = "fits" if fits.fits else "does NOT fit"
+    held = fits.reserve_bytes or 0
     out = ["", f"device memory {units.with_unit('activation_bytes', cap)}"
-           + (f" ({fits['capacity_from']})" if fits.get("capacity_from") else "")
+           + (f" ({fits.capacity_from})" if fits.capacity_from else "")
            + (f" less a reserve of {units.with_unit('activation_bytes', held)} ("
-              + (fits["reserve_from"] if "reserve_from" in fits else "--reserve") + ")"
-              if held or fits.get("reserve_parts") else "")
+              + (fits.reserve_from or "--reserve") + ")" if held or fits.reserve_parts else "")
            + f": the most-loaded device {verdict}"
-           + (f" (headroom {units.with_unit('activation_bytes', fits['headroom_bytes'])})" if fits["fits"] else "")]
+           + (f" (headroom {units.with_unit('activation_bytes', fits.headroom_bytes)})" if fits.fits else "")]
     for name, what in (("b", "micro-batch b"), ("s", "sequence length s")):
-        if f"largest_{name}" in fits:
-            v = fits[f"largest_{name}"]
+        if name in fits.searched:
+            v = getattr(fits, f"largest_{name}")
             out.append(f"  largest {what} that fits (the rest as given): "
                        + (f"{v:,}" if v else f"none ({name} = 1 does not fit)"))
-    return out + _changes_text(fits.get("changes"))
+    return out + _changes_text(fits.changes)
 
 
 def to_text_doc(r) -> str:

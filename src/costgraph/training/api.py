@@ -31,6 +31,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
 from .fp8 import on_hardware
 from .result import TrainingResult
+from .result_parts import FitVerdict, TrainingCompute, TrainingSettings
 
 
 def train(model, layout, *, values=None, options=None, **settings) -> TrainingResult:
@@ -210,9 +211,9 @@ def _calibrated(profile, held: bool, fits, compute) -> None:
     from .calibration_profile import calibrated
 
     if fits is not None and held:
-        fits["reserve_from"] = f"calibrated: {profile.source or 'the profile'}"
+        fits.reserve_from = f"calibrated: {profile.source or 'the profile'}"
     if compute is not None:
-        compute["calibration"] = calibrated(profile, reserve=held)
+        compute.calibration = calibrated(profile, reserve=held)
 
 
 def _lora_notes(model, layout, values) -> list[str]:
@@ -238,14 +239,14 @@ def _offload(mem, values, hw, scope: str, notes: list):
     return offload_section(mem, values, hw)
 
 
-def _settings(model, layout, capacity) -> dict:
+def _settings(model, layout, capacity) -> TrainingSettings:
     """The settings beside the layout that ``plan`` in the JSON names."""
     targets = layout.lora_targets
-    return {"profile": model.settings.profile, "dropout": model.settings.dropout, "memory": capacity,
-            "lora": layout.lora_rank,
-            "lora_targets": None if layout.lora_rank is None else
-            ([targets] if isinstance(targets, str) else list(targets)),
-            "quantization": layout.quantization}
+    return TrainingSettings(profile=model.settings.profile, dropout=model.settings.dropout, memory=capacity,
+                            lora=layout.lora_rank,
+                            lora_targets=None if layout.lora_rank is None else
+                            ([targets] if isinstance(targets, str) else list(targets)),
+                            quantization=layout.quantization)
 
 
 def micro_batches(model, values, layout, global_batch: int) -> int:
@@ -275,7 +276,7 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
 
 
 def training_fits(model, result, values, capacity, scope: str = "model", reserve=None, hw=None,
-                  given: bool = False) -> dict | None:
+                  given: bool = False) -> FitVerdict | None:
     """The fit verdict for a device of ``capacity`` bytes less ``reserve``: ``None`` or
     ``"runtime"`` (:data:`costgraph.choices.RUNTIME_RESERVE`) the named parts of
     :func:`costgraph.runtime_memory.training_reserve` (the CUDA context of ``hw``'s GPU class, the
@@ -285,8 +286,8 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
     fits, headroom_bytes, largest_b, largest_s}`` for the most-loaded device of ``result`` (a
     TrainingMemory), headroom and the largest sizes against the capacity less the reserve; with the
     runtime reserve ``reserve_parts`` (``[{name, bytes, source}]``) and ``capacity_from``; when it
-    does not fit, ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`).
-    None without a capacity or without every value. Shared with ``costgraph report``."""
+    does not fit, ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`):
+    a :class:`~costgraph.training.result_parts.FitVerdict`. None without a capacity or without every value. Shared with ``costgraph report``."""
     import sympy
 
     from .fit import fit_changes, largest_fitting, reserve_bytes
@@ -317,16 +318,17 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
         extra = {"reserve_from": "--reserve"}
     usable = capacity - held
     used = int(sympy.ceiling(total.xreplace(values)))
-    fits = {"capacity_bytes": capacity, "reserve_bytes": held, "fits": used <= usable, "headroom_bytes": usable - used,
-            **extra}
+    fits = FitVerdict(capacity_bytes=capacity, reserve_bytes=held, fits=used <= usable, headroom_bytes=usable - used,
+                      **extra)
     worst = [st.memory["total"] for st in result.stages]
     for name in ("b", "s"):   # the largest micro-batch, and the longest sequence, that fit
         info = model.graph.dims.get(name)
         if info is not None and info.derived is None and scope == "model":
             best = [largest_fitting(e, info.symbol, values, usable) for e in worst]
-            fits[f"largest_{name}"] = None if None in best else min(best)
-    if not fits["fits"] and scope == "model" and result.layout.lora_rank is None:
-        fits["changes"] = fit_changes(model, result.layout, values, usable)
+            setattr(fits, f"largest_{name}", None if None in best else min(best))
+            fits.searched += (name,)
+    if not fits.fits and scope == "model" and result.layout.lora_rank is None:
+        fits.changes = fit_changes(model, result.layout, values, usable)
     return fits
 
 
@@ -387,14 +389,15 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
 
 def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
                     efficiency=None, convention: str = CONVENTION.default, causal: str = CAUSAL.default,
-                    router: bool = True, rate_covers=None, factors=None, profile=None) -> dict:
+                    router: bool = True, rate_covers=None, factors=None, profile=None) -> TrainingCompute:
     """FLOPs (:func:`~costgraph.training.compute.compute_summary`), the ONE step time
     (:func:`~costgraph.training.steptime.step_time` at the rate of ``mfu``, ``achieved`` or
     ``efficiency``, on the peaks of ``hw`` or ``peak``) and the time and utilization derived from
     it (:func:`~costgraph.training.rate.time_from_step`), the communication per device per
     step (bytes: ``{bytes, op, group}`` per kind, computed once; ``seconds`` with a preset ``hw``).
     ``factors``: a calibration's multipliers of the step's parts; ``profile``: the calibration profile
-    they come from (checked against the rate's time model; ``calibration`` in the result)."""
+    they come from (checked against the rate's time model; ``calibration`` in the result).
+    Returns a :class:`~costgraph.training.result_parts.TrainingCompute`."""
     from .compute import compute_summary
     from .rate import step_rate, time_from_step
 
@@ -416,7 +419,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         if hw is None and cols:
             out["communication"] = {k: {"bytes": c.bytes, "op": c.op, "group": c.group} for k, c in cols.items()}
     if rate is None:
-        return out
+        return TrainingCompute(**out)
     from .steptime import step_time
 
     if profile is not None:
@@ -452,4 +455,4 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
     out.update(time_from_step(out["flops"], filled, st["total"], rate, tokens=tokens, price=price))
-    return out
+    return TrainingCompute(**out)

@@ -89,7 +89,8 @@ DIFFERENCES = (
     ("pipeline", "first stage: all L layers' activations × min(1, m/p) or × 1 + (p−1)/(p·v); "
      "token ids 8sbp and embedding dropout sbhp", "per stage from the graph: in-flight micro-batches × its layers"),
     ("output layer", "only when p = 1, on the same (first) stage: 4sbh(1 + V/h)/t, or 2(sbV/t + sbh)",
-     "on the last stage: fp32 logits 4sbV/t"),
+     "on the last stage: the cross-entropy's buffers, 6sbV/t under the default --cross-entropy megatron "
+     "(fp32 softmax + bf16 gradient), 4sbV/t under logits"),
     ("MTP depths", "one more layer each (MoE if the last is), on the first stage's count; no eh_proj, no MTP norms",
      "each depth's layer, eh_proj 2h² and three norms, a mean share per stage"),
 )

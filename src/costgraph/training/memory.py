@@ -45,6 +45,7 @@ import sympy
 from ..engine.activations import activation_rows, layer_activation_bytes
 from ..engine.recompute import recompute_plan
 from ..errors import CostgraphValueError
+from ..choices import CROSS_ENTROPY
 from ..engine.graph import CostGraph
 from ..parallel.layout import Layout
 from ..parallel.placement import Placement, placement as place
@@ -339,7 +340,7 @@ def loss_bytes_per_logit(convention: str, precision) -> object:
     return implementation(convention).held(int(precision.bytes("act")))
 
 
-def _loss_bytes(cg: CostGraph, pl: Placement, convention: str = "logits", precision=None) -> sympy.Expr:
+def _loss_bytes(cg: CostGraph, pl: Placement, convention: str = CROSS_ENTROPY.default, precision=None) -> sympy.Expr:
     """What the cross-entropy holds at its peak (:func:`loss_bytes_per_logit` bytes per element of
     each model output), split as TP splits the logits (vocabulary-parallel) and as CP splits the
     sequence."""

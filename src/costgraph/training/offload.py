@@ -71,6 +71,7 @@ import sympy
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from .data import Policy, policy as get_policy
+from .result_parts import TrainingOffload
 
 #: the name of the offload schedule :func:`offload_seconds` times (module docstring), as the output names it
 SCHEDULE = ("deepspeed: gradients to the host during the backward (hidden behind it), then in series the CPU "
@@ -210,8 +211,8 @@ def devices_sharing(layout, hardware) -> int:
     return min(n, layout.gpus) if isinstance(layout.gpus, int) else n
 
 
-def offload_section(memory, values, hardware=None) -> dict:
-    """The offload figures of a :class:`~costgraph.training.memory.TrainingMemory`'s
+def offload_section(memory, values, hardware=None):
+    """A :class:`~costgraph.training.result_parts.TrainingOffload`: the offload figures of a :class:`~costgraph.training.memory.TrainingMemory`'s
     most-loaded device at ``values``: ``settings`` (the three layout fields),
     ``host``, ``nvme``, ``host_link_d2h``, ``host_link_h2d`` (bytes per device; per
     step for the link), and with a hardware preset ``devices_per_node`` (the
@@ -220,14 +221,15 @@ def offload_section(memory, values, hardware=None) -> dict:
     None when the preset publishes no host-link bandwidth)."""
     L = memory.layout
     top = memory.most_loaded(values).memory
-    out = {"settings": {"optimizer": L.offload_optimizer, "params": L.offload_params,
-                        "activations": L.offload_activations or sympy.Integer(0)},
-           **{k: top[k] for k in OFFLOAD_KEYS}}
+    out = TrainingOffload(settings={"optimizer": L.offload_optimizer, "params": L.offload_params,
+                                    "activations": L.offload_activations or sympy.Integer(0)},
+                          **{k: top[k] for k in OFFLOAD_KEYS})
     if hardware is not None:
         n = devices_sharing(L, hardware)
-        out.update(devices_per_node=n, host_per_node=node_bytes(top["host"], n),
-                   nvme_per_node=node_bytes(top["nvme"], n), seconds=offload_seconds(top, hardware, devices_per_node=n),
-                   hardware=hardware.key, host_memory_bandwidth=getattr(hardware, "host_memory_bandwidth", None))
+        out.devices_per_node, out.hardware = n, hardware.key
+        out.host_per_node, out.nvme_per_node = node_bytes(top["host"], n), node_bytes(top["nvme"], n)
+        out.seconds = offload_seconds(top, hardware, devices_per_node=n)
+        out.host_memory_bandwidth = getattr(hardware, "host_memory_bandwidth", None)
     return out
 
 

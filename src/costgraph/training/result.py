@@ -19,6 +19,7 @@ from typing import ClassVar
 from ..result_fields import key
 from ..results import Document
 from .memory import StageMemory, TrainingMemory
+from .result_parts import FitVerdict, TrainingCompute, TrainingOffload, TrainingSettings
 
 
 @dataclass
@@ -38,21 +39,25 @@ class TrainingResult(Document):
         ``weights gradients optimizer activations total`` (SymPy expressions).
     values : dict or None
         Dimension values (symbol → int) the numbers are taken at.
-    settings : dict
+    settings : TrainingSettings
         ``profile``, ``dropout``, ``memory`` (device bytes or None), ``lora``, ``lora_targets``,
         ``quantization``: the settings beside the layout that the JSON ``plan`` names.
-    fits : dict or None
-        ``{capacity_bytes, fits, headroom_bytes, largest_b, largest_s}`` with a device memory.
+    fits : FitVerdict or None
+        ``capacity_bytes``, ``reserve_bytes``, ``fits``, ``headroom_bytes``, ``largest_b``, ``largest_s``, ...
+        with a device memory (:func:`costgraph.training.api.training_fits`).
     megatron : dict or None
         ``{"megatron", "costgraph", "difference"}`` (:func:`costgraph.training.megatron.megatron_beside`).
-    compute : dict or None
+    compute : TrainingCompute or None
         ``flops`` (always, model scope), ``time``, ``mfu``, ``hfu`` (with a rate),
         ``communication`` (kind → ``{bytes, op, group}``, and ``seconds`` with a hardware preset),
         ``step`` and ``efficiency`` (with a hardware preset); SymPy expressions.
     warnings : list of str
-    offload : dict or None
+    offload : TrainingOffload or None
         With CPU/NVMe offload: :func:`costgraph.training.offload.offload_section` (host and NVMe
         bytes per device and per node, host-link bytes and seconds).
+
+    The typed parts (:mod:`costgraph.training.result_parts`) carry each field's unit and read also as the
+    mappings they were: ``r.fits.fits`` is ``r.fits["fits"]``.
     """
 
     #: the JSON document (``costgraph train --format json``, schema ``costgraph schema train``): each key's
@@ -78,12 +83,12 @@ class TrainingResult(Document):
     scope: str
     memory: TrainingMemory
     values: dict | None = None
-    settings: dict = field(default_factory=dict)
-    fits: dict | None = None
+    settings: TrainingSettings | None = None
+    fits: FitVerdict | None = None
     megatron: dict | None = None
-    compute: dict | None = None
+    compute: TrainingCompute | None = None
     warnings: list = field(default_factory=list)
-    offload: dict | None = None
+    offload: TrainingOffload | None = None
 
     @property
     def layout(self):
@@ -102,14 +107,14 @@ class TrainingResult(Document):
     @property
     def flops(self) -> dict | None:
         """FLOPs per iteration, per token and per device (SymPy), or None at layer scope."""
-        return None if self.compute is None else self.compute["flops"]
+        return None if self.compute is None else self.compute.flops
 
     @property
     def communication(self) -> dict | None:
         """Kind → ``{bytes, op, group}`` (and ``seconds`` with a hardware preset), or None."""
-        return None if self.compute is None else self.compute.get("communication")
+        return None if self.compute is None else self.compute.communication
 
     @property
     def step(self) -> dict | None:
         """Seconds per step of the step-time model (with a hardware preset), or None."""
-        return None if self.compute is None else self.compute.get("step")
+        return None if self.compute is None else self.compute.step

@@ -89,6 +89,8 @@ from __future__ import annotations
 
 import sympy
 
+from ..choices import CROSS_ENTROPY
+
 #: the conventions these terms follow, named in the step time's output (the loss's: its implementation's
 #: ``kernel``, costgraph.training.cross_entropy)
 OPTIMIZER_CONVENTION = "megatron (MixedPrecisionOptimizer.step: grad norm, clip, fused Adam, copy, zero_grad)"
@@ -101,7 +103,7 @@ def loss_elements(cg, pl) -> sympy.Expr:
     return sympy.Add(*[cg.tensors[o].numel / (pl.tensor_divisor(o) * pl.sequence_divisor(o)) for o in cg.outputs])
 
 
-def loss_seconds(cg, pl, bandwidth, convention: str = "logits", launch=0) -> tuple[sympy.Expr, sympy.Expr]:
+def loss_seconds(cg, pl, bandwidth, convention: str = CROSS_ENTROPY.default, launch=0) -> tuple[sympy.Expr, sympy.Expr]:
     """``(forward, backward)`` seconds of the cross-entropy of one micro-batch on the device that
     holds the head, at ``bandwidth`` B/s; ``convention`` the layout's ``cross_entropy``
     (:data:`costgraph.choices.CROSS_ENTROPY`): its ``forward_bytes`` and ``backward_bytes`` per logit
