@@ -266,29 +266,32 @@ class CaseTooSlow(BaseException):
     (exit 3) does not swallow it."""
 
 
-def _too_slow(signum, frame):
-    if signum == signal.SIGPROF:
-        raise CaseTooSlow(f"a case took more than {LIMIT} s of CPU time")
-    raise CaseTooSlow(f"a case ran past the wall-clock backstop ({WALL} s; a starved process: raise "
-                      "COSTGRAPH_FUZZ_WALL)")
+def _too_slow(limit: float, wall: float):
+    """The timer's handler for one :func:`time_limit`: its message names the limits that applied."""
+    def handler(signum, frame):
+        if signum == signal.SIGPROF:
+            raise CaseTooSlow(f"a case took more than {limit:g} s of CPU time")
+        raise CaseTooSlow(f"a case ran past the wall-clock backstop ({wall:g} s; a starved process: raise "
+                          "COSTGRAPH_FUZZ_WALL)")
+    return handler
 
 
-#: the wall-clock backstop, seconds (a hang that uses no CPU)
+#: the wall-clock backstop, seconds (a hang that uses no CPU); ``None``: ten times each call's CPU limit
 WALL = float(os.environ.get("COSTGRAPH_FUZZ_WALL", "0")) or None
 
 
 @contextlib.contextmanager
 def time_limit(limit: float | None = None):
-    """CPU-time limit (SIGPROF; default :data:`LIMIT`, read when called), with a wall-clock
-    backstop (SIGALRM; :data:`WALL`, default ten times the limit): the approach of
-    tests/commands/test_fuzz.py."""
-    global WALL
+    """CPU-time limit, seconds (SIGPROF; default :data:`LIMIT`, read when called), with a wall-clock
+    backstop (SIGALRM; :data:`WALL` when set, else ten times this call's limit): the approach of
+    tests/commands/test_fuzz.py. Over either, :class:`CaseTooSlow` naming the limit that applied."""
     limit = LIMIT if limit is None else limit
-    WALL = WALL or 10 * limit
-    old_prof = signal.signal(signal.SIGPROF, _too_slow)
-    old_alrm = signal.signal(signal.SIGALRM, _too_slow)
+    wall = WALL or 10 * limit
+    handler = _too_slow(limit, wall)
+    old_prof = signal.signal(signal.SIGPROF, handler)
+    old_alrm = signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_PROF, limit)
-    signal.setitimer(signal.ITIMER_REAL, WALL)
+    signal.setitimer(signal.ITIMER_REAL, wall)
     try:
         yield
     finally:

@@ -56,6 +56,11 @@ def test_the_checks_catch_what_they_name(tmp_path, fake_main):
         return 0
     fake_main(spin)
     assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 0.2, set())) == ["slow"]
+    # a hang: stopped at 10x the limit of wall time (the timer in the case, or the kill beside it, whichever
+    # comes first), the CPU it used named (a starved case at nice 19 on a loaded machine reads as a hang)
+    fake_main(lambda argv: time.sleep(5))
+    rec = B.run_one(["derive", "gpt"], tmp_path, 0.05, set())
+    assert _kinds(rec) == ["slow"] and "wall time (0.0 s of CPU)" in rec["findings"][0][1], rec
     fake_main(lambda argv: os.kill(os.getpid(), signal.SIGSEGV))   # a crash of the case's process
     assert _kinds(B.run_one(["derive", "gpt"], tmp_path, 5.0, set())) == ["died"]
     fake_main(lambda argv: os.write(1, b"Traceback (most recent call last):\n") and 0)   # below sys.stdout

@@ -353,3 +353,23 @@ def test_found_infer_kv_memory_without_sizes_says_which_are_missing(base, extra,
     r = run_case(base, ["infer", "gemma", "--prompt", "1e9", "--generate", "1e9", "--gpu-memory-utilization", "1",
                         "--kv-memory", "16MiB", *extra])
     assert r.status == 2 and r.err.startswith(f"error: {missing}\n"), r.err
+
+
+def test_time_limit_names_the_limit_that_applied(monkeypatch):
+    """The harness's timer (cli_props.time_limit): the message names the CPU limit of the call that
+    ran over (not the global LIMIT), and each call's wall-clock backstop is ten times its own limit
+    (a later call with a larger limit does not keep the first call's backstop)."""
+    import signal
+    monkeypatch.setattr(P, "WALL", None)
+    with pytest.raises(P.CaseTooSlow, match=r"more than 0\.05 s of CPU time"):
+        with P.time_limit(0.05):
+            assert 0.4 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.5
+            while True:
+                pass
+    with P.time_limit(3.0):
+        assert 29 < signal.getitimer(signal.ITIMER_REAL)[0] <= 30
+    monkeypatch.setattr(P, "WALL", 0.05)
+    with pytest.raises(P.CaseTooSlow, match=r"wall-clock backstop \(0\.05 s;"):
+        with P.time_limit(3.0):
+            time.sleep(1)
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == signal.getitimer(signal.ITIMER_PROF)[0] == 0
