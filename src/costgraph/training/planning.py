@@ -242,9 +242,9 @@ class _RuntimeReserve:
         self.capacity, self.least = base.capacity, base.bytes
 
     def __call__(self, c) -> int:
-        from ..runtime_memory import training_reserve
+        from ..runtime_memory import parallel_groups, training_reserve
 
-        groups = {"tp": c.tp, "pp": c.pp, "cp": c.cp, "dp": c.dp, "ep": c.ep}
+        groups = parallel_groups(c.tp, c.pp, c.cp, c.dp, c.ep)   # as train's (costgraph.training.api._groups)
         return training_reserve(self.hw, groups, self.asked, self.given).bytes
 
 
