@@ -58,7 +58,7 @@ MARGIN = 2
 MAX_TOP = 100
 #: the reasons of the uneven splits' bounds (:func:`costgraph.training.plan_forms.uneven_bounds`)
 BOUND_OOM = "out of memory by a lower bound (uneven split: at least one stage's memory / p)"
-BOUND_SLOWER = ("uneven split slower than the rows shown by a lower bound (compute + bubble; "
+BOUND_SLOWER = ("uneven split slower than the rows shown by a lower bound (compute + bubble + optimizer step; "
                 "not derived exactly)")
 #: the confirmation's budget past the rows shown: the uneven splits whose lower bound is below the rows shown
 #: are derived up to this many, the rest counted (plan_confirm.UNPROVEN), not derived

@@ -25,7 +25,7 @@ from .steptime import combine
 
 #: exact figures by (graph, layout, values[, hardware, efficiency, factors]); kept small
 _CACHE: dict = {}
-#: train's derivations by layout with ``m`` as a symbol and values without ``b`` (:func:`exact_figures`)
+#: train's derivations by layout with ``m`` as a symbol, at symbolic sizes (:func:`exact_figures`)
 _DERIVED: dict = {}
 _CACHE_SIZE = 4096
 #: the rows left underived once the confirmation's budget is spent (:func:`confirm`)
@@ -107,7 +107,7 @@ def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
     key = _key(model, layout, values)
     if key not in _CACHE:
         sym, fixed, at = _symbolic(layout, values, b_sym)
-        k = _key(model, sym, fixed)
+        k = _key(model, sym, {})   # derived at symbolic sizes: shared by every size of the model
         if k not in _DERIVED:
             mem = training_memory(model.graph, sym, expand=False)   # the same values, substituted
             _keep(_DERIVED, k, [st.memory["total"] for st in mem.stages])
@@ -139,7 +139,7 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
     key = _key(model, layout, values, *more)
     if key not in _CACHE:
         sym, fixed, at = _symbolic(layout, values, b_sym)
-        k = _key(model, sym, fixed, *more)
+        k = _key(model, sym, {}, *more)
         if k not in _DERIVED:
             cols = communication(model.graph, sym.filled())
             parts = step_time(model.graph, sym, hardware, efficiency=efficiency, collectives=cols, with_total=False,
