@@ -85,7 +85,7 @@ def test_deepseek_pipeline_without_an_even_split():
     from costgraph.training.plan import _space
     from costgraph.training.plan_grid import Grid
 
-    m = costgraph.load("deepseek_v3")
+    m = _model("deepseek_v3")   # the planned cases' model: its placements and derivations shared
     values = m.values("deepseek-v3", s=1024, l=7, k_d=1, E=16)
     b = m.graph.dims["b"].symbol
     fixed = {k: v for k, v in values.items() if k != b}
