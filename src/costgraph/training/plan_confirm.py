@@ -16,7 +16,7 @@ import dataclasses
 
 import sympy
 
-from ..choices import OVERLAP
+from ..choices import CROSS_ENTROPY, OVERLAP
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
@@ -38,7 +38,7 @@ DEGREES = (("t", T), ("c", C), ("e", EP), ("d", D))
 def layout_of(c, settings: dict) -> Layout:
     """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
     (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
-    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``; the candidate's variant
+    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``, ``cross_entropy``; the candidate's variant
     fields (``c.options``, :mod:`costgraph.training.plan_variants`: an FP8 ``policy`` among them) last."""
     extra = dict(getattr(c, "options", None) or {})
     pol = extra.pop("policy", settings["policy"])
@@ -48,6 +48,7 @@ def layout_of(c, settings: dict) -> Layout:
                   first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
                   overlap=settings.get("overlap", OVERLAP.default),
+                  cross_entropy=settings.get("cross_entropy", CROSS_ENTROPY.default),
                   pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)
 
 

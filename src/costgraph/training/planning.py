@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import DEFAULT_EFFICIENCY, OVERLAP
+from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, OVERLAP
 from ..errors import CostgraphValueError
 from ..result_fields import document_json, key
 from ..results import Tabular, renderer
@@ -86,6 +86,8 @@ class PlanResult(Tabular):
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
+        words += [f"--cross-entropy {st['cross_entropy']}"] \
+            if st.get("cross_entropy", CROSS_ENTROPY.default) != CROSS_ENTROPY.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
@@ -164,7 +166,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap``: the communication overlap convention (:data:`costgraph.choices.OVERLAP`,
-    :mod:`costgraph.training.overlap`); ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``:
+    :mod:`costgraph.training.overlap`); ``cross_entropy``: the loss's implementation on every layout
+    (:data:`costgraph.choices.CROSS_ENTROPY`); ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``:
     as :func:`costgraph.training.plan.plan` takes them (the check command carries the layout text).
 
     Raises
@@ -186,6 +189,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                                                                 o.efficiency, o.memory)
     precision, optimizer, attention, top, reserve, command = o.precision, o.optimizer, o.attention, o.top, o.reserve, o.command
     overlap = OVERLAP.default if o.overlap is None else o.overlap
+    cross_entropy = o.cross_entropy
     efficiency_profile, pipeline_layout = o.efficiency_profile, o.pipeline_layout
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
@@ -202,6 +206,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
+                  cross_entropy=cross_entropy,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
@@ -215,6 +220,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap,
+                "cross_entropy": cross_entropy,
                 "reserve_runtime": reserve_of is not None,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
