@@ -165,10 +165,9 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     (default: the model's name and every value as ``--set``); ``efficiency_profile``: a calibration
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
-    ``overlap``: the communication overlap convention (:data:`costgraph.choices.OVERLAP`,
-    :mod:`costgraph.training.overlap`); ``cross_entropy``: the loss's implementation on every layout
-    (:data:`costgraph.choices.CROSS_ENTROPY`); ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``:
-    as :func:`costgraph.training.plan.plan` takes them (the check command carries the layout text).
+    ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
+    ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
+    takes them (the check command carries the layout text and a loss other than the default).
 
     Raises
     ------
@@ -189,8 +188,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                                                                 o.efficiency, o.memory)
     precision, optimizer, attention, top, reserve, command = o.precision, o.optimizer, o.attention, o.top, o.reserve, o.command
     overlap = OVERLAP.default if o.overlap is None else o.overlap
-    cross_entropy = o.cross_entropy
-    efficiency_profile, pipeline_layout = o.efficiency_profile, o.pipeline_layout
+    efficiency_profile, pipeline_layout, cross_entropy = o.efficiency_profile, o.pipeline_layout, o.cross_entropy
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw, capacity = _device(hardware, memory, precision)
@@ -206,21 +204,17 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
-                  cross_entropy=cross_entropy,
-                  allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive)
+                  allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
+                  cross_entropy=cross_entropy)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
-    rows = []
-    for c in result.layouts:
-        row = c.as_dict()
-        if tokens is not None:
-            row["train_days"] = float(tokens / (global_batch * seq)) * c.step_seconds / 86400
-        rows.append(row)
+    rows = [c.as_dict() for c in result.layouts]
+    for row in rows if tokens is not None else ():
+        row["train_days"] = float(tokens / (global_batch * seq)) * row["step_seconds"] / 86400
     command = _default_command(model, values) if command is None else command
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap,
-                "cross_entropy": cross_entropy,
+                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
                 "reserve_runtime": reserve_of is not None,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
