@@ -97,16 +97,27 @@ def test_a_users_log_is_an_entry_of_their_own(tmp_path, monkeypatch):
         rm.vllm_non_torch("h100-sxm", 1, 1)
 
 
-def test_the_planner_keeps_a_flat_reserve_and_says_so():
-    # plan ranks every layout against one reserve (training/planning.py calls reserve_bytes); `runtime` needs the
-    # layout's parallel groups, so it is train's and fit's: named, with the planner's forms in the hint
+def test_the_runtime_reserve_is_counted_per_layout_never_as_a_flat_size():
+    # train, fit and plan count `runtime` per layout from its parallel groups (training/api._groups and
+    # training/planning._RuntimeReserve both call parallel_groups); reserve_bytes, which knows only the device,
+    # refuses it and names the fixed forms in the hint
     from costgraph.errors import CostgraphValueError
     from costgraph.training.fit import reserve_bytes
 
-    with pytest.raises(CostgraphValueError, match="--reserve runtime is train's and fit's default") as e:
+    with pytest.raises(CostgraphValueError, match="--reserve runtime depends on a layout's parallel groups") as e:
         reserve_bytes("runtime", 80_000_000_000)
-    assert "--reserve 0.1" in e.value.hint
-    assert reserve_bytes(None, 80_000_000_000) == 8_000_000_000   # plan's default stays 0.1 of the device
+    assert "--reserve 0.1" in e.value.hint and "planner keeps" not in str(e.value)
+    assert reserve_bytes(None, 80_000_000_000) == 8_000_000_000   # the flat default (serving) stays 0.1 of the device
+
+
+def test_parallel_groups_are_the_five_degrees_that_are_numbers():
+    import sympy
+
+    assert rm.parallel_groups(2, 1, 1, 4, 1) == {"tp": 2, "pp": 1, "cp": 1, "dp": 4, "ep": 1}
+    got = rm.parallel_groups(sympy.Integer(8), 2, None, sympy.Symbol("N_d"), True)   # a free symbol: size unknown
+    assert got == {"tp": 8, "pp": 2} and type(got["tp"]) is int
+    # two communicators above one device (TP 8, PP 2): NCCL's buffers of each
+    assert rm.nccl_part(got).bytes == 2 * NCCL_ONE
 
 
 def test_train_names_its_reserve_and_keeps_the_flat_rule_on_request():

@@ -10,6 +10,19 @@ sums over the graph give closed forms per node, block, layer and model.
 124439808
 """
 
+import os as _os
+import sys as _sys
+
+#: entries of SymPy's cache of built expressions (one ``functools.lru_cache`` per constructor, sized from the
+#: ``SYMPY_CACHE_SIZE`` environment variable when SymPy is first imported; SymPy's default is 1000). A plan
+#: derives train's closed forms for a few dozen layouts that share most of their subexpressions: with 1000
+#: entries they are evicted between derivations (`plan deepseek_v3` of tests/training/test_plan_equals_train.py:
+#: 7.7 s of CPU at 1000, 5.3 s at 5000, 5.5 s at 20000, about 119 MB resident either way). Set only when SymPy
+#: is not imported yet and the variable is unset: a user's own value wins.
+SYMPY_CACHE_SIZE = 20000
+if "sympy" not in _sys.modules:
+    _os.environ.setdefault("SYMPY_CACHE_SIZE", str(SYMPY_CACHE_SIZE))
+
 from .errors import CostgraphError, CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
 
 from .version import __version__

@@ -103,6 +103,30 @@ def nccl_part(groups: dict[str, int], name: str = "NCCL buffers", said: str = ""
                 f"{n['channels']} channels x (Simple + LL + LL128) buffers ({n.file} [nccl]){said}")
 
 
+#: the parallel groups whose NCCL buffers the training reserve counts (one communicator each above 1), in order
+GROUPS = ("tp", "pp", "cp", "dp", "ep")
+
+
+def parallel_groups(tp, pp, cp, dp, ep) -> dict[str, int]:
+    """The parallel groups of a training layout that NCCL's buffers are counted from
+    (:func:`training_parts`): ``{"tp": t, "pp": p, "cp": c, "dp": d, "ep": e}``, the five degrees in
+    devices (an int, or a SymPy integer). A degree that is no number (None, or a symbol a layout
+    leaves free) is left out: its communicator's size is unknown. The one definition ``train``
+    (:func:`costgraph.training.api.training_fits`) and ``plan`` (each row's reserve,
+    :mod:`costgraph.training.planning`) share, so a plan row's reserve is its check command's.
+
+    >>> parallel_groups(2, 1, 1, 4, None)
+    {'tp': 2, 'pp': 1, 'cp': 1, 'dp': 4}
+    """
+    out = {}
+    for name, v in zip(GROUPS, (tp, pp, cp, dp, ep)):
+        if isinstance(v, bool) or v is None:
+            continue
+        if isinstance(v, int) or getattr(v, "is_Integer", False):
+            out[name] = int(v)
+    return out
+
+
 def training_parts(capability: int | None, groups: dict[str, int], vendor: str | None = None,
                    hardware: str | None = None) -> tuple[Part, ...]:
     """The named parts of training's runtime reserve on a GPU of CUDA ``capability`` (None:

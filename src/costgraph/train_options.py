@@ -113,6 +113,7 @@ class PlanOptions:
                                                             "train --help lists them)")
     attention: str = like(LayoutOptions, "attention", check="choice")
     overlap: str = like(LayoutOptions, "overlap", check="choice", optional=True)
+    cross_entropy: str = like(LayoutOptions, "cross_entropy", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

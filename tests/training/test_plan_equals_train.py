@@ -30,7 +30,9 @@ CASES = [
     # to keep the test cheap; its rows are the fastest at s = 4096: at s = 1024 TE's quantize kernels and the
     # 262k-vocabulary loss leave Gemma 3 1B's BF16 rows first), Megatron's pipeline layout text as the candidate
     ("gemma3_text", "gemma-3-1b", {"s": 4096}, 4, 16, None, {"allow_fp8": True}),
-    ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None, {"pipeline_layout": "Et*7|t*6|t*6|t*7L"}),
+    # ... with torchtitan's cross-entropy (plan --cross-entropy: a layout field, in the check command)
+    ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None,
+     {"pipeline_layout": "Et*7|t*6|t*6|t*7L", "cross_entropy": "pytorch"}),
     # a DeepSeek layout with no even split: Megatron-Bridge's chunk layout of 7 layers over 4 chunks
     # (options.chunk_layout), PP 2 × VP 2 or PP 4
     ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB",
@@ -62,6 +64,8 @@ def planned(request):
                      top=1, **kw)
     if kw.get("allow_fp8"):
         assert res.layouts[0]["options"] == {"policy": "fp8-delayed"} and "--precision fp8-delayed" in res.check_command()
+    if kw.get("cross_entropy"):
+        assert f"--cross-entropy {kw['cross_entropy']}" in res.check_command()
     if kw.get("pipeline_layout"):
         assert all(r["pp"] in (2, 4) for r in res.layouts) and "--pipeline-layout" in res.check_command()
     return res
@@ -85,7 +89,7 @@ def test_deepseek_pipeline_without_an_even_split():
     from costgraph.training.plan import _space
     from costgraph.training.plan_grid import Grid
 
-    m = costgraph.load("deepseek_v3")
+    m = _model("deepseek_v3")   # the planned cases' model: its placements and derivations shared
     values = m.values("deepseek-v3", s=1024, l=7, k_d=1, E=16)
     b = m.graph.dims["b"].symbol
     fixed = {k: v for k, v in values.items() if k != b}

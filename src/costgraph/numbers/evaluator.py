@@ -4,7 +4,9 @@ SymPy's ``subs`` costs tens of microseconds per expression; a sweep or a
 layout planner evaluates the same few formulas millions of times. Here each
 formula is compiled once, by :func:`sympy.lambdify` (SymPy's own code
 printer, fed only with expressions built from the syntax tree, never with
-text), into a Python function of the dimension symbols.
+text), into a Python function of the dimension symbols; with ``use_imps=False``: no formula holds
+an ``implemented_function``, and looking for one walks every formula as a tree, not a graph of
+shared parts (a quarter of the planner's compile time).
 
 Two evaluators:
 
@@ -108,7 +110,7 @@ class ExactEvaluator:
             else:
                 self._dens.append(None)
                 parts.append(den)
-        self._f = sympy.lambdify(args, parts, modules=_PY_MODULES)
+        self._f = sympy.lambdify(args, parts, modules=_PY_MODULES, use_imps=False)
 
     def __call__(self, values: Sequence[int]) -> list[int]:
         raw = iter(self._f(*values))
@@ -166,7 +168,7 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
         exprs = [as_expr(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
-        f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_NP_MODULES, cse=True)
+        f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_NP_MODULES, cse=True, use_imps=False)
 
         def run(*arrays):
             # the inputs are not broadcast to the common shape: a constant stays a scalar, and only the
@@ -190,10 +192,10 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
     if dtype != "int64":
         raise ValueError(dtype)
     fracs = [integer_fraction(_integer_floors(e)) for e in exprs]
-    nums = sympy.lambdify(args, [n for n, _ in fracs], modules=_NP_MODULES)
-    dens = sympy.lambdify(args, [d for _, d in fracs], modules=_NP_MODULES)
+    nums = sympy.lambdify(args, [n for n, _ in fracs], modules=_NP_MODULES, use_imps=False)
+    dens = sympy.lambdify(args, [d for _, d in fracs], modules=_NP_MODULES, use_imps=False)
     bounds = sympy.lambdify(args, [_overflow_bound(n) for n, _ in fracs] + [_overflow_bound(d) for _, d in fracs],
-                            modules=_NP_MODULES)
+                            modules=_NP_MODULES, use_imps=False)
 
     def run_int(*arrays):
         arrays = [np.asarray(a, dtype=np.int64) for a in arrays]   # not broadcast: see run() above

@@ -333,15 +333,13 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
 
 
 def _groups(layout, values) -> dict[str, int]:
-    """The layout's parallel degrees that are numbers (``tp``, ``pp``, ``cp``, ``dp``, ``ep``): one NCCL
-    communicator each when above 1."""
-    out = {}
-    for name, attr in (("tp", "t"), ("pp", "p"), ("cp", "c"), ("dp", "d"), ("ep", "e")):
+    """The layout's parallel groups at ``values`` (:func:`costgraph.runtime_memory.parallel_groups`)."""
+    from ..runtime_memory import parallel_groups
+
+    def degree(attr):
         v = getattr(layout, attr, 1)
-        v = v.xreplace(values) if hasattr(v, "xreplace") else v
-        if isinstance(v, int) or getattr(v, "is_Integer", False):
-            out[name] = int(v)
-    return out
+        return v.xreplace(values) if hasattr(v, "xreplace") else v
+    return parallel_groups(*(degree(a) for a in ("t", "p", "c", "d", "e")))
 
 
 #: the hint of a rate below 1 FLOP/s (issue 30: --peak 0.5 ended in an internal error)

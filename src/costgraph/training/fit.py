@@ -99,9 +99,10 @@ def reserve_bytes(reserve, capacity: int) -> int:
 
     reserve = DEFAULT_RESERVE if reserve is None else reserve
     if reserve == RUNTIME_RESERVE:   # train's and fit's (costgraph.training.api.training_fits): it needs the layout
-        raise CostgraphValueError(f"--reserve {RUNTIME_RESERVE} is train's and fit's default; the planner keeps a "
-                                  "fraction or a size on every layout", hint=f"--reserve {DEFAULT_RESERVE} or a size "
-                                  "(8GB); check a row's runtime reserve with its `costgraph train` command")
+        raise CostgraphValueError(f"--reserve {RUNTIME_RESERVE} depends on a layout's parallel groups: train, fit and "
+                                  "plan count it per layout (costgraph.runtime_memory.training_reserve), not as bytes "
+                                  "of a device alone", hint=f"--reserve {DEFAULT_RESERVE} or a size (8GB) for a fixed "
+                                  "reserve; `costgraph train` on a layout lists its runtime reserve's parts")
     if isinstance(reserve, bool):
         raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}")
     if isinstance(reserve, float):

@@ -16,7 +16,7 @@ import dataclasses
 
 import sympy
 
-from ..choices import OVERLAP
+from ..choices import CROSS_ENTROPY, OVERLAP
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
@@ -25,7 +25,7 @@ from .steptime import combine
 
 #: exact figures by (graph, layout, values[, hardware, efficiency, factors]); kept small
 _CACHE: dict = {}
-#: train's derivations by layout with ``m`` as a symbol and values without ``b`` (:func:`exact_figures`)
+#: train's derivations by layout with ``m`` as a symbol, at symbolic sizes (:func:`exact_figures`)
 _DERIVED: dict = {}
 _CACHE_SIZE = 4096
 #: the rows left underived once the confirmation's budget is spent (:func:`confirm`)
@@ -38,7 +38,7 @@ DEGREES = (("t", T), ("c", C), ("e", EP), ("d", D))
 def layout_of(c, settings: dict) -> Layout:
     """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
     (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
-    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``; the candidate's variant
+    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``, ``cross_entropy``; the candidate's variant
     fields (``c.options``, :mod:`costgraph.training.plan_variants`: an FP8 ``policy`` among them) last."""
     extra = dict(getattr(c, "options", None) or {})
     pol = extra.pop("policy", settings["policy"])
@@ -48,6 +48,7 @@ def layout_of(c, settings: dict) -> Layout:
                   first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
                   overlap=settings.get("overlap", OVERLAP.default),
+                  cross_entropy=settings.get("cross_entropy", CROSS_ENTROPY.default),
                   pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)
 
 
@@ -107,7 +108,7 @@ def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
     key = _key(model, layout, values)
     if key not in _CACHE:
         sym, fixed, at = _symbolic(layout, values, b_sym)
-        k = _key(model, sym, fixed)
+        k = _key(model, sym, {})   # derived at symbolic sizes: shared by every size of the model
         if k not in _DERIVED:
             mem = training_memory(model.graph, sym, expand=False)   # the same values, substituted
             _keep(_DERIVED, k, [st.memory["total"] for st in mem.stages])
@@ -139,7 +140,7 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
     key = _key(model, layout, values, *more)
     if key not in _CACHE:
         sym, fixed, at = _symbolic(layout, values, b_sym)
-        k = _key(model, sym, fixed, *more)
+        k = _key(model, sym, {}, *more)
         if k not in _DERIVED:
             cols = communication(model.graph, sym.filled())
             parts = step_time(model.graph, sym, hardware, efficiency=efficiency, collectives=cols, with_total=False,

@@ -25,6 +25,7 @@ drops a layout that would fit or be faster; its exact figures come from the conf
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import numpy as np
 
@@ -80,22 +81,21 @@ class Forms:
             states, acts = self._stage_totals(dict(zero=z, recompute=r, sp=sp))
             self.states.setdefault(z, states)
             self.acts.setdefault((r, sp), acts)
-        flops: dict = {}   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
+        def flops_of(layout):   # training FLOPs depend on p and the recomputation, not on SP or the ZeRO stage
+            return derived(cg, ("flops", layout.p, layout.v, layout.recompute, repr(base)),
+                           lambda: training_flops(cg, layout.filled()))
 
-        def flops_of(layout):
-            key = (layout.p, layout.v, layout.recompute)
-            if key not in flops:
-                flops[key] = training_flops(cg, layout.filled())
-            return flops[key]
+        def step_of(layout):
+            return derived(cg, ("step", repr(layout), repr(hardware), str(efficiency), repr(factors)),
+                           lambda: step_time(cg, layout, hardware, efficiency=efficiency, flops=flops_of(layout),
+                                             with_total=False, factors=factors))
 
         # The step's parts: each from the derivation at the row's (recompute, SP), the overlapped DP/ZeRO
         # traffic at its ZeRO stage (the same side-by-side walk).
         self.parts, self.overlapped = {}, {}
         for z, (r, sp) in together:
             bar.advance(len(self.pipes))
-            st = [step_time(cg, L, hardware, efficiency=efficiency, flops=flops_of(L), with_total=False,
-                            factors=factors)
-                  for L in (Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe}) for pipe in self.pipes)]
+            st = [step_of(Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe})) for pipe in self.pipes]
             if (r, sp) not in self.parts:   # per pipe: part → its compiled form(s)
                 self.parts[(r, sp)] = [{k: self.part(v) for k, v in x.items() if _compiled_part(k, v)} for x in st]
             if z not in self.overlapped:
@@ -133,14 +133,40 @@ class Forms:
         optimizer together) and the activations (memory derived once per layout)."""
         states, acts = [], []
         for pipe in self.pipes:
-            res = training_memory(self.cg, Layout(**{**self.base, **layout_kw, **pipe}), expand=False)
-            self.bar.advance(2)
+            layout = Layout(**{**self.base, **layout_kw, **pipe})
             # the states: everything of the stage's total but its activations (the weights, gradients and
             # optimizer, and an FP8 policy's weight copies, transposes and scales, which training_memory adds
             # to the total only)
-            states.append([self.compiled(st.memory["total"] - st.memory["activations"]) for st in res.stages])
-            acts.append([self.compiled(st.memory["activations"]) for st in res.stages])
+            stages = derived(self.cg, ("memory", repr(layout)), lambda: [
+                (st.memory["total"] - st.memory["activations"], st.memory["activations"])
+                for st in training_memory(self.cg, layout, expand=False).stages])
+            self.bar.advance(2)
+            states.append([self.compiled(st) for st, _ in stages])
+            acts.append([self.compiled(a) for _, a in stages])
         return states, acts
+
+
+#: train's derivations (memory, step parts, FLOPs) at symbolic degrees and symbolic sizes, per graph (dropped
+#: with it), by what each reads (the layout; the preset, flat efficiency and calibration of a step): the sizes
+#: are substituted after (:meth:`Forms.compiled`), so a plan of the same model at other sizes, on another device
+#: count, over a subset of its schedules (a pipeline layout text) or with a variant's base derives none twice
+_DERIVED: dict = {}
+#: the most derivations kept per graph (a plan derives a few dozen)
+DERIVED_SIZE = 1024
+
+
+def derived(cg, key: tuple, make):
+    """``make()`` once per graph and ``key`` (:data:`_DERIVED`)."""
+    entry = _DERIVED.get(id(cg))
+    if entry is None or entry[0]() is not cg:
+        entry = _DERIVED[id(cg)] = (weakref.ref(cg), {})
+        weakref.finalize(cg, _DERIVED.pop, id(cg), None)
+    store = entry[1]
+    if key not in store:
+        if len(store) >= DERIVED_SIZE:
+            store.clear()
+        store[key] = make()
+    return store[key]
 
 
 def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
@@ -182,7 +208,8 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: 
                 parts = at_zero(forms.parts[(r, sp)][w], forms.overlapped[z][w])
                 got = {k: evaluated(v, values, n) for k, v in parts.items()}
                 step = np.where(which == w, combine(got, "compute", np.maximum), step)
-                least = np.where(which == w, got["compute"] + got["bubble"], least)
+                low = got["compute"] + got["bubble"] + (got["optimizer"] if "optimizer" in got else 0)
+                least = np.where(which == w, low, least)
             bounds = (mem, step) if uneven is None or not uneven.any() else \
                 uneven_bounds(forms, values, grid, uneven, (z, r, sp), mem, step, least)
         valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
@@ -197,11 +224,13 @@ def uneven_bounds(forms: Forms, values: list, grid: np.ndarray, uneven: np.ndarr
       the weights, gradients, optimizer states and one micro-batch's activations of each layer are on
       some stage (every stage has at least one micro-batch in flight), a per-layer maximum (a ZeRO-3
       gather, a recomputed layer) on the stage of that layer. So ``memory ≥ memory(p = 1) / p``.
-    * Step: ``compute + bubble`` of the row's own pipeline forms: the compute is the mean stage's (the
-      per-kernel seconds × ``m / p``, :func:`costgraph.training.kernel_time.kernel_seconds`), which the
-      busiest stage's pace (:func:`costgraph.parallel.pipeline.layout_pace`, ≥ 1) only raises, and the
-      bubble is that compute × the schedule's bubble fraction; the optimizer step and the exposed
-      communication (≥ 0) are left out."""
+    * Step: ``compute + bubble + optimizer`` of the row's own pipeline forms: the compute is the mean
+      stage's (the per-kernel seconds × ``m / p``, :func:`costgraph.training.kernel_time.kernel_seconds`),
+      which the busiest stage's pace (:func:`costgraph.parallel.pipeline.layout_pace`, ≥ 1) only raises,
+      and the bubble is that compute × the schedule's bubble fraction; the optimizer step reads the
+      states of the layers spread evenly over the ``p`` stages whatever the split
+      (:func:`costgraph.training.step_kernels.device_states`), so it is the even forms'; the exposed
+      communication (≥ 0) and an offload's host link (``busy`` is at least it) are left out."""
     z, r, sp = option
     one = None
     for k in range(len(forms.states[z][0])):   # the p = 1 pipe: every layer on one stage

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import DEFAULT_EFFICIENCY, OVERLAP
+from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, OVERLAP
 from ..errors import CostgraphValueError
 from ..result_fields import document_json, key
 from ..results import Tabular, renderer
@@ -86,6 +86,8 @@ class PlanResult(Tabular):
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
+        words += [f"--cross-entropy {st['cross_entropy']}"] \
+            if st.get("cross_entropy", CROSS_ENTROPY.default) != CROSS_ENTROPY.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
@@ -163,9 +165,9 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     (default: the model's name and every value as ``--set``); ``efficiency_profile``: a calibration
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
-    ``overlap``: the communication overlap convention (:data:`costgraph.choices.OVERLAP`,
-    :mod:`costgraph.training.overlap`); ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``:
-    as :func:`costgraph.training.plan.plan` takes them (the check command carries the layout text).
+    ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
+    ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
+    takes them (the check command carries the layout text and a loss other than the default).
 
     Raises
     ------
@@ -186,7 +188,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                                                                 o.efficiency, o.memory)
     precision, optimizer, attention, top, reserve, command = o.precision, o.optimizer, o.attention, o.top, o.reserve, o.command
     overlap = OVERLAP.default if o.overlap is None else o.overlap
-    efficiency_profile, pipeline_layout = o.efficiency_profile, o.pipeline_layout
+    efficiency_profile, pipeline_layout, cross_entropy = o.efficiency_profile, o.pipeline_layout, o.cross_entropy
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
     hw, capacity = _device(hardware, memory, precision)
@@ -202,19 +204,17 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
-                  allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive)
+                  allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
+                  cross_entropy=cross_entropy)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
-    rows = []
-    for c in result.layouts:
-        row = c.as_dict()
-        if tokens is not None:
-            row["train_days"] = float(tokens / (global_batch * seq)) * c.step_seconds / 86400
-        rows.append(row)
+    rows = [c.as_dict() for c in result.layouts]
+    for row in rows if tokens is not None else ():
+        row["train_days"] = float(tokens / (global_batch * seq)) * row["step_seconds"] / 86400
     command = _default_command(model, values) if command is None else command
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap,
+                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
                 "reserve_runtime": reserve_of is not None,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
@@ -242,9 +242,9 @@ class _RuntimeReserve:
         self.capacity, self.least = base.capacity, base.bytes
 
     def __call__(self, c) -> int:
-        from ..runtime_memory import training_reserve
+        from ..runtime_memory import parallel_groups, training_reserve
 
-        groups = {"tp": c.tp, "pp": c.pp, "cp": c.cp, "dp": c.dp, "ep": c.ep}
+        groups = parallel_groups(c.tp, c.pp, c.cp, c.dp, c.ep)   # as train's (costgraph.training.api._groups)
         return training_reserve(self.hw, groups, self.asked, self.given).bytes
 
 
