@@ -260,9 +260,9 @@ def test_load_config_sets_its_sizes_as_the_cli_does():
     m, base = costgraph.load("gpt", config="gpt2"), costgraph.load("gpt")
     gpt2 = base.values("gpt2")
     assert m.values() == gpt2 and m.costs().evaluate()["params"] == 124_439_808   # Radford et al. 2019
-    given = dict(gpus=8, hardware="h100-sxm", global_batch=8, top=1)
-    assert m.plan(**given).to_dict() == base.plan(gpt2, **given).to_dict()
+    # plan with config= and no values: tests/training/test_planner_fidelity.py (test_divides_told_apart_from_fits)
     assert m.train(gpus=1).to_dict() == base.train(gpus=1, values=gpt2).to_dict()
+    assert m.fit(gpus=1, hardware="h100-sxm").to_dict() == base.fit(gpt2, gpus=1, hardware="h100-sxm").to_dict()
     assert base.values() == {}   # without config=: no sizes (gpt.cg gives its dims no defaults)
 
 

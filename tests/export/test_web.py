@@ -177,7 +177,7 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     # the other kernel-table presets, other precisions (FP8 on a preset with an FP8 peak) and optimizers:
     # train's step time and memory for the same layout (the page adds the optimizer step to the rest)
     gpt2, layout = ["gpt", "--config", "gpt2"], ["--tp", "2", "--pp", "2", "--gpus", "16", "--zero", "1"]
-    for hw, pol, opt in (("h200", "fp32", "muon"), ("b200", "fp8-delayed", "adam-8bit"), ("gb200", "bf16", "sgd")):
+    for hw, pol, opt in (("h200", "fp8-blockwise", "muon"), ("b200", "fp8-mxfp8", "adam-8bit"), ("gb200", "bf16", "sgd")):
         cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
                       .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
         _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
@@ -193,6 +193,11 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     a100 = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=a100-80gb-sxm")
                  .replace("precision=mixed", "precision=fp8-current"))
     assert a100["step"][0] is None and "no FP8 peak" in a100["step"][1]
+    # MXFP8 on Hopper: train refuses it (fp8.toml: compute capability 10.0 or higher), so does the page
+    h100 = _open(tmp_path, gpt2_page, link.replace("precision=mixed", "precision=fp8-mxfp8"))
+    assert h100["step"][0] is None and h100["step"][1] == "costgraph train refuses --precision fp8-mxfp8 on h100-sxm"
+    assert main(["train", *gpt2, "--set", "b=2", "s=512", *layout, "--precision", "fp8-mxfp8",
+                 "--hardware", "h100-sxm"]) == 2
 
 
 @needs_chromium
@@ -322,8 +327,8 @@ def test_page_prints(tmp_path, gpt2_page):
 
 def test_page_is_self_contained(gpt2_page):
     text = gpt2_page.read_text(encoding="utf-8")
-    # 475 kB: the step time's pool (17 step-time models: 4 kernel tables, 13 shapes of flat preset; x 5
-    # precisions x 4 ZeRO x 3 recompute x 2 stage sets, every part written once: 223 kB), memory per precision
+    # 492 kB: the step time's pool (20 step-time models: 4 kernel tables, 16 shapes of flat preset; x 7
+    # precisions x 4 ZeRO x 3 recompute x 2 stage sets, every part written once: 235 kB), memory per precision
     # and optimizer (each closed form's text once: DATA.formulas), serving per TP and dtype
     assert len(text.encode()) < 500_000
     low = text.lower()
@@ -333,19 +338,23 @@ def test_page_is_self_contained(gpt2_page):
     data = json.loads(re.search(r'<script type="application/json" id="cg-data">(.*?)</script>', text, re.S).group(1))
     assert [d["name"] for d in data["dims"]] == ["b", "s", "h", "a", "l", "V", "s_max"]
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
-    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32", "fp8-delayed", "fp8-current"} == set(data["precision"])
+    fp8 = {"fp8-delayed", "fp8-current", "fp8-blockwise", "fp8-mxfp8"}   # Transformer Engine's four recipes
+    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32"} | fp8 == set(data["precision"])
     step = data["training"]["step"]
     assert step["presets"] == [h["key"] for h in data["hardware"]]        # a step time on every preset of the menu
     tables = [k for k, model in step["model"].items() if model == k]
     assert tables == ["h100-sxm", "h200", "b200", "gb200"]               # kernels.toml's tables: their own trees
-    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(tables)
+    # fp8.toml's capability bounds, as train checks them: blockwise from 9.0 (Hopper), MXFP8 on 10.x (Blackwell)
+    assert set(step["rest"]["h200"]) == set(data["precision"]) - {"fp8-mxfp8"} and set(step["bandwidth"]) == set(tables)
+    assert set(step["rest"]["b200"]) == set(data["precision"])
     # the flat presets share trees by shape: both A100s one (no FP8 peak: no FP8 policy), their peaks filled in
     a40, a80 = step["model"]["a100-40gb-sxm"], step["model"]["a100-80gb-sxm"]
     assert a40 == a80 and set(step["rest"][a40]) == {"mixed", "bf16", "fp32"} and not step["failed"]
     assert step["numbers"]["a100-80gb-sxm"]["HW_PEAK_BF16"] == "312000000000000"   # NVIDIA A100 datasheet
     # the step time reads no master copy: mixed's and bf16's rest are one part of the pool, fp32's another
-    rest = step["rest"]["b200"]
-    assert rest["mixed"]["1"]["full"]["PP"] == rest["bf16"]["1"]["full"]["PP"] != rest["fp32"]["1"]["full"]["PP"]
+    rest = step["rest"]["b200"]   # [ZeRO][recompute][stage set]: ZeRO-1, full recompute, PP > 1
+    full = data["recompute"].index("full")
+    assert rest["mixed"][1][full][1] == rest["bf16"][1][full][1] != rest["fp32"][1][full][1]
     assert set(data["training"]["states"]["mixed"]) == {"0", "1", "2", "3"}
     assert set(data["training"]["optimizer"]["mixed"]) == {"adam", "adam-8bit", "adafactor", "lion", "muon", "sgd"}
     assert set(data["training"]["activations"]["bf16"]) == {"none", "selective", "full"}

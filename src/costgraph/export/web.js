@@ -382,7 +382,9 @@
       return;
     }
     if (failure) { show("step", null, failure); return; }
-    const stage = dims.PP === 1n ? "1" : "PP", zero = inputs.zero.value;
+    // the lists' indices (export/web_steps.py): ZeRO stage, recompute policy, stage set ("1", "PP")
+    const stage = dims.PP === 1n ? 0 : 1, zero = DATA.zero.findIndex((z) => String(z.value) === inputs.zero.value);
+    const recompute = DATA.recompute.indexOf(inputs.recompute.value);
     // a flat-efficiency preset: its peaks and links fill the symbols of its model's trees
     const values = Object.assign({}, dims);
     for (const [name, v] of Object.entries(S.numbers[hw] || {})) values[name] = BigInt(v);
@@ -390,7 +392,7 @@
     const defs = (i) => (cache[i] !== undefined ? cache[i] : (cache[i] = evalTree(S.pool[i], values, defs)));
     let value;
     try {
-      value = evalTree(S.rest[model][pol][zero][inputs.recompute.value][stage], values, defs);
+      value = evalTree(S.rest[model][pol][zero][recompute][stage], values, defs);
       if (S.bandwidth[hw]) {        // bytes of the optimizer step / the preset's HBM bandwidth
         const o = evalTree(S.optimizer[pol][inputs.optimizer.value][zero][stage], values, defs);
         const d = o[1] * BigInt(S.bandwidth[hw]);
