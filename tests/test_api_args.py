@@ -252,6 +252,20 @@ def test_keyword_config_still_names_the_configuration():
     assert costgraph.load("gpt").costs().evaluate(config="gpt2")["params"] == 124_439_808   # tests/models/test_gpt.py
 
 
+def test_load_config_sets_its_sizes_as_the_cli_does():
+    # trial finding: load(name, config=...) set the configuration's options only, and .plan then asked for
+    # sizes; now its sizes are the model's values when none are given, as `--config gpt2` on the command line
+    import costgraph
+
+    m, base = costgraph.load("gpt", config="gpt2"), costgraph.load("gpt")
+    gpt2 = base.values("gpt2")
+    assert m.values() == gpt2 and m.costs().evaluate()["params"] == 124_439_808   # Radford et al. 2019
+    # plan with config= and no values: tests/training/test_planner_fidelity.py (test_divides_told_apart_from_fits)
+    assert m.train(gpus=1).to_dict() == base.train(gpus=1, values=gpt2).to_dict()
+    assert m.fit(gpus=1, hardware="h100-sxm").to_dict() == base.fit(gpt2, gpus=1, hardware="h100-sxm").to_dict()
+    assert base.values() == {}   # without config=: no sizes (gpt.cg gives its dims no defaults)
+
+
 def test_a_negative_number_is_said_to_be_negative(capsys):
     # found by a hostile trial: `--offload-activations -0.1` was "cannot read '-0.1'" with the hint
     # "a number such as 0.45", though -0.1 is one; a negative value is now named as such

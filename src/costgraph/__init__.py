@@ -14,12 +14,15 @@ import os as _os
 import sys as _sys
 
 #: entries of SymPy's cache of built expressions (one ``functools.lru_cache`` per constructor, sized from the
-#: ``SYMPY_CACHE_SIZE`` environment variable when SymPy is first imported; SymPy's default is 1000). A plan
-#: derives train's closed forms for a few dozen layouts that share most of their subexpressions: with 1000
-#: entries they are evicted between derivations (`plan deepseek_v3` of tests/training/test_plan_equals_train.py:
-#: 7.7 s of CPU at 1000, 5.3 s at 5000, 5.5 s at 20000, about 119 MB resident either way). Set only when SymPy
-#: is not imported yet and the variable is unset: a user's own value wins.
-SYMPY_CACHE_SIZE = 20000
+#: ``SYMPY_CACHE_SIZE`` environment variable when SymPy is first imported; SymPy's default is 1000). A plan, or
+#: ``costgraph web``'s training table and step times, derive train's closed forms for many layouts that share
+#: most of their subexpressions: with 1000 entries they are evicted before they are met again. Measured on this
+#: machine, one process: ``plan deepseek_v3`` of tests/training/test_plan_equals_train.py 7.7 s of CPU at 1000,
+#: 5.3 s at 5000, 5.5 s at 20000 (about 119 MB resident either way); ``costgraph web models/qwen3_next_chunked.cg``
+#: 47.9 s and 115 MB at 1000, 28.2 s and 147 MB at 100,000, the same page byte for byte. Set when ``costgraph``
+#: is imported before SymPy (the command line, the API, the tests' conftest) and the variable is unset: a user's
+#: own value wins.
+SYMPY_CACHE_SIZE = 100_000
 if "sympy" not in _sys.modules:
     _os.environ.setdefault("SYMPY_CACHE_SIZE", str(SYMPY_CACHE_SIZE))
 

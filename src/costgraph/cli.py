@@ -148,7 +148,8 @@ def _write_failed(e: OSError) -> int:
 
 
 def run() -> None:
-    """Console-script wrapper: exit with :func:`main`'s status."""
+    """Console-script wrapper: exit with :func:`main`'s status (SymPy's cache sized when ``costgraph`` was
+    imported: :data:`costgraph.SYMPY_CACHE_SIZE`)."""
     sys.exit(main())
 
 

@@ -149,7 +149,7 @@ class Model(DimensionValues):
         from .training.api import layout_argument, train
 
         options, settings = resolve(TrainOptions, options, overrides, "train", also=Layout.__dataclass_fields__)
-        return train(self, layout_argument(layout, settings), values=values, options=options)
+        return train(self, layout_argument(layout, settings), values=self._or_default(values), options=options)
 
     def calibrate(self, runs, *, hardware, **options):
         """A calibration :class:`~costgraph.training.calibration.Profile` fitted to measured ``runs`` on
@@ -185,7 +185,7 @@ class Model(DimensionValues):
         from .option_fields import check, resolve
 
         o = resolve(InferOptions, options, overrides, "infer")[0]
-        values = arguments.model_values(self, values)
+        values = arguments.model_values(self, self._or_default(values))
         check(o)   # each option's check, declared on its field (costgraph.infer_options)
         prompt, generate, batch = (arguments.whole(arguments.token_count(x, f"--{n}"), f"--{n}")   # "1e12" or 1e12,
                                    for n, x in (("prompt", o.prompt), ("generate", o.generate), ("batch", o.batch)))
@@ -238,7 +238,7 @@ class Model(DimensionValues):
         """
         from .training.planning import plan_layouts
 
-        return plan_layouts(self, values, options, **overrides)
+        return plan_layouts(self, self._or_default(values), options, **overrides)
 
     def fit(self, values=None, options=None, layout=None, **overrides):
         """Does this model fit (``costgraph fit``; :func:`costgraph.fit`, which documents each argument)?
@@ -259,8 +259,10 @@ def load(model: str, *, dropout: bool = True, options: Mapping[str, object] | No
     ``profile`` names what operators keep for backward:
     :data:`costgraph.engine.builder.PROFILES` (``korthikanti`` or ``pytorch``).
     ``config``: a configuration of the file whose options (``bias = false``)
-    the graph is built with (``options`` given here take precedence); its
-    dimensions are used by ``values(config)``.
+    the graph is built with (``options`` given here take precedence) and whose
+    sizes are the model's values when none are given, as the command line's
+    ``--config``: ``values()``, ``costs().evaluate()``, ``train``, ``infer``, ``plan``
+    and ``fit`` without ``values`` use them (``load("gpt", config="gpt2").plan(gpus=8, ...)``).
 
     Raises
     ------
@@ -282,11 +284,14 @@ def _build(program, settings: Settings, config) -> Model:
         return Model(graph, settings, program)
     chosen = {k: v for k, v in graph.configs[config].items() if isinstance(v, bool)}
     options = {**chosen, **settings.options}
-    if all(graph.options.get(k) == v for k, v in options.items()):
-        return Model(graph, settings, program)
-    built = replace(settings, options=options)
-    # the options the configuration chose count as given: values(config) accepts them
-    return Model(build(program, built), built, program)
+    if not all(graph.options.get(k) == v for k, v in options.items()):
+        settings = replace(settings, options=options)
+        # the options the configuration chose count as given: values(config) accepts them
+        graph = build(program, settings)
+    # its sizes too, as the command line's --config: values(), costs().evaluate(), train, infer, plan and fit
+    # use them when given none (a config.json's "hf" likewise: costgraph.sources)
+    graph.default_config = config
+    return Model(graph, settings, program)
 
 
 def _settings(dropout, options, profile, input_grads=False) -> Settings:

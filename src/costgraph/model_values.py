@@ -33,6 +33,14 @@ class DimensionValues:
         vals = self._int_values(config, overrides)
         return {self.graph.dims[k].symbol: sympy.Integer(v) for k, v in vals.items()}
 
+    def _or_default(self, values):
+        """``values`` as given, else (None) the values of the model's default configuration — the one
+        ``load(..., config=NAME)`` named, or a config.json's ``"hf"`` — as the command line's ``--config``
+        gives them to ``train``, ``infer``, ``plan`` and ``fit``; None without one."""
+        if values is None and self.graph.default_config is not None:
+            return self.values()
+        return values
+
     def _int_values(self, config, overrides) -> dict[str, int]:
         """:meth:`values` as plain ints by name (the fast path of :meth:`Costs.evaluate`)."""
         config = self.graph.default_config if config is None else config

@@ -151,7 +151,8 @@ def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult
     """Does ``model`` fit on ``gpus`` devices of ``hardware`` (a preset name; or ``memory``, bytes
     or ``"80GB"``) for training (``mode="train"``) or serving (``"serve"``)? See the module docstring.
 
-    ``values``: every dimension's value (``model.values("hf")`` for a model from a config.json).
+    ``values``: every dimension's value (default: the model's configuration, ``load(..., config=NAME)``'s or
+    a config.json's ``"hf"``, as the command line's ``--config``).
     ``options``: a :class:`costgraph.fit_options.FitOptions` (``mode``, ``hardware``, ``gpus``,
     ``memory``, ``reserve``, ``efficiency_profile``, ``host_memory``; serving: ``prompt``, ``generate``,
     ``batch``, ``tp``, ``weights``, ``kv``, ``quantized``, ``keep``), or its fields as keywords in
@@ -180,6 +181,8 @@ def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult
     from .option_fields import resolve
 
     o, layout_settings = resolve(FitOptions, options, overrides, "fit", also=LayoutOptions.__dataclass_fields__)
+    if hasattr(model, "_or_default"):   # load(..., config=NAME) or a config.json: its sizes, as --config
+        values = model._or_default(values)
     if o.mode not in MODES:
         raise CostgraphValueError(f"fit mode {arguments.shown(o.mode)} is neither 'train' nor 'serve'",
                                   hint="mode='train' (costgraph fit --train) or mode='serve' (--serve)")

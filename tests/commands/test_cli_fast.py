@@ -90,3 +90,24 @@ def test_digit_caps_agree():
     from costgraph.language import parser
 
     assert arguments.MAX_DIGITS == parser.MAX_DIGITS
+
+
+SIZED = """
+import sys
+import costgraph.cli as cli
+sys.argv = ["costgraph", "derive", "gpt", "--scope", "layer", "--format", "json"]
+try:
+    cli.run()
+except SystemExit as e:
+    import sympy.core.cache as cache
+    print(e.code, cache.SYMPY_CACHE_SIZE, file=sys.stderr)
+"""
+
+
+def test_command_process_sizes_sympys_cache(tmp_path):
+    # costgraph.SYMPY_CACHE_SIZE: a command's own process keeps 100,000 SymPy cache entries (web of
+    # Qwen3-Next: 47.9 s CPU at SymPy's default 1,000, 28.2 s at 100,000); one process (a value in the environment
+    # is kept: os.environ.setdefault)
+    env = {k: v for k, v in os.environ.items() if k != "SYMPY_CACHE_SIZE"}
+    run = subprocess.run([sys.executable, "-c", SIZED], capture_output=True, text=True, timeout=120, env=env)
+    assert run.stderr.split()[-2:] == ["0", "100000"], run.stderr[-2000:]

@@ -23,7 +23,7 @@ import subprocess
 import pytest
 
 from costgraph.cli import main
-from cli_checks import EVIL_MD, run
+from cli_checks import EVIL_MD, refused, run
 
 PDFLATEX = shutil.which("pdflatex")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -70,8 +70,11 @@ def _md_tables(text: str) -> dict[str, list[list[str]]]:
     return tables
 
 
-def test_markdown_tables_per_block_and_numbers(tmp_path):
-    text = _report(tmp_path, "gpt2.md", "gpt", "--config", "gpt2", "--format", "md")
+def test_markdown_tables_per_block_and_numbers(tmp_path, capsys):
+    # no --format: -o gpt2.md names Markdown, and the output says so (the same Markdown as --format md:
+    # test_markdown_training_section gives the flag)
+    text = _report(tmp_path, "gpt2.md", "gpt", "--config", "gpt2")
+    assert re.search(r"\(md, from the suffix \.md, [\d,]+ bytes\)$", capsys.readouterr().out.strip())
     tables = _md_tables(text)
     blocks = tables["Per block"]
     # every block and group of models/gpt.cg, and the top-level nodes that hold something, in program order
@@ -93,6 +96,18 @@ def test_markdown_tables_per_block_and_numbers(tmp_path):
     assert legend["$s_{max}$"][1:] == ["maximum sequence length (rows of the position table)", "1,024"]
     assert set(legend) == {f"${k}$" for k in ("b", "s", "h", "a", "l", "V")} | {"$s_{max}$"}
     assert "- **FLOPs**: 'matmul'" in text and "GiB = 2³⁰ bytes" in text
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["-o", "gpt2.txt"], "cannot tell the report's format from 'gpt2.txt' ('.txt')"),
+    (["-o", "gpt2"], "(no suffix)"),
+    ([], "report needs a format"),
+    (["-o", "-"], "report needs a format"),
+])
+def test_report_format_unnamed_is_refused(tmp_path, capsys, monkeypatch, argv, fragment):
+    monkeypatch.chdir(tmp_path)   # refused before the model is read: nothing written
+    err = refused(capsys, ["report", "gpt", *argv], fragment, "--format tex, html or md")
+    assert "usage:" not in err and not list(tmp_path.iterdir())
 
 
 def test_markdown_training_section(tmp_path):

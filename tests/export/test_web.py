@@ -116,35 +116,40 @@ def _check_memory(capsys, cells, model_args, sets, layout_args):
     _memory_cells(cells, _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm"))
 
 
-def _check_step(capsys, cells, model_args, sets, layout_args, hardware):
-    """The page's step time and memory are ``costgraph train --hardware``'s for the same layout and choices."""
-    # the page keeps the flat reserve (costgraph.export.web: DEFAULT_RESERVE); train's default is the runtime reserve
-    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", hardware,
-                    "--reserve", DEFAULT_RESERVE)
+def _verdict_cells(cells, trained):
+    """The page's fit verdict is train's: the capacity (CUDA's under the runtime reserve), the reserve, the verdict."""
+    for cell, key in (("capacity", "capacity_bytes"), ("reserve", "reserve_bytes")):
+        assert cells[cell][0] == str(trained["fits"][key]), cell
+    assert cells["fits"][0] == ("1" if trained["fits"]["fits"] else "0")
+
+
+def _check_step(capsys, cells, model_args, sets, layout_args, hardware, reserve=None):
+    """The page's step time, memory and verdict are ``costgraph train --hardware``'s for the same layout and
+    choices; ``reserve``: the page's ``web --reserve`` (None: train's default, runtime, on both)."""
+    given = [] if reserve is None else ["--reserve", reserve]
+    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", hardware, *given)
     step = Fraction(cells["step"][0])
     assert float(step) == pytest.approx(trained["step"]["total"]["value"], rel=1e-12), (hardware, layout_args)
     assert cells["step"][1] == _six_digits(step)
     _memory_cells(cells, trained)
-    assert cells["capacity"][0] == str(trained["fits"]["capacity_bytes"])
+    _verdict_cells(cells, trained)
     return trained
 
 
-def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak, mfu=False):
+def _check_against_cli(capsys, cells, model_args, sets, layout_args, peak, mfu=False, reserve=None):
     for scope in ("model", "layer"):
         derived = _json(capsys, "derive", *model_args, "--set", *sets, "--scope", scope)
         for q, item in derived["quantities"].items():
             assert cells[f"{scope}_{q}"][0] == str(item["value"]), (scope, q)
     # train's default rate on h100-sxm (the per-kernel model of kernels.toml, Megatron's overlap): the
     # page's step time (issue 32 item 3: the page showed the MFU time, 0.947 s, beside train's 0.910 s)
-    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm",
-                    "--reserve", DEFAULT_RESERVE)   # the page's flat reserve
+    given = [] if reserve is None else ["--reserve", reserve]   # the page's web --reserve (default runtime, train's)
+    trained = _json(capsys, "train", *model_args, "--set", *sets, *layout_args, "--hardware", "h100-sxm", *given)
     step = Fraction(cells["step"][0])
     assert float(step) == pytest.approx(trained["step"]["total"]["value"], rel=1e-12)
     assert cells["step"][1] == _six_digits(step)
     _memory_cells(cells, trained)
-    assert cells["capacity"][0] == str(trained["fits"]["capacity_bytes"])
-    assert cells["reserve"][0] == str(trained["fits"]["reserve_bytes"])
-    assert cells["fits"][0] == ("1" if trained["fits"]["fits"] else "0")
+    _verdict_cells(cells, trained)
     flops = trained["flops"]["model_per_device"]["value"]
     assert cells["flops"][0] == str(flops)
     exact = Fraction(flops) / (Fraction(peak) * Fraction(45, 100))
@@ -174,7 +179,7 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     # the other kernel-table presets, other precisions (FP8 on a preset with an FP8 peak) and optimizers:
     # train's step time and memory for the same layout (the page adds the optimizer step to the rest)
     gpt2, layout = ["gpt", "--config", "gpt2"], ["--tp", "2", "--pp", "2", "--gpus", "16", "--zero", "1"]
-    for hw, pol, opt in (("h200", "fp32", "muon"), ("b200", "fp8-delayed", "adam-8bit"), ("gb200", "bf16", "sgd")):
+    for hw, pol, opt in (("h200", "fp8-blockwise", "muon"), ("b200", "fp8-mxfp8", "adam-8bit"), ("gb200", "bf16", "sgd")):
         cells = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", f"hardware={hw}")
                       .replace("precision=mixed", f"precision={pol}").replace("optimizer=adam", f"optimizer={opt}"))
         _check_step(capsys, cells, gpt2, ["b=2", "s=512"], [*layout, "--precision", pol, "--optimizer", opt], hw)
@@ -190,30 +195,35 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     a100 = _open(tmp_path, gpt2_page, link.replace("hardware=h100-sxm", "hardware=a100-80gb-sxm")
                  .replace("precision=mixed", "precision=fp8-current"))
     assert a100["step"][0] is None and "no FP8 peak" in a100["step"][1]
+    # MXFP8 on Hopper: train refuses it (fp8.toml: compute capability 10.0 or higher), so does the page
+    h100 = _open(tmp_path, gpt2_page, link.replace("precision=mixed", "precision=fp8-mxfp8"))
+    assert h100["step"][0] is None and h100["step"][1] == "costgraph train refuses --precision fp8-mxfp8 on h100-sxm"
+    assert main(["train", *gpt2, "--set", "b=2", "s=512", *layout, "--precision", "fp8-mxfp8",
+                 "--hardware", "h100-sxm"]) == 2
 
 
 @needs_chromium
 def test_llama_zero3_selective_page_matches_the_cli(tmp_path, capsys):
     page = _page(tmp_path, "llama", "--config", "llama-3-8b", "--tp", "4", "--zero", "3",
-                 "--recompute", "selective", "--precision", "bf16", "--optimizer", "adam-8bit")
+                 "--recompute", "selective", "--precision", "bf16", "--optimizer", "adam-8bit", "--reserve", "8GB")
     # TP, ZeRO, recompute, precision and optimizer from the command line (the step time's: the optimizer
     # step reads the states), the optimizer in the address too: bitsandbytes' 8-bit Adam keeps 8-bit states
     # only for tensors of 4096 elements or more (a size choice the page writes)
     cells = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adam-8bit")
     _check_against_cli(capsys, cells, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
                        ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "bf16",
-                        "--optimizer", "adam-8bit"], 989_400_000_000_000)
-    assert cells["stage"][0] == "single"
+                        "--optimizer", "adam-8bit"], 989_400_000_000_000, reserve="8GB")
+    assert cells["stage"][0] == "single" and cells["reserve"][0] == "8000000000"   # web --reserve 8GB, as train's
     # another precision and optimizer than the page's first: memory and step time as train's
     fp32 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adafactor&precision=fp32")
     _check_step(capsys, fp32, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
                 ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp32",
-                 "--optimizer", "adafactor"], "h100-sxm")
+                 "--optimizer", "adafactor"], "h100-sxm", "8GB")
     # FP8 (Transformer Engine's current scaling): its own activations (FP8 copies of the GEMMs' inputs)
     fp8 = _open(tmp_path, page, "b=1&s=8192&DP=2&optimizer=adam&precision=fp8-current&hardware=h200")
     _check_step(capsys, fp8, ["llama", "--config", "llama-3-8b"], ["b=1", "s=8192"],
                 ["--tp", "4", "--gpus", "8", "--zero", "3", "--recompute", "selective", "--precision", "fp8-current",
-                 "--optimizer", "adam"], "h200")
+                 "--optimizer", "adam"], "h200", "8GB")
 
 
 @needs_chromium
@@ -223,17 +233,18 @@ def test_flat_preset_step_time_matches_train(tmp_path, capsys):
     src = tmp_path / "tiny.cg"
     src.write_text('model tiny {\n  dim b "batch"\n  dim h "width"\n  input x[b, h]: act\n'
                    '  return linear(x, h, name = proj)\n}\n', encoding="utf-8")
-    page = _page(tmp_path, str(src), "--set", "b=8", "h=1024", "--hardware", "mi300x")
+    page = _page(tmp_path, str(src), "--set", "b=8", "h=1024", "--hardware", "mi300x", "--reserve", DEFAULT_RESERVE)
     for hw, pol, opt in (("mi300x", "fp32", "muon"), ("mi300x", "fp8-current", "adam"), ("h200", "bf16", "lion")):
         cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
         _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
-                    ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
+                    ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw, DEFAULT_RESERVE)
     # a flat preset other than the page's (the same flat trees, its own peaks and links), and a Blackwell
     # one without a kernel table (b300: no FP8 weight transpose, as train resolves it on the preset)
     for hw, pol, opt in (("mi325x", "mixed", "adam"), ("b300", "fp8-delayed", "adam")):
         cells = _open(tmp_path, page, f"DP=2&zero=2&precision={pol}&optimizer={opt}&hardware={hw}")
         trained = _check_step(capsys, cells, [str(src)], ["b=8", "h=1024"],
-                              ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw)
+                              ["--gpus", "2", "--zero", "2", "--precision", pol, "--optimizer", opt], hw,
+                              DEFAULT_RESERVE)
     assert "fp8 weight transpose" not in {k for k, v in trained["memory"]["fp8"].items() if v["value"]}
 
 
@@ -271,7 +282,9 @@ def test_bad_inputs_are_named_not_computed(tmp_path, gpt2_page):
     cells = _open(tmp_path, page, "TP=5&mfu=1.5")      # a = 12 heads do not split over 5 devices
     assert cells["model_params"][0] == "124439808"     # no layout in a parameter count
     assert cells["mem-total"][0] is None and "not a whole number" in cells["mem-total"][1]
-    assert cells["capacity"][1] == "80,000,000,000  (80.00 GB)"   # GB = 10^9 bytes, two decimals as train prints
+    # train's runtime reserve (the page's default): the memory CUDA reports on an H100 SXM, 79.22 GiB
+    # (runtime_memory.toml [visible]), GB = 10^9 bytes, two decimals as train prints
+    assert cells["capacity"][1].startswith("85,061,827,297  (85.06 GB, as CUDA reports it")
     cells = _open(tmp_path, page, "mfu=1.5")
     assert cells["time"][1] == "MFU must be in (0, 1]"
 
@@ -316,8 +329,8 @@ def test_page_prints(tmp_path, gpt2_page):
 
 def test_page_is_self_contained(gpt2_page):
     text = gpt2_page.read_text(encoding="utf-8")
-    # 475 kB: the step time's pool (17 step-time models: 4 kernel tables, 13 shapes of flat preset; x 5
-    # precisions x 4 ZeRO x 3 recompute x 2 stage sets, every part written once: 223 kB), memory per precision
+    # 492 kB: the step time's pool (20 step-time models: 4 kernel tables, 16 shapes of flat preset; x 7
+    # precisions x 4 ZeRO x 3 recompute x 2 stage sets, every part written once: 235 kB), memory per precision
     # and optimizer (each closed form's text once: DATA.formulas), serving per TP and dtype
     assert len(text.encode()) < 500_000
     low = text.lower()
@@ -327,19 +340,23 @@ def test_page_is_self_contained(gpt2_page):
     data = json.loads(re.search(r'<script type="application/json" id="cg-data">(.*?)</script>', text, re.S).group(1))
     assert [d["name"] for d in data["dims"]] == ["b", "s", "h", "a", "l", "V", "s_max"]
     assert [d["value"] for d in data["dims"]] == [1, 1024, 768, 12, 12, 50257, 1024]    # config gpt2
-    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32", "fp8-delayed", "fp8-current"} == set(data["precision"])
+    fp8 = {"fp8-delayed", "fp8-current", "fp8-blockwise", "fp8-mxfp8"}   # Transformer Engine's four recipes
+    assert set(data["training"]["states"]) == {"mixed", "bf16", "fp32"} | fp8 == set(data["precision"])
     step = data["training"]["step"]
     assert step["presets"] == [h["key"] for h in data["hardware"]]        # a step time on every preset of the menu
     tables = [k for k, model in step["model"].items() if model == k]
     assert tables == ["h100-sxm", "h200", "b200", "gb200", "gb300"]              # kernels.toml's tables: their own trees
-    assert set(step["rest"]["h200"]) == set(data["precision"]) and set(step["bandwidth"]) == set(tables)
+    # fp8.toml's capability bounds, as train checks them: blockwise from 9.0 (Hopper), MXFP8 on 10.x (Blackwell)
+    assert set(step["rest"]["h200"]) == set(data["precision"]) - {"fp8-mxfp8"} and set(step["bandwidth"]) == set(tables)
+    assert set(step["rest"]["b200"]) == set(data["precision"])
     # the flat presets share trees by shape: both A100s one (no FP8 peak: no FP8 policy), their peaks filled in
     a40, a80 = step["model"]["a100-40gb-sxm"], step["model"]["a100-80gb-sxm"]
     assert a40 == a80 and set(step["rest"][a40]) == {"mixed", "bf16", "fp32"} and not step["failed"]
     assert step["numbers"]["a100-80gb-sxm"]["HW_PEAK_BF16"] == "312000000000000"   # NVIDIA A100 datasheet
     # the step time reads no master copy: mixed's and bf16's rest are one part of the pool, fp32's another
-    rest = step["rest"]["b200"]
-    assert rest["mixed"]["1"]["full"]["PP"] == rest["bf16"]["1"]["full"]["PP"] != rest["fp32"]["1"]["full"]["PP"]
+    rest = step["rest"]["b200"]   # [ZeRO][recompute][stage set]: ZeRO-1, full recompute, PP > 1
+    full = data["recompute"].index("full")
+    assert rest["mixed"][1][full][1] == rest["bf16"][1][full][1] != rest["fp32"][1][full][1]
     assert set(data["training"]["states"]["mixed"]) == {"0", "1", "2", "3"}
     assert set(data["training"]["optimizer"]["mixed"]) == {"adam", "adam-8bit", "adafactor", "lion", "muon", "sgd"}
     assert set(data["training"]["activations"]["bf16"]) == {"none", "selective", "full"}
@@ -362,6 +379,11 @@ def test_cli_refuses_and_prints(tmp_path, capsys):
     assert main(["web", "gpt", "--config", "gpt2", "--pp", "9" * 30, "-o", str(tmp_path / "x.html")]) == 2
     assert "PP must be a whole number from 1 to 1,000,000" in capsys.readouterr().err
     assert main(["web", "gpt", "--config", "gpt2", "--mfu", "2", "-o", str(tmp_path / "x.html")]) == 2
+    for reserve, said in (("2", "--reserve 2: a number without a unit"), ("1", "--reserve 1 keeps the whole device"),
+                          ("runtim", "cannot read --reserve 'runtim'")):   # as train refuses them
+        capsys.readouterr()
+        assert main(["web", "gpt", "--config", "gpt2", "--reserve", reserve, "-o", str(tmp_path / "x.html")]) == 2
+        assert said in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()
     capsys.readouterr()
     tiny = tmp_path / "tiny.cg"

@@ -17,6 +17,7 @@ Examples::
     costgraph report llama --config llama-3-8b --gpus 8 --tp 2 --zero 1 --hardware h100-sxm \\
         --prompt 512 --generate 128 --format html -o llama.html
     costgraph report mixtral --format md
+    costgraph report gpt --config gpt2 -o gpt2.md      # the format from the suffix (.tex .html .md)
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("report", help="a LaTeX, HTML or Markdown report: closed forms per scope and block, "
                                       "symbols, conventions, numbers, training memory and inference")
     model_arguments(p)
-    p.add_argument("--format", choices=("tex", "html", "md"), required=True, type=latex_named("tex"),
-                   help="tex or latex (standalone LaTeX), html (one self-contained page) or md (Markdown)")
+    p.add_argument("--format", choices=("tex", "html", "md"), type=latex_named("tex"),
+                   help="tex or latex (standalone LaTeX), html (one self-contained page) or md (Markdown); "
+                        "default: from -o's suffix (.tex .latex .html .htm .md .markdown)")
     output_arguments(p, help="write to FILE (default: print)")
     p.add_argument("--fragment", action="store_true", help="tex: only the body, to \\input into a paper "
                                                            "(which loads amsmath, array and longtable)")
@@ -73,12 +75,41 @@ def _plots(args, model, rep, training, inf_rep, capacity) -> list[tuple[str, str
     return out
 
 
+#: -o's suffix → the report's format (``report -o gpt2.md`` without ``--format``)
+SUFFIX_FORMATS = {".tex": "tex", ".latex": "tex", ".html": "html", ".htm": "html", ".md": "md", ".markdown": "md"}
+
+
+def report_format(fmt: str | None, output: str | None) -> tuple[str, str | None]:
+    """``(format, inferred)``: ``--format`` as given, else the one ``-o``'s suffix names
+    (:data:`SUFFIX_FORMATS`; ``inferred`` is then the suffix, said in the output).
+
+    Raises
+    ------
+    CostgraphValueError
+        No ``--format`` and no ``-o`` (or ``-o -``), or a suffix that names no format."""
+    from pathlib import Path
+
+    from ..errors import CostgraphValueError
+
+    if fmt is not None:
+        return fmt, None
+    hint = "give --format tex, html or md, or name the file .tex, .html or .md"
+    if output is None:
+        raise CostgraphValueError("report needs a format: --format, or an -o FILE whose suffix names one", hint=hint)
+    suffix = Path(output).suffix.lower()
+    if suffix not in SUFFIX_FORMATS:
+        shown = repr(suffix[:20]) if suffix else "no suffix"
+        raise CostgraphValueError(f"cannot tell the report's format from {str(output)[:80]!r} ({shown})", hint=hint)
+    return SUFFIX_FORMATS[suffix], suffix
+
+
 def run(args) -> str:
     from ..training.api import training_fits
     from ..errors import CostgraphValueError
     from ..export.reports import build, to_html, to_md, to_tex
     from ._analysis import capacity, infer_given, inference, load, train_given, training
 
+    args.format, inferred = report_format(args.format, args.output)
     if args.fragment and args.format != "tex":
         raise CostgraphValueError("--fragment is for --format tex", hint="a LaTeX body to \\input into a paper")
     if args.over is not None and args.format != "html":
@@ -115,4 +146,5 @@ def run(args) -> str:
     from ._output import write_output
 
     path = write_output(args, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    return f"wrote {path} ({args.format}, {len(text.encode('utf-8')):,} bytes)"
+    said = f", from the suffix {inferred}" if inferred else ""
+    return f"wrote {path} ({args.format}{said}, {len(text.encode('utf-8')):,} bytes)"

@@ -34,6 +34,9 @@ def add_parser(sub) -> None:
     p.add_argument("--hardware", default="h100-sxm", help="the preset selected first (default h100-sxm); the step time is computed on "
                         "every preset of the menu")
     p.add_argument("--mfu", default="0.45", help="first model FLOPs utilization (default 0.45)")
+    from ..train_options import RESERVE_HELP
+
+    p.add_argument("--reserve", default=None, help=RESERVE_HELP + ", as costgraph train --reserve")
     p.add_argument("--no-dropout", action="store_true", help="train without dropout: no dropout masks")
     output_arguments(p, help="the page to write (required)", required=True)
 
@@ -52,7 +55,7 @@ def _command(args) -> str:
                                  ("--zero", args.zero, choices.ZERO_STAGE.default),
                                  ("--recompute", args.recompute, "none"), ("--precision", args.precision, POLICIES[0]),
                                  ("--optimizer", args.optimizer, OPTIMIZERS[0]), ("--hardware", args.hardware, "h100-sxm"),
-                                 ("--mfu", args.mfu, "0.45")):
+                                 ("--mfu", args.mfu, "0.45"), ("--reserve", args.reserve, None)):
         if value != default:
             parts += [flag, str(value)]
     if args.no_dropout:
@@ -69,7 +72,7 @@ def run(args) -> str:
         check_output(args)
     dims, options = settings(args.set)
     model, values = load_any(args, dims, options)
-    text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args),
+    text = page(model, values=values, hardware=args.hardware, mfu=args.mfu, command=_command(args), reserve=args.reserve,
                 layout={"TP": args.tp, "PP": args.pp, "DP": args.dp, "zero": args.zero,
                         "recompute": args.recompute, "precision": args.precision, "optimizer": args.optimizer})
     if args.output is None:   # -o - (output_file reads "-" as None): the page on standard output

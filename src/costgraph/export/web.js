@@ -175,7 +175,10 @@
     }
     train.append(outputRow("stage", "most loaded stage", "", ""));
     train.append(outputRow("capacity", "device memory", "B", ""));
-    train.append(outputRow("reserve", "kept free (" + DATA.reserve + " of it)", "B", ""));
+    train.append(outputRow("reserve", DATA.reserve.rule === "runtime" ? "kept free (as costgraph train " +
+                           "--reserve runtime: CUDA context, cuBLAS and cuBLASLt workspaces, NCCL buffers of each " +
+                           "parallel group of more than one device)" : "kept free (--reserve " + DATA.reserve.text +
+                           (DATA.reserve.rule === "fraction" ? " of it)" : ")"), "B", ""));
     train.append(outputRow("fits", "verdict", "", ""));
     train.append(outputRow("flops", "model FLOPs per device per iteration", "FLOP", DATA.training.flops.formula));
     train.append(outputRow("step", "step time on the device, as costgraph train --hardware computes it (exact " +
@@ -353,7 +356,7 @@
     stage.setAttribute("data-value", failure ? "" : bestSet);
     stage.textContent = failure ? "" : {single: "the whole model", first: "stage 0 (first)",
                                         last: "stage PP-1 (last)"}[bestSet];
-    verdict(best, failure);
+    verdict(best, failure, dims);
     const [flops, ferr] = compute(DATA.training.flops.fn, dims);
     show("flops", flops, flops === null ? ferr : undefined);
     timeRow(flops);
@@ -379,7 +382,9 @@
       return;
     }
     if (failure) { show("step", null, failure); return; }
-    const stage = dims.PP === 1n ? "1" : "PP", zero = inputs.zero.value;
+    // the lists' indices (export/web_steps.py): ZeRO stage, recompute policy, stage set ("1", "PP")
+    const stage = dims.PP === 1n ? 0 : 1, zero = DATA.zero.findIndex((z) => String(z.value) === inputs.zero.value);
+    const recompute = DATA.recompute.indexOf(inputs.recompute.value);
     // a flat-efficiency preset: its peaks and links fill the symbols of its model's trees
     const values = Object.assign({}, dims);
     for (const [name, v] of Object.entries(S.numbers[hw] || {})) values[name] = BigInt(v);
@@ -387,7 +392,7 @@
     const defs = (i) => (cache[i] !== undefined ? cache[i] : (cache[i] = evalTree(S.pool[i], values, defs)));
     let value;
     try {
-      value = evalTree(S.rest[model][pol][zero][inputs.recompute.value][stage], values, defs);
+      value = evalTree(S.rest[model][pol][zero][recompute][stage], values, defs);
       if (S.bandwidth[hw]) {        // bytes of the optimizer step / the preset's HBM bandwidth
         const o = evalTree(S.optimizer[pol][inputs.optimizer.value][zero][stage], values, defs);
         const d = o[1] * BigInt(S.bandwidth[hw]);
@@ -404,13 +409,29 @@
     cell.textContent = value[0] > 0n ? significant(value[0], value[1], DATA.time_digits) : "0";
   }
 
-  function verdict(total, failure) {
-    const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
+  // [capacity, reserve, words] as costgraph train --reserve keeps it (export/web_reserve.py): runtime, a
+  // fraction of the preset's memory (rounded up to a byte) or a size
+  function reserveOf(hw, dims) {
+    const R = DATA.reserve;
+    if (R.rule === "runtime") {
+      const p = R.presets[hw.key];
+      let groups = 0n;                                            // one NCCL communicator per group of 2+ devices
+      for (const d of ["TP", "PP", "DP"]) if (dims[d] !== null && dims[d] > 1n) groups += 1n;
+      return [BigInt(p.capacity), BigInt(p.base) + groups * BigInt(R.nccl), p.capacity_from];
+    }
     const capacity = BigInt(hw.memory);
-    const [num, den] = decimal(DATA.reserve);
-    const reserve = (capacity * num + den - 1n) / den;          // rounded up to a byte
-    show("capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + ")");
-    show("reserve", reserve);
+    if (R.rule === "size") return [capacity, BigInt(R.bytes), ""];
+    const [num, den] = R.fraction.map(BigInt);
+    return [capacity, (capacity * num + den - 1n) / den, ""];
+  }
+
+  function verdict(total, failure, dims) {
+    const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
+    const [capacity, reserve, from] = reserveOf(hw, dims);
+    show("capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + (from ? ", " + from : "") + ")");
+    show("reserve", reserve, grouped(reserve) + "  (" + gb(reserve) + ")");
+    if (reserve >= capacity) { show("fits", null, "--reserve " + DATA.reserve.text + " keeps the whole device " +
+                                    "memory free"); return; }
     if (failure || total === null) { show("fits", null, ""); return; }
     const room = capacity - reserve - total;
     show("fits", room >= 0n ? 1n : 0n, room >= 0n ? "fits (" + grouped(room) + " B to spare)"

@@ -34,8 +34,10 @@ URL, no external script, style or font) holding
 * the serving side as ``costgraph infer --tp --weights --kv`` computes it
   (:mod:`costgraph.export.web_serving`);
 * the hardware presets (``costgraph hardware``): device memory (GB = 10⁹
-  bytes) and the fit verdict with :data:`costgraph.choices.DEFAULT_RESERVE`
-  of it kept free, as ``costgraph train``'s ``fits``.
+  bytes) and the fit verdict with the memory ``costgraph train --reserve`` keeps
+  free (default ``runtime``, train's: the CUDA context, cuBLAS workspaces and NCCL's
+  buffers of each parallel group, on the memory CUDA reports;
+  :mod:`costgraph.export.web_reserve`), as ``costgraph train``'s ``fits``.
 
 Every number is computed in the page with ``BigInt`` from the user's inputs as
 they type: exact at any size; a size that does not divide (``a`` not a
@@ -57,12 +59,13 @@ import json
 from importlib import resources
 from typing import Mapping
 
-from ..choices import DEFAULT_RESERVE, RECOMPUTE_SEARCHED, ZERO_STAGE
+from ..choices import RECOMPUTE_SEARCHED, ZERO_STAGE
 from ..errors import CostgraphValueError
 from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
 from .printing import to_text
+from .web_reserve import reserve_table
 from .web_serving import KV_DTYPES, SERVE_TP, SERVING_DIMS, START as SERVING_START, WEIGHTS, serving_table
 from .web_training import OPTIMIZERS, POLICIES, training_table
 
@@ -80,7 +83,7 @@ TIME_DIGITS = 6
 
 
 def page(model, *, values: Mapping | None = None, layout: Mapping | None = None, hardware: str = "h100-sxm",
-         mfu: str = "0.45", command: str = "") -> str:
+         mfu: str = "0.45", command: str = "", reserve: str | None = None) -> str:
     """The calculator page of ``model`` (a :class:`costgraph.Model`) as HTML text.
 
     ``values``: dimension values (symbol or name → int) used as the inputs' initial
@@ -88,14 +91,16 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     (ints), ``zero`` (0–3), ``recompute`` (``none``, ``selective``, ``full``), ``precision`` and
     ``optimizer`` (one of :data:`~costgraph.export.web_training.POLICIES`, ``OPTIMIZERS``);
     ``hardware``: the preset selected at first; ``mfu``: the initial MFU as
-    decimal text; ``command``: the command line that regenerates the page.
+    decimal text; ``command``: the command line that regenerates the page; ``reserve``: the memory the
+    fit verdict keeps free, as ``costgraph train --reserve`` (None: train's default, ``runtime``;
+    :mod:`costgraph.export.web_reserve`).
 
     Raises
     ------
     CostgraphValueError
         A model dimension named ``TP``, ``PP`` or ``DP``; an unknown preset,
         ZeRO stage or recompute policy; a precision or optimizer the page does not offer; an MFU
-        outside (0, 1].
+        outside (0, 1]; a reserve train refuses.
     """
     from ..hardware import preset, presets
 
@@ -104,6 +109,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         raise CostgraphValueError(f"the model has a dimension named {clash[0]!r}, which the page uses for a "
                                   "layout degree", hint="rename the dimension in the model file")
     start = _start(layout or {}, preset(hardware).key, mfu)
+    held = reserve_table(reserve)   # checked before the page's derivations
     program = plan(model, _scopes(model), values=values, command=command)
     training, add, formulas = _writer(program)
     table = training_table(model, add, bool(model.graph.groups))
@@ -136,7 +142,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
                       "fp8": bool(hw.peak_flops_fp8)}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
-        "reserve": DEFAULT_RESERVE,
+        "reserve": held,
         "time_digits": TIME_DIGITS,
     }
     # the training and serving functions without their JSDoc blocks: the page shows their closed forms

@@ -100,9 +100,10 @@ def step_models(policies) -> tuple[dict, dict]:
 
 def step_table(model, layout, degrees, policies, optimizers) -> dict:
     """``{"pool", "rest", "optimizer", "bandwidth", "rate", "model", "numbers", "failed", "presets"}``
-    (module docstring): ``rest``: step-time model → policy → ZeRO → recompute → ``"1"`` or ``"PP"`` → tree;
+    (module docstring): ``rest``: step-time model → policy → ``[ZeRO][recompute][stage set]`` → tree (lists
+    in the order of ``ZERO_STAGE.values``, ``RECOMPUTE_SEARCHED`` and ``"1"``, ``"PP"``);
     ``model``: preset → its step-time model; ``numbers``: preset → symbol → value (a flat preset's);
-    ``optimizer``: policy → optimizer → ZeRO → stage set → the optimizer step's bytes
+    ``optimizer``: policy → optimizer → ``[ZeRO][stage set]`` → the optimizer step's bytes
     (:func:`costgraph.training.step_kernels.optimizer_seconds` at 1 B/s), divided on the page by
     ``bandwidth[preset]`` (the kernel table's HBM B/s; absent on a flat preset: no optimizer step there);
     ``rate``: preset → the rate's description; ``failed``: step-time model → why ``train`` refuses its
@@ -120,6 +121,14 @@ def step_table(model, layout, degrees, policies, optimizers) -> dict:
     seen: dict = {}
     _rest(model, layout, degrees, models, out, seen)
     _optimizer(model, layout, degrees, policies, optimizers, out, seen)
+    # nested lists, not objects: indexed by ZeRO stage, recompute policy (DATA.recompute's order) and stage set
+    # ("1", "PP"): the keys written once here, not at every leaf (a third of the page's references)
+    stages = ["1", "PP"][:len(degrees)]
+    out["rest"] = {name: {pol: [[[by[str(z)][r][s] for s in stages] for r in RECOMPUTE_SEARCHED]
+                                for z in ZERO_STAGE.values] for pol, by in pols.items()}
+                   for name, pols in out["rest"].items()}
+    out["optimizer"] = {pol: {opt: [[by[str(z)][s] for s in stages] for z in ZERO_STAGE.values]
+                              for opt, by in opts.items()} for pol, opts in out["optimizer"].items()}
     for key, name in out["model"].items():
         hw = preset(key)
         peaks = {"bf16": hw.peak_flops_bf16}

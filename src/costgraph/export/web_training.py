@@ -27,17 +27,20 @@ from __future__ import annotations
 
 from ..choices import DEFAULT_OPTIMIZER, DEFAULT_POLICY, RECOMPUTE_SEARCHED, ZERO_STAGE
 
-#: the precision policies the page offers (``costgraph train --precision``; the default first; the FP8
-#: ones of policies.toml, Transformer Engine's recipes, only on a preset with an FP8 peak)
-#: the FP8 policies the page offers: Transformer Engine's delayed and current scaling. Blockwise and MXFP8 are
-#: left out: each FP8 policy adds its own memory and step-time trees (page generation about 2× with two, 3× with
-#: four; `costgraph train --precision` has them all)
-FP8_POLICIES = ("fp8-delayed", "fp8-current")
+#: the FP8 policies the page offers (``costgraph train --precision``): Transformer Engine's recipes of
+#: policies.toml — delayed and current (tensor-wise) scaling, blockwise (1×128 and 128×128 tiles, compute capability
+#: 9.0 and up) and MXFP8 (compute capability 10.x) — each on the presets that run it, as train refuses it elsewhere
+#: (fp8.toml's capability bounds: :func:`costgraph.export.web_steps.runs`)
+FP8_POLICIES = ("fp8-delayed", "fp8-current", "fp8-blockwise", "fp8-mxfp8")
 POLICIES = (DEFAULT_POLICY, "bf16", "fp32") + FP8_POLICIES
 #: the optimizers the page offers (``costgraph train --optimizer``; the default first)
 OPTIMIZERS = (DEFAULT_OPTIMIZER, "adam-8bit", "adafactor", "lion", "muon", "sgd")
 #: stage sets: one stage (PP = 1); the first and the last stage (PP > 1)
 STAGES = {"single": "the whole model (PP = 1)", "first": "stage 0 (first)", "last": "stage PP-1 (last)"}
+
+
+#: the parts' letters in the page's function names
+_SHORT = {"weights": "w", "gradients": "g", "optimizer": "o", "activations": "a", "fp8": "f8"}
 
 
 def activation_precision(policy: str) -> str:
@@ -78,7 +81,9 @@ def training_table(model, add, pipeline: bool) -> dict:
         return Layout(t=tp, p=p, d=dp, precision=activation_precision(pol), **kw)
 
     def part(c, key, what, expr):   # expanded here, the one part shown (train expands every part)
-        return add(f"train_{c}_{what}_{key}".replace("-", "_"), f"train/{what}/{key}", c, "B",
+        # short names (t_o_mixed_adam_z1_f: optimizer states, ``mixed``, Adam, ZeRO-1, the first stage): a name is
+        # written wherever its closed form is used
+        return add(f"t_{_SHORT[c]}_{what}_{key[0]}".replace("-", "_"), f"train/{what}/{key}", c, "B",
                    f"training {c} bytes per device, {STAGES[key]}", sympy.expand(expr))
 
     def memory(L):   # each stage's parts unexpanded: the same values, only the parts used are expanded (part)

@@ -1,0 +1,56 @@
+"""The memory the calculator page (:mod:`costgraph.export.web`) keeps free on each device for its fit
+verdict, as ``costgraph train --reserve`` keeps it (:func:`costgraph.training.api.training_fits`):
+
+* ``runtime`` (:data:`costgraph.choices.RUNTIME_RESERVE`, train's and fit's default): the named parts of
+  :func:`costgraph.runtime_memory.training_reserve` — the CUDA context of the preset's GPU class,
+  PyTorch's cuBLAS and cuBLASLt workspaces (``base``, per preset) and NCCL's buffers of one
+  communicator per parallel group of more than one device (``nccl`` bytes each: the page counts
+  ``TP``, ``PP`` and ``DP`` above 1) — on the device memory CUDA reports where ``runtime_memory.toml``
+  gives it (``capacity``, per preset), else the preset's;
+* a fraction of the preset's memory (``0.1``: rounded up to a byte) or a size (``8GB``), read by
+  :func:`costgraph.training.fit.reserve_bytes` as train reads it.
+"""
+
+from __future__ import annotations
+
+
+def reserve_table(reserve: str | None) -> dict:
+    """The page's reserve (module docstring): ``{"rule": "runtime", "text", "presets": {key: {"capacity",
+    "capacity_from", "base"}}, "nccl"}``, ``{"rule": "fraction", "text", "fraction": [p, q]}`` or
+    ``{"rule": "size", "text", "bytes"}`` (numbers as decimal text); ``reserve``: ``--reserve``'s text,
+    None for train's default.
+
+    Raises
+    ------
+    CostgraphValueError
+        As ``costgraph train --reserve`` for the same text (neither ``runtime``, a fraction below 1 nor a
+        size; a bare number above 1 without its unit)."""
+    import sympy
+
+    from ..arguments import text as checked_text
+    from ..choices import RUNTIME_RESERVE
+    from ..errors import CostgraphValueError
+    from ..hardware import presets
+    from ..runtime_memory import nccl_bytes, training_reserve
+    from ..training.fit import _FRACTION, reserve_bytes
+
+    text = RUNTIME_RESERVE if reserve is None else checked_text(reserve, "--reserve").strip()
+    if text == RUNTIME_RESERVE:
+        out = {}
+        for key, hw in presets().items():
+            if not hw.peak_flops_bf16:
+                continue
+            r = training_reserve(hw, {}, hw.memory_bytes, False)
+            out[key] = {"capacity": str(r.capacity), "capacity_from": r.capacity_from or "", "base": str(r.bytes)}
+        return {"rule": "runtime", "text": text, "presets": out, "nccl": str(nccl_bytes(2))}
+    if _FRACTION.match(text):
+        q = sympy.Rational(text)
+        if q >= 1:   # as train refuses it on any device
+            raise CostgraphValueError(f"--reserve {text[:40]} keeps the whole device memory free",
+                                      hint="a fraction below 1 (0.1) or a size below the device memory")
+        return {"rule": "fraction", "text": text, "fraction": [str(q.p), str(q.q)]}
+    held = reserve_bytes(text, 2**63)   # train's reading and refusals (a size: the page says where it is too large)
+    return {"rule": "size", "text": text, "bytes": str(held)}
+
+
+__all__ = ["reserve_table"]
