@@ -1,5 +1,3 @@
-import os
-
 # costgraph first, before anything imports SymPy: it sizes SymPy's cache (costgraph.SYMPY_CACHE_SIZE, 100,000
 # entries; SymPy's default 1,000) as a command's process does: tests/training/test_planner_fidelity.py
 # 38.0 -> 24.0 s CPU, peak memory 152 -> 175 MB; a value in the environment is kept
