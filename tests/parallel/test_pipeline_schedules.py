@@ -179,6 +179,15 @@ def test_megatron_refuses_these_interleaved_settings():
         Layout(p=4, m=8, schedule="interleaved", v=2, vp_group=2).filled()   # g < p
     with pytest.raises(CostgraphValueError, match="even p"):
         Layout(p=3, schedule="dualpipe").filled()
+    # DualPipe feeds half the micro-batches from each end: m even and m >= 2p (deepseek-ai/DualPipe @ 3da1bbe
+    # dualpipe.py DualPipe.step: `num_chunks > 0 and num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`)
+    for m, hint in ((1, "--micro-batches 4"), (2, "--micro-batches 4"), (5, "--micro-batches 6")):
+        with pytest.raises(CostgraphValueError, match="at least 2p = 4") as e:
+            Layout(p=2, m=m, schedule="dualpipe").filled()
+        assert e.value.hint == hint
+    assert Layout(p=2, m=4, schedule="dualpipe").filled().m == 4
+    assert Layout(p=4, schedule="dualpipe").filled().m == 8      # the default: DualPipe's least, 2p (1F1B's: p)
+    assert Layout(p=4, schedule="1f1b").filled().m == 4
 
 
 def test_zero_bubble_and_dualpipe():

@@ -125,8 +125,8 @@ class Layout(LayoutOptions):
             out.d = out.gpus // per if isinstance(per, int) else sympy.Integer(out.gpus) / per
         if out.d is None:
             out.d = DP
-        if out.m is None:
-            out.m = out.p
+        if out.m is None:   # one micro-batch per stage; DualPipe's least, 2p (parallel.schedules.check_schedule)
+            out.m = 2 * out.p if out.schedule == "dualpipe" else out.p
         if out.etp is None:
             out.etp = 1
         _expert_placement(out)

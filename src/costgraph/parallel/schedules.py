@@ -125,7 +125,9 @@ def bubble_fraction(schedule: str, p, m, v=1) -> sympy.Expr:
 def check_schedule(p, m, schedule: str, v=1, g=None) -> None:
     """Refuse what Megatron refuses for a numeric layout: the interleaved group
     ``g`` (default ``p``) outside ``[p, m]`` or ``0 < m mod g < p``
-    (``forward_backward_pipelining_with_interleaving``); DualPipe with an odd ``p``.
+    (``forward_backward_pipelining_with_interleaving``); DualPipe with an odd ``p``, or with ``m`` odd or
+    below ``2p`` (deepseek-ai/DualPipe @ 3da1bbe ``dualpipe.py`` ``DualPipe.step``: ``num_ranks % 2 == 0``,
+    ``num_chunks % 2 == 0 and num_chunks >= num_ranks * 2``: half the micro-batches enter from each end).
 
     Raises
     ------
@@ -135,6 +137,11 @@ def check_schedule(p, m, schedule: str, v=1, g=None) -> None:
     if schedule == "dualpipe" and isinstance(p, int) and p > 1 and p % 2:
         raise CostgraphValueError(f"DualPipe pairs stage i with stage p−1−i: it needs an even p, got {p}",
                                   hint="--pp an even number")
+    if schedule == "dualpipe" and isinstance(p, int) and isinstance(m, int) and p > 1 and (m % 2 or m < 2 * p):
+        raise CostgraphValueError(
+            f"DualPipe feeds half the micro-batches from each end of the pipeline: it needs an even m of at least "
+            f"2p = {2 * p}, got m = {m} (deepseek-ai/DualPipe dualpipe.py DualPipe.step)",
+            hint=f"--micro-batches {max(2 * p, m + m % 2)}")
     if schedule != "interleaved" or not (isinstance(p, int) and isinstance(m, int)) or p == 1:
         return
     g = p if g is None else g

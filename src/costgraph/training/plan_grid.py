@@ -37,7 +37,8 @@ COLUMNS = ("t", "p", "c", "e", "d", "b", "m", "v", "k", "s")
 REFUSALS = ("d not whole", "t does not divide a split axis", "t above the K/V heads (replicated K/V not screened)",
             "p does not split the layers", "c does not divide s", "e does not divide the experts",
             "e·etp does not divide d·c·t", "global batch not a multiple of b·d",
-            "the interleaved schedule's micro-batch groups", "out of memory")
+            "the interleaved schedule's micro-batch groups", "DualPipe's micro-batches (even, at least 2p)",
+            "out of memory")
 
 
 def _refused(check) -> bool:
@@ -113,8 +114,13 @@ class Grid:
                 self.refused[why] += 1
                 continue
             m = global_batch // (b * d)
-            kept = [(si, v, k) for si, v, k in p_ok[p] if v == 1 or _schedule_ok(p, m, v)]
-            self.refused["the interleaved schedule's micro-batch groups"] += len(p_ok[p]) - len(kept)
+            kept = []
+            for si, v, k in p_ok[p]:
+                why = _schedule_refusal(p, m, v, self.schedules[si])
+                if why is None:
+                    kept.append((si, v, k))
+                else:
+                    self.refused[why] += 1
             rows += [(t, p, c, e, d, b, m, v, k, si) for si, v, k in kept]
             for why in dominated.get(p, ()):
                 self.pruned[why] = self.pruned.get(why, 0) + 1
@@ -170,6 +176,13 @@ def _explicit(cg, values: dict, text: str | None) -> dict | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _schedule_ok(p: int, m: int, v: int) -> bool:
-    """Megatron's interleaved groups (:func:`costgraph.parallel.schedules.check_schedule`)."""
-    return not _refused(lambda: check_schedule(p, m, "interleaved", v))
+def _schedule_refusal(p: int, m: int, v: int, schedule: str) -> str | None:
+    """Why train refuses ``schedule`` with ``m`` micro-batches on ``p`` stages (:func:`costgraph.parallel.
+    schedules.check_schedule`: Megatron's interleaved groups, DualPipe's even ``m ≥ 2p``), None if it does not."""
+    if schedule == "interleaved" and v > 1:
+        return "the interleaved schedule's micro-batch groups" if _refused(
+            lambda: check_schedule(p, m, "interleaved", v)) else None
+    if schedule == "dualpipe":
+        return "DualPipe's micro-batches (even, at least 2p)" if _refused(
+            lambda: check_schedule(p, m, "dualpipe", v)) else None
+    return None
