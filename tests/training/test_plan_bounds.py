@@ -81,3 +81,21 @@ def test_plan_says_what_the_bounds_pruned(screened):
     res = screened[-1]
     assert res.pruned[planner.BOUND_SLOWER] > 0
     assert planner.BOUND_OOM in res.refused
+
+
+def test_confirmation_cache_never_serves_a_freed_graphs_entries():
+    """plan_confirm keys its caches by the graph's id (a graph is not hashable): a graph built at a freed
+    graph's address must not meet the freed one's entries (review finding: no weak reference checked)."""
+    import types
+    import weakref
+
+    from costgraph.parallel.layout import Layout
+    from costgraph.training import plan_confirm as pc
+
+    g, other = costgraph.load("gpt").graph, costgraph.load("gpt").graph
+    model = types.SimpleNamespace(graph=g)
+    stale = (id(g), repr(Layout()), ())
+    with mock.patch.dict(pc._GRAPHS, {id(g): weakref.ref(other)}), mock.patch.dict(pc._CACHE, {stale: "stale"}):
+        assert pc._key(model, Layout(), {}) == stale      # the same key ...
+        assert stale not in pc._CACHE                     # ... and the other graph's entry is gone
+        assert pc._GRAPHS[id(g)]() is g

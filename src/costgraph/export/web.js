@@ -417,7 +417,7 @@
       const p = R.presets[hw.key];
       let groups = 0n;                                            // one NCCL communicator per group of 2+ devices
       for (const d of ["TP", "PP", "DP"]) if (dims[d] !== null && dims[d] > 1n) groups += 1n;
-      return [BigInt(p.capacity), BigInt(p.base) + groups * BigInt(R.nccl), p.capacity_from];
+      return [BigInt(p.capacity), BigInt(p.base) + groups * BigInt(p.group), p.capacity_from];
     }
     const capacity = BigInt(hw.memory);
     if (R.rule === "size") return [capacity, BigInt(R.bytes), ""];

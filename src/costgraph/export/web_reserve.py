@@ -4,8 +4,8 @@ verdict, as ``costgraph train --reserve`` keeps it (:func:`costgraph.training.ap
 * ``runtime`` (:data:`costgraph.choices.RUNTIME_RESERVE`, train's and fit's default): the named parts of
   :func:`costgraph.runtime_memory.training_reserve` — the CUDA context of the preset's GPU class,
   PyTorch's cuBLAS and cuBLASLt workspaces (``base``, per preset) and NCCL's buffers of one
-  communicator per parallel group of more than one device (``nccl`` bytes each: the page counts
-  ``TP``, ``PP`` and ``DP`` above 1) — on the device memory CUDA reports where ``runtime_memory.toml``
+  communicator per parallel group of more than one device (``group`` bytes each, per preset: RCCL's on
+  AMD, none where the vendor's runtime has no source; the page counts ``TP``, ``PP`` and ``DP`` above 1) — on the device memory CUDA reports where ``runtime_memory.toml``
   gives it (``capacity``, per preset), else the preset's;
 * a fraction of the preset's memory (``0.1``: rounded up to a byte) or a size (``8GB``), read by
   :func:`costgraph.training.fit.reserve_bytes` as train reads it.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 def reserve_table(reserve: str | None) -> dict:
     """The page's reserve (module docstring): ``{"rule": "runtime", "text", "presets": {key: {"capacity",
-    "capacity_from", "base"}}, "nccl"}``, ``{"rule": "fraction", "text", "fraction": [p, q]}`` or
+    "capacity_from", "base", "group"}}}``, ``{"rule": "fraction", "text", "fraction": [p, q]}`` or
     ``{"rule": "size", "text", "bytes"}`` (numbers as decimal text); ``reserve``: ``--reserve``'s text,
     None for train's default.
 
@@ -31,7 +31,7 @@ def reserve_table(reserve: str | None) -> dict:
     from ..choices import RUNTIME_RESERVE
     from ..errors import CostgraphValueError
     from ..hardware import presets
-    from ..runtime_memory import nccl_bytes, training_reserve
+    from ..runtime_memory import parallel_groups, training_reserve
     from ..training.fit import _FRACTION, reserve_bytes
 
     text = RUNTIME_RESERVE if reserve is None else checked_text(reserve, "--reserve").strip()
@@ -41,8 +41,12 @@ def reserve_table(reserve: str | None) -> dict:
             if not hw.peak_flops_bf16:
                 continue
             r = training_reserve(hw, {}, hw.memory_bytes, False)
-            out[key] = {"capacity": str(r.capacity), "capacity_from": r.capacity_from or "", "base": str(r.bytes)}
-        return {"rule": "runtime", "text": text, "presets": out, "nccl": str(nccl_bytes(2))}
+            # one parallel group's buffers on this preset, as train counts them (none where the vendor's
+            # runtime has no source: runtime_memory.training_parts), the same for any group of 2+ devices
+            group = training_reserve(hw, parallel_groups(2, 1, 1, 1, 1), hw.memory_bytes, False).bytes - r.bytes
+            out[key] = {"capacity": str(r.capacity), "capacity_from": r.capacity_from or "", "base": str(r.bytes),
+                        "group": str(group)}
+        return {"rule": "runtime", "text": text, "presets": out}
     if _FRACTION.match(text):
         q = sympy.Rational(text)
         if q >= 1:   # as train refuses it on any device

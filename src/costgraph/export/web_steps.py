@@ -16,7 +16,7 @@ combinations (the compute of a recompute policy under every ZeRO stage, the comm
 under every recompute policy, the same tree under ``mixed`` and ``bf16``) is written once.
 
 Step-time models (:func:`step_models`): a preset with a kernel table (``h100-sxm``, ``h200``, ``b200``,
-``gb200``) is its own; the flat-efficiency presets share one per structure — their scale-up domain, which
+``gb200``, ``gb300``) is its own; the flat-efficiency presets share one per structure — their scale-up domain, which
 links are absent, which of the page's policies run there and the FP8 weight transpose Transformer Engine
 keeps (:func:`costgraph.training.fp8.on_hardware`) — derived on the preset with its numbers as symbols
 (:data:`NUMBERS`: the peaks, the links' bandwidths and latencies; a number that is 0 stays 0), which the

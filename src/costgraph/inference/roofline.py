@@ -38,7 +38,7 @@ from typing import ClassVar
 import sympy
 
 from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION,
-                       VLLM_ENGINE)
+                       GPU_MEMORY_UTILIZATION, VLLM_ENGINE)
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -395,8 +395,8 @@ def serving_reserve(value) -> sympy.Rational:
         does not), or a number outside [0, 1); the hint says what to give (:data:`RESERVE_HINT`)."""
     from ..arguments import parse_fraction, rational
 
-    if value is None:
-        return sympy.Rational(1, 10)
+    if value is None:   # vLLM's default gpu_memory_utilization, kept free
+        return 1 - sympy.Rational(GPU_MEMORY_UTILIZATION)
     try:
         r = parse_fraction(value, "--reserve") if isinstance(value, str) else rational(value, "--reserve")
     except CostgraphValueError as e:

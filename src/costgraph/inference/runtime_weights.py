@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from ..choices import VLLM_ENGINE
 from ..engine.symbols import as_expr
 
 VOCAB_PADDING = 64   # vllm vocab_parallel_embedding.py::DEFAULT_VOCAB_PADDING_SIZE
@@ -157,7 +158,7 @@ def attention_layers(inf, subs: dict) -> int | None:
 
 
 def vllm_weights(inf, subs: dict, max_position: int | None, dtype_bytes: int = 2,
-                 engine: str = "v1") -> RuntimeWeights | None:
+                 engine: str = VLLM_ENGINE.default) -> RuntimeWeights | None:
     """vLLM's ``model weights take`` per rank (module docstring) for the analysis ``inf`` at
     ``subs``; ``max_position``: the cos/sin cache's rows (``max_position_embeddings``; None: the
     term is named absent); ``dtype_bytes``: the model dtype's; ``engine``: ``v1`` adds the attention
@@ -188,7 +189,7 @@ def vllm_weights(inf, subs: dict, max_position: int | None, dtype_bytes: int = 2
     return RuntimeWeights("vLLM", "Model loading took / model weights take", tuple(terms), whole, tuple(absent))
 
 
-def attach(rep, inf, max_position, engine: str = "v1") -> None:
+def attach(rep, inf, max_position, engine: str = VLLM_ENGINE.default) -> None:
     """Set ``rep.runtime_weights`` (an :class:`~costgraph.inference.roofline.InferenceReport`) to
     :func:`vllm_weights` for plain TP (``inf`` an :class:`~costgraph.inference.phases.Inference`;
     None for the parallel serving layouts), the model dtype's bytes from the compute dtype; ``engine``:

@@ -13,10 +13,12 @@ layout substituting its numbers exactly: :func:`_symbolic`).
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import sympy
 
 from ..choices import CROSS_ENTROPY, OVERLAP
+
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
@@ -28,6 +30,8 @@ _CACHE: dict = {}
 #: train's derivations by layout with ``m`` as a symbol, at symbolic sizes (:func:`exact_figures`)
 _DERIVED: dict = {}
 _CACHE_SIZE = 4096
+#: the graph each ``id`` of the caches' keys stands for (:func:`_key`)
+_GRAPHS: dict = {}
 #: the rows left underived once the confirmation's budget is spent (:func:`confirm`)
 UNPROVEN = ("uneven split not derived: its lower bound is below the rows shown (past the confirmation budget; "
             "it might be faster)")
@@ -70,7 +74,17 @@ def checked(model, layout: Layout, values: dict) -> Layout:
 
 
 def _key(model, layout: Layout, values: dict, *more) -> tuple:
-    return (id(model.graph), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())), *more)
+    """The caches' key: the graph by its ``id`` (a graph is not hashable), checked against a weak reference,
+    so a graph built where a freed one lived never meets the freed one's entries (they are dropped)."""
+    g = model.graph
+    ref = _GRAPHS.get(id(g))
+    if ref is None or ref() is not g:
+        if ref is not None:   # another graph at a freed one's address: every entry of that address is stale
+            for cache in (_CACHE, _DERIVED):
+                for k in [k for k in cache if k[0] == id(g)]:
+                    del cache[k]
+        _GRAPHS[id(g)] = weakref.ref(g)
+    return (id(g), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())), *more)
 
 
 def _symbolic(layout: Layout, values: dict, b_sym) -> tuple[Layout, dict, dict]:
@@ -161,6 +175,8 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
 def _keep(cache: dict, key, value) -> None:
     if len(cache) >= _CACHE_SIZE:
         cache.clear()
+    if len(_GRAPHS) >= _CACHE_SIZE:   # forgetting a graph forgets its entries (a new graph may take its id)
+        _GRAPHS.clear(), _CACHE.clear(), _DERIVED.clear()
     cache[key] = value
 
 
