@@ -76,6 +76,10 @@ COMMANDS = list(SPEC)
 MODEL_COMMANDS = [c for c, args in SPEC.items() if any(a.flag is None and a.dest == "model" for a in args)]
 FAST = {"plan": 2, "verify": 2, "import": 2, "graph": 3, "optimal": 4}
 FAST.update({"fit": 2})   # issue 20: a verdict runs train or infer more than once
+# a calculator page derives train and infer for every preset, precision and layout (about 15 s of CPU each): CI
+# runs 2 of them (98 s for 6 on the 2-core machine, a quarter of this file); the campaign runs many more
+# (python -m bench.bench_fuzz, docs/commands/errors.md)
+FAST.update({"web": 2})
 
 # no shrinking: a failure's message already names its whole argument list, and shrinking
 # cases that run for seconds would take minutes
@@ -278,7 +282,7 @@ def test_generated_model_files(base, models_copy, data):
 
 
 @_seeded
-@_settings(fast=6, long=LONG)
+@_settings(fast=4, long=LONG)   # 72 s of CI for 6 (a drawn web or plan is seconds): the campaign runs the rest
 @given(data=st.data())
 def test_generated_configs(base, data):
     """A mutated example config.json (tests/fuzz_inputs.py's mutations) as the MODEL."""
