@@ -25,14 +25,12 @@ def reserve_table(reserve: str | None) -> dict:
     CostgraphValueError
         As ``costgraph train --reserve`` for the same text (neither ``runtime``, a fraction below 1 nor a
         size; a bare number above 1 without its unit)."""
-    import sympy
 
     from ..arguments import text as checked_text
     from ..choices import RUNTIME_RESERVE
-    from ..errors import CostgraphValueError
     from ..hardware import presets
     from ..runtime_memory import parallel_groups, training_reserve
-    from ..training.fit import _FRACTION, reserve_bytes
+    from ..training.fit import reserve_bytes, reserve_fraction
 
     text = RUNTIME_RESERVE if reserve is None else checked_text(reserve, "--reserve").strip()
     if text == RUNTIME_RESERVE:
@@ -47,11 +45,8 @@ def reserve_table(reserve: str | None) -> dict:
             out[key] = {"capacity": str(r.capacity), "capacity_from": r.capacity_from or "", "base": str(r.bytes),
                         "group": str(group)}
         return {"rule": "runtime", "text": text, "presets": out}
-    if _FRACTION.match(text):
-        q = sympy.Rational(text)
-        if q >= 1:   # as train refuses it on any device
-            raise CostgraphValueError(f"--reserve {text[:40]} keeps the whole device memory free",
-                                      hint="a fraction below 1 (0.1) or a size below the device memory")
+    q = reserve_fraction(text)   # train's reading and refusal (1 or more keeps the whole device free)
+    if q is not None:
         return {"rule": "fraction", "text": text, "fraction": [str(q.p), str(q.q)]}
     held = reserve_bytes(text, 2**63)   # train's reading and refusals (a size: the page says where it is too large)
     return {"rule": "size", "text": text, "bytes": str(held)}

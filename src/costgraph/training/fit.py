@@ -81,6 +81,29 @@ _FRACTION = re.compile(r"^\s*(0|1|0?\.[0-9]{1,12}|1\.0*)\s*$")
 _BARE = re.compile(r"^\s*[0-9][0-9_]*(\.[0-9]*)?([eE][+-]?[0-9]+)?\s*$")
 
 
+def reserve_fraction(reserve) -> sympy.Rational | None:
+    """The share of a device's memory ``reserve`` keeps free when it is a fraction (``"0.1"``, ``0.1``), read
+    exactly as :func:`reserve_bytes` reads it; None when it is no fraction (a size, an int of bytes, other text:
+    :func:`reserve_bytes` says what it takes).
+
+    >>> reserve_fraction("0.1"), reserve_fraction("8GB")
+    (1/10, None)
+
+    Raises
+    ------
+    CostgraphValueError
+        A fraction of 1 or more: it keeps the whole device memory free."""
+    if isinstance(reserve, float) and not isinstance(reserve, bool):
+        reserve = repr(reserve)
+    if not (isinstance(reserve, str) and _FRACTION.match(reserve)):
+        return None
+    q = sympy.Rational(reserve.strip())
+    if q >= 1:
+        raise CostgraphValueError(f"--reserve {reserve.strip()} keeps the whole device memory free",
+                                  hint="a fraction below 1 (0.1) or a size below the device memory")
+    return q
+
+
 def reserve_bytes(reserve, capacity: int) -> int:
     """The bytes a fit verdict keeps free on a device of ``capacity`` bytes: ``reserve`` a
     fraction of it in [0, 1) (``0.1``, ``"0.1"``; rounded up to a byte), or a size (``"8GB"``,
@@ -113,8 +136,8 @@ def reserve_bytes(reserve, capacity: int) -> int:
                                   "its unit (8GB, 8GiB)")
     if isinstance(reserve, int):
         out = reserve if reserve > 1 else reserve * capacity
-    elif isinstance(reserve, str) and _FRACTION.match(reserve):
-        out = int(sympy.ceiling(sympy.Rational(reserve.strip()) * capacity))
+    elif (q := reserve_fraction(reserve)) is not None:
+        out = int(sympy.ceiling(q * capacity))
     else:
         try:
             out = parse_size(reserve, what="--reserve", minimum=0) if isinstance(reserve, str) else None
