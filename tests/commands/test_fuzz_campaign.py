@@ -107,11 +107,12 @@ KNOWN: set[tuple[str, str]] = set()
 
 
 def test_a_few_cases_of_every_kind(tmp_path):
-    """25 cases (seed 1, five of each kind) in a worker process under RLIMIT_AS 4 GiB: no finding."""
+    """15 cases (seed 1, three of each kind) in a worker process under RLIMIT_AS 4 GiB: no finding (25 took 24 s
+    of CI; the campaign is the bench script's)."""
     log = tmp_path / "fuzz.jsonl"
-    assert B.main(["--cases", "25", "--batch", "25", "--seed", "1", "--limit", "60", "--cycle", "--log", str(log)]) == 0
+    assert B.main(["--cases", "15", "--batch", "15", "--seed", "1", "--limit", "60", "--cycle", "--log", str(log)]) == 0
     done, dead = B.read_log(log)
-    assert len(done) == 25 and not dead, (log.with_suffix(".stderr").read_text(encoding="utf-8"))[-3000:]
+    assert len(done) == 15 and not dead, (log.with_suffix(".stderr").read_text(encoding="utf-8"))[-3000:]
     assert {r["kind"] for r in done} == {"flags", "model", "config", "files", "api"}
     found = [(k, d, r["argv"]) for r in done for k, d in r["findings"]]
     unknown = [f for f in found if not any(f[0] == k and s in f[1] for k, s in KNOWN)]
