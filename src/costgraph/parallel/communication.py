@@ -10,9 +10,10 @@ the weights — never typed per model.
 
 One entry function, :func:`communication`, gives a
 :class:`~costgraph.parallel.collectives.Collective` per *kind*, each kind
-derived by its own function over the layout's shared
+derived by its own function (DP and ZeRO: :mod:`costgraph.parallel.comm_data`; TP/SP:
+:mod:`costgraph.parallel.comm_tensor`; PP, CP, EP: here) over the layout's shared
 :class:`~costgraph.parallel.placement.Placement` (who holds which shard,
-which stage, which group); :func:`comm_time` turns them into seconds on a
+which stage, which group), as one ``_Step`` (:mod:`costgraph.parallel.comm_step`) reads them; :func:`comm_time` turns them into seconds on a
 hardware preset.
 
 Conventions
@@ -146,70 +147,25 @@ is left to the step-time model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import sympy
 
 from ..engine.activations import attention_cores
 from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
-from ..engine.precision import Precision, precision as get_precision
+from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
 from ..ops.registry import has_role
 from .collectives import OPS, Collective, Transfer, latency_steps, ring_factor
-from .layout import Layout
+from .comm_data import dp_collectives
+from .comm_step import ONE, ZERO, Expr, _Step, _trivial
+from .comm_tensor import tp_collectives
 from .ep_time import alltoall_seconds
-from .placement import Placement, StageView, link, placement as place
-
-Expr = sympy.Expr
-ONE = sympy.Integer(1)
-ZERO = sympy.Integer(0)
+from .placement import Placement, link, placement as place
 
 KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp", "tp", "pp", "tied_embedding", "cp", "ep")
 
 __all__ = ["KINDS", "OPS", "Collective", "Transfer", "comm_time", "communication", "latency_steps", "link",
            "ring_factor"]
-
-
-def _trivial(x) -> bool:
-    """A degree known to be 1 (no communication along it)."""
-    return as_expr(x) == 1
-
-
-@dataclass
-class _Step:
-    """What every kind reads: the graph, the filled layout, its placement,
-    the device's stage, the policy's gradient and weight bytes, the
-    activations' precision and the options."""
-
-    cg: CostGraph
-    L: Layout
-    pl: Placement
-    stage: StageView
-    grad_bytes: Expr
-    weight_bytes: Expr
-    prec: Precision
-    sp_backward_gather: bool
-
-    def act_bytes(self, tid: str) -> Expr:
-        """Bytes per element of activation ``tid``."""
-        return sympy.Integer(self.prec.bytes(self.cg.tensors[tid].role))
-
-    def node_calls(self, path: str, forward: bool) -> Expr:
-        """Calls per step of node ``path`` on this stage (``m`` micro-batches;
-        the forward twice inside the layers under full recomputation)."""
-        f = self.stage.node_factor(path)
-        if f == 0:
-            return ZERO
-        calls = self.cg.nodes[path]["active"] * f * self.pl.degree("m")
-        if forward and self.L.recompute == "full" and self.stage.in_layer(path):
-            calls *= 2
-        return calls
-
-    def elements(self, tids) -> Expr:
-        """Elements a device holds of the activations ``tids`` (TP/SP and CP splits)."""
-        return sympy.Add(*[self.cg.tensors[x].numel / self.pl.tensor_divisor(x) / self.pl.sequence_divisor(x)
-                           for x in tids])
 
 
 def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: bool = False,
@@ -245,166 +201,6 @@ def communication(cg: CostGraph, layout, *, stage="first", sp_backward_gather: b
     for kind in (dp_collectives, tp_collectives, pp_collectives, cp_collectives, ep_collectives):
         out.update(kind(x))
     return {kind: out[kind] for kind in KINDS if kind in out}
-
-
-# ---------------------------------------------------------------- data parallelism and ZeRO
-
-def dp_collectives(x: _Step) -> dict[str, Collective]:
-    """``dp_grads`` (ZeRO 0), ``zero_reduce_scatter`` + ``zero_all_gather``
-    (ZeRO 1, 2) or ``fsdp`` (ZeRO 3, HSDP) of the stage's weights: dense ones
-    over the DP × CP group, routed experts over the expert-DP group."""
-    pl, L = x.pl, x.L
-    dense, experts = ZERO, ZERO
-    for wid, w in x.cg.weights.items():
-        f = x.stage.weight_factor(wid)
-        if f == 0 or (w.frozen and L.zero < 3):   # a frozen weight: no gradient to reduce, nothing updated
-            continue
-        el = w.count * w.numel / pl.weight_divisor(wid) * f
-        if wid in pl.expert_weights:
-            experts += el
-        else:
-            dense += el
-    groups = ([("dense", dense, pl.groups["dp"])] if dense != 0 else []) + \
-        ([("experts", experts, pl.groups["expert_dp"])] if experts != 0 else [])
-    if not groups or (_trivial(L.d) and _trivial(L.c) and not experts):
-        return {}
-    if L.zero == 0:
-        return {"dp_grads": Collective("dp_grads", tuple(
-            Transfer(f"{lab} gradients (step)", "all-reduce", g.size, g.stride, el, x.grad_bytes, ONE, g.factors)
-            for lab, el, g in groups))}
-    rs, ag, fs = [], [], []
-    for lab, el, g in groups:
-        _zero(x, lab, el, g, rs, ag, fs)
-    if L.zero == 3:
-        return {"fsdp": Collective("fsdp", tuple(fs))}
-    return {"zero_reduce_scatter": Collective("zero_reduce_scatter", tuple(rs)),
-            "zero_all_gather": Collective("zero_all_gather", tuple(ag))}
-
-
-def _zero(x: _Step, lab: str, el: Expr, group, rs: list, ag: list, fs: list) -> None:
-    """The ZeRO 1–3 transfers of one DP group's ``el`` elements (module docstring)."""
-    L, m, gb, wb = x.L, x.pl.degree("m"), x.grad_bytes, x.weight_bytes
-    n, s = group.size, group.stride
-    sharded = L.hsdp is not None and lab != "experts"
-    g = x.pl.groups["hsdp"].size if sharded else n
-    fsx = () if sharded else group.factors
-    if L.zero == 3:
-        units = x.stage.units()
-        fs.append(Transfer(f"{lab} parameters (forward)", "all-gather", g, s, el / units, wb, m * units, fsx))
-        fs.append(Transfer(f"{lab} parameters (backward)", "all-gather", g, s, el / units, wb, m * units, fsx))
-        fs.append(Transfer(f"{lab} gradients (backward)", "reduce-scatter", g, s, el / units, gb, m * units, fsx))
-    else:
-        rs.append(Transfer(f"{lab} gradients ({'step' if L.zero == 1 else 'backward'})",
-                           "reduce-scatter", g, s, el, gb, ONE if L.zero == 1 else m, fsx))
-        ag.append(Transfer(f"{lab} parameters (step)", "all-gather", g, s, el, wb, ONE, fsx))
-    if sharded:   # HSDP: the shard's gradients across the replicas
-        rep = x.pl.groups["hsdp_replicas"]
-        (fs if L.zero == 3 else rs).append(Transfer(
-            f"{lab} gradient shard across {rep.size} replicas (step)", "all-reduce", rep.size, rep.stride, el / g,
-            gb, m if L.zero == 2 else ONE))
-
-
-# ---------------------------------------------------------------- tensor and sequence parallelism
-
-def tp_collectives(x: _Step) -> dict[str, Collective]:
-    """``tp``: the collectives of the TP/SP walk per layer per micro-batch,
-    the vocabulary-parallel cross-entropy, and under SP the gradients of the
-    weights TP keeps whole (module docstring)."""
-    tp = x.pl.tp
-    if tp is None:
-        return {}
-    parts: list[Transfer] = []
-    group = x.pl.groups["tp"]
-
-    def add(what, op, el, eb, calls):
-        parts.append(Transfer(what, op, group.size, group.stride, el, eb, calls))
-
-    skip = x.pl.in_experts if _trivial(x.L.etp) else (lambda path: False)
-    _tp_made_whole(x, add, skip)
-    _tp_column_inputs(x, add, skip)
-    if x.L.loss and x.stage.has_head():
-        for o in x.cg.outputs:
-            if o in tp.split and x.cg.tensors[o].shape:
-                ten = x.cg.tensors[o]
-                add(f"{o}: vocabulary-parallel cross-entropy, max, target logit, sum of exponentials (forward)",
-                    "all-reduce", ten.numel / ten.shape[-1] / x.pl.sequence_divisor(o), sympy.Integer(4),
-                    3 * x.pl.degree("m"))
-    if x.L.sp:
-        el = _sp_replicated_weights(x)
-        if el != 0:
-            add("weights TP keeps whole that see s/t tokens: gradients (step)", "all-reduce", el, x.grad_bytes, ONE)
-    return {"tp": Collective("tp", tuple(parts))} if parts else {}
-
-
-def _tp_made_whole(x: _Step, add, skip) -> None:
-    """Row-parallel and vocabulary-parallel outputs made whole: all-reduce
-    forward, or with SP reduce-scatter forward and all-gather backward."""
-    tp, cg = x.pl.tp, x.cg
-    for path in tp.row + tp.vocab:
-        if skip(path) or x.stage.node_factor(path) == 0:
-            continue
-        o = cg.nodes[path]["outputs"][0]
-        el, eb = cg.tensors[o].numel / x.pl.sequence_divisor(o), x.act_bytes(o)
-        label = "row-parallel" if path in tp.row else "vocab-parallel"
-        if o in tp.sequence:
-            add(f"{path}: {label} output (forward)", "reduce-scatter", el, eb, x.node_calls(path, True))
-            add(f"{path}: gradient of its output (backward)", "all-gather", el, eb, x.node_calls(path, False))
-        else:
-            add(f"{path}: {label} output (forward)", "all-reduce", el, eb, x.node_calls(path, True))
-    for path in tp.split_norms:   # parallel/tensor.py "norms split by heads": one fp32 per token
-        if skip(path) or x.stage.node_factor(path) == 0:
-            continue
-        o = cg.tensors[cg.nodes[path]["outputs"][0]]
-        el = o.numel / o.shape[-1] / x.pl.sequence_divisor(cg.nodes[path]["outputs"][0])
-        add(f"{path}: norm split by heads, sum of squares per token (forward)", "all-reduce", el,
-            sympy.Integer(4), x.node_calls(path, True))
-        add(f"{path}: its gradient's sum per token (backward)", "all-reduce", el, sympy.Integer(4),
-            x.node_calls(path, False))
-
-
-def _tp_column_inputs(x: _Step, add, skip) -> None:
-    """A column-parallel linear's input: its gradient all-reduced backward, or
-    with SP the input all-gathered forward and its gradient reduce-scattered
-    backward; one per distinct input tensor."""
-    tp, cg = x.pl.tp, x.cg
-    inputs: dict[str, str] = {}
-    for path in tp.column:
-        if skip(path) or x.stage.node_factor(path) == 0:
-            continue
-        inputs.setdefault(cg.nodes[path]["inputs"][0], path)
-    for tid, path in inputs.items():
-        el, eb = cg.tensors[tid].numel / x.pl.sequence_divisor(tid), x.act_bytes(tid)
-        readers = [q for q in tp.column if cg.nodes[q]["inputs"][0] == tid and not skip(q)]
-        who = ", ".join(q.rsplit("/", 1)[-1] for q in readers)
-        if tid in tp.sequence:
-            add(f"{tid}: input of {who} (forward)", "all-gather", el, eb, x.node_calls(path, True))
-            add(f"{tid}: its gradient (backward)", "reduce-scatter", el, eb, x.node_calls(path, False))
-            if x.sp_backward_gather:
-                add(f"{tid}: input gathered again for the weight gradient (backward)", "all-gather", el, eb,
-                    x.node_calls(path, False))
-        else:
-            add(f"{tid}: gradient of the input of {who} (backward)", "all-reduce", el, eb,
-                x.node_calls(path, False))
-
-
-def _sp_replicated_weights(x: _Step) -> Expr:
-    """Elements of weights TP keeps whole whose owner sees only its ``s/t``
-    tokens under SP (an input split along the sequence; a row-parallel bias,
-    added after the reduce-scatter)."""
-    tp, cg, total = x.pl.tp, x.cg, ZERO
-    for path, dd in cg.ops():
-        f = x.stage.node_factor(path)
-        if f == 0:
-            continue
-        ws = [w for w in dd["cost"].weights if tp.weight_divisor(w) == 1]
-        if not ws:
-            continue
-        sees_part = any(i in tp.sequence for i in dd["inputs"]) or (
-            path in tp.row and any(o in tp.sequence for o in dd["outputs"]))
-        if sees_part:
-            total += sympy.Add(*[cg.weights[w].count * cg.weights[w].numel / x.pl.weight_divisor(w) * f
-                                 for w in ws])
-    return total
 
 
 # ---------------------------------------------------------------- pipeline parallelism
