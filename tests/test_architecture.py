@@ -29,7 +29,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "costgraph"
 
-MAX_MODULE_LINES = 600
+MAX_MODULE_LINES = 500   # issue 31 item 4: no module over 500 lines
 MAX_CLASS_LINES = 400
 MAX_FUNCTION_LINES = 80
 
@@ -42,6 +42,12 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
 # "module:function" / "module:Class.method" -> why it is tolerated. The list
 # can only shrink: an entry that no longer violates fails the test.
 ALLOWED_SIZES: dict[str, str] = {
+    # TEMPORARY (issue 31 item 4, this session): split on other branches; the lead drops these at merge.
+    "costgraph.inference.roofline": "split by k29serve7",
+    "costgraph.inference.phases": "split by k29serve7",
+    "costgraph.inference.parallel": "split by k29serve7",
+    "costgraph.language.hf_config": "split by k28lang7",
+    "costgraph.torch_measure": "split by k28lang7",
 }
 
 
