@@ -330,8 +330,10 @@ def test_scan_reads_sources_and_lines():
 
 
 def test_hf_mapping_like_and_defaults(monkeypatch):
-    """``like`` merges dims and options key by key (own keys win), never takes ``model``; the
-    default dims fill what no entry gives; a cycle is refused (costgraph/language/hf_config.py)."""
+    """``like`` merges dims and options key by key (own keys win), never takes ``model``, and chains; the
+    default dims fill what no entry gives, ``s`` is an entry's own ``s_max``; ``allowed`` pairs are the
+    leading ``unsupported`` rules; a cycle, an unknown base and a malformed pair are refused, located at
+    their line (costgraph/language/hf_mapping.py)."""
     from costgraph.language import hf_config, hf_mapping
     from costgraph import datafiles
 
@@ -342,8 +344,30 @@ def test_hf_mapping_like_and_defaults(monkeypatch):
     assert (m["mixtral"]["model"], m["mistral"]["model"]) == ("mixtral", "mistral")
     assert m["gpt2"]["dims"]["b"] == {"value": 1} and m["gpt2"]["dims"]["l"] == "n_layer"
     assert m["llama"]["dims"]["V"] == "vocab_size"
+    # a chain: cohere → smollm3 → llama; cohere's own rules replace smollm3's
+    assert m["cohere"]["dims"]["kv"] == m["llama"]["dims"]["kv"] and m["cohere"]["options"]["tied"]["default"] is True
+    assert m["cohere"]["unsupported"] == [{"key": "hidden_act", "allowed": ["silu"]}]
+    # GPT2Config's n_positions is both the context length and the sequence (gpt2 writes s_max only)
+    assert m["gpt2"]["dims"]["s"] == m["gpt2"]["dims"]["s_max"] == "n_positions"
+    # clip is like siglip with its own s_max (77): its s is its own, not siglip's (64)
+    assert m["clip"]["dims"]["s"]["default"] == 77 and m["siglip"]["dims"]["s"]["default"] == 64
+    # allowed pairs first, then the unsupported rules, in the file's order
+    assert m["smollm3"]["unsupported"][3:6] == [
+        {"key": "use_sliding_window", "allowed": [False]}, {"key": "no_rope_layer_interval", "allowed": [4]},
+        {"key": "no_rope_layers", "cycle": [1, 1, 1, 0], "length": "num_hidden_layers"}]
+    assert {"key": "mlp_only_layers", "allowed": [[]]} in m["qwen3_moe"]["unsupported"]
+    assert {"key": "q_lora_rank", "allowed": []} in m["kimi_linear"]["unsupported"]
 
-    cyc = datafiles.parse('[one]\nlike = "two"\n\n[two]\nlike = "one"\ndims.h = "hidden_size"\n',
-                          "cyc.toml", hf_config.HF_MAPPING)
-    with pytest.raises(CostgraphValueError, match="cycle"):
-        hf_mapping.resolve_entries(cyc.entries)
+    def refused(text, match, refs=False):
+        data = datafiles.parse(text, "m.toml", hf_config.HF_MAPPING)
+        with pytest.raises(CostgraphValueError, match=match):
+            if refs:   # as datafiles.bundled checks every ref field
+                datafiles.check_refs(data.entries, hf_config.HF_MAPPING.entries)
+            hf_mapping.resolve_entries(data.entries)
+
+    refused('[one]\nlike = "two"\n\n[two]\nlike = "one"\ndims.h = "hidden_size"\n',
+            r"m\.toml: \[two\] like = 'one' runs in a cycle \(one → two → one\) \(line 5\)")
+    refused('[one]\nlike = "nothing"\ndims.h = "hidden_size"\n',
+            r"m\.toml: \[one\] like = 'nothing' names no other model_type \(line 2\)", refs=True)
+    refused('[one]\ndims.h = "h"\nallowed = [["hidden_act", "silu"], "mlp_bias"]\n',
+            r"m\.toml: \[one\] allowed holds an item that is not \[KEY, VALUE, \.\.\.\] \(line 3\)")
