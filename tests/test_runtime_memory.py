@@ -57,6 +57,13 @@ def test_training_parts_are_named_by_the_presets_vendor():
     assert parts("mi300x", {"tp": 2}) == {"HIP context": 400_000_000, "hipBLAS workspace": 1024 * 128 * 1024,
                                           "hipBLASLt workspace": 76 * 1024 * 1024, "RCCL buffers": NCCL_ONE}
     assert parts("mi250x", {})["hipBLAS workspace"] == 1024 * 32 * 1024
+    # the architecture is the preset's (hardware.toml gfx_target; AMD's GPU hardware specifications), PyTorch's
+    # test a prefix of it (isGPUArch({"gfx94", "gfx95"})): every gfx94x/gfx95x target gets the 128 MiB
+    assert [preset(n).gfx_target for n in ("mi300x", "mi325x", "mi355x", "mi250x")] == ["gfx942", "gfx942", "gfx950",
+                                                                                       "gfx90a"]
+    assert parts("mi355x", {})["hipBLAS workspace"] == parts("mi325x", {})["hipBLAS workspace"] == 1024 * 128 * 1024
+    assert {p.name: p.bytes for p in rm.training_parts(None, {}, "AMD", "gfx941")}["hipBLAS workspace"] == 128 * 2**20
+    assert preset("h100-sxm").gfx_target is None
     amd = rm.training_reserve(preset("mi300x"), {"tp": 2}, 10**11, given=True).parts
     assert amd[0].source.startswith("no ROCm measurement read") and "RCCL not read" in amd[3].source
     # no CUDA, cuBLAS or NCCL on a TPU: one part of 0 bytes that says no source gives it

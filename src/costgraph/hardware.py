@@ -76,6 +76,8 @@ KIND = Kind("hardware preset", (
           doc="host (CPU) memory bandwidth of one node (the reference node's sockets); the CPU optimizer step"),
     Field("compute_capability", unit="major x 10 + minor", required=False, positive=True,
           doc="NVIDIA's CUDA compute capability (90: sm_90); what Transformer Engine's FP8 kernels key on"),
+    Field("gfx_target", "text", required=False,
+          doc="AMD's LLVM target of the GPU (gfx942: MI300X); what PyTorch's ROCm workspace sizes key on"),
 ))
 #: ``hardware.toml``: one table per preset; a ``COSTGRAPH_DATA`` folder may add presets.
 SCHEMA = Schema(FILE, "costgraph", entries=KIND, user=True)
@@ -129,6 +131,8 @@ class Hardware:
     host_memory_bandwidth: int | None = None
     #: NVIDIA's CUDA compute capability as major·10 + minor (90: sm_90, Hopper); None: not an NVIDIA GPU
     compute_capability: int | None = None
+    #: AMD's LLVM target of the GPU (gfx942: MI300X, MI325X); None: not an AMD GPU (runtime_memory.training_parts)
+    gfx_target: str | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -163,7 +167,7 @@ def _preset(entry: datafiles.Entry) -> Hardware:
                     tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS},
                     host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"),
                     host_memory_bandwidth=v.get("host_memory_bandwidth"),
-                    compute_capability=v.get("compute_capability"))
+                    compute_capability=v.get("compute_capability"), gfx_target=v.get("gfx_target"))
 
 
 @cache

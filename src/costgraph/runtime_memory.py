@@ -42,7 +42,7 @@ VLLM = Kind("vLLM non-torch figure", (*_TEXT, Field("hardware", "text"), Field("
 VISIBLE = Kind("device memory CUDA reports", (*_TEXT, Field("hardware", "text"), Field("gib", "decimal", unit="GiB")))
 ROCM = Kind("ROCm workspaces", (*_TEXT, Field("hipblas_bytes", unit="B", positive=True),
                                 Field("hipblas_gfx94_95_bytes", unit="B", positive=True),
-                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "text")))
+                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "names")))
 SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM),
                                                             ("visible", VISIBLE)),
                 records=(("cublaslt", CUBLASLT), ("nccl", NCCL), ("rocm", ROCM)), user=True)
@@ -128,13 +128,14 @@ def parallel_groups(tp, pp, cp, dp, ep) -> dict[str, int]:
 
 
 def training_parts(capability: int | None, groups: dict[str, int], vendor: str | None = None,
-                   hardware: str | None = None) -> tuple[Part, ...]:
+                   gfx_target: str | None = None) -> tuple[Part, ...]:
     """The named parts of training's runtime reserve on a GPU of CUDA ``capability`` (None:
     unknown, the class-0 entries) with the parallel ``groups`` (name → degree): the CUDA context,
     the cuBLAS and cuBLASLt workspaces, NCCL's buffers (module docstring). Each part is named by the
     ``vendor``'s stack (a preset's ``vendor``; None: NVIDIA's): on AMD the HIP context (no ROCm
     measurement read: CUDA's class-0 figure, said in its source), PyTorch's hipBLAS and hipBLASLt
-    workspaces on ROCm (``[rocm]``: 128 MiB on gfx94x/gfx95x presets, 32 MiB elsewhere; 76 MiB) and
+    workspaces on ROCm (``[rocm]``: 128 MiB where the preset's ``gfx_target`` is gfx94x/gfx95x, 32 MiB
+    elsewhere; 76 MiB) and
     RCCL's buffers (RCCL not read: NCCL's defaults, said); on another vendor (Google's TPUs, Intel's
     Gaudi) one part of 0 bytes that says no source gives the runtime's memory."""
     if vendor not in (None, "NVIDIA", "AMD"):
@@ -143,7 +144,7 @@ def training_parts(capability: int | None, groups: dict[str, int], vendor: str |
     ctx, cub, lt = _by_class("context", capability), _by_class("cublas", capability), table().records["cublaslt"]
     if vendor == "AMD":
         rocm = table().records["rocm"]
-        big = hardware is not None and hardware in rocm["gfx94_95"].split()
+        big = gfx_target is not None and gfx_target.startswith(rocm["gfx94_95"])   # PyTorch's isGPUArch: a prefix
         key = "hipblas_gfx94_95_bytes" if big else "hipblas_bytes"
         parts = [Part("HIP context", ctx["bytes"], "no ROCm measurement read: CUDA's figure, " + _said(ctx, "bytes")),
                  Part("hipBLAS workspace", rocm[key], _said(rocm, key)),
@@ -192,7 +193,7 @@ def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> 
     (``given``: from ``--memory``, kept as is)."""
     seen = None if given or hw is None else visible_memory(hw.key)
     parts = training_parts(None if hw is None else hw.compute_capability, groups, None if hw is None else hw.vendor,
-                           None if hw is None else hw.key)
+                           None if hw is None else hw.gfx_target)
     return Reserve(seen[0] if seen else capacity, seen[1] if seen else None, parts)
 
 

@@ -99,56 +99,58 @@ def test_h200_attention_and_bandwidth_are_cudnn_h200_measurements():
     assert abs(float(fwd) / (673 * T) - 1) < 0.01
 
 
-def test_gb200_attention_and_bandwidth_are_cudnn_gb200_measurements():
-    gb = preset("gb200")
-    t = kernel_table(gb)
-    # cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv:
-    # cudnn, bfloat16, top_left, batch 2, deterministic_bwd False, the tflops column of the fwd and bwd rows
-    assert dict(t.attention_points["forward"]) == {2048: 1097 * T, 4096: 1408 * T, 8192: 1574 * T, 16384: 1708 * T,
-                                                   32768: 1622 * T}
-    assert dict(t.attention_points["backward"]) == {2048: 885 * T, 4096: 1148 * T, 8192: 1332 * T, 16384: 1328 * T,
-                                                    32768: 1226 * T}
-    # benchmark/norms/results/gb200/all_models_20260226_180237.csv: every cudnn bfloat16 rms_norm row, fwd_gbps
-    assert t.memory_points == _norm_points(["6424.6", "5997.4", "6119.7", "5986.8", "5843.7", "5848.7", "5934.0",
-                                            "3773.7", "4168.5", "1234.6", "6000.5", "4790.9", "4112.0", "1860.6"])
-    assert (t.hbm_bandwidth, t.memory_launch_ns) == (6_553_500_000_000, 2968)
-    # a small kernel (deepseek-v3-8192x128: 4.2 MB at 1234.6 GB/s, 3.42 µs) is mostly the fixed time: 3.61 µs
-    assert abs(float(memory_seconds(4_227_328, t)) * 1_234_600_000_000 / 4_227_328 - 1) < 0.06
-    _refit(t, {"bf16": gb.peak_flops_bf16, "fp8": gb.peak_flops_fp8})
-    # the GEMM points are XLA's B200 measurements (no GB200 table in XLA), fitted at the GB200's 2.5 PF
-    assert t.gemm_points == kernel_table(preset("b200")).gemm_points
-    assert t.gemm == {"bf16": (Fraction("0.592"), 6056, 78), "fp8": (Fraction("0.633"), 5937, 272)}
-    # the B200 table takes the GB200's attention and bandwidth measurements at its own peak
-    b = kernel_table(preset("b200"))
-    assert b.attention_points == t.attention_points and b.hbm_bandwidth == t.hbm_bandwidth
-    assert b.memory_points == t.memory_points and b.memory_launch_ns == t.memory_launch_ns
+# One row per Blackwell preset measured by cudnn-frontend @ 3929da2e (cuDNN 9.22): the llama3.1 SDPA benchmark's
+# cudnn, bfloat16, top_left, batch 2, deterministic_bwd False rows (the tflops column of the fwd and bwd rows) and
+# the benchmark/norms rms_norm rows (fwd_gbps), each preset against its own files:
+#   gb200: benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv,
+#          benchmark/norms/results/gb200/all_models_20260226_180237.csv (cudnn-frontend @ afa9f7c0)
+#   gb300: benchmark/sdpa_benchmark_training/results/llama3.1/gb300/llama3.1_20260424_100757.csv,
+#          benchmark/norms/results/gb300/all_models_20260226_190305.csv (the 14 distinct rows: the file prints
+#          its llama3-8b row twice)
+BLACKWELL = [
+    ("gb200",
+     {2048: 1097, 4096: 1408, 8192: 1574, 16384: 1708, 32768: 1622},
+     {2048: 885, 4096: 1148, 8192: 1332, 16384: 1328, 32768: 1226},
+     ["6424.6", "5997.4", "6119.7", "5986.8", "5843.7", "5848.7", "5934.0", "3773.7", "4168.5", "1234.6", "6000.5",
+      "4790.9", "4112.0", "1860.6"],
+     (6_553_500_000_000, 2968), {"forward": (Fraction("0.711"), 1196), "backward": (Fraction("0.558"), 1043)}),
+    ("gb300",
+     {2048: 1373, 4096: 1703, 8192: 1856, 16384: 1915, 32768: 1953},
+     {2048: 967, 4096: 1248, 8192: 1435, 16384: 1507, 32768: 1490},
+     ["6459.5", "5962.9", "6079.4", "5979.9", "5968.1", "5959.5", "5976.0", "3856.9", "4235.8", "1223.2", "6105.0",
+      "4662.5", "4269.8", "1873.8"],
+     (6_616_600_000_000, 2996), {"forward": (Fraction("0.816"), 941), "backward": (Fraction("0.645"), 1296)}),
+]
+
+
+@pytest.mark.parametrize("name, forward, backward, gbps, memory, curves", BLACKWELL, ids=[r[0] for r in BLACKWELL])
+def test_blackwell_attention_and_bandwidth_are_their_own_cudnn_measurements(name, forward, backward, gbps, memory,
+                                                                             curves):
+    hw = preset(name)
+    t = kernel_table(hw)
+    assert dict(t.attention_points["forward"]) == {s: v * T for s, v in forward.items()}
+    assert dict(t.attention_points["backward"]) == {s: v * T for s, v in backward.items()}
+    assert t.memory_points == _norm_points(gbps)
+    assert (t.hbm_bandwidth, t.memory_launch_ns) == memory
+    assert t.attention == curves
+    _refit(t, {"bf16": hw.peak_flops_bf16, "fp8": hw.peak_flops_fp8})
+    # the fitted η at the measured 8k forward point: within 2 % of cuDNN's
+    fwd = attention_eta(sympy.Integer(8192), "forward", t) * hw.peak_flops_bf16
+    assert abs(float(fwd) / (forward[8192] * T) - 1) < 0.02
+
+
+def test_blackwell_tables_share_one_copy_of_each_measurement():
+    # The GEMM points are XLA's B200 table (none for the GB200 or Blackwell Ultra), stored in [b200]; the
+    # attention, FP8 attention and RMSNorm rows measured on the GB200, stored in [gb200]; each table fitted at
+    # its own peaks (the GB300's equal the GB200's: hardware.toml)
+    b, g2, g3 = (kernel_table(preset(n)) for n in ("b200", "gb200", "gb300"))
+    assert g2.gemm_points == g3.gemm_points == b.gemm_points
+    assert g2.gemm == g3.gemm == {"bf16": (Fraction("0.592"), 6056, 78), "fp8": (Fraction("0.633"), 5937, 272)}
+    assert (preset("gb300").peak_flops_bf16, preset("gb300").peak_flops_fp8) == (
+        preset("gb200").peak_flops_bf16, preset("gb200").peak_flops_fp8)
+    assert b.attention_points == g2.attention_points and b.attention_fp8_points == g2.attention_fp8_points
+    assert b.memory_points == g2.memory_points and (b.hbm_bandwidth, b.memory_launch_ns) == (6_553_500_000_000, 2968)
     assert b.attention == {"forward": (Fraction("0.79"), 1196), "backward": (Fraction("0.62"), 1043)}
-
-
-def test_gb300_attention_and_bandwidth_are_cudnn_gb300_measurements():
-    gb = preset("gb300")
-    t = kernel_table(gb)
-    # cudnn-frontend @ 3929da2e, benchmark/sdpa_benchmark_training/results/llama3.1/gb300/llama3.1_20260424_100757.csv
-    # (NVIDIA GB300, cuDNN 9.22): cudnn, bfloat16, top_left, batch 2, deterministic_bwd False, tflops of fwd and bwd
-    assert dict(t.attention_points["forward"]) == {2048: 1373 * T, 4096: 1703 * T, 8192: 1856 * T, 16384: 1915 * T,
-                                                   32768: 1953 * T}
-    assert dict(t.attention_points["backward"]) == {2048: 967 * T, 4096: 1248 * T, 8192: 1435 * T, 16384: 1507 * T,
-                                                    32768: 1490 * T}
-    # benchmark/norms/results/gb300/all_models_20260226_190305.csv: the 14 distinct cudnn bfloat16 rms_norm rows
-    # (the file prints its llama3-8b row twice), fwd_gbps
-    assert t.memory_points == _norm_points(["6459.5", "5962.9", "6079.4", "5979.9", "5968.1", "5959.5", "5976.0",
-                                            "3856.9", "4235.8", "1223.2", "6105.0", "4662.5", "4269.8", "1873.8"])
-    assert (t.hbm_bandwidth, t.memory_launch_ns) == (6_616_600_000_000, 2996)
-    assert t.attention == {"forward": (Fraction("0.816"), 941), "backward": (Fraction("0.645"), 1296)}
-    _refit(t, {"bf16": gb.peak_flops_bf16, "fp8": gb.peak_flops_fp8})
-    # the GEMMs: XLA's B200 table (none for Blackwell Ultra) at the GB300's peaks, which are the GB200's
-    g2 = preset("gb200")
-    assert (gb.peak_flops_bf16, gb.peak_flops_fp8) == (g2.peak_flops_bf16, g2.peak_flops_fp8)
-    assert t.gemm_points == kernel_table(g2).gemm_points and t.gemm == kernel_table(g2).gemm
-    # the fitted η at the measured 8k forward point: within 2 % of cuDNN's 1856 TFLOP/s
-    fwd = attention_eta(sympy.Integer(8192), "forward", t) * gb.peak_flops_bf16
-    assert fwd == Fraction("0.816") * 8192 / (8192 + 941) * 2_500_000_000_000_000
-    assert abs(float(fwd) / (1856 * T) - 1) < 0.02
 
 
 def test_a_sliding_window_core_runs_at_the_curve_of_its_window():
@@ -277,3 +279,54 @@ def test_memory_bound_kernels_pay_the_fixed_time_once_each_way(llama):
     assert sympy.sympify(loss["forward"]).xreplace(v) == 6 * tm + Fraction(38 * b * s * V, bw)
     assert sympy.sympify(loss["backward"]).xreplace(v) == 2 * tm + Fraction(14 * b * s * V, bw)
     assert kernel_table(preset("h100-sxm")).memory_launch_ns == 0
+
+
+def _bundled_with(*edits):
+    """The bundled kernels.toml, each (pattern, replacement) applied once (re.M), parsed and its refs checked as
+    datafiles.bundled checks them, then its points resolved (training/kernel_points.py)."""
+    import re
+    from importlib.resources import files
+
+    from costgraph import datafiles
+    from costgraph.training import kernel_points
+    from costgraph.training.kernel_table import SCHEMA
+
+    text = (files("costgraph.training") / "kernels.toml").read_text(encoding="utf-8")
+    for pattern, replacement in edits:
+        text, n = re.subn(pattern, replacement, text, count=1, flags=re.M | re.S)
+        assert n == 1, pattern
+    data = datafiles.parse(text, "kernels.toml", SCHEMA)
+    datafiles.check_refs(data.entries, SCHEMA.entries)
+    return kernel_points.resolve(data.entries)
+
+
+H100_GEMM_POINTS = r"^gemm_points = \[\n.*?\n\]\n"     # [h100-sxm]'s, the first table's
+
+
+@pytest.mark.parametrize("edits, words", [
+    ([(H100_GEMM_POINTS, ""), (r'^(\[h100-sxm\]\ndescription = .*?\n)', r'\1points_from = "h200"\n')],
+     r"\[h100-sxm\] points_from runs in a cycle for gemm_points \(h100-sxm → h200 → h100-sxm\) \(line 4[0-9]\)"),
+    ([(r'^points_from = "h100-sxm"', 'points_from = "h300"')],
+     r"\[h200\] points_from = 'h300' names no other kernel table \(line 2[0-9][0-9]\)"),
+    ([(H100_GEMM_POINTS, "")], r"\[h100-sxm\] has no gemm_points \(line 4[0-9]\)"),
+    ([(r'^(attention_head_dim = 128 .*?\n)', r'\1memory_points = [[1024, 1000]]\n')],
+     r"\[h100-sxm\] gives memory_points without memory_launch_ns \(line 1[0-9][0-9]\)"),
+], ids=["cycle", "unknown-preset", "no-points", "points-without-parameters"])
+def test_points_from_refusals_name_the_table_and_line(edits, words):
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError, match=r"kernels\.toml: " + words):
+        _bundled_with(*edits)
+
+
+def test_points_from_resolves_along_a_chain_and_by_kernel():
+    held = _bundled_with()
+    # gb300 → gb200 → b200 (XLA's B200 table); b200's attention rows are gb200's; h200's FlashAttention-3 rows are
+    # h100-sxm's main curves (its attention_kernel is fa3), its FlashAttention-2 rows h100-sxm's attention_fa2_*
+    assert {k: (e.name, key) for k, (e, key) in held["gb300"].items() if k.startswith("gemm")} == {
+        "gemm_points": ("b200", "gemm_points"), "gemm_fp8_points": ("b200", "gemm_fp8_points")}
+    assert (held["b200"]["attention_forward_points"][0].name, held["gb300"]["attention_forward_points"][0].name) == (
+        "gb200", "gb300")
+    assert [(e.name, key) for e, key in (held["h200"]["attention_fa3_forward_points"],
+                                         held["h200"]["attention_fa2_backward_points"])] == [
+        ("h100-sxm", "attention_forward_points"), ("h100-sxm", "attention_fa2_backward_points")]

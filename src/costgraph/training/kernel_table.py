@@ -29,6 +29,9 @@ forward and backward) with their sources, and the parameters fitted to them:
   :func:`fit_memory` (least squares on the relative error of each point's seconds, linear in
   ``t_m`` and ``1/B_hbm``).
 
+A table without some points takes them from the preset its ``points_from`` names (each
+measurement stored once: :mod:`costgraph.training.kernel_points`).
+
 ``P`` is the preset's BF16 peak (:class:`costgraph.hardware.Hardware`). The
 file format and every number's source: the header of ``kernels.toml`` and
 docs/step-time.md. A ``COSTGRAPH_DATA`` folder may add a ``kernels.toml`` of
@@ -46,17 +49,17 @@ from .. import datafiles
 from ..choices import ATTENTION_KERNEL
 from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
+from .kernel_points import KERNELS as ATTENTION_KERNELS, resolve as resolve_points
 
 FILE = "kernels.toml"
-#: the attention kernels a table may hold curves of (:data:`costgraph.choices.ATTENTION_KERNEL`)
-ATTENTION_KERNELS = tuple(k for k in ATTENTION_KERNEL.values if k != "auto")
 
 KIND = Kind("kernel table", (
     Field("description", "text"),
     Field("gemm_efficiency", "decimal", positive=True, doc="the fraction of the BF16 peak a large GEMM reaches"),
     Field("gemm_launch_ns", unit="ns", doc="fixed seconds of one GEMM call (launch, fill and drain), in ns"),
     Field("gemm_k0", unit="", doc="each output tile's fixed work, in multiply-adds along K"),
-    Field("gemm_points", "list", doc="[M, N, K, measured FLOP/s] the GEMM parameters are fitted to"),
+    Field("gemm_points", "list", required=False,
+          doc="[M, N, K, measured FLOP/s] the GEMM parameters are fitted to (absent: points_from's)"),
     Field("gemm_source", "text"),
     Field("gemm_fp8_efficiency", "decimal", required=False, positive=True, doc="the same at the FP8 peak"),
     Field("gemm_fp8_launch_ns", unit="ns", required=False),
@@ -65,11 +68,11 @@ KIND = Kind("kernel table", (
     Field("gemm_fp8_source", "text", required=False),
     Field("attention_forward_efficiency", "decimal", positive=True),
     Field("attention_forward_s0", unit="tokens"),
-    Field("attention_forward_points", "list", doc="[key length S, measured FLOP/s]"),
+    Field("attention_forward_points", "list", required=False, doc="[key length S, measured FLOP/s]"),
     Field("attention_forward_source", "text"),
     Field("attention_backward_efficiency", "decimal", positive=True),
     Field("attention_backward_s0", unit="tokens"),
-    Field("attention_backward_points", "list"),
+    Field("attention_backward_points", "list", required=False),
     Field("attention_backward_source", "text"),
     Field("attention_head_dim", unit="", positive=True, doc="the head dim of the attention measurements"),
     Field("attention_kernel", "text", required=False,
@@ -91,11 +94,15 @@ KIND = Kind("kernel table", (
           doc="fixed seconds of one memory-bound kernel, in ns (fitted with hbm_bandwidth to memory_points)"),
     Field("memory_points", "list", required=False, doc="[bytes moved, measured B/s] of memory-bound kernels"),
     Field("memory_source", "text", required=False),
+    Field("points_from", "ref", required=False,
+          doc="the preset whose measured points this table's parameters are fitted to where it gives none "
+              "(costgraph.training.kernel_points)"),
     Field("sm_count", unit="", required=False, positive=True,
           doc="the device's streaming multiprocessors (userbuffers' SM margin, kernel_time.userbuffers_margin)"),
-), together=(("memory_launch_ns", "memory_points", "memory_source"), ("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_points", "gemm_fp8_source"),
+), together=(("memory_launch_ns", "memory_source"), ("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_source"),
              *[tuple(f"attention_{k}_{d}_{f}" for d in ("forward", "backward")
-                     for f in ("efficiency", "s0", "points", "source")) for k in (*ATTENTION_KERNELS, "fp8")]))
+                     for f in ("efficiency", "s0", "source")) for k in (*ATTENTION_KERNELS, "fp8")]))
+# (a table's points go with their parameters too: kernel_points.resolve, where points_from may give them)
 #: ``kernels.toml``: one table per hardware preset key; a ``COSTGRAPH_DATA`` folder may add tables.
 SCHEMA = Schema(FILE, "costgraph.training", entries=KIND, user=True)
 
@@ -143,7 +150,9 @@ class KernelTable:
                 "sources": dict(self.sources)}
 
 
-def _points(entry, key, width):
+def _points(held, width):
+    """The rows of points ``held`` (the entry that holds them and their key: kernel_points.resolve), checked."""
+    entry, key = held
     pts = entry[key]
     if not isinstance(pts, list) or not all(isinstance(p, list) and len(p) == width and
                                             all(isinstance(v, int) and v > 0 for v in p) for p in pts) or not pts:
@@ -154,14 +163,15 @@ def _points(entry, key, width):
     return tuple(tuple(p) for p in pts)
 
 
-def _table(entry) -> KernelTable:
+def _table(entry, held: dict) -> KernelTable:
+    """The table of ``entry``, its points where ``held`` says (its own, or a points_from table's)."""
     for key in ("gemm_efficiency", "gemm_fp8_efficiency", "attention_forward_efficiency",
                 "attention_backward_efficiency"):
         if key in entry and entry[key] > 1:   # a kernel faster than the peak
             raise entry.error(f"{key} = {float(entry[key]):.6g} is above 1: a kernel faster than the peak", key,
                               hint="a fraction of the preset's peak, 0 < e ≤ 1 (kernel_table.fit_gemm, fit_attention)")
     att = {d: (entry[f"attention_{d}_efficiency"], entry[f"attention_{d}_s0"]) for d in ("forward", "backward")}
-    pts = {d: _points(entry, f"attention_{d}_points", 2) for d in ("forward", "backward")}
+    pts = {d: _points(held[f"attention_{d}_points"], 2) for d in ("forward", "backward")}
     sources = {**entry.sources, **{k: entry[k] for k in ("gemm_source", "gemm_fp8_source", "attention_forward_source",
                                                          "attention_backward_source", "memory_source") if k in entry}}
     main = entry["attention_kernel"] if "attention_kernel" in entry else ATTENTION_KERNEL.auto
@@ -182,12 +192,12 @@ def _table(entry) -> KernelTable:
             sources[f"attention_{k}_{d}_source"] = entry[f"attention_{k}_{d}_source"]
         kernels[k] = {d: (entry[f"attention_{k}_{d}_efficiency"], entry[f"attention_{k}_{d}_s0"])
                       for d in ("forward", "backward")}
-        kpts[k] = {d: _points(entry, f"attention_{k}_{d}_points", 2) for d in ("forward", "backward")}
+        kpts[k] = {d: _points(held[f"attention_{k}_{d}_points"], 2) for d in ("forward", "backward")}
     gemm, gpts = {}, {}
     for dtype, pre in (("bf16", "gemm"), ("fp8", "gemm_fp8")):
         if f"{pre}_efficiency" in entry:
             gemm[dtype] = (entry[f"{pre}_efficiency"], entry[f"{pre}_launch_ns"], entry[f"{pre}_k0"])
-            gpts[dtype] = _points(entry, f"{pre}_points", 4)
+            gpts[dtype] = _points(held[f"{pre}_points"], 4)
     fp8 = fp8_pts = None
     if "attention_fp8_forward_efficiency" in entry:   # TE's FP8 dot-product attention (cuDNN), at the FP8 peak
         for d in ("forward", "backward"):
@@ -196,9 +206,9 @@ def _table(entry) -> KernelTable:
                                   f"attention_fp8_{d}_efficiency", hint="a fraction of the FP8 peak, 0 < e ≤ 1")
             sources[f"attention_fp8_{d}_source"] = entry[f"attention_fp8_{d}_source"]
         fp8 = {d: (entry[f"attention_fp8_{d}_efficiency"], entry[f"attention_fp8_{d}_s0"]) for d in ("forward", "backward")}
-        fp8_pts = {d: _points(entry, f"attention_fp8_{d}_points", 2) for d in ("forward", "backward")}
+        fp8_pts = {d: _points(held[f"attention_fp8_{d}_points"], 2) for d in ("forward", "backward")}
     memory = ("memory_launch_ns" in entry and entry["memory_launch_ns"],
-              _points(entry, "memory_points", 2) if "memory_points" in entry else ())
+              _points(held["memory_points"], 2) if "memory_points" in held else ())
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
                        entry["hbm_bandwidth"], sources, main, kernels, kpts,
                        entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1], fp8, fp8_pts)
@@ -213,7 +223,8 @@ def tables() -> dict[str, KernelTable]:
     the file state changes (:func:`costgraph.datafiles.load` returns another data set)."""
     data = datafiles.load(SCHEMA)
     if not _READ or _READ[0][0] is not data:
-        _READ[:] = [(data, {name: _table(e) for name, e in data.entries.items()})]
+        held = resolve_points(data.entries)
+        _READ[:] = [(data, {name: _table(e, held[name]) for name, e in data.entries.items()})]
     return dict(_READ[0][1])
 
 
