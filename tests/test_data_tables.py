@@ -371,3 +371,36 @@ def test_hf_mapping_like_and_defaults(monkeypatch):
             r"m\.toml: \[one\] like = 'nothing' names no other model_type \(line 2\)", refs=True)
     refused('[one]\ndims.h = "h"\nallowed = [["hidden_act", "silu"], "mlp_bias"]\n',
             r"m\.toml: \[one\] allowed holds an item that is not \[KEY, VALUE, \.\.\.\] \(line 3\)")
+
+def test_hf_mapping_format_is_documented():
+    """hf_mapping.toml documents its format on docs/data-files.md (not in the file's header): every key the
+    file uses outside the names of dims and options (an entry's keys, a SPEC's keys, an ``unsupported`` or
+    ``layer_indices`` rule's keys) is named there in backticks, so the page cannot fall behind the file."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "data-files.md").read_text(encoding="utf-8")
+    page = doc[doc.index("## config.json mappings"):]
+    data = tomllib.loads((root / "src" / "costgraph" / "hf_mapping.toml").read_text(encoding="utf-8"))
+    used: set[str] = set()
+
+    def spec_keys(spec):
+        if isinstance(spec, dict):
+            used.update(spec)
+            for v in spec.values():
+                spec_keys(v)
+        elif isinstance(spec, list):
+            for v in spec:
+                spec_keys(v)
+
+    for entry in data.values():
+        used.update(k for k in entry if k not in ("dims", "options"))
+        for k, v in entry.items():
+            if k in ("dims", "options"):
+                for spec in v.values():
+                    spec_keys(spec)
+            elif k in ("unsupported", "layer_indices"):
+                spec_keys(v)
+    assert {"like", "model", "key", "default", "quotient", "unsupported", "allowed"} <= used, used
+    missing = sorted(k for k in used if not re.search(rf"`[^`]*\b{re.escape(k)}\b[^`]*`", page))
+    assert not missing, f"keys hf_mapping.toml uses that docs/data-files.md does not name: {missing}"
