@@ -391,7 +391,13 @@ def test_training_parts_are_typed_with_units(trained):
     assert (type(f), type(c), type(s)) == (FitVerdict, TrainingCompute, TrainingSettings)
     peak = int(sympy.ceiling(trained.most_loaded().memory["total"].xreplace(trained.values)))
     assert f.headroom_bytes == f["headroom_bytes"] == f.capacity_bytes - f.reserve_bytes - peak
-    assert trained.to_dict()["fits"] == {k: getattr(f, k) for k in f.keys()} == dict(f)
+    # the runtime reserve's parts are typed too (costgraph.runtime_memory.Part): the unit sits on their bytes
+    assert [dict(p) for p in f.reserve_parts] == [{"name": p.name, "bytes": p.bytes, "source": p.source}
+                                                  for p in f.reserve_parts] and len(f.reserve_parts) >= 3
+    assert {n: q.unit for n, q in quantities(f.reserve_parts[0])} == {"name": "", "bytes": "bytes", "source": ""}
+    assert sum(p["bytes"] for p in f.reserve_parts) == f.reserve_bytes   # the reserve is its parts' sum
+    assert trained.to_dict()["fits"] == {**{k: getattr(f, k) for k in f.keys()},
+                                         "reserve_parts": [dict(p) for p in f.reserve_parts]}
     assert "largest_b" in f and "changes" not in f and f.get("changes", 0) == 0   # fits: no changes
     # the preset's 80 GB (NVIDIA H100 datasheet) in the plan; the verdict's capacity is what CUDA reports of it
     assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == 80 * 10**9 != f.capacity_bytes

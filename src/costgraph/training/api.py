@@ -310,7 +310,7 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
                 f"the device memory, {capacity:,} bytes, is not more than the runtime reserve of {held:,} bytes "
                 f"({r.words()})", hint="--memory is one GPU's whole memory, e.g. 80GB or 79.22GiB (an H100's, as "
                 "CUDA reports it); or keep less of it free: --reserve 0 (nothing) or a size below it")
-        extra = {"reserve_from": r.words(), "reserve_parts": [p.to_dict() for p in r.parts]}
+        extra = {"reserve_from": r.words(), "reserve_parts": list(r.parts)}
         if r.capacity_from:
             extra["capacity_from"] = r.capacity_from
     else:

@@ -47,8 +47,8 @@ class FitVerdict(Part):
     fits: bool = quantity(label="the most-loaded device fits")
     headroom_bytes: int = quantity("bytes", label="headroom (capacity − reserve − peak)")
     reserve_from: str = quantity(label="where the reserve comes from")
-    reserve_parts: list | None = quantity("bytes", label="the runtime reserve's parts ({name, bytes, source})",
-                                          omit_none=True, default=None)
+    reserve_parts: list | None = quantity(label="the runtime reserve's parts (costgraph.runtime_memory.Part: "
+                                                "name, bytes, source)", omit_none=True, default=None)
     capacity_from: str | None = quantity(label="where the capacity comes from", omit_none=True, default=None)
     largest_b: int | None = quantity("sequences", label="largest micro-batch b that fits", default=None)
     largest_s: int | None = quantity("tokens", label="longest sequence s that fits", default=None)
