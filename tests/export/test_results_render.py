@@ -161,6 +161,24 @@ def test_print_and_ipython_pretty_show_the_table(trained):
     assert repr(trained).startswith("TrainingResult(")   # repr keeps the fields
 
 
+def test_print_and_pretty_show_the_table_of_every_command_result(served):
+    """InferenceReport and PlanResult as TrainingResult above (Sweep: tests/export/test_sweep.py; Verification:
+    tests/test_verify.py): ``print`` and IPython's pretty printer give the table, ``repr`` the fields. The KV
+    cache of GPT-2 small at P = 64, G = 8: 2 (K, V) · 2 bytes · l · b · h · (P + G)."""
+    from costgraph.training.planning import PlanResult
+
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    row = {"tp": 1, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "zero": 1, "recompute": "none", "sp": False, "micro_batch": 1,
+           "micro_batches": 8, "memory_bytes": 12_345_678_901, "step_seconds": 0.5, "mfu": 0.25}
+    plan = PlanResult("gpt", 8, "h100-sxm", 64, 80 * 10**9, 0.5, 10, {}, [row], divisible=1,
+                      settings={"attention": "flash", "precision": "mixed", "optimizer": "adam"})
+    for result, head, cell in ((served, "gpt: inference on h100-sxm", f"{4 * 12 * 768 * (64 + 8):,} bytes"),
+                               (plan, "gpt: layouts on 8 × h100-sxm", "12,345,678,901 bytes")):
+        shown = pretty(result)
+        assert shown == str(result) == text(result._shown()) and shown.startswith(head) and cell in shown
+        assert repr(result).startswith(type(result).__name__ + "(")
+
+
 def test_each_row_carries_its_own_unit(gpt):
     """The run's length is in its own units, not seconds: days, GPU-hours, PF-days, a step count;
     per-token FLOPs say so (issue 31 item 2: to_pandas() labelled all of the time section "s")."""
@@ -171,6 +189,19 @@ def test_each_row_carries_its_own_unit(gpt):
         "step_seconds": "s", "train_seconds": "s", "train_days": "days", "gpu_hours": "GPU-hours",
         "pf_days": "PF-days", "steps": "", "per_token": "FLOP/token", "six_n": "FLOP/token",
         "model_per_iteration": "FLOP", "total": "bytes"}
+    # the units are the fields' (costgraph.training.result_parts): TrainingTime's, TrainingFlops', StepParts'
+    from costgraph.result_fields import quantities
+
+    c = run.compute
+    assert {n: q.unit for n, q in quantities(c.time)}["gpu_hours"] == "GPU-hours" and c.time.train_days is not None
+    assert {n: q.unit for n, q in quantities(c.step)}["total"] == "s" and c.step.total == c.time.step_seconds
+    # to_pandas() carries them in its unit column, row by row (the notebook extra)
+    pytest.importorskip("pandas")
+    df = run.to_pandas()
+    column = dict(zip(df.quantity, df.unit))
+    assert {k: column[k] for k in ("train_days", "gpu_hours", "pf_days", "steps", "step_seconds", "per_token")} == {
+        "train_days": "days", "gpu_hours": "GPU-hours", "pf_days": "PF-days", "steps": "", "step_seconds": "s",
+        "per_token": "FLOP/token"}
 
 
 def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
@@ -280,6 +311,31 @@ def test_train_sections_are_the_declared_quantities(gpt):
     assert {"mfu", "hfu"} <= set(run.compute) and set(RATIOS) == {"mfu", "hfu"}
     units = {row[0]: row[1].unit for row in run._shown().rows if isinstance(row[1], Q)}
     assert units["cost"] == "" and units["steps"] == "" and units["per_token_minus_six_n"] == "FLOP/token"
+
+
+def test_train_schema_names_the_fields_of_the_typed_parts():
+    """The JSON names of train's inner sections are their typed parts' fields (costgraph.training.result_parts),
+    and the keys the schema requires are the fields never left out (no ``omit_none``): producer and schema
+    are one list (issue 31 item 2)."""
+    from costgraph.export.schema import schema
+    from costgraph.result_fields import quantities
+    from costgraph.training import result_parts as rp
+
+    def names(cls, required=False):
+        return [q.json for _, q in quantities(cls) if q.json is not None and not (required and q.omit_none)]
+
+    props = schema("train")["$defs"]["model"]["properties"]
+    kind = props["communication"]["additionalProperties"]
+    assert (list(kind["properties"]), kind["required"]) == (names(rp.CollectiveCost), names(rp.CollectiveCost, True))
+    assert (props["time"]["propertyNames"]["enum"], props["time"]["required"]) == (
+        names(rp.TrainingTime), names(rp.TrainingTime, True))
+    step = props["step"]   # the parts, then what the step's rate adds (efficiency, hardware, rate, ...)
+    assert set(names(rp.StepParts)) <= set(step["properties"]) and set(names(rp.StepParts, True)) <= set(step["required"])
+    assert set(step["required"]) - set(names(rp.StepParts)) == {"efficiency", "hardware", "rate", "time_model"}
+    off = props["offload"]["properties"]
+    assert off["settings"]["required"] == list(off["settings"]["properties"]) == names(rp.OffloadSettings)
+    assert set(off["seconds"]["anyOf"][1]["properties"]) == set(names(rp.OffloadSeconds))
+    assert set(props["flops"]["required"]) <= set(names(rp.TrainingFlops, True))
 
 
 def test_infer_quantities_are_declared_once(served):
