@@ -462,7 +462,14 @@ def test_training_parts_are_typed_with_units(trained):
     assert c.step["total"] == c["time"]["step_seconds"]   # the one step time (costgraph.training.rate)
     units = {cls.__name__: {n: q.unit for n, q in quantities(cls)} for cls in (FitVerdict, TrainingCompute)}
     assert units["FitVerdict"]["headroom_bytes"] == "bytes" and units["FitVerdict"]["largest_s"] == "tokens"
-    assert (units["TrainingCompute"]["flops"], units["TrainingCompute"]["step"]) == ("FLOP", "s")
+    # a section's units are its fields' (days, GPU-hours, PF-days beside seconds in time), none on the section
+    assert (units["TrainingCompute"]["flops"], units["TrainingCompute"]["time"], units["TrainingCompute"]["step"]) == (
+        "", "", "")
+    assert {n: q.unit for n, q in quantities(c.time)} == {"step_seconds": "s", "steps": "", "train_seconds": "s",
+                                                        "train_days": "days", "gpu_hours": "GPU-hours",
+                                                        "pf_days": "PF-days", "cost": ""}
+    assert {n: q.unit for n, q in quantities(c.flops)}["per_token"] == "FLOP/token"
+    assert {n: q.unit for k in c.communication.values() for n, q in quantities(k)}["bytes"] == "bytes"
     empty = FitVerdict(capacity_bytes=1, reserve_bytes=0, fits=False, headroom_bytes=-1, reserve_from="--reserve",
                        searched=("b",))
     assert "largest_b" in empty and empty["largest_b"] is None and "largest_s" not in empty   # b = 1 does not fit

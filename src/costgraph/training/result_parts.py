@@ -141,18 +141,19 @@ class CollectiveCost(Part):
 class TrainingCompute(Part):
     """The compute sections of ``costgraph train`` at model scope (:func:`costgraph.training.api.compute_section`):
     SymPy expressions; the sections are typed in turn (:class:`TrainingFlops`, :class:`TrainingTime`,
-    :class:`StepParts`, ``communication`` kind → :class:`CollectiveCost`), each field with its unit; a section
-    without its inputs is None (no key)."""
+    :class:`StepParts`, ``communication`` kind → :class:`CollectiveCost`), each field with its unit (the section
+    itself declares none: ``time`` holds seconds, days, GPU-hours and PF-days); a section without its inputs is
+    None (no key)."""
 
-    flops: TrainingFlops = quantity("FLOP", label="FLOPs per iteration, per token, per device")
+    flops: TrainingFlops = quantity(label="FLOPs per iteration, per token, per device")
     lora: dict | None = quantity(label="LoRA: rank, targets, trainable parameters, FLOP conventions",
                                  omit_none=True, default=None)
-    time: TrainingTime | None = quantity("s", label="step and training time", omit_none=True, default=None)
+    time: TrainingTime | None = quantity(label="step and training time", omit_none=True, default=None)
     mfu: object = quantity(label="MFU", omit_none=True, default=None)
     hfu: object = quantity(label="HFU", omit_none=True, default=None)
-    communication: dict | None = quantity("bytes", label="kind → CollectiveCost (bytes, op, group; seconds, "
+    communication: dict | None = quantity(label="kind → CollectiveCost (bytes, op, group; seconds, "
                                           "exposed, hidden, overlap_rule with a preset)", omit_none=True, default=None)
-    step: StepParts | None = quantity("s", label="the step time's parts (costgraph.training.steptime)",
+    step: StepParts | None = quantity(label="the step time's parts (costgraph.training.steptime)",
                                  omit_none=True, default=None)
     overlap: str | None = quantity(label="communication overlap convention", omit_none=True, default=None)
     cross_entropy: str | None = quantity(label="the loss's kernels timed (--cross-entropy)", omit_none=True,
@@ -214,7 +215,7 @@ class TrainingOffload(Part):
     devices_per_node: int | None = quantity(label="devices sharing a host", omit_none=True, default=None)
     host_per_node: object = quantity("bytes", label="host memory per node", omit_none=True, default=None)
     nvme_per_node: object = quantity("bytes", label="NVMe per node", omit_none=True, default=None)
-    seconds: OffloadSeconds | None = quantity("s", label="host-link and CPU-step seconds", default=None)
+    seconds: OffloadSeconds | None = quantity(label="host-link and CPU-step seconds", default=None)
     hardware: str | None = quantity(label="the preset", default=None)
     host_memory_bandwidth: object = quantity("B/s", label="host-memory bandwidth per node", default=None)
 
