@@ -54,6 +54,7 @@ from ..engine.recompute import describe
 from ..engine.symbols import as_expr
 from ..numbers import units
 from ..result_fields import document_json, json_fields, quantities
+from .offload_report import offload_json, offload_text
 from ..training.compute import FLOPS, RATIOS, TIME
 from ..training.fp8 import ATTENTION_SAVED, PARTS, SAVED
 from ..training.memory import MEMORY_KEYS, TrainingMemory
@@ -354,8 +355,6 @@ def to_dict(r) -> dict:
 
 
 def _offload(r, section) -> dict:
-    from ..training.offload import offload_json   # CPU/NVMe offload (costgraph.training.offload)
-
     return offload_json(section, r.values, lambda e, v, unit: _entry(e, v) if unit == "bytes" else _number(e, v))
 
 
@@ -468,8 +467,6 @@ def to_text_doc(r) -> str:
         out += ["", f"(no numbers: no value for {', '.join(missing)})"]
     out += _fits_text(fits)
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
-        from ..training.offload import offload_text
-
         out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
         out += _compute_text(r.compute, values)

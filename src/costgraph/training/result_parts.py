@@ -8,7 +8,7 @@ Each is a dataclass whose fields are :func:`costgraph.result_fields.quantity` fi
 (``bytes``, ``s``, ``FLOP``, ``B/s``; ``""`` for a count, ratio or text) and label; each is also read as the
 mapping it replaces (:class:`costgraph.result_fields.Part`: ``r.fits["fits"]``, ``"time" in r.compute``,
 ``{**r.settings}``), whose keys are the fields present. The JSON and text renderers
-(:mod:`costgraph.export.training_report`, :mod:`costgraph.training.offload`) read the fields; the JSON names
+(:mod:`costgraph.export.training_report`, :mod:`costgraph.export.offload_report`) read the fields; the JSON names
 are the field names. Built where the result is built (:func:`costgraph.training.api.train`,
 :func:`~costgraph.training.api.training_fits`, :func:`~costgraph.training.api.compute_section`,
 :func:`costgraph.training.compute.compute_summary`, :func:`costgraph.training.offload.offload_section`).
