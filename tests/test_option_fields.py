@@ -290,6 +290,10 @@ def test_fit_takes_an_options_object(gpt):
     assert serve.to_dict() == costgraph.fit(gpt, v, mode="serve", hardware="h100-sxm", prompt=64, generate=8,
                                             batch=4).to_dict()
     assert len(inspect.signature(fit).parameters) <= 6 and len(inspect.signature(type(gpt).fit).parameters) <= 6
+    # and Model.train, .infer, .plan (self, [layout,] values, options, **overrides): 36 keywords once for infer
+    assert {n: list(inspect.signature(getattr(type(gpt), n)).parameters) for n in ("train", "infer", "plan")} == {
+        "train": ["self", "layout", "values", "options", "overrides"],
+        "infer": ["self", "values", "options", "overrides"], "plan": ["self", "values", "options", "overrides"]}
     with pytest.raises(CostgraphValueError) as e:
         gpt.fit(v, hardware="h100-sxm", zeroo=1)
     assert "fit() has no setting 'zeroo'" in str(e.value) and "did you mean 'zero'?" in e.value.hint

@@ -142,3 +142,5 @@ def test_verification_renders_as_a_table_in_notebooks():
     assert len(lines) == 7 and "Verification(" not in pretty(v)
     html = v._repr_html_()
     assert html.count("<tr>") == 1 + 5 and "<td>-24,576 bytes</td>" in html
+    # each quantity's unit is declared with its name (costgraph.verify.UNITS), not guessed from its words
+    assert [q.unit for q in v.quantities] == ["", "bytes", "bytes"]

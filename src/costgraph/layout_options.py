@@ -77,7 +77,8 @@ class LayoutOptions:
     schedule: str = option("--schedule", choices=choices.SCHEDULE, domain=Domain("split", "schedules"))
     v: int = option("--virtual-stages", "model chunks per device (interleaved)", default=1, unit="model chunks",
                     type=int, dest="virtual_stages", domain=Domain("split", "virtual_stages"))
-    loss: bool = option("--no-loss", "leave out the fp32 logits of the loss", default=True, action="store_false")
+    loss: bool = option("--no-loss", "leave out the loss: the buffers of the logits' shape that --cross-entropy holds "
+                        "at its peak (megatron: fp32 softmax + 16-bit gradient)", default=True, action="store_false")
     # the cross-entropy implementation: its bytes held (the loss's peak) and moved (its step time), one convention
     # (costgraph.training.cross_entropy)
     cross_entropy: str = option("--cross-entropy", "the cross-entropy implementation over the logits: what it holds at "

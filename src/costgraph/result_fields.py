@@ -10,6 +10,7 @@ Light at import: the standard library only (no SymPy).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 
 
@@ -89,46 +90,30 @@ def key(json: str, unit: str = "", *, source: str | None = "", label: str = "", 
     return Key(json, json if source == "" else source, unit, label or json, write, omit_none, spread)
 
 
-class Part:
+class Part(Mapping):
     """A typed part of a result (a dataclass whose fields are :func:`quantity` fields, each with its unit),
-    readable also as the mapping it replaces: ``part["name"]``, ``part.get("name")``, ``"name" in part``,
-    ``dict(part)``, ``{**part}``. Its keys are the field names present: a field of ``json=None`` is no key,
-    a field declared ``omit_none`` is a key only when it is not None (override :meth:`present` for another
-    rule); ``part[name]`` of a declared field reads the attribute, present or not. Read-only as a mapping:
-    set an attribute instead."""
+    readable also as the mapping it replaces (a :class:`collections.abc.Mapping`): ``part["name"]``,
+    ``part.get("name")``, ``"name" in part``, ``dict(part)``, ``{**part}``. Its keys are the field names
+    present, in field order: a field of ``json=None`` is no key, a field declared ``omit_none`` is a key
+    only when it is not None (override :meth:`present` for another rule); ``part[name]`` of a name that is
+    no key raises KeyError, as the dict did. Read-only as a mapping: set an attribute instead."""
 
     def present(self, name: str) -> bool:
         """Whether the field ``name`` is a key of the mapping (see the class)."""
         q = self.__dataclass_fields__[name].metadata["quantity"]
         return q.json is not None and (not q.omit_none or getattr(self, name) is not None)
 
-    def keys(self) -> list[str]:
-        return [f.name for f in fields(self) if "quantity" in f.metadata and self.present(f.name)]
-
-    def __iter__(self):
-        return iter(self.keys())
-
-    def __len__(self) -> int:
-        return len(self.keys())
-
-    def __contains__(self, name) -> bool:
-        return isinstance(name, str) and "quantity" in getattr(self.__dataclass_fields__.get(name), "metadata", {}) \
-            and self.present(name)
-
     def __getitem__(self, name: str):
         f = self.__dataclass_fields__.get(name) if isinstance(name, str) else None
-        if f is None or "quantity" not in f.metadata:
+        if f is None or "quantity" not in f.metadata or not self.present(name):
             raise KeyError(name)
         return getattr(self, name)
 
-    def get(self, name: str, default=None):
-        return self[name] if name in self else default
+    def __iter__(self):
+        return (f.name for f in fields(self) if "quantity" in f.metadata and self.present(f.name))
 
-    def items(self) -> list[tuple]:
-        return [(k, getattr(self, k)) for k in self.keys()]
-
-    def values(self) -> list:
-        return [getattr(self, k) for k in self.keys()]
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
     def to_dict(self) -> dict:
         """The present keys and their values, in field order (values as they are: SymPy, nested parts)."""

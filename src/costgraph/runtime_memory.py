@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from . import datafiles
+from . import datafiles, result_fields
 from .datafiles import Field, Kind, Schema
 
 _TEXT = (Field("description", "text"),)
@@ -56,16 +56,14 @@ def table() -> datafiles.DataSet:
 
 
 @dataclass(frozen=True)
-class Part:
+class Part(result_fields.Part):
     """One named part of the memory outside the model's tensors: ``name``, ``bytes`` and where
-    the figure comes from (``source``: the data file's entry and its source)."""
+    the figure comes from (``source``: the data file's entry and its source); a typed part of a result
+    (:class:`costgraph.result_fields.Part`: the fit verdict's ``reserve_parts``), its unit on ``bytes``."""
 
-    name: str
-    bytes: int
-    source: str
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "bytes": self.bytes, "source": self.source}
+    name: str = result_fields.quantity(label="part")
+    bytes: int = result_fields.quantity("bytes", label="bytes")
+    source: str = result_fields.quantity(label="source")
 
 
 def _by_class(group: str, capability: int | None) -> datafiles.Entry:

@@ -19,9 +19,16 @@ from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, SPEECH_TYPES, VISION_TYPE
 SHAPES = ((1, 16), (2, 32), (3, 8))
 
 
+#: the unit of each compared quantity, by its name (a count of parameters has none): what the table and
+#: ``to_pandas()`` of a :class:`Verification` show beside its numbers
+UNITS = {"parameters": "", "forward FLOPs": "FLOP", "backward FLOPs": "FLOP", "KV cache bytes": "bytes",
+         "saved bytes": "bytes"}
+
+
 @dataclass
 class Quantity:
-    """One compared quantity: ``torch`` and ``costgraph`` values per shape (one shape for params)."""
+    """One compared quantity: ``torch`` and ``costgraph`` values per shape (one shape for params); its unit
+    :data:`UNITS` of its ``name``."""
 
     name: str
     shapes: list[tuple[int, int]]
@@ -31,6 +38,10 @@ class Quantity:
     fit: tuple[int, int] | None = field(default=None)      # difference = α·b·s + β·b·s², when it fits
     #: α and β in the config's symbols: "b·s" / "b·s²" → the monomials equal to them (explain)
     symbolic: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.name]
 
     @property
     def diffs(self) -> list[int]:
@@ -130,7 +141,7 @@ class Verification(Tabular):
         """One row per quantity and shape: torch, costgraph, their difference and the verdict."""
         rows = []
         for q in self.quantities:
-            unit = "" if q.name == "parameters" else ("FLOP" if "FLOPs" in q.name else "bytes")
+            unit = q.unit
             if q.skipped is not None:
                 rows.append((q.name, None, None, None, None, None, f"skipped: {q.skipped}"))
             for (b, s), t, c in zip(q.shapes, q.torch, q.costgraph):

@@ -161,6 +161,24 @@ def test_print_and_ipython_pretty_show_the_table(trained):
     assert repr(trained).startswith("TrainingResult(")   # repr keeps the fields
 
 
+def test_print_and_pretty_show_the_table_of_every_command_result(served):
+    """InferenceReport and PlanResult as TrainingResult above (Sweep: tests/export/test_sweep.py; Verification:
+    tests/test_verify.py): ``print`` and IPython's pretty printer give the table, ``repr`` the fields. The KV
+    cache of GPT-2 small at P = 64, G = 8: 2 (K, V) · 2 bytes · l · b · h · (P + G)."""
+    from costgraph.training.planning import PlanResult
+
+    pretty = pytest.importorskip("IPython.lib.pretty").pretty
+    row = {"tp": 1, "pp": 1, "dp": 8, "cp": 1, "ep": 1, "zero": 1, "recompute": "none", "sp": False, "micro_batch": 1,
+           "micro_batches": 8, "memory_bytes": 12_345_678_901, "step_seconds": 0.5, "mfu": 0.25}
+    plan = PlanResult("gpt", 8, "h100-sxm", 64, 80 * 10**9, 0.5, 10, {}, [row], divisible=1,
+                      settings={"attention": "flash", "precision": "mixed", "optimizer": "adam"})
+    for result, head, cell in ((served, "gpt: inference on h100-sxm", f"{4 * 12 * 768 * (64 + 8):,} bytes"),
+                               (plan, "gpt: layouts on 8 × h100-sxm", "12,345,678,901 bytes")):
+        shown = pretty(result)
+        assert shown == str(result) == text(result._shown()) and shown.startswith(head) and cell in shown
+        assert repr(result).startswith(type(result).__name__ + "(")
+
+
 def test_each_row_carries_its_own_unit(gpt):
     """The run's length is in its own units, not seconds: days, GPU-hours, PF-days, a step count;
     per-token FLOPs say so (issue 31 item 2: to_pandas() labelled all of the time section "s")."""
@@ -171,6 +189,19 @@ def test_each_row_carries_its_own_unit(gpt):
         "step_seconds": "s", "train_seconds": "s", "train_days": "days", "gpu_hours": "GPU-hours",
         "pf_days": "PF-days", "steps": "", "per_token": "FLOP/token", "six_n": "FLOP/token",
         "model_per_iteration": "FLOP", "total": "bytes"}
+    # the units are the fields' (costgraph.training.result_parts): TrainingTime's, TrainingFlops', StepParts'
+    from costgraph.result_fields import quantities
+
+    c = run.compute
+    assert {n: q.unit for n, q in quantities(c.time)}["gpu_hours"] == "GPU-hours" and c.time.train_days is not None
+    assert {n: q.unit for n, q in quantities(c.step)}["total"] == "s" and c.step.total == c.time.step_seconds
+    # to_pandas() carries them in its unit column, row by row (the notebook extra)
+    pytest.importorskip("pandas")
+    df = run.to_pandas()
+    column = dict(zip(df.quantity, df.unit))
+    assert {k: column[k] for k in ("train_days", "gpu_hours", "pf_days", "steps", "step_seconds", "per_token")} == {
+        "train_days": "days", "gpu_hours": "GPU-hours", "pf_days": "PF-days", "steps": "", "step_seconds": "s",
+        "per_token": "FLOP/token"}
 
 
 def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
@@ -282,6 +313,31 @@ def test_train_sections_are_the_declared_quantities(gpt):
     assert units["cost"] == "" and units["steps"] == "" and units["per_token_minus_six_n"] == "FLOP/token"
 
 
+def test_train_schema_names_the_fields_of_the_typed_parts():
+    """The JSON names of train's inner sections are their typed parts' fields (costgraph.training.result_parts),
+    and the keys the schema requires are the fields never left out (no ``omit_none``): producer and schema
+    are one list (issue 31 item 2)."""
+    from costgraph.export.schema import schema
+    from costgraph.result_fields import quantities
+    from costgraph.training import result_parts as rp
+
+    def names(cls, required=False):
+        return [q.json for _, q in quantities(cls) if q.json is not None and not (required and q.omit_none)]
+
+    props = schema("train")["$defs"]["model"]["properties"]
+    kind = props["communication"]["additionalProperties"]
+    assert (list(kind["properties"]), kind["required"]) == (names(rp.CollectiveCost), names(rp.CollectiveCost, True))
+    assert (props["time"]["propertyNames"]["enum"], props["time"]["required"]) == (
+        names(rp.TrainingTime), names(rp.TrainingTime, True))
+    step = props["step"]   # the parts, then what the step's rate adds (efficiency, hardware, rate, ...)
+    assert set(names(rp.StepParts)) <= set(step["properties"]) and set(names(rp.StepParts, True)) <= set(step["required"])
+    assert set(step["required"]) - set(names(rp.StepParts)) == {"efficiency", "hardware", "rate", "time_model"}
+    off = props["offload"]["properties"]
+    assert off["settings"]["required"] == list(off["settings"]["properties"]) == names(rp.OffloadSettings)
+    assert set(off["seconds"]["anyOf"][1]["properties"]) == set(names(rp.OffloadSeconds))
+    assert set(props["flops"]["required"]) <= set(names(rp.TrainingFlops, True))
+
+
 def test_infer_quantities_are_declared_once(served):
     """The infer JSON writes the declared quantities in their order, and the table takes their units."""
     from costgraph.inference.quantities import STEP, TOP
@@ -391,7 +447,13 @@ def test_training_parts_are_typed_with_units(trained):
     assert (type(f), type(c), type(s)) == (FitVerdict, TrainingCompute, TrainingSettings)
     peak = int(sympy.ceiling(trained.most_loaded().memory["total"].xreplace(trained.values)))
     assert f.headroom_bytes == f["headroom_bytes"] == f.capacity_bytes - f.reserve_bytes - peak
-    assert trained.to_dict()["fits"] == {k: getattr(f, k) for k in f.keys()} == dict(f)
+    # the runtime reserve's parts are typed too (costgraph.runtime_memory.Part): the unit sits on their bytes
+    assert [dict(p) for p in f.reserve_parts] == [{"name": p.name, "bytes": p.bytes, "source": p.source}
+                                                  for p in f.reserve_parts] and len(f.reserve_parts) >= 3
+    assert {n: q.unit for n, q in quantities(f.reserve_parts[0])} == {"name": "", "bytes": "bytes", "source": ""}
+    assert sum(p["bytes"] for p in f.reserve_parts) == f.reserve_bytes   # the reserve is its parts' sum
+    assert trained.to_dict()["fits"] == {**{k: getattr(f, k) for k in f.keys()},
+                                         "reserve_parts": [dict(p) for p in f.reserve_parts]}
     assert "largest_b" in f and "changes" not in f and f.get("changes", 0) == 0   # fits: no changes
     # the preset's 80 GB (NVIDIA H100 datasheet) in the plan; the verdict's capacity is what CUDA reports of it
     assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == 80 * 10**9 != f.capacity_bytes
@@ -400,7 +462,14 @@ def test_training_parts_are_typed_with_units(trained):
     assert c.step["total"] == c["time"]["step_seconds"]   # the one step time (costgraph.training.rate)
     units = {cls.__name__: {n: q.unit for n, q in quantities(cls)} for cls in (FitVerdict, TrainingCompute)}
     assert units["FitVerdict"]["headroom_bytes"] == "bytes" and units["FitVerdict"]["largest_s"] == "tokens"
-    assert (units["TrainingCompute"]["flops"], units["TrainingCompute"]["step"]) == ("FLOP", "s")
+    # a section's units are its fields' (days, GPU-hours, PF-days beside seconds in time), none on the section
+    assert (units["TrainingCompute"]["flops"], units["TrainingCompute"]["time"], units["TrainingCompute"]["step"]) == (
+        "", "", "")
+    assert {n: q.unit for n, q in quantities(c.time)} == {"step_seconds": "s", "steps": "", "train_seconds": "s",
+                                                        "train_days": "days", "gpu_hours": "GPU-hours",
+                                                        "pf_days": "PF-days", "cost": ""}
+    assert {n: q.unit for n, q in quantities(c.flops)}["per_token"] == "FLOP/token"
+    assert {n: q.unit for k in c.communication.values() for n, q in quantities(k)}["bytes"] == "bytes"
     empty = FitVerdict(capacity_bytes=1, reserve_bytes=0, fits=False, headroom_bytes=-1, reserve_from="--reserve",
                        searched=("b",))
     assert "largest_b" in empty and empty["largest_b"] is None and "largest_s" not in empty   # b = 1 does not fit

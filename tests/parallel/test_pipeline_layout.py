@@ -222,7 +222,9 @@ def test_cli_accepts_the_published_layouts(ds, capsys):
     assert "schedule interleaved (v = 4)" in out
     assert "\nstage 0 (first) [E t*4 | t*4 | t*4 | t*4]\n  16 layers × 4 micro-batches in flight" in out
     # 13 layers + the MTP depth on the last rank, with the loss
-    assert "\nstage 3 (last) [t*4 | t*4 | t*4 | t m L]\n  14 layers × 3.25 micro-batches in flight, plus the fp32" in out
+    # with the loss of the default cross-entropy (Megatron-LM's unfused: training/cross_entropy.toml [megatron])
+    assert "\nstage 3 (last) [t*4 | t*4 | t*4 | t m L]\n  14 layers × 3.25 micro-batches in flight, plus the loss " \
+        "(--cross-entropy megatron: 1 fp32 + 1 bf16 buffers of the logits' shape; " in out
 
 
 # ------------------------------------------------------------------ MTP on the last stage; consistency

@@ -298,7 +298,10 @@ def test_405b_shaped_layout_answers(capsys):
                              "--decoder-last-pipeline-num-layers", "7"]) == 0
     text = capsys.readouterr().out
     assert "most loaded: stage 1: 8 layers × 15 micro-batches in flight" in text
-    assert "stage 15 (last)\n  7 layers × 1 micro-batches in flight, plus the fp32 logits of the loss" in text
+    # the loss under the default cross-entropy (Megatron-LM's unfused: the fp32 softmax and the bf16 gradient held,
+    # training/cross_entropy.toml [megatron]), its convention named
+    assert "stage 15 (last)\n  7 layers × 1 micro-batches in flight, plus the loss (--cross-entropy megatron: " \
+        "1 fp32 + 1 bf16 buffers of the logits' shape; " in text
 
 
 def test_pace_of_the_most_loaded_stage():

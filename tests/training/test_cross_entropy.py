@@ -104,3 +104,31 @@ def test_an_unknown_implementation_is_refused():
     with pytest.raises(costgraph.CostgraphError, match="unknown cross_entropy 'fused'") as e:
         implementation("fused")
     assert e.value.hint == CROSS_ENTROPY.hint()
+
+
+@pytest.mark.parametrize("name, precision, words, per_logit", [
+    # training/cross_entropy.toml: [megatron] held_fp32 = 1, held_act = 1 (Megatron-LM @ d98e8a64
+    # tensor_parallel/cross_entropy.py: the fp32 softmax in place, the gradient cast back to bf16)
+    ("megatron", "mixed", "1 fp32 + 1 bf16 buffers", 4 + 2),
+    ("megatron", "fp32", "2 fp32 buffers", 4 + 4),   # activations in fp32: the gradient's copy is fp32 too
+    # [pytorch] held_fp32 = 3 (log_softmax's output, nll_loss's gradient, log_softmax_backward's output)
+    ("pytorch", "mixed", "3 fp32 buffers", 3 * 4),
+    ("logits", "mixed", "1 fp32 buffer", 4),   # [logits]: the fp32 logits only, the count before the conventions
+])
+def test_the_stage_reason_says_what_the_loss_holds(llama, name, precision, words, per_logit):
+    """The last stage's reason names the --cross-entropy convention and what it holds (no longer "the fp32
+    logits" whatever the convention): the loss's bytes are per_logit × b·s·V (V = 128,256, s = 4096, b = 1;
+    pp 2 keeps the head on the last stage whole)."""
+    from costgraph.training.memory import training_memory
+
+    m, values = llama
+    act = "fp32" if precision == "fp32" else "bf16"   # the activations' dtype, as costgraph train derives it
+    mem = training_memory(m.graph, Layout(p=2, gpus=2, cross_entropy=name, policy=precision, precision=act).filled(),
+                          "model")
+    last = mem.stages[-1]
+    assert last.memory["loss"].xreplace(values) == per_logit * 128_256 * 4096
+    assert last.why(values).endswith(f", plus the loss (--cross-entropy {name}: {words} of the logits' shape; "
+                                     f"{per_logit * 128_256 * 4096:,} bytes)")
+    assert "loss" not in mem.stages[0].why(values)   # the head is on the last stage only
+    no_loss = training_memory(m.graph, Layout(p=2, gpus=2, cross_entropy=name, loss=False).filled(), "model")
+    assert no_loss.stages[-1].memory["loss"] == 0 and "loss" not in no_loss.stages[-1].why(values)

@@ -3,15 +3,15 @@ them as HTML, LaTeX and pandas): :class:`~costgraph.training.result.TrainingResu
 :class:`~costgraph.inference.InferenceReport`, :class:`~costgraph.training.planning.PlanResult`,
 :class:`~costgraph.training.bare_time.BareTime` and the plot data of :mod:`costgraph.export.plots`.
 Each is read from the result's ``to_dict()`` (the same numbers the JSON of the command has) with the
-unit its producer declares (:data:`costgraph.training.compute.FLOPS`, ``TIME``;
-:mod:`costgraph.inference.quantities`; the fields of :func:`costgraph.results.quantity`): bytes,
+unit its producer declares (the fields of the typed results and their parts, :func:`costgraph.result_fields.quantity`:
+:mod:`costgraph.training.result_parts`; :mod:`costgraph.inference.quantities`): bytes,
 FLOP, FLOP/token, seconds (decimal), days, GPU-hours, PF-days, tokens/s."""
 
 from __future__ import annotations
 
 from ..inference.quantities import CAPACITY, TOP
 from ..result_fields import Q, Table, quantities
-from ..training.compute import FLOPS, TIME
+from ..training.result_parts import CollectiveCost, StepParts
 
 
 def _value(entry):
@@ -32,15 +32,18 @@ def training_table(result) -> Table:
     rows = [(k, Q(_value(e), "bytes")) for k, e in doc["memory"].items() if k != "fp8"]
     if "fits" in doc:
         rows.append(("fits", doc["fits"]["fits"]))
-    for section, declared in (("flops", FLOPS), ("time", TIME)):   # units declared by costgraph.training.compute
-        rows += [(k, Q(_value(e), declared[k].unit if k in declared else "")) for k, e in doc.get(section, {}).items()]
+    compute = result.compute   # the units declared on the fields of its parts (costgraph.training.result_parts)
+    for section in ("flops", "time"):
+        declared = {n: q.unit for n, q in quantities(getattr(compute, section))} if section in doc else {}
+        rows += [(k, Q(_value(e), declared.get(k, ""))) for k, e in doc.get(section, {}).items()]
     rows += [(k, Q(_value(doc[k]))) for k in ("mfu", "hfu") if k in doc]
+    unit = {n: q.unit for n, q in (*quantities(CollectiveCost), *quantities(StepParts))}
     for kind, c in doc.get("communication", {}).items():
-        rows.append((f"communication {kind} ({c['op']} over {c['group']})", Q(_value(c["bytes"]), "bytes")))
+        rows.append((f"communication {kind} ({c['op']} over {c['group']})", Q(_value(c["bytes"]), unit["bytes"])))
         if "seconds" in c:
-            rows.append((f"communication {kind} time", Q(_value(c["seconds"]), "s")))
+            rows.append((f"communication {kind} time", Q(_value(c["seconds"]), unit["seconds"])))
     if "step" in doc:
-        rows.append(("step time", Q(_value(doc["step"]["total"]), "s")))
+        rows.append(("step time", Q(_value(doc["step"]["total"]), unit["total"])))
     rows += [("warning", w) for w in doc["warnings"]]
     return Table(title, ("quantity", "value"), rows)
 

@@ -53,7 +53,8 @@ from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
 from ..numbers import units
-from ..result_fields import document_json
+from ..result_fields import document_json, json_fields, quantities
+from .offload_report import offload_json, offload_text
 from ..training.compute import FLOPS, RATIOS, TIME
 from ..training.fp8 import ATTENTION_SAVED, PARTS, SAVED
 from ..training.memory import MEMORY_KEYS, TrainingMemory
@@ -116,9 +117,9 @@ def _number(expr: sympy.Expr, values) -> dict:
 def _compute_json(compute, values) -> dict:
     """The compute sections of the JSON, from the fields of ``compute``
     (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
-    out = {"flops": {k: _number(v, values) for k, v in compute.flops.items()}}
+    out = {"flops": json_fields(compute.flops, lambda v, q: _number(v, values))}
     if compute.time is not None:
-        out["time"] = {k: _number(v, values) for k, v in compute.time.items()}
+        out["time"] = json_fields(compute.time, lambda v, q: _number(v, values))
     for k in ("mfu", "hfu"):
         if getattr(compute, k) is not None:
             out[k] = _number(getattr(compute, k), values)
@@ -126,13 +127,10 @@ def _compute_json(compute, values) -> dict:
         lo = compute.lora
         out["lora"] = {**lo, **{k: _number(lo[k], values) for k in ("rank", "trainable_parameters", "adapted_linears")}}
     if compute.communication is not None:
-        out["communication"] = {k: {"bytes": _number(sympy.expand(c["bytes"]), values),
-                                    **{x: _number(c[x], values) for x in ("seconds", "exposed", "hidden") if x in c},
-                                    **({"overlap_rule": c["overlap_rule"]} if "overlap_rule" in c else {}),
-                                    "op": c["op"], "group": str(c["group"])}
-                                for k, c in compute.communication.items()}
+        out["communication"] = {k: json_fields(c, lambda v, q: str(v) if not q.unit else _number(
+            sympy.expand(v) if q.unit == "bytes" else v, values)) for k, c in compute.communication.items()}
     if compute.step is not None:
-        out["step"] = {k: _number(v, values) for k, v in compute.step.items()}
+        out["step"] = json_fields(compute.step, lambda v, q: _number(v, values))
         rate = compute.rate
         out["step"]["efficiency"] = None if compute.efficiency is None else float(compute.efficiency)
         out["step"]["hardware"] = compute.hardware
@@ -171,23 +169,25 @@ def _compute_text(compute, values) -> list[str]:
     (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
                 "the step time below; MFU and HFU of the BF16 peak):"]
-    items = list(compute.flops.items()) + [kv for kv in (compute.time or {}).items() if kv[0] != "step_seconds"] \
-        + [(k, getattr(compute, k)) for k in ("mfu", "hfu") if getattr(compute, k) is not None]
+    # (name, unit, value): the units declared on the fields (costgraph.training.result_parts); MFU, HFU as "%"
+    items = [(k, q.unit, getattr(part, k)) for part in (compute.flops, compute.time) if part is not None
+             for k, q in quantities(part) if k in part and k != "step_seconds"] \
+        + [(k, "%", getattr(compute, k)) for k in ("mfu", "hfu") if getattr(compute, k) is not None]
     labels = _rule_of_thumb_labels(compute.flops)
-    if "six_n_active" in compute.flops:   # a mixture of experts: the rule's N is the active one, shown first
-        flops = compute.flops
-        active = [("six_n_active", flops["six_n_active"]),
-                  ("per_token_minus_six_n_active", sympy.expand(flops["per_token"] - flops["six_n_active"]))]
-        items = [kv for k, v in items if k != "six_n_active" for kv in (active + [(k, v)] if k == "six_n" else [(k, v)])]
+    flops = compute.flops
+    if flops.six_n_active is not None:   # a mixture of experts: the rule's N is the active one, shown first
+        active = [("six_n_active", "FLOP/token", flops.six_n_active),
+                  ("per_token_minus_six_n_active", "FLOP/token", sympy.expand(flops.per_token - flops.six_n_active))]
+        items = [x for x in items if x[0] != "six_n_active" for x in (active + [x] if x[0] == "six_n" else [x])]
     cells = []
-    for k, e in items:
+    for k, unit, e in items:
         e = as_expr(e)
         line = to_text(field_order(e)) if e.free_symbols and not e.has(sympy.Max) else ""   # a Max: the value only
         if values is not None and e.free_symbols <= set(values) or not e.free_symbols:
             v = e.xreplace(values or {})
-            if k.startswith(("model_", "hardware_", "per_token", "six", "eight", "four")):
+            if unit.startswith("FLOP"):
                 shown = units.with_unit("flops_forward", int(v)) if v.is_integer else f"{float(v):.6g} FLOP"
-            elif k in ("mfu", "hfu"):
+            elif unit == "%":
                 shown = f"{float(v):.2%}"
             else:
                 shown = f"{int(v):,}" if v.is_integer else f"{float(v):,.4g}"
@@ -207,16 +207,16 @@ def _compute_text(compute, values) -> list[str]:
     if compute.communication is not None:
         out += ["", "communication per device per step (ring algorithms; bytes sent):"]
         cells = []
-        for k, c in compute.communication.items():
-            e = sympy.expand(c["bytes"])
+        for k, c in compute.communication.items():   # a CollectiveCost each
+            e = sympy.expand(c.bytes)
             v = e.xreplace(values or {})
-            secs = as_expr(c["seconds"]).xreplace(values or {}) if "seconds" in c else None
+            secs = as_expr(c.seconds).xreplace(values or {}) if c.seconds is not None else None
             shown = units.with_unit("activation_bytes", int(sympy.ceiling(v))) if v.is_number else to_text(field_order(e))
             when = f", {float(secs):.4g} s" if secs is not None and secs.is_number else ""
-            shown_x = as_expr(c["exposed"]).xreplace(values or {}) if "exposed" in c else None
+            shown_x = as_expr(c.exposed).xreplace(values or {}) if c.exposed is not None else None
             if shown_x is not None and shown_x.is_number and secs.is_number:   # costgraph.training.overlap
-                when += f" (exposed {float(shown_x):.4g} s, hidden {float(secs - shown_x):.4g} s: {c['overlap_rule']})"
-            cells.append([k, f"{c['op']} over {c['group']}: {shown}{when}"])
+                when += f" (exposed {float(shown_x):.4g} s, hidden {float(secs - shown_x):.4g} s: {c.overlap_rule})"
+            cells.append([k, f"{c.op} over {c.group}: {shown}{when}"])
         out += table(cells)
     if compute.step is not None:
         out += _step_text(compute, values)
@@ -274,16 +274,16 @@ def _options_lines(L) -> list[str]:
     return out
 
 
-def _step_text(compute: dict, values) -> list[str]:
+def _step_text(compute, values) -> list[str]:
     """The one step time: the rate that set it, and its parts."""
-    st = {k: as_expr(x).xreplace(values or {}) for k, x in compute["step"].items()}
-    rate = compute["rate"]
-    where = f" on {compute['hardware']}" if compute["hardware"] else ""
+    st = {k: as_expr(x).xreplace(values or {}) for k, x in compute.step.items()}
+    rate = compute.rate
+    where = f" on {compute.hardware}" if compute.hardware else ""
     head = [f"step time model{where} (rate: {rate.describe()}" + ("" if rate.covers == "step" else
-            f"; communication overlap {compute['overlap']}"
-            + (" (default)" if compute["overlap"] == OVERLAP.default else "")) + "):"]
+            f"; communication overlap {compute.overlap}"
+            + (" (default)" if compute.overlap == OVERLAP.default else "")) + "):"]
     if not all(x.is_number for x in st.values()):
-        total = as_expr(compute["step"]["total"])
+        total = as_expr(compute.step["total"])
         # with overlap rules (Max of sums) expanding is slow and reads no better: printed as derived
         shown = total if total.has(sympy.Max, sympy.Min) else field_order(total)
         return ["", *head, f"  {to_text(shown)} s"]
@@ -302,36 +302,36 @@ def _step_text(compute: dict, values) -> list[str]:
                 f"{float(st['communication_overlapped']):.4g} s)")
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
-    if "compute_by_class" in compute:   # the per-kernel model: compute by kernel class
-        parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute["compute_by_class"].items()}
+    if compute.compute_by_class is not None:   # the per-kernel model: compute by kernel class
+        parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute.compute_by_class.items()}
         extra.insert(0, "  compute by kernel class: " + ", ".join(
             f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
         from ..training.cross_entropy import implementation
         from ..training.step_kernels import OPTIMIZER_CONVENTION, QUANTIZE_CONVENTION
 
-        ce = compute.get("cross_entropy")   # the memory's convention names the kernel timed; None: --no-loss
+        ce = compute.cross_entropy   # the memory's convention names the kernel timed; None: --no-loss
         loss = None if ce is None else f"--cross-entropy {ce}" + (" (default)" if ce == CROSS_ENTROPY.default else "") \
             + f": {implementation(ce).kernel}"
         extra.insert(1, "  outside the graph, at the table's HBM bandwidth: "
                      + ("no loss (--no-loss)" if loss is None else f"the loss ({loss}, in memory)")
                      + (f"; {QUANTIZE_CONVENTION} (in memory)" if "fp8" in rate.peaks else "")
                      + (f"; the optimizer step ({OPTIMIZER_CONVENTION})" if "optimizer" in st else "")
-                     + (f"; the MoE token dispatch copies ({compute['moe_permute']}, in memory)"
-                        if "moe_permute" in compute else ""))
-        if "attention_kernel" in compute:   # which fused attention kernel's curves (choices.ATTENTION_KERNEL)
+                     + (f"; the MoE token dispatch copies ({compute.moe_permute}, in memory)"
+                        if compute.moe_permute is not None else ""))
+        if compute.attention_kernel is not None:   # which fused attention kernel's curves (choices.ATTENTION_KERNEL)
             from ..choices import ATTENTION_KERNEL
 
-            k = compute["attention_kernel"]
+            k = compute.attention_kernel
             extra.insert(2, f"  attention kernel: {k}" + (" (default)" if k == ATTENTION_KERNEL.auto else "")
                          + f" ({ATTENTION_KERNEL.meaning(k)}; --attention-kernel)")
-        if "userbuffers_sms" in compute:   # kernel_time.userbuffers_margin
-            u = compute["userbuffers_sms"]
+        if compute.userbuffers_sms is not None:   # kernel_time.userbuffers_margin
+            u = compute.userbuffers_sms
             extra.insert(3, f"  TP-overlapped GEMMs (row-parallel forward; column-parallel dgrad, wgrad) on {u['gemm']} of "
                          f"{u['device']} SMs: Transformer Engine's default userbuffers take 16 (pipeline and bulk methods)")
-    if "calibration" in compute:   # --efficiency-profile (costgraph.training.calibration)
+    if compute.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 
-        extra.append("  " + calibrated_text(compute["calibration"]))
+        extra.append("  " + calibrated_text(compute.calibration))
     return ["", *head, line, *extra]
 
 
@@ -355,9 +355,7 @@ def to_dict(r) -> dict:
 
 
 def _offload(r, section) -> dict:
-    from ..training.offload import offload_json   # CPU/NVMe offload (costgraph.training.offload)
-
-    return offload_json(section, r.values, lambda e, v, kind: _entry(e, v) if kind == "bytes" else _number(e, v))
+    return offload_json(section, r.values, lambda e, v, unit: _entry(e, v) if unit == "bytes" else _number(e, v))
 
 
 def _top(r, result: TrainingMemory):
@@ -469,8 +467,6 @@ def to_text_doc(r) -> str:
         out += ["", f"(no numbers: no value for {', '.join(missing)})"]
     out += _fits_text(fits)
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
-        from ..training.offload import offload_text
-
         out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
         out += _compute_text(r.compute, values)

@@ -42,8 +42,8 @@ class Layout(LayoutOptions):
     parallelism, ``zero`` ZeRO stage, ``m`` micro-batches per step (default
     ``p``), ``schedule`` and ``v`` (virtual stages, interleaved schedule),
     ``recompute``, ``attention``, ``policy``, ``optimizer``, ``precision``
-    (activation bytes), ``hsdp`` (HSDP group size), ``loss`` (count the
-    fp32 logits), ``cross_entropy`` (the cross-entropy implementation: the bytes it holds at the loss's
+    (activation bytes), ``hsdp`` (HSDP group size), ``loss`` (count what the
+    cross-entropy holds at the loss's peak), ``cross_entropy`` (the cross-entropy implementation: the bytes it holds at the loss's
     peak and the bytes its kernels move, :mod:`costgraph.training.cross_entropy`), ``gpus``; ``lora_rank``, ``lora_targets``, ``lora_dropout``
     (LoRA adapters on the named linears, the base frozen:
     :mod:`costgraph.training.lora`) and ``quantization`` (QLoRA: the frozen

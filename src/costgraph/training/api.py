@@ -31,7 +31,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
 from .fp8 import on_hardware
 from .result import TrainingResult
-from .result_parts import FitVerdict, TrainingCompute, TrainingSettings
+from .result_parts import CollectiveCost, FitVerdict, StepParts, TrainingCompute, TrainingSettings, TrainingTime
 
 
 def train(model, layout, *, values=None, options=None, **settings) -> TrainingResult:
@@ -310,7 +310,7 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
                 f"the device memory, {capacity:,} bytes, is not more than the runtime reserve of {held:,} bytes "
                 f"({r.words()})", hint="--memory is one GPU's whole memory, e.g. 80GB or 79.22GiB (an H100's, as "
                 "CUDA reports it); or keep less of it free: --reserve 0 (nothing) or a size below it")
-        extra = {"reserve_from": r.words(), "reserve_parts": [p.to_dict() for p in r.parts]}
+        extra = {"reserve_from": r.words(), "reserve_parts": list(r.parts)}
         if r.capacity_from:
             extra["capacity_from"] = r.capacity_from
     else:
@@ -392,7 +392,9 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     (:func:`~costgraph.training.steptime.step_time` at the rate of ``mfu``, ``achieved`` or
     ``efficiency``, on the peaks of ``hw`` or ``peak``) and the time and utilization derived from
     it (:func:`~costgraph.training.rate.time_from_step`), the communication per device per
-    step (bytes: ``{bytes, op, group}`` per kind, computed once; ``seconds`` with a preset ``hw``).
+    step (a :class:`~costgraph.training.result_parts.CollectiveCost` per kind: bytes, op, group, computed
+    once; ``seconds``, ``exposed``, ``hidden`` with a preset ``hw``); the step's parts a
+    :class:`~costgraph.training.result_parts.StepParts`.
     ``factors``: a calibration's multipliers of the step's parts; ``profile``: the calibration profile
     they come from (checked against the rate's time model; ``calibration`` in the result).
     Returns a :class:`~costgraph.training.result_parts.TrainingCompute`."""
@@ -415,7 +417,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
 
         cols = communication(model.graph, filled)
         if hw is None and cols:
-            out["communication"] = {k: {"bytes": c.bytes, "op": c.op, "group": c.group} for k, c in cols.items()}
+            out["communication"] = {k: CollectiveCost(c.bytes, op=c.op, group=c.group) for k, c in cols.items()}
     if rate is None:
         return TrainingCompute(**out)
     from .steptime import step_time
@@ -428,10 +430,9 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
                    convention=convention, causal=causal, factors=factors)
     if hw is not None and cols is not None:   # each kind's seconds, its hidden and exposed parts (training.overlap)
         ov, exposed = st["overlap"], st["overlap"].exposed()
-        out["communication"] = {k: {"bytes": c.bytes, "seconds": st["by_kind"][k], "op": c.op, "group": c.group,
-                                    "exposed": exposed[k], "hidden": st["by_kind"][k] - exposed[k],
-                                    "overlap_rule": ov.kinds[k].rule} for k, c in cols.items()}
-    out["step"] = {k: v for k, v in st.items() if k not in ("by_kind", "overlap", "compute_by_class")}
+        out["communication"] = {k: CollectiveCost(c.bytes, st["by_kind"][k], exposed[k], st["by_kind"][k] - exposed[k],
+                                                  ov.kinds[k].rule, c.op, c.group) for k, c in cols.items()}
+    out["step"] = StepParts(**{k: v for k, v in st.items() if k not in ("by_kind", "overlap", "compute_by_class")})
     out["overlap"] = filled.overlap
     if filled.loss:   # the loss's kernels timed (costgraph.training.cross_entropy); none under --no-loss
         out["cross_entropy"] = filled.cross_entropy
@@ -452,5 +453,6 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["rate"] = rate
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)
-    out.update(time_from_step(out["flops"], filled, st["total"], rate, tokens=tokens, price=price))
+    derived = time_from_step(out["flops"], filled, st["total"], rate, tokens=tokens, price=price)
+    out.update(derived, time=TrainingTime(**derived["time"]))
     return TrainingCompute(**out)

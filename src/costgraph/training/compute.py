@@ -54,32 +54,19 @@ from ..ops.registry import has_role
 from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
 from ..engine.totals import MODEL_SCOPE, breakdown, expand_sum
-from ..result_fields import Quantity
+from ..result_fields import quantities
+from .result_parts import TrainingCompute, TrainingFlops, TrainingTime
 
 SECONDS_PER_DAY = 86400
 PF_DAY = 10**15 * SECONDS_PER_DAY
 
-#: The quantities of ``costgraph train``'s compute sections, by their JSON name (the keys
-#: :func:`compute_summary` fills): unit and label, declared once. The text report takes its labels,
-#: the table (``print``, Jupyter, ``to_pandas()``) its units from here; ``tests/export/test_results_render.py``
-#: holds the train schema's names of ``flops`` and ``time`` to them.
-FLOPS = {k: Quantity(unit, label, k) for k, unit, label in (
-    ("model_per_iteration", "FLOP", "model FLOPs per iteration"),
-    ("hardware_per_iteration", "FLOP", "hardware FLOPs per iteration"),
-    ("per_token", "FLOP/token", "model FLOPs per token"),
-    ("model_per_device", "FLOP", "model FLOPs per device"),
-    ("hardware_per_device", "FLOP", "hardware FLOPs per device"),
-    ("six_n", "FLOP/token", "6N per token (rule of thumb)"),
-    ("eight_n", "FLOP/token", "8N per token (with full recompute)"),
-    ("six_n_non_embedding", "FLOP/token", "6N, non-embedding N"),
-    ("six_n_active", "FLOP/token", "6N, active parameters (MoE)"),
-    ("per_token_minus_six_n", "FLOP/token", "exact per token − 6N"),
-    ("four_n", "FLOP/token", "4N per token (frozen base: forward + input gradients)"))}
-TIME = {k: Quantity(unit, label, k) for k, unit, label in (
-    ("step_seconds", "s", "step time (s)"), ("steps", "", "steps"), ("train_seconds", "s", "training time (s)"),
-    ("train_days", "days", "training time (days)"), ("gpu_hours", "GPU-hours", "GPU-hours"),
-    ("pf_days", "PF-days", "PF-days (model FLOPs)"), ("cost", "", "cost (price × GPU-hours)"))}
-RATIOS = {"mfu": Quantity("", "MFU", "mfu"), "hfu": Quantity("", "HFU", "hfu")}
+#: The quantities of ``costgraph train``'s compute sections by their JSON name (unit and label): read from
+#: the fields that declare them once (:class:`~costgraph.training.result_parts.TrainingFlops`,
+#: :class:`~costgraph.training.result_parts.TrainingTime`, MFU and HFU of ``TrainingCompute``);
+#: ``tests/export/test_results_render.py`` holds the train schema's names of ``flops`` and ``time`` to them.
+FLOPS = {q.json: q for _, q in quantities(TrainingFlops)}
+TIME = {q.json: q for _, q in quantities(TrainingTime)}
+RATIOS = {q.json: q for n, q in quantities(TrainingCompute) if n in ("mfu", "hfu")}
 
 
 def routers(cg: CostGraph) -> set[str]:
@@ -202,27 +189,29 @@ __all__ = ["training_flops", "utilization", "training_time", "rule_of_thumb_time
 def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None, tokens=None, price=None,
                     convention: str = CONVENTION.default, causal: str = CAUSAL.default, router: bool = True) -> dict:
     """The ``flops``, ``time``, ``mfu`` and ``hfu`` sections of ``costgraph
-    train`` (SymPy expressions; sections without their inputs are left out):
+    train`` (SymPy expressions; ``flops`` a :class:`~costgraph.training.result_parts.TrainingFlops`,
+    ``time`` a :class:`~costgraph.training.result_parts.TrainingTime`; sections without their inputs are left out):
     ``flops`` always; ``time`` with ``mfu`` (and ``peak``) or ``achieved``;
     ``mfu``/``hfu`` when both a rate and ``peak`` are known (an assumed MFU
     gives HFU = MFU × hardware/model FLOPs; achieved FLOP/s give HFU =
     achieved/peak)."""
     f = training_flops(cg, layout, convention=convention, causal=causal, router=router)
     n = as_expr(layout.t) * as_expr(layout.p) * as_expr(layout.c) * as_expr(layout.d)
-    out = {"flops": {k: f[k] for k in ("model_per_iteration", "hardware_per_iteration", "per_token",
-                                       "model_per_device", "hardware_per_device", "six_n", "eight_n",
-                                       "six_n_non_embedding")}}
-    if f["six_n_active"] != f["six_n"]:   # a mixture of experts: 6 × the parameters a token passes through
-        out["flops"]["six_n_active"] = f["six_n_active"]
-    if "lora" in f:   # LoRA on: its targets, trainable count and the FLOP convention; 4N beside 6N
-        out["flops"]["four_n"] = f["four_n"]
+    flops = TrainingFlops(**{k: f[k] for k in ("model_per_iteration", "hardware_per_iteration", "per_token",
+                                               "model_per_device", "hardware_per_device", "six_n", "eight_n",
+                                               "six_n_non_embedding")},
+                          # a mixture of experts: 6 × the parameters a token passes through
+                          six_n_active=f["six_n_active"] if f["six_n_active"] != f["six_n"] else None,
+                          four_n=f.get("four_n"),   # LoRA on: 4N beside 6N
+                          per_token_minus_six_n=sympy.expand(f["per_token"] - f["six_n"]))
+    out = {"flops": flops}
+    if "lora" in f:   # LoRA on: its targets, trainable count and the FLOP convention
         out["lora"] = f["lora"]
-    out["flops"]["per_token_minus_six_n"] = sympy.expand(f["per_token"] - f["six_n"])
     if mfu is not None and peak is None:
         return out
     if mfu is not None or achieved is not None:
-        out["time"] = training_time(f, devices=n, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
-                                    price_per_gpu_hour=price)
+        out["time"] = TrainingTime(**training_time(f, devices=n, peak=peak, mfu=mfu, achieved=achieved, tokens=tokens,
+                                                   price_per_gpu_hour=price))
         ratio = f["hardware_per_iteration"] / f["model_per_iteration"]
         if mfu is not None:
             out["mfu"], out["hfu"] = mfu, sympy.cancel(mfu * ratio)

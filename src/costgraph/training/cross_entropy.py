@@ -61,6 +61,15 @@ class CrossEntropy:
         """Bytes per logit element held at the peak, the activations ``act_bytes`` bytes an element."""
         return FP32_BYTES * self.held_fp32 + act_bytes * self.held_act
 
+    def held_words(self, act: str) -> str:
+        """What :meth:`held` counts, in words, the activations' dtype ``act`` (``bf16``, ``fp16``, ``fp32``):
+        ``--cross-entropy megatron: 1 fp32 + 1 bf16 buffer of the logits' shape``."""
+        counts = {"fp32": self.held_fp32}
+        counts[act] = counts.get(act, 0) + self.held_act
+        n = sum(counts.values())
+        held = " + ".join(f"{k} {d}" for d, k in counts.items() if k)
+        return f"--cross-entropy {self.name}: {held} buffer{'' if n == 1 else 's'} of the logits' shape"
+
 
 @cache
 def _table() -> dict[str, CrossEntropy]:

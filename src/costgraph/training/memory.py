@@ -23,9 +23,10 @@ device of that stage holds:
     dividing every tensor with a sequence axis by ``c``), for the
     micro-batches it holds in flight (:mod:`costgraph.parallel.schedules`:
     1F1B ``min(p − i, m)`` on stage ``i``; interleaved, ZB-H1, DualPipe
-    per schedule), plus, on the last stage, the loss: the logits in fp32 (4 bytes
-    an element; PyTorch's and Megatron's cross-entropy upcast them), split
-    as the logits are. With full recomputation one layer's activations are
+    per schedule), plus, on the last stage, the loss: the buffers of the logits'
+    shape its cross-entropy holds at its peak (``--cross-entropy``: under ``megatron``,
+    the default, the fp32 softmax and the 16-bit gradient, 4 + 2 bytes an element
+    under bf16; :func:`loss_bytes_per_logit`), split as the logits are. With full recomputation one layer's activations are
     live again during its recompute (added once, not per micro-batch).
 ``total``
     The sum.
@@ -51,6 +52,7 @@ from ..parallel.layout import Layout
 from ..parallel.placement import Placement, placement as place
 from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
+from .cross_entropy import implementation
 from .offload import offload_memory, offloaded
 from .states import model_states
 
@@ -62,7 +64,8 @@ MEMORY_KEYS = ("weights", "gradients", "optimizer", "activations", "total")
 @dataclass
 class StageMemory:
     """Bytes per device of one pipeline stage: :data:`MEMORY_KEYS` plus ``loss``
-    (the fp32 logits, inside ``activations``) and ``experts`` (the routed
+    (what the cross-entropy holds at its peak, inside ``activations``; ``loss_held``: that in words,
+    the ``--cross-entropy`` convention named) and ``experts`` (the routed
     experts' weights, gradients and optimizer states, inside those three)."""
 
     index: sympy.Expr
@@ -72,10 +75,12 @@ class StageMemory:
     layers: sympy.Expr = sympy.Integer(0)
     in_flight: sympy.Expr = sympy.Integer(1)
     head: bool = False
+    #: what the loss holds, in words (costgraph.training.cross_entropy.CrossEntropy.held_words); "" without it
+    loss_held: str = ""
 
     def why(self, values: dict | None = None) -> str:
         """What loads this stage, in words: its layers, the micro-batches it
-        keeps in flight, and (the last stage) the fp32 logits of the loss."""
+        keeps in flight, and (the last stage) what the loss holds at its peak, its convention named."""
         def show(x):
             v = as_expr(x).xreplace(values) if values else as_expr(x)
             return (str(int(v)) if v.is_Integer else f"{float(v):.4g}") if v.is_number else str(x)
@@ -83,8 +88,9 @@ class StageMemory:
         loss = self.memory.get("loss", 0)
         if self.head and loss != 0:
             v = as_expr(loss).xreplace(values) if values else as_expr(loss)
-            out += f", plus the fp32 logits of the loss ({int(v):,} bytes)" if v.is_number else \
-                ", plus the fp32 logits of the loss"
+            said = [self.loss_held] if self.loss_held else []
+            said += [f"{int(v):,} bytes"] if v.is_number else []
+            out += ", plus the loss" + (f" ({'; '.join(said)})" if said else "")
         return out
 
 
@@ -253,7 +259,7 @@ class _States:
 
 
 def _stage_memory(states: _States, stage, rows, per_layer, live, loss, expand: bool = True) -> StageMemory:
-    """One stage's bytes per device; ``loss``: the fp32 logits on the last stage (None elsewhere)."""
+    """One stage's bytes per device; ``loss``: what the cross-entropy holds on the last stage (None elsewhere)."""
     L, in_layer = states.L, states.in_layer
     if L.p == 1:
         st = states(lambda w: w in in_layer or w in stage.weights)
@@ -273,8 +279,9 @@ def _stage_memory(states: _States, stage, rows, per_layer, live, loss, expand: b
         mem.update(offload_memory(mem, L, gathered=gathered, layer_activations=act_layers,
                                   in_flight=stage.in_flight))
     mem["total"] = mem["weights"] + mem["gradients"] + mem["optimizer"] + mem["activations"]
+    held = implementation(L.cross_entropy).held_words(L.precision) if L.loss else ""   # the loss's convention
     return StageMemory(stage.index, stage.name, _expand(mem) if expand else mem, sympy.Add(*stage.layers.values()), stage.in_flight,
-                       stage.head)
+                       stage.head, loss_held=held)
 
 
 def _layer_states(states: _States, stage, expand: bool = True) -> dict:
@@ -335,8 +342,6 @@ def loss_bytes_per_logit(convention: str, precision) -> object:
     ------
     CostgraphValueError
         An unknown ``convention``."""
-    from .cross_entropy import implementation
-
     return implementation(convention).held(int(precision.bytes("act")))
 
 

@@ -68,10 +68,9 @@ from __future__ import annotations
 
 import sympy
 
-from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from .data import Policy, policy as get_policy
-from .result_parts import TrainingOffload
+from .result_parts import OffloadSeconds, OffloadSettings, TrainingOffload
 
 #: the name of the offload schedule :func:`offload_seconds` times (module docstring), as the output names it
 SCHEDULE = ("deepspeed: gradients to the host during the backward (hidden behind it), then in series the CPU "
@@ -221,71 +220,14 @@ def offload_section(memory, values, hardware=None):
     None when the preset publishes no host-link bandwidth)."""
     L = memory.layout
     top = memory.most_loaded(values).memory
-    out = TrainingOffload(settings={"optimizer": L.offload_optimizer, "params": L.offload_params,
-                                    "activations": L.offload_activations or sympy.Integer(0)},
+    out = TrainingOffload(settings=OffloadSettings(L.offload_optimizer, L.offload_params,
+                                                   L.offload_activations or sympy.Integer(0)),
                           **{k: top[k] for k in OFFLOAD_KEYS})
     if hardware is not None:
         n = devices_sharing(L, hardware)
         out.devices_per_node, out.hardware = n, hardware.key
         out.host_per_node, out.nvme_per_node = node_bytes(top["host"], n), node_bytes(top["nvme"], n)
-        out.seconds = offload_seconds(top, hardware, devices_per_node=n)
+        seconds = offload_seconds(top, hardware, devices_per_node=n)
+        out.seconds = None if seconds is None else OffloadSeconds(**seconds)
         out.host_memory_bandwidth = getattr(hardware, "host_memory_bandwidth", None)
     return out
-
-
-def _value(expr, values):
-    e = as_expr(expr).xreplace(values or {})
-    return e if e.is_number else None
-
-
-def offload_json(section: dict, values, entry) -> dict:
-    """The ``offload`` object of ``costgraph train --format json`` for
-    :func:`offload_section`'s ``section``; ``entry(expr, values)`` writes one
-    quantity (the report's bytes or number form)."""
-    out = {"settings": {"optimizer": section["settings"]["optimizer"], "params": section["settings"]["params"],
-                        "activations": float(section["settings"]["activations"])}}
-    for k in (*OFFLOAD_KEYS, "host_per_node", "nvme_per_node"):
-        if k in section:
-            out[k] = entry(section[k], values, "bytes")
-    if "devices_per_node" in section:
-        out["devices_per_node"] = section["devices_per_node"]
-        out["hardware"] = section["hardware"]
-        seconds = section["seconds"]
-        out["seconds"] = None if seconds is None else {k: entry(v, values, "number") for k, v in seconds.items()}
-    return out
-
-
-def offload_text(section: dict, values, show) -> list[str]:
-    """The lines of ``costgraph train``'s offload section; ``show(bytes)`` formats bytes."""
-    s = section["settings"]
-    act = s["activations"]
-    lines = ["", f"offload (optimizer {s['optimizer']}, parameters {s['params']}, activations "
-                 f"{act if act != 0 else 'none'}; the most-loaded device; costgraph.training.offload):"]
-    for k, label in (("host", "host memory per device"), ("nvme", "NVMe per device"),
-                     ("host_per_node", "host memory per node"), ("nvme_per_node", "NVMe per node"),
-                     ("host_link_d2h", "device → host per step"), ("host_link_h2d", "host → device per step")):
-        if k in section and (section[k] != 0 or k in ("host", "host_link_d2h", "host_link_h2d")):
-            v = _value(section[k], values)
-            lines.append(f"  {label:<24}" + (show(int(sympy.ceiling(v))) if v is not None else str(section[k])))
-    if "devices_per_node" in section:
-        lines.append(f"  ({section['devices_per_node']} devices per node on {section['hardware']})")
-        sec = section["seconds"]
-        if sec is None:
-            lines.append(f"  host link: {section['hardware']} publishes no host-link bandwidth: transfers not timed")
-        else:
-            v = {k: _value(x, values) for k, x in sec.items()}
-            if all(x is not None for x in v.values()):
-                lines.append(f"  host link: {float(v['d2h']):.4g} s out, {float(v['h2d']):.4g} s back during the "
-                             f"step (both directions at once, beside the compute: the busy time is at least "
-                             f"{float(v['link']):.4g} s)")
-                cpu = (f"the CPU optimizer step {float(v['cpu_step']):.4g} s (host memory "
-                       f"{section['host_memory_bandwidth'] / 1e9:g} GB/s per node, shared by "
-                       f"{section['devices_per_node']} devices)" if section.get("host_memory_bandwidth")
-                       else f"the CPU optimizer step not timed ({section['hardware']} publishes no host-memory "
-                            "bandwidth)")
-                lines.append(f"  after the backward, in series: {cpu} + the updated partition back "
-                             f"{float(v['after']):.4g} s = {float(v['serial']):.4g} s")
-                lines.append(f"  (schedule {SCHEDULE})"
-                             + ("; NVMe reads and writes are not timed (no sourced rate)"
-                                if section.get("nvme", 0) != 0 else ""))
-    return lines

@@ -1,15 +1,17 @@
 """The typed parts of a :class:`~costgraph.training.result.TrainingResult`: the settings beside the layout
-(:class:`TrainingSettings`), the fit verdict (:class:`FitVerdict`), the compute sections (:class:`TrainingCompute`)
-and CPU/NVMe offload (:class:`TrainingOffload`).
+(:class:`TrainingSettings`), the fit verdict (:class:`FitVerdict`), the compute sections (:class:`TrainingCompute`:
+its FLOPs :class:`TrainingFlops`, time :class:`TrainingTime`, step :class:`StepParts`, communication kind →
+:class:`CollectiveCost`) and CPU/NVMe offload (:class:`TrainingOffload`: :class:`OffloadSettings`,
+:class:`OffloadSeconds`).
 
 Each is a dataclass whose fields are :func:`costgraph.result_fields.quantity` fields carrying their unit
 (``bytes``, ``s``, ``FLOP``, ``B/s``; ``""`` for a count, ratio or text) and label; each is also read as the
 mapping it replaces (:class:`costgraph.result_fields.Part`: ``r.fits["fits"]``, ``"time" in r.compute``,
 ``{**r.settings}``), whose keys are the fields present. The JSON and text renderers
-(:mod:`costgraph.export.training_report`, :mod:`costgraph.training.offload`) read the fields; the JSON names
+(:mod:`costgraph.export.training_report`, :mod:`costgraph.export.offload_report`) read the fields; the JSON names
 are the field names. Built where the result is built (:func:`costgraph.training.api.train`,
 :func:`~costgraph.training.api.training_fits`, :func:`~costgraph.training.api.compute_section`,
-:func:`costgraph.training.offload.offload_section`).
+:func:`costgraph.training.compute.compute_summary`, :func:`costgraph.training.offload.offload_section`).
 
 Light at import: the standard library only.
 """
@@ -47,8 +49,8 @@ class FitVerdict(Part):
     fits: bool = quantity(label="the most-loaded device fits")
     headroom_bytes: int = quantity("bytes", label="headroom (capacity − reserve − peak)")
     reserve_from: str = quantity(label="where the reserve comes from")
-    reserve_parts: list | None = quantity("bytes", label="the runtime reserve's parts ({name, bytes, source})",
-                                          omit_none=True, default=None)
+    reserve_parts: list | None = quantity(label="the runtime reserve's parts (costgraph.runtime_memory.Part: "
+                                                "name, bytes, source)", omit_none=True, default=None)
     capacity_from: str | None = quantity(label="where the capacity comes from", omit_none=True, default=None)
     largest_b: int | None = quantity("sequences", label="largest micro-batch b that fits", default=None)
     largest_s: int | None = quantity("tokens", label="longest sequence s that fits", default=None)
@@ -63,20 +65,95 @@ class FitVerdict(Part):
 
 
 @dataclass
+class TrainingFlops(Part):
+    """The ``flops`` section of ``costgraph train`` (:func:`costgraph.training.compute.compute_summary`): FLOPs
+    of one iteration (the global batch, ``B = b·m·d`` sequences), per token and per device, and the rules of
+    thumb per token (Kaplan et al. 2020) beside them; SymPy expressions. ``six_n_active`` only for a mixture of
+    experts (it differs from ``six_n``), ``four_n`` only with LoRA (a frozen base's forward and input
+    gradients)."""
+
+    model_per_iteration: object = quantity("FLOP", label="model FLOPs per iteration")
+    hardware_per_iteration: object = quantity("FLOP", label="hardware FLOPs per iteration")
+    per_token: object = quantity("FLOP/token", label="model FLOPs per token")
+    model_per_device: object = quantity("FLOP", label="model FLOPs per device")
+    hardware_per_device: object = quantity("FLOP", label="hardware FLOPs per device")
+    six_n: object = quantity("FLOP/token", label="6N per token (rule of thumb)")
+    eight_n: object = quantity("FLOP/token", label="8N per token (with full recompute)")
+    six_n_non_embedding: object = quantity("FLOP/token", label="6N, non-embedding N")
+    six_n_active: object = quantity("FLOP/token", label="6N, active parameters (MoE)", omit_none=True, default=None)
+    four_n: object = quantity("FLOP/token", label="4N per token (frozen base: forward + input gradients)",
+                              omit_none=True, default=None)
+    per_token_minus_six_n: object = quantity("FLOP/token", label="exact per token − 6N", default=None)
+
+
+@dataclass
+class TrainingTime(Part):
+    """The ``time`` section of ``costgraph train`` (:func:`costgraph.training.rate.time_from_step`,
+    :func:`costgraph.training.compute.training_time`): the step's seconds, and with ``--tokens D`` the
+    steps (``D / (B s)``), the training time, GPU-hours, PF-days (10¹⁵ FLOP/s × 1 day of model FLOPs)
+    and, with ``--price``, the cost (price × GPU-hours); SymPy expressions."""
+
+    step_seconds: object = quantity("s", label="step time (s)")
+    steps: object = quantity(label="steps", omit_none=True, default=None)
+    train_seconds: object = quantity("s", label="training time (s)", omit_none=True, default=None)
+    train_days: object = quantity("days", label="training time (days)", omit_none=True, default=None)
+    gpu_hours: object = quantity("GPU-hours", label="GPU-hours", omit_none=True, default=None)
+    pf_days: object = quantity("PF-days", label="PF-days (model FLOPs)", omit_none=True, default=None)
+    cost: object = quantity(label="cost (price × GPU-hours)", omit_none=True, default=None)
+
+
+@dataclass
+class StepParts(Part):
+    """The ``step`` section of ``costgraph train``: the parts of the one step time
+    (:func:`costgraph.training.steptime.step_time`), seconds (SymPy). ``optimizer`` with the per-kernel
+    model (:mod:`costgraph.training.step_kernels`); ``offload`` and ``offload_serial`` with CPU/NVMe offload
+    on a preset that publishes its host link (:func:`costgraph.training.offload.offload_step_seconds`)."""
+
+    compute: object = quantity("s", label="compute")
+    bubble: object = quantity("s", label="pipeline bubble")
+    communication_exposed: object = quantity("s", label="exposed communication")
+    communication_overlapped: object = quantity("s", label="communication hidden behind the computation")
+    optimizer: object = quantity("s", label="optimizer step", omit_none=True, default=None)
+    offload: object = quantity("s", label="host link (offload), beside the computation", omit_none=True,
+                               default=None)
+    offload_serial: object = quantity("s", label="CPU optimizer step and partition back, in series",
+                                      omit_none=True, default=None)
+    total: object = quantity("s", label="step time", default=None)
+
+
+@dataclass
+class CollectiveCost(Part):
+    """One collective kind of the ``communication`` section of ``costgraph train`` (kind → this): the bytes
+    each device sends per step (ring algorithms, :func:`costgraph.parallel.communication.communication`),
+    the collective and its group; with a hardware preset its seconds, of which ``exposed`` add to the step
+    and ``hidden`` run behind the computation under ``overlap_rule`` (:mod:`costgraph.training.overlap`)."""
+
+    bytes: object = quantity("bytes", label="bytes sent per device per step")
+    seconds: object = quantity("s", label="seconds", omit_none=True, default=None)
+    exposed: object = quantity("s", label="exposed seconds", omit_none=True, default=None)
+    hidden: object = quantity("s", label="hidden seconds", omit_none=True, default=None)
+    overlap_rule: str | None = quantity(label="overlap rule", omit_none=True, default=None)
+    op: str = quantity(label="collective", default="")
+    group: object = quantity(label="group (devices)", default=None)
+
+
+@dataclass
 class TrainingCompute(Part):
     """The compute sections of ``costgraph train`` at model scope (:func:`costgraph.training.api.compute_section`):
-    SymPy expressions (per-entry units of ``flops`` and ``time`` declared in :data:`costgraph.training.compute.FLOPS`,
-    ``TIME``); a section without its inputs is None (no key)."""
+    SymPy expressions; the sections are typed in turn (:class:`TrainingFlops`, :class:`TrainingTime`,
+    :class:`StepParts`, ``communication`` kind → :class:`CollectiveCost`), each field with its unit (the section
+    itself declares none: ``time`` holds seconds, days, GPU-hours and PF-days); a section without its inputs is
+    None (no key)."""
 
-    flops: dict = quantity("FLOP", label="FLOPs per iteration, per token, per device (FLOPS)")
+    flops: TrainingFlops = quantity(label="FLOPs per iteration, per token, per device")
     lora: dict | None = quantity(label="LoRA: rank, targets, trainable parameters, FLOP conventions",
                                  omit_none=True, default=None)
-    time: dict | None = quantity("s", label="step and training time (TIME)", omit_none=True, default=None)
+    time: TrainingTime | None = quantity(label="step and training time", omit_none=True, default=None)
     mfu: object = quantity(label="MFU", omit_none=True, default=None)
     hfu: object = quantity(label="HFU", omit_none=True, default=None)
-    communication: dict | None = quantity("bytes", label="kind → {bytes, op, group; seconds, exposed, hidden, "
-                                          "overlap_rule with a preset}", omit_none=True, default=None)
-    step: dict | None = quantity("s", label="the step time's parts (costgraph.training.steptime)",
+    communication: dict | None = quantity(label="kind → CollectiveCost (bytes, op, group; seconds, "
+                                          "exposed, hidden, overlap_rule with a preset)", omit_none=True, default=None)
+    step: StepParts | None = quantity(label="the step time's parts (costgraph.training.steptime)",
                                  omit_none=True, default=None)
     overlap: str | None = quantity(label="communication overlap convention", omit_none=True, default=None)
     cross_entropy: str | None = quantity(label="the loss's kernels timed (--cross-entropy)", omit_none=True,
@@ -101,13 +178,36 @@ class TrainingCompute(Part):
 
 
 @dataclass
+class OffloadSettings(Part):
+    """Where CPU/NVMe offload puts what (the layout's ``--offload-optimizer``, ``--offload-params`` and
+    ``--offload-activations``)."""
+
+    optimizer: str = quantity(label="optimizer states offloaded to")
+    params: str = quantity(label="parameters offloaded to")
+    activations: object = quantity(label="fraction of the activations offloaded")
+
+
+@dataclass
+class OffloadSeconds(Part):
+    """The host link's and the CPU step's seconds of one device's offload per step
+    (:func:`costgraph.training.offload.offload_seconds`, DeepSpeed's schedule)."""
+
+    d2h: object = quantity("s", label="device → host")
+    h2d: object = quantity("s", label="host → device")
+    link: object = quantity("s", label="host link, both directions at once")
+    after: object = quantity("s", label="the updated partition back, after the CPU step")
+    cpu_step: object = quantity("s", label="CPU optimizer step")
+    serial: object = quantity("s", label="after the backward, in series (CPU step + partition back)")
+
+
+@dataclass
 class TrainingOffload(Part):
     """CPU/NVMe offload of the most-loaded device (:func:`costgraph.training.offload.offload_section`):
     bytes per device (per step for the host link); with a hardware preset the per-node figures, the
     seconds (None when the preset publishes no host-link bandwidth), the preset and its host-memory
     bandwidth."""
 
-    settings: dict = quantity(label="offload settings ({optimizer, params, activations})")
+    settings: OffloadSettings = quantity(label="offload settings (optimizer, params, activations)")
     host: object = quantity("bytes", label="host memory per device")
     nvme: object = quantity("bytes", label="NVMe per device")
     host_link_d2h: object = quantity("bytes", label="device → host per step")
@@ -115,7 +215,7 @@ class TrainingOffload(Part):
     devices_per_node: int | None = quantity(label="devices sharing a host", omit_none=True, default=None)
     host_per_node: object = quantity("bytes", label="host memory per node", omit_none=True, default=None)
     nvme_per_node: object = quantity("bytes", label="NVMe per node", omit_none=True, default=None)
-    seconds: dict | None = quantity("s", label="host-link and CPU-step seconds", default=None)
+    seconds: OffloadSeconds | None = quantity(label="host-link and CPU-step seconds", default=None)
     hardware: str | None = quantity(label="the preset", default=None)
     host_memory_bandwidth: object = quantity("B/s", label="host-memory bandwidth per node", default=None)
 
