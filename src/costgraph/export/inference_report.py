@@ -63,7 +63,7 @@ from ..numbers.units import fixed
 from ..result_fields import OMIT, document_json
 
 STEP_FIELDS = tuple(STEP)   # declared with their units in costgraph.inference.quantities
-#: parallel serving's figures (costgraph.inference.parallel.report_serving), under "serving"
+#: parallel serving's figures (costgraph.inference.serving_report.report_serving), under "serving"
 SERVING = ("experts_per_device", "decode.distinct_experts_read_per_device", "prefill.all_to_all_bytes",
            "decode.all_to_all_bytes", "prefill.all_gather_bytes", "decode.all_gather_bytes",
            "prefill.send_recv_bytes", "decode.send_recv_bytes", "decode.slowest_stage_seconds")
