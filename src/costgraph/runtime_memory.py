@@ -168,6 +168,66 @@ def visible_memory(hardware: str | None) -> tuple[int, str] | None:
 
 
 @dataclass(frozen=True)
+class DeviceMemory:
+    """One device's memory capacity: ``bytes``, the ``convention`` it is read under (``cuda``, ``nominal``:
+    :data:`costgraph.choices.MEMORY_CONVENTION`; ``given``: ``--memory``) and ``source`` (words: the data
+    file's entry and its source)."""
+
+    bytes: int
+    convention: str
+    source: str
+
+    def words(self) -> str:
+        """``79.22 GiB, as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]``."""
+        return f"{self.bytes / GIB:,.2f} GiB, {self.source}"
+
+    def to_dict(self) -> dict:
+        return {"bytes": self.bytes, "convention": self.convention, "source": self.source}
+
+
+#: how the ``cuda`` convention's figure is named in the output
+_CUDA_WORDS = "as CUDA reports it (memory convention cuda):"
+
+
+def device_memory(hw, convention: str | None = None, given: int | None = None) -> DeviceMemory | None:
+    """The memory of one device of preset ``hw`` (a :class:`~costgraph.hardware.Hardware`, or None) under ``convention`` (:data:`costgraph.choices.MEMORY_CONVENTION`, None: its default ``cuda``), the
+    one place ``infer`` (its capacity line and its runtime's KV cache), ``fit``, ``train``'s runtime reserve
+    and the calculator page read it:
+
+    * ``cuda``: the total CUDA reports (``torch.cuda.mem_get_info``; vLLM's ``total_gpu_memory``), from
+      ``runtime_memory.toml`` ``[visible.NAME]`` (H100 SXM: 79.22 GiB = 85,061,827,297 B, vllm PR #10511),
+      else the preset's printed figure, and ``source`` says no entry gives it;
+    * ``nominal``: the preset's ``memory_bytes``, the vendor's printed figure (80 GB = 80,000,000,000 B).
+
+    ``given`` (bytes, ``--memory``) wins over both (convention ``given``). None without a preset or a
+    given size.
+
+    Raises
+    ------
+    CostgraphValueError
+        An unknown convention (the hint lists them)."""
+    from .choices import MEMORY_CONVENTION
+    from .errors import CostgraphValueError
+
+    convention = MEMORY_CONVENTION.default if convention is None else convention
+    if convention not in MEMORY_CONVENTION.values:
+        raise CostgraphValueError(f"unknown device memory convention {str(convention)[:40]!r}",
+                                  hint="--memory-convention " + MEMORY_CONVENTION.help())
+    if given is not None:
+        return DeviceMemory(int(given), "given", "--memory")
+    if hw is None:
+        return None
+    printed = f"{hw.key}'s printed figure: {hw.source('memory_bytes')}"
+    if convention == "cuda":
+        seen = visible_memory(hw.key)
+        if seen:
+            return DeviceMemory(seen[0], "cuda", seen[1].replace("as CUDA reports it:", _CUDA_WORDS, 1))
+        return DeviceMemory(hw.memory_bytes, "cuda", f"memory convention cuda, but no [visible.{hw.key}] entry in "
+                                                     f"runtime_memory.toml: {printed}")
+    return DeviceMemory(hw.memory_bytes, "nominal", f"memory convention nominal, {printed}")
+
+
+@dataclass(frozen=True)
 class Reserve:
     """Training's runtime reserve (module docstring): ``capacity`` (bytes the verdict takes the device
     to have: CUDA's total on a preset with a ``[visible.NAME]`` entry and no ``--memory``, else the
@@ -190,10 +250,12 @@ def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> 
     """The runtime reserve of a training run on preset ``hw`` (a :class:`~costgraph.hardware.Hardware`
     or None) with the parallel ``groups`` (name → degree) and a device of ``capacity`` bytes
     (``given``: from ``--memory``, kept as is)."""
-    seen = None if given or hw is None else visible_memory(hw.key)
+    seen = None if given or hw is None else device_memory(hw)   # the convention's default: what CUDA reports
     parts = training_parts(None if hw is None else hw.compute_capability, groups, None if hw is None else hw.vendor,
                            None if hw is None else hw.key)
-    return Reserve(seen[0] if seen else capacity, seen[1] if seen else None, parts)
+    if seen is None or not seen.source.startswith(_CUDA_WORDS):   # no entry: the capacity asked, no words
+        return Reserve(capacity, None, parts)
+    return Reserve(seen.bytes, seen.source, parts)
 
 
 def _gib_bytes(gib: Fraction) -> int:

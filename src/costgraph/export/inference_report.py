@@ -343,7 +343,10 @@ def _capacity_lines(rep, v: dict, st: dict) -> list[str]:
                 is not None else f"  {'memory at this batch':<26}?",
                 f"  {rep.absent.get('capacity', 'capacity: no device memory given')}: no fit verdict, "
                 "largest batch or longest context"]
-    return ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
+    device = "the device"   # --memory: as given; a preset's: its GiB and the convention it is read under, named
+    if st.get("device_memory_from") not in (None, "--memory") and st.get("device_memory") is not None:
+        device = f"{st['device_memory'] / 2**30:,.2f} GiB, " + st["device_memory_from"].split(":", 1)[0]
+    return ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of {device})",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
               f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st['batch']}"

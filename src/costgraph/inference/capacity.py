@@ -3,9 +3,9 @@
 :func:`capacity` is the one entry point (``costgraph infer`` calls it through
 :func:`costgraph.inference.roofline.infer`). It fills two things:
 
-**The fit** (unchanged from earlier versions): weights + KV cache (paged, blocks of ``k``) ≤
-``(1 − reserve) ×`` the device memory; the largest batch and context that fit; a learned
-position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the same setting,
+**The fit**: weights + KV cache (paged, blocks of ``k``) ≤ ``(1 − reserve) ×`` the device memory (the
+same total as vLLM's block below: :func:`costgraph.runtime_memory.device_memory` under the memory
+convention); the largest batch and context that fit; a learned position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the same setting,
 :data:`costgraph.choices.GPU_MEMORY_UTILIZATION`).
 
 **vLLM's KV cache** (the V1 engine's two log lines ``GPU KV cache size: N tokens`` and
@@ -13,8 +13,8 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
 
 * available KV memory (vllm @ 35d5cda1 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory``)
   = ``total × gpu_memory_utilization − (weights + torch activation peak + non-torch memory)``, ``total``
-  the memory CUDA reports on a preset that ``runtime_memory.toml`` names (``[visible.NAME]``: 79.22 GiB on
-  an H100 SXM, :func:`vllm_total`), else the device memory (``--memory``, the preset's),
+  the device memory (``--memory``, else the preset's under ``infer``'s memory convention: by default what CUDA
+  reports where ``runtime_memory.toml`` names it, ``[visible.NAME]``: 79.22 GiB on an H100 SXM; :func:`vllm_total`),
   or ``kv_cache_memory_bytes`` when given (``--kv-memory``: vLLM's option, which wins over the
   profile; also the way to reproduce a log from its own ``Available KV cache memory`` line).
   The **activation peak is an estimate**: vLLM measures it in a profile run, a forward of
@@ -252,15 +252,12 @@ def _groups(kinds: list, block: int, pages: set) -> tuple:
 def vllm_total(m) -> tuple[int, str | None]:
     """``(bytes, words)``: the device memory vLLM multiplies by ``gpu_memory_utilization`` on device ``m``:
     the total CUDA reports (``torch.cuda.mem_get_info``, vllm @ 35d5cda1 ``gpu_worker.py::Worker.init_device``:
-    ``requested_memory = total × gpu_memory_utilization``; logged as ``total_gpu_memory``) where the memory
-    is the preset's and ``runtime_memory.toml`` has a ``[visible.NAME]`` entry of it (H100 SXM: 79.22 GiB,
-    not the vendor's 80 GB), else ``m.memory`` (``--memory``, or a preset without an entry: words None)."""
-    from ..runtime_memory import visible_memory
-
-    figures = getattr(m, "figures", None)
-    from_preset = figures is not None and m.name is not None and figures.origin.get("device_memory") == m.name
-    seen = visible_memory(m.name) if from_preset else None
-    return (seen[0], seen[1]) if seen else (int(m.memory), None)
+    ``requested_memory = total × gpu_memory_utilization``; logged as ``total_gpu_memory``). It is ``m.memory``,
+    the memory the capacity line takes too, read once by :func:`costgraph.runtime_memory.device_memory` under
+    ``infer``'s memory convention (``cuda`` by default: H100 SXM 79.22 GiB, ``runtime_memory.toml``
+    ``[visible.NAME]``, not the vendor's 80 GB); words None for ``--memory``."""
+    source = getattr(getattr(m, "figures", None), "memory_from", None)
+    return int(m.memory), None if source is None or source.convention == "given" else source.source
 
 
 def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None,
@@ -338,7 +335,7 @@ def vllm_lines(v: dict) -> list[str]:
                      "--kv-memory)")
     elif v.get("available_bytes") is not None:
         u = float(sympy.Rational(v['utilization']))
-        share = f"memory x {u:g}" if not v.get("total_from") else f"{u:g} x {gib(v['total_bytes'])} {v['total_from']}"
+        share = f"memory x {u:g}" if not v.get("total_from") else f"{u:g} x {gib(v['total_bytes'])}, {v['total_from']}"
         lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} ({share}); weights "
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")

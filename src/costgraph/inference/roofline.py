@@ -37,8 +37,8 @@ from typing import ClassVar
 
 import sympy
 
-from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION,
-                       VLLM_ENGINE)
+from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, MEMORY_CONVENTION,
+                       RUNTIME, SGLANG_FRACTION, VLLM_ENGINE)
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -77,12 +77,14 @@ class Machine:
 
 
 def machine(hardware=None, compute_dtype: str = "bf16", t: int = 1, compute_efficiency=1, bandwidth_efficiency=1,
-            *, peak=None, bandwidth=None, memory=None, link_bandwidth=None) -> Machine:
+            *, peak=None, bandwidth=None, memory=None, link_bandwidth=None, memory_convention=None) -> Machine:
     """The device of one inference run: a preset's figures (``hardware``: a name, a
     ``my.toml[:NAME]`` file, or None), each replaced by ``peak`` (dense FLOP/s of
     ``compute_dtype``), ``bandwidth`` (HBM B/s), ``memory`` (bytes, or ``"80GB"``),
     ``link_bandwidth`` (B/s per direction) where given; peak and bandwidth times their
-    efficiencies. Absent figures are None (:func:`costgraph.inference.device.figures`).
+    efficiencies; the preset's memory under ``memory_convention`` (``cuda``, the default: what CUDA
+    reports; ``nominal``: :func:`costgraph.runtime_memory.device_memory`). Absent figures are None
+    (:func:`costgraph.inference.device.figures`).
 
     Raises
     ------
@@ -92,7 +94,7 @@ def machine(hardware=None, compute_dtype: str = "bf16", t: int = 1, compute_effi
     from .device import figures
 
     f = figures(hardware, compute_dtype, t, peak=peak, bandwidth=bandwidth, memory=memory,
-                link_bandwidth=link_bandwidth)
+                link_bandwidth=link_bandwidth, memory_convention=memory_convention)
     pk = None if f.peak is None else f.peak * sympy.nsimplify(compute_efficiency)
     bw = None if f.bandwidth is None else f.bandwidth * sympy.nsimplify(bandwidth_efficiency)
     return Machine(f.name, pk, bw, f.memory, f.alpha, f.beta, compute_dtype, dict(f.missing), f)
@@ -251,19 +253,18 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
           dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default,
-          sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default) -> InferenceReport:
+          sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default,
+          memory_convention: str = MEMORY_CONVENTION.default) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
-    ``values``: the model's dimension values (symbol → int), ``b`` replaced
-    by ``batch``. Returns an :class:`InferenceReport` (``symbols``: the model's).
-
-    ``hardware``: a preset (name or ``my.toml[:NAME]``) or None; ``peak`` (dense FLOP/s of
-    the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or ``"80GB"``) and
-    ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
-    stand alone (numbers or exact text such as ``"989.4e12"``). Without a peak and a
-    bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch are
-    None; without memory the fit, largest batch and context are None; ``rep.absent`` says
-    why (:mod:`costgraph.inference.device`).
+    ``values``: the model's dimension values (symbol → int), ``b`` replaced by ``batch``. Returns an
+    :class:`InferenceReport` (``symbols``: the model's). ``hardware``: a preset (name or ``my.toml[:NAME]``)
+    or None; ``peak`` (dense FLOP/s of the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or
+    ``"80GB"``) and ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
+    stand alone (numbers or exact text such as ``"989.4e12"``); ``memory_convention``: the preset's memory as
+    CUDA reports it (``cuda``) or printed (``nominal``), :func:`costgraph.runtime_memory.device_memory`.
+    Without a peak and a bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch
+    are None; without memory the fit, largest batch and context are None; ``rep.absent`` says why.
 
     Raises
     ------
@@ -292,7 +293,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
     m = _layout_machine(layout, hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
-                        peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
+                        peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
+                        memory_convention=memory_convention)
     subs = {k: v for k, v in (values or {}).items() if k not in (inf.b, inf.s)}
     subs.update({inf.b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
     rep = InferenceReport(inf.cg.name, dict(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
