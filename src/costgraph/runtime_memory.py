@@ -12,8 +12,8 @@ Two users, each named in its output:
   ``train``/``fit`` on a preset): the CUDA context (per GPU class), PyTorch's cuBLAS and cuBLASLt
   workspaces (one each: one handle on the compute stream) and NCCL's buffers, one communicator per
   parallel group of more than one device (TP, CP, DP, PP, EP: the layout's degrees). Named by the
-  preset's vendor: on AMD the HIP context, hipBLAS/hipBLASLt workspaces (PyTorch's ROCm defaults,
-  ``[rocm]``) and RCCL's buffers; another vendor's runtime has no source (a part of 0 bytes says so).
+  preset's vendor: on AMD the HIP context and RCCL's buffers (estimates, named so in the output: no ROCm
+  source gives them), hipBLAS/hipBLASLt workspaces (PyTorch's ROCm defaults, ``[rocm]``); another vendor's runtime has no source (a part of 0 bytes says so).
   Not counted: the caching allocator's fragmentation (reserved but unallocated blocks), for which
   no kernel-level source gives a figure; ``--reserve 0.1`` is the flat rule for those who want a margin.
 
@@ -42,7 +42,8 @@ VLLM = Kind("vLLM non-torch figure", (*_TEXT, Field("hardware", "text"), Field("
 VISIBLE = Kind("device memory CUDA reports", (*_TEXT, Field("hardware", "text"), Field("gib", "decimal", unit="GiB")))
 ROCM = Kind("ROCm workspaces", (*_TEXT, Field("hipblas_bytes", unit="B", positive=True),
                                 Field("hipblas_gfx94_95_bytes", unit="B", positive=True),
-                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "text")))
+                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "text"),
+                                Field("hip_context_bytes", unit="B", positive=True), Field("rccl", "text")))
 SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM),
                                                             ("visible", VISIBLE)),
                 records=(("cublaslt", CUBLASLT), ("nccl", NCCL), ("rocm", ROCM)), user=True)
@@ -132,10 +133,10 @@ def training_parts(capability: int | None, groups: dict[str, int], vendor: str |
     """The named parts of training's runtime reserve on a GPU of CUDA ``capability`` (None:
     unknown, the class-0 entries) with the parallel ``groups`` (name → degree): the CUDA context,
     the cuBLAS and cuBLASLt workspaces, NCCL's buffers (module docstring). Each part is named by the
-    ``vendor``'s stack (a preset's ``vendor``; None: NVIDIA's): on AMD the HIP context (no ROCm
-    measurement read: CUDA's class-0 figure, said in its source), PyTorch's hipBLAS and hipBLASLt
+    ``vendor``'s stack (a preset's ``vendor``; None: NVIDIA's): on AMD the HIP context (an estimate,
+    named so: no ROCm figure found, ``[rocm] hip_context_bytes`` takes CUDA's), PyTorch's hipBLAS and hipBLASLt
     workspaces on ROCm (``[rocm]``: 128 MiB on gfx94x/gfx95x presets, 32 MiB elsewhere; 76 MiB) and
-    RCCL's buffers (RCCL not read: NCCL's defaults, said); on another vendor (Google's TPUs, Intel's
+    RCCL's buffers (an estimate, named so: NCCL's defaults, ``[rocm] rccl`` says why); on another vendor (Google's TPUs, Intel's
     Gaudi) one part of 0 bytes that says no source gives the runtime's memory."""
     if vendor not in (None, "NVIDIA", "AMD"):
         return (Part(f"no source for {vendor}'s runtime memory (give --reserve 0.1 or a size)", 0,
@@ -145,10 +146,10 @@ def training_parts(capability: int | None, groups: dict[str, int], vendor: str |
         rocm = table().records["rocm"]
         big = hardware is not None and hardware in rocm["gfx94_95"].split()
         key = "hipblas_gfx94_95_bytes" if big else "hipblas_bytes"
-        parts = [Part("HIP context", ctx["bytes"], "no ROCm measurement read: CUDA's figure, " + _said(ctx, "bytes")),
+        parts = [Part("HIP context (estimate)", rocm["hip_context_bytes"], _said(rocm, "hip_context_bytes")),
                  Part("hipBLAS workspace", rocm[key], _said(rocm, key)),
                  Part("hipBLASLt workspace", rocm["hipblaslt_bytes"], _said(rocm, "hipblaslt_bytes"))]
-        nccl = nccl_part(groups, "RCCL buffers", "; RCCL not read: NCCL's defaults")
+        nccl = nccl_part(groups, "RCCL buffers (estimate)", f"; {rocm['rccl']} ({rocm.file} [rocm])")
     else:
         parts = [Part("CUDA context", ctx["bytes"], _said(ctx, "bytes")),
                  Part("cuBLAS workspace", cub["bytes"], _said(cub, "bytes")),
