@@ -354,6 +354,17 @@ GPU_MEMORY_UTILIZATION = "0.9"
 #: not subtracted at that commit: they come out of the 1 − utilization headroom.
 NON_TORCH_MEMORY = "0.35GiB"
 
+# --- a device's memory capacity (costgraph.runtime_memory.device_memory: infer, fit, train, the page) ---
+#: which figure of a preset is the device's memory: what CUDA reports (``torch.cuda.mem_get_info``'s total,
+#: which vLLM logs as ``total_gpu_memory``, SGLang and PyTorch's allocator see: 79.22 GiB on an H100 SXM,
+#: vllm PR #10511) or the vendor's printed figure (``hardware.toml`` ``memory_bytes``: 80 GB = 80·10^9 B)
+MEMORY_CONVENTION = Choice("memory_convention", "device memory convention", (
+    ("cuda", "the total CUDA reports (runtime_memory.toml [visible.NAME]), as runtimes size their memory; "
+             "the printed figure where no entry gives it"),
+    ("nominal", "the vendor's printed figure (hardware.toml memory_bytes)"),
+), "cuda")
+CHOICES[MEMORY_CONVENTION.name] = MEMORY_CONVENTION
+
 # --- serving runtimes (costgraph infer --runtime; costgraph.inference.runtimes) ---
 #: whose start-up figures ``costgraph infer`` prints for the KV cache: each runtime sizes it its own way
 #: (costgraph/inference/runtimes.py names the source of each rule)

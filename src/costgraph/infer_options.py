@@ -120,6 +120,9 @@ class InferOptions:
                                unit="B/s")
     memory: object = option("--memory", "device memory: 24GB (10^9 B), 24GiB (2^30 B) or bytes (replaces the "
                                         "preset's)", default=None, unit="bytes")
+    memory_convention: str = option("--memory-convention", "which figure of the preset is the device memory, for the "
+                                                           "capacity line and the runtime's KV cache alike: "
+                                    + choices.MEMORY_CONVENTION.help(), choices=choices.MEMORY_CONVENTION)
     link_bandwidth: object = option("--link-bandwidth", "TP all-reduce link, B/s per direction (replaces the preset's; "
                                                         "without a preset its latency is taken as 0), e.g. 450e9",
                                     default=None, unit="B/s")

@@ -192,7 +192,7 @@ class Model(DimensionValues):
         arguments.whole_at_prompt(self, values, prompt, batch)   # as the CLI
         kw = {f.name: getattr(o, f.name) for f in dataclasses.fields(o)}
         kw.update(t=kw.pop("tp"), prompt=prompt, generate=generate, batch=batch, values=values,
-                  reserve=o.reserve,   # read, with its own hint, by costgraph.inference.roofline.serving_reserve
+                  reserve=o.reserve,   # read, with its own hint, by costgraph.inference.inputs.serving_reserve
                   compute_efficiency=arguments.rational(o.compute_efficiency, "--compute-efficiency"),
                   bandwidth_efficiency=arguments.rational(o.bandwidth_efficiency, "--bandwidth-efficiency"),
                   draft=o.draft._inference_model() if isinstance(o.draft, Model) else o.draft,

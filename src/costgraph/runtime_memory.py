@@ -12,8 +12,8 @@ Two users, each named in its output:
   ``train``/``fit`` on a preset): the CUDA context (per GPU class), PyTorch's cuBLAS and cuBLASLt
   workspaces (one each: one handle on the compute stream) and NCCL's buffers, one communicator per
   parallel group of more than one device (TP, CP, DP, PP, EP: the layout's degrees). Named by the
-  preset's vendor: on AMD the HIP context, hipBLAS/hipBLASLt workspaces (PyTorch's ROCm defaults,
-  ``[rocm]``) and RCCL's buffers; another vendor's runtime has no source (a part of 0 bytes says so).
+  preset's vendor: on AMD the HIP context and RCCL's buffers (estimates, named so in the output: no ROCm
+  source gives them), hipBLAS/hipBLASLt workspaces (PyTorch's ROCm defaults, ``[rocm]``); another vendor's runtime has no source (a part of 0 bytes says so).
   Not counted: the caching allocator's fragmentation (reserved but unallocated blocks), for which
   no kernel-level source gives a figure; ``--reserve 0.1`` is the flat rule for those who want a margin.
 
@@ -42,7 +42,8 @@ VLLM = Kind("vLLM non-torch figure", (*_TEXT, Field("hardware", "text"), Field("
 VISIBLE = Kind("device memory CUDA reports", (*_TEXT, Field("hardware", "text"), Field("gib", "decimal", unit="GiB")))
 ROCM = Kind("ROCm workspaces", (*_TEXT, Field("hipblas_bytes", unit="B", positive=True),
                                 Field("hipblas_gfx94_95_bytes", unit="B", positive=True),
-                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "names")))
+                                Field("hipblaslt_bytes", unit="B", positive=True), Field("gfx94_95", "names"),
+                                Field("hip_context_bytes", unit="B", positive=True), Field("rccl", "text")))
 SCHEMA = Schema("runtime_memory.toml", "costgraph", groups=(("context", CONTEXT), ("cublas", CUBLAS), ("vllm", VLLM),
                                                             ("visible", VISIBLE)),
                 records=(("cublaslt", CUBLASLT), ("nccl", NCCL), ("rocm", ROCM)), user=True)
@@ -130,11 +131,11 @@ def training_parts(capability: int | None, groups: dict[str, int], vendor: str |
     """The named parts of training's runtime reserve on a GPU of CUDA ``capability`` (None:
     unknown, the class-0 entries) with the parallel ``groups`` (name → degree): the CUDA context,
     the cuBLAS and cuBLASLt workspaces, NCCL's buffers (module docstring). Each part is named by the
-    ``vendor``'s stack (a preset's ``vendor``; None: NVIDIA's): on AMD the HIP context (no ROCm
-    measurement read: CUDA's class-0 figure, said in its source), PyTorch's hipBLAS and hipBLASLt
+    ``vendor``'s stack (a preset's ``vendor``; None: NVIDIA's): on AMD the HIP context (an estimate,
+    named so: no ROCm figure found, ``[rocm] hip_context_bytes`` takes CUDA's), PyTorch's hipBLAS and hipBLASLt
     workspaces on ROCm (``[rocm]``: 128 MiB where the preset's ``gfx_target`` is gfx94x/gfx95x, 32 MiB
     elsewhere; 76 MiB) and
-    RCCL's buffers (RCCL not read: NCCL's defaults, said); on another vendor (Google's TPUs, Intel's
+    RCCL's buffers (an estimate, named so: NCCL's defaults, ``[rocm] rccl`` says why); on another vendor (Google's TPUs, Intel's
     Gaudi) one part of 0 bytes that says no source gives the runtime's memory."""
     if vendor not in (None, "NVIDIA", "AMD"):
         return (Part(f"no source for {vendor}'s runtime memory (give --reserve 0.1 or a size)", 0,
@@ -144,10 +145,10 @@ def training_parts(capability: int | None, groups: dict[str, int], vendor: str |
         rocm = table().records["rocm"]
         big = gfx_target is not None and gfx_target.startswith(rocm["gfx94_95"])   # PyTorch's isGPUArch: a prefix
         key = "hipblas_gfx94_95_bytes" if big else "hipblas_bytes"
-        parts = [Part("HIP context", ctx["bytes"], "no ROCm measurement read: CUDA's figure, " + _said(ctx, "bytes")),
+        parts = [Part("HIP context (estimate)", rocm["hip_context_bytes"], _said(rocm, "hip_context_bytes")),
                  Part("hipBLAS workspace", rocm[key], _said(rocm, key)),
                  Part("hipBLASLt workspace", rocm["hipblaslt_bytes"], _said(rocm, "hipblaslt_bytes"))]
-        nccl = nccl_part(groups, "RCCL buffers", "; RCCL not read: NCCL's defaults")
+        nccl = nccl_part(groups, "RCCL buffers (estimate)", f"; {rocm['rccl']} ({rocm.file} [rocm])")
     else:
         parts = [Part("CUDA context", ctx["bytes"], _said(ctx, "bytes")),
                  Part("cuBLAS workspace", cub["bytes"], _said(cub, "bytes")),
@@ -164,6 +165,66 @@ def visible_memory(hardware: str | None) -> tuple[int, str] | None:
         return None
     e = hit[-1]
     return _gib_bytes(e["gib"]), f"as CUDA reports it: {e.file} {e.where}"
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """One device's memory capacity: ``bytes``, the ``convention`` it is read under (``cuda``, ``nominal``:
+    :data:`costgraph.choices.MEMORY_CONVENTION`; ``given``: ``--memory``) and ``source`` (words: the data
+    file's entry and its source)."""
+
+    bytes: int
+    convention: str
+    source: str
+
+    def words(self) -> str:
+        """``79.22 GiB, as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]``."""
+        return f"{self.bytes / GIB:,.2f} GiB, {self.source}"
+
+    def to_dict(self) -> dict:
+        return {"bytes": self.bytes, "convention": self.convention, "source": self.source}
+
+
+#: how the ``cuda`` convention's figure is named in the output
+_CUDA_WORDS = "as CUDA reports it (memory convention cuda):"
+
+
+def device_memory(hw, convention: str | None = None, given: int | None = None) -> DeviceMemory | None:
+    """The memory of one device of preset ``hw`` (a :class:`~costgraph.hardware.Hardware`, or None) under ``convention`` (:data:`costgraph.choices.MEMORY_CONVENTION`, None: its default ``cuda``), the
+    one place ``infer`` (its capacity line and its runtime's KV cache), ``fit``, ``train``'s runtime reserve
+    and the calculator page read it:
+
+    * ``cuda``: the total CUDA reports (``torch.cuda.mem_get_info``; vLLM's ``total_gpu_memory``), from
+      ``runtime_memory.toml`` ``[visible.NAME]`` (H100 SXM: 79.22 GiB = 85,061,827,297 B, vllm PR #10511),
+      else the preset's printed figure, and ``source`` says no entry gives it;
+    * ``nominal``: the preset's ``memory_bytes``, the vendor's printed figure (80 GB = 80,000,000,000 B).
+
+    ``given`` (bytes, ``--memory``) wins over both (convention ``given``). None without a preset or a
+    given size.
+
+    Raises
+    ------
+    CostgraphValueError
+        An unknown convention (the hint lists them)."""
+    from .choices import MEMORY_CONVENTION
+    from .errors import CostgraphValueError
+
+    convention = MEMORY_CONVENTION.default if convention is None else convention
+    if convention not in MEMORY_CONVENTION.values:
+        raise CostgraphValueError(f"unknown device memory convention {str(convention)[:40]!r}",
+                                  hint="--memory-convention " + MEMORY_CONVENTION.help())
+    if given is not None:
+        return DeviceMemory(int(given), "given", "--memory")
+    if hw is None:
+        return None
+    printed = f"{hw.key}'s printed figure: {hw.source('memory_bytes')}"
+    if convention == "cuda":
+        seen = visible_memory(hw.key)
+        if seen:
+            return DeviceMemory(seen[0], "cuda", seen[1].replace("as CUDA reports it:", _CUDA_WORDS, 1))
+        return DeviceMemory(hw.memory_bytes, "cuda", f"memory convention cuda, but no [visible.{hw.key}] entry in "
+                                                     f"runtime_memory.toml: {printed}")
+    return DeviceMemory(hw.memory_bytes, "nominal", f"memory convention nominal, {printed}")
 
 
 @dataclass(frozen=True)
@@ -189,10 +250,12 @@ def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> 
     """The runtime reserve of a training run on preset ``hw`` (a :class:`~costgraph.hardware.Hardware`
     or None) with the parallel ``groups`` (name → degree) and a device of ``capacity`` bytes
     (``given``: from ``--memory``, kept as is)."""
-    seen = None if given or hw is None else visible_memory(hw.key)
+    seen = None if given or hw is None else device_memory(hw)   # the convention's default: what CUDA reports
     parts = training_parts(None if hw is None else hw.compute_capability, groups, None if hw is None else hw.vendor,
                            None if hw is None else hw.gfx_target)
-    return Reserve(seen[0] if seen else capacity, seen[1] if seen else None, parts)
+    if seen is None or not seen.source.startswith(_CUDA_WORDS):   # no entry: the capacity asked, no words
+        return Reserve(capacity, None, parts)
+    return Reserve(seen.bytes, seen.source, parts)
 
 
 def _gib_bytes(gib: Fraction) -> int:

@@ -204,7 +204,7 @@ def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult
                                   hint="serving takes --tp, --batch, --weights, --kv; drop --serve to train")
     return _serve(model, o.hardware, gpus, values, o.memory, o.reserve, dict(
         prompt=o.prompt, generate=o.generate, batch=o.batch, tp=o.tp, weights=o.weights, kv=o.kv,
-        quantized=o.quantized, keep=o.keep))
+        quantized=o.quantized, keep=o.keep), o.memory_convention)
 
 
 def _train(model, hardware, gpus, values, memory, reserve, layout, settings, profile=None,
@@ -258,8 +258,10 @@ def _fp8_words(L) -> str:
             + ", weight gradients " + ("FP8 (default)" if L.fp8_wgrad else "BF16 (--no-fp8-wgrad)"))
 
 
-def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult:
-    """The serving verdict and its steps: :meth:`Model.infer` at the setting, then once per change."""
+def _serve(model, hardware, gpus, values, memory, reserve, s: dict, convention=None) -> FitResult:
+    """The serving verdict and its steps: :meth:`Model.infer` at the setting, then once per change; the
+    preset's memory under ``convention`` (:func:`costgraph.runtime_memory.device_memory`: what CUDA reports
+    by default, as ``infer``'s capacity line)."""
     from . import arguments
     from .choices import DEFAULT_RESERVE, RUNTIME_RESERVE
 
@@ -285,10 +287,12 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
     if values is not None:   # b and s are the batch and the prompt + generated tokens
         values = {k: v for k, v in values.items() if str(k) not in ("b", "s")}
 
-    if memory is None:   # the preset's memory alone: capacity needs no peak, and no seconds are computed
-        from .hardware import preset
+    from .hardware import preset
+    from .runtime_memory import device_memory
 
-        memory = preset(hardware).memory_bytes
+    read = device_memory(None if hardware is None else preset(hardware), convention)   # checked even with --memory
+    if memory is None:   # the preset's memory alone: capacity needs no peak, and no seconds are computed
+        memory = read.bytes
 
     def run(**change):
         r = model.infer(values=values, memory=memory, reserve=reserve, **{**s, **change})
@@ -328,7 +332,8 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict) -> FitResult
     shown = {"setting": f"batch {st['batch']} × (prompt {st['prompt']} + generate {st['generate']}) tokens; "
                         f"TP {st['tp']}; weights {st['weights']}, KV cache {st['kv']}",
              "replicas": f"{gpus // tp} of TP {tp} on {gpus} devices" if gpus // tp > 1 else None,
-             "weights from": notes[0]}
+             "weights from": notes[0],
+             "device memory from": None if read is None or memory != read.bytes else read.source}
     return FitResult("serve", model.name, hardware, gpus, bool(base.values["fits"]), need,
                      int(st["device_memory"]), usable, _ordered(steps), shown, notes[1] + list(base.warnings))
 

@@ -118,8 +118,41 @@ def test_available_memory_as_vllm_profiles_it(llama):
     assert got["num_blocks"] == avail // (16 * 4096) // 32 == 28_331
     assert got["tokens"] == 28_331 * 16
     assert got["max_concurrency"] == sympy.Rational(28_331, 40)   # ⌈640/16⌉ blocks per request
-    # today's fit is unchanged: reserve 0.1 = 1 - utilization 0.9 of the preset's 80 GB
-    assert rep.settings["capacity_bytes"] == 72_000_000_000
+    # the capacity line reads the same device as the vLLM block (costgraph.runtime_memory.device_memory, memory
+    # convention cuda by default): reserve 0.1 = 1 - utilization 0.9 of the 79.22 GiB CUDA reports on an H100
+    # (vllm PR #10511, github.com/vllm-project/vllm/pull/10511: "total_gpu_memory 79.22GiB"), not of the 80 GB printed
+    assert rep.settings["capacity_bytes"] == got["requested_bytes"] == 76_555_644_567
+    assert rep.settings["device_memory"] == got["total_bytes"] and rep.settings["memory_convention"] == "cuda"
+    assert rep.settings["device_memory_from"] == got["total_from"]
+    assert "79.22 GiB, as CUDA reports it (memory convention cuda)" in rep.to_text()
+
+
+def test_memory_convention_one_reading(llama):
+    # one function gives a device's memory under a named convention (costgraph.runtime_memory.device_memory):
+    # cuda, the total CUDA reports (runtime_memory.toml [visible.h100-sxm]: 79.22 GiB, vllm PR #10511), else the
+    # printed figure, named; nominal, the vendor's printed 80 GB (hardware.toml, H100 datasheet 2023)
+    from costgraph.runtime_memory import device_memory, training_reserve
+    from costgraph.hardware import preset
+
+    cuda, nominal = device_memory(preset("h100-sxm")), device_memory(preset("h100-sxm"), "nominal")
+    assert (cuda.bytes, cuda.convention, nominal.bytes, nominal.convention) == \
+        (85_061_827_297, "cuda", 80_000_000_000, "nominal")
+    a100 = device_memory(preset("a100-80gb-sxm"))   # no [visible] entry: the printed figure, and the output says so
+    assert a100.bytes == 80_000_000_000 and "no [visible.a100-80gb-sxm] entry" in a100.source
+    assert device_memory(preset("h100-sxm"), "nominal", given=123).to_dict() == {"bytes": 123, "convention": "given",
+                                                                        "source": "--memory"}
+    # train's runtime reserve reads the same capacity, in the same words
+    r = training_reserve(preset("h100-sxm"), {}, 80_000_000_000, given=False)
+    assert (r.capacity, r.capacity_from) == (cuda.bytes, cuda.source)
+    with pytest.raises(CostgraphValueError, match="unknown device memory convention") as e:
+        device_memory(preset("h100-sxm"), "printed")
+    assert "cuda" in e.value.hint and "nominal" in e.value.hint
+    # infer under nominal: the capacity line and the vLLM block both on 80 GB
+    v = llama.values("llama-3-8b")
+    rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=8, values=v, memory_convention="nominal")
+    got = _vllm(rep)
+    assert rep.settings["capacity_bytes"] == got["requested_bytes"] == 72_000_000_000
+    assert rep.settings["memory_convention"] == "nominal" and "memory convention nominal" in got["total_from"]
 
 
 def test_vllm_total_given_memory_kept():
@@ -129,7 +162,8 @@ def test_vllm_total_given_memory_kept():
 
     assert vllm_total(machine("h100-sxm", memory="79.22GiB")) == (85_061_827_297, None)
     assert vllm_total(machine("h100-sxm", memory="80GB")) == (80_000_000_000, None)
-    assert vllm_total(machine("l40s"))[1] is None          # no [visible.l40s] entry: the preset's memory
+    total, words = vllm_total(machine("l40s"))   # no [visible.l40s] entry: the preset's printed memory, named
+    assert total == 48_000_000_000 and "no [visible.l40s] entry" in words
 
 
 def test_activation_estimate_experts_and_windows():
@@ -174,13 +208,14 @@ def test_utilization_is_one_minus_reserve(llama):
     v = llama.values("llama-3-8b")
     a = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, gpu_memory_utilization="0.8")
     b = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2")
-    assert a.settings["capacity_bytes"] == b.settings["capacity_bytes"] == 64_000_000_000
+    # 0.8 of the 79.22 GiB CUDA reports on an H100 (runtime_memory.toml [visible.h100-sxm], vllm PR #10511)
+    assert a.settings["capacity_bytes"] == b.settings["capacity_bytes"] == 85_061_827_297 * 8 // 10
     # vLLM's requested memory: 0.8 of the total CUDA reports on an H100 (79.22 GiB, runtime_memory.toml)
     assert _vllm(a)["requested_bytes"] == _vllm(b)["requested_bytes"] == 85_061_827_297 * 8 // 10 == 68_049_461_837
     assert a.values["max_batch"] == b.values["max_batch"]
     same = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2",
                  gpu_memory_utilization="0.8")
-    assert same.settings["capacity_bytes"] == 64_000_000_000
+    assert same.settings["capacity_bytes"] == 68_049_461_837
     with pytest.raises(CostgraphValueError, match="disagree"):
         infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.3",
               gpu_memory_utilization="0.8")
@@ -577,11 +612,12 @@ def test_a_memory_left_symbolic_is_a_located_no_value():
 
 def test_kv_memory_past_the_device_memory_is_refused(cg):
     # vLLM allocates kv_cache_memory_bytes on each device: 1e99 bytes on an 80 GB H100 printed a KV cache of
-    # 2.7e31 tokens; 80GB itself leaves nothing for the weights
-    for size in ("1e99", "80GB"):
+    # 2.7e31 tokens; the whole device (79.22 GiB as CUDA reports it, runtime_memory.toml [visible.h100-sxm]:
+    # vllm PR #10511's total_gpu_memory) leaves nothing for the weights
+    for size in ("1e99", "79.22GiB"):
         r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", size, "--prompt", "16", "--generate", "4",
                "--hardware", "h100-sxm")
-        assert r.returncode == 2 and "is not less than the device memory 80,000,000,000 bytes" in r.stderr, r.stderr
+        assert r.returncode == 2 and "is not less than the device memory 85,061,827,297 bytes" in r.stderr, r.stderr
     r = cg("infer", "gpt", "--config", "gpt2", "--kv-memory", "79GB", "--prompt", "16", "--generate", "4",
            "--hardware", "h100-sxm")
     assert r.returncode == 0 and "79,000,000,000 bytes" in r.stdout

@@ -97,14 +97,14 @@ def test_whisper_decode_reads_only_the_decoder_weights(whisper):
 
 
 def test_whisper_capacity_counts_both_caches(capsys):
-    """whisper-tiny on an H100 (80 GB, reserve 0.1: 72e9 bytes): each sequence holds paged blocks of
-    16 for its P + G = 5 positions (1 block) and its e = 1500 cross positions (94 blocks), 64·h·l_dec
-    = 98,304 bytes a block: (72e9 − 75,521,280 weight bytes) // (98,304 · 95) = 7,701 sequences."""
+    """whisper-tiny on an H100 (79.22 GiB as CUDA reports it, reserve 0.1: 76,555,644,567 bytes): each sequence
+    holds paged blocks of 16 for its P + G = 5 positions (1 block) and its e = 1500 cross positions (94 blocks),
+    64·h·l_dec = 98,304 bytes a block: (76,555,644,567 − 75,521,280 weight bytes) // (98,304 · 95) = 8,189."""
     assert main(["infer", "whisper", "--config", "whisper-tiny", "--hardware", "h100-sxm", "--prompt", "4",
                  "--generate", "1", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["weight_bytes"]["value"] == 75_521_280
-    assert doc["max_batch"] == (72_000_000_000 - 75_521_280) // (98_304 * 95) == 7_701
+    assert doc["max_batch"] == (76_555_644_567 - 75_521_280) // (98_304 * 95) == 8_189
     assert "CrossAttentionSpec" in doc["serving"]["vllm"]["note"]
     assert doc["warnings"] == []
 

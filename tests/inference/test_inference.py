@@ -183,7 +183,7 @@ def test_infer_report_and_capacity(llama):
     rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=8, values=_vals(llama, "llama-2-7b"))
     v = rep.values
     assert v["kv_cache_bytes"] == 8 * 640 * 524_288
-    cap = 72_000_000_000
+    cap = 76_555_644_567   # 0.9 x 79.22 GiB as CUDA reports it (runtime_memory.toml [visible.h100-sxm])
     w = v["weight_bytes"]
     per_seq = 640 * 524_288
     assert v["max_batch"] == (cap - w) // per_seq
@@ -323,8 +323,8 @@ def test_infer_report_of_a_state_only_model():
     v = rep.values
     assert v["state_bytes"] == v["kv_cache_bytes"] == 4 * 1_474_560
     assert v["max_context"] is None and v["context_unbounded"] is True
-    # capacity: weights + b states ≤ 72 GB (h100-sxm 80 GB, reserve 0.1)
-    assert v["max_batch"] == (72_000_000_000 - 2 * 129_135_360) // 1_474_560
+    # capacity: weights + b states ≤ 0.9 x 79.22 GiB (h100-sxm as CUDA reports it, reserve 0.1)
+    assert v["max_batch"] == (76_555_644_567 - 2 * 129_135_360) // 1_474_560
 
 
 # --- no sizes: the missing ones named, exit 2, no traceback (issue 18) -----------------------------------------------
@@ -404,14 +404,15 @@ def test_infer_warns_past_the_position_table_and_caps_the_context(capsys):
                "s_max rows, so the model cannot read that many tokens as built")
     assert out.splitlines()[-1] == "warning: " + warning
     assert "  longest context           1,024 tokens per sequence at b = 1 (s_max: the learned position " \
-           "table; memory would hold 1,946,368)" in out.splitlines()
+           "table; memory would hold 2,069,952)" in out.splitlines()
     assert main([*INFER, "--prompt", "100000", "--generate", "5", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["warnings"] == [warning]
     # memory alone: whole pages of 16 positions of 4·h·l bytes (K and V in bf16, DOMAIN.md §6) beside the
-    # bf16 weights 2·124,439,808 (DOMAIN.md §1), within 0.9 × the H100's 80e9 bytes
-    pages = (72_000_000_000 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
-    assert doc["max_context"] == 1024 and doc["max_context_memory"] == 16 * pages == 1_946_368
+    # bf16 weights 2·124,439,808 (DOMAIN.md §1), within 0.9 × the H100's 79.22 GiB as CUDA reports it
+    # (85,061,827,297 B: runtime_memory.toml [visible.h100-sxm], vllm PR #10511)
+    pages = (85_061_827_297 * 9 // 10 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
+    assert doc["max_context"] == 1024 and doc["max_context_memory"] == 16 * pages == 2_069_952
     from costgraph.export import schema as schemas
 
     assert list(schemas.validator("infer").iter_errors(doc)) == []

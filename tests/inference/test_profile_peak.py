@@ -79,3 +79,34 @@ def test_the_output_head_over_the_sampled_rows(llama31):
     V = 128256
     assert activation_estimate(inf, subs, 64, 64) == 64 * (H + V) * 2
     assert activation_estimate(inf, subs, 64, 1) == 64 * PER_TOKEN
+
+
+def test_v0_sampler_buffers_in_the_profile_run(llama31):
+    # vLLM V0's profile run samples max_num_seqs (256: vllm @ 001999d2 arg_utils.py EngineArgs.__post_init__) rows
+    # with top_p 0.99, top_k V - 1 (vllm @ 00f5ff34 worker/model_runner.py::profile_run); at the end of its
+    # sampler's _apply_top_k_top_p (vllm @ 00f5ff34 model_executor/layers/sampler.py) alive per logit: the model
+    # runner's bf16 logits 2, the fp32 copy 4, sort values 4 and int64 indices 8, top-k mask 1, top-p softmax 4
+    # and cumsum 4, top-p mask 1, the re-sorted empty_like 4 = 32 B; beside them the last hidden states [T, h]
+    from costgraph.inference.phases import Inference
+    from costgraph.inference.sampler_peak import sampler_peak
+
+    model, values = llama31
+    inf = Inference(model)
+    subs = {k: x for k, x in values.items() if k not in (inf.b, inf.s)}
+    V = 128256
+    sp = sampler_peak(inf, subs, 8192, 256)
+    assert (sp["rows"], sp["vocab"], sp["per_logit"]) == (256, V, 32)
+    assert sp["bytes"] == 8192 * H * 2 + 256 * V * 32 == 1_117_782_016
+    assert sampler_peak(inf, subs, 100, 256)["rows"] == 100          # no more rows than tokens
+    # vllm PR #10511 (github.com/vllm-project/vllm/pull/10511), V0, Meta-Llama-3-8B on an H100 (the same widths
+    # and vocabulary): "PyTorch activation peak memory 1.26GiB", "available_kv_cache_memory 53.29GiB"; the
+    # forward of 8192 tokens alone is 0.84 GiB, the sampler 1.04: the profile's peak is the larger
+    rep = infer(model, prompt=512, generate=128, batch=1, values=values, memory="79.22GiB",
+                non_torch_memory="1.79GiB", max_model_len=8192, vllm_engine="v0")
+    v = rep.serving["vllm"]
+    assert (v["max_num_seqs"], v["forward_activation_bytes"]) == (256, 8192 * PER_TOKEN)
+    assert v["activation_bytes"] == v["sampler_bytes"] == sp["bytes"]
+    assert abs(v["available_bytes"] / (53.29 * GIB) - 1) < 0.005   # +0.41% (+0.78% with the forward alone)
+    assert "the sampler 1.04 GiB (256 rows x 128,256 logits x 32 B" in rep.to_text()
+    # the long prefills of vllm issue #10517 (20,000 tokens): the forward's 2.06 GiB stays the peak
+    assert _v0(llama31, 20000)["activation_bytes"] == 20000 * PER_TOKEN

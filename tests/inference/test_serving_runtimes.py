@@ -132,8 +132,9 @@ def test_vocabulary_padded_to_64_per_rank():
 
 
 # 3. The KV cache as each runtime sizes it (costgraph/inference/runtimes.py). Llama-3.1-8B on the h100-sxm preset
-# (80e9 bytes), the default non-torch memory 0.35 GiB, weights as vLLM loads them (above, TP 1).
-M, NT = 80_000_000_000, int(0.35 * 2**30)
+# (79.22 GiB = 85,061,827,297 B as CUDA reports it, infer's default memory convention: runtime_memory.toml
+# [visible.h100-sxm], vllm PR #10511), the default non-torch memory 0.35 GiB, weights as vLLM loads them (TP 1).
+M, NT = 85_061_827_297, int(0.35 * 2**30)
 CELL = 2 * L * KV * D * 2          # K and V, 32 layers, 8 heads of 128, bf16: 131,072 B per token
 W1 = _llama31_vllm_weights(1)
 
@@ -159,7 +160,7 @@ def test_sglang_max_total_num_tokens():
     total = M - NT
     rest = sympy.Rational(88, 100) * total - W1
     assert rt["cell_bytes"] == CELL
-    assert rt["tokens"] == int(rest // CELL) == 411_798
+    assert rt["tokens"] == int(rest // CELL) == 445_782
     assert doc["settings"]["runtime"] == "sglang"
     # --gpu-memory-utilization is the runtime's fraction when given
     assert _runtime("sglang", "--hardware", "h100-sxm", "--gpu-memory-utilization", "0.8")["serving"]["runtime"][
@@ -172,12 +173,12 @@ def test_sglang_default_fraction_by_gpu_memory():
     # tp / 8 x 1024 = 13,440 MiB (at least 10 GiB above 60 GiB); f = round((gpu_mem - reserved) / gpu_mem, 3)
     from costgraph.inference.runtimes import sglang_fraction
 
-    mib = M / 2**20                                                  # the h100-sxm preset: 76,293.9 MiB
+    mib = M / 2**20                                                  # the h100-sxm preset: 81,121.3 MiB
     assert sglang_fraction(1, "gpu-memory", M) == sympy.Rational(str(round((mib - 13440) / mib, 3))) == \
-        sympy.Rational(824, 1000)
+        sympy.Rational(834, 1000)
     rt = _runtime("sglang", "--hardware", "h100-sxm")["serving"]["runtime"]   # the default rule
-    assert rt["mem_fraction_rule"] == "gpu-memory" and rt["mem_fraction_static"] == "103/125"
-    assert rt["tokens"] == int((sympy.Rational(824, 1000) * (M - NT) - W1) // CELL) == 377_779
+    assert rt["mem_fraction_rule"] == "gpu-memory" and rt["mem_fraction_static"] == "417/500"
+    assert rt["tokens"] == int((sympy.Rational(834, 1000) * (M - NT) - W1) // CELL) == 416_061
     # a 24 GB card (L4, 23,034 MiB): chunked_prefill_size 2048, cuda_graph_max_bs 24 at TP 1, 80 at TP 4
     l4 = 23_034 * 2**20
     assert sglang_fraction(1, "gpu-memory", l4) == sympy.Rational(str(round((23_034 - 512 - 3072 - 48 - 128) / 23_034, 3)))
@@ -190,11 +191,16 @@ def test_sglang_default_fraction_by_gpu_memory():
 
 
 def test_trtllm_free_gpu_memory_fraction():
-    # KvCacheConfig: free_gpu_memory_fraction 0.9 of the memory free after loading, tokens_per_block 32
+    # KvCacheConfig: free_gpu_memory_fraction 0.9, tokens_per_block 32, of what is left after the weights and the
+    # profile run of max_num_tokens 8192 (TensorRT-LLM tensorrt_llm/_torch/pyexecutor/_util.py::KvCacheCreator.
+    # _cal_max_tokens: available_kv_mem = (total_gpu_memory - peak_memory) * fraction, peak = torch's peak + the
+    # memory outside torch): Llama's live set at down_proj, (3h + 3i) bf16 values a token (test_profile_peak.py)
     rt = _runtime("trtllm", "--hardware", "h100-sxm")["serving"]["runtime"]
-    kv = int(sympy.floor(sympy.Rational(9, 10) * (M - NT - W1)))
+    act = 8192 * (3 * 4096 + 3 * 14336) * 2
+    assert rt["activation_bytes"] == act == 905_969_664
+    kv = int(sympy.floor(sympy.Rational(9, 10) * (M - NT - W1 - act)))
     assert rt["kv_bytes"] == kv
-    assert rt["tokens"] == kv // (CELL * 32) * 32 == 436_224
+    assert rt["tokens"] == kv // (CELL * 32) * 32 == 464_736
 
 
 @pytest.mark.parametrize("kv, per_value", [("fp16", sympy.Integer(2)), ("q8_0", sympy.Rational(34, 32)),
@@ -273,7 +279,7 @@ def test_a_kv_dtype_the_runtime_has_no_cache_for_is_refused(capsys, repo_root, r
 def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
     # 1000 GiB outside PyTorch on an 80 GB H100: SGLang's pool came out at -829.42 GiB, exit 0
     _refused(capsys, INFER + ["--runtime", "sglang", "--non-torch-memory", "1000GiB"],
-             "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 80,000,000,000 bytes")
+             "--non-torch-memory 1,073,741,824,000 bytes is not less than the device memory 85,061,827,297 bytes")
 
 
 @pytest.mark.parametrize("runtime, words", [("sglang", "SGLang would not start: the --kv-memory given holds no KV block"),

@@ -71,7 +71,10 @@ def test_serve_verdict_is_the_capacity_analysis(llama, served):
     # weights 16,060,522,496 bytes (8,030,261,248 bf16 parameters) + KV cache: 32 sequences × 33,792
     # positions × 2 (K, V) · l 32 · kv 8 · d 128 · 2 bytes = 141,733,920,768
     assert r.need_bytes == 16_060_522_496 + 32 * 33_792 * 131_072 == 157_794_443_264
-    assert (r.fits, r.status, r.usable_bytes, r.capacity_bytes) == (False, 1, 72_000_000_000, 80_000_000_000)
+    # the device as infer's capacity line reads it (costgraph.runtime_memory.device_memory, memory convention cuda):
+    # the 79.22 GiB CUDA reports on an H100 (runtime_memory.toml [visible.h100-sxm], vllm PR #10511), 0.9 of it usable
+    assert (r.fits, r.status, r.usable_bytes, r.capacity_bytes) == (False, 1, 76_555_644_567, 85_061_827_297)
+    assert r.settings["device memory from"].startswith("as CUDA reports it (memory convention cuda)")
     v = {k: x for k, x in llama.values("hf").items() if str(k) not in ("b", "s")}
     fp8 = llama.infer(hardware="h100-sxm", prompt=32768, generate=1024, batch=32, values=v, kv="fp8")
     steps = {s.options: s for s in r.steps}
@@ -81,7 +84,7 @@ def test_serve_verdict_is_the_capacity_analysis(llama, served):
     assert fp8.settings["capacity_bytes"] == r.usable_bytes
     assert steps["--tp 4"].fits and not steps["--tp 2"].fits and "--tp 8" not in steps   # doubled until one fits
     base = llama.infer(hardware="h100-sxm", prompt=32768, generate=1024, batch=32, values=v)
-    assert steps[f"--batch {base.values['max_batch']}"].fits and base.values["max_batch"] == 12
+    assert steps[f"--batch {base.values['max_batch']}"].fits and base.values["max_batch"] == 13
     assert [s.fits for s in r.steps] == sorted((s.fits for s in r.steps), reverse=True)
     assert "try --kv fp8: 146.96 GiB → 80.96 GiB, does not fit" in r.to_text()
     assert r.settings["weights from"] == "<dict>: torch_dtype bfloat16"

@@ -72,7 +72,7 @@ def run(args):
         r = fit(model, values, FitOptions(mode="serve", hardware=args.hardware, gpus=gpus, memory=args.memory,
                                           reserve=args.reserve, prompt=args.prompt, generate=args.generate,
                                           batch=args.batch, tp=args.tp, weights=weights, kv=args.kv,
-                                          quantized=quantized, keep=keep))
+                                          quantized=quantized, keep=keep, memory_convention=args.memory_convention))
         if shipped is not None and not args.weights:   # a config.json: where the weights came from
             r.settings["weights from"] = shipped.source
             r.warnings[:0] = list(shipped.warnings)

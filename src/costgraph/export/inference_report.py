@@ -63,7 +63,7 @@ from ..numbers.units import fixed
 from ..result_fields import OMIT, document_json
 
 STEP_FIELDS = tuple(STEP)   # declared with their units in costgraph.inference.quantities
-#: parallel serving's figures (costgraph.inference.parallel.report_serving), under "serving"
+#: parallel serving's figures (costgraph.inference.serving_report.report_serving), under "serving"
 SERVING = ("experts_per_device", "decode.distinct_experts_read_per_device", "prefill.all_to_all_bytes",
            "decode.all_to_all_bytes", "prefill.all_gather_bytes", "decode.all_gather_bytes",
            "prefill.send_recv_bytes", "decode.send_recv_bytes", "decode.slowest_stage_seconds")
@@ -343,7 +343,10 @@ def _capacity_lines(rep, v: dict, st: dict) -> list[str]:
                 is not None else f"  {'memory at this batch':<26}?",
                 f"  {rep.absent.get('capacity', 'capacity: no device memory given')}: no fit verdict, "
                 "largest batch or longest context"]
-    return ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of the device)",
+    device = "the device"   # --memory: as given; a preset's: its GiB and the convention it is read under, named
+    if st.get("device_memory_from") not in (None, "--memory") and st.get("device_memory") is not None:
+        device = f"{st['device_memory'] / 2**30:,.2f} GiB, " + st["device_memory_from"].split(":", 1)[0]
+    return ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of {device})",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
               f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st['batch']}"

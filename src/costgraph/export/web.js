@@ -283,8 +283,8 @@
     show("serve-memory", values.memory, values.memory === null ? "" : grouped(values.memory) + "  (" + gb(values.memory) + ")");
     const hw = DATA.hardware.find((h) => h.key === inputs.hardware.value);
     const [rn, rd] = S.reserve.map(BigInt);
-    const capacity = BigInt(hw.memory) * (rd - rn) / rd;      // rounded down to a byte
-    show("serve-capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + ")");
+    const capacity = BigInt(hw.serve_memory) * (rd - rn) / rd;      // rounded down to a byte, as infer's
+    show("serve-capacity", capacity, grouped(capacity) + "  (" + gb(capacity) + "; device " + hw.serve_memory_from + ")");
     if (values.memory === null) { show("serve-fits", null, ""); show("serve-max_batch", null, ""); return; }
     const room = capacity - values.memory;
     show("serve-fits", room >= 0n ? 1n : 0n, room >= 0n ? "fits (" + grouped(room) + " B to spare)"

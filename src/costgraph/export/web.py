@@ -103,6 +103,7 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         outside (0, 1]; a reserve train refuses.
     """
     from ..hardware import preset, presets
+    from ..runtime_memory import device_memory
 
     clash = sorted(set(LAYOUT_DIMS) & {str(s) for s in model.symbols})
     if clash:
@@ -139,8 +140,11 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "recompute": list(RECOMPUTE_SEARCHED),
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
+        # "memory": the printed figure (train's fraction and size reserves); "serve_memory": infer's capacity line's
+        # (costgraph.runtime_memory.device_memory under its default convention: what CUDA reports)
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
-                      "fp8": bool(hw.peak_flops_fp8)}
+                      "fp8": bool(hw.peak_flops_fp8), "serve_memory": str(device_memory(hw).bytes),
+                      "serve_memory_from": device_memory(hw).source.split(":", 1)[0]}
                      for k, hw in presets().items() if hw.peak_flops_bf16],
         "reserve": held,
         "time_digits": TIME_DIGITS,

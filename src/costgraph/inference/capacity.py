@@ -3,9 +3,9 @@
 :func:`capacity` is the one entry point (``costgraph infer`` calls it through
 :func:`costgraph.inference.roofline.infer`). It fills two things:
 
-**The fit** (unchanged from earlier versions): weights + KV cache (paged, blocks of ``k``) ≤
-``(1 − reserve) ×`` the device memory; the largest batch and context that fit; a learned
-position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the same setting,
+**The fit**: weights + KV cache (paged, blocks of ``k``) ≤ ``(1 − reserve) ×`` the device memory (the
+same total as vLLM's block below: :func:`costgraph.runtime_memory.device_memory` under the memory
+convention); the largest batch and context that fit; a learned position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the same setting,
 :data:`costgraph.choices.GPU_MEMORY_UTILIZATION`).
 
 **vLLM's KV cache** (the V1 engine's two log lines ``GPU KV cache size: N tokens`` and
@@ -13,15 +13,16 @@ position table's bound. ``reserve`` is ``1 − gpu_memory_utilization`` (the sam
 
 * available KV memory (vllm @ 35d5cda1 ``vllm/v1/worker/gpu_worker.py::Worker.determine_available_memory``)
   = ``total × gpu_memory_utilization − (weights + torch activation peak + non-torch memory)``, ``total``
-  the memory CUDA reports on a preset that ``runtime_memory.toml`` names (``[visible.NAME]``: 79.22 GiB on
-  an H100 SXM, :func:`vllm_total`), else the device memory (``--memory``, the preset's),
+  the device memory (``--memory``, else the preset's under ``infer``'s memory convention: by default what CUDA
+  reports where ``runtime_memory.toml`` names it, ``[visible.NAME]``: 79.22 GiB on an H100 SXM; :func:`vllm_total`),
   or ``kv_cache_memory_bytes`` when given (``--kv-memory``: vLLM's option, which wins over the
   profile; also the way to reproduce a log from its own ``Available KV cache memory`` line).
   The **activation peak is an estimate**: vLLM measures it in a profile run, a forward of
   ``max_num_batched_tokens`` tokens (and the sampler over ``max_num_seqs`` rows); here the
   tensors alive at once at that forward's fullest operator (one sequence, ``n = 0``:
   :mod:`costgraph.inference.profile_peak`), the output head over ``min(max_num_seqs, tokens)``
-  rows (vLLM computes logits only for the rows it samples). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
+  rows (vLLM computes logits only for the rows it samples); under V0 the larger of that and its sampler's
+  buffers (:mod:`costgraph.inference.sampler_peak`: ``max_num_seqs`` 256 rows, sorted and masked). ``max_num_batched_tokens`` / ``max_num_seqs`` default as ``vllm serve`` sets them
   (vllm @ 99d7eb5d ``vllm/engine/arg_utils.py::EngineArgs._set_default_args``, the
   ``OPENAI_API_SERVER`` context: 8192 / 1024 on a device of ≥ 70 GiB that is not an A100,
   else 2048 / 256). The non-torch memory is ``--non-torch-memory`` when given, else the figure vLLM
@@ -85,6 +86,8 @@ class VllmSettings:
     max_num_seqs: int | None = None
     non_torch: int = 0
     max_model_len: int | None = None
+    #: the vLLM engine (``v0``: its sampler's buffers in the profile run, :mod:`costgraph.inference.sampler_peak`)
+    engine: str = "v1"
 
 
 def parse_bytes(text, what: str) -> int:
@@ -252,15 +255,12 @@ def _groups(kinds: list, block: int, pages: set) -> tuple:
 def vllm_total(m) -> tuple[int, str | None]:
     """``(bytes, words)``: the device memory vLLM multiplies by ``gpu_memory_utilization`` on device ``m``:
     the total CUDA reports (``torch.cuda.mem_get_info``, vllm @ 35d5cda1 ``gpu_worker.py::Worker.init_device``:
-    ``requested_memory = total × gpu_memory_utilization``; logged as ``total_gpu_memory``) where the memory
-    is the preset's and ``runtime_memory.toml`` has a ``[visible.NAME]`` entry of it (H100 SXM: 79.22 GiB,
-    not the vendor's 80 GB), else ``m.memory`` (``--memory``, or a preset without an entry: words None)."""
-    from ..runtime_memory import visible_memory
-
-    figures = getattr(m, "figures", None)
-    from_preset = figures is not None and m.name is not None and figures.origin.get("device_memory") == m.name
-    seen = visible_memory(m.name) if from_preset else None
-    return (seen[0], seen[1]) if seen else (int(m.memory), None)
+    ``requested_memory = total × gpu_memory_utilization``; logged as ``total_gpu_memory``). It is ``m.memory``,
+    the memory the capacity line takes too, read once by :func:`costgraph.runtime_memory.device_memory` under
+    ``infer``'s memory convention (``cuda`` by default: H100 SXM 79.22 GiB, ``runtime_memory.toml``
+    ``[visible.NAME]``, not the vendor's 80 GB); words None for ``--memory``."""
+    source = getattr(getattr(m, "figures", None), "memory_from", None)
+    return int(m.memory), None if source is None or source.convention == "given" else source.source
 
 
 def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None,
@@ -276,6 +276,10 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
     ``draft_weight_bytes``) and its attention layers in the KV cache groups beside the target's
     (``draft_layers``)."""
     batched, seqs = batch_defaults(m) if m is not None else (2048, 256)
+    if s.engine == "v0":   # V0's default max_num_seqs (inference/sampler_peak.py)
+        from .sampler_peak import V0_MAX_NUM_SEQS
+
+        seqs = V0_MAX_NUM_SEQS
     batched = s.max_num_batched_tokens or batched
     seqs = min(s.max_num_seqs or seqs, batched)
     out = {"max_model_len": max_len, "max_num_batched_tokens": batched, "max_num_seqs": seqs,
@@ -292,6 +296,13 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
         out.update(total_bytes=total, total_from=total_from)
         # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
         act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
+        if s.engine == "v0":   # V0's profile run also samples max_num_seqs rows: the peak is the larger
+            from .sampler_peak import sampler_peak
+
+            sp = sampler_peak(getattr(inf, "full", inf), subs, batched, seqs)
+            if sp is not None:
+                out.update(forward_activation_bytes=act, sampler_bytes=sp["bytes"], sampler=sp)
+                act = max(act, sp["bytes"])
         w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
         out.update(requested_bytes=requested, weight_bytes=w, activation_bytes=act, non_torch_bytes=s.non_torch)
         out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
@@ -338,10 +349,15 @@ def vllm_lines(v: dict) -> list[str]:
                      "--kv-memory)")
     elif v.get("available_bytes") is not None:
         u = float(sympy.Rational(v['utilization']))
-        share = f"memory x {u:g}" if not v.get("total_from") else f"{u:g} x {gib(v['total_bytes'])} {v['total_from']}"
+        share = f"memory x {u:g}" if not v.get("total_from") else f"{u:g} x {gib(v['total_bytes'])}, {v['total_from']}"
         lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} ({share}); weights "
                      f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
                      f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
+        if v.get("sampler") is not None:   # V0: the larger of the forward's peak and its sampler's
+            sp = v["sampler"]
+            lines.append(f"  {'activation peak of':<26}the forward {gib(v['forward_activation_bytes'])}, the sampler "
+                         f"{gib(sp['bytes'])} ({sp['rows']:,} rows x {sp['vocab']:,} logits x {sp['per_logit']} B "
+                         f"+ hidden states {gib(sp['hidden_bytes'])}): the larger")
         if v.get("non_torch_from"):
             lines.append(f"  {'non-torch memory from':<26}{v['non_torch_from']}")
         lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")

@@ -51,6 +51,8 @@ class Figures:
     beta: sympy.Expr | None
     origin: dict = field(default_factory=dict)
     missing: dict = field(default_factory=dict)
+    #: the memory's :class:`~costgraph.runtime_memory.DeviceMemory` (its convention and source), None: absent
+    memory_from: object = None
 
 
 def _rate(value, flag: str) -> sympy.Expr:
@@ -90,9 +92,11 @@ def floored(value) -> bool:
 
 
 def figures(hardware, compute_dtype: str, t: int = 1, *, peak=None, bandwidth=None, memory=None,
-            link_bandwidth=None) -> Figures:
+            link_bandwidth=None, memory_convention=None) -> Figures:
     """The figures of a preset (``hardware``: a name, a ``my.toml[:NAME]`` file, a
-    :class:`~costgraph.hardware.Hardware` or None), each replaced by the one given.
+    :class:`~costgraph.hardware.Hardware` or None), each replaced by the one given. The preset's memory
+    is read under ``memory_convention`` (:func:`costgraph.runtime_memory.device_memory`: ``cuda``, the
+    default, what CUDA reports; ``nominal``, the printed figure).
 
     Raises
     ------
@@ -117,9 +121,12 @@ def figures(hardware, compute_dtype: str, t: int = 1, *, peak=None, bandwidth=No
              None if hw is None else (lambda: sympy.Integer(hw.peak_flops(compute_dtype))), "peak_flops")
     bw = pick(None if bandwidth is None else _rate(bandwidth, "--bandwidth"), "--bandwidth",
               None if hw is None else sympy.Integer(hw.memory_bandwidth), "memory_bandwidth")
-    mem = pick(None if memory is None else _memory(memory),
-               "--memory (floored to whole bytes, as --kv-memory)" if floored(memory) else "--memory",
-               None if hw is None else hw.memory_bytes, "device_memory")
+    from ..runtime_memory import device_memory
+
+    given = None if memory is None else _memory(memory)
+    memory_from = device_memory(hw, memory_convention, given)   # checks the convention even where --memory wins
+    mem = pick(given, "--memory (floored to whole bytes, as --kv-memory)" if floored(memory) else "--memory",
+               None if memory_from is None else memory_from.bytes, "device_memory")
     alpha, beta = _link(hw, t, link_bandwidth, origin)
     missing = {}
     if p is None and bw is None:
@@ -132,7 +139,7 @@ def figures(hardware, compute_dtype: str, t: int = 1, *, peak=None, bandwidth=No
         missing["seconds"] = NEED_LINK
     if mem is None:
         missing["capacity"] = NEED_MEMORY
-    return Figures(None if hw is None else hw.key, p, bw, mem, alpha, beta, origin, missing)
+    return Figures(None if hw is None else hw.key, p, bw, mem, alpha, beta, origin, missing, memory_from)
 
 
 def _link(hw, t: int, link_bandwidth, origin: dict):
@@ -173,8 +180,12 @@ def settings(f: Figures) -> dict:
     def text(v):
         return None if v is None else str(v)
 
-    return {"peak_flops": text(f.peak), "memory_bandwidth": text(f.bandwidth), "device_memory": f.memory,
-            "link_bandwidth": text(f.beta), "figures_from": dict(f.origin)}
+    out = {"peak_flops": text(f.peak), "memory_bandwidth": text(f.bandwidth), "device_memory": f.memory,
+           "link_bandwidth": text(f.beta), "figures_from": dict(f.origin)}
+    if f.memory_from is not None:   # the convention the preset's memory is read under (none: --memory), its source
+        out.update({"memory_convention": f.memory_from.convention} if f.memory_from.convention != "given" else {},
+                   device_memory_from=f.memory_from.source)
+    return out
 
 
 def untimed_values(rep, dec) -> None:

@@ -71,9 +71,6 @@ linear and vocabulary-parallel lookup per step.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-
 import sympy
 
 from ..choices import CAUSAL, CONVENTION, DEFAULT_KV
@@ -87,11 +84,11 @@ from ..engine.precision import precision as get_precision
 from ..engine.totals import causal_share, expand_sum
 from ..ops.registry import has_role
 from .dtypes import KVDtype, WeightDtype, kv_dtype, unquantized_bits, weight_dtype
-from .request import built_from_tokens, per_request_ops, token_roots
+from .keys import KEYS, split_keys
+from .request import per_request_ops, token_roots
+from .steps import AllReduce, Collective, OpCost, Step
 
 _pos = dict(positive=True, integer=True)
-#: the key length of attention inside a graph built by :func:`split_keys`
-KEYS = sympy.Symbol("n_keys", **_pos)
 #: new tokens per sequence in a step, positions already cached
 Q = sympy.Symbol("q", **_pos)
 N = sympy.Symbol("n", integer=True, nonnegative=True)
@@ -109,41 +106,6 @@ def moves_no_data(kind: str) -> bool:
     return has_role(kind, "view")
 
 
-@contextmanager
-def split_keys():
-    """Within this block, models are built with the cached tensors' sequence
-    axis as :data:`KEYS` (see the module docstring), and ``conv1d`` computes the
-    ``q`` positions it outputs whatever its ``padded`` (serving runs the
-    ``causal_conv1d`` kernels: ``causal_conv1d_fn`` over a prompt,
-    ``causal_conv1d_update`` one position per decoded token; ``padded`` is how
-    transformers' PyTorch training path computes it). Not thread-safe: it swaps
-    the ``cache`` and ``conv1d`` rules of the operator registry for the duration."""
-    from ..ops.registry import REGISTRY
-
-    spec, conv = REGISTRY["cache"], REGISTRY["conv1d"]
-
-    def conv_rule(c):
-        c.args["padded"] = False
-        return conv.rule(c)
-
-    def rule(c):
-        x = c["x"]
-        if len(x.shape) < 3:
-            c.fail(f"cache needs [B, ..., S, d], got {x.shape_str()}")
-        c.cache(x, c["window"], shared=bool(c["shared"]), topk=c["topk"], fp8_block=c["fp8_block"])
-        if not built_from_tokens(c.b.cg, x):   # computed once per request (inference/request.py): fixed length
-            return c.output(x.shape, view_of=x)
-        return c.output((*x.shape[:-2], KEYS, x.shape[-1]), view_of=x)
-
-    REGISTRY._specs["cache"] = replace(spec, rule=rule)   # its traits kept
-    REGISTRY._specs["conv1d"] = replace(conv, rule=conv_rule)
-    try:
-        yield
-    finally:
-        REGISTRY._specs["cache"] = spec
-        REGISTRY._specs["conv1d"] = conv
-
-
 def _wrap_build_error(err):
     msg = str(err)
     if "broadcast" in msg or "differ" in msg:
@@ -152,74 +114,6 @@ def _wrap_build_error(err):
             "sized by the query length on the key axis (an encoder-decoder, or a position bias)",
             hint="the inference analysis covers models whose keys come only from cache(...)") from err
     raise err
-
-
-@dataclass
-class OpCost:
-    """One operator node's share of a step (all its instances, per device)."""
-
-    path: str
-    kind: str
-    flops: sympy.Expr = ZERO
-    weight_bytes: sympy.Expr = ZERO
-    kv_bytes: sympy.Expr = ZERO
-    activation_bytes: sympy.Expr = ZERO
-
-
-@dataclass
-class AllReduce:
-    """``calls`` all-reduces over ``t`` devices of ``bytes`` each: a row-parallel or vocabulary-parallel
-    output, or a norm split by heads (its fp32 sum of squares per token: ``path`` a norm's)."""
-
-    path: str
-    calls: sympy.Expr
-    bytes: sympy.Expr
-
-
-@dataclass
-class Collective:
-    """``calls`` collectives ``kind`` (``all-reduce``, ``all-gather``,
-    ``reduce-scatter``, ``all-to-all``, ``send/recv``) over ``group`` devices
-    of ``bytes`` each (the whole buffer), per device and step (parallel serving:
-    :mod:`costgraph.inference.parallel`)."""
-
-    kind: str
-    path: str
-    calls: sympy.Expr
-    bytes: sympy.Expr
-    group: int
-    #: the link's (latency s, bandwidth B/s) when known (parallel/placement.py::link), else the machine's
-    link: tuple | None = None
-
-
-@dataclass
-class Step:
-    """One inference step: ``q`` new tokens per sequence against ``n`` cached."""
-
-    q: sympy.Expr
-    n: sympy.Expr
-    flops: sympy.Expr
-    weight_bytes: sympy.Expr
-    kv_read: sympy.Expr
-    kv_written: sympy.Expr
-    activation_bytes: sympy.Expr
-    with_activations: bool
-    ops: list[OpCost] = field(default_factory=list)
-    allreduce: list[AllReduce] = field(default_factory=list)
-    #: parallel serving's collectives (each with its group) and the TP overlap (none, full)
-    collectives: list[Collective] = field(default_factory=list)
-    overlap: str = "none"
-
-    @property
-    def bytes(self) -> sympy.Expr:
-        """HBM bytes moved: weights + KV read + KV written (+ activations when included)."""
-        extra = self.activation_bytes if self.with_activations else ZERO
-        return self.weight_bytes + self.kv_read + self.kv_written + extra
-
-    @property
-    def intensity(self) -> sympy.Expr:
-        """Arithmetic intensity, FLOPs per byte moved."""
-        return sympy.cancel(self.flops / self.bytes)
 
 
 class Inference:

@@ -35,7 +35,7 @@ in place) and the kernel's buffers for ``M = min(tokens, 32768)`` tokens — ``c
 ``M·top_k·max(N, K)`` and ``intermediate_cache2`` of ``M·top_k·N/2`` values (``N`` the gate and up
 width, ``K`` the hidden width, per device; :func:`_fused_moe`). Mixtral-8x7B at 8192 tokens:
 ``8192 · (2h + 2·(2i + i))`` bf16 values = 1,543,503,872 B. Not counted: the router's logits and the
-top-k weights and ids (``[T, E]``, ``[T, k]``: under 0.1% of that), the sampler's buffers. Module scope: an operator's module is its path's parent; the model's top level
+top-k weights and ids (``[T, E]``, ``[T, k]``: under 0.1% of that), the sampler's buffers (V0's: :mod:`costgraph.inference.sampler_peak`, the larger of the two is the peak). Module scope: an operator's module is its path's parent; the model's top level
 (``embed_tokens``, ``norm``, ``lm_head``) holds no locals (vLLM's model forward rebinds
 ``hidden_states``).
 """

@@ -37,8 +37,8 @@ from typing import ClassVar
 
 import sympy
 
-from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, RUNTIME, SGLANG_FRACTION,
-                       GPU_MEMORY_UTILIZATION, VLLM_ENGINE)
+from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, MEMORY_CONVENTION,
+                       RUNTIME, SGLANG_FRACTION, VLLM_ENGINE)
 from ..engine.symbols import as_expr
 
 from ..errors import CostgraphValueError, no_value
@@ -49,6 +49,7 @@ from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
 from .request import report_notes
+from .inputs import RESERVE_HINT, _check_inputs, _utilization, serving_reserve   # noqa: F401  (kept importable here)
 from .serving import serve
 
 
@@ -76,12 +77,14 @@ class Machine:
 
 
 def machine(hardware=None, compute_dtype: str = "bf16", t: int = 1, compute_efficiency=1, bandwidth_efficiency=1,
-            *, peak=None, bandwidth=None, memory=None, link_bandwidth=None) -> Machine:
+            *, peak=None, bandwidth=None, memory=None, link_bandwidth=None, memory_convention=None) -> Machine:
     """The device of one inference run: a preset's figures (``hardware``: a name, a
     ``my.toml[:NAME]`` file, or None), each replaced by ``peak`` (dense FLOP/s of
     ``compute_dtype``), ``bandwidth`` (HBM B/s), ``memory`` (bytes, or ``"80GB"``),
     ``link_bandwidth`` (B/s per direction) where given; peak and bandwidth times their
-    efficiencies. Absent figures are None (:func:`costgraph.inference.device.figures`).
+    efficiencies; the preset's memory under ``memory_convention`` (``cuda``, the default: what CUDA
+    reports; ``nominal``: :func:`costgraph.runtime_memory.device_memory`). Absent figures are None
+    (:func:`costgraph.inference.device.figures`).
 
     Raises
     ------
@@ -91,7 +94,7 @@ def machine(hardware=None, compute_dtype: str = "bf16", t: int = 1, compute_effi
     from .device import figures
 
     f = figures(hardware, compute_dtype, t, peak=peak, bandwidth=bandwidth, memory=memory,
-                link_bandwidth=link_bandwidth)
+                link_bandwidth=link_bandwidth, memory_convention=memory_convention)
     pk = None if f.peak is None else f.peak * sympy.nsimplify(compute_efficiency)
     bw = None if f.bandwidth is None else f.bandwidth * sympy.nsimplify(bandwidth_efficiency)
     return Machine(f.name, pk, bw, f.memory, f.alpha, f.beta, compute_dtype, dict(f.missing), f)
@@ -250,19 +253,18 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           non_torch_memory=None, max_model_len=None, shared_prefix=None, chunk=None, speculative_tokens=None,
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
           dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default,
-          sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default) -> InferenceReport:
+          sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default,
+          memory_convention: str = MEMORY_CONVENTION.default) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
-    ``values``: the model's dimension values (symbol → int), ``b`` replaced
-    by ``batch``. Returns an :class:`InferenceReport` (``symbols``: the model's).
-
-    ``hardware``: a preset (name or ``my.toml[:NAME]``) or None; ``peak`` (dense FLOP/s of
-    the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or ``"80GB"``) and
-    ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
-    stand alone (numbers or exact text such as ``"989.4e12"``). Without a peak and a
-    bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch are
-    None; without memory the fit, largest batch and context are None; ``rep.absent`` says
-    why (:mod:`costgraph.inference.device`).
+    ``values``: the model's dimension values (symbol → int), ``b`` replaced by ``batch``. Returns an
+    :class:`InferenceReport` (``symbols``: the model's). ``hardware``: a preset (name or ``my.toml[:NAME]``)
+    or None; ``peak`` (dense FLOP/s of the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or
+    ``"80GB"``) and ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
+    stand alone (numbers or exact text such as ``"989.4e12"``); ``memory_convention``: the preset's memory as
+    CUDA reports it (``cuda``) or printed (``nominal``), :func:`costgraph.runtime_memory.device_memory`.
+    Without a peak and a bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch
+    are None; without memory the fit, largest batch and context are None; ``rep.absent`` says why.
 
     Raises
     ------
@@ -291,7 +293,8 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                     quantized=quantized, keep=keep)
     inf, layout = _inference(model, values, batch, t, hardware, settings, (ep, dp_attention, pp, tp_overlap))
     m = _layout_machine(layout, hardware, compute or inf.weights.compute, t, compute_efficiency, bandwidth_efficiency,
-                        peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth)
+                        peak=peak, bandwidth=bandwidth, memory=memory, link_bandwidth=link_bandwidth,
+                        memory_convention=memory_convention)
     subs = {k: v for k, v in (values or {}).items() if k not in (inf.b, inf.s)}
     subs.update({inf.b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
     rep = InferenceReport(inf.cg.name, dict(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
@@ -363,7 +366,7 @@ def _finish(rep: InferenceReport, inf, m: Machine, t: int, layout, quantized: st
     rep.settings["quantized"] = quantized
     rep.notes += quantization_note(getattr(inf, "attn", inf), quantized, keep)   # a serving layout: one side's
     if not layout.trivial:   # parallel serving's settings, figures and notes
-        from .parallel import report_serving
+        from .serving_report import report_serving
 
         report_serving(rep, inf, m, t, step_seconds=step_seconds, comm_seconds=comm_seconds, exact=_exact)
 
@@ -376,59 +379,6 @@ def _layout_machine(layout, *args, **figures) -> Machine:
 
         m.missing["seconds"] = NEED_PP_LINK
     return m
-
-
-#: what to do with a --reserve that infer cannot take (it is vLLM's 1 - gpu_memory_utilization, a fraction)
-RESERVE_HINT = ("give the share of each GPU's memory kept free, a fraction below 1: --reserve 0.1 (the default, vLLM's "
-                "gpu_memory_utilization 0.9), or --gpu-memory-utilization 0.9; for memory in bytes, --memory (the "
-                "device's) or --kv-memory (the KV cache's)")
-
-
-def serving_reserve(value) -> sympy.Rational:
-    """``infer``'s ``--reserve`` as a Rational in [0, 1) (None: 0.1, vLLM's 1 − ``gpu_memory_utilization``):
-    a number, or text read exactly (``0.1``, ``1/10``: :func:`costgraph.arguments.parse_fraction`, never evaluated).
-
-    Raises
-    ------
-    CostgraphValueError
-        Text that is no number (``100GB``: a size, which ``train``'s ``--reserve`` takes and ``infer``'s
-        does not), or a number outside [0, 1); the hint says what to give (:data:`RESERVE_HINT`)."""
-    from ..arguments import parse_fraction, rational
-
-    if value is None:   # vLLM's default gpu_memory_utilization, kept free
-        return 1 - sympy.Rational(GPU_MEMORY_UTILIZATION)
-    try:
-        r = parse_fraction(value, "--reserve") if isinstance(value, str) else rational(value, "--reserve")
-    except CostgraphValueError as e:
-        size = isinstance(value, str) and value.strip()[-1:].upper() == "B"
-        raise CostgraphValueError(f"infer's --reserve is a fraction, not a size: {value.strip()[:40]!r}" if size
-                                  else e.message, hint=RESERVE_HINT) from None
-    if not 0 <= r < 1:
-        shown = f"{float(r):g}" if r.q != 1 else str(r)
-        raise CostgraphValueError(f"--reserve {shown} is not a fraction in [0, 1): it keeps {'all' if r >= 1 else 'less than none'} "
-                                  "of the device memory free", hint=RESERVE_HINT)
-    return r
-
-
-def _check_inputs(prompt, generate, batch, page, reserve, compute_efficiency, bandwidth_efficiency,
-                  vllm_engine=VLLM_ENGINE.default):
-    """Check the counts, fractions and the vLLM engine of :func:`infer` (before any analysis); returns
-    ``reserve`` as a Rational (None: the default 0.1)."""
-    try:
-        VLLM_ENGINE.check(vllm_engine)
-    except ValueError as e:
-        raise CostgraphValueError(str(e), hint=VLLM_ENGINE.hint()) from None
-    for name, v in (("prompt", prompt), ("generate", generate), ("batch", batch), ("page-size", page)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise CostgraphValueError(f"--{name} must be a positive whole number, not {v!r}")
-    reserve = serving_reserve(reserve)
-    for name, e in (("compute-efficiency", compute_efficiency), ("bandwidth-efficiency", bandwidth_efficiency)):
-        e = sympy.nsimplify(e)
-        if not (e.is_Rational and 0 < e <= 1):
-            raise CostgraphValueError(f"--{name} must be a fraction in (0, 1], not {e}",
-                                      hint="the share of the " + ("peak" if name.startswith("compute") else "HBM bandwidth")
-                                           + " reached: 1 is the ideal roofline, e.g. 0.45")
-    return reserve
 
 
 def _quantities(rep: InferenceReport, inf: Inference, m: Machine, t: int, page: int) -> Step:
@@ -503,24 +453,3 @@ def _values(rep: InferenceReport, inf: Inference, dec: Step, m: Machine, t: int,
     if root is not None:
         qd["compute_bound_batch"] = root
     vals["compute_bound_batch"] = whole   # None: decode never becomes compute-bound
-
-
-# --- serving: vLLM's capacity, prefix caching, chunked prefill, speculative decoding -----------
-
-def _utilization(reserve, utilization, given: bool = True):
-    """``reserve`` (a Rational) from ``--gpu-memory-utilization`` when given: ``1 − utilization``
-    (the same setting, :data:`costgraph.choices.GPU_MEMORY_UTILIZATION`); both given (``given``:
-    ``reserve`` was not the default) must agree."""
-    if utilization is None:
-        return reserve
-    from ..arguments import rational
-    from ..choices import GPU_MEMORY_UTILIZATION
-
-    u = rational(utilization, "--gpu-memory-utilization")
-    if not 0 < u <= 1:
-        raise CostgraphValueError(f"--gpu-memory-utilization must be a fraction in (0, 1], not {u}",
-                                  hint="the share of device memory vLLM may use: 0.9 by default")
-    if reserve != 1 - u and (given or reserve != 1 - sympy.Rational(GPU_MEMORY_UTILIZATION)):
-        raise CostgraphValueError(f"--reserve {reserve} and --gpu-memory-utilization {u} disagree",
-                                  hint="they are one setting (reserve = 1 - utilization): give one of them")
-    return 1 - u

@@ -19,11 +19,15 @@ layers (the graph's cached tensors under TP, at the ``--kv`` dtype).
   (sglang ``python/sglang/srt/server_args.py::ServerArgs.__post_init__``, the 2025 table:
   0.88 at TP 1, 0.87 at 2, 0.85 at 4, 0.81 at 8, 0.79 at 16; newer versions reserve memory by
   GPU size instead, docs/peers.md).
-* **TensorRT-LLM** (``tensorrt_llm.llmapi.KvCacheConfig``: ``free_gpu_memory_fraction = 0.9``
-  of the free GPU memory, ``tokens_per_block = 32``; https://nvidia.github.io/TensorRT-LLM/
-  llm-api/reference/KvCacheConfig.html and examples/kvcacheconfig.html): ``free = M − nt −
-  weights`` (the activation workspace TensorRT-LLM measures is not modelled),
-  ``kv = floor(fraction · free)``, ``blocks = kv // (cell · 32)``, tokens = ``blocks · 32``.
+* **TensorRT-LLM** (``tensorrt_llm.llmapi.KvCacheConfig``: ``free_gpu_memory_fraction = 0.9``,
+  ``tokens_per_block = 32``; https://nvidia.github.io/TensorRT-LLM/llm-api/reference/KvCacheConfig.html).
+  Its PyTorch backend sizes the cache after a profile run of dummy context requests of
+  ``max_num_tokens`` tokens (TensorRT-LLM ``tensorrt_llm/_torch/pyexecutor/_util.py::KvCacheCreator.
+  estimate_max_tokens`` and ``_cal_max_tokens``: ``available_kv_mem = (total_gpu_memory − peak_memory) ·
+  fraction``, ``peak_memory`` = torch's peak (weights + activations) + the memory used outside torch):
+  ``free = M − nt − weights − activation``, the activation peak of a forward of
+  :data:`TRTLLM_MAX_NUM_TOKENS` tokens as :mod:`costgraph.inference.profile_peak` estimates vLLM's (one
+  sampled row); ``kv = floor(fraction · free)``, ``blocks = kv // (cell · 32)``, tokens = ``blocks · 32``.
 * **llama.cpp** (ggml-org/llama.cpp ``src/llama-kv-cache.cpp``: one K and one V tensor per
   layer of ``n_ctx`` cells, of ``--cache-type-k/-v``; ggml's type table, ``ggml-common.h``
   @ aca2e6ce: f16 2 B, q8_0 34 B and q4_0 18 B per 32 values, the ``--kv`` dtypes
@@ -43,6 +47,9 @@ GIB = 2**30
 MIB = 2**20
 TRTLLM_FRACTION = sympy.Rational(9, 10)   # KvCacheConfig.free_gpu_memory_fraction
 TRTLLM_TOKENS_PER_BLOCK = 32              # KvCacheConfig.tokens_per_block
+#: the tokens of TensorRT-LLM's profile run: its default ``max_num_tokens`` (``tensorrt_llm.llmapi``
+#: ``BuildConfig.max_num_tokens = 8192``; ``_util.py::KvCacheCreator._create_dummy_context_requests`` fills it)
+TRTLLM_MAX_NUM_TOKENS = 8192
 # sglang server_args.py::ServerArgs.__post_init__ (2025): mem_fraction_static by tp_size (at least)
 SGLANG_FRACTIONS = ((16, "0.79"), (8, "0.81"), (4, "0.85"), (2, "0.87"), (1, "0.88"))
 # the --kv dtypes each runtime has a cache type for: llama.cpp's --cache-type-k/-v (ggml f16, bf16,
@@ -156,13 +163,18 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
         if tokens <= 0:
             out["lines"].append(_NO_ROOM.format("SGLang", "raise --gpu-memory-utilization (mem_fraction_static)"))
         return out
+    from .profile_peak import activation_estimate
+
     f = fraction if fraction is not None else TRTLLM_FRACTION
-    free = memory - non_torch - weights
-    kv = int(sympy.floor(f * free))
+    act = activation_estimate(getattr(inf, "full", inf), subs, TRTLLM_MAX_NUM_TOKENS, 1)   # its profile run
+    free = memory - non_torch - weights - act
+    kv = max(int(sympy.floor(f * free)), 0)
     blocks = max(kv // (cell * TRTLLM_TOKENS_PER_BLOCK), 0)
     tokens = blocks * TRTLLM_TOKENS_PER_BLOCK
-    out.update(free_gpu_memory_fraction=str(f), free_bytes=free, kv_bytes=kv, blocks=blocks, tokens=tokens)
-    out["lines"] = [f"free_gpu_memory_fraction={float(f):g} of {free / GIB:.2f} GiB free after loading: "
+    out.update(free_gpu_memory_fraction=str(f), activation_bytes=act, free_bytes=free, kv_bytes=kv, blocks=blocks,
+               tokens=tokens)
+    out["lines"] = [f"free_gpu_memory_fraction={float(f):g} of {free / GIB:.2f} GiB free after loading and the "
+                    f"profile run (activation peak {act / GIB:.2f} GiB, estimate: {TRTLLM_MAX_NUM_TOKENS:,} tokens): "
                     f"{kv / GIB:.2f} GiB for the paged KV cache",
                     f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
     if tokens <= 0:

@@ -40,7 +40,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     vs = VllmSettings(1 - reserve, None if kvm is None else parse_bytes(kvm, "--kv-memory"),
                       _whole("max-num-batched-tokens", opts["max_num_batched_tokens"]),
                       _whole("max-num-seqs", opts["max_num_seqs"]), non_torch,
-                      _whole("max-model-len", opts["max_model_len"]))
+                      _whole("max-model-len", opts["max_model_len"]), engine)
     if m.memory is not None and opts["non_torch_memory"] is not None and vs.non_torch >= m.memory:
         raise CostgraphValueError(f"--non-torch-memory {vs.non_torch:,} bytes is not less than the device memory "
                                   f"{int(m.memory):,} bytes", hint="the memory outside PyTorch (CUDA context, NCCL "
