@@ -267,7 +267,7 @@ FLOORS = (
     {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
     {"parallel"},                                               # who holds what
     {"training", "inference", "hardware", "diffusion", "options"},  # the analyses (options: the planner's space)
-    {"model", "costs", "model_values", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_meta", "torch_vision", "torch_speech",
+    {"model", "costs", "model_values", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_saved", "torch_meta", "torch_vision", "torch_speech",
      "torch_vlm", "torch_diffusion"},                           # the API and its PyTorch tier
     {"export"},                                                 # renderers
     {"commands", "cli", "completion", "__main__", "costgraph"},  # the command line and the package's face
