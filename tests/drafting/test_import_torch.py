@@ -230,3 +230,48 @@ def test_draft_window_reaches_the_cache_and_the_flops(family, sliding, head_dim)
     assert int(got["kv_cache_bytes"]) - torch_measure.kv_cache_bytes(tm, b, s) == sliding * per_token
     masked = sliding * 2 * 2 * b * a * head_dim * s * (s - w)
     assert torch_measure.flops(tm, b, s)["forward"] - int(got["flops_forward"]) == masked
+
+
+def test_drafts_kept_are_bounded_least_recently_used(monkeypatch):
+    """A process keeps at most DRAFT_CACHE_SIZE drafts, the least recently used dropped first (the review of
+    drafting/api.py: the dict grew with every config drafted); a kept one is not traced again."""
+    from collections import OrderedDict
+
+    from costgraph.drafting import api
+
+    traced = []
+    monkeypatch.setattr(api, "_draft", lambda torch, cfg, cls, name, check: traced.append(cfg["n"]) or cfg["n"])
+    monkeypatch.setattr(api, "_DRAFTED", OrderedDict())
+    monkeypatch.setattr(api, "DRAFT_CACHE_SIZE", 2)
+    assert [draft_model({"model_type": "llama", "n": n}) for n in (1, 2, 1, 3, 1, 2)] == [1, 2, 1, 3, 1, 2]
+    assert traced == [1, 2, 3, 2]     # 1 used again before 3 came: 2 was dropped, then 3
+    assert len(api._DRAFTED) == 2
+
+
+def test_no_weights_built_refuses_only_in_the_drafting_thread():
+    """A module built with CPU weights during the traced forward is refused, in that thread only: torch's
+    parameter-registration hook, not a patched Module.register_parameter (the review: not thread-safe); meta
+    weights pass, and the hook is gone on exit."""
+    import threading
+
+    from costgraph.drafting.api import _no_weights_built
+
+    entered, built, other = threading.Event(), threading.Event(), []
+
+    def elsewhere():
+        entered.wait(10)
+        other.append(torch.nn.Linear(2, 3).weight.device.type)   # another thread, meanwhile: untouched
+        built.set()
+
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    with _no_weights_built(torch):
+        entered.set()
+        built.wait(10)
+        with torch.device("meta"):
+            torch.nn.Linear(2, 3)
+        with pytest.raises(RuntimeError, match=r"builds Linear.weight with weights on cpu"):
+            torch.nn.Linear(2, 3)
+    t.join(10)
+    assert other == ["cpu"]
+    assert torch.nn.Linear(2, 3).weight.device.type == "cpu"   # the hook removed on exit

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
@@ -266,21 +267,28 @@ def _forward(torch, model, b: int, s: int):
 def _no_weights_built(torch):
     """A forward that builds a module with real weights fails at once: BigBird's (transformers 5.24
     modeling_big_bird.py ``set_attention_type``) rebuilds its attention when a sequence is too short for block-sparse
-    attention, on the CPU, at the probe's sizes (gigabytes per Linear, initialised in Python)."""
-    module = torch.nn.Module
-    real = module.register_parameter
+    attention, on the CPU, at the probe's sizes (gigabytes per Linear, initialised in Python).
 
-    def register_parameter(self, name, param):
-        if param is not None and param.device.type != "meta":
-            raise RuntimeError(f"the forward builds {type(self).__name__}.{name} with weights on {param.device.type} "
-                               "(a module made during the forward, not by the model's constructor)")
-        return real(self, name, param)
+    Through torch's own hook (``torch.nn.modules.module.register_module_parameter_registration_hook``, which
+    ``Module.register_parameter`` calls for every parameter it registers), removed on exit; the hook refuses only
+    in the thread that entered, so modules built meanwhile by other threads are untouched (thread-safe: nothing of
+    torch's is replaced)."""
+    import threading
 
-    module.register_parameter = register_parameter
+    from torch.nn.modules.module import register_module_parameter_registration_hook
+
+    drafting = threading.get_ident()
+
+    def refuse(module, name, param):
+        if threading.get_ident() == drafting and param is not None and param.device.type != "meta":
+            raise RuntimeError(f"the forward builds {type(module).__name__}.{name} with weights on "
+                               f"{param.device.type} (a module made during the forward, not by the model's constructor)")
+
+    handle = register_module_parameter_registration_hook(refuse)
     try:
         yield
     finally:
-        module.register_parameter = real
+        handle.remove()
 
 
 def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
@@ -313,7 +321,8 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     installed transformers (its default config) or a transformers class name (``"LlamaForCausalLM"``).
     ``name``: the model's name in the file (default: the model_type). ``check``: compare the draft's
     parameters and forward FLOPs with PyTorch at both probes (:class:`Check`). A config drafted before in this
-    process (the same fields, class, name and check) is not traced again: a copy of that draft is returned.
+    process (the same fields, class, name and check; the last :data:`DRAFT_CACHE_SIZE` kept) is not traced again: a
+    copy of that draft is returned.
 
     Raises
     ------
@@ -328,15 +337,23 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     torch = _require()
     cfg, class_name = _config(source)
     key = (json.dumps(cfg, sort_keys=True, default=str), class_name, name, check)
-    if key not in _DRAFTED:
+    if key in _DRAFTED:
+        _DRAFTED.move_to_end(key)
+    else:
         _DRAFTED[key] = _draft(torch, cfg, class_name, name, check)
+        while len(_DRAFTED) > DRAFT_CACHE_SIZE:
+            _DRAFTED.popitem(last=False)   # the least recently used
     return copy.deepcopy(_DRAFTED[key])
 
 
-#: the drafts made in this process, by (config, class, name, check): drafting is a function of the config and the
-#: installed torch and transformers, so a config drafted twice in one process (``derive`` of a config.json after
-#: ``import`` of it, the tests' families) is traced once
-_DRAFTED: dict[tuple, Draft] = {}
+#: how many drafts a process keeps (least recently used dropped first): a draft is a few kB of text and
+#: checks, and a process drafts a handful of configs (``derive`` of a config.json after ``import`` of it, a
+#: test module's families); a long-running caller drafting many configs stays bounded
+DRAFT_CACHE_SIZE = 32
+
+#: the drafts made in this process, by (config, class, name, check), most recently used last: drafting is a
+#: function of the config and the installed torch and transformers, so a config drafted twice is traced once
+_DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 
 
 def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
