@@ -15,7 +15,8 @@ norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's predicti
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
-(weightless norms, QK-norm included; its one norm called before and after the layers), GPT-Neo (global and
+(weightless norms, QK-norm included; its one norm called before and after the layers), DiffLlama (differential
+attention: a block the draft defines), GPT-Neo (global and
 local attention layers in turn: ``attention_types`` cycled to each probe's layers, ``window_size`` read as ``W``),
 Ministral's default config
 (a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
@@ -275,3 +276,30 @@ def test_no_weights_built_refuses_only_in_the_drafting_thread():
     t.join(10)
     assert other == ["cpu"]
     assert torch.nn.Linear(2, 3).weight.device.type == "cpu"   # the hook removed on exit
+
+
+def test_differential_attention_draft_is_exact_and_counts_the_scores_twice():
+    """DiffLlama (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``): two eager attention calls
+    sharing Q and K over the halves of V, so Q·Kᵀ and P·V are each counted twice (8·a·d·b·s² a layer where GQA has
+    4); the four λ vectors [d] are parameters. Its KV heads must be even (``__init__`` refuses odd ones): probed at
+    twice the KV heads' prime. Exact at both probes, and at the config's sizes against FlopCounterMode's forward (its
+    backward cannot run on meta: the λ scalar's gradient copies a meta tensor out, so the torch tier's
+    ``torch_measure.flops`` is not used) and ``sum(p.numel())``."""
+    import sympy
+
+    from draft_checks import assert_exact
+
+    cfg = dict(DENSE, num_key_value_heads=2, intermediate_size=96, **TOK)
+    d = draft_model(dict(model_type="diffllama", **cfg))
+    assert_exact(d, "x = x + diff_attention(rmsnorm(x, name = input_layernorm), a, kv, ")
+    m = costgraph.loads(d.text, path="<diffllama>", config="imported")
+    flops = m.costs("model", convention="matmul")["flops_forward"]
+    a, b, dd, l, s = sympy.symbols("a b d l s", positive=True, integer=True)
+    assert sympy.expand(flops).coeff(s, 2) == 8 * a * b * dd * l
+    tm = torch_measure.build_meta("diffllama", cfg, train=False)
+    values = {str(k): int(v) for k, v in m.values("imported", b=2, s=24).items()}
+    got = m.costs("model", convention="matmul").evaluate(None, values)
+    counter = torch.utils.flop_counter.FlopCounterMode(display=False)
+    with torch.no_grad(), torch_measure.meta_forward(), counter:
+        tm(**torch_measure.make_inputs(tm, 2, 24))
+    assert (int(got["params"]), int(got["flops_forward"])) == (torch_measure.param_count(tm), counter.get_total_flops())

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
+from .probe import EVEN_KV, FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
 
 
 @dataclass
@@ -370,7 +370,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
     derived = any(hasattr(target, f) for f in MAMBA2_HEAD)
-    probes = [Probe.make(present, i, period, derived) for i in (0, 1)]
+    even_kv = any(hasattr(target, f) for f in EVEN_KV)
+    probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}

@@ -99,6 +99,11 @@ MAMBA2_HEAD = ("mamba_d_head",)
 #: head_dim is the rotary part (DeepSeek-V3's config); probed at those values, named by no symbol
 MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 
+#: config fields of differential attention (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``
+#: refuses odd ``num_key_value_heads``: V's KV heads split into two halves): a config holding one is probed with
+#: twice the KV heads' prime (and so twice the query heads), read back as ``kv`` and ``a`` all the same
+EVEN_KV = ("lambda_std_dev",)
+
 #: symbols that count things rather than size a weight: never read from a shape
 COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
 
@@ -159,17 +164,18 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int, period: int = 1, derived_head: bool = False) -> "Probe":
+    def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
         ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
-        width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it)."""
+        width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it).
+        ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`)."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
             p["l"] = above[index] if len(above) > index else p["l"]
-        kv = p["kv"]
+        kv = p["kv"] * (2 if even_kv else 1)
         a = kv * p["g"]
         hm = p["hm"] * p["ng"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,

@@ -1,0 +1,62 @@
+"""Recognise attention of its own form as a block the draft defines itself: differential attention
+(DiffLlama; Ye et al. 2024, "Differential Transformer", arXiv:2410.05258).
+
+Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text,
+or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
+"""
+
+from __future__ import annotations
+
+from .blocks import K, O, Q, V, _linear
+from .facts import Module
+
+#: DiffLlamaAttention's own parameters (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``):
+#: λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init, each vector [head_dim]
+DIFF_LAMBDAS = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
+
+
+def diff_attention_call(m: Module, arg: str, d) -> str | None:
+    """Differential attention (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``): ``q_proj``
+    H → a·d, ``k_proj`` and ``v_proj`` H → kv·d, rotary on q and k; V split into the halves of its KV heads, each
+    repeated back to kv heads; two eager attention calls sharing Q and K (``softmax(QKᵀ/√d)·V₁`` and ``·V₂``, each
+    Q·Kᵀ computed again), concatenated, chunked along the heads and combined as ``y₁ − λ·y₂``; an RMSNorm over 2·d
+    without a weight (``groupnorm``) times ``1 − λ_init``; ``o_proj`` a·d → H. The four λ vectors [d] are
+    parameters; ``attention_bias`` (every projection's bias) is not read (None). The draft's ``diff_attention``."""
+    if set(m.params) != set(DIFF_LAMBDAS):
+        return None
+    q, k, v, o = (_linear(m.child(*names)) for names in (Q, K, V, O))
+    norm = m.child("groupnorm")
+    head_dim = m.attrs.get("head_dim")
+    if None in (q, k, v, o) or norm is None or not isinstance(head_dim, int) or head_dim < 1 \
+            or any(x[2] for x in (q, k, v, o)) or any(m.params[n] != (head_dim,) for n in DIFF_LAMBDAS) \
+            or norm.params or norm.children or "rms" not in norm.cls.lower() or k[1] != v[1] \
+            or q[1] % head_dim or k[1] % (2 * head_dim) or o[:2] != (q[1], q[0]) \
+            or len([c for c in m.children if c.param_count()]) != 4:
+        return None
+    d.blocks.add("diff_attention")
+    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+             d.size(head_dim, "head size")]
+    return f"diff_attention({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
+#: the attention blocks a draft defines itself
+ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258; transformers 5.24 DiffLlamaAttention): two
+# attention calls sharing Q and K (each computes Q·Kᵀ again), over the two halves of V's KV heads repeated back
+# to kv heads (P·V costs as with the whole V); y1 − λ·y2, the four λ vectors [d] parameters; an RMSNorm without a
+# weight over each pair of heads; o_proj back. Rotary costs no product.
+block diff_attention(x[B, S, H], heads, kv_heads, head_dim) {
+  q = rope(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads))
+  k = rope(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, name = v_cache), heads / kv_heads)
+  param lambda_q1[head_dim]
+  param lambda_k1[head_dim]
+  param lambda_q2[head_dim]
+  param lambda_k2[head_dim]
+  p1 = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  p2 = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  y = matmul(p1, v, causal = true) - matmul(p2, v, causal = true)
+  y = rmsnorm(y, weight = false, name = groupnorm)
+  return linear(merge_heads(y), H, bias = false, name = o_proj)
+}"""}
