@@ -247,6 +247,8 @@ def _build(torch, cfg: dict, class_name: str | None):
 
 def _forward(torch, model, b: int, s: int):
     """Facts and forward FLOPs (FlopCounterMode, grouped_mm counted) of one ``[b, s]`` forward."""
+    import inspect
+
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..torch_measure import grouped_mm_flops_mapping, meta_forward
@@ -259,7 +261,12 @@ def _forward(torch, model, b: int, s: int):
         with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
             m(**inputs)
 
-    facts = trace(torch, model, {"input_ids": ids, "use_cache": False}, run)
+    inputs = {"input_ids": ids, "use_cache": False}
+    if "lengths" in inspect.signature(model.forward).parameters:
+        # XLM (transformers 5.24 modeling_xlm.py XLMModel.forward) checks ``assert lengths.max().item() <= slen``,
+        # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
+        inputs["lengths"] = torch.full((b,), s, dtype=torch.long)
+    facts = trace(torch, model, inputs, run)
     return facts, int(counter.get_total_flops())
 
 

@@ -43,7 +43,9 @@ class _Names:
         self.taken: set[str] = set()
 
     def __call__(self, m: Module) -> str:
-        name = m.name if m.name not in self.taken else m.path.replace(".", "_")
+        name = m.name if m.name not in self.taken and m.name.isidentifier() else m.path.replace(".", "_")
+        if not name.isidentifier():      # an element of a ModuleList ("10"): its path, as a name
+            name = "m_" + name
         self.taken.add(name)
         return name
 
