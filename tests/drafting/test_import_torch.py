@@ -303,3 +303,22 @@ def test_differential_attention_draft_is_exact_and_counts_the_scores_twice():
     with torch.no_grad(), torch_measure.meta_forward(), counter:
         tm(**torch_measure.make_inputs(tm, 2, 24))
     assert (int(got["params"]), int(got["flops_forward"])) == (torch_measure.param_count(tm), counter.get_total_flops())
+
+
+def test_layer_types_period_folds_gemma4_unified():
+    """Gemma 4 unified (transformers 5.24 configuration_gemma4_unified.py ``__post_init__``): a full-attention
+    layer every 6th (``sliding_window_pattern = 6``, no config field) and the last layer forced to full attention.
+    The period is read from the default config's ``layer_types`` (the last layer aside), so that both probes have
+    over twice 6 layers and fold alike: a last layer of its own, then ``j % 6 == 5``; exact at both probes (its
+    full layers' head size, ``global_head_dim`` 512, is no config field: a number, with a warning)."""
+    from costgraph.drafting.api import _types_period
+
+    config = transformers.AutoConfig.for_model("gemma4_unified_text")
+    assert _types_period(config.layer_types) == 6
+    assert _types_period(["full_attention"] * 3 + ["sliding_attention"]) == 1    # the last layer aside
+    assert _types_period(["a", "b", "c"]) is None                                # shorter than two periods
+    from draft_checks import assert_exact
+
+    d = draft_model("gemma4_unified_text")
+    assert_exact(d, "if j in [l - 1] {")
+    assert "if j % 6 == 5 {" in d.text and "a, kv, 512, qk_norm = true, name = self_attn_at5)" in d.text

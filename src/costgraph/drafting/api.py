@@ -210,6 +210,19 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
     return out
 
 
+def _types_period(kinds) -> int | None:
+    """The shortest period of a config's ``layer_types`` (one kind per layer), its last layer aside: Gemma 4
+    unified's ``__post_init__`` (transformers 5.24 configuration_gemma4_unified.py) writes a full-attention layer
+    every 6th, a pattern no config field names, and forces the last layer to full attention. None for a list
+    shorter than two periods or of no period. The probes then have over twice that many layers, so that the
+    pattern shows at least twice and folds alike at both."""
+    if not isinstance(kinds, list) or len(kinds) < 4:
+        return None
+    body = kinds[:-1]
+    return next((m for m in range(1, len(body) // 2 + 1)
+                 if all(body[i] == body[i % m] for i in range(len(body)))), None)
+
+
 def _cycled(kinds: list, layers: int) -> list:
     """GPT-Neo's ``attention_types`` (``[[kinds, repeats], ...]``, expanded to one kind per layer and required to
     have ``num_layers`` of them: configuration_gpt_neo.py ``validate_architecture``) for ``layers`` layers: the
@@ -375,6 +388,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     present = present_fields(target)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
+    periods.append(_types_period(_field(target, "layer_types")))
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
     derived = any(hasattr(target, f) for f in MAMBA2_HEAD)
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
