@@ -376,3 +376,29 @@ def test_gpt_neo_attention_types_are_cycled_to_the_probe_layers():
     assert _cycled(["global", "local"] * 12, 13) == [[["global", "local"], 6], [["global"], 1]]
     assert _cycled(["global"] * 24, 11) == [[["global"], 11]]
     assert _cycled(["local", "local", "global"] * 4, 17) == [[["local", "local", "global"], 5], [["local", "local"], 1]]
+
+
+def test_module_names_are_names_of_the_language():
+    """A module outside the layers named by a ModuleList index (XLM's ``transformer.layer_norm2.10``) is written as a
+    name of its path (``name = 10`` does not load: the language's names start with a letter); a name taken twice
+    (BERT's two LayerNorms) too."""
+    from costgraph.drafting.model_file import _Names
+
+    names = _Names()
+    assert names(Module("transformer.layer_norm2.10", "10", "LayerNorm")) == "transformer_layer_norm2_10"
+    assert names(Module("10", "10", "LayerNorm")) == "m_10"
+    assert names(Module("a.LayerNorm", "LayerNorm", "LayerNorm")) == "LayerNorm"
+    assert names(Module("b.LayerNorm", "LayerNorm", "LayerNorm")) == "b_LayerNorm"
+
+
+def test_even_kv_probe_doubles_the_kv_heads_prime():
+    """Differential attention splits V's KV heads into two halves (transformers 5.24 modeling_diffllama.py
+    ``DiffLlamaAttention.__init__`` refuses odd ``num_key_value_heads``): its probes hold twice the KV heads' prime,
+    still read back as ``kv``, ``a`` and ``a * d``."""
+    fields = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim")
+    for index in (0, 1):
+        plain, even = Probe.make(fields, index), Probe.make(fields, index, even_kv=True)
+        v = even.symbol_values()
+        assert v["kv"] == 2 * plain.symbol_values()["kv"] and v["kv"] % 2 == 0
+        assert (even.cover(v["kv"]), even.cover(v["a"] * v["d"]), even.cover(v["kv"] * v["d"])) == ("kv", "a * d",
+                                                                                                    "kv * d")
