@@ -322,3 +322,16 @@ def test_layer_types_period_folds_gemma4_unified():
     d = draft_model("gemma4_unified_text")
     assert_exact(d, "if j in [l - 1] {")
     assert "if j % 6 == 5 {" in d.text and "a, kv, 512, qk_norm = true, name = self_attn_at5)" in d.text
+
+
+def test_xlm_parallel_lists_draft_is_exact():
+    """XLM (transformers 5.24 modeling_xlm.py ``XLMModel``): its layers are parallel ModuleLists (``attentions``,
+    ``layer_norm1``, ``ffns``, ``layer_norm2``), post-norm (``tensor = layer_norm1(tensor + attn)``, then
+    ``layer_norm2(tensor + ffns(tensor))``); its forward asserts ``lengths.max().item() <= slen``, answered by
+    whole lengths given on the CPU. Exact at both probes."""
+    from draft_checks import assert_exact
+
+    d = draft_model(dict(model_type="xlm", emb_dim=64, n_heads=4, n_layers=2, vocab_size=128,
+                         max_position_embeddings=64))
+    assert_exact(d, "x = layernorm(x + gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false, "
+                    "name = attentions), name = layer_norm1)\n    x = layernorm(x + mlp(x, 4 * h, bias = true")

@@ -10,6 +10,7 @@ import re
 from .blocks import is_norm, norm_call
 from .recurrent import LOCAL_BLOCKS
 from .facts import Module
+from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
 from .writer import Sizer, layer_lines
 
@@ -98,6 +99,7 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> st
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
     """(input declarations, statements) of the model's body."""
     values = sz.probe.symbol_values()
+    root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
         raise ValueError("no ModuleList of layers found")
