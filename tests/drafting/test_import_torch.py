@@ -11,8 +11,8 @@ Families here (dense ones; mixtures of experts, state-space and linear-attention
 test_import_moe.py, test_import_ssm.py and test_import_linear_attention.py, one draft per family and file):
 Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned positions, tied head), Phi (parallel attention
 and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX (fused QKV with rotary, parallel residual with two
-norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), RoBERTa-PreLayerNorm and
-XLM-RoBERTa-XL (BERT's pre-norm forms), OLMo 2 (norms after the
+norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), RoBERTa-PreLayerNorm,
+XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), OLMo 2 (norms after the
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
@@ -61,6 +61,7 @@ CASES = {
                                  pad_token_id=0),
     "xlm-roberta-xl": dict(model_type="xlm-roberta-xl", **DENSE, intermediate_size=96, is_decoder=True,
                            pad_token_id=0),
+    "megatron-bert": dict(model_type="megatron-bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
     # max_target_positions, the cross-attention built but never called (parameters only)
@@ -92,6 +93,9 @@ EXPECTED = {
                             "\n    x = x + dropout(mlp(layernorm(x, name = intermediate_LayerNorm), i, bias = true",
     "xlm-roberta-xl": "name = attention), name = attention_dropout)\n    x = x + mlp(layernorm(x, name = LayerNorm), i, "
                       "bias = true",
+    "megatron-bert": "x = x + dropout(gqa_attention(layernorm(x, name = attention_ln), a, a, h / a, qkv_bias = true, "
+                     "out_bias = true, rotary = false, name = attention), name = attention_dropout)\n    x = x + "
+                     "dropout(mlp(layernorm(x, name = ln), i, bias = true",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
                "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "

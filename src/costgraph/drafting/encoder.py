@@ -1,6 +1,6 @@
 """BERT's layer as transformers writes it (RoBERTa, ELECTRA, XLM-R, ERNIE ... share it): post-norm,
 the norms inside the ``attention.output`` and ``output`` submodules; and its pre-norm form (RoBERTa-PreLayerNorm,
-XLM-RoBERTa-XL: a LayerNorm before each block, the outputs adding the residual).
+XLM-RoBERTa-XL, MegatronBERT: a LayerNorm before each block, the outputs adding the residual).
 
 ``attention`` = ``self`` (query, key, value) + ``output`` (dense, LayerNorm, dropout);
 ``intermediate`` = dense + activation; ``output`` = dense, LayerNorm, dropout. Written as
@@ -66,11 +66,11 @@ def _pre_norm_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     """A pre-norm BERT-style layer: a LayerNorm before the attention and one before the MLP, each output adding
     the residual itself (transformers 5.24 modeling_roberta_prelayernorm.py: ``attention.LayerNorm`` and
     ``intermediate.LayerNorm``; modeling_xlm_roberta_xl.py: ``attention.self_attn_layer_norm`` and the layer's
-    ``LayerNorm``, called in ``feed_forward_chunk``). Written ``x = x + gqa_attention(layernorm(x))`` and
+    ``LayerNorm``, called in ``feed_forward_chunk``; modeling_megatron_bert.py: ``attention.ln`` and the layer's ``ln``). Written ``x = x + gqa_attention(layernorm(x))`` and
     ``x = x + mlp(layernorm(x))``; None when the norms are not found so."""
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
-    n1 = att.child("LayerNorm", "self_attn_layer_norm")
-    n2 = inter.child("LayerNorm") or layer.child("LayerNorm")
+    n1 = att.child("LayerNorm", "self_attn_layer_norm", "ln")
+    n2 = inter.child("LayerNorm") or layer.child("LayerNorm", "ln")
     if n1 is None or n2 is None or not (is_norm(n1) and is_norm(n2)) or out.child("LayerNorm") is not None \
             or sum(1 for c in layer.walk() if is_norm(c)) != 2:
         return None
