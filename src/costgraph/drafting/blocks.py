@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from .facts import Module
 
-Q, K, V, O = ("q_proj", "query", "q", "wq", "q_lin"), ("k_proj", "key", "k", "wk", "k_lin"), \
-    ("v_proj", "value", "v", "wv", "v_lin"), ("o_proj", "dense", "out_proj", "o", "wo", "c_proj", "out_lin")
+Q, K, V, O = ("q_proj", "query", "q", "wq", "q_lin", "Wq"), ("k_proj", "key", "k", "wk", "k_lin", "Wk"), \
+    ("v_proj", "value", "v", "wv", "v_lin", "Wv"), ("o_proj", "dense", "out_proj", "o", "wo", "c_proj", "out_lin")
 FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
 PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
-         ("up_proj", "down_proj"), ("lin1", "lin2"))
+         ("up_proj", "down_proj"), ("lin1", "lin2"), ("0", "2"))    # ("0", "2"): CTRL's Sequential(Linear, ReLU, Linear)
 QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm", "key_layernorm")
 
 

@@ -37,6 +37,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "n_inner": ("i", "MLP intermediate size"),
     "ffn_dim": ("i", "MLP intermediate size"),
     "d_ff": ("i", "MLP intermediate size"),
+    "dff": ("i", "MLP intermediate size"),       # CTRL's
     "num_hidden_layers": ("l", "Transformer layers"),
     "vocab_size": ("V", "vocabulary size"),
     "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
@@ -179,7 +180,7 @@ class Probe:
         a = kv * p["g"]
         hm = p["hm"] * p["ng"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
-                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
+                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "dff": p["i"], "head_dim": HEAD * p["d"],
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
