@@ -12,7 +12,7 @@ test_import_moe.py, test_import_ssm.py and test_import_linear_attention.py, one 
 Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned positions, tied head), Phi (parallel attention
 and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX (fused QKV with rotary, parallel residual with two
 norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), RoBERTa-PreLayerNorm,
-XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), CTRL (its MLP a Sequential), OLMo 2 (norms after the
+XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), CTRL (its MLP a Sequential), GPT-NeoX-Japanese (a last layer of its own), OLMo 2 (norms after the
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
@@ -64,6 +64,9 @@ CASES = {
     "megatron-bert": dict(model_type="megatron-bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
     # CTRL (transformers 5.24 modeling_ctrl.py): Wq, Wk, Wv and dense; the MLP a Sequential(Linear, ReLU, Linear) of dff
     "ctrl": dict(model_type="ctrl", n_embd=64, n_head=4, n_layer=2, dff=96, vocab_size=128, n_positions=64),
+    # GPT-NeoX-Japanese (transformers 5.24 modeling_gpt_neox_japanese.py): the last layer's attention holds the output's
+    # bias (dense_bias [h], use_bias only there): a last layer of its own, named from the end
+    "gpt_neox_japanese": dict(model_type="gpt_neox_japanese", **DENSE, **TOK),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
     # max_target_positions, the cross-attention built but never called (parameters only)
@@ -101,6 +104,8 @@ EXPECTED = {
     "ctrl": "x = x + gqa_attention(layernorm(x, name = layernorm1), a, a, h / a, qkv_bias = true, out_bias = true, "
             "rotary = false, name = multi_head_attention)\n    x = x + relu_mlp(layernorm(x, name = layernorm2), i, "
             "bias = true, name = ffn)",
+    "gpt_neox_japanese": "repeat 1 as layers_last {   # layers l - 1..l - 1\n    x = x + gqa_attention(layernorm(x, "
+                         "name = input_layernorm), a, a, h / a, out_bias = true, name = attention)",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
                "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "

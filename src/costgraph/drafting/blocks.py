@@ -23,7 +23,7 @@ QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm",
 def _only(m: Module, names) -> bool:
     """Every parameter of ``m`` is in its children called ``names`` (or is an attention's ``sinks``, one per head):
     nothing a block leaves out."""
-    return set(m.params) <= {"sinks"} and all(c.name in names for c in m.children if c.param_count())
+    return set(m.params) <= {"sinks", "dense_bias"} and all(c.name in names for c in m.children if c.param_count())
 ROUTERS = ("gate", "router")
 
 
@@ -84,6 +84,10 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     3h), or None. ``d``: the :class:`~costgraph.drafting.draft.Draft` sizing text."""
     fused = next((c for c in m.children if c.name in FUSED_QKV), None)
     o = _linear(m.child(*O))
+    if "dense_bias" in m.params:     # GPT-NeoX-Japanese's last layer: the output's bias [H] held by the attention
+        if o is None or o[2] or m.params["dense_bias"] != (o[1],):  # (transformers 5.24 GPTNeoXJapaneseAttention)
+            return None
+        o = (o[0], o[1], True)
     if fused is not None and o is not None:
         if any(c.name in QK_NORMS for c in m.children):
             return _ln_qk_attention(m, _linear(fused), o, arg, d, rotary)

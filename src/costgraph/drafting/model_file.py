@@ -205,9 +205,14 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
         out = []
         for a, b in runs:
             counted = str(m) if (a, b) == short else f"l - {m}"
-            name = f"{label}_{a}" if (a, b) == short else label
-            out += [f"repeat {counted} as {name} {{   # layers {a}..{'l - ' + str(n - b + 1) if (a, b) != short and b == n else b - 1}",
-                    *("  " + t for t in texts[a]), "}"]
+            # the last layers of their own (GPT-NeoX-Japanese's last attention with its bias): named and numbered from
+            # the end, so that probes of other layer counts draft the same text
+            if (a, b) == short:
+                first, last = (a, b - 1) if a == 0 else (f"l - {n - a}", "l - 1")
+            else:
+                first, last = a, "l - 1" if b == n else f"l - {n - b + 1}"
+            name = label if (a, b) != short else f"{label}_{a}" if a == 0 else f"{label}_last"
+            out += [f"repeat {counted} as {name} {{   # layers {first}..{last}", *("  " + t for t in texts[a]), "}"]
         return out
     period = _period(texts)
     if period is not None and count == "l":
