@@ -12,7 +12,8 @@ test_import_moe.py, test_import_ssm.py and test_import_linear_attention.py, one 
 Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned positions, tied head), Phi (parallel attention
 and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX (fused QKV with rotary, parallel residual with two
 norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), RoBERTa-PreLayerNorm,
-XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), CTRL (its MLP a Sequential), GPT-NeoX-Japanese (a last layer of its own), OLMo 2 (norms after the
+XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), CTRL (its MLP a Sequential), GPT-NeoX-Japanese (a last layer of its own), ModernBERT's
+decoder (its first layer's attention norm an Identity), OLMo 2 (norms after the
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
@@ -67,6 +68,11 @@ CASES = {
     # GPT-NeoX-Japanese (transformers 5.24 modeling_gpt_neox_japanese.py): the last layer's attention holds the output's
     # bias (dense_bias [h], use_bias only there): a last layer of its own, named from the end
     "gpt_neox_japanese": dict(model_type="gpt_neox_japanese", **DENSE, **TOK),
+    # ModernBERT's decoder (transformers 5.24 modeling_modernbert_decoder.py): Wo, a GeGLU MLP of one Wi (input and
+    # gate), a global layer every 3rd among sliding ones (layer_types' period); its first layer's attention norm an
+    # Identity: pre-norm all the same (x + attn(x), then x + mlp(mlp_norm(x)))
+    "modernbert-decoder": dict(model_type="modernbert-decoder", **DENSE, intermediate_size=96, sliding_window=32,
+                               **TOK),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
     # max_target_positions, the cross-attention built but never called (parameters only)
@@ -106,6 +112,8 @@ EXPECTED = {
             "bias = true, name = ffn)",
     "gpt_neox_japanese": "repeat 1 as layers_last {   # layers l - 1..l - 1\n    x = x + gqa_attention(layernorm(x, "
                          "name = input_layernorm), a, a, h / a, out_bias = true, name = attention)",
+    "modernbert-decoder": "x = x + gqa_attention(x, a, a, h / a, name = attn_first0)\n      x = x + geglu(layernorm(x, "
+                          "bias = false, name = mlp_norm_first0), i, name = mlp_first0)",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
                "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "
