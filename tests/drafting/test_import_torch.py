@@ -13,7 +13,8 @@ Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned positions, ti
 and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX (fused QKV with rotary, parallel residual with two
 norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), RoBERTa-PreLayerNorm,
 XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), CTRL (its MLP a Sequential), GPT-NeoX-Japanese (a last layer of its own), ModernBERT's
-decoder (its first layer's attention norm an Identity), OLMo 2 (norms after the
+decoder (its first layer's attention norm an Identity),
+BitNet (an RMSNorm before each output projection: blocks the draft defines), OLMo 2 (norms after the
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
@@ -73,6 +74,9 @@ CASES = {
     # Identity: pre-norm all the same (x + attn(x), then x + mlp(mlp_norm(x)))
     "modernbert-decoder": dict(model_type="modernbert-decoder", **DENSE, intermediate_size=96, sliding_window=32,
                                **TOK),
+    # BitNet (transformers 5.24 modeling_bitnet.py): an RMSNorm before o_proj (attn_sub_norm) and before down_proj
+    # (ffn_sub_norm, after relu²(gate) · up)
+    "bitnet": dict(model_type="bitnet", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
     # max_target_positions, the cross-attention built but never called (parameters only)
@@ -114,6 +118,8 @@ EXPECTED = {
                          "name = input_layernorm), a, a, h / a, out_bias = true, name = attention)",
     "modernbert-decoder": "x = x + gqa_attention(x, a, a, h / a, name = attn_first0)\n      x = x + geglu(layernorm(x, "
                           "bias = false, name = mlp_norm_first0), i, name = mlp_first0)",
+    "bitnet": "x = x + subnorm_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)\n    "
+              "x = x + subnorm_glu(rmsnorm(x, name = post_attention_layernorm), i, name = mlp)",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
                "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "

@@ -1,5 +1,6 @@
 """Recognise attention of its own form as a block the draft defines itself: differential attention
-(DiffLlama; Ye et al. 2024, "Differential Transformer", arXiv:2410.05258).
+(DiffLlama; Ye et al. 2024, "Differential Transformer", arXiv:2410.05258); BitNet's attention and MLP with an
+RMSNorm before their output projection (Ma et al. 2024, "The Era of 1-bit LLMs", arXiv:2402.17764).
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text,
 or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
@@ -7,7 +8,7 @@ or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's
 
 from __future__ import annotations
 
-from .blocks import K, O, Q, V, _linear
+from .blocks import K, O, Q, V, _linear, squared_relu
 from .facts import Module
 
 #: DiffLlamaAttention's own parameters (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``):
@@ -39,6 +40,38 @@ def diff_attention_call(m: Module, arg: str, d) -> str | None:
     return f"diff_attention({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def _rms(m: Module | None, width: int) -> bool:
+    """``m`` is an RMSNorm with a weight of ``width`` and nothing else."""
+    return m is not None and "rms" in m.cls.lower() and m.params == {"weight": (width,)} and not m.children
+
+
+def subnorm_call(m: Module, arg: str, d) -> str | None:
+    """BitNet's blocks (transformers 5.24 modeling_bitnet.py): ``BitNetAttention`` (q, k, v, rotary, eager attention,
+    then ``attn_sub_norm``, an RMSNorm over a·d, before ``o_proj``; no bias) as the draft's ``subnorm_attention``;
+    ``BitNetMLP`` (``down_proj(ffn_sub_norm(relu²(gate_proj(x)) · up_proj(x)))``, no bias) as ``subnorm_glu``;
+    else None."""
+    if m.params:
+        return None
+    sub = m.child("attn_sub_norm")
+    q, k, v, o = (_linear(m.child(*names)) for names in (Q, K, V, O))
+    head_dim = m.attrs.get("head_dim")
+    if sub is not None and None not in (q, k, v, o) and isinstance(head_dim, int) and head_dim > 0 \
+            and not any(x[2] for x in (q, k, v, o)) and _rms(sub, q[1]) and k[1] == v[1] and o[:2] == (q[1], q[0]) \
+            and not q[1] % head_dim and not k[1] % head_dim and len(m.children) == 5:
+        d.blocks.add("subnorm_attention")
+        sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+                 d.size(head_dim, "head size")]
+        return f"subnorm_attention({arg}, {', '.join(sizes)}, name = {m.name})"
+    gate, up, down, sub = (_linear(m.child("gate_proj")), _linear(m.child("up_proj")), _linear(m.child("down_proj")),
+                           m.child("ffn_sub_norm"))
+    if None in (gate, up, down) or sub is None or any(x[2] for x in (gate, up, down)) or gate != up \
+            or down[:2] != (up[1], up[0]) or not _rms(sub, up[1]) or not squared_relu(m) \
+            or len([c for c in m.children if c.param_count()]) != 4:
+        return None
+    d.blocks.add("subnorm_glu")
+    return f"subnorm_glu({arg}, {d.size(up[1], 'MLP width')}, name = {m.name})"
+
+
 #: the attention blocks a draft defines itself
 ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258; transformers 5.24 DiffLlamaAttention): two
 # attention calls sharing Q and K (each computes Q·Kᵀ again), over the two halves of V's KV heads repeated back
@@ -59,4 +92,20 @@ block diff_attention(x[B, S, H], heads, kv_heads, head_dim) {
   y = matmul(p1, v, causal = true) - matmul(p2, v, causal = true)
   y = rmsnorm(y, weight = false, name = groupnorm)
   return linear(merge_heads(y), H, bias = false, name = o_proj)
+}""", "subnorm_attention": """# Attention with an RMSNorm over its output before o_proj (BitNet b1.58; transformers 5.24 BitNetAttention's
+# attn_sub_norm); rotary costs no product.
+block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
+  q = rope(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads))
+  k = rope(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  y = rmsnorm(merge_heads(matmul(p, v, causal = true)), name = attn_sub_norm)
+  return linear(y, H, bias = false, name = o_proj)
+}""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58; transformers 5.24 BitNetMLP:
+# down_proj(ffn_sub_norm(relu2(gate_proj(x)) * up_proj(x)))).
+block subnorm_glu(x[B, S, H], width) {
+  y = relu2(linear(x, width, bias = false, name = gate_proj)) * linear(x, width, bias = false, name = up_proj)
+  return linear(rmsnorm(y, name = ffn_sub_norm), H, bias = false, name = down_proj)
 }"""}
