@@ -1,6 +1,7 @@
 """Recognise attention of its own form as a block the draft defines itself: differential attention
 (DiffLlama; Ye et al. 2024, "Differential Transformer", arXiv:2410.05258); BitNet's attention and MLP with an
-RMSNorm before their output projection (Ma et al. 2024, "The Era of 1-bit LLMs", arXiv:2402.17764).
+RMSNorm before their output projection (Ma et al. 2024, "The Era of 1-bit LLMs", arXiv:2402.17764); Laguna's
+attention with a softplus gate per head.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text,
 or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
@@ -8,7 +9,7 @@ or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's
 
 from __future__ import annotations
 
-from .blocks import K, O, Q, V, _linear, squared_relu
+from .blocks import K, O, Q, V, _linear, _window, squared_relu
 from .facts import Module
 
 #: DiffLlamaAttention's own parameters (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``):
@@ -72,6 +73,24 @@ def subnorm_call(m: Module, arg: str, d) -> str | None:
     return f"subnorm_glu({arg}, {d.size(up[1], 'MLP width')}, name = {m.name})"
 
 
+def head_gated_call(m: Module, arg: str, d) -> str | None:
+    """Laguna's attention (transformers 5.24 modeling_laguna.py ``LagunaAttention``, ``gating`` per head): q, k, v
+    without bias, RMSNorm on each head's q and k, rotary, eager attention; each head's output times
+    ``softplus(g_proj(x))``, one gate per head (``g_proj`` H → a); ``o_proj``. The draft's ``head_gated_attention``,
+    or None (a gate per channel, ``g_proj`` H → a·d, is not read)."""
+    q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("g_proj",)))
+    norms = [m.child(n) for n in ("q_norm", "k_norm")]
+    head_dim, heads = m.attrs.get("head_dim"), m.attrs.get("num_heads")
+    if m.params or None in (q, k, v, o, g) or not all(isinstance(x, int) and x > 0 for x in (head_dim, heads)) \
+            or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) \
+            or q[1] != heads * head_dim or g[1] != heads or k[1] != v[1] or k[1] % head_dim \
+            or o[:2] != (q[1], q[0]) or len(m.children) != 7:
+        return None
+    d.blocks.add("head_gated_attention")
+    sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
+    return f"head_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
 #: the attention blocks a draft defines itself
 ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258; transformers 5.24 DiffLlamaAttention): two
 # attention calls sharing Q and K (each computes Q·Kᵀ again), over the two halves of V's KV heads repeated back
@@ -102,6 +121,18 @@ block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   v = repeat_kv(cache(v, name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
   y = rmsnorm(merge_heads(matmul(p, v, causal = true)), name = attn_sub_norm)
+  return linear(y, H, bias = false, name = o_proj)
+}""", "head_gated_attention": """# Attention with a softplus gate per head (Laguna; transformers 5.24 LagunaAttention): RMSNorm on each head's q and
+# k, rotary (no product), each head's output times softplus(g_proj(x)), g_proj H -> heads.
+block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+  q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
+  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  g = softplus(split_heads(linear(x, heads, bias = false, name = g_proj), heads))
+  y = merge_heads(matmul(p, v, window = window, causal = true) * g)
   return linear(y, H, bias = false, name = o_proj)
 }""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58; transformers 5.24 BitNetMLP:
 # down_proj(ffn_sub_norm(relu2(gate_proj(x)) * up_proj(x)))).
