@@ -25,6 +25,8 @@ def _only(m: Module, names) -> bool:
     nothing a block leaves out."""
     return set(m.params) <= {"sinks", "dense_bias"} and all(c.name in names for c in m.children if c.param_count())
 ROUTERS = ("gate", "router")
+#: an MoE layer's always-active shared expert (HunYuan-MoE's shared_mlp)
+SHARED = ("shared_experts", "shared_expert", "shared_mlp")
 
 
 def _yes(flag: bool) -> str:
@@ -257,11 +259,15 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     [E, H, w]) or a ModuleList of gated MLPs. Shared experts are not recognised (None)."""
     router = m.child(*ROUTERS)
     experts = m.child("experts")
+    wg = router.child("wg") if router is not None and not router.params and len(router.children) == 1 else None
+    if wg is not None and wg.cls == "Linear" and set(wg.params) == {"weight"}:   # HunYuan-MoE's gate holds its wg
+        router = Module(router.path, router.name, router.cls, dict(wg.params), attrs=dict(router.attrs))
     if router is None or experts is None or len(router.params.get("weight", ())) != 2:
         return None
     gate = _linear(m.child("shared_expert_gate"))
-    shared = [c for c in m.children if c.name.startswith("shared_expert") and c.name != "shared_expert_gate"]
-    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")) or \
+    shared = [c for c in m.children if c.name in SHARED or c.name.startswith("shared_expert")
+              and c.name != "shared_expert_gate"]
+    if len(shared) > 1 or (shared and shared[0].name not in SHARED) or \
             (gate is not None and (not shared or gate[1:] != (1, False))):
         return None
     n_experts, hidden = router.params["weight"]
@@ -269,6 +275,9 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     if not isinstance(top_k, int):
         return None
     gu, dn = experts.params.get("gate_up_proj"), experts.params.get("down_proj")
+    if gu is not None and dn is not None and len(gu) == 3 and len(dn) == 3 and gu[1] == hidden \
+            and dn == (n_experts, gu[2] // 2, hidden):     # Aria's experts: [E, H, 2w] and [E, w, H] (x @ W)
+        gu, dn = (n_experts, gu[2], hidden), (n_experts, hidden, gu[2] // 2)
     if gu is not None and dn is not None and len(gu) == 3 and len(dn) == 3:
         if gu[0] != n_experts or gu[1] != 2 * dn[2] or activation(experts) != "silu":
             return None

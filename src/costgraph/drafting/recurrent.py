@@ -162,7 +162,7 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "Wi", "shared_experts", "shared_expert", "shared_expert_gate",
+             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "Wi", "shared_experts", "shared_expert", "shared_expert_gate", "shared_mlp",
              *(c.name for c in m.children if c.cls == "XIELUActivation")}     # Apertus's activation: two scalars
     if not _only(m, known):
         return _unwrapped(m, arg, d, rotary)
