@@ -302,7 +302,8 @@ def _no_weights_built(torch):
     def refuse(module, name, param):
         if threading.get_ident() == drafting and param is not None and param.device.type != "meta":
             raise RuntimeError(f"the forward builds {type(module).__name__}.{name} with weights on "
-                               f"{param.device.type} (a module made during the forward, not by the model's constructor)")
+                               f"{param.device.type} (a module made during the forward, not by the model's "
+                               "constructor)")
 
     handle = register_module_parameter_registration_hook(refuse)
     try:

@@ -18,12 +18,13 @@ DIFF_LAMBDAS = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
 
 
 def diff_attention_call(m: Module, arg: str, d) -> str | None:
-    """Differential attention (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``): ``q_proj``
-    H → a·d, ``k_proj`` and ``v_proj`` H → kv·d, rotary on q and k; V split into the halves of its KV heads, each
-    repeated back to kv heads; two eager attention calls sharing Q and K (``softmax(QKᵀ/√d)·V₁`` and ``·V₂``, each
-    Q·Kᵀ computed again), concatenated, chunked along the heads and combined as ``y₁ − λ·y₂``; an RMSNorm over 2·d
-    without a weight (``groupnorm``) times ``1 − λ_init``; ``o_proj`` a·d → H. The four λ vectors [d] are
-    parameters; ``attention_bias`` (every projection's bias) is not read (None). The draft's ``diff_attention``."""
+    """Differential attention (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``):
+    ``q_proj`` H → a·d, ``k_proj`` and ``v_proj`` H → kv·d, rotary on q and k; V split into the halves of its KV
+    heads, each repeated back to kv heads; two eager attention calls sharing Q and K (``softmax(QKᵀ/√d)·V₁`` and
+    ``·V₂``, each Q·Kᵀ computed again), concatenated, chunked along the heads and combined as ``y₁ − λ·y₂``; an
+    RMSNorm over 2·d without a weight (``groupnorm``) times ``1 − λ_init``; ``o_proj`` a·d → H. The four λ vectors
+    [d] are parameters; ``attention_bias`` (every projection's bias) is not read (None). The draft's
+    ``diff_attention``."""
     if set(m.params) != set(DIFF_LAMBDAS):
         return None
     q, k, v, o = (_linear(m.child(*names)) for names in (Q, K, V, O))
@@ -92,7 +93,8 @@ def head_gated_call(m: Module, arg: str, d) -> str | None:
 
 
 #: the attention blocks a draft defines itself
-ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258; transformers 5.24 DiffLlamaAttention): two
+ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258;
+# transformers 5.24 DiffLlamaAttention): two
 # attention calls sharing Q and K (each computes Q·Kᵀ again), over the two halves of V's KV heads repeated back
 # to kv heads (P·V costs as with the whole V); y1 − λ·y2, the four λ vectors [d] parameters; an RMSNorm without a
 # weight over each pair of heads; o_proj back. Rotary costs no product.
@@ -111,8 +113,8 @@ block diff_attention(x[B, S, H], heads, kv_heads, head_dim) {
   y = matmul(p1, v, causal = true) - matmul(p2, v, causal = true)
   y = rmsnorm(y, weight = false, name = groupnorm)
   return linear(merge_heads(y), H, bias = false, name = o_proj)
-}""", "subnorm_attention": """# Attention with an RMSNorm over its output before o_proj (BitNet b1.58; transformers 5.24 BitNetAttention's
-# attn_sub_norm); rotary costs no product.
+}""", "subnorm_attention": """# Attention with an RMSNorm over its output before o_proj (BitNet b1.58;
+# transformers 5.24 BitNetAttention's attn_sub_norm); rotary costs no product.
 block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   q = rope(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads))
   k = rope(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads))
@@ -122,8 +124,9 @@ block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
   y = rmsnorm(merge_heads(matmul(p, v, causal = true)), name = attn_sub_norm)
   return linear(y, H, bias = false, name = o_proj)
-}""", "head_gated_attention": """# Attention with a softplus gate per head (Laguna; transformers 5.24 LagunaAttention): RMSNorm on each head's q and
-# k, rotary (no product), each head's output times softplus(g_proj(x)), g_proj H -> heads.
+}""", "head_gated_attention": """# Attention with a softplus gate per head (Laguna; transformers 5.24
+# LagunaAttention): RMSNorm on each head's q and k, rotary (no product), each head's output times
+# softplus(g_proj(x)), g_proj H -> heads.
 block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
   q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
   k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
@@ -134,8 +137,8 @@ block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none)
   g = softplus(split_heads(linear(x, heads, bias = false, name = g_proj), heads))
   y = merge_heads(matmul(p, v, window = window, causal = true) * g)
   return linear(y, H, bias = false, name = o_proj)
-}""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58; transformers 5.24 BitNetMLP:
-# down_proj(ffn_sub_norm(relu2(gate_proj(x)) * up_proj(x)))).
+}""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58;
+# transformers 5.24 BitNetMLP: down_proj(ffn_sub_norm(relu2(gate_proj(x)) * up_proj(x)))).
 block subnorm_glu(x[B, S, H], width) {
   y = relu2(linear(x, width, bias = false, name = gate_proj)) * linear(x, width, bias = false, name = up_proj)
   return linear(rmsnorm(y, name = ffn_sub_norm), H, bias = false, name = down_proj)

@@ -15,8 +15,9 @@ Q, K, V, O = ("q_proj", "query", "q", "wq", "q_lin", "Wq"), ("k_proj", "key", "k
     ("v_proj", "value", "v", "wv", "v_lin", "Wv"), ("o_proj", "dense", "out_proj", "o", "wo", "c_proj", "out_lin", "Wo")
 FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
+#: two-matrix MLPs' (first, second); ("0", "2"): CTRL's Sequential(Linear, ReLU, Linear)
 PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
-         ("up_proj", "down_proj"), ("lin1", "lin2"), ("0", "2"))    # ("0", "2"): CTRL's Sequential(Linear, ReLU, Linear)
+         ("up_proj", "down_proj"), ("lin1", "lin2"), ("0", "2"))
 QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm", "key_layernorm")
 
 
@@ -222,8 +223,9 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
             block = "swiglu" if act == "silu" else "geglu"
             bias = ", bias = true" if gate[2] else ""
             return f"{block}({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
-    fused = _linear(m.child("gate_up_proj", "input_linear", "Wi"))   # Granite 4's shared_mlp: input_linear, output_linear
-    down = _linear(m.child("down_proj", "output_linear", "Wo"))      # ModernBERT's Wi (2w: input and gate), Wo
+    # Granite 4's shared_mlp: input_linear, output_linear; ModernBERT's Wi (2w: input and gate), Wo
+    fused = _linear(m.child("gate_up_proj", "input_linear", "Wi"))
+    down = _linear(m.child("down_proj", "output_linear", "Wo"))
     if fused is not None and down is not None and act in ("silu", "gelu") and fused[1] == 2 * down[0] \
             and fused[2] == down[2]:       # Phi-3's one gate_up_proj of 2w columns: as two of w
         block = "swiglu" if act == "silu" else "geglu"

@@ -66,8 +66,9 @@ def _pre_norm_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     """A pre-norm BERT-style layer: a LayerNorm before the attention and one before the MLP, each output adding
     the residual itself (transformers 5.24 modeling_roberta_prelayernorm.py: ``attention.LayerNorm`` and
     ``intermediate.LayerNorm``; modeling_xlm_roberta_xl.py: ``attention.self_attn_layer_norm`` and the layer's
-    ``LayerNorm``, called in ``feed_forward_chunk``; modeling_megatron_bert.py: ``attention.ln`` and the layer's ``ln``). Written ``x = x + gqa_attention(layernorm(x))`` and
-    ``x = x + mlp(layernorm(x))``; None when the norms are not found so."""
+    ``LayerNorm``, called in ``feed_forward_chunk``; modeling_megatron_bert.py: ``attention.ln`` and the layer's
+    ``ln``). Written ``x = x + gqa_attention(layernorm(x))`` and ``x = x + mlp(layernorm(x))``; None when the norms
+    are not found so."""
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
     n1 = att.child("LayerNorm", "self_attn_layer_norm", "ln")
     n2 = inter.child("LayerNorm") or layer.child("LayerNorm", "ln")
