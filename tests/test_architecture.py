@@ -42,9 +42,7 @@ ALLOWED_CYCLES: dict[tuple[str, ...], str] = {}
 # "module:function" / "module:Class.method" -> why it is tolerated. The list
 # can only shrink: an entry that no longer violates fails the test.
 ALLOWED_SIZES: dict[str, str] = {
-    # TEMPORARY (issue 31 item 4, this session): split on other branches; the lead drops these at merge.
-    "costgraph.language.hf_config": "split by k28lang7",
-    "costgraph.torch_measure": "split by k28lang7",
+    # a module allowed over the limits, with its reason: none (issue 31 item 4: every module at most 500 lines)
 }
 
 
@@ -271,7 +269,7 @@ FLOORS = (
     {"engine", "ops", "numbers", "symbolic"},                   # the graph, its operators, exact numbers
     {"parallel"},                                               # who holds what
     {"training", "inference", "hardware", "diffusion", "options"},  # the analyses (options: the planner's space)
-    {"model", "costs", "model_values", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_meta", "torch_vision", "torch_speech",
+    {"model", "costs", "model_values", "sources", "verdict", "verify", "drafting", "launch", "torch_measure", "torch_saved", "torch_meta", "torch_vision", "torch_speech",
      "torch_vlm", "torch_diffusion"},                           # the API and its PyTorch tier
     {"export"},                                                 # renderers
     {"commands", "cli", "completion", "__main__", "costgraph"},  # the command line and the package's face

@@ -60,11 +60,13 @@ from costgraph.torch_measure import (  # noqa: F401
     grouped_mm_flops_mapping,
     GROUPED_MM_FLOPS,
     flops,
+    kv_cache_bytes,
+)
+from costgraph.torch_saved import (  # noqa: E402,F401  (re-exported for the tier's tests)
     storage_key,
     saved_bytes,
     layer_bytes,
     summarize_storages,
-    kv_cache_bytes,
 )
 
 # --------------------------------------------------------------- a survey

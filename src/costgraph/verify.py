@@ -12,7 +12,8 @@ from .result_fields import Q, Table
 from .results import Tabular
 from .torch_diffusion import DIFFUSION_TYPES, build_diffusion
 from .torch_measure import (ENCODER_TYPES, PAIR_TYPES, SPEECH_TYPES, VISION_TYPES, _is_seq2seq, build_model, flops,
-                            kv_cache_bytes, param_count, require, saved_bytes)
+                            kv_cache_bytes, param_count, require)
+from .torch_saved import saved_bytes
 
 
 #: (b, s) shapes: two determine a difference linear in b·s and b·s², the third checks it

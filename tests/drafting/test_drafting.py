@@ -376,3 +376,56 @@ def test_gpt_neo_attention_types_are_cycled_to_the_probe_layers():
     assert _cycled(["global", "local"] * 12, 13) == [[["global", "local"], 6], [["global"], 1]]
     assert _cycled(["global"] * 24, 11) == [[["global"], 11]]
     assert _cycled(["local", "local", "global"] * 4, 17) == [[["local", "local", "global"], 5], [["local", "local"], 1]]
+
+
+def test_module_names_are_names_of_the_language():
+    """A module outside the layers named by a ModuleList index (XLM's ``transformer.layer_norm2.10``) is written as a
+    name of its path (``name = 10`` does not load: the language's names start with a letter); a name taken twice
+    (BERT's two LayerNorms) too."""
+    from costgraph.drafting.model_file import _Names
+
+    names = _Names()
+    assert names(Module("transformer.layer_norm2.10", "10", "LayerNorm")) == "transformer_layer_norm2_10"
+    assert names(Module("10", "10", "LayerNorm")) == "m_10"
+    assert names(Module("a.LayerNorm", "LayerNorm", "LayerNorm")) == "LayerNorm"
+    assert names(Module("b.LayerNorm", "LayerNorm", "LayerNorm")) == "b_LayerNorm"
+
+
+def test_even_kv_probe_doubles_the_kv_heads_prime():
+    """Differential attention splits V's KV heads into two halves (transformers 5.24 modeling_diffllama.py
+    ``DiffLlamaAttention.__init__`` refuses odd ``num_key_value_heads``): its probes hold twice the KV heads' prime,
+    still read back as ``kv``, ``a`` and ``a * d``."""
+    fields = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim")
+    for index in (0, 1):
+        plain, even = Probe.make(fields, index), Probe.make(fields, index, even_kv=True)
+        v = even.symbol_values()
+        assert v["kv"] == 2 * plain.symbol_values()["kv"] and v["kv"] % 2 == 0
+        assert (even.cover(v["kv"]), even.cover(v["a"] * v["d"]), even.cover(v["kv"] * v["d"])) == ("kv", "a * d",
+                                                                                                    "kv * d")
+
+
+def test_parallel_lists_fold_into_layers_post_norm_only():
+    """XLM's layers as parallel ModuleLists (transformers 5.24 modeling_xlm.py ``XLMModel``: ``attentions[i]``,
+    ``layer_norm1[i]``, ``ffns[i]``, ``layer_norm2[i]``) fold into one list of layers, each module named after its
+    list, the first reading the layer's input; lists whose layer starts with a norm (pre-norm: which module reads
+    the norm is not traced) are left alone."""
+    from costgraph.drafting.parallel_lists import fold_parallel_lists
+
+    def lists(first_norm: bool) -> Module:
+        kinds = [("layer_norm1", "LayerNorm"), ("attentions", "MultiHeadAttention")] if first_norm else \
+            [("attentions", "MultiHeadAttention"), ("layer_norm1", "LayerNorm")]
+        listed = [Module(f"t.{n}", n, "ModuleList", children=[
+            Module(f"t.{n}.{i}", str(i), cls, params={"weight": (8,)} if cls == "LayerNorm" else {},
+                   children=[] if cls == "LayerNorm" else [Module(f"t.{n}.{i}.q_lin", "q_lin", "Linear", order=10 * i + j)],
+                   order=10 * i + j) for i in range(2)]) for j, (n, cls) in enumerate(kinds)]
+        return Module("", "", "M", children=[Module("t", "t", "XLMModel", children=listed, order=0)], order=0)
+
+    root = fold_parallel_lists(lists(False), 2)
+    layers = root.children[0].children[0]
+    assert (layers.path, [c.path for c in layers.children]) == ("t.layers", ["t.layers.0", "t.layers.1"])
+    assert [(c.name, c.path, c.src) for c in layers.children[1].children] == [
+        ("attentions", "t.layers.1.attentions", "input"), ("layer_norm1", "t.layers.1.layer_norm1", "?")]
+    assert layers.children[1].children[0].children[0].path == "t.layers.1.attentions.q_lin"
+    pre = lists(True)
+    assert fold_parallel_lists(pre, 2) is pre
+    assert fold_parallel_lists(lists(False), 3).children[0].children[0].name == "attentions"   # no list of 3

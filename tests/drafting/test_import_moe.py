@@ -4,7 +4,9 @@
 Mixtral and Qwen3-MoE (std ``moe``; Qwen3's QK-norm), DeepSeek-V3 (std ``mla``, a dense first layer, ``shared_moe``
 with the router's ``e_score_correction_bias`` buffer), Qwen2-MoE (a shared expert scaled by
 ``sigmoid(shared_expert_gate(x))``: a block the draft defines), Phi-MoE (transformers 5.24's ``sparsemixer`` routes
-every token to two experts whatever ``num_experts_per_tok``).
+every token to two experts whatever ``num_experts_per_tok``), Laguna (a softplus gate per attention head: a block the
+draft defines), HunYuan-MoE (its router inside the gate, ``shared_mlp``), Aria (experts stored [E, H, 2w], its shared
+experts as one wider MLP).
 """
 
 from __future__ import annotations
@@ -34,6 +36,18 @@ CASES = {
     # Phi-MoE: sparsemixer routes every token to two experts whatever num_experts_per_tok (3 here: torch runs 2)
     "phimoe": dict(model_type="phimoe", **DENSE, num_key_value_heads=2, intermediate_size=32, num_local_experts=4,
                    num_experts_per_tok=3, **TOK),
+    # Laguna (transformers 5.24 modeling_laguna.py): attention with a softplus gate per head (g_proj H → a) and QK-norm,
+    # a dense first layer, then routed experts with a shared expert
+    "laguna": dict(model_type="laguna", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96,
+                   moe_intermediate_size=32, shared_expert_intermediate_size=32, num_experts=4, num_experts_per_tok=2,
+                   **TOK),
+    # HunYuan-MoE (modeling_hunyuan_v1_moe.py): the router's weight in its gate's child wg, the shared expert shared_mlp
+    "hunyuan_v1_moe": dict(model_type="hunyuan_v1_moe", **DENSE, num_key_value_heads=2, head_dim=16,
+                           intermediate_size=32, num_experts=4, moe_topk=2, **TOK),
+    # Aria's text model (modeling_aria.py): experts [E, H, 2w] and [E, w, H], moe_topk, and moe_num_shared_experts
+    # shared experts as one MLP that many times as wide
+    "aria_text": dict(model_type="aria_text", **DENSE, num_key_value_heads=2, intermediate_size=32, moe_num_experts=4,
+                      moe_topk=2, moe_num_shared_experts=2, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -42,6 +56,11 @@ EXPECTED = {
     "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",
     "qwen2_moe": "x = x + gated_shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, i_s, name = mlp)",
     "phimoe": "x = x + moe(layernorm(x, name = post_attention_layernorm), E, 2, i, name = mlp)",
+    "laguna": "x = x + head_gated_attention(rmsnorm(x, name = input_layernorm), a, kv, d, name = self_attn)",
+    "hunyuan_v1_moe": "shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, i, correction_bias = false, "
+                      "name = mlp)",
+    "aria_text": "shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, i * n_s, correction_bias = false, "
+                 "name = mlp)",
 }
 
 drafted = Drafts(CASES)

@@ -11,11 +11,15 @@ Families here (dense ones; mixtures of experts, state-space and linear-attention
 test_import_moe.py, test_import_ssm.py and test_import_linear_attention.py, one draft per family and file):
 Llama (GQA, head_dim of its own), GPT-2 (fused Conv1D QKV, learned positions, tied head), Phi (parallel attention
 and MLP on one LayerNorm, biases, a head with a bias), GPT-NeoX (fused QKV with rotary, parallel residual with two
-norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), OLMo 2 (norms after the
+norms), BERT (post-norm, the norms inside submodules; BertLMHeadModel's prediction head), RoBERTa-PreLayerNorm,
+XLM-RoBERTa-XL and MegatronBERT (BERT's pre-norm forms), CTRL (its MLP a Sequential), GPT-NeoX-Japanese (a last layer of its own), ModernBERT's
+decoder (its first layer's attention norm an Identity),
+BitNet (an RMSNorm before each output projection: blocks the draft defines), OLMo 2 (norms after the
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
-(weightless norms, QK-norm included; its one norm called before and after the layers), GPT-Neo (global and
+(weightless norms, QK-norm included; its one norm called before and after the layers), DiffLlama (differential
+attention: a block the draft defines), GPT-Neo (global and
 local attention layers in turn: ``attention_types`` cycled to each probe's layers, ``window_size`` read as ``W``),
 Ministral's default config
 (a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
@@ -52,6 +56,27 @@ CASES = {
     "phi": dict(model_type="phi", **DENSE, intermediate_size=96, **TOK),
     "gpt_neox": dict(model_type="gpt_neox", **DENSE, intermediate_size=96, **TOK),
     "bert": dict(model_type="bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    # BERT's pre-norm forms (transformers 5.24 modeling_roberta_prelayernorm.py, modeling_xlm_roberta_xl.py): a
+    # LayerNorm before each block (attention.LayerNorm and intermediate.LayerNorm; attention.self_attn_layer_norm
+    # and the layer's LayerNorm), each output adding the residual
+    "roberta-prelayernorm": dict(model_type="roberta-prelayernorm", **DENSE, intermediate_size=96, is_decoder=True,
+                                 pad_token_id=0),
+    "xlm-roberta-xl": dict(model_type="xlm-roberta-xl", **DENSE, intermediate_size=96, is_decoder=True,
+                           pad_token_id=0),
+    "megatron-bert": dict(model_type="megatron-bert", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    # CTRL (transformers 5.24 modeling_ctrl.py): Wq, Wk, Wv and dense; the MLP a Sequential(Linear, ReLU, Linear) of dff
+    "ctrl": dict(model_type="ctrl", n_embd=64, n_head=4, n_layer=2, dff=96, vocab_size=128, n_positions=64),
+    # GPT-NeoX-Japanese (transformers 5.24 modeling_gpt_neox_japanese.py): the last layer's attention holds the output's
+    # bias (dense_bias [h], use_bias only there): a last layer of its own, named from the end
+    "gpt_neox_japanese": dict(model_type="gpt_neox_japanese", **DENSE, **TOK),
+    # ModernBERT's decoder (transformers 5.24 modeling_modernbert_decoder.py): Wo, a GeGLU MLP of one Wi (input and
+    # gate), a global layer every 3rd among sliding ones (layer_types' period); its first layer's attention norm an
+    # Identity: pre-norm all the same (x + attn(x), then x + mlp(mlp_norm(x)))
+    "modernbert-decoder": dict(model_type="modernbert-decoder", **DENSE, intermediate_size=96, sliding_window=32,
+                               **TOK),
+    # BitNet (transformers 5.24 modeling_bitnet.py): an RMSNorm before o_proj (attn_sub_norm) and before down_proj
+    # (ffn_sub_norm, after relu²(gate) · up)
+    "bitnet": dict(model_type="bitnet", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     "olmo2": dict(model_type="olmo2", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
     # the decoder alone (WhisperForCausalLM): K's projection without bias, learned positions of
     # max_target_positions, the cross-attention built but never called (parameters only)
@@ -78,6 +103,23 @@ EXPECTED = {
     "phi": "y1 = layernorm(x, name = input_layernorm)",
     "gpt_neox": "qkv_bias = true, out_bias = true, name = attention)\n        + mlp(layernorm(x, name = post_attention_layernorm)",
     "bert": "x = layernorm(x + dropout(gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false",
+    "roberta-prelayernorm": "x = x + dropout(gqa_attention(layernorm(x, name = attention_LayerNorm), a, a, h / a, "
+                            "qkv_bias = true, out_bias = true, rotary = false, name = attention), name = attention_dropout)"
+                            "\n    x = x + dropout(mlp(layernorm(x, name = intermediate_LayerNorm), i, bias = true",
+    "xlm-roberta-xl": "name = attention), name = attention_dropout)\n    x = x + mlp(layernorm(x, name = LayerNorm), i, "
+                      "bias = true",
+    "megatron-bert": "x = x + dropout(gqa_attention(layernorm(x, name = attention_ln), a, a, h / a, qkv_bias = true, "
+                     "out_bias = true, rotary = false, name = attention), name = attention_dropout)\n    x = x + "
+                     "dropout(mlp(layernorm(x, name = ln), i, bias = true",
+    "ctrl": "x = x + gqa_attention(layernorm(x, name = layernorm1), a, a, h / a, qkv_bias = true, out_bias = true, "
+            "rotary = false, name = multi_head_attention)\n    x = x + relu_mlp(layernorm(x, name = layernorm2), i, "
+            "bias = true, name = ffn)",
+    "gpt_neox_japanese": "repeat 1 as layers_last {   # layers l - 1..l - 1\n    x = x + gqa_attention(layernorm(x, "
+                         "name = input_layernorm), a, a, h / a, out_bias = true, name = attention)",
+    "modernbert-decoder": "x = x + gqa_attention(x, a, a, h / a, name = attn_first0)\n      x = x + geglu(layernorm(x, "
+                          "bias = false, name = mlp_norm_first0), i, name = mlp_first0)",
+    "bitnet": "x = x + subnorm_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)\n    "
+              "x = x + subnorm_glu(rmsnorm(x, name = post_attention_layernorm), i, name = mlp)",
     "olmo2": "x = x + rmsnorm(proj_norm_attention(x, a, kv, h / a, name = self_attn), name = post_attention_layernorm)",
     "whisper": "gqa_attention(layernorm(x, name = self_attn_layer_norm), a, a, h / a, qkv_bias = true, k_bias = false, "
                "out_bias = true, rotary = false, name = self_attn)\n    x = x + mlp(layernorm(x, name = final_layer_norm), "
@@ -230,3 +272,107 @@ def test_draft_window_reaches_the_cache_and_the_flops(family, sliding, head_dim)
     assert int(got["kv_cache_bytes"]) - torch_measure.kv_cache_bytes(tm, b, s) == sliding * per_token
     masked = sliding * 2 * 2 * b * a * head_dim * s * (s - w)
     assert torch_measure.flops(tm, b, s)["forward"] - int(got["flops_forward"]) == masked
+
+
+def test_drafts_kept_are_bounded_least_recently_used(monkeypatch):
+    """A process keeps at most DRAFT_CACHE_SIZE drafts, the least recently used dropped first (the review of
+    drafting/api.py: the dict grew with every config drafted); a kept one is not traced again."""
+    from collections import OrderedDict
+
+    from costgraph.drafting import api
+
+    traced = []
+    monkeypatch.setattr(api, "_draft", lambda torch, cfg, cls, name, check: traced.append(cfg["n"]) or cfg["n"])
+    monkeypatch.setattr(api, "_DRAFTED", OrderedDict())
+    monkeypatch.setattr(api, "DRAFT_CACHE_SIZE", 2)
+    assert [draft_model({"model_type": "llama", "n": n}) for n in (1, 2, 1, 3, 1, 2)] == [1, 2, 1, 3, 1, 2]
+    assert traced == [1, 2, 3, 2]     # 1 used again before 3 came: 2 was dropped, then 3
+    assert len(api._DRAFTED) == 2
+
+
+def test_no_weights_built_refuses_only_in_the_drafting_thread():
+    """A module built with CPU weights during the traced forward is refused, in that thread only: torch's
+    parameter-registration hook, not a patched Module.register_parameter (the review: not thread-safe); meta
+    weights pass, and the hook is gone on exit."""
+    import threading
+
+    from costgraph.drafting.api import _no_weights_built
+
+    entered, built, other = threading.Event(), threading.Event(), []
+
+    def elsewhere():
+        entered.wait(10)
+        other.append(torch.nn.Linear(2, 3).weight.device.type)   # another thread, meanwhile: untouched
+        built.set()
+
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    with _no_weights_built(torch):
+        entered.set()
+        built.wait(10)
+        with torch.device("meta"):
+            torch.nn.Linear(2, 3)
+        with pytest.raises(RuntimeError, match=r"builds Linear.weight with weights on cpu"):
+            torch.nn.Linear(2, 3)
+    t.join(10)
+    assert other == ["cpu"]
+    assert torch.nn.Linear(2, 3).weight.device.type == "cpu"   # the hook removed on exit
+
+
+def test_differential_attention_draft_is_exact_and_counts_the_scores_twice():
+    """DiffLlama (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``): two eager attention calls
+    sharing Q and K over the halves of V, so Q·Kᵀ and P·V are each counted twice (8·a·d·b·s² a layer where GQA has
+    4); the four λ vectors [d] are parameters. Its KV heads must be even (``__init__`` refuses odd ones): probed at
+    twice the KV heads' prime. Exact at both probes, and at the config's sizes against FlopCounterMode's forward (its
+    backward cannot run on meta: the λ scalar's gradient copies a meta tensor out, so the torch tier's
+    ``torch_measure.flops`` is not used) and ``sum(p.numel())``."""
+    import sympy
+
+    from draft_checks import assert_exact
+
+    cfg = dict(DENSE, num_key_value_heads=2, intermediate_size=96, **TOK)
+    d = draft_model(dict(model_type="diffllama", **cfg))
+    assert_exact(d, "x = x + diff_attention(rmsnorm(x, name = input_layernorm), a, kv, ")
+    m = costgraph.loads(d.text, path="<diffllama>", config="imported")
+    flops = m.costs("model", convention="matmul")["flops_forward"]
+    a, b, dd, l, s = sympy.symbols("a b d l s", positive=True, integer=True)
+    assert sympy.expand(flops).coeff(s, 2) == 8 * a * b * dd * l
+    tm = torch_measure.build_meta("diffllama", cfg, train=False)
+    values = {str(k): int(v) for k, v in m.values("imported", b=2, s=24).items()}
+    got = m.costs("model", convention="matmul").evaluate(None, values)
+    counter = torch.utils.flop_counter.FlopCounterMode(display=False)
+    with torch.no_grad(), torch_measure.meta_forward(), counter:
+        tm(**torch_measure.make_inputs(tm, 2, 24))
+    assert (int(got["params"]), int(got["flops_forward"])) == (torch_measure.param_count(tm), counter.get_total_flops())
+
+
+def test_layer_types_period_folds_gemma4_unified():
+    """Gemma 4 unified (transformers 5.24 configuration_gemma4_unified.py ``__post_init__``): a full-attention
+    layer every 6th (``sliding_window_pattern = 6``, no config field) and the last layer forced to full attention.
+    The period is read from the default config's ``layer_types`` (the last layer aside), so that both probes have
+    over twice 6 layers and fold alike: a last layer of its own, then ``j % 6 == 5``; exact at both probes (its
+    full layers' head size, ``global_head_dim`` 512, is no config field: a number, with a warning)."""
+    from costgraph.drafting.api import _types_period
+
+    config = transformers.AutoConfig.for_model("gemma4_unified_text")
+    assert _types_period(config.layer_types) == 6
+    assert _types_period(["full_attention"] * 3 + ["sliding_attention"]) == 1    # the last layer aside
+    assert _types_period(["a", "b", "c"]) is None                                # shorter than two periods
+    from draft_checks import assert_exact
+
+    d = draft_model("gemma4_unified_text")
+    assert_exact(d, "if j in [l - 1] {")
+    assert "if j % 6 == 5 {" in d.text and "a, kv, 512, qk_norm = true, name = self_attn_at5)" in d.text
+
+
+def test_xlm_parallel_lists_draft_is_exact():
+    """XLM (transformers 5.24 modeling_xlm.py ``XLMModel``): its layers are parallel ModuleLists (``attentions``,
+    ``layer_norm1``, ``ffns``, ``layer_norm2``), post-norm (``tensor = layer_norm1(tensor + attn)``, then
+    ``layer_norm2(tensor + ffns(tensor))``); its forward asserts ``lengths.max().item() <= slen``, answered by
+    whole lengths given on the CPU. Exact at both probes."""
+    from draft_checks import assert_exact
+
+    d = draft_model(dict(model_type="xlm", emb_dim=64, n_heads=4, n_layers=2, vocab_size=128,
+                         max_position_embeddings=64))
+    assert_exact(d, "x = layernorm(x + gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false, "
+                    "name = attentions), name = layer_norm1)\n    x = layernorm(x + mlp(x, 4 * h, bias = true")

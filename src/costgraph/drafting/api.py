@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
+from .probe import EVEN_KV, FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
 
 
 @dataclass
@@ -209,6 +210,19 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
     return out
 
 
+def _types_period(kinds) -> int | None:
+    """The shortest period of a config's ``layer_types`` (one kind per layer), its last layer aside: Gemma 4
+    unified's ``__post_init__`` (transformers 5.24 configuration_gemma4_unified.py) writes a full-attention layer
+    every 6th, a pattern no config field names, and forces the last layer to full attention. None for a list
+    shorter than two periods or of no period. The probes then have over twice that many layers, so that the
+    pattern shows at least twice and folds alike at both."""
+    if not isinstance(kinds, list) or len(kinds) < 4:
+        return None
+    body = kinds[:-1]
+    return next((m for m in range(1, len(body) // 2 + 1)
+                 if all(body[i] == body[i % m] for i in range(len(body)))), None)
+
+
 def _cycled(kinds: list, layers: int) -> list:
     """GPT-Neo's ``attention_types`` (``[[kinds, repeats], ...]``, expanded to one kind per layer and required to
     have ``num_layers`` of them: configuration_gpt_neo.py ``validate_architecture``) for ``layers`` layers: the
@@ -246,6 +260,8 @@ def _build(torch, cfg: dict, class_name: str | None):
 
 def _forward(torch, model, b: int, s: int):
     """Facts and forward FLOPs (FlopCounterMode, grouped_mm counted) of one ``[b, s]`` forward."""
+    import inspect
+
     from torch.utils.flop_counter import FlopCounterMode
 
     from ..torch_measure import grouped_mm_flops_mapping, meta_forward
@@ -258,7 +274,12 @@ def _forward(torch, model, b: int, s: int):
         with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
             m(**inputs)
 
-    facts = trace(torch, model, {"input_ids": ids, "use_cache": False}, run)
+    inputs = {"input_ids": ids, "use_cache": False}
+    if "lengths" in inspect.signature(model.forward).parameters:
+        # XLM (transformers 5.24 modeling_xlm.py XLMModel.forward) checks ``assert lengths.max().item() <= slen``,
+        # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
+        inputs["lengths"] = torch.full((b,), s, dtype=torch.long)
+    facts = trace(torch, model, inputs, run)
     return facts, int(counter.get_total_flops())
 
 
@@ -266,21 +287,29 @@ def _forward(torch, model, b: int, s: int):
 def _no_weights_built(torch):
     """A forward that builds a module with real weights fails at once: BigBird's (transformers 5.24
     modeling_big_bird.py ``set_attention_type``) rebuilds its attention when a sequence is too short for block-sparse
-    attention, on the CPU, at the probe's sizes (gigabytes per Linear, initialised in Python)."""
-    module = torch.nn.Module
-    real = module.register_parameter
+    attention, on the CPU, at the probe's sizes (gigabytes per Linear, initialised in Python).
 
-    def register_parameter(self, name, param):
-        if param is not None and param.device.type != "meta":
-            raise RuntimeError(f"the forward builds {type(self).__name__}.{name} with weights on {param.device.type} "
-                               "(a module made during the forward, not by the model's constructor)")
-        return real(self, name, param)
+    Through torch's own hook (``torch.nn.modules.module.register_module_parameter_registration_hook``, which
+    ``Module.register_parameter`` calls for every parameter it registers), removed on exit; the hook refuses only
+    in the thread that entered, so modules built meanwhile by other threads are untouched (thread-safe: nothing of
+    torch's is replaced)."""
+    import threading
 
-    module.register_parameter = register_parameter
+    from torch.nn.modules.module import register_module_parameter_registration_hook
+
+    drafting = threading.get_ident()
+
+    def refuse(module, name, param):
+        if threading.get_ident() == drafting and param is not None and param.device.type != "meta":
+            raise RuntimeError(f"the forward builds {type(module).__name__}.{name} with weights on "
+                               f"{param.device.type} (a module made during the forward, not by the model's "
+                               "constructor)")
+
+    handle = register_module_parameter_registration_hook(refuse)
     try:
         yield
     finally:
-        module.register_parameter = real
+        handle.remove()
 
 
 def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
@@ -313,7 +342,8 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     installed transformers (its default config) or a transformers class name (``"LlamaForCausalLM"``).
     ``name``: the model's name in the file (default: the model_type). ``check``: compare the draft's
     parameters and forward FLOPs with PyTorch at both probes (:class:`Check`). A config drafted before in this
-    process (the same fields, class, name and check) is not traced again: a copy of that draft is returned.
+    process (the same fields, class, name and check; the last :data:`DRAFT_CACHE_SIZE` kept) is not traced again: a
+    copy of that draft is returned.
 
     Raises
     ------
@@ -328,15 +358,23 @@ def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft
     torch = _require()
     cfg, class_name = _config(source)
     key = (json.dumps(cfg, sort_keys=True, default=str), class_name, name, check)
-    if key not in _DRAFTED:
+    if key in _DRAFTED:
+        _DRAFTED.move_to_end(key)
+    else:
         _DRAFTED[key] = _draft(torch, cfg, class_name, name, check)
+        while len(_DRAFTED) > DRAFT_CACHE_SIZE:
+            _DRAFTED.popitem(last=False)   # the least recently used
     return copy.deepcopy(_DRAFTED[key])
 
 
-#: the drafts made in this process, by (config, class, name, check): drafting is a function of the config and the
-#: installed torch and transformers, so a config drafted twice in one process (``derive`` of a config.json after
-#: ``import`` of it, the tests' families) is traced once
-_DRAFTED: dict[tuple, Draft] = {}
+#: how many drafts a process keeps (least recently used dropped first): a draft is a few kB of text and
+#: checks, and a process drafts a handful of configs (``derive`` of a config.json after ``import`` of it, a
+#: test module's families); a long-running caller drafting many configs stays bounded
+DRAFT_CACHE_SIZE = 32
+
+#: the drafts made in this process, by (config, class, name, check), most recently used last: drafting is a
+#: function of the config and the installed torch and transformers, so a config drafted twice is traced once
+_DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 
 
 def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
@@ -351,9 +389,11 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     present = present_fields(target)
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
+    periods.append(_types_period(_field(target, "layer_types")))
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
     derived = any(hasattr(target, f) for f in MAMBA2_HEAD)
-    probes = [Probe.make(present, i, period, derived) for i in (0, 1)]
+    even_kv = any(hasattr(target, f) for f in EVEN_KV)
+    probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
     runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}

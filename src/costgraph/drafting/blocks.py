@@ -11,20 +11,23 @@ from __future__ import annotations
 
 from .facts import Module
 
-Q, K, V, O = ("q_proj", "query", "q", "wq"), ("k_proj", "key", "k", "wk"), ("v_proj", "value", "v", "wv"), \
-    ("o_proj", "dense", "out_proj", "o", "wo", "c_proj")
+Q, K, V, O = ("q_proj", "query", "q", "wq", "q_lin", "Wq"), ("k_proj", "key", "k", "wk", "k_lin", "Wk"), \
+    ("v_proj", "value", "v", "wv", "v_lin", "Wv"), ("o_proj", "dense", "out_proj", "o", "wo", "c_proj", "out_lin", "Wo")
 FUSED_QKV = ("c_attn", "qkv_proj", "query_key_value", "Wqkv", "qkv")
 GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
+#: two-matrix MLPs' (first, second); ("0", "2"): CTRL's Sequential(Linear, ReLU, Linear)
 PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
-         ("up_proj", "down_proj"))
+         ("up_proj", "down_proj"), ("lin1", "lin2"), ("0", "2"))
 QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm", "key_layernorm")
 
 
 def _only(m: Module, names) -> bool:
     """Every parameter of ``m`` is in its children called ``names`` (or is an attention's ``sinks``, one per head):
     nothing a block leaves out."""
-    return set(m.params) <= {"sinks"} and all(c.name in names for c in m.children if c.param_count())
+    return set(m.params) <= {"sinks", "dense_bias"} and all(c.name in names for c in m.children if c.param_count())
 ROUTERS = ("gate", "router")
+#: an MoE layer's always-active shared expert (HunYuan-MoE's shared_mlp)
+SHARED = ("shared_experts", "shared_expert", "shared_mlp")
 
 
 def _yes(flag: bool) -> str:
@@ -84,6 +87,10 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     3h), or None. ``d``: the :class:`~costgraph.drafting.draft.Draft` sizing text."""
     fused = next((c for c in m.children if c.name in FUSED_QKV), None)
     o = _linear(m.child(*O))
+    if "dense_bias" in m.params:     # GPT-NeoX-Japanese's last layer: the output's bias [H] held by the attention
+        if o is None or o[2] or m.params["dense_bias"] != (o[1],):  # (transformers 5.24 GPTNeoXJapaneseAttention)
+            return None
+        o = (o[0], o[1], True)
     if fused is not None and o is not None:
         if any(c.name in QK_NORMS for c in m.children):
             return _ln_qk_attention(m, _linear(fused), o, arg, d, rotary)
@@ -216,8 +223,9 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
             block = "swiglu" if act == "silu" else "geglu"
             bias = ", bias = true" if gate[2] else ""
             return f"{block}({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
-    fused = _linear(m.child("gate_up_proj", "input_linear"))     # Granite 4's shared_mlp: input_linear, output_linear
-    down = _linear(m.child("down_proj", "output_linear"))
+    # Granite 4's shared_mlp: input_linear, output_linear; ModernBERT's Wi (2w: input and gate), Wo
+    fused = _linear(m.child("gate_up_proj", "input_linear", "Wi"))
+    down = _linear(m.child("down_proj", "output_linear", "Wo"))
     if fused is not None and down is not None and act in ("silu", "gelu") and fused[1] == 2 * down[0] \
             and fused[2] == down[2]:       # Phi-3's one gate_up_proj of 2w columns: as two of w
         block = "swiglu" if act == "silu" else "geglu"
@@ -253,11 +261,15 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     [E, H, w]) or a ModuleList of gated MLPs. Shared experts are not recognised (None)."""
     router = m.child(*ROUTERS)
     experts = m.child("experts")
+    wg = router.child("wg") if router is not None and not router.params and len(router.children) == 1 else None
+    if wg is not None and wg.cls == "Linear" and set(wg.params) == {"weight"}:   # HunYuan-MoE's gate holds its wg
+        router = Module(router.path, router.name, router.cls, dict(wg.params), attrs=dict(router.attrs))
     if router is None or experts is None or len(router.params.get("weight", ())) != 2:
         return None
     gate = _linear(m.child("shared_expert_gate"))
-    shared = [c for c in m.children if c.name.startswith("shared_expert") and c.name != "shared_expert_gate"]
-    if len(shared) > 1 or (shared and shared[0].name not in ("shared_experts", "shared_expert")) or \
+    shared = [c for c in m.children if c.name in SHARED or c.name.startswith("shared_expert")
+              and c.name != "shared_expert_gate"]
+    if len(shared) > 1 or (shared and shared[0].name not in SHARED) or \
             (gate is not None and (not shared or gate[1:] != (1, False))):
         return None
     n_experts, hidden = router.params["weight"]
@@ -265,6 +277,9 @@ def moe_call(m: Module, arg: str, d) -> str | None:
     if not isinstance(top_k, int):
         return None
     gu, dn = experts.params.get("gate_up_proj"), experts.params.get("down_proj")
+    if gu is not None and dn is not None and len(gu) == 3 and len(dn) == 3 and gu[1] == hidden \
+            and dn == (n_experts, gu[2] // 2, hidden):     # Aria's experts: [E, H, 2w] and [E, w, H] (x @ W)
+        gu, dn = (n_experts, gu[2], hidden), (n_experts, hidden, gu[2] // 2)
     if gu is not None and dn is not None and len(gu) == 3 and len(dn) == 3:
         if gu[0] != n_experts or gu[1] != 2 * dn[2] or activation(experts) != "silu":
             return None

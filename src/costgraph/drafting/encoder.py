@@ -1,5 +1,6 @@
 """BERT's layer as transformers writes it (RoBERTa, ELECTRA, XLM-R, ERNIE ... share it): post-norm,
-the norms inside the ``attention.output`` and ``output`` submodules.
+the norms inside the ``attention.output`` and ``output`` submodules; and its pre-norm form (RoBERTa-PreLayerNorm,
+XLM-RoBERTa-XL, MegatronBERT: a LayerNorm before each block, the outputs adding the residual).
 
 ``attention`` = ``self`` (query, key, value) + ``output`` (dense, LayerNorm, dropout);
 ``intermediate`` = dense + activation; ``output`` = dense, LayerNorm, dropout. Written as
@@ -28,23 +29,57 @@ def bert_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     selfatt, attout = att.child("self"), att.child("output")
     if selfatt is None or attout is None or attout.child("dense") is None or out.child("dense") is None:
         return None
-    n1, n2 = attout.child("LayerNorm"), out.child("LayerNorm")
-    if n1 is None or n2 is None or not (is_norm(n1) and is_norm(n2)) or inter.child("dense") is None:
+    if inter.child("dense") is None:
         return None
-    core = Module(att.path, att.name, att.cls, attrs=dict(selfatt.attrs),
-                  children=[*selfatt.children, attout.child("dense")])
-    if not isinstance(core.attrs.get("num_heads"), int):
-        heads = selfatt.attrs.get("num_attention_heads")
-        if isinstance(heads, int):
-            core.attrs["num_heads"] = heads
-    a = attention_call(core, "x", sz, rotary)
-    ffn = Module(f"{layer.path}.mlp", "mlp", "BertMLP", attrs=dict(inter.attrs),
-                 children=[replace(inter.child("dense"), name="fc1"), replace(out.child("dense"), name="fc2"),
-                           *(c for c in inter.children if c.name != "dense")])
-    f = mlp_call(ffn, "x", sz)
+    n1, n2 = attout.child("LayerNorm"), out.child("LayerNorm")
+    if n1 is None and n2 is None:
+        return _pre_norm_lines(layer, sz, rotary)
+    if n1 is None or n2 is None or not (is_norm(n1) and is_norm(n2)):
+        return None
+    a, f = _blocks(layer, sz, rotary, "x")
     if a is None or f is None:
         return None
     n1 = replace(n1, name=f"{att.name}_{n1.name}")
     n2 = replace(n2, name=f"{out.name}_{n2.name}")
     return [f"x = {norm_call(n1, 'x + ' + _dropout(attout, a, 'attention_dropout'))}",
             f"x = {norm_call(n2, 'x + ' + _dropout(out, f, 'output_dropout'))}"]
+
+
+def _blocks(layer: Module, sz, rotary: bool, arg: str) -> tuple[str | None, str | None]:
+    """The attention (``self`` and ``attention.output.dense``) and the MLP (``intermediate.dense``, its
+    activation, ``output.dense``) of a BERT-style layer as std blocks of ``arg``."""
+    att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
+    selfatt, attout = att.child("self"), att.child("output")
+    core = Module(att.path, att.name, att.cls, attrs=dict(selfatt.attrs),
+                  children=[*selfatt.children, attout.child("dense")])
+    if not isinstance(core.attrs.get("num_heads"), int):
+        heads = selfatt.attrs.get("num_attention_heads")
+        if isinstance(heads, int):
+            core.attrs["num_heads"] = heads
+    ffn = Module(f"{layer.path}.mlp", "mlp", "BertMLP", attrs=dict(inter.attrs),
+                 children=[replace(inter.child("dense"), name="fc1"), replace(out.child("dense"), name="fc2"),
+                           *(c for c in inter.children if c.name not in ("dense", "LayerNorm"))])
+    return attention_call(core, arg, sz, rotary), mlp_call(ffn, arg, sz)
+
+
+def _pre_norm_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
+    """A pre-norm BERT-style layer: a LayerNorm before the attention and one before the MLP, each output adding
+    the residual itself (transformers 5.24 modeling_roberta_prelayernorm.py: ``attention.LayerNorm`` and
+    ``intermediate.LayerNorm``; modeling_xlm_roberta_xl.py: ``attention.self_attn_layer_norm`` and the layer's
+    ``LayerNorm``, called in ``feed_forward_chunk``; modeling_megatron_bert.py: ``attention.ln`` and the layer's
+    ``ln``). Written ``x = x + gqa_attention(layernorm(x))`` and ``x = x + mlp(layernorm(x))``; None when the norms
+    are not found so."""
+    att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
+    n1 = att.child("LayerNorm", "self_attn_layer_norm", "ln")
+    n2 = inter.child("LayerNorm") or layer.child("LayerNorm", "ln")
+    if n1 is None or n2 is None or not (is_norm(n1) and is_norm(n2)) or out.child("LayerNorm") is not None \
+            or sum(1 for c in layer.walk() if is_norm(c)) != 2:
+        return None
+    a, f = _blocks(layer, sz, rotary, "x")
+    if a is None or f is None:
+        return None
+    n1 = norm_call(replace(n1, name=f"{att.name}_{n1.name}"), "x")
+    n2 = norm_call(replace(n2, name=f"{inter.name}_{n2.name}") if n2 in inter.children else n2, "x")
+    a, f = _blocks(layer, sz.quiet(), rotary, n1)[0], _blocks(layer, sz.quiet(), rotary, n2)[1]
+    return [f"x = x + {_dropout(att.child('output'), a, 'attention_dropout')}",
+            f"x = x + {_dropout(out, f, 'output_dropout')}"]

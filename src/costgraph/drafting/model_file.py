@@ -10,6 +10,7 @@ import re
 from .blocks import is_norm, norm_call
 from .recurrent import LOCAL_BLOCKS
 from .facts import Module
+from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
 from .writer import Sizer, layer_lines
 
@@ -43,7 +44,9 @@ class _Names:
         self.taken: set[str] = set()
 
     def __call__(self, m: Module) -> str:
-        name = m.name if m.name not in self.taken else m.path.replace(".", "_")
+        name = m.name if m.name not in self.taken and m.name.isidentifier() else m.path.replace(".", "_")
+        if not name.isidentifier():      # an element of a ModuleList ("10"): its path, as a name
+            name = "m_" + name
         self.taken.add(name)
         return name
 
@@ -96,6 +99,7 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> st
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
     """(input declarations, statements) of the model's body."""
     values = sz.probe.symbol_values()
+    root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
         raise ValueError("no ModuleList of layers found")
@@ -201,9 +205,14 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
         out = []
         for a, b in runs:
             counted = str(m) if (a, b) == short else f"l - {m}"
-            name = f"{label}_{a}" if (a, b) == short else label
-            out += [f"repeat {counted} as {name} {{   # layers {a}..{'l - ' + str(n - b + 1) if (a, b) != short and b == n else b - 1}",
-                    *("  " + t for t in texts[a]), "}"]
+            # the last layers of their own (GPT-NeoX-Japanese's last attention with its bias): named and numbered from
+            # the end, so that probes of other layer counts draft the same text
+            if (a, b) == short:
+                first, last = (a, b - 1) if a == 0 else (f"l - {n - a}", "l - 1")
+            else:
+                first, last = a, "l - 1" if b == n else f"l - {n - b + 1}"
+            name = label if (a, b) != short else f"{label}_{a}" if a == 0 else f"{label}_last"
+            out += [f"repeat {counted} as {name} {{   # layers {first}..{last}", *("  " + t for t in texts[a]), "}"]
         return out
     period = _period(texts)
     if period is not None and count == "l":

@@ -37,6 +37,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "n_inner": ("i", "MLP intermediate size"),
     "ffn_dim": ("i", "MLP intermediate size"),
     "d_ff": ("i", "MLP intermediate size"),
+    "dff": ("i", "MLP intermediate size"),       # CTRL's
     "num_hidden_layers": ("l", "Transformer layers"),
     "vocab_size": ("V", "vocabulary size"),
     "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
@@ -45,6 +46,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "num_experts": ("E", "experts per MoE layer"),
     "n_routed_experts": ("E", "experts per MoE layer"),
     "num_experts_per_tok": ("k", "experts each token passes through (top-k)"),
+    "moe_num_experts": ("E", "experts per MoE layer"),                              # Aria's
+    "moe_topk": ("k", "experts each token passes through (top-k)"),
+    "moe_num_shared_experts": ("n_s", "always-active shared experts (one MLP n_s times as wide)"),
     "moe_intermediate_size": ("m", "expert MLP intermediate size"),
     "lru_width": ("w", "recurrent width (Griffin's RG-LRU)"),
     "conv1d_width": ("K", "convolution width"),
@@ -99,6 +103,11 @@ MAMBA2_HEAD = ("mamba_d_head",)
 #: head_dim is the rotary part (DeepSeek-V3's config); probed at those values, named by no symbol
 MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 
+#: config fields of differential attention (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``
+#: refuses odd ``num_key_value_heads``: V's KV heads split into two halves): a config holding one is probed with
+#: twice the KV heads' prime (and so twice the query heads), read back as ``kv`` and ``a`` all the same
+EVEN_KV = ("lambda_std_dev",)
+
 #: symbols that count things rather than size a weight: never read from a shape
 COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
 
@@ -114,11 +123,11 @@ _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
      "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8, "Cl": 8,
-     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263},
+     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10, "Cl": 10,
-     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271},
+     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -159,24 +168,26 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int, period: int = 1, derived_head: bool = False) -> "Probe":
+    def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
         ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
-        width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it)."""
+        width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it).
+        ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`)."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
             p["l"] = above[index] if len(above) > index else p["l"]
-        kv = p["kv"]
+        kv = p["kv"] * (2 if even_kv else 1)
         a = kv * p["g"]
         hm = p["hm"] * p["ng"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
-                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "head_dim": HEAD * p["d"],
+                  "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "dff": p["i"], "head_dim": HEAD * p["d"],
                   "intermediate_size": p["i"], "n_inner": p["i"], "num_hidden_layers": p["l"],
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
+                  "moe_num_experts": p["E"], "moe_topk": p["k"], "moe_num_shared_experts": p["n_s"],
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import blocks
 from .blocks import FUSED_QKV, GATED, K, O, PLAIN, Q, QK_NORMS, ROUTERS, V, _linear, _only, activation, is_norm
 from .blocks import attention_call, mla_call, mlp_call, moe_call
+from .attention_variants import ATTENTION_BLOCKS, diff_attention_call, head_gated_call, subnorm_call
 from .experts import EXPERT_BLOCKS, expert_call
 from .linear_mixers import LINEAR_BLOCKS, kda_call, lightning_call
 from .facts import Module
@@ -156,11 +157,12 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     ``GPTNeoSelfAttention``) is read as that child."""
     recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d, rotary) \
         or deltanet_call(m, arg, d) or expert_call(m, arg, d) or lightning_call(m, arg, d) \
-        or kda_call(m, arg, d)
+        or kda_call(m, arg, d) or diff_attention_call(m, arg, d) or subnorm_call(m, arg, d) \
+        or head_gated_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
-             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "shared_experts", "shared_expert", "shared_expert_gate",
+             *ROUTERS, "experts", "gate_up_proj", "input_linear", "output_linear", "Wi", "shared_experts", "shared_expert", "shared_expert_gate", "shared_mlp",
              *(c.name for c in m.children if c.cls == "XIELUActivation")}     # Apertus's activation: two scalars
     if not _only(m, known):
         return _unwrapped(m, arg, d, rotary)
@@ -256,4 +258,4 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
   }
   return linear(y, H, bias = out_bias, name = out_proj)
 }"""}
-LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS}
+LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS}

@@ -108,7 +108,9 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
     uses = {c.name: sum(1 for k in kids if k.src == c.name) for c in kids}
-    post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input"
+    # post-norm: the first block reads the layer's input and a norm ends the layer (OPT-350m, GPT-1); ModernBERT's
+    # first layer, whose attention norm is an Identity, reads its input too but ends with the MLP's residual sum
+    post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[-1])
     state = {"updated": False, "var": 0}
 
     def flush(norm: Module | None = None):

@@ -1,0 +1,145 @@
+"""Recognise attention of its own form as a block the draft defines itself: differential attention
+(DiffLlama; Ye et al. 2024, "Differential Transformer", arXiv:2410.05258); BitNet's attention and MLP with an
+RMSNorm before their output projection (Ma et al. 2024, "The Era of 1-bit LLMs", arXiv:2402.17764); Laguna's
+attention with a softplus gate per head.
+
+Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text,
+or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
+"""
+
+from __future__ import annotations
+
+from .blocks import K, O, Q, V, _linear, _window, squared_relu
+from .facts import Module
+
+#: DiffLlamaAttention's own parameters (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``):
+#: λ = exp(λ_q1·λ_k1) − exp(λ_q2·λ_k2) + λ_init, each vector [head_dim]
+DIFF_LAMBDAS = ("lambda_q1", "lambda_k1", "lambda_q2", "lambda_k2")
+
+
+def diff_attention_call(m: Module, arg: str, d) -> str | None:
+    """Differential attention (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``):
+    ``q_proj`` H → a·d, ``k_proj`` and ``v_proj`` H → kv·d, rotary on q and k; V split into the halves of its KV
+    heads, each repeated back to kv heads; two eager attention calls sharing Q and K (``softmax(QKᵀ/√d)·V₁`` and
+    ``·V₂``, each Q·Kᵀ computed again), concatenated, chunked along the heads and combined as ``y₁ − λ·y₂``; an
+    RMSNorm over 2·d without a weight (``groupnorm``) times ``1 − λ_init``; ``o_proj`` a·d → H. The four λ vectors
+    [d] are parameters; ``attention_bias`` (every projection's bias) is not read (None). The draft's
+    ``diff_attention``."""
+    if set(m.params) != set(DIFF_LAMBDAS):
+        return None
+    q, k, v, o = (_linear(m.child(*names)) for names in (Q, K, V, O))
+    norm = m.child("groupnorm")
+    head_dim = m.attrs.get("head_dim")
+    if None in (q, k, v, o) or norm is None or not isinstance(head_dim, int) or head_dim < 1 \
+            or any(x[2] for x in (q, k, v, o)) or any(m.params[n] != (head_dim,) for n in DIFF_LAMBDAS) \
+            or norm.params or norm.children or "rms" not in norm.cls.lower() or k[1] != v[1] \
+            or q[1] % head_dim or k[1] % (2 * head_dim) or o[:2] != (q[1], q[0]) \
+            or len([c for c in m.children if c.param_count()]) != 4:
+        return None
+    d.blocks.add("diff_attention")
+    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+             d.size(head_dim, "head size")]
+    return f"diff_attention({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
+def _rms(m: Module | None, width: int) -> bool:
+    """``m`` is an RMSNorm with a weight of ``width`` and nothing else."""
+    return m is not None and "rms" in m.cls.lower() and m.params == {"weight": (width,)} and not m.children
+
+
+def subnorm_call(m: Module, arg: str, d) -> str | None:
+    """BitNet's blocks (transformers 5.24 modeling_bitnet.py): ``BitNetAttention`` (q, k, v, rotary, eager attention,
+    then ``attn_sub_norm``, an RMSNorm over a·d, before ``o_proj``; no bias) as the draft's ``subnorm_attention``;
+    ``BitNetMLP`` (``down_proj(ffn_sub_norm(relu²(gate_proj(x)) · up_proj(x)))``, no bias) as ``subnorm_glu``;
+    else None."""
+    if m.params:
+        return None
+    sub = m.child("attn_sub_norm")
+    q, k, v, o = (_linear(m.child(*names)) for names in (Q, K, V, O))
+    head_dim = m.attrs.get("head_dim")
+    if sub is not None and None not in (q, k, v, o) and isinstance(head_dim, int) and head_dim > 0 \
+            and not any(x[2] for x in (q, k, v, o)) and _rms(sub, q[1]) and k[1] == v[1] and o[:2] == (q[1], q[0]) \
+            and not q[1] % head_dim and not k[1] % head_dim and len(m.children) == 5:
+        d.blocks.add("subnorm_attention")
+        sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+                 d.size(head_dim, "head size")]
+        return f"subnorm_attention({arg}, {', '.join(sizes)}, name = {m.name})"
+    gate, up, down, sub = (_linear(m.child("gate_proj")), _linear(m.child("up_proj")), _linear(m.child("down_proj")),
+                           m.child("ffn_sub_norm"))
+    if None in (gate, up, down) or sub is None or any(x[2] for x in (gate, up, down)) or gate != up \
+            or down[:2] != (up[1], up[0]) or not _rms(sub, up[1]) or not squared_relu(m) \
+            or len([c for c in m.children if c.param_count()]) != 4:
+        return None
+    d.blocks.add("subnorm_glu")
+    return f"subnorm_glu({arg}, {d.size(up[1], 'MLP width')}, name = {m.name})"
+
+
+def head_gated_call(m: Module, arg: str, d) -> str | None:
+    """Laguna's attention (transformers 5.24 modeling_laguna.py ``LagunaAttention``, ``gating`` per head): q, k, v
+    without bias, RMSNorm on each head's q and k, rotary, eager attention; each head's output times
+    ``softplus(g_proj(x))``, one gate per head (``g_proj`` H → a); ``o_proj``. The draft's ``head_gated_attention``,
+    or None (a gate per channel, ``g_proj`` H → a·d, is not read)."""
+    q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("g_proj",)))
+    norms = [m.child(n) for n in ("q_norm", "k_norm")]
+    head_dim, heads = m.attrs.get("head_dim"), m.attrs.get("num_heads")
+    if m.params or None in (q, k, v, o, g) or not all(isinstance(x, int) and x > 0 for x in (head_dim, heads)) \
+            or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) \
+            or q[1] != heads * head_dim or g[1] != heads or k[1] != v[1] or k[1] % head_dim \
+            or o[:2] != (q[1], q[0]) or len(m.children) != 7:
+        return None
+    d.blocks.add("head_gated_attention")
+    sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
+    return f"head_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
+#: the attention blocks a draft defines itself
+ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258;
+# transformers 5.24 DiffLlamaAttention): two
+# attention calls sharing Q and K (each computes Q·Kᵀ again), over the two halves of V's KV heads repeated back
+# to kv heads (P·V costs as with the whole V); y1 − λ·y2, the four λ vectors [d] parameters; an RMSNorm without a
+# weight over each pair of heads; o_proj back. Rotary costs no product.
+block diff_attention(x[B, S, H], heads, kv_heads, head_dim) {
+  q = rope(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads))
+  k = rope(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, name = v_cache), heads / kv_heads)
+  param lambda_q1[head_dim]
+  param lambda_k1[head_dim]
+  param lambda_q2[head_dim]
+  param lambda_k2[head_dim]
+  p1 = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  p2 = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  y = matmul(p1, v, causal = true) - matmul(p2, v, causal = true)
+  y = rmsnorm(y, weight = false, name = groupnorm)
+  return linear(merge_heads(y), H, bias = false, name = o_proj)
+}""", "subnorm_attention": """# Attention with an RMSNorm over its output before o_proj (BitNet b1.58;
+# transformers 5.24 BitNetAttention's attn_sub_norm); rotary costs no product.
+block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
+  q = rope(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads))
+  k = rope(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  y = rmsnorm(merge_heads(matmul(p, v, causal = true)), name = attn_sub_norm)
+  return linear(y, H, bias = false, name = o_proj)
+}""", "head_gated_attention": """# Attention with a softplus gate per head (Laguna; transformers 5.24
+# LagunaAttention): RMSNorm on each head's q and k, rotary (no product), each head's output times
+# softplus(g_proj(x)), g_proj H -> heads.
+block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+  q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
+  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  g = softplus(split_heads(linear(x, heads, bias = false, name = g_proj), heads))
+  y = merge_heads(matmul(p, v, window = window, causal = true) * g)
+  return linear(y, H, bias = false, name = o_proj)
+}""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58;
+# transformers 5.24 BitNetMLP: down_proj(ffn_sub_norm(relu2(gate_proj(x)) * up_proj(x)))).
+block subnorm_glu(x[B, S, H], width) {
+  y = relu2(linear(x, width, bias = false, name = gate_proj)) * linear(x, width, bias = false, name = up_proj)
+  return linear(rmsnorm(y, name = ffn_sub_norm), H, bias = false, name = down_proj)
+}"""}
