@@ -220,6 +220,38 @@ def model_text(value: object, name: str = "text") -> str:
     return text(value, name, hint="the text of a model file, e.g. open('model.cg').read()")
 
 
+def digits(text: str) -> bool:
+    """``text`` is one or more ASCII digits 0-9 (``str.isdigit`` is also true of '１', '١' and '²', which
+    ``int`` reads or fails on)."""
+    return text.isascii() and text.isdigit()
+
+
+def ascii_number(text: str, what: str) -> str:
+    """``text`` as given when it is ASCII; a number the command line or the API reads is written with the
+    ASCII digits 0-9 (Python's ``int('１６')`` and ``float('١٦')`` read other scripts' digits; the readers
+    of sizes, rates and ``--set`` do not): one rule for every number (issue 30).
+
+    Raises
+    ------
+    CostgraphValueError
+        A character that is not ASCII (a full-width digit, a non-breaking space, '−'), named with its
+        Unicode name; the hint writes the number in ASCII where Unicode can (each decimal digit's value,
+        then the compatibility form NFKC: '１．５' → 1.5)."""
+    import unicodedata
+
+    if not isinstance(text, str) or text.isascii():
+        return text
+    ch = next(c for c in text if not c.isascii())
+    name = unicodedata.name(ch, f"U+{ord(ch):04X}")
+    kind = "digit" if ch.isdigit() else "character"
+    plain = "".join(str(unicodedata.decimal(c)) if unicodedata.decimal(c, None) is not None else c for c in text)
+    plain = unicodedata.normalize("NFKC", plain).replace("\u2212", "-").strip()
+    shown_as = f"{what} {plain}" if what.startswith("-") else plain   # a flag's value as the command line writes it
+    example = f": {shown_as}" if plain.isascii() and plain.isprintable() and len(plain) <= 40 else ""
+    raise CostgraphValueError(f"{what} {shown(text)}: {ch!r} ({name}) is not an ASCII {kind}".lstrip(),
+                              hint=f"write numbers with the ASCII digits 0-9{example}")
+
+
 _DECIMAL = re.compile(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]{1,2}))?\s*")
 _COUNT = re.compile(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*")
 
@@ -234,6 +266,7 @@ def parse_rational(text: str, what: str):
         Text not of that form, or longer than 40 characters."""
     import sympy
 
+    ascii_number(text, what)
     m = _DECIMAL.fullmatch(text or "")
     if not m and len(text or "") <= 40 and _DECIMAL.fullmatch(text.strip().removeprefix("-")):
         raise CostgraphValueError(f"{what} {text.strip()!r} is negative",
@@ -258,6 +291,7 @@ def parse_fraction(text: str, what: str):
         Text of neither form, or a zero denominator."""
     import sympy
 
+    ascii_number(text, what)
     m = _FRACTION.fullmatch(text or "")
     if m is None:
         try:
@@ -316,6 +350,7 @@ def parse_count(text: str, flag: str = "--params") -> int:
     ------
     CostgraphValueError
         Text not of that form, more than 30 digits, or not a positive whole number."""
+    ascii_number(text, flag)
     m = _COUNT.fullmatch(text or "")
     if not m:
         raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")

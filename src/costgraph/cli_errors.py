@@ -18,6 +18,10 @@ An option that takes one value, given twice on one command line (``--gpus 16 --g
 that set one setting to different values. Options that add up (``--set``, ``sweep --over``) repeat
 freely. The rule is :class:`Parser`'s (its ``store`` actions), so every subcommand follows it.
 
+A number is written with the ASCII digits 0-9: ``type=int`` and ``type=float`` (which would read
+``１６``) refuse other characters as every other reader of numbers does
+(:func:`costgraph.arguments.ascii_number`).
+
 A type function's message may end in ``(hint: ...)`` (``--prompt``): that
 part becomes the hint line. Stdlib only: ``--help`` stays light.
 """
@@ -92,13 +96,39 @@ class _StoreFalseOnce(_Once, argparse._StoreFalseAction):
     pass
 
 
+def _ascii(convert):
+    """argparse's ``type=int`` and ``type=float`` read ASCII text only (``int('１６')`` is 16): a value
+    with another character is refused as :func:`costgraph.arguments.ascii_number` refuses it, so
+    every number the command line reads follows one rule (issue 30)."""
+    def read(text: str):
+        if not text.isascii():
+            from .arguments import ascii_number
+            from .errors import CostgraphValueError
+
+            try:
+                ascii_number(text, "")
+            except CostgraphValueError as e:
+                raise argparse.ArgumentTypeError(f"{e.message} (hint: {e.hint})") from None
+        return convert(text)
+    read.__name__ = convert.__name__
+    return read
+
+
+def number_types(parser: argparse.ArgumentParser) -> None:
+    """``type=int`` and ``type=float`` of ``parser``'s arguments read ASCII numbers only (:func:`_ascii`)."""
+    parser.register("type", int, _ascii(int))
+    parser.register("type", float, _ascii(float))
+
+
 class Parser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors carry a hint (exit status 2). Subparsers
     made by ``add_subparsers`` are of this class too (argparse's default ``parser_class``). Its
-    ``store`` actions refuse a setting given twice (:class:`_Once`)."""
+    ``store`` actions refuse a setting given twice (:class:`_Once`); its numbers are ASCII
+    (:func:`number_types`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        number_types(self)
         for name, action in ((None, _StoreOnce), ("store", _StoreOnce), ("store_const", _StoreConstOnce),
                              ("store_true", _StoreTrueOnce), ("store_false", _StoreFalseOnce)):
             self.register("action", name, action)

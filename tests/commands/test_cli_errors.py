@@ -129,3 +129,37 @@ def test_options_that_add_up_still_repeat():
     assert args.set == ["h=8", "l=2"] and args.no_dropout is True
     args = _parser(["sweep"]).parse_args(["sweep", "gpt", "--over", "h=8,16", "--over", "l=1,2"])
     assert args.over == ["h=8,16", "l=1,2"]
+
+
+NBSP = "16\u00a0"
+
+
+@pytest.mark.parametrize("args, error, hint", [
+    # argparse's type=int would read '１６' as 16 (Python's int reads any script's digits); --set refused it
+    (["train", "gpt", "--gpus", "１６", "--global-batch", "8"],
+     "costgraph train: error: argument --gpus: '１６': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: 16; costgraph train --help lists its arguments"),
+    (["infer", "gpt", "--prompt", "8", "--batch", NBSP],
+     "costgraph infer: error: argument --batch: '16\\xa0': '\\xa0' (NO-BREAK SPACE) is not an ASCII character",
+     "hint: write numbers with the ASCII digits 0-9: 16; costgraph infer --help lists its arguments"),
+    (["infer", "gpt", "--prompt", "8", "--page-size", "١٦"],
+     "costgraph infer: error: argument --page-size: --page-size '١٦': '١' (ARABIC-INDIC DIGIT ONE) is not an ASCII "
+     "digit", "hint: write numbers with the ASCII digits 0-9: --page-size 16; costgraph infer --help lists its "
+              "arguments"),
+    (["derive", "gpt", "--set", "h=１６"], "error: --set 'h=１６': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --set h=16"),
+    (["sweep", "gpt", "--over", "s=１,２"], "error: --over 's=１,２': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --over s=1,2"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--memory", "８０GiB"],
+     "error: --memory '８０GiB': '８' (FULLWIDTH DIGIT EIGHT) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --memory 80GiB"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--hardware", "h100-sxm", "--mfu", "０.５"],
+     "error: --mfu '０.５': '０' (FULLWIDTH DIGIT ZERO) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --mfu 0.5"),
+], ids=["argparse-int", "no-break-space", "count-type", "set", "over", "size", "rate"])
+def test_every_number_is_written_in_ascii_digits(args, error, hint, capsys):
+    """One rule for every number the command line reads (issue 30): `--gpus １６` trained on 16 devices while
+    `--set h=１６` was refused without saying why; now each is refused, naming the character, and the hint writes
+    the number in ASCII (each digit's value, then Unicode's compatibility form NFKC)."""
+    code, out, err = _cli(capsys, *args)
+    assert code == 2 and not out and err.splitlines()[-2:] == [error, hint]

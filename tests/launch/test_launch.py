@@ -480,3 +480,53 @@ def test_megatron_layout_arguments(tmp_path):
         "recompute": "selective", "recompute_modules": ["core_attn", "mlp"], "pipeline_layout": "Et*8|(t*8|)*2t*8L",
         "gpus": 64, "precision": "megatron"}
     assert launch.origins["virtual_stages"].where == f"{f}:3"
+
+
+def test_torchtitan_global_batch_that_does_not_divide_is_located(tmp_path):
+    # torchtitan @ 238fa99 torchtitan/train.py (Trainer.__init__, "verify batch sizes"): assert global_batch_size %
+    # (local_batch_size * batch_degree) == 0; with PP the rule is the local batch's, not the micro-batch's (8 × 4 = 32,
+    # where train's own B % (b·d) would accept 96 = 2 × 4 × 12). Refused before at train, without the file's line.
+    f = tmp_path / "job.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = 100\n'
+                 "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n")
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert e.value.message == ("[training] global_batch_size = 100 is not a multiple of local_batch_size × "
+                               "data-parallel degree = 8 × 4 = 32: torchtitan asserts it")
+    assert str(e.value.loc) == f"{f}:6:1" and e.value.hint.startswith("global_batch_size = 96 or 128 (")
+    f.write_text(f.read_text().replace("= 100", "= 96"))
+    assert read_launch(str(f), gpus=8).values["global_batch"] == 96
+
+
+def test_megatron_global_batch_that_does_not_divide_is_located_once_gpus_is_known(cg, tmp_path):
+    # Megatron-LM @ d98e8a64 megatron/core/num_microbatches_calculator.py l. 381: global batch % (micro × DP) == 0;
+    # GPT-3 175B's script (TP 8, PP 16, micro 1) on 1024 GPUs: d = 8; 1537 is refused at its line and column
+    f = tmp_path / "gpt3.sh"
+    f.write_text(Path(GPT3).read_text().replace("--global-batch-size 1536", "--global-batch-size 1537"))
+    line = next(n for n, t in enumerate(f.read_text().split("\n"), 1) if "--global-batch-size" in t)
+    r = cg("train", "--launch", str(f), "--gpus", "1024")
+    assert r.returncode == 2 and r.stderr.splitlines()[0] == (
+        f"{f}:{line}:5: error: the global batch 1537 (--global-batch-size 1537) is not a multiple of micro-batch × "
+        "data-parallel degree = 1 × 8 = 8 (--gpus 1024 over t·p·c = 128)")
+    assert r.stderr.splitlines()[-1] == ("hint: a global batch of 1536 or 1544 (a whole number of micro-batches per "
+                                         "data-parallel rank), or other --gpus")
+
+
+@pytest.mark.parametrize("name, old, new, message", [
+    # '²'.isdigit() is true and int('²') fails: each was an internal error (ValueError); a full-width '８' was read as 8
+    ("gpt3.sh", "--num-layers 96", "--num-layers ²", "--num-layers must be a positive whole number, got ²"),
+    ("gpt3.sh", "--nproc_per_node $GPUS_PER_NODE", "--nproc_per_node ²", None),
+    ("gpt3.sh", "GPUS_PER_NODE=8", "GPUS_PER_NODE=８", None),
+    ("job.toml", 'selective_ac_option = "op"', 'selective_ac_option = "²"',
+     "[activation_checkpoint] mode = selective, selective_ac_option = ²: costgraph has none, full, selective with op "
+     "or every N-th block"),
+])
+def test_digits_of_other_scripts_are_not_numbers(tmp_path, name, old, new, message):
+    f = tmp_path / name
+    f.write_text(Path(TITAN if name.endswith(".toml") else GPT3).read_text().replace(old, new))
+    if message is None:   # the launcher's device count is not read: the devices are the command line's
+        assert "gpus" not in read_launch(str(f)).values
+        return
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert e.value.message == message and e.value.loc is not None

@@ -95,6 +95,7 @@ def apply(args, parser, command: str, argv: list | None = None) -> None:
         taken += _options(args, sub, launch, command, unused, written)
         args.launch_report = {**launch.to_dict(), "taken": taken, "not_used": unused}
         _devices_of_the_batch(args, launch)
+        _batch_divides(args, launch)
     missing = [d for d in getattr(args, "launch_required", ()) if getattr(args, d, None) is None
                and not (d == "model" and command == "train")]
     if missing:
@@ -114,6 +115,37 @@ def _devices_of_the_batch(args, launch) -> None:
     raise CostgraphValueError(f"the global batch of {origin.where} ({origin.text}) needs the devices of the run"
                               + (f"; {why[0]}" if why else ""),
                               hint="give --gpus N: t × p × c × d devices for a whole data-parallel degree d")
+
+
+def _batch_divides(args, launch) -> None:
+    """The file's global batch B, taken, must be a multiple of b·d (the micro-batch from ``--set b=`` or the
+    file, d = gpus / (t·p·c) once the command line is known): refused at the file's line and column, where
+    train's own check could name neither (Megatron-LM asserts it too: core/num_microbatches_calculator.py
+    @ d98e8a64, "global batch size (..) is not divisible by micro batch size (..) times data parallel size").
+    Nothing is checked when a figure is missing or the devices do not divide (train says so)."""
+    from ..arguments import digits
+    from ..launch.text import located
+
+    origin, batch = launch.origins.get("global_batch"), getattr(args, "global_batch", None)
+    if origin is None or batch != launch.values.get("global_batch") or ":" not in origin.where:
+        return
+    sizes = [p.split("=", 1)[1] for p in getattr(args, "set", None) or [] if p.startswith("b=")]
+    b = sizes[-1] if sizes else launch.dims.get("b")
+    gpus, per = getattr(args, "gpus", None), 1
+    for dest in ("tp", "pp", "cp"):
+        per *= getattr(args, dest, 1) or 1
+    if not (isinstance(b, int) or digits(str(b))) or not isinstance(gpus, int) or gpus <= 0 or gpus % per:
+        return
+    b, d = int(b), gpus // per
+    if b <= 0 or batch % (b * d) == 0:
+        return
+    path, line = origin.where.rsplit(":", 1)
+    step, low = b * d, batch - batch % (b * d)
+    raise located(f"the global batch {batch} ({origin.text}) is not a multiple of micro-batch × data-parallel "
+                  f"degree = {b} × {d} = {step} (--gpus {gpus} over t·p·c = {per})", path, launch.text,
+                  int(line) if line.isdigit() else 1, word=origin.text.split()[0] if origin.text else None,
+                  hint=f"a global batch of {' or '.join(map(str, ([low] if low else []) + [low + step]))} (a whole "
+                       "number of micro-batches per data-parallel rank), or other --gpus")
 
 
 def _model(args, launch, command: str) -> list:

@@ -74,7 +74,10 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     from ..language.limits import check_number
 
     dims, options = {}, {}
+    from ..arguments import ascii_number
+
     for pair in pairs:
+        ascii_number(pair, "--set")
         m = _SETTING.match(pair)
         if not m:
             if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):

@@ -32,6 +32,7 @@ import tomllib
 from functools import cache
 
 from .. import datafiles
+from ..arguments import digits
 from ..datafiles import Field, Kind, Schema
 from .result import Launch, Origin
 from .text import located, quoted, whole
@@ -255,6 +256,14 @@ def _batch(f: _File, launch: Launch, pp: int, dp: int) -> None:
     g = f.get("training", "global_batch_size", -1)
     if g != -1:   # m = B / (b·d): the accumulation steps and, with PP, local / micro micro-batches each
         g = whole(g, "[training] global_batch_size", f.path, f.text, f.line("training", "global_batch_size"))
+        if g % (local * dp):   # torchtitan @ 238fa99 train.py (Trainer.__init__, "verify batch sizes") asserts it
+            low, step = g - g % (local * dp), local * dp
+            raise located(f"[training] global_batch_size = {g} is not a multiple of local_batch_size × data-parallel "
+                          f"degree = {local} × {dp} = {step}: torchtitan asserts it", f.path, f.text,
+                          f.line("training", "global_batch_size"), word="global_batch_size",
+                          hint=f"global_batch_size = {' or '.join(map(str, ([low] if low else []) + [low + step]))} "
+                               "(a whole number of accumulation steps), or -1 (one step of local_batch_size per "
+                               "data-parallel rank)")
         launch.set_value("global_batch", g, f.where("training", "global_batch_size"), f"global_batch_size = {g}")
     elif pp > 1:   # one step of local_batch_size: local / micro micro-batches (both given were refused)
         launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
@@ -285,7 +294,7 @@ def _checkpointing(f: _File, launch: Launch) -> None:
         launch.set_value("recompute", mode, where, words)
     elif mode == "selective" and option == "op":
         launch.set_value("recompute", "torchtitan-op", where, words + ", selective_ac_option = op")
-    elif mode == "selective" and option.isdigit() and 0 < len(option) <= 6 and int(option) > 0:
+    elif mode == "selective" and digits(option) and 0 < len(option) <= 6 and int(option) > 0:
         launch.set_value("recompute", "torchtitan-layer", where, words + f", selective_ac_option = {option}")
         launch.set_value("recompute_frequency", int(option), f.where("activation_checkpoint", "selective_ac_option"),
                          f"selective_ac_option = {option}")
