@@ -161,7 +161,7 @@ def positive_number(value: object, name: str) -> object:
     :func:`rational`); not a bool."""
     if value is None:
         return None
-    if isinstance(value, bool) or rational(value, name) <= 0:
+    if rational(value, name) <= 0:
         raise CostgraphValueError(f"{name} must be positive, not {shown(value)}",
                                   hint="a positive number: an int, a float or text such as '1e9'")
     return value
@@ -305,6 +305,11 @@ def parse_fraction(text: str, what: str):
     return sympy.Rational(f.numerator, f.denominator)
 
 
+#: what :func:`rational` accepts, the hint of each of its refusals
+NUMBER_HINT = ("a finite number: an int, a float, decimal text such as '0.45' or '140e12', a Fraction or a SymPy "
+               "Rational (not nan, inf or a bool)")
+
+
 def rational(value: object, what: str):
     """A number given to the API as an exact SymPy Rational: an ``int`` or a SymPy Rational as is,
     a ``float`` by its shortest decimal (``0.45`` → 9/20, as the CLI reads ``--mfu 0.45``), a
@@ -321,18 +326,33 @@ def rational(value: object, what: str):
     if isinstance(value, str):
         return parse_rational(value, what)
     if isinstance(value, bool):
-        _fail(what, "a number", value)
+        _fail(what, "a number", value, hint=NUMBER_HINT)
     if isinstance(value, int):
         return sympy.Integer(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            _fail(what, "a finite number", value)
+            _fail(what, "a finite number", value, hint=NUMBER_HINT)
         return sympy.Rational(repr(value))
     if isinstance(value, sympy.Rational):
         return value
     if isinstance(value, Fraction):
         return sympy.Rational(value.numerator, value.denominator)
-    _fail(what, "a number (int, float, decimal text, Fraction or SymPy Rational)", value)
+    _fail(what, "a number (int, float, decimal text, Fraction or SymPy Rational)", value, hint=NUMBER_HINT)
+
+
+def share(value, what: str, given: object = None):
+    """``value`` (an exact number, as :func:`rational` gives it) if it is a share in (0, 1] (``--mfu``,
+    ``--efficiency``: of the peak); ``given``: the value as the user wrote it, for the message.
+
+    Raises
+    ------
+    CostgraphValueError
+        A value of 0 or less, or above 1; the hint names what is accepted."""
+    if value is not None and not 0 < value <= 1:
+        raise CostgraphValueError(f"{what} {str(value if given is None else given)[:40]} is not a fraction in (0, 1]",
+                                  hint=f"a share of the peak above 0 and at most 1, e.g. {what} 0.45 (45 %); "
+                                       "in Python a float, a Fraction or text such as '0.45'")
+    return value
 
 
 def token_count(value: object, name: str) -> object:

@@ -358,14 +358,17 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     mfu = arguments.rational(mfu, "--mfu")
     achieved = arguments.rational(achieved, "--achieved")
     if mfu is not None and achieved is not None:
-        raise CostgraphValueError("give --mfu or --achieved, not both")
-    if mfu is not None and not 0 < mfu <= 1:
-        raise CostgraphValueError(f"--mfu {shown['mfu']} is not a fraction in (0, 1]")
+        raise CostgraphValueError("give --mfu or --achieved, not both",
+                                  hint="--mfu is a share of the peak (0.45), --achieved the FLOP/s a device reached "
+                                       "(400e12): one of them")
+    arguments.share(mfu, "--mfu", shown["mfu"])
     if mfu is not None and peak is None:
-        raise CostgraphValueError("--mfu needs a peak: --hardware NAME or --peak FLOPS")
+        raise CostgraphValueError("--mfu needs a peak: --hardware NAME or --peak FLOPS",
+                                  hint="a preset (--hardware h100-sxm; hardware='h100-sxm' in Python) or the peak "
+                                       "FLOP/s per device (--peak 989e12)")
     for name, v in (("--achieved", achieved), ("--peak", peak)):
         if v is not None and v <= 0:
-            raise CostgraphValueError(f"{name} must be positive")
+            raise CostgraphValueError(f"{name} must be positive", hint=f"FLOP/s per device above 0, e.g. {name} 400e12")
         if v is not None and v < 1:   # a rate under 1 FLOP/s: no device; the kernel model's logarithms go complex
             raise CostgraphValueError(f"{name} {shown.get(name[2:], v) if name == '--achieved' else _peak_shown(v)} "
                                       "FLOP/s is below 1 FLOP/s", hint=PEAK_HINT)

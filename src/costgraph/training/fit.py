@@ -129,7 +129,9 @@ def reserve_bytes(reserve, capacity: int) -> int:
                                   "of a device alone", hint=f"--reserve {DEFAULT_RESERVE} or a size (8GB) for a fixed "
                                   "reserve; `costgraph train` on a layout lists its runtime reserve's parts")
     if isinstance(reserve, bool):
-        raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}")
+        raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}",
+                                  hint="a fraction of the device memory below 1 (0.1), a size with its unit ('8GiB'), "
+                                       f"bytes as an int, or '{RUNTIME_RESERVE}' (train, fit, plan)")
     ascii_number(reserve, "--reserve")
     if isinstance(reserve, float):
         reserve = repr(reserve)
