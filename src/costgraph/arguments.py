@@ -392,13 +392,20 @@ def whole_at_prompt(model, values, prompt: int, batch: int) -> None:
     Raises
     ------
     CostgraphValueError
-        The located message of the first size that is not whole and positive."""
+        The located message of the first size that is not whole and positive (a bound on ``s`` worded as
+        one on the prompt)."""
     dims = model.graph.dims
     if values is None or "s" not in dims or "b" not in dims:
         return
     named = {d.symbol: name for name, d in dims.items()}
     given = {named[k]: int(v) for k, v in values.items() if named.get(k) not in (None, "s", "b")}
-    model._check_whole({**given, "s": prompt, "b": batch})
+    try:
+        model._check_whole({**given, "s": prompt, "b": batch})
+    except CostgraphValueError as e:   # s is the prompt here: the hint says so (issue 30: the 576 image tokens)
+        if e.hint and e.hint.startswith("s must be"):
+            raise CostgraphValueError(e.message, e.loc, hint=f"the prompt s (--prompt {prompt}; prompt= in Python)"
+                                                            + e.hint[1:]) from None
+        raise
 
 
 def value_warnings(values: Mapping | None) -> list[str]:
