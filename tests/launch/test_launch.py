@@ -520,13 +520,34 @@ def test_megatron_global_batch_that_does_not_divide_is_located_once_gpus_is_know
     ("job.toml", 'selective_ac_option = "op"', 'selective_ac_option = "²"',
      "[activation_checkpoint] mode = selective, selective_ac_option = ²: costgraph has none, full, selective with op "
      "or every N-th block"),
+    # an Arabic-Indic 3 was read as 3 by the pattern's \d (the campaign's launch files: '٨' refused without a hint)
+    ("DeepSeek-R1.sh", "[0]*3+[1]*58", "[0]*٣+[1]*58", "--moe-layer-freq: the bundled deepseek_v3 takes "
+     "([0]*k+[1]*n), k dense layers then n MoE layers, n + k = --num-layers"),
 ])
 def test_digits_of_other_scripts_are_not_numbers(tmp_path, name, old, new, message):
     f = tmp_path / name
-    f.write_text(Path(TITAN if name.endswith(".toml") else GPT3).read_text().replace(old, new))
+    f.write_text(Path(TITAN if name.endswith(".toml") else GPT3 if name == "gpt3.sh" else EX / name).read_text()
+                 .replace(old, new))
+    assert new in f.read_text()
     if message is None:   # the launcher's device count is not read: the devices are the command line's
         assert "gpus" not in read_launch(str(f)).values
         return
     with pytest.raises(Exception) as e:
         read_launch(str(f), gpus=8)
     assert e.value.message == message and e.value.loc is not None
+
+
+def test_every_refusal_of_a_launch_reader_has_a_hint():
+    """House rule (issue 30: every refusal prints a hint): each ``located(...)`` and ``CostgraphValueError(...)`` of
+    costgraph/launch/ passes ``hint=`` (17 did not: the campaign's mutated launch files met one, --moe-layer-freq)."""
+    import ast
+
+    import costgraph.launch as launch
+
+    missing = []
+    for path in sorted(Path(launch.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("located", "CostgraphValueError") \
+                    and not any(k.arg in ("hint", None) for k in node.keywords):
+                missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, missing
