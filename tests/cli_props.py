@@ -105,8 +105,7 @@ HOSTILE = ["-1", "0", "-0", "1/3", "1e400", "-1e400", "1e-400", "nan", "NaN", "i
            "", " ", "9" * 400, "1_000", "0x10", "1e3", "0.5", "2.5e0", "\u0661\u0662", "\uff11\uff12",
            "\U0001f4a5", "h\u0301", "\u202e8", "a" * 5000, "/dev/zero", "/dev/null", "/proc/self/environ",
            "/nonexistent/model.cg", "/nonexistent/config.json", ".", "-", "=", "h=", "=1", "h=1=2",
-           "h=-1", "h=1e400", "h=nan", "h=1/3", "self=3", "s=" + "9" * 200, "1e18", "123456789012345678901",
-           "\u00b2", "16\u00a0", "h=\uff11\uff16"]
+           "h=-1", "h=1e400", "h=nan", "h=1/3", "self=3", "s=" + "9" * 200, "1e18", "123456789012345678901"]
 
 hostile = st.sampled_from(HOSTILE)
 small_ints = st.sampled_from([1, 2, 4, 8, 16, 64]) | st.integers(1, 4096)
