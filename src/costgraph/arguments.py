@@ -114,7 +114,8 @@ def whole(value: object, name: str) -> int:
               hint=f"give {name} a whole number above 0 " + (f"(e.g. {name} 2; in Python {name.lstrip('-').replace('-', '_')}=2)"
                                                              if flag else f"(--set {name}=N, or {name}=N in Python)"))
     if value >= _LIMIT:
-        raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)")
+        raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)",
+                                  hint=f"a whole number of at most {MAX_DIGITS} digits")
     return value
 
 
@@ -376,10 +377,11 @@ def parse_count(text: str, flag: str = "--params") -> int:
         raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
     whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
     if len(whole) + len(frac) > 30:
-        raise CostgraphValueError(f"{flag} is too large")
+        raise CostgraphValueError(f"{flag} is too large", hint="a whole number of at most 30 digits, e.g. 7.5e9")
     num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)
     if num % den or num == 0:
-        raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number")
+        raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number",
+                                  hint="a whole number above 0, e.g. 7.5e9 or 7500000000")
     return num // den
 
 
