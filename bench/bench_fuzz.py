@@ -112,6 +112,8 @@ FINDINGS: list[tuple[list[str], str, str]] = [
     (["train", "--launch", "gpt3.sh"], "internal: ValueError: int('²') ('--num-layers ²'; also torchrun "
      "'--nproc_per_node ²', torchtitan's selective_ac_option = \"²\": '²'.isdigit() is true)",
      "tests/launch/test_launch.py::test_digits_of_other_scripts_are_not_numbers"),
+    (["api:gpt.train", "{'t': 'x', 'global_batch': 8}"], "internal: TypeError: '<=' not supported between instances "
+     "of 'str' and 'int'", "tests/test_api_args.py::test_api_numbers_refused_with_what_is_accepted"),
     (["derive", "g4.json"], "internal: ValueError: int('²') (Gemma 4's per_layer_config keyed '²')",
      "tests/language/test_hf_config.py::test_a_per_layer_key_of_other_digits_is_no_layer_number"),
     (["train", "gpt", "--gpus", "\uff11\uff16"], "silent: read as 16 (argparse's int reads any script's digits; "
