@@ -105,6 +105,10 @@ FINDINGS: list[tuple[list[str], str, str]] = [
      "slow: killed at 600 s of wall time having used 7.7 s of CPU (alone: 24 s of CPU, 535,095 bytes written)",
      "not costgraph's: a starved case; the message now names the CPU used "
      "(tests/commands/test_fuzz_campaign.py::test_the_checks_catch_what_they_name)"),
+    # this session's campaign (the lead's, /tmp/camp7.jsonl, main's code): 492 cases read at 08:09, one finding
+    (["web", "examples/hf/gemma4-text-defaults.json", "-o", "out", "--force"],
+     "slow: over 600 s of wall time having used 33.8 s of CPU (under the 60 s limit)",
+     "not costgraph's: a starved case on the loaded machine (7 helpers and the campaign on 2 cores), as above"),
     # found beside the campaign (2026-12-07, k30fix7: a probe of every API keyword and of other scripts' digits;
     # the campaign draws both since: fuzz_cases.api_keywords, LAUNCH_VALUES and the hostile 'launch' files)
     (["api:gpt.infer", "{'compute_efficiency': None}"], "internal: AttributeError: 'NoneType' object has no "
