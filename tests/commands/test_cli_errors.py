@@ -87,9 +87,9 @@ def test_every_option_of_one_value_given_twice_is_refused(capsys):
     from costgraph import commands
     from costgraph.cli import _parser
 
-    checked = 0
+    checked, subparsers = 0, next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     for name in commands.names():
-        sub = next(a for a in _parser([name])._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+        sub = subparsers[name]
         for action in sub._actions:
             if type(action).__name__ != "_StoreOnce" or not action.option_strings:
                 continue
@@ -153,13 +153,27 @@ NBSP = "16\u00a0"
     (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--memory", "８０GiB"],
      "error: --memory '８０GiB': '８' (FULLWIDTH DIGIT EIGHT) is not an ASCII digit",
      "hint: write numbers with the ASCII digits 0-9: --memory 80GiB"),
-    (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--hardware", "h100-sxm", "--mfu", "０.５"],
-     "error: --mfu '０.５': '０' (FULLWIDTH DIGIT ZERO) is not an ASCII digit",
-     "hint: write numbers with the ASCII digits 0-9: --mfu 0.5"),
-], ids=["argparse-int", "no-break-space", "count-type", "set", "over", "size", "rate"])
+], ids=["argparse-int", "no-break-space", "count-type", "set", "over", "size"])
 def test_every_number_is_written_in_ascii_digits(args, error, hint, capsys):
     """One rule for every number the command line reads (issue 30): `--gpus １６` trained on 16 devices while
     `--set h=１６` was refused without saying why; now each is refused, naming the character, and the hint writes
     the number in ASCII (each digit's value, then Unicode's compatibility form NFKC)."""
     code, out, err = _cli(capsys, *args)
     assert code == 2 and not out and err.splitlines()[-2:] == [error, hint]
+
+
+@pytest.mark.parametrize("read, text, hint", [
+    ("parse_rational", "０.５", "write numbers with the ASCII digits 0-9: --mfu 0.5"),   # --mfu, --peak, --tokens ...
+    ("parse_fraction", "１/３", "write numbers with the ASCII digits 0-9: --mfu 1/3"),
+    ("parse_count", "７e9", "write numbers with the ASCII digits 0-9: --mfu 7e9"),     # --params, --prompt ...
+])
+def test_the_number_readers_take_ascii_digits_only(read, text, hint):
+    """The readers of rates, fractions and counts (costgraph.arguments) refuse another script's digits with the
+    same message and hint as the command line's int and float (one rule: arguments.ascii_number)."""
+    from costgraph import arguments
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError) as e:
+        getattr(arguments, read)(text, "--mfu")
+    assert e.value.message == f"--mfu {text!r}: {text[0]!r} ({__import__('unicodedata').name(text[0])}) is not an " \
+                              "ASCII digit" and e.value.hint == hint
