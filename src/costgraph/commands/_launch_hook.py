@@ -95,7 +95,8 @@ def apply(args, parser, command: str, argv: list | None = None) -> None:
         taken += _options(args, sub, launch, command, unused, written)
         args.launch_report = {**launch.to_dict(), "taken": taken, "not_used": unused}
         _devices_of_the_batch(args, launch)
-        _batch_divides(args, launch)
+        if command != "plan":   # plan searches b and the degrees itself
+            _batch_divides(args, launch)
     missing = [d for d in getattr(args, "launch_required", ()) if getattr(args, d, None) is None
                and not (d == "model" and command == "train")]
     if missing:
