@@ -551,3 +551,14 @@ def test_every_refusal_of_a_launch_reader_has_a_hint():
                     and not any(k.arg in ("hint", None) for k in node.keywords):
                 missing.append(f"{path.name}:{node.lineno}")
     assert not missing, missing
+
+
+def test_a_serving_lines_share_in_other_digits_is_refused_at_its_line(cg, tmp_path):
+    # fit --serve reads --gpu-memory-utilization as its reserve, 1 − U, through Decimal, which reads '０.８５' as 0.85:
+    # the serving line's numbers follow the command line's one rule (ASCII digits; costgraph.arguments.ascii_number)
+    f = tmp_path / "serve.sh"
+    f.write_text("vllm serve gpt2 --gpu-memory-utilization ０.８５ --tensor-parallel-size 4\n")
+    r = cg("fit", "--launch", str(f), "--serve", "--hardware", "h100-sxm", "--prompt", "8", "--generate", "8")
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: {f}:1: --gpu-memory-utilization '０.８５': '０' (FULLWIDTH DIGIT ZERO) is not an ASCII digit",
+        "hint: write numbers with the ASCII digits 0-9: --gpu-memory-utilization 0.85"]

@@ -253,6 +253,13 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
     actions = {a.dest: a for a in sub._actions}
     taken = []
     if command == "fit" and "gpu_memory_utilization" in launch.values:   # fit's reserve: 1 - the runtime's share
+        from ..arguments import ascii_number
+
+        try:
+            ascii_number(launch.values["gpu_memory_utilization"], "--gpu-memory-utilization")
+        except CostgraphValueError as e:   # named as the file writes it, where it does
+            raise CostgraphValueError(f"{launch.origins['gpu_memory_utilization'].where}: {e.message}",
+                                      hint=e.hint) from None
         launch.values["reserve"] = _complement(launch.values.pop("gpu_memory_utilization"))
         launch.origins["reserve"] = launch.origins.pop("gpu_memory_utilization")
     for dest, value in list(launch.values.items()):
@@ -306,6 +313,8 @@ def _complement(text: str) -> str:
     """``1 - text`` of a decimal share (``0.85`` → ``0.15``), exactly; the text itself if it is none."""
     from decimal import Decimal, InvalidOperation
 
+    if not isinstance(text, str) or not text.isascii():   # Decimal reads '０.８５': left to --reserve's ASCII rule
+        return text
     try:
         d = Decimal(text)
     except (InvalidOperation, ValueError):
