@@ -105,6 +105,26 @@ FINDINGS: list[tuple[list[str], str, str]] = [
      "slow: killed at 600 s of wall time having used 7.7 s of CPU (alone: 24 s of CPU, 535,095 bytes written)",
      "not costgraph's: a starved case; the message now names the CPU used "
      "(tests/commands/test_fuzz_campaign.py::test_the_checks_catch_what_they_name)"),
+    # this session's campaign (the lead's, /tmp/camp7.jsonl, main's code): 492 cases read at 08:09, one finding
+    (["web", "examples/hf/gemma4-text-defaults.json", "-o", "out", "--force"],
+     "slow: over 600 s of wall time having used 33.8 s of CPU (under the 60 s limit)",
+     "not costgraph's: a starved case on the loaded machine (7 helpers and the campaign on 2 cores), as above"),
+    # found beside the campaign (2026-12-07, k30fix7: a probe of every API keyword and of other scripts' digits;
+    # the campaign draws both since: fuzz_cases.api_keywords, LAUNCH_VALUES and the hostile 'launch' files)
+    (["api:gpt.infer", "{'compute_efficiency': None}"], "internal: AttributeError: 'NoneType' object has no "
+     "attribute 'xreplace'", "tests/test_api_args.py::test_api_numbers_refused_with_what_is_accepted"),
+    (["train", "--launch", "gpt3.sh"], "internal: ValueError: int('²') ('--num-layers ²'; also torchrun "
+     "'--nproc_per_node ²', torchtitan's selective_ac_option = \"²\": '²'.isdigit() is true)",
+     "tests/launch/test_launch.py::test_digits_of_other_scripts_are_not_numbers"),
+    (["api:gpt.train", "{'t': 'x', 'global_batch': 8}"], "internal: TypeError: '<=' not supported between instances "
+     "of 'str' and 'int'", "tests/test_api_args.py::test_api_numbers_refused_with_what_is_accepted"),
+    (["derive", "g4.json"], "internal: ValueError: int('²') (Gemma 4's per_layer_config keyed '²')",
+     "tests/language/test_hf_config.py::test_a_per_layer_key_of_other_digits_is_no_layer_number"),
+    (["train", "gpt", "--gpus", "\uff11\uff16"], "silent: read as 16 (argparse's int reads any script's digits; "
+     "--set h=\uff11\uff16 was refused)", "tests/commands/test_cli_errors.py::test_every_number_is_written_in_ascii_digits"),
+    (["train", "--launch", "DeepSeek-R1.sh"], "no hint: --moe-layer-freq [0]*\u0668+[1]*58 (and 16 other launch "
+     "refusals); [0]*\u0663+[1]*58 was read as 3", "tests/launch/test_launch.py::"
+     "test_every_refusal_of_a_launch_reader_has_a_hint, ::test_digits_of_other_scripts_are_not_numbers"),
 ]
 
 

@@ -18,7 +18,10 @@ FILE_SECRET = "f1le-s3cret-55e0b2-never-printed"
 KINDS = ["flags"] * 5 + ["model", "config", "api"] + ["files"] * 2
 #: values an API argument is drawn from: plausible, out of range, of the wrong type
 API_VALUES = [1, 2, 4, 8, 0, -1, 3, 10**30, 0.5, 1 / 3, float("nan"), float("inf"), -0.0, "2", "1e400", "", None,
-              True, [], {}, "h100-sxm", "a100-80gb-sxm", "bogus", 2**63]
+              True, [], {}, "h100-sxm", "a100-80gb-sxm", "bogus", 2**63, "\uff11\uff16", "\u00b2", "16\u00a0"]
+#: what a launch file's numbers are replaced by (hostile files, ``launch``): other scripts' digits ('²'.isdigit()
+#: is true and int('²') fails), out of range, not numbers
+LAUNCH_VALUES = ["\u00b2", "\uff18", "\u0668", "0", "-1", "1e400", "9" * 30, "nan", "", "3", "7", "1.5", "$X", "$(( 1/0 ))"]
 
 
 # --- the time limit ---------------------------------------------------------------------
@@ -57,14 +60,26 @@ def draw_api(data) -> tuple[str, str, dict]:
 
     name = data.draw(st.sampled_from(P.MODEL_NAMES), label="model")
     method = data.draw(st.sampled_from(["train", "infer", "plan", "evaluate"]), label="method")
-    names = {"train": ["t", "p", "c", "e", "d", "gpus", "zero", "m", "sp", "recompute", "hardware", "mfu", "tokens",
-                       "global_batch", "memory", "reserve", "lora_rank", "v", "schedule"],
-             "infer": ["prompt", "generate", "batch", "tp", "hardware", "weights", "kv", "page", "peak", "bandwidth",
-                       "memory", "reserve"],
-             "plan": ["gpus", "hardware", "global_batch", "top", "memory", "reserve"],
-             "evaluate": ["b", "s", "h", "l", "a", "V", "kv", "config"]}[method] + ["no_such_argument"]
+    names = api_keywords()[method] + ["no_such_argument"]
     kwargs = data.draw(st.dictionaries(st.sampled_from(names), st.sampled_from(API_VALUES), max_size=5), label="kwargs")
     return name, method, kwargs
+
+
+def api_keywords() -> dict[str, list[str]]:
+    """The keywords of ``Model.train``, ``infer`` and ``plan``: every field of their options dataclasses (and the
+    Layout's, for train), as the API takes them; ``evaluate``'s: dimension names and ``config``. From the
+    declarations, so a new option is drawn without listing it (issue 30: ``infer(compute_efficiency=None)`` was
+    an AttributeError the hand-written list never drew)."""
+    import dataclasses
+
+    from costgraph.infer_options import InferOptions
+    from costgraph.layout_options import LayoutOptions
+    from costgraph.train_options import PlanOptions, TrainOptions
+
+    def fields(*classes):
+        return sorted({f.name for c in classes for f in dataclasses.fields(c)} - {"command"})
+    return {"train": fields(TrainOptions, LayoutOptions), "infer": fields(InferOptions), "plan": fields(PlanOptions),
+            "evaluate": ["b", "s", "h", "l", "a", "V", "kv", "config"]}
 
 
 def run_api(call: tuple[str, str, dict], limit: float) -> dict:
@@ -110,8 +125,10 @@ def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
     from hypothesis import strategies as st
 
     secret = work / "secret.txt"
-    kind = data.draw(st.sampled_from(["link-plain", "link-json", "hub-link", "o-import", "o-model", "o-config"]),
-                     label="files")
+    kind = data.draw(st.sampled_from(["link-plain", "link-json", "hub-link", "o-import", "o-model", "o-config",
+                                      "launch"]), label="files")
+    if kind == "launch":
+        return _hostile_launch(data, work), set()
     if kind.startswith("link") or kind == "hub-link":
         secret.write_text(FILE_SECRET + "\n" if kind == "link-plain" else
                           json.dumps({"model_type": FILE_SECRET, "hidden_size": FILE_SECRET}), encoding="utf-8")
@@ -146,6 +163,36 @@ def _hostile_files(data, work: Path, spec: dict) -> tuple[list[str], set[str]]:
                                                      "train", "infer", "web") if c in spec]), label="command")
     argv = data.draw(P.argv_for(command, spec[command], model), label="argv")
     return argv, outputs(argv)
+
+
+def _hostile_launch(data, work: Path) -> list[str]:
+    """A launch file of examples/launch/ with one to three of its numbers replaced (:data:`LAUNCH_VALUES`),
+    written in ``work``, read by ``train`` or ``fit`` (a serving line: ``infer`` or ``fit --serve``), with or
+    without ``--gpus``: the readers must refuse it with a located message, never fail inside."""
+    import re
+
+    import tests.cli_props as P
+    from hypothesis import strategies as st
+
+    src = Path(data.draw(st.sampled_from(P.LAUNCH_FILES), label="launch file"))
+    text = src.read_text(encoding="utf-8")
+    number = re.compile(r"(?<![\w.])[0-9]+(?![\w.])")
+    for _ in range(data.draw(st.integers(1, 3), label="replaced")):
+        spans = [m.span() for m in number.finditer(text)]
+        if not spans:
+            break
+        start, end = data.draw(st.sampled_from(spans), label="number")
+        text = text[:start] + data.draw(st.sampled_from(LAUNCH_VALUES), label="value") + text[end:]
+    target = work / src.name
+    target.write_text(text, encoding="utf-8")
+    serving = "vllm" in src.name or "sglang" in src.name
+    command = data.draw(st.sampled_from(["infer", "fit"] if serving else ["train", "fit"]), label="command")
+    argv = [command, "--launch", str(target)] + (["--serve"] if serving and command == "fit" else [])
+    if data.draw(st.booleans(), label="--gpus?"):
+        argv += ["--gpus", data.draw(st.sampled_from(["8", "64", "1024", "3"]), label="gpus")]
+    if command == "fit":
+        argv += ["--hardware", "h100-sxm"]
+    return argv
 
 
 def outputs(argv: list[str]) -> set[str]:

@@ -281,3 +281,42 @@ def test_a_negative_number_is_said_to_be_negative(capsys):
     assert main(["train", "gpt", "--config", "gpt2", "--zero", "3", "--offload-activations", "-0.1"]) == 2
     err = capsys.readouterr().err
     assert "--offload-activations '-0.1' is negative" in err and "hint: a number without a minus sign" in err
+
+
+_NUMBER = ("a finite number: an int, a float, decimal text such as '0.45' or '140e12', a Fraction or a SymPy Rational "
+           "(not nan, inf or a bool)")
+TRAIN_KW = {"gpus": 8, "hardware": "h100-sxm"}
+INFER_KW = {"prompt": 16, "generate": 4}
+
+
+@pytest.mark.parametrize("method, kwargs, message, hint", [
+    ("train", {"mfu": float("nan")}, "--mfu must be a finite number, got nan (float)", _NUMBER),
+    ("train", {"tokens": float("inf")}, "--tokens must be a finite number, got inf (float)", _NUMBER),
+    ("train", {"peak": True}, "--peak must be a number, got True (bool)", _NUMBER),
+    ("train", {"mfu": 1.5}, "--mfu 1.5 is not a fraction in (0, 1]",
+     "a share of the peak above 0 and at most 1, e.g. --mfu 0.45 (45 %); in Python a float, a Fraction or text such "
+     "as '0.45'"),
+    ("train", {"reserve": True}, "--reserve must be a fraction or a size, got True",
+     "a fraction of the device memory below 1 (0.1), a size with its unit ('8GiB'), bytes as an int, or 'runtime' "
+     "(train, fit, plan)"),
+    ("train", {"mfu": 0.5, "achieved": 1e14}, "give --mfu or --achieved, not both",
+     "--mfu is a share of the peak (0.45), --achieved the FLOP/s a device reached (400e12): one of them"),
+    # was AttributeError ('NoneType' object has no attribute 'xreplace'): an internal error of the API
+    ("infer", {"compute_efficiency": None}, "--compute-efficiency must be a number, not None",
+     "leave compute_efficiency out (its default is 1), or give " + _NUMBER),
+    ("infer", {"pp": float("nan")}, "'--pp' must be a positive whole number, got nan (float)",
+     "give --pp a whole number above 0 (e.g. --pp 2; in Python pp=2)"),
+    ("infer", {"max_num_seqs": 0}, "'--max-num-seqs' must be a positive whole number, got 0 (int)",
+     "give --max-num-seqs a whole number above 0 (e.g. --max-num-seqs 2; in Python max_num_seqs=2)"),
+    # was TypeError ("'<=' not supported between instances of 'str' and 'int'"): a global batch's d before the Layout's check
+    ("train", {"t": "x", "global_batch": 8}, "t (--tp) must be a positive whole number, got 'x'",
+     "a whole number above 0, e.g. --tp 2"),
+    ("train", {"sp": float("nan")}, "sp must be true or false, got nan", "sp=True or sp=False (a bool)"),
+], ids=["mfu-nan", "tokens-inf", "peak-bool", "mfu-above-1", "reserve-bool", "mfu-and-achieved",
+        "efficiency-none", "pp-nan", "max-num-seqs-0", "tp-text-with-global-batch", "sp-nan"])
+def test_api_numbers_refused_with_what_is_accepted(gpt, method, kwargs, message, hint):
+    """Model.train/infer keywords found without a hint (issue 30): each refusal names what the keyword accepts."""
+    values = gpt.values("gpt2")
+    with pytest.raises(CostgraphValueError) as e:
+        getattr(gpt, method)(values=values, **(TRAIN_KW if method == "train" else INFER_KW), **kwargs)
+    assert (e.value.message, e.value.hint) == (message, hint)

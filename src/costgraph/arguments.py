@@ -114,7 +114,8 @@ def whole(value: object, name: str) -> int:
               hint=f"give {name} a whole number above 0 " + (f"(e.g. {name} 2; in Python {name.lstrip('-').replace('-', '_')}=2)"
                                                              if flag else f"(--set {name}=N, or {name}=N in Python)"))
     if value >= _LIMIT:
-        raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)")
+        raise CostgraphValueError(f"'{name}' is too large: {shown(value)} (at most {MAX_DIGITS} digits)",
+                                  hint=f"a whole number of at most {MAX_DIGITS} digits")
     return value
 
 
@@ -161,7 +162,7 @@ def positive_number(value: object, name: str) -> object:
     :func:`rational`); not a bool."""
     if value is None:
         return None
-    if isinstance(value, bool) or rational(value, name) <= 0:
+    if rational(value, name) <= 0:
         raise CostgraphValueError(f"{name} must be positive, not {shown(value)}",
                                   hint="a positive number: an int, a float or text such as '1e9'")
     return value
@@ -220,6 +221,38 @@ def model_text(value: object, name: str = "text") -> str:
     return text(value, name, hint="the text of a model file, e.g. open('model.cg').read()")
 
 
+def digits(text: str) -> bool:
+    """``text`` is one or more ASCII digits 0-9 (``str.isdigit`` is also true of '１', '١' and '²', which
+    ``int`` reads or fails on)."""
+    return text.isascii() and text.isdigit()
+
+
+def ascii_number(text: str, what: str) -> str:
+    """``text`` as given when it is ASCII; a number the command line or the API reads is written with the
+    ASCII digits 0-9 (Python's ``int('１６')`` and ``float('١٦')`` read other scripts' digits; the readers
+    of sizes, rates and ``--set`` do not): one rule for every number (issue 30).
+
+    Raises
+    ------
+    CostgraphValueError
+        A character that is not ASCII (a full-width digit, a non-breaking space, '−'), named with its
+        Unicode name; the hint writes the number in ASCII where Unicode can (each decimal digit's value,
+        then the compatibility form NFKC: '１．５' → 1.5)."""
+    import unicodedata
+
+    if not isinstance(text, str) or text.isascii():
+        return text
+    ch = next(c for c in text if not c.isascii())
+    name = unicodedata.name(ch, f"U+{ord(ch):04X}")
+    kind = "digit" if ch.isdigit() else "character"
+    plain = "".join(str(unicodedata.decimal(c)) if unicodedata.decimal(c, None) is not None else c for c in text)
+    plain = unicodedata.normalize("NFKC", plain).replace("\u2212", "-").strip()
+    shown_as = f"{what} {plain}" if what.startswith("-") else plain   # a flag's value as the command line writes it
+    example = f": {shown_as}" if plain.isascii() and plain.isprintable() and len(plain) <= 40 else ""
+    raise CostgraphValueError(f"{what} {shown(text)}: {ch!r} ({name}) is not an ASCII {kind}".lstrip(),
+                              hint=f"write numbers with the ASCII digits 0-9{example}")
+
+
 _DECIMAL = re.compile(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]{1,2}))?\s*")
 _COUNT = re.compile(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*")
 
@@ -234,6 +267,7 @@ def parse_rational(text: str, what: str):
         Text not of that form, or longer than 40 characters."""
     import sympy
 
+    ascii_number(text, what)
     m = _DECIMAL.fullmatch(text or "")
     if not m and len(text or "") <= 40 and _DECIMAL.fullmatch(text.strip().removeprefix("-")):
         raise CostgraphValueError(f"{what} {text.strip()!r} is negative",
@@ -258,6 +292,7 @@ def parse_fraction(text: str, what: str):
         Text of neither form, or a zero denominator."""
     import sympy
 
+    ascii_number(text, what)
     m = _FRACTION.fullmatch(text or "")
     if m is None:
         try:
@@ -269,6 +304,11 @@ def parse_fraction(text: str, what: str):
         raise CostgraphValueError(f"{what} {text.strip()!r} divides by zero", hint="a fraction p/q with q > 0, e.g. 1/3")
     f = Fraction(int(m.group(1)), int(m.group(2)))
     return sympy.Rational(f.numerator, f.denominator)
+
+
+#: what :func:`rational` accepts, the hint of each of its refusals
+NUMBER_HINT = ("a finite number: an int, a float, decimal text such as '0.45' or '140e12', a Fraction or a SymPy "
+               "Rational (not nan, inf or a bool)")
 
 
 def rational(value: object, what: str):
@@ -287,18 +327,33 @@ def rational(value: object, what: str):
     if isinstance(value, str):
         return parse_rational(value, what)
     if isinstance(value, bool):
-        _fail(what, "a number", value)
+        _fail(what, "a number", value, hint=NUMBER_HINT)
     if isinstance(value, int):
         return sympy.Integer(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            _fail(what, "a finite number", value)
+            _fail(what, "a finite number", value, hint=NUMBER_HINT)
         return sympy.Rational(repr(value))
     if isinstance(value, sympy.Rational):
         return value
     if isinstance(value, Fraction):
         return sympy.Rational(value.numerator, value.denominator)
-    _fail(what, "a number (int, float, decimal text, Fraction or SymPy Rational)", value)
+    _fail(what, "a number (int, float, decimal text, Fraction or SymPy Rational)", value, hint=NUMBER_HINT)
+
+
+def share(value, what: str, given: object = None):
+    """``value`` (an exact number, as :func:`rational` gives it) if it is a share in (0, 1] (``--mfu``,
+    ``--efficiency``: of the peak); ``given``: the value as the user wrote it, for the message.
+
+    Raises
+    ------
+    CostgraphValueError
+        A value of 0 or less, or above 1; the hint names what is accepted."""
+    if value is not None and not 0 < value <= 1:
+        raise CostgraphValueError(f"{what} {str(value if given is None else given)[:40]} is not a fraction in (0, 1]",
+                                  hint=f"a share of the peak above 0 and at most 1, e.g. {what} 0.45 (45 %); "
+                                       "in Python a float, a Fraction or text such as '0.45'")
+    return value
 
 
 def token_count(value: object, name: str) -> object:
@@ -316,15 +371,17 @@ def parse_count(text: str, flag: str = "--params") -> int:
     ------
     CostgraphValueError
         Text not of that form, more than 30 digits, or not a positive whole number."""
+    ascii_number(text, flag)
     m = _COUNT.fullmatch(text or "")
     if not m:
         raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
     whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
     if len(whole) + len(frac) > 30:
-        raise CostgraphValueError(f"{flag} is too large")
+        raise CostgraphValueError(f"{flag} is too large", hint="a whole number of at most 30 digits, e.g. 7.5e9")
     num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)
     if num % den or num == 0:
-        raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number")
+        raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number",
+                                  hint="a whole number above 0, e.g. 7.5e9 or 7500000000")
     return num // den
 
 
@@ -337,13 +394,20 @@ def whole_at_prompt(model, values, prompt: int, batch: int) -> None:
     Raises
     ------
     CostgraphValueError
-        The located message of the first size that is not whole and positive."""
+        The located message of the first size that is not whole and positive (a bound on ``s`` worded as
+        one on the prompt)."""
     dims = model.graph.dims
     if values is None or "s" not in dims or "b" not in dims:
         return
     named = {d.symbol: name for name, d in dims.items()}
     given = {named[k]: int(v) for k, v in values.items() if named.get(k) not in (None, "s", "b")}
-    model._check_whole({**given, "s": prompt, "b": batch})
+    try:
+        model._check_whole({**given, "s": prompt, "b": batch})
+    except CostgraphValueError as e:   # s is the prompt here: the hint says so (issue 30: the 576 image tokens)
+        if e.hint and e.hint.startswith("s must be"):
+            raise CostgraphValueError(e.message, e.loc, hint=f"the prompt s (--prompt {prompt}; prompt= in Python)"
+                                                            + e.hint[1:]) from None
+        raise
 
 
 def value_warnings(values: Mapping | None) -> list[str]:

@@ -13,6 +13,15 @@ the flag's type; :class:`Parser` (the parser of ``costgraph`` and, through
 * a flag without its value, an ambiguous abbreviation: the flags it could be;
 * always: ``costgraph CMD --help``.
 
+An option that takes one value, given twice on one command line (``--gpus 16 --gpus 32``), is refused
+(argparse would keep the last silently), as ``--set`` refuses a name given twice; so are two switches
+that set one setting to different values. Options that add up (``--set``, ``sweep --over``) repeat
+freely. The rule is :class:`Parser`'s (its ``store`` actions), so every subcommand follows it.
+
+A number is written with the ASCII digits 0-9: ``type=int`` and ``type=float`` (which would read
+``１６``) refuse other characters as every other reader of numbers does
+(:func:`costgraph.arguments.ascii_number`).
+
 A type function's message may end in ``(hint: ...)`` (``--prompt``): that
 part becomes the hint line. Stdlib only: ``--help`` stays light.
 """
@@ -36,9 +45,99 @@ RETIRED = {
 KINDS = {"int": "a whole number, e.g. 8", "float": "a number, e.g. 0.5"}
 
 
+class _Once:
+    """An argparse ``store`` action (mixed in before argparse's class) that refuses its setting given
+    twice on one command line: the parser records each setting (``dest``) a word has given, with the
+    flag and the value; a second value-taking flag of that setting, or a switch giving it another
+    value, raises argparse's ArgumentError (worded with a hint by :meth:`Parser.error`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(parser, "given", None)
+        value = values if self.nargs != 0 else self.const
+        if given is not None:
+            first = given.get(self.dest)
+            if first is not None and (self.nargs != 0 or first[1] != value):
+                raise argparse.ArgumentError(self, _twice(first, (option_string, value, self.nargs != 0)))
+            given[self.dest] = (option_string, value, self.nargs != 0)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _shown(given: tuple) -> str:
+    """``--gpus '16'`` (a flag with its value, cut to 24 characters) or ``--json`` (a switch)."""
+    flag, value, takes = given
+    if not takes:
+        return flag
+    text = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"{flag} {text if len(text) <= 24 else text[:21] + '...'!r}"
+
+
+def _twice(first: tuple, second: tuple) -> str:
+    """The message of a setting given twice (``(flag, value, takes a value)`` each), with its hint."""
+    if first[0] == second[0]:
+        return (f"given twice ({_shown(first)}, then {_shown(second)}) "
+                f"(hint: give {second[0]} once, with the value you mean)")
+    return (f"{_shown(first)} and {_shown(second)} both set one setting "
+            f"(hint: give one of {first[0]} and {second[0]}, once)")
+
+
+class _StoreOnce(_Once, argparse._StoreAction):
+    pass
+
+
+class _StoreConstOnce(_Once, argparse._StoreConstAction):
+    pass
+
+
+class _StoreTrueOnce(_Once, argparse._StoreTrueAction):
+    pass
+
+
+class _StoreFalseOnce(_Once, argparse._StoreFalseAction):
+    pass
+
+
+def _ascii(convert):
+    """argparse's ``type=int`` and ``type=float`` read ASCII text only (``int('１６')`` is 16): a value
+    with another character is refused as :func:`costgraph.arguments.ascii_number` refuses it, so
+    every number the command line reads follows one rule (issue 30)."""
+    def read(text: str):
+        if not text.isascii():
+            from .arguments import ascii_number
+            from .errors import CostgraphValueError
+
+            try:
+                ascii_number(text, "")
+            except CostgraphValueError as e:
+                raise argparse.ArgumentTypeError(f"{e.message} (hint: {e.hint})") from None
+        return convert(text)
+    read.__name__ = convert.__name__
+    return read
+
+
+def number_types(parser: argparse.ArgumentParser) -> None:
+    """``type=int`` and ``type=float`` of ``parser``'s arguments read ASCII numbers only (:func:`_ascii`)."""
+    parser.register("type", int, _ascii(int))
+    parser.register("type", float, _ascii(float))
+
+
 class Parser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose errors carry a hint (exit status 2). Subparsers
-    made by ``add_subparsers`` are of this class too (argparse's default ``parser_class``)."""
+    made by ``add_subparsers`` are of this class too (argparse's default ``parser_class``). Its
+    ``store`` actions refuse a setting given twice (:class:`_Once`); its numbers are ASCII
+    (:func:`number_types`)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        number_types(self)
+        for name, action in ((None, _StoreOnce), ("store", _StoreOnce), ("store_const", _StoreConstOnce),
+                             ("store_true", _StoreTrueOnce), ("store_false", _StoreFalseOnce)):
+            self.register("action", name, action)
+        self.given: dict | None = None
+
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, recording the settings given (``given``: dest → (flag, value)) afresh."""
+        self.given = {}
+        return super().parse_known_args(args, namespace)
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but unrecognized arguments are reported by the subcommand's parser (its

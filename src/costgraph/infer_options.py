@@ -52,9 +52,9 @@ def generate_count(text: str, flag: str = "--generate") -> int:
     power = re.fullmatch(r"\s*([0-9]{1,4})\s*\*\*\s*([0-9]{1,3})\s*", text or "")
     try:
         n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, flag)
-    except CostgraphValueError as e:
-        raise argparse.ArgumentTypeError(f"{e.message} (hint: a positive whole number, e.g. 1000, 1e12 or 10**12)") \
-            from None
+    except CostgraphValueError as e:   # a character not ASCII keeps its own hint (arguments.ascii_number)
+        hint = e.hint if "ASCII" in e.message else "a positive whole number, e.g. 1000, 1e12 or 10**12"
+        raise argparse.ArgumentTypeError(f"{e.message} (hint: {hint})") from None
     if n < 1 or n > MAX_GENERATE:
         raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "
                                          f"closed form takes any size, but no serving run has more)")
@@ -102,15 +102,15 @@ class InferOptions:
                              choices=choices.PEAK_DTYPE.values)
     page: int = option("--page-size", "paged KV cache block size k in tokens (default 16, vLLM's): a whole number, "
                                       "e.g. 32, 1e3 or 2**10 (at most 10**15)", default=16, unit="tokens",
-                       type=page_count, metavar="PAGE_SIZE")
+                       check="whole", type=page_count, metavar="PAGE_SIZE")
     reserve: object = option("--reserve", "fraction of device memory kept free (default 0.1)", default=None,
                              unit="fraction")
     activations: bool = option("--activations", "add activation traffic to the bytes of each step", default=False,
                                check="flag", action="store_true")
     compute_efficiency: object = option("--compute-efficiency", "fraction of the peak reached (default 1)", default=1,
-                                        unit="fraction", cli_default="1")
+                                        unit="fraction", check="number", cli_default="1")
     bandwidth_efficiency: object = option("--bandwidth-efficiency", "fraction of the HBM bandwidth reached (default 1)",
-                                          default=1, unit="fraction", cli_default="1")
+                                          default=1, unit="fraction", check="number", cli_default="1")
     convention: str = option("--convention", "FLOP convention", choices=choices.CONVENTION, check="choice")
     causal: str = option("--causal", "attention FLOPs: full square, half (area) or exact (pairs)",
                          choices=choices.CAUSAL, check="choice")
@@ -142,17 +142,18 @@ class InferOptions:
                                               "profiled", default=None, unit="bytes", metavar="SIZE")
     max_num_batched_tokens: object = option(
         "--max-num-batched-tokens", "vLLM's token budget per step (default as vllm serve: 8192 on >= 70 GiB non-A100 "
-        "devices, else 2048); the activation profile's forward", default=None, unit="tokens", type=int, metavar="N")
+        "devices, else 2048); the activation profile's forward", default=None, unit="tokens", check="whole", type=int,
+        metavar="N")
     max_num_seqs: object = option("--max-num-seqs", "vLLM's sequences per step (default 1024 / 256, as "
                                                     "--max-num-batched-tokens)", default=None, unit="sequences",
-                                  type=int, metavar="N")
+                                  check="whole", type=int, metavar="N")
     non_torch_memory: object = option("--non-torch-memory", "memory outside PyTorch in vLLM's profile (default: vLLM's "
                                                             "logged figure for the device, NCCL's buffers by TP; "
                                                             f"else {choices.NON_TORCH_MEMORY})", default=None, unit="bytes",
                                       metavar="SIZE")
     max_model_len: object = option("--max-model-len", "tokens per request of vLLM's maximum concurrency (default P + "
-                                                      "G); llama.cpp's n_ctx", default=None, unit="tokens", type=int,
-                                   metavar="N")
+                                                      "G); llama.cpp's n_ctx", default=None, unit="tokens",
+                                   check="whole", type=int, metavar="N")
     runtime: str = option("--runtime", "whose start-up KV cache figures to print: " + choices.RUNTIME.help(),
                           choices=choices.RUNTIME)
     sglang_fraction: str = option("--sglang-fraction", "--runtime sglang without --gpu-memory-utilization: its "
@@ -170,10 +171,12 @@ class InferOptions:
                                                 "or 1/3 (exact)", default=None, unit="fraction", metavar="ALPHA")
     draft: object = option("--draft", "speculative decoding's draft: a bundled model, .cg file or config.json, or "
                                       "'mtp' (the target's MTP heads)", default=None, metavar="MODEL")
-    ep: int = option("--ep", "expert-parallel degree e: 1 (default) or --tp", default=1, unit="devices", type=int)
+    ep: int = option("--ep", "expert-parallel degree e: 1 (default) or --tp", default=1, unit="devices", check="whole",
+                     type=int)
     dp_attention: int = option("--dp-attention", "attention data-parallel ranks d (SGLang): attention-TP = tp/d, b/d "
-                                                 "sequences each", default=1, unit="ranks", type=int)
-    pp: int = option("--pp", "pipeline stages p (p micro-batches of b in flight)", default=1, unit="stages", type=int)
+                                                 "sequences each", default=1, unit="ranks", check="whole", type=int)
+    pp: int = option("--pp", "pipeline stages p (p micro-batches of b in flight)", default=1, unit="stages",
+                     check="whole", type=int)
     tp_overlap: str = option("--tp-overlap", "collectives after the ops (none, default) or hidden under them (full)",
                              default="none", choices=("none", "full"))
     draft_values: object = option(None, "the draft model's dimension values (default: its defaults)", default=None)

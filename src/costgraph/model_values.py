@@ -68,9 +68,11 @@ class DimensionValues:
                 raise CostgraphValueError(f"model '{self.name}' has no dimension '{k}'",
                                           hint="its dimensions: " + ", ".join(self.symbols))
             if info.derived is not None:
-                raise CostgraphValueError(f"'{k}' is derived ({info.derived}); set the dimensions it depends on")
+                raise CostgraphValueError(f"'{k}' is derived ({info.derived}); set the dimensions it depends on",
+                                          hint=f"leave '{k}' out: it follows from {info.derived}")
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise CostgraphValueError(f"'{k}' must be a positive whole number, got {v!r}")
+                raise CostgraphValueError(f"'{k}' must be a positive whole number, got {v!r}",
+                                          hint=f"{k}=N with N a whole number above 0 (--set {k}=N on the command line)")
             vals[k] = v
         self._check_whole(vals)
         return vals

@@ -39,7 +39,7 @@ from dataclasses import MISSING, dataclass
 from .choices import Choice
 
 #: the value checks a field may name (:func:`check`): how each is checked, by :mod:`costgraph.arguments`
-CHECKS = ("choice", "flag", "positive", "whole", "size")
+CHECKS = ("choice", "flag", "positive", "whole", "size", "number")
 
 
 @dataclass(frozen=True)
@@ -328,6 +328,14 @@ def check(options) -> None:
             arguments.flag(value, name)
         elif s.check == "positive":
             arguments.positive_number(value, label)
+        elif s.check == "number":   # any exact number (its range checked where it is used); None is none
+            if value is None:
+                from .errors import CostgraphValueError
+
+                raise CostgraphValueError(f"{label} must be a number, not None",
+                                                    hint=f"leave {name} out (its default is {f.default!r}), or give "
+                                                         + arguments.NUMBER_HINT)
+            arguments.rational(value, label)
         elif s.check == "whole" or (s.check == "size" and not isinstance(value, str)):
             arguments.whole(value, label)
 

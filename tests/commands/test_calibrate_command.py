@@ -137,9 +137,14 @@ def test_a_runs_csv_row_the_layout_refuses_names_its_run(capsys, tmp_path):
     _refused(capsys, CALIBRATE + ["--runs", str(f)], "run 2: --pipeline-layout 'E': the loss L comes once")
 
 
+def _gpus(argv: list, n: str) -> list:
+    """``argv`` with its --gpus value replaced (a repeated --gpus is refused: cli_errors.Parser)."""
+    return [n if k and argv[k - 1] == "--gpus" else w for k, w in enumerate(argv)]
+
+
 @pytest.mark.parametrize("argv", [
-    TRAIN_GPT2 + ["--gpus", "0", "--global-batch", "64"],                                   # train
-    CALIBRATE + ["--gpus", "0", "--measured-step", "0.03"],                           # calibrate, command line
+    _gpus(TRAIN_GPT2, "0") + ["--global-batch", "64"],                                   # train
+    _gpus(CALIBRATE, "0") + ["--measured-step", "0.03"],                           # calibrate, command line
 ], ids=["train", "calibrate"])
 def test_zero_gpus_beside_a_global_batch_is_refused_not_an_internal_error(capsys, argv):
     # d = gpus / (t·p·c) was taken before --gpus was checked: ZeroDivisionError, exit 3

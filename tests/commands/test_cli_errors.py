@@ -63,3 +63,117 @@ def test_argparse_errors_have_hints(args, error, hint, capsys):
         assert lines[-2] == error
     assert lines[-1].startswith(hint)
     assert lines[-1].endswith("--help lists its arguments")
+
+
+def _a_value(action) -> str | None:
+    """A word that ``action`` (a flag taking a value) reads without an error, or None."""
+    if action.choices:
+        return str(next(iter(action.choices)))
+    for word in ("8", "0.5", "gpt", "1GiB", "h100", "a.cg"):
+        try:
+            (action.type or str)(word)
+            return word
+        except Exception:
+            continue
+    return None
+
+
+def test_every_option_of_one_value_given_twice_is_refused(capsys):
+    """argparse keeps the last of a repeated option silently (``--gpus 16 --gpus 32`` trained on 32): every
+    subcommand's every flag that takes one value, given twice, is refused with a located message and a hint, as
+    ``--set`` refuses a name given twice (the rule is cli_errors.Parser's, so no flag is left out)."""
+    import argparse
+
+    from costgraph import commands
+    from costgraph.cli import _parser
+
+    checked, subparsers = 0, next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name in commands.names():
+        sub = subparsers[name]
+        for action in sub._actions:
+            if type(action).__name__ != "_StoreOnce" or not action.option_strings:
+                continue
+            value = _a_value(action)
+            assert value is not None, (name, action.option_strings)
+            flag = action.option_strings[-1]
+            with pytest.raises(SystemExit) as e:
+                sub.parse_args([flag, value, flag, value])
+            err = capsys.readouterr().err.splitlines()
+            assert e.value.code == 2 and err[-2] == (f"costgraph {name}: error: argument "
+                                                     f"{'/'.join(action.option_strings)}: given twice ({flag} "
+                                                     f"{value!r}, then {flag} {value!r})"), err
+            assert err[-1] == f"hint: give {flag} once, with the value you mean; costgraph {name} --help lists its arguments"
+            checked += 1
+    assert checked > 250, checked
+
+
+@pytest.mark.parametrize("args, error, hint", [
+    (["hardware", "--json", "--format", "text"],
+     "costgraph hardware: error: argument --format: --json and --format 'text' both set one setting",
+     "hint: give one of --json and --format, once; costgraph hardware --help lists its arguments"),
+    (["train", "gpt", "--gpus", "16", "--global-batch", "8", "--lora-targets", "q", "v", "--lora-targets=o"],
+     "costgraph train: error: argument --lora-targets: given twice (--lora-targets 'q v', then --lora-targets 'o')",
+     "hint: give --lora-targets once, with the value you mean; costgraph train --help lists its arguments"),
+], ids=["two-flags-one-setting", "list-option"])
+def test_a_setting_given_twice_names_both(args, error, hint, capsys):
+    code, out, err = _cli(capsys, *args)
+    assert code == 2 and not out and err.splitlines()[-2:] == [error, hint]
+
+
+def test_options_that_add_up_still_repeat():
+    """``--set`` and ``sweep --over`` gather every occurrence; a switch given twice is the same switch."""
+    from costgraph.cli import _parser
+
+    args = _parser(["derive"]).parse_args(["derive", "gpt", "--set", "h=8", "--set", "l=2", "--no-dropout",
+                                           "--no-dropout"])
+    assert args.set == ["h=8", "l=2"] and args.no_dropout is True
+    args = _parser(["sweep"]).parse_args(["sweep", "gpt", "--over", "h=8,16", "--over", "l=1,2"])
+    assert args.over == ["h=8,16", "l=1,2"]
+
+
+NBSP = "16\u00a0"
+
+
+@pytest.mark.parametrize("args, error, hint", [
+    # argparse's type=int would read '１６' as 16 (Python's int reads any script's digits); --set refused it
+    (["train", "gpt", "--gpus", "１６", "--global-batch", "8"],
+     "costgraph train: error: argument --gpus: '１６': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: 16; costgraph train --help lists its arguments"),
+    (["infer", "gpt", "--prompt", "8", "--batch", NBSP],
+     "costgraph infer: error: argument --batch: '16\\xa0': '\\xa0' (NO-BREAK SPACE) is not an ASCII character",
+     "hint: write numbers with the ASCII digits 0-9: 16; costgraph infer --help lists its arguments"),
+    (["infer", "gpt", "--prompt", "8", "--page-size", "١٦"],
+     "costgraph infer: error: argument --page-size: --page-size '١٦': '١' (ARABIC-INDIC DIGIT ONE) is not an ASCII "
+     "digit", "hint: write numbers with the ASCII digits 0-9: --page-size 16; costgraph infer --help lists its "
+              "arguments"),
+    (["derive", "gpt", "--set", "h=１６"], "error: --set 'h=１６': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --set h=16"),
+    (["sweep", "gpt", "--over", "s=１,２"], "error: --over 's=１,２': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --over s=1,2"),
+    (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--memory", "８０GiB"],
+     "error: --memory '８０GiB': '８' (FULLWIDTH DIGIT EIGHT) is not an ASCII digit",
+     "hint: write numbers with the ASCII digits 0-9: --memory 80GiB"),
+], ids=["argparse-int", "no-break-space", "count-type", "set", "over", "size"])
+def test_every_number_is_written_in_ascii_digits(args, error, hint, capsys):
+    """One rule for every number the command line reads (issue 30): `--gpus １６` trained on 16 devices while
+    `--set h=１６` was refused without saying why; now each is refused, naming the character, and the hint writes
+    the number in ASCII (each digit's value, then Unicode's compatibility form NFKC)."""
+    code, out, err = _cli(capsys, *args)
+    assert code == 2 and not out and err.splitlines()[-2:] == [error, hint]
+
+
+@pytest.mark.parametrize("read, text, hint", [
+    ("parse_rational", "０.５", "write numbers with the ASCII digits 0-9: --mfu 0.5"),   # --mfu, --peak, --tokens ...
+    ("parse_fraction", "１/３", "write numbers with the ASCII digits 0-9: --mfu 1/3"),
+    ("parse_count", "７e9", "write numbers with the ASCII digits 0-9: --mfu 7e9"),     # --params, --prompt ...
+])
+def test_the_number_readers_take_ascii_digits_only(read, text, hint):
+    """The readers of rates, fractions and counts (costgraph.arguments) refuse another script's digits with the
+    same message and hint as the command line's int and float (one rule: arguments.ascii_number)."""
+    from costgraph import arguments
+    from costgraph.errors import CostgraphValueError
+
+    with pytest.raises(CostgraphValueError) as e:
+        getattr(arguments, read)(text, "--mfu")
+    assert e.value.message == f"--mfu {text!r}: {text[0]!r} ({__import__('unicodedata').name(text[0])}) is not an " \
+                              "ASCII digit" and e.value.hint == hint

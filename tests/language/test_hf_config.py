@@ -124,6 +124,15 @@ def test_from_dict_and_head_dim_default():
     assert m.values["d"] == 4096 // 32     # no head_dim key: h / a
 
 
+def test_a_per_layer_key_of_other_digits_is_no_layer_number():
+    # Gemma 4's per_layer_config is keyed by layer numbers ("05"); a key '²' ('²'.isdigit() is true, int('²') fails)
+    # was an internal error (issue 30): a key is a layer number only in the ASCII digits 0-9, else not that layer's
+    cfg = json.loads((HF / "gemma4-text-defaults.json").read_text())
+    cfg["per_layer_config"] = {"²": {"head_dim": 4}, "０５": {"head_dim": 4}, "05": {"head_dim": 256}}
+    m = costgraph.from_hf_config(cfg, source="g4.json")
+    assert m.values["dg"] == 256
+
+
 def test_unknown_model_type_lists_supported():
     # a model_type neither bundled nor known to transformers (an unbundled one that transformers knows, such as
     # roberta, is drafted from transformers with the torch extra: tests/drafting/test_import_torch.py, issue 28)

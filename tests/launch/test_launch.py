@@ -480,3 +480,85 @@ def test_megatron_layout_arguments(tmp_path):
         "recompute": "selective", "recompute_modules": ["core_attn", "mlp"], "pipeline_layout": "Et*8|(t*8|)*2t*8L",
         "gpus": 64, "precision": "megatron"}
     assert launch.origins["virtual_stages"].where == f"{f}:3"
+
+
+def test_torchtitan_global_batch_that_does_not_divide_is_located(tmp_path):
+    # torchtitan @ 238fa99 torchtitan/train.py (Trainer.__init__, "verify batch sizes"): assert global_batch_size %
+    # (local_batch_size * batch_degree) == 0; with PP the rule is the local batch's, not the micro-batch's (8 × 4 = 32,
+    # where train's own B % (b·d) would accept 96 = 2 × 4 × 12). Refused before at train, without the file's line.
+    f = tmp_path / "job.toml"
+    f.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\nglobal_batch_size = 100\n'
+                 "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n")
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert e.value.message == ("[training] global_batch_size = 100 is not a multiple of local_batch_size × "
+                               "data-parallel degree = 8 × 4 = 32: torchtitan asserts it")
+    assert str(e.value.loc) == f"{f}:6:1" and e.value.hint.startswith("global_batch_size = 96 or 128 (")
+    f.write_text(f.read_text().replace("= 100", "= 96"))
+    assert read_launch(str(f), gpus=8).values["global_batch"] == 96
+
+
+def test_megatron_global_batch_that_does_not_divide_is_located_once_gpus_is_known(cg, tmp_path):
+    # Megatron-LM @ d98e8a64 megatron/core/num_microbatches_calculator.py l. 381: global batch % (micro × DP) == 0;
+    # GPT-3 175B's script (TP 8, PP 16, micro 1) on 1024 GPUs: d = 8; 1537 is refused at its line and column
+    f = tmp_path / "gpt3.sh"
+    f.write_text(Path(GPT3).read_text().replace("--global-batch-size 1536", "--global-batch-size 1537"))
+    line = next(n for n, t in enumerate(f.read_text().split("\n"), 1) if "--global-batch-size" in t)
+    r = cg("train", "--launch", str(f), "--gpus", "1024")
+    assert r.returncode == 2 and r.stderr.splitlines()[0] == (
+        f"{f}:{line}:5: error: the global batch 1537 (--global-batch-size 1537) is not a multiple of micro-batch × "
+        "data-parallel degree = 1 × 8 = 8 (--gpus 1024 over t·p·c = 128)")
+    assert r.stderr.splitlines()[-1] == ("hint: a global batch of 1536 or 1544 (a whole number of micro-batches per "
+                                         "data-parallel rank), or other --gpus")
+
+
+@pytest.mark.parametrize("name, old, new, message", [
+    # '²'.isdigit() is true and int('²') fails: each was an internal error (ValueError); a full-width '８' was read as 8
+    ("gpt3.sh", "--num-layers 96", "--num-layers ²", "--num-layers must be a positive whole number, got ²"),
+    ("gpt3.sh", "--nproc_per_node $GPUS_PER_NODE", "--nproc_per_node ²", None),
+    ("gpt3.sh", "GPUS_PER_NODE=8", "GPUS_PER_NODE=８", None),
+    ("job.toml", 'selective_ac_option = "op"', 'selective_ac_option = "²"',
+     "[activation_checkpoint] mode = selective, selective_ac_option = ²: costgraph has none, full, selective with op "
+     "or every N-th block"),
+    # an Arabic-Indic 3 was read as 3 by the pattern's \d (the campaign's launch files: '٨' refused without a hint)
+    ("DeepSeek-R1.sh", "[0]*3+[1]*58", "[0]*٣+[1]*58", "--moe-layer-freq: the bundled deepseek_v3 takes "
+     "([0]*k+[1]*n), k dense layers then n MoE layers, n + k = --num-layers"),
+])
+def test_digits_of_other_scripts_are_not_numbers(tmp_path, name, old, new, message):
+    f = tmp_path / name
+    f.write_text(Path(TITAN if name.endswith(".toml") else GPT3 if name == "gpt3.sh" else EX / name).read_text()
+                 .replace(old, new))
+    assert new in f.read_text()
+    if message is None:   # the launcher's device count is not read: the devices are the command line's
+        assert "gpus" not in read_launch(str(f)).values
+        return
+    with pytest.raises(Exception) as e:
+        read_launch(str(f), gpus=8)
+    assert e.value.message == message and e.value.loc is not None
+
+
+def test_every_refusal_of_a_launch_reader_has_a_hint():
+    """House rule (issue 30: every refusal prints a hint): each ``located(...)`` and ``CostgraphValueError(...)`` of
+    costgraph/launch/ passes ``hint=`` (17 did not: the campaign's mutated launch files met one, --moe-layer-freq)."""
+    import ast
+
+    import costgraph.launch as launch
+
+    missing = []
+    for path in sorted(Path(launch.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("located", "CostgraphValueError") \
+                    and not any(k.arg in ("hint", None) for k in node.keywords):
+                missing.append(f"{path.name}:{node.lineno}")
+    assert not missing, missing
+
+
+def test_a_serving_lines_share_in_other_digits_is_refused_at_its_line(cg, tmp_path):
+    # fit --serve reads --gpu-memory-utilization as its reserve, 1 − U, through Decimal, which reads '０.８５' as 0.85:
+    # the serving line's numbers follow the command line's one rule (ASCII digits; costgraph.arguments.ascii_number)
+    f = tmp_path / "serve.sh"
+    f.write_text("vllm serve gpt2 --gpu-memory-utilization ０.８５ --tensor-parallel-size 4\n")
+    r = cg("fit", "--launch", str(f), "--serve", "--hardware", "h100-sxm", "--prompt", "8", "--generate", "8")
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        f"error: {f}:1: --gpu-memory-utilization '０.８５': '０' (FULLWIDTH DIGIT ZERO) is not an ASCII digit",
+        "hint: write numbers with the ASCII digits 0-9: --gpu-memory-utilization 0.85"]

@@ -189,7 +189,7 @@ def test_a_prompt_shorter_than_the_image_tokens_is_said_so(capsys):
                  "--hardware", "h100-sxm"]) == 2
     err = capsys.readouterr().err
     assert "is t = s − ni (text tokens) = -476 for these values" in err, err
-    assert "hint: s must be more than ni = 576 (image tokens" in err
+    assert "hint: the prompt s (--prompt 100; prompt= in Python) must be more than ni = 576 (image tokens" in err
     assert "image**2" not in err
 
 

@@ -196,6 +196,20 @@ def test_cli_bad_input_exits_2(argv, message, capsys):
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv, error, hint", [
+    (["leading", "gpt", "--large", "s,h"], "error: --large 's,h': one name per word, not a list in one word",
+     "hint: write them apart, separated by spaces: --large s h (the most dominant first)"),
+    (["diff", "gpt", "llama", "--quantity", "params, kv_cache_bytes"],
+     "error: --quantity 'params, kv_cache_bytes': one name per word, not a list in one word",
+     "hint: write them apart, separated by spaces: --quantity params kv_cache_bytes"),
+])
+def test_a_list_in_one_word_says_how_to_write_it(argv, error, hint, capsys):
+    """``leading --large s,h`` said "the quantity has no symbol 's,h'" (issue 30): the message names the flag
+    and the hint the command line that works."""
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [error, hint]
+
+
 # ----------------------------------------------------------- JSON schemas
 
 SCHEMA_CASES = [

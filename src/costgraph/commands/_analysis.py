@@ -227,7 +227,9 @@ def parse_over(text: str) -> tuple[str, list[int]]:
         starts or does not grow, a value twice, or more than :data:`MAX_POINTS` points."""
     from ..export.sweep import axis_length, parse_axis
 
-    text = text if isinstance(text, str) else ""
+    from ..arguments import ascii_number
+
+    text = ascii_number(text if isinstance(text, str) else "", "--over")
     if axis_length(text) > MAX_POINTS:
         raise CostgraphValueError(f"--over {text[:40]!r} has more than {MAX_POINTS} points",
                                   hint="a plot shows a few dozen bars at most; use costgraph sweep for tables")

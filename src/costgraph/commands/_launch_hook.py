@@ -95,6 +95,8 @@ def apply(args, parser, command: str, argv: list | None = None) -> None:
         taken += _options(args, sub, launch, command, unused, written)
         args.launch_report = {**launch.to_dict(), "taken": taken, "not_used": unused}
         _devices_of_the_batch(args, launch)
+        if command != "plan":   # plan searches b and the degrees itself
+            _batch_divides(args, launch)
     missing = [d for d in getattr(args, "launch_required", ()) if getattr(args, d, None) is None
                and not (d == "model" and command == "train")]
     if missing:
@@ -114,6 +116,37 @@ def _devices_of_the_batch(args, launch) -> None:
     raise CostgraphValueError(f"the global batch of {origin.where} ({origin.text}) needs the devices of the run"
                               + (f"; {why[0]}" if why else ""),
                               hint="give --gpus N: t × p × c × d devices for a whole data-parallel degree d")
+
+
+def _batch_divides(args, launch) -> None:
+    """The file's global batch B, taken, must be a multiple of b·d (the micro-batch from ``--set b=`` or the
+    file, d = gpus / (t·p·c) once the command line is known): refused at the file's line and column, where
+    train's own check could name neither (Megatron-LM asserts it too: core/num_microbatches_calculator.py
+    @ d98e8a64, "global batch size (..) is not divisible by micro batch size (..) times data parallel size").
+    Nothing is checked when a figure is missing or the devices do not divide (train says so)."""
+    from ..arguments import digits
+    from ..launch.text import located
+
+    origin, batch = launch.origins.get("global_batch"), getattr(args, "global_batch", None)
+    if origin is None or batch != launch.values.get("global_batch") or ":" not in origin.where:
+        return
+    sizes = [p.split("=", 1)[1] for p in getattr(args, "set", None) or [] if p.startswith("b=")]
+    b = sizes[-1] if sizes else launch.dims.get("b")
+    gpus, per = getattr(args, "gpus", None), 1
+    for dest in ("tp", "pp", "cp"):
+        per *= getattr(args, dest, 1) or 1
+    if not (isinstance(b, int) or digits(str(b))) or not isinstance(gpus, int) or gpus <= 0 or gpus % per:
+        return
+    b, d = int(b), gpus // per
+    if b <= 0 or batch % (b * d) == 0:
+        return
+    path, line = origin.where.rsplit(":", 1)
+    step, low = b * d, batch - batch % (b * d)
+    raise located(f"the global batch {batch} ({origin.text}) is not a multiple of micro-batch × data-parallel "
+                  f"degree = {b} × {d} = {step} (--gpus {gpus} over t·p·c = {per})", path, launch.text,
+                  int(line) if line.isdigit() else 1, word=origin.text.split()[0] if origin.text else None,
+                  hint=f"a global batch of {' or '.join(map(str, ([low] if low else []) + [low + step]))} (a whole "
+                       "number of micro-batches per data-parallel rank), or other --gpus")
 
 
 def _model(args, launch, command: str) -> list:
@@ -220,6 +253,13 @@ def _options(args, sub, launch, command: str, unused: list, written: set = froze
     actions = {a.dest: a for a in sub._actions}
     taken = []
     if command == "fit" and "gpu_memory_utilization" in launch.values:   # fit's reserve: 1 - the runtime's share
+        from ..arguments import ascii_number
+
+        try:
+            ascii_number(launch.values["gpu_memory_utilization"], "--gpu-memory-utilization")
+        except CostgraphValueError as e:   # named as the file writes it, where it does
+            raise CostgraphValueError(f"{launch.origins['gpu_memory_utilization'].where}: {e.message}",
+                                      hint=e.hint) from None
         launch.values["reserve"] = _complement(launch.values.pop("gpu_memory_utilization"))
         launch.origins["reserve"] = launch.origins.pop("gpu_memory_utilization")
     for dest, value in list(launch.values.items()):
@@ -273,6 +313,8 @@ def _complement(text: str) -> str:
     """``1 - text`` of a decimal share (``0.85`` → ``0.15``), exactly; the text itself if it is none."""
     from decimal import Decimal, InvalidOperation
 
+    if not isinstance(text, str) or not text.isascii():   # Decimal reads '０.８５': left to --reserve's ASCII rule
+        return text
     try:
         d = Decimal(text)
     except (InvalidOperation, ValueError):

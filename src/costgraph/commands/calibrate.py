@@ -81,7 +81,10 @@ class _RowParser(argparse.ArgumentParser):
 
 
 def _row_parser(defaults: dict) -> _RowParser:
+    from ..cli_errors import number_types
+
     p = _RowParser(prog="costgraph calibrate", add_help=False)
+    number_types(p)   # a cell's numbers in ASCII digits, as the command line's
     p.add_argument("--config")
     p.add_argument("--set", nargs="+", action="extend", default=[])
     _run_arguments(p)

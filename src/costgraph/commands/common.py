@@ -74,7 +74,10 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     from ..language.limits import check_number
 
     dims, options = {}, {}
+    from ..arguments import ascii_number
+
     for pair in pairs:
+        ascii_number(pair, "--set")
         m = _SETTING.match(pair)
         if not m:
             if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):
@@ -90,6 +93,19 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
         else:
             dims[name] = check_number(value, error=_set_error(pair))
     return dims, options
+
+
+def one_name_per_word(flag: str, words: list | None, note: str = "") -> None:
+    """A flag of several names (``--large s h``, ``--quantity params flops_forward``) given a list in one
+    word (``--large s,h``): refused, saying how the command line writes it (``note`` after the example).
+
+    Raises CostgraphValueError naming the flag and the word."""
+    for word in words or ():
+        parts = [w for w in re.split(r"[,;\s]+", word) if w]
+        if len(parts) > 1:
+            shown = word if len(word) <= 40 else word[:37] + "..."
+            raise CostgraphValueError(f"{flag} {shown!r}: one name per word, not a list in one word",
+                                      hint=f"write them apart, separated by spaces: {flag} {' '.join(parts[:6])}{note}")
 
 
 def _set_error(pair: str):

@@ -49,11 +49,12 @@ def run(args) -> str:
     from ..export.printing import field_order, to_text
     from ..symbolic.diff import diff_costs
     from ..engine.totals import QUANTITIES
-    from .common import conventions_line, costs_of, formula, settings
+    from .common import conventions_line, costs_of, formula, one_name_per_word, settings
 
     dims, options = settings(args.set)
     if args.top < 0:
         raise CostgraphValueError("--top must be 0 or more")
+    one_name_per_word("--quantity", args.quantity)
     names = args.quantity or list(QUANTITIES)
     for q in names:
         if q not in QUANTITIES:

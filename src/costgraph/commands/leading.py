@@ -27,8 +27,10 @@ def run(args) -> str:
     from ..export.printing import field_order, to_text
     from ..symbolic.leading import leading
     from ..engine.totals import QUANTITIES
-    from .common import conventions_line, costs_of, formula, load_any, settings, symbol_named
+    from .common import conventions_line, costs_of, formula, load_any, one_name_per_word, settings, symbol_named
 
+    one_name_per_word("--large", args.large, " (the most dominant first)")
+    one_name_per_word("--quantity", args.quantity)
     dims, options = settings(args.set)
     model, _ = load_any(args, {}, options)
     costs = costs_of(args, model)
@@ -56,3 +58,4 @@ def run(args) -> str:
             lines.append(f"  {'':<{width}}dropped / kept = {to_text(r.ratio)}")
     lines.append(conventions_line(costs))
     return "\n".join(lines)
+

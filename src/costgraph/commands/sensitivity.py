@@ -30,11 +30,12 @@ def run(args) -> str:
     from ..export.printing import to_text
     from ..symbolic.sensitivity import sensitivity
     from ..engine.totals import QUANTITIES
-    from .common import conventions_line, costs_of, formula, load_any, settings, symbol_named
+    from .common import conventions_line, costs_of, formula, load_any, one_name_per_word, settings, symbol_named
 
     dims, options = settings(args.set)
     model, values = load_any(args, dims, options)
     costs = costs_of(args, model)
+    one_name_per_word("--quantity", args.quantity)
     names = args.quantity or list(QUANTITIES)
     for q in names:
         if q not in QUANTITIES:

@@ -43,6 +43,7 @@ def run(args):
     import itertools
     import sys
 
+    from ..arguments import ascii_number
     from ..errors import CostgraphValueError
     from ..export.sweep import MAX_ROWS, Progress, parse_axes, plan
     from ..export.text_report import sweep_warnings
@@ -52,6 +53,8 @@ def run(args):
     if max_rows <= 0:
         raise CostgraphValueError(f"--max-rows {args.max_rows}: give a positive number of rows",
                                   hint="--max-rows 1000000 (the default is 10**7)")
+    for spec in args.over:   # ASCII numbers, as every reader of numbers takes them (arguments.ascii_number)
+        ascii_number(spec, "--over")
     axes = parse_axes(args.over, max_rows)     # before loading: a bad range fails fast
     dims, options = settings(args.set)
     swept = {a.name for a in axes}

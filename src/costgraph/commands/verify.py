@@ -21,11 +21,13 @@ def add_parser(sub) -> None:
 
 def run(args) -> tuple[str, int]:
     """``costgraph verify``: the report, and 0 when every quantity is exact, else 1."""
+    from ..arguments import ascii_number
     from ..errors import CostgraphValueError
     from ..verify import SHAPES, require, to_text, verify
 
     shapes = []
     for spec in args.shape:
+        ascii_number(spec.replace("×", "x"), "--shape")
         m = re.fullmatch(r"([1-9][0-9]{0,3})[xX×]([1-9][0-9]{0,5})", spec)
         if not m:
             raise CostgraphValueError(f"cannot read --shape {spec[:40]!r}", hint="write BxS, e.g. 2x32")

@@ -147,7 +147,8 @@ def check_recompute(layout) -> None:
                        ("recompute_frequency", "--recompute-frequency")):
         v = getattr(layout, name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise CostgraphValueError(f"{name} ({flag}) must be a positive whole number, got {v!r}")
+            raise CostgraphValueError(f"{name} ({flag}) must be a positive whole number, got {v!r}",
+                                      hint=f"a whole number above 0, e.g. {flag} 2 ({name}=2 in Python)")
     if layout.recompute_method is not None and layout.recompute_method not in RECOMPUTE_METHOD:
         raise CostgraphValueError(f"unknown recompute method {layout.recompute_method!r}", hint="uniform or block")
     if r != "full" and (layout.recompute_num_layers is not None or layout.recompute_method is not None):

@@ -192,7 +192,7 @@ class _Reader:
         table = self.config.get("per_layer_config")
         if table is not None and not isinstance(table, dict):
             self.fail(f"key 'per_layer_config' must be an object (layer number → overrides), got {shown(table)}")
-        entry = next((e for k, e in (table or {}).items() if str(k).isdigit() and int(k) == spec["layer"]), None)
+        entry = next((e for k, e in (table or {}).items() if arguments.digits(str(k)) and int(k) == spec["layer"]), None)
         v = entry.get(spec["layer_config"]) if isinstance(entry, dict) else None
         return v if v is not None else self.spec(spec["fallback"], what)
 

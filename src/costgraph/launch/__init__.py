@@ -47,19 +47,27 @@ def read_launch(path: str, gpus: int | None = None) -> Launch:
     from .text import located, read
 
     path = path_like(path, "path")
+    return _read(path, gpus, located, read)
+
+
+def _read(path: str, gpus: int | None, located, read) -> Launch:
+    """:func:`read_launch`'s reader of ``path`` by its kind, the text kept on the result."""
     low = path.lower()
     if low.endswith(".toml"):
         from .torchtitan import read_torchtitan
 
-        return read_torchtitan(path, read(path, "torchtitan job file (.toml)"), gpus)
+        text = read(path, "torchtitan job file (.toml)")
+        return _kept(read_torchtitan(path, text, gpus), text)
     if low.endswith(".json"):
         from .deepspeed import read_deepspeed
 
-        return read_deepspeed(path, read(path, "DeepSpeed config (.json)"), gpus)
+        text = read(path, "DeepSpeed config (.json)")
+        return _kept(read_deepspeed(path, text, gpus), text)
     if low.endswith((".yaml", ".yml")):
         from .accelerate import read_accelerate
 
-        return read_accelerate(path, read(path, "accelerate config (.yaml)"))
+        text = read(path, "accelerate config (.yaml)")
+        return _kept(read_accelerate(path, text), text)
     from .shell import ShellError, commands
 
     text = read(path, "launch script")
@@ -70,10 +78,15 @@ def read_launch(path: str, gpus: int | None = None) -> Launch:
     if any(_serving(words) for words in script.commands):
         from .serving import read_serving
 
-        return read_serving(path, text, script)
+        return _kept(read_serving(path, text, script), text)
     from .megatron import read_megatron
 
-    return read_megatron(path, text, script, gpus)
+    return _kept(read_megatron(path, text, script, gpus), text)
+
+
+def _kept(launch: Launch, text: str) -> Launch:
+    launch.text = text
+    return launch
 
 
 def _serving(words: list) -> bool:

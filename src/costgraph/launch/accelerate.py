@@ -51,9 +51,11 @@ def read_accelerate(path: str, text: str) -> Launch:
                       mark.line + 1 if mark else 1, mark.column + 1 if mark else 1,
                       hint="an accelerate config: key: value lines (accelerate config writes one)") from None
     except RecursionError:
-        raise located("invalid YAML: nested too deeply", path, text, 1) from None
+        raise located("invalid YAML: nested too deeply", path, text, 1,
+                      hint="an accelerate config: key: value lines (accelerate config writes one)") from None
     if not isinstance(data, dict):
-        raise located("an accelerate config is a mapping of settings", path, text, 1)
+        raise located("an accelerate config is a mapping of settings", path, text, 1,
+                      hint="key: value lines, such as distributed_type: FSDP (accelerate config writes one)")
     launch = Launch("accelerate", path)
 
     line = line_finder(text, r"(?m)^[ \t]*([^\s:#][^:\n]*?)[ \t]*:")   # a key's first line (nested keys too)
@@ -93,12 +95,14 @@ def read_accelerate(path: str, text: str) -> Launch:
 
 def _fsdp(cfg, data, launch: Launch, path: str, text: str, line, where) -> None:
     if not isinstance(cfg, dict):
-        raise located("fsdp_config is a mapping", path, text, line("fsdp_config"))
+        raise located("fsdp_config is a mapping", path, text, line("fsdp_config"),
+                      hint="indented key: value lines under fsdp_config:, such as fsdp_sharding_strategy: FULL_SHARD")
     if "fsdp_sharding_strategy" in cfg:
         strategy = str(cfg["fsdp_sharding_strategy"])
         if strategy not in _SHARDING:
             raise located(f"fsdp_sharding_strategy: {quoted(strategy)}: accelerate has FULL_SHARD, SHARD_GRAD_OP, "
-                          "NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2", path, text, line("fsdp_sharding_strategy"))
+                          "NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2", path, text, line("fsdp_sharding_strategy"),
+                          hint="one of those names, e.g. fsdp_sharding_strategy: FULL_SHARD")
         stage, hybrid = _SHARDING[strategy]
         words = f"fsdp_sharding_strategy: {strategy}"
     else:
@@ -126,18 +130,21 @@ def _fsdp(cfg, data, launch: Launch, path: str, text: str, line, where) -> None:
 
 def _deepspeed(cfg, launch: Launch, path: str, text: str, line, where) -> None:
     if not isinstance(cfg, dict):
-        raise located("deepspeed_config is a mapping", path, text, line("deepspeed_config"))
+        raise located("deepspeed_config is a mapping", path, text, line("deepspeed_config"),
+                      hint="indented key: value lines under deepspeed_config:, such as zero_stage: 3")
     if "deepspeed_config_file" in cfg:
         launch.notes.append("deepspeed_config_file: not followed; give that file to --launch")
     stage = cfg.get("zero_stage", 0)
     if isinstance(stage, bool) or stage not in (0, 1, 2, 3):
-        raise located(f"zero_stage: {quoted(stage)}: DeepSpeed has stages 0 to 3", path, text, line("zero_stage"))
+        raise located(f"zero_stage: {quoted(stage)}: DeepSpeed has stages 0 to 3", path, text, line("zero_stage"),
+                      hint="zero_stage: 0, 1, 2 or 3")
     launch.set_value("zero", stage, where("zero_stage"), f"zero_stage: {stage}")
     for dest, key in (("offload_optimizer", "offload_optimizer_device"), ("offload_params", "offload_param_device")):
         if key in cfg:
             device = str(cfg[key])
             if device not in ("none", "cpu", "nvme"):
-                raise located(f"{key}: {quoted(device)}: none, cpu or nvme", path, text, line(key))
+                raise located(f"{key}: {quoted(device)}: none, cpu or nvme", path, text, line(key),
+                              hint=f"{key}: none, cpu or nvme")
             launch.set_value(dest, device, where(key), f"{key}: {device}")
     if "gradient_accumulation_steps" in cfg:
         gas = whole(cfg["gradient_accumulation_steps"], "gradient_accumulation_steps", path, text,

@@ -96,7 +96,8 @@ def _precision(data: dict, launch: Launch, path: str, text: str, where, line) ->
 
 def _zero(z, launch: Launch, path: str, text: str, where, line) -> None:
     if not isinstance(z, dict):
-        raise located("zero_optimization is an object", path, text, line("zero_optimization"))
+        raise located("zero_optimization is an object", path, text, line("zero_optimization"),
+                      hint='e.g. "zero_optimization": {"stage": 3}')
     stage = z.get("stage", 0)
     if isinstance(stage, bool) or stage not in (0, 1, 2, 3):
         raise located(f"zero_optimization.stage {quoted(stage)}: DeepSpeed has stages 0 to 3", path, text,
@@ -109,7 +110,8 @@ def _zero(z, launch: Launch, path: str, text: str, where, line) -> None:
             continue
         device = block.get("device", "none") if isinstance(block, dict) else None
         if device not in ("none", "cpu", "nvme"):
-            raise located(f"{key}.device {quoted(device)}: DeepSpeed takes none, cpu or nvme", path, text, line(key))
+            raise located(f"{key}.device {quoted(device)}: DeepSpeed takes none, cpu or nvme", path, text, line(key),
+                          hint=f'e.g. "{key}": {{"device": "cpu"}}')
         launch.set_value(dest, device, where(key), f'"{key}": {{"device": "{device}"}}')
     if z.get("cpu_offload") is True and "offload_optimizer" not in launch.values:
         launch.set_value("offload_optimizer", "cpu", where("cpu_offload"), '"cpu_offload": true (legacy)')
@@ -130,7 +132,9 @@ def _batch(data: dict, launch: Launch, path: str, text: str, gpus, where, line) 
     if micro is None and total is not None and gpus is not None:
         if total % ((gas or 1) * gpus):
             raise located(f"train_batch_size {total} is not a multiple of gradient_accumulation_steps {gas or 1} × "
-                          f"--gpus {gpus}", path, text, line("train_batch_size"))
+                          f"--gpus {gpus}", path, text, line("train_batch_size"),
+                          hint=f"a train_batch_size that is a multiple of {(gas or 1) * gpus}, or other --gpus "
+                               "(DeepSpeed asserts train_batch_size = micro-batch × accumulation × data-parallel size)")
         micro = total // ((gas or 1) * gpus)
         launch.notes.append(f"micro-batch {micro} = train_batch_size {total} / ({gas or 1} × --gpus {gpus})")
     if None not in (micro, gas, total) and (total % (micro * gas) or (gpus is not None and total != micro * gas * gpus)):

@@ -33,6 +33,7 @@ import re
 from functools import cache
 
 from .. import datafiles
+from ..arguments import digits
 from ..errors import CostgraphValueError
 from ..datafiles import Field, Kind, Schema
 from .result import Launch
@@ -298,7 +299,7 @@ def _devices(launcher: list, a: dict, launch: Launch, path: str, gpus: int | Non
     found = {}
     for k, w in enumerate(words[:-1]):
         key = w.lstrip("-").replace("-", "_")
-        if key in ("nproc_per_node", "nnodes") and words[k + 1].isdigit() and len(words[k + 1]) <= 9:
+        if key in ("nproc_per_node", "nnodes") and digits(words[k + 1]) and len(words[k + 1]) <= 9:
             found[key] = (int(words[k + 1]), launcher[k][1])
     if "nproc_per_node" not in found:
         return

@@ -67,7 +67,8 @@ def read_model(a: dict, lines: dict, launch: Launch, path: str, text: str) -> No
                 if key == "vocab_size":
                     launch.notes.append("V: the file gives no --vocab-size (its tokenizer's): give --set V=N")
                     continue
-                raise located(f"Megatron-LM needs --{key.replace('_', '-')} (model '{family}': {spec})", path, text, 1)
+                raise located(f"Megatron-LM needs --{key.replace('_', '-')} (model '{family}': {spec})", path, text, 1,
+                              hint=f"add --{key.replace('_', '-')} N to the script's arguments (a whole number)")
             if spec in launch.dims and key not in extra:   # a second argument for one dimension: checked
                 checks.append((key, spec))
                 continue
@@ -145,7 +146,9 @@ def _family(a: dict, lines: dict, path: str, text: str) -> str:
     if not a.get("swiglu") and norm == "LayerNorm":
         if pos != "learned_absolute":
             raise located(f"--position-embedding-type {pos} with LayerNorm and GELU: the bundled gpt has learned "
-                          "absolute positions", path, text, lines.get("position_embedding_type", 1))
+                          "absolute positions", path, text, lines.get("position_embedding_type", 1),
+                          hint="--position-embedding-type learned_absolute for GPT, or --swiglu with RMSNorm and "
+                               "rope for Llama")
         return "gpt"
     raise located(f"{'SwiGLU' if a.get('swiglu') else 'a GELU MLP'} with {norm}: no bundled model has it (gpt: "
                   "LayerNorm and GELU; llama: RMSNorm and SwiGLU)", path, text,
@@ -209,10 +212,14 @@ def _options(a: dict, family: str, launch: Launch, where) -> None:
 def _dense_first(a: dict, lines: dict, path: str, text: str) -> int:
     """``k`` of ``--moe-layer-freq`` ``([0]*k+[1]*n)`` (k dense layers, then MoE ones; read, never evaluated)."""
     freq = a.get("moe_layer_freq")
-    m = re.fullmatch(r"\(?\[0\]\*(\d{1,6})\+\[1\]\*(\d{1,6})\)?", str(freq).replace(" ", "").strip("'\""))
+    m = re.fullmatch(r"\(?\[0\]\*([0-9]{1,6})\+\[1\]\*([0-9]{1,6})\)?", str(freq).replace(" ", "").strip("'\""))
     if m and int(m.group(1)) + int(m.group(2)) == a["num_layers"]:
         return int(m.group(1))
     if freq == 1 or freq == "1":
         return 0
+    n = a["num_layers"]
     raise located("--moe-layer-freq: the bundled deepseek_v3 takes ([0]*k+[1]*n), k dense layers then n MoE "
-                  "layers, n + k = --num-layers", path, text, lines.get("moe_layer_freq", 1))
+                  "layers, n + k = --num-layers", path, text, lines.get("moe_layer_freq", 1),
+                  hint=f"e.g. --moe-layer-freq '([0]*3+[1]*{n - 3})' for --num-layers {n} (DeepSeek-V3's 3 dense "
+                       "layers), in the ASCII digits 0-9" if isinstance(n, int) and n > 3 else
+                  "write ([0]*k+[1]*n) with whole numbers in the ASCII digits 0-9")

@@ -59,6 +59,9 @@ class Launch:
     weak : set of str
         Keys of ``values`` that yield to the command line (the devices of a launcher template:
         ``torchrun --nnodes ${SLURM_NNODES:-1}``), noted instead of refused.
+    text : str
+        The file's text as read (to locate an error found once the command line is known; not in
+        :meth:`to_dict`).
     """
 
     kind: str
@@ -73,6 +76,7 @@ class Launch:
     unknown: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     weak: set = field(default_factory=set)
+    text: str = field(default="", repr=False)
 
     def set_value(self, dest: str, value, where: str, text: str) -> None:
         """Record option ``dest`` = ``value`` read at ``where`` from the file's words ``text``."""

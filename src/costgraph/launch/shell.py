@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..arguments import digits
+
 #: the marker around a name that no assignment of the file gives (``\\x00NAME\\x00``)
 UNSET = "\x00"
 #: the most words a script may hold, or a variable or command expand to (a launch script has a few hundred)
@@ -342,7 +344,7 @@ def _value(spec: str, variables: dict):
     return v if v is not None else UNSET + "$" + inner + UNSET
 
 
-_ARITH = re.compile(r"\s*(?:(\d{1,18})|\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?|([-+*/()]))")
+_ARITH = re.compile(r"\s*(?:([0-9]{1,18})|\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?|([-+*/()]))")
 
 
 def arithmetic(expr: str, variables: dict) -> int | None:
@@ -358,7 +360,7 @@ def arithmetic(expr: str, variables: dict) -> int | None:
             tokens.append(int(m.group(1)))
         elif m.group(2):
             v = variables.get(m.group(2))
-            if not isinstance(v, str) or not v.strip().isdigit() or len(v.strip()) > 18:
+            if not isinstance(v, str) or not digits(v.strip()) or len(v.strip()) > 18:
                 return None
             tokens.append(int(v))
         else:

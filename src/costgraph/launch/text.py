@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from ..arguments import shown
+from ..arguments import digits, shown
 from ..errors import CostgraphValueError, Location
 
 #: the widest value a message quotes from a file (longer ones are cut, as :func:`costgraph.arguments.shown`)
@@ -72,7 +72,7 @@ def whole(value: object, name: str, path: str, text: str, line: int, hint: str |
     """``value`` (an int, or text of digits) as a positive whole number, or a located error naming ``name``."""
     if isinstance(value, bool):
         value = None
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 18:
+    if isinstance(value, str) and digits(value.strip()) and len(value.strip()) <= 18:
         value = int(value.strip())
     if not isinstance(value, int) or value < 1 or value >= 10**18:
         raise located(f"{name} must be a positive whole number, got {quoted(value)}", path, text, line,

@@ -32,6 +32,7 @@ import tomllib
 from functools import cache
 
 from .. import datafiles
+from ..arguments import digits
 from ..datafiles import Field, Kind, Schema
 from .result import Launch, Origin
 from .text import located, quoted, whole
@@ -131,7 +132,8 @@ def read_torchtitan(path: str, text: str, gpus: int | None = None) -> Launch:
                       int(m.group(1)) if m else 1, int(m.group(2)) if m else 1,
                       hint="a torchtitan job file: [model], [training], [parallelism] tables") from None
     except (RecursionError, ValueError):
-        raise located("invalid TOML: nested too deeply or a number too long", path, text, 1) from None
+        raise located("invalid TOML: nested too deeply or a number too long", path, text, 1,
+                      hint="a torchtitan job file: [model], [training], [parallelism] tables") from None
     f, launch = _File(path, text, data), Launch("torchtitan", path)
     _sections(f, launch)
     _model(f, launch)
@@ -181,7 +183,8 @@ def _model(f: _File, launch: Launch) -> None:
     policy = "fp8-current" if fp8 else {"bfloat16": "mixed", "float32": "fp32"}.get(param)
     if policy is None:
         raise located(f"[training] mixed_precision_param = {quoted(param)}: torchtitan takes bfloat16 or float32",
-                      f.path, f.text, f.line("training", "mixed_precision_param"))
+                      f.path, f.text, f.line("training", "mixed_precision_param"),
+                      hint='mixed_precision_param = "bfloat16" (torchtitan\'s default) or "float32"')
     launch.set_value("precision", policy, f.where("model", "converters") if fp8 else
                      f.where("training", "mixed_precision_param"),
                      f"[model] converters = {conv}" if fp8 else f"mixed_precision_param = {param}")
@@ -230,7 +233,8 @@ def _parallelism(f: _File, launch: Launch, gpus: int | None) -> None:
     if sched is not None and pp > 1:
         if sched not in _SCHEDULES:
             raise located(f"pipeline_parallel_schedule = {quoted(sched)}: costgraph has 1F1B, Interleaved1F1B, "
-                          "GPipe, ZBVZeroBubble", f.path, f.text, f.line("parallelism", "pipeline_parallel_schedule"))
+                          "GPipe, ZBVZeroBubble", f.path, f.text, f.line("parallelism", "pipeline_parallel_schedule"),
+                          hint='one of those, e.g. pipeline_parallel_schedule = "1F1B"')
         launch.set_value("schedule", _SCHEDULES[sched], f.where("parallelism", "pipeline_parallel_schedule"),
                          f"pipeline_parallel_schedule = {sched}")
     _batch(f, launch, pp, rep * shard)
@@ -247,7 +251,9 @@ def _batch(f: _File, launch: Launch, pp: int, dp: int) -> None:
                       f.line("parallelism", "pipeline_parallel_microbatch_size"))
         if local % micro:
             raise located(f"local_batch_size {local} is not a multiple of pipeline_parallel_microbatch_size {micro}",
-                          f.path, f.text, f.line("training", "local_batch_size"))
+                          f.path, f.text, f.line("training", "local_batch_size"),
+                          hint=f"a local_batch_size that is a multiple of {micro}, or a microbatch size that divides "
+                               f"{local}")
         launch.set_dim("b", micro, f.where("parallelism", "pipeline_parallel_microbatch_size"),
                        f"pipeline_parallel_microbatch_size = {micro}")
     else:
@@ -255,6 +261,14 @@ def _batch(f: _File, launch: Launch, pp: int, dp: int) -> None:
     g = f.get("training", "global_batch_size", -1)
     if g != -1:   # m = B / (b·d): the accumulation steps and, with PP, local / micro micro-batches each
         g = whole(g, "[training] global_batch_size", f.path, f.text, f.line("training", "global_batch_size"))
+        if g % (local * dp):   # torchtitan @ 238fa99 train.py (Trainer.__init__, "verify batch sizes") asserts it
+            low, step = g - g % (local * dp), local * dp
+            raise located(f"[training] global_batch_size = {g} is not a multiple of local_batch_size × data-parallel "
+                          f"degree = {local} × {dp} = {step}: torchtitan asserts it", f.path, f.text,
+                          f.line("training", "global_batch_size"), word="global_batch_size",
+                          hint=f"global_batch_size = {' or '.join(map(str, ([low] if low else []) + [low + step]))} "
+                               "(a whole number of accumulation steps), or -1 (one step of local_batch_size per "
+                               "data-parallel rank)")
         launch.set_value("global_batch", g, f.where("training", "global_batch_size"), f"global_batch_size = {g}")
     elif pp > 1:   # one step of local_batch_size: local / micro micro-batches (both given were refused)
         launch.set_value("micro_batches", local // micro, where, f"local_batch_size = {local} / microbatch {micro}")
@@ -285,10 +299,12 @@ def _checkpointing(f: _File, launch: Launch) -> None:
         launch.set_value("recompute", mode, where, words)
     elif mode == "selective" and option == "op":
         launch.set_value("recompute", "torchtitan-op", where, words + ", selective_ac_option = op")
-    elif mode == "selective" and option.isdigit() and 0 < len(option) <= 6 and int(option) > 0:
+    elif mode == "selective" and digits(option) and 0 < len(option) <= 6 and int(option) > 0:
         launch.set_value("recompute", "torchtitan-layer", where, words + f", selective_ac_option = {option}")
         launch.set_value("recompute_frequency", int(option), f.where("activation_checkpoint", "selective_ac_option"),
                          f"selective_ac_option = {option}")
     else:
         raise located(f"{words}, selective_ac_option = {quoted(option)}: costgraph has none, full, selective with "
-                      "op or every N-th block", f.path, f.text, f.line("activation_checkpoint", "mode"))
+                      "op or every N-th block", f.path, f.text, f.line("activation_checkpoint", "mode"),
+                      hint='selective_ac_option = "op", or a whole number N in the ASCII digits 0-9 ("2": every 2nd '
+                           'block)')

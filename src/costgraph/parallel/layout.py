@@ -92,7 +92,8 @@ class Layout(LayoutOptions):
             _apply_pipeline_layout(out)
         for name in ("sp", "loss", "lora_dropout", "fp8_attention", "fp8_wgrad"):
             if not isinstance(getattr(out, name), bool):
-                raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
+                raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}",
+                                          hint=f"{name}=True or {name}=False (a bool)")
         if out.m is not None:
             _degree(out.m, "m (micro-batches per step)")
         if out.hsdp is not None:
@@ -100,19 +101,21 @@ class Layout(LayoutOptions):
         if out.lora_rank is not None:
             _degree(out.lora_rank, "lora_rank")
         if isinstance(out.zero, bool) or not isinstance(out.zero, int):
-            raise CostgraphValueError(f"zero must be a stage 0-3, got {out.zero!r}")
+            raise CostgraphValueError(f"zero must be a stage 0-3, got {out.zero!r}", hint="0, 1, 2 or 3 (an int)")
         if out.zero not in choices.ZERO_STAGE.values:
             raise CostgraphValueError(f"ZeRO stage {out.zero!r} does not exist", hint="0, 1, 2 or 3")
         _check_choices(out)
         if out.hsdp is not None and out.zero == 0:
-            raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs ZeRO 1, 2 or 3")
+            raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs ZeRO 1, 2 or 3",
+                                      hint="add --zero 3 (FSDP2's HSDP shards all three), or leave out --hsdp")
         if out.schedule != "interleaved" and out.v != 1:
             raise CostgraphValueError("virtual stages (v) need the interleaved schedule", hint="--schedule interleaved")
         if out.sp and out.t == 1:
             raise CostgraphValueError("sequence parallelism splits along s the regions tensor parallelism replicates: "
                                       "it needs t > 1", hint="add --tp T")
         if not isinstance(out.tp_replicated, tuple) or not all(isinstance(n, str) for n in out.tp_replicated):
-            raise CostgraphValueError(f"tp_replicated names dimensions (a tuple of names), got {out.tp_replicated!r}")
+            raise CostgraphValueError(f"tp_replicated names dimensions (a tuple of names), got {out.tp_replicated!r}",
+                                      hint="e.g. tp_replicated=('kv',); left out, it is filled from the values")
         if out.gpus is not None:
             _degree(out.gpus, "gpus")
             if out.gpus > MAX_DEVICES:
@@ -193,11 +196,13 @@ def _check_pipeline(out: "Layout") -> None:
                                   "device (each holds at least one layer)", hint="v divides the layers per stage")
     for name in ("account_embedding", "account_loss"):
         if not isinstance(getattr(out, name), bool):
-            raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}")
+            raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}",
+                                      hint=f"{name}=True or {name}=False (a bool)")
     for name in ("first_stage_layers", "last_stage_layers"):
         n = getattr(out, name)
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
-            raise CostgraphValueError(f"{name} ({_FLAGS[name]}) must be a whole number ≥ 0, got {n!r}")
+            raise CostgraphValueError(f"{name} ({_FLAGS[name]}) must be a whole number ≥ 0, got {n!r}",
+                                      hint=f"the layers of that stage, e.g. {_FLAGS[name]} 2")
     uneven = out.first_stage_layers is not None or out.last_stage_layers is not None
     if uneven and (out.account_embedding or out.account_loss):
         raise CostgraphValueError("the first/last stages' own layer counts cannot be combined with counting the "

@@ -89,7 +89,8 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
         layout = with_kv_replication(model.graph, layout, values)   # K/V heads fewer than t: replicated
         check_layout(model.graph, layout.filled(), values)
     if o.scope not in ("model", "layer"):
-        raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {o.scope!r}")
+        raise CostgraphValueError(f"training memory has scopes 'model' and 'layer', not {o.scope!r}",
+                                  hint="--scope model (default) or layer")
     from .memory import training_memory
 
     mem = training_memory(model.graph, layout, o.scope)
@@ -172,7 +173,9 @@ def layout_argument(layout, settings: dict):
         raise CostgraphValueError(f"train() takes a Layout or keyword settings, not {arguments.shown(layout)}",
                                   hint="model.train(t=2, gpus=8) or model.train(Layout(t=2, gpus=8))")
     if settings:
-        raise CostgraphValueError("give a Layout or keyword settings, not both")
+        raise CostgraphValueError("give a Layout or keyword settings, not both",
+                                  hint="model.train(Layout(t=2, gpus=8)) or model.train(t=2, gpus=8); "
+                                       "dataclasses.replace(layout, t=4) changes a Layout")
     return layout
 
 
@@ -259,11 +262,14 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
     if values is None or "b" not in model.graph.dims or model.graph.dims["b"].symbol not in values:
         raise CostgraphValueError("--global-batch needs the micro-batch b", hint="give --config or --set b=N")
     if layout.gpus is None:
-        raise CostgraphValueError("--global-batch needs --gpus (to know the data-parallel degree)")
+        raise CostgraphValueError("--global-batch needs --gpus (to know the data-parallel degree)",
+                                  hint="the devices of the run, e.g. --gpus 8 (gpus=8 in Python), or --micro-batches "
+                                       "M instead of a global batch")
     if isinstance(layout.gpus, bool) or not isinstance(layout.gpus, int) or layout.gpus <= 0:   # before d = gpus/(t·p·c)
         raise CostgraphValueError(f"gpus (--gpus) must be a positive whole number, got {layout.gpus!r}",
                                   hint="the devices of the run, e.g. --gpus 8")
     b = int(values[model.graph.dims["b"].symbol])
+    layout.filled()   # the degrees checked as the Layout checks them (t='x' was a TypeError below, t=nan "nan")
     per = layout.t * layout.p * layout.c
     if per <= 0 or layout.gpus % per:
         raise CostgraphValueError(f"{layout.gpus} GPUs do not divide into t·p·c = {per}",
@@ -358,14 +364,17 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     mfu = arguments.rational(mfu, "--mfu")
     achieved = arguments.rational(achieved, "--achieved")
     if mfu is not None and achieved is not None:
-        raise CostgraphValueError("give --mfu or --achieved, not both")
-    if mfu is not None and not 0 < mfu <= 1:
-        raise CostgraphValueError(f"--mfu {shown['mfu']} is not a fraction in (0, 1]")
+        raise CostgraphValueError("give --mfu or --achieved, not both",
+                                  hint="--mfu is a share of the peak (0.45), --achieved the FLOP/s a device reached "
+                                       "(400e12): one of them")
+    arguments.share(mfu, "--mfu", shown["mfu"])
     if mfu is not None and peak is None:
-        raise CostgraphValueError("--mfu needs a peak: --hardware NAME or --peak FLOPS")
+        raise CostgraphValueError("--mfu needs a peak: --hardware NAME or --peak FLOPS",
+                                  hint="a preset (--hardware h100-sxm; hardware='h100-sxm' in Python) or the peak "
+                                       "FLOP/s per device (--peak 989e12)")
     for name, v in (("--achieved", achieved), ("--peak", peak)):
         if v is not None and v <= 0:
-            raise CostgraphValueError(f"{name} must be positive")
+            raise CostgraphValueError(f"{name} must be positive", hint=f"FLOP/s per device above 0, e.g. {name} 400e12")
         if v is not None and v < 1:   # a rate under 1 FLOP/s: no device; the kernel model's logarithms go complex
             raise CostgraphValueError(f"{name} {shown.get(name[2:], v) if name == '--achieved' else _peak_shown(v)} "
                                       "FLOP/s is below 1 FLOP/s", hint=PEAK_HINT)
@@ -375,13 +384,16 @@ def _rates(hw, peak, mfu, achieved, tokens, price):
     tokens, price = arguments.rational(tokens, "--tokens"), arguments.rational(price, "--price")
     for name, v in (("--tokens", tokens), ("--price", price)):
         if v is not None and v <= 0:
-            raise CostgraphValueError(f"{name} must be positive")
+            raise CostgraphValueError(f"{name} must be positive", hint=f"a number above 0, e.g. "
+                                      f"{'--tokens 1e12' if name == '--tokens' else '--price 2.5 (per GPU-hour)'}")
     if price is not None and tokens is None:   # the cost is price × GPU-hours of D tokens (trial6: dropped unsaid)
         raise CostgraphValueError("--price needs --tokens: the cost is the price × the GPU-hours of training D tokens",
                                   hint="add --tokens D, e.g. --tokens 1e12")
     if (tokens is not None or price is not None) and mfu is None and achieved is None and peak is None:
         raise CostgraphValueError("--tokens and --price need a rate: --mfu (with a peak), --achieved, "
-                                  "or a peak (--hardware or --peak) for --efficiency")
+                                  "or a peak (--hardware or --peak) for --efficiency",
+                                  hint="add --hardware h100-sxm (hardware='h100-sxm' in Python), or --mfu 0.4 with "
+                                       "--peak FLOPS")
     return peak, mfu, achieved, tokens, price
 
 

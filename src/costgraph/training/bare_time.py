@@ -107,7 +107,8 @@ def bare_training_time(params: int, *, tokens, gpus: int, hardware=None, peak=No
                                   hint="give a model for selective recomputation")
     for name, v in (("--params", params), ("--gpus", gpus)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-            raise CostgraphValueError(f"{name} must be a positive whole number, got {v!r}")
+            raise CostgraphValueError(f"{name} must be a positive whole number, got {v!r}",
+                                      hint=f"a whole number above 0, e.g. {name} {'7e9' if name == '--params' else '8'}")
     if tokens is None:
         raise CostgraphValueError("the training time needs --tokens D", hint="e.g. --tokens 300e9")
     hw = preset(hardware) if hardware is not None else None

@@ -11,6 +11,7 @@ import re
 
 import sympy
 
+from ..arguments import ascii_number
 from ..errors import CostgraphValueError
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -32,6 +33,7 @@ def parse_size(text: str, *, what: str = "the memory size", floor: bool = False,
     if not isinstance(text, str) or len(text) > 40:
         raise CostgraphValueError(f"cannot read {what} {str(text)[:40]!r}",
                                   hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
+    ascii_number(text, what)
     m = _SIZE.match(text)
     if m and m.group(4).endswith("b") and m.group(4) not in ("b",):
         raise CostgraphValueError(f"{what} {text!r} is in bits ('b'); write bytes",
@@ -127,7 +129,10 @@ def reserve_bytes(reserve, capacity: int) -> int:
                                   "of a device alone", hint=f"--reserve {DEFAULT_RESERVE} or a size (8GB) for a fixed "
                                   "reserve; `costgraph train` on a layout lists its runtime reserve's parts")
     if isinstance(reserve, bool):
-        raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}")
+        raise CostgraphValueError(f"--reserve must be a fraction or a size, got {reserve!r}",
+                                  hint="a fraction of the device memory below 1 (0.1), a size with its unit ('8GiB'), "
+                                       f"bytes as an int, or '{RUNTIME_RESERVE}' (train, fit, plan)")
+    ascii_number(reserve, "--reserve")
     if isinstance(reserve, float):
         reserve = repr(reserve)
     if isinstance(reserve, str) and _BARE.match(reserve) and not _FRACTION.match(reserve):

@@ -281,8 +281,7 @@ def _rate(hw, precision, efficiency):
     rate of the preset's kernel table (None unless no flat efficiency is given and the preset has
     one; neither: the flat default)."""
     eff = None if efficiency is None else arguments.rational(efficiency, "--efficiency")
-    if eff is not None and not 0 < eff <= 1:
-        raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
+    arguments.share(eff, "--efficiency", efficiency)
     from .plan import step_rate_of
 
     kernels = step_rate_of(hw, precision, eff)   # the per-kernel model when no flat efficiency is given

@@ -71,8 +71,7 @@ def step_rate(hw, policy, *, peak=None, mfu=None, achieved=None, efficiency=None
         raise CostgraphValueError("--efficiency is the fraction of the peak the kernels reach: it covers the compute",
                                   hint="--rate-covers step is for --mfu or --achieved measured over whole steps")
     eff = arguments.rational(DEFAULT_EFFICIENCY if efficiency is None else efficiency, "--efficiency")
-    if not 0 < eff <= 1:
-        raise CostgraphValueError(f"--efficiency {efficiency} is not a fraction in (0, 1]")
+    arguments.share(eff, "--efficiency", efficiency)
     notes = () if efficiency is not None or hw is None else (
         f"no kernel table for {hw.key} (training/kernels.toml): the flat --efficiency {DEFAULT_EFFICIENCY} "
         "of the peak is assumed for every kernel",)
