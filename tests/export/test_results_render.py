@@ -336,6 +336,18 @@ def test_train_schema_names_the_fields_of_the_typed_parts():
     assert off["settings"]["required"] == list(off["settings"]["properties"]) == names(rp.OffloadSettings)
     assert set(off["seconds"]["anyOf"][1]["properties"]) == set(names(rp.OffloadSeconds))
     assert set(props["flops"]["required"]) <= set(names(rp.TrainingFlops, True))
+    # LoRA, compute by kernel class, userbuffers' SMs, the calibration, --megatron: their parts' fields
+    assert (list(props["lora"]["properties"]), props["lora"]["required"]) == (names(rp.LoraCompute),
+                                                                            names(rp.LoraCompute, True))
+    for name, cls in (("compute_by_class", rp.ComputeByClass), ("userbuffers_sms", rp.UserbuffersSMs)):
+        assert list(step["properties"][name]["properties"]) == step["properties"][name]["required"] == names(cls)
+    plan_calibration = schema("plan")["properties"]["calibration"]
+    for cal in (props["calibration"], plan_calibration):
+        assert list(cal["properties"]) == cal["required"] == names(rp.Calibrated)
+    meg = props["megatron"]
+    assert meg["propertyNames"]["enum"] == names(rp.MegatronBeside)
+    assert list(meg["additionalProperties"]["properties"]) == meg["additionalProperties"]["required"] == \
+        names(rp.MemoryEstimate)
 
 
 def test_infer_quantities_are_declared_once(served):
