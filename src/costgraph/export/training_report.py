@@ -229,8 +229,8 @@ def _changes_text(changes) -> list[str]:
     if not changes:
         return ["  no single change tried (recompute, ZeRO stage, micro-batch, TP, PP, devices) lowers the peak"]
     out = ["  what would make it fit, one change at a time (peak of the most-loaded device):"]
-    cells = [[c["change"], units.with_unit("activation_bytes", c["peak_bytes"]),
-              "fits" if c["fits"] else "does not fit", c["options"]] for c in changes]
+    cells = [[c.change, units.with_unit("activation_bytes", c.peak_bytes),   # FitChange (training.result_parts)
+              "fits" if c.fits else "does not fit", c.options] for c in changes]
     return out + ["  " + line for line in table(cells)]
 
 

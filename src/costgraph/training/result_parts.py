@@ -2,7 +2,7 @@
 (:class:`TrainingSettings`), the fit verdict (:class:`FitVerdict`), the compute sections (:class:`TrainingCompute`:
 its FLOPs :class:`TrainingFlops`, time :class:`TrainingTime`, step :class:`StepParts`, communication kind →
 :class:`CollectiveCost`, LoRA :class:`LoraCompute`, the per-kernel model's :class:`ComputeByClass` and
-:class:`UserbuffersSMs`, an efficiency profile's :class:`Calibrated`), CPU/NVMe offload (:class:`TrainingOffload`:
+:class:`UserbuffersSMs`, an efficiency profile's :class:`Calibrated`), the fit verdict's :class:`FitChange` s, CPU/NVMe offload (:class:`TrainingOffload`:
 :class:`OffloadSettings`, :class:`OffloadSeconds`) and ``--megatron``'s :class:`MegatronBeside` (each side a
 :class:`MemoryEstimate`).
 
@@ -41,12 +41,23 @@ class TrainingSettings(Part):
 
 
 @dataclass
+class FitChange(Part):
+    """One change that the fit verdict tried (:func:`costgraph.training.fit.fit_changes`): its words, the
+    command-line options that make it, the most-loaded device's peak under it, whether that fits."""
+
+    change: str = quantity(label="the change")
+    options: str = quantity(label="the options that make it")
+    peak_bytes: int = quantity("bytes", label="peak of the most-loaded device")
+    fits: bool = quantity(label="it fits")
+
+
+@dataclass
 class FitVerdict(Part):
     """The fit verdict of ``costgraph train`` (:func:`costgraph.training.api.training_fits`) for the
     most-loaded device: the capacity less the reserve against its peak. ``largest_b``/``largest_s`` are keys
     only for the sizes searched (``searched``: the model's free ``b`` and ``s`` at model scope); a searched
     size is None when 1 does not fit. ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`,
-    a list of ``{change, options, peak_bytes, fits}``), only when it does not fit."""
+    a list of :class:`FitChange`), only when it does not fit."""
 
     capacity_bytes: int = quantity("bytes", label="device memory")
     reserve_bytes: int = quantity("bytes", label="reserve kept free")
@@ -58,7 +69,7 @@ class FitVerdict(Part):
     capacity_from: str | None = quantity(label="where the capacity comes from", omit_none=True, default=None)
     largest_b: int | None = quantity("sequences", label="largest micro-batch b that fits", default=None)
     largest_s: int | None = quantity("tokens", label="longest sequence s that fits", default=None)
-    changes: list | None = quantity("bytes", label="what would make it fit, one change at a time",
+    changes: list | None = quantity(label="what would make it fit, one change at a time (FitChange each)",
                                     omit_none=True, default=None)
     searched: tuple = quantity(json=None, label="the sizes searched (largest_b, largest_s)", default=())
 
