@@ -337,17 +337,13 @@ def test_train_schema_names_the_fields_of_the_typed_parts():
     assert set(off["seconds"]["anyOf"][1]["properties"]) == set(names(rp.OffloadSeconds))
     assert set(props["flops"]["required"]) <= set(names(rp.TrainingFlops, True))
     # LoRA, compute by kernel class, userbuffers' SMs, the calibration, --megatron: their parts' fields
-    assert (list(props["lora"]["properties"]), props["lora"]["required"]) == (names(rp.LoraCompute),
-                                                                            names(rp.LoraCompute, True))
-    for name, cls in (("compute_by_class", rp.ComputeByClass), ("userbuffers_sms", rp.UserbuffersSMs)):
-        assert list(step["properties"][name]["properties"]) == step["properties"][name]["required"] == names(cls)
-    plan_calibration = schema("plan")["properties"]["calibration"]
-    for cal in (props["calibration"], plan_calibration):
-        assert list(cal["properties"]) == cal["required"] == names(rp.Calibrated)
-    meg = props["megatron"]
+    lora, meg = props["lora"], props["megatron"]
+    assert (list(lora["properties"]), lora["required"]) == (names(rp.LoraCompute), names(rp.LoraCompute, True))
+    for part, cls in ((step["properties"]["compute_by_class"], rp.ComputeByClass), (props["calibration"], rp.Calibrated),
+                      (step["properties"]["userbuffers_sms"], rp.UserbuffersSMs), (meg["additionalProperties"],
+                      rp.MemoryEstimate), (schema("plan")["properties"]["calibration"], rp.Calibrated)):
+        assert list(part["properties"]) == part["required"] == names(cls)
     assert meg["propertyNames"]["enum"] == names(rp.MegatronBeside)
-    assert list(meg["additionalProperties"]["properties"]) == meg["additionalProperties"]["required"] == \
-        names(rp.MemoryEstimate)
 
 
 def test_infer_quantities_are_declared_once(served):
@@ -367,10 +363,10 @@ def test_infer_quantities_are_declared_once(served):
 
     for table, cls in ((TOP, InferenceFigures), (STEP, StepFigures), (CAPACITY, CapacityAnswers)):
         assert {k: q.unit for k, q in table.items()} == {n: q.unit for n, q in quantities(cls)}
+    q = served.quantities
     assert type(served.figures) is InferenceFigures and type(served.decode) is StepFigures
-    assert served.figures.kv_cache_bytes == served.quantities["kv_cache_bytes"]
-    assert served.decode.seconds == served.quantities["decode.seconds"] and served.prefill.flops == served.quantities[
-        "prefill.flops"]
+    assert served.figures.kv_cache_bytes == q["kv_cache_bytes"]
+    assert (served.decode.seconds, served.prefill.flops) == (q["decode.seconds"], q["prefill.flops"])
     assert "communication_seconds" not in served.decode   # TP 1: no all-reduce
     assert list(doc["decode"]) == list(served.decode)   # the JSON's step is the part's fields present, in order
     assert dict(served.answers) == {k: served.values[k] for k in ("fits", "max_batch", "max_context")}
