@@ -49,7 +49,7 @@ def training_table(result) -> Table:
 
 
 _INFER_KEYS = ("time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
-               "weight_bytes", "kv_cache_bytes", "memory_bytes")   # units: the fields of inference.quantities.InferenceFigures
+               "weight_bytes", "kv_cache_bytes", "memory_bytes")   # units: inference.quantities.InferenceFigures
 
 
 def inference_table(report) -> Table:
