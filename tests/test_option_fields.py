@@ -155,11 +155,33 @@ def test_the_parsed_layout_is_the_layout_of_the_keywords():
                                  "--zero", "3", "--offload-params", "cpu", "--offload-activations", "0.5",
                                  "--schedule", "interleaved", "--virtual-stages", "2", "--micro-batches", "4",
                                  "--no-fp8-wgrad", "--route-nodes", "2", "--lora", "8"])
-    assert train_layout(args, args.micro_batches) == Layout(
-        gpus=8, t=2, p=2, loss=False, policy="fp32", precision="fp32", recompute="selective",
+    parsed = train_layout(args, args.micro_batches)
+    assert parsed == Layout(
+        gpus=8, t=2, p=2, loss=False, policy="fp32", recompute="selective",
         recompute_modules=("core_attn", "mlp"), zero=3, offload_params="cpu", offload_activations=sympy.Rational(1, 2),
         schedule="interleaved", v=2, m=4, fp8_wgrad=False, route_nodes=2, lora_rank=8)
+    # the activations' precision is the layout's to derive (Layout.filled: choices.activation_precision), not the CLI's
+    assert parsed.precision is None and parsed.filled().precision == "fp32"
     assert train_layout(_parser().parse_args(["train", "gpt"])) == Layout()   # every default is the API's
+
+
+def test_policy_fp32_the_api_and_the_cli_agree(gpt, capsys):
+    # "activation precision follows the policy" is decided once, in Layout.filled() (choices.activation_precision):
+    # the API's policy="fp32" and the CLI's --precision fp32 keep fp32 activations, and their memory is the same
+    v = gpt.values("gpt2")
+    api = gpt.train(gpus=2, t=2, policy="fp32", values=v).to_dict()
+    rc, out, _ = run(capsys, "train", "gpt", "--config", "gpt2", "--gpus", "2", "--tp", "2", "--precision", "fp32",
+                     "--format", "json")
+    cli = json.loads(out)
+    assert rc == 0 and api["plan"]["activation_precision"] == cli["plan"]["activation_precision"] == "fp32"
+    assert {k: e["value"] for k, e in api["memory"].items()} == {k: e["value"] for k, e in cli["memory"].items()}
+    # fp32 activations: the memory's activations are those of the layout that names fp32 explicitly, not bf16's
+    from costgraph.training.memory import training_memory
+
+    explicit = training_memory(gpt.graph, Layout(gpus=2, t=2, policy="fp32", precision="fp32")).stages[0].memory
+    bf16 = training_memory(gpt.graph, Layout(gpus=2, t=2, policy="fp32", precision="bf16")).stages[0].memory
+    assert api["memory"]["activations"]["value"] == explicit["activations"].xreplace(v) \
+        != bf16["activations"].xreplace(v)
 
 
 def test_layout_is_its_declared_fields():
@@ -176,6 +198,15 @@ def test_the_api_takes_an_options_object_or_keywords(gpt):
     by_object = gpt.train(None, v, opts, t=2, gpus=4, memory="80GB")   # overrides replace the object's fields
     assert by_object.to_dict() == by_keywords.to_dict()
     assert by_object.megatron is not None and by_object.fits["capacity_bytes"] == 80 * 10**9   # both were used
+    # --megatron's figures typed (costgraph.training.result_parts): three MemoryEstimates in bytes
+    from costgraph.result_fields import quantities
+    from costgraph.training.result_parts import MegatronBeside, MemoryEstimate
+
+    beside = by_object.megatron
+    assert type(beside) is MegatronBeside and type(beside.difference) is MemoryEstimate
+    assert beside.difference.total == beside.costgraph.total - beside.megatron.total
+    assert {q.unit for _, q in quantities(MemoryEstimate)} == {"bytes"}
+    assert list(by_object.to_dict()["megatron"]) == ["megatron", "costgraph", "difference"]
     assert opts.memory is None   # frozen: the object given is not changed
 
 

@@ -120,6 +120,16 @@ PRECISION = Choice("precision", "precision", (
     ("fp32", "activations 4 bytes per element"),
 ), "bf16")
 
+
+def activation_precision(policy: str) -> str:
+    """The activations' :data:`PRECISION` that a precision policy runs (the one rule, applied by
+    :meth:`costgraph.parallel.layout.Layout.filled` where the layout leaves ``precision`` unset, for the CLI
+    and the API alike): ``fp32`` under the ``fp32`` policy (everything in 4 bytes); otherwise ``bf16``, the
+    16-bit activations of mixed precision (Micikevicius et al. 2018; Megatron-LM's ``--bf16``), FP8 policies
+    included (Transformer Engine keeps the activations saved for backward in BF16 unless FP8 is asked)."""
+    return "fp32" if policy == "fp32" else PRECISION.default
+
+
 SCHEDULE = Choice("schedule", "pipeline schedule", (
     ("1f1b", "one forward, one backward (PipeDream-Flush, Megatron-LM's default)"),
     ("interleaved", "Megatron-LM's interleaved 1F1B with v model chunks per device"),

@@ -182,7 +182,8 @@ class LayoutOptions:
                                       dest="quantize", group="lora")
     # API only: the settings filled() derives
     d: object = option(None, "data-parallel degree (derived: gpus / (t·p·c), else the symbol N_d)", default=None)
-    precision: str = option(None, "activation bytes (derived from the policy: fp32 or bf16)",
-                            default=choices.PRECISION.default)
+    precision: str | None = option(None, "activation bytes: bf16, fp16, fp32 (None: derived from the policy by "
+                                   "Layout.filled(), choices.activation_precision: fp32 under fp32, else bf16)",
+                                   default=None)
     tp_replicated: tuple = option(None, "head-count dimensions with fewer heads than t (derived from the values)",
                                   default=())

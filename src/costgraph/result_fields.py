@@ -17,10 +17,10 @@ from dataclasses import MISSING, dataclass, field, fields
 @dataclass(frozen=True)
 class Quantity:
     """What a renderer needs to show one quantity: ``unit`` (``bytes``, ``s``, ``FLOP``, ``FLOP/token``,
-    ``FLOP/s``, ``tokens``, ``tokens/s``, ``days``, ``GPU-hours``, ``PF-days``; ``""`` for a count, a
-    ratio or a text), ``label`` (the words a table or the text report shows), ``json`` (its key in the
-    command's JSON; None: not in the JSON), ``omit_none`` (left out of the JSON when None rather than
-    written as ``null``)."""
+    ``FLOP/s``, ``tokens``, ``tokens/s``, ``days``, ``GPU-hours``, ``PF-days``, ``SMs``, ``parameters``;
+    ``""`` for a count, a ratio or a text), ``label`` (the words a table or the text report shows),
+    ``json`` (its key in the command's JSON; None: not in the JSON), ``omit_none`` (left out of the JSON
+    when None rather than written as ``null``)."""
 
     unit: str = ""
     label: str = ""

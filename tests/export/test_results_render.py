@@ -336,6 +336,14 @@ def test_train_schema_names_the_fields_of_the_typed_parts():
     assert off["settings"]["required"] == list(off["settings"]["properties"]) == names(rp.OffloadSettings)
     assert set(off["seconds"]["anyOf"][1]["properties"]) == set(names(rp.OffloadSeconds))
     assert set(props["flops"]["required"]) <= set(names(rp.TrainingFlops, True))
+    # LoRA, compute by kernel class, userbuffers' SMs, the calibration, --megatron: their parts' fields
+    lora, meg = props["lora"], props["megatron"]
+    assert (list(lora["properties"]), lora["required"]) == (names(rp.LoraCompute), names(rp.LoraCompute, True))
+    for part, cls in ((step["properties"]["compute_by_class"], rp.ComputeByClass), (props["calibration"], rp.Calibrated),
+                      (step["properties"]["userbuffers_sms"], rp.UserbuffersSMs), (meg["additionalProperties"],
+                      rp.MemoryEstimate), (schema("plan")["properties"]["calibration"], rp.Calibrated)):
+        assert list(part["properties"]) == part["required"] == names(cls)
+    assert meg["propertyNames"]["enum"] == names(rp.MegatronBeside)
 
 
 def test_infer_quantities_are_declared_once(served):
@@ -348,6 +356,20 @@ def test_infer_quantities_are_declared_once(served):
     units = {row[0]: row[1].unit for row in served._shown().rows if isinstance(row[1], Q)}
     assert units["tokens_per_second"] == "tokens/s" and units["max_context"] == "tokens"
     assert units["time_per_output_token"] == "s" and units["kv_cache_bytes"] == "bytes"
+    # declared as fields (costgraph.inference.quantities, the mechanism of training.result_parts); TOP, STEP and
+    # CAPACITY are generated from them; the report reads its formulas and numbers as these typed parts
+    from costgraph.inference.quantities import CAPACITY, CapacityAnswers, InferenceFigures, StepFigures
+    from costgraph.result_fields import quantities
+
+    for table, cls in ((TOP, InferenceFigures), (STEP, StepFigures), (CAPACITY, CapacityAnswers)):
+        assert {k: q.unit for k, q in table.items()} == {n: q.unit for n, q in quantities(cls)}
+    q = served.quantities
+    assert type(served.figures) is InferenceFigures and type(served.decode) is StepFigures
+    assert served.figures.kv_cache_bytes == q["kv_cache_bytes"]
+    assert (served.decode.seconds, served.prefill.flops) == (q["decode.seconds"], q["prefill.flops"])
+    assert "communication_seconds" not in served.decode   # TP 1: no all-reduce
+    assert list(doc["decode"]) == list(served.decode)   # the JSON's step is the part's fields present, in order
+    assert dict(served.answers) == {k: served.values[k] for k in ("fits", "max_batch", "max_context")}
 
 
 def test_a_new_result_is_one_dataclass():

@@ -71,6 +71,15 @@ def test_memory_reserve_is_measured_minus_predicted(gpt2, one_run):
     assert one_run.reserve.bytes == 20 * 2**30 - predicted
     calibrated = m.train(Layout(t=2, gpus=8), values=v, hardware=HW, global_batch=64, efficiency_profile=one_run)
     assert calibrated.fits["reserve_bytes"] == one_run.reserve.bytes
+    # what the profile calibrated, typed (costgraph.training.result_parts.Calibrated): its reserve in bytes
+    from costgraph.result_fields import quantities
+    from costgraph.training.result_parts import Calibrated
+
+    said = calibrated.compute.calibration
+    assert type(said) is Calibrated and said.memory_reserve_bytes == one_run.reserve.bytes
+    assert said.figures[-1] == "fits (reserve)" and said.runs == 1 and said.hardware == HW
+    assert {n: q.unit for n, q in quantities(said)}["memory_reserve_bytes"] == "bytes"
+    assert calibrated.to_dict()["calibration"] == dict(said)
     # a measured peak below the prediction: the reserve stops at its bound, 0
     low = calibrate(m, Measured(Layout(t=2, gpus=8), "0.025", values=v, global_batch=64,
                                 measured_memory=predicted - 10**6), HW, date=DATE)

@@ -52,6 +52,14 @@ def test_train_verdict_is_the_training_analysis(llama, trained):
     want = [Step(c["change"], c["options"], peak, c["peak_bytes"], c["fits"]) for c in t.fits["changes"]]
     assert sorted(r.steps, key=lambda s: s.options) == sorted(want, key=lambda s: s.options)
     assert r.steps[0] == Step("ZeRO 1", "--zero 1", peak, 65_655_986_176, True)   # fitting steps first
+    # each change typed (costgraph.training.result_parts.FitChange: its peak in bytes), the JSON its fields
+    from costgraph.result_fields import quantities
+    from costgraph.training.result_parts import FitChange
+
+    zero1 = next(c for c in t.fits.changes if c.options == "--zero 1")
+    assert type(zero1) is FitChange and (zero1.peak_bytes, zero1.fits) == (65_655_986_176, True)
+    assert {n: q.unit for n, q in quantities(zero1)}["peak_bytes"] == "bytes"
+    assert t.to_dict()["fits"]["changes"] == [dict(c) for c in t.fits.changes]
     assert "try --zero 1: 139.67 GiB → 61.15 GiB, fits" in r.to_text()
 
 

@@ -135,11 +135,24 @@ def test_flash_core_is_one_kernel(llama, table):
 
 
 def test_step_compute_is_the_sum_of_the_classes(llama, table):
+    from costgraph.result_fields import quantities
+    from costgraph.training.kernel_time import CLASSES
+    from costgraph.training.result_parts import ComputeByClass, UserbuffersSMs
+
     m, v = llama
-    r = m.train(Layout(t=2, gpus=8, m=4), values=v, hardware="h100-sxm")
+    r = m.train(Layout(t=2, gpus=8, m=4, sp=True), values=v, hardware="h100-sxm")
     assert r.compute["rate"].kind == "kernels" and r.compute["rate"].model == "kernels"
     by = r.compute["compute_by_class"]
     assert sympy.expand(sum(by.values()) - r.step["compute"]) == 0
+    # typed (costgraph.training.result_parts): one field per kernel class, in kernel_time's order, each in seconds
+    assert type(by) is ComputeByClass and list(by) == list(CLASSES) and by.matmul == by["matmul"]
+    assert {n: q.unit for n, q in quantities(by)} == dict.fromkeys(CLASSES, "s")
+    # TP 2 with SP under the megatron overlap: userbuffers leave the overlapped GEMMs 132 − 16 of the H100's 132 SMs
+    # (kernels.toml sm_count; Transformer Engine's default num_comm_sm 16: kernel_time.UB_COMM_SMS)
+    ub = r.compute.userbuffers_sms
+    assert ub == UserbuffersSMs(116, 132) and dict(ub) == {"gemm": 116, "device": 132}
+    assert r.to_dict()["step"]["userbuffers_sms"] == {"gemm": 116, "device": 132}
+    assert {q.unit for _, q in quantities(ub)} == {"SMs"}
     # full recomputation re-runs the layers' forward kernels: their forward seconds once more
     L1, L2 = Layout(t=2, gpus=8, m=4), Layout(t=2, gpus=8, m=4, recompute="full")
     k1 = kernel_seconds(m.graph, L1, table, {"bf16": P})

@@ -73,6 +73,12 @@ def test_qlora_dequantization():
     mm = _flops(lora_rank=16, quantization="nf4")
     assert mm["hardware_per_iteration"] == mm["model_per_iteration"] == _flops(lora_rank=16)["model_per_iteration"]
     assert "dequantization" in all_["lora"] and all_["lora"]["quantization"] == "nf4"
+    # typed (costgraph.training.result_parts.LoraCompute): QLoRA's two fields are keys only with a quantized base
+    from costgraph.training.lora_flops import DEQUANT
+    from costgraph.training.result_parts import LoraCompute
+
+    assert type(all_["lora"]) is LoraCompute and all_["lora"].dequantization == DEQUANT
+    assert "quantization" not in _flops(lora_rank=16)["lora"] and _flops(lora_rank=16)["lora"].quantization is None
     # the 'all' convention also counts the adapters' α/r scaling and addition: 2·out forward, out backward
     lo = lora(LLAMA.graph, rank=16)
     mm, al = adapter_flops(lo, "matmul"), adapter_flops(lo, "all")
@@ -90,4 +96,7 @@ def test_cli_states_lora(capsys):
     assert main(argv + ["--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["lora"]["trainable_parameters"]["value"] == 8388608
+    # the JSON's lora section is LoraCompute's fields present, in their order (no QLoRA: no quantization keys)
+    assert list(doc["lora"]) == ["rank", "targets", "trainable_parameters", "adapted_linears", "model_flops"]
+    assert doc["lora"]["rank"]["value"] == 16 and [t.rsplit("/", 1)[-1] for t in doc["lora"]["targets"]] == ["q_proj", "v_proj"]
     assert doc["flops"]["per_token"]["value"] == 32921092096

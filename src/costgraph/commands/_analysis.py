@@ -139,16 +139,17 @@ def capacity(args):
 def train_layout(args, micro_batches=None):
     """The :class:`~costgraph.parallel.layout.Layout` of ``costgraph train``'s layout options in
     ``args`` (each :class:`~costgraph.layout_options.LayoutOptions` field under its ``dest``; one the
-    namespace lacks or leaves None: the field's default), the LoRA options among them; ``micro_batches``: m, None for the default (p). The activations' precision follows the
-    policy (fp32, else bf16); ``--recompute-modules`` becomes a tuple, ``--offload-activations`` an exact
+    namespace lacks or leaves None: the field's default), the LoRA options among them; ``micro_batches``: m, None for the default (p). The activations' precision is left to
+    the layout (:meth:`~costgraph.parallel.layout.Layout.filled` derives it from the policy, as for the API);
+    ``--recompute-modules`` becomes a tuple, ``--offload-activations`` an exact
     fraction. Shared with ``costgraph report``, ``plot``, ``fit`` and ``calibrate``."""
     from ..arguments import rational
     from ..parallel.layout import Layout
 
     given = namespace_values(LayoutOptions, args, unset_default=True)
-    pol, mods, f = given.get("policy", choices.DEFAULT_POLICY), given.get("recompute_modules"), given.get("offload_activations")
+    mods, f = given.get("recompute_modules"), given.get("offload_activations")
     targets = given.get("lora_targets", LORA_DEFAULTS["lora_targets"])
-    return Layout(**{**given, "m": micro_batches, "precision": "fp32" if pol == "fp32" else "bf16",
+    return Layout(**{**given, "m": micro_batches,
                      "recompute_modules": None if mods is None else tuple(mods),
                      "offload_activations": False if f in (None, False) else rational(f, "--offload-activations"),
                      "lora_targets": targets[0] if list(targets) == ["all-linear"] else tuple(targets)})

@@ -110,12 +110,13 @@ def _memory(args):
 
 
 def _flops(args):
+    from ..choices import activation_precision
     from ..export import plots
     from ._analysis import load
 
     model, values = load(args)
     costs = model.costs("model", convention=args.convention, causal=args.causal,
-                        precision="fp32" if args.precision == "fp32" else "bf16")
+                        precision=activation_precision(args.precision))
     return plots.flops_figure(plots.flops_share(costs, _values(model, values), name=_name(args, model)))
 
 

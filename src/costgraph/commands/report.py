@@ -104,6 +104,7 @@ def report_format(fmt: str | None, output: str | None) -> tuple[str, str | None]
 
 
 def run(args) -> str:
+    from ..choices import activation_precision
     from ..training.api import training_fits
     from ..errors import CostgraphValueError
     from ..export.reports import build, to_html, to_md, to_tex
@@ -133,7 +134,7 @@ def run(args) -> str:
                              given=getattr(args, "memory", None) is not None)
     inf_rep = inference(args)[1] if infer_given(args) else None
     rep = build(model, values, config=args.config, convention=args.convention,
-                precision="fp32" if args.precision == "fp32" else "bf16", causal=args.causal,
+                precision=activation_precision(args.precision), causal=args.causal,
                 training=result, fits=fits, inference=inf_rep)
     if args.format == "tex":
         text = to_tex(rep, fragment=args.fragment)

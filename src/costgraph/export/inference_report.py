@@ -58,11 +58,12 @@ import sympy
 from ..engine.symbols import as_expr
 
 from .printing import field_order, to_latex, to_python, to_text
-from ..inference.quantities import STEP, TOP as TOP_QUANTITIES
+from ..inference.quantities import InferenceFigures, StepFigures
 from ..numbers.units import fixed
-from ..result_fields import OMIT, document_json
+from ..result_fields import OMIT, document_json, quantities
 
-STEP_FIELDS = tuple(STEP)   # declared with their units in costgraph.inference.quantities
+#: one phase's step: the fields of costgraph.inference.quantities.StepFigures (each with its unit), in order
+STEP_FIELDS = tuple(name for name, _ in quantities(StepFigures))
 #: parallel serving's figures (costgraph.inference.serving_report.report_serving), under "serving"
 SERVING = ("experts_per_device", "decode.distinct_experts_read_per_device", "prefill.all_to_all_bytes",
            "decode.all_to_all_bytes", "prefill.all_gather_bytes", "decode.all_gather_bytes",
@@ -72,7 +73,8 @@ _SERVING_LABEL = {"experts_per_device": "experts per device", "decode.distinct_e
                   "decode.all_to_all_bytes": "decode EP all-to-all", "prefill.all_gather_bytes": "prefill DP gather",
                   "decode.all_gather_bytes": "decode DP gather", "prefill.send_recv_bytes": "prefill PP sends",
                   "decode.send_recv_bytes": "decode PP sends", "decode.slowest_stage_seconds": "slowest stage (decode)"}
-TOP = tuple(TOP_QUANTITIES)
+#: the report's top-level quantities: the fields of costgraph.inference.quantities.InferenceFigures, in order
+TOP = tuple(name for name, _ in quantities(InferenceFigures))
 
 
 def _num(v):
@@ -115,11 +117,12 @@ def _version(rep, _):
 
 
 def _phase(phase: str):
-    """The writer of one phase's step (``prefill``, ``decode``): :data:`STEP_FIELDS`, seconds absent without
-    a rate, and the lower bound ``seconds_at_least`` where there is one."""
+    """The writer of one phase's step (``prefill``, ``decode``): the fields of its
+    :class:`~costgraph.inference.quantities.StepFigures` present, seconds absent without a rate, and the lower
+    bound ``seconds_at_least`` where there is one."""
     def write(rep, _):
-        q, v = rep.quantities, rep.values
-        out = {f: _entry(q[f"{phase}.{f}"], v.get(f"{phase}.{f}")) for f in STEP_FIELDS if f"{phase}.{f}" in q}
+        q, v, step = rep.quantities, rep.values, getattr(rep, phase)
+        out = {f: _entry(getattr(step, f), v.get(f"{phase}.{f}")) for f in step}
         if "seconds" not in out:
             out["seconds"] = _absent(rep)
         if f"{phase}.seconds_at_least" in q:   # without a rate: FLOPs/peak or bytes/bandwidth, a lower bound
@@ -166,14 +169,19 @@ WRITERS = {
     "version": _version,
     "symbols": lambda rep, symbols: {**symbols, "P": "prompt tokens per sequence", "G": "generated tokens per sequence"},
     "values": lambda rep, subs: {str(k): int(x) for k, x in subs.items()},
-    "top": lambda rep, _: {k: _entry(rep.quantities[k], rep.values.get(k)) if k in rep.quantities else _absent(rep)
-                           for k in TOP},
+    "top": lambda rep, _: _top(rep, rep.figures),
     "prefill": _phase("prefill"), "decode": _phase("decode"),
     "compute_bound_batch": _compute_bound_batch, "capacity": _capacity,
     "serving": lambda rep, sv: _serving_doc(sv) if sv else OMIT,
     "to_dict": lambda rep, rw: None if rw is None else rw.to_dict(),   # weights as vLLM loads them
     "parallel": _parallel, "decode_total": _decode_total,
 }
+
+
+def _top(rep, figures) -> dict:
+    """The report's top-level quantities, the fields of its :class:`~costgraph.inference.quantities.InferenceFigures`
+    in order: each ``{expr, tree, latex, value}``, a seconds figure without a rate absent with the reason."""
+    return {k: _entry(getattr(figures, k), rep.values.get(k)) if k in figures else _absent(rep) for k in TOP}
 
 
 def _absent(rep) -> dict:

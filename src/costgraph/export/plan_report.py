@@ -22,7 +22,7 @@ def to_text(plan) -> str:
     out = [f"{plan.model}: layouts on {plan.gpus} × {st['hardware_name']}, global batch {plan.global_batch} sequences; "
            f"device memory {units.with_unit('activation_bytes', plan.capacity_bytes)}"
            + (f" less a reserve of {units.with_unit('activation_bytes', plan.reserve_bytes)} ("
-              + ("calibrated" if (plan.calibration or {}).get("memory_reserve_bytes") is not None
+              + ("calibrated" if plan.calibration is not None and plan.calibration.memory_reserve_bytes is not None
                  else _RUNTIME if st.get("reserve_runtime") else "--reserve")
               + ")" if plan.reserve_bytes else "") + f"; attention {st['attention']}"
            + (" (default)" if st["attention"] == ATTENTION.default else "") + "; compute "

@@ -9,7 +9,7 @@ FLOP, FLOP/token, seconds (decimal), days, GPU-hours, PF-days, tokens/s."""
 
 from __future__ import annotations
 
-from ..inference.quantities import CAPACITY, TOP
+from ..inference.quantities import CapacityAnswers, InferenceFigures
 from ..result_fields import Q, Table, quantities
 from ..training.result_parts import CollectiveCost, StepParts
 
@@ -49,7 +49,7 @@ def training_table(result) -> Table:
 
 
 _INFER_KEYS = ("time_to_first_token", "time_per_output_token", "time_per_output_token_mean", "tokens_per_second",
-               "weight_bytes", "kv_cache_bytes", "memory_bytes")   # units: costgraph.inference.quantities.TOP
+               "weight_bytes", "kv_cache_bytes", "memory_bytes")   # units: inference.quantities.InferenceFigures
 
 
 def inference_table(report) -> Table:
@@ -58,8 +58,9 @@ def inference_table(report) -> Table:
     st = doc["settings"]
     title = (f"{doc['model']}: inference on {st['hardware'] or 'no preset'} — batch {st['batch']}, prompt {st['prompt']}, "
              f"generate {st['generate']}, weights {st['weights']}, KV {st['kv']}")
-    rows = [(k, Q(_value(doc[k]), TOP[k].unit)) for k in _INFER_KEYS]
-    rows += [(k, Q(doc[k], CAPACITY[k].unit) if CAPACITY[k].unit else doc[k]) for k in CAPACITY]
+    unit = {name: q.unit for name, q in quantities(InferenceFigures)}   # declared on the fields
+    rows = [(k, Q(_value(doc[k]), unit[k])) for k in _INFER_KEYS]
+    rows += [(k, Q(doc[k], q.unit) if q.unit else doc[k]) for k, q in quantities(CapacityAnswers)]
     rows += [("warning", w) for w in doc["warnings"]]
     return Table(title, ("quantity", "value"), rows)
 

@@ -53,7 +53,7 @@ from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
 from ..numbers import units
-from ..result_fields import document_json, json_fields, quantities
+from ..result_fields import document_json, json_fields, plain, quantities
 from .offload_report import offload_json, offload_text
 from ..training.compute import FLOPS, RATIOS, TIME
 from ..training.fp8 import ATTENTION_SAVED, PARTS, SAVED
@@ -123,9 +123,8 @@ def _compute_json(compute, values) -> dict:
     for k in ("mfu", "hfu"):
         if getattr(compute, k) is not None:
             out[k] = _number(getattr(compute, k), values)
-    if compute.lora is not None:   # LoRA on: rank, targets, trainable parameters, FLOP conventions
-        lo = compute.lora
-        out["lora"] = {**lo, **{k: _number(lo[k], values) for k in ("rank", "trainable_parameters", "adapted_linears")}}
+    if compute.lora is not None:   # LoRA on: rank, targets, trainable parameters, FLOP conventions (LoraCompute)
+        out["lora"] = json_fields(compute.lora, lambda v, q: list(v) if isinstance(v, list) else _number(v, values))
     if compute.communication is not None:
         out["communication"] = {k: json_fields(c, lambda v, q: str(v) if not q.unit else _number(
             sympy.expand(v) if q.unit == "bytes" else v, values)) for k, c in compute.communication.items()}
@@ -140,12 +139,12 @@ def _compute_json(compute, values) -> dict:
         out["step"]["time_model"] = rate.model
         if compute.attention_kernel is not None:   # the per-kernel model's flash-core curves (choices.ATTENTION_KERNEL)
             out["step"]["attention_kernel"] = compute.attention_kernel
-        if compute.userbuffers_sms is not None:   # kernel_time.userbuffers_margin
-            out["step"]["userbuffers_sms"] = compute.userbuffers_sms
-        if compute.compute_by_class is not None:   # the per-kernel model (costgraph.training.kernel_time)
-            out["step"]["compute_by_class"] = {k: _number(v, values) for k, v in compute.compute_by_class.items()}
-    if compute.calibration is not None:   # --efficiency-profile (costgraph.training.calibration.calibrated)
-        out["calibration"] = compute.calibration
+        if compute.userbuffers_sms is not None:   # kernel_time.userbuffers_margin (UserbuffersSMs: SMs)
+            out["step"]["userbuffers_sms"] = json_fields(compute.userbuffers_sms, lambda v, q: int(v))
+        if compute.compute_by_class is not None:   # the per-kernel model (ComputeByClass: seconds by kernel class)
+            out["step"]["compute_by_class"] = json_fields(compute.compute_by_class, lambda v, q: _number(v, values))
+    if compute.calibration is not None:   # --efficiency-profile (Calibrated: training.calibration_profile.calibrated)
+        out["calibration"] = json_fields(compute.calibration, lambda v, q: plain(v))
     return out
 
 
@@ -194,16 +193,16 @@ def _compute_text(compute, values) -> list[str]:
             line += (" = " if line else "") + shown
         cells.append([labels.get(k, _COMPUTE_LABELS.get(k, k)), line])
     out += table(cells)
-    if compute.lora is not None:   # LoRA on: what is trained and how its FLOPs are counted
+    if compute.lora is not None:   # LoRA on: what is trained and how its FLOPs are counted (a LoraCompute)
         lo = compute.lora
-        n, k = (as_expr(lo[x]).xreplace(values or {}) for x in ("trainable_parameters", "adapted_linears"))
+        n, k = (as_expr(x).xreplace(values or {}) for x in (lo.trainable_parameters, lo.adapted_linears))
         shown = [f"{int(x):,}" if x.is_number else to_text(field_order(as_expr(x))) for x in (n, k)]
-        out += [f"LoRA on: rank {lo['rank']}, targets {', '.join(t.rsplit('/', 1)[-1] for t in lo['targets'])} "
+        out += [f"LoRA on: rank {lo.rank}, targets {', '.join(t.rsplit('/', 1)[-1] for t in lo.targets)} "
                 f"({shown[1]} linears), {shown[0]} trainable parameters"
-                + (f", base quantized {lo['quantization']}" if "quantization" in lo else ""),
-                f"  model FLOPs (for MFU): {lo['model_flops']}"]
-        if "dequantization" in lo:
-            out.append(f"  QLoRA dequantization (hardware FLOPs): {lo['dequantization']}")
+                + (f", base quantized {lo.quantization}" if lo.quantization is not None else ""),
+                f"  model FLOPs (for MFU): {lo.model_flops}"]
+        if lo.dequantization is not None:
+            out.append(f"  QLoRA dequantization (hardware FLOPs): {lo.dequantization}")
     if compute.communication is not None:
         out += ["", "communication per device per step (ring algorithms; bytes sent):"]
         cells = []
@@ -230,8 +229,8 @@ def _changes_text(changes) -> list[str]:
     if not changes:
         return ["  no single change tried (recompute, ZeRO stage, micro-batch, TP, PP, devices) lowers the peak"]
     out = ["  what would make it fit, one change at a time (peak of the most-loaded device):"]
-    cells = [[c["change"], units.with_unit("activation_bytes", c["peak_bytes"]),
-              "fits" if c["fits"] else "does not fit", c["options"]] for c in changes]
+    cells = [[c.change, units.with_unit("activation_bytes", c.peak_bytes),   # FitChange (training.result_parts)
+              "fits" if c.fits else "does not fit", c.options] for c in changes]
     return out + ["  " + line for line in table(cells)]
 
 
@@ -302,8 +301,9 @@ def _step_text(compute, values) -> list[str]:
                 f"{float(st['communication_overlapped']):.4g} s)")
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
-    if compute.compute_by_class is not None:   # the per-kernel model: compute by kernel class
-        parts = {k: as_expr(v).xreplace(values or {}) for k, v in compute.compute_by_class.items()}
+    if compute.compute_by_class is not None:   # the per-kernel model: compute by kernel class (seconds, its fields)
+        by = compute.compute_by_class
+        parts = {k: as_expr(getattr(by, k)).xreplace(values or {}) for k, _ in quantities(by)}
         extra.insert(0, "  compute by kernel class: " + ", ".join(
             f"{k} {float(v):.4g} s" for k, v in parts.items() if v != 0))
         from ..training.cross_entropy import implementation
@@ -326,8 +326,8 @@ def _step_text(compute, values) -> list[str]:
                          + f" ({ATTENTION_KERNEL.meaning(k)}; --attention-kernel)")
         if compute.userbuffers_sms is not None:   # kernel_time.userbuffers_margin
             u = compute.userbuffers_sms
-            extra.insert(3, f"  TP-overlapped GEMMs (row-parallel forward; column-parallel dgrad, wgrad) on {u['gemm']} of "
-                         f"{u['device']} SMs: Transformer Engine's default userbuffers take 16 (pipeline and bulk methods)")
+            extra.insert(3, f"  TP-overlapped GEMMs (row-parallel forward; column-parallel dgrad, wgrad) on {u.gemm} of "
+                         f"{u.device} SMs: Transformer Engine's default userbuffers take 16 (pipeline and bulk methods)")
     if compute.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 
@@ -336,7 +336,9 @@ def _step_text(compute, values) -> list[str]:
 
 
 def _beside(beside, values) -> dict:
-    return {who: {k: _entry(v, values) for k, v in part.items()} for who, part in beside.items()}
+    """``--megatron``'s :class:`~costgraph.training.result_parts.MegatronBeside`: each side's bytes
+    (its :class:`~costgraph.training.result_parts.MemoryEstimate` fields) as ``{expr, latex, value}``."""
+    return {who: json_fields(getattr(beside, who), lambda v, q: _entry(v, values)) for who, _ in quantities(beside)}
 
 
 def _memory_json(st, values) -> dict:
@@ -473,10 +475,10 @@ def to_text_doc(r) -> str:
     beside = r.megatron
     if beside is not None:
         out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]
-        for k in ("weights_and_optimizer", "activations", "total"):
+        for k, _ in quantities(beside.megatron):   # the MemoryEstimate's fields, bytes
             row = []
-            for who in ("megatron", "costgraph", "difference"):
-                e = beside[who][k]
+            for who, _ in quantities(beside):   # megatron, costgraph, difference
+                e = getattr(getattr(beside, who), k)
                 shown = (units.with_unit("activation_bytes", int(e.xreplace(values)))
                          if values is not None and e.free_symbols <= set(values) and e.xreplace(values).is_integer
                          else to_text(field_order(e.xreplace(values or {}))))

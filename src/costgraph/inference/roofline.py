@@ -48,6 +48,7 @@ from ..parallel.communication import latency_steps, ring_factor
 from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
+from .quantities import InferenceParts
 from .request import report_notes
 from .inputs import RESERVE_HINT, _check_inputs, _utilization, serving_reserve   # noqa: F401  (kept importable here)
 from .serving import serve
@@ -172,7 +173,7 @@ def compute_bound_batch(step: Step, m: Machine, b: sympy.Symbol, values: dict, l
 
 
 @dataclass
-class InferenceReport(Document):
+class InferenceReport(Document, InferenceParts):
     """Everything ``costgraph infer`` prints: ``quantities`` name → SymPy
     expression (bytes, FLOPs, seconds, tokens/s), ``values`` the numbers
     where every symbol has one; settings and assumptions; ``symbols`` the
@@ -183,7 +184,7 @@ class InferenceReport(Document):
     #: the JSON document (``costgraph infer --format json``, schema ``costgraph schema infer``): each key's
     #: source field, unit and label, and the kind of value the renderer writes
     #: (:func:`costgraph.export.inference_report.to_dict`); the quantities spread into it declare theirs in
-    #: :mod:`costgraph.inference.quantities` (``TOP``, ``STEP``, ``CAPACITY``)
+    #: the fields of :mod:`costgraph.inference.quantities` (``figures``, ``prefill``, ``decode``, ``answers``)
     DOCUMENT: ClassVar[tuple] = (
         key("costgraph", source=None, write="version", label="costgraph version"), key("model"), key("settings"),
         key("symbols", write="symbols"), key("values", source="subs", write="values", label="dimension values"),

@@ -86,6 +86,8 @@ class Layout(LayoutOptions):
             ``gpus`` not a multiple of ``t·p·c``.
         """
         out = type(self)(**self.__dict__)   # a subclass's own fields kept (and checked)
+        if out.precision is None:   # the activations follow the policy (the one rule: choices.activation_precision)
+            out.precision = choices.activation_precision(out.policy)
         for name in ("t", "p", "c", "e", "v"):
             _degree(getattr(out, name), name)
         if out.pipeline_layout is not None:   # it may set p, v and the schedule: before d and m

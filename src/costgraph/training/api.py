@@ -31,7 +31,8 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
 from .fp8 import on_hardware
 from .result import TrainingResult
-from .result_parts import CollectiveCost, FitVerdict, StepParts, TrainingCompute, TrainingSettings, TrainingTime
+from .result_parts import (CollectiveCost, FitVerdict, StepParts, TrainingCompute, TrainingSettings, TrainingTime,
+                           UserbuffersSMs)
 
 
 def train(model, layout, *, values=None, options=None, **settings) -> TrainingResult:
@@ -461,7 +462,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         from .kernel_time import UB_COMM_SMS, userbuffers_margin
 
         if userbuffers_margin(filled, rate.table) != 1:   # TP-overlapped GEMMs on the SMs userbuffers leave
-            out["userbuffers_sms"] = {"gemm": rate.table.sm_count - UB_COMM_SMS, "device": rate.table.sm_count}
+            out["userbuffers_sms"] = UserbuffersSMs(rate.table.sm_count - UB_COMM_SMS, rate.table.sm_count)
     out["rate"] = rate
     out["efficiency"] = rate.value if rate.kind == "efficiency" else None
     out["hardware"] = None if hw is None else hw.key   # the preset the seconds are on (a file's preset: PATH:NAME)

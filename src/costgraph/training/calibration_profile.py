@@ -15,6 +15,7 @@ import sympy
 
 from ..errors import CostgraphValueError
 from ..engine.symbols import as_expr
+from .result_parts import Calibrated
 
 #: the kernel classes a per-kernel time model reports (``compute_by_class``) → their factor names
 CLASSES = {"matmul": "compute-matmul", "attention": "compute-attention", "memory": "compute-memory-bound"}
@@ -193,27 +194,27 @@ class Profile:
         return "\n".join(out + [f"note: {n}" for n in self.notes])
 
 
-def calibrated(profile: Profile, reserve: bool) -> dict:
+def calibrated(profile: Profile, reserve: bool) -> Calibrated:
     """What a result calibrated by ``profile`` says (``calibration`` in the JSON of ``train`` and
-    ``plan``): the profile's file, hardware, time model, factors, and ``figures``: which figures the
-    factors changed (``reserve``: whether its memory reserve is the fit verdict's)."""
+    ``plan``), a :class:`~costgraph.training.result_parts.Calibrated`: the profile's file, hardware, time
+    model, factors, and ``figures``: which figures the factors changed (``reserve``: whether its memory
+    reserve is the fit verdict's)."""
     figures = ["step", "communication seconds", "time", "mfu", "hfu"] if profile.factors else []
-    return {"profile": profile.source, "hardware": profile.hardware, "time_model": profile.time_model,
-            "factors": {f.name: float(f.value) for f in profile.factors},
-            "memory_reserve_bytes": profile.reserve.bytes if reserve and profile.reserve is not None else None,
-            "figures": figures + (["fits (reserve)"] if reserve and profile.reserve is not None else []),
-            "runs": len(profile.runs), "date": profile.date}
+    held = reserve and profile.reserve is not None
+    return Calibrated(profile.source, profile.hardware, profile.time_model,
+                      {f.name: float(f.value) for f in profile.factors}, profile.reserve.bytes if held else None,
+                      figures + (["fits (reserve)"] if held else []), len(profile.runs), profile.date)
 
 
-def calibrated_text(summary: dict) -> str:
+def calibrated_text(summary: Calibrated) -> str:
     """One line of :func:`calibrated`: ``calibrated by profile.toml (1 run on h100-sxm, 2026-12-06):
     compute × 1.436; step, communication seconds, time, mfu, hfu``."""
-    parts = [f"{k} × {v:.4g}" for k, v in summary["factors"].items()]
-    if summary["memory_reserve_bytes"] is not None:
-        parts.append(f"memory reserve {summary['memory_reserve_bytes'] / 2**30:.2f} GiB")
-    runs = f"{summary['runs']} run{'s' if summary['runs'] != 1 else ''}"
-    return (f"calibrated by {summary['profile'] or 'a profile'} ({runs} on {summary['hardware']}, {summary['date']}): "
-            + ", ".join(parts) + "; calibrated figures: " + ", ".join(summary["figures"]))
+    parts = [f"{k} × {v:.4g}" for k, v in summary.factors.items()]
+    if summary.memory_reserve_bytes is not None:
+        parts.append(f"memory reserve {summary.memory_reserve_bytes / 2**30:.2f} GiB")
+    runs = f"{summary.runs} run{'s' if summary.runs != 1 else ''}"
+    return (f"calibrated by {summary.profile or 'a profile'} ({runs} on {summary.hardware}, {summary.date}): "
+            + ", ".join(parts) + "; calibrated figures: " + ", ".join(summary.figures))
 
 
 # ---------------------------------------------------------------- checks

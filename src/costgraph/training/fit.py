@@ -13,6 +13,7 @@ import sympy
 
 from ..arguments import ascii_number
 from ..errors import CostgraphValueError
+from .result_parts import FitChange
 
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -193,7 +194,7 @@ def largest_fitting(total: sympy.Expr, symbol: sympy.Symbol, values: dict, capac
 _RECOMPUTE_ORDER = ("none", "selective", "full")
 
 
-def fit_changes(model, layout, values: dict, usable: int) -> list[dict]:
+def fit_changes(model, layout, values: dict, usable: int) -> list[FitChange]:
     """What would make a layout that does not fit fit: one change at a time, each
     the peak of the most-loaded device (bytes, exact, :func:`costgraph.training.memory.training_memory`
     as ``costgraph train`` computes it) and whether it is at most ``usable`` bytes (the device
@@ -205,8 +206,9 @@ def fit_changes(model, layout, values: dict, usable: int) -> list[dict]:
     ZeRO stage (it shards over the DP × CP group: nothing when that group is one device);
     the micro-batch ``b`` halved down to 1; twice the TP degree, then twice the pipeline
     stages, on the same devices (``d`` halved) when ``d`` is even, else on twice the devices;
-    twice the devices (``d`` doubled, with ZeRO ≥ 1). Returns dicts ``{change, options,
-    peak_bytes, fits}`` (``options``: the ``costgraph train`` flags that make the change)."""
+    twice the devices (``d`` doubled, with ZeRO ≥ 1). Returns :class:`~costgraph.training.result_parts.FitChange` s
+    (``change``, ``options``, ``peak_bytes``, ``fits``; read also as the dicts they were; ``options``: the
+    ``costgraph train`` flags that make the change)."""
     import dataclasses
 
     from ..errors import CostgraphValueError
@@ -227,7 +229,7 @@ def fit_changes(model, layout, values: dict, usable: int) -> list[dict]:
         if not total.is_number:   # a change that needs a value the job does not give (ZeRO without --gpus: N_d)
             return
         peak = int(sympy.ceiling(total))
-        out.append({"change": change, "options": options, "peak_bytes": peak, "fits": peak <= usable})
+        out.append(FitChange(change, options, peak, peak <= usable))
 
     # heavier policies than the layout's; a named other policy (torchtitan's, Korthikanti's count): full
     start = _RECOMPUTE_ORDER.index(L.recompute) + 1 if L.recompute in _RECOMPUTE_ORDER else len(_RECOMPUTE_ORDER) - 1
@@ -253,4 +255,4 @@ def fit_changes(model, layout, values: dict, usable: int) -> list[dict]:
                     dataclasses.replace(L, gpus=L.gpus * 2, d=None))
     before = training_memory(cg, L).most_loaded(values).memory["total"]
     peak = int(sympy.ceiling(before.xreplace(values)))
-    return [c for c in out if c["peak_bytes"] != peak]
+    return [c for c in out if c.peak_bytes != peak]

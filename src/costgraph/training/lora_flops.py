@@ -32,6 +32,7 @@ import sympy
 from ..engine.graph import numel
 from ..engine.precision import precision as get_precision
 from ..engine.totals import MODEL_SCOPE, breakdown, expand_sum
+from .result_parts import LoraCompute
 
 MODEL_FLOPS = "trainable-aware: frozen base forward + input gradients; adapters forward + input and weight gradients"
 DEQUANT = "bitsandbytes: 1 FLOP per quantized weight element per dequantization, forward and backward ('all' only)"
@@ -89,17 +90,15 @@ def lora_compute(cg, layout, rows, convention: str, rerun: dict) -> dict:
     """The LoRA parts of :func:`~costgraph.training.compute.training_flops`
     (per micro-batch): ``model`` (trainable-aware), ``recompute`` (the
     adapters' forward where their base re-runs), ``dequant`` (QLoRA),
-    and ``info`` (rank, targets, trainable parameters, conventions)."""
+    and ``info`` (a :class:`~costgraph.training.result_parts.LoraCompute`: rank, targets, trainable
+    parameters, conventions)."""
     lo = lora_of(cg, layout)
     ad = adapter_flops(lo, convention)
     base = expand_sum([r["count"] * (r["flops_forward"] + r["flops_backward_input"]) for r in rows])
     adapters = expand_sum([v["forward"] + v["backward"] for v in ad.values()])
     recompute = expand_sum([rerun[p] * v["forward"] for p, v in ad.items() if p in rerun])
-    info = {"rank": lo.rank, "targets": list(lo.targets), "trainable_parameters": lo.params,
-            "adapted_linears": expand_sum([x.count for x in lo.adapters]),
-            "model_flops": MODEL_FLOPS}
-    if layout.quantization is not None:
-        info["quantization"] = layout.quantization
-        info["dequantization"] = DEQUANT
+    quantized = layout.quantization is not None
+    info = LoraCompute(lo.rank, list(lo.targets), lo.params, expand_sum([x.count for x in lo.adapters]), MODEL_FLOPS,
+                       layout.quantization, DEQUANT if quantized else None)
     return {"model": sympy.expand(base + adapters), "adapters": adapters, "recompute": recompute,
             "dequant": dequant_flops(lo, layout.quantization, convention, rerun), "info": info}

@@ -54,6 +54,7 @@ from ..datafiles import Field, Kind, Schema
 from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr, dim
+from .result_parts import MegatronBeside, MemoryEstimate
 
 MEGATRON_REPO = "NVIDIA/Megatron-LM"
 MEGATRON_COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
@@ -287,11 +288,12 @@ def megatron_report(estimate: dict[str, sympy.Expr]) -> str:
             f"activation={a:.2f} MB, total={t:.2f} MB")
 
 
-def megatron_beside(model, values: dict | None = None, layout=None, **overrides) -> dict[str, dict[str, sympy.Expr]]:
+def megatron_beside(model, values: dict | None = None, layout=None, **overrides) -> MegatronBeside:
     """Megatron's estimate beside costgraph's own figure for the first pipeline stage.
 
-    ``{"megatron": ..., "costgraph": ..., "difference": ...}``, each with
-    :data:`KEYS` (costgraph's ``weights_and_optimizer`` is its weights +
+    A :class:`~costgraph.training.result_parts.MegatronBeside`: ``megatron``, ``costgraph``,
+    ``difference``, each a :class:`~costgraph.training.result_parts.MemoryEstimate` of
+    :data:`KEYS` in bytes (also read as ``r["megatron"]["total"]``; costgraph's ``weights_and_optimizer`` is its weights +
     gradients + optimizer states); ``difference`` is costgraph − Megatron.
     :data:`DIFFERENCES` says why they differ."""
     from .memory import training_memory
@@ -304,7 +306,8 @@ def megatron_beside(model, values: dict | None = None, layout=None, **overrides)
     own = {"weights_and_optimizer": mem["weights"] + mem["gradients"] + mem["optimizer"],
            "activations": mem["activations"], "total": mem["total"]}
     own = {k: sympy.expand(v.xreplace(vals)) for k, v in own.items()}
-    return {"megatron": meg, "costgraph": own, "difference": {k: sympy.expand(own[k] - meg[k]) for k in KEYS}}
+    return MegatronBeside(MemoryEstimate(**meg), MemoryEstimate(**own),
+                          MemoryEstimate(**{k: sympy.expand(own[k] - meg[k]) for k in KEYS}))
 
 
 # --- the transcription ------------------------------------------------------------------------

@@ -214,7 +214,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
-                cross_entropy=cross_entropy, precision="fp32" if policy == "fp32" else "bf16")   # as costgraph train's layout options
+                cross_entropy=cross_entropy)   # the activations' precision: Layout.filled()
     derived: dict = {}   # the variants' forms, derived once (a second screen keeps more rows, not new forms)
 
     def derive(fields, opts, schedules):

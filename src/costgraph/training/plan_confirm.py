@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from collections.abc import Mapping
 
 import sympy
 
@@ -48,7 +49,7 @@ def layout_of(c, settings: dict) -> Layout:
     pol = extra.pop("policy", settings["policy"])
     return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
                   schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
-                  policy=pol, optimizer=settings["optimizer"], precision="fp32" if pol == "fp32" else "bf16",
+                  policy=pol, optimizer=settings["optimizer"],
                   first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
                   overlap=settings.get("overlap", OVERLAP.default),
@@ -159,7 +160,7 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
             cols = communication(model.graph, sym.filled())
             parts = step_time(model.graph, sym, hardware, efficiency=efficiency, collectives=cols, with_total=False,
                               factors=factors)
-            _keep(_DERIVED, k, {n: v for n, v in parts.items() if v is not None and not isinstance(v, dict)})
+            _keep(_DERIVED, k, {n: v for n, v in parts.items() if v is not None and not isinstance(v, Mapping)})
         full, memo = {**fixed, **at}, {}
 
         def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates

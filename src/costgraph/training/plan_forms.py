@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -240,9 +241,10 @@ def uneven_bounds(forms: Forms, values: list, grid: np.ndarray, uneven: np.ndarr
 
 
 def _compiled_part(name: str, value) -> bool:
-    """Whether the screen compiles step_time's part ``name``: every value but the dicts (their
-    entries are in the other parts) and the sums step_time leaves out without a total (None)."""
-    return value is not None and not isinstance(value, dict)
+    """Whether the screen compiles step_time's part ``name``: every value but the mappings (dicts and the
+    typed ``ComputeByClass``: their entries are in the other parts) and the sums step_time leaves out
+    without a total (None)."""
+    return value is not None and not isinstance(value, Mapping)
 
 
 def at_zero(parts: dict, zero_parts: dict) -> dict:

@@ -21,6 +21,7 @@ from ..results import Tabular, renderer
 from ..options import not_searched
 from ..parallel.layout import MAX_DEVICES
 from .plan_variants import check_words
+from .result_parts import Calibrated
 
 
 @dataclass
@@ -50,7 +51,7 @@ class PlanResult(Tabular):
     reserve_bytes: int = 0
     divisible: int = 0
     least: dict | None = None
-    calibration: dict | None = None
+    calibration: Calibrated | None = None   # --efficiency-profile (training.calibration_profile.calibrated)
     searched: dict = field(default_factory=dict)
     pruned: dict = field(default_factory=dict)
 

@@ -19,7 +19,7 @@ from typing import ClassVar
 from ..result_fields import key
 from ..results import Document
 from .memory import StageMemory, TrainingMemory
-from .result_parts import FitVerdict, TrainingCompute, TrainingOffload, TrainingSettings
+from .result_parts import FitVerdict, MegatronBeside, TrainingCompute, TrainingOffload, TrainingSettings
 
 
 @dataclass
@@ -45,8 +45,9 @@ class TrainingResult(Document):
     fits : FitVerdict or None
         ``capacity_bytes``, ``reserve_bytes``, ``fits``, ``headroom_bytes``, ``largest_b``, ``largest_s``, ...
         with a device memory (:func:`costgraph.training.api.training_fits`).
-    megatron : dict or None
-        ``{"megatron", "costgraph", "difference"}`` (:func:`costgraph.training.megatron.megatron_beside`).
+    megatron : MegatronBeside or None
+        ``megatron``, ``costgraph``, ``difference``: each a ``MemoryEstimate`` in bytes
+        (:func:`costgraph.training.megatron.megatron_beside`).
     compute : TrainingCompute or None
         ``flops`` (always, model scope), ``time``, ``mfu``, ``hfu`` (with a rate),
         ``communication`` (kind → ``{bytes, op, group}``, and ``seconds`` with a hardware preset),
@@ -85,7 +86,7 @@ class TrainingResult(Document):
     values: dict | None = None
     settings: TrainingSettings | None = None
     fits: FitVerdict | None = None
-    megatron: dict | None = None
+    megatron: MegatronBeside | None = None
     compute: TrainingCompute | None = None
     warnings: list = field(default_factory=list)
     offload: TrainingOffload | None = None

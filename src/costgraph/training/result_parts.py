@@ -1,17 +1,21 @@
 """The typed parts of a :class:`~costgraph.training.result.TrainingResult`: the settings beside the layout
 (:class:`TrainingSettings`), the fit verdict (:class:`FitVerdict`), the compute sections (:class:`TrainingCompute`:
 its FLOPs :class:`TrainingFlops`, time :class:`TrainingTime`, step :class:`StepParts`, communication kind →
-:class:`CollectiveCost`) and CPU/NVMe offload (:class:`TrainingOffload`: :class:`OffloadSettings`,
-:class:`OffloadSeconds`).
+:class:`CollectiveCost`, LoRA :class:`LoraCompute`, the per-kernel model's :class:`ComputeByClass` and
+:class:`UserbuffersSMs`, an efficiency profile's :class:`Calibrated`), the fit verdict's :class:`FitChange` s, CPU/NVMe offload (:class:`TrainingOffload`:
+:class:`OffloadSettings`, :class:`OffloadSeconds`) and ``--megatron``'s :class:`MegatronBeside` (each side a
+:class:`MemoryEstimate`).
 
 Each is a dataclass whose fields are :func:`costgraph.result_fields.quantity` fields carrying their unit
-(``bytes``, ``s``, ``FLOP``, ``B/s``; ``""`` for a count, ratio or text) and label; each is also read as the
+(``bytes``, ``s``, ``FLOP``, ``B/s``, ``SMs``, ``parameters``; ``""`` for a count, ratio or text) and label; each is also read as the
 mapping it replaces (:class:`costgraph.result_fields.Part`: ``r.fits["fits"]``, ``"time" in r.compute``,
 ``{**r.settings}``), whose keys are the fields present. The JSON and text renderers
 (:mod:`costgraph.export.training_report`, :mod:`costgraph.export.offload_report`) read the fields; the JSON names
 are the field names. Built where the result is built (:func:`costgraph.training.api.train`,
 :func:`~costgraph.training.api.training_fits`, :func:`~costgraph.training.api.compute_section`,
-:func:`costgraph.training.compute.compute_summary`, :func:`costgraph.training.offload.offload_section`).
+:func:`costgraph.training.compute.compute_summary`, :func:`costgraph.training.offload.offload_section`,
+:func:`costgraph.training.lora_flops.lora_compute`, :func:`costgraph.training.steptime.step_time`,
+:func:`costgraph.training.calibration_profile.calibrated`, :func:`costgraph.training.megatron.megatron_beside`).
 
 Light at import: the standard library only.
 """
@@ -37,12 +41,23 @@ class TrainingSettings(Part):
 
 
 @dataclass
+class FitChange(Part):
+    """One change that the fit verdict tried (:func:`costgraph.training.fit.fit_changes`): its words, the
+    command-line options that make it, the most-loaded device's peak under it, whether that fits."""
+
+    change: str = quantity(label="the change")
+    options: str = quantity(label="the options that make it")
+    peak_bytes: int = quantity("bytes", label="peak of the most-loaded device")
+    fits: bool = quantity(label="it fits")
+
+
+@dataclass
 class FitVerdict(Part):
     """The fit verdict of ``costgraph train`` (:func:`costgraph.training.api.training_fits`) for the
     most-loaded device: the capacity less the reserve against its peak. ``largest_b``/``largest_s`` are keys
     only for the sizes searched (``searched``: the model's free ``b`` and ``s`` at model scope); a searched
     size is None when 1 does not fit. ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`,
-    a list of ``{change, options, peak_bytes, fits}``), only when it does not fit."""
+    a list of :class:`FitChange`), only when it does not fit."""
 
     capacity_bytes: int = quantity("bytes", label="device memory")
     reserve_bytes: int = quantity("bytes", label="reserve kept free")
@@ -54,7 +69,7 @@ class FitVerdict(Part):
     capacity_from: str | None = quantity(label="where the capacity comes from", omit_none=True, default=None)
     largest_b: int | None = quantity("sequences", label="largest micro-batch b that fits", default=None)
     largest_s: int | None = quantity("tokens", label="longest sequence s that fits", default=None)
-    changes: list | None = quantity("bytes", label="what would make it fit, one change at a time",
+    changes: list | None = quantity(label="what would make it fit, one change at a time (FitChange each)",
                                     omit_none=True, default=None)
     searched: tuple = quantity(json=None, label="the sizes searched (largest_b, largest_s)", default=())
 
@@ -138,6 +153,83 @@ class CollectiveCost(Part):
 
 
 @dataclass
+class LoraCompute(Part):
+    """The ``lora`` section of ``costgraph train`` with LoRA on (:func:`costgraph.training.lora_flops.lora_compute`):
+    what is trained and how its FLOPs are counted (the conventions named: :mod:`costgraph.training.lora_flops`).
+    ``quantization`` and ``dequantization`` only for QLoRA (a quantized frozen base)."""
+
+    rank: int = quantity(label="adapter rank r")
+    targets: list = quantity(label="the adapted linears' names")
+    trainable_parameters: object = quantity("parameters", label="trainable parameters (the adapters)")
+    adapted_linears: object = quantity(label="adapted linears (all instances)")
+    model_flops: str = quantity(label="model FLOPs convention (for MFU)")
+    quantization: str | None = quantity(label="the frozen base's weight dtype (QLoRA)", omit_none=True, default=None)
+    dequantization: str | None = quantity(label="QLoRA dequantization FLOPs convention (hardware FLOPs)",
+                                          omit_none=True, default=None)
+
+
+@dataclass
+class ComputeByClass(Part):
+    """The per-kernel model's compute seconds per device per step by kernel class
+    (:func:`costgraph.training.kernel_time.kernel_seconds`; its :data:`costgraph.training.kernel_time.CLASSES`,
+    in their order), after a calibration's factors; SymPy."""
+
+    matmul: object = quantity("s", label="GEMMs")
+    attention: object = quantity("s", label="fused attention cores")
+    memory: object = quantity("s", label="memory-bound kernels (and the loss)")
+    other: object = quantity("s", label="matrix FLOPs outside GEMMs (roofline)")
+
+
+@dataclass
+class UserbuffersSMs(Part):
+    """The SMs the TP-overlapped GEMMs run on under Transformer Engine's userbuffers
+    (:func:`costgraph.training.kernel_time.userbuffers_margin`): the device's less the 16 its
+    communication kernels take."""
+
+    gemm: int = quantity("SMs", label="SMs left to the overlapped GEMMs")
+    device: int = quantity("SMs", label="SMs of the device (kernels.toml sm_count)")
+
+
+@dataclass
+class Calibrated(Part):
+    """What a result calibrated by an efficiency profile says (``calibration`` in the JSON of ``train`` and
+    ``plan``; :func:`costgraph.training.calibration_profile.calibrated`): the profile's file, hardware, time
+    model, its factors (name → multiplier), the memory reserve it set (None: not the verdict's), which
+    figures the factors changed, how many runs it was fitted to and when."""
+
+    profile: str | None = quantity(label="the profile's file (None: given as an object)")
+    hardware: str = quantity(label="the preset it was fitted on")
+    time_model: str = quantity(label="the time model its factors multiply")
+    factors: dict = quantity(label="factor name → multiplier")
+    memory_reserve_bytes: int | None = quantity("bytes", label="memory reserve (the fit verdict's)")
+    figures: list = quantity(label="the figures it calibrated")
+    runs: int = quantity(label="measured runs it was fitted to")
+    date: str = quantity(label="date of the profile")
+
+
+@dataclass
+class MemoryEstimate(Part):
+    """One side of Megatron-LM's memory estimate beside costgraph's (first pipeline stage, bytes per device;
+    :data:`costgraph.training.megatron.KEYS`): weights, gradients and optimizer states together, activations,
+    their total; SymPy (numbers where the values are given)."""
+
+    weights_and_optimizer: object = quantity("bytes", label="weights, gradients and optimizer states")
+    activations: object = quantity("bytes", label="activations")
+    total: object = quantity("bytes", label="total")
+
+
+@dataclass
+class MegatronBeside(Part):
+    """``--megatron``: Megatron-LM's theoretical memory (``theoretical_memory_usage.py``) beside costgraph's
+    own and the difference costgraph − Megatron (:func:`costgraph.training.megatron.megatron_beside`; why
+    they differ: :data:`costgraph.training.megatron.DIFFERENCES`)."""
+
+    megatron: MemoryEstimate = quantity(label="Megatron-LM's estimate")
+    costgraph: MemoryEstimate = quantity(label="costgraph's figure")
+    difference: MemoryEstimate = quantity(label="costgraph − Megatron")
+
+
+@dataclass
 class TrainingCompute(Part):
     """The compute sections of ``costgraph train`` at model scope (:func:`costgraph.training.api.compute_section`):
     SymPy expressions; the sections are typed in turn (:class:`TrainingFlops`, :class:`TrainingTime`,
@@ -146,8 +238,8 @@ class TrainingCompute(Part):
     None (no key)."""
 
     flops: TrainingFlops = quantity(label="FLOPs per iteration, per token, per device")
-    lora: dict | None = quantity(label="LoRA: rank, targets, trainable parameters, FLOP conventions",
-                                 omit_none=True, default=None)
+    lora: LoraCompute | None = quantity(label="LoRA: rank, targets, trainable parameters, FLOP conventions",
+                                        omit_none=True, default=None)
     time: TrainingTime | None = quantity(label="step and training time", omit_none=True, default=None)
     mfu: object = quantity(label="MFU", omit_none=True, default=None)
     hfu: object = quantity(label="HFU", omit_none=True, default=None)
@@ -158,18 +250,19 @@ class TrainingCompute(Part):
     overlap: str | None = quantity(label="communication overlap convention", omit_none=True, default=None)
     cross_entropy: str | None = quantity(label="the loss's kernels timed (--cross-entropy)", omit_none=True,
                                          default=None)
-    compute_by_class: dict | None = quantity("s", label="compute seconds by kernel class", omit_none=True,
-                                             default=None)
+    compute_by_class: ComputeByClass | None = quantity(label="compute seconds by kernel class", omit_none=True,
+                                                       default=None)
     moe_permute: str | None = quantity(label="MoE dispatch copies' convention", omit_none=True, default=None)
     attention_kernel: str | None = quantity(label="fused attention kernel timed", omit_none=True, default=None)
-    userbuffers_sms: dict | None = quantity(label="SMs of the TP-overlapped GEMMs ({gemm, device})",
-                                            omit_none=True, default=None)
+    userbuffers_sms: UserbuffersSMs | None = quantity(label="SMs of the TP-overlapped GEMMs", omit_none=True,
+                                                      default=None)
     rate: object = quantity(label="the step time's rate (costgraph.training.steptime.Rate)", omit_none=True,
                             default=None)
     efficiency: object = quantity(label="fraction of the peak (--efficiency), None for another rate",
                                   default=None)
     hardware: str | None = quantity(label="the preset the seconds are on", default=None)
-    calibration: dict | None = quantity(label="what --efficiency-profile calibrated", omit_none=True, default=None)
+    calibration: Calibrated | None = quantity(label="what --efficiency-profile calibrated", omit_none=True,
+                                              default=None)
 
     def present(self, name: str) -> bool:
         if name in ("efficiency", "hardware"):   # with a rate, even when None

@@ -64,6 +64,7 @@ from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 from .offload import devices_sharing, offload_step_seconds, offloaded
 from .overlap import Overlaps, overlaps
+from .result_parts import ComputeByClass
 
 #: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
 RATE_KINDS = ("efficiency", "mfu", "achieved", "kernels")
@@ -218,7 +219,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
              "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov}
     if by_class is not None:
-        parts["compute_by_class"] = by_class
+        parts["compute_by_class"] = ComputeByClass(**by_class)   # seconds by kernel class (result_parts)
         if rate.covers == "compute" and with_optimizer:   # the optimizer step: once per step, after the gradients
             from .step_kernels import optimizer_seconds
 
