@@ -7,7 +7,9 @@ it (K/V replication, :func:`costgraph.training.validity.check_layout`,
 refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
 same model (a larger ``--top`` in a notebook) derives no layout twice, and train's derivation is
 shared by the layouts of one structure (``m``, ``b`` and the degrees above 1 as symbols, each
-layout substituting its numbers exactly: :func:`_symbolic`).
+layout substituting its numbers exactly: :func:`_symbolic`). Both live in the planner's one cache, per graph
+and dropped with it (:func:`costgraph.training.plan_forms.derived`): the derivations beside the screen's,
+the exact figures in a store of their own.
 """
 
 from __future__ import annotations

@@ -186,20 +186,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if rate.covers == "compute":   # an explicit layout or MTP: the busiest stage's pace (a whole-step rate has it)
         pace = layout_pace(cg, L, (placement if placement is not None else place(cg, L)).stages, convention, causal)
     if rate.kind == "kernels":   # per-kernel seconds (costgraph.training.kernel_time)
-        from .kernel_time import CLASSES, kernel_seconds
-
-        # a numeric pace taken into each class's sum (a number times a long sum: distributed once, not three
-        # times); a symbolic one (the planner's symbolic degrees) multiplied after, not expanded into the sums
-        scale = pace if pace.is_Number else sympy.Integer(1)
-        ks = kernel_seconds(cg, L, rate.table, rate.peaks, scale=scale)
-        fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward", scale=scale)   # the overlap's forward
-        by_class, fw = {k: ks[k] for k in CLASSES}, {k: fw[k] for k in CLASSES}
-        if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
-            by_class, fw = factors.scale_compute(None, by_class), factors.scale_compute(None, fw)
-        compute, forward = sympy.Add(*by_class.values()), sympy.Add(*fw.values())
-        if scale != pace:
-            compute, forward = compute * pace, forward * pace
-            by_class = {k: x * pace for k, x in by_class.items()}
+        compute, forward, by_class = _kernel_compute(cg, L, rate, pace, factors)
     else:
         compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
         if factors is not None:   # calibration (costgraph.training.calibration): the compute kernels' multiplier
@@ -238,6 +225,26 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
     return {**parts, "total": combine(parts, rate.covers, exposed=exposed)}
+
+
+def _kernel_compute(cg, L, rate: Rate, pace, factors) -> tuple:
+    """``(compute, forward, by class)`` seconds of the per-kernel model (:mod:`costgraph.training.kernel_time`)
+    on filled layout ``L`` at the busiest stage's ``pace``, each class scaled by a calibration's ``factors``.
+    A numeric pace is taken into each class's one expansion (a number times a long sum is distributed term
+    by term: once, not three times); a symbolic one (the planner's symbolic degrees) multiplies after."""
+    from .kernel_time import CLASSES, kernel_seconds
+
+    scale = pace if pace.is_Number else sympy.Integer(1)
+    ks = kernel_seconds(cg, L, rate.table, rate.peaks, scale=scale)
+    fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward", scale=scale)   # the overlap's forward
+    by_class, fw = {k: ks[k] for k in CLASSES}, {k: fw[k] for k in CLASSES}
+    if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
+        by_class, fw = factors.scale_compute(None, by_class), factors.scale_compute(None, fw)
+    compute, forward = sympy.Add(*by_class.values()), sympy.Add(*fw.values())
+    if scale != pace:
+        compute, forward = compute * pace, forward * pace
+        by_class = {k: x * pace for k, x in by_class.items()}
+    return compute, forward, by_class
 
 
 def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
