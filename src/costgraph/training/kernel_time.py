@@ -201,16 +201,14 @@ def userbuffers_margin(L, table: KernelTable) -> sympy.Expr:
     return sympy.Rational(table.sm_count, table.sm_count - UB_COMM_SMS)
 
 
-def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step", scale=1) -> dict:
+def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step") -> dict:
     """Seconds per device per step of each class of :data:`CLASSES` (module docstring): for each
     operator of :func:`kernel_ops`, ``active × (forward × (1 + rerun) + backward)``, times the
     ``m`` micro-batches over the ``p`` stages. ``phase``: ``step`` (all of it), ``forward`` (the
     forward kernels, ``active × forward``) or ``backward`` (the rest: the backward kernels and the
     recomputation, which Megatron and torchtitan run inside the backward pass); the forward and
     backward of a class sum to its step. The overlap model (:mod:`costgraph.training.overlap`)
-    hides communication behind the forward and backward seconds. ``scale``: a number every class is
-    multiplied by (the busiest pipeline stage's pace, :func:`costgraph.parallel.pipeline.layout_pace`),
-    taken into the one expansion of each class (a number times a long sum is distributed term by term)."""
+    hides communication behind the forward and backward seconds."""
     L = layout.filled()
     share = {"step": lambda r: r["forward"] * (1 + r["rerun"]) + r["backward"],
              "forward": lambda r: r["forward"],
@@ -218,7 +216,7 @@ def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "st
     out = {k: [] for k in CLASSES}
     for r in kernel_ops(cg, L, table, peaks):
         out[r["class"]].append(r["active"] * share(r))
-    per = as_expr(L.m) / as_expr(L.p) * scale
+    per = as_expr(L.m) / as_expr(L.p)
     return {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
 
 

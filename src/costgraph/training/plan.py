@@ -31,7 +31,6 @@ under flash attention (the kernel recomputes the same core); SP without TP.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -298,7 +297,7 @@ class _Screen:
         least = low if least is None or (low is not None and low.memory_bytes < least.memory_bytes) else least
         for k, n in pruned_more.items():
             pruned[k] = pruned.get(k, 0) + n
-        _sort(candidates)
+        candidates.sort(key=_order)
         return candidates, least, pruned, refused
 
     def _evaluate(self, forms, grid, refused, keep):
@@ -349,21 +348,6 @@ def _order(c: Candidate) -> tuple:
             c.account_loss, len(c.options), repr(sorted(c.options.items())))
 
 
-def _sort(candidates: list) -> None:
-    """``candidates.sort(key=_order)``, the full key built only for the rows that tie on time and memory
-    (hundreds of thousands of rows on a large grid)."""
-    first = operator.attrgetter("step_seconds", "memory_bytes")
-    candidates.sort(key=first)
-    i, n = 0, len(candidates)
-    while i < n:
-        j, at = i + 1, first(candidates[i])
-        while j < n and first(candidates[j]) == at:
-            j += 1
-        if j - i > 1:
-            candidates[i:j] = sorted(candidates[i:j], key=_order)
-        i = j
-
-
 def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity, gpus,
               peak: float, keep: int | None = None, stats: dict | None = None) -> tuple[list[Candidate], Candidate | None, dict]:
     """Every layout of ``grid`` under every searched option that fits ``capacity`` (the device
@@ -400,18 +384,13 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
         low = np.nonzero(valid)[0]
         if len(low) and (least is None or mem[low].min() < least.memory_bytes):
             idx.append(int(low[np.argmin(mem[low])]))
-        sel = np.array(list(dict.fromkeys(idx)), dtype=np.int64)
-        # the rows' numbers as Python ints and floats at once (one candidate per row: 400,000 on DeepSeek-V3)
-        ints = grid.rows[sel].astype(np.int64).tolist()
-        mems, steps = mem[sel].tolist(), step[sel].tolist()
-        mfus = (model_it[sel] / (step[sel] * gpus * peak)).tolist()
-        lows, flags = low_step[sel].tolist(), np.stack([bounded[sel], likely[sel], fits[sel]], axis=1).tolist()
-        for row, mi, si, fi, lo, (is_bounded, is_likely, is_fit) in zip(ints, mems, steps, mfus, lows, flags):
-            c = _candidate_row(grid, row, z, r, sp, mi, si, fi)
+        for i in dict.fromkeys(idx):
+            c = _candidate(grid, i, z, r, sp, float(mem[i]), float(step[i]),
+                           float(model_it[i] / (step[i] * gpus * peak)))
             # its forms and pipe (plan_forms.screen), for the exact figures (plan_exact); a bound's are not its own
-            c.screen = None if is_bounded else (forms, 0 if c.pp == 1 else row[9] + 1)
-            c.bound, c.likely = (lo if is_bounded else None), is_likely
-            if is_fit:
+            c.screen = None if bounded[i] else (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)
+            c.bound, c.likely = (float(low_step[i]) if bounded[i] else None), bool(likely[i])
+            if fits[i]:
                 candidates.append(c)
             if least is None or c.memory_bytes < least.memory_bytes:
                 least = c
@@ -419,13 +398,7 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
 
 
 def _candidate(grid: Grid, i: int, z, r, sp, mem: float, step: float, mfu: float) -> Candidate:
-    """Row ``i`` of ``grid`` under the options ``(z, r, sp)`` with its screened figures."""
-    return _candidate_row(grid, [int(x) for x in grid.rows[i]], z, r, sp, mem, step, mfu)
-
-
-def _candidate_row(grid: Grid, row: list, z, r, sp, mem: float, step: float, mfu: float) -> Candidate:
-    """:func:`_candidate` of a row given as its Python ints."""
-    t, p, c, e, d, b, m, v, k, si = row
+    t, p, c, e, d, b, m, v, k, si = (int(x) for x in grid.rows[i])
     first, last, emb, loss, *text = grid.splits[k]   # a chunk layout text (options.chunk_layouts) as a variant field
     return Candidate(t, p, d, c, e, z, r, sp, b, m, mem, step, mfu, v, grid.schedules[si], first, last, emb, loss,
                      options={"pipeline_layout": text[0]} if text else {})

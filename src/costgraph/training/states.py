@@ -255,12 +255,10 @@ def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
         "gradients": G / k2 + C / k1,
         "optimizer": (M + S) / k1,
     }
-    out = {k: sympy.expand(v) for k, v in out.items()}
-    # the expansion of a sum is the sum of its terms' expansions (one canonical Add): not expanded twice
     out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
-    out["master"] = sympy.expand(M / k1)
-    out["gathered"] = sympy.expand(gathered) if zero >= 3 else ZERO
-    return out
+    out["master"] = M / k1
+    out["gathered"] = gathered if zero >= 3 else ZERO
+    return {k: sympy.expand(v) for k, v in out.items()}
 
 
 def tensor_state_bytes(opt: Optimizer, pol: Policy, shape: tuple[Expr, ...], *, matrix: bool = False) -> Expr:

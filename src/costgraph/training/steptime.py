@@ -180,18 +180,28 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency,
                     default_peaks(hardware, L.policy))
     by_class = forward = None
-    if rate.kind == "kernels" and L.lora_rank is not None:   # adapters: the flat default (step_rate names it in the rate's notes)
-        rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source)
-    pace = sympy.Integer(1)
-    if rate.covers == "compute":   # an explicit layout or MTP: the busiest stage's pace (a whole-step rate has it)
-        pace = layout_pace(cg, L, (placement if placement is not None else place(cg, L)).stages, convention, causal)
-    if rate.kind == "kernels":   # per-kernel seconds (costgraph.training.kernel_time)
-        compute, forward, by_class = _kernel_compute(cg, L, rate, pace, factors)
+    if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
+        from .kernel_time import CLASSES, kernel_seconds
+
+        ks = kernel_seconds(cg, L, rate.table, rate.peaks)
+        fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward")   # the overlap's forward compute
+        by_class, fw = {k: ks[k] for k in CLASSES}, {k: fw[k] for k in CLASSES}
+        if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
+            by_class, fw = factors.scale_compute(None, by_class), factors.scale_compute(None, fw)
+        compute, forward = sympy.Add(*by_class.values()), sympy.Add(*fw.values())
     else:
+        if rate.kind == "kernels":   # adapters: the flat default (step_rate names it in the rate's notes)
+            rate = Rate("efficiency", sympy.Rational(1, 2), rate.peaks, "compute", rate.source)
         compute = compute_seconds(flops_by_precision(cg, L, f, convention, causal), rate)
         if factors is not None:   # calibration (costgraph.training.calibration): the compute kernels' multiplier
             compute = factors.scale_compute(compute)
+    pace = sympy.Integer(1)
+    if rate.covers == "compute":   # an explicit layout or MTP: the busiest stage's pace (a whole-step rate has it)
+        pace = layout_pace(cg, L, (placement if placement is not None else place(cg, L)).stages, convention, causal)
         compute = compute * pace
+        if by_class is not None and pace != 1:
+            by_class = {k: x * pace for k, x in by_class.items()}
+            forward = forward * pace
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
     kinds, ov = {}, Overlaps(L.overlap, {}, compute, sympy.Integer(0))
@@ -225,26 +235,6 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
     return {**parts, "total": combine(parts, rate.covers, exposed=exposed)}
-
-
-def _kernel_compute(cg, L, rate: Rate, pace, factors) -> tuple:
-    """``(compute, forward, by class)`` seconds of the per-kernel model (:mod:`costgraph.training.kernel_time`)
-    on filled layout ``L`` at the busiest stage's ``pace``, each class scaled by a calibration's ``factors``.
-    A numeric pace is taken into each class's one expansion (a number times a long sum is distributed term
-    by term: once, not three times); a symbolic one (the planner's symbolic degrees) multiplies after."""
-    from .kernel_time import CLASSES, kernel_seconds
-
-    scale = pace if pace.is_Number else sympy.Integer(1)
-    ks = kernel_seconds(cg, L, rate.table, rate.peaks, scale=scale)
-    fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward", scale=scale)   # the overlap's forward
-    by_class, fw = {k: ks[k] for k in CLASSES}, {k: fw[k] for k in CLASSES}
-    if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
-        by_class, fw = factors.scale_compute(None, by_class), factors.scale_compute(None, fw)
-    compute, forward = sympy.Add(*by_class.values()), sympy.Add(*fw.values())
-    if scale != pace:
-        compute, forward = compute * pace, forward * pace
-        by_class = {k: x * pace for k, x in by_class.items()}
-    return compute, forward, by_class
 
 
 def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
