@@ -83,19 +83,42 @@ def test_plan_says_what_the_bounds_pruned(screened):
     assert planner.BOUND_OOM in res.refused
 
 
-def test_confirmation_cache_never_serves_a_freed_graphs_entries():
-    """plan_confirm keys its caches by the graph's id (a graph is not hashable): a graph built at a freed
-    graph's address must not meet the freed one's entries (review finding: no weak reference checked)."""
+class _Stale(dict):
+    """A store that answers every key with a freed graph's entry."""
+
+    def __contains__(self, key):
+        return True
+
+    def __getitem__(self, key):
+        return "stale"
+
+    def setdefault(self, key, default=None):
+        return self
+
+
+def test_derivations_cache_never_serves_a_freed_graphs_entries(screened):
+    """The planner's one cache of train's derivations and the confirmation's exact figures
+    (training/plan_forms.py derived, read by plan_confirm.exact_memory/exact_figures) is keyed by the
+    graph's id (a graph is not hashable): a graph at a freed graph's address must not meet the freed one's
+    entries (review finding: no weak reference checked). The entry at the address holds a weak reference to
+    another graph and stores that answer every key: the confirmation must derive afresh, the same figures."""
     import types
     import weakref
 
-    from costgraph.parallel.layout import Layout
     from costgraph.training import plan_confirm as pc
+    from costgraph.training import plan_forms as pf
 
-    g, other = costgraph.load("gpt").graph, costgraph.load("gpt").graph
+    m, values, hw, calls, res = screened
+    b = m.graph.dims["b"].symbol
+    row = res.layouts[0]
+    settings = dict(attention=ATTENTION.default, policy=DEFAULT_POLICY, optimizer=DEFAULT_OPTIMIZER, gpus=GPUS,
+                    overlap=OVERLAP.default, pipeline_layout=None)
+    at = {**values, b: row.micro_batch}
+    layout = checked(m, layout_of(row, settings), at)
+    want = exact_figures(m, layout, at, hw, None, None, b)
+    g = costgraph.load("llama").graph   # a graph of its own: the module's graph keeps its cache
     model = types.SimpleNamespace(graph=g)
-    stale = (id(g), repr(Layout()), ())
-    with mock.patch.dict(pc._GRAPHS, {id(g): weakref.ref(other)}), mock.patch.dict(pc._CACHE, {stale: "stale"}):
-        assert pc._key(model, Layout(), {}) == stale      # the same key ...
-        assert stale not in pc._CACHE                     # ... and the other graph's entry is gone
-        assert pc._GRAPHS[id(g)]() is g
+    other = costgraph.load("gpt").graph
+    with mock.patch.dict(pf._DERIVED, {id(g): (weakref.ref(other), _Stale())}):
+        assert pc.exact_figures(model, layout, at, hw, None, None, b) == want
+        assert pf._DERIVED[id(g)][0]() is g and not isinstance(pf._DERIVED[id(g)][1], _Stale)

@@ -7,13 +7,14 @@ it (K/V replication, :func:`costgraph.training.validity.check_layout`,
 refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
 same model (a larger ``--top`` in a notebook) derives no layout twice, and train's derivation is
 shared by the layouts of one structure (``m``, ``b`` and the degrees above 1 as symbols, each
-layout substituting its numbers exactly: :func:`_symbolic`).
+layout substituting its numbers exactly: :func:`_symbolic`). Both live in the planner's one cache, per graph
+and dropped with it (:func:`costgraph.training.plan_forms.derived`): the derivations beside the screen's,
+the exact figures in a store of their own.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from collections.abc import Mapping
 
 import sympy
@@ -23,16 +24,11 @@ from ..choices import CROSS_ENTROPY, OVERLAP
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
-from .plan_forms import C, D, EP, M, T
+from .plan_forms import C, D, EP, M, T, derived, memory_of, step_of
 from .steptime import combine
 
-#: exact figures by (graph, layout, values[, hardware, efficiency, factors]); kept small
-_CACHE: dict = {}
-#: train's derivations by layout with ``m`` as a symbol, at symbolic sizes (:func:`exact_figures`)
-_DERIVED: dict = {}
-_CACHE_SIZE = 4096
-#: the graph each ``id`` of the caches' keys stands for (:func:`_key`)
-_GRAPHS: dict = {}
+#: the most exact figures kept per graph (by layout and sizes: :func:`_key`)
+FIGURES_SIZE = 4096
 #: the rows left underived once the confirmation's budget is spent (:func:`confirm`)
 UNPROVEN = ("uneven split not derived: its lower bound is below the rows shown (past the confirmation budget; "
             "it might be faster)")
@@ -74,18 +70,16 @@ def checked(model, layout: Layout, values: dict) -> Layout:
     return layout
 
 
-def _key(model, layout: Layout, values: dict, *more) -> tuple:
-    """The caches' key: the graph by its ``id`` (a graph is not hashable), checked against a weak reference,
-    so a graph built where a freed one lived never meets the freed one's entries (they are dropped)."""
-    g = model.graph
-    ref = _GRAPHS.get(id(g))
-    if ref is None or ref() is not g:
-        if ref is not None:   # another graph at a freed one's address: every entry of that address is stale
-            for cache in (_CACHE, _DERIVED):
-                for k in [k for k in cache if k[0] == id(g)]:
-                    del cache[k]
-        _GRAPHS[id(g)] = weakref.ref(g)
-    return (id(g), repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())), *more)
+def _key(layout: Layout, values: dict, *more) -> tuple:
+    """The exact figures' key within the graph's store (:func:`costgraph.training.plan_forms.derived`, which
+    keys by the graph, weakly: a freed graph's entries are dropped with it, never met by another)."""
+    return (repr(layout), tuple(sorted((str(k), int(v)) for k, v in values.items())), *more)
+
+
+def _figures(model, key: tuple, make):
+    """``make()`` once per graph and ``key``: the exact figures, in the graph's own store beside train's
+    derivations (:func:`costgraph.training.plan_forms.derived`)."""
+    return derived(model.graph, key, make, kind="figures", size=FIGURES_SIZE)
 
 
 def _symbolic(layout: Layout, values: dict, b_sym) -> tuple[Layout, dict, dict]:
@@ -117,19 +111,15 @@ def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
     """Bytes of the most-loaded device of ``layout`` at ``values``, exact: the total of
     :func:`~costgraph.training.memory.training_memory`'s largest stage, rounded up, as
     :func:`costgraph.training.api.train` reports it (``TrainingMemory.most_loaded``). Derived
-    once for the layouts that differ only in ``m`` and ``b`` (:func:`exact_figures`)."""
-    from .memory import training_memory
-
-    key = _key(model, layout, values)
-    if key not in _CACHE:
+    once for the layouts that differ only in ``m`` and ``b`` (:func:`exact_figures`), through the
+    planner's one cache of train's derivations (:func:`costgraph.training.plan_forms.memory_of`: each
+    stage's states and activations, whose sum is the stage's total)."""
+    def make():
         sym, fixed, at = _symbolic(layout, values, b_sym)
-        k = _key(model, sym, {})   # derived at symbolic sizes: shared by every size of the model
-        if k not in _DERIVED:
-            mem = training_memory(model.graph, sym, expand=False)   # the same values, substituted
-            _keep(_DERIVED, k, [st.memory["total"] for st in mem.stages])
         full, memo = {**fixed, **at}, {}
-        _keep(_CACHE, key, int(sympy.ceiling(max(exact_value(x, full, memo) for x in _DERIVED[k]))))
-    return _CACHE[key]
+        return int(sympy.ceiling(max(exact_value(s, full, memo) + exact_value(a, full, memo)
+                                     for s, a in memory_of(model.graph, sym))))
+    return _figures(model, ("memory", *_key(layout, values)), make)
 
 
 def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None,
@@ -146,39 +136,24 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
     the micro-batches ``m`` (and the micro-batch ``b``, the symbol ``b_sym`` of ``values``, when
     given) and the degrees above 1 (:func:`_symbolic`) as symbols, and each layout substitutes its own; the sizes are whole numbers, so the
     substitution gives the exact value the derivation at those numbers gives (the
-    Min/Max/ceiling/Piecewise of ``m`` and ``b`` evaluate once they are numbers). Cached by layout."""
+    Min/Max/ceiling/Piecewise of ``m`` and ``b`` evaluate once they are numbers). The derivation is the
+    planner's one (:func:`costgraph.training.plan_forms.step_of`), the figures cached by layout."""
     from ..engine.symbols import as_expr
-    from ..parallel.communication import communication
-    from .steptime import step_time
 
-    more = (getattr(hardware, "key", None), str(efficiency), repr(factors))
-    key = _key(model, layout, values, *more)
-    if key not in _CACHE:
+    def make():
         sym, fixed, at = _symbolic(layout, values, b_sym)
-        k = _key(model, sym, {}, *more)
-        if k not in _DERIVED:
-            cols = communication(model.graph, sym.filled())
-            parts = step_time(model.graph, sym, hardware, efficiency=efficiency, collectives=cols, with_total=False,
-                              factors=factors)
-            _keep(_DERIVED, k, {n: v for n, v in parts.items() if v is not None and not isinstance(v, Mapping)})
+        parts = step_of(model.graph, sym, hardware, efficiency, factors)
         full, memo = {**fixed, **at}, {}
 
         def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates
             return exact_value(as_expr(x), full, memo)
         # train's total, max(...) taken of the parts' values: SymPy's Max of long sums, then the values, is
         # the same number (and slow to build)
-        step = combine({n: v.mapped(sub) if hasattr(v, "mapped") else sub(v) for n, v in _DERIVED[k].items()},
-                       "compute", max)
-        _keep(_CACHE, key, (exact_memory(model, layout, values, b_sym), step))
-    return _CACHE[key]
-
-
-def _keep(cache: dict, key, value) -> None:
-    if len(cache) >= _CACHE_SIZE:
-        cache.clear()
-    if len(_GRAPHS) >= _CACHE_SIZE:   # forgetting a graph forgets its entries (a new graph may take its id)
-        _GRAPHS.clear(), _CACHE.clear(), _DERIVED.clear()
-    cache[key] = value
+        step = combine({n: v.mapped(sub) if hasattr(v, "mapped") else sub(v) for n, v in parts.items()
+                        if v is not None and not isinstance(v, Mapping)}, "compute", max)
+        return exact_memory(model, layout, values, b_sym), step
+    more = (repr(hardware), str(efficiency), repr(factors))
+    return _figures(model, ("figures", *_key(layout, values), *more), make)
 
 
 def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usable, limit, bar, refused,

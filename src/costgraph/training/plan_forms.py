@@ -64,8 +64,6 @@ class Forms:
 
     def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict, schedules=("1f1b",),
                  factors=None):
-        from .steptime import step_time
-
         self.cg, self.fixed, self.syms, self.base, self.bar = cg, fixed, syms, base, bar
         self.options = options
         self.pipes = pipes(schedules)
@@ -86,17 +84,15 @@ class Forms:
             return derived(cg, ("flops", layout.p, layout.v, layout.recompute, repr(base)),
                            lambda: training_flops(cg, layout.filled()))
 
-        def step_of(layout):
-            return derived(cg, ("step", repr(layout), repr(hardware), str(efficiency), repr(factors)),
-                           lambda: step_time(cg, layout, hardware, efficiency=efficiency, flops=flops_of(layout),
-                                             with_total=False, factors=factors))
+        def step(layout):
+            return step_of(cg, layout, hardware, efficiency, factors, flops_of(layout))
 
         # The step's parts: each from the derivation at the row's (recompute, SP), the overlapped DP/ZeRO
         # traffic at its ZeRO stage (the same side-by-side walk).
         self.parts, self.overlapped = {}, {}
         for z, (r, sp) in together:
             bar.advance(len(self.pipes))
-            st = [step_of(Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe})) for pipe in self.pipes]
+            st = [step(Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe})) for pipe in self.pipes]
             if (r, sp) not in self.parts:   # per pipe: part → its compiled form(s)
                 self.parts[(r, sp)] = [{k: self.part(v) for k, v in x.items() if _compiled_part(k, v)} for x in st]
             if z not in self.overlapped:
@@ -135,12 +131,7 @@ class Forms:
         states, acts = [], []
         for pipe in self.pipes:
             layout = Layout(**{**self.base, **layout_kw, **pipe})
-            # the states: everything of the stage's total but its activations (the weights, gradients and
-            # optimizer, and an FP8 policy's weight copies, transposes and scales, which training_memory adds
-            # to the total only)
-            stages = derived(self.cg, ("memory", repr(layout)), lambda: [
-                (st.memory["total"] - st.memory["activations"], st.memory["activations"])
-                for st in training_memory(self.cg, layout, expand=False).stages])
+            stages = memory_of(self.cg, layout)
             self.bar.advance(2)
             states.append([self.compiled(st) for st, _ in stages])
             acts.append([self.compiled(a) for _, a in stages])
@@ -150,24 +141,55 @@ class Forms:
 #: train's derivations (memory, step parts, FLOPs) at symbolic degrees and symbolic sizes, per graph (dropped
 #: with it), by what each reads (the layout; the preset, flat efficiency and calibration of a step): the sizes
 #: are substituted after (:meth:`Forms.compiled`), so a plan of the same model at other sizes, on another device
-#: count, over a subset of its schedules (a pipeline layout text) or with a variant's base derives none twice
+#: count, over a subset of its schedules (a pipeline layout text) or with a variant's base derives none twice.
+#: The one cache of them: the screen's forms and the confirmation's derivations
+#: (:mod:`costgraph.training.plan_confirm`) alike; beside them, in a store of its own, the confirmation's exact
+#: figures by layout and sizes. ``id(graph)`` → ``(weak reference to the graph, {store: {key: value}})``.
 _DERIVED: dict = {}
 #: the most derivations kept per graph (a plan derives a few dozen)
 DERIVED_SIZE = 1024
 
 
-def derived(cg, key: tuple, make):
-    """``make()`` once per graph and ``key`` (:data:`_DERIVED`)."""
+def store(cg, kind: str = "derived") -> dict:
+    """The cache ``kind`` of graph ``cg`` (:data:`_DERIVED`): dropped when ``cg`` is freed, and never met by
+    another graph built at a freed one's address (the entry's weak reference must be ``cg``)."""
     entry = _DERIVED.get(id(cg))
     if entry is None or entry[0]() is not cg:
         entry = _DERIVED[id(cg)] = (weakref.ref(cg), {})
         weakref.finalize(cg, _DERIVED.pop, id(cg), None)
-    store = entry[1]
-    if key not in store:
-        if len(store) >= DERIVED_SIZE:
-            store.clear()
-        store[key] = make()
-    return store[key]
+    return entry[1].setdefault(kind, {})
+
+
+def derived(cg, key: tuple, make, kind: str = "derived", size: int = DERIVED_SIZE):
+    """``make()`` once per graph and ``key`` (:data:`_DERIVED`, its store ``kind``, at most ``size`` entries)."""
+    got = store(cg, kind)
+    if key not in got:
+        if len(got) >= size:
+            got.clear()
+        got[key] = make()
+    return got[key]
+
+
+def memory_of(cg, layout: Layout) -> list[tuple]:
+    """Each pipeline stage's ``(model states, activations)`` bytes of ``layout`` (the states: the stage's
+    total of :func:`~costgraph.training.memory.training_memory` less its activations — the weights,
+    gradients and optimizer, and an FP8 policy's weight copies, transposes and scales, which the total
+    only adds), unexpanded; derived once per graph and layout (:func:`derived`)."""
+    return derived(cg, ("memory", repr(layout)), lambda: [
+        (st.memory["total"] - st.memory["activations"], st.memory["activations"])
+        for st in training_memory(cg, layout, expand=False).stages])
+
+
+def step_of(cg, layout: Layout, hardware, efficiency, factors, flops=None) -> dict:
+    """The parts of :func:`~costgraph.training.steptime.step_time` (``with_total=False``) of ``layout`` on
+    ``hardware`` at a flat ``efficiency`` (None: the preset's kernel table) and a calibration's ``factors``;
+    derived once per graph and what it reads (:func:`derived`). ``flops``: the layout's training FLOPs
+    (:func:`~costgraph.training.compute.training_flops`), if the caller has them."""
+    from .steptime import step_time
+
+    return derived(cg, ("step", repr(layout), repr(hardware), str(efficiency), repr(factors)),
+                   lambda: step_time(cg, layout, hardware, efficiency=efficiency, flops=flops, with_total=False,
+                                     factors=factors))
 
 
 def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
