@@ -80,7 +80,8 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
 
         check_chunk(opts["chunk"])
         rep.serving.chunked_prefill = ChunkedPrefill(
-            opts["chunk"], -(-prompt // opts["chunk"]), chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"]))
+            opts["chunk"], -(-prompt // opts["chunk"]),
+            chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"]))
     if any(opts[o] is not None for o in ("speculative_tokens", "draft", "acceptance")):   # none of them alone
         rep.serving.speculative, d = _speculative(rep, inf, sec, t, {**opts, "page": page})
         if d is not None:   # vLLM loads the drafter, caches its layers, then sizes the cache
@@ -145,5 +146,5 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> tuple:
     q = speculative(inf, sec, k, alpha, dinf, sec, values, opts["draft_mtp"])
     mem = with_draft(rep, inf, dinf, opts["draft_mtp"], values, opts["page"])   # the draft's weights and KV cache
     vllm_draft = mem.pop("vllm_draft")
-    return Speculative(k, str(alpha), "mtp" if opts["draft_mtp"] else dinf.cg.name,
-                       {n: (e, _exact(e, rep.subs)) for n, e in {**q, **mem.pop("quantities")}.items()}, **mem), vllm_draft
+    quantities = {n: (e, _exact(e, rep.subs)) for n, e in {**q, **mem.pop("quantities")}.items()}
+    return Speculative(k, str(alpha), "mtp" if opts["draft_mtp"] else dinf.cg.name, quantities, **mem), vllm_draft
