@@ -301,7 +301,7 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict, convention=N
         return r
 
     base = run()
-    need, usable = int(base.values["memory_bytes"]), int(base.settings["capacity_bytes"])
+    need, usable = int(base.values["memory_bytes"]), int(base.settings.capacity_bytes)
     steps = []
 
     def attempt(change: str, options: str, **kw):
@@ -314,9 +314,9 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict, convention=N
             steps.append(Step(change, options, need, after, bool(r.values["fits"])))
 
     if not base.values["fits"]:
-        if base.settings["kv"] in _SIXTEEN:
+        if base.settings.kv in _SIXTEEN:
             attempt("KV cache fp8", "--kv fp8", kv="fp8")
-        if base.settings["weights"] in _SIXTEEN:
+        if base.settings.weights in _SIXTEEN:
             attempt("weights fp8", "--weights fp8", weights="fp8")
         t = tp * 2
         while t <= max(gpus, _SERVE_MAX_TP):   # past --gpus: the devices one replica would need
@@ -329,13 +329,13 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict, convention=N
         if best and best < int(s["batch"]):
             attempt(f"batch {best} (the largest that fits)", f"--batch {best}", batch=best)
     st = base.settings
-    shown = {"setting": f"batch {st['batch']} × (prompt {st['prompt']} + generate {st['generate']}) tokens; "
-                        f"TP {st['tp']}; weights {st['weights']}, KV cache {st['kv']}",
+    shown = {"setting": f"batch {st.batch} × (prompt {st.prompt} + generate {st.generate}) tokens; "
+                        f"TP {st.tp}; weights {st.weights}, KV cache {st.kv}",
              "replicas": f"{gpus // tp} of TP {tp} on {gpus} devices" if gpus // tp > 1 else None,
              "weights from": notes[0],
              "device memory from": None if read is None or memory != read.bytes else read.source}
     return FitResult("serve", model.name, hardware, gpus, bool(base.values["fits"]), need,
-                     int(st["device_memory"]), usable, _ordered(steps), shown, notes[1] + list(base.warnings))
+                     int(st.device_memory), usable, _ordered(steps), shown, notes[1] + list(base.warnings))
 
 
 def _shipped(model, s: dict) -> tuple[str | None, list[str]]:

@@ -40,7 +40,7 @@ def run(args) -> str:
                           **_draft(args, dims, options))
     rep = model.infer(values, opts)
     if shipped is not None:   # a config.json: where the weight dtype came from, what was assumed
-        rep.settings["weights_source"] = "--weights" if args.weights else shipped.source
+        rep.settings.weights_source = "--weights" if args.weights else shipped.source
         rep.warnings += [] if args.weights else list(shipped.warnings)
     return rep.to_json() if args.format == "json" else rep.to_text()
 

@@ -235,13 +235,13 @@ def to_text_doc(rep) -> str:
     intensity, roofline time), latency and throughput, capacity (decimal GB and binary GiB),
     the assumptions and warnings."""
     q, v, st = rep.quantities, rep.values, rep.settings
-    lines = [f"{rep.model}: inference on {_device(st)}" + (f" × {st['tp']} (tensor parallel)" if st["tp"] > 1 else ""),
-             f"batch b = {st['batch']} sequences, prompt P = {st['prompt']}, generate G = {st['generate']}; "
-             f"weights {st['weights']} (compute {st['compute']}), KV cache {st['kv']}; "
-             f"'{st['convention']}' FLOPs, attention {st['causal']}",
-             ("figures per device; " if st["tp"] > 1 else "") + "symbols: P prompt, G generated, b batch", ""]
-    if "weights_source" in st:   # issue 17 item 5: where a config.json's weight dtype came from
-        lines.insert(2, f"weights from {st['weights_source']}")
+    lines = [f"{rep.model}: inference on {_device(st)}" + (f" × {st.tp} (tensor parallel)" if st.tp > 1 else ""),
+             f"batch b = {st.batch} sequences, prompt P = {st.prompt}, generate G = {st.generate}; "
+             f"weights {st.weights} (compute {st.compute}), KV cache {st.kv}; "
+             f"'{st.convention}' FLOPs, attention {st.causal}",
+             ("figures per device; " if st.tp > 1 else "") + "symbols: P prompt, G generated, b batch", ""]
+    if st.weights_source is not None:   # issue 17 item 5: where a config.json's weight dtype came from
+        lines.insert(2, f"weights from {st.weights_source}")
 
     def row(label, key, fmt):
         if key not in q:   # a seconds row without a rate (rep.absent says why)
@@ -258,11 +258,11 @@ def to_text_doc(rep) -> str:
     row("b sequences", "kv_cache_bytes", _bytes)
     if "state_bytes" in q:
         row("of which recurrent state", "state_bytes", _bytes)
-    row(blocks_label(st["page_size"]), "kv_cache_bytes_paged", _bytes)
+    row(blocks_label(st.page_size), "kv_cache_bytes_paged", _bytes)
     row("weights in memory", "weight_bytes", _bytes)
     for phase, title in (("prefill", "prefill (q = P new tokens, n = 0 cached)"),
                          ("decode", "decode step (q = 1, n = P + G - 2 cached: the last step)")):
-        if phase == "decode" and st["generate"] < 2:   # G = 1: the one token comes from the prefill
+        if phase == "decode" and st.generate < 2:   # G = 1: the one token comes from the prefill
             lines += ["", "decode step: none (G = 1: the only generated token comes from the prefill)"]
             continue
         lines += ["", title]
@@ -270,11 +270,11 @@ def to_text_doc(rep) -> str:
         row("weight bytes read", f"{phase}.weight_bytes", _bytes)
         row("KV bytes read", f"{phase}.kv_read_bytes", _bytes)
         row("KV bytes written", f"{phase}.kv_written_bytes", _bytes)
-        row("activation traffic" + ("" if st["activations"] else " (apart)"), f"{phase}.activation_bytes", _bytes)
+        row("activation traffic" + ("" if st.activations else " (apart)"), f"{phase}.activation_bytes", _bytes)
         row("bytes moved", f"{phase}.bytes", _bytes)
         row("intensity (FLOP/byte)", f"{phase}.intensity", lambda x: f"{float(x):.4g}")
         if f"{phase}.communication_seconds" in q:
-            row("TP all-reduces" if "devices" not in st else "collectives", f"{phase}.communication_seconds", _sec)
+            row("TP all-reduces" if st.devices is None else "collectives", f"{phase}.communication_seconds", _sec)
         row("roofline time", f"{phase}.seconds", _sec)
         if f"{phase}.seconds_at_least" in q:
             row("at least (no full roofline)", f"{phase}.seconds_at_least", _sec)
@@ -283,18 +283,18 @@ def to_text_doc(rep) -> str:
         lines += _absent_lines(rep)
     else:
         _latency(lines, v, st)
-        if st["generate"] < 2:   # G = 1: no decode step (costgraph.inference.decode)
+        if st.generate < 2:   # G = 1: no decode step (costgraph.inference.decode)
             lines[-1] = f"  {'compute-bound from b =':<26}no decode step (G = 1)"
-    if "devices" in st:   # parallel serving (costgraph.inference.parallel)
-        lines += ["", f"parallel serving: {st['devices']} devices (tp {st['tp']}, ep {st['ep']}, "
-                      f"dp-attention {st['dp_attention']}, pp {st['pp']}, tp-overlap {st['tp_overlap']})"]
+    if st.devices is not None:   # parallel serving (costgraph.inference.parallel)
+        lines += ["", f"parallel serving: {st.devices} devices (tp {st.tp}, ep {st.ep}, "
+                      f"dp-attention {st.dp_attention}, pp {st.pp}, tp-overlap {st.tp_overlap})"]
         for k in SERVING:
             if k in q:
                 row(_SERVING_LABEL.get(k, k), k, _sec if k.endswith("seconds") else
                     _bytes if k.endswith("bytes") else lambda x: f"{float(x):.4g}")
     lines += _capacity_lines(rep, v, st)
     rw = getattr(rep, "runtime_weights", None)
-    lines += (rw.lines() if rw is not None else []) + _serving_lines(getattr(rep, "serving", None) or {})
+    lines += (rw.lines() if rw is not None else []) + _serving_lines(rep.serving)
     lines += ["", "assumptions:"] + [f"  - {n}" for n in rep.notes]
     lines += [f"warning: {w}" for w in rep.warnings]
     return "\n".join(lines)
@@ -304,12 +304,12 @@ def _device(st) -> str:
     """The device of the header: the preset, the figures given instead of or over it, or none."""
     shown = {"peak_flops": ("peak", 10**12, "TFLOP/s"), "memory_bandwidth": ("HBM", 10**9, "GB/s"),
              "device_memory": ("memory", 10**9, "GB"), "link_bandwidth": ("link", 10**9, "GB/s")}
-    origin = st.get("figures_from", {})
-    given = [f"{label} {_figure(st.get(k), unit)} {name}" + (" (floored to whole bytes)" if "floored" in origin[k] else "")
+    origin = st.figures_from
+    given = [f"{label} {_figure(getattr(st, k), unit)} {name}" + (" (floored to whole bytes)" if "floored" in origin[k] else "")
              for k, (label, unit, name) in shown.items() if str(origin.get(k, "")).startswith("--")]
-    if st.get("hardware") is None:
+    if st.hardware is None:
         return ("a device of " + ", ".join(given)) if given else "no device (bytes and FLOPs only)"
-    return st["hardware"] + (f" with {', '.join(given)} given" if given else "")
+    return st.hardware + (f" with {', '.join(given)} given" if given else "")
 
 
 def _figure(x, unit: int) -> str:
@@ -323,7 +323,7 @@ def _absent_lines(rep) -> list[str]:
             "  (time to first token, time per output token, tokens/s and the compute-bound batch need both)"]
 
 
-def _latency(lines: list, v: dict, st: dict) -> None:
+def _latency(lines: list, v: dict, st) -> None:
     """The latency and throughput lines with a rate."""
     lines.append(f"  {'time to first token':<26}{_sec(v['time_to_first_token'])}")
     if v.get("time_per_output_token") is None:   # G = 1
@@ -332,7 +332,7 @@ def _latency(lines: list, v: dict, st: dict) -> None:
         lines.append(f"  {'time per output token':<26}{_sec(v['time_per_output_token'])} (last step); "
                      + (f"mean over G - 1 steps {_sec(v['time_per_output_token_mean'])}"
                         if "time_per_output_token_mean" in v else "mean: G = 1, no decode step"))
-    if v.get("decode_total_seconds") is not None and st["generate"] > 1:
+    if v.get("decode_total_seconds") is not None and st.generate > 1:
         lines.append(f"  {'decode, G - 1 steps':<26}{_sec(v['decode_total_seconds'])} in total "
                      f"(closed form: a sum over the steps, split where each op's roofline switches)")
     if "tokens_per_second" in v:
@@ -344,20 +344,20 @@ def _latency(lines: list, v: dict, st: dict) -> None:
                  + (" (exact root of FLOPs/peak = bytes/bandwidth at the last step)" if cb is not None else ""))
 
 
-def _capacity_lines(rep, v: dict, st: dict) -> list[str]:
+def _capacity_lines(rep, v: dict, st) -> list[str]:
     """The capacity lines: the fit against the device memory, or why there is none."""
-    if st.get("capacity_bytes") is None:
+    if st.capacity_bytes is None:
         return ["", "capacity", f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}" if v.get("memory_bytes")
                 is not None else f"  {'memory at this batch':<26}?",
                 f"  {rep.absent.get('capacity', 'capacity: no device memory given')}: no fit verdict, "
                 "largest batch or longest context"]
     device = "the device"   # --memory: as given; a preset's: its GiB and the convention it is read under, named
-    if st.get("device_memory_from") not in (None, "--memory") and st.get("device_memory") is not None:
-        device = f"{st['device_memory'] / 2**30:,.2f} GiB, " + st["device_memory_from"].split(":", 1)[0]
-    return ["", f"capacity ({st['capacity_bytes']:,} bytes usable: reserve {st['reserve']} of {device})",
+    if st.device_memory_from not in (None, "--memory") and st.device_memory is not None:
+        device = f"{st.device_memory / 2**30:,.2f} GiB, " + st.device_memory_from.split(":", 1)[0]
+    return ["", f"capacity ({st.capacity_bytes:,} bytes usable: reserve {st.reserve} of {device})",
               f"  {'memory at this batch':<26}{_bytes(v['memory_bytes'])}: " + ("fits" if v["fits"] else "does NOT fit"),
               f"  {'largest batch':<26}" + (f"{v['max_batch']:,} sequences of P + G tokens" if v["max_batch"] else "none fits"),
-              f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st['batch']}"
+              f"  {'longest context':<26}" + (f"{v['max_context']:,} tokens per sequence at b = {st.batch}"
                                                + (f" (s_max: the learned position table; memory would hold "
                                                   f"{v['max_context_memory']:,})" if "max_context_memory" in v else "")
                                                if v["max_context"] else "unbounded (the cache is a "
@@ -368,66 +368,58 @@ def _capacity_lines(rep, v: dict, st: dict) -> list[str]:
 # --- serving: vLLM's KV cache, prefix caching, chunked prefill, speculative decoding ------------
 # (costgraph.inference.capacity, .prefill_modes, .speculative; the JSON key "serving")
 
-def _serving_doc(sv: dict) -> dict:
+def _serving_doc(sv) -> dict:
     """``serving``: ``vllm`` (vLLM's KV cache: numbers; ``max_concurrency`` a float, exact
     fraction in ``max_concurrency_exact``), ``prefix_caching`` and ``speculative`` (quantities as
     ``{expr, tree, latex, value}``), ``chunked_prefill`` (``time_to_first_token`` a number)."""
-    out = {}
-    if "vllm" in sv:
-        v = dict(sv["vllm"])
+    out = {}   # sv: a ServingFigures (costgraph.inference.report_parts)
+    if sv.vllm is not None:
+        v = dict(sv.vllm)
         mc = v.get("max_concurrency")
         v["max_concurrency"] = None if mc is None else float(mc)
         v["max_concurrency_exact"] = None if mc is None else str(mc)
         out["vllm"] = v
-    if "runtime" in sv:   # inference/runtimes.py: numbers, and Rationals as text
-        out["runtime"] = {k: (str(x) if isinstance(x, sympy.Basic) else x) for k, x in sv["runtime"].items()}
-    if "prefix_caching" in sv:
-        p = sv["prefix_caching"]
-        out["prefix_caching"] = {"shared_prefix": p["shared_prefix"], "fits": p["fits"], "max_batch": p["max_batch"],
-                                 **{k: _entry(e, val) for k, (e, val) in p["quantities"].items()}}
-    if "chunked_prefill" in sv:
-        c = sv["chunked_prefill"]
-        out["chunked_prefill"] = {"chunk": c["chunk"], "chunks": c["chunks"],
-                                  "time_to_first_token": _num(c["time_to_first_token"])}
-    if "speculative" in sv:
-        sp = sv["speculative"]
-        out["speculative"] = {"k": sp["k"], "acceptance": sp["acceptance"], "draft": sp["draft"],
-                              **{k: _entry(e, val) for k, (e, val) in sp["quantities"].items()},
-                              "fits_with_draft": sp.get("fits_with_draft"),
-                              "max_batch_with_draft": sp.get("max_batch_with_draft")}
+    if sv.runtime is not None:   # inference/runtimes.py: numbers, and Rationals as text
+        out["runtime"] = {k: (str(x) if isinstance(x, sympy.Basic) else x) for k, x in sv.runtime.items()}
+    if (p := sv.prefix_caching) is not None:
+        out["prefix_caching"] = {"shared_prefix": p.shared_prefix, "fits": p.fits, "max_batch": p.max_batch,
+                                 **{k: _entry(e, val) for k, (e, val) in p.quantities.items()}}
+    if (c := sv.chunked_prefill) is not None:
+        out["chunked_prefill"] = {"chunk": c.chunk, "chunks": c.chunks,
+                                  "time_to_first_token": _num(c.time_to_first_token)}
+    if (sp := sv.speculative) is not None:
+        out["speculative"] = {"k": sp.k, "acceptance": sp.acceptance, "draft": sp.draft,
+                              **{k: _entry(e, val) for k, (e, val) in sp.quantities.items()},
+                              "fits_with_draft": sp.fits_with_draft, "max_batch_with_draft": sp.max_batch_with_draft}
     return out
 
 
-def _serving_lines(sv: dict) -> list[str]:
-    """The text of ``serving`` (after the capacity)."""
+def _serving_lines(sv) -> list[str]:
+    """The text of ``serving`` (a ServingFigures, after the capacity)."""
     from ..inference.capacity import vllm_lines
 
-    if "runtime" in sv:   # --runtime sglang, trtllm, llamacpp (inference/runtimes.py): its block, not vLLM's
-        rt = sv["runtime"]
+    if (rt := sv.runtime) is not None:   # --runtime sglang, trtllm, llamacpp (inference/runtimes.py): its block
         lines = ["", f"{rt['runtime']} KV cache (as its start-up log reports it)"] + [f"  {x}" for x in rt["lines"]]
     else:
-        lines = vllm_lines(sv["vllm"]) if "vllm" in sv else []
-    if "prefix_caching" in sv:
-        p = sv["prefix_caching"]
-        q = {k: val for k, (_, val) in p["quantities"].items()}
-        lines += ["", f"prefix caching (S = {p['shared_prefix']:,} prompt tokens shared by every sequence; "
+        lines = vllm_lines(sv.vllm) if sv.vllm is not None else []
+    if (p := sv.prefix_caching) is not None:
+        q = {k: val for k, (_, val) in p.quantities.items()}
+        lines += ["", f"prefix caching (S = {p.shared_prefix:,} prompt tokens shared by every sequence; "
                       "full blocks stored once)",
                   f"  {'KV cache, paged':<26}{_bytes(q['kv_cache_bytes_paged'])}",
                   f"  {'memory at this batch':<26}{_bytes(q['memory_bytes'])}" + (
-                      "" if p["fits"] is None else ": fits" if p["fits"] else ": does NOT fit"),
-                  f"  {'largest batch':<26}" + ("— (no device memory)" if p["fits"] is None else
-                                                f"{p['max_batch']:,} sequences" if p["max_batch"] else "none fits"),
+                      "" if p.fits is None else ": fits" if p.fits else ": does NOT fit"),
+                  f"  {'largest batch':<26}" + ("— (no device memory)" if p.fits is None else
+                                                f"{p.max_batch:,} sequences" if p.max_batch else "none fits"),
                   f"  {'time to first token':<26}{_sec(q['time_to_first_token'])} (the first sequence's whole "
                   "prompt, then the others' unshared part)"]
-    if "chunked_prefill" in sv:
-        c = sv["chunked_prefill"]
-        lines += ["", f"chunked prefill ({c['chunks']:,} chunks of up to {c['chunk']:,} tokens)",
-                  f"  {'time to first token':<26}{_sec(c['time_to_first_token'])}"]
-    if "speculative" in sv:
-        sp = sv["speculative"]
-        q = {k: val for k, (_, val) in sp["quantities"].items()}
-        lines += ["", f"speculative decoding (draft {sp['draft']}, k = {sp['k']} proposed tokens, acceptance "
-                      f"{sp['acceptance']})",
+    if (c := sv.chunked_prefill) is not None:
+        lines += ["", f"chunked prefill ({c.chunks:,} chunks of up to {c.chunk:,} tokens)",
+                  f"  {'time to first token':<26}{_sec(c.time_to_first_token)}"]
+    if (sp := sv.speculative) is not None:
+        q = {k: val for k, (_, val) in sp.quantities.items()}
+        lines += ["", f"speculative decoding (draft {sp.draft}, k = {sp.k} proposed tokens, acceptance "
+                      f"{sp.acceptance})",
                   f"  {'tokens per step':<26}{float(q['tokens_per_step']):.4g} (1 - a^(k+1))/(1 - a)",
                   f"  {'draft step (one token)':<26}{_sec(q['draft_step_seconds'])}",
                   f"  {'verify step (q = k + 1)':<26}{_sec(q['verify_seconds'])}",
@@ -435,10 +427,10 @@ def _serving_lines(sv: dict) -> list[str]:
                   "above)",
                   f"  {'tokens/s':<26}{fixed(q['tokens_per_second'], 1)} in total",
                   f"  {'draft weights':<26}{_bytes(q['draft_weight_bytes'])}" + (
-                      " (MTP layers; embedding and head shared)" if sp["draft"] == "mtp" else ""),
+                      " (MTP layers; embedding and head shared)" if sp.draft == "mtp" else ""),
                   f"  {'draft KV cache':<26}{_bytes(q['draft_kv_cache_bytes'])} (its layers in every cached token)"]
         if "memory_bytes_with_draft" in q:
-            fits, best = sp["fits_with_draft"], sp["max_batch_with_draft"]
+            fits, best = sp.fits_with_draft, sp.max_batch_with_draft
             lines += [f"  {'memory with the draft':<26}{_bytes(q['memory_bytes_with_draft'])}: "
                       + ("fits" if fits else "does NOT fit") + "; largest batch "
                       + (f"{best:,} sequences" if best else "none fits")]

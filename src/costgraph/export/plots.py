@@ -399,20 +399,20 @@ def roofline(rep, compute_efficiency=1, bandwidth_efficiency=1, name: str | None
     from ..inference import machine
 
     st = rep.settings
-    m = machine(st["hardware"], st["compute"], st["tp"], compute_efficiency, bandwidth_efficiency,
-                peak=st.get("peak_flops"), bandwidth=st.get("memory_bandwidth"))   # the figures infer used
+    m = machine(st.hardware, st.compute, st.tp, compute_efficiency, bandwidth_efficiency,
+                peak=st.peak_flops, bandwidth=st.memory_bandwidth)   # the figures infer used
     if m.peak is None or m.bandwidth is None:
         raise CostgraphValueError("a roofline needs a peak and an HBM bandwidth",
                                   hint="--hardware NAME, or --peak FLOP/s and --bandwidth B/s")
     pts = []
-    for phase, label in (("prefill", f"prefill (b = {st['batch']}, P = {st['prompt']})"),
-                         ("decode", f"decode (b = {st['batch']}, last of G = {st['generate']})")):
+    for phase, label in (("prefill", f"prefill (b = {st.batch}, P = {st.prompt})"),
+                         ("decode", f"decode (b = {st.batch}, last of G = {st.generate})")):
         v = rep.values
         if f"{phase}.intensity" not in v or f"{phase}.seconds" not in v:
             raise CostgraphValueError(f"the {phase} step has no numbers", hint="give every dimension a value")
         pts.append((label, v[f"{phase}.intensity"], v[f"{phase}.flops"] / v[f"{phase}.seconds"]))
-    title = (f"{name or rep.model} on {m.name or 'the given device'}: roofline ({st['weights']} weights, {st['compute']} peak"
-             + (f", per device at tp {st['tp']}" if st["tp"] > 1 else "") + ")")
+    title = (f"{name or rep.model} on {m.name or 'the given device'}: roofline ({st.weights} weights, {st.compute} peak"
+             + (f", per device at tp {st.tp}" if st.tp > 1 else "") + ")")
     return Roofline(m.name or "the given device", m.peak, m.bandwidth, pts, title)
 
 

@@ -78,7 +78,7 @@ def serving_table(model, add, values, hardware: str) -> dict:
                                            f"weight bytes per device ({weights}, TP {tp})", q["weight_bytes"])
             cell["kv"][kv] = _kv(add, q, tp, kv)
         out["tp"][str(tp)] = cell
-    reserve = sympy.Rational(report.settings["reserve"])
+    reserve = sympy.Rational(report.settings.reserve)
     out["reserve"] = [str(reserve.p), str(reserve.q)]     # infer's reserve, a fraction of the device
     return out
 

@@ -121,7 +121,7 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
              vllm: VllmSettings | None = None) -> None:
     """Fill ``rep`` (an :class:`~costgraph.inference.roofline.InferenceReport`) with the fit
     (``memory_bytes``, ``fits``, ``max_batch``, ``max_context``) on device ``m`` less ``reserve``
-    (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving["vllm"]``, a dict:
+    (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving.vllm``, a dict:
     module docstring). ``page``: KV block size in tokens; ``inf``: the
     :class:`~costgraph.inference.phases.Inference`. Raises CostgraphValueError where vLLM's
     ``kv_memory`` is not less than the device memory (vLLM allocates it on each device)."""
@@ -135,7 +135,7 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
 
 
 def with_drafter(rep, inf, m, page: int, vllm: VllmSettings, positions: int, draft: dict | None = None) -> None:
-    """``rep.serving["vllm"]`` (:func:`vllm_kv_cache`) on device ``m`` (its memory None: from
+    """``rep.serving.vllm`` (:func:`vllm_kv_cache`) on device ``m`` (its memory None: from
     ``--kv-memory`` only), the weights as the runtime loads them (``rep.runtime_weights``, else
     the checkpoint's), ``max_model_len`` ``positions`` unless set; with a speculative drafter's
     weights and layers when ``draft`` is given."""
@@ -144,7 +144,7 @@ def with_drafter(rep, inf, m, page: int, vllm: VllmSettings, positions: int, dra
         rep.warnings.append(f"P + G = {positions:,} positions is longer than max_model_len = {vllm.max_model_len:,}: "
                             "the server refuses such a request (its maximum context length)")
     weights = rw.bytes if (rw := rep.runtime_weights) else rep.values.get("weight_bytes")
-    rep.serving["vllm"] = vllm_kv_cache(inf, m if getattr(m, "memory", None) is not None else None, rep.subs, page,
+    rep.serving.vllm = vllm_kv_cache(inf, m if getattr(m, "memory", None) is not None else None, rep.subs, page,
                                        vllm, vllm.max_model_len or positions, weights, draft)
 
 
@@ -154,7 +154,7 @@ def _fit(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch: int
 
     qd, vals, subs, b = rep.quantities, rep.values, rep.subs, inf.b
     cap = int((1 - reserve) * m.memory // 1)
-    rep.settings["capacity_bytes"] = cap
+    rep.settings.capacity_bytes = cap
     mem_b = qd["weight_bytes"] + inf.kv_cache_bytes(P + G, batch=b, page=page)
     qd["memory_bytes"] = mem_b
     vals["memory_bytes"] = _exact(mem_b, subs)

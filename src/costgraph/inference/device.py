@@ -196,7 +196,7 @@ def untimed_values(rep, dec) -> None:
 
     from .decode import ExactPow, bounded_subs
 
-    one_token = rep.settings.get("generate", 2) < 2   # G = 1: no decode step (costgraph.inference.decode)
+    one_token = rep.settings.generate < 2   # G = 1: no decode step (costgraph.inference.decode)
     for k, e in rep.quantities.items():
         if one_token and k.startswith("decode."):
             continue
@@ -212,7 +212,7 @@ def no_capacity(rep, inf, page: int, batch: int) -> None:
     from .phases import G, P
     from .exact import exact_value as _exact
 
-    rep.settings["capacity_bytes"] = None
+    rep.settings.capacity_bytes = None
     mem = rep.quantities["weight_bytes"] + inf.kv_cache_bytes(P + G, batch=inf.b, page=page)
     rep.quantities["memory_bytes"] = mem
     rep.values["memory_bytes"] = _exact(mem, rep.subs)

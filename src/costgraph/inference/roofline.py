@@ -49,6 +49,7 @@ from .exact import exact_value as _exact
 from .decode import ExactPow, bounded_subs, sign
 from .phases import G, P, Inference, Step
 from .quantities import InferenceParts
+from .report_parts import InferenceSettings, ServingFigures
 from .request import report_notes
 from .inputs import RESERVE_HINT, _check_inputs, _utilization, serving_reserve   # noqa: F401  (kept importable here)
 from .serving import serve
@@ -200,7 +201,7 @@ class InferenceReport(Document, InferenceParts):
         key("assumptions", source="notes"), key("warnings"), key("absent", label="left out, and why"))
 
     model: str
-    settings: dict
+    settings: InferenceSettings   #: what was asked and the device figures (inference/report_parts.py)
     quantities: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)
     subs: dict = field(default_factory=dict)
@@ -209,7 +210,8 @@ class InferenceReport(Document, InferenceParts):
     symbols: dict = field(default_factory=dict)
     #: answers left out for want of a device figure ("seconds", "capacity") → the reason
     absent: dict = field(default_factory=dict)
-    serving: dict = field(default_factory=dict)   #: vLLM's KV cache, prefix caching, chunked prefill, speculative
+    #: vLLM's KV cache, prefix caching, chunked prefill, speculative (inference/report_parts.py)
+    serving: ServingFigures = field(default_factory=ServingFigures)
     runtime_weights: object = None   #: a RuntimeWeights (inference/runtime_weights.py) or None
 
 
@@ -298,7 +300,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
                         memory_convention=memory_convention)
     subs = {k: v for k, v in (values or {}).items() if k not in (inf.b, inf.s)}
     subs.update({inf.b: sympy.Integer(batch), P: sympy.Integer(prompt), G: sympy.Integer(generate)})
-    rep = InferenceReport(inf.cg.name, dict(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
+    rep = InferenceReport(inf.cg.name, InferenceSettings(hardware=m.name, prompt=prompt, generate=generate, batch=batch,
                                             tp=t, weights=inf.weights.name, kv=inf.kv.name, page_size=page,
                                             reserve=str(reserve), compute=m.compute_dtype, convention=convention,
                                             causal=causal, activations=activations,
@@ -308,7 +310,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     rep.warnings += inf.tp.warnings if inf.tp is not None else []   # an operator without a TP layout
     from . import device   # no preset: the figures given, the answers absent (item 1 of issue 17)
 
-    rep.settings.update(device.settings(m.figures))
+    rep.settings.set(**device.settings(m.figures))
     rep.absent = dict(m.missing)
     dec = _quantities(rep, inf, m, t, page)
     if m.timed:
@@ -364,7 +366,7 @@ def _finish(rep: InferenceReport, inf, m: Machine, t: int, layout, quantized: st
 
     rep.notes = report_notes(inf, t, compute_efficiency, bandwidth_efficiency)   # inference/request.py
     rep.notes += device.notes(m.figures, t)
-    rep.settings["quantized"] = quantized
+    rep.settings.quantized = quantized
     rep.notes += quantization_note(getattr(inf, "attn", inf), quantized, keep)   # a serving layout: one side's
     if not layout.trivial:   # parallel serving's settings, figures and notes
         from .serving_report import report_serving

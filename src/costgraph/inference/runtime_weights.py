@@ -199,5 +199,5 @@ def attach(rep, inf, max_position, engine: str = VLLM_ENGINE.default) -> None:
     if not isinstance(inf, Inference):
         return
     mp = None if max_position is None else int(max_position)
-    width = 4 if rep.settings.get("compute") in ("fp32", "tf32") else 2
+    width = 4 if rep.settings.compute in ("fp32", "tf32") else 2
     rep.runtime_weights = vllm_weights(inf, rep.subs, mp, width, engine)

@@ -10,6 +10,7 @@ from ..choices import RUNTIME, SGLANG_FRACTION, VLLM_ENGINE
 from ..errors import CostgraphValueError
 from .exact import exact_value as _exact
 from .phases import Inference
+from .report_parts import ChunkedPrefill, PrefixCaching, Speculative
 
 
 def _whole(name: str, v):
@@ -49,7 +50,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
         with_drafter(rep, inf, m, page, vs, prompt + generate)
-    rep.serving["vllm"].update(non_torch_from=non_torch_from, engine=engine)
+    rep.serving.vllm.update(non_torch_from=non_torch_from, engine=engine)
     runtime, rule, pp = opts["runtime"]
     for choice, value in ((RUNTIME, runtime), (SGLANG_FRACTION, rule)):
         try:
@@ -59,12 +60,12 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     if rule != SGLANG_FRACTION.default and runtime != "sglang":   # it was ignored without a word
         raise CostgraphValueError(f"--sglang-fraction {rule} is SGLang's default mem_fraction_static; --runtime "
                                   f"{runtime} has none", hint="add --runtime sglang, or drop --sglang-fraction")
-    rep.settings["runtime"] = runtime
+    rep.settings.runtime = runtime
     if runtime != "vllm":   # another runtime's KV cache (inference/runtimes.py)
         from .runtimes import runtime_kv
 
         rw = rep.runtime_weights
-        rep.serving["runtime"] = runtime_kv(runtime, inf, m.memory, rep.subs, rw.bytes if rw else None,
+        rep.serving.runtime = runtime_kv(runtime, inf, m.memory, rep.subs, rw.bytes if rw else None,
                                             tp=t, non_torch=vs.non_torch, fraction=None if opts["fraction"] is None else 1 - reserve,
                                             n_ctx=vs.max_model_len or prompt + generate, batch=batch, kv_name=inf.kv.name,
                                             kv_memory=vs.kv_memory, rule=rule, pp=pp)
@@ -73,17 +74,17 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         raise CostgraphValueError(f"--{timed[0].replace('_', '-')} answers in seconds, which need a device",
                                   hint="give --hardware NAME, or --peak FLOP/s and --bandwidth B/s")
     if opts["shared_prefix"] is not None:
-        rep.serving["prefix_caching"] = _prefix(rep, inf, sec, page, opts["shared_prefix"], prompt, batch)
+        rep.serving.prefix_caching = _prefix(rep, inf, sec, page, opts["shared_prefix"], prompt, batch)
     if opts["chunk"] is not None:
         from .prefill_modes import check_chunk, chunked_prefill_seconds
 
         check_chunk(opts["chunk"])
-        rep.serving["chunked_prefill"] = {
-            "chunk": opts["chunk"], "chunks": -(-prompt // opts["chunk"]),
-            "time_to_first_token": chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"])}
+        rep.serving.chunked_prefill = ChunkedPrefill(
+            opts["chunk"], -(-prompt // opts["chunk"]),
+            chunked_prefill_seconds(inf, sec, rep.subs, prompt, opts["chunk"]))
     if any(opts[o] is not None for o in ("speculative_tokens", "draft", "acceptance")):   # none of them alone
-        rep.serving["speculative"] = sp = _speculative(rep, inf, sec, t, {**opts, "page": page})
-        if (d := sp.pop("vllm_draft")) is not None:   # vLLM loads the drafter, caches its layers, then sizes the cache
+        rep.serving.speculative, d = _speculative(rep, inf, sec, t, {**opts, "page": page})
+        if d is not None:   # vLLM loads the drafter, caches its layers, then sizes the cache
             with_drafter(rep, inf, m, page, vs, prompt + generate, d)
 
 
@@ -104,9 +105,8 @@ def _non_torch(opts: dict, m, t: int) -> tuple[int, str]:
     return vllm_non_torch(m.name, t, default)
 
 
-def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:
-    """Prefix caching (:mod:`costgraph.inference.prefill_modes`): ``{shared_prefix, quantities:
-    {name: (expr, value)}, fits, max_batch}``."""
+def _prefix(rep, inf, sec, page, shared, prompt, batch) -> PrefixCaching:
+    """Prefix caching (:mod:`costgraph.inference.prefill_modes`), quantities ``{name: (expr, value)}``."""
     from ..training.fit import largest_fitting
     from .prefill_modes import check_prefix, prefix_kv_bytes, prefix_prefill_seconds
 
@@ -115,16 +115,16 @@ def _prefix(rep, inf, sec, page, shared, prompt, batch) -> dict:
     mem = rep.quantities["weight_bytes"] + kv
     q = {"kv_cache_bytes_paged": kv, "memory_bytes": mem,
          "time_to_first_token": prefix_prefill_seconds(inf, sec, shared, batch)}
-    out = {"shared_prefix": shared, "quantities": {k: (e, _exact(e, rep.subs)) for k, e in q.items()}}
-    cap = rep.settings.get("capacity_bytes")   # None: no device memory, no fit
-    out["fits"] = None if cap is None else bool(out["quantities"]["memory_bytes"][1] <= cap)
-    out["max_batch"] = None if cap is None else largest_fitting(mem, inf.b, rep.subs, cap)
+    out = PrefixCaching(shared, {k: (e, _exact(e, rep.subs)) for k, e in q.items()})
+    cap = rep.settings.capacity_bytes   # None: no device memory, no fit
+    out.fits = None if cap is None else bool(out.quantities["memory_bytes"][1] <= cap)
+    out.max_batch = None if cap is None else largest_fitting(mem, inf.b, rep.subs, cap)
     return out
 
 
-def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
-    """Speculative decoding (:mod:`costgraph.inference.speculative`): ``{k, acceptance, draft,
-    quantities: {name: (expr, value)}}``."""
+def _speculative(rep, inf, sec, t: int, opts: dict) -> tuple:
+    """Speculative decoding (:mod:`costgraph.inference.speculative`): ``(Speculative, the drafter vLLM
+    loads or None)``, quantities ``{name: (expr, value)}``."""
     from ..parallel.tensor import kv_replication
     from .speculative import parse_acceptance, speculative, with_draft
 
@@ -137,7 +137,7 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
         raise CostgraphValueError(f"the draft must be a model (costgraph.Model), not {type(draft).__name__}",
                                   hint="costgraph.load('llama'), its dimensions in draft_values")
     alpha = parse_acceptance(opts["acceptance"])
-    if rep.settings["generate"] == 1:   # its steps sit at n = P + G - 2: a decode step G = 1 does not have
+    if rep.settings.generate == 1:   # its steps sit at n = P + G - 2: a decode step G = 1 does not have
         raise CostgraphValueError("speculative decoding speeds up decode steps: --generate 1 has none "
                                   "(its one token comes from the prefill)", hint="--generate 2 or more")
     rep_kv = kv_replication(getattr(draft, "graph", draft), t, values) if values else ()
@@ -145,5 +145,6 @@ def _speculative(rep, inf, sec, t: int, opts: dict) -> dict:
                      activations=inf.activations, replicate=rep_kv)
     q = speculative(inf, sec, k, alpha, dinf, sec, values, opts["draft_mtp"])
     mem = with_draft(rep, inf, dinf, opts["draft_mtp"], values, opts["page"])   # the draft's weights and KV cache
-    return {"k": k, "acceptance": str(alpha), "draft": "mtp" if opts["draft_mtp"] else dinf.cg.name,
-            "quantities": {n: (e, _exact(e, rep.subs)) for n, e in {**q, **mem.pop("quantities")}.items()}, **mem}
+    vllm_draft = mem.pop("vllm_draft")
+    quantities = {n: (e, _exact(e, rep.subs)) for n, e in {**q, **mem.pop("quantities")}.items()}
+    return Speculative(k, str(alpha), "mtp" if opts["draft_mtp"] else dinf.cg.name, quantities, **mem), vllm_draft

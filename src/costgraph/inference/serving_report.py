@@ -19,7 +19,7 @@ def report_serving(rep, inf, m, t: int, *, step_seconds, comm_seconds, exact) ->
     _exact = exact
 
     sv, qd, vals = inf.serving, rep.quantities, rep.values
-    rep.settings.update(ep=sv.ep, dp_attention=sv.dp_attention, pp=sv.pp, tp_overlap=sv.tp_overlap,
+    rep.settings.set(ep=sv.ep, dp_attention=sv.dp_attention, pp=sv.pp, tp_overlap=sv.tp_overlap,
                         devices=sv.devices)
     new = {}
     for name, st in (("prefill", inf.prefill()), ("decode", inf.decode())):

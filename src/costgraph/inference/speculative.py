@@ -156,7 +156,7 @@ def with_draft(rep, inf, dinf, mtp: bool, draft_subs: dict, page) -> dict:
     q = {k: as_expr(e).xreplace(own).xreplace({dinf.b: inf.b})
          for k, e in draft_memory(dinf, mtp, P + G, dinf.b, page).items()}
     vd = vllm_draft(dinf, mtp, draft_subs, q["draft_weight_bytes"].xreplace(rep.subs))
-    cap = rep.settings.get("capacity_bytes")
+    cap = rep.settings.capacity_bytes
     if "memory_bytes" not in rep.quantities or cap is None:
         return {"quantities": q, "fits_with_draft": None, "max_batch_with_draft": None, "vllm_draft": vd}
     q["memory_bytes_with_draft"] = mem = rep.quantities["memory_bytes"] + q["draft_weight_bytes"] + \

@@ -295,11 +295,11 @@ def _short_formula(e):
 def inference_section(rep) -> Section:
     """The inference summary of an :class:`~costgraph.inference.InferenceReport`."""
     q, v, st = rep.quantities, rep.values, rep.settings
-    settings = [f"hardware {st['hardware']}" + (f" × {st['tp']} (tensor parallel; figures per device)"
-                                                 if st["tp"] > 1 else ""),
-                f"batch b = {st['batch']} sequences, prompt P = {st['prompt']}, generate G = {st['generate']}; "
-                f"weights {st['weights']} (peak of {st['compute']}), KV cache {st['kv']}; "
-                f"'{st['convention']}' FLOPs, attention {st['causal']}"]
+    settings = [f"hardware {st.hardware}" + (f" × {st.tp} (tensor parallel; figures per device)"
+                                                 if st.tp > 1 else ""),
+                f"batch b = {st.batch} sequences, prompt P = {st.prompt}, generate G = {st.generate}; "
+                f"weights {st.weights} (peak of {st.compute}), KV cache {st.kv}; "
+                f"'{st.convention}' FLOPs, attention {st.causal}"]
     rows = []
     for key, label, kind in INFER_ROWS:
         if key not in q and key not in v:
@@ -309,7 +309,7 @@ def inference_section(rep) -> Section:
     cb = v.get("compute_bound_batch")
     verdict = [f"decode turns compute-bound from b = {cb:,}" if cb is not None else
                "decode never turns compute-bound (the bytes each sequence reads — its KV cache or recurrent state — grow as fast as its FLOPs)",
-               f"capacity {st['capacity_bytes']:,} bytes usable (reserve {st['reserve']}): "
+               f"capacity {st.capacity_bytes:,} bytes usable (reserve {st.reserve}): "
                + ("fits" if v["fits"] else "does NOT fit")
                + (f"; largest batch {v['max_batch']:,}" if v.get("max_batch") else "")
                + (f"; longest context {v['max_context']:,} tokens" if v.get("max_context") else "")]

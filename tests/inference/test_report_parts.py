@@ -1,0 +1,65 @@
+"""The settings and serving figures of ``costgraph infer`` are typed parts (costgraph.inference.report_parts):
+the report holds them, the JSON writes their fields in order, the infer schema names the same fields."""
+
+import math
+
+import pytest
+import sympy
+
+from costgraph.export.schema import schema
+from costgraph.inference import report_parts as rp
+from costgraph.result_fields import quantities
+
+
+def names(cls, required=False):
+    return [q.json for _, q in quantities(cls) if q.json is not None and not (required and q.omit_none)]
+
+
+@pytest.fixture(scope="module")
+def served(gpt):
+    # chunked prefill and prefix caching on: the serving part's typed sections present
+    return gpt.infer(hardware="h100-sxm", prompt=64, generate=8, batch=2, values=gpt.values("gpt2"), chunk=16,
+                     shared_prefix=32)
+
+
+def test_infer_schema_names_the_fields_of_the_typed_parts():
+    """Producer and schema are one list: the settings' and serving's keys are their parts' fields in order, and the
+    keys the schema requires are those never left out (no ``omit_none``)."""
+    props = schema("infer")["properties"]
+    st, sv = props["settings"], props["serving"]
+    assert (list(st["properties"]), st["required"]) == (names(rp.InferenceSettings), names(rp.InferenceSettings, True))
+    assert list(sv["properties"]) == names(rp.ServingFigures)
+    chunked = sv["properties"]["chunked_prefill"]
+    assert list(chunked["properties"]) == chunked["required"] == names(rp.ChunkedPrefill)
+    for key, cls in (("prefix_caching", rp.PrefixCaching), ("speculative", rp.Speculative)):
+        # the part's ``quantities`` ({name: (expr, value)}) are spread into the section as entries
+        fields = [n for n in names(cls) if n != "quantities"]
+        assert [k for k in sv["properties"][key]["properties"] if k in fields] == fields
+
+
+def test_settings_and_serving_are_the_typed_parts(served):
+    st, sv = served.settings, served.serving
+    assert type(st) is rp.InferenceSettings and type(sv) is rp.ServingFigures
+    assert type(sv.chunked_prefill) is rp.ChunkedPrefill and type(sv.prefix_caching) is rp.PrefixCaching
+    assert sv.speculative is None and "speculative" not in sv and sv.runtime is None
+    doc = served.to_dict()
+    assert list(doc["settings"]) == list(st) == [n for n in names(rp.InferenceSettings) if n in st]
+    assert list(doc["serving"]) == list(sv) == ["vllm", "prefix_caching", "chunked_prefill"]
+    # vLLM schedules a prompt of P tokens as ceil(P / C) chunks of at most C (--chunk C)
+    assert (sv.chunked_prefill.chunk, sv.chunked_prefill.chunks) == (16, math.ceil(64 / 16)) == (16, 4)
+    assert doc["serving"]["chunked_prefill"]["chunks"] == 4 and sv.prefix_caching.shared_prefix == 32
+    # the usable memory is (1 - reserve) x the device memory, floored (inference/capacity.py)
+    assert st.capacity_bytes == int((1 - sympy.Rational(st.reserve)) * st.device_memory)
+    assert (st.tp, st.batch, st.prompt, st.generate, st.runtime) == (1, 2, 64, 8, "vllm")
+    assert st.devices is None and "devices" not in st   # no parallel serving layout
+
+
+def test_settings_units_and_a_misspelt_field():
+    units = {q.json: q.unit for _, q in quantities(rp.InferenceSettings)}
+    assert (units["prompt"], units["batch"], units["capacity_bytes"], units["peak_flops"]) == (
+        "tokens", "sequences", "bytes", "FLOP/s")
+    assert units["weights"] == units["runtime"] == ""   # a text has no unit
+    assert {q.json: q.unit for _, q in quantities(rp.ChunkedPrefill)} == {"chunk": "tokens", "chunks": "",
+                                                                          "time_to_first_token": "s"}
+    with pytest.raises(AttributeError, match="capacity_byte"):
+        rp.InferenceSettings().set(capacity_byte=1)
