@@ -480,3 +480,18 @@ def test_megatron_layout_arguments(tmp_path):
         "recompute": "selective", "recompute_modules": ["core_attn", "mlp"], "pipeline_layout": "Et*8|(t*8|)*2t*8L",
         "gpus": 64, "precision": "megatron"}
     assert launch.origins["virtual_stages"].where == f"{f}:3"
+
+
+def test_plan_takes_a_megatron_argument_list(cg, tmp_path):
+    # `plan --launch FILE` (issue 32 item 1: train, plan and fit): the model, the global batch and the
+    # precision from the file (Megatron-LM @ d98e8a64 arguments.py: --bf16 keeps fp32 main params and grads,
+    # policy megatron); the layout (TP 2, micro-batch 1) is what plan searches, listed as not used
+    f = tmp_path / "args.txt"
+    f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16\n"
+                 "--micro-batch-size 1 --global-batch-size 8 --vocab-size 128 --bf16 --tensor-model-parallel-size 2\n")
+    common = ["--gpus", "8", "--hardware", "h100-sxm", "--top", "3"]
+    launch = _same_answer(cg, ["plan", "--launch", str(f), *common],
+                          ["plan", "gpt", "--set", "l=2", "h=64", "a=4", "V=128", "s=16", "s_max=16", "bias=true",
+                           "--global-batch", "8", "--precision", "megatron", *common])
+    assert launch["from"]["global_batch"]["where"] == f"{f}:2" and launch["options"]["precision"] == "megatron"
+    assert "tp=2: plan searches the layout" in launch["not_used"]
