@@ -259,3 +259,16 @@ def test_cross_entropy_refuses_an_unknown_convention():
     m = costgraph.load("llama")
     with pytest.raises(CostgraphValueError, match="cross_entropy"):
         m.train(gpus=8, cross_entropy="fused")
+
+
+def test_a_stage_without_layers_holds_no_gathered_unit():
+    # CLIP's two towers are no top-level repeat group (vision_model/layers, text_model/layers): at p = 2
+    # every weight is outside the layers, on the first stage, and the last holds none. Its weights are the
+    # bf16 parameters, 2 bytes each as the gradients (mixed precision, ZeRO 0: Megatron's fp32 main grads
+    # live with the optimizer states); they were -oo (SymPy's Max() of no gathered ZeRO-3 unit)
+    clip = costgraph.load("clip")
+    first, last = clip.train(p=2, gpus=2).stages
+    assert not first.memory["total"].has(sympy.oo, -sympy.oo)
+    assert sympy.expand(first.memory["weights"] - first.memory["gradients"]) == 0
+    assert sympy.expand(first.memory["weights"] - 2 * clip.costs().params) == 0
+    assert last.memory["weights"] == last.memory["gradients"] == 0

@@ -150,29 +150,54 @@ def _rest(model, layout, degrees, models: dict, out: dict, seen: dict) -> None:
     from .web_tree import interned
 
     policies = list(dict.fromkeys(p for _, ran in models.values() for p in ran))
+    flops_of: dict = {}
     for pol in policies:
         for zero in ZERO_STAGE.values:
             for p in degrees:
                 stage = "1" if p == 1 else "PP"
                 for recompute in RECOMPUTE_SEARCHED:
                     L = layout(p, zero=zero, recompute=recompute, policy=pol)
-                    # the FLOPs, placement and collectives read no preset: derived once, shared by every model
+                    # the FLOPs, placement and collectives read no preset: derived once, shared by every model;
+                    # the FLOPs read the degrees, the recompute plan and the activations' precision, not the
+                    # ZeRO stage nor the policy's GEMM precision (training.compute: a bf16 breakdown): one per
+                    # stage set, recompute policy and activation precision
                     filled = L.filled()
-                    flops, pl = training_flops(model.graph, filled), place(model.graph, filled)
-                    shared = {"flops": flops, "placement": pl,
+                    key = (p, recompute, filled.precision)
+                    if key not in flops_of:
+                        flops_of[key] = training_flops(model.graph, filled)
+                    pl = place(model.graph, filled)
+                    shared = {"flops": flops_of[key], "placement": pl,
                               "collectives": communication(model.graph, filled, placement=pl)}
+                    derived: dict = {}   # derivation key → tree: flat models alike under this policy share it
                     for name, (hw, ran) in models.items():
                         if pol not in ran or name in out["failed"]:
                             continue
-                        try:   # the layout on the preset, as train meets them (training.fp8.on_hardware)
-                            parts = step_time(model.graph, on_hardware(L, hw), hw, with_optimizer=False, **shared)
-                        except CostgraphValueError as e:
-                            out["failed"][name] = e.message
-                            out["rest"].pop(name, None)
-                            continue
-                        rest = parts["total"]   # the optimizer step: added by the page (_optimizer)
+                        on = on_hardware(L, hw)   # the layout on the preset, as train meets them
+                        same = _derivation(name, hw, on)
+                        if same not in derived:
+                            try:
+                                parts = step_time(model.graph, on, hw, with_optimizer=False, **shared)
+                            except CostgraphValueError as e:
+                                out["failed"][name] = e.message
+                                out["rest"].pop(name, None)
+                                continue
+                            # the optimizer step: added by the page (_optimizer)
+                            derived[same] = interned(parts["total"], out["pool"], seen)
                         out["rest"].setdefault(name, {}).setdefault(pol, {}).setdefault(str(zero), {}).setdefault(
-                            recompute, {})[stage] = interned(rest, out["pool"], seen)
+                            recompute, {})[stage] = derived[same]
+
+
+def _derivation(name: str, hw, on) -> tuple:
+    """What a step time on the step-time model ``name`` (its preset ``hw``) under the layout ``on`` (met
+    on the preset) reads: a kernel-table preset its own; a flat one its scale-up domain, which of its
+    numbers are symbols (:data:`NUMBERS`) and the FP8 weight transpose, not which other policies run
+    there (:func:`step_models`' shape): two flat models alike in these give one tree under one policy."""
+    import sympy
+
+    if not str(name).startswith("flat-"):
+        return (name,)
+    return ("flat", hw.scale_up_domain, tuple(f for f in NUMBERS if isinstance(getattr(hw, f), sympy.Symbol)),
+            on.fp8_transpose)
 
 
 def _optimizer(model, layout, degrees, policies, optimizers, out: dict, seen: dict) -> None:

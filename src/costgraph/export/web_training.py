@@ -54,6 +54,11 @@ def activation_key(policy: str) -> str:
     return policy if policy in FP8_POLICIES else activation_precision(policy)
 
 
+def _keys(p) -> tuple:
+    """The stage sets of ``p`` stages (:data:`STAGES`)."""
+    return ("single",) if p == 1 else ("first", "last")
+
+
 def _stages(result, p) -> dict:
     return {"single": result.stages[0]} if p == 1 else {"first": result.stages[0], "last": result.stages[-1]}
 
@@ -96,6 +101,12 @@ def training_table(model, add, pipeline: bool) -> dict:
         for zero in ZERO_STAGE.values:
             for opt in OPTIMIZERS:
                 for p in degrees:
+                    if opt != OPTIMIZERS[0] and zero >= 2:   # ZeRO-2 and -3 shard the optimizer states as ZeRO-1
+                        # does ((M + S)/n at every stage from 1: training.states.assemble): ZeRO-1's parts, not
+                        # another derivation of the whole memory for them
+                        by = table["optimizer"][pol][opt]
+                        by[str(zero)] = {**by.get(str(zero), {}), **{k: by["1"][k] for k in _keys(p)}}
+                        continue
                     tr = {"fp8_transpose": transposes[0]} if transposes[0] else {}
                     result = memory(layout(p, zero=zero, policy=pol, optimizer=opt, **tr))
                     for key, stage in _stages(result, p).items():

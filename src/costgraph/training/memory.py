@@ -303,8 +303,11 @@ def _layer_states(states: _States, stage, expand: bool = True) -> dict:
         gathered.append(unit)
         for k in keys:
             out[k] += sympy.expand(one[k] * n) if expand else one[k] * n
-    out["weights"] += sympy.Max(*gathered)   # one gathered unit in flight, the largest
-    out["gathered"] = sympy.Max(*gathered)   # inside weights (offload keeps it)
+    # one gathered unit in flight, the largest; none on a stage without layers (CLIP's towers are no top-level
+    # repeat group: nothing to split, every weight outside the layers; SymPy's Max() of nothing is -oo)
+    unit = sympy.Max(*gathered) if gathered else sympy.Integer(0)
+    out["weights"] += unit
+    out["gathered"] = unit   # inside weights (offload keeps it)
     return out
 
 
