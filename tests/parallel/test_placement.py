@@ -108,7 +108,7 @@ def test_analyses_of_one_layout_build_one_placement(gpt, monkeypatch):
     build, walk = placement_module._build, tensor_module._walk
     monkeypatch.setattr(placement_module, "_build", lambda *a: builds.append(1) or build(*a))
     monkeypatch.setattr(tensor_module, "_walk", lambda *a: walks.append(1) or walk(*a))
-    placement_module.cache_clear()
+    placement_module.cache_clear(gpt.graph)
     L = Layout(t=2, p=2, gpus=8, sp=True)
     training_memory(gpt.graph, L)
     communication(gpt.graph, L)

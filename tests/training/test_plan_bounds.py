@@ -83,30 +83,15 @@ def test_plan_says_what_the_bounds_pruned(screened):
     assert planner.BOUND_OOM in res.refused
 
 
-class _Stale(dict):
-    """A store that answers every key with a freed graph's entry."""
-
-    def __contains__(self, key):
-        return True
-
-    def __getitem__(self, key):
-        return "stale"
-
-    def setdefault(self, key, default=None):
-        return self
-
-
-def test_derivations_cache_never_serves_a_freed_graphs_entries(screened):
-    """The planner's one cache of train's derivations and the confirmation's exact figures
-    (training/plan_forms.py derived, read by plan_confirm.exact_memory/exact_figures) is keyed by the
-    graph's id (a graph is not hashable): a graph at a freed graph's address must not meet the freed one's
-    entries (review finding: no weak reference checked). The entry at the address holds a weak reference to
-    another graph and stores that answer every key: the confirmation must derive afresh, the same figures."""
+def test_a_planned_graph_is_freed_with_its_caches(screened):
+    """The analyses' caches (placements, the planner's derivations and exact figures, the kernel times) are
+    the graph's own (``CostGraph.memo``): a graph that was placed, planned on and confirmed is freed when the
+    last reference to it goes, its caches with it. (Review finding: placement's module-level cache held each
+    Placement, whose ``graph`` is the graph, under the graph's id: every graph ever placed stayed alive.)
+    Each graph's entries are its own, so another graph at a freed one's address cannot meet them."""
+    import gc
     import types
     import weakref
-
-    from costgraph.training import plan_confirm as pc
-    from costgraph.training import plan_forms as pf
 
     m, values, hw, calls, res = screened
     b = m.graph.dims["b"].symbol
@@ -117,8 +102,9 @@ def test_derivations_cache_never_serves_a_freed_graphs_entries(screened):
     layout = checked(m, layout_of(row, settings), at)
     want = exact_figures(m, layout, at, hw, None, None, b)
     g = costgraph.load("llama").graph   # a graph of its own: the module's graph keeps its cache
-    model = types.SimpleNamespace(graph=g)
-    other = costgraph.load("gpt").graph
-    with mock.patch.dict(pf._DERIVED, {id(g): (weakref.ref(other), _Stale())}):
-        assert pc.exact_figures(model, layout, at, hw, None, None, b) == want
-        assert pf._DERIVED[id(g)][0]() is g and not isinstance(pf._DERIVED[id(g)][1], _Stale)
+    assert exact_figures(types.SimpleNamespace(graph=g), layout, at, hw, None, None, b) == want
+    assert {"placement", "kernel_times", "plan.derived", "plan.figures"} <= set(g._memo)
+    gone = weakref.ref(g)
+    del g
+    gc.collect()
+    assert gone() is None

@@ -229,15 +229,25 @@ class CostGraph:
     limits: list[tuple] = field(default_factory=list)
 
     _nx: object = field(default=None, repr=False, compare=False)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, kind: str) -> dict:
+        """The analyses' cache ``kind`` of this graph (``"placement"``, ``"derived"``, ``"kernel_times"``):
+        a dict the graph holds, so its entries live and die with the graph (a cached value may refer to the
+        graph: the cycle is collected with it) and no other graph can meet them. Emptied when a node or an
+        edge is added."""
+        return self._memo.setdefault(kind, {})
 
     def add_node(self, path: str, **attrs) -> None:
         """Add the node ``path`` with its attributes (see the module docstring)."""
         self.nodes[path] = attrs
         self._nx = None
+        self._memo.clear()
 
     def add_edge(self, producer: str, consumer: str, tensor: str, **attrs) -> None:
         """Add the edge carrying ``tensor`` from ``producer`` to ``consumer``."""
         self.edges.append((producer, consumer, tensor, {"tensor": tensor, **attrs}))
+        self._memo.clear()
         self._nx = None
 
     @property

@@ -24,7 +24,6 @@ cover — contiguous, as Megatron assigns them.
 from __future__ import annotations
 
 import functools
-import weakref
 
 import sympy
 
@@ -160,15 +159,11 @@ def layer_groups(cg) -> tuple[list, list]:
     without a layout they all sit on the last stage, with the loss
     (``multi_token_prediction.py::mtp_on_this_rank`` @ d98e8a64); with one, on the rank
     whose stage lists ``m``."""
-    entry = _GROUPS.get(id(cg))
-    if entry is None or entry[0]() is not cg:
-        entry = _GROUPS[id(cg)] = (weakref.ref(cg), _layer_groups(cg))
-        weakref.finalize(cg, _GROUPS.pop, id(cg), None)
-    main, post = entry[1]
+    store = cg.memo("layer_groups")   # once per graph, in its own cache
+    if "groups" not in store:
+        store["groups"] = _layer_groups(cg)
+    main, post = store["groups"]
     return list(main), list(post)
-
-
-_GROUPS: dict = {}   # id(graph) → (weak reference, (main, post)): once per graph, dropped with it
 
 
 def _layer_groups(cg) -> tuple[list, list]:

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import functools
 
-import weakref
 from dataclasses import dataclass, field
 
 import sympy
@@ -460,22 +459,14 @@ def _same(a, b) -> bool:
 
 # ---------------------------------------------------------------- one cache per graph
 
-_CACHES: dict[int, tuple[weakref.ref, dict]] = {}
-
-
 def _cached(cg: CostGraph, key: tuple, make):
-    """``make()`` once per graph object and ``key`` (dropped with the graph)."""
-    entry = _CACHES.get(id(cg))
-    if entry is None or entry[0]() is not cg:
-        entry = (weakref.ref(cg), {})
-        _CACHES[id(cg)] = entry
-        weakref.finalize(cg, _CACHES.pop, id(cg), None)
-    store = entry[1]
+    """``make()`` once per graph object and ``key``, in the graph's own cache (``CostGraph.memo``)."""
+    store = cg.memo("placement")
     if key not in store:
         store[key] = make()
     return store[key]
 
 
-def cache_clear() -> None:
-    """Forget every placement (tests that count how often one is built)."""
-    _CACHES.clear()
+def cache_clear(cg: CostGraph) -> None:
+    """Forget every placement of graph ``cg`` (tests that count how often one is built)."""
+    cg.memo("placement").clear()

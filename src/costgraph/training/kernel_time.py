@@ -70,7 +70,6 @@ per step**: the ``m`` micro-batches, the model's instances over ``p`` stages eve
 
 from __future__ import annotations
 
-import weakref
 
 import sympy
 
@@ -115,20 +114,13 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
 
 
-_CACHES: dict = {}
-
-
 def _cached(cg, key, make):
-    """``make()`` once per graph object and ``key`` (dropped with the graph): the planner derives
-    the step for every recompute policy and ZeRO stage of one split."""
-    entry = _CACHES.get(id(cg))
-    if entry is None or entry[0]() is not cg:
-        entry = (weakref.ref(cg), {})
-        _CACHES[id(cg)] = entry
-        weakref.finalize(cg, _CACHES.pop, id(cg), None)
-    if key not in entry[1]:
-        entry[1][key] = make()
-    return entry[1][key]
+    """``make()`` once per graph object and ``key``, in the graph's own cache (``CostGraph.memo``): the
+    planner derives the step for every recompute policy and ZeRO stage of one split."""
+    store = cg.memo("kernel_times")
+    if key not in store:
+        store[key] = make()
+    return store[key]
 
 
 def _times(cg, L, table, peaks) -> list:

@@ -25,7 +25,6 @@ drops a layout that would fit or be faster; its exact figures come from the conf
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -138,30 +137,24 @@ class Forms:
         return states, acts
 
 
-#: train's derivations (memory, step parts, FLOPs) at symbolic degrees and symbolic sizes, per graph (dropped
-#: with it), by what each reads (the layout; the preset, flat efficiency and calibration of a step): the sizes
-#: are substituted after (:meth:`Forms.compiled`), so a plan of the same model at other sizes, on another device
-#: count, over a subset of its schedules (a pipeline layout text) or with a variant's base derives none twice.
-#: The one cache of them: the screen's forms and the confirmation's derivations
-#: (:mod:`costgraph.training.plan_confirm`) alike; beside them, in a store of its own, the confirmation's exact
-#: figures by layout and sizes. ``id(graph)`` → ``(weak reference to the graph, {store: {key: value}})``.
-_DERIVED: dict = {}
+#: train's derivations (memory, step parts, FLOPs) at symbolic degrees and symbolic sizes, per graph (in the
+#: graph's own cache, ``CostGraph.memo``: they live and die with it), by what each reads (the layout; the
+#: preset, flat efficiency and calibration of a step): the sizes are substituted after
+#: (:meth:`Forms.compiled`), so a plan of the same model at other sizes, on another device count, over a subset
+#: of its schedules (a pipeline layout text) or with a variant's base derives none twice. The one cache of
+#: them: the screen's forms and the confirmation's derivations (:mod:`costgraph.training.plan_confirm`) alike;
+#: beside them, in a store of its own, the confirmation's exact figures by layout and sizes.
 #: the most derivations kept per graph (a plan derives a few dozen)
 DERIVED_SIZE = 1024
 
 
 def store(cg, kind: str = "derived") -> dict:
-    """The cache ``kind`` of graph ``cg`` (:data:`_DERIVED`): dropped when ``cg`` is freed, and never met by
-    another graph built at a freed one's address (the entry's weak reference must be ``cg``)."""
-    entry = _DERIVED.get(id(cg))
-    if entry is None or entry[0]() is not cg:
-        entry = _DERIVED[id(cg)] = (weakref.ref(cg), {})
-        weakref.finalize(cg, _DERIVED.pop, id(cg), None)
-    return entry[1].setdefault(kind, {})
+    """The planner's cache ``kind`` of graph ``cg`` (``CostGraph.memo("plan." + kind)``)."""
+    return cg.memo("plan." + kind)
 
 
 def derived(cg, key: tuple, make, kind: str = "derived", size: int = DERIVED_SIZE):
-    """``make()`` once per graph and ``key`` (:data:`_DERIVED`, its store ``kind``, at most ``size`` entries)."""
+    """``make()`` once per graph and ``key`` (the graph's store ``kind``, at most ``size`` entries)."""
     got = store(cg, kind)
     if key not in got:
         if len(got) >= size:
