@@ -77,9 +77,12 @@ def test_layout_defaults_are_the_choices():
     from costgraph.parallel.layout import Layout
 
     L = Layout()
-    assert (L.schedule, L.recompute, L.attention, L.zero, L.precision) == (
-        choices.SCHEDULE.default, choices.RECOMPUTE.default, choices.ATTENTION.default, choices.ZERO_STAGE.default,
-        choices.PRECISION.default)
+    assert (L.schedule, L.recompute, L.attention, L.zero) == (
+        choices.SCHEDULE.default, choices.RECOMPUTE.default, choices.ATTENTION.default, choices.ZERO_STAGE.default)
+    # the activation precision follows the policy (choices.activation_precision), decided when the layout is filled
+    assert L.precision is None and L.filled().precision == choices.activation_precision(L.policy) == \
+        choices.PRECISION.default
+    assert Layout(policy="fp32").filled().precision == "fp32"
     assert (L.policy, L.optimizer, tuple(L.lora_targets)) == (choices.DEFAULT_POLICY, choices.DEFAULT_OPTIMIZER,
                                                            choices.DEFAULT_LORA_TARGETS)
 
