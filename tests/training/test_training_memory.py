@@ -149,6 +149,11 @@ def test_bare_parameter_count(capsys):
      "vision_model/layers, text_model/layers)\nhint: --pp 1"),
     (["train", "clip", "--pp", "2"], "no top-level repeated layers"),
     (["fit", "siglip", "--gpus", "8", "--pp", "4", "--memory", "80GB"], "no top-level repeated layers"),
+    (["train", "clip", "--pipeline-layout", "EtL"],   # one stage, and nothing for its t to place (was "0 t in all")
+     "no top-level repeated layers for --pipeline-layout to place (its repeats are nested: vision_model/layers, "
+     "text_model/layers)\nhint: drop --pipeline-layout"),
+    (["plan", "clip", "--config", "clip-vit-base-patch32", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch",
+      "64", "--pipeline-layout", "Et|tL"], "no top-level repeated layers for --pipeline-layout to place"),
     (["train", "mixtral", "--config", "mixtral-8x7b", "--gpus", "3", "--ep", "3"], "does not divide the 8 experts"),
     (["train", "gpt", "--config", "gpt2", "--ep", "2", "--gpus", "2"], "needs routed experts"),
     (["train", "gpt", "--config", "gpt2", "--gpus", "3", "--cp", "3"], "does not divide the sequence"),

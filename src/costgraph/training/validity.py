@@ -134,15 +134,18 @@ def check_pipeline_stacks(cg: CostGraph, layout) -> None:
     repeat groups (:func:`~costgraph.parallel.pipeline.layer_groups`): the stages split the iterations
     of those groups, as Megatron-LM splits its decoder layers, and a model whose repeats are all nested
     (CLIP's and SigLIP's ``vision_model/layers`` and ``text_model/layers``) has none, so every stage
-    but the first would hold nothing. Needs no sizes: ``Model.train`` checks it without values too."""
+    but the first would hold nothing; nor a ``--pipeline-layout`` (it places those layers). Needs no sizes:
+    ``Model.train`` checks it without values too."""
     from ..parallel.pipeline import layer_groups
 
-    p = layout.p
-    if not isinstance(p, int) or p <= 1 or any(layer_groups(cg)):
+    p, given = layout.p, getattr(layout, "pipeline_layout", None)
+    if (given is None and (not isinstance(p, int) or p <= 1)) or any(layer_groups(cg)):
         return
     nested = [path for path, g in cg.groups.items() if "/" in path and "/" not in path.split("/", 1)[1]]
     raise CostgraphValueError(
-        f"'{cg.name}' has no top-level repeated layers to split into {p} pipeline stages"
+        f"'{cg.name}' has no top-level repeated layers "
+        + (f"to split into {p} pipeline stages" if given is None else "for --pipeline-layout to place")
         + (f" (its repeats are nested: {', '.join(nested[:4])})" if nested else ""),
-        hint="--pp 1: pipeline stages split a model's top-level layer stacks, as Megatron-LM splits its decoder "
-             "layers; spread the devices with --tp, --zero and data parallelism (--gpus) instead")
+        hint=("--pp 1" if given is None else "drop --pipeline-layout") + ": pipeline stages split a model's "
+             "top-level layer stacks, as Megatron-LM splits its decoder layers; spread the devices with --tp, --zero "
+             "and data parallelism (--gpus) instead")
