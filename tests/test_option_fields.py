@@ -169,6 +169,7 @@ def test_policy_fp32_the_api_and_the_cli_agree(gpt, capsys):
     # "activation precision follows the policy" is decided once, in Layout.filled() (choices.activation_precision):
     # the API's policy="fp32" and the CLI's --precision fp32 keep fp32 activations, and their memory is the same
     v = gpt.values("gpt2")
+    assert costgraph.Layout is Layout   # the package's name, beside TrainOptions (was costgraph.parallel.layout's only)
     api = gpt.train(gpus=2, t=2, policy="fp32", values=v).to_dict()
     rc, out, _ = run(capsys, "train", "gpt", "--config", "gpt2", "--gpus", "2", "--tp", "2", "--precision", "fp32",
                      "--format", "json")

@@ -49,7 +49,7 @@ _LAZY = {"load": "sources", "loads": "model", "Model": "model", "Costs": "model"
          "fit": "verdict", "FitResult": "verdict", "calibrate": "training.calibration",
          "from_hf_config": "language.hf_config", "load_hf_config": "language.hf_config", "HFModel": "language.hf_config",
          "TrainOptions": "train_options", "PlanOptions": "train_options", "InferOptions": "infer_options",
-         "FitOptions": "fit_options"}
+         "FitOptions": "fit_options", "Layout": "parallel.layout"}
 
 TYPE_CHECKING = False   # not typing's: importing typing costs a few ms at every start
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .sources import load
     from .fit_options import FitOptions
     from .infer_options import InferOptions
+    from .parallel.layout import Layout
     from .train_options import PlanOptions, TrainOptions
     from .training.calibration import calibrate
     from .verdict import FitResult, fit
@@ -78,5 +79,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["load", "loads", "fit", "FitResult", "calibrate", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "TrainOptions", "PlanOptions", "InferOptions", "FitOptions", "CostgraphError", "CostgraphSyntaxError",
+__all__ = ["load", "loads", "fit", "FitResult", "calibrate", "Model", "Costs", "from_hf_config", "load_hf_config", "HFModel", "TrainOptions", "PlanOptions", "InferOptions", "FitOptions", "Layout", "CostgraphError", "CostgraphSyntaxError",
            "CostgraphSemanticError", "CostgraphValueError", "__version__"]

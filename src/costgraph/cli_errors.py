@@ -203,7 +203,14 @@ def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
         retired = [RETIRED[f][1] for f in unique(flags) if f in RETIRED and RETIRED[f][0] in options]
         if retired:
             return "; ".join(retired) + f"; {help_line}"
-        close = [(f, did_you_mean(f, options, cutoff=0.5, quote="")) for f in unique(flags)]
+        # a field of Layout or an options class written as a flag (Layout(policy=...) is --precision) names
+        # its flag; any other flag its closest
+        fields = {a.field: a.option_strings[-1] for a in parser._actions if getattr(a, "field", None)}
+        close = []
+        for f in unique(flags):
+            k = f.lstrip("-").replace("-", "_")
+            named = f"did you mean {fields[k]} ({k} in the Python API)?" if fields.get(k, f) != f else None
+            close.append((f, named or did_you_mean(f, options, cutoff=0.5, quote="")))
         close = [(f"{f}: " if len(flags) > 1 else "") + c for f, c in close if c]
         extra = "" if flags else "it takes no more positional values; "
         return " ".join(close) + (" " if close else "") + extra + help_line

@@ -149,7 +149,8 @@ def _add(parser, name: str, default, s: Spec, kw: dict) -> None:
             kw.setdefault("type", int)   # the ZeRO stage
     if not kw.get("required") and kw.get("action") not in ("store_true", "store_false") and "default" not in kw:
         kw["default"] = None if default is MISSING else default
-    parser.add_argument(s.flag, dest=s.dest or name, help=s.help, **kw)
+    action = parser.add_argument(s.flag, dest=s.dest or name, help=s.help, **kw)
+    action.field = name   # the API's name (Layout.policy is --precision): an unrecognized --policy names the flag
 
 
 def like(cls, name: str, **changes):

@@ -205,7 +205,7 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
     Raises
     ------
     CostgraphValueError
-        An unknown convention (the hint lists them)."""
+        An unknown convention (the hint lists them); ``nominal`` with ``given`` (it would be ignored)."""
     from .choices import MEMORY_CONVENTION
     from .errors import CostgraphValueError
 
@@ -214,6 +214,10 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
         raise CostgraphValueError(f"unknown device memory convention {str(convention)[:40]!r}",
                                   hint="--memory-convention " + MEMORY_CONVENTION.help())
     if given is not None:
+        if convention != MEMORY_CONVENTION.default:   # the default cannot be told from one given: only it passes
+            raise CostgraphValueError(f"--memory-convention {convention} reads a preset's memory, but --memory "
+                                      "gives it", hint="drop --memory-convention (--memory is the device memory), "
+                                                       "or drop --memory to read the preset's printed figure")
         return DeviceMemory(int(given), "given", "--memory")
     if hw is None:
         return None

@@ -277,10 +277,10 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict, convention=N
     if tp > gpus:
         raise CostgraphValueError(f"--tp {tp} is more than --gpus {gpus}", hint="TP shards one replica over at "
                                                                                "most --gpus devices")
+    from .training.fit import floored_note, memory_size
+
     notes = _shipped(model, s)
     if isinstance(memory, str):   # --memory 23.58GiB: floored, as --kv-memory (Model.infer floors it alike)
-        from .training.fit import floored_note, memory_size
-
         n, floored = memory_size(memory)
         notes[1][:0] = [floored_note(memory, n)] if floored else []
     values = arguments.model_values(model, values)
@@ -290,7 +290,9 @@ def _serve(model, hardware, gpus, values, memory, reserve, s: dict, convention=N
     from .hardware import preset
     from .runtime_memory import device_memory
 
-    read = device_memory(None if hardware is None else preset(hardware), convention)   # checked even with --memory
+    # the convention checked even with --memory (refused beside it but for the default)
+    read = device_memory(None if hardware is None else preset(hardware), convention,
+                         None if memory is None else memory_size(memory)[0])
     if memory is None:   # the preset's memory alone: capacity needs no peak, and no seconds are computed
         memory = read.bytes
 

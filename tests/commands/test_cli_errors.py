@@ -51,9 +51,18 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "costgraph train: error: unrecognized arguments: --loss-fusion fused",
      "hint: --loss-fusion was replaced by --cross-entropy: 'fused' is --cross-entropy megatron-fused, 'unfused' is "
      "--cross-entropy megatron; costgraph train --help lists its arguments"),
+    # a field of the Python API written as a flag names the flag that sets it (Layout(policy="fp32") is
+    # --precision fp32), not difflib's closest (--price); the other unknown flag keeps its closest
+    (["train", "gpt", "--gpus", "8", "--policy", "fp32", "--promt", "3"],
+     "costgraph train: error: unrecognized arguments: --policy fp32 --promt 3",
+     "hint: --policy: did you mean --precision (policy in the Python API)? --promt: did you mean --recompute? "
+     "costgraph train --help lists its arguments"),
+    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global_batch", "8"],
+     "costgraph plan: error: unrecognized arguments: --global_batch 8",
+     "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "ambiguous", "type-hint", "retired-flag"])
+        "ambiguous", "type-hint", "retired-flag", "api-field-name", "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
     code, out, err = _cli(capsys, *args)
     assert code == 2 and not out and "Traceback" not in err

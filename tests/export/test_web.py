@@ -416,3 +416,26 @@ def test_web_required_output_hint_is_whole(capsys):
     assert main(["web", "gpt"]) == 2
     err = capsys.readouterr().err
     assert "hint: give --output FILE — the page to write (required); costgraph web --help lists its arguments" in err
+
+
+def test_pipeline_stages_only_where_top_level_layers_split(monkeypatch):
+    # CLIP's towers repeat inside vision_model and text_model: no top-level layers for pipeline stages to split
+    # (train refuses --pp 2: tests/training/test_training_memory.py), so the page derives no stage formulas and
+    # its script says "PP must be 1" (was: a first stage holding the whole model beside an empty last one)
+    import costgraph
+    from costgraph.export import web
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def spy(model, add, pipeline):
+        seen[model.name] = pipeline
+        raise Stop   # the table's derivations are not needed to see what it was asked for
+
+    monkeypatch.setattr(web, "training_table", spy)
+    for name in ("clip", "gpt"):
+        with pytest.raises(Stop):
+            web.page(costgraph.load(name))
+    assert seen == {"clip": False, "gpt": True}

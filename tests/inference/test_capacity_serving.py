@@ -139,8 +139,12 @@ def test_memory_convention_one_reading(llama):
         (85_061_827_297, "cuda", 80_000_000_000, "nominal")
     a100 = device_memory(preset("a100-80gb-sxm"))   # no [visible] entry: the printed figure, and the output says so
     assert a100.bytes == 80_000_000_000 and "no [visible.a100-80gb-sxm] entry" in a100.source
-    assert device_memory(preset("h100-sxm"), "nominal", given=123).to_dict() == {"bytes": 123, "convention": "given",
-                                                                        "source": "--memory"}
+    assert device_memory(preset("h100-sxm"), given=123).to_dict() == {"bytes": 123, "convention": "given",
+                                                                      "source": "--memory"}
+    # --memory wins: a convention other than the default beside it would be ignored, so it is refused (trial7:
+    # infer and fit --serve took --memory 80GB --memory-convention nominal and read neither convention)
+    with pytest.raises(CostgraphValueError, match="--memory-convention nominal reads a preset's memory"):
+        device_memory(preset("h100-sxm"), "nominal", given=123)
     # train's runtime reserve reads the same capacity, in the same words
     r = training_reserve(preset("h100-sxm"), {}, 80_000_000_000, given=False)
     assert (r.capacity, r.capacity_from) == (cuda.bytes, cuda.source)
@@ -153,6 +157,13 @@ def test_memory_convention_one_reading(llama):
     got = _vllm(rep)
     assert rep.settings["capacity_bytes"] == got["requested_bytes"] == 72_000_000_000
     assert rep.settings["memory_convention"] == "nominal" and "memory convention nominal" in got["total_from"]
+
+
+@pytest.mark.parametrize("command", [["infer", "gpt", "--hardware", "h100-sxm"], ["fit", "gpt", "--serve"]])
+def test_memory_convention_beside_memory_refused(command, capsys):
+    _refused(capsys, command + ["--prompt", "5", "--generate", "2", "--memory", "80GB", "--memory-convention",
+                                "nominal"], "error: --memory-convention nominal reads a preset's memory, but --memory "
+                                            "gives it", "hint: drop --memory-convention")
 
 
 def test_vllm_total_given_memory_kept():

@@ -61,6 +61,7 @@ from typing import Mapping
 
 from ..choices import RECOMPUTE_SEARCHED, ZERO_STAGE
 from ..errors import CostgraphValueError
+from ..parallel.layer_split import layer_groups
 from .codegen import plan
 from .codegen_js import js_source
 from .codegen_program import Function, Program
@@ -113,7 +114,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
     held = reserve_table(reserve)   # checked before the page's derivations
     program = plan(model, _scopes(model), values=values, command=command)
     training, add, formulas = _writer(program)
-    table = training_table(model, add, bool(model.graph.groups))
+    # PP > 1 only where top-level layers split into stages (CLIP's towers repeat inside vision_model and
+    # text_model: the page says PP must be 1, as train refuses it)
+    table = training_table(model, add, any(layer_groups(model.graph)))
     serving = serving_table(model, add, values, start["hardware"])
     quantities = [{"fn": f.name, "scope": f.scope, "quantity": f.quantity, "unit": f.unit, "meaning": f.meaning,
                    "formula": f.formula} for f in program.functions]

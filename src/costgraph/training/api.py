@@ -31,6 +31,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
 from .fp8 import on_hardware
 from .result import TrainingResult
+from .validity import check_layout, check_pipeline_stacks
 from .result_parts import (CollectiveCost, FitVerdict, StepParts, TrainingCompute, TrainingSettings, TrainingTime,
                            UserbuffersSMs)
 
@@ -83,9 +84,9 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
             raise CostgraphValueError("give --global-batch or --micro-batches, not both",
                                       hint="the global batch sets m = B / (b·d)")
         layout = dataclasses.replace(layout, m=micro_batches(model, values, layout, o.global_batch))
+    check_pipeline_stacks(model.graph, layout)   # at any sizes: the symbolic result would show empty stages
     if values is not None:
         from ..parallel.tensor import with_kv_replication
-        from .validity import check_layout
 
         layout = with_kv_replication(model.graph, layout, values)   # K/V heads fewer than t: replicated
         check_layout(model.graph, layout.filled(), values)

@@ -167,9 +167,11 @@ def _explicit(cg, values: dict, text: str | None) -> dict | None:
     if text is None:
         return None
     from ..parallel.pipeline_layout import pipeline_layout_for
+    from .validity import check_pipeline_stacks
 
     from types import SimpleNamespace
 
+    check_pipeline_stacks(cg, SimpleNamespace(p=None, pipeline_layout=text))   # CLIP: no layers to place, as train
     n = len(pipeline_layout_for(text, SimpleNamespace(graph=cg), values).stages)   # a Model's graph, as train's
     return {p: [("interleaved" if n // p > 1 else "1f1b", (None, None, False, False), n // p)]
             for p in range(1, n + 1) if n % p == 0 and (p > 1 or n == 1)}

@@ -13,7 +13,9 @@ Each rule reads the graph; none is typed per model:
   stages as Megatron splits them (:func:`costgraph.parallel.layer_split.check_split`:
   evenly, or with the first/last stages' own counts, or the embedding and
   loss counted as layers), or as an explicit ``--pipeline-layout`` lists them
-  (Megatron's ``validate_layer_layout``); ``p`` must not exceed the layers;
+  (Megatron's ``validate_layer_layout``); ``p`` must not exceed the layers; a model with no
+  top-level repeat group (CLIP's and SigLIP's towers repeat inside ``vision_model`` and ``text_model``)
+  has no layers to split: ``p > 1`` refused at any sizes (:func:`check_pipeline_stacks`);
 * every sequence length must divide by ``c`` (context parallelism);
 * expert parallelism needs routed experts (a ``repeat E as ... active k``
   group), ``E`` divisible by ``e``, and ``e·etp`` dividing ``d·c·t``;
@@ -106,6 +108,7 @@ def _check_pipeline_split(cg: CostGraph, layout, num) -> None:
     from ..parallel.pipeline import layer_groups
 
     p = layout.p
+    check_pipeline_stacks(cg, layout)
     stacks, post = layer_groups(cg)
     counts = [num(g.count) for g in stacks]
     if getattr(layout, "pipeline_layout", None) is not None:
@@ -124,3 +127,25 @@ def _check_pipeline_split(cg: CostGraph, layout, num) -> None:
     if None not in counts and sum(counts) < p:
         raise CostgraphValueError(f"{p} pipeline stages for {sum(counts)} layers: a stage would hold none",
                                   hint=f"p at most {sum(counts)}")
+
+
+def check_pipeline_stacks(cg: CostGraph, layout) -> None:
+    """Refuse ``p > 1`` pipeline stages (``layout.p`` a whole number) for a model without top-level
+    repeat groups (:func:`~costgraph.parallel.pipeline.layer_groups`): the stages split the iterations
+    of those groups, as Megatron-LM splits its decoder layers, and a model whose repeats are all nested
+    (CLIP's and SigLIP's ``vision_model/layers`` and ``text_model/layers``) has none, so every stage
+    but the first would hold nothing; nor a ``--pipeline-layout`` (it places those layers). Needs no sizes:
+    ``Model.train`` checks it without values too."""
+    from ..parallel.pipeline import layer_groups
+
+    p, given = layout.p, getattr(layout, "pipeline_layout", None)
+    if (given is None and (not isinstance(p, int) or p <= 1)) or any(layer_groups(cg)):
+        return
+    nested = [path for path, g in cg.groups.items() if "/" in path and "/" not in path.split("/", 1)[1]]
+    raise CostgraphValueError(
+        f"'{cg.name}' has no top-level repeated layers "
+        + (f"to split into {p} pipeline stages" if given is None else "for --pipeline-layout to place")
+        + (f" (its repeats are nested: {', '.join(nested[:4])})" if nested else ""),
+        hint=("--pp 1" if given is None else "drop --pipeline-layout") + ": pipeline stages split a model's "
+             "top-level layer stacks, as Megatron-LM splits its decoder layers; spread the devices with --tp, --zero "
+             "and data parallelism (--gpus) instead")
