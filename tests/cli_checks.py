@@ -30,3 +30,21 @@ def refused(capsys, argv, *fragments):
     for f in fragments:
         assert f in err, err
     return err
+
+
+def same_answer(cg, launch_argv, hand_argv):
+    """Run a command with ``--launch`` and the same command with hand-written flags (``cg``: the session's
+    subprocess runner), both as JSON: equal documents but for the launch's own ``launch`` object (which the
+    command's schema validates), returned (issue 32: a launch file gives the hand-written flags' answer)."""
+    import json
+
+    from costgraph.export.schema import validator
+
+    a, b = cg(*launch_argv, "--format", "json"), cg(*hand_argv, "--format", "json")
+    assert a.returncode == 0, a.stderr
+    assert b.returncode == 0, b.stderr
+    doc, hand = json.loads(a.stdout), json.loads(b.stdout)
+    validator(launch_argv[0]).validate(doc)   # the "launch" object is in each command's schema (launch.json)
+    launch = doc.pop("launch")
+    assert doc == hand
+    return launch

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from costgraph.export.schema import validator
+from cli_checks import same_answer
 from costgraph.launch import read_launch
 from costgraph.launch.shell import UNSET, arithmetic, commands
 
@@ -23,17 +23,6 @@ DS = str(EX / "ds_config_zero3.json")
 VLLM = str(EX / "vllm_serve_gpt2.sh")
 
 
-def _same_answer(cg, launch_argv, hand_argv):
-    a, b = cg(*launch_argv, "--format", "json"), cg(*hand_argv, "--format", "json")
-    assert a.returncode == 0, a.stderr
-    assert b.returncode == 0, b.stderr
-    doc, hand = json.loads(a.stdout), json.loads(b.stdout)
-    validator(launch_argv[0]).validate(doc)   # the "launch" object is in each command's schema (launch.json)
-    launch = doc.pop("launch")
-    assert doc == hand
-    return launch
-
-
 def test_megatron_gpt3_175b_script_equals_hand_flags(cg):
     # Megatron-LM @ d98e8a64 examples/gpt3/train_gpt3_175b_distributed.sh: GPT_MODEL_ARGS (l. 28-35)
     # --num-layers 96 --hidden-size 12288 --num-attention-heads 96 --seq-length 2048
@@ -41,7 +30,7 @@ def test_megatron_gpt3_175b_script_equals_hand_flags(cg):
     # (fp16 params, fp32 main grads: policy megatron); MODEL_PARALLEL_ARGS TP 8, PP 16. The vocabulary is
     # its GPT-2 tokenizer's (--vocab-file): 50257, given by hand on both sides; 128 devices (the script's
     # torchrun has one node of 8: a template, noted).
-    launch = _same_answer(cg, ["train", "--launch", GPT3, "--gpus", "128", "--set", "V=50257"],
+    launch = same_answer(cg, ["train", "--launch", GPT3, "--gpus", "128", "--set", "V=50257"],
                           ["train", "gpt", "--set", "l=96", "h=12288", "a=96", "s=2048", "b=1", "s_max=2048",
                            "bias=true", "V=50257", "--tp", "8", "--pp", "16", "--precision", "megatron",
                            "--global-batch", "1536", "--gpus", "128"])
@@ -58,7 +47,7 @@ def test_megatron_llama3_8b_fp8_script_equals_hand_flags(cg):
     # --use-distributed-optimizer (ZeRO 1); --fp8-format hybrid with the default recipe delayed,
     # --fp8-param-gather and --grad-reduce-in-bf16: fp8-delayed-bridge; --sequence-parallel with TP 1
     # (Megatron turns it off); torchrun 8 processes on 1 node; --cross-entropy-loss-fusion (l. 98): the fused loss.
-    launch = _same_answer(cg, ["train", "--launch", LLAMA],
+    launch = same_answer(cg, ["train", "--launch", LLAMA],
                           ["train", "llama", "--config", "llama-3-8b", "--set", "s=8192", "b=1", "tied=false",
                            "--gpus", "8", "--zero", "1", "--precision", "fp8-delayed-bridge", "--global-batch", "128",
                            "--cross-entropy", "megatron-fused"])
@@ -77,7 +66,7 @@ def test_torchtitan_llama3_8b_toml_equals_hand_flags(cg):
     # [optimizer] AdamW; bf16 mixed precision (job_config.py default); torchtitan's conventions as
     # bench/published_layouts.toml's torchtitan rows name them (trial4: the reader left Megatron's defaults):
     # FSDP2's root kept gathered, F.cross_entropy on fp32 logits (train.py loss_fn), torchtitan's overlap.
-    launch = _same_answer(cg, ["train", "--launch", TITAN, "--gpus", "64"],
+    launch = same_answer(cg, ["train", "--launch", TITAN, "--gpus", "64"],
                           ["train", "llama", "--config", "llama-3-8b", "--set", "s=8192", "b=1", "--gpus", "64",
                            "--zero", "3", "--recompute", "torchtitan-op", "--optimizer", "adamw",
                            "--precision", "mixed", "--zero3-gathered", "fsdp2", "--cross-entropy", "pytorch",
@@ -93,7 +82,7 @@ def test_deepspeed_zero3_json_equals_hand_flags(cg):
     # gradient_accumulation_steps 1, AdamW, bf16 enabled (bf16 parameters and gradients, fp32 master and
     # gradient partition, Adam: policy mixed-fp32-grads, DeepSpeed's estimators' 2 + 18), zero_optimization.stage 3;
     # the model from the command line.
-    launch = _same_answer(cg, ["train", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8"],
+    launch = same_answer(cg, ["train", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8"],
                           ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3", "--set", "b=1",
                            "--micro-batches", "1", "--optimizer", "adamw", "--precision", "mixed-fp32-grads"])
     assert launch["options"]["zero"] == 3 and "steps_per_print (" + DS + ":4)" in launch["ignored"]
@@ -102,7 +91,7 @@ def test_deepspeed_zero3_json_equals_hand_flags(cg):
 def test_vllm_serve_line_equals_hand_flags(cg):
     # vLLM @ f948f41 docs/serving/parallelism_scaling.md: vllm serve gpt2 --tensor-parallel-size 4
     # --pipeline-parallel-size 2 (eight GPUs). The Hub id gpt2 is the bundled gpt --config gpt2.
-    launch = _same_answer(cg, ["infer", "gpt", "--config", "gpt2", "--launch", VLLM, "--prompt", "512", "--generate",
+    launch = same_answer(cg, ["infer", "gpt", "--config", "gpt2", "--launch", VLLM, "--prompt", "512", "--generate",
                                "128", "--hardware", "h100-sxm"],
                           ["infer", "gpt", "--config", "gpt2", "--tp", "4", "--pp", "2", "--prompt", "512",
                            "--generate", "128", "--hardware", "h100-sxm"])
@@ -112,7 +101,7 @@ def test_vllm_serve_line_equals_hand_flags(cg):
 
 def test_a_serving_line_whose_id_is_a_bundled_configuration_needs_no_model(cg):
     # `vllm serve gpt2` alone was refused ("'gpt2' is a configuration of the model 'gpt'", hint: costgraph derive)
-    launch = _same_answer(cg, ["infer", "--launch", VLLM, "--prompt", "512", "--generate", "128", "--hardware",
+    launch = same_answer(cg, ["infer", "--launch", VLLM, "--prompt", "512", "--generate", "128", "--hardware",
                                "h100-sxm"],
                           ["infer", "gpt", "--config", "gpt2", "--tp", "4", "--pp", "2", "--prompt", "512",
                            "--generate", "128", "--hardware", "h100-sxm"])
@@ -451,7 +440,7 @@ def test_fit_serve_takes_an_sglang_line(cg, tmp_path):
     f.write_text("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 2 "
                  "--mem-fraction-static 0.85 --kv-cache-dtype fp8_e5m2\n")
     common = ["--prompt", "512", "--generate", "128", "--hardware", "h100-sxm"]
-    launch = _same_answer(cg, ["fit", "--serve", "llama", "--config", "llama-3-8b", "--launch", str(f), *common],
+    launch = same_answer(cg, ["fit", "--serve", "llama", "--config", "llama-3-8b", "--launch", str(f), *common],
                           ["fit", "--serve", "llama", "--config", "llama-3-8b", "--tp", "2", "--gpus", "2", "--kv", "fp8",
                            "--reserve", "0.15", *common])
     assert launch["options"]["reserve"] == "0.15" and "runtime=sglang: not an option of fit" in launch["not_used"]

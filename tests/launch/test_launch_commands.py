@@ -5,25 +5,13 @@ and infer's)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from costgraph.export.schema import validator
+from cli_checks import same_answer
 
 DS = str(Path(__file__).resolve().parents[2] / "examples" / "launch" / "ds_config_zero3.json")
-
-
-def _same_answer(cg, launch_argv, hand_argv):
-    a, b = cg(*launch_argv, "--format", "json"), cg(*hand_argv, "--format", "json")
-    assert a.returncode == 0, a.stderr
-    assert b.returncode == 0, b.stderr
-    doc, hand = json.loads(a.stdout), json.loads(b.stdout)
-    validator(launch_argv[0]).validate(doc)   # the "launch" object is in each command's schema (launch.json)
-    launch = doc.pop("launch")
-    assert doc == hand
-    return launch
 
 
 def test_plan_takes_a_megatron_argument_list(cg, tmp_path):
@@ -34,7 +22,7 @@ def test_plan_takes_a_megatron_argument_list(cg, tmp_path):
     f.write_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 16 --max-position-embeddings 16\n"
                  "--micro-batch-size 1 --global-batch-size 8 --vocab-size 128 --bf16 --tensor-model-parallel-size 2\n")
     common = ["--gpus", "8", "--hardware", "h100-sxm", "--top", "3"]
-    launch = _same_answer(cg, ["plan", "--launch", str(f), *common],
+    launch = same_answer(cg, ["plan", "--launch", str(f), *common],
                           ["plan", "gpt", "--set", "l=2", "h=64", "a=4", "V=128", "s=16", "s_max=16", "bias=true",
                            "--global-batch", "8", "--precision", "megatron", *common])
     assert launch["from"]["global_batch"]["where"] == f"{f}:2" and launch["options"]["precision"] == "megatron"
@@ -46,7 +34,7 @@ def test_fit_takes_a_deepspeed_json_and_train_an_accelerate_yaml(cg, tmp_path):
     # test_deepspeed_zero3_json_equals_hand_flags; accelerate's FSDP config (the keys `accelerate config` writes:
     # HYBRID_SHARD shards within a node of num_processes / num_machines = 8 devices, bf16 mixed precision)
     # through train, as the flags a reader writes from it
-    launch = _same_answer(cg, ["fit", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8",
+    launch = same_answer(cg, ["fit", "llama", "--config", "llama-3-8b", "--launch", DS, "--gpus", "8",
                                "--hardware", "h100-sxm"],
                           ["fit", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm",
                            "--zero", "3", "--set", "b=1", "--micro-batches", "1", "--optimizer", "adamw",
@@ -57,7 +45,7 @@ def test_fit_takes_a_deepspeed_json_and_train_an_accelerate_yaml(cg, tmp_path):
     y.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n"
                  "  fsdp_sharding_strategy: HYBRID_SHARD\n  fsdp_offload_params: false\nmixed_precision: bf16\n"
                  "num_machines: 2\nnum_processes: 16\n")
-    launch = _same_answer(cg, ["train", "llama", "--config", "llama-3-8b", "--launch", str(y)],
+    launch = same_answer(cg, ["train", "llama", "--config", "llama-3-8b", "--launch", str(y)],
                           ["train", "llama", "--config", "llama-3-8b", "--gpus", "16", "--precision", "mixed",
                            "--zero", "3", "--hsdp", "8"])
     assert launch["from"]["hsdp"]["where"].startswith(f"{y}:")
