@@ -7,6 +7,7 @@ import pytest
 import sympy
 
 from costgraph.export.schema import schema
+from costgraph.inference import kv_parts as kp
 from costgraph.inference import report_parts as rp
 from costgraph.result_fields import quantities
 
@@ -37,12 +38,34 @@ def test_infer_schema_names_the_fields_of_the_typed_parts():
         assert [k for k in sv["properties"][key]["properties"] if k in fields] == fields
 
 
+def test_infer_schema_names_the_fields_of_the_kv_cache_parts():
+    """vLLM's KV cache and the other runtimes' (costgraph.inference.kv_parts): the schema's keys are the parts'
+    fields in order (vLLM's exact max_concurrency written beside it), required those always present."""
+    sv = schema("infer")["properties"]["serving"]["properties"]
+    vllm, runtime = sv["vllm"], sv["runtime"]
+    fields = names(kp.VllmKvCache)
+    at = fields.index("max_concurrency") + 1
+    assert list(vllm["properties"]) == fields[:at] + ["max_concurrency_exact"] + fields[at:]
+    always = [n for n in names(kp.VllmKvCache, True) if n not in kp.VllmKvCache.SIZED]
+    assert vllm["required"] == always[:always.index("max_concurrency") + 1] + ["max_concurrency_exact"]
+    parts = list(kp.RUNTIME_PARTS.values())
+    assert list(runtime["properties"]) == list(dict.fromkeys(n for cls in parts for n in names(cls)))
+    assert runtime["required"] == [n for n in names(parts[0], True) if all(n in names(c, True) for c in parts)]
+    assert set(kp.RUNTIME_PARTS) == set(runtime["properties"]["runtime"]["enum"]) - {"vllm"}   # choices.RUNTIME
+
+
 def test_settings_and_serving_are_the_typed_parts(served):
     st, sv = served.settings, served.serving
     assert type(st) is rp.InferenceSettings and type(sv) is rp.ServingFigures
     assert type(sv.chunked_prefill) is rp.ChunkedPrefill and type(sv.prefix_caching) is rp.PrefixCaching
     assert sv.speculative is None and "speculative" not in sv and sv.runtime is None
+    assert type(sv.vllm) is kp.VllmKvCache and sv.vllm["tokens"] == sv.vllm.tokens > 0
     doc = served.to_dict()
+    # the JSON writes the present fields in order, the exact concurrency (a Rational) beside its float
+    assert list(doc["serving"]["vllm"]) == [*sv.vllm, "max_concurrency_exact"]
+    assert doc["serving"]["vllm"]["max_concurrency_exact"] == str(sv.vllm.max_concurrency)
+    assert sv.vllm.tokens == sv.vllm.num_blocks // sv.vllm.groups * st.page_size   # vLLM: blocks per group x block
+    assert "draft_layers" not in sv.vllm and "sampler" not in sv.vllm and sv.vllm.requested_bytes is not None
     assert list(doc["settings"]) == list(st) == [n for n in names(rp.InferenceSettings) if n in st]
     assert list(doc["serving"]) == list(sv) == ["vllm", "prefix_caching", "chunked_prefill"]
     # vLLM schedules a prompt of P tokens as ceil(P / C) chunks of at most C (--chunk C)
@@ -61,5 +84,9 @@ def test_settings_units_and_a_misspelt_field():
     assert units["weights"] == units["runtime"] == ""   # a text has no unit
     assert {q.json: q.unit for _, q in quantities(rp.ChunkedPrefill)} == {"chunk": "tokens", "chunks": "",
                                                                           "time_to_first_token": "s"}
+    kv = {q.json: q.unit for _, q in quantities(kp.VllmKvCache)}
+    assert (kv["available_bytes"], kv["tokens"], kv["max_num_seqs"], kv["num_blocks"], kv["note"]) == (
+        "bytes", "tokens", "sequences", "", "")
+    assert {q.json: q.unit for _, q in quantities(kp.SglangKvCache)}["rest_bytes"] == "bytes"
     with pytest.raises(AttributeError, match="capacity_byte"):
         rp.InferenceSettings().set(capacity_byte=1)

@@ -369,7 +369,8 @@ def test_llamacpp_kv_self_size_line_qwen25_coder_32b_q8_0():
     rt = infer(m, prompt=100, generate=10, batch=1, values=v, runtime="llamacpp", kv="q8_0",
                max_model_len=32768).serving["runtime"]
     assert rt["lines"][0] == "KV self size  = 4352.00 MiB, K (q8_0): 2176.00 MiB, V (q8_0): 2176.00 MiB"
-    assert rt["kv_bytes"] == 32768 * 64 * 2 * 8 * 128 * 34 // 32
+    assert rt["kv_bytes"] == rt.kv_bytes == 32768 * 64 * 2 * 8 * 128 * 34 // 32
+    assert type(rt).__name__ == "LlamacppKvCache" and (rt.n_ctx, rt.cells, rt.tokens) == (32768, 32768, 32768)
 
 
 def test_llamacpp_f32_cache_llama_33b():
@@ -415,6 +416,9 @@ def test_trtllm_tokens_from_the_logged_allocation():
                kv_memory="0.19GiB").serving["runtime"]
     assert rt["cell_bytes"] == 24 * 8 * 64 * 2 * 2 == 49_152
     assert rt["tokens"] == int(sympy.Rational(19, 100) * 2**30) // (49_152 * 32) * 32 == 4128
+    # the typed part (costgraph.inference.kv_parts): given the pool, no sizing figures are keys
+    assert type(rt).__name__ == "TrtllmKvCache" and rt.kv_memory_given and rt.blocks * 32 == rt.tokens
+    assert "free_bytes" not in rt and rt.free_bytes is None and list(rt)[-1] == "lines"
 
 
 # Qwen3-Next-80B-A3B (examples/hf/qwen3-next-80b-a3b-instruct.json: 48 layers, 36 gated DeltaNet layers of 16 key

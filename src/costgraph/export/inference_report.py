@@ -373,14 +373,14 @@ def _serving_doc(sv) -> dict:
     fraction in ``max_concurrency_exact``), ``prefix_caching`` and ``speculative`` (quantities as
     ``{expr, tree, latex, value}``), ``chunked_prefill`` (``time_to_first_token`` a number)."""
     out = {}   # sv: a ServingFigures (costgraph.inference.report_parts)
-    if sv.vllm is not None:
-        v = dict(sv.vllm)
-        mc = v.get("max_concurrency")
+    if sv.vllm is not None:   # a VllmKvCache (inference/kv_parts.py): its present fields in order
+        v = sv.vllm.to_dict()
+        mc = sv.vllm.max_concurrency
         v["max_concurrency"] = None if mc is None else float(mc)
         v["max_concurrency_exact"] = None if mc is None else str(mc)
         out["vllm"] = v
-    if sv.runtime is not None:   # inference/runtimes.py: numbers, and Rationals as text
-        out["runtime"] = {k: (str(x) if isinstance(x, sympy.Basic) else x) for k, x in sv.runtime.items()}
+    if sv.runtime is not None:   # a RuntimeKvCache (inference/kv_parts.py): numbers, and SymPy numbers as text
+        out["runtime"] = {k: (str(x) if isinstance(x, sympy.Basic) else x) for k, x in sv.runtime.to_dict().items()}
     if (p := sv.prefix_caching) is not None:
         out["prefix_caching"] = {"shared_prefix": p.shared_prefix, "fits": p.fits, "max_batch": p.max_batch,
                                  **{k: _entry(e, val) for k, (e, val) in p.quantities.items()}}
@@ -399,7 +399,7 @@ def _serving_lines(sv) -> list[str]:
     from ..inference.capacity import vllm_lines
 
     if (rt := sv.runtime) is not None:   # --runtime sglang, trtllm, llamacpp (inference/runtimes.py): its block
-        lines = ["", f"{rt['runtime']} KV cache (as its start-up log reports it)"] + [f"  {x}" for x in rt["lines"]]
+        lines = ["", f"{rt.runtime} KV cache (as its start-up log reports it)"] + [f"  {x}" for x in rt.lines]
     else:
         lines = vllm_lines(sv.vllm) if sv.vllm is not None else []
     if (p := sv.prefix_caching) is not None:

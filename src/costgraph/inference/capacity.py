@@ -62,6 +62,7 @@ import sympy
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError, no_value
 from .exact import exact_value as _exact
+from .kv_parts import VllmKvCache
 from .phases import G, P
 from .profile_peak import activation_estimate  # noqa: F401  (the profile run's peak: its own module)
 
@@ -121,8 +122,9 @@ def capacity(rep, inf, m, page: int, reserve, prompt: int, generate: int, batch:
              vllm: VllmSettings | None = None) -> None:
     """Fill ``rep`` (an :class:`~costgraph.inference.roofline.InferenceReport`) with the fit
     (``memory_bytes``, ``fits``, ``max_batch``, ``max_context``) on device ``m`` less ``reserve``
-    (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving.vllm``, a dict:
-    module docstring). ``page``: KV block size in tokens; ``inf``: the
+    (a Rational fraction), and, with ``vllm``, vLLM's KV cache (``rep.serving.vllm``, a
+    :class:`~costgraph.inference.kv_parts.VllmKvCache`: module docstring). ``page``: KV block size in
+    tokens; ``inf``: the
     :class:`~costgraph.inference.phases.Inference`. Raises CostgraphValueError where vLLM's
     ``kv_memory`` is not less than the device memory (vLLM allocates it on each device)."""
     _fit(rep, inf, m, page, reserve, prompt, generate, batch)
@@ -264,15 +266,16 @@ def vllm_total(m) -> tuple[int, str | None]:
 
 
 def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int, weights=None,
-                  draft: dict | None = None) -> dict:
-    """vLLM's KV cache on device ``m`` (module docstring): ``{available_bytes, requested_bytes,
-    weight_bytes, activation_bytes, non_torch_bytes, page_bytes, groups, group_size,
-    num_blocks, tokens, blocks_per_request, max_concurrency (a Rational), max_model_len,
-    max_num_batched_tokens, max_num_seqs, kv_memory_given, note}``; ``tokens`` and
-    ``max_concurrency`` None where the model is outside what is modelled (``note`` says why).
-    ``block``: vLLM's ``block_size``; ``max_len``: ``max_model_len``. ``draft``: a speculative
-    drafter's ``{weight_bytes, kinds}`` (:func:`costgraph.inference.speculative.vllm_draft`): its
-    weights loaded with the target's before the profile (added to ``weight_bytes``; also
+                  draft: dict | None = None) -> VllmKvCache:
+    """vLLM's KV cache on device ``m`` (module docstring), a
+    :class:`~costgraph.inference.kv_parts.VllmKvCache` (bytes, tokens, counts): ``available_bytes``,
+    ``requested_bytes``, ``weight_bytes``, ``activation_bytes``, ``non_torch_bytes``, ``page_bytes``,
+    ``groups``, ``group_size``, ``num_blocks``, ``tokens``, ``blocks_per_request``, ``max_concurrency``
+    (a Rational), ``max_model_len``, ``max_num_batched_tokens``, ``max_num_seqs``, ``kv_memory_given``,
+    ``note``; ``tokens`` and ``max_concurrency`` None where the model is outside what is modelled
+    (``note`` says why). ``block``: vLLM's ``block_size``; ``max_len``: ``max_model_len``. ``draft``: a
+    speculative drafter's ``{weight_bytes, kinds}`` (:func:`costgraph.inference.speculative.vllm_draft`):
+    its weights loaded with the target's before the profile (added to ``weight_bytes``; also
     ``draft_weight_bytes``) and its attention layers in the KV cache groups beside the target's
     (``draft_layers``)."""
     batched, seqs = batch_defaults(m) if m is not None else (2048, 256)
@@ -282,96 +285,100 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
         seqs = V0_MAX_NUM_SEQS
     batched = s.max_num_batched_tokens or batched
     seqs = min(s.max_num_seqs or seqs, batched)
-    out = {"max_model_len": max_len, "max_num_batched_tokens": batched, "max_num_seqs": seqs,
-           "utilization": str(s.utilization), "kv_memory_given": s.kv_memory is not None, "note": None}
+    out = VllmKvCache(max_model_len=max_len, max_num_batched_tokens=batched, max_num_seqs=seqs,
+                      utilization=str(s.utilization), kv_memory_given=s.kv_memory is not None)
     if s.kv_memory is not None:
-        out["available_bytes"] = s.kv_memory
+        out.available_bytes = s.kv_memory
     elif m is None or getattr(m, "memory", None) is None:   # no device memory known: only --kv-memory answers
-        out.update(available_bytes=None, tokens=None, max_concurrency=None, num_blocks=None,
-                   note="no device memory: give --kv-memory")
+        out.note = "no device memory: give --kv-memory"
         return out
     else:
-        total, total_from = vllm_total(m)
-        requested = int(sympy.floor(total * s.utilization))
-        out.update(total_bytes=total, total_from=total_from)
-        # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
-        act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
-        if s.engine == "v0":   # V0's profile run also samples max_num_seqs rows: the peak is the larger
-            from .sampler_peak import sampler_peak
-
-            sp = sampler_peak(getattr(inf, "full", inf), subs, batched, seqs)
-            if sp is not None:
-                out.update(forward_activation_bytes=act, sampler_bytes=sp["bytes"], sampler=sp)
-                act = max(act, sp["bytes"])
-        w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
-        out.update(requested_bytes=requested, weight_bytes=w, activation_bytes=act, non_torch_bytes=s.non_torch)
-        out["available_bytes"] = None if w is None else max(requested - w - act - s.non_torch, 0)
+        _sized(out, inf, m, subs, s, batched, seqs, weights, draft)
     kinds = kv_layer_kinds(getattr(inf, "attn", inf), subs)   # the attention side holds the KV cache
     if draft is not None:
-        out.update(draft_weight_bytes=draft["weight_bytes"], draft_layers=sum(k["layers"] for k in draft["kinds"]))
+        out.draft_weight_bytes = draft["weight_bytes"]
+        out.draft_layers = sum(k["layers"] for k in draft["kinds"])
         kinds = merge_kinds([*kinds, *draft["kinds"]])
     pages = {k["token_bytes"] * block for k in kinds}
     fixed = getattr(getattr(inf, "attn", inf), "fixed", ())
     one_type = len({k["window"] for k in kinds}) == 1   # UniformTypeKVCacheSpecs: different pages, one type
-    if inf.states or fixed or not kinds or not one_type and len(pages) != 1 or out["available_bytes"] is None:
-        out.update(tokens=None, max_concurrency=None, num_blocks=None,
-                   note="recurrent states (vLLM's MambaSpec) are not modelled" if inf.states else
-                   "K/V cached once per request (vLLM's CrossAttentionSpec) are not modelled" if fixed else
-                   "layer kinds of different windows and page sizes (vLLM scales their block sizes) are not "
-                   "modelled" if len(pages) > 1 else "no weight bytes: every dimension needs a value")
-        if out["available_bytes"] == 0 and not out["kv_memory_given"]:   # whatever the cache's layout: no memory
+    if inf.states or fixed or not kinds or not one_type and len(pages) != 1 or out.available_bytes is None:
+        out.note = ("recurrent states (vLLM's MambaSpec) are not modelled" if inf.states else
+                    "K/V cached once per request (vLLM's CrossAttentionSpec) are not modelled" if fixed else
+                    "layer kinds of different windows and page sizes (vLLM scales their block sizes) are not "
+                    "modelled" if len(pages) > 1 else "no weight bytes: every dimension needs a value")
+        if out.available_bytes == 0 and not out.kv_memory_given:   # whatever the cache's layout: no memory
             # vllm v1/core/kv_cache_utils.py::check_enough_kv_cache_memory: available_memory <= 0 raises
-            out["note"] = (f"{NO_MEMORY}: the weights, the activation peak and the non-torch memory take all of "
-                           f"the requested memory (the cache's layout aside: {out['note']})")
+            out.note = (f"{NO_MEMORY}: the weights, the activation peak and the non-torch memory take all of "
+                        f"the requested memory (the cache's layout aside: {out.note})")
         return out
     mixed = len(pages) > 1
     page, group_size, groups = _groups(kinds, block, set(pages))
     n_groups = sum(g for _, g in groups)
-    num_blocks = out["available_bytes"] // page // group_size
+    num_blocks = out.available_bytes // page // group_size
     per_request = sum(g * _blocks_per_request(k, block, max_len, batched) for k, g in groups)
-    out.update(page_bytes=page, groups=n_groups, group_size=group_size, num_blocks=num_blocks, one_type=mixed,
-               tokens=num_blocks // n_groups * block, blocks_per_request=per_request,
-               max_concurrency=sympy.Rational(num_blocks, per_request))
+    out.page_bytes, out.groups, out.group_size, out.num_blocks, out.one_type = page, n_groups, group_size, num_blocks, mixed
+    out.tokens, out.blocks_per_request = num_blocks // n_groups * block, per_request
+    out.max_concurrency = sympy.Rational(num_blocks, per_request)
     if num_blocks <= 0 or per_request > num_blocks:   # vLLM's start-up check (kv_cache_utils.check_enough_kv_cache_memory)
-        out["note"] = (NO_MEMORY if num_blocks <= 0 else
-                       f"vLLM would not start: one request of max_model_len {max_len:,} does not fit the KV cache")
+        out.note = (NO_MEMORY if num_blocks <= 0 else
+                    f"vLLM would not start: one request of max_model_len {max_len:,} does not fit the KV cache")
     return out
 
 
-def vllm_lines(v: dict) -> list[str]:
+def _sized(out: VllmKvCache, inf, m, subs: dict, s: VllmSettings, batched: int, seqs: int, weights, draft) -> None:
+    """The memory vLLM's profile leaves the cache on device ``m`` (module docstring), into ``out``: the
+    requested memory less the weights (with a drafter's), the activation peak and the non-torch memory."""
+    total, total_from = vllm_total(m)
+    out.total_bytes, out.total_from = total, total_from
+    # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
+    act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
+    if s.engine == "v0":   # V0's profile run also samples max_num_seqs rows: the peak is the larger
+        from .sampler_peak import sampler_peak
+
+        sp = sampler_peak(getattr(inf, "full", inf), subs, batched, seqs)
+        if sp is not None:
+            out.forward_activation_bytes, out.sampler_bytes, out.sampler = act, sp["bytes"], sp
+            act = max(act, sp["bytes"])
+    w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
+    out.requested_bytes = int(sympy.floor(total * s.utilization))
+    out.weight_bytes, out.activation_bytes, out.non_torch_bytes = w, act, s.non_torch
+    out.available_bytes = None if w is None else max(out.requested_bytes - w - act - s.non_torch, 0)
+
+
+def vllm_lines(v: VllmKvCache) -> list[str]:
     """The text lines of :func:`vllm_kv_cache`'s result, vLLM's log lines among them."""
     gib = lambda x: f"{x / GIB:.2f} GiB"   # noqa: E731
-    v0 = v.get("engine") == "v0"   # V0 prints "# GPU blocks: N": the blocks below (one group of a uniform model)
+    v0 = v.engine == "v0"   # V0 prints "# GPU blocks: N": the blocks below (one group of a uniform model)
     lines = ["", "vLLM KV cache (V0 engine, as its start-up log reports it: # GPU blocks)" if v0 else
              "vLLM KV cache (V1 engine, as its start-up log reports it)"]
-    if v["kv_memory_given"]:
-        lines.append(f"  {'available KV memory':<26}{v['available_bytes']:,} bytes ({gib(v['available_bytes'])}, given: "
+    if v.kv_memory_given:
+        lines.append(f"  {'available KV memory':<26}{v.available_bytes:,} bytes ({gib(v.available_bytes)}, given: "
                      "--kv-memory)")
-    elif v.get("available_bytes") is not None:
-        u = float(sympy.Rational(v['utilization']))
-        share = f"memory x {u:g}" if not v.get("total_from") else f"{u:g} x {gib(v['total_bytes'])}, {v['total_from']}"
-        lines.append(f"  {'requested':<26}{gib(v['requested_bytes'])} ({share}); weights "
-                     f"{gib(v['weight_bytes'])}, activation peak {gib(v['activation_bytes'])} (estimate: "
-                     f"{v['max_num_batched_tokens']:,} batched tokens), non-torch {gib(v['non_torch_bytes'])}")
-        if v.get("sampler") is not None:   # V0: the larger of the forward's peak and its sampler's
-            sp = v["sampler"]
-            lines.append(f"  {'activation peak of':<26}the forward {gib(v['forward_activation_bytes'])}, the sampler "
+    elif v.available_bytes is not None:
+        u = float(sympy.Rational(v.utilization))
+        share = f"memory x {u:g}" if not v.total_from else f"{u:g} x {gib(v.total_bytes)}, {v.total_from}"
+        lines.append(f"  {'requested':<26}{gib(v.requested_bytes)} ({share}); weights "
+                     f"{gib(v.weight_bytes)}, activation peak {gib(v.activation_bytes)} (estimate: "
+                     f"{v.max_num_batched_tokens:,} batched tokens), non-torch {gib(v.non_torch_bytes)}")
+        if (sp := v.sampler) is not None:   # V0: the larger of the forward's peak and its sampler's
+            lines.append(f"  {'activation peak of':<26}the forward {gib(v.forward_activation_bytes)}, the sampler "
                          f"{gib(sp['bytes'])} ({sp['rows']:,} rows x {sp['vocab']:,} logits x {sp['per_logit']} B "
                          f"+ hidden states {gib(sp['hidden_bytes'])}): the larger")
-        if v.get("non_torch_from"):
-            lines.append(f"  {'non-torch memory from':<26}{v['non_torch_from']}")
-        lines.append(f"  {'Available KV cache memory':<26}{gib(v['available_bytes'])}")
-    if v.get("draft_layers") is not None:   # speculative decoding's drafter (inference/speculative.py vllm_draft)
-        lines.append(f"  {'drafter':<26}{v['draft_layers']} layer(s) cached beside the target's; weights "
-                     f"{gib(v['draft_weight_bytes'])}" + (" (in the weights above)" if not v["kv_memory_given"] else ""))
-    if v.get("tokens") is None:
-        lines.append(f"  {v['note']}" if v["note"].startswith(NO_MEMORY) else f"  {'not computed':<26}{v['note']}")
+        if v.non_torch_from:
+            lines.append(f"  {'non-torch memory from':<26}{v.non_torch_from}")
+        lines.append(f"  {'Available KV cache memory':<26}{gib(v.available_bytes)}")
+    if v.draft_layers is not None:   # speculative decoding's drafter (inference/speculative.py vllm_draft)
+        lines.append(f"  {'drafter':<26}{v.draft_layers} layer(s) cached beside the target's; weights "
+                     f"{gib(v.draft_weight_bytes)}" + (" (in the weights above)" if not v.kv_memory_given else ""))
+    if v.tokens is None:
+        lines.append(f"  {v.note}" if v.note.startswith(NO_MEMORY) else f"  {'not computed':<26}{v.note}")
         return lines
-    per = (f"{v['page_bytes']:,} bytes over all layers, one group" if v["group_size"] == 1 and v.get("one_type")
-           else f"{v['page_bytes']:,} bytes per layer, {v['groups']} group(s) of {v['group_size']} layers")
-    lines.append(f"  {'GPU KV cache size':<26}{v['tokens']:,} tokens ({v['num_blocks']:,} blocks of {per})")
-    lines.append(f"  Maximum concurrency for {v['max_model_len']:,} tokens per request: "
-                 f"{float(v['max_concurrency']):.2f}x")
-    if v.get("note"):
-        lines.append(f"  {v['note']}")
+    per = (f"{v.page_bytes:,} bytes over all layers, one group" if v.group_size == 1 and v.one_type
+           else f"{v.page_bytes:,} bytes per layer, {v.groups} group(s) of {v.group_size} layers")
+    lines.append(f"  {'GPU KV cache size':<26}{v.tokens:,} tokens ({v.num_blocks:,} blocks of {per})")
+    lines.append(f"  Maximum concurrency for {v.max_model_len:,} tokens per request: "
+                 f"{float(v.max_concurrency):.2f}x")
+    if v.note:
+        lines.append(f"  {v.note}")
     return lines

@@ -9,8 +9,9 @@ replaced (:class:`costgraph.result_fields.Part`: ``rep.settings["tp"]``, ``"devi
   the usable memory by :mod:`costgraph.inference.capacity`, the runtime by :mod:`costgraph.inference.serving`,
   the parallel layout by :mod:`costgraph.inference.serving_report`, ``weights_source`` by ``costgraph infer``);
 * :class:`ServingFigures`: vLLM's (or another runtime's) KV cache, prefix caching, chunked prefill and
-  speculative decoding (:mod:`costgraph.inference.serving`), each present only when computed; the last three
-  typed (:class:`PrefixCaching`, :class:`ChunkedPrefill`, :class:`Speculative`).
+  speculative decoding (:mod:`costgraph.inference.serving`), each present only when computed, each typed
+  (the KV caches in :mod:`costgraph.inference.kv_parts`; :class:`PrefixCaching`, :class:`ChunkedPrefill`,
+  :class:`Speculative`).
 
 The JSON renderer (:mod:`costgraph.export.inference_report`) writes the present fields in their order.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..result_fields import Part, quantity
+from .kv_parts import RuntimeKvCache, VllmKvCache
 
 
 def _opt(unit: str = "", label: str = ""):
@@ -116,12 +118,13 @@ class Speculative(Part):
 @dataclass
 class ServingFigures(Part):
     """What serving adds (the JSON's ``serving``), each present only when computed: ``vllm`` vLLM's KV cache
-    (:func:`costgraph.inference.capacity.vllm_kv_cache`), ``runtime`` another runtime's
-    (:func:`costgraph.inference.runtimes.runtime_kv`), ``prefix_caching``, ``chunked_prefill``,
+    (a :class:`~costgraph.inference.kv_parts.VllmKvCache`, :func:`costgraph.inference.capacity.vllm_kv_cache`),
+    ``runtime`` another runtime's (a :class:`~costgraph.inference.kv_parts.RuntimeKvCache`,
+    :func:`costgraph.inference.runtimes.runtime_kv`), ``prefix_caching``, ``chunked_prefill``,
     ``speculative``."""
 
-    vllm: dict | None = _opt(label="vLLM's KV cache")
-    runtime: dict | None = _opt(label="the runtime's KV cache")
+    vllm: VllmKvCache | None = _opt(label="vLLM's KV cache")
+    runtime: RuntimeKvCache | None = _opt(label="the runtime's KV cache")
     prefix_caching: PrefixCaching | None = _opt(label="prefix caching")
     chunked_prefill: ChunkedPrefill | None = _opt(label="chunked prefill")
     speculative: Speculative | None = _opt(label="speculative decoding")

@@ -1,7 +1,7 @@
 """The KV cache as SGLang, TensorRT-LLM and llama.cpp size it at start-up (``costgraph infer
 --runtime``, :func:`costgraph.inference.roofline.infer`'s ``runtime``, a name of
 :data:`costgraph.choices.RUNTIME`; vLLM's is :mod:`costgraph.inference.capacity`). The result is
-``rep.serving["runtime"]``; ``gpu_memory_utilization``, when given, is the runtime's memory
+``rep.serving.runtime``, a typed part (:mod:`costgraph.inference.kv_parts`); ``gpu_memory_utilization``, when given, is the runtime's memory
 fraction, else its own default. Issue 29 item 3.
 
 Every runtime here takes the weights it loaded (:mod:`costgraph.inference.runtime_weights`),
@@ -42,6 +42,7 @@ import sympy
 
 from ..choices import RUNTIME, SGLANG_FRACTION
 from .exact import exact_value
+from .kv_parts import RUNTIME_PARTS, RuntimeKvCache
 
 GIB = 2**30
 MIB = 2**20
@@ -122,10 +123,11 @@ def llamacpp_line(inf, subs: dict, cells: int, kv_name: str) -> str:
 
 def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp: int, non_torch: int,
                fraction=None, n_ctx: int, batch: int, kv_name: str, kv_memory: int | None = None,
-               rule: str = SGLANG_FRACTION.default, pp: int = 1) -> dict:
+               rule: str = SGLANG_FRACTION.default, pp: int = 1) -> RuntimeKvCache:
     """The KV cache ``runtime`` (``sglang``, ``trtllm``, ``llamacpp``) sizes on a device of
-    ``memory`` bytes (None: only llama.cpp answers) with ``weights`` loaded per rank: a dict of
-    the figures and ``lines`` (its log lines as costgraph prints them). ``fraction``: the
+    ``memory`` bytes (None: only llama.cpp answers) with ``weights`` loaded per rank: the
+    runtime's :class:`~costgraph.inference.kv_parts.RuntimeKvCache` (its figures in bytes and tokens,
+    and ``lines``, its log lines as costgraph prints them). ``fraction``: the
     runtime's memory fraction, a Rational (None: its default); ``memory``, ``weights``,
     ``non_torch``: bytes; ``n_ctx``, ``batch``: llama.cpp's context and sequences;
     ``kv_memory``: bytes of the KV pool as given (``--kv-memory``: SGLang's ``rest`` after
@@ -134,34 +136,34 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
     RUNTIME.check(runtime)
     _check_kv(runtime, kv_name)
     cell = cell_bytes(inf, subs)
-    out = {"runtime": runtime, "cell_bytes": cell, "non_torch_bytes": non_torch, "weight_bytes": weights}
+    out = RUNTIME_PARTS[runtime](runtime=runtime, cell_bytes=cell, non_torch_bytes=non_torch, weight_bytes=weights)
     if runtime == "llamacpp":
         cells = n_ctx * batch
         size = cells * cell
-        out.update(n_ctx=n_ctx, cells=cells, kv_bytes=size, tokens=cells)
-        out["lines"] = [llamacpp_line(inf, subs, cells, kv_name)]
+        out.n_ctx, out.cells, out.kv_bytes, out.tokens = n_ctx, cells, size, cells
+        out.lines = [llamacpp_line(inf, subs, cells, kv_name)]
         if memory is not None and size + (weights or 0) + non_torch > memory:   # the allocation fails at start-up
-            out["lines"].append(f"llama.cpp would not start: the KV cache and the weights ({(size + (weights or 0)) / GIB:.2f}"
+            out.lines.append(f"llama.cpp would not start: the KV cache and the weights ({(size + (weights or 0)) / GIB:.2f}"
                                 f" GiB) and non-torch memory exceed the device's {int(memory) / GIB:.2f} GiB "
                                 "(a smaller --max-model-len, --batch or --kv)")
         return out
     if kv_memory is not None:
         return _given(runtime, out, cell, kv_memory)
     if memory is None or weights is None:
-        out.update(tokens=None, lines=[f"{runtime}: needs the device memory (--hardware or --memory)"])
+        out.lines = [f"{runtime}: needs the device memory (--hardware or --memory)"]
         return out
     if runtime == "sglang":
         f = fraction if fraction is not None else sglang_fraction(tp, rule, memory, pp)
         total = memory - non_torch
         rest = (total - weights) - total * (1 - f)
         tokens = max(int(sympy.floor(rest / cell)), 0)
-        out.update(mem_fraction_static=str(f), mem_fraction_rule="given" if fraction is not None else rule, total_bytes=total, rest_bytes=int(sympy.floor(rest)), tokens=tokens,
-                   kv_bytes=tokens * cell)
-        out["lines"] = [f"mem_fraction_static={float(f):g}: total {total / GIB:.2f} GiB (memory - non-torch), after "
+        out.mem_fraction_static, out.mem_fraction_rule = str(f), "given" if fraction is not None else rule
+        out.total_bytes, out.rest_bytes, out.tokens, out.kv_bytes = total, int(sympy.floor(rest)), tokens, tokens * cell
+        out.lines = [f"mem_fraction_static={float(f):g}: total {total / GIB:.2f} GiB (memory - non-torch), after "
                         f"weights {(total - weights) / GIB:.2f} GiB, KV pool {float(rest) / GIB:.2f} GiB",
                         f"max_total_num_tokens={tokens}"]
         if tokens <= 0:
-            out["lines"].append(_NO_ROOM.format("SGLang", "raise --gpu-memory-utilization (mem_fraction_static)"))
+            out.lines.append(_NO_ROOM.format("SGLang", "raise --gpu-memory-utilization (mem_fraction_static)"))
         return out
     from .profile_peak import activation_estimate
 
@@ -171,31 +173,31 @@ def runtime_kv(runtime: str, inf, memory, subs: dict, weights: int | None, *, tp
     kv = max(int(sympy.floor(f * free)), 0)
     blocks = max(kv // (cell * TRTLLM_TOKENS_PER_BLOCK), 0)
     tokens = blocks * TRTLLM_TOKENS_PER_BLOCK
-    out.update(free_gpu_memory_fraction=str(f), activation_bytes=act, free_bytes=free, kv_bytes=kv, blocks=blocks,
-               tokens=tokens)
-    out["lines"] = [f"free_gpu_memory_fraction={float(f):g} of {free / GIB:.2f} GiB free after loading and the "
+    out.free_gpu_memory_fraction, out.activation_bytes, out.free_bytes = str(f), act, free
+    out.kv_bytes, out.blocks, out.tokens = kv, blocks, tokens
+    out.lines = [f"free_gpu_memory_fraction={float(f):g} of {free / GIB:.2f} GiB free after loading and the "
                     f"profile run (activation peak {act / GIB:.2f} GiB, estimate: {TRTLLM_MAX_NUM_TOKENS:,} tokens): "
                     f"{kv / GIB:.2f} GiB for the paged KV cache",
                     f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
     if tokens <= 0:
-        out["lines"].append(_NO_ROOM.format("TensorRT-LLM", "less --non-torch-memory, more --tp or a smaller --kv"))
+        out.lines.append(_NO_ROOM.format("TensorRT-LLM", "less --non-torch-memory, more --tp or a smaller --kv"))
     return out
 
 
-def _given(runtime: str, out: dict, cell: int, kv: int) -> dict:
+def _given(runtime: str, out: RuntimeKvCache, cell: int, kv: int) -> RuntimeKvCache:
     """SGLang's or TensorRT-LLM's token count from a KV pool of ``kv`` bytes as given."""
     if runtime == "sglang":
         tokens = kv // cell
-        out.update(rest_bytes=kv, tokens=tokens, kv_bytes=tokens * cell, kv_memory_given=True)
-        out["lines"] = [f"KV pool {kv / GIB:.2f} GiB (given: --kv-memory)", f"max_total_num_tokens={tokens}"]
+        out.rest_bytes, out.tokens, out.kv_bytes, out.kv_memory_given = kv, tokens, tokens * cell, True
+        out.lines = [f"KV pool {kv / GIB:.2f} GiB (given: --kv-memory)", f"max_total_num_tokens={tokens}"]
     else:
         blocks = kv // (cell * TRTLLM_TOKENS_PER_BLOCK)
         tokens = blocks * TRTLLM_TOKENS_PER_BLOCK
-        out.update(kv_bytes=kv, blocks=blocks, tokens=tokens, kv_memory_given=True)
-        out["lines"] = [f"{kv / GIB:.2f} GiB for the paged KV cache (given: --kv-memory)",
+        out.kv_bytes, out.blocks, out.tokens, out.kv_memory_given = kv, blocks, tokens, True
+        out.lines = [f"{kv / GIB:.2f} GiB for the paged KV cache (given: --kv-memory)",
                         f"Number of tokens per block: {TRTLLM_TOKENS_PER_BLOCK}; max tokens in paged KV cache ({tokens})"]
     if tokens <= 0:   # as vLLM's section says it (it printed 0 tokens and nothing more)
-        out["lines"].append(f"{'SGLang' if runtime == 'sglang' else 'TensorRT-LLM'} would not start: the --kv-memory "
+        out.lines.append(f"{'SGLang' if runtime == 'sglang' else 'TensorRT-LLM'} would not start: the --kv-memory "
                             "given holds no KV block (a larger --kv-memory)")
     return out
 

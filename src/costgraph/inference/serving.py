@@ -50,7 +50,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         capacity(rep, inf, m, page, reserve, prompt, generate, batch, vs)
     else:   # no device memory: only vLLM's KV cache from --kv-memory (costgraph.inference.device.no_capacity did the rest)
         with_drafter(rep, inf, m, page, vs, prompt + generate)
-    rep.serving.vllm.update(non_torch_from=non_torch_from, engine=engine)
+    rep.serving.vllm.non_torch_from, rep.serving.vllm.engine = non_torch_from, engine
     runtime, rule, pp = opts["runtime"]
     for choice, value in ((RUNTIME, runtime), (SGLANG_FRACTION, rule)):
         try:

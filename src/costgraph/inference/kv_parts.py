@@ -1,0 +1,140 @@
+"""The KV cache a serving runtime sizes at start-up, as typed parts of ``costgraph infer``'s ``serving``
+(:class:`~costgraph.inference.report_parts.ServingFigures`): vLLM's (:class:`VllmKvCache`, built by
+:func:`costgraph.inference.capacity.vllm_kv_cache`) and SGLang's, TensorRT-LLM's and llama.cpp's
+(:class:`SglangKvCache`, :class:`TrtllmKvCache`, :class:`LlamacppKvCache`, subclasses of
+:class:`RuntimeKvCache`, built by :func:`costgraph.inference.runtimes.runtime_kv`). Each field carries its
+unit (:func:`costgraph.result_fields.quantity`: ``bytes``, ``tokens``, ``sequences``; ``""`` for a count, a
+text or a flag); each part is also the mapping it replaced (:class:`costgraph.result_fields.Part`:
+``rep.serving["vllm"]["tokens"]``). A figure that a case does not compute is no key (``omit_none``), as
+the dicts had it; the JSON (:mod:`costgraph.export.inference_report`) writes the keys in field order.
+
+Light at import: the standard library only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..result_fields import Part, quantity
+
+
+def _opt(unit: str = "", label: str = ""):
+    """A field present (a key) only when set (not None)."""
+    return quantity(unit, label=label, omit_none=True, default=None)
+
+
+@dataclass
+class VllmKvCache(Part):
+    """vLLM's KV cache on one device (:func:`costgraph.inference.capacity.vllm_kv_cache`, which names the
+    vLLM sources). Always keys: the scheduler's limits, ``utilization`` (``gpu_memory_utilization``, exact
+    text), ``kv_memory_given`` (``--kv-memory``), ``note`` (None, or why the cache is not computed or vLLM
+    would not start), ``available_bytes`` (None without a device memory or the weights), ``num_blocks``,
+    ``tokens`` and ``max_concurrency`` (a SymPy Rational; the three None where not modelled). Keys when the
+    device memory sized the cache (:data:`SIZED`: ``requested_bytes`` set): the total, where it comes from
+    (None for ``--memory``), the requested memory and what the profile subtracts from it. ``sampler``: V0's
+    sampler peak (:func:`costgraph.inference.sampler_peak.sampler_peak`, a dict). ``draft_*``: a speculative
+    drafter's weights and cached layers. The cache's layout (``page_bytes``, ``groups``, ``group_size``,
+    ``one_type``, ``blocks_per_request``) where modelled; ``non_torch_from`` and ``engine`` set by
+    :func:`costgraph.inference.serving.serve`."""
+
+    max_model_len: int = quantity("tokens", label="max_model_len", default=0)
+    max_num_batched_tokens: int = quantity("tokens", label="max_num_batched_tokens", default=0)
+    max_num_seqs: int = quantity("sequences", label="max_num_seqs", default=0)
+    utilization: str = quantity(label="gpu_memory_utilization", default="")
+    kv_memory_given: bool = quantity(label="KV memory given (--kv-memory)", default=False)
+    note: str | None = quantity(label="note", default=None)
+    total_bytes: int | None = quantity("bytes", label="total device memory", default=None)
+    total_from: str | None = quantity(label="where the total comes from", default=None)
+    forward_activation_bytes: int | None = _opt("bytes", "activation peak of the forward (V0)")
+    sampler_bytes: int | None = _opt("bytes", "activation peak of the sampler (V0)")
+    sampler: dict | None = _opt(label="the sampler's peak (V0): bytes, rows, vocab, per_logit, hidden_bytes")
+    requested_bytes: int | None = quantity("bytes", label="requested memory", default=None)
+    weight_bytes: int | None = quantity("bytes", label="weights", default=None)
+    activation_bytes: int | None = quantity("bytes", label="activation peak (estimate)", default=None)
+    non_torch_bytes: int | None = quantity("bytes", label="non-torch memory", default=None)
+    available_bytes: int | None = quantity("bytes", label="Available KV cache memory", default=None)
+    draft_weight_bytes: int | None = _opt("bytes", "the drafter's weights")
+    draft_layers: int | None = _opt(label="the drafter's cached layers")
+    page_bytes: int | None = _opt("bytes", "page (one layer's block, or every layer's)")
+    groups: int | None = _opt(label="KV cache groups")
+    group_size: int | None = _opt(label="layers per group")
+    num_blocks: int | None = quantity(label="blocks", default=None)
+    one_type: bool | None = _opt(label="one type, different pages: one group")
+    tokens: int | None = quantity("tokens", label="GPU KV cache size", default=None)
+    blocks_per_request: int | None = _opt(label="blocks per request of max_model_len")
+    max_concurrency: object = quantity(label="maximum concurrency (requests of max_model_len)", default=None)
+    non_torch_from: str | None = _opt(label="where the non-torch memory comes from")
+    engine: str | None = _opt(label="vLLM engine")
+
+    #: the fields that are keys exactly when the device memory sized the cache (``requested_bytes`` set)
+    SIZED = ("total_bytes", "total_from", "requested_bytes", "weight_bytes", "activation_bytes", "non_torch_bytes")
+
+    def present(self, name: str) -> bool:
+        if name in self.SIZED:
+            return self.requested_bytes is not None
+        return super().present(name)
+
+    def __iter__(self):
+        names = list(super().__iter__())
+        if self.page_bytes is None:   # not modelled: num_blocks after max_concurrency, as the JSON always had it
+            names.remove("num_blocks")
+            names.insert(names.index("max_concurrency") + 1, "num_blocks")
+        return iter(names)
+
+
+@dataclass
+class RuntimeKvCache(Part):
+    """The KV cache another runtime sizes (:func:`costgraph.inference.runtimes.runtime_kv`, which names the
+    sources): ``runtime`` its name, ``cell_bytes`` one token of every layer on one device, the memory outside
+    PyTorch and the weights it loaded (None: not known). Each runtime's subclass adds its figures, then
+    ``tokens`` (None without a device memory) and ``lines`` (its log lines as costgraph prints them)."""
+
+    runtime: str = quantity(label="serving runtime", default="")
+    cell_bytes: int = quantity("bytes", label="KV bytes of one token, all layers", default=0)
+    non_torch_bytes: int = quantity("bytes", label="non-torch memory", default=0)
+    weight_bytes: int | None = quantity("bytes", label="weights as loaded", default=None)
+
+
+@dataclass
+class SglangKvCache(RuntimeKvCache):
+    """SGLang's (``mem_fraction_static`` exact text; ``rest_bytes`` the KV pool)."""
+
+    mem_fraction_static: str | None = _opt(label="mem_fraction_static")
+    mem_fraction_rule: str | None = _opt(label="rule of the default mem_fraction_static")
+    total_bytes: int | None = _opt("bytes", "memory less non-torch")
+    rest_bytes: int | None = _opt("bytes", "KV pool")
+    tokens: int | None = quantity("tokens", label="max_total_num_tokens", default=None)
+    kv_bytes: int | None = _opt("bytes", "KV cache")
+    kv_memory_given: bool | None = _opt(label="KV memory given (--kv-memory)")
+    lines: list = quantity(label="start-up lines", default_factory=list)
+
+
+@dataclass
+class TrtllmKvCache(RuntimeKvCache):
+    """TensorRT-LLM's (``free_gpu_memory_fraction`` exact text; ``free_bytes`` after loading and the profile)."""
+
+    free_gpu_memory_fraction: str | None = _opt(label="free_gpu_memory_fraction")
+    activation_bytes: int | None = _opt("bytes", "activation peak of the profile run (estimate)")
+    free_bytes: int | None = _opt("bytes", "free memory after loading and the profile run")
+    kv_bytes: int | None = _opt("bytes", "paged KV cache")
+    blocks: int | None = _opt(label="KV blocks")
+    tokens: int | None = quantity("tokens", label="max tokens in paged KV cache", default=None)
+    kv_memory_given: bool | None = _opt(label="KV memory given (--kv-memory)")
+    lines: list = quantity(label="start-up lines", default_factory=list)
+
+
+@dataclass
+class LlamacppKvCache(RuntimeKvCache):
+    """llama.cpp's: ``n_ctx`` cells per sequence, ``cells`` in all (one per token)."""
+
+    n_ctx: int = quantity("tokens", label="n_ctx", default=0)
+    cells: int = quantity(label="cells", default=0)
+    kv_bytes: int = quantity("bytes", label="KV self size", default=0)
+    tokens: int | None = quantity("tokens", label="cells (tokens)", default=None)
+    lines: list = quantity(label="start-up lines", default_factory=list)
+
+
+#: the part of each runtime of :func:`costgraph.inference.runtimes.runtime_kv`
+RUNTIME_PARTS = {"sglang": SglangKvCache, "trtllm": TrtllmKvCache, "llamacpp": LlamacppKvCache}
+
+__all__ = ["VllmKvCache", "RuntimeKvCache", "SglangKvCache", "TrtllmKvCache", "LlamacppKvCache", "RUNTIME_PARTS"]
