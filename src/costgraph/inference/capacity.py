@@ -317,7 +317,8 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
     n_groups = sum(g for _, g in groups)
     num_blocks = out.available_bytes // page // group_size
     per_request = sum(g * _blocks_per_request(k, block, max_len, batched) for k, g in groups)
-    out.page_bytes, out.groups, out.group_size, out.num_blocks, out.one_type = page, n_groups, group_size, num_blocks, mixed
+    out.page_bytes, out.groups, out.group_size, out.one_type = page, n_groups, group_size, mixed
+    out.num_blocks = num_blocks
     out.tokens, out.blocks_per_request = num_blocks // n_groups * block, per_request
     out.max_concurrency = sympy.Rational(num_blocks, per_request)
     if num_blocks <= 0 or per_request > num_blocks:   # vLLM's start-up check (kv_cache_utils.check_enough_kv_cache_memory)

@@ -1,7 +1,8 @@
 """The KV cache as SGLang, TensorRT-LLM and llama.cpp size it at start-up (``costgraph infer
 --runtime``, :func:`costgraph.inference.roofline.infer`'s ``runtime``, a name of
 :data:`costgraph.choices.RUNTIME`; vLLM's is :mod:`costgraph.inference.capacity`). The result is
-``rep.serving.runtime``, a typed part (:mod:`costgraph.inference.kv_parts`); ``gpu_memory_utilization``, when given, is the runtime's memory
+``rep.serving.runtime``, a typed part (:mod:`costgraph.inference.kv_parts`);
+``gpu_memory_utilization``, when given, is the runtime's memory
 fraction, else its own default. Issue 29 item 3.
 
 Every runtime here takes the weights it loaded (:mod:`costgraph.inference.runtime_weights`),
