@@ -233,6 +233,8 @@ def test_vllm_available_memory_less_the_drafter_weights(dsv3_mtp):
     assert v["weight_bytes"] == plain["weight_bytes"] + drafter
     assert v["available_bytes"] == plain["available_bytes"] - drafter
     assert plain["group_size"] == 61 and "draft_layers" not in plain
+    # the cache re-sized with the drafter still names where its non-torch memory and its engine come from
+    assert (v["non_torch_from"], v["engine"]) == (plain["non_torch_from"], plain["engine"]) == (v["non_torch_from"], "v1")
 
 
 def test_vllm_kv_memory_given_with_the_drafter():

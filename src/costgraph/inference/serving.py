@@ -86,6 +86,7 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
         rep.serving.speculative, d = _speculative(rep, inf, sec, t, {**opts, "page": page})
         if d is not None:   # vLLM loads the drafter, caches its layers, then sizes the cache
             with_drafter(rep, inf, m, page, vs, prompt + generate, d)
+            rep.serving.vllm.non_torch_from, rep.serving.vllm.engine = non_torch_from, engine   # rebuilt: named again
 
 
 def _non_torch(opts: dict, m, t: int) -> tuple[int, str]:
