@@ -12,13 +12,19 @@ import pytest
 import costgraph
 
 # (model, config, sizes, devices, global batch, device memory): memory raised where the model's full
-# size does not fit a handful of devices (the rule under test is plan = train, not the fit)
+# size does not fit a handful of devices (the rule under test is plan = train, not the fit). A model's cases
+# side by side: the planner's forms of a model and settings are derived once (training/plan.py's forms_of,
+# a cache of the last few), and a layout text or a device count that leaves them alike derives nothing again
 CASES = [
     ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None),
     ("llama", "llama-3-8b", {"s": 2048}, 6, 48, None),
     # 7 layers, one dense: no even split for p = 2 or 4 — Megatron's other splits are searched
     ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB"),
     ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 12, 24, "1000GB"),
+    # a DeepSeek layout with no even split: Megatron-Bridge's chunk layout of 7 layers over 4 chunks
+    # (options.chunk_layout), PP 2 × VP 2 or PP 4
+    ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB",
+     {"pipeline_layout": "Et*2|(t*2|)*2tL"}),
     ("deepseek_v2", "deepseek-v2-lite", {"s": 1024}, 4, 16, None),
     ("gpt_oss", "gpt-oss-20b", {"s": 1024}, 8, 32, None),
     ("mixtral", "mixtral-8x7b", {"s": 1024}, 8, 16, "1000GB"),
@@ -33,10 +39,6 @@ CASES = [
     # ... with torchtitan's cross-entropy (plan --cross-entropy: a layout field, in the check command)
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None,
      {"pipeline_layout": "Et*7|t*6|t*6|t*7L", "cross_entropy": "pytorch"}),
-    # a DeepSeek layout with no even split: Megatron-Bridge's chunk layout of 7 layers over 4 chunks
-    # (options.chunk_layout), PP 2 × VP 2 or PP 4
-    ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB",
-     {"pipeline_layout": "Et*2|(t*2|)*2tL"}),
 ]
 
 
