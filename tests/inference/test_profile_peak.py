@@ -98,6 +98,13 @@ def test_v0_sampler_buffers_in_the_profile_run(llama31):
     assert (sp["rows"], sp["vocab"], sp["per_logit"]) == (256, V, 32)
     assert sp["bytes"] == 8192 * H * 2 + 256 * V * 32 == 1_117_782_016
     assert sampler_peak(inf, subs, 100, 256)["rows"] == 100          # no more rows than tokens
+    # a typed part (issue 31 item 2): each figure a field with its unit, the JSON its present keys
+    from costgraph.inference.kv_parts import SamplerPeak
+    from costgraph.result_fields import quantities
+
+    assert isinstance(sp, SamplerPeak) and sp.bytes == sp["bytes"] and sp.hidden_bytes == 8192 * H * 2
+    assert {n: f.unit for n, f in quantities(SamplerPeak)} == {
+        "bytes": "bytes", "rows": "rows", "vocab": "logits", "per_logit": "bytes", "hidden_bytes": "bytes"}
     # vllm PR #10511 (github.com/vllm-project/vllm/pull/10511), V0, Meta-Llama-3-8B on an H100 (the same widths
     # and vocabulary): "PyTorch activation peak memory 1.26GiB", "available_kv_cache_memory 53.29GiB"; the
     # forward of 8192 tokens alone is 0.84 GiB, the sampler 1.04: the profile's peak is the larger

@@ -60,7 +60,7 @@ from ..engine.symbols import as_expr
 from .printing import field_order, to_latex, to_python, to_text
 from ..inference.quantities import InferenceFigures, StepFigures
 from ..numbers.units import fixed
-from ..result_fields import OMIT, document_json, quantities
+from ..result_fields import OMIT, document_json, plain, quantities
 
 #: one phase's step: the fields of costgraph.inference.quantities.StepFigures (each with its unit), in order
 STEP_FIELDS = tuple(name for name, _ in quantities(StepFigures))
@@ -374,7 +374,7 @@ def _serving_doc(sv) -> dict:
     ``{expr, tree, latex, value}``), ``chunked_prefill`` (``time_to_first_token`` a number)."""
     out = {}   # sv: a ServingFigures (costgraph.inference.report_parts)
     if sv.vllm is not None:   # a VllmKvCache (inference/kv_parts.py): its present fields in order
-        v = sv.vllm.to_dict()
+        v = plain(sv.vllm)   # nested parts (V0's SamplerPeak) as dicts
         mc = sv.vllm.max_concurrency
         v["max_concurrency"] = None if mc is None else float(mc)
         v["max_concurrency_exact"] = None if mc is None else str(mc)

@@ -339,7 +339,7 @@ def _sized(out: VllmKvCache, inf, m, subs: dict, s: VllmSettings, batched: int, 
 
         sp = sampler_peak(getattr(inf, "full", inf), subs, batched, seqs)
         if sp is not None:
-            out.forward_activation_bytes, out.sampler_bytes, out.sampler = act, sp["bytes"], sp
+            out.forward_activation_bytes, out.sampler_bytes, out.sampler = act, sp.bytes, sp
             act = max(act, sp["bytes"])
     w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
     out.requested_bytes = int(sympy.floor(total * s.utilization))
@@ -364,8 +364,8 @@ def vllm_lines(v: VllmKvCache) -> list[str]:
                      f"{v.max_num_batched_tokens:,} batched tokens), non-torch {gib(v.non_torch_bytes)}")
         if (sp := v.sampler) is not None:   # V0: the larger of the forward's peak and its sampler's
             lines.append(f"  {'activation peak of':<26}the forward {gib(v.forward_activation_bytes)}, the sampler "
-                         f"{gib(sp['bytes'])} ({sp['rows']:,} rows x {sp['vocab']:,} logits x {sp['per_logit']} B "
-                         f"+ hidden states {gib(sp['hidden_bytes'])}): the larger")
+                         f"{gib(sp.bytes)} ({sp.rows:,} rows x {sp.vocab:,} logits x {sp.per_logit} B "
+                         f"+ hidden states {gib(sp.hidden_bytes)}): the larger")
         if v.non_torch_from:
             lines.append(f"  {'non-torch memory from':<26}{v.non_torch_from}")
         lines.append(f"  {'Available KV cache memory':<26}{gib(v.available_bytes)}")

@@ -24,6 +24,19 @@ def _opt(unit: str = "", label: str = ""):
 
 
 @dataclass
+class SamplerPeak(Part):
+    """What vLLM V0's sampler holds at its peak in the profile run, on the driver rank
+    (:func:`costgraph.inference.sampler_peak.sampler_peak`, which names the vLLM source): ``rows`` ×
+    ``vocab`` logits of ``per_logit`` bytes each, plus the forward's last hidden states."""
+
+    bytes: int = quantity("bytes", label="the sampler's peak", default=0)
+    rows: int = quantity("rows", label="rows sampled (min(max_num_seqs, tokens))", default=0)
+    vocab: int = quantity("logits", label="logits per row (the output head's, whole)", default=0)
+    per_logit: int = quantity("bytes", label="bytes alive per logit", default=0)
+    hidden_bytes: int = quantity("bytes", label="the last hidden states [T, h]", default=0)
+
+
+@dataclass
 class VllmKvCache(Part):
     """vLLM's KV cache on one device (:func:`costgraph.inference.capacity.vllm_kv_cache`, which names the
     vLLM sources). Always keys: the scheduler's limits, ``utilization`` (``gpu_memory_utilization``, exact
@@ -32,7 +45,7 @@ class VllmKvCache(Part):
     ``tokens`` and ``max_concurrency`` (a SymPy Rational; the three None where not modelled). Keys when the
     device memory sized the cache (:data:`SIZED`: ``requested_bytes`` set): the total, where it comes from
     (None for ``--memory``), the requested memory and what the profile subtracts from it. ``sampler``: V0's
-    sampler peak (:func:`costgraph.inference.sampler_peak.sampler_peak`, a dict). ``draft_*``: a speculative
+    sampler peak (:class:`SamplerPeak`). ``draft_*``: a speculative
     drafter's weights and cached layers. The cache's layout (``page_bytes``, ``groups``, ``group_size``,
     ``one_type``, ``blocks_per_request``) where modelled; ``non_torch_from`` and ``engine`` set by
     :func:`costgraph.inference.serving.serve`."""
@@ -47,7 +60,7 @@ class VllmKvCache(Part):
     total_from: str | None = quantity(label="where the total comes from", default=None)
     forward_activation_bytes: int | None = _opt("bytes", "activation peak of the forward (V0)")
     sampler_bytes: int | None = _opt("bytes", "activation peak of the sampler (V0)")
-    sampler: dict | None = _opt(label="the sampler's peak (V0): bytes, rows, vocab, per_logit, hidden_bytes")
+    sampler: SamplerPeak | None = _opt(label="the sampler's peak (V0)")
     requested_bytes: int | None = quantity("bytes", label="requested memory", default=None)
     weight_bytes: int | None = quantity("bytes", label="weights", default=None)
     activation_bytes: int | None = quantity("bytes", label="activation peak (estimate)", default=None)

@@ -27,6 +27,7 @@ import sympy
 
 from ..engine.symbols import as_expr
 from ..ops.registry import has_role
+from .kv_parts import SamplerPeak
 
 #: bytes per logit alive at once at the end of V0's ``_apply_top_k_top_p`` (module docstring), by name; the
 #: logits in the model's dtype are the first term (its bytes: the activation dtype's)
@@ -37,8 +38,8 @@ LIVE = (("logits fp32 copy (temperature)", 4), ("sorted logits", 4), ("sort indi
 V0_MAX_NUM_SEQS = 256
 
 
-def sampler_peak(inf, subs: dict, tokens: int, seqs: int) -> dict | None:
-    """``{bytes, rows, vocab, per_logit, hidden_bytes}``: what V0's sampler holds at its peak in the profile
+def sampler_peak(inf, subs: dict, tokens: int, seqs: int) -> SamplerPeak | None:
+    """A :class:`~costgraph.inference.kv_parts.SamplerPeak` (bytes, rows, vocab, per_logit, hidden_bytes): what V0's sampler holds at its peak in the profile
     run (module docstring) for ``tokens`` batched tokens and ``seqs`` sequences, on the driver rank: the
     last hidden states ``[T, h]`` and ``rows · vocab · per_logit`` bytes (``per_logit``: the model dtype's
     bytes + Σ :data:`LIVE`). ``vocab`` and ``h``: the output head's (the operator whose outputs nothing
@@ -65,5 +66,5 @@ def sampler_peak(inf, subs: dict, tokens: int, seqs: int) -> dict | None:
         return None
     rows = min(seqs, tokens)
     per_logit = own + sum(b for _, b in LIVE)
-    return {"bytes": int(sympy.ceiling(hidden + rows * vocab * per_logit)), "rows": rows, "vocab": int(vocab),
-            "per_logit": per_logit, "hidden_bytes": int(sympy.ceiling(hidden))}
+    return SamplerPeak(int(sympy.ceiling(hidden + rows * vocab * per_logit)), rows, int(vocab), per_logit,
+                       int(sympy.ceiling(hidden)))
