@@ -190,9 +190,10 @@ _CUDA_WORDS = "as CUDA reports it (memory convention cuda):"
 
 
 def device_memory(hw, convention: str | None = None, given: int | None = None) -> DeviceMemory | None:
-    """The memory of one device of preset ``hw`` (a :class:`~costgraph.hardware.Hardware`, or None) under ``convention`` (:data:`costgraph.choices.MEMORY_CONVENTION`, None: its default ``cuda``), the
-    one place ``infer`` (its capacity line and its runtime's KV cache), ``fit``, ``train``'s runtime reserve
-    and the calculator page read it:
+    """The memory of one device of preset ``hw`` (a :class:`~costgraph.hardware.Hardware`, or None) under ``convention`` (:data:`costgraph.choices.MEMORY_CONVENTION`, None: its default ``cuda``), where
+    ``infer`` (its capacity line and its runtime's KV cache), ``fit --serve``, ``train``'s default runtime reserve
+    and the calculator page read it (``train`` with a fraction or size ``--reserve``, and ``plan``, still read the
+    preset's printed ``memory_bytes``: not yet moved here):
 
     * ``cuda``: the total CUDA reports (``torch.cuda.mem_get_info``; vLLM's ``total_gpu_memory``), from
       ``runtime_memory.toml`` ``[visible.NAME]`` (H100 SXM: 79.22 GiB = 85,061,827,297 B, vllm PR #10511),

@@ -137,19 +137,18 @@ class Forms:
         return states, acts
 
 
-#: train's derivations (memory, step parts, FLOPs) at symbolic degrees and symbolic sizes, per graph (in the
-#: graph's own cache, ``CostGraph.memo``: they live and die with it), by what each reads (the layout; the
-#: preset, flat efficiency and calibration of a step): the sizes are substituted after
-#: (:meth:`Forms.compiled`), so a plan of the same model at other sizes, on another device count, over a subset
-#: of its schedules (a pipeline layout text) or with a variant's base derives none twice. The one cache of
-#: them: the screen's forms and the confirmation's derivations (:mod:`costgraph.training.plan_confirm`) alike;
-#: beside them, in a store of its own, the confirmation's exact figures by layout and sizes.
 #: the most derivations kept per graph (a plan derives a few dozen)
 DERIVED_SIZE = 1024
 
 
 def store(cg, kind: str = "derived") -> dict:
-    """The planner's cache ``kind`` of graph ``cg`` (``CostGraph.memo("plan." + kind)``)."""
+    """The planner's cache ``kind`` of graph ``cg`` (``CostGraph.memo("plan." + kind)``: it lives and dies with
+    the graph). ``"derived"``: train's derivations (memory, step parts, FLOPs) at symbolic degrees and sizes, by
+    what each reads (the layout; the preset, flat efficiency and calibration of a step), the sizes substituted
+    after (:meth:`Forms.compiled`), so a plan of the same model at other sizes, on another device count, over a
+    subset of its schedules or with a variant's base derives none twice — the one cache of the screen's forms and
+    the confirmation's derivations (:mod:`costgraph.training.plan_confirm`); ``"figures"``: the confirmation's
+    exact figures by layout and sizes."""
     return cg.memo("plan." + kind)
 
 
