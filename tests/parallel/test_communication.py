@@ -319,3 +319,40 @@ def test_comm_time_on_a_preset():
     # b·s·h = 8192 · 8192 bf16 values, each sending 7/8: 20 layers × 16 micro-batches
     layer = sum(x.bytes for x in tp.parts if x.what.startswith("layers/")).xreplace(vals)
     assert layer == 20 * 16 * 8 * 7 * 8192 * 8192 * 2 // 8
+
+
+def test_ring_across_nodes_takes_its_members_nics():
+    # NCCL runs an inter-node ring channel NET -> GPU a -> ... -> GPU x -> NET (NVIDIA/nccl @ 5067397
+    # src/graph/search.cc, above ncclTopoSearchParams), its channels on the NICs of the communicator's GPUs
+    # (ncclTopoPrefNetsChannelFirst) and its bus bandwidth nChannels · bwInter (src/graph/tuning.cc): "with
+    # rings, you should get ~12 GB/s with each NIC, then ~24 when using 2 NICs" (NVIDIA/nccl#307). So a ring
+    # with r members on a node crosses at r NICs, at most the scale-up link: min(r · 50, 450) GB/s here.
+    hw = _Hw()
+    lat = sympy.Rational(5, 10**6)
+    assert link(2, 32, hw, 64, ring=True) == (lat, 200_000_000_000)    # 4 of the group on each node
+    assert link(1, 16, hw, 64, ring=True) == (lat, 400_000_000_000)    # all 8 GPUs of each node
+    assert link(8, 8, hw, 64, ring=True) == (lat, 50_000_000_000)      # one per node: its own NIC
+    assert link(2, 32, hw, 64) == (lat, 50_000_000_000)                # send/recv: one NIC
+    assert link(2, 3, hw, 64, ring=True)[1] == 50_000_000_000          # straddling: counted as one member
+    assert link(1, 8, hw, 64, ring=True) == link(1, 8, hw, 64)         # inside the node: NVLink either way
+    wide = _Hw(scale_up_domain=72)                                     # 64 of 72 per domain: capped by NVLink
+    assert link(1, 128, wide, 128, ring=True)[1] == 450_000_000_000
+    sym = link(t, 64, hw, ring=True)[1]                                # symbolic t: the same at each t
+    for tv in (1, 2, 4, 8):
+        assert sym.xreplace({t: tv}) == link(tv, 64, hw, ring=True)[1]
+
+
+def test_comm_time_rings_across_nodes(gpt):
+    # GPT-2 small on t = 2 × d = 8 (16 GPUs, two nodes): the DP group (stride 2) has 4 members a node, so its
+    # all-reduce runs at 4 NICs (200 GB/s); pipeline sends (p = 2 × t = 8) keep one NIC
+    hw = _Hw()
+    L = Layout(t=2, gpus=16)
+    col = communication(gpt.graph, L)
+    vals = gpt.values(config="gpt2")
+    got = comm_time(col, hw, L)["dp_grads"].xreplace(vals)
+    assert got == 14 * sympy.Rational(5, 10**6) + col["dp_grads"].bytes.xreplace(vals) / 200_000_000_000
+    L = Layout(t=8, p=2, gpus=16, m=4)
+    col = communication(gpt.graph, L)
+    pp = col["pp"]
+    want = sum(x.calls * sympy.Rational(5, 10**6) for x in pp.parts) + pp.bytes / 50_000_000_000
+    assert _eq(comm_time(col, hw, L)["pp"], want)

@@ -132,7 +132,10 @@ CP) is expert TP (stride 1), EP (stride ``etp``), expert DP (stride
 consecutive ranks; it uses the scale-up link (NVLink) when every such group
 stays inside one scale-up domain of ``R`` consecutive ranks — ``R`` a
 multiple of ``n·σ``, or all the GPUs in one domain — and the scale-out link
-(one NIC per device) otherwise; with symbolic degrees a ``Piecewise`` on the
+otherwise: a ring (all-reduce, all-gather, reduce-scatter) at the NICs of
+the group's ``r`` members on a domain, ``min(r·B_out, B_up)``, as NCCL spreads
+a ring's channels over them (:func:`costgraph.parallel.ranks.ring_scale_out`),
+send/recv at one NIC per device; with symbolic degrees a ``Piecewise`` on the
 same conditions. The rank order (``layout.rank_order``), ``R`` (the power-of-two
 fill of the preset's domain, or ``layout.domain_ranks``) and groups of several
 factors are :mod:`costgraph.parallel.ranks`'s. The EP all-to-all splits its
@@ -161,6 +164,10 @@ from .comm_step import ONE, ZERO, Expr, _Step, _trivial
 from .comm_tensor import tp_collectives
 from .ep_time import alltoall_seconds
 from .placement import Placement, link, placement as place
+
+#: the operations NCCL runs as rings, whose channels spread over the NICs of the group's members on a
+#: domain (costgraph.parallel.ranks.ring_scale_out); send/recv and the all-to-all keep one NIC per device
+RING_OPS = ("all-reduce", "all-gather", "reduce-scatter")
 
 KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp", "tp", "pp", "tied_embedding", "cp", "ep")
 
@@ -330,7 +337,7 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
                 total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route)
                 continue
             alpha, beta = link(part.stride, part.group, hardware, gpus, factors=part.factors or None,
-                               domain_ranks=dom)
+                               domain_ranks=dom, ring=part.op in RING_OPS)
             total += part.calls * latency_steps(part.op, part.group) * alpha + part.bytes / beta
         out[kind] = total
     return out

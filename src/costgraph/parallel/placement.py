@@ -117,35 +117,39 @@ class Group:
         return self.factors or ((self.size, self.stride),)
 
 
-def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> tuple[Expr, Expr]:
+def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, ring=False) -> tuple[Expr, Expr]:
     """``(latency s, bandwidth B/s)`` of the link a group of ``n`` devices at
     ``stride`` (or of ``factors``, ``((size, stride), …)``) uses: scale-up
     (NVLink) when every such group stays inside one scale-up domain of ``R``
     consecutive ranks — ``R`` a multiple of each factor's span ``size·stride``,
     or all ``gpus`` in one domain (:func:`~costgraph.parallel.ranks.one_domain`)
-    — else scale-out (one NIC per device); always scale-out on a preset without a scale-up
+    — else scale-out: one NIC per device, or with ``ring`` (a ring collective: all-reduce,
+    all-gather, reduce-scatter) the NICs of the group's members on a domain
+    (:func:`costgraph.parallel.ranks.ring_scale_out`: ``r`` members on the worst-placed
+    member's domain cross it at ``min(r·B_out, B_up)``, NCCL's rings spreading their
+    channels over those NICs); always scale-out on a preset without a scale-up
     link (bandwidth 0: a group inside its domain of 1 is one device, with no traffic);
     with symbolic degrees a ``Piecewise`` on the same condition.
     ``R``: :func:`costgraph.parallel.ranks.ranks_per_domain` (``domain_ranks``,
     or the power-of-two fill of the preset's domain). Train and plan both
     decide here. Computed once per distinct arguments (the planner's
     step times ask for the same groups again)."""
-    key = (stride, n, gpus, factors, domain_ranks)
+    key = (stride, n, gpus, factors, domain_ranks, bool(ring))
     try:
         return _linked(hardware, key)
     except TypeError:   # an argument that cannot be hashed: computed directly
-        return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks)
+        return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks, ring=ring)
 
 
 @functools.lru_cache(maxsize=4096)
 def _linked(hardware, key: tuple) -> tuple[Expr, Expr]:
-    stride, n, gpus, factors, domain_ranks = key
-    return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks)
+    stride, n, gpus, factors, domain_ranks, ring = key
+    return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks, ring=ring)
 
 
-def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) -> tuple[Expr, Expr]:
+def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, ring=False) -> tuple[Expr, Expr]:
     """The link of :func:`link`, computed."""
-    from .ranks import intra_domain, one_domain, ranks_per_domain
+    from .ranks import intra_domain, one_domain, ranks_per_domain, ring_scale_out
 
     # as_expr: a preset's numbers may be symbols (the calculator page's per-preset step time, export.web_steps)
     up = (as_expr(hardware.latency_scale_up_ns) / 10**9, as_expr(hardware.scale_up_bandwidth))
@@ -153,9 +157,14 @@ def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None) ->
     if hardware.scale_up_bandwidth == 0:    # no scale-up link (Apple M-series: domain 1): a group inside a
         return no_zero_link(down, hardware, n)   # domain is one device and sends nothing; any larger one goes out
     fs = factors or ((as_expr(n), as_expr(stride)),)
-    cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), gpus, one_domain(hardware, domain_ranks))
-    if cond in (sympy.true, sympy.false):
-        return up if cond == sympy.true else no_zero_link(down, hardware, n)
+    R, limit = ranks_per_domain(hardware, domain_ranks), one_domain(hardware, domain_ranks)
+    cond = intra_domain(fs, R, gpus, limit)
+    if cond == sympy.true:
+        return up
+    if ring and down[1] != 0:   # the NICs of the group's members on the domain (ranks.ring_scale_out)
+        down = (down[0], ring_scale_out(fs, R, down[1], up[1]))
+    if cond == sympy.false:
+        return no_zero_link(down, hardware, n)
     if down[1] == 0:   # symbolic degrees (the planner) on a preset without scale-out: a crossing row never ends
         down = (sympy.oo, up[1])   # (plan refuses a job past one domain; train refuses at its degrees)
     return tuple(sympy.Piecewise((a, cond), (b, True)) for a, b in zip(up, down))

@@ -126,7 +126,9 @@ def _factor_local(n: Expr, s: Expr, R: int) -> Expr:
         return ONE
     full = sympy.Eq(sympy.Mod(R, _nonzero(span)), 0)
     part = sympy.And(sympy.Eq(sympy.Mod(span, R), 0), sympy.Eq(sympy.Mod(R, _nonzero(s)), 0))
-    return sympy.Piecewise((n, full), (sympy.Integer(R) / s, part), (ONE, True))
+    # R / max(σ, 1): the same where the branch holds (σ ≥ 1 there), and no division by a stride of 0 where
+    # the group is absent (numpy evaluates every branch of the planner's compiled forms)
+    return sympy.Piecewise((n, full), (sympy.Integer(R) / _nonzero(s), part), (ONE, True))
 
 
 def one_domain(hardware, domain_ranks=None) -> int:
@@ -158,6 +160,34 @@ def domain_members(fs, R: int, world=None, limit: int | None = None) -> Expr:
         return whole
     local = sympy.Mul(*[_factor_local(as_expr(n), as_expr(s), R) for n, s in fs]) if fs else ONE
     return local if one == sympy.false else sympy.Piecewise((whole, one), (local, True))
+
+
+def ring_scale_out(fs, R: int, out_bw, up_bw) -> Expr:
+    """Bytes per second per device of a ring collective (all-reduce, all-gather,
+    reduce-scatter) whose group of factors ``fs`` crosses scale-up domains of ``R``
+    ranks: ``min(r·B_out, B_up)``, ``r`` the group's members on the worst-placed
+    member's domain (:func:`domain_members`), ``B_out`` the scale-out bandwidth per
+    device (one NIC each on an HGX node), ``B_up`` the scale-up one.
+
+    How NCCL runs it (NVIDIA/nccl @ 5067397): an inter-node ring channel is
+    ``NET n -> GPU a -> … -> GPU x -> NET m`` (``src/graph/search.cc``, the patterns
+    above ``ncclTopoSearchParams``): each channel enters and leaves a node once, its
+    channels take the NICs local to the communicator's GPUs in turn
+    (``ncclTopoPrefNetsChannelFirst``), and the ring's bus bandwidth is
+    ``nChannels · bwInter`` (``src/graph/tuning.cc``, ``ncclTopoTuneModel``), so it
+    adds up over the NICs of the members on the node. Measured with nccl-tests: "with
+    rings, you should get ~12 GB/s with each NIC, then ~24 when using 2 NICs, etc."
+    (S. Jeaugey, NVIDIA, NVIDIA/nccl#307, DGX-1); "for NDR @ 400Gbps you should see
+    46-48GB/s per NIC" (NVIDIA/nccl-tests#290, two 8×H100 nodes, ``NCCL_ALGO=RING``);
+    1.6 GB all-reduces over 8 DGX-2 V100s with ``NCCL_ALGO=RING`` took 363 ms at one
+    GPU per node, 173 ms at two and 132 ms at four (NVIDIA/nccl#569). The groups of a
+    layout that run the same collective at once hold disjoint members, so each takes
+    its own members' NICs and no NIC is counted twice. A group straddling a domain's
+    boundary counts ``r = 1`` (:func:`domain_members`). Send/recv (pipeline) and the
+    all-to-all (:mod:`costgraph.parallel.ep_time`) are not rings: they keep one NIC
+    per device.
+    """
+    return sympy.Min(domain_members(fs, R) * as_expr(out_bw), as_expr(up_bw))
 
 
 def intra_domain(fs, R: int, world=None, limit: int | None = None):
