@@ -116,6 +116,21 @@ def _matches(plan_row: dict, row: dict, fields: list[str]) -> bool:
     return all(plan_row.get(MATCH[f], 1) == row[f] for f in fields)
 
 
+def shape_rank(layouts: list[dict], row: dict, fields: list[str]) -> int | None:
+    """The published layout's place among the DISTINCT parallel shapes of plan's rows (the matched fields:
+    TP, PP, CP, EP, VP, micro-batch), each shape at its best row: plan lists a shape once per ZeRO stage,
+    recompute policy, SP and schedule that fits, so a row's rank also counts variants of faster shapes.
+    Reported beside ``rank``, never instead of it (issue 27's "Done when" counts ``rank``)."""
+    seen: list[tuple] = []
+    for r in layouts:
+        key = tuple(r.get(MATCH[f], 1) for f in fields)
+        if key not in seen:
+            seen.append(key)
+        if _matches(r, row, fields):
+            return len(seen)
+    return None
+
+
 def judge_plan(row: dict, top: int = TOP) -> dict:
     """``plan`` for the row's model, GPUs, hardware, batch and sequence: where the published layout ranks."""
     model = _model(row)
@@ -125,7 +140,8 @@ def judge_plan(row: dict, top: int = TOP) -> dict:
     fields = [f for f in MATCH if f not in row.get("unknown", [])]
     rank = next((i + 1 for i, r in enumerate(res.layouts) if _matches(r, row, fields)), None)
     first = res.layouts[0] if res.layouts else None
-    return {"rank": rank, "matched_on": fields, "shown": len(res.layouts), "considered": res.considered,
+    return {"rank": rank, "shape_rank": shape_rank(res.layouts, row, fields), "matched_on": fields,
+            "shown": len(res.layouts), "considered": res.considered,
             "first": None if first is None else {k: first.get(k) for k in (*MATCH.values(), "dp", "zero", "recompute",
                                                                           "sp", "micro_batches", "step_seconds",
                                                                           "memory_bytes")}}
@@ -201,6 +217,7 @@ def summarise(results: list[dict]) -> dict:
         "plan_answered": len(planned),
         "in_top_10": sum(1 for r in planned if r["plan"]["rank"] is not None and r["plan"]["rank"] <= 10),
         "in_top": sum(1 for r in planned if r["plan"]["rank"] is not None),
+        "shape_in_top_10": sum(1 for r in planned if (r["plan"].get("shape_rank") or TOP + 1) <= 10),
         "top": TOP,
         "train_answered": len(trained),
         "train_refused": [r["id"] for r in results if "error" in r["train"]],
@@ -251,7 +268,8 @@ def to_text(results: list[dict], summary: dict) -> str:
             "plan's first row predicted faster than the published layout by this much; err: predicted vs measured"]
     out += ["",
             f"{s['in_top_10']} of {s['plan_asked']} in top 10 (plan answered {s['plan_answered']}; "
-            f"{s['in_top']} in the top {s['top']})",
+            f"{s['in_top']} in the top {s['top']}); among distinct parallel shapes (each at its best row): "
+            f"{s.get('shape_in_top_10', '—')} in the top 10",
             f"{len(s['judged_not_to_fit'])} judged not to fit"
             + (f": {', '.join(s['judged_not_to_fit'])}" if s["judged_not_to_fit"] else "")
             + f" (train answered {s['train_answered']}, refused {len(s['train_refused'])})",

@@ -1,11 +1,64 @@
 """The context of a forward on meta tensors (:func:`meta_forward`): transformers' data-dependent branches
 (mask creation, padding warnings) answered without data. Used by :mod:`costgraph.torch_measure` (the
 ``costgraph verify`` tier) and by ``costgraph import`` (:mod:`costgraph.drafting.api`). Needs the torch extra.
+
+Scoped, not process-wide: the three transformers functions are replaced by wrappers while at least one
+:func:`meta_forward` is open in the process (a count under a lock: the first entry installs them, the last exit
+restores the originals, whatever order threads leave in), and a wrapper answers without data only where the
+calling context is inside :func:`meta_forward` (a :class:`contextvars.ContextVar`: per thread and per asyncio
+task). Any other caller meanwhile, meta tensors or not, runs transformers' own function.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import threading
+
+#: True inside :func:`meta_forward` in this thread or task (a new thread starts outside)
+_INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("costgraph_meta_forward", default=False)
+_LOCK = threading.Lock()
+#: [how many meta_forward contexts are open in the process, the originals replaced (None when none is open)]
+_OPEN: list = [0, None]
+
+
+def _on_meta(t) -> bool:
+    return _INSIDE.get() and t is not None and getattr(getattr(t, "device", None), "type", None) == "meta"
+
+
+def _install():
+    """Replace the three functions by wrappers; return what restores them."""
+    from transformers import masking_utils, modeling_utils
+
+    model_class = modeling_utils.PreTrainedModel
+    real = masking_utils.find_packed_sequence_indices
+    skip = masking_utils._ignore_bidirectional_mask_sdpa
+    warn = model_class.warn_if_padding_and_no_attention_mask
+
+    def find_packed_sequence_indices(position_ids, *args, **kwargs):
+        if _on_meta(position_ids):
+            return None
+        return real(position_ids, *args, **kwargs)
+
+    def ignore_bidirectional_mask(padding_mask, *args, **kwargs):
+        if _on_meta(padding_mask):
+            return False
+        return skip(padding_mask, *args, **kwargs)
+
+    def warn_if_padding_and_no_attention_mask(self, input_ids, attention_mask):
+        if _on_meta(input_ids):
+            return None
+        return warn(self, input_ids, attention_mask)
+
+    masking_utils.find_packed_sequence_indices = find_packed_sequence_indices
+    masking_utils._ignore_bidirectional_mask_sdpa = ignore_bidirectional_mask
+    model_class.warn_if_padding_and_no_attention_mask = warn_if_padding_and_no_attention_mask
+
+    def restore():
+        masking_utils.find_packed_sequence_indices = real
+        masking_utils._ignore_bidirectional_mask_sdpa = skip
+        model_class.warn_if_padding_and_no_attention_mask = warn
+    return restore
 
 
 @contextlib.contextmanager
@@ -24,36 +77,21 @@ def meta_forward():
     a model makes its own all-ones padding mask, whether the mask may be skipped
     (``masking_utils._ignore_bidirectional_mask_sdpa``: ``padding_mask.all()``) is answered "no" on
     meta: the mask is built, as a meta tensor (masking is no matrix product: the FLOPs are the same).
+
+    Only the thread (or asyncio task) inside this context gets these answers; the contexts nest and may be open in
+    several threads at once (see the module's docstring).
     """
-    from transformers import masking_utils, modeling_utils
-
-    real = masking_utils.find_packed_sequence_indices
-    model_class = modeling_utils.PreTrainedModel
-    warn = model_class.warn_if_padding_and_no_attention_mask
-
-    def find_packed_sequence_indices(position_ids, *args, **kwargs):
-        if position_ids.device.type == "meta":
-            return None
-        return real(position_ids, *args, **kwargs)
-
-    skip = masking_utils._ignore_bidirectional_mask_sdpa
-
-    def ignore_bidirectional_mask(padding_mask, *args, **kwargs):
-        if padding_mask is not None and padding_mask.device.type == "meta":
-            return False
-        return skip(padding_mask, *args, **kwargs)
-
-    def warn_if_padding_and_no_attention_mask(self, input_ids, attention_mask):
-        if input_ids is not None and input_ids.device.type == "meta":
-            return None
-        return warn(self, input_ids, attention_mask)
-
-    masking_utils.find_packed_sequence_indices = find_packed_sequence_indices
-    model_class.warn_if_padding_and_no_attention_mask = warn_if_padding_and_no_attention_mask
-    masking_utils._ignore_bidirectional_mask_sdpa = ignore_bidirectional_mask
+    with _LOCK:
+        if _OPEN[0] == 0:
+            _OPEN[1] = _install()
+        _OPEN[0] += 1
+    token = _INSIDE.set(True)
     try:
         yield
     finally:
-        masking_utils.find_packed_sequence_indices = real
-        masking_utils._ignore_bidirectional_mask_sdpa = skip
-        model_class.warn_if_padding_and_no_attention_mask = warn
+        _INSIDE.reset(token)
+        with _LOCK:
+            _OPEN[0] -= 1
+            if _OPEN[0] == 0:
+                restore, _OPEN[1] = _OPEN[1], None
+                restore()

@@ -6,7 +6,8 @@ with the router's ``e_score_correction_bias`` buffer), Qwen2-MoE (a shared exper
 ``sigmoid(shared_expert_gate(x))``: a block the draft defines), Phi-MoE (transformers 5.24's ``sparsemixer`` routes
 every token to two experts whatever ``num_experts_per_tok``), Laguna (a softplus gate per attention head: a block the
 draft defines), HunYuan-MoE (its router inside the gate, ``shared_mlp``), Aria (experts stored [E, H, 2w], its shared
-experts as one wider MLP).
+experts as one wider MLP), gpt-oss (clamped SwiGLU experts with biases: std ``clamped_moe``, which models/gpt_oss.cg
+calls too).
 """
 
 from __future__ import annotations
@@ -48,9 +49,15 @@ CASES = {
     # shared experts as one MLP that many times as wide
     "aria_text": dict(model_type="aria_text", **DENSE, num_key_value_heads=2, intermediate_size=32, moe_num_experts=4,
                       moe_topk=2, moe_num_shared_experts=2, **TOK),
+    # gpt-oss (modeling_gpt_oss.py GptOssMLP): a router with bias, experts of fused gate_up_proj [E, H, 2i] and
+    # down_proj [E, i, H] with biases, the clamped SwiGLU ((up + 1) · gate · σ(α · gate), both clamped): std
+    # clamped_moe; attention with sinks, sliding and full layers in turn
+    "gpt_oss": dict(model_type="gpt_oss", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=32,
+                    num_local_experts=4, num_experts_per_tok=2, sliding_window=32, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
+    "gpt_oss": "x = x + clamped_moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, name = mlp)",
     "mixtral": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, name = mlp)",
     "qwen3_moe": "x = x + moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, name = mlp)",
     "deepseek_v3": "x = x + mla(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, name = self_attn)",

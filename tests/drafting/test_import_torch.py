@@ -319,6 +319,54 @@ def test_no_weights_built_refuses_only_in_the_drafting_thread():
     assert torch.nn.Linear(2, 3).weight.device.type == "cpu"   # the hook removed on exit
 
 
+def test_meta_forward_answers_only_in_its_own_thread():
+    """``torch_meta.meta_forward`` answers transformers' data-dependent mask branches (``find_packed_sequence_indices``
+    on meta position ids: None) only in the thread inside it: another thread meanwhile runs transformers' own function
+    (on meta ids it raises, as outside any context); two threads' contexts interleaved (the first leaves while the
+    second is still inside) keep the second's answers, and the last exit restores transformers' functions."""
+    import threading
+
+    from transformers import masking_utils, modeling_utils
+
+    from costgraph.torch_meta import meta_forward
+
+    originals = (masking_utils.find_packed_sequence_indices, masking_utils._ignore_bidirectional_mask_sdpa,
+                 modeling_utils.PreTrainedModel.warn_if_padding_and_no_attention_mask)
+    ids = torch.arange(5, device="meta")[None]
+    first_in, second_in, first_out, seen = threading.Event(), threading.Event(), threading.Event(), {}
+
+    def ask(key):
+        try:
+            seen[key] = masking_utils.find_packed_sequence_indices(ids)
+        except RuntimeError as e:
+            seen[key] = type(e).__name__
+
+    def outside():
+        first_in.wait(10)
+        ask("outside")
+
+    def second():
+        first_in.wait(10)
+        with meta_forward():
+            second_in.set()
+            first_out.wait(10)
+            ask("second after the first left")
+
+    threads = [threading.Thread(target=outside), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    with meta_forward():
+        first_in.set()
+        second_in.wait(10)
+        ask("first")
+    first_out.set()
+    for t in threads:
+        t.join(10)
+    assert seen == {"first": None, "outside": "RuntimeError", "second after the first left": None}
+    assert (masking_utils.find_packed_sequence_indices, masking_utils._ignore_bidirectional_mask_sdpa,
+            modeling_utils.PreTrainedModel.warn_if_padding_and_no_attention_mask) == originals
+
+
 def test_differential_attention_draft_is_exact_and_counts_the_scores_twice():
     """DiffLlama (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``): two eager attention calls
     sharing Q and K over the halves of V, so Q·Kᵀ and P·V are each counted twice (8·a·d·b·s² a layer where GQA has

@@ -73,6 +73,8 @@ CASES = {
     "return clamp(x)": ((B, S, H), "act", row(fwd=2 * T, bi=2 * T, act=2 * T)),
     "return clamp(x, lower = false)": ((B, S, H), "act", row(fwd=T, bi=T, act=2 * T)),
     "return softcap(x, cap = 30)": ((B, S, H), "act", row(fwd=3 * T, bi=3 * T, act=2 * T)),
+    # gpt-oss's clamped SwiGLU on [.., 2w] (w = H/2): 10 FLOPs an output element, 12 back; x and 4 tensors of w
+    "return clamped_glu(x)": ((B, S, H // 2), "act", row(fwd=10 * T // 2, bi=12 * T // 2, act=2 * T + 4 * T)),
     "return maximum(x, gelu(x))": ((B, S, H), "act", row(fwd=10 * T, bi=9 * T, act=4 * T)),
     "return max(x)": ((B, S), "act", row(fwd=T, act=8 * B * S)),
     "v, i = topk(x, k)\n  return v": ((B, S, K), "act", row(fwd=T, act=8 * B * S * K)),
@@ -125,6 +127,25 @@ def test_operator_shapes_params_flops_saved_bytes(body):
     shape, role, want = CASES[body]
     assert out_shape(body) == (shape, role)
     assert costs(body) == want
+
+
+# gpt-oss's gated unit as transformers 5.24 writes it (GptOssExperts._apply_gate), one op per step
+CLAMPED_STEPS = """gate, up = split(x, 2)
+  gate = clamp(gate, lower = false)
+  up = clamp(up)
+  glu = gate * sigmoid(scale(gate))
+  return scale(up) * glu"""
+
+
+def test_clamped_glu_is_the_eager_steps_in_pytorch_and_megatrons_fused_unit_in_korthikanti():
+    # eager autograd: one operator costs and keeps what its steps do, under both FLOP conventions
+    for convention in ("all", "matmul"):
+        assert costs("return clamped_glu(x)", convention=convention) == costs(CLAMPED_STEPS, convention=convention)
+    # Megatron-LM @ d98e8a64 fusions/fused_bias_geglu.py WeightedQuickGeGLUFunction.forward:
+    # ctx.save_for_backward(input_for_backward, ...): the [.., 2w] input only (bf16: 2 B an element)
+    fused = costs("return clamped_glu(x)", profile="korthikanti")
+    assert fused["activation_bytes"] == 2 * T
+    assert fused["activation_bytes"] < costs(CLAMPED_STEPS, profile="korthikanti")["activation_bytes"]
 
 
 def test_korthikanti_profile_keeps_the_inputs_of_norms():

@@ -75,7 +75,8 @@ def test_declared_traits_of_some_operators():
     follow = {"gelu", "silu", "relu", "softplus", "scale", "dropout", "cache", "zeros", "repeat_kv",
               "sigmoid", "tanh", "square", "relu2", "clamp", "softcap", "cast", "xielu",
               "alibi",   # issue 19: ALiBi follows the scores' head split
-              "lightning_attention"}   # issue 19: MiniMax's per-head recurrence follows q's head split
+              "lightning_attention",   # issue 19: MiniMax's per-head recurrence follows q's head split
+              "clamped_glu"}   # gate and up interleaved ([::2], [1::2]): a column split keeps each rank's pairs
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("follow",)} == follow
     assert {n for n in REGISTRY if REGISTRY[n].layout == ("whole_last",)} == {"softmax", "rope"}
     # issue 29: a slice needs its axis whole unless the model says the projection is laid out rank by rank

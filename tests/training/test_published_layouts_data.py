@@ -95,3 +95,14 @@ def test_degrees_multiply_to_the_gpus(row):
     assert row["global_batch"] % (row["micro_batch"] * dp) == 0, "global batch = b x m x dp"
     assert row["vp"] >= 1 and (row["vp"] == 1 or pp > 1)
     assert row["sp"] is False or tp > 1
+
+
+def test_shape_rank_counts_each_parallel_shape_once():
+    # plan lists a shape once per ZeRO stage / recompute that fits: TP 4 × PP 2 is row 4, shape 3
+    from bench.bench_published_layouts import shape_rank
+    rows = [dict(tp=1, pp=8, zero=1), dict(tp=1, pp=8, zero=2), dict(tp=2, pp=4, zero=1), dict(tp=4, pp=2, zero=1)]
+    row = dict(tp=4, pp=2, cp=1, ep=1, vp=1, micro_batch=1)
+    fields = ["tp", "pp", "cp", "ep", "vp", "micro_batch"]
+    assert shape_rank(rows, row, fields) == 3
+    assert shape_rank(rows + [dict(tp=8, pp=1)], dict(row, tp=8, pp=1), fields) == 4
+    assert shape_rank(rows, dict(row, tp=2, pp=2), fields) is None

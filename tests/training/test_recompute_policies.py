@@ -84,6 +84,13 @@ def test_megatron_modules_moe_and_mla():
         | {p for p, _ in ds.ops() if p.startswith("moe_layers/mlp/shared_experts/")}
     llama = costgraph.load("llama").graph
     assert recompute_plan(llama, Layout(recompute="selective", recompute_modules=("mla_up_proj",)).filled()).warnings
+    # gpt-oss's experts: moe_act frees the fused clamped unit's output (down_proj's input, [.., i] a routed
+    # token) and re-runs it from the kept gate_up output, as Megatron's TEGroupedMLP checkpoints its
+    # activation (Megatron-LM @ d98e8a64 moe/experts.py: CheckpointWithoutOutput over bias_act_func, its output
+    # discarded after linear_fc2)
+    oss = costgraph.load("gpt_oss").graph
+    act = recompute_plan(oss, Layout(recompute="selective", recompute_modules=("moe_act",)).filled())
+    assert set(act.rerun) == {f"layers/{kind}/mlp/experts/expert/clamped_glu" for kind in ("full", "sliding")}
 
 
 def _megatron_stage(layers, method, n):

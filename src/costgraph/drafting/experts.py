@@ -1,5 +1,6 @@
 """Recognise mixture-of-experts layers of their own form (std ``moe`` reads SwiGLU experts behind a softmax or
-sigmoid router): Nemotron-H's squared-ReLU experts, as blocks the draft defines itself.
+sigmoid router): Nemotron-H's squared-ReLU experts, as blocks the draft defines itself; gpt-oss's clamped SwiGLU
+experts, as std ``clamped_moe``.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
 None; the blocks' text (:data:`EXPERT_BLOCKS`) follows transformers 5.24's modeling code of each layer.
@@ -56,9 +57,32 @@ def relu2_moe_call(m: Module, arg: str, d) -> str | None:
     return f"relu2_moe({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def clamped_moe_call(m: Module, arg: str, d) -> str | None:
+    """gpt-oss's MoE (transformers 5.24 modeling_gpt_oss.py ``GptOssMLP``): a ``router`` (``GptOssTopKRouter``:
+    ``weight`` [E, H], ``bias`` [E], ``top_k``) and ``experts`` (``GptOssExperts``: ``gate_up_proj`` [E, H, 2w] with
+    ``gate_up_proj_bias`` [E, 2w], ``down_proj`` [E, w, H] with ``down_proj_bias`` [E, H], and a ``limit``: the
+    clamped SwiGLU of ``_apply_gate``) as std ``clamped_moe`` (models/std/moe.cg, which models/gpt_oss.cg calls), or
+    None."""
+    router, experts = m.child("router"), m.child("experts")
+    if router is None or experts is None or m.params or len(m.children) != 2 or router.children or experts.children:
+        return None
+    w, top_k = router.params.get("weight"), router.attrs.get("top_k")
+    if w is None or len(w) != 2 or set(router.params) != {"weight", "bias"} or router.params["bias"] != w[:1] \
+            or not isinstance(top_k, int) or not isinstance(experts.attrs.get("limit"), (int, float)):
+        return None
+    n_experts, hidden = w
+    gu, dn = experts.params.get("gate_up_proj", ()), experts.params.get("down_proj", ())
+    if len(gu) != 3 or gu[:2] != (n_experts, hidden) or gu[2] % 2 or dn != (n_experts, gu[2] // 2, hidden) \
+            or experts.params.get("gate_up_proj_bias") != (n_experts, gu[2]) \
+            or experts.params.get("down_proj_bias") != (n_experts, hidden) or len(experts.params) != 4:
+        return None
+    sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(dn[1], "expert width")]
+    return f"clamped_moe({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 def expert_call(m: Module, arg: str, d) -> str | None:
     """The first recogniser of this module that reads ``m``, else None."""
-    return relu2_moe_call(m, arg, d) or relu2_mlp_call(m, arg, d)
+    return relu2_moe_call(m, arg, d) or relu2_mlp_call(m, arg, d) or clamped_moe_call(m, arg, d)
 
 
 #: the blocks a draft defines itself when it uses them

@@ -277,6 +277,49 @@ def clamp(c):
     return _unary(c, "clamp", save="input", per=bounds * PER_ELEMENT["clamp"])
 
 
+#: the elementwise steps of gpt-oss's clamped SwiGLU, in order (:func:`clamped_glu`)
+CLAMPED_GLU_STEPS = (("clamp", 1), ("clamp", 2), ("scale", 1), ("sigmoid", 1), ("mul", 1), ("scale", 1), ("mul", 1))
+
+
+@op("clamped_glu", "gpt-oss's clamped SwiGLU on the fused gate/up projection [.., 2w] → [.., w]: "
+    "gate clamped above, up both ways, (up + 1) · gate · σ(α · gate)",
+    x="tensor", layout="follow")
+def clamped_glu(c):
+    """gpt-oss's gated unit (transformers 5.24 ``modeling_gpt_oss.py::GptOssExperts._apply_gate``:
+    ``gate.clamp(max=limit)``, ``up.clamp(-limit, limit)``, ``glu = gate * sigmoid(gate * alpha)``,
+    ``(up + 1) * glu``) on ``x`` = the fused ``gate_up_proj`` output ``[.., 2w]`` (gate and up are
+    views of it); output ``[.., w]``. FLOPs (`all`): :data:`CLAMPED_GLU_STEPS`, 10 an output
+    element forward and as many for the input gradient, plus one more per product (each of the two
+    products' gradients is two multiplies).
+
+    Saved for backward, by profile:
+
+    * ``korthikanti`` (Megatron-LM's kernels): its input only, ``2w`` an element. Megatron fuses the
+      clamped unit into one autograd function that saves its input and rebuilds the rest in the
+      backward (Megatron-LM @ d98e8a64 ``megatron/core/fusions/fused_bias_geglu.py``:
+      ``WeightedQuickGeGLUFunction.forward`` ``ctx.save_for_backward(input_for_backward, ...)``,
+      called by ``moe/experts.py::TEGroupedMLP`` with ``activation_func_clamp_value`` and
+      ``glu_linear_offset``; Megatron-Bridge @ 067f987 ``models/gpt_oss/gpt_oss_bridge.py`` sets
+      ``bias_activation_fusion = True``, ``quick_gelu``, clamp 7.0, offset 1.0).
+    * ``pytorch`` (eager autograd): the input (both clamps keep a view of it), σ's output, the
+      clamped gate, ``up + 1`` and ``glu`` (the two products keep their operands): ``2w + 4w``."""
+    x = c["x"]
+    if not x.shape:
+        c.fail("clamped_glu needs a tensor with a last dimension (gate and up side by side), got a scalar []")
+    *batch, last = x.shape
+    y = c.output((*batch, last / 2), role=c.float_role(x))
+    n = y.numel
+    per = sum(PER_ELEMENT[kind] * k for kind, k in CLAMPED_GLU_STEPS)
+    products = sum(1 for kind, _ in CLAMPED_GLU_STEPS if kind == "mul")
+    c.forward(Flops(other=per * n))
+    c.backward_input(Flops(other=(per + products) * n))
+    c.save(x)
+    if c.settings.profile == "pytorch":
+        role = c.float_role(x)
+        c.save(*[c.aux(name, y.shape, role) for name in ("sigmoid_out", "gate_clamped", "up_plus_one", "glu")])
+    return y
+
+
 @op("softcap", "soft-capping cap · tanh(x / cap) (Gemma 2's attention and final logits)",
     x="tensor", cap=("dim", None), layout="follow")
 def softcap(c):
