@@ -65,7 +65,9 @@ def test_settings_and_serving_are_the_typed_parts(served):
     assert list(doc["serving"]["vllm"]) == [*sv.vllm, "max_concurrency_exact"]
     assert doc["serving"]["vllm"]["max_concurrency_exact"] == str(sv.vllm.max_concurrency)
     assert sv.vllm.tokens == sv.vllm.num_blocks // sv.vllm.groups * st.page_size   # vLLM: blocks per group x block
-    assert "draft_layers" not in sv.vllm and "sampler" not in sv.vllm and sv.vllm.requested_bytes is not None
+    assert "draft_layers" not in sv.vllm and sv.vllm.requested_bytes is not None
+    # V1's sampler in the profile run (inference/sampler_peak.py), a typed part beside the forward's peak
+    assert type(sv.vllm.sampler) is kp.SamplerPeak and sv.vllm["sampler_bytes"] == sv.vllm.sampler.bytes
     assert list(doc["settings"]) == list(st) == [n for n in names(rp.InferenceSettings) if n in st]
     assert list(doc["serving"]) == list(sv) == ["vllm", "prefix_caching", "chunked_prefill"]
     # vLLM schedules a prompt of P tokens as ceil(P / C) chunks of at most C (--chunk C)
