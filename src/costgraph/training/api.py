@@ -96,8 +96,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     from .memory import training_memory
 
     mem = training_memory(model.graph, layout, o.scope)
-    fits = training_fits(model, mem, values, capacity, o.scope, reserve=reserve, hw=hw, given=o.memory is not None,
-                         convention=o.memory_convention)
+    fits = training_fits(model, mem, values, capacity, o.scope, reserve, hw, o.memory is not None, o.memory_convention)
     compute = None
     if o.scope == "model":
         compute = compute_section(model, layout, hw, peak=o.peak, mfu=o.mfu, achieved=o.achieved, tokens=o.tokens,
