@@ -154,3 +154,17 @@ def test_train_names_its_reserve_and_keeps_the_flat_rule_on_request():
         (75 * GIB, -(-75 * GIB // 10), None)
     with pytest.raises(costgraph.errors.CostgraphValueError, match="--memory gives it"):
         gpt.train(t=2, gpus=4, values=v, hardware="h100-sxm", memory="75GiB", memory_convention="nominal")
+
+
+def test_fit_reads_the_device_memory_as_train_does():
+    # fit --train takes train's verdict (costgraph.verdict): the same capacity under each memory convention, named
+    import costgraph
+
+    gpt = costgraph.load("gpt")
+    v = gpt.values("gpt2")
+    cuda = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1")
+    assert (cuda.capacity_bytes, cuda.usable_bytes) == (85_061_827_297, 85_061_827_297 - 8_506_182_730)
+    assert "[visible.h100-sxm]" in cuda.settings["reserve"]
+    nominal = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1", memory_convention="nominal")
+    assert (nominal.capacity_bytes, nominal.usable_bytes) == (80_000_000_000, 72_000_000_000)
+    assert "memory convention nominal" in nominal.settings["reserve"]
