@@ -138,6 +138,33 @@ def test_train_names_its_reserve_and_keeps_the_flat_rule_on_request():
     parts = {p["name"]: p["bytes"] for p in r.fits["reserve_parts"]}
     assert parts["NCCL buffers"] == 2 * NCCL_ONE                      # the TP 2 and the DP 2 communicators
     assert r.fits["reserve_bytes"] == sum(parts.values()) and r.fits["reserve_from"].startswith("runtime: ")
+    # a fraction of the device memory as CUDA reports it, the capacity the runtime reserve takes (the memory
+    # convention cuda, choices.MEMORY_CONVENTION: torch.cuda.mem_get_info's total, vLLM's total_gpu_memory
+    # 79.22 GiB on an H100 SXM, vllm PR #10511; floored to 85,061,827,297 B): 0.1 of it rounded up to a byte
     flat = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="0.1")
     assert (flat.fits["capacity_bytes"], flat.fits["reserve_bytes"], flat.fits["reserve_from"]) == \
-        (80_000_000_000, 8_000_000_000, "--reserve")
+        (85_061_827_297, 8_506_182_730, "--reserve") and "[visible.h100-sxm]" in flat.fits["capacity_from"]
+    assert r.fits["capacity_bytes"] == flat.fits["capacity_bytes"] == r.settings.memory   # one capacity, every form
+    # the printed figure on request (NVIDIA's datasheet 80 GB = 8·10^10 B), named; --memory, the user's own figure, wins
+    nominal = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="8GB", memory_convention="nominal")
+    assert (nominal.fits["capacity_bytes"], nominal.fits["reserve_bytes"]) == (80_000_000_000, 8_000_000_000)
+    assert nominal.fits["capacity_from"].startswith("memory convention nominal, h100-sxm's printed figure")
+    given = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="0.1", memory="75GiB")
+    assert (given.fits["capacity_bytes"], given.fits["reserve_bytes"], given.fits.get("capacity_from")) == \
+        (75 * GIB, -(-75 * GIB // 10), None)
+    with pytest.raises(costgraph.errors.CostgraphValueError, match="--memory gives it"):
+        gpt.train(t=2, gpus=4, values=v, hardware="h100-sxm", memory="75GiB", memory_convention="nominal")
+
+
+def test_fit_reads_the_device_memory_as_train_does():
+    # fit --train takes train's verdict (costgraph.verdict): the same capacity under each memory convention, named
+    import costgraph
+
+    gpt = costgraph.load("gpt")
+    v = gpt.values("gpt2")
+    cuda = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1")
+    assert (cuda.capacity_bytes, cuda.usable_bytes) == (85_061_827_297, 85_061_827_297 - 8_506_182_730)
+    assert "[visible.h100-sxm]" in cuda.settings["reserve"]
+    nominal = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1", memory_convention="nominal")
+    assert (nominal.capacity_bytes, nominal.usable_bytes) == (80_000_000_000, 72_000_000_000)
+    assert "memory convention nominal" in nominal.settings["reserve"]

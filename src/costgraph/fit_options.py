@@ -51,9 +51,9 @@ class FitOptions:
                                cli_default=None, choices=SCOPES, group="serve")
     keep: object = option("--not-quantized", "serving: module names kept in 16 bits", default=(), cli_default=None,
                           group="serve", metavar="NAMES")
-    memory_convention: str = option("--memory-convention", "serving: which figure of the preset is the device "
-                                                           "memory: " + choices.MEMORY_CONVENTION.help(),
-                                    choices=choices.MEMORY_CONVENTION, group="serve")
+    memory_convention: str = option("--memory-convention", "which figure of the preset is the device memory "
+                                                           "(training and serving alike): "
+                                    + choices.MEMORY_CONVENTION.help(), choices=choices.MEMORY_CONVENTION)
     # the API's: their flags are another declaration's (--train/--serve the command's; --gpus, --tp, --memory,
     # --reserve, --efficiency-profile: commands/_analysis.train_arguments)
     mode: str = option(None, "train (--train, the default) or serve (--serve)", default="train",

@@ -29,11 +29,15 @@ class Quantity:
 
 
 def quantity(unit: str = "", *, label: str = "", json: str | None = "", omit_none: bool = False,
-             default=MISSING, default_factory=MISSING, init: bool = True):
+             present_with: str | None = None, default=MISSING, default_factory=MISSING, init: bool = True):
     """A dataclass field that is a quantity: its :class:`Quantity` (unit, label, JSON name) in the
     field's metadata (key ``"quantity"``; an empty ``label`` or ``json`` is the field's name, a
-    ``json`` of None keeps the field out of the JSON)."""
+    ``json`` of None keeps the field out of the JSON). ``present_with``: the name of another field; this
+    one is a key of a :class:`Part` only while that one is not None (metadata key ``"present_with"``:
+    vLLM's figures of a cache the device memory sized, keys exactly when ``requested_bytes`` is set)."""
     meta = {"quantity": Quantity(unit, label, json, omit_none)}
+    if present_with is not None:
+        meta["present_with"] = present_with
     return field(default=default, default_factory=default_factory, init=init, metadata=meta)
 
 
@@ -96,12 +100,15 @@ class Part(Mapping):
     ``part.get("name")``, ``"name" in part``, ``dict(part)``, ``{**part}``. Its keys are the field names
     present, in field order: a field of ``json=None`` is no key, a field declared ``omit_none`` is a key
     only when it is not None (override :meth:`present` for another rule); ``part[name]`` of a name that is
-    no key raises KeyError, as the dict did. Read-only as a mapping: set an attribute instead."""
+    no key raises KeyError, as the dict did; a field declared ``present_with`` another is a key only while
+    that one is not None. Read-only as a mapping: set an attribute instead."""
 
     def present(self, name: str) -> bool:
         """Whether the field ``name`` is a key of the mapping (see the class)."""
-        q = self.__dataclass_fields__[name].metadata["quantity"]
-        return q.json is not None and (not q.omit_none or getattr(self, name) is not None)
+        meta = self.__dataclass_fields__[name].metadata
+        q, other = meta["quantity"], meta.get("present_with")
+        return q.json is not None and (not q.omit_none or getattr(self, name) is not None) and \
+            (other is None or getattr(self, other) is not None)
 
     def __getitem__(self, name: str):
         f = self.__dataclass_fields__.get(name) if isinstance(name, str) else None

@@ -191,9 +191,8 @@ _CUDA_WORDS = "as CUDA reports it (memory convention cuda):"
 
 def device_memory(hw, convention: str | None = None, given: int | None = None) -> DeviceMemory | None:
     """The memory of one device of preset ``hw`` (a :class:`~costgraph.hardware.Hardware`, or None) under ``convention`` (:data:`costgraph.choices.MEMORY_CONVENTION`, None: its default ``cuda``), where
-    ``infer`` (its capacity line and its runtime's KV cache), ``fit --serve``, ``train``'s default runtime reserve
-    and the calculator page read it (``train`` with a fraction or size ``--reserve``, and ``plan``, still read the
-    preset's printed ``memory_bytes``: not yet moved here):
+    ``infer`` (its capacity line and its runtime's KV cache), ``fit`` (serving and training), ``train`` (its fit
+    verdict under every ``--reserve`` form), ``plan``, ``report`` and the calculator page read it:
 
     * ``cuda``: the total CUDA reports (``torch.cuda.mem_get_info``; vLLM's ``total_gpu_memory``), from
       ``runtime_memory.toml`` ``[visible.NAME]`` (H100 SXM: 79.22 GiB = 85,061,827,297 B, vllm PR #10511),
@@ -251,14 +250,26 @@ class Reserve:
         return "runtime: " + " + ".join(f"{p.name} {p.bytes / 1e6:,.2f} MB" if p.bytes else p.name for p in self.parts)
 
 
-def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool) -> Reserve:
+def preset_capacity(hw, given: bool, convention: str | None = None) -> DeviceMemory | None:
+    """The device memory of preset ``hw`` under ``convention`` (:func:`device_memory`; None: its default
+    ``cuda``, what CUDA reports where a ``[visible.NAME]`` entry gives it; ``nominal``: the printed figure,
+    named so); None where the capacity is ``given`` (``--memory``), without a preset, or under ``cuda`` without
+    an entry (the printed figure, as before the convention: no words). Train's fit verdict (every
+    ``--reserve`` form) and ``plan`` take the capacity from it and name it (``capacity_from``)."""
+    seen = None if given or hw is None else device_memory(hw, convention)
+    return None if seen is None or (seen.convention == "cuda" and not seen.source.startswith(_CUDA_WORDS)) else seen
+
+
+def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool,
+                     convention: str | None = None) -> Reserve:
     """The runtime reserve of a training run on preset ``hw`` (a :class:`~costgraph.hardware.Hardware`
     or None) with the parallel ``groups`` (name → degree) and a device of ``capacity`` bytes
-    (``given``: from ``--memory``, kept as is)."""
-    seen = None if given or hw is None else device_memory(hw)   # the convention's default: what CUDA reports
+    (``given``: from ``--memory``, kept as is; else the preset's memory under ``convention``,
+    :func:`preset_capacity`)."""
+    seen = preset_capacity(hw, given, convention)
     parts = training_parts(None if hw is None else hw.compute_capability, groups, None if hw is None else hw.vendor,
                            None if hw is None else hw.gfx_target)
-    if seen is None or not seen.source.startswith(_CUDA_WORDS):   # no entry: the capacity asked, no words
+    if seen is None:   # given, or no [visible] entry: the capacity asked, no words
         return Reserve(capacity, None, parts)
     return Reserve(seen.bytes, seen.source, parts)
 

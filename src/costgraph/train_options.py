@@ -38,6 +38,14 @@ RESERVE_HELP = ("memory the fit verdict keeps free on each device: runtime (defa
                 "workspaces and NCCL buffers, named, on the memory CUDA reports), a fraction of it "
                 f"({choices.DEFAULT_RESERVE}) or a size (8GB)")
 
+#: the help of train's and plan's ``--memory-convention`` (fit's: :mod:`costgraph.fit_options`)
+MEMORY_CONVENTION_HELP = ("which figure of the --hardware preset is the device memory of the fit verdict (every "
+                          "--reserve form): " + choices.MEMORY_CONVENTION.help())
+
+
+def _memory_convention():
+    return option("--memory-convention", MEMORY_CONVENTION_HELP, choices=choices.MEMORY_CONVENTION, check="choice")
+
 
 def _efficiency_profile():
     return option("--efficiency-profile", EFFICIENCY_PROFILE_HELP, default=None, metavar="FILE")
@@ -87,6 +95,7 @@ class TrainOptions:
                                  default=None, choices=("step", "compute"))
     memory: object = option("--memory", MEMORY_HELP, default=None, unit="bytes", check="size")
     reserve: object = option("--reserve", RESERVE_HELP, default=None, unit="fraction or bytes")
+    memory_convention: str = _memory_convention()
 
 
 @keywords_checked()
@@ -107,6 +116,7 @@ class PlanOptions:
                                                 f"{choices.DEFAULT_EFFICIENCY})", default=None, unit="fraction")
     memory: object = option("--memory", "device memory instead of the preset's (80GB, 80GiB)", default=None,
                             unit="bytes", check="size")
+    memory_convention: str = _memory_convention()
     # the layout's options (costgraph.layout_options: flag, choices, default declared there), plan's help
     precision: str = like(LayoutOptions, "policy", help=f"precision policy (default {choices.DEFAULT_POLICY})")
     optimizer: str = like(LayoutOptions, "optimizer", help=f"optimizer (default {choices.DEFAULT_OPTIMIZER}; costgraph "

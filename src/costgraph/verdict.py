@@ -155,7 +155,8 @@ def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult
     a config.json's ``"hf"``, as the command line's ``--config``).
     ``options``: a :class:`costgraph.fit_options.FitOptions` (``mode``, ``hardware``, ``gpus``,
     ``memory``, ``reserve``, ``efficiency_profile``, ``host_memory``; serving: ``prompt``, ``generate``,
-    ``batch``, ``tp``, ``weights``, ``kv``, ``quantized``, ``keep``), or its fields as keywords in
+    ``batch``, ``tp``, ``weights``, ``kv``, ``quantized``, ``keep``; both: ``memory_convention``, which figure
+    of the preset is the device memory, :func:`costgraph.runtime_memory.device_memory`), or its fields as keywords in
     ``overrides`` (which replace the object's). ``reserve``: the memory kept free, a fraction or a size
     (default :data:`costgraph.choices.DEFAULT_RESERVE`). Training: ``layout`` a
     :class:`~costgraph.parallel.layout.Layout` (its ``gpus`` set from ``gpus``), or its fields as
@@ -194,7 +195,7 @@ def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult
         if o.prompt is not None or o.generate is not None:
             raise CostgraphValueError("--prompt and --generate are serving settings", hint="add --serve")
         return _train(model, o.hardware, gpus, values, o.memory, o.reserve, layout, layout_settings,
-                      o.efficiency_profile, o.host_memory)
+                      o.efficiency_profile, o.host_memory, o.memory_convention)
     if o.host_memory is not None:
         raise CostgraphValueError("--host-memory judges CPU offload in training", hint="drop it with --serve")
     if o.efficiency_profile is not None:
@@ -208,7 +209,7 @@ def fit(model, values=None, options=None, layout=None, **overrides) -> FitResult
 
 
 def _train(model, hardware, gpus, values, memory, reserve, layout, settings, profile=None,
-           host_memory=None) -> FitResult:
+           host_memory=None, convention=None) -> FitResult:
     import dataclasses
 
     from .training.api import layout_argument
@@ -216,7 +217,7 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
     # an unknown setting, both, or no Layout: a located message (layout_argument), never a TypeError
     layout = dataclasses.replace(layout_argument(layout, {k: v for k, v in settings.items() if k != "gpus"}), gpus=gpus)
     r = model.train(layout, values=values, hardware=hardware, memory=memory, reserve=reserve,
-                    efficiency_profile=profile)
+                    efficiency_profile=profile, memory_convention=convention)   # the device memory as train reads it
     if r.fits is None:
         raise CostgraphValueError("fit needs every dimension's value (the sizes the memory is taken at)",
                                   hint="a config.json or Hub id gives them; a model file: --config NAME or --set "

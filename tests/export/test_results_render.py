@@ -477,8 +477,9 @@ def test_training_parts_are_typed_with_units(trained):
     assert trained.to_dict()["fits"] == {**{k: getattr(f, k) for k in f.keys()},
                                          "reserve_parts": [dict(p) for p in f.reserve_parts]}
     assert "largest_b" in f and "changes" not in f and f.get("changes", 0) == 0   # fits: no changes
-    # the preset's 80 GB (NVIDIA H100 datasheet) in the plan; the verdict's capacity is what CUDA reports of it
-    assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == 80 * 10**9 != f.capacity_bytes
+    # one capacity in the plan and the verdict: what CUDA reports on an H100 SXM (79.22 GiB, vllm PR #10511's
+    # total_gpu_memory: runtime_memory.toml [visible.h100-sxm]; memory convention cuda), not the printed 80 GB
+    assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == 85_061_827_297 == f.capacity_bytes
     assert {**s}["profile"] == s.profile and f.capacity_from.startswith("as CUDA reports it")
     assert ("time" in c, "step" in c, c.get("calibration")) == (True, True, None)
     assert c.step["total"] == c["time"]["step_seconds"]   # the one step time (costgraph.training.rate)

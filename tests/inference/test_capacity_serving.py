@@ -107,17 +107,23 @@ def test_available_memory_as_vllm_profiles_it(llama):
     # the live set at the peak of a forward of 8192 tokens (inference/profile_peak.py): at down_proj vLLM's
     # LlamaMLP still holds gate_up [T, 2i] and the product [T, i], the caller the normalised input and the
     # residual [T, h] each, and down_proj writes [T, h]: (3h + 3i) bf16 values per token
-    ACT = 8192 * (3 * 4096 + 3 * 14336) * 2
-    assert got["activation_bytes"] == ACT == 905_969_664
+    FORWARD = 8192 * (3 * 4096 + 3 * 14336) * 2
+    assert got["forward_activation_bytes"] == FORWARD == 905_969_664
+    # V1's profile run also samples min(8192, 1024) rows (vllm @ 000fc94b v1/worker/gpu_model_runner.py
+    # _dummy_sampler_run; inference/sampler_peak.toml): 1024 x 128,256 logits x 28 B alive (bf16 logits 2 + fp32
+    # copy 4 + sort 4 + int64 indices 8 + masks 2 + softmax 4 + re-sorted 4) beside the hidden states [T, h] and
+    # two [R, h]; V1 reads the peak over the whole profile run: the sampler's is the larger
+    ACT = (8192 + 2 * 1024) * 4096 * 2 + 1024 * 128256 * 28
+    assert got["activation_bytes"] == got["sampler_bytes"] == ACT == 3_761_242_112
     # the non-torch memory vLLM logged on an H100 at TP 1, its newest log in runtime_memory.toml: vllm PR #12126
     # (github.com/vllm-project/vllm/pull/12126) "non_torch_memory takes 0.16GiB", floored to whole bytes
     assert got["non_torch_bytes"] == int(sympy.Rational(16, 100) * GIB) == 171_798_691
     assert "vllm.h100-tp1-pr12126" in got["non_torch_from"]
     avail = 76_555_644_567 - 16_060_522_496 - rope - scalars - ACT - 171_798_691
     assert got["available_bytes"] == avail
-    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 28_331
-    assert got["tokens"] == 28_331 * 16
-    assert got["max_concurrency"] == sympy.Rational(28_331, 40)   # ⌈640/16⌉ blocks per request
+    assert got["num_blocks"] == avail // (16 * 4096) // 32 == 26_969
+    assert got["tokens"] == 26_969 * 16
+    assert got["max_concurrency"] == sympy.Rational(26_969, 40)   # ⌈640/16⌉ blocks per request
     # the capacity line reads the same device as the vLLM block (costgraph.runtime_memory.device_memory, memory
     # convention cuda by default): reserve 0.1 = 1 - utilization 0.9 of the 79.22 GiB CUDA reports on an H100
     # (vllm PR #10511, github.com/vllm-project/vllm/pull/10511: "total_gpu_memory 79.22GiB"), not of the 80 GB printed
@@ -212,7 +218,10 @@ def test_a100_gets_the_small_token_budget(llama):
     v = llama.values("llama-3-8b")
     got = _vllm(infer(llama, hardware="a100-80gb-sxm", prompt=512, generate=128, batch=1, values=v))
     assert (got["max_num_batched_tokens"], got["max_num_seqs"]) == (2048, 256)
-    assert got["activation_bytes"] == 2048 * (3 * 4096 + 3 * 14336) * 2   # the live set at down_proj
+    assert got["forward_activation_bytes"] == 2048 * (3 * 4096 + 3 * 14336) * 2   # the live set at down_proj
+    # V1's sampler over min(2048, 256) rows (inference/sampler_peak.toml, vllm @ 000fc94b _dummy_sampler_run): 28 B a
+    # logit beside [T, h] and two [R, h], the profile's peak
+    assert got["activation_bytes"] == (2048 + 2 * 256) * 4096 * 2 + 256 * 128256 * 28 == 940_310_528
 
 
 def test_utilization_is_one_minus_reserve(llama):
@@ -514,10 +523,10 @@ def test_vllm_would_not_start_is_said(capsys):
     assert doc["serving"]["vllm"]["note"] == "vLLM would not start: No available memory for the cache blocks"
     doc = _json(capsys, argv + ["--hardware", "h100-sxm", "--max-model-len", "1000000"])
     v = doc["serving"]["vllm"]
-    # 28,331 (test_available_memory_as_vllm_profiles_it): 0.9 of the 79.22 GiB CUDA reports, less the weights as
+    # 26,969 (test_available_memory_as_vllm_profiles_it): 0.9 of the 79.22 GiB CUDA reports, less the weights as
     # vLLM V1 loads them (its 2 MiB rotary cos/sin cache, 7 fp32 scalars per attention layer), the live set at the
-    # profile run's peak (inference/profile_peak.py) and the H100's logged non-torch 0.16 GiB
-    assert v["num_blocks"] == 28_331 and v["blocks_per_request"] == 62_500
+    # profile run's peak (its sampler's: inference/sampler_peak.py) and the H100's logged non-torch 0.16 GiB
+    assert v["num_blocks"] == 26_969 and v["blocks_per_request"] == 62_500
     assert v["note"] == "vLLM would not start: one request of max_model_len 1,000,000 does not fit the KV cache"
     assert _json(capsys, argv + ["--hardware", "h100-sxm"])["serving"]["vllm"]["note"] is None
 

@@ -117,3 +117,32 @@ def test_v0_sampler_buffers_in_the_profile_run(llama31):
     assert "the sampler 1.04 GiB (256 rows x 128,256 logits x 32 B" in rep.to_text()
     # the long prefills of vllm issue #10517 (20,000 tokens): the forward's 2.06 GiB stays the peak
     assert _v0(llama31, 20000)["activation_bytes"] == 20000 * PER_TOKEN
+
+
+def test_v1_sampler_buffers_in_the_profile_run(llama31):
+    # vLLM V1's profile run (vllm @ 000fc94b v1/worker/gpu_model_runner.py::profile_run, _dummy_run,
+    # _dummy_sampler_run): R = min(max_num_batched_tokens, max_num_seqs) requests, their logits sampled with
+    # top_k V - 1 and top_p 0.9; alive at the end of apply_top_k_top_p (vllm @ 3babc05a
+    # v1/sample/ops/topk_topp_sampler.py; the fp32 copy from vllm @ 3e342658 v1/sample/sampler.py) per logit:
+    # the bf16 logits 2, the fp32 copy 4, sort values 4 and int64 indices 8, top-k mask 1, top-p softmax 4 (its
+    # cumsum written into it: out=probs_sort), top-p mask 1, the re-sorted scatter 4 = 28 B; beside them the
+    # hidden states [T, h], the gathered last ones [R, h] and their rand_like [R, h]
+    from costgraph.inference.phases import Inference
+    from costgraph.inference.sampler_peak import sampler_peak
+
+    model, values = llama31
+    inf = Inference(model)
+    subs = {k: x for k, x in values.items() if k not in (inf.b, inf.s)}
+    V = 128256
+    sp = sampler_peak(inf, subs, 8192, 1024, "v1")
+    assert (sp["rows"], sp["vocab"], sp["per_logit"]) == (1024, V, 28)
+    assert sp["hidden_bytes"] == (8192 + 2 * 1024) * H * 2
+    assert sp["bytes"] == (8192 + 2 * 1024) * H * 2 + 1024 * V * 28 == 3_761_242_112
+    # infer's V1 default on an H100 (max_num_seqs 1024 for an 80 GB GPU that is not an A100: vllm
+    # arg_utils.py EngineArgs get_batch_defaults, OPENAI_API_SERVER): the sampler is the profile's peak (V1 reads
+    # allocated_bytes.all.peak after the whole profile_run, v1/worker/gpu_worker.py determine_available_memory)
+    rep = infer(model, prompt=512, generate=128, batch=1, values=values, hardware="h100-sxm", max_model_len=8192)
+    v = rep.serving["vllm"]
+    assert (v["engine"], v["max_num_seqs"], v["forward_activation_bytes"]) == ("v1", 1024, 8192 * PER_TOKEN)
+    assert v["activation_bytes"] == v["sampler_bytes"] == sp["bytes"]
+    assert "the sampler 3.50 GiB (1,024 rows x 128,256 logits x 28 B" in rep.to_text()

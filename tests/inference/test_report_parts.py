@@ -65,7 +65,9 @@ def test_settings_and_serving_are_the_typed_parts(served):
     assert list(doc["serving"]["vllm"]) == [*sv.vllm, "max_concurrency_exact"]
     assert doc["serving"]["vllm"]["max_concurrency_exact"] == str(sv.vllm.max_concurrency)
     assert sv.vllm.tokens == sv.vllm.num_blocks // sv.vllm.groups * st.page_size   # vLLM: blocks per group x block
-    assert "draft_layers" not in sv.vllm and "sampler" not in sv.vllm and sv.vllm.requested_bytes is not None
+    assert "draft_layers" not in sv.vllm and sv.vllm.requested_bytes is not None
+    # V1's sampler in the profile run (inference/sampler_peak.py), a typed part beside the forward's peak
+    assert type(sv.vllm.sampler) is kp.SamplerPeak and sv.vllm["sampler_bytes"] == sv.vllm.sampler.bytes
     assert list(doc["settings"]) == list(st) == [n for n in names(rp.InferenceSettings) if n in st]
     assert list(doc["serving"]) == list(sv) == ["vllm", "prefix_caching", "chunked_prefill"]
     # vLLM schedules a prompt of P tokens as ceil(P / C) chunks of at most C (--chunk C)
@@ -90,3 +92,18 @@ def test_settings_units_and_a_misspelt_field():
     assert {q.json: q.unit for _, q in quantities(kp.SglangKvCache)}["rest_bytes"] == "bytes"
     with pytest.raises(AttributeError, match="capacity_byte"):
         rp.InferenceSettings().set(capacity_byte=1)
+
+
+def test_a_figure_present_with_another_is_declared_on_its_field():
+    """vLLM's figures of a cache the device memory sized are keys exactly when ``requested_bytes`` is set: declared
+    on each field (result_fields.quantity(present_with=...)), read by the generic Part (no override); the JSON's
+    other keys keep their field order."""
+    assert kp.VllmKvCache.SIZED == ("total_bytes", "total_from", "requested_bytes", "weight_bytes",
+                                    "activation_bytes", "non_torch_bytes")
+    given = kp.VllmKvCache(available_bytes=7, kv_memory_given=True)   # --kv-memory: nothing sized
+    assert not set(kp.VllmKvCache.SIZED) & set(given) and "available_bytes" in given
+    sized = kp.VllmKvCache(requested_bytes=10, available_bytes=7, page_bytes=4)   # the rest None, keys all the same
+    keys = list(sized)
+    assert set(kp.VllmKvCache.SIZED) <= set(keys) and sized["weight_bytes"] is None
+    assert keys == [n for n in names(kp.VllmKvCache) if n in keys]   # field order
+    assert kp.VllmKvCache.present is kp.Part.present   # the generic rule, no override

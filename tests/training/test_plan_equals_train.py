@@ -18,6 +18,11 @@ import costgraph
 CASES = [
     ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None),
     ("llama", "llama-3-8b", {"s": 2048}, 6, 48, None),
+    # a fraction of the device memory and a size (--reserve), on the memory CUDA reports (79.22 GiB on an H100 SXM,
+    # vllm PR #10511: runtime_memory.toml [visible.h100-sxm]) and on the printed 80 GB (--memory-convention nominal):
+    # the planner's capacity is train's under each (the llama cases' closed forms, derived once)
+    ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None, {"reserve": "0.1"}),
+    ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None, {"reserve": "8GB", "memory_convention": "nominal"}),
     # 7 layers, one dense: no even split for p = 2 or 4 — Megatron's other splits are searched
     ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 8, 32, "1000GB"),
     ("deepseek_v3", "deepseek-v3", {"s": 1024, "l": 7, "k_d": 1, "E": 16}, 12, 24, "1000GB"),
@@ -66,6 +71,9 @@ def planned(request):
                      top=1, **kw)
     if kw.get("allow_fp8"):
         assert res.layouts[0]["options"] == {"policy": "fp8-delayed"} and "--precision fp8-delayed" in res.check_command()
+    if kw.get("reserve"):   # the capacity under the convention, named in the check command where not the default
+        assert res.capacity_bytes == (80_000_000_000 if kw.get("memory_convention") else 85_061_827_297)
+        assert ("--memory-convention nominal" in res.check_command()) == bool(kw.get("memory_convention"))
     if kw.get("cross_entropy"):
         assert f"--cross-entropy {kw['cross_entropy']}" in res.check_command()
     if kw.get("pipeline_layout"):

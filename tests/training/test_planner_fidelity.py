@@ -16,6 +16,9 @@ from costgraph.cli import main
 from costgraph.parallel.layout import Layout
 
 H100 = 80_000_000_000   # h100-sxm's device memory, bytes (hardware.toml)
+#: what CUDA reports on an H100 SXM, the capacity train and plan read (memory convention cuda): 79.22 GiB
+#: (vllm PR #10511's total_gpu_memory, runtime_memory.toml [visible.h100-sxm]), floored to whole bytes
+CUDA = 85_061_827_297
 
 
 def _train_row(m, values, row, *, gpus, attention, reserve=None, efficiency=None):
@@ -81,21 +84,23 @@ def test_reserve_default_and_option(llama_8b_top40):
         peak, _, fits = _train_row(m, values, row, gpus=8, attention="flash")
         assert fits and peak == row["memory_bytes"]
     flat = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40, reserve=0.1)
-    assert flat.reserve_bytes == 8_000_000_000                    # --reserve 0.1 of 80 GB
-    assert max(r["memory_bytes"] for r in flat.layouts) <= 72_000_000_000
+    # --reserve 0.1 of the device memory train reads: the 79.22 GiB CUDA reports (memory convention cuda,
+    # runtime_memory.toml [visible.h100-sxm], vllm PR #10511), 85,061,827,297 B: 8,506,182,730 B rounded up
+    assert (flat.capacity_bytes, flat.reserve_bytes) == (CUDA, 8_506_182_730)
+    assert max(r["memory_bytes"] for r in flat.layouts) <= CUDA - 8_506_182_730
     none = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=40, reserve=0)
     assert none.reserve_bytes == 0
-    assert max(r["memory_bytes"] for r in none.layouts) > 72_000_000_000   # a layout the reserve turns away
     sized = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=64, attention="flash", top=1, reserve="10GiB")
     assert sized.reserve_bytes == 10 * 2**30
+    assert max(r["memory_bytes"] for r in none.layouts) > CUDA - 10 * 2**30   # a layout the 10 GiB reserve turns away
     # train's verdict: headroom against the capacity less the reserve
     vals = values
     r = m.train(gpus=8, zero=3, attention="flash", values=vals, hardware="h100-sxm", reserve=0.1)
     used = int(r.most_loaded().memory["total"].xreplace(vals))
-    assert r.fits["reserve_bytes"] == 8_000_000_000
-    assert r.fits["headroom_bytes"] == H100 - 8_000_000_000 - used
+    assert r.fits["reserve_bytes"] == 8_506_182_730
+    assert r.fits["headroom_bytes"] == CUDA - 8_506_182_730 - used
     r0 = m.train(gpus=8, zero=3, attention="flash", values=vals, hardware="h100-sxm", reserve=0)
-    assert r0.fits["headroom_bytes"] == H100 - used and r0.fits["reserve_bytes"] == 0
+    assert r0.fits["headroom_bytes"] == CUDA - used and r0.fits["reserve_bytes"] == 0
 
 
 def test_no_duplicate_rows_and_no_selective_under_flash(llama_8b_top40):

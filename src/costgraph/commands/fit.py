@@ -83,6 +83,7 @@ def run(args):
         from ._analysis import train_layout
 
         r = fit(model, values, FitOptions(hardware=args.hardware, gpus=gpus, memory=args.memory, reserve=args.reserve,
-                                          efficiency_profile=args.efficiency_profile, host_memory=args.host_memory),
+                                          efficiency_profile=args.efficiency_profile, host_memory=args.host_memory,
+                                          memory_convention=args.memory_convention),
                 train_layout(args, args.micro_batches))
     return (r.to_json() if args.format == "json" else r.to_text()), r.status

@@ -410,7 +410,8 @@
   }
 
   // [capacity, reserve, words] as costgraph train --reserve keeps it (export/web_reserve.py): runtime, a
-  // fraction of the preset's memory (rounded up to a byte) or a size
+  // fraction of the device memory (rounded up to a byte) or a size; the device memory as train reads it under
+  // its default memory convention (what CUDA reports: runtime_memory.device_memory, the hardware's serve_memory)
   function reserveOf(hw, dims) {
     const R = DATA.reserve;
     if (R.rule === "runtime") {
@@ -419,10 +420,10 @@
       for (const d of ["TP", "PP", "DP"]) if (dims[d] !== null && dims[d] > 1n) groups += 1n;
       return [BigInt(p.capacity), BigInt(p.base) + groups * BigInt(p.group), p.capacity_from];
     }
-    const capacity = BigInt(hw.memory);
-    if (R.rule === "size") return [capacity, BigInt(R.bytes), ""];
+    const capacity = BigInt(hw.serve_memory), from = hw.serve_memory_from;
+    if (R.rule === "size") return [capacity, BigInt(R.bytes), from];
     const [num, den] = R.fraction.map(BigInt);
-    return [capacity, (capacity * num + den - 1n) / den, ""];
+    return [capacity, (capacity * num + den - 1n) / den, from];
   }
 
   function verdict(total, failure, dims) {

@@ -143,8 +143,9 @@ def page(model, *, values: Mapping | None = None, layout: Mapping | None = None,
         "recompute": list(RECOMPUTE_SEARCHED),
         "precision": list(POLICIES),
         "optimizer": list(OPTIMIZERS),
-        # "memory": the printed figure (train's fraction and size reserves); "serve_memory": infer's capacity line's
-        # (costgraph.runtime_memory.device_memory under its default convention: what CUDA reports)
+        # "memory": the printed figure; "serve_memory": the device memory of infer's capacity line and of train's
+        # fraction and size reserves (costgraph.runtime_memory.device_memory under its default convention: what
+        # CUDA reports)
         "hardware": [{"key": k, "name": hw.name, "memory": str(hw.memory_bytes), "peak": str(hw.peak_flops_bf16),
                       "fp8": bool(hw.peak_flops_fp8), "serve_memory": str(device_memory(hw).bytes),
                       "serve_memory_from": device_memory(hw).source.split(":", 1)[0]}

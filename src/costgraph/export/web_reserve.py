@@ -7,8 +7,9 @@ verdict, as ``costgraph train --reserve`` keeps it (:func:`costgraph.training.ap
   communicator per parallel group of more than one device (``group`` bytes each, per preset: RCCL's on
   AMD, none where the vendor's runtime has no source; the page counts ``TP``, ``PP`` and ``DP`` above 1) — on the device memory CUDA reports where ``runtime_memory.toml``
   gives it (``capacity``, per preset), else the preset's;
-* a fraction of the preset's memory (``0.1``: rounded up to a byte) or a size (``8GB``), read by
-  :func:`costgraph.training.fit.reserve_bytes` as train reads it.
+* a fraction of the device memory (``0.1``: rounded up to a byte) or a size (``8GB``), read by
+  :func:`costgraph.training.fit.reserve_bytes` as train reads it; the device memory is train's, what CUDA
+  reports (:func:`costgraph.runtime_memory.device_memory`; the page's ``serve_memory`` per preset).
 """
 
 from __future__ import annotations

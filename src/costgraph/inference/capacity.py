@@ -87,7 +87,7 @@ class VllmSettings:
     max_num_seqs: int | None = None
     non_torch: int = 0
     max_model_len: int | None = None
-    #: the vLLM engine (``v0``: its sampler's buffers in the profile run, :mod:`costgraph.inference.sampler_peak`)
+    #: the vLLM engine (``v0``, ``v1``: each one's sampler in the profile run, :mod:`costgraph.inference.sampler_peak`)
     engine: str = "v1"
 
 
@@ -279,10 +279,9 @@ def vllm_kv_cache(inf, m, subs: dict, block: int, s: VllmSettings, max_len: int,
     ``draft_weight_bytes``) and its attention layers in the KV cache groups beside the target's
     (``draft_layers``)."""
     batched, seqs = batch_defaults(m) if m is not None else (2048, 256)
-    if s.engine == "v0":   # V0's default max_num_seqs (inference/sampler_peak.py)
-        from .sampler_peak import V0_MAX_NUM_SEQS
+    from .sampler_peak import engine_max_num_seqs
 
-        seqs = V0_MAX_NUM_SEQS
+    seqs = engine_max_num_seqs(s.engine) or seqs   # V0's one default (sampler_peak.toml); V1's by device
     batched = s.max_num_batched_tokens or batched
     seqs = min(s.max_num_seqs or seqs, batched)
     out = VllmKvCache(max_model_len=max_len, max_num_batched_tokens=batched, max_num_seqs=seqs,
@@ -334,13 +333,12 @@ def _sized(out: VllmKvCache, inf, m, subs: dict, s: VllmSettings, batched: int, 
     out.total_bytes, out.total_from = total, total_from
     # a parallel serving layout (inference/parallel.py): the full TP group runs the widest ops
     act = activation_estimate(getattr(inf, "full", inf), subs, batched, seqs)
-    if s.engine == "v0":   # V0's profile run also samples max_num_seqs rows: the peak is the larger
-        from .sampler_peak import sampler_peak
+    from .sampler_peak import sampler_peak
 
-        sp = sampler_peak(getattr(inf, "full", inf), subs, batched, seqs)
-        if sp is not None:
-            out.forward_activation_bytes, out.sampler_bytes, out.sampler = act, sp.bytes, sp
-            act = max(act, sp["bytes"])
+    sp = sampler_peak(getattr(inf, "full", inf), subs, batched, seqs, s.engine)   # the profile run samples too
+    if sp is not None:   # V0 and V1 read the peak over the whole profile run: the larger of the two
+        out.forward_activation_bytes, out.sampler_bytes, out.sampler = act, sp.bytes, sp
+        act = max(act, sp["bytes"])
     w = int(sympy.ceiling(weights)) + (draft or {}).get("weight_bytes", 0) if weights is not None else None
     out.requested_bytes = int(sympy.floor(total * s.utilization))
     out.weight_bytes, out.activation_bytes, out.non_torch_bytes = w, act, s.non_torch
@@ -362,7 +360,7 @@ def vllm_lines(v: VllmKvCache) -> list[str]:
         lines.append(f"  {'requested':<26}{gib(v.requested_bytes)} ({share}); weights "
                      f"{gib(v.weight_bytes)}, activation peak {gib(v.activation_bytes)} (estimate: "
                      f"{v.max_num_batched_tokens:,} batched tokens), non-torch {gib(v.non_torch_bytes)}")
-        if (sp := v.sampler) is not None:   # V0: the larger of the forward's peak and its sampler's
+        if (sp := v.sampler) is not None:   # the larger of the forward's peak and its sampler's
             lines.append(f"  {'activation peak of':<26}the forward {gib(v.forward_activation_bytes)}, the sampler "
                          f"{gib(sp.bytes)} ({sp.rows:,} rows x {sp.vocab:,} logits x {sp.per_logit} B "
                          f"+ hidden states {gib(sp.hidden_bytes)}): the larger")

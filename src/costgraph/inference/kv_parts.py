@@ -13,7 +13,7 @@ Light at import: the standard library only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..result_fields import Part, quantity
 
@@ -23,17 +23,23 @@ def _opt(unit: str = "", label: str = ""):
     return quantity(unit, label=label, omit_none=True, default=None)
 
 
+def _sized(unit: str, label: str):
+    """A figure of vLLM's cache that is a key exactly when the device memory sized it (``requested_bytes``
+    set: ``VllmKvCache.SIZED``), None or not."""
+    return quantity(unit, label=label, present_with="requested_bytes", default=None)
+
+
 @dataclass
 class SamplerPeak(Part):
-    """What vLLM V0's sampler holds at its peak in the profile run, on the driver rank
-    (:func:`costgraph.inference.sampler_peak.sampler_peak`, which names the vLLM source): ``rows`` ×
-    ``vocab`` logits of ``per_logit`` bytes each, plus the forward's last hidden states."""
+    """What vLLM's sampler (V0's or V1's: :class:`VllmKvCache`'s ``engine``) holds at its peak in the profile
+    run, on the driver rank (:func:`costgraph.inference.sampler_peak.sampler_peak`, which names the vLLM
+    sources): ``rows`` × ``vocab`` logits of ``per_logit`` bytes each, plus the hidden states alive."""
 
     bytes: int = quantity("bytes", label="the sampler's peak", default=0)
     rows: int = quantity("rows", label="rows sampled (min(max_num_seqs, tokens))", default=0)
     vocab: int = quantity("logits", label="logits per row (the output head's, whole)", default=0)
     per_logit: int = quantity("bytes", label="bytes alive per logit", default=0)
-    hidden_bytes: int = quantity("bytes", label="the last hidden states [T, h]", default=0)
+    hidden_bytes: int = quantity("bytes", label="the hidden states alive ([T, h]; V1 also two [R, h])", default=0)
 
 
 @dataclass
@@ -43,9 +49,9 @@ class VllmKvCache(Part):
     text), ``kv_memory_given`` (``--kv-memory``), ``note`` (None, or why the cache is not computed or vLLM
     would not start), ``available_bytes`` (None without a device memory or the weights), ``num_blocks``,
     ``tokens`` and ``max_concurrency`` (a SymPy Rational; the three None where not modelled). Keys when the
-    device memory sized the cache (:data:`SIZED`: ``requested_bytes`` set): the total, where it comes from
+    device memory sized the cache (``SIZED``, declared ``present_with`` on each: ``requested_bytes`` set): the total, where it comes from
     (None for ``--memory``), the requested memory and what the profile subtracts from it. ``sampler``: V0's
-    sampler peak (:class:`SamplerPeak`). ``draft_*``: a speculative
+    sampler peak (:class:`SamplerPeak`, V0's and V1's). ``draft_*``: a speculative
     drafter's weights and cached layers. The cache's layout (``page_bytes``, ``groups``, ``group_size``,
     ``one_type``, ``blocks_per_request``) where modelled; ``non_torch_from`` and ``engine`` set by
     :func:`costgraph.inference.serving.serve`."""
@@ -56,15 +62,15 @@ class VllmKvCache(Part):
     utilization: str = quantity(label="gpu_memory_utilization", default="")
     kv_memory_given: bool = quantity(label="KV memory given (--kv-memory)", default=False)
     note: str | None = quantity(label="note", default=None)
-    total_bytes: int | None = quantity("bytes", label="total device memory", default=None)
-    total_from: str | None = quantity(label="where the total comes from", default=None)
-    forward_activation_bytes: int | None = _opt("bytes", "activation peak of the forward (V0)")
-    sampler_bytes: int | None = _opt("bytes", "activation peak of the sampler (V0)")
-    sampler: SamplerPeak | None = _opt(label="the sampler's peak (V0)")
-    requested_bytes: int | None = quantity("bytes", label="requested memory", default=None)
-    weight_bytes: int | None = quantity("bytes", label="weights", default=None)
-    activation_bytes: int | None = quantity("bytes", label="activation peak (estimate)", default=None)
-    non_torch_bytes: int | None = quantity("bytes", label="non-torch memory", default=None)
+    total_bytes: int | None = _sized("bytes", "total device memory")
+    total_from: str | None = _sized("", "where the total comes from")
+    forward_activation_bytes: int | None = _opt("bytes", "activation peak of the forward")
+    sampler_bytes: int | None = _opt("bytes", "activation peak of the sampler")
+    sampler: SamplerPeak | None = _opt(label="the sampler's peak")
+    requested_bytes: int | None = _sized("bytes", "requested memory")
+    weight_bytes: int | None = _sized("bytes", "weights")
+    activation_bytes: int | None = _sized("bytes", "activation peak (estimate)")
+    non_torch_bytes: int | None = _sized("bytes", "non-torch memory")
     available_bytes: int | None = quantity("bytes", label="Available KV cache memory", default=None)
     draft_weight_bytes: int | None = _opt("bytes", "the drafter's weights")
     draft_layers: int | None = _opt(label="the drafter's cached layers")
@@ -79,17 +85,11 @@ class VllmKvCache(Part):
     non_torch_from: str | None = _opt(label="where the non-torch memory comes from")
     engine: str | None = _opt(label="vLLM engine")
 
-    #: the fields that are keys exactly when the device memory sized the cache (``requested_bytes`` set)
-    SIZED = ("total_bytes", "total_from", "requested_bytes", "weight_bytes", "activation_bytes", "non_torch_bytes")
-
-    def present(self, name: str) -> bool:
-        if name in self.SIZED:
-            return self.requested_bytes is not None
-        return super().present(name)
-
     def __iter__(self):
+        # the one order the declared fields cannot give: where the cache's layout is not modelled, num_blocks
+        # (a key, None) comes after max_concurrency, as the JSON always had it (a modelled cache: in field order)
         names = list(super().__iter__())
-        if self.page_bytes is None:   # not modelled: num_blocks after max_concurrency, as the JSON always had it
+        if self.page_bytes is None:
             names.remove("num_blocks")
             names.insert(names.index("max_concurrency") + 1, "num_blocks")
         return iter(names)
@@ -146,6 +146,10 @@ class LlamacppKvCache(RuntimeKvCache):
     tokens: int | None = quantity("tokens", label="cells (tokens)", default=None)
     lines: list = quantity(label="start-up lines", default_factory=list)
 
+
+#: the fields of :class:`VllmKvCache` that are keys exactly when the device memory sized the cache
+#: (``requested_bytes`` set), declared so on each field (``present_with``)
+VllmKvCache.SIZED = tuple(f.name for f in fields(VllmKvCache) if f.metadata.get("present_with") == "requested_bytes")
 
 #: the part of each runtime of :func:`costgraph.inference.runtimes.runtime_kv`
 RUNTIME_PARTS = {"sglang": SglangKvCache, "trtllm": TrtllmKvCache, "llamacpp": LlamacppKvCache}

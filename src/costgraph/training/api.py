@@ -73,7 +73,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     o = resolve(TrainOptions, options, settings, "train")[0]
     values = arguments.model_values(model, values)
     check(o)   # each option's check, declared on its field (costgraph.train_options)
-    capacity, floored, hw = _device(o.memory, o.hardware)
+    capacity, floored, hw = _device(o.memory, o.hardware, o.memory_convention)
     check_reserve(o.reserve, capacity)
     profile, factors, reserve, held = _calibration(o.efficiency_profile, hw, (o.mfu, o.achieved, o.peak), o.reserve)
     # the layout on the preset: an FP8 recipe its GPU cannot run refused (MXFP8 on Hopper, as TE refuses it),
@@ -96,7 +96,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     from .memory import training_memory
 
     mem = training_memory(model.graph, layout, o.scope)
-    fits = training_fits(model, mem, values, capacity, o.scope, reserve=reserve, hw=hw, given=o.memory is not None)
+    fits = training_fits(model, mem, values, capacity, o.scope, reserve, hw, o.memory is not None, o.memory_convention)
     compute = None
     if o.scope == "model":
         compute = compute_section(model, layout, hw, peak=o.peak, mfu=o.mfu, achieved=o.achieved, tokens=o.tokens,
@@ -138,9 +138,13 @@ def check_reserve(reserve, capacity) -> None:
     reserve_bytes(reserve, capacity)
 
 
-def _device(memory, hardware):
+def _device(memory, hardware, convention=None):
     """``(capacity, floored, hw)``: the device bytes of ``memory`` (a size floored to whole bytes:
-    ``floored``), else of the preset ``hardware`` (``hw``, None without one)."""
+    ``floored``; it wins, the user's own figure), else of the preset ``hardware`` (``hw``, None without
+    one) under the memory ``convention`` (:func:`costgraph.runtime_memory.device_memory`: ``cuda``, the
+    default, what CUDA reports, 79.22 GiB on an H100 SXM; ``nominal``: the printed 80 GB); None
+    without either. Raises CostgraphValueError for an unknown convention, or ``nominal`` with ``memory``."""
+    from ..runtime_memory import device_memory
     from .fit import memory_size
 
     capacity, floored = memory_size(memory) if memory is not None else (None, False)
@@ -149,9 +153,8 @@ def _device(memory, hardware):
         from ..hardware import preset
 
         hw = preset(hardware)
-        if capacity is None:
-            capacity = hw.memory_bytes
-    return capacity, floored, hw
+    seen = device_memory(hw, convention, capacity)   # checks the convention even where --memory wins
+    return None if seen is None else seen.bytes, floored, hw
 
 
 def layout_argument(layout, settings: dict):
@@ -284,16 +287,18 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
 
 
 def training_fits(model, result, values, capacity, scope: str = "model", reserve=None, hw=None,
-                  given: bool = False) -> FitVerdict | None:
+                  given: bool = False, convention: str | None = None) -> FitVerdict | None:
     """The fit verdict for a device of ``capacity`` bytes less ``reserve``: ``None`` or
     ``"runtime"`` (:data:`costgraph.choices.RUNTIME_RESERVE`) the named parts of
     :func:`costgraph.runtime_memory.training_reserve` (the CUDA context of ``hw``'s GPU class, the
     cuBLAS/cuBLASLt workspaces, NCCL's buffers of the layout's parallel groups; the capacity CUDA
-    reports on ``hw`` unless ``given``: from ``--memory``), else a fraction or a size
+    reports on ``hw`` unless ``given``: from ``--memory``; the printed one under ``convention`` ``nominal``,
+    :func:`costgraph.runtime_memory.preset_capacity`), else a fraction or a size of that capacity
     (:func:`costgraph.training.fit.reserve_bytes`): ``{capacity_bytes, reserve_bytes, reserve_from,
     fits, headroom_bytes, largest_b, largest_s}`` for the most-loaded device of ``result`` (a
     TrainingMemory), headroom and the largest sizes against the capacity less the reserve; with the
-    runtime reserve ``reserve_parts`` (``[{name, bytes, source}]``) and ``capacity_from``; when it
+    runtime reserve ``reserve_parts`` (``[{name, bytes, source}]``); ``capacity_from`` where the capacity is
+    CUDA's; when it
     does not fit, ``changes``: what would make it fit (:func:`costgraph.training.fit.fit_changes`):
     a :class:`~costgraph.training.result_parts.FitVerdict`. None without a capacity or without every value. Shared with ``costgraph report``."""
     import sympy
@@ -311,7 +316,7 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
     if reserve is None or reserve == RUNTIME_RESERVE:
         from ..runtime_memory import training_reserve
 
-        r = training_reserve(hw, _groups(result.layout, values), capacity, given)
+        r = training_reserve(hw, _groups(result.layout, values), capacity, given, convention)
         capacity, held = r.capacity, r.bytes
         if held >= capacity:   # was "does NOT fit" (issue 29): no layout fits a device the runtime alone fills
             raise CostgraphValueError(
@@ -322,8 +327,12 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
         if r.capacity_from:
             extra["capacity_from"] = r.capacity_from
     else:
+        from ..runtime_memory import preset_capacity
+
+        seen = preset_capacity(hw, given, convention)   # the capacity the runtime reserve takes, named
+        capacity = capacity if seen is None else seen.bytes
         held = reserve_bytes(reserve, capacity)
-        extra = {"reserve_from": "--reserve"}
+        extra = {"reserve_from": "--reserve"} | ({} if seen is None else {"capacity_from": seen.source})
     usable = capacity - held
     used = int(sympy.ceiling(total.xreplace(values)))
     fits = FitVerdict(capacity_bytes=capacity, reserve_bytes=held, fits=used <= usable, headroom_bytes=usable - used,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, OVERLAP
+from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, MEMORY_CONVENTION, OVERLAP
 from ..errors import CostgraphValueError
 from ..result_fields import document_json, key
 from ..results import Tabular, renderer
@@ -91,6 +91,8 @@ class PlanResult(Tabular):
             if st.get("cross_entropy", CROSS_ENTROPY.default) != CROSS_ENTROPY.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
+        words += [f"--memory-convention {st['memory_convention']}"] \
+            if st.get("memory_convention", MEMORY_CONVENTION.default) != MEMORY_CONVENTION.default else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
         return " ".join(words)
 
@@ -192,14 +194,14 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     efficiency_profile, pipeline_layout, cross_entropy = o.efficiency_profile, o.pipeline_layout, o.cross_entropy
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
-    hw, capacity = _device(hardware, memory, precision)
+    hw, capacity = _device(hardware, memory, precision, o.memory_convention)
     eff, kernels = _rate(hw, precision, efficiency)
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
         raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
     profile, factors, calibration = _calibration(efficiency_profile, hw, eff, reserve, kernels)
-    held, reserve_of = _reserve(reserve, profile, hw, capacity, memory is not None)
+    held, reserve_of = _reserve(reserve, profile, hw, capacity, memory is not None, o.memory_convention)
     if reserve_of is not None:   # train's default: the capacity CUDA reports, less the named runtime parts
         capacity = reserve_of.capacity
     result = plan(model, values, gpus=gpus, hardware=hw, global_batch=global_batch, capacity=capacity,
@@ -216,7 +218,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
-                "reserve_runtime": reserve_of is not None,
+                "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
@@ -235,21 +237,21 @@ class _RuntimeReserve:
     CUDA reports (``capacity``). Called with a candidate row, it gives the bytes that row keeps free, as
     ``costgraph train`` computes them for the row's check command."""
 
-    def __init__(self, hw, capacity: int, given: bool):
+    def __init__(self, hw, capacity: int, given: bool, convention: str | None = None):
         from ..runtime_memory import training_reserve
 
-        self.hw, self.given, self.asked = hw, given, capacity
-        base = training_reserve(hw, {}, capacity, given)   # no group above 1: the least reserve of any row
+        self.hw, self.given, self.asked, self.convention = hw, given, capacity, convention
+        base = training_reserve(hw, {}, capacity, given, convention)   # no group above 1: the least of any row
         self.capacity, self.least = base.capacity, base.bytes
 
     def __call__(self, c) -> int:
         from ..runtime_memory import parallel_groups, training_reserve
 
         groups = parallel_groups(c.tp, c.pp, c.cp, c.dp, c.ep)   # as train's (costgraph.training.api._groups)
-        return training_reserve(self.hw, groups, self.asked, self.given).bytes
+        return training_reserve(self.hw, groups, self.asked, self.given, self.convention).bytes
 
 
-def _reserve(reserve, profile, hw, capacity: int, given: bool):
+def _reserve(reserve, profile, hw, capacity: int, given: bool, convention: str | None = None):
     """``(held, reserve_of)``: the bytes every row keeps free (the least of them under the runtime
     reserve: the screen's sound bound) and, for train's default ``runtime`` reserve, the per-row
     :class:`_RuntimeReserve` (None for a fraction, a size or a calibrated reserve)."""
@@ -259,22 +261,25 @@ def _reserve(reserve, profile, hw, capacity: int, given: bool):
     if reserve is None and profile is not None and profile.reserve is not None:
         return reserve_bytes(f"{profile.reserve.bytes}B" if profile.reserve.bytes else 0, capacity), None
     if reserve is None or reserve == RUNTIME_RESERVE:
-        of = _RuntimeReserve(hw, capacity, given)
+        of = _RuntimeReserve(hw, capacity, given, convention)
         return of.least, of
     return reserve_bytes(reserve, capacity), None
 
 
-def _device(hardware, memory, precision):
-    """``(hw, capacity)``: the preset and the device memory in bytes (``memory`` floored, as
-    --kv-memory; else the preset's). Raises CostgraphValueError for a precision policy whose FP8
-    recipe the preset's GPU cannot run, as train refuses it (:func:`costgraph.training.fp8.check_supported`)."""
+def _device(hardware, memory, precision, convention=None):
+    """``(hw, capacity)``: the preset and the device memory in bytes, as ``costgraph train`` reads it
+    (:func:`costgraph.training.api._device`): ``memory`` floored, as --kv-memory (it wins: the user's own
+    figure); else the preset's under the memory ``convention`` (:func:`costgraph.runtime_memory.device_memory`:
+    ``cuda``, the default, what CUDA reports; ``nominal``, the printed figure). Raises CostgraphValueError
+    for a precision policy whose FP8 recipe the preset's GPU cannot run, as train refuses it
+    (:func:`costgraph.training.fp8.check_supported`), an unknown convention, or ``nominal`` with ``memory``."""
     from ..hardware import preset
-    from .fit import memory_size
+    from .api import _device as train_device
     from .fp8 import check_supported
 
     hw = preset(hardware)
     check_supported(precision, hw)
-    return hw, memory_size(memory)[0] if memory is not None else hw.memory_bytes
+    return hw, train_device(memory, hw, convention)[0]
 
 
 def _rate(hw, precision, efficiency):
