@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .blocks import is_norm, norm_call
 from .recurrent import mixer_call
 from .facts import Module
+from .shared_blocks import hybrid_lines
 from .probe import COUNTS, Probe
 
 
@@ -99,6 +100,9 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
         return bert
+    hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
+    if hybrid is not None:
+        return hybrid + uncalled_lines(layer, sz)
     kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
     kids = _flat_mlp(layer, kids)
     for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
