@@ -9,6 +9,7 @@ import re
 
 from .blocks import is_norm, norm_call
 from .recurrent import LOCAL_BLOCKS
+from .per_layer import per_layer_inputs
 from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
@@ -112,7 +113,12 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
                   + [(o, m) for m in pre for o in m.again if o > end], key=lambda om: om[0])
     post = [m for _, m in post]
     names, emb = _Names(), {}
+    ple = per_layer_inputs(pre, sz)       # Gemma 4's per-layer inputs: made once, read by every layer
+    if ple is not None:
+        pre = [m for m in pre if m not in ple[0]]
     inputs, lines = _embeddings(pre, sz, names, emb)
+    if ple is not None:
+        lines += ple[1]
     lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
     folded = reuse_names(_repeat(layers, sz, rotary, values))
     if any(re.search(r"\bemb\b", line) for line in folded):
