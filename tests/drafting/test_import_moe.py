@@ -73,3 +73,16 @@ EXPECTED = {
 drafted = Drafts(CASES)
 
 test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)
+
+
+def test_minimax_m3_clamped_shared_moe_draft_is_exact():
+    """MiniMax-M3's text model (transformers 5.24 modeling_minimax_m3_vl.py ``MiniMaxM3VLSparseMoeBlock``): a sigmoid
+    router with the ``e_score_correction_bias`` buffer, experts of gpt-oss's clamped SwiGLU without biases
+    (``MiniMaxM3VLExperts._apply_gate``: "same as GPT OSS, but the weights are not interleaved") and a clamped shared
+    expert (``MiniMaxM3VLDenseMLP``): std ``clamped_shared_moe``. Its default config (the layers' MLP kinds and the
+    sparse attention's blocks are no small config's), exact at both probes."""
+    from costgraph.drafting.api import draft_model
+    from draft_checks import assert_exact
+
+    d = draft_model("minimax_m3_vl_text")
+    assert_exact(d, "clamped_shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, i_s, name = mlp)")

@@ -6,7 +6,8 @@ Mamba and FalconMamba (the mixer as models/mamba.cg's, FalconMamba's weightless 
 conditions; the MLP of intermediate_size // 2); Mamba-2, Falcon-H1 and Granite 4 hybrid (the Mamba-2 mixer with the
 SSD scan's chunked torch path; Falcon-H1's parallel Mamba and attention on one norm; Granite's shared MLP of
 ``input_linear``); Jamba (attention and experts every 2nd layer: a period fold); Nemotron-H (the config's fixed list
-of layer kinds folded with index lists; squared-ReLU experts without gate). The decode state is checked against
+of layer kinds folded with index lists; squared-ReLU experts without gate); Zamba2 (its fixed list of layer kinds;
+one shared transformer block called by every hybrid layer, ``reuse =``, with each call's own adapters). The decode state is checked against
 transformers' ``DynamicCache`` after a prefill.
 """
 
@@ -57,8 +58,22 @@ CASES = {
                        mamba_head_dim=16, n_groups=2, ssm_state_size=8, conv_kernel=4, chunk_size=8,
                        hybrid_override_pattern="ME*-E", vocab_size=128, max_position_embeddings=64, **TOK),
 }
+# Zamba2 (transformers 5.24 modeling_zamba2.py): Mamba-2 layers and, at the hybrid layers of its fixed list, one
+# shared transformer block (num_mem_blocks 1: the later calls' weights tied to the first's) over [x, embeddings],
+# each call with LoRA adapters of its own on Q, K, V and gate_up_proj, then a linear of its own into the Mamba-2 layer
+CASES["zamba2"] = dict(model_type="zamba2", hidden_size=64, num_attention_heads=4, num_hidden_layers=6,
+                       layers_block_type=["mamba", "hybrid", "mamba", "hybrid", "mamba", "hybrid"], mamba_d_state=16,
+                       n_mamba_heads=8, chunk_size=16, use_shared_attention_adapter=True, adapter_rank=8,
+                       use_mem_rope=True, intermediate_size=96, vocab_size=128, max_position_embeddings=64, **TOK)
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
+    "zamba2": "  emb = x     # the embeddings' output, which every shared transformer call reads again\n  repeat 6 as "
+              "layers[j] {   # the config's list of 6 layers\n    if j in [1] {\n      t = linear(zamba2_shared(x, emb, "
+              "a, a, i, r_a, attn_adapters = true, rotary = true, name = shared_transformer_at1), h, bias = false, name = "
+              "linear_at1)\n      x = x + mamba2_mixer(rmsnorm(x + t, name = input_layernorm_at1), h * e, hm, ng, N, K, "
+              "chunk = C, name = mamba_at1)\n    } else {\n      if j in [3, 5] {\n        t = linear(zamba2_shared(x, "
+              "emb, a, a, i, r_a, attn_adapters = true, rotary = true, reuse = shared_transformer_at1, name = "
+              "shared_transformer_at3)",
     "mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, name = mixer)",
     "falcon_mamba": "x = x + mamba_mixer(rmsnorm(x, name = norm), i, N, R, K, inner_norms = true, norm_weight = false, "
                     "name = mixer)",

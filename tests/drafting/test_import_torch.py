@@ -424,3 +424,25 @@ def test_xlm_parallel_lists_draft_is_exact():
                          max_position_embeddings=64))
     assert_exact(d, "x = layernorm(x + gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false, "
                     "name = attentions), name = layer_norm1)\n    x = layernorm(x + mlp(x, 4 * h, bias = true")
+
+
+def test_gemma4_per_layer_inputs_draft_is_exact():
+    """Gemma 4's per-layer inputs (transformers 5.24 modeling_gemma4.py ``Gemma4TextModel.get_per_layer_inputs`` and
+    ``project_per_layer_inputs``: a token table [V_pl, l·p] and a projection h → l·p normalised over p, summed, made
+    once; ``Gemma4TextDecoderLayer``: each layer adds ``post_per_layer_input_norm(per_layer_projection(gelu(
+    per_layer_input_gate(x)) · per_layer_input))``): p and V_pl read as config fields, the table's width as ``l * d_pl``.
+    13 layers, so that the period of 6 of ``layer_types`` shows twice. Exact at both probes and against the torch tier
+    at the config."""
+    from draft_checks import assert_exact, assert_torch_tier
+
+    cfg = dict(DENSE, num_hidden_layers=13, num_key_value_heads=2, head_dim=16, global_head_dim=64,
+               intermediate_size=96, hidden_size_per_layer_input=8, vocab_size_per_layer_input=96, sliding_window=32,
+               **TOK)
+    d = draft_model(dict(model_type="gemma4_text", **cfg))
+    assert_exact(d, "  pe = scale(embedding(tokens, V_pl, l * d_pl, name = embed_tokens_per_layer), name = "
+                    "embed_tokens_per_layer_scale)\n  pp = split_heads(scale(linear(x, l * d_pl, bias = false, name = "
+                    "per_layer_model_projection), name = per_layer_model_projection_scale), l)")
+    assert "x = x + rmsnorm(linear(gelu(linear(x, d_pl, bias = false, name = per_layer_input_gate)) * slice(pli, " \
+           "d_pl), h, bias = false, name = per_layer_projection), name = post_per_layer_input_norm)" in d.text
+    assert (d.mapping["d_pl"], d.mapping["V_pl"]) == ("hidden_size_per_layer_input", "vocab_size_per_layer_input")
+    assert_torch_tier("gemma4_text", d, cfg)

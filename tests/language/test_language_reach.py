@@ -468,6 +468,42 @@ def test_a_shared_block_counts_weights_once_and_compute_per_call():
     assert sympy.expand(own.costs().params - c.params - l * (8 * h**2 + 5 * h)) == 0
 
 
+SHARED_ADAPTED = """
+block mlp(x[B, S, H], w, r) {
+  y = linear(x, w, name = up) + linear(linear(x, r, bias = false, name = a, own = OWN), w, bias = false, name = b,
+                                       own = OWN)
+  return linear(gelu(y), H, name = down)
+}
+model zamba2_like {
+  dim b
+  dim s
+  dim h
+  dim l
+  dim r
+  input x[b, s, h]
+  x = x + mlp(x, 4 * h, r, name = shared_block)
+  repeat l as layers {
+    x = x + mlp(x, 4 * h, r, reuse = shared_block, name = again)
+  }
+  return x
+}
+"""
+
+
+def test_own_weights_inside_a_shared_block_are_each_calls():
+    # Zamba2 (transformers 5.24 modeling_zamba2.py Zamba2MLP.forward): the shared block's gate_up_proj plus
+    # gate_up_proj_adapter_list[layer](x), an adapter (Linear(h, r), Linear(r, 2i), no bias) of each call's own:
+    # own = true builds them per call (l + 1 adapters), the rest once; FLOPs per call either way
+    b, s, h, l, r = (dim(x) for x in "b s h l r".split())
+    own, shared = (costgraph.loads(SHARED_ADAPTED.replace("OWN", v)).costs() for v in ("true", "false"))
+    block = 8 * h**2 + 5 * h                 # up [h, 4h] + 4h and down [4h, h] + h
+    adapter = h * r + r * 4 * h
+    assert sympy.expand(own.params - (block + (l + 1) * adapter)) == 0
+    assert sympy.expand(shared.params - (block + adapter)) == 0
+    assert sympy.expand(own.flops_forward - shared.flops_forward) == 0
+    assert sympy.expand(own.flops_forward - (l + 1) * (16 * b * s * h**2 + 2 * b * s * (h * r + r * 4 * h))) == 0
+
+
 @pytest.mark.parametrize("call, fragment", [
     ("4 * h, reuse = nowhere", "no block instance named 'nowhere'"),
     ("2 * h, reuse = shared_block", "this call needs"),

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import EVEN_KV, FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
+from .probe import EVEN_KV, FIELDS, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
 
 
 @dataclass
@@ -138,12 +138,24 @@ def _field(config, name: str):
         return None
 
 
+def _computed_alias(config, name: str) -> bool:
+    """Whether ``name`` is a head size the config's ``attribute_map`` aliases to an attribute its class does not
+    declare, computed in ``__post_init__`` (Zamba2: ``head_dim`` → ``attention_head_dim = 2 h / a``, transformers
+    5.24 configuration_zamba2.py): set as a probe field it would override that relation."""
+    import dataclasses
+
+    alias = (getattr(type(config), "attribute_map", {}) or {}).get(name)
+    if name != "head_dim" or alias is None or not dataclasses.is_dataclass(type(config)):
+        return False
+    return alias not in {f.name for f in dataclasses.fields(type(config))}
+
+
 def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
     settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
     for f in (*FIELDS, *MAMBA2_OWN):
-        if f not in settable:     # a property the config computes (FalconConfig.head_dim): not a field
+        if f not in settable or _computed_alias(config, f):   # a property the config computes (FalconConfig.head_dim)
             continue
         try:
             v = getattr(config, f, None)
@@ -221,6 +233,40 @@ def _types_period(kinds) -> int | None:
     body = kinds[:-1]
     return next((m for m in range(1, len(body) // 2 + 1)
                  if all(body[i] == body[i % m] for i in range(len(body)))), None)
+
+
+def _fixed_layer_list(cfg: dict, nested: str | None, target) -> bool:
+    """Whether the config's list of layer kinds (``layer_types``, one per layer) stays as it is when
+    ``num_hidden_layers`` changes: Zamba2's ``layers_block_type`` (transformers 5.24 configuration_zamba2.py
+    ``__post_init__``: a fixed list of 54 when None, the user's list otherwise; ``validate_layer_type`` refuses a
+    layer count of another length). Such a config is probed at its own layer count (the draft's ``repeat`` writes the
+    list, ``if j in [...]``), as Nemotron-H's, whose layer count is no field. False where the list follows the layer
+    count (Gemma 3's, recomputed from a pattern), or there is no list."""
+    kinds, n = _field(target, "layer_types"), _field(target, "num_hidden_layers")
+    if not isinstance(kinds, list) or not isinstance(n, int) or isinstance(n, bool) or len(kinds) != n:
+        return False
+    keys = getattr(type(target), "attribute_map", {}) or {}
+    inner = cfg.get(nested) if nested else cfg
+    changed = {k: v for k, v in (inner if isinstance(inner, dict) else {}).items() if k != "layer_types"}
+    changed[keys.get("num_hidden_layers", "num_hidden_layers")] = n + 1
+    try:
+        other = _config_object({**cfg, nested: changed} if nested else {**changed, "model_type": cfg["model_type"]})
+    except CostgraphValueError:
+        return True
+    kinds = _field(probed_config(other)[1], "layer_types")
+    return isinstance(kinds, list) and len(kinds) != n + 1
+
+
+def _kv_follows_heads(cfg: dict, nested: str | None, target, present: list) -> bool:
+    """Whether the key/value heads may follow the query heads at the probes, after a probe with heads of their own
+    failed: the config.json leaves ``num_key_value_heads`` out (or None) and the config sets it to
+    ``num_attention_heads`` (``__post_init__``), so that a model whose shapes need the two equal builds and runs
+    (Zamba2's adapters add a ``[2h]`` output to K's and V's projections: transformers 5.24 modeling_zamba2.py
+    ``Zamba2Attention``). The draft then writes the query heads' symbol for both."""
+    inner = cfg.get(nested) if nested else cfg
+    given = inner.get("num_key_value_heads") if isinstance(inner, dict) else None
+    return "num_key_value_heads" in present and given is None \
+        and _field(target, "num_key_value_heads") == _field(target, "num_attention_heads")
 
 
 def _cycled(kinds: list, layers: int) -> list:
@@ -387,14 +433,23 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     config = _config_object(cfg)
     nested, target = probed_config(config)
     present = present_fields(target)
+    if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
+        present.remove("num_hidden_layers")
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     periods.append(_types_period(_field(target, "layer_types")))
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
-    derived = any(hasattr(target, f) for f in MAMBA2_HEAD)
+    derived = any(hasattr(target, f) for f in (*MAMBA2_HEAD, *MAMBA2_COMPUTED_HEAD))
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
     probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
-    runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+    try:
+        runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+    except CostgraphValueError:
+        if not _kv_follows_heads(cfg, nested, target, present):
+            raise
+        present.remove("num_key_value_heads")
+        probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
+        runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}

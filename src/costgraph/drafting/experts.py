@@ -1,6 +1,6 @@
 """Recognise mixture-of-experts layers of their own form (std ``moe`` reads SwiGLU experts behind a softmax or
 sigmoid router): Nemotron-H's squared-ReLU experts, as blocks the draft defines itself; gpt-oss's clamped SwiGLU
-experts, as std ``clamped_moe``.
+experts, as std ``clamped_moe``; MiniMax-M3's (a sigmoid router and a shared expert), as std ``clamped_shared_moe``.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
 None; the blocks' text (:data:`EXPERT_BLOCKS`) follows transformers 5.24's modeling code of each layer.
@@ -80,9 +80,46 @@ def clamped_moe_call(m: Module, arg: str, d) -> str | None:
     return f"clamped_moe({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def _clamped_dense(m: Module | None) -> tuple[int, int] | None:
+    """(H, w) of a clamped SwiGLU MLP without biases (MiniMax-M3's ``MiniMaxM3VLDenseMLP``: ``gate_up_proj`` H → 2w,
+    ``down_proj`` w → H, a ``swiglu_limit``), else None."""
+    if m is None or m.params or len(m.children) != 2 or not isinstance(m.attrs.get("swiglu_limit"), (int, float)):
+        return None
+    gu, dn = _linear(m.child("gate_up_proj")), _linear(m.child("down_proj"))
+    if gu is None or dn is None or gu[2] or dn[2] or gu[1] != 2 * dn[0] or dn[1] != gu[0]:
+        return None
+    return gu[0], dn[0]
+
+
+def clamped_shared_moe_call(m: Module, arg: str, d) -> str | None:
+    """MiniMax-M3's MoE (transformers 5.24 modeling_minimax_m3_vl.py ``MiniMaxM3VLSparseMoeBlock``): a sigmoid router
+    ``gate`` (``MiniMaxM3VLTopKRouter``: ``weight`` [E, H], the ``e_score_correction_bias`` buffer, ``top_k``),
+    ``experts`` (``MiniMaxM3VLExperts``: ``gate_up_proj`` [E, 2w, H], ``down_proj`` [E, H, w], no biases, a ``limit``:
+    the clamped SwiGLU) and ``shared_experts`` (a clamped SwiGLU MLP) as std ``clamped_shared_moe``, or None."""
+    router, experts = m.child("gate"), m.child("experts")
+    shared = _clamped_dense(m.child("shared_experts"))
+    if router is None or experts is None or shared is None or m.params or len(m.children) != 3 \
+            or router.children or experts.children:
+        return None
+    w, top_k = router.params.get("weight"), router.attrs.get("top_k")
+    if w is None or len(w) != 2 or set(router.params) != {"weight"} or not isinstance(top_k, int) \
+            or router.attrs.get("buffers") != "e_score_correction_bias" \
+            or not isinstance(experts.attrs.get("limit"), (int, float)):
+        return None
+    n_experts, hidden = w
+    gu, dn = experts.params.get("gate_up_proj", ()), experts.params.get("down_proj", ())
+    if set(experts.params) != {"gate_up_proj", "down_proj"} or len(gu) != 3 or gu[0] != n_experts \
+            or gu[2] != hidden or gu[1] % 2 or dn != (n_experts, hidden, gu[1] // 2) or shared[0] != hidden:
+        return None
+    sizes = [d.size(n_experts, "experts"), d.size(top_k, "top-k", count="k"), d.size(dn[2], "expert width"),
+             d.size(shared[1], "shared expert width")]
+    return f"clamped_shared_moe({arg}, {', '.join(sizes)}, name = {m.name})"
+
+
 def expert_call(m: Module, arg: str, d) -> str | None:
     """The first recogniser of this module that reads ``m``, else None."""
-    return relu2_moe_call(m, arg, d) or relu2_mlp_call(m, arg, d) or clamped_moe_call(m, arg, d)
+    return relu2_moe_call(m, arg, d) or relu2_mlp_call(m, arg, d) or clamped_moe_call(m, arg, d) \
+        or clamped_shared_moe_call(m, arg, d)
 
 
 #: the blocks a draft defines itself when it uses them

@@ -9,6 +9,8 @@ import re
 
 from .blocks import is_norm, norm_call
 from .recurrent import LOCAL_BLOCKS
+from .per_layer import per_layer_inputs
+from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
@@ -111,9 +113,17 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
                   + [(o, m) for m in pre for o in m.again if o > end], key=lambda om: om[0])
     post = [m for _, m in post]
     names, emb = _Names(), {}
+    ple = per_layer_inputs(pre, sz)       # Gemma 4's per-layer inputs: made once, read by every layer
+    if ple is not None:
+        pre = [m for m in pre if m not in ple[0]]
     inputs, lines = _embeddings(pre, sz, names, emb)
+    if ple is not None:
+        lines += ple[1]
     lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
-    lines += _repeat(layers, sz, rotary, values)
+    folded = reuse_names(_repeat(layers, sz, rotary, values))
+    if any(re.search(r"\bemb\b", line) for line in folded):
+        lines.append("emb = x     # the embeddings' output, which every shared transformer call reads again")
+    lines += folded
     for i, m in enumerate(post):
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
         if line:
@@ -277,7 +287,8 @@ def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int
     for t in window:
         if t not in kinds:
             kinds.append(t)
-    kinds.sort(key=lambda k: -sum(1 for t in window if t == k))
+    # a kind that reuses a block instance (reuse = NAME) comes after the kinds as frequent: its source built first
+    kinds.sort(key=lambda k: -sum(1 for t in window if t == k) - 0.5 * any("reuse = " in line for line in k))
     out = [f"repeat {m} as {label}[j] {{   # the config's list of {m} layers" if listed else
            f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
 
@@ -332,5 +343,5 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
-    local = [LOCAL_BLOCKS[b] + "\n" for b in sorted(sz.blocks)]
+    local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)]
     return "\n".join([*header, "", *imports, "", *local, f"model {name} {{", *dims, "", *body, "}", "", config, ""])

@@ -92,6 +92,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     # Kimi Delta Attention (Kimi Linear's linear-attention layers)
     "linear_num_heads": ("hl", "heads of the KDA layers"),
     "linear_head_dim": ("dl", "head size of the KDA layers"),
+    # Zamba2's shared transformer block: each call's LoRA adapters
+    "adapter_rank": ("r_a", "rank of each call's adapters of the shared block"),
+    # per-layer embeddings (Gemma 4's, Gemma 3n's per-layer inputs)
+    "hidden_size_per_layer_input": ("d_pl", "per-layer input size of each layer"),
+    "vocab_size_per_layer_input": ("V_pl", "rows of the per-layer embedding table"),
 }
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
@@ -99,6 +104,9 @@ MAMBA2_OWN = {"num_heads": "hm"}
 #: (``validate_architecture`` of Mamba2Config, BambaConfig, FalconH1Config, GraniteMoeHybridConfig): probed as
 #: "auto" or as that quotient, named by no symbol
 MAMBA2_HEAD = ("mamba_d_head",)
+#: head sizes a config computes in its ``__post_init__`` from the inner width and the heads, never set (Zamba2's
+#: ``mamba_headdim = int(mamba_expand · h) // n_mamba_heads``): the heads must divide the inner width all the same
+MAMBA2_COMPUTED_HEAD = ("mamba_headdim",)
 #: under MLA (kv_lora_rank present) these follow other fields: K and V have a head per query head, and
 #: head_dim is the rotary part (DeepSeek-V3's config); probed at those values, named by no symbol
 MLA_FOLLOW = ("num_key_value_heads", "head_dim")
@@ -123,11 +131,11 @@ _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
      "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8, "Cl": 8,
-     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277},
+     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 283, "d_pl": 307, "V_pl": 313},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10, "Cl": 10,
-     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281},
+     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 293, "d_pl": 311, "V_pl": 317},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -201,7 +209,8 @@ class Probe:
                   "mamba_chunk_size": p["C"], "block_size": p["Cl"], "sliding_window": p["W"], "window_size": p["W"], "linear_num_key_heads": p["hk"],
                   "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
                   "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"],
-                  "linear_num_heads": p["hl"], "linear_head_dim": p["dl"]}
+                  "linear_num_heads": p["hl"], "linear_head_dim": p["dl"], "adapter_rank": p["r_a"],
+                  "hidden_size_per_layer_input": p["d_pl"], "vocab_size_per_layer_input": p["V_pl"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from .blocks import is_norm, norm_call
 from .recurrent import mixer_call
 from .facts import Module
+from .per_layer import per_layer_tail
+from .shared_blocks import hybrid_lines
 from .probe import COUNTS, Probe
 
 
@@ -99,8 +101,14 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
         return bert
+    hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
+    if hybrid is not None:
+        return hybrid + uncalled_lines(layer, sz)
     kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
     kids = _flat_mlp(layer, kids)
+    tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
+    if tail is not None:
+        kids = [c for c in kids if c.name not in tail[0]]
     for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
         if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
             c.src = prev.src
@@ -161,6 +169,8 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         pending[c.name] = call
         expr[c.name] = call
     flush()
+    if tail is not None:
+        lines.append(tail[1])
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
     return lines + uncalled_lines(layer, sz)

@@ -98,6 +98,7 @@ class Builder(Statements, Expressions, Calls, Blocks):
         self.frozen = False
         self.share_next = None   # block(..., reuse = NAME): the source of the next block call (builder_calls)
         self.sharing = None      # (source, this instance, location) while a shared call is built
+        self.own = False         # inside a call given own = true: its weights its own under sharing (builder_calls)
         self.no_grad = False
         #: tensor ids no gradient flows into (made under no_grad, or from frozen parameters only)
         self.grad_free: set[str] = set()

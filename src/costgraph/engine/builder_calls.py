@@ -11,6 +11,11 @@ call builds: ``frozen = true`` — its weights are not trained (PyTorch's
 ``requires_grad = False``: no weight gradients, no gradient or optimizer state), gradients
 still flow through it to its inputs; ``no_grad = true`` — it runs as under
 ``torch.no_grad()``: no backward FLOPs at all, nothing kept for backward, its weights frozen.
+
+A third says whose weights it builds inside a block called with ``reuse = NAME``: ``own = true`` —
+this call's own (counted with it), not ``NAME``'s (Zamba2's per-call LoRA adapters inside its shared
+transformer block: transformers 5.24 modeling_zamba2.py ``linear_q_adapter_list[layer]``). Elsewhere
+it changes nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from ..ops.registry import REQUIRED
 
 #: call keywords of every operator and block: how training treats what the call builds
 GRAD_KEYWORDS = ("frozen", "no_grad")
+#: every call keyword set while the call is built (the builder's attribute of that name): those and ``own``
+CALL_FLAGS = (*GRAD_KEYWORDS, "own")
 
 
 class Calls:
@@ -41,18 +48,19 @@ class Calls:
         reuse = [(v, loc) for kw, v, loc in e.kwargs if kw == "reuse"]
         if reuse and not self._declares(e.name, "reuse"):
             return self._shared_call(e, scope, *reuse[0])
-        grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS}
+        grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS
+                or (kw == "own" and not self._declares(e.name, kw))}
         if not grad:
             return self._call(e, scope)
-        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] not in GRAD_KEYWORDS), e.loc)
-        saved = self.frozen, self.no_grad
+        e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] not in grad), e.loc)
+        saved = self.frozen, self.no_grad, self.own
         for kw, (v, loc) in grad.items():
             on = self._eval_kind(v, "bool", scope, f"{kw}=", loc)
             setattr(self, kw, getattr(self, kw) or on)
         try:
             return self._call(e, scope)
         finally:
-            self.frozen, self.no_grad = saved
+            self.frozen, self.no_grad, self.own = saved
 
     def _shared_call(self, e: ast.Call, scope: Scope, v, loc: Location):
         """``block(..., reuse = NAME)``: the same module called again (Zamba2's shared transformer

@@ -194,7 +194,7 @@ class OpContext:
             return wid
         wid = f"{self.path}/{suffix}"
         sharing = getattr(self.b, "sharing", None)
-        if sharing is not None and wid.startswith(sharing[1] + "/"):   # a shared block: its source's weight
+        if sharing is not None and wid.startswith(sharing[1] + "/") and not self.b.own:   # a shared block: its source's
             return self.share(self._shared_weight(sharing, wid, shape))
         self.b.cg.weights[wid] = Weight(wid, shape, self.b.count, self.b.active, self.b.frozen or self.b.no_grad)
         self.weights.append(wid)
