@@ -1,5 +1,5 @@
-"""Helpers of ``tests/commands/test_property_cli.py``: the subcommands and flags read from
-the real argparse parser, Hypothesis strategies for their values (valid,
+"""Helpers of ``tests/commands/test_property_*.py`` (their harness: ``tests/property_run.py``): the
+subcommands and flags read from the real argparse parser, Hypothesis strategies for their values (valid,
 plausible and hostile), an in-process run of ``costgraph.cli.main`` under a
 CPU-time limit, and the checks on what a run printed or wrote.
 

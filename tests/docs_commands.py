@@ -20,7 +20,8 @@ What a page may write in a code block (fenced or indented; any info string but `
 ``$ OTHER`` (any other program: ``node``, ``cc``, ``python``)
     not run; what the page shows after it is not compared.
 ``costgraph ARGS`` (no ``$``, no output shown)
-    runs ``ARGS`` and requires exit status 0. A ``# comment`` after the command is not run.
+    runs ``ARGS`` and requires exit status 0. A ``# comment`` after the command is not run;
+    nor are ``#`` lines right below it (no blank line between): they are its comment too.
 a line ``\\`` at its end
     continues on the next line.
 
@@ -32,7 +33,8 @@ A block is not run when the line just above its fence is ``<!-- docs-test: skip 
 runs it as if those modules were not installed (a page showing the message of a missing extra).
 
 A number written with digit groups or decimals (``8,030,261,248``, ``1.34``) in the ``# comment``
-after a command must appear in what the command prints.
+after a command (on its line, or on the ``#`` lines right below a command written without ``$``)
+must appear in what the command prints.
 
 Each page runs in a fresh temporary folder holding ``examples/`` and ``models/`` (links to the
 repository's),
@@ -79,7 +81,7 @@ class Step:
     filters: list[list[str]] = field(default_factory=list)
     want: str | None = None
     status: int = 0
-    comment: str = ""   # the text after `#` on the command's line
+    comment: str = ""   # the text after `#` on the command's line, then that of the `#` lines below it
     without: tuple[str, ...] = ()   # modules the block runs without (<!-- docs-test: without M -->)
     shown_lines: tuple[int, int] = (0, 0)   # the page's lines of the output shown: [first, end)
 
@@ -163,9 +165,11 @@ def steps(page: Path) -> list[Step]:
         lines = [x[base:] for x in lines]
         i = 0
         prev: Step | None = None
+        below: Step | None = None   # the command (no `$`) whose `#` comment lines may follow
         while i < len(lines):
             line_no = first + i
             if lines[i].startswith("$ "):
+                below = None
                 text, i = _join(lines, i)
                 shown_from, shown = first + i, []
                 while i < len(lines) and not lines[i].startswith("$ "):
@@ -188,11 +192,16 @@ def steps(page: Path) -> list[Step]:
                 prev = step
             else:
                 text, nxt = _join(lines, i)
+                if text.lstrip().startswith("#") and below is not None:   # a comment line under the command
+                    below.comment += ("\n" if below.comment else "") + text.lstrip()[1:]
+                    i = nxt
+                    continue
+                below = None
                 step = _split(page, line_no, text.strip(), subcommands)
                 if step is not None and step.kind == "costgraph":
                     step.without = without
                     out.append(step)
-                    prev = step
+                    prev = below = step
                 i = nxt
     return out
 

@@ -1,5 +1,5 @@
 """The input mutations of the fuzz tests (``tests/commands/test_fuzz.py``,
-``tests/commands/test_property_cli.py``) and of the campaign (``bench/bench_fuzz.py``):
+``tests/commands/test_property_inputs.py``) and of the campaign (``bench/bench_fuzz.py``):
 Hypothesis draws that mutate the bundled model files and the example ``config.json`` files.
 
 * model files (``models/*.cg``, ``models/std/*.cg``): lines deleted, duplicated or swapped,

@@ -29,6 +29,19 @@ def test_the_commands_are_found():
     assert n >= 60, n
 
 
+def test_comment_lines_below_a_command_are_checked(tmp_path):
+    """A `#` line right below a command written without `$` is its comment, as an inline one is: its
+    numbers are looked for in the output (README.md's train and infer examples write theirs so); a blank
+    line ends it, and a `#` line above any command is nobody's."""
+    page = tmp_path / "page.md"
+    page.write_text("```bash\n# 1,000 above\ncostgraph derive gpt   # 1.50 inline\n#   total 2,048 bytes\n"
+                    "#   (2.05 kB)\n\n# 3,000 after a blank line\ncostgraph list\n```\n", encoding="utf-8")
+    first, second = steps(page)
+    assert comment_numbers(first) == ["1.50", "2,048", "2.05"] and comment_numbers(second) == []
+    readme = {n for s in PAGE_STEPS[ROOT / "README.md"] for n in comment_numbers(s)}
+    assert {"53,958,504,448", "671,088,640"} <= readme   # the train and infer examples' total and KV cache
+
+
 @pytest.fixture()
 def page_dir(tmp_path, monkeypatch):
     """A fresh folder per page: examples/ and models/ (links), an empty docs/, an offline Hub cache,

@@ -3,7 +3,7 @@ or costgraph's own error (a :class:`~costgraph.CostgraphError`), never
 another exception, and within a time limit.
 
 Hypothesis mutates (the mutations: ``tests/fuzz_inputs.py``, shared with
-``tests/commands/test_property_cli.py`` and ``bench/bench_fuzz.py``)
+``tests/commands/test_property_inputs.py`` and ``bench/bench_fuzz.py``)
 
 * the bundled model files (``models/*.cg``, and the library ``models/std/*.cg``
   through a model that imports it): lines deleted, duplicated or swapped,

@@ -26,14 +26,20 @@ process (stdout and stderr captured; the working directory and
   exist); HTML parses; GraphML and SVG are XML; CSV cells are finite and
   non-negative; every report and plot is non-empty.
 
+Three files, one harness (``tests/property_run.py``: the settings, :func:`run_case`, the checks): this one
+(every subcommand's flags but ``web``'s, the memory bound, the checks of the checks; 20 s of CPU),
+``test_property_web.py`` (``web``'s flags: a page derives train and infer for every preset; 17 s) and
+``test_property_inputs.py`` (generated model files and configs as the MODEL; 50 s, 47 of them one drawn
+``plan --exhaustive`` over 64 GPUs). A derandomized draw depends on the test function's source only
+(Hypothesis' function digest), so the split draws the lists one file drew.
 Profiles, chosen by ``COSTGRAPH_FUZZ`` (the variable of tests/commands/test_fuzz.py):
 
 ``fast`` (default, part of the suite)
     derandomized: 6 argument lists per subcommand (2 to 4 for the slow ``plan``,
-    ``verify``, ``graph``, ``optimal``), 8 generated model files, 6 configs, 2
-    subprocess runs; about 90 s of CPU time;
+    ``verify``, ``graph``, ``optimal``, ``fit``, ``web``), 5 generated model files, 4 configs, 2
+    subprocess runs; about 90 s of CPU time in all (2026-12-07, the three files alone: 20 + 17 + 50 s);
 ``long`` (by hand)
-    ``COSTGRAPH_FUZZ=long nice python -m pytest tests/commands/test_property_cli.py -q
+    ``COSTGRAPH_FUZZ=long nice python -m pytest tests/commands/test_property_*.py -q
     --hypothesis-show-statistics``: ``COSTGRAPH_FUZZ_EXAMPLES`` (default 300)
     lists per subcommand plus as many model files and configs, from a random
     seed (``COSTGRAPH_FUZZ_SEED=N`` repeats a run); ``COSTGRAPH_FUZZ_LOG=FILE``
@@ -42,10 +48,6 @@ Profiles, chosen by ``COSTGRAPH_FUZZ`` (the variable of tests/commands/test_fuzz
 
 from __future__ import annotations
 
-import csv
-import gc
-import io
-import json
 import os
 import resource
 import shutil
@@ -57,177 +59,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, seed, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.control import currently_in_test_context
 
 import cli_props as P
-import fuzz_inputs as F
+from property_run import (COMMANDS, LONG, MODEL_COMMANDS, SPEC, _seeded, _settings, base, check,  # noqa: F401
+                          flags_property, run_case)
 
-PROFILE = os.environ.get("COSTGRAPH_FUZZ", "fast")
-if PROFILE not in ("fast", "long"):
-    raise ValueError(f"COSTGRAPH_FUZZ must be fast or long, not {PROFILE!r}")
-LONG = int(os.environ.get("COSTGRAPH_FUZZ_EXAMPLES", "300"))
-P.LIMIT = float(os.environ.get("COSTGRAPH_FUZZ_CLI_LIMIT", "20"))
-LOG = os.environ.get("COSTGRAPH_FUZZ_LOG")
-
-SPEC = P.subcommands()
-COMMANDS = list(SPEC)
-MODEL_COMMANDS = [c for c, args in SPEC.items() if any(a.flag is None and a.dest == "model" for a in args)]
-FAST = {"plan": 2, "verify": 2, "import": 2, "graph": 3, "optimal": 4}
-FAST.update({"fit": 2})   # issue 20: a verdict runs train or infer more than once
-# a calculator page derives train and infer for every preset, precision and layout (about 15 s of CPU each): CI
-# runs 2 of them (98 s for 6 on the 2-core machine, a quarter of this file); the campaign runs many more
-# (python -m bench.bench_fuzz, docs/commands/errors.md)
-FAST.update({"web": 2})
-
-# no shrinking: a failure's message already names its whole argument list, and shrinking
-# cases that run for seconds would take minutes
-_COMMON = dict(deadline=None, database=None, print_blob=True,
-               phases=[Phase.explicit, Phase.reuse, Phase.generate],
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                      HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
-
-
-def _settings(fast: int, long: int):
-    if PROFILE == "long":
-        return settings(max_examples=long, **_COMMON)
-    return settings(max_examples=fast, derandomize=True, **_COMMON)
-
-
-def _seeded(f):
-    s = os.environ.get("COSTGRAPH_FUZZ_SEED")
-    return seed(int(s))(f) if s and PROFILE == "long" else f
-
-
-# --- the place each case runs in ---------------------------------------------------
-
-@pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    """A temporary root: the cache lives there, each case gets a fresh folder in it, and
-    the leak marker is in the environment while the module runs."""
-    root = tmp_path_factory.mktemp("prop")
-    saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", P.SECRET_NAME)}
-    os.environ["XDG_CACHE_HOME"] = str(root / "cache")
-    os.environ[P.SECRET_NAME] = P.SECRET
-    cwd = os.getcwd()
-    yield root
-    os.chdir(cwd)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-
-
-def run_case(base: Path, argv: list[str], setup=None) -> P.Result:
-    """Run ``argv`` in a fresh folder under ``base`` (``model.cg`` there is a copy of
-    gpt.cg, an input ``-o model.cg`` must not replace), check it, and remove the folder."""
-    work = Path(tempfile.mkdtemp(dir=base))
-    shutil.copy(P.MODELS / "gpt.cg", work / "model.cg")
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        if setup:
-            setup(work)
-        gc.collect()   # each CLI run is a fresh process in use: the garbage of earlier cases is not its time
-        t = time.process_time()
-        try:
-            r = P.run_cli(argv)
-            _log(r, time.process_time() - t)
-            check(r, work)
-            assert P.peak_rss() < P.MEMORY, f"peak memory {P.peak_rss():,} B after costgraph {argv}"
-        except Exception as e:   # a failed check: AssertionError, or a parse error of the output
-            _log(P.Result(argv, -1, "", ""), time.process_time() - t, failure=f"{type(e).__name__}: {e}"[:3000])
-            raise
-        return r
-    finally:
-        os.chdir(cwd)
-        shutil.rmtree(work, ignore_errors=True)
-
-
-def _log(r: P.Result, spent: float, failure: str | None = None) -> None:
-    """A Hypothesis event per exit status and, with ``COSTGRAPH_FUZZ_LOG``, a JSON line
-    (a failure: a second line with its message)."""
-    if currently_in_test_context():
-        event(f"{r.argv[0]}: exit {r.status}" if failure is None else f"{r.argv[0]}: FAILED")
-    if LOG:
-        line = {"argv": r.argv, "status": r.status, "cpu": round(spent, 3)}
-        if failure is not None:
-            line["failure"] = failure
-        with open(LOG, "a", encoding="utf-8") as f:
-            f.write(json.dumps(line) + "\n")
-
-
-# --- the checks ---------------------------------------------------------------------
-
-def check(r: P.Result, work: Path) -> None:
-    """Exit status, no traceback or leak, and (on success) output that parses."""
-    where = "costgraph " + " ".join(map(repr, r.argv))
-    allowed = {0, 2, 1} if r.argv[0] in ("verify", "fit", "import") else {0, 2}   # fit: 1 = does not fit
-    # import: 1 = the draft is not exact (a TODO, or PyTorch counts otherwise), as verify
-    text = r.out + r.err
-    assert r.status in allowed, f"{where}: exit {r.status}\n{r.err[-3000:]}"
-    for bad in ("Traceback", "this is a bug", "internal error", P.SECRET):
-        assert bad not in text, f"{where}: {bad!r} in the output\n{text[-3000:]}"
-    if r.status == 2:
-        assert r.err.strip(), f"{where}: exit 2 without a message"
-        return
-    if r.status != 0 or r.argv[1:2] in (["-h"], ["--help"]):
-        return
-    args = P.cli._parser().parse_args(r.argv)
-    out = getattr(args, "output", None)
-    if out:
-        path = work / out
-        assert path.is_file() and path.stat().st_size > 0, f"{where}: {out} not written"
-        body = path.read_bytes()
-        check_output(args, r.argv[0], body.decode("utf-8", errors="replace") if not _binary(out) else "", where)
-    else:
-        assert r.out.strip() or r.argv[0] == "ops", f"{where}: nothing printed"
-        check_output(args, r.argv[0], r.out, where)
-
-
-def _binary(name: str) -> bool:
-    return name.endswith((".png", ".pdf"))
-
-
-def check_json(text: str, schema_name: str | None, where: str) -> None:
-    """Strict JSON, numbers checked, and valid against the command's own schema
-    (:func:`costgraph.export.schema.validator`, references resolved) when it has one."""
-    from costgraph.export.schema import names, validator
-
-    doc = P.strict_json(text)
-    P.check_numbers(doc, where)
-    if schema_name in names():
-        errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator(schema_name).iter_errors(doc)]
-        assert not errors, f"{where}: not valid against schema {schema_name}: {errors[:5]}"
-
-
-def check_output(args, command: str, text: str, where: str) -> None:
-    """What a successful run produced parses as its format says."""
-    fmt = getattr(args, "format", None)
-    if command == "schema":
-        P.strict_json(text) if args.name else None
-    elif fmt == "json":
-        check_json(text, command, where)
-    elif command == "codegen":
-        P.check_code(args.lang, text, where)
-    elif command == "report" and fmt == "html":
-        P.check_html(text, where)
-    elif command == "graph" and fmt in ("graphml", "svg"):
-        ET.fromstring(text.encode("utf-8"))
-    elif command == "sweep":   # csv
-        rows = list(csv.reader(io.StringIO(text)))
-        for row in rows[1:]:
-            for cell in row:
-                try:
-                    x = float(cell)
-                except ValueError:
-                    continue
-                assert x == x and abs(x) != float("inf") and x >= 0, f"{where}: CSV cell {cell!r}"
-    if command in ("report", "plot", "graph", "codegen", "derive", "train", "infer", "plan"):
-        assert text.strip() or _binary(getattr(args, "output", "") or ""), f"{where}: empty output"
-
+#: subcommands whose flags are drawn in a file of their own (tests/commands/test_property_web.py)
+ELSEWHERE = ("web",)
 
 # --- the tests ----------------------------------------------------------------------
 
@@ -242,56 +82,13 @@ def test_every_subcommand_and_flag_is_drawn():
     assert len(flags) > 200
     for a in flags:
         assert P.value(a, "gpt") is not None
+    for command in ELSEWHERE:   # drawn there, not here
+        assert (Path(__file__).parent / f"test_property_{command}.py").is_file()
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ELSEWHERE])
 def test_flags(base, command):
-    n = FAST.get(command, 6)
-
-    @_seeded
-    @_settings(fast=n, long=LONG)
-    @given(data=st.data())
-    def prop(data):
-        argv = data.draw(P.argv_for(command, SPEC[command]), label="argv")
-        run_case(base, argv)
-
-    prop()
-
-
-@pytest.fixture(scope="module")
-def models_copy(base):
-    root = base / "models"
-    shutil.copytree(P.MODELS, root, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
-    return root
-
-
-@_seeded
-@_settings(fast=5, long=LONG)   # 44 s of CI for 8: the campaign (bench.bench_fuzz) runs the rest
-@given(data=st.data())
-def test_generated_model_files(base, models_copy, data):
-    """A mutated bundled model file (tests/fuzz_inputs.py's mutations) as the MODEL of any
-    command that takes one."""
-    rel = data.draw(st.sampled_from([r for r in F.SOURCES if "/" not in r]), label="file")
-    target = models_copy / rel
-    target.write_text(F.mutate_model_text(data, F.TEXTS[rel]), encoding="utf-8")
-    command = data.draw(st.sampled_from(MODEL_COMMANDS), label="command")
-    try:
-        run_case(base, data.draw(P.argv_for(command, SPEC[command], str(target)), label="argv"))
-    finally:
-        target.write_text(F.TEXTS[rel], encoding="utf-8")
-
-
-@_seeded
-@_settings(fast=4, long=LONG)   # 72 s of CI for 6 (a drawn web or plan is seconds): the campaign runs the rest
-@given(data=st.data())
-def test_generated_configs(base, data):
-    """A mutated example config.json (tests/fuzz_inputs.py's mutations) as the MODEL."""
-    name = data.draw(st.sampled_from(sorted(F.CONFIGS)), label="config")
-    text = F.to_json_text(F.mutate_config(data, F.CONFIGS[name]))
-    path = base / "config.json"
-    path.write_text(text, encoding="utf-8")
-    command = data.draw(st.sampled_from(MODEL_COMMANDS), label="command")
-    run_case(base, data.draw(P.argv_for(command, SPEC[command], str(path)), label="argv"))
+    flags_property(base, command)
 
 
 def _limited():

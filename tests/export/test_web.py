@@ -80,9 +80,25 @@ def _open(tmp_path, page, fragment: str) -> dict:
     return parser.cells
 
 
+#: the printers of a closed form in ``costgraph train --format json`` (export/training_report.py: ``expr``, ``tree``,
+#: ``latex`` beside each ``value``)
+_PRINTERS = ("field_order", "to_python", "to_tree", "to_latex")
+
+
 def _json(capsys, *args) -> dict:
+    """``costgraph ARGS --format json``, run by ``main`` in this process, as a dict. For ``train`` the closed
+    forms are not printed (``expr``, ``tree`` and ``latex`` are None; every ``value`` is written by the same
+    code from the same expression): the page is compared with the values only, and printing the forms of a
+    ZeRO-3 or 8-bit-Adam step took 5 of its 6 s of CPU (adam-8bit: a Piecewise per weight).
+    tests/test_api_parity.py and tests/export/test_schemas.py check train's whole document."""
     capsys.readouterr()
-    assert main([*args, "--format", "json"]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        if args[0] == "train":
+            from costgraph.export import training_report
+
+            for name in _PRINTERS:   # raising=True: a renamed printer fails here, not silently
+                mp.setattr(training_report, name, (lambda e: e) if name == "field_order" else (lambda e: None))
+        assert main([*args, "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
