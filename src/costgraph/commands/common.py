@@ -11,7 +11,7 @@ from ..choices import add_option
 from ..errors import CostgraphValueError
 
 
-_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
+_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9]+|true|false)$")
 
 
 def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a config.json, a snapshot folder or a "
@@ -77,7 +77,7 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     from ..arguments import ascii_number
 
     for pair in pairs:
-        ascii_number(pair, "--set")
+        ascii_number(pair, "--set", pair=True)
         m = _SETTING.match(pair)
         if not m:
             if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):
