@@ -49,15 +49,20 @@ def shown_model(args) -> str:
 def resolve_models(args) -> None:
     """Replace a Hub id or a snapshot folder in ``args.model`` (and ``args.draft``) by the path of its
     config.json (:func:`costgraph.language.hf_hub.config_path`; ``args.download`` allows fetching it),
-    so every command reads it as a config.json. Light: huggingface_hub is imported for a Hub id only."""
-    from ..language.hf_hub import config_path, with_revision
+    so every command reads it as a config.json. Light: huggingface_hub is imported for a Hub id only, and
+    :mod:`costgraph.language.hf_hub` not at all for a bundled name (no ``/``, no ``.json``, no folder)."""
+    import os
 
     if getattr(args, "revision", None) is not None and isinstance(getattr(args, "model", None), str):
+        from ..language.hf_hub import with_revision
+
         args.model = with_revision(args.model, args.revision)
         args.model_given, args.revision = args.model, None   # once: regenerate lines name org/name@REV
     for attr in ("model", "draft"):
         v = getattr(args, attr, None)
-        if isinstance(v, str) and v:
+        if isinstance(v, str) and v and ("/" in v or v.endswith(".json") or os.path.isdir(v)):
+            from ..language.hf_hub import config_path   # a Hub id has a '/' (hf_hub.HUB_ID)
+
             path = config_path(v, download=bool(getattr(args, "download", False)))
             if path is not None:
                 setattr(args, attr, path)
