@@ -18,15 +18,22 @@ Method (each figure the median of N runs, every process started fresh):
   quantities with the configuration's sizes substituted (the floor of any
   compiled evaluator): target ≤ 1.5 ×.
 
-``--baseline REV`` also times the plan at an earlier commit (a git worktree
-in the temp folder, run from source) in the same run and prints the ratio.
-Machines differ: read the ratios, not the seconds.
+``--baseline REV`` also times derive and the plan at an earlier commit (its files, ``git archive``d into the temp
+folder and run from source: the ``src/`` layout's ``models/`` and ``grammars/`` linked into the package, no git
+worktree added) in the same rounds and prints the ratios of both.
+
+The commands are interleaved (each round runs every command once), and each figure is given twice: wall time
+and CPU time (user + system of the process, from ``getrusage``): on a loaded machine the wall time measures the
+queue as much as the program, the CPU time far less. Whether Python's bytecode is written
+(``PYTHONDONTWRITEBYTECODE``) is printed: without it every costgraph module is compiled at each start, and the
+ratios of derive rise by about 0.15. Machines differ: read the ratios, not the seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,7 +46,8 @@ PLAN = ["plan", "llama", "--config", "llama-3-70b", "--gpus", "64", "--hardware"
 
 def _cmd(*args: str, tree: str | None = None) -> list[str]:
     if tree:
-        return [sys.executable, "-c", f"import sys; sys.path.insert(0, {tree!r}); from costgraph.cli import run; "
+        src = os.path.join(tree, "src")
+        return [sys.executable, "-c", f"import sys; sys.path.insert(0, {src!r}); from costgraph.cli import run; "
                                       f"sys.argv[0] = 'costgraph'; run()", *args]
     # the console script of this interpreter's environment (not the first on PATH: a pyenv shim, or
     # another checkout's install, would time other code behind a shell wrapper)
@@ -47,13 +55,22 @@ def _cmd(*args: str, tree: str | None = None) -> list[str]:
     return [exe, *args] if os.path.exists(exe) else [sys.executable, "-m", "costgraph.cli", *args]
 
 
-def wall(cmd: list[str], runs: int, env=None) -> float:
-    times = []
+def timed(cmd: list[str], env=None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one run of ``cmd``."""
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    r1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def rounds(commands: dict, runs: int) -> dict:
+    """``name → (cmd, env)`` run ``runs`` times, interleaved (each round runs every command once): ``name →
+    (median wall, median CPU)``."""
+    got = {name: [] for name in commands}
     for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for name, (cmd, env) in commands.items():
+            got[name].append(timed(cmd, env))
+    return {name: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t)) for name, t in got.items()}
 
 
 def median_call(f, runs: int) -> float:
@@ -87,34 +104,47 @@ def compile_ratio(runs: int) -> tuple[float, float]:
 
 
 def baseline_tree(rev: str) -> str:
+    """The files of commit ``rev`` in the temp folder (``git archive``), the package runnable from ``src/``."""
     tree = os.path.join(tempfile.gettempdir(), f"costgraph-baseline-{rev}")
     if not os.path.isdir(tree):
-        subprocess.run(["git", "worktree", "add", "--detach", tree, rev], check=True, capture_output=True)
+        os.makedirs(tree)
+        archive = subprocess.run(["git", "archive", rev], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+        for data in ("models", "grammars"):   # pyproject's package-dir maps them into the package
+            link = os.path.join(tree, "src", "costgraph", data)
+            if os.path.isdir(os.path.join(tree, data)) and not os.path.exists(link):
+                os.symlink(os.path.join(tree, data), link)
     return tree
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--baseline", help="an earlier commit to time the plan against, in the same run")
+    ap.add_argument("--baseline", help="an earlier commit to time derive and the plan against, in the same rounds")
     a = ap.parse_args()
     env = {**os.environ, "COSTGRAPH_NO_CACHE": "1"}
     # a user's second run: the parse cache of the bundled model files warm, in a folder of its own
     cached = {**os.environ, "XDG_CACHE_HOME": tempfile.mkdtemp(prefix="costgraph-bench-cache-")}
     cached.pop("COSTGRAPH_NO_CACHE", None)
-    subprocess.run(_cmd("derive", "gpt"), check=True, capture_output=True, env=cached)   # fills the cache
-    floor = wall([sys.executable, "-c", "import sympy, lark"], a.runs)
-    derive = wall(_cmd("derive", "gpt"), a.runs, cached)
-    uncached = wall(_cmd("derive", "gpt"), a.runs, env)
-    plan = wall(_cmd(*PLAN), a.runs, env)
-    print(f"floor (import sympy, lark)   {floor:7.3f} s")
-    print(f"derive gpt                   {derive:7.3f} s   {derive / floor:5.2f} x floor   (target <= 1.35; parse cache warm)")
-    print(f"derive gpt, no parse cache   {uncached:7.3f} s   {uncached / floor:5.2f} x floor   (COSTGRAPH_NO_CACHE=1)")
-    print(f"plan 64 x H100, Llama-3-70B  {plan:7.3f} s   {plan / floor:5.2f} x floor   (target <= 1 s, <= 4)")
-    if a.baseline:
-        tree = baseline_tree(a.baseline)
-        before = wall(_cmd(*PLAN, tree=tree), a.runs, env)
-        print(f"plan at {a.baseline:<20} {before:7.3f} s   now / then = {plan / before:5.2f}")
+    trees = {"": None, **({f" at {a.baseline}": baseline_tree(a.baseline)} if a.baseline else {})}
+    commands = {"floor": ([sys.executable, "-c", "import sympy, lark"], None)}
+    for label, tree in trees.items():
+        # fills the cache
+        subprocess.run(_cmd("derive", "gpt", tree=tree), check=True, capture_output=True, env=cached)
+        commands.update({f"derive gpt{label}": (_cmd("derive", "gpt", tree=tree), cached),
+                         f"derive gpt, no parse cache{label}": (_cmd("derive", "gpt", tree=tree), env),
+                         f"plan 64 x H100, Llama-3-70B{label}": (_cmd(*PLAN, tree=tree), env)})
+    got = rounds(commands, a.runs)
+    (fw, fc), written = got.pop("floor"), not os.environ.get("PYTHONDONTWRITEBYTECODE")
+    print("bytecode " + ("written (read from __pycache__ after the first start)" if written
+                         else "not written: PYTHONDONTWRITEBYTECODE is set (each start compiles costgraph)"))
+    print(f"{'median of ' + str(a.runs):40s} {'wall':>7s} {'ratio':>6s}   {'CPU':>7s} {'ratio':>6s}")
+    print(f"{'floor (import sympy, lark)':40s} {fw:7.3f} s        {fc:7.3f} s")
+    targets = {"derive gpt": "target <= 1.35; parse cache warm", "derive gpt, no parse cache": "COSTGRAPH_NO_CACHE=1",
+               "plan 64 x H100, Llama-3-70B": "target <= 1 s, <= 4"}
+    for name, (w, c) in got.items():
+        note = targets.get(name, "")
+        print(f"{name:40s} {w:7.3f} s {w / fw:5.2f}x   {c:7.3f} s {c / fc:5.2f}x" + (f"   ({note})" if note else ""))
     compiled, bare = compile_ratio(a.runs)
     print(f"Costs.compile, 10^6 points   {compiled * 1e3:7.1f} ms  bare lambdify {bare * 1e3:.1f} ms   "
           f"{compiled / bare:5.2f} x   (target <= 1.5)")

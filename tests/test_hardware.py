@@ -248,6 +248,27 @@ def test_cli_hardware_list(capsys):
     assert json.loads(capsys.readouterr().out)["key"] == "h100-sxm"
 
 
+def test_cli_hardware_show_is_hardware_name(capsys):
+    """`costgraph hardware show NAME` (a review: refused while `hardware NAME` worked) is `hardware NAME`, as the
+    help's `name` says; `show` without a name, or a second name, is refused with a located message and exit 2."""
+    assert main(["hardware", "h100-sxm", "--json"]) == 0
+    one = capsys.readouterr().out
+    assert main(["hardware", "show", "h100-sxm", "--json"]) == 0
+    assert capsys.readouterr().out == one and json.loads(one)["memory_bytes"] == 80_000_000_000   # the datasheet's 80 GB
+    assert main(["hardware", "--help"]) == 0
+    assert "'show NAME' the same" in " ".join(capsys.readouterr().out.split())
+    for argv, said in ((["show"], "error: costgraph hardware show needs a preset's name\nhint: e.g. costgraph "
+                                  "hardware show h100-sxm"),
+                       (["list", "h100-sxm"], "error: costgraph hardware list takes no name\nhint: costgraph hardware "
+                                              "h100-sxm (or show h100-sxm) shows one preset"),
+                       (["h100-sxm", "mi300x"], "error: costgraph hardware takes one preset's name, not 'h100-sxm' and "
+                                                "'mi300x'\nhint: costgraph hardware mi300x (or show mi300x)")):
+        assert main(["hardware", *argv]) == 2, argv
+        out, err = capsys.readouterr()
+        assert not out and said in err and "Traceback" not in err, err
+    assert main(["hardware", "show", "h100sxmm"]) == 2 and "did you mean 'h100-sxm'" in capsys.readouterr().err
+
+
 def test_cli_unknown_name_exits_2_with_a_suggestion(capsys):
     assert main(["hardware", "h100sxmm"]) == 2
     err = capsys.readouterr().err

@@ -44,9 +44,10 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     first = argv[0] if argv else None
     for name in ((first,) if first in names else names):
         commands.module(name).add_parser(sub)
-    from .completion import add_completion_argument
+    if first not in names:   # a top-level option, read before a command's name: never after it
+        from .completion import add_completion_argument
 
-    add_completion_argument(p)   # --print-completion bash|zsh|tcsh (shtab, the `completion` extra)
+        add_completion_argument(p)   # --print-completion bash|zsh|tcsh (shtab, the `completion` extra)
     return p
 
 
@@ -63,10 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     stdin = None   # MODEL '-': the model or config.json read from standard input (commands/_stdin.py)
     try:
         from . import commands
-        from .commands import _launch_hook as launch_hook
         from .commands.common import resolve_models
 
-        launch_hook.apply(args, parser, args.command, sys.argv[1:] if argv is None else argv)   # --launch FILE fills the options (train, plan, fit, infer)
+        launch_hook = None
+        if hasattr(args, "launch"):   # --launch FILE fills the options (train, plan, fit, infer, report, plot)
+            from .commands import _launch_hook as launch_hook
+
+            launch_hook.apply(args, parser, args.command, sys.argv[1:] if argv is None else argv)
         if isinstance(getattr(args, "model", None), str):
             args.model_given = args.model   # as written, for regenerate lines (commands.common.shown_model)
         if getattr(args, "model", None) == "-":
@@ -74,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 
             stdin = StdinModel(args)
         resolve_models(args)   # a Hub id or a snapshot folder → its config.json (issue 20)
-        out, status = launch_hook.render(args, commands.module(args.command).run(args)), 0
+        out, status = commands.module(args.command).run(args), 0
+        out = out if launch_hook is None else launch_hook.render(args, out)
         if isinstance(out, tuple):
             out, status = out
         if not isinstance(out, str):     # an iterator of text pieces (sweep): written as they come

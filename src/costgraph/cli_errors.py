@@ -18,8 +18,8 @@ An option that takes one value, given twice on one command line (``--gpus 16 --g
 that set one setting to different values. Options that add up (``--set``, ``sweep --over``) repeat
 freely. The rule is :class:`Parser`'s (its ``store`` actions), so every subcommand follows it.
 
-A number is written with the ASCII digits 0-9: ``type=int`` and ``type=float`` (which would read
-``１６``) refuse other characters as every other reader of numbers does
+A number is written with the ASCII digits 0-9, without ``_`` or a leading ``+``: ``type=int`` and
+``type=float`` (which would read ``１６``, ``1_6``, ``+8``) refuse them as every other reader of numbers does
 (:func:`costgraph.arguments.ascii_number`).
 
 A type function's message may end in ``(hint: ...)`` (``--prompt``): that
@@ -97,11 +97,12 @@ class _StoreFalseOnce(_Once, argparse._StoreFalseAction):
 
 
 def _ascii(convert):
-    """argparse's ``type=int`` and ``type=float`` read ASCII text only (``int('１６')`` is 16): a value
-    with another character is refused as :func:`costgraph.arguments.ascii_number` refuses it, so
-    every number the command line reads follows one rule (issue 30)."""
+    """argparse's ``type=int`` and ``type=float`` read ASCII text only (``int('１６')`` is 16), without
+    ``_`` (``int('1_6')`` is 16) or a leading ``+`` (``int('+8')`` is 8): such a value is refused as
+    :func:`costgraph.arguments.ascii_number` refuses it, so every number the command line reads follows
+    one rule (issue 30)."""
     def read(text: str):
-        if not text.isascii():
+        if not text.isascii() or "_" in text or text.lstrip().startswith("+"):
             from .arguments import ascii_number
             from .errors import CostgraphValueError
 
@@ -193,6 +194,24 @@ def _wanted(action: argparse.Action | None, name: str) -> str:
     return shown + (f" — {action.help.split(';')[0]}" if action.help and action.help != argparse.SUPPRESS else "")
 
 
+#: argparse's help flags: never what a mistyped flag meant (``-o`` is not ``-h``)
+_HELP = ("-h", "--help")
+
+
+def _no_output(prog: str, flag: str, words: list[str], options: list[str]) -> str | None:
+    """The hint of ``-o FILE`` (or ``--output``) given to a command that has none (``costgraph schema``, ``derive``):
+    it prints to standard output, and the shell's ``>`` writes that to a file; None for any other flag."""
+    if flag not in ("-o", "--output") or flag in options:
+        return None
+    target = "FILE"
+    for i, w in enumerate(words):
+        if w.startswith(flag + "="):
+            target = w[len(flag) + 1:] or target
+        elif w == flag and i + 1 < len(words) and not words[i + 1].startswith("-"):
+            target = words[i + 1]
+    return f"{prog} has no {flag}: it prints to standard output; redirect that to a file: {prog} ... > {target};"
+
+
 def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
     """The hint of one of argparse's error messages (Python 3.11 to 3.13 wordings)."""
     help_line = f"{parser.prog} --help lists its arguments"
@@ -206,11 +225,12 @@ def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
         # a field of Layout or an options class written as a flag (Layout(policy=...) is --precision) names
         # its flag; any other flag its closest
         fields = {a.field: a.option_strings[-1] for a in parser._actions if getattr(a, "field", None)}
-        close = []
+        words, close = m.group(1).split(), []
         for f in unique(flags):
             k = f.lstrip("-").replace("-", "_")
             named = f"did you mean {fields[k]} ({k} in the Python API)?" if fields.get(k, f) != f else None
-            close.append((f, named or did_you_mean(f, options, cutoff=0.5, quote="")))
+            close.append((f, named or _no_output(parser.prog, f, words, options)
+                          or did_you_mean(f, [o for o in options if o not in _HELP], cutoff=0.5, quote="")))
         close = [(f"{f}: " if len(flags) > 1 else "") + c for f, c in close if c]
         extra = "" if flags else "it takes no more positional values; "
         return " ".join(close) + (" " if close else "") + extra + help_line

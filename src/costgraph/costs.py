@@ -16,7 +16,9 @@ from .choices import CAUSAL as _CAUSAL
 from .engine.precision import Precision
 from .engine.totals import QUANTITIES, aggregate, grouped_totals
 from .errors import CostgraphValueError
-from .numbers.evaluator import Compiled, ExactEvaluator, NotWhole
+TYPE_CHECKING = False   # the evaluators are imported where a number is asked for (a cold derive prints formulas)
+if TYPE_CHECKING:
+    from .numbers.evaluator import Compiled
 from .numbers.printing import field_order, grouped, to_text
 from .results import renderer
 
@@ -85,6 +87,8 @@ class Costs:
         CostgraphValueError
             If a symbol has no value (the message lists them), or see :meth:`Model.values`.
         """
+        from .numbers.evaluator import NotWhole
+
         config, values = arguments.dims_given(self.model.graph.dims, config, given, values)
         vals = self.model._int_values(config, values)
         names, ev = self._exact()
@@ -115,6 +119,8 @@ class Costs:
     def _exact(self):
         """The quantities compiled for exact evaluation (once per Costs)."""
         if self._compiled is None:
+            from .numbers.evaluator import ExactEvaluator
+
             syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
             self._compiled = ([str(x) for x in syms], ExactEvaluator(list(self.quantities.values()), syms))
         return self._compiled
@@ -146,6 +152,8 @@ class Costs:
         vals = self.model._int_values(config, fixed) if (config or fixed or self.model.graph.default_config) else {}
         syms = sorted(set().union(*(e.free_symbols for e in self.quantities.values())), key=str)
         defaults = {str(x): vals[str(x)] for x in syms if str(x) in vals}
+        from .numbers.evaluator import Compiled
+
         return Compiled(self.quantities, syms, dtype, defaults)
 
     def __repr__(self) -> str:

@@ -52,8 +52,8 @@ def generate_count(text: str, flag: str = "--generate") -> int:
     power = re.fullmatch(r"\s*([0-9]{1,4})\s*\*\*\s*([0-9]{1,3})\s*", text or "")
     try:
         n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, flag)
-    except CostgraphValueError as e:   # a character not ASCII keeps its own hint (arguments.ascii_number)
-        hint = e.hint if "ASCII" in e.message else "a positive whole number, e.g. 1000, 1e12 or 10**12"
+    except CostgraphValueError as e:   # arguments.ascii_number's refusals keep their own hint
+        hint = e.hint if "ASCII" in e.message or "written without" in e.message else "a positive whole number, e.g. 1000, 1e12 or 10**12"
         raise argparse.ArgumentTypeError(f"{e.message} (hint: {hint})") from None
     if n < 1 or n > MAX_GENERATE:
         raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "

@@ -12,7 +12,6 @@ import sympy
 from . import arguments
 from .engine.sizes import named_difference
 from .errors import CostgraphValueError, Location
-from .numbers.evaluator import ExactEvaluator, NotWhole
 
 
 class DimensionValues:
@@ -112,6 +111,8 @@ class DimensionValues:
             pairs = [(g.count, g.active) for g in self.graph.groups.values()
                      if (g.count.free_symbols | g.active.free_symbols) <= syms]
             exprs = sizes + [n - k for n, k in pairs]
+            from .numbers.evaluator import ExactEvaluator   # where a size is checked (a cold derive checks none)
+
             ev = ExactEvaluator(exprs, [self.graph.dims[n].symbol for n in names]) if exprs else None
             checker = self._checkers[given] = (names, ev, len(sizes))
         return checker
@@ -124,6 +125,8 @@ class DimensionValues:
         names, ev, n_sizes = self._size_checker(frozenset(vals))
         if ev is None:
             return
+        from .numbers.evaluator import NotWhole
+
         try:
             out = ev([vals[n] for n in names])
             ok = all(v > 0 for v in out[:n_sizes]) and all(v >= 0 for v in out[n_sizes:])

@@ -22,10 +22,10 @@ Nothing is estimated here: the verdict and each step are what the existing analy
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from .errors import CostgraphValueError
-from .result_fields import Q, Table
+from .result_fields import Part, Q, Table, json_fields, plain, quantity
 from .results import Tabular
 
 #: the modes of :func:`fit`
@@ -37,17 +37,19 @@ _SIXTEEN = ("bf16", "fp16")
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(Part):
     """One change and what it gives: ``change`` (words), ``options`` (the ``costgraph fit`` flags
     that make it), ``before_bytes`` and ``after_bytes`` (per device, exact), ``fits``;
-    ``host_bytes``: with CPU offload, the host memory of one node after the change (else None)."""
+    ``host_bytes``: with CPU offload, the host memory of one node after the change (else None).
+    A typed part (:class:`costgraph.result_fields.Part`): each field carries its unit."""
 
-    change: str
-    options: str
-    before_bytes: int
-    after_bytes: int
-    fits: bool
-    host_bytes: int | None = None
+    change: str = quantity(label="the change")
+    options: str = quantity(label="the costgraph fit flags that make it")
+    before_bytes: int = quantity("bytes", label="per device before the change")
+    after_bytes: int = quantity("bytes", label="per device after the change")
+    fits: bool = quantity(label="it fits")
+    host_bytes: int | None = quantity("bytes", label="host memory of one node after the change (CPU offload)",
+                                      default=None)
 
 
 @dataclass
@@ -63,19 +65,19 @@ class FitResult(Tabular):
     :mod:`costgraph.training.offload`) and ``host_capacity_bytes`` (a node's host memory:
     ``host_memory``, else the preset's; None when neither is known, and then not judged)."""
 
-    mode: str
-    model: str
-    hardware: str | None
-    gpus: int
-    fits: bool
-    need_bytes: int
-    capacity_bytes: int
-    usable_bytes: int
-    steps: list[Step] = field(default_factory=list)
-    settings: dict = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    host_need_bytes: int | None = None
-    host_capacity_bytes: int | None = None
+    mode: str = quantity(label="training or serving")
+    model: str = quantity(label="the model")
+    hardware: str | None = quantity(label="the preset (None: --memory alone)")
+    gpus: int = quantity(label="devices")
+    fits: bool = quantity(label="it fits")
+    need_bytes: int = quantity("bytes", label="needed per device")
+    capacity_bytes: int = quantity("bytes", label="device memory")
+    usable_bytes: int = quantity("bytes", label="usable (less the reserve)")
+    steps: list[Step] = quantity(label="the next steps (Step each)", default_factory=list)
+    settings: dict = quantity(label="what the verdict was computed for", default_factory=dict)
+    warnings: list[str] = quantity(label="warnings", default_factory=list)
+    host_need_bytes: int | None = quantity("bytes", label="host memory per node (CPU offload)", default=None)
+    host_capacity_bytes: int | None = quantity("bytes", label="host memory of a node", default=None)
 
     @property
     def status(self) -> int:
@@ -83,10 +85,9 @@ class FitResult(Tabular):
         return 0 if self.fits else 1
 
     def to_dict(self) -> dict:
-        """The document ``costgraph fit --format json`` prints (bytes as exact ints)."""
-        d = asdict(self)
-        d["status"] = self.status
-        return d
+        """The document ``costgraph fit --format json`` prints (bytes as exact ints): the fields by their JSON
+        names (:func:`costgraph.result_fields.json_fields`; the steps as dicts), then ``status``."""
+        return {**json_fields(self, lambda v, q: plain(v)), "status": self.status}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -225,17 +226,17 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
     f = r.fits
     usable = f["capacity_bytes"] - f["reserve_bytes"]
     need = usable - f["headroom_bytes"]
-    steps = [Step(c["change"], c["options"], need, c["peak_bytes"], c["fits"]) for c in f.get("changes") or ()]
+    steps = [Step(c.change, c.options, need, c.peak_bytes, c.fits) for c in f.changes or ()]
     from .training.fit_further import host_verdict
 
     host = host_verdict(model, r, hardware, host_memory, need, usable, any(s.fits for s in steps))
-    steps += [Step(c["change"], c["options"], need, c["peak_bytes"], c["fits"], c["host_bytes"]) for c in host["further"]]
+    steps += [Step(c.change, c.options, need, c.peak_bytes, c.fits, c.host_bytes) for c in host.further]
     L = r.layout
     shown = {"layout": f"tp {L.t} × pp {L.p} × cp {L.c} × dp {L.d}; ZeRO {L.zero}; recompute {L.recompute}",
              "precision": f"policy {L.policy}, optimizer {L.optimizer}" + _fp8_words(L),
              "sizes": ", ".join(f"{k.name} = {r.values[k.symbol]}" for k in (model.graph.dims.get("b"), model.graph.dims.get("s"))
                                 if k is not None and k.symbol in r.values) or None}
-    shown["host memory from"] = host["source"]   # with CPU offload: --host-memory, or the preset's node and its source
+    shown["host memory from"] = host.source   # with CPU offload: --host-memory, or the preset's node and its source
     calibrated = f.get("reserve_from", "").startswith("calibrated")
     if not calibrated:   # which reserve: the runtime's named parts (the default) or --reserve's
         shown["reserve"] = f"{gib(f['reserve_bytes'])}, {f.get('reserve_from', '--reserve')}" + (
@@ -244,9 +245,9 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
         shown["calibrated"] = (f"the reserve, {gib(f['reserve_bytes'])} ({f['reserve_from']})" if calibrated
                                else "nothing here (the profile has no memory reserve, or --reserve was given)")
     timed = set(r.compute["rate"].notes) if r.compute and "rate" in r.compute else set()   # the step time's
-    return FitResult("train", model.name, hardware, gpus, f["fits"] and host["fits"], need, f["capacity_bytes"],
-                     usable, _ordered(steps), shown, [w for w in r.warnings if w not in timed] + host["warnings"],
-                     host["need"], host["capacity"])
+    return FitResult("train", model.name, hardware, gpus, f.fits and host.fits, need, f.capacity_bytes,
+                     usable, _ordered(steps), shown, [w for w in r.warnings if w not in timed] + host.warnings,
+                     host.need, host.capacity)
 
 
 def _fp8_words(L) -> str:

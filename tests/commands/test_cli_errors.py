@@ -39,6 +39,15 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
     (INFER + ["--batch"], "costgraph infer: error: argument --batch: expected one argument",
      "hint: --batch BATCH — concurrent sequences b (default 1): give its value after it; costgraph infer --help "
      "lists its arguments"),
+    # a command without -o: the shell's '>' (difflib's closest, -h, was no help)
+    (["schema", "train", "-o", "x"], "costgraph schema: error: unrecognized arguments: -o x",
+     "hint: costgraph schema has no -o: it prints to standard output; redirect that to a file: costgraph schema ... > x; "
+     "costgraph schema --help lists its arguments"),
+    (["derive", "gpt", "--output=y.txt"], "costgraph derive: error: unrecognized arguments: --output=y.txt",
+     "hint: costgraph derive has no --output: it prints to standard output; redirect that to a file: costgraph derive "
+     "... > y.txt; costgraph derive --help lists its arguments"),
+    (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
+     "hint: costgraph derive --help lists its arguments"),
     (INFER + ["--p", "3"], "costgraph infer: error: ambiguous option: --p could match --prompt, --page-size, --peak, --pp",
      "hint: write the flag in full: --prompt or --page-size or --peak or --pp; costgraph infer --help lists its "
      "arguments"),
@@ -62,7 +71,8 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "ambiguous", "type-hint", "retired-flag", "api-field-name", "api-field-underscore"])
+        "no-output-flag", "no-output-long", "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
+        "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
     code, out, err = _cli(capsys, *args)
     assert code == 2 and not out and "Traceback" not in err
@@ -162,7 +172,27 @@ NBSP = "16\u00a0"
     (["train", "gpt", "--config", "gpt2", "--gpus", "8", "--memory", "８０GiB"],
      "error: --memory '８０GiB': '８' (FULLWIDTH DIGIT EIGHT) is not an ASCII digit",
      "hint: write numbers with the ASCII digits 0-9: --memory 80GiB"),
-], ids=["argparse-int", "no-break-space", "count-type", "set", "over", "size"])
+    # Python's int() reads '7_68' as 768 and '+8' as 8: --set h=7_68 read 768 and --gpus +8 ran while --set h=+768
+    # was refused; now every number refuses '_' and a leading '+' (one rule: arguments.ascii_number)
+    (["derive", "gpt", "--set", "h=7_68"], "error: --set 'h=7_68': a number is written without '_'",
+     "hint: write it without '_': --set h=768"),
+    (["derive", "gpt", "--set", "h=+768"], "error: --set 'h=+768': a number is written without a sign '+'",
+     "hint: write it without a sign '+': --set h=768"),
+    (["train", "gpt", "--gpus", "+8"], "costgraph train: error: argument --gpus: '+8': a number is written without a "
+                                       "sign '+'", "hint: write it without a sign '+': 8; costgraph train --help lists "
+                                                   "its arguments"),
+    (["train", "gpt", "--gpus", "1_6"], "costgraph train: error: argument --gpus: '1_6': a number is written without "
+                                        "'_'", "hint: write it without '_': 16; costgraph train --help lists its "
+                                               "arguments"),
+    (["infer", "gpt", "--prompt", "1_000"], "costgraph infer: error: argument --prompt: --prompt '1_000': a number is "
+                                            "written without '_'", "hint: write it without '_': --prompt 1000; costgraph "
+                                                                   "infer --help lists its arguments"),
+    (["sweep", "gpt", "--over", "s=1_024"], "error: --over 's=1_024': a number is written without '_'",
+     "hint: write it without '_': --over s=1024"),
+    (["sweep", "gpt", "--over", "s=1,+2"], "error: --over 's=1,+2': a number is written without a sign '+'",
+     "hint: write it without a sign '+': --over s=1,2"),
+], ids=["argparse-int", "no-break-space", "count-type", "set", "over", "size", "set-underscore", "set-plus",
+        "argparse-plus", "argparse-underscore", "count-underscore", "over-underscore", "over-plus"])
 def test_every_number_is_written_in_ascii_digits(args, error, hint, capsys):
     """One rule for every number the command line reads (issue 30): `--gpus １６` trained on 16 devices while
     `--set h=１６` was refused without saying why; now each is refused, naming the character, and the hint writes
@@ -186,3 +216,20 @@ def test_the_number_readers_take_ascii_digits_only(read, text, hint):
         getattr(arguments, read)(text, "--mfu")
     assert e.value.message == f"--mfu {text!r}: {text[0]!r} ({__import__('unicodedata').name(text[0])}) is not an " \
                               "ASCII digit" and e.value.hint == hint
+
+
+@pytest.mark.parametrize("read", ["parse_rational", "parse_fraction", "parse_count"])
+def test_the_number_readers_refuse_a_separator_and_a_sign(read):
+    """The same readers refuse '_' (7_500_000_000 was a count) and a leading '+' with the command line's message,
+    and keep an exponent's sign (140e+12: parse_rational's grammar); a NAME=VALUE pair's name may hold '_'."""
+    from costgraph import arguments
+    from costgraph.errors import CostgraphValueError
+
+    for text, bad, plain in (("7_500", "'_'", "7500"), ("+7500", "a sign '+'", "7500")):
+        with pytest.raises(CostgraphValueError) as e:
+            getattr(arguments, read)(text, "--mfu")
+        assert (e.value.message, e.value.hint) == (f"--mfu {text!r}: a number is written without {bad}",
+                                                   f"write it without {bad}: --mfu {plain}")
+    assert arguments.parse_rational("14e+1", "--peak") == 140
+    assert arguments.ascii_number("n_layers=12", "--set", pair=True) == "n_layers=12"
+    assert arguments.ascii_number("s=1:9:+2", "--over", pair=True) == "s=1:9:+2"   # an arithmetic step, no sign

@@ -111,3 +111,33 @@ def test_command_process_sizes_sympys_cache(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "SYMPY_CACHE_SIZE"}
     run = subprocess.run([sys.executable, "-c", SIZED], capture_output=True, text=True, timeout=120, env=env)
     assert run.stderr.split()[-2:] == ["0", "100000"], run.stderr[-2000:]
+
+
+DERIVE = """
+import contextlib, io, json, sys
+import costgraph.cli as cli
+with contextlib.redirect_stdout(io.StringIO()):
+    code = cli.main(["derive", "gpt"])
+loaded = sorted(m for m in sys.modules if m.startswith("costgraph"))
+from costgraph.ops.registry import REGISTRY, catalogue, has_role, traits
+print(json.dumps({"code": code, "loaded": loaded, "input": traits("input") is None,
+                  "conv1d": traits("conv1d").layout, "ssm": "costgraph.ops.ssm" in sys.modules,
+                  "all": sorted(REGISTRY) == [s.name for s in catalogue()]}))
+"""
+
+
+def test_derive_imports_only_what_it_uses(tmp_path):
+    """Issue 31 item 8 (cold start): `costgraph derive gpt` imports the operator rules GPT calls (the module that
+    declares each: ops.registry.declared_modules), not the SSM, vision, linear-attention or recurrent rules; nor
+    --launch's hook, the Hub's resolver (a bundled name), the exact evaluators (no values given) or shell completion
+    (a top-level option, never after a command). An operator of a module not yet imported is still found (its module
+    imported then), a node kind that is no operator has no traits, and the registry then lists every operator."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r = json.loads(subprocess.run([sys.executable, "-c", DERIVE], capture_output=True, text=True, env=env,
+                                  check=True).stdout)
+    assert r["code"] == 0
+    ops = {m.rsplit(".", 1)[1] for m in r["loaded"] if m.startswith("costgraph.ops.")}
+    assert ops == {"registry", "elementwise", "matmul", "norm", "shape"}, ops   # gpt.cg's linear, gelu, softmax, ...
+    assert not set(r["loaded"]) & {"costgraph.commands._launch_hook", "costgraph.language.hf_hub",
+                                   "costgraph.numbers.evaluator", "costgraph.completion"}
+    assert r["input"] and r["conv1d"] == ["per_channel", "x"] and r["ssm"] and r["all"]

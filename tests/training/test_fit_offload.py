@@ -97,6 +97,37 @@ def test_nothing_fits_said_plainly(llama):
     assert "nothing in this list fits" in r.to_text()
 
 
+def test_further_steps_and_host_verdict_are_typed_parts(llama, one_tb):
+    """Issue 31 item 2: the host side of the verdict and each further step are typed parts whose fields carry
+    their unit (costgraph.training.fit_further: HostVerdict, FurtherStep; read also as the mappings they were),
+    fit's steps are costgraph.verdict.Step parts, and the fit schema names exactly their fields: producer and
+    schema one list."""
+    from costgraph.result_fields import quantities
+    from costgraph.training.fit_further import FurtherStep, HostVerdict, host_verdict
+    from costgraph.verdict import FitResult, Step
+
+    m, v = llama
+    t = m.train(values=v, hardware="h100-sxm", gpus=1, **OFFLOAD)
+    h = host_verdict(m, t, "h100-sxm", "1TB", one_tb.need_bytes, one_tb.usable_bytes, False)
+    assert type(h) is HostVerdict and (h.need, h.capacity, h.fits, h.source) == (18 * P, 10**12, False, "--host-memory")
+    assert list(h) == ["need", "capacity", "fits", "warnings", "further", "source"] and h["need"] == h.need
+    assert {type(s) for s in h.further} == {FurtherStep} and h.further[0]["peak_bytes"] == h.further[0].peak_bytes
+    # fit's steps are these, before the peak it started from
+    assert sorted((s.options, s.peak_bytes, s.host_bytes, s.fits) for s in h.further) == sorted(
+        (s.options, s.after_bytes, s.host_bytes, s.fits) for s in one_tb.steps)
+    assert {n: q.unit for n, q in quantities(FurtherStep)} == {"change": "", "options": "", "peak_bytes": "bytes",
+                                                               "host_bytes": "bytes", "fits": ""}
+    assert {n: q.unit for n, q in quantities(HostVerdict) if q.unit} == {"need": "bytes", "capacity": "bytes"}
+    assert {n for n, q in quantities(Step) if q.unit == "bytes"} == {"before_bytes", "after_bytes", "host_bytes"}
+    doc = one_tb.to_dict()
+    assert type(one_tb.steps[0]) is Step and doc["steps"][0] == dict(one_tb.steps[0])
+    s = schemas.schema("fit")
+    names = [q.json for _, q in quantities(FitResult)] + ["status"]
+    assert list(doc) == names == s["required"] == [k for k in s["properties"] if k != "launch"]
+    step = s["$defs"]["step"]
+    assert list(step["properties"]) == step["required"] == [q.json for _, q in quantities(Step)]
+
+
 def test_cli_lora_quantize_host_memory_and_schema(llama, capsys, one_tb):
     base = ["fit", "llama", "--config", "llama-3-70b", "--hardware", "h100-sxm", "--gpus", "1"]
     off = ["--zero", "3", "--recompute", "full", "--offload-optimizer", "cpu", "--offload-params", "cpu"]

@@ -217,9 +217,9 @@ def inference(args):
 def parse_over(text: str) -> tuple[str, list[int]]:
     """``--over`` of ``plot`` and ``report``: ``s=512,1024,2048`` → ``("s", [512, 1024, 2048])``;
     ``s=512:8192:x2`` (×2 from 512 up to 8192) and ``b=1:8:+1`` (steps of 1), ends included. The one
-    grammar of ``sweep``'s ``--over`` (:func:`costgraph.export.sweep.parse_axis`): ``_`` between
-    digits is a separator (``1_024`` is 1024), a value listed twice is refused; at most
-    :data:`MAX_POINTS` points (a plot shows a few dozen bars).
+    grammar of ``sweep``'s ``--over`` (:func:`costgraph.export.sweep.parse_axis`): numbers as
+    :func:`costgraph.arguments.ascii_number` reads them (no ``_``: ``1_024`` is refused), a value listed
+    twice is refused; at most :data:`MAX_POINTS` points (a plot shows a few dozen bars).
 
     Raises
     ------
@@ -230,7 +230,7 @@ def parse_over(text: str) -> tuple[str, list[int]]:
 
     from ..arguments import ascii_number
 
-    text = ascii_number(text if isinstance(text, str) else "", "--over")
+    text = ascii_number(text if isinstance(text, str) else "", "--over", pair=True)
     if axis_length(text) > MAX_POINTS:
         raise CostgraphValueError(f"--over {text[:40]!r} has more than {MAX_POINTS} points",
                                   hint="a plot shows a few dozen bars at most; use costgraph sweep for tables")

@@ -11,7 +11,7 @@ from ..choices import add_option
 from ..errors import CostgraphValueError
 
 
-_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
+_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9]+|true|false)$")
 
 
 def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a config.json, a snapshot folder or a "
@@ -49,15 +49,20 @@ def shown_model(args) -> str:
 def resolve_models(args) -> None:
     """Replace a Hub id or a snapshot folder in ``args.model`` (and ``args.draft``) by the path of its
     config.json (:func:`costgraph.language.hf_hub.config_path`; ``args.download`` allows fetching it),
-    so every command reads it as a config.json. Light: huggingface_hub is imported for a Hub id only."""
-    from ..language.hf_hub import config_path, with_revision
+    so every command reads it as a config.json. Light: huggingface_hub is imported for a Hub id only, and
+    :mod:`costgraph.language.hf_hub` not at all for a bundled name (no ``/``, no ``.json``, no folder)."""
+    import os
 
     if getattr(args, "revision", None) is not None and isinstance(getattr(args, "model", None), str):
+        from ..language.hf_hub import with_revision
+
         args.model = with_revision(args.model, args.revision)
         args.model_given, args.revision = args.model, None   # once: regenerate lines name org/name@REV
     for attr in ("model", "draft"):
         v = getattr(args, attr, None)
-        if isinstance(v, str) and v:
+        if isinstance(v, str) and v and ("/" in v or v.endswith(".json") or os.path.isdir(v)):
+            from ..language.hf_hub import config_path   # a Hub id has a '/' (hf_hub.HUB_ID)
+
             path = config_path(v, download=bool(getattr(args, "download", False)))
             if path is not None:
                 setattr(args, attr, path)
@@ -77,7 +82,7 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     from ..arguments import ascii_number
 
     for pair in pairs:
-        ascii_number(pair, "--set")
+        ascii_number(pair, "--set", pair=True)
         m = _SETTING.match(pair)
         if not m:
             if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=-[0-9]", pair[:60]):

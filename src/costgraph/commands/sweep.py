@@ -54,7 +54,7 @@ def run(args):
         raise CostgraphValueError(f"--max-rows {args.max_rows}: give a positive number of rows",
                                   hint="--max-rows 1000000 (the default is 10**7)")
     for spec in args.over:   # ASCII numbers, as every reader of numbers takes them (arguments.ascii_number)
-        ascii_number(spec, "--over")
+        ascii_number(spec, "--over", pair=True)
     axes = parse_axes(args.over, max_rows)     # before loading: a bad range fails fast
     dims, options = settings(args.set)
     swept = {a.name for a in axes}

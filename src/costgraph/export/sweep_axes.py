@@ -1,7 +1,8 @@
 """The axes of a sweep: ``--over NAME=...`` read (:func:`parse_axis`, :func:`parse_axes`) into :class:`Axis`.
 
 Range grammar, read with a regular expression, never ``eval``; numbers are positive whole numbers
-(``_`` allowed as a separator, at most 40 digits):
+(at most 40 digits, written as :func:`costgraph.arguments.ascii_number` reads every number: the ASCII
+digits alone, no ``_``, no ``+``):
 
 * ``NAME=a:b:xK`` — geometric: a, a·K, a·K², … up to b (K ≥ 2);
 * ``NAME=a:b:+K`` — arithmetic: a, a + K, … up to b (K ≥ 1), a :class:`range` never listed;
@@ -19,11 +20,12 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..arguments import ascii_number
 from ..errors import CostgraphValueError
 
 MAX_ROWS = 10 ** 7
 
-_NUM = r"[0-9][0-9_]*"
+_NUM = r"[0-9]+"
 _AXIS = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _RANGE = re.compile(rf"^({_NUM}):({_NUM}):([x+])({_NUM})$")
 _LIST = re.compile(rf"^{_NUM}(,{_NUM})*$")
@@ -42,11 +44,9 @@ class Axis:
 
 
 def _int(text: str, spec: str) -> int:
-    if text.endswith("_") or "__" in text:
-        raise CostgraphValueError(f"cannot read --over {spec!r}: misplaced '_' in {text!r}", hint=HINT)
     if len(text) > 40:
         raise CostgraphValueError(f"--over {spec[:40]!r}...: a number of more than 40 digits", hint=HINT)
-    v = int(text.replace("_", ""))
+    v = int(text)
     if v <= 0:
         raise CostgraphValueError(f"--over {spec!r}: {v} is not positive; a dimension counts something",
                                   hint=HINT)
@@ -67,6 +67,7 @@ def axis_length(spec: str) -> int:
 
 
 def _parse(spec: str):
+    ascii_number(spec, "--over", pair=True)
     m = _AXIS.match(spec)
     if not m:
         raise CostgraphValueError(f"cannot read --over {spec[:60]!r}: expected NAME=VALUES", hint=HINT)

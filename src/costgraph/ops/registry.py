@@ -143,7 +143,12 @@ class Registry(Mapping):
             self._loaded = True
 
     def __getitem__(self, name: str) -> OpSpec:
-        self.load()
+        if name not in self._specs and not self._loaded:
+            module = declared_modules().get(name) if isinstance(name, str) else None
+            if module is not None:   # the one module that declares it (a cold start imports only the rules used)
+                importlib.import_module(f"{__package__}.{module}")
+            if name not in self._specs:
+                self.load()
         return self._specs[name]
 
     def __iter__(self):
@@ -229,10 +234,16 @@ def op(name: str, summary: str, *, layout=None, roles=(), **params):
 
 def traits(kind: str) -> OpSpec | None:
     """The spec of the operator ``kind`` (its ``layout`` and ``roles``), from
-    the registry once its rules are imported, else from :func:`catalogue`;
-    None for a node kind that is no operator (``input``, ``param``)."""
+    the registry once its rules are imported (its module's imported first where others are: a cold start
+    imports the modules a model calls), else from :func:`catalogue`; None for a node kind that is no
+    operator (``input``, ``param``)."""
     if REGISTRY._loaded or kind in REGISTRY._specs:
         return REGISTRY._specs.get(kind)
+    modules = declared_modules()
+    if modules is not None and kind not in modules:   # a node kind that is no operator (input, param)
+        return None
+    if modules is not None and REGISTRY._specs:   # rules imported already (SymPy too): its module's own
+        return REGISTRY[kind]
     return next((s for s in catalogue() if s.name == kind), None)
 
 
@@ -293,11 +304,20 @@ def declared_names() -> frozenset[str] | None:
     :func:`catalogue`'s names): membership (``name in REGISTRY``, the loader's check of every block's
     name) without importing the rules or parsing them (:func:`_declared`'s ``ast`` walk is a tenth of
     a second of a cold ``derive``); None where the source cannot be read."""
+    modules = declared_modules()
+    return None if modules is None else frozenset(modules)
+
+
+@cache
+def declared_modules() -> dict[str, str] | None:
+    """Operator name → the module of :data:`RULE_MODULES` that declares it, read from the modules' text as
+    :func:`declared_names` reads them: a lookup (``REGISTRY[name]``) imports that module alone, so a cold
+    start imports the rules a model calls, not all of them; None where the source cannot be read."""
     import re
 
     try:
-        return frozenset(m for module in RULE_MODULES for m in re.findall(
-            r'^@op\(\s*"([^"]+)"', Path(__file__).with_name(f"{module}.py").read_text(encoding="utf-8"), re.M))
+        return {m: module for module in RULE_MODULES for m in re.findall(
+            r'^@op\(\s*"([^"]+)"', Path(__file__).with_name(f"{module}.py").read_text(encoding="utf-8"), re.M)}
     except OSError:
         return None
 

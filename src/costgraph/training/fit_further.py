@@ -19,16 +19,49 @@ The steps (each one change from the layout, a change the layout already has left
   at each candidate, doubled then bisected over the integers; the first valid layout
   (:func:`costgraph.training.validity.check_layout`) at or above the smallest degree that fits;
 * with offload, when the host memory of a node is what does not fit: NVMe for what went to the CPU.
+
+Each step is a :class:`FurtherStep` and the host side of the verdict a :class:`HostVerdict`: typed parts
+(:class:`costgraph.result_fields.Part`) whose fields carry their unit, read also as the mappings they were.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import sympy
 
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
+from ..result_fields import Part, quantity
+
+
+@dataclass(frozen=True)
+class FurtherStep(Part):
+    """One step of :func:`further_steps`: its words, the ``costgraph fit`` options that make it, the
+    most-loaded device's peak under it (bytes, exact, rounded up), with CPU offload the host memory of
+    one node (bytes, :func:`host_per_node`; else None), and whether both fit."""
+
+    change: str = quantity(label="the change")
+    options: str = quantity(label="the options that make it")
+    peak_bytes: int = quantity("bytes", label="peak of the most-loaded device after the change")
+    host_bytes: int | None = quantity("bytes", label="host memory of one node after the change (CPU offload)")
+    fits: bool = quantity(label="the peak fits the device and the host bytes a node")
+
+
+@dataclass(frozen=True)
+class HostVerdict(Part):
+    """The host side of ``costgraph fit``'s training verdict (:func:`host_verdict`): ``need`` the host
+    memory of one node with CPU offload (bytes; None without offload), ``capacity`` the host memory of a
+    node (bytes; None when unknown), ``fits``, ``warnings``, ``further`` (:class:`FurtherStep` s) and
+    ``source`` (where ``capacity`` comes from, with offload; else None)."""
+
+    need: int | None = quantity("bytes", label="host memory of one node (CPU offload)")
+    capacity: int | None = quantity("bytes", label="host memory of a node")
+    fits: bool = quantity(label="the host memory of a node holds it (or is not judged)")
+    warnings: list = quantity(label="what was not judged or not used", default_factory=list)
+    further: list = quantity(label="the further steps (FurtherStep each)", default_factory=list)
+    source: str | None = quantity(label="where the capacity comes from", default=None)
 
 
 def host_per_node(host_per_device, gpus, devices_per_node) -> int:
@@ -66,18 +99,18 @@ def judge(model, layout, values: dict, devices_per_node=None):
     return int(sympy.ceiling(total)), host
 
 
-def _step(change: str, options: str, judged, usable: int, host_capacity) -> dict | None:
+def _step(change: str, options: str, judged, usable: int, host_capacity) -> FurtherStep | None:
     if judged is None:
         return None
     peak, host = judged
     fits = peak <= usable and (host is None or host_capacity is None or host <= host_capacity)
-    return {"change": change, "options": options, "peak_bytes": peak, "host_bytes": host, "fits": fits}
+    return FurtherStep(change, options, peak, host, fits)
 
 
 def further_steps(model, layout, values: dict, usable: int, *, host_capacity=None, devices_per_node=None,
-                  host_short: bool = False) -> list[dict]:
+                  host_short: bool = False) -> list[FurtherStep]:
     """The steps of the module docstring for ``layout`` (a :class:`~costgraph.parallel.layout.Layout`
-    with ``gpus`` set) at ``values``: dicts ``{change, options, peak_bytes, host_bytes, fits}``
+    with ``gpus`` set) at ``values``: :class:`FurtherStep` s (``change, options, peak_bytes, host_bytes, fits``;
     (``host_bytes``: per node with CPU offload, else None; ``fits``: the peak at most ``usable`` bytes
     and the host bytes at most ``host_capacity`` where both are known). ``host_short``: the host
     memory is what does not fit (adds the NVMe steps)."""
@@ -119,9 +152,8 @@ def further_steps(model, layout, values: dict, usable: int, *, host_capacity=Non
             also["recompute"] = "full"
         if s is not None:
             words = " and ".join(f"{'ZeRO' if k == 'zero' else 'recompute'} {v}" for k, v in also.items())
-            s["change"] += f" at {words}" if words else ""
-            s["options"] = "".join(f"--{k} {v} " for k, v in also.items()) + s["options"]
-            out.append(s)
+            out.append(dataclasses.replace(s, change=s.change + (f" at {words}" if words else ""),
+                                           options="".join(f"--{k} {v} " for k, v in also.items()) + s.options))
     return out
 
 
@@ -181,18 +213,18 @@ def fewest_devices(model, layout, values: dict, usable: int, host_capacity=None,
             continue
         judged = judge(model, dataclasses.replace(layout, gpus=per * d), values, devices_per_node)
         s = _step(f"{per * d} devices (dp {d})", f"--gpus {per * d}", judged, usable, host_capacity)
-        return s if s is not None and s["fits"] else None
+        return s if s is not None and s.fits else None
     return None
 
 
-def host_verdict(model, result, hardware, host_memory, peak: int, usable: int, any_step_fits: bool) -> dict:
+def host_verdict(model, result, hardware, host_memory, peak: int, usable: int, any_step_fits: bool) -> HostVerdict:
     """The host side of ``costgraph fit``'s training verdict for ``result`` (a
     :class:`~costgraph.training.result.TrainingResult` at every value, ``gpus`` set; ``peak`` its
-    most-loaded device's bytes, ``usable`` the device's less the reserve): ``need`` the
+    most-loaded device's bytes, ``usable`` the device's less the reserve), a :class:`HostVerdict`: ``need`` the
     host bytes of one node with CPU offload (else None), ``capacity`` the host memory of a node
     (``host_memory``, bytes or a size floored to whole bytes; else the ``hardware`` preset's
     ``host_memory_bytes``; None when neither is known: then not judged, and a warning says so),
-    ``fits``, ``warnings``, ``source`` (where ``capacity`` comes from, with offload), and ``further``: :func:`further_steps` (dicts) when the device or the host
+    ``fits``, ``warnings``, ``source`` (where ``capacity`` comes from, with offload), and ``further``: :func:`further_steps` when the device or the host
     does not fit and no step of ``costgraph train``'s (``any_step_fits``) fits, those that lower what
     does not fit (the peak, or the host bytes), else empty.
 
@@ -231,7 +263,6 @@ def host_verdict(model, result, hardware, host_memory, peak: int, usable: int, a
     if not (device_fits and fits) and not any_step_fits:   # the steps that lower what does not fit
         further = [s for s in further_steps(model, L, result.values, usable, host_capacity=capacity,
                                             devices_per_node=dpn, host_short=not fits)
-                   if (not device_fits and s["peak_bytes"] < peak) or (not fits and s["host_bytes"] is None)
-                   or (not fits and s["host_bytes"] < need)]
-    return {"need": need, "capacity": capacity, "fits": fits, "warnings": warnings, "further": further,
-            "source": source if need is not None else None}
+                   if (not device_fits and s.peak_bytes < peak) or (not fits and s.host_bytes is None)
+                   or (not fits and s.host_bytes < need)]
+    return HostVerdict(need, capacity, fits, warnings, further, source if need is not None else None)
