@@ -230,7 +230,8 @@ def digits(text: str) -> bool:
 def ascii_number(text: str, what: str, *, pair: bool = False) -> str:
     """``text`` as given when it is a number as the command line writes it: the ASCII digits 0-9 (Python's
     ``int('１６')`` and ``float('١٦')`` read other scripts' digits; the readers of sizes, rates and ``--set``
-    do not), no ``_`` (``int('7_68')`` is 768: ``--set h=7_68`` read 768) and no leading ``+`` (``int('+8')``
+    do not), ``_`` only between groups of three digits, as a thousands separator (``1_024``,
+    ``7_500_000_000``; ``int('7_68')`` is 768: ``--set h=7_68`` read 768) and no leading ``+`` (``int('+8')``
     is 8: ``--gpus +8`` ran while ``--set h=+768`` was refused): one rule for every number the command line
     and the API read (issue 30; issue 31's review). ``pair``: ``text`` is ``NAME=VALUES`` (``--set``,
     ``--over``), whose name may hold ``_``: the separator and the sign are looked for after the ``=`` (a value
@@ -248,21 +249,27 @@ def ascii_number(text: str, what: str, *, pair: bool = False) -> str:
     if not text.isascii():
         _not_ascii(text, what)
     head, eq, body = text.partition("=") if pair else ("", "", text)
-    separated = _SEPARATOR.search(body)
+    separated = any(not _THOUSANDS.fullmatch(m[0]) or (m.start() and body[m.start() - 1] in ".eE")
+                    for m in _SEPARATED.finditer(body))
     if not separated and not _SIGNED.search(body):
         return text
     bad = "'_'" if separated else "a sign '+'"
     plain = head + eq + _SEPARATOR.sub("", _SIGNED.sub(lambda m: m[0][:-1], body))
     shown_as = f"{what} {plain}" if what.startswith("-") else plain   # a flag's value as the command line writes it
     example = f": {shown_as}" if plain.isprintable() and len(plain) <= 40 else ""
-    raise CostgraphValueError(f"{what} {shown(text)}: a number is written without {bad}".lstrip(),
-                              hint=f"write it without {bad}{example}")
+    why = ("'_' in a number only separates groups of three digits (1_024, 7_500_000_000)" if separated
+           else "a number is written without a sign '+'")
+    raise CostgraphValueError(f"{what} {shown(text)}: {why}".lstrip(), hint=f"write it without {bad}{example}")
 
 
 #: a leading '+' of a number, or of a value of a list (``--over s=1,+2``)
 _SIGNED = re.compile(r"(?:^|,)\s*\+(?=[0-9.])")
 #: '_' beside a digit: Python's separator (``7_68``; ``__import__`` is no number, left to the reader's grammar)
 _SEPARATOR = re.compile(r"(?<=[0-9])_+|_+(?=[0-9])")
+#: a run of digits with '_' beside them (``1_024``, ``7_68``, ``1__0``, ``5_``)
+_SEPARATED = re.compile(r"_*[0-9]+(?:_+[0-9]*)+|_+[0-9]+")
+#: thousands separators: 1 to 3 digits, then groups of exactly three (a fraction or exponent takes none)
+_THOUSANDS = re.compile(r"[0-9]{1,3}(?:_[0-9]{3})+")
 
 
 def _not_ascii(text: str, what: str):
@@ -281,7 +288,7 @@ def _not_ascii(text: str, what: str):
 
 
 _DECIMAL = re.compile(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]{1,2}))?\s*")
-_COUNT = re.compile(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*")
+_COUNT = re.compile(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*")
 
 
 def parse_rational(text: str, what: str):
@@ -403,7 +410,7 @@ def parse_count(text: str, flag: str = "--params") -> int:
     m = _COUNT.fullmatch(text or "")
     if not m:
         raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
-    whole, frac, exp = m.group(1), m.group(2) or "", int(m.group(3) or 0)
+    whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
     if len(whole) + len(frac) > 30:
         raise CostgraphValueError(f"{flag} is too large", hint="a whole number of at most 30 digits, e.g. 7.5e9")
     num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)

@@ -53,7 +53,7 @@ def generate_count(text: str, flag: str = "--generate") -> int:
     try:
         n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, flag)
     except CostgraphValueError as e:   # arguments.ascii_number's refusals keep their own hint
-        hint = e.hint if "ASCII" in e.message or "written without" in e.message else "a positive whole number, e.g. 1000, 1e12 or 10**12"
+        hint = e.hint if "ASCII" in e.message or "written without" in e.message or "in a number" in e.message else "a positive whole number, e.g. 1000, 1e12 or 10**12"
         raise argparse.ArgumentTypeError(f"{e.message} (hint: {hint})") from None
     if n < 1 or n > MAX_GENERATE:
         raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "

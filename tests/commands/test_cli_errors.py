@@ -173,21 +173,22 @@ NBSP = "16\u00a0"
      "error: --memory '８０GiB': '８' (FULLWIDTH DIGIT EIGHT) is not an ASCII digit",
      "hint: write numbers with the ASCII digits 0-9: --memory 80GiB"),
     # Python's int() reads '7_68' as 768 and '+8' as 8: --set h=7_68 read 768 and --gpus +8 ran while --set h=+768
-    # was refused; now every number refuses '_' and a leading '+' (one rule: arguments.ascii_number)
-    (["derive", "gpt", "--set", "h=7_68"], "error: --set 'h=7_68': a number is written without '_'",
+    # was refused; now every number takes '_' only between groups of three digits (1_024) and refuses a leading
+    # '+' (one rule: arguments.ascii_number)
+    (["derive", "gpt", "--set", "h=7_68"], "error: --set 'h=7_68': '_' in a number only separates groups of three digits (1_024, 7_500_000_000)",
      "hint: write it without '_': --set h=768"),
     (["derive", "gpt", "--set", "h=+768"], "error: --set 'h=+768': a number is written without a sign '+'",
      "hint: write it without a sign '+': --set h=768"),
     (["train", "gpt", "--gpus", "+8"], "costgraph train: error: argument --gpus: '+8': a number is written without a "
                                        "sign '+'", "hint: write it without a sign '+': 8; costgraph train --help lists "
                                                    "its arguments"),
-    (["train", "gpt", "--gpus", "1_6"], "costgraph train: error: argument --gpus: '1_6': a number is written without "
-                                        "'_'", "hint: write it without '_': 16; costgraph train --help lists its "
+    (["train", "gpt", "--gpus", "1_6"], "costgraph train: error: argument --gpus: '1_6': '_' in a number only separates groups of three digits (1_024, 7_500_000_000)",
+                                        "hint: write it without '_': 16; costgraph train --help lists its "
                                                "arguments"),
-    (["infer", "gpt", "--prompt", "1_000"], "costgraph infer: error: argument --prompt: --prompt '1_000': a number is "
-                                            "written without '_'", "hint: write it without '_': --prompt 1000; costgraph "
+    (["infer", "gpt", "--prompt", "10_00"], "costgraph infer: error: argument --prompt: --prompt '10_00': "
+                                            "'_' in a number only separates groups of three digits (1_024, 7_500_000_000)", "hint: write it without '_': --prompt 1000; costgraph "
                                                                    "infer --help lists its arguments"),
-    (["sweep", "gpt", "--over", "s=1_024"], "error: --over 's=1_024': a number is written without '_'",
+    (["sweep", "gpt", "--over", "s=1_0_24"], "error: --over 's=1_0_24': '_' in a number only separates groups of three digits (1_024, 7_500_000_000)",
      "hint: write it without '_': --over s=1024"),
     (["sweep", "gpt", "--over", "s=1,+2"], "error: --over 's=1,+2': a number is written without a sign '+'",
      "hint: write it without a sign '+': --over s=1,2"),
@@ -220,16 +221,18 @@ def test_the_number_readers_take_ascii_digits_only(read, text, hint):
 
 @pytest.mark.parametrize("read", ["parse_rational", "parse_fraction", "parse_count"])
 def test_the_number_readers_refuse_a_separator_and_a_sign(read):
-    """The same readers refuse '_' (7_500_000_000 was a count) and a leading '+' with the command line's message,
+    """The same readers refuse a misplaced '_' (7_5_00 was a count: 7500) and a leading '+' with the command
+    line's message, take thousands separators (7_500_000_000),
     and keep an exponent's sign (140e+12: parse_rational's grammar); a NAME=VALUE pair's name may hold '_'."""
     from costgraph import arguments
     from costgraph.errors import CostgraphValueError
 
-    for text, bad, plain in (("7_500", "'_'", "7500"), ("+7500", "a sign '+'", "7500")):
+    for text, bad, why in (("7_5_00", "'_'", "'_' in a number only separates groups of three digits (1_024, 7_500_000_000)"),
+                           ("+7500", "a sign '+'", "a number is written without a sign '+'")):
         with pytest.raises(CostgraphValueError) as e:
             getattr(arguments, read)(text, "--mfu")
-        assert (e.value.message, e.value.hint) == (f"--mfu {text!r}: a number is written without {bad}",
-                                                   f"write it without {bad}: --mfu {plain}")
+        assert (e.value.message, e.value.hint) == (f"--mfu {text!r}: {why}", f"write it without {bad}: --mfu 7500")
+    assert arguments.ascii_number("7_500_000_000", "--params") == "7_500_000_000"
     assert arguments.parse_rational("14e+1", "--peak") == 140
     assert arguments.ascii_number("n_layers=12", "--set", pair=True) == "n_layers=12"
     assert arguments.ascii_number("s=1:9:+2", "--over", pair=True) == "s=1:9:+2"   # an arithmetic step, no sign

@@ -25,6 +25,7 @@ from costgraph.export.sweep import Progress, parse_axes, parse_axis, sweep
     ("b=1:10:+3", (1, 4, 7, 10)),
     ("b=1:9:+3", (1, 4, 7)),
     ("b=1,2,4", (1, 2, 4)),
+    ("h=4_096", (4096,)),   # a thousands separator
     ("w=7:7:x2", (7,)),
 ])
 def test_grammar(spec, values):
@@ -43,8 +44,8 @@ def test_grammar(spec, values):
     ("s=2**10", "cannot read"),
     ("s=__import__('os')", "cannot read"),
     ("s=1:10", "cannot read"),
-    ("s=1__0", "a number is written without '_'"),   # no separator: arguments.ascii_number, every number's rule
-    ("h=4_096", "a number is written without '_'"),   # int('4_096') is 4096, as int('7_68') is 768
+    ("s=1__0", "only separates groups of three digits"),   # arguments.ascii_number, every number's rule
+    ("h=40_96", "only separates groups of three digits"),   # int('40_96') is 4096, as int('7_68') is 768
     ("s=+4", "without a sign '\\+'"),
     ("1s=4", "cannot read"),
     ("s", "NAME=VALUES"),

@@ -11,7 +11,7 @@ from ..choices import add_option
 from ..errors import CostgraphValueError
 
 
-_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9]+|true|false)$")
+_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
 
 
 def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a config.json, a snapshot folder or a "

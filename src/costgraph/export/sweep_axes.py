@@ -1,8 +1,8 @@
 """The axes of a sweep: ``--over NAME=...`` read (:func:`parse_axis`, :func:`parse_axes`) into :class:`Axis`.
 
 Range grammar, read with a regular expression, never ``eval``; numbers are positive whole numbers
-(at most 40 digits, written as :func:`costgraph.arguments.ascii_number` reads every number: the ASCII
-digits alone, no ``_``, no ``+``):
+(``_`` allowed between groups of three digits, as every number the command line reads:
+:func:`costgraph.arguments.ascii_number`; at most 40 digits):
 
 * ``NAME=a:b:xK`` — geometric: a, a·K, a·K², … up to b (K ≥ 2);
 * ``NAME=a:b:+K`` — arithmetic: a, a + K, … up to b (K ≥ 1), a :class:`range` never listed;
@@ -25,7 +25,7 @@ from ..errors import CostgraphValueError
 
 MAX_ROWS = 10 ** 7
 
-_NUM = r"[0-9]+"
+_NUM = r"[0-9][0-9_]*"
 _AXIS = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _RANGE = re.compile(rf"^({_NUM}):({_NUM}):([x+])({_NUM})$")
 _LIST = re.compile(rf"^{_NUM}(,{_NUM})*$")
@@ -46,7 +46,7 @@ class Axis:
 def _int(text: str, spec: str) -> int:
     if len(text) > 40:
         raise CostgraphValueError(f"--over {spec[:40]!r}...: a number of more than 40 digits", hint=HINT)
-    v = int(text)
+    v = int(text.replace("_", ""))
     if v <= 0:
         raise CostgraphValueError(f"--over {spec!r}: {v} is not positive; a dimension counts something",
                                   hint=HINT)
