@@ -67,3 +67,24 @@ def test_plan_json(capsys):
 def test_plan_errors(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_full_derivation_store_evicts_the_least_recently_used():
+    # plan_forms.derived keeps at most `size` derivations per graph: a full store drops the entry read least
+    # recently (functools.lru_cache's policy), never the whole store, so the derivations a session keeps reading
+    # survive a long sweep of others
+    from costgraph.engine.graph import CostGraph
+    from costgraph.training.plan_forms import derived, store
+
+    cg, made = CostGraph("cache", ""), []
+
+    def get(key):
+        return derived(cg, (key,), lambda: made.append(key) or key * 10, kind="test", size=3)
+
+    assert [get(k) for k in (1, 2, 3)] == [10, 20, 30]
+    assert get(1) == 10                  # a hit: 1 is now the most recently used, 2 the least
+    assert get(4) == 40                  # full: 2 is evicted, not 1 or 3
+    assert list(store(cg, "test")) == [(3,), (1,), (4,)]
+    assert [get(k) for k in (1, 3, 4)] == [10, 30, 40] and made == [1, 2, 3, 4]   # no re-derivation
+    assert get(2) == 20 and made == [1, 2, 3, 4, 2]                               # 2 was dropped: derived again
+    assert len(store(cg, "test")) == 3

@@ -108,3 +108,28 @@ def test_a_planned_graph_is_freed_with_its_caches(screened):
     del g
     gc.collect()
     assert gone() is None
+
+
+def test_screened_rows_rank_as_their_candidates_sort(screened):
+    """The screen's rows are kept as arrays and ranked by one lexsort (training/plan_rows.py): the order, and
+    the confirmation's pool by least step, are those of sorting the built candidates with the planner's own
+    keys (plan._order; plan_confirm._lowest), both sorts stable, every candidate field as _evaluate built it."""
+    from costgraph.training.plan_confirm import _lowest
+
+    m, values, hw, calls, res = screened
+    forms, grid, with_b = calls[0]
+    refused = {k: 0 for k in ("out of memory",)}
+    rows, _, _ = planner._evaluate(forms, grid, with_b, refused, capacity=10 ** 15, gpus=GPUS,
+                                   peak=float(hw.peak_flops_bf16), keep=None)
+    built = [rows.batches[n].candidate(j) for n in range(len(rows.batches)) for j in range(len(rows.batches[n].idx))]
+    assert len(built) == len(rows) > 100 and any(c.bound is not None for c in built)
+    rows.sort()
+    ranked = list(rows)
+
+    def fields(c):
+        return (c.as_dict(), c.bound, c.likely, c.screen is None or (id(c.screen[0]), c.screen[1]))
+    assert [fields(c) for c in ranked] == [fields(c) for c in sorted(built, key=planner._order)]
+    pool = [(low, bounded, get()) for low, bounded, get in rows.pool(0, [], _lowest)]
+    by_lowest = sorted(ranked, key=_lowest)
+    assert [(low, bounded) for low, bounded, _ in pool] == [(_lowest(c), c.bound is not None) for c in by_lowest]
+    assert [fields(c) for *_, c in pool] == [fields(c) for c in by_lowest]

@@ -102,10 +102,24 @@ def _stage_shares(counts: tuple, p: int, v: int, first, last, embedding: bool, l
     for r in range(p):
         row = []
         for s, c in zip(starts, counts):
-            parts = [sympy.Max(0, sympy.Min(o + n, s + c) - sympy.Max(o, s)) for o, n in ranges[r]]
+            parts = [_max(ZERO, _min(o + n, s + c) - _max(o, s)) for o, n in ranges[r]]
             row.append(sympy.Add(*parts))
         out.append(tuple(row))
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=8192)
+def _min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``sympy.Min(a, b)``, once per arguments: the splits of one model meet the same chunk and group bounds
+    again and again (DeepSeek-V3's plan: 636 of them, 356 distinct), and SymPy proves their order per call
+    (a millisecond or more over the layer counts' symbols)."""
+    return sympy.Min(a, b)
+
+
+@functools.lru_cache(maxsize=8192)
+def _max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``sympy.Max(a, b)``, once per arguments (:func:`_min`)."""
+    return sympy.Max(a, b)
 
 
 def check_split(total: int, p: int, v: int = 1, first=None, last=None, embedding: bool = False,

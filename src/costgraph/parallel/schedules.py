@@ -46,6 +46,8 @@ no overlap gain).
 
 from __future__ import annotations
 
+import functools
+
 import sympy
 
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
@@ -68,13 +70,22 @@ def chunks_in_flight(i, p, m, schedule: str = SCHEDULE.default, v=1, g=None,
                      accounting: str = SCHEDULE_ACCOUNTING.default) -> sympy.Expr:
     """Peak activations rank ``i`` keeps, in chunks of one micro-batch
     (a chunk: the stage's layers ÷ ``v``; ``v = 1`` outside ``interleaved``,
-    and for ``dualpipe`` a chunk is one of the device's two stages).
+    and for ``dualpipe`` a chunk is one of the device's two stages). Computed once per arguments
+    (:func:`_chunks`: SymPy's ``Min`` of a symbolic ``m`` proves its order per call, about a millisecond;
+    the planner asks for the same stages of every layer split, ZeRO stage and recomputation).
 
     Raises
     ------
     ValueError
         Unknown schedule or accounting (callers check first).
     """
+    return _chunks(i, p, m, schedule, v, g, accounting)
+
+
+@functools.lru_cache(maxsize=4096)
+def _chunks(i, p, m, schedule, v, g, accounting) -> sympy.Expr:
+    """:func:`chunks_in_flight`, cached (its arguments are numbers, SymPy expressions and names: a pure function
+    of them)."""
     SCHEDULE.check(schedule)
     SCHEDULE_ACCOUNTING.check(accounting)
     i, p, m, v = (_e(x) for x in (i, p, m, v))

@@ -46,6 +46,7 @@ from ..result_fields import quantity
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
 from .plan_grid import COLUMNS, REFUSALS, Grid, uneven   # noqa: F401
+from .plan_rows import Batch, Rows
 from .plan_variants import search_variants, space_facts
 
 RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
@@ -251,9 +252,10 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
 
 
 class _Walked:
-    """The ranked candidates as ``confirm`` walks them, counting how many it took (``count``)."""
+    """The ranked candidates (:class:`~costgraph.training.plan_rows.Rows`) as ``confirm`` walks them, counting how
+    many it took (``count``)."""
 
-    def __init__(self, candidates: list):
+    def __init__(self, candidates: Rows):
         self.candidates, self.count = candidates, 0
 
     def __iter__(self):
@@ -261,9 +263,10 @@ class _Walked:
             self.count += 1
             yield c
 
-    def rest(self) -> list:
-        """The candidates not walked yet (not counted)."""
-        return self.candidates[self.count:]
+    def pool(self, deferred: list, lowest):
+        """The candidates not walked yet (not counted), then ``deferred``, by their least step
+        (:meth:`~costgraph.training.plan_rows.Rows.pool`)."""
+        return self.candidates.pool(self.count, deferred, lowest)
 
 
 class _Screen:
@@ -293,11 +296,11 @@ class _Screen:
             return self._evaluate(forms, sub, refused, keep)
         self.bar.advance(description="planning: the variants (plan_variants)")
         more, low, pruned_more = search_variants(self.space, grid, self.options, self.derive, evaluate, refused)
-        candidates += more
+        candidates.extend(more)
         least = low if least is None or (low is not None and low.memory_bytes < least.memory_bytes) else least
         for k, n in pruned_more.items():
             pruned[k] = pruned.get(k, 0) + n
-        candidates.sort(key=_order)
+        candidates.sort()   # by _order, as arrays (plan_rows)
         return candidates, least, pruned, refused
 
     def _evaluate(self, forms, grid, refused, keep):
@@ -357,7 +360,7 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
     that fits (None: all; every row of the ``keep`` first by :func:`_order` is among them);
     ``stats`` (when given) gets ``fitting`` (the rows that fit) and ``truncated`` (some were left)."""
     rows = grid.rows
-    candidates, least = [], None
+    candidates, least = Rows(), None
     pruned = {"option changes nothing (SP without TP, ZeRO without a group)": 0}
     stats = {} if stats is None else stats
     stats.setdefault("fitting", 0)
@@ -380,18 +383,19 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
             limit = np.partition(step[idx], keep - 1)[keep - 1]
             idx = idx[(step[idx] <= limit) | (low_step[idx] <= limit)]
             stats["truncated"] = True
-        idx = [int(i) for i in idx]
+        # the rows that fit, as arrays (plan_rows.Batch: each built as a Candidate when the confirmation reads it)
+        mfu = model_it[idx] / (step[idx] * gpus * peak)
+        candidates.add(Batch(grid, forms, (z, r, sp), idx, mem[idx], step[idx], mfu, low_step[idx], bounded[idx],
+                             likely[idx], _candidate))
         low = np.nonzero(valid)[0]
         if len(low) and (least is None or mem[low].min() < least.memory_bytes):
-            idx.append(int(low[np.argmin(mem[low])]))
-        for i in dict.fromkeys(idx):
+            # the least memory of the rows seen (a fitting one first, as the walk in the screen's order meets them)
+            i = int(idx[np.argmin(mem[idx])]) if len(idx) and mem[idx].min() <= mem[low].min() else \
+                int(low[np.argmin(mem[low])])
             c = _candidate(grid, i, z, r, sp, float(mem[i]), float(step[i]),
                            float(model_it[i] / (step[i] * gpus * peak)))
-            # its forms and pipe (plan_forms.screen), for the exact figures (plan_exact); a bound's are not its own
             c.screen = None if bounded[i] else (forms, 0 if c.pp == 1 else int(grid.rows[i][9]) + 1)
             c.bound, c.likely = (float(low_step[i]) if bounded[i] else None), bool(likely[i])
-            if fits[i]:
-                candidates.append(c)
             if least is None or c.memory_bytes < least.memory_bytes:
                 least = c
     return candidates, least, pruned

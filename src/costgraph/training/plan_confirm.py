@@ -181,19 +181,23 @@ def confirm(model, vals, b_sym, candidates, settings, hardware, efficiency, usab
         _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, bar, refused, factors, state)
         if len(state["out"]) >= limit:
             break
-    rest = (candidates.rest() if hasattr(candidates, "rest") else []) + deferred   # not walked (plan._Walked)
-    pool = sorted(rest, key=_lowest)   # an even split's screened step is its own (exact) figure
-    spent = 0
-    for c in pool:
+    # not walked (plan._Walked: built as read), then the deferred, by their least step
+    pool = candidates.pool(deferred, _lowest) if hasattr(candidates, "pool") else \
+        ((_lowest(c), c.bound is not None, c) for c in sorted(deferred, key=_lowest))
+    spent, kth, size = 0, float("inf"), 0
+    for lowest, bounded, c in pool:   # an even split's screened step is its own (exact) figure
         out = state["out"]
-        kth = sorted(x.step_seconds for x in out)[limit - 1] if len(out) >= limit else float("inf")
-        if _lowest(c) > kth:
+        if len(out) != size:   # the limit-th fastest exact step so far
+            size = len(out)
+            kth = sorted(x.step_seconds for x in out)[limit - 1] if size >= limit else float("inf")
+        if lowest > kth:
             break
-        if c.bound is not None:
+        if bounded:
             if budget is not None and spent >= budget:   # counted, not derived: the plan says so
                 refused[UNPROVEN] = refused.get(UNPROVEN, 0) + 1
                 continue
             spent += 1
+        c = c() if callable(c) else c   # a row of the screen, built now (plan_rows.Rows.pool)
         _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, bar, refused, factors, state)
     out = state["out"]
     out.sort(key=order)

@@ -153,13 +153,18 @@ def store(cg, kind: str = "derived") -> dict:
 
 
 def derived(cg, key: tuple, make, kind: str = "derived", size: int = DERIVED_SIZE):
-    """``make()`` once per graph and ``key`` (the graph's store ``kind``, at most ``size`` entries)."""
+    """``make()`` once per graph and ``key`` (the graph's store ``kind``, at most ``size`` entries): a full
+    store evicts its least recently used entry (as :func:`functools.lru_cache` does; the store is a dict, in
+    the order of last use: a hit moves its entry to the end), so a long session keeps the derivations it reads."""
     got = store(cg, kind)
-    if key not in got:
-        if len(got) >= size:
-            got.clear()
-        got[key] = make()
-    return got[key]
+    if key in got:
+        value = got.pop(key)   # most recently used: last
+    else:
+        value = make()
+        while len(got) >= size:
+            del got[next(iter(got))]   # the least recently used: first
+    got[key] = value
+    return value
 
 
 def memory_of(cg, layout: Layout) -> list[tuple]:

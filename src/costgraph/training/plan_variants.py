@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import CostgraphValueError
 from ..options import Space, variants
+from .plan_rows import Rows
 
 
 def layout_fields(variant: dict) -> dict:
@@ -90,13 +91,14 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
                            schedules=schedules + ([] if "1f1b" in schedules else ["1f1b"]))
 
 
-def search_variants(space: Space, grid, options: dict, derive, evaluate, refused: dict) -> tuple[list, object, dict]:
-    """The candidates of every variant but the base, each with its fields in ``Candidate.options``:
+def search_variants(space: Space, grid, options: dict, derive, evaluate, refused: dict) -> tuple[Rows, object, dict]:
+    """The candidates of every variant but the base (:class:`~costgraph.training.plan_rows.Rows`), each with its
+    fields in ``Candidate.options``:
     ``(candidates, least, pruned)`` as the planner's evaluation returns them, summed over the
     variants. ``derive(base_fields, options, schedules)`` builds a variant's forms, ``evaluate(forms,
     grid)`` screens a grid with them (the planner's own functions); ``options``: the searched
     options' values of the base forms; a variant refused when derived is counted in ``refused``."""
-    found, least, pruned = [], None, {}
+    found, least, pruned = Rows(), None, {}
     for variant in variants(space):
         fields = layout_fields(variant)
         if not fields:
@@ -120,7 +122,7 @@ def search_variants(space: Space, grid, options: dict, derive, evaluate, refused
             refused[why] = refused.get(why, 0) + len(sub.rows)
             continue
         cands, low, pr = evaluate(forms, sub)
-        found += [dataclasses.replace(c, options={**c.options, **fields}) for c in cands]   # a chunk layout kept
+        found.extend(cands, fields)   # each row with the variant's fields (a chunk layout kept)
         if low is not None and (least is None or low.memory_bytes < least.memory_bytes):
             least = dataclasses.replace(low, options={**low.options, **fields})
         for k, n in pr.items():
