@@ -52,6 +52,7 @@ import sympy
 from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
+from ..errors import CostgraphValueError
 from ..numbers import units
 from ..result_fields import document_json, json_fields, plain, quantities
 from .offload_report import offload_json, offload_text
@@ -163,7 +164,7 @@ def _rule_of_thumb_labels(flops: dict) -> dict[str, str]:
             "per_token_minus_six_n": "exact per token − 6N, all parameters"}
 
 
-def _compute_text(compute, values) -> list[str]:
+def _compute_text(compute, values, link_rate: str = "nccl") -> list[str]:
     """The compute, communication and step-time sections of the text, from the fields of ``compute``
     (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
@@ -204,7 +205,7 @@ def _compute_text(compute, values) -> list[str]:
         if lo.dequantization is not None:
             out.append(f"  QLoRA dequantization (hardware FLOPs): {lo.dequantization}")
     if compute.communication is not None:
-        out += ["", "communication per device per step (ring algorithms; bytes sent):"]
+        out += ["", "communication per device per step (ring algorithms; bytes sent):"] + _links_line(compute, link_rate)
         cells = []
         for k, c in compute.communication.items():   # a CollectiveCost each
             e = sympy.expand(c.bytes)
@@ -271,6 +272,16 @@ def _options_lines(L) -> list[str]:
                    + (" (default)" if L.recompute_count == RECOMPUTE_COUNT.default else "")
                    + f" ({RECOMPUTE_COUNT.meaning(L.recompute_count)})")
     return out
+
+
+def _links_line(compute, rate: str) -> list[str]:
+    """``  links (--link-rate nccl, default): …`` for the preset the seconds are on (none without one)."""
+    from ..hardware import link_rates_text, preset
+
+    try:
+        return [f"  {link_rates_text(preset(compute.hardware), rate)}"] if compute.hardware else []
+    except CostgraphValueError:   # a preset not found by its key again (a file's): the line left out
+        return []
 
 
 def _step_text(compute, values) -> list[str]:
@@ -471,7 +482,7 @@ def to_text_doc(r) -> str:
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
         out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
-        out += _compute_text(r.compute, values)
+        out += _compute_text(r.compute, values, L.link_rate)
     beside = r.megatron
     if beside is not None:
         out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]
