@@ -167,13 +167,13 @@ def link_bandwidths(hw, rate: str = "nccl") -> tuple:
     (a :class:`costgraph.hardware.Hardware`, or any object with its link fields): under ``rate`` ``nccl``
     (:data:`costgraph.choices.LINK_RATE`'s default) the bus bandwidth NCCL reaches
     (``scale_up_busbw``, ``scale_out_busbw``: nccl-tests' busbw, NCCL's src/graph/topo.h) where the
-    preset gives it, else the line rate; under ``line`` the vendors' line rates (``scale_up_bandwidth``,
+    preset gives it, else the line rate (a line rate of 0, no such link, stays 0); under ``line`` the vendors' line rates (``scale_up_bandwidth``,
     ``scale_out_bandwidth``: the Scaling Book's and Calculon's convention)."""
     line = (hw.scale_up_bandwidth, hw.scale_out_bandwidth)
     if rate == "line":
         return line
     bus = (getattr(hw, "scale_up_busbw", None), getattr(hw, "scale_out_busbw", None))
-    return tuple(a if b is None else b for a, b in zip(line, bus))
+    return tuple(a if b is None or a == 0 else b for a, b in zip(line, bus))   # a line rate of 0: no link
 
 
 def ring_scale_out(fs, R: int, out_bw, up_bw) -> Expr:
