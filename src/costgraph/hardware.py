@@ -292,6 +292,16 @@ def link_rates_text(hw: Hardware, rate: str = "nccl") -> str:
     return f"links ({flag}): " + "; ".join(parts) + " (per direction per device)"
 
 
+def links_lines(key: str | None, rate: str = "nccl") -> list[str]:
+    """``["  links (--link-rate nccl, default): …"]`` (:func:`link_rates_text`) for the preset named
+    ``key``, as the training report prints it under its communication; none without a preset, or for
+    one not found again by its key (a file's)."""
+    try:
+        return [f"  {link_rates_text(preset(key), rate)}"] if key else []
+    except CostgraphValueError:
+        return []
+
+
 def _peak(v: int) -> str:
     return _dec(v, 10**12) if v else "—"
 
@@ -383,4 +393,4 @@ def preset_list() -> PresetList:
 
 
 __all__ = ["Hardware", "PresetList", "preset_list", "preset", "presets", "bundled_presets", "from_file", "parse", "KIND", "SCHEMA", "format_table", "format_one", "to_json",
-           "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES", "link_rates_text"]
+           "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES", "link_rates_text", "links_lines"]

@@ -52,7 +52,7 @@ import sympy
 from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
-from ..errors import CostgraphValueError
+from ..hardware import links_lines
 from ..numbers import units
 from ..result_fields import document_json, json_fields, plain, quantities
 from .offload_report import offload_json, offload_text
@@ -95,8 +95,9 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
-            "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
-            "route_nodes": L.route_nodes, "overlap": L.overlap, "attention_kernel": L.attention_kernel,
+            "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "link_rate": L.link_rate,
+            "ep_overlap": L.ep_overlap, "route_nodes": L.route_nodes, "overlap": L.overlap,
+            "attention_kernel": L.attention_kernel,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             # memory conventions (costgraph.training.fp8, .memory, .states)
@@ -205,7 +206,7 @@ def _compute_text(compute, values, link_rate: str = "nccl") -> list[str]:
         if lo.dequantization is not None:
             out.append(f"  QLoRA dequantization (hardware FLOPs): {lo.dequantization}")
     if compute.communication is not None:
-        out += ["", "communication per device per step (ring algorithms; bytes sent):"] + _links_line(compute, link_rate)
+        out += ["", "communication per device per step (ring algorithms; bytes sent):"] + links_lines(compute.hardware, link_rate)
         cells = []
         for k, c in compute.communication.items():   # a CollectiveCost each
             e = sympy.expand(c.bytes)
@@ -272,16 +273,6 @@ def _options_lines(L) -> list[str]:
                    + (" (default)" if L.recompute_count == RECOMPUTE_COUNT.default else "")
                    + f" ({RECOMPUTE_COUNT.meaning(L.recompute_count)})")
     return out
-
-
-def _links_line(compute, rate: str) -> list[str]:
-    """``  links (--link-rate nccl, default): …`` for the preset the seconds are on (none without one)."""
-    from ..hardware import link_rates_text, preset
-
-    try:
-        return [f"  {link_rates_text(preset(compute.hardware), rate)}"] if compute.hardware else []
-    except CostgraphValueError:   # a preset not found by its key again (a file's): the line left out
-        return []
 
 
 def _step_text(compute, values) -> list[str]:
