@@ -263,6 +263,18 @@ OVERLAP = Choice("overlap", "communication overlap", (
 ), "megatron")
 CHOICES[OVERLAP.name] = OVERLAP
 
+#: the bandwidth a collective is timed at over a link (costgraph.parallel.placement.link). The default is what
+#: NCCL reaches: nccl-tests' bus bandwidth (NCCL src/graph/topo.h: SM90_NVLINK_BW 20.6 GB/s per NVLink4 link,
+#: 370.8 of H100's 450 GB/s; NET_BW 12.0 per 100 Gbit, 48 of a 400 Gb/s NIC's 50; nccl-tests#212, #290), the
+#: presets' scale_up_busbw / scale_out_busbw in hardware.toml; line is the vendors' line rates, what the Scaling
+#: Book (gpus.md) and Calculon (its network bandwidth, with an efficiency of 1 unless given) time links at.
+LINK_RATE = Choice("link_rate", "link bandwidth convention", (
+    ("nccl", "the bus bandwidth NCCL reaches (nccl-tests busbw: 370.8 of NVLink4's 450 GB/s, 48 of a 400 Gb/s "
+             "NIC's 50), where the preset gives it"),
+    ("line", "the vendors' line rates (the Scaling Book, Calculon)"),
+), "nccl")
+CHOICES[LINK_RATE.name] = LINK_RATE
+
 #: which fused attention kernel runs the flash core (costgraph.training.kernel_time; the curves in
 #: training/kernels.toml). The default is what Megatron-Core runs through Transformer Engine: TE @ d0067d0d
 #: transformer_engine/pytorch/attention/dot_product_attention/utils.py::get_attention_backend disables

@@ -76,6 +76,10 @@ KIND = Kind("hardware preset", (
           doc="host (CPU) memory bandwidth of one node (the reference node's sockets); the CPU optimizer step"),
     Field("compute_capability", unit="major x 10 + minor", required=False, positive=True,
           doc="NVIDIA's CUDA compute capability (90: sm_90); what Transformer Engine's FP8 kernels key on"),
+    Field("scale_up_busbw", unit="B/s per direction", required=False, positive=True,
+          doc="what NCCL's ring collectives reach over the scale-up link (nccl-tests busbw); --link-rate nccl"),
+    Field("scale_out_busbw", unit="B/s per direction", required=False, positive=True,
+          doc="what NCCL's ring collectives reach over the NICs (nccl-tests busbw); --link-rate nccl"),
     Field("gfx_target", "text", required=False,
           doc="AMD's LLVM target of the GPU (gfx942: MI300X); what PyTorch's ROCm workspace sizes key on"),
 ))
@@ -133,6 +137,10 @@ class Hardware:
     compute_capability: int | None = None
     #: AMD's LLVM target of the GPU (gfx942: MI300X, MI325X); None: not an AMD GPU (runtime_memory.training_parts)
     gfx_target: str | None = None
+    #: B/s per direction NCCL's ring collectives reach over the scale-up link (nccl-tests busbw); None: line rate
+    scale_up_busbw: int | None = None
+    #: B/s per direction NCCL's ring collectives reach over the NICs (nccl-tests busbw); None: line rate
+    scale_out_busbw: int | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -167,7 +175,8 @@ def _preset(entry: datafiles.Entry) -> Hardware:
                     tdp_watts=v.get("tdp_watts"), sources=entry.sources, **{k: v[k] for k in NUMBERS},
                     host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"),
                     host_memory_bandwidth=v.get("host_memory_bandwidth"),
-                    compute_capability=v.get("compute_capability"), gfx_target=v.get("gfx_target"))
+                    compute_capability=v.get("compute_capability"), gfx_target=v.get("gfx_target"),
+                    scale_up_busbw=v.get("scale_up_busbw"), scale_out_busbw=v.get("scale_out_busbw"))
 
 
 @cache
@@ -268,6 +277,31 @@ def _dec(value: int, unit: int, places: int = 3) -> str:
     return text + ("." + frac_text if frac_text else "")
 
 
+def link_rates_text(hw: Hardware, rate: str = "nccl") -> str:
+    """How the links of ``hw`` are timed under ``rate`` (:func:`costgraph.parallel.ranks.link_bandwidths`), as the
+    training report names it: ``links (--link-rate nccl, default): scale-up 450 GB/s at nccl-tests'
+    370.8 GB/s busbw; scale-out 50 GB/s at 48 GB/s busbw (per direction per device)``."""
+    flag = f"--link-rate {rate}" + (", default" if rate == "nccl" else "")
+    parts = []
+    for side, line, bus in (("scale-up", hw.scale_up_bandwidth, hw.scale_up_busbw),
+                            ("scale-out", hw.scale_out_bandwidth, hw.scale_out_busbw)):
+        text = f"{side} {_dec(line, 10**9)} GB/s"
+        if rate != "line":
+            text += f" at nccl-tests' {_dec(bus, 10**9)} GB/s busbw" if bus is not None else " (line rate: no busbw)"
+        parts.append(text)
+    return f"links ({flag}): " + "; ".join(parts) + " (per direction per device)"
+
+
+def links_lines(key: str | None, rate: str = "nccl") -> list[str]:
+    """``["  links (--link-rate nccl, default): …"]`` (:func:`link_rates_text`) for the preset named
+    ``key``, as the training report prints it under its communication; none without a preset, or for
+    one not found again by its key (a file's)."""
+    try:
+        return [f"  {link_rates_text(preset(key), rate)}"] if key else []
+    except CostgraphValueError:
+        return []
+
+
 def _peak(v: int) -> str:
     return _dec(v, 10**12) if v else "—"
 
@@ -359,4 +393,4 @@ def preset_list() -> PresetList:
 
 
 __all__ = ["Hardware", "PresetList", "preset_list", "preset", "presets", "bundled_presets", "from_file", "parse", "KIND", "SCHEMA", "format_table", "format_one", "to_json",
-           "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES"]
+           "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES", "link_rates_text", "links_lines"]

@@ -91,6 +91,9 @@ class LayoutOptions:
     domain_ranks: int | None = option("--domain-ranks", "consecutive ranks one scale-up domain holds (default: the "
                                                         "largest power of two ≤ the preset's domain: 64 of an NVL72)",
                                       default=None, unit="ranks", type=int)
+    link_rate: str = option("--link-rate", "the bandwidth collectives are timed at over NVLink and the NICs "
+                            "(costgraph.parallel.placement.link): " + choices.LINK_RATE.help(),
+                            choices=choices.LINK_RATE)
     ep_overlap: str = option("--ep-overlap", choices=choices.EP_OVERLAP, domain=Domain(
         "variant", "ep_overlaps", "the default (none) only; --exhaustive searches them",
         {"group": "experts", "requires": {"megatron": {"recompute": ("none", "selective"),

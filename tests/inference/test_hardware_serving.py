@@ -92,3 +92,20 @@ def test_infer_on_a_serving_preset(capsys):
     bare = infer(m, bandwidth=300 * GB, prompt=512, generate=128, batch=1, values=m.values("llama-2-7b"))
     assert rep.values["decode.seconds"] == bare.values["decode.seconds_at_least"]
     assert rep.values["fits"] is True
+
+
+def test_tp_all_reduce_across_nodes_takes_its_members_nics():
+    # a TP group past one node is NCCL's ring (vLLM's custom all-reduce is single-node: custom_all_reduce.py
+    # refuses a group across nodes); NCCL's ring channels take the NICs of the members on each node
+    # (NVIDIA/nccl @ 5067397 src/graph/search.cc, tuning.cc nChannels·bwInter; nccl#307: "~12 GB/s with
+    # each NIC, then ~24 when using 2 NICs"): TP 16 on 8-GPU H100 nodes, 8 members a node,
+    # min(8 · 50, 450) = 400 GB/s at the line rates serving keeps; TP 8 stays on NVLink (unchanged)
+    from costgraph.inference.device import figures
+    from costgraph.parallel.placement import link
+
+    assert figures("h100-sxm", "bf16", 16).beta == 400 * GB
+    assert figures("h100-sxm", "bf16", 8).beta == 450 * GB
+    assert figures("gb300", "bf16", 128).beta == 900 * GB     # 64 members a domain: capped by NVLink
+    assert figures("h100-pcie", "bf16", 16).beta == 100 * GB  # NVLink-bridged pairs: min(2 · 50, 300)
+    # the serving path (inference.parallel) asks placement.link the same with ring=True, rate="line"
+    assert link(1, 16, preset("h100-sxm"), 16, ring=True, rate="line")[1] == 400 * GB

@@ -299,6 +299,11 @@ def test_comm_time_latency_bandwidth(gpt):
     assert _eq(secs["tp"], want)
 
 
+def tp_bytes_over(col, bandwidth):
+    """The bytes term of a collective's seconds at ``bandwidth`` B/s."""
+    return col.bytes / bandwidth
+
+
 def test_comm_time_on_a_preset():
     # the preset's fields are the ones the stand-in has (costgraph.hardware, issue 8 item 3):
     # Llama-3-70B, t = 8 (one NVLink domain of 8 H100s), SP, 4 stages, d = 2 across nodes
@@ -310,8 +315,19 @@ def test_comm_time_on_a_preset():
     secs = comm_time(col, hw, L)
     vals = model.values(config="llama-3-70b")
     alpha_up, beta_up = link(1, 8, hw, 64)
-    assert beta_up == hw.scale_up_bandwidth
-    assert link(8, 2, hw, 64)[1] == hw.scale_out_bandwidth
+    # --link-rate nccl (default): what NCCL reaches, NCCL @ 5067397 src/graph/topo.h SM90_NVLINK_BW 20.6 GB/s
+    # x 18 NVLink4 links = 370.8 of the line's 450 (nccl-tests#212: "NCCL can get an effective NVLink
+    # bandwidth of 370GB/s"); NET_BW 12.0 per 100 Gbit: 48 of a 400 Gb/s NIC's 50 (nccl-tests#290: 46-48)
+    assert beta_up == 370_800_000_000 and hw.scale_up_bandwidth == 450_000_000_000
+    assert link(8, 2, hw, 64)[1] == 48_000_000_000
+    assert link(1, 8, hw, 64, rate="line")[1] == hw.scale_up_bandwidth    # --link-rate line: the vendors'
+    assert link(8, 2, hw, 64, rate="line")[1] == hw.scale_out_bandwidth
+    # a ring of one rank per node on 8 NICs: min(r·48, 370.8) GB/s (ranks.ring_scale_out at busbw)
+    assert link(8, 8, hw, 64, ring=True)[1] == 48_000_000_000
+    assert link(1, 16, hw, 64, ring=True)[1] == 370_800_000_000
+    line = comm_time(col, hw, Layout(t=8, p=4, gpus=64, sp=True, zero=1, policy="megatron", m=16, link_rate="line"))
+    assert (line["tp"] - tp_bytes_over(col["tp"], 450_000_000_000) - (secs["tp"] - tp_bytes_over(
+        col["tp"], 370_800_000_000))).xreplace(vals) == 0   # the latency terms alike, the bytes at the line rate
     tp = col["tp"]
     want = sum(x.calls * latency_steps(x.op, 8) * alpha_up for x in tp.parts) + tp.bytes / beta_up
     assert secs["tp"].xreplace(vals) == want.xreplace(vals)

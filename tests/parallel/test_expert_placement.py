@@ -113,10 +113,11 @@ def test_ranks_per_domain_power_of_two_fill():
     assert ranks_per_domain(preset("gb200"), 72) == 72
     # a job that fits the whole domain is inside it: 72 GPUs on one NVL72, a 6144-chip v5p slice
     gb, v5p = preset("gb200"), preset("tpu-v5p")
-    assert link(1, 72, gb, 72)[1] == gb.scale_up_bandwidth
-    assert link(1, 72, gb, 144)[1] == gb.scale_out_bandwidth
-    assert link(2, 1536, v5p, 6144)[1] == v5p.scale_up_bandwidth
-    assert link(1, 64, gb, 72, domain_ranks=32)[1] == gb.scale_out_bandwidth   # 32 per rack asked
+    # (at the line rates: which link, not its rate; --link-rate nccl in tests/parallel/test_communication.py)
+    assert link(1, 72, gb, 72, rate="line")[1] == gb.scale_up_bandwidth
+    assert link(1, 72, gb, 144, rate="line")[1] == gb.scale_out_bandwidth
+    assert link(2, 1536, v5p, 6144)[1] == v5p.scale_up_bandwidth     # no busbw in the TPU preset: the line rate
+    assert link(1, 64, gb, 72, domain_ranks=32, rate="line")[1] == gb.scale_out_bandwidth   # 32 per rack asked
 
 
 def test_ep_64_verdicts_on_gb200_and_h100():
@@ -124,14 +125,14 @@ def test_ep_64_verdicts_on_gb200_and_h100():
     up_gb = (sympy.Rational(3400, 10**9), 900_000_000_000)
     out_gb = (sympy.Rational(9600, 10**9), 50_000_000_000)
     # EP 64 at stride 1 (etp = 1) on 256 GPUs
-    assert link(1, 64, gb, 256) == up_gb                     # 64 ranks per NVL72: inside
+    assert link(1, 64, gb, 256, rate="line") == up_gb                     # 64 ranks per NVL72: inside
     assert domain_members(((64, 1),), 64, 256) == 64
     # consecutive 72: ranks 64..127 straddle the first boundary: the worst member is alone
-    assert link(1, 64, gb, 256, domain_ranks=72) == out_gb
+    assert link(1, 64, gb, 256, domain_ranks=72, rate="line") == out_gb
     assert domain_members(((64, 1),), 72, 256) == 1
     # H100: 8 of the 64 members share each 8-GPU node, 8 nodes
     assert domain_members(((64, 1),), 8, 256) == 8
-    assert link(1, 64, h, 256)[1] == h.scale_out_bandwidth
+    assert link(1, 64, h, 256, rate="line")[1] == h.scale_out_bandwidth
     # EP 8 at stride t = 8 on H100: every member on its own node
     assert domain_members(((8, 8),), 8, 256) == 1
     # everything in one domain
@@ -220,7 +221,9 @@ def test_deepseek_v3_gb200_ep_64_on_nvlink_and_overlapped(ds):
     vals = ds.values("deepseek-v3", b=1, s=4096)
     gb = preset("gb200")
     L = Layout(p=4, e=64, gpus=256, m=16, attention="eager")
-    assert placement(ds.graph, L).link("ep", gb) == (sympy.Rational(3400, 10**9), 900_000_000_000)
+    # the group's link at NCCL's busbw (hardware.toml gb200 scale_up_busbw: NCCL src/graph/topo.h SM100_NVLINK_BW
+    # 40.1 GB/s x 18 links); the all-to-all itself is timed at the line rate (parallel.ep_time)
+    assert placement(ds.graph, L).link("ep", gb) == (sympy.Rational(3400, 10**9), 721_800_000_000)
     col = communication(ds.graph, L)
     ep = comm_time(col, gb, L)["ep"].xreplace(vals)
     # 429,127,630,848 bytes at 900 GB/s, 63 NVLink latency steps per call

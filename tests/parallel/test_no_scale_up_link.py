@@ -69,7 +69,9 @@ def test_zero_scale_out_bandwidth_inside_one_node_still_runs(no_scale_out, capsy
     """Inside one domain of 8 no group crosses nodes: train runs; its TP all-reduce uses NVLink's figure."""
     hw = preset("solo8")
     assert hw.scale_out_bandwidth == 0
-    assert link(1, 8, hw, 8) == (sympy.Rational(hw.latency_scale_up_ns, 10**9), 450_000_000_000)
+    # h100-sxm's NVLink at NCCL's busbw (hardware.toml scale_up_busbw: NCCL src/graph/topo.h 20.6 GB/s x 18 links)
+    assert link(1, 8, hw, 8) == (sympy.Rational(hw.latency_scale_up_ns, 10**9), 370_800_000_000)
+    assert link(1, 8, hw, 8, rate="line")[1] == 450_000_000_000
     assert cli.main(["train", "llama", "--config", "llama-2-7b", "--hardware", "solo8", "--gpus", "8", "--tp", "8"]) == 0
     with pytest.raises(Exception, match="scale_out_bandwidth = 0"):
         link(1, 16, hw, 16)

@@ -52,6 +52,7 @@ import sympy
 from ..choices import ATTENTION, CROSS_ENTROPY, OVERLAP
 from ..engine.recompute import describe
 from ..engine.symbols import as_expr
+from ..hardware import links_lines
 from ..numbers import units
 from ..result_fields import document_json, json_fields, plain, quantities
 from .offload_report import offload_json, offload_text
@@ -94,8 +95,9 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "recompute": L.recompute, "attention": L.attention, "precision": L.policy,
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
-            "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "ep_overlap": L.ep_overlap,
-            "route_nodes": L.route_nodes, "overlap": L.overlap, "attention_kernel": L.attention_kernel,
+            "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "link_rate": L.link_rate,
+            "ep_overlap": L.ep_overlap, "route_nodes": L.route_nodes, "overlap": L.overlap,
+            "attention_kernel": L.attention_kernel,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             # memory conventions (costgraph.training.fp8, .memory, .states)
@@ -163,7 +165,7 @@ def _rule_of_thumb_labels(flops: dict) -> dict[str, str]:
             "per_token_minus_six_n": "exact per token − 6N, all parameters"}
 
 
-def _compute_text(compute, values) -> list[str]:
+def _compute_text(compute, values, link_rate: str = "nccl") -> list[str]:
     """The compute, communication and step-time sections of the text, from the fields of ``compute``
     (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
@@ -204,7 +206,7 @@ def _compute_text(compute, values) -> list[str]:
         if lo.dequantization is not None:
             out.append(f"  QLoRA dequantization (hardware FLOPs): {lo.dequantization}")
     if compute.communication is not None:
-        out += ["", "communication per device per step (ring algorithms; bytes sent):"]
+        out += ["", "communication per device per step (ring algorithms; bytes sent):"] + links_lines(compute.hardware, link_rate)
         cells = []
         for k, c in compute.communication.items():   # a CollectiveCost each
             e = sympy.expand(c.bytes)
@@ -471,7 +473,7 @@ def to_text_doc(r) -> str:
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
         out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
-        out += _compute_text(r.compute, values)
+        out += _compute_text(r.compute, values, L.link_rate)
     beside = r.megatron
     if beside is not None:
         out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]

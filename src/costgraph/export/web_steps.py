@@ -33,6 +33,7 @@ from ..choices import RECOMPUTE_SEARCHED, ZERO_STAGE
 #: no model dimension uses them)
 NUMBERS = {"peak_flops_bf16": "HW_PEAK_BF16", "peak_flops_fp8": "HW_PEAK_FP8",
            "scale_up_bandwidth": "HW_UP_BW", "scale_out_bandwidth": "HW_OUT_BW",
+           "scale_up_busbw": "HW_UP_BUSBW", "scale_out_busbw": "HW_OUT_BUSBW",
            "latency_scale_up_ns": "HW_UP_NS", "latency_scale_out_ns": "HW_OUT_NS"}
 
 

@@ -144,12 +144,18 @@ def figures(hardware, compute_dtype: str, t: int = 1, *, peak=None, bandwidth=No
 
 def _link(hw, t: int, link_bandwidth, origin: dict):
     """``(alpha, beta)`` of the TP all-reduce: the preset's scale-up link (scale-out past its
-    domain), the bandwidth replaced by ``link_bandwidth``; without a preset, latency 0."""
+    domain: NCCL's ring over the NICs of the group's members on each domain, min(r·B_out, B_up),
+    :func:`costgraph.parallel.ranks.ring_scale_out`), the bandwidth replaced by ``link_bandwidth``;
+    without a preset, latency 0. Line rates (serving's convention)."""
     if hw is not None:
         if t <= hw.scale_up_domain:
             alpha, beta = sympy.Rational(hw.latency_scale_up_ns, 10**9), sympy.Integer(hw.scale_up_bandwidth)
         else:
+            from ..parallel.ranks import ranks_per_domain, ring_scale_out
+
             alpha, beta = sympy.Rational(hw.latency_scale_out_ns, 10**9), sympy.Integer(hw.scale_out_bandwidth)
+            if hw.scale_out_bandwidth and hw.scale_up_bandwidth:   # a ring across domains: its members' NICs
+                beta = ring_scale_out(((t, 1),), ranks_per_domain(hw), beta, hw.scale_up_bandwidth)
         origin["link_latency"] = origin["link_bandwidth"] = hw.key
     else:
         alpha = beta = None

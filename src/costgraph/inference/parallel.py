@@ -378,13 +378,18 @@ class ServingInference:
     def _linked(self, c: Collective) -> Collective:
         """``c`` with the link its group crosses (:func:`costgraph.parallel.placement.link`):
         consecutive ranks for TP, attention-TP and EP; ranks ``tp`` apart for a pipeline send;
-        ``tp·pp`` devices in all."""
+        ``tp·pp`` devices in all. A TP all-reduce that leaves the node is NCCL's ring (vLLM's custom
+        all-reduce is single-node: vllm/distributed/device_communicators/custom_all_reduce.py refuses a
+        group across nodes), over the NICs of its members on each node (``ring``:
+        :func:`costgraph.parallel.ranks.ring_scale_out`); inside a node the link is NVLink either way.
+        Serving keeps the line rates (``rate="line"``; training's ``--link-rate`` default is NCCL's busbw)."""
         if self._hw is None:
             return c
         from ..parallel.placement import link
 
         stride = self.serving.tp if c.kind == "send/recv" else 1
-        return replace(c, link=link(stride, c.group, self._hw, self.serving.devices))
+        return replace(c, link=link(stride, c.group, self._hw, self.serving.devices, ring=c.kind == "all-reduce",
+                                    rate="line"))
 
     def _boundary_bytes(self, q) -> sympy.Expr:
         """Bytes of the activations one stage sends the next: the tensors the

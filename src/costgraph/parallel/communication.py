@@ -153,6 +153,7 @@ from __future__ import annotations
 import sympy
 
 from ..engine.activations import attention_cores
+from ..choices import LINK_RATE
 from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..engine.precision import precision as get_precision
@@ -324,11 +325,11 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
     its parts, on the link :func:`~costgraph.parallel.placement.link` picks
     (module docstring). ``layout`` (optional) gives the number of GPUs: when
     all fit in one scale-up domain every group is scale-up."""
-    gpus, dom, route = None, None, None
+    gpus, dom, route, rate = None, None, None, LINK_RATE.default
     if layout is not None:
         L = layout.filled()
         gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
-        dom, route = L.domain_ranks, L.route_nodes
+        dom, route, rate = L.domain_ranks, L.route_nodes, L.link_rate
     out = {}
     for kind, col in collectives.items():
         total = ZERO
@@ -337,7 +338,7 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
                 total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route)
                 continue
             alpha, beta = link(part.stride, part.group, hardware, gpus, factors=part.factors or None,
-                               domain_ranks=dom, ring=part.op in RING_OPS)
+                               domain_ranks=dom, ring=part.op in RING_OPS, rate=rate)
             total += part.calls * latency_steps(part.op, part.group) * alpha + part.bytes / beta
         out[kind] = total
     return out

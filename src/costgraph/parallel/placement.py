@@ -56,12 +56,13 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from ..choices import LINK_RATE
 from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..engine.symbols import as_expr
 from .layout import Layout
 from .pipeline import Stage, pipeline_stages, split_of
-from .ranks import no_zero_link
+from .ranks import link_bandwidths, no_zero_link
 from .tensor import TensorParallel, sequence_dims, tensor_parallel
 
 Expr = sympy.Expr
@@ -117,7 +118,8 @@ class Group:
         return self.factors or ((self.size, self.stride),)
 
 
-def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, ring=False) -> tuple[Expr, Expr]:
+def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, ring=False,
+         rate: str = LINK_RATE.default) -> tuple[Expr, Expr]:
     """``(latency s, bandwidth B/s)`` of the link a group of ``n`` devices at
     ``stride`` (or of ``factors``, ``((size, stride), …)``) uses: scale-up
     (NVLink) when every such group stays inside one scale-up domain of ``R``
@@ -130,30 +132,37 @@ def link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, rin
     channels over those NICs); always scale-out on a preset without a scale-up
     link (bandwidth 0: a group inside its domain of 1 is one device, with no traffic);
     with symbolic degrees a ``Piecewise`` on the same condition.
+    Bandwidths per ``rate`` (:data:`costgraph.choices.LINK_RATE`, ``--link-rate``;
+    :func:`costgraph.parallel.ranks.link_bandwidths`): ``nccl`` (default) the bus
+    bandwidth NCCL reaches where the preset gives it (nccl-tests busbw: 370.8 of an H100's
+    450 GB/s of NVLink, 48 of a 400 Gb/s NIC's 50; NCCL src/graph/topo.h), ``line`` the
+    vendors' line rates.
     ``R``: :func:`costgraph.parallel.ranks.ranks_per_domain` (``domain_ranks``,
     or the power-of-two fill of the preset's domain). Train and plan both
     decide here. Computed once per distinct arguments (the planner's
     step times ask for the same groups again)."""
-    key = (stride, n, gpus, factors, domain_ranks, bool(ring))
+    key = (stride, n, gpus, factors, domain_ranks, bool(ring), rate)
     try:
         return _linked(hardware, key)
     except TypeError:   # an argument that cannot be hashed: computed directly
-        return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks, ring=ring)
+        return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks, ring=ring, rate=rate)
 
 
 @functools.lru_cache(maxsize=4096)
 def _linked(hardware, key: tuple) -> tuple[Expr, Expr]:
-    stride, n, gpus, factors, domain_ranks, ring = key
-    return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks, ring=ring)
+    stride, n, gpus, factors, domain_ranks, ring, rate = key
+    return _link(stride, n, hardware, gpus, factors=factors, domain_ranks=domain_ranks, ring=ring, rate=rate)
 
 
-def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, ring=False) -> tuple[Expr, Expr]:
+def _link(stride, n, hardware, gpus=None, *, factors=None, domain_ranks=None, ring=False,
+          rate: str = LINK_RATE.default) -> tuple[Expr, Expr]:
     """The link of :func:`link`, computed."""
     from .ranks import intra_domain, one_domain, ranks_per_domain, ring_scale_out
 
     # as_expr: a preset's numbers may be symbols (the calculator page's per-preset step time, export.web_steps)
-    up = (as_expr(hardware.latency_scale_up_ns) / 10**9, as_expr(hardware.scale_up_bandwidth))
-    down = (as_expr(hardware.latency_scale_out_ns) / 10**9, as_expr(hardware.scale_out_bandwidth))
+    up_bw, out_bw = link_bandwidths(hardware, LINK_RATE.check(rate))   # --link-rate: nccl-tests busbw or line
+    up = (as_expr(hardware.latency_scale_up_ns) / 10**9, as_expr(up_bw))
+    down = (as_expr(hardware.latency_scale_out_ns) / 10**9, as_expr(out_bw))
     if hardware.scale_up_bandwidth == 0:    # no scale-up link (Apple M-series: domain 1): a group inside a
         return no_zero_link(down, hardware, n)   # domain is one device and sends nothing; any larger one goes out
     fs = factors or ((as_expr(n), as_expr(stride)),)
@@ -384,7 +393,7 @@ class Placement:
         g = self.groups[group]
         gpus = self.layout.gpus
         return link(g.stride, g.size, hardware, gpus if gpus is not None else self.devices(), factors=g.parts(),
-                    domain_ranks=self.layout.domain_ranks)
+                    domain_ranks=self.layout.domain_ranks, rate=self.layout.link_rate)
 
 
 def placement(cg: CostGraph, layout: Layout) -> Placement:

@@ -162,6 +162,20 @@ def domain_members(fs, R: int, world=None, limit: int | None = None) -> Expr:
     return local if one == sympy.false else sympy.Piecewise((whole, one), (local, True))
 
 
+def link_bandwidths(hw, rate: str = "nccl") -> tuple:
+    """``(scale-up, scale-out)`` B/s per direction per device that collectives are timed at on ``hw``
+    (a :class:`costgraph.hardware.Hardware`, or any object with its link fields): under ``rate`` ``nccl``
+    (:data:`costgraph.choices.LINK_RATE`'s default) the bus bandwidth NCCL reaches
+    (``scale_up_busbw``, ``scale_out_busbw``: nccl-tests' busbw, NCCL's src/graph/topo.h) where the
+    preset gives it, else the line rate (a line rate of 0, no such link, stays 0); under ``line`` the vendors' line rates (``scale_up_bandwidth``,
+    ``scale_out_bandwidth``: the Scaling Book's and Calculon's convention)."""
+    line = (hw.scale_up_bandwidth, hw.scale_out_bandwidth)
+    if rate == "line":
+        return line
+    bus = (getattr(hw, "scale_up_busbw", None), getattr(hw, "scale_out_busbw", None))
+    return tuple(a if b is None or a == 0 else b for a, b in zip(line, bus))   # a line rate of 0: no link
+
+
 def ring_scale_out(fs, R: int, out_bw, up_bw) -> Expr:
     """Bytes per second per device of a ring collective (all-reduce, all-gather,
     reduce-scatter) whose group of factors ``fs`` crosses scale-up domains of ``R``
