@@ -92,6 +92,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     # Kimi Delta Attention (Kimi Linear's linear-attention layers)
     "linear_num_heads": ("hl", "heads of the KDA layers"),
     "linear_head_dim": ("dl", "head size of the KDA layers"),
+    # DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): its heads, head size (at least the rotary
+    # head size: the indexer splits its head into the rotary part and the rest) and keys kept per query
+    "index_n_heads": ("hi", "indexer heads"),
+    "index_head_dim": ("di", "indexer head size"),
+    "index_topk": ("t_k", "keys each query attends to (index_topk)"),
 }
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
@@ -109,7 +114,7 @@ MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 EVEN_KV = ("lambda_std_dev",)
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -123,11 +128,13 @@ _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
      "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8, "Cl": 8,
-     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277},
+     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277,
+     "hi": 307, "di": 283, "t_k": 1009},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10, "Cl": 10,
-     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281},
+     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281,
+     "hi": 311, "di": 293, "t_k": 1013},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -201,7 +208,8 @@ class Probe:
                   "mamba_chunk_size": p["C"], "block_size": p["Cl"], "sliding_window": p["W"], "window_size": p["W"], "linear_num_key_heads": p["hk"],
                   "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
                   "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"],
-                  "linear_num_heads": p["hl"], "linear_head_dim": p["dl"]}
+                  "linear_num_heads": p["hl"], "linear_head_dim": p["dl"], "index_n_heads": p["hi"],
+                  "index_head_dim": p["di"], "index_topk": p["t_k"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
