@@ -175,13 +175,15 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False) -> "Probe":
+    def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False,
+             head_follows: bool = False) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
         ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
         width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it).
-        ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`)."""
+        ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`). ``head_follows``: ``head_dim`` is set to
+        ``hidden_size / num_attention_heads`` and named by no symbol (a model that requires it: Helium's)."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
@@ -218,9 +220,11 @@ class Probe:
         mla = "kv_lora_rank" in present
         if mla:
             values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
+        if head_follows:
+            values["head_dim"] = HEAD * p["x"]
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
-            if (mla and name in MLA_FOLLOW) or (mamba2 and name == "head_dim"):
+            if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
             elif name in values and (mamba2 or name not in MAMBA2_OWN):
                 probe.fields[name] = values[name]

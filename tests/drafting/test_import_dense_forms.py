@@ -1,0 +1,27 @@
+"""``costgraph import`` (issue 28) of dense families whose config ties sizes the probes set apart, exact against
+PyTorch (tests/draft_checks.py: at both probes, and at the config against the torch agreement tier).
+
+Helium (transformers 5.24 modeling_helium.py ``HeliumAttention``: ``o_proj`` is h → h, so the model runs only where
+``head_dim`` is ``hidden_size / num_attention_heads``): the probes that set the head size apart fail, and the draft is
+probed again with the head size following h / a (read back as ``h / a``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
+
+CASES = {
+    "helium": dict(model_type="helium", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96, **TOK),
+}
+EXPECTED = {
+    "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
+}
+
+drafted = Drafts(CASES)
+
+test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)
