@@ -3,7 +3,9 @@ PyTorch (tests/draft_checks.py: at both probes, and at the config against the to
 
 Helium (transformers 5.24 modeling_helium.py ``HeliumAttention``: ``o_proj`` is h → h, so the model runs only where
 ``head_dim`` is ``hidden_size / num_attention_heads``): the probes that set the head size apart fail, and the draft is
-probed again with the head size following h / a (read back as ``h / a``).
+probed again with the head size following h / a (read back as ``h / a``). RoFormer (modeling_roformer.py
+``RoFormerSinusoidalPositionalEmbedding``: an ``nn.Embedding`` [s_max, h / a] the attention's rotary reads): a table of
+another width than the token embedding's is a ``param``, not added to the embeddings' sum.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/
 
 CASES = {
     "helium": dict(model_type="helium", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96, **TOK),
+    "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
 }
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
+    "roformer": "param embed_positions_weight[s_max, h / a]",
 }
 
 drafted = Drafts(CASES)
