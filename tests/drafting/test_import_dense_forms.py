@@ -5,7 +5,10 @@ Helium (transformers 5.24 modeling_helium.py ``HeliumAttention``: ``o_proj`` is 
 ``head_dim`` is ``hidden_size / num_attention_heads``): the probes that set the head size apart fail, and the draft is
 probed again with the head size following h / a (read back as ``h / a``). RoFormer (modeling_roformer.py
 ``RoFormerSinusoidalPositionalEmbedding``: an ``nn.Embedding`` [s_max, h / a] the attention's rotary reads): a table of
-another width than the token embedding's is a ``param``, not added to the embeddings' sum.
+another width than the token embedding's is a ``param``, not added to the embeddings' sum. LFM3 (modeling_lfm3.py):
+gated short convolutions (``Lfm3ShortConv``: in_proj H → 3H, a depthwise causal Conv1d of ``conv_L_cache`` taps,
+out_proj; a block the draft defines), attention gated per head by ``sigmoid(g_proj(x))`` (read from the forward's
+source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms.
 """
 
 from __future__ import annotations
@@ -19,11 +22,19 @@ from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/
 
 CASES = {
     "helium": dict(model_type="helium", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96, **TOK),
+    # four layers: conv, conv, full attention (layer_types' rule: full where j % 4 == 2), conv
+    "lfm3": dict(model_type="lfm3", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
+                 intermediate_size=96, conv_L_cache=3, **TOK),
     "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
 }
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
     "roformer": "param embed_positions_weight[s_max, h / a]",
+    "lfm3": "x = x + rmsnorm(short_conv(rmsnorm(x, name = operator_norm_first0), K, name = conv_first0), name = "
+            "post_operator_norm_first0)\n      x = x + rmsnorm(swiglu(rmsnorm(x, name = ffn_norm_first0), i, name = "
+            "feed_forward_first0), name = post_ffn_norm_first0)\n    } else {\n      if j % 4 == 2 {\n        x = x + "
+            "rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, name = "
+            "self_attn_at2)",
 }
 
 drafted = Drafts(CASES)

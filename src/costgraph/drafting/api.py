@@ -43,7 +43,10 @@ class Draft:
     """:func:`draft_model`'s result. ``text``: the model file; ``mapping``: symbol → config.json field;
     ``values``: symbol → the config's value (the file's ``config`` block); ``warnings``; ``todos``
     (module paths left as TODO); ``confirmed``: the second probe drafted the same text; ``checks``:
-    one :class:`Check` per probe; ``exact``: confirmed, no TODO, and every check exact."""
+    one :class:`Check` per probe; ``config_params``: [PyTorch's, the draft's] parameters at the config's own sizes
+    (the model built on meta from the config itself: a size the probes cannot tell from a number, such as LFM2's MLP
+    width rounded up to a multiple of 256, differs there); ``exact``: confirmed, no TODO, every check exact and the
+    parameters at the config equal."""
 
     text: str
     name: str
@@ -56,10 +59,12 @@ class Draft:
     todos: list[str] = field(default_factory=list)
     confirmed: bool = False
     checks: list[Check] = field(default_factory=list)
+    config_params: list[int] = field(default_factory=list)
 
     @property
     def exact(self) -> bool:
-        return self.confirmed and not self.todos and bool(self.checks) and all(c.exact for c in self.checks)
+        return self.confirmed and not self.todos and bool(self.checks) and all(c.exact for c in self.checks) \
+            and len(self.config_params) == 2 and self.config_params[0] == self.config_params[1]
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -440,7 +445,24 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
             values.update(b=p.b, s=p.s)
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"])))
+        _check_at_config(torch, cfg, class_name, built, result)
     return result
+
+
+def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Draft) -> None:
+    """``result.config_params``: PyTorch's parameters of the model built on meta from the config itself, and the
+    draft's at the config's values (``result.values``); a warning where they differ or the model does not build."""
+    try:
+        model = _build(torch, cfg, class_name)
+    except CostgraphValueError as e:
+        result.warnings.append(f"not compared at the config's own sizes: {str(e).splitlines()[0]}")
+        return
+    params = int(sum(p.numel() for p in model.parameters()))
+    got = int(built.costs("model", convention="matmul").evaluate(None, {**result.values, "b": 1, "s": 1})["params"])
+    result.config_params = [params, got]
+    if params != got:
+        result.warnings.append(f"parameters at the config's own sizes: torch {params:,}, draft {got:,}: a size is "
+                               "written as a number the config's fields set otherwise")
 
 
 def _loaded(cg, text: str, model_name: str, result: Draft):

@@ -78,18 +78,25 @@ def head_gated_call(m: Module, arg: str, d) -> str | None:
     """Laguna's attention (transformers 5.24 modeling_laguna.py ``LagunaAttention``, ``gating`` per head): q, k, v
     without bias, RMSNorm on each head's q and k, rotary, eager attention; each head's output times
     ``softplus(g_proj(x))``, one gate per head (``g_proj`` H → a); ``o_proj``. The draft's ``head_gated_attention``,
-    or None (a gate per channel, ``g_proj`` H → a·d, is not read)."""
+    or None (a gate per channel, ``g_proj`` H → a·d, is not read). LFM3's attention (modeling_lfm3.py
+    ``Lfm3Attention``) gates each head by ``sigmoid(g_proj(x))`` instead (``sigmoid_gate = true``); the function is
+    read from the forward's source (:func:`costgraph.drafting.trace._gate_fn`)."""
     q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("g_proj",)))
     norms = [m.child(n) for n in ("q_norm", "k_norm")]
     head_dim, heads = m.attrs.get("head_dim"), m.attrs.get("num_heads")
-    if m.params or None in (q, k, v, o, g) or not all(isinstance(x, int) and x > 0 for x in (head_dim, heads)) \
+    if not isinstance(heads, int) and isinstance(head_dim, int) and head_dim > 0 and q is not None \
+            and q[1] % head_dim == 0:
+        heads = q[1] // head_dim
+    if m.attrs.get("gate_fn") not in ("sigmoid", "softplus") \
+            or m.params or None in (q, k, v, o, g) or not all(isinstance(x, int) and x > 0 for x in (head_dim, heads)) \
             or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) \
             or q[1] != heads * head_dim or g[1] != heads or k[1] != v[1] or k[1] % head_dim \
             or o[:2] != (q[1], q[0]) or len(m.children) != 7:
         return None
     d.blocks.add("head_gated_attention")
     sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
-    return f"head_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+    opts = _window(m, d) + (["sigmoid_gate = true"] if m.attrs["gate_fn"] == "sigmoid" else [])
+    return f"head_gated_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
 
 
 def output_gated_call(m: Module, arg: str, d) -> str | None:
@@ -157,15 +164,16 @@ block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   return linear(y, H, bias = false, name = o_proj)
 }""", "head_gated_attention": """# Attention with a softplus gate per head (Laguna; transformers 5.24
 # LagunaAttention): RMSNorm on each head's q and k, rotary (no product), each head's output times
-# softplus(g_proj(x)), g_proj H -> heads.
-block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+# softplus(g_proj(x)), g_proj H -> heads; sigmoid_gate: sigmoid(g_proj(x)) instead (LFM3's Lfm3Attention).
+block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none, sigmoid_gate = false) {
   q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
   k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
   v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
   k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
   v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
-  g = softplus(split_heads(linear(x, heads, bias = false, name = g_proj), heads))
+  g = split_heads(linear(x, heads, bias = false, name = g_proj), heads)
+  if sigmoid_gate { g = sigmoid(g) } else { g = softplus(g) }
   y = merge_heads(matmul(p, v, window = window, causal = true) * g)
   return linear(y, H, bias = false, name = o_proj)
 }""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58;

@@ -53,6 +53,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "lru_width": ("w", "recurrent width (Griffin's RG-LRU)"),
     "conv1d_width": ("K", "convolution width"),
     "conv_kernel": ("K", "convolution width"),
+    "conv_L_cache": ("K", "convolution width"),     # LFM's short convolutions
     "expand": ("e", "expansion factor (Mamba's inner width e·h)"),
     "state_size": ("N", "SSM state size per channel"),
     "time_step_rank": ("R", "rank of Δ's projection"),
@@ -197,7 +198,7 @@ class Probe:
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_num_experts": p["E"], "moe_topk": p["k"], "moe_num_shared_experts": p["n_s"],
-                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
+                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"], "conv_L_cache": p["K"],
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
