@@ -30,11 +30,8 @@ CASES = {
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
     "roformer": "param embed_positions_weight[s_max, h / a]",
-    "lfm3": "x = x + rmsnorm(short_conv(rmsnorm(x, name = operator_norm_first0), K, name = conv_first0), name = "
-            "post_operator_norm_first0)\n      x = x + rmsnorm(swiglu(rmsnorm(x, name = ffn_norm_first0), i, name = "
-            "feed_forward_first0), name = post_ffn_norm_first0)\n    } else {\n      if j % 4 == 2 {\n        x = x + "
-            "rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, name = "
-            "self_attn_at2)",
+    "lfm3": "x = x + rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, "
+            "name = self_attn_at2), name = post_operator_norm_at2)",
 }
 
 drafted = Drafts(CASES)
