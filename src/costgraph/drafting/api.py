@@ -15,63 +15,11 @@ import contextlib
 import os
 import sys
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
+from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, FIELDS, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
-
-
-@dataclass
-class Check:
-    """One probe's comparison: the draft's count and PyTorch's at the probe sizes and ``(b, s)``."""
-
-    probe: int
-    values: dict[str, int]
-    params_torch: int
-    params_draft: int
-    forward_flops_torch: int
-    forward_flops_draft: int
-
-    @property
-    def exact(self) -> bool:
-        return self.params_torch == self.params_draft and self.forward_flops_torch == self.forward_flops_draft
-
-
-@dataclass
-class Draft:
-    """:func:`draft_model`'s result. ``text``: the model file; ``mapping``: symbol → config.json field;
-    ``values``: symbol → the config's value (the file's ``config`` block); ``warnings``; ``todos``
-    (module paths left as TODO); ``confirmed``: the second probe drafted the same text; ``checks``:
-    one :class:`Check` per probe; ``config_params``: [PyTorch's, the draft's] parameters at the config's own sizes
-    (the model built on meta from the config itself: a size the probes cannot tell from a number, such as LFM2's MLP
-    width rounded up to a multiple of 256, differs there); ``exact``: confirmed, no TODO, every check exact and the
-    parameters at the config equal."""
-
-    text: str
-    name: str
-    model_type: str
-    torch_class: str
-    versions: str
-    mapping: dict[str, str]
-    values: dict[str, int]
-    warnings: list[str] = field(default_factory=list)
-    todos: list[str] = field(default_factory=list)
-    confirmed: bool = False
-    checks: list[Check] = field(default_factory=list)
-    config_params: list[int] = field(default_factory=list)
-
-    @property
-    def exact(self) -> bool:
-        return self.confirmed and not self.todos and bool(self.checks) and all(c.exact for c in self.checks) \
-            and len(self.config_params) == 2 and self.config_params[0] == self.config_params[1]
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["exact"] = self.exact
-        for c, obj in zip(d["checks"], self.checks):
-            c["exact"] = obj.exact
-        return d
 
 
 def _require():
@@ -449,11 +397,31 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     return result
 
 
+def _filled(cfg: dict) -> dict:
+    """``cfg`` with the fields a config leaves None that the probes set to follow others (:func:`_probe_fields`:
+    Ministral's ``head_dim`` h / a, Nemotron's ``num_key_value_heads`` a) set so at the config's own sizes, as the
+    draft reads them."""
+    config = _config_object(cfg)
+    nested, target = probed_config(config)
+    heads, hidden = _field(target, "num_attention_heads"), _field(target, "hidden_size")
+    if not (isinstance(heads, int) and isinstance(hidden, int) and heads > 0):
+        return cfg
+    keys = getattr(type(target), "attribute_map", {}) or {}
+    fill = {keys.get(f, f): v for f, v in (("num_key_value_heads", heads), ("head_dim", hidden // heads))
+            if f in target.to_dict() and _field(target, f) is None}
+    if not fill:
+        return cfg
+    if nested is None:
+        return {**cfg, **fill}
+    inner = cfg.get(nested) if isinstance(cfg.get(nested), dict) else {}
+    return {**cfg, nested: {**inner, **fill}}
+
+
 def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Draft) -> None:
     """``result.config_params``: PyTorch's parameters of the model built on meta from the config itself, and the
     draft's at the config's values (``result.values``); a warning where they differ or the model does not build."""
     try:
-        model = _build(torch, cfg, class_name)
+        model = _build(torch, _filled(cfg), class_name)
     except CostgraphValueError as e:
         result.warnings.append(f"not compared at the config's own sizes: {str(e).splitlines()[0]}")
         return
