@@ -18,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from costgraph.drafting.api import draft_model  # noqa: E402
 from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
 
 CASES = {
@@ -37,3 +38,17 @@ EXPECTED = {
 drafted = Drafts(CASES)
 
 test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)
+
+
+def test_a_size_the_probes_read_as_a_number_is_refused_at_the_config():
+    """LFM2's MLP width (transformers 5.24 modeling_lfm2.py ``Lfm2MLP``: ``int(2 · intermediate_size / 3)`` rounded up to a
+    multiple of ``block_multiple_of``, 256) is 256 at both probes (intermediate sizes 19 and 31), so the draft writes
+    256 and matches PyTorch there; at the config's own intermediate_size 600 the width is 512 (int(400) rounded up):
+    the parameters at the config differ, and the draft is not exact (never a silent wrong number)."""
+    d = draft_model(dict(model_type="lfm2", **DENSE, num_key_value_heads=2, intermediate_size=600, **TOK))
+    assert not d.todos and d.confirmed and all(c.exact for c in d.checks)
+    hidden, layers, vocab = DENSE["hidden_size"], DENSE["num_hidden_layers"], DENSE["vocab_size"]
+    torch_params, draft_params = d.config_params
+    assert torch_params - draft_params == layers * 3 * hidden * (512 - 256)   # w1, w3, w2 of each layer
+    assert not d.exact
+    assert any("parameters at the config's own sizes" in w for w in d.warnings)
