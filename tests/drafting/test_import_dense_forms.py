@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from costgraph.drafting.api import draft_model  # noqa: E402
+from costgraph.drafting.on_the_fly import _differences  # noqa: E402
 from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
 
 CASES = {
@@ -52,3 +53,5 @@ def test_a_size_the_probes_read_as_a_number_is_refused_at_the_config():
     assert torch_params - draft_params == layers * 3 * hidden * (512 - 256)   # w1, w3, w2 of each layer
     assert not d.exact
     assert any("parameters at the config's own sizes" in w for w in d.warnings)
+    assert f"parameters at the config's own sizes: torch {torch_params:,}, draft {draft_params:,}" in \
+        _differences(d)
