@@ -55,3 +55,15 @@ def test_a_size_the_probes_read_as_a_number_is_refused_at_the_config():
     assert any("parameters at the config's own sizes" in w for w in d.warnings)
     assert f"parameters at the config's own sizes: torch {torch_params:,}, draft {draft_params:,}" in \
         _differences(d)
+
+
+def test_a_draft_that_does_not_evaluate_at_the_config_is_refused():
+    """GLM-4.5's attention (transformers 5.24 modeling_glm4_moe.py ``Glm4MoeAttention``) takes its head size as
+    ``hidden_size // num_attention_heads`` when the config has no head_dim: 21 for h = 64 and a = 3. The probes' sizes
+    divide, so the draft reads ``h / a``; at the config 64 / 3 is no whole number: not exact, and derive says why."""
+    d = draft_model(dict(model_type="glm4_moe", hidden_size=64, num_attention_heads=3, num_key_value_heads=1,
+                         num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=16, intermediate_size=96, n_group=1, topk_group=1, vocab_size=128,
+                         max_position_embeddings=64, **TOK))
+    assert all(c.exact for c in d.checks) and d.config_params == [] and not d.exact
+    assert "the draft does not evaluate at the config's own sizes" in _differences(d)

@@ -41,6 +41,8 @@ def _differences(draft) -> str:
     if len(draft.config_params) == 2 and draft.config_params[0] != draft.config_params[1]:
         t, g = draft.config_params
         said.append(f"parameters at the config's own sizes: torch {t:,}, draft {g:,}")
+    elif len(draft.config_params) != 2 and draft.checks:     # not built or not evaluated there: the warning says why
+        said += [w for w in draft.warnings if "config's own sizes" in w][:1]
     if draft.todos:
         said.insert(0, "not recognised: " + ", ".join(draft.todos[:4]) + ("…" if len(draft.todos) > 4 else ""))
     if not draft.confirmed:
