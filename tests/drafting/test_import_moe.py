@@ -7,7 +7,9 @@ with the router's ``e_score_correction_bias`` buffer), Qwen2-MoE (a shared exper
 every token to two experts whatever ``num_experts_per_tok``), Laguna (a softplus gate per attention head: a block the
 draft defines), HunYuan-MoE (its router inside the gate, ``shared_mlp``), Aria (experts stored [E, H, 2w], its shared
 experts as one wider MLP), gpt-oss (clamped SwiGLU experts with biases: std ``clamped_moe``, which models/gpt_oss.cg
-calls too).
+calls too), AFMoE (attention gated per channel by ``sigmoid(gate_proj(x))``: a block the draft defines; the routing
+bias ``expert_bias`` a parameter held by the MoE block), A.X-K1 (DeepSeek-V3's MoE normalising its own output with
+``post_mlp_layernorm``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,16 @@ CASES = {
     # clamped_moe; attention with sinks, sliding and full layers in turn
     "gpt_oss": dict(model_type="gpt_oss", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=32,
                     num_local_experts=4, num_experts_per_tok=2, sliding_window=32, **TOK),
+    # AFMoE (transformers 5.24 modeling_afmoe.py): output-gated attention with QK-norm, a dense first layer, then
+    # routed experts behind a sigmoid router whose bias expert_bias [E] (an nn.Parameter) the MoE block holds
+    "afmoe": dict(model_type="afmoe", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96,
+                  moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, num_shared_experts=1,
+                  num_dense_layers=1, **TOK),
+    # A.X-K1 (modeling_axk1.py AXK1MoE): DeepSeek-V3's MLA and MoE, the MoE's output through post_mlp_layernorm
+    "axk1": dict(model_type="axk1", hidden_size=64, num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32,
+                 kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, n_routed_experts=4,
+                 num_experts_per_tok=2, moe_intermediate_size=16, intermediate_size=96, first_k_dense_replace=1,
+                 num_hidden_layers=3, n_group=1, topk_group=1, vocab_size=128, max_position_embeddings=64, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -68,6 +80,9 @@ EXPECTED = {
                       "name = mlp)",
     "aria_text": "shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, i * n_s, correction_bias = false, "
                  "name = mlp)",
+    "afmoe": "x = x + rmsnorm(output_gated_attention(rmsnorm(x, name = input_layernorm), a, kv, d,",
+    "axk1": "x = x + rmsnorm(shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, m, correction_bias = true, "
+            "name = mlp), name = post_mlp_layernorm)",
 }
 
 drafted = Drafts(CASES)

@@ -36,6 +36,9 @@ def _checked(draft) -> list[str]:
             said.append(f"{what} exact {t:,}" if t == g else f"{what} torch {t:,} − draft {g:,} = {t - g:+,}")
         lines.append(f"# probe {c.probe + 1} ({at}): {'; '.join(said)}")
     lines.append("# second probe: " + ("the same file" if draft.confirmed else "ANOTHER FILE (see the warnings)"))
+    if len(draft.config_params) == 2 and draft.config_params[0] != draft.config_params[1]:
+        t, g = draft.config_params
+        lines.append(f"# at the config's own sizes: parameters torch {t:,} − draft {g:,} = {t - g:+,}")
     return lines
 
 

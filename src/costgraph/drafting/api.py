@@ -12,60 +12,14 @@ verify`` tier, :mod:`costgraph.torch_measure`). Needs the ``torch`` extra.
 from __future__ import annotations
 
 import contextlib
-import os
+import sys
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import EVEN_KV, FIELDS, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, MAMBA2_OWN, PERIOD_FIELDS, Probe
-
-
-@dataclass
-class Check:
-    """One probe's comparison: the draft's count and PyTorch's at the probe sizes and ``(b, s)``."""
-
-    probe: int
-    values: dict[str, int]
-    params_torch: int
-    params_draft: int
-    forward_flops_torch: int
-    forward_flops_draft: int
-
-    @property
-    def exact(self) -> bool:
-        return self.params_torch == self.params_draft and self.forward_flops_torch == self.forward_flops_draft
-
-
-@dataclass
-class Draft:
-    """:func:`draft_model`'s result. ``text``: the model file; ``mapping``: symbol → config.json field;
-    ``values``: symbol → the config's value (the file's ``config`` block); ``warnings``; ``todos``
-    (module paths left as TODO); ``confirmed``: the second probe drafted the same text; ``checks``:
-    one :class:`Check` per probe; ``exact``: confirmed, no TODO, and every check exact."""
-
-    text: str
-    name: str
-    model_type: str
-    torch_class: str
-    versions: str
-    mapping: dict[str, str]
-    values: dict[str, int]
-    warnings: list[str] = field(default_factory=list)
-    todos: list[str] = field(default_factory=list)
-    confirmed: bool = False
-    checks: list[Check] = field(default_factory=list)
-
-    @property
-    def exact(self) -> bool:
-        return self.confirmed and not self.todos and bool(self.checks) and all(c.exact for c in self.checks)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["exact"] = self.exact
-        for c, obj in zip(d["checks"], self.checks):
-            c["exact"] = obj.exact
-        return d
+from .configs import _config, _config_object, _field, present_fields, probed_config
+from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
+from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
 
 
 def _require():
@@ -75,112 +29,6 @@ def _require():
         return require()
     except TorchMissing as e:
         raise TorchMissing(e.message.replace("costgraph verify", "costgraph import"), hint=e.hint) from None
-
-
-def _config(source) -> tuple[dict, str | None]:
-    """(config dict with model_type, transformers class name or None) from a dict, a config.json path,
-    a model_type or a transformers class name."""
-    import transformers
-
-    if isinstance(source, dict):
-        cfg = dict(source)
-    elif isinstance(source, str) and (source.endswith(".json") or os.path.isfile(source)):
-        cfg = _read(source)
-    elif isinstance(source, str) and hasattr(transformers, source) and hasattr(getattr(transformers, source),
-                                                                               "config_class"):
-        cls = getattr(transformers, source)
-        return {"model_type": cls.config_class.model_type}, source
-    elif isinstance(source, str):
-        cfg = {"model_type": source}
-    else:
-        raise CostgraphValueError(f"cannot draft from a {type(source).__name__}",
-                                  hint="give a config.json path, a model_type (llama) or a transformers class")
-    if not isinstance(cfg.get("model_type"), str):
-        raise CostgraphValueError("the config has no model_type", hint='a config.json names it: "model_type": "llama"')
-    return cfg, None
-
-
-def _read(path: str) -> dict:
-    """A config.json's object (not through language.hf_config, which imports this package's on_the_fly)."""
-    import json
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read(1 << 24)
-        cfg = json.loads(data.decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
-                                  hint="give the path of a config.json file") from None
-    if not isinstance(cfg, dict):
-        raise CostgraphValueError(f"{path}: a config.json holds a JSON object", hint='{"model_type": "llama", ...}')
-    return cfg
-
-
-def _config_object(cfg: dict):
-    from transformers import AutoConfig
-
-    rest = {k: v for k, v in cfg.items() if k not in ("model_type", "auto_map", "architectures")}
-    if rest.get("quantization_config") is not None:
-        rest["quantization_config"] = None
-    try:
-        return AutoConfig.for_model(cfg["model_type"], **rest)
-    except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
-        raise CostgraphValueError(f"transformers cannot build a config of model_type {shown(cfg['model_type'])}: "
-                                  f"{type(e).__name__}: {str(e)[:200]}",
-                                  hint="give a model_type of the installed transformers, or a config.json") from None
-
-
-def _field(config, name: str):
-    """``config.name``, or None where the config refuses a global read (Gemma 4's per-layer fields)."""
-    try:
-        return getattr(config, name, None)
-    except Exception:  # noqa: BLE001 - AmbiguousGlobalPerLayerAttributeError and kin: not a global field
-        return None
-
-
-def _computed_alias(config, name: str) -> bool:
-    """Whether ``name`` is a head size the config's ``attribute_map`` aliases to an attribute its class does not
-    declare, computed in ``__post_init__`` (Zamba2: ``head_dim`` → ``attention_head_dim = 2 h / a``, transformers
-    5.24 configuration_zamba2.py): set as a probe field it would override that relation."""
-    import dataclasses
-
-    alias = (getattr(type(config), "attribute_map", {}) or {}).get(name)
-    if name != "head_dim" or alias is None or not dataclasses.is_dataclass(type(config)):
-        return False
-    return alias not in {f.name for f in dataclasses.fields(type(config))}
-
-
-def present_fields(config) -> list[str]:
-    """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
-    out = []
-    settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
-    for f in (*FIELDS, *MAMBA2_OWN):
-        if f not in settable or _computed_alias(config, f):   # a property the config computes (FalconConfig.head_dim)
-            continue
-        try:
-            v = getattr(config, f, None)
-        except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
-            continue
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
-            out.append(f)
-    return out
-
-
-#: sub-configs of a multimodal wrapper whose language model a text forward runs (Gemma 3's, Qwen3.5's, Llama 4's)
-SUB_CONFIGS = ("text_config",)
-
-
-def probed_config(config) -> tuple[str | None, object]:
-    """(the sub-config's name or None, the config whose fields are probed): the config itself, or the
-    ``text_config`` of a wrapper whose own fields hold no hidden size (a vision-language model: the text
-    forward of its ``…ForConditionalGeneration`` runs the language model alone)."""
-    if "hidden_size" in present_fields(config):
-        return None, config
-    for name in SUB_CONFIGS:
-        sub = _field(config, name)
-        if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
-            return name, sub
-    return None, config
 
 
 def _probe_config(cfg: dict, config, probe: Probe) -> dict:
@@ -423,6 +271,25 @@ DRAFT_CACHE_SIZE = 32
 _DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 
 
+def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv):
+    """(probes, runs): the two probes and their drafts. A config whose model requires ``head_dim`` to be
+    ``hidden_size / num_attention_heads`` (Helium's ``o_proj`` is h → h: transformers 5.24 modeling_helium.py) fails at
+    probes that set the head size apart; it is then probed again with the head size following h / a, read back so
+    (the second try only where the first fails and the config has a head_dim)."""
+    probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
+    try:
+        return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+    except CostgraphValueError:
+        if "head_dim" not in present or "num_attention_heads" not in present:
+            raise
+        first = sys.exc_info()[1]
+    probes = [Probe.make(present, i, period, derived, even_kv, head_follows=True) for i in (0, 1)]
+    try:
+        return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+    except CostgraphValueError:
+        raise first from None
+
+
 def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
     """:func:`draft_model` of a read config (``cfg`` with its model_type; ``class_name`` or None)."""
     from .. import model as cg
@@ -441,15 +308,14 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
     derived = any(hasattr(target, f) for f in (*MAMBA2_HEAD, *MAMBA2_COMPUTED_HEAD))
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
-    probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
+    args = (torch, cfg, config, class_name, model_name)
     try:
-        runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+        probes, runs = _probed_runs(*args, present, period, derived, even_kv)
     except CostgraphValueError:
         if not _kv_follows_heads(cfg, nested, target, present):
             raise
         present.remove("num_key_value_heads")
-        probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
-        runs = [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+        probes, runs = _probed_runs(*args, present, period, derived, even_kv)
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
@@ -469,11 +335,69 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
                    list(sz.todos), confirmed=(runs[1][1], runs[1][2]) == (inputs, lines))
     if not result.confirmed:
         result.warnings.append("the second probe drafted another file: some size is not read from the config")
-    if check:
-        built = cg.loads(text, path=f"<import {model_name}>")
+    built = _loaded(cg, text, model_name, result) if check else None
+    if built is not None:
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
             values.update(b=p.b, s=p.s)
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"])))
+        _check_at_config(torch, cfg, class_name, built, result)
     return result
+
+
+def _filled(cfg: dict) -> dict:
+    """``cfg`` with the fields a config leaves None that the probes set to follow others (:func:`_probe_fields`:
+    Ministral's ``head_dim`` h / a, Nemotron's ``num_key_value_heads`` a) set so at the config's own sizes, as the
+    draft reads them."""
+    config = _config_object(cfg)
+    nested, target = probed_config(config)
+    heads, hidden = _field(target, "num_attention_heads"), _field(target, "hidden_size")
+    if not (isinstance(heads, int) and isinstance(hidden, int) and heads > 0):
+        return cfg
+    keys = getattr(type(target), "attribute_map", {}) or {}
+    fill = {keys.get(f, f): v for f, v in (("num_key_value_heads", heads), ("head_dim", hidden // heads))
+            if f in target.to_dict() and _field(target, f) is None}
+    if not fill:
+        return cfg
+    if nested is None:
+        return {**cfg, **fill}
+    inner = cfg.get(nested) if isinstance(cfg.get(nested), dict) else {}
+    return {**cfg, nested: {**inner, **fill}}
+
+
+def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Draft) -> None:
+    """``result.config_params``: PyTorch's parameters of the model built on meta from the config itself, and the
+    draft's at the config's values (``result.values``); a warning where they differ or the model does not build."""
+    try:
+        model = _build(torch, _filled(cfg), class_name)
+    except CostgraphValueError as e:
+        result.warnings.append(f"not compared at the config's own sizes: {str(e).splitlines()[0]}")
+        return
+    from ..errors import CostgraphError
+
+    params = int(sum(p.numel() for p in model.parameters()))
+    try:
+        got = int(built.costs("model", convention="matmul").evaluate(None, {**result.values, "b": 1, "s": 1})["params"])
+    except CostgraphError as e:     # GLM-4.5's default config: head size h // a read as h / a, 4096 / 96 not whole
+        result.warnings.append(f"the draft does not evaluate at the config's own sizes: {str(e).splitlines()[0]}")
+        return
+    result.config_params = [params, got]
+    if params != got:
+        result.warnings.append(f"parameters at the config's own sizes: torch {params:,}, draft {got:,}: a size is "
+                               "written as a number the config's fields set otherwise")
+
+
+def _loaded(cg, text: str, model_name: str, result: Draft):
+    """The draft's model, or None where a draft with modules left as TODO does not load (the layer's dataflow runs
+    through a module not drafted: Inkling's): the TODOs say what is missing; a draft without TODO must load."""
+    from ..errors import CostgraphError
+
+    try:
+        return cg.loads(text, path=f"<import {model_name}>")
+    except CostgraphError as e:
+        if not result.todos:
+            raise
+        result.warnings.append(f"the draft does not load ({str(e).splitlines()[0]}) while modules are left as TODO: "
+                               "not compared with PyTorch")
+        return None

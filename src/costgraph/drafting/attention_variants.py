@@ -78,22 +78,60 @@ def head_gated_call(m: Module, arg: str, d) -> str | None:
     """Laguna's attention (transformers 5.24 modeling_laguna.py ``LagunaAttention``, ``gating`` per head): q, k, v
     without bias, RMSNorm on each head's q and k, rotary, eager attention; each head's output times
     ``softplus(g_proj(x))``, one gate per head (``g_proj`` H → a); ``o_proj``. The draft's ``head_gated_attention``,
-    or None (a gate per channel, ``g_proj`` H → a·d, is not read)."""
+    or None (a gate per channel, ``g_proj`` H → a·d, is not read). LFM3's attention (modeling_lfm3.py
+    ``Lfm3Attention``) gates each head by ``sigmoid(g_proj(x))`` instead (``sigmoid_gate = true``); the function is
+    read from the forward's source (:func:`costgraph.drafting.trace._gate_fn`)."""
     q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("g_proj",)))
     norms = [m.child(n) for n in ("q_norm", "k_norm")]
     head_dim, heads = m.attrs.get("head_dim"), m.attrs.get("num_heads")
-    if m.params or None in (q, k, v, o, g) or not all(isinstance(x, int) and x > 0 for x in (head_dim, heads)) \
+    if not isinstance(heads, int) and isinstance(head_dim, int) and head_dim > 0 and q is not None \
+            and q[1] % head_dim == 0:
+        heads = q[1] // head_dim
+    if m.attrs.get("gate_fn") not in ("sigmoid", "softplus") \
+            or m.params or None in (q, k, v, o, g) or not all(isinstance(x, int) and x > 0 for x in (head_dim, heads)) \
             or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) \
             or q[1] != heads * head_dim or g[1] != heads or k[1] != v[1] or k[1] % head_dim \
             or o[:2] != (q[1], q[0]) or len(m.children) != 7:
         return None
     d.blocks.add("head_gated_attention")
     sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
-    return f"head_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+    opts = _window(m, d) + (["sigmoid_gate = true"] if m.attrs["gate_fn"] == "sigmoid" else [])
+    return f"head_gated_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
+
+
+def output_gated_call(m: Module, arg: str, d) -> str | None:
+    """AFMoE's attention (transformers 5.24 modeling_afmoe.py ``AfmoeAttention``): q, k, v without bias, RMSNorm on each
+    head's q and k, rotary (on the sliding layers only: no product either way), eager attention; the output times
+    ``sigmoid(gate_proj(x))``, a gate per channel (``gate_proj`` H → a·d); ``o_proj``. The draft's
+    ``output_gated_attention``, or None."""
+    q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("gate_proj",)))
+    norms = [m.child(n) for n in ("q_norm", "k_norm")]
+    head_dim = m.attrs.get("head_dim")
+    if m.params or None in (q, k, v, o, g) or not isinstance(head_dim, int) or head_dim < 1 \
+            or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) or g != q \
+            or k[1] != v[1] or q[1] % head_dim or k[1] % head_dim or o[:2] != (q[1], q[0]) \
+            or len([c for c in m.children if c.param_count()]) != 7:
+        return None
+    d.blocks.add("output_gated_attention")
+    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
+             d.size(head_dim, "head size")]
+    return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
 
 
 #: the attention blocks a draft defines itself
-ATTENTION_BLOCKS = {"diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258;
+ATTENTION_BLOCKS = {"output_gated_attention": """# Attention whose output is gated per channel by sigmoid(gate_proj(x)) before o_proj (AFMoE; transformers 5.24
+# AfmoeAttention): RMSNorm on each head's q and k; rotary costs no product.
+block output_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+  q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
+  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
+  v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
+  gate = sigmoid(linear(x, heads * head_dim, bias = false, name = gate_proj))
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  y = merge_heads(matmul(p, v, window = window, causal = true))
+  return linear(y * gate, H, bias = false, name = o_proj)
+}""", "diff_attention": """# Differential attention (DiffLlama; Ye et al. 2024, arXiv:2410.05258;
 # transformers 5.24 DiffLlamaAttention): two
 # attention calls sharing Q and K (each computes Q·Kᵀ again), over the two halves of V's KV heads repeated back
 # to kv heads (P·V costs as with the whole V); y1 − λ·y2, the four λ vectors [d] parameters; an RMSNorm without a
@@ -126,15 +164,16 @@ block subnorm_attention(x[B, S, H], heads, kv_heads, head_dim) {
   return linear(y, H, bias = false, name = o_proj)
 }""", "head_gated_attention": """# Attention with a softplus gate per head (Laguna; transformers 5.24
 # LagunaAttention): RMSNorm on each head's q and k, rotary (no product), each head's output times
-# softplus(g_proj(x)), g_proj H -> heads.
-block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+# softplus(g_proj(x)), g_proj H -> heads; sigmoid_gate: sigmoid(g_proj(x)) instead (LFM3's Lfm3Attention).
+block head_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none, sigmoid_gate = false) {
   q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
   k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
   v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
   k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
   v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
-  g = softplus(split_heads(linear(x, heads, bias = false, name = g_proj), heads))
+  g = split_heads(linear(x, heads, bias = false, name = g_proj), heads)
+  if sigmoid_gate { g = sigmoid(g) } else { g = softplus(g) }
   y = merge_heads(matmul(p, v, window = window, causal = true) * g)
   return linear(y, H, bias = false, name = o_proj)
 }""", "subnorm_glu": """# A gated MLP with squared ReLU and an RMSNorm before down_proj (BitNet b1.58;

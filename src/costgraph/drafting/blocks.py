@@ -96,8 +96,9 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
             return _ln_qk_attention(m, _linear(fused), o, arg, d, rotary)
         return _fused_attention(m, _linear(fused), o, arg, d, rotary)
     q, k, v = (_linear(m.child(*names)) for names in (Q, K, V))
-    if None in (q, k, v, o) or not (q[2] == v[2] and (k[2] == q[2] or not k[2])):
-        return None
+    if None in (q, k, v, o) or not (q[2] == v[2] and (k[2] == q[2] or not k[2])) \
+            or any(c.param_count() and c.name not in (*Q, *K, *V, *O, *QK_NORMS) for c in m.children):
+        return None     # a projection no block here holds (AFMoE's gate_proj): another recogniser's, or a TODO
     head_dim = m.attrs.get("head_dim")
     heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
     if not isinstance(head_dim, int):

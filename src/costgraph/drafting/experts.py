@@ -1,6 +1,7 @@
 """Recognise mixture-of-experts layers of their own form (std ``moe`` reads SwiGLU experts behind a softmax or
 sigmoid router): Nemotron-H's squared-ReLU experts, as blocks the draft defines itself; gpt-oss's clamped SwiGLU
-experts, as std ``clamped_moe``; MiniMax-M3's (a sigmoid router and a shared expert), as std ``clamped_shared_moe``.
+experts, as std ``clamped_moe``; MiniMax-M3's (a sigmoid router and a shared expert), as std ``clamped_shared_moe``;
+AFMoE's routing bias held by the block and A.X-K1's MoE normalising its output, as std ``shared_moe`` / ``moe``.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
 None; the blocks' text (:data:`EXPERT_BLOCKS`) follows transformers 5.24's modeling code of each layer.
@@ -8,7 +9,9 @@ None; the blocks' text (:data:`EXPERT_BLOCKS`) follows transformers 5.24's model
 
 from __future__ import annotations
 
-from .blocks import _linear, squared_relu
+from dataclasses import replace
+
+from .blocks import _linear, is_norm, moe_call, norm_call, squared_relu
 from .facts import Module
 
 
@@ -116,10 +119,39 @@ def clamped_shared_moe_call(m: Module, arg: str, d) -> str | None:
     return f"clamped_shared_moe({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
+def bias_held_moe_call(m: Module, arg: str, d) -> str | None:
+    """AFMoE's MoE block (transformers 5.24 modeling_afmoe.py ``AfmoeSparseMoeBlock``): the block holds the routing
+    bias ``expert_bias`` [E] (an ``nn.Parameter``, added to the sigmoid scores to choose the top-k) and its router
+    ``AfmoeTokenChoiceRouter`` holds the linear ``gate`` H → E; shared experts beside. Read as std ``shared_moe`` with
+    ``router_bias = true`` (a parameter of E per layer; choosing the top-k is no product), or None."""
+    router = m.child("router")
+    gate = router.child("gate") if router is not None else None
+    if set(m.params) != {"expert_bias"} or router is None or router.params or len(router.children) != 1 \
+            or _linear(gate) is None or set(gate.params) != {"weight"} \
+            or m.params["expert_bias"] != (gate.params["weight"][0],):
+        return None
+    held = Module(router.path, router.name, router.cls, {"weight": gate.params["weight"],
+                                                         "e_score_correction_bias": m.params["expert_bias"]},
+                  attrs=dict(router.attrs))
+    inner = replace(m, params={}, children=[held if c is router else c for c in m.children])
+    return moe_call(inner, arg, d)
+
+
+def normed_moe_call(m: Module, arg: str, d) -> str | None:
+    """A MoE block that normalises its own output (transformers 5.24 modeling_axk1.py ``AXK1MoE``: DeepSeek-V3's
+    routed and shared experts, then ``post_mlp_layernorm``, an RMSNorm over H, on their sum): the std block read
+    from the other children, wrapped in the norm; or None."""
+    last = max((c for c in m.children if c.order is not None), key=lambda c: c.order, default=None)
+    if last is None or not is_norm(last) or not last.name.startswith("post_") or m.params:
+        return None
+    inner = moe_call(replace(m, children=[c for c in m.children if c is not last]), arg, d)
+    return None if inner is None else norm_call(last, inner)
+
+
 def expert_call(m: Module, arg: str, d) -> str | None:
     """The first recogniser of this module that reads ``m``, else None."""
     return relu2_moe_call(m, arg, d) or relu2_mlp_call(m, arg, d) or clamped_moe_call(m, arg, d) \
-        or clamped_shared_moe_call(m, arg, d)
+        or clamped_shared_moe_call(m, arg, d) or bias_held_moe_call(m, arg, d) or normed_moe_call(m, arg, d)
 
 
 #: the blocks a draft defines itself when it uses them

@@ -1,5 +1,6 @@
 """Recognise linear-attention mixers of their own form as blocks the draft defines itself: MiniMax's lightning
-attention (the bundled models/minimax.cg's ``lightning``), Kimi Delta Attention (models/kimi_linear.cg's ``kda``).
+attention (the bundled models/minimax.cg's ``lightning``), Kimi Delta Attention (models/kimi_linear.cg's ``kda``),
+LFM's gated short convolution.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
 None; the blocks' text (:data:`LINEAR_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
@@ -69,7 +70,32 @@ def kda_call(m: Module, arg: str, d) -> str | None:
 
 
 #: the blocks a draft defines itself when it uses them
-LINEAR_BLOCKS = {"lightning": """# MiniMax's lightning attention (MiniMax 2025; transformers' MiniMaxLightningAttention; models/minimax.cg's
+def short_conv_call(m: Module, arg: str, d) -> str | None:
+    """LFM's gated short convolution (transformers 5.24 modeling_lfm3.py ``Lfm3ShortConv``, modeling_lfm2.py's alike):
+    ``in_proj`` H → 3·H split into B, C and x; ``B · x`` through a depthwise causal ``Conv1d`` of ``conv_L_cache`` taps
+    padded by K − 1 (``causal_conv1d_fn``'s torch path: ``F.conv1d`` over S + K − 1 positions, cut to S), times C;
+    ``out_proj`` H → H; the biases all ``conv_bias``. The draft's ``short_conv``, or None."""
+    inp, out, conv = _linear(m.child("in_proj")), _linear(m.child("out_proj")), m.child("conv")
+    if None in (inp, out) or conv is None or m.params or conv.cls != "Conv1d" \
+            or len([c for c in m.children if c.param_count()]) != 3:
+        return None
+    hidden, (channels, _, kernel) = inp[0], conv.params.get("weight", (0, 0, 0))
+    bias = inp[2]
+    if inp[1] != 3 * hidden or out != (hidden, hidden, bias) or channels != hidden \
+            or tuple(conv.params["weight"]) != (hidden, 1, kernel) or conv.attrs.get("groups") != hidden \
+            or conv.attrs.get("padding") != kernel - 1 or ("bias" in conv.params) != bias:
+        return None
+    d.blocks.add("short_conv")
+    opts = ", bias = true" if bias else ""
+    return f"short_conv({arg}, {d.size(kernel, 'convolution width')}{opts}, name = {m.name})"
+
+
+LINEAR_BLOCKS = {"short_conv": """# LFM's gated short convolution (Liquid AI; transformers 5.24 Lfm3ShortConv): in_proj H -> 3H split into B, C, x;
+# B * x through a depthwise causal Conv1d (padding K - 1, cut to S), times C; out_proj H -> H.
+block short_conv(x[B, S, H], kernel, bias = false) {
+  b, c, u = split(linear(x, 3 * H, bias = bias, name = in_proj), 3)
+  return linear(c * conv1d(b * u, kernel, bias = bias, padded = true, name = conv), H, bias = bias, name = out_proj)
+}""", "lightning": """# MiniMax's lightning attention (MiniMax 2025; transformers' MiniMaxLightningAttention; models/minimax.cg's
 # lightning): q, k, v per head from qkv_proj and SiLU, the linear attention in blocks of `block` (its state
 # [B, heads, d, d]; the decays are buffers), an RMSNorm over all heads times sigmoid(output_gate(x)), out_proj.
 block lightning(x[B, S, H], heads, head_dim, block = none) {

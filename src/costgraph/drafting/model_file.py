@@ -54,11 +54,17 @@ class _Names:
 
 
 def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple[list[str], list[str]]:
-    inputs, terms = ["input tokens[b, s]: index"], []
+    inputs, terms, tables = ["input tokens[b, s]: index"], [], []
+    width = None
     for m in [m for m in pre if _is_embedding(m)]:
         num, dim = m.params["weight"]
         rows = sz.size(num, "embedding rows")
         name = emb[m.path] = names(m)
+        width = dim if width is None else width
+        if dim != width:      # RoFormer's sinusoidal table [s_max, h / a]: read by the attention's rotary, not added
+            tables.append(f"param {name}_weight[{rows}, {sz.size(dim, 'table width')}]   # {m.cls}: a table of "
+                          "another width than the token embedding's, not added to it (parameters only)")
+            continue
         if not terms:
             ids = "tokens"
         elif rows.startswith("s_max") and "positions" not in " ".join(inputs):
@@ -71,7 +77,7 @@ def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple
         if "scaled" in m.cls.lower():     # BioGPT's, XGLM's scaled word embeddings: × √h
             term = f"scale({term}, name = {name}_scale)"
         terms.append(term)
-    return inputs, ["x = " + " + ".join(terms)] if terms else []
+    return inputs, (["x = " + " + ".join(terms)] if terms else []) + tables
 
 
 def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> str | None:

@@ -38,6 +38,11 @@ def _differences(draft) -> str:
                            ("forward FLOPs", c.forward_flops_torch, c.forward_flops_draft)):
             if t != g:
                 said.append(f"{what} at probe {c.probe + 1}: torch {t:,}, draft {g:,}")
+    if len(draft.config_params) == 2 and draft.config_params[0] != draft.config_params[1]:
+        t, g = draft.config_params
+        said.append(f"parameters at the config's own sizes: torch {t:,}, draft {g:,}")
+    elif len(draft.config_params) != 2 and draft.checks:     # not built or not evaluated there: the warning says why
+        said += [w for w in draft.warnings if "config's own sizes" in w][:1]
     if draft.todos:
         said.insert(0, "not recognised: " + ", ".join(draft.todos[:4]) + ("…" if len(draft.todos) > 4 else ""))
     if not draft.confirmed:

@@ -53,6 +53,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "lru_width": ("w", "recurrent width (Griffin's RG-LRU)"),
     "conv1d_width": ("K", "convolution width"),
     "conv_kernel": ("K", "convolution width"),
+    "conv_L_cache": ("K", "convolution width"),     # LFM's short convolutions
     "expand": ("e", "expansion factor (Mamba's inner width e·h)"),
     "state_size": ("N", "SSM state size per channel"),
     "time_step_rank": ("R", "rank of Δ's projection"),
@@ -97,6 +98,12 @@ FIELDS: dict[str, tuple[str, str]] = {
     # per-layer embeddings (Gemma 4's, Gemma 3n's per-layer inputs)
     "hidden_size_per_layer_input": ("d_pl", "per-layer input size of each layer"),
     "vocab_size_per_layer_input": ("V_pl", "rows of the per-layer embedding table"),
+    # DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): its heads, head size (at least the rotary
+    # head size: the indexer splits its head into the rotary part and the rest) and keys kept per query. ``di`` is
+    # the Mamba-2 inner width's symbol too (no config holds both): one prime per probe, above the rotary head size 2·d_r
+    "index_n_heads": ("hi", "indexer heads"),
+    "index_head_dim": ("di", "indexer head size"),
+    "index_topk": ("t_k", "keys each query attends to (index_topk)"),
 }
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
@@ -117,7 +124,7 @@ MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 EVEN_KV = ("lambda_std_dev",)
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -130,12 +137,14 @@ COUNTS = frozenset({"l", "k", "C", "W", "Cl"})
 _PRIMES = (
     {"kv": 7, "g": 11, "x": 13, "d": 17, "i": 19, "V": 251, "s_max": 43, "E": 29, "m": 31, "k": 3, "l": 11,
      "w": 53, "K": 59, "e": 71, "N": 83, "R": 97, "r_q": 103, "r_kv": 109, "d_n": 127, "d_r": 131, "d_v": 137,
-     "i_s": 149, "hm": 157, "dm": 191, "di": 179, "ng": 167, "C": 8, "Cl": 8,
-     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 283, "d_pl": 307, "V_pl": 313},
+     "i_s": 149, "hm": 157, "dm": 191, "di": 283, "ng": 167, "C": 8, "Cl": 8,
+     "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 347, "d_pl": 307,
+     "V_pl": 313, "hi": 331, "t_k": 1009},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
-     "i_s": 151, "hm": 163, "dm": 193, "di": 181, "ng": 173, "C": 10, "Cl": 10,
-     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 293, "d_pl": 311, "V_pl": 317},
+     "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
+     "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 349, "d_pl": 311,
+     "V_pl": 317, "hi": 337, "t_k": 1013},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -176,13 +185,15 @@ class Probe:
     s: int = 1
 
     @classmethod
-    def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False) -> "Probe":
+    def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False,
+             head_follows: bool = False) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
         ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
         width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it).
-        ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`)."""
+        ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`). ``head_follows``: ``head_dim`` is set to
+        ``hidden_size / num_attention_heads`` and named by no symbol (a model that requires it: Helium's)."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
@@ -196,7 +207,7 @@ class Probe:
                   "vocab_size": p["V"], "max_position_embeddings": p["s_max"], "max_target_positions": p["s_max"], "num_local_experts": p["E"],
                   "num_experts": p["E"], "n_routed_experts": p["E"], "num_experts_per_tok": p["k"],
                   "moe_num_experts": p["E"], "moe_topk": p["k"], "moe_num_shared_experts": p["n_s"],
-                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"],
+                  "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"], "conv_L_cache": p["K"],
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
@@ -210,7 +221,8 @@ class Probe:
                   "linear_num_value_heads": p["hv"] * p["hk"], "linear_key_head_dim": p["dk"],
                   "linear_value_head_dim": p["dv"], "linear_conv_kernel_dim": p["K"],
                   "linear_num_heads": p["hl"], "linear_head_dim": p["dl"], "adapter_rank": p["r_a"],
-                  "hidden_size_per_layer_input": p["d_pl"], "vocab_size_per_layer_input": p["V_pl"]}
+                  "hidden_size_per_layer_input": p["d_pl"], "vocab_size_per_layer_input": p["V_pl"],
+                  "index_n_heads": p["hi"], "index_head_dim": p["di"], "index_topk": p["t_k"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -219,9 +231,11 @@ class Probe:
         mla = "kv_lora_rank" in present
         if mla:
             values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
+        if head_follows:
+            values["head_dim"] = HEAD * p["x"]
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         for name in present:
-            if (mla and name in MLA_FOLLOW) or (mamba2 and name == "head_dim"):
+            if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
             elif name in values and (mamba2 or name not in MAMBA2_OWN):
                 probe.fields[name] = values[name]

@@ -11,9 +11,10 @@ from __future__ import annotations
 from . import blocks
 from .blocks import FUSED_QKV, GATED, K, O, PLAIN, Q, QK_NORMS, ROUTERS, V, _linear, _only, activation, is_norm
 from .blocks import attention_call, mla_call, mlp_call, moe_call
-from .attention_variants import ATTENTION_BLOCKS, diff_attention_call, head_gated_call, subnorm_call
+from .attention_variants import ATTENTION_BLOCKS, diff_attention_call, head_gated_call, output_gated_call, subnorm_call
 from .experts import EXPERT_BLOCKS, expert_call
-from .linear_mixers import LINEAR_BLOCKS, kda_call, lightning_call
+from .linear_mixers import LINEAR_BLOCKS, kda_call, lightning_call, short_conv_call
+from .mla_forms import MLA_BLOCKS, dsa_call, mla_full_q_call
 from .facts import Module
 
 DELTANET_OWN = {"A_log", "dt_bias"}
@@ -155,10 +156,11 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     A module with a parameter the block does not hold (a bias of its own, a sink per head) is not
     recognised. A module of one child and no parameter of its own (GPT-Neo's ``GPTNeoAttention`` around its
     ``GPTNeoSelfAttention``) is read as that child."""
-    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or mla_call(m, arg, d, rotary) \
-        or deltanet_call(m, arg, d) or expert_call(m, arg, d) or lightning_call(m, arg, d) \
+    recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or dsa_call(m, arg, d) \
+        or mla_call(m, arg, d, rotary) or mla_full_q_call(m, arg, d, rotary) or deltanet_call(m, arg, d) \
+        or expert_call(m, arg, d) or lightning_call(m, arg, d) \
         or kda_call(m, arg, d) or diff_attention_call(m, arg, d) or subnorm_call(m, arg, d) \
-        or head_gated_call(m, arg, d)
+        or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -258,4 +260,5 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
   }
   return linear(y, H, bias = out_bias, name = out_proj)
 }"""}
-LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS}
+LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
+                **MLA_BLOCKS}

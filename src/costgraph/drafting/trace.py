@@ -14,7 +14,8 @@ from .facts import Module
 #: module attributes the recognisers read, when they are ints, floats, bools or strings
 ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
-         "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit")
+         "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
+         "index_topk")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -99,7 +100,43 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)
         if v is not None and callable(v):
             out["act"] = type(v).__name__ if not hasattr(v, "__name__") else v.__name__
+    if hasattr(mod, "g_proj") and type(mod).__name__.endswith("Attention"):
+        gate = _gate_fn(mod)
+        if gate is not None:
+            out["gate_fn"] = gate
+    if "act" not in out and type(mod).__name__.endswith("MLP"):
+        act = _source_act(mod)
+        if act is not None:
+            out["act"] = act
     return out
+
+
+def _gate_fn(mod) -> str | None:
+    """The function an attention's forward applies to its ``g_proj`` output, from its source: ``sigmoid`` (LFM3's
+    ``torch.sigmoid(self.g_proj(hidden_states))``, transformers 5.24 modeling_lfm3.py) or ``softplus`` (Laguna's
+    ``F.softplus(self.g_proj(hidden_states).float())``); None when neither or both."""
+    import inspect
+
+    try:
+        source = inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return None
+    found = [f for f in ("sigmoid", "softplus") if f"{f}(self.g_proj(" in source]
+    return found[0] if len(found) == 1 else None
+
+
+def _source_act(mod) -> str | None:
+    """The activation an MLP without an activation attribute calls by name in its forward (LFM's ``Lfm3MLP``:
+    ``self.w2(F.silu(self.w1(x)) * self.w3(x))``, transformers 5.24 modeling_lfm3.py): ``silu``, ``gelu`` or ``relu``
+    when its source calls exactly one of ``F.silu``, ``F.gelu``, ``F.relu``; else None."""
+    import inspect
+
+    try:
+        source = inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return None
+    found = [a for a in ("silu", "gelu", "relu") if f"F.{a}(" in source]
+    return found[0] if len(found) == 1 else None
 
 
 def trace(torch, model, inputs: dict, run) -> Module:

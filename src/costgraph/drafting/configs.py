@@ -1,0 +1,118 @@
+"""Reading a transformers config for ``costgraph import`` (:func:`costgraph.drafting.api.draft_model`): the config
+dict from a source (a dict, a config.json, a model_type, a class name), transformers' config object, and the size
+fields of :data:`~costgraph.drafting.probe.FIELDS` it holds, on itself or its language model's ``text_config``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..arguments import shown
+from ..errors import CostgraphValueError
+from .probe import FIELDS, MAMBA2_OWN
+
+
+def _config(source) -> tuple[dict, str | None]:
+    """(config dict with model_type, transformers class name or None) from a dict, a config.json path,
+    a model_type or a transformers class name."""
+    import transformers
+
+    if isinstance(source, dict):
+        cfg = dict(source)
+    elif isinstance(source, str) and (source.endswith(".json") or os.path.isfile(source)):
+        cfg = _read(source)
+    elif isinstance(source, str) and hasattr(transformers, source) and hasattr(getattr(transformers, source),
+                                                                               "config_class"):
+        cls = getattr(transformers, source)
+        return {"model_type": cls.config_class.model_type}, source
+    elif isinstance(source, str):
+        cfg = {"model_type": source}
+    else:
+        raise CostgraphValueError(f"cannot draft from a {type(source).__name__}",
+                                  hint="give a config.json path, a model_type (llama) or a transformers class")
+    if not isinstance(cfg.get("model_type"), str):
+        raise CostgraphValueError("the config has no model_type", hint='a config.json names it: "model_type": "llama"')
+    return cfg, None
+
+
+def _read(path: str) -> dict:
+    """A config.json's object (not through language.hf_config, which imports this package's on_the_fly)."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 24)
+        cfg = json.loads(data.decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CostgraphValueError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
+                                  hint="give the path of a config.json file") from None
+    if not isinstance(cfg, dict):
+        raise CostgraphValueError(f"{path}: a config.json holds a JSON object", hint='{"model_type": "llama", ...}')
+    return cfg
+
+
+def _config_object(cfg: dict):
+    from transformers import AutoConfig
+
+    rest = {k: v for k, v in cfg.items() if k not in ("model_type", "auto_map", "architectures")}
+    if rest.get("quantization_config") is not None:
+        rest["quantization_config"] = None
+    try:
+        return AutoConfig.for_model(cfg["model_type"], **rest)
+    except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
+        raise CostgraphValueError(f"transformers cannot build a config of model_type {shown(cfg['model_type'])}: "
+                                  f"{type(e).__name__}: {str(e)[:200]}",
+                                  hint="give a model_type of the installed transformers, or a config.json") from None
+
+
+def _field(config, name: str):
+    """``config.name``, or None where the config refuses a global read (Gemma 4's per-layer fields)."""
+    try:
+        return getattr(config, name, None)
+    except Exception:  # noqa: BLE001 - AmbiguousGlobalPerLayerAttributeError and kin: not a global field
+        return None
+
+
+def _computed_alias(config, name: str) -> bool:
+    """Whether ``name`` is a head size the config's ``attribute_map`` aliases to an attribute its class does not
+    declare, computed in ``__post_init__`` (Zamba2: ``head_dim`` → ``attention_head_dim = 2 h / a``, transformers
+    5.24 configuration_zamba2.py): set as a probe field it would override that relation."""
+    import dataclasses
+
+    alias = (getattr(type(config), "attribute_map", {}) or {}).get(name)
+    if name != "head_dim" or alias is None or not dataclasses.is_dataclass(type(config)):
+        return False
+    return alias not in {f.name for f in dataclasses.fields(type(config))}
+
+
+def present_fields(config) -> list[str]:
+    """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
+    out = []
+    settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
+    for f in (*FIELDS, *MAMBA2_OWN):
+        if f not in settable or _computed_alias(config, f):   # a property the config computes (FalconConfig.head_dim)
+            continue
+        try:
+            v = getattr(config, f, None)
+        except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
+            continue
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
+            out.append(f)
+    return out
+
+
+#: sub-configs of a multimodal wrapper whose language model a text forward runs (Gemma 3's, Qwen3.5's, Llama 4's)
+SUB_CONFIGS = ("text_config",)
+
+
+def probed_config(config) -> tuple[str | None, object]:
+    """(the sub-config's name or None, the config whose fields are probed): the config itself, or the
+    ``text_config`` of a wrapper whose own fields hold no hidden size (a vision-language model: the text
+    forward of its ``…ForConditionalGeneration`` runs the language model alone)."""
+    if "hidden_size" in present_fields(config):
+        return None, config
+    for name in SUB_CONFIGS:
+        sub = _field(config, name)
+        if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
+            return name, sub
+    return None, config

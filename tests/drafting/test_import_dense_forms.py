@@ -1,0 +1,69 @@
+"""``costgraph import`` (issue 28) of dense families whose config ties sizes the probes set apart, exact against
+PyTorch (tests/draft_checks.py: at both probes, and at the config against the torch agreement tier).
+
+Helium (transformers 5.24 modeling_helium.py ``HeliumAttention``: ``o_proj`` is h → h, so the model runs only where
+``head_dim`` is ``hidden_size / num_attention_heads``): the probes that set the head size apart fail, and the draft is
+probed again with the head size following h / a (read back as ``h / a``). RoFormer (modeling_roformer.py
+``RoFormerSinusoidalPositionalEmbedding``: an ``nn.Embedding`` [s_max, h / a] the attention's rotary reads): a table of
+another width than the token embedding's is a ``param``, not added to the embeddings' sum. LFM3 (modeling_lfm3.py):
+gated short convolutions (``Lfm3ShortConv``: in_proj H → 3H, a depthwise causal Conv1d of ``conv_L_cache`` taps,
+out_proj; a block the draft defines), attention gated per head by ``sigmoid(g_proj(x))`` (read from the forward's
+source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from costgraph.drafting.api import draft_model  # noqa: E402
+from costgraph.drafting.on_the_fly import _differences  # noqa: E402
+from draft_checks import DENSE, TOK, Drafts, family_tests  # noqa: E402  (tests/ on sys.path)
+
+CASES = {
+    "helium": dict(model_type="helium", **DENSE, num_key_value_heads=2, head_dim=16, intermediate_size=96, **TOK),
+    # four layers: conv, conv, full attention (layer_types' rule: full where j % 4 == 2), conv
+    "lfm3": dict(model_type="lfm3", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
+                 intermediate_size=96, conv_L_cache=3, **TOK),
+    "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+}
+EXPECTED = {
+    "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
+    "roformer": "param embed_positions_weight[s_max, h / a]",
+    "lfm3": "x = x + rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, "
+            "name = self_attn_at2), name = post_operator_norm_at2)",
+}
+
+drafted = Drafts(CASES)
+
+test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_config = family_tests(drafted, EXPECTED)
+
+
+def test_a_size_the_probes_read_as_a_number_is_refused_at_the_config():
+    """LFM2's MLP width (transformers 5.24 modeling_lfm2.py ``Lfm2MLP``: ``int(2 · intermediate_size / 3)`` rounded up to a
+    multiple of ``block_multiple_of``, 256) is 256 at both probes (intermediate sizes 19 and 31), so the draft writes
+    256 and matches PyTorch there; at the config's own intermediate_size 600 the width is 512 (int(400) rounded up):
+    the parameters at the config differ, and the draft is not exact (never a silent wrong number)."""
+    d = draft_model(dict(model_type="lfm2", **DENSE, num_key_value_heads=2, intermediate_size=600, **TOK))
+    assert not d.todos and d.confirmed and all(c.exact for c in d.checks)
+    hidden, layers, vocab = DENSE["hidden_size"], DENSE["num_hidden_layers"], DENSE["vocab_size"]
+    torch_params, draft_params = d.config_params
+    assert torch_params - draft_params == layers * 3 * hidden * (512 - 256)   # w1, w3, w2 of each layer
+    assert not d.exact
+    assert any("parameters at the config's own sizes" in w for w in d.warnings)
+    assert f"parameters at the config's own sizes: torch {torch_params:,}, draft {draft_params:,}" in \
+        _differences(d)
+
+
+def test_a_draft_that_does_not_evaluate_at_the_config_is_refused():
+    """GLM-4.5's attention (transformers 5.24 modeling_glm4_moe.py ``Glm4MoeAttention``) takes its head size as
+    ``hidden_size // num_attention_heads`` when the config has no head_dim: 21 for h = 64 and a = 3. The probes' sizes
+    divide, so the draft reads ``h / a``; at the config 64 / 3 is no whole number: not exact, and derive says why."""
+    d = draft_model(dict(model_type="glm4_moe", hidden_size=64, num_attention_heads=3, num_key_value_heads=1,
+                         num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=16, intermediate_size=96, n_group=1, topk_group=1, vocab_size=128,
+                         max_position_embeddings=64, **TOK))
+    assert all(c.exact for c in d.checks) and d.config_params == [] and not d.exact
+    assert "the draft does not evaluate at the config's own sizes" in _differences(d)
