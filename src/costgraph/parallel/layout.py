@@ -90,7 +90,8 @@ class Layout(LayoutOptions):
             ``gpus`` not a multiple of ``t·p·c``.
         """
         try:
-            key = (type(self), tuple((k, type(v), v) for k, v in self.__dict__.items()))
+            values = tuple(self.__dict__.values())
+            key = (type(self), tuple(self.__dict__), values, tuple(map(type, values)))
             hash(key)
         except TypeError:   # a field holding a list or a dict: filled every time
             return self._filled()
