@@ -152,13 +152,19 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     if DP.name in graph.dims and dp is None:
         raise CostgraphValueError(f"model '{graph.name}' has a dimension named {DP.name}, the default "
                                   "data-parallel symbol", hint="give dp explicitly")
-    shard, is_frozen = _checked_shard(graph, shard), _predicate(frozen)
-    key = _memo_key(graph, (pol, opt, zero, n, gathered_units if zero == 3 else None), shard, is_frozen, select,
-                    weight_bytes)
+    return _kept(graph, (pol, opt, zero, n, gathered_units if zero == 3 else None), _checked_shard(graph, shard),
+                 _predicate(frozen), select, weight_bytes or {})
+
+
+def _kept(graph: CostGraph, settings: tuple, shard: dict, is_frozen, select, weight_bytes) -> dict[str, Expr]:
+    """:func:`model_states` of the checked arguments (``settings``: policy, optimizer, stage, sharding
+    degree, gathered convention), once per graph and key (:func:`_memo_key`); a copy each time."""
+    key = _memo_key(graph, settings, shard, is_frozen, select, weight_bytes)
     store = graph.memo("model_states")
     if key is None or key not in store:
-        (W, G, C, M, S), units = _per_weight(graph, pol, opt, shard, is_frozen, select, weight_bytes or {})
-        gathered = _gathered(units, gathered_units) if zero == 3 else ZERO
+        pol, opt, zero, n, convention = settings
+        (W, G, C, M, S), units = _per_weight(graph, pol, opt, shard, is_frozen, select, weight_bytes)
+        gathered = _gathered(units, convention) if zero == 3 else ZERO
         out = assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
                        zero=zero, n=n, gathered=gathered)
         if key is None:
@@ -177,7 +183,7 @@ def _memo_key(graph: CostGraph, settings: tuple, shard: dict, is_frozen, select,
     try:
         key = (settings, tuple(sorted(shard.items())),
                None if select is None else frozenset(w for w in ids if select(w)),
-               frozenset(w for w in ids if is_frozen(w)), tuple(sorted((weight_bytes or {}).items())))
+               frozenset(w for w in ids if is_frozen(w)), tuple(sorted(weight_bytes.items())))
         hash(key)
     except TypeError:   # an unhashable policy, shard or byte count
         return None
