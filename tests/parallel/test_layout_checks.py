@@ -85,3 +85,24 @@ def test_the_default_is_named_in_the_output(capsys):
 
     code, out, _ = run(capsys, ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--zero", "3"])
     assert code == 0 and "ZeRO-3 gathered: --zero3-gathered largest (default) (one unit in flight" in out
+
+
+def test_filled_once_per_settings_tells_values_of_other_types_apart():
+    # Layout.filled keeps each filled layout by its fields' values and types: sp=1 equals sp=True (and
+    # hashes alike) yet is refused, after sp=True was filled; t=Integer(2) keeps its type
+    import sympy
+
+    assert Layout(t=2, sp=True).filled().sp is True
+    with pytest.raises(CostgraphValueError, match="sp must be true or false"):
+        Layout(t=2, sp=1).filled()
+    assert type(Layout(t=sympy.Integer(2), gpus=8).filled().t) is sympy.Integer
+    assert type(Layout(t=2, gpus=8).filled().t) is int
+
+
+def test_filled_gives_a_new_layout_each_time():
+    # a caller may change the layout it got: the next one is filled as before (d = gpus / t)
+    first = Layout(t=2, gpus=8).filled()
+    first.t, first.d = 8, 1
+    again = Layout(t=2, gpus=8).filled()
+    assert (again.t, again.d, again.m) == (2, 4, 1)
+    assert again is not first

@@ -173,6 +173,24 @@ def test_frozen_and_sharded_weights(gpt):
         model_states(gpt.graph, shard={"layers/mlp/nope/weight": t})
 
 
+
+def test_states_of_one_graph_kept_per_argument(gpt):
+    # model_states keeps each answer in the graph's cache (CostGraph.memo): every argument is part of the
+    # key. ZeRO paper §3.1: mixed-precision Adam holds 16 bytes a parameter (2 + 2 + 12), GPT-2 small's Ψ.
+    full = model_states(gpt.graph, policy="mixed", optimizer="adam")
+    assert at(gpt, full["total"], "gpt2") == 16 * GPT2_PARAMS
+    full["total"] = sympy.Integer(0)   # the caller's copy: the cache keeps its own
+    assert at(gpt, model_states(gpt.graph, policy="mixed", optimizer="adam")["total"], "gpt2") == 16 * GPT2_PARAMS
+    # two stages' selections (the token embedding, 50257 × 768; the rest) add up to the whole
+    wte = model_states(gpt.graph, policy="mixed", optimizer="adam", select=lambda w: w == "wte/weight")
+    rest = model_states(gpt.graph, policy="mixed", optimizer="adam", select=lambda w: w != "wte/weight")
+    assert at(gpt, wte["total"], "gpt2") == 16 * 50257 * 768
+    assert at(gpt, rest["total"], "gpt2") == 16 * (GPT2_PARAMS - 50257 * 768)
+    # a ZeRO-1 degree of 8 and 4 (12 bytes of the 16 sharded: the paper's 4Ψ + 12Ψ/N_d)
+    for n in (8, 4):
+        z1 = model_states(gpt.graph, policy="mixed", optimizer="adam", zero=1, dp=n)
+        assert at(gpt, z1["total"], "gpt2") == 4 * GPT2_PARAMS + 12 * GPT2_PARAMS // n
+
 # --- DeepSpeed's estimators -------------------------------------------------------------------
 
 def test_deepspeed_zero_estimators_on_llama_2_7b(llama):

@@ -45,6 +45,7 @@ holds that one entry. ``value`` appears when every symbol has a value.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import sympy
@@ -74,14 +75,25 @@ def _entry(expr: sympy.Expr, values) -> dict:
     """``{expr, latex, value}``; a per-device share of a table padded to a
     multiple of t (a vocabulary not divisible by t) is rounded up, and then
     ``"rounded_up": true``."""
-    ordered = field_order(expr)
-    out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered)}
+    out = _printed(expr, True)
     if values is not None and expr.free_symbols <= set(values):
         v = expr.xreplace(values)
         out["value"] = int(sympy.ceiling(v))
         if not v.is_integer:
             out["rounded_up"] = True
     return out
+
+
+@functools.lru_cache(maxsize=256)   # a stage's memory is printed again as the model's, a part inside the total
+def _texts(expr: sympy.Expr, order: bool) -> tuple:
+    ordered = field_order(expr) if order else expr
+    return ordered, to_python(ordered), to_latex(ordered)
+
+
+def _printed(expr: sympy.Expr, order: bool) -> dict:
+    """``{expr, tree, latex}`` of ``expr`` in field order (``order``), its texts once per expression (:func:`_texts`)."""
+    ordered, text, tex = _texts(expr, order)
+    return {"expr": text, "tree": to_tree(ordered), "latex": tex}
 
 
 def plan_dict(result: TrainingMemory, extra: dict) -> dict:
@@ -108,8 +120,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
 def _number(expr: sympy.Expr, values) -> dict:
     """``{expr, latex, value}`` with ``value`` a number: an int when whole, else a float."""
     expr = as_expr(expr)
-    ordered = field_order(expr) if expr.free_symbols else expr
-    out = {"expr": to_python(ordered), "tree": to_tree(ordered), "latex": to_latex(ordered)}
+    out = _printed(expr, bool(expr.free_symbols))
     if values is not None and expr.free_symbols <= set(values) or not expr.free_symbols:
         v = expr.xreplace(values or {})
         out["value"] = int(v) if v.is_integer else float(v)

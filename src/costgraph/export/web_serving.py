@@ -45,8 +45,12 @@ def serving_table(model, add, values, hardware: str) -> dict:
     ``infer`` is called without a preset: its weights and KV cache read none (the page checks them against
     ``infer --hardware`` on four presets: ``tests/export/test_web.py``), and without one it derives no step
     times (the page shows none: 2.9 s of the 3.3 s of CPU of the thirteen calls for GPT-2); where a size
-    is missing (the memory has symbols besides P, G and b), again on the page's first preset ``hardware``,
-    as before: ``infer --hardware`` names the sizes its memory verdict lacks, and the page says so."""
+    is missing (the memory at ``values`` has symbols besides P, G and b: no number,
+    :func:`costgraph.inference.device.no_capacity`), again on the page's first preset ``hardware``, as
+    before: ``infer --hardware`` names the sizes its memory verdict lacks, and the page says so. (Where
+    every size has a value the preset changes none of the closed forms the page reads: the weights, the
+    KV cache and their sum; the second call, with the step times a preset brings, is not made: it was
+    12 of GPT-2's 25 calls and ~1 s of the page's CPU.)"""
     import sympy
 
     from ..errors import CostgraphError
@@ -63,8 +67,8 @@ def serving_table(model, add, values, hardware: str) -> dict:
             try:
                 kw = {"prompt": 1, "generate": 1, "batch": 1, "values": values, "kv": kv, "tp": tp, "weights": weights}
                 report = model.infer(hardware=None, **kw)
-                if {str(x) for x in report.quantities["memory_bytes"].free_symbols} - {"P", "G", "b"}:
-                    report = model.infer(hardware=hardware, **kw)   # a size missing: infer --hardware's answer
+                if report.values.get("memory_bytes") is None:   # a size missing at the values (device.no_capacity)
+                    report = model.infer(hardware=hardware, **kw)   # infer --hardware's answer: it names them
             except CostgraphError as e:
                 if tp == 1:
                     return {"absent": f"costgraph infer: {e.message}"}

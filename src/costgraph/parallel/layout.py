@@ -77,7 +77,11 @@ class Layout(LayoutOptions):
         return choice.resolve(value, self) if isinstance(choice, choices.Choice) else value
 
     def filled(self) -> "Layout":
-        """Check the settings and fill the derived ones (``d``, ``m``, ``etp``).
+        """Check the settings and fill the derived ones (``d``, ``m``, ``etp``): a new layout.
+
+        The same settings (the same fields, of the same types) give the same layout: it is filled
+        once and copied after (:data:`_FILLED`; the calculator page's step times fill one layout
+        ~16,000 times).
 
         Raises
         ------
@@ -85,6 +89,22 @@ class Layout(LayoutOptions):
             An unknown name, a degree that is not a positive whole number, or
             ``gpus`` not a multiple of ``t·p·c``.
         """
+        try:
+            values = tuple(self.__dict__.values())
+            key = (type(self), tuple(self.__dict__), values, tuple(map(type, values)))
+            hash(key)
+        except TypeError:   # a field holding a list or a dict: filled every time
+            return self._filled()
+        done = _FILLED.get(key)
+        if done is None:
+            done = self._filled()   # errors are not kept: raised again each time
+            if len(_FILLED) >= _FILLED_SIZE:
+                del _FILLED[next(iter(_FILLED))]   # the oldest
+            _FILLED[key] = done
+        return _copy(done)
+
+    def _filled(self) -> "Layout":
+        """:meth:`filled` without its cache."""
         out = type(self)(**self.__dict__)   # a subclass's own fields kept (and checked)
         if out.precision is None:   # the activations follow the policy (the one rule: choices.activation_precision)
             out.precision = choices.activation_precision(out.policy)
@@ -148,6 +168,19 @@ class Layout(LayoutOptions):
         _check_pipeline(out)
         _check_offload(out)
         return out
+
+
+#: filled layouts (:meth:`Layout.filled`) by their class and fields (name, type, value): bounded, the
+#: oldest dropped first; a value, never a graph, so nothing of a model is held here
+_FILLED: dict = {}
+_FILLED_SIZE = 4096
+
+
+def _copy(layout: "Layout") -> "Layout":
+    """A shallow copy of ``layout`` (its fields' values are immutable where it is cached)."""
+    out = object.__new__(type(layout))
+    out.__dict__.update(layout.__dict__)
+    return out
 
 
 def _check_choices(out: "Layout") -> None:

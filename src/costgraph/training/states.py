@@ -152,11 +152,42 @@ def model_states(graph: CostGraph, *, policy: str | Policy = DEFAULT_POLICY, opt
     if DP.name in graph.dims and dp is None:
         raise CostgraphValueError(f"model '{graph.name}' has a dimension named {DP.name}, the default "
                                   "data-parallel symbol", hint="give dp explicitly")
-    (W, G, C, M, S), units = _per_weight(graph, pol, opt, _checked_shard(graph, shard), _predicate(frozen), select,
-                                         weight_bytes or {})
-    gathered = _gathered(units, gathered_units) if zero == 3 else ZERO
-    return assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
-                    zero=zero, n=n, gathered=gathered)
+    return _kept(graph, (pol, opt, zero, n, gathered_units if zero == 3 else None), _checked_shard(graph, shard),
+                 _predicate(frozen), select, weight_bytes or {})
+
+
+def _kept(graph: CostGraph, settings: tuple, shard: dict, is_frozen, select, weight_bytes) -> dict[str, Expr]:
+    """:func:`model_states` of the checked arguments (``settings``: policy, optimizer, stage, sharding
+    degree, gathered convention), once per graph and key (:func:`_memo_key`); a copy each time."""
+    key = _memo_key(graph, settings, shard, is_frozen, select, weight_bytes)
+    store = graph.memo("model_states")
+    if key is None or key not in store:
+        pol, opt, zero, n, convention = settings
+        (W, G, C, M, S), units = _per_weight(graph, pol, opt, shard, is_frozen, select, weight_bytes)
+        gathered = _gathered(units, convention) if zero == 3 else ZERO
+        out = assemble(sympy.Add(*W), sympy.Add(*G), sympy.Add(*C), sympy.Add(*M), sympy.Add(*S),
+                       zero=zero, n=n, gathered=gathered)
+        if key is None:
+            return out
+        store[key] = out
+    return dict(store[key])   # a copy: the caller may add keys
+
+
+def _memo_key(graph: CostGraph, settings: tuple, shard: dict, is_frozen, select, weight_bytes) -> tuple | None:
+    """What :func:`model_states` reads besides the graph, as a key of the graph's own cache
+    (``CostGraph.memo("model_states")``; the calculator page asks for one layout's states ~1,400 times):
+    ``settings`` (policy, optimizer, stage, sharding degree, gathered convention), the shards, and the
+    weights selected and frozen (the predicates' answers, not the functions); None where a part cannot
+    be a key (no cache then)."""
+    ids = graph.weights
+    try:
+        key = (settings, tuple(sorted(shard.items())),
+               None if select is None else frozenset(w for w in ids if select(w)),
+               frozenset(w for w in ids if is_frozen(w)), tuple(sorted(weight_bytes.items())))
+        hash(key)
+    except TypeError:   # an unhashable policy, shard or byte count
+        return None
+    return key
 
 
 def _checked_shard(graph: CostGraph, shard) -> dict:

@@ -137,8 +137,11 @@ def flops_by_precision(cg, layout, flops: dict, convention: str | None = None,
     from .fp8_options import precision_flops
     from .recompute_count import recompute_flops
 
-    rows = breakdown(cg, MODEL_SCOPE, convention or CONVENTION.default, get_precision("bf16"),
-                     causal or CAUSAL.default, leaves_only=True)
+    key = (convention or CONVENTION.default, causal or CAUSAL.default)
+    store = cg.memo("fp8_split_rows")   # the model's rows read no layout: once per graph and convention
+    if key not in store:
+        store[key] = breakdown(cg, MODEL_SCOPE, key[0], get_precision("bf16"), key[1], leaves_only=True)
+    rows = store[key]
     rerun = recompute_flops(cg, layout, rows, recompute_plan(cg, layout, layout.attention))
     per_mb, per_mb_hw = precision_flops(cg, layout, rows, rerun)
     n = as_expr(layout.t) * as_expr(layout.p) * as_expr(layout.c) * as_expr(layout.d)
