@@ -45,7 +45,6 @@ holds that one entry. ``value`` appears when every symbol has a value.
 
 from __future__ import annotations
 
-import functools
 import json
 
 import sympy
@@ -61,8 +60,7 @@ from ..training.compute import FLOPS, RATIOS, TIME
 from ..training.fp8 import ATTENTION_SAVED, PARTS, SAVED
 from ..training.memory import MEMORY_KEYS, TrainingMemory
 from ..version import __version__
-from .exprtree import to_tree
-from .printing import field_order, to_latex, to_python, to_text
+from .printing import field_order, printed, to_text
 from .tables import table
 
 FP8_PARTS = (*PARTS, SAVED, ATTENTION_SAVED)   # the FP8 buffers (in the total), then what is saved (in activations)
@@ -75,25 +73,13 @@ def _entry(expr: sympy.Expr, values) -> dict:
     """``{expr, latex, value}``; a per-device share of a table padded to a
     multiple of t (a vocabulary not divisible by t) is rounded up, and then
     ``"rounded_up": true``."""
-    out = _printed(expr, True)
+    out = printed(expr, True)
     if values is not None and expr.free_symbols <= set(values):
         v = expr.xreplace(values)
         out["value"] = int(sympy.ceiling(v))
         if not v.is_integer:
             out["rounded_up"] = True
     return out
-
-
-@functools.lru_cache(maxsize=256)   # a stage's memory is printed again as the model's, a part inside the total
-def _texts(expr: sympy.Expr, order: bool) -> tuple:
-    ordered = field_order(expr) if order else expr
-    return ordered, to_python(ordered), to_latex(ordered)
-
-
-def _printed(expr: sympy.Expr, order: bool) -> dict:
-    """``{expr, tree, latex}`` of ``expr`` in field order (``order``), its texts once per expression (:func:`_texts`)."""
-    ordered, text, tex = _texts(expr, order)
-    return {"expr": text, "tree": to_tree(ordered), "latex": tex}
 
 
 def plan_dict(result: TrainingMemory, extra: dict) -> dict:
@@ -120,7 +106,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
 def _number(expr: sympy.Expr, values) -> dict:
     """``{expr, latex, value}`` with ``value`` a number: an int when whole, else a float."""
     expr = as_expr(expr)
-    out = _printed(expr, bool(expr.free_symbols))
+    out = printed(expr, bool(expr.free_symbols))
     if values is not None and expr.free_symbols <= set(values) or not expr.free_symbols:
         v = expr.xreplace(values or {})
         out["value"] = int(v) if v.is_integer else float(v)
