@@ -35,7 +35,7 @@ def parse_size(text: str, *, what: str = "the memory size", floor: bool = False,
         raise CostgraphValueError(f"cannot read {what} {str(text)[:40]!r}",
                                   hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
     ascii_number(text, what)
-    m = _SIZE.match(text)
+    m = _SIZE.match(text.replace("_", ""))   # '_' only as a thousands separator here (ascii_number): 80_000MB
     if m and m.group(4).endswith("b") and m.group(4) not in ("b",):
         raise CostgraphValueError(f"{what} {text!r} is in bits ('b'); write bytes",
                                   hint="e.g. 80GB (10^9 bytes) or 80GiB (2^30 bytes)")
@@ -68,7 +68,7 @@ def memory_size(value, what: str = "--memory") -> tuple[int, bool]:
     if not isinstance(value, str):
         return whole(value, what), False
     n = parse_size(value, what=what, floor=True)
-    m = _SIZE.match(value)
+    m = _SIZE.match(value.replace("_", ""))
     whole_bytes = sympy.Rational(int(m.group(1) + (m.group(2) or "")), 10 ** len(m.group(2) or "")) \
         * 10 ** int(m.group(3) or 0) * _UNITS[m.group(4).upper()]
     return n, whole_bytes != n
