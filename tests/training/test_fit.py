@@ -240,6 +240,16 @@ def test_a_reserve_number_without_a_unit_is_refused(text):
     assert reserve_bytes("2GB", 80_000_000_000) == 2_000_000_000
 
 
+@pytest.mark.parametrize("text, hint", [("1e-1", "--reserve 0.1"), ("5e-2", "--reserve 0.05")])
+def test_a_reserve_fraction_in_exponent_form_says_so(text, hint):
+    # trial 8: `--reserve 1e-1` said "a number without a unit is neither a fraction below 1 nor a size"; it is 0.1
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match="a fraction is written as a decimal") as e:
+        reserve_bytes(text, 80_000_000_000)
+    assert e.value.hint == hint
+
+
 def test_lora_that_does_not_fit_lists_the_single_changes(llama):
     # found by trial 8: `fit llama --config llama-3-70b --gpus 8 --lora 16 --quantize nf4` (158.96 GiB of 78.67)
     # offered only "--zero 3 --recompute full --gpus 1" (three changes, two of them no help), though

@@ -137,6 +137,10 @@ def reserve_bytes(reserve, capacity: int) -> int:
     if isinstance(reserve, float):
         reserve = repr(reserve)
     if isinstance(reserve, str) and _BARE.match(reserve) and not _FRACTION.match(reserve):
+        q = sympy.Rational(reserve.strip().replace("_", ""))
+        if q < 1:   # 1e-1 is a fraction, in a form the reserve's rule does not read (it said "neither a fraction")
+            raise CostgraphValueError(f"--reserve {reserve.strip()[:40]}: a fraction is written as a decimal",
+                                      hint=f"--reserve {float(q):g}" if q.q < 10**12 else "e.g. --reserve 0.1")
         raise CostgraphValueError(f"--reserve {reserve.strip()[:40]}: a number without a unit is neither a fraction "
                                   "below 1 nor a size", hint="a fraction of the device memory (0.1) or a size with "
                                   "its unit (8GB, 8GiB)")
