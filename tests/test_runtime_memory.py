@@ -168,3 +168,20 @@ def test_fit_reads_the_device_memory_as_train_does():
     nominal = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1", memory_convention="nominal")
     assert (nominal.capacity_bytes, nominal.usable_bytes) == (80_000_000_000, 72_000_000_000)
     assert "memory convention nominal" in nominal.settings["reserve"]
+
+
+def test_nominal_without_a_preset_is_refused(capsys):
+    # trial 8: `train llama --config llama-3-8b --gpus 8 --memory-convention nominal` (no --hardware) ran with exit 0,
+    # the convention reading nothing (--reserve alone is refused there); the default passes (it cannot be told
+    # from one not given)
+    from costgraph.cli import main
+    from costgraph.errors import CostgraphValueError
+    from costgraph.runtime_memory import device_memory
+
+    assert device_memory(None) is None and device_memory(None, "cuda") is None
+    with pytest.raises(CostgraphValueError, match="reads a preset's memory, but no --hardware names one"):
+        device_memory(None, "nominal")
+    for argv in (["train", "llama", "--config", "llama-3-8b", "--gpus", "8"], ["train", "--params", "7e9", "--gpus", "8"],
+                 ["infer", "llama", "--config", "llama-3-8b", "--prompt", "10", "--generate", "10"]):
+        assert main([*argv, "--memory-convention", "nominal"]) == 2
+        assert "hint: give --hardware NAME, or drop --memory-convention" in capsys.readouterr().err

@@ -302,8 +302,9 @@ def parse_rational(text: str, what: str):
     import sympy
 
     ascii_number(text, what)
-    m = _DECIMAL.fullmatch(text or "")
-    if not m and len(text or "") <= 40 and _DECIMAL.fullmatch(text.strip().removeprefix("-")):
+    plain = text.replace("_", "") if isinstance(text, str) else text   # thousands separators only (ascii_number)
+    m = _DECIMAL.fullmatch(plain or "")
+    if not m and len(text or "") <= 40 and _DECIMAL.fullmatch(plain.strip().removeprefix("-")):
         raise CostgraphValueError(f"{what} {text.strip()!r} is negative",
                                   hint="a number without a minus sign, such as 0.45, 2.5 or 140e12")
     if not m or len(text) > 40:
@@ -399,8 +400,8 @@ def token_count(value: object, name: str) -> object:
 
 
 def parse_count(text: str, flag: str = "--params") -> int:
-    """``7.5e9`` or ``7500000000`` → 7500000000 (a positive whole number; no ``_``, no ``+``:
-    :func:`ascii_number`); errors name ``flag``.
+    """``7.5e9``, ``7500000000`` or ``7_500_000_000`` → 7500000000 (a positive whole number; ``_`` only
+    between groups of three digits, no ``+``: :func:`ascii_number`); errors name ``flag``.
 
     Raises
     ------

@@ -41,6 +41,13 @@ RETIRED = {
                                          "--cross-entropy megatron-fused, 'unfused' is --cross-entropy megatron"),
 }
 
+#: a flag another command takes, given to one that has none of it (the command's prog name, the flag): the hint says
+#: what the command does instead (trial 8: `plan --link-rate line` hinted "did you mean --format?")
+ELSEWHERE = {
+    ("costgraph plan", "--link-rate"): "plan times its layouts at --link-rate nccl, the default (NCCL's busbw); "
+                                       "check a row at the line rates with its train command and --link-rate line;",
+}
+
 #: what a value of each type function's name is, for the hint of "invalid int value"
 KINDS = {"int": "a whole number, e.g. 8", "float": "a number, e.g. 0.5"}
 
@@ -229,7 +236,7 @@ def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
         for f in unique(flags):
             k = f.lstrip("-").replace("-", "_")
             named = f"did you mean {fields[k]} ({k} in the Python API)?" if fields.get(k, f) != f else None
-            close.append((f, named or _no_output(parser.prog, f, words, options)
+            close.append((f, named or ELSEWHERE.get((parser.prog, f)) or _no_output(parser.prog, f, words, options)
                           or did_you_mean(f, [o for o in options if o not in _HELP], cutoff=0.5, quote="")))
         close = [(f"{f}: " if len(flags) > 1 else "") + c for f, c in close if c]
         extra = "" if flags else "it takes no more positional values; "

@@ -205,7 +205,8 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
     Raises
     ------
     CostgraphValueError
-        An unknown convention (the hint lists them); ``nominal`` with ``given`` (it would be ignored)."""
+        An unknown convention (the hint lists them); ``nominal`` with ``given`` or without ``hw`` (it would be
+        ignored)."""
     from .choices import MEMORY_CONVENTION
     from .errors import CostgraphValueError
 
@@ -220,6 +221,9 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
                                                        "or drop --memory to read the preset's printed figure")
         return DeviceMemory(int(given), "given", "--memory")
     if hw is None:
+        if convention != MEMORY_CONVENTION.default:   # it was accepted and read nothing (trial 8)
+            raise CostgraphValueError(f"--memory-convention {convention} reads a preset's memory, but no --hardware "
+                                      "names one", hint="give --hardware NAME, or drop --memory-convention")
         return None
     printed = f"{hw.key}'s printed figure: {hw.source('memory_bytes')}"
     if convention == "cuda":

@@ -276,6 +276,14 @@ def test_a_kv_dtype_the_runtime_has_no_cache_for_is_refused(capsys, repo_root, r
     _refused(capsys, INFER + ["--runtime", runtime, "--kv", kv], words)
 
 
+@pytest.mark.parametrize("runtime", ["sglang", "trtllm", "llamacpp"])
+def test_a_vllm_engine_under_another_runtime_is_refused(capsys, repo_root, runtime):
+    # trial 8: --vllm-engine v0 --runtime sglang ran, the engine ignored without a word (as --sglang-fraction
+    # under --runtime vllm is refused)
+    _refused(capsys, INFER + ["--runtime", runtime, "--vllm-engine", "v0"],
+             f"--vllm-engine v0 picks vLLM's engine; --runtime {runtime} is not vLLM", "hint: add --runtime vllm")
+
+
 def test_non_torch_memory_above_the_device_is_refused(capsys, repo_root):
     # 1000 GiB outside PyTorch on an 80 GB H100: SGLang's pool came out at -829.42 GiB, exit 0
     _refused(capsys, INFER + ["--runtime", "sglang", "--non-torch-memory", "1000GiB"],

@@ -238,3 +238,27 @@ def test_a_reserve_number_without_a_unit_is_refused(text):
     assert "8GB" in e.value.hint
     assert reserve_bytes(2_000_000_000, 80_000_000_000) == 2_000_000_000
     assert reserve_bytes("2GB", 80_000_000_000) == 2_000_000_000
+
+
+@pytest.mark.parametrize("text, hint", [("1e-1", "--reserve 0.1"), ("5e-2", "--reserve 0.05")])
+def test_a_reserve_fraction_in_exponent_form_says_so(text, hint):
+    # trial 8: `--reserve 1e-1` said "a number without a unit is neither a fraction below 1 nor a size"; it is 0.1
+    from costgraph.training.fit import reserve_bytes
+
+    with pytest.raises(CostgraphValueError, match="a fraction is written as a decimal") as e:
+        reserve_bytes(text, 80_000_000_000)
+    assert e.value.hint == hint
+
+
+def test_lora_that_does_not_fit_lists_the_single_changes(llama):
+    # found by trial 8: `fit llama --config llama-3-70b --gpus 8 --lora 16 --quantize nf4` (158.96 GiB of 78.67)
+    # offered only "--zero 3 --recompute full --gpus 1" (three changes, two of them no help), though
+    # --recompute full alone fits at 57.67 GiB: train's verdict listed no change for a LoRA layout
+    v = llama.values("hf", s=8192)
+    r = costgraph.fit(llama, memory="40GB", gpus=8, values=v, lora_rank=16)
+    assert not r.fits
+    steps = {s.options: s for s in r.steps}
+    full = llama.train(values=v, memory="40GB", gpus=8, lora_rank=16, recompute="full")
+    assert steps["--recompute full"].after_bytes == -(-full.most_loaded().memory["total"].xreplace(v) // 1)
+    assert steps["--recompute full"].fits is full.fits["fits"] is True
+    assert {"--tp 2", "--pp 2"} <= set(steps)

@@ -218,8 +218,8 @@ def parse_over(text: str) -> tuple[str, list[int]]:
     """``--over`` of ``plot`` and ``report``: ``s=512,1024,2048`` → ``("s", [512, 1024, 2048])``;
     ``s=512:8192:x2`` (×2 from 512 up to 8192) and ``b=1:8:+1`` (steps of 1), ends included. The one
     grammar of ``sweep``'s ``--over`` (:func:`costgraph.export.sweep.parse_axis`): numbers as
-    :func:`costgraph.arguments.ascii_number` reads them (no ``_``: ``1_024`` is refused), a value listed
-    twice is refused; at most :data:`MAX_POINTS` points (a plot shows a few dozen bars).
+    :func:`costgraph.arguments.ascii_number` reads them (``_`` only between groups of three digits:
+    ``1_024``), a value listed twice is refused; at most :data:`MAX_POINTS` points (a plot shows a few dozen bars).
 
     Raises
     ------

@@ -31,10 +31,7 @@ def run_bare(args, capacity) -> str:
         raise CostgraphValueError(f"{gpus} GPUs do not divide into t·p = {t * p}")
     d = gpus // (t * p)
     timed = _bare_time(args, psi, gpus)
-    if capacity is None and args.hardware is not None:   # the preset's memory, as with a model
-        from ..hardware import preset
-
-        capacity = preset(args.hardware).memory_bytes
+    capacity, memory_from, reserve = _capacity(args, capacity)
     per = sympy.Rational(psi, t * p)
     states = bare_model_states(per, policy=args.precision, optimizer=args.optimizer, zero=args.zero, dp=d,
                                hsdp_group=args.hsdp)
@@ -50,7 +47,9 @@ def run_bare(args, capacity) -> str:
                "memory": {k: {"expr": str(v), "tree": to_tree(v), "value": int(sympy.ceiling(v))}
                           for k, v in vals.items()}}
         if capacity is not None:
-            doc["fits"] = {"capacity_bytes": capacity, "fits": bool(vals["total"] <= capacity)}
+            doc["fits"] = {"capacity_bytes": capacity + reserve, "fits": bool(vals["total"] <= capacity),
+                           **({"capacity_from": memory_from} if memory_from else {}),
+                           **({"reserve_bytes": reserve} if reserve else {})}
         if timed is not None:
             doc["time"] = timed.to_dict()
         return json.dumps(doc, indent=2)
@@ -59,11 +58,36 @@ def run_bare(args, capacity) -> str:
     for k in keys:
         lines.append(f"  {k:<11}{units.with_unit('activation_bytes', int(sympy.ceiling(vals[k])))}")
     if capacity is not None:
-        lines.append(f"device memory {units.with_unit('activation_bytes', capacity)}: "
+        held = f" less a reserve of {units.with_unit('activation_bytes', reserve)} (--reserve)" if reserve else ""
+        lines.append(f"device memory {units.with_unit('activation_bytes', capacity + reserve)}"
+                     + (f" ({memory_from})" if memory_from else "") + f"{held}: "
                      + ("fits" if vals["total"] <= capacity else "does NOT fit"))
     if timed is not None:
         lines += _time_lines(timed)
     return "\n".join(lines)
+
+
+def _capacity(args, given):
+    """``(usable bytes, the preset figure's source or None, reserve bytes)``: ``given`` (``--memory``) or the
+    ``--hardware`` preset's memory under ``--memory-convention`` (:func:`costgraph.runtime_memory.device_memory`,
+    as train with a model reads it: 79.22 GiB on an H100 SXM by default), less a ``--reserve`` fraction or size
+    (none without it: the states alone against the device); ``(None, None, 0)`` without either."""
+    from ..runtime_memory import device_memory
+
+    hw = None
+    if args.hardware is not None:
+        from ..hardware import preset
+
+        hw = preset(args.hardware)
+    seen = device_memory(hw, args.memory_convention, given)
+    if seen is None:
+        return None, None, 0
+    reserve = 0
+    if args.reserve is not None:
+        from ..training.fit import reserve_bytes
+
+        reserve = reserve_bytes(args.reserve, seen.bytes)
+    return seen.bytes - reserve, seen.source if seen.convention != "given" else None, reserve
 
 
 def _bare_time(args, psi: int, gpus: int):

@@ -60,6 +60,9 @@ def serve(rep, inf: Inference, m, sec, t: int, page: int, reserve, prompt: int, 
     if rule != SGLANG_FRACTION.default and runtime != "sglang":   # it was ignored without a word
         raise CostgraphValueError(f"--sglang-fraction {rule} is SGLang's default mem_fraction_static; --runtime "
                                   f"{runtime} has none", hint="add --runtime sglang, or drop --sglang-fraction")
+    if engine != VLLM_ENGINE.default and runtime != "vllm":   # it was ignored without a word (trial 8)
+        raise CostgraphValueError(f"--vllm-engine {engine} picks vLLM's engine; --runtime {runtime} is not vLLM",
+                                  hint="add --runtime vllm, or drop --vllm-engine")
     rep.settings.runtime = runtime
     if runtime != "vllm":   # another runtime's KV cache (inference/runtimes.py)
         from .runtimes import runtime_kv

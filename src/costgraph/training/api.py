@@ -344,7 +344,7 @@ def training_fits(model, result, values, capacity, scope: str = "model", reserve
             best = [largest_fitting(e, info.symbol, values, usable) for e in worst]
             setattr(fits, f"largest_{name}", None if None in best else min(best))
             fits.searched += (name,)
-    if not fits.fits and scope == "model" and result.layout.lora_rank is None:
+    if not fits.fits and scope == "model":
         fits.changes = fit_changes(model, result.layout, values, usable)
     return fits
 

@@ -35,7 +35,7 @@ def parse_size(text: str, *, what: str = "the memory size", floor: bool = False,
         raise CostgraphValueError(f"cannot read {what} {str(text)[:40]!r}",
                                   hint="write e.g. 80GB (10^9 bytes), 80GiB (2^30 bytes) or 141e9")
     ascii_number(text, what)
-    m = _SIZE.match(text)
+    m = _SIZE.match(text.replace("_", ""))   # '_' only as a thousands separator here (ascii_number): 80_000MB
     if m and m.group(4).endswith("b") and m.group(4) not in ("b",):
         raise CostgraphValueError(f"{what} {text!r} is in bits ('b'); write bytes",
                                   hint="e.g. 80GB (10^9 bytes) or 80GiB (2^30 bytes)")
@@ -68,7 +68,7 @@ def memory_size(value, what: str = "--memory") -> tuple[int, bool]:
     if not isinstance(value, str):
         return whole(value, what), False
     n = parse_size(value, what=what, floor=True)
-    m = _SIZE.match(value)
+    m = _SIZE.match(value.replace("_", ""))
     whole_bytes = sympy.Rational(int(m.group(1) + (m.group(2) or "")), 10 ** len(m.group(2) or "")) \
         * 10 ** int(m.group(3) or 0) * _UNITS[m.group(4).upper()]
     return n, whole_bytes != n
@@ -137,6 +137,10 @@ def reserve_bytes(reserve, capacity: int) -> int:
     if isinstance(reserve, float):
         reserve = repr(reserve)
     if isinstance(reserve, str) and _BARE.match(reserve) and not _FRACTION.match(reserve):
+        q = sympy.Rational(reserve.strip().replace("_", ""))
+        if q < 1:   # 1e-1 is a fraction, in a form the reserve's rule does not read (it said "neither a fraction")
+            raise CostgraphValueError(f"--reserve {reserve.strip()[:40]}: a fraction is written as a decimal",
+                                      hint=f"--reserve {float(q):g}" if q.q < 10**12 else "e.g. --reserve 0.1")
         raise CostgraphValueError(f"--reserve {reserve.strip()[:40]}: a number without a unit is neither a fraction "
                                   "below 1 nor a size", hint="a fraction of the device memory (0.1) or a size with "
                                   "its unit (8GB, 8GiB)")
