@@ -53,8 +53,10 @@ def generate_count(text: str, flag: str = "--generate") -> int:
     try:
         n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, flag)
     except CostgraphValueError as e:   # arguments.ascii_number's refusals keep their own hint
-        hint = e.hint if "ASCII" in e.message or "written without" in e.message or "in a number" in e.message else "a positive whole number, e.g. 1000, 1e12 or 10**12"
-        raise argparse.ArgumentTypeError(f"{e.message} (hint: {hint})") from None
+        own = "ASCII" in e.message or "written without" in e.message or "in a number" in e.message
+        hint = e.hint if own else "a positive whole number, e.g. 1000, 1e12 or 10**12"
+        message = e.message.removeprefix(f"{flag} ")   # argparse names the flag already ("argument --prompt: ...")
+        raise argparse.ArgumentTypeError(f"{message} (hint: {hint})") from None
     if n < 1 or n > MAX_GENERATE:
         raise argparse.ArgumentTypeError(f"{text.strip()} tokens is out of range (hint: between 1 and 10**15; the "
                                          f"closed form takes any size, but no serving run has more)")

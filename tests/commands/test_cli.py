@@ -84,6 +84,13 @@ def test_list_and_ops(capsys):
     assert "gpt: configurations gpt2" in capsys.readouterr().out
     assert main(["ops"]) == 0
     assert "linear(x, out, bias=true, tied=none, tp=true)" in capsys.readouterr().out
+    # one operator by name (as `hardware NAME`), an unknown one refused with the closest names
+    assert main(["ops", "clamped_glu"]) == 0
+    one = capsys.readouterr().out
+    assert one.startswith("clamped_glu(x)\n    gpt-oss's clamped SwiGLU") and "linear(" not in one
+    assert main(["ops", "clamp_glu"]) == 2
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        "error: no operator 'clamp_glu'", "hint: did you mean clamped_glu, clamp? costgraph ops lists every operator"]
 
 
 def test_latex_is_named_tex_or_latex_everywhere(capsys):

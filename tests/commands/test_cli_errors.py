@@ -56,7 +56,7 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: write the flag in full: --prompt or --page-size or --peak or --pp; costgraph infer --help lists its "
      "arguments"),
     # a type function's own "(hint: ...)" becomes the hint line
-    (INFER + ["--page-size", "0"], "costgraph infer: error: argument --page-size: --page-size '0' is not a positive "
+    (INFER + ["--page-size", "0"], "costgraph infer: error: argument --page-size: '0' is not a positive "
                                    "whole number",
      "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; costgraph infer --help lists its arguments"),
     # a removed flag names the one that took its place (not difflib's closest, --no-loss), where the command has it
@@ -166,7 +166,7 @@ NBSP = "16\u00a0"
      "costgraph infer: error: argument --batch: '16\\xa0': '\\xa0' (NO-BREAK SPACE) is not an ASCII character",
      "hint: write numbers with the ASCII digits 0-9: 16; costgraph infer --help lists its arguments"),
     (["infer", "gpt", "--prompt", "8", "--page-size", "١٦"],
-     "costgraph infer: error: argument --page-size: --page-size '١٦': '١' (ARABIC-INDIC DIGIT ONE) is not an ASCII "
+     "costgraph infer: error: argument --page-size: '١٦': '١' (ARABIC-INDIC DIGIT ONE) is not an ASCII "
      "digit", "hint: write numbers with the ASCII digits 0-9: --page-size 16; costgraph infer --help lists its "
               "arguments"),
     (["derive", "gpt", "--set", "h=１６"], "error: --set 'h=１６': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
@@ -189,7 +189,7 @@ NBSP = "16\u00a0"
     (["train", "gpt", "--gpus", "1_6"], "costgraph train: error: argument --gpus: '1_6': '_' in a number only separates groups of three digits (1_024, 7_500_000_000)",
                                         "hint: write it without '_': 16; costgraph train --help lists its "
                                                "arguments"),
-    (["infer", "gpt", "--prompt", "10_00"], "costgraph infer: error: argument --prompt: --prompt '10_00': "
+    (["infer", "gpt", "--prompt", "10_00"], "costgraph infer: error: argument --prompt: '10_00': "
                                             "'_' in a number only separates groups of three digits (1_024, 7_500_000_000)", "hint: write it without '_': --prompt 1000; costgraph "
                                                                    "infer --help lists its arguments"),
     (["sweep", "gpt", "--over", "s=1_0_24"], "error: --over 's=1_0_24': '_' in a number only separates groups of three digits (1_024, 7_500_000_000)",

@@ -613,7 +613,7 @@ def test_infer_refuses_page_size_zero(capsys):
     # then the error and the hint line (costgraph.cli_errors)
     err = _err(capsys, [*INFER, "--prompt", "512", "--generate", "128", "--page-size", "0"])
     assert err.startswith("usage: costgraph infer")
-    assert err.endswith("costgraph infer: error: argument --page-size: --page-size '0' is not a positive whole number\n"
+    assert err.endswith("costgraph infer: error: argument --page-size: '0' is not a positive whole number\n"
                         "hint: a positive whole number, e.g. 1000, 1e12 or 10**12; "
                         "costgraph infer --help lists its arguments\n")
 
