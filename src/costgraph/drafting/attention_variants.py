@@ -9,7 +9,7 @@ or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's
 
 from __future__ import annotations
 
-from .blocks import K, O, Q, V, _linear, _window, squared_relu
+from .blocks import K, O, Q, V, _linear, _window, head_sizes, squared_relu
 from .facts import Module
 
 #: DiffLlamaAttention's own parameters (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.__init__``):
@@ -37,8 +37,7 @@ def diff_attention_call(m: Module, arg: str, d) -> str | None:
             or len([c for c in m.children if c.param_count()]) != 4:
         return None
     d.blocks.add("diff_attention")
-    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
-             d.size(head_dim, "head size")]
+    sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
     return f"diff_attention({arg}, {', '.join(sizes)}, name = {m.name})"
 
 
@@ -61,8 +60,7 @@ def subnorm_call(m: Module, arg: str, d) -> str | None:
             and not any(x[2] for x in (q, k, v, o)) and _rms(sub, q[1]) and k[1] == v[1] and o[:2] == (q[1], q[0]) \
             and not q[1] % head_dim and not k[1] % head_dim and len(m.children) == 5:
         d.blocks.add("subnorm_attention")
-        sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
-                 d.size(head_dim, "head size")]
+        sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
         return f"subnorm_attention({arg}, {', '.join(sizes)}, name = {m.name})"
     gate, up, down, sub = (_linear(m.child("gate_proj")), _linear(m.child("up_proj")), _linear(m.child("down_proj")),
                            m.child("ffn_sub_norm"))
@@ -94,7 +92,7 @@ def head_gated_call(m: Module, arg: str, d) -> str | None:
             or o[:2] != (q[1], q[0]) or len(m.children) != 7:
         return None
     d.blocks.add("head_gated_attention")
-    sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
+    sizes = head_sizes(d, heads, k[1], head_dim)
     opts = _window(m, d) + (["sigmoid_gate = true"] if m.attrs["gate_fn"] == "sigmoid" else [])
     return f"head_gated_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
 
@@ -113,8 +111,7 @@ def output_gated_call(m: Module, arg: str, d) -> str | None:
             or len([c for c in m.children if c.param_count()]) != 7:
         return None
     d.blocks.add("output_gated_attention")
-    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
-             d.size(head_dim, "head size")]
+    sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
     return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
 
 

@@ -122,8 +122,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         sorted(c.params.get("weight", (0,))[0] for c in norms) == sorted((q[1], k[1]))
     if whole and not q[2] and not o[2] and rotary:     # OLMo 2's QK-norm over the whole projection
         d.blocks.add("proj_norm_attention")
-        sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
-                 d.size(head_dim, "head size")]
+        sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
         return f"proj_norm_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
     if "sinks" in m.params:     # gpt-oss's learned sink logit per head (transformers' sinks [a])
         if m.params["sinks"] != (q[1] // head_dim,) or not rotary or (k[2] != q[2]) or (norms and (
@@ -139,8 +138,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     if not rotary:
         opts.append("rotary = false")
     opts += _window(m, d)
-    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
-             d.size(head_dim, "head size")]
+    sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
     return f"gqa_attention({arg}, {', '.join(sizes)}{''.join(', ' + x for x in opts)}, name = {m.name})"
 
 
@@ -148,8 +146,7 @@ def _sink_attention(m: Module, q, k, o, head_dim: int, arg: str, d, qk_norm: boo
     """GQA whose softmax also meets a learned sink logit per head (gpt-oss, Granite SWA: ``sinks`` [a]; Flint's with
     RMSNorm on each head's q and k)."""
     d.blocks.add("sink_attention")
-    sizes = [d.size(q[1] // head_dim, "query heads"), d.size(k[1] // head_dim, "key/value heads"),
-             d.size(head_dim, "head size")]
+    sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
     opts = (["qkv_bias = true"] if q[2] else []) + (["out_bias = true"] if o[2] else []) + _window(m, d)
     opts += ["qk_norm = true"] if qk_norm else []
     return f"sink_attention({arg}, {', '.join(sizes + opts)}, name = {m.name})"
@@ -162,7 +159,7 @@ def _gated_attention(m: Module, q, k, o, heads: int, head_dim: int, arg: str, d)
     if q[2] or k[2] or o[2] or len(norms) != 2 or any(c.params.get("weight") != (head_dim,) for c in norms):
         return None
     d.blocks.add("gated_attention")
-    sizes = [d.size(heads, "query heads"), d.size(k[1] // head_dim, "key/value heads"), d.size(head_dim, "head size")]
+    sizes = head_sizes(d, heads, k[1], head_dim)
     return f"gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
 
 
@@ -181,6 +178,13 @@ def _ln_qk_attention(m: Module, f, o, arg: str, d, rotary: bool) -> str | None:
     d.blocks.add("ln_qk_attention")
     return f"ln_qk_attention({arg}, {d.size(heads, 'attention heads')}, {d.size(head_dim, 'head size')}, " \
            f"name = {m.name})"
+
+
+def head_sizes(d, heads: int, kv_width: int, head_dim: int) -> list[str]:
+    """The draft's sizes of an attention block: query heads, key/value heads (``kv_width // head_dim``) and the
+    head size, each named by :meth:`costgraph.drafting.writer.Sizer.size` (a symbol or a probe-resolved number)."""
+    return [d.size(heads, "query heads"), d.size(kv_width // head_dim, "key/value heads"),
+            d.size(head_dim, "head size")]
 
 
 def _window(m: Module, d) -> list[str]:
