@@ -52,10 +52,13 @@ _COMMON = dict(deadline=None, database=None, print_blob=True,
                                       HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 
 
-def _settings(fast: int, long: int):
+def _settings(fast: int, long: int, common: dict | None = None):
+    """Hypothesis settings of the ``fast`` profile (derandomized, ``fast`` examples) or the ``long`` one;
+    ``common``: the rest (this module's :data:`_COMMON` when None; tests/commands/test_fuzz.py passes its own)."""
+    common = _COMMON if common is None else common
     if PROFILE == "long":
-        return settings(max_examples=long, **_COMMON)
-    return settings(max_examples=fast, derandomize=True, **_COMMON)
+        return settings(max_examples=long, **common)
+    return settings(max_examples=fast, derandomize=True, **common)
 
 
 def _seeded(f):

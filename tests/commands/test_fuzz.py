@@ -38,19 +38,18 @@ import signal
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import HealthCheck, event, given, seed, settings
+from hypothesis import HealthCheck, event, given
 from hypothesis import strategies as st
 
+import property_run
+from property_run import _seeded
 from fuzz_inputs import CONFIGS, MODELS, SOURCES, TEXTS, USERS, mutate_config, mutate_model_text, to_json_text
 
 import costgraph
 from costgraph import CostgraphError
 from costgraph.export.text_report import to_text_doc
 
-PROFILE = os.environ.get("COSTGRAPH_FUZZ", "fast")
 LIMIT = float(os.environ.get("COSTGRAPH_FUZZ_LIMIT", "5"))
-if PROFILE not in ("fast", "long"):
-    raise ValueError(f"COSTGRAPH_FUZZ must be fast or long, not {PROFILE!r}")
 
 _COMMON = dict(deadline=None, database=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -58,14 +57,7 @@ _COMMON = dict(deadline=None, database=None, print_blob=True,
 
 
 def _settings(fast: int, long: int):
-    if PROFILE == "long":
-        return settings(max_examples=long, **_COMMON)
-    return settings(max_examples=fast, derandomize=True, **_COMMON)
-
-
-def _seeded(f):
-    s = os.environ.get("COSTGRAPH_FUZZ_SEED")
-    return seed(int(s))(f) if s and PROFILE == "long" else f
+    return property_run._settings(fast, long, common=_COMMON)   # the profiles (COSTGRAPH_FUZZ) read once, there
 
 
 # --- the time limit -------------------------------------------------------------
