@@ -20,6 +20,11 @@ from typing import Mapping
 
 from .errors import CostgraphValueError
 
+
+class NumberFormError(CostgraphValueError):
+    """A number written in a form no reader takes (:func:`ascii_number`: another script's digits, a misplaced
+    ``_``, a leading ``+``); its hint writes the number as meant, so a reader re-raising keeps it."""
+
 # Widest value repeated in a message; a longer one is cut short.
 _SHOWN = 60
 # Whole numbers are capped as the numbers of a model file are (parser.MAX_DIGITS).
@@ -259,7 +264,7 @@ def ascii_number(text: str, what: str, *, pair: bool = False) -> str:
     example = f": {shown_as}" if plain.isprintable() and len(plain) <= 40 else ""
     why = ("'_' in a number only separates groups of three digits (1_024, 7_500_000_000)" if separated
            else "a number is written without a sign '+'")
-    raise CostgraphValueError(f"{what} {shown(text)}: {why}".lstrip(), hint=f"write it without {bad}{example}")
+    raise NumberFormError(f"{what} {shown(text)}: {why}".lstrip(), hint=f"write it without {bad}{example}")
 
 
 #: a leading '+' of a number, or of a value of a list (``--over s=1,+2``)
@@ -283,7 +288,7 @@ def _not_ascii(text: str, what: str):
     plain = unicodedata.normalize("NFKC", plain).replace("\u2212", "-").strip()
     shown_as = f"{what} {plain}" if what.startswith("-") else plain   # a flag's value as the command line writes it
     example = f": {shown_as}" if plain.isascii() and plain.isprintable() and len(plain) <= 40 else ""
-    raise CostgraphValueError(f"{what} {shown(text)}: {ch!r} ({name}) is not an ASCII {kind}".lstrip(),
+    raise NumberFormError(f"{what} {shown(text)}: {ch!r} ({name}) is not an ASCII {kind}".lstrip(),
                               hint=f"write numbers with the ASCII digits 0-9{example}")
 
 

@@ -46,15 +46,14 @@ def generate_count(text: str, flag: str = "--generate") -> int:
     import argparse
     import re
 
-    from .arguments import parse_count
+    from .arguments import NumberFormError, parse_count
     from .errors import CostgraphValueError
 
     power = re.fullmatch(r"\s*([0-9]{1,4})\s*\*\*\s*([0-9]{1,3})\s*", text or "")
     try:
         n = int(power.group(1)) ** int(power.group(2)) if power else parse_count(text, flag)
-    except CostgraphValueError as e:   # arguments.ascii_number's refusals keep their own hint
-        own = "ASCII" in e.message or "written without" in e.message or "in a number" in e.message
-        hint = e.hint if own else "a positive whole number, e.g. 1000, 1e12 or 10**12"
+    except CostgraphValueError as e:   # arguments.ascii_number's refusals (NumberFormError) keep their own hint
+        hint = e.hint if isinstance(e, NumberFormError) else "a positive whole number, e.g. 1000, 1e12 or 10**12"
         message = e.message.removeprefix(f"{flag} ")   # argparse names the flag already ("argument --prompt: ...")
         raise argparse.ArgumentTypeError(f"{message} (hint: {hint})") from None
     if n < 1 or n > MAX_GENERATE:
