@@ -98,7 +98,9 @@ def test_declared_traits_of_some_operators():
     assert {n: REGISTRY[n].roles for n in REGISTRY if REGISTRY[n].roles} == {
         "linear": ("matrix", "router", "weight_grad_input"), "embedding": ("embedding", "weight_grad_input"),
         "rmsnorm": ("weight_grad_normalized",), "repeat_kv": ("kv_expand", "kv_passthrough"),
-        "silu": ("glu_gate",), "gelu": ("glu_gate",), "split": ("view",), "split_heads": ("view",),
+        "silu": ("glu_gate", "expert_act"), "gelu": ("glu_gate", "expert_act"), "relu": ("expert_act",),
+        "mul": ("expert_act",), "clamped_glu": ("expert_act",),   # recompute.MODULES' moe_act kind list before
+        "split": ("view",), "split_heads": ("view",),
         "slice": ("view",), "transpose": ("view", "kv_passthrough"), "cache": ("cache", "view", "kv_passthrough"),
         "sinusoidal": ("timestep",)}
     assert (has_role("linear", "matrix"), has_role("embedding", "matrix"), has_role("param", "matrix")) == \
@@ -167,7 +169,7 @@ def test_roles_choose_routers_matrices_and_quantized_weights():
 def test_costgraph_ops_prints_the_traits(capsys):
     assert cli.main(["ops"]) == 0
     out = capsys.readouterr().out
-    for block in ("gelu(x, keep=none)\n    GELU activation (Hendrycks & Gimpel 2016)\n    layout: follow · roles: glu_gate\n",
+    for block in ("gelu(x, keep=none)\n    GELU activation (Hendrycks & Gimpel 2016)\n    layout: follow · roles: glu_gate, expert_act\n",
                   "\n    layout: column_row · roles: matrix, router, weight_grad_input\n",
                   "transpose(x)\n    swap the last two dimensions (view)\n    layout: view (-1→-2, -2→-1) · roles: view, "
                   "kv_passthrough\n",

@@ -75,15 +75,14 @@ ONE = sympy.Integer(1)
 #: Finders: ``attention`` the attention core and its probs·V; ``subtree`` the
 #: operators under a path component matching one of the names (``dense``:
 #: without routed experts; ``moe``: with); ``names`` operators whose last
-#: path component matches; ``expert_act`` elementwise operators of these
-#: kinds inside a routed-expert group.
+#: path component matches; ``expert_act`` the operators with that role (``@op(roles=...)``)
+#: inside a routed-expert group.
 MODULES = {
     "core_attn": ("inside", "attention", ()),
     "mlp": ("inside", "subtree-dense", ("mlp", "feed_forward", "ffn")),
     "moe": ("inside", "subtree-moe", ("mlp", "feed_forward", "ffn", "block_sparse_moe")),
     "shared_experts": ("inside", "subtree", ("shared_expert", "shared_experts", "shared_mlp")),
-    "moe_act": ("outputs", "expert_act", ("silu", "gelu", "relu", "mul", "swiglu", "geglu", "quick_gelu",
-                                          "clamped_glu")),
+    "moe_act": ("outputs", "expert_act", ()),
     "layernorm": ("outputs", "names", ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                                        "ln_1", "ln_2", "attention_norm", "ffn_norm")),
     "mla_up_proj": ("outputs", "names", ("q_b_proj", "kv_b_proj", "rope", "rope_1")),
@@ -238,8 +237,11 @@ def module_regions(cg, module: str) -> list[list[str]]:
     if how.startswith("subtree"):
         return _subtrees(cg, names, {"subtree": None, "subtree-dense": False, "subtree-moe": True}[how])
     if how == "expert_act":
+        from ..ops.registry import has_role
+
         ex = _experts(cg)
-        return [[p for p, d in cg.ops() if d["kind"] in names and any(p.startswith(e + "/") for e in ex)]] \
+        return [[p for p, d in cg.ops() if has_role(d["kind"], "expert_act")
+                 and any(p.startswith(e + "/") for e in ex)]] \
             if ex else []
     hits = [p for p, _ in cg.ops() if p.rsplit("/", 1)[-1] in names]
     if module == "mla_up_proj":   # RoPE of an MLA only (a q_b_proj / kv_b_proj beside it)

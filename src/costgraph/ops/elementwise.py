@@ -81,17 +81,18 @@ def _unary(c, kind: str, save: str, per: int | None = None):
 
 
 @op("gelu", "GELU activation (Hendrycks & Gimpel 2016)", x="tensor", keep=("ident", None), layout="follow",
-    roles="glu_gate")
+    roles=("glu_gate", "expert_act"))
 def gelu(c):
     return _unary(c, "gelu", save="input")
 
 
-@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None), layout="follow", roles="glu_gate")
+@op("silu", "SiLU / swish activation", x="tensor", keep=("ident", None), layout="follow",
+    roles=("glu_gate", "expert_act"))
 def silu(c):
     return _unary(c, "silu", save="input")
 
 
-@op("relu", "ReLU activation", x="tensor", keep=("ident", None), layout="follow")
+@op("relu", "ReLU activation", x="tensor", keep=("ident", None), layout="follow", roles="expert_act")
 def relu(c):
     return _unary(c, "relu", save="output")
 
@@ -146,7 +147,7 @@ def sub(c):
 
 
 @op("mul", "elementwise product of two activations (written x * y; broadcasts)",
-    x="tensor", y="tensor", layout="broadcast")
+    x="tensor", y="tensor", layout="broadcast", roles="expert_act")
 def mul(c):
     """Keeps both operands (autograd: d(xy)/dx = y, d(xy)/dy = x), except, in the
     ``korthikanti`` profile (Megatron-LM's kernels), an operand made by a ``glu_gate``
@@ -283,7 +284,7 @@ CLAMPED_GLU_STEPS = (("clamp", 1), ("clamp", 2), ("scale", 1), ("sigmoid", 1), (
 
 @op("clamped_glu", "gpt-oss's clamped SwiGLU on the fused gate/up projection [.., 2w] → [.., w]: "
     "gate clamped above, up both ways, (up + 1) · gate · σ(α · gate)",
-    x="tensor", layout="follow")
+    x="tensor", layout="follow", roles="expert_act")
 def clamped_glu(c):
     """gpt-oss's gated unit (transformers 5.24 ``modeling_gpt_oss.py::GptOssExperts._apply_gate``:
     ``gate.clamp(max=limit)``, ``up.clamp(-limit, limit)``, ``glu = gate * sigmoid(gate * alpha)``,

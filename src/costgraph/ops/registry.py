@@ -102,6 +102,9 @@ ROLES = {
     "kv_passthrough": "K and V pass through it unchanged between their projection and the attention "
                       "products: context parallelism exchanges the tensor it reads",
     "timestep": "embeds a diffusion timestep: a model that calls it is a diffusion denoiser",
+    "expert_act": "an expert's activation or its GLU product: inside a routed expert, Megatron-LM's moe_act "
+                  "recompute module frees its output and re-runs it (moe/experts.py: CheckpointWithoutOutput "
+                  "over bias_act_func)",
 }
 
 
