@@ -106,3 +106,23 @@ def test_shape_rank_counts_each_parallel_shape_once():
     assert shape_rank(rows, row, fields) == 3
     assert shape_rank(rows + [dict(tp=8, pp=1)], dict(row, tp=8, pp=1), fields) == 4
     assert shape_rank(rows, dict(row, tp=2, pp=2), fields) is None
+
+
+#: the repositories of the frameworks that shard with PyTorch's FSDP2 (fully_shard per block, the next block's
+#: all-gather prefetched; the root module kept gathered): torchtitan (its parallelize_llama.py) and NeMo AutoModel
+#: (its yamls' distributed.strategy fsdp2, Automodel @ 809f199 examples/llm_benchmark/)
+FSDP2_REPOSITORIES = ("github.com/pytorch/torchtitan/", "github.com/NVIDIA-NeMo/Automodel/")
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if any(k in r["source"]["url"] for k in FSDP2_REPOSITORIES)],
+                         ids=lambda r: r["id"])
+def test_fsdp2_frameworks_run_their_own_conventions(row):
+    # a run of torchtitan or AutoModel is timed by FSDP2's overlap (costgraph.choices.OVERLAP torchtitan: the next
+    # block's gather prefetched, TP and PP exposed) and holds FSDP2's gathered root (ZERO3_GATHERED fsdp2), never
+    # by the Megatron-Core defaults; AutoModel's MaskedCrossEntropy is F.cross_entropy on fp32-upcast logits
+    # (Automodel @ 809f199 nemo_automodel/components/loss/masked_ce.py, fp32_upcast True): the pytorch convention
+    layout = row.get("layout", {})
+    assert row["zero"] == 3
+    assert layout.get("overlap") == "torchtitan" and layout.get("zero3_gathered") == "fsdp2"
+    if "Automodel" in row["source"]["url"]:
+        assert layout.get("cross_entropy") == "pytorch"
