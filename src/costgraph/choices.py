@@ -268,6 +268,8 @@ CHOICES[OVERLAP.name] = OVERLAP
 #: 370.8 of H100's 450 GB/s; NET_BW 12.0 per 100 Gbit, 48 of a 400 Gb/s NIC's 50; nccl-tests#212, #290), the
 #: presets' scale_up_busbw / scale_out_busbw in hardware.toml; line is the vendors' line rates, what the Scaling
 #: Book (gpus.md) and Calculon (its network bandwidth, with an efficiency of 1 unless given) time links at.
+#: The EP all-to-all (NCCL's, Megatron's alltoall dispatcher) runs at the same busbw: nccl-tests#212 (370 GB/s the
+#: busbw of every non-allreduce collective on H100), #267 (an all-to-all runs at one NIC, 48-49 GB/s on CX-7 NDR).
 LINK_RATE = Choice("link_rate", "link bandwidth convention", (
     ("nccl", "the bus bandwidth NCCL reaches (nccl-tests busbw: 370.8 of NVLink4's 450 GB/s, 48 of a 400 Gb/s "
              "NIC's 50), where the preset gives it"),

@@ -335,7 +335,8 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
         total = ZERO
         for part in col.parts:
             if part.op == "all-to-all":
-                total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route)
+                total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route,
+                                          rate=rate)
                 continue
             alpha, beta = link(part.stride, part.group, hardware, gpus, factors=part.factors or None,
                                domain_ranks=dom, ring=part.op in RING_OPS, rate=rate)
