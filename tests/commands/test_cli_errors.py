@@ -46,10 +46,11 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
     (["derive", "gpt", "--output=y.txt"], "costgraph derive: error: unrecognized arguments: --output=y.txt",
      "hint: costgraph derive has no --output: it prints to standard output; redirect that to a file: costgraph derive "
      "... > y.txt; costgraph derive --help lists its arguments"),
-    # a flag of train and fit given to plan: what plan does instead (trial 8: "did you mean --format?")
-    (["plan", "gpt", "--hardware", "h100-sxm", "--link-rate", "line"], "costgraph plan: error: unrecognized arguments: --link-rate line",
-     "hint: plan times its layouts at --link-rate nccl, the default (NCCL's busbw); check a row at the line rates "
-     "with its train command and --link-rate line; costgraph plan --help lists its arguments"),
+    # a flag of train and plan given to fit, which times nothing: why it has none (trial 8: "did you mean --format?")
+    (["fit", "gpt", "--hardware", "h100-sxm", "--link-rate", "line"], "costgraph fit: error: unrecognized arguments: --link-rate line",
+     "hint: fit prints no step time (it judges memory), so the link bandwidth changes nothing there; time a layout "
+     "with costgraph train --link-rate, or rank layouts with costgraph plan --link-rate; costgraph fit --help lists "
+     "its arguments"),
     (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
      "hint: costgraph derive --help lists its arguments"),
     (INFER + ["--p", "3"], "costgraph infer: error: ambiguous option: --p could match --prompt, --page-size, --peak, --pp",

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     add_arguments(f, FitOptions, "hardware", "hardware")   # declared once (costgraph.fit_options.FitOptions)
     from ._analysis import train_arguments   # --gpus --tp --pp --zero --recompute ... --memory --reserve
 
-    train_arguments(f)
+    train_arguments(f, timed=False)   # fit prints no step time: no --link-rate
     from ._analysis import efficiency_profile_argument, lora_arguments
 
     efficiency_profile_argument(f)   # training: a calibration profile's memory reserve
