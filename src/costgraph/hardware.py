@@ -353,22 +353,42 @@ def _human(key: str, v: int) -> str:
     return f"{v:,} {unit}"
 
 
-def format_one(hw: Hardware) -> str:
-    """Every field of one preset, each number with its unit and its source."""
+#: the name of the CUDA-visible memory beside a preset's fields (``costgraph hardware NAME``): not a field of the
+#: preset but an entry of runtime_memory.toml ([visible.NAME]), the memory convention cuda's figure
+VISIBLE = "memory_cuda_visible"
+
+
+def format_one(hw: Hardware, visible: tuple[int, str] | None = None) -> str:
+    """Every field of one preset, each number with its unit and its source; ``visible``: ``(bytes, source)`` of
+    the memory CUDA reports on it (:func:`costgraph.runtime_memory.visible_figure`), shown after
+    ``memory_bytes`` (what ``--memory-convention cuda``, the default, reads), or a line saying none is known
+    (the printed figure is read)."""
     lines = [f"{hw.key}: {hw.name} ({hw.vendor})"]
     if hw.note:
         lines.append(f"note: {hw.note}")
-    width = max(len(k) for k in hw.numbers())
+    width = max(len(k) for k in (*hw.numbers(), VISIBLE))
     for k, v in hw.numbers().items():
         lines.append(f"  {k.ljust(width)}  {v:>25,}  {_human(k, v)}")
         lines.append(f"  {'':{width}}  source: {hw.source(k)}")
+        if k == "memory_bytes" and visible is not None:
+            lines.append(f"  {VISIBLE.ljust(width)}  {visible[0]:>25,}  {visible[0] / 2**30:,.2f} GiB, as CUDA "
+                         f"reports it (--memory-convention cuda, the default, reads it)")
+            lines.append(f"  {'':{width}}  source: {visible[1]}")
+        elif k == "memory_bytes":
+            lines.append(f"  {VISIBLE.ljust(width)}  {'none known':>25}  (no [visible.{hw.key}] entry in "
+                         f"runtime_memory.toml: --memory-convention cuda reads the printed memory_bytes)")
     return "\n".join(lines)
 
 
-def to_json(hw: Hardware) -> dict:
-    """One preset as JSON-ready data: integers exact, units and sources beside them."""
-    return {"key": hw.key, "name": hw.name, "vendor": hw.vendor, "note": hw.note,
-            **hw.numbers(), "units": {k: UNITS[k] for k in hw.numbers()}, "sources": dict(hw.sources)}
+def to_json(hw: Hardware, visible: tuple[int, str] | None = None) -> dict:
+    """One preset as JSON-ready data: integers exact, units and sources beside them; ``visible`` (as
+    :func:`format_one`): ``memory_cuda_visible`` with its unit and source, where given."""
+    out = {"key": hw.key, "name": hw.name, "vendor": hw.vendor, "note": hw.note,
+           **hw.numbers(), "units": {k: UNITS[k] for k in hw.numbers()}, "sources": dict(hw.sources)}
+    if visible is not None:
+        out[VISIBLE] = visible[0]
+        out["units"][VISIBLE], out["sources"][VISIBLE] = "bytes", visible[1]
+    return out
 
 
 @dataclass(frozen=True)

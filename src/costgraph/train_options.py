@@ -44,7 +44,9 @@ MEMORY_CONVENTION_HELP = ("which figure of the --hardware preset is the device m
 
 
 def _memory_convention():
-    return option("--memory-convention", MEMORY_CONVENTION_HELP, choices=choices.MEMORY_CONVENTION, check="choice")
+    # default None (read as cuda): a convention given with --memory is refused, whichever (runtime_memory.device_memory)
+    return option("--memory-convention", MEMORY_CONVENTION_HELP, choices=choices.MEMORY_CONVENTION, check="choice",
+                  default=None, optional=True)
 
 
 def _efficiency_profile():

@@ -99,7 +99,7 @@ def efficiency_profile_argument(p) -> None:
 def train_given(args) -> bool:
     """Whether ``args`` ask for training memory: ``--train``, or a layout option off its default."""
     return bool(getattr(args, "train", False)) or getattr(args, "tp", 1) != 1 or any(
-        getattr(args, k) != v for k, v in TRAIN_DEFAULTS.items())
+        getattr(args, k, v) != v for k, v in TRAIN_DEFAULTS.items())   # fit has no TIME_ONLY options
 
 
 def infer_given(args) -> bool:

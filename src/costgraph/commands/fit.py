@@ -62,7 +62,7 @@ def run(args):
         from .infer import _weights
 
         given = [k for k, v in {**TRAIN_DEFAULTS, **TRAIN_ONLY}.items()
-                 if k not in ("gpus", "memory") and getattr(args, k) != v]
+                 if k not in ("gpus", "memory") and getattr(args, k, v) != v]
         if given:
             raise CostgraphValueError(f"{flag_of((FitOptions, LayoutOptions), given[0])} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")

@@ -93,7 +93,7 @@ class PlanResult(Tabular):
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
-            if st.get("memory_convention", MEMORY_CONVENTION.default) != MEMORY_CONVENTION.default else []
+            if st.get("memory_convention") not in (None, MEMORY_CONVENTION.default) else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
         return " ".join(words)
 
@@ -222,6 +222,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
                 "link_rate": o.link_rate,
                 "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                "memory_from": _memory_from(hw, memory is not None, o.memory_convention),
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
@@ -283,6 +284,16 @@ def _device(hardware, memory, precision, convention=None):
     hw = preset(hardware)
     check_supported(precision, hw)
     return hw, train_device(memory, hw, convention)[0]
+
+
+def _memory_from(hw, given: bool, convention) -> str | None:
+    """Where the device memory of the plan comes from, in words (:func:`costgraph.runtime_memory.preset_capacity`:
+    what CUDA reports, or the printed figure where no ``[visible.NAME]`` entry gives it, said so); None with
+    ``--memory``."""
+    from ..runtime_memory import preset_capacity
+
+    seen = preset_capacity(hw, given, convention)
+    return None if seen is None else seen.source
 
 
 def _rate(hw, precision, efficiency):
