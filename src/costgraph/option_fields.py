@@ -297,7 +297,7 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
         close = _habit(unknown[0], cls, also if isinstance(also, dict) else None) or did_you_mean(unknown[0], names)
         raise CostgraphValueError(f"{what}() has no setting {unknown[0]!r}",
                                   hint=(close + " " if close else "") + "settings: " + ", ".join(names))
-    mine = {k: v for k, v in overrides.items() if k in fields}
+    mine = {k: _count(v, fields[k][1], k) for k, v in overrides.items() if k in fields}
     rest = {k: v for k, v in overrides.items() if k not in fields}
     if options is not None:
         return dataclasses.replace(options, **mine), rest
@@ -306,6 +306,16 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
         raise CostgraphValueError(f"{what}() needs {', '.join(missing)}",
                                   hint=", ".join(f"{n}=..." for n in missing))
     return cls(**mine), rest
+
+
+def _count(value, s: Spec, name: str):
+    """A count keyword (a field checked ``whole``) given as text or a whole float, read as the command line reads
+    it (:func:`costgraph.arguments.token_count`: ``"1_280"`` → 1280, ``"1_28"`` refused); anything else as given."""
+    if s.check != "whole" or isinstance(value, bool) or not isinstance(value, (str, float)):
+        return value
+    from .arguments import token_count
+
+    return token_count(value, s.flag or name)
 
 
 def check(options) -> None:
