@@ -277,6 +277,19 @@ LINK_RATE = Choice("link_rate", "link bandwidth convention", (
 ), "nccl")
 CHOICES[LINK_RATE.name] = LINK_RATE
 
+#: which kernels run the EP token dispatch and combine (costgraph.parallel.ep_time): Megatron-LM's
+#: --moe-token-dispatcher-type alltoall (MoEAlltoAllTokenDispatcher: NCCL's all-to-all, at --link-rate) or flex with
+#: --moe-flex-dispatcher-backend deepep (Megatron-LM @ d98e8a64 transformer_config.py: moe_flex_dispatcher_backend,
+#: default "deepep"): DeepEP's kernels at what DeepEP measured on the preset (hardware.toml deepep_scale_up_bw,
+#: deepep_scale_out_bw: deepseek-ai/DeepEP README on H800), else NCCL's figures, said so. Megatron's own default,
+#: allgather, is not modelled.
+EP_DISPATCHER = Choice("ep_dispatcher", "EP token dispatcher", (
+    ("alltoall", "NCCL's all-to-all (Megatron --moe-token-dispatcher-type alltoall) at --link-rate"),
+    ("deepep", "DeepEP's kernels (Megatron flex, backend deepep) at DeepEP's measured bandwidths where the preset "
+               "has them (hardware.toml), else NCCL's, said so"),
+), "alltoall")
+CHOICES[EP_DISPATCHER.name] = EP_DISPATCHER
+
 #: which fused attention kernel runs the flash core (costgraph.training.kernel_time; the curves in
 #: training/kernels.toml). The default is what Megatron-Core runs through Transformer Engine: TE @ d0067d0d
 #: transformer_engine/pytorch/attention/dot_product_attention/utils.py::get_attention_backend disables

@@ -47,6 +47,8 @@ ELSEWHERE = {
     ("costgraph fit", "--link-rate"): "fit prints no step time (it judges memory), so the link bandwidth changes "
                                       "nothing there; time a layout with costgraph train --link-rate, or rank "
                                       "layouts with costgraph plan --link-rate;",
+    ("costgraph fit", "--ep-dispatcher"): "fit prints no step time (it judges memory), so the EP dispatcher changes "
+                                          "nothing there; time a layout with costgraph train --ep-dispatcher;",
 }
 
 #: what a value of each type function's name is, for the hint of "invalid int value"

@@ -220,6 +220,48 @@ def test_one_all_to_all_seconds_at_nccl_busbw():
         15 * sympy.Rational(9600, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(15841, 1500000)   # 10.56 ms
 
 
+def test_deepep_dispatcher_at_deepeps_measured_bandwidths():
+    """--ep-dispatcher deepep (Megatron's flex dispatcher, backend deepep): DeepEP's measured bottleneck bandwidths
+    on H800 (hardware.toml h800, deepseek-ai/DeepEP README @ ebfe47e: 153 GB/s NVLink at EP 8, the lower of dispatch
+    153 and combine 158; 43 GB/s RDMA per 400 Gb/s NIC at EP 16); a preset without them at NCCL's busbw, said so;
+    --link-rate line keeps the line rates."""
+    from costgraph.hardware import dispatch_text
+    from costgraph.parallel.ep_time import dispatch_bandwidths
+
+    h8, h1 = preset("h800"), preset("h100-sxm")
+    S = sympy.Integer(10**9)
+    ep8 = Transfer("x", "all-to-all", sympy.Integer(8), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    ep16 = Transfer("x", "all-to-all", sympy.Integer(16), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    assert dispatch_bandwidths(h8, "nccl", "deepep") == (153_000_000_000, 43_000_000_000)
+    assert dispatch_bandwidths(h8, "nccl", "alltoall") == (164_800_000_000, 48_000_000_000)   # NCCL: 20.6 x 8 links
+    assert dispatch_bandwidths(h8, "line", "deepep") == (200_000_000_000, 50_000_000_000)
+    assert alltoall_seconds(ep8, h8, world=8, dispatcher="deepep") == \
+        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 153_000_000_000   # 5.743 ms
+    # EP 16 on two nodes: 8/16 of S on the NIC at 43 GB/s beside 7/16 on NVLink at 153 GB/s: the NIC is slower
+    assert alltoall_seconds(ep16, h8, world=16, dispatcher="deepep") == \
+        15 * sympy.Rational(9600, 10**9) + sympy.Rational(1, 2) * S / 43_000_000_000   # 11.77 ms
+    assert alltoall_seconds(ep16, h1, world=16, dispatcher="deepep") == alltoall_seconds(ep16, h1, world=16)
+    assert dispatch_text(h8, "deepep") == ("EP dispatch (--ep-dispatcher deepep): scale-up: DeepEP's measured 153 "
+                                           "GB/s; scale-out per NIC: DeepEP's measured 43 GB/s")
+    assert "scale-up: no DeepEP measurement for h100-sxm in hardware.toml, NCCL's figure above assumed" in \
+        dispatch_text(h1, "deepep")
+    assert dispatch_text(h1, "alltoall") == ("EP dispatch (--ep-dispatcher alltoall, default): NCCL's all-to-all at "
+                                             "the links above, one NIC per device")
+
+
+def test_deepep_dispatcher_through_the_layout(ds):
+    # the layout's --ep-dispatcher reaches the EP collective's seconds (communication.comm_time): DeepSeek-V3's EP 8
+    # on one H800 node at DeepEP's 153 GB/s, NCCL's 164.8 GB/s by default
+    vals = ds.values("deepseek-v3", b=1, s=4096)
+    h8 = preset("h800")
+    L = Layout(p=4, e=8, gpus=32, m=16, attention="eager")
+    col = communication(ds.graph, L)
+    calls, sent = col["ep"].calls.xreplace(vals), col["ep"].bytes.xreplace(vals)
+    for dispatcher, bw in (("alltoall", 164_800_000_000), ("deepep", 153_000_000_000)):
+        at = Layout(p=4, e=8, gpus=32, m=16, attention="eager", ep_dispatcher=dispatcher)
+        assert comm_time(col, h8, at)["ep"].xreplace(vals) == calls * 7 * sympy.Rational(3400, 10**9) + sent / bw
+
+
 # ---------------------------------------------------------------- overlap
 
 def test_ep_overlap_exposure_exact():

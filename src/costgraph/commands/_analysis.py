@@ -48,7 +48,7 @@ MAX_POINTS = 64
 
 #: the layout options that only set how a step is timed: ``costgraph fit``, which prints no step time, has none
 #: of them (``fit --link-rate line`` is refused with a hint: costgraph.cli_errors.ELSEWHERE)
-TIME_ONLY = ("link_rate",)
+TIME_ONLY = ("link_rate", "ep_dispatcher")
 
 
 def train_arguments(p, with_train_flag: bool = False, timed: bool = True) -> None:

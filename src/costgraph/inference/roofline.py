@@ -265,8 +265,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     or None; ``peak`` (dense FLOP/s of the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or
     ``"80GB"``) and ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
     stand alone (numbers or exact text such as ``"989.4e12"``); ``memory_convention``: the preset's memory as
-    CUDA reports it (``cuda``, what None reads) or printed (``nominal``), :func:`costgraph.runtime_memory.device_memory`
-    (either one with ``memory`` is refused).
+    CUDA reports it (``cuda``, what None reads) or printed (``nominal``), :func:`costgraph.runtime_memory.device_memory`.
     Without a peak and a bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch
     are None; without memory the fit, largest batch and context are None; ``rep.absent`` says why.
 
