@@ -25,7 +25,7 @@ Link bandwidths (``--link-rate``, :func:`costgraph.parallel.ranks.link_bandwidth
     aggregate the bandwidth of multiple NICs, so the performance you should
     see is the performance of a single NIC" (S. Jeaugey, NVIDIA/nccl-tests#267,
     H100 nodes with 8 × 400 Gb/s CX-7) and "CX-7 NICs at NDR rate (400Gbps)
-    should achieve up to 48-49GB/s per NIC" (D. Addison, NVIDIA, same
+    should achieve up to 48-49GB/s per NIC" (AddyLaddy, NVIDIA, same
     thread): one NIC per device at its busbw. A preset without a busbw keeps
     its line rate (the report says so). ``line``: the line rates.
 Dispatcher (``--ep-dispatcher``, :func:`dispatch_bandwidths`)
