@@ -51,6 +51,10 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: fit prints no step time (it judges memory), so the link bandwidth changes nothing there; time a layout "
      "with costgraph train --link-rate, or rank layouts with costgraph plan --link-rate; costgraph fit --help lists "
      "its arguments"),
+    (["fit", "gpt", "--hardware", "h100-sxm", "--ep-dispatcher", "deepep"],
+     "costgraph fit: error: unrecognized arguments: --ep-dispatcher deepep",
+     "hint: fit prints no step time (it judges memory), so the EP dispatcher changes nothing there; time a layout "
+     "with costgraph train --ep-dispatcher; costgraph fit --help lists its arguments"),
     (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
      "hint: costgraph derive --help lists its arguments"),
     (INFER + ["--p", "3"], "costgraph infer: error: ambiguous option: --p could match --prompt, --page-size, --peak, --pp",
