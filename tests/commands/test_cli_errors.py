@@ -80,7 +80,7 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "no-output-flag", "no-output-long", "other-command-flag", "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
+        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
         "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
     code, out, err = _cli(capsys, *args)
