@@ -70,9 +70,12 @@ def test_counts_as_text_read_as_the_command_line_reads_them(gpt):
     m, v, _ = gpt
     assert m.train(t="2", gpus="4", m="4", values=v).to_dict() == m.train(t=2, gpus=4, m=4, values=v).to_dict()
     assert m.train(t=2.0, gpus="4e0", values=v).to_dict() == m.train(t=2, gpus=4, values=v).to_dict()
-    a = m.plan(v, gpus="8", hardware="h100-sxm", global_batch="1_024", top="1")
-    b = m.plan(v, gpus=8, hardware="h100-sxm", global_batch=1024, top=1)
-    assert (a.gpus, a.global_batch, a.layouts) == (b.gpus, b.global_batch, b.layouts) == (8, 1024, b.layouts)
+    # plan's options as Model.plan resolves them (option_fields.resolve, before any derivation)
+    from costgraph.option_fields import resolve
+    from costgraph.train_options import PlanOptions
+
+    o = resolve(PlanOptions, None, dict(gpus="8", hardware="h100-sxm", global_batch="1_024", top="1e1"), "plan")[0]
+    assert (o.gpus, o.global_batch, o.top) == (8, 1024, 10) and all(type(x) is int for x in (o.gpus, o.global_batch, o.top))
     assert m.infer(hardware="h100-sxm", prompt="1_000", generate="16", batch="2", tp="2", values=v).to_dict() == \
         m.infer(hardware="h100-sxm", prompt=1000, generate=16, batch=2, tp=2, values=v).to_dict()
 
