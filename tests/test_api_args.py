@@ -309,8 +309,8 @@ INFER_KW = {"prompt": 16, "generate": 4}
     ("infer", {"max_num_seqs": 0}, "'--max-num-seqs' must be a positive whole number, got 0 (int)",
      "give --max-num-seqs a whole number above 0 (e.g. --max-num-seqs 2; in Python max_num_seqs=2)"),
     # was TypeError ("'<=' not supported between instances of 'str' and 'int'"): a global batch's d before the Layout's check
-    ("train", {"t": "x", "global_batch": 8}, "t (--tp) must be a positive whole number, got 'x'",
-     "a whole number above 0, e.g. --tp 2"),
+    # text is read as the command line reads a count (arguments.token_count: t="2" is --tp 2)
+    ("train", {"t": "x", "global_batch": 8}, "cannot read --tp 'x'", "a whole number, e.g. --tp 2"),
     ("train", {"sp": float("nan")}, "sp must be true or false, got nan", "sp=True or sp=False (a bool)"),
 ], ids=["mfu-nan", "tokens-inf", "peak-bool", "mfu-above-1", "reserve-bool", "mfu-and-achieved",
         "efficiency-none", "pp-nan", "max-num-seqs-0", "tp-text-with-global-batch", "sp-nan"])

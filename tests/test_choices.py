@@ -68,6 +68,9 @@ def test_argparse_options_read_the_choices(command):
         assert allowed == choice.values, (command, dest)
         # derive's activation closed form has its own declared kernel default (Korthikanti's: eager)
         expected = choices.DERIVE_ATTENTION if (command, dest) == ("derive", "attention") else choice.default
+        # --memory-convention not given is None, read as its default (cuda): one given beside --memory is refused,
+        # cuda as nominal (runtime_memory.device_memory)
+        expected = None if dest == "memory_convention" else expected
         assert default == expected, (command, dest)
         checked += 1
     assert checked >= 1, command

@@ -211,8 +211,19 @@ def test_cli_table_and_one(capsys):
     assert "989.4" in out and "1,307.4" in out and "1979" not in out
     assert main(["hardware", "h100-sxm"]) == 0
     out = capsys.readouterr().out
-    assert out.count("source:") == len(preset("h100-sxm").numbers())
+    # every number's source, and the memory CUDA reports with its own (trial 8 leftover: it was not shown):
+    # runtime_memory.toml [visible.h100-sxm], vllm PR #10511 total_gpu_memory 79.22 GiB, floored to bytes
+    assert out.count("source:") == len(preset("h100-sxm").numbers()) + 1
     assert "450 GB/s per direction" in out
+    assert "memory_cuda_visible               85,061,827,297  79.22 GiB, as CUDA reports it" in out
+    assert "source: runtime_memory.toml [visible.h100-sxm]: vllm PR #10511" in out
+    assert main(["hardware", "h100-sxm", "--format", "json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["memory_cuda_visible"] == 7922 * 2**30 // 100 == 85_061_827_297 and one["units"]["memory_cuda_visible"] == "bytes"
+    assert one["sources"]["memory_cuda_visible"].startswith("runtime_memory.toml [visible.h100-sxm]: vllm PR #10511")
+    assert main(["hardware", "a100-80gb-sxm"]) == 0   # none known: said, and what the convention reads instead
+    assert "memory_cuda_visible                   none known  (no [visible.a100-80gb-sxm] entry in runtime_memory.toml: " \
+           "--memory-convention cuda reads the printed memory_bytes)" in capsys.readouterr().out
 
 
 def test_cli_json(capsys):

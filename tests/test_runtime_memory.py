@@ -172,16 +172,61 @@ def test_fit_reads_the_device_memory_as_train_does():
 
 def test_nominal_without_a_preset_is_refused(capsys):
     # trial 8: `train llama --config llama-3-8b --gpus 8 --memory-convention nominal` (no --hardware) ran with exit 0,
-    # the convention reading nothing (--reserve alone is refused there); the default passes (it cannot be told
-    # from one not given)
+    # the convention reading nothing (--reserve alone is refused there); not given (None) passes; cuda given is
+    # refused as nominal is (trial 8 leftover: one convention was accepted where the other was refused)
     from costgraph.cli import main
     from costgraph.errors import CostgraphValueError
     from costgraph.runtime_memory import device_memory
 
-    assert device_memory(None) is None and device_memory(None, "cuda") is None
-    with pytest.raises(CostgraphValueError, match="reads a preset's memory, but no --hardware names one"):
-        device_memory(None, "nominal")
+    assert device_memory(None) is None
+    for convention in ("cuda", "nominal"):
+        with pytest.raises(CostgraphValueError, match="reads a preset's memory, but no --hardware names one"):
+            device_memory(None, convention)
     for argv in (["train", "llama", "--config", "llama-3-8b", "--gpus", "8"], ["train", "--params", "7e9", "--gpus", "8"],
                  ["infer", "llama", "--config", "llama-3-8b", "--prompt", "10", "--generate", "10"]):
-        assert main([*argv, "--memory-convention", "nominal"]) == 2
-        assert "hint: give --hardware NAME, or drop --memory-convention" in capsys.readouterr().err
+        for convention in ("cuda", "nominal"):
+            assert main([*argv, "--memory-convention", convention]) == 2
+            assert "hint: give --hardware NAME, or drop --memory-convention" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["train", "gpt", "--config", "gpt2", "--gpus", "1"],
+                                     ["fit", "gpt", "--config", "gpt2", "--set", "b=1", "s=1024", "--gpus", "1"],
+                                     ["fit", "gpt", "--serve", "--prompt", "5", "--generate", "2"]])
+@pytest.mark.parametrize("convention", ["cuda", "nominal"])
+def test_either_convention_beside_memory_is_refused(command, convention, capsys):
+    # trial 8 leftover: --memory 80GB --memory-convention cuda was accepted, nominal refused; each reads a preset's
+    # memory, which --memory replaces: both refused alike, with the hint (exit 2)
+    from costgraph.cli import main
+
+    assert main([*command, "--hardware", "h100-sxm", "--memory", "80GB", "--memory-convention", convention]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --memory-convention {convention} reads a preset's memory, but --memory gives it" in err
+    assert "hint: drop --memory-convention (--memory is the device memory)" in err
+
+
+def test_a_preset_without_a_visible_entry_says_what_was_assumed():
+    # trial 8 leftover: train, fit and plan said nothing of the convention on the presets without a [visible.NAME]
+    # entry (all but h100-sxm); they name the printed figure taken (hardware.toml a100-80gb-sxm memory_bytes: the
+    # A100 datasheet's 80GB), as infer does
+    import costgraph
+    from costgraph.runtime_memory import preset_capacity
+
+    seen = preset_capacity(preset("a100-80gb-sxm"), False)
+    assert (seen.bytes, seen.convention) == (80_000_000_000, "cuda")
+    assert seen.source.startswith("as printed (memory convention cuda, but no [visible.a100-80gb-sxm] entry in "
+                                  "runtime_memory.toml): a100-80gb-sxm's printed figure: A100 datasheet (2021)")
+    r = rm.training_reserve(preset("a100-80gb-sxm"), {}, 80_000_000_000, given=False)
+    assert (r.capacity, r.capacity_from) == (80_000_000_000, seen.source)
+    gpt = costgraph.load("gpt")
+    v = gpt.values("gpt2")
+    trained = gpt.train(t=2, gpus=2, values=v, hardware="a100-80gb-sxm")
+    assert trained.fits["capacity_from"] == seen.source and seen.source in trained.to_text()
+    fitted = costgraph.fit(gpt, v, hardware="a100-80gb-sxm", gpus=2, t=2)
+    assert "as printed (memory convention cuda, but no [visible.a100-80gb-sxm] entry" in fitted.to_text()
+    from costgraph.export.plan_report import _memory_words
+
+    assert _memory_words(seen.source, "a100-80gb-sxm") == \
+        "as printed (memory convention cuda, but no [visible.a100-80gb-sxm] entry in runtime_memory.toml)"
+    assert _memory_words(rm.device_memory(preset("h100-sxm")).source, "h100-sxm") == \
+        "as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]"
+    assert _memory_words(rm.device_memory(preset("h100-sxm"), "nominal").source, "h100-sxm") == "memory convention nominal"

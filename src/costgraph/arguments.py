@@ -397,14 +397,18 @@ def share(value, what: str, given: object = None):
 
 
 def token_count(value: object, name: str) -> object:
-    """A count as the API takes it: text read by :func:`parse_count` (``"1e12"``), a whole float
-    as its int (``1e12``); anything else unchanged (checked where it is used)."""
-    if isinstance(value, str):
-        return parse_count(value, name)
+    """A count as the API takes it: text read by :func:`parse_count` (``"1e12"``, ``"1_280"``: the command
+    line's rule, ``_`` only between groups of three digits, no ``+``), a whole float as its int (``1e12``);
+    anything else unchanged (checked where it is used). Every count keyword of the API is read so (the
+    options' fields checked ``whole``: :func:`costgraph.option_fields.resolve`; the layout's degrees:
+    :meth:`costgraph.parallel.layout.Layout.filled`; ``infer``'s ``prompt``, ``generate``, ``batch``)."""
+    if isinstance(value, str):   # the example: a count of tokens (--prompt 1e6), else a small one (--tp 2)
+        return parse_count(value, name, "1e6 or 1_000_000" if name in ("--prompt", "--generate", "--tokens")
+                           else f"{name} 2" if name.startswith("-") else "2")
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-def parse_count(text: str, flag: str = "--params") -> int:
+def parse_count(text: str, flag: str = "--params", example: str = "7.5e9 or 7500000000") -> int:
     """``7.5e9``, ``7500000000`` or ``7_500_000_000`` → 7500000000 (a positive whole number; ``_`` only
     between groups of three digits, no ``+``: :func:`ascii_number`); errors name ``flag``.
 
@@ -415,14 +419,14 @@ def parse_count(text: str, flag: str = "--params") -> int:
     ascii_number(text, flag)
     m = _COUNT.fullmatch(text or "")
     if not m:
-        raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint="a whole number, e.g. 7.5e9 or 7500000000")
+        raise CostgraphValueError(f"cannot read {flag} {text[:40]!r}", hint=f"a whole number, e.g. {example}")
     whole, frac, exp = m.group(1).replace("_", ""), m.group(2) or "", int(m.group(3) or 0)
     if len(whole) + len(frac) > 30:
         raise CostgraphValueError(f"{flag} is too large", hint="a whole number of at most 30 digits, e.g. 7.5e9")
     num, den = int(whole + frac) * 10 ** exp, 10 ** len(frac)
     if num % den or num == 0:
         raise CostgraphValueError(f"{flag} {text!r} is not a positive whole number",
-                                  hint="a whole number above 0, e.g. 7.5e9 or 7500000000")
+                                  hint=f"a whole number above 0, e.g. {example}")
     return num // den
 
 

@@ -268,12 +268,27 @@ CHOICES[OVERLAP.name] = OVERLAP
 #: 370.8 of H100's 450 GB/s; NET_BW 12.0 per 100 Gbit, 48 of a 400 Gb/s NIC's 50; nccl-tests#212, #290), the
 #: presets' scale_up_busbw / scale_out_busbw in hardware.toml; line is the vendors' line rates, what the Scaling
 #: Book (gpus.md) and Calculon (its network bandwidth, with an efficiency of 1 unless given) time links at.
+#: The EP all-to-all (NCCL's, Megatron's alltoall dispatcher) runs at the same busbw: nccl-tests#212 (370 GB/s the
+#: busbw of every non-allreduce collective on H100), #267 (an all-to-all runs at one NIC, 48-49 GB/s on CX-7 NDR).
 LINK_RATE = Choice("link_rate", "link bandwidth convention", (
     ("nccl", "the bus bandwidth NCCL reaches (nccl-tests busbw: 370.8 of NVLink4's 450 GB/s, 48 of a 400 Gb/s "
              "NIC's 50), where the preset gives it"),
     ("line", "the vendors' line rates (the Scaling Book, Calculon)"),
 ), "nccl")
 CHOICES[LINK_RATE.name] = LINK_RATE
+
+#: which kernels run the EP token dispatch and combine (costgraph.parallel.ep_time): Megatron-LM's
+#: --moe-token-dispatcher-type alltoall (MoEAlltoAllTokenDispatcher: NCCL's all-to-all, at --link-rate) or flex with
+#: --moe-flex-dispatcher-backend deepep (Megatron-LM @ d98e8a64 transformer_config.py: moe_flex_dispatcher_backend,
+#: default "deepep"): DeepEP's kernels at what DeepEP measured on the preset (hardware.toml deepep_scale_up_bw,
+#: deepep_scale_out_bw: deepseek-ai/DeepEP README on H800), else NCCL's figures, said so. Megatron's own default,
+#: allgather, is not modelled.
+EP_DISPATCHER = Choice("ep_dispatcher", "EP token dispatcher", (
+    ("alltoall", "NCCL's all-to-all (Megatron --moe-token-dispatcher-type alltoall) at --link-rate"),
+    ("deepep", "DeepEP's kernels (Megatron flex, backend deepep) at DeepEP's measured bandwidths where the preset "
+               "has them (hardware.toml), else NCCL's, said so"),
+), "alltoall")
+CHOICES[EP_DISPATCHER.name] = EP_DISPATCHER
 
 #: which fused attention kernel runs the flash core (costgraph.training.kernel_time; the curves in
 #: training/kernels.toml). The default is what Megatron-Core runs through Transformer Engine: TE @ d0067d0d

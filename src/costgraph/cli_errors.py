@@ -42,10 +42,13 @@ RETIRED = {
 }
 
 #: a flag another command takes, given to one that has none of it (the command's prog name, the flag): the hint says
-#: what the command does instead (trial 8: `plan --link-rate line` hinted "did you mean --format?")
+#: what the command does instead (trial 8: `plan --link-rate line` hinted "did you mean --format?"; plan takes it now)
 ELSEWHERE = {
-    ("costgraph plan", "--link-rate"): "plan times its layouts at --link-rate nccl, the default (NCCL's busbw); "
-                                       "check a row at the line rates with its train command and --link-rate line;",
+    ("costgraph fit", "--link-rate"): "fit prints no step time (it judges memory), so the link bandwidth changes "
+                                      "nothing there; time a layout with costgraph train --link-rate, or rank "
+                                      "layouts with costgraph plan --link-rate;",
+    ("costgraph fit", "--ep-dispatcher"): "fit prints no step time (it judges memory), so the EP dispatcher changes "
+                                          "nothing there; time a layout with costgraph train --ep-dispatcher;",
 }
 
 #: what a value of each type function's name is, for the hint of "invalid int value"

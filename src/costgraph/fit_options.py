@@ -53,7 +53,8 @@ class FitOptions:
                           group="serve", metavar="NAMES")
     memory_convention: str = option("--memory-convention", "which figure of the preset is the device memory "
                                                            "(training and serving alike): "
-                                    + choices.MEMORY_CONVENTION.help(), choices=choices.MEMORY_CONVENTION)
+                                    + choices.MEMORY_CONVENTION.help(), choices=choices.MEMORY_CONVENTION,
+                                    default=None)   # None: cuda; refused with --memory, as any one given
     # the API's: their flags are another declaration's (--train/--serve the command's; --gpus, --tp, --memory,
     # --reserve, --efficiency-profile: commands/_analysis.train_arguments)
     mode: str = option(None, "train (--train, the default) or serve (--serve)", default="train",

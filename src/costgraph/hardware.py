@@ -80,6 +80,11 @@ KIND = Kind("hardware preset", (
           doc="what NCCL's ring collectives reach over the scale-up link (nccl-tests busbw); --link-rate nccl"),
     Field("scale_out_busbw", unit="B/s per direction", required=False, positive=True,
           doc="what NCCL's ring collectives reach over the NICs (nccl-tests busbw); --link-rate nccl"),
+    Field("deepep_scale_up_bw", unit="B/s per direction", required=False, positive=True,
+          doc="what DeepEP's dispatch and combine kernels reach over the scale-up link (the lower of the two, "
+              "deepseek-ai/DeepEP's measurements); --ep-dispatcher deepep"),
+    Field("deepep_scale_out_bw", unit="B/s per direction", required=False, positive=True,
+          doc="what DeepEP's kernels reach over RDMA per NIC (the lowest of its measurements); --ep-dispatcher deepep"),
     Field("gfx_target", "text", required=False,
           doc="AMD's LLVM target of the GPU (gfx942: MI300X); what PyTorch's ROCm workspace sizes key on"),
 ))
@@ -141,6 +146,10 @@ class Hardware:
     scale_up_busbw: int | None = None
     #: B/s per direction NCCL's ring collectives reach over the NICs (nccl-tests busbw); None: line rate
     scale_out_busbw: int | None = None
+    #: B/s per direction DeepEP's dispatch/combine reach over the scale-up link (measured); None: none measured
+    deepep_scale_up_bw: int | None = None
+    #: B/s per direction DeepEP's kernels reach over RDMA per NIC (measured); None: none measured
+    deepep_scale_out_bw: int | None = None
 
     def peak_flops(self, dtype: str = "bf16") -> int:
         """Dense peak FLOP/s for ``dtype`` (bf16, fp16, fp8, tf32, fp32); a
@@ -176,7 +185,8 @@ def _preset(entry: datafiles.Entry) -> Hardware:
                     host_link_bandwidth=v.get("host_link_bandwidth"), host_memory_bytes=v.get("host_memory_bytes"),
                     host_memory_bandwidth=v.get("host_memory_bandwidth"),
                     compute_capability=v.get("compute_capability"), gfx_target=v.get("gfx_target"),
-                    scale_up_busbw=v.get("scale_up_busbw"), scale_out_busbw=v.get("scale_out_busbw"))
+                    scale_up_busbw=v.get("scale_up_busbw"), scale_out_busbw=v.get("scale_out_busbw"),
+                    deepep_scale_up_bw=v.get("deepep_scale_up_bw"), deepep_scale_out_bw=v.get("deepep_scale_out_bw"))
 
 
 @cache
@@ -292,12 +302,31 @@ def link_rates_text(hw: Hardware, rate: str = "nccl") -> str:
     return f"links ({flag}): " + "; ".join(parts) + " (per direction per device)"
 
 
-def links_lines(key: str | None, rate: str = "nccl") -> list[str]:
+def dispatch_text(hw: Hardware, dispatcher: str, rate: str = "nccl") -> str:
+    """How the EP all-to-all of ``hw`` is timed under ``--ep-dispatcher`` ``dispatcher`` and ``--link-rate`` ``rate``
+    (:func:`costgraph.parallel.ep_time.dispatch_bandwidths`), as the training report names it: ``EP dispatch
+    (--ep-dispatcher deepep): scale-up: DeepEP's measured 153 GB/s; scale-out per NIC: DeepEP's measured 43 GB/s``,
+    or what is assumed where the preset has no DeepEP measurement."""
+    flag = f"--ep-dispatcher {dispatcher}" + (", default" if dispatcher == "alltoall" else "")
+    if rate == "line":
+        return f"EP dispatch ({flag}): at the line rates above (--link-rate line), one NIC per device"
+    if dispatcher == "alltoall":
+        return f"EP dispatch ({flag}): NCCL's all-to-all at the links above, one NIC per device"
+    parts = [f"{side}: DeepEP's measured {_dec(v, 10**9)} GB/s" if v is not None else
+             f"{side}: no DeepEP measurement for {hw.key} in hardware.toml, NCCL's figure above assumed"
+             for side, v in (("scale-up", hw.deepep_scale_up_bw), ("scale-out per NIC", hw.deepep_scale_out_bw))]
+    return f"EP dispatch ({flag}): " + "; ".join(parts)
+
+
+def links_lines(key: str | None, rate: str = "nccl", dispatcher: str | None = None) -> list[str]:
     """``["  links (--link-rate nccl, default): …"]`` (:func:`link_rates_text`) for the preset named
-    ``key``, as the training report prints it under its communication; none without a preset, or for
+    ``key``, as the training report prints it under its communication, and with ``dispatcher`` (a layout
+    with EP traffic) the EP dispatch's line (:func:`dispatch_text`); none without a preset, or for
     one not found again by its key (a file's)."""
     try:
-        return [f"  {link_rates_text(preset(key), rate)}"] if key else []
+        hw = preset(key) if key else None
+        return [f"  {link_rates_text(hw, rate)}"] + ([f"  {dispatch_text(hw, dispatcher, rate)}"] if dispatcher else []) \
+            if hw is not None else []
     except CostgraphValueError:
         return []
 
@@ -353,22 +382,42 @@ def _human(key: str, v: int) -> str:
     return f"{v:,} {unit}"
 
 
-def format_one(hw: Hardware) -> str:
-    """Every field of one preset, each number with its unit and its source."""
+#: the name of the CUDA-visible memory beside a preset's fields (``costgraph hardware NAME``): not a field of the
+#: preset but an entry of runtime_memory.toml ([visible.NAME]), the memory convention cuda's figure
+VISIBLE = "memory_cuda_visible"
+
+
+def format_one(hw: Hardware, visible: tuple[int, str] | None = None) -> str:
+    """Every field of one preset, each number with its unit and its source; ``visible``: ``(bytes, source)`` of
+    the memory CUDA reports on it (:func:`costgraph.runtime_memory.visible_figure`), shown after
+    ``memory_bytes`` (what ``--memory-convention cuda``, the default, reads), or a line saying none is known
+    (the printed figure is read)."""
     lines = [f"{hw.key}: {hw.name} ({hw.vendor})"]
     if hw.note:
         lines.append(f"note: {hw.note}")
-    width = max(len(k) for k in hw.numbers())
+    width = max(len(k) for k in (*hw.numbers(), VISIBLE))
     for k, v in hw.numbers().items():
         lines.append(f"  {k.ljust(width)}  {v:>25,}  {_human(k, v)}")
         lines.append(f"  {'':{width}}  source: {hw.source(k)}")
+        if k == "memory_bytes" and visible is not None:
+            lines.append(f"  {VISIBLE.ljust(width)}  {visible[0]:>25,}  {visible[0] / 2**30:,.2f} GiB, as CUDA "
+                         f"reports it (--memory-convention cuda, the default, reads it)")
+            lines.append(f"  {'':{width}}  source: {visible[1]}")
+        elif k == "memory_bytes":
+            lines.append(f"  {VISIBLE.ljust(width)}  {'none known':>25}  (no [visible.{hw.key}] entry in "
+                         f"runtime_memory.toml: --memory-convention cuda reads the printed memory_bytes)")
     return "\n".join(lines)
 
 
-def to_json(hw: Hardware) -> dict:
-    """One preset as JSON-ready data: integers exact, units and sources beside them."""
-    return {"key": hw.key, "name": hw.name, "vendor": hw.vendor, "note": hw.note,
-            **hw.numbers(), "units": {k: UNITS[k] for k in hw.numbers()}, "sources": dict(hw.sources)}
+def to_json(hw: Hardware, visible: tuple[int, str] | None = None) -> dict:
+    """One preset as JSON-ready data: integers exact, units and sources beside them; ``visible`` (as
+    :func:`format_one`): ``memory_cuda_visible`` with its unit and source, where given."""
+    out = {"key": hw.key, "name": hw.name, "vendor": hw.vendor, "note": hw.note,
+           **hw.numbers(), "units": {k: UNITS[k] for k in hw.numbers()}, "sources": dict(hw.sources)}
+    if visible is not None:
+        out[VISIBLE] = visible[0]
+        out["units"][VISIBLE], out["sources"][VISIBLE] = "bytes", visible[1]
+    return out
 
 
 @dataclass(frozen=True)
@@ -393,4 +442,4 @@ def preset_list() -> PresetList:
 
 
 __all__ = ["Hardware", "PresetList", "preset_list", "preset", "presets", "bundled_presets", "from_file", "parse", "KIND", "SCHEMA", "format_table", "format_one", "to_json",
-           "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES", "link_rates_text", "links_lines"]
+           "NUMBERS", "OPTIONAL_NUMBERS", "UNITS", "DTYPES", "link_rates_text", "links_lines", "dispatch_text"]

@@ -123,7 +123,8 @@ class InferOptions:
                                         "preset's)", default=None, unit="bytes")
     memory_convention: str = option("--memory-convention", "which figure of the preset is the device memory, for the "
                                                            "capacity line and the runtime's KV cache alike: "
-                                    + choices.MEMORY_CONVENTION.help(), choices=choices.MEMORY_CONVENTION)
+                                    + choices.MEMORY_CONVENTION.help(), choices=choices.MEMORY_CONVENTION,
+                                    default=None)   # None: cuda; refused with --memory, as any one given
     link_bandwidth: object = option("--link-bandwidth", "TP all-reduce link, B/s per direction (replaces the preset's; "
                                                         "without a preset its latency is taken as 0), e.g. 450e9",
                                     default=None, unit="B/s")

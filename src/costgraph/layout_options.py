@@ -98,6 +98,9 @@ class LayoutOptions:
         "variant", "ep_overlaps", "the default (none) only; --exhaustive searches them",
         {"group": "experts", "requires": {"megatron": {"recompute": ("none", "selective"),
                                                        "schedule": ("interleaved",)}}}))
+    ep_dispatcher: str = option("--ep-dispatcher", "the kernels of the EP token dispatch and combine "
+                                "(costgraph.parallel.ep_time): " + choices.EP_DISPATCHER.help(),
+                                choices=choices.EP_DISPATCHER)
     overlap: str = option("--overlap", "how communication overlaps computation (costgraph.training.overlap): "
                           + choices.OVERLAP.help(), choices=choices.OVERLAP)
     route_nodes: int | None = option("--route-nodes", "device-limited routing: a token's experts on at most M "

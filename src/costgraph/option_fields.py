@@ -113,19 +113,22 @@ def specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata}
 
 
-def add_arguments(parser, cls, first: str | None = None, last: str | None = None, without: str | None = None) -> None:
+def add_arguments(parser, cls, first: str | None = None, last: str | None = None, without: str | None = None,
+                  skip: tuple = ()) -> None:
     """Add the arguments of ``cls``'s fields from ``first`` to ``last`` (both included; None: from the
     first, to the last) that have a flag to ``parser`` (a parser or an argument group), but those whose
     flag ``parser`` has already (added earlier, by a helper several commands share) and those of group
-    ``without`` (the layout's LoRA flags, which only ``train`` and ``fit`` take): a command's last call
-    runs to the last field, so a field added at the end of the class is on its command line."""
+    ``without`` (the layout's LoRA flags, which only ``train`` and ``fit`` take) and the fields named in
+    ``skip`` (``costgraph fit`` has no ``--link-rate``: it times nothing): a command's last call runs to the
+    last field, so a field added at the end of the class is on its command line."""
     fields = specs(cls)
     names = list(fields)
     lo = 0 if first is None else names.index(first)
     hi = len(names) if last is None else names.index(last) + 1
     for name in names[lo:hi]:
         f, s = fields[name]
-        if s.flag is None or s.flag in parser._option_string_actions or (without is not None and s.group == without):
+        if s.flag is None or s.flag in parser._option_string_actions or (without is not None and s.group == without) \
+                or name in skip:
             continue
         _add(parser, name, f.default, s, dict(s.argparse))
 
@@ -294,7 +297,7 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
         close = _habit(unknown[0], cls, also if isinstance(also, dict) else None) or did_you_mean(unknown[0], names)
         raise CostgraphValueError(f"{what}() has no setting {unknown[0]!r}",
                                   hint=(close + " " if close else "") + "settings: " + ", ".join(names))
-    mine = {k: v for k, v in overrides.items() if k in fields}
+    mine = {k: _count(v, fields[k][1], k) for k, v in overrides.items() if k in fields}
     rest = {k: v for k, v in overrides.items() if k not in fields}
     if options is not None:
         return dataclasses.replace(options, **mine), rest
@@ -303,6 +306,16 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
         raise CostgraphValueError(f"{what}() needs {', '.join(missing)}",
                                   hint=", ".join(f"{n}=..." for n in missing))
     return cls(**mine), rest
+
+
+def _count(value, s: Spec, name: str):
+    """A count keyword (a field checked ``whole``) given as text or a whole float, read as the command line reads
+    it (:func:`costgraph.arguments.token_count`: ``"1_280"`` → 1280, ``"1_28"`` refused); anything else as given."""
+    if s.check != "whole" or isinstance(value, bool) or not isinstance(value, (str, float)):
+        return value
+    from .arguments import token_count
+
+    return token_count(value, s.flag or name)
 
 
 def check(options) -> None:

@@ -167,6 +167,14 @@ def visible_memory(hardware: str | None) -> tuple[int, str] | None:
     return _gib_bytes(e["gib"]), f"as CUDA reports it: {e.file} {e.where}"
 
 
+def visible_figure(hardware: str | None) -> tuple[int, str] | None:
+    """``(bytes, source)``: the device memory CUDA reports on preset ``hardware`` (:func:`visible_memory`) with
+    its entry and that entry's source (``runtime_memory.toml [visible.h100-sxm]: vllm PR #10511 ...``), what
+    ``costgraph hardware NAME`` shows beside the printed ``memory_bytes``; None where no entry gives it."""
+    hit = [e for e in table().groups["visible"].values() if hardware is not None and e["hardware"] == hardware]
+    return None if not hit else (_gib_bytes(hit[-1]["gib"]), _said(hit[-1], "gib"))
+
+
 @dataclass(frozen=True)
 class DeviceMemory:
     """One device's memory capacity: ``bytes``, the ``convention`` it is read under (``cuda``, ``nominal``:
@@ -199,29 +207,30 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
       else the preset's printed figure, and ``source`` says no entry gives it;
     * ``nominal``: the preset's ``memory_bytes``, the vendor's printed figure (80 GB = 80,000,000,000 B).
 
-    ``given`` (bytes, ``--memory``) wins over both (convention ``given``). None without a preset or a
-    given size.
+    ``given`` (bytes, ``--memory``) wins over both (convention ``given``), and ``convention`` must then be None
+    (either one given with ``--memory`` is refused alike: it reads a preset's memory, which ``--memory``
+    replaces). None without a preset or a given size.
 
     Raises
     ------
     CostgraphValueError
-        An unknown convention (the hint lists them); ``nominal`` with ``given`` or without ``hw`` (it would be
-        ignored)."""
+        An unknown convention (the hint lists them); a convention (``cuda`` or ``nominal``) with ``given`` or
+        without ``hw`` (it would be ignored)."""
     from .choices import MEMORY_CONVENTION
     from .errors import CostgraphValueError
 
-    convention = MEMORY_CONVENTION.default if convention is None else convention
+    asked, convention = convention, MEMORY_CONVENTION.default if convention is None else convention
     if convention not in MEMORY_CONVENTION.values:
         raise CostgraphValueError(f"unknown device memory convention {str(convention)[:40]!r}",
                                   hint="--memory-convention " + MEMORY_CONVENTION.help())
     if given is not None:
-        if convention != MEMORY_CONVENTION.default:   # the default cannot be told from one given: only it passes
+        if asked is not None:   # cuda and nominal alike: each reads a preset's memory, which --memory replaces
             raise CostgraphValueError(f"--memory-convention {convention} reads a preset's memory, but --memory "
                                       "gives it", hint="drop --memory-convention (--memory is the device memory), "
-                                                       "or drop --memory to read the preset's printed figure")
+                                                       "or drop --memory to read the preset's figure under it")
         return DeviceMemory(int(given), "given", "--memory")
     if hw is None:
-        if convention != MEMORY_CONVENTION.default:   # it was accepted and read nothing (trial 8)
+        if asked is not None:   # it was accepted and read nothing (trial 8)
             raise CostgraphValueError(f"--memory-convention {convention} reads a preset's memory, but no --hardware "
                                       "names one", hint="give --hardware NAME, or drop --memory-convention")
         return None
@@ -230,8 +239,8 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
         seen = visible_memory(hw.key)
         if seen:
             return DeviceMemory(seen[0], "cuda", seen[1].replace("as CUDA reports it:", _CUDA_WORDS, 1))
-        return DeviceMemory(hw.memory_bytes, "cuda", f"memory convention cuda, but no [visible.{hw.key}] entry in "
-                                                     f"runtime_memory.toml: {printed}")
+        return DeviceMemory(hw.memory_bytes, "cuda", f"as printed (memory convention cuda, but no [visible.{hw.key}] "
+                                                     f"entry in runtime_memory.toml): {printed}")
     return DeviceMemory(hw.memory_bytes, "nominal", f"memory convention nominal, {printed}")
 
 
@@ -257,11 +266,11 @@ class Reserve:
 def preset_capacity(hw, given: bool, convention: str | None = None) -> DeviceMemory | None:
     """The device memory of preset ``hw`` under ``convention`` (:func:`device_memory`; None: its default
     ``cuda``, what CUDA reports where a ``[visible.NAME]`` entry gives it; ``nominal``: the printed figure,
-    named so); None where the capacity is ``given`` (``--memory``), without a preset, or under ``cuda`` without
-    an entry (the printed figure, as before the convention: no words). Train's fit verdict (every
-    ``--reserve`` form) and ``plan`` take the capacity from it and name it (``capacity_from``)."""
-    seen = None if given or hw is None else device_memory(hw, convention)
-    return None if seen is None or (seen.convention == "cuda" and not seen.source.startswith(_CUDA_WORDS)) else seen
+    named so; under ``cuda`` without a ``[visible.NAME]`` entry the printed figure, and its words say that is
+    what was assumed, as ``infer`` says it); None where the capacity is ``given`` (``--memory``) or without a
+    preset. Train's fit verdict (every ``--reserve`` form), ``fit`` and ``plan`` take the capacity from it and
+    name it (``capacity_from``)."""
+    return None if given or hw is None else device_memory(hw, convention)
 
 
 def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool,
@@ -273,7 +282,7 @@ def training_reserve(hw, groups: dict[str, int], capacity: int, given: bool,
     seen = preset_capacity(hw, given, convention)
     parts = training_parts(None if hw is None else hw.compute_capability, groups, None if hw is None else hw.vendor,
                            None if hw is None else hw.gfx_target)
-    if seen is None:   # given, or no [visible] entry: the capacity asked, no words
+    if seen is None:   # given: the capacity asked, no words
         return Reserve(capacity, None, parts)
     return Reserve(seen.bytes, seen.source, parts)
 

@@ -44,7 +44,9 @@ MEMORY_CONVENTION_HELP = ("which figure of the --hardware preset is the device m
 
 
 def _memory_convention():
-    return option("--memory-convention", MEMORY_CONVENTION_HELP, choices=choices.MEMORY_CONVENTION, check="choice")
+    # default None (read as cuda): a convention given with --memory is refused, whichever (runtime_memory.device_memory)
+    return option("--memory-convention", MEMORY_CONVENTION_HELP, choices=choices.MEMORY_CONVENTION, check="choice",
+                  default=None, optional=True)
 
 
 def _efficiency_profile():
@@ -124,6 +126,7 @@ class PlanOptions:
     attention: str = like(LayoutOptions, "attention", check="choice")
     overlap: str = like(LayoutOptions, "overlap", check="choice", optional=True)
     cross_entropy: str = like(LayoutOptions, "cross_entropy", check="choice")
+    link_rate: str = like(LayoutOptions, "link_rate", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

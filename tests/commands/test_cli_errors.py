@@ -46,10 +46,15 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
     (["derive", "gpt", "--output=y.txt"], "costgraph derive: error: unrecognized arguments: --output=y.txt",
      "hint: costgraph derive has no --output: it prints to standard output; redirect that to a file: costgraph derive "
      "... > y.txt; costgraph derive --help lists its arguments"),
-    # a flag of train and fit given to plan: what plan does instead (trial 8: "did you mean --format?")
-    (["plan", "gpt", "--hardware", "h100-sxm", "--link-rate", "line"], "costgraph plan: error: unrecognized arguments: --link-rate line",
-     "hint: plan times its layouts at --link-rate nccl, the default (NCCL's busbw); check a row at the line rates "
-     "with its train command and --link-rate line; costgraph plan --help lists its arguments"),
+    # a flag of train and plan given to fit, which times nothing: why it has none (trial 8: "did you mean --format?")
+    (["fit", "gpt", "--hardware", "h100-sxm", "--link-rate", "line"], "costgraph fit: error: unrecognized arguments: --link-rate line",
+     "hint: fit prints no step time (it judges memory), so the link bandwidth changes nothing there; time a layout "
+     "with costgraph train --link-rate, or rank layouts with costgraph plan --link-rate; costgraph fit --help lists "
+     "its arguments"),
+    (["fit", "gpt", "--hardware", "h100-sxm", "--ep-dispatcher", "deepep"],
+     "costgraph fit: error: unrecognized arguments: --ep-dispatcher deepep",
+     "hint: fit prints no step time (it judges memory), so the EP dispatcher changes nothing there; time a layout "
+     "with costgraph train --ep-dispatcher; costgraph fit --help lists its arguments"),
     (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
      "hint: costgraph derive --help lists its arguments"),
     (INFER + ["--p", "3"], "costgraph infer: error: ambiguous option: --p could match --prompt, --page-size, --peak, --pp",
@@ -75,7 +80,7 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "no-output-flag", "no-output-long", "other-command-flag", "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
+        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
         "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
     code, out, err = _cli(capsys, *args)

@@ -173,25 +173,93 @@ def test_ep_all_to_all_bytes_per_layer_equal_the_dispatcher(ds):
     assert one == 4 * sympy.Rational(63, 64) * T * k * h * 2 == 1_849_688_064
 
 
-def test_hierarchical_all_to_all_and_route_nodes_exact():
+@pytest.mark.parametrize("rate", ["nccl", "line"])
+def test_hierarchical_all_to_all_and_route_nodes_exact(rate):
     h = preset("h200")
+    # --link-rate nccl: NCCL's all-to-all at the busbw of hardware.toml (370.8 GB/s NVLink4, 48 GB/s a 400 Gb/s NIC;
+    # nccl-tests#212: non-allreduce busbw 370 GB/s; nccl-tests#267: an all-to-all runs at one NIC, 48-49 GB/s)
+    up, out = ((370_800_000_000, 48_000_000_000) if rate == "nccl" else (450_000_000_000, 50_000_000_000))
+    assert (h.scale_up_busbw, h.scale_out_busbw, h.scale_up_bandwidth, h.scale_out_bandwidth) == \
+        (370_800_000_000, 48_000_000_000, 450_000_000_000, 50_000_000_000)
     S = 10**9
     part = Transfer("x", "all-to-all", sympy.Integer(64), sympy.Integer(1), sympy.Integer(S // 2), sympy.Integer(2),
                     sympy.Integer(1), (), sympy.Integer(8))
     lat = 63 * sympy.Rational(h.latency_scale_out_ns, 10**9)
     # 8 of 64 on the node: 7/64 on NVLink, 56/64 on the NIC, at once
-    want = lat + sympy.Max(S * sympy.Rational(7, 64) / h.scale_up_bandwidth, S * sympy.Rational(56, 64) / h.scale_out_bandwidth)
-    assert alltoall_seconds(part, h, world=256) == want
+    want = lat + sympy.Max(S * sympy.Rational(7, 64) / up, S * sympy.Rational(56, 64) / out)
+    assert alltoall_seconds(part, h, world=256, rate=rate) == want
     # DeepSeek-V3 §3.2: at most M = 4 of the G = 8 nodes: 4·7/8 copies of S/k leave the node
     inter = S * sympy.Rational(1, 8) * 4 * sympy.Rational(7, 8)
     intra = S * sympy.Rational(7, 8)
-    want = lat + sympy.Max(intra / h.scale_up_bandwidth, inter / h.scale_out_bandwidth)
-    assert alltoall_seconds(part, h, world=256, route_nodes=4) == want
-    # inside one domain (GB200, 64 per NVL72): the ring convention, (n−1)/n·S on NVLink
+    want = lat + sympy.Max(intra / up, inter / out)
+    assert alltoall_seconds(part, h, world=256, route_nodes=4, rate=rate) == want
+    # inside one domain (GB200, 64 per NVL72): the ring convention, (n−1)/n·S on NVLink (NVLink5: 721.8 of 900 GB/s)
     gb = preset("gb200")
-    assert alltoall_seconds(part, gb, world=256) == \
-        63 * sympy.Rational(3400, 10**9) + S * sympy.Rational(63, 64) / gb.scale_up_bandwidth
-    assert alltoall_seconds(part, gb, world=256, route_nodes=4) == alltoall_seconds(part, gb, world=256)
+    gb_up = 721_800_000_000 if rate == "nccl" else 900_000_000_000
+    assert alltoall_seconds(part, gb, world=256, rate=rate) == \
+        63 * sympy.Rational(3400, 10**9) + S * sympy.Rational(63, 64) / gb_up
+    assert alltoall_seconds(part, gb, world=256, route_nodes=4, rate=rate) == \
+        alltoall_seconds(part, gb, world=256, rate=rate)
+
+
+def test_one_all_to_all_seconds_at_nccl_busbw():
+    """One EP all-to-all of 1 GB sent per device (S = 10^9 B) on h100-sxm at the default --link-rate nccl:
+    EP 8 in one node, 7/8 of S over NVLink at 370.8 GB/s (NCCL src/graph/topo.h SM90_NVLINK_BW 20.6 x 18; nccl-tests
+    #212) plus 7 steps of 3.4 us (NCCL tuning.cc hwLat NVLINK); EP 16 over two nodes, 8/16 of S on the node's
+    one NIC per device at 48 GB/s (NET_BW 12.0 per 100 Gbit; nccl-tests#267: an all-to-all cannot aggregate NICs)
+    beside 7/16 on NVLink, plus 15 steps of 9.6 us (hwLat NET)."""
+    h = preset("h100-sxm")
+    S = sympy.Integer(10**9)
+    ep8 = Transfer("x", "all-to-all", sympy.Integer(8), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    assert alltoall_seconds(ep8, h, world=8) == \
+        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 370_800_000_000 == sympy.Rational(11047813, 4635000000)   # 2.384 ms
+    assert alltoall_seconds(ep8, h, world=8, rate="line") == \
+        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 450_000_000_000
+    ep16 = Transfer("x", "all-to-all", sympy.Integer(16), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    assert alltoall_seconds(ep16, h, world=16) == \
+        15 * sympy.Rational(9600, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(15841, 1500000)   # 10.56 ms
+
+
+def test_deepep_dispatcher_at_deepeps_measured_bandwidths():
+    """--ep-dispatcher deepep (Megatron's flex dispatcher, backend deepep): DeepEP's measured bottleneck bandwidths
+    on H800 (hardware.toml h800, deepseek-ai/DeepEP README @ ebfe47e: 153 GB/s NVLink at EP 8, the lower of dispatch
+    153 and combine 158; 43 GB/s RDMA per 400 Gb/s NIC at EP 16); a preset without them at NCCL's busbw, said so;
+    --link-rate line keeps the line rates."""
+    from costgraph.hardware import dispatch_text
+    from costgraph.parallel.ep_time import dispatch_bandwidths
+
+    h8, h1 = preset("h800"), preset("h100-sxm")
+    S = sympy.Integer(10**9)
+    ep8 = Transfer("x", "all-to-all", sympy.Integer(8), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    ep16 = Transfer("x", "all-to-all", sympy.Integer(16), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    assert dispatch_bandwidths(h8, "nccl", "deepep") == (153_000_000_000, 43_000_000_000)
+    assert dispatch_bandwidths(h8, "nccl", "alltoall") == (164_800_000_000, 48_000_000_000)   # NCCL: 20.6 x 8 links
+    assert dispatch_bandwidths(h8, "line", "deepep") == (200_000_000_000, 50_000_000_000)
+    assert alltoall_seconds(ep8, h8, world=8, dispatcher="deepep") == \
+        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 153_000_000_000   # 5.743 ms
+    # EP 16 on two nodes: 8/16 of S on the NIC at 43 GB/s beside 7/16 on NVLink at 153 GB/s: the NIC is slower
+    assert alltoall_seconds(ep16, h8, world=16, dispatcher="deepep") == \
+        15 * sympy.Rational(9600, 10**9) + sympy.Rational(1, 2) * S / 43_000_000_000   # 11.77 ms
+    assert alltoall_seconds(ep16, h1, world=16, dispatcher="deepep") == alltoall_seconds(ep16, h1, world=16)
+    assert dispatch_text(h8, "deepep") == ("EP dispatch (--ep-dispatcher deepep): scale-up: DeepEP's measured 153 "
+                                           "GB/s; scale-out per NIC: DeepEP's measured 43 GB/s")
+    assert "scale-up: no DeepEP measurement for h100-sxm in hardware.toml, NCCL's figure above assumed" in \
+        dispatch_text(h1, "deepep")
+    assert dispatch_text(h1, "alltoall") == ("EP dispatch (--ep-dispatcher alltoall, default): NCCL's all-to-all at "
+                                             "the links above, one NIC per device")
+
+
+def test_deepep_dispatcher_through_the_layout(ds):
+    # the layout's --ep-dispatcher reaches the EP collective's seconds (communication.comm_time): DeepSeek-V3's EP 8
+    # on one H800 node at DeepEP's 153 GB/s, NCCL's 164.8 GB/s by default
+    vals = ds.values("deepseek-v3", b=1, s=4096)
+    h8 = preset("h800")
+    L = Layout(p=4, e=8, gpus=32, m=16, attention="eager")
+    col = communication(ds.graph, L)
+    calls, sent = col["ep"].calls.xreplace(vals), col["ep"].bytes.xreplace(vals)
+    for dispatcher, bw in (("alltoall", 164_800_000_000), ("deepep", 153_000_000_000)):
+        at = Layout(p=4, e=8, gpus=32, m=16, attention="eager", ep_dispatcher=dispatcher)
+        assert comm_time(col, h8, at)["ep"].xreplace(vals) == calls * 7 * sympy.Rational(3400, 10**9) + sent / bw
 
 
 # ---------------------------------------------------------------- overlap
@@ -222,18 +290,22 @@ def test_deepseek_v3_gb200_ep_64_on_nvlink_and_overlapped(ds):
     gb = preset("gb200")
     L = Layout(p=4, e=64, gpus=256, m=16, attention="eager")
     # the group's link at NCCL's busbw (hardware.toml gb200 scale_up_busbw: NCCL src/graph/topo.h SM100_NVLINK_BW
-    # 40.1 GB/s x 18 links); the all-to-all itself is timed at the line rate (parallel.ep_time)
+    # 40.1 GB/s x 18 links); the all-to-all itself too under --link-rate nccl (parallel.ep_time: NCCL's all-to-all
+    # busbw, nccl-tests#212), the line rate under --link-rate line
     assert placement(ds.graph, L).link("ep", gb) == (sympy.Rational(3400, 10**9), 721_800_000_000)
     col = communication(ds.graph, L)
     ep = comm_time(col, gb, L)["ep"].xreplace(vals)
-    # 429,127,630,848 bytes at 900 GB/s, 63 NVLink latency steps per call
+    # 429,127,630,848 bytes at 721.8 GB/s, 63 NVLink latency steps per call
     assert col["ep"].bytes.xreplace(vals) == 429_127_630_848
     calls = col["ep"].calls.xreplace(vals)
-    assert ep == calls * 63 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 900_000_000_000)
-    # the NIC only when the domain's 72 ranks are filled consecutively
+    assert ep == calls * 63 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 721_800_000_000)
+    line = Layout(p=4, e=64, gpus=256, m=16, attention="eager", link_rate="line")
+    assert comm_time(col, gb, line)["ep"].xreplace(vals) == \
+        calls * 63 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 900_000_000_000)
+    # the NIC only when the domain's 72 ranks are filled consecutively: one NIC per device at 48 of its 50 GB/s
     L72 = Layout(p=4, e=64, gpus=256, m=16, attention="eager", domain_ranks=72)
     assert comm_time(communication(ds.graph, L72), gb, L72)["ep"].xreplace(vals) == \
-        calls * 63 * sympy.Rational(9600, 10**9) + sympy.Rational(429_127_630_848, 50_000_000_000)
+        calls * 63 * sympy.Rational(9600, 10**9) + sympy.Rational(429_127_630_848, 48_000_000_000)
     st = step_time(ds.graph, Layout(p=4, e=64, gpus=256, m=16, attention="eager", ep_overlap="dualpipe"), gb)
     assert st["by_kind"]["ep"].xreplace(vals) == ep
     # DualPipe: the all-to-all exposed beyond the stage's compute only (ep_time.ep_exposed); 1F1B's PP sends and

@@ -173,3 +173,24 @@ def test_memory_floored_as_kv_memory(llama, capsys):
     assert "25,318,832,209 bytes" in capsys.readouterr().out
     with pytest.raises(CostgraphValueError, match="cannot read --memory"):
         m.train(values=v, memory="23.58 gigs")
+
+
+def test_fewest_devices_step_carries_no_no_op_option():
+    """Trial 8 leftover: the fewest-devices step said "1 devices (dp 1) at ZeRO 3" — ZeRO shards nothing over a data-
+    parallel group of 1, and --gpus at the layout's own count changes nothing: neither is printed, one device is
+    "1 device"; a step with nothing left to change is dropped."""
+    from costgraph.parallel.layout import Layout
+    from costgraph.training.fit_further import FurtherStep, _devices_words, _fewest_step
+
+    assert (_devices_words(1, 1), _devices_words(8, 1), _devices_words(16, 2)) == \
+        ("1 device", "8 devices", "16 devices (dp 2)")
+    one = FurtherStep("1 device", "--gpus 1", 10, None, True)
+    both = {"zero": 3, "recompute": "full"}
+    s = _fewest_step(Layout(gpus=8, zero=0), one, 1, both)          # 8 → 1 device: ZeRO 3 dropped at dp 1
+    assert (s.change, s.options) == ("1 device at recompute full", "--recompute full --gpus 1")
+    s = _fewest_step(Layout(gpus=1, zero=0), one, 1, both)          # the same device count: only the recompute
+    assert (s.change, s.options) == ("recompute full", "--recompute full")
+    assert _fewest_step(Layout(gpus=1, zero=0), one, 1, {"zero": 3}) is None   # nothing changes at all
+    two = FurtherStep("16 devices (dp 2)", "--gpus 16", 10, None, True)   # dp 2: ZeRO 3 shards, kept
+    s = _fewest_step(Layout(t=8, gpus=8, zero=0), two, 2, {"zero": 3})
+    assert (s.change, s.options) == ("16 devices (dp 2) at ZeRO 3", "--zero 3 --gpus 16")

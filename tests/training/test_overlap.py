@@ -164,3 +164,19 @@ def test_unknown_convention_refused(gpt):
 
     with pytest.raises(CostgraphValueError, match="unknown overlap"):
         Layout(overlap="nccl").filled()
+
+
+def test_each_link_rate_gets_its_own_seconds_in_one_process(gpt):
+    """The overlap model's per-part cache (overlap.part_seconds) was keyed without --link-rate: a step at
+    --link-rate line after one at nccl, in one process, reused the nccl seconds (found by plan = train at
+    --link-rate line after the nccl rows). Each step's seconds of each kind are comm_time's at its own rate."""
+    vals = gpt.values("gpt2", b=4)
+    for rate in ("nccl", "line", "nccl"):
+        L = Layout(t=2, gpus=16, zero=1, m=4, link_rate=rate)
+        st = step_time(gpt.graph, L, H100)
+        for kind in ("tp", "dp_grads"):
+            if kind in st["by_kind"]:
+                assert st["by_kind"][kind].xreplace(vals) == _seconds(gpt, L, kind, vals), (rate, kind)
+    nccl, line = (step_time(gpt.graph, Layout(t=2, gpus=16, zero=1, m=4, link_rate=r), H100)["by_kind"]["tp"]
+                  .xreplace(vals) for r in ("nccl", "line"))
+    assert line < nccl   # 450 GB/s of NVLink against NCCL's 370.8

@@ -41,9 +41,10 @@ CASES = [
     # to keep the test cheap; its rows are the fastest at s = 4096: at s = 1024 TE's quantize kernels and the
     # 262k-vocabulary loss leave Gemma 3 1B's BF16 rows first), Megatron's pipeline layout text as the candidate
     ("gemma3_text", "gemma-3-1b", {"s": 4096}, 4, 16, None, {"allow_fp8": True}),
-    # ... with torchtitan's cross-entropy (plan --cross-entropy: a layout field, in the check command)
+    # ... with torchtitan's cross-entropy (plan --cross-entropy: a layout field, in the check command), its
+    # collectives at the line rates (plan --link-rate line: a convention, not searched, in the check command)
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None,
-     {"pipeline_layout": "Et*7|t*6|t*6|t*7L", "cross_entropy": "pytorch"}),
+     {"pipeline_layout": "Et*7|t*6|t*6|t*7L", "cross_entropy": "pytorch", "link_rate": "line"}),
 ]
 
 
@@ -76,6 +77,7 @@ def planned(request):
         assert ("--memory-convention nominal" in res.check_command()) == bool(kw.get("memory_convention"))
     if kw.get("cross_entropy"):
         assert f"--cross-entropy {kw['cross_entropy']}" in res.check_command()
+    assert ("--link-rate line" in res.check_command()) == (kw.get("link_rate") == "line")
     if kw.get("pipeline_layout"):
         assert all(r["pp"] in (2, 4) for r in res.layouts) and "--pipeline-layout" in res.check_command()
     return res

@@ -46,11 +46,17 @@ INFER_SECTION = {"prompt": "inference: prompt tokens per sequence P",
 MAX_POINTS = 64
 
 
-def train_arguments(p, with_train_flag: bool = False) -> None:
+#: the layout options that only set how a step is timed: ``costgraph fit``, which prints no step time, has none
+#: of them (``fit --link-rate line`` is refused with a hint: costgraph.cli_errors.ELSEWHERE)
+TIME_ONLY = ("link_rate", "ep_dispatcher")
+
+
+def train_arguments(p, with_train_flag: bool = False, timed: bool = True) -> None:
     """The layout options of ``costgraph train`` (``--tp`` is also the inference TP degree), generated from
     :class:`~costgraph.layout_options.LayoutOptions` in its fields' order (but the LoRA options:
     :func:`lora_arguments`), with train's ``--memory`` and ``--reserve``
-    (:class:`~costgraph.train_options.TrainOptions`) among them."""
+    (:class:`~costgraph.train_options.TrainOptions`) among them; ``timed`` False (``costgraph fit``): without the
+    options of :data:`TIME_ONLY`."""
     if with_train_flag:
         p.add_argument("--train", action="store_true",
                        help="add the training-memory section with the default layout (one device) "
@@ -59,7 +65,7 @@ def train_arguments(p, with_train_flag: bool = False) -> None:
     add_arguments(p, TrainOptions, "memory", "memory")   # declared once (costgraph.train_options)
     add_arguments(p, LayoutOptions, "loss", "cross_entropy")
     add_arguments(p, TrainOptions, "reserve", "reserve")
-    add_arguments(p, LayoutOptions, "rank_order", "recompute_count")
+    add_arguments(p, LayoutOptions, "rank_order", "recompute_count", skip=() if timed else TIME_ONLY)
     add_arguments(p, LayoutOptions, "recompute_modules", without="lora")   # to the last field
 
 
@@ -93,7 +99,7 @@ def efficiency_profile_argument(p) -> None:
 def train_given(args) -> bool:
     """Whether ``args`` ask for training memory: ``--train``, or a layout option off its default."""
     return bool(getattr(args, "train", False)) or getattr(args, "tp", 1) != 1 or any(
-        getattr(args, k) != v for k, v in TRAIN_DEFAULTS.items())
+        getattr(args, k, v) != v for k, v in TRAIN_DEFAULTS.items())   # fit has no TIME_ONLY options
 
 
 def infer_given(args) -> bool:

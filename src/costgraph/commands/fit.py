@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     add_arguments(f, FitOptions, "hardware", "hardware")   # declared once (costgraph.fit_options.FitOptions)
     from ._analysis import train_arguments   # --gpus --tp --pp --zero --recompute ... --memory --reserve
 
-    train_arguments(f)
+    train_arguments(f, timed=False)   # fit prints no step time: no --link-rate
     from ._analysis import efficiency_profile_argument, lora_arguments
 
     efficiency_profile_argument(f)   # training: a calibration profile's memory reserve
@@ -62,7 +62,7 @@ def run(args):
         from .infer import _weights
 
         given = [k for k, v in {**TRAIN_DEFAULTS, **TRAIN_ONLY}.items()
-                 if k not in ("gpus", "memory") and getattr(args, k) != v]
+                 if k not in ("gpus", "memory") and getattr(args, k, v) != v]
         if given:
             raise CostgraphValueError(f"{flag_of((FitOptions, LayoutOptions), given[0])} is a training option",
                                       hint="drop it, or drop --serve (serving takes --tp, --batch, --weights, --kv)")

@@ -53,5 +53,9 @@ def run(args) -> str:
     if name is None:
         every = hardware.preset_list()
         return json.dumps(every.to_dict(), indent=2) if args.format == "json" else str(every)
+    from ..runtime_memory import visible_figure   # the memory CUDA reports, beside the printed figure
+
     one = hardware.preset(name)
-    return json.dumps(hardware.to_json(one), indent=2) if args.format == "json" else hardware.format_one(one)
+    seen = visible_figure(one.key)
+    return json.dumps(hardware.to_json(one, seen), indent=2) if args.format == "json" else \
+        hardware.format_one(one, seen)

@@ -4,7 +4,7 @@ that checks the first row."""
 
 from __future__ import annotations
 
-from ..choices import ATTENTION, OVERLAP
+from ..choices import ATTENTION, LINK_RATE, OVERLAP
 from ..numbers import units
 from .tables import table
 
@@ -21,6 +21,7 @@ def to_text(plan) -> str:
     with_days = st.get("tokens") is not None
     out = [f"{plan.model}: layouts on {plan.gpus} × {st['hardware_name']}, global batch {plan.global_batch} sequences; "
            f"device memory {units.with_unit('activation_bytes', plan.capacity_bytes)}"
+           + (f" ({_memory_words(st['memory_from'], plan.hardware)})" if st.get("memory_from") else "")
            + (f" less a reserve of {units.with_unit('activation_bytes', plan.reserve_bytes)} ("
               + ("calibrated" if plan.calibration is not None and plan.calibration.memory_reserve_bytes is not None
                  else _RUNTIME if st.get("reserve_runtime") else "--reserve")
@@ -32,7 +33,9 @@ def to_text(plan) -> str:
               f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
            f"{plan.considered:,} layouts considered; {len(rows)} shown, fastest first "
            f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
-           f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''})", ""]
+           f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''}"
+           f", links at --link-rate {st.get('link_rate', LINK_RATE.default)}"
+           f"{' (default)' if st.get('link_rate', LINK_RATE.default) == LINK_RATE.default else ''})", ""]
     heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
     cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
               r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
@@ -118,3 +121,11 @@ def _values_text(values: list) -> str:
             return f"first {f}/last {l}"
         return str(v).lower() if isinstance(v, bool) else str(v)
     return "{" + ", ".join(one(v) for v in values) + "}"
+
+
+def _memory_words(source: str, hardware: str) -> str:
+    """Where the device memory comes from, short: the words of
+    :func:`costgraph.runtime_memory.device_memory` without the datasheet's line (``as CUDA reports it (memory
+    convention cuda): runtime_memory.toml [visible.h100-sxm]``; ``as printed (memory convention cuda, but no
+    [visible.l40s] entry in runtime_memory.toml)``; ``memory convention nominal``)."""
+    return source.split(f"{hardware}'s printed figure: ", 1)[0].rstrip(": ,")

@@ -94,7 +94,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "optimizer": L.optimizer, "activation_precision": L.precision, "loss": L.loss,
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "link_rate": L.link_rate,
-            "ep_overlap": L.ep_overlap, "route_nodes": L.route_nodes, "overlap": L.overlap,
+            "ep_overlap": L.ep_overlap, "ep_dispatcher": L.ep_dispatcher, "route_nodes": L.route_nodes, "overlap": L.overlap,
             "attention_kernel": L.attention_kernel,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
@@ -162,9 +162,10 @@ def _rule_of_thumb_labels(flops: dict) -> dict[str, str]:
             "per_token_minus_six_n": "exact per token − 6N, all parameters"}
 
 
-def _compute_text(compute, values, link_rate: str = "nccl") -> list[str]:
+def _compute_text(compute, values, link_rate: str = "nccl", dispatcher: str = "alltoall") -> list[str]:
     """The compute, communication and step-time sections of the text, from the fields of ``compute``
-    (:class:`~costgraph.training.result_parts.TrainingCompute`)."""
+    (:class:`~costgraph.training.result_parts.TrainingCompute`); the links at ``link_rate``, the EP all-to-all's
+    line under ``dispatcher`` where the layout has one."""
     out = ["", "compute ('matmul' FLOPs unless --convention all; B = b·m·d sequences per iteration; time from "
                 "the step time below; MFU and HFU of the BF16 peak):"]
     # (name, unit, value): the units declared on the fields (costgraph.training.result_parts); MFU, HFU as "%"
@@ -203,7 +204,8 @@ def _compute_text(compute, values, link_rate: str = "nccl") -> list[str]:
         if lo.dequantization is not None:
             out.append(f"  QLoRA dequantization (hardware FLOPs): {lo.dequantization}")
     if compute.communication is not None:
-        out += ["", "communication per device per step (ring algorithms; bytes sent):"] + links_lines(compute.hardware, link_rate)
+        out += ["", "communication per device per step (ring algorithms; bytes sent):"] + links_lines(
+            compute.hardware, link_rate, dispatcher if "ep" in compute.communication else None)
         cells = []
         for k, c in compute.communication.items():   # a CollectiveCost each
             e = sympy.expand(c.bytes)
@@ -470,7 +472,7 @@ def to_text_doc(r) -> str:
     if getattr(r, "offload", None) is not None:   # CPU/NVMe offload (costgraph.training.offload)
         out += offload_text(r.offload, values, lambda b: units.with_unit("activation_bytes", b))
     if r.compute is not None:
-        out += _compute_text(r.compute, values, L.link_rate)
+        out += _compute_text(r.compute, values, L.link_rate, L.ep_dispatcher)
     beside = r.megatron
     if beside is not None:
         out += ["", "Megatron-LM's estimate (theoretical_memory_usage.py; first stage) beside costgraph's:"]

@@ -37,7 +37,7 @@ from typing import ClassVar
 
 import sympy
 
-from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV, MEMORY_CONVENTION,
+from ..choices import (CAUSAL, CONVENTION, DEFAULT_KV, DEFAULT_WEIGHTS, LLAMACPP_DEFAULT_KV,
                        RUNTIME, SGLANG_FRACTION, VLLM_ENGINE)
 from ..engine.symbols import as_expr
 
@@ -257,7 +257,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
           acceptance=None, draft=None, draft_values=None, draft_mtp: bool = False, ep: int = 1,
           dp_attention: int = 1, pp: int = 1, tp_overlap: str = "none", runtime: str = RUNTIME.default,
           sglang_fraction: str = SGLANG_FRACTION.default, vllm_engine: str = VLLM_ENGINE.default,
-          memory_convention: str = MEMORY_CONVENTION.default) -> InferenceReport:
+          memory_convention: str | None = None) -> InferenceReport:
     """The whole analysis for one setting (``model`` built by :func:`costgraph.inference.load`).
 
     ``values``: the model's dimension values (symbol → int), ``b`` replaced by ``batch``. Returns an
@@ -265,7 +265,7 @@ def infer(model, *, hardware: str | None = None, prompt: int, generate: int, bat
     or None; ``peak`` (dense FLOP/s of the compute dtype), ``bandwidth`` (HBM B/s), ``memory`` (bytes or
     ``"80GB"``) and ``link_bandwidth`` (B/s per direction, the TP all-reduce's link) replace its figures or
     stand alone (numbers or exact text such as ``"989.4e12"``); ``memory_convention``: the preset's memory as
-    CUDA reports it (``cuda``) or printed (``nominal``), :func:`costgraph.runtime_memory.device_memory`.
+    CUDA reports it (``cuda``, what None reads) or printed (``nominal``), :func:`costgraph.runtime_memory.device_memory`.
     Without a peak and a bandwidth (and a link when ``t > 1``) the seconds, tokens/s and compute-bound batch
     are None; without memory the fit, largest batch and context are None; ``rep.absent`` says why.
 

@@ -153,7 +153,7 @@ from __future__ import annotations
 import sympy
 
 from ..engine.activations import attention_cores
-from ..choices import LINK_RATE
+from ..choices import EP_DISPATCHER, LINK_RATE
 from ..errors import CostgraphValueError
 from ..engine.graph import CostGraph
 from ..engine.precision import precision as get_precision
@@ -325,17 +325,18 @@ def comm_time(collectives: dict[str, Collective], hardware, layout=None) -> dict
     its parts, on the link :func:`~costgraph.parallel.placement.link` picks
     (module docstring). ``layout`` (optional) gives the number of GPUs: when
     all fit in one scale-up domain every group is scale-up."""
-    gpus, dom, route, rate = None, None, None, LINK_RATE.default
+    gpus, dom, route, rate, dispatcher = None, None, None, LINK_RATE.default, EP_DISPATCHER.default
     if layout is not None:
         L = layout.filled()
         gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
-        dom, route, rate = L.domain_ranks, L.route_nodes, L.link_rate
+        dom, route, rate, dispatcher = L.domain_ranks, L.route_nodes, L.link_rate, L.ep_dispatcher
     out = {}
     for kind, col in collectives.items():
         total = ZERO
         for part in col.parts:
             if part.op == "all-to-all":
-                total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route)
+                total += alltoall_seconds(part, hardware, world=gpus, domain_ranks=dom, route_nodes=route,
+                                          rate=rate, dispatcher=dispatcher)
                 continue
             alpha, beta = link(part.stride, part.group, hardware, gpus, factors=part.factors or None,
                                domain_ranks=dom, ring=part.op in RING_OPS, rate=rate)

@@ -13,6 +13,29 @@ All-to-all over scale-up domains (:func:`alltoall_seconds`)
     NIC's latency when the group leaves a domain. Inside one domain this is
     the ring convention's ``(n−1)/n·S/β_up``; with every member in its own
     domain ``(n−1)/n·S/β_out``.
+Link bandwidths (``--link-rate``, :func:`costgraph.parallel.ranks.link_bandwidths`)
+    ``nccl`` (default): NCCL's all-to-all (Megatron's ``alltoall`` token
+    dispatcher, ``MoEAlltoAllTokenDispatcher``) at the same bus bandwidths
+    as the rings, the presets' ``scale_up_busbw`` / ``scale_out_busbw``:
+    nccl-tests count an all-to-all's busbw as ``algbw·(n−1)/n``
+    (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``), the time above at ``β``;
+    "NCCL can get an effective NVLink bandwidth of 370GB/s, which you can
+    observe as BusBw when running non-allreduce operations" (S. Jeaugey,
+    NVIDIA/nccl-tests#212, 8 × H100); across nodes "Alltoall cannot
+    aggregate the bandwidth of multiple NICs, so the performance you should
+    see is the performance of a single NIC" (S. Jeaugey, NVIDIA/nccl-tests#267,
+    H100 nodes with 8 × 400 Gb/s CX-7) and "CX-7 NICs at NDR rate (400Gbps)
+    should achieve up to 48-49GB/s per NIC" (AddyLaddy, NVIDIA, same
+    thread): one NIC per device at its busbw. A preset without a busbw keeps
+    its line rate (the report says so). ``line``: the line rates.
+Dispatcher (``--ep-dispatcher``, :func:`dispatch_bandwidths`)
+    ``alltoall`` (default): NCCL's all-to-all as above. ``deepep``: DeepEP's
+    dispatch and combine kernels (Megatron's ``flex`` dispatcher, backend
+    ``deepep``) at what DeepEP measured on the preset, ``deepep_scale_up_bw``
+    and ``deepep_scale_out_bw`` (hardware.toml: on H800, 153 GB/s over
+    NVLink at EP 8 and 43 GB/s over RDMA per 400 Gb/s NIC at EP 16,
+    deepseek-ai/DeepEP README @ ebfe47e), each link without one at NCCL's
+    figure (the report says so); under ``--link-rate line`` the line rates.
 Device-limited routing (``route_nodes = M``; DeepSeek-V3 report §3.2)
     Each token's ``k`` copies go to experts on at most ``M`` domains (nodes
     in the report: 8-GPU NVLink domains; Megatron ``moe_utils.py::group_limited_topk``
@@ -48,18 +71,33 @@ import sympy
 
 from ..errors import CostgraphValueError
 from ..engine.symbols import as_expr
-from .ranks import domain_members, intra_domain, no_zero_link, one_domain, ranks_per_domain
+from ..choices import EP_DISPATCHER, LINK_RATE
+from .ranks import domain_members, intra_domain, link_bandwidths, no_zero_link, one_domain, ranks_per_domain
 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
 
 
-def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nodes=None) -> Expr:
+def dispatch_bandwidths(hardware, rate: str = LINK_RATE.default, dispatcher: str = EP_DISPATCHER.default) -> tuple:
+    """``(scale-up, scale-out)`` B/s per direction per device the EP all-to-all runs at (module docstring):
+    :func:`costgraph.parallel.ranks.link_bandwidths` at ``rate``, with ``dispatcher`` ``deepep`` (and ``rate``
+    ``nccl``) DeepEP's measured figure of each link the preset gives (``deepep_scale_up_bw``,
+    ``deepep_scale_out_bw``)."""
+    base = link_bandwidths(hardware, LINK_RATE.check(rate))
+    if EP_DISPATCHER.check(dispatcher) != "deepep" or rate == "line":
+        return base
+    deep = (getattr(hardware, "deepep_scale_up_bw", None), getattr(hardware, "deepep_scale_out_bw", None))
+    return tuple(b if d is None or b == 0 else d for b, d in zip(base, deep))   # a link of 0: none there
+
+
+def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nodes=None,
+                     rate: str = LINK_RATE.default, dispatcher: str = EP_DISPATCHER.default) -> Expr:
     """Seconds per step of an all-to-all :class:`~costgraph.parallel.collectives.Transfer`
     ``part`` on ``hardware`` (module docstring); ``world`` the ranks in all,
     ``domain_ranks`` the ranks per domain (default: the power-of-two fill),
-    ``route_nodes`` the domains a token may reach (``part.copies`` its ``k``)."""
+    ``route_nodes`` the domains a token may reach (``part.copies`` its ``k``),
+    ``rate`` the ``--link-rate`` the links run at, ``dispatcher`` the ``--ep-dispatcher`` (module docstring)."""
     n = as_expr(part.group)
     fs = part.factors or ((n, as_expr(part.stride)),)
     R = ranks_per_domain(hardware, domain_ranks)
@@ -74,7 +112,7 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     else:
         inter = S * (n - local) / n
         intra = S * (local - 1) / n
-    up_b, out_b = as_expr(hardware.scale_up_bandwidth), as_expr(hardware.scale_out_bandwidth)   # may be symbols
+    up_b, out_b = (as_expr(b) for b in dispatch_bandwidths(hardware, rate, dispatcher))   # may be symbols
     if up_b == 0:       # no scale-up link (domain 1): nothing stays inside a domain (intra is 0)
         up_b = out_b
     if inter != 0:      # traffic between nodes needs a scale-out bandwidth (issue 30)

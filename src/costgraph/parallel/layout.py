@@ -106,6 +106,12 @@ class Layout(LayoutOptions):
     def _filled(self) -> "Layout":
         """:meth:`filled` without its cache."""
         out = type(self)(**self.__dict__)   # a subclass's own fields kept (and checked)
+        for name in _COUNTS:   # a count given as text or a whole float: read as the command line reads it
+            v = getattr(out, name)
+            if isinstance(v, (str, float)) and not isinstance(v, bool):
+                from ..arguments import token_count
+
+                setattr(out, name, token_count(v, "--micro-batches" if name == "m" else _FLAGS.get(name, name)))
         if out.precision is None:   # the activations follow the policy (the one rule: choices.activation_precision)
             out.precision = choices.activation_precision(out.policy)
         for name in ("t", "p", "c", "e", "v"):
@@ -314,6 +320,11 @@ _FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-st
           "first_stage_layers": "--decoder-first-pipeline-num-layers",
           "last_stage_layers": "--decoder-last-pipeline-num-layers",
           "domain_ranks": "--domain-ranks", "route_nodes": "--route-nodes"}
+
+
+#: the layout's count fields (Layout(t="2", gpus="1_024") read as --tp 2 --gpus 1024: arguments.token_count)
+_COUNTS = ("t", "p", "c", "e", "v", "m", "gpus", "hsdp", "lora_rank", "vp_group", "domain_ranks", "route_nodes",
+           "first_stage_layers", "last_stage_layers", "etp")
 
 
 def _degree(v, name):

@@ -72,6 +72,7 @@ ZERO = sympy.Integer(0)
 KEY_FIELDS = ("t", "p", "c", "e", "etp", "d", "gpus", "sp", "m", "schedule", "v", "hsdp", "rank_order", "tp_replicated")
 KEY_FIELDS += ("vp_group", "first_stage_layers", "last_stage_layers", "account_embedding", "account_loss",
                "schedule_accounting", "pipeline_layout")   # the pipeline split (costgraph.parallel.pipeline.Split)
+KEY_FIELDS += ("domain_ranks", "link_rate")   # what Placement.link reads of the layout: a placement per link setting
 
 
 @dataclass(frozen=True)

@@ -144,17 +144,32 @@ def further_steps(model, layout, values: dict, usable: int, *, host_capacity=Non
                 ("" if L.lora_rank else f"--lora {r} ") + f"--quantize {choices.FIT_QLORA}",
                 dataclasses.replace(L, lora_rank=r, quantization=choices.FIT_QLORA))
     for zero in sorted({3, L.zero} - {0}):
-        s = fewest_devices(model, dataclasses.replace(L, zero=zero), values, usable, host_capacity, devices_per_node)
+        found = _fewest(model, dataclasses.replace(L, zero=zero), values, usable, host_capacity, devices_per_node)
         also = {"zero": 3} if zero != L.zero else {}
-        if s is None and L.recompute != "full":   # activations alone too many: with full recomputation
-            s = fewest_devices(model, dataclasses.replace(L, zero=zero, recompute="full"), values, usable,
-                               host_capacity, devices_per_node)
+        if found is None and L.recompute != "full":   # activations alone too many: with full recomputation
+            found = _fewest(model, dataclasses.replace(L, zero=zero, recompute="full"), values, usable,
+                            host_capacity, devices_per_node)
             also["recompute"] = "full"
-        if s is not None:
-            words = " and ".join(f"{'ZeRO' if k == 'zero' else 'recompute'} {v}" for k, v in also.items())
-            out.append(dataclasses.replace(s, change=s.change + (f" at {words}" if words else ""),
-                                           options="".join(f"--{k} {v} " for k, v in also.items()) + s.options))
+        step = None if found is None else _fewest_step(L, *found, also)
+        if step is not None:
+            out.append(step)
     return out
+
+
+def _fewest_step(L, s: FurtherStep, d: int, also: dict) -> FurtherStep | None:
+    """The fewest-devices step ``s`` (at data-parallel degree ``d``) with the options ``also`` it needs
+    (``zero``, ``recompute``), none of them a no-op (trial 8: "1 devices" at ZeRO 3): ZeRO shards nothing
+    over a data-parallel group of 1, and ``--gpus`` at the layout's own count changes nothing; None when
+    nothing is left to change."""
+    if d == 1:
+        also = {k: v for k, v in also.items() if k != "zero"}
+    moved = s.options != f"--gpus {L.gpus}"
+    words = " and ".join(f"{'ZeRO' if k == 'zero' else 'recompute'} {v}" for k, v in also.items())
+    if not moved and not words:
+        return None
+    change = (s.change + (f" at {words}" if words else "")) if moved else words
+    options = "".join(f"--{k} {v} " for k, v in also.items()) + (s.options if moved else "")
+    return dataclasses.replace(s, change=change, options=options.strip())
 
 
 #: the most degrees past the smallest that fits tried for one the model divides into
@@ -162,7 +177,18 @@ _WALK = 64
 
 
 def fewest_devices(model, layout, values: dict, usable: int, host_capacity=None, devices_per_node=None):
-    """The step to the fewest devices (``gpus = t·p·c·d``, ``layout``'s TP, PP and CP kept) on which
+    """The step to the fewest devices of :func:`_fewest` (its words ``1 device``, ``16 devices (dp 2)``), or None."""
+    found = _fewest(model, layout, values, usable, host_capacity, devices_per_node)
+    return None if found is None else found[0]
+
+
+def _devices_words(n: int, d: int) -> str:
+    """``1 device``, ``8 devices``, ``16 devices (dp 2)``: the data-parallel degree named where above 1."""
+    return "1 device" if n == 1 else f"{n} devices" + (f" (dp {d})" if d > 1 else "")
+
+
+def _fewest(model, layout, values: dict, usable: int, host_capacity=None, devices_per_node=None):
+    """``(step, d)``: the step to the fewest devices (``gpus = t·p·c·d``, ``layout``'s TP, PP and CP kept) on which
     ``layout`` fits, searched over the data-parallel degree ``d``: the memory computed once with
     ``d`` the symbol ``N_d`` (:data:`costgraph.parallel.layout.DP`), evaluated exactly at each
     candidate; None when no degree up to :data:`costgraph.parallel.layout.MAX_DEVICES` devices fits
@@ -212,8 +238,8 @@ def fewest_devices(model, layout, values: dict, usable: int, host_capacity=None,
         except CostgraphValueError:
             continue
         judged = judge(model, dataclasses.replace(layout, gpus=per * d), values, devices_per_node)
-        s = _step(f"{per * d} devices (dp {d})", f"--gpus {per * d}", judged, usable, host_capacity)
-        return s if s is not None and s.fits else None
+        s = _step(_devices_words(per * d, d), f"--gpus {per * d}", judged, usable, host_capacity)
+        return (s, d) if s is not None and s.fits else None
     return None
 
 

@@ -209,7 +209,7 @@ def part_seconds(col: Collective, hardware, layout) -> list:
     gpus = L.gpus if L.gpus is not None else as_expr(L.t) * as_expr(L.p) * as_expr(L.c) * as_expr(L.d)
     out = []
     for p in col.parts:
-        key = (col.kind, p, gpus, L.domain_ranks, L.route_nodes)
+        key = (col.kind, p, gpus, L.domain_ranks, L.route_nodes, L.link_rate, L.ep_dispatcher)   # all comm_time reads
         try:
             out.append(_part_seconds(hardware, key, layout))
         except TypeError:   # a part that cannot be hashed: computed directly

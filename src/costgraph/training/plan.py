@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from ..choices import ATTENTION, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP, RECOMPUTE_SEARCHED
+from ..choices import ATTENTION, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, LINK_RATE, OVERLAP, RECOMPUTE_SEARCHED
 from ..engine.graph import CostGraph
 from ..errors import CostgraphValueError
 from ..options import Space, SEARCHED_OPTIONS, searched
@@ -141,7 +141,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
          cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None,
          overlap: str = OVERLAP.default, pipeline_layout: str | None = None, allow_fp8: bool = False,
          allow_offload: bool = False, exhaustive: bool = False, reserve_of=None,
-         cross_entropy: str = CROSS_ENTROPY.default) -> Plan:
+         cross_entropy: str = CROSS_ENTROPY.default, link_rate: str = LINK_RATE.default) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device; ``reserve_of``: a row's own reserve, called with the candidate, when
@@ -158,6 +158,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     ``overlap``: the communication overlap convention of every layout (:mod:`costgraph.training.overlap`).
     ``cross_entropy``: the loss's implementation on every layout (:data:`costgraph.choices.CROSS_ENTROPY`,
     :mod:`costgraph.training.cross_entropy`: what it holds at the loss's peak and what its kernels move).
+    ``link_rate``: the bandwidth every layout's collectives run at (:data:`costgraph.choices.LINK_RATE`,
+    ``--link-rate``: NCCL's busbw by default, or the line rates); a convention, never searched.
     ``pipeline_layout``: Megatron's pipeline layout text (:mod:`costgraph.parallel.pipeline_layout`): only
     the ``(p, v)`` its stages allow, every row with it (screened with the even forms, confirmed exactly).
     ``allow_fp8`` (the FP8 policies, on a preset with an FP8 peak), ``allow_offload`` (optimizer and
@@ -183,7 +185,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
                     micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap,
-                    reserve_of=reserve_of, cross_entropy=cross_entropy,
+                    reserve_of=reserve_of, cross_entropy=cross_entropy, link_rate=link_rate,
                     factors=factors, pipeline_layout=pipeline_layout,
                     allow=dict(allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive))
         bar.update(steps)
@@ -200,7 +202,8 @@ def _space(cg: CostGraph, fixed: dict, **kw) -> tuple[Space, object]:
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
           max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None, reserve_of=None,
-          pipeline_layout=None, allow=None, cross_entropy=CROSS_ENTROPY.default) -> Plan:
+          pipeline_layout=None, allow=None, cross_entropy=CROSS_ENTROPY.default,
+          link_rate=LINK_RATE.default) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     _one_node(hardware, gpus)
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
@@ -215,7 +218,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
-                cross_entropy=cross_entropy)   # the activations' precision: Layout.filled()
+                cross_entropy=cross_entropy, link_rate=link_rate)   # the activations' precision: Layout.filled()
     derived: dict = {}   # the variants' forms, derived once (a second screen keeps more rows, not new forms)
 
     def derive(fields, opts, schedules):
@@ -228,7 +231,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     screen = _Screen(grid, options, forms, derive, space, b_sym is not None, capacity=capacity - reserve, gpus=gpus,
                      peak=float(hardware.peak_flops_bf16), bar=bar)
     settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap,
-                    pipeline_layout=pipeline_layout, cross_entropy=cross_entropy)
+                    pipeline_layout=pipeline_layout, cross_entropy=cross_entropy, link_rate=link_rate)
     limit = top + MARGIN
     keep = 4 * limit + 16   # the fastest rows of each screened set that are ranked (all of them if needed)
     while True:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import sympy
 
-from ..choices import CROSS_ENTROPY, OVERLAP
+from ..choices import CROSS_ENTROPY, LINK_RATE, OVERLAP
 
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
@@ -39,7 +39,7 @@ DEGREES = (("t", T), ("c", C), ("e", EP), ("d", D))
 def layout_of(c, settings: dict) -> Layout:
     """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
     (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
-    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``, ``cross_entropy``; the candidate's variant
+    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``, ``cross_entropy``, ``link_rate``; the candidate's variant
     fields (``c.options``, :mod:`costgraph.training.plan_variants`: an FP8 ``policy`` among them) last."""
     extra = dict(getattr(c, "options", None) or {})
     pol = extra.pop("policy", settings["policy"])
@@ -50,6 +50,7 @@ def layout_of(c, settings: dict) -> Layout:
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
                   overlap=settings.get("overlap", OVERLAP.default),
                   cross_entropy=settings.get("cross_entropy", CROSS_ENTROPY.default),
+                  link_rate=settings.get("link_rate", LINK_RATE.default),
                   pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, MEMORY_CONVENTION, OVERLAP
+from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, LINK_RATE, MEMORY_CONVENTION, OVERLAP
 from ..errors import CostgraphValueError
 from ..result_fields import document_json, key
 from ..results import Tabular, renderer
@@ -89,10 +89,11 @@ class PlanResult(Tabular):
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
         words += [f"--cross-entropy {st['cross_entropy']}"] \
             if st.get("cross_entropy", CROSS_ENTROPY.default) != CROSS_ENTROPY.default else []
+        words += [f"--link-rate {st['link_rate']}"] if st.get("link_rate", LINK_RATE.default) != LINK_RATE.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
-            if st.get("memory_convention", MEMORY_CONVENTION.default) != MEMORY_CONVENTION.default else []
+            if st.get("memory_convention") not in (None, MEMORY_CONVENTION.default) else []
         words += [f"--efficiency-profile {st['profile']}"] if st.get("profile") else []
         return " ".join(words)
 
@@ -169,6 +170,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
+    ``link_rate`` (:data:`costgraph.choices.LINK_RATE`: the check command carries one other than the default),
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
     takes them (the check command carries the layout text and a loss other than the default).
 
@@ -208,7 +210,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
-                  cross_entropy=cross_entropy)
+                  cross_entropy=cross_entropy, link_rate=o.link_rate)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = [c.as_dict() for c in result.layouts]
@@ -218,7 +220,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
-                "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                "link_rate": o.link_rate, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                "memory_from": _memory_from(hw, memory is not None, o.memory_convention),
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
@@ -280,6 +283,16 @@ def _device(hardware, memory, precision, convention=None):
     hw = preset(hardware)
     check_supported(precision, hw)
     return hw, train_device(memory, hw, convention)[0]
+
+
+def _memory_from(hw, given: bool, convention) -> str | None:
+    """Where the device memory of the plan comes from, in words (:func:`costgraph.runtime_memory.preset_capacity`:
+    what CUDA reports, or the printed figure where no ``[visible.NAME]`` entry gives it, said so); None with
+    ``--memory``."""
+    from ..runtime_memory import preset_capacity
+
+    seen = preset_capacity(hw, given, convention)
+    return None if seen is None else seen.source
 
 
 def _rate(hw, precision, efficiency):
