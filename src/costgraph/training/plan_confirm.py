@@ -104,6 +104,10 @@ def _symbolic(layout: Layout, values: dict, b_sym) -> tuple[Layout, dict, dict]:
         degrees["gpus"] = None
         if "t" in degrees and full.etp == full.t:
             degrees["etp"] = T
+    import os
+    if os.environ.get("K27_CONCRETE_M"):
+        del at[M]
+        return dataclasses.replace(layout, m=full.m, **degrees), fixed, at
     return dataclasses.replace(layout, m=M, **degrees), fixed, at
 
 

@@ -67,7 +67,6 @@ class Forms:
         self.options = options
         self.pipes = pipes(schedules)
         self._exprs: list = []
-        self._index: dict = {}   # a registered form → its index: each distinct form compiled once
         self._memo: dict = {}   # the sizes substituted once per distinct subexpression (numbers.substitute)
         zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
         pairs = list(itertools.product(recs, sps))
@@ -113,12 +112,8 @@ class Forms:
         """Register ``expr`` with the model's sizes fixed; its index in :meth:`evaluate`'s arrays."""
         from ..engine.symbols import as_expr
 
-        e = substitute(as_expr(expr), self.fixed, self._memo)
-        got = self._index.get(e)
-        if got is None:
-            got = self._index[e] = len(self._exprs)
-            self._exprs.append(e)
-        return got
+        self._exprs.append(substitute(as_expr(expr), self.fixed, self._memo))
+        return len(self._exprs) - 1
 
     @property
     def exprs(self) -> list:
