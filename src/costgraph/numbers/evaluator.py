@@ -42,7 +42,14 @@ def _np_floordiv(n, d):
     return np.floor_divide(n, d)
 
 
-_NP_MODULES = [{"cg_floordiv": _np_floordiv}, "numpy"]
+def _np_modules() -> list:
+    """lambdify's modules for NumPy: the ``numpy`` module itself, not the name ``"numpy"`` (the same
+    printer, NumPyPrinter, and the same names; the name makes lambdify run ``from numpy import *``,
+    which imports NumPy's lazily loaded submodules, ``f2py`` and ``testing`` among them: a tenth of
+    a second of every process that compiles a form)."""
+    import numpy as np
+
+    return [{"cg_floordiv": _np_floordiv}, np]
 
 
 def _integer_floors(e: sympy.Expr) -> sympy.Expr:
@@ -168,7 +175,7 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
         exprs = [as_expr(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
-        f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_NP_MODULES, cse=True, use_imps=False)
+        f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_np_modules(), cse=True, use_imps=False)
 
         def run(*arrays):
             # the inputs are not broadcast to the common shape: a constant stays a scalar, and only the
@@ -192,10 +199,10 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
     if dtype != "int64":
         raise ValueError(dtype)
     fracs = [integer_fraction(_integer_floors(e)) for e in exprs]
-    nums = sympy.lambdify(args, [n for n, _ in fracs], modules=_NP_MODULES, use_imps=False)
-    dens = sympy.lambdify(args, [d for _, d in fracs], modules=_NP_MODULES, use_imps=False)
+    nums = sympy.lambdify(args, [n for n, _ in fracs], modules=_np_modules(), use_imps=False)
+    dens = sympy.lambdify(args, [d for _, d in fracs], modules=_np_modules(), use_imps=False)
     bounds = sympy.lambdify(args, [_overflow_bound(n) for n, _ in fracs] + [_overflow_bound(d) for _, d in fracs],
-                            modules=_NP_MODULES, use_imps=False)
+                            modules=_np_modules(), use_imps=False)
 
     def run_int(*arrays):
         arrays = [np.asarray(a, dtype=np.int64) for a in arrays]   # not broadcast: see run() above

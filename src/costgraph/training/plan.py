@@ -284,6 +284,7 @@ class _Screen:
         self.bar, self.base_refused = bar, dict(grid.refused)
         self.considered = self.fitting = self.bounded = 0
         self.truncated = False
+        self.screened: dict = {}   # the screen's arrays per (forms, grid), for a second run with a larger keep
 
     def run(self, keep):
         grid, refused = self.grid, dict(self.base_refused)
@@ -309,7 +310,7 @@ class _Screen:
     def _evaluate(self, forms, grid, refused, keep):
         stats = {}
         out = _evaluate(forms, grid, self.kw["with_b"], refused, capacity=self.kw["capacity"], gpus=self.kw["gpus"],
-                        peak=self.kw["peak"], keep=keep, stats=stats)
+                        peak=self.kw["peak"], keep=keep, stats=stats, memo=self.screened)
         self.fitting += stats.get("fitting", 0)
         self.bounded += stats.get("bounded", 0)
         self.truncated |= stats.get("truncated", False)
@@ -355,13 +356,17 @@ def _order(c: Candidate) -> tuple:
 
 
 def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity, gpus,
-              peak: float, keep: int | None = None, stats: dict | None = None) -> tuple[list[Candidate], Candidate | None, dict]:
+              peak: float, keep: int | None = None, stats: dict | None = None,
+              memo: dict | None = None) -> tuple[list[Candidate], Candidate | None, dict]:
     """Every layout of ``grid`` under every searched option that fits ``capacity`` (the device
     memory less the reserve): its memory (most-loaded stage), step time and MFU; the layout of
     least memory (whether it fits or not); and the options pruned because they change nothing.
     ``keep``: of each option combination, only the rows no slower than its ``keep``-th fastest
     that fits (None: all; every row of the ``keep`` first by :func:`_order` is among them);
-    ``stats`` (when given) gets ``fitting`` (the rows that fit) and ``truncated`` (some were left)."""
+    ``stats`` (when given) gets ``fitting`` (the rows that fit) and ``truncated`` (some were left).
+    ``memo``: the screen's arrays (:func:`~costgraph.training.plan_forms.screen`) by ``(forms, grid)``, kept
+    for a second call with another ``keep`` (the planner's second run: DeepSeek-V3 on 256 GB200s, ~0.3 s
+    of CPU); it holds both, so their ids are not reused while it lives."""
     rows = grid.rows
     candidates, least = Rows(), None
     pruned = {"option changes nothing (SP without TP, ZeRO without a group)": 0}
@@ -373,7 +378,12 @@ def _evaluate(forms: Forms, grid: Grid, with_b: bool, refused: dict, *, capacity
     experts = bool(placement(forms.cg, Layout()).experts)
     bounded = uneven(grid)   # screened with lower bounds (plan_forms.uneven_bounds)
     stats.setdefault("bounded", 0)
-    for (z, r, sp), mem, step, model_it, valid, (low_mem, low_step) in screen(forms, rows, with_b, experts, bounded):
+    got = None if memo is None else memo.get((id(forms), id(grid)))
+    if got is None:
+        got = (forms, grid, list(screen(forms, rows, with_b, experts, bounded)))
+        if memo is not None:
+            memo[(id(forms), id(grid))] = got
+    for (z, r, sp), mem, step, model_it, valid, (low_mem, low_step) in got[2]:
         pruned["option changes nothing (SP without TP, ZeRO without a group)"] += int(np.count_nonzero(~valid))
         fits = valid & (low_mem <= capacity)   # by the memory's lower bound: never drops one that fits
         likely = fits & (mem <= capacity)      # by the estimate: the order of the confirmation's first pass

@@ -5,11 +5,10 @@ builds (:func:`layout_of`), is checked whole as :func:`costgraph.training.api.tr
 it (K/V replication, :func:`costgraph.training.validity.check_layout`,
 :meth:`Layout.filled`), and gets train's exact figures (:func:`exact_figures`). A row train
 refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
-same model (a larger ``--top`` in a notebook) derives no layout twice, and train's derivation is
-shared by the layouts of one structure (``m``, ``b`` and the degrees above 1 as symbols, each
-layout substituting its numbers exactly: :func:`_symbolic`). Both live in the planner's one cache, per graph
-and dropped with it (:func:`costgraph.training.plan_forms.derived`): the derivations beside the screen's,
-the exact figures in a store of their own.
+same model (a larger ``--top`` in a notebook) derives no layout twice. Each layout is derived at its own
+numbers, as train derives it (:func:`_concrete`), the model's sizes substituted exactly after. Both live in
+the planner's one cache, per graph and dropped with it (:func:`costgraph.training.plan_forms.derived`): the
+derivations beside the screen's, the exact figures in a store of their own.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from ..choices import CROSS_ENTROPY, LINK_RATE, OVERLAP
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
-from .plan_forms import C, D, EP, M, T, derived, memory_of, step_of
+from .plan_forms import derived, memory_of, step_of
 from .steptime import combine
 
 #: the most exact figures kept per graph (by layout and sizes: :func:`_key`)
@@ -32,8 +31,6 @@ FIGURES_SIZE = 4096
 #: the rows left underived once the confirmation's budget is spent (:func:`confirm`)
 UNPROVEN = ("uneven split not derived: its lower bound is below the rows shown (past the confirmation budget; "
             "it might be faster)")
-#: the degrees derived as symbols when above 1 (:func:`_symbolic`)
-DEGREES = (("t", T), ("c", C), ("e", EP), ("d", D))
 
 
 def layout_of(c, settings: dict) -> Layout:
@@ -83,29 +80,19 @@ def _figures(model, key: tuple, make):
     return derived(model.graph, key, make, kind="figures", size=FIGURES_SIZE)
 
 
-def _symbolic(layout: Layout, values: dict, b_sym) -> tuple[Layout, dict, dict]:
-    """``(layout with m a symbol, values without b, {M: m, b: its value, ...})``: the derivation shared by
-    the layouts that differ only in numbers (:func:`exact_figures`), and what each substitutes. Besides
-    ``m`` and ``b``, each of the degrees ``t``, ``c``, ``e``, ``d`` above 1 is a symbol (``T``, ``C``,
-    ``EP``, ``D`` of :mod:`costgraph.training.plan_forms`, ``etp`` with ``t`` when it equals it): the
-    layouts of one structure (``p``, ``v``, schedule, split, options, and which degrees are 1) share one
-    derivation. A degree of 1 stays a number (the code paths without TP, CP, EP or DP are not those of a
-    symbolic degree), as does ``p`` (the stages' structure; DualPipe's pairs of stages)."""
-    free = {b_sym} if b_sym is not None and b_sym in values else set()
-    fixed = {k: v for k, v in values.items() if k not in free}
-    full = layout.filled()
-    at = {M: sympy.Integer(full.m), **{k: values[k] for k in free}}
-    degrees: dict = {}
-    for name, sym in DEGREES:
-        n = getattr(full, name)
-        if isinstance(n, int) and n > 1:
-            degrees[name], at[sym] = sym, sympy.Integer(n)
-    if degrees:
-        degrees.setdefault("d", full.d)   # given, not filled from gpus (a symbolic t·p·c)
-        degrees["gpus"] = None
-        if "t" in degrees and full.etp == full.t:
-            degrees["etp"] = T
-    return dataclasses.replace(layout, m=M, **degrees), fixed, at
+def _concrete(layout: Layout, values: dict) -> tuple[Layout, dict]:
+    """``(layout with its filled m, values)``: the layout train derives, at its own numbers (the degrees, ``m``,
+    ``p``, ``v``, and ``b`` among ``values``), and the sizes each figure substitutes after
+    (:func:`exact_memory`, :func:`exact_figures`).
+
+    Why numbers, not symbols shared by the layouts of one structure (this module derived ``m``, ``b`` and the
+    degrees above 1 as symbols until issue 27 item 6's speed work): with numbers SymPy's ``Min``, ``Max`` and
+    ``ceiling`` of the degrees and ``m`` fold as they are built, where over symbols each is proved per call
+    (the interleaved schedule's in-flight chunks ``Min(Min(K, v·m) + 1, v·m)``: about 10 ms each, 82 of them
+    for Llama-3-70B's ``--top 5``): the confirmation cost half as much (Llama-3-70B on 64 H100s: 1.13 s of
+    CPU → 0.43 s; Llama-3-8B ``--top 100``: 2.12 s → 1.34 s) for the same exact figures (the substitution
+    of whole numbers gives the number the derivation at those numbers gives)."""
+    return dataclasses.replace(layout, m=layout.filled().m), values
 
 
 def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
@@ -116,10 +103,10 @@ def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
     planner's one cache of train's derivations (:func:`costgraph.training.plan_forms.memory_of`: each
     stage's states and activations, whose sum is the stage's total)."""
     def make():
-        sym, fixed, at = _symbolic(layout, values, b_sym)
-        full, memo = {**fixed, **at}, {}
+        at, full = _concrete(layout, values)
+        memo: dict = {}
         return int(sympy.ceiling(max(exact_value(s, full, memo) + exact_value(a, full, memo)
-                                     for s, a in memory_of(model.graph, sym))))
+                                     for s, a in memory_of(model.graph, at))))
     return _figures(model, ("memory", *_key(layout, values)), make)
 
 
@@ -133,18 +120,16 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
     combined by :func:`~costgraph.training.steptime.combine` at ``values`` (Python's ``max``: the
     number train's Max gives at those values); ``factors``: a calibration's multipliers.
 
-    The derivation is shared by the layouts that differ only in numbers: it is made once with
-    the micro-batches ``m`` (and the micro-batch ``b``, the symbol ``b_sym`` of ``values``, when
-    given) and the degrees above 1 (:func:`_symbolic`) as symbols, and each layout substitutes its own; the sizes are whole numbers, so the
-    substitution gives the exact value the derivation at those numbers gives (the
-    Min/Max/ceiling/Piecewise of ``m`` and ``b`` evaluate once they are numbers). The derivation is the
+    The derivation is at the layout's numbers (:func:`_concrete`), the model's sizes (``values``, ``b``
+    among them; ``b_sym``: unused, kept for callers) substituted exactly after: whole numbers, so the
+    substitution gives the exact value the derivation at those numbers gives. The derivation is the
     planner's one (:func:`costgraph.training.plan_forms.step_of`), the figures cached by layout."""
     from ..engine.symbols import as_expr
 
     def make():
-        sym, fixed, at = _symbolic(layout, values, b_sym)
-        parts = step_of(model.graph, sym, hardware, efficiency, factors)
-        full, memo = {**fixed, **at}, {}
+        at, full = _concrete(layout, values)
+        parts = step_of(model.graph, at, hardware, efficiency, factors)
+        memo: dict = {}
 
         def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates
             return exact_value(as_expr(x), full, memo)
