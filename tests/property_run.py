@@ -74,10 +74,11 @@ def base(tmp_path_factory):
     the leak marker is in the environment while the module runs. The objects alive when the module starts
     (earlier tests' models, SymPy's cache of 100,000 entries per constructor, torch) are frozen
     (``gc.freeze``: the collector's permanent generation) until it ends: :func:`run_case`'s collection before
-    each case traverses what the module's cases made, not the whole heap of the test process (which is what
-    made this harness's files dearer in the suite than alone: a full collection of 480,000 to 845,000 objects
-    before each of test_property_cli.py's 113 cases, 57 of its 76 s of CPU after the files of tests/commands
-    before it, against 36 s for the whole file alone; 2026-12-07)."""
+    each case traverses what the module's cases made, not the whole heap of the test process. A full
+    collection before each case is what made this harness's files dearer in the suite than alone: after the
+    files of tests/commands before it (one process), test_property_cli.py's 113 collections traversed 480,000
+    to 845,000 objects each, 57 of the file's 76 s of CPU (its tests alone: 37 s); frozen, 1.3 s of 13 s
+    (2026-12-07, the 2-core machine)."""
     gc.collect()
     gc.freeze()
     root = tmp_path_factory.mktemp("prop")
