@@ -27,7 +27,7 @@ process (stdout and stderr captured; the working directory and
   non-negative; every report and plot is non-empty.
 
 Three files, one harness (``tests/property_run.py``: the settings, :func:`run_case`, the checks): this one
-(every subcommand's flags but ``web``'s, the memory bound, the checks of the checks; 20 s of CPU),
+(every subcommand's flags but ``web``'s, the memory bound, the checks of the checks; 18 s of CPU),
 ``test_property_web.py`` (``web``'s flags: a page derives train and infer for every preset; 17 s) and
 ``test_property_inputs.py`` (generated model files and configs as the MODEL; 50 s, 47 of them one drawn
 ``plan --exhaustive`` over 64 GPUs). A derandomized draw depends on the test function's source only
@@ -37,7 +37,7 @@ Profiles, chosen by ``COSTGRAPH_FUZZ`` (the variable of tests/commands/test_fuzz
 ``fast`` (default, part of the suite)
     derandomized: 6 argument lists per subcommand (2 to 4 for the slow ``plan``,
     ``verify``, ``graph``, ``optimal``, ``fit``, ``web``), 5 generated model files, 4 configs, 2
-    subprocess runs; about 90 s of CPU time in all (2026-12-07, the three files alone: 20 + 17 + 50 s);
+    subprocess runs; about 90 s of CPU time in all (2026-12-07, the three files alone: 18 + 17 + 50 s);
 ``long`` (by hand)
     ``COSTGRAPH_FUZZ=long nice python -m pytest tests/commands/test_property_*.py -q
     --hypothesis-show-statistics``: ``COSTGRAPH_FUZZ_EXAMPLES`` (default 300)
