@@ -29,6 +29,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "decoder_attention_heads": ("a", "attention heads"),
     "decoder_ffn_dim": ("i", "MLP intermediate size"),
     "decoder_layers": ("l", "Transformer layers"),
+    "num_decoder_attention_heads": ("a", "attention heads"),     # ProphetNet's decoder (ProphetNetForCausalLM)
+    "num_decoder_layers": ("l", "Transformer layers"),
     "num_attention_heads": ("a", "attention heads"),
     "num_key_value_heads": ("kv", "key/value heads"),
     "num_kv_heads": ("kv", "key/value heads"),
@@ -210,6 +212,7 @@ class Probe:
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"], "conv_L_cache": p["K"],
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
+                  "num_decoder_attention_heads": a, "num_decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
                   "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"],
                   "shared_intermediate_size": p["i_s"], "moe_shared_expert_intermediate_size": p["i_s"],
