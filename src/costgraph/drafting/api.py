@@ -20,6 +20,7 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
+from .probe_fit import fitted
 
 
 def _require():
@@ -276,7 +277,10 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
     ``hidden_size / num_attention_heads`` (Helium's ``o_proj`` is h → h: transformers 5.24 modeling_helium.py) fails at
     probes that set the head size apart; it is then probed again with the head size following h / a, read back so
     (the second try only where the first fails and the config has a head_dim)."""
-    probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
+    def builds(probe):
+        _config_object(_probe_config(cfg, config, probe))
+
+    probes = fitted([Probe.make(present, i, period, derived, even_kv) for i in (0, 1)], builds)
     try:
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
     except CostgraphValueError:

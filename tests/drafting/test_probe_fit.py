@@ -1,0 +1,108 @@
+"""Probe configurations that a config's validator accepts (costgraph.drafting.probe_fit, issue 28 item 2), and the
+probe fields of encoder-decoder families whose decoder sizes have names of their own (ProphetNet's).
+
+The validators are transformers 5.24's own (read at the source): configuration_moshi.py ``validate_architecture``
+(``ffn_dim % 2 == 1`` refused), configuration_zamba.py (``(mamba_expand * hidden_size) % n_mamba_heads != 0``
+refused), configuration_zaya.py (``num_experts_per_tok != 1`` refused); modeling_prophetnet.py
+``ProphetNetNgramSelfAttention.__init__`` asserts ``hidden_size`` divisible by ``num_decoder_attention_heads``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from costgraph.drafting.probe import Probe
+from costgraph.drafting.probe_fit import doubled, dropped, fitted
+from costgraph.errors import CostgraphValueError
+
+FIELDS = ("hidden_size", "num_attention_heads", "intermediate_size", "num_experts_per_tok")
+
+
+def _refusing(rule):
+    def builds(probe):
+        if not rule(probe.fields):
+            raise CostgraphValueError("refused")
+    return builds
+
+
+def test_fitted_keeps_probes_that_build():
+    probes = [Probe.make(FIELDS, i) for i in (0, 1)]
+    assert fitted(probes, _refusing(lambda f: True)) is probes
+
+
+def test_fitted_doubles_a_field_that_must_be_even():
+    probes = [Probe.make(FIELDS, i) for i in (0, 1)]
+    got = fitted(probes, _refusing(lambda f: f["intermediate_size"] % 2 == 0))
+    assert [p.fields["intermediate_size"] for p in got] == [2 * 19, 2 * 31]     # probe.py's primes of i: 19, 31
+    assert [p.symbols["i"] for p in got] == [(38, "intermediate_size"), (62, "intermediate_size")]
+    assert got[0].cover(3 * 38) == "3 * i"        # read back as the field all the same
+    assert [p.fields["hidden_size"] for p in got] == [p.fields["hidden_size"] for p in probes]
+
+
+def test_fitted_leaves_a_field_at_the_config_value_when_no_doubling_helps():
+    probes = [Probe.make(FIELDS, i) for i in (0, 1)]
+    got = fitted(probes, _refusing(lambda f: f.get("num_experts_per_tok", 1) == 1))
+    assert all("num_experts_per_tok" not in p.fields and "k" not in p.symbols for p in got)
+    assert [len(p.fields) for p in got] == [len(FIELDS) - 1] * 2
+
+
+def test_fitted_gives_the_probes_back_when_nothing_helps():
+    probes = [Probe.make(FIELDS, i) for i in (0, 1)]
+    assert fitted(probes, _refusing(lambda f: False)) is probes
+
+
+def test_changes_copy_the_probe():
+    p = Probe.make(FIELDS, 0)
+    before = (dict(p.fields), dict(p.symbols))
+    doubled(p, "hidden_size"), dropped(p, "hidden_size")
+    assert (p.fields, p.symbols) == before
+
+
+@pytest.fixture(scope="module")
+def hf():
+    pytest.importorskip("torch")
+    return pytest.importorskip("transformers")
+
+
+def _fit(model_type: str):
+    from costgraph.drafting.api import _probe_config
+    from costgraph.drafting.configs import _config_object, present_fields, probed_config
+
+    cfg = {"model_type": model_type}
+    config = _config_object(cfg)
+    present = present_fields(probed_config(config)[1])
+    probes = [Probe.make(present, i) for i in (0, 1)]
+    with pytest.raises(CostgraphValueError, match="cannot build a config"):
+        _config_object(_probe_config(cfg, config, probes[0]))
+    got = fitted(probes, lambda p: _config_object(_probe_config(cfg, config, p)))
+    for p in got:      # the fitted probes build
+        _config_object(_probe_config(cfg, config, p))
+    return probes, got
+
+
+def test_moshi_ffn_dim_doubled(hf):
+    probes, got = _fit("moshi")
+    assert [p.fields["ffn_dim"] for p in got] == [2 * p.fields["ffn_dim"] for p in probes]
+
+
+def test_zamba_heads_left_at_the_config(hf):
+    probes, got = _fit("zamba")
+    assert all("n_mamba_heads" in p.fields for p in probes)
+    assert all("n_mamba_heads" not in p.fields for p in got)
+
+
+def test_zaya_one_expert_per_token(hf):
+    _, got = _fit("zaya")
+    assert all("num_experts_per_tok" not in p.fields for p in got)
+
+
+def test_prophetnet_decoder_heads_probed(hf):
+    from costgraph.drafting.api import _probe_config
+    from costgraph.drafting.configs import _config_object, present_fields
+
+    config = _config_object({"model_type": "prophetnet"})
+    probe = Probe.make(present_fields(config), 0)
+    built = _config_object(_probe_config({"model_type": "prophetnet"}, config, probe))
+    assert built.num_decoder_attention_heads == probe.fields["num_attention_heads"] == 77
+    assert built.hidden_size % built.num_decoder_attention_heads == 0
+    assert built.num_decoder_layers == probe.fields["num_decoder_layers"] == 11     # probe.py's prime of l
