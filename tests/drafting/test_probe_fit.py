@@ -106,3 +106,36 @@ def test_prophetnet_decoder_heads_probed(hf):
     assert built.num_decoder_attention_heads == probe.fields["num_attention_heads"] == 77
     assert built.hidden_size % built.num_decoder_attention_heads == 0
     assert built.num_decoder_layers == probe.fields["num_decoder_layers"] == 11     # probe.py's prime of l
+
+
+@pytest.fixture(scope="module")
+def deepseek_v2(hf):
+    from costgraph.drafting.api import draft_model
+
+    return draft_model("deepseek_v2")
+
+
+def test_deepseek_v2_unset_top_k_probed(deepseek_v2):
+    # transformers 5.24 configuration_deepseek_v2.py: num_experts_per_tok defaults to None, which
+    # DeepseekV2Moe.route_tokens_to_experts passes to torch.topk: probed at the probe's k, left unset in the file
+    d = deepseek_v2
+    assert d.mapping["k"] == "num_experts_per_tok" and "k" not in d.values
+    assert [(c.params_torch == c.params_draft, c.forward_flops_torch == c.forward_flops_draft) for c in d.checks] \
+        == [(True, True)] * 2
+    assert d.config_params[0] == d.config_params[1] and d.exact
+    assert "num_experts_per_tok is None in the config" in d.text
+    config_line = next(line for line in d.text.splitlines() if line.startswith("config "))
+    assert " k = " not in config_line
+
+
+def test_params_at_config_refuses_a_count_that_sizes_weights():
+    import costgraph
+    from costgraph.drafting.probe_fit import params_at_config
+
+    # RG-LRU's gates are [n, w/n, w/n] (tests/ops/test_recurrent.py): its parameters depend on n
+    src = "model m {\n  dim b\n  dim s\n  dim w\n  dim n\n  input x[b, s, w]\n  return rg_lru(x, n, name = rg_lru)\n}\n"
+    built = costgraph.loads(src, path="m.cg")
+    assert params_at_config(built, {"w": 12, "n": 2}, {"w": "lru_width", "n": "num_attention_heads"}) \
+        == 12 + 2 * 2 * 6 ** 2 + 2 * 2 * 6
+    with pytest.raises(CostgraphValueError, match="depend on n"):
+        params_at_config(built, {"w": 12}, {"w": "lru_width", "n": "num_attention_heads"})

@@ -20,7 +20,7 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
-from .probe_fit import fitted
+from .probe_fit import fitted, params_at_config, unset_counts
 
 
 def _require():
@@ -306,6 +306,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     present = present_fields(target)
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
+    unset = unset_counts(target, present)
+    present += unset
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     periods.append(_types_period(_field(target, "layer_types")))
@@ -323,7 +325,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(target, f)) for sym, f in fields.items()}
+    real = {sym: int(getattr(target, f)) for sym, f in fields.items() if f not in unset}
     prefix = f"{nested}." if nested else ""
     mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
@@ -331,6 +333,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
               f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
+    sz.warnings += [f"{prefix}{keys.get(f, f)} is None in the config: the draft's {sym} has no value there; set it"
+                    for sym, f in fields.items() if f in unset]
     header += [f"# warning: {w}" for w in sz.warnings]
     context = _field(target, "max_position_embeddings")
     text = render(model_name, header, inputs, lines, sz, mapping, real, "imported",
@@ -382,7 +386,7 @@ def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Dr
 
     params = int(sum(p.numel() for p in model.parameters()))
     try:
-        got = int(built.costs("model", convention="matmul").evaluate(None, {**result.values, "b": 1, "s": 1})["params"])
+        got = params_at_config(built, result.values, result.mapping)
     except CostgraphError as e:     # GLM-4.5's default config: head size h // a read as h / a, 4096 / 96 not whole
         result.warnings.append(f"the draft does not evaluate at the config's own sizes: {str(e).splitlines()[0]}")
         return

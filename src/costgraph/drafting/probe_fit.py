@@ -65,3 +65,36 @@ def fitted(probes: list[Probe], builds: Callable[[Probe], None]) -> list[Probe]:
             if ok(candidates):
                 return candidates
     return probes
+
+
+#: the experts each token passes through, a field a default config may leave None while its model routes by it
+#: (transformers 5.24 configuration_deepseek_v2.py: ``num_experts_per_tok: int | None = None``, which
+#: ``DeepseekV2Moe.route_tokens_to_experts`` hands to ``torch.topk`` as ``k``)
+TOPK_FIELDS = ("num_experts_per_tok", "moe_topk")
+#: the fields that say the config has routed experts
+EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
+def unset_counts(config, present: list[str]) -> list[str]:
+    """The top-k fields (:data:`TOPK_FIELDS`) ``config`` leaves None although it has routed experts (a field of
+    :data:`EXPERT_FIELDS` in ``present``): probed all the same (a forward needs a k), and read back as the symbol
+    ``k``, which the draft's config block then leaves for the user to set (the config has no value for it)."""
+    if not any(f in present for f in EXPERT_FIELDS):
+        return []
+    held = config.to_dict()
+    return [f for f in TOPK_FIELDS if f in held and held[f] is None and f not in present]
+
+
+def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> int:
+    """The draft model ``built``'s parameters at the config's values (``b = s = 1``). A symbol the config leaves
+    without a value (:func:`unset_counts`: a top-k, which sizes no weight) is given 1 and then 2: the two counts must
+    be equal (the parameters do not depend on it), else :class:`CostgraphValueError`."""
+    free = [sym for sym in mapping if sym not in values]
+    counts = set()
+    for k in ((1, 2) if free else (1,)):
+        at = {**values, **{sym: k for sym in free}, "b": 1, "s": 1}
+        counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
+    if len(counts) > 1:
+        raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",
+                                  hint="set it in the config.json")
+    return counts.pop()
