@@ -139,3 +139,16 @@ def test_params_at_config_refuses_a_count_that_sizes_weights():
         == 12 + 2 * 2 * 6 ** 2 + 2 * 2 * 6
     with pytest.raises(CostgraphValueError, match="depend on n"):
         params_at_config(built, {"w": 12}, {"w": "lru_width", "n": "num_attention_heads"})
+
+
+def test_even_groups_doubles_the_query_heads_per_kv_head():
+    # MiMo-V2-Flash's sliding-window layers run 2·kv KV heads (transformers 5.24 modeling_mimo_v2_flash.py
+    # MiMoV2FlashAttention: num_key_value_heads * 2 if is_swa): the query heads a must divide by 2·kv
+    fields = ("hidden_size", "num_attention_heads", "num_key_value_heads")
+    for i in (0, 1):
+        plain, even = Probe.make(fields, i), Probe.make(fields, i, even_groups=True)
+        a, kv = even.fields["num_attention_heads"], even.fields["num_key_value_heads"]
+        assert kv == plain.fields["num_key_value_heads"] and a == 2 * plain.fields["num_attention_heads"]
+        assert a % (2 * kv) == 0 and plain.fields["num_attention_heads"] % (2 * kv) != 0
+        assert even.fields["hidden_size"] == 2 * plain.fields["hidden_size"]
+        assert even.cover(a * 40 * (13, 17)[i]) == "h" and even.cover(a) == "a"

@@ -275,23 +275,31 @@ _DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv):
     """(probes, runs): the two probes and their drafts. A config whose model requires ``head_dim`` to be
     ``hidden_size / num_attention_heads`` (Helium's ``o_proj`` is h → h: transformers 5.24 modeling_helium.py) fails at
-    probes that set the head size apart; it is then probed again with the head size following h / a, read back so
-    (the second try only where the first fails and the config has a head_dim)."""
+    probes that set the head size apart; it is then probed again with the head size following h / a, read back so.
+    A model whose layers double the KV heads (MiMo-V2-Flash's sliding-window layers) fails where the query heads per
+    KV head are odd: it is probed again with twice as many (``Probe.make``'s ``even_groups``). These tries only where
+    the first fails and the config has the fields; the first failure is reported where every try fails. Each probe is
+    one a config's validator accepts (:func:`costgraph.drafting.probe_fit.fitted`)."""
     def builds(probe):
         _config_object(_probe_config(cfg, config, probe))
 
-    probes = fitted([Probe.make(present, i, period, derived, even_kv) for i in (0, 1)], builds)
-    try:
+    def runs(**variant):
+        probes = fitted([Probe.make(present, i, period, derived, even_kv, **variant) for i in (0, 1)], builds)
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+
+    try:
+        return runs()
     except CostgraphValueError:
-        if "head_dim" not in present or "num_attention_heads" not in present:
-            raise
         first = sys.exc_info()[1]
-    probes = [Probe.make(present, i, period, derived, even_kv, head_follows=True) for i in (0, 1)]
-    try:
-        return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
-    except CostgraphValueError:
-        raise first from None
+    heads = "num_attention_heads" in present
+    variants = [v for v, has in (({"head_follows": True}, heads and "head_dim" in present),
+                                 ({"even_groups": True}, heads and "num_key_value_heads" in present)) if has]
+    for variant in variants:
+        try:
+            return runs(**variant)
+        except CostgraphValueError:
+            pass
+    raise first from None
 
 
 def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
