@@ -152,3 +152,19 @@ def test_even_groups_doubles_the_query_heads_per_kv_head():
         assert a % (2 * kv) == 0 and plain.fields["num_attention_heads"] % (2 * kv) != 0
         assert even.fields["hidden_size"] == 2 * plain.fields["hidden_size"]
         assert even.cover(a * 40 * (13, 17)[i]) == "h" and even.cover(a) == "a"
+
+
+def test_layer_period_leaves_room_before_the_shared_kv_layers():
+    # Gemma 3n (transformers 5.24 configuration_gemma3n.py): the last num_kv_shared_layers = 15 layers reuse the KV of
+    # earlier ones, its layer_types a period of 5 (four sliding, one full): the probes' layers (over twice the period
+    # returned) leave at least two periods before the shared layers
+    from types import SimpleNamespace
+
+    from costgraph.drafting.probe_fit import layer_period
+
+    assert layer_period(SimpleNamespace(), 5) == 5
+    assert layer_period(SimpleNamespace(num_kv_shared_layers=0), 5) == 5
+    period = layer_period(SimpleNamespace(num_kv_shared_layers=15), 5)
+    for i in (0, 1):
+        layers = Probe.make(("num_hidden_layers",), i, period).fields["num_hidden_layers"]
+        assert layers - 15 >= 2 * 5 + 1

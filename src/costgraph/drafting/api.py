@@ -20,7 +20,7 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
-from .probe_fit import fitted, params_at_config, unset_counts
+from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
 def _require():
@@ -320,6 +320,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     periods.append(_types_period(_field(target, "layer_types")))
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
+    period = layer_period(target, period)
     derived = any(hasattr(target, f) for f in (*MAMBA2_HEAD, *MAMBA2_COMPUTED_HEAD))
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
     args = (torch, cfg, config, class_name, model_name)

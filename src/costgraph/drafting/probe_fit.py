@@ -98,3 +98,18 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
         raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",
                                   hint="set it in the config.json")
     return counts.pop()
+
+
+#: config fields counting the last layers that reuse an earlier layer's keys and values (Gemma 3n's: transformers 5.24
+#: configuration_gemma3n.py ``kv_sharing_modes``: the last ``num_kv_shared_layers`` layers "reuse" the KV of the last
+#: earlier layer of their kind, which a probe with fewer layers than that leaves with no layer to reuse)
+SHARED_KV_FIELDS = ("num_kv_shared_layers",)
+
+
+def layer_period(config, period: int) -> int:
+    """The layer pattern's period the probes' layer count is chosen by (:meth:`Probe.make`: over twice it): ``period``,
+    or more where the config's last layers reuse earlier layers' keys and values (:data:`SHARED_KV_FIELDS`), so that
+    the layers before them still show the pattern twice: half of the shared layers plus the period."""
+    shared = [getattr(config, f, None) for f in SHARED_KV_FIELDS]
+    n = max((v for v in shared if isinstance(v, int) and not isinstance(v, bool)), default=0)
+    return max(period, (n + 2 * period + 1) // 2) if n > 0 else period
