@@ -168,3 +168,8 @@ def test_layer_period_leaves_room_before_the_shared_kv_layers():
     for i in (0, 1):
         layers = Probe.make(("num_hidden_layers",), i, period).fields["num_hidden_layers"]
         assert layers - 15 >= 2 * 5 + 1
+
+
+def test_fitted_never_leaves_the_hidden_size_at_the_config():
+    probes = [Probe.make(FIELDS, i) for i in (0, 1)]
+    assert fitted(probes, _refusing(lambda f: "hidden_size" not in f)) is probes

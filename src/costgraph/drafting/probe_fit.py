@@ -42,10 +42,16 @@ def dropped(probe: Probe, name: str) -> Probe:
     return out
 
 
+#: fields never left at the config's value: every shape holds the hidden size, a draft with it as a number reads no
+#: size (Dots3-Note's wrapper requires its vision and audio adapters' widths to equal the text hidden size:
+#: transformers 5.24 configuration_dots3_note.py; such a config is left to fail, not drafted in numbers)
+KEPT = ("hidden_size",)
+
+
 def fitted(probes: list[Probe], builds: Callable[[Probe], None]) -> list[Probe]:
     """``probes`` where each builds (``builds(probe)`` returns), else the probes with the first change (a field
-    doubled, in the probe's field order, then a field left at the config's value) with which every probe builds;
-    ``probes`` unchanged where none does (the caller's build then reports the config's refusal).
+    doubled, in the probe's field order, then a field other than :data:`KEPT` left at the config's value) with which
+    every probe builds; ``probes`` unchanged where none does (the caller's build then reports the config's refusal).
 
     ``builds`` raises :class:`CostgraphValueError` where transformers refuses the probe's config."""
     def ok(candidates: list[Probe]) -> bool:
@@ -61,6 +67,8 @@ def fitted(probes: list[Probe], builds: Callable[[Probe], None]) -> list[Probe]:
     names = list(probes[0].fields)
     for change in (doubled, dropped):
         for name in names:
+            if change is dropped and name in KEPT:
+                continue
             candidates = [change(p, name) for p in probes]
             if ok(candidates):
                 return candidates
