@@ -20,6 +20,7 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
+from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
 def _require():
@@ -274,20 +275,31 @@ _DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv):
     """(probes, runs): the two probes and their drafts. A config whose model requires ``head_dim`` to be
     ``hidden_size / num_attention_heads`` (Helium's ``o_proj`` is h → h: transformers 5.24 modeling_helium.py) fails at
-    probes that set the head size apart; it is then probed again with the head size following h / a, read back so
-    (the second try only where the first fails and the config has a head_dim)."""
-    probes = [Probe.make(present, i, period, derived, even_kv) for i in (0, 1)]
-    try:
+    probes that set the head size apart; it is then probed again with the head size following h / a, read back so.
+    A model whose layers double the KV heads (MiMo-V2-Flash's sliding-window layers) fails where the query heads per
+    KV head are odd: it is probed again with twice as many (``Probe.make``'s ``even_groups``). These tries only where
+    the first fails and the config has the fields; the first failure is reported where every try fails. Each probe is
+    one a config's validator accepts (:func:`costgraph.drafting.probe_fit.fitted`)."""
+    def builds(probe):
+        _config_object(_probe_config(cfg, config, probe))
+
+    def runs(**variant):
+        probes = fitted([Probe.make(present, i, period, derived, even_kv, **variant) for i in (0, 1)], builds)
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+
+    try:
+        return runs()
     except CostgraphValueError:
-        if "head_dim" not in present or "num_attention_heads" not in present:
-            raise
         first = sys.exc_info()[1]
-    probes = [Probe.make(present, i, period, derived, even_kv, head_follows=True) for i in (0, 1)]
-    try:
-        return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
-    except CostgraphValueError:
-        raise first from None
+    heads = "num_attention_heads" in present
+    variants = [v for v, has in (({"head_follows": True}, heads and "head_dim" in present),
+                                 ({"even_groups": True}, heads and "num_key_value_heads" in present)) if has]
+    for variant in variants:
+        try:
+            return runs(**variant)
+        except CostgraphValueError:
+            pass
+    raise first from None
 
 
 def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
@@ -302,10 +314,13 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     present = present_fields(target)
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
+    unset = unset_counts(target, present)
+    present += unset
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     periods = [_field(target, f) for f in PERIOD_FIELDS]
     periods.append(_types_period(_field(target, "layer_types")))
     period = max((v for v in periods if isinstance(v, int) and not isinstance(v, bool)), default=1)
+    period = layer_period(target, period)
     derived = any(hasattr(target, f) for f in (*MAMBA2_HEAD, *MAMBA2_COMPUTED_HEAD))
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
     args = (torch, cfg, config, class_name, model_name)
@@ -319,7 +334,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     torch_class, inputs, lines, sz, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(target, f)) for sym, f in fields.items()}
+    real = {sym: int(getattr(target, f)) for sym, f in fields.items() if f not in unset}
     prefix = f"{nested}." if nested else ""
     mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
@@ -327,6 +342,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
               f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
+    sz.warnings += [f"{prefix}{keys.get(f, f)} is None in the config: the draft's {sym} has no value there; set it"
+                    for sym, f in fields.items() if f in unset]
     header += [f"# warning: {w}" for w in sz.warnings]
     context = _field(target, "max_position_embeddings")
     text = render(model_name, header, inputs, lines, sz, mapping, real, "imported",
@@ -378,7 +395,7 @@ def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Dr
 
     params = int(sum(p.numel() for p in model.parameters()))
     try:
-        got = int(built.costs("model", convention="matmul").evaluate(None, {**result.values, "b": 1, "s": 1})["params"])
+        got = params_at_config(built, result.values, result.mapping)
     except CostgraphError as e:     # GLM-4.5's default config: head size h // a read as h / a, 4096 / 96 not whole
         result.warnings.append(f"the draft does not evaluate at the config's own sizes: {str(e).splitlines()[0]}")
         return

@@ -29,6 +29,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "decoder_attention_heads": ("a", "attention heads"),
     "decoder_ffn_dim": ("i", "MLP intermediate size"),
     "decoder_layers": ("l", "Transformer layers"),
+    "num_decoder_attention_heads": ("a", "attention heads"),     # ProphetNet's decoder (ProphetNetForCausalLM)
+    "num_decoder_layers": ("l", "Transformer layers"),
     "num_attention_heads": ("a", "attention heads"),
     "num_key_value_heads": ("kv", "key/value heads"),
     "num_kv_heads": ("kv", "key/value heads"),
@@ -186,20 +188,23 @@ class Probe:
 
     @classmethod
     def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False,
-             head_follows: bool = False) -> "Probe":
+             head_follows: bool = False, even_groups: bool = False) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
         ``derived_head``: the config derives a Mamba-2 head size (:data:`MAMBA2_HEAD`) that must divide the inner
         width: the expansion then holds the heads' primes (elsewhere it stays small: Zamba's scan loops over it).
         ``even_kv``: the KV heads are twice their prime (:data:`EVEN_KV`). ``head_follows``: ``head_dim`` is set to
-        ``hidden_size / num_attention_heads`` and named by no symbol (a model that requires it: Helium's)."""
+        ``hidden_size / num_attention_heads`` and named by no symbol (a model that requires it: Helium's).
+        ``even_groups``: twice the query heads per KV head (``g``), so that a model whose layers double the KV heads
+        still groups the query heads evenly (MiMo-V2-Flash's sliding-window layers: transformers 5.24
+        modeling_mimo_v2_flash.py ``num_key_value_heads * 2 if is_swa``)."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
             p["l"] = above[index] if len(above) > index else p["l"]
         kv = p["kv"] * (2 if even_kv else 1)
-        a = kv * p["g"]
+        a = kv * p["g"] * (2 if even_groups else 1)
         hm = p["hm"] * p["ng"]
         values = {"hidden_size": HEAD * a * p["x"], "num_attention_heads": a, "num_key_value_heads": kv,
                   "num_kv_heads": kv, "ffn_dim": p["i"], "d_ff": p["i"], "dff": p["i"], "head_dim": HEAD * p["d"],
@@ -210,6 +215,7 @@ class Probe:
                   "moe_intermediate_size": p["m"], "lru_width": HEAD * a * p["w"], "conv1d_width": p["K"], "conv_L_cache": p["K"],
                   "conv_kernel": p["K"], "expand": p["e"], "state_size": p["N"], "time_step_rank": p["R"], "mamba_dt_rank": p["R"],
                   "decoder_attention_heads": a, "decoder_ffn_dim": p["i"], "decoder_layers": p["l"],
+                  "num_decoder_attention_heads": a, "num_decoder_layers": p["l"],
                   "q_lora_rank": p["r_q"], "kv_lora_rank": p["r_kv"], "qk_nope_head_dim": p["d_n"],
                   "qk_rope_head_dim": 2 * p["d_r"], "v_head_dim": p["d_v"], "shared_expert_intermediate_size": p["i_s"],
                   "shared_intermediate_size": p["i_s"], "moe_shared_expert_intermediate_size": p["i_s"],
