@@ -8,7 +8,9 @@ probed again with the head size following h / a (read back as ``h / a``). RoForm
 another width than the token embedding's is a ``param``, not added to the embeddings' sum. LFM3 (modeling_lfm3.py):
 gated short convolutions (``Lfm3ShortConv``: in_proj H → 3H, a depthwise causal Conv1d of ``conv_L_cache`` taps,
 out_proj; a block the draft defines), attention gated per head by ``sigmoid(g_proj(x))`` (read from the forward's
-source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms.
+source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms. GLM-4.5 (modeling_glm4_moe.py:
+head size ``hidden_size // num_attention_heads``): a quotient the config's own sizes do not divide is written
+``floor(h / a)`` (the probes' always divide).
 """
 
 from __future__ import annotations
@@ -28,10 +30,17 @@ CASES = {
     "lfm3": dict(model_type="lfm3", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
                  intermediate_size=96, conv_L_cache=3, **TOK),
     "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    # GLM-4.5's attention (modeling_glm4_moe.py Glm4MoeAttention) takes its head size as hidden_size //
+    # num_attention_heads when the config has no head_dim: 64 // 3 = 21 here; a dense first layer, then experts
+    "glm4_moe": dict(model_type="glm4_moe", **{**DENSE, "num_attention_heads": 3}, num_key_value_heads=1,
+                     first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                     intermediate_size=96, n_group=1, topk_group=1, **TOK),
 }
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
     "roformer": "param embed_positions_weight[s_max, h / a]",
+    # the probes' sizes divide (h holds a's primes); the config's own do not: written floor(h / a), as torch computes
+    "glm4_moe": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, floor(h / a), name = self_attn)",
     "lfm3": "x = x + rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, "
             "name = self_attn_at2), name = post_operator_norm_at2)",
 }
@@ -55,15 +64,3 @@ def test_a_size_the_probes_read_as_a_number_is_refused_at_the_config():
     assert any("parameters at the config's own sizes" in w for w in d.warnings)
     assert f"parameters at the config's own sizes: torch {torch_params:,}, draft {draft_params:,}" in \
         _differences(d)
-
-
-def test_a_draft_that_does_not_evaluate_at_the_config_is_refused():
-    """GLM-4.5's attention (transformers 5.24 modeling_glm4_moe.py ``Glm4MoeAttention``) takes its head size as
-    ``hidden_size // num_attention_heads`` when the config has no head_dim: 21 for h = 64 and a = 3. The probes' sizes
-    divide, so the draft reads ``h / a``; at the config 64 / 3 is no whole number: not exact, and derive says why."""
-    d = draft_model(dict(model_type="glm4_moe", hidden_size=64, num_attention_heads=3, num_key_value_heads=1,
-                         num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
-                         moe_intermediate_size=16, intermediate_size=96, n_group=1, topk_group=1, vocab_size=128,
-                         max_position_embeddings=64, **TOK))
-    assert all(c.exact for c in d.checks) and d.config_params == [] and not d.exact
-    assert "the draft does not evaluate at the config's own sizes" in _differences(d)

@@ -218,7 +218,9 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
                                   hint="costgraph import traces one forward of token ids; write this family's "
                                        "model file by hand (docs: a new architecture in ten minutes)") from None
-    sz = Sizer(probe)
+    _, target = probed_config(config)
+    real = {sym: getattr(target, f, None) for sym, (_, f) in probe.symbols.items()}
+    sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)})
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
     try:
         inputs, lines = body_lines(facts, sz, rotary)
@@ -379,7 +381,7 @@ def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Dr
     params = int(sum(p.numel() for p in model.parameters()))
     try:
         got = int(built.costs("model", convention="matmul").evaluate(None, {**result.values, "b": 1, "s": 1})["params"])
-    except CostgraphError as e:     # GLM-4.5's default config: head size h // a read as h / a, 4096 / 96 not whole
+    except CostgraphError as e:     # a size the config's own values make fractional or negative
         result.warnings.append(f"the draft does not evaluate at the config's own sizes: {str(e).splitlines()[0]}")
         return
     result.config_params = [params, got]

@@ -28,14 +28,31 @@ class Sizer:
     silent: bool = False
     blocks: set = field(default_factory=set)     # blocks.LOCAL_BLOCKS the draft uses
     imports: set = field(default_factory=set)    # std/ files the draft imports besides attention, mlp and moe
+    #: symbol → the config's own value (the same at both probes): a quotient these values do not divide is written
+    #: floor(...), as transformers computes it (``hidden_size // num_attention_heads``: GLM-4.5's 4096 // 96 = 42)
+    real: dict = field(default_factory=dict)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return Sizer(self.probe, set(), [], [], True, set(), set())
+        return Sizer(self.probe, set(), [], [], True, set(), set(), self.real)
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
-        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports)
+        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports, self.real)
+
+    def _quotient(self, over: str, sym: str) -> str:
+        """``over / sym``, or ``floor(over / sym)`` where the config's own values of the symbols leave a remainder
+        (the probes always divide: their sizes are products of the same primes). ``over``: symbols (and one
+        coefficient) joined by ``*``."""
+        text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
+        num = 1
+        for t in over.split(" * "):
+            v = int(t) if t.isdigit() else self.real.get(t)
+            if not isinstance(v, int):
+                return text
+            num *= v
+        den = self.real.get(sym)
+        return f"floor({text})" if isinstance(den, int) and den > 0 and num % den else text
 
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
@@ -53,7 +70,7 @@ class Sizer:
                         continue
                     over = self.probe.cover(n * v)
                     if over is not None and sym not in over.split(" * "):
-                        text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
+                        text = self._quotient(over, sym)
                         break
         if text is None:     # half a field, rounded down (RecurrentGemma's MLP: intermediate_size // 2)
             text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
