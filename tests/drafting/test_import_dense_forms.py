@@ -10,7 +10,8 @@ gated short convolutions (``Lfm3ShortConv``: in_proj H → 3H, a depthwise causa
 out_proj; a block the draft defines), attention gated per head by ``sigmoid(g_proj(x))`` (read from the forward's
 source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms. GLM-4.5 (modeling_glm4_moe.py:
 head size ``hidden_size // num_attention_heads``): a quotient the config's own sizes do not divide is written
-``floor(h / a)`` (the probes' always divide).
+``floor(h / a)`` (the probes' always divide). LFM2 (modeling_lfm2.py ``Lfm2MLP``): the MLP width 2i/3 rounded up to a
+multiple of ``block_multiple_of``, read from the config's fields (256 at both probes).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ CASES = {
     "lfm3": dict(model_type="lfm3", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
                  intermediate_size=96, conv_L_cache=3, **TOK),
     "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    # LFM2's MLP width (modeling_lfm2.py Lfm2MLP, block_auto_adjust_ff_dim and a multiplier of 1): 2i/3 rounded up to
+    # a multiple of 256, 256 at both probes and 512 at intermediate_size 600 (torch tier at the config)
+    "lfm2": dict(model_type="lfm2", **DENSE, num_key_value_heads=2, intermediate_size=600, **TOK),
     # GLM-4.5's attention (modeling_glm4_moe.py Glm4MoeAttention) takes its head size as hidden_size //
     # num_attention_heads when the config has no head_dim: 64 // 3 = 21 here; a dense first layer, then experts
     "glm4_moe": dict(model_type="glm4_moe", **{**DENSE, "num_attention_heads": 3}, num_key_value_heads=1,
@@ -39,6 +43,7 @@ CASES = {
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
     "roformer": "param embed_positions_weight[s_max, h / a]",
+    "lfm2": "swiglu(rmsnorm(x, name = ffn_norm), 256 * ceil(floor(2 * i / 3) / 256), name = feed_forward)",
     # the probes' sizes divide (h holds a's primes); the config's own do not: written floor(h / a), as torch computes
     "glm4_moe": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, floor(h / a), name = self_attn)",
     "lfm3": "x = x + rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, "
@@ -51,15 +56,18 @@ test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_co
 
 
 def test_a_size_the_probes_read_as_a_number_is_refused_at_the_config():
-    """LFM2's MLP width (transformers 5.24 modeling_lfm2.py ``Lfm2MLP``: ``int(2 · intermediate_size / 3)`` rounded up to a
-    multiple of ``block_multiple_of``, 256) is 256 at both probes (intermediate sizes 19 and 31), so the draft writes
-    256 and matches PyTorch there; at the config's own intermediate_size 600 the width is 512 (int(400) rounded up):
-    the parameters at the config differ, and the draft is not exact (never a silent wrong number)."""
-    d = draft_model(dict(model_type="lfm2", **DENSE, num_key_value_heads=2, intermediate_size=600, **TOK))
+    """LFM2's MLP width (transformers 5.24 modeling_lfm2.py ``Lfm2MLP``: ``int(2 · intermediate_size / 3)`` times
+    ``block_ffn_dim_multiplier``, truncated, rounded up to a multiple of ``block_multiple_of``, 256). A multiplier of
+    1.5 (a float times an int, truncated: no closed form the draft writes) leaves the width 256 at both probes
+    (intermediate sizes 19 and 31), so the draft writes 256 and matches PyTorch there; at the config's own
+    intermediate_size 600 the width is 768 (int(1.5 · 400) = 600 rounded up): the parameters at the config differ,
+    and the draft is not exact (never a silent wrong number)."""
+    d = draft_model(dict(model_type="lfm2", **DENSE, num_key_value_heads=2, intermediate_size=600,
+                         block_ffn_dim_multiplier=1.5, **TOK))
     assert not d.todos and d.confirmed and all(c.exact for c in d.checks)
-    hidden, layers, vocab = DENSE["hidden_size"], DENSE["num_hidden_layers"], DENSE["vocab_size"]
+    hidden, layers = DENSE["hidden_size"], DENSE["num_hidden_layers"]
     torch_params, draft_params = d.config_params
-    assert torch_params - draft_params == layers * 3 * hidden * (512 - 256)   # w1, w3, w2 of each layer
+    assert torch_params - draft_params == layers * 3 * hidden * (768 - 256)   # w1, w3, w2 of each layer
     assert not d.exact
     assert any("parameters at the config's own sizes" in w for w in d.warnings)
     assert f"parameters at the config's own sizes: torch {torch_params:,}, draft {draft_params:,}" in \

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .configs import _config, _config_object, _field, present_fields, probed_config
+from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
 
@@ -220,7 +220,8 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
                                        "model file by hand (docs: a new architecture in ten minutes)") from None
     _, target = probed_config(config)
     real = {sym: getattr(target, f, None) for sym, (_, f) in probe.symbols.items()}
-    sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)})
+    sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
+               rounded=rounded_widths(target, probe.symbol_values()))
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
     try:
         inputs, lines = body_lines(facts, sz, rotary)

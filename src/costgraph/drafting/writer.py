@@ -31,14 +31,16 @@ class Sizer:
     #: symbol → the config's own value (the same at both probes): a quotient these values do not divide is written
     #: floor(...), as transformers computes it (``hidden_size // num_attention_heads``: GLM-4.5's 4096 // 96 = 42)
     real: dict = field(default_factory=dict)
+    #: (text, value at the probe) of sizes a config derives by rounding (:func:`costgraph.drafting.configs.rounded_widths`)
+    rounded: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return Sizer(self.probe, set(), [], [], True, set(), set(), self.real)
+        return Sizer(self.probe, set(), [], [], True, set(), set(), self.real, self.rounded)
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
-        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports, self.real)
+        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports, self.real, self.rounded)
 
     def _quotient(self, over: str, sym: str) -> str:
         """``over / sym``, or ``floor(over / sym)`` where the config's own values of the symbols leave a remainder
@@ -81,6 +83,8 @@ class Sizer:
                 if over is not None and " " not in over and over in values:
                     text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
                     break
+        if text is None:     # a width the config rounds (LFM2's MLP: a multiple of 256 at or above 2i/3)
+            text = next((t for t, v in self.rounded if v == n and what == "MLP width"), None)
         if text is None:
             if not (quiet or self.silent):
                 self.warnings.append(f"{what} {n} at the probe is no product of config fields: written as a number")
