@@ -8,10 +8,8 @@ probed again with the head size following h / a (read back as ``h / a``). RoForm
 another width than the token embedding's is a ``param``, not added to the embeddings' sum. LFM3 (modeling_lfm3.py):
 gated short convolutions (``Lfm3ShortConv``: in_proj H → 3H, a depthwise causal Conv1d of ``conv_L_cache`` taps,
 out_proj; a block the draft defines), attention gated per head by ``sigmoid(g_proj(x))`` (read from the forward's
-source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms. GLM-4.5 (modeling_glm4_moe.py:
-head size ``hidden_size // num_attention_heads``): a quotient the config's own sizes do not divide is written
-``floor(h / a)`` (the probes' always divide). LFM2 (modeling_lfm2.py ``Lfm2MLP``): the MLP width 2i/3 rounded up to a
-multiple of ``block_multiple_of``, read from the config's fields (256 at both probes).
+source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms. Sizes a config derives
+(floor, rounding, concatenated tables): tests/drafting/test_import_derived_sizes.py.
 """
 
 from __future__ import annotations
@@ -31,21 +29,10 @@ CASES = {
     "lfm3": dict(model_type="lfm3", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
                  intermediate_size=96, conv_L_cache=3, **TOK),
     "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
-    # LFM2's MLP width (modeling_lfm2.py Lfm2MLP, block_auto_adjust_ff_dim and a multiplier of 1): 2i/3 rounded up to
-    # a multiple of 256, 256 at both probes and 512 at intermediate_size 600 (torch tier at the config)
-    "lfm2": dict(model_type="lfm2", **DENSE, num_key_value_heads=2, intermediate_size=600, **TOK),
-    # GLM-4.5's attention (modeling_glm4_moe.py Glm4MoeAttention) takes its head size as hidden_size //
-    # num_attention_heads when the config has no head_dim: 64 // 3 = 21 here; a dense first layer, then experts
-    "glm4_moe": dict(model_type="glm4_moe", **{**DENSE, "num_attention_heads": 3}, num_key_value_heads=1,
-                     first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
-                     intermediate_size=96, n_group=1, topk_group=1, **TOK),
 }
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
     "roformer": "param embed_positions_weight[s_max, h / a]",
-    "lfm2": "swiglu(rmsnorm(x, name = ffn_norm), 256 * ceil(floor(2 * i / 3) / 256), name = feed_forward)",
-    # the probes' sizes divide (h holds a's primes); the config's own do not: written floor(h / a), as torch computes
-    "glm4_moe": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, floor(h / a), name = self_attn)",
     "lfm3": "x = x + rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, "
             "name = self_attn_at2), name = post_operator_norm_at2)",
 }
