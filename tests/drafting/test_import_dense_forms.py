@@ -8,7 +8,9 @@ probed again with the head size following h / a (read back as ``h / a``). RoForm
 another width than the token embedding's is a ``param``, not added to the embeddings' sum. LFM3 (modeling_lfm3.py):
 gated short convolutions (``Lfm3ShortConv``: in_proj H → 3H, a depthwise causal Conv1d of ``conv_L_cache`` taps,
 out_proj; a block the draft defines), attention gated per head by ``sigmoid(g_proj(x))`` (read from the forward's
-source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms. Sizes a config derives
+source), an MLP whose activation its forward calls by name (``F.silu``), sandwich norms. Doge (modeling_doge.py
+``DogeAttention``: ``dt_proj`` and ``A`` per KV head make a dynamic mask added to the scores; ``DogeDecoderLayer``
+scales each residual by a vector of its own, ``input_residual`` and ``post_attention_residual``). Sizes a config derives
 (floor, rounding, concatenated tables): tests/drafting/test_import_derived_sizes.py.
 """
 
@@ -29,10 +31,14 @@ CASES = {
     "lfm3": dict(model_type="lfm3", **{**DENSE, "num_hidden_layers": 4}, num_key_value_heads=2, head_dim=16,
                  intermediate_size=96, conv_L_cache=3, **TOK),
     "roformer": dict(model_type="roformer", **DENSE, intermediate_size=96, is_decoder=True, pad_token_id=0),
+    # Doge (modeling_doge.py): dynamic mask attention (dt_proj and A per KV head), each residual scaled by a vector
+    "doge": dict(model_type="doge", **DENSE, num_key_value_heads=2, intermediate_size=96, **TOK),
 }
 EXPECTED = {
     "helium": "x = x + gqa_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, name = self_attn)",
     "roformer": "param embed_positions_weight[s_max, h / a]",
+    "doge": "x = x * input_residual + dynamic_mask_attention(rmsnorm(x, name = input_layernorm), a, kv, h / a, "
+            "name = self_attn)",
     "lfm3": "x = x + rmsnorm(head_gated_attention(rmsnorm(x, name = operator_norm_at2), a, kv, d, sigmoid_gate = true, "
             "name = self_attn_at2), name = post_operator_norm_at2)",
 }

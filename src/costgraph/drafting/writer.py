@@ -133,7 +133,6 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
         if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
             c.src = prev.src
-    lines: list[str] = []
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
     uses = {c.name: sum(1 for k in kids if k.src == c.name) for c in kids}
@@ -141,10 +140,12 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     # first layer, whose attention norm is an Identity, reads its input too but ends with the MLP's residual sum
     post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[-1])
     state = {"updated": False, "var": 0}
+    scales = _residual_scales(layer)
+    lines: list[str] = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales]
 
     def flush(norm: Module | None = None):
         if pending:
-            terms = ["x", *pending.values()]
+            terms = [f"x * {scales.pop(0)}" if scales else "x", *pending.values()]
             wrap = len(terms) > 2 and len(" + ".join(terms)) > 100 and norm is None   # a parallel layer
             total = "\n        + ".join(terms) if wrap else " + ".join(terms)
             lines.append(f"x = {norm_call(norm, total) if norm else total}")
@@ -190,11 +191,24 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         pending[c.name] = call
         expr[c.name] = call
     flush()
+    if scales:     # more residual scales than residual sums: not read
+        lines.append(sz.todo(layer, f"residual scales {scales} left over"))
     if tail is not None:
         lines.append(tail[1])
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
     return lines + uncalled_lines(layer, sz)
+
+
+def _residual_scales(layer: Module) -> list[str]:
+    """The layer's own vectors that scale the residual stream before each block's output is added, in the order
+    they were registered (Doge's ``input_residual`` then ``post_attention_residual``, transformers 5.24
+    modeling_doge.py ``DogeDecoderLayer.forward``: ``input_residual * residual + attn(...)``, then the MLP's the same
+    way): parameters of the layer itself, one dimension each, named ``*residual``; else none."""
+    names = list(layer.params)
+    if names and all(n.endswith("residual") and len(layer.params[n]) == 1 for n in names):
+        return names
+    return []
 
 
 def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
