@@ -142,6 +142,13 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     state = {"updated": False, "var": 0}
     scales = _residual_scales(layer)
     lines: list[str] = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales]
+    if len(kids) > 1 and is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[1]) \
+            and kids[1].src == kids[0].name and uses.get(kids[0].name) == 1:
+        # a norm of the layer's input that the next norm reads: the residual stream itself is normed (RWKV's first
+        # block: hidden = pre_ln(hidden), transformers 5.24 modeling_rwkv.py RwkvBlock.forward)
+        lines.append(f"x = {norm_call(kids[0], 'x')}")
+        kids[1].src = "input"
+        kids = kids[1:]
 
     def flush(norm: Module | None = None):
         if pending:
