@@ -125,14 +125,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
     if hybrid is not None:
         return hybrid + uncalled_lines(layer, sz)
-    kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
-    kids = _flat_mlp(layer, kids)
-    tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
-    if tail is not None:
-        kids = [c for c in kids if c.name not in tail[0]]
-    for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
-        if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
-            c.src = prev.src
+    kids, tail = _layer_modules(layer, sz)
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
     uses = {c.name: sum(1 for k in kids if k.src == c.name) for c in kids}
@@ -140,15 +133,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     # first layer, whose attention norm is an Identity, reads its input too but ends with the MLP's residual sum
     post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[-1])
     state = {"updated": False, "var": 0}
-    scales = _residual_scales(layer)
-    lines: list[str] = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales]
-    if len(kids) > 1 and is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[1]) \
-            and kids[1].src == kids[0].name and uses.get(kids[0].name) == 1:
-        # a norm of the layer's input that the next norm reads: the residual stream itself is normed (RWKV's first
-        # block: hidden = pre_ln(hidden), transformers 5.24 modeling_rwkv.py RwkvBlock.forward)
-        lines.append(f"x = {norm_call(kids[0], 'x')}")
-        kids[1].src = "input"
-        kids = kids[1:]
+    scales, lines, kids = _prologue(layer, kids, uses, sz)
 
     def flush(norm: Module | None = None):
         if pending:
@@ -205,6 +190,34 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
     return lines + uncalled_lines(layer, sz)
+
+
+def _layer_modules(layer: Module, sz: Sizer) -> tuple[list[Module], tuple | None]:
+    """(the modules a layer's statements read, in call order; Gemma 4's per-layer tail or None)."""
+    kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
+    kids = _flat_mlp(layer, kids)
+    tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
+    if tail is not None:
+        kids = [c for c in kids if c.name not in tail[0]]
+    for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
+        if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
+            c.src = prev.src
+    return kids, tail
+
+
+def _prologue(layer: Module, kids: list[Module], uses: dict, sz: Sizer) -> tuple[list[str], list[str], list[Module]]:
+    """(the residual scales, the layer's first statements, the modules left): the ``param`` of each residual scale
+    (:func:`_residual_scales`), and a norm of the layer's input that the next norm reads, which norms the residual
+    stream itself (RWKV's first block: ``hidden = pre_ln(hidden)``, transformers 5.24 modeling_rwkv.py
+    ``RwkvBlock.forward``)."""
+    scales = _residual_scales(layer)
+    lines = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales]
+    if len(kids) > 1 and is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[1]) \
+            and kids[1].src == kids[0].name and uses.get(kids[0].name) == 1:
+        lines.append(f"x = {norm_call(kids[0], 'x')}")
+        kids[1].src = "input"
+        kids = kids[1:]
+    return scales, lines, kids
 
 
 def _residual_scales(layer: Module) -> list[str]:
