@@ -85,12 +85,24 @@ def _computed_alias(config, name: str) -> bool:
     return alias not in {f.name for f in dataclasses.fields(type(config))}
 
 
+#: fields probed only where the config class declares them: Zamba2's ``attention_hidden_size`` is no field of its
+#: own, set to 2·h by ``__post_init__`` (transformers 5.24 configuration_zamba2.py), where RWKV's is declared
+DECLARED_ONLY = ("attention_hidden_size",)
+
+
+def _undeclared(config, name: str) -> bool:
+    import dataclasses
+
+    return name in DECLARED_ONLY and dataclasses.is_dataclass(type(config)) \
+        and name not in {f.name for f in dataclasses.fields(type(config))}
+
+
 def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
     settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
     for f in (*FIELDS, *MAMBA2_OWN):
-        if f not in settable or _computed_alias(config, f):   # a property the config computes (FalconConfig.head_dim)
+        if f not in settable or _computed_alias(config, f) or _undeclared(config, f):   # computed by the config
             continue
         try:
             v = getattr(config, f, None)
