@@ -3,7 +3,8 @@
 
 Qwen3-Next (Gated DeltaNet and gated attention, blocks the draft defines, the delta rule's chunks of 64 checked
 beyond one chunk), MiniMax (lightning attention in blocks of ``block_size``, every other layer), Kimi Linear (Kimi
-Delta Attention, chunks of 64, and NoPE MLA every 4th layer after a dense first layer).
+Delta Attention, chunks of 64, and NoPE MLA every 4th layer after a dense first layer). RWKV-4:
+tests/drafting/test_import_rwkv.py.
 """
 
 from __future__ import annotations

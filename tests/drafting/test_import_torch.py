@@ -28,7 +28,7 @@ Drafts are made once per process (:func:`draft_model` keeps them by config): the
 read Phi's config.json (``CASES["phi"]``) reuse the family's draft instead of tracing it again.
 
 Item 2: a config.json of an unbundled family (Phi) read by ``from_hf_config``/``derive`` is drafted, checked, cached
-by the config's hash and named as drafted; one whose draft is not exact (Doge: its attention is no std block) is
+by the config's hash and named as drafted; one whose draft is not exact (Dory: its attention is no std block) is
 refused with what differs.
 
 Pinned: torch 2.13.0, transformers 5.24.0. Skipped when either is not installed.
@@ -218,15 +218,16 @@ def test_unmapped_config_is_drafted_checked_and_cached(tmp_path, monkeypatch):
 
 
 def test_unmapped_config_whose_draft_is_not_exact_is_refused(tmp_path, monkeypatch):
-    """Doge's attention (dynamic mask attention: A and dt_proj of its own beside Q, K, V, O) is no std block: the
-    draft has a TODO, so derive refuses and says what differs."""
+    """Dory's attention (transformers 5.24 modeling_dory.py ``DoryAttention``: unit-norm queries and keys, ``sqk`` and
+    ``s_gate`` of its own beside Q, K, V, O and the gate) is no std block: the draft has a TODO, so derive refuses and
+    says what differs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    cfg = dict(model_type="doge", hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+    cfg = dict(model_type="dory", hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
                vocab_size=128, intermediate_size=96, **TOK)
     with pytest.raises(costgraph.CostgraphValueError) as e:
         costgraph.from_hf_config(cfg, source="p.json")
     msg = str(e.value)
-    assert "model_type 'doge' is not bundled, and its draft (drafted from transformers" in msg
+    assert "model_type 'dory' is not bundled, and its draft (drafted from transformers" in msg
     assert "not exact: not recognised: model.layers.0.self_attn" in msg and "parameters at probe 1: torch" in msg
     assert not (tmp_path / "costgraph" / "drafts").exists() or not list((tmp_path / "costgraph" / "drafts").iterdir())
 

@@ -17,7 +17,7 @@ from collections import OrderedDict
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .configs import _config, _config_object, _field, present_fields, probed_config
+from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
@@ -219,7 +219,10 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
                                   hint="costgraph import traces one forward of token ids; write this family's "
                                        "model file by hand (docs: a new architecture in ten minutes)") from None
-    sz = Sizer(probe)
+    _, target = probed_config(config)
+    real = {sym: getattr(target, f, None) for sym, (_, f) in probe.symbols.items()}
+    sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
+               rounded=rounded_widths(target, probe.symbol_values()))
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
     try:
         inputs, lines = body_lines(facts, sz, rotary)
@@ -396,7 +399,7 @@ def _check_at_config(torch, cfg: dict, class_name: str | None, built, result: Dr
     params = int(sum(p.numel() for p in model.parameters()))
     try:
         got = params_at_config(built, result.values, result.mapping)
-    except CostgraphError as e:     # GLM-4.5's default config: head size h // a read as h / a, 4096 / 96 not whole
+    except CostgraphError as e:     # a size the config's own values make fractional or negative
         result.warnings.append(f"the draft does not evaluate at the config's own sizes: {str(e).splitlines()[0]}")
         return
     result.config_params = [params, got]

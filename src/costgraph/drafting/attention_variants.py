@@ -1,7 +1,7 @@
 """Recognise attention of its own form as a block the draft defines itself: differential attention
 (DiffLlama; Ye et al. 2024, "Differential Transformer", arXiv:2410.05258); BitNet's attention and MLP with an
 RMSNorm before their output projection (Ma et al. 2024, "The Era of 1-bit LLMs", arXiv:2402.17764); Laguna's
-attention with a softplus gate per head.
+attention with a softplus gate per head; Doge's dynamic mask attention.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text,
 or None; the blocks' text (:data:`ATTENTION_BLOCKS`) follows transformers 5.24's modeling code of each mixer.
@@ -115,8 +115,43 @@ def output_gated_call(m: Module, arg: str, d) -> str | None:
     return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
 
 
+def dynamic_mask_call(m: Module, arg: str, d) -> str | None:
+    """Doge's attention (transformers 5.24 modeling_doge.py ``DogeAttention``, dynamic mask attention): q, k, v, RMSNorm
+    on each head's q and k, rotary; ``dt_proj`` (kv·d → kv) on V's heads and ``A`` [kv] make the dynamic mask
+    ``exp(A · softplus(dt_proj(v)))`` added to the scores (a top-k of ``keep_window_size`` keys per query only beyond
+    that many: selection, no product); eager attention; ``o_proj``. ``attention_bias`` is every projection's bias
+    (dt_proj's too). The draft's ``dynamic_mask_attention``, or None."""
+    q, k, v, o, dt = (_linear(m.child(*names)) for names in (Q, K, V, O, ("dt_proj",)))
+    norms = [m.child(n) for n in ("q_norm", "k_norm")]
+    head_dim = m.attrs.get("head_dim")
+    if None in (q, k, v, o, dt) or not isinstance(head_dim, int) or head_dim < 1 or k[1] % head_dim \
+            or q[1] % head_dim or not all(_rms(n, head_dim) for n in norms) or k[1] != v[1] \
+            or o[:2] != (q[1], q[0]) or dt[:2] != (v[1], v[1] // head_dim) \
+            or len({x[2] for x in (q, k, v, o, dt)}) != 1 or m.params != {"A": (v[1] // head_dim,)} \
+            or len([c for c in m.children if c.param_count()]) != 7:
+        return None
+    d.blocks.add("dynamic_mask_attention")
+    sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
+    return f"dynamic_mask_attention({arg}, {', '.join(sizes)}{', bias = true' if q[2] else ''}, name = {m.name})"
+
+
 #: the attention blocks a draft defines itself
-ATTENTION_BLOCKS = {"output_gated_attention": """# Attention whose output is gated per channel by sigmoid(gate_proj(x)) before o_proj (AFMoE; transformers 5.24
+ATTENTION_BLOCKS = {"dynamic_mask_attention": """# Dynamic mask attention (Doge; transformers 5.24 DogeAttention): RMSNorm on
+# each head's q and k, rotary (no product); dt_proj (kv heads of V -> one value per KV head) and A [kv_heads] make a
+# mask exp(A * softplus(dt)) added to the scores (an addition: no product; a top-k only beyond keep_window_size keys).
+block dynamic_mask_attention(x[B, S, H], heads, kv_heads, head_dim, bias = false) {
+  q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = bias, name = q_proj), heads), name = q_norm))
+  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = bias, name = k_proj), kv_heads), name = k_norm))
+  vf = linear(x, kv_heads * head_dim, bias = bias, name = v_proj)
+  param A[kv_heads]
+  dt = linear(vf, kv_heads, bias = bias, name = dt_proj)
+  v = split_heads(vf, kv_heads)
+  k = repeat_kv(cache(k, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(v, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), causal = true)), fp32 = true)
+  y = merge_heads(matmul(p, v, causal = true))
+  return linear(y, H, bias = bias, name = o_proj)
+}""", "output_gated_attention": """# Attention whose output is gated per channel by sigmoid(gate_proj(x)) before o_proj (AFMoE; transformers 5.24
 # AfmoeAttention): RMSNorm on each head's q and k; rotary costs no product.
 block output_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
   q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))

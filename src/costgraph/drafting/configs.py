@@ -85,12 +85,24 @@ def _computed_alias(config, name: str) -> bool:
     return alias not in {f.name for f in dataclasses.fields(type(config))}
 
 
+#: fields probed only where the config class declares them: Zamba2's ``attention_hidden_size`` is no field of its
+#: own, set to 2·h by ``__post_init__`` (transformers 5.24 configuration_zamba2.py), where RWKV's is declared
+DECLARED_ONLY = ("attention_hidden_size",)
+
+
+def _undeclared(config, name: str) -> bool:
+    import dataclasses
+
+    return name in DECLARED_ONLY and dataclasses.is_dataclass(type(config)) \
+        and name not in {f.name for f in dataclasses.fields(type(config))}
+
+
 def present_fields(config) -> list[str]:
     """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
     out = []
     settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
     for f in (*FIELDS, *MAMBA2_OWN):
-        if f not in settable or _computed_alias(config, f):   # a property the config computes (FalconConfig.head_dim)
+        if f not in settable or _computed_alias(config, f) or _undeclared(config, f):   # computed by the config
             continue
         try:
             v = getattr(config, f, None)
@@ -116,3 +128,23 @@ def probed_config(config) -> tuple[str | None, object]:
         if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
             return name, sub
     return None, config
+
+
+def rounded_widths(config, probe_values: dict) -> list[tuple[str, int]]:
+    """(text, value at the probe) of the MLP widths a config derives from ``intermediate_size`` by rounding, which no
+    product of primes names: LFM2's (transformers 5.24 modeling_lfm2.py ``Lfm2MLP.__init__``, with
+    ``block_auto_adjust_ff_dim``: ``int(2 · intermediate_size / 3)``, then, with ``block_ffn_dim_multiplier`` set,
+    times it and rounded up to a multiple of ``block_multiple_of``). Only a whole multiplier is read (a float times
+    an int, truncated, is no exact closed form); else none."""
+    i = probe_values.get("i")
+    if _field(config, "block_auto_adjust_ff_dim") is not True or not isinstance(i, int):
+        return []
+    mult, of = _field(config, "block_ffn_dim_multiplier"), _field(config, "block_multiple_of")
+    if mult is None:
+        return [("floor(2 * i / 3)", 2 * i // 3)]
+    if not isinstance(mult, (int, float)) or isinstance(mult, bool) or mult != int(mult) or mult < 1 \
+            or not isinstance(of, int) or isinstance(of, bool) or of < 1:
+        return []
+    inner = "floor(2 * i / 3)" if mult == 1 else f"{int(mult)} * floor(2 * i / 3)"
+    width = int(mult) * (2 * i // 3)
+    return [(f"{of} * ceil({inner} / {of})", of * -(-width // of))]

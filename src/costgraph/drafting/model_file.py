@@ -53,14 +53,44 @@ class _Names:
         return name
 
 
+def _concat_map(pre: list[Module]) -> tuple[list[Module], Module] | None:
+    """(the tables joined, the Linear that maps them back): RoCBERT's embeddings (transformers 5.24
+    modeling_roc_bert.py ``RoCBertEmbeddings.forward`` with ``concat_input``): the token embedding [V, h], its shape
+    and pronunciation embeddings of widths of their own concatenated with it (``torch.cat(..., -1)``), then
+    ``map_inputs_layer`` (h + d_sh + d_pr → h) before the token-type and position embeddings are added; else None."""
+    tables = [m for m in pre if _is_embedding(m)]
+    if len(tables) < 2:
+        return None
+    width = tables[0].params["weight"][1]
+    joined = [tables[0]] + [m for m in tables[1:] if m.params["weight"][1] != width]
+    total = sum(m.params["weight"][1] for m in joined)
+    for m in pre:
+        w = m.params.get("weight")
+        if "linear" in m.cls.lower() and w is not None and tuple(w) == (width, total) and len(joined) > 1 \
+                and all(t.order < m.order for t in joined):
+            return joined, m
+    return None
+
+
 def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple[list[str], list[str]]:
     inputs, terms, tables = ["input tokens[b, s]: index"], [], []
     width = None
+    joined = _concat_map(pre)
     for m in [m for m in pre if _is_embedding(m)]:
         num, dim = m.params["weight"]
         rows = sz.size(num, "embedding rows")
         name = emb[m.path] = names(m)
         width = dim if width is None else width
+        if joined is not None and m in joined[0][1:]:     # RoCBERT's shape and pronunciation tables, concatenated
+            inputs.append(f"input {name}_ids[b, s]: index")
+            terms[0] = f"concat({terms[0]}, embedding({name}_ids, {rows}, {sz.size(dim, 'table width')}, " \
+                       f"name = {name}))"
+            if m is joined[0][-1]:
+                lin = joined[1]
+                bias = "true" if "bias" in lin.params else "false"
+                terms[0] = f"linear({terms[0]}, {sz.size(width, 'embedding width')}, bias = {bias}, " \
+                           f"name = {names(lin)})"
+            continue
         if dim != width:      # RoFormer's sinusoidal table [s_max, h / a]: read by the attention's rotary, not added
             tables.append(f"param {name}_weight[{rows}, {sz.size(dim, 'table width')}]   # {m.cls}: a table of "
                           "another width than the token embedding's, not added to it (parameters only)")
@@ -125,7 +155,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     inputs, lines = _embeddings(pre, sz, names, emb)
     if ple is not None:
         lines += ple[1]
-    lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
+    mapped = _concat_map(pre)
+    lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre
+                          if not _is_embedding(m) and (mapped is None or m is not mapped[1])) if x]
     folded = reuse_names(_repeat(layers, sz, rotary, values))
     if any(re.search(r"\bemb\b", line) for line in folded):
         lines.append("emb = x     # the embeddings' output, which every shared transformer call reads again")

@@ -11,9 +11,11 @@ from __future__ import annotations
 from . import blocks
 from .blocks import FUSED_QKV, GATED, K, O, PLAIN, Q, QK_NORMS, ROUTERS, V, _linear, _only, activation, is_norm
 from .blocks import attention_call, mla_call, mlp_call, moe_call
-from .attention_variants import ATTENTION_BLOCKS, diff_attention_call, head_gated_call, output_gated_call, subnorm_call
+from .attention_variants import ATTENTION_BLOCKS, diff_attention_call, dynamic_mask_call, head_gated_call, \
+    output_gated_call, subnorm_call
 from .experts import EXPERT_BLOCKS, expert_call
 from .linear_mixers import LINEAR_BLOCKS, kda_call, lightning_call, short_conv_call
+from .rwkv import RWKV_BLOCKS, rwkv_call
 from .mla_forms import MLA_BLOCKS, dsa_call, mla_full_q_call
 from .facts import Module
 
@@ -160,7 +162,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         or mla_call(m, arg, d, rotary) or mla_full_q_call(m, arg, d, rotary) or deltanet_call(m, arg, d) \
         or expert_call(m, arg, d) or lightning_call(m, arg, d) \
         or kda_call(m, arg, d) or diff_attention_call(m, arg, d) or subnorm_call(m, arg, d) \
-        or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d)
+        or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d) \
+        or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -261,4 +264,5 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
   return linear(y, H, bias = out_bias, name = out_proj)
 }"""}
 LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
+                **RWKV_BLOCKS,
                 **MLA_BLOCKS}

@@ -28,14 +28,33 @@ class Sizer:
     silent: bool = False
     blocks: set = field(default_factory=set)     # blocks.LOCAL_BLOCKS the draft uses
     imports: set = field(default_factory=set)    # std/ files the draft imports besides attention, mlp and moe
+    #: symbol → the config's own value (the same at both probes): a quotient these values do not divide is written
+    #: floor(...), as transformers computes it (``hidden_size // num_attention_heads``: GLM-4.5's 4096 // 96 = 42)
+    real: dict = field(default_factory=dict)
+    #: (text, value at the probe) of sizes a config derives by rounding (:func:`costgraph.drafting.configs.rounded_widths`)
+    rounded: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return Sizer(self.probe, set(), [], [], True, set(), set())
+        return Sizer(self.probe, set(), [], [], True, set(), set(), self.real, self.rounded)
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
-        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports)
+        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports, self.real, self.rounded)
+
+    def _quotient(self, over: str, sym: str) -> str:
+        """``over / sym``, or ``floor(over / sym)`` where the config's own values of the symbols leave a remainder
+        (the probes always divide: their sizes are products of the same primes). ``over``: symbols (and one
+        coefficient) joined by ``*``."""
+        text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
+        num = 1
+        for t in over.split(" * "):
+            v = int(t) if t.isdigit() else self.real.get(t)
+            if not isinstance(v, int):
+                return text
+            num *= v
+        den = self.real.get(sym)
+        return f"floor({text})" if isinstance(den, int) and den > 0 and num % den else text
 
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
@@ -53,7 +72,7 @@ class Sizer:
                         continue
                     over = self.probe.cover(n * v)
                     if over is not None and sym not in over.split(" * "):
-                        text = f"{over} / {sym}" if " " not in over else f"({over}) / {sym}"
+                        text = self._quotient(over, sym)
                         break
         if text is None:     # half a field, rounded down (RecurrentGemma's MLP: intermediate_size // 2)
             text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
@@ -64,6 +83,8 @@ class Sizer:
                 if over is not None and " " not in over and over in values:
                     text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
                     break
+        if text is None:     # a width the config rounds (LFM2's MLP: a multiple of 256 at or above 2i/3)
+            text = next((t for t, v in self.rounded if v == n and what == "MLP width"), None)
         if text is None:
             if not (quiet or self.silent):
                 self.warnings.append(f"{what} {n} at the probe is no product of config fields: written as a number")
@@ -104,15 +125,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
     if hybrid is not None:
         return hybrid + uncalled_lines(layer, sz)
-    kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
-    kids = _flat_mlp(layer, kids)
-    tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
-    if tail is not None:
-        kids = [c for c in kids if c.name not in tail[0]]
-    for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
-        if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
-            c.src = prev.src
-    lines: list[str] = []
+    kids, tail = _layer_modules(layer, sz)
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
     uses = {c.name: sum(1 for k in kids if k.src == c.name) for c in kids}
@@ -120,10 +133,11 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     # first layer, whose attention norm is an Identity, reads its input too but ends with the MLP's residual sum
     post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[-1])
     state = {"updated": False, "var": 0}
+    scales, lines, kids = _prologue(layer, kids, uses, sz)
 
     def flush(norm: Module | None = None):
         if pending:
-            terms = ["x", *pending.values()]
+            terms = [f"x * {scales.pop(0)}" if scales else "x", *pending.values()]
             wrap = len(terms) > 2 and len(" + ".join(terms)) > 100 and norm is None   # a parallel layer
             total = "\n        + ".join(terms) if wrap else " + ".join(terms)
             lines.append(f"x = {norm_call(norm, total) if norm else total}")
@@ -169,11 +183,52 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         pending[c.name] = call
         expr[c.name] = call
     flush()
+    if scales:     # more residual scales than residual sums: not read
+        lines.append(sz.todo(layer, f"residual scales {scales} left over"))
     if tail is not None:
         lines.append(tail[1])
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
     return lines + uncalled_lines(layer, sz)
+
+
+def _layer_modules(layer: Module, sz: Sizer) -> tuple[list[Module], tuple | None]:
+    """(the modules a layer's statements read, in call order; Gemma 4's per-layer tail or None)."""
+    kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
+    kids = _flat_mlp(layer, kids)
+    tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
+    if tail is not None:
+        kids = [c for c in kids if c.name not in tail[0]]
+    for prev, c in zip(kids, kids[1:]):     # Falcon-H1: attention reads the norm Mamba read, times a µP scalar
+        if c.src == "?" and not is_norm(c) and not is_norm(prev) and any(k.name == prev.src and is_norm(k) for k in kids):
+            c.src = prev.src
+    return kids, tail
+
+
+def _prologue(layer: Module, kids: list[Module], uses: dict, sz: Sizer) -> tuple[list[str], list[str], list[Module]]:
+    """(the residual scales, the layer's first statements, the modules left): the ``param`` of each residual scale
+    (:func:`_residual_scales`), and a norm of the layer's input that the next norm reads, which norms the residual
+    stream itself (RWKV's first block: ``hidden = pre_ln(hidden)``, transformers 5.24 modeling_rwkv.py
+    ``RwkvBlock.forward``)."""
+    scales = _residual_scales(layer)
+    lines = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales]
+    if len(kids) > 1 and is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[1]) \
+            and kids[1].src == kids[0].name and uses.get(kids[0].name) == 1:
+        lines.append(f"x = {norm_call(kids[0], 'x')}")
+        kids[1].src = "input"
+        kids = kids[1:]
+    return scales, lines, kids
+
+
+def _residual_scales(layer: Module) -> list[str]:
+    """The layer's own vectors that scale the residual stream before each block's output is added, in the order
+    they were registered (Doge's ``input_residual`` then ``post_attention_residual``, transformers 5.24
+    modeling_doge.py ``DogeDecoderLayer.forward``: ``input_residual * residual + attn(...)``, then the MLP's the same
+    way): parameters of the layer itself, one dimension each, named ``*residual``; else none."""
+    names = list(layer.params)
+    if names and all(n.endswith("residual") and len(layer.params[n]) == 1 for n in names):
+        return names
+    return []
 
 
 def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
