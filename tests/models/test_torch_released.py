@@ -12,6 +12,7 @@ saved bytes of the same run). Skipped when torch or transformers is not installe
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -54,8 +55,29 @@ def full_points(case_name: str) -> list[tuple[int, int]]:
     return SCAN_FULL_POINTS.get(CASES[case_name].config["model_type"], FULL_POINTS)
 
 
-@pytest.mark.parametrize("file", list(RELEASED))
-def test_released_config_at_full_size(file):
+#: the released configs by test file (each file under 30 s of CPU: a full-size model on meta costs about a
+#: second per point for every ~15 layers): every released config in exactly one (test_released_configs_are_split)
+RELEASED_GROUPS = {
+    # GPT-2-era and LayerNorm families, encoders, T5, ALiBi: this file
+    "test_torch_released.py": ("gpt2.json", "pythia-1b.json", "t5-small.json", "bert-base-uncased.json",
+                               "bloom-560m.json", "mpt-7b.json", "starcoder2-3b.json",
+                               "nemotron-4-mini-hindi-4b-instruct.json", "command-r-08-2024.json"),
+    # LLaMA-style decoders (RMSNorm, SwiGLU, RoPE, GQA)
+    "test_torch_released_llama.py": ("llama-3-8b.json", "mistral-7b.json", "qwen2-7b.json", "qwen3-8b.json",
+                                     "phi-3-mini-4k-instruct.json", "smollm3-3b.json"),
+    # Gemma's (1 + γ) norms, soft-capping and sliding layers; OLMo 2's post-norms and QK-norm
+    "test_torch_released_gemma_olmo.py": ("gemma-2b.json", "gemma-2-9b.json", "gemma-3-1b-it.json",
+                                          "olmo-2-1124-13b.json"),
+    # the largest mixtures of experts: DeepSeek-V3 (MLA, 256 experts, 61 layers), Qwen3's and Qwen2's MoE
+    "test_torch_released_moe.py": ("deepseek-v3.json", "qwen3-30b-a3b.json", "qwen2-57b-a14b.json"),
+    # gpt-oss's and Mixtral's mixtures of experts; the state-space Mamba
+    "test_torch_released_moe_ssm.py": ("gpt-oss-120b.json", "mixtral-8x7b.json", "mamba-2.8b-hf.json"),
+}
+
+
+def released_agrees(file: str) -> None:
+    """The released ``file`` satisfies its case's equations at full size (parameters; FLOPs and saved bytes at
+    each of its points)."""
     # The tiny sizes hide nothing: the released configs (GPT-2's gelu_new, Gemma's 256-wide heads,
     # Mixtral's 8 and DeepSeek-V3's 256 experts, 61 layers, ...) satisfy the same equations,
     # with the same terms, at full size. On meta this takes seconds, not memory.
@@ -80,6 +102,19 @@ def test_released_config_at_full_size(file):
             check(f"{file} {direction} FLOPs (b={b}, s={s})", sum(ops.values()), cg[f"flops_{direction}"], t)
             assert grouped == -sum(v for k, v in t.items() if "_grouped_mm" in k)
         check(f"{file} saved bytes (b={b}, s={s})", saved["bytes"], cg["activation_bytes"], terms(case.bytes, b, s))
+
+
+@pytest.mark.parametrize("file", RELEASED_GROUPS["test_torch_released.py"])
+def test_released_config_at_full_size(file):
+    released_agrees(file)
+
+
+def test_released_configs_are_split():
+    # every released config is compared in exactly one file, and each file exists
+    files = [f for group in RELEASED_GROUPS.values() for f in group]
+    assert sorted(files) == sorted(RELEASED)
+    here = Path(__file__).parent
+    assert all((here / name).is_file() for name in RELEASED_GROUPS)
 
 
 def test_scan_points_tell_the_terms_apart():
