@@ -62,16 +62,17 @@ RELEASED_GROUPS = {
     "test_torch_released.py": ("gpt2.json", "pythia-1b.json", "t5-small.json", "bert-base-uncased.json",
                                "bloom-560m.json", "mpt-7b.json", "starcoder2-3b.json",
                                "nemotron-4-mini-hindi-4b-instruct.json", "command-r-08-2024.json"),
-    # LLaMA-style decoders (RMSNorm, SwiGLU, RoPE, GQA)
-    "test_torch_released_llama.py": ("llama-3-8b.json", "mistral-7b.json", "qwen2-7b.json", "qwen3-8b.json",
-                                     "phi-3-mini-4k-instruct.json", "smollm3-3b.json"),
-    # Gemma's (1 + γ) norms, soft-capping and sliding layers; OLMo 2's post-norms and QK-norm
-    "test_torch_released_gemma_olmo.py": ("gemma-2b.json", "gemma-2-9b.json", "gemma-3-1b-it.json",
-                                          "olmo-2-1124-13b.json"),
-    # the largest mixtures of experts: DeepSeek-V3 (MLA, 256 experts, 61 layers), Qwen3's and Qwen2's MoE
-    "test_torch_released_moe.py": ("deepseek-v3.json", "qwen3-30b-a3b.json", "qwen2-57b-a14b.json"),
-    # gpt-oss's and Mixtral's mixtures of experts; the state-space Mamba
-    "test_torch_released_moe_ssm.py": ("gpt-oss-120b.json", "mixtral-8x7b.json", "mamba-2.8b-hf.json"),
+    # LLaMA-style decoders (RMSNorm, SwiGLU, RoPE, GQA), Mixtral (Mistral's with experts) included
+    "test_torch_released_llama.py": ("llama-3-8b.json", "mistral-7b.json", "mixtral-8x7b.json", "qwen2-7b.json",
+                                     "qwen3-8b.json", "phi-3-mini-4k-instruct.json"),
+    # decoders that depart from LLaMA's: Gemma's (1 + γ) norms, soft-capping and sliding layers, OLMo 2's
+    # post-norms and QK-norm, SmolLM3's NoPE layers
+    "test_torch_released_variants.py": ("gemma-2b.json", "gemma-2-9b.json", "gemma-3-1b-it.json",
+                                        "olmo-2-1124-13b.json", "smollm3-3b.json"),
+    # the largest mixtures of experts: DeepSeek-V3 (MLA, 256 experts, 61 layers), Qwen3's MoE (128 experts)
+    "test_torch_released_moe.py": ("deepseek-v3.json", "qwen3-30b-a3b.json"),
+    # gpt-oss's and Qwen2's mixtures of experts; the state-space Mamba
+    "test_torch_released_moe_ssm.py": ("gpt-oss-120b.json", "qwen2-57b-a14b.json", "mamba-2.8b-hf.json"),
 }
 
 

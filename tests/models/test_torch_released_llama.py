@@ -1,6 +1,6 @@
-"""Agreement with PyTorch at full size: the LLaMA-style decoders' released configs (RMSNorm, SwiGLU, RoPE, GQA). The comparison, its points and terms:
-``tests/models/test_torch_released.py`` (RELEASED_GROUPS splits the released configs over files by CPU time).
-Skipped when torch or transformers is not installed."""
+"""Agreement with PyTorch at full size: the LLaMA-style decoders' released configs (RMSNorm, SwiGLU, RoPE, GQA;
+Mixtral). The comparison, its points and terms: ``tests/models/test_torch_released.py`` (RELEASED_GROUPS
+splits the released configs over files by CPU time). Skipped when torch or transformers is not installed."""
 
 from __future__ import annotations
 

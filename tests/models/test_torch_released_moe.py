@@ -1,6 +1,6 @@
-"""Agreement with PyTorch at full size: the largest released mixtures of experts (DeepSeek-V3, Qwen3's and Qwen2's MoE). The comparison, its points and terms:
-``tests/models/test_torch_released.py`` (RELEASED_GROUPS splits the released configs over files by CPU time).
-Skipped when torch or transformers is not installed."""
+"""Agreement with PyTorch at full size: the largest released mixtures of experts (DeepSeek-V3, Qwen3's MoE).
+The comparison, its points and terms: ``tests/models/test_torch_released.py`` (RELEASED_GROUPS splits the
+released configs over files by CPU time). Skipped when torch or transformers is not installed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Agreement with PyTorch at full size: gpt-oss's and Mixtral's released mixtures of experts, and Mamba's released state-space model. The comparison, its points and terms:
-``tests/models/test_torch_released.py`` (RELEASED_GROUPS splits the released configs over files by CPU time).
-Skipped when torch or transformers is not installed."""
+"""Agreement with PyTorch at full size: gpt-oss's and Qwen2's released mixtures of experts, and Mamba's
+released state-space model. The comparison, its points and terms: ``tests/models/test_torch_released.py``
+(RELEASED_GROUPS splits the released configs over files by CPU time). Skipped when torch or transformers is
+not installed."""
 
 from __future__ import annotations
 
