@@ -11,6 +11,7 @@ second on a laptop CPU.
     param_count(model)           # 124_439_808
     flops(model, 1, 1024)        # {"forward": 291_648_307_200, ...}
     saved_bytes(model, 1, 1024)  # {"bytes": ..., "storages": [...], ...}
+    flops_and_saved_bytes(model, 1, 1024)  # (flops(...), saved_bytes(...)) from one forward and backward
 
 Pinned, tested versions (see TORCH_NOTES.md beside this file)::
 
@@ -65,6 +66,7 @@ from costgraph.torch_measure import (  # noqa: F401
 from costgraph.torch_saved import (  # noqa: E402,F401  (re-exported for the tier's tests)
     storage_key,
     saved_bytes,
+    flops_and_saved_bytes,
     layer_bytes,
     summarize_storages,
 )

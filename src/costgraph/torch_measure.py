@@ -322,6 +322,11 @@ def flops(model, b: int, s: int, *, labels: bool = False, count_grouped_mm: bool
         with bwd:
             loss.backward()
     model.zero_grad(set_to_none=True)
+    return flop_result(fwd, bwd, time.perf_counter() - t0)
+
+
+def flop_result(fwd, bwd, seconds: float) -> dict:
+    """:func:`flops`'s dict from the forward's and the backward's FlopCounterMode."""
     f_ops, f_mod = _counts(fwd)
     b_ops, b_mod = _counts(bwd)
     f, bk = int(fwd.get_total_flops()), int(bwd.get_total_flops())
@@ -333,7 +338,7 @@ def flops(model, b: int, s: int, *, labels: bool = False, count_grouped_mm: bool
         "backward_ops": b_ops,
         "forward_by_module": f_mod,
         "backward_by_module": b_mod,
-        "seconds": time.perf_counter() - t0,
+        "seconds": seconds,
     }
 
 

@@ -12,7 +12,8 @@ import contextlib
 import time
 from collections import defaultdict
 
-from .torch_measure import _loss, _torch, make_inputs, meta_forward, native_dropout
+from .torch_measure import (_loss, _torch, flop_result, grouped_mm_flops_mapping, make_inputs, meta_forward,
+                            native_dropout)
 
 
 def storage_key(t) -> int:
@@ -85,7 +86,9 @@ def saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_dropout: bo
     activations and are left out of ``bytes`` (reported under ``excluded``).
     ``cuda_dropout=True`` (the default) makes training-time dropout keep a 1-byte
     bool mask, as on a GPU, instead of the CPU/meta fallback's mask in the
-    activation dtype (see :func:`native_dropout`).
+    activation dtype (see :func:`native_dropout`). :func:`flops_and_saved_bytes`
+    returns the same dict together with :func:`costgraph.torch_measure.flops`'s, from one
+    forward and backward.
 
     Returns:
         bytes: total of the kept storages (activations, plus the token ids the
@@ -107,6 +110,56 @@ def saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_dropout: bo
 
     t0 = time.perf_counter()
     inputs = make_inputs(model, b, s, labels=labels)
+    with torch.enable_grad(), meta_forward():
+        with _saving(torch, model, inputs, cuda_dropout) as saved:
+            out = model(**inputs)
+        loss = _loss(out, labels)
+    result = saved.result(loss, t0)
+    del out, loss
+    saved.packed.clear()
+    return result
+
+
+def flops_and_saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_dropout: bool = True,
+                          count_grouped_mm: bool = True) -> tuple[dict, dict]:
+    """``(flops(model, b, s), saved_bytes(model, b, s))`` from ONE forward and backward of ``[b, s]`` tokens.
+
+    The forward runs under both measurements at once: ``FlopCounterMode`` (a dispatch mode, below
+    autograd: it counts the ops and returns their outputs unchanged) inside the
+    ``saved_tensors_hooks`` and module hooks of :func:`saved_bytes`; the saved storages are
+    named from the graph before the backward, which runs under its own ``FlopCounterMode`` as in
+    :func:`costgraph.torch_measure.flops`. Each dict is what that function returns (keys, units,
+    conventions: see there; both ``seconds`` are the whole pass's). Training-time dropout runs as
+    ``native_dropout`` when ``cuda_dropout`` (a mask, no matrix product: the FLOPs are the same
+    either way). Half the model runs of calling both: the PyTorch agreement tier measures every
+    point this way.
+    """
+    torch = _torch()
+    from torch.utils.flop_counter import FlopCounterMode
+
+    mapping = grouped_mm_flops_mapping() if count_grouped_mm else None
+    t0 = time.perf_counter()
+    inputs = make_inputs(model, b, s, labels=labels)
+    fwd = FlopCounterMode(display=False, custom_mapping=mapping)
+    with torch.enable_grad(), meta_forward():
+        with _saving(torch, model, inputs, cuda_dropout) as saved:
+            with fwd:
+                out = model(**inputs)
+        loss = _loss(out, labels)
+        saved_result = saved.result(loss, t0)
+        bwd = FlopCounterMode(display=False, custom_mapping=mapping)
+        with bwd:
+            loss.backward()
+    model.zero_grad(set_to_none=True)
+    del out, loss
+    saved.packed.clear()
+    seconds = time.perf_counter() - t0
+    return flop_result(fwd, bwd, seconds), dict(saved_result, seconds=seconds)
+
+
+@contextlib.contextmanager
+def _saving(torch, model, inputs: dict, cuda_dropout: bool):
+    """The hooks of :func:`saved_bytes` around a forward: yields the :class:`_SavedStorages` filled by it."""
     # a storage's kind, parameter before buffer before input; any other is an activation
     kinds = {storage_key(v): "input" for v in inputs.values() if isinstance(v, torch.Tensor)}
     kinds.update({storage_key(x): "buffer" for x in model.buffers()})
@@ -115,32 +168,10 @@ def saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_dropout: bo
     saved = _SavedStorages(kinds, mods)
     try:
         dropout = native_dropout() if cuda_dropout else contextlib.nullcontext()
-        with torch.enable_grad(), meta_forward(), dropout, \
-                torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
-            out = model(**inputs)
+        with dropout, torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack):
+            yield saved
     finally:
         mods.remove()
-    loss = _loss(out, labels)
-    saved.name_savers(loss)
-
-    kept = [e for e in saved.entries.values() if e["kind"] in ("activation", "input")]
-    excluded = [e for e in saved.entries.values() if e["kind"] in ("parameter", "buffer")]
-    by_kind: dict[str, int] = defaultdict(int)
-    by_module: dict[str, int] = defaultdict(int)
-    for e in kept:
-        by_kind[e["kind"]] += e["bytes"]
-        by_module[e["module"]] += e["bytes"]
-    result = {
-        "bytes": sum(e["bytes"] for e in kept),
-        "bytes_by_kind": dict(by_kind),
-        "storages": kept,
-        "excluded": excluded,
-        "by_module": dict(by_module),
-        "seconds": time.perf_counter() - t0,
-    }
-    del out, loss
-    saved.packed.clear()
-    return result
 
 
 class _SavedStorages:
@@ -182,17 +213,35 @@ class _SavedStorages:
                 names.append(self.current_node[-1])
         return t
 
+    def result(self, loss, t0: float) -> dict:
+        """:func:`saved_bytes`'s dict, once the forward that ends in ``loss`` has run (before its backward)."""
+        self.name_savers(loss)
+        kept = [e for e in self.entries.values() if e["kind"] in ("activation", "input")]
+        excluded = [e for e in self.entries.values() if e["kind"] in ("parameter", "buffer")]
+        by_kind: dict[str, int] = defaultdict(int)
+        by_module: dict[str, int] = defaultdict(int)
+        for e in kept:
+            by_kind[e["kind"]] += e["bytes"]
+            by_module[e["module"]] += e["bytes"]
+        return {
+            "bytes": sum(e["bytes"] for e in kept),
+            "bytes_by_kind": dict(by_kind),
+            "storages": kept,
+            "excluded": excluded,
+            "by_module": dict(by_module),
+            "seconds": time.perf_counter() - t0,
+        }
+
     def name_savers(self, loss) -> None:
         """Name the nodes that keep each storage: reading a node's saved tensors runs unpack."""
         for node in _walk_graph([loss.grad_fn]):
             self.current_node.append(node.name())
             try:
-                for attr in dir(node):
-                    if attr.startswith("_saved_"):
-                        try:
-                            getattr(node, attr)
-                        except Exception:  # a saved scalar or an already freed buffer
-                            pass
+                for attr in _saved_attributes(node):
+                    try:
+                        getattr(node, attr)
+                    except Exception:  # a saved scalar or an already freed buffer
+                        pass
                 if hasattr(node, "saved_tensors"):  # custom autograd.Function
                     try:
                         node.saved_tensors
@@ -200,6 +249,22 @@ class _SavedStorages:
                         pass
             finally:
                 self.current_node.pop()
+
+
+#: per autograd node class, its ``_saved_*`` attributes (``dir`` of the class, read once: a graph has
+#: thousands of nodes of a few dozen classes)
+_SAVED_ATTRIBUTES: dict[type, tuple[str, ...]] = {}
+
+
+def _saved_attributes(node) -> list[str]:
+    """The ``_saved_*`` attributes of an autograd node: its class's (C++ nodes: MulBackward0's ``_saved_self``,
+    ...), and any its instance holds (a custom ``autograd.Function``'s ctx)."""
+    cls = type(node)
+    names = _SAVED_ATTRIBUTES.get(cls)
+    if names is None:
+        names = _SAVED_ATTRIBUTES[cls] = tuple(a for a in dir(cls) if a.startswith("_saved_"))
+    own = getattr(node, "__dict__", None)
+    return [*names, *(a for a in own if a.startswith("_saved_") and a not in names)] if own else list(names)
 
 
 def layer_bytes(saved: dict, layer_prefix: str) -> int:

@@ -1,0 +1,17 @@
+"""Agreement with PyTorch at full size: the released decoders that depart from LLaMA's (Gemma, OLMo 2,
+SmolLM3). The comparison, its points and terms: ``tests/models/test_torch_released.py`` (RELEASED_GROUPS
+splits the released configs over files by CPU time). Skipped when torch or transformers is not installed."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from test_torch_released import RELEASED_GROUPS, released_agrees  # noqa: E402
+
+
+@pytest.mark.parametrize("file", RELEASED_GROUPS["test_torch_released_variants.py"])
+def test_released_config_at_full_size(file):
+    released_agrees(file)
