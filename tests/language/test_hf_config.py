@@ -57,7 +57,7 @@ KNOWN = {
     "ernie4_5_moe-defaults.json": (21_825_437_888, 3_352_150_208),
     "minimax_m2-defaults.json": (228_689_748_992, 11_030_537_216),
     # issue 19 (ALiBi, NoPE): transformers 5.24 on meta (sum of numel; `costgraph verify --hf` and
-    # tests/models/test_torch_agreement.py at full size). Not released copies: built from the config classes'
+    # tests/models/test_torch_released*.py at full size). Not released copies: built from the config classes'
     # defaults with the published sizes (examples/hf/SOURCES.md). BLOOM-560M's 559,214,592 and
     # BLOOM-7B1's 7,069,016,064 are the model cards' counts too.
     "bloom-560m.json": (559_214_592, 559_214_592),
