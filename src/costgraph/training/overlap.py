@@ -101,7 +101,17 @@ PHASES = ("forward", "backward", "step")
 def smax(a, b):
     """``Max(a, b)`` left unevaluated until its arguments are numbers: SymPy 1.14's assumptions
     misjudge signs of such terms (``(5/(x·y) − 1).is_positive`` is True for positive integers
-    ``x``, ``y``), which would drop a branch while the sizes are still symbols."""
+    ``x``, ``y``), which would drop a branch while the sizes are still symbols.
+
+    ``smax(0, X)`` with ``X`` an operation (every overlap rule's ``max(0, H − w·C)``) is built as
+    ``Max(0, X, evaluate=False)`` is, without its sort of the arguments (``sympy.core.sorting.ordered``
+    counts every node of ``X`` to put the smaller tree first: 0 is always first; it was a fifth of the
+    calculator page's step-time CPU): the same object (``tests/training/test_overlap.py``)."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if a is ZERO and b.args:   # 0 (one node) before any operation (two nodes or more): Max's own order
+        obj = sympy.Expr.__new__(sympy.Max, a, b)
+        obj._argset = frozenset((a, b))   # what MinMaxBase.__new__ sets beside the arguments
+        return obj
     return sympy.Max(a, b, evaluate=False)
 
 #: the rule of each kind under each convention (module docstring); EP follows ``layout.ep_overlap``
