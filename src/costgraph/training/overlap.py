@@ -82,6 +82,7 @@ defaults; ``none`` leaves every collective exposed, Megatron-LM without the over
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy
@@ -334,11 +335,18 @@ def _buckets(ctx, kind, col, secs, when="backward") -> KindOverlap:
     """Gradient reduce (or parameter gather) by bucket: one bucket exposed (module docstring)."""
     fixed, hides = ZERO, []
     for p, s in zip(col.parts, secs):
-        last = sympy.Min(ONE, _bucket(ctx, p) / as_expr(p.elements), evaluate=False)
+        last = _last_share(_bucket(ctx, p), as_expr(p.elements))
         fixed += s * last
         hides.append(Hide(s * (1 - last), as_expr(p.calls) / ctx.m(), when))
     rule = "param_gather" if when == "forward" else "buckets"
     return KindOverlap(kind, rule, sympy.Add(*secs), fixed, tuple(hides))
+
+
+@functools.lru_cache(maxsize=1024)
+def _last_share(bucket: Expr, elements: Expr) -> Expr:
+    """``min(1, B/E)``, the last bucket's share of ``E`` elements (module docstring), unevaluated as
+    :func:`smax` leaves its maximum; once per ``B`` and ``E`` (every step time of a layout asks again)."""
+    return sympy.Min(ONE, bucket / elements, evaluate=False)
 
 
 def _param_gather(ctx, kind, col, secs) -> KindOverlap:
