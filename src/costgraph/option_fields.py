@@ -34,6 +34,7 @@ This module imports only the standard library and :mod:`costgraph.choices` at im
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import MISSING, dataclass
 
 from .choices import Choice
@@ -109,7 +110,13 @@ def option(flag: str | None, help: str | None = None, *, default=MISSING, choice
 
 
 def specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
-    """Field name → ``(field, spec)`` of the options dataclass ``cls``, in declaration order."""
+    """Field name → ``(field, spec)`` of the options dataclass ``cls``, in declaration order (a new dict each
+    call, from the class's, read once: :meth:`costgraph.parallel.layout.Layout.resolved` asks on every step time)."""
+    return dict(_specs(cls))
+
+
+@functools.lru_cache(maxsize=None)
+def _specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata}
 
 

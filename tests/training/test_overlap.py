@@ -180,3 +180,23 @@ def test_each_link_rate_gets_its_own_seconds_in_one_process(gpt):
     nccl, line = (step_time(gpt.graph, Layout(t=2, gpus=16, zero=1, m=4, link_rate=r), H100)["by_kind"]["tp"]
                   .xreplace(vals) for r in ("nccl", "line"))
     assert line < nccl   # 450 GB/s of NVLink against NCCL's 370.8
+
+
+def test_smax_of_zero_is_sympys_max(gpt):
+    """``smax(0, X)``, built without Max's sort of its arguments, is the object ``Max(0, X, evaluate=False)``
+    builds (SymPy 1.14 miscellaneous.py, MinMaxBase.__new__: ``ordered`` puts the tree of fewer nodes first):
+    equal, the same arguments in the same order, the same hash and text, for the rules' ``H − w·C`` of a step
+    and for small operations; other arguments go to SymPy's Max itself."""
+    from costgraph.training.overlap import smax
+
+    x, y = sympy.symbols("x y", positive=True)
+    ov = step_time(gpt.graph, Layout(t=2, d=4, zero=1, sp=True), H100)["overlap"]
+    terms = [h.seconds - h.weight * ov.forward for o in ov.kinds.values() for h in o.hides]
+    assert terms, "the layout's rules hide some communication"
+    for e in terms + [x + 1, 2 * x, -x, x * y, sympy.Min(x, 1), sympy.Rational(1, 2) * x]:
+        want, got = sympy.Max(0, e, evaluate=False), smax(0, e)
+        assert got == want and got.args == want.args and hash(got) == hash(want) and str(got) == str(want)
+        assert got.args[0] == 0 and type(got) is sympy.Max
+    for a, b in [(0, x), (0, 3), (x, 0), (x, y + 1), (0, 0)]:
+        assert smax(a, b) == sympy.Max(a, b, evaluate=False)
+    assert smax(0, x).args == (0, x) and smax(0, 0) == 0 and smax(0, 3) == sympy.Max(0, 3, evaluate=False)

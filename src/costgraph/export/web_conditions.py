@@ -17,6 +17,8 @@ A condition whose sides have no integer form is refused (:class:`~costgraph.erro
 
 from __future__ import annotations
 
+import functools
+
 import sympy
 
 from ..errors import CostgraphValueError
@@ -25,8 +27,11 @@ from ..numbers.integer_form import exact_parts
 ONE, ZERO = sympy.Integer(1), sympy.Integer(0)
 
 
+@functools.lru_cache(maxsize=4096)
 def indicator(c) -> sympy.Expr:
-    """``[c]``: 1 where the condition ``c`` holds, else 0, as ``Min``/``Max`` of integers (module docstring)."""
+    """``[c]``: 1 where the condition ``c`` holds, else 0, as ``Min``/``Max`` of integers (module docstring);
+    once per condition (SymPy's ``Min`` and ``Max`` compare their arguments: a page's size choices meet the
+    same conditions in many of its formulas)."""
     if c is sympy.true or c is sympy.false:
         return ONE if c is sympy.true else ZERO
     if isinstance(c, (sympy.Or, sympy.And)):

@@ -97,10 +97,15 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
     (the share of its forward the recompute policy runs again). ``layout``: a
     :class:`~costgraph.parallel.layout.Layout` (filled here); ``peaks``: ``{"bf16": P}`` and, for
     an FP8 policy, ``"fp8"`` (module docstring)."""
+    return _kernel_ops(cg, layout.filled(), table, peaks)[0]
+
+
+def _kernel_ops(cg, L, table: KernelTable, peaks: dict) -> tuple[list[dict], tuple]:
+    """:func:`kernel_ops`' rows of the filled layout ``L`` and the key of their times in the graph's cache
+    (what they read besides the recompute policy's re-run shares)."""
     from ..engine.recompute import recompute_plan
     from ..parallel.placement import KEY_FIELDS
 
-    L = layout.filled()
     plan = recompute_plan(cg, L, L.attention)
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, table.memory_launch_ns, tuple(sorted(peaks.items())), L.precision, L.policy,
@@ -111,7 +116,7 @@ def kernel_ops(cg, layout, table: KernelTable, peaks: dict) -> list[dict]:
            tuple(sorted((table.attention_fp8 or {}).items()))) + \
         tuple(getattr(L, f) for f in KEY_FIELDS)
     times = _cached(cg, key, lambda: _times(cg, L, table, peaks))   # the same for every recompute policy
-    return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times]
+    return [{**row, "rerun": plan.rerun.get(closing, 0)} for row, closing in times], key
 
 
 def _cached(cg, key, make):
@@ -205,11 +210,18 @@ def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "st
     share = {"step": lambda r: r["forward"] * (1 + r["rerun"]) + r["backward"],
              "forward": lambda r: r["forward"],
              "backward": lambda r: r["forward"] * r["rerun"] + r["backward"]}[phase]
-    out = {k: [] for k in CLASSES}
-    for r in kernel_ops(cg, L, table, peaks):
-        out[r["class"]].append(r["active"] * share(r))
-    per = as_expr(L.m) / as_expr(L.p)
-    return {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
+    rows, key = _kernel_ops(cg, L, table, peaks)
+    # the sums once per operator times, re-run shares, phase, m and p (the calculator page and the planner ask
+    # again for every ZeRO stage and optimizer): the graph's own cache
+    key = (key, tuple(r["rerun"] for r in rows), phase, L.m, L.p)
+    store = cg.memo("kernel_seconds")
+    if key not in store:
+        out = {k: [] for k in CLASSES}
+        for r in rows:
+            out[r["class"]].append(r["active"] * share(r))
+        per = as_expr(L.m) / as_expr(L.p)
+        store[key] = {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
+    return dict(store[key])
 
 
 class _Ctx:

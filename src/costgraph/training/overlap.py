@@ -82,6 +82,7 @@ defaults; ``none`` leaves every collective exposed, Megatron-LM without the over
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sympy
@@ -101,7 +102,17 @@ PHASES = ("forward", "backward", "step")
 def smax(a, b):
     """``Max(a, b)`` left unevaluated until its arguments are numbers: SymPy 1.14's assumptions
     misjudge signs of such terms (``(5/(x·y) − 1).is_positive`` is True for positive integers
-    ``x``, ``y``), which would drop a branch while the sizes are still symbols."""
+    ``x``, ``y``), which would drop a branch while the sizes are still symbols.
+
+    ``smax(0, X)`` with ``X`` an operation (every overlap rule's ``max(0, H − w·C)``) is built as
+    ``Max(0, X, evaluate=False)`` is, without its sort of the arguments (``sympy.core.sorting.ordered``
+    counts every node of ``X`` to put the smaller tree first: 0 is always first; it was a fifth of the
+    calculator page's step-time CPU): the same object (``tests/training/test_overlap.py``)."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if a is ZERO and b.args:   # 0 (one node) before any operation (two nodes or more): Max's own order
+        obj = sympy.Expr.__new__(sympy.Max, a, b)
+        obj._argset = frozenset((a, b))   # what MinMaxBase.__new__ sets beside the arguments
+        return obj
     return sympy.Max(a, b, evaluate=False)
 
 #: the rule of each kind under each convention (module docstring); EP follows ``layout.ep_overlap``
@@ -324,11 +335,18 @@ def _buckets(ctx, kind, col, secs, when="backward") -> KindOverlap:
     """Gradient reduce (or parameter gather) by bucket: one bucket exposed (module docstring)."""
     fixed, hides = ZERO, []
     for p, s in zip(col.parts, secs):
-        last = sympy.Min(ONE, _bucket(ctx, p) / as_expr(p.elements), evaluate=False)
+        last = _last_share(_bucket(ctx, p), as_expr(p.elements))
         fixed += s * last
         hides.append(Hide(s * (1 - last), as_expr(p.calls) / ctx.m(), when))
     rule = "param_gather" if when == "forward" else "buckets"
     return KindOverlap(kind, rule, sympy.Add(*secs), fixed, tuple(hides))
+
+
+@functools.lru_cache(maxsize=1024)
+def _last_share(bucket: Expr, elements: Expr) -> Expr:
+    """``min(1, B/E)``, the last bucket's share of ``E`` elements (module docstring), unevaluated as
+    :func:`smax` leaves its maximum; once per ``B`` and ``E`` (every step time of a layout asks again)."""
+    return sympy.Min(ONE, bucket / elements, evaluate=False)
 
 
 def _param_gather(ctx, kind, col, secs) -> KindOverlap:

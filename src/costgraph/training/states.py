@@ -267,9 +267,16 @@ def _gathered(units: dict, convention: str) -> Expr:
     FSDP2 does not reshard after the forward, plus the largest layer unit."""
     if convention == "fsdp2" and "" in units:
         layers = [sympy.Add(*u) for k, u in units.items() if k]
-        return sympy.Add(*units[""]) + (sympy.Max(*layers) if layers else ZERO)
+        return sympy.Add(*units[""]) + (_largest(tuple(layers)) if layers else ZERO)
     sizes = [sympy.Add(*u) for u in units.values()]
-    return sympy.Max(*sizes) if sizes else ZERO
+    return _largest(tuple(sizes)) if sizes else ZERO
+
+
+@functools.lru_cache(maxsize=1024)
+def _largest(sizes: tuple) -> Expr:
+    """``Max(*sizes)``, once per ``sizes`` (SymPy's Max compares its arguments; the calculator page's and the
+    planner's layouts ask again with the same units under other optimizers and sharding degrees)."""
+    return sympy.Max(*sizes)
 
 
 def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
