@@ -1,5 +1,5 @@
-"""Helpers of ``tests/test_docs_commands.py``: the ``costgraph`` commands of README.md and
-docs/**/*.md, read from the pages' code blocks with markdown-it-py, and an in-process run of each
+"""Helpers of ``tests/test_docs_commands.py`` and ``tests/test_docs_pages.py``: the ``costgraph``
+commands of README.md and docs/**/*.md, read from the pages' code blocks with markdown-it-py, and an in-process run of each
 through :func:`costgraph.cli.main`.
 
 Not a test module (no ``test_`` prefix): pytest does not collect it.
@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import doctest
 import hashlib
+import importlib.util
 import io
 import os
 import re
@@ -57,6 +58,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,3 +326,75 @@ def write_hub_cache(folder: Path) -> None:
     snap = repo / "snapshots" / HUB_COMMIT
     snap.mkdir(parents=True)
     os.symlink(os.path.join("..", "..", "blobs", blob), snap / "config.json")
+
+
+SOURCE_DATE = 1796515200   # 2026-12-06T00:00:00Z: the date the pages' calibration profiles show
+HUB = importlib.util.find_spec("huggingface_hub") is not None   # the `hub` extra: Hub ids
+# pages whose commands need an optional extra (`costgraph import` drafts from PyTorch: the `torch` extra)
+NEEDS = {"docs/import.md": ("torch", "transformers")}
+
+
+@pytest.fixture()
+def page_dir(tmp_path, monkeypatch):
+    """A fresh folder per page: examples/ and models/ (links), an empty docs/, an offline Hub cache,
+    the date of SOURCE_DATE_EPOCH (what `calibrate` writes: the page's 2026-12-06)."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "models").symlink_to(ROOT / "models")
+    (tmp_path / "docs").mkdir()
+    cache = tmp_path / ".cache" / "huggingface" / "hub"
+    write_hub_cache(cache)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", str(SOURCE_DATE))
+    if HUB:   # huggingface_hub reads the folder from its constants, set at its import
+        import huggingface_hub.constants as constants
+
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check_page_commands(page: Path, page_dir: Path) -> None:
+    """Each command of the page, in order: the exit status the page says (0 unless `$ echo $?`
+    follows) and, where output is shown, that output. Every failure of the page is listed
+    (tests/test_docs_commands.py and tests/test_docs_pages.py)."""
+    missing = [m for m in NEEDS.get(page.relative_to(ROOT).as_posix(), ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (the torch tier runs it)")
+    failures = []
+    for step in steps(page):
+        if step.kind == "other" or (step.needs_hub and not HUB):
+            continue
+        if step.kind == "cat":
+            path = page_dir / step.argv[0]
+            if path.exists():
+                if not matches(step.want, path.read_text(encoding="utf-8")):
+                    failures.append(f"{step.where}: {step.argv[0]} is not what the page shows")
+            else:
+                path.write_text(step.want + "\n", encoding="utf-8")
+            continue
+        status, got = run(step)
+        if status != step.status:
+            failures.append(f"{step.where}: `costgraph {' '.join(step.argv)}` exited {status}, the page says "
+                            f"{step.status}:\n{got}")
+        elif step.want is not None and not matches(step.want, got):
+            failures.append(f"{step.where}: `costgraph {' '.join(step.argv)}` prints\n{got}\n--- the page shows\n"
+                            f"{step.want}")
+        missing = [n for n in comment_numbers(step) if n not in got]
+        if missing:
+            failures.append(f"{step.where}: the comment says {', '.join(missing)}, which "
+                            f"`costgraph {' '.join(step.argv)}` does not print")
+    assert not failures, "\n\n".join(failures)
+
+
+def page_group(page: Path) -> str:
+    """Which test file runs a page's commands: ``reference`` (docs/commands/*.md but its overview:
+    tests/test_docs_commands.py), ``import`` (docs/import.md, the `torch` extra: tests/test_docs_import.py)
+    or ``guide`` (README.md, docs/*.md and docs/commands/index.md: tests/test_docs_pages.py). One group
+    per page, so every page is run by exactly one file."""
+    if page == ROOT / "docs" / "import.md":
+        return "import"
+    if page.parent == ROOT / "docs" / "commands" and page.name != "index.md":
+        return "reference"
+    return "guide"

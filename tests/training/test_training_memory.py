@@ -246,7 +246,7 @@ def test_getting_started_train_numbers():
     assert (total, largest) == (941203200 + 2 * 1024 * 50257 // 2, 228)
     assert gpt.train(t=2, gpus=4, zero=1, values=gpt.values("gpt2"), hardware="h100-sxm", reserve="0.1").fits[
         "largest_b"] == 207
-    # the page shows them as doctest output (tests/test_docs_commands.py runs the page's examples)
+    # the page shows them as doctest output (tests/test_docs_pages.py runs the page's examples)
     assert f'>>> r.to_dict()["memory"]["total"]["value"]\n{total}\n' in doc
     assert f"the largest micro-batch that fits the H100 (79.22 GiB less the runtime reserve)\n{largest}\n" in doc
 
