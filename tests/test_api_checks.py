@@ -80,6 +80,20 @@ def test_counts_as_text_read_as_the_command_line_reads_them(gpt):
         m.infer(hardware="h100-sxm", prompt=1000, generate=16, batch=2, tp=2, values=v).to_dict()
 
 
+def test_degrees_as_text_with_a_global_batch(gpt):
+    """Trial 9: a global batch's micro-batches (training.api.micro_batches) read the degrees as given, so
+    train(layout=Layout(t="2"), global_batch=...) was a TypeError from deep inside ('<=' between str and int) and
+    train(gpus="8", global_batch=...) refused the text Layout.filled reads."""
+    from costgraph.parallel.layout import Layout
+
+    m, v, _ = gpt
+    want = m.train(t=2, gpus=4, global_batch=8, values=v).to_dict()
+    assert m.train(layout=Layout(t="2", gpus="4"), global_batch="8", values=v).to_dict() == want
+    assert m.train(t="2e0", gpus=4.0, global_batch=8, values=v).to_dict() == want
+    with pytest.raises(CostgraphValueError, match="--gpus '4.5' is not a positive whole number"):
+        m.train(t=2, gpus="4.5", global_batch=8, values=v)
+
+
 def test_sizes_by_name_equal_sizes_by_symbol(gpt):
     m, v, _ = gpt
     by_name = m.train(gpus=8, values={str(s): int(x) for s, x in v.items()},

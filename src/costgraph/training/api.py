@@ -270,16 +270,21 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
         raise CostgraphValueError("--global-batch needs --gpus (to know the data-parallel degree)",
                                   hint="the devices of the run, e.g. --gpus 8 (gpus=8 in Python), or --micro-batches "
                                        "M instead of a global batch")
-    if isinstance(layout.gpus, bool) or not isinstance(layout.gpus, int) or layout.gpus <= 0:   # before d = gpus/(t·p·c)
+    gpus = layout.gpus
+    if isinstance(gpus, (str, float)) and not isinstance(gpus, bool):   # text or a whole float, as Layout.filled reads it
+        gpus = arguments.token_count(gpus, "--gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0:   # before d = gpus/(t·p·c)
         raise CostgraphValueError(f"gpus (--gpus) must be a positive whole number, got {layout.gpus!r}",
                                   hint="the devices of the run, e.g. --gpus 8")
     b = int(values[model.graph.dims["b"].symbol])
-    layout.filled()   # the degrees checked as the Layout checks them (t='x' was a TypeError below, t=nan "nan")
-    per = layout.t * layout.p * layout.c
-    if per <= 0 or layout.gpus % per:
-        raise CostgraphValueError(f"{layout.gpus} GPUs do not divide into t·p·c = {per}",
+    # the degrees checked and read as the Layout reads them (t='x' was a TypeError below, t=nan "nan"; t='2' was
+    # compared as text: trial 9)
+    filled = layout.filled()
+    per = filled.t * filled.p * filled.c
+    if per <= 0 or gpus % per:
+        raise CostgraphValueError(f"{gpus} GPUs do not divide into t·p·c = {per}",
                                   hint="gpus = t × p × c × d for a whole data-parallel degree d")
-    d = layout.gpus // per
+    d = gpus // per
     if global_batch <= 0 or global_batch % (b * d):
         raise CostgraphValueError(f"the global batch {global_batch} is not a multiple of b·d = {b}·{d}",
                                   hint="B = b × m × d sequences per step")
