@@ -51,6 +51,30 @@ ELSEWHERE = {
                                           "nothing there; time a layout with costgraph train --ep-dispatcher;",
 }
 
+#: train's flags that plan has none of, by what plan does instead (trial 9: `plan --tp 2` hinted "did you mean
+#: --top?", `plan --ep-dispatcher deepep` "did you mean --reserve?", `plan --attention-kernel fa2` "--attention?")
+PLAN_SEARCHES = ("--tp", "--pp", "--cp", "--ep", "--sp", "--zero", "--recompute", "--schedule", "--virtual-stages",
+                 "--micro-batches")
+PLAN_WIDER = {"--ep-overlap": "--exhaustive", "--route-nodes": "--exhaustive", "--recompute-modules": "--exhaustive",
+              "--recompute-num-layers": "--exhaustive", "--recompute-method": "--exhaustive",
+              "--offload-optimizer": "--allow-offload", "--offload-params": "--allow-offload"}
+PLAN_AT_DEFAULT = ("--ep-dispatcher", "--attention-kernel", "--zero3-gathered", "--domain-ranks", "--rank-order",
+                   "--fp8-transpose")
+
+
+def _plan_instead(prog: str, flag: str) -> str | None:
+    """What ``costgraph plan`` does in place of a flag of train's it has none of, or None."""
+    if prog != "costgraph plan":
+        return None
+    if flag in PLAN_SEARCHES:
+        return f"plan searches {flag} itself (each row names its value); time one layout with costgraph train {flag};"
+    if flag in PLAN_WIDER:
+        return (f"plan searches {flag} with {PLAN_WIDER[flag]}; time one layout with costgraph train {flag};")
+    if flag in PLAN_AT_DEFAULT:
+        return (f"plan ranks layouts at train's default {flag}; time a row with it: plan's check command "
+                f"(costgraph train ...) with {flag};")
+    return None
+
 #: what a value of each type function's name is, for the hint of "invalid int value"
 KINDS = {"int": "a whole number, e.g. 8", "float": "a number, e.g. 0.5"}
 
@@ -239,7 +263,7 @@ def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
         for f in unique(flags):
             k = f.lstrip("-").replace("-", "_")
             named = f"did you mean {fields[k]} ({k} in the Python API)?" if fields.get(k, f) != f else None
-            close.append((f, named or ELSEWHERE.get((parser.prog, f)) or _no_output(parser.prog, f, words, options)
+            close.append((f, named or ELSEWHERE.get((parser.prog, f)) or _plan_instead(parser.prog, f) or _no_output(parser.prog, f, words, options)
                           or did_you_mean(f, [o for o in options if o not in _HELP], cutoff=0.5, quote="")))
         close = [(f"{f}: " if len(flags) > 1 else "") + c for f, c in close if c]
         extra = "" if flags else "it takes no more positional values; "

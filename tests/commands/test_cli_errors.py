@@ -55,6 +55,15 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "costgraph fit: error: unrecognized arguments: --ep-dispatcher deepep",
      "hint: fit prints no step time (it judges memory), so the EP dispatcher changes nothing there; time a layout "
      "with costgraph train --ep-dispatcher; costgraph fit --help lists its arguments"),
+    # a flag of train's given to plan: what plan does instead (trial 9: "did you mean --top?", "--reserve?")
+    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--tp", "2"],
+     "costgraph plan: error: unrecognized arguments: --tp 2",
+     "hint: plan searches --tp itself (each row names its value); time one layout with costgraph train --tp; "
+     "costgraph plan --help lists its arguments"),
+    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--ep-dispatcher", "deepep"],
+     "costgraph plan: error: unrecognized arguments: --ep-dispatcher deepep",
+     "hint: plan ranks layouts at train's default --ep-dispatcher; time a row with it: plan's check command "
+     "(costgraph train ...) with --ep-dispatcher; costgraph plan --help lists its arguments"),
     (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
      "hint: costgraph derive --help lists its arguments"),
     (INFER + ["--p", "3"], "costgraph infer: error: ambiguous option: --p could match --prompt, --page-size, --peak, --pp",
@@ -80,7 +89,8 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
+        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "plan-searches-tp", "plan-ep-dispatcher",
+        "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
         "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
     code, out, err = _cli(capsys, *args)
@@ -245,3 +255,20 @@ def test_the_number_readers_refuse_a_separator_and_a_sign(read):
     assert arguments.parse_rational("14e+1", "--peak") == 140
     assert arguments.ascii_number("n_layers=12", "--set", pair=True) == "n_layers=12"
     assert arguments.ascii_number("s=1:9:+2", "--over", pair=True) == "s=1:9:+2"   # an arithmetic step, no sign
+
+
+def test_plan_instead_names_flags_of_train_only():
+    """Every flag whose plan hint says what plan does instead (cli_errors.PLAN_*) is train's and not plan's."""
+    import argparse
+
+    from costgraph.cli import _parser
+    from costgraph.cli_errors import PLAN_AT_DEFAULT, PLAN_SEARCHES, PLAN_WIDER, _options
+
+    def flags(command):
+        subs = next(a for a in _parser([command])._actions if isinstance(a, argparse._SubParsersAction)).choices
+        return set(_options(subs[command]))
+
+    train, plan = flags("train"), flags("plan")
+    named = {*PLAN_SEARCHES, *PLAN_WIDER, *PLAN_AT_DEFAULT}
+    assert named <= train and not named & plan
+    assert set(PLAN_WIDER.values()) <= plan
