@@ -151,6 +151,13 @@ def test_missing_and_ill_typed_keys_are_named_with_the_file():
     del cfg["hidden_size"]
     with pytest.raises(costgraph.CostgraphValueError, match=r"my\.json: missing key 'hidden_size'"):
         costgraph.from_hf_config(cfg, source="my.json")
+    # trial 9: a key written null (DeepseekV2Config()'s num_experts_per_tok) is not "missing"
+    cfg = json.loads((HF / "llama-2-7b.json").read_text())
+    cfg["hidden_size"] = None
+    with pytest.raises(costgraph.CostgraphValueError, match=r"my\.json: key 'hidden_size' is null: the config leaves "
+                                                             r"it unset") as e:
+        costgraph.from_hf_config(cfg, source="my.json")
+    assert "write the released model's value" in e.value.hint
     cfg = json.loads((HF / "llama-2-7b.json").read_text())
     cfg["num_hidden_layers"] = "32"
     with pytest.raises(costgraph.CostgraphValueError, match=r"my\.json: key 'num_hidden_layers' must be a positive whole number, got '32'"):

@@ -74,6 +74,16 @@ def nested_get(config: dict, key: str):
     return v
 
 
+def _holds(config: dict, key: str) -> bool:
+    """Whether ``config`` has ``key`` (dotted: inside its nested objects), whatever its value (null too)."""
+    if key in config or "." not in key:
+        return key in config
+    *above, last = key.split(".")
+    for part in above:
+        config = config.get(part) if isinstance(config, dict) else None
+    return isinstance(config, dict) and last in config
+
+
 class _Reader:
     def __init__(self, config: dict, source: str):
         self.config = config
@@ -88,6 +98,10 @@ class _Reader:
         v = nested_get(self.config, key)
         if v is None:
             if default is _MISSING:
+                if _holds(self.config, key):   # trial 9: DeepseekV2Config().to_json_file writes num_experts_per_tok null
+                    self.fail(f"key '{key}' is null: the config leaves it unset",
+                              hint=f"a transformers class's default config may leave '{key}' unset (None); write "
+                                   "the released model's value into the config.json")
                 self.fail(f"missing key '{key}'", hint="is this a complete config.json?")
             return default
         return v
