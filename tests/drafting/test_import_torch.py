@@ -197,6 +197,16 @@ def test_cli_refuses_an_unknown_model_type(capsys):
     assert "Traceback" not in r.stderr
 
 
+def test_a_probe_the_config_refuses_is_named_as_the_probe():
+    """Trial 9: XLNetConfig().to_json_file's config keeps d_head = 64 while the probes set d_model and n_head; its
+    validator's refusal was worded as the user's config refused ("give a model_type ..., or a config.json")."""
+    cfg = transformers.XLNetConfig().to_dict()
+    refused = r"(?s)transformers refuses the probe configuration \(h=\d+, .*\) of model_type 'xlnet': .*d_head"
+    with pytest.raises(costgraph.CostgraphValueError, match=refused) as e:
+        draft_model(cfg)
+    assert "costgraph import xlnet" in e.value.hint
+
+
 # ------------------------------------------------ issue 28 item 2: derive config.json of an unmapped family
 
 

@@ -211,7 +211,19 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
     from .model_file import body_lines
     from .writer import Sizer
 
-    model = _build(torch, _probe_config(cfg, config, probe), class_name)
+    probed = _probe_config(cfg, config, probe)
+    try:
+        _config_object(probed)
+    except CostgraphValueError as e:   # trial 9: worded as the user's config refused ("give ... a config.json")
+        sizes = ", ".join(f"{k}={v}" for k, v in probe.symbol_values().items())
+        reason = e.message.split(f"{shown(cfg['model_type'])}: ", 1)[-1]
+        raise CostgraphValueError(
+            f"transformers refuses the probe configuration ({sizes}) of model_type {shown(cfg['model_type'])}: "
+            f"{reason}", hint="costgraph import sets the size fields to probe values and keeps the config's other "
+                              "fields; one that must follow the sizes breaks the probe: try the model_type alone "
+                              f"(costgraph import {cfg['model_type']}), or write this family's model file by hand "
+                              "(docs: a new architecture in ten minutes)") from None
+    model = _build(torch, probed, class_name)
     try:
         facts, fl = _forward(torch, model, probe.b, probe.s)
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
