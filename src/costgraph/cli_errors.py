@@ -75,6 +75,26 @@ def _plan_instead(prog: str, flag: str) -> str | None:
                 f"(costgraph train ...) with {flag};")
     return None
 
+#: train's flags that web's page has no input for: its step time is train's at their defaults (trial 9: `web
+#: --link-rate line` hinted "did you mean --no-dropout?", `web --sp` "--tp?")
+WEB_AT_DEFAULT = ("--link-rate", "--ep-dispatcher", "--overlap", "--attention-kernel", "--zero3-gathered", "--sp",
+                  "--cp", "--ep", "--schedule", "--micro-batches", "--ep-overlap", "--domain-ranks", "--rank-order",
+                  "--fp8-transpose")
+
+
+def _web_instead(prog: str, flag: str) -> str | None:
+    """What ``costgraph web``'s page does in place of a flag of train's it has no input for, or None."""
+    if prog != "costgraph web":
+        return None
+    if flag == "--gpus":
+        return "the page's devices are its first TP × PP × DP degrees (--tp, --pp, --dp);"
+    if flag in WEB_AT_DEFAULT:
+        at = "without --sp" if flag == "--sp" else f"at the default {flag}"
+        return (f"the page has no {flag}: its step time is costgraph train's {at}; time a layout with it: "
+                f"costgraph train ... {flag};")
+    return None
+
+
 #: what a value of each type function's name is, for the hint of "invalid int value"
 KINDS = {"int": "a whole number, e.g. 8", "float": "a number, e.g. 0.5"}
 
@@ -263,7 +283,8 @@ def hint_for(parser: argparse.ArgumentParser, message: str) -> str:
         for f in unique(flags):
             k = f.lstrip("-").replace("-", "_")
             named = f"did you mean {fields[k]} ({k} in the Python API)?" if fields.get(k, f) != f else None
-            close.append((f, named or ELSEWHERE.get((parser.prog, f)) or _plan_instead(parser.prog, f) or _no_output(parser.prog, f, words, options)
+            close.append((f, named or ELSEWHERE.get((parser.prog, f)) or _plan_instead(parser.prog, f)
+                          or _web_instead(parser.prog, f) or _no_output(parser.prog, f, words, options)
                           or did_you_mean(f, [o for o in options if o not in _HELP], cutoff=0.5, quote="")))
         close = [(f"{f}: " if len(flags) > 1 else "") + c for f, c in close if c]
         extra = "" if flags else "it takes no more positional values; "

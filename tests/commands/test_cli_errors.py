@@ -64,6 +64,10 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "costgraph plan: error: unrecognized arguments: --ep-dispatcher deepep",
      "hint: plan ranks layouts at train's default --ep-dispatcher; time a row with it: plan's check command "
      "(costgraph train ...) with --ep-dispatcher; costgraph plan --help lists its arguments"),
+    # a flag of train's the calculator page has no input for (trial 9: "did you mean --no-dropout?")
+    (["web", "gpt", "-o", "x.html", "--link-rate", "line"], "costgraph web: error: unrecognized arguments: --link-rate line",
+     "hint: the page has no --link-rate: its step time is costgraph train's at the default --link-rate; time a "
+     "layout with it: costgraph train ... --link-rate; costgraph web --help lists its arguments"),
     (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
      "hint: costgraph derive --help lists its arguments"),
     (INFER + ["--p", "3"], "costgraph infer: error: ambiguous option: --p could match --prompt, --page-size, --peak, --pp",
@@ -89,7 +93,7 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "plan-searches-tp", "plan-ep-dispatcher",
+        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "plan-searches-tp", "plan-ep-dispatcher", "web-link-rate",
         "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
         "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):
@@ -272,3 +276,7 @@ def test_plan_instead_names_flags_of_train_only():
     named = {*PLAN_SEARCHES, *PLAN_WIDER, *PLAN_AT_DEFAULT}
     assert named <= train and not named & plan
     assert set(PLAN_WIDER.values()) <= plan
+    from costgraph.cli_errors import WEB_AT_DEFAULT
+
+    web = flags("web")
+    assert set(WEB_AT_DEFAULT) <= train and not set(WEB_AT_DEFAULT) & web and "--gpus" not in web
