@@ -312,9 +312,12 @@ def dispatch_text(hw: Hardware, dispatcher: str, rate: str = "nccl") -> str:
         return f"EP dispatch ({flag}): at the line rates above (--link-rate line), one NIC per device"
     if dispatcher == "alltoall":
         return f"EP dispatch ({flag}): NCCL's all-to-all at the links above, one NIC per device"
+    # the figure above is NCCL's busbw where the preset gives it, else the line rate (trial 9: mi300x's said NCCL's)
     parts = [f"{side}: DeepEP's measured {_dec(v, 10**9)} GB/s" if v is not None else
-             f"{side}: no DeepEP measurement for {hw.key} in hardware.toml, NCCL's figure above assumed"
-             for side, v in (("scale-up", hw.deepep_scale_up_bw), ("scale-out per NIC", hw.deepep_scale_out_bw))]
+             f"{side}: no DeepEP measurement for {hw.key} in hardware.toml, "
+             + ("NCCL's figure above assumed" if busbw else "the line rate above assumed (no busbw)")
+             for side, v, busbw in (("scale-up", hw.deepep_scale_up_bw, hw.scale_up_busbw),
+                                    ("scale-out per NIC", hw.deepep_scale_out_bw, hw.scale_out_busbw))]
     return f"EP dispatch ({flag}): " + "; ".join(parts)
 
 

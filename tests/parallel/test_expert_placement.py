@@ -247,6 +247,11 @@ def test_deepep_dispatcher_at_deepeps_measured_bandwidths():
         dispatch_text(h1, "deepep")
     assert dispatch_text(h1, "alltoall") == ("EP dispatch (--ep-dispatcher alltoall, default): NCCL's all-to-all at "
                                              "the links above, one NIC per device")
+    # a preset without nccl-tests' busbw times DeepEP at the line rate, and says so (trial 9: mi300x's said NCCL's)
+    assert dispatch_text(preset("mi300x"), "deepep") == (
+        "EP dispatch (--ep-dispatcher deepep): scale-up: no DeepEP measurement for mi300x in hardware.toml, the line "
+        "rate above assumed (no busbw); scale-out per NIC: no DeepEP measurement for mi300x in hardware.toml, the "
+        "line rate above assumed (no busbw)")
 
 
 def test_deepep_dispatcher_through_the_layout(ds):
