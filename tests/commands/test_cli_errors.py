@@ -65,7 +65,8 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: plan ranks layouts at train's default --ep-dispatcher; time a row with it: plan's check command "
      "(costgraph train ...) with --ep-dispatcher; costgraph plan --help lists its arguments"),
     # a flag of train's the calculator page has no input for (trial 9: "did you mean --no-dropout?")
-    (["web", "gpt", "-o", "x.html", "--link-rate", "line"], "costgraph web: error: unrecognized arguments: --link-rate line",
+    (["web", "gpt", "-o", "x.html", "--link-rate", "line"],
+     "costgraph web: error: unrecognized arguments: --link-rate line",
      "hint: the page has no --link-rate: its step time is costgraph train's at the default --link-rate; time a "
      "layout with it: costgraph train ... --link-rate; costgraph web --help lists its arguments"),
     (["derive", "gpt", "-x"], "costgraph derive: error: unrecognized arguments: -x",
@@ -93,7 +94,8 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "hint: did you mean --global-batch (global_batch in the Python API)? costgraph plan --help lists its arguments"),
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
-        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher", "plan-searches-tp", "plan-ep-dispatcher", "web-link-rate",
+        "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher",
+        "plan-searches-tp", "plan-ep-dispatcher", "web-link-rate",
         "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
         "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):

@@ -98,7 +98,7 @@ class _Reader:
         v = nested_get(self.config, key)
         if v is None:
             if default is _MISSING:
-                if _holds(self.config, key):   # trial 9: DeepseekV2Config().to_json_file writes num_experts_per_tok null
+                if _holds(self.config, key):   # trial 9: DeepseekV2Config()'s num_experts_per_tok, written null
                     self.fail(f"key '{key}' is null: the config leaves it unset",
                               hint=f"a transformers class's default config may leave '{key}' unset (None); write "
                                    "the released model's value into the config.json")

@@ -271,7 +271,7 @@ def micro_batches(model, values, layout, global_batch: int) -> int:
                                   hint="the devices of the run, e.g. --gpus 8 (gpus=8 in Python), or --micro-batches "
                                        "M instead of a global batch")
     gpus = layout.gpus
-    if isinstance(gpus, (str, float)) and not isinstance(gpus, bool):   # text or a whole float, as Layout.filled reads it
+    if isinstance(gpus, (str, float)) and not isinstance(gpus, bool):   # text or a whole float, as Layout.filled
         gpus = arguments.token_count(gpus, "--gpus")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0:   # before d = gpus/(t·p·c)
         raise CostgraphValueError(f"gpus (--gpus) must be a positive whole number, got {layout.gpus!r}",
