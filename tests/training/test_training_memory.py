@@ -169,9 +169,14 @@ def test_train_errors_exit_2(capsys, argv, message):
 
 
 def test_train_api_rejects_wrong_types():
-    for bad in (dict(sp="no", t=2), dict(loss="no"), dict(m=0, p=2, gpus=2), dict(zero=5), dict(t="8")):
+    """A degree given as text is read as the command line reads a count (`_` only between groups of three
+    digits: arguments.token_count, Layout._filled), so "8" is 8; text that is no count is refused."""
+    gpt = costgraph.load("gpt")
+    for bad in (dict(sp="no", t=2), dict(loss="no"), dict(m=0, p=2, gpus=2), dict(zero=5), dict(t="eight"),
+                dict(t="8.5"), dict(t="+8"), dict(d="1_6")):
         with pytest.raises(costgraph.CostgraphValueError):
-            costgraph.load("gpt").train(**bad)
+            gpt.train(**bad)
+    assert gpt.train(t="8").stages[0].memory["total"] == gpt.train(t=8).stages[0].memory["total"]
 
 
 def test_train_api_rejects_unknown_settings():
