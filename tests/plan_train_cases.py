@@ -8,15 +8,20 @@ import costgraph
 
 
 @functools.lru_cache(maxsize=None)
-def _model(name):
+def model_named(name):
     """One model per name for the whole process (the planner's closed forms are derived once per model and
     settings: training/plan.py's forms_of)."""
     return costgraph.load(name)
 
 
+def plan_keywords(c) -> dict:
+    """A case's plan keywords (its seventh item), none when it has six."""
+    return c[6] if len(c) > 6 else {}
+
+
 def case_id(c):
     """A case's test id: the model, its device count and the plan keywords given."""
-    return f"{c[0]}-{c[3]}gpus" + "".join(f"-{k}" for k in (c[6] if len(c) > 6 else {}))
+    return f"{c[0]}-{c[3]}gpus" + "".join(f"-{k}" for k in plan_keywords(c))
 
 
 def plan_case(param):
@@ -27,8 +32,8 @@ def plan_case(param):
     from costgraph.training import plan_variants
 
     name, config, sets, gpus, batch, memory = param[:6]
-    kw = param[6] if len(param) > 6 else {}
-    m = _model(name)
+    kw = plan_keywords(param)
+    m = model_named(name)
     first = plan_variants.variants
     with mock.patch.object(plan_variants, "variants", lambda space: first(space)[:2]):   # the base and one FP8 policy
         res = m.plan(m.values(config, **sets), gpus=gpus, hardware="h100-sxm", global_batch=batch, memory=memory,
@@ -38,6 +43,9 @@ def plan_case(param):
     if kw.get("reserve"):   # the capacity under the convention, named in the check command where not the default
         assert res.capacity_bytes == (80_000_000_000 if kw.get("memory_convention") else 85_061_827_297)
         assert ("--memory-convention nominal" in res.check_command()) == bool(kw.get("memory_convention"))
+        # the reserve kept free: 10 % of CUDA's 85,061,827,297 bytes, rounded (train's --reserve 0.1), or 8 GB
+        assert res.reserve_bytes == {"0.1": 8_506_182_730, "8GB": 8_000_000_000}[kw["reserve"]]
+        assert f"--reserve {kw['reserve']}" in res.check_command()
     if kw.get("cross_entropy"):
         assert f"--cross-entropy {kw['cross_entropy']}" in res.check_command()
     assert ("--link-rate line" in res.check_command()) == (kw.get("link_rate") == "line")

@@ -42,7 +42,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from . import datafiles
-from .choices import PEAK_DTYPE
+from .choices import EP_DISPATCHER, LINK_RATE, PEAK_DTYPE
 from .datafiles import Field, Kind, Schema
 from .errors import CostgraphValueError
 from .hints import did_you_mean, listing
@@ -302,12 +302,12 @@ def link_rates_text(hw: Hardware, rate: str = "nccl") -> str:
     return f"links ({flag}): " + "; ".join(parts) + " (per direction per device)"
 
 
-def dispatch_text(hw: Hardware, dispatcher: str, rate: str = "nccl") -> str:
+def dispatch_text(hw: Hardware, dispatcher: str, rate: str = LINK_RATE.default) -> str:
     """How the EP all-to-all of ``hw`` is timed under ``--ep-dispatcher`` ``dispatcher`` and ``--link-rate`` ``rate``
     (:func:`costgraph.parallel.ep_time.dispatch_bandwidths`), as the training report names it: ``EP dispatch
     (--ep-dispatcher deepep): scale-up: DeepEP's measured 153 GB/s; scale-out per NIC: DeepEP's measured 43 GB/s``,
     or what is assumed where the preset has no DeepEP measurement."""
-    flag = f"--ep-dispatcher {dispatcher}" + (", default" if dispatcher == "alltoall" else "")
+    flag = f"--ep-dispatcher {dispatcher}" + (", default" if dispatcher == EP_DISPATCHER.default else "")
     if rate == "line":
         return f"EP dispatch ({flag}): at the line rates above (--link-rate line), one NIC per device"
     if dispatcher == "alltoall":

@@ -283,6 +283,15 @@ def grouped_mm_flops_mapping() -> dict:
 GROUPED_MM_FLOPS = _grouped_mm_flop
 
 
+def flop_counter(count_grouped_mm: bool = True):
+    """A fresh ``torch.utils.flop_counter.FlopCounterMode`` (no display) as every measurement here uses it:
+    matmul FLOPs, 2 per multiply-add, PyTorch's own per-op formulas; with ``count_grouped_mm`` it also
+    counts ``aten._grouped_mm`` (MoE experts: :func:`grouped_mm_flops_mapping`), which PyTorch leaves out."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    return FlopCounterMode(display=False, custom_mapping=grouped_mm_flops_mapping() if count_grouped_mm else None)
+
+
 def _counts(mode) -> tuple[dict, dict]:
     """(per op over the whole model, per module per op) from a FlopCounterMode, string keys."""
     raw = mode.get_flop_counts()
@@ -308,17 +317,13 @@ def flops(model, b: int, s: int, *, labels: bool = False, count_grouped_mm: bool
     cleared afterwards.
     """
     torch = _torch()
-    from torch.utils.flop_counter import FlopCounterMode
-
-    mapping = grouped_mm_flops_mapping() if count_grouped_mm else None
     t0 = time.perf_counter()
     inputs = make_inputs(model, b, s, labels=labels)
-    fwd = FlopCounterMode(display=False, custom_mapping=mapping)
+    fwd, bwd = flop_counter(count_grouped_mm), flop_counter(count_grouped_mm)
     with torch.enable_grad(), meta_forward():
         with fwd:
             out = model(**inputs)
         loss = _loss(out, labels)
-        bwd = FlopCounterMode(display=False, custom_mapping=mapping)
         with bwd:
             loss.backward()
     model.zero_grad(set_to_none=True)

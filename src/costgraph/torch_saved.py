@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections import defaultdict
 
-from .torch_measure import (_loss, _torch, flop_result, grouped_mm_flops_mapping, make_inputs, meta_forward,
+from .torch_measure import (_loss, _torch, flop_counter, flop_result, make_inputs, meta_forward,
                             native_dropout)
 
 
@@ -135,19 +135,15 @@ def flops_and_saved_bytes(model, b: int, s: int, *, labels: bool = False, cuda_d
     point this way.
     """
     torch = _torch()
-    from torch.utils.flop_counter import FlopCounterMode
-
-    mapping = grouped_mm_flops_mapping() if count_grouped_mm else None
     t0 = time.perf_counter()
     inputs = make_inputs(model, b, s, labels=labels)
-    fwd = FlopCounterMode(display=False, custom_mapping=mapping)
+    fwd, bwd = flop_counter(count_grouped_mm), flop_counter(count_grouped_mm)
     with torch.enable_grad(), meta_forward():
         with _saving(torch, model, inputs, cuda_dropout) as saved:
             with fwd:
                 out = model(**inputs)
         loss = _loss(out, labels)
         saved_result = saved.result(loss, t0)
-        bwd = FlopCounterMode(display=False, custom_mapping=mapping)
         with bwd:
             loss.backward()
     model.zero_grad(set_to_none=True)

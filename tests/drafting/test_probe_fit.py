@@ -54,8 +54,9 @@ def test_fitted_gives_the_probes_back_when_nothing_helps():
 def test_changes_copy_the_probe():
     p = Probe.make(FIELDS, 0)
     before = (dict(p.fields), dict(p.symbols))
-    doubled(p, "hidden_size"), dropped(p, "hidden_size")
+    twice, left = doubled(p, "hidden_size"), dropped(p, "hidden_size")
     assert (p.fields, p.symbols) == before
+    assert twice.fields["hidden_size"] == 2 * p.fields["hidden_size"] and "hidden_size" not in left.fields
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,8 @@ def test_zamba_heads_left_at_the_config(hf):
 
 
 def test_zaya_one_expert_per_token(hf):
-    _, got = _fit("zaya")
+    probes, got = _fit("zaya")
+    assert all("num_experts_per_tok" in p.fields for p in probes)
     assert all("num_experts_per_tok" not in p.fields for p in got)
 
 

@@ -22,7 +22,7 @@ transformers = pytest.importorskip("transformers")
 
 import costgraph  # noqa: E402
 import torch_probe as probe  # noqa: E402  (tests/ is on sys.path under pytest)
-from test_torch_agreement import CASES, FAMILIES_ELSEWHERE, HF, check, dropout_in, real  # noqa: E402
+from test_torch_agreement import CASES, FAMILIES_ELSEWHERE, HF, POINTS, check, dropout_in, real  # noqa: E402
 
 #: every released config of examples/hf/, with the case whose terms it must satisfy
 RELEASED = {
@@ -105,7 +105,7 @@ def released_agrees(file: str) -> None:
         check(f"{file} saved bytes (b={b}, s={s})", saved["bytes"], cg["activation_bytes"], terms(case.bytes, b, s))
 
 
-@pytest.mark.parametrize("file", RELEASED_GROUPS["test_torch_released.py"])
+@pytest.mark.parametrize("file", RELEASED_GROUPS[Path(__file__).name])
 def test_released_config_at_full_size(file):
     released_agrees(file)
 
@@ -119,11 +119,15 @@ def test_released_configs_are_split():
 
 
 def test_scan_points_tell_the_terms_apart():
-    # the smaller points of the scan families keep what FULL_POINTS give: b = 1 and b = 2, distinct b·s
-    for points in SCAN_FULL_POINTS.values():
+    # the smaller points of the scan families keep what FULL_POINTS give: b = 1 and b = 2, distinct b·s, each
+    # b·s apart from the tiny points' (POINTS), s past the convolution's K − 1
+    for model_type, points in SCAN_FULL_POINTS.items():
+        case = CASES[model_type]
+        assert case.config["model_type"] == model_type
         assert sorted(b for b, _ in points) == [1, 2]
         assert len({b * s for b, s in points}) == len(points)
-        assert all(s > CASES["mamba"].dims(CASES["mamba"].config)["K"] - 1 for _, s in points)
+        assert not {b * s for b, s in points} & {b * s for b, s in POINTS}
+        assert all(s > case.dims(case.config)["K"] - 1 for _, s in points)
 
 
 def test_every_family_with_a_released_config_is_compared_at_full_size():

@@ -4,6 +4,8 @@ released configs over files by CPU time). Skipped when torch or transformers is 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -12,6 +14,6 @@ transformers = pytest.importorskip("transformers")
 from test_torch_released import RELEASED_GROUPS, released_agrees  # noqa: E402
 
 
-@pytest.mark.parametrize("file", RELEASED_GROUPS["test_torch_released_moe.py"])
+@pytest.mark.parametrize("file", RELEASED_GROUPS[Path(__file__).name])
 def test_released_config_at_full_size(file):
     released_agrees(file)

@@ -5,6 +5,8 @@ not installed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -13,6 +15,6 @@ transformers = pytest.importorskip("transformers")
 from test_torch_released import RELEASED_GROUPS, released_agrees  # noqa: E402
 
 
-@pytest.mark.parametrize("file", RELEASED_GROUPS["test_torch_released_moe_ssm.py"])
+@pytest.mark.parametrize("file", RELEASED_GROUPS[Path(__file__).name])
 def test_released_config_at_full_size(file):
     released_agrees(file)

@@ -72,8 +72,8 @@ def test_uneven_split_bounds_never_exceed_exact(screened):
         c = planner._candidate(grid, i, z, r, sp, mem, step, 0.0)
         at = {**values, b: c.micro_batch}
         layout = checked(m, layout_of(c, settings), at)
-        exact_mem, exact_step = exact_figures(m, layout, at, hw, None, None, b)
-        assert exact_mem == exact_memory(m, layout, at, b)
+        exact_mem, exact_step = exact_figures(m, layout, at, hw, None, None)
+        assert exact_mem == exact_memory(m, layout, at)
         assert mem <= exact_mem and step <= float(exact_step), (c, exact_mem, float(exact_step))
 
 
@@ -100,9 +100,9 @@ def test_a_planned_graph_is_freed_with_its_caches(screened):
                     overlap=OVERLAP.default, pipeline_layout=None)
     at = {**values, b: row.micro_batch}
     layout = checked(m, layout_of(row, settings), at)
-    want = exact_figures(m, layout, at, hw, None, None, b)
+    want = exact_figures(m, layout, at, hw, None, None)
     g = costgraph.load("llama").graph   # a graph of its own: the module's graph keeps its cache
-    assert exact_figures(types.SimpleNamespace(graph=g), layout, at, hw, None, None, b) == want
+    assert exact_figures(types.SimpleNamespace(graph=g), layout, at, hw, None, None) == want
     assert {"placement", "kernel_times", "plan.derived", "plan.figures"} <= set(g._memo)
     gone = weakref.ref(g)
     del g

@@ -7,7 +7,7 @@ Llama 4 and Qwen3-MoE, at several device counts; DeepSeek's pipeline without an 
 import pytest
 
 import costgraph
-from plan_train_cases import _model, case_id, every_row_is_train, plan_case
+from plan_train_cases import case_id, every_row_is_train, model_named, plan_case
 
 # (model, config, sizes, devices, global batch, device memory[, plan keywords]): memory raised where the model's
 # full size does not fit a handful of devices (the rule under test is plan = train, not the fit)
@@ -45,7 +45,7 @@ def test_deepseek_pipeline_without_an_even_split():
     from costgraph.training.plan import _space
     from costgraph.training.plan_grid import Grid
 
-    m = _model("deepseek_v3")   # the planned cases' model: its placements and derivations shared
+    m = model_named("deepseek_v3")   # the planned cases' model: its placements and derivations shared
     values = m.values("deepseek-v3", s=1024, l=7, k_d=1, E=16)
     b = m.graph.dims["b"].symbol
     fixed = {k: v for k, v in values.items() if k != b}

@@ -114,8 +114,15 @@ def test_shape_rank_counts_each_parallel_shape_once():
 FSDP2_REPOSITORIES = ("github.com/pytorch/torchtitan/", "github.com/NVIDIA-NeMo/Automodel/")
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if any(k in r["source"]["url"] for k in FSDP2_REPOSITORIES)],
-                         ids=lambda r: r["id"])
+FSDP2_ROWS = [r for r in ROWS if any(k in r["source"]["url"] for k in FSDP2_REPOSITORIES)]
+
+
+def test_the_fsdp2_rows_are_found():
+    # torchtitan's 8 rows and AutoModel's 6 (an empty list would skip the test below, not fail it)
+    assert len(FSDP2_ROWS) == 14, [r["id"] for r in FSDP2_ROWS]
+
+
+@pytest.mark.parametrize("row", FSDP2_ROWS, ids=lambda r: r["id"])
 def test_fsdp2_frameworks_run_their_own_conventions(row):
     # a run of torchtitan or AutoModel is timed by FSDP2's overlap (costgraph.choices.OVERLAP torchtitan: the next
     # block's gather prefetched, TP and PP exposed) and holds FSDP2's gathered root (ZERO3_GATHERED fsdp2), never

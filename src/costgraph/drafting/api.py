@@ -12,7 +12,6 @@ verify`` tier, :mod:`costgraph.torch_measure`). Needs the ``torch`` extra.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections import OrderedDict
 
 from ..arguments import shown
@@ -157,13 +156,11 @@ def _forward(torch, model, b: int, s: int):
     """Facts and forward FLOPs (FlopCounterMode, grouped_mm counted) of one ``[b, s]`` forward."""
     import inspect
 
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from ..torch_measure import grouped_mm_flops_mapping, meta_forward
+    from ..torch_measure import flop_counter, meta_forward
     from .trace import trace
 
     ids = torch.zeros((b, s), dtype=torch.long, device="meta")
-    counter = FlopCounterMode(display=False, custom_mapping=grouped_mm_flops_mapping())
+    counter = flop_counter()
 
     def run(m, inputs):
         with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
@@ -304,8 +301,8 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
 
     try:
         return runs()
-    except CostgraphValueError:
-        first = sys.exc_info()[1]
+    except CostgraphValueError as e:
+        first = e
     heads = "num_attention_heads" in present
     variants = [v for v, has in (({"head_follows": True}, heads and "head_dim" in present),
                                  ({"even_groups": True}, heads and "num_key_value_heads" in present)) if has]

@@ -73,16 +73,20 @@ def _field(config, name: str):
         return None
 
 
+def _declared(config) -> set[str] | None:
+    """The field names ``config``'s class declares (a dataclass's fields), or None for another class."""
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(type(config))} if dataclasses.is_dataclass(type(config)) else None
+
+
 def _computed_alias(config, name: str) -> bool:
     """Whether ``name`` is a head size the config's ``attribute_map`` aliases to an attribute its class does not
     declare, computed in ``__post_init__`` (Zamba2: ``head_dim`` → ``attention_head_dim = 2 h / a``, transformers
     5.24 configuration_zamba2.py): set as a probe field it would override that relation."""
-    import dataclasses
-
     alias = (getattr(type(config), "attribute_map", {}) or {}).get(name)
-    if name != "head_dim" or alias is None or not dataclasses.is_dataclass(type(config)):
-        return False
-    return alias not in {f.name for f in dataclasses.fields(type(config))}
+    declared = _declared(config)
+    return name == "head_dim" and alias is not None and declared is not None and alias not in declared
 
 
 #: fields probed only where the config class declares them: Zamba2's ``attention_hidden_size`` is no field of its
@@ -91,10 +95,9 @@ DECLARED_ONLY = ("attention_hidden_size",)
 
 
 def _undeclared(config, name: str) -> bool:
-    import dataclasses
-
-    return name in DECLARED_ONLY and dataclasses.is_dataclass(type(config)) \
-        and name not in {f.name for f in dataclasses.fields(type(config))}
+    """Whether ``name`` is one of :data:`DECLARED_ONLY` that ``config``'s class does not declare."""
+    declared = _declared(config)
+    return name in DECLARED_ONLY and declared is not None and name not in declared
 
 
 def present_fields(config) -> list[str]:
@@ -104,10 +107,7 @@ def present_fields(config) -> list[str]:
     for f in (*FIELDS, *MAMBA2_OWN):
         if f not in settable or _computed_alias(config, f) or _undeclared(config, f):   # computed by the config
             continue
-        try:
-            v = getattr(config, f, None)
-        except Exception:  # noqa: BLE001 - Gemma 4's per-layer fields refuse a global read: not probed
-            continue
+        v = _field(config, f)   # None where a per-layer field refuses a global read (Gemma 4): not probed
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
             out.append(f)
     return out

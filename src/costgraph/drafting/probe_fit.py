@@ -16,15 +16,21 @@ the caller's ``builds``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from ..errors import CostgraphValueError
-from .probe import Probe
+from .probe import FIELDS, Probe
+
+
+def _copy(probe: Probe) -> Probe:
+    """``probe`` with fields and symbols of its own (the changes below never touch the original)."""
+    return dataclasses.replace(probe, fields=dict(probe.fields), symbols=dict(probe.symbols))
 
 
 def doubled(probe: Probe, name: str) -> Probe:
     """``probe`` with the field ``name`` at twice its value (its symbol too)."""
-    out = Probe(probe.index, dict(probe.fields), dict(probe.symbols), probe.b, probe.s)
+    out = _copy(probe)
     out.fields[name] *= 2
     for sym, (v, f) in probe.symbols.items():
         if f == name:
@@ -34,7 +40,7 @@ def doubled(probe: Probe, name: str) -> Probe:
 
 def dropped(probe: Probe, name: str) -> Probe:
     """``probe`` without the field ``name`` (the config keeps its own value; no symbol reads it)."""
-    out = Probe(probe.index, dict(probe.fields), dict(probe.symbols), probe.b, probe.s)
+    out = _copy(probe)
     del out.fields[name]
     for sym, (_, f) in probe.symbols.items():
         if f == name:
@@ -78,9 +84,9 @@ def fitted(probes: list[Probe], builds: Callable[[Probe], None]) -> list[Probe]:
 #: the experts each token passes through, a field a default config may leave None while its model routes by it
 #: (transformers 5.24 configuration_deepseek_v2.py: ``num_experts_per_tok: int | None = None``, which
 #: ``DeepseekV2Moe.route_tokens_to_experts`` hands to ``torch.topk`` as ``k``)
-TOPK_FIELDS = ("num_experts_per_tok", "moe_topk")
-#: the fields that say the config has routed experts
-EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+TOPK_FIELDS = tuple(f for f, (sym, _) in FIELDS.items() if sym == "k")
+#: the fields that say the config has routed experts (read as ``E``)
+EXPERT_FIELDS = tuple(f for f, (sym, _) in FIELDS.items() if sym == "E")
 
 
 def unset_counts(config, present: list[str]) -> list[str]:

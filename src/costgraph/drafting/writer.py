@@ -7,7 +7,7 @@ Unknown modules with parameters are written as a commented ``# TODO`` and a warn
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .blocks import is_norm, norm_call
 from .recurrent import mixer_call
@@ -36,11 +36,11 @@ class Sizer:
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return Sizer(self.probe, set(), [], [], True, set(), set(), self.real, self.rounded)
+        return replace(self, used=set(), warnings=[], todos=[], silent=True, blocks=set(), imports=set())
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
-        return Sizer(self.probe, self.used, [], [], False, self.blocks, self.imports, self.real, self.rounded)
+        return replace(self, warnings=[], todos=[], silent=False)
 
     def _quotient(self, over: str, sym: str) -> str:
         """``over / sym``, or ``floor(over / sym)`` where the config's own values of the symbols leave a remainder

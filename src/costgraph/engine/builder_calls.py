@@ -48,8 +48,8 @@ class Calls:
         reuse = [(v, loc) for kw, v, loc in e.kwargs if kw == "reuse"]
         if reuse and not self._declares(e.name, "reuse"):
             return self._shared_call(e, scope, *reuse[0])
-        grad = {kw: (v, loc) for kw, v, loc in e.kwargs if kw in GRAD_KEYWORDS
-                or (kw == "own" and not self._declares(e.name, kw))}
+        grad = {kw: (v, loc) for kw, v, loc in e.kwargs
+                if kw in CALL_FLAGS and (kw != "own" or not self._declares(e.name, kw))}
         if not grad:
             return self._call(e, scope)
         e = ast.Call(e.name, e.args, tuple(k for k in e.kwargs if k[0] not in grad), e.loc)

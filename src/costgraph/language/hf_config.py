@@ -78,10 +78,9 @@ def _holds(config: dict, key: str) -> bool:
     """Whether ``config`` has ``key`` (dotted: inside its nested objects), whatever its value (null too)."""
     if key in config or "." not in key:
         return key in config
-    *above, last = key.split(".")
-    for part in above:
-        config = config.get(part) if isinstance(config, dict) else None
-    return isinstance(config, dict) and last in config
+    head, _, last = key.rpartition(".")
+    parent = nested_get(config, head)
+    return isinstance(parent, dict) and last in parent
 
 
 class _Reader:

@@ -176,12 +176,6 @@ def _fewest_step(L, s: FurtherStep, d: int, also: dict) -> FurtherStep | None:
 _WALK = 64
 
 
-def fewest_devices(model, layout, values: dict, usable: int, host_capacity=None, devices_per_node=None):
-    """The step to the fewest devices of :func:`_fewest` (its words ``1 device``, ``16 devices (dp 2)``), or None."""
-    found = _fewest(model, layout, values, usable, host_capacity, devices_per_node)
-    return None if found is None else found[0]
-
-
 def _devices_words(n: int, d: int) -> str:
     """``1 device``, ``8 devices``, ``16 devices (dp 2)``: the data-parallel degree named where above 1."""
     return "1 device" if n == 1 else f"{n} devices" + (f" (dp {d})" if d > 1 else "")

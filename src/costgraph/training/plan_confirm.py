@@ -80,10 +80,9 @@ def _figures(model, key: tuple, make):
     return derived(model.graph, key, make, kind="figures", size=FIGURES_SIZE)
 
 
-def _concrete(layout: Layout, values: dict) -> tuple[Layout, dict]:
-    """``(layout with its filled m, values)``: the layout train derives, at its own numbers (the degrees, ``m``,
-    ``p``, ``v``, and ``b`` among ``values``), and the sizes each figure substitutes after
-    (:func:`exact_memory`, :func:`exact_figures`).
+def _concrete(layout: Layout) -> Layout:
+    """``layout`` with its filled ``m``: the layout train derives, at its own numbers (the degrees, ``m``, ``p``,
+    ``v``; ``b`` among the values each figure substitutes after: :func:`exact_memory`, :func:`exact_figures`).
 
     Why numbers, not symbols shared by the layouts of one structure (this module derived ``m``, ``b`` and the
     degrees above 1 as symbols until issue 27 item 6's speed work): with numbers SymPy's ``Min``, ``Max`` and
@@ -92,10 +91,10 @@ def _concrete(layout: Layout, values: dict) -> tuple[Layout, dict]:
     for Llama-3-70B's ``--top 5``): the confirmation cost half as much (Llama-3-70B on 64 H100s: 1.13 s of
     CPU → 0.43 s; Llama-3-8B ``--top 100``: 2.12 s → 1.34 s) for the same exact figures (the substitution
     of whole numbers gives the number the derivation at those numbers gives)."""
-    return dataclasses.replace(layout, m=layout.filled().m), values
+    return dataclasses.replace(layout, m=layout.filled().m)
 
 
-def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
+def exact_memory(model, layout: Layout, values: dict) -> int:
     """Bytes of the most-loaded device of ``layout`` at ``values``, exact: the total of
     :func:`~costgraph.training.memory.training_memory`'s largest stage, rounded up, as
     :func:`costgraph.training.api.train` reports it (``TrainingMemory.most_loaded``). Derived
@@ -103,15 +102,14 @@ def exact_memory(model, layout: Layout, values: dict, b_sym=None) -> int:
     planner's one cache of train's derivations (:func:`costgraph.training.plan_forms.memory_of`: each
     stage's states and activations, whose sum is the stage's total)."""
     def make():
-        at, full = _concrete(layout, values)
         memo: dict = {}
-        return int(sympy.ceiling(max(exact_value(s, full, memo) + exact_value(a, full, memo)
-                                     for s, a in memory_of(model.graph, at))))
+        return int(sympy.ceiling(max(exact_value(s, values, memo) + exact_value(a, values, memo)
+                                     for s, a in memory_of(model.graph, _concrete(layout)))))
     return _figures(model, ("memory", *_key(layout, values)), make)
 
 
-def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, factors=None,
-                  b_sym=None) -> tuple[int, sympy.Expr]:
+def exact_figures(model, layout: Layout, values: dict, hardware, efficiency,
+                  factors=None) -> tuple[int, sympy.Expr]:
     """``(bytes of the most-loaded device, step seconds)`` of ``layout`` at ``values``, exact,
     by the calls :func:`costgraph.training.api.train` makes: the memory of
     :func:`~costgraph.training.memory.training_memory` (its most-loaded stage, :func:`exact_memory`),
@@ -121,23 +119,22 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency, fac
     number train's Max gives at those values); ``factors``: a calibration's multipliers.
 
     The derivation is at the layout's numbers (:func:`_concrete`), the model's sizes (``values``, ``b``
-    among them; ``b_sym``: unused, kept for callers) substituted exactly after: whole numbers, so the
+    among them) substituted exactly after: whole numbers, so the
     substitution gives the exact value the derivation at those numbers gives. The derivation is the
     planner's one (:func:`costgraph.training.plan_forms.step_of`), the figures cached by layout."""
     from ..engine.symbols import as_expr
 
     def make():
-        at, full = _concrete(layout, values)
-        parts = step_of(model.graph, at, hardware, efficiency, factors)
+        parts = step_of(model.graph, _concrete(layout), hardware, efficiency, factors)
         memo: dict = {}
 
         def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates
-            return exact_value(as_expr(x), full, memo)
+            return exact_value(as_expr(x), values, memo)
         # train's total, max(...) taken of the parts' values: SymPy's Max of long sums, then the values, is
         # the same number (and slow to build)
         step = combine({n: v.mapped(sub) if hasattr(v, "mapped") else sub(v) for n, v in parts.items()
                         if v is not None and not isinstance(v, Mapping)}, "compute", max)
-        return exact_memory(model, layout, values, b_sym), step
+        return exact_memory(model, layout, values), step
     more = (repr(hardware), str(efficiency), repr(factors))
     return _figures(model, ("figures", *_key(layout, values), *more), make)
 
@@ -208,10 +205,10 @@ def _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, 
     bar.advance()
 
     def derive():
-        mem = exact_memory(model, layout, at, b_sym)
+        mem = exact_memory(model, layout, at)
         if mem > limit:   # the step time is not derived then
             return mem, None
-        return exact_figures(model, layout, at, hardware, efficiency, factors, b_sym)
+        return exact_figures(model, layout, at, hardware, efficiency, factors)
     mem, step = state["same"].figures(c, derive)
     if mem > limit:
         refused["out of memory (exact)"] = refused.get("out of memory (exact)", 0) + 1
