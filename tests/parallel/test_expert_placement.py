@@ -220,6 +220,21 @@ def test_one_all_to_all_seconds_at_nccl_busbw():
         15 * sympy.Rational(9600, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(15841, 1500000)   # 10.56 ms
 
 
+@pytest.mark.parametrize("nodes", [2, 4, 8])
+def test_all_to_all_across_nodes_at_the_network_rate_sjeaugey_gives(nodes):
+    """An all-to-all over N nodes of 8 H100s, every GPU at its own NIC: "the portion that's going through the
+    network will determine the global time [...] On 2 nodes, 50% of the traffic is inter-node so you should see
+    BusBW = 2x network bandwidth per GPU [...] general formula is N/(N-1)x the bandwidth per GPU" (S. Jeaugey,
+    NVIDIA/nccl-tests#130). His figure counts what a GPU sends, S per call, over the time (nccl-tests' algbw;
+    ×(n−1)/n for the busbw column): S / t = N/(N−1) · 48 GB/s, less the latency steps."""
+    h = preset("h100-sxm")
+    n = 8 * nodes
+    S = sympy.Integer(10**9)
+    part = Transfer("x", "all-to-all", sympy.Integer(n), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
+    wire = alltoall_seconds(part, h, world=n) - (n - 1) * sympy.Rational(h.latency_scale_out_ns, 10**9)
+    assert S / wire == sympy.Rational(nodes, nodes - 1) * 48_000_000_000
+
+
 def test_deepep_dispatcher_at_deepeps_measured_bandwidths():
     """--ep-dispatcher deepep (Megatron's flex dispatcher, backend deepep): DeepEP's measured bottleneck bandwidths
     on H800 (hardware.toml h800, deepseek-ai/DeepEP README @ ebfe47e: 153 GB/s NVLink at EP 8, the lower of dispatch

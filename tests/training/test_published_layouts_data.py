@@ -133,3 +133,50 @@ def test_fsdp2_frameworks_run_their_own_conventions(row):
     assert layout.get("overlap") == "torchtitan" and layout.get("zero3_gathered") == "fsdp2"
     if "Automodel" in row["source"]["url"]:
         assert layout.get("cross_entropy") == "pytorch"
+
+
+#: how each MoE run overlapped its EP all-to-all with computation, read at the run's source (every other EP row:
+#: none, Megatron's default overlap_moe_expert_parallel_comm = False and the alltoall dispatcher's exposed calls)
+EP_OVERLAP = {
+    # Megatron-Bridge 067f987 src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py::
+    # qwen3_235b_a22b_pretrain_256gpu_h100_fp8cs_config: CommOverlapConfig(overlap_moe_expert_parallel_comm=True, ...)
+    "mbridge-26.04.01-h100-qwen3-235b-a22b-fp8cs": "megatron",
+    # perf_recipes/deepseek/common.py::_enable_deepseek_full_iteration_mxfp8 (called by
+    # perf_recipes/deepseek/gb200/deepseek_v3.py::deepseek_v3_pretrain_256gpu_gb200_fp8mx_config):
+    # comm_overlap.overlap_moe_expert_parallel_comm = True
+    "mbridge-26.06-gb200-deepseek-v3-mxfp8": "megatron",
+    # perf_recipes/qwen/common.py::_enable_hybridep_full_iteration_mxfp8 (called by
+    # perf_recipes/qwen/gb200/qwen3_moe.py::qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_config):
+    # CommOverlapConfig(tp_comm_overlap=True, overlap_moe_expert_parallel_comm=True, delay_wgrad_compute=True)
+    "mbridge-26.06-gb200-qwen3-30b-a3b-mxfp8": "megatron",
+    # DeepSeek-V3 report (arXiv 2412.19437 v2) §3.2.1: DualPipe hides the all-to-all of every chunk pair
+    "deepseek-v3-report-2048gpu": "dualpipe",
+}
+
+EP_ROWS = [r for r in ROWS if r["ep"] > 1]
+
+
+def test_the_ep_overlap_rows_are_found():
+    # every id above names a row with EP (a renamed row would otherwise leave its entry unchecked)
+    assert set(EP_OVERLAP) <= {r["id"] for r in EP_ROWS}
+
+
+@pytest.mark.parametrize("row", EP_ROWS, ids=lambda r: r["id"])
+def test_ep_overlap_as_the_run_set_it(row):
+    layout = row.get("layout", {})
+    assert layout.get("ep_overlap", "none") == EP_OVERLAP.get(row["id"], "none")
+    if layout.get("ep_overlap") == "megatron":
+        # and Megatron accepts it on this layout (transformer_config.py: PP > 1 only interleaved, no full recompute)
+        from costgraph.parallel.ep_time import check_overlap
+        schedule = row.get("schedule") or ("interleaved" if row["vp"] > 1 else "1f1b")
+        check_overlap(Layout(p=row["pp"], v=row["vp"], m=8 * row["pp"], schedule=schedule, recompute=row["recompute"],
+                             ep_overlap="megatron").filled())
+
+
+def test_deepseek_v3_report_routes_to_four_nodes_with_its_kernels():
+    # DeepSeek-V3 report §2.1.2 (node-limited routing) and §3.2.2: each token to at most M = 4 nodes, over IB once
+    # per node then NVLink, the kernels released as DeepEP (hardware.toml h800: deepseek-ai/DeepEP README @ ebfe47e)
+    row = next(r for r in ROWS if r["id"] == "deepseek-v3-report-2048gpu")
+    assert (row["layout"]["route_nodes"], row["layout"]["ep_dispatcher"]) == (4, "deepep")
+    h800 = presets()["h800"]
+    assert (h800.deepep_scale_up_bw, h800.deepep_scale_out_bw) == (153_000_000_000, 43_000_000_000)
