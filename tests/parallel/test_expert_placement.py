@@ -184,7 +184,8 @@ def test_hierarchical_all_to_all_and_route_nodes_exact(rate):
     S = 10**9
     part = Transfer("x", "all-to-all", sympy.Integer(64), sympy.Integer(1), sympy.Integer(S // 2), sympy.Integer(2),
                     sympy.Integer(1), (), sympy.Integer(8))
-    lat = 63 * sympy.Rational(h.latency_scale_out_ns, 10**9)
+    # one latency step of the NIC per call: NCCL runs every peer in one round across nodes (ep_time.latency_rounds)
+    lat = sympy.Rational(h.latency_scale_out_ns, 10**9)
     # 8 of 64 on the node: 7/64 on NVLink, 56/64 on the NIC, at once
     want = lat + sympy.Max(S * sympy.Rational(7, 64) / up, S * sympy.Rational(56, 64) / out)
     assert alltoall_seconds(part, h, world=256, rate=rate) == want
@@ -197,7 +198,7 @@ def test_hierarchical_all_to_all_and_route_nodes_exact(rate):
     gb = preset("gb200")
     gb_up = 721_800_000_000 if rate == "nccl" else 900_000_000_000
     assert alltoall_seconds(part, gb, world=256, rate=rate) == \
-        63 * sympy.Rational(3400, 10**9) + S * sympy.Rational(63, 64) / gb_up
+        8 * sympy.Rational(3400, 10**9) + S * sympy.Rational(63, 64) / gb_up   # ⌈63/8⌉ rounds of 8 p2p ops
     assert alltoall_seconds(part, gb, world=256, route_nodes=4, rate=rate) == \
         alltoall_seconds(part, gb, world=256, rate=rate)
 
@@ -205,19 +206,20 @@ def test_hierarchical_all_to_all_and_route_nodes_exact(rate):
 def test_one_all_to_all_seconds_at_nccl_busbw():
     """One EP all-to-all of 1 GB sent per device (S = 10^9 B) on h100-sxm at the default --link-rate nccl:
     EP 8 in one node, 7/8 of S over NVLink at 370.8 GB/s (NCCL src/graph/topo.h SM90_NVLINK_BW 20.6 x 18; nccl-tests
-    #212) plus 7 steps of 3.4 us (NCCL tuning.cc hwLat NVLINK); EP 16 over two nodes, 8/16 of S on the node's
-    one NIC per device at 48 GB/s (NET_BW 12.0 per 100 Gbit; nccl-tests#267: an all-to-all cannot aggregate NICs)
-    beside 7/16 on NVLink, plus 15 steps of 9.6 us (hwLat NET)."""
+    #212) plus one step of 3.4 us (NCCL tuning.cc hwLat NVLINK: its 7 peers in one round of 8 p2p operations,
+    enqueue.cc); EP 16 over two nodes, 8/16 of S on the node's one NIC per device at 48 GB/s (NET_BW 12.0 per
+    100 Gbit; nccl-tests#267: an all-to-all cannot aggregate NICs) beside 7/16 on NVLink, plus one step of 9.6 us
+    (hwLat NET: paths.cc fits every peer in a single round across nodes)."""
     h = preset("h100-sxm")
     S = sympy.Integer(10**9)
     ep8 = Transfer("x", "all-to-all", sympy.Integer(8), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
     assert alltoall_seconds(ep8, h, world=8) == \
-        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 370_800_000_000 == sympy.Rational(11047813, 4635000000)   # 2.384 ms
+        sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 370_800_000_000 == sympy.Rational(10953259, 4635000000)   # 2.363 ms
     assert alltoall_seconds(ep8, h, world=8, rate="line") == \
-        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 450_000_000_000
+        sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 450_000_000_000
     ep16 = Transfer("x", "all-to-all", sympy.Integer(16), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
     assert alltoall_seconds(ep16, h, world=16) == \
-        15 * sympy.Rational(9600, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(15841, 1500000)   # 10.56 ms
+        sympy.Rational(9600, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(78197, 7500000)   # 10.43 ms
 
 
 @pytest.mark.parametrize("nodes", [2, 4, 8])
@@ -231,7 +233,7 @@ def test_all_to_all_across_nodes_at_the_network_rate_sjeaugey_gives(nodes):
     n = 8 * nodes
     S = sympy.Integer(10**9)
     part = Transfer("x", "all-to-all", sympy.Integer(n), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
-    wire = alltoall_seconds(part, h, world=n) - (n - 1) * sympy.Rational(h.latency_scale_out_ns, 10**9)
+    wire = alltoall_seconds(part, h, world=n) - sympy.Rational(h.latency_scale_out_ns, 10**9)
     assert S / wire == sympy.Rational(nodes, nodes - 1) * 48_000_000_000
 
 
@@ -251,10 +253,10 @@ def test_deepep_dispatcher_at_deepeps_measured_bandwidths():
     assert dispatch_bandwidths(h8, "nccl", "alltoall") == (164_800_000_000, 48_000_000_000)   # NCCL: 20.6 x 8 links
     assert dispatch_bandwidths(h8, "line", "deepep") == (200_000_000_000, 50_000_000_000)
     assert alltoall_seconds(ep8, h8, world=8, dispatcher="deepep") == \
-        7 * sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 153_000_000_000   # 5.743 ms
+        sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 153_000_000_000   # 5.722 ms
     # EP 16 on two nodes: 8/16 of S on the NIC at 43 GB/s beside 7/16 on NVLink at 153 GB/s: the NIC is slower
     assert alltoall_seconds(ep16, h8, world=16, dispatcher="deepep") == \
-        15 * sympy.Rational(9600, 10**9) + sympy.Rational(1, 2) * S / 43_000_000_000   # 11.77 ms
+        sympy.Rational(9600, 10**9) + sympy.Rational(1, 2) * S / 43_000_000_000   # 11.64 ms
     assert alltoall_seconds(ep16, h1, world=16, dispatcher="deepep") == alltoall_seconds(ep16, h1, world=16)
     assert dispatch_text(h8, "deepep") == ("EP dispatch (--ep-dispatcher deepep): scale-up: DeepEP's measured 153 "
                                            "GB/s; scale-out per NIC: DeepEP's measured 43 GB/s")
@@ -279,7 +281,7 @@ def test_deepep_dispatcher_through_the_layout(ds):
     calls, sent = col["ep"].calls.xreplace(vals), col["ep"].bytes.xreplace(vals)
     for dispatcher, bw in (("alltoall", 164_800_000_000), ("deepep", 153_000_000_000)):
         at = Layout(p=4, e=8, gpus=32, m=16, attention="eager", ep_dispatcher=dispatcher)
-        assert comm_time(col, h8, at)["ep"].xreplace(vals) == calls * 7 * sympy.Rational(3400, 10**9) + sent / bw
+        assert comm_time(col, h8, at)["ep"].xreplace(vals) == calls * sympy.Rational(3400, 10**9) + sent / bw
 
 
 # ---------------------------------------------------------------- overlap
@@ -315,17 +317,17 @@ def test_deepseek_v3_gb200_ep_64_on_nvlink_and_overlapped(ds):
     assert placement(ds.graph, L).link("ep", gb) == (sympy.Rational(3400, 10**9), 721_800_000_000)
     col = communication(ds.graph, L)
     ep = comm_time(col, gb, L)["ep"].xreplace(vals)
-    # 429,127,630,848 bytes at 721.8 GB/s, 63 NVLink latency steps per call
+    # 429,127,630,848 bytes at 721.8 GB/s, ⌈63/8⌉ = 8 NVLink latency steps per call (8 p2p operations a round)
     assert col["ep"].bytes.xreplace(vals) == 429_127_630_848
     calls = col["ep"].calls.xreplace(vals)
-    assert ep == calls * 63 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 721_800_000_000)
+    assert ep == calls * 8 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 721_800_000_000)
     line = Layout(p=4, e=64, gpus=256, m=16, attention="eager", link_rate="line")
     assert comm_time(col, gb, line)["ep"].xreplace(vals) == \
-        calls * 63 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 900_000_000_000)
+        calls * 8 * sympy.Rational(3400, 10**9) + sympy.Rational(429_127_630_848, 900_000_000_000)
     # the NIC only when the domain's 72 ranks are filled consecutively: one NIC per device at 48 of its 50 GB/s
     L72 = Layout(p=4, e=64, gpus=256, m=16, attention="eager", domain_ranks=72)
     assert comm_time(communication(ds.graph, L72), gb, L72)["ep"].xreplace(vals) == \
-        calls * 63 * sympy.Rational(9600, 10**9) + sympy.Rational(429_127_630_848, 48_000_000_000)
+        calls * sympy.Rational(9600, 10**9) + sympy.Rational(429_127_630_848, 48_000_000_000)
     st = step_time(ds.graph, Layout(p=4, e=64, gpus=256, m=16, attention="eager", ep_overlap="dualpipe"), gb)
     assert st["by_kind"]["ep"].xreplace(vals) == ep
     # DualPipe: the all-to-all exposed beyond the stage's compute only (ep_time.ep_exposed); 1F1B's PP sends and

@@ -9,10 +9,21 @@ All-to-all over scale-up domains (:func:`alltoall_seconds`)
     (:func:`costgraph.parallel.ranks.domain_members`), so ``S·(n_d − 1)/n``
     goes over the scale-up link and ``S·(n − n_d)/n`` leaves the domain on
     the NIC; the two run at once (NCCL posts every peer's send together):
-    ``max(intra/β_up, inter/β_out)``, plus ``n − 1`` latency steps at the
-    NIC's latency when the group leaves a domain. Inside one domain this is
+    ``max(intra/β_up, inter/β_out)``, plus one latency step at the NIC's
+    latency when the group leaves a domain (below). Inside one domain this is
     the ring convention's ``(n−1)/n·S/β_up``; with every member in its own
     domain ``(n−1)/n·S/β_out``.
+Latency (:func:`latency_rounds`)
+    Not ``n − 1`` ring steps: NCCL runs an all-to-all's ``n − 1`` sends and
+    receives concurrently, each channel up to 8 p2p operations at once
+    (NCCL @ 5067397c ``src/enqueue.cc``, ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH``
+    in ``src/include/device.h``), and across scale-up domains it cuts the
+    channels per peer "to fit all the peers within a single round"
+    (``src/graph/paths.cc::ncclTopoComputeP2pChannels``): one step of the
+    NIC's latency per call when the group leaves a domain; inside one domain
+    at most ``⌈(n − 1)/8⌉`` steps of the scale-up latency (every channel on
+    every peer: 8 peers a round), one for EP ≤ 9. NCCL's base latency
+    (``tuning.cc`` baseLat) is not counted, as for the rings.
 Link bandwidths (``--link-rate``, :func:`costgraph.parallel.ranks.link_bandwidths`)
     ``nccl`` (default): NCCL's all-to-all (Megatron's ``alltoall`` token
     dispatcher, ``MoEAlltoAllTokenDispatcher``) at the same bus bandwidths
@@ -77,6 +88,8 @@ from .ranks import domain_members, intra_domain, link_bandwidths, no_zero_link, 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
+#: p2p operations one NCCL channel runs at once (NCCL @ 5067397c src/include/device.h NCCL_MAX_DEV_WORK_P2P_PER_BATCH)
+P2P_PER_ROUND = 8
 
 
 def dispatch_bandwidths(hardware, rate: str = LINK_RATE.default, dispatcher: str = EP_DISPATCHER.default) -> tuple:
@@ -124,11 +137,19 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
     else:
         wire = sympy.Max(intra / up_b, inter / out_b)
     cond = intra_domain(fs, R, world, limit)
-    up_a = as_expr(hardware.latency_scale_up_ns) / 10**9
-    out_a = as_expr(hardware.latency_scale_out_ns) / 10**9
+    up_a = as_expr(hardware.latency_scale_up_ns) / 10**9 * latency_rounds(n, True)
+    out_a = as_expr(hardware.latency_scale_out_ns) / 10**9 * latency_rounds(n, False)
     alpha = up_a if cond == sympy.true else out_a if cond == sympy.false else \
         sympy.Piecewise((up_a, cond), (out_a, True))
-    return part.calls * ((n - 1) * alpha + wire)
+    return part.calls * (alpha + wire)
+
+
+def latency_rounds(n, in_one_domain: bool) -> Expr:
+    """Latency steps of one NCCL all-to-all over ``n`` ranks (module docstring): the rounds NCCL runs its
+    ``n − 1`` peers' sends and receives in — one across scale-up domains, at most ``⌈(n − 1)/8⌉`` inside one."""
+    if not in_one_domain:
+        return ONE
+    return sympy.ceiling((as_expr(n) - 1) / P2P_PER_ROUND)
 
 
 def warmup_chunks(layout) -> Expr:
