@@ -145,8 +145,9 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
 
 
 def latency_rounds(n, in_one_domain: bool) -> Expr:
-    """Latency steps of one NCCL all-to-all over ``n`` ranks (module docstring): the rounds NCCL runs its
-    ``n − 1`` peers' sends and receives in — one across scale-up domains, at most ``⌈(n − 1)/8⌉`` inside one."""
+    """Latency steps of one NCCL all-to-all over ``n`` ranks (module docstring): the rounds NCCL runs
+    its ``n − 1`` peers' sends and receives in — one across scale-up domains (``in_one_domain`` False),
+    at most ``⌈(n − 1)/8⌉`` inside one (NCCL @ 5067397c ``src/graph/paths.cc``, ``src/enqueue.cc``)."""
     if not in_one_domain:
         return ONE
     return sympy.ceiling((as_expr(n) - 1) / P2P_PER_ROUND)
