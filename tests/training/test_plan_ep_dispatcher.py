@@ -50,3 +50,48 @@ def test_the_default_is_alltoall_and_left_out_of_the_check_command():
     from costgraph.train_options import PlanOptions
 
     assert PlanOptions.__dataclass_fields__["ep_dispatcher"].default == "alltoall"
+
+
+# EP options on a dense model (issue 27): train refuses an EP degree above 1 (training/validity.py check_layout:
+# "expert parallelism (e = 2) needs routed experts"); the options of the EP exchange, which have no degree, change
+# nothing there and are warned, with what was assumed, by train and plan alike (validity.expert_option_warnings)
+DENSE = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm"]
+
+
+@pytest.mark.parametrize("flags, warned", [
+    (["--ep-overlap", "megatron"], "--ep-overlap megatron"),
+    (["--ep-dispatcher", "deepep"], "--ep-dispatcher deepep"),
+    (["--route-nodes", "2"], "--route-nodes 2"),
+    (["--ep-overlap", "dualpipe", "--ep-dispatcher", "deepep"], "--ep-overlap dualpipe, --ep-dispatcher deepep"),
+])
+def test_train_warns_of_ep_options_on_a_dense_model(capsys, flags, warned):
+    from cli_checks import run
+
+    code, out, _ = run(capsys, DENSE + flags + ["--format", "json"])
+    assert code == 0
+    doc = json.loads(out)
+    assert [w for w in doc["warnings"] if "routed experts" in w] == [
+        f"{warned}: 'llama' has no routed experts, so there is no EP all-to-all to time: ignored (the step time is "
+        f"the same without {'them' if ',' in warned else 'it'})"]
+    code, plain, _ = run(capsys, DENSE + ["--format", "json"])
+    assert json.loads(plain)["step"]["total"]["value"] == doc["step"]["total"]["value"]   # nothing timed: the same
+
+
+def test_train_refuses_an_ep_degree_on_a_dense_model_and_warns_nothing_for_defaults(capsys):
+    from cli_checks import run
+
+    code, _, err = run(capsys, DENSE + ["--ep", "2"])
+    assert code == 2 and "expert parallelism (e = 2) needs routed experts; 'llama' has none" in err
+    code, out, _ = run(capsys, DENSE + ["--ep-dispatcher", "alltoall", "--ep-overlap", "none"])
+    assert code == 0 and "routed experts" not in out   # the defaults ask for nothing
+
+
+def test_plan_warns_of_the_dispatcher_on_a_dense_model():
+    m = costgraph.load("gpt")
+    res = m.plan(m.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=16, top=1, ep_dispatcher="deepep")
+    warned = ["--ep-dispatcher deepep: 'gpt' has no routed experts, so there is no EP all-to-all to time: ignored "
+              "(the step time is the same without it)"]
+    assert res.warnings == warned and json.loads(res.to_json())["warnings"] == warned
+    assert res.to_text().splitlines()[-1] == "warning: " + warned[0]
+    assert "warnings" not in json.loads(m.plan(m.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=16,
+                                                top=1).to_json())

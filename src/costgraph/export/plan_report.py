@@ -66,6 +66,7 @@ def to_text(plan) -> str:
         if plan.not_searched() else []
     if rows:
         out.append(f"check the first with: {plan.check_command()}")
+    out += [f"warning: {w}" for w in plan.warnings or []]
     if plan.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 

@@ -104,8 +104,9 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
                                   router=o.router, rate_covers=o.rate_covers, factors=factors, profile=profile)
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..arguments import value_warnings
+    from .validity import expert_option_warnings
     notes = (value_warnings(values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
-             + _lora_notes(model, layout, values))
+             + _lora_notes(model, layout, values) + expert_option_warnings(model.graph, layout))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None

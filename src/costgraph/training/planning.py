@@ -54,6 +54,7 @@ class PlanResult(Tabular):
     calibration: Calibrated | None = None   # --efficiency-profile (training.calibration_profile.calibrated)
     searched: dict = field(default_factory=dict)
     pruned: dict = field(default_factory=dict)
+    warnings: list | None = None   # what the options given change nothing of (None: no warning)
 
     @property
     def verdict(self) -> str:
@@ -109,7 +110,8 @@ class PlanResult(Tabular):
         key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"), key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
-        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"))
+        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
+        key("warnings", omit_none=True))
 
     @property
     def link_rate(self) -> str:
@@ -243,9 +245,13 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed",
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
+    from ..parallel.layout import Layout
+    from .validity import expert_option_warnings
+
+    warned = expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher))   # as train warns them
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                      result.searched, result.pruned)
+                      result.searched, result.pruned, warned or None)
 
 
 class _RuntimeReserve:
