@@ -203,7 +203,7 @@ def _check_choices(out: "Layout") -> None:
         choice = spec.choices
         if name == "zero" or not isinstance(choice, choices.Choice):
             continue
-        named_choice(getattr(out, name), choice)   # the one refusal (costgraph.arguments.named_choice)
+        named_choice(getattr(out, name), choice, name)   # the one refusal (costgraph.arguments.named_choice)
     for name, (_, spec) in fields.items():   # every value known to be its choice's: which apply
         choice = spec.choices
         if isinstance(choice, choices.Choice) and choice.applies and getattr(out, name) != "auto" \
