@@ -605,3 +605,17 @@ def test_megatron_token_dispatcher_unknown_value_is_located(cg, tmp_path):
     assert r.stderr.splitlines()[0] == (f"{f}:2:3: error: --moe-token-dispatcher-type a2a: Megatron-LM takes "
                                         "allgather, alltoall, flex")
     assert r.stderr.splitlines()[-1].startswith("hint: --moe-token-dispatcher-type allgather or alltoall or flex")
+
+
+def test_megatron_te_cross_entropy_is_refused_with_the_bridge_convention_as_hint(cg, tmp_path):
+    # Megatron-LM @ d98e8a64 megatron/training/arguments.py l. 1697-1702: assert not (cross_entropy_loss_fusion and
+    # cross_entropy_fusion_impl == 'te'); Megatron-Bridge's performance recipes run it (perf_recipes/_common.py
+    # _benchmark_common(cross_entropy_impl="te")): costgraph's --cross-entropy te, named in the hint
+    f = tmp_path / "te.sh"
+    f.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py {MOE_ARGS} \\\n"
+                 "  --cross-entropy-loss-fusion --cross-entropy-fusion-impl te\n")
+    r = cg("train", "--launch", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{f}:2:" in r.stderr.splitlines()[0] and "Megatron-LM refuses it" in r.stderr.splitlines()[0]
+    assert r.stderr.splitlines()[-1].endswith("a Megatron-Bridge run with Transformer Engine's kernel: costgraph "
+                                              "train --cross-entropy te")

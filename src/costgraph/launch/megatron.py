@@ -254,7 +254,9 @@ def _layout(a: dict, lines: dict, launch: Launch, path: str, text: str) -> None:
             raise located(f"--cross-entropy-fusion-impl {a['cross_entropy_fusion_impl']} with "
                           "--cross-entropy-loss-fusion: Megatron-LM refuses it (Transformer Engine's cross entropy "
                           "is disabled there)", path, text, lines.get("cross_entropy_fusion_impl", 1),
-                          hint="--cross-entropy-fusion-impl native, or leave out --cross-entropy-loss-fusion")
+                          hint="--cross-entropy-fusion-impl native, or leave out --cross-entropy-loss-fusion; a "
+                               "Megatron-Bridge run with Transformer Engine's kernel: costgraph train --cross-entropy "
+                               "te")
         put("cross_entropy", "megatron-fused", "cross_entropy_loss_fusion")
     _dispatcher(a, lines, launch, path, text, put)
     if "optimizer" in a:
