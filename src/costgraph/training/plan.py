@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from ..choices import ATTENTION, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, EP_DISPATCHER, LINK_RATE, OVERLAP, RECOMPUTE_SEARCHED
+from ..choices import (ATTENTION, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, EP_DISPATCHER, LINK_RATE, OVERLAP,
+                       RECOMPUTE_SEARCHED)
 from ..engine.graph import CostGraph
 from ..errors import CostgraphValueError
 from ..options import Space, SEARCHED_OPTIONS, searched
