@@ -185,8 +185,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
-    ``link_rate`` (:data:`costgraph.choices.LINK_RATE`: the check command carries one other than the default),
-    ``ep_dispatcher`` (:data:`costgraph.choices.EP_DISPATCHER`: the same; the JSON states both),
+    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON; in the check command if set),
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
     takes them (the check command carries the layout text and a loss other than the default).
 
@@ -245,13 +244,18 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed",
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
+    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
+                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
+                      result.searched, result.pruned, _warnings(model, o))
+
+
+def _warnings(model, o) -> list[str] | None:
+    """What plan's options ``o`` change nothing of, as train warns it (an EP option on a model without routed
+    experts: :func:`costgraph.training.validity.expert_option_warnings`); None: nothing."""
     from ..parallel.layout import Layout
     from .validity import expert_option_warnings
 
-    warned = expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher))   # as train warns them
-    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
-                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                      result.searched, result.pruned, warned or None)
+    return expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher)) or None
 
 
 class _RuntimeReserve:
