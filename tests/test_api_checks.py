@@ -24,9 +24,9 @@ CASES = [
     ("a size of no dimension", lambda m, v, h: m.train(gpus=8, values={**v, "zz": 3}), "no dimension of model 'gpt'"),
     ("a layout of the wrong type", lambda m, v, h: m.train(42, values=v), "takes a Layout or keyword settings"),
     ("a dict as the layout", lambda m, v, h: m.train({"t": 2}, values=v), "takes a Layout or keyword settings"),
-    ("an unknown causal count", lambda m, v, h: m.train(gpus=8, values=v, causal="zz"), "unknown causal count 'zz'"),
-    ("no causal count", lambda m, v, h: m.train(gpus=8, values=v, causal=None), "unknown causal count None"),
-    ("a convention by number", lambda m, v, h: m.train(gpus=8, values=v, convention=3), "unknown FLOP convention 3"),
+    ("an unknown causal count", lambda m, v, h: m.train(gpus=8, values=v, causal="zz"), "unknown causal 'zz' (causal count)"),
+    ("no causal count", lambda m, v, h: m.train(gpus=8, values=v, causal=None), "unknown causal None (causal count)"),
+    ("a convention by number", lambda m, v, h: m.train(gpus=8, values=v, convention=3), "unknown convention 3 (FLOP convention)"),
     ("megatron as text", lambda m, v, h: m.train(gpus=8, values=v, megatron="yes"), "'megatron' must be True or False"),
     ("negative tokens", lambda m, v, h: m.train(gpus=8, values=v, tokens=-1, mfu=0.4), "--tokens must be positive"),
     ("a cluster of 10^400 devices", lambda m, v, h: m.train(gpus=10**400, zero=3, values=v),
@@ -53,7 +53,7 @@ CASES = [
     ("infer: values a list", lambda m, v, h: m.infer(hardware="h100-sxm", prompt=8, generate=2, values=[1]),
      "argument 'values' must be a mapping"),
     ("infer: an unknown convention", lambda m, v, h: m.infer(hardware="h100-sxm", prompt=8, generate=2, values=v,
-                                                             convention="zz"), "unknown FLOP convention 'zz'"),
+                                                             convention="zz"), "unknown convention 'zz' (FLOP convention)"),
 ]
 
 

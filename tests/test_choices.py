@@ -10,6 +10,7 @@ import pytest
 
 from costgraph import choices
 from costgraph.choices import CHOICES
+from costgraph.errors import CostgraphValueError
 
 
 def _schema_enums():
@@ -122,3 +123,25 @@ def test_help_names_each_value_and_marks_the_default():
     assert "selective (recompute the attention core" in choices.RECOMPUTE.help()
     with pytest.raises(ValueError, match="one of: none, selective, full"):
         choices.RECOMPUTE.check("some")
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("link_rate", "fast", "unknown link_rate 'fast' (link bandwidth convention)"),
+    ("ep_dispatcher", "nccl", "unknown ep_dispatcher 'nccl' (EP token dispatcher)"),
+    ("cross_entropy", "fused", "unknown cross_entropy 'fused' (cross-entropy implementation)"),
+])
+def test_train_and_plan_refuse_a_bad_value_with_one_message(field, value, message):
+    # issue 27: train's layout check said "unknown link_rate 'fast'", plan's option check "unknown link bandwidth
+    # convention 'fast'"; both are costgraph.arguments.named_choice now, the same text and hint
+    import costgraph
+    from costgraph.choices import CHOICES
+
+    m = costgraph.load("gpt")
+    v = m.values("gpt2")
+    got = []
+    for call in (lambda: m.train(values=v, gpus=8, hardware="h100-sxm", **{field: value}),
+                 lambda: m.plan(v, gpus=8, hardware="h100-sxm", global_batch=8, **{field: value})):
+        with pytest.raises(CostgraphValueError) as e:
+            call()
+        got.append((e.value.message, e.value.hint))
+    assert got == [(message, CHOICES[field].hint())] * 2

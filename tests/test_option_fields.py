@@ -228,7 +228,7 @@ def test_the_api_takes_an_options_object_or_keywords(gpt):
     # the checks declared on the fields, with the command line's messages (tests/test_api_checks.py has more)
     (lambda m: m.train(gpus=1, peak=-1), ["--peak must be positive"]),
     (lambda m: m.train(gpus=1, global_batch=2.5), ["'--global-batch' must be a positive whole number"]),
-    (lambda m: m.train(gpus=1, convention="macs"), ["unknown FLOP convention 'macs'"]),
+    (lambda m: m.train(gpus=1, convention="macs"), ["unknown convention 'macs' (FLOP convention)"]),
     (lambda m: m.train(gpus=1, router="no"), ["argument 'router' must be True or False"]),
     # trial4: the activation precision as a list was TypeError (unhashable type: 'list')
     (lambda m: m.train(gpus=1, precision=["bf16"]), ["unknown precision ['bf16']"]),

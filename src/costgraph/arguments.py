@@ -154,12 +154,24 @@ def model_values(model, values: object, name: str = "values") -> dict | None:
     return out
 
 
-def named_choice(value: object, choice) -> object:
-    """``value`` if it is one of a :class:`costgraph.choices.Choice`'s values."""
+def named_choice(value: object, choice, name: str | None = None) -> object:
+    """``value`` if it is one of a :class:`costgraph.choices.Choice`'s values, else the one refusal of a
+    named setting, whichever path asks (``train``'s layout, :func:`costgraph.parallel.layout.Layout.filled`;
+    ``plan``'s and the other commands' option checks, :func:`costgraph.option_fields.check`): ``unknown
+    NAME VALUE (WHAT)`` — the keyword the API and JSON use (``name``, the field's, else the choice's), the
+    value, what the setting is — its values as
+    the hint (``unknown link_rate 'fast' (link bandwidth convention)``, hint ``one of: nccl, line``).
+
+    Raises
+    ------
+    CostgraphValueError
+        ``value`` is none of ``choice``'s values (a bool never is)."""
     try:
-        return choice.check(value)
+        return choice.check(value)   # a bool refused too (True == 1 is no stage)
     except (ValueError, TypeError):
-        raise CostgraphValueError(f"unknown {choice.what} {shown(value)}", hint=choice.hint()) from None
+        name = choice.name if name is None else name
+        what = "" if choice.what == name.replace("_", " ") else f" ({choice.what})"
+        raise CostgraphValueError(f"unknown {name} {shown(value)}{what}", hint=choice.hint()) from None
 
 
 def positive_number(value: object, name: str) -> object:

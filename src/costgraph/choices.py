@@ -337,6 +337,11 @@ ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
 #:     ``--cross-entropy-loss-fusion`` that megatron/training/arguments.py generates from TransformerConfig's fields
 #:     through ArgumentGroupFactory: off unless given);
 #:   megatron-fused: its ``--cross-entropy-loss-fusion`` (fusions/fused_cross_entropy.py, native impl);
+#:   te: Transformer Engine's Triton kernels (TE @ v2.17 transformer_engine/pytorch/triton/cross_entropy.py), what
+#:     Megatron-Bridge's performance recipes run (Megatron-Bridge @ 067f987 perf_recipes/_common.py
+#:     _benchmark_common(cross_entropy_impl="te"), gpt_provider.py ``cross_entropy_loss_fusion: bool = True``)
+#:     in every NeMo container through 26.06 (TE before 2.18);
+#:   te-fp32grad: the same kernels from TE 2.18 (#3193), the gradient in fp32;
 #:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``);
 #:   logits: the fp32 logits held only, timed as megatron: the count before these conventions (the default
 #:     until issue 31; 2 B a logit less than megatron at the loss's peak).
@@ -345,6 +350,10 @@ CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy implementation", (
                  "the bf16 gradient held; a kernel per PyTorch operation"),
     ("megatron-fused", "Megatron-LM's --cross-entropy-loss-fusion (fused_cross_entropy.py): held as megatron; "
                        "its jit-fused steps"),
+    ("te", "Transformer Engine's Triton cross-entropy before TE 2.18 (Megatron-Bridge's performance recipes: "
+           "--cross-entropy-fusion-impl te): the gradient written over the bf16 logits, held alone; two passes"),
+    ("te-fp32grad", "Transformer Engine's Triton cross-entropy from TE 2.18: an fp32 gradient buffer + its bf16 "
+                    "cast held; two passes"),
     ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out held; "
                 "PyTorch's log_softmax and nll_loss kernels"),
     ("logits", "the fp32 logits held only (no backward transient), timed as megatron"),

@@ -52,13 +52,13 @@ ELSEWHERE = {
 }
 
 #: train's flags that plan has none of, by what plan does instead (trial 9: `plan --tp 2` hinted "did you mean
-#: --top?", `plan --ep-dispatcher deepep` "did you mean --reserve?", `plan --attention-kernel fa2` "--attention?")
+#: --top?", `plan --attention-kernel fa2` "--attention?"; plan takes --ep-dispatcher now, passed to every row)
 PLAN_SEARCHES = ("--tp", "--pp", "--cp", "--ep", "--sp", "--zero", "--recompute", "--schedule", "--virtual-stages",
                  "--micro-batches")
 PLAN_WIDER = {"--ep-overlap": "--exhaustive", "--route-nodes": "--exhaustive", "--recompute-modules": "--exhaustive",
               "--recompute-num-layers": "--exhaustive", "--recompute-method": "--exhaustive",
               "--offload-optimizer": "--allow-offload", "--offload-params": "--allow-offload"}
-PLAN_AT_DEFAULT = ("--ep-dispatcher", "--attention-kernel", "--zero3-gathered", "--domain-ranks", "--rank-order",
+PLAN_AT_DEFAULT = ("--attention-kernel", "--zero3-gathered", "--domain-ranks", "--rank-order",
                    "--fp8-transpose")
 
 

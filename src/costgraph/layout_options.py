@@ -98,6 +98,8 @@ class LayoutOptions:
         "variant", "ep_overlaps", "the default (none) only; --exhaustive searches them",
         {"group": "experts", "requires": {"megatron": {"recompute": ("none", "selective"),
                                                        "schedule": ("interleaved",)}}}))
+    # no search domain (as link_rate): the software the cluster runs, which plan passes to every row
+    # (PlanOptions.ep_dispatcher, plan's JSON ep_dispatcher), never searched
     ep_dispatcher: str = option("--ep-dispatcher", "the kernels of the EP token dispatch and combine "
                                 "(costgraph.parallel.ep_time): " + choices.EP_DISPATCHER.help(),
                                 choices=choices.EP_DISPATCHER)

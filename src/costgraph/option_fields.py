@@ -342,7 +342,7 @@ def check(options) -> None:
         label = s.flag or name
         if s.check == "choice":
             if isinstance(s.choices, Choice):
-                arguments.named_choice(value, s.choices)
+                arguments.named_choice(value, s.choices, name)
             else:
                 arguments.choice(value, name, s.values)
         elif s.check == "flag":

@@ -127,6 +127,7 @@ class PlanOptions:
     overlap: str = like(LayoutOptions, "overlap", check="choice", optional=True)
     cross_entropy: str = like(LayoutOptions, "cross_entropy", check="choice")
     link_rate: str = like(LayoutOptions, "link_rate", check="choice")
+    ep_dispatcher: str = like(LayoutOptions, "ep_dispatcher", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

@@ -60,10 +60,10 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "costgraph plan: error: unrecognized arguments: --tp 2",
      "hint: plan searches --tp itself (each row names its value); time one layout with costgraph train --tp; "
      "costgraph plan --help lists its arguments"),
-    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--ep-dispatcher", "deepep"],
-     "costgraph plan: error: unrecognized arguments: --ep-dispatcher deepep",
-     "hint: plan ranks layouts at train's default --ep-dispatcher; time a row with it: plan's check command "
-     "(costgraph train ...) with --ep-dispatcher; costgraph plan --help lists its arguments"),
+    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--attention-kernel", "fa2"],
+     "costgraph plan: error: unrecognized arguments: --attention-kernel fa2",
+     "hint: plan ranks layouts at train's default --attention-kernel; time a row with it: plan's check command "
+     "(costgraph train ...) with --attention-kernel; costgraph plan --help lists its arguments"),
     # a flag of train's the calculator page has no input for (trial 9: "did you mean --no-dropout?")
     (["web", "gpt", "-o", "x.html", "--link-rate", "line"],
      "costgraph web: error: unrecognized arguments: --link-rate line",
@@ -95,7 +95,7 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
 ], ids=["unknown-flag", "two-unknown-flags", "extra-positional", "invalid-choice", "unknown-command",
         "invalid-format", "wrong-type", "missing-flag", "missing-positional", "missing-output", "no-value",
         "no-output-flag", "no-output-long", "other-command-flag", "fit-ep-dispatcher",
-        "plan-searches-tp", "plan-ep-dispatcher", "web-link-rate",
+        "plan-searches-tp", "plan-attention-kernel", "web-link-rate",
         "short-unknown", "ambiguous", "type-hint", "retired-flag", "api-field-name",
         "api-field-underscore"])
 def test_argparse_errors_have_hints(args, error, hint, capsys):

@@ -551,3 +551,71 @@ def test_a_serving_lines_share_in_other_digits_is_refused_at_its_line(cg, tmp_pa
     assert r.returncode == 2 and r.stderr.splitlines() == [
         f"error: {f}:1: --gpu-memory-utilization '０.８５': '０' (FULLWIDTH DIGIT ZERO) is not an ASCII digit",
         "hint: write numbers with the ASCII digits 0-9: --gpu-memory-utilization 0.85"]
+
+
+MOE_ARGS = ('--num-layers 4 --hidden-size 1024 --ffn-hidden-size 3584 --num-attention-heads 8 --group-query-attention '
+            '--num-query-groups 8 --swiglu --normalization RMSNorm --position-embedding-type rope '
+            '--untie-embeddings-and-output-weights --disable-bias-linear --vocab-size 32000 --num-experts 8 '
+            '--moe-router-topk 2 --seq-length 1024 --micro-batch-size 1 --bf16 --expert-model-parallel-size 8')
+
+
+@pytest.mark.parametrize("words, dispatcher, note", [
+    # Megatron-LM @ d98e8a64 transformer_config.py: moe_token_dispatcher_type Literal['allgather', 'alltoall',
+    # 'flex'] = "allgather"; moe_flex_dispatcher_backend Literal['deepep', 'hybridep', 'ncclep'] = "deepep";
+    # __post_init__: moe_enable_deepep (flex only) sets the backend to deepep
+    ("--moe-token-dispatcher-type alltoall", "alltoall", None),
+    ("--moe-token-dispatcher-type flex", "deepep", None),   # flex's default backend: DeepEP
+    ("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep", "deepep", None),
+    ("--moe-token-dispatcher-type flex --moe-enable-deepep", "deepep", None),
+    ("--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep", None,
+     "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep: costgraph has no model of its "
+     "kernels; the EP dispatch and combine timed as NCCL's all-to-all (--ep-dispatcher alltoall), assumed"),
+    ("--moe-token-dispatcher-type allgather", None,
+     "--moe-token-dispatcher-type allgather (every token all-gathered across the EP group, reduce-scattered back) "
+     "is not modelled; the EP dispatch and combine timed as NCCL's all-to-all (--ep-dispatcher alltoall), assumed"),
+    ("", None, "no --moe-token-dispatcher-type: Megatron-LM's default allgather (every token all-gathered across the "
+               "EP group, reduce-scattered back) is not modelled; the EP dispatch and combine timed as NCCL's "
+               "all-to-all (--ep-dispatcher alltoall), assumed"),
+], ids=["alltoall", "flex", "flex-deepep", "enable-deepep", "flex-hybridep", "allgather", "default"])
+def test_megatron_token_dispatcher_reads_as_ep_dispatcher(tmp_path, words, dispatcher, note):
+    f = tmp_path / "moe.sh"
+    f.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py {MOE_ARGS} {words}\n")
+    launch = read_launch(str(f))
+    assert launch.values.get("ep_dispatcher") == dispatcher
+    assert (note in launch.notes) if note else not any("dispatch" in n for n in launch.notes)
+    if dispatcher:
+        assert launch.origins["ep_dispatcher"].where == f"{f}:1"
+        assert not any("moe-token-dispatcher-type" in u for u in launch.ignored + launch.unknown)
+
+
+def test_megatron_mixtral_example_reads_alltoall(cg):
+    # Megatron-LM @ d98e8a64 examples/mixtral/train_mixtral_8x7b_distributed.sh l. 57: --moe-token-dispatcher-type
+    # alltoall (EP 8, l. 86): the all-to-all dispatcher, read (no longer ignored)
+    mixtral = str(EX / "train_mixtral_8x7b_distributed.sh")
+    launch = read_launch(mixtral)
+    assert launch.values["ep_dispatcher"] == "alltoall"
+    assert launch.origins["ep_dispatcher"].where.endswith("train_mixtral_8x7b_distributed.sh:57")
+
+
+def test_megatron_token_dispatcher_unknown_value_is_located(cg, tmp_path):
+    f = tmp_path / "moe.sh"
+    f.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py {MOE_ARGS}\\\n  --moe-token-dispatcher-type a2a\n")
+    r = cg("train", "--launch", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[0] == (f"{f}:2:3: error: --moe-token-dispatcher-type a2a: Megatron-LM takes "
+                                        "allgather, alltoall, flex")
+    assert r.stderr.splitlines()[-1].startswith("hint: --moe-token-dispatcher-type allgather or alltoall or flex")
+
+
+def test_megatron_te_cross_entropy_is_refused_with_the_bridge_convention_as_hint(cg, tmp_path):
+    # Megatron-LM @ d98e8a64 megatron/training/arguments.py l. 1697-1702: assert not (cross_entropy_loss_fusion and
+    # cross_entropy_fusion_impl == 'te'); Megatron-Bridge's performance recipes run it (perf_recipes/_common.py
+    # _benchmark_common(cross_entropy_impl="te")): costgraph's --cross-entropy te, named in the hint
+    f = tmp_path / "te.sh"
+    f.write_text(f"torchrun --nproc_per_node 8 pretrain_gpt.py {MOE_ARGS} \\\n"
+                 "  --cross-entropy-loss-fusion --cross-entropy-fusion-impl te\n")
+    r = cg("train", "--launch", str(f))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{f}:2:" in r.stderr.splitlines()[0] and "Megatron-LM refuses it" in r.stderr.splitlines()[0]
+    assert r.stderr.splitlines()[-1].endswith("a Megatron-Bridge run with Transformer Engine's kernel: costgraph "
+                                              "train --cross-entropy te")

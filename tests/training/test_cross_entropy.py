@@ -34,7 +34,8 @@ def test_the_data_file_holds_one_entry_per_value_of_the_choice():
     assert tuple(implementations()) == CROSS_ENTROPY.values
     # each gives both counts: held (fp32 and activation-precision buffers) and moved (forward, backward)
     assert {n: (i.held(2), i.forward_bytes, i.backward_bytes) for n, i in implementations().items()} == {
-        "megatron": (6, 38, 14), "megatron-fused": (6, 22, 10), "pytorch": (12, 22, 26), "logits": (4, 38, 14)}
+        "megatron": (6, 38, 14), "megatron-fused": (6, 22, 10), "te": (2, 6, 4), "te-fp32grad": (6, 8, 14),
+        "pytorch": (12, 22, 26), "logits": (4, 38, 14)}
 
 
 def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
@@ -53,7 +54,8 @@ def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
         (sympy.Rational(22 * logits, BW), sympy.Rational(26 * logits, BW))
 
 
-@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("megatron-fused", (4, 1))])
+@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("megatron-fused", (4, 1)), ("te", (2, 1)),
+                                           ("te-fp32grad", (2, 2))])
 def test_each_loss_kernel_pays_the_tables_fixed_time(llama, name, kernels):
     # kernels.toml [h200]: hbm_bandwidth 3,816.8 GB/s and memory_launch_ns 1904, fitted to cuDNN's RMSNorm
     # kernels; cross_entropy.toml forward_kernels/backward_kernels: pytorch 3 and 4 (.float(), cunn_SoftMaxForward,
@@ -113,6 +115,12 @@ def test_an_unknown_implementation_is_refused():
     ("megatron", "fp32", "2 fp32 buffers", 4 + 4),   # activations in fp32: the gradient's copy is fp32 too
     # [pytorch] held_fp32 = 3 (log_softmax's output, nll_loss's gradient, log_softmax_backward's output)
     ("pytorch", "mixed", "3 fp32 buffers", 3 * 4),
+    # [te] held_act = 1 (TransformerEngine @ v2.17 triton/cross_entropy.py: the gradient stored over the bf16
+    # logits, which pytorch/cross_entropy.py saves; no buffer of the logits' shape allocated)
+    ("te", "mixed", "1 bf16 buffer", 2),
+    # [te-fp32grad] (TE @ d0067d0d, #3193: grad_input = torch.empty_like(_input, dtype=torch.float32) saved; the
+    # autograd engine's cast to the bf16 input's dtype while it lives)
+    ("te-fp32grad", "mixed", "1 fp32 + 1 bf16 buffers", 4 + 2),
     ("logits", "mixed", "1 fp32 buffer", 4),   # [logits]: the fp32 logits only, the count before the conventions
 ])
 def test_the_stage_reason_says_what_the_loss_holds(llama, name, precision, words, per_logit):
@@ -132,3 +140,45 @@ def test_the_stage_reason_says_what_the_loss_holds(llama, name, precision, words
     assert "loss" not in mem.stages[0].why(values)   # the head is on the last stage only
     no_loss = training_memory(m.graph, Layout(p=2, gpus=2, cross_entropy=name, loss=False).filled(), "model")
     assert no_loss.stages[-1].memory["loss"] == 0 and "loss" not in no_loss.stages[-1].why(values)
+
+
+@pytest.mark.parametrize("name, forward, backward", [
+    # TransformerEngine @ v2.17 (2e559f06) transformer_engine/common/triton/cross_entropy.py, per bf16 logit:
+    # online_softmax_kernel loads the row once (2); cross_entropy_kernel loads it again (2) and stores the gradient
+    # over it (tl.store(X_ptr + X_offsets, X_block.to(grad_dtype)): 2); backward element_mul_kernel loads and
+    # stores it in place (2 + 2): grad_output is Megatron's per-token [s, b] loss gradient, not the scalar 1.0
+    # pytorch/triton/cross_entropy.py cross_entropy_backward skips on
+    ("te", 2 + 2 + 2, 2 + 2),
+    # TE @ d0067d0d (#3193): cross_entropy_kernel stores into an fp32 grad_input (2 + 2 + 4); element_mul_kernel
+    # on it (4 + 4) and the autograd engine's cast to the bf16 input's dtype (4 + 2)
+    ("te-fp32grad", 2 + 2 + 4, 4 + 4 + 4 + 2),
+])
+def test_transformer_engines_cross_entropy_moves_its_kernels_bytes(llama, name, forward, backward):
+    m, v = llama
+    table = kernel_table(preset("h100-sxm"))
+    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy=name), table, {"bf16": P})}
+    logits = 1 * 4096 * 128_256
+    row = rows[LOSS_PATH]
+    launch = sympy.Rational(table.memory_launch_ns, 10**9)   # kernels.toml [h100-sxm]: none measured (0)
+    fwd = sympy.sympify(row["forward"]).xreplace(v)
+    back = sympy.sympify(row["backward"]).xreplace(v)
+    assert fwd - 2 * launch == sympy.Rational(forward * logits, BW)
+    assert back - (1 if name == "te" else 2) * launch == sympy.Rational(backward * logits, BW)
+
+
+def test_te_holds_the_bf16_logits_alone_4_bytes_a_logit_less_than_megatron(capsys):
+    """Megatron-Bridge's performance recipes run TE's cross-entropy (Megatron-Bridge @ 067f987
+    perf_recipes/_common.py _benchmark_common(cfg, cross_entropy_impl="te"); gpt_provider.py
+    cross_entropy_loss_fusion: bool = True): the last stage holds 4 B a logit less than under Megatron-LM's
+    default (the fp32 softmax gone, the gradient written over the bf16 logits: TE @ v2.17)."""
+    base = ["train", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--format", "json"]
+    totals = {}
+    for name in ("megatron", "te"):
+        code, out, _ = run(capsys, base + ["--cross-entropy", name])
+        assert code == 0
+        doc = json.loads(out)
+        assert doc["plan"]["cross_entropy"] == name
+        totals[name] = doc["memory"]["total"]["value"]
+        assert f" + {2 if name == 'te' else 6}*b*s*V + " in doc["memory"]["total"]["expr"]
+    # b 1, s 8192 (llama-3-8b's context, train's default), V 128,256, TP 1: 4 B × b·s·V less
+    assert totals["megatron"] - totals["te"] == 4 * 8192 * 128_256

@@ -322,10 +322,10 @@ def test_the_fused_loss_is_megatrons_jit_fused_cross_entropy(llama, table, capsy
     row = _rows(m, v, table, cross_entropy="megatron-fused", t=4, c=2, sp=True)[LOSS_PATH]
     assert (row["forward"], row["backward"]) == (R(22 * logits, BW * 8), R(10 * logits, BW * 8))
     assert _rows(m, v, table)[LOSS_PATH]["forward"] == R(38 * logits, BW)   # the default (logits): unfused
-    _refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--cross-entropy", "te"], "invalid choice")
+    _refused(capsys, ["train", "llama", "--config", "llama-3-8b", "--cross-entropy", "tex"], "invalid choice")
     _refused(capsys, ["train", "--params", "7e9", "--cross-entropy", "megatron-fused"], "--cross-entropy needs a model")
-    with pytest.raises(costgraph.CostgraphError, match="unknown cross_entropy 'te'"):
-        Layout(cross_entropy="te").filled()
+    with pytest.raises(costgraph.CostgraphError, match="unknown cross_entropy 'tex'"):
+        Layout(cross_entropy="tex").filled()
     # the launch file's --cross-entropy-loss-fusion (examples/launch/train_llama3_8b_h100_fp8.sh l. 98) sets it
     from costgraph.launch import read_launch
 

@@ -4,7 +4,7 @@ that checks the first row."""
 
 from __future__ import annotations
 
-from ..choices import ATTENTION, LINK_RATE, OVERLAP
+from ..choices import ATTENTION, EP_DISPATCHER, LINK_RATE, OVERLAP
 from ..numbers import units
 from .tables import table
 
@@ -35,7 +35,9 @@ def to_text(plan) -> str:
            f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
            f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''}"
            f", links at --link-rate {st.get('link_rate', LINK_RATE.default)}"
-           f"{' (default)' if st.get('link_rate', LINK_RATE.default) == LINK_RATE.default else ''})", ""]
+           f"{' (default)' if st.get('link_rate', LINK_RATE.default) == LINK_RATE.default else ''}"
+           + (f", EP dispatch --ep-dispatcher {st['ep_dispatcher']}"
+              if st.get("ep_dispatcher", EP_DISPATCHER.default) != EP_DISPATCHER.default else "") + ")", ""]
     heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
     cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
               r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
@@ -64,6 +66,7 @@ def to_text(plan) -> str:
         if plan.not_searched() else []
     if rows:
         out.append(f"check the first with: {plan.check_command()}")
+    out += [f"warning: {w}" for w in plan.warnings or []]
     if plan.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 

@@ -17,7 +17,9 @@ last of an argument given twice wins, as here. Read into costgraph's terms:
   (:func:`precision`), ``--decoder-first/last-pipeline-num-layers``,
   ``--account-for-embedding/loss-in-pipeline-split``, ``--fp8-dot-product-attention``,
   ``--no-fp8-wgrad``, ``--cross-entropy-loss-fusion`` → ``cross_entropy`` ``megatron-fused`` (with
-  ``--cross-entropy-fusion-impl te``, which Megatron-LM refuses, refused);
+  ``--cross-entropy-fusion-impl te``, which Megatron-LM refuses, refused), ``--moe-token-dispatcher-type``
+  → ``ep_dispatcher`` (:func:`dispatcher`: alltoall → ``alltoall``; flex with the DeepEP backend →
+  ``deepep``; Megatron's default allgather, and flex's other backends, timed as NCCL's all-to-all, noted);
 * the devices: ``torchrun``'s ``--nproc_per_node`` × ``--nnodes`` → ``gpus`` when they hold the
   script's TP × PP × CP (a template that does not, such as Megatron's GPT-3 175B example with one
   node for 128 ranks, leaves ``--gpus`` to the command line, with a note).
@@ -62,13 +64,14 @@ NUMBERS = {"num_layers", "hidden_size", "num_attention_heads", "num_query_groups
 #: the arguments read as text (one word, or several: ``--recompute-modules``)
 TEXTS = {"normalization", "position_embedding_type", "moe_layer_freq", "pipeline_model_parallel_layout",
          "recompute_granularity", "recompute_method", "recompute_modules", "fp8_format", "fp8_recipe", "optimizer",
-         "cross_entropy_fusion_impl"}
+         "cross_entropy_fusion_impl", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend"}
 #: the switches read (present or not)
 FLAGS = {"group_query_attention", "swiglu", "untie_embeddings_and_output_weights", "disable_bias_linear",
          "add_bias_linear", "add_qkv_bias", "qk_layernorm", "multi_latent_attention", "sequence_parallel",
          "use_distributed_optimizer", "bf16", "fp16", "fp8_param_gather", "grad_reduce_in_bf16",
          "recompute_activations", "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
-         "fp8_dot_product_attention", "no_fp8_wgrad", "make_vocab_size_divisible_by", "cross_entropy_loss_fusion"}
+         "fp8_dot_product_attention", "no_fp8_wgrad", "make_vocab_size_divisible_by", "cross_entropy_loss_fusion",
+         "moe_enable_deepep"}
 #: the launchers whose ``--nproc_per_node``/``--nnodes`` give the devices
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 _SCRIPT = re.compile(r"(^|/)[A-Za-z0-9_]*\.py$")
@@ -251,12 +254,70 @@ def _layout(a: dict, lines: dict, launch: Launch, path: str, text: str) -> None:
             raise located(f"--cross-entropy-fusion-impl {a['cross_entropy_fusion_impl']} with "
                           "--cross-entropy-loss-fusion: Megatron-LM refuses it (Transformer Engine's cross entropy "
                           "is disabled there)", path, text, lines.get("cross_entropy_fusion_impl", 1),
-                          hint="--cross-entropy-fusion-impl native, or leave out --cross-entropy-loss-fusion")
+                          hint="--cross-entropy-fusion-impl native, or leave out --cross-entropy-loss-fusion; a "
+                               "Megatron-Bridge run with Transformer Engine's kernel: costgraph train --cross-entropy "
+                               "te")
         put("cross_entropy", "megatron-fused", "cross_entropy_loss_fusion")
+    _dispatcher(a, lines, launch, path, text, put)
     if "optimizer" in a:
         put("optimizer", a["optimizer"], "optimizer")
     if a.get("make_vocab_size_divisible_by"):
         launch.notes.append("--make-vocab-size-divisible-by: costgraph counts the vocabulary V unpadded")
+
+
+#: Megatron's --moe-token-dispatcher-type values (Megatron-LM @ d98e8a64 transformer_config.py:
+#: ``moe_token_dispatcher_type: Literal['allgather', 'alltoall', 'flex'] = "allgather"``) and flex's backends
+#: (``moe_flex_dispatcher_backend: Literal['deepep', 'hybridep', 'ncclep'] = "deepep"``)
+DISPATCHERS = ("allgather", "alltoall", "flex")
+FLEX_BACKENDS = ("deepep", "hybridep", "ncclep")
+
+
+def dispatcher(a: dict) -> tuple[str, str | None]:
+    """``(ep_dispatcher, note)`` of Megatron's arguments ``a`` (:data:`costgraph.choices.EP_DISPATCHER`):
+    ``--moe-token-dispatcher-type alltoall`` → ``alltoall`` (MoEAlltoAllTokenDispatcher: NCCL's all-to-all);
+    ``flex`` with ``--moe-flex-dispatcher-backend deepep`` (its default) or ``--moe-enable-deepep``
+    (transformer_config.py __post_init__ sets the backend to deepep) → ``deepep``; flex's ``hybridep`` and
+    ``ncclep`` backends and ``allgather`` (Megatron's default, MoEAllGatherTokenDispatcher: every token
+    all-gathered across the EP × TP group, its reduce-scatter back) have no model here: ``alltoall`` (NCCL's
+    all-to-all at ``--link-rate``) is assumed and the note says so."""
+    kind = a.get("moe_token_dispatcher_type", "allgather")
+    if kind == "alltoall":
+        return "alltoall", None
+    if kind == "flex":
+        backend = "deepep" if a.get("moe_enable_deepep") else a.get("moe_flex_dispatcher_backend", "deepep")
+        if backend == "deepep":
+            return "deepep", None
+        return "alltoall", (f"--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend {backend}: costgraph "
+                            "has no model of its kernels; the EP dispatch and combine timed as NCCL's all-to-all "
+                            "(--ep-dispatcher alltoall), assumed")
+    given = "moe_token_dispatcher_type" in a
+    return "alltoall", ((f"--moe-token-dispatcher-type allgather" if given else
+                         "no --moe-token-dispatcher-type: Megatron-LM's default allgather")
+                        + " (every token all-gathered across the EP group, reduce-scattered back) is not "
+                          "modelled; the EP dispatch and combine timed as NCCL's all-to-all (--ep-dispatcher "
+                          "alltoall), assumed")
+
+
+def _dispatcher(a, lines, launch, path, text, put) -> None:
+    """``ep_dispatcher`` of ``--moe-token-dispatcher-type`` (:func:`dispatcher`) on a MoE (``--num-experts``);
+    a value Megatron takes none of refused at its line."""
+    for key, allowed in (("moe_token_dispatcher_type", DISPATCHERS), ("moe_flex_dispatcher_backend", FLEX_BACKENDS)):
+        if key in a and a[key] not in allowed:
+            flag = "--" + key.replace("_", "-")
+            raise located(f"{flag} {quoted(a[key])}: Megatron-LM takes {', '.join(allowed)}", path, text,
+                          lines.get(key, 1), hint=f"{flag} " + " or ".join(allowed) + " (Megatron-LM @ d98e8a64 "
+                          "transformer_config.py)", word=flag)
+    if a.get("num_experts") is None:   # a dense model: Megatron builds no dispatcher
+        if "moe_token_dispatcher_type" in a:
+            launch.notes.append("--moe-token-dispatcher-type without --num-experts: a dense model has no EP "
+                                "dispatch (not read)")
+        return
+    value, note = dispatcher(a)
+    keys = [k for k in ("moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "moe_enable_deepep") if k in a]
+    if note is None:
+        put("ep_dispatcher", value, *keys)
+    elif a.get("expert_model_parallel_size", 1) > 1:   # the EP exchange is timed: say what was assumed
+        launch.notes.append(note)
 
 
 def _virtual(a, lines, launch, path, text, put) -> None:

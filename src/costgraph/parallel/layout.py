@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from .. import choices
+from ..arguments import named_choice
 from ..errors import CostgraphValueError
 from ..layout_options import LayoutOptions
 from ..option_fields import keywords_checked, specs
@@ -193,7 +194,8 @@ def _check_choices(out: "Layout") -> None:
     """Every field declared with a :class:`~costgraph.choices.Choice` (its ``option(..., choices=...)``
     on :class:`~costgraph.layout_options.LayoutOptions`, or a subclass's) holds one of its values:
     ``unknown FIELD 'VALUE'``, the values as the hint. A bool is refused where the values are names or
-    stages (``True == 1``). The ZeRO stage has its own message (:meth:`Layout.filled`, checked before).
+    stages (``True == 1``); the message is the one every command gives (:func:`costgraph.arguments.named_choice`:
+    ``unknown link_rate 'fast' (link bandwidth convention)``). The ZeRO stage has its own message (:meth:`Layout.filled`, checked before).
     A value given to a setting that applies only with others (``Choice.applies``; its default ``auto``)
     is refused where they are not (``--attention-kernel fa2`` under ``--attention eager``), naming both."""
     fields = specs(type(out))
@@ -201,9 +203,7 @@ def _check_choices(out: "Layout") -> None:
         choice = spec.choices
         if name == "zero" or not isinstance(choice, choices.Choice):
             continue
-        value = getattr(out, name)
-        if isinstance(value, bool) or value not in choice.values:
-            raise CostgraphValueError(f"unknown {name} {value!r}", hint=choice.hint())
+        named_choice(getattr(out, name), choice, name)   # the one refusal (costgraph.arguments.named_choice)
     for name, (_, spec) in fields.items():   # every value known to be its choice's: which apply
         choice = spec.choices
         if isinstance(choice, choices.Choice) and choice.applies and getattr(out, name) != "auto" \

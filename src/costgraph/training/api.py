@@ -31,7 +31,7 @@ from ..choices import CAUSAL, CONVENTION, DEFAULT_EFFICIENCY
 from ..errors import CostgraphValueError
 from .fp8 import on_hardware
 from .result import TrainingResult
-from .validity import check_layout, check_pipeline_stacks
+from .validity import check_layout, check_pipeline_stacks, expert_option_warnings
 from .result_parts import (CollectiveCost, FitVerdict, StepParts, TrainingCompute, TrainingSettings, TrainingTime,
                            UserbuffersSMs)
 
@@ -105,7 +105,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..arguments import value_warnings
     notes = (value_warnings(values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
-             + _lora_notes(model, layout, values))
+             + _lora_notes(model, layout, values) + expert_option_warnings(model.graph, layout))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None

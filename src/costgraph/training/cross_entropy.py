@@ -4,7 +4,9 @@ its peak (the training memory of the last stage, :func:`costgraph.training.memor
 and what its kernels **move** (the step time's loss row, :func:`costgraph.training.step_kernels.loss_seconds`).
 
 The numbers are data, ``training/cross_entropy.toml``, each with its source (Megatron-LM's
-``tensor_parallel/cross_entropy.py`` unfused, its ``fusions/fused_cross_entropy.py``, PyTorch's
+``tensor_parallel/cross_entropy.py`` unfused, its ``fusions/fused_cross_entropy.py``, Transformer
+Engine's Triton kernels (``te``: before TE 2.18, the gradient written over the 16-bit logits, what
+Megatron-Bridge's performance recipes run; ``te-fp32grad``: from TE 2.18, an fp32 gradient), PyTorch's
 ``F.cross_entropy`` as torchtitan calls it, and ``logits``: costgraph's count before the
 implementations were told apart, the default while the documentation's printed figures keep it).
 A Megatron-LM launch file's ``--cross-entropy-loss-fusion`` reads as ``megatron-fused``

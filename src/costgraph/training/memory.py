@@ -338,6 +338,8 @@ def loss_bytes_per_logit(convention: str, precision) -> object:
     their sources: ``training/cross_entropy.toml``, :mod:`costgraph.training.cross_entropy`); ``precision``:
     the activations' :class:`~costgraph.engine.precision.Precision` (the logits' gradient is cast back to
     it). ``megatron`` and ``megatron-fused``: the fp32 softmax and the 16-bit gradient (4 + 2 under bf16);
+    ``te``: the 16-bit logits, overwritten by their gradient (2 under bf16); ``te-fp32grad``: the fp32
+    gradient and its 16-bit cast (4 + 2);
     ``pytorch``: log-softmax's output, nll_loss's gradient and log_softmax_backward's output (3 × 4);
     ``logits``: the fp32 logits only (4).
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, LINK_RATE, MEMORY_CONVENTION, OVERLAP
+from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, LINK_RATE, MEMORY_CONVENTION, OVERLAP
 from ..errors import CostgraphValueError
 from ..result_fields import document_json, key
 from ..results import Tabular, renderer
@@ -54,6 +54,7 @@ class PlanResult(Tabular):
     calibration: Calibrated | None = None   # --efficiency-profile (training.calibration_profile.calibrated)
     searched: dict = field(default_factory=dict)
     pruned: dict = field(default_factory=dict)
+    warnings: list | None = None   # what the options given change nothing of (None: no warning)
 
     @property
     def verdict(self) -> str:
@@ -90,6 +91,8 @@ class PlanResult(Tabular):
         words += [f"--cross-entropy {st['cross_entropy']}"] \
             if st.get("cross_entropy", CROSS_ENTROPY.default) != CROSS_ENTROPY.default else []
         words += [f"--link-rate {st['link_rate']}"] if st.get("link_rate", LINK_RATE.default) != LINK_RATE.default else []
+        words += [f"--ep-dispatcher {st['ep_dispatcher']}"] \
+            if st.get("ep_dispatcher", EP_DISPATCHER.default) != EP_DISPATCHER.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
@@ -103,10 +106,22 @@ class PlanResult(Tabular):
         key("model"), key("gpus", "devices"), key("hardware"), key("global_batch", "sequences"),
         key("capacity_bytes", "bytes", label="device memory"), key("efficiency", "fraction"),
         key("time_model"), key("considered", "layouts"), key("refused", "layouts", label="refused, by reason"),
-        key("reserve_bytes", "bytes", label="memory kept free"), key("verdict"),
+        key("reserve_bytes", "bytes", label="memory kept free"), key("link_rate", label="links timed at (--link-rate)"),
+        key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"), key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
-        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"))
+        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
+        key("warnings", omit_none=True))
+
+    @property
+    def link_rate(self) -> str:
+        """The link-rate convention every row's collectives were timed at (:data:`costgraph.choices.LINK_RATE`)."""
+        return self.settings.get("link_rate", LINK_RATE.default)
+
+    @property
+    def ep_dispatcher(self) -> str:
+        """The EP dispatcher every row's all-to-all was timed with (:data:`costgraph.choices.EP_DISPATCHER`)."""
+        return self.settings.get("ep_dispatcher", EP_DISPATCHER.default)
 
     @property
     def time_model(self) -> str:
@@ -170,7 +185,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
-    ``link_rate`` (:data:`costgraph.choices.LINK_RATE`: the check command carries one other than the default),
+    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON; in the check command if set),
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
     takes them (the check command carries the layout text and a loss other than the default).
 
@@ -210,7 +225,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
-                  cross_entropy=cross_entropy, link_rate=o.link_rate)
+                  cross_entropy=cross_entropy, link_rate=o.link_rate, ep_dispatcher=o.ep_dispatcher)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = [c.as_dict() for c in result.layouts]
@@ -220,7 +235,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
-                "link_rate": o.link_rate, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                "link_rate": o.link_rate, "ep_dispatcher": o.ep_dispatcher, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "memory_from": _memory_from(hw, memory is not None, o.memory_convention),
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
@@ -231,7 +246,16 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                      result.searched, result.pruned)
+                      result.searched, result.pruned, _warnings(model, o))
+
+
+def _warnings(model, o) -> list[str] | None:
+    """What plan's options ``o`` change nothing of, as train warns it (an EP option on a model without routed
+    experts: :func:`costgraph.training.validity.expert_option_warnings`); None: nothing."""
+    from ..parallel.layout import Layout
+    from .validity import expert_option_warnings
+
+    return expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher)) or None
 
 
 class _RuntimeReserve:

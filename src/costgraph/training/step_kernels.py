@@ -40,6 +40,13 @@ inputs and writes its outputs once, a row reduction in the pass that reads the r
 ``calculate_gradients`` reads the saved softmax, writes back its in-place ``mul_`` (a mutated
 input ``torch.compile`` keeps) and the bf16 gradient it returns (4 + 4 + 2): 10 bytes backward.
 
+Transformer Engine (``te``: ``--cross-entropy-fusion-impl te``, Megatron-Bridge's performance recipes;
+TransformerEngine@v2.17:transformer_engine/common/triton/cross_entropy.py on the bf16 logits):
+``online_softmax_kernel`` reads the row once (2), ``cross_entropy_kernel`` reads it again and stores
+the gradient over it (2 + 2): 6 bytes forward; ``element_mul_kernel`` scales it in place by the
+per-token loss gradient (2 + 2): 4 bytes backward. From TE 2.18 (``te-fp32grad``) the gradient goes
+to a new fp32 buffer (2 + 2 + 4 forward) and autograd casts it back (4 + 4, 4 + 2 backward).
+
 PyTorch (``pytorch``: ``F.cross_entropy`` on fp32-upcast logits, torchtitan): ``.float()`` (2 + 4),
 ``log_softmax``'s ``cunn_SoftMaxForward`` (reads the row for the max, again for the sum of
 exponentials, and once more to write the output: 4 + 4 + 4 + 4): 22 bytes forward; ``nll_loss``'s

@@ -18,7 +18,9 @@ Each rule reads the graph; none is typed per model:
   has no layers to split: ``p > 1`` refused at any sizes (:func:`check_pipeline_stacks`);
 * every sequence length must divide by ``c`` (context parallelism);
 * expert parallelism needs routed experts (a ``repeat E as ... active k``
-  group), ``E`` divisible by ``e``, and ``e·etp`` dividing ``d·c·t``;
+  group), ``E`` divisible by ``e``, and ``e·etp`` dividing ``d·c·t``; the options of the EP exchange
+  (``--ep-overlap``, ``--ep-dispatcher``, ``--route-nodes``) given on a model without routed experts change
+  nothing: warned, not refused (:func:`expert_option_warnings`);
 * HSDP shards ZeRO's states: it needs ZeRO ≥ 1, and its group must divide ``d``.
 """
 
@@ -47,6 +49,26 @@ def expert_counts(cg: CostGraph) -> list[sympy.Expr]:
     """The number of experts ``E`` of each routed-expert group
     (:func:`costgraph.parallel.placement.expert_groups`)."""
     return [g.count for g in expert_groups(cg).values()]
+
+
+#: the layout fields of the EP exchange (no degree): field → (flag, the value that asks for nothing)
+EXPERT_EXCHANGE = {"ep_overlap": ("--ep-overlap", "none"), "ep_dispatcher": ("--ep-dispatcher", "alltoall"),
+                   "route_nodes": ("--route-nodes", None)}
+
+
+def expert_option_warnings(cg: CostGraph, layout) -> list[str]:
+    """What ``train`` and ``plan`` warn of when ``layout`` sets an option of the EP exchange
+    (:data:`EXPERT_EXCHANGE`) on a model without routed experts: each such flag with its value and
+    what was assumed (no EP all-to-all, so nothing timed), empty otherwise. An EP degree above 1 on
+    such a model is refused instead (:func:`check_layout`)."""
+    if expert_counts(cg):
+        return []
+    given = [f"{flag} {getattr(layout, name)}" for name, (flag, off) in EXPERT_EXCHANGE.items()
+             if getattr(layout, name, off) != off]
+    if not given:
+        return []
+    return [f"{', '.join(given)}: '{cg.name}' has no routed experts, so there is no EP all-to-all to time: "
+            f"ignored (the step time is the same without {'it' if len(given) == 1 else 'them'})"]
 
 
 def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | None = None) -> None:
