@@ -126,6 +126,9 @@ def test_deepseek_v2_unset_top_k_probed(deepseek_v2):
         == [(True, True)] * 2
     assert d.config_params[0] == d.config_params[1] and d.exact
     assert "num_experts_per_tok is None in the config" in d.text
+    # session 42 trial: the warning said "set it"; it names the flag (and the config's field)
+    assert "the draft's k has no value there; give it with --set k=N (or num_experts_per_tok in the config.json)" \
+        in d.text
     config_line = next(line for line in d.text.splitlines() if line.startswith("config "))
     assert " k = " not in config_line
 

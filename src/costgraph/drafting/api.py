@@ -354,7 +354,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
               f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
-    sz.warnings += [f"{prefix}{keys.get(f, f)} is None in the config: the draft's {sym} has no value there; set it"
+    sz.warnings += [f"{prefix}{keys.get(f, f)} is None in the config: the draft's {sym} has no value there; give it "
+                    f"with --set {sym}=N (or {prefix}{keys.get(f, f)} in the config.json)"
                     for sym, f in fields.items() if f in unset]
     header += [f"# warning: {w}" for w in sz.warnings]
     context = _field(target, "max_position_embeddings")
