@@ -192,3 +192,23 @@ def test_plan_global_batch_alike_on_the_command_line_and_the_api(gpt, capsys):
     assert e.value.message == "--global-batch '1280.5' is not a positive whole number"
     assert f"costgraph plan: error: argument --global-batch: '1280.5' is not a positive whole number\nhint: " \
            f"{e.value.hint}; costgraph plan --help" in err
+
+
+def test_fit_devices_alike_on_the_command_line_and_the_api(gpt, capsys):
+    """fit's --gpus reads a count by the one rule (count_type) and so does costgraph.fit's gpus (FitOptions.gpus,
+    a count: option_fields.resolve), so `fit --gpus 8.0` and fit(gpus=8.0) agree, and "2.5" is refused alike."""
+    from costgraph.cli import main
+
+    m, v, _ = gpt
+    want = costgraph.fit(m, v, hardware="h100-sxm", gpus=8).to_dict()
+    assert costgraph.fit(m, v, hardware="h100-sxm", gpus=8.0).to_dict() == want
+    assert costgraph.fit(m, v, hardware="h100-sxm", gpus="8e0").to_dict() == want
+    assert main(["fit", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--gpus", "8.0", "--format", "json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(want))
+    with pytest.raises(CostgraphValueError) as e:
+        costgraph.fit(m, v, hardware="h100-sxm", gpus="2.5")
+    assert e.value.message == "--gpus '2.5' is not a positive whole number"
+    assert main(["fit", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--gpus", "2.5"]) == 2
+    assert "argument --gpus: '2.5' is not a positive whole number\nhint: " + e.value.hint in capsys.readouterr().err

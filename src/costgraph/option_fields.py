@@ -354,7 +354,7 @@ def _count(value, s: Spec, name: str):
         return value
     from .arguments import token_count
 
-    return token_count(value, s.flag or name)
+    return token_count(value, s.flag or "--" + name.replace("_", "-"))   # an API-only field: the flag it stands for
 
 
 def check(options) -> None:
