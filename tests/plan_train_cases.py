@@ -5,6 +5,7 @@ process, one plan per case (a module-scoped fixture), and the check that every r
 import functools
 
 import costgraph
+from tests.device_memory import H100_SXM_CUDA
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,7 +42,7 @@ def plan_case(param):
     if kw.get("allow_fp8"):
         assert res.layouts[0]["options"] == {"policy": "fp8-delayed"} and "--precision fp8-delayed" in res.check_command()
     if kw.get("reserve"):   # the capacity under the convention, named in the check command where not the default
-        assert res.capacity_bytes == (80_000_000_000 if kw.get("memory_convention") else 85_061_827_297)
+        assert res.capacity_bytes == (80_000_000_000 if kw.get("memory_convention") else H100_SXM_CUDA)
         assert ("--memory-convention nominal" in res.check_command()) == bool(kw.get("memory_convention"))
         # the reserve kept free: 10 % of CUDA's 85,061,827,297 bytes, rounded (train's --reserve 0.1), or 8 GB
         assert res.reserve_bytes == {"0.1": 8_506_182_730, "8GB": 8_000_000_000}[kw["reserve"]]

@@ -129,3 +129,86 @@ def test_layout_refusals_have_a_hint(capsys, flag, value, message, hint):
     assert main(["train", "gpt", "--config", "gpt2", "--zero", "3", flag, value]) == 2
     err = capsys.readouterr().err
     assert message in err and hint in err and "internal error" not in err
+
+
+def _count_actions(command: str):
+    """``(flag, action)`` of every count flag of ``command``'s parser: an option field the declarations call a count
+    (option_fields.is_count), or a layout flag solve declares itself (--gpus, --tp, --pp, --cp: Layout's counts)."""
+    from costgraph import option_fields
+    from costgraph.cli import _parser
+    from costgraph.fit_options import FitOptions
+    from costgraph.layout_options import LayoutOptions
+    from costgraph.train_options import PlanOptions, TrainOptions
+
+    counts = {s.flag for cls in (LayoutOptions, TrainOptions, PlanOptions, FitOptions)
+              for _, s in option_fields.specs(cls).values() if s.flag and option_fields.is_count(s)}
+    counts |= {"--gpus-per-node"}   # train's DeepSpeed table (commands/_offload), a count of GPUs
+    sub = next(a for a in _parser([command])._actions if a.dest == "command").choices[command]
+    return [(a.option_strings[0], a) for a in sub._actions if a.option_strings and a.option_strings[0] in counts]
+
+
+@pytest.mark.parametrize("command", ["train", "plan", "fit", "solve"])
+def test_count_flags_read_counts_as_the_api_does(command):
+    """Session 42 trial: `plan --global-batch 1e3` and `1280.0` were refused (argparse's type=int) while
+    Model.plan(global_batch=1e3) ran. Every count flag reads its text by the API's rule (arguments.token_count,
+    through option_fields.count_type): a whole number in e-notation or with '.0' is that int; text the API
+    refuses is refused with the API's message, which argparse puts after "argument FLAG:"; plain digits ("0") read as
+    int reads them, the range left to the option's check (t (--tp) must be a positive whole number, got 0)."""
+    import argparse
+
+    from costgraph.arguments import token_count
+
+    actions = _count_actions(command)
+    assert len(actions) >= {"train": 15, "plan": 3, "fit": 10, "solve": 4}[command], [f for f, _ in actions]
+    for flag, a in actions:
+        assert a.type("1e3") == 1000 and a.type("1280.0") == 1280 and a.type("1_280") == 1280, flag
+        assert a.type("0") == token_count("0", flag) == 0, flag   # its range: the option's check, on both surfaces
+        for text in ("1_28", "2.5", "2.5e0", "x"):
+            with pytest.raises(CostgraphValueError) as api:
+                token_count(text, flag)
+            with pytest.raises(argparse.ArgumentTypeError) as cli:
+                a.type(text)
+            said = api.value.message.replace(f"{flag} '", "'")   # argparse names the flag: "argument --tp: '2.5' ..."
+            assert str(cli.value) == f"{said} (hint: {api.value.hint})", (flag, text)
+
+
+def test_plan_global_batch_alike_on_the_command_line_and_the_api(gpt, capsys):
+    """The trial's case end to end: `plan --global-batch 1e3` plans what global_batch=1e3 (and 1000) plans; a
+    fractional batch is refused on both surfaces with one message."""
+    from costgraph.cli import main
+
+    m, v, _ = gpt
+    words = ["plan", "gpt", "--config", "gpt2", "--gpus", "8", "--hardware", "h100-sxm", "--top", "2", "--format", "json"]
+    assert main(words + ["--global-batch", "1e3"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)["layouts"]
+    api = m.plan(v, gpus=8, hardware="h100-sxm", global_batch=1e3, top=2).to_dict()["layouts"]
+    assert rows == api == m.plan(v, gpus=8, hardware="h100-sxm", global_batch=1000, top=2).to_dict()["layouts"]
+    assert main(words + ["--global-batch", "1280.5"]) == 2
+    err = capsys.readouterr().err
+    with pytest.raises(CostgraphValueError) as e:
+        m.plan(v, gpus=8, hardware="h100-sxm", global_batch="1280.5")
+    assert e.value.message == "--global-batch '1280.5' is not a positive whole number"
+    assert f"costgraph plan: error: argument --global-batch: '1280.5' is not a positive whole number\nhint: " \
+           f"{e.value.hint}; costgraph plan --help" in err
+
+
+def test_fit_devices_alike_on_the_command_line_and_the_api(gpt, capsys):
+    """fit's --gpus reads a count by the one rule (count_type) and so does costgraph.fit's gpus (FitOptions.gpus,
+    a count: option_fields.resolve), so `fit --gpus 8.0` and fit(gpus=8.0) agree, and "2.5" is refused alike."""
+    from costgraph.cli import main
+
+    m, v, _ = gpt
+    want = costgraph.fit(m, v, hardware="h100-sxm", gpus=8).to_dict()
+    assert costgraph.fit(m, v, hardware="h100-sxm", gpus=8.0).to_dict() == want
+    assert costgraph.fit(m, v, hardware="h100-sxm", gpus="8e0").to_dict() == want
+    assert main(["fit", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--gpus", "8.0", "--format", "json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(want))
+    with pytest.raises(CostgraphValueError) as e:
+        costgraph.fit(m, v, hardware="h100-sxm", gpus="2.5")
+    assert e.value.message == "--gpus '2.5' is not a positive whole number"
+    assert main(["fit", "gpt", "--config", "gpt2", "--hardware", "h100-sxm", "--gpus", "2.5"]) == 2
+    assert "argument --gpus: '2.5' is not a positive whole number\nhint: " + e.value.hint in capsys.readouterr().err

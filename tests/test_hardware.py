@@ -15,6 +15,7 @@ from costgraph import hardware
 from costgraph.cli import main
 from costgraph.errors import CostgraphValueError
 from costgraph.hardware import NUMBERS, parse, preset, presets
+from tests.device_memory import H100_SXM_CUDA
 
 TERA = 10**12
 GB = 10**9
@@ -219,7 +220,7 @@ def test_cli_table_and_one(capsys):
     assert "source: runtime_memory.toml [visible.h100-sxm]: vllm PR #10511" in out
     assert main(["hardware", "h100-sxm", "--format", "json"]) == 0
     one = json.loads(capsys.readouterr().out)
-    assert one["memory_cuda_visible"] == 7922 * 2**30 // 100 == 85_061_827_297 and one["units"]["memory_cuda_visible"] == "bytes"
+    assert one["memory_cuda_visible"] == 7922 * 2**30 // 100 == H100_SXM_CUDA and one["units"]["memory_cuda_visible"] == "bytes"
     assert one["sources"]["memory_cuda_visible"].startswith("runtime_memory.toml [visible.h100-sxm]: vllm PR #10511")
     assert main(["hardware", "a100-80gb-sxm"]) == 0   # none known: said, and what the convention reads instead
     assert "memory_cuda_visible                   none known  (no [visible.a100-80gb-sxm] entry in runtime_memory.toml: " \

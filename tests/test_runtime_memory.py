@@ -7,6 +7,7 @@ import pytest
 
 from costgraph import runtime_memory as rm
 from costgraph.hardware import preset
+from tests.device_memory import H100_SXM_CUDA
 
 GIB = 2**30
 # NVIDIA/nccl src/init.cc: DEFAULT_BUFFSIZE (1 << 22); DEFAULT_LL_BUFFSIZE = NCCL_LL_LINES_PER_THREAD 8 x
@@ -38,7 +39,7 @@ def test_training_parts_on_hopper_are_pytorchs_workspaces_and_nccl():
 def test_training_reserve_takes_the_memory_cuda_reports_on_a_preset():
     # vllm PR #10511 on an H100: total_gpu_memory 79.22GiB (torch.cuda.mem_get_info's total), floored to bytes
     r = rm.training_reserve(preset("h100-sxm"), {"dp": 8}, 80_000_000_000, given=False)
-    assert r.capacity == int(7922 * GIB // 100) == 85_061_827_297 and "[visible.h100-sxm]" in r.capacity_from
+    assert r.capacity == int(7922 * GIB // 100) == H100_SXM_CUDA and "[visible.h100-sxm]" in r.capacity_from
     assert r.bytes == 400_000_000 + 33_554_432 + 1_048_576 + NCCL_ONE == 588_743_680
     assert r.words().startswith("runtime: CUDA context 400.00 MB + cuBLAS workspace 33.55 MB")
     given = rm.training_reserve(preset("h100-sxm"), {"dp": 8}, 80_000_000_000, given=True)   # --memory 80GB: as given
@@ -143,7 +144,7 @@ def test_train_names_its_reserve_and_keeps_the_flat_rule_on_request():
     # 79.22 GiB on an H100 SXM, vllm PR #10511; floored to 85,061,827,297 B): 0.1 of it rounded up to a byte
     flat = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="0.1")
     assert (flat.fits["capacity_bytes"], flat.fits["reserve_bytes"], flat.fits["reserve_from"]) == \
-        (85_061_827_297, 8_506_182_730, "--reserve") and "[visible.h100-sxm]" in flat.fits["capacity_from"]
+        (H100_SXM_CUDA, 8_506_182_730, "--reserve") and "[visible.h100-sxm]" in flat.fits["capacity_from"]
     assert r.fits["capacity_bytes"] == flat.fits["capacity_bytes"] == r.settings.memory   # one capacity, every form
     # the printed figure on request (NVIDIA's datasheet 80 GB = 8·10^10 B), named; --memory, the user's own figure, wins
     nominal = gpt.train(t=2, gpus=4, zero=1, values=v, hardware="h100-sxm", reserve="8GB", memory_convention="nominal")
@@ -163,7 +164,7 @@ def test_fit_reads_the_device_memory_as_train_does():
     gpt = costgraph.load("gpt")
     v = gpt.values("gpt2")
     cuda = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1")
-    assert (cuda.capacity_bytes, cuda.usable_bytes) == (85_061_827_297, 85_061_827_297 - 8_506_182_730)
+    assert (cuda.capacity_bytes, cuda.usable_bytes) == (H100_SXM_CUDA, H100_SXM_CUDA - 8_506_182_730)
     assert "[visible.h100-sxm]" in cuda.settings["reserve"]
     nominal = costgraph.fit(gpt, v, hardware="h100-sxm", gpus=4, t=2, zero=1, reserve="0.1", memory_convention="nominal")
     assert (nominal.capacity_bytes, nominal.usable_bytes) == (80_000_000_000, 72_000_000_000)
@@ -223,10 +224,8 @@ def test_a_preset_without_a_visible_entry_says_what_was_assumed():
     assert trained.fits["capacity_from"] == seen.source and seen.source in trained.to_text()
     fitted = costgraph.fit(gpt, v, hardware="a100-80gb-sxm", gpus=2, t=2)
     assert "as printed (memory convention cuda, but no [visible.a100-80gb-sxm] entry" in fitted.to_text()
-    from costgraph.export.plan_report import _memory_words
-
-    assert _memory_words(seen.source, "a100-80gb-sxm") == \
-        "as printed (memory convention cuda, but no [visible.a100-80gb-sxm] entry in runtime_memory.toml)"
-    assert _memory_words(rm.device_memory(preset("h100-sxm")).source, "h100-sxm") == \
+    # the words without the datasheet's line (plan's header): data the figure carries, no message parsed
+    assert seen.brief == "as printed (memory convention cuda, but no [visible.a100-80gb-sxm] entry in runtime_memory.toml)"
+    assert rm.device_memory(preset("h100-sxm")).brief == \
         "as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]"
-    assert _memory_words(rm.device_memory(preset("h100-sxm"), "nominal").source, "h100-sxm") == "memory convention nominal"
+    assert rm.device_memory(preset("h100-sxm"), "nominal").brief == "memory convention nominal"

@@ -305,6 +305,8 @@ def _not_ascii(text: str, what: str):
 
 
 _DECIMAL = re.compile(r"\s*([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]{1,2}))?\s*")
+#: a whole number in plain ASCII digits, signed or not (token_count: its range is the option's check)
+_INT = re.compile(r"\s*-?[0-9]{1,%d}\s*" % MAX_DIGITS)
 _COUNT = re.compile(r"\s*([0-9][0-9_]*)(?:\.([0-9]+))?(?:[eE]([0-9]{1,2}))?\s*")
 
 
@@ -411,10 +413,14 @@ def share(value, what: str, given: object = None):
 def token_count(value: object, name: str) -> object:
     """A count as the API takes it: text read by :func:`parse_count` (``"1e12"``, ``"1_280"``: the command
     line's rule, ``_`` only between groups of three digits, no ``+``), a whole float as its int (``1e12``);
-    anything else unchanged (checked where it is used). Every count keyword of the API is read so (the
+    plain ASCII digits (``"0"``, ``"-1"``) as their int, its range checked where it is used, as anything else
+    (a fractional float) is. Every count keyword of the API and flag of the command line is read so (the
     options' fields checked ``whole``: :func:`costgraph.option_fields.resolve`; the layout's degrees:
-    :meth:`costgraph.parallel.layout.Layout.filled`; ``infer``'s ``prompt``, ``generate``, ``batch``)."""
+    :meth:`costgraph.parallel.layout.Layout.filled`; ``infer``'s ``prompt``, ``generate``, ``batch``; the flags'
+    argparse type :func:`costgraph.option_fields.count_type`)."""
     if isinstance(value, str):   # the example: a count of tokens (--prompt 1e6), else a small one (--tp 2)
+        if value.isascii() and _INT.fullmatch(value):   # "0", "-1": an int, its range the option's check
+            return int(value)
         return parse_count(value, name, "1e6 or 1_000_000" if name in ("--prompt", "--generate", "--tokens")
                            else f"{name} 2" if name.startswith("-") else "2")
     return int(value) if isinstance(value, float) and value.is_integer() else value

@@ -59,9 +59,9 @@ class FitOptions:
     # --reserve, --efficiency-profile: commands/_analysis.train_arguments)
     mode: str = option(None, "train (--train, the default) or serve (--serve)", default="train",
                        choices=("train", "serve"))
-    gpus: int = option(None, "devices in all (--gpus)", default=1, unit="devices")
+    gpus: int = option(None, "devices in all (--gpus)", default=1, unit="devices", check="whole")
     tp: int = option(None, "serving: the tensor-parallel degree of one replica (--tp), at most gpus", default=1,
-                     unit="devices")
+                     unit="devices", check="whole")   # counts: "8", 8.0 read as --gpus 8 (option_fields.is_count)
     memory: object = option(None, "device memory instead of the preset's, bytes or a size: 80GB (--memory)",
                             default=None, unit="bytes")
     reserve: object = option(None, "memory kept free on each device: a fraction or a size (--reserve)", default=None,

@@ -31,6 +31,14 @@ def listing(names: Iterable[object], sep: str = ", ") -> str:
     return sep.join(unique(names))
 
 
+def them(names: Iterable[object]) -> str:
+    """``it`` for one name, ``them`` for several: a hint's pronoun for what it lists (``give it with --set``).
+
+    >>> them(["s"]), them(["s", "h"])
+    ('it', 'them')"""
+    return "it" if len(unique(names)) == 1 else "them"
+
+
 def close(name: str, candidates: Iterable[object], n: int = 1, cutoff: float = 0.6,
           prefix: bool = False) -> list[str]:
     """The candidates closest to ``name`` (:func:`difflib.get_close_matches`, at most ``n``, the

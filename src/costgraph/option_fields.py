@@ -150,9 +150,41 @@ def add_argument_of(parser, cls, name: str, help: str | None = None) -> None:
     _add(parser, name, f.default, s if help is None else dataclasses.replace(s, help=help), kw)
 
 
+def is_count(s: Spec) -> bool:
+    """Whether the option of spec ``s`` is a count (a degree, a batch, a number of layers): declared
+    ``type=int`` or checked ``whole``. The command line and the API read a count by one rule
+    (:func:`costgraph.arguments.token_count`): the argparse type :func:`count_type`, the API's :func:`resolve`
+    and :meth:`costgraph.parallel.layout.Layout.filled`."""
+    return s.check == "whole" or dict(s.argparse).get("type") is int
+
+
+def count_type(flag: str):
+    """The ``argparse`` type of the count option ``flag`` (every option :func:`is_count` finds, and ``costgraph
+    solve``'s layout flags): the text read as the API reads a count given as text
+    (:func:`costgraph.arguments.token_count`: ``1e3``, ``1280.0``, ``1_280`` → an int; ``1_28``, ``2.5``, ``0``
+    refused), the API's message (the flag before the value left out: argparse names it first) and hint, exit status 2.
+
+    >>> count_type("--global-batch")("1e3")
+    1000"""
+    def count(text: str) -> int:
+        import argparse
+
+        from .arguments import token_count
+        from .errors import CostgraphValueError
+
+        try:
+            return token_count(text, flag)
+        except CostgraphValueError as e:   # argparse names the flag ("argument --global-batch: '2.5' is not ...")
+            raise argparse.ArgumentTypeError(f"{e.message.replace(f'{flag} ' + chr(39), chr(39), 1)} (hint: {e.hint})") \
+                from None
+    return count
+
+
 def _add(parser, name: str, default, s: Spec, kw: dict) -> None:
     """``parser.add_argument`` of field ``name`` (its default ``default``, its spec ``s``), ``kw`` the
-    further argparse keywords."""
+    further argparse keywords; a count (declared ``type=int``) read by :func:`count_type`."""
+    if kw.get("type") is int:
+        kw["type"] = count_type(s.flag)
     if s.values is not None:
         kw["choices"] = s.values
         if isinstance(s.choices, Choice) and isinstance(s.choices.default, int):
@@ -316,13 +348,13 @@ def resolve(cls, options, overrides: dict, what: str, also=()):
 
 
 def _count(value, s: Spec, name: str):
-    """A count keyword (a field checked ``whole``) given as text or a whole float, read as the command line reads
+    """A count keyword (:func:`is_count`) given as text or a whole float, read as the command line reads
     it (:func:`costgraph.arguments.token_count`: ``"1_280"`` → 1280, ``"1_28"`` refused); anything else as given."""
-    if s.check != "whole" or isinstance(value, bool) or not isinstance(value, (str, float)):
+    if not is_count(s) or isinstance(value, bool) or not isinstance(value, (str, float)):
         return value
     from .arguments import token_count
 
-    return token_count(value, s.flag or name)
+    return token_count(value, s.flag or "--" + name.replace("_", "-"))   # an API-only field: the flag it stands for
 
 
 def check(options) -> None:

@@ -179,11 +179,18 @@ def visible_figure(hardware: str | None) -> tuple[int, str] | None:
 class DeviceMemory:
     """One device's memory capacity: ``bytes``, the ``convention`` it is read under (``cuda``, ``nominal``:
     :data:`costgraph.choices.MEMORY_CONVENTION`; ``given``: ``--memory``) and ``source`` (words: the data
-    file's entry and its source)."""
+    file's entry and its source); ``short``: ``source`` without the datasheet's line of a printed figure
+    (``memory convention nominal``; None: ``source`` has none), what ``costgraph plan``'s header says."""
 
     bytes: int
     convention: str
     source: str
+    short: str | None = None
+
+    @property
+    def brief(self) -> str:
+        """:attr:`short`, or :attr:`source` where it has no datasheet's line."""
+        return self.source if self.short is None else self.short
 
     def words(self) -> str:
         """``79.22 GiB, as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]``."""
@@ -239,9 +246,9 @@ def device_memory(hw, convention: str | None = None, given: int | None = None) -
         seen = visible_memory(hw.key)
         if seen:
             return DeviceMemory(seen[0], "cuda", seen[1].replace("as CUDA reports it:", _CUDA_WORDS, 1))
-        return DeviceMemory(hw.memory_bytes, "cuda", f"as printed (memory convention cuda, but no [visible.{hw.key}] "
-                                                     f"entry in runtime_memory.toml): {printed}")
-    return DeviceMemory(hw.memory_bytes, "nominal", f"memory convention nominal, {printed}")
+        short = f"as printed (memory convention cuda, but no [visible.{hw.key}] entry in runtime_memory.toml)"
+        return DeviceMemory(hw.memory_bytes, "cuda", f"{short}: {printed}", short)
+    return DeviceMemory(hw.memory_bytes, "nominal", f"memory convention nominal, {printed}", "memory convention nominal")
 
 
 @dataclass(frozen=True)

@@ -226,11 +226,14 @@ def _train(model, hardware, gpus, values, memory, reserve, layout, settings, pro
     f = r.fits
     usable = f["capacity_bytes"] - f["reserve_bytes"]
     need = usable - f["headroom_bytes"]
-    steps = [Step(c.change, c.options, need, c.peak_bytes, c.fits) for c in f.changes or ()]
+    def stepped(changes):   # train's changes and fit's further steps: one type (result_parts.FitChange)
+        return [Step(c.change, c.options, need, c.peak_bytes, c.fits, c.host_bytes) for c in changes or ()]
+
+    steps = stepped(f.changes)
     from .training.fit_further import host_verdict
 
     host = host_verdict(model, r, hardware, host_memory, need, usable, any(s.fits for s in steps))
-    steps += [Step(c.change, c.options, need, c.peak_bytes, c.fits, c.host_bytes) for c in host.further]
+    steps += stepped(host.further)
     L = r.layout
     shown = {"layout": f"tp {L.t} × pp {L.p} × cp {L.c} × dp {L.d}; ZeRO {L.zero}; recompute {L.recompute}",
              "precision": f"policy {L.policy}, optimizer {L.optimizer}" + _fp8_words(L),

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from costgraph.cli import main
+from tests.device_memory import H100_SXM_CUDA
 
-CUDA_H100 = 85_061_827_297   # runtime_memory.toml [visible.h100-sxm] (vllm PR #10511)
+CUDA_H100 = H100_SXM_CUDA   # tests/device_memory.py: runtime_memory.toml [visible.h100-sxm]
 BARE = ["train", "--params", "7.5e9", "--gpus", "8", "--zero", "3", "--hardware", "h100-sxm"]
 
 

@@ -28,8 +28,9 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
     (["drive", "gpt"], None, "hint: did you mean 'derive'? one of: derive, train, "),
     (["derive", "gpt", "--format", "xml"], None,
      "hint: one of: text, latex, json; costgraph derive --help lists its arguments"),
-    (INFER + ["--batch", "x"], "costgraph infer: error: argument --batch: invalid int value: 'x'",
-     "hint: --batch takes a whole number, e.g. 8; costgraph infer --help lists its arguments"),
+    # a count flag reads its text as the API reads a count (option_fields.count_type): the API's message
+    (INFER + ["--batch", "x"], "costgraph infer: error: argument --batch: cannot read 'x'",
+     "hint: a whole number, e.g. --batch 2; costgraph infer --help lists its arguments"),
     (["infer", "llama", "--generate", "2"], "costgraph infer: error: the following arguments are required: --prompt",
      "hint: give --prompt PROMPT — prompt tokens per sequence P: a whole number, e.g. 2048, 1e7 or 10**7 (at most "
      "10**15); costgraph infer --help lists its arguments"),
@@ -182,10 +183,10 @@ NBSP = "16\u00a0"
     # argparse's type=int would read '１６' as 16 (Python's int reads any script's digits); --set refused it
     (["train", "gpt", "--gpus", "１６", "--global-batch", "8"],
      "costgraph train: error: argument --gpus: '１６': '１' (FULLWIDTH DIGIT ONE) is not an ASCII digit",
-     "hint: write numbers with the ASCII digits 0-9: 16; costgraph train --help lists its arguments"),
+     "hint: write numbers with the ASCII digits 0-9: --gpus 16; costgraph train --help lists its arguments"),
     (["infer", "gpt", "--prompt", "8", "--batch", NBSP],
      "costgraph infer: error: argument --batch: '16\\xa0': '\\xa0' (NO-BREAK SPACE) is not an ASCII character",
-     "hint: write numbers with the ASCII digits 0-9: 16; costgraph infer --help lists its arguments"),
+     "hint: write numbers with the ASCII digits 0-9: --batch 16; costgraph infer --help lists its arguments"),
     (["infer", "gpt", "--prompt", "8", "--page-size", "١٦"],
      "costgraph infer: error: argument --page-size: '١٦': '١' (ARABIC-INDIC DIGIT ONE) is not an ASCII "
      "digit", "hint: write numbers with the ASCII digits 0-9: --page-size 16; costgraph infer --help lists its "
@@ -205,10 +206,10 @@ NBSP = "16\u00a0"
     (["derive", "gpt", "--set", "h=+768"], "error: --set 'h=+768': a number is written without a sign '+'",
      "hint: write it without a sign '+': --set h=768"),
     (["train", "gpt", "--gpus", "+8"], "costgraph train: error: argument --gpus: '+8': a number is written without a "
-                                       "sign '+'", "hint: write it without a sign '+': 8; costgraph train --help lists "
+                                       "sign '+'", "hint: write it without a sign '+': --gpus 8; costgraph train --help lists "
                                                    "its arguments"),
     (["train", "gpt", "--gpus", "1_6"], "costgraph train: error: argument --gpus: '1_6': '_' in a number only separates groups of three digits (1_024, 7_500_000_000)",
-                                        "hint: write it without '_': 16; costgraph train --help lists its "
+                                        "hint: write it without '_': --gpus 16; costgraph train --help lists its "
                                                "arguments"),
     (["infer", "gpt", "--prompt", "10_00"], "costgraph infer: error: argument --prompt: '10_00': "
                                             "'_' in a number only separates groups of three digits (1_024, 7_500_000_000)", "hint: write it without '_': --prompt 1000; costgraph "

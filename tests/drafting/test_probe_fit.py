@@ -126,6 +126,9 @@ def test_deepseek_v2_unset_top_k_probed(deepseek_v2):
         == [(True, True)] * 2
     assert d.config_params[0] == d.config_params[1] and d.exact
     assert "num_experts_per_tok is None in the config" in d.text
+    # session 42 trial: the warning said "set it"; it names the flag (and the config's field)
+    assert "the draft's k has no value there; give it with --set k=N (or num_experts_per_tok in the config.json)" \
+        in d.text
     config_line = next(line for line in d.text.splitlines() if line.startswith("config "))
     assert " k = " not in config_line
 
@@ -175,3 +178,18 @@ def test_layer_period_leaves_room_before_the_shared_kv_layers():
 def test_fitted_never_leaves_the_hidden_size_at_the_config():
     probes = [Probe.make(FIELDS, i) for i in (0, 1)]
     assert fitted(probes, _refusing(lambda f: "hidden_size" not in f)) is probes
+
+
+def test_each_probe_config_is_built_once(hf, monkeypatch):
+    """Session 42 review: each probe's transformers config was built three times (the probe check, the draft's own
+    check, the model's build); now the check's config object is the one the draft builds its model from."""
+    from costgraph.drafting import api
+
+    made = []
+    real = api._config_object
+    monkeypatch.setattr(api, "_config_object", lambda cfg: made.append(cfg["hidden_size"]) or real(cfg))
+    cfg = dict(model_type="llama", hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+               num_hidden_layers=2, vocab_size=128, max_position_embeddings=64)
+    d = api.draft_model(cfg, name="built_once", check=False)
+    assert d.confirmed and len(made) == len(set(made)) == 3   # the config's, then one per probe (before: 1 + 3 · 2)
+    assert made[0] == 64 and 64 not in made[1:]

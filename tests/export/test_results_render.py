@@ -27,6 +27,7 @@ import costgraph
 from costgraph.errors import CostgraphValueError
 from costgraph.export import plots
 from costgraph.export.display import Q, Table, Tabular, frame, html, latex, seconds_text, text
+from tests.device_memory import H100_SXM_CUDA
 
 PARAMS = 124_439_808
 WEIGHTS = 2 * PARAMS
@@ -479,7 +480,7 @@ def test_training_parts_are_typed_with_units(trained):
     assert "largest_b" in f and "changes" not in f and f.get("changes", 0) == 0   # fits: no changes
     # one capacity in the plan and the verdict: what CUDA reports on an H100 SXM (79.22 GiB, vllm PR #10511's
     # total_gpu_memory: runtime_memory.toml [visible.h100-sxm]; memory convention cuda), not the printed 80 GB
-    assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == 85_061_827_297 == f.capacity_bytes
+    assert trained.to_dict()["plan"]["memory"] == s.memory == s["memory"] == H100_SXM_CUDA == f.capacity_bytes
     assert {**s}["profile"] == s.profile and f.capacity_from.startswith("as CUDA reports it")
     assert ("time" in c, "step" in c, c.get("calibration")) == (True, True, None)
     assert c.step["total"] == c["time"]["step_seconds"]   # the one step time (costgraph.training.rate)

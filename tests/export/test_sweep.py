@@ -136,7 +136,11 @@ def test_refusals(argv, message, capsys):
 def test_missing_values(capsys):
     assert main(["sweep", "gpt", "--over", "s=1,2"]) == 2
     err = capsys.readouterr().err
-    assert "no value for" in err and "--config" in err
+    assert "no value for" in err and "--config" in err and "give them with" in err
+    # session 42 trial: one value missing was "give them"
+    assert main(["sweep", "gpt", "--over", "s=1,2", "--set", "V=1", "a=1", "b=1", "h=4", "l=1"]) == 2
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        "error: no value for s_max", "hint: give it with --config, --set NAME=VALUE or --over NAME=..."]
 
 
 def test_progress_bar_on_stderr_only(monkeypatch, capsys):

@@ -23,6 +23,7 @@ from costgraph.inference.capacity import activation_estimate, parse_bytes
 from costgraph.inference.prefill_modes import chunked_prefill_seconds, sum_piecewise
 from costgraph.cli import main
 from cli_checks import refused as _refused
+from device_memory import H100_SXM_CUDA
 
 GIB = 2**30
 
@@ -93,9 +94,9 @@ def test_available_memory_as_vllm_profiles_it(llama):
     v = llama.values("llama-3-8b")
     rep = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=8, values=v)
     got = _vllm(rep)
-    assert got["total_bytes"] == int(sympy.Rational("79.22") * GIB) == 85_061_827_297
+    assert got["total_bytes"] == int(sympy.Rational("79.22") * GIB) == H100_SXM_CUDA
     assert "[visible.h100-sxm]" in got["total_from"]
-    assert got["requested_bytes"] == 85_061_827_297 * 9 // 10 == 76_555_644_567
+    assert got["requested_bytes"] == H100_SXM_CUDA * 9 // 10 == 76_555_644_567
     # issue 29: the weights as vLLM loads them: the parameters, the rotary cos/sin cache (Llama-3-8B's
     # max_position_embeddings 8192 x head 128 x bf16; vllm rotary_embedding/base.py::_compute_cos_sin_cache) and
     # V1's 7 fp32 scalars per attention layer, 512 B each (vllm @ 004a5da0 attention/layer.py; PyTorch's
@@ -142,7 +143,7 @@ def test_memory_convention_one_reading(llama):
 
     cuda, nominal = device_memory(preset("h100-sxm")), device_memory(preset("h100-sxm"), "nominal")
     assert (cuda.bytes, cuda.convention, nominal.bytes, nominal.convention) == \
-        (85_061_827_297, "cuda", 80_000_000_000, "nominal")
+        (H100_SXM_CUDA, "cuda", 80_000_000_000, "nominal")
     a100 = device_memory(preset("a100-80gb-sxm"))   # no [visible] entry: the printed figure, and the output says so
     assert a100.bytes == 80_000_000_000 and "no [visible.a100-80gb-sxm] entry" in a100.source
     assert device_memory(preset("h100-sxm"), given=123).to_dict() == {"bytes": 123, "convention": "given",
@@ -177,7 +178,7 @@ def test_vllm_total_given_memory_kept():
     from costgraph.inference.capacity import vllm_total
     from costgraph.inference.roofline import machine
 
-    assert vllm_total(machine("h100-sxm", memory="79.22GiB")) == (85_061_827_297, None)
+    assert vllm_total(machine("h100-sxm", memory="79.22GiB")) == (H100_SXM_CUDA, None)
     assert vllm_total(machine("h100-sxm", memory="80GB")) == (80_000_000_000, None)
     total, words = vllm_total(machine("l40s"))   # no [visible.l40s] entry: the preset's printed memory, named
     assert total == 48_000_000_000 and "no [visible.l40s] entry" in words
@@ -229,9 +230,9 @@ def test_utilization_is_one_minus_reserve(llama):
     a = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, gpu_memory_utilization="0.8")
     b = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2")
     # 0.8 of the 79.22 GiB CUDA reports on an H100 (runtime_memory.toml [visible.h100-sxm], vllm PR #10511)
-    assert a.settings["capacity_bytes"] == b.settings["capacity_bytes"] == 85_061_827_297 * 8 // 10
+    assert a.settings["capacity_bytes"] == b.settings["capacity_bytes"] == H100_SXM_CUDA * 8 // 10
     # vLLM's requested memory: 0.8 of the total CUDA reports on an H100 (79.22 GiB, runtime_memory.toml)
-    assert _vllm(a)["requested_bytes"] == _vllm(b)["requested_bytes"] == 85_061_827_297 * 8 // 10 == 68_049_461_837
+    assert _vllm(a)["requested_bytes"] == _vllm(b)["requested_bytes"] == H100_SXM_CUDA * 8 // 10 == 68_049_461_837
     assert a.values["max_batch"] == b.values["max_batch"]
     same = infer(llama, hardware="h100-sxm", prompt=512, generate=128, batch=1, values=v, reserve="0.2",
                  gpu_memory_utilization="0.8")

@@ -17,6 +17,7 @@ from costgraph import cli
 import json
 import re
 from costgraph.cli import main
+from tests.device_memory import H100_SXM_CUDA
 
 
 def _vals(model, config, **over):
@@ -411,7 +412,7 @@ def test_infer_warns_past_the_position_table_and_caps_the_context(capsys):
     # memory alone: whole pages of 16 positions of 4·h·l bytes (K and V in bf16, DOMAIN.md §6) beside the
     # bf16 weights 2·124,439,808 (DOMAIN.md §1), within 0.9 × the H100's 79.22 GiB as CUDA reports it
     # (85,061,827,297 B: runtime_memory.toml [visible.h100-sxm], vllm PR #10511)
-    pages = (85_061_827_297 * 9 // 10 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
+    pages = (H100_SXM_CUDA * 9 // 10 - 2 * 124_439_808) // (16 * 4 * 768 * 12)
     assert doc["max_context"] == 1024 and doc["max_context_memory"] == 16 * pages == 2_069_952
     from costgraph.export import schema as schemas
 

@@ -16,6 +16,7 @@ from costgraph.commands._analysis import inference_model
 from costgraph.inference import infer
 from costgraph.cli import main
 from cli_checks import run as _run, refused as _refused
+from device_memory import H100_SXM_CUDA
 
 # allenai/OLMo-2-1124-13B config.json (examples/hf/olmo-2-1124-13b.json): 40 layers, 40 K/V heads of 128
 OLMO_L, OLMO_KV, OLMO_D = 40, 40, 128
@@ -134,7 +135,7 @@ def test_vocabulary_padded_to_64_per_rank():
 # 3. The KV cache as each runtime sizes it (costgraph/inference/runtimes.py). Llama-3.1-8B on the h100-sxm preset
 # (79.22 GiB = 85,061,827,297 B as CUDA reports it, infer's default memory convention: runtime_memory.toml
 # [visible.h100-sxm], vllm PR #10511), the default non-torch memory 0.35 GiB, weights as vLLM loads them (TP 1).
-M, NT = 85_061_827_297, int(0.35 * 2**30)
+M, NT = H100_SXM_CUDA, int(0.35 * 2**30)
 CELL = 2 * L * KV * D * 2          # K and V, 32 layers, 8 heads of 128, bf16: 131,072 B per token
 W1 = _llama31_vllm_weights(1)
 

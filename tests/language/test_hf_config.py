@@ -174,6 +174,25 @@ def test_heads_that_do_not_divide_the_width_name_both_keys():
     assert e.value.hint
 
 
+def test_a_glm4_moe_config_whose_heads_do_not_divide_hints_at_import(tmp_path, capsys):
+    """Session 42 trial: transformers' own Glm4MoeConfig (no head_dim, 4096 wide, 96 heads) builds a model
+    (transformers 5.24 modeling_glm4_moe.py Glm4MoeAttention: head_dim = hidden_size // num_attention_heads), which
+    the bundled model file cannot read; derive's hint now names the command that drafts it from that PyTorch code
+    (costgraph import: floor(h / a), tests/drafting/test_import_derived_sizes.py)."""
+    cfg = json.loads((HF / "glm-4.5-air.json").read_text())
+    del cfg["head_dim"]   # GLM-4.5-Air: hidden_size 4096, 96 heads, head_dim 128 given
+    path = tmp_path / "glm.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["derive", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2] == f"error: {path}: d: hidden_size = 4096 is not divisible by num_attention_heads = 96"
+    assert err[-1].startswith("hint: the bundled model file reads a whole quotient") and \
+        f"costgraph import {path} -o model.cg drafts this model from its PyTorch code" in err[-1]
+    with pytest.raises(costgraph.CostgraphValueError) as e:   # a dict: no file to name
+        costgraph.from_hf_config(cfg)
+    assert "costgraph import CONFIG.json -o model.cg" in e.value.hint
+
+
 def test_unsupported_variant_is_an_error():
     cfg = json.loads((HF / "t5-small.json").read_text())
     cfg["feed_forward_proj"] = "gated-gelu"

@@ -259,7 +259,7 @@ def test_cli_runs_csv(tmp_path, capsys, gpt2):
     ("tpp,measured_step\n2,0.025\n", "unknown column 'tpp' (column 1)"),
     ("tp,measured_step\n2,nan\n", "line 2: measured_step nan is not a finite time"),
     ("tp,measured_step\n2,-3\n", "line 2: measured_step -3 is negative"),
-    ("tp,measured_step\nx,0.025\n", "line 2: argument --tp: invalid int value"),
+    ("tp,measured_step\nx,0.025\n", "line 2: argument --tp: cannot read 'x'\nhint: a whole number, e.g. --tp 2; the col"),
     ("tp\n2\n", "no measured_step column"),
     ("tp,measured_step\n", "no run in it"), ("set,measured_step\nb=x,0.025\n", "line 2: cannot read --set 'b=x'"),
     ("sp,measured_step\nmaybe,0.025\n", "line 2: sp is a switch")])
@@ -322,3 +322,13 @@ def test_a_malformed_source_date_epoch_is_refused(monkeypatch, epoch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
     with pytest.raises(CostgraphValueError, match="SOURCE_DATE_EPOCH must be a whole number"):
         today()
+
+
+def test_a_rows_global_batch_is_a_count(tmp_path, capsys):
+    """calibrate's --global-batch (and a --runs row's global_batch) reads a count as train's does
+    (option_fields.count_type): 6.4e1 is 64, the run train times."""
+    csv = tmp_path / "runs.csv"
+    csv.write_text("global_batch,measured_step\n6.4e1,0.025\n", encoding="utf-8")
+    args = [a for a in GPT2 if a not in ("--global-batch", "64")]
+    assert main(["calibrate", *args, "--runs", str(csv)]) == 0
+    assert "--gpus 8 --global-batch 64: step 0.025 s" in capsys.readouterr().out

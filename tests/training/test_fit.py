@@ -12,6 +12,7 @@ import costgraph
 from costgraph.cli import main
 from costgraph.errors import CostgraphValueError
 from costgraph.verdict import Step
+from tests.device_memory import H100_SXM_CUDA
 
 # meta-llama/Llama-3.1-8B's config.json (the fields costgraph reads)
 LLAMA31 = {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -43,7 +44,7 @@ def test_train_verdict_is_the_training_analysis(llama, trained):
     # communicator: 16 channels x (4 MiB Simple + 512 KiB LL + 4,915,200 B LL128) (NCCL src/init.cc)
     cap = int(sympy.Rational(7922, 100) * GIB)
     held = 400_000_000 + 4096 * 8 * 1024 + 1024 * 1024 + 16 * (2**22 + 8 * 512 * 8 * 16 + 120 * 640 * 8 * 8)
-    assert (cap, held) == (85_061_827_297, 588_743_680)
+    assert (cap, held) == (H100_SXM_CUDA, 588_743_680)
     assert (r.fits, r.status, r.need_bytes, r.usable_bytes, r.capacity_bytes) == (False, 1, peak, cap - held, cap)
     # weights 16,060,522,496 + grads as much + Adam 96,363,134,976 + activations, whose loss is Megatron-LM's default
     # cross-entropy, 6 B a logit (148,923,056,128 under the 4 B count before issue 31: 2 · 4096 · 128256 B less)
@@ -81,7 +82,7 @@ def test_serve_verdict_is_the_capacity_analysis(llama, served):
     assert r.need_bytes == 16_060_522_496 + 32 * 33_792 * 131_072 == 157_794_443_264
     # the device as infer's capacity line reads it (costgraph.runtime_memory.device_memory, memory convention cuda):
     # the 79.22 GiB CUDA reports on an H100 (runtime_memory.toml [visible.h100-sxm], vllm PR #10511), 0.9 of it usable
-    assert (r.fits, r.status, r.usable_bytes, r.capacity_bytes) == (False, 1, 76_555_644_567, 85_061_827_297)
+    assert (r.fits, r.status, r.usable_bytes, r.capacity_bytes) == (False, 1, 76_555_644_567, H100_SXM_CUDA)
     assert r.settings["device memory from"].startswith("as CUDA reports it (memory convention cuda)")
     v = {k: x for k, x in llama.values("hf").items() if str(k) not in ("b", "s")}
     fp8 = llama.infer(hardware="h100-sxm", prompt=32768, generate=1024, batch=32, values=v, kv="fp8")

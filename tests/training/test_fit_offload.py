@@ -99,11 +99,12 @@ def test_nothing_fits_said_plainly(llama):
 
 def test_further_steps_and_host_verdict_are_typed_parts(llama, one_tb):
     """Issue 31 item 2: the host side of the verdict and each further step are typed parts whose fields carry
-    their unit (costgraph.training.fit_further: HostVerdict, FurtherStep; read also as the mappings they were),
+    their unit (costgraph.training.fit_further: HostVerdict, and result_parts.FitChange; read also as the mappings they were),
     fit's steps are costgraph.verdict.Step parts, and the fit schema names exactly their fields: producer and
     schema one list."""
     from costgraph.result_fields import quantities
-    from costgraph.training.fit_further import FurtherStep, HostVerdict, host_verdict
+    from costgraph.training.fit_further import HostVerdict, host_verdict
+    from costgraph.training.result_parts import FitChange
     from costgraph.verdict import FitResult, Step
 
     m, v = llama
@@ -111,12 +112,13 @@ def test_further_steps_and_host_verdict_are_typed_parts(llama, one_tb):
     h = host_verdict(m, t, "h100-sxm", "1TB", one_tb.need_bytes, one_tb.usable_bytes, False)
     assert type(h) is HostVerdict and (h.need, h.capacity, h.fits, h.source) == (18 * P, 10**12, False, "--host-memory")
     assert list(h) == ["need", "capacity", "fits", "warnings", "further", "source"] and h["need"] == h.need
-    assert {type(s) for s in h.further} == {FurtherStep} and h.further[0]["peak_bytes"] == h.further[0].peak_bytes
+    assert {type(s) for s in h.further} == {FitChange} and h.further[0]["peak_bytes"] == h.further[0].peak_bytes
     # fit's steps are these, before the peak it started from
     assert sorted((s.options, s.peak_bytes, s.host_bytes, s.fits) for s in h.further) == sorted(
         (s.options, s.after_bytes, s.host_bytes, s.fits) for s in one_tb.steps)
-    assert {n: q.unit for n, q in quantities(FurtherStep)} == {"change": "", "options": "", "peak_bytes": "bytes",
-                                                               "host_bytes": "bytes", "fits": ""}
+    # one type for a change tried, train's and fit's further steps alike (session 42 review: FurtherStep was a copy)
+    assert {n: q.unit for n, q in quantities(FitChange)} == {"change": "", "options": "", "peak_bytes": "bytes",
+                                                             "fits": "", "host_bytes": "bytes"}
     assert {n: q.unit for n, q in quantities(HostVerdict) if q.unit} == {"need": "bytes", "capacity": "bytes"}
     assert {n for n, q in quantities(Step) if q.unit == "bytes"} == {"before_bytes", "after_bytes", "host_bytes"}
     doc = one_tb.to_dict()
@@ -180,17 +182,18 @@ def test_fewest_devices_step_carries_no_no_op_option():
     parallel group of 1, and --gpus at the layout's own count changes nothing: neither is printed, one device is
     "1 device"; a step with nothing left to change is dropped."""
     from costgraph.parallel.layout import Layout
-    from costgraph.training.fit_further import FurtherStep, _devices_words, _fewest_step
+    from costgraph.training.fit_further import _devices_words, _fewest_step
+    from costgraph.training.result_parts import FitChange
 
     assert (_devices_words(1, 1), _devices_words(8, 1), _devices_words(16, 2)) == \
         ("1 device", "8 devices", "16 devices (dp 2)")
-    one = FurtherStep("1 device", "--gpus 1", 10, None, True)
+    one = FitChange("1 device", "--gpus 1", 10, True)
     both = {"zero": 3, "recompute": "full"}
     s = _fewest_step(Layout(gpus=8, zero=0), one, 1, both)          # 8 → 1 device: ZeRO 3 dropped at dp 1
     assert (s.change, s.options) == ("1 device at recompute full", "--recompute full --gpus 1")
     s = _fewest_step(Layout(gpus=1, zero=0), one, 1, both)          # the same device count: only the recompute
     assert (s.change, s.options) == ("recompute full", "--recompute full")
     assert _fewest_step(Layout(gpus=1, zero=0), one, 1, {"zero": 3}) is None   # nothing changes at all
-    two = FurtherStep("16 devices (dp 2)", "--gpus 16", 10, None, True)   # dp 2: ZeRO 3 shards, kept
+    two = FitChange("16 devices (dp 2)", "--gpus 16", 10, True)   # dp 2: ZeRO 3 shards, kept
     s = _fewest_step(Layout(t=8, gpus=8, zero=0), two, 2, {"zero": 3})
     assert (s.change, s.options) == ("16 devices (dp 2) at ZeRO 3", "--zero 3 --gpus 16")

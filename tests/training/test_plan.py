@@ -12,6 +12,7 @@ from costgraph.hardware import preset
 from costgraph.training.memory import Layout
 from costgraph.training.plan import plan
 from costgraph.training.steptime import step_time
+from tests.device_memory import H100_SXM_CUDA
 
 
 @pytest.mark.parametrize("name, config, gpus, batch", [("llama", "llama-3-8b", 8, 512), ("gpt", "gpt2", 4, 64)])
@@ -63,6 +64,11 @@ def test_plan_json(capsys):
     # command, another global batch); 2^53 + 1 is the first integer a float64 cannot hold
     (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch",
       str(2**53 + 1)], "plan searches up to 9,007,199,254,740,992 sequences"),
+    # session 42 trial: one missing flag was "give them"
+    (["plan", "llama", "--config", "llama-3-8b", "--hardware", "h100-sxm", "--global-batch", "8"],
+     "hint: give it, or a --launch file that holds it"),
+    (["plan", "gpt", "--set", "V=50257", "a=12", "h=768", "l=12", "--gpus", "8", "--hardware", "h100-sxm",
+      "--global-batch", "8"], "hint: give them with --set or --config"),   # s and s_max: two
 ])
 def test_plan_errors(capsys, argv, message):
     assert main(argv) == 2
@@ -88,3 +94,28 @@ def test_a_full_derivation_store_evicts_the_least_recently_used():
     assert [get(k) for k in (1, 3, 4)] == [10, 30, 40] and made == [1, 2, 3, 4]   # no re-derivation
     assert get(2) == 20 and made == [1, 2, 3, 4, 2]                               # 2 was dropped: derived again
     assert len(store(cg, "test")) == 3
+
+
+@pytest.mark.parametrize("extra, figure, said", [
+    # the default: what CUDA reports (runtime_memory.toml [visible.h100-sxm]: vllm PR #10511's 79.22 GiB)
+    ([], H100_SXM_CUDA, "as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]"),
+    # the printed figure (hardware.toml's memory_bytes: NVIDIA's H100 datasheet, 80 GB), named with its source
+    (["--memory-convention", "nominal"], 80_000_000_000, "memory convention nominal, h100-sxm's printed figure: "),
+    (["--memory", "80GiB"], 80 * 2**30, "--memory"),
+])
+def test_plan_json_names_its_memory_figure(capsys, extra, figure, said):
+    """Session 42 trial: plan's JSON gave capacity_bytes but not which figure it is (the text said it); its
+    capacity_from is train's key, from the same data (runtime_memory.device_memory), and in the schema."""
+    import jsonschema
+
+    from costgraph.export.schema import schema
+
+    assert main(["plan", "gpt", "--config", "gpt2", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "64",
+                 "--format", "json", "--top", "1", *extra]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["capacity_bytes"] == figure and doc["capacity_from"].startswith(said)
+    jsonschema.validate(doc, schema("plan"))
+    api = costgraph.load("gpt")
+    keywords = {"memory_convention": "nominal"} if "nominal" in extra else {"memory": "80GiB"} if extra else {}
+    r = api.plan(api.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=64, top=1, **keywords)
+    assert r.capacity_from == r.device_memory.source == doc["capacity_from"] and r.device_memory.bytes == figure

@@ -14,11 +14,12 @@ import costgraph
 from costgraph import hardware, runtime_memory
 from costgraph.cli import main
 from costgraph.parallel.layout import Layout
+from tests.device_memory import H100_SXM_CUDA
 
 H100 = 80_000_000_000   # h100-sxm's device memory, bytes (hardware.toml)
 #: what CUDA reports on an H100 SXM, the capacity train and plan read (memory convention cuda): 79.22 GiB
 #: (vllm PR #10511's total_gpu_memory, runtime_memory.toml [visible.h100-sxm]), floored to whole bytes
-CUDA = 85_061_827_297
+CUDA = H100_SXM_CUDA   # tests/device_memory.py: runtime_memory.toml [visible.h100-sxm]
 
 
 def _train_row(m, values, row, *, gpus, attention, reserve=None, efficiency=None):

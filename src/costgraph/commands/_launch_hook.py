@@ -20,6 +20,7 @@ Light at import (the readers are imported when a file is given).
 from __future__ import annotations
 
 from ..errors import CostgraphValueError
+from ..hints import them
 
 #: the options a launch file may give that a parser declares required (checked after the file is read)
 _FILLABLE = ("gpus", "global_batch")
@@ -102,7 +103,7 @@ def apply(args, parser, command: str, argv: list | None = None) -> None:
     if missing:
         flags = ["MODEL" if d == "model" else "--" + d.replace("_", "-") for d in missing]
         raise CostgraphValueError(f"the following arguments are required: {', '.join(flags)}",
-                                  hint="give them, or a --launch file that holds them")
+                                  hint=f"give {them(flags)}, or a --launch file that holds {them(flags)}")
 
 
 def _devices_of_the_batch(args, launch) -> None:

@@ -7,6 +7,7 @@ Not a subcommand (the leading ``_`` keeps it out of :func:`costgraph.commands.na
 from __future__ import annotations
 
 from ..errors import CostgraphValueError
+from ..option_fields import count_type
 
 
 def add_arguments(t) -> None:
@@ -14,7 +15,7 @@ def add_arguments(t) -> None:
     t.add_argument("--deepspeed-table", action="store_true",
                    help="also print DeepSpeed's ZeRO estimator table (estimate_zero2/zero3_model_states_mem_needs"
                         "_all_cold: every offload row, zero_init 1 and 0) for --zero 2 or 3 and --gpus")
-    t.add_argument("--gpus-per-node", type=int, metavar="N",
+    t.add_argument("--gpus-per-node", type=count_type("--gpus-per-node"), metavar="N",
                    help="GPUs per node for host memory per node and DeepSpeed's table (default: the --hardware "
                         "preset's, else all GPUs on one node)")
     t.add_argument("--largest-layer-params", metavar="N",

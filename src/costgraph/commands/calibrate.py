@@ -21,6 +21,7 @@ import argparse
 import re
 
 from ..errors import CostgraphValueError
+from ..option_fields import count_type
 from .common import model_arguments
 
 #: the cells of a switch column that turn it on, and off
@@ -62,7 +63,7 @@ def _run_arguments(p) -> None:
     from ._analysis import train_arguments
 
     train_arguments(p)
-    p.add_argument("--global-batch", type=int, help="sequences per step: sets m = B / (b·d)")
+    p.add_argument("--global-batch", type=count_type("--global-batch"), help="sequences per step: sets m = B / (b·d)")
     p.add_argument("--measured-step", metavar="SECONDS",
                    help="the measured seconds of one training step (every micro-batch and the optimizer step)")
     p.add_argument("--measured-memory", metavar="BYTES",
@@ -76,8 +77,11 @@ class _RowParser(argparse.ArgumentParser):
     where = ""
 
     def error(self, message):
-        raise CostgraphValueError(f"{self.where}: {message}", hint="the columns are the options of costgraph "
-                                  "calibrate without the dashes; see costgraph calibrate --help")
+        from ..cli_errors import _split_hint
+
+        message, hint = _split_hint(message)   # a type's own hint (a count's: option_fields.count_type) first
+        raise CostgraphValueError(f"{self.where}: {message}", hint=(f"{hint}; " if hint else "") + "the columns are "
+                                  "the options of costgraph calibrate without the dashes; see costgraph calibrate --help")
 
 
 def _row_parser(defaults: dict) -> _RowParser:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .. import choices
 from ..choices import add_option
 from ..errors import CostgraphValueError
+from ..option_fields import count_type
 from .common import cost_arguments, model_arguments
 
 TRAIN_PARTS = ("total", "weights", "gradients", "optimizer", "activations")
@@ -30,10 +31,11 @@ def add_parser(sub) -> None:
     cost_arguments(p)
     t = p.add_argument_group("training memory (with --train; per device, every pipeline stage must fit)")
     t.add_argument("--train", action="store_true", help="solve training memory per device")
-    t.add_argument("--gpus", type=int, help="devices (default: the data-parallel degree stays the symbol N_d)")
-    t.add_argument("--tp", type=int, default=1)
-    t.add_argument("--pp", type=int, default=1)
-    t.add_argument("--cp", type=int, default=1)
+    # the layout's counts, read as its API reads them (Layout(t="2"), 1e3: option_fields.count_type)
+    t.add_argument("--gpus", type=count_type("--gpus"),
+                   help="devices (default: the data-parallel degree stays the symbol N_d)")
+    for flag in ("--tp", "--pp", "--cp"):
+        t.add_argument(flag, type=count_type(flag), default=1)
     t.add_argument("--sp", action="store_true")
     add_option(t, choices.ZERO_STAGE, "--zero")
     add_option(t, choices.RECOMPUTE, "--recompute")

@@ -130,11 +130,12 @@ def _cycled(kinds: list, layers: int) -> list:
     return out
 
 
-def _build(torch, cfg: dict, class_name: str | None):
+def _build(torch, cfg: dict, class_name: str | None, config=None):
+    """The model of ``cfg`` (its config object ``config``, built here where not given) on the meta device."""
     import transformers
     from transformers import AutoModelForCausalLM
 
-    config = _config_object(cfg)
+    config = _config_object(cfg) if config is None else config
     # batched_mm: MoE experts as one bmm per routed token (the meta kernel of grouped_mm wants sizes that
     # are multiples of 8, which probe primes are not); FlopCounterMode counts the same 2·tokens·k·H·w
     kwargs = {"attn_implementation": "eager", "dtype": torch.bfloat16, "experts_implementation": "batched_mm"}
@@ -204,13 +205,15 @@ def _no_weights_built(torch):
         handle.remove()
 
 
-def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
+def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=None):
+    """The draft of one probe; ``built``: ``(probe config, its config object)`` where the probe's check built them
+    (:func:`_probed_runs`), else built here."""
     from .model_file import body_lines
     from .writer import Sizer
 
-    probed = _probe_config(cfg, config, probe)
+    probed, probed_object = built or (_probe_config(cfg, config, probe), None)
     try:
-        _config_object(probed)
+        probed_object = probed_object or _config_object(probed)
     except CostgraphValueError as e:   # trial 9: worded as the user's config refused ("give ... a config.json")
         sizes = ", ".join(f"{k}={v}" for k, v in probe.symbol_values().items())
         reason = e.message.split(f"{shown(cfg['model_type'])}: ", 1)[-1]
@@ -220,7 +223,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str):
                               "fields; one that must follow the sizes breaks the probe: try the model_type alone "
                               f"(costgraph import {cfg['model_type']}), or write this family's model file by hand "
                               "(docs: a new architecture in ten minutes)") from None
-    model = _build(torch, probed, class_name)
+    model = _build(torch, probed, class_name, probed_object)
     try:
         facts, fl = _forward(torch, model, probe.b, probe.s)
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
@@ -292,12 +295,16 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
     KV head are odd: it is probed again with twice as many (``Probe.make``'s ``even_groups``). These tries only where
     the first fails and the config has the fields; the first failure is reported where every try fails. Each probe is
     one a config's validator accepts (:func:`costgraph.drafting.probe_fit.fitted`)."""
+    built: dict = {}   # id(probe) → (its config, the config object): built once, by the check, for its draft
+
     def builds(probe):
-        _config_object(_probe_config(cfg, config, probe))
+        probed = _probe_config(cfg, config, probe)
+        built[id(probe)] = (probe, probed, _config_object(probed))
 
     def runs(**variant):
         probes = fitted([Probe.make(present, i, period, derived, even_kv, **variant) for i in (0, 1)], builds)
-        return probes, [_draft_once(torch, cfg, config, class_name, p, model_name) for p in probes]
+        made = {k: v[1:] for k, v in built.items() if v[0] is probes[0] or v[0] is probes[1]}
+        return probes, [_draft_once(torch, cfg, config, class_name, p, model_name, made.get(id(p))) for p in probes]
 
     try:
         return runs()
@@ -354,7 +361,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
               f"# (model_type {cfg['model_type']}) on the meta device. Read it before relying on it: it was compared",
               "# with PyTorch at two probe configurations (parameters and forward FLOPs, at the end of the file).",
               "# config.json fields: " + ", ".join(f"{s} = {f}" for s, f in mapping.items())]
-    sz.warnings += [f"{prefix}{keys.get(f, f)} is None in the config: the draft's {sym} has no value there; set it"
+    sz.warnings += [f"{prefix}{keys.get(f, f)} is None in the config: the draft's {sym} has no value there; give it "
+                    f"with --set {sym}=N (or {prefix}{keys.get(f, f)} in the config.json)"
                     for sym, f in fields.items() if f in unset]
     header += [f"# warning: {w}" for w in sz.warnings]
     context = _field(target, "max_position_embeddings")

@@ -21,7 +21,8 @@ def to_text(plan) -> str:
     with_days = st.get("tokens") is not None
     out = [f"{plan.model}: layouts on {plan.gpus} × {st['hardware_name']}, global batch {plan.global_batch} sequences; "
            f"device memory {units.with_unit('activation_bytes', plan.capacity_bytes)}"
-           + (f" ({_memory_words(st['memory_from'], plan.hardware)})" if st.get("memory_from") else "")
+           + (f" ({plan.device_memory.brief})" if plan.device_memory is not None and plan.device_memory.convention
+              != "given" else "")
            + (f" less a reserve of {units.with_unit('activation_bytes', plan.reserve_bytes)} ("
               + ("calibrated" if plan.calibration is not None and plan.calibration.memory_reserve_bytes is not None
                  else _RUNTIME if st.get("reserve_runtime") else "--reserve")
@@ -124,11 +125,3 @@ def _values_text(values: list) -> str:
             return f"first {f}/last {l}"
         return str(v).lower() if isinstance(v, bool) else str(v)
     return "{" + ", ".join(one(v) for v in values) + "}"
-
-
-def _memory_words(source: str, hardware: str) -> str:
-    """Where the device memory comes from, short: the words of
-    :func:`costgraph.runtime_memory.device_memory` without the datasheet's line (``as CUDA reports it (memory
-    convention cuda): runtime_memory.toml [visible.h100-sxm]``; ``as printed (memory convention cuda, but no
-    [visible.l40s] entry in runtime_memory.toml)``; ``memory convention nominal``)."""
-    return source.split(f"{hardware}'s printed figure: ", 1)[0].rstrip(": ,")

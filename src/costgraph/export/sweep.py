@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import CostgraphValueError
+from ..hints import them
 from .display import Tabular
 from .sweep_axes import HINT, MAX_ROWS, Axis, axis_length, parse_axes, parse_axis
 
@@ -277,7 +278,7 @@ def plan(model, costs, axes: Sequence[Axis], fixed: dict[str, int], quantities: 
     missing = [str(x) for x in syms if str(x) not in swept and str(x) not in fixed]
     if missing:
         raise CostgraphValueError(f"no value for {', '.join(missing)}",
-                                  hint="give them with --config, --set NAME=VALUE or --over NAME=...")
+                                  hint=f"give {them(missing)} with --config, --set NAME=VALUE or --over NAME=...")
     # int64 and float64 sweeps take the dimensions as int64 arrays; exact ones as Python ints
     # (object arrays, as Costs.compile(dtype="exact")), at any size
     limit = 2 ** 63

@@ -91,6 +91,14 @@ class _Reader:
     def fail(self, message: str, hint: str | None = None):
         raise CostgraphValueError(f"{self.source}: {message}", hint=hint)
 
+    def import_hint(self, why: str) -> str:
+        """A hint for a config the bundled model file cannot read but transformers builds: ``why``, then the
+        draft of its own PyTorch model (``costgraph import``, :mod:`costgraph.drafting`), which reads the sizes
+        as PyTorch does (``hidden_size // num_attention_heads``: ``floor(h / a)``)."""
+        path = self.source if self.source.endswith(".json") else "CONFIG.json"
+        return f"{why}; costgraph import {path} -o model.cg drafts this model from its PyTorch code (the torch " \
+               "extra), which takes the sizes as transformers does; then give model.cg"
+
     def raw(self, key: str, default=_MISSING):
         if "." in key and key not in self.config:
             self._nested_tables(key)
@@ -139,8 +147,8 @@ class _Reader:
             num, den = (self.number(s, what) for s in spec["quotient"])
             if den == 0 or num % den:
                 top, bottom = (f"{k} = {v}" if isinstance(k, str) else str(v) for k, v in zip(spec["quotient"], (num, den)))
-                self.fail(f"{what}: {top} is not divisible by {bottom}",
-                          hint="costgraph reads a whole quotient: the config.json of a released model divides evenly")
+                self.fail(f"{what}: {top} is not divisible by {bottom}", hint=self.import_hint(
+                    "the bundled model file reads a whole quotient (a released model's config.json divides evenly)"))
             return num // den
         if "ceil_quotient" in spec:     # MambaConfig's "auto" rank of Δ: ceil(hidden_size / 16)
             num, den = (self.number(s, what) for s in spec["ceil_quotient"])

@@ -19,7 +19,7 @@ from .. import choices
 from ..arguments import named_choice
 from ..errors import CostgraphValueError
 from ..layout_options import LayoutOptions
-from ..option_fields import keywords_checked, specs
+from ..option_fields import is_count, keywords_checked, specs
 from ..engine.recompute import check_recompute
 from ..engine.symbols import dim
 from .schedules import check_schedule
@@ -112,7 +112,7 @@ class Layout(LayoutOptions):
             if isinstance(v, (str, float)) and not isinstance(v, bool):
                 from ..arguments import token_count
 
-                setattr(out, name, token_count(v, "--micro-batches" if name == "m" else _FLAGS.get(name, name)))
+                setattr(out, name, token_count(v, _FLAGS.get(name, name)))
         if out.precision is None:   # the activations follow the policy (the one rule: choices.activation_precision)
             out.precision = choices.activation_precision(out.policy)
         for name in ("t", "p", "c", "e", "v"):
@@ -124,7 +124,7 @@ class Layout(LayoutOptions):
                 raise CostgraphValueError(f"{name} must be true or false, got {getattr(out, name)!r}",
                                           hint=f"{name}=True or {name}=False (a bool)")
         if out.m is not None:
-            _degree(out.m, "m (micro-batches per step)")
+            _degree(out.m, "m", "m (micro-batches per step)")
         if out.hsdp is not None:
             _degree(out.hsdp, "hsdp")
         if out.lora_rank is not None:
@@ -313,25 +313,22 @@ def _expert_placement(out: "Layout") -> None:
     check_overlap(out)
 
 
-#: the command-line option of each degree (errors name both: the API's field and the CLI's flag)
-_FLAGS = {"t": "--tp", "p": "--pp", "c": "--cp", "e": "--ep", "v": "--virtual-stages", "gpus": "--gpus",
-          "hsdp": "--hsdp", "lora_rank": "--lora", "m (micro-batches per step)": "--micro-batches",
-          "vp_group": "--microbatch-group-size-per-virtual-pipeline-stage",
-          "first_stage_layers": "--decoder-first-pipeline-num-layers",
-          "last_stage_layers": "--decoder-last-pipeline-num-layers",
-          "domain_ranks": "--domain-ranks", "route_nodes": "--route-nodes"}
+#: the command-line flag of each layout field that has one (errors name both: the API's field and the CLI's flag),
+#: from the declarations (costgraph.layout_options)
+_FLAGS = {name: s.flag for name, (_, s) in specs(LayoutOptions).items() if s.flag is not None}
+
+#: the layout's count fields (Layout(t="2", gpus="1_024") read as --tp 2 --gpus 1024: arguments.token_count), the
+#: declarations' counts (option_fields.is_count: as their flags read them)
+_COUNTS = tuple(name for name, (_, s) in specs(LayoutOptions).items() if is_count(s))
 
 
-#: the layout's count fields (Layout(t="2", gpus="1_024") read as --tp 2 --gpus 1024: arguments.token_count)
-_COUNTS = ("t", "p", "c", "e", "v", "m", "gpus", "hsdp", "lora_rank", "vp_group", "domain_ranks", "route_nodes",
-           "first_stage_layers", "last_stage_layers", "etp")
-
-
-def _degree(v, name):
+def _degree(v, name, label=None):
+    """Refuse ``v`` unless a positive whole number (or a positive symbol); ``label``: how the message names
+    field ``name`` (default its name)."""
     if isinstance(v, bool) or not (isinstance(v, int) and v > 0 or isinstance(v, sympy.Expr) and v.is_positive):
         flag = f" ({_FLAGS[name]})" if name in _FLAGS else ""
         example = f"{_FLAGS[name]} 8" if name == "lora_rank" else f"{_FLAGS.get(name, name)} 2"
-        raise CostgraphValueError(f"{name}{flag} must be a positive whole number, got {v!r}",
+        raise CostgraphValueError(f"{label or name}{flag} must be a positive whole number, got {v!r}",
                                   hint=f"a whole number above 0, e.g. {example}")
 
 

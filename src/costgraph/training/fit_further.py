@@ -20,7 +20,8 @@ The steps (each one change from the layout, a change the layout already has left
   (:func:`costgraph.training.validity.check_layout`) at or above the smallest degree that fits;
 * with offload, when the host memory of a node is what does not fit: NVMe for what went to the CPU.
 
-Each step is a :class:`FurtherStep` and the host side of the verdict a :class:`HostVerdict`: typed parts
+Each step is a :class:`~costgraph.training.result_parts.FitChange` (as ``costgraph train``'s changes, with the
+host bytes) and the host side of the verdict a :class:`HostVerdict`: typed parts
 (:class:`costgraph.result_fields.Part`) whose fields carry their unit, read also as the mappings they were.
 """
 
@@ -34,33 +35,21 @@ import sympy
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
 from ..result_fields import Part, quantity
-
-
-@dataclass(frozen=True)
-class FurtherStep(Part):
-    """One step of :func:`further_steps`: its words, the ``costgraph fit`` options that make it, the
-    most-loaded device's peak under it (bytes, exact, rounded up), with CPU offload the host memory of
-    one node (bytes, :func:`host_per_node`; else None), and whether both fit."""
-
-    change: str = quantity(label="the change")
-    options: str = quantity(label="the options that make it")
-    peak_bytes: int = quantity("bytes", label="peak of the most-loaded device after the change")
-    host_bytes: int | None = quantity("bytes", label="host memory of one node after the change (CPU offload)")
-    fits: bool = quantity(label="the peak fits the device and the host bytes a node")
+from .result_parts import FitChange
 
 
 @dataclass(frozen=True)
 class HostVerdict(Part):
     """The host side of ``costgraph fit``'s training verdict (:func:`host_verdict`): ``need`` the host
     memory of one node with CPU offload (bytes; None without offload), ``capacity`` the host memory of a
-    node (bytes; None when unknown), ``fits``, ``warnings``, ``further`` (:class:`FurtherStep` s) and
+    node (bytes; None when unknown), ``fits``, ``warnings``, ``further`` (:class:`~costgraph.training.result_parts.FitChange` s) and
     ``source`` (where ``capacity`` comes from, with offload; else None)."""
 
     need: int | None = quantity("bytes", label="host memory of one node (CPU offload)")
     capacity: int | None = quantity("bytes", label="host memory of a node")
     fits: bool = quantity(label="the host memory of a node holds it (or is not judged)")
     warnings: list = quantity(label="what was not judged or not used", default_factory=list)
-    further: list = quantity(label="the further steps (FurtherStep each)", default_factory=list)
+    further: list = quantity(label="the further steps (FitChange each)", default_factory=list)
     source: str | None = quantity(label="where the capacity comes from", default=None)
 
 
@@ -99,18 +88,18 @@ def judge(model, layout, values: dict, devices_per_node=None):
     return int(sympy.ceiling(total)), host
 
 
-def _step(change: str, options: str, judged, usable: int, host_capacity) -> FurtherStep | None:
+def _step(change: str, options: str, judged, usable: int, host_capacity) -> FitChange | None:
     if judged is None:
         return None
     peak, host = judged
     fits = peak <= usable and (host is None or host_capacity is None or host <= host_capacity)
-    return FurtherStep(change, options, peak, host, fits)
+    return FitChange(change, options, peak, fits, host)
 
 
 def further_steps(model, layout, values: dict, usable: int, *, host_capacity=None, devices_per_node=None,
-                  host_short: bool = False) -> list[FurtherStep]:
+                  host_short: bool = False) -> list[FitChange]:
     """The steps of the module docstring for ``layout`` (a :class:`~costgraph.parallel.layout.Layout`
-    with ``gpus`` set) at ``values``: :class:`FurtherStep` s (``change, options, peak_bytes, host_bytes, fits``;
+    with ``gpus`` set) at ``values``: :class:`FitChange` s (``change, options, peak_bytes, host_bytes, fits``;
     (``host_bytes``: per node with CPU offload, else None; ``fits``: the peak at most ``usable`` bytes
     and the host bytes at most ``host_capacity`` where both are known). ``host_short``: the host
     memory is what does not fit (adds the NVMe steps)."""
@@ -156,7 +145,7 @@ def further_steps(model, layout, values: dict, usable: int, *, host_capacity=Non
     return out
 
 
-def _fewest_step(L, s: FurtherStep, d: int, also: dict) -> FurtherStep | None:
+def _fewest_step(L, s: FitChange, d: int, also: dict) -> FitChange | None:
     """The fewest-devices step ``s`` (at data-parallel degree ``d``) with the options ``also`` it needs
     (``zero``, ``recompute``), none of them a no-op (trial 8: "1 devices" at ZeRO 3): ZeRO shards nothing
     over a data-parallel group of 1, and ``--gpus`` at the layout's own count changes nothing; None when

@@ -35,6 +35,7 @@ from ..numbers.substitute import substitute
 from ..parallel.layout import Layout
 from .compute import training_flops
 from .memory import training_memory
+from .plan_grid import COL
 
 T, P, C, EP, D, M, V = (dim(n) for n in ("N_t", "N_p", "N_c", "N_e", "N_d", "N_m", "N_v"))
 
@@ -191,8 +192,8 @@ def step_of(cg, layout: Layout, hardware, efficiency, factors, flops=None) -> di
 
 def shards(grid: np.ndarray, experts: bool) -> np.ndarray:
     """Whether ZeRO has a group to shard over: DP × CP, or (routed experts) the experts' DP group."""
-    dense = grid[:, 4] * grid[:, 2]
-    return (dense > 1) | (experts & (dense * grid[:, 0] > grid[:, 3]))
+    dense = grid[:, COL["d"]] * grid[:, COL["c"]]
+    return (dense > 1) | (experts & (dense * grid[:, COL["t"]] > grid[:, COL["e"]]))
 
 
 def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: np.ndarray | None = None):
@@ -206,8 +207,8 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: 
     (:func:`uneven_bounds`), never above their exact figures; the other rows' bounds are their figures."""
     from .steptime import combine
 
-    args = [grid[:, k] for k in (0, 1, 2, 3, 4, 6, 7)] + ([grid[:, 5]] if with_b else [])
-    which = np.where(grid[:, 1] == 1, 0, grid[:, 9] + 1).astype(int)   # the pipe (forms.pipes) of each row
+    args = [grid[:, COL[k]] for k in ("t", "p", "c", "e", "d", "m", "v")] + ([grid[:, COL["b"]]] if with_b else [])
+    which = np.where(grid[:, COL["p"]] == 1, 0, grid[:, COL["s"]] + 1).astype(int)   # the pipe (forms.pipes) of each row
     values = forms.evaluate(args)
     n = len(grid)
 
@@ -232,7 +233,7 @@ def screen(forms: Forms, grid: np.ndarray, with_b: bool, experts: bool, uneven: 
                 least = np.where(which == w, low, least)
             bounds = (mem, step) if uneven is None or not uneven.any() else \
                 uneven_bounds(forms, values, grid, uneven, (z, r, sp), mem, step, least)
-        valid = ((grid[:, 0] > 1) | (not sp)) & (can_shard | (z == 0))
+        valid = ((grid[:, COL["t"]] > 1) | (not sp)) & (can_shard | (z == 0))
         yield (z, r, sp), mem, step, np.broadcast_to(values[forms.model_flops], (n,)), valid, bounds
 
 
@@ -256,7 +257,7 @@ def uneven_bounds(forms: Forms, values: list, grid: np.ndarray, uneven: np.ndarr
     for k in range(len(forms.states[z][0])):   # the p = 1 pipe: every layer on one stage
         tot = values[forms.states[z][0][k]] + values[forms.acts[(r, sp)][0][k]]
         one = tot if one is None else np.maximum(one, tot)
-    return np.where(uneven, one / grid[:, 1], mem), np.where(uneven, least, step)
+    return np.where(uneven, one / grid[:, COL["p"]], mem), np.where(uneven, least, step)
 
 
 def _compiled_part(name: str, value) -> bool:

@@ -33,6 +33,8 @@ from ..parallel.schedules import check_schedule
 
 #: the grid's columns: degrees, micro-batch, micro-batches, virtual stages, layer-split index, schedule index
 COLUMNS = ("t", "p", "c", "e", "d", "b", "m", "v", "k", "s")
+#: each column's index in a row (``rows[:, COL["k"]]``, the layer-split index), named where a column is read
+COL = {name: i for i, name in enumerate(COLUMNS)}
 
 REFUSALS = ("d not whole", "t does not divide a split axis", "t above the K/V heads (replicated K/V not screened)",
             "p does not split the layers", "c does not divide s", "e does not divide the experts",
@@ -138,7 +140,7 @@ def uneven(grid) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     odd = np.array([tuple(s[:4]) != (None, None, False, False) or len(s) > 4 or getattr(grid, "explicit", False)
                     for s in grid.splits], dtype=bool)
-    return odd[rows[:, 8].astype(int)] & (rows[:, 1] > 1)
+    return odd[rows[:, COL["k"]].astype(int)] & (rows[:, COL["p"]] > 1)
 
 
 def _pipes(space: Space, p: int):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..choices import RECOMPUTE_SEARCHED
+from .plan_grid import COL
 
 
 @dataclass
@@ -46,7 +47,7 @@ class Batch:
         i, (z, r, sp) = int(self.idx[j]), self.option
         c = self.make(self.grid, i, z, r, sp, float(self.mem[j]), float(self.step[j]), float(self.mfu[j]))
         bounded = bool(self.bounded[j])
-        c.screen = None if bounded else (self.forms, 0 if c.pp == 1 else int(self.grid.rows[i][9]) + 1)
+        c.screen = None if bounded else (self.forms, 0 if c.pp == 1 else int(self.grid.rows[i][COL["s"]]) + 1)
         c.bound, c.likely = (float(self.low[j]) if bounded else None), bool(self.likely[j])
         if self.fields:
             c.options = {**c.options, **self.fields}
@@ -61,13 +62,13 @@ class Batch:
         splits = [_options(s, self.fields) for s in self.grid.splits]
         for *_, text in splits:
             reprs.setdefault(text, None)
-        k, si = rows[:, 8], rows[:, 9]
+        k, si = rows[:, COL["k"]], rows[:, COL["s"]]
 
         def per_split(col):
             return np.array([s[col] for s in splits], dtype=object)[k] if n else np.zeros(0)
         late = np.array([s != "1f1b" for s in self.grid.schedules], dtype=np.int64)[si] if n else np.zeros(0)
         return [self.step, self.mem, np.full(n, z), np.full(n, RECOMPUTE_SEARCHED.index(r)), np.full(n, int(sp)),
-                late, rows[:, 7], rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3],
+                late, *(rows[:, COL[name]] for name in ("v", "t", "p", "c", "e")),
                 *(per_split(c) for c in range(5)), ("text", per_split(5))]
 
 

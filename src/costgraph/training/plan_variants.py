@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import CostgraphValueError
 from ..options import Space, variants
+from .plan_grid import COL
 from .plan_rows import Rows
 
 
@@ -80,11 +81,11 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
     if len(grid.rows) == 0:
         return SimpleNamespace(rows=grid.rows, splits=grid.splits, schedules=schedules, derived=tuple(schedules),
                                explicit=grid.explicit)
-    names = np.array(grid.schedules, dtype=object)[grid.rows[:, 9].astype(int)]
-    keep = ((grid.rows[:, 1] == 1) | np.isin(names, schedules)) & ((grid.rows[:, 3] > 1) | (not experts))
+    names = np.array(grid.schedules, dtype=object)[grid.rows[:, COL["s"]].astype(int)]
+    keep = ((grid.rows[:, COL["p"]] == 1) | np.isin(names, schedules)) & ((grid.rows[:, COL["e"]] > 1) | (not experts))
     rows = grid.rows[keep].copy()
     if len(rows):
-        rows[:, 9] = [schedules.index(n) if n in schedules else len(schedules) for n in names[keep]]
+        rows[:, COL["s"]] = [schedules.index(n) if n in schedules else len(schedules) for n in names[keep]]
     # the forms are derived for the schedules the variant allows (``derived``); a p = 1 row is named 1F1B
     # (its forms are the first, whatever its index), after them when 1F1B is not among them
     return SimpleNamespace(rows=rows, splits=grid.splits, derived=tuple(schedules), explicit=grid.explicit,

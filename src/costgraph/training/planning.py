@@ -16,8 +16,10 @@ from typing import ClassVar
 from .. import arguments
 from ..choices import CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, LINK_RATE, MEMORY_CONVENTION, OVERLAP
 from ..errors import CostgraphValueError
+from ..hints import them
 from ..result_fields import document_json, key
 from ..results import Tabular, renderer
+from ..runtime_memory import DeviceMemory
 from ..options import not_searched
 from ..parallel.layout import MAX_DEVICES
 from .plan_variants import check_words
@@ -55,6 +57,7 @@ class PlanResult(Tabular):
     searched: dict = field(default_factory=dict)
     pruned: dict = field(default_factory=dict)
     warnings: list | None = None   # what the options given change nothing of (None: no warning)
+    device_memory: DeviceMemory | None = None   # where capacity_bytes comes from (runtime_memory.device_memory)
 
     @property
     def verdict(self) -> str:
@@ -104,7 +107,8 @@ class PlanResult(Tabular):
     #: source, unit and label, in the document's order (:func:`costgraph.result_fields.document_json`)
     DOCUMENT: ClassVar[tuple] = (
         key("model"), key("gpus", "devices"), key("hardware"), key("global_batch", "sequences"),
-        key("capacity_bytes", "bytes", label="device memory"), key("efficiency", "fraction"),
+        key("capacity_bytes", "bytes", label="device memory"),
+        key("capacity_from", label="which figure capacity_bytes is", omit_none=True), key("efficiency", "fraction"),
         key("time_model"), key("considered", "layouts"), key("refused", "layouts", label="refused, by reason"),
         key("reserve_bytes", "bytes", label="memory kept free"), key("link_rate", label="links timed at (--link-rate)"),
         key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"), key("verdict"),
@@ -122,6 +126,13 @@ class PlanResult(Tabular):
     def ep_dispatcher(self) -> str:
         """The EP dispatcher every row's all-to-all was timed with (:data:`costgraph.choices.EP_DISPATCHER`)."""
         return self.settings.get("ep_dispatcher", EP_DISPATCHER.default)
+
+    @property
+    def capacity_from(self) -> str | None:
+        """Which figure :attr:`capacity_bytes` is: the preset's under its memory convention, with the data file's
+        entry and its source (:func:`costgraph.runtime_memory.device_memory`), or ``--memory``; None where not
+        known (a result built by hand)."""
+        return None if self.device_memory is None else self.device_memory.source
 
     @property
     def time_model(self) -> str:
@@ -216,7 +227,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     free = sorted(d.name for d in model.graph.dims.values()
                   if d.derived is None and d.symbol not in values and d.name != "b")
     if free:
-        raise CostgraphValueError(f"no value for {', '.join(free)}", hint="give them with --set or --config")
+        raise CostgraphValueError(f"no value for {', '.join(free)}", hint=f"give {them(free)} with --set or --config")
     profile, factors, calibration = _calibration(efficiency_profile, hw, eff, reserve, kernels)
     held, reserve_of = _reserve(reserve, profile, hw, capacity, memory is not None, o.memory_convention)
     if reserve_of is not None:   # train's default: the capacity CUDA reports, less the named runtime parts
@@ -237,6 +248,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
                 "link_rate": o.link_rate, "ep_dispatcher": o.ep_dispatcher, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "memory_from": _memory_from(hw, memory is not None, o.memory_convention),
+                "link_rate": o.link_rate, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
@@ -256,6 +268,8 @@ def _warnings(model, o) -> list[str] | None:
     from .validity import expert_option_warnings
 
     return expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher)) or None
+                      result.searched, result.pruned, _memory_from(hw, capacity if memory is not None else None,
+                                                                   o.memory_convention))
 
 
 class _RuntimeReserve:
@@ -309,14 +323,13 @@ def _device(hardware, memory, precision, convention=None):
     return hw, train_device(memory, hw, convention)[0]
 
 
-def _memory_from(hw, given: bool, convention) -> str | None:
-    """Where the device memory of the plan comes from, in words (:func:`costgraph.runtime_memory.preset_capacity`:
-    what CUDA reports, or the printed figure where no ``[visible.NAME]`` entry gives it, said so); None with
-    ``--memory``."""
+def _memory_from(hw, given: int | None, convention) -> DeviceMemory:
+    """Where the device memory of the plan comes from (:func:`costgraph.runtime_memory.device_memory`: what CUDA
+    reports, or the printed figure where no ``[visible.NAME]`` entry gives it, said so; ``given``: the bytes of
+    ``--memory``, convention ``given``)."""
     from ..runtime_memory import preset_capacity
 
-    seen = preset_capacity(hw, given, convention)
-    return None if seen is None else seen.source
+    return DeviceMemory(given, "given", "--memory") if given is not None else preset_capacity(hw, False, convention)
 
 
 def _rate(hw, precision, efficiency):

@@ -42,13 +42,18 @@ class TrainingSettings(Part):
 
 @dataclass
 class FitChange(Part):
-    """One change that the fit verdict tried (:func:`costgraph.training.fit.fit_changes`): its words, the
-    command-line options that make it, the most-loaded device's peak under it, whether that fits."""
+    """One change that the fit verdict tried (:func:`costgraph.training.fit.fit_changes`, and ``costgraph fit``'s
+    further steps, :func:`costgraph.training.fit_further.further_steps`): its words, the command-line options that
+    make it, the most-loaded device's peak under it (bytes, exact, rounded up), whether that fits; ``host_bytes``:
+    with CPU offload, the host memory of one node under it (bytes, :func:`~costgraph.training.fit_further.host_per_node`;
+    else None, and no key), which must fit a node too."""
 
     change: str = quantity(label="the change")
     options: str = quantity(label="the options that make it")
     peak_bytes: int = quantity("bytes", label="peak of the most-loaded device")
     fits: bool = quantity(label="it fits")
+    host_bytes: int | None = quantity("bytes", label="host memory of one node after the change (CPU offload)",
+                                      omit_none=True, default=None)
 
 
 @dataclass
