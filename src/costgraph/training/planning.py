@@ -258,7 +258,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     least = None if result.least is None else result.least.as_dict()
     return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                       result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                      result.searched, result.pruned, _warnings(model, o))
+                      result.searched, result.pruned, _warnings(model, o),
+                      _memory_from(hw, capacity if memory is not None else None, o.memory_convention))
 
 
 def _warnings(model, o) -> list[str] | None:
@@ -268,8 +269,6 @@ def _warnings(model, o) -> list[str] | None:
     from .validity import expert_option_warnings
 
     return expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher)) or None
-                      result.searched, result.pruned, _memory_from(hw, capacity if memory is not None else None,
-                                                                   o.memory_convention))
 
 
 class _RuntimeReserve:
