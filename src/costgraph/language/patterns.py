@@ -9,8 +9,8 @@ cells intersect (bounds by ``Max``/``Min``, congruences by their least common
 multiple), ``not`` and ``or`` go by inclusion–exclusion. ``i % m == r`` holds
 for ``floor((n + m − 1 − r)/m)`` of ``0 … n−1``.
 
-A cell between whole-number bounds (``i in [0, 1, 2]``, ``i < 3``) holds a few listed indices: each is tested
-against the cell's residues at once and counts ``[i ≥ lo][i < hi]`` for the bounds that are symbols (the repeat's
+A congruence between whole-number bounds (``i % 6 == 5`` with ``i in [0, 1, 2]`` or ``i < 3``) holds a few listed
+indices: each is tested against the residues at once and counts ``[i ≥ lo][i < hi]`` for the bounds that are symbols (the repeat's
 count ``n``, ``n − 1``), so that a pattern of a few first layers, the last and every m-th (Beam's: transformers 5.24
 configuration_beam.py ``BeamConfig.__post_init__``) counts as a short sum over its index sets instead of floors of
 ``Min``/``Max`` of every bound.
@@ -143,12 +143,12 @@ def _between(x: int, lo: list, hi: list) -> sympy.Expr:
 
 def _listed(lo: list, hi: list, m: int, res: frozenset) -> sympy.Expr | None:
     """How many i with every ``lo ≤ i < hi`` and ``i mod m`` in ``res``, by listing the i between the bounds that
-    are whole numbers, when some upper bound is one and at most :data:`MAX_LISTED` indices lie between them: the i
-    whose residue is not in ``res`` count nothing; each other counts ``[i ≥ lo]`` and ``[i < hi]`` for each bound
-    that is a symbol (``[i < n]`` is ``[n ≥ i + 1]``). None when no upper bound is a whole number, or more lie
-    between."""
+    are whole numbers, when some upper bound is one, a congruence is in play (m > 1) and at most :data:`MAX_LISTED`
+    indices lie between them: the i whose residue is not in ``res`` count nothing; each other counts ``[i ≥ lo]``
+    and ``[i < hi]`` for each bound that is a symbol (``[i < n]`` is ``[n ≥ i + 1]``). None otherwise: without a
+    congruence nothing is pruned and ``Min(3, n)`` (DeepSeek's ``i < 3``) reads better than three clamps."""
     whole_hi = [int(b) for b in hi if isinstance(b, sympy.Integer)]
-    if not whole_hi:
+    if not whole_hi or m == 1:
         return None
     first = max([int(b) for b in lo if isinstance(b, sympy.Integer)], default=0)
     last = min(whole_hi)
