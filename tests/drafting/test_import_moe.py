@@ -9,9 +9,7 @@ draft defines), HunYuan-MoE (its router inside the gate, ``shared_mlp``), Aria (
 experts as one wider MLP), gpt-oss (clamped SwiGLU experts with biases: std ``clamped_moe``, which models/gpt_oss.cg
 calls too), AFMoE (attention gated per channel by ``sigmoid(gate_proj(x))``: a block the draft defines; the routing
 bias ``expert_bias`` a parameter held by the MoE block), A.X-K1 (DeepSeek-V3's MoE normalising its own output with
-``post_mlp_layernorm``), Beam (AFMoE's output-gated attention with a bias per head on the gate, sliding-window
-layers but for every 6th and the last, three dense layers first: the layer pattern written with the first layers
-and the last of their own).
+``post_mlp_layernorm``).
 """
 
 from __future__ import annotations
@@ -68,12 +66,6 @@ CASES = {
                  kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=8, n_routed_experts=4,
                  num_experts_per_tok=2, moe_intermediate_size=16, intermediate_size=96, first_k_dense_replace=1,
                  num_hidden_layers=3, n_group=1, topk_group=1, vocab_size=128, max_position_embeddings=64, **TOK),
-    # Beam (transformers 5.24 modeling_beam.py BeamAttention): AFMoE's output-gated attention plus gate_bias [a], one
-    # bias per head on the gate; configuration_beam.py: full attention every 6th layer and the last, sliding elsewhere,
-    # three dense MLP layers then routed experts: 14 layers show the period twice after the first 3 and before the last
-    "beam": dict(model_type="beam", **{**DENSE, "num_hidden_layers": 14}, num_key_value_heads=2, head_dim=16,
-                 intermediate_size=96, moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2,
-                 n_group=1, topk_group=1, sliding_window=32, **TOK),
 }
 #: what each draft must say: the std blocks and structure recognised (the rest is checked by numbers)
 EXPECTED = {
@@ -89,8 +81,6 @@ EXPECTED = {
     "aria_text": "shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, i, i * n_s, correction_bias = false, "
                  "name = mlp)",
     "afmoe": "x = x + rmsnorm(output_gated_attention(rmsnorm(x, name = input_layernorm), a, kv, d,",
-    "beam": "output_gated_attention(rmsnorm(x, name = input_layernorm_at5), a, kv, d, gate_bias = true, "
-            "name = self_attn_at5)",
     "axk1": "x = x + rmsnorm(shared_moe(rmsnorm(x, name = post_attention_layernorm), E, k, m, m, correction_bias = true, "
             "name = mlp), name = post_mlp_layernorm)",
 }
