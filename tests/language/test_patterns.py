@@ -131,6 +131,10 @@ CONDITIONS = [
     ("i < k / 2", lambda i, k: i < k / 2),
     ("i % 5 == 7", lambda i, k: False),
     ("true and i % 2 == 0", lambda i, k: i % 2 == 0),
+    # a congruence between whole-number bounds: its few indices listed (patterns._listed)
+    ("i % 2 == 0 and i < 5", lambda i, k: i % 2 == 0 and i < 5),
+    ("i % 3 == 2 and not (i in [0, 1, 2]) and i >= k", lambda i, k: i % 3 == 2 and i not in (0, 1, 2) and i >= k),
+    ("i % 6 == 5 or i in [0, 1, 2] or i == k", lambda i, k: i % 6 == 5 or i in (0, 1, 2) or i == k),
 ]
 
 
