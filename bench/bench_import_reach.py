@@ -31,7 +31,7 @@ from collections import defaultdict
 def cause(draft=None, error: Exception | None = None) -> str:
     if error is not None:
         text = str(error)
-        if "cannot build" in text:
+        if "cannot build" in text or "refuses the probe configuration" in text:   # a validator's refusal (dots3)
             return "build"
         if "fails on the meta device" in text:
             return "trace"

@@ -417,6 +417,8 @@ def test_layer_types_period_folds_gemma4_unified():
     assert _types_period(config.layer_types) == 6
     assert _types_period(["full_attention"] * 3 + ["sliding_attention"]) == 1    # the last layer aside
     assert _types_period(["a", "b", "c"]) is None                                # shorter than two periods
+    # MiMo-V2-Flash (configuration_mimo_v2_flash.py): full attention at layer 0 and every 6th: the first layer aside
+    assert _types_period(transformers.AutoConfig.for_model("mimo_v2_flash").layer_types) == 6
     from draft_checks import assert_exact
 
     d = draft_model("gemma4_unified_text")

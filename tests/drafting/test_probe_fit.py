@@ -175,6 +175,30 @@ def test_layer_period_leaves_room_before_the_shared_kv_layers():
         assert layers - 15 >= 2 * 5 + 1
 
 
+def test_layer_period_leaves_room_around_a_period_between_first_and_last_layers():
+    # Beam (transformers 5.24 configuration_beam.py __post_init__): three dense MLP layers first, full attention every
+    # 6th layer and forced at the last; the probes' layers (over twice the period returned) show the period twice
+    # between the first 3 and the last (model_file._prefixed_period folds only a period shown twice)
+    from types import SimpleNamespace
+
+    from costgraph.drafting.probe_fit import layer_period
+
+    def kinds(n):
+        full = ["full" if (j + 1) % 6 == 0 or j == n - 1 else "sliding" for j in range(n)]
+        return SimpleNamespace(layer_types=full, mlp_layer_types=["dense"] * 3 + ["sparse"] * (n - 3))
+
+    period = layer_period(kinds(52), 6)
+    assert period == 8
+    for i in (0, 1):
+        layers = Probe.make(("num_hidden_layers",), i, period).fields["num_hidden_layers"]
+        assert layers - 3 - 1 >= 2 * 6
+    # MiMo-V2-Flash's one dense first layer alone (its last layer is of the period's kind): the period as it is
+    mimo = SimpleNamespace(layer_types=["full" if j == 0 or (j + 1) % 6 == 0 else "sliding" for j in range(48)],
+                           mlp_layer_types=["dense"] + ["sparse"] * 47)
+    assert layer_period(mimo, 6) == 6
+    assert layer_period(SimpleNamespace(mlp_layer_types=["dense"] * 3 + ["sparse"] * 49), 1) == 1
+
+
 def test_fitted_never_leaves_the_hidden_size_at_the_config():
     probes = [Probe.make(FIELDS, i) for i in (0, 1)]
     assert fitted(probes, _refusing(lambda f: "hidden_size" not in f)) is probes

@@ -11,6 +11,7 @@ import sympy
 
 import costgraph
 from costgraph.errors import CostgraphSemanticError, CostgraphSyntaxError, CostgraphValueError
+from costgraph.engine.context import expanded_size
 from costgraph.engine.symbols import dim
 
 # --- a Gemma-3-like model: five local (sliding-window) layers, then a global one
@@ -130,6 +131,10 @@ CONDITIONS = [
     ("i < k / 2", lambda i, k: i < k / 2),
     ("i % 5 == 7", lambda i, k: False),
     ("true and i % 2 == 0", lambda i, k: i % 2 == 0),
+    # a congruence between whole-number bounds: its few indices listed (patterns._listed)
+    ("i % 2 == 0 and i < 5", lambda i, k: i % 2 == 0 and i < 5),
+    ("i % 3 == 2 and not (i in [0, 1, 2]) and i >= k", lambda i, k: i % 3 == 2 and i not in (0, 1, 2) and i >= k),
+    ("i % 6 == 5 or i in [0, 1, 2] or i == k", lambda i, k: i % 6 == 5 or i in (0, 1, 2) or i == k),
 ]
 
 
@@ -156,6 +161,52 @@ def test_counts_are_exact(cond, truth):
         values = {"b": 2, "n": n, "k": k} if "k" in m.symbols else {"b": 2, "n": n}
         # params = 2·(layers taking the if) + 4·(the others)
         assert costs.evaluate(**values)["params"] == 2 * want + 4 * (n - want), (cond, n, k)
+
+
+# Beam's layer pattern (transformers 5.24 configuration_beam.py BeamConfig.__post_init__: layer_types full attention
+# where (i + 1) % 6 == 0 and at the last layer, mlp_layer_types dense for the first 3 layers), as costgraph import
+# writes it (drafting/model_file.py _periodic with a prefix and the last layer): the last layer's branch, the first
+# three's, then every 6th against the rest
+BEAM_PATTERN = """model t {
+  dim b
+  dim l
+  input x[b]
+  repeat l as layers[j] {
+    if j in [l - 1] { param last[b] } else {
+      if j in [0, 1, 2] { param first[b, b] } else {
+        if j % 6 == 5 { param full[b, b, b] } else { param sliding[b, b, b, b] }
+      }
+    }
+  }
+  return x
+}
+"""
+
+
+def _beam_kinds(n: int) -> dict[str, int]:
+    kinds = {"last": 0, "first": 0, "full": 0, "sliding": 0}
+    for j in range(n):
+        kinds["last" if j == n - 1 else "first" if j < 3 else "full" if j % 6 == 5 else "sliding"] += 1
+    return kinds
+
+
+def test_a_pattern_of_first_layers_the_last_and_every_mth_has_a_short_closed_form():
+    m = costgraph.loads(BEAM_PATTERN)
+    l = dim("l")
+    counts = {k.split("/")[1]: w.count for k, w in m.graph.weights.items()}
+    # the listed indices 0, 1, 2 are tested against j % 6 == 5 at once (none is 5 mod 6): every 6th layer but the
+    # last is floor((l - 1) / 6), exactly, with no Min or Max of the bounds (before: 18 terms of Min/Max floors)
+    assert counts["full"] == sympy.floor((l - 1) / 6)
+    assert counts["last"] == 1
+    # the first three and the rest (j % 6 != 5: the listed 0, 1, 2 each one clamp), whose terms cancel in the total
+    assert sympy.expand(sum(counts.values())) == l
+    for c in counts.values():    # within the builder's limit of 32 (the rest's count was 41 terms before)
+        assert expanded_size(c)[0] <= 25 and expanded_size(c)[1] <= 1
+    costs = m.costs()
+    for n in range(1, 60):
+        want = _beam_kinds(n)
+        assert counts["first"].subs(l, n) == min(3, n - 1) == want["first"], n
+        assert costs.evaluate(b=2, l=n)["params"] == sum(c * 2 ** (1 + i) for i, c in enumerate(want.values())), n
 
 
 def test_nested_ifs_and_nested_repeats():

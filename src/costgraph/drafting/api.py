@@ -75,12 +75,18 @@ def _types_period(kinds) -> int | None:
     unified's ``__post_init__`` (transformers 5.24 configuration_gemma4_unified.py) writes a full-attention layer
     every 6th, a pattern no config field names, and forces the last layer to full attention. None for a list
     shorter than two periods or of no period. The probes then have over twice that many layers, so that the
-    pattern shows at least twice and folds alike at both."""
+    pattern shows at least twice and folds alike at both. Where no period holds from the first layer, the first
+    layer aside too: MiMo-V2-Flash's (transformers 5.24 configuration_mimo_v2_flash.py ``__post_init__``: full
+    attention at layer 0 and every 6th, sliding-window attention elsewhere)."""
     if not isinstance(kinds, list) or len(kinds) < 4:
         return None
-    body = kinds[:-1]
-    return next((m for m in range(1, len(body) // 2 + 1)
-                 if all(body[i] == body[i % m] for i in range(len(body)))), None)
+    for first in (0, 1):
+        body = kinds[:-1]
+        m = next((m for m in range(1, (len(body) - first) // 2 + 1)
+                  if all(body[j] == body[first + (j - first) % m] for j in range(first, len(body)))), None)
+        if m is not None:
+            return m
+    return None
 
 
 def _fixed_layer_list(cfg: dict, nested: str | None, target) -> bool:

@@ -100,19 +100,23 @@ def head_gated_call(m: Module, arg: str, d) -> str | None:
 def output_gated_call(m: Module, arg: str, d) -> str | None:
     """AFMoE's attention (transformers 5.24 modeling_afmoe.py ``AfmoeAttention``): q, k, v without bias, RMSNorm on each
     head's q and k, rotary (on the sliding layers only: no product either way), eager attention; the output times
-    ``sigmoid(gate_proj(x))``, a gate per channel (``gate_proj`` H → a·d); ``o_proj``. The draft's
-    ``output_gated_attention``, or None."""
+    ``sigmoid(gate_proj(x))``, a gate per channel (``gate_proj`` H → a·d); ``o_proj``. Beam's attention
+    (transformers 5.24 modeling_beam.py ``BeamAttention``) adds ``gate_bias`` [a], one bias per head broadcast over
+    the head's channels, to the gate before the sigmoid (``gate_bias = true``: a parameters, an addition, no
+    product). The draft's ``output_gated_attention``, or None."""
     q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("gate_proj",)))
     norms = [m.child(n) for n in ("q_norm", "k_norm")]
     head_dim = m.attrs.get("head_dim")
-    if m.params or None in (q, k, v, o, g) or not isinstance(head_dim, int) or head_dim < 1 \
+    if None in (q, k, v, o, g) or not isinstance(head_dim, int) or head_dim < 1 \
             or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) or g != q \
             or k[1] != v[1] or q[1] % head_dim or k[1] % head_dim or o[:2] != (q[1], q[0]) \
-            or len([c for c in m.children if c.param_count()]) != 7:
+            or len([c for c in m.children if c.param_count()]) != 7 \
+            or m.params not in ({}, {"gate_bias": (q[1] // head_dim,)}):
         return None
     d.blocks.add("output_gated_attention")
     sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
-    return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+    bias = ["gate_bias = true"] if m.params else []
+    return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d) + bias)}, name = {m.name})"
 
 
 def dynamic_mask_call(m: Module, arg: str, d) -> str | None:
@@ -152,12 +156,18 @@ block dynamic_mask_attention(x[B, S, H], heads, kv_heads, head_dim, bias = false
   y = merge_heads(matmul(p, v, causal = true))
   return linear(y, H, bias = bias, name = o_proj)
 }""", "output_gated_attention": """# Attention whose output is gated per channel by sigmoid(gate_proj(x)) before o_proj (AFMoE; transformers 5.24
-# AfmoeAttention): RMSNorm on each head's q and k; rotary costs no product.
-block output_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+# AfmoeAttention): RMSNorm on each head's q and k; rotary costs no product. gate_bias: one bias per head added to
+# the gate before the sigmoid, broadcast over the head's channels (Beam; transformers 5.24 BeamAttention's gate_bias).
+block output_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none, gate_bias = false) {
   q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
   k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
   v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
-  gate = sigmoid(linear(x, heads * head_dim, bias = false, name = gate_proj))
+  g = linear(x, heads * head_dim, bias = false, name = gate_proj)
+  if gate_bias {
+    param gate_bias[1, heads, 1, 1]
+    g = merge_heads(split_heads(g, heads) + gate_bias)
+  }
+  gate = sigmoid(g)
   k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
   v = repeat_kv(cache(v, window = window, name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)

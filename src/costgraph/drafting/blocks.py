@@ -71,7 +71,11 @@ def norm_call(m: Module, arg: str) -> str:
 
 
 def _linear(m: Module | None) -> tuple[int, int, bool] | None:
-    """(in, out, bias) of a Linear (weight [out, in]) or GPT-2's Conv1D (weight [in, out])."""
+    """(in, out, bias) of a Linear (weight [out, in]) or GPT-2's Conv1D (weight [in, out]), or of the one Linear a
+    module of its own wraps, holding nothing else (Moshi's ``MoshiLinear``, transformers 5.24 modeling_moshi.py: its
+    ``linear``, a ``nn.Linear`` where ``use_flexible_linear`` is off, as in the text decoder's layers)."""
+    if m is not None and not m.params and len(m.children) == 1 and m.children[0].name == "linear":
+        return _linear(m.children[0])
     if m is None or m.children or len(m.params.get("weight", ())) != 2:
         return None
     w = m.params["weight"]
@@ -229,8 +233,9 @@ def mlp_call(m: Module, arg: str, d) -> str | None:
             bias = ", bias = true" if gate[2] else ""
             return f"{block}({arg}, {d.size(up[1], 'MLP width')}{bias}, name = {m.name})"
     # Granite 4's shared_mlp: input_linear, output_linear; ModernBERT's Wi (2w: input and gate), Wo
-    fused = _linear(m.child("gate_up_proj", "input_linear", "Wi"))
-    down = _linear(m.child("down_proj", "output_linear", "Wo"))
+    # Moshi's MoshiGatingMLP: fc1 of 2w columns viewed as [2, w] (gate, value), fc2 from w
+    fused = _linear(m.child("gate_up_proj", "input_linear", "Wi", "fc1"))
+    down = _linear(m.child("down_proj", "output_linear", "Wo", "fc2"))
     if fused is not None and down is not None and act in ("silu", "gelu") and fused[1] == 2 * down[0] \
             and fused[2] == down[2]:       # Phi-3's one gate_up_proj of 2w columns: as two of w
         block = "swiglu" if act == "silu" else "geglu"

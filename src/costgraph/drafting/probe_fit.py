@@ -126,4 +126,29 @@ def layer_period(config, period: int) -> int:
     the layers before them still show the pattern twice: half of the shared layers plus the period."""
     shared = [getattr(config, f, None) for f in SHARED_KV_FIELDS]
     n = max((v for v in shared if isinstance(v, int) and not isinstance(v, bool)), default=0)
-    return max(period, (n + 2 * period + 1) // 2) if n > 0 else period
+    period = max(period, (n + 2 * period + 1) // 2) if n > 0 else period
+    return _around_period(config, period)
+
+
+def _leading_run(kinds) -> int:
+    """How many first entries of a list of layer kinds are of a kind the rest never is (Beam's three ``dense``
+    MLP layers before the ``sparse`` ones), 0 for none or a list of one kind."""
+    if not isinstance(kinds, list) or not kinds:
+        return 0
+    lead = next((j for j, t in enumerate(kinds) if t != kinds[0]), 0)
+    return lead if lead and kinds[0] not in kinds[lead:] else 0
+
+
+def _around_period(config, period: int) -> int:
+    """``period``, or more where the config's layers of a period > 1 come between first layers of their own kind
+    (its ``mlp_layer_types``' leading run: Beam's three dense MLP layers, transformers 5.24 configuration_beam.py
+    ``__post_init__``) and a last layer forced to full attention (its ``layer_types``' last entry a kind the layer a
+    period before is not): the probes' layer count (:meth:`Probe.make`: over twice the period returned) then leaves
+    the pattern shown twice between them, ``l ≥ 2·period + first + last``, so that the writer folds it alike at both
+    probes (``model_file._prefixed_period``)."""
+    if period < 2:
+        return period
+    lead = _leading_run(getattr(config, "mlp_layer_types", None))
+    kinds = getattr(config, "layer_types", None)
+    last = int(isinstance(kinds, list) and len(kinds) > period and kinds[-1] != kinds[-1 - period])
+    return period + (lead + last) // 2 if lead + last > 1 else period

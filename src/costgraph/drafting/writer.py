@@ -56,6 +56,14 @@ class Sizer:
         den = self.real.get(sym)
         return f"floor({text})" if isinstance(den, int) and den > 0 and num % den else text
 
+    def _extra_rows(self, n: int, values: dict) -> str | None:
+        """``n`` as one field plus or minus a few rows (``s_max + 2``, ``V + 1``), or None."""
+        for extra in (1, 2, -1, -2):
+            over = self.probe.cover(n - extra) if n > extra else None
+            if over is not None and " " not in over and over in values:
+                return f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
+        return None
+
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
         symbol (``k``, ``l``) that ``n`` equals at the probe, named only by equality."""
@@ -66,6 +74,8 @@ class Sizer:
             text = count
         else:
             text = self.probe.cover(n)
+            if what == "embedding rows" and text is not None and text.split(" * ")[0].isdigit():
+                text = self._extra_rows(n, values) or text     # Moshi's V + 1 rows, not a product such as 36 * kv
             if text is None:
                 for sym, v in values.items():
                     if sym in COUNTS:
@@ -78,11 +88,7 @@ class Sizer:
             text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
                          if sym not in COUNTS and v // 2 == n and v > 2), None)
         if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
-            for extra in (1, 2, -1, -2):
-                over = self.probe.cover(n - extra) if n > extra else None
-                if over is not None and " " not in over and over in values:
-                    text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
-                    break
+            text = self._extra_rows(n, values)
         if text is None:     # a width the config rounds (LFM2's MLP: a multiple of 256 at or above 2i/3)
             text = next((t for t, v in self.rounded if v == n and what == "MLP width"), None)
         if text is None:

@@ -8,6 +8,12 @@ Counting the i in ``0..n-1`` that satisfy a formula is exact: conjunctions of
 cells intersect (bounds by ``Max``/``Min``, congruences by their least common
 multiple), ``not`` and ``or`` go by inclusion–exclusion. ``i % m == r`` holds
 for ``floor((n + m − 1 − r)/m)`` of ``0 … n−1``.
+
+A congruence between whole-number bounds (``i % 6 == 5`` with ``i in [0, 1, 2]`` or ``i < 3``) holds a few listed
+indices: each is tested against the residues at once and counts ``[i ≥ lo][i < hi]`` for the bounds that are symbols (the repeat's
+count ``n``, ``n − 1``), so that a pattern of a few first layers, the last and every m-th (Beam's: transformers 5.24
+configuration_beam.py ``BeamConfig.__post_init__``) counts as a short sum over its index sets instead of floors of
+``Min``/``Max`` of every bound.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ MAX_MODULUS = 1_000
 # Most conjunctions one condition may expand into (each `or` and `not` doubles
 # the work of inclusion-exclusion).
 MAX_CONDITION_TERMS = 1024
+
+# Most indices a cell between whole-number bounds is listed by (beyond: counted by floors, as any cell).
+MAX_LISTED = 64
 
 PATTERN_HINT = ("a condition on a layer index is written i % M == R (M, R whole numbers), i < K, i >= K, "
                  "i == K ..., i in [2, 5, 8], joined with and, or, not")
@@ -78,6 +87,9 @@ def count_pattern(n: sympy.Expr, trees: list, loc: Location) -> sympy.Expr:
     def cells(lo: list, hi: list, m: int, res: frozenset) -> sympy.Expr:
         if not res:
             return sympy.Integer(0)
+        listed = _listed(lo, hi, m, res)
+        if listed is not None:
+            return listed
         L, H = sympy.Max(*lo), sympy.Min(*hi)
         nonneg = (H - L).is_nonnegative
         total = sympy.Integer(0)
@@ -118,3 +130,30 @@ def count_pattern(n: sympy.Expr, trees: list, loc: Location) -> sympy.Expr:
         return count(ctx, [first[1], *rest]) + count(ctx, [first[2], *rest]) - count(ctx, [first[1], first[2], *rest])
 
     return count(([sympy.Integer(0)], [n], 1, frozenset({0})), list(trees))
+
+
+def _between(x: int, lo: list, hi: list) -> sympy.Expr:
+    """``[lo ≤ x < hi]`` for every bound (1 or 0) of a whole number x and bounds that are whole-number expressions:
+    ``max(0, min(1, x − lo + 1, hi − x, ...))``, one term (each ``[x ≥ lo]`` is ``x − lo + 1`` clamped to 0..1, and
+    a product of such is their minimum)."""
+    if not lo and not hi:
+        return sympy.Integer(1)
+    return sympy.Max(0, sympy.Min(1, *(x - b + 1 for b in lo), *(b - x for b in hi)))
+
+
+def _listed(lo: list, hi: list, m: int, res: frozenset) -> sympy.Expr | None:
+    """How many i with every ``lo ≤ i < hi`` and ``i mod m`` in ``res``, by listing the i between the bounds that
+    are whole numbers, when some upper bound is one, a congruence is in play (m > 1) and at most :data:`MAX_LISTED`
+    indices lie between them: the i whose residue is not in ``res`` count nothing; each other counts ``[i ≥ lo]``
+    and ``[i < hi]`` for each bound that is a symbol (``[i < n]`` is ``[n ≥ i + 1]``). None otherwise: without a
+    congruence nothing is pruned and ``Min(3, n)`` (DeepSeek's ``i < 3``) reads better than three clamps."""
+    whole_hi = [int(b) for b in hi if isinstance(b, sympy.Integer)]
+    if not whole_hi or m == 1:
+        return None
+    first = max([int(b) for b in lo if isinstance(b, sympy.Integer)], default=0)
+    last = min(whole_hi)
+    if last - first > MAX_LISTED:
+        return None
+    sym_lo = list(dict.fromkeys(b for b in lo if not isinstance(b, sympy.Integer)))
+    sym_hi = list(dict.fromkeys(b for b in hi if not isinstance(b, sympy.Integer)))
+    return sympy.Add(*(_between(x, sym_lo, sym_hi) for x in range(first, last) if x % m in res))
