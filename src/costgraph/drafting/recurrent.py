@@ -17,6 +17,7 @@ from .experts import EXPERT_BLOCKS, expert_call
 from .linear_mixers import LINEAR_BLOCKS, kda_call, lightning_call, short_conv_call
 from .rwkv import RWKV_BLOCKS, rwkv_call
 from .mla_forms import MLA_BLOCKS, dsa_call, mla_full_q_call
+from .parallel_experts import PARALLEL_EXPERT_BLOCKS, moa_attention_call, parallel_moe_call
 from .facts import Module
 
 DELTANET_OWN = {"A_log", "dt_bias"}
@@ -163,7 +164,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         or expert_call(m, arg, d) or lightning_call(m, arg, d) \
         or kda_call(m, arg, d) or diff_attention_call(m, arg, d) or subnorm_call(m, arg, d) \
         or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d) \
-        or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d)
+        or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d) or moa_attention_call(m, arg, d, rotary) \
+        or parallel_moe_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -265,4 +267,4 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
 }"""}
 LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
                 **RWKV_BLOCKS,
-                **MLA_BLOCKS}
+                **MLA_BLOCKS, **PARALLEL_EXPERT_BLOCKS}
