@@ -77,8 +77,9 @@ class Sizer:
         if text is None:     # half a field, rounded down (RecurrentGemma's MLP: intermediate_size // 2)
             text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
                          if sym not in COUNTS and v // 2 == n and v > 2), None)
-        if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
-            for extra in (1, 2, -1, -2):
+        if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2; mllama's token
+            # table: vocab_size + 8, transformers 5.24 modeling_mllama.py MllamaTextModel's nn.Embedding)
+            for extra in (1, 2, -1, -2, 3, 4, 5, 6, 7, 8):
                 over = self.probe.cover(n - extra) if n > extra else None
                 if over is not None and " " not in over and over in values:
                     text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
@@ -236,6 +237,9 @@ def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
     cross-attention of BartForCausalLM's decoder layers, built without an encoder to attend to):
     counted as ``sum(p.numel())`` counts them, no FLOPs."""
     out = []
+    if layer.order is None:     # a layer the forward skips (mllama's cross-attention layers): its own too
+        out += [f"param {pname}[{', '.join(sz.size(n, f'{layer.path}.{pname}') for n in shape)}]"
+                for pname, shape in layer.params.items() if pname not in layer.tied]
     for c in layer.children:
         if c.order is not None or not c.param_count():
             continue
@@ -247,5 +251,6 @@ def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
                 out.append(f"param {name}[{', '.join(sz.size(n, f'{m.path}.{pname}') for n in shape)}]")
     if out:
         out.insert(0, f"# built but never called by the forward (parameters only): "
-                      f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}")
+                      f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}"
+                      f"{' (the whole layer)' if layer.order is None else ''}")
     return out
