@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from .blocks import is_norm, norm_call
 from .recurrent import mixer_call
 from .facts import Module
+from .gated_norms import as_norm
 from .per_layer import per_layer_tail
 from .shared_blocks import hybrid_lines
 from .probe import COUNTS, Probe
@@ -196,6 +197,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
 def _layer_modules(layer: Module, sz: Sizer) -> tuple[list[Module], tuple | None]:
     """(the modules a layer's statements read, in call order; Gemma 4's per-layer tail or None)."""
     kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
+    kids = [as_norm(c, sz) or c for c in kids]     # A.X-K2's gated RMSNorms, read where a norm is
     kids = _flat_mlp(layer, kids)
     tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
     if tail is not None:
