@@ -31,8 +31,8 @@ from collections import defaultdict
 def cause(draft=None, error: Exception | None = None) -> str:
     if error is not None:
         text = str(error)
-        if "cannot build" in text:
-            return "build"
+        if "cannot build" in text or "refuses the probe configuration" in text:   # the second: api's wording
+            return "build"                                                        # since 97424fc (dots3_note)
         if "fails on the meta device" in text:
             return "trace"
         if type(error).__name__.startswith("Costgraph"):

@@ -79,8 +79,9 @@ class Sizer:
             text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
                          if sym not in COUNTS and v // 2 == n and v > 2), None)
         if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2; mllama's token
-            # table: vocab_size + 8, transformers 5.24 modeling_mllama.py MllamaTextModel's nn.Embedding)
-            for extra in (1, 2, -1, -2, 3, 4, 5, 6, 7, 8):
+            # table: vocab_size + 8, transformers 5.24 modeling_mllama.py MllamaTextModel's nn.Embedding: the 8 only
+            # for a table's rows, where no other size of a probe lies near: RemBERT's embedding width 256 is no V + 5)
+            for extra in (1, 2, -1, -2, *((8,) if what == "embedding rows" else ())):
                 over = self.probe.cover(n - extra) if n > extra else None
                 if over is not None and " " not in over and over in values:
                     text = f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
