@@ -99,3 +99,17 @@ def test_balanced_split_of_routed_rows():
 
     assert _Balanced(5, 12).counts() == [3, 3, 2, 2, 2]
     assert _Balanced(4, 8).counts() == [2, 2, 2, 2]
+
+
+def test_import_prints_flopcountermode_count_beside_the_routed_one():
+    """``costgraph import``'s check lines name the convention and FlopCounterMode's own count (commands/import.py)."""
+    import importlib
+
+    checked = importlib.import_module("costgraph.commands.import")._checked
+    d = drafted("llama4_text")
+    lines = checked(d)
+    for c, line in zip(d.checks, lines):
+        assert f"forward FLOPs exact {c.forward_flops_torch:,}" in line
+        assert f"FlopCounterMode counted {c.forward_flops_counted:,} with every expert on every token: compared with " \
+               "k experts per token (the routed-experts convention)" in line
+    assert not any("FlopCounterMode counted" in line for line in checked(drafted("jetmoe")))
