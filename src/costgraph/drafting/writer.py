@@ -240,7 +240,8 @@ def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
     cross-attention of BartForCausalLM's decoder layers, built without an encoder to attend to):
     counted as ``sum(p.numel())`` counts them, no FLOPs."""
     out = []
-    if layer.order is None:     # a layer the forward skips (mllama's cross-attention layers): its own too
+    skipped = all(m.order is None for m in layer.walk())
+    if skipped:     # a layer the forward skips (mllama's cross-attention layers): its own parameters too
         out += [f"param {pname}[{', '.join(sz.size(n, f'{layer.path}.{pname}') for n in shape)}]"
                 for pname, shape in layer.params.items() if pname not in layer.tied]
     for c in layer.children:
@@ -255,5 +256,5 @@ def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
     if out:
         out.insert(0, f"# built but never called by the forward (parameters only): "
                       f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}"
-                      f"{' (the whole layer)' if layer.order is None else ''}")
+                      f"{' (the whole layer)' if skipped else ''}")
     return out
