@@ -10,11 +10,12 @@ A traced forward runs on meta tensors, which hold no values; two forms of MoE fo
   Everything else of the forward runs as written. The experts' products then sum, over the experts, to ``T·k`` rows
   of each expert weight, whatever the split: ``FlopCounterMode`` counts ``2·T·k·in·out`` per expert projection, the
   count at any routing, which is what the draft's ``repeat E as experts active k`` writes.
-* **dense experts**: Llama 4's MoE (transformers 5.24 modeling_llama4.py ``Llama4TextMoe.forward``, as Meta's
-  reference llama-models ``llama4/moe.py``) runs every expert on every token, the tokens of the unchosen experts
-  scaled by a score of zero (``sigmoid(-inf)``): ``FlopCounterMode`` counts E experts per token where only k do
-  work, which the draft counts (its ``repeat E as experts active k``) and a routed kernel runs (vLLM's ``FusedMoE``
-  with Llama 4's top-k routing, ``custom_routing_function``). :class:`Routing` finds such experts by their input: an
+* **dense experts**: Llama 4's MoE (transformers 5.24 modeling_llama4.py ``Llama4TextMoe.forward``) runs every
+  expert on every token, the tokens of the unchosen experts scaled by a score of zero (``sigmoid(-inf)``):
+  ``FlopCounterMode`` counts E experts per token where only k do work, which the draft counts (its ``repeat E as
+  experts active k``) and a routed kernel runs (vllm-project/vllm vllm/model_executor/models/llama4.py
+  ``Llama4MoE.custom_routing_function``: top-k, then sigmoid, into ``FusedMoE``; torchtitan's Llama 4, token-choice
+  routing into grouped GEMMs, torchtitan/experiments/llama4/README.md). :class:`Routing` finds such experts by their input: an
   experts module (stacked weights of E leading rows) whose forward consumes ``E·T`` rows ran densely; the check's
   count of them is the measured ``F·k/E`` (F: FlopCounterMode's count in that module, ``E·T`` rows through each
   projection, so E divides it). This is the **routed-experts convention**: PyTorch's dense count, less
