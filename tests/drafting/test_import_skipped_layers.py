@@ -43,3 +43,19 @@ def test_mllama_forward_counts_only_the_self_attention_layers(mllama):
         attention = 2 * t * v["h"] * (2 * v["a"] * d + 2 * v["kv"] * d) + 2 * 2 * v["b"] * v["a"] * v["s"] ** 2 * d
         mlp = 2 * t * 3 * v["h"] * v["i"]
         assert c.forward_flops_torch == c.forward_flops_draft == run * (attention + mlp) + 2 * t * v["h"] * v["V"]
+
+
+def test_mllama_at_the_config_equals_flopcountermode(mllama):
+    """At the default config's own sizes (40 layers, cross-attention at 3, 8, ..., 38), one meta forward of ``[1, 8]``
+    tokens: the draft's forward FLOPs and parameters equal FlopCounterMode's and ``sum(p.numel())``."""
+    import costgraph
+    from costgraph.drafting.api import _build, _forward
+    from costgraph.drafting.configs import _config
+
+    model = _build(torch, _config("mllama")[0], None)
+    m = costgraph.loads(mllama.text, path="<mllama>", config="imported")
+    v = {str(k): int(x) for k, x in m.values("imported", b=1, s=8).items()}
+    got = m.costs("model", convention="matmul").evaluate(None, v)
+    _, routed, counted = _forward(torch, model, 1, 8)
+    assert int(got["flops_forward"]) == routed == counted
+    assert int(got["params"]) == sum(p.numel() for p in model.parameters())
