@@ -5,6 +5,9 @@ DeepSeek-V3.2 (transformers 5.24 modeling_deepseek_v32.py ``DeepseekV32Attention
 ``wq_b``, ``wk``, ``k_norm``, ``weights_proj``; std ``dsa.cg``'s ``mla_dsa``, the dense masked square eager attention
 computes), and MLA with a full-rank query projection and rotary (``q_lora_rank`` None: DeepSeek-V3's attention as
 Sarvam's MLA builds it, modeling_sarvam_mla.py; models/deepseek_v2.cg's ``mla_full_q``, a block the draft defines).
+A.X-K2 (modeling_axk2.py ``AXK2Attention``: the query and a sigmoid gate per head from one ``q_gate_proj`` over the query
+latent beside its norm, DSA's indexer; ``AXK2GatedRMSNorm``: an RMSNorm gated by a low-rank SiLU MLP of
+``gated_norm_rank``): the draft's ``gated_mla_dsa`` and ``gated_rmsnorm``.
 """
 
 from __future__ import annotations
@@ -26,11 +29,16 @@ CASES = {
     "deepseek_v32": dict(model_type="deepseek_v32", **_MLA, q_lora_rank=32, index_n_heads=2, index_head_dim=16,
                          index_topk=16),
     "sarvam_mla": dict(model_type="sarvam_mla", **_MLA, q_lora_rank=None),
+    "axk2": dict(model_type="axk2", **_MLA, q_lora_rank=32, index_n_heads=2, index_head_dim=16, index_topk=16,
+                 gated_norm_rank=8),
 }
 EXPECTED = {
     "deepseek_v32": "x = x + mla_dsa(rmsnorm(x, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, hi, di, t_k, "
                     "name = self_attn)",
     "sarvam_mla": "x = x + mla_full_q(rmsnorm(x, name = input_layernorm), a, r_kv, d_n, d_r, d_v, name = self_attn)",
+    "axk2": "x = x + gated_mla_dsa(gated_rmsnorm(x, r_g, name = input_layernorm), a, r_q, r_kv, d_n, d_r, d_v, hi, di, "
+            "t_k, name = self_attn)\n    x = x + shared_moe(gated_rmsnorm(x, r_g, name = post_attention_layernorm), E, k, "
+            "m, m, correction_bias = true, name = mlp)",
 }
 
 drafted = Drafts(CASES)

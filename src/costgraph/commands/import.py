@@ -34,6 +34,9 @@ def _checked(draft) -> list[str]:
         for what, t, g in (("parameters", c.params_torch, c.params_draft),
                            ("forward FLOPs", c.forward_flops_torch, c.forward_flops_draft)):
             said.append(f"{what} exact {t:,}" if t == g else f"{what} torch {t:,} − draft {g:,} = {t - g:+,}")
+        if c.forward_flops_counted is not None:
+            said.append(f"FlopCounterMode counted {c.forward_flops_counted:,} with every expert on every token: "
+                        "compared with k experts per token (the routed-experts convention)")
         lines.append(f"# probe {c.probe + 1} ({at}): {'; '.join(said)}")
     lines.append("# second probe: " + ("the same file" if draft.confirmed else "ANOTHER FILE (see the warnings)"))
     if len(draft.config_params) == 2 and draft.config_params[0] != draft.config_params[1]:

@@ -160,18 +160,24 @@ def _build(torch, cfg: dict, class_name: str | None, config=None):
 
 
 def _forward(torch, model, b: int, s: int):
-    """Facts and forward FLOPs (FlopCounterMode, grouped_mm counted) of one ``[b, s]`` forward."""
+    """Facts, forward FLOPs under the routed-experts convention and FlopCounterMode's own count (grouped_mm counted)
+    of one ``[b, s]`` forward; the two counts differ only where experts ran every token through every expert
+    (:mod:`costgraph.drafting.routing`, which also stands in for a router's data-dependent counts)."""
     import inspect
 
     from ..torch_measure import flop_counter, meta_forward
+    from .routing import stand_ins
     from .trace import trace
 
     ids = torch.zeros((b, s), dtype=torch.long, device="meta")
     counter = flop_counter()
+    seen = []
 
     def run(m, inputs):
-        with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
+        with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch), \
+                stand_ins(torch, m, b * s) as routing:
             m(**inputs)
+        seen.append(routing)
 
     inputs = {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
@@ -179,7 +185,8 @@ def _forward(torch, model, b: int, s: int):
         # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
         inputs["lengths"] = torch.full((b,), s, dtype=torch.long)
     facts = trace(torch, model, inputs, run)
-    return facts, int(counter.get_total_flops())
+    counted = int(counter.get_total_flops())
+    return facts, seen[0].routed_flops(counted, counter.get_flop_counts(), type(model).__name__), counted
 
 
 @contextlib.contextmanager
@@ -231,7 +238,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
                               "(docs: a new architecture in ten minutes)") from None
     model = _build(torch, probed, class_name, probed_object)
     try:
-        facts, fl = _forward(torch, model, probe.b, probe.s)
+        facts, fl, counted = _forward(torch, model, probe.b, probe.s)
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
         raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
@@ -248,7 +255,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
         raise CostgraphValueError(f"cannot draft {type(model).__name__}: {e}",
                                   hint="costgraph import drafts models whose layers are a ModuleList") from None
     params = int(sum(p.numel() for p in model.parameters()))
-    return type(model).__name__, inputs, lines, sz, params, fl
+    return type(model).__name__, inputs, lines, sz, params, fl, counted
 
 
 def draft_model(source, *, name: str | None = None, check: bool = True) -> Draft:
@@ -356,7 +363,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
             raise
         present.remove("num_key_value_heads")
         probes, runs = _probed_runs(*args, present, period, derived, even_kv)
-    torch_class, inputs, lines, sz, _, _ = runs[0]
+    torch_class, inputs, lines, sz, _, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
     real = {sym: int(getattr(target, f)) for sym, f in fields.items() if f not in unset}
@@ -384,7 +391,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
             values.update(b=p.b, s=p.s)
             got = built.costs("model", convention="matmul").evaluate(None, values)
-            result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"])))
+            result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
+                                       None if run[6] == run[5] else run[6]))
         _check_at_config(torch, cfg, class_name, built, result)
     return result
 

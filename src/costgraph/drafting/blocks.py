@@ -60,7 +60,10 @@ def is_norm(m: Module) -> bool:
 
 
 def norm_call(m: Module, arg: str) -> str:
-    """``rmsnorm(...)`` or ``layernorm(...)``, with ``bias``/``weight`` as the module holds them."""
+    """``rmsnorm(...)`` or ``layernorm(...)``, with ``bias``/``weight`` as the module holds them; a norm of a block's
+    own form (:func:`costgraph.drafting.gated_norms.as_norm`) by its ``norm_text``."""
+    if isinstance(m.attrs.get("norm_text"), str):
+        return m.attrs["norm_text"].replace("{arg}", arg)
     rms = "rms" in m.cls.lower()
     opts = []
     if "weight" not in m.params:

@@ -9,7 +9,12 @@ from dataclasses import asdict, dataclass, field
 
 @dataclass
 class Check:
-    """One probe's comparison: the draft's count and PyTorch's at the probe sizes and ``(b, s)``."""
+    """One probe's comparison: the draft's count and PyTorch's at the probe sizes and ``(b, s)``.
+
+    ``forward_flops_torch``: FlopCounterMode's forward FLOPs under the routed-experts convention (k experts per token,
+    as the draft counts them); ``forward_flops_counted``: FlopCounterMode's own total where the two differ, a model
+    whose experts run every token through every expert (Llama 4's ``Llama4TextMoe``: E per token,
+    :mod:`costgraph.drafting.routing`), else None."""
 
     probe: int
     values: dict[str, int]
@@ -17,6 +22,7 @@ class Check:
     params_draft: int
     forward_flops_torch: int
     forward_flops_draft: int
+    forward_flops_counted: int | None = None
 
     @property
     def exact(self) -> bool:

@@ -6,6 +6,7 @@ user's values, and the header saying where the draft comes from and how its fiel
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from .blocks import is_norm, norm_call
 from .recurrent import LOCAL_BLOCKS
@@ -141,7 +142,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
         raise ValueError("no ModuleList of layers found")
-    start, end = layers.children[0].order or 0, layers.children[-1].order or 0
+    layers = _in_index_order(layers)
+    called = [c.order for c in layers.children if c.order is not None]
+    start, end = min(called, default=0), max(called, default=0)
     leaves = _leaves(root, layers)
     pre = [m for m in leaves if m.order < start]
     # a module called before the layers and again after them (NanoChat's norm): a statement at each call
@@ -172,6 +175,16 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     return inputs, (lines[:-1] + extra + lines[-1:]) if extra else lines
 
 
+def _in_index_order(layers: Module) -> Module:
+    """The layers' list with its elements in index order (the trace lists a module's children in call order, the
+    uncalled ones last): mllama's cross-attention layers, which a text-only forward skips (transformers 5.24
+    modeling_mllama.py ``MllamaTextModel.forward``: ``continue`` where ``cross_attention_states`` is None), stay at
+    the config's indices (``cross_attention_layers``: every 5th from layer 3), where the layers' pattern reads them."""
+    if not all(c.name.isdigit() for c in layers.children):
+        return layers
+    return replace(layers, children=sorted(layers.children, key=lambda c: int(c.name)))
+
+
 def _outer_size(n: int, sz: Sizer) -> str:
     """A size of a module outside the probed config, in symbols only when it is one large probed field times a
     small factor (Gemma 3's projector: ``h``); else its number (a vision tower's 196 positions are no ``4·kv²``)."""
@@ -193,7 +206,7 @@ def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
 
     def visit(node: Module) -> None:
         for c in node.children:
-            if c is layers:
+            if c.path == layers.path:     # the layers' list (a copy in index order: not the same object)
                 continue
             if all(x.order is None for x in c.walk()):     # nothing in it ran (Whisper's wrapper ran its decoder)
                 if c.param_count():

@@ -17,7 +17,9 @@ from .experts import EXPERT_BLOCKS, expert_call
 from .linear_mixers import LINEAR_BLOCKS, kda_call, lightning_call, short_conv_call
 from .rwkv import RWKV_BLOCKS, rwkv_call
 from .value_dim_attention import VALUE_DIM_BLOCKS, value_dim_call
-from .mla_forms import MLA_BLOCKS, dsa_call, mla_full_q_call
+from .mla_forms import MLA_BLOCKS, dsa_call, gated_dsa_call, mla_full_q_call
+from .gated_norms import GATED_NORM_BLOCKS
+from .parallel_experts import PARALLEL_EXPERT_BLOCKS, moa_attention_call, parallel_moe_call
 from .facts import Module
 
 DELTANET_OWN = {"A_log", "dt_bias"}
@@ -160,11 +162,13 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     recognised. A module of one child and no parameter of its own (GPT-Neo's ``GPTNeoAttention`` around its
     ``GPTNeoSelfAttention``) is read as that child."""
     recurrent = recurrent_call(m, arg, d) or mamba_call(m, arg, d) or mamba2_call(m, arg, d) or dsa_call(m, arg, d) \
-        or mla_call(m, arg, d, rotary) or mla_full_q_call(m, arg, d, rotary) or deltanet_call(m, arg, d) \
+        or mla_call(m, arg, d, rotary) or mla_full_q_call(m, arg, d, rotary) or gated_dsa_call(m, arg, d, rotary) \
+        or deltanet_call(m, arg, d) \
         or expert_call(m, arg, d) or lightning_call(m, arg, d) \
         or kda_call(m, arg, d) or diff_attention_call(m, arg, d) or subnorm_call(m, arg, d) \
         or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d) \
-        or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d) or value_dim_call(m, arg, d, rotary)
+        or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d) or value_dim_call(m, arg, d, rotary) \
+        or moa_attention_call(m, arg, d, rotary) or parallel_moe_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -266,4 +270,4 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
 }"""}
 LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
                 **RWKV_BLOCKS,
-                **MLA_BLOCKS, **VALUE_DIM_BLOCKS}
+                **MLA_BLOCKS, **VALUE_DIM_BLOCKS, **PARALLEL_EXPERT_BLOCKS, **GATED_NORM_BLOCKS}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from .blocks import is_norm, norm_call
 from .recurrent import mixer_call
 from .facts import Module
+from .gated_norms import as_norm
 from .per_layer import per_layer_tail
 from .shared_blocks import hybrid_lines
 from .probe import COUNTS, Probe
@@ -56,9 +57,11 @@ class Sizer:
         den = self.real.get(sym)
         return f"floor({text})" if isinstance(den, int) and den > 0 and num % den else text
 
-    def _extra_rows(self, n: int, values: dict) -> str | None:
-        """``n`` as one field plus or minus a few rows (``s_max + 2``, ``V + 1``), or None."""
-        for extra in (1, 2, -1, -2):
+    def _extra_rows(self, n: int, values: dict, what: str = "size") -> str | None:
+        """``n`` as one field plus or minus a few rows (``s_max + 2``, ``V + 1``), or None. mllama's token table is
+        vocab_size + 8 (transformers 5.24 modeling_mllama.py MllamaTextModel's nn.Embedding): the 8 only for a
+        table's rows, where no other size of a probe lies near (RemBERT's embedding width 256 is no V + 5)."""
+        for extra in (1, 2, -1, -2, *((8,) if what == "embedding rows" else ())):
             over = self.probe.cover(n - extra) if n > extra else None
             if over is not None and " " not in over and over in values:
                 return f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
@@ -75,7 +78,7 @@ class Sizer:
         else:
             text = self.probe.cover(n)
             if what == "embedding rows" and text is not None and text.split(" * ")[0].isdigit():
-                text = self._extra_rows(n, values) or text     # Moshi's V + 1 rows, not a product such as 36 * kv
+                text = self._extra_rows(n, values, what) or text     # Moshi's V + 1 rows, not a product such as 36 * kv
             if text is None:
                 for sym, v in values.items():
                     if sym in COUNTS:
@@ -87,8 +90,8 @@ class Sizer:
         if text is None:     # half a field, rounded down (RecurrentGemma's MLP: intermediate_size // 2)
             text = next((f"floor({sym} / 2)" if v % 2 else f"{sym} / 2" for sym, v in values.items()
                          if sym not in COUNTS and v // 2 == n and v > 2), None)
-        if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2)
-            text = self._extra_rows(n, values)
+        if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2; mllama's: V + 8)
+            text = self._extra_rows(n, values, what)
         if text is None:     # a width the config rounds (LFM2's MLP: a multiple of 256 at or above 2i/3)
             text = next((t for t, v in self.rounded if v == n and what == "MLP width"), None)
         if text is None:
@@ -201,6 +204,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
 def _layer_modules(layer: Module, sz: Sizer) -> tuple[list[Module], tuple | None]:
     """(the modules a layer's statements read, in call order; Gemma 4's per-layer tail or None)."""
     kids = [c for c in _called(layer) if c.cls != "Dropout" and (c.params or c.children or is_norm(c))]
+    kids = [as_norm(c, sz) or c for c in kids]     # A.X-K2's gated RMSNorms, read where a norm is
     kids = _flat_mlp(layer, kids)
     tail = per_layer_tail(layer, sz)      # Gemma 4's per-layer input, after the MLP's residual
     if tail is not None:
@@ -242,6 +246,10 @@ def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
     cross-attention of BartForCausalLM's decoder layers, built without an encoder to attend to):
     counted as ``sum(p.numel())`` counts them, no FLOPs."""
     out = []
+    skipped = all(m.order is None for m in layer.walk())
+    if skipped:     # a layer the forward skips (mllama's cross-attention layers): its own parameters too
+        out += [f"param {pname}[{', '.join(sz.size(n, f'{layer.path}.{pname}') for n in shape)}]"
+                for pname, shape in layer.params.items() if pname not in layer.tied]
     for c in layer.children:
         if c.order is not None or not c.param_count():
             continue
@@ -253,5 +261,6 @@ def uncalled_lines(layer: Module, sz: Sizer) -> list[str]:
                 out.append(f"param {name}[{', '.join(sz.size(n, f'{m.path}.{pname}') for n in shape)}]")
     if out:
         out.insert(0, f"# built but never called by the forward (parameters only): "
-                      f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}")
+                      f"{', '.join(c.name for c in layer.children if c.order is None and c.param_count())}"
+                      f"{' (the whole layer)' if skipped else ''}")
     return out
