@@ -64,6 +64,8 @@ def to_text(plan) -> str:
         if plan.not_searched() else []
     if rows:
         out.append(f"check the first with: {plan.check_command()}")
+    if plan.comparison is not None:   # --compare (costgraph.training.plan_compare)
+        out += ["", plan.comparison.to_text()]
     if plan.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 

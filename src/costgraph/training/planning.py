@@ -54,6 +54,8 @@ class PlanResult(Tabular):
     calibration: Calibrated | None = None   # --efficiency-profile (training.calibration_profile.calibrated)
     searched: dict = field(default_factory=dict)
     pruned: dict = field(default_factory=dict)
+    #: ``--compare``: the given layout against the first row (:class:`costgraph.training.plan_compare.Comparison`)
+    comparison: object = None
 
     @property
     def verdict(self) -> str:
@@ -106,7 +108,8 @@ class PlanResult(Tabular):
         key("reserve_bytes", "bytes", label="memory kept free"), key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
-        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"))
+        key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
+        key("comparison", omit_none=True, write="comparison", label="--compare: the given layout against the first row"))
 
     @property
     def time_model(self) -> str:
@@ -116,7 +119,8 @@ class PlanResult(Tabular):
     def to_dict(self) -> dict:
         """The document ``costgraph plan --format json`` prints (JSON values only), generated from
         :attr:`DOCUMENT`."""
-        return document_json(self, {"lists": lambda _, v: {k: list(x) for k, x in v.items()}})
+        return document_json(self, {"lists": lambda _, v: {k: list(x) for k, x in v.items()},
+                                    "comparison": lambda _, v: v.to_json()})
 
     def not_searched(self) -> dict:
         """Option → why it is not searched (:func:`costgraph.options.not_searched`), less those searched here
@@ -172,7 +176,10 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
     ``link_rate`` (:data:`costgraph.choices.LINK_RATE`: the check command carries one other than the default),
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
-    takes them (the check command carries the layout text and a loss other than the default).
+    takes them (the check command carries the layout text and a loss other than the default); ``compare``: a
+    layout (a :class:`~costgraph.parallel.layout.Layout`, or a dict of its keywords with ``b`` the micro-batch)
+    set against the first row: the result's ``comparison`` (:func:`costgraph.training.plan_compare.compare_layout`:
+    its rank, the step's parts of both, their differences and the dominant cause).
 
     Raises
     ------
@@ -229,9 +236,14 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed",
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
-    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
-                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                      result.searched, result.pruned)
+    out = PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
+                     result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
+                     result.searched, result.pruned)
+    if o.compare is not None:   # --compare: the given layout's parts against the first row's (plan_compare)
+        from .plan_compare import compare_layout
+
+        out.comparison = compare_layout(model, values, out, o.compare, o)
+    return out
 
 
 class _RuntimeReserve:
