@@ -154,7 +154,7 @@ def compare_layout(model, values: dict, plan, layout, options=None) -> Compariso
     gaps = [Gap(n, _label(n), g_parts.get(n, 0.0), f_parts.get(n, 0.0), g_parts.get(n, 0.0) - f_parts.get(n, 0.0),
                 _cause(n)) for n in names]
     g_step, f_step = _num(g_res.step["total"], g_res.values), _num(f_res.step["total"], f_res.values)
-    row = _row_of(given, b)
+    row = _row_of(g_res.layout, b)   # as train filled it: m from the global batch
     rank = next((i + 1 for i, r in enumerate(plan.layouts) if all(r.get(k) == row[k] for k in RANK_FIELDS)), None)
     shape = next((i + 1 for i, r in enumerate(plan.layouts) if all(r.get(k) == row[k] for k in SHAPE_FIELDS)), None)
     fits = g_res.fits is None or bool(g_res.fits["fits"])

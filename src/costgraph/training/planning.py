@@ -176,10 +176,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
     ``link_rate`` (:data:`costgraph.choices.LINK_RATE`: the check command carries one other than the default),
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
-    takes them (the check command carries the layout text and a loss other than the default); ``compare``: a
-    layout (a :class:`~costgraph.parallel.layout.Layout`, or a dict of its keywords with ``b`` the micro-batch)
-    set against the first row: the result's ``comparison`` (:func:`costgraph.training.plan_compare.compare_layout`:
-    its rank, the step's parts of both, their differences and the dominant cause).
+    takes them (the check command carries the layout text and a loss other than the default); ``compare``: :func:`_compared`.
 
     Raises
     ------
@@ -236,14 +233,22 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed",
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
-    out = PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
+    return _compared(model, values, PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                     result.searched, result.pruned)
-    if o.compare is not None:   # --compare: the given layout's parts against the first row's (plan_compare)
-        from .plan_compare import compare_layout
+                     result.searched, result.pruned), o)
 
-        out.comparison = compare_layout(model, values, out, o.compare, o)
-    return out
+
+def _compared(model, values, result: PlanResult, o) -> PlanResult:
+    """``result``, with ``o.compare`` (a :class:`~costgraph.parallel.layout.Layout`, or a dict of its keywords with
+    ``b`` the micro-batch) set against its first row as its ``comparison``
+    (:func:`costgraph.training.plan_compare.compare_layout`: its rank, the step's parts of both, their differences
+    and the dominant cause)."""
+    if o.compare is None:
+        return result
+    from .plan_compare import compare_layout
+
+    result.comparison = compare_layout(model, values, result, o.compare, o)
+    return result
 
 
 class _RuntimeReserve:
