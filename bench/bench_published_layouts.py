@@ -4,10 +4,13 @@
 For each row:
 
 (a) ``Model.plan`` on the row's model, GPU count, hardware, global batch and sequence, with the
-    options the run used that the planner does not search (precision policy, device memory): the
+    options the run used that the planner does not search (precision policy, device memory, and the
+    framework's conventions of :data:`CONVENTIONS`: overlap, loss kernels, link rates): the
     rank of the published layout among plan's rows (matched on TP, PP, CP, EP, VP and micro-batch,
     less the fields the row marks ``unknown``), and how much faster plan's first row is predicted
-    than the published layout (``train`` on the published layout, same efficiency);
+    than the published layout (``train`` on the published layout, same efficiency); for a layout not
+    in the top 10, why (``plan --compare``, costgraph.training.plan_compare: the parts of the two steps
+    that make the gap, and its dominant cause; the summary counts the rows per cause);
 (b) ``Model.train`` on exactly the published layout: the fit verdict (a layout the run used that
     costgraph judges not to fit is a failure of the model, or of the row's data), and the predicted
     step time and peak memory against the measured ones (relative error).
@@ -55,6 +58,9 @@ FASTER = 0.10              # plan's first row predicted more than this much fast
 TOP = 50                   # plan rows asked for: a published layout below is "not in the top TOP"
 TIMEOUT = 300              # seconds per part (plan, train) of one row
 
+# the framework's conventions a row's `layout` names that plan takes as they are (never searched): the published
+# layout is ranked among plan's rows under the same overlap rules, loss kernels and link rates as train judges it
+CONVENTIONS = ("overlap", "cross_entropy", "link_rate")
 # a row's field -> the key of a `plan` layout row (costgraph.training.planning.PlanResult.layouts)
 MATCH = {"tp": "tp", "pp": "pp", "cp": "cp", "ep": "ep", "vp": "virtual_stages", "micro_batch": "micro_batch"}
 
@@ -146,7 +152,8 @@ def judge_plan(row: dict, top: int = TOP) -> dict:
     model = _model(row)
     values = _values(model, row)
     ask = dict(gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
-               memory=row.get("memory"), precision=row["precision"], top=top)
+               memory=row.get("memory"), precision=row["precision"], top=top,
+               **{k: v for k, v in row.get("layout", {}).items() if k in CONVENTIONS})
     try:
         res = model.plan(values, compare=compare_of(row), **ask)
         gap = _gap(res.comparison)
