@@ -71,6 +71,10 @@ def test_recompute_and_what_plan_does_not_search(planned):
     # the re-run is the rest of the compute: the classes are the layout's without recomputation
     assert {g.part: g.given for g in none.parts}["matmul"] == {g.part: g.given for g in full.parts}["matmul"]
     assert full.unsearched == ["overlap=torchtitan"]
+    # Megatron's layer split: plan searched the even split only (its `split` domain)
+    split = compare_layout(model, values, res, {"p": 2, "account_embedding": True, "account_loss": True, "b": 1})
+    assert res.searched["split"] == [[None, None, False, False]]
+    assert split.unsearched == ["account_embedding=True", "account_loss=True"]
 
 
 def test_a_layout_that_does_not_fit(planned):

@@ -305,11 +305,16 @@ def _unsearched(layout, first, plan) -> list[str]:
     from ..option_fields import specs
 
     out = []
+    # plan's split domain beyond the even split ((first, last, account_embedding, account_loss) = (None, None, F, F))
+    uneven = any(tuple(v) != (None, None, False, False) for v in plan.searched.get("split", ()))
     for name, (_, spec) in specs(LayoutOptions).items():
-        if name in _NOT_SETTINGS or name in _SPLIT_FIELDS:
+        if name in _NOT_SETTINGS:
             continue
-        searched = spec.domain is not None and (spec.domain.kind != "variant" or
-                                                (spec.domain.key or name) in plan.searched)
+        if name in _SPLIT_FIELDS:
+            searched = uneven
+        else:
+            searched = spec.domain is not None and (spec.domain.kind != "variant" or
+                                                    (spec.domain.key or name) in plan.searched)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
     return out
@@ -318,8 +323,8 @@ def _unsearched(layout, first, plan) -> list[str]:
 #: Layout fields that are no setting to compare (the device count, m, derived ones)
 _NOT_SETTINGS = ("gpus", "m", "d", "precision", "tp_replicated", "etp", "lora_rank", "lora_targets", "lora_dropout",
                  "quantization")
-#: the pipeline split plan searches with ``first_stage_layers`` (its ``split`` domain)
-_SPLIT_FIELDS = ("last_stage_layers", "account_embedding", "account_loss")
+#: Megatron's layer split: searched where plan's ``split`` domain holds more than the even split
+_SPLIT_FIELDS = ("first_stage_layers", "last_stage_layers", "account_embedding", "account_loss")
 
 
 def _shown(v) -> str:
