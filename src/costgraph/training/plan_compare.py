@@ -15,7 +15,7 @@
   the optimizer step, each collective kind's exposed seconds (:mod:`costgraph.training.overlap`) and the
   rest (offload's host link beyond the compute, the CPU step: :func:`costgraph.training.steptime.combine`);
 * the peak memory of the most-loaded device of each, against the capacity less the reserve;
-* ``causes``: the parts that make the gap (given − first), largest first, and ``cause``, its dominant class
+* ``causes``: the parts that make the gap (given − first), largest first (at most 3, each at least 1% of it), and ``cause``, its dominant class
   (:data:`CAUSES`): the layout does not fit; it is not slower (plan's search lacks it: the settings it
   sets that plan does not search); else the class of the part that adds the most.
 
@@ -91,7 +91,7 @@ class Comparison(Part):
     usable_bytes: int = quantity("bytes", label="capacity less the reserve (the given layout's)")
     given_fits: bool = quantity(label="the given layout fits")
     parts: list = quantity(label="the step's parts (Gap each)")
-    causes: list = quantity(label="the parts that make the gap, largest first (at most 3)")
+    causes: list = quantity(label="the parts that make the gap, largest first (at most 3, each at least 1% of it)")
     cause: str = quantity(label="the dominant cause class (plan_compare.CAUSES)")
     unsearched: list = quantity(label="the given layout's settings plan does not search")
     check: str | None = quantity(label="costgraph train words of the given layout", default=None)
@@ -108,7 +108,8 @@ class Comparison(Part):
                f"({self.gap:+.3g} s, {pct:+.1%})"]
         w = max(len(g.label) for g in self.parts) if self.parts else 4
         out.append(f"  {'part'.ljust(w)}  {'given s':>10}  {'first s':>10}  {'difference':>10}")
-        out += [f"  {g.label.ljust(w)}  {g.given:10.4g}  {g.first:10.4g}  {g.difference:+10.3g}" for g in self.parts]
+        out += [f"  {g.label.ljust(w)}  {g.given:10.4g}  {g.first:10.4g}  {g.difference:+10.3g}" for g in self.parts
+                if g.given or g.first]   # a part neither side has: in the JSON only
         out.append(f"  memory: {self.given_bytes / gib:.1f} GiB against the first row's {self.first_bytes / gib:.1f} GiB "
                    f"of {self.usable_bytes / gib:.1f} GiB usable ({'fits' if self.given_fits else 'does not fit'})")
         why = ", ".join(f"{c['label']} {c['difference']:+.3g} s" for c in self.causes) or "no part is larger"
@@ -159,7 +160,9 @@ def compare_layout(model, values: dict, plan, layout, options=None) -> Compariso
     shape = next((i + 1 for i, r in enumerate(plan.layouts) if all(r.get(k) == row[k] for k in SHAPE_FIELDS)), None)
     fits = g_res.fits is None or bool(g_res.fits["fits"])
     usable = (g_res.fits["capacity_bytes"] - g_res.fits["reserve_bytes"]) if g_res.fits is not None else 0
-    adding = sorted((g for g in gaps if g.difference > 0), key=lambda g: -g.difference)[:3]
+    # the parts that add to the given step, at least 1% of the gap each (a rounding's crumbs are no cause)
+    adding = sorted((g for g in gaps if g.difference > 0 and g.difference >= 0.01 * abs(g_step - f_step)),
+                    key=lambda g: -g.difference)[:3]
     unsearched = _unsearched(given, first_layout, plan)
     if not fits:
         cause = CAUSES[0]
