@@ -13,7 +13,7 @@ Source: TransformerEngine @ d0067d0d (the mirror's HEAD, SOURCES.md):
 * transformer_engine/pytorch/module/base.py::initialize_ub: "AllGather buffers use fp8 when using fp8 recipe"
   (``fp8_buf`` for the layers of ``layers_all_gather_overlap``).
 The output head (Megatron's plain ColumnParallelLinear) and the embedding stay at the activations' bytes, as do
-every reduce-scatter and a policy without TE's recipe (torchao's)."""
+every reduce-scatter; torchao's float8 (torchtitan) gathers only the forward inputs in FP8."""
 
 import pytest
 import sympy
@@ -53,5 +53,12 @@ def test_te_recipes_gather_fp8(llama, policy, fp8_bytes):
     assert changed and all(k[3] == "all-gather" and fp8[k] == fp8_bytes and bf16[k] == 2 for k in changed)
 
 
-def test_torchao_gathers_at_the_activation_bytes(llama):
-    assert _gathers(llama, "fp8-torchao") == _gathers(llama, "mixed")
+def test_torchao_gathers_the_forward_input_in_fp8(llama):
+    """torchao @ eab345c torchao/float8/float8_tensor_parallel.py::PrepareFloat8ModuleInput ("the float8 cast
+    happens before the all-gather (i.e. Shard -> Replicate)"), which torchtitan's parallelize_llama applies to the
+    attention's and the feed-forward's inputs under float8: those gathers at 1 byte, every other at 2."""
+    bf16, ao = _gathers(llama, "mixed"), _gathers(llama, "fp8-torchao")
+    changed = {k for k in ao if ao[k] != bf16[k] and k[1] != "step)"}
+    assert changed == {("layers/layer/input_layernorm:0", "forward)", False, "all-gather"),
+                       ("layers/layer/post_attention_layernorm:0", "forward)", False, "all-gather")}
+    assert all(ao[k] == 1 for k in changed)

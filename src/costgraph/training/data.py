@@ -206,8 +206,9 @@ COLUMNWISE = ("transpose", "always")
 WEIGHT_CACHE = ("step", "saved", "recomputed")
 #: what a recipe's sequence-parallel all-gathers of an FP8 linear's input (and of a row-parallel FP8 linear's
 #: output gradient) move (costgraph.parallel.comm_tensor): ``activation`` (the activations' precision) or ``fp8``
-#: (quantized first: Transformer Engine's gather_along_first_dim / userbuffers with a quantizer)
-TP_ALL_GATHER = ("activation", "fp8")
+#: (quantized first: Transformer Engine's gather_along_first_dim / userbuffers with a quantizer) or ``fp8-input``
+#: (the forward input's gather only: torchao's PrepareFloat8ModuleInput under torchtitan's float8 TP)
+TP_ALL_GATHER = ("activation", "fp8", "fp8-input")
 
 RECIPE = Kind("FP8 recipe", (
     Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
@@ -216,8 +217,9 @@ RECIPE = Kind("FP8 recipe", (
     Field("fp8_dpa", "text", required=False, doc="FP8 attention: none, fp8-output or bf16-output (O's precision)"),
     Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)"),
     Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step), saved (torchao: with the activations) or recomputed"),
-    Field("tp_all_gather", "text", required=False, doc="activation (default) or fp8: what the sequence-parallel "
-                                                       "all-gathers of an FP8 linear's input and output gradient move"),
+    Field("tp_all_gather", "text", required=False, doc="activation (default), fp8 or fp8-input: what the "
+                                                       "sequence-parallel all-gathers of an FP8 linear's input and output "
+                                                       "gradient move"),
     Field("min_compute_capability", unit="major x 10 + minor", required=False, positive=True,
           doc="the compute capability the recipe needs (Transformer Engine's check_recipe_support)"),
     Field("below_compute_capability", unit="major x 10 + minor", required=False, positive=True,
