@@ -4,10 +4,13 @@
 For each row:
 
 (a) ``Model.plan`` on the row's model, GPU count, hardware, global batch and sequence, with the
-    options the run used that the planner does not search (precision policy, device memory): the
+    options the run used that the planner does not search (precision policy, device memory, and the
+    framework's conventions of :data:`CONVENTIONS`: overlap, loss kernels, link rates): the
     rank of the published layout among plan's rows (matched on TP, PP, CP, EP, VP and micro-batch,
     less the fields the row marks ``unknown``), and how much faster plan's first row is predicted
-    than the published layout (``train`` on the published layout, same efficiency);
+    than the published layout (``train`` on the published layout, same efficiency); for a layout not
+    in the top 10, why (``plan --compare``, costgraph.training.plan_compare: the parts of the two steps
+    that make the gap, and its dominant cause; the summary counts the rows per cause);
 (b) ``Model.train`` on exactly the published layout: the fit verdict (a layout the run used that
     costgraph judges not to fit is a failure of the model, or of the row's data), and the predicted
     step time and peak memory against the measured ones (relative error).
@@ -55,6 +58,9 @@ FASTER = 0.10              # plan's first row predicted more than this much fast
 TOP = 50                   # plan rows asked for: a published layout below is "not in the top TOP"
 TIMEOUT = 300              # seconds per part (plan, train) of one row
 
+# the framework's conventions a row's `layout` names that plan takes as they are (never searched): the published
+# layout is ranked among plan's rows under the same overlap rules, loss kernels and link rates as train judges it
+CONVENTIONS = ("overlap", "cross_entropy", "link_rate")
 # a row's field -> the key of a `plan` layout row (costgraph.training.planning.PlanResult.layouts)
 MATCH = {"tp": "tp", "pp": "pp", "cp": "cp", "ep": "ep", "vp": "virtual_stages", "micro_batch": "micro_batch"}
 
@@ -131,20 +137,45 @@ def shape_rank(layouts: list[dict], row: dict, fields: list[str]) -> int | None:
     return None
 
 
+def compare_of(row: dict) -> dict:
+    """The published layout as ``Model.plan``'s ``compare`` (costgraph.training.plan_compare): train's layout
+    keywords (:func:`layout_of`, less the device count, plan's) and the micro-batch ``b``."""
+    return {**{k: v for k, v in layout_of(row).items() if k != "gpus"}, "b": row["micro_batch"]}
+
+
 def judge_plan(row: dict, top: int = TOP) -> dict:
-    """``plan`` for the row's model, GPUs, hardware, batch and sequence: where the published layout ranks."""
+    """``plan`` for the row's model, GPUs, hardware, batch and sequence: where the published layout ranks, and
+    why plan prefers its first row (``gap``: ``plan --compare``'s part-by-part difference and its dominant cause;
+    ``{"error": ...}`` where train refuses the published layout or no row fits: the plan is asked again without)."""
+    from costgraph.errors import CostgraphValueError
+
     model = _model(row)
     values = _values(model, row)
-    res = model.plan(values, gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
-                     memory=row.get("memory"), precision=row["precision"], top=top)
+    ask = dict(gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
+               memory=row.get("memory"), precision=row["precision"], top=top,
+               **{k: v for k, v in row.get("layout", {}).items() if k in CONVENTIONS})
+    try:
+        res = model.plan(values, compare=compare_of(row), **ask)
+        gap = _gap(res.comparison)
+    except CostgraphValueError as e:
+        res, gap = model.plan(values, **ask), {"error": " ".join(str(e).split())}
     fields = [f for f in MATCH if f not in row.get("unknown", [])]
     rank = next((i + 1 for i, r in enumerate(res.layouts) if _matches(r, row, fields)), None)
     first = res.layouts[0] if res.layouts else None
     return {"rank": rank, "shape_rank": shape_rank(res.layouts, row, fields), "matched_on": fields,
             "shown": len(res.layouts), "considered": res.considered,
             "first": None if first is None else {k: first.get(k) for k in (*MATCH.values(), "dp", "zero", "recompute",
-                                                                          "sp", "micro_batches", "step_seconds",
-                                                                          "memory_bytes")}}
+                                                                          "sp", "schedule", "micro_batches",
+                                                                          "step_seconds", "memory_bytes")},
+            "gap": gap}
+
+
+def _gap(c) -> dict:
+    """What the bench keeps of a :class:`costgraph.training.plan_compare.Comparison`."""
+    return {"cause": c.cause, "causes": c.causes, "gap_s": c.gap, "given_step_s": c.given_step,
+            "first_step_s": c.first_step, "given_fits": c.given_fits, "given_gib": c.given_bytes / 2**30,
+            "usable_gib": c.usable_bytes / 2**30, "unsearched": c.unsearched,
+            "parts": {g.part: [g.given, g.first] for g in c.parts}}
 
 
 def measured_step(row: dict, flops_per_device: float | None) -> tuple[float | None, str | None]:
@@ -228,7 +259,44 @@ def summarise(results: list[dict]) -> dict:
         "memory_askable": len(mems),
         "memory_within": sum(1 for r in mems if abs(r["memory_error"]) <= MEMORY_TOLERANCE),
         "step_tolerance": STEP_TOLERANCE, "memory_tolerance": MEMORY_TOLERANCE,
+        "causes": causes(results),
     }
+
+
+def outside(r: dict) -> bool:
+    """Whether plan answered for the row and its published layout is not in the top 10."""
+    p = r["plan"]
+    return "error" not in p and (p["rank"] is None or p["rank"] > 10)
+
+
+def causes(results: list[dict]) -> dict:
+    """Cause class (costgraph.training.plan_compare.CAUSES) → the rows not in the top 10 it explains, in the
+    classes' order; ``unexplained``: those whose comparison failed (its error in the row's ``gap``)."""
+    from costgraph.training.plan_compare import CAUSES
+
+    out: dict = {}
+    for r in results:
+        if outside(r):
+            gap = r["plan"].get("gap") or {"error": "not compared"}
+            out.setdefault(gap.get("cause", "unexplained"), []).append(r["id"])
+    return {k: out[k] for k in (*CAUSES, "unexplained") if k in out}
+
+
+def why_lines(results: list[dict]) -> list[str]:
+    """One line per row not in the top 10: its dominant cause and the two or three parts that make the gap."""
+    out = []
+    for r in results:
+        if not outside(r):
+            continue
+        gap = r["plan"].get("gap") or {"error": "not compared"}
+        if "error" in gap:
+            out.append(f"  {r['id']}: unexplained ({gap['error'][:120]})")
+            continue
+        parts = ", ".join(f"{c['label']} {c['difference']:+.3g} s" for c in gap["causes"])
+        more = f"; memory {gap['given_gib']:.1f} of {gap['usable_gib']:.1f} GiB" if not gap["given_fits"] else ""
+        more += f"; not searched: {', '.join(gap['unsearched'])}" if gap["unsearched"] else ""
+        out.append(f"  {r['id']}: {gap['cause']} (gap {gap['gap_s']:+.3g} s: {parts or 'no part larger'}{more})")
+    return out
 
 
 def _pct(x) -> str:
@@ -263,6 +331,9 @@ def to_text(results: list[dict], summary: dict) -> str:
     if errors:
         out += ["", "errors:"] + [f"  {i} ({part}): {e}" for i, part, e in errors]
     s = summary
+    why = why_lines(results)
+    if why:
+        out += ["", "why not in the top 10 (plan --compare: published − first row, the parts that add most):"] + why
     out += ["", "rank: the published layout's place among plan's rows (>N: not among the N shown); fits: train's "
             "verdict on the published layout (NO?: the source does not print the recompute used); 1st faster: "
             "plan's first row predicted faster than the published layout by this much; err: predicted vs measured"]
@@ -276,6 +347,8 @@ def to_text(results: list[dict], summary: dict) -> str:
             f"{len(s['first_row_faster'])} with plan's first row predicted more than {FASTER:.0%} faster",
             f"step time within {STEP_TOLERANCE:.0%} for {s['step_within']} of {s['step_askable']} askable",
             f"peak memory within {MEMORY_TOLERANCE:.0%} for {s['memory_within']} of {s['memory_askable']} askable"]
+    if s.get("causes"):
+        out.append("not in the top 10, by dominant cause: " + "; ".join(f"{k} {len(v)}" for k, v in s["causes"].items()))
     return "\n".join(out)
 
 
@@ -285,8 +358,18 @@ def to_markdown(results: list[dict], summary: dict) -> str:
              "meas. GiB", "pred. GiB", "err"]
     out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     out += ["| " + " | ".join(c.replace("|", "/") for c in _cells(r)) + " |" for r in results]
-    counts = to_text([], summary).split("\n")[-5:]
-    return "\n".join(out + [""] + [f"- {c}" for c in counts])
+    counts = to_text([], summary).split("\n")[-(6 if summary.get("causes") else 5):]
+    why = ["", "| row | cause | gap s | the parts that make it (published − first) |", "|---|---|---|---|"]
+    for r in results:
+        if outside(r):
+            gap = r["plan"].get("gap") or {"error": "not compared"}
+            if "error" in gap:
+                why.append(f"| {r['id']} | unexplained | — | {gap['error'][:100].replace('|', '/')} |")
+                continue
+            parts = ", ".join(f"{c['label']} {c['difference']:+.3g} s" for c in gap["causes"])
+            more = f"; not searched: {', '.join(gap['unsearched'])}" if gap["unsearched"] else ""
+            why.append(f"| {r['id']} | {gap['cause']} | {gap['gap_s']:+.3g} | {parts}{more} |")
+    return "\n".join(out + (why if len(why) > 3 else []) + [""] + [f"- {c}" for c in counts])
 
 
 def select(rows: list[dict], wanted: list[str] | None) -> list[dict]:

@@ -139,6 +139,10 @@ class PlanOptions:
                                               "MoE's --ep-overlap and --route-nodes too (each value derives its own "
                                               "closed forms: slower)", default=False, check="flag",
                                               action="store_true")
+    compare: object = option("--compare", "a layout in costgraph train's flags (\"--tp 4 --pp 8 --virtual-stages 5 "
+                                          "--zero 1 --sp --set b=1\"): where it ranks and its step's parts against "
+                                          "the first row's (costgraph.training.plan_compare)", default=None,
+                             metavar="FLAGS")
     top: int = option("--top", "how many layouts to show (default 10)", default=10, unit="layouts", check="whole",
                       type=int)
     reserve: object = option("--reserve", "memory kept free on each device: a fraction of it (0.1) or a size (8GB); "

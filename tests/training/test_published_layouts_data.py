@@ -108,6 +108,25 @@ def test_shape_rank_counts_each_parallel_shape_once():
     assert shape_rank(rows, dict(row, tp=2, pp=2), fields) is None
 
 
+def test_the_rows_outside_the_top_10_are_counted_by_cause():
+    # bench/bench_published_layouts.py: a row ranked 11th or not shown is counted under its comparison's cause (the
+    # classes in costgraph.training.plan_compare.CAUSES' order), a failed comparison as unexplained; ranks 1-10 and
+    # a plan that errored are not counted
+    from bench.bench_published_layouts import causes, why_lines
+
+    def row(i, rank, gap=None, error=None):
+        plan = {"error": error} if error else {"rank": rank, "gap": gap}
+        return {"id": i, "plan": plan}
+    gap = {"cause": "bubble", "causes": [{"label": "pipeline bubble", "difference": 0.5}], "gap_s": 0.6,
+           "given_fits": True, "given_gib": 60.0, "usable_gib": 78.0, "unsearched": ["overlap=torchtitan"]}
+    results = [row("a", 3, dict(gap, cause="TP exposed")), row("b", 11, gap), row("c", None, dict(gap, cause="TP exposed")),
+               row("d", None, {"error": "refused"}), row("e", None, error="timeout"), row("f", None, gap)]
+    assert causes(results) == {"bubble": ["b", "f"], "TP exposed": ["c"], "unexplained": ["d"]}
+    lines = why_lines(results)
+    assert len(lines) == 4 and lines[0] == ("  b: bubble (gap +0.6 s: pipeline bubble +0.5 s; not searched: "
+                                            "overlap=torchtitan)")
+
+
 #: the repositories of the frameworks that shard with PyTorch's FSDP2 (fully_shard per block, the next block's
 #: all-gather prefetched; the root module kept gathered): torchtitan (its parallelize_llama.py) and NeMo AutoModel
 #: (its yamls' distributed.strategy fsdp2, Automodel @ 809f199 examples/llm_benchmark/)

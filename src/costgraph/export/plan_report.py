@@ -68,6 +68,8 @@ def to_text(plan) -> str:
     if rows:
         out.append(f"check the first with: {plan.check_command()}")
     out += [f"warning: {w}" for w in plan.warnings or []]
+    if plan.comparison is not None:   # --compare (costgraph.training.plan_compare)
+        out += ["", plan.comparison.to_text()]
     if plan.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 

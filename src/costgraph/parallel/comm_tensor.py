@@ -45,10 +45,32 @@ def tp_collectives(x: _Step) -> dict[str, Collective]:
     return {"tp": Collective("tp", tuple(parts))} if parts else {}
 
 
+def _fp8_gather(x: _Step) -> tuple[set, Expr, str] | None:
+    """``(the FP8 linears, bytes per element, mode)`` where the layout's precision policy quantizes the
+    sequence-parallel all-gathers of its FP8 linears (an FP8 recipe's ``tp_all_gather``,
+    :data:`costgraph.training.data.TP_ALL_GATHER`, sources in ``fp8.toml``'s header): ``fp8`` (Transformer
+    Engine: the inputs' gathers forward and for the weight gradient, and a row-parallel FP8 linear's output
+    gradient) or ``fp8-input`` (torchao under torchtitan's float8 TP: the forward input's gather only); the
+    recipe's ``data_bytes`` an element, plus its ``scale_bytes`` per ``block`` elements for block scaling (a
+    per-tensor scale is not sent: TE's ``_all_gather_fp8`` gathers ``_data`` only); None otherwise (the
+    activations' precision)."""
+    from ..training.fp8 import fp8_linears, policy_recipe
+
+    rec = policy_recipe(x.L.policy)
+    if rec is None or rec.tp_all_gather == "activation":
+        return None
+    store = x.cg.memo("fp8_linears")
+    if "all" not in store:
+        store["all"] = frozenset(fp8_linears(x.cg))
+    per = rec.data_bytes + (sympy.Rational(rec.scale_bytes, rec.block) if rec.scaling != "tensor" else 0)
+    return store["all"], sympy.sympify(per), rec.tp_all_gather
+
+
 def _tp_made_whole(x: _Step, add, skip) -> None:
     """Row-parallel and vocabulary-parallel outputs made whole: all-reduce
     forward, or with SP reduce-scatter forward and all-gather backward."""
     tp, cg = x.pl.tp, x.cg
+    fp8 = _fp8_gather(x)
     for path in tp.row + tp.vocab:
         if skip(path) or x.stage.node_factor(path) == 0:
             continue
@@ -57,7 +79,8 @@ def _tp_made_whole(x: _Step, add, skip) -> None:
         label = "row-parallel" if path in tp.row else "vocab-parallel"
         if o in tp.sequence:
             add(f"{path}: {label} output (forward)", "reduce-scatter", el, eb, x.node_calls(path, True))
-            add(f"{path}: gradient of its output (backward)", "all-gather", el, eb, x.node_calls(path, False))
+            gb, what = (fp8[1], " in FP8") if fp8 is not None and fp8[2] == "fp8" and path in fp8[0] else (eb, "")
+            add(f"{path}: gradient of its output{what} (backward)", "all-gather", el, gb, x.node_calls(path, False))
         else:
             add(f"{path}: {label} output (forward)", "all-reduce", el, eb, x.node_calls(path, True))
     for path in tp.split_norms:   # parallel/tensor.py "norms split by heads": one fp32 per token
@@ -76,6 +99,7 @@ def _tp_column_inputs(x: _Step, add, skip) -> None:
     with SP the input all-gathered forward and its gradient reduce-scattered
     backward; one per distinct input tensor."""
     tp, cg = x.pl.tp, x.cg
+    fp8 = _fp8_gather(x)
     inputs: dict[str, str] = {}
     for path in tp.column:
         if skip(path) or x.stage.node_factor(path) == 0:
@@ -86,10 +110,13 @@ def _tp_column_inputs(x: _Step, add, skip) -> None:
         readers = [q for q in tp.column if cg.nodes[q]["inputs"][0] == tid and not skip(q)]
         who = ", ".join(q.rsplit("/", 1)[-1] for q in readers)
         if tid in tp.sequence:
-            add(f"{tid}: input of {who} (forward)", "all-gather", el, eb, x.node_calls(path, True))
+            # every reader an FP8 linear: TE quantizes the input once and gathers it in FP8 (_fp8_gather)
+            gb, what = (fp8[1], " in FP8") if fp8 is not None and set(readers) <= fp8[0] else (eb, "")
+            add(f"{tid}: input of {who}{what} (forward)", "all-gather", el, gb, x.node_calls(path, True))
             add(f"{tid}: its gradient (backward)", "reduce-scatter", el, eb, x.node_calls(path, False))
             if x.sp_backward_gather:
-                add(f"{tid}: input gathered again for the weight gradient (backward)", "all-gather", el, eb,
+                gb, what = (gb, what) if fp8 is None or fp8[2] == "fp8" else (eb, "")
+                add(f"{tid}: input gathered again for the weight gradient{what} (backward)", "all-gather", el, gb,
                     x.node_calls(path, False))
         else:
             add(f"{tid}: gradient of the input of {who} (backward)", "all-reduce", el, eb,

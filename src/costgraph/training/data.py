@@ -204,6 +204,11 @@ COLUMNWISE = ("transpose", "always")
 #: layer's activations, one per micro-batch in flight, none kept under full recomputation), ``recomputed``
 #: (torchao's force_recompute_fp8_weight_in_bwd: cast again in the backward, none kept)
 WEIGHT_CACHE = ("step", "saved", "recomputed")
+#: what a recipe's sequence-parallel all-gathers of an FP8 linear's input (and of a row-parallel FP8 linear's
+#: output gradient) move (costgraph.parallel.comm_tensor): ``activation`` (the activations' precision) or ``fp8``
+#: (quantized first: Transformer Engine's gather_along_first_dim / userbuffers with a quantizer) or ``fp8-input``
+#: (the forward input's gather only: torchao's PrepareFloat8ModuleInput under torchtitan's float8 TP)
+TP_ALL_GATHER = ("activation", "fp8", "fp8-input")
 
 RECIPE = Kind("FP8 recipe", (
     Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"),
@@ -212,6 +217,9 @@ RECIPE = Kind("FP8 recipe", (
     Field("fp8_dpa", "text", required=False, doc="FP8 attention: none, fp8-output or bf16-output (O's precision)"),
     Field("wgrad_override", "flag", required=False, doc="runs --no-fp8-wgrad (weight gradients in BF16)"),
     Field("weight_cache", "text", required=False, doc="step (TE: kept the whole step), saved (torchao: with the activations) or recomputed"),
+    Field("tp_all_gather", "text", required=False, doc="activation (default), fp8 or fp8-input: what the "
+                                                       "sequence-parallel all-gathers of an FP8 linear's input and output "
+                                                       "gradient move"),
     Field("min_compute_capability", unit="major x 10 + minor", required=False, positive=True,
           doc="the compute capability the recipe needs (Transformer Engine's check_recipe_support)"),
     Field("below_compute_capability", unit="major x 10 + minor", required=False, positive=True,
@@ -241,6 +249,7 @@ class Recipe:
     fp8_dpa: str = "none"           # FP8 dot-product attention (costgraph.training.fp8_options.DPA)
     wgrad_override: bool = False    # takes fp8_wgrad = False (Megatron: the delayed recipe only)
     weight_cache: str = "step"      # how long the quantized weight lives (WEIGHT_CACHE)
+    tp_all_gather: str = "activation"   # the SP all-gathers of an FP8 linear (TP_ALL_GATHER)
     min_compute_capability: int | None = None     # the GPUs it runs on: [min, below) (fp8.check_supported)
     below_compute_capability: int | None = None
 
@@ -254,12 +263,15 @@ def _recipe(name: str, e) -> Recipe:
     cache = e.get("weight_cache") or "step"
     if cache not in WEIGHT_CACHE:
         raise e.error("weight_cache must be one of " + ", ".join(WEIGHT_CACHE), "weight_cache")
+    gather = e.get("tp_all_gather") or "activation"
+    if gather not in TP_ALL_GATHER:
+        raise e.error("tp_all_gather must be one of " + ", ".join(TP_ALL_GATHER), "tp_all_gather")
     dpa = e.get("fp8_dpa") or "none"
     if dpa not in DPA:
         raise e.error("fp8_dpa must be one of " + ", ".join(DPA), "fp8_dpa")
     return Recipe(name, e["description"], e["source"], e["scaling"], e["columnwise"],
                   **{k: sympy.Integer(e[k]) for k in RECIPE_NUMBERS}, fp8_dpa=dpa,
-                  wgrad_override=bool(e.get("wgrad_override") or False), weight_cache=cache,
+                  wgrad_override=bool(e.get("wgrad_override") or False), weight_cache=cache, tp_all_gather=gather,
                   min_compute_capability=e.get("min_compute_capability"),
                   below_compute_capability=e.get("below_compute_capability"))
 

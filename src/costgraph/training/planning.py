@@ -58,6 +58,8 @@ class PlanResult(Tabular):
     pruned: dict = field(default_factory=dict)
     warnings: list | None = None   # what the options given change nothing of (None: no warning)
     device_memory: DeviceMemory | None = None   # where capacity_bytes comes from (runtime_memory.device_memory)
+    #: ``--compare``: the given layout against the first row (:class:`costgraph.training.plan_compare.Comparison`)
+    comparison: object = None
 
     @property
     def verdict(self) -> str:
@@ -115,7 +117,8 @@ class PlanResult(Tabular):
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
         key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
-        key("warnings", omit_none=True))
+        key("warnings", omit_none=True),
+        key("comparison", omit_none=True, write="comparison", label="--compare: the given layout against the first row"))
 
     @property
     def link_rate(self) -> str:
@@ -142,7 +145,8 @@ class PlanResult(Tabular):
     def to_dict(self) -> dict:
         """The document ``costgraph plan --format json`` prints (JSON values only), generated from
         :attr:`DOCUMENT`."""
-        return document_json(self, {"lists": lambda _, v: {k: list(x) for k, x in v.items()}})
+        return document_json(self, {"lists": lambda _, v: {k: list(x) for k, x in v.items()},
+                                    "comparison": lambda _, v: v.to_json()})
 
     def not_searched(self) -> dict:
         """Option → why it is not searched (:func:`costgraph.options.not_searched`), less those searched here
@@ -198,7 +202,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
     ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON; in the check command if set),
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
-    takes them (the check command carries the layout text and a loss other than the default).
+    takes them (the check command carries the layout text and a loss other than the default); ``compare``: :func:`_compared`.
 
     Raises
     ------
@@ -256,10 +260,10 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 f"no kernel table for {hw.key} (training/kernels.toml): the flat efficiency is assumed",
                 "profile": None if profile is None else profile.source}
     least = None if result.least is None else result.least.as_dict()
-    return PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
-                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                      result.searched, result.pruned, _warnings(model, o),
-                      _memory_from(hw, capacity if memory is not None else None, o.memory_convention))
+    return _compared(model, values, PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
+                     result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
+                     result.searched, result.pruned, _warnings(model, o),
+                     _memory_from(hw, capacity if memory is not None else None, o.memory_convention)), o)
 
 
 def _warnings(model, o) -> list[str] | None:
@@ -269,6 +273,17 @@ def _warnings(model, o) -> list[str] | None:
     from .validity import expert_option_warnings
 
     return expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher)) or None
+def _compared(model, values, result: PlanResult, o) -> PlanResult:
+    """``result``, with ``o.compare`` (a :class:`~costgraph.parallel.layout.Layout`, or a dict of its keywords with
+    ``b`` the micro-batch) set against its first row as its ``comparison``
+    (:func:`costgraph.training.plan_compare.compare_layout`: its rank, the step's parts of both, their differences
+    and the dominant cause)."""
+    if o.compare is None:
+        return result
+    from .plan_compare import compare_layout
+
+    result.comparison = compare_layout(model, values, result, o.compare, o)
+    return result
 
 
 class _RuntimeReserve:

@@ -1,0 +1,107 @@
+"""``plan --compare`` (issue 27 item 2; costgraph.training.plan_compare): a layout against plan's first row,
+each side derived by train's path and split into parts that sum to its step.
+
+Checked against train itself (the check command run by the real CLI parser: the train_check fixture) and
+against the pipeline bubble's closed form, (p − 1)/(v·m) of the compute for 1F1B (Narayanan et al. 2021 §2.2;
+Megatron-LM@d98e8a64:megatron/core/pipeline_parallel/schedules.py
+forward_backward_pipelining_without_interleaving: p − 1 warm-up micro-batches on the first stage)."""
+
+import math
+
+import pytest
+
+import costgraph
+from cli_checks import refused, run
+from costgraph.training.plan_compare import CAUSES, compare_layout
+
+SIZES = {"s": 8192}
+PLAN = dict(gpus=16, hardware="h100-sxm", global_batch=128, top=6)
+
+
+@pytest.fixture(scope="module")
+def planned():
+    model = costgraph.load("llama", config="llama-3-8b")
+    values = model.values("llama-3-8b", SIZES)
+    return model, values, model.plan(values, **PLAN)
+
+
+def _total(c, side):
+    return math.fsum(getattr(g, side) for g in c.parts)
+
+
+def test_a_row_of_plan_ranks_where_plan_lists_it(planned, train_check):
+    model, values, res = planned
+    row = res.layouts[2]
+    given = {"t": row["tp"], "p": row["pp"], "c": row["cp"], "zero": row["zero"], "recompute": row["recompute"],
+             "sp": row["sp"], "b": row["micro_batch"]}
+    c = compare_layout(model, values, res, given)
+    assert c.rank == 3 and c.shape_rank is not None and c.shape_rank <= 3
+    # each side is train's step: the first row's is plan's (its confirmation is train's path), the given's the
+    # step of its own check command run by costgraph train
+    assert c.first_step == pytest.approx(res.layouts[0]["step_seconds"], rel=1e-12)
+    assert c.given_step == pytest.approx(train_check(res.check_command(row))[1], rel=1e-12)
+    assert c.gap == pytest.approx(row["step_seconds"] - res.layouts[0]["step_seconds"], rel=1e-9, abs=1e-12)
+    # the parts of each side sum to its step
+    assert _total(c, "given") == pytest.approx(c.given_step, rel=1e-12)
+    assert _total(c, "first") == pytest.approx(c.first_step, rel=1e-12)
+    assert c.cause in CAUSES and c.given_fits
+
+
+def test_a_pipeline_shows_its_bubble(planned):
+    model, values, res = planned
+    c = compare_layout(model, values, res, {"t": 2, "p": 2, "zero": 1, "sp": True, "b": 1})
+    parts = {g.part: g for g in c.parts}
+    compute = math.fsum(parts[k].given for k in ("matmul", "attention", "memory", "other"))
+    m = c.layout["micro_batches"]   # B / (b·d) = 128 / (1·4)
+    assert m == 32 and c.layout["dp"] == 4
+    assert parts["bubble"].given == pytest.approx(compute * (2 - 1) / m, rel=1e-12)   # (p − 1)/m, 1F1B
+    assert parts["bubble"].first == 0 and res.layouts[0]["pp"] == 1
+    assert "exposed:tp" in parts and parts["exposed:tp"].first == 0
+    assert c.rank is None and c.gap > 0
+    assert [x["difference"] for x in c.causes] == sorted((x["difference"] for x in c.causes), reverse=True)
+    assert c.cause == parts[c.causes[0]["part"]].cause
+
+
+def test_recompute_and_what_plan_does_not_search(planned):
+    model, values, res = planned
+    full = compare_layout(model, values, res, {"zero": 1, "recompute": "full", "b": 2, "overlap": "torchtitan"})
+    none = compare_layout(model, values, res, {"zero": 1, "b": 2, "overlap": "torchtitan"})
+    rec = {g.part: g.given for g in full.parts}["recompute"]
+    assert rec > 0 and full.gap > none.gap
+    # the re-run is the rest of the compute: the classes are the layout's without recomputation
+    assert {g.part: g.given for g in none.parts}["matmul"] == {g.part: g.given for g in full.parts}["matmul"]
+    assert full.unsearched == ["overlap=torchtitan"]
+    # Megatron's layer split: plan searched the even split only (its `split` domain)
+    split = compare_layout(model, values, res, {"p": 2, "account_embedding": True, "account_loss": True, "b": 1})
+    assert res.searched["split"] == [[None, None, False, False]]
+    assert split.unsearched == ["account_embedding=True", "account_loss=True"]
+
+
+def test_a_layout_that_does_not_fit(planned):
+    model, values, res = planned
+    c = compare_layout(model, values, res, {"t": 2, "b": 2})
+    assert not c.given_fits and c.cause == "memory: does not fit" and c.given_bytes > c.usable_bytes
+
+
+def test_cli_text_and_json(capsys):
+    argv = ["plan", "llama", "--config", "llama-3-8b", "--set", "s=8192", "--gpus", "16", "--hardware", "h100-sxm",
+            "--global-batch", "128", "--top", "6", "--compare", "--tp 2 --pp 2 --zero 1 --sp --set b=1"]
+    rc, out, _ = run(capsys, argv)
+    assert rc == 0 and "compare: not among the 6 rows shown" in out and "pipeline bubble" in out
+    rc, out, _ = run(capsys, argv + ["--format", "json"])
+    import json
+
+    c = json.loads(out)["comparison"]
+    assert c["layout"]["tp"] == 2 and c["layout"]["pp"] == 2 and c["layout"]["sp"] is True
+    assert math.fsum(p["given"] for p in c["parts"]) == pytest.approx(c["given_step"], rel=1e-12)
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    ("--tp 2 --hardware h100-sxm", "is no layout flag of costgraph train"),
+    ("--tp x", "invalid int value"),
+    ("--set h=3", "only the micro-batch b=N"),
+    ("--gpus 8", "is not plan's --gpus 16"),
+])
+def test_cli_refusals(capsys, flags, fragment):
+    refused(capsys, ["plan", "llama", "--config", "llama-3-8b", "--set", "s=8192", "--gpus", "16", "--hardware",
+                     "h100-sxm", "--global-batch", "128", "--compare", flags], fragment)
