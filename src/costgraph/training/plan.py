@@ -45,6 +45,7 @@ from ..parallel.layout import Layout
 from ..parallel.placement import placement
 from ..result_fields import quantity
 from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
+from .fp8 import transpose_for
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
 from .plan_grid import COLUMNS, REFUSALS, Grid, uneven   # noqa: F401
 from .plan_rows import Batch, Rows
@@ -221,9 +222,11 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     options = {o.field: tuple(o.domain(space)) for o in SEARCHED_OPTIONS}
     grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)
     syms = [T, P, C, EP, D, M, V] + ([b_sym] if b_sym is not None else [])
+    # the FP8 weight transpose TE keeps on the preset, as train resolves `auto` (training.fp8.on_hardware: shared on
+    # Blackwell, no second FP8 copy of the weights); each confirmed row meets the preset the same way (plan_confirm)
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 cross_entropy=cross_entropy, link_rate=link_rate,   # the activations' precision: Layout.filled()
-                ep_dispatcher=ep_dispatcher)
+                ep_dispatcher=ep_dispatcher, fp8_transpose=transpose_for(hardware))
     derived: dict = {}   # the variants' forms, derived once (a second screen keeps more rows, not new forms)
 
     def derive(fields, opts, schedules):

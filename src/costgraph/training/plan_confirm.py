@@ -23,6 +23,7 @@ from ..choices import CROSS_ENTROPY, EP_DISPATCHER, LINK_RATE, OVERLAP
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
 from ..parallel.layout import Layout
+from .fp8 import on_hardware
 from .plan_forms import derived, memory_of, step_of
 from .steptime import combine
 
@@ -199,7 +200,9 @@ def _confirm_one(model, vals, b_sym, c, settings, hardware, efficiency, usable, 
     at = {**vals, b_sym: sympy.Integer(c.micro_batch)} if b_sym is not None else vals
     limit = usable(c) if callable(usable) else usable   # a row's own reserve (train's runtime reserve)
     try:
-        layout = checked(model, layout_of(c, settings), at)
+        # the layout on the preset, as train meets it (training.fp8.on_hardware: an FP8 recipe the GPU cannot run
+        # refused, the FP8 weight transpose `auto` resolved as TE decides there)
+        layout = checked(model, on_hardware(layout_of(c, settings), hardware), at)
     except CostgraphValueError:
         refused["refused by train"] = refused.get("refused by train", 0) + 1
         return
