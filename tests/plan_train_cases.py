@@ -34,11 +34,12 @@ def plan_case(param):
 
     name, config, sets, gpus, batch, memory = param[:6]
     kw = plan_keywords(param)
+    hardware = kw.get("hardware", "h100-sxm")   # a case's own preset (plan keyword), else an H100 SXM
     m = model_named(name)
     first = plan_variants.variants
     with mock.patch.object(plan_variants, "variants", lambda space: first(space)[:2]):   # the base and one FP8 policy
-        res = m.plan(m.values(config, **sets), gpus=gpus, hardware="h100-sxm", global_batch=batch, memory=memory,
-                     top=1, **kw)
+        res = m.plan(m.values(config, **sets), gpus=gpus, global_batch=batch, memory=memory, top=1,
+                     **{"hardware": hardware, **kw})
     if kw.get("allow_fp8"):
         assert res.layouts[0]["options"] == {"policy": "fp8-delayed"} and "--precision fp8-delayed" in res.check_command()
     if kw.get("reserve"):   # the capacity under the convention, named in the check command where not the default

@@ -2,8 +2,8 @@
 accepted by `costgraph train` run with the row's own check command — parsed by the real CLI parser and run
 through the API `costgraph train` calls (the train_check fixture of tests/conftest.py) — with the same memory
 of the most-loaded device (bytes, exact) and the same step time; a layout train would refuse is never listed.
-Llama 3, Gemma 3's layer pattern and Jamba's (attention, Mamba and MoE layers) at several device counts, reserves, conventions, an FP8 policy and a
-pipeline layout text; the mixtures of experts are in test_plan_equals_train_moe.py, the harness in
+Llama 3, Gemma 3's layer pattern and Jamba's (attention, Mamba and MoE layers) at several device counts, reserves, conventions, an FP8 policy
+(searched on an H100, given on a B200) and a pipeline layout text; the mixtures of experts are in test_plan_equals_train_moe.py, the harness in
 tests/plan_train_cases.py."""
 
 import pytest
@@ -31,6 +31,13 @@ CASES = [
     # collectives at the line rates (plan --link-rate line: a convention, not searched, in the check command)
     ("gemma3_text", "gemma-3-1b", {"s": 1024}, 4, 16, None,
      {"pipeline_layout": "Et*7|t*6|t*6|t*7L", "cross_entropy": "pytorch", "link_rate": "line"}),
+    # an FP8 policy on Blackwell (issue 27 item 1, found on the GB200 Llama-3.1-405B row of
+    # bench/published_layouts.toml): train resolves --fp8-transpose auto on the preset (training.fp8.on_hardware:
+    # 'shared' on a B200, compute capability 10.0, as Transformer Engine @ d0067d0d pytorch/utils.py
+    # is_non_tn_fp8_gemm_supported decides it), so plan must too: it derived 'separate' (a second FP8 copy of
+    # the linear weights and its transposes' time: before the fix its first row, TP 1 ZeRO-2 b 8, was listed at
+    # 122,374,210,944 B and 0.40807 s where train gives 115,394,889,088 B and 0.40315 s)
+    ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None, {"hardware": "b200", "precision": "fp8-current"}),
 ]
 
 
