@@ -1,9 +1,12 @@
 """The planner's confirmation: each shown layout derived exactly by ``costgraph train``'s path.
 
 A screened row becomes the :class:`~costgraph.parallel.layout.Layout` its check command
-builds (:func:`layout_of`), is checked whole as :func:`costgraph.training.api.train` checks
-it (K/V replication, :func:`costgraph.training.validity.check_layout`,
-:meth:`Layout.filled`), and gets train's exact figures (:func:`exact_figures`). A row train
+builds (:func:`layout_of`), meets the preset as train's does (:func:`costgraph.training.fp8.on_hardware`:
+an FP8 recipe the GPU cannot run refused, ``--fp8-transpose auto`` resolved as Transformer Engine decides
+it there: no second FP8 copy of the weights on Blackwell), is checked whole as
+:func:`costgraph.training.api.train` checks it (K/V replication,
+:func:`costgraph.training.validity.check_layout`, :meth:`Layout.filled`), and gets train's exact
+figures (:func:`exact_figures`). A row train
 refuses is dropped and counted; the figures are cached by layout, so a second ``plan`` on the
 same model (a larger ``--top`` in a notebook) derives no layout twice. Each layout is derived at its own
 numbers, as train derives it (:func:`_concrete`), the model's sizes substituted exactly after. Both live in
