@@ -44,8 +44,8 @@ from ..options import Space, SEARCHED_OPTIONS, searched
 from ..parallel.layout import Layout
 from ..parallel.placement import placement
 from ..result_fields import quantity
-from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .fp8 import transpose_for
+from .plan_confirm import confirm, exact_figures, layout_of   # noqa: F401  (public: the planner's API)
 from .plan_forms import Forms, T, P, C, EP, D, M, V, screen
 from .plan_grid import COLUMNS, REFUSALS, Grid, uneven   # noqa: F401
 from .plan_rows import Batch, Rows
