@@ -198,14 +198,17 @@ def userbuffers_margin(L, table: KernelTable) -> sympy.Expr:
     return sympy.Rational(table.sm_count, table.sm_count - UB_COMM_SMS)
 
 
-def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step") -> dict:
+def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step", expand: bool = True) -> dict:
     """Seconds per device per step of each class of :data:`CLASSES` (module docstring): for each
     operator of :func:`kernel_ops`, ``active × (forward × (1 + rerun) + backward)``, times the
     ``m`` micro-batches over the ``p`` stages. ``phase``: ``step`` (all of it), ``forward`` (the
     forward kernels, ``active × forward``) or ``backward`` (the rest: the backward kernels and the
     recomputation, which Megatron and torchtitan run inside the backward pass); the forward and
     backward of a class sum to its step. The overlap model (:mod:`costgraph.training.overlap`)
-    hides communication behind the forward and backward seconds."""
+    hides communication behind the forward and backward seconds. ``expand=False``: each class's sum
+    times ``m / p`` as it is, not expanded (the same value at numbers, without SymPy's expand of the
+    long sums: the planner's confirmation, which evaluates it at the layout's numbers,
+    :mod:`costgraph.training.plan_confirm`)."""
     L = layout.filled()
     share = {"step": lambda r: r["forward"] * (1 + r["rerun"]) + r["backward"],
              "forward": lambda r: r["forward"],
@@ -213,14 +216,15 @@ def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "st
     rows, key = _kernel_ops(cg, L, table, peaks)
     # the sums once per operator times, re-run shares, phase, m and p (the calculator page and the planner ask
     # again for every ZeRO stage and optimizer): the graph's own cache
-    key = (key, tuple(r["rerun"] for r in rows), phase, L.m, L.p)
+    key = (key, tuple(r["rerun"] for r in rows), phase, L.m, L.p, expand)
     store = cg.memo("kernel_seconds")
     if key not in store:
         out = {k: [] for k in CLASSES}
         for r in rows:
             out[r["class"]].append(r["active"] * share(r))
         per = as_expr(L.m) / as_expr(L.p)
-        store[key] = {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
+        tidy = sympy.expand if expand else (lambda e: e)
+        store[key] = {k: tidy(per * sympy.Add(*v)) for k, v in out.items()}
     return dict(store[key])
 
 
