@@ -293,10 +293,16 @@ def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
         "gradients": G / k2 + C / k1,
         "optimizer": (M + S) / k1,
     }
-    out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
     out["master"] = M / k1
     out["gathered"] = gathered if zero >= 3 else ZERO
-    return {k: sympy.expand(v) for k, v in out.items()}
+    done = {k: sympy.expand(v) for k, v in out.items()}
+    total = out["weights"] + out["gradients"] + out["optimizer"]
+    # the total from the expanded parts: SymPy's expand of a sum is the sum of its terms' expansions (the same
+    # canonical Add, exact rationals collected in any order), without expanding the parts twice; a Float's
+    # rounding depends on the order its terms are added in, so a total with one is expanded as a whole
+    done["total"] = sympy.expand(total) if total.has(sympy.Float) else \
+        done["weights"] + done["gradients"] + done["optimizer"]
+    return {k: done[k] for k in ("weights", "gradients", "optimizer", "total", "master", "gathered")}
 
 
 def tensor_state_bytes(opt: Optimizer, pol: Policy, shape: tuple[Expr, ...], *, matrix: bool = False) -> Expr:
