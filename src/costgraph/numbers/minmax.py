@@ -48,6 +48,8 @@ def smax(*args) -> sympy.Expr:
 
 def _build(cls, args):
     sym = [sympy.sympify(a) for a in args]
+    if all(a.is_number for a in sym):   # numbers: SymPy compares them at once
+        return cls(*sym)
     try:
         kept = frozenset(cls._new_args_filter(iter(sym)))
     except ShortCircuit:

@@ -76,6 +76,7 @@ import sympy
 from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
+from ..numbers.minmax import smax
 from .kernel_table import KernelTable, attention_curves, gemm_seconds
 from .moe_kernels import permute_rows
 from .step_kernels import loss_seconds, quantize_rows
@@ -218,13 +219,22 @@ def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "st
     # again for every ZeRO stage and optimizer): the graph's own cache
     key = (key, tuple(r["rerun"] for r in rows), phase, L.m, L.p, expand)
     store = cg.memo("kernel_seconds")
-    if key not in store:
-        out = {k: [] for k in CLASSES}
-        for r in rows:
-            out[r["class"]].append(r["active"] * share(r))
-        per = as_expr(L.m) / as_expr(L.p)
-        tidy = sympy.expand if expand else (lambda e: e)
-        store[key] = {k: tidy(per * sympy.Add(*v)) for k, v in out.items()}
+    if key in store:
+        return dict(store[key])
+    if phase == "step" and expand:
+        # the step's expansion is the forward's (asked for too: the overlap hides communication behind it) plus
+        # the backward's: SymPy's expand of a sum is the sum of its terms' expansions, the same canonical Add
+        # while the coefficients are exact (a Float's rounding depends on the order of its terms: then whole)
+        fw, bw = (kernel_seconds(cg, L, table, peaks, phase=x) for x in ("forward", "backward"))
+        if not any(x.has(sympy.Float) for x in (*fw.values(), *bw.values())):
+            store[key] = {k: fw[k] + bw[k] for k in CLASSES}
+            return dict(store[key])
+    out = {k: [] for k in CLASSES}
+    for r in rows:
+        out[r["class"]].append(r["active"] * share(r))
+    per = as_expr(L.m) / as_expr(L.p)
+    tidy = sympy.expand if expand else (lambda e: e)
+    store[key] = {k: tidy(per * sympy.Add(*v)) for k, v in out.items()}
     return dict(store[key])
 
 
@@ -274,8 +284,9 @@ class _Ctx:
         div = self.split(d["outputs"][0])
         peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm["bf16"][0])
         fb = (c.backward_input.matmul + c.backward_weight.matmul) / div / peak
-        return "other", sympy.Max(c.forward.matmul / div / peak, moved), \
-            (sympy.Max(fb, back) if has_back else ZERO)
+        # SymPy's Max (numbers.minmax.smax: the same object; compute- or memory-bound as the sizes go, unproved)
+        return "other", smax(c.forward.matmul / div / peak, moved), \
+            (smax(fb, back) if has_back else ZERO)
 
     def gemm(self, path, d, dtype):
         """Forward and backward seconds of one active instance of a weighted GEMM operator."""

@@ -65,6 +65,7 @@ from ..engine.graph import ZERO, CostGraph, numel
 from ..ops.registry import has_role
 from ..parallel.placement import WeightShard
 from ..engine.symbols import dim
+from ..numbers.minmax import smax
 from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
 
 # The data-parallel degree when none is given. Not ``d``: Llama-style models
@@ -275,8 +276,9 @@ def _gathered(units: dict, convention: str) -> Expr:
 @functools.lru_cache(maxsize=1024)
 def _largest(sizes: tuple) -> Expr:
     """``Max(*sizes)``, once per ``sizes`` (SymPy's Max compares its arguments; the calculator page's and the
-    planner's layouts ask again with the same units under other optimizers and sharding degrees)."""
-    return sympy.Max(*sizes)
+    planner's layouts ask again with the same units under other optimizers and sharding degrees; SymPy's object,
+    built by :func:`costgraph.numbers.minmax.smax`)."""
+    return smax(*sizes)
 
 
 def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
