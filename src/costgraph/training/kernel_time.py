@@ -217,7 +217,8 @@ def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "st
     rows, key = _kernel_ops(cg, L, table, peaks)
     # the sums once per operator times, re-run shares, phase, m and p (the calculator page and the planner ask
     # again for every ZeRO stage and optimizer): the graph's own cache
-    key = (key, tuple(r["rerun"] for r in rows), phase, L.m, L.p, expand)
+    # (the forward reads no re-run share: one sum for every recompute policy)
+    key = (key, tuple(r["rerun"] for r in rows) if phase != "forward" else None, phase, L.m, L.p, expand)
     store = cg.memo("kernel_seconds")
     if key in store:
         return dict(store[key])
