@@ -123,7 +123,7 @@ def test_ranks_per_domain_power_of_two_fill():
 def test_ep_64_verdicts_on_gb200_and_h100():
     gb, h = preset("gb200"), preset("h100-sxm")
     up_gb = (sympy.Rational(3400, 10**9), 900_000_000_000)
-    out_gb = (sympy.Rational(9600, 10**9), 50_000_000_000)
+    out_gb = (sympy.Rational(14000, 10**9), 50_000_000_000)
     # EP 64 at stride 1 (etp = 1) on 256 GPUs
     assert link(1, 64, gb, 256, rate="line") == up_gb                     # 64 ranks per NVL72: inside
     assert domain_members(((64, 1),), 64, 256) == 64
@@ -208,7 +208,7 @@ def test_one_all_to_all_seconds_at_nccl_busbw():
     EP 8 in one node, 7/8 of S over NVLink at 370.8 GB/s (NCCL src/graph/topo.h SM90_NVLINK_BW 20.6 x 18; nccl-tests
     #212) plus one step of 3.4 us (NCCL tuning.cc hwLat NVLINK: its 7 peers in one round of 8 p2p operations,
     enqueue.cc); EP 16 over two nodes, 8/16 of S on the node's one NIC per device at 48 GB/s (NET_BW 12.0 per
-    100 Gbit; nccl-tests#267: an all-to-all cannot aggregate NICs) beside 7/16 on NVLink, plus one step of 9.6 us
+    100 Gbit; nccl-tests#267: an all-to-all cannot aggregate NICs) beside 7/16 on NVLink, plus one step of 14.0 us
     (hwLat NET: paths.cc fits every peer in a single round across nodes)."""
     h = preset("h100-sxm")
     S = sympy.Integer(10**9)
@@ -219,7 +219,7 @@ def test_one_all_to_all_seconds_at_nccl_busbw():
         sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 450_000_000_000
     ep16 = Transfer("x", "all-to-all", sympy.Integer(16), sympy.Integer(1), S / 2, sympy.Integer(2), sympy.Integer(1), ())
     assert alltoall_seconds(ep16, h, world=16) == \
-        sympy.Rational(9600, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(78197, 7500000)   # 10.43 ms
+        sympy.Rational(14000, 10**9) + sympy.Rational(8, 16) * S / 48_000_000_000 == sympy.Rational(7823, 750000)   # 10.43 ms
 
 
 @pytest.mark.parametrize("nodes", [2, 4, 8])
@@ -256,7 +256,7 @@ def test_deepep_dispatcher_at_deepeps_measured_bandwidths():
         sympy.Rational(3400, 10**9) + sympy.Rational(7, 8) * S / 153_000_000_000   # 5.722 ms
     # EP 16 on two nodes: 8/16 of S on the NIC at 43 GB/s beside 7/16 on NVLink at 153 GB/s: the NIC is slower
     assert alltoall_seconds(ep16, h8, world=16, dispatcher="deepep") == \
-        sympy.Rational(9600, 10**9) + sympy.Rational(1, 2) * S / 43_000_000_000   # 11.64 ms
+        sympy.Rational(14000, 10**9) + sympy.Rational(1, 2) * S / 43_000_000_000   # 11.64 ms
     assert alltoall_seconds(ep16, h1, world=16, dispatcher="deepep") == alltoall_seconds(ep16, h1, world=16)
     assert dispatch_text(h8, "deepep") == ("EP dispatch (--ep-dispatcher deepep): scale-up: DeepEP's measured 153 "
                                            "GB/s; scale-out per NIC: DeepEP's measured 43 GB/s")
@@ -327,7 +327,7 @@ def test_deepseek_v3_gb200_ep_64_on_nvlink_and_overlapped(ds):
     # the NIC only when the domain's 72 ranks are filled consecutively: one NIC per device at 48 of its 50 GB/s
     L72 = Layout(p=4, e=64, gpus=256, m=16, attention="eager", domain_ranks=72)
     assert comm_time(communication(ds.graph, L72), gb, L72)["ep"].xreplace(vals) == \
-        calls * sympy.Rational(9600, 10**9) + sympy.Rational(429_127_630_848, 48_000_000_000)
+        calls * sympy.Rational(14000, 10**9) + sympy.Rational(429_127_630_848, 48_000_000_000)
     st = step_time(ds.graph, Layout(p=4, e=64, gpus=256, m=16, attention="eager", ep_overlap="dualpipe"), gb)
     assert st["by_kind"]["ep"].xreplace(vals) == ep
     # DualPipe: the all-to-all exposed beyond the stage's compute only (ep_time.ep_exposed); 1F1B's PP sends and

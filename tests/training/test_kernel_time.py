@@ -386,3 +386,27 @@ def test_fp8_quantize_kernels_of_te(llama, table):
     assert quantize("fp8-current", fp8_transpose="shared")["down_proj"] == (T * i * R(5, BW), T * h * R(5, BW))
     assert quantize("fp8-mxfp8")["down_proj"] == (T * i * R(4, BW), T * h * R(4, BW))
     assert quantize("mixed") == {}
+
+
+def test_step_seconds_are_the_expanded_whole(llama, table):
+    """issue 27 item 6 (speed): the step's per-class seconds are built as the forward's plus the backward's
+    expansion; each is the very expression SymPy's expand of the whole step sum gives (``m/p`` × Σ active ×
+    (forward × (1 + rerun) + backward), the definition), at symbolic degrees and ``m`` as the planner's forms
+    derive them, with and without recomputation; ``expand=False`` keeps the unexpanded sum (the same value)."""
+    from costgraph.engine.symbols import as_expr, dim
+    from costgraph.training.kernel_time import CLASSES, _kernel_ops
+
+    m = llama[0]
+    t, p, d, mb = (dim(x) for x in ("N_t", "N_p", "N_d", "N_m"))
+    for kw in (dict(t=t, p=p, d=d, m=mb, schedule="1f1b"), dict(t=t, d=d, m=mb, recompute="full", sp=True)):
+        L = Layout(**kw).filled()
+        rows, _ = _kernel_ops(m.graph, L, table, {"bf16": P})
+        per = as_expr(L.m) / as_expr(L.p)
+        got = kernel_seconds(m.graph, L, table, {"bf16": P})
+        raw = kernel_seconds(m.graph, L, table, {"bf16": P}, expand=False)
+        for k in CLASSES:
+            whole = per * sympy.Add(*[r["active"] * (r["forward"] * (1 + r["rerun"]) + r["backward"])
+                                      for r in rows if r["class"] == k])
+            assert sympy.srepr(got[k]) == sympy.srepr(sympy.expand(whole))
+            assert raw[k] == whole and sympy.expand(raw[k]) == got[k]
+    assert any(r["rerun"] != 0 for r in rows)   # the recomputation's share is in the second layout's sums

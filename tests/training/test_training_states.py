@@ -385,3 +385,25 @@ def test_torch_optimizer_state_bytes(gpt, name):
     # parameters (tied head once) and their gradients, fp32
     assert s["weights"].subs(values) == sum(p.numel() * 4 for p in model.parameters())
     assert s["gradients"].subs(values) == sum(p.grad.numel() * 4 for p in model.parameters())
+
+
+def test_assemble_total_is_the_expanded_sum():
+    """issue 27 item 6 (speed): ``assemble``'s total is the sum of its expanded parts, the very expression
+    SymPy's expand of the whole sum gives (the definition it had: expand(weights + gradients + optimizer));
+    a Float coefficient keeps the whole sum's expansion (its rounding depends on the order of the terms)."""
+    from costgraph.engine.symbols import dim
+    from costgraph.training.states import assemble
+
+    h, v, l, d, c = (dim(x) for x in ("h", "v", "l", "N_d", "N_c"))
+    W = 2 * l * (h + v) * h + 3 * h * (h + 1) / 2
+    G, C, M, S = 2 * W, 4 * l * h * (h + v), 4 * (W + h), 8 * l * h * (v + 2 * h) + sympy.Rational(1, 3) * h
+    gathered = 2 * h * (h + v)
+    for zero in range(4):
+        for n in (d * c, sympy.Integer(8)):
+            got = assemble(W, G, C, M, S, zero=zero, n=n, gathered=gathered)
+            k1, k2, k3 = (n if zero >= s else 1 for s in (1, 2, 3))
+            whole = (W / k3 + (gathered if zero >= 3 else 0)) + (G / k2 + C / k1) + (M + S) / k1
+            assert sympy.srepr(got["total"]) == sympy.srepr(sympy.expand(whole))
+            assert list(got) == ["weights", "gradients", "optimizer", "total", "master", "gathered"]
+    f = assemble(W * sympy.Float(0.1), G, C, M, S, zero=1, n=d)
+    assert sympy.srepr(f["total"]) == sympy.srepr(sympy.expand(W * sympy.Float(0.1) + G + C / d + (M + S) / d))

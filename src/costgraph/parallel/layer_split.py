@@ -29,6 +29,7 @@ import sympy
 
 from ..engine.symbols import as_expr
 from ..errors import CostgraphValueError
+from ..numbers.minmax import smax, smin
 
 ZERO = sympy.Integer(0)
 #: The most pipeline chunks (stages × virtual stages) a split is made for: one list entry each, so a
@@ -112,14 +113,15 @@ def _stage_shares(counts: tuple, p: int, v: int, first, last, embedding: bool, l
 def _min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     """``sympy.Min(a, b)``, once per arguments: the splits of one model meet the same chunk and group bounds
     again and again (DeepSeek-V3's plan: 636 of them, 356 distinct), and SymPy proves their order per call
-    (a millisecond or more over the layer counts' symbols)."""
-    return sympy.Min(a, b)
+    (a millisecond or more over the layer counts' symbols; :func:`costgraph.numbers.minmax.smin` builds the same
+    object without the proof where the order of ``a`` and ``b`` changes with the counts)."""
+    return smin(a, b)
 
 
 @functools.lru_cache(maxsize=8192)
 def _max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
-    """``sympy.Max(a, b)``, once per arguments (:func:`_min`)."""
-    return sympy.Max(a, b)
+    """``sympy.Max(a, b)``, once per arguments (:func:`_min`; :func:`costgraph.numbers.minmax.smax`)."""
+    return smax(a, b)
 
 
 def check_split(total: int, p: int, v: int = 1, first=None, last=None, embedding: bool = False,

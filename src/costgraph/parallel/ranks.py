@@ -39,6 +39,7 @@ import sympy
 
 from ..errors import CostgraphValueError
 from ..engine.symbols import as_expr
+from ..numbers.minmax import smin
 
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
@@ -201,7 +202,7 @@ def ring_scale_out(fs, R: int, out_bw, up_bw) -> Expr:
     all-to-all (:mod:`costgraph.parallel.ep_time`) are not rings: they keep one NIC
     per device.
     """
-    return sympy.Min(domain_members(fs, R) * as_expr(out_bw), as_expr(up_bw))
+    return smin(domain_members(fs, R) * as_expr(out_bw), as_expr(up_bw))   # SymPy's Min (numbers.minmax)
 
 
 def intra_domain(fs, R: int, world=None, limit: int | None = None):

@@ -52,6 +52,7 @@ import sympy
 
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
 from ..errors import CostgraphValueError
+from ..numbers.minmax import smin
 
 
 def _e(x):
@@ -63,7 +64,7 @@ def interleaved_warmup(i, p, m, v, g=None):
     at ``m·v`` (``get_pp_rank_microbatches``, no MoE overlap); ``g`` defaults to ``p``."""
     i, p, m, v = (_e(x) for x in (i, p, m, v))
     g = p if g is None else _e(g)
-    return sympy.Min(2 * (p - i - 1) + (v - 1) * g, m * v)
+    return smin(2 * (p - i - 1) + (v - 1) * g, m * v)
 
 
 def chunks_in_flight(i, p, m, schedule: str = SCHEDULE.default, v=1, g=None,
@@ -72,7 +73,8 @@ def chunks_in_flight(i, p, m, schedule: str = SCHEDULE.default, v=1, g=None,
     (a chunk: the stage's layers ÷ ``v``; ``v = 1`` outside ``interleaved``,
     and for ``dualpipe`` a chunk is one of the device's two stages). Computed once per arguments
     (:func:`_chunks`: SymPy's ``Min`` of a symbolic ``m`` proves its order per call, about a millisecond;
-    the planner asks for the same stages of every layer split, ZeRO stage and recomputation).
+    the planner asks for the same stages of every layer split, ZeRO stage and recomputation; the ``Min`` is
+    :func:`costgraph.numbers.minmax.smin`'s, SymPy's object without the proof where the order changes with ``m``).
 
     Raises
     ------
@@ -95,10 +97,10 @@ def _chunks(i, p, m, schedule, v, g, accounting) -> sympy.Expr:
         return p + 1
     if schedule == "interleaved":
         if accounting == "korthikanti":
-            return p * v + p - 1 if i == 0 else v * sympy.Min(p - i, m)
+            return p * v + p - 1 if i == 0 else v * smin(p - i, m)
         w = interleaved_warmup(i, p, m, v, g)
-        return sympy.Min(w + 1, m * v)
-    return sympy.Min(p - i, m)   # 1f1b, zb-h1: warm-up p − i − 1, +1 in the steady state, capped at m
+        return smin(w + 1, m * v)
+    return smin(p - i, m)   # 1f1b, zb-h1: warm-up p − i − 1, +1 in the steady state, capped at m
 
 
 def in_flight(i, p, m, schedule: str = SCHEDULE.default, v=1, g=None,

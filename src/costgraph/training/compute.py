@@ -127,7 +127,7 @@ def training_flops(cg: CostGraph, layout, *, convention: str = CONVENTION.defaul
         "model_per_iteration": model_it,
         "hardware_per_iteration": hw_it,
         "recompute_per_iteration": sympy.expand(recompute_mb * replicas),
-        "per_token": sympy.cancel(model_it / tokens),
+        "per_token": _per_token(cg, model_it, tokens),
         "model_per_device": sympy.expand(model_it / n),
         "hardware_per_device": sympy.expand(hw_it / n),
         "tokens_per_iteration": tokens,
@@ -219,3 +219,14 @@ def compute_summary(cg: CostGraph, layout, *, peak=None, mfu=None, achieved=None
             out["hfu"] = achieved / as_expr(peak)
             out["mfu"] = sympy.cancel(out["hfu"] / ratio)
     return out
+
+
+def _per_token(cg: CostGraph, model_it: sympy.Expr, tokens: sympy.Expr) -> sympy.Expr:
+    """``cancel(model_it / tokens)``: model FLOPs per token, once per graph and pair of expressions (the
+    planner derives the FLOPs of dozens of layouts whose ``m·d`` — the one layout factor of both — is the same
+    symbols or numbers; SymPy's cancel of the long sums is ~10 ms each)."""
+    store = cg.memo("flops_per_token")
+    key = (model_it, tokens)
+    if key not in store:
+        store[key] = sympy.cancel(model_it / tokens)
+    return store[key]

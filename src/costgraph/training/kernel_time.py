@@ -76,6 +76,7 @@ import sympy
 from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
+from ..numbers.minmax import smax
 from .kernel_table import KernelTable, attention_curves, gemm_seconds
 from .moe_kernels import permute_rows
 from .step_kernels import loss_seconds, quantize_rows
@@ -198,14 +199,17 @@ def userbuffers_margin(L, table: KernelTable) -> sympy.Expr:
     return sympy.Rational(table.sm_count, table.sm_count - UB_COMM_SMS)
 
 
-def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step") -> dict:
+def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "step", expand: bool = True) -> dict:
     """Seconds per device per step of each class of :data:`CLASSES` (module docstring): for each
     operator of :func:`kernel_ops`, ``active × (forward × (1 + rerun) + backward)``, times the
     ``m`` micro-batches over the ``p`` stages. ``phase``: ``step`` (all of it), ``forward`` (the
     forward kernels, ``active × forward``) or ``backward`` (the rest: the backward kernels and the
     recomputation, which Megatron and torchtitan run inside the backward pass); the forward and
     backward of a class sum to its step. The overlap model (:mod:`costgraph.training.overlap`)
-    hides communication behind the forward and backward seconds."""
+    hides communication behind the forward and backward seconds. ``expand=False``: each class's sum
+    times ``m / p`` as it is, not expanded (the same value at numbers, without SymPy's expand of the
+    long sums: the planner's confirmation, which evaluates it at the layout's numbers,
+    :mod:`costgraph.training.plan_confirm`)."""
     L = layout.filled()
     share = {"step": lambda r: r["forward"] * (1 + r["rerun"]) + r["backward"],
              "forward": lambda r: r["forward"],
@@ -213,14 +217,25 @@ def kernel_seconds(cg, layout, table: KernelTable, peaks: dict, phase: str = "st
     rows, key = _kernel_ops(cg, L, table, peaks)
     # the sums once per operator times, re-run shares, phase, m and p (the calculator page and the planner ask
     # again for every ZeRO stage and optimizer): the graph's own cache
-    key = (key, tuple(r["rerun"] for r in rows), phase, L.m, L.p)
+    # (the forward reads no re-run share: one sum for every recompute policy)
+    key = (key, tuple(r["rerun"] for r in rows) if phase != "forward" else None, phase, L.m, L.p, expand)
     store = cg.memo("kernel_seconds")
-    if key not in store:
-        out = {k: [] for k in CLASSES}
-        for r in rows:
-            out[r["class"]].append(r["active"] * share(r))
-        per = as_expr(L.m) / as_expr(L.p)
-        store[key] = {k: sympy.expand(per * sympy.Add(*v)) for k, v in out.items()}
+    if key in store:
+        return dict(store[key])
+    if phase == "step" and expand:
+        # the step's expansion is the forward's (asked for too: the overlap hides communication behind it) plus
+        # the backward's: SymPy's expand of a sum is the sum of its terms' expansions, the same canonical Add
+        # while the coefficients are exact (a Float's rounding depends on the order of its terms: then whole)
+        fw, bw = (kernel_seconds(cg, L, table, peaks, phase=x) for x in ("forward", "backward"))
+        if not any(x.has(sympy.Float) for x in (*fw.values(), *bw.values())):
+            store[key] = {k: fw[k] + bw[k] for k in CLASSES}
+            return dict(store[key])
+    out = {k: [] for k in CLASSES}
+    for r in rows:
+        out[r["class"]].append(r["active"] * share(r))
+    per = as_expr(L.m) / as_expr(L.p)
+    tidy = sympy.expand if expand else (lambda e: e)
+    store[key] = {k: tidy(per * sympy.Add(*v)) for k, v in out.items()}
     return dict(store[key])
 
 
@@ -270,8 +285,9 @@ class _Ctx:
         div = self.split(d["outputs"][0])
         peak = sympy.Integer(self.peaks["bf16"]) * sympy.Rational(self.table.gemm["bf16"][0])
         fb = (c.backward_input.matmul + c.backward_weight.matmul) / div / peak
-        return "other", sympy.Max(c.forward.matmul / div / peak, moved), \
-            (sympy.Max(fb, back) if has_back else ZERO)
+        # SymPy's Max (numbers.minmax.smax: the same object; compute- or memory-bound as the sizes go, unproved)
+        return "other", smax(c.forward.matmul / div / peak, moved), \
+            (smax(fb, back) if has_back else ZERO)
 
     def gemm(self, path, d, dtype):
         """Forward and backward seconds of one active instance of a weighted GEMM operator."""

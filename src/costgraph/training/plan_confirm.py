@@ -130,7 +130,7 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency,
     from ..engine.symbols import as_expr
 
     def make():
-        parts = step_of(model.graph, _concrete(layout), hardware, efficiency, factors)
+        parts = step_of(model.graph, _concrete(layout), hardware, efficiency, factors, expand=False)
         memo: dict = {}
 
         def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates

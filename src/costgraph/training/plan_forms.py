@@ -178,16 +178,18 @@ def memory_of(cg, layout: Layout) -> list[tuple]:
         for st in training_memory(cg, layout, expand=False).stages])
 
 
-def step_of(cg, layout: Layout, hardware, efficiency, factors, flops=None) -> dict:
+def step_of(cg, layout: Layout, hardware, efficiency, factors, flops=None, expand: bool = True) -> dict:
     """The parts of :func:`~costgraph.training.steptime.step_time` (``with_total=False``) of ``layout`` on
     ``hardware`` at a flat ``efficiency`` (None: the preset's kernel table) and a calibration's ``factors``;
     derived once per graph and what it reads (:func:`derived`). ``flops``: the layout's training FLOPs
-    (:func:`~costgraph.training.compute.training_flops`), if the caller has them."""
+    (:func:`~costgraph.training.compute.training_flops`), if the caller has them. ``expand=False``: the
+    per-kernel seconds unexpanded (the confirmation, which evaluates the parts at numbers; the screen compiles
+    the expanded forms, whose float64 rounding the plan's MFU shows)."""
     from .steptime import step_time
 
-    return derived(cg, ("step", repr(layout), repr(hardware), str(efficiency), repr(factors)),
+    return derived(cg, ("step", repr(layout), repr(hardware), str(efficiency), repr(factors), expand),
                    lambda: step_time(cg, layout, hardware, efficiency=efficiency, flops=flops, with_total=False,
-                                     factors=factors))
+                                     factors=factors, expand=expand))
 
 
 def shards(grid: np.ndarray, experts: bool) -> np.ndarray:

@@ -65,6 +65,7 @@ from ..engine.graph import ZERO, CostGraph, numel
 from ..ops.registry import has_role
 from ..parallel.placement import WeightShard
 from ..engine.symbols import dim
+from ..numbers.minmax import smax
 from .data import Optimizer, Policy, optimizer as get_optimizer, policy as get_policy
 
 # The data-parallel degree when none is given. Not ``d``: Llama-style models
@@ -275,8 +276,9 @@ def _gathered(units: dict, convention: str) -> Expr:
 @functools.lru_cache(maxsize=1024)
 def _largest(sizes: tuple) -> Expr:
     """``Max(*sizes)``, once per ``sizes`` (SymPy's Max compares its arguments; the calculator page's and the
-    planner's layouts ask again with the same units under other optimizers and sharding degrees)."""
-    return sympy.Max(*sizes)
+    planner's layouts ask again with the same units under other optimizers and sharding degrees; SymPy's object,
+    built by :func:`costgraph.numbers.minmax.smax`)."""
+    return smax(*sizes)
 
 
 def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
@@ -293,10 +295,16 @@ def assemble(W: Expr, G: Expr, C: Expr, M: Expr, S: Expr, *, zero: int, n: Expr,
         "gradients": G / k2 + C / k1,
         "optimizer": (M + S) / k1,
     }
-    out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
     out["master"] = M / k1
     out["gathered"] = gathered if zero >= 3 else ZERO
-    return {k: sympy.expand(v) for k, v in out.items()}
+    done = {k: sympy.expand(v) for k, v in out.items()}
+    total = out["weights"] + out["gradients"] + out["optimizer"]
+    # the total from the expanded parts: SymPy's expand of a sum is the sum of its terms' expansions (the same
+    # canonical Add, exact rationals collected in any order), without expanding the parts twice; a Float's
+    # rounding depends on the order its terms are added in, so a total with one is expanded as a whole
+    done["total"] = sympy.expand(total) if total.has(sympy.Float) else \
+        done["weights"] + done["gradients"] + done["optimizer"]
+    return {k: done[k] for k in ("weights", "gradients", "optimizer", "total", "master", "gathered")}
 
 
 def tensor_state_bytes(opt: Optimizer, pol: Policy, shape: tuple[Expr, ...], *, matrix: bool = False) -> Expr:

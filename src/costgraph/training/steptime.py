@@ -163,7 +163,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
               stage: str = "first", placement: Placement | None = None,
               collectives: dict | None = None, with_total: bool = True, rate: Rate | None = None,
               convention: str | None = None, causal: str | None = None, factors=None,
-              with_optimizer: bool = True) -> dict:
+              with_optimizer: bool = True, expand: bool = True) -> dict:
     """Seconds per step (module docstring): ``compute``, ``bubble``, ``communication_exposed``,
     ``communication_overlapped`` (the hidden part, not added), ``total``, ``by_kind`` (seconds of
     each collective kind) and ``overlap`` (:class:`~costgraph.training.overlap.Overlaps`: each
@@ -174,8 +174,8 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     caller has them; ``with_total=False``: the parts only (the planner takes the max per layout);
     ``convention``, ``causal``: the FLOP conventions ``flops`` was counted under (the FP8 split
     counts the same way); ``factors``: a calibration's multipliers of the parts
-    (:class:`costgraph.training.calibration_profile.Factors`; None: none); ``with_optimizer=False``: no
-    optimizer step in the parts and total (the calculator page adds its own: :mod:`costgraph.export.web_steps`)."""
+    (:class:`costgraph.training.calibration_profile.Factors`; None: none); ``with_optimizer=False``: no optimizer
+    step (the calculator page adds its own: :mod:`costgraph.export.web_steps`); ``expand``: kernel_seconds'."""
     L = layout.filled()
     f = flops if flops is not None else training_flops(cg, L)
     if rate is None and efficiency is None and hardware is not None:
@@ -187,8 +187,8 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
         from .kernel_time import CLASSES, kernel_seconds
 
-        ks = kernel_seconds(cg, L, rate.table, rate.peaks)
-        fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward")   # the overlap's forward compute
+        ks = kernel_seconds(cg, L, rate.table, rate.peaks, expand=expand)
+        fw = kernel_seconds(cg, L, rate.table, rate.peaks, phase="forward", expand=expand)   # the overlap's
         by_class, fw = {k: ks[k] for k in CLASSES}, {k: fw[k] for k in CLASSES}
         if factors is not None:   # calibration (costgraph.training.calibration): each class's multiplier
             by_class, fw = factors.scale_compute(None, by_class), factors.scale_compute(None, fw)
@@ -204,7 +204,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         pace = layout_pace(cg, L, (placement if placement is not None else place(cg, L)).stages, convention, causal)
         compute = compute * pace
         if by_class is not None and pace != 1:
-            by_class = {k: x * pace for k, x in by_class.items()}
+            by_class = _paced(by_class, pace)
             forward = forward * pace
     p, v, m = (sympy.Integer(x) if isinstance(x, int) else x for x in (L.p, L.v, L.m))
     bubble = compute * pipeline_bubble(L.schedule, p, m, v) if rate.covers == "compute" else sympy.Integer(0)
@@ -239,6 +239,13 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if not with_total:   # the planner combines the parts per layout itself (parts["overlap"]: the rules' forms)
         return parts
     return {**parts, "total": combine(parts, rate.covers, exposed=exposed)}
+
+
+def _paced(by_class: dict, pace: sympy.Expr) -> dict:
+    """Each kernel class's seconds × the busiest stage's ``pace``; a class without kernels stays 0 (SymPy's
+    ``0·pace`` asks whether the pace, a Max of the stages' FLOP ratios over the model's sizes, is finite:
+    0.1-0.5 s per class of DeepSeek-V3's uneven splits, for the same 0)."""
+    return {k: x * pace if x != 0 else x for k, x in by_class.items()}
 
 
 def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
