@@ -98,7 +98,7 @@ def test_cli_text_and_json(capsys):
 
 @pytest.mark.parametrize("flags, fragment", [
     ("--tp 2 --hardware h100-sxm", "is no layout flag of costgraph train"),
-    ("--tp x", "invalid int value"),
+    ("--tp x", "argument --tp: cannot read 'x'"),
     ("--set h=3", "only the micro-batch b=N"),
     ("--gpus 8", "is not plan's --gpus 16"),
 ])

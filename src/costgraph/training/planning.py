@@ -251,8 +251,6 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
                 "link_rate": o.link_rate, "ep_dispatcher": o.ep_dispatcher, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
-                "memory_from": _memory_from(hw, memory is not None, o.memory_convention),
-                "link_rate": o.link_rate, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
