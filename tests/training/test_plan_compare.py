@@ -105,3 +105,28 @@ def test_cli_text_and_json(capsys):
 def test_cli_refusals(capsys, flags, fragment):
     refused(capsys, ["plan", "llama", "--config", "llama-3-8b", "--set", "s=8192", "--gpus", "16", "--hardware",
                      "h100-sxm", "--global-batch", "128", "--compare", flags], fragment)
+
+
+@pytest.mark.parametrize("given", [
+    {"t": 2, "cross_entropy": "te"},                                          # a loss other than plan's
+    {"t": 2, "recompute": "selective", "recompute_modules": ("mlp",)},       # a variant field
+    {"t": 2, "zero": 3, "offload_optimizer": "cpu"},                          # offload, not searched by default
+    {"t": 2, "policy": "fp8-current"},                                        # a precision other than plan's
+])
+def test_the_given_layouts_check_command_gives_its_figures(planned, train_check, given):
+    """The comparison's check command carries the given layout's own settings (trial 10: it dropped every
+    setting plan does not search, so train gave other figures): costgraph train on it gives the given step."""
+    model, values, res = planned
+    c = compare_layout(model, values, res, {**given, "b": 1})
+    assert c.given_step == pytest.approx(train_check(c.check)[1], rel=1e-12)
+
+
+def test_micro_batches_that_contradict_the_global_batch_are_refused(planned):
+    """--compare "--tp 2 --micro-batches 7" timed 7 micro-batches where the plan's global batch makes 16
+    (trial 10): refused, with the batch arithmetic."""
+    from costgraph.errors import CostgraphValueError
+
+    model, values, res = planned
+    with pytest.raises(CostgraphValueError, match=r"b·m·d = 1·7·8 = 56 sequences a step, where the plan's global "
+                                                  r"batch is 128"):
+        compare_layout(model, values, res, {"t": 2, "m": 7, "b": 1})

@@ -156,6 +156,11 @@ def compare_layout(model, values: dict, plan, layout, options=None) -> Compariso
                 _cause(n)) for n in names]
     g_step, f_step = _num(g_res.step["total"], g_res.values), _num(f_res.step["total"], f_res.values)
     row = _row_of(g_res.layout, b)   # as train filled it: m from the global batch
+    if row["micro_batches"] is not None and b * row["micro_batches"] * row["dp"] != plan.global_batch:
+        raise CostgraphValueError(
+            f"--compare: b·m·d = {b}·{row['micro_batches']}·{row['dp']} = {b * row['micro_batches'] * row['dp']:,} "
+            f"sequences a step, where the plan's global batch is {plan.global_batch:,}",
+            hint="leave --micro-batches out of --compare: the plan's global batch sets it")
     rank = next((i + 1 for i, r in enumerate(plan.layouts) if all(r.get(k) == row[k] for k in RANK_FIELDS)), None)
     shape = next((i + 1 for i, r in enumerate(plan.layouts) if all(r.get(k) == row[k] for k in SHAPE_FIELDS)), None)
     fits = g_res.fits is None or bool(g_res.fits["fits"])
@@ -176,17 +181,18 @@ def compare_layout(model, values: dict, plan, layout, options=None) -> Compariso
     return Comparison(row, rank, shape, len(plan.layouts), g_step, f_step, g_step - f_step,
                       _peak(g_res), _peak(f_res), int(usable), fits, gaps,
                       [{"part": g.part, "label": g.label, "difference": g.difference} for g in adding], cause,
-                      unsearched, _check_words(plan, row), notes)
+                      unsearched, _check_words(plan, row, given), notes)
 
 
 def _given(layout, plan, st) -> tuple:
     """``(Layout, b)`` of the given layout, plan's settings where it leaves them out."""
-    from ..choices import CROSS_ENTROPY, LINK_RATE, OVERLAP
+    from ..choices import CROSS_ENTROPY, EP_DISPATCHER, LINK_RATE, OVERLAP
     from ..parallel.layout import Layout
 
     base = {"gpus": plan.gpus, "policy": st["precision"], "optimizer": st["optimizer"], "attention": st["attention"],
             "overlap": st.get("overlap") or OVERLAP.default, "cross_entropy": st.get("cross_entropy") or CROSS_ENTROPY.default,
-            "link_rate": st.get("link_rate") or LINK_RATE.default}
+            "link_rate": st.get("link_rate") or LINK_RATE.default,
+            "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default}
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
@@ -214,7 +220,8 @@ def _first_layout(first: dict, plan):
                            "account_loss": False, "options": {}, "virtual_stages": 1, "schedule": "1f1b", **first})
     return layout_of(c, {"attention": st["attention"], "policy": st["precision"], "optimizer": st["optimizer"],
                          "gpus": plan.gpus, "overlap": st.get("overlap"), "pipeline_layout": st.get("pipeline_layout"),
-                         "cross_entropy": st.get("cross_entropy"), "link_rate": st.get("link_rate")})
+                         "cross_entropy": st.get("cross_entropy"), "link_rate": st.get("link_rate"),
+                         **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {})})
 
 
 def _train_options(plan, options) -> dict:
@@ -334,11 +341,46 @@ def _shown(v) -> str:
     return ",".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
 
 
-def _check_words(plan, row: dict) -> str | None:
-    """``costgraph train`` words of the given layout's degrees (plan's check command of such a row)."""
+#: Layout fields plan's check command writes from the row and plan's settings (PlanResult.check_command)
+_CHECKED = ("gpus", "t", "p", "c", "e", "sp", "zero", "recompute", "schedule", "v", "m", "attention", "policy",
+            "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "pipeline_layout", *_SPLIT_FIELDS)
+#: the row's variant fields plan's check command writes (costgraph.training.plan_variants.check_words)
+_VARIANTS = ("recompute_modules", "recompute_method", "recompute_num_layers", "ep_overlap", "route_nodes",
+             "offload_optimizer", "offload_params")
+
+
+def _check_words(plan, row: dict, given=None) -> str | None:
+    """``costgraph train`` words of the given layout (plan's check command of such a row, with the given
+    layout's own settings where they are not plan's: its precision, loss, overlap, link rate, dispatcher, variant
+    fields and every other layout flag it sets away from train's default), so that train gives its figures."""
+    from ..layout_options import LayoutOptions
+    from ..option_fields import specs
+    from ..parallel.layout import Layout
+
     full = {"first_stage_layers": None, "last_stage_layers": None, "account_embedding": False, "account_loss": False,
             "options": {}, **row}
+    if given is not None:
+        full.update({k: getattr(given, k) for k in _SPLIT_FIELDS})
+        full["options"] = {k: getattr(given, k) for k in _VARIANTS
+                           if getattr(given, k) not in (None, ()) and getattr(given, k) != getattr(Layout(), k)}
+        full["options"]["policy"] = given.policy
+        plan = dataclasses.replace(plan, settings={
+            **plan.settings, "attention": given.attention, "optimizer": given.optimizer, "overlap": given.overlap,
+            "cross_entropy": given.cross_entropy, "link_rate": given.link_rate, "ep_dispatcher": given.ep_dispatcher,
+            "pipeline_layout": given.pipeline_layout})
     try:
-        return plan.check_command(full)
+        words = [plan.check_command(full)]
     except (KeyError, TypeError):
         return None
+    default = Layout()
+    for name, (_, spec) in specs(LayoutOptions).items() if given is not None else ():
+        value = getattr(given, name)
+        if name in _CHECKED or name in _VARIANTS or name in _NOT_SETTINGS or spec.flag is None \
+                or value == getattr(default, name):
+            continue
+        action = dict(spec.argparse).get("action")
+        if action in ("store_true", "store_false"):
+            words.append(spec.flag)
+        else:
+            words.append(f"{spec.flag} {' '.join(map(str, value)) if isinstance(value, (tuple, list)) else value}")
+    return " ".join(words)
