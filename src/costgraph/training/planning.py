@@ -225,7 +225,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     overlap = OVERLAP.default if o.overlap is None else o.overlap
     efficiency_profile, pipeline_layout, cross_entropy = o.efficiency_profile, o.pipeline_layout, o.cross_entropy
     if gpus > MAX_DEVICES:
-        raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices")
+        raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices", hint="give fewer")
     hw, capacity = _device(hardware, memory, precision, o.memory_convention)
     eff, kernels = _rate(hw, precision, efficiency)
     free = sorted(d.name for d in model.graph.dims.values()

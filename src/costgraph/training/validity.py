@@ -113,7 +113,10 @@ def check_layout(cg: CostGraph, layout, values: dict, *, placement: Placement | 
                                       hint="drop --ep, or use a mixture of experts (mixtral, deepseek_v3, qwen3_moe)")
         for n in map(num, experts):
             if n is not None and n % e:
-                raise CostgraphValueError(f"expert parallelism e = {e} does not divide the {n} experts")
+                raise CostgraphValueError(f"expert parallelism e = {e} does not divide the {n} experts",
+                                          hint="--ep is one of the experts' divisors: "
+                                               + ", ".join(str(k) for k in range(1, n + 1) if n % k == 0)
+                                          if n <= 4096 else f"--ep divides {n}")
     if layout.hsdp is not None:
         if layout.zero == 0:
             raise CostgraphValueError("HSDP shards ZeRO's states within groups: it needs --zero 1, 2 or 3")
