@@ -12,7 +12,10 @@ import pytest
 from costgraph.errors import CostgraphValueError
 from costgraph.inference import G, P, Inference, load, machine, step_seconds
 from costgraph.inference.parallel import Serving, ServingInference, serving_inference
-from costgraph.inference.roofline import infer
+from costgraph.inference.roofline import comm_seconds, infer
+from costgraph.inference.phases import Step
+from costgraph.hardware import preset
+from costgraph.engine.graph import ZERO
 from costgraph import cli
 import json
 from costgraph.cli import main
@@ -100,11 +103,19 @@ def test_deepseek_v3_ep8_dp8_weights_kv_alltoall(dsv3):
     # expected distinct experts read per device, uniform routing over the 64 tokens of the step
     assert rep.quantities["decode.distinct_experts_read_per_device"].xreplace(v) == \
         32 * (1 - (1 - sympy.Rational(8, 256)) ** 64)
-    # the seconds of the all-to-alls: ring convention (e−1)/e of each buffer, e − 1 latency steps
+    # the seconds of the all-to-alls: (e−1)/e of each buffer at the NVLink line rate; latency NCCL's
+    # p2p rounds, training's rule (parallel/ep_time.py::latency_rounds): EP 8 inside one 8-GPU NVLink
+    # domain runs its 7 peers in ⌈7/8⌉ = 1 round — NCCL @ 5067397c src/enqueue.cc batches up to
+    # NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 p2p operations per channel (src/include/device.h) — where the
+    # ring convention charged e − 1 = 7 steps
     m = machine("h200", "bf16", 8)
     size = sympy.Integer(64 * 8 * 7168 * 2 // 8)
-    a2a = 2 * 58 * (7 * m.alpha + sympy.Rational(7, 8) * size / m.beta)
+    wire = sympy.Rational(7, 8) * size / m.beta
+    ring = 2 * 58 * (7 * m.alpha + wire)        # before: the ring's e − 1 latency steps
+    a2a = 2 * 58 * (1 * m.alpha + wire)         # now: one p2p round
+    assert m.alpha == sympy.Rational(preset("h200").latency_scale_up_ns, 10**9)
     assert rep.values["decode.communication_seconds"] == a2a
+    assert ring - rep.values["decode.communication_seconds"] == 2 * 58 * 6 * m.alpha
 
 
 def test_ep_refusals(dsv3, llama):
@@ -245,16 +256,26 @@ def test_each_collective_on_the_link_its_group_crosses(dsv3):
     # parallel/placement.py::link (training's rule): consecutive ranks inside one scale-up domain
     # (8 on an HGX H100) use NVLink, else the NIC. TP 16 with DP attention 4: attention-TP 4
     # stays in a node, the EP 16 all-to-all leaves it
-    from costgraph.hardware import preset
-
     hw = preset("h100-sxm")
     up = (sympy.Rational(hw.latency_scale_up_ns, 10**9), sympy.Integer(hw.scale_up_bandwidth))
     out = (sympy.Rational(hw.latency_scale_out_ns, 10**9), sympy.Integer(hw.scale_out_bandwidth))
     v = _v(dsv3, "deepseek-v3", b=16)
     si = ServingInference(dsv3, Serving(16, 16, 4, 1), v, hardware="h100-sxm")
-    links = {(c.kind, c.group): c.link for c in si.decode().collectives}
+    colls = si.decode().collectives
+    links = {(c.kind, c.group): c.link for c in colls}
     assert links[("all-reduce", 4)] == up
     assert links[("all-to-all", 16)] == out
+    # the EP 16 all-to-all across two nodes: one round of the NIC's latency per call (NCCL @ 5067397c
+    # src/graph/paths.cc::ncclTopoComputeP2pChannels fits all the peers in a single round;
+    # parallel/ep_time.py::alltoall_latency, training's rule), not the ring's 15 steps; the all-reduce
+    # keeps the ring's 2(t − 1) steps (Collective.latency None)
+    a2a = [c for c in colls if c.kind == "all-to-all"]
+    assert len(a2a) == 2 and all(c.latency == out[0] for c in a2a)
+    assert all(c.latency is None for c in colls if c.kind != "all-to-all")
+    step = Step(sympy.Integer(1), sympy.Integer(0), ZERO, ZERO, ZERO, ZERO, ZERO, False, collectives=a2a[:1])
+    size = a2a[0].bytes
+    assert comm_seconds(step, machine("h100-sxm", "bf16", 16), 16) == \
+        a2a[0].calls * (out[0] + sympy.Rational(15, 16) * size / out[1])
 
 
 def test_deepseek_v3_prefill_layout_of_the_report(dsv3):

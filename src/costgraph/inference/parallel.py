@@ -36,7 +36,9 @@ Layout (:class:`Serving`) and its conventions, each named in ``infer``'s output:
   ``d = tp``). Each device dispatches its ``b·q/tp`` tokens' ``k`` copies of
   the expert group's input and combines as many outputs: two all-to-alls per
   MoE layer per step of ``b·q·k·h/tp`` elements (training's ep_time
-  convention: uniform routing, ``(e−1)/e`` of the buffer leaves the device),
+  convention: uniform routing, ``(e−1)/e`` of the buffer leaves the device;
+  latency NCCL's p2p rounds, :func:`costgraph.parallel.ep_time.alltoall_latency`:
+  one step of the NIC's latency across nodes, ``⌈(e−1)/8⌉`` of NVLink's inside one),
   instead of the routed experts' all-reduce. Expected distinct experts read
   per device: ``(E/e)·(1 − (1 − k/E)^(b·q))`` (uniform routing), which makes
   its weight bytes those of TP over ``tp``.
@@ -382,14 +384,21 @@ class ServingInference:
         all-reduce is single-node: vllm/distributed/device_communicators/custom_all_reduce.py refuses a
         group across nodes), over the NICs of its members on each node (``ring``:
         :func:`costgraph.parallel.ranks.ring_scale_out`); inside a node the link is NVLink either way.
-        Serving keeps the line rates (``rate="line"``; training's ``--link-rate`` default is NCCL's busbw)."""
+        Serving keeps the line rates (``rate="line"``; training's ``--link-rate`` default is NCCL's busbw).
+        An all-to-all's latency is training's NCCL p2p rounds
+        (:func:`costgraph.parallel.ep_time.alltoall_latency`: one NIC step across nodes, ⌈(e − 1)/8⌉
+        NVLink steps inside one), not the ring's ``e − 1`` steps."""
         if self._hw is None:
             return c
+        from ..parallel.ep_time import alltoall_latency
         from ..parallel.placement import link
 
         stride = self.serving.tp if c.kind == "send/recv" else 1
-        return replace(c, link=link(stride, c.group, self._hw, self.serving.devices, ring=c.kind == "all-reduce",
-                                    rate="line"))
+        c = replace(c, link=link(stride, c.group, self._hw, self.serving.devices, ring=c.kind == "all-reduce",
+                                 rate="line"))
+        if c.kind == "all-to-all":
+            c = replace(c, latency=alltoall_latency(self._hw, c.group, world=self.serving.devices))
+        return c
 
     def _boundary_bytes(self, q) -> sympy.Expr:
         """Bytes of the activations one stage sends the next: the tensors the

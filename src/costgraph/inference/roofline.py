@@ -119,13 +119,16 @@ def step_seconds(step: Step, m: Machine, t: int = 1) -> sympy.Expr:
 def comm_seconds(step: Step, m: Machine, t: int) -> sympy.Expr:
     """Seconds of a step's collectives: ring algorithms (``latency_steps·α +
     ring_factor·bytes/β``); the TP all-reduces over ``t`` on the machine's link, a
-    serving collective on its own link when it names one."""
+    serving collective on its own link when it names one; an all-to-all's latency NCCL's
+    p2p rounds where its link is known (``Collective.latency``:
+    :func:`costgraph.parallel.ep_time.alltoall_latency`, training's rule)."""
     parts = [ar.calls * (latency_steps("all-reduce", t) * m.alpha
                          + ring_factor("all-reduce", t) * ar.bytes / m.beta) for ar in step.allreduce]
     for c in step.collectives:
         if c.group > 1:
             alpha, beta = c.link or (m.alpha, m.beta)
-            parts.append(c.calls * (latency_steps(c.kind, c.group) * alpha + ring_factor(c.kind, c.group) * c.bytes / beta))
+            lat = latency_steps(c.kind, c.group) * alpha if c.latency is None else c.latency
+            parts.append(c.calls * (lat + ring_factor(c.kind, c.group) * c.bytes / beta))
     return sympy.Add(*parts)
 
 

@@ -68,7 +68,8 @@ def serving_notes(sv) -> list[str]:
                      "(DeepSeek-V3 report 3.4)")
     if sv.ep > 1:
         notes.append(f"EP {sv.ep}: E/{sv.ep} whole experts per device; dispatch + combine all-to-all of "
-                     f"b q k h / {sv.tp} elements per MoE layer each, uniform routing ((e-1)/e leaves the device); "
+                     f"b q k h / {sv.tp} elements per MoE layer each, uniform routing ((e-1)/e leaves the device), latency "
+                     "NCCL's p2p rounds as training's (1 NIC step across nodes, ceil((e-1)/8) NVLink steps in one); "
                      "expected distinct experts read E/e (1 - (1 - k/E)^(b q)) per device")
     if sv.pp > 1:
         notes.append(f"PP {sv.pp}: memory of the most loaded stage, KV cache for {sv.pp} micro-batches of b in "

@@ -48,6 +48,9 @@ class Collective:
     group: int
     #: the link's (latency s, bandwidth B/s) when known (parallel/placement.py::link), else the machine's
     link: tuple | None = None
+    #: seconds of latency per call when its owner gives them (an all-to-all: NCCL's p2p rounds,
+    #: parallel/ep_time.py::alltoall_latency), else the ring's latency steps × the link's latency
+    latency: object = None
 
 
 @dataclass

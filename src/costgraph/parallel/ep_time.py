@@ -136,12 +136,24 @@ def alltoall_seconds(part, hardware, *, world=None, domain_ranks=None, route_nod
         wire = inter / out_b
     else:
         wire = sympy.Max(intra / up_b, inter / out_b)
-    cond = intra_domain(fs, R, world, limit)
+    return part.calls * (alltoall_latency(hardware, n, fs, world=world, domain_ranks=domain_ranks) + wire)
+
+
+def alltoall_latency(hardware, n, factors=None, *, world=None, domain_ranks=None) -> Expr:
+    """Latency seconds of one NCCL all-to-all call over ``n`` ranks on ``hardware`` (module docstring,
+    "Latency"): :func:`latency_rounds` steps of the scale-up latency (``latency_scale_up_ns``) when the
+    group — ``factors`` ``((size, stride), …)``, default ``n`` consecutive ranks — stays inside one
+    scale-up domain (:func:`costgraph.parallel.ranks.intra_domain`; ``world`` the ranks in all,
+    ``domain_ranks`` the ranks per domain), else one step of the NIC's (``latency_scale_out_ns``); a
+    ``Piecewise`` on that condition with symbolic degrees. Training's EP all-to-all
+    (:func:`alltoall_seconds`) and serving's (:mod:`costgraph.inference.parallel`) both charge this."""
+    n = as_expr(n)
+    fs = factors or ((n, ONE),)
+    cond = intra_domain(fs, ranks_per_domain(hardware, domain_ranks), world, one_domain(hardware, domain_ranks))
     up_a = as_expr(hardware.latency_scale_up_ns) / 10**9 * latency_rounds(n, True)
     out_a = as_expr(hardware.latency_scale_out_ns) / 10**9 * latency_rounds(n, False)
-    alpha = up_a if cond == sympy.true else out_a if cond == sympy.false else \
+    return up_a if cond == sympy.true else out_a if cond == sympy.false else \
         sympy.Piecewise((up_a, cond), (out_a, True))
-    return part.calls * (alpha + wire)
 
 
 def latency_rounds(n, in_one_domain: bool) -> Expr:
