@@ -86,6 +86,12 @@ def main(argv: list[str] | None = None) -> int:
             return _write_stream(out, status)
         out = stdin.shown(out) if stdin is not None else out
     except CostgraphError as e:
+        from .errors import MISSING_HINT
+
+        if e.hint == MISSING_HINT:   # a .cg file's own configurations, which costgraph list does not show
+            from .commands.common import missing_hint
+
+            e.hint = missing_hint(args) or e.hint
         print(stdin.shown(str(e)) if stdin is not None else e, file=sys.stderr)
         return 2
     except KeyboardInterrupt:

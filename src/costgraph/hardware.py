@@ -312,13 +312,37 @@ def dispatch_text(hw: Hardware, dispatcher: str, rate: str = LINK_RATE.default) 
         return f"EP dispatch ({flag}): at the line rates above (--link-rate line), one NIC per device"
     if dispatcher == "alltoall":
         return f"EP dispatch ({flag}): NCCL's all-to-all at the links above, one NIC per device"
-    # the figure above is NCCL's busbw where the preset gives it, else the line rate (trial 9: mi300x's said NCCL's)
-    parts = [f"{side}: DeepEP's measured {_dec(v, 10**9)} GB/s" if v is not None else
-             f"{side}: no DeepEP measurement for {hw.key} in hardware.toml, "
-             + ("NCCL's figure above assumed" if busbw else "the line rate above assumed (no busbw)")
-             for side, v, busbw in (("scale-up", hw.deepep_scale_up_bw, hw.scale_up_busbw),
-                                    ("scale-out per NIC", hw.deepep_scale_out_bw, hw.scale_out_busbw))]
+    missing = dict(_dispatch_missing(hw, " above"))
+    parts = [missing[side] if side in missing else f"{side}: DeepEP's measured {_dec(v, 10**9)} GB/s"
+             for side, v, _ in _dispatch_sides(hw)]
     return f"EP dispatch ({flag}): " + "; ".join(parts)
+
+
+def dispatch_warnings(hw: Hardware, dispatcher: str, rate: str = LINK_RATE.default) -> list[str]:
+    """``--ep-dispatcher deepep`` on a preset without DeepEP's measured figure of a link (``deepep_scale_up_bw``,
+    ``deepep_scale_out_bw``): one warning naming each such link and what is assumed there (NCCL's busbw, else the
+    line rate; :func:`costgraph.parallel.ep_time.dispatch_bandwidths`), in the words of train's EP dispatch line
+    (:func:`dispatch_text`), as ``costgraph plan`` warns it; ``[]`` for ``alltoall``, ``--link-rate line``, or a
+    preset with both figures."""
+    if dispatcher != "deepep" or rate == "line":
+        return []
+    missing = [text for _, text in _dispatch_missing(hw, "")]
+    return ["--ep-dispatcher deepep: " + "; ".join(missing)] if missing else []
+
+
+def _dispatch_sides(hw: Hardware) -> tuple:
+    """``(side, DeepEP's figure or None, NCCL's busbw or None)`` of the two links."""
+    return (("scale-up", hw.deepep_scale_up_bw, hw.scale_up_busbw),
+            ("scale-out per NIC", hw.deepep_scale_out_bw, hw.scale_out_busbw))
+
+
+def _dispatch_missing(hw: Hardware, above: str) -> list[tuple[str, str]]:
+    """``(side, what is assumed)`` of each link of ``hw`` without DeepEP's figure; ``above``: ``" above"`` where a
+    links line precedes it (train's report)."""
+    # the figure is NCCL's busbw where the preset gives it, else the line rate (trial 9: mi300x's said NCCL's)
+    return [(side, f"{side}: no DeepEP measurement for {hw.key} in hardware.toml, "
+             + (f"NCCL's figure{above} assumed" if busbw else f"the line rate{above} assumed (no busbw)"))
+            for side, v, busbw in _dispatch_sides(hw) if v is None]
 
 
 def links_lines(key: str | None, rate: str = "nccl", dispatcher: str | None = None) -> list[str]:

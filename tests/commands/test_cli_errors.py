@@ -283,3 +283,60 @@ def test_plan_instead_names_flags_of_train_only():
 
     web = flags("web")
     assert set(WEB_AT_DEFAULT) <= train and not set(WEB_AT_DEFAULT) & web and "--gpus" not in web
+
+
+# Issue 27, trial fix 6: a file `costgraph import` wrote declares its sizes as `config imported` (drafting/api.py
+# draft_model: render(..., "imported", ...)), which `costgraph list` does not show; without --config, a command
+# that needs numbers named `costgraph list`. The hint now names the file's own configurations. The file below is
+# the head of `costgraph import examples/hf/pythia-1b.json -o pythia.cg` (transformers 5.24.0), as written.
+PYTHIA_DRAFT = '''import "std/attention.cg"
+import "std/mlp.cg"
+
+model gpt_neox {
+  dim b   "micro-batch size (sequences)"
+  dim s   "sequence length (tokens)"
+  dim h   "hidden size (d_model) (config.json: hidden_size)"
+  dim a   "attention heads (config.json: num_attention_heads)"
+  dim i   "MLP intermediate size (config.json: intermediate_size)"
+  dim l   "Transformer layers (config.json: num_hidden_layers)"
+  dim V   "vocabulary size (config.json: vocab_size)"
+
+  input tokens[b, s]: index
+
+  x = embedding(tokens, V, h, name = embed_in)
+  repeat l as layers {
+    x = x
+        + gqa_attention(layernorm(x, name = input_layernorm), a, a, h / a, qkv_bias = true, out_bias = true, name = attention)
+        + mlp(layernorm(x, name = post_attention_layernorm), i, bias = true, dropout = false, name = mlp)
+  }
+  x = layernorm(x, name = final_layer_norm)
+  return linear(x, V, bias = false, name = lm_head)
+}
+
+config imported { h = 2048, a = 8, i = 8192, l = 16, V = 50304, s = 2048, b = 1 }
+'''
+
+
+def test_a_drafts_missing_sizes_name_its_own_configuration(tmp_path, monkeypatch, capsys):
+    from cli_checks import refused, run
+    from costgraph.errors import MISSING_HINT
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pythia.cg").write_text(PYTHIA_DRAFT, encoding="utf-8")
+    argv = ["infer", "pythia.cg", "--prompt", "100", "--generate", "100", "--hardware", "h100-sxm"]
+    err = refused(capsys, argv, "no value for V, h, i, l",
+                  "hint: give the model's sizes with --config imported or --set NAME=VALUE (pythia.cg's "
+                  "configuration: imported)")
+    assert "costgraph list" not in err
+    code, out, _ = run(capsys, argv + ["--config", "imported"])   # the hint's words run
+    assert code == 0 and out.startswith("gpt_neox: inference on h100-sxm")
+    # two configurations: both named, the first in the flag
+    (tmp_path / "two.cg").write_text(PYTHIA_DRAFT + "config small { h = 512, a = 8, i = 2048, l = 4, V = 1024, "
+                                                    "s = 128, b = 1 }\n", encoding="utf-8")
+    refused(capsys, ["infer", "two.cg", "--prompt", "100", "--generate", "100", "--hardware", "h100-sxm"],
+            "--config imported or --set NAME=VALUE (two.cg's configurations: imported, small)")
+    # with --config given, the sizes still missing are the user's --set: the general hint stands
+    (tmp_path / "none.cg").write_text(PYTHIA_DRAFT.replace("config imported { h = 2048, ", "config imported { "),
+                                      encoding="utf-8")
+    refused(capsys, ["infer", "none.cg", "--config", "imported", "--prompt", "100", "--generate", "100",
+                     "--hardware", "h100-sxm"], "no value for h", MISSING_HINT)

@@ -96,10 +96,30 @@ def test_cli_text_and_json(capsys):
     assert math.fsum(p["given"] for p in c["parts"]) == pytest.approx(c["given_step"], rel=1e-12)
 
 
+def test_cli_text_names_the_compared_layout_and_the_tables_unit(capsys):
+    """Issue 27, trial fixes 1 and 3: ``--compare ""`` compares train's defaults (TP 1, ZeRO 0, b = 1, m from
+    the global batch: 128 / (1·16) = 8), and the text now says so in train's flags; its memory is in the
+    table's unit and format (GB, 10^9 bytes, two decimals), so the first row's figure reads as the table's."""
+    argv = ["plan", "llama", "--config", "llama-3-8b", "--set", "s=8192", "--gpus", "16", "--hardware", "h100-sxm",
+            "--global-batch", "128", "--top", "6", "--compare="]
+    rc, out, _ = run(capsys, argv)
+    assert rc == 0
+    assert "\n  layout compared: --tp 1 --pp 1 --cp 1 --ep 1 --zero 0 --recompute none --set b=1 --micro-batches 8\n" \
+        in out
+    lines = out.splitlines()
+    head = next(i for i, x in enumerate(lines) if "memory GB" in x)
+    table_first = lines[head + 1].split()[lines[head].split().index("memory")]   # the first row's memory GB cell
+    memory = next(x for x in lines if x.startswith("  memory GB: "))
+    assert f"against the first row's {table_first} of " in memory and "GiB" not in memory
+
+
 @pytest.mark.parametrize("flags, fragment", [
     ("--tp 2 --hardware h100-sxm", "is no layout flag of costgraph train"),
     ("--tp x", "argument --tp: cannot read 'x'"),
     ("--set h=3", "only the micro-batch b=N"),
+    ("--set b=0", "the micro-batch b must be a positive whole number"),
+    ("--set b=nan", "the micro-batch b must be a positive whole number"),
+    ("--set b=1.5", "the micro-batch b must be a positive whole number"),
     ("--gpus 8", "is not plan's --gpus 16"),
 ])
 def test_cli_refusals(capsys, flags, fragment):

@@ -93,5 +93,38 @@ def test_plan_warns_of_the_dispatcher_on_a_dense_model():
               "(the step time is the same without it)"]
     assert res.warnings == warned and json.loads(res.to_json())["warnings"] == warned
     assert res.to_text().splitlines()[-1] == "warning: " + warned[0]
-    assert "warnings" not in json.loads(m.plan(m.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=16,
-                                                top=1).to_json())
+    # nothing to warn of: [] as train writes it (issue 27 trial fix 4: plan left the key out)
+    assert json.loads(m.plan(m.values("gpt2"), gpus=8, hardware="h100-sxm", global_batch=16,
+                             top=1).to_json())["warnings"] == []
+
+
+def test_deepep_on_h800_warns_nothing(planned):
+    """H800 has both of DeepEP's measured figures (module docstring): nothing assumed, ``warnings`` is []."""
+    _, _, res = planned
+    assert res.warnings == [] and json.loads(res.to_json())["warnings"] == []
+
+
+# DeepEP on a preset without its measured figures (issue 27 trial fix 5): train's EP dispatch line says NCCL's
+# busbw is assumed for each link (hardware.dispatch_text); plan said nothing. Now plan warns it, in the same words
+# (hardware.dispatch_warnings; h100-sxm has no deepep_scale_up_bw / deepep_scale_out_bw in hardware.toml)
+H100_DEEPEP = ("--ep-dispatcher deepep: scale-up: no DeepEP measurement for h100-sxm in hardware.toml, NCCL's "
+               "figure assumed; scale-out per NIC: no DeepEP measurement for h100-sxm in hardware.toml, NCCL's "
+               "figure assumed")
+
+
+def test_deepep_without_its_figures_is_warned_by_plan_as_train_says_it(capsys):
+    from cli_checks import run
+
+    m = costgraph.load("deepseek_v2")
+    values = m.values("deepseek-v2-lite", s=1024)
+    res = m.plan(values, gpus=8, hardware="h100-sxm", global_batch=16, top=1, ep_dispatcher="deepep")
+    assert res.warnings == [H100_DEEPEP] and json.loads(res.to_json())["warnings"] == [H100_DEEPEP]
+    assert "warning: " + H100_DEEPEP in res.to_text().splitlines()
+    # train's own line on an EP layout, less its " above" (it follows train's links line)
+    code, out, _ = run(capsys, ["train", "deepseek_v2", "--config", "deepseek-v2-lite", "--set", "s=1024", "--gpus",
+                                "8", "--ep", "8", "--hardware", "h100-sxm", "--ep-dispatcher", "deepep"])
+    line = next(x.strip() for x in out.splitlines() if x.strip().startswith("EP dispatch (--ep-dispatcher deepep)"))
+    assert code == 0 and H100_DEEPEP == "--ep-dispatcher deepep: " + line.split("): ", 1)[1].replace(" above", "")
+    # NCCL's all-to-all, or the line rates: nothing assumed, nothing warned
+    for kw in ({"ep_dispatcher": "alltoall"}, {"ep_dispatcher": "deepep", "link_rate": "line"}):
+        assert m.plan(values, gpus=8, hardware="h100-sxm", global_batch=16, top=1, **kw).warnings == []

@@ -46,6 +46,33 @@ def shown_model(args) -> str:
     return os.path.basename(given) if given.endswith(".json") else given
 
 
+def missing_hint(args) -> str | None:
+    """The hint of a ``no value for`` refusal (:data:`costgraph.errors.MISSING_HINT`) when MODEL is a ``.cg`` file
+    (one ``costgraph import`` wrote, or the user's) run without ``--config``: the file's own configurations
+    (``--config imported``), which ``costgraph list`` does not show; None otherwise (a bundled name, a
+    config.json, ``--config`` given, a file that does not load)."""
+    import os
+
+    from ..errors import CostgraphError
+    from ..hints import listing
+
+    path = getattr(args, "model", None)
+    if (not isinstance(path, str) or getattr(args, "config", None) is not None or not path.endswith(".cg")
+            or not os.path.isfile(path)):
+        return None
+    from ..model import load
+
+    try:
+        configs = list(load(path).configs)
+    except CostgraphError:
+        return None
+    shown = shown_model(args)
+    if not configs:
+        return f"give the model's sizes with --set NAME=VALUE ({shown} declares no configuration)"
+    return (f"give the model's sizes with --config {configs[0]} or --set NAME=VALUE ({shown}'s configuration"
+            f"{'s' if len(configs) > 1 else ''}: {listing(configs)})")
+
+
 def resolve_models(args) -> None:
     """Replace a Hub id or a snapshot folder in ``args.model`` (and ``args.draft``) by the path of its
     config.json (:func:`costgraph.language.hf_hub.config_path`; ``args.download`` allows fetching it),

@@ -89,9 +89,12 @@ def compare_layout(text: str, gpus: int) -> dict:
     b = 1
     for pair in args.set:
         name, _, value = pair.partition("=")
-        if name != "b" or not value.isdigit() or int(value) < 1:
+        if name != "b":
             raise CostgraphValueError(f"--compare: --set {pair[:40]!r}: only the micro-batch b=N is a layout's",
                                       hint="the model's sizes are plan's own --set")
+        if not value.isdigit() or int(value) < 1:
+            raise CostgraphValueError(f"--compare: --set {pair[:40]!r}: the micro-batch b must be a positive whole "
+                                      f"number", hint='e.g. --compare "--tp 2 --set b=1"')
         b = int(value)
     if args.gpus not in (None, gpus):
         raise CostgraphValueError(f"--compare: --gpus {args.gpus} is not plan's --gpus {gpus}",

@@ -98,26 +98,45 @@ class Comparison(Part):
     notes: list = quantity(label="notes", default_factory=list)
 
     def to_text(self) -> str:
-        """The lines ``costgraph plan --compare`` prints under the table."""
-        gib = 2 ** 30
+        """The lines ``costgraph plan --compare`` prints under the table: the compared layout as train's flags
+        (:meth:`flags`; ``--compare ""`` compares train's defaults), the parts, and the memory in GB (10^9 bytes,
+        two decimals, as plan's table shows it)."""
         where = (f"rank {self.rank} of {self.shown} shown" if self.rank is not None else
                  f"not among the {self.shown} rows shown") + (
             f" (its shape first at row {self.shape_rank})" if self.shape_rank is not None else "")
         pct = self.gap / self.first_step if self.first_step else 0.0
         out = [f"compare: {where}; step {self.given_step:.4g} s against the first row's {self.first_step:.4g} s "
-               f"({self.gap:+.3g} s, {pct:+.1%})"]
+               f"({self.gap:+.3g} s, {pct:+.1%})",
+               f"  layout compared: {self.flags()}"]
         w = max(len(g.label) for g in self.parts) if self.parts else 4
         out.append(f"  {'part'.ljust(w)}  {'given s':>10}  {'first s':>10}  {'difference':>10}")
         out += [f"  {g.label.ljust(w)}  {g.given:10.4g}  {g.first:10.4g}  {g.difference:+10.3g}" for g in self.parts
                 if g.given or g.first]   # a part neither side has: in the JSON only
-        out.append(f"  memory: {self.given_bytes / gib:.1f} GiB against the first row's {self.first_bytes / gib:.1f} GiB "
-                   f"of {self.usable_bytes / gib:.1f} GiB usable ({'fits' if self.given_fits else 'does not fit'})")
+        out.append(f"  memory GB: {self.given_bytes / 1e9:.2f} against the first row's {self.first_bytes / 1e9:.2f} "
+                   f"of {self.usable_bytes / 1e9:.2f} usable ({'fits' if self.given_fits else 'does not fit'})")
         why = ", ".join(f"{c['label']} {c['difference']:+.3g} s" for c in self.causes) or "no part is larger"
         out.append(f"  why: {why}; cause: {self.cause}")
         if self.unsearched:
             out.append(f"  not searched by plan: {', '.join(self.unsearched)}")
         out += [f"  note: {n}" for n in self.notes]
         return "\n".join(out)
+
+    def flags(self) -> str:
+        """The compared layout (:attr:`layout`, plan's row keys) as ``costgraph train``'s layout flags, in the order
+        of plan's check command (:meth:`~costgraph.training.planning.PlanResult.check_command`): ``--tp --pp --cp
+        --ep --zero --recompute`` always, ``--sp``, ``--schedule`` and ``--virtual-stages`` where set, then
+        ``--set b=N`` and ``--micro-batches`` (m as train fills it from plan's global batch)."""
+        r = self.layout
+        words = [f"--tp {r['tp']}", f"--pp {r['pp']}", f"--cp {r['cp']}", f"--ep {r['ep']}", f"--zero {r['zero']}",
+                 f"--recompute {r['recompute']}"] + (["--sp"] if r.get("sp") else [])
+        if r.get("schedule", "1f1b") != "1f1b":
+            words.append(f"--schedule {r['schedule']}")
+        if (r.get("virtual_stages") or 1) > 1:
+            words.append(f"--virtual-stages {r['virtual_stages']}")
+        words.append(f"--set b={r['micro_batch']}")
+        if r.get("micro_batches") is not None:
+            words.append(f"--micro-batches {r['micro_batches']}")
+        return " ".join(words)
 
     def to_json(self) -> dict:
         """JSON values only (the ``comparison`` key of ``costgraph plan --format json``)."""

@@ -56,7 +56,8 @@ class PlanResult(Tabular):
     calibration: Calibrated | None = None   # --efficiency-profile (training.calibration_profile.calibrated)
     searched: dict = field(default_factory=dict)
     pruned: dict = field(default_factory=dict)
-    warnings: list | None = None   # what the options given change nothing of (None: no warning)
+    #: what the options given change nothing of, or what they assume (:func:`_warnings`); ``[]``: none, as train's
+    warnings: list = field(default_factory=list)
     device_memory: DeviceMemory | None = None   # where capacity_bytes comes from (runtime_memory.device_memory)
     #: ``--compare``: the given layout against the first row (:class:`costgraph.training.plan_compare.Comparison`)
     comparison: object = None
@@ -117,7 +118,7 @@ class PlanResult(Tabular):
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
         key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
-        key("warnings", omit_none=True),
+        key("warnings"),
         key("comparison", omit_none=True, write="comparison", label="--compare: the given layout against the first row"))
 
     @property
@@ -260,17 +261,25 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     least = None if result.least is None else result.least.as_dict()
     return _compared(model, values, PlanResult(model.name, gpus, hw.key, global_batch, capacity, None if eff is None else float(eff),
                      result.considered, result.refused, rows, settings, held, result.divisible, least, calibration,
-                     result.searched, result.pruned, _warnings(model, o),
+                     result.searched, result.pruned, _warnings(model, o, hw),
                      _memory_from(hw, capacity if memory is not None else None, o.memory_convention)), o)
 
 
-def _warnings(model, o) -> list[str] | None:
-    """What plan's options ``o`` change nothing of, as train warns it (an EP option on a model without routed
-    experts: :func:`costgraph.training.validity.expert_option_warnings`); None: nothing."""
+def _warnings(model, o, hw=None) -> list[str]:
+    """What plan's options ``o`` change nothing of, or assume, as train says it: an EP option on a model without
+    routed experts (:func:`costgraph.training.validity.expert_option_warnings`); ``--ep-dispatcher deepep`` on a
+    preset ``hw`` without DeepEP's measured figures, NCCL's used for them
+    (:func:`costgraph.hardware.dispatch_warnings`, the words of train's EP dispatch line); ``[]``: nothing."""
+    from ..hardware import dispatch_warnings
     from ..parallel.layout import Layout
-    from .validity import expert_option_warnings
+    from .validity import expert_counts, expert_option_warnings
 
-    return expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher)) or None
+    out = expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher))
+    if hw is not None and expert_counts(model.graph):
+        out += dispatch_warnings(hw, o.ep_dispatcher, o.link_rate)
+    return out
+
+
 def _compared(model, values, result: PlanResult, o) -> PlanResult:
     """``result``, with ``o.compare`` (a :class:`~costgraph.parallel.layout.Layout`, or a dict of its keywords with
     ``b`` the micro-batch) set against its first row as its ``comparison``
