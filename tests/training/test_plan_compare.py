@@ -121,6 +121,10 @@ def test_cli_text_names_the_compared_layout_and_the_tables_unit(capsys):
     ("--set b=nan", "the micro-batch b must be a positive whole number"),
     ("--set b=1.5", "the micro-batch b must be a positive whole number"),
     ("--gpus 8", "is not plan's --gpus 16"),
+    # refusals of train's path carry the prefix too (issue 27): 16 = t·p·c·d has no whole d for t = 3, and
+    # 128 sequences are no multiple of b·d = 32·16
+    ("--tp 3", "error: --compare: 16 GPUs do not divide into t·p·c = 3\nhint: gpus = t × p × c × d"),
+    ("--set b=32", "error: --compare: the global batch 128 is not a multiple of b·d = 32·16\nhint: B = b × m × d"),
 ])
 def test_cli_refusals(capsys, flags, fragment):
     refused(capsys, ["plan", "llama", "--config", "llama-3-8b", "--set", "s=8192", "--gpus", "16", "--hardware",

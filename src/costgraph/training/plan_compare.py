@@ -163,11 +163,14 @@ def compare_layout(model, values: dict, plan, layout, options=None) -> Compariso
         raise CostgraphValueError("--compare needs a plan with at least one row", hint="no layout fits: see the "
                                                                                       "refusals above")
     st = plan.settings
-    given, b = _given(layout, plan, st)
     first = plan.layouts[0]
     first_layout = _first_layout(first, plan)
     train_opts = _train_options(plan, options)
-    g_parts, g_res = _parts(model, values, given, b, train_opts)
+    try:   # the given layout, by train's path: each refusal of it says it is --compare's (issue 27)
+        given, b = _given(layout, plan, st)
+        g_parts, g_res = _parts(model, values, given, b, train_opts)
+    except CostgraphValueError as e:
+        raise _compare_refusal(e) from None
     f_parts, f_res = _parts(model, values, first_layout, first["micro_batch"], train_opts)
     names = [n for n in PARTS if n in g_parts or n in f_parts]
     names += sorted(n for n in {*g_parts, *f_parts} if n.startswith("exposed:"))
@@ -201,6 +204,17 @@ def compare_layout(model, values: dict, plan, layout, options=None) -> Compariso
                       _peak(g_res), _peak(f_res), int(usable), fits, gaps,
                       [{"part": g.part, "label": g.label, "difference": g.difference} for g in adding], cause,
                       unsearched, _check_words(plan, row, given), notes)
+
+
+def _compare_refusal(e):
+    """``e``, a refusal of the compared layout by train's path (``8 GPUs do not divide into t·p·c = 3``, a global
+    batch that is no multiple of b·d), as ``--compare``'s: its message prefixed ``--compare: `` (once: one that
+    names --compare, or the API's ``compare takes ...``, is kept), its location and hint kept."""
+    from ..errors import CostgraphValueError
+
+    if e.message.startswith(("--compare", "compare ")):
+        return e
+    return CostgraphValueError(f"--compare: {e.message}", loc=e.loc, hint=e.hint)
 
 
 def _given(layout, plan, st) -> tuple:
