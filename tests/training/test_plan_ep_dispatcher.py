@@ -125,6 +125,14 @@ def test_deepep_without_its_figures_is_warned_by_plan_as_train_says_it(capsys):
                                 "8", "--ep", "8", "--hardware", "h100-sxm", "--ep-dispatcher", "deepep"])
     line = next(x.strip() for x in out.splitlines() if x.strip().startswith("EP dispatch (--ep-dispatcher deepep)"))
     assert code == 0 and H100_DEEPEP == "--ep-dispatcher deepep: " + line.split("): ", 1)[1].replace(" above", "")
+    # and train warns it as plan does (issue 27: train's --format json warnings lacked it): in its text, and in
+    # the result's warnings, the JSON's "warnings" key (training/result.py key("warnings"); the JSON itself takes
+    # ~9 s of CPU to write, too slow for this file)
+    assert out.splitlines()[-1] == "warning: " + H100_DEEPEP
+    assert m.train(values=values, gpus=8, e=8, ep_dispatcher="deepep", hardware="h100-sxm").warnings == [H100_DEEPEP]
+    # no EP all-to-all (EP 1), or NCCL's: train's report prints no DeepEP line, and warns nothing of it
+    for kw in ({"e": 1, "ep_dispatcher": "deepep"}, {"e": 8, "ep_dispatcher": "alltoall"}):
+        assert m.train(values=values, gpus=8, hardware="h100-sxm", **kw).warnings == []
     # NCCL's all-to-all, or the line rates: nothing assumed, nothing warned
     for kw in ({"ep_dispatcher": "alltoall"}, {"ep_dispatcher": "deepep", "link_rate": "line"}):
         assert m.plan(values, gpus=8, hardware="h100-sxm", global_batch=16, top=1, **kw).warnings == []

@@ -105,7 +105,8 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..arguments import value_warnings
     notes = (value_warnings(values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
-             + _lora_notes(model, layout, values) + expert_option_warnings(model.graph, layout))
+             + _lora_notes(model, layout, values) + expert_option_warnings(model.graph, layout)
+             + _dispatch_notes(hw, layout, compute))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
@@ -116,6 +117,18 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     off = _offload(mem, values, hw, o.scope, notes)   # CPU/NVMe offload: host and NVMe bytes, host-link time
     return TrainingResult(model.name, model.symbols, o.scope, mem, values, _settings(model, mem.layout, capacity),
                           fits, beside, compute, notes, offload=off)
+
+
+def _dispatch_notes(hw, layout, compute) -> list[str]:
+    """``--ep-dispatcher deepep`` on a preset ``hw`` without DeepEP's measured figure of a link, where the layout
+    has EP traffic (train's report prints its EP dispatch line then): the warning plan gives
+    (:func:`costgraph.hardware.dispatch_warnings`, in the EP dispatch line's words: NCCL's busbw, else the line
+    rate, assumed); ``[]`` otherwise (no preset, no EP all-to-all, ``alltoall``, ``--link-rate line``)."""
+    from ..hardware import dispatch_warnings
+
+    if hw is None or compute is None or "ep" not in (compute.get("communication") or {}):
+        return []
+    return dispatch_warnings(hw, layout.ep_dispatcher, layout.link_rate)
 
 
 def check_reserve(reserve, capacity) -> None:
