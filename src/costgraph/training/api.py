@@ -105,8 +105,7 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
     _calibrated(profile, held, fits, compute)   # what the profile calibrated, said in the result
     from ..arguments import value_warnings
     notes = (value_warnings(values) + mem.warnings + ([floored_note(o.memory, capacity)] if floored else [])
-             + _lora_notes(model, layout, values) + expert_option_warnings(model.graph, layout)
-             + _dispatch_notes(hw, layout, compute))
+             + _lora_notes(model, layout, values) + _ep_notes(model, hw, layout, compute))
     if compute is not None and "rate" in compute:
         notes = notes + list(compute["rate"].notes)   # what the step time assumed (costgraph.training.rate)
     beside = None
@@ -119,16 +118,18 @@ def train(model, layout, *, values=None, options=None, **settings) -> TrainingRe
                           fits, beside, compute, notes, offload=off)
 
 
-def _dispatch_notes(hw, layout, compute) -> list[str]:
-    """``--ep-dispatcher deepep`` on a preset ``hw`` without DeepEP's measured figure of a link, where the layout
-    has EP traffic (train's report prints its EP dispatch line then): the warning plan gives
-    (:func:`costgraph.hardware.dispatch_warnings`, in the EP dispatch line's words: NCCL's busbw, else the line
-    rate, assumed); ``[]`` otherwise (no preset, no EP all-to-all, ``alltoall``, ``--link-rate line``)."""
+def _ep_notes(model, hw, layout, compute) -> list[str]:
+    """The EP options' warnings, as plan gives them: an option of the EP exchange on a model without routed
+    experts (:func:`~costgraph.training.validity.expert_option_warnings`); ``--ep-dispatcher deepep`` on a preset
+    ``hw`` without DeepEP's measured figure of a link, where the layout has EP traffic (train's report prints its
+    EP dispatch line then; :func:`costgraph.hardware.dispatch_warnings`, in that line's words: NCCL's busbw, else
+    the line rate, assumed; nothing without a preset, for ``alltoall`` or ``--link-rate line``)."""
     from ..hardware import dispatch_warnings
 
-    if hw is None or compute is None or "ep" not in (compute.get("communication") or {}):
-        return []
-    return dispatch_warnings(hw, layout.ep_dispatcher, layout.link_rate)
+    out = expert_option_warnings(model.graph, layout)
+    if hw is not None and compute is not None and "ep" in (compute.get("communication") or {}):
+        out = out + dispatch_warnings(hw, layout.ep_dispatcher, layout.link_rate)
+    return out
 
 
 def check_reserve(reserve, capacity) -> None:
