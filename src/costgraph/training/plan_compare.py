@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from ..result_fields import Part, quantity
+from .plan_variants import VARIANT_FLAGS, degree_words
 
 #: part name → (label, cause class): the step's parts in the order they are shown (module docstring);
 #: a collective kind's exposed seconds are ``exposed:KIND`` (:data:`KIND_CAUSES` names their class)
@@ -127,12 +128,7 @@ class Comparison(Part):
         --ep --zero --recompute`` always, ``--sp``, ``--schedule`` and ``--virtual-stages`` where set, then
         ``--set b=N`` and ``--micro-batches`` (m as train fills it from plan's global batch)."""
         r = self.layout
-        words = [f"--tp {r['tp']}", f"--pp {r['pp']}", f"--cp {r['cp']}", f"--ep {r['ep']}", f"--zero {r['zero']}",
-                 f"--recompute {r['recompute']}"] + (["--sp"] if r.get("sp") else [])
-        if r.get("schedule", "1f1b") != "1f1b":
-            words.append(f"--schedule {r['schedule']}")
-        if (r.get("virtual_stages") or 1) > 1:
-            words.append(f"--virtual-stages {r['virtual_stages']}")
+        words = degree_words(r)
         words.append(f"--set b={r['micro_batch']}")
         if r.get("micro_batches") is not None:
             words.append(f"--micro-batches {r['micro_batches']}")
@@ -378,8 +374,7 @@ def _shown(v) -> str:
 _CHECKED = ("gpus", "t", "p", "c", "e", "sp", "zero", "recompute", "schedule", "v", "m", "attention", "policy",
             "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "pipeline_layout", *_SPLIT_FIELDS)
 #: the row's variant fields plan's check command writes (costgraph.training.plan_variants.check_words)
-_VARIANTS = ("recompute_modules", "recompute_method", "recompute_num_layers", "ep_overlap", "route_nodes",
-             "offload_optimizer", "offload_params")
+_VARIANTS = ("recompute_modules", *VARIANT_FLAGS)
 
 
 def _check_words(plan, row: dict, given=None) -> str | None:

@@ -136,11 +136,28 @@ def _words(fields: dict) -> str:
     return ", ".join(f"{k} {' '.join(v) if isinstance(v, tuple) else v}" for k, v in fields.items())
 
 
+def degree_words(row: dict) -> list[str]:
+    """``costgraph train``'s flags of a plan row's degrees (plan's row keys): ``--tp --pp --cp --ep --zero
+    --recompute`` always, ``--sp``, ``--schedule`` and ``--virtual-stages`` where set; the words of
+    :meth:`costgraph.training.planning.PlanResult.check_command` and of ``plan --compare``'s layout line."""
+    words = [f"--tp {row['tp']}", f"--pp {row['pp']}", f"--cp {row['cp']}", f"--ep {row['ep']}", f"--zero {row['zero']}",
+             f"--recompute {row['recompute']}"] + (["--sp"] if row.get("sp") else [])
+    if row.get("schedule", "1f1b") != "1f1b":
+        words.append(f"--schedule {row['schedule']}")
+    if (row.get("virtual_stages") or 1) > 1:
+        words.append(f"--virtual-stages {row['virtual_stages']}")
+    return words
+
+
+#: a row's variant fields written as one flag and its value (:func:`check_words`; ``recompute_modules`` and
+#: ``pipeline_layout`` are written apart)
+VARIANT_FLAGS = {"recompute_method": "--recompute-method", "recompute_num_layers": "--recompute-num-layers",
+                 "ep_overlap": "--ep-overlap", "route_nodes": "--route-nodes", "offload_optimizer": "--offload-optimizer",
+                 "offload_params": "--offload-params"}
+
+
 def check_words(options: dict) -> list[str]:
     """The ``costgraph train`` words of a row's variant fields (``Candidate.options``)."""
-    flags = {"recompute_method": "--recompute-method", "recompute_num_layers": "--recompute-num-layers",
-             "ep_overlap": "--ep-overlap", "route_nodes": "--route-nodes", "offload_optimizer": "--offload-optimizer",
-             "offload_params": "--offload-params"}
     words = []
     if options.get("pipeline_layout"):   # a chunk layout text the planner generated (options.chunk_layouts)
         import shlex
@@ -148,5 +165,5 @@ def check_words(options: dict) -> list[str]:
         words.append(f"--pipeline-layout {shlex.quote(options['pipeline_layout'])}")
     if options.get("recompute_modules"):
         words.append("--recompute-modules " + " ".join(options["recompute_modules"]))
-    words += [f"{flag} {options[k]}" for k, flag in flags.items() if options.get(k) is not None]
+    words += [f"{flag} {options[k]}" for k, flag in VARIANT_FLAGS.items() if options.get(k) is not None]
     return words

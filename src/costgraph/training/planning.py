@@ -22,7 +22,7 @@ from ..results import Tabular, renderer
 from ..runtime_memory import DeviceMemory
 from ..options import not_searched
 from ..parallel.layout import MAX_DEVICES
-from .plan_variants import check_words
+from .plan_variants import check_words, degree_words
 from .result_parts import Calibrated
 
 
@@ -74,13 +74,7 @@ class PlanResult(Tabular):
         if row is None:
             return None
         st = self.settings
-        words = [st.get("command") or f"costgraph train {self.model}", f"--gpus {self.gpus}", f"--tp {row['tp']}",
-                 f"--pp {row['pp']}", f"--cp {row['cp']}", f"--ep {row['ep']}", f"--zero {row['zero']}",
-                 f"--recompute {row['recompute']}"] + (["--sp"] if row["sp"] else [])
-        if row.get("schedule", "1f1b") != "1f1b":
-            words.append(f"--schedule {row['schedule']}")
-        if row.get("virtual_stages", 1) > 1:
-            words.append(f"--virtual-stages {row['virtual_stages']}")
+        words = [st.get("command") or f"costgraph train {self.model}", f"--gpus {self.gpus}", *degree_words(row)]
         words += _split_words(row)
         if st.get("pipeline_layout"):   # Megatron's layout text (plan --pipeline-layout): train takes p and v with it
             import shlex
