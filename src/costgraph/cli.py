@@ -51,13 +51,40 @@ def _parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+#: the metavar of an option whose value is other options' words (plan's ``--compare FLAGS``)
+FLAGS_METAVAR = "FLAGS"
+
+
+def _join_flag_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--compare --sp`` as ``--compare=--sp``: argparse takes a value that starts with ``-`` and has no
+    space for an option of its own ("expected one argument"); an option declared with the metavar ``FLAGS``
+    takes the next word whatever it starts with. Other words are left as they are."""
+    names = set()
+    for action in parser._actions:   # the chosen command's subparser (the parser builds only that one)
+        for sub in getattr(action, "choices", None).values() if isinstance(action, argparse._SubParsersAction) \
+                else ():
+            names.update(o for a in sub._actions if a.metavar == FLAGS_METAVAR for o in a.option_strings)
+    out, i = [], 0
+    while i < len(argv):
+        word = argv[i]
+        if word in names and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "--":
+            out.append(f"{word}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``costgraph`` console script; returns the exit status:
     0, or 2 for a mistake in the input (the located message is on stderr; no
     traceback), 3 for a bug in costgraph itself, 130 when interrupted; when stdout cannot take the
     output, 2 (a full disk, an I/O error; one line on stderr) or 1 (the reader has gone: EPIPE)."""
     try:
-        parser = _parser(sys.argv[1:] if argv is None else list(argv))
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = _parser(argv)
+        argv = _join_flag_values(parser, argv)
         args = parser.parse_args(argv)
     except SystemExit as e:   # argparse has printed usage (status 2), --help or --version (0)
         return e.code if isinstance(e.code, int) else 2

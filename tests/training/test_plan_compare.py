@@ -113,6 +113,18 @@ def test_cli_text_names_the_compared_layout_and_the_tables_unit(capsys):
     assert f"against the first row's {table_first} of " in memory and "GiB" not in memory
 
 
+def test_a_single_flag_is_read_as_the_value_of_compare(capsys):
+    """``--compare --tp=2`` (one word that starts with ``-``, no space): argparse alone would refuse it ("expected
+    one argument"), as it did; the option's ``FLAGS`` metavar makes the next word its value, whatever it starts with
+    (costgraph.cli._join_flag_values), so it compares as ``--compare "--tp 2"`` does."""
+    argv = ["plan", "llama", "--config", "llama-3-8b", "--set", "s=8192", "--gpus", "16", "--hardware", "h100-sxm",
+            "--global-batch", "128", "--top", "6", "--format", "json", "--compare"]
+    rc, one, _ = run(capsys, argv + ["--tp=2"])
+    rc2, spaced, _ = run(capsys, argv + ["--tp 2"])
+    assert rc == rc2 == 0 and one == spaced
+    refused(capsys, argv + ["--sp"], "error: --compare: sequence parallelism splits along s")
+
+
 @pytest.mark.parametrize("flags, fragment", [
     ("--tp 2 --hardware h100-sxm", "is no layout flag of costgraph train"),
     ("--tp x", "argument --tp: cannot read 'x'"),
