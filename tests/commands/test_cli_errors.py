@@ -335,6 +335,12 @@ def test_a_drafts_missing_sizes_name_its_own_configuration(tmp_path, monkeypatch
                                                     "s = 128, b = 1 }\n", encoding="utf-8")
     refused(capsys, ["infer", "two.cg", "--prompt", "100", "--generate", "100", "--hardware", "h100-sxm"],
             "--config imported or --set NAME=VALUE (two.cg's configurations: imported, small)")
+    # the draft on standard input (MODEL '-'): the same hint, the file named as what it is
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(PYTHIA_DRAFT.encode())))
+    refused(capsys, ["infer", "-", "--prompt", "100", "--generate", "100", "--hardware", "h100-sxm"],
+            "--config imported or --set NAME=VALUE (<stdin>'s configuration: imported)")
     # with --config given, the sizes still missing are the user's --set: the general hint stands
     (tmp_path / "none.cg").write_text(PYTHIA_DRAFT.replace("config imported { h = 2048, ", "config imported { "),
                                       encoding="utf-8")

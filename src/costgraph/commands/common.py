@@ -66,7 +66,9 @@ def missing_hint(args) -> str | None:
         configs = list(load(path).configs)
     except CostgraphError:
         return None
-    shown = shown_model(args)
+    from ._stdin import STDIN_NAME
+
+    shown = STDIN_NAME if shown_model(args) == "-" else shown_model(args)   # MODEL '-': as its other messages
     if not configs:
         return f"give the model's sizes with --set NAME=VALUE ({shown} declares no configuration)"
     return (f"give the model's sizes with --config {configs[0]} or --set NAME=VALUE ({shown}'s configuration"
