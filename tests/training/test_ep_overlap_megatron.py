@@ -132,3 +132,27 @@ def test_step_time_charges_the_schedules_pairing(qwen, kw):
     assert ov.kinds["ep"].rule == "ep_overlap megatron"
     # more than the unpaired chunks' share alone only where a phase's communication outlasts its compute
     assert got >= sum(col_secs.values()) * warmup_chunks(L) / N
+
+
+def test_plan_rows_with_megatrons_overlap_are_train(train_check):
+    """plan = train (issue 27 item 1) for rows under --ep-overlap megatron: the planner's evaluated forms of the
+    pairing (Overlaps.mapped over its arrays) give train's step time. The variants are cut to the base and
+    Megatron's EP overlap, the stages to 1 (the test's time; the pipelined forms differ in w and N only, which
+    test_step_time_charges_the_schedules_pairing checks on train's side)."""
+    from unittest import mock
+
+    from costgraph import options
+    from costgraph.training import plan_variants
+
+    m = costgraph.load("qwen3_moe")
+    first = plan_variants.variants
+    only = lambda space: [v for v in first(space) if len(v) == 1 or v.get("ep_overlap") == "megatron"]   # noqa: E731
+    with mock.patch.object(plan_variants, "variants", only), \
+            mock.patch.object(options, "pipeline_degrees", lambda space: (1,)):
+        res = m.plan(m.values("qwen3-30b-a3b", s=1024, l=4), gpus=8, global_batch=16, top=10, hardware="h100-sxm",
+                     exhaustive=True)
+    rows = [r for r in res.layouts if r.get("options", {}).get("ep_overlap") == "megatron"]
+    assert rows, res.to_text()
+    for r in rows[:2]:
+        peak, step, fits = train_check(res.check_command(r))
+        assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits
