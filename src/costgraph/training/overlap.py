@@ -11,7 +11,9 @@ seconds that run beside ``w_j`` of the compute ``C_j`` (the forward, the backwar
 step of the device's compute), and ``hidden = seconds − exposed``. The kinds' rules are
 independent (each runs on its own stream, TP and CP usually on the scale-up link, DP on its own
 group): each may hide behind the same compute. EP's all-to-all follows ``layout.ep_overlap``
-(:func:`costgraph.parallel.ep_time.ep_exposed`, the same formula) under every convention.
+(:func:`costgraph.parallel.ep_time.ep_exposed`, the same formula; under ``megatron`` three hides per layer pair of
+Megatron's combined 1F1B, :func:`costgraph.parallel.ep_time.megatron_hides`, each beside its node's share of the
+compute, :func:`ep_node_shares`) under every convention.
 
 Forward and backward compute: under the per-kernel time model (:mod:`costgraph.training.kernel_time`)
 ``C_f`` is the seconds of the forward kernels and ``C_b = compute − C_f`` the backward kernels' and the
