@@ -287,20 +287,23 @@ def test_deepep_dispatcher_through_the_layout(ds):
 # ---------------------------------------------------------------- overlap
 
 def test_ep_overlap_exposure_exact():
-    a2a, comp = sympy.Integer(10), sympy.Integer(4)
-    assert ep_exposed(a2a, comp, Layout(p=4, m=8, d=1).filled()) == 10                    # none
-    assert ep_exposed(a2a, comp, Layout(p=4, m=8, d=1, ep_overlap="dualpipe").filled()) == 6
-    assert ep_exposed(a2a, sympy.Integer(20), Layout(ep_overlap="dualpipe", d=1).filled()) == 0
-    # Megatron, no pipeline: one warm-up forward alone, then 7 of 8 paired: 10/8 + 7/8 · 6
-    assert ep_exposed(a2a, comp, Layout(m=8, d=1, ep_overlap="megatron").filled()) == sympy.Rational(26, 4)
+    # dispatch 3 s and combine 3 s forward, 4 s of their gradients backward; compute 1 s forward, 3 s backward
+    a2a = (3, 3, 4)
+    assert ep_exposed(*a2a, 1, 3, Layout(p=4, m=8, d=1).filled()) == 10                    # none
+    assert ep_exposed(*a2a, 1, 3, Layout(p=4, m=8, d=1, ep_overlap="dualpipe").filled()) == 6
+    assert ep_exposed(*a2a, 8, 12, Layout(ep_overlap="dualpipe", d=1).filled()) == 0
+    # Megatron, no pipeline: one warm-up forward alone, then 7 of 8 paired node by node, all of the compute on
+    # the attention side (pre_dispatch): 10/8 + 7/8 · (max(0, 2 − 1) + max(0, 5 − 0) + max(0, 3 − 3))
+    # (tests/training/test_ep_overlap_megatron.py: the schedule simulated chunk by chunk)
+    assert ep_exposed(*a2a, 1, 3, Layout(m=8, d=1, ep_overlap="megatron").filled()) == sympy.Rational(52, 8)
     # interleaved p = 4, v = 2, m = 8: w = 2·3 + 1·4 + 1 = 11 of 16 chunks (Megatron schedules.py,
     # one extra warm-up forward with overlap_moe_expert_parallel_comm)
     L = Layout(p=4, v=2, m=8, d=1, schedule="interleaved", ep_overlap="megatron").filled()
-    assert ep_exposed(a2a, comp, L) == sympy.Rational(110 + 30, 16)
+    assert ep_exposed(*a2a, 1, 3, L) == sympy.Rational(110 + 5 * 6, 16)
     with pytest.raises(CostgraphValueError, match="interleaved"):
-        ep_exposed(a2a, comp, Layout(p=4, m=8, d=1, ep_overlap="megatron").filled())
+        ep_exposed(*a2a, 1, 3, Layout(p=4, m=8, d=1, ep_overlap="megatron").filled())
     with pytest.raises(CostgraphValueError, match="recomputation"):
-        ep_exposed(a2a, comp, Layout(m=8, d=1, ep_overlap="megatron", recompute="full").filled())
+        ep_exposed(*a2a, 1, 3, Layout(m=8, d=1, ep_overlap="megatron", recompute="full").filled())
 
 
 # ---------------------------------------------------------------- DeepSeek-V3 on 256 GB200, EP 64

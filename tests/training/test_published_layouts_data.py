@@ -192,6 +192,27 @@ def test_ep_overlap_as_the_run_set_it(row):
                              ep_overlap="megatron").filled())
 
 
+#: the EP token dispatcher each MoE run used where costgraph has its convention, read at the run's source (every
+#: other EP row: alltoall, NCCL's all-to-all; HybridEP, which AutoModel's gpt-oss-120b recipe and the GB200 Bridge
+#: recipes run, has no convention here and is timed as alltoall, the rows say so)
+EP_DISPATCHER = {
+    # Automodel @ 809f199 examples/llm_benchmark/*/..._te_deepep*.yaml: model.backend dispatcher deepep (BackendConfig,
+    # nemo_automodel/components/models/common/utils.py; moe/experts.py::init_token_dispatcher: moe_flex_dispatcher_backend)
+    "automodel-h100-qwen3-30b-a3b-bf16": "deepep",
+    "automodel-h100-gpt-oss-20b-bf16": "deepep",
+    "automodel-h100-deepseek-v3-256-bf16": "deepep",
+    "automodel-h100-deepseek-v3-1024-bf16": "deepep",
+    # DeepSeek-V3 report §3.2.2: the kernels released as DeepEP
+    "deepseek-v3-report-2048gpu": "deepep",
+}
+
+
+@pytest.mark.parametrize("row", EP_ROWS, ids=lambda r: r["id"])
+def test_ep_dispatcher_as_the_run_set_it(row):
+    assert set(EP_DISPATCHER) <= {r["id"] for r in EP_ROWS}
+    assert row.get("layout", {}).get("ep_dispatcher", "alltoall") == EP_DISPATCHER.get(row["id"], "alltoall")
+
+
 def test_deepseek_v3_report_routes_to_four_nodes_with_its_kernels():
     # DeepSeek-V3 report §2.1.2 (node-limited routing) and §3.2.2: each token to at most M = 4 nodes, over IB once
     # per node then NVLink, the kernels released as DeepEP (hardware.toml h800: deepseek-ai/DeepEP README @ ebfe47e)

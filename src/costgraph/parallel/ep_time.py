@@ -59,21 +59,50 @@ Device-limited routing (``route_nodes = M``; DeepSeek-V3 report §3.2)
     the receiving rank itself moves once on the scale-up link:
     ``S·(n_d − 1)/n_d``. Without it a copy goes to each expert's rank
     separately (Megatron's ``MoEAlltoAllTokenDispatcher``).
-Overlap (:func:`ep_exposed`, ``ep_overlap``)
+Overlap (:func:`ep_exposed`, :func:`megatron_hides`, ``ep_overlap``)
     ``none`` (default, as Megatron's ``overlap_moe_expert_parallel_comm =
     False``): all of it exposed. ``megatron``: Megatron's combined 1F1B
-    (``pipeline_parallel/combined_1f1b.py``; ``schedules.py``) runs one
-    micro-batch's forward beside another's backward layer by layer, the
-    all-to-all of one on the communication stream under the other's
-    computation; the ``w`` warm-up chunks of the first stage run alone —
-    ``w = 1`` without a pipeline, ``2(p − 1) + (v − 1)·p + 1`` interleaved
-    (one extra forward before the 1F1B phase), at most ``m·v``. The
-    overlappable compute is the paired share ``(N − w)/N`` of the stage's
-    compute (``N = m·v``): exposed ``= (w/N)·a2a + ((N − w)/N)·max(0, a2a −
-    compute)``. Megatron needs the interleaved schedule when ``p > 1`` and
+    (Megatron-LM @ d98e8a64 ``megatron/core/pipeline_parallel/combined_1f1b.py``:
+    ``combined_1f1b_schedule_for_no_pipelining``, ``..._for_interleaved_pipelining``;
+    ``schedules.py``) runs the forward of one micro-batch beside the backward
+    of another, layer by layer (``models/common/model_chunk_schedule_plan.py``
+    ``TransformerModelChunkSchedulePlan.run``: forward layer ``i`` with
+    backward layer ``L − 1 − i``), and inside a layer pair node by node
+    (``TransformerLayerSchedulePlan.run``; the nodes of
+    ``models/gpt/fine_grained_callables.py``: ``pre_dispatch_computation`` =
+    attention, pre-MLP norm, router and shared experts; ``moe_dispatch``;
+    ``mlp`` = the routed experts; ``moe_combine``), the all-to-alls on the
+    communication stream::
+
+        comm_stream: combine_bwd       | dispatch_fwd->dispatch_bwd  | combine_fwd
+        comp_stream: pre_dispatch_fwd  | mlp_bwd->mlp_bwd_dw->mlp_fwd| pre_dispatch_bwd
+
+    Each of the three phases lasts the longer of its two streams, so per
+    layer pair the exposed part is what each communication phase exceeds
+    its paired compute by: ``max(0, combine_b − pre_f) + max(0, dispatch_f
+    + dispatch_b − mlp_b − mlp_f) + max(0, combine_f − pre_b)`` (the middle
+    phase's order inside — dispatch_bwd after mlp_bwd — is not charged: the
+    source's own phase diagram). The chunks that have no partner run alone,
+    their all-to-all exposed in full: the first forward and the last backward
+    without a pipeline (``w = 1``); on the first stage of the interleaved
+    schedule the ``w = 2(p − 1) + (v − 1)·p + 1`` warm-up forwards (one extra
+    forward before the 1F1B phase) and as many cool-down backwards, at most
+    ``m·v`` (:func:`warmup_chunks`). Of the ``N = m·v`` chunks, ``(N − w)/N``
+    of each node's seconds are paired. The per-step sums stand for the sum
+    over the layer pairs (exact when the paired layers are alike); the
+    compute of each node is its share of the stage's forward (``pre_f``,
+    ``mlp_f``) or backward (``pre_b``, ``mlp_b``) compute: the forward FLOPs
+    of the layers' operators outside the routed experts (``pre``) and of the
+    routed experts (``mlp``) over the model's
+    (:func:`costgraph.training.overlap.ep_node_shares`); the embedding, the
+    output layer and the loss are in neither (Megatron runs them outside the
+    layer pairs). Megatron needs the interleaved schedule when ``p > 1`` and
     no full recomputation. ``dualpipe``: DeepSeek's DualPipe overlaps every
-    forward and backward chunk pair (report §3.2.1): exposed
-    ``= max(0, a2a − compute)``, the overlappable compute all of the stage's.
+    forward and backward chunk pair (DeepSeek-V3 report §3.2.1: "both
+    all-to-all and PP communication can be fully hidden"; its warm-up has
+    no 1F1B partner either, which the report counts in the bubble, Table 2):
+    exposed ``= max(0, a2a − compute)``, the overlappable compute all of the
+    stage's.
 """
 
 from __future__ import annotations
@@ -192,9 +221,39 @@ def check_overlap(layout) -> None:
                                   hint="--recompute none or selective")
 
 
-def ep_exposed(a2a, compute, layout) -> Expr:
-    """Exposed seconds of the EP all-to-all ``a2a`` beside ``compute`` seconds
-    of the stage under ``layout.ep_overlap`` (module docstring).
+def megatron_hides(dispatch_f, combine_f, backward, pre_share, mlp_share, layout) -> tuple:
+    """``(fixed, ((seconds, weight, phase), ...))`` of Megatron's combined 1F1B EP overlap (module
+    docstring): ``dispatch_f``, ``combine_f`` the forward dispatch and combine seconds per step,
+    ``backward`` their gradients' (half each: the combine's gradient is a dispatch and the dispatch's a
+    combine, the same bytes); ``pre_share`` and ``mlp_share`` the shares of the compute the
+    ``pre_dispatch_computation`` and ``mlp`` nodes run. ``fixed``: the unpaired chunks' all-to-all
+    (``w/N`` of it); each hide ``H`` runs beside ``weight × `` the ``phase``'s (``forward``,
+    ``backward`` or ``step``) compute: exposed ``max(0, H − weight · C)``.
+
+    Raises
+    ------
+    CostgraphValueError
+        ``p > 1`` outside the interleaved schedule, or full recomputation (:func:`check_overlap`).
+    """
+    check_overlap(layout)
+    N = as_expr(layout.m) * as_expr(layout.v)
+    w = warmup_chunks(layout)
+    q = (N - w) / N
+    half = as_expr(backward) / 2
+    fixed = (as_expr(dispatch_f) + as_expr(combine_f) + as_expr(backward)) * w / N
+    return fixed, ((q * half, q * pre_share, "forward"),                   # combine_bwd | pre_dispatch_fwd
+                   (q * (dispatch_f + half), q * mlp_share, "step"),      # dispatch_fwd, dispatch_bwd | mlp_bwd, mlp_fwd
+                   (q * combine_f, q * pre_share, "backward"))            # combine_fwd | pre_dispatch_bwd
+
+
+def ep_exposed(dispatch_f, combine_f, backward, forward_compute, backward_compute, layout,
+               pre_share=ONE, mlp_share=ZERO) -> Expr:
+    """Exposed seconds of the EP all-to-all under ``layout.ep_overlap`` (module docstring):
+    ``dispatch_f``, ``combine_f`` the forward dispatch and combine seconds per step, ``backward``
+    their gradients', beside ``forward_compute`` and ``backward_compute`` seconds of the stage;
+    ``pre_share``, ``mlp_share`` (``megatron``) the shares of that compute the attention side
+    (``pre_dispatch_computation``) and the routed experts (``mlp``) run. The step time forms the
+    same value as :class:`costgraph.training.overlap.KindOverlap` (:func:`megatron_hides`).
 
     Raises
     ------
@@ -203,12 +262,12 @@ def ep_exposed(a2a, compute, layout) -> Expr:
         full recomputation (Megatron ``transformer_config.py`` refuses both).
     """
     mode = layout.ep_overlap
-    a2a = as_expr(a2a)
+    a2a = as_expr(dispatch_f) + as_expr(combine_f) + as_expr(backward)
     if mode == "none" or a2a == 0:
         return a2a
     if mode == "dualpipe":
-        return sympy.Max(ZERO, a2a - compute)
-    check_overlap(layout)
-    N = as_expr(layout.m) * as_expr(layout.v)
-    w = warmup_chunks(layout)
-    return a2a * w / N + (N - w) / N * sympy.Max(ZERO, a2a - compute)
+        return sympy.Max(ZERO, a2a - forward_compute - backward_compute)
+    fixed, hides = megatron_hides(dispatch_f, combine_f, backward, pre_share, mlp_share, layout)
+    budget = {"forward": forward_compute, "backward": backward_compute,
+              "step": forward_compute + backward_compute}
+    return fixed + sympy.Add(*[sympy.Max(ZERO, h - wt * budget[ph]) for h, wt, ph in hides])

@@ -11,7 +11,9 @@ seconds that run beside ``w_j`` of the compute ``C_j`` (the forward, the backwar
 step of the device's compute), and ``hidden = seconds − exposed``. The kinds' rules are
 independent (each runs on its own stream, TP and CP usually on the scale-up link, DP on its own
 group): each may hide behind the same compute. EP's all-to-all follows ``layout.ep_overlap``
-(:func:`costgraph.parallel.ep_time.ep_exposed`, the same formula) under every convention.
+(:func:`costgraph.parallel.ep_time.ep_exposed`, the same formula; under ``megatron`` three hides per layer pair of
+Megatron's combined 1F1B, :func:`costgraph.parallel.ep_time.megatron_hides`, each beside its node's share of the
+compute, :func:`ep_node_shares`) under every convention.
 
 Forward and backward compute: under the per-kernel time model (:mod:`costgraph.training.kernel_time`)
 ``C_f`` is the seconds of the forward kernels and ``C_b = compute − C_f`` the backward kernels' and the
@@ -91,7 +93,7 @@ from ..choices import OVERLAP
 from ..engine.symbols import as_expr
 from ..parallel.collectives import Collective
 from ..parallel.communication import comm_time
-from ..parallel.ep_time import check_overlap, warmup_chunks
+from ..parallel.ep_time import megatron_hides, warmup_chunks
 
 Expr = sympy.Expr
 ZERO = sympy.Integer(0)
@@ -426,17 +428,49 @@ def _attention_share(cg) -> Expr:
 
 
 def _ep(ctx, kind, col, secs) -> KindOverlap:
-    """EP all-to-all per ``layout.ep_overlap`` (:func:`costgraph.parallel.ep_time.ep_exposed`)."""
+    """EP all-to-all per ``layout.ep_overlap`` (:mod:`costgraph.parallel.ep_time`, "Overlap"): under
+    ``megatron`` the nodes of each layer pair of the combined 1F1B (:func:`~costgraph.parallel.ep_time.megatron_hides`)."""
     total, mode = sympy.Add(*secs), ctx.L.ep_overlap
     if mode == "none":
         return KindOverlap(kind, "exposed (--ep-overlap none)", total, total)
     if mode == "dualpipe":
         return KindOverlap(kind, "ep_overlap dualpipe", total, ZERO, (Hide(total, ONE, "step"),))
-    check_overlap(ctx.L)
-    N = as_expr(ctx.L.m) * as_expr(ctx.L.v)
-    w = warmup_chunks(ctx.L)
-    return KindOverlap(kind, "ep_overlap megatron", total, total * w / N, (Hide(total * (N - w) / N, (N - w) / N,
-                                                                                "step"),))
+    node = {"dispatch": [], "combine": [], "backward": []}
+    for p, s in zip(col.parts, secs):
+        node["backward" if phase(p) == "backward" else
+             "combine" if p.what.split(": ", 1)[-1].startswith("combine") else "dispatch"].append(s)
+    pre, mlp = ep_node_shares(ctx.cg, ctx.pl)
+    fixed, hides = megatron_hides(*(sympy.Add(*node[k]) for k in ("dispatch", "combine", "backward")), pre, mlp,
+                                  ctx.L)
+    return KindOverlap(kind, "ep_overlap megatron", total, fixed, tuple(Hide(h, w, ph) for h, w, ph in hides))
+
+
+_NODE_SHARES: dict = {}   # id(graph) → (graph, shares), as _SHARES
+
+
+def ep_node_shares(cg, pl) -> tuple:
+    """``(pre, mlp)``: the shares of the model's forward FLOPs (every operator's, × its active instances) that
+    Megatron's ``pre_dispatch_computation`` nodes (the layers' operators outside the routed experts: attention,
+    norms, router, shared experts, a dense layer's MLP) and ``mlp`` nodes (the routed experts,
+    :meth:`~costgraph.parallel.placement.Placement.in_experts`) run (:mod:`costgraph.parallel.ep_time`,
+    "Overlap"); the embedding, output layer and loss (outside the layers) in neither. Symbolic in the sizes."""
+    hit = _NODE_SHARES.get(id(cg))
+    if hit is not None and hit[0] is cg:
+        return hit[1]
+    pre, mlp, total = [], [], []
+    for path, d in cg.ops():
+        f = d["cost"].forward.under("all") * d["active"]
+        total.append(f)
+        if pl.in_experts(path):
+            mlp.append(f)
+        elif pl.in_layer(path):
+            pre.append(f)
+    T = sympy.Add(*total)
+    shares = (sympy.Add(*pre) / T, sympy.Add(*mlp) / T) if T != 0 else (ZERO, ZERO)
+    if len(_NODE_SHARES) >= 8:
+        _NODE_SHARES.clear()
+    _NODE_SHARES[id(cg)] = (cg, shares)
+    return shares
 
 
 _RULES = {"exposed": _exposed, "userbuffers": _userbuffers, "buckets": _buckets, "param_gather": _param_gather,
