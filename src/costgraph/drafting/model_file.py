@@ -15,6 +15,7 @@ from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
+from .segment_bias import bias_line, seq_text
 from .writer import Sizer, layer_lines
 
 
@@ -111,8 +112,12 @@ def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple
     return inputs, (["x = " + " + ".join(terms)] if terms else []) + tables
 
 
-def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> str | None:
-    """One statement for a module called before or after the layers (norm, dropout, linear, activation)."""
+def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: str = "s") -> str | None:
+    """One statement for a module called before or after the layers (norm, dropout, linear, activation, CPM-Ant's
+    position bias over the layers' ``seq`` positions)."""
+    bias = bias_line(m, sz, names(m), seq) if "relative_attention_bias" in m.params else None
+    if bias is not None:
+        return bias
     if is_norm(m):
         return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
     if m.cls == "Dropout":
@@ -156,16 +161,23 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
     inputs, lines = _embeddings(pre, sz, names, emb)
+    first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
+    seq = seq_text(first.tokens if first is not None else None, sz) or "s"
+    if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
+        inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
         lines += ple[1]
     mapped = _concat_map(pre)
-    lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre
+    lines += [x for x in (_leaf_line(m, sz, names, emb, False, seq) for m in pre
                           if not _is_embedding(m) and (mapped is None or m is not mapped[1])) if x]
     folded = reuse_names(_repeat(layers, sz, rotary, values))
     if any(re.search(r"\bemb\b", line) for line in folded):
         lines.append("emb = x     # the embeddings' output, which every shared transformer call reads again")
     lines += folded
     for i, m in enumerate(post):
+        if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
+            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq[4:]} (a view)")
+            seq = "s"
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
         if line:
             lines.append(line)
