@@ -17,7 +17,7 @@ Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns
 
 from __future__ import annotations
 
-from .blocks import _linear, is_norm
+from .blocks import _linear, is_norm, norm_call
 from .facts import Module
 
 #: the name the layers' attention reads the position bias by
@@ -38,8 +38,8 @@ def seq_text(n: int | None, sz) -> str | None:
 
 
 def _rms(m: Module | None, width: int) -> bool:
-    """An RMSNorm-like module of one weight [width] and no bias (``CpmAntLayerNorm``: ``x · rsqrt(mean(x²) + eps)
-    · weight``)."""
+    """A norm of one weight [width] and no bias (``CpmAntLayerNorm``: ``x · rsqrt(mean(x²) + eps) · weight``, read as
+    an RMSNorm by :func:`costgraph.drafting.trace._rms_source`)."""
     return m is not None and is_norm(m) and m.params == {"weight": (width,)}
 
 
@@ -86,9 +86,8 @@ def layer_lines(layer: Module, sz) -> list[str] | None:
         return None
     sz.blocks.add("segment_bias_attention")
     a, d, i = sz.size(heads, "attention heads"), sz.size(head_dim, "attention head size"), sz.size(width, "MLP width")
-    return [f"x = x + segment_bias_attention(rmsnorm(x, name = {attn_norm.name}), {a}, {d}, {BIAS}, "
-            f"name = {attn.name})",
-            f"x = x + geglu(rmsnorm(x, name = {ffn_norm.name}), {i}, name = {mlp.name})"]
+    return [f"x = x + segment_bias_attention({norm_call(attn_norm, 'x')}, {a}, {d}, {BIAS}, name = {attn.name})",
+            f"x = x + geglu({norm_call(ffn_norm, 'x')}, {i}, name = {mlp.name})"]
 
 
 SEGMENT_BIAS_BLOCKS = {"segment_bias_attention": """# CPM-Ant's attention (OpenBMB; transformers' CpmAntAttention): q, k, v of `heads` heads of `head_dim`, no bias,

@@ -104,6 +104,8 @@ def _attrs(mod) -> dict:
         gate = _gate_fn(mod)
         if gate is not None:
             out["gate_fn"] = gate
+    if "norm" in type(mod).__name__.lower() and "rms" not in type(mod).__name__.lower() and _rms_source(mod):
+        out["rms"] = True
     if "act" not in out and type(mod).__name__.endswith("MLP"):
         act = _source_act(mod)
         if act is not None:
@@ -123,6 +125,20 @@ def _gate_fn(mod) -> str | None:
         return None
     found = [f for f in ("sigmoid", "softplus") if f"{f}(self.g_proj(" in source]
     return found[0] if len(found) == 1 else None
+
+
+def _rms_source(mod) -> bool:
+    """A norm whose class name does not say RMS but whose forward is one (CPM-Ant's ``CpmAntLayerNorm``,
+    transformers 5.24 modeling_cpmant.py: ``variance = hidden_states.to(torch.float32).pow(2).mean(dim=-1,
+    keepdim=True)``, ``hidden_states * torch.rsqrt(variance + self.eps)``, times its weight): the mean of squares under
+    ``rsqrt`` and no mean subtracted."""
+    import inspect
+
+    try:
+        source = inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return False
+    return "pow(2).mean(" in source and "rsqrt(" in source and " - " not in source
 
 
 def _source_act(mod) -> str | None:
