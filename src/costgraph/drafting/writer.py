@@ -34,10 +34,12 @@ class Sizer:
     real: dict = field(default_factory=dict)
     #: (text, value at the probe) of sizes a config derives by rounding (:func:`costgraph.drafting.configs.rounded_widths`)
     rounded: list = field(default_factory=list)
+    #: the text of blocks drafted for this model alone (HRM's stack: :mod:`costgraph.drafting.looped_stacks`)
+    defined: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return replace(self, used=set(), warnings=[], todos=[], silent=True, blocks=set(), imports=set())
+        return replace(self, used=set(), warnings=[], todos=[], silent=True, blocks=set(), imports=set(), defined=[])
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
