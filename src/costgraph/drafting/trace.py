@@ -185,6 +185,8 @@ def trace(torch, model, inputs: dict, run) -> Module:
                     keep.append(t)
                     consumed[path] = id(t)
                     node.tokens = int(t.shape[1]) if t.dim() >= 2 else None
+                    if t.numel() == 0:     # called on no rows (X-MOD's adapter of a language no sequence is in)
+                        node.attrs["empty_input"] = True
             else:
                 node.again.append(counter[0])
                 counter[0] += 1
