@@ -58,8 +58,8 @@ def _adapter_lines(out: Module, sz) -> list[str] | None:
     held = out.child("adapter_modules")
     if held is None:
         return []
-    if not held.children or out.child("adapter_layer_norm") is not None or out.attrs.get("ln_before_adapter") is not True \
-            or out.attrs.get("adapter_reuse_layer_norm") is not True:
+    if not held.children or out.child("adapter_layer_norm") is not None \
+            or out.attrs.get("ln_before_adapter") is not True or out.attrs.get("adapter_reuse_layer_norm") is not True:
         return None
     ran = [c for c in held.children if c.order is not None and not c.attrs.get("empty_input")]
     if len(ran) != 1:

@@ -180,7 +180,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     lines += folded
     for i, m in enumerate(post):
         if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
-            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq[4:]} (a view)")
+            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
             seq = "s"
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
         if line:

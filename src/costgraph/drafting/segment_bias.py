@@ -9,8 +9,8 @@ the bucketed distance within a segment), looked up once and added to every layer
 (``CpmAntAttention.forward``: ``score = score + position_bias``). Each ``CpmAntTransformerBlock`` is a pre-norm
 ``self_att`` (``layernorm_before_attention``, an RMSNorm with a weight, then ``CpmAntAttention``: ``project_q``,
 ``project_k``, ``project_v`` H → a·d, ``attention_out`` a·d → H, no bias) and a pre-norm ``ffn``
-(``layernorm_before_ffn``, then ``w_in``'s GELU-gated ``w_0`` and ``w_1`` H → i, and ``w_out`` i → H), each adding the
-residual itself.
+(``layernorm_before_ffn``, then ``w_in``'s GELU-gated ``w_0`` and ``w_1`` H → i, and ``w_out`` i → H), each adding
+the residual itself.
 
 Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns statements, or None.
 """
@@ -45,15 +45,16 @@ def _rms(m: Module | None, width: int) -> bool:
 
 def bias_line(m: Module, sz, name: str, seq: str) -> str | None:
     """``pos_bias = relative_position_bias(...)`` for a module holding only ``relative_attention_bias``
-    [G·G + n_b, a], whose ``num_segments`` (G) and ``num_buckets`` (n_b) say its rows (``CpmAntSegmentPositionEmbedding``),
-    looked up over ``seq`` queries and keys; else None."""
+    [G·G + n_b, a], whose ``num_segments`` (G) and ``num_buckets`` (n_b) say its rows
+    (``CpmAntSegmentPositionEmbedding``), looked up over ``seq`` queries and keys; else None."""
     table = m.params.get("relative_attention_bias")
     segments, buckets, heads = (m.attrs.get(a) for a in ("num_segments", "num_buckets", "num_heads"))
     if m.children or list(m.params) != ["relative_attention_bias"] or len(table) != 2 \
             or not all(isinstance(v, int) and v > 0 for v in (segments, buckets, heads)) \
             or table != (segments * segments + buckets, heads):
         return None
-    g, nb, a = sz.size(segments, "segment types"), sz.size(buckets, "position buckets"), sz.size(heads, "attention heads")
+    g, nb = sz.size(segments, "segment types"), sz.size(buckets, "position buckets")
+    a = sz.size(heads, "attention heads")
     return f"{BIAS} = relative_position_bias({seq}, {seq}, {g} * {g} + {nb}, {a}, name = {name})   # {m.cls}: " \
            "one table for every layer"
 
@@ -75,14 +76,14 @@ def layer_lines(layer: Module, sz) -> list[str] | None:
     heads, head_dim = attn.attrs.get("num_heads"), attn.attrs.get("dim_head")
     if None in (q, k, v, o, w0, w1, out) or attn.params or mlp.params or gate_up.params:
         return None
-    hidden = q[0]
-    width = w0[1]
-    if not all(isinstance(x, int) and x > 0 for x in (heads,)) or q[1] % heads:
+    hidden, width = q[0], w0[1]
+    if not isinstance(heads, int) or heads < 1 or q[1] % heads:
         return None
     head_dim = q[1] // heads if head_dim is None else head_dim
     if any(x != (hidden, heads * head_dim, False) for x in (q, k, v)) or o != (heads * head_dim, hidden, False) \
             or w1 != w0 or w0 != (hidden, width, False) or out != (width, hidden, False) \
-            or gate_up.attrs.get("act") not in ("GELU", "gelu") or not (_rms(attn_norm, hidden) and _rms(ffn_norm, hidden)):
+            or gate_up.attrs.get("act") not in ("GELU", "gelu") \
+            or not (_rms(attn_norm, hidden) and _rms(ffn_norm, hidden)):
         return None
     sz.blocks.add("segment_bias_attention")
     a, d, i = sz.size(heads, "attention heads"), sz.size(head_dim, "attention head size"), sz.size(width, "MLP width")
@@ -90,9 +91,10 @@ def layer_lines(layer: Module, sz) -> list[str] | None:
             f"x = x + geglu({norm_call(ffn_norm, 'x')}, {i}, name = {mlp.name})"]
 
 
-SEGMENT_BIAS_BLOCKS = {"segment_bias_attention": """# CPM-Ant's attention (OpenBMB; transformers' CpmAntAttention): q, k, v of `heads` heads of `head_dim`, no bias,
-# scores / sqrt(head_dim) plus the position bias [1, heads, S, S] every layer shares (segment pairs and bucketed
-# distances), masked softmax, attention_out back to H.
+#: the block a CPM-Ant draft defines itself
+SEGMENT_BIAS_BLOCKS = {"segment_bias_attention": """# CPM-Ant's attention (OpenBMB; transformers' CpmAntAttention): q, k, v of
+# `heads` heads of `head_dim`, no bias, scores / sqrt(head_dim) plus the position bias [1, heads, S, S] every layer
+# shares (segment pairs and bucketed distances), masked softmax, attention_out back to H.
 block segment_bias_attention(x[B, S, H], heads, head_dim, bias) {
   q = split_heads(linear(x, heads * head_dim, bias = false, name = project_q), heads)
   k = split_heads(linear(x, heads * head_dim, bias = false, name = project_k), heads)
