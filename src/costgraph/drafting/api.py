@@ -184,6 +184,11 @@ def _forward(torch, model, b: int, s: int):
         # XLM (transformers 5.24 modeling_xlm.py XLMModel.forward) checks ``assert lengths.max().item() <= slen``,
         # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
         inputs["lengths"] = torch.full((b,), s, dtype=torch.long)
+    if "lang_ids" in inspect.signature(model.forward).parameters:
+        # X-MOD (transformers 5.24 modeling_xmod.py XmodOutput.lang_adapter) runs each language's adapter on the rows
+        # ``hidden_states[lang_ids == i]``, a count meta ids cannot answer: every sequence in the config's first
+        # language (what the model does with its default_language set to it), the ids given on the CPU
+        inputs["lang_ids"] = torch.zeros((b,), dtype=torch.long)
     facts = trace(torch, model, inputs, run)
     counted = int(counter.get_total_flops())
     return facts, seen[0].routed_flops(counted, counter.get_flop_counts(), type(model).__name__), counted

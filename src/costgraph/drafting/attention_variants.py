@@ -103,20 +103,23 @@ def output_gated_call(m: Module, arg: str, d) -> str | None:
     ``sigmoid(gate_proj(x))``, a gate per channel (``gate_proj`` H → a·d); ``o_proj``. Beam's attention
     (transformers 5.24 modeling_beam.py ``BeamAttention``) adds ``gate_bias`` [a], one bias per head broadcast over
     the head's channels, to the gate before the sigmoid (``gate_bias = true``: a parameters, an addition, no
-    product). The draft's ``output_gated_attention``, or None."""
+    product). HRM's attention (transformers 5.24 modeling_hrm_text.py ``HrmTextAttention``: ``gate_proj`` the same, no
+    norm on q and k) is read with ``qk_norm = false``. The draft's ``output_gated_attention``, or None."""
     q, k, v, o, g = (_linear(m.child(*names)) for names in (Q, K, V, O, ("gate_proj",)))
     norms = [m.child(n) for n in ("q_norm", "k_norm")]
+    qk_norm = norms != [None, None]
     head_dim = m.attrs.get("head_dim")
     if None in (q, k, v, o, g) or not isinstance(head_dim, int) or head_dim < 1 \
-            or any(x[2] for x in (q, k, v, o, g)) or not all(_rms(n, head_dim) for n in norms) or g != q \
-            or k[1] != v[1] or q[1] % head_dim or k[1] % head_dim or o[:2] != (q[1], q[0]) \
-            or len([c for c in m.children if c.param_count()]) != 7 \
+            or any(x[2] for x in (q, k, v, o, g)) or (qk_norm and not all(_rms(n, head_dim) for n in norms)) \
+            or g != q or k[1] != v[1] or q[1] % head_dim or k[1] % head_dim or o[:2] != (q[1], q[0]) \
+            or len([c for c in m.children if c.param_count()]) != (7 if qk_norm else 5) \
             or m.params not in ({}, {"gate_bias": (q[1] // head_dim,)}):
         return None
     d.blocks.add("output_gated_attention")
     sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
     bias = ["gate_bias = true"] if m.params else []
-    return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d) + bias)}, name = {m.name})"
+    plain = [] if qk_norm else ["qk_norm = false"]
+    return f"output_gated_attention({arg}, {', '.join(sizes + _window(m, d) + bias + plain)}, name = {m.name})"
 
 
 def dynamic_mask_call(m: Module, arg: str, d) -> str | None:
@@ -158,9 +161,16 @@ block dynamic_mask_attention(x[B, S, H], heads, kv_heads, head_dim, bias = false
 }""", "output_gated_attention": """# Attention whose output is gated per channel by sigmoid(gate_proj(x)) before o_proj (AFMoE; transformers 5.24
 # AfmoeAttention): RMSNorm on each head's q and k; rotary costs no product. gate_bias: one bias per head added to
 # the gate before the sigmoid, broadcast over the head's channels (Beam; transformers 5.24 BeamAttention's gate_bias).
-block output_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none, gate_bias = false) {
-  q = rope(rmsnorm(split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads), name = q_norm))
-  k = rope(rmsnorm(split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads), name = k_norm))
+# qk_norm = false: no norm on q and k (HRM; transformers 5.24 HrmTextAttention).
+block output_gated_attention(x[B, S, H], heads, kv_heads, head_dim, window = none, gate_bias = false, qk_norm = true) {
+  q = split_heads(linear(x, heads * head_dim, bias = false, name = q_proj), heads)
+  k = split_heads(linear(x, kv_heads * head_dim, bias = false, name = k_proj), kv_heads)
+  if qk_norm {
+    q = rmsnorm(q, name = q_norm)
+    k = rmsnorm(k, name = k_norm)
+  }
+  q = rope(q)
+  k = rope(k)
   v = split_heads(linear(x, kv_heads * head_dim, bias = false, name = v_proj), kv_heads)
   g = linear(x, heads * head_dim, bias = false, name = gate_proj)
   if gate_bias {

@@ -64,7 +64,7 @@ def norm_call(m: Module, arg: str) -> str:
     own form (:func:`costgraph.drafting.gated_norms.as_norm`) by its ``norm_text``."""
     if isinstance(m.attrs.get("norm_text"), str):
         return m.attrs["norm_text"].replace("{arg}", arg)
-    rms = "rms" in m.cls.lower()
+    rms = "rms" in m.cls.lower() or m.attrs.get("rms") is True     # CPM-Ant's CpmAntLayerNorm (trace._rms_source)
     opts = []
     if "weight" not in m.params:
         opts.append("weight = false")

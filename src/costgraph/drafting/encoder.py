@@ -39,10 +39,52 @@ def bert_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     a, f = _blocks(layer, sz, rotary, "x")
     if a is None or f is None:
         return None
+    adapters = _adapter_lines(out, sz)
+    if adapters is None:
+        return None
     n1 = replace(n1, name=f"{att.name}_{n1.name}")
     n2 = replace(n2, name=f"{out.name}_{n2.name}")
     return [f"x = {norm_call(n1, 'x + ' + _dropout(attout, a, 'attention_dropout'))}",
-            f"x = {norm_call(n2, 'x + ' + _dropout(out, f, 'output_dropout'))}"]
+            f"x = {norm_call(n2, 'x + ' + _dropout(out, f, 'output_dropout'))}", *adapters]
+
+
+def _adapter_lines(out: Module, sz) -> list[str] | None:
+    """X-MOD's language adapters after the output's LayerNorm (transformers 5.24 modeling_xmod.py
+    ``XmodOutput.lang_adapter``, with ``adapter_reuse_layer_norm`` and ``ln_before_adapter``, its defaults: the
+    LayerNorm's output is the residual, each language's ``XmodAdapter`` (``dense1`` H → H / r, the activation,
+    ``dense2`` back, with biases) runs on its own sequences): the adapter the traced language ran as ``x = x +
+    mlp(x, ...)``, the other languages' as parameters only; ``[]`` for an output without adapters, None for other
+    forms."""
+    held = out.child("adapter_modules")
+    if held is None:
+        return []
+    if not held.children or out.child("adapter_layer_norm") is not None \
+            or out.attrs.get("ln_before_adapter") is not True or out.attrs.get("adapter_reuse_layer_norm") is not True:
+        return None
+    ran = [c for c in held.children if c.order is not None and not c.attrs.get("empty_input")]
+    if len(ran) != 1:
+        return None
+    first = ran[0]
+    shapes = {c.name: c.params for c in first.children if c.params}
+    width = shapes.get("dense1", {}).get("weight", (0, 0))[0]
+    hidden = shapes.get("dense2", {}).get("weight", (0, 0))[0]
+    if [c.name for c in first.children if c.params or c.children] != ["dense1", "dense2"] or first.params \
+            or shapes != {"dense1": {"weight": (width, hidden), "bias": (width,)},
+                          "dense2": {"weight": (hidden, width), "bias": (hidden,)}} \
+            or any(c.signature() != first.signature() for c in held.children):
+        return None
+    name = "".join(ch if ch.isalnum() else "_" for ch in f"adapter_{first.name}")
+    call = f"mlp(x, {sz.size(width, 'adapter width')}, dropout = false, name = {name})"
+    lines = [f"x = x + {_dropout(out, call, 'adapter_dropout')}   # {first.cls}: the language the sequences are in"]
+    for c in held.children:
+        if c is first:
+            continue
+        for k in c.children:
+            for p, shape in k.params.items():
+                label = "".join(ch if ch.isalnum() else "_" for ch in f"adapter_{c.name}_{k.name}_{p}")
+                dims = ", ".join(sz.size(n, f"{k.path}.{p}") for n in shape)
+                lines.append(f"param {label}[{dims}]   # another language's adapter (parameters only)")
+    return lines
 
 
 def _blocks(layer: Module, sz, rotary: bool, arg: str) -> tuple[str | None, str | None]:

@@ -20,7 +20,8 @@ class Module:
     ``order`` (index of its first call in the whole forward; None when never called), ``src``
     (where its first call's input came from: ``"input"`` — its parent's input; a sibling's name —
     that sibling's output; ``"?"`` — anything else, such as a residual sum); ``again`` (the indices of its later
-    calls: NanoChat's final norm is the module it called before the layers)."""
+    calls: NanoChat's final norm is the module it called before the layers); ``tokens`` (the second axis of its first
+    call's input, the positions a layer runs: CPM-Ant's layers run the P prompt tokens its forward prepends too)."""
 
     path: str
     name: str
@@ -32,6 +33,7 @@ class Module:
     order: int | None = None
     src: str = "?"
     again: list[int] = field(default_factory=list)
+    tokens: int | None = None
 
     def child(self, *names: str) -> "Module | None":
         """The first child called one of ``names``, or None."""

@@ -47,26 +47,45 @@ def kda_call(m: Module, arg: str, d) -> str | None:
     ``b_proj`` H → hl, the output gate ``g_a_proj`` H → dl, ``g_b_proj`` dl → hl·dl, a gated RMSNorm of weight [dl]
     ``o_norm``, ``o_proj`` hl·dl → H, no bias; the draft's ``kda`` (as models/kimi_linear.cg's, chunks of 64: the
     FLOPs of transformers' chunked torch path, what FlopCounterMode counts), or None."""
-    names = ("q_proj", "k_proj", "v_proj", "b_proj", "g_a_proj", "g_b_proj", "o_proj")
-    q, k, v, b, ga, gb, o = (_linear(m.child(n)) for n in names)
+    names = ("q_proj", "k_proj", "v_proj", "b_proj", "o_proj")
+    q, k, v, b, o = (_linear(m.child(n)) for n in names)
     conv, gate, norm = m.child("conv1d"), m.child("forget_gate"), m.child("o_norm")
     heads, head_dim = m.attrs.get("num_heads"), m.attrs.get("head_dim")
-    if None in (q, k, v, b, ga, gb, o, conv, gate, norm) or m.params or len(m.children) != 10 \
+    if None in (q, k, v, b, o, conv, gate, norm) or m.params \
             or not all(isinstance(x, int) and x > 0 for x in (heads, head_dim)):
         return None
-    fa, fb = _linear(gate.child("f_a_proj")), _linear(gate.child("f_b_proj"))
     width, hidden = heads * head_dim, q[0]
+    full = _full_rank_gates(m, gate, hidden, width)
+    if full is None and not _low_rank_gates(m, gate, hidden, head_dim, width):
+        return None
     kernel = conv.params.get("weight", (0, 0, 0))[2]
-    if None in (fa, fb) or gate.params != {"dt_bias": (width,), "A_log": (1, 1, heads, 1)} or len(gate.children) != 2 \
+    if gate.params not in ({"dt_bias": (width,), "A_log": (1, 1, heads, 1)}, {"A_log": (heads,), "dt_bias": (width,)}) \
             or any(x != (hidden, width, False) for x in (q, k, v)) or b != (hidden, heads, False) \
-            or fa != ga or fa != (hidden, head_dim, False) or fb != gb or fb != (head_dim, width, False) \
             or o != (width, hidden, False) or norm.params != {"weight": (head_dim,)} or "bias" in conv.params \
             or tuple(conv.params.get("weight", ())) != (3 * width, 1, kernel) or conv.attrs.get("groups") != 3 * width \
             or conv.attrs.get("padding") != kernel - 1:
         return None
     d.blocks.add("kda")
     sizes = [d.size(heads, "KDA heads"), d.size(head_dim, "KDA head size"), d.size(kernel, "convolution width")]
-    return f"kda({arg}, {', '.join(sizes)}, chunk = {KDA_CHUNK}, name = {m.name})"
+    rank = ", low_rank = false" if full else ""
+    return f"kda({arg}, {', '.join(sizes)}, chunk = {KDA_CHUNK}{rank}, name = {m.name})"
+
+
+def _low_rank_gates(m: Module, gate: Module, hidden: int, head_dim: int, width: int) -> bool:
+    """Kimi Linear's gates: the forget gate's ``f_a_proj`` H → dl, ``f_b_proj`` dl → hl·dl, the output gate's
+    ``g_a_proj`` and ``g_b_proj`` alike (ten children)."""
+    fa, fb = _linear(gate.child("f_a_proj")), _linear(gate.child("f_b_proj"))
+    ga, gb = _linear(m.child("g_a_proj")), _linear(m.child("g_b_proj"))
+    return len(m.children) == 10 and len(gate.children) == 2 and fa is not None and fa == ga \
+        and fa == (hidden, head_dim, False) and fb == gb and fb == (head_dim, width, False)
+
+
+def _full_rank_gates(m: Module, gate: Module, hidden: int, width: int) -> bool | None:
+    """Bailing's gates (transformers 5.24 modeling_bailing_hybrid.py ``BailingHybridForgetGate``'s ``f_proj`` and
+    ``BailingHybridDeltaAttention``'s ``g_proj``, each H → hl·dl, nine children): True, else None."""
+    f, g = _linear(gate.child("f_proj")), _linear(m.child("g_proj"))
+    ok = len(m.children) == 9 and len(gate.children) == 1 and f == g and f == (hidden, width, False)
+    return True if ok else None
 
 
 #: the blocks a draft defines itself when it uses them
@@ -107,16 +126,25 @@ block lightning(x[B, S, H], heads, head_dim, block = none) {
 # q, k, v through a depthwise causal Conv1d (padding K - 1, cut to S, no bias) and SiLU, a per-channel forget gate
 # (f_a_proj, f_b_proj: low rank head_dim), beta from b_proj, the delta rule with per-channel decay (A_log [heads],
 # dt_bias [heads head_dim]; chunk: the chunked torch path's FLOPs, chunks of 64), a gated RMSNorm per head times
-# sigmoid(g_b_proj(g_a_proj(x))), o_proj back.
-block kda(x[B, S, H], heads, head_dim, kernel, chunk = none) {
+# sigmoid(g_b_proj(g_a_proj(x))), o_proj back. low_rank = false: both gates one full-rank projection H -> heads
+# head_dim, f_proj and g_proj (Bailing's BailingHybridDeltaAttention).
+block kda(x[B, S, H], heads, head_dim, kernel, chunk = none, low_rank = true) {
   q = linear(x, heads * head_dim, bias = false, name = q_proj)
   k = linear(x, heads * head_dim, bias = false, name = k_proj)
   v = linear(x, heads * head_dim, bias = false, name = v_proj)
   qkv = silu(conv1d(concat(concat(q, k), v), kernel, bias = false, padded = true, name = conv1d))
-  g = linear(linear(x, head_dim, bias = false, name = f_a_proj), heads * head_dim, bias = false, name = f_b_proj)
+  if low_rank {
+    g = linear(linear(x, head_dim, bias = false, name = f_a_proj), heads * head_dim, bias = false, name = f_b_proj)
+  } else {
+    g = linear(x, heads * head_dim, bias = false, name = f_proj)
+  }
   beta = linear(x, heads, bias = false, name = b_proj)
   y = kimi_delta_rule(qkv, g, beta, heads, head_dim, chunk = chunk, name = core)
-  gate = linear(linear(x, head_dim, bias = false, name = g_a_proj), heads * head_dim, bias = false, name = g_b_proj)
+  if low_rank {
+    gate = linear(linear(x, head_dim, bias = false, name = g_a_proj), heads * head_dim, bias = false, name = g_b_proj)
+  } else {
+    gate = linear(x, heads * head_dim, bias = false, name = g_proj)
+  }
   y = rmsnorm(y, name = o_norm) * sigmoid(split_heads(gate, heads))
   return linear(merge_heads(y), H, bias = false, name = o_proj)
 }"""}

@@ -23,12 +23,16 @@ def mla_full_q_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """MLA with a full-rank query projection and rotary (transformers 5.24 ``DeepseekV3Attention`` and
     ``DeepseekV2Attention`` with ``q_lora_rank`` None: ``q_proj`` H → a·(d_n + d_r), the latent
     ``kv_a_proj_with_mqa`` H → r_kv + d_r, ``kv_a_layernorm``, ``kv_b_proj`` r_kv → a·(d_n + d_v), ``o_proj``; no
-    bias): the draft's ``mla_full_q`` (models/deepseek_v2.cg's), or None."""
+    bias): the draft's ``mla_full_q`` (models/deepseek_v2.cg's), or None. With ``g_proj`` H → a besides (Bailing's
+    ``BailingHybridAttention``, transformers 5.24 modeling_bailing_hybrid.py: ``attn_output * sigmoid(g_proj(x))``, one
+    gate per head, before ``o_proj``): ``head_gate = true``."""
     q, kva, kvb, o = (_linear(m.child(n)) for n in ("q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"))
     kvn = m.child("kv_a_layernorm")
     heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
+    held = {c.name for c in m.children if c.param_count()}
+    gate = _linear(m.child("g_proj")) if held == {*FULL_Q, "g_proj"} else None
     if not rotary or None in (q, kva, kvb, o, kvn) or not isinstance(heads, int) or m.params or not is_norm(kvn) \
-            or any(x[2] for x in (q, kva, kvb, o)) or {c.name for c in m.children if c.param_count()} != set(FULL_Q):
+            or any(x[2] for x in (q, kva, kvb, o)) or (held != set(FULL_Q) and gate != (q[0], heads, False)):
         return None
     kv_rank = kvn.params.get("weight", (0,))[0]
     rope, v_dim = kva[1] - kv_rank, o[0] // heads
@@ -39,7 +43,8 @@ def mla_full_q_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     d.blocks.add("mla_full_q")
     sizes = [d.size(heads, "attention heads"), d.size(kv_rank, "latent rank"), d.size(nope, "head size without "
              "rotary"), d.size(rope, "rotary head size"), d.size(v_dim, "value head size")]
-    return f"mla_full_q({arg}, {', '.join(sizes)}, name = {m.name})"
+    gated = ", head_gate = true" if gate is not None else ""
+    return f"mla_full_q({arg}, {', '.join(sizes)}{gated}, name = {m.name})"
 
 
 def dsa_call(m: Module, arg: str, d) -> str | None:
@@ -147,8 +152,9 @@ block gated_mla_dsa(x[B, S, H], heads, q_rank, kv_rank, nope_dim, rope_dim, v_di
   scores = scale(matmul(concat(q_nope, q_pe), transpose(k), causal = true))
   y = matmul(softmax(scores, fp32 = true), v, causal = true) * gate
   return linear(merge_heads(y), H, bias = false, name = o_proj)
-}""", "mla_full_q": """# MLA with a full-rank query projection (DeepSeek-V2-Lite's q_proj; models/deepseek_v2.cg's mla_full_q).
-block mla_full_q(x[B, S, H], heads, kv_rank, nope_dim, rope_dim, v_dim) {
+}""", "mla_full_q": """# MLA with a full-rank query projection (DeepSeek-V2-Lite's q_proj; models/deepseek_v2.cg's mla_full_q);
+# head_gate: each head's output times sigmoid(g_proj(x)), g_proj H -> heads (Bailing's BailingHybridAttention).
+block mla_full_q(x[B, S, H], heads, kv_rank, nope_dim, rope_dim, v_dim, head_gate = false) {
   q = split_heads(linear(x, heads * (nope_dim + rope_dim), bias = false, name = q_proj), heads)
   q_nope = slice(q, nope_dim)
   q_pe = rope(slice(q, rope_dim))
@@ -160,6 +166,7 @@ block mla_full_q(x[B, S, H], heads, kv_rank, nope_dim, rope_dim, v_dim) {
   k = concat(slice(kv, nope_dim), k_pe)
   v = slice(kv, v_dim)
   scores = scale(matmul(concat(q_nope, q_pe), transpose(k), causal = true))
-  y = merge_heads(matmul(softmax(scores, fp32 = true), v, causal = true))
-  return linear(y, H, bias = false, name = o_proj)
+  y = matmul(softmax(scores, fp32 = true), v, causal = true)
+  if head_gate { y = y * sigmoid(split_heads(linear(x, heads, bias = false, name = g_proj), heads)) }
+  return linear(merge_heads(y), H, bias = false, name = o_proj)
 }"""}

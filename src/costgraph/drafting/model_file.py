@@ -15,6 +15,8 @@ from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
+from .segment_bias import bias_line, seq_text
+from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 
 
@@ -111,8 +113,12 @@ def _embeddings(pre: list[Module], sz: Sizer, names: _Names, emb: dict) -> tuple
     return inputs, (["x = " + " + ".join(terms)] if terms else []) + tables
 
 
-def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> str | None:
-    """One statement for a module called before or after the layers (norm, dropout, linear, activation)."""
+def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: str = "s") -> str | None:
+    """One statement for a module called before or after the layers (norm, dropout, linear, activation, CPM-Ant's
+    position bias over the layers' ``seq`` positions)."""
+    bias = bias_line(m, sz, names(m), seq) if "relative_attention_bias" in m.params else None
+    if bias is not None:
+        return bias
     if is_norm(m):
         return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
     if m.cls == "Dropout":
@@ -138,6 +144,9 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool) -> st
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
     """(input declarations, statements) of the model's body."""
     values = sz.probe.symbol_values()
+    looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
+    if looped is not None:
+        return looped
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
@@ -156,16 +165,23 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
     inputs, lines = _embeddings(pre, sz, names, emb)
+    first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
+    seq = seq_text(first.tokens if first is not None else None, sz) or "s"
+    if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
+        inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
         lines += ple[1]
     mapped = _concat_map(pre)
-    lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre
+    lines += [x for x in (_leaf_line(m, sz, names, emb, False, seq) for m in pre
                           if not _is_embedding(m) and (mapped is None or m is not mapped[1])) if x]
     folded = reuse_names(_repeat(layers, sz, rotary, values))
     if any(re.search(r"\bemb\b", line) for line in folded):
         lines.append("emb = x     # the embeddings' output, which every shared transformer call reads again")
     lines += folded
     for i, m in enumerate(post):
+        if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
+            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
+            seq = "s"
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
         if line:
             lines.append(line)
@@ -173,6 +189,27 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
         lines.append("return x")
     extra = _uncalled(root, layers, sz)
     return inputs, (lines[:-1] + extra + lines[-1:]) if extra else lines
+
+
+def _looped_body(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]] | None:
+    """(inputs, statements) of a model whose stacks of layers its forward loops (:mod:`.looped_stacks`), else None:
+    the embeddings, the stacks' calls, the modules after them (the head)."""
+    found = looped_lines(root, sz, rotary)
+    if found is None:
+        return None
+    lines, low, high = found
+    inside = (low.path + ".", high.path + ".")
+    leaves = sorted((m for m in root.walk() if not m.children and m.order is not None and not m.path.startswith(inside)),
+                    key=lambda m: m.order)
+    pre, post = [m for m in leaves if m.order < low.order], [m for m in leaves if m.order > high.order]
+    names, emb = _Names(), {}
+    inputs, out = _embeddings(pre, sz, names, emb)
+    out += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre if not _is_embedding(m)) if x]
+    out += lines
+    out += [x for x in (_leaf_line(m, sz, names, emb, i == len(post) - 1) for i, m in enumerate(post)) if x]
+    if not out[-1].startswith("return"):
+        out.append("return x")
+    return inputs, out
 
 
 def _in_index_order(layers: Module) -> Module:
@@ -394,5 +431,5 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
-    local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)]
+    local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]
     return "\n".join([*header, "", *imports, "", *local, f"model {name} {{", *dims, "", *body, "}", "", config, ""])

@@ -40,6 +40,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "ffn_dim": ("i", "MLP intermediate size"),
     "d_ff": ("i", "MLP intermediate size"),
     "dff": ("i", "MLP intermediate size"),       # CTRL's
+    "num_layers_per_stack": ("l", "Transformer layers"),     # HRM's, in each of its two stacks (before the inflated
+    # num_hidden_layers its __post_init__ sets: layers · H_cycles · (L_cycles + 1), one KV cache slot per call)
     "num_hidden_layers": ("l", "Transformer layers"),
     "vocab_size": ("V", "vocabulary size"),
     "max_position_embeddings": ("s_max", "maximum sequence length (rows of a position table)"),
@@ -113,6 +115,18 @@ FIELDS: dict[str, tuple[str, str]] = {
     "pronunciation_embed_dim": ("d_pr", "pronunciation embedding width"),
     "attention_hidden_size": ("w_t", "time-mix width (RWKV's key, value and receptance)"),
     "gated_norm_rank": ("r_g", "rank of the gated norms' gate MLP"),     # A.X-K2's AXK2GatedRMSNorm
+    # CPM-Ant (transformers 5.24 configuration_cpmant.py): its head size and MLP width under names of their own, the
+    # prompt tokens its forward prepends (prompt_length of each of prompt_types kinds, rows of the token table), its
+    # segment types and position-bias buckets (rows of CpmAntSegmentPositionEmbedding's table: G·G + n_b)
+    # HRM (transformers 5.24 configuration_hrm_text.py): its forward's high cycles and low cycles per high cycle
+    "H_cycles": ("c_H", "high-level cycles (each runs the low stack c_L times, then the high stack)"),
+    "L_cycles": ("c_L", "low-level cycles per high-level cycle"),
+    "dim_head": ("d", "attention head size"),
+    "dim_ff": ("i", "MLP intermediate size"),
+    "prompt_length": ("P", "prompt tokens the forward prepends to the sequence"),
+    "prompt_types": ("T_p", "prompt types (rows of the token table: P per type)"),
+    "segment_types": ("G", "segment types"),
+    "position_bias_num_buckets": ("n_b", "relative position buckets"),
 }
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
@@ -133,7 +147,7 @@ MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 EVEN_KV = ("lambda_std_dev",)
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L"})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -149,13 +163,13 @@ _PRIMES = (
      "i_s": 149, "hm": 157, "dm": 191, "di": 283, "ng": 167, "C": 8, "Cl": 8,
      "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 347, "d_pl": 307,
      "V_pl": 313, "hi": 331, "t_k": 1009, "V_sh": 353, "d_sh": 359, "V_pr": 367, "d_pr": 373, "w_t": 401,
-     "r_g": 419},
+     "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
      "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 349, "d_pl": 311,
      "V_pl": 317, "hi": 337, "t_k": 1013, "V_sh": 379, "d_sh": 383, "V_pr": 389, "d_pr": 397, "w_t": 409,
-     "r_g": 421},
+     "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -240,7 +254,10 @@ class Probe:
                   "index_n_heads": p["hi"], "index_head_dim": p["di"], "index_topk": p["t_k"],
                   "shape_vocab_size": p["V_sh"], "shape_embed_dim": p["d_sh"], "pronunciation_vocab_size": p["V_pr"],
                   "pronunciation_embed_dim": p["d_pr"], "attention_hidden_size": p["w_t"],
-                  "gated_norm_rank": p["r_g"]}
+                  "gated_norm_rank": p["r_g"], "dim_head": HEAD * p["d"], "dim_ff": p["i"],
+                  "prompt_length": p["P"], "prompt_types": p["T_p"], "segment_types": p["G"],
+                  "position_bias_num_buckets": p["n_b"], "num_layers_per_stack": p["l"], "H_cycles": p["c_H"],
+                  "L_cycles": p["c_L"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -15,7 +15,8 @@ from .facts import Module
 ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
          "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
-         "index_topk", "v_head_dim")
+         "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
+         "ln_before_adapter", "adapter_reuse_layer_norm")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -104,6 +105,8 @@ def _attrs(mod) -> dict:
         gate = _gate_fn(mod)
         if gate is not None:
             out["gate_fn"] = gate
+    if "norm" in type(mod).__name__.lower() and "rms" not in type(mod).__name__.lower() and _rms_source(mod):
+        out["rms"] = True
     if "act" not in out and type(mod).__name__.endswith("MLP"):
         act = _source_act(mod)
         if act is not None:
@@ -123,6 +126,20 @@ def _gate_fn(mod) -> str | None:
         return None
     found = [f for f in ("sigmoid", "softplus") if f"{f}(self.g_proj(" in source]
     return found[0] if len(found) == 1 else None
+
+
+def _rms_source(mod) -> bool:
+    """A norm whose class name does not say RMS but whose forward is one (CPM-Ant's ``CpmAntLayerNorm``,
+    transformers 5.24 modeling_cpmant.py: ``variance = hidden_states.to(torch.float32).pow(2).mean(dim=-1,
+    keepdim=True)``, ``hidden_states * torch.rsqrt(variance + self.eps)``, times its weight): the mean of squares under
+    ``rsqrt`` and no mean subtracted."""
+    import inspect
+
+    try:
+        source = inspect.getsource(type(mod).forward)
+    except (OSError, TypeError):
+        return False
+    return "pow(2).mean(" in source and "rsqrt(" in source and " - " not in source
 
 
 def _source_act(mod) -> str | None:
@@ -167,6 +184,9 @@ def trace(torch, model, inputs: dict, run) -> Module:
                 if t is not None:
                     keep.append(t)
                     consumed[path] = id(t)
+                    node.tokens = int(t.shape[1]) if t.dim() >= 2 else None
+                    if t.numel() == 0:     # called on no rows (X-MOD's adapter of a language no sequence is in)
+                        node.attrs["empty_input"] = True
             else:
                 node.again.append(counter[0])
                 counter[0] += 1

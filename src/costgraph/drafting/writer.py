@@ -34,10 +34,12 @@ class Sizer:
     real: dict = field(default_factory=dict)
     #: (text, value at the probe) of sizes a config derives by rounding (:func:`costgraph.drafting.configs.rounded_widths`)
     rounded: list = field(default_factory=list)
+    #: the text of blocks drafted for this model alone (HRM's stack: :mod:`costgraph.drafting.looped_stacks`)
+    defined: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
-        return replace(self, used=set(), warnings=[], todos=[], silent=True, blocks=set(), imports=set())
+        return replace(self, used=set(), warnings=[], todos=[], silent=True, blocks=set(), imports=set(), defined=[])
 
     def repeated(self) -> "Sizer":
         """A sizer for the second and later layers: their symbols count, their warnings are layer 0's."""
@@ -67,6 +69,16 @@ class Sizer:
                 return f"{over} {'+' if extra > 0 else '-'} {abs(extra)}"
         return None
 
+    def _rows_after_vocabulary(self, n: int, values: dict) -> str | None:
+        """``V + x * y``: a token table of the vocabulary and rows of other kinds, a product of size fields (CPM-Ant's
+        ``vocab_size + prompt_types * prompt_length``: transformers 5.24 modeling_cpmant.py ``CpmAntModel``'s
+        ``input_embedding``), or None."""
+        vocab = values.get("V")
+        more = self.probe.cover(n - vocab) if isinstance(vocab, int) and n > vocab else None
+        if more is None or more.split(" * ")[0].isdigit():
+            return None
+        return f"V + {more}"
+
     def size(self, n: int, what: str = "size", *, count: str | None = None, quiet: bool = False) -> str:
         """``n`` in symbols (``a * d``, ``h / a``), or its number with a warning. ``count``: a counting
         symbol (``k``, ``l``) that ``n`` equals at the probe, named only by equality."""
@@ -92,6 +104,8 @@ class Sizer:
                          if sym not in COUNTS and v // 2 == n and v > 2), None)
         if text is None:     # a table with a few extra rows (OPT's learned positions: s_max + 2; mllama's: V + 8)
             text = self._extra_rows(n, values, what)
+        if text is None and what == "embedding rows":     # CPM-Ant's token table: V + T_p * P (prompt tokens' rows)
+            text = self._rows_after_vocabulary(n, values)
         if text is None:     # a width the config rounds (LFM2's MLP: a multiple of 256 at or above 2i/3)
             text = next((t for t, v in self.rounded if v == n and what == "MLP width"), None)
         if text is None:
@@ -127,10 +141,14 @@ def _flat_mlp(layer: Module, kids: list[Module]) -> list[Module]:
 def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     """The statements of one layer, on the residual stream ``x``."""
     from .encoder import bert_lines
+    from .segment_bias import layer_lines as segment_bias_lines
 
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
         return bert
+    segment = segment_bias_lines(layer, sz)     # CPM-Ant's: attention with the position bias every layer shares
+    if segment is not None:
+        return segment + uncalled_lines(layer, sz)
     hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
     if hybrid is not None:
         return hybrid + uncalled_lines(layer, sz)
