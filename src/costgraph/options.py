@@ -274,9 +274,10 @@ def zero_stages(s: Space) -> tuple[int, ...]:
 
 
 def recompute_policies(s: Space) -> tuple[str, ...]:
-    """The recompute policies searched (not ``selective`` under flash attention: the kernel recomputes
-    the same core)."""
-    return tuple(r for r in choices.RECOMPUTE_SEARCHED if not (r == "selective" and s.attention == "flash"))
+    """The recompute policies searched, :data:`costgraph.choices.RECOMPUTE_PLANNED` (not ``selective`` under
+    flash attention: the kernel recomputes the same core; torchtitan's per-op SAC under either, its flash
+    core's output on the save list)."""
+    return tuple(r for r in choices.RECOMPUTE_PLANNED if not (r == "selective" and s.attention == "flash"))
 
 
 def sequence_parallel(s: Space) -> tuple[bool, ...]:

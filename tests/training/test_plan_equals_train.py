@@ -38,6 +38,8 @@ CASES = [
     # the linear weights and its transposes' time: before the fix its first row, TP 1 ZeRO-2 b 8, was listed at
     # 122,374,210,944 B and 0.40807 s where train gives 115,394,889,088 B and 0.40315 s)
     ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None, {"hardware": "b200", "precision": "fp8-current"}),
+    # torchtitan's per-op SAC searched (choices.RECOMPUTE_PLANNED, issue 27 item 2): a memory that lists its rows
+    ("gpt", "gpt2", {"s": 2048}, 1, 8, "6GB"),
 ]
 
 

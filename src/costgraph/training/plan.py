@@ -37,7 +37,7 @@ import numpy as np
 import sympy
 
 from ..choices import (ATTENTION, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY, EP_DISPATCHER, LINK_RATE, OVERLAP,
-                       RECOMPUTE_SEARCHED)
+                       RECOMPUTE_PLANNED)
 from ..engine.graph import CostGraph
 from ..errors import CostgraphValueError
 from ..options import Space, SEARCHED_OPTIONS, searched
@@ -51,7 +51,7 @@ from .plan_grid import COLUMNS, REFUSALS, Grid, uneven   # noqa: F401
 from .plan_rows import Batch, Rows
 from .plan_variants import search_variants, space_facts
 
-RECOMPUTE = RECOMPUTE_SEARCHED   # not the named conventions (choices.RECOMPUTE's others)
+RECOMPUTE = RECOMPUTE_PLANNED   # not the named conventions (choices.RECOMPUTE's others)
 #: The training options the search tries on every layout of degrees, each ``(Layout field, values)``,
 #: generated from :data:`costgraph.options.SEARCHED_OPTIONS` (their full domains).
 SEARCHED = tuple((o.field, tuple(o.domain(Space(1, 1, 1, attention="eager")))) for o in SEARCHED_OPTIONS)
