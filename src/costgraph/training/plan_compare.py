@@ -221,7 +221,8 @@ def _given(layout, plan, st) -> tuple:
     base = {"gpus": plan.gpus, "policy": st["precision"], "optimizer": st["optimizer"], "attention": st["attention"],
             "overlap": st.get("overlap") or OVERLAP.default, "cross_entropy": st.get("cross_entropy") or CROSS_ENTROPY.default,
             "link_rate": st.get("link_rate") or LINK_RATE.default,
-            "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default}
+            "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default,
+            **({"attention_kernel": st["attention_kernel"]} if st.get("attention_kernel") else {})}
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
@@ -250,7 +251,8 @@ def _first_layout(first: dict, plan):
     return layout_of(c, {"attention": st["attention"], "policy": st["precision"], "optimizer": st["optimizer"],
                          "gpus": plan.gpus, "overlap": st.get("overlap"), "pipeline_layout": st.get("pipeline_layout"),
                          "cross_entropy": st.get("cross_entropy"), "link_rate": st.get("link_rate"),
-                         **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {})})
+                         **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {}),
+                         "attention_kernel": st.get("attention_kernel")})
 
 
 def _train_options(plan, options) -> dict:
@@ -372,7 +374,8 @@ def _shown(v) -> str:
 
 #: Layout fields plan's check command writes from the row and plan's settings (PlanResult.check_command)
 _CHECKED = ("gpus", "t", "p", "c", "e", "sp", "zero", "recompute", "schedule", "v", "m", "attention", "policy",
-            "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "pipeline_layout", *_SPLIT_FIELDS)
+            "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "pipeline_layout",
+            *_SPLIT_FIELDS)
 #: the row's variant fields plan's check command writes (costgraph.training.plan_variants.check_words)
 _VARIANTS = ("recompute_modules", *VARIANT_FLAGS)
 
@@ -395,6 +398,7 @@ def _check_words(plan, row: dict, given=None) -> str | None:
         plan = dataclasses.replace(plan, settings={
             **plan.settings, "attention": given.attention, "optimizer": given.optimizer, "overlap": given.overlap,
             "cross_entropy": given.cross_entropy, "link_rate": given.link_rate, "ep_dispatcher": given.ep_dispatcher,
+            "attention_kernel": given.attention_kernel,
             "pipeline_layout": given.pipeline_layout})
     try:
         words = [plan.check_command(full)]
