@@ -341,7 +341,8 @@ def _unsearched(layout, first, plan) -> list[str]:
     """The settings where ``layout`` differs from plan's first row (``first``, a Layout) that plan does not
     search: a :class:`~costgraph.layout_options.LayoutOptions` field without a search domain (plan keeps it at
     its setting or default: the overlap convention, the loss, the attention kernel, activation offload, ...),
-    or a variant plan did not search (``PlanResult.searched``), as ``name=value``."""
+    a variant plan did not search, or a value outside the option's searched domain (``PlanResult.searched``: a
+    recompute policy of another framework than ``--overlap``'s), as ``name=value``."""
     from ..layout_options import LayoutOptions
     from ..option_fields import specs
 
@@ -354,8 +355,10 @@ def _unsearched(layout, first, plan) -> list[str]:
         if name in _SPLIT_FIELDS:
             searched = uneven
         else:
-            searched = spec.domain is not None and (spec.domain.kind != "variant" or
-                                                    (spec.domain.key or name) in plan.searched)
+            key = spec.domain.key or name if spec.domain is not None else name
+            searched = spec.domain is not None and (spec.domain.kind != "variant" or key in plan.searched)
+            if searched and spec.domain.kind == "option" and key in plan.searched:   # a value outside its domain
+                searched = getattr(layout, name) in plan.searched[key]   # (torchtitan-op under --overlap megatron)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
     return out
