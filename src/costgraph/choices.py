@@ -161,8 +161,20 @@ RECOMPUTE_COUNT = Choice("recompute_count", "recompute FLOP count", (
     ("korthikanti-eq8", "Korthikanti et al. 2022 Eq. 8: a re-run attention core counted as its forward + backward "
                         "(QKᵀ and probs·V)"),
 ), "rerun")
-#: the recompute policies the planner searches (the others are named conventions and frameworks' variants)
+#: the recompute policies of the calculator page (``costgraph web``: Megatron-LM's three granularities)
 RECOMPUTE_SEARCHED = ("none", "selective", "full")
+#: the recompute policies the planner tries on every layout (``options.recompute_policies``; in this order
+#: its ties are broken): Megatron-LM's three and torchtitan's per-op SAC (``activation_checkpoint.mode =
+#: "selective"``, ``selective_ac_option = "op"``, what torchtitan's llama3 train configs set: @ 9dec370
+#: train_configs/llama3_8b.toml; ``_apply_op_sac`` @ 1f029641), a policy of its own memory and time (the
+#: outputs of its save list kept, every second matmul's excepted, the rest of the block re-run).
+#: ``selective-korthikanti`` is a FLOP-count convention of ``selective``; ``torchtitan-layer`` is ``full`` on
+#: every n-th block (neither searched).
+RECOMPUTE_PLANNED = RECOMPUTE_SEARCHED + ("torchtitan-op",)
+#: the policies a framework runs, by plan's ``--overlap`` convention (the framework whose overlap it applies):
+#: Megatron-LM's ``--recompute-granularity`` (none, selective, full); torchtitan's ``activation_checkpoint.mode``
+#: (none, full, selective = per-op SAC); without a framework (``--overlap none``) all of :data:`RECOMPUTE_PLANNED`
+RECOMPUTE_BY_OVERLAP = {"megatron": RECOMPUTE_SEARCHED, "torchtitan": ("none", "full", "torchtitan-op")}
 
 #: The attention kernel. Two declared defaults: training layouts (``train``, ``plan``, ``report``,
 #: ``plot``, ``Model.train``/``Model.plan``, :class:`~costgraph.parallel.layout.Layout`) default to the

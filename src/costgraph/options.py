@@ -56,6 +56,8 @@ class Space:
     micro_batches: tuple = (1, 2, 4, 8, 16, 32)
     cp: tuple = (1, 2, 4, 8)
     attention: str = choices.ATTENTION.default
+    #: plan's ``--overlap``: the framework whose recompute policies are searched (:func:`recompute_policies`)
+    overlap: str = choices.OVERLAP.default
     modules: tuple = ()
     top_k: int = 0
     domains: int = 1
@@ -274,9 +276,12 @@ def zero_stages(s: Space) -> tuple[int, ...]:
 
 
 def recompute_policies(s: Space) -> tuple[str, ...]:
-    """The recompute policies searched (not ``selective`` under flash attention: the kernel recomputes
-    the same core)."""
-    return tuple(r for r in choices.RECOMPUTE_SEARCHED if not (r == "selective" and s.attention == "flash"))
+    """The recompute policies searched: those the framework of plan's ``--overlap`` runs
+    (:data:`costgraph.choices.RECOMPUTE_BY_OVERLAP`; all of :data:`~costgraph.choices.RECOMPUTE_PLANNED` under
+    ``none``), not ``selective`` under flash attention (the kernel recomputes the same core; torchtitan's
+    per-op SAC under either, its flash core's output on the save list)."""
+    policies = choices.RECOMPUTE_BY_OVERLAP.get(s.overlap, choices.RECOMPUTE_PLANNED)
+    return tuple(r for r in policies if not (r == "selective" and s.attention == "flash"))
 
 
 def sequence_parallel(s: Space) -> tuple[bool, ...]:

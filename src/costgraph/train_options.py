@@ -128,6 +128,9 @@ class PlanOptions:
     cross_entropy: str = like(LayoutOptions, "cross_entropy", check="choice")
     link_rate: str = like(LayoutOptions, "link_rate", check="choice")
     ep_dispatcher: str = like(LayoutOptions, "ep_dispatcher", check="choice")
+    # the framework's attention kernel, given as train takes it and never searched (as link_rate): torchtitan's
+    # F.scaled_dot_product_attention runs FlashAttention-2 (fa2) on Hopper (choices.ATTENTION_KERNEL)
+    attention_kernel: str = like(LayoutOptions, "attention_kernel", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

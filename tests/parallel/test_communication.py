@@ -164,6 +164,28 @@ def test_full_recompute_repeats_the_layers_forward_collectives(gpt):
     assert fwd(full) == 2 * fwd(plain) == 4 * l
 
 
+def test_torchtitan_sac_replays_the_collectives_off_its_save_list(gpt):
+    # torchtitan's per-op SAC replays the block's forward in the backward but for the ops on its save list
+    # (torchtitan @ 9dec370 torchtitan/parallelisms/parallelize_llama.py _save_list: aten.mm, the SDPA ops,
+    # _c10d_functional.reduce_scatter_tensor, abs, max; all_gather_into_tensor is not on it): under TP with SP
+    # each layer's 2 forward all-gathers (the inputs of the column-parallel linears) run again, its 2
+    # reduce-scatters are saved. torchtitan-layer (_apply_layer_sac) replays every collective of floor(l/n) of l.
+    cg = gpt.graph
+
+    def forward(layout, op):
+        parts = _layer_parts(communication(cg, layout)["tp"])
+        return sympy.Add(*[x.calls for x in parts if "(forward)" in x.what and x.op == op])
+
+    for op, again in (("all-gather", 2), ("reduce-scatter", 1)):
+        assert forward(Layout(t=t, sp=True, d=N, m=1, recompute="torchtitan-op"), op) == again * 2 * l
+        assert forward(Layout(t=t, sp=True, d=N, m=1, recompute="none"), op) == 2 * l
+    # without SP the forward's all-reduces (Megatron's ḡ; funcol all_reduce, not saved either) run again
+    assert forward(Layout(t=t, d=N, m=1, recompute="torchtitan-op"), "all-reduce") == 2 * 2 * l
+    every3 = forward(Layout(t=t, sp=True, d=N, m=1, recompute="torchtitan-layer", recompute_frequency=3),
+                     "reduce-scatter")
+    assert sympy.expand(every3.xreplace({l: 12})) == 2 * 12 + 2 * 4   # 4 of 12 blocks replayed
+
+
 # ---------------------------------------------------------------- PP
 
 def test_pipeline_sends_one_activation_per_boundary_per_micro_batch(gpt):

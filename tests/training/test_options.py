@@ -68,3 +68,20 @@ def test_the_search_space_is_generated_from_the_layout_fields():
                                                                s.domain.not_searched), key
     kinds = [KINDS.index(o.kind) for o in TRAIN_OPTIONS]
     assert kinds == sorted(kinds)
+
+
+def test_recompute_policies_are_the_frameworks():
+    # plan's --overlap names the framework whose policies are searched (choices.RECOMPUTE_BY_OVERLAP): Megatron-LM's
+    # --recompute-granularity (Megatron-LM @ d98e8a64 arguments.py: selective or full, or none), torchtitan's
+    # activation_checkpoint.mode (@ 9dec370 parallelize_llama.py _apply_ac_to_transformer_block: full or selective,
+    # per-op SAC as its llama3 train configs set it, or none); selective is not searched under flash (the kernel
+    # recomputes the core itself)
+    from costgraph.options import recompute_policies
+
+    got = {(o, a): recompute_policies(Space(gpus=8, max_tp=8, layers=8, attention=a, overlap=o))
+           for o in ("megatron", "torchtitan", "none") for a in ("flash", "eager")}
+    assert got == {("megatron", "flash"): ("none", "full"), ("megatron", "eager"): ("none", "selective", "full"),
+                   ("torchtitan", "flash"): ("none", "full", "torchtitan-op"),
+                   ("torchtitan", "eager"): ("none", "full", "torchtitan-op"),
+                   ("none", "flash"): ("none", "full", "torchtitan-op"),
+                   ("none", "eager"): ("none", "selective", "full", "torchtitan-op")}

@@ -51,6 +51,37 @@ def test_plan_json(capsys):
     assert doc["refused"]["out of memory"] > 0
 
 
+def test_plan_searches_torchtitan_sac(capsys, train_check):
+    """torchtitan's per-op SAC (choices.RECOMPUTE_PLANNED, issue 27 item 2) is a recompute policy of the search on
+    every layout under torchtitan's conventions (--overlap torchtitan; Megatron's --overlap, the default, searches
+    Megatron's none, selective and full: choices.RECOMPUTE_BY_OVERLAP): named in `searched`, ranked between no recompute and full where the memory asks for it (GPT-2,
+    s 2048 on one H100 held to 6 GB: b 2 fits without recompute at 4.53 GB, b 4 only with SAC or full), and its
+    row's memory and time are train's own (plan = train: its check command). Under torchtitan's attention kernel
+    (plan --attention-kernel fa2: PyTorch SDPA's FlashAttention-2, a convention plan passes to every row and to
+    the check command, never searched), as the torchtitan rows of bench/published_layouts.toml run."""
+    assert main(["plan", "gpt", "--config", "gpt2", "--set", "s=2048", "--gpus", "1", "--hardware", "h100-sxm",
+                 "--global-batch", "8", "--memory", "6GB", "--format", "json", "--top", "4",
+                 "--attention-kernel", "fa2", "--overlap", "torchtitan"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "--attention-kernel fa2" in doc["check"]
+    gpt = costgraph.load("gpt")
+    res = gpt.plan(gpt.values("gpt2", s=2048), gpus=1, hardware="h100-sxm", global_batch=8, memory="6GB", top=4,
+                   attention_kernel="fa2", overlap="torchtitan")
+    assert [(r["recompute"], r["micro_batch"]) for r in res.layouts] == \
+        [(r["recompute"], r["micro_batch"]) for r in doc["layouts"]]
+    for r in res.layouts:
+        assert train_check(res.check_command(r)) == (r["memory_bytes"], r["step_seconds"], True)
+    assert doc["searched"]["recompute"] == ["none", "full", "torchtitan-op"]   # not selective under flash
+    rows = [(r["recompute"], r["micro_batch"]) for r in doc["layouts"]]
+    assert ("torchtitan-op", 2) in rows
+    sac = next(r for r in doc["layouts"] if r["recompute"] == "torchtitan-op")
+    none = next(r for r in doc["layouts"] if r["recompute"] == "none" and r["micro_batch"] == sac["micro_batch"])
+    # SAC keeps less than no recompute and re-runs some of the forward: less memory, more time, at the same b
+    assert sac["memory_bytes"] < none["memory_bytes"] and sac["step_seconds"] > none["step_seconds"]
+    megatron = gpt.plan(gpt.values("gpt2", s=2048), gpus=1, hardware="h100-sxm", global_batch=8, memory="6GB", top=4)
+    assert megatron.searched["recompute"] == ["none", "full"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["plan", "llama", "--config", "llama-3-8b", "--gpus", "8", "--hardware", "h100", "--global-batch", "8"],
      "did you mean"),

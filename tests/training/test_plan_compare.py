@@ -75,6 +75,11 @@ def test_recompute_and_what_plan_does_not_search(planned):
     split = compare_layout(model, values, res, {"p": 2, "account_embedding": True, "account_loss": True, "b": 1})
     assert res.searched["split"] == [[None, None, False, False]]
     assert split.unsearched == ["account_embedding=True", "account_loss=True"]
+    # a value outside an option's searched domain: torchtitan's per-op SAC under Megatron's --overlap (the default;
+    # choices.RECOMPUTE_BY_OVERLAP), whose searched recompute policies are none and full under flash
+    sac = compare_layout(model, values, res, {"zero": 1, "recompute": "torchtitan-op", "b": 2})
+    assert res.searched["recompute"] == ["none", "full"] and sac.unsearched == ["recompute=torchtitan-op"]
+    assert full.unsearched == ["overlap=torchtitan"]   # full is searched: not named
 
 
 def test_a_layout_that_does_not_fit(planned):

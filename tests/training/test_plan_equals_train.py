@@ -38,6 +38,9 @@ CASES = [
     # the linear weights and its transposes' time: before the fix its first row, TP 1 ZeRO-2 b 8, was listed at
     # 122,374,210,944 B and 0.40807 s where train gives 115,394,889,088 B and 0.40315 s)
     ("llama", "llama-3-8b", {"s": 2048}, 8, 64, None, {"hardware": "b200", "precision": "fp8-current"}),
+    # torchtitan's attention kernel given to plan (plan --attention-kernel: a layout field, in the check command);
+    # its per-op SAC rows against train: tests/training/test_plan.py::test_plan_searches_torchtitan_sac
+    ("gpt", "gpt2", {"s": 2048}, 1, 8, "6GB", {"attention_kernel": "fa2"}),
 ]
 
 

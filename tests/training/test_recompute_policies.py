@@ -153,6 +153,35 @@ def test_torchtitan_op_sac():
     assert _layer(recompute="torchtitan-op") == 16 * b * s * h
 
 
+def test_torchtitan_op_sac_llama_flash():
+    # The torchtitan benchmark rows' policy (bench/published_layouts.toml: Llama 3 under SDPA) by hand from the
+    # block's matmuls. torchtitan @ 9dec370 train_configs/llama3_8b.toml [activation_checkpoint]: mode
+    # 'selective', selective_ac_option 'op'; torchtitan/parallelisms/parallelize_llama.py _save_list (aten.mm,
+    # _scaled_dot_product_flash_attention, reduce_scatter_tensor, abs, max) and _custom_policy: mm_count += 1 on
+    # each aten.mm, saved unless mm_count % 2 == 0. The block's mms in order (model.py: wq, wk, wv, wo; w2(silu(w1)
+    # * w3): w1, w3, w2): saved wq, wv, w1, w2 (q_proj, v_proj, gate_proj, down_proj); re-run wk, wo, w3.
+    llama = costgraph.load("llama").graph
+    a, d, kv, i = (dim(n) for n in ("a", "d", "kv", "i"))
+
+    def extra(**kw):
+        L = Layout(m=1, attention="flash", **kw).filled()
+        L.d = 1
+        f = training_flops(llama, L, causal="full", convention="matmul")
+        return sympy.expand(f["hardware_per_iteration"] - f["model_per_iteration"])
+
+    flash_own = 2 * b * s**2 * a * d * l   # the flash kernel's recompute of QKᵀ in its backward (counted without SAC)
+    assert extra() == sympy.expand(flash_own)
+    # re-run forward per layer: wk 2·bs·h·(kv·d), wo 2·bs·(a·d)·h, w3 2·bs·h·i; SDPA saved: not re-run
+    assert extra(recompute="torchtitan-op") == sympy.expand(
+        flash_own + l * 2 * b * s * (h * kv * d + a * d * h + h * i))
+    # kept per layer, bf16: the block input 2bsh (the checkpoint's), the saved mm outputs wq 2bs·ad, wv 2bs·kv·d,
+    # w1 2bs·i, w2 2bsh, SDPA's output 2bs·ad and its log-sum-exp (fp32 per head and token) 4bsa
+    got = sympy.expand(training_memory(llama, Layout(recompute="torchtitan-op", attention="flash"),
+                                       scope="layer").stages[0].memory["activations"])
+    assert got == sympy.expand(2 * b * s * h + 2 * b * s * a * d + 2 * b * s * kv * d + 2 * b * s * i
+                               + 2 * b * s * h + 2 * b * s * a * d + 4 * b * s * a)
+
+
 def test_torchtitan_layer_sac():
     # _apply_layer_sac: a counter over the blocks, every n-th fully checkpointed: floor(l/n) of l
     for n, ckpt in ((2, 6), (3, 4), (5, 2)):

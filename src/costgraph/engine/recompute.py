@@ -342,9 +342,7 @@ def _layers(cg, layout, plan, attention):
     elif plan.policy == "full":
         f = sympy.Min(ONE, n / per_stage)
     elif plan.policy == "torchtitan-layer":
-        k = getattr(layout, "recompute_frequency", None) or DEFAULT_FREQUENCY
-        total = sympy.Add(*[g.count for g in top])
-        f = sympy.floor(total / k) / total
+        f = layer_frequency_share(cg, layout)
     plan.layer_share = f
     cached = torchtitan_saved(cg, attention) if plan.policy == "torchtitan-op" else set()
     carried = {f"{g.path}/{name}@in" for g in top for name in g.carried}
@@ -366,6 +364,41 @@ def _layers(cg, layout, plan, attention):
     for sid in sorted(keep - saved):
         if sid in cg.tensors:
             plan.extras.append((sid, f * (carried_share if sid in carried else ONE)))
+
+
+def layer_frequency_share(cg, layout) -> sympy.Expr:
+    """``torchtitan-layer``'s share of the blocks checkpointed: ``floor(l/n) / l`` of the ``l`` top-level
+    blocks, ``n`` the layout's ``recompute_frequency`` (default :data:`DEFAULT_FREQUENCY`)."""
+    top = [g for p, g in cg.groups.items() if "/" not in p]
+    if not top:
+        return sympy.Integer(0)
+    k = getattr(layout, "recompute_frequency", None) or DEFAULT_FREQUENCY
+    total = sympy.Add(*[g.count for g in top])
+    return sympy.floor(total / k) / total
+
+
+def collective_rerun(cg, layout, kind: str, op: str) -> sympy.Expr:
+    """The share of a layer's forward collectives of parallelism ``kind`` (``tp``, ``cp``, ``ep``) and collective
+    ``op`` (``all-gather``, ``reduce-scatter``, ``all-reduce``, ``all-to-all``) that run again in the backward
+    under ``layout``'s recompute policy (a recomputed layer replays its forward, its collectives with it):
+
+    - ``full``: 1 (Megatron-LM's ``checkpointed_forward`` and torchtitan's full AC re-run the whole layer);
+    - ``torchtitan-layer``: :func:`layer_frequency_share` (its checkpointed blocks replay everything);
+    - ``torchtitan-op``: what is not on the save list re-runs (torchtitan @ 9dec370 parallelize_llama.py
+      ``_save_list``, @ 1f029641 models/llama3/parallelize.py ``_op_sac_save_list``:
+      ``_c10d_functional.reduce_scatter_tensor`` and, at 1f029641, ``all_to_all_single`` are on it,
+      ``all_gather_into_tensor`` and ``all_reduce`` are not): TP's forward all-gathers (the sequence-parallel
+      inputs of the column-parallel linears) and all-reduces 1, its reduce-scatters 0; EP's all-to-all 0;
+      CP's K/V exchange 0 (inside the attention op, whose output is saved);
+    - otherwise 0 (Megatron's selective modules re-run no collective)."""
+    r = layout.recompute
+    if r == "full":
+        return ONE
+    if r == "torchtitan-layer":
+        return layer_frequency_share(cg, layout)
+    if r == "torchtitan-op" and kind == "tp" and op in ("all-gather", "all-reduce"):
+        return ONE
+    return sympy.Integer(0)
 
 
 def torchtitan_saved(cg, attention: str = "eager") -> list[str]:

@@ -49,16 +49,26 @@ class _Step:
         """Bytes per element of activation ``tid``."""
         return sympy.Integer(self.prec.bytes(self.cg.tensors[tid].role))
 
-    def node_calls(self, path: str, forward: bool) -> Expr:
-        """Calls per step of node ``path`` on this stage (``m`` micro-batches;
-        the forward twice inside the layers under full recomputation)."""
+    def node_calls(self, path: str, forward: bool, op: str | None = None, kind: str = "tp") -> Expr:
+        """Calls per step of node ``path`` on this stage (``m`` micro-batches); a forward collective ``op`` of
+        parallelism ``kind`` inside the layers once more for the share the recompute policy replays
+        (:func:`~costgraph.engine.recompute.collective_rerun`: all of it under full recomputation)."""
         f = self.stage.node_factor(path)
         if f == 0:
             return ZERO
         calls = self.cg.nodes[path]["active"] * f * self.pl.degree("m")
-        if forward and self.L.recompute == "full" and self.stage.in_layer(path):
-            calls *= 2
+        if forward:
+            calls *= 1 + self.rerun(path, op, kind)
         return calls
+
+    def rerun(self, path: str, op: str | None, kind: str) -> Expr:
+        """The share of the forward collective ``op`` of ``kind`` at ``path`` run again in the backward (0
+        outside the layers)."""
+        if self.L.recompute in ("none", "selective", "selective-korthikanti") or not self.stage.in_layer(path):
+            return ZERO
+        from ..engine.recompute import collective_rerun
+
+        return collective_rerun(self.cg, self.L, kind, op or "all-gather")
 
     def elements(self, tids) -> Expr:
         """Elements a device holds of the activations ``tids`` (TP/SP and CP splits)."""

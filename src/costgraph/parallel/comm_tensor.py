@@ -78,18 +78,18 @@ def _tp_made_whole(x: _Step, add, skip) -> None:
         el, eb = cg.tensors[o].numel / x.pl.sequence_divisor(o), x.act_bytes(o)
         label = "row-parallel" if path in tp.row else "vocab-parallel"
         if o in tp.sequence:
-            add(f"{path}: {label} output (forward)", "reduce-scatter", el, eb, x.node_calls(path, True))
+            add(f"{path}: {label} output (forward)", "reduce-scatter", el, eb, x.node_calls(path, True, "reduce-scatter"))
             gb, what = (fp8[1], " in FP8") if fp8 is not None and fp8[2] == "fp8" and path in fp8[0] else (eb, "")
             add(f"{path}: gradient of its output{what} (backward)", "all-gather", el, gb, x.node_calls(path, False))
         else:
-            add(f"{path}: {label} output (forward)", "all-reduce", el, eb, x.node_calls(path, True))
+            add(f"{path}: {label} output (forward)", "all-reduce", el, eb, x.node_calls(path, True, "all-reduce"))
     for path in tp.split_norms:   # parallel/tensor.py "norms split by heads": one fp32 per token
         if skip(path) or x.stage.node_factor(path) == 0:
             continue
         o = cg.tensors[cg.nodes[path]["outputs"][0]]
         el = o.numel / o.shape[-1] / x.pl.sequence_divisor(cg.nodes[path]["outputs"][0])
         add(f"{path}: norm split by heads, sum of squares per token (forward)", "all-reduce", el,
-            sympy.Integer(4), x.node_calls(path, True))
+            sympy.Integer(4), x.node_calls(path, True, "all-reduce"))
         add(f"{path}: its gradient's sum per token (backward)", "all-reduce", el, sympy.Integer(4),
             x.node_calls(path, False))
 
@@ -112,7 +112,7 @@ def _tp_column_inputs(x: _Step, add, skip) -> None:
         if tid in tp.sequence:
             # every reader an FP8 linear: TE quantizes the input once and gathers it in FP8 (_fp8_gather)
             gb, what = (fp8[1], " in FP8") if fp8 is not None and set(readers) <= fp8[0] else (eb, "")
-            add(f"{tid}: input of {who}{what} (forward)", "all-gather", el, gb, x.node_calls(path, True))
+            add(f"{tid}: input of {who}{what} (forward)", "all-gather", el, gb, x.node_calls(path, True, "all-gather"))
             add(f"{tid}: its gradient (backward)", "reduce-scatter", el, eb, x.node_calls(path, False))
             if x.sp_backward_gather:
                 gb, what = (gb, what) if fp8 is None or fp8[2] == "fp8" else (eb, "")

@@ -268,9 +268,8 @@ def cp_collectives(x: _Step) -> dict[str, Collective]:
         el = sympy.Add(*[cg.tensors[t].numel / pl.tensor_divisor(t) for t in (k, val)])
         eb = x.act_bytes(k)
         calls = cg.nodes[first]["active"] * f * pl.degree("m")
-        full = x.L.recompute == "full" and x.stage.in_layer(first)
         parts.append(Transfer(f"{first}: K and V ({k}, {val}) (forward)", "all-gather", g.size, g.stride, el, eb,
-                              calls * (2 if full else 1)))
+                              calls * (1 + x.rerun(first, "all-gather", "cp"))))
         parts.append(Transfer(f"{first}: dK and dV (backward)", "reduce-scatter", g.size, g.stride, el, eb, calls))
     return {"cp": Collective("cp", tuple(parts))} if parts else {}
 
@@ -309,7 +308,7 @@ def ep_collectives(x: _Step) -> dict[str, Collective]:
         el = k * x.elements(grp.inputs)
         eb = x.act_bytes(grp.inputs[0])
         calls = grp.calls * f * pl.degree("m")
-        fwd = calls * (2 if x.L.recompute == "full" and x.stage.in_layer(gpath + "/") else 1)
+        fwd = calls * (1 + x.rerun(gpath + "/", "all-to-all", "ep"))
         parts += [Transfer(f"{gpath}: dispatch of {k} copies of each token (forward)", "all-to-all", g.size,
                            g.stride, el, eb, fwd, g.factors, k),
                   Transfer(f"{gpath}: combine (forward)", "all-to-all", g.size, g.stride, el, eb, fwd, g.factors, k),

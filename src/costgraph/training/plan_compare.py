@@ -221,7 +221,8 @@ def _given(layout, plan, st) -> tuple:
     base = {"gpus": plan.gpus, "policy": st["precision"], "optimizer": st["optimizer"], "attention": st["attention"],
             "overlap": st.get("overlap") or OVERLAP.default, "cross_entropy": st.get("cross_entropy") or CROSS_ENTROPY.default,
             "link_rate": st.get("link_rate") or LINK_RATE.default,
-            "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default}
+            "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default,
+            **({"attention_kernel": st["attention_kernel"]} if st.get("attention_kernel") else {})}
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
@@ -250,7 +251,8 @@ def _first_layout(first: dict, plan):
     return layout_of(c, {"attention": st["attention"], "policy": st["precision"], "optimizer": st["optimizer"],
                          "gpus": plan.gpus, "overlap": st.get("overlap"), "pipeline_layout": st.get("pipeline_layout"),
                          "cross_entropy": st.get("cross_entropy"), "link_rate": st.get("link_rate"),
-                         **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {})})
+                         **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {}),
+                         "attention_kernel": st.get("attention_kernel")})
 
 
 def _train_options(plan, options) -> dict:
@@ -339,7 +341,8 @@ def _unsearched(layout, first, plan) -> list[str]:
     """The settings where ``layout`` differs from plan's first row (``first``, a Layout) that plan does not
     search: a :class:`~costgraph.layout_options.LayoutOptions` field without a search domain (plan keeps it at
     its setting or default: the overlap convention, the loss, the attention kernel, activation offload, ...),
-    or a variant plan did not search (``PlanResult.searched``), as ``name=value``."""
+    a variant plan did not search, or a value outside the option's searched domain (``PlanResult.searched``: a
+    recompute policy of another framework than ``--overlap``'s), as ``name=value``."""
     from ..layout_options import LayoutOptions
     from ..option_fields import specs
 
@@ -352,8 +355,10 @@ def _unsearched(layout, first, plan) -> list[str]:
         if name in _SPLIT_FIELDS:
             searched = uneven
         else:
-            searched = spec.domain is not None and (spec.domain.kind != "variant" or
-                                                    (spec.domain.key or name) in plan.searched)
+            key = spec.domain.key or name if spec.domain is not None else name
+            searched = spec.domain is not None and (spec.domain.kind != "variant" or key in plan.searched)
+            if searched and spec.domain.kind == "option" and key in plan.searched:   # a value outside its domain
+                searched = getattr(layout, name) in plan.searched[key]   # (torchtitan-op under --overlap megatron)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
     return out
@@ -372,7 +377,8 @@ def _shown(v) -> str:
 
 #: Layout fields plan's check command writes from the row and plan's settings (PlanResult.check_command)
 _CHECKED = ("gpus", "t", "p", "c", "e", "sp", "zero", "recompute", "schedule", "v", "m", "attention", "policy",
-            "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "pipeline_layout", *_SPLIT_FIELDS)
+            "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "pipeline_layout",
+            *_SPLIT_FIELDS)
 #: the row's variant fields plan's check command writes (costgraph.training.plan_variants.check_words)
 _VARIANTS = ("recompute_modules", *VARIANT_FLAGS)
 
@@ -395,6 +401,7 @@ def _check_words(plan, row: dict, given=None) -> str | None:
         plan = dataclasses.replace(plan, settings={
             **plan.settings, "attention": given.attention, "optimizer": given.optimizer, "overlap": given.overlap,
             "cross_entropy": given.cross_entropy, "link_rate": given.link_rate, "ep_dispatcher": given.ep_dispatcher,
+            "attention_kernel": given.attention_kernel,
             "pipeline_layout": given.pipeline_layout})
     try:
         words = [plan.check_command(full)]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..choices import RECOMPUTE_SEARCHED
+from ..choices import RECOMPUTE_PLANNED
 from .plan_grid import COL
 
 
@@ -67,7 +67,7 @@ class Batch:
         def per_split(col):
             return np.array([s[col] for s in splits], dtype=object)[k] if n else np.zeros(0)
         late = np.array([s != "1f1b" for s in self.grid.schedules], dtype=np.int64)[si] if n else np.zeros(0)
-        return [self.step, self.mem, np.full(n, z), np.full(n, RECOMPUTE_SEARCHED.index(r)), np.full(n, int(sp)),
+        return [self.step, self.mem, np.full(n, z), np.full(n, RECOMPUTE_PLANNED.index(r)), np.full(n, int(sp)),
                 late, *(rows[:, COL[name]] for name in ("v", "t", "p", "c", "e")),
                 *(per_split(c) for c in range(5)), ("text", per_split(5))]
 
