@@ -15,7 +15,7 @@ from .facts import Module
 ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "head_dim", "head_size", "top_k", "p",
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
          "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
-         "index_topk", "v_head_dim")
+         "index_topk", "v_head_dim", "ngram", "num_attn_heads", "num_buckets")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
