@@ -11,6 +11,7 @@ from dataclasses import replace
 from .blocks import is_norm, norm_call
 from .ngram_attention import head_lines, stream_lines, streams_module
 from .recurrent import LOCAL_BLOCKS
+from .zaya import model_lines as zaya_model_lines
 from .per_layer import per_layer_inputs
 from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
@@ -169,6 +170,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     mapped = _concat_map(pre)
     lines += [x for x in (_leaf_line(m, sz, names, emb, False) for m in pre
                           if not _is_embedding(m) and (mapped is None or m is not mapped[1])) if x]
+    lines += zaya_model_lines(root, layers, sz)     # ZAYA's embedding scale and bias, its router state
     folded = reuse_names(_repeat(layers, sz, rotary, values))
     if any(re.search(r"\bemb\b", line) for line in folded):
         lines.append("emb = x     # the embeddings' output, which every shared transformer call reads again")

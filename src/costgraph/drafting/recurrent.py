@@ -20,6 +20,7 @@ from .value_dim_attention import VALUE_DIM_BLOCKS, value_dim_call
 from .mla_forms import MLA_BLOCKS, dsa_call, gated_dsa_call, mla_full_q_call
 from .gated_norms import GATED_NORM_BLOCKS
 from .ngram_attention import NGRAM_BLOCKS, ngram_attention_call
+from .zaya import ZAYA_BLOCKS
 from .parallel_experts import PARALLEL_EXPERT_BLOCKS, moa_attention_call, parallel_moe_call
 from .facts import Module
 
@@ -272,4 +273,4 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
 LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
                 **RWKV_BLOCKS,
                 **MLA_BLOCKS, **VALUE_DIM_BLOCKS, **PARALLEL_EXPERT_BLOCKS, **GATED_NORM_BLOCKS,
-                **NGRAM_BLOCKS}
+                **NGRAM_BLOCKS, **ZAYA_BLOCKS}
