@@ -27,7 +27,8 @@ CASES = {
 EXPECTED = {
     "prophetnet": "  x = concat_seq(x, merge_seq(xp))\n  x = layernorm(x, name = embeddings_layer_norm)\n"
                   "  repeat l as layers {\n"
-                  "    x = layernorm(x + ngram_attention(x, a, n_g, nb, s, name = self_attn), name = self_attn_layer_norm)",
+                  "    x = layernorm(x + ngram_attention(x, a, n_g, nb, s, name = self_attn), "
+                  "name = self_attn_layer_norm)",
 }
 
 drafted = Drafts(CASES)
@@ -36,8 +37,8 @@ test_draft_exact_at_both_probes, test_draft_agrees_with_the_torch_tier_at_the_co
 
 
 def test_the_head_reads_the_predicting_streams_alone():
-    """lm_head's FLOPs at the config: 2·b·(ngram·s)·h·V (ProphetNetForCausalLM.forward: ``self.lm_head(outputs[1])``,
-    the ngram predicting streams of s tokens each, not the main stream)."""
+    """lm_head's FLOPs at the config: 2·b·(ngram·s)·h·V (ProphetNetForCausalLM.forward:
+    ``self.lm_head(outputs[1])``, the ngram predicting streams of s tokens each, not the main stream)."""
     import costgraph
 
     m = costgraph.loads(drafted("prophetnet").text, path="<prophetnet>", config="imported")

@@ -48,7 +48,8 @@ def ngram_attention_call(m: Module, arg: str, d) -> str | None:
             or h % heads:
         return None
     d.blocks.add("ngram_attention")
-    sizes = [d.size(heads, "query heads"), d.size(n, "predicting streams"), d.size(buckets, "relative position buckets")]
+    sizes = [d.size(heads, "query heads"), d.size(n, "predicting streams"),
+             d.size(buckets, "relative position buckets")]
     return f"ngram_attention({arg}, {', '.join(sizes)}, s, name = {m.name})"
 
 
@@ -69,8 +70,8 @@ def stream_lines(table: Module, sz, position_table: str) -> list[str]:
     n, width = table.params["weight"]
     streams, h = sz.size(n, "predicting streams"), sz.size(width, "embedding width")
     return [
-        f"# the {streams} predicting streams (ProphetNetDecoder.forward): ngram_embeddings[j] plus the position table at",
-        "# positions + 1 (additions), after the main stream along the sequence: every layer runs on (1 + n_g) s tokens",
+        f"# the {streams} predicting streams (ProphetNetDecoder.forward): ngram_embeddings[j] + the position table at",
+        "# positions + 1 (additions), after the main stream along the sequence: the layers run on (1 + n_g) s tokens",
         f"param {table.name}[1, {streams}, 1, {h}]",
         f"xp = {table.name} + embedding(positions, s_max, {h}, tied = {position_table}, name = predicting_positions)",
         "x = concat_seq(x, merge_seq(xp))"]
