@@ -107,9 +107,11 @@ def layer_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     if set(experts.params) != {"gate_up_proj", "down_proj"} or len(up) != 3 or len(down) != 3 \
             or down != (up[0], up[2], up[1] // 2) or act not in ("silu", "gelu"):
         return None
-    top_k = gate.attrs.get("top_k")
-    call, router = cca_call(attn, norm_call(n1, "x"), sz), _router(gate, sz)
-    if call is None or router is None or not isinstance(top_k, int):
+    top_k, router = gate.attrs.get("top_k"), _router(gate, sz)
+    if router is None or not isinstance(top_k, int):
+        return None
+    call = cca_call(attn, norm_call(n1, "x"), sz)     # last: it adds its block to the draft
+    if call is None:
         return None
     sz.blocks.update({"residual_scaling", "zaya_router_mlp"})
     block = "swiglu" if act == "silu" else "geglu"
