@@ -113,3 +113,27 @@ def test_import_prints_flopcountermode_count_beside_the_routed_one():
         assert f"FlopCounterMode counted {c.forward_flops_counted:,} with every expert on every token: compared with " \
                "k experts per token (the routed-experts convention)" in line
     assert not any("FlopCounterMode counted" in line for line in checked(drafted("jetmoe")))
+
+
+def test_zero_computation_experts_trace_with_the_ffn_experts_share_of_a_balanced_split():
+    """LongCat-Flash (transformers 5.24 modeling_longcat_flash.py ``LongcatFlashExperts.forward``: ``nonzero`` of the
+    experts hit, ``torch.where`` of each expert's tokens, identity experts past ``num_routed_experts``) runs on meta
+    under the stand-in (routing._zero_mode): T·k rows split evenly over the E + Z experts, and FlopCounterMode counts
+    the E FFN experts' rows alone, 2·rows·(h·2m + m·h) (gate_up_proj, then down_proj): here T·k = 44 rows over 7
+    experts, [7, 7, 6, 6, 6, 6, 6], 26 of them through the 4 FFN experts."""
+    from costgraph.drafting.api import _build
+    from costgraph.drafting.routing import _Balanced, stand_ins
+    from costgraph.torch_measure import flop_counter, meta_forward
+
+    cfg = dict(model_type="longcat_flash", hidden_size=64, num_attention_heads=4, num_layers=1, vocab_size=128,
+               ffn_hidden_size=96, expert_ffn_hidden_size=32, n_routed_experts=4, zero_expert_num=3, moe_topk=2,
+               q_lora_rank=24, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, head_dim=8, v_head_dim=16,
+               **TOK)
+    model = _build(torch, cfg, None)
+    b, s = 2, 11
+    counter = flop_counter()
+    with torch.no_grad(), meta_forward(), counter, stand_ins(torch, model, b * s):
+        model(input_ids=torch.zeros((b, s), dtype=torch.long, device="meta"), use_cache=False)
+    experts = counter.get_flop_counts()["LongcatFlashForCausalLM.model.layers.0.mlp.experts"]
+    assert _Balanced(7, b * s * 2).counts() == [7, 7, 6, 6, 6, 6, 6]
+    assert sum(experts.values()) == 2 * 26 * (64 * 2 * 32 + 32 * 64)

@@ -9,7 +9,9 @@ import re
 from dataclasses import replace
 
 from .blocks import is_norm, norm_call
+from .ngram_attention import head_lines, stream_lines, streams_module
 from .recurrent import LOCAL_BLOCKS
+from .zaya import model_lines as zaya_model_lines
 from .per_layer import per_layer_inputs
 from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
@@ -171,13 +173,23 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
         lines += ple[1]
+    streams = streams_module(root, layers)     # ProphetNet's predicting streams, after the main stream's embeddings
+    positions = next((emb[m.path] for m in pre if m.path in emb and "position" in m.name), None)
+    if streams is not None and positions is not None:
+        lines += stream_lines(streams, sz, positions)
+        streams.order = -1     # read by the forward (its weight, never called): not among the uncalled modules
+    else:
+        streams = None
     mapped = _concat_map(pre)
     lines += [x for x in (_leaf_line(m, sz, names, emb, False, seq) for m in pre
                           if not _is_embedding(m) and (mapped is None or m is not mapped[1])) if x]
+    lines += zaya_model_lines(root, layers, sz)     # ZAYA's embedding scale and bias, its router state
     folded = reuse_names(_repeat(layers, sz, rotary, values))
     if any(re.search(r"\bemb\b", line) for line in folded):
         lines.append("emb = x     # the embeddings' output, which every shared transformer call reads again")
     lines += folded
+    if streams is not None:
+        lines += head_lines(streams, sz)
     for i, m in enumerate(post):
         if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
             lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")

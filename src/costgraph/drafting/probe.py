@@ -127,6 +127,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     "prompt_types": ("T_p", "prompt types (rows of the token table: P per type)"),
     "segment_types": ("G", "segment types"),
     "position_bias_num_buckets": ("n_b", "relative position buckets"),
+    # ProphetNet (transformers 5.24 configuration_prophetnet.py): the decoder's predicting streams and the buckets of
+    # its relative positions (ProphetNetNgramSelfAttention.relative_pos_embeddings: h -> num_buckets * heads)
+    "ngram": ("n_g", "predicting streams (ProphetNet's n-gram)"),
+    "num_buckets": ("nb", "relative position buckets"),
+    "router_hidden_size": ("hr", "router width (ZAYA's router MLP and the state it passes between layers)"),
 }
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
@@ -163,13 +168,15 @@ _PRIMES = (
      "i_s": 149, "hm": 157, "dm": 191, "di": 283, "ng": 167, "C": 8, "Cl": 8,
      "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 347, "d_pl": 307,
      "V_pl": 313, "hi": 331, "t_k": 1009, "V_sh": 353, "d_sh": 359, "V_pr": 367, "d_pr": 373, "w_t": 401,
-     "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3},
+     "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
+     "n_g": 61, "nb": 467, "hr": 479},
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
      "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 349, "d_pl": 311,
      "V_pl": 317, "hi": 337, "t_k": 1013, "V_sh": 379, "d_sh": 383, "V_pr": 389, "d_pr": 397, "w_t": 409,
-     "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2},
+     "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
+     "n_g": 59, "nb": 487, "hr": 491},
 )
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
@@ -257,7 +264,8 @@ class Probe:
                   "gated_norm_rank": p["r_g"], "dim_head": HEAD * p["d"], "dim_ff": p["i"],
                   "prompt_length": p["P"], "prompt_types": p["T_p"], "segment_types": p["G"],
                   "position_bias_num_buckets": p["n_b"], "num_layers_per_stack": p["l"], "H_cycles": p["c_H"],
-                  "L_cycles": p["c_L"]}
+                  "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
+                  "router_hidden_size": p["hr"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -21,6 +21,18 @@ A traced forward runs on meta tensors, which hold no values; two forms of MoE fo
   projection, so E divides it). This is the **routed-experts convention**: PyTorch's dense count, less
   ``F·(E − k)/E`` per such module, is reported beside it (:attr:`costgraph.drafting.draft.Check.forward_flops_counted`).
 
+* **zero-computation experts**: LongCat-Flash's experts (transformers 5.24 modeling_longcat_flash.py
+  ``LongcatFlashExperts.forward``) loop over the experts hit (``nonzero`` of the hit mask, ``.item()``, then
+  ``torch.where`` of each expert's tokens), E FFN experts and Z identity experts (``zero_expert_num``) that compute
+  nothing; ``LongcatFlashTopkRouter`` chooses k of the E + Z. At trace time (:func:`_zero_mode`) every expert is hit
+  and each receives its share of the balanced split of ``T·k`` rows over E + Z, so ``FlopCounterMode`` counts the FFN
+  experts' share: ``k·E/(E + Z)`` experts per token where E + Z divides ``T·k`` (uniform routing over the E + Z
+  candidates: 8 of the 12 routed for the default config, 512 FFN and 256 zero experts). The LongCat-Flash Technical
+  Report (Meituan LongCat Team, 2025) holds the FFN experts per token at a target K_e with a PID-controlled expert
+  bias, a value no field of the config names: the draft's count of these experts is a convention to name (not yet
+  drafted: the layers are left as TODO). Its parameters still count ``gate_up_proj``'s
+  E + Z rows (transformers builds it so).
+
 Torch is imported by the caller (:func:`costgraph.drafting.api._forward`) and passed in: the ``torch`` extra stays
 optional.
 """
@@ -84,6 +96,38 @@ def _mode(torch, balanced: _Balanced):
     return Balanced()
 
 
+def _zero_experts(mod) -> tuple[int, int] | None:
+    """(E, Z) of an experts module with zero-computation experts (LongCat-Flash's ``LongcatFlashExperts``, transformers
+    5.24 modeling_longcat_flash.py: ``num_routed_experts`` FFN experts and ``zero_expert_num`` identity experts, whose
+    forward loops over the experts hit: ``nonzero`` of the hit mask, then ``torch.where`` of each expert's tokens),
+    else None."""
+    e, z = getattr(mod, "num_routed_experts", None), getattr(mod, "zero_expert_num", None)
+    return (e, z) if _int(e) and _int(z) and getattr(mod, "total_experts", None) == e + z else None
+
+
+def _zero_mode(torch, balanced: _Balanced):
+    """A TorchFunctionMode for one forward of a :func:`_zero_experts` module: ``nonzero`` of the meta hit mask [E + Z]
+    answered with every expert (on the CPU: the loop reads each with ``.item()``), and each later one-argument
+    ``torch.where`` of a meta mask with the next expert's rows of the balanced split (meta index tensors)."""
+    from torch.overrides import TorchFunctionMode
+
+    counts, state = balanced.counts(), {"next": 0}
+
+    class ZeroExperts(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            t = args[0] if args else None
+            meta = isinstance(t, torch.Tensor) and t.device.type == "meta"
+            if meta and func in (torch.Tensor.nonzero, torch.nonzero) and tuple(t.shape) == (balanced.experts,):
+                return torch.arange(balanced.experts).unsqueeze(1)
+            if meta and func is torch.where and len(args) == 1 and not kwargs and state["next"] < len(counts):
+                n = counts[state["next"]]
+                state["next"] += 1
+                return tuple(torch.zeros(n, dtype=torch.long, device="meta") for _ in range(t.dim()))
+            return func(*args, **(kwargs or {}))
+
+    return ZeroExperts()
+
+
 @dataclass
 class Routing:
     """What :func:`stand_ins` saw in one forward: ``dense``, the experts modules that ran every token through every
@@ -133,7 +177,19 @@ def stand_ins(torch, model, tokens: int):
                 routing.dense.append((path, e, k))
         return hook
 
+    def zero_enter(mod, args, kwargs):
+        x = next((a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+        ids = args[1] if len(args) > 1 else kwargs.get("top_k_index")
+        rows = ids.numel() if isinstance(ids, torch.Tensor) else 0
+        e, z = _zero_experts(mod)
+        mode = _zero_mode(torch, _Balanced(e + z, rows))
+        mode.__enter__()
+        modes.append(mode)
+
     for path, mod in mods.items():
+        if _zero_experts(mod) is not None:
+            handles.append(mod.register_forward_pre_hook(zero_enter, with_kwargs=True))
+            handles.append(mod.register_forward_hook(leave, with_kwargs=True))
         if is_router(torch, mod):
             handles.append(mod.register_forward_pre_hook(enter, with_kwargs=True))
             handles.append(mod.register_forward_hook(leave, with_kwargs=True))

@@ -142,6 +142,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     """The statements of one layer, on the residual stream ``x``."""
     from .encoder import bert_lines
     from .segment_bias import layer_lines as segment_bias_lines
+    from .zaya import layer_lines as zaya_layer_lines
 
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
@@ -152,6 +153,9 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
     if hybrid is not None:
         return hybrid + uncalled_lines(layer, sz)
+    zaya = zaya_layer_lines(layer, sz, rotary)     # ZAYA's: CCA, residual scalings, a router state between layers
+    if zaya is not None:
+        return zaya + uncalled_lines(layer, sz)
     kids, tail = _layer_modules(layer, sz)
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
