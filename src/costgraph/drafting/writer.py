@@ -147,15 +147,13 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
         return bert
-    segment = segment_bias_lines(layer, sz)     # CPM-Ant's: attention with the position bias every layer shares
-    if segment is not None:
-        return segment + uncalled_lines(layer, sz)
-    hybrid = hybrid_lines(layer, sz, rotary)     # Zamba2's: a shared transformer block, then a Mamba-2 layer
-    if hybrid is not None:
-        return hybrid + uncalled_lines(layer, sz)
-    zaya = zaya_layer_lines(layer, sz, rotary)     # ZAYA's: CCA, residual scalings, a router state between layers
-    if zaya is not None:
-        return zaya + uncalled_lines(layer, sz)
+    # whole layers of their own: CPM-Ant's (attention with the position bias all layers share), Zamba2's (a shared
+    # transformer block, then a Mamba-2 layer), ZAYA's (CCA, residual scalings, a router state between layers)
+    for whole in (lambda: segment_bias_lines(layer, sz), lambda: hybrid_lines(layer, sz, rotary),
+                  lambda: zaya_layer_lines(layer, sz, rotary)):
+        lines = whole()
+        if lines is not None:
+            return lines + uncalled_lines(layer, sz)
     kids, tail = _layer_modules(layer, sz)
     expr: dict[str, str] = {}
     pending: dict[str, str] = {}     # mixer name → its output's expression, not yet added to x
