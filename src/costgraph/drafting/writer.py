@@ -147,8 +147,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
         return bert
-    # whole layers of their own: CPM-Ant's (attention with the position bias all layers share), Zamba2's (a shared
-    # transformer block, then a Mamba-2 layer), ZAYA's (CCA, residual scalings, a router state between layers)
+    # whole layers: CPM-Ant's (position bias), Zamba2's (shared block, then Mamba-2), ZAYA's (CCA, router state)
     for whole in (lambda: segment_bias_lines(layer, sz), lambda: hybrid_lines(layer, sz, rotary),
                   lambda: zaya_layer_lines(layer, sz, rotary)):
         lines = whole()
