@@ -75,6 +75,10 @@ def test_recompute_and_what_plan_does_not_search(planned):
     split = compare_layout(model, values, res, {"p": 2, "account_embedding": True, "account_loss": True, "b": 1})
     assert res.searched["split"] == [[None, None, False, False]]
     assert split.unsearched == ["account_embedding=True", "account_loss=True"]
+    # a searched degree at a value outside its domain: CP 16 (plan's CP degrees are 1, 2, 4, 8 unless given)
+    assert res.searched["c"] == [1, 2, 4, 8]
+    cp16 = compare_layout(model, values, res, {"c": 16, "b": 1})
+    assert cp16.unsearched == ["c=16 (plan searches 1, 2, 4, 8)"]
 
 
 def test_a_layout_that_does_not_fit(planned):

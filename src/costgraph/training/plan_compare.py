@@ -356,7 +356,17 @@ def _unsearched(layout, first, plan) -> list[str]:
                                                     (spec.domain.key or name) in plan.searched)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
+    # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default:
+    # the Llama 3 paper's CP 16 at 131,072 tokens is none of them)
+    for name in _DEGREES:
+        vals = plan.searched.get(name)
+        if vals and getattr(layout, name) not in vals:
+            out.append(f"{name}={getattr(layout, name)} (plan searches {', '.join(map(str, vals))})")
     return out
+
+
+#: the degrees whose searched values ``PlanResult.searched`` lists (the Layout fields)
+_DEGREES = ("t", "p", "c", "e", "v")
 
 
 #: Layout fields that are no setting to compare (the device count, m, derived ones)
