@@ -360,6 +360,8 @@ def _unsearched(layout, first, plan) -> list[str]:
     # the Llama 3 paper's CP 16 at 131,072 tokens is none of them)
     for name in _DEGREES:
         vals = plan.searched.get(name)
+        if name == "v" and vals:   # and the v of each chunk layout text plan tried ([v, text] pairs)
+            vals = sorted(set(vals) | {x[0] for x in plan.searched.get("pipeline_layout", ())})
         if vals and getattr(layout, name) not in vals:
             out.append(f"{name}={getattr(layout, name)} (plan searches {', '.join(map(str, vals))})")
     return out
