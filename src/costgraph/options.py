@@ -183,15 +183,19 @@ def chunk_layouts(s: Space, p: int) -> tuple[tuple[int, str], ...]:
     """The chunk layout texts tried at ``p`` where no even split exists: ``(v, text)`` of
     :func:`chunk_layout` for every ``v > 1`` whose ``p·v`` model chunks do not divide the model's
     Transformer layers (``layers`` less the ``mtp`` depths, which the text puts with the loss), up to
-    one layer a chunk. ``v = 1`` is the first/last split's (:func:`uneven_splits`), a ``p·v`` that
-    divides the layers the ``v`` domain's (:func:`virtual_stages`)."""
+    one layer a chunk with the embedding and the loss each a chunk of their own (``p·v ≤ layers + 2``: the
+    Llama 3 paper, arXiv 2407.21783 §3.3.2, "the first model chunk on the first stage has only the
+    embedding, and the last model chunk on the last stage has only output projection and loss
+    calculation": Llama 3 405B's 126 layers over PP 16 × V 8 as ``E|(t|)*126L``). ``v = 1`` is the
+    first/last split's (:func:`uneven_splits`), a ``p·v`` that divides the layers the ``v`` domain's
+    (:func:`virtual_stages`)."""
     from .parallel.pipeline_layout import MAX_STAGES
 
     L = s.layers - s.mtp
     if p == 1 or L < 1:
         return ()
     out = []
-    for v in range(2, L // p + 1):
+    for v in range(2, (L + 2) // p + 1):   # + 2: the embedding's and the loss's chunks, each alone
         text = chunk_layout(L, p * v, s.mtp) if L % (p * v) and p * v <= MAX_STAGES else None
         if text is not None:
             out.append((v, text))

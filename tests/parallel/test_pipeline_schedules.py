@@ -326,3 +326,47 @@ def test_virtual_stages_are_bounded(capsys, v):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "at most 1024 model chunks" in err and "hint:" in err
+
+
+def _zb_h1_steps(p: int, m: int) -> int:
+    """The step of ZB-H1 in slots (T_F = T_B = T_W = 1 slot), list-scheduled as Qi et al. 2023 (arXiv 2401.10241)
+    §3.1 build it: per stage a B pass first when its input gradient has arrived, else the next F while fewer than
+    1F1B's min(p − i, m) micro-batches are in flight (the memory ZB-H1 keeps), else a deferred W pass."""
+    done, end, t = {}, 0, 0
+    nf, nb, w, free = [0] * p, [0] * p, [[] for _ in range(p)], [0] * p
+    left = 3 * m * p
+    while left:
+        for i in range(p):
+            if free[i] > t:
+                continue
+            j, op = nb[i], None
+            if j < nf[i] and done.get(("F", i, j) if i == p - 1 else ("B", i + 1, j), t + 1) <= t:
+                op, nb[i] = ("B", i, j), nb[i] + 1
+                w[i].append(j)
+            elif nf[i] < m and nf[i] - nb[i] < min(p - i, m) and (i == 0 or done.get(("F", i - 1, nf[i]), t + 1) <= t):
+                op, nf[i] = ("F", i, nf[i]), nf[i] + 1
+            elif w[i]:
+                op = ("W", i, w[i].pop(0))
+            if op is not None:
+                done[op], free[i], left, end = t + 1, t + 1, left - 1, t + 1
+        t += 1
+    return end
+
+
+def test_zb_h1_bubble_with_fewer_micro_batches_than_stages():
+    # Qi et al. 2023 §3.1: ZB-H1's bubble (p − 1)(T_F + T_B − T_W), a third of 1F1B's, with m ≥ p (their Figure 3);
+    # with m < p no steady state forms and the step is (2p + 2m − 1)·T (schedules.py's docstring): by hand,
+    # p = 2, m = 1: F0 | F1 B1 | B0 W0 on stage 0, 5 slots for 3 of work, a bubble of 2/3 (not 1/3);
+    # p = 4, m = 2: 11 slots for 6, 5/6 (the formula of m ≥ p would say 1/2)
+    assert bubble_fraction("zb-h1", 2, 1) == sympy.Rational(2, 3)
+    assert bubble_fraction("zb-h1", 4, 2) == sympy.Rational(5, 6)
+    assert bubble_fraction("zb-h1", 4, 4) == sympy.Rational(3, 12)    # m = p: the paper's (p − 1)/(3m)
+    assert bubble_fraction("zb-h1", 8, 16) == sympy.Rational(7, 48)
+    # the list schedule above, every p ≤ 6 and m ≤ 2p + 1: the closed form exactly
+    for p in range(2, 7):
+        for m in range(1, 2 * p + 2):
+            assert bubble_fraction("zb-h1", p, m) == sympy.Rational(_zb_h1_steps(p, m) - 3 * m, 3 * m), (p, m)
+    # over a symbolic m (the planner's screen) the same values
+    M = dim("N_m")
+    assert bubble_fraction("zb-h1", 4, M).subs(M, 2) == sympy.Rational(5, 6)
+    assert bubble_fraction("zb-h1", 4, M).subs(M, 8) == sympy.Rational(3, 24)

@@ -85,3 +85,19 @@ def test_recompute_policies_are_the_frameworks():
                    ("torchtitan", "eager"): ("none", "full", "torchtitan-op"),
                    ("none", "flash"): ("none", "full", "torchtitan-op"),
                    ("none", "eager"): ("none", "selective", "full", "torchtitan-op")}
+
+
+def test_chunk_layouts_reach_llama3_405bs_one_layer_chunks():
+    # the Llama 3 paper (arXiv 2407.21783 §3.3.2): 126 layers over PP 16, one layer less on the first and the last
+    # stage, "the first model chunk on the first stage has only the embedding, and the last model chunk on the last
+    # stage has only output projection and loss calculation": one layer a chunk, 128 chunks, V = 8
+    llama405 = Space(gpus=8192, max_tp=8, layers=126)
+    got = dict(chunk_layouts(llama405, 16))
+    assert max(got) == 8 and _stages(got[8], 16) == ["E"] + ["t"] * 126 + ["L"]
+    parse_pipeline_layout(got[8], 16).validate(126, 0)
+    # V = 2 (q = 4, r = 6) and 4 (q = 2, r = 2) as before; V = 3, 5, 6, 7 leave r < 0 (V = 7: 112 chunks,
+    # q = 2, r = 126 − 110·2): none
+    assert sorted(got) == [2, 4, 8]
+    # with MTP depths the loss's chunk holds them: DeepSeek-V3 (61 + 1) over PP 2: up to 63 chunks, V = 31 (62 chunks)
+    # has the embedding with one layer and the MTP depth with the loss: "Et|(t|)*59tmL"
+    assert _stages(dict(chunk_layouts(DSV3, 2))[31], 2) == ["Et"] + ["t"] * 60 + ["mL"]

@@ -137,6 +137,19 @@ def test_pp_sends_overlapped_only_interleaved(gpt):
     assert _run(gpt, L1, vals)[2]["pp"] == _seconds(gpt, L1, "pp", vals)
 
 
+def test_pp_sends_hidden_under_dualpipe(gpt):
+    # DeepSeek-V3 report (arXiv 2412.19437) §3.2.1: "both all-to-all and PP communication can be fully hidden during
+    # execution" under DualPipe: no PP second exposed, all of them hidden within the step's compute
+    vals = gpt.values("gpt2", b=8)
+    L = Layout(p=2, gpus=2, m=4, schedule="dualpipe")
+    st, ov, ex = _run(gpt, L, vals)
+    secs = _seconds(gpt, L, "pp", vals)
+    assert secs > 0 and ex["pp"] == 0
+    assert ov.kinds["pp"].rule == "dualpipe" and ov.kinds["pp"].seconds.xreplace(vals) == secs
+    # under --overlap none every send is exposed, as for every schedule
+    assert _run(gpt, Layout(p=2, gpus=2, m=4, schedule="dualpipe", overlap="none"), vals)[2]["pp"] == secs
+
+
 def test_cp_ring_hidden_behind_attention(gpt):
     b, s, h, l, V = (gpt.graph.dims[n].symbol for n in ("b", "s", "h", "l", "V"))
     # Narayanan et al. 2021 §5.1: forward FLOPs per layer 24bsh² + 4bs²h, logits 2bshV; attention products 4bs²h

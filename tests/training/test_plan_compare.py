@@ -80,6 +80,17 @@ def test_recompute_and_what_plan_does_not_search(planned):
     sac = compare_layout(model, values, res, {"zero": 1, "recompute": "torchtitan-op", "b": 2})
     assert res.searched["recompute"] == ["none", "full"] and sac.unsearched == ["recompute=torchtitan-op"]
     assert full.unsearched == ["overlap=torchtitan"]   # full is searched: not named
+    # a searched degree at a value outside its domain: CP 16 (plan's CP degrees are 1, 2, 4, 8 unless given)
+    assert res.searched["c"] == [1, 2, 4, 8]
+    cp16 = compare_layout(model, values, res, {"c": 16, "b": 1})
+    assert cp16.unsearched == ["c=16 (plan searches 1, 2, 4, 8)"]
+    # v: the virtual stages plan searched (p·v dividing the 32 layers) and the v of each chunk layout text it tried
+    # (options.chunk_layouts: PP 2 × V 3, 5, 6, 9, 17, PP 4 × V 3); V 17 on PP 2 is E|(t|)*32L, searched as a text
+    assert res.searched["v"] == [1, 2, 4, 8, 16]
+    assert sorted({v for v, _ in res.searched["pipeline_layout"]}) == [3, 5, 6, 9, 17]
+    v17 = compare_layout(model, values, res, {"p": 2, "v": 17, "schedule": "interleaved", "account_embedding": True,
+                                              "account_loss": True, "b": 1})
+    assert not any(u.startswith("v=") for u in v17.unsearched)
 
 
 def test_a_layout_that_does_not_fit(planned):

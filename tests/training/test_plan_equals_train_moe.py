@@ -60,9 +60,11 @@ def test_deepseek_pipeline_without_an_even_split():
                         account_loss=loss)
         m.train(layout, values=values)   # raises CostgraphValueError if train refuses the split
     # Megatron-Bridge's chunk layout texts (options.chunk_layouts): 7 layers over PP 2 × VP 2 (q = 2, the
-    # first chunk E t t, two middle chunks t t, the last t L), accepted by train with its p and v
+    # first chunk E t t, two middle chunks t t, the last t L), and one layer a chunk with the loss alone (8 chunks
+    # of 7 layers, p·v ≤ layers + 2: the Llama 3 paper's layout, arXiv 2407.21783 §3.3.2) over PP 2 × VP 4 and
+    # PP 4 × VP 2, each accepted by train with its p and v
     texts = {(p, v, s[4]) for p, v, s in rows if len(s) == 5}
-    assert texts == {(2, 2, "Et*2|(t*2|)*2tL")}
+    assert texts == {(2, 2, "Et*2|(t*2|)*2tL"), (2, 4, "Et|(t|)*6L"), (4, 2, "Et|(t|)*6L")}
     for p, v, text in sorted(texts):
         m.train(Layout(p=p, v=v, gpus=8, m=2 * p, schedule="interleaved", pipeline_layout=text), values=values)
     with pytest.raises(costgraph.errors.CostgraphValueError, match="cannot share"):

@@ -29,7 +29,13 @@ default ``p``):
     §3.1: ZB-H1 splits the backward into input (B) and weight (W) gradients
     and keeps 1F1B's peak activation memory, ``min(p − i, m)`` on stage ``i``;
     its bubble is ``(p − 1)(T_F + T_B − T_W)`` against 1F1B's
-    ``(p − 1)(T_F + T_B + T_W)``.
+    ``(p − 1)(T_F + T_B + T_W)`` — with ``m ≥ p`` micro-batches, the paper's setting (its Figure 3: the
+    deferred W passes of the steady state fill the cool-down). With ``m < p`` no steady state forms: the
+    last stage alternates F and B (1F1B's memory: one micro-batch), so the B passes reach stage 0 two
+    slots apart, the last one at ``(2p + 2m − 2)·T`` (``T_F = T_B = T_W = T``), and stage 0's m − 1 earlier W
+    passes fill the gaps between its B passes, its last W after: a step of ``(2p + 2m − 1)·T`` against
+    ``3m·T`` of work, a bubble of ``(2p − m − 1)·T`` (``m = 1``: ``(p − 1)(T_F + T_B)``, nothing to defer;
+    ``m = p``: the paper's ``(p − 1)·T``). Both: ``(p − 1 + max(0, p − m))·T``.
 ``dualpipe``
     DeepSeek-V3 technical report (arXiv 2412.19437) §3.2.1 and Table 2:
     each device holds stage ``i`` and stage ``p − 1 − i`` (two copies of the
@@ -40,8 +46,8 @@ Bubbles (:func:`bubble_fraction`) are fractions of the compute time of a
 step, with the backward twice the forward and split evenly into input and
 weight gradients (``T_F = T_B = T_W``, the zero-bubble paper's setting):
 1F1B and GPipe ``(p − 1)/m``, interleaved ``(p − 1)/(v·m)``, ZB-H1
-``(p − 1)/(3m)``, DualPipe ``(p − 2)/(3m)`` (``F&B`` counted as ``F + B``,
-no overlap gain).
+``(p − 1 + max(0, p − m))/(3m)`` (``(p − 1)/(3m)`` for ``m ≥ p``), DualPipe ``(p − 2)/(3m)``
+(``F&B`` counted as ``F + B``, no overlap gain; it needs ``m ≥ 2p``).
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ import sympy
 
 from ..choices import SCHEDULE, SCHEDULE_ACCOUNTING
 from ..errors import CostgraphValueError
-from ..numbers.minmax import smin
+from ..numbers.minmax import smax, smin
 
 
 def _e(x):
@@ -128,8 +134,8 @@ def bubble_fraction(schedule: str, p, m, v=1) -> sympy.Expr:
     p, m, v = (_e(x) for x in (p, m, v))
     if schedule == "interleaved":
         return (p - 1) / (v * m)
-    if schedule == "zb-h1":
-        return (p - 1) / (3 * m)
+    if schedule == "zb-h1":   # m < p: no steady state to defer W into (module docstring)
+        return (p - 1 + smax(0, p - m)) / (3 * m)
     if schedule == "dualpipe":
         return (p - 2) / (3 * m)
     return (p - 1) / m

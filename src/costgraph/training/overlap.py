@@ -72,7 +72,10 @@ defaults; ``none`` leaves every collective exposed, Megatron-LM without the over
     ``overlap_p2p_comm_warmup_flush``): ``w/N`` exposed (``w`` the first stage's warm-up chunks,
     :func:`costgraph.parallel.ep_time.warmup_chunks`, ``N = m·v``), the rest within ``(N − w)/N``
     of the step's compute. ``exposed`` with 1F1B (Megatron sets ``overlap_p2p_comm = False`` outside
-    the interleaved schedule: arguments.py) and under ``torchtitan`` and ``none``.
+    the interleaved schedule: arguments.py) and under ``torchtitan`` and ``none``. ``dualpipe``: hidden
+    within the step's compute (DeepSeek-V3 technical report, arXiv 2412.19437 §3.2.1: DualPipe overlaps a
+    forward and a backward chunk, "we can ensure that both all-to-all and PP communication can be fully
+    hidden during execution"), as ``ep_overlap = "dualpipe"`` hides the EP all-to-all.
 ``cp`` — ``ring`` (``megatron`` and ``torchtitan``): TransformerEngine@d0067d0d:transformer_engine/
     pytorch/attention/dot_product_attention/context_parallel.py::AttnFuncWithCPAndKVP2P sends each
     K/V block to the next rank while the attention of the current block runs: ``c − 1`` transfers
@@ -374,6 +377,8 @@ def _prefetch(ctx, kind, col, secs) -> KindOverlap:
 def _p2p_overlap(ctx, kind, col, secs) -> KindOverlap:
     """PP sends under Megatron's overlap_p2p_comm (interleaved only; module docstring)."""
     total = sympy.Add(*secs)
+    if ctx.L.schedule == "dualpipe":   # DeepSeek-V3 report §3.2.1: PP communication fully hidden
+        return KindOverlap(kind, "dualpipe", total, ZERO, (Hide(total, ONE, "step"),))
     if ctx.L.schedule != "interleaved":
         return KindOverlap(kind, "exposed (overlap_p2p_comm needs the interleaved schedule)", total, total)
     N = as_expr(ctx.L.m) * as_expr(ctx.L.v)

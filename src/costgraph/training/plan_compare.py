@@ -361,7 +361,19 @@ def _unsearched(layout, first, plan) -> list[str]:
                 searched = getattr(layout, name) in plan.searched[key]   # (torchtitan-op under --overlap megatron)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
+    # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default:
+    # the Llama 3 paper's CP 16 at 131,072 tokens is none of them)
+    for name in _DEGREES:
+        vals = plan.searched.get(name)
+        if name == "v" and vals:   # and the v of each chunk layout text plan tried ([v, text] pairs)
+            vals = sorted(set(vals) | {x[0] for x in plan.searched.get("pipeline_layout", ())})
+        if vals and getattr(layout, name) not in vals:
+            out.append(f"{name}={getattr(layout, name)} (plan searches {', '.join(map(str, vals))})")
     return out
+
+
+#: the degrees whose searched values ``PlanResult.searched`` lists (the Layout fields)
+_DEGREES = ("t", "p", "c", "e", "v")
 
 
 #: Layout fields that are no setting to compare (the device count, m, derived ones)
