@@ -19,5 +19,6 @@ def test_flops_shared_across_zero_and_sp_equal_each_layouts_own(gpt):
             got.append(mine)
         assert all(g is got[0] for g in got)   # one derivation for the six
     # the recomputation is read (the key is not the ZeRO stage and SP alone): full re-runs more than none
-    full, none = (flops_at(cg, Layout(t=2, p=2, d=2, m=4, recompute=r))["recompute_per_iteration"] for r in ("full", "none"))
+    full, none = (flops_at(cg, Layout(t=2, p=2, d=2, m=4, recompute=r))["recompute_per_iteration"]
+                  for r in ("full", "none"))
     assert full != none

@@ -72,7 +72,8 @@ def exact_value(expr, mapping: dict, memo: dict | None = None):
 
 
 def _sym(v):
-    """An exact value of :func:`_exact` as SymPy: an int or Fraction as its Integer or Rational, anything else as it is."""
+    """An exact value of :func:`_exact` as SymPy: an int or Fraction as its Integer or Rational, anything else
+    as it is."""
     t = type(v)
     if t is int:
         return sympy.Integer(v)
@@ -126,7 +127,7 @@ def _exact(e, mapping: dict, memo: dict):
         out = _rational_op(e, args)
         if out is None:
             out = e.func(*[_sym(a) for a in args])
-            if getattr(out, "is_Rational", False):   # a ceiling, floor or Mod of numbers: exact again for the nodes above
+            if getattr(out, "is_Rational", False):   # a ceiling, floor or Mod of numbers: exact for the nodes above
                 out = _frac(out)
     memo[e] = out
     return out
