@@ -106,8 +106,13 @@ def flops_at(cg, layout: Layout) -> dict:
     one cache (:func:`costgraph.training.plan_forms.derived`)."""
     from .compute import training_flops
 
-    same = dataclasses.replace(layout, zero=0, sp=False)
-    return derived(cg, ("flops", repr(same)), lambda: training_flops(cg, same.filled()))
+    key = tuple((f.name, repr(getattr(layout, f.name))) for f in dataclasses.fields(layout) if f.name not in _NOT_READ)
+    return derived(cg, ("flops", key), lambda: training_flops(cg, layout.filled()))
+
+
+#: the layout fields :func:`flops_at` shares its derivation across (a layout with them changed may be one train
+#: refuses, an optimizer offload without ZeRO 2: the first row met derives it)
+_NOT_READ = ("zero", "sp")
 
 
 def exact_memory(model, layout: Layout, values: dict) -> int:
