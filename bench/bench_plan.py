@@ -15,7 +15,7 @@ the median of N runs (CPU time, not wall time: the 2-core machines are shared). 
 Goals: DeepSeek-V3 on 256 GPUs at most 5× one derive; gpt-oss-20b in seconds; Llama-3-70B
 at most 1 s on an idle 2-core machine; ``--top 100`` / ``--top 3`` near 1. ``--before PATH``:
 a checkout of the previous version (e.g. /work/main), run in the same session for the
-before/after ratios.
+before/after ratios, the two checkouts alternating run by run.
 """
 
 from __future__ import annotations
@@ -60,10 +60,19 @@ def cpu_seconds(argv: list[str], root: str, status: int = 0) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(root: str, runs: int) -> dict[str, float]:
-    out = {}
+def measure(roots: list[str], runs: int) -> list[dict[str, float]]:
+    """The median CPU seconds of each case in each checkout of ``roots``. With two, the checkouts alternate run
+    by run within each case (A B, then B A, ...), so that the machine's load moves both alike (measuring every
+    case of one checkout, then of the other, read ratios 0.8-1.26 for unchanged code on the loaded 2-core machine)."""
+    out: list[dict[str, float]] = [{} for _ in roots]
     for name, argv in CASES.items():
-        out[name] = statistics.median(cpu_seconds(argv, root, 2 if name in REFUSED else 0) for _ in range(runs))
+        got: list[list[float]] = [[] for _ in roots]
+        for i in range(runs):
+            order = list(range(len(roots)))
+            for k in (order if i % 2 == 0 else order[::-1]):
+                got[k].append(cpu_seconds(argv, roots[k], 2 if name in REFUSED else 0))
+        for k in range(len(roots)):
+            out[k][name] = statistics.median(got[k])
     return out
 
 
@@ -81,10 +90,11 @@ def main() -> None:
     p.add_argument("--before", help="a checkout of the previous version, measured in the same run")
     args = p.parse_args()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    after = measure(here, args.runs)
+    got = measure([here] + ([args.before] if args.before else []), args.runs)
+    after = got[0]
     report("this checkout", after)
     if args.before:
-        before = measure(args.before, args.runs)
+        before = got[1]
         report(f"before: {args.before}", before)
         for name in CASES:
             print(f"  {name:<30} after/before {after[name] / before[name]:.2f}")

@@ -157,3 +157,18 @@ def test_exact_evaluation_of_a_fraction_inside_min_past_2_53():
     h, w = dim("h"), dim("w")
     big = 6 * 10**17 + 6
     assert ExactEvaluator([h * sympy.Min(h / 3, w)], [h, w])([big, 10**30]) == [big * (big // 3)]
+
+
+def test_floors_of_shared_forms_turned_once_as_per_formula():
+    """issue 27 item 6 (speed): the float64 compile turns floor/ceiling into integer divisions in one walk of the
+    forms' distinct subexpressions: the very expressions (srepr) the per-formula replace gives, and those without
+    a floor left as they are (the same objects)."""
+    from costgraph.numbers.evaluator import _integer_floors, _integer_floors_all
+
+    a, b, c = sympy.symbols("x0 x1 x2", positive=True, integer=True)
+    shared = sympy.ceiling(a * b / 3) + sympy.floor(sympy.floor(a / 2) * c / 5)
+    forms = [shared * c, shared + a, sympy.Max(a * b, c + 1), a / 7 + b, sympy.floor(shared / 4), shared]
+    got = _integer_floors_all(forms)
+    assert [sympy.srepr(g) for g in got] == [sympy.srepr(_integer_floors(f)) for f in forms]
+    assert got[2] is forms[2] and got[3] is forms[3]
+    assert not any(g.has(sympy.floor, sympy.ceiling) for g in got)

@@ -53,3 +53,18 @@ def test_exact_value_is_xreplace_on_numbers():
 def test_exact_value_leaves_a_missing_symbol():
     got = exact_value(sympy.Max(x, 3) * y, {x: sympy.Integer(5)})
     assert got == 5 * y
+
+
+def test_exact_value_sums_products_powers_of_fractions():
+    # issue 27 item 6 (speed): the rationals are Python ints (Fractions where not whole), a sum or product over
+    # a common denominator reduced once: the number xreplace gives, Integer where whole, Rational else
+    z = sympy.Symbol("z", positive=True, integer=True)
+    forms = (x / 3 + y / 6 + z / 4, x / 3 + y / 6 - x / 2, (x / 6) * (y / 10) * z, (x / 3) ** 2 * y ** -2,
+             sympy.Max(x / 3, y / 2) - sympy.Min(x, z) / 7, x ** -1 + y ** -1, sympy.ceiling(x / 3) / y + 1)
+    for at in ({x: 3, y: 6, z: 4}, {x: 1, y: 7, z: 9}, {x: 12, y: 5, z: 2}, {x: 2**70 + 1, y: 3, z: 2**64}):
+        at = {k: sympy.Integer(v) for k, v in at.items()}
+        for e in forms:
+            got = exact_value(e, at, {})
+            assert got == e.xreplace(at) and type(got) is type(e.xreplace(at)), (e, at)
+    assert exact_value(x / 3 + x * 2 / 3, {x: sympy.Integer(5)}) == 5   # Fractions summing to a whole number
+    assert type(exact_value(x / 3 + x * 2 / 3, {x: sympy.Integer(5)})) is sympy.Integer

@@ -64,6 +64,29 @@ def _integer_floors(e: sympy.Expr) -> sympy.Expr:
                      lambda x: fd(x.args[0], 1 if isinstance(x, sympy.floor) else -1))
 
 
+def _integer_floors_all(exprs) -> list:
+    """``[_integer_floors(e) for e in exprs]`` in one bottom-up walk of their distinct subexpressions (the
+    planner's forms share most of theirs: ``has`` and ``replace`` per formula walked them again and again, a
+    sixth of the forms' compile time): a node whose arguments changed is rebuilt by its constructor, then a
+    ``floor``/``ceiling`` becomes the integer division, as ``replace`` does."""
+    memo: dict = {}
+
+    def rec(e):
+        got = memo.get(e)
+        if got is not None:
+            return got
+        args = e.args
+        new = tuple(rec(a) for a in args)
+        out = e.func(*new) if new != args else e
+        if isinstance(out, (sympy.floor, sympy.ceiling)):
+            sign = 1 if isinstance(out, sympy.floor) else -1
+            num, den = integer_fraction(_integer_floors(out.args[0]))
+            out = sign * cg_floordiv(sign * num, den)
+        memo[e] = out
+        return out
+    return [rec(e) for e in exprs]
+
+
 def _safe_args(symbols: Sequence[sympy.Symbol]) -> tuple[list[sympy.Symbol], dict]:
     """Positional stand-ins ``x0, x1, ...`` for the model's symbols, so that no
     name from a model file ever reaches generated code."""
@@ -175,7 +198,8 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
         exprs = [as_expr(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
-        f = sympy.lambdify(args, [_integer_floors(e) for e in exprs], modules=_np_modules(), cse=True, use_imps=False)
+        exprs = _integer_floors_all(exprs)
+        f = sympy.lambdify(args, exprs, modules=_np_modules(), cse=True, use_imps=False)
 
         def run(*arrays):
             # the inputs are not broadcast to the common shape: a constant stays a scalar, and only the

@@ -21,14 +21,13 @@ is SymPy's own ``Min``/``Max``.
 from __future__ import annotations
 
 import itertools
-from fractions import Fraction
 
 import sympy
 from sympy.core.basic import ordered
 from sympy.core.expr import Expr
 from sympy.core.operations import ShortCircuit
 
-from .substitute import _exact
+from .substitute import _exact, is_exact
 
 #: the values each symbol takes at the points tried (positive integers, small to large)
 _VALUES = (1, 2, 3, 5, 8, 13, 100, 1000, 10**6)
@@ -76,7 +75,7 @@ def _unordered(args: frozenset) -> bool:
         row = [None] * len(listed)
         for i, a in enumerate(listed):
             got = _exact(a, point, memo)
-            if not isinstance(got, Fraction):
+            if not is_exact(got):
                 return False
             row[i] = got
         for (i, j), seen in signs.items():

@@ -14,6 +14,7 @@ between the forms of one compilation).
 from __future__ import annotations
 
 from fractions import Fraction
+from math import gcd
 
 import sympy
 from sympy.core.relational import Relational
@@ -71,25 +72,44 @@ def exact_value(expr, mapping: dict, memo: dict | None = None):
 
 
 def _sym(v):
-    if isinstance(v, Fraction):
+    """An exact value of :func:`_exact` as SymPy: an int or Fraction as its Integer or Rational, anything else
+    as it is."""
+    t = type(v)
+    if t is int:
+        return sympy.Integer(v)
+    if t is Fraction:
         return sympy.Integer(v.numerator) if v.denominator == 1 else sympy.Rational(v.numerator, v.denominator)
     return v
 
 
 def _frac(v):
-    """``v`` as a Fraction when it is a SymPy rational (or already one), else None."""
-    if isinstance(v, Fraction):
-        return v
+    """``v`` as an exact Python number — an ``int`` when whole, else a :class:`~fractions.Fraction` —
+    when it is a SymPy rational (or already one), else None."""
+    t = type(v)
+    if t is int or t is Fraction:
+        return _whole(v) if t is Fraction else v
     if isinstance(v, int) and not isinstance(v, bool):
-        return Fraction(v)
+        return int(v)
     if isinstance(v, sympy.Integer):
-        return Fraction(int(v))
+        return int(v)
     if isinstance(v, sympy.Rational):
         return Fraction(int(v.p), int(v.q))
     return None
 
 
+def _whole(f: Fraction):
+    return f.numerator if f.denominator == 1 else f
+
+
+def is_exact(v) -> bool:
+    """Whether ``v`` (a value of :func:`_exact`) is an exact rational number (``int`` or ``Fraction``)."""
+    t = type(v)
+    return t is int or t is Fraction
+
+
 def _exact(e, mapping: dict, memo: dict):
+    """``e`` at ``mapping``, bottom-up: an exact rational as a Python ``int`` (whole) or
+    :class:`~fractions.Fraction` (:func:`is_exact`), anything else as a SymPy object (:func:`exact_value`)."""
     got = memo.get(e)
     if got is not None:
         return got
@@ -104,28 +124,54 @@ def _exact(e, mapping: dict, memo: dict):
         out = _piecewise(e, mapping, memo)
     else:
         args = [_exact(a, mapping, memo) for a in e.args]
-        fr = [_frac(a) for a in args]
-        out = None
-        if all(f is not None for f in fr):
-            out = _rational_op(e, fr)
+        out = _rational_op(e, args)
         if out is None:
             out = e.func(*[_sym(a) for a in args])
+            if getattr(out, "is_Rational", False):   # a ceiling, floor or Mod of numbers: exact for the nodes above
+                out = _frac(out)
     memo[e] = out
     return out
 
 
 def _rational_op(e, fr: list):
-    """``e``'s operation on the Fractions ``fr``, or None when it is not one of Add, Mul,
-    Pow (integer exponent), Min, Max."""
+    """``e``'s operation on ``fr``, its arguments' values, when each is an exact number (:func:`is_exact`) and
+    ``e`` one of Add, Mul, Pow (integer exponent), Min, Max; else None. Sums and products of Fractions are taken
+    over a common denominator and reduced once (the same number as Fraction's term-by-term arithmetic, fewer
+    gcds)."""
     if e.is_Add:
-        return sum(fr, Fraction(0))
-    if e.is_Mul:
-        out = Fraction(1)
+        n, d = 0, 1
         for f in fr:
-            out *= f
-        return out
-    if e.is_Pow and fr[1].denominator == 1 and (fr[0] != 0 or fr[1] > 0):
-        return fr[0] ** int(fr[1])
+            t = type(f)
+            if t is int:
+                n += f * d
+            elif t is Fraction:
+                fd = f.denominator
+                if fd == d:
+                    n += f.numerator
+                else:
+                    g = gcd(d, fd)
+                    n, d = n * (fd // g) + f.numerator * (d // g), d // g * fd
+            else:
+                return None
+        return n if d == 1 else _whole(Fraction(n, d))
+    if e.is_Mul:
+        n, d = 1, 1
+        for f in fr:
+            t = type(f)
+            if t is int:
+                n *= f
+            elif t is Fraction:
+                n, d = n * f.numerator, d * f.denominator
+            else:
+                return None
+        return n if d == 1 else _whole(Fraction(n, d))
+    if not all(map(is_exact, fr)):
+        return None
+    if e.is_Pow and type(fr[1]) is int and (fr[0] != 0 or fr[1] > 0):
+        base, k = fr
+        if k >= 0:
+            return base ** k if type(base) is int else _whole(base ** k)
+        return _whole(Fraction(1) / (Fraction(base) ** -k))
     if isinstance(e, sympy.Max):
         return max(fr)
     if isinstance(e, sympy.Min):

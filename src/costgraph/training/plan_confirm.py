@@ -100,6 +100,22 @@ def _concrete(layout: Layout) -> Layout:
     return dataclasses.replace(layout, m=layout.filled().m)
 
 
+def flops_at(cg, layout: Layout) -> dict:
+    """:func:`~costgraph.training.compute.training_flops` of the concrete ``layout`` (:func:`_concrete`), derived
+    once per graph for the layouts that differ only in the ZeRO stage and SP, which it does not read (the
+    screen's forms share it the same way: :class:`costgraph.training.plan_forms.Forms`), through the planner's
+    one cache (:func:`costgraph.training.plan_forms.derived`)."""
+    from .compute import training_flops
+
+    key = tuple((f.name, repr(getattr(layout, f.name))) for f in dataclasses.fields(layout) if f.name not in _NOT_READ)
+    return derived(cg, ("flops", key), lambda: training_flops(cg, layout.filled()))
+
+
+#: the layout fields :func:`flops_at` shares its derivation across (a layout with them changed may be one train
+#: refuses, an optimizer offload without ZeRO 2: the first row met derives it)
+_NOT_READ = ("zero", "sp")
+
+
 def exact_memory(model, layout: Layout, values: dict) -> int:
     """Bytes of the most-loaded device of ``layout`` at ``values``, exact: the total of
     :func:`~costgraph.training.memory.training_memory`'s largest stage, rounded up, as
@@ -131,7 +147,8 @@ def exact_figures(model, layout: Layout, values: dict, hardware, efficiency,
     from ..engine.symbols import as_expr
 
     def make():
-        parts = step_of(model.graph, _concrete(layout), hardware, efficiency, factors, expand=False)
+        at = _concrete(layout)
+        parts = step_of(model.graph, at, hardware, efficiency, factors, flops_at(model.graph, at), expand=False)
         memo: dict = {}
 
         def sub(x):   # the exact number x.xreplace(full) gives, without its symbolic intermediates
