@@ -20,6 +20,19 @@ from costgraph.engine.symbols import dim
 gc.set_threshold(100_000, 50, 100)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Under ``-n N`` (the README's ``python -m pytest -q -n auto``) with no ``--dist`` given, pytest-xdist sends
+    whole files to its workers (``--dist loadfile``), not single tests (its default ``load``): a file's
+    module-scoped fixtures — the drafts of tests/drafting, the documents of tests/export/test_schemas.py, the plans of
+    tests/training/test_plan_equals_train*.py — and the models a file shares through a process-wide cache are then
+    built by one worker, not by each worker that draws one of the file's tests. A ``--dist`` given is kept; ``-n 0``
+    and a run without pytest-xdist are unchanged. Runs before xdist's own hook (both tryfirst, a conftest's first)."""
+    opt = config.option
+    if getattr(opt, "numprocesses", None) and getattr(opt, "dist", None) == "no" and not getattr(opt, "distload", False):
+        opt.dist = "loadfile"
+
+
 @pytest.fixture(scope="session")
 def gpt():
     return costgraph.load("gpt")
