@@ -22,7 +22,7 @@ dependent routing, a defective default such as DeepSeek-V2's top-k None) stays i
 ``--mapping base`` (issue 28 item 2) walks the types of ``MODEL_MAPPING_NAMES`` (AutoModel) that the causal mapping
 lacks (429 in transformers 5.24), drafts each type's AutoModel class (its base model: no head) and classifies it into
 a kind by the auto mappings it appears in (:func:`kind_of`: speech, multimodal, encoder-decoder, vision, encoder,
-decoder, other, in that order of precedence). A failing type's cause says first what input its forward wants where it
+decoder, other, in that order of precedence; then sub-models by suffix, then the forward's inputs). A failing type's cause says first what input its forward wants where it
 takes no token ids (``input:pixel_values``, ``input:input_values``, ...: the drafter traces token ids alone), then
 ``decoder-inputs`` (an encoder-decoder whose forward fails without ``decoder_input_ids``), ``timeout`` (the
 ``--timeout`` seconds of CPU per type ran out), else the causes above. ``--kinds vision speech ...`` keeps those kinds
@@ -92,17 +92,65 @@ KIND_NAMES = (*(k for k, _ in KINDS), "other")
 INPUTS = ("pixel_values", "input_values", "input_features", "past_values", "pixel_values_videos", "inputs_embeds")
 
 
+#: (suffix, kind) of the sub-models a multimodal wrapper's config holds, registered as types of their own
+#: (``qwen2_5_omni_text``, ``siglip_vision_model``, ``kimi_audio_encoder``): the text model of a multimodal or causal
+#: type is a decoder (CLIP's ``clip_text_model``, an encoder, is not one), a vision or audio tower its modality's
+SUFFIXES = (("_text", "decoder"), ("_vision_model", "vision"), ("_vision", "vision"),
+            ("_audio_encoder", "speech"), ("_audio", "speech"))
+
+
 def kind_of(model_type: str) -> str:
     """The kind of ``model_type``: the first of :data:`KINDS` one of whose auto mappings (transformers'
-    ``MODEL_FOR_<NAME>_MAPPING_NAMES``, modeling_auto.py) holds it, else ``other`` (time series, decision
-    transformers, a type with no head mapping)."""
+    ``MODEL_FOR_<NAME>_MAPPING_NAMES``, modeling_auto.py) holds it; else, for a sub-model named by a
+    :data:`SUFFIXES` suffix whose parent type (the name before it) is a known type, the suffix's kind (a ``_text``
+    sub-model a decoder only where its parent is multimodal or causal); else ``encoder-decoder`` where the default
+    config says ``is_encoder_decoder``; else ``other`` (time series, decision transformers, a type with no head
+    mapping)."""
     from transformers.models.auto import modeling_auto
 
-    for kind, names in KINDS:
-        for n in names:
-            if model_type in getattr(modeling_auto, f"MODEL_FOR_{n}_MAPPING_NAMES", {}):
-                return kind
-    return "other"
+    def mapped(t: str) -> str | None:
+        for kind, names in KINDS:
+            for n in names:
+                if t in getattr(modeling_auto, f"MODEL_FOR_{n}_MAPPING_NAMES", {}):
+                    return kind
+        return None
+
+    kind = mapped(model_type)
+    if kind not in (None, "encoder"):
+        return kind
+    for suffix, sub in SUFFIXES:
+        parent = model_type[: -len(suffix)]
+        if model_type.endswith(suffix) and parent in modeling_auto.MODEL_MAPPING_NAMES:
+            if sub != "decoder" or mapped(parent) in ("multimodal", "decoder") \
+                    or parent in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+                return sub
+    if kind is not None:
+        return kind
+    try:
+        from transformers import AutoConfig
+
+        if getattr(AutoConfig.for_model(model_type), "is_encoder_decoder", False) is True:
+            return "encoder-decoder"
+    except Exception:  # noqa: BLE001 - a default config transformers cannot build: no kind of its own
+        pass
+    wants = _inputs(base_class(model_type))
+    tokens, pixels = "input_ids" in wants, "pixel_values" in wants or "pixel_values_videos" in wants
+    audio = "input_values" in wants or "input_features" in wants
+    if tokens and (pixels or audio):
+        return "multimodal"      # a dual encoder (CLAP, GroupViT, FLAVA): tokens beside images or sound
+    return "vision" if pixels else "speech" if audio else "other"
+
+
+def _inputs(class_name: str) -> set[str]:
+    """The parameter names of ``class_name``'s forward (empty where transformers cannot give the class)."""
+    import inspect
+
+    import transformers
+
+    try:
+        return set(inspect.signature(getattr(transformers, class_name).forward).parameters)
+    except (AttributeError, TypeError, ValueError, ImportError):
+        return set()
 
 
 def base_class(model_type: str) -> str:
@@ -115,7 +163,8 @@ def base_class(model_type: str) -> str:
 
 def input_cause(class_name: str, why: str) -> str:
     """A base model's cause refined by its forward's inputs: ``input:NAME`` where the forward takes no
-    ``input_ids`` (NAME its first of :data:`INPUTS`), ``decoder-inputs`` where a traced encoder-decoder failed."""
+    ``input_ids`` (NAME its first of :data:`INPUTS`, else its first required parameter: Qwen's vision towers'
+    ``hidden_states``, patches already cut), ``decoder-inputs`` where a traced encoder-decoder failed."""
     import inspect
 
     import transformers
@@ -125,14 +174,17 @@ def input_cause(class_name: str, why: str) -> str:
     except (AttributeError, TypeError, ValueError, ImportError):
         return why
     if "input_ids" not in params:
-        return "input:" + next((n for n in INPUTS if n in params), "other")
+        required = [n for n, q in params.items() if n != "self" and q.default is q.empty
+                    and q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)]
+        return "input:" + next((n for n in INPUTS if n in params), required[0] if required else "other")
     if why == "trace" and "decoder_input_ids" in params:
         return "decoder-inputs"
     return why
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """A type's CPU seconds ran out: a BaseException, so that no ``except Exception`` of the drafter's (its words for
+    transformers' refusals) takes it for a failure of the model's."""
 
 
 def _limited(seconds: float, fn):
@@ -159,6 +211,9 @@ def main_base(argv: list[str]) -> int:
 
     from costgraph.drafting.api import draft_model
 
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()    # the probe configs' token-id warnings, one a type: not the bench's output
     parser = argparse.ArgumentParser(prog="bench_import_reach.py --mapping base")
     parser.add_argument("--kinds", nargs="+", choices=KIND_NAMES, default=list(KIND_NAMES), metavar="KIND",
                         help=f"keep these kinds alone (of {', '.join(KIND_NAMES)}; default all)")
@@ -170,6 +225,7 @@ def main_base(argv: list[str]) -> int:
     types = [t for t in types if kinds[t] in args.kinds]
     failures: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     exact: dict[str, int] = defaultdict(int)
+    exact_names: dict[str, list[str]] = defaultdict(list)
     total: dict[str, int] = defaultdict(int)
     for t in types:
         t0 = time.process_time()
@@ -190,7 +246,9 @@ def main_base(argv: list[str]) -> int:
             why = input_cause(cls, why)
         total[kinds[t]] += 1
         exact[kinds[t]] += why is None
-        if why is not None:
+        if why is None:
+            exact_names[kinds[t]].append(t)
+        else:
             failures[kinds[t]][why].append(t)
         print(f"{t:28s} {kinds[t]:15s} {time.process_time() - t0:6.1f}s CPU  "
               f"{'EXACT' if why is None else why.upper()}  {note}", flush=True)
@@ -201,6 +259,8 @@ def main_base(argv: list[str]) -> int:
         built = total[kind] - len(failures[kind].get("transformers", []))
         print(f"{kind}: exact {exact[kind]} of {total[kind]}; of the {built} transformers builds on meta: "
               f"{100 * exact[kind] / max(built, 1):.1f}%")
+        if exact_names[kind]:
+            print(f"  exact ({exact[kind]}): {', '.join(exact_names[kind])}")
         for why, names in sorted(failures[kind].items(), key=lambda kv: (-len(kv[1]), kv[0])):
             print(f"  {why} ({len(names)}): {', '.join(names)}")
     n, e = sum(total.values()), sum(exact.values())
@@ -212,8 +272,8 @@ def main_base(argv: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
-    if argv[:1] == ["--mapping"] and len(argv) > 1 and argv[1] in ("causal", "base"):
-        mapping, argv = argv[1], argv[2:]
+    if argv[:1] == ["--mapping"]:
+        mapping, argv = (argv[1] if len(argv) > 1 else ""), argv[2:]
     elif argv[:1] and argv[0].startswith("--mapping="):
         mapping, argv = argv[0].split("=", 1)[1], argv[1:]
     else:
@@ -221,7 +281,8 @@ def main(argv: list[str]) -> int:
     if mapping == "base":
         return main_base(argv)
     if mapping != "causal":
-        print(f"bench_import_reach.py: --mapping: expected causal or base, got {mapping!r}", file=sys.stderr)
+        print(f"bench_import_reach.py: --mapping: expected causal or base, got {mapping!r}\n"
+              "hint: bench_import_reach.py --mapping base [--kinds vision speech ...] [MODEL_TYPE ...]", file=sys.stderr)
         return 2
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
