@@ -27,6 +27,8 @@ takes no token ids (``input:pixel_values``, ``input:input_values``, ...: the dra
 ``decoder-inputs`` (an encoder-decoder whose forward fails without ``decoder_input_ids``), ``timeout`` (the
 ``--timeout`` seconds of CPU per type ran out), else the causes above. ``--kinds vision speech ...`` keeps those kinds
 alone. Run:  python bench/bench_import_reach.py --mapping base [--kinds KIND ...] [--timeout S] [MODEL_TYPE ...]
+(242 s of CPU, 5 min 18 s wall, measured for the 429 types of transformers 5.24 on a loaded 2-core machine: 53 of the
+391 types transformers builds on meta exact; docs/import.md, Reach, gives the counts by kind and cause).
 """
 
 from __future__ import annotations
