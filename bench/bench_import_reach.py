@@ -20,13 +20,15 @@ sub-config without a field the model reads, a validator, a missing optional libr
 dependent routing, a defective default such as DeepSeek-V2's top-k None) stays in: the drafter's to answer.
 
 ``--mapping base`` (issue 28 item 2) walks the types of ``MODEL_MAPPING_NAMES`` (AutoModel) that the causal mapping
-lacks (429 in transformers 5.24), drafts each type's AutoModel class (its base model: no head) and classifies it into
-a kind by the auto mappings it appears in (:func:`kind_of`: speech, multimodal, encoder-decoder, vision, encoder,
-decoder, other, in that order of precedence; then sub-models by suffix, then the forward's inputs). A failing type's cause says first what input its forward wants where it
-takes no token ids (``input:pixel_values``, ``input:input_values``, ...: the drafter traces token ids alone), then
-``decoder-inputs`` (an encoder-decoder whose forward fails without ``decoder_input_ids``), ``timeout`` (the
-``--timeout`` seconds of CPU per type ran out), else the causes above. ``--kinds vision speech ...`` keeps those kinds
-alone. Run:  python bench/bench_import_reach.py --mapping base [--kinds KIND ...] [--timeout S] [MODEL_TYPE ...]
+lacks (429 in transformers 5.24), drafts each type's AutoModel class (its base model: no head) and classifies it
+into a kind by the auto mappings it appears in (:func:`kind_of`: speech, multimodal, encoder-decoder, vision,
+encoder, decoder, other, in that order of precedence; then sub-models by suffix, then the forward's inputs). A
+failing type's cause says first what input its forward wants where it takes no token ids (``input:pixel_values``,
+``input:input_values``, ...: the drafter traces token ids alone), then ``decoder-inputs`` (an encoder-decoder whose
+forward fails without ``decoder_input_ids``), ``timeout`` (the ``--timeout`` seconds of CPU per type ran out), else
+the causes above. ``--kinds vision speech ...`` keeps those kinds alone.
+
+Run:  python bench/bench_import_reach.py --mapping base [--kinds KIND ...] [--timeout S] [MODEL_TYPE ...]
 (242 s of CPU, 5 min 18 s wall, measured for the 429 types of transformers 5.24 on a loaded 2-core machine: 53 of the
 391 types transformers builds on meta exact; docs/import.md, Reach, gives the counts by kind and cause).
 """
@@ -284,7 +286,8 @@ def main(argv: list[str]) -> int:
         return main_base(argv)
     if mapping != "causal":
         print(f"bench_import_reach.py: --mapping: expected causal or base, got {mapping!r}\n"
-              "hint: bench_import_reach.py --mapping base [--kinds vision speech ...] [MODEL_TYPE ...]", file=sys.stderr)
+              "hint: bench_import_reach.py --mapping base [--kinds vision speech ...] [MODEL_TYPE ...]",
+              file=sys.stderr)
         return 2
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
