@@ -91,3 +91,16 @@ def test_the_fields_are_the_reports():
 
     assert (policy("fp8-deepseek-v3").moe_act_input_bits, policy("fp8-deepseek-v3").attention_output_bits) == (8, 12)
     assert [n for n, p in policies().items() if p.moe_act_input_bits or p.attention_output_bits] == ["fp8-deepseek-v3"]
+
+
+def test_the_fields_need_an_fp8_recipe(tmp_path, monkeypatch):
+    # the rules store inputs the way the FP8 linears save theirs (the recipe's 1x128 tiles and fp32 scales)
+    from costgraph.errors import CostgraphValueError
+    from costgraph.training.data import policies
+
+    (tmp_path / "policies.toml").write_text(
+        '[my-bf16]\ndescription = "x"\nsource = "test"\nattention_output_bits = 12\n'
+        'weights = 2\ngradients = 4\ngrad_copy = 0\nmaster = 4\nstate = 4\n')
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    with pytest.raises(CostgraphValueError, match="attention_output_bits needs an FP8 recipe"):
+        policies()
