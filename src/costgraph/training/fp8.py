@@ -330,7 +330,8 @@ def saved_inputs(cg, layout, placement, stage, precision, plan=None) -> tuple[sy
         n = ten.numel / (placement.tensor_divisor(sid) * placement.sequence_divisor(sid))
         tp = placement.tp
         K = ten.shape[-1] / (tp.t if tp is not None and sid in tp.split else 1)   # features: split by TP or whole
-        kept = plan.share(sid) or zero   # the share of its 16-bit instances still in activations
+        kept = plan.share(sid)   # the share of its 16-bit instances still in activations (None: freed)
+        kept = zero if kept is None else kept
         if o_bits is not None and sid in o_inputs and not o_fp8:
             # one copy at the policy's bits for the attention's backward and the projection's (§3.3.3 (1))
             copy, gone = tile_copy(rec, o_bits, n / K, K), precision.bytes(ten.role) * n * kept
