@@ -40,7 +40,8 @@ def small():
     def mem(policy, *modules):
         key = (policy, modules)
         if key not in cache:
-            r = m.train(values=v, gpus=1, policy=policy, recompute="selective", recompute_modules=modules)
+            recompute = dict(recompute="selective", recompute_modules=modules) if modules else dict(recompute="none")
+            r = m.train(values=v, gpus=1, policy=policy, **recompute)
             cache[key] = {k: int(sympy.sympify(x).xreplace(v)) for k, x in r.stages[0].memory.items()}
         return cache[key]
     return mem
@@ -56,6 +57,13 @@ def test_attention_output_kept_once_at_twelve_bits(small):
     base, rule = small("fp8-blockwise", "mla_up_proj"), small("fp8-deepseek-v3", "mla_up_proj")
     assert rule["activations"] - base["activations"] == LAYERS * (ds - te) == 13_056
     assert rule["fp8 saved inputs"] - base["fp8 saved inputs"] == LAYERS * (ds - te)
+
+
+def test_attention_output_not_kept_twice(small):
+    # --recompute none: the flash kernel keeps its BF16 output O (16,384 B) and TE's o_proj its FP8 copy
+    # beside it (8,448 B); the report's rule keeps one E5M6 copy for both (12,800 B)
+    base, rule = small("fp8-blockwise"), small("fp8-deepseek-v3")
+    assert rule["activations"] - base["activations"] == LAYERS * (12_800 - BF16 * ATT - 8_448) == -36_096
 
 
 def test_swiglu_inputs_in_fp8_where_moe_act_frees_its_output(small):
