@@ -56,6 +56,14 @@ class Policy:
     #: the FP8 linears' weights are kept in FP8 (Megatron-LM ``--fp8-param-gather``, TE's
     #: ``quantized_model_init``): no 16-bit copy beside them; ZeRO gathers them in FP8
     fp8_params: bool = False
+    #: bits an element of the MoE activation's inputs (the SwiGLU's gate and up projections' outputs) where the
+    #: ``moe_act`` recompute module frees its output, with an fp32 scale per 1×128 tile (None: kept at the
+    #: activation precision); DeepSeek-V3 report §3.3.3 (2) (:func:`costgraph.training.fp8.low_precision_saved`)
+    moe_act_input_bits: int | None = None
+    #: bits an element of the output projection's input where it reads the attention's output, kept once for
+    #: the attention's backward and the projection's, with an fp32 scale per 1×128 tile (None: TE's FP8 copy
+    #: beside what the attention keeps); DeepSeek-V3 report §3.3.3 (1), E5M6 = 12 bits
+    attention_output_bits: int | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +105,13 @@ _TEXT_FIELDS = (Field("description", "text"), Field("source", "text", doc="the s
 POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS),
                                    Field("fp8", "text", required=False, doc="an FP8 recipe of fp8.toml"),
                                    Field("fp8_params", "flag", required=False,
-                                         doc="the FP8 linears' weights kept in FP8 (--fp8-param-gather)")))
+                                         doc="the FP8 linears' weights kept in FP8 (--fp8-param-gather)"),
+                                   Field("moe_act_input_bits", unit="bits", required=False, positive=True,
+                                         doc="the MoE activation's inputs saved at these bits + fp32 per 1x128 "
+                                             "where moe_act recompute frees its output"),
+                                   Field("attention_output_bits", unit="bits", required=False, positive=True,
+                                         doc="the output projection's input (the attention output) saved once at "
+                                             "these bits + fp32 per 1x128")))
 #: An optimizer: its states and their special forms (see ``optimizers.toml``).
 OPTIMIZER = Kind("optimizer", (
     *_TEXT_FIELDS,
@@ -122,8 +136,12 @@ def _policy(name: str, e: datafiles.Entry) -> Policy:
     if fp8_params and fp8 is None:
         raise e.error("fp8_params = true needs an FP8 recipe", "fp8_params", hint='add fp8 = "current" (or another '
                       "recipe of fp8.toml), or remove fp8_params")
+    low = {k: int(e[k]) for k in ("moe_act_input_bits", "attention_output_bits") if e.get(k) is not None}
+    if low and fp8 is None:
+        raise e.error(f"{next(iter(low))} needs an FP8 recipe (the inputs are stored as the FP8 linears save theirs)",
+                      next(iter(low)), hint='add fp8 = "blockwise" (or another recipe of fp8.toml), or remove it')
     return Policy(name, e["description"], e["source"], **{k: sympy.Integer(e[k]) for k in POLICY_NUMBERS}, fp8=fp8,
-                  fp8_params=fp8_params)
+                  fp8_params=fp8_params, **low)
 
 
 @cache

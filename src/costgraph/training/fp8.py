@@ -50,7 +50,14 @@ Megatron-LM runs with TE) and runs the GEMMs of the **FP8 linears** in FP8:
   it too (flash attention's output, read by the output projection), the FP8 copy comes on
   top. ``activations`` changes by the difference; ``fp8 saved inputs`` names the FP8 bytes.
   Not under full recomputation (the layer's input only is kept; the recomputed layer's
-  FP8 inputs live during its backward only), nor with ``fp8_wgrad`` False.
+  FP8 inputs live during its backward only), nor with ``fp8_wgrad`` False. A storage the
+  recompute policy frees (``moe_act``: the experts' down-projection input, the SwiGLU's
+  output) is already out of ``activations``: only its FP8 copy comes, nothing more goes.
+
+* **the policy's low-precision storage** (:func:`low_precision_saved`, DeepSeek-V3 report §3.3.3):
+  ``moe_act_input_bits`` (the SwiGLU's inputs, where ``moe_act`` frees its output) and
+  ``attention_output_bits`` (the output projection's input, one copy for the attention's backward
+  and the projection's: no FP8 copy beside a BF16 one), each with an fp32 scale per 1×128 tile.
 
 * **options** (:mod:`costgraph.training.fp8_options`): FP8 dot-product attention
   (``fp8_attention``: the attention products at the FP8 peak, Q/K/V (and O) saved in FP8,
@@ -274,16 +281,26 @@ def input_copy(rec: Recipe, rows, cols) -> sympy.Expr:
     return rec.data_bytes * M * K + scales
 
 
-def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, sympy.Expr]:
+def saved_inputs(cg, layout, placement, stage, precision, plan=None) -> tuple[sympy.Expr, sympy.Expr]:
     """``(FP8 bytes, change of activations)`` per device on ``stage`` for the inputs the FP8
     linears save (module docstring), per micro-batch in flight (× ``stage.in_flight``).
-    ``precision``: the activations' :class:`~costgraph.engine.precision.Precision`."""
+    ``precision``: the activations' :class:`~costgraph.engine.precision.Precision`; ``plan``: the
+    layout's :class:`~costgraph.engine.recompute.RecomputePlan` (derived when None): a storage it
+    frees is not in ``activations``, so only the kept share of its 16-bit bytes goes. The policy's
+    ``attention_output_bits`` (module docstring) replaces the FP8 copy of the output projection's
+    input by :func:`tile_copy` and lets its 16-bit copy go; ``moe_act_input_bits``:
+    :func:`low_precision_saved`."""
     rec = policy_recipe(layout.policy)
     zero = sympy.Integer(0)
     if rec is None or layout.recompute == "full" or not getattr(layout, "fp8_wgrad", True):
         return zero, zero   # --no-fp8-wgrad: the linears save their BF16 inputs (TE ≤ 1.13 linear.py)
     from ..engine.activations import attention_cores
 
+    if plan is None:
+        from ..engine.recompute import recompute_plan
+
+        plan = recompute_plan(cg, layout, layout.attention)
+    o_bits = get_policy(layout.policy).attention_output_bits
     linears = fp8_linears(cg)
     savers = saved_by(cg)
     core = {n for _, nodes in attention_cores(cg) for n in nodes}
@@ -291,15 +308,15 @@ def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, s
     if layout.recompute == "selective" or layout.attention == "flash":
         dropped = {tid for tid, t in cg.tensors.items() if t.producer in core and tid not in cg.nodes}
     o_fp8 = getattr(layout, "fp8_attention", False) and rec.fp8_dpa == "fp8-output"
+    pv = {path for path, d in cg.ops()
+          if d["kind"] == "matmul" and any(cg.tensors[i].producer in core for i in d["inputs"])}
+    # the output projection's inputs: scores·V's output with the heads merged
+    o_inputs = {cg.tensors[cg.nodes[p]["inputs"][0]].storage for p in linears
+                if _reads_attention_output(cg, cg.nodes[p]["inputs"][0], pv)}
     if layout.attention == "flash" and layout.recompute == "none" and not o_fp8:
-        # the fused kernel keeps its output O for its backward (FlashAttention; TE's fused attention):
-        # the output projection's input, scores·V's output with the heads merged
-        pv = {path for path, d in cg.ops()
-              if d["kind"] == "matmul" and any(cg.tensors[i].producer in core for i in d["inputs"])}
-        for path in linears:
-            tid = cg.nodes[path]["inputs"][0]
-            if _reads_attention_output(cg, tid, pv):
-                savers.setdefault(cg.tensors[tid].storage, set()).add("flash attention output")
+        # the fused kernel keeps its output O for its backward (FlashAttention; TE's fused attention)
+        for sid in o_inputs:
+            savers.setdefault(sid, set()).add("flash attention output")
     fp8, delta = zero, zero
     for sid in sorted({cg.tensors[cg.nodes[p]["inputs"][0]].storage for p in linears}):
         keepers = savers.get(sid, set())
@@ -313,12 +330,65 @@ def saved_inputs(cg, layout, placement, stage, precision) -> tuple[sympy.Expr, s
         n = ten.numel / (placement.tensor_divisor(sid) * placement.sequence_divisor(sid))
         tp = placement.tp
         K = ten.shape[-1] / (tp.t if tp is not None and sid in tp.split else 1)   # features: split by TP or whole
-        copy = input_copy(rec, n / K, K)
-        gone = precision.bytes(ten.role) * n if not keepers - linears else zero
+        kept = plan.share(sid)   # the share of its 16-bit instances still in activations (None: freed)
+        kept = zero if kept is None else kept
+        if o_bits is not None and sid in o_inputs and not o_fp8:
+            # one copy at the policy's bits for the attention's backward and the projection's (§3.3.3 (1))
+            copy, gone = tile_copy(rec, o_bits, n / K, K), precision.bytes(ten.role) * n * kept
+        else:
+            copy = input_copy(rec, n / K, K)
+            gone = precision.bytes(ten.role) * n * kept if not keepers - linears else zero
         scale = ten.active * share * stage.in_flight
         fp8 += scale * copy
         delta += scale * (copy - gone)
     return sympy.expand(fp8), sympy.expand(delta)
+
+
+def tile_copy(rec: Recipe, bits, rows, cols) -> sympy.Expr:
+    """Bytes of an activation ``[rows, cols]`` (tokens × features) stored at ``bits`` an element in
+    1×``rec.block`` tiles (per token, per 128 channels), one ``rec.scale_bytes`` scale a tile:
+    ``bits/8 · rows · cols + scale_bytes · rows · ⌈cols/block⌉``. Source: DeepSeek-V3 report
+    (arXiv 2412.19437 v2) §3.3.1 ("we group and scale elements on a 1x128 tile basis (i.e., per token
+    per 128 channels)") and §3.3.3 (the stored activations); the recipe's ``block`` (128) and fp32
+    ``scale_bytes`` (TE @ d0067d0d ``Float8BlockQuantizer``, the ``blockwise`` recipe of ``fp8.toml``)."""
+    M, K = as_expr(rows), as_expr(cols)
+    return sympy.Rational(bits, 8) * M * K + rec.scale_bytes * M * sympy.ceiling(K / rec.block)
+
+
+def low_precision_saved(cg, layout, placement, stage, precision, plan) -> sympy.Expr:
+    """Change of ``activations`` (bytes, per device on ``stage``, × ``stage.in_flight``) from the
+    policy's ``moe_act_input_bits``: the inputs the MoE activation keeps (the SwiGLU's gate and up
+    projections' outputs: what an ``expert_act`` operator saves that no ``expert_act`` operator
+    produced), stored by :func:`tile_copy` instead of at the activation ``precision``, where the
+    recompute ``plan`` re-runs that operator (``moe_act``). DeepSeek-V3 report §3.3.3 (2): "we cache
+    the inputs of the SwiGLU operator and recompute its output in the backward pass. These
+    activations are also stored in FP8 with our fine-grained quantization method". Zero for a policy
+    without the field and without the selective ``moe_act`` module."""
+    from ..ops.registry import has_role
+
+    zero = sympy.Integer(0)
+    bits = get_policy(layout.policy).moe_act_input_bits
+    rec = policy_recipe(layout.policy)
+    mods = getattr(layout, "recompute_modules", None) or ()
+    if bits is None or rec is None or not layout.recompute.startswith("selective") or "moe_act" not in mods:
+        return zero
+    acts = {p for p, d in cg.ops() if has_role(d["kind"], "expert_act") and p in plan.rerun}
+    sids = {cg.tensors[tid].storage for p in acts for tid in cg.nodes[p]["cost"].saved
+            if cg.tensors[cg.tensors[tid].storage].producer not in acts}
+    delta = zero
+    for sid in sorted(sids):
+        kept = plan.share(sid)
+        ten = cg.tensors[sid]
+        group = next((g for g in cg.groups if "/" not in g and ten.producer.startswith(g + "/")), None)
+        if kept is None or group is None:
+            continue
+        share = as_expr(stage.layers.get(group, 0)) / cg.groups[group].count
+        n = ten.numel / (placement.tensor_divisor(sid) * placement.sequence_divisor(sid))
+        tp = placement.tp
+        K = ten.shape[-1] / (tp.t if tp is not None and sid in tp.split else 1)
+        delta += ten.active * share * stage.in_flight * kept * (tile_copy(rec, bits, n / K, K)
+                                                                 - precision.bytes(ten.role) * n)
+    return sympy.expand(delta)
 
 
 def saved_by(cg) -> dict[str, set]:

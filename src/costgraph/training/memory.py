@@ -180,7 +180,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl, L.cross_entropy, prec) if L.loss else sympy.Integer(0)
     stages = [_stage_memory(states, stage, rows, per_layer, live, loss, expand) for stage in pl.stages]
-    _add_fp8(cg, L, pl, stages, sympy.expand if expand else _as_is)
+    _add_fp8(cg, L, pl, stages, plan, sympy.expand if expand else _as_is)
     return TrainingMemory(L, stages, warned)
 
 
@@ -189,12 +189,12 @@ def _as_is(x):
     return x
 
 
-def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list, expand=sympy.expand) -> None:
+def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list, plan, expand=sympy.expand) -> None:
     """An FP8 policy's buffers (:func:`costgraph.training.fp8.fp8_memory`): each part under its
     name, their sum as ``fp8``, added to ``total``, on every stage; the linears' inputs saved in
     FP8 (:func:`costgraph.training.fp8.saved_inputs`) change ``activations``, their bytes under
     ``fp8 saved inputs``."""
-    from .fp8 import ATTENTION_SAVED, SAVED, fp8_memory, saved_by, saved_inputs
+    from .fp8 import ATTENTION_SAVED, SAVED, fp8_memory, low_precision_saved, saved_by, saved_inputs
     from .fp8_options import dpa_saved
 
     for st, stage in zip(stages, pl.stages):
@@ -202,7 +202,8 @@ def _add_fp8(cg: CostGraph, L: Layout, pl: Placement, stages: list, expand=sympy
         if parts:
             fp8 = expand(sympy.Add(*parts.values()))
             prec = get_precision(L.precision)
-            saved, change = saved_inputs(cg, L, pl, stage, prec)
+            saved, change = saved_inputs(cg, L, pl, stage, prec, plan)
+            change = expand(change + low_precision_saved(cg, L, pl, stage, prec, plan))
             if L.fp8_attention:   # FP8 dot-product attention: Q, K, V (and O) saved in FP8
                 dpa, dpa_change = dpa_saved(cg, L, pl, stage, prec, saved_by(cg))
                 st.memory[ATTENTION_SAVED] = dpa
