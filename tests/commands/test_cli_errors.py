@@ -61,10 +61,10 @@ INFER = ["infer", "llama", "--config", "llama-3-8b", "--prompt", "8", "--generat
      "costgraph plan: error: unrecognized arguments: --tp 2",
      "hint: plan searches --tp itself (each row names its value); time one layout with costgraph train --tp; "
      "costgraph plan --help lists its arguments"),
-    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--attention-kernel", "fa2"],
-     "costgraph plan: error: unrecognized arguments: --attention-kernel fa2",
-     "hint: plan ranks layouts at train's default --attention-kernel; time a row with it: plan's check command "
-     "(costgraph train ...) with --attention-kernel; costgraph plan --help lists its arguments"),
+    (["plan", "gpt", "--gpus", "8", "--hardware", "h100-sxm", "--global-batch", "8", "--zero3-gathered", "fsdp2"],
+     "costgraph plan: error: unrecognized arguments: --zero3-gathered fsdp2",
+     "hint: plan ranks layouts at train's default --zero3-gathered; time a row with it: plan's check command "
+     "(costgraph train ...) with --zero3-gathered; costgraph plan --help lists its arguments"),
     # a flag of train's the calculator page has no input for (trial 9: "did you mean --no-dropout?")
     (["web", "gpt", "-o", "x.html", "--link-rate", "line"],
      "costgraph web: error: unrecognized arguments: --link-rate line",
