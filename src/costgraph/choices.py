@@ -354,7 +354,10 @@ ZERO3_GATHERED = Choice("zero3_gathered", "ZeRO-3 gathered parameters", (
 #:     _benchmark_common(cross_entropy_impl="te"), gpt_provider.py ``cross_entropy_loss_fusion: bool = True``)
 #:     in every NeMo container through 26.06 (TE before 2.18);
 #:   te-fp32grad: the same kernels from TE 2.18 (#3193), the gradient in fp32;
-#:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``);
+#:   pytorch: ``F.cross_entropy(pred.float(), labels)`` (torchtitan @ 9dec370 train.py ``loss_fn``; NeMo AutoModel's
+#:     MaskedCrossEntropy with its default ``fp32_upcast: True``, Automodel @ 809f199 loss/masked_ce.py);
+#:   pytorch-bf16: ``F.cross_entropy`` on the 16-bit logits, no upcast (AutoModel's ``loss_fn.fp32_upcast: false``,
+#:     every MoE recipe of Automodel @ 809f199 examples/llm_benchmark/): log_softmax's output saved in bf16;
 #:   logits: the fp32 logits held only, timed as megatron: the count before these conventions (the default
 #:     until issue 31; 2 B a logit less than megatron at the loss's peak).
 CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy implementation", (
@@ -368,6 +371,8 @@ CROSS_ENTROPY = Choice("cross_entropy", "cross-entropy implementation", (
                     "cast held; two passes"),
     ("pytorch", "F.cross_entropy on fp32-upcast logits (torchtitan): log-softmax, its gradient in and out held; "
                 "PyTorch's log_softmax and nll_loss kernels"),
+    ("pytorch-bf16", "F.cross_entropy on the bf16 logits, no upcast (AutoModel's fp32_upcast: false): "
+                     "log-softmax, its gradient in and out held in bf16; the same kernels in bf16"),
     ("logits", "the fp32 logits held only (no backward transient), timed as megatron"),
 ), "megatron")
 CHOICES[CROSS_ENTROPY.name] = CROSS_ENTROPY

@@ -35,7 +35,7 @@ def test_the_data_file_holds_one_entry_per_value_of_the_choice():
     # each gives both counts: held (fp32 and activation-precision buffers) and moved (forward, backward)
     assert {n: (i.held(2), i.forward_bytes, i.backward_bytes) for n, i in implementations().items()} == {
         "megatron": (6, 38, 14), "megatron-fused": (6, 22, 10), "te": (2, 6, 4), "te-fp32grad": (6, 8, 14),
-        "pytorch": (12, 22, 26), "logits": (4, 38, 14)}
+        "pytorch": (12, 22, 26), "pytorch-bf16": (6, 8, 10), "logits": (4, 38, 14)}
 
 
 def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
@@ -54,7 +54,7 @@ def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
         (sympy.Rational(22 * logits, BW), sympy.Rational(26 * logits, BW))
 
 
-@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("megatron-fused", (4, 1)), ("te", (2, 1)),
+@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("pytorch-bf16", (2, 3)), ("megatron-fused", (4, 1)), ("te", (2, 1)),
                                            ("te-fp32grad", (2, 2))])
 def test_each_loss_kernel_pays_the_tables_fixed_time(llama, name, kernels):
     # kernels.toml [h200]: hbm_bandwidth 3,816.8 GB/s and memory_launch_ns 1904, fitted to cuDNN's RMSNorm
@@ -121,6 +121,10 @@ def test_an_unknown_implementation_is_refused():
     # [te-fp32grad] (TE @ d0067d0d, #3193: grad_input = torch.empty_like(_input, dtype=torch.float32) saved; the
     # autograd engine's cast to the bf16 input's dtype while it lives)
     ("te-fp32grad", "mixed", "1 fp32 + 1 bf16 buffers", 4 + 2),
+    # [pytorch-bf16] held_act = 3: the same three buffers in the logits' dtype (AutoModel's fp32_upcast: false; no
+    # .float(), so pytorch/pytorch @ 000cace5 SoftMax.cu host_softmax writes a bf16 output, log_softmax saves it)
+    ("pytorch-bf16", "mixed", "3 bf16 buffers", 3 * 2),
+    ("pytorch-bf16", "fp32", "3 fp32 buffers", 3 * 4),   # fp32 activations: the logits, and so the loss, in fp32
     ("logits", "mixed", "1 fp32 buffer", 4),   # [logits]: the fp32 logits only, the count before the conventions
 ])
 def test_the_stage_reason_says_what_the_loss_holds(llama, name, precision, words, per_logit):
@@ -164,6 +168,58 @@ def test_transformer_engines_cross_entropy_moves_its_kernels_bytes(llama, name, 
     back = sympy.sympify(row["backward"]).xreplace(v)
     assert fwd - 2 * launch == sympy.Rational(forward * logits, BW)
     assert back - (1 if name == "te" else 2) * launch == sympy.Rational(backward * logits, BW)
+
+
+def test_pytorchs_cross_entropy_without_upcast_moves_its_kernels_bytes(llama):
+    # AutoModel's MoE recipes (Automodel @ 809f199 examples/llm_benchmark/*: loss_fn.fp32_upcast: false;
+    # nemo_automodel/components/loss/masked_ce.py skips logits.float()): F.cross_entropy on the bf16 logits.
+    # pytorch/pytorch @ 000cace5 aten/src/ATen/native/cuda/SoftMax.cu host_softmax (half_to_float false): a bf16 row
+    # of V = 128,256 (250 KiB) is over sharedMemPerBlock (48 KiB), so cunn_SoftMaxForward<bf16>: ilpReduce max (read
+    # 2), sum-exp (read 2), WriteFpropResults (read 2, write 2): 8 B a logit. Backward: Loss.cu
+    # nll_loss_backward_out_cuda grad_input.zero_() (write 2), cunn_SoftMaxBackward<bf16> ilpReduce over gradOutput
+    # (read 2), WriteBpropResults (read output 2 and gradOutput 2, write 2), no cast: 10 B.
+    m, v = llama
+    table = kernel_table(preset("h100-sxm"))
+    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy="pytorch-bf16"), table, {"bf16": P})}
+    logits = 1 * 4096 * 128_256
+    row = rows[LOSS_PATH]
+    launch = sympy.Rational(table.memory_launch_ns, 10**9)
+    assert (sympy.sympify(row["forward"]).xreplace(v) - 2 * launch,
+            sympy.sympify(row["backward"]).xreplace(v) - 3 * launch) == \
+        (sympy.Rational((2 + 2 + 2 + 2) * logits, BW), sympy.Rational((2 + 2 + 2 + 2 + 2) * logits, BW))
+
+
+@pytest.mark.parametrize("upcast, name", [(True, "pytorch"), (False, "pytorch-bf16")])
+def test_what_f_cross_entropy_saves_is_a_third_of_what_the_convention_holds(llama, upcast, name):
+    """Measured on PyTorch itself (CPU, autograd's saved-tensor hooks): MaskedCrossEntropy's F.cross_entropy
+    (Automodel @ 809f199 nemo_automodel/components/loss/masked_ce.py; fp32_upcast True: logits.float() first)
+    saves log_softmax's output only (pytorch/pytorch tools/autograd/derivatives.yaml ``_log_softmax``:
+    ``_log_softmax_backward_data(grad, result, dim, self.scalar_type())``; nll_loss saves the same tensor): 4 B a
+    logit with the upcast, 2 B without. The convention holds it and the backward's two buffers of its dtype (the
+    nll_loss gradient, log_softmax_backward's output): by hand, 3 × the saved bytes on a b 2, s 8, V 1000 head."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    from costgraph.training.memory import training_memory
+
+    b, s, V = 2, 8, 1000
+    logits = torch.randn(b, s, V, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, V, (b * s,))
+    saved = {}
+
+    def pack(t):
+        if t.is_floating_point() and t.numel() == b * s * V:
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        x = logits.view(-1, V)
+        F.cross_entropy(x.float() if upcast else x, labels, reduction="sum").backward()
+    assert list(saved.values()) == [(4 if upcast else 2) * b * s * V]   # 64,000 B or 32,000 B
+    m, values = llama
+    mem = training_memory(m.graph, Layout(p=2, gpus=2, cross_entropy=name).filled(), "model")
+    assert mem.stages[-1].memory["loss"].xreplace({**values, dim("b"): b, dim("s"): s, dim("V"): V}) == \
+        3 * list(saved.values())[0]   # 192,000 B (pytorch) or 96,000 B (pytorch-bf16)
 
 
 def test_te_holds_the_bf16_logits_alone_4_bytes_a_logit_less_than_megatron(capsys):

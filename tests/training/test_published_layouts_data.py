@@ -145,13 +145,30 @@ def test_the_fsdp2_rows_are_found():
 def test_fsdp2_frameworks_run_their_own_conventions(row):
     # a run of torchtitan or AutoModel is timed by FSDP2's overlap (costgraph.choices.OVERLAP torchtitan: the next
     # block's gather prefetched, TP and PP exposed) and holds FSDP2's gathered root (ZERO3_GATHERED fsdp2), never
-    # by the Megatron-Core defaults; AutoModel's MaskedCrossEntropy is F.cross_entropy on fp32-upcast logits
-    # (Automodel @ 809f199 nemo_automodel/components/loss/masked_ce.py, fp32_upcast True): the pytorch convention
+    # by the Megatron-Core defaults; AutoModel's loss is its recipe's MaskedCrossEntropy (AUTOMODEL_LOSS)
     layout = row.get("layout", {})
     assert row["zero"] == 3
     assert layout.get("overlap") == "torchtitan" and layout.get("zero3_gathered") == "fsdp2"
     if "Automodel" in row["source"]["url"]:
-        assert layout.get("cross_entropy") == "pytorch"
+        assert layout.get("cross_entropy") == AUTOMODEL_LOSS[row["id"]]
+
+
+#: AutoModel's loss, read in each row's yaml at Automodel @ 809f199 (examples/llm_benchmark/): MaskedCrossEntropy
+#: (nemo_automodel/components/loss/masked_ce.py: ``if self.fp32_upcast: logits = logits.float()``, then
+#: F.cross_entropy). The MoE recipes set ``loss_fn.fp32_upcast: false``: F.cross_entropy on the bf16 logits, the
+#: pytorch-bf16 convention; custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml sets none: the default True, pytorch.
+AUTOMODEL_LOSS = {
+    "automodel-h100-llama3-70b-bf16": "pytorch",
+    "automodel-h100-qwen3-30b-a3b-bf16": "pytorch-bf16",       # qwen/qwen3_moe_30b_te_deepep.yaml l. 88
+    "automodel-h100-gpt-oss-20b-bf16": "pytorch-bf16",         # gpt_oss/gptoss_20b_te_deepep.yaml l. 86
+    "automodel-h100-gpt-oss-120b-bf16": "pytorch-bf16",        # gpt_oss/gptoss_120b_te_deepep.yaml l. 91
+    "automodel-h100-deepseek-v3-256-bf16": "pytorch-bf16",     # deepseek/deepseek_v3_te_deepep.yaml l. 92
+    "automodel-h100-deepseek-v3-1024-bf16": "pytorch-bf16",    # deepseek/deepseek_v3_te_deepep_1024.yaml l. 91
+}
+
+
+def test_every_automodel_row_has_its_recipes_loss():
+    assert sorted(r["id"] for r in FSDP2_ROWS if "Automodel" in r["source"]["url"]) == sorted(AUTOMODEL_LOSS)
 
 
 #: how each MoE run overlapped its EP all-to-all with computation, read at the run's source (every other EP row:

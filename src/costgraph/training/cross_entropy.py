@@ -7,7 +7,8 @@ The numbers are data, ``training/cross_entropy.toml``, each with its source (Meg
 ``tensor_parallel/cross_entropy.py`` unfused, its ``fusions/fused_cross_entropy.py``, Transformer
 Engine's Triton kernels (``te``: before TE 2.18, the gradient written over the 16-bit logits, what
 Megatron-Bridge's performance recipes run; ``te-fp32grad``: from TE 2.18, an fp32 gradient), PyTorch's
-``F.cross_entropy`` as torchtitan calls it, and ``logits``: costgraph's count before the
+``F.cross_entropy`` as torchtitan calls it (``pytorch``: on fp32-upcast logits) and as NeMo AutoModel's MoE
+recipes call it (``pytorch-bf16``: MaskedCrossEntropy ``fp32_upcast: false``, on the 16-bit logits), and ``logits``: costgraph's count before the
 implementations were told apart, the default while the documentation's printed figures keep it).
 A Megatron-LM launch file's ``--cross-entropy-loss-fusion`` reads as ``megatron-fused``
 (:mod:`costgraph.launch.megatron`), a torchtitan file as ``pytorch`` (:mod:`costgraph.launch.torchtitan`).

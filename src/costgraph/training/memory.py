@@ -342,6 +342,7 @@ def loss_bytes_per_logit(convention: str, precision) -> object:
     ``te``: the 16-bit logits, overwritten by their gradient (2 under bf16); ``te-fp32grad``: the fp32
     gradient and its 16-bit cast (4 + 2);
     ``pytorch``: log-softmax's output, nll_loss's gradient and log_softmax_backward's output (3 × 4);
+    ``pytorch-bf16``: the same three in the activations' dtype, no fp32 upcast (3 × 2 under bf16);
     ``logits``: the fp32 logits only (4).
 
     Raises

@@ -53,6 +53,9 @@ exponentials, and once more to write the output: 4 + 4 + 4 + 4): 22 bytes forwar
 backward zero-fills its dense gradient (4), ``cunn_SoftMaxBackward`` reads the gradient for its sum
 and again with the output to write the input gradient (4 + 4 + 4 + 4), the ``.float()``'s gradient
 (4 + 2): 26 bytes backward (pytorch/pytorch SoftMax.cu, Loss.cu; the file names the commits).
+Without the upcast (``pytorch-bf16``: AutoModel's ``fp32_upcast: false``) the same kernels run on the
+bf16 row (``host_softmax`` with ``half_to_float`` false: input and output in bf16): 2 + 2 + 2 + 2 = 8
+bytes forward; the zero-fill 2, ``cunn_SoftMaxBackward`` 2 + 2 + 2 + 2, no cast: 10 bytes backward.
 
 **The optimizer step** (:func:`optimizer_bytes`, convention ``megatron``): once per step, as
 Megatron-LM@d98e8a64:megatron/core/optimizer/optimizer.py::MixedPrecisionOptimizer.step runs
