@@ -193,7 +193,7 @@ def test_pytorchs_cross_entropy_without_upcast_moves_its_kernels_bytes(llama):
 def test_what_f_cross_entropy_saves_is_a_third_of_what_the_convention_holds(llama, upcast, name):
     """Measured on PyTorch itself (CPU, autograd's saved-tensor hooks): MaskedCrossEntropy's F.cross_entropy
     (Automodel @ 809f199 nemo_automodel/components/loss/masked_ce.py; fp32_upcast True: logits.float() first)
-    saves log_softmax's output only (pytorch/pytorch tools/autograd/derivatives.yaml ``_log_softmax``:
+    saves log_softmax's output only (PyTorch 2.13.0 (cf30153c) tools/autograd/derivatives.yaml ``_log_softmax``:
     ``_log_softmax_backward_data(grad, result, dim, self.scalar_type())``; nll_loss saves the same tensor): 4 B a
     logit with the upcast, 2 B without. The convention holds it and the backward's two buffers of its dtype (the
     nll_loss gradient, log_softmax_backward's output): by hand, 3 × the saved bytes on a b 2, s 8, V 1000 head."""
