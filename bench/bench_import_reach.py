@@ -36,6 +36,8 @@ Run:  python bench/bench_import_reach.py --mapping base [MODEL_TYPE ...] [--kind
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 import time
 import warnings
@@ -93,6 +95,11 @@ KINDS = (
 )
 #: the kinds ``--kinds`` accepts
 KIND_NAMES = (*(k for k, _ in KINDS), "other")
+#: the largest --timeout (CPU seconds): signal.setitimer overflows far above it
+MAX_TIMEOUT = 1e6
+#: the command line, in each refusal's hint
+USAGE = ("bench_import_reach.py [--mapping causal|base] [MODEL_TYPE ...] [--kinds KIND ...] [--timeout S] "
+         "(--kinds and --timeout with --mapping base)")
 #: the inputs a base model's forward may want in place of token ids, in the order they are looked for
 INPUTS = ("pixel_values", "input_values", "input_features", "past_values", "pixel_values_videos", "inputs_embeds")
 
@@ -208,10 +215,9 @@ def _limited(seconds: float, fn):
         signal.signal(signal.SIGPROF, old)
 
 
-def main_base(argv: list[str]) -> int:
-    """``--mapping base``: the AutoModel types the causal mapping lacks, counted by kind."""
-    import argparse
-
+def main_base(args) -> int:
+    """``--mapping base``: the AutoModel types the causal mapping lacks, counted by kind (``args`` of
+    :func:`parse_args`)."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_MAPPING_NAMES
 
     from costgraph.drafting.api import draft_model
@@ -219,12 +225,6 @@ def main_base(argv: list[str]) -> int:
     from transformers.utils import logging
 
     logging.set_verbosity_error()    # the probe configs' token-id warnings, one a type: not the bench's output
-    parser = argparse.ArgumentParser(prog="bench_import_reach.py --mapping base")
-    parser.add_argument("--kinds", nargs="+", choices=KIND_NAMES, default=list(KIND_NAMES), metavar="KIND",
-                        help=f"keep these kinds alone (of {', '.join(KIND_NAMES)}; default all)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="CPU seconds per type (default 60)")
-    parser.add_argument("types", nargs="*", metavar="MODEL_TYPE")
-    args = parser.parse_args(argv)
     types = args.types or sorted(t for t in MODEL_MAPPING_NAMES if t not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     kinds = {t: kind_of(t) for t in types}
     types = [t for t in types if kinds[t] in args.kinds]
@@ -275,26 +275,69 @@ def main_base(argv: list[str]) -> int:
     return 0
 
 
+class Refusal(Exception):
+    """A refused command line: the flag, what was expected, a hint (printed by :func:`main`, exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):   # argparse's own refusals (an unknown flag, a bad choice) as ours
+        raise Refusal(f"{message}\nhint: {USAGE}")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_TIMEOUT:   # NaN compares false; setitimer overflows time_t far above the cap
+        raise argparse.ArgumentTypeError(f"expected CPU seconds above 0 and at most {MAX_TIMEOUT:g}, got {text!r} "
+                                         "(e.g. --timeout 60)")
+    return value
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command line: ``--mapping`` (causal, default, or base), the model types (each a key of that mapping),
+    ``--kinds`` and ``--timeout`` (``--mapping base`` only). Raises :class:`Refusal` (flag, expected, hint)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    parser = _Parser(prog="bench_import_reach.py", add_help=False)
+    parser.add_argument("--mapping", choices=("causal", "base"), default="causal")
+    parser.add_argument("--kinds", nargs="+", choices=KIND_NAMES, default=None, metavar="KIND")
+    parser.add_argument("--timeout", type=_seconds, default=None, metavar="S")
+    parser.add_argument("types", nargs="*", metavar="MODEL_TYPE")
+    args = parser.parse_args(argv)
+    if args.mapping == "causal":
+        for flag, value in (("--kinds", args.kinds), ("--timeout", args.timeout)):
+            if value is not None:
+                raise Refusal(f"{flag}: the causal mapping has no kinds nor per-type timeout\n"
+                              f"hint: {flag} goes with --mapping base; {USAGE}")
+    # the causal walk drafts any type transformers configures; the base walk needs the type's AutoModel class
+    known = CONFIG_MAPPING_NAMES if args.mapping == "causal" else MODEL_MAPPING_NAMES
+    for t in args.types:
+        if t not in known:
+            raise Refusal(f"MODEL_TYPE: {t!r} is no model type of transformers' "
+                          f"{'CONFIG_MAPPING_NAMES' if args.mapping == 'causal' else 'AutoModel mapping'}\n"
+                          f"hint: a model_type such as {next(iter(sorted(known)))!r}, or none for every type; {USAGE}")
+    args.kinds = list(KIND_NAMES) if args.kinds is None else args.kinds
+    args.timeout = 60.0 if args.timeout is None else args.timeout
+    return args
+
+
 def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
-    if argv[:1] == ["--mapping"]:
-        mapping, argv = (argv[1] if len(argv) > 1 else ""), argv[2:]
-    elif argv[:1] and argv[0].startswith("--mapping="):
-        mapping, argv = argv[0].split("=", 1)[1], argv[1:]
-    else:
-        mapping = "causal"
-    if mapping == "base":
-        return main_base(argv)
-    if mapping != "causal":
-        print(f"bench_import_reach.py: --mapping: expected causal or base, got {mapping!r}\n"
-              "hint: bench_import_reach.py --mapping base [MODEL_TYPE ...] [--kinds vision speech ...]",
-              file=sys.stderr)
+    try:
+        args = parse_args(argv)
+    except Refusal as e:
+        print(f"bench_import_reach.py: error: {e}", file=sys.stderr)
         return 2
+    if args.mapping == "base":
+        return main_base(args)
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     from costgraph.drafting.api import draft_model
 
-    types = argv or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    types = args.types or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     failures: dict[str, list[str]] = defaultdict(list)
     exact = 0
     for t in types:

@@ -112,3 +112,31 @@ def test_the_fields_need_an_fp8_recipe(tmp_path, monkeypatch):
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
     with pytest.raises(CostgraphValueError, match="attention_output_bits needs an FP8 recipe"):
         policies()
+
+
+@pytest.mark.parametrize("bits", ["33", "1000000000000000000000000000000"])
+def test_the_fields_refuse_more_bits_than_fp32(tmp_path, monkeypatch, bits):
+    # trial11: a user's moe_act_input_bits = 10**30 was read and its bytes counted; a stored element is at most
+    # fp32 (32 bits), and the report's formats are 8 (FP8) and 12 (E5M6) bits (arXiv 2412.19437 v2 §3.3.3)
+    from costgraph.errors import CostgraphValueError
+    from costgraph.training.data import policies
+
+    (tmp_path / "policies.toml").write_text(
+        '[my-fp8]\ndescription = "x"\nsource = "test"\nfp8 = "blockwise"\n'
+        f'weights = 2\ngradients = 4\ngrad_copy = 0\nmaster = 4\nstate = 2\nmoe_act_input_bits = {bits}\n')
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    with pytest.raises(CostgraphValueError) as err:
+        policies()
+    assert "[my-fp8] moe_act_input_bits is wider than 32 bits (fp32, the widest format an activation is " \
+           "stored in)" in str(err.value)
+    assert "(line 10)" in str(err.value)
+
+
+def test_the_fields_take_thirty_two_bits(tmp_path, monkeypatch):
+    from costgraph.training.data import policies
+
+    (tmp_path / "policies.toml").write_text(
+        '[my-fp8]\ndescription = "x"\nsource = "test"\nfp8 = "blockwise"\n'
+        'weights = 2\ngradients = 4\ngrad_copy = 0\nmaster = 4\nstate = 2\nattention_output_bits = 32\n')
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    assert policies()["my-fp8"].attention_output_bits == 32

@@ -127,6 +127,10 @@ POLICIES = Schema("policies.toml", "costgraph.training", entries=POLICY, user=Tr
 OPTIMIZERS = Schema("optimizers.toml", "costgraph.training", entries=OPTIMIZER, user=True)
 
 
+#: the widest ``moe_act_input_bits`` / ``attention_output_bits``: fp32 storage
+MAX_STORAGE_BITS = 32
+
+
 def _policy(name: str, e: datafiles.Entry) -> Policy:
     fp8 = e.get("fp8")
     if fp8 is not None:   # the recipe must exist (fp8.toml, costgraph.training.fp8)
@@ -137,6 +141,11 @@ def _policy(name: str, e: datafiles.Entry) -> Policy:
         raise e.error("fp8_params = true needs an FP8 recipe", "fp8_params", hint='add fp8 = "current" (or another '
                       "recipe of fp8.toml), or remove fp8_params")
     low = {k: int(e[k]) for k in ("moe_act_input_bits", "attention_output_bits") if e.get(k) is not None}
+    for k, bits in low.items():   # a stored element's bits: no wider than fp32, the widest activations are kept in
+        if bits > MAX_STORAGE_BITS:
+            raise e.error(f"{k} is wider than {MAX_STORAGE_BITS} bits (fp32, the widest format an "
+                          "activation is stored in)", k, hint="the bits of the storage format: 8 for FP8, 12 for "
+                          "DeepSeek-V3's E5M6 (report §3.3.3)")
     if low and fp8 is None:
         raise e.error(f"{next(iter(low))} needs an FP8 recipe (the inputs are stored as the FP8 linears save theirs)",
                       next(iter(low)), hint='add fp8 = "blockwise" (or another recipe of fp8.toml), or remove it')
