@@ -36,6 +36,9 @@ class Sizer:
     rounded: list = field(default_factory=list)
     #: the text of blocks drafted for this model alone (HRM's stack: :mod:`costgraph.drafting.looped_stacks`)
     defined: list = field(default_factory=list)
+    #: a vision encoder's sequence length, derived from its patches (``n + 1``: :mod:`costgraph.drafting.vision`);
+    #: None where ``s`` is the input's length, set by the user
+    seq: str | None = None
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
