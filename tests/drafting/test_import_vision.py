@@ -21,13 +21,21 @@ transformers = pytest.importorskip("transformers")
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 #: transformers' class names: the base model (AutoModel's) of each type, at its default config
-drafted = Drafts({"vit": "ViTModel"})
+drafted = Drafts({"vit": "ViTModel", "deit": "DeiTModel"})
 
 EXPECTED = {
     "vit": "  dim n = (image / p) * (image / p) \"number of patches, (image/p)^2\"\n"
            "  dim s = n + 1 \"sequence length: the patches and the tokens put in front of them\"\n\n"
            "  input pixels[b, c, image, image]\n\n"
            "  x = flatten_patches(conv2d(pixels, h, kernel = p, stride = p, bias = true, name = projection))",
+    # modeling_deit.py DeiTEmbeddings.forward: torch.cat((cls_tokens, distillation_tokens, embeddings), dim=1)
+    "deit": "  dim s = n + 2 \"sequence length: the patches and the tokens put in front of them\"\n\n"
+            "  input pixels[b, c, image, image]\n\n"
+            "  x = flatten_patches(conv2d(pixels, h, kernel = p, stride = p, bias = true, name = projection))"
+            "   # [b, n, h], n = (image/p)^2 patches\n"
+            "  param cls_token[1, 1, h]\n  param distillation_token[1, 1, h]\n"
+            "  x = concat_seq(distillation_token, x)\n  x = concat_seq(cls_token, x)\n"
+            "  param position_embeddings[1, n + 2, h]\n",
 }
 
 

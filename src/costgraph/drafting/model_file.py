@@ -175,7 +175,8 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     else:
         inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
-    seq = seq_text(first.tokens if first is not None else None, sz) or "s"
+    # a vision encoder's layers run s = n + 1 (DeiT's n + 2) positions, the s its dims derive: no prompt tokens
+    seq = "s" if vision is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
     if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
