@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers")
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 #: transformers' class names: the base model (AutoModel's) of each type, at its default config
-drafted = Drafts({"vit": "ViTModel", "deit": "DeiTModel"})
+drafted = Drafts({"vit": "ViTModel", "deit": "DeiTModel", "dinov2": "Dinov2Model"})
 
 EXPECTED = {
     "vit": "  dim n = (image / p) * (image / p) \"number of patches, (image/p)^2\"\n"
@@ -36,6 +36,12 @@ EXPECTED = {
             "  param cls_token[1, 1, h]\n  param distillation_token[1, 1, h]\n"
             "  x = concat_seq(distillation_token, x)\n  x = concat_seq(cls_token, x)\n"
             "  param position_embeddings[1, n + 2, h]\n",
+    # modeling_dinov2.py Dinov2Layer.forward: layer_scale1(attention(norm1(x))) + x; Dinov2LayerScale: x * lambda1;
+    # Dinov2Embeddings.mask_token [1, h], read only with bool_masked_pos; Dinov2Model has no pooler
+    "dinov2": "  param mask_token[1, h]   # read only with bool_masked_pos (parameters only)\n"
+              "  repeat l as layer {\n    param layer_scale1_lambda1[h]\n"
+              "    x = x + gqa_attention(layernorm(x, name = norm1), a, a, h / a, qkv_bias = true, out_bias = true, "
+              "rotary = false, name = attention) * layer_scale1_lambda1\n",
 }
 
 

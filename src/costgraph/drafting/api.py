@@ -180,10 +180,11 @@ def _forward(torch, model, b: int, s: int):
         seen.append(routing)
 
     params = inspect.signature(model.forward).parameters
-    if "input_ids" not in params and "pixel_values" in params:
+    cfg = model.config
+    square = all(isinstance(getattr(cfg, f, None), int) for f in ("num_channels", "image_size"))
+    if "input_ids" not in params and "pixel_values" in params and square:
         # a vision encoder (ViTModel, transformers 5.24 modeling_vit.py ``forward(pixel_values, ...)``): an image
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
-        cfg = model.config
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                               dtype=torch.bfloat16, device="meta")}
     else:
