@@ -179,7 +179,16 @@ def _forward(torch, model, b: int, s: int):
             m(**inputs)
         seen.append(routing)
 
-    inputs = {"input_ids": ids, "use_cache": False}
+    params = inspect.signature(model.forward).parameters
+    cfg = model.config
+    square = all(isinstance(getattr(cfg, f, None), int) for f in ("num_channels", "image_size"))
+    if "input_ids" not in params and "pixel_values" in params and square:
+        # a vision encoder (ViTModel, transformers 5.24 modeling_vit.py ``forward(pixel_values, ...)``): an image
+        # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
+        inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
+                                              dtype=torch.bfloat16, device="meta")}
+    else:
+        inputs = {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
         # XLM (transformers 5.24 modeling_xlm.py XLMModel.forward) checks ``assert lengths.max().item() <= slen``,
         # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
@@ -394,7 +403,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     if built is not None:
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
-            values.update(b=p.b, s=p.s)
+            values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

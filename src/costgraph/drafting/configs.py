@@ -9,7 +9,7 @@ import os
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, MAMBA2_OWN
+from .probe import FIELDS, MAMBA2_OWN, VISION
 
 
 def _config(source) -> tuple[dict, str | None]:
@@ -110,6 +110,8 @@ def present_fields(config) -> list[str]:
         v = _field(config, f)   # None where a per-layer field refuses a global read (Gemma 4): not probed
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
             out.append(f)
+    if "vocab_size" in settable:     # a model of tokens: its image fields (a multimodal config's) are not probed
+        out = [f for f in out if f not in VISION]
     return out
 
 

@@ -20,6 +20,7 @@ from .probe import FIELDS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
+from .vision import patch_conv, vision_embeddings
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -166,9 +167,16 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     ple = per_layer_inputs(pre, sz)       # Gemma 4's per-layer inputs: made once, read by every layer
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
-    inputs, lines = _embeddings(pre, sz, names, emb)
+    conv = patch_conv(pre)
+    vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
+    if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
+        inputs, lines = vision
+        pre = [m for m in pre if m is not conv]
+    else:
+        inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
-    seq = seq_text(first.tokens if first is not None else None, sz) or "s"
+    # a vision encoder's layers run s = n + 1 (DeiT's n + 2) positions, the s its dims derive: no prompt tokens
+    seq = "s" if vision is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
     if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
@@ -195,6 +203,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
             lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
             seq = "s"
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
+        if sz.seq is not None and line and "linear(" in line and m.tokens != sz.probe.s and "select(" not in \
+                "".join(lines):     # a vision encoder's pooler: the first token alone (ViTPooler: hidden_states[:, 0])
+            lines.append("x = select(x)   # the class token")
         if line:
             lines.append(line)
     if not lines[-1].startswith("return"):
@@ -434,13 +445,18 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
+    if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
+        dims = ['  dim b   "micro-batch size (images)"']
     for sym in order[2:]:
         desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
+    if sz.seq is not None:
+        dims += ['  dim n = (image / p) * (image / p) "number of patches, (image/p)^2"',
+                 f'  dim s = {sz.seq} "sequence length: the patches and the tokens put in front of them"']
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + [f's = {seq}', 'b = 1'])} }}"
+    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

@@ -36,6 +36,9 @@ class Sizer:
     rounded: list = field(default_factory=list)
     #: the text of blocks drafted for this model alone (HRM's stack: :mod:`costgraph.drafting.looped_stacks`)
     defined: list = field(default_factory=list)
+    #: a vision encoder's sequence length, derived from its patches (``n + 1``: :mod:`costgraph.drafting.vision`);
+    #: None where ``s`` is the input's length, set by the user
+    seq: str | None = None
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
@@ -185,6 +188,12 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         if post_norm and is_norm(c) and c.src not in pending:
             flush(c)
             continue
+        scale = layer_scale(c)
+        if scale is not None and c.src in pending:     # DINOv2's LayerScale on a block's output, before the residual
+            lines.append(f"param {c.name}_{scale}[{sz.size(c.params[scale][0], 'layer scale width')}]")
+            pending[c.src] = f"{pending[c.src]} * {c.name}_{scale}"
+            expr[c.name] = pending[c.src]
+            continue
         if is_norm(c) and c.src in pending and uses.get(c.name, 0) == 0:    # on a block's output (sandwich)
             pending[c.src] = norm_call(c, pending[c.src])
             expr[c.name] = pending[c.src]
@@ -218,6 +227,15 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
     return lines + uncalled_lines(layer, sz)
+
+
+def layer_scale(m: Module) -> str | None:
+    """The parameter of a per-channel LayerScale (transformers 5.24 modeling_dinov2.py ``Dinov2LayerScale``:
+    ``hidden_state * self.lambda1``, ``lambda1 [h]``), or None for any other module."""
+    names = list(m.params)
+    if m.cls.endswith("LayerScale") and not m.children and len(names) == 1 and len(m.params[names[0]]) == 1:
+        return names[0]
+    return None
 
 
 def _layer_modules(layer: Module, sz: Sizer) -> tuple[list[Module], tuple | None]:
