@@ -188,15 +188,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         if post_norm and is_norm(c) and c.src not in pending:
             flush(c)
             continue
-        scale = layer_scale(c)
-        if scale is not None and c.src in pending:     # DINOv2's LayerScale on a block's output, before the residual
-            lines.append(f"param {c.name}_{scale}[{sz.size(c.params[scale][0], 'layer scale width')}]")
-            pending[c.src] = f"{pending[c.src]} * {c.name}_{scale}"
-            expr[c.name] = pending[c.src]
-            continue
-        if is_norm(c) and c.src in pending and uses.get(c.name, 0) == 0:    # on a block's output (sandwich)
-            pending[c.src] = norm_call(c, pending[c.src])
-            expr[c.name] = pending[c.src]
+        if _on_block_output(c, pending, expr, lines, uses, sz):
             continue
         if is_norm(c) and c.src in pending:   # a block that adds the residual itself (BLOOM): its output is x
             flush()
@@ -227,6 +219,23 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     if any(line.find("x0") >= 0 for line in lines):
         lines.insert(0, "x0 = x")
     return lines + uncalled_lines(layer, sz)
+
+
+def _on_block_output(c: Module, pending: dict, expr: dict, lines: list, uses: dict, sz: Sizer) -> bool:
+    """A module on a pending block's output, before the residual sum: DINOv2's LayerScale (a ``param`` line, the
+    output times it) or a norm nothing else reads (a sandwich norm). True where it was written so."""
+    if c.src not in pending:
+        return False
+    scale = layer_scale(c)
+    if scale is not None:
+        lines.append(f"param {c.name}_{scale}[{sz.size(c.params[scale][0], 'layer scale width')}]")
+        pending[c.src] = f"{pending[c.src]} * {c.name}_{scale}"
+    elif is_norm(c) and uses.get(c.name, 0) == 0:
+        pending[c.src] = norm_call(c, pending[c.src])
+    else:
+        return False
+    expr[c.name] = pending[c.src]
+    return True
 
 
 def layer_scale(m: Module) -> str | None:
