@@ -38,6 +38,16 @@ def test_the_data_file_holds_one_entry_per_value_of_the_choice():
         "pytorch": (12, 22, 26), "pytorch-bf16": (6, 8, 10), "logits": (4, 38, 14)}
 
 
+def _loss_row(llama, name, hardware="h100-sxm"):
+    """The loss kernel's (forward, backward) seconds at the fixture's sizes under ``--cross-entropy name``, and one
+    launch's fixed time of the preset's kernel table (kernel_ops' row of LOSS_PATH)."""
+    m, v = llama
+    table = kernel_table(preset(hardware))
+    row = next(r for r in kernel_ops(m.graph, Layout(cross_entropy=name), table, {"bf16": P}) if r["path"] == LOSS_PATH)
+    launch = sympy.Rational(table.memory_launch_ns, 10**9)
+    return sympy.sympify(row["forward"]).xreplace(v), sympy.sympify(row["backward"]).xreplace(v), launch
+
+
 def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
     # torchtitan @ 9dec370 train.py loss_fn: F.cross_entropy(pred.float(), labels). PyTorch @ 000cace5
     # aten/src/ATen/native/cuda/SoftMax.cu host_softmax: a row of V = 128,256 fp32 logits (501 KiB) is over
@@ -45,28 +55,19 @@ def test_pytorchs_cross_entropy_moves_its_kernels_bytes(llama):
     # WriteFpropResults (read 4, write 4); with .float() (2 + 4): 22 B a logit. Backward: Loss.cu
     # nll_loss_backward_out_cuda grad_input.zero_() (write 4); cunn_SoftMaxBackward ilpReduce over gradOutput
     # (read 4), WriteBpropResults (read output 4 and gradOutput 4, write 4); the cast back to bf16 (4 + 2): 26 B.
-    m, v = llama
-    table = kernel_table(preset("h100-sxm"))
-    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy="pytorch"), table, {"bf16": P})}
     logits = 1 * 4096 * 128_256
-    row = rows[LOSS_PATH]
-    assert (sympy.sympify(row["forward"]).xreplace(v), sympy.sympify(row["backward"]).xreplace(v)) == \
-        (sympy.Rational(22 * logits, BW), sympy.Rational(26 * logits, BW))
+    assert _loss_row(llama, "pytorch")[:2] == (sympy.Rational(22 * logits, BW), sympy.Rational(26 * logits, BW))
 
 
-@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("pytorch-bf16", (2, 3)), ("megatron-fused", (4, 1)), ("te", (2, 1)),
-                                           ("te-fp32grad", (2, 2))])
+@pytest.mark.parametrize("name, kernels", [("pytorch", (3, 4)), ("pytorch-bf16", (2, 3)), ("megatron-fused", (4, 1)),
+                                           ("te", (2, 1)), ("te-fp32grad", (2, 2))])
 def test_each_loss_kernel_pays_the_tables_fixed_time(llama, name, kernels):
     # kernels.toml [h200]: hbm_bandwidth 3,816.8 GB/s and memory_launch_ns 1904, fitted to cuDNN's RMSNorm
     # kernels; cross_entropy.toml forward_kernels/backward_kernels: pytorch 3 and 4 (.float(), cunn_SoftMaxForward,
     # nll_loss; zero_, scatter, cunn_SoftMaxBackward, the cast), megatron-fused 4 and 1 (fused_cross_entropy.py)
-    m, v = llama
     bw, launch = 3_816_800_000_000, sympy.Rational(1904, 10**9)
-    table = kernel_table(preset("h200"))
-    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy=name), table, {"bf16": P})}
     logits, impl = 1 * 4096 * 128_256, implementation(name)
-    row = rows[LOSS_PATH]
-    assert (sympy.sympify(row["forward"]).xreplace(v), sympy.sympify(row["backward"]).xreplace(v)) == \
+    assert _loss_row(llama, name, "h200")[:2] == \
         (sympy.Rational(impl.forward_bytes * logits, bw) + kernels[0] * launch,
          sympy.Rational(impl.backward_bytes * logits, bw) + kernels[1] * launch)
 
@@ -158,14 +159,8 @@ def test_the_stage_reason_says_what_the_loss_holds(llama, name, precision, words
     ("te-fp32grad", 2 + 2 + 4, 4 + 4 + 4 + 2),
 ])
 def test_transformer_engines_cross_entropy_moves_its_kernels_bytes(llama, name, forward, backward):
-    m, v = llama
-    table = kernel_table(preset("h100-sxm"))
-    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy=name), table, {"bf16": P})}
     logits = 1 * 4096 * 128_256
-    row = rows[LOSS_PATH]
-    launch = sympy.Rational(table.memory_launch_ns, 10**9)   # kernels.toml [h100-sxm]: none measured (0)
-    fwd = sympy.sympify(row["forward"]).xreplace(v)
-    back = sympy.sympify(row["backward"]).xreplace(v)
+    fwd, back, launch = _loss_row(llama, name)   # kernels.toml [h100-sxm]: no launch time measured (0)
     assert fwd - 2 * launch == sympy.Rational(forward * logits, BW)
     assert back - (1 if name == "te" else 2) * launch == sympy.Rational(backward * logits, BW)
 
@@ -178,14 +173,9 @@ def test_pytorchs_cross_entropy_without_upcast_moves_its_kernels_bytes(llama):
     # 2), sum-exp (read 2), WriteFpropResults (read 2, write 2): 8 B a logit. Backward: Loss.cu
     # nll_loss_backward_out_cuda grad_input.zero_() (write 2), cunn_SoftMaxBackward<bf16> ilpReduce over gradOutput
     # (read 2), WriteBpropResults (read output 2 and gradOutput 2, write 2), no cast: 10 B.
-    m, v = llama
-    table = kernel_table(preset("h100-sxm"))
-    rows = {r["path"]: r for r in kernel_ops(m.graph, Layout(cross_entropy="pytorch-bf16"), table, {"bf16": P})}
     logits = 1 * 4096 * 128_256
-    row = rows[LOSS_PATH]
-    launch = sympy.Rational(table.memory_launch_ns, 10**9)
-    assert (sympy.sympify(row["forward"]).xreplace(v) - 2 * launch,
-            sympy.sympify(row["backward"]).xreplace(v) - 3 * launch) == \
+    fwd, back, launch = _loss_row(llama, "pytorch-bf16")
+    assert (fwd - 2 * launch, back - 3 * launch) == \
         (sympy.Rational((2 + 2 + 2 + 2) * logits, BW), sympy.Rational((2 + 2 + 2 + 2 + 2) * logits, BW))
 
 
