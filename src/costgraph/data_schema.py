@@ -28,7 +28,8 @@ NUMBER_TYPES = ("int", "decimal", "ratio")
 class Field:
     """One key of an entry: ``name``, ``type`` (one of :data:`TYPES`), ``unit``
     (for display: "B", "FLOP/s", "bits"), ``required``, ``positive`` (a number
-    that must be > 0, else ≥ 0) and a one-line ``doc``."""
+    that must be > 0, else ≥ 0), ``maximum`` (the largest number it may be, None for
+    no bound; ``above`` says why, as a reader is told on refusal) and a one-line ``doc``."""
 
     name: str
     type: str = "int"
@@ -36,10 +37,14 @@ class Field:
     required: bool = True
     positive: bool = False
     doc: str = ""
+    maximum: int | None = None
+    above: str = ""
 
     def __post_init__(self):
         if self.type not in TYPES:
             raise ValueError(f"unknown field type {self.type!r}")
+        if self.maximum is not None and (self.type not in NUMBER_TYPES or not self.above):
+            raise ValueError(f"{self.name}: a maximum needs a number type and the reason (above)")
 
 
 @dataclass(frozen=True)

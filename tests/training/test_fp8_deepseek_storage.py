@@ -127,8 +127,9 @@ def test_the_fields_refuse_more_bits_than_fp32(tmp_path, monkeypatch, bits):
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
     with pytest.raises(CostgraphValueError) as err:
         policies()
-    assert "[my-fp8] moe_act_input_bits is wider than 32 bits (fp32, the widest format an activation is " \
-           "stored in)" in str(err.value)
+    assert "[my-fp8] moe_act_input_bits is above 32 bits (fp32, the widest format an activation is " \
+           "stored in; 8 for FP8, 12 for DeepSeek-V3's E5M6)" in str(err.value)
+    assert "hint: at most 32 bits" in str(err.value)
     assert "(line 10)" in str(err.value)
 
 

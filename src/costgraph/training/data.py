@@ -101,15 +101,21 @@ class Optimizer:
 
 _TEXT_FIELDS = (Field("description", "text"), Field("source", "text", doc="the source of the entry's numbers"))
 
+#: the widest ``moe_act_input_bits`` / ``attention_output_bits``: fp32 storage (the report's formats are 8 bits for
+#: FP8 and 12 for DeepSeek-V3's E5M6, arXiv 2412.19437 v2 §3.3.3)
+MAX_STORAGE_BITS = 32
+_WIDEST = "fp32, the widest format an activation is stored in; 8 for FP8, 12 for DeepSeek-V3's E5M6"
 #: A precision policy: bytes per parameter element of each model state.
 POLICY = Kind("precision policy", (*_TEXT_FIELDS, *(Field(k, unit="B") for k in POLICY_NUMBERS),
                                    Field("fp8", "text", required=False, doc="an FP8 recipe of fp8.toml"),
                                    Field("fp8_params", "flag", required=False,
                                          doc="the FP8 linears' weights kept in FP8 (--fp8-param-gather)"),
                                    Field("moe_act_input_bits", unit="bits", required=False, positive=True,
+                                         maximum=MAX_STORAGE_BITS, above=_WIDEST,
                                          doc="the MoE activation's inputs saved at these bits + fp32 per 1x128 "
                                              "where moe_act recompute frees its output"),
                                    Field("attention_output_bits", unit="bits", required=False, positive=True,
+                                         maximum=MAX_STORAGE_BITS, above=_WIDEST,
                                          doc="the output projection's input (the attention output) saved once at "
                                              "these bits + fp32 per 1x128")))
 #: An optimizer: its states and their special forms (see ``optimizers.toml``).
@@ -127,8 +133,6 @@ POLICIES = Schema("policies.toml", "costgraph.training", entries=POLICY, user=Tr
 OPTIMIZERS = Schema("optimizers.toml", "costgraph.training", entries=OPTIMIZER, user=True)
 
 
-#: the widest ``moe_act_input_bits`` / ``attention_output_bits``: fp32 storage
-MAX_STORAGE_BITS = 32
 
 
 def _policy(name: str, e: datafiles.Entry) -> Policy:
@@ -141,11 +145,6 @@ def _policy(name: str, e: datafiles.Entry) -> Policy:
         raise e.error("fp8_params = true needs an FP8 recipe", "fp8_params", hint='add fp8 = "current" (or another '
                       "recipe of fp8.toml), or remove fp8_params")
     low = {k: int(e[k]) for k in ("moe_act_input_bits", "attention_output_bits") if e.get(k) is not None}
-    for k, bits in low.items():   # a stored element's bits: no wider than fp32, the widest activations are kept in
-        if bits > MAX_STORAGE_BITS:
-            raise e.error(f"{k} is wider than {MAX_STORAGE_BITS} bits (fp32, the widest format an "
-                          "activation is stored in)", k, hint="the bits of the storage format: 8 for FP8, 12 for "
-                          "DeepSeek-V3's E5M6 (report §3.3.3)")
     if low and fp8 is None:
         raise e.error(f"{next(iter(low))} needs an FP8 recipe (the inputs are stored as the FP8 linears save theirs)",
                       next(iter(low)), hint='add fp8 = "blockwise" (or another recipe of fp8.toml), or remove it')
