@@ -174,7 +174,7 @@ def test_a_user_entry_never_replaces_a_bundled_one(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
     code, _, err = _run(["hardware"], capsys)
     assert code == 2
-    assert f"{tmp_path / 'hardware.toml'}: [h100-sxm] is a bundled hardware preset already" in err
+    assert f"{tmp_path / 'hardware.toml'}:1:1: [h100-sxm] is a bundled hardware preset already" in err
     (tmp_path / "hardware.toml").write_text(_gpu("h100sxm"))   # the bundled h100-sxm without its dash
     code, _, err = _run(["hardware"], capsys)
     assert code == 2 and "[h100sxm] is not a preset name" in err
@@ -187,7 +187,7 @@ def test_a_user_entry_name_is_a_name_one_can_type(tmp_path, monkeypatch, capsys,
     (tmp_path / "hardware.toml").write_text(_gpu('"' + name + '"'))   # a quoted TOML key
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
     code, _, err = _run(["hardware"], capsys)
-    assert code == 2 and "hardware.toml: a table name is not a name" in err
+    assert code == 2 and "hardware.toml:1:1: a table name is not a name" in err
     assert not name or name not in err.split("hint:")[0].split("hardware.toml")[-1]
 
 
@@ -209,20 +209,20 @@ def test_costgraph_data_folder_checks(tmp_path, monkeypatch, capsys):
 
 BAD = [
     (GPU.replace("memory_bytes = 4000000000  # source: test datasheet, table 1", "memory_bytes = 4000000000"),
-     "[my-gpu] memory_bytes has no '# source: ...' comment on its line and the entry no source string (line 9)"),
+     ":9:1: [my-gpu] memory_bytes has no '# source: ...' comment on its line and the entry no source string"),
     (GPU.replace("memory_bytes = 4000000000", "memory_bytes = 4.5e9"),
-     "[my-gpu] memory_bytes (a float) is not a non-negative integer (line 9)"),
+     ":9:1: [my-gpu] memory_bytes (a float) is not a non-negative integer"),
     (GPU.replace("memory_bytes = 4000000000", 'memory_bytes = "SECRET-VALUE"'),
-     "[my-gpu] memory_bytes (a string) is not a non-negative integer (line 9)"),
+     ":9:1: [my-gpu] memory_bytes (a string) is not a non-negative integer"),
     (GPU.replace("memory_bytes = 4000000000", "memory_bytes = -4000000000"),
-     "[my-gpu] memory_bytes (an integer) is not a non-negative integer (line 9)"),
+     ":9:1: [my-gpu] memory_bytes (an integer) is not a non-negative integer"),
     (GPU.replace("memory_bandwidth = 1000000000000", "memory_bandwidth = 0"),
-     "[my-gpu] memory_bandwidth must be positive (line 10)"),
+     ":10:1: [my-gpu] memory_bandwidth must be positive"),
     (GPU + "memory_byte = 3  # source: a\n",
-     "[my-gpu] has unknown key memory_byte (line 17)"),
-    (GPU.replace('vendor = "Me"\n', ""), "[my-gpu] is missing vendor (line 1)"),
-    (GPU.replace('name = "My GPU"', "name = 7"), "[my-gpu] name (an integer) is not a non-empty string (line 2)"),
-    ("[my-gpu\n", "not valid TOML"),
+     ":17:1: [my-gpu] has unknown key memory_byte"),
+    (GPU.replace('vendor = "Me"\n', ""), ":1:1: [my-gpu] is missing vendor"),
+    (GPU.replace('name = "My GPU"', "name = 7"), ":2:1: [my-gpu] name (an integer) is not a non-empty string"),
+    ("[my-gpu\n", ": not valid TOML"),
 ]
 
 
@@ -231,18 +231,18 @@ def test_user_file_errors_name_file_entry_key_and_exit_2(tmp_path, monkeypatch, 
     path = tmp_path / "hardware.toml"
     path.write_text(text)
     code, _, err = _run(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", str(path)], capsys)
-    assert code == 2 and f"{path}: {message}" in err, err
+    assert code == 2 and f"{path}{message}" in err, err
     assert "Traceback" not in err and "SECRET" not in err and "4.5" not in err
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
     code, _, err2 = _run(["hardware"], capsys)
-    assert code == 2 and f"{path}: {message}" in err2, err2
+    assert code == 2 and f"{path}{message}" in err2, err2
 
 
 def test_bundled_table_errors_show_the_value():
     text = GPU.replace("memory_bytes = 4000000000", "memory_bytes = 4.5e9")
     with pytest.raises(CostgraphValueError) as e:
         hardware.parse(text, "t.toml")
-    assert "t.toml: [my-gpu] memory_bytes = 4500000000.0 is not a non-negative integer (line 9)" in str(e.value)
+    assert "t.toml:9:1: [my-gpu] memory_bytes = 4500000000.0 is not a non-negative integer" in str(e.value)
 
 
 def test_optimizer_checks_in_the_loader():
@@ -250,11 +250,11 @@ def test_optimizer_checks_in_the_loader():
         return datafiles.parse('[o]\ndescription = "d"\nsource = "s"\n' + body, "o.toml", data.OPTIMIZERS)
 
     assert parse("states = 2\n").entries["o"]["states"] == 2
-    with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] gives block_size without block_stat_bytes"):
+    with pytest.raises(CostgraphValueError, match=r"o.toml:5:1: \[o\] gives block_size without block_stat_bytes"):
         parse("states = 2\nblock_size = 64\n")
-    with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] block_size = 0 must be positive \(line 5\)"):
+    with pytest.raises(CostgraphValueError, match=r"o.toml:5:1: \[o\] block_size = 0 must be positive"):
         parse("states = 2\nblock_size = 0\nblock_stat_bytes = 4\n")
-    with pytest.raises(CostgraphValueError, match=r"o.toml: \[o\] factored = 1 must be true or false"):
+    with pytest.raises(CostgraphValueError, match=r"o.toml:5:1: \[o\] factored = 1 must be true or false"):
         parse("states = 2\nfactored = 1\n")
     with pytest.raises(CostgraphValueError, match=r"\[o\] rest = 'adamw' names no other optimizer"):
         datafiles.check_refs(parse("states = 0\nmatrix_states = 1\nrest = 'adamw'\n").entries, data.OPTIMIZER)
@@ -268,8 +268,8 @@ def test_quantization_bytes_per_param_is_checked(tmp_path, monkeypatch):
         '[q3]\ndescription = "3-bit"\nsource = "a test"\nelement_bits = 3\n'
         "bytes_per_param = { numerator = 1, denominator = 2 }\n")
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
-    with pytest.raises(CostgraphValueError, match=r"quantization.toml: \[q3\] bytes_per_param disagrees with its "
-                                                  r"fields \(line 5\)"):
+    with pytest.raises(CostgraphValueError, match=r"quantization.toml:5:1: \[q3\] bytes_per_param disagrees with its "
+                                                  r"fields"):
         lora.quant_schemes()
     (tmp_path / "quantization.toml").write_text(
         '[q3]\ndescription = "3-bit"\nsource = "a test"\nelement_bits = 3\n'
@@ -324,9 +324,10 @@ def test_hardware_path_limits(tmp_path, monkeypatch, capsys):
 
 
 def test_scan_reads_sources_and_lines():
-    sources, lines = datafiles.scan("top = 1  # source: a\n[t.u]\nk = 2  # source: b\n#   more\nj = 3\n")
+    sources, lines = datafiles.scan("top = 1  # source: a\n [t.u]\nk = 2  # source: b\n#   more\n  j = 3\n")
     assert sources == {((), "top"): "a", (("t", "u"), "k"): "b more"}
-    assert lines == {((), "top"): 1, (("t", "u"), ""): 2, (("t", "u"), "k"): 3, (("t", "u"), "j"): 5}
+    # (line, column): a key's column, a header's '['
+    assert lines == {((), "top"): (1, 1), (("t", "u"), ""): (2, 2), (("t", "u"), "k"): (3, 1), (("t", "u"), "j"): (5, 3)}
 
 
 def test_hf_mapping_like_and_defaults(monkeypatch):
@@ -366,11 +367,11 @@ def test_hf_mapping_like_and_defaults(monkeypatch):
             hf_mapping.resolve_entries(data.entries)
 
     refused('[one]\nlike = "two"\n\n[two]\nlike = "one"\ndims.h = "hidden_size"\n',
-            r"m\.toml: \[two\] like = 'one' runs in a cycle \(one → two → one\) \(line 5\)")
+            r"m\.toml:5:1: \[two\] like = 'one' runs in a cycle \(one → two → one\)")
     refused('[one]\nlike = "nothing"\ndims.h = "hidden_size"\n',
-            r"m\.toml: \[one\] like = 'nothing' names no other model_type \(line 2\)", refs=True)
+            r"m\.toml:2:1: \[one\] like = 'nothing' names no other model_type", refs=True)
     refused('[one]\ndims.h = "h"\nallowed = [["hidden_act", "silu"], "mlp_bias"]\n',
-            r"m\.toml: \[one\] allowed holds an item that is not \[KEY, VALUE, \.\.\.\] \(line 3\)")
+            r"m\.toml:3:1: \[one\] allowed holds an item that is not \[KEY, VALUE, \.\.\.\]")
 
 def test_hf_mapping_format_is_documented():
     """hf_mapping.toml documents its format on docs/data-files.md (not in the file's header): every key the

@@ -37,16 +37,20 @@ _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=\s*([^#]*?)\s*(#.*)?$")
 _SOURCE = re.compile(r"#\s*source:\s*(.*\S)\s*$")
 
 
+_HEADER_PART = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[^.\"']+)\s*(?:\.|$)")
+
+
 def _header(text: str) -> tuple[str, ...]:
-    return tuple(part.strip().strip('"').strip("'") for part in text.split("."))
+    """The parts of a table header's dotted key; a quoted part keeps its dots (``["x.toml"]`` is one part)."""
+    return tuple(part.strip().strip('"').strip("'") for part in _HEADER_PART.findall(text))
 
 
 def scan(text: str) -> tuple[dict, dict]:
     """``(sources, lines)`` of a TOML text: ``sources[(table, key)]`` is the
     ``# source:`` comment on the key's line (continued on following lines
     starting with ``#`` and three spaces), ``lines[(table, key)]`` its 1-based
-    line; ``table`` is the header's parts as a tuple (``()`` at the top level)
-    and ``lines[(table, "")]`` the header's line. Only ``key = value`` lines
+    (line, column) (the column of the key); ``table`` is the header's parts as a tuple
+    (``()`` at the top level) and ``lines[(table, "")]`` the header's (line, column of ``[``). Only ``key = value`` lines
     with a bare key are seen."""
     sources: dict = {}
     lines: dict = {}
@@ -56,12 +60,12 @@ def scan(text: str) -> tuple[dict, dict]:
         m = _HEADER.match(line)
         if m:
             table = _header(m.group(1))
-            lines.setdefault((table, ""), number)
+            lines.setdefault((table, ""), (number, line.index("[") + 1))
             last = None
             continue
         m = _KEY_LINE.match(line)
         if m:
-            lines.setdefault((table, m.group(1)), number)
+            lines.setdefault((table, m.group(1)), (number, m.start(1) + 1))
             src = _SOURCE.search(m.group(3) or "")
             last = (table, m.group(1)) if src else None
             if src:
@@ -167,8 +171,8 @@ def make_entry(name: str, table, kind: Kind, file: str, path: tuple[str, ...], s
     and return its :class:`Entry`; ``scanned`` is :func:`scan` of the text."""
     sources, lines = scanned
     if not bundled and path and not _USER_NAME.fullmatch(name):
-        line = lines.get((path, ""))
-        raise CostgraphValueError(f"{file}: a table name is not a name{f' (line {line})' if line else ''}",
+        at = lines.get((path, ""))
+        raise CostgraphValueError(f"{file}{':%d:%d' % at if at else ''}: a table name is not a name",
                                   hint="name each entry in lower case with digits and '-' (my-gpu, adam-4bit), "
                                        "at most 64 characters, not ending in .toml")
     where = "[" + ".".join(path) + "]"

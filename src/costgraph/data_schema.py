@@ -5,7 +5,7 @@ A data file's reader declares its :class:`Schema` once (which entries the file h
 of entry its :class:`Field` s: name, type of :data:`TYPES`, unit, required or optional, positive);
 :mod:`costgraph.datafiles` reads and validates the file against it into a :class:`DataSet` of
 :class:`Entry` s, each remembering its file and the line of each key, so that a reader's own check says
-``FILE: [ENTRY] KEY ... (line N)`` (:meth:`Entry.error`). Every name here is importable from
+``FILE:LINE:COLUMN: [ENTRY] KEY ...`` (:meth:`Entry.error`). Every name here is importable from
 :mod:`costgraph.datafiles`. This module imports no SymPy.
 """
 
@@ -110,11 +110,10 @@ class Entry:
         return self.values.get(key, default)
 
     def error(self, message: str, key: str = "", hint: str | None = None) -> CostgraphValueError:
-        """A :class:`CostgraphValueError` ``FILE: [NAME] message (line N)``, the
-        line of ``key`` (or of the table's header) when known."""
-        line = self.lines.get(key) or self.lines.get("")
-        return CostgraphValueError(f"{self.file}: {self.where} {message}" + (f" (line {line})" if line else ""),
-                                   hint=hint)
+        """A :class:`CostgraphValueError` ``FILE:LINE:COLUMN: [NAME] message``, at
+        ``key`` (or at the table's header; ``FILE: ...`` where neither is known)."""
+        at = self.lines.get(key) or self.lines.get("")
+        return CostgraphValueError(f"{self.file}{':%d:%d' % at if at else ''}: {self.where} {message}", hint=hint)
 
 
 @dataclass(frozen=True, eq=False)

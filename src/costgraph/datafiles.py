@@ -27,7 +27,7 @@ under the limits of a ``config.json`` (a regular file, at most
 but never repeat a value from it.
 
 Every mistake is a :class:`~costgraph.errors.CostgraphValueError` (exit status
-2 from the CLI) of the form ``FILE: [ENTRY] KEY ... (line N)``. This module
+2 from the CLI) of the form ``FILE:LINE:COLUMN: [ENTRY] KEY ...``. This module
 imports no SymPy.
 
 The schema's types are :mod:`costgraph.data_schema`'s, one table's validation

@@ -291,7 +291,7 @@ def test_cli_bad_input(capsys, args, message):
      "[factor.speed] is no factor"),
     ("[profile]\nhardware = \"h100-sxm\"\ntime_model = \"t\"\ncostgraph = \"0\"\ndate = \"d\"\n\n[factor.compute]\n"
      "value = \"9\"  # source: x\nlower = \"0.5\"  # source: x\nupper = \"4\"  # source: x\nruns = []\n",
-     "value is outside its bounds [lower, upper] (line 8)"),
+     "bad.toml:8:1: [factor.compute] value is outside its bounds [lower, upper]"),
     ("[profile]\nhardware = \"h100-sxm\"\ntime_model = \"t\"\ncostgraph = \"0\"\ndate = \"d\"\n\n[factor.compute]\n"
      "value = \"1\"\nlower = \"0.5\"  # source: x\nupper = \"4\"  # source: x\nruns = []\n",
      "value has no '# source: ...' comment")])

@@ -130,7 +130,7 @@ def test_the_fields_refuse_more_bits_than_fp32(tmp_path, monkeypatch, bits):
     assert "[my-fp8] moe_act_input_bits is above 32 bits (fp32, the widest format an activation is " \
            "stored in; 8 for FP8, 12 for DeepSeek-V3's E5M6)" in str(err.value)
     assert "hint: at most 32 bits" in str(err.value)
-    assert "(line 10)" in str(err.value)
+    assert "policies.toml:10:1: [my-fp8]" in str(err.value)
 
 
 def test_the_fields_take_thirty_two_bits(tmp_path, monkeypatch):

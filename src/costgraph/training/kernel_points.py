@@ -9,7 +9,7 @@ kernel's points are that kernel's wherever the other table keeps them (its ``att
 when its ``attention_kernel`` is that kernel, else its ``attention_{kernel}_{d}_points``). The
 table's own parameters stay its own: they are fitted to the points at its own preset's peak.
 
-Refused, each located at its table's line (``kernels.toml: [gb300] ... (line N)``): points the table
+Refused, each located at its table's line (``kernels.toml:N:C: [gb300] ...``): points the table
 needs that neither it nor its chain gives, a chain that runs in a cycle, and points given without the
 parameters fitted to them. ``points_from`` naming no table is refused by :mod:`costgraph.datafiles`
 (a ``ref`` field).
