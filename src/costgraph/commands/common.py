@@ -11,7 +11,7 @@ from ..choices import add_option
 from ..errors import CostgraphValueError
 
 
-_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*|true|false)$")
+_SETTING = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=([0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][0-9]+)?|true|false)$")
 
 
 def model_arguments(p, model_help: str = "a bundled model name, a .cg file, a config.json, a snapshot folder or a "
@@ -98,17 +98,18 @@ def resolve_models(args) -> None:
 
 
 def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
-    """``--set`` pairs → (dimension values, option values).
+    """``--set`` pairs → (dimension values, option values). A number is written as the count flags take it
+    (``b=1024``, ``b=1_024``, ``b=1e9``, ``b=7.5e9``: :func:`~costgraph.arguments.parse_count`).
 
     Raises
     ------
     CostgraphValueError
-        A pair not ``NAME=VALUE`` with a whole number or true/false, a negative number, or a
+        A pair not ``NAME=VALUE`` with a whole number or true/false, a negative or fractional number, or a
         name given twice."""
     from ..language.limits import check_number
 
     dims, options = {}, {}
-    from ..arguments import ascii_number
+    from ..arguments import ascii_number, parse_count
 
     for pair in pairs:
         ascii_number(pair, "--set", pair=True)
@@ -125,6 +126,8 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
         if value in ("true", "false"):
             options[name] = value == "true"
         else:
+            if any(c in value for c in ".eE"):   # 1e9, 7.5e9: whole numbers as --params and --tokens read them
+                value = str(parse_count(value, f"--set {name}", example=f"{name}=1e9 or {name}=1000000000"))
             dims[name] = check_number(value, error=_set_error(pair))
     return dims, options
 

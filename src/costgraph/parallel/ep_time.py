@@ -214,10 +214,11 @@ def check_overlap(layout) -> None:
     if layout.ep_overlap != "megatron":
         return
     if as_expr(layout.p) != 1 and layout.schedule != "interleaved":
-        raise CostgraphValueError("Megatron's EP overlap needs the interleaved schedule when pp > 1",
+        raise CostgraphValueError("--ep-overlap megatron needs the interleaved schedule when pp > 1 (Megatron's "
+                                  "combined 1F1B pairs the chunks of interleaving)",
                                   hint="--schedule interleaved --virtual-stages V, or --ep-overlap dualpipe")
     if layout.recompute == "full":
-        raise CostgraphValueError("Megatron's EP overlap does not run with full recomputation",
+        raise CostgraphValueError("--ep-overlap megatron does not run with full recomputation",
                                   hint="--recompute none or selective")
 
 
