@@ -302,6 +302,20 @@ EP_DISPATCHER = Choice("ep_dispatcher", "EP token dispatcher", (
 ), "alltoall")
 CHOICES[EP_DISPATCHER.name] = EP_DISPATCHER
 
+#: how context parallelism exchanges K and V (costgraph.parallel.communication, costgraph.training.overlap):
+#: Megatron-LM @ d98e8a64 transformer_config.py ``cp_comm_type`` ("p2p" or "all_gather", the value Transformer
+#: Engine reads; arguments.py --cp-comm-type default ["p2p"]): "p2p" exchanges KV chunks in a ring, async and
+#: overlapped with the attention; "all_gather" gathers the whole K/V before the attention, "not async, and cannot be
+#: overlapped" (TE @ d0067d0d context_parallel.py AttnFuncWithCPAndKVAllGather: "KV all-gather between CP ranks is
+#: exposed", after the Llama 3 report, arXiv 2407.21783 §3.3.2). Ulysses' a2a and the hierarchical a2a+p2p are not
+#: modelled.
+CP_COMM_TYPE = Choice("cp_comm_type", "CP communication", (
+    ("p2p", "K/V chunks passed round a ring beside the attention (TE AttnFuncWithCPAndKVP2P; Megatron's default)"),
+    ("all_gather", "K and V all-gathered before the attention forward and again in the backward, dK and dV "
+                   "reduce-scattered after it, all exposed (TE AttnFuncWithCPAndKVAllGather; Llama 3 §3.3.2)"),
+), "p2p")
+CHOICES[CP_COMM_TYPE.name] = CP_COMM_TYPE
+
 #: which fused attention kernel runs the flash core (costgraph.training.kernel_time; the curves in
 #: training/kernels.toml). The default is what Megatron-Core runs through Transformer Engine: TE @ d0067d0d
 #: transformer_engine/pytorch/attention/dot_product_attention/utils.py::get_attention_backend disables

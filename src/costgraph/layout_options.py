@@ -110,6 +110,10 @@ class LayoutOptions:
                                      unit="scale-up domains", type=int, domain=Domain(
                                          "variant", "route_nodes", "unconfined only; --exhaustive searches them",
                                          {"group": "experts"}))
+    # no search domain (as ep_dispatcher): the software the cluster runs; all_gather is never faster than the ring
+    # under the overlap rules (the same bytes, exposed), so the planner would never rank it above p2p
+    cp_comm_type: str = option("--cp-comm-type", "how CP exchanges K and V (Megatron's --cp-comm-type): "
+                               + choices.CP_COMM_TYPE.help(), choices=choices.CP_COMM_TYPE)
     attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
                                    "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
                                    choices=choices.ATTENTION_KERNEL)

@@ -4,7 +4,7 @@ that checks the first row."""
 
 from __future__ import annotations
 
-from ..choices import ATTENTION, ATTENTION_KERNEL, EP_DISPATCHER, LINK_RATE, OVERLAP
+from ..choices import ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, EP_DISPATCHER, LINK_RATE, OVERLAP
 from ..numbers import units
 from .tables import table
 
@@ -40,7 +40,9 @@ def to_text(plan) -> str:
            + (f", EP dispatch --ep-dispatcher {st['ep_dispatcher']}"
               if st.get("ep_dispatcher", EP_DISPATCHER.default) != EP_DISPATCHER.default else "")
            + (f", attention kernel --attention-kernel {st['attention_kernel']}"
-              if st.get("attention_kernel", ATTENTION_KERNEL.default) != ATTENTION_KERNEL.default else "") + ")", ""]
+              if st.get("attention_kernel", ATTENTION_KERNEL.default) != ATTENTION_KERNEL.default else "")
+           + (f", CP --cp-comm-type {st['cp_comm_type']}"
+              if st.get("cp_comm_type", CP_COMM_TYPE.default) != CP_COMM_TYPE.default else "") + ")", ""]
     heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
     cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
               r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",

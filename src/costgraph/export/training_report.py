@@ -95,7 +95,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "link_rate": L.link_rate,
             "ep_overlap": L.ep_overlap, "ep_dispatcher": L.ep_dispatcher, "route_nodes": L.route_nodes, "overlap": L.overlap,
-            "attention_kernel": L.attention_kernel,
+            "attention_kernel": L.attention_kernel, "cp_comm_type": L.cp_comm_type,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             # memory conventions (costgraph.training.fp8, .memory, .states)
@@ -249,7 +249,7 @@ def _expert_placement_line(L) -> str | None:
 def _options_lines(L) -> list[str]:
     """The FP8 options under an FP8 policy, and the recompute FLOP count when a policy re-runs
     something (each named with its default)."""
-    from ..choices import RECOMPUTE_COUNT, ZERO3_GATHERED
+    from ..choices import CP_COMM_TYPE, RECOMPUTE_COUNT, ZERO3_GATHERED
     from ..training.fp8 import policy_recipe
 
     out = []
@@ -263,6 +263,11 @@ def _options_lines(L) -> list[str]:
                       f"; weight transpose {L.fp8_transpose} (--fp8-transpose; default auto: from the preset)"))
     if L.loss and L.cross_entropy != CROSS_ENTROPY.default:   # the default named in the header line
         out.append(f"loss: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
+    c = as_expr(L.c)
+    if L.cp_comm_type != CP_COMM_TYPE.default or (c.is_Integer and c > 1):   # how CP exchanges K and V
+        out.append(f"CP communication: --cp-comm-type {L.cp_comm_type}"
+                   + (" (default)" if L.cp_comm_type == CP_COMM_TYPE.default else "")
+                   + f" ({CP_COMM_TYPE.meaning(L.cp_comm_type)})")
     if L.zero >= 3:   # what ZeRO-3 holds gathered, the default (auto) named
         g = L.resolved("zero3_gathered")
         out.append(f"ZeRO-3 gathered: --zero3-gathered {g}" + (" (default)" if L.zero3_gathered == "auto" else "")

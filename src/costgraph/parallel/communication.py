@@ -97,7 +97,12 @@ keeps its kind, and the ``(n−1)/n`` factor makes it 0 at ``n = 1``):
     dK and dV reduce-scattered backward (Megatron ``context_parallel.md``;
     its ring sends the same volume point to point). Per device its TP share
     of the heads. Megatron's ring also sends K and V again in backward,
-    which this does not count.
+    which this does not count. With ``cp_comm_type = "all_gather"``
+    (:data:`costgraph.choices.CP_COMM_TYPE`) the backward gathers K and V again
+    before it (TE @ d0067d0d context_parallel.py
+    ``AttnFuncWithCPAndKVAllGather.backward``: ``gather_along_first_dim(k,
+    ctx.cp_group)``, the forward's gathered copies are not saved) and
+    reduce-scatters dK and dV after it.
 ``ep`` (per MoE layer per micro-batch, from the routed-expert groups)
     All-to-all dispatch and combine of the tokens routed to experts forward,
     and both again backward: ``k`` copies of each of the device's tokens
@@ -270,6 +275,8 @@ def cp_collectives(x: _Step) -> dict[str, Collective]:
         calls = cg.nodes[first]["active"] * f * pl.degree("m")
         parts.append(Transfer(f"{first}: K and V ({k}, {val}) (forward)", "all-gather", g.size, g.stride, el, eb,
                               calls * (1 + x.rerun(first, "all-gather", "cp"))))
+        if x.L.cp_comm_type == "all_gather":   # gathered again in the backward (module docstring)
+            parts.append(Transfer(f"{first}: K and V again (backward)", "all-gather", g.size, g.stride, el, eb, calls))
         parts.append(Transfer(f"{first}: dK and dV (backward)", "reduce-scatter", g.size, g.stride, el, eb, calls))
     return {"cp": Collective("cp", tuple(parts))} if parts else {}
 

@@ -81,7 +81,9 @@ defaults; ``none`` leaves every collective exposed, Megatron-LM without the over
     K/V block to the next rank while the attention of the current block runs: ``c − 1`` transfers
     each beside one of the ``c`` blocks, ``Σ max(0, transfer − block)`` = ``max(0, T − (c−1)/c ·
     a · C)`` with ``a`` the attention products' share of the model's FLOPs (QKᵀ and scores·V of the
-    graph's attention cores); the same for dK/dV in backward. ``exposed`` under ``none``.
+    graph's attention cores); the same for dK/dV in backward. ``exposed`` under ``none``, and under every
+    convention with ``cp_comm_type = "all_gather"`` (Megatron-LM @ d98e8a64 transformer_config.py
+    ``cp_comm_type``: "The all-gather is not async, and cannot be overlapped").
 ``tied_embedding`` — exposed (an all-reduce after the backward, in finalize_model_grads).
 """
 
@@ -281,6 +283,8 @@ def overlaps(cg, collectives: dict, hardware, layout, placement, *, stage="first
         if factors is not None:   # calibration: this kind's multiplier (costgraph.training.calibration)
             secs = [x * factors.scale_kinds({kind: 1})[kind] for x in secs]
         rule = "ep_overlap" if kind == "ep" else RULES[conv].get(kind, "exposed")
+        if kind == "cp" and L.cp_comm_type == "all_gather":   # not async (module docstring)
+            rule = "exposed"
         out[kind] = _RULES[rule](ctx, kind, col, secs)
     return Overlaps(conv, out, fwd, bwd)
 
