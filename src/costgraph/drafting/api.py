@@ -136,10 +136,27 @@ def _cycled(kinds: list, layers: int) -> list:
     return out
 
 
+#: which model a config drafts, said where transformers refuses to build it
+AUTO_HINT = ("costgraph import drafts the model transformers builds for the config: its causal language model "
+             "(AutoModelForCausalLM) where transformers maps one, else its base model (AutoModel: a vision or speech "
+             "encoder, an encoder-decoder); name another class with a transformers class as the source")
+
+
+def auto_class(model_type: str):
+    """``AutoModelForCausalLM`` where transformers maps ``model_type`` to a causal language model
+    (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``), else ``AutoModel`` (``MODEL_MAPPING_NAMES``: ViT, wav2vec2, T5, ...;
+    the base model the import bench's ``--mapping base`` measures)."""
+    from transformers import AutoModel, AutoModelForCausalLM
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_MAPPING_NAMES
+
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type in MODEL_MAPPING_NAMES:
+        return AutoModel
+    return AutoModelForCausalLM
+
+
 def _build(torch, cfg: dict, class_name: str | None, config=None):
     """The model of ``cfg`` (its config object ``config``, built here where not given) on the meta device."""
     import transformers
-    from transformers import AutoModelForCausalLM
 
     config = _config_object(cfg) if config is None else config
     # batched_mm: MoE experts as one bmm per routed token (the meta kernel of grouped_mm wants sizes that
@@ -150,11 +167,10 @@ def _build(torch, cfg: dict, class_name: str | None, config=None):
             if class_name is not None:
                 model = getattr(transformers, class_name)._from_config(config, **kwargs)
             else:
-                model = AutoModelForCausalLM.from_config(config, **kwargs)
+                model = auto_class(cfg["model_type"]).from_config(config, **kwargs)
     except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
         raise CostgraphValueError(f"transformers cannot build model_type {shown(cfg['model_type'])} at the probe "
-                                  f"configuration: {type(e).__name__}: {str(e)[:200]}",
-                                  hint="costgraph import drafts causal language models (…ForCausalLM)") from None
+                                  f"configuration: {type(e).__name__}: {str(e)[:200]}", hint=AUTO_HINT) from None
     model.train(False)
     return model
 
