@@ -69,3 +69,13 @@ def mel_front(root: Module, pre: list[Module], sz: Sizer, names) -> tuple[list[s
         sz.seq_dims = [f'  dim s = {sz.seq} "spectrogram frames: the stem\'s output adds the position table whole"']
     sz.size(values["mel"], "Mel bins")
     return [f"input features[b, mel, s]"], lines, convs
+
+
+def pool_line(m: Module) -> str | None:
+    """The statement of an ``nn.AvgPool1d(k, stride=k)`` over the positions of ``x [b, positions, h]`` (transformers 5.24
+    modeling_qwen2_audio.py ``Qwen2AudioEncoder.forward``: ``permute(0, 2, 1)``, ``avg_pooler``, ``permute(0, 2, 1)``,
+    views about the pool), or None for another kernel, stride or padding."""
+    k, stride, pad = (m.attrs.get(a) for a in ("kernel_size", "stride", "padding"))
+    if not isinstance(k, int) or stride != k or pad not in (0, None):
+        return None
+    return f"x = transpose(avg_pool1d(transpose(x), kernel = {k}))   # [b, positions / {k}, h]"

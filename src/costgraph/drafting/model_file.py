@@ -21,7 +21,7 @@ from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
-from .mel_front import mel_front
+from .mel_front import mel_front, pool_line
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -127,6 +127,8 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: 
         return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
     if m.cls == "Dropout":
         return f"x = dropout(x, name = {names(m)})" if m.attrs.get("p", 0) else None
+    if m.cls == "AvgPool1d":      # a speech encoder's pooled output (Qwen2-Audio's avg_pooler)
+        return pool_line(m)
     act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
     if act is not None and not m.params:
         return f"x = {act}(x)"

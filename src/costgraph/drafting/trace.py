@@ -95,7 +95,7 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)
         if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith("Conv"):
+        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "AvgPool")):
             out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
