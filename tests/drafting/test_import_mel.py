@@ -28,7 +28,8 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 
 #: transformers' class names: the base model (AutoModel's) of each type, at its default config
 drafted = Drafts({"qwen2_audio_encoder": "Qwen2AudioEncoder", "voxtral_encoder": "VoxtralEncoder",
-                  "audioflamingo3_encoder": "AudioFlamingo3Encoder", "glmasr_encoder": "GlmAsrEncoder"})
+                  "audioflamingo3_encoder": "AudioFlamingo3Encoder", "glmasr_encoder": "GlmAsrEncoder",
+                  "moss_transcribe_diarize_audio": "MossTranscribeDiarizeAudioModel"})
 
 STEM = ("  x = gelu(dense_conv1d(features, h, kernel = 3, padding = 1, name = conv1))\n"
         "  x = gelu(dense_conv1d(x, h, kernel = 3, stride = 2, padding = 1, name = conv2))\n"
@@ -43,6 +44,8 @@ EXPECTED = {
     "qwen2_audio_encoder": FRAMES + STEM + TABLE + "  repeat l as layers {",
     "voxtral_encoder": FRAMES + STEM + TABLE,
     "audioflamingo3_encoder": FRAMES + STEM + TABLE,
+    # modeling_moss_transcribe_diarize.py MossTranscribeDiarizeAudioModel: a Whisper encoder (stem, table, pre-LN layers)
+    "moss_transcribe_diarize_audio": FRAMES + STEM + TABLE,
     # modeling_glmasr.py GlmAsrEncoder.forward: no table; the frames are the input's length s
     "glmasr_encoder": "  input features[b, mel, s]\n\n" + STEM + "  repeat l as layers {",
 }
