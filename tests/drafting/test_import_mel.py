@@ -116,3 +116,16 @@ def test_avg_pool1d_length_and_flops_as_pytorch(length):
     assert int(sympy.sympify(out).xreplace(subs)) == y.shape[-1] == (length - 2) // 2 + 1
     got = m.costs("model", convention="matmul").evaluate(None, {"b": 2, "c": 5, "L": length})
     assert int(got["flops_forward"]) == counter.get_total_flops() == 0
+
+
+@pytest.mark.parametrize("family", ["qwen2_audio_encoder", "glmasr_encoder"])
+def test_parameters_at_the_config_own_sizes(family):
+    """The draft at the default config's own values (``config imported``: Qwen2-Audio's d_model 1280, 32 layers, 128 Mel
+    bins, 1500 positions; s derived as 2·se, or given) against ``sum(p.numel())`` of the model transformers builds
+    from that config on meta (api._check_at_config): Qwen2-Audio's encoder holds 636,968,960 (measured: transformers
+    5.24 ``Qwen2AudioEncoder._from_config(AutoConfig.for_model("qwen2_audio_encoder"))`` on meta)."""
+    d = drafted(family)
+    torch_count, draft_count = d.config_params
+    assert torch_count == draft_count
+    if family == "qwen2_audio_encoder":
+        assert draft_count == 636_968_960
