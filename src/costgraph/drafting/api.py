@@ -182,6 +182,7 @@ def _forward(torch, model, b: int, s: int):
     import inspect
 
     from ..torch_measure import flop_counter, meta_forward
+    from .inputs_mel import mel_inputs
     from .routing import stand_ins
     from .trace import trace
 
@@ -198,7 +199,10 @@ def _forward(torch, model, b: int, s: int):
     params = inspect.signature(model.forward).parameters
     cfg = model.config
     square = all(isinstance(getattr(cfg, f, None), int) for f in ("num_channels", "image_size"))
-    if "input_ids" not in params and "pixel_values" in params and square:
+    audio = mel_inputs(torch, model, b, s)     # a speech encoder's spectrogram [b, mel, s frames]
+    if audio is not None:
+        inputs = audio
+    elif "input_ids" not in params and "pixel_values" in params and square:
         # a vision encoder (ViTModel, transformers 5.24 modeling_vit.py ``forward(pixel_values, ...)``): an image
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),

@@ -21,6 +21,7 @@ from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
+from .mel_front import mel_front, pool_line
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -126,6 +127,8 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: 
         return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
     if m.cls == "Dropout":
         return f"x = dropout(x, name = {names(m)})" if m.attrs.get("p", 0) else None
+    if m.cls == "AvgPool1d":      # a speech encoder's pooled output (Qwen2-Audio's avg_pooler)
+        return pool_line(m)
     act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
     if act is not None and not m.params:
         return f"x = {act}(x)"
@@ -169,14 +172,18 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
     vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
+    mel = mel_front(root, pre, sz, names) if vision is None else None
     if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
         inputs, lines = vision
         pre = [m for m in pre if m is not conv]
+    elif mel is not None:       # Whisper-like speech encoders: the Conv1d stem over the spectrogram, the positions
+        inputs, lines, drafted = mel
+        pre = [m for m in pre if all(m is not d for d in drafted)]
     else:
         inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
     # a vision encoder's layers run s = n + 1 (DeiT's n + 2) positions, the s its dims derive: no prompt tokens
-    seq = "s" if vision is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
+    seq = "s" if vision is not None or mel is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
     if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
@@ -446,13 +453,13 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
     if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
-        dims = ['  dim b   "micro-batch size (images)"']
+        dims = [f'  dim b   "micro-batch size ({"audio clips" if sz.seq_dims else "images"})"']
     for sym in order[2:]:
         desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
     if sz.seq is not None:
-        dims += ['  dim n = (image / p) * (image / p) "number of patches, (image/p)^2"',
-                 f'  dim s = {sz.seq} "sequence length: the patches and the tokens put in front of them"']
+        dims += sz.seq_dims or ['  dim n = (image / p) * (image / p) "number of patches, (image/p)^2"',
+                                f'  dim s = {sz.seq} "sequence length: the patches and the tokens put in front of them"']
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)

@@ -137,6 +137,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     "image_size": ("image", "image size (pixels per side)"),
     "patch_size": ("p", "patch size (pixels per side)"),
     "num_channels": ("c", "image channels"),
+    # speech encoders over a log-Mel spectrogram [b, mel, frames] (Whisper's, Qwen2-Audio's: transformers 5.24
+    # modeling_qwen2_audio.py Qwen2AudioEncoder): the Mel bins, and the rows of the position table the stride-2 stem's
+    # output adds whole (frames = 2·se)                                                                  (k28feat12)
+    "num_mel_bins": ("mel", "log-Mel bins"),
+    "max_source_positions": ("se", "encoder positions (rows of the position table; the stem's output length)"),
 }
 #: the vision fields (:data:`FIELDS`' last three): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels")
@@ -176,14 +181,16 @@ _PRIMES = (
      "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 347, "d_pl": 307,
      "V_pl": 313, "hi": 331, "t_k": 1009, "V_sh": 353, "d_sh": 359, "V_pr": 367, "d_pr": 373, "w_t": 401,
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
-     "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5},
+     "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
+     "mel": 827, "se": 811, "frames": 809},     # k28feat12: speech encoders' Mel bins, positions, input frames
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
      "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 349, "d_pl": 311,
      "V_pl": 317, "hi": 337, "t_k": 1013, "V_sh": 379, "d_sh": 383, "V_pr": 389, "d_pr": 397, "w_t": 409,
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
-     "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7},
+     "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
+     "mel": 829, "se": 821, "frames": 863},     # k28feat12: speech encoders' Mel bins, positions, input frames
 )
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
@@ -275,7 +282,7 @@ class Probe:
                   "position_bias_num_buckets": p["n_b"], "num_layers_per_stack": p["l"], "H_cycles": p["c_H"],
                   "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
-                  "num_channels": p["c"]}
+                  "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"]}
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -289,6 +296,10 @@ class Probe:
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         if "image_size" in present and "patch_size" in present:    # a vision encoder: s = n + 1 follows the image
             probe.s = p["q"] ** 2 + 1
+        if "num_mel_bins" in present and not any(f.startswith("decoder") for f in present):
+            # a speech encoder (k28feat12): s is the spectrogram's frames, twice the position table's rows where the
+            # config has one (the stem's output adds it whole), else a prime (the stride-2 stem's output: ⌊(s−1)/2⌋+1)
+            probe.s = 2 * p["se"] if "max_source_positions" in present else p["frames"]
         for name in present:
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]

@@ -107,7 +107,8 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
     counts = set()
     for k in ((1, 2) if free else (1,)):
         at = {**values, **{sym: k for sym in free}, "b": 1}
-        if "image" not in mapping:      # a vision encoder's s follows its image (n + 1): not given
+        if "image" not in mapping and "se" not in mapping:   # a vision encoder's s follows its image (n + 1), a
+            # speech encoder's its position table (2·se frames): not given
             at["s"] = 1
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:

@@ -91,11 +91,11 @@ def _attrs(mod) -> dict:
         w = _config_window(mod)
         if w is not None:
             out["sliding_window"] = w
-    for a in ("kernel_size", "padding", "groups"):   # a convolution's, (k,) tuples read as k
+    for a in ("kernel_size", "padding", "groups", "stride"):   # a convolution's, (k,) tuples read as k
         v = getattr(mod, a, None)
         if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith("Conv"):
+        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "AvgPool")):
             out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
@@ -170,6 +170,9 @@ def trace(torch, model, inputs: dict, run) -> Module:
         for pname, p in mod.named_parameters(recurse=False, remove_duplicate=False):
             m.params[pname] = tuple(int(x) for x in p.shape)
             pids.setdefault(path, {})[pname] = id(p)
+        frozen = [n for n, p in mod.named_parameters(recurse=False) if not p.requires_grad]
+        if frozen:     # requires_grad_(False): Whisper's sinusoidal position table (a parameter training leaves alone)
+            m.attrs["frozen"] = ",".join(frozen)
     keep, produced, consumed = [], {}, {}
     counter = [0]
     handles = []

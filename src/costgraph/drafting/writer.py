@@ -39,6 +39,9 @@ class Sizer:
     #: a vision encoder's sequence length, derived from its patches (``n + 1``: :mod:`costgraph.drafting.vision`);
     #: None where ``s`` is the input's length, set by the user
     seq: str | None = None
+    #: the dim lines that derive ``s`` (a speech encoder's frames: :mod:`costgraph.drafting.mel_front`); a vision
+    #: encoder's (the patches n, then s) where empty
+    seq_dims: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""

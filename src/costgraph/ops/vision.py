@@ -1,6 +1,6 @@
 """Operators of vision, speech and diffusion Transformers: convolutions
 (``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``, ``merge_tokens``, ``split_seq``/``merge_seq``,
-``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``, ``avg_pool2d``,
+``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``, ``avg_pool2d``, ``avg_pool1d``,
 adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN) and ``layer_scale``
 (DINOv2).
 
@@ -276,6 +276,27 @@ def avg_pool2d(c):
         batch, _, ch = x.shape
         m = _out_size(c, side, k, k, 0)
         y = c.output((batch, m * m, ch), role=c.float_role(x))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=x.numel))
+    c.save(x)
+    return y
+
+
+@op("avg_pool1d", "average pooling over blocks of k positions, stride k (nn.AvgPool1d(k, k)): x [B, C, L] → "
+    "[B, C, ⌊(L − k)/k⌋ + 1] (Qwen2-Audio's encoder output)", x="tensor", kernel="dim", layout="whole")
+def avg_pool1d(c):
+    """``nn.AvgPool1d(kernel_size=k, stride=k)`` on ``[B, C, L]`` (transformers 5.24 modeling_qwen2_audio.py
+    ``Qwen2AudioEncoder.avg_pooler``, on the layers' output permuted to ``[B, h, L]``): as :func:`avg_pool2d` on one
+    axis: 0 matrix FLOPs (``FlopCounterMode`` counts none); under `all` one add (or the divide) per input element, as
+    much for the input gradient. Keeps its input. Output length as a convolution's (no padding): ``⌊(L − k)/k⌋ + 1``,
+    PyTorch's floor (an odd L drops its last position)."""
+    x, k = c["x"], c["kernel"]
+    if len(x.shape) != 3:
+        c.fail(f"avg_pool1d needs [B, C, L], got {x.shape_str()}")
+    batch, ch, n = x.shape
+    as_k = as_dim(k)
+    length = sympy.floor((as_dim(n) - as_k) / as_k) + 1 if as_k.is_number else _out_size(c, n, k, k, 0)
+    y = c.output((batch, ch, length), role=c.float_role(x))
     c.forward(Flops(other=x.numel))
     c.backward_input(Flops(other=x.numel))
     c.save(x)
