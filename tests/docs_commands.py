@@ -158,8 +158,22 @@ def _split(page: Path, line: int, text: str, subcommands: set[str]) -> Step | No
     return Step(page, line, text, "costgraph", head[1:], stages[1:], comment=comment)
 
 
+#: the steps of each page read in this process, by its path and text: test_docs_pages.py, test_docs_commands.py and
+#: test_docs_import.py each read every page at collection, and pytest-xdist's workers each collect every file
+_STEPS: dict = {}
+
+
 def steps(page: Path) -> list[Step]:
-    """The commands of ``page`` in order, with the output and exit status each shows."""
+    """The commands of ``page`` in order, with the output and exit status each shows (read once a process for
+    a page's text: :data:`_STEPS`; a new list of the same steps each call)."""
+    key = (page, page.read_text(encoding="utf-8"))
+    if key not in _STEPS:
+        _STEPS[key] = _read_steps(page)
+    return list(_STEPS[key])
+
+
+def _read_steps(page: Path) -> list[Step]:
+    """:func:`steps` without the pages kept."""
     subcommands = _subcommands()
     out: list[Step] = []
     for first, without, lines in _blocks(page):
@@ -278,9 +292,46 @@ def filtered(text: str, filters: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    """The regular files under ``folder`` (links to folders not followed: examples/, models/) and their bytes."""
+    out = {}
+    for top, _, names in os.walk(folder):
+        for name in names:
+            path = Path(top) / name
+            if path.is_file():
+                out[path.relative_to(folder).as_posix()] = path.read_bytes()
+    return out
+
+
+#: the commands this process ran, by what decides a run: the arguments, the modules hidden and the files of the
+#: page's folder before it (the folder's name aside: a run that printed it is not kept) -> (exit status, what it
+#: printed, the files it wrote). A command two pages show runs once: README.md's and docs/commands/index.md's
+#: ``web llama --config llama-3-8b -o calc.html`` (a calculator page, ~8 s of CPU), README.md's and docs/index.md's
+#: ``derive gpt --scope layer``; the second page's run writes the files the first one wrote and prints what it printed
+_RUNS: dict = {}
+
+
 def run(step: Step) -> tuple[int, str]:
     """Run one costgraph step in this process (the working directory is the page's folder):
-    its exit status and what it printed (stdout and stderr in order, filtered)."""
+    its exit status and what it printed (stdout and stderr in order, filtered). The same command on the same
+    files, run before by another page of this process, is answered from that run (:data:`_RUNS`)."""
+    folder = Path.cwd()
+    before = _files(folder)
+    key = (tuple(step.argv), step.without, tuple(sorted(before.items())))
+    if key in _RUNS:
+        status, text, wrote = _RUNS[key]
+        for rel, data in wrote.items():
+            (folder / rel).write_bytes(data)
+        return status, filtered(text, step.filters)
+    status, text = _run(step)
+    after = _files(folder)
+    if str(folder) not in text and str(folder.resolve()) not in text:
+        _RUNS[key] = (status, text, {rel: data for rel, data in after.items() if before.get(rel) != data})
+    return status, filtered(text, step.filters)
+
+
+def _run(step: Step) -> tuple[int, str]:
+    """:func:`run` without the runs kept: the exit status and the unfiltered output."""
     from costgraph import cli
 
     buf = io.StringIO()
@@ -295,7 +346,7 @@ def run(step: Step) -> tuple[int, str]:
                 sys.modules.pop(m, None)
             else:
                 sys.modules[m] = mod
-    return status, filtered(buf.getvalue(), step.filters)
+    return status, buf.getvalue()
 
 
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\w,]|\.\d)")

@@ -18,11 +18,11 @@ BitNet (an RMSNorm before each output projection: blocks the draft defines), OLM
 blocks, QK-norm over the whole projections: a block the draft defines), Whisper's decoder (WhisperForCausalLM: K's
 projection without bias, the cross-attention it never calls as ``param``s), Granite SWA (attention sinks, a block
 the draft defines), Persimmon (a LayerNorm on each head's q and k: a block the draft defines), NanoChat
-(weightless norms, QK-norm included; its one norm called before and after the layers), DiffLlama (differential
-attention: a block the draft defines), GPT-Neo (global and
+(weightless norms, QK-norm included; its one norm called before and after the layers), GPT-Neo (global and
 local attention layers in turn: ``attention_types`` cycled to each probe's layers, ``window_size`` read as ``W``),
 Ministral's default config
-(a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2).
+(a head_dim it leaves None); sliding windows beyond the window (Mistral, Gemma 2). DiffLlama's differential
+attention, Gemma 4's layer_types period and per-layer inputs and XLM's parallel lists: test_import_torch_forms.py.
 
 Drafts are made once per process (:func:`draft_model` keeps them by config): the tests below that import, derive or
 read Phi's config.json (``CASES["phi"]``) reuse the family's draft instead of tracing it again.
@@ -376,86 +376,3 @@ def test_meta_forward_answers_only_in_its_own_thread():
     assert seen == {"first": None, "outside": "RuntimeError", "second after the first left": None}
     assert (masking_utils.find_packed_sequence_indices, masking_utils._ignore_bidirectional_mask_sdpa,
             modeling_utils.PreTrainedModel.warn_if_padding_and_no_attention_mask) == originals
-
-
-def test_differential_attention_draft_is_exact_and_counts_the_scores_twice():
-    """DiffLlama (transformers 5.24 modeling_diffllama.py ``DiffLlamaAttention.forward``): two eager attention calls
-    sharing Q and K over the halves of V, so Q·Kᵀ and P·V are each counted twice (8·a·d·b·s² a layer where GQA has
-    4); the four λ vectors [d] are parameters. Its KV heads must be even (``__init__`` refuses odd ones): probed at
-    twice the KV heads' prime. Exact at both probes, and at the config's sizes against FlopCounterMode's forward (its
-    backward cannot run on meta: the λ scalar's gradient copies a meta tensor out, so the torch tier's
-    ``torch_measure.flops`` is not used) and ``sum(p.numel())``."""
-    import sympy
-
-    from draft_checks import assert_exact
-
-    cfg = dict(DENSE, num_key_value_heads=2, intermediate_size=96, **TOK)
-    d = draft_model(dict(model_type="diffllama", **cfg))
-    assert_exact(d, "x = x + diff_attention(rmsnorm(x, name = input_layernorm), a, kv, ")
-    m = costgraph.loads(d.text, path="<diffllama>", config="imported")
-    flops = m.costs("model", convention="matmul")["flops_forward"]
-    a, b, dd, l, s = sympy.symbols("a b d l s", positive=True, integer=True)
-    assert sympy.expand(flops).coeff(s, 2) == 8 * a * b * dd * l
-    tm = torch_measure.build_meta("diffllama", cfg, train=False)
-    values = {str(k): int(v) for k, v in m.values("imported", b=2, s=24).items()}
-    got = m.costs("model", convention="matmul").evaluate(None, values)
-    counter = torch.utils.flop_counter.FlopCounterMode(display=False)
-    with torch.no_grad(), torch_measure.meta_forward(), counter:
-        tm(**torch_measure.make_inputs(tm, 2, 24))
-    assert (int(got["params"]), int(got["flops_forward"])) == (torch_measure.param_count(tm), counter.get_total_flops())
-
-
-def test_layer_types_period_folds_gemma4_unified():
-    """Gemma 4 unified (transformers 5.24 configuration_gemma4_unified.py ``__post_init__``): a full-attention
-    layer every 6th (``sliding_window_pattern = 6``, no config field) and the last layer forced to full attention.
-    The period is read from the default config's ``layer_types`` (the last layer aside), so that both probes have
-    over twice 6 layers and fold alike: a last layer of its own, then ``j % 6 == 5``; exact at both probes (its
-    full layers' head size, ``global_head_dim`` 512, is no config field: a number, with a warning)."""
-    from costgraph.drafting.api import _types_period
-
-    config = transformers.AutoConfig.for_model("gemma4_unified_text")
-    assert _types_period(config.layer_types) == 6
-    assert _types_period(["full_attention"] * 3 + ["sliding_attention"]) == 1    # the last layer aside
-    assert _types_period(["a", "b", "c"]) is None                                # shorter than two periods
-    # MiMo-V2-Flash (configuration_mimo_v2_flash.py): full attention at layer 0 and every 6th: the first layer aside
-    assert _types_period(transformers.AutoConfig.for_model("mimo_v2_flash").layer_types) == 6
-    from draft_checks import assert_exact
-
-    d = draft_model("gemma4_unified_text")
-    assert_exact(d, "if j in [l - 1] {")
-    assert "if j % 6 == 5 {" in d.text and "a, kv, 512, qk_norm = true, name = self_attn_at5)" in d.text
-
-
-def test_xlm_parallel_lists_draft_is_exact():
-    """XLM (transformers 5.24 modeling_xlm.py ``XLMModel``): its layers are parallel ModuleLists (``attentions``,
-    ``layer_norm1``, ``ffns``, ``layer_norm2``), post-norm (``tensor = layer_norm1(tensor + attn)``, then
-    ``layer_norm2(tensor + ffns(tensor))``); its forward asserts ``lengths.max().item() <= slen``, answered by
-    whole lengths given on the CPU. Exact at both probes."""
-    from draft_checks import assert_exact
-
-    d = draft_model(dict(model_type="xlm", emb_dim=64, n_heads=4, n_layers=2, vocab_size=128,
-                         max_position_embeddings=64))
-    assert_exact(d, "x = layernorm(x + gqa_attention(x, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false, "
-                    "name = attentions), name = layer_norm1)\n    x = layernorm(x + mlp(x, 4 * h, bias = true")
-
-
-def test_gemma4_per_layer_inputs_draft_is_exact():
-    """Gemma 4's per-layer inputs (transformers 5.24 modeling_gemma4.py ``Gemma4TextModel.get_per_layer_inputs`` and
-    ``project_per_layer_inputs``: a token table [V_pl, l·p] and a projection h → l·p normalised over p, summed, made
-    once; ``Gemma4TextDecoderLayer``: each layer adds ``post_per_layer_input_norm(per_layer_projection(gelu(
-    per_layer_input_gate(x)) · per_layer_input))``): p and V_pl read as config fields, the table's width as ``l * d_pl``.
-    13 layers, so that the period of 6 of ``layer_types`` shows twice. Exact at both probes and against the torch tier
-    at the config."""
-    from draft_checks import assert_exact, assert_torch_tier
-
-    cfg = dict(DENSE, num_hidden_layers=13, num_key_value_heads=2, head_dim=16, global_head_dim=64,
-               intermediate_size=96, hidden_size_per_layer_input=8, vocab_size_per_layer_input=96, sliding_window=32,
-               **TOK)
-    d = draft_model(dict(model_type="gemma4_text", **cfg))
-    assert_exact(d, "  pe = scale(embedding(tokens, V_pl, l * d_pl, name = embed_tokens_per_layer), name = "
-                    "embed_tokens_per_layer_scale)\n  pp = split_heads(scale(linear(x, l * d_pl, bias = false, name = "
-                    "per_layer_model_projection), name = per_layer_model_projection_scale), l)")
-    assert "x = x + rmsnorm(linear(gelu(linear(x, d_pl, bias = false, name = per_layer_input_gate)) * slice(pli, " \
-           "d_pl), h, bias = false, name = per_layer_projection), name = post_per_layer_input_norm)" in d.text
-    assert (d.mapping["d_pl"], d.mapping["V_pl"]) == ("hidden_size_per_layer_input", "vocab_size_per_layer_input")
-    assert_torch_tier("gemma4_text", d, cfg)
