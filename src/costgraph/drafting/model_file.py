@@ -20,6 +20,7 @@ from .probe import FIELDS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
+from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
 
 
@@ -198,20 +199,38 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     lines += folded
     if streams is not None:
         lines += head_lines(streams, sz)
-    for i, m in enumerate(post):
-        if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
-            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
-            seq = "s"
-        line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        if sz.seq is not None and line and "linear(" in line and m.tokens != sz.probe.s and "select(" not in \
-                "".join(lines):     # a vision encoder's pooler: the first token alone (ViTPooler: hidden_states[:, 0])
-            lines.append("x = select(x)   # the class token")
-        if line:
-            lines.append(line)
+    inputs += _post_lines(root, post, sz, names, emb, seq, lines, first.tokens if first is not None else None)
     if not lines[-1].startswith("return"):
         lines.append("return x")
     extra = _uncalled(root, layers, sz)
     return inputs, (lines[:-1] + extra + lines[-1:]) if extra else lines
+
+
+def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb: dict, seq: str, lines: list[str],
+                layer_tokens: int | None) -> list[str]:
+    """Append to ``lines`` the statements of the modules called after the layers (the final norm, the head); returns
+    the inputs they add (SigLIP's attention-pooling head: :mod:`.pooling_head`). ``layer_tokens``: the positions the
+    layers run (a vision encoder's pooled modules read fewer)."""
+    head, inputs = map_head(root) if sz.seq is not None else None, []
+    for i, m in enumerate(post):
+        if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
+            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
+            seq = "s"
+        if head is not None and m.path.startswith(head.path + "."):    # the head's modules: drafted at its first
+            drafted = map_head_lines(head, sz, names(head)) if not inputs else ([], [])
+            if drafted is not None:
+                inputs += drafted[0]
+                lines += drafted[1]
+                continue
+            head = None     # not SigLIP's: its modules one by one
+        line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
+        if sz.seq is not None and line and m.tokens != layer_tokens and "select(" not in "".join(lines):
+            # a vision encoder's pooled output: the first token alone (ViTPooler: hidden_states[:, 0]; CLIP's
+            # post_layernorm of last_hidden_state[:, 0, :])
+            lines.append("x = select(x)   # the class token")
+        if line:
+            lines.append(line)
+    return inputs
 
 
 def _looped_body(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]] | None:

@@ -6,8 +6,16 @@ of h. ``ViTEmbeddings.forward`` puts the class token ``cls_token [1, 1, h]`` in 
 embeddings), dim=1)``) and adds ``position_embeddings [1, n + 1, h]``; DeiT (modeling_deit.py ``DeiTEmbeddings``)
 puts its ``distillation_token`` after the class token (n + 2 positions); DINOv2 (modeling_dinov2.py
 ``Dinov2Embeddings``) holds a ``mask_token [1, h]`` that a forward without ``bool_masked_pos`` never reads
-(parameters only). The drafted statements are those of the bundled ``models/vit.cg`` (``conv2d``,
-``flatten_patches``, ``concat_seq``). Torch-free: module facts and integers only.
+(parameters only). CLIP (modeling_clip.py ``CLIPVisionEmbeddings``) names its class token ``class_embedding [h]``
+and holds its positions as a table ``position_embedding = nn.Embedding(n + 1, h)`` read at ``position_ids`` (every
+row, in order: a gather of the whole table, no FLOPs), written as the parameter ``[1, n + 1, h]`` added, as the
+bundled ``models/clip.cg`` writes it; SigLIP (modeling_siglip.py ``SiglipVisionEmbeddings``) and I-JEPA
+(modeling_ijepa.py ``IJepaEmbeddings``) put no token in front: n positions. DINOv2 with registers
+(modeling_dinov2_with_registers.py ``Dinov2WithRegistersEmbeddings.forward``) adds the positions to the class token
+and the patches, then puts ``register_tokens [1, n_r, h]`` between them (``torch.cat((embeddings[:, :1],
+register_tokens, embeddings[:, 1:]), dim=1)``): n + 1 + n_r positions. The drafted statements are those of the
+bundled ``models/vit.cg`` (``conv2d``, ``flatten_patches``, ``concat_seq``). Torch-free: module facts and integers
+only.
 """
 
 from __future__ import annotations
@@ -16,7 +24,9 @@ from .facts import Module
 from .writer import Sizer
 
 #: the tokens an embeddings module puts in front of the patches, in the order its forward concatenates them
-FRONT = ("cls_token", "distillation_token")
+FRONT = ("cls_token", "class_embedding", "distillation_token")
+#: the parameter or table of the learned positions (ViT's parameter, CLIP's and SigLIP's nn.Embedding)
+POSITIONS = ("position_embeddings", "position_embedding")
 
 
 def patch_conv(pre: list[Module]) -> Module | None:
@@ -24,15 +34,31 @@ def patch_conv(pre: list[Module]) -> Module | None:
     return next((m for m in pre if m.cls == "Conv2d" and len(m.params.get("weight", ())) == 4), None)
 
 
+def _table(holder: Module) -> Module | None:
+    """The nn.Embedding of the positions under ``holder`` (CLIP's ``position_embedding``), else None."""
+    return next((c for c in holder.children if c.name in POSITIONS and "embedding" in c.cls.lower()
+                 and len(c.params.get("weight", ())) == 2), None)
+
+
 def _holder(root: Module, conv: Module) -> Module | None:
-    """The module above ``conv`` that holds the class token (ViT's ``embeddings``)."""
-    return next((m for m in root.walk() if "cls_token" in m.params and conv.path.startswith(m.path + ".")), None)
+    """The lowest module above ``conv`` that holds a token put in front of the patches or the positions (ViT's
+    ``embeddings``), else None."""
+    above = [m for m in root.walk() if conv.path.startswith(m.path + ".") and m.path]
+    return next((m for m in sorted(above, key=lambda m: -len(m.path)) if any(t in m.params for t in FRONT)
+                 or any(t in m.params for t in POSITIONS) or _table(m) is not None), None)
+
+
+def _rows(rows: int, sz: Sizer, front: int) -> str:
+    """The positions' rows: ``n`` plus the tokens in front where they are that many, else the size as read."""
+    values = sz.probe.symbol_values()
+    n = (values.get("image", 0) // max(values.get("p", 1), 1)) ** 2
+    return ("n" if front == 0 else f"n + {front}") if rows == n + front else sz.size(rows, "position rows")
 
 
 def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, name: str) -> tuple[list[str], list[str]] | None:
     """(input declarations, statements) of a vision encoder's embeddings, or None where ``pre`` holds no patch
-    Conv2d under a module with a class token. Sets ``sz.seq``, the sequence the layers run (``n + 1``, DeiT's
-    ``n + 2``). ``name``: the Conv2d's node name."""
+    Conv2d under a module with a class token or positions. Sets ``sz.seq``, the sequence the layers run (``n + 1``,
+    DeiT's ``n + 2``, SigLIP's ``n``). ``name``: the Conv2d's node name."""
     conv = patch_conv(pre)
     holder = _holder(root, conv) if conv is not None else None
     if holder is None:
@@ -47,14 +73,24 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, name: str) -> 
         lines.append(f"param {t}[1, 1, {h}]")
     for t in reversed(front):
         lines.append(f"x = concat_seq({t}, x)")
-    seq = f"n + {len(front)}"
-    rows = holder.params.get("position_embeddings")
+    seq = f"n + {len(front)}" if front else "n"
+    table = _table(holder)
+    rows = holder.params.get("position_embeddings", table.params["weight"] if table is not None else None)
     if rows is not None:
-        lines.append(f"param position_embeddings[1, {seq}, {h}]")
-        lines.append("x = x + position_embeddings")
+        pos = "position_embeddings" if table is None else table.name
+        lines.append(f"param {pos}[1, {_rows(rows[-2], sz, len(front))}, {h}]"
+                     + ("   # nn.Embedding read at every row, in order (position_ids)" if table is not None else ""))
+        lines.append(f"x = x + {pos}")
+    registers = holder.params.get("register_tokens")
+    if registers is not None and registers[1]:      # after the class token in the model: the same sizes and costs as in front
+        r = sz.size(registers[1], "register tokens")
+        lines += [f"param register_tokens[1, {r}, {h}]",
+                  "x = concat_seq(register_tokens, x)   # the model puts them after the class token (no FLOPs)"]
+        seq = f"{seq} + {r}"
     if "mask_token" in holder.params:
         dims = ", ".join(sz.size(n, "mask token") for n in holder.params["mask_token"])
         lines.append(f"param mask_token[{dims}]   # read only with bool_masked_pos (parameters only)")
     sz.seq = seq
     sz.size(sz.probe.symbol_values().get("image", 0), "image size")   # image is a dimension of the input
     return [f"input pixels[b, {ch}, image, image]"], lines
+
