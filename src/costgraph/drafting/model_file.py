@@ -56,6 +56,9 @@ class _Names:
         name = m.name if m.name not in self.taken and m.name.isidentifier() else m.path.replace(".", "_")
         if not name.isidentifier():      # an element of a ModuleList ("10"): its path, as a name
             name = "m_" + name
+        base, k = name, 2
+        while name in self.taken:       # a top-level module of the name taken (AIMv2's rms_norm, its embeddings' too)
+            name, k = f"{base}_{k}", k + 1
         self.taken.add(name)
         return name
 
@@ -169,10 +172,10 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
-    vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
+    vision = vision_embeddings(root, pre, sz, names) if conv is not None else None
     if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
-        inputs, lines = vision
-        pre = [m for m in pre if m is not conv]
+        inputs, lines, drafted = vision
+        pre = [m for m in pre if id(m) not in drafted]
     else:
         inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)

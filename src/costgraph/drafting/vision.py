@@ -20,6 +20,7 @@ only.
 
 from __future__ import annotations
 
+from .blocks import is_norm, norm_call
 from .facts import Module
 from .writer import Sizer
 
@@ -55,10 +56,32 @@ def _rows(rows: int, sz: Sizer, front: int) -> str:
     return ("n" if front == 0 else f"n + {front}") if rows == n + front else sz.size(rows, "position rows")
 
 
-def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, name: str) -> tuple[list[str], list[str]] | None:
-    """(input declarations, statements) of a vision encoder's embeddings, or None where ``pre`` holds no patch
-    Conv2d under a module with a class token or positions. Sets ``sz.seq``, the sequence the layers run (``n + 1``,
-    DeiT's ``n + 2``, SigLIP's ``n``). ``name``: the Conv2d's node name."""
+def _half(n: int, sz: Sizer) -> str:
+    """``n`` in symbols, or half of ``2·n`` so written (MLCD's ``class_pos_emb [1, h / a / 2]``: the rotary table's
+    row of the class token, half a head: transformers 5.24 modeling_mlcd.py ``MLCDVisionModel.__init__``)."""
+    text = sz.size(n, "parameter size", quiet=True)
+    return text if not text.isdigit() or n == 1 else f"{sz.size(2 * n, 'parameter size')} / 2"
+
+
+def _root_params(root: Module, holder: Module, sz: Sizer) -> list[str]:
+    """``param`` statements of the model's own parameters (read by its forward, no FLOPs counted: MLCD's
+    ``class_pos_emb``)."""
+    if root is holder:
+        return []
+    return [f"param {name}[{', '.join(_half(n, sz) for n in shape)}]   # read by the forward (parameters only)"
+            for name, shape in root.params.items() if name not in root.tied]
+
+
+def _norm_line(m: Module, names) -> str:
+    return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
+
+
+def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tuple[list[str], list[str], set] | None:
+    """(input declarations, statements, the ids of the modules of ``pre`` they draft) of a vision encoder's
+    embeddings, or None where ``pre`` holds no patch Conv2d under a module with a class token or positions. Sets
+    ``sz.seq``, the sequence the layers run (``n + 1``, DeiT's ``n + 2``, SigLIP's ``n``). ``names``: a module's node
+    name (model_file's ``_Names``). A norm of the embeddings module is drafted where its forward calls it (AIMv2's
+    ``rms_norm`` of the patches, before the positions: modeling_aimv2.py ``Aimv2VisionEmbeddings.forward``)."""
     conv = patch_conv(pre)
     holder = _holder(root, conv) if conv is not None else None
     if holder is None:
@@ -66,15 +89,18 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, name: str) -> 
     out, c, k, k2 = conv.params["weight"]
     h, p, ch = sz.size(out, "hidden size"), sz.size(k, "patch size"), sz.size(c, "image channels")
     bias = "true" if "bias" in conv.params else "false"
-    lines = [f"x = flatten_patches(conv2d(pixels, {h}, kernel = {p}, stride = {p}, bias = {bias}, name = {name}))"
-             "   # [b, n, h], n = (image/p)^2 patches"]
+    lines = [f"x = flatten_patches(conv2d(pixels, {h}, kernel = {p}, stride = {p}, bias = {bias}, "
+             f"name = {names(conv)}))   # [b, n, h], n = (image/p)^2 patches"]
+    table = _table(holder)
+    norms = [m for m in pre if is_norm(m) and m.path.startswith(holder.path + ".")]
+    late = [m for m in norms if table is None or table.order is None or m.order > table.order]
+    lines += [_norm_line(m, names) for m in norms if all(m is not x for x in late)]
     front = [t for t in FRONT if t in holder.params]
     for t in front:
         lines.append(f"param {t}[1, 1, {h}]")
     for t in reversed(front):
         lines.append(f"x = concat_seq({t}, x)")
     seq = f"n + {len(front)}" if front else "n"
-    table = _table(holder)
     rows = holder.params.get("position_embeddings", table.params["weight"] if table is not None else None)
     if rows is not None:
         pos = "position_embeddings" if table is None else table.name
@@ -90,7 +116,9 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, name: str) -> 
     if "mask_token" in holder.params:
         dims = ", ".join(sz.size(n, "mask token") for n in holder.params["mask_token"])
         lines.append(f"param mask_token[{dims}]   # read only with bool_masked_pos (parameters only)")
+    lines += [_norm_line(m, names) for m in late]
+    lines += _root_params(root, holder, sz)
     sz.seq = seq
     sz.size(sz.probe.symbol_values().get("image", 0), "image size")   # image is a dimension of the input
-    return [f"input pixels[b, {ch}, image, image]"], lines
+    return [f"input pixels[b, {ch}, image, image]"], lines, {id(conv), *(id(m) for m in norms)}
 
