@@ -230,10 +230,21 @@ def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb:
         if sz.seq is not None and line and m.tokens != layer_tokens and "select(" not in "".join(lines):
             # a vision encoder's pooled output: the first token alone (ViTPooler: hidden_states[:, 0]; CLIP's
             # post_layernorm of last_hidden_state[:, 0, :])
-            lines.append("x = select(x)   # the class token")
+            lines.append("x = select(x)   # " + _pooled(root, m))
         if line:
             lines.append(line)
     return inputs
+
+
+def _pooled(root: Module, m: Module) -> str:
+    """What a vision encoder's pooled output is, said beside its ``select``: the class token, or where a pooler
+    norms the mean of the patch tokens (BEiT's, transformers 5.24 modeling_beit.py ``BeitPooler.forward`` with
+    ``use_mean_pooling``: ``layernorm(patch_tokens.mean(1))``) that mean, of the same size (the mean's additions are
+    no matmul FLOPs)."""
+    parent = next((x for x in root.walk() if x.path == m.path.rpartition(".")[0]), None)
+    if parent is not None and parent.cls.endswith("Pooler") and is_norm(m):
+        return "the mean of the patch tokens (the pooler's layernorm(x[:, 1:].mean(1))), [b, h] as the class token"
+    return "the class token"
 
 
 def _looped_body(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]] | None:
