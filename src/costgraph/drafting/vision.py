@@ -20,6 +20,8 @@ only.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .blocks import is_norm, norm_call
 from .facts import Module
 from .writer import Sizer
@@ -72,6 +74,21 @@ def _root_params(root: Module, holder: Module, sz: Sizer) -> list[str]:
             for name, shape in root.params.items() if name not in root.tied]
 
 
+def _kept(holder: Module, front: int) -> str | None:
+    """The positions ViT-MAE's random masking keeps, or None for an embeddings module without it. transformers 5.24
+    modeling_vit_mae.py ``ViTMAEEmbeddings.random_masking``: ``len_keep = int(seq_length * (1 - mask_ratio))`` of the
+    n patches (the positions added first), then the class token in front. Convention (named in the draft): the
+    encoder's forward as pretraining runs it, at the config's ``mask_ratio`` (0.75: a quarter of the patches), the
+    fraction kept written as the exact fraction of ``1 - mask_ratio`` (``floor(n / 4) + 1``); ``mask_ratio`` 0 (a
+    fine-tuning or feature-extraction forward) keeps all n. The costs are the same for any order of the kept rows."""
+    ratio = holder.attrs.get("mask_ratio")
+    if not isinstance(ratio, float) or not 0 < ratio < 1:
+        return None
+    keep = Fraction(1 - ratio).limit_denominator(1000)
+    part = f"n / {keep.denominator}" if keep.numerator == 1 else f"{keep.numerator} * n / {keep.denominator}"
+    return f"floor({part}) + {front}" if front else f"floor({part})"
+
+
 def _norm_line(m: Module, names) -> str:
     return f"x = {norm_call(m, 'x').replace(f'name = {m.name})', f'name = {names(m)})')}"
 
@@ -118,6 +135,11 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tupl
         lines.append(f"param mask_token[{dims}]   # read only with bool_masked_pos (parameters only)")
     lines += [_norm_line(m, names) for m in late]
     lines += _root_params(root, holder, sz)
+    kept = _kept(holder, len(front))
+    if kept is not None:
+        seq = kept
+        lines.append(f"x = slice_seq(x, s)   # random masking keeps s = {kept} of the n + {len(front)} positions "
+                     f"(mask_ratio {holder.attrs['mask_ratio']}: the pretraining forward; 0 keeps every patch)")
     sz.seq = seq
     sz.size(sz.probe.symbol_values().get("image", 0), "image size")   # image is a dimension of the input
     return [f"input pixels[b, {ch}, image, image]"], lines, {id(conv), *(id(m) for m in norms)}
