@@ -282,9 +282,11 @@ def _output_scales(layer: Module) -> list[str]:
     """The layer's own vectors that scale each block's output before the residual sum, in the order they were
     registered (BEiT's layer scale, transformers 5.24 modeling_beit.py ``BeitLayer.forward``: ``self.lambda_1 *
     attention_output``, then ``self.lambda_2 * layer_output`` of the MLP; ``lambda_1 [h]``): parameters of the layer
-    itself named ``lambda_1``, ``lambda_2``, one dimension each; else none."""
+    itself named ``lambda_1``, ``lambda_2``, one dimension each, in a ViT-family layer (``layernorm_before`` and
+    ``layernorm_after``: Dory's ``lambda_1``, ``lambda_2`` are interpolation rates of another form); else none."""
     names = list(layer.params)
-    if names and all(re.fullmatch(r"lambda_\d", n) and len(layer.params[n]) == 1 for n in names):
+    vit = layer.child("layernorm_before") is not None and layer.child("layernorm_after") is not None
+    if names and vit and all(re.fullmatch(r"lambda_\d", n) and len(layer.params[n]) == 1 for n in names):
         return names
     return []
 
