@@ -100,8 +100,8 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tupl
     name (model_file's ``_Names``). A norm of the embeddings module is drafted where its forward calls it (AIMv2's
     ``rms_norm`` of the patches, before the positions: modeling_aimv2.py ``Aimv2VisionEmbeddings.forward``)."""
     conv = patch_conv(pre)
-    holder = _holder(root, conv) if conv is not None else None
-    if holder is None:
+    holder = _holder(root, conv) if conv is not None and "image" in sz.probe.symbol_values() else None
+    if holder is None:      # no patch Conv2d, or no image probed (a speech model's Conv2d subsampling): not a tower
         return None
     out, c, k, k2 = conv.params["weight"]
     h, p, ch = sz.size(out, "hidden size"), sz.size(k, "patch size"), sz.size(c, "image channels")
