@@ -214,16 +214,17 @@ def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb:
     """Append to ``lines`` the statements of the modules called after the layers (the final norm, the head); returns
     the inputs they add (SigLIP's attention-pooling head: :mod:`.pooling_head`). ``layer_tokens``: the positions the
     layers run (a vision encoder's pooled modules read fewer)."""
-    head, inputs = map_head(root) if sz.seq is not None else None, []
+    head, inputs, done = map_head(root) if sz.seq is not None else None, [], False
     for i, m in enumerate(post):
         if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
             lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
             seq = "s"
         if head is not None and m.path.startswith(head.path + "."):    # the head's modules: drafted at its first
-            drafted = map_head_lines(head, sz, names(head)) if not inputs else ([], [])
+            drafted = map_head_lines(head, sz, names(head)) if not done else ([], [])
             if drafted is not None:
                 inputs += drafted[0]
                 lines += drafted[1]
+                done = True
                 continue
             head = None     # not SigLIP's: its modules one by one
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
