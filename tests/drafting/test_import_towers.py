@@ -1,6 +1,6 @@
 """``costgraph import`` (issue 28 item 2) of the ViT-like vision towers beyond ViT: SigLIP's and AIMv2's attention
 pooling, CLIP's class embedding and position table, I-JEPA's and Idefics3's patches alone, DINOv2's registers, BEiT's
-and Data2VecVision's layer scale, ViT-MAE's random masking; exact against PyTorch at both probes
+and Data2VecVision's layer scale, ViT-MAE's random masking (TIPSv2's registers and DPT's ViT with them); exact against PyTorch at both probes
 (tests/draft_checks.py ``assert_exact``). The draft: drafting/vision.py (embeddings), drafting/pooling_head.py (the
 heads), drafting/encoder.py (Data2VecVision's layer), drafting/writer.py (BEiT's ``lambda_1``, ``lambda_2``).
 """
@@ -20,7 +20,8 @@ drafted = Drafts({"siglip_vision_model": "SiglipVisionModel", "clip_vision_model
                   "mlcd_vision_model": "MLCDVisionModel", "ijepa": "IJepaModel",
                   "idefics3_vision": "Idefics3VisionTransformer", "smolvlm_vision": "SmolVLMVisionTransformer",
                   "dinov2_with_registers": "Dinov2WithRegistersModel", "beit": "BeitModel",
-                  "data2vec-vision": "Data2VecVisionModel", "vit_mae": "ViTMAEModel"})
+                  "data2vec-vision": "Data2VecVisionModel", "vit_mae": "ViTMAEModel",
+                  "tipsv2_vision_model": "Tipsv2VisionModel", "dpt": "DPTModel"})
 
 CONV = "  x = flatten_patches(conv2d(pixels, h, kernel = p, stride = p, bias = {}, name = {}))"
 EXPECTED = {
@@ -47,6 +48,10 @@ EXPECTED = {
     "data2vec-vision": "    param lambda_1[h]\n    param lambda_2[h]\n",
     # modeling_vit_mae.py ViTMAEEmbeddings.random_masking: int(n * (1 - 0.75)) patches kept, the class token in front
     "vit_mae": "  dim s = floor(n / 4) + 1 \"sequence length",
+    # modeling_tipsv2.py: DINOv2's embeddings with num_register_tokens (1 by default) registers
+    "tipsv2_vision_model": "  param register_tokens[1, n_r, h]\n",
+    # modeling_dpt.py DPTViTEmbeddings (ViT's), DPTViTPooler: dense on the class token, tanh
+    "dpt": "  x = select(x)   # the class token\n  x = linear(x, h, bias = true, name = dense)",
 }
 
 
