@@ -1,7 +1,7 @@
 """``costgraph import`` (issue 28 item 2) of the ViT-like vision towers beyond ViT: SigLIP's and AIMv2's attention
 pooling, CLIP's class embedding and position table, I-JEPA's and Idefics3's patches alone, DINOv2's registers, BEiT's
-and Data2VecVision's layer scale, ViT-MAE's random masking (TIPSv2's registers and DPT's ViT with them); exact against PyTorch at both probes
-(tests/draft_checks.py ``assert_exact``). The draft: drafting/vision.py (embeddings), drafting/pooling_head.py (the
+and Data2VecVision's layer scale, ViT-MAE's random masking (TIPSv2's registers and DPT's ViT with them); exact against
+PyTorch at both probes (tests/draft_checks.py ``assert_exact``). The draft: drafting/vision.py (embeddings), drafting/pooling_head.py (the
 heads), drafting/encoder.py (Data2VecVision's layer), drafting/writer.py (BEiT's ``lambda_1``, ``lambda_2``).
 """
 
