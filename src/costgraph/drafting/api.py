@@ -377,7 +377,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
 
     config = _config_object(cfg)
     nested, target = probed_config(config)
-    present = present_fields(target)
+    present = present_fields(target, pixels=_reads_pixels(transformers, class_name))
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
     unset = unset_counts(target, present)
@@ -429,6 +429,15 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
                                        None if run[6] == run[5] else run[6]))
         _check_at_config(torch, cfg, class_name, built, result)
     return result
+
+
+def _reads_pixels(transformers, class_name: str | None) -> bool:
+    """Whether the class's forward takes ``pixel_values`` and no ``input_ids`` (a vision encoder: BEiT's)."""
+    import inspect
+
+    cls = getattr(transformers, class_name, None) if class_name else None
+    params = inspect.signature(cls.forward).parameters if cls is not None else {}
+    return "pixel_values" in params and "input_ids" not in params
 
 
 def _filled(cfg: dict) -> dict:

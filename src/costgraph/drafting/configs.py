@@ -100,8 +100,11 @@ def _undeclared(config, name: str) -> bool:
     return name in DECLARED_ONLY and declared is not None and name not in declared
 
 
-def present_fields(config) -> list[str]:
-    """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers."""
+def present_fields(config, pixels: bool = False) -> list[str]:
+    """The :data:`~costgraph.drafting.probe.FIELDS` the config holds as whole numbers. ``pixels``: the model reads
+    images, not tokens (its forward takes ``pixel_values`` and no ``input_ids``): its image fields are probed even
+    where the config holds a vocabulary (BEiT's, for its masked-image-modeling head: transformers 5.24
+    configuration_beit.py ``vocab_size``, which ``BeitModel`` never reads)."""
     out = []
     settable = set(config.to_dict()) | set(getattr(type(config), "attribute_map", {}) or {})
     for f in (*FIELDS, *MAMBA2_OWN):
@@ -110,7 +113,7 @@ def present_fields(config) -> list[str]:
         v = _field(config, f)   # None where a per-layer field refuses a global read (Gemma 4): not probed
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:    # 0: a part the config leaves out
             out.append(f)
-    if "vocab_size" in settable:     # a model of tokens: its image fields (a multimodal config's) are not probed
+    if "vocab_size" in settable and not pixels:     # a model of tokens: its image fields (a multimodal config's) are not probed
         out = [f for f in out if f not in VISION]
     return out
 

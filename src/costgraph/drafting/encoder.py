@@ -26,7 +26,7 @@ def bert_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
     if att is None or inter is None or out is None:
         return None
-    selfatt, attout = att.child("self"), att.child("output")
+    selfatt, attout = att.child("self", "attention"), att.child("output")   # Data2VecVision's: attention.attention
     if selfatt is None or attout is None or attout.child("dense") is None or out.child("dense") is None:
         return None
     if inter.child("dense") is None:
@@ -91,7 +91,7 @@ def _blocks(layer: Module, sz, rotary: bool, arg: str) -> tuple[str | None, str 
     """The attention (``self`` and ``attention.output.dense``) and the MLP (``intermediate.dense``, its
     activation, ``output.dense``) of a BERT-style layer as std blocks of ``arg``."""
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
-    selfatt, attout = att.child("self"), att.child("output")
+    selfatt, attout = att.child("self", "attention"), att.child("output")
     core = Module(att.path, att.name, att.cls, attrs=dict(selfatt.attrs),
                   children=[*selfatt.children, attout.child("dense")])
     if not isinstance(core.attrs.get("num_heads"), int):
@@ -109,19 +109,26 @@ def _pre_norm_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     the residual itself (transformers 5.24 modeling_roberta_prelayernorm.py: ``attention.LayerNorm`` and
     ``intermediate.LayerNorm``; modeling_xlm_roberta_xl.py: ``attention.self_attn_layer_norm`` and the layer's
     ``LayerNorm``, called in ``feed_forward_chunk``; modeling_megatron_bert.py: ``attention.ln`` and the layer's
-    ``ln``). Written ``x = x + gqa_attention(layernorm(x))`` and ``x = x + mlp(layernorm(x))``; None when the norms
+    ``ln``; modeling_data2vec_vision.py: the layer's ``layernorm_before`` and ``layernorm_after``, its ``attention.attention``
+and the layer scale ``lambda_1``, ``lambda_2 [h]`` on each block's output, ``Data2VecVisionLayer.forward``). Written
+``x = x + gqa_attention(layernorm(x))`` and ``x = x + mlp(layernorm(x))``; None when the norms
     are not found so."""
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
-    n1 = att.child("LayerNorm", "self_attn_layer_norm", "ln")
-    n2 = inter.child("LayerNorm") or layer.child("LayerNorm", "ln")
+    n1 = att.child("LayerNorm", "self_attn_layer_norm", "ln") or layer.child("layernorm_before")
+    n2 = inter.child("LayerNorm") or layer.child("LayerNorm", "ln", "layernorm_after")
     if n1 is None or n2 is None or not (is_norm(n1) and is_norm(n2)) or out.child("LayerNorm") is not None \
             or sum(1 for c in layer.walk() if is_norm(c)) != 2:
         return None
     a, f = _blocks(layer, sz, rotary, "x")
     if a is None or f is None:
         return None
-    n1 = norm_call(replace(n1, name=f"{att.name}_{n1.name}"), "x")
+    n1 = norm_call(replace(n1, name=f"{att.name}_{n1.name}") if n1 in att.children else n1, "x")
     n2 = norm_call(replace(n2, name=f"{inter.name}_{n2.name}") if n2 in inter.children else n2, "x")
     a, f = _blocks(layer, sz.quiet(), rotary, n1)[0], _blocks(layer, sz.quiet(), rotary, n2)[1]
-    return [f"x = x + {_dropout(att.child('output'), a, 'attention_dropout')}",
+    scales = [n for n in ("lambda_1", "lambda_2") if n in layer.params]     # Data2VecVision's layer scale
+    if sorted(layer.params) != scales or len(scales) not in (0, 2):
+        return None
+    a, f = (f"{a} * lambda_1", f"{f} * lambda_2") if scales else (a, f)
+    return [*(f"param {n}[{sz.size(layer.params[n][0], 'layer scale width')}]" for n in scales),
+            f"x = x + {_dropout(att.child('output'), a, 'attention_dropout')}",
             f"x = x + {_dropout(out, f, 'output_dropout')}"]

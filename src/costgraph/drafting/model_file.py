@@ -20,6 +20,7 @@ from .probe import FIELDS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
+from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
 from .mel_front import mel_front, pool_line
 
@@ -56,6 +57,9 @@ class _Names:
         name = m.name if m.name not in self.taken and m.name.isidentifier() else m.path.replace(".", "_")
         if not name.isidentifier():      # an element of a ModuleList ("10"): its path, as a name
             name = "m_" + name
+        base, k = name, 2
+        while name in self.taken:       # a top-level module of the name taken (AIMv2's rms_norm, its embeddings' too)
+            name, k = f"{base}_{k}", k + 1
         self.taken.add(name)
         return name
 
@@ -171,11 +175,11 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
-    vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
+    vision = vision_embeddings(root, pre, sz, names) if conv is not None else None
     mel = mel_front(root, pre, sz, names) if vision is None else None
-    if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
-        inputs, lines = vision
-        pre = [m for m in pre if m is not conv]
+    if vision is not None:      # ViT-like towers: the image's patches, the tokens in front, the positions
+        inputs, lines, drafted = vision
+        pre = [m for m in pre if id(m) not in drafted]
     elif mel is not None:       # Whisper-like speech encoders: the Conv1d stem over the spectrogram, the positions
         inputs, lines, drafted = mel
         pre = [m for m in pre if all(m is not d for d in drafted)]
@@ -205,20 +209,50 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     lines += folded
     if streams is not None:
         lines += head_lines(streams, sz)
-    for i, m in enumerate(post):
-        if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
-            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
-            seq = "s"
-        line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        if sz.seq is not None and line and "linear(" in line and m.tokens != sz.probe.s and "select(" not in \
-                "".join(lines):     # a vision encoder's pooler: the first token alone (ViTPooler: hidden_states[:, 0])
-            lines.append("x = select(x)   # the class token")
-        if line:
-            lines.append(line)
+    inputs += _post_lines(root, post, sz, names, emb, seq, lines, first.tokens if first is not None else None)
     if not lines[-1].startswith("return"):
         lines.append("return x")
     extra = _uncalled(root, layers, sz)
     return inputs, (lines[:-1] + extra + lines[-1:]) if extra else lines
+
+
+def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb: dict, seq: str, lines: list[str],
+                layer_tokens: int | None) -> list[str]:
+    """Append to ``lines`` the statements of the modules called after the layers (the final norm, the head); returns
+    the inputs they add (SigLIP's attention-pooling head: :mod:`.pooling_head`). ``layer_tokens``: the positions the
+    layers run (a vision encoder's pooled modules read fewer)."""
+    head, inputs, done = map_head(root) if sz.seq is not None else None, [], False
+    for i, m in enumerate(post):
+        if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
+            lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
+            seq = "s"
+        if head is not None and m.path.startswith(head.path + "."):    # the head's modules: drafted at its first
+            drafted = map_head_lines(head, sz, names(head)) if not done else ([], [])
+            if drafted is not None:
+                inputs += drafted[0]
+                lines += drafted[1]
+                done = True
+                continue
+            head = None     # not SigLIP's: its modules one by one
+        line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
+        if sz.seq is not None and line and m.tokens != layer_tokens and "select(" not in "".join(lines):
+            # a vision encoder's pooled output: the first token alone (ViTPooler: hidden_states[:, 0]; CLIP's
+            # post_layernorm of last_hidden_state[:, 0, :])
+            lines.append("x = select(x)   # " + _pooled(root, m))
+        if line:
+            lines.append(line)
+    return inputs
+
+
+def _pooled(root: Module, m: Module) -> str:
+    """What a vision encoder's pooled output is, said beside its ``select``: the class token, or where a pooler
+    norms the mean of the patch tokens (BEiT's, transformers 5.24 modeling_beit.py ``BeitPooler.forward`` with
+    ``use_mean_pooling``: ``layernorm(patch_tokens.mean(1))``) that mean, of the same size (the mean's additions are
+    no matmul FLOPs)."""
+    parent = next((x for x in root.walk() if x.path == m.path.rpartition(".")[0]), None)
+    if parent is not None and parent.cls.endswith("Pooler") and is_norm(m):
+        return "the mean of the patch tokens (the pooler's layernorm(x[:, 1:].mean(1))), [b, h] as the class token"
+    return "the class token"
 
 
 def _looped_body(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]] | None:

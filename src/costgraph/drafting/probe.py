@@ -142,9 +142,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     # output adds whole (frames = 2·se)                                                                  (k28feat12)
     "num_mel_bins": ("mel", "log-Mel bins"),
     "max_source_positions": ("se", "encoder positions (rows of the position table; the stem's output length)"),
+    # k28tower12: DINOv2 with registers (transformers 5.24 configuration_dinov2_with_registers.py num_register_tokens)
+    "num_register_tokens": ("n_r", "register tokens (put between the class token and the patches)"),
 }
-#: the vision fields (:data:`FIELDS`' last three): probed only in a config without ``vocab_size``
-VISION = ("image_size", "patch_size", "num_channels")
+#: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
+VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
 #: head-size fields that transformers' configs require to equal the inner width over the Mamba-2 heads
@@ -182,7 +184,8 @@ _PRIMES = (
      "V_pl": 313, "hi": 331, "t_k": 1009, "V_sh": 353, "d_sh": 359, "V_pr": 367, "d_pr": 373, "w_t": 401,
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
      "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
-     "mel": 827, "se": 811, "frames": 809},     # k28feat12: speech encoders' Mel bins, positions, input frames
+     "mel": 827, "se": 811, "frames": 809,      # k28feat12: speech encoders' Mel bins, positions, input frames
+     "n_r": 523},   # k28tower12
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -190,7 +193,8 @@ _PRIMES = (
      "V_pl": 317, "hi": 337, "t_k": 1013, "V_sh": 379, "d_sh": 383, "V_pr": 389, "d_pr": 397, "w_t": 409,
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
      "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
-     "mel": 829, "se": 821, "frames": 863},     # k28feat12: speech encoders' Mel bins, positions, input frames
+     "mel": 829, "se": 821, "frames": 863,      # k28feat12: speech encoders' Mel bins, positions, input frames
+     "n_r": 541},   # k28tower12
 )
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
@@ -282,7 +286,8 @@ class Probe:
                   "position_bias_num_buckets": p["n_b"], "num_layers_per_stack": p["l"], "H_cycles": p["c_H"],
                   "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
-                  "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"]}
+                  "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"],
+                  "num_register_tokens": p["n_r"]}   # k28tower12
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -91,6 +91,9 @@ def _attrs(mod) -> dict:
         w = _config_window(mod)
         if w is not None:
             out["sliding_window"] = w
+    ratio = getattr(getattr(mod, "config", None), "mask_ratio", None)
+    if callable(getattr(mod, "random_masking", None)) and isinstance(ratio, float):   # ViT-MAE's embeddings (k28tower12)
+        out["mask_ratio"] = ratio
     for a in ("kernel_size", "padding", "groups", "stride"):   # a convolution's, (k,) tuples read as k
         v = getattr(mod, a, None)
         if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):

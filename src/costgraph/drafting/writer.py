@@ -7,6 +7,7 @@ Unknown modules with parameters are written as a commented ``# TODO`` and a warn
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 from .blocks import is_norm, norm_call
@@ -167,11 +168,12 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     # first layer, whose attention norm is an Identity, reads its input too but ends with the MLP's residual sum
     post_norm = bool(kids) and not is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[-1])
     state = {"updated": False, "var": 0}
-    scales, lines, kids = _prologue(layer, kids, uses, sz)
+    (scales, outs), lines, kids = _prologue(layer, kids, uses, sz)
 
     def flush(norm: Module | None = None):
         if pending:
-            terms = [f"x * {scales.pop(0)}" if scales else "x", *pending.values()]
+            terms = [f"x * {scales.pop(0)}" if scales else "x",
+                     *(f"{v} * {outs.pop(0)}" if outs else v for v in pending.values())]   # BEiT's lambda_1
             wrap = len(terms) > 2 and len(" + ".join(terms)) > 100 and norm is None   # a parallel layer
             total = "\n        + ".join(terms) if wrap else " + ".join(terms)
             lines.append(f"x = {norm_call(norm, total) if norm else total}")
@@ -215,8 +217,8 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         pending[c.name] = call
         expr[c.name] = call
     flush()
-    if scales:     # more residual scales than residual sums: not read
-        lines.append(sz.todo(layer, f"residual scales {scales} left over"))
+    if scales or outs:     # more residual or output scales than residual sums: not read
+        lines.append(sz.todo(layer, f"residual scales {scales + outs} left over"))
     if tail is not None:
         lines.append(tail[1])
     if any(line.find("x0") >= 0 for line in lines):
@@ -264,19 +266,32 @@ def _layer_modules(layer: Module, sz: Sizer) -> tuple[list[Module], tuple | None
     return kids, tail
 
 
-def _prologue(layer: Module, kids: list[Module], uses: dict, sz: Sizer) -> tuple[list[str], list[str], list[Module]]:
-    """(the residual scales, the layer's first statements, the modules left): the ``param`` of each residual scale
-    (:func:`_residual_scales`), and a norm of the layer's input that the next norm reads, which norms the residual
+def _prologue(layer: Module, kids: list[Module], uses: dict, sz: Sizer) -> tuple[tuple, list[str], list[Module]]:
+    """((the residual scales, the block-output scales), the layer's first statements, the modules left): the ``param``
+    of each residual scale (:func:`_residual_scales`) and block-output scale (:func:`_output_scales`), and a norm of the layer's input that the next norm reads, which norms the residual
     stream itself (RWKV's first block: ``hidden = pre_ln(hidden)``, transformers 5.24 modeling_rwkv.py
     ``RwkvBlock.forward``)."""
-    scales = _residual_scales(layer)
-    lines = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales]
+    scales, outs = _residual_scales(layer), _output_scales(layer)
+    lines = [f"param {n}[{sz.size(layer.params[n][0], 'residual scale width')}]" for n in scales + outs]
     if len(kids) > 1 and is_norm(kids[0]) and kids[0].src == "input" and is_norm(kids[1]) \
             and kids[1].src == kids[0].name and uses.get(kids[0].name) == 1:
         lines.append(f"x = {norm_call(kids[0], 'x')}")
         kids[1].src = "input"
         kids = kids[1:]
-    return scales, lines, kids
+    return (scales, outs), lines, kids
+
+
+def _output_scales(layer: Module) -> list[str]:
+    """The layer's own vectors that scale each block's output before the residual sum, in the order they were
+    registered (BEiT's layer scale, transformers 5.24 modeling_beit.py ``BeitLayer.forward``: ``self.lambda_1 *
+    attention_output``, then ``self.lambda_2 * layer_output`` of the MLP; ``lambda_1 [h]``): parameters of the layer
+    itself named ``lambda_1``, ``lambda_2``, one dimension each, in a ViT-family layer (``layernorm_before`` and
+    ``layernorm_after``: Dory's ``lambda_1``, ``lambda_2`` are interpolation rates of another form); else none."""
+    names = list(layer.params)
+    vit = layer.child("layernorm_before") is not None and layer.child("layernorm_after") is not None
+    if names and vit and all(re.fullmatch(r"lambda_\d", n) and len(layer.params[n]) == 1 for n in names):
+        return names
+    return []
 
 
 def _residual_scales(layer: Module) -> list[str]:
