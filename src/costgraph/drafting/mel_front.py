@@ -61,9 +61,10 @@ def mel_front(root: Module, pre: list[Module], sz: Sizer, names) -> tuple[list[s
     table = _table(root, rows, h) if rows else None
     if table is not None:
         frozen = ": frozen" if "weight" in str(table.attrs.get("frozen", "")).split(",") else ""
-        lines.append(f"param {names(table)}[{sz.size(rows, 'position table rows')}, {sz.size(h, 'hidden size')}]"
+        name = names(table)    # named once (the names are unique at the top level: a second call gives another)
+        lines.append(f"param {name}[{sz.size(rows, 'position table rows')}, {sz.size(h, 'hidden size')}]"
                      f"{frozen}   # read whole: the frames are {stride} per row")
-        lines.append(f"x = x + {names(table)}")
+        lines.append(f"x = x + {name}")
         table.order = -1      # read by the forward (its weight, never called): not among the uncalled modules
         sz.seq = f"{stride} * se"
         sz.seq_dims = [f'  dim s = {sz.seq} "spectrogram frames: the stem\'s output adds the position table whole"']

@@ -209,7 +209,8 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     lines += folded
     if streams is not None:
         lines += head_lines(streams, sz)
-    inputs += _post_lines(root, post, sz, names, emb, seq, lines, first.tokens if first is not None else None)
+    inputs += _post_lines(root, post, sz, names, emb, seq, lines,
+                          first.tokens if first is not None and vision is not None else None)
     if not lines[-1].startswith("return"):
         lines.append("return x")
     extra = _uncalled(root, layers, sz)
@@ -220,7 +221,8 @@ def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb:
                 layer_tokens: int | None) -> list[str]:
     """Append to ``lines`` the statements of the modules called after the layers (the final norm, the head); returns
     the inputs they add (SigLIP's attention-pooling head: :mod:`.pooling_head`). ``layer_tokens``: the positions the
-    layers run (a vision encoder's pooled modules read fewer)."""
+    layers of a vision encoder run (its pooled modules read fewer: the class token); None for any other model (a
+    speech encoder's pool after the layers reads fewer positions too, every one of them)."""
     head, inputs, done = map_head(root) if sz.seq is not None else None, [], False
     for i, m in enumerate(post):
         if seq != "s" and m.tokens == sz.probe.s:   # the head reads the last s positions (CPM-Ant: after the prompt)
@@ -235,7 +237,7 @@ def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb:
                 continue
             head = None     # not SigLIP's: its modules one by one
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        if sz.seq is not None and line and m.tokens != layer_tokens and "select(" not in "".join(lines):
+        if layer_tokens is not None and line and m.tokens != layer_tokens and "select(" not in "".join(lines):
             # a vision encoder's pooled output: the first token alone (ViTPooler: hidden_states[:, 0]; CLIP's
             # post_layernorm of last_hidden_state[:, 0, :])
             lines.append("x = select(x)   # " + _pooled(root, m))
