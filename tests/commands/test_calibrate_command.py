@@ -98,7 +98,7 @@ def test_a_profile_whose_edited_bounds_reach_below_a_quarter_is_refused(capsys, 
     f = tmp_path / "p.toml"
     f.write_text(text)
     _refused(capsys, TRAIN_TP2 + ["--efficiency-profile", str(f)], "[factor.compute] bounds [1e-06, 4] reach outside "
-             "[1/4, 4]", "(line ")
+             "[1/4, 4]", "p.toml:14:1: [factor.compute]")
 
 
 @pytest.mark.parametrize("flag", [["train", "--efficiency-profile"], ["calibrate", "--runs"]])

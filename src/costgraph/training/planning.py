@@ -182,6 +182,10 @@ def _split_words(row: dict) -> list[str]:
     return words
 
 
+#: the layout settings plan passes to every row as given (never searched): into plan() and its settings
+_GIVEN = ("link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type")
+
+
 def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     """The layouts of ``model`` (a :class:`costgraph.Model`) that fit, fastest first
     (:func:`costgraph.training.plan.plan`), as ``costgraph plan`` checks and shows them.
@@ -240,8 +244,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
-                  cross_entropy=cross_entropy, link_rate=o.link_rate, ep_dispatcher=o.ep_dispatcher, attention_kernel=o.attention_kernel,
-                  cp_comm_type=o.cp_comm_type)
+                  cross_entropy=cross_entropy, **{k: getattr(o, k) for k in _GIVEN})
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = [c.as_dict() for c in result.layouts]
@@ -251,8 +254,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
-                "link_rate": o.link_rate, "ep_dispatcher": o.ep_dispatcher, "attention_kernel": o.attention_kernel,
-                "cp_comm_type": o.cp_comm_type, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                **{k: getattr(o, k) for k in _GIVEN}, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
