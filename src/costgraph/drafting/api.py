@@ -166,6 +166,7 @@ def _forward(torch, model, b: int, s: int):
     import inspect
 
     from ..torch_measure import flop_counter, meta_forward
+    from .inputs_audio import audio_inputs
     from .routing import stand_ins
     from .trace import trace
 
@@ -187,6 +188,8 @@ def _forward(torch, model, b: int, s: int):
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                               dtype=torch.bfloat16, device="meta")}
+    elif audio_inputs(torch, model, params, b, s) is not None:   # raw audio [b, samples] (wav2vec2): s samples
+        inputs = audio_inputs(torch, model, params, b, s)
     else:
         inputs = {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
@@ -404,6 +407,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
             values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
+            if sz.front_dims:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
+                values["L"] = p.s
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

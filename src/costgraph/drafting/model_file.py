@@ -21,6 +21,7 @@ from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
+from .audio import audio_front
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -169,14 +170,17 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
     vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
+    audio = audio_front(root, pre, sz) if vision is None else None
     if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
         inputs, lines = vision
         pre = [m for m in pre if m is not conv]
+    elif audio is not None:     # wav2vec2's family: the feature encoder, its projection, the positional convolution
+        inputs, lines, pre = audio
     else:
         inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
     # a vision encoder's layers run s = n + 1 (DeiT's n + 2) positions, the s its dims derive: no prompt tokens
-    seq = "s" if vision is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
+    seq = "s" if vision is not None or audio is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
     if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
@@ -203,7 +207,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
             lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
             seq = "s"
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        if sz.seq is not None and line and "linear(" in line and m.tokens != sz.probe.s and "select(" not in \
+        if vision is not None and line and "linear(" in line and m.tokens != sz.probe.s and "select(" not in \
                 "".join(lines):     # a vision encoder's pooler: the first token alone (ViTPooler: hidden_states[:, 0])
             lines.append("x = select(x)   # the class token")
         if line:
@@ -446,17 +450,19 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
     if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
-        dims = ['  dim b   "micro-batch size (images)"']
+        dims = [f'  dim b   "micro-batch size ({"clips" if sz.front_dims else "images"})"']
     for sym in order[2:]:
         desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
-    if sz.seq is not None:
+    if sz.front_dims:     # a speech encoder: the samples, the frames after each convolution
+        dims += sz.front_dims
+    elif sz.seq is not None:
         dims += ['  dim n = (image / p) * (image / p) "number of patches, (image/p)^2"',
                  f'  dim s = {sz.seq} "sequence length: the patches and the tokens put in front of them"']
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
+    config = f"config {config_name} {{ {', '.join(values + sz.front_config + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

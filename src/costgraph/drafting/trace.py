@@ -91,11 +91,11 @@ def _attrs(mod) -> dict:
         w = _config_window(mod)
         if w is not None:
             out["sliding_window"] = w
-    for a in ("kernel_size", "padding", "groups"):   # a convolution's, (k,) tuples read as k
+    for a in ("kernel_size", "stride", "padding", "groups"):   # a convolution's, (k,) tuples read as k
         v = getattr(mod, a, None)
         if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith("Conv"):
+        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv")):   # weight-normed too
             out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)

@@ -39,6 +39,10 @@ class Sizer:
     #: a vision encoder's sequence length, derived from its patches (``n + 1``: :mod:`costgraph.drafting.vision`);
     #: None where ``s`` is the input's length, set by the user
     seq: str | None = None
+    #: a front end's own dims in place of the vision encoder's (a speech encoder's samples L and the frames after each
+    #: convolution: :mod:`costgraph.drafting.audio`), and the values its config block gives them (``L = 16000``)
+    front_dims: list | None = None
+    front_config: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""

@@ -1,0 +1,162 @@
+"""The front end of a speech encoder from raw audio (the wav2vec2 family), drafted from its traced modules (issue 28
+items 2 and 3).
+
+transformers 5.24 modeling_wav2vec2.py:
+
+- ``Wav2Vec2FeatureEncoder.forward``: ``input_values[:, None]`` ``[b, 1, L]`` through ``conv_layers``, one
+  ``Conv1d(conv_dim[j-1], conv_dim[j], conv_kernel[j], stride=conv_stride[j], bias=conv_bias)`` each, then GELU
+  (``feat_extract_activation``); ``feat_extract_norm`` "group": a ``GroupNorm(conv_dim[0], conv_dim[0])`` after the
+  first convolution alone (``Wav2Vec2GroupNormConvLayer``); "layer": a LayerNorm over the channels after every
+  convolution (``Wav2Vec2LayerNormConvLayer``: transposed, normed, transposed back). The frames after layer j are
+  PyTorch's ``⌊(f_{j-1} − k_j)/s_j⌋ + 1`` (``Conv1d``, no padding): written as nested ``floor`` dims (``f1`` …, then
+  ``s``), exact for every sample count L (the language's floor: a fractional intermediate length is rounded, never
+  refused).
+- ``Wav2Vec2FeatureProjection.forward``: LayerNorm(conv_dim[-1]), ``Linear(conv_dim[-1], h)``, dropout.
+- ``Wav2Vec2PositionalConvEmbedding``: ``Conv1d(h, h, K_c, padding=K_c // 2, groups=G_c)`` under weight norm
+  (``nn.utils.parametrizations.weight_norm(..., dim=2)``: ``parametrizations.weight.original0`` ``[1, 1, K_c]``, the
+  magnitude, and ``original1`` ``[h, h/G_c, K_c]``, the direction; both are parameters, as ``sum(p.numel())``
+  counts them); ``Wav2Vec2SamePadLayer`` drops the last frame where K_c is even (the conv makes s + 1); GELU; added to
+  the projected features (``Wav2Vec2Encoder.forward``: ``hidden_states + position_embeddings``).
+- ``Wav2Vec2Model.masked_spec_embed`` ``[h]``: read only where ``mask_time_indices`` is given or in training (SpecAugment:
+  ``_mask_hidden_states`` masks ``if self.training``): parameters only (:mod:`.inputs_audio`).
+
+How the lists are written: the feature encoder's kernels, strides and channel widths (``conv_kernel``,
+``conv_stride``, ``conv_dim``) are the config's own numbers, not symbols. The kernels and strides are the
+architecture (wav2vec2's 400-sample receptive field, 320-sample hop: every checkpoint of the family keeps them), and a
+list is no dimension of the language (``dim`` holds one size): one symbol per entry would name seven to thirteen sizes
+nobody sweeps. The widths are written as numbers for the same reason (512 in every checkpoint of the family); the
+config block of the draft thus sets h, the heads, the layers and the positional convolution, and a config with other
+convolution widths drafts another file (still exact: the numbers are its own). The positional convolution's width
+``num_conv_pos_embeddings`` and groups ``num_conv_pos_embedding_groups`` are symbols (``K_c``, ``G_c``): they size the
+largest convolution of the model (``h·h/G_c·K_c`` weights).
+
+Torch-free: module facts and integers only.
+"""
+
+from __future__ import annotations
+
+from .blocks import norm_call
+from .facts import Module
+from .writer import Sizer
+
+#: the default sample count of a draft's config block: one second at the feature extractor's 16 kHz
+#: (transformers 5.24 feature_extraction_wav2vec2.py ``Wav2Vec2FeatureExtractor(sampling_rate=16000)``)
+SAMPLES = 16000
+
+
+def _conv_layers(root: Module) -> Module | None:
+    """The feature encoder's ``conv_layers`` list (a ModuleList whose elements each hold a ``Conv1d``), else None."""
+    for m in root.walk():
+        if m.name == "conv_layers" and m.cls == "ModuleList" and m.children \
+                and all(c.child("conv") is not None and c.child("conv").cls == "Conv1d" for c in m.children):
+            return m
+    return None
+
+
+def _pos_conv(root: Module) -> Module | None:
+    """The positional convolution embedding (``pos_conv_embed``), else None."""
+    return next((m for m in root.walk() if m.name == "pos_conv_embed"), None)
+
+
+def _conv_line(conv: Module, arg: str, name: str) -> tuple[str, int, int]:
+    """(the ``dense_conv1d`` call, its kernel, its stride) of a feature-encoder convolution (numbers)."""
+    out, _, k = conv.params["weight"]
+    stride = int(conv.attrs.get("stride", 1))
+    bias = "true" if "bias" in conv.params else "false"
+    return f"dense_conv1d({arg}, {out}, kernel = {k}, stride = {stride}, bias = {bias}, name = {name})", k, stride
+
+
+def _feature_lines(convs: Module, names: set) -> tuple[list[str], list[str]]:
+    """(dims, statements) of the feature encoder: each convolution, its norm, its GELU; the frames after each."""
+    lines, dims, arg, frames = [], [], "audio", "L"
+    for j, layer in enumerate(convs.children):
+        conv = layer.child("conv")
+        name = f"feature_conv{j}"
+        names.add(name)
+        call, k, stride = _conv_line(conv, arg, name)
+        norm = layer.child("layer_norm")
+        if norm is not None and norm.cls == "GroupNorm":
+            ch = conv.params["weight"][0]
+            affine = "" if "weight" in norm.params else ", weight = false"
+            call = f"group_norm({call}, groups = {ch}{affine}, name = feature_norm{j})"
+            names.add(f"feature_norm{j}")
+        elif norm is not None:     # "layer": LayerNorm over the channels of [b, C, f]
+            call = f"transpose({norm_call(norm, f'transpose({call})').replace(f'name = {norm.name})', f'name = feature_norm{j})')})"
+            names.add(f"feature_norm{j}")
+        lines.append(f"x = gelu({call})")
+        arg = "x"
+        f = "s" if j == len(convs.children) - 1 else f"f{j + 1}"
+        dims.append(f'  dim {f} = floor(({frames} - {k}) / {stride}) + 1 "frames after the feature encoder\'s '
+                    f'convolution {j + 1} (PyTorch Conv1d: floor((n - k) / stride) + 1)"')
+        frames = f
+    lines.append("x = transpose(x)   # [b, s, C] frames (Wav2Vec2FeatureEncoder's output transposed, a view)")
+    return dims, lines
+
+
+def _projection_lines(root: Module, sz: Sizer) -> list[str]:
+    """The feature projection: its LayerNorm and Linear (conv_dim[-1] → h); the dropout where it drops."""
+    proj = next((m for m in root.walk() if m.name == "feature_projection"), None)
+    if proj is None:
+        return []
+    out = []
+    for m in proj.children:
+        if m.order is None:
+            continue
+        if m.cls == "LayerNorm":
+            out.append("x = " + norm_call(m, "x").replace(f"name = {m.name})", "name = feature_layer_norm)"))
+        elif m.cls == "Linear":
+            h = sz.size(m.params["weight"][0], "hidden size")
+            out.append(f"x = linear(x, {h}, bias = {'true' if 'bias' in m.params else 'false'}, "
+                       "name = feature_projection)")
+        elif m.cls == "Dropout" and m.attrs.get("p", 0):
+            out.append("x = dropout(x, name = feature_dropout)")
+    return out
+
+
+def _positional_lines(pos: Module, sz: Sizer) -> list[str] | None:
+    """The weight-normed positional convolution, added to x; None where its conv is not one."""
+    conv = pos.child("conv")
+    plist = next((m for m in conv.walk() if m.cls == "ParametrizationList"), None) if conv is not None else None
+    if plist is None or set(plist.params) != {"original0", "original1"}:
+        return None
+    out, per, k = plist.params["original1"]
+    h, groups = sz.size(out, "hidden size"), sz.size(out // per, "positional convolution groups")
+    kernel = sz.size(k, "positional convolution width")
+    bias = "true" if "bias" in conv.params else "false"
+    pad = int(conv.attrs.get("padding", 0))
+    padding = f"floor({kernel} / 2)" if pad == k // 2 else str(pad)
+    g = plist.params["original0"]
+    g_dims = ", ".join(sz.size(n, "weight norm magnitude") for n in g)
+    return [f"p = dense_conv1d(transpose(x), {h}, kernel = {kernel}, padding = {padding}, groups = {groups}, "
+            f"bias = {bias}, name = pos_conv)   # [b, h, s + 1] where {kernel} is even",
+            f"param pos_conv_weight_g[{g_dims}]   # weight norm (dim = 2): parametrizations.weight.original0; "
+            "the conv's weight is original1",
+            f"x = x + transpose(gelu(slice(p, s)))   # Wav2Vec2SamePadLayer drops the last frame where {kernel} is "
+            "even (a view); GELU"]
+
+
+def audio_front(root: Module, pre: list[Module], sz: Sizer) -> tuple[list[str], list[str], list[Module]] | None:
+    """(input declarations, statements, the modules of ``pre`` left to write) of a speech encoder's front end from
+    raw audio (feature encoder, feature projection, positional convolution), or None where ``root`` has no feature
+    encoder of Conv1d layers with a weight-normed positional convolution. Sets ``sz.seq`` (the frames ``s``),
+    ``sz.front_dims`` (L and the frames after each convolution) and ``sz.front_config``."""
+    convs, pos = _conv_layers(root), _pos_conv(root)
+    if convs is None or pos is None:
+        return None
+    positional = _positional_lines(pos, sz)
+    if positional is None:
+        return None
+    dims, lines = _feature_lines(convs, set())
+    lines += _projection_lines(root, sz)
+    lines += positional
+    for pname, shape in root.params.items():      # masked_spec_embed [h]: SpecAugment's, read only in training
+        dims_text = ", ".join(sz.size(n, "masked embedding") for n in shape)
+        lines.append(f"param {pname}[{dims_text}]   # read only with mask_time_indices or in training (parameters only)")
+    inside = tuple(m.path + "." for m in (convs, pos) if m is not None) + ("feature_projection.",)
+    rest = [m for m in pre if not m.path.startswith(inside) and not any(
+        m.path.startswith(p.path + ".") for p in root.walk() if p.name == "feature_projection")]
+    sz.seq = "s"
+    sz.front_dims = ['  dim L   "samples per clip (input_values [b, L], raw audio)"', *dims]
+    sz.front_config = [f"L = {SAMPLES}"]
+    return ["input audio[b, 1, L]   # input_values [b, L] as the feature encoder reads it (input_values[:, None])"], \
+        lines, rest
