@@ -113,22 +113,53 @@ def _projection_lines(root: Module, sz: Sizer) -> list[str]:
     return out
 
 
+def _conv_sizes(conv: Module, out: int, per: int, k: int, sz: Sizer) -> str:
+    """``h, kernel = K_c, padding = floor(K_c / 2), groups = G_c, bias = ...`` of a positional convolution."""
+    h, groups = sz.size(out, "hidden size"), sz.size(out // per, "positional convolution groups")
+    kernel = sz.size(k, "positional convolution width")
+    pad = int(conv.attrs.get("padding", 0))
+    padding = f"floor({kernel} / 2)" if pad == k // 2 else str(pad)
+    return f"{h}, kernel = {kernel}, padding = {padding}, groups = {groups}, " \
+           f"bias = {'true' if 'bias' in conv.params else 'false'}"
+
+
+def _layered_lines(pos: Module, sz: Sizer) -> list[str] | None:
+    """Data2VecAudio's positional convolution (transformers 5.24 modeling_data2vec_audio.py
+    ``Data2VecAudioPositionalConvEmbedding``): ``num_conv_pos_embeddings`` layers (the config's number), each a grouped
+    ``Conv1d(h, h, K_c, padding=K_c // 2, groups=G_c)`` (no weight norm), ``Data2VecAudioPadLayer`` (the last frame
+    dropped where K_c is even), a LayerNorm over h without weights, GELU; added to x. None where ``pos`` is not so."""
+    layers = pos.child("layers")
+    if layers is None or not layers.children or any(c.signature() != layers.children[0].signature()
+                                                    for c in layers.children):
+        return None
+    first = layers.children[0]
+    conv, norm = first.child("conv"), first.child("layer_norm")
+    if conv is None or conv.cls != "Conv1d" or norm is None or norm.cls != "LayerNorm" or norm.params:
+        return None
+    out, per, k = conv.params["weight"]
+    return ["p = transpose(x)   # [b, h, s]",
+            f"repeat {len(layers.children)} as pos_conv_layers {{   # num_conv_pos_embeddings layers (the config's number)",
+            f"  p = dense_conv1d(p, {_conv_sizes(conv, out, per, k, sz)}, name = conv)",
+            "  p = gelu(transpose(layernorm(transpose(slice(p, s)), weight = false, bias = false, name = layer_norm)))"
+            "   # the last frame dropped where the width is even (a view); LayerNorm over h without weights",
+            "}",
+            "x = x + transpose(p)"]
+
+
 def _positional_lines(pos: Module, sz: Sizer) -> list[str] | None:
     """The weight-normed positional convolution, added to x; None where its conv is not one."""
+    if pos.child("layers") is not None:
+        return _layered_lines(pos, sz)
     conv = pos.child("conv")
     plist = next((m for m in conv.walk() if m.cls == "ParametrizationList"), None) if conv is not None else None
     if plist is None or set(plist.params) != {"original0", "original1"}:
         return None
     out, per, k = plist.params["original1"]
-    h, groups = sz.size(out, "hidden size"), sz.size(out // per, "positional convolution groups")
     kernel = sz.size(k, "positional convolution width")
-    bias = "true" if "bias" in conv.params else "false"
-    pad = int(conv.attrs.get("padding", 0))
-    padding = f"floor({kernel} / 2)" if pad == k // 2 else str(pad)
     g = plist.params["original0"]
     g_dims = ", ".join(sz.size(n, "weight norm magnitude") for n in g)
-    return [f"p = dense_conv1d(transpose(x), {h}, kernel = {kernel}, padding = {padding}, groups = {groups}, "
-            f"bias = {bias}, name = pos_conv)   # [b, h, s + 1] where {kernel} is even",
+    return [f"p = dense_conv1d(transpose(x), {_conv_sizes(conv, out, per, k, sz)}, name = pos_conv)"
+            f"   # [b, h, s + 1] where {kernel} is even",
             f"param pos_conv_weight_g[{g_dims}]   # weight norm (dim = 2): parametrizations.weight.original0; "
             "the conv's weight is original1",
             f"x = x + transpose(gelu(slice(p, s)))   # Wav2Vec2SamePadLayer drops the last frame where {kernel} is "

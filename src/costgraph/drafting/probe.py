@@ -141,6 +141,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     # ``Wav2Vec2PositionalConvEmbedding``): the positional convolution's groups and width (task k28wav12)
     "num_conv_pos_embedding_groups": ("G_c", "groups of the positional convolution"),
     "num_conv_pos_embeddings": ("K_c", "width of the positional convolution"),
+    # Data2VecAudio's width (transformers 5.24 configuration_data2vec_audio.py): its num_conv_pos_embeddings counts the
+    # positional convolution layers (5), kept as the config's number (:data:`POS_LAYERS`)
+    "conv_pos_kernel_size": ("K_c", "width of the positional convolution"),
 }
 #: the vision fields (:data:`FIELDS`' last three): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels")
@@ -206,6 +209,9 @@ AUDIO = "num_conv_pos_embedding_groups"
 #: samples per probe prime ``L``: 16 · 733 = 11,728 samples run wav2vec2's feature encoder (receptive field 400,
 #: stride 320) to 36 frames (16 · 739: 37), enough for the seven strided convolutions and a few layers' attention
 SAMPLES = 16
+#: the field that makes ``num_conv_pos_embeddings`` a count of positional convolution layers, not their width
+#: (Data2VecAudio's ``conv_pos_kernel_size``): the count is then not probed (a number in the draft)
+POS_LAYERS = "conv_pos_kernel_size"
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
 #: (b, s) of the forward each probe traces and counts (s below every probe's s_max)
@@ -302,7 +308,8 @@ class Probe:
             values["head_dim"] = HEAD * p["x"]
         audio = AUDIO in present
         if audio:     # h holds the positional convolution's groups (transformers 5.24 modeling_wav2vec2.py)
-            values.update(num_conv_pos_embedding_groups=p["G_c"], num_conv_pos_embeddings=p["K_c"])
+            values.update(num_conv_pos_embedding_groups=p["G_c"], num_conv_pos_embeddings=p["K_c"],
+                          conv_pos_kernel_size=p["K_c"])
             values["hidden_size"] *= p["G_c"]
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         if "image_size" in present and "patch_size" in present:    # a vision encoder: s = n + 1 follows the image
@@ -310,6 +317,8 @@ class Probe:
         if audio:     # a speech encoder from raw audio: s is the samples (the layers' frames follow)
             probe.s = SAMPLES * p["L"]
         for name in present:
+            if name == "num_conv_pos_embeddings" and POS_LAYERS in present:    # a layer count: the config's
+                continue
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
             elif name in values and (mamba2 or name not in MAMBA2_OWN):
