@@ -44,13 +44,16 @@ from .writer import Sizer
 SAMPLES = 16000
 
 
+def is_conv_stack(m: Module) -> bool:
+    """``m`` is a feature encoder's ``conv_layers`` (a ModuleList whose elements each hold a ``Conv1d``): never the
+    Transformer layers, even where it has as many elements (SEW's 13 convolutions at a probe of 13 layers)."""
+    return m.name == "conv_layers" and m.cls == "ModuleList" and bool(m.children) \
+        and all(c.child("conv") is not None and c.child("conv").cls == "Conv1d" for c in m.children)
+
+
 def _conv_layers(root: Module) -> Module | None:
-    """The feature encoder's ``conv_layers`` list (a ModuleList whose elements each hold a ``Conv1d``), else None."""
-    for m in root.walk():
-        if m.name == "conv_layers" and m.cls == "ModuleList" and m.children \
-                and all(c.child("conv") is not None and c.child("conv").cls == "Conv1d" for c in m.children):
-            return m
-    return None
+    """The feature encoder's ``conv_layers`` list, else None."""
+    return next((m for m in root.walk() if is_conv_stack(m)), None)
 
 
 def _pos_conv(root: Module) -> Module | None:
@@ -66,26 +69,24 @@ def _conv_line(conv: Module, arg: str, name: str) -> tuple[str, int, int]:
     return f"dense_conv1d({arg}, {out}, kernel = {k}, stride = {stride}, bias = {bias}, name = {name})", k, stride
 
 
-def _feature_lines(convs: Module, names: set) -> tuple[list[str], list[str]]:
-    """(dims, statements) of the feature encoder: each convolution, its norm, its GELU; the frames after each."""
+def _feature_lines(convs: Module, last: str) -> tuple[list[str], list[str]]:
+    """(dims, statements) of the feature encoder: each convolution, its norm, its GELU; the frames after each, those
+    after the last called ``last``."""
     lines, dims, arg, frames = [], [], "audio", "L"
     for j, layer in enumerate(convs.children):
         conv = layer.child("conv")
-        name = f"feature_conv{j}"
-        names.add(name)
-        call, k, stride = _conv_line(conv, arg, name)
+        call, k, stride = _conv_line(conv, arg, f"feature_conv{j}")
         norm = layer.child("layer_norm")
         if norm is not None and norm.cls == "GroupNorm":
             ch = conv.params["weight"][0]
             affine = "" if "weight" in norm.params else ", weight = false"
             call = f"group_norm({call}, groups = {ch}{affine}, name = feature_norm{j})"
-            names.add(f"feature_norm{j}")
         elif norm is not None:     # "layer": LayerNorm over the channels of [b, C, f]
-            call = f"transpose({norm_call(norm, f'transpose({call})').replace(f'name = {norm.name})', f'name = feature_norm{j})')})"
-            names.add(f"feature_norm{j}")
+            normed = norm_call(norm, f"transpose({call})").replace(f"name = {norm.name})", f"name = feature_norm{j})")
+            call = f"transpose({normed})"
         lines.append(f"x = gelu({call})")
         arg = "x"
-        f = "s" if j == len(convs.children) - 1 else f"f{j + 1}"
+        f = last if j == len(convs.children) - 1 else f"f{j + 1}"
         dims.append(f'  dim {f} = floor(({frames} - {k}) / {stride}) + 1 "frames after the feature encoder\'s '
                     f'convolution {j + 1} (PyTorch Conv1d: floor((n - k) / stride) + 1)"')
         frames = f
@@ -93,11 +94,9 @@ def _feature_lines(convs: Module, names: set) -> tuple[list[str], list[str]]:
     return dims, lines
 
 
-def _projection_lines(root: Module, sz: Sizer) -> list[str]:
-    """The feature projection: its LayerNorm and Linear (conv_dim[-1] → h); the dropout where it drops."""
-    proj = next((m for m in root.walk() if m.name == "feature_projection"), None)
-    if proj is None:
-        return []
+def _projection_lines(proj: Module, sz: Sizer) -> list[str]:
+    """The feature projection (``Wav2Vec2FeatureProjection``): its LayerNorm and Linear (conv_dim[-1] → h); the
+    dropout where it drops."""
     out = []
     for m in proj.children:
         if m.order is None:
@@ -146,6 +145,18 @@ def _layered_lines(pos: Module, sz: Sizer) -> list[str] | None:
             "x = x + transpose(p)"]
 
 
+def _squeeze(pos: Module) -> int:
+    """SEW's ``squeeze_factor`` (transformers 5.24 modeling_sew.py ``SEWPositionalConvEmbedding``: its conv's stride,
+    and ``SEWEncoder.pool``, ``nn.AvgPool1d(squeeze_factor, squeeze_factor)``); 1 for wav2vec2's (stride 1)."""
+    conv = pos.child("conv")
+    return int(conv.attrs.get("stride", 1)) if conv is not None else 1
+
+
+def _pool(root: Module) -> Module | None:
+    """SEW's ``encoder.pool`` (an AvgPool1d called before the layers), else None."""
+    return next((m for m in root.walk() if m.cls == "AvgPool1d" and m.name == "pool" and m.order is not None), None)
+
+
 def _positional_lines(pos: Module, sz: Sizer) -> list[str] | None:
     """The weight-normed positional convolution, added to x; None where its conv is not one."""
     if pos.child("layers") is not None:
@@ -158,36 +169,59 @@ def _positional_lines(pos: Module, sz: Sizer) -> list[str] | None:
     kernel = sz.size(k, "positional convolution width")
     g = plist.params["original0"]
     g_dims = ", ".join(sz.size(n, "weight norm magnitude") for n in g)
-    return [f"p = dense_conv1d(transpose(x), {_conv_sizes(conv, out, per, k, sz)}, name = pos_conv)"
-            f"   # [b, h, s + 1] where {kernel} is even",
-            f"param pos_conv_weight_g[{g_dims}]   # weight norm (dim = 2): parametrizations.weight.original0; "
-            "the conv's weight is original1",
-            f"x = x + transpose(gelu(slice(p, s)))   # Wav2Vec2SamePadLayer drops the last frame where {kernel} is "
-            "even (a view); GELU"]
+    squeeze = _squeeze(pos)
+    stride = f", stride = {squeeze}" if squeeze > 1 else ""
+    lines = [f"p = dense_conv1d(transpose(x), {_conv_sizes(conv, out, per, k, sz)}{stride}, name = pos_conv)"
+             + ("" if squeeze > 1 else f"   # [b, h, s + 1] where {kernel} is even"),
+             f"param pos_conv_weight_g[{g_dims}]   # weight norm (dim = 2): parametrizations.weight.original0; "
+             "the conv's weight is original1"]
+    if squeeze > 1:     # SEW: the frames pooled by the squeeze factor, the positions' frames cut to as many
+        return lines + [f"x = transpose(slice(avg_pool1d(transpose(x), {squeeze}, name = pool), s) + "
+                        "slice(gelu(p), s))   # SEWEncoder: pooled frames + positions, both cut to the shorter "
+                        "(s, the pooled count; views)"]
+    return lines + [f"x = x + transpose(gelu(slice(p, s)))   # Wav2Vec2SamePadLayer drops the last frame where "
+                    f"{kernel} is even (a view); GELU"]
 
 
-def audio_front(root: Module, pre: list[Module], sz: Sizer) -> tuple[list[str], list[str], list[Module]] | None:
-    """(input declarations, statements, the modules of ``pre`` left to write) of a speech encoder's front end from
-    raw audio (feature encoder, feature projection, positional convolution), or None where ``root`` has no feature
-    encoder of Conv1d layers with a weight-normed positional convolution. Sets ``sz.seq`` (the frames ``s``),
-    ``sz.front_dims`` (L and the frames after each convolution) and ``sz.front_config``."""
+def audio_front(root: Module, pre: list[Module], sz: Sizer, leaf) -> tuple[list[str], list[str]] | None:
+    """(input declarations, statements) of a speech encoder's modules before its layers from raw audio, or None where
+    ``root`` has no feature encoder of Conv1d layers and a positional convolution this module reads. The modules of
+    ``pre`` are written in call order: the feature encoder, its projection and the positional convolution here, any
+    other (SEW's LayerNorm and Linear on the root, the encoder's LayerNorm) by ``leaf`` (a module → a statement or
+    None). Sets ``sz.seq`` (the frames ``s``), ``sz.front_dims`` (L and the frames after each convolution; SEW's s the
+    frames pooled by its squeeze factor) and ``sz.front_config``."""
     convs, pos = _conv_layers(root), _pos_conv(root)
     if convs is None or pos is None:
         return None
     positional = _positional_lines(pos, sz)
-    if positional is None:
+    squeeze, pool = _squeeze(pos), _pool(root)
+    if positional is None or (squeeze > 1) != (pool is not None):
         return None
-    dims, lines = _feature_lines(convs, set())
-    lines += _projection_lines(root, sz)
-    lines += positional
+    last = f"f{len(convs.children)}" if squeeze > 1 else "s"
+    dims, features = _feature_lines(convs, last)
+    if squeeze > 1:
+        dims.append(f'  dim s = floor({last} / {squeeze}) "frames the layers run: pooled by squeeze_factor '
+                    f'{squeeze} (AvgPool1d; the positional conv of stride {squeeze} makes at least as many)"')
+    proj = next((m for m in root.walk() if m.name == "feature_projection" and m.children), None)
+    parts = [(convs.path + ".", features), (pos.path + ".", positional)]
+    if proj is not None:
+        parts.append((proj.path + ".", _projection_lines(proj, sz)))
+    lines, done = [], set()
+    for m in pre:
+        part = next((i for i, (prefix, _) in enumerate(parts) if m.path.startswith(prefix)), None)
+        if m is pool:
+            continue
+        if part is None:
+            line = leaf(m)
+            lines += [line] if line else []
+        elif part not in done:
+            done.add(part)
+            lines += parts[part][1]
     for pname, shape in root.params.items():      # masked_spec_embed [h]: SpecAugment's, read only in training
         dims_text = ", ".join(sz.size(n, "masked embedding") for n in shape)
         lines.append(f"param {pname}[{dims_text}]   # read only with mask_time_indices or in training (parameters only)")
-    inside = tuple(m.path + "." for m in (convs, pos) if m is not None) + ("feature_projection.",)
-    rest = [m for m in pre if not m.path.startswith(inside) and not any(
-        m.path.startswith(p.path + ".") for p in root.walk() if p.name == "feature_projection")]
     sz.seq = "s"
     sz.front_dims = ['  dim L   "samples per clip (input_values [b, L], raw audio)"', *dims]
     sz.front_config = [f"L = {SAMPLES}"]
     return ["input audio[b, 1, L]   # input_values [b, L] as the feature encoder reads it (input_values[:, None])"], \
-        lines, rest
+        lines

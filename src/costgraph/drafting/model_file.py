@@ -21,12 +21,12 @@ from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
-from .audio import audio_front
+from .audio import audio_front, is_conv_stack
 
 
 def find_layers(root: Module, count: int) -> Module | None:
     """The ModuleList of the Transformer layers: ``count`` children built alike, else the longest list."""
-    lists = [m for m in root.walk() if m.cls == "ModuleList" and m.children]
+    lists = [m for m in root.walk() if m.cls == "ModuleList" and m.children and not is_conv_stack(m)]
     exact = [m for m in lists if len(m.children) == count]
     pool = exact or lists
     return max(pool, key=lambda m: len(m.children)) if pool else None
@@ -170,12 +170,13 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
     vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
-    audio = audio_front(root, pre, sz) if vision is None else None
+    audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False)) if vision is None else None
     if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
         inputs, lines = vision
         pre = [m for m in pre if m is not conv]
     elif audio is not None:     # wav2vec2's family: the feature encoder, its projection, the positional convolution
-        inputs, lines, pre = audio
+        inputs, lines = audio
+        pre = []
     else:
         inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)

@@ -1,6 +1,6 @@
 """Operators of vision, speech and diffusion Transformers: convolutions
 (``conv2d``, ``conv3d``, ``dense_conv1d``), ``flatten_patches``, ``merge_tokens``, ``split_seq``/``merge_seq``,
-``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``, ``avg_pool2d``,
+``concat_seq`` (class and image tokens), ``group_norm``, nearest ``upsample``, ``avg_pool2d``, ``avg_pool1d``,
 adaptive-LayerNorm ``modulate`` / ``gate`` (DiT's adaLN) and ``layer_scale``
 (DINOv2).
 
@@ -276,6 +276,24 @@ def avg_pool2d(c):
         batch, _, ch = x.shape
         m = _out_size(c, side, k, k, 0)
         y = c.output((batch, m * m, ch), role=c.float_role(x))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=x.numel))
+    c.save(x)
+    return y
+
+
+@op("avg_pool1d", "average pooling along the last axis over windows of k, stride k (nn.AvgPool1d(k, k)): "
+    "x [B, C, L] → [B, C, ⌊(L − k)/k⌋ + 1] (SEW's squeeze of the frames)", x="tensor", kernel="dim", layout="whole")
+def avg_pool1d(c):
+    """``nn.AvgPool1d(kernel_size=k, stride=k)`` on ``[B, C, L]`` (transformers 5.24 modeling_sew.py
+    ``SEWEncoder.pool``: ``nn.AvgPool1d(squeeze_factor, squeeze_factor)``): 0 matrix FLOPs (``FlopCounterMode``
+    counts none); under `all` one add per input element, as much for the input gradient. Keeps its input. Output
+    length as a convolution's (no padding): ``⌊(L − k)/k⌋ + 1``, PyTorch's floor on every L."""
+    x, k = c["x"], c["kernel"]
+    if len(x.shape) != 3:
+        c.fail(f"avg_pool1d needs [B, C, L], got {x.shape_str()}")
+    batch, ch, n = x.shape
+    y = c.output((batch, ch, _out_size(c, n, k, k, 0)), role=c.float_role(x))
     c.forward(Flops(other=x.numel))
     c.backward_input(Flops(other=x.numel))
     c.save(x)
