@@ -26,7 +26,7 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 
 #: transformers' class names: the base model (AutoModel's) of each type, at its default config
 drafted = Drafts({"wav2vec2": "Wav2Vec2Model", "data2vec-audio": "Data2VecAudioModel", "wavlm": "WavLMModel",
-                  "hubert": "HubertModel"})
+                  "hubert": "HubertModel", "sew": "SEWModel"})
 
 FRONT = ("  dim s = floor((f6 - 2) / 2) + 1 \"frames after the feature encoder's convolution 7 (PyTorch Conv1d: "
          "floor((n - k) / stride) + 1)\"\n\n"
@@ -43,6 +43,10 @@ EXPECTED = {
     "data2vec-audio": "  repeat 5 as pos_conv_layers {   # num_conv_pos_embeddings layers (the config's number)\n"
                       "    p = dense_conv1d(p, h, kernel = K_c, padding = floor(K_c / 2), groups = G_c, bias = true, "
                       "name = conv)\n",
+    # modeling_sew.py SEWEncoder.forward: pos_conv_embed (stride squeeze_factor 2) and pool (AvgPool1d(2, 2)) of the
+    # frames, both cut to min_length (the pooled count); 13 convolutions (conv_layers never taken for the layers)
+    "sew": "  dim s = floor(f13 / 2) \"frames the layers run: pooled by squeeze_factor 2 (AvgPool1d; the positional "
+           "conv of stride 2 makes at least as many)\"\n",
     # modeling_wavlm.py WavLMEncoder: has_relative_position_bias=(i == 0): the bias table in the first layer alone
     "wavlm": "  repeat 1 as layers_0 {   # layers 0..0\n"
              "    x = layernorm(x + wavlm_attention(x, a, nb, table = true, name = attention), name = layer_norm)\n",
