@@ -169,6 +169,14 @@ def _positional_lines(pos: Module, sz: Sizer) -> list[str] | None:
     kernel = sz.size(k, "positional convolution width")
     g = plist.params["original0"]
     g_dims = ", ".join(sz.size(n, "weight norm magnitude") for n in g)
+    if pos.order is None:     # built, never called (wav2vec2-conformer's relative positions): its parameters only
+        for m in pos.walk():
+            m.order = -1      # written here, not among the modules model_file lists as never called
+        v_dims = ", ".join(sz.size(n, "positional convolution weight") for n in (out, per, k))
+        return [f"param pos_conv_weight_g[{g_dims}]   # the positional convolution, built but not called "
+                "(position_embeddings_type relative): parameters only",
+                f"param pos_conv_weight_v[{v_dims}]"] \
+            + ([f"param pos_conv_bias[{sz.size(out, 'hidden size')}]"] if "bias" in conv.params else [])
     squeeze = _squeeze(pos)
     stride = f", stride = {squeeze}" if squeeze > 1 else ""
     lines = [f"p = dense_conv1d(transpose(x), {_conv_sizes(conv, out, per, k, sz)}{stride}, name = pos_conv)"
@@ -202,6 +210,7 @@ def audio_front(root: Module, pre: list[Module], sz: Sizer, leaf) -> tuple[list[
     if squeeze > 1:
         dims.append(f'  dim s = floor({last} / {squeeze}) "frames the layers run: pooled by squeeze_factor '
                     f'{squeeze} (AvgPool1d; the positional conv of stride {squeeze} makes at least as many)"')
+    rel = next((m for m in pre if m.cls.endswith("RelPositionalEmbedding") and not m.params), None)
     proj = next((m for m in root.walk() if m.name == "feature_projection" and m.children), None)
     parts = [(convs.path + ".", features), (pos.path + ".", positional)]
     if proj is not None:
@@ -217,11 +226,23 @@ def audio_front(root: Module, pre: list[Module], sz: Sizer, leaf) -> tuple[list[
         elif part not in done:
             done.add(part)
             lines += parts[part][1]
+    if pos.order == -1:     # built, never called: its parameters (see _positional_lines)
+        lines += positional
     for pname, shape in root.params.items():      # masked_spec_embed [h]: SpecAugment's, read only in training
         dims_text = ", ".join(sz.size(n, "masked embedding") for n in shape)
         lines.append(f"param {pname}[{dims_text}]   # read only with mask_time_indices or in training (parameters only)")
     sz.seq = "s"
     sz.front_dims = ['  dim L   "samples per clip (input_values [b, L], raw audio)"', *dims]
     sz.front_config = [f"L = {SAMPLES}"]
-    return ["input audio[b, 1, L]   # input_values [b, L] as the feature encoder reads it (input_values[:, None])"], \
-        lines
+    inputs = ["input audio[b, 1, L]   # input_values [b, L] as the feature encoder reads it (input_values[:, None])"]
+    if rel is not None:     # wav2vec2-conformer (modeling_wav2vec2_conformer.py Wav2Vec2ConformerRelPositionalEmbedding)
+        h = _hidden(pos, sz)
+        inputs.append(f"input pe[1, 2 * s - 1, {h}]   # the relative positions' table, sliced from a buffer (no "
+                      "parameters): read by every layer's attention")
+    return inputs, lines
+
+
+def _hidden(pos: Module, sz: Sizer) -> str:
+    """h, read from the positional convolution's output channels."""
+    plist = next((m for m in pos.walk() if m.cls == "ParametrizationList"), None)
+    return sz.size(plist.params["original1"][0], "hidden size")

@@ -29,6 +29,31 @@ block wavlm_attention(x[B, S, H], heads, buckets, table = false) {
   g = sigmoid(linear(split_heads(x, heads), 8, bias = true, name = gru_rel_pos_linear))
   p = softmax(scale(matmul(q, transpose(k))), fp32 = true)
   return linear(merge_heads(matmul(p, v)), H, bias = true, name = out_proj)
+}""", "rel_pos_attention": """# Attention with relative positions (Transformer-XL's, as wav2vec2-conformer's Wav2Vec2ConformerSelfAttention with
+# position_embeddings_type "relative", transformers 5.24): pe [1, 2S - 1, H], the table of relative positions the
+# encoder slices from its buffer, projected by linear_pos (no bias) and multiplied with q + pos_bias_v (matrix b + d,
+# [B, heads, S, 2S - 1], then skewed to [B, heads, S, S]: views and a pad); q + pos_bias_u against k (matrix a + c).
+block rel_pos_attention(x[B, S, H], pe[O, P, H], heads) {
+  q = split_heads(linear(x, H, bias = true, name = linear_q), heads)
+  k = split_heads(linear(x, H, bias = true, name = linear_k), heads)
+  v = split_heads(linear(x, H, bias = true, name = linear_v), heads)
+  param pos_bias_u[heads, H / heads]
+  param pos_bias_v[heads, H / heads]
+  r = split_heads(linear(pe, H, bias = false, name = linear_pos), heads)
+  bd = matmul(q, transpose(r))
+  p = softmax(scale(matmul(q, transpose(k))), fp32 = true)
+  return linear(merge_heads(matmul(p, v)), H, bias = true, name = linear_out)
+}""", "conformer_conv": """# The Conformer's convolution module (Gulati et al. 2020 §2.2; transformers 5.24 modeling_wav2vec2_conformer.py
+# Wav2Vec2ConformerConvolutionModule): LayerNorm, a pointwise Conv1d H -> 2H, GLU over the channels, a depthwise
+# Conv1d of width kernel (padding (kernel - 1) / 2), BatchNorm1d (eval: its running statistics; gamma, beta [H]), the
+# activation, a pointwise Conv1d H -> H; no biases. Channels first between the convolutions.
+block conformer_conv(x[B, S, H], kernel, padding) {
+  t = transpose(dense_conv1d(transpose(layernorm(x, name = layer_norm)), 2 * H, kernel = 1, bias = false, name = pointwise_conv1))
+  y = transpose(slice(t, H) * sigmoid(slice(t, H)))
+  y = dense_conv1d(y, H, kernel = kernel, padding = padding, groups = H, bias = false, name = depthwise_conv)
+  param batch_norm_weight[H]
+  param batch_norm_bias[H]
+  return transpose(dense_conv1d(gelu(y), H, kernel = 1, bias = false, name = pointwise_conv2))
 }"""}
 
 
@@ -53,3 +78,63 @@ def wavlm_call(m: Module, arg: str, d) -> str | None:
     buckets = d.size(rows[0], "relative position buckets") if rows is not None else "1"
     opts = ", table = true" if rows is not None else ""
     return f"wavlm_attention({arg}, {d.size(heads, 'attention heads')}, {buckets}{opts}, name = {m.name})"
+
+
+def conformer_attention_call(m: Module, arg: str, d) -> str | None:
+    """``rel_pos_attention(arg, pe, heads)`` of a ``Wav2Vec2ConformerSelfAttention`` with relative positions
+    (``linear_q/k/v/out`` h → h with biases, ``linear_pos`` h → h without, ``pos_bias_u``/``pos_bias_v`` [a, h/a]);
+    else None. ``pe``: the model's relative position table (:mod:`costgraph.drafting.audio`)."""
+    u, v = m.params.get("pos_bias_u"), m.params.get("pos_bias_v")
+    projs = [_linear(m.child(n)) for n in ("linear_q", "linear_k", "linear_v", "linear_out")]
+    pos = _linear(m.child("linear_pos"))
+    if u is None or u != v or set(m.params) != {"pos_bias_u", "pos_bias_v"} or None in projs or pos is None:
+        return None
+    h, heads = projs[0][0], u[0]
+    if any(p[:2] != (h, h) or not p[2] for p in projs) or pos != (h, h, False) or u[1] * heads != h:
+        return None
+    d.blocks.add("rel_pos_attention")
+    return f"rel_pos_attention({arg}, pe, {d.size(heads, 'attention heads')}, name = {m.name})"
+
+
+def conformer_conv_call(m: Module, arg: str, d) -> str | None:
+    """``conformer_conv(arg, kernel, padding)`` of a ``Wav2Vec2ConformerConvolutionModule`` (the block above: its
+    depthwise width the config's ``conv_depthwise_kernel_size``, a number), else None."""
+    parts = {c.name: c for c in m.children}
+    need = ("layer_norm", "pointwise_conv1", "depthwise_conv", "batch_norm", "pointwise_conv2")
+    if m.params or any(n not in parts for n in need) or parts["batch_norm"].cls != "BatchNorm1d":
+        return None
+    w1, dw, w2 = (parts[n].params.get("weight") for n in ("pointwise_conv1", "depthwise_conv", "pointwise_conv2"))
+    if w2 is None or w1 != (2 * w2[0], w2[0], 1) or w2 != (w2[0], w2[0], 1) or dw is None or dw[:2] != (w2[0], 1) \
+            or any("bias" in parts[n].params for n in ("pointwise_conv1", "depthwise_conv", "pointwise_conv2")) \
+            or "gelu" not in str(m.attrs.get("act", "")).lower():
+        return None
+    d.blocks.add("conformer_conv")
+    pad = int(parts["depthwise_conv"].attrs.get("padding", 0))
+    return f"conformer_conv({arg}, {dw[2]}, {pad}, name = {m.name})"
+
+
+#: a Conformer layer's modules, in its forward's order (Wav2Vec2ConformerEncoderLayer)
+CONFORMER = ("ffn1_layer_norm", "ffn1", "self_attn_layer_norm", "self_attn", "conv_module", "ffn2_layer_norm", "ffn2",
+             "final_layer_norm")
+
+
+def conformer_layer_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
+    """The statements of a Conformer layer (Gulati et al. 2020 §2; transformers 5.24 modeling_wav2vec2_conformer.py
+    ``Wav2Vec2ConformerEncoderLayer.forward``): a half-step feed-forward (``ffn1(ffn1_layer_norm(x)) * 0.5 + x``), the
+    attention on ``self_attn_layer_norm(x)`` added, the convolution module (its own LayerNorm first) added, the second
+    half-step feed-forward, ``final_layer_norm``. None where ``layer`` is not one (a module missing or not read)."""
+    from .blocks import norm_call
+    from .recurrent import mixer_call
+
+    parts = {c.name: c for c in layer.children}
+    if any(n not in parts for n in CONFORMER) or layer.params:
+        return None
+    calls = {n: mixer_call(parts[n], "y", sz, rotary) for n in ("ffn1", "self_attn", "conv_module", "ffn2")}
+    if any(c is None for c in calls.values()):
+        return None
+    norm = {n: norm_call(parts[n], "x") for n in ("ffn1_layer_norm", "self_attn_layer_norm", "ffn2_layer_norm")}
+    ffn = {n: "scale(" + calls[n].replace("(y,", f"({norm[n + '_layer_norm']},", 1) + ")" for n in ("ffn1", "ffn2")}
+    return [f"x = x + {ffn['ffn1']}   # x 0.5: a half step",
+            f"x = x + {calls['self_attn'].replace('(y,', '(' + norm['self_attn_layer_norm'] + ',', 1)}",
+            f"x = x + {calls['conv_module'].replace('(y,', '(x,', 1)}",
+            f"x = {norm_call(parts['final_layer_norm'], 'x + ' + ffn['ffn2'])}   # x 0.5: a half step"]
