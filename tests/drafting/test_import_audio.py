@@ -26,7 +26,7 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 
 #: transformers' class names: the base model (AutoModel's) of each type, at its default config
 drafted = Drafts({"wav2vec2": "Wav2Vec2Model", "data2vec-audio": "Data2VecAudioModel", "wavlm": "WavLMModel",
-                  "hubert": "HubertModel", "sew": "SEWModel"})
+                  "hubert": "HubertModel", "sew": "SEWModel", "wav2vec2-conformer": "Wav2Vec2ConformerModel"})
 
 FRONT = ("  dim s = floor((f6 - 2) / 2) + 1 \"frames after the feature encoder's convolution 7 (PyTorch Conv1d: "
          "floor((n - k) / stride) + 1)\"\n\n"
@@ -47,6 +47,16 @@ EXPECTED = {
     # frames, both cut to min_length (the pooled count); 13 convolutions (conv_layers never taken for the layers)
     "sew": "  dim s = floor(f13 / 2) \"frames the layers run: pooled by squeeze_factor 2 (AvgPool1d; the positional "
            "conv of stride 2 makes at least as many)\"\n",
+    # modeling_wav2vec2_conformer.py Wav2Vec2ConformerEncoderLayer.forward: ffn1 * 0.5 + residual, attention with
+    # relative positions (linear_pos on the [1, 2s - 1, h] table), the convolution module, ffn2 * 0.5, final_layer_norm;
+    # Wav2Vec2ConformerEncoder builds pos_conv_embed and never calls it (position_embeddings_type "relative")
+    "wav2vec2-conformer": "  param pos_conv_weight_v[h, h / G_c, K_c]\n  param pos_conv_bias[h]\n"
+                          "  param masked_spec_embed[h]   # read only with mask_time_indices or in training (parameters "
+                          "only)\n  repeat l as layers {\n"
+                          "    x = x + scale(mlp(layernorm(x, name = ffn1_layer_norm), i, bias = true, dropout = true, "
+                          "name = ffn1))   # x 0.5: a half step\n"
+                          "    x = x + rel_pos_attention(layernorm(x, name = self_attn_layer_norm), pe, a, "
+                          "name = self_attn)\n    x = x + conformer_conv(x, 31, 15, name = conv_module)\n",
     # modeling_wavlm.py WavLMEncoder: has_relative_position_bias=(i == 0): the bias table in the first layer alone
     "wavlm": "  repeat 1 as layers_0 {   # layers 0..0\n"
              "    x = layernorm(x + wavlm_attention(x, a, nb, table = true, name = attention), name = layer_norm)\n",
@@ -80,6 +90,27 @@ def _base_params(h=768, a=12, i=3072, l=12, groups=16, width=128) -> int:
     positional = h * (h // groups) * width + width + h
     layer = 4 * (h * h + h) + 2 * 2 * h + (h * i + i) + (i * h + h)
     return features + projection + positional + h + 2 * h + l * layer
+
+
+def test_conformer_flops_by_hand():
+    """wav2vec2-conformer's layers by hand at each probe (modeling_wav2vec2_conformer.py, above): per layer two
+    feed-forwards (2 · 2·b·s·h·i each), q, k, v, out (4 · 2·b·s·h²), linear_pos on the 2s − 1 relative positions of
+    one table (2·(2s − 1)·h², batch 1), the scores a + c (2·b·a·s²·(h/a)), b + d (2·b·a·s·(2s − 1)·(h/a)), the weighted
+    values (2·b·a·s²·(h/a)), the convolution module (pointwise h → 2h: 2·b·s·2h·h; depthwise: 2·b·s·h·31; pointwise
+    h → h: 2·b·s·h²); the front end (feature encoder, projection) as wav2vec2's: the difference of the two drafts'
+    counts is the layers' alone (wav2vec2 at the same probe: its post-norm layers and its positional convolution)."""
+    conf, base = drafted("wav2vec2-conformer"), drafted("wav2vec2")
+    for c, w in zip(conf.checks, base.checks):
+        v = c.values
+        b, h, a, i, l, groups, width = (v[k] for k in ("b", "h", "a", "i", "l", "G_c", "K_c"))
+        assert w.values == v
+        s = (v["L"] - 400) // 320 + 1        # wav2vec2's receptive field 400 samples, hop 320: 36, 37 frames
+        conformer = 2 * 2 * 2 * b * s * h * i + 4 * 2 * b * s * h * h + 2 * (2 * s - 1) * h * h \
+            + 2 * 2 * b * s * s * h + 2 * b * s * (2 * s - 1) * h + 2 * b * s * 2 * h * h + 2 * b * s * h * 31 \
+            + 2 * b * s * h * h
+        post_norm = 2 * 2 * b * s * h * i + 4 * 2 * b * s * h * h + 2 * 2 * b * s * s * h
+        positional = 2 * b * (s + 1 - width % 2) * h * (h // groups) * width     # s + 1 frames where the width is even
+        assert c.forward_flops_torch - w.forward_flops_torch == l * (conformer - post_norm) - positional
 
 
 def test_wav2vec2_base_counted_by_hand():
