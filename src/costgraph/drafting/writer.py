@@ -149,7 +149,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     """The statements of one layer, on the residual stream ``x``."""
     from .encoder import bert_lines
     from .segment_bias import layer_lines as segment_bias_lines
-    from .speech_attention import conformer_layer_lines
+    from .conformer import conformer_layer_lines
     from .zaya import layer_lines as zaya_layer_lines
 
     bert = bert_lines(layer, sz, rotary)
