@@ -361,6 +361,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     config = _config_object(cfg)
     nested, target = probed_config(config)
     present = present_fields(target)
+    if "patch_size" in present and "image_size" not in present and isinstance(_field(target, "num_mel_bins"), int):
+        present.remove("patch_size")    # AST: its patches' count the config's spectrogram sets (drafting/spectrogram.py)
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
     unset = unset_counts(target, present)
@@ -407,7 +409,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
             values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
-            if sz.front_dims:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
+            if sz.front_config:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
                 values["L"] = p.s
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),

@@ -19,8 +19,16 @@ INPUT = "input_values"
 def audio_inputs(torch, model, params, b: int, samples: int) -> dict | None:
     """``{"input_values": [b, samples]}`` (zeros on the meta device, in the model's bfloat16) for a model whose
     forward takes ``input_values`` and no ``input_ids`` and whose config has a feature encoder's ``conv_kernel``
-    list (the wav2vec2 family); else None. ``params``: the forward's signature parameters."""
+    list (the wav2vec2 family); ``[b, max_length, num_mel_bins]`` where the config has those (AST's spectrogram);
+    else None. ``params``: the forward's signature parameters."""
     cfg = model.config
-    if "input_ids" in params or INPUT not in params or not isinstance(getattr(cfg, "conv_kernel", None), (list, tuple)):
+    if "input_ids" in params or INPUT not in params:
+        return None
+    frames, mel = getattr(cfg, "max_length", None), getattr(cfg, "num_mel_bins", None)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (frames, mel)):
+        # AST (modeling_audio_spectrogram_transformer.py ASTModel.forward): a spectrogram [b, max_length,
+        # num_mel_bins], the sizes its position table was built for
+        return {INPUT: torch.zeros((b, frames, mel), dtype=torch.bfloat16, device="meta")}
+    if not isinstance(getattr(cfg, "conv_kernel", None), (list, tuple)):
         return None
     return {INPUT: torch.zeros((b, samples), dtype=torch.bfloat16, device="meta")}

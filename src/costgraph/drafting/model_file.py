@@ -22,6 +22,7 @@ from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
 from .audio import audio_front, is_conv_stack
+from .spectrogram import spectrogram_embeddings
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -169,7 +170,10 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
-    vision = vision_embeddings(root, pre, sz, names(conv)) if conv is not None else None
+    vision = spectrogram_embeddings(root, conv, sz, names(conv)) if conv is not None else None   # AST's
+    if vision is None and conv is not None:
+        names.taken.discard(conv.name)
+        vision = vision_embeddings(root, pre, sz, names(conv))
     audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False)) if vision is None else None
     if vision is not None:      # ViT, DeiT, DINOv2: the image's patches, the class token, the positions
         inputs, lines = vision

@@ -110,7 +110,7 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
         at = {**values, **{sym: k for sym in free}, "b": 1}
         if "L" in built.symbols:      # a speech encoder's s follows its samples L (the frames): one second's
             at["L"] = 16000
-        elif "image" not in mapping:      # a vision encoder's s follows its image (n + 1): not given
+        elif "s" in built.symbols:      # a vision encoder's s follows its image (n + 1), AST's its patches: not given
             at["s"] = 1
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:
