@@ -26,7 +26,8 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 
 #: transformers' class names: the base model (AutoModel's) of each type, at its default config
 drafted = Drafts({"wav2vec2": "Wav2Vec2Model", "data2vec-audio": "Data2VecAudioModel", "wavlm": "WavLMModel",
-                  "hubert": "HubertModel", "sew": "SEWModel", "wav2vec2-conformer": "Wav2Vec2ConformerModel"})
+                  "hubert": "HubertModel", "sew": "SEWModel", "wav2vec2-conformer": "Wav2Vec2ConformerModel",
+                  "audio-spectrogram-transformer": "ASTModel"})
 
 FRONT = ("  dim s = floor((f6 - 2) / 2) + 1 \"frames after the feature encoder's convolution 7 (PyTorch Conv1d: "
          "floor((n - k) / stride) + 1)\"\n\n"
@@ -57,6 +58,14 @@ EXPECTED = {
                           "name = ffn1))   # x 0.5: a half step\n"
                           "    x = x + rel_pos_attention(layernorm(x, name = self_attn_layer_norm), pe, a, "
                           "name = self_attn)\n    x = x + conformer_conv(x, 31, 15, name = conv_module)\n",
+    # modeling_audio_spectrogram_transformer.py ASTEmbeddings.get_shape: (128 - 16) // 10 + 1 = 12 frequency by
+    # (1024 - 16) // 10 + 1 = 101 time patches, the position table n + 2 rows; ASTPatchEmbeddings' Conv2d(1, h, 16,
+    # stride=(10, 10))
+    "audio-spectrogram-transformer":
+        "  dim n = (floor((128 - 16) / 10) + 1) * (floor((1024 - 16) / 10) + 1) \"patches: frequency by time "
+        "(num_mel_bins 128, max_length 1024, patch 16, stride 10: the config's)\"\n"
+        "  dim s = n + 2 \"sequence length: the patches, the class and distillation tokens\"\n\n"
+        "  input spectrogram[b, 1, 128, 1024]",
     # modeling_wavlm.py WavLMEncoder: has_relative_position_bias=(i == 0): the bias table in the first layer alone
     "wavlm": "  repeat 1 as layers_0 {   # layers 0..0\n"
              "    x = layernorm(x + wavlm_attention(x, a, nb, table = true, name = attention), name = layer_norm)\n",
@@ -111,6 +120,16 @@ def test_conformer_flops_by_hand():
         post_norm = 2 * 2 * b * s * h * i + 4 * 2 * b * s * h * h + 2 * 2 * b * s * s * h
         positional = 2 * b * (s + 1 - width % 2) * h * (h // groups) * width     # s + 1 frames where the width is even
         assert c.forward_flops_torch - w.forward_flops_torch == l * (conformer - post_norm) - positional
+
+
+def test_ast_patches_counted_by_hand():
+    """AST's patch convolution at each probe: 12 · 101 = 1212 overlapping patches of 16 × 16 (one channel), 2·b·n·256·h
+    FLOPs; the layers ViT's over s = 1214 positions (4 · 2·b·s·h², 2 · 2·b·a·s²·(h/a), 2 · 2·b·s·h·i); no pooler."""
+    for c in drafted("audio-spectrogram-transformer").checks:
+        b, h, a, i, l = (c.values[k] for k in ("b", "h", "a", "i", "l"))
+        n, s = 12 * 101, 12 * 101 + 2
+        layer = 4 * 2 * b * s * h * h + 2 * 2 * b * a * s * s * (h // a) + 2 * 2 * b * s * h * i
+        assert c.forward_flops_torch == 2 * b * n * 256 * h + l * layer
 
 
 def test_wav2vec2_base_counted_by_hand():
