@@ -17,6 +17,11 @@ transformers 5.24 modeling_wav2vec2.py:
   magnitude, and ``original1`` ``[h, h/G_c, K_c]``, the direction; both are parameters, as ``sum(p.numel())``
   counts them); ``Wav2Vec2SamePadLayer`` drops the last frame where K_c is even (the conv makes s + 1); GELU; added to
   the projected features (``Wav2Vec2Encoder.forward``: ``hidden_states + position_embeddings``).
+- Variants: Data2VecAudio's positional convolution is ``num_conv_pos_embeddings`` layers (a number) of width
+  ``conv_pos_kernel_size`` without weight norm (modeling_data2vec_audio.py ``Data2VecAudioPositionalConvEmbedding``);
+  SEW's has stride ``squeeze_factor`` and the frames are pooled by as much (modeling_sew.py ``SEWEncoder.forward``:
+  ``AvgPool1d``, both cut to the shorter, the pooled count); wav2vec2-conformer builds it and never calls it (relative
+  positions: parameters only, and ``pe``, the relative positions' table, an input of the layers).
 - ``Wav2Vec2Model.masked_spec_embed`` ``[h]``: read only where ``mask_time_indices`` is given or in training (SpecAugment:
   ``_mask_hidden_states`` masks ``if self.training``): parameters only (:mod:`.inputs_audio`).
 
