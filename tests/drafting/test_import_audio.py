@@ -162,3 +162,21 @@ def test_frames_and_flops_at_the_config_against_pytorch(samples):
     with torch.no_grad(), meta_forward(), counter:
         model(input_values=torch.zeros((2, samples), dtype=torch.bfloat16, device="meta"))
     assert int(got["flops_forward"]) == int(counter.get_total_flops())
+
+
+def test_wav2vec2_large_lv60_form_exact():
+    """wav2vec2-large-lv60's form (its config.json: ``feat_extract_norm`` "layer", ``conv_bias`` true,
+    ``do_stable_layer_norm`` true): a LayerNorm over the channels after every convolution
+    (modeling_wav2vec2.py ``Wav2Vec2LayerNormConvLayer``), pre-norm layers (``Wav2Vec2EncoderLayerStableLayerNorm``)
+    and the encoder's LayerNorm after them (``Wav2Vec2EncoderStableLayerNorm``); exact at both probes and at its own
+    sizes (315,438,720 parameters: h 1024, 16 heads, i 4096, 24 layers). Through ``_draft``: a config dict drafts the
+    causal mapping's class, this one the base model's."""
+    from costgraph.drafting import api
+
+    cfg = {"model_type": "wav2vec2", "do_stable_layer_norm": True, "feat_extract_norm": "layer", "conv_bias": True,
+           "hidden_size": 1024, "num_attention_heads": 16, "intermediate_size": 4096, "num_hidden_layers": 24}
+    d = api._draft(api._require(), cfg, "Wav2Vec2Model", None, True)
+    assert_exact(d, "  x = gelu(transpose(layernorm(transpose(dense_conv1d(audio, 512, kernel = 10, stride = 5, "
+                    "bias = true, name = feature_conv0)), name = feature_norm0)))\n")
+    assert "  }\n  x = layernorm(x, name = layer_norm)\n  return x\n" in d.text
+    assert d.config_params == [315_438_720, 315_438_720]
