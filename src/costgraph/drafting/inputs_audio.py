@@ -5,9 +5,11 @@ transformers 5.24 modeling_wav2vec2.py ``Wav2Vec2Model.forward(input_values, att
 mask_time_indices=None, ...)``: ``input_values`` ``[b, samples]`` of raw audio, read by the feature encoder as
 ``input_values[:, None]`` (``Wav2Vec2FeatureEncoder.forward``). The probe gives no ``attention_mask`` (every clip whole)
 and no ``mask_time_indices``: ``_mask_hidden_states`` then masks only in training (``elif self.config.mask_time_prob
-> 0 and self.training``, ``if self.config.mask_feature_prob > 0 and self.training``), and the drafter's model is in eval mode (``model.train(False)``): SpecAugment's masking is a
-training-time augmentation the forward counted here never applies (its ``masked_spec_embed [h]`` is counted as
-parameters only). Torch is passed in: the module imports none.
+> 0 and self.training``, ``if self.config.mask_feature_prob > 0 and self.training``), and the drafter's model is in
+eval mode (``model.train(False)``): SpecAugment's masking is a training-time augmentation the forward counted here
+never applies (its ``masked_spec_embed [h]`` is counted as parameters only). AST's spectrogram (modeling_audio_
+spectrogram_transformer.py ``ASTModel.forward``): ``[b, max_length, num_mel_bins]``. Torch is passed in: the module
+imports none.
 """
 
 from __future__ import annotations
