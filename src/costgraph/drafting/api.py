@@ -183,6 +183,7 @@ def _forward(torch, model, b: int, s: int):
 
     from ..torch_measure import flop_counter, meta_forward
     from .inputs_mel import mel_inputs
+    from .inputs_audio import audio_inputs
     from .routing import stand_ins
     from .trace import trace
 
@@ -207,6 +208,8 @@ def _forward(torch, model, b: int, s: int):
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                               dtype=torch.bfloat16, device="meta")}
+    elif audio_inputs(torch, model, params, b, s) is not None:   # raw audio [b, samples] (wav2vec2): s samples
+        inputs = audio_inputs(torch, model, params, b, s)
     else:
         inputs = {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
@@ -378,6 +381,10 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     config = _config_object(cfg)
     nested, target = probed_config(config)
     present = present_fields(target, pixels=_reads_pixels(transformers, class_name))
+    if "patch_size" in present and "image_size" not in present and isinstance(_field(target, "num_mel_bins"), int):
+        present.remove("patch_size")    # AST: its patches' count the config's spectrogram sets (drafting/spectrogram.py)
+        if "num_mel_bins" in present:   # and its Mel bins (a spectrogram of the config's size: k28wav12's convention)
+            present.remove("num_mel_bins")
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
     unset = unset_counts(target, present)
@@ -424,6 +431,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
             values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
+            if sz.front_config:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
+                values["L"] = p.s
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

@@ -18,7 +18,8 @@ GATED = (("gate_proj", "up_proj", "down_proj"), ("w1", "w3", "w2"))
 #: two-matrix MLPs' (first, second); ("0", "2"): CTRL's Sequential(Linear, ReLU, Linear)
 PLAIN = (("c_fc", "c_proj"), ("fc1", "fc2"), ("fc_in", "fc_out"), ("dense_h_to_4h", "dense_4h_to_h"),
          ("up_proj", "down_proj"), ("lin1", "lin2"), ("0", "2"),
-         ("intermediate", "output"))     # ProphetNet's ProphetNetFeedForward
+         ("intermediate", "output"),     # ProphetNet's ProphetNetFeedForward
+         ("intermediate_dense", "output_dense"))     # wav2vec2's Wav2Vec2FeedForward (transformers 5.24)
 QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm", "query_layernorm", "key_layernorm")
 
 

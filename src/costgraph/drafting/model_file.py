@@ -23,11 +23,13 @@ from .writer import Sizer, layer_lines
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
 from .mel_front import mel_front, pool_line
+from .audio import audio_front, is_conv_stack
+from .spectrogram import spectrogram_embeddings
 
 
 def find_layers(root: Module, count: int) -> Module | None:
     """The ModuleList of the Transformer layers: ``count`` children built alike, else the longest list."""
-    lists = [m for m in root.walk() if m.cls == "ModuleList" and m.children]
+    lists = [m for m in root.walk() if m.cls == "ModuleList" and m.children and not is_conv_stack(m)]
     exact = [m for m in lists if len(m.children) == count]
     pool = exact or lists
     return max(pool, key=lambda m: len(m.children)) if pool else None
@@ -175,19 +177,32 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
     conv = patch_conv(pre)
-    vision = vision_embeddings(root, pre, sz, names) if conv is not None else None
+    vision = None
+    if conv is not None:
+        ast = spectrogram_embeddings(root, conv, sz, names(conv))   # AST's patches of a spectrogram
+        if ast is not None:
+            vision = (*ast, {id(conv)})
+        else:
+            names.taken.discard(conv.name)
+            vision = vision_embeddings(root, pre, sz, names)
     mel = mel_front(root, pre, sz, names) if vision is None else None
+    audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False)) \
+        if vision is None and mel is None else None
     if vision is not None:      # ViT-like towers: the image's patches, the tokens in front, the positions
         inputs, lines, drafted = vision
         pre = [m for m in pre if id(m) not in drafted]
     elif mel is not None:       # Whisper-like speech encoders: the Conv1d stem over the spectrogram, the positions
         inputs, lines, drafted = mel
         pre = [m for m in pre if all(m is not d for d in drafted)]
+    elif audio is not None:     # wav2vec2's family: the feature encoder, its projection, the positional convolution
+        inputs, lines = audio
+        pre = []
     else:
         inputs, lines = _embeddings(pre, sz, names, emb)
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
     # a vision encoder's layers run s = n + 1 (DeiT's n + 2) positions, the s its dims derive: no prompt tokens
-    seq = "s" if vision is not None or mel is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
+    front = vision is not None or mel is not None or audio is not None
+    seq = "s" if front else seq_text(first.tokens if first is not None else None, sz) or "s"
     if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
@@ -489,17 +504,19 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
     if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
-        dims = [f'  dim b   "micro-batch size ({"audio clips" if sz.seq_dims else "images"})"']
+        dims = [f'  dim b   "micro-batch size ({"audio clips" if sz.seq_dims or sz.front_dims else "images"})"']
     for sym in order[2:]:
         desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
-    if sz.seq is not None:
+    if sz.front_dims:     # a speech encoder from raw audio: the samples, the frames after each convolution
+        dims += sz.front_dims
+    elif sz.seq is not None:
         dims += sz.seq_dims or ['  dim n = (image / p) * (image / p) "number of patches, (image/p)^2"',
                                 f'  dim s = {sz.seq} "sequence length: the patches and the tokens put in front of them"']
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
+    config = f"config {config_name} {{ {', '.join(values + sz.front_config + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

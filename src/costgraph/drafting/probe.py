@@ -144,6 +144,13 @@ FIELDS: dict[str, tuple[str, str]] = {
     "max_source_positions": ("se", "encoder positions (rows of the position table; the stem's output length)"),
     # k28tower12: DINOv2 with registers (transformers 5.24 configuration_dinov2_with_registers.py num_register_tokens)
     "num_register_tokens": ("n_r", "register tokens (put between the class token and the patches)"),
+    # speech encoders from raw audio (wav2vec2 family: transformers 5.24 modeling_wav2vec2.py
+    # ``Wav2Vec2PositionalConvEmbedding``): the positional convolution's groups and width (task k28wav12)
+    "num_conv_pos_embedding_groups": ("G_c", "groups of the positional convolution"),
+    "num_conv_pos_embeddings": ("K_c", "width of the positional convolution"),
+    # Data2VecAudio's width (transformers 5.24 configuration_data2vec_audio.py): its num_conv_pos_embeddings counts the
+    # positional convolution layers (5), kept as the config's number (:data:`POS_LAYERS`)
+    "conv_pos_kernel_size": ("K_c", "width of the positional convolution"),
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -185,7 +192,8 @@ _PRIMES = (
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
      "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
      "mel": 827, "se": 811, "frames": 809,      # k28feat12: speech encoders' Mel bins, positions, input frames
-     "n_r": 523},   # k28tower12
+     "n_r": 523,   # k28tower12
+     "G_c": 701, "K_c": 719, "L": 733},     # k28wav12: speech encoders from raw audio
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -194,15 +202,27 @@ _PRIMES = (
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
      "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
      "mel": 829, "se": 821, "frames": 863,      # k28feat12: speech encoders' Mel bins, positions, input frames
-     "n_r": 541},   # k28tower12
+     "n_r": 541,   # k28tower12
+     "G_c": 709, "K_c": 727, "L": 739},     # k28wav12: speech encoders from raw audio
 )
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
+#: ``L`` is no symbol: the audio probes (a config with :data:`AUDIO`'s groups) run :data:`SAMPLES` · L samples of
+#: raw audio in place of :data:`SHAPES`' s (the frames the layers run follow from it through the feature encoder)
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
 LAYER_PRIMES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97)
 #: config fields that set a layer pattern's period (Jamba's attention and expert layers, Zamba's, ERNIE's MoE layers)
 PERIOD_FIELDS = ("attn_layer_period", "expert_layer_period", "moe_layer_interval", "full_attention_interval",
                  "sliding_window_pattern", "no_rope_layer_interval", "cross_layer_interval")
+#: the field that marks a speech encoder from raw audio (``input_values``): its positional convolution groups
+#: ``hidden_size`` channels, so the probe's h holds the groups' prime (``Conv1d(h, h, groups = G_c)`` builds)
+AUDIO = "num_conv_pos_embedding_groups"
+#: samples per probe prime ``L``: 16 · 733 = 11,728 samples run wav2vec2's feature encoder (receptive field 400,
+#: stride 320) to 36 frames (16 · 739: 37), enough for the seven strided convolutions and a few layers' attention
+SAMPLES = 16
+#: the field that makes ``num_conv_pos_embeddings`` a count of positional convolution layers, not their width
+#: (Data2VecAudio's ``conv_pos_kernel_size``): the count is then not probed (a number in the draft)
+POS_LAYERS = "conv_pos_kernel_size"
 #: factor of every head size: a rotary fraction of 1/4, 2/5, 1/2 or 3/4 of a head is still even
 HEAD = 40
 #: (b, s) of the forward each probe traces and counts (s below every probe's s_max)
@@ -298,6 +318,11 @@ class Probe:
             values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
         if head_follows:
             values["head_dim"] = HEAD * p["x"]
+        audio = AUDIO in present
+        if audio:     # h holds the positional convolution's groups (transformers 5.24 modeling_wav2vec2.py)
+            values.update(num_conv_pos_embedding_groups=p["G_c"], num_conv_pos_embeddings=p["K_c"],
+                          conv_pos_kernel_size=p["K_c"])
+            values["hidden_size"] *= p["G_c"]
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         if "image_size" in present and "patch_size" in present:    # a vision encoder: s = n + 1 follows the image
             probe.s = p["q"] ** 2 + 1
@@ -305,7 +330,11 @@ class Probe:
             # a speech encoder (k28feat12): s is the spectrogram's frames, twice the position table's rows where the
             # config has one (the stem's output adds it whole), else a prime (the stride-2 stem's output: ⌊(s−1)/2⌋+1)
             probe.s = 2 * p["se"] if "max_source_positions" in present else p["frames"]
+        if audio:     # a speech encoder from raw audio: s is the samples (the layers' frames follow)
+            probe.s = SAMPLES * p["L"]
         for name in present:
+            if name == "num_conv_pos_embeddings" and POS_LAYERS in present:    # a layer count: the config's
+                continue
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
             elif name in values and (mamba2 or name not in MAMBA2_OWN):

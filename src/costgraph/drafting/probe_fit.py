@@ -100,15 +100,17 @@ def unset_counts(config, present: list[str]) -> list[str]:
 
 
 def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> int:
-    """The draft model ``built``'s parameters at the config's values (``b = s = 1``; a vision encoder's ``s`` derived). A symbol the config leaves
+    """The draft model ``built``'s parameters at the config's values (``b = s = 1``; a vision encoder's ``s`` derived,
+    a speech encoder's from L = 16000 samples). A symbol the config leaves
     without a value (:func:`unset_counts`: a top-k, which sizes no weight) is given 1 and then 2: the two counts must
     be equal (the parameters do not depend on it), else :class:`CostgraphValueError`."""
     free = [sym for sym in mapping if sym not in values]
     counts = set()
     for k in ((1, 2) if free else (1,)):
         at = {**values, **{sym: k for sym in free}, "b": 1}
-        if "image" not in mapping and "se" not in mapping:   # a vision encoder's s follows its image (n + 1), a
-            # speech encoder's its position table (2·se frames): not given
+        if "L" in built.symbols:      # a speech encoder's s follows its samples L (the frames): one second's
+            at["L"] = 16000
+        elif "s" in built.symbols:      # a vision encoder's s follows its image (n + 1), AST's its patches: not given
             at["s"] = 1
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:

@@ -94,11 +94,11 @@ def _attrs(mod) -> dict:
     ratio = getattr(getattr(mod, "config", None), "mask_ratio", None)
     if callable(getattr(mod, "random_masking", None)) and isinstance(ratio, float):   # ViT-MAE's embeddings (k28tower12)
         out["mask_ratio"] = ratio
-    for a in ("kernel_size", "padding", "groups", "stride"):   # a convolution's, (k,) tuples read as k
+    for a in ("kernel_size", "stride", "padding", "groups"):   # a convolution's, (k,) and (k, k) tuples read as k
         v = getattr(mod, a, None)
-        if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):
+        if isinstance(v, tuple) and len(set(v)) == 1 and isinstance(v[0], int):
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "AvgPool")):
+        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "AvgPool")):   # weight-normed too
             out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
@@ -191,6 +191,8 @@ def trace(torch, model, inputs: dict, run) -> Module:
                     keep.append(t)
                     consumed[path] = id(t)
                     node.tokens = int(t.shape[1]) if t.dim() >= 2 else None
+                    if type(mod).__name__ == "Conv2d":     # its input's height and width (AST's spectrogram)
+                        node.attrs["in_shape"] = ",".join(str(int(n)) for n in t.shape)
                     if t.numel() == 0:     # called on no rows (X-MOD's adapter of a language no sequence is in)
                         node.attrs["empty_input"] = True
             else:

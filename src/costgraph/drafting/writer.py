@@ -43,6 +43,10 @@ class Sizer:
     #: the dim lines that derive ``s`` (a speech encoder's frames: :mod:`costgraph.drafting.mel_front`); a vision
     #: encoder's (the patches n, then s) where empty
     seq_dims: list = field(default_factory=list)
+    #: a front end's own dims in place of the vision encoder's (a speech encoder's samples L and the frames after each
+    #: convolution: :mod:`costgraph.drafting.audio`), and the values its config block gives them (``L = 16000``)
+    front_dims: list | None = None
+    front_config: list = field(default_factory=list)
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""
@@ -149,6 +153,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     """The statements of one layer, on the residual stream ``x``."""
     from .encoder import bert_lines
     from .segment_bias import layer_lines as segment_bias_lines
+    from .conformer import conformer_layer_lines
     from .zaya import layer_lines as zaya_layer_lines
 
     bert = bert_lines(layer, sz, rotary)
@@ -156,7 +161,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         return bert
     # whole layers: CPM-Ant's (position bias), Zamba2's (shared block, then Mamba-2), ZAYA's (CCA, router state)
     for whole in (lambda: segment_bias_lines(layer, sz), lambda: hybrid_lines(layer, sz, rotary),
-                  lambda: zaya_layer_lines(layer, sz, rotary)):
+                  lambda: zaya_layer_lines(layer, sz, rotary), lambda: conformer_layer_lines(layer, sz, rotary)):
         lines = whole()
         if lines is not None:
             return lines + uncalled_lines(layer, sz)

@@ -283,13 +283,14 @@ def avg_pool2d(c):
 
 
 @op("avg_pool1d", "average pooling over blocks of k positions, stride k (nn.AvgPool1d(k, k)): x [B, C, L] → "
-    "[B, C, ⌊(L − k)/k⌋ + 1] (Qwen2-Audio's encoder output)", x="tensor", kernel="dim", layout="whole")
+    "[B, C, ⌊(L − k)/k⌋ + 1] (Qwen2-Audio's encoder output, SEW's squeeze)", x="tensor", kernel="dim", layout="whole")
 def avg_pool1d(c):
     """``nn.AvgPool1d(kernel_size=k, stride=k)`` on ``[B, C, L]`` (transformers 5.24 modeling_qwen2_audio.py
-    ``Qwen2AudioEncoder.avg_pooler``, on the layers' output permuted to ``[B, h, L]``): as :func:`avg_pool2d` on one
-    axis: 0 matrix FLOPs (``FlopCounterMode`` counts none); under `all` one add (or the divide) per input element, as
-    much for the input gradient. Keeps its input. Output length as a convolution's (no padding): ``⌊(L − k)/k⌋ + 1``,
-    PyTorch's floor (an odd L drops its last position)."""
+    ``Qwen2AudioEncoder.avg_pooler``, on the layers' output permuted to ``[B, h, L]``; modeling_sew.py
+    ``SEWEncoder.pool``: ``nn.AvgPool1d(squeeze_factor, squeeze_factor)``): as :func:`avg_pool2d` on one axis: 0
+    matrix FLOPs (``FlopCounterMode`` counts none); under `all` one add (or the divide) per input element, as much for
+    the input gradient. Keeps its input. Output length as a convolution's (no padding): ``⌊(L − k)/k⌋ + 1``, PyTorch's
+    floor (an odd L drops its last position)."""
     x, k = c["x"], c["kernel"]
     if len(x.shape) != 3:
         c.fail(f"avg_pool1d needs [B, C, L], got {x.shape_str()}")
