@@ -18,7 +18,8 @@ from ..arguments import shown
 from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
-from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
+from .conv_stages import field_value, stage_count
+from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, Probe
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
@@ -314,7 +315,7 @@ DRAFT_CACHE_SIZE = 32
 _DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 
 
-def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv):
+def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv, stages=0):
     """(probes, runs): the two probes and their drafts. A config whose model requires ``head_dim`` to be
     ``hidden_size / num_attention_heads`` (Helium's ``o_proj`` is h → h: transformers 5.24 modeling_helium.py) fails at
     probes that set the head size apart; it is then probed again with the head size following h / a, read back so.
@@ -329,7 +330,8 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
         built[id(probe)] = (probe, probed, _config_object(probed))
 
     def runs(**variant):
-        probes = fitted([Probe.make(present, i, period, derived, even_kv, **variant) for i in (0, 1)], builds)
+        probes = fitted([Probe.make(present, i, period, derived, even_kv, stages=stages, **variant) for i in (0, 1)],
+                        builds)
         made = {k: v[1:] for k, v in built.items() if v[0] is probes[0] or v[0] is probes[1]}
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name, made.get(id(p))) for p in probes]
 
@@ -369,18 +371,23 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     period = layer_period(target, period)
     derived = any(hasattr(target, f) for f in (*MAMBA2_HEAD, *MAMBA2_COMPUTED_HEAD))
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
+    stages = stage_count(target)     # a staged backbone's per-stage lists (ConvNeXt's hidden_sizes, depths)
+    if stages:
+        present += list(STAGE_LISTS)
+        if "num_hidden_layers" in present and _field(target, "num_hidden_layers") == stages:   # num_stages
+            present.remove("num_hidden_layers")
     args = (torch, cfg, config, class_name, model_name)
     try:
-        probes, runs = _probed_runs(*args, present, period, derived, even_kv)
+        probes, runs = _probed_runs(*args, present, period, derived, even_kv, stages)
     except CostgraphValueError:
         if not _kv_follows_heads(cfg, nested, target, present):
             raise
         present.remove("num_key_value_heads")
-        probes, runs = _probed_runs(*args, present, period, derived, even_kv)
+        probes, runs = _probed_runs(*args, present, period, derived, even_kv, stages)
     torch_class, inputs, lines, sz, _, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(target, f)) for sym, f in fields.items() if f not in unset}
+    real = {sym: int(field_value(target, f)) for sym, f in fields.items() if f not in unset}
     prefix = f"{nested}." if nested else ""
     mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
@@ -403,7 +410,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     if built is not None:
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
-            values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
+            values.update(b=p.b) if sz.seq or sz.stages else values.update(b=p.b, s=p.s)   # a vision encoder's s
+            # is derived; a convolutional backbone has none
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

@@ -16,11 +16,12 @@ from .per_layer import per_layer_inputs
 from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
-from .probe import FIELDS
+from .probe import FIELDS, STAGE_LISTS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
+from .conv_stages import stage_body
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -150,6 +151,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
     if looped is not None:
         return looped
+    staged = stage_body(root, sz)      # ConvNeXt's stages of layers (k28conv12)
+    if staged is not None:
+        return staged
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
@@ -433,6 +437,12 @@ def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int
     return out + lines + ["}"]
 
 
+def stage_text(sym: str) -> str:
+    """What a per-stage symbol (``h_2``: :data:`costgraph.drafting.probe.STAGE_LISTS`) says, else the symbol."""
+    prefix, _, i = sym.rpartition("_")
+    return next((f"{d} {i}" for f, (p, d) in STAGE_LISTS.items() if p == prefix and i.isdigit()), sym)
+
+
 def _label(name: str, values: dict) -> str:
     """The repeat's name: the ModuleList's, unless a dimension has it (GPT-2's ``h``)."""
     return "layers" if name in values or name in ("b", "s") else name
@@ -445,10 +455,10 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
-    if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
-        dims = ['  dim b   "micro-batch size (images)"']
+    if sz.seq is not None or sz.stages:     # a vision encoder: s follows the image and patch sizes; none in a
+        dims = ['  dim b   "micro-batch size (images)"']      # convolutional backbone
     for sym in order[2:]:
-        desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
+        desc = next((d for f, (s, d) in FIELDS.items() if s == sym), None) or stage_text(sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
     if sz.seq is not None:
         dims += ['  dim n = (image / p) * (image / p) "number of patches, (image/p)^2"',
@@ -456,7 +466,7 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
+    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq or sz.stages else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

@@ -159,7 +159,7 @@ MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 EVEN_KV = ("lambda_std_dev",)
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L", *(f"l_{i}" for i in range(1, 5))})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -176,15 +176,29 @@ _PRIMES = (
      "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 347, "d_pl": 307,
      "V_pl": 313, "hi": 331, "t_k": 1009, "V_sh": 353, "d_sh": 359, "V_pr": 367, "d_pr": 373, "w_t": 401,
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
-     "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5},
+     "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
+     "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3},   # k28conv12: stages
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
      "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 349, "d_pl": 311,
      "V_pl": 317, "hi": 337, "t_k": 1013, "V_sh": 379, "d_sh": 383, "V_pr": 389, "d_pr": 397, "w_t": 409,
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
-     "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7},
+     "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
+     "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2},   # k28conv12: stages
 )
+#: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
+#: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
+#: ``_PRIMES[index][f"{prefix}_{i + 1}"]`` (k28conv12). The widths are primes of task k28conv12's range (601 … 691);
+#: the depths are counts (:data:`COUNTS`, never read from a shape: a stage's layer list is matched to its own entry
+#: by position, so small values cannot collide with a size), kept small so that a probe traces few layers, and
+#: different at the two probes. A config of more stages than :data:`STAGES` is probed at its own lists.
+STAGE_LISTS: dict[str, tuple[str, str]] = {
+    "hidden_sizes": ("h", "channels of stage"),
+    "depths": ("l", "layers of stage"),
+}
+#: the most stages probed
+STAGES = 4
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
 #: layer counts of probes whose config sets a long layer pattern (each above twice the period)
@@ -227,7 +241,7 @@ class Probe:
 
     @classmethod
     def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False,
-             head_follows: bool = False, even_groups: bool = False) -> "Probe":
+             head_follows: bool = False, even_groups: bool = False, stages: int = 0) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
@@ -237,7 +251,9 @@ class Probe:
         ``hidden_size / num_attention_heads`` and named by no symbol (a model that requires it: Helium's).
         ``even_groups``: twice the query heads per KV head (``g``), so that a model whose layers double the KV heads
         still groups the query heads evenly (MiMo-V2-Flash's sliding-window layers: transformers 5.24
-        modeling_mimo_v2_flash.py ``num_key_value_heads * 2 if is_swa``)."""
+        modeling_mimo_v2_flash.py ``num_key_value_heads * 2 if is_swa``). ``stages``: the stages of a config whose
+        :data:`STAGE_LISTS` fields are in ``present`` (1 … :data:`STAGES`): each entry probed as a symbol of its own,
+        and the image 2^(stages − 1) times larger, so that every stage's stride-2 downsampling halves a whole side."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
@@ -289,9 +305,18 @@ class Probe:
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         if "image_size" in present and "patch_size" in present:    # a vision encoder: s = n + 1 follows the image
             probe.s = p["q"] ** 2 + 1
+        if 0 < stages <= STAGES:
+            values["image_size"] *= 2 ** (stages - 1)
+            for name in [f for f in present if f in STAGE_LISTS]:
+                prefix = STAGE_LISTS[name][0]
+                probe.fields[name] = [p[f"{prefix}_{i + 1}"] for i in range(stages)]
+                for i in range(stages):
+                    probe.symbols[f"{prefix}_{i + 1}"] = (p[f"{prefix}_{i + 1}"], f"{name}[{i}]")
         for name in present:
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
+            elif name in STAGE_LISTS:
+                continue
             elif name in values and (mamba2 or name not in MAMBA2_OWN):
                 probe.fields[name] = values[name]
                 probe.symbols.setdefault(MAMBA2_OWN.get(name) or FIELDS[name][0], (values[name], name))

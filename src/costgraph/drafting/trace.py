@@ -16,7 +16,8 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
          "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
          "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
-         "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads")
+         "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
+         "data_format")    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -91,9 +92,9 @@ def _attrs(mod) -> dict:
         w = _config_window(mod)
         if w is not None:
             out["sliding_window"] = w
-    for a in ("kernel_size", "padding", "groups"):   # a convolution's, (k,) tuples read as k
+    for a in ("kernel_size", "padding", "groups", "stride"):   # a convolution's, (k,) and square (k, k) tuples as k
         v = getattr(mod, a, None)
-        if isinstance(v, tuple) and len(v) == 1 and isinstance(v[0], int):
+        if isinstance(v, tuple) and len(v) in (1, 2) and isinstance(v[0], int) and len(set(v)) == 1:
             v = v[0]
         if isinstance(v, int) and type(mod).__name__.startswith("Conv"):
             out[a] = v
@@ -185,6 +186,8 @@ def trace(torch, model, inputs: dict, run) -> Module:
                     keep.append(t)
                     consumed[path] = id(t)
                     node.tokens = int(t.shape[1]) if t.dim() >= 2 else None
+                    if "norm" in node.cls.lower():     # ConvNeXt's final norm reads the pooled [B, C]
+                        node.attrs["in_rank"] = t.dim()
                     if t.numel() == 0:     # called on no rows (X-MOD's adapter of a language no sequence is in)
                         node.attrs["empty_input"] = True
             else:

@@ -39,6 +39,8 @@ class Sizer:
     #: a vision encoder's sequence length, derived from its patches (``n + 1``: :mod:`costgraph.drafting.vision`);
     #: None where ``s`` is the input's length, set by the user
     seq: str | None = None
+    #: a staged convolutional backbone (:mod:`costgraph.drafting.conv_stages`): no sequence, its input an image
+    stages: bool = False
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""

@@ -47,6 +47,8 @@ def _out_size(c, n, k, stride, pad):
     if pad.is_number and pad < 0:
         c.fail(f"{c.kind}: padding {pad} is negative")
     span = n + 2 * pad - k
+    if stride == 1:     # a whole side: no floor to take (ConvNeXt's depthwise 7×7 keeps a symbolic side as it is)
+        return span + 1
     if span.is_number:
         if span < 0:
             c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + 2 * pad}",

@@ -1,0 +1,75 @@
+"""Operators of convolutional backbones (ConvNeXt, ConvNeXt V2): the layout changes between a convolution's
+channels-first ``[B, C, H, W]`` and a Linear's channels-last ``[B, H, W, C]`` (``permute``, views),
+``spatial_mean`` (the global average pool before the final norm) and ``grn`` (ConvNeXt V2's Global Response
+Normalization).
+
+FLOPs under ``matmul``: none (``torch.utils.flop_counter`` counts no ``permute``, ``mean``,
+``linalg_vector_norm``, ``mul`` or ``add``). Under ``all``: ``spatial_mean`` one add per input element;
+``grn`` 6 per element (the square and sum of the L2 norm over H·W, the division by the channels' mean, the
+product with x, γ's product and the two adds: transformers 5.24 modeling_convnextv2.py ``ConvNextV2GRN.forward``).
+"""
+
+from __future__ import annotations
+
+from ..engine.graph import Flops
+from .registry import op
+
+
+def _rank4(c, what: str):
+    x = c["x"]
+    if len(x.shape) != 4:
+        c.fail(f"{c.kind} needs {what}, got {x.shape_str()}")
+    return x
+
+
+@op("channels_last", "[B, C, H, W] → [B, H, W, C] (x.permute(0, 2, 3, 1), a view): a convolution's output "
+    "for a Linear or a LayerNorm over the channels", x="tensor", layout="whole")
+def channels_last(c):
+    """``x.permute(0, 2, 3, 1)`` (ConvNeXt's layers, transformers 5.24 modeling_convnext.py
+    ``ConvNextLayer.forward``): a view, no FLOPs, keeps nothing."""
+    x = _rank4(c, "[B, C, H, W]")
+    b, ch, hh, ww = x.shape
+    return c.output((b, hh, ww, ch), view_of=x)
+
+
+@op("channels_first", "[B, H, W, C] → [B, C, H, W] (x.permute(0, 3, 1, 2), a view): back to a "
+    "convolution's layout", x="tensor", layout="whole")
+def channels_first(c):
+    """``x.permute(0, 3, 1, 2)``: a view, no FLOPs, keeps nothing (the first consumer that needs it
+    contiguous copies it)."""
+    x = _rank4(c, "[B, H, W, C]")
+    b, hh, ww, ch = x.shape
+    return c.output((b, ch, hh, ww), view_of=x)
+
+
+@op("spatial_mean", "the mean over the spatial axes: [B, C, H, W] → [B, C] (x.mean([-2, -1]): ConvNeXt's "
+    "global average pool)", x="tensor", layout="whole")
+def spatial_mean(c):
+    """``x.mean([-2, -1])`` (transformers 5.24 modeling_convnext.py ``ConvNextModel.forward``): 0 matrix
+    FLOPs; under `all` one add per input element, and one per input element for the input gradient
+    (``MeanBackward1`` spreads each output's gradient over H·W). Keeps nothing (the backward needs the shape
+    only)."""
+    x = _rank4(c, "[B, C, H, W]")
+    y = c.output((x.shape[0], x.shape[1]), role=c.float_role(x))
+    c.forward(Flops(other=x.numel))
+    c.backward_input(Flops(other=x.numel))
+    return y
+
+
+@op("grn", "Global Response Normalization (ConvNeXt V2, Woo et al. 2023) of x [B, H, W, C]: "
+    "γ·(x·N(x)) + β + x, N the per-channel L2 norm over H, W divided by its mean over the channels; γ, β [C]",
+    x="tensor", layout="whole")
+def grn(c):
+    """``ConvNextV2GRN`` (transformers 5.24 modeling_convnextv2.py): ``weight`` and ``bias`` ``[1, 1, 1, C]``
+    (2C parameters). 0 matrix FLOPs; under `all` 6 per element forward and as many for the input gradient, 2
+    per element for the weight gradients. Keeps its input."""
+    x = _rank4(c, "[B, H, W, C]")
+    ch = x.shape[-1]
+    y = c.output(x.shape, role=c.float_role(x))
+    c.weight("weight", (ch,))
+    c.weight("bias", (ch,))
+    c.forward(Flops(other=6 * x.numel))
+    c.backward_input(Flops(other=6 * x.numel))
+    c.backward_weight(Flops(other=2 * x.numel))
+    c.save(x)
+    return y
