@@ -86,8 +86,13 @@ def _leaf(m: Module, var: str, layout: str, sz: Sizer, name: str) -> tuple[str |
     conv = _conv(m, var if layout == "first" else f"channels_first({var})", sz, name) if m.cls == "Conv2d" else None
     if conv is not None:
         return f"{var} = {conv}", "first"
+    if m.cls == "AdaptiveAvgPool2d" and m.attrs.get("output_size") == 1 and layout == "first":
+        return f"{name} = spatial_mean({var}, keepdim = true)", f"pool:{name}"
     if is_norm(m):
         call = norm_call(m, "@").replace(f"name = {m.name})", f"name = {name})")
+        if layout.startswith("pool:") and m.attrs.get("in_rank") == 3:   # DINOv3 ConvNeXt: the pool in front
+            tokens = f"concat_seq(flatten_patches({layout[5:]}), flatten_patches({var}))"
+            return f"{var} = {call.replace('@', tokens)}", "tokens"
         if m.attrs.get("data_format") == "channels_first" and layout == "first":
             return f"{var} = channels_first({call.replace('@', f'channels_last({var})')})", "first"
         if layout == "first" and m.attrs.get("in_rank") == 2:     # ConvNextModel's final norm: on the mean
@@ -162,9 +167,10 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
                 done.add(i)
         name = m.path.replace(".", "_")
         arg = "pixels" if m is first_conv else "x"
-        line, layout = _leaf(m, arg, layout, sz, name)
+        line, now = _leaf(m, arg, layout, sz, name)
         if line is not None:
             lines.append(line.replace("pixels = ", "x = ", 1))
+            layout = now
     for i, stage in enumerate(stages.children):
         if i not in done:
             lines += _stage_lines(i, stage.child("layers"), sz, values)

@@ -43,14 +43,16 @@ def channels_first(c):
 
 
 @op("spatial_mean", "the mean over the spatial axes: [B, C, H, W] → [B, C] (x.mean([-2, -1]): ConvNeXt's "
-    "global average pool)", x="tensor", layout="whole")
+    "global average pool); keepdim = true: → [B, C, 1, 1] (nn.AdaptiveAvgPool2d(1))", x="tensor",
+    keepdim=("bool", False), layout="whole")
 def spatial_mean(c):
-    """``x.mean([-2, -1])`` (transformers 5.24 modeling_convnext.py ``ConvNextModel.forward``): 0 matrix
-    FLOPs; under `all` one add per input element, and one per input element for the input gradient
-    (``MeanBackward1`` spreads each output's gradient over H·W). Keeps nothing (the backward needs the shape
-    only)."""
+    """``x.mean([-2, -1])`` (transformers 5.24 modeling_convnext.py ``ConvNextModel.forward``), or with
+    ``keepdim`` DINOv3 ConvNeXt's ``nn.AdaptiveAvgPool2d(1)`` (modeling_dinov3_convnext.py
+    ``DINOv3ConvNextModel.forward``): 0 matrix FLOPs; under `all` one add per input element, and one per input
+    element for the input gradient (``MeanBackward1`` spreads each output's gradient over H·W). Keeps nothing
+    (the backward needs the shape only)."""
     x = _rank4(c, "[B, C, H, W]")
-    y = c.output((x.shape[0], x.shape[1]), role=c.float_role(x))
+    y = c.output((x.shape[0], x.shape[1], *((1, 1) if c["keepdim"] else ())), role=c.float_role(x))
     c.forward(Flops(other=x.numel))
     c.backward_input(Flops(other=x.numel))
     return y
