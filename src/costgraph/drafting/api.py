@@ -19,7 +19,7 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .conv_stages import field_value, stage_count
-from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, Probe
+from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
@@ -167,6 +167,7 @@ def _forward(torch, model, b: int, s: int):
     import inspect
 
     from ..torch_measure import flop_counter, meta_forward
+    from .inputs_conv import conv_pixels
     from .routing import stand_ins
     from .trace import trace
 
@@ -188,6 +189,8 @@ def _forward(torch, model, b: int, s: int):
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                               dtype=torch.bfloat16, device="meta")}
+    elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
+        inputs = {"pixel_values": pixels}
     else:
         inputs = {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
@@ -260,7 +263,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
                                   hint="costgraph import traces one forward of token ids; write this family's "
                                        "model file by hand (docs: a new architecture in ten minutes)") from None
     _, target = probed_config(config)
-    real = {sym: getattr(target, f, None) for sym, (_, f) in probe.symbols.items()}
+    real = {sym: field_value(target, f) for sym, (_, f) in probe.symbols.items()}
     sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
                rounded=rounded_widths(target, probe.symbol_values()))
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
@@ -373,7 +376,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
     stages = stage_count(target)     # a staged backbone's per-stage lists (ConvNeXt's hidden_sizes, depths)
     if stages:
-        present += list(STAGE_LISTS)
+        present += [*STAGE_LISTS, *(f for f in STAGE_SCALARS if isinstance(_field(target, f), int))]
         if "num_hidden_layers" in present and _field(target, "num_hidden_layers") == stages:   # num_stages
             present.remove("num_hidden_layers")
     args = (torch, cfg, config, class_name, model_name)
@@ -410,8 +413,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     if built is not None:
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
-            values.update(b=p.b) if sz.seq or sz.stages else values.update(b=p.b, s=p.s)   # a vision encoder's s
-            # is derived; a convolutional backbone has none
+            values.update(b=p.b) if sz.seq or (sz.stages and "image" in sz.used) else values.update(b=p.b, s=p.s)
+            # a vision encoder's s is derived; a convolutional backbone's image side is s where no field sets it
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

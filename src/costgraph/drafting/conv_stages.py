@@ -24,6 +24,8 @@ output side is PyTorch's ``⌊(n + 2·padding − k)/stride⌋ + 1`` (the ``conv
 
 from __future__ import annotations
 
+import re
+
 from .blocks import is_norm, norm_call
 from .facts import Module
 from .probe import STAGE_LISTS, STAGES
@@ -53,28 +55,46 @@ def field_value(config, field: str):
 
 
 def _stages(root: Module) -> Module | None:
-    """The ModuleList of stages: each child holds a ModuleList ``layers`` (ConvNeXt's ``encoder.stages``)."""
+    """The ModuleList of stages: each child holds a list ``layers`` (ConvNeXt's ``encoder.stages``, a ModuleList;
+    ResNet's, a Sequential)."""
     for m in root.walk():
         if m.cls == "ModuleList" and m.children and all(
-                c.child("layers") is not None and c.child("layers").cls == "ModuleList" for c in m.children):
+                c.child("layers") is not None and c.child("layers").cls in ("ModuleList", "Sequential")
+                for c in m.children):
             return m
     return None
 
 
+def _width(sz: Sizer, n: int, what: str) -> str:
+    """A channel count in symbols: :meth:`Sizer.size`, or ``h_i / 4`` where ``n`` is a stage width over a small
+    power of two (ResNet's bottleneck: ``out_channels // reduction``, reduction 4; transformers 5.24
+    modeling_resnet.py ``ResNetBottleNeckLayer``)."""
+    if sz.probe.cover(n) is None:
+        for k in (2, 4, 8):
+            over = sz.probe.cover(n * k)
+            if over is not None and " " not in over:
+                sz.used.add(over)
+                real = sz.real.get(over)
+                return f"floor({over} / {k})" if isinstance(real, int) and real % k else f"{over} / {k}"
+    return sz.size(n, what)
+
+
 def _conv(m: Module, arg: str, sz: Sizer, name: str) -> str | None:
-    """``conv2d(...)`` of a Conv2d, its geometry from the trace's attributes; None where one is missing."""
+    """``conv2d(...)`` of a Conv2d, its geometry from the trace's attributes; None where one is missing. A kernel or
+    stride above 7 is a probed field (a patch size, prime ≥ 499), written in symbols; the modeling code's own
+    (7, 4, 3, 2, 1) as numbers."""
     w = m.params.get("weight")
     k, stride, pad, groups = (m.attrs.get(a) for a in ("kernel_size", "stride", "padding", "groups"))
     if m.cls != "Conv2d" or w is None or len(w) != 4 or not all(isinstance(v, int) for v in (k, stride, pad, groups)):
         return None
-    out = sz.size(w[0], "output channels")
+    out = _width(sz, w[0], "output channels")
     text = f"conv2d({arg}, {out}, kernel = {sz.size(k, 'kernel') if k > 7 else k}"
     if stride != 1:
         text += f", stride = {sz.size(stride, 'stride') if stride > 7 else stride}"
     if pad:
         text += f", padding = {pad}"
     if groups != 1:
-        text += f", groups = {sz.size(groups, 'groups')}"
+        text += f", groups = {_width(sz, groups, 'groups')}"
     if "bias" not in m.params:
         text += ", bias = false"
     return text + f", name = {name})"
@@ -82,10 +102,16 @@ def _conv(m: Module, arg: str, sz: Sizer, name: str) -> str | None:
 
 def _leaf(m: Module, var: str, layout: str, sz: Sizer, name: str) -> tuple[str | None, str]:
     """(statement on ``var`` or None, the layout after it: ``first`` [B, C, H, W], ``last`` [B, H, W, C],
-    ``pooled`` [B, C]) of one module called outside a residual layer or inside one."""
+    ``pooled`` [B, C], ``pool:NAME`` a pooled map held by NAME, ``tokens``) of one module without children."""
     conv = _conv(m, var if layout == "first" else f"channels_first({var})", sz, name) if m.cls == "Conv2d" else None
     if conv is not None:
         return f"{var} = {conv}", "first"
+    if m.cls == "BatchNorm2d" and layout == "first" and set(m.params) == {"weight", "bias"}:
+        return f"{var} = batch_norm({var}, name = {name})", layout
+    if m.cls == "MaxPool2d" and layout == "first" and all(isinstance(m.attrs.get(a), int)
+                                                          for a in ("kernel_size", "stride", "padding")):
+        k, stride, pad = (m.attrs[a] for a in ("kernel_size", "stride", "padding"))
+        return f"{var} = max_pool2d({var}, {k}, stride = {stride}, padding = {pad})", layout
     if m.cls == "AdaptiveAvgPool2d" and m.attrs.get("output_size") == 1 and layout == "first":
         return f"{name} = spatial_mean({var}, keepdim = true)", f"pool:{name}"
     if is_norm(m):
@@ -113,26 +139,51 @@ def _leaf(m: Module, var: str, layout: str, sz: Sizer, name: str) -> tuple[str |
         return f"{var} = {act}({var})", layout
     if not m.params and (m.cls in ("Identity", "Dropout") or "droppath" in m.cls.lower()):
         return None, layout
-    return sz.todo(m, "in a convolutional backbone, not a Conv2d, norm, linear, activation or GRN"), layout
+    return sz.todo(m, "in a convolutional backbone, not a Conv2d, norm, pool, linear, activation or GRN"), layout
+
+
+def _called_leaves(m: Module) -> list[Module]:
+    """The modules without children under ``m`` (itself, if it has none) that ran, in call order."""
+    if not m.children:
+        return [m] if m.order is not None else []
+    return sorted((x for x in m.walk() if not x.children and x.order is not None), key=lambda x: x.order)
+
+
+def _chain(mods: list[Module], var: str, source: str, layout: str, sz: Sizer) -> tuple[list[str], str]:
+    """Statements of ``mods`` in call order on ``var``, the first reading ``source``; (lines, layout after)."""
+    lines = []
+    for m in mods:
+        for leaf in _called_leaves(m):
+            line, layout = _leaf(leaf, source, layout, sz, leaf.path.rsplit(".", 1)[-1] if leaf is m else
+                                 leaf.path[len(m.path) - len(m.name):].replace(".", "_"))
+            if line is not None:
+                lines.append(line.replace(f"{source} = ", f"{var} = ", 1))
+                source = var
+    return lines, layout
 
 
 def _layer(layer: Module, sz: Sizer) -> list[str]:
-    """One residual layer on ``x`` (channels first): its modules on ``y`` from ``x``, the layer's own 1-D parameter
-    (``layer_scale_parameter``, ``gamma``: ``layer_scale``) after them, then ``x = x + y``."""
-    lines, layout, var = [], "first", "x"
-    for m in (c for c in layer.children if c.order is not None):
-        line, layout = _leaf(m, var, layout, sz, m.name)
-        if line is not None:
-            line = line.replace(f"{var} = ", "y = ", 1)
-            lines.append(line)
-            var = "y"
+    """One residual layer on ``x`` (channels first). Its children in call order up to a shortcut (a later child that
+    reads the layer's input too and holds parameters: ResNet's ``shortcut``, a strided 1×1 Conv2d and BatchNorm2d)
+    on ``y`` from ``x``; the shortcut on ``r`` from ``x``; the layer's own 1-D parameter (ConvNeXt's
+    ``layer_scale_parameter``, DINOv3's ``gamma``: ``layer_scale``); then ``x = x + y`` (``y + r``) and the children
+    after the shortcut on the sum (ResNet's ``activation``)."""
+    kids = [c for c in layer.children if c.order is not None]
+    cut = next((i for i, c in enumerate(kids) if i and c.src == "input"), None)
+    main, short, after = (kids, [], []) if cut is None else (kids[:cut], [kids[cut]], kids[cut + 1:])
+    lines, layout = _chain(main, "y", "x", "first", sz)
     for pname, shape in layer.params.items():
         if len(shape) == 1 and layout == "last":
             sz.size(shape[0], "layer scale")
             lines.append(f"y = layer_scale(y)   # {pname} [C]")
         else:
             lines.append(sz.todo(layer, f"holds {pname} {list(shape)}, not a layer scale"))
-    lines.append("x = x + channels_first(y)" if layout == "last" else "x = x + y")
+    rest, _ = _chain(short, "r", "x", "first", sz)
+    lines += rest
+    y = "channels_first(y)" if layout == "last" else "y"
+    lines.append(f"x = {y} + {'r' if rest else 'x'}")
+    after_lines, _ = _chain(after, "x", "x", "first", sz)
+    lines += after_lines
     for m in layer.children:
         if m.order is None and m.param_count():
             lines.append(sz.todo(m, "never called, with parameters"))
@@ -155,9 +206,9 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
         return None
     ch = first_conv.params["weight"][1]
     image = values.get("image")
-    side = sz.size(image, "image size") if image else "image"
+    side = sz.size(image, "image size") if image else "s"     # no image_size field: the input's side, s
     inputs = [f"input pixels[b, {sz.size(ch, 'image channels')}, {side}, {side}]"]
-    lines, layout, done = [], "first", set()
+    lines, layout, done, result = [], "first", set(), "x"
     for m in leaves:
         for i, stage in enumerate(stages.children):
             layers = stage.child("layers")
@@ -165,24 +216,29 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
             if i not in done and starts is not None and starts < m.order:
                 lines += _stage_lines(i, layers, sz, values)
                 done.add(i)
+                result = "x"
         name = m.path.replace(".", "_")
         arg = "pixels" if m is first_conv else "x"
         line, now = _leaf(m, arg, layout, sz, name)
         if line is not None:
             lines.append(line.replace("pixels = ", "x = ", 1))
-            layout = now
+            if not line.startswith("#"):
+                layout, result = now, line.split(" = ", 1)[0].replace("pixels", "x")
     for i, stage in enumerate(stages.children):
         if i not in done:
             lines += _stage_lines(i, stage.child("layers"), sz, values)
-    lines.append("return x")
+            result = "x"
+    lines.append(f"return {result}")   # the last module's output (ResNet's pooler: the pooled map)
     return inputs, lines
 
 
 def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict) -> list[str]:
-    """``repeat l_{i+1} as stage_{i+1} { ... }`` of a stage's layers (all built alike), or the layer count as a
-    number with a warning where it is not the probe's entry."""
+    """``repeat l_{i+1} as stage_{i+1} { ... }`` of a stage's layers, all built alike; where the first is built
+    otherwise (ResNet's first layer of a stage: a shortcut projection, a stride), its statements, then
+    ``repeat l_{i+1} - 1``. A layer count that is not the probe's entry is written as a number, with a warning."""
     sym = f"l_{i + 1}"
-    n = len(layers.children)
+    kids = layers.children
+    n = len(kids)
     count = sym if values.get(sym) == n else str(n)
     if count == sym:
         sz.used.add(sym)
@@ -190,11 +246,17 @@ def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict) -> list[str]:
         sz.warnings.append(f"{layers.path}: {n} layers, not the probe's depths[{i}]: written as a number")
     if n == 0:
         return []
-    body = _layer(layers.children[0], sz)
-    for other in layers.children[1:]:
-        if other.signature() != layers.children[0].signature():
+    first = kids[0].signature() != kids[-1].signature() if n > 1 else False
+    rest = kids[1:] if first else kids
+    for other in rest[1:]:
+        if other.signature() != rest[0].signature():
             sz.todos.append(other.path)
-            sz.warnings.append(f"{other.path}: built unlike the stage's first layer; left as a TODO")
+            sz.warnings.append(f"{other.path}: built unlike the stage's other layers; left as a TODO")
             break
-    return [f"repeat {count} as stage_{i + 1} {{   # stage {i + 1}: depths[{i}] layers",
-            *("  " + t for t in body), "}"]
+    out = []
+    if first:     # its own statements (a repeat body keeps x's shape): its nodes named stage_{i+1}_first_...
+        out += [f"# stage {i + 1}: its first layer, built otherwise",
+                *(re.sub(r"name = (\w+)", rf"name = stage_{i + 1}_first_\1", t) for t in _layer(kids[0], sz))]
+        count = f"{count} - 1" if count == sym else str(n - 1)
+    return out + [f"repeat {count} as stage_{i + 1} {{   # stage {i + 1}: depths[{i}] layers"
+                  + (" after the first" if first else ""), *("  " + t for t in _layer(rest[0], sz)), "}"]

@@ -456,7 +456,9 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
     if sz.seq is not None or sz.stages:     # a vision encoder: s follows the image and patch sizes; none in a
-        dims = ['  dim b   "micro-batch size (images)"']      # convolutional backbone
+        dims = ['  dim b   "micro-batch size (images)"']      # convolutional backbone, or its image side
+        if sz.stages and "image" not in sz.used:
+            dims.append('  dim s   "image size (pixels per side): the input\'s, set by no config field"')
     for sym in order[2:]:
         desc = next((d for f, (s, d) in FIELDS.items() if s == sym), None) or stage_text(sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
@@ -466,7 +468,10 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq or sz.stages else [f's = {seq}']) + ['b = 1'])} }}"
+    if sz.stages:      # an image side no config field sets: ImageNet's 224×224 crop (He et al. 2016, ResNet, §3.4)
+        seq = 224
+    image = sz.seq or (sz.stages and "image" in sz.used)
+    config = f"config {config_name} {{ {', '.join(values + ([] if image else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

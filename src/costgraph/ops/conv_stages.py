@@ -75,3 +75,43 @@ def grn(c):
     c.backward_weight(Flops(other=2 * x.numel))
     c.save(x)
     return y
+
+
+@op("batch_norm", "BatchNorm2d of x [B, C, H, W] (Ioffe & Szegedy 2015): per-channel statistics, γ and β [C] "
+    "(the running mean and variance are buffers, not parameters)", x="tensor", layout="whole")
+def batch_norm(c):
+    """``nn.BatchNorm2d(C)`` (ResNet's ``ResNetConvLayer.normalization``, transformers 5.24 modeling_resnet.py):
+    ``weight`` and ``bias`` ``[C]`` (2C parameters; ``running_mean``, ``running_var`` and ``num_batches_tracked``
+    are buffers). 0 matrix FLOPs (``FlopCounterMode`` counts none); under `all` as ``group_norm``: 7 per element
+    forward (normalise 5, γ 1, β 1), as many for the input gradient, 3 per element for γ's and β's gradients. Keeps
+    its input."""
+    x = _rank4(c, "[B, C, H, W]")
+    y = c.output(x.shape, role=c.float_role(x))
+    c.weight("weight", (x.shape[1],))
+    c.weight("bias", (x.shape[1],))
+    c.forward(Flops(other=7 * x.numel))
+    c.backward_input(Flops(other=7 * x.numel))
+    c.backward_weight(Flops(other=3 * x.numel))
+    c.save(x)
+    return y
+
+
+@op("max_pool2d", "max pooling over k×k windows (nn.MaxPool2d(kernel, stride, padding)): x [B, C, H, W] → "
+    "[B, C, H', W'], each side ⌊(n + 2·padding − k)/stride⌋ + 1", x="tensor", kernel="dim", stride=("dim", 1),
+    padding=("dim", 0), layout="whole")
+def max_pool2d(c):
+    """``nn.MaxPool2d(kernel_size=k, stride, padding)`` (ResNet's stem: 3, 2, 1; transformers 5.24
+    modeling_resnet.py ``ResNetEmbeddings.pooler``): 0 matrix FLOPs (``FlopCounterMode`` counts none); under
+    `all` k² − 1 comparisons per output element; the input gradient scatters one value per output element. Keeps
+    its input (``MaxPool2DWithIndicesBackward0`` keeps it and int64 argmax indices, one per output element: not
+    counted here)."""
+    from .vision import _out_size
+
+    x = _rank4(c, "[B, C, H, W]")
+    k, stride, pad = c["kernel"], c["stride"], c["padding"]
+    b, ch, hh, ww = x.shape
+    y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
+    c.forward(Flops(other=(k * k - 1) * y.numel))
+    c.backward_input(Flops(other=y.numel))
+    c.save(x)
+    return y
