@@ -32,7 +32,7 @@ from .probe import STAGE_LISTS, STAGES
 from .writer import Sizer
 
 #: activation modules by a part of their class name (transformers' ``ACT2FN`` classes: GELUActivation, ...)
-ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "silu": "silu", "tanh": "tanh"}
+ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "silu": "silu", "tanh": "tanh", "sigmoid": "sigmoid"}
 
 
 def stage_count(config) -> int:
@@ -142,11 +142,19 @@ def _leaf(m: Module, var: str, layout: str, sz: Sizer, name: str) -> tuple[str |
     return sz.todo(m, "in a convolutional backbone, not a Conv2d, norm, pool, linear, activation or GRN"), layout
 
 
+def _squeeze_excite(m: Module) -> bool:
+    """RegNet's ``RegNetSELayer`` (transformers 5.24 modeling_regnet.py): ``pooler`` (AdaptiveAvgPool2d(1)), then
+    ``attention`` (1×1 Conv2d, ReLU, 1×1 Conv2d, Sigmoid), its output times the input."""
+    kids = [c.cls for c in m.children]
+    return kids == ["AdaptiveAvgPool2d", "Sequential"] and m.children[0].attrs.get("output_size") == 1
+
+
 def _called_leaves(m: Module) -> list[Module]:
-    """The modules without children under ``m`` (itself, if it has none) that ran, in call order."""
-    if not m.children:
+    """The modules without children under ``m`` (itself, if it has none) that ran, in call order; a squeeze-and-
+    excitation module whole."""
+    if not m.children or _squeeze_excite(m):
         return [m] if m.order is not None else []
-    return sorted((x for x in m.walk() if not x.children and x.order is not None), key=lambda x: x.order)
+    return [x for c in m.children if c.order is not None for x in _called_leaves(c)]
 
 
 def _chain(mods: list[Module], var: str, source: str, layout: str, sz: Sizer) -> tuple[list[str], str]:
@@ -154,8 +162,14 @@ def _chain(mods: list[Module], var: str, source: str, layout: str, sz: Sizer) ->
     lines = []
     for m in mods:
         for leaf in _called_leaves(m):
-            line, layout = _leaf(leaf, source, layout, sz, leaf.path.rsplit(".", 1)[-1] if leaf is m else
-                                 leaf.path[len(m.path) - len(m.name):].replace(".", "_"))
+            name = leaf.name if leaf is m else leaf.path[len(m.path) - len(m.name):].replace(".", "_")
+            if _squeeze_excite(leaf) and layout == "first":
+                se, _ = _chain(leaf.children[1].children, "se", "se", "first", sz)
+                lines += [f"se = spatial_mean({source}, keepdim = true)   # {name}: squeeze and excitation",
+                          *(re.sub(r"name = (\w+)", rf"name = {name}_\1", t) for t in se), f"{var} = {source} * se"]
+                source = var
+                continue
+            line, layout = _leaf(leaf, source, layout, sz, name)
             if line is not None:
                 lines.append(line.replace(f"{source} = ", f"{var} = ", 1))
                 source = var

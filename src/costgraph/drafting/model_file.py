@@ -16,7 +16,7 @@ from .per_layer import per_layer_inputs
 from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
-from .probe import FIELDS, STAGE_LISTS
+from .probe import FIELDS, STAGE_LISTS, STAGE_SCALARS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
@@ -438,7 +438,11 @@ def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int
 
 
 def stage_text(sym: str) -> str:
-    """What a per-stage symbol (``h_2``: :data:`costgraph.drafting.probe.STAGE_LISTS`) says, else the symbol."""
+    """What a per-stage symbol (``h_2``: :data:`costgraph.drafting.probe.STAGE_LISTS`) or a staged backbone's own
+    (``h_0``: :data:`costgraph.drafting.probe.STAGE_SCALARS`) says, else the symbol."""
+    own = next((d for s, d in STAGE_SCALARS.values() if s == sym), None)
+    if own is not None:
+        return own
     prefix, _, i = sym.rpartition("_")
     return next((f"{d} {i}" for f, (p, d) in STAGE_LISTS.items() if p == prefix and i.isdigit()), sym)
 

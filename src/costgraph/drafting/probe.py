@@ -178,7 +178,7 @@ _PRIMES = (
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
      "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
-     "side": 659},   # k28conv12: stages
+     "side": 659, "g_w": 673},   # k28conv12: stages
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -187,7 +187,7 @@ _PRIMES = (
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
      "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
-     "side": 661},   # k28conv12: stages
+     "side": 661, "g_w": 677},   # k28conv12: stages
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -203,9 +203,13 @@ STAGE_LISTS: dict[str, tuple[str, str]] = {
 #: the most stages probed
 STAGES = 4
 #: a staged backbone's fields of one value, probed with the stage lists only (ALBERT's ``embedding_size`` is
-#: another thing): ResNet's stem width (transformers 5.24 configuration_resnet.py ``embedding_size``)
-STAGE_SCALARS: dict[str, tuple[str, str]] = {"embedding_size": ("h_0", "stem channels")}
-#: factor of every stage width (above)
+#: another thing): ResNet's stem width (transformers 5.24 configuration_resnet.py ``embedding_size``), RegNet's
+#: channels per group of its grouped 3×3 convolutions (configuration_regnet.py ``groups_width``: ``groups =
+#: out_channels // groups_width``, modeling_regnet.py ``RegNetXLayer``), where set every stage width's factor too
+STAGE_SCALARS: dict[str, tuple[str, str]] = {"embedding_size": ("h_0", "stem channels"),
+                                             "groups_width": ("g_w", "channels per group (grouped convolutions)")}
+#: factor of every stage width and of the stem's (above; RegNet's squeeze-excitation reduces a layer's input
+#: channels by 4: ``int(round(in_channels / 4))``)
 STAGE_WIDTH = 4
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
@@ -319,14 +323,15 @@ class Probe:
                 probe.s = p["side"] * 2 ** (stages + 1)     # prime times the stem's and every stage's halving
             for name in [f for f in present if f in STAGE_LISTS]:
                 prefix = STAGE_LISTS[name][0]
-                scale = STAGE_WIDTH if prefix == "h" else 1
+                scale = STAGE_WIDTH * (p["g_w"] if "groups_width" in present else 1) if prefix == "h" else 1
                 probe.fields[name] = [scale * p[f"{prefix}_{i + 1}"] for i in range(stages)]
                 for i in range(stages):
                     probe.symbols[f"{prefix}_{i + 1}"] = (scale * p[f"{prefix}_{i + 1}"], f"{name}[{i}]")
             for name in [f for f in present if f in STAGE_SCALARS]:
                 sym = STAGE_SCALARS[name][0]
-                probe.fields[name] = p[sym]
-                probe.symbols[sym] = (p[sym], name)
+                v = p[sym] * (STAGE_WIDTH if sym == "h_0" else 1)
+                probe.fields[name] = v
+                probe.symbols[sym] = (v, name)
         for name in present:
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
