@@ -376,9 +376,12 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
     stages = stage_count(target)     # a staged backbone's per-stage lists (ConvNeXt's hidden_sizes, depths)
     if stages:
-        present += [*STAGE_LISTS, *(f for f in STAGE_SCALARS if isinstance(_field(target, f), int))]
-        if "num_hidden_layers" in present and _field(target, "num_hidden_layers") == stages:   # num_stages
-            present.remove("num_hidden_layers")
+        present += [*(f for f in STAGE_LISTS if isinstance(_field(target, f), (list, tuple))),
+                    *(f for f in STAGE_SCALARS if isinstance(_field(target, f), int))]
+        follow = {"num_hidden_layers": stages,      # num_stages, Swin's num_layers: the lists' length
+                   "num_attention_heads": _field(target, "num_heads"),    # Swin's attribute_map: the list itself
+                   "hidden_size": _field(target, "hidden_size") if "embed_dim" in present else None}   # Swin's last
+        present[:] = [f for f in present if f not in follow or _field(target, f) != follow[f]]      # width
     args = (torch, cfg, config, class_name, model_name)
     try:
         probes, runs = _probed_runs(*args, present, period, derived, even_kv, stages)

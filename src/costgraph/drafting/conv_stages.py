@@ -29,6 +29,7 @@ import re
 from .blocks import is_norm, norm_call
 from .facts import Module
 from .probe import STAGE_LISTS, STAGES
+from .window_stages import swin_layer_lines
 from .writer import Sizer
 
 #: activation modules by a part of their class name (transformers' ``ACT2FN`` classes: GELUActivation, ...)
@@ -36,10 +37,11 @@ ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "silu": "silu", "tanh": "tanh", "
 
 
 def stage_count(config) -> int:
-    """The stages of a config whose :data:`STAGE_LISTS` fields are lists of one length, 1 … :data:`STAGES`; else 0."""
+    """The stages of a config whose ``depths`` and other :data:`STAGE_LISTS` fields are lists of one length, 1 …
+    :data:`STAGES`; else 0."""
     lists = [getattr(config, f, None) for f in STAGE_LISTS]
     lists = [v for v in lists if isinstance(v, (list, tuple))]
-    if len(lists) != len(STAGE_LISTS) or len({len(v) for v in lists}) != 1:
+    if not isinstance(getattr(config, "depths", None), (list, tuple)) or len({len(v) for v in lists}) != 1:
         return 0
     n = len(lists[0])
     return n if 0 < n <= STAGES and all(isinstance(x, int) for v in lists for x in v) else 0
@@ -59,10 +61,14 @@ def _stages(root: Module) -> Module | None:
     ResNet's, a Sequential)."""
     for m in root.walk():
         if m.cls == "ModuleList" and m.children and all(
-                c.child("layers") is not None and c.child("layers").cls in ("ModuleList", "Sequential")
-                for c in m.children):
+                _layers(c) is not None and _layers(c).cls in ("ModuleList", "Sequential") for c in m.children):
             return m
     return None
+
+
+def _layers(stage: Module) -> Module | None:
+    """A stage's list of layers: ``layers`` (ConvNeXt, ResNet) or ``blocks`` (Swin)."""
+    return stage.child("layers") or stage.child("blocks")
 
 
 def _width(sz: Sizer, n: int, what: str) -> str:
@@ -112,6 +118,8 @@ def _leaf(m: Module, var: str, layout: str, sz: Sizer, name: str) -> tuple[str |
                                                           for a in ("kernel_size", "stride", "padding")):
         k, stride, pad = (m.attrs[a] for a in ("kernel_size", "stride", "padding"))
         return f"{var} = max_pool2d({var}, {k}, stride = {stride}, padding = {pad})", layout
+    if m.cls == "AdaptiveAvgPool1d" and m.attrs.get("output_size") == 1 and layout == "tokens":   # Swin's pooler
+        return f"{name} = spatial_mean({var})", "pooled"
     if m.cls == "AdaptiveAvgPool2d" and m.attrs.get("output_size") == 1 and layout == "first":
         return f"{name} = spatial_mean({var}, keepdim = true)", f"pool:{name}"
     if is_norm(m):
@@ -131,7 +139,7 @@ def _leaf(m: Module, var: str, layout: str, sz: Sizer, name: str) -> tuple[str |
         arg = f"channels_last({var})" if layout == "first" else var
         bias = "true" if "bias" in m.params else "false"
         return f"{var} = linear({arg}, {sz.size(w[0], 'output size')}, bias = {bias}, name = {name})", \
-            "last" if layout != "pooled" else layout
+            "last" if layout not in ("pooled", "tokens") else layout
     if m.cls.endswith("GRN") and layout == "last" and set(m.params) == {"weight", "bias"}:
         return f"{var} = grn({var}, name = {name})", layout
     act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
@@ -209,10 +217,12 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     stages or the probe set no per-stage symbols. Sets ``sz.stages``."""
     values = sz.probe.symbol_values()
     stages = _stages(root)
-    if stages is None or "h_1" not in values or len(stages.children) > STAGES:
+    if stages is None or "l_1" not in values or len(stages.children) > STAGES:
         return None
     sz.stages = True
-    inside = {s.child("layers").path + "." for s in stages.children}
+    swin = all(s.child("blocks") is not None for s in stages.children)
+    inside = {_layers(s).path + "." for s in stages.children}
+    parents = {m.path: m for m in root.walk()}
     leaves = sorted((m for m in root.walk() if not m.children and m.order is not None
                      and not any(m.path.startswith(p) for p in inside)), key=lambda m: m.order)
     first_conv = next((m for m in leaves if m.cls == "Conv2d"), None)
@@ -225,28 +235,55 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     lines, layout, done, result = [], "first", set(), "x"
     for m in leaves:
         for i, stage in enumerate(stages.children):
-            layers = stage.child("layers")
+            layers = _layers(stage)
             starts = min((c.order for c in layers.children if c.order is not None), default=None)
             if i not in done and starts is not None and starts < m.order:
-                lines += _stage_lines(i, layers, sz, values)
+                lines += _stage_lines(i, layers, sz, values, swin)
                 done.add(i)
                 result = "x"
         name = m.path.replace(".", "_")
         arg = "pixels" if m is first_conv else "x"
+        merging = parents.get(m.path.rpartition(".")[0])
+        if merging is not None and merging.cls.endswith("PatchMerging") and is_norm(m) and layout == "tokens":
+            arg = "merge_tokens(x, 4)"    # Swin's 2×2 neighbours side by side (a cat: no FLOPs)
         line, now = _leaf(m, arg, layout, sz, name)
+        if line is not None and m is first_conv and swin:     # Swin's patches as tokens [b, (image/p)^2, C]
+            line, now = line.replace("= conv2d(", "= flatten_patches(conv2d(", 1) + ")", "tokens"
+        if line is not None and arg.startswith("merge_tokens"):
+            line = "x = " + line.split(" = ", 1)[1]
         if line is not None:
             lines.append(line.replace("pixels = ", "x = ", 1))
             if not line.startswith("#"):
                 layout, result = now, line.split(" = ", 1)[0].replace("pixels", "x")
     for i, stage in enumerate(stages.children):
         if i not in done:
-            lines += _stage_lines(i, stage.child("layers"), sz, values)
+            lines += _stage_lines(i, _layers(stage), sz, values, swin)
             result = "x"
     lines.append(f"return {result}")   # the last module's output (ResNet's pooler: the pooled map)
     return inputs, lines
 
 
-def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict) -> list[str]:
+def _body(layer: Module, sz: Sizer, i: int, swin: bool) -> list[str]:
+    """One layer's statements: a Swin layer's (:func:`costgraph.drafting.window_stages.swin_layer_lines`, on stage
+    i's side ``image / (2^i·p)``) or a residual convolutional layer's (:func:`_layer`)."""
+    if not swin:
+        return _layer(layer, sz)
+    side = "image / p" if i == 0 else f"image / ({2 ** i} * p)"
+    lines = swin_layer_lines(layer, sz, i + 1, side)
+    return lines if lines is not None else [sz.todo(layer, "a Swin layer of a window or heads not probed")]
+
+
+def _built(layer: Module) -> tuple:
+    """``layer.signature()`` without its parameter-free identities: a stochastic-depth module (``SwinDropPath``,
+    ``ConvNextDropPath``) where the drop rate is above 0, ``nn.Identity`` where it is 0 (the rate grows with the
+    layer's index: transformers 5.24 modeling_swin.py ``SwinEncoder``'s ``torch.linspace(0, drop_path_rate, ...)``);
+    both the identity in a forward without training."""
+    kids = [c for c in layer.children if c.params or c.children or not (
+        c.cls in ("Identity", "Dropout") or "droppath" in c.cls.lower())]
+    return (layer.cls, tuple(sorted(layer.params.items())), tuple(c.signature() for c in kids))
+
+
+def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict, swin: bool = False) -> list[str]:
     """``repeat l_{i+1} as stage_{i+1} { ... }`` of a stage's layers, all built alike; where the first is built
     otherwise (ResNet's first layer of a stage: a shortcut projection, a stride), its statements, then
     ``repeat l_{i+1} - 1``. A layer count that is not the probe's entry is written as a number, with a warning."""
@@ -260,17 +297,17 @@ def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict) -> list[str]:
         sz.warnings.append(f"{layers.path}: {n} layers, not the probe's depths[{i}]: written as a number")
     if n == 0:
         return []
-    first = kids[0].signature() != kids[-1].signature() if n > 1 else False
+    first = _built(kids[0]) != _built(kids[-1]) if n > 1 else False
     rest = kids[1:] if first else kids
     for other in rest[1:]:
-        if other.signature() != rest[0].signature():
+        if _built(other) != _built(rest[0]):
             sz.todos.append(other.path)
             sz.warnings.append(f"{other.path}: built unlike the stage's other layers; left as a TODO")
             break
     out = []
     if first:     # its own statements (a repeat body keeps x's shape): its nodes named stage_{i+1}_first_...
         out += [f"# stage {i + 1}: its first layer, built otherwise",
-                *(re.sub(r"name = (\w+)", rf"name = stage_{i + 1}_first_\1", t) for t in _layer(kids[0], sz))]
+                *(re.sub(r"name = (\w+)", rf"name = stage_{i + 1}_first_\1", t) for t in _body(kids[0], sz, i, swin))]
         count = f"{count} - 1" if count == sym else str(n - 1)
     return out + [f"repeat {count} as stage_{i + 1} {{   # stage {i + 1}: depths[{i}] layers"
-                  + (" after the first" if first else ""), *("  " + t for t in _layer(rest[0], sz)), "}"]
+                  + (" after the first" if first else ""), *("  " + t for t in _body(rest[0], sz, i, swin)), "}"]

@@ -159,7 +159,7 @@ MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 EVEN_KV = ("lambda_std_dev",)
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L", *(f"l_{i}" for i in range(1, 5))})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L", *(f"{c}_{i}" for c in "la" for i in range(1, 5))})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -178,7 +178,7 @@ _PRIMES = (
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
      "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
-     "side": 659, "g_w": 673},   # k28conv12: stages
+     "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 3, "a_3": 2, "a_4": 3},   # k28conv12: stages
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -187,7 +187,7 @@ _PRIMES = (
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
      "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
-     "side": 661, "g_w": 677},   # k28conv12: stages
+     "side": 661, "g_w": 677, "h_e": 691, "a_1": 3, "a_2": 2, "a_3": 3, "a_4": 2},   # k28conv12: stages
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -199,6 +199,9 @@ _PRIMES = (
 STAGE_LISTS: dict[str, tuple[str, str]] = {
     "hidden_sizes": ("h", "channels of stage"),
     "depths": ("l", "layers of stage"),
+    # Swin's heads per stage (configuration_swin.py ``num_heads``): counts too, named by position (the attention
+    # module's heads, the relative position table's second axis), small so that they divide every stage's width
+    "num_heads": ("a", "attention heads of stage"),
 }
 #: the most stages probed
 STAGES = 4
@@ -207,7 +210,10 @@ STAGES = 4
 #: channels per group of its grouped 3×3 convolutions (configuration_regnet.py ``groups_width``: ``groups =
 #: out_channels // groups_width``, modeling_regnet.py ``RegNetXLayer``), where set every stage width's factor too
 STAGE_SCALARS: dict[str, tuple[str, str]] = {"embedding_size": ("h_0", "stem channels"),
-                                             "groups_width": ("g_w", "channels per group (grouped convolutions)")}
+                                             "groups_width": ("g_w", "channels per group (grouped convolutions)"),
+                                             # Swin's stage 1 width, 2^(i-1)·h_e at stage i (a multiple of 6: of
+                                             # every probe head count)
+                                             "embed_dim": ("h_e", "stage 1's channels (2^(i-1)·h_e at stage i)")}
 #: factor of every stage width and of the stem's (above; RegNet's squeeze-excitation reduces a layer's input
 #: channels by 4: ``int(round(in_channels / 4))``)
 STAGE_WIDTH = 4
@@ -317,21 +323,9 @@ class Probe:
         probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
         if "image_size" in present and "patch_size" in present:    # a vision encoder: s = n + 1 follows the image
             probe.s = p["q"] ** 2 + 1
-        if 0 < stages <= STAGES:
-            values["image_size"] *= 2 ** (stages - 1)
-            if "image_size" not in present:    # an image side of no config field (ResNet's): the traced s, a
-                probe.s = p["side"] * 2 ** (stages + 1)     # prime times the stem's and every stage's halving
-            for name in [f for f in present if f in STAGE_LISTS]:
-                prefix = STAGE_LISTS[name][0]
-                scale = STAGE_WIDTH * (p["g_w"] if "groups_width" in present else 1) if prefix == "h" else 1
-                probe.fields[name] = [scale * p[f"{prefix}_{i + 1}"] for i in range(stages)]
-                for i in range(stages):
-                    probe.symbols[f"{prefix}_{i + 1}"] = (scale * p[f"{prefix}_{i + 1}"], f"{name}[{i}]")
-            for name in [f for f in present if f in STAGE_SCALARS]:
-                sym = STAGE_SCALARS[name][0]
-                v = p[sym] * (STAGE_WIDTH if sym == "h_0" else 1)
-                probe.fields[name] = v
-                probe.symbols[sym] = (v, name)
+        if 0 < stages <= STAGES:     # Swin's: the last stage two windows a side, so that its windows shift
+            values["image_size"] = p["p"] * 2 ** (stages - 1) * (2 * p["W"] if "window_size" in present else p["q"])
+            probe._stage_fields(present, p, stages)
         for name in present:
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
@@ -341,6 +335,24 @@ class Probe:
                 probe.fields[name] = values[name]
                 probe.symbols.setdefault(MAMBA2_OWN.get(name) or FIELDS[name][0], (values[name], name))
         return probe
+
+    def _stage_fields(self, present, p: dict, stages: int) -> None:
+        """The per-stage lists (:data:`STAGE_LISTS`) and a staged backbone's own fields (:data:`STAGE_SCALARS`) of
+        :meth:`make`, at ``p`` (this probe's primes), for ``stages`` stages; where the config sets no image size
+        (ResNet's), the traced ``s`` is the image side: a prime times the stem's and every stage's halving."""
+        if "image_size" not in present:
+            self.s = p["side"] * 2 ** (stages + 1)
+        for name in [f for f in present if f in STAGE_LISTS]:
+            prefix = STAGE_LISTS[name][0]
+            scale = STAGE_WIDTH * (p["g_w"] if "groups_width" in present else 1) if prefix == "h" else 1
+            self.fields[name] = [scale * p[f"{prefix}_{i + 1}"] for i in range(stages)]
+            for i in range(stages):
+                self.symbols[f"{prefix}_{i + 1}"] = (scale * p[f"{prefix}_{i + 1}"], f"{name}[{i}]")
+        for name in [f for f in present if f in STAGE_SCALARS]:
+            sym = STAGE_SCALARS[name][0]
+            v = p[sym] * {"h_0": STAGE_WIDTH, "h_e": 6}.get(sym, 1)
+            self.fields[name] = v
+            self.symbols[sym] = (v, name)
 
     def symbol_values(self) -> dict[str, int]:
         """symbol → probe value."""

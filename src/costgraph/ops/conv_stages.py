@@ -11,6 +11,7 @@ product with x, γ's product and the two adds: transformers 5.24 modeling_convne
 
 from __future__ import annotations
 
+from ..engine.context import as_dim
 from ..engine.graph import Flops
 from .registry import op
 
@@ -43,7 +44,8 @@ def channels_first(c):
 
 
 @op("spatial_mean", "the mean over the spatial axes: [B, C, H, W] → [B, C] (x.mean([-2, -1]): ConvNeXt's "
-    "global average pool); keepdim = true: → [B, C, 1, 1] (nn.AdaptiveAvgPool2d(1))", x="tensor",
+    "global average pool); keepdim = true: → [B, C, 1, 1] (nn.AdaptiveAvgPool2d(1)); tokens [B, N, C] → [B, C]",
+    x="tensor",
     keepdim=("bool", False), layout="whole")
 def spatial_mean(c):
     """``x.mean([-2, -1])`` (transformers 5.24 modeling_convnext.py ``ConvNextModel.forward``), or with
@@ -51,7 +53,13 @@ def spatial_mean(c):
     ``DINOv3ConvNextModel.forward``): 0 matrix FLOPs; under `all` one add per input element, and one per input
     element for the input gradient (``MeanBackward1`` spreads each output's gradient over H·W). Keeps nothing
     (the backward needs the shape only)."""
-    x = _rank4(c, "[B, C, H, W]")
+    x = c["x"]
+    if len(x.shape) == 3:     # tokens [B, N, C] (Swin's pooler: AdaptiveAvgPool1d(1) over the tokens) → [B, C]
+        y = c.output((x.shape[0], x.shape[2]), role=c.float_role(x))
+        c.forward(Flops(other=x.numel))
+        c.backward_input(Flops(other=x.numel))
+        return y
+    x = _rank4(c, "[B, C, H, W] (or tokens [B, N, C])")
     y = c.output((x.shape[0], x.shape[1], *((1, 1) if c["keepdim"] else ())), role=c.float_role(x))
     c.forward(Flops(other=x.numel))
     c.backward_input(Flops(other=x.numel))
@@ -115,3 +123,32 @@ def max_pool2d(c):
     c.backward_input(Flops(other=y.numel))
     c.save(x)
     return y
+
+
+@op("windows", "[B, S, C] → [B·n, S/n, C]: the tokens cut into n windows of S/n tokens, each a sequence of its own "
+    "(Swin's window_partition; a copy, no FLOPs)", x="tensor", n="dim", layout="whole")
+def windows(c):
+    """transformers 5.24 modeling_swin.py ``window_partition`` (``view``, ``transpose(2, 3).contiguous()``, ``view``)
+    of the ``[B, R, R, C]`` map into ``n = (R/W)²`` windows of ``W²`` tokens; the cyclic shift before it
+    (``torch.roll``) and the window's attention mask cost no matrix FLOPs. Here the windows are cut as consecutive
+    runs of tokens: the same shapes and counts. 0 FLOPs, keeps nothing. S must be a multiple of n (checked when
+    values are given)."""
+    x, n = c["x"], c["n"]
+    if len(x.shape) != 3:
+        c.fail(f"windows needs [B, S, C], got {x.shape_str()}")
+    b, seq, ch = x.shape
+    part = seq / as_dim(n)
+    if part.is_number and not part.is_integer:
+        c.fail(f"windows: {seq} tokens do not split into {n} windows")
+    return c.output((b * n, part, ch), role=c.float_role(x))
+
+
+@op("unwindows", "[B·n, S, C] → [B, n·S, C]: n windows of S tokens back into one sequence (Swin's window_reverse; "
+    "a copy, no FLOPs)", x="tensor", n="dim", layout="whole")
+def unwindows(c):
+    """transformers 5.24 modeling_swin.py ``window_reverse`` (and the reverse roll): 0 FLOPs, keeps nothing."""
+    x, n = c["x"], c["n"]
+    if len(x.shape) != 3:
+        c.fail(f"unwindows needs [B·n, S, C], got {x.shape_str()}")
+    bn, seq, ch = x.shape
+    return c.output((bn / as_dim(n), seq * n, ch), role=c.float_role(x))

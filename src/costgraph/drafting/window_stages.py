@@ -1,0 +1,80 @@
+"""A Swin layer (shifted-window attention, Liu et al. 2021) of a staged vision Transformer, drafted from its traced
+modules (issue 28 items 1 and 2; task k28conv12). Torch-free: module facts and integers only.
+
+transformers 5.24 modeling_swin.py ``SwinLayer.forward``: ``layernorm_before``; the ``[B, R, R, C]`` map rolled by
+the shift (``torch.roll``: no FLOPs) and cut into ``(R/W)²`` windows of ``W²`` tokens (``window_partition``);
+``attention`` on each window (``SwinAttention``: ``q_proj``, ``k_proj``, ``v_proj`` C → C with ``qkv_bias``,
+``a`` heads of ``C/a``, the scores plus ``relative_position_bias``, a ``[(2W−1)², a]`` table gathered into ``[a, W²,
+W²]``, plus the shifted windows' mask: no matrix FLOPs, then ``o_proj``); the windows merged back
+(``window_reverse``, the reverse roll) and added to the input; ``layernorm_after``, ``mlp`` (``fc1`` C →
+mlp_ratio·C, activation, ``fc2``), added. ``SwinPatchMerging`` between stages: the 2×2 neighbours side by side (a
+``torch.cat``: ``merge_tokens(x, 4)``), ``norm`` over 4C, ``reduction`` 4C → 2C without bias. The drafted window
+statements are ``windows``/``unwindows`` of :mod:`costgraph.ops.conv_stages` around the bundled ``gqa_attention``
+(no rotary, every key of the window). A stage's side R is ``image / (2^(i−1)·p)`` at stage i; the windows are W a
+side where R divides by W (the probes' images are chosen so: :meth:`costgraph.drafting.probe.Probe.make`); where R
+≤ W transformers shrinks the window to R (``set_shift_and_window_size``), which the draft does not follow.
+"""
+
+from __future__ import annotations
+
+from .facts import Module
+from .writer import Sizer
+
+
+def is_swin_layer(layer: Module) -> bool:
+    """A layer with ``layernorm_before``, ``attention`` (holding a relative position table), ``layernorm_after`` and
+    ``mlp`` (``fc1``, ``fc2``)."""
+    att, mlp = layer.child("attention"), layer.child("mlp")
+    return all(layer.child(n) is not None for n in ("layernorm_before", "layernorm_after")) and att is not None \
+        and mlp is not None and _table(att) is not None and mlp.child("fc1") is not None \
+        and mlp.child("fc2") is not None
+
+
+def _table(att: Module) -> tuple[int, int] | None:
+    """(rows, heads) of the attention's ``relative_position_bias_table``, else None."""
+    m = next((m for m in att.walk() if "relative_position_bias_table" in m.params), None)
+    shape = m.params["relative_position_bias_table"] if m is not None else ()
+    return (shape[0], shape[1]) if len(shape) == 2 else None
+
+
+def _window(rows: int) -> int | None:
+    """W of a table of (2W − 1)² rows, else None."""
+    side = round(rows ** 0.5)
+    return (side + 1) // 2 if side * side == rows and side % 2 == 1 else None
+
+
+def swin_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[str] | None:
+    """The statements of one Swin layer of stage ``stage`` (from 1) on tokens ``x`` ``[b, R², C]``, ``side`` the text
+    of R; None where the layer is not one (:func:`is_swin_layer`) or its window or heads are no probe symbol."""
+    if not is_swin_layer(layer):
+        return None
+    att, mlp = layer.child("attention"), layer.child("mlp")
+    rows, heads = _table(att)
+    window = _window(rows)
+    values = sz.probe.symbol_values()
+    sym = f"a_{stage}"
+    if window is None or values.get("W") != window or values.get(sym) != heads:
+        return None
+    sz.used.update({"W", sym})
+    width = layer.child("layernorm_before").params["weight"][0]
+    c = sz.size(width, "stage width")
+    q, o = att.child("q_proj"), att.child("o_proj")
+    if q is None or o is None:
+        return None
+    qkv_bias, out_bias = ("true" if "bias" in m.params else "false" for m in (q, o))
+    n = f"({side} / W) * ({side} / W)"
+    head = f"{c} / {sym}" if " " not in c else f"({c}) / {sym}"
+    fc1, fc2 = mlp.child("fc1"), mlp.child("fc2")
+    act = next((k for k in ("gelu", "relu", "silu") if any(k in x.cls.lower() for x in mlp.children)), None)
+    if act is None:
+        return None
+    y = f"y_{stage}"     # a name of the stage's own: a repeat hands on each name's shape unchanged
+    return [f"{y} = windows(layernorm(x, name = layernorm_before), {n})   # [b (R/W)^2, W^2, C], R = {side}",
+            f"{y} = gqa_attention({y}, {sym}, {sym}, {head}, qkv_bias = {qkv_bias}, out_bias = {out_bias}, "
+            "rotary = false, name = attention)",
+            f"param relative_position_bias_table[(2 * W - 1) * (2 * W - 1), {sym}]   # gathered into each window's "
+            "bias (no FLOPs)",
+            f"x = x + unwindows({y}, {n})",
+            f"{y} = linear(layernorm(x, name = layernorm_after), {sz.size(fc1.params['weight'][0], 'MLP width')}, "
+            f"bias = {'true' if 'bias' in fc1.params else 'false'}, name = fc1)",
+            f"x = x + linear({act}({y}), {c}, bias = {'true' if 'bias' in fc2.params else 'false'}, name = fc2)"]
