@@ -21,13 +21,35 @@ from .facts import Module
 from .writer import Sizer
 
 
+def _find(m: Module | None, *paths: str) -> Module | None:
+    """The first of ``paths`` (dotted, under ``m``) that names a module, else None."""
+    for path in paths:
+        node = m
+        for part in path.split("."):
+            node = node.child(part) if node is not None else None
+        if node is not None:
+            return node
+    return None
+
+
+def _parts(layer: Module) -> tuple[Module, ...] | None:
+    """(q, o, fc1, fc2, the module holding the MLP's activation) of a Swin layer: transformers 5.24 modeling_swin.py's
+    names (``attention.q_proj``, ``attention.o_proj``, ``mlp.fc1``, ``mlp.fc2``) or those of its copies,
+    modeling_donut_swin.py's and modeling_maskformer_swin.py's (``attention.self.query``, ``attention.output.dense``,
+    ``intermediate.dense``, ``output.dense``); None where one is missing."""
+    att = layer.child("attention")
+    found = (_find(att, "q_proj", "self.query"), _find(att, "o_proj", "output.dense"),
+             _find(layer, "mlp.fc1", "intermediate.dense"), _find(layer, "mlp.fc2", "output.dense"),
+             _find(layer, "mlp", "intermediate"))
+    return found if all(x is not None for x in found) else None
+
+
 def is_swin_layer(layer: Module) -> bool:
     """A layer with ``layernorm_before``, ``attention`` (holding a relative position table), ``layernorm_after`` and
-    ``mlp`` (``fc1``, ``fc2``)."""
-    att, mlp = layer.child("attention"), layer.child("mlp")
+    an MLP (:func:`_parts`)."""
+    att = layer.child("attention")
     return all(layer.child(n) is not None for n in ("layernorm_before", "layernorm_after")) and att is not None \
-        and mlp is not None and _table(att) is not None and mlp.child("fc1") is not None \
-        and mlp.child("fc2") is not None
+        and _table(att) is not None and _parts(layer) is not None
 
 
 def _table(att: Module) -> tuple[int, int] | None:
@@ -48,7 +70,8 @@ def swin_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[st
     of R; None where the layer is not one (:func:`is_swin_layer`) or its window or heads are no probe symbol."""
     if not is_swin_layer(layer):
         return None
-    att, mlp = layer.child("attention"), layer.child("mlp")
+    att = layer.child("attention")
+    q, o, fc1, fc2, mlp = _parts(layer)
     rows, heads = _table(att)
     window = _window(rows)
     values = sz.probe.symbol_values()
@@ -58,13 +81,9 @@ def swin_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[st
     sz.used.update({"W", sym})
     width = layer.child("layernorm_before").params["weight"][0]
     c = sz.size(width, "stage width")
-    q, o = att.child("q_proj"), att.child("o_proj")
-    if q is None or o is None:
-        return None
     qkv_bias, out_bias = ("true" if "bias" in m.params else "false" for m in (q, o))
     n = f"({side} / W) * ({side} / W)"
     head = f"{c} / {sym}" if " " not in c else f"({c}) / {sym}"
-    fc1, fc2 = mlp.child("fc1"), mlp.child("fc2")
     act = next((k for k in ("gelu", "relu", "silu") if any(k in x.cls.lower() for x in mlp.children)), None)
     if act is None:
         return None
