@@ -23,7 +23,8 @@ import costgraph  # noqa: E402
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 drafted = Drafts({"convnext": "ConvNextModel", "convnextv2": "ConvNextV2Model",
-                  "dinov3_convnext": "DINOv3ConvNextModel", "resnet": "ResNetModel", "regnet": "RegNetModel"})
+                  "dinov3_convnext": "DINOv3ConvNextModel", "resnet": "ResNetModel", "regnet": "RegNetModel",
+                  "swin": "SwinModel", "donut-swin": "DonutSwinModel"})
 
 LAYER = ("    y = conv2d(x, h_{i}, kernel = 7, padding = 3, groups = h_{i}, name = {dw})\n"
          "    y = layernorm(channels_last(y), name = {ln})\n"
@@ -57,6 +58,16 @@ EXPECTED = {
               "  y = batch_norm(y, name = stage_1_first_layer_1_normalization)\n  y = relu(y)\n"
               "  se = spatial_mean(y, keepdim = true)   # layer_2: squeeze and excitation\n"
               "  se = conv2d(se, h_0 / 4, kernel = 1, name = stage_1_first_layer_2_0)\n",
+    # modeling_swin.py SwinLayer: windows of W² tokens, a heads per stage, the relative position table
+    "swin": "  repeat l_2 as stage_2 {   # stage 2: depths[1] layers\n"
+            "    y_2 = windows(layernorm(x, name = layernorm_before), (image / (2 * p) / W) * (image / (2 * p) / W))"
+            "   # [b (R/W)^2, W^2, C], R = image / (2 * p)\n"
+            "    y_2 = gqa_attention(y_2, a_2, a_2, (2 * h_e) / a_2, qkv_bias = true, out_bias = true, rotary = false, "
+            "name = attention)\n"
+            "    param relative_position_bias_table[(2 * W - 1) * (2 * W - 1), a_2]",
+    # modeling_donut_swin.py: the same layer under BERT's names (attention.self.query, intermediate.dense, ...)
+    "donut-swin": "  x = layernorm(merge_tokens(x, 4), name = encoder_layers_0_downsample_norm)\n"
+                  "  x = linear(x, 2 * h_e, bias = false, name = encoder_layers_0_downsample_reduction)\n",
 }
 
 
@@ -134,3 +145,27 @@ def test_resnet_side_follows_pytorchs_floors():
                 flops += 2 * out * out * w * cin
             n, cin = out, w
     assert got == flops
+
+
+def test_swin_counted_by_hand_from_the_transformers_source():
+    """By hand at each probe (modeling_swin.py): the patch Conv2d (c·p²·C + C; 2·b·N·C·c·p² FLOPs, N = (image/p)²),
+    its LayerNorm; per layer of stage i (width C = 2^(i-1)·h_e, N tokens, a heads, windows of W² tokens): q, k, v, o
+    (4(C² + C); 4 · 2·b·N·C² FLOPs), the scores and the weighted values of each window (2 · 2·b·N·W²·C), the table
+    ((2W − 1)²·a), two LayerNorms (4C), the MLP (8C² + 5C; 2 · 2·b·N·4C² FLOPs); patch merging after stages 1-3
+    (LayerNorm 8C, Linear 4C → 2C without bias: 8C², 2·b·(N/4)·8C² FLOPs); the final LayerNorm."""
+    d = drafted("swin")
+    for c in d.checks:
+        v = c.values
+        b, ch, p, image, w, e = v["b"], v["c"], v["p"], v["image"], v["W"], v["h_e"]
+        n = (image // p) ** 2
+        params, flops = ch * p * p * e + e + 2 * e, 2 * b * n * e * ch * p * p
+        for i in range(4):
+            cw, heads, depth = e * 2 ** i, v[f"a_{i + 1}"], v[f"l_{i + 1}"]
+            assert (image // p // 2 ** i) % w == 0     # every stage a whole number of windows
+            params += depth * (4 * (cw * cw + cw) + (2 * w - 1) ** 2 * heads + 4 * cw + 8 * cw * cw + 5 * cw)
+            flops += depth * (4 * 2 * b * n * cw * cw + 2 * 2 * b * n * w * w * cw + 2 * 2 * b * n * 4 * cw * cw)
+            if i < 3:
+                params += 8 * cw + 8 * cw * cw
+                flops += 2 * b * (n // 4) * 8 * cw * cw
+                n //= 4
+        assert (c.params_torch, c.forward_flops_torch) == (params + 2 * e * 8, flops)
