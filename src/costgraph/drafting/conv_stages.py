@@ -29,7 +29,7 @@ import re
 from .blocks import is_norm, norm_call
 from .facts import Module
 from .probe import STAGE_LISTS, STAGES
-from .window_stages import swin_layer_lines
+from .window_stages import swin_layer_lines, swinv2_layer_lines
 from .writer import Sizer
 
 #: activation modules by a part of their class name (transformers' ``ACT2FN`` classes: GELUActivation, ...)
@@ -244,8 +244,9 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
         name = m.path.replace(".", "_")
         arg = "pixels" if m is first_conv else "x"
         merging = parents.get(m.path.rpartition(".")[0])
-        if merging is not None and merging.cls.endswith("PatchMerging") and is_norm(m) and layout == "tokens":
-            arg = "merge_tokens(x, 4)"    # Swin's 2×2 neighbours side by side (a cat: no FLOPs)
+        if merging is not None and merging.cls.endswith("PatchMerging") and layout == "tokens" \
+                and m is min(merging.children, key=lambda c: c.order if c.order is not None else 1 << 60):
+            arg = "merge_tokens(x, 4)"    # Swin's 2×2 neighbours side by side (a cat: no FLOPs), then its first module
         line, now = _leaf(m, arg, layout, sz, name)
         if line is not None and m is first_conv and swin:     # Swin's patches as tokens [b, (image/p)^2, C]
             line, now = line.replace("= conv2d(", "= flatten_patches(conv2d(", 1) + ")", "tokens"
@@ -260,6 +261,9 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
             lines += _stage_lines(i, _layers(stage), sz, values, swin)
             result = "x"
     lines.append(f"return {result}")   # the last module's output (ResNet's pooler: the pooled map)
+    if any("relative_coords" in line for line in lines):    # Swin V2's constant table of window offsets
+        inputs.append("input relative_coords[1, (2 * W - 1) * (2 * W - 1), 2]   # relative_coords_table: a buffer "
+                      "(no parameters), the position MLP's input")
     return inputs, lines
 
 
@@ -269,7 +273,7 @@ def _body(layer: Module, sz: Sizer, i: int, swin: bool) -> list[str]:
     if not swin:
         return _layer(layer, sz)
     side = "image / p" if i == 0 else f"image / ({2 ** i} * p)"
-    lines = swin_layer_lines(layer, sz, i + 1, side)
+    lines = swin_layer_lines(layer, sz, i + 1, side) or swinv2_layer_lines(layer, sz, i + 1, side)
     return lines if lines is not None else [sz.todo(layer, "a Swin layer of a window or heads not probed")]
 
 

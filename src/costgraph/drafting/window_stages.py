@@ -97,3 +97,52 @@ def swin_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[st
             f"{y} = linear(layernorm(x, name = layernorm_after), {sz.size(fc1.params['weight'][0], 'MLP width')}, "
             f"bias = {'true' if 'bias' in fc1.params else 'false'}, name = fc1)",
             f"x = x + linear({act}({y}), {c}, bias = {'true' if 'bias' in fc2.params else 'false'}, name = fc2)"]
+
+
+def _continuous_bias(att: Module) -> tuple[Module, Module, Module] | None:
+    """(the MLP's first Linear, its second, the module holding ``logit_scale``) of a Swin V2 attention, else None."""
+    mlp = next((m for m in att.walk() if m.name == "continuous_position_bias_mlp"), None)
+    scale = next((m for m in att.walk() if "logit_scale" in m.params), None)
+    lins = [c for c in (mlp.children if mlp is not None else []) if "weight" in c.params]
+    return (lins[0], lins[1], scale) if len(lins) == 2 and scale is not None else None
+
+
+def swinv2_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[str] | None:
+    """The statements of one Swin V2 layer (Liu et al. 2022; transformers 5.24 modeling_swinv2.py ``Swinv2Layer``):
+    post-norm (``layernorm_before`` on the attention's output before the residual sum, ``layernorm_after`` on the
+    MLP's), a key without bias, cosine attention (``F.normalize`` of q and k: no matrix FLOPs) scaled by
+    ``logit_scale [a, 1, 1]``, and the bias of each head from ``continuous_position_bias_mlp`` (Linear 2 → 512 with
+    bias, ReLU, Linear 512 → a without) on the constant ``relative_coords_table`` ``[1, 2W − 1, 2W − 1, 2]`` (a
+    buffer: the draft's input ``relative_coords``), 16·sigmoid of it gathered per window pair (no matrix FLOPs).
+    None where the layer is not one."""
+    att = layer.child("attention")
+    parts = _parts(layer) if att is not None else None
+    bias = _continuous_bias(att) if att is not None else None
+    values = sz.probe.symbol_values()
+    sym = f"a_{stage}"
+    if parts is None or bias is None or any(layer.child(n) is None for n in ("layernorm_before", "layernorm_after")):
+        return None
+    q, o, fc1, fc2, mlp = parts
+    k = _find(att, "self.key")
+    first, second, scale = bias
+    heads, hidden = second.params["weight"]
+    if k is None or values.get(sym) != heads or scale.params["logit_scale"][0] != heads:
+        return None
+    sz.used.update({"W", sym})
+    width = layer.child("layernorm_before").params["weight"][0]
+    c = sz.size(width, "stage width")
+    n = f"({side} / W) * ({side} / W)"
+    head = f"{c} / {sym}" if " " not in c else f"({c}) / {sym}"
+    act = next((a for a in ("gelu", "relu", "silu") if any(a in x.cls.lower() for x in mlp.children)), None)
+    if act is None or "bias" in second.params:
+        return None
+    y, has = f"y_{stage}", (lambda m: "true" if "bias" in m.params else "false")
+    return [f"{y} = windows(x, {n})   # [b (R/W)^2, W^2, C], R = {side}",
+            f"{y} = gqa_attention({y}, {sym}, {sym}, {head}, qkv_bias = {has(q)}, k_bias = {has(k)}, "
+            f"out_bias = {has(o)}, rotary = false, name = attention)",
+            f"param logit_scale[{sym}]   # [a, 1, 1]: the cosine scores' scale per head",
+            f"cpb_{stage} = linear(relu(linear(relative_coords, {hidden}, bias = {has(first)}, name = cpb_fc1)), "
+            f"{sym}, bias = false, name = cpb_fc2)   # the bias of each head at each of the (2W-1)^2 offsets",
+            f"x = x + layernorm(unwindows({y}, {n}), name = layernorm_before)",
+            f"{y} = linear(x, {sz.size(fc1.params['weight'][0], 'MLP width')}, bias = {has(fc1)}, name = fc1)",
+            f"x = x + layernorm(linear({act}({y}), {c}, bias = {has(fc2)}, name = fc2), name = layernorm_after)"]
