@@ -24,7 +24,7 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 
 drafted = Drafts({"convnext": "ConvNextModel", "convnextv2": "ConvNextV2Model",
                   "dinov3_convnext": "DINOv3ConvNextModel", "resnet": "ResNetModel", "regnet": "RegNetModel",
-                  "swin": "SwinModel", "donut-swin": "DonutSwinModel"})
+                  "swin": "SwinModel", "donut-swin": "DonutSwinModel", "swinv2": "Swinv2Model"})
 
 LAYER = ("    y = conv2d(x, h_{i}, kernel = 7, padding = 3, groups = h_{i}, name = {dw})\n"
          "    y = layernorm(channels_last(y), name = {ln})\n"
@@ -65,6 +65,11 @@ EXPECTED = {
             "    y_2 = gqa_attention(y_2, a_2, a_2, (2 * h_e) / a_2, qkv_bias = true, out_bias = true, rotary = false, "
             "name = attention)\n"
             "    param relative_position_bias_table[(2 * W - 1) * (2 * W - 1), a_2]",
+    # modeling_swinv2.py Swinv2Layer: post-norm; Swinv2SelfAttention's continuous position bias MLP (2 → 512 → a)
+    "swinv2": "    y_1 = gqa_attention(y_1, a_1, a_1, h_e / a_1, qkv_bias = true, k_bias = false, out_bias = true, "
+              "rotary = false, name = attention)\n    param logit_scale[a_1]   # [a, 1, 1]: the cosine scores' scale "
+              "per head\n    cpb_1 = linear(relu(linear(relative_coords, 512, bias = true, name = cpb_fc1)), a_1, "
+              "bias = false, name = cpb_fc2)",
     # modeling_donut_swin.py: the same layer under BERT's names (attention.self.query, intermediate.dense, ...)
     "donut-swin": "  x = layernorm(merge_tokens(x, 4), name = encoder_layers_0_downsample_norm)\n"
                   "  x = linear(x, 2 * h_e, bias = false, name = encoder_layers_0_downsample_reduction)\n",
