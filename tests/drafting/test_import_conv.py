@@ -24,7 +24,8 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 
 drafted = Drafts({"convnext": "ConvNextModel", "convnextv2": "ConvNextV2Model",
                   "dinov3_convnext": "DINOv3ConvNextModel", "resnet": "ResNetModel", "regnet": "RegNetModel",
-                  "swin": "SwinModel", "donut-swin": "DonutSwinModel", "swinv2": "Swinv2Model"})
+                  "swin": "SwinModel", "donut-swin": "DonutSwinModel", "swinv2": "Swinv2Model",
+                  "poolformer": "PoolFormerModel"})
 
 LAYER = ("    y = conv2d(x, h_{i}, kernel = 7, padding = 3, groups = h_{i}, name = {dw})\n"
          "    y = layernorm(channels_last(y), name = {ln})\n"
@@ -70,6 +71,9 @@ EXPECTED = {
               "rotary = false, name = attention)\n    param logit_scale[a_1]   # [a, 1, 1]: the cosine scores' scale "
               "per head\n    cpb_1 = linear(relu(linear(relative_coords, 512, bias = true, name = cpb_fc1)), a_1, "
               "bias = false, name = cpb_fc2)",
+    # modeling_poolformer.py PoolFormerLayer: pool(x) - x as the token mixer, GroupNorm(1, C), per-channel scales
+    "poolformer": "    y = group_norm(x, 1, name = before_norm)\n    y = avg_pool(y, 3, padding = 1) - y   # pooling\n"
+                  "    y = channels_first(layer_scale(channels_last(y)))   # layer_scale_1 [C], per channel\n",
     # modeling_donut_swin.py: the same layer under BERT's names (attention.self.query, intermediate.dense, ...)
     "donut-swin": "  x = layernorm(merge_tokens(x, 4), name = encoder_layers_0_downsample_norm)\n"
                   "  x = linear(x, 2 * h_e, bias = false, name = encoder_layers_0_downsample_reduction)\n",
@@ -87,7 +91,7 @@ def test_stage_symbols_name_the_config_lists():
                                                                          for i in range(1, 5)},
                          **{f"l_{i}": f"depths[{i - 1}]" for i in range(1, 5)}}
     assert d.values == {"c": 3, "h_0": 64, "h_1": 256, "h_2": 512, "h_3": 1024, "h_4": 2048,
-                        "l_1": 3, "l_2": 4, "l_3": 6, "l_4": 3}
+                        "l_1": 3, "l_2": 4, "l_3": 6, "l_4": 3, "s": 224}   # s: the image side, no config field
     assert "config imported { c = 3, h_0 = 64, h_1 = 256" in d.text and "s = 224, b = 1 }" in d.text
 
 

@@ -18,7 +18,7 @@ from ..arguments import shown
 from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
-from .conv_stages import field_value, stage_count
+from .conv_stages import IMAGE_SIDE, field_value, stage_count
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
@@ -394,6 +394,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
     real = {sym: int(field_value(target, f)) for sym, f in fields.items() if f not in unset}
+    if sz.stages and "image" not in sz.used:      # a backbone's image side set by no field: the config's s
+        real["s"] = IMAGE_SIDE
     prefix = f"{nested}." if nested else ""
     mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"

@@ -32,6 +32,10 @@ from .probe import STAGE_LISTS, STAGES
 from .window_stages import swin_layer_lines, swinv2_layer_lines
 from .writer import Sizer
 
+#: the image side of a backbone whose config sets none (ResNet's, PoolFormer's): the draft's ``s`` at the config,
+#: ImageNet's 224×224 crop (He et al. 2016, ResNet, §3.4)
+IMAGE_SIDE = 224
+
 #: activation modules by a part of their class name (transformers' ``ACT2FN`` classes: GELUActivation, ...)
 ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "silu": "silu", "tanh": "tanh", "sigmoid": "sigmoid"}
 
@@ -67,7 +71,11 @@ def _stages(root: Module) -> Module | None:
 
 
 def _layers(stage: Module) -> Module | None:
-    """A stage's list of layers: ``layers`` (ConvNeXt, ResNet) or ``blocks`` (Swin)."""
+    """A stage's list of layers: ``layers`` (ConvNeXt, ResNet), ``blocks`` (Swin), or the stage itself where it is
+    the list (PoolFormer's ``encoder.block[i]``: its patch embedding ``encoder.patch_embeddings[i]`` a list apart,
+    called before it)."""
+    if stage.cls == "ModuleList" and stage.children and not any(c.cls == "ModuleList" for c in stage.children):
+        return stage
     return stage.child("layers") or stage.child("blocks")
 
 
@@ -184,12 +192,41 @@ def _chain(mods: list[Module], var: str, source: str, layout: str, sz: Sizer) ->
     return lines, layout
 
 
+def _poolformer_layer(layer: Module, sz: Sizer) -> list[str] | None:
+    """PoolFormer's layer (transformers 5.24 modeling_poolformer.py ``PoolFormerLayer.forward`` with
+    ``use_layer_scale``): ``x + layer_scale_1 · (pool(before_norm(x)) − before_norm(x))``, then ``x + layer_scale_2 ·
+    output(after_norm(x))`` (``output``: 1×1 Conv2d C → mlp_ratio·C, activation, 1×1 Conv2d back); the norms
+    ``GroupNorm(1, C)``, the pool ``AvgPool2d(k, 1, k // 2, count_include_pad=False)``; else None."""
+    names = {c.name: c for c in layer.children}
+    out, pool = names.get("output"), names.get("pooling")
+    if not {"before_norm", "pooling", "after_norm", "output"} <= set(names) or set(layer.params) != {
+            "layer_scale_1", "layer_scale_2"} or pool is None or pool.child("pool") is None:
+        return None
+    k = pool.child("pool").attrs.get("kernel_size")
+    convs = [c for c in out.children if c.cls == "Conv2d"]
+    act = next((a for k_, a in ACTIVATIONS.items() for c in out.children if k_ in c.cls.lower()), None)
+    if not isinstance(k, int) or len(convs) != 2 or act is None:
+        return None
+    norm = [names[n] for n in ("before_norm", "after_norm")]
+    if any(n.cls.lower().find("groupnorm") < 0 or n.attrs.get("num_groups", 1) != 1 for n in norm):
+        return None
+    scale = "y = channels_first(layer_scale(channels_last(y)))   # {} [C], per channel"
+    return ["y = group_norm(x, 1, name = before_norm)",
+            f"y = avg_pool(y, {k}, padding = {k // 2}) - y   # pooling", scale.format("layer_scale_1"),
+            "x = x + y", "y = group_norm(x, 1, name = after_norm)",
+            f"y = {act}({_conv(convs[0], 'y', sz, 'output_conv1')})",
+            f"y = {_conv(convs[1], 'y', sz, 'output_conv2')}", scale.format("layer_scale_2"), "x = x + y"]
+
+
 def _layer(layer: Module, sz: Sizer) -> list[str]:
     """One residual layer on ``x`` (channels first). Its children in call order up to a shortcut (a later child that
     reads the layer's input too and holds parameters: ResNet's ``shortcut``, a strided 1×1 Conv2d and BatchNorm2d)
     on ``y`` from ``x``; the shortcut on ``r`` from ``x``; the layer's own 1-D parameter (ConvNeXt's
     ``layer_scale_parameter``, DINOv3's ``gamma``: ``layer_scale``); then ``x = x + y`` (``y + r``) and the children
-    after the shortcut on the sum (ResNet's ``activation``)."""
+    after the shortcut on the sum (ResNet's ``activation``). PoolFormer's layer: :func:`_poolformer_layer`."""
+    pool = _poolformer_layer(layer, sz)
+    if pool is not None:
+        return pool
     kids = [c for c in layer.children if c.order is not None]
     cut = next((i for i, c in enumerate(kids) if i and c.src == "input"), None)
     main, short, after = (kids, [], []) if cut is None else (kids[:cut], [kids[cut]], kids[cut + 1:])

@@ -21,7 +21,7 @@ from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
-from .conv_stages import stage_body
+from .conv_stages import IMAGE_SIDE, stage_body
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -472,8 +472,8 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    if sz.stages:      # an image side no config field sets: ImageNet's 224×224 crop (He et al. 2016, ResNet, §3.4)
-        seq = 224
+    if sz.stages:      # an image side no config field sets (conv_stages.IMAGE_SIDE)
+        seq = IMAGE_SIDE
     image = sz.seq or (sz.stages and "image" in sz.used)
     config = f"config {config_name} {{ {', '.join(values + ([] if image else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',

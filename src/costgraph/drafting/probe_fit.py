@@ -107,8 +107,8 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
     counts = set()
     for k in ((1, 2) if free else (1,)):
         at = {**values, **{sym: k for sym in free}, "b": 1}
-        if "image" not in mapping:      # a vision encoder's s follows its image (n + 1): not given
-            at["s"] = 1
+        if "image" not in mapping:      # a vision encoder's s follows its image (n + 1): not given; a convolutional
+            at.setdefault("s", 1)       # backbone's image side s is the config's (values: IMAGE_SIDE)
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:
         raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",

@@ -17,7 +17,7 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
          "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
          "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
-         "data_format")    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
+         "data_format", "num_groups")    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -96,7 +96,7 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)                                              # square (k, k) tuples read as k
         if isinstance(v, tuple) and len(v) in (1, 2) and isinstance(v[0], int) and len(set(v)) == 1:
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "MaxPool", "AdaptiveAvgPool")):
+        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "MaxPool", "AvgPool", "AdaptiveAvgPool")):
             out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)

@@ -152,3 +152,22 @@ def unwindows(c):
         c.fail(f"unwindows needs [B·n, S, C], got {x.shape_str()}")
     bn, seq, ch = x.shape
     return c.output((bn / as_dim(n), seq * n, ch), role=c.float_role(x))
+
+
+@op("avg_pool", "average pooling over k×k windows with a stride and zero padding left out of the mean "
+    "(nn.AvgPool2d(k, stride, padding, count_include_pad=False)): x [B, C, H, W] → [B, C, H', W']", x="tensor",
+    kernel="dim", stride=("dim", 1), padding=("dim", 0), layout="whole")
+def avg_pool(c):
+    """PoolFormer's token mixer (transformers 5.24 modeling_poolformer.py ``PoolFormerPooling``: ``nn.AvgPool2d(
+    pool_size, stride=1, padding=pool_size // 2, count_include_pad=False)``): 0 matrix FLOPs (``FlopCounterMode``
+    counts none); under `all` k² − 1 adds and a divide per output element, the input gradient one per output
+    element spread over its window. Keeps nothing (``AvgPool2DBackward0`` needs the shapes)."""
+    from .vision import _out_size
+
+    x = _rank4(c, "[B, C, H, W]")
+    k, stride, pad = c["kernel"], c["stride"], c["padding"]
+    b, ch, hh, ww = x.shape
+    y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
+    c.forward(Flops(other=k * k * y.numel))
+    c.backward_input(Flops(other=y.numel))
+    return y
