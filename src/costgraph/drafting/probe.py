@@ -329,7 +329,7 @@ class Probe:
         for name in present:
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
-            elif name in STAGE_LISTS or name in STAGE_SCALARS:
+            elif stages and (name in STAGE_LISTS or name in STAGE_SCALARS):    # Mamba2Config's num_heads is no list
                 continue
             elif name in values and (mamba2 or name not in MAMBA2_OWN):
                 probe.fields[name] = values[name]
