@@ -1,13 +1,20 @@
-"""The body of a hierarchical convolutional backbone (ConvNeXt, ConvNeXt V2), drafted stage by stage (issue 28
-items 1 and 2; task k28conv12).
+"""The body of a staged vision backbone, drafted stage by stage (issue 28 items 1 and 2; task k28conv12):
+ConvNeXt, ConvNeXt V2, DINOv3 ConvNeXt, ResNet, RegNet, PoolFormer, and the windowed Transformers Swin, Swin V2 and
+their copies (:mod:`costgraph.drafting.window_stages` writes a Swin layer).
 
-Per-stage lists. A config of such a backbone sets one entry per stage: ``hidden_sizes`` (the channels of stage i)
-and ``depths`` (its layers) in transformers 5.24 configuration_convnext.py. Entry i (from 0) is the symbol
-``h_{i+1}`` (``l_{i+1}``), named in the draft's ``dim`` as ``hidden_sizes[i]`` (``depths[i]``) and probed at primes
-of its own (:data:`costgraph.drafting.probe.STAGE_LISTS`); the number of stages stays the config's (the lists'
-length, ``num_stages``). The draft writes one block per stage, ``repeat l_i as stage_i { ... }``, of the stage's
-layers, after the modules the stage calls before them (ConvNeXt's ``downsampling_layer``: a channels-first
-LayerNorm, then a Conv2d of kernel = stride = 2 from ``h_{i}`` to ``h_{i+1}``).
+Per-stage lists, how they are symbolised. A config of such a backbone sets one entry per stage: ``depths`` (the
+layers of stage i), ``hidden_sizes`` (its channels: transformers 5.24 configuration_convnext.py, _resnet.py,
+_regnet.py, _poolformer.py) and Swin's ``num_heads`` (configuration_swin.py, whose widths are ``embed_dim``·2^(i−1)).
+Entry i (from 0) is a symbol of its own, ``l_{i+1}``, ``h_{i+1}``, ``a_{i+1}``, named in the draft's ``dim`` as
+``depths[i]``, ``hidden_sizes[i]``, ``num_heads[i]`` (the config block gives the config's entries), each entry probed
+at a value of its own (:data:`costgraph.drafting.probe.STAGE_LISTS`: the widths 4 × a prime of k28conv12's range, the
+depths and heads small counts named by position, never read from a shape); the number of stages stays the config's
+(the lists' length; ``num_stages``, Swin's ``num_layers`` follow it). A backbone's fields of one value are symbols
+too (:data:`costgraph.drafting.probe.STAGE_SCALARS`: ResNet's ``embedding_size`` h_0, RegNet's ``groups_width``
+g_w, Swin's ``embed_dim`` h_e). The draft writes one block per stage, ``repeat l_i as stage_i { ... }``, of the
+stage's layers, after the modules the stage calls before them (ConvNeXt's ``downsampling_layer``, PoolFormer's patch
+embedding of the stage); where a stage's first layer is built otherwise (ResNet's and RegNet's shortcut projection
+and stride), its statements come first, then ``repeat l_i - 1``.
 
 The statements follow the traced modules in call order. transformers 5.24 modeling_convnext.py
 ``ConvNextEmbeddings.forward``: ``patch_embeddings`` (Conv2d, kernel = stride = ``patch_size``), then a
@@ -15,13 +22,16 @@ channels-first ``ConvNextLayerNorm`` (``permute(0, 2, 3, 1)``, LayerNorm over th
 2)``). ``ConvNextLayer.forward``: ``dwconv`` (Conv2d 7×7, padding 3, groups = channels), ``permute(0, 2, 3, 1)``,
 ``layernorm``, ``pwconv1`` (Linear C → 4C), ``act``, [``grn``: ConvNeXt V2], ``pwconv2`` (4C → C), [``layer_scale_
 parameter`` × ·], ``permute(0, 3, 1, 2)``, ``residual + drop_path(·)``. ``ConvNextModel.forward``:
-``layernorm(last_hidden_state.mean([-2, -1]))``. Kernel sizes, strides, paddings that the modeling code fixes
-(7, 3, 2) are written as numbers; sizes as symbols through :class:`costgraph.drafting.writer.Sizer`. A strided
-output side is PyTorch's ``⌊(n + 2·padding − k)/stride⌋ + 1`` (the ``conv2d`` rule of
-:mod:`costgraph.ops.vision`); the probes' images are chosen so that every stage halves a whole side
-(:meth:`costgraph.drafting.probe.Probe.make`'s ``stages``). Torch-free: module facts and integers only.
+``layernorm(last_hidden_state.mean([-2, -1]))``. modeling_resnet.py ``ResNetBottleNeckLayer``: ``layer`` (three
+Conv2d + BatchNorm2d + activation), ``shortcut`` (strided 1×1 Conv2d + BatchNorm2d, or Identity) on the layer's
+input, ``activation`` of the sum; modeling_regnet.py adds grouped 3×3 convolutions and a squeeze-and-excitation.
+Kernel sizes, strides, paddings that the modeling code fixes (7, 3, 2, 1) are written as numbers; sizes as symbols
+through :class:`costgraph.drafting.writer.Sizer`. A strided output side is PyTorch's ``⌊(n + 2·padding −
+k)/stride⌋ + 1`` (the ``conv2d`` rule of :mod:`costgraph.ops.vision`); the probes' images are chosen so that every
+stage halves a whole side (:meth:`costgraph.drafting.probe.Probe.make`'s ``stages``). A backbone whose config sets
+no image size (ResNet's) reads an image ``[b, c, s, s]``, s the input's side (224 in the config block). Torch-free:
+module facts and integers only.
 """
-
 from __future__ import annotations
 
 import re

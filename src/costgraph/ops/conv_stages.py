@@ -1,14 +1,12 @@
-"""Operators of convolutional backbones (ConvNeXt, ConvNeXt V2): the layout changes between a convolution's
-channels-first ``[B, C, H, W]`` and a Linear's channels-last ``[B, H, W, C]`` (``permute``, views),
-``spatial_mean`` (the global average pool before the final norm) and ``grn`` (ConvNeXt V2's Global Response
-Normalization).
+"""Operators of staged vision backbones (task k28conv12): the layout changes between a convolution's channels-first
+``[B, C, H, W]`` and a Linear's channels-last ``[B, H, W, C]`` (``channels_last``, ``channels_first``: ConvNeXt's
+``permute``, views), ``spatial_mean`` (a global average pool), ``grn`` (ConvNeXt V2's Global Response
+Normalization), ``batch_norm`` and ``max_pool2d`` (ResNet's), ``avg_pool`` (PoolFormer's token mixer), ``windows`` and
+``unwindows`` (Swin's window partition and its reverse).
 
-FLOPs under ``matmul``: none (``torch.utils.flop_counter`` counts no ``permute``, ``mean``,
-``linalg_vector_norm``, ``mul`` or ``add``). Under ``all``: ``spatial_mean`` one add per input element;
-``grn`` 6 per element (the square and sum of the L2 norm over H·W, the division by the channels' mean, the
-product with x, γ's product and the two adds: transformers 5.24 modeling_convnextv2.py ``ConvNextV2GRN.forward``).
+FLOPs under ``matmul``: none (``torch.utils.flop_counter`` counts no ``permute``, ``mean``, ``linalg_vector_norm``,
+``batch_norm``, pooling, ``mul`` or ``add``). Under ``all``: each operator's docstring.
 """
-
 from __future__ import annotations
 
 from ..engine.context import as_dim
