@@ -1,7 +1,8 @@
-"""``costgraph import`` (issue 28 item 2, task k28conv12) of staged convolutional backbones: ConvNeXt, ConvNeXt V2,
-DINOv3 ConvNeXt, ResNet and RegNet at their default configs (AutoModel's base class), traced from ``pixel_values``,
-exact against PyTorch at both probes (tests/draft_checks.py ``assert_exact``), each stage's width and depth a symbol
-of its own (``h_i`` = ``hidden_sizes[i - 1]``, ``l_i`` = ``depths[i - 1]``: drafting/conv_stages.py).
+"""``costgraph import`` (issue 28 item 2, task k28conv12) of staged vision backbones: ConvNeXt, ConvNeXt V2, DINOv3
+ConvNeXt, ResNet, RegNet, PoolFormer, Swin, Swin V2 and Donut Swin at their default configs (AutoModel's base class),
+traced from ``pixel_values``, exact against PyTorch at both probes (tests/draft_checks.py ``assert_exact``), each
+stage's width, depth and heads a symbol of its own (``h_i`` = ``hidden_sizes[i - 1]``, ``l_i`` = ``depths[i - 1]``,
+``a_i`` = ``num_heads[i - 1]``: drafting/conv_stages.py, drafting/window_stages.py).
 
 transformers 5.24 modeling_convnext.py ``ConvNextEmbeddings`` (Conv2d kernel = stride = patch_size, a channels-first
 LayerNorm), ``ConvNextStage`` (``downsampling_layer``: LayerNorm, Conv2d 2×2 stride 2; then ``layers``),
