@@ -24,7 +24,8 @@ and weight).
 Output size per spatial axis (PyTorch's ``Conv2d`` with dilation 1):
 ``⌊(n + 2·padding − k) / stride⌋ + 1`` on numbers and with a numeric stride
 (wav2vec2's feature encoder: ``⌊(L − 10)/5⌋ + 1``, then ``⌊(⌊(L − 10)/5⌋ − 2)/2⌋ + 1``,
-exact for every ``L``, as PyTorch rounds). A symbolic stride (a patch
+exact for every ``L``, as PyTorch rounds); stride 1 takes no floor (``n + 2·padding − k + 1``: a whole
+side stays whole, ConvNeXt's 7×7 depthwise keeps ``image/p``). A symbolic stride (a patch
 embedding's ``kernel = stride = p``) is taken to divide (``(image − p)/p + 1 =
 image/p``), and values for which it does not are refused when evaluated.
 """
