@@ -376,7 +376,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
     stages = stage_count(target)     # a staged backbone's per-stage lists (ConvNeXt's hidden_sizes, depths)
     if stages:
-        present += [*(f for f in STAGE_LISTS if isinstance(_field(target, f), (list, tuple))),
+        keys = getattr(type(target), "attribute_map", {}) or {}     # Swin's num_attention_heads is its num_heads
+        present += [*(f for f in STAGE_LISTS if isinstance(_field(target, f), (list, tuple)) and f not in keys),
                     *(f for f in STAGE_SCALARS if isinstance(_field(target, f), int))]
         follow = {"num_hidden_layers": stages,      # num_stages, Swin's num_layers: the lists' length
                    "num_attention_heads": _field(target, "num_heads"),    # Swin's attribute_map: the list itself

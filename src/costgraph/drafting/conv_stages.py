@@ -39,6 +39,7 @@ import re
 from .blocks import is_norm, norm_call
 from .facts import Module
 from .probe import STAGE_LISTS, STAGES
+from .reduced_attention import segformer_layer_lines
 from .window_stages import swin_layer_lines, swinv2_layer_lines
 from .writer import Sizer
 
@@ -68,6 +69,17 @@ def field_value(config, field: str):
         v = getattr(config, name, None)
         return v[int(index)] if isinstance(v, (list, tuple)) and index.isdigit() and int(index) < len(v) else None
     return getattr(config, field, None)
+
+
+def _side_after(conv: Module, side: str, sz: Sizer) -> str:
+    """The text of a map's side after ``conv``: ``side / p`` for a patch embedding of kernel = stride = a probed
+    field, else PyTorch's ``floor((side + 2·padding − k) / stride) + 1``."""
+    k, stride, pad = (conv.attrs.get(a) for a in ("kernel_size", "stride", "padding"))
+    if k == stride and k > 7 and not pad:
+        return f"{side} / {sz.size(k, 'kernel')}" if " " not in side else f"({side}) / {sz.size(k, 'kernel')}"
+    span = 2 * pad - k
+    shifted = f"{side} + {span}" if span > 0 else f"{side} - {-span}" if span < 0 else side
+    return f"floor(({shifted}) / {stride}) + 1" if stride != 1 else f"{shifted} + 1"
 
 
 def _stages(root: Module) -> Module | None:
@@ -279,13 +291,13 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     image = values.get("image")
     side = sz.size(image, "image size") if image else "s"     # no image_size field: the input's side, s
     inputs = [f"input pixels[b, {sz.size(ch, 'image channels')}, {side}, {side}]"]
-    lines, layout, done, result = [], "first", set(), "x"
+    lines, layout, done, result, now_side = [], "first", set(), "x", side
     for m in leaves:
         for i, stage in enumerate(stages.children):
             layers = _layers(stage)
             starts = min((c.order for c in layers.children if c.order is not None), default=None)
             if i not in done and starts is not None and starts < m.order:
-                lines += _stage_lines(i, layers, sz, values, swin)
+                lines += _stage_lines(i, layers, sz, values, swin, now_side)
                 done.add(i)
                 result = "x"
         name = m.path.replace(".", "_")
@@ -294,9 +306,13 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
         if merging is not None and merging.cls.endswith("PatchMerging") and layout == "tokens" \
                 and m is min(merging.children, key=lambda c: c.order if c.order is not None else 1 << 60):
             arg = "merge_tokens(x, 4)"    # Swin's 2×2 neighbours side by side (a cat: no FLOPs), then its first module
-        line, now = _leaf(m, arg, layout, sz, name)
-        if line is not None and m is first_conv and swin:     # Swin's patches as tokens [b, (image/p)^2, C]
+        line, now = _leaf(m, arg, "first" if m.cls == "Conv2d" else layout, sz, name)
+        if line is not None and m.cls == "Conv2d" and layout == "tokens":    # SegFormer's next patch embedding
+            line = line.replace("conv2d(x,", f"conv2d(unflatten_patches(x, {now_side}),", 1)   # on the map
+        if line is not None and m.cls == "Conv2d" and swin:     # Swin's, SegFormer's patches as tokens [b, R^2, C]
             line, now = line.replace("= conv2d(", "= flatten_patches(conv2d(", 1) + ")", "tokens"
+        if line is not None and m.cls == "Conv2d":
+            now_side = _side_after(m, now_side, sz)
         if line is not None and arg.startswith("merge_tokens"):
             line = "x = " + line.split(" = ", 1)[1]
         if line is not None:
@@ -305,7 +321,7 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
                 layout, result = now, line.split(" = ", 1)[0].replace("pixels", "x")
     for i, stage in enumerate(stages.children):
         if i not in done:
-            lines += _stage_lines(i, _layers(stage), sz, values, swin)
+            lines += _stage_lines(i, _layers(stage), sz, values, swin, now_side)
             result = "x"
     lines.append(f"return {result}")   # the last module's output (ResNet's pooler: the pooled map)
     if any("relative_coords" in line for line in lines):    # Swin V2's constant table of window offsets
@@ -314,13 +330,15 @@ def stage_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     return inputs, lines
 
 
-def _body(layer: Module, sz: Sizer, i: int, swin: bool) -> list[str]:
+def _body(layer: Module, sz: Sizer, i: int, swin: bool, side: str = "") -> list[str]:
     """One layer's statements: a Swin layer's (:func:`costgraph.drafting.window_stages.swin_layer_lines`, on stage
-    i's side ``image / (2^i·p)``) or a residual convolutional layer's (:func:`_layer`)."""
+    i's side ``image / (2^i·p)``), a SegFormer layer's (on ``side``, the stage's side as its patch embedding left
+    it) or a residual convolutional layer's (:func:`_layer`)."""
     if not swin:
         return _layer(layer, sz)
-    side = "image / p" if i == 0 else f"image / ({2 ** i} * p)"
-    lines = swin_layer_lines(layer, sz, i + 1, side) or swinv2_layer_lines(layer, sz, i + 1, side)
+    own = "image / p" if i == 0 else f"image / ({2 ** i} * p)"
+    lines = swin_layer_lines(layer, sz, i + 1, own) or swinv2_layer_lines(layer, sz, i + 1, own) \
+        or segformer_layer_lines(layer, sz, i + 1, side)
     return lines if lines is not None else [sz.todo(layer, "a Swin layer of a window or heads not probed")]
 
 
@@ -334,7 +352,7 @@ def _built(layer: Module) -> tuple:
     return (layer.cls, tuple(sorted(layer.params.items())), tuple(c.signature() for c in kids))
 
 
-def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict, swin: bool = False) -> list[str]:
+def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict, swin: bool = False, side: str = "") -> list[str]:
     """``repeat l_{i+1} as stage_{i+1} { ... }`` of a stage's layers, all built alike; where the first is built
     otherwise (ResNet's first layer of a stage: a shortcut projection, a stride), its statements, then
     ``repeat l_{i+1} - 1``. A layer count that is not the probe's entry is written as a number, with a warning."""
@@ -358,7 +376,7 @@ def _stage_lines(i: int, layers: Module, sz: Sizer, values: dict, swin: bool = F
     out = []
     if first:     # its own statements (a repeat body keeps x's shape): its nodes named stage_{i+1}_first_...
         out += [f"# stage {i + 1}: its first layer, built otherwise",
-                *(re.sub(r"name = (\w+)", rf"name = stage_{i + 1}_first_\1", t) for t in _body(kids[0], sz, i, swin))]
+                *(re.sub(r"name = (\w+)", rf"name = stage_{i + 1}_first_\1", t) for t in _body(kids[0], sz, i, swin, side))]
         count = f"{count} - 1" if count == sym else str(n - 1)
     return out + [f"repeat {count} as stage_{i + 1} {{   # stage {i + 1}: depths[{i}] layers"
-                  + (" after the first" if first else ""), *("  " + t for t in _body(rest[0], sz, i, swin)), "}"]
+                  + (" after the first" if first else ""), *("  " + t for t in _body(rest[0], sz, i, swin, side)), "}"]

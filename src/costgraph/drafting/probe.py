@@ -178,7 +178,7 @@ _PRIMES = (
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
      "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
-     "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 3, "a_3": 2, "a_4": 3},   # k28conv12: stages
+     "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4},   # k28conv12: stages
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -187,7 +187,7 @@ _PRIMES = (
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
      "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
-     "side": 661, "g_w": 677, "h_e": 691, "a_1": 3, "a_2": 2, "a_3": 3, "a_4": 2},   # k28conv12: stages
+     "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2},   # k28conv12: stages
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -199,9 +199,11 @@ _PRIMES = (
 STAGE_LISTS: dict[str, tuple[str, str]] = {
     "hidden_sizes": ("h", "channels of stage"),
     "depths": ("l", "layers of stage"),
-    # Swin's heads per stage (configuration_swin.py ``num_heads``): counts too, named by position (the attention
-    # module's heads, the relative position table's second axis), small so that they divide every stage's width
+    # Swin's heads per stage (configuration_swin.py ``num_heads``; SegFormer's ``num_attention_heads``): counts too,
+    # named by position (the attention module's heads, the relative position table's second axis), 2 or 4 so that
+    # they divide every stage's width (a multiple of 4)
     "num_heads": ("a", "attention heads of stage"),
+    "num_attention_heads": ("a", "attention heads of stage"),
 }
 #: the most stages probed
 STAGES = 4
@@ -211,7 +213,7 @@ STAGES = 4
 #: out_channels // groups_width``, modeling_regnet.py ``RegNetXLayer``), where set every stage width's factor too
 STAGE_SCALARS: dict[str, tuple[str, str]] = {"embedding_size": ("h_0", "stem channels"),
                                              "groups_width": ("g_w", "channels per group (grouped convolutions)"),
-                                             # Swin's stage 1 width, 2^(i-1)·h_e at stage i (a multiple of 6: of
+                                             # Swin's stage 1 width, 2^(i-1)·h_e at stage i (a multiple of 4: of
                                              # every probe head count)
                                              "embed_dim": ("h_e", "stage 1's channels (2^(i-1)·h_e at stage i)")}
 #: factor of every stage width and of the stem's (above; RegNet's squeeze-excitation reduces a layer's input
@@ -350,7 +352,7 @@ class Probe:
                 self.symbols[f"{prefix}_{i + 1}"] = (scale * p[f"{prefix}_{i + 1}"], f"{name}[{i}]")
         for name in [f for f in present if f in STAGE_SCALARS]:
             sym = STAGE_SCALARS[name][0]
-            v = p[sym] * {"h_0": STAGE_WIDTH, "h_e": 6}.get(sym, 1)
+            v = p[sym] * (STAGE_WIDTH if sym in ("h_0", "h_e") else 1)
             self.fields[name] = v
             self.symbols[sym] = (v, name)
 

@@ -169,3 +169,18 @@ def avg_pool(c):
     c.forward(Flops(other=k * k * y.numel))
     c.backward_input(Flops(other=y.numel))
     return y
+
+
+@op("unflatten_patches", "[B, side², C] → [B, C, side, side]: tokens back into a map for a convolution "
+    "(x.transpose(1, 2).reshape(B, C, side, side); a copy, no FLOPs)", x="tensor", side="dim", layout="whole")
+def unflatten_patches(c):
+    """SegFormer's ``SegformerSequenceReduction`` and ``SegformerDepthWiseConv`` (transformers 5.24
+    modeling_segformer.py: ``hidden_states.transpose(1, 2).view(batch_size, num_channels, height, width)``): 0 FLOPs,
+    keeps nothing. The tokens must be side² (checked when values are given)."""
+    x, side = c["x"], as_dim(c["side"])
+    if len(x.shape) != 3:
+        c.fail(f"unflatten_patches needs tokens [B, side², C], got {x.shape_str()}")
+    b, n, ch = x.shape
+    if not c.same(n, side * side):
+        c.fail(f"unflatten_patches: {n} tokens are not {side}² ", hint="the side of the map the tokens came from")
+    return c.output((b, ch, side, side), role=c.float_role(x))
