@@ -6,7 +6,10 @@ transformers 5.24 modeling_segformer.py ``SegformerLayer.forward``: ``layernorm_
 ``sequence_reduction`` where the stage's ratio r is above 1: the ``[B, C, R, R]`` map, a Conv2d of kernel = stride
 = r, flattened, a LayerNorm: ``(R/r)²`` keys; a heads of C/a; every query against every key, then ``o_proj``), added;
 ``layernorm_after``, ``mlp`` (``SegformerMixMLP``: ``fc1`` C → mlp_ratio·C, a 3×3 depthwise Conv2d on the map
-(``dwconv.dwconv``, padding 1), the activation, ``fc2``), added. The ratios and kernel sizes are the config's lists
+(``dwconv.dwconv``, padding 1), the activation, ``fc2``), added. modeling_pvt_v2.py ``PvtV2BlockLayer`` is the same
+layer under other names (``layer_norm_1``, ``query``, ``key``, ``value``, ``proj``, ``spatial_reduction`` and the
+attention's ``layer_norm``, ``dense1``, ``dense2``, ``layer_norm_2``; its ``linear_attention`` variant is not
+drafted). The ratios and kernel sizes are the config's lists
 (``sr_ratios``, ``mlp_ratios``), written as numbers.
 """
 
@@ -16,19 +19,24 @@ from .facts import Module
 from .writer import Sizer
 
 
-def _find(m: Module | None, path: str) -> Module | None:
-    for part in path.split("."):
-        m = m.child(part) if m is not None else None
-    return m
+def _find(m: Module | None, *paths: str) -> Module | None:
+    """The first of ``paths`` (dotted, under ``m``) that names a module, else None."""
+    for path in paths:
+        node = m
+        for part in path.split("."):
+            node = node.child(part) if node is not None else None
+        if node is not None:
+            return node
+    return None
 
 
 def segformer_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[str] | None:
     """The statements of one SegFormer layer of stage ``stage`` (from 1) on tokens ``x`` ``[b, R², C]``, ``side`` the
     text of R; None where the layer is not one or its heads are not the probe's ``a_{stage}``."""
     att, mlp = layer.child("attention"), layer.child("mlp")
-    parts = [_find(att, n) for n in ("q_proj", "k_proj", "v_proj", "o_proj")] + \
-        [_find(mlp, n) for n in ("fc1", "dwconv.dwconv", "fc2")]
-    norms = [layer.child(n) for n in ("layernorm_before", "layernorm_after")]
+    parts = [_find(att, *n) for n in (("q_proj", "query"), ("k_proj", "key"), ("v_proj", "value"), ("o_proj", "proj"))] \
+        + [_find(mlp, *n) for n in (("fc1", "dense1"), ("dwconv.dwconv",), ("fc2", "dense2"))]
+    norms = [_find(layer, *n) for n in (("layernorm_before", "layer_norm_1"), ("layernorm_after", "layer_norm_2"))]
     if att is None or mlp is None or any(p is None for p in parts + norms):
         return None
     q, k, v, o, fc1, dw, fc2 = parts
@@ -42,9 +50,10 @@ def segformer_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> li
     y, kv = f"y_{stage}", f"kv_{stage}"
     has = (lambda m: "true" if "bias" in m.params else "false")
     lines = [f"{y} = layernorm(x, name = layernorm_before)"]
-    red = _find(att, "sequence_reduction")
+    red = _find(att, "sequence_reduction", "spatial_reduction")    # PVT v2's: the Conv2d and the attention's norm
     if red is not None:
-        conv, norm = _find(red, "sequence_reduction"), _find(red, "layer_norm")
+        conv, norm = (_find(red, "sequence_reduction"), _find(red, "layer_norm")) if red.children else \
+            (red, _find(att, "layer_norm"))
         r = conv.attrs.get("kernel_size") if conv is not None else None
         if norm is None or not isinstance(r, int) or conv.attrs.get("stride") != r:
             return None
