@@ -26,7 +26,7 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 drafted = Drafts({"convnext": "ConvNextModel", "convnextv2": "ConvNextV2Model",
                   "dinov3_convnext": "DINOv3ConvNextModel", "resnet": "ResNetModel", "regnet": "RegNetModel",
                   "swin": "SwinModel", "donut-swin": "DonutSwinModel", "swinv2": "Swinv2Model",
-                  "poolformer": "PoolFormerModel"})
+                  "poolformer": "PoolFormerModel", "segformer": "SegformerModel", "pvt_v2": "PvtV2Model"})
 
 LAYER = ("    y = conv2d(x, h_{i}, kernel = 7, padding = 3, groups = h_{i}, name = {dw})\n"
          "    y = layernorm(channels_last(y), name = {ln})\n"
@@ -75,6 +75,17 @@ EXPECTED = {
     # modeling_poolformer.py PoolFormerLayer: pool(x) - x as the token mixer, GroupNorm(1, C), per-channel scales
     "poolformer": "    y = group_norm(x, 1, name = before_norm)\n    y = avg_pool(y, 3, padding = 1) - y   # pooling\n"
                   "    y = channels_first(layer_scale(channels_last(y)))   # layer_scale_1 [C], per channel\n",
+    # modeling_segformer.py SegformerAttention: keys and values of the map reduced by sr_ratios[0] = 8; the stage's
+    # side after SegformerOverlapPatchEmbeddings' Conv2d(7, stride 4, padding 3): floor((s + 6 - 7)/4) + 1
+    "segformer": "  x = flatten_patches(conv2d(pixels, h_1, kernel = 7, stride = 4, padding = 3, "
+                 "name = stages_0_patch_embeddings_proj))\n"
+                 "  x = layernorm(x, name = stages_0_patch_embeddings_layer_norm)\n"
+                 "  repeat l_1 as stage_1 {   # stage 1: depths[0] layers\n"
+                 "    y_1 = layernorm(x, name = layernorm_before)\n"
+                 "    kv_1 = layernorm(flatten_patches(conv2d(unflatten_patches(y_1, floor((s - 1) / 4) + 1), h_1, "
+                 "kernel = 8, stride = 8, bias = true, name = sr)), name = sr_norm)   # (R/8)^2 keys\n",
+    # modeling_pvt_v2.py PvtV2BlockLayer: SegFormer's layer under other names
+    "pvt_v2": "    x = x + linear(y_4, h_4, bias = true, name = o_proj)\n",
     # modeling_donut_swin.py: the same layer under BERT's names (attention.self.query, intermediate.dense, ...)
     "donut-swin": "  x = layernorm(merge_tokens(x, 4), name = encoder_layers_0_downsample_norm)\n"
                   "  x = linear(x, 2 * h_e, bias = false, name = encoder_layers_0_downsample_reduction)\n",
