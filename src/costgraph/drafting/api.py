@@ -18,7 +18,8 @@ from ..arguments import shown
 from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
-from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
+from .conv_stages import IMAGE_SIDE, field_value, stage_count
+from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
@@ -184,6 +185,7 @@ def _forward(torch, model, b: int, s: int):
     from ..torch_measure import flop_counter, meta_forward
     from .inputs_mel import mel_inputs
     from .inputs_audio import audio_inputs
+    from .inputs_conv import conv_pixels
     from .routing import stand_ins
     from .trace import trace
 
@@ -210,6 +212,8 @@ def _forward(torch, model, b: int, s: int):
                                               dtype=torch.bfloat16, device="meta")}
     elif audio_inputs(torch, model, params, b, s) is not None:   # raw audio [b, samples] (wav2vec2): s samples
         inputs = audio_inputs(torch, model, params, b, s)
+    elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
+        inputs = {"pixel_values": pixels}
     else:
         inputs = {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
@@ -282,7 +286,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
                                   hint="costgraph import traces one forward of token ids; write this family's "
                                        "model file by hand (docs: a new architecture in ten minutes)") from None
     _, target = probed_config(config)
-    real = {sym: getattr(target, f, None) for sym, (_, f) in probe.symbols.items()}
+    real = {sym: field_value(target, f) for sym, (_, f) in probe.symbols.items()}
     sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
                rounded=rounded_widths(target, probe.symbol_values()))
     rotary = any("rotary" in m.cls.lower() for m in facts.walk())
@@ -337,7 +341,7 @@ DRAFT_CACHE_SIZE = 32
 _DRAFTED: OrderedDict[tuple, Draft] = OrderedDict()
 
 
-def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv):
+def _probed_runs(torch, cfg, config, class_name, model_name, present, period, derived, even_kv, stages=0):
     """(probes, runs): the two probes and their drafts. A config whose model requires ``head_dim`` to be
     ``hidden_size / num_attention_heads`` (Helium's ``o_proj`` is h → h: transformers 5.24 modeling_helium.py) fails at
     probes that set the head size apart; it is then probed again with the head size following h / a, read back so.
@@ -352,7 +356,8 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
         built[id(probe)] = (probe, probed, _config_object(probed))
 
     def runs(**variant):
-        probes = fitted([Probe.make(present, i, period, derived, even_kv, **variant) for i in (0, 1)], builds)
+        probes = fitted([Probe.make(present, i, period, derived, even_kv, stages=stages, **variant) for i in (0, 1)],
+                        builds)
         made = {k: v[1:] for k, v in built.items() if v[0] is probes[0] or v[0] is probes[1]}
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name, made.get(id(p))) for p in probes]
 
@@ -396,18 +401,29 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     period = layer_period(target, period)
     derived = any(hasattr(target, f) for f in (*MAMBA2_HEAD, *MAMBA2_COMPUTED_HEAD))
     even_kv = any(hasattr(target, f) for f in EVEN_KV)
+    stages = stage_count(target)     # a staged backbone's per-stage lists (ConvNeXt's hidden_sizes, depths)
+    if stages:
+        keys = getattr(type(target), "attribute_map", {}) or {}     # Swin's num_attention_heads is its num_heads
+        present += [*(f for f in STAGE_LISTS if isinstance(_field(target, f), (list, tuple)) and f not in keys),
+                    *(f for f in STAGE_SCALARS if isinstance(_field(target, f), int))]
+        follow = {"num_hidden_layers": stages,      # num_stages, Swin's num_layers: the lists' length
+                   "num_attention_heads": _field(target, "num_heads"),    # Swin's attribute_map: the list itself
+                   "hidden_size": _field(target, "hidden_size") if "embed_dim" in present else None}   # Swin's last
+        present[:] = [f for f in present if f not in follow or _field(target, f) != follow[f]]      # width
     args = (torch, cfg, config, class_name, model_name)
     try:
-        probes, runs = _probed_runs(*args, present, period, derived, even_kv)
+        probes, runs = _probed_runs(*args, present, period, derived, even_kv, stages)
     except CostgraphValueError:
         if not _kv_follows_heads(cfg, nested, target, present):
             raise
         present.remove("num_key_value_heads")
-        probes, runs = _probed_runs(*args, present, period, derived, even_kv)
+        probes, runs = _probed_runs(*args, present, period, derived, even_kv, stages)
     torch_class, inputs, lines, sz, _, _, _ = runs[0]
     keys = getattr(type(target), "attribute_map", {}) or {}
     fields = {sym: f for sym, (_, f) in probes[0].symbols.items() if sym in sz.used}
-    real = {sym: int(getattr(target, f)) for sym, f in fields.items() if f not in unset}
+    real = {sym: int(field_value(target, f)) for sym, f in fields.items() if f not in unset}
+    if sz.stages and "image" not in sz.used:      # a backbone's image side set by no field: the config's s
+        real["s"] = IMAGE_SIDE
     prefix = f"{nested}." if nested else ""
     mapping = {sym: prefix + keys.get(f, f) for sym, f in fields.items()}   # as config.json names it (GPT-2: n_embd)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
@@ -430,7 +446,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
     if built is not None:
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
-            values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
+            values.update(b=p.b) if sz.seq or (sz.stages and "image" in sz.used) else values.update(b=p.b, s=p.s)
+            # a vision encoder's s is derived; a convolutional backbone's image side is s where no field sets it
             if sz.front_config:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
                 values["L"] = p.s
             got = built.costs("model", convention="matmul").evaluate(None, values)

@@ -16,7 +16,7 @@ from .per_layer import per_layer_inputs
 from .shared_blocks import SHARED_BLOCKS, reuse_names
 from .facts import Module
 from .parallel_lists import fold_parallel_lists
-from .probe import FIELDS
+from .probe import FIELDS, STAGE_LISTS, STAGE_SCALARS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .writer import Sizer, layer_lines
@@ -25,6 +25,7 @@ from .vision import patch_conv, vision_embeddings
 from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
 from .spectrogram import spectrogram_embeddings
+from .conv_stages import IMAGE_SIDE, stage_body
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -159,6 +160,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
     if looped is not None:
         return looped
+    staged = stage_body(root, sz)      # ConvNeXt's stages of layers (k28conv12)
+    if staged is not None:
+        return staged
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
@@ -491,6 +495,16 @@ def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int
     return out + lines + ["}"]
 
 
+def stage_text(sym: str) -> str:
+    """What a per-stage symbol (``h_2``: :data:`costgraph.drafting.probe.STAGE_LISTS`) or a staged backbone's own
+    (``h_0``: :data:`costgraph.drafting.probe.STAGE_SCALARS`) says, else the symbol."""
+    own = next((d for s, d in STAGE_SCALARS.values() if s == sym), None)
+    if own is not None:
+        return own
+    prefix, _, i = sym.rpartition("_")
+    return next((f"{d} {i}" for f, (p, d) in STAGE_LISTS.items() if p == prefix and i.isdigit()), sym)
+
+
 def _label(name: str, values: dict) -> str:
     """The repeat's name: the ModuleList's, unless a dimension has it (GPT-2's ``h``)."""
     return "layers" if name in values or name in ("b", "s") else name
@@ -503,10 +517,13 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
              *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
-    if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
+    if sz.seq is not None or sz.stages:     # a vision encoder: s follows the image and patch sizes; none in a
+        # convolutional backbone, or its image side
         dims = [f'  dim b   "micro-batch size ({"audio clips" if sz.seq_dims or sz.front_dims else "images"})"']
+        if sz.stages and "image" not in sz.used:
+            dims.append('  dim s   "image size (pixels per side): the input\'s, set by no config field"')
     for sym in order[2:]:
-        desc = next((d for f, (s, d) in FIELDS.items() if s == sym), sym)
+        desc = next((d for f, (s, d) in FIELDS.items() if s == sym), None) or stage_text(sym)
         dims.append(f'  dim {sym:<3} "{desc} (config.json: {fields.get(sym, "?")})"')
     if sz.front_dims:     # a speech encoder from raw audio: the samples, the frames after each convolution
         dims += sz.front_dims
@@ -516,7 +533,10 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + sz.front_config + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
+    if sz.stages:      # an image side no config field sets (conv_stages.IMAGE_SIDE)
+        seq = IMAGE_SIDE
+    image = sz.seq or (sz.stages and "image" in sz.used)
+    config = f"config {config_name} {{ {', '.join(values + sz.front_config + ([] if image else [f's = {seq}']) + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

@@ -173,7 +173,7 @@ MLA_FOLLOW = ("num_key_value_heads", "head_dim")
 EVEN_KV = ("lambda_std_dev",)
 
 #: symbols that count things rather than size a weight: never read from a shape
-COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L"})
+COUNTS = frozenset({"l", "k", "C", "W", "Cl", "t_k", "c_H", "c_L", *(f"{c}_{i}" for c in "la" for i in range(1, 5))})
 
 #: per probe: prime of every base factor. ``g`` = a/kv (query heads per KV head), ``x`` = h/(40a), the head size over
 #: :data:`HEAD`; ``w`` = lru_width/(40a) (RecurrentGemma's RG-LRU splits its width into a heads). The Mamba-2
@@ -193,7 +193,9 @@ _PRIMES = (
      "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
      "mel": 827, "se": 811, "frames": 809,      # k28feat12: speech encoders' Mel bins, positions, input frames
      "n_r": 523,   # k28tower12
-     "G_c": 701, "K_c": 719, "L": 733},     # k28wav12: speech encoders from raw audio
+     "G_c": 701, "K_c": 719, "L": 733,     # k28wav12: speech encoders from raw audio
+     "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
+     "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4},   # k28conv12: stages
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -203,8 +205,40 @@ _PRIMES = (
      "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
      "mel": 829, "se": 821, "frames": 863,      # k28feat12: speech encoders' Mel bins, positions, input frames
      "n_r": 541,   # k28tower12
-     "G_c": 709, "K_c": 727, "L": 739},     # k28wav12: speech encoders from raw audio
+     "G_c": 709, "K_c": 727, "L": 739,     # k28wav12: speech encoders from raw audio
+     "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
+     "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2},   # k28conv12: stages
 )
+#: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
+#: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
+#: ``_PRIMES[index][f"{prefix}_{i + 1}"]`` (k28conv12). The widths are 4 × a prime of task k28conv12's range (601 …
+#: 691; the 4 so that a bottleneck's width / 4, ResNet's ``reduction``, is whole: written ``h_i / 4``);
+#: the depths are counts (:data:`COUNTS`, never read from a shape: a stage's layer list is matched to its own entry
+#: by position, so small values cannot collide with a size), kept small so that a probe traces few layers, and
+#: different at the two probes. A config of more stages than :data:`STAGES` is probed at its own lists.
+STAGE_LISTS: dict[str, tuple[str, str]] = {
+    "hidden_sizes": ("h", "channels of stage"),
+    "depths": ("l", "layers of stage"),
+    # Swin's heads per stage (configuration_swin.py ``num_heads``; SegFormer's ``num_attention_heads``): counts too,
+    # named by position (the attention module's heads, the relative position table's second axis), 2 or 4 so that
+    # they divide every stage's width (a multiple of 4)
+    "num_heads": ("a", "attention heads of stage"),
+    "num_attention_heads": ("a", "attention heads of stage"),
+}
+#: the most stages probed
+STAGES = 4
+#: a staged backbone's fields of one value, probed with the stage lists only (ALBERT's ``embedding_size`` is
+#: another thing): ResNet's stem width (transformers 5.24 configuration_resnet.py ``embedding_size``), RegNet's
+#: channels per group of its grouped 3×3 convolutions (configuration_regnet.py ``groups_width``: ``groups =
+#: out_channels // groups_width``, modeling_regnet.py ``RegNetXLayer``), where set every stage width's factor too
+STAGE_SCALARS: dict[str, tuple[str, str]] = {"embedding_size": ("h_0", "stem channels"),
+                                             "groups_width": ("g_w", "channels per group (grouped convolutions)"),
+                                             # Swin's stage 1 width, 2^(i-1)·h_e at stage i (a multiple of 4: of
+                                             # every probe head count)
+                                             "embed_dim": ("h_e", "stage 1's channels (2^(i-1)·h_e at stage i)")}
+#: factor of every stage width and of the stem's (above; RegNet's squeeze-excitation reduces a layer's input
+#: channels by 4: ``int(round(in_channels / 4))``)
+STAGE_WIDTH = 4
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
 #: ``L`` is no symbol: the audio probes (a config with :data:`AUDIO`'s groups) run :data:`SAMPLES` · L samples of
@@ -258,7 +292,7 @@ class Probe:
 
     @classmethod
     def make(cls, present, index: int, period: int = 1, derived_head: bool = False, even_kv: bool = False,
-             head_follows: bool = False, even_groups: bool = False) -> "Probe":
+             head_follows: bool = False, even_groups: bool = False, stages: int = 0) -> "Probe":
         """The probe ``index`` (0 or 1) for a config whose canonical fields include ``present``. ``period``: the
         longest layer pattern the config sets (Jamba's ``attn_layer_period`` 8): the layers are probed at a prime
         count over twice it (:data:`LAYER_PRIMES`), so that the pattern shows at least twice and folds.
@@ -268,7 +302,9 @@ class Probe:
         ``hidden_size / num_attention_heads`` and named by no symbol (a model that requires it: Helium's).
         ``even_groups``: twice the query heads per KV head (``g``), so that a model whose layers double the KV heads
         still groups the query heads evenly (MiMo-V2-Flash's sliding-window layers: transformers 5.24
-        modeling_mimo_v2_flash.py ``num_key_value_heads * 2 if is_swa``)."""
+        modeling_mimo_v2_flash.py ``num_key_value_heads * 2 if is_swa``). ``stages``: the stages of a config whose
+        :data:`STAGE_LISTS` fields are in ``present`` (1 … :data:`STAGES`): each entry probed as a symbol of its own,
+        and the image 2^(stages − 1) times larger, so that every stage's stride-2 downsampling halves a whole side."""
         p = dict(_PRIMES[index])
         if 2 * period >= p["l"]:
             above = [n for n in LAYER_PRIMES if n > 2 * period]
@@ -332,15 +368,38 @@ class Probe:
             probe.s = 2 * p["se"] if "max_source_positions" in present else p["frames"]
         if audio:     # a speech encoder from raw audio: s is the samples (the layers' frames follow)
             probe.s = SAMPLES * p["L"]
+        if 0 < stages <= STAGES:     # Swin's: the last stage two windows a side, so that its windows shift
+            values["image_size"] = p["p"] * 2 ** (stages - 1) * (2 * p["W"] if "window_size" in present else p["q"])
+            probe._stage_fields(present, p, stages)
         for name in present:
             if name == "num_conv_pos_embeddings" and POS_LAYERS in present:    # a layer count: the config's
                 continue
             if (mla and name in MLA_FOLLOW) or ((mamba2 or head_follows) and name == "head_dim"):
                 probe.fields[name] = values[name]
+            elif stages and (name in STAGE_LISTS or name in STAGE_SCALARS):    # Mamba2Config's num_heads is no list
+                continue
             elif name in values and (mamba2 or name not in MAMBA2_OWN):
                 probe.fields[name] = values[name]
                 probe.symbols.setdefault(MAMBA2_OWN.get(name) or FIELDS[name][0], (values[name], name))
         return probe
+
+    def _stage_fields(self, present, p: dict, stages: int) -> None:
+        """The per-stage lists (:data:`STAGE_LISTS`) and a staged backbone's own fields (:data:`STAGE_SCALARS`) of
+        :meth:`make`, at ``p`` (this probe's primes), for ``stages`` stages; where the config sets no image size
+        (ResNet's), the traced ``s`` is the image side: a prime times the stem's and every stage's halving."""
+        if "image_size" not in present:
+            self.s = p["side"] * 2 ** (stages + 1)
+        for name in [f for f in present if f in STAGE_LISTS]:
+            prefix = STAGE_LISTS[name][0]
+            scale = STAGE_WIDTH * (p["g_w"] if "groups_width" in present else 1) if prefix == "h" else 1
+            self.fields[name] = [scale * p[f"{prefix}_{i + 1}"] for i in range(stages)]
+            for i in range(stages):
+                self.symbols[f"{prefix}_{i + 1}"] = (scale * p[f"{prefix}_{i + 1}"], f"{name}[{i}]")
+        for name in [f for f in present if f in STAGE_SCALARS]:
+            sym = STAGE_SCALARS[name][0]
+            v = p[sym] * (STAGE_WIDTH if sym in ("h_0", "h_e") else 1)
+            self.fields[name] = v
+            self.symbols[sym] = (v, name)
 
     def symbol_values(self) -> dict[str, int]:
         """symbol → probe value."""

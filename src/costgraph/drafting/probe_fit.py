@@ -110,8 +110,8 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
         at = {**values, **{sym: k for sym in free}, "b": 1}
         if "L" in built.symbols:      # a speech encoder's s follows its samples L (the frames): one second's
             at["L"] = 16000
-        elif "s" in built.symbols:      # a vision encoder's s follows its image (n + 1), AST's its patches: not given
-            at["s"] = 1
+        elif "s" in built.symbols:    # a free s: 1 (a vision encoder's s follows its image, AST's its patches: derived);
+            at.setdefault("s", 1)     # a convolutional backbone's image side s is the config's (values: IMAGE_SIDE)
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:
         raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",

@@ -16,7 +16,8 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "sliding_window", "num_experts", "is_causal", "padding_idx", "nf", "eps", "n_groups", "ssm_state_size",
          "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
          "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
-         "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads")
+         "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
+         "data_format", "num_groups")    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -94,11 +95,12 @@ def _attrs(mod) -> dict:
     ratio = getattr(getattr(mod, "config", None), "mask_ratio", None)
     if callable(getattr(mod, "random_masking", None)) and isinstance(ratio, float):   # ViT-MAE's embeddings (k28tower12)
         out["mask_ratio"] = ratio
-    for a in ("kernel_size", "stride", "padding", "groups"):   # a convolution's, (k,) and (k, k) tuples read as k
-        v = getattr(mod, a, None)
-        if isinstance(v, tuple) and len(set(v)) == 1 and isinstance(v[0], int):
+    for a in ("kernel_size", "padding", "groups", "stride", "output_size"):   # a convolution's or pool's, (k,) and
+        v = getattr(mod, a, None)                                              # square (k, k) tuples read as k
+        if isinstance(v, tuple) and len(v) in (1, 2) and isinstance(v[0], int) and len(set(v)) == 1:
             v = v[0]
-        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "AvgPool")):   # weight-normed too
+        if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
+                                                                  "AdaptiveAvgPool")):   # weight-normed convs too
             out[a] = v
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
@@ -193,6 +195,8 @@ def trace(torch, model, inputs: dict, run) -> Module:
                     node.tokens = int(t.shape[1]) if t.dim() >= 2 else None
                     if type(mod).__name__ == "Conv2d":     # its input's height and width (AST's spectrogram)
                         node.attrs["in_shape"] = ",".join(str(int(n)) for n in t.shape)
+                    if "norm" in node.cls.lower():     # ConvNeXt's final norm reads the pooled [B, C]
+                        node.attrs["in_rank"] = t.dim()
                     if t.numel() == 0:     # called on no rows (X-MOD's adapter of a language no sequence is in)
                         node.attrs["empty_input"] = True
             else:

@@ -47,6 +47,8 @@ class Sizer:
     #: convolution: :mod:`costgraph.drafting.audio`), and the values its config block gives them (``L = 16000``)
     front_dims: list | None = None
     front_config: list = field(default_factory=list)
+    #: a staged convolutional backbone (:mod:`costgraph.drafting.conv_stages`): no sequence, its input an image
+    stages: bool = False
 
     def quiet(self) -> "Sizer":
         """A sizer for trial recognition: nothing it reads is recorded."""

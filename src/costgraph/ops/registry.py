@@ -47,7 +47,8 @@ KINDS = ("tensor", "dim", "bool", "ident")
 # The modules of operator rules (in costgraph.ops); a new one is added here.
 RULE_MODULES = ("elementwise", "index", "matmul", "norm", "shape", "ssm", "vision", "linear_attention",
                 "linear_attention_ssd",
-                "sparse_attention", "linear_attention_kda", "linear_attention_lightning", "recurrent")
+                "sparse_attention", "linear_attention_kda", "linear_attention_lightning", "recurrent",
+                "conv_stages")   # k28conv12: ConvNeXt's layout changes, spatial mean, GRN
 
 
 # How an operator's output is split under tensor parallelism, given its inputs'

@@ -24,7 +24,8 @@ and weight).
 Output size per spatial axis (PyTorch's ``Conv2d`` with dilation 1):
 ``⌊(n + 2·padding − k) / stride⌋ + 1`` on numbers and with a numeric stride
 (wav2vec2's feature encoder: ``⌊(L − 10)/5⌋ + 1``, then ``⌊(⌊(L − 10)/5⌋ − 2)/2⌋ + 1``,
-exact for every ``L``, as PyTorch rounds). A symbolic stride (a patch
+exact for every ``L``, as PyTorch rounds); stride 1 takes no floor (``n + 2·padding − k + 1``: a whole
+side stays whole, ConvNeXt's 7×7 depthwise keeps ``image/p``). A symbolic stride (a patch
 embedding's ``kernel = stride = p``) is taken to divide (``(image − p)/p + 1 =
 image/p``), and values for which it does not are refused when evaluated.
 """
@@ -47,6 +48,8 @@ def _out_size(c, n, k, stride, pad):
     if pad.is_number and pad < 0:
         c.fail(f"{c.kind}: padding {pad} is negative")
     span = n + 2 * pad - k
+    if stride == 1:     # a whole side: no floor to take (ConvNeXt's depthwise 7×7 keeps a symbolic side as it is)
+        return span + 1
     if span.is_number:
         if span < 0:
             c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + 2 * pad}",
