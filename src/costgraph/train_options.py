@@ -131,6 +131,8 @@ class PlanOptions:
     # the framework's attention kernel, given as train takes it and never searched (as link_rate): torchtitan's
     # F.scaled_dot_product_attention runs FlashAttention-2 (fa2) on Hopper (choices.ATTENTION_KERNEL)
     attention_kernel: str = like(LayoutOptions, "attention_kernel", check="choice")
+    # the time model's GEMM rate (choices.GEMM_RATE), passed to every row as attention_kernel, never searched
+    gemm_rate: str = like(LayoutOptions, "gemm_rate", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

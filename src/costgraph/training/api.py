@@ -488,6 +488,7 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
             out["moe_permute"] = PERMUTE_CONVENTION
         if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
             out["attention_kernel"] = filled.resolved("attention_kernel")
+        out["gemm_rate"] = filled.gemm_rate   # the GEMM fits' efficiencies: sustained or isolated (kernel_table.rated)
         from .kernel_time import UB_COMM_SMS, userbuffers_margin
 
         if userbuffers_margin(filled, rate.table) != 1:   # TP-overlapped GEMMs on the SMs userbuffers leave
