@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import (ATTENTION_KERNEL, CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, LINK_RATE, MEMORY_CONVENTION,
-                       OVERLAP)
+from ..choices import (ATTENTION_KERNEL, CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE,
+                       MEMORY_CONVENTION, OVERLAP)
 from ..errors import CostgraphValueError
 from ..hints import them
 from ..result_fields import document_json, key
@@ -96,6 +96,7 @@ class PlanResult(Tabular):
             if st.get("ep_dispatcher", EP_DISPATCHER.default) != EP_DISPATCHER.default else []
         words += [f"--attention-kernel {st['attention_kernel']}"] \
             if st.get("attention_kernel", ATTENTION_KERNEL.default) != ATTENTION_KERNEL.default else []
+        words += [f"--gemm-rate {st['gemm_rate']}"] if st.get("gemm_rate", GEMM_RATE.default) != GEMM_RATE.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
@@ -198,7 +199,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
-    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON), ``attention_kernel`` (``choices.ATTENTION_KERNEL``): in the check command if set,
+    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON), ``attention_kernel`` (``choices.ATTENTION_KERNEL``), ``gemm_rate`` (``choices.GEMM_RATE``): in the check command if set,
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
     takes them (the check command carries the layout text and a loss other than the default); ``compare``: :func:`_compared`.
 
@@ -238,7 +239,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
-                  cross_entropy=cross_entropy, link_rate=o.link_rate, ep_dispatcher=o.ep_dispatcher, attention_kernel=o.attention_kernel)
+                  cross_entropy=cross_entropy, link_rate=o.link_rate, ep_dispatcher=o.ep_dispatcher, attention_kernel=o.attention_kernel,
+                  gemm_rate=o.gemm_rate)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = [c.as_dict() for c in result.layouts]
@@ -248,7 +250,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
                 "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
-                "link_rate": o.link_rate, "ep_dispatcher": o.ep_dispatcher, "attention_kernel": o.attention_kernel, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                "link_rate": o.link_rate, "ep_dispatcher": o.ep_dispatcher, "attention_kernel": o.attention_kernel, "gemm_rate": o.gemm_rate, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
