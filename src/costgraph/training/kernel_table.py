@@ -23,6 +23,10 @@ forward and backward) with their sources, and the parameters fitted to them:
   the others (:func:`attention_curves`). ``attention_fp8_forward/backward_*`` (optional): the curves of
   Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention), fitted at the FP8 peak;
   ``--fp8-dot-product-attention`` runs on them where the table has them.
+* **Sustained GEMM rate** (optional): ``gemm_sustained_derate`` ``d``, fitted by :func:`fit_gemm_derate` to a
+  GEMM benchmark run on random data after long warm-ups at unlocked clocks (``gemm_sustained_points``, compared
+  with the ``gemm_sustained_dtype`` fit); :func:`rated` multiplies every GEMM fit's ``e`` by ``d`` under
+  ``--gemm-rate sustained`` (:data:`costgraph.choices.GEMM_RATE`, the default).
 * **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s) and, where the
   table measures memory-bound kernels of several sizes (``memory_points``), a fixed time per kernel
   ``memory_launch_ns``: :func:`memory_seconds` ``t_m + bytes/B_hbm``, both fitted by
@@ -235,8 +239,8 @@ def _table(entry, held: dict) -> KernelTable:
               _points(held["memory_points"], 2) if "memory_points" in held else ())
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
                        entry["hbm_bandwidth"], sources, main, kernels, kpts,
-                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1], fp8, fp8_pts, sustained,
-                       sustained_pts)
+                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1], fp8, fp8_pts,
+                       sustained, sustained_pts)
 
 
 #: the tables of the last file state read: ``(DataSet, tables)`` (a step time asks once per layout)
