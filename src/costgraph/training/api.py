@@ -478,8 +478,8 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["overlap"] = filled.overlap
     if filled.loss:   # the loss's kernels timed (costgraph.training.cross_entropy); none under --no-loss
         out["cross_entropy"] = filled.cross_entropy
-    if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
-        out["compute_by_class"] = st["compute_by_class"]
+    if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class, at --gemm-rate (kernel_table.rated)
+        out["compute_by_class"], out["gemm_rate"] = st["compute_by_class"], filled.gemm_rate
         from ..parallel.placement import expert_groups
 
         if expert_groups(model.graph):   # the MoE dispatch copies timed (costgraph.training.moe_kernels)
@@ -488,7 +488,6 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
             out["moe_permute"] = PERMUTE_CONVENTION
         if filled.attention == "flash":   # the fused attention kernel whose curves time the flash cores
             out["attention_kernel"] = filled.resolved("attention_kernel")
-        out["gemm_rate"] = filled.gemm_rate   # the GEMM fits' efficiencies: sustained or isolated (kernel_table.rated)
         from .kernel_time import UB_COMM_SMS, userbuffers_margin
 
         if userbuffers_margin(filled, rate.table) != 1:   # TP-overlapped GEMMs on the SMs userbuffers leave

@@ -239,8 +239,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
-                  cross_entropy=cross_entropy, link_rate=o.link_rate, ep_dispatcher=o.ep_dispatcher, attention_kernel=o.attention_kernel,
-                  gemm_rate=o.gemm_rate)
+                  cross_entropy=cross_entropy, link_rate=o.link_rate, ep_dispatcher=o.ep_dispatcher, attention_kernel=o.attention_kernel, gemm_rate=o.gemm_rate)
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = [c.as_dict() for c in result.layouts]
