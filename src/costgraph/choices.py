@@ -331,6 +331,19 @@ ATTENTION_KERNEL = Choice("attention_kernel", "attention kernel", (
 ), "auto", auto="cudnn", applies=(("attention", ("flash",)),))
 CHOICES[ATTENTION_KERNEL.name] = ATTENTION_KERNEL
 
+#: which GEMM rate the per-kernel step time uses (costgraph.training.kernel_table.rated; the points in
+#: training/kernels.toml): ``isolated``, the tables' GEMM curves as measured shape by shape (XLA's GEMM tables,
+#: DeepGEMM's README); ``sustained``, their saturated efficiency scaled by the table's gemm_sustained_derate, fitted
+#: to a GEMM benchmark that runs each shape on random data after 10,000 warm-up calls at unlocked clocks (Azure's
+#: AI-benchmarking-guide, superbench's cublaslt_gemm). The default is sustained: a training run holds the GPU busy
+#: for hours, at the clocks its power draw allows.
+GEMM_RATE = Choice("gemm_rate", "GEMM rate", (
+    ("sustained", "the GEMM curves' saturated efficiency scaled by the table's gemm_sustained_derate (a GEMM "
+                  "benchmark on random data after 10,000 warm-up calls, clocks unlocked; what a training run holds)"),
+    ("isolated", "the GEMM curves as the tables measure each shape (XLA's GEMM tables, DeepGEMM's README)"),
+), "sustained")
+CHOICES[GEMM_RATE.name] = GEMM_RATE
+
 
 def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | None = None, **kwargs) -> None:
     """Add ``--NAME`` for ``choice`` to an ``argparse`` parser: its values as

@@ -117,6 +117,9 @@ class LayoutOptions:
     attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
                                    "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
                                    choices=choices.ATTENTION_KERNEL)
+    # no search domain (as attention_kernel): a convention of the time model, which plan passes to every row
+    gemm_rate: str = option("--gemm-rate", "which GEMM rate the per-kernel time model uses (training/kernels.toml: "
+                            "kernel_table.rated): " + choices.GEMM_RATE.help(), choices=choices.GEMM_RATE)
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
                                  + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "

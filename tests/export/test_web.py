@@ -188,8 +188,9 @@ def test_gpt2_pipeline_page_matches_the_cli(tmp_path, capsys, gpt2_page):
     # bytes) puts it 46,487,040 bytes above the first (the first was the most loaded under the 4 B count before issue 31)
     assert trained["most_loaded_stage"] == 1 and cells["stage"][0] == "last"
     # the step with the links at NCCL's busbw (hardware.toml scale_up_busbw: NCCL src/graph/topo.h, 370.8 of 450 GB/s;
-    # 0.00521108 at the line rates; 0.00534209 before NCCL's 14 us network step, hardware.toml latency_scale_out_ns)
-    assert cells["time"][1] == "0.000917461" and cells["step"][1] == "0.00535969"
+    # 0.00521108 at the line rates; 0.00534209 before NCCL's 14 us network step, hardware.toml latency_scale_out_ns;
+    # 0.00535969 at --gemm-rate isolated, before the sustained GEMM rate became the default: kernel_table.rated)
+    assert cells["time"][1] == "0.000917461" and cells["step"][1] == "0.00539221"
     # the state is in the address: the link the page writes reproduces every cell
     link = cells["link"]
     assert link.startswith("b=2&s=512&h=768&") and "&TP=2&PP=2&DP=4&zero=1&recompute=none&precision=mixed&optimizer=adam&hardware=h100-sxm&" in link

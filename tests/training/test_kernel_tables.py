@@ -305,12 +305,12 @@ H100_GEMM_POINTS = r"^gemm_points = \[\n.*?\n\]\n"     # [h100-sxm]'s, the first
 
 @pytest.mark.parametrize("edits, words", [
     ([(H100_GEMM_POINTS, ""), (r'^(\[h100-sxm\]\ndescription = .*?\n)', r'\1points_from = "h200"\n')],
-     r"4[0-9]:1: \[h100-sxm\] points_from runs in a cycle for gemm_points \(h100-sxm → h200 → h100-sxm\)"),
+     r"5[0-9]:1: \[h100-sxm\] points_from runs in a cycle for gemm_points \(h100-sxm → h200 → h100-sxm\)"),
     ([(r'^points_from = "h100-sxm"', 'points_from = "h300"')],
      r"2[0-9][0-9]:1: \[h200\] points_from = 'h300' names no other kernel table"),
-    ([(H100_GEMM_POINTS, "")], r"4[0-9]:1: \[h100-sxm\] has no gemm_points"),
+    ([(H100_GEMM_POINTS, "")], r"5[0-9]:1: \[h100-sxm\] has no gemm_points"),
     ([(r'^(attention_head_dim = 128 .*?\n)', r'\1memory_points = [[1024, 1000]]\n')],
-     r"1[0-9][0-9]:1: \[h100-sxm\] gives memory_points without memory_launch_ns"),
+     r"2[0-9][0-9]:1: \[h100-sxm\] gives memory_points without memory_launch_ns"),
 ], ids=["cycle", "unknown-preset", "no-points", "points-without-parameters"])
 def test_points_from_refusals_name_the_table_and_line(edits, words):
     from costgraph.errors import CostgraphValueError
@@ -324,7 +324,8 @@ def test_points_from_resolves_along_a_chain_and_by_kernel():
     # gb300 → gb200 → b200 (XLA's B200 table); b200's attention rows are gb200's; h200's FlashAttention-3 rows are
     # h100-sxm's main curves (its attention_kernel is fa3), its FlashAttention-2 rows h100-sxm's attention_fa2_*
     assert {k: (e.name, key) for k, (e, key) in held["gb300"].items() if k.startswith("gemm")} == {
-        "gemm_points": ("b200", "gemm_points"), "gemm_fp8_points": ("b200", "gemm_fp8_points")}
+        "gemm_points": ("b200", "gemm_points"), "gemm_fp8_points": ("b200", "gemm_fp8_points"),
+        "gemm_sustained_points": ("gb200", "gemm_sustained_points")}   # Azure's GB200 rows (--gemm-rate)
     assert (held["b200"]["attention_forward_points"][0].name, held["gb300"]["attention_forward_points"][0].name) == (
         "gb200", "gb300")
     assert [(e.name, key) for e, key in (held["h200"]["attention_fa3_forward_points"],

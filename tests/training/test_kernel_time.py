@@ -12,7 +12,7 @@ import costgraph
 from costgraph.cli import main
 from costgraph.hardware import preset
 from costgraph.parallel.layout import Layout
-from costgraph.training.kernel_table import (attention_eta, fit_attention, fit_gemm, gemm_eta, gemm_seconds,
+from costgraph.training.kernel_table import (attention_eta, fit_attention, fit_gemm, gemm_eta, gemm_seconds, rated,
                                              kernel_table)
 from costgraph.training.kernel_time import kernel_ops, kernel_seconds
 from cli_checks import run as _run, refused as _refused
@@ -83,8 +83,8 @@ def test_linear_shapes_follow_megatron_tp(llama, table):
     one = _rows(m, v, table)
     two = _rows(m, v, table, t=2)
 
-    def gemm(mm, n, k, contraction=None):
-        return gemm_seconds(sympy.Integer(2 * mm * n * k), contraction or k, P, table)
+    def gemm(mm, n, k, contraction=None):   # at the default --gemm-rate sustained (kernel_table.rated)
+        return gemm_seconds(sympy.Integer(2 * mm * n * k), contraction or k, P, rated(table, "sustained"))
 
     # t = 1: q_proj [b·s, h] · [h, a·d]: M = b·s, N = K = h
     assert one["layers/layer/self_attn/q_proj"]["forward"] == gemm(b * s, h, h)
@@ -204,8 +204,9 @@ def test_routed_experts_one_gemm_per_local_expert(table):
     path = "layers/layer/mlp/experts/expert/up_proj"
     for e, calls, streams in ((1, 4, 4), (4, 1, 2), (8, R(1, 2), 1)):
         row = _rows(m, v, table, e=e, gpus=8)[path]
-        assert row["forward"] == gemm_seconds(sympy.Integer(f), h, P, table) - t0 + calls * t0 / streams
-        assert row["forward"] == calls * gemm_seconds(R(f, 1) / calls, h, P, table, streams=streams)
+        st = rated(table, "sustained")   # the default --gemm-rate (kernel_table.rated: t0 kept)
+        assert row["forward"] == gemm_seconds(sympy.Integer(f), h, P, st) - t0 + calls * t0 / streams
+        assert row["forward"] == calls * gemm_seconds(R(f, 1) / calls, h, P, st, streams=streams)
         assert row["active"] == 2 * 32   # k active copies in each of the l layers
 
 
@@ -215,8 +216,9 @@ def test_fp8_linears_at_the_fp8_peak(llama, table):
     rows = kernel_ops(m.graph, Layout(policy="fp8-delayed"), table, {"bf16": P, "fp8": P8})
     at = {r["path"]: r["forward"].xreplace(v) for r in rows}
     f = 2 * 4096 * 4096 * 4096
-    assert at["layers/layer/self_attn/q_proj"] == gemm_seconds(sympy.Integer(f), 4096, P8, table, "fp8")
-    assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), 4096, P, table)
+    st = rated(table, "sustained")   # the default --gemm-rate: both fits' efficiencies × the table's derate
+    assert at["layers/layer/self_attn/q_proj"] == gemm_seconds(sympy.Integer(f), 4096, P8, st, "fp8")
+    assert at["lm_head"] == gemm_seconds(sympy.Integer(2 * 4096 * 4096 * 128256), 4096, P, st)
     r = m.train(Layout(gpus=1, policy="fp8-delayed"), values=v, hardware="h100-sxm")
     assert not any("FP8 GEMMs" in w for w in r.warnings)
 
@@ -232,7 +234,7 @@ def test_a_user_table_adds_a_preset(tmp_path, monkeypatch, llama):
     h100 = bundled[bundled.index("[h100-sxm]"):bundled.index("\n[", bundled.index("[h100-sxm]"))]
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
     no_fp8 = "\n".join(line for line in h100.replace("[h100-sxm]", "[h800]").splitlines()
-                        if not line.startswith("gemm_fp8_"))
+                        if not line.startswith(("gemm_fp8_", "gemm_sustained_")))
     (tmp_path / "kernels.toml").write_text(no_fp8, encoding="utf-8")
     mine = kernel_table(preset("h800"))
     assert mine is not None and mine.gemm == {"bf16": (Fraction("0.797"), 6351, 56)}

@@ -11,7 +11,7 @@ import sympy
 import costgraph
 from costgraph.hardware import preset
 from costgraph.parallel.layout import Layout
-from costgraph.training.kernel_table import gemm_seconds, kernel_table
+from costgraph.training.kernel_table import gemm_seconds, kernel_table, rated
 from costgraph.training.kernel_time import kernel_ops, userbuffers_margin
 
 R = sympy.Rational
@@ -44,7 +44,7 @@ def test_the_overlapped_gemms_run_on_116_sms(setup):
     s, h, i = 4096, 4096, 14336   # Llama-3-8B, b = 1, t = 2
 
     def gemm(mm, n, k, contraction):
-        return gemm_seconds(sympy.Integer(2 * mm * n * k), contraction, P, table)
+        return gemm_seconds(sympy.Integer(2 * mm * n * k), contraction, P, rated(table, "sustained"))   # the default --gemm-rate
 
     ub = _rows(m, v, table, t=2, sp=True)
     plain = _rows(m, v, table, t=2, sp=True, overlap="none")

@@ -4,7 +4,7 @@ that checks the first row."""
 
 from __future__ import annotations
 
-from ..choices import ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, EP_DISPATCHER, LINK_RATE, OVERLAP
+from ..choices import ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP
 from ..numbers import units
 from .tables import table
 
@@ -31,7 +31,9 @@ def to_text(plan) -> str:
            + (f"at {plan.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)"
               + (f" ({st['assumed']})" if st.get("assumed") else "")
               if plan.efficiency is not None else
-              f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}])"),
+              f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}]; GEMM rate --gemm-rate "
+              f"{st.get('gemm_rate', GEMM_RATE.default)}"
+              f"{' (default)' if st.get('gemm_rate', GEMM_RATE.default) == GEMM_RATE.default else ''})"),
            f"{plan.considered:,} layouts considered; {len(rows)} shown, fastest first "
            f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
            f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''}"

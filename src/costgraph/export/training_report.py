@@ -95,7 +95,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "link_rate": L.link_rate,
             "ep_overlap": L.ep_overlap, "ep_dispatcher": L.ep_dispatcher, "route_nodes": L.route_nodes, "overlap": L.overlap,
-            "attention_kernel": L.attention_kernel, "cp_comm_type": L.cp_comm_type,
+            "attention_kernel": L.attention_kernel, "cp_comm_type": L.cp_comm_type, "gemm_rate": L.gemm_rate,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             # memory conventions (costgraph.training.fp8, .memory, .states)
@@ -138,6 +138,8 @@ def _compute_json(compute, values) -> dict:
         out["step"]["time_model"] = rate.model
         if compute.attention_kernel is not None:   # the per-kernel model's flash-core curves (choices.ATTENTION_KERNEL)
             out["step"]["attention_kernel"] = compute.attention_kernel
+        if compute.gemm_rate is not None:   # the per-kernel model's GEMM rate (choices.GEMM_RATE)
+            out["step"]["gemm_rate"] = compute.gemm_rate
         if compute.userbuffers_sms is not None:   # kernel_time.userbuffers_margin (UserbuffersSMs: SMs)
             out["step"]["userbuffers_sms"] = json_fields(compute.userbuffers_sms, lambda v, q: int(v))
         if compute.compute_by_class is not None:   # the per-kernel model (ComputeByClass: seconds by kernel class)
@@ -334,6 +336,14 @@ def _step_text(compute, values) -> list[str]:
             u = compute.userbuffers_sms
             extra.insert(3, f"  TP-overlapped GEMMs (row-parallel forward; column-parallel dgrad, wgrad) on {u.gemm} of "
                          f"{u.device} SMs: Transformer Engine's default userbuffers take 16 (pipeline and bulk methods)")
+        if compute.gemm_rate is not None:   # which GEMM rate (choices.GEMM_RATE; kernel_table.rated)
+            from ..choices import GEMM_RATE
+            from ..training.kernel_table import sustained_note
+
+            g, note = compute.gemm_rate, sustained_note(rate.table, compute.gemm_rate)
+            at = 2 + (compute.attention_kernel is not None) + (compute.userbuffers_sms is not None)
+            extra.insert(at, f"  GEMM rate: {g}" + (" (default)" if g == GEMM_RATE.default else "")
+                         + f" ({note or GEMM_RATE.meaning(g)}; --gemm-rate)")
     if compute.calibration is not None:   # --efficiency-profile (costgraph.training.calibration)
         from ..training.calibration_profile import calibrated_text
 

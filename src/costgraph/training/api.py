@@ -478,8 +478,8 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
     out["overlap"] = filled.overlap
     if filled.loss:   # the loss's kernels timed (costgraph.training.cross_entropy); none under --no-loss
         out["cross_entropy"] = filled.cross_entropy
-    if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class
-        out["compute_by_class"] = st["compute_by_class"]
+    if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class, at --gemm-rate (kernel_table.rated)
+        out["compute_by_class"], out["gemm_rate"] = st["compute_by_class"], filled.gemm_rate
         from ..parallel.placement import expert_groups
 
         if expert_groups(model.graph):   # the MoE dispatch copies timed (costgraph.training.moe_kernels)

@@ -31,6 +31,7 @@ def _main(entry) -> str:
 
 #: every points field → the parameter fitted to it (a table calls for the points of each parameter it gives)
 LEADS = {"gemm_points": "gemm_efficiency", "gemm_fp8_points": "gemm_fp8_efficiency", "memory_points": "memory_launch_ns",
+         "gemm_sustained_points": "gemm_sustained_derate",
          **{f"attention_{d}_points": f"attention_{d}_efficiency" for d in DIRECTIONS},
          **{f"attention_{k}_{d}_points": f"attention_{k}_{d}_efficiency" for k in (*KERNELS, "fp8") for d in DIRECTIONS}}
 

@@ -23,6 +23,10 @@ forward and backward) with their sources, and the parameters fitted to them:
   the others (:func:`attention_curves`). ``attention_fp8_forward/backward_*`` (optional): the curves of
   Transformer Engine's FP8 dot-product attention (cuDNN's FP8 fused attention), fitted at the FP8 peak;
   ``--fp8-dot-product-attention`` runs on them where the table has them.
+* **Sustained GEMM rate** (optional): ``gemm_sustained_derate`` ``d``, fitted by :func:`fit_gemm_derate` to a
+  GEMM benchmark run on random data after long warm-ups at unlocked clocks (``gemm_sustained_points``, compared
+  with the ``gemm_sustained_dtype`` fit); :func:`rated` multiplies every GEMM fit's ``e`` by ``d`` under
+  ``--gemm-rate sustained`` (:data:`costgraph.choices.GEMM_RATE`, the default).
 * **Memory-bound operators**: an achieved HBM bandwidth ``hbm_bandwidth`` (B/s) and, where the
   table measures memory-bound kernels of several sizes (``memory_points``), a fixed time per kernel
   ``memory_launch_ns``: :func:`memory_seconds` ``t_m + bytes/B_hbm``, both fitted by
@@ -66,6 +70,13 @@ KIND = Kind("kernel table", (
     Field("gemm_fp8_k0", unit="", required=False),
     Field("gemm_fp8_points", "list", required=False),
     Field("gemm_fp8_source", "text", required=False),
+    Field("gemm_sustained_derate", "decimal", required=False, positive=True,
+          doc="the sustained GEMM rate's factor on the saturated efficiency (fitted to gemm_sustained_points)"),
+    Field("gemm_sustained_dtype", "text", required=False,
+          doc="the GEMM fit (bf16 or fp8) gemm_sustained_points are compared with"),
+    Field("gemm_sustained_points", "list", required=False,
+          doc="[M, N, K, measured FLOP/s at the benchmark's count M·N·(2K − 1)] of a sustained GEMM benchmark"),
+    Field("gemm_sustained_source", "text", required=False),
     Field("attention_forward_efficiency", "decimal", positive=True),
     Field("attention_forward_s0", unit="tokens"),
     Field("attention_forward_points", "list", required=False, doc="[key length S, measured FLOP/s]"),
@@ -100,6 +111,7 @@ KIND = Kind("kernel table", (
     Field("sm_count", unit="", required=False, positive=True,
           doc="the device's streaming multiprocessors (userbuffers' SM margin, kernel_time.userbuffers_margin)"),
 ), together=(("memory_launch_ns", "memory_source"), ("gemm_fp8_efficiency", "gemm_fp8_launch_ns", "gemm_fp8_k0", "gemm_fp8_source"),
+             ("gemm_sustained_derate", "gemm_sustained_dtype", "gemm_sustained_source"),
              *[tuple(f"attention_{k}_{d}_{f}" for d in ("forward", "backward")
                      for f in ("efficiency", "s0", "source")) for k in (*ATTENTION_KERNELS, "fp8")]))
 # (a table's points go with their parameters too: kernel_points.resolve, where points_from may give them)
@@ -136,6 +148,10 @@ class KernelTable:
     attention_fp8: dict | None = None
     #: "forward"/"backward" → ((S, FLOP/s), ...) of ``attention_fp8``
     attention_fp8_points: dict | None = None
+    #: the sustained GEMM rate's factor on each GEMM fit's efficiency (None: not measured; :func:`rated`)
+    gemm_sustained: object = None
+    #: ``(dtype, ((M, N, K, FLOP/s at M·N·(2K − 1)), ...))`` the factor is fitted to (None: not measured)
+    gemm_sustained_points: tuple | None = None
 
     def to_dict(self) -> dict:
         """The parameters and their sources (the points left out), for JSON."""
@@ -207,11 +223,24 @@ def _table(entry, held: dict) -> KernelTable:
             sources[f"attention_fp8_{d}_source"] = entry[f"attention_fp8_{d}_source"]
         fp8 = {d: (entry[f"attention_fp8_{d}_efficiency"], entry[f"attention_fp8_{d}_s0"]) for d in ("forward", "backward")}
         fp8_pts = {d: _points(held[f"attention_fp8_{d}_points"], 2) for d in ("forward", "backward")}
+    sustained = sustained_pts = None
+    if "gemm_sustained_derate" in entry:   # the sustained GEMM rate (rated; fit_gemm_derate)
+        dtype = entry["gemm_sustained_dtype"]
+        if dtype not in gemm:
+            raise entry.error(f"gemm_sustained_dtype {dtype!r} names no GEMM fit of this table", "gemm_sustained_dtype",
+                              hint="bf16 (gemm_*) or fp8 (gemm_fp8_*, where the table has them)")
+        if entry["gemm_sustained_derate"] > 1:
+            raise entry.error(f"gemm_sustained_derate = {float(entry['gemm_sustained_derate']):.6g} is above 1: "
+                              "a sustained rate faster than the table's", "gemm_sustained_derate",
+                              hint="a factor 0 < d ≤ 1 on the saturated efficiency (kernel_table.fit_gemm_derate)")
+        sustained, sustained_pts = entry["gemm_sustained_derate"], (dtype, _points(held["gemm_sustained_points"], 4))
+        sources["gemm_sustained_source"] = entry["gemm_sustained_source"]
     memory = ("memory_launch_ns" in entry and entry["memory_launch_ns"],
               _points(held["memory_points"], 2) if "memory_points" in held else ())
     return KernelTable(entry.name, entry["description"], gemm, gpts, att, pts, entry["attention_head_dim"],
                        entry["hbm_bandwidth"], sources, main, kernels, kpts,
-                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1], fp8, fp8_pts)
+                       entry["sm_count"] if "sm_count" in entry else None, int(memory[0] or 0), memory[1], fp8, fp8_pts,
+                       sustained, sustained_pts)
 
 
 #: the tables of the last file state read: ``(DataSet, tables)`` (a step time asks once per layout)
@@ -256,6 +285,61 @@ def gemm_seconds(flops, k, peak, table: KernelTable, dtype: str = "bf16", stream
     times ``t0`` overlap (``t0/streams`` a call; the FLOPs share the device: not divided)."""
     e, t0, k0 = _gemm(table, dtype)
     return t0 / streams + flops / (sympy.Integer(peak) * e) * (1 + k0 / k)
+
+
+def rated(table: KernelTable, rate: str) -> KernelTable:
+    """``table`` at GEMM rate ``rate`` (:data:`costgraph.choices.GEMM_RATE`): ``isolated``, as it is;
+    ``sustained``, every GEMM fit's saturated efficiency ``e`` times the table's ``gemm_sustained_derate``
+    ``d`` (``t0`` and ``k0`` kept: a sustained clock slows the tensor cores' throughput), i.e.
+    ``seconds = t0 + F/(P·e·d)·(1 + k0/K)``. A table without a derate is returned as it is (the
+    caller says so: :func:`sustained_note`)."""
+    from dataclasses import replace
+
+    from ..choices import GEMM_RATE
+
+    if rate not in GEMM_RATE.values:
+        raise CostgraphValueError(f"unknown {GEMM_RATE.what} {rate!r}", hint="--gemm-rate " + GEMM_RATE.hint())
+    if rate != "sustained" or table.gemm_sustained is None:
+        return table
+    d = Fraction(table.gemm_sustained)
+    return replace(table, gemm={k: (Fraction(e) * d, t0, k0) for k, (e, t0, k0) in table.gemm.items()})
+
+
+def sustained_note(table: KernelTable, rate: str) -> str | None:
+    """What ``--gemm-rate sustained`` did on ``table``: its derate and source, or that the table has none."""
+    if rate != "sustained":
+        return None
+    if table.gemm_sustained is None:
+        return (f"kernels.toml [{table.preset}] has no gemm_sustained_derate: its GEMM curves as measured "
+                "(isolated)")
+    return f"GEMM efficiencies × {float(table.gemm_sustained):.3g} (kernels.toml [{table.preset}] gemm_sustained_derate)"
+
+
+def fit_gemm_derate(points, fit, peak, compute_bound=Fraction(9, 10)) -> Fraction:
+    """The factor ``d`` on a GEMM fit's saturated efficiency fitted to a sustained benchmark's ``points``
+    ``(M, N, K, FLOP/s)`` — FLOP/s at the benchmark's count ``M·N·(2K − 1)`` (superbench's cublaslt_gemm,
+    ``cublaslt_gemm.cu`` ``run``: ``m·n·(2k − 1)/time``) — an exact rational.
+
+    ``fit`` = ``(e, t0 ns, k0)`` (the table's stored parameters), ``peak`` the dtype's peak FLOP/s. Only the
+    points the fit calls compute-bound enter: the fit's η at least ``compute_bound`` of its ``e`` (the factor
+    scales the compute term only; the small shapes' fixed times differ from kernel to kernel). The model
+    ``s_i(x) = t0 + c_i·x`` (``c_i = F_i/(P·e)·(1 + k0/K_i)``, ``F_i = 2·M·N·K``, ``x = 1/d``) is fitted by least
+    squares on the relative error of each point's measured seconds ``s_i``:
+    ``x = Σ (c_i/s_i)(1 − t0/s_i) / Σ (c_i/s_i)²``. Raises CostgraphValueError when no point is compute-bound."""
+    e, t0, k0 = Fraction(fit[0]), Fraction(fit[1], 10**9), fit[2]
+    num = den = Fraction(0)
+    for m, n, k, rate in points:
+        f = 2 * m * n * k
+        c = Fraction(f) / (peak * e) * (1 + Fraction(k0, k))
+        if Fraction(f) / (t0 + c) < compute_bound * e * peak:   # the fit's rate below compute_bound·e·P
+            continue
+        s = Fraction(m * n * (2 * k - 1), rate)
+        num += c / s * (1 - t0 / s)
+        den += (c / s) ** 2
+    if den == 0:
+        raise CostgraphValueError("no sustained GEMM point is compute-bound under the table's fit",
+                                  hint=f"points where the fit reaches {float(compute_bound):.0%} of its efficiency")
+    return den / num
 
 
 def memory_seconds(moved, table: KernelTable, kernels=1) -> sympy.Expr:

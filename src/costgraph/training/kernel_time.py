@@ -77,7 +77,7 @@ from ..engine.graph import numel
 from ..engine.symbols import as_expr
 from ..engine.totals import causal_share
 from ..numbers.minmax import smax
-from .kernel_table import KernelTable, attention_curves, gemm_seconds
+from .kernel_table import KernelTable, attention_curves, gemm_seconds, rated
 from .moe_kernels import permute_rows
 from .step_kernels import loss_seconds, quantize_rows
 
@@ -108,6 +108,7 @@ def _kernel_ops(cg, L, table: KernelTable, peaks: dict) -> tuple[list[dict], tup
     from ..parallel.placement import KEY_FIELDS
 
     plan = recompute_plan(cg, L, L.attention)
+    table = rated(table, L.gemm_rate)   # --gemm-rate: the GEMM fits' efficiencies, sustained or isolated
     key = (table.preset, tuple(sorted(table.gemm.items())), tuple(sorted(table.attention.items())),
            table.hbm_bandwidth, table.memory_launch_ns, tuple(sorted(peaks.items())), L.precision, L.policy,
            L.attention,

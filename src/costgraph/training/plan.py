@@ -37,7 +37,7 @@ import numpy as np
 import sympy
 
 from ..choices import (ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY,
-                       EP_DISPATCHER, LINK_RATE, OVERLAP, RECOMPUTE_PLANNED)
+                       EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP, RECOMPUTE_PLANNED)
 from ..engine.graph import CostGraph
 from ..errors import CostgraphValueError
 from ..options import Space, SEARCHED_OPTIONS, searched
@@ -145,7 +145,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
          allow_offload: bool = False, exhaustive: bool = False, reserve_of=None,
          cross_entropy: str = CROSS_ENTROPY.default, link_rate: str = LINK_RATE.default,
          ep_dispatcher: str = EP_DISPATCHER.default, attention_kernel: str = ATTENTION_KERNEL.default,
-         cp_comm_type: str = CP_COMM_TYPE.default) -> Plan:
+         cp_comm_type: str = CP_COMM_TYPE.default, gemm_rate: str = GEMM_RATE.default) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device; ``reserve_of``: a row's own reserve, called with the candidate, when
@@ -169,6 +169,8 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     ``attention_kernel`` (:data:`costgraph.choices.ATTENTION_KERNEL`: the flash core's kernel, fa2 under PyTorch's
     SDPA as torchtitan runs it): the framework's, on every layout, never searched. ``cp_comm_type``
     (:data:`costgraph.choices.CP_COMM_TYPE`, Megatron's ``--cp-comm-type``): the same, on every layout with CP.
+    ``gemm_rate`` (:data:`costgraph.choices.GEMM_RATE`: the per-kernel model's GEMM rate, sustained or isolated):
+    a convention of the time model, on every layout, never searched.
     ``pipeline_layout``: Megatron's pipeline layout text (:mod:`costgraph.parallel.pipeline_layout`): only
     the ``(p, v)`` its stages allow, every row with it (screened with the even forms, confirmed exactly).
     ``allow_fp8`` (the FP8 policies, on a preset with an FP8 peak), ``allow_offload`` (optimizer and
@@ -196,7 +198,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
                     micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap,
                     reserve_of=reserve_of, cross_entropy=cross_entropy, link_rate=link_rate,
                     ep_dispatcher=ep_dispatcher, factors=factors, pipeline_layout=pipeline_layout,
-                    attention_kernel=attention_kernel, cp_comm_type=cp_comm_type,
+                    attention_kernel=attention_kernel, cp_comm_type=cp_comm_type, gemm_rate=gemm_rate,
                     allow=dict(allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive))
         bar.update(steps)
         return out
@@ -214,7 +216,8 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
           max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None, reserve_of=None,
           pipeline_layout=None, allow=None, cross_entropy=CROSS_ENTROPY.default,
           link_rate=LINK_RATE.default, ep_dispatcher=EP_DISPATCHER.default,
-          attention_kernel=ATTENTION_KERNEL.default, cp_comm_type=CP_COMM_TYPE.default) -> Plan:
+          attention_kernel=ATTENTION_KERNEL.default, cp_comm_type=CP_COMM_TYPE.default,
+          gemm_rate=GEMM_RATE.default) -> Plan:
     capacity = hardware.memory_bytes if capacity is None else capacity
     _one_node(hardware, gpus)
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
@@ -233,7 +236,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
                 cross_entropy=cross_entropy, link_rate=link_rate,   # the activations' precision: Layout.filled()
                 ep_dispatcher=ep_dispatcher, fp8_transpose=transpose_for(hardware), attention_kernel=attention_kernel,
-                cp_comm_type=cp_comm_type)
+                cp_comm_type=cp_comm_type, gemm_rate=gemm_rate)
     derived: dict = {}   # the variants' forms, derived once (a second screen keeps more rows, not new forms)
 
     def derive(fields, opts, schedules):
@@ -247,7 +250,8 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
                      peak=float(hardware.peak_flops_bf16), bar=bar)
     settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap,
                     pipeline_layout=pipeline_layout, cross_entropy=cross_entropy, link_rate=link_rate,
-                    ep_dispatcher=ep_dispatcher, attention_kernel=attention_kernel, cp_comm_type=cp_comm_type)
+                    ep_dispatcher=ep_dispatcher, attention_kernel=attention_kernel, cp_comm_type=cp_comm_type,
+                    gemm_rate=gemm_rate)
     limit = top + MARGIN
     keep = 4 * limit + 16   # the fastest rows of each screened set that are ranked (all of them if needed)
     while True:

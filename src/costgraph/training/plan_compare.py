@@ -223,7 +223,8 @@ def _given(layout, plan, st) -> tuple:
             "link_rate": st.get("link_rate") or LINK_RATE.default,
             "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default,
             **({"attention_kernel": st["attention_kernel"]} if st.get("attention_kernel") else {}),
-            **({"cp_comm_type": st["cp_comm_type"]} if st.get("cp_comm_type") else {})}
+            **({"cp_comm_type": st["cp_comm_type"]} if st.get("cp_comm_type") else {}),
+            **({"gemm_rate": st["gemm_rate"]} if st.get("gemm_rate") else {})}
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
@@ -253,7 +254,8 @@ def _first_layout(first: dict, plan):
                          "gpus": plan.gpus, "overlap": st.get("overlap"), "pipeline_layout": st.get("pipeline_layout"),
                          "cross_entropy": st.get("cross_entropy"), "link_rate": st.get("link_rate"),
                          **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {}),
-                         "attention_kernel": st.get("attention_kernel"), "cp_comm_type": st.get("cp_comm_type")})
+                         "attention_kernel": st.get("attention_kernel"), "cp_comm_type": st.get("cp_comm_type"),
+                         "gemm_rate": st.get("gemm_rate")})
 
 
 def _train_options(plan, options) -> dict:
@@ -391,7 +393,7 @@ def _shown(v) -> str:
 #: Layout fields plan's check command writes from the row and plan's settings (PlanResult.check_command)
 _CHECKED = ("gpus", "t", "p", "c", "e", "sp", "zero", "recompute", "schedule", "v", "m", "attention", "policy",
             "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type",
-            "pipeline_layout", *_SPLIT_FIELDS)
+            "gemm_rate", "pipeline_layout", *_SPLIT_FIELDS)
 #: the row's variant fields plan's check command writes (costgraph.training.plan_variants.check_words)
 _VARIANTS = ("recompute_modules", *VARIANT_FLAGS)
 
@@ -414,7 +416,7 @@ def _check_words(plan, row: dict, given=None) -> str | None:
         plan = dataclasses.replace(plan, settings={
             **plan.settings, "attention": given.attention, "optimizer": given.optimizer, "overlap": given.overlap,
             "cross_entropy": given.cross_entropy, "link_rate": given.link_rate, "ep_dispatcher": given.ep_dispatcher,
-            "attention_kernel": given.attention_kernel, "cp_comm_type": given.cp_comm_type,
+            "attention_kernel": given.attention_kernel, "cp_comm_type": given.cp_comm_type, "gemm_rate": given.gemm_rate,
             "pipeline_layout": given.pipeline_layout})
     try:
         words = [plan.check_command(full)]

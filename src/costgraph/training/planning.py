@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import (ATTENTION_KERNEL, CP_COMM_TYPE, CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, LINK_RATE, MEMORY_CONVENTION,
-                       OVERLAP)
+from ..choices import (ATTENTION_KERNEL, CP_COMM_TYPE, CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE,
+                       LINK_RATE, MEMORY_CONVENTION, OVERLAP)
 from ..errors import CostgraphValueError
 from ..hints import them
 from ..result_fields import document_json, key
@@ -98,6 +98,7 @@ class PlanResult(Tabular):
             if st.get("attention_kernel", ATTENTION_KERNEL.default) != ATTENTION_KERNEL.default else []
         words += [f"--cp-comm-type {st['cp_comm_type']}"] \
             if st.get("cp_comm_type", CP_COMM_TYPE.default) != CP_COMM_TYPE.default else []
+        words += [f"--gemm-rate {st['gemm_rate']}"] if st.get("gemm_rate", GEMM_RATE.default) != GEMM_RATE.default else []
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
@@ -183,7 +184,7 @@ def _split_words(row: dict) -> list[str]:
 
 
 #: the layout settings plan passes to every row as given (never searched): into plan() and its settings
-_GIVEN = ("link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type")
+_GIVEN = ("link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type", "gemm_rate")
 
 
 def plan_layouts(model, values, options=None, **settings) -> PlanResult:
@@ -204,7 +205,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
     ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
-    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON), ``attention_kernel`` (``choices.ATTENTION_KERNEL``), ``cp_comm_type`` (``choices.CP_COMM_TYPE``): in the check command if set,
+    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON), ``attention_kernel`` (``choices.ATTENTION_KERNEL``), ``cp_comm_type`` (``choices.CP_COMM_TYPE``), ``gemm_rate`` (``choices.GEMM_RATE``): in the check command if set,
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
     takes them (the check command carries the layout text and a loss other than the default); ``compare``: :func:`_compared`.
 

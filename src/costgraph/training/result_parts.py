@@ -259,6 +259,8 @@ class TrainingCompute(Part):
                                                        default=None)
     moe_permute: str | None = quantity(label="MoE dispatch copies' convention", omit_none=True, default=None)
     attention_kernel: str | None = quantity(label="fused attention kernel timed", omit_none=True, default=None)
+    gemm_rate: str | None = quantity(label="GEMM rate of the per-kernel model (--gemm-rate)", omit_none=True,
+                                     default=None)
     userbuffers_sms: UserbuffersSMs | None = quantity(label="SMs of the TP-overlapped GEMMs", omit_none=True,
                                                       default=None)
     rate: object = quantity(label="the step time's rate (costgraph.training.steptime.Rate)", omit_none=True,
