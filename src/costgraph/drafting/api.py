@@ -18,7 +18,7 @@ from ..arguments import shown
 from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
-from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe
+from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe, mrope_sections
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
@@ -156,7 +156,20 @@ def _build(torch, cfg: dict, class_name: str | None, config=None):
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
                                   hint="costgraph import drafts causal language models (…ForCausalLM)") from None
     model.train(False)
+    _fit_mrope(model)
     return model
+
+
+def _fit_mrope(model) -> None:
+    """A multimodal RoPE's sections set to the probe's rotary half-width (:func:`costgraph.drafting.probe.mrope_sections`):
+    the modules' ``mrope_section`` comes from ``rope_parameters`` or the modeling file's default for a 128 head
+    (transformers 5.24 modeling_qwen2_vl.py ``Qwen2VLRotaryEmbedding.__init__``), which the forward's split refuses at
+    a probe's head size; the half-width is the module's ``inv_freq`` length (its partial rotary factor included)."""
+    for m in model.modules():
+        inv = getattr(m, "inv_freq", None)
+        scaled = mrope_sections(getattr(m, "mrope_section", None), inv.shape[-1]) if hasattr(inv, "shape") else None
+        if scaled is not None:
+            m.mrope_section = scaled
 
 
 def _forward(torch, model, b: int, s: int):

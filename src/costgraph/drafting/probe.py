@@ -331,3 +331,33 @@ class Probe:
         used.sort(key=lambda s: order.get(s, 99))
         parts = ([str(coef)] if coef != 1 or not used else []) + used
         return " * ".join(parts)
+
+
+def mrope_sections(sections, half: int) -> list[int] | None:
+    """A multimodal RoPE's ``mrope_section`` (the rotary half-width split between the temporal, height and width
+    positions: transformers 5.24 modeling_qwen2_vl.py ``Qwen2VLRotaryEmbedding.recomposition_frequencies``,
+    ``freq.split(self.mrope_section, dim=-1)``, which requires the sections to sum to the rotary dimension over two,
+    ``inv_freq``'s length; default ``[16, 24, 24]`` of a 128 head, Glm4v's ``[8, 12, 12]``) rescaled to a probe's
+    rotary half-width ``half`` in the config's proportions. The rule (largest remainder): each section
+    ``floor(half · s / Σs)``, the units left over one each to the sections of the largest remainders, the first
+    among equals. None where ``sections`` is not a list of positive integers or already sums to ``half``.
+    The sections only reorder the cos/sin tables (no FLOPs, no weights): any split summing to ``half`` counts alike.
+
+    >>> mrope_sections([16, 24, 24], 340)
+    [85, 128, 127]
+    >>> mrope_sections([8, 12, 12], 64) is None
+    False
+    >>> mrope_sections([16, 24, 24], 64) is None
+    True
+    """
+    if not isinstance(sections, (list, tuple)) or not sections or half < len(sections) \
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sections):
+        return None
+    total = sum(sections)
+    if total == half:
+        return None
+    out = [half * v // total for v in sections]
+    order = sorted(range(len(sections)), key=lambda j: (-(half * sections[j] % total), j))
+    for j in order[:half - sum(out)]:
+        out[j] += 1
+    return out
