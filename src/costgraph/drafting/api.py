@@ -19,6 +19,7 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, Probe, mrope_sections
+from .inputs_seq2seq import decoder_length
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
@@ -172,13 +173,14 @@ def _fit_mrope(model) -> None:
             m.mrope_section = scaled
 
 
-def _forward(torch, model, b: int, s: int):
+def _forward(torch, model, b: int, s: int, t: int | None = None):
     """Facts, forward FLOPs under the routed-experts convention and FlopCounterMode's own count (grouped_mm counted)
-    of one ``[b, s]`` forward; the two counts differ only where experts ran every token through every expert
+    of one ``[b, s]`` forward (an encoder-decoder's decoder: ``[b, t]``); the two counts differ only where experts ran every token through every expert
     (:mod:`costgraph.drafting.routing`, which also stands in for a router's data-dependent counts)."""
     import inspect
 
     from ..torch_measure import flop_counter, meta_forward
+    from .inputs_seq2seq import seq2seq_inputs
     from .routing import stand_ins
     from .trace import trace
 
@@ -201,7 +203,7 @@ def _forward(torch, model, b: int, s: int):
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                               dtype=torch.bfloat16, device="meta")}
     else:
-        inputs = {"input_ids": ids, "use_cache": False}
+        inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
         # XLM (transformers 5.24 modeling_xlm.py XLMModel.forward) checks ``assert lengths.max().item() <= slen``,
         # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
@@ -265,7 +267,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
                               "(docs: a new architecture in ten minutes)") from None
     model = _build(torch, probed, class_name, probed_object)
     try:
-        facts, fl, counted = _forward(torch, model, probe.b, probe.s)
+        facts, fl, counted = _forward(torch, model, probe.b, probe.s, decoder_length(probe.index))
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
         raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",

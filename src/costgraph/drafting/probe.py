@@ -176,14 +176,16 @@ _PRIMES = (
      "W": 41, "hk": 197, "hv": 199, "dk": 211, "dv": 223, "hl": 257, "dl": 263, "n_s": 277, "r_a": 347, "d_pl": 307,
      "V_pl": 313, "hi": 331, "t_k": 1009, "V_sh": 353, "d_sh": 359, "V_pr": 367, "d_pr": 373, "w_t": 401,
      "r_g": 419, "P": 431, "T_p": 439, "G": 449, "n_b": 461, "c_H": 2, "c_L": 3,
-     "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5},
+     "n_g": 61, "nb": 467, "hr": 479, "p": 499, "c": 509, "q": 5,
+     "t": 911},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
      "W": 43, "hk": 227, "hv": 229, "dk": 233, "dv": 239, "hl": 269, "dl": 271, "n_s": 281, "r_a": 349, "d_pl": 311,
      "V_pl": 317, "hi": 337, "t_k": 1013, "V_sh": 379, "d_sh": 383, "V_pr": 389, "d_pr": 397, "w_t": 409,
      "r_g": 421, "P": 433, "T_p": 443, "G": 457, "n_b": 463, "c_H": 3, "c_L": 2,
-     "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7},
+     "n_g": 59, "nb": 487, "hr": 491, "p": 503, "c": 521, "q": 7,
+     "t": 919},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
 )
 #: ``q`` is no symbol: the patches per side (image = p·q, so that n = q² is whole); the vision probes run s = q² + 1
 #: (the patches and the class token) in place of :data:`SHAPES`' s
