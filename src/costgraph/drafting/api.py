@@ -419,6 +419,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
         for p, run in zip(probes, runs):
             values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
             values.update(b=p.b) if sz.seq else values.update(b=p.b, s=p.s)   # a vision encoder's s is derived
+            if "t" in sz.used:      # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)
+                values["t"] = decoder_length(p.index)
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

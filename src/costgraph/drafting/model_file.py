@@ -19,6 +19,7 @@ from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
+from .seq2seq import t5_body
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
 
@@ -150,6 +151,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
     if looped is not None:
         return looped
+    seq2seq = t5_body(root, sz)       # T5's encoder and decoder (the decoder's t positions: decoder_input_ids)
+    if seq2seq is not None:
+        return seq2seq
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
@@ -442,9 +446,13 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
            fields: dict[str, str], real: dict[str, int], config_name: str, context: int | None = None) -> str:
     """The model file's text. ``fields``: symbol → config field; ``real``: symbol → the user's value;
     ``context``: the config's context length (the configuration's ``s``; 2048 when it has none)."""
-    order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
-             *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
+    first = ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max", "t")
+    order = ["b", "s", *(s for s in first if s in sz.used and s != "t"),
+             *sorted(s for s in sz.used if s not in first)]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
+    if "t" in sz.used:    # an encoder-decoder (:mod:`.seq2seq`): s the encoder's positions, t the decoder's
+        dims = [dims[0], '  dim s   "encoder sequence length (input tokens)"',
+                '  dim t   "decoder sequence length (decoder_input_ids)"']
     if sz.seq is not None:     # a vision encoder: s follows the image and patch sizes
         dims = ['  dim b   "micro-batch size (images)"']
     for sym in order[2:]:
@@ -456,7 +464,8 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     body = [("  " + x) if x else "" for x in (*inputs, "", *lines)]
     values = [f"{sym} = {real[sym]}" for sym in order[2:] if sym in real]
     seq = real.get("s_max", context or 2048)
-    config = f"config {config_name} {{ {', '.join(values + ([] if sz.seq else [f's = {seq}']) + ['b = 1'])} }}"
+    lengths = [] if sz.seq else [f"s = {seq}"] + ([f"t = {seq}"] if "t" in sz.used else [])
+    config = f"config {config_name} {{ {', '.join(values + lengths + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

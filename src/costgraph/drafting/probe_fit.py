@@ -100,7 +100,7 @@ def unset_counts(config, present: list[str]) -> list[str]:
 
 
 def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> int:
-    """The draft model ``built``'s parameters at the config's values (``b = s = 1``; a vision encoder's ``s`` derived). A symbol the config leaves
+    """The draft model ``built``'s parameters at the config's values (``b = s = 1``, an encoder-decoder's ``t = 1``; a vision encoder's ``s`` derived). A symbol the config leaves
     without a value (:func:`unset_counts`: a top-k, which sizes no weight) is given 1 and then 2: the two counts must
     be equal (the parameters do not depend on it), else :class:`CostgraphValueError`."""
     free = [sym for sym in mapping if sym not in values]
@@ -109,6 +109,7 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
         at = {**values, **{sym: k for sym in free}, "b": 1}
         if "image" not in mapping:      # a vision encoder's s follows its image (n + 1): not given
             at["s"] = 1
+            at["t"] = 1     # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`); no other draft has a t
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:
         raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",
