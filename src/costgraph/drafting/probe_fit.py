@@ -109,7 +109,8 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
         at = {**values, **{sym: k for sym in free}, "b": 1}
         if "image" not in mapping:      # a vision encoder's s follows its image (n + 1): not given
             at["s"] = 1
-            at["t"] = 1     # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`); no other draft has a t
+            if "t" in built.symbols:     # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)
+                at["t"] = 1
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:
         raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",
