@@ -162,10 +162,10 @@ def _build(torch, cfg: dict, class_name: str | None, config=None):
 
 
 def _fit_mrope(model) -> None:
-    """A multimodal RoPE's sections set to the probe's rotary half-width (:func:`costgraph.drafting.probe.mrope_sections`):
-    the modules' ``mrope_section`` comes from ``rope_parameters`` or the modeling file's default for a 128 head
-    (transformers 5.24 modeling_qwen2_vl.py ``Qwen2VLRotaryEmbedding.__init__``), which the forward's split refuses at
-    a probe's head size; the half-width is the module's ``inv_freq`` length (its partial rotary factor included)."""
+    """A multimodal RoPE's sections set to the probe's rotary half-width
+    (:func:`costgraph.drafting.probe.mrope_sections`): the modules' ``mrope_section`` comes from ``rope_parameters``
+    or the modeling file's default for a 128 head (transformers 5.24 modeling_qwen2_vl.py
+    ``Qwen2VLRotaryEmbedding.__init__``), which the forward's split refuses at a probe's head size; the half-width is the module's ``inv_freq`` length (its partial rotary factor included)."""
     for m in model.modules():
         inv = getattr(m, "inv_freq", None)
         scaled = mrope_sections(getattr(m, "mrope_section", None), inv.shape[-1]) if hasattr(inv, "shape") else None
@@ -175,7 +175,8 @@ def _fit_mrope(model) -> None:
 
 def _forward(torch, model, b: int, s: int, t: int | None = None):
     """Facts, forward FLOPs under the routed-experts convention and FlopCounterMode's own count (grouped_mm counted)
-    of one ``[b, s]`` forward (an encoder-decoder's decoder: ``[b, t]``); the two counts differ only where experts ran every token through every expert
+    of one ``[b, s]`` forward (an encoder-decoder's decoder: ``[b, t]``, :mod:`costgraph.drafting.inputs_seq2seq`);
+    the two counts differ only where experts ran every token through every expert
     (:mod:`costgraph.drafting.routing`, which also stands in for a router's data-dependent counts)."""
     import inspect
 

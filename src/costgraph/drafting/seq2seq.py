@@ -10,8 +10,10 @@ transformers 5.24 modeling_t5.py ``T5Model`` holds one token table ``shared`` [V
 each adding its residual. The first block's self-attention alone holds ``relative_attention_bias`` [nb, a]
 (``has_relative_attention_bias = bool(i == 0)`` in ``T5Stack.__init__``): its bias [1, a, s, s] is computed once and
 passed to every later layer (``T5Stack.forward``: ``position_bias = layer_outputs[1]``); the decoder's cross-
-attention has no bias. The encoder reads the ``s`` positions of ``input_ids``, the decoder the ``t`` of
-``decoder_input_ids`` (:mod:`costgraph.drafting.inputs_seq2seq`).
+attention has no bias. UMT5's blocks each hold a table of their own (transformers 5.24 modeling_umt5.py
+``UMT5Attention``: ``relative_attention_bias`` in every layer's self-attention, its bias computed in each call).
+The encoder reads the ``s`` positions of ``input_ids``, the decoder the ``t`` of ``decoder_input_ids``
+(:mod:`costgraph.drafting.inputs_seq2seq`).
 
 The draft writes both stacks with a block of its own (:data:`T5_BLOCK`, as models/t5.cg writes T5's attention, without
 the causal flag: PyTorch's eager attention computes every (query, key) pair of the decoder, masked).
@@ -26,9 +28,9 @@ from .facts import Module
 
 #: the attention block a T5 draft defines: q from ``x`` [B, T, H], k and v from ``mem`` [B, S, H] (``x`` itself for
 #: self-attention), ``bias`` [1, heads, T, S] added to the scores where given (Raffel et al. 2020 §2.1)
-T5_BLOCK = """# T5's attention (Raffel et al. 2020; transformers 5.24 modeling_t5.py T5Attention): q from x, k and v from mem
-# (the encoder's output in the decoder's cross-attention), `heads` heads of `head_dim`, no bias, no 1/sqrt(d) scaling,
-# the relative position bias added to the scores where given, o back to H.
+T5_BLOCK = """# T5's attention (Raffel et al. 2020; transformers 5.24 modeling_t5.py T5Attention): q from x, k and v
+# from mem (the encoder's output in the decoder's cross-attention), `heads` heads of `head_dim`, no bias, no
+# 1/sqrt(d) scaling, the relative position bias added to the scores where given, o back to H.
 block t5_attention(x[B, T, H], mem[B, S, H2], heads, head_dim, pos_bias = none, with_bias = false) {
   q = split_heads(linear(x, heads * head_dim, bias = false, name = q), heads)
   k = split_heads(linear(mem, heads * head_dim, bias = false, name = k), heads)
@@ -98,11 +100,15 @@ def _stack(stack: Module, sz, prefix: str, seq: str, cross: bool) -> list[str] |
     shape = _heads(att[1], hidden)
     rows = table.params.get("weight")
     if shape is None or rows is None or len(rows) != 2 or rows[1] != shape[0] \
-            or any(c.signature() != blocks.children[1].signature() for c in blocks.children[2:]):
+            or any(c.signature() != blocks.children[-1].signature() for c in blocks.children[1:]):
         return None
-    if len(blocks.children) > 1 and any(b.child("layer").children[0].child("SelfAttention")
-                                        .child("relative_attention_bias") is not None for b in blocks.children[1:]):
-        return None     # UMT5's bias in every layer: not this form
+    tables = [_part(b, 0, ("SelfAttention",)) for b in blocks.children[1:]]
+    tables = [p[1].child("relative_attention_bias") is not None if p else None for p in tables]
+    if None in tables or len(set(tables)) > 1:
+        return None
+    per_layer = bool(tables and tables[0])     # UMT5's: every block's self-attention holds its own table
+    if per_layer and any(c.signature() != first.signature() for c in blocks.children):
+        return None
     a, d = sz.size(shape[0], "attention heads"), sz.size(shape[1], "attention head size")
     mlp = _mlp(replace(ff[0], name="ff_layer_norm"), ff[1], hidden, sz)
     if mlp is None or (cross and _heads(xatt[1], hidden, shape[0]) != shape):
@@ -112,15 +118,18 @@ def _stack(stack: Module, sz, prefix: str, seq: str, cross: bool) -> list[str] |
     if count == "l":
         sz.used.add("l")
     nb = sz.size(rows[0], "relative position buckets")
-    body = [f"u = {norm_call(replace(att[0], name='attn_layer_norm'), 'x')}",
-            f"x = x + t5_attention(u, u, {a}, {d}, {prefix}_bias, with_bias = true, name = {att[1].name})"]
+    bias = f"{prefix}_bias = relative_position_bias({seq}, {seq}, {nb}, {a}, name = {prefix}_relative_attention_bias)"
+    body = [bias + "   # this block's own table (UMT5)"] if per_layer else []
+    body += [f"u = {norm_call(replace(att[0], name='attn_layer_norm'), 'x')}",
+             f"x = x + t5_attention(u, u, {a}, {d}, {prefix}_bias, with_bias = true, name = {att[1].name})"]
     if cross:
-        body.append(f"x = x + t5_attention({norm_call(replace(xatt[0], name='cross_layer_norm'), 'x')}, enc, {a}, {d}, name = {xatt[1].name})")
+        u = norm_call(replace(xatt[0], name="cross_layer_norm"), "x")
+        body.append(f"x = x + t5_attention({u}, enc, {a}, {d}, name = {xatt[1].name})")
     body.append(f"x = x + {mlp}")
     if T5_BLOCK not in sz.defined:
         sz.defined.append(T5_BLOCK)
-    return [f"{prefix}_bias = relative_position_bias({seq}, {seq}, {nb}, {a}, name = {prefix}_relative_attention_bias)"
-            f"   # {table.cls} of the first block's self-attention: every block adds it",
+    shared = [] if per_layer else [f"{bias}   # {table.cls} of the first block's self-attention: every block adds it"]
+    return [*shared,
             f"repeat {count} as {stack.name} {{   # {blocks.children[0].cls}", *("  " + t for t in body), "}",
             f"x = {norm_call(final, 'x').replace(f'name = {final.name})', f'name = {stack.name}_{final.name})')}"]
 
@@ -144,7 +153,8 @@ def t5_body(root: Module, sz) -> tuple[list[str], list[str]] | None:
         return None
     sz.used.add("t")
     inputs = ["input tokens[b, s]: index", "input decoder_tokens[b, t]: index"]
-    lines = [f"x = embedding(tokens, {v}, {h}, name = {shared.name})   # {shared.cls}: the encoder's and decoder's table",
+    lines = [f"x = embedding(tokens, {v}, {h}, name = {shared.name})   # {shared.cls}: the encoder's and the "
+             "decoder's table",
              *lines_enc, "enc = x   # the encoder's output, read by every decoder block's cross-attention",
              f"x = embedding(decoder_tokens, {v}, {h}, tied = {shared.name}, name = decoder_embed_tokens)",
              *lines_dec, "return x"]
