@@ -24,6 +24,8 @@ CASES = {
                "    x = x + relu_mlp(rmsnorm(x, name = ff_layer_norm), i, bias = false, name = DenseReluDense)\n",
     # MT5's gated-GELU feed-forward (T5DenseGatedActDense: wi_0, wi_1, wo; T5LayerFF names it DenseReluDense)
     "MT5Model": "    x = x + geglu(rmsnorm(x, name = ff_layer_norm), i, name = DenseReluDense)\n",
+    # UMT5's table in every block (UMT5Attention: has_relative_attention_bias always), its bias computed per block
+    "UMT5Model": "  repeat l as encoder {   # UMT5Block\n    enc_bias = relative_position_bias(s, s, nb, a, ",
     # Qwen2-VL's and GLM-4V's text models: mrope_section [16, 24, 24] and [8, 12, 12] rescaled to the probe's head
     "Qwen2VLTextModel": "repeat l as layers {",
     "Glm4vTextModel": "repeat l as layers {",
