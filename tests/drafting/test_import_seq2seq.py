@@ -26,6 +26,9 @@ CASES = {
     "MT5Model": "    x = x + geglu(rmsnorm(x, name = ff_layer_norm), i, name = DenseReluDense)\n",
     # UMT5's table in every block (UMT5Attention: has_relative_attention_bias always), its bias computed per block
     "UMT5Model": "  repeat l as encoder {   # UMT5Block\n    enc_bias = relative_position_bias(s, s, nb, a, ",
+    # M2M-100's pre-norm BART-like layers (M2M100EncoderLayer, M2M100DecoderLayer: biases, ReLU), the scaled table
+    "M2M100Model": "    x = x + bart_attention(layernorm(x, name = encoder_attn_layer_norm), enc, a, h / a, "
+                   "name = encoder_attn)\n",
     # Qwen2-VL's and GLM-4V's text models: mrope_section [16, 24, 24] and [8, 12, 12] rescaled to the probe's head
     "Qwen2VLTextModel": "repeat l as layers {",
     "Glm4vTextModel": "repeat l as layers {",

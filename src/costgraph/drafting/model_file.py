@@ -19,7 +19,7 @@ from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
-from .seq2seq import t5_body
+from .seq2seq import bart_body, t5_body
 from .writer import Sizer, layer_lines
 from .vision import patch_conv, vision_embeddings
 
@@ -151,7 +151,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
     if looped is not None:
         return looped
-    seq2seq = t5_body(root, sz)       # T5's encoder and decoder (the decoder's t positions: decoder_input_ids)
+    seq2seq = t5_body(root, sz) or bart_body(root, sz)    # T5's, BART's encoder and decoder (t: decoder_input_ids)
     if seq2seq is not None:
         return seq2seq
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side

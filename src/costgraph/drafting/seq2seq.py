@@ -159,3 +159,139 @@ def t5_body(root: Module, sz) -> tuple[list[str], list[str]] | None:
              f"x = embedding(decoder_tokens, {v}, {h}, tied = {shared.name}, name = decoder_embed_tokens)",
              *lines_dec, "return x"]
     return inputs, lines
+
+
+#: the attention block a BART-like draft defines (transformers 5.24 modeling_m2m_100.py ``M2M100Attention``, BART's
+#: ``BartAttention``): q from ``x``, k and v from ``mem``, each h → heads·head_dim with a bias where the model has
+#: one, q scaled by 1/√head_dim (no FLOPs of the matmul convention), o back to H
+BART_BLOCK = """# BART's attention (Lewis et al. 2020; transformers 5.24 modeling_m2m_100.py M2M100Attention): q from x, k and v
+# from mem (the encoder's output in the decoder's cross-attention), `heads` heads of `head_dim`, q scaled by
+# 1/sqrt(head_dim), out_proj back to H.
+block bart_attention(x[B, T, H], mem[B, S, H2], heads, head_dim, qkv_bias = true, out_bias = true) {
+  q = split_heads(linear(x, heads * head_dim, bias = qkv_bias, name = q_proj), heads)
+  k = split_heads(linear(mem, heads * head_dim, bias = qkv_bias, name = k_proj), heads)
+  v = split_heads(linear(mem, heads * head_dim, bias = qkv_bias, name = v_proj), heads)
+  k = cache(k, name = k_cache)
+  v = cache(v, name = v_cache)
+  p = softmax(matmul(q, transpose(k)))
+  return linear(merge_heads(matmul(p, v)), H, bias = out_bias, name = out_proj)
+}"""
+
+
+def _bart_attention(att: Module | None, hidden: int, sz, x: str, mem: str) -> str | None:
+    """``bart_attention(x, mem, ...)`` of an attention with ``q_proj``, ``k_proj``, ``v_proj`` h → heads·d and
+    ``out_proj`` back (biases alike on q, k, v), its heads ``num_heads``; else None."""
+    if att is None:
+        return None
+    q, k, v, o = (_linear(att.child(n)) for n in ("q_proj", "k_proj", "v_proj", "out_proj"))
+    heads = att.attrs.get("num_heads")
+    if None in (q, k, v, o) or not isinstance(heads, int) or heads < 1 or q[1] % heads \
+            or any(y != (hidden, q[1], q[2]) for y in (k, v)) or q[0] != hidden or o[:2] != (q[1], hidden):
+        return None
+    a, d = sz.size(heads, "attention heads"), sz.size(q[1] // heads, "attention head size")
+    flags = "" if q[2] and o[2] else f", qkv_bias = {str(q[2]).lower()}, out_bias = {str(o[2]).lower()}"
+    return f"bart_attention({x}, {mem}, {a}, {d}{flags}, name = {att.name})"
+
+
+def _bart_layer(layer: Module, hidden: int, sz, cross: bool) -> list[str] | None:
+    """The statements of a BART-like layer: self-attention, (cross-attention to ``enc``,) an MLP ``fc1``, its
+    activation, ``fc2``, each block with its LayerNorm before it (``self_attn_layer_norm`` reads the layer's input:
+    M2M-100, mBART, PEGASUS-X) or after its residual sum (BART, FSMT)."""
+    names = ["self_attn", "self_attn_layer_norm", *(["encoder_attn", "encoder_attn_layer_norm"] if cross else []),
+             "fc1", "fc2", "final_layer_norm"]
+    kids = {c.name: c for c in layer.children if c.order is not None}
+    if any(n not in kids for n in names) or layer.params \
+            or any(c.param_count() for c in layer.children if c.name not in names) \
+            or not all(is_norm(kids[n]) for n in names if n.endswith("norm")):
+        return None
+    pre = kids["self_attn_layer_norm"].src == "input"
+    fc1, fc2 = _linear(kids["fc1"]), _linear(kids["fc2"])
+    if fc1 is None or fc2 is None or fc1[0] != hidden or fc2 != (fc1[1], hidden, fc1[2]):
+        return None
+    act = str(layer.attrs.get("act", "")).lower()
+    kind = "relu_mlp" if "relu" in act else "mlp" if "gelu" in act else None
+    if kind is None:
+        return None
+    blocks = [("self_attn", "x"), *([("encoder_attn", "enc")] if cross else [])]
+    lines = []
+    for name, mem in blocks:
+        norm = replace(kids[f"{name}_layer_norm"], name=f"{name}_layer_norm")
+        x = norm_call(norm, "x") if pre else "x"
+        call = _bart_attention(kids[name], hidden, sz, x, "u" if pre and name == "self_attn" else mem)
+        if call is None:
+            return None
+        if pre and name == "self_attn":
+            lines += [f"u = {x}", f"x = x + {call.replace(f'bart_attention({x}, u', 'bart_attention(u, u')}"]
+        elif pre:
+            lines.append(f"x = x + {call}")
+        else:
+            lines.append(f"x = {norm_call(norm, 'x + ' + call)}")
+    norm = kids["final_layer_norm"]
+    bias = "" if fc1[2] else ", bias = false"
+    mlp = f"{kind}({'{}'}, {sz.size(fc1[1], 'MLP width')}{bias}{', dropout = false' if kind == 'mlp' else ''}, " \
+          f"name = mlp)"
+    lines.append(f"x = x + {mlp.format(norm_call(norm, 'x'))}" if pre
+                 else f"x = {norm_call(norm, 'x + ' + mlp.format('x'))}")
+    return lines
+
+
+def _bart_stack(stack: Module, sz, ids: str, seq: str, cross: bool, tied: str | None) -> list[str] | None:
+    """The statements of one BART-like stack (encoder or decoder): its token embedding (scaled where the class says
+    so), a learned position table where it holds one, ``layernorm_embedding``, the layers, a final ``layer_norm``."""
+    tokens, positions, layers = stack.child("embed_tokens"), stack.child("embed_positions"), stack.child("layers")
+    if tokens is None or positions is None or layers is None or not layers.children \
+            or len(tokens.params.get("weight", ())) != 2:
+        return None
+    rows, hidden = tokens.params["weight"]
+    known = {"embed_tokens", "embed_positions", "layers", "layer_norm", "layernorm_embedding", "dropout"}
+    if any(c.param_count() for c in stack.children if c.name not in known) or stack.params \
+            or any(c.signature() != layers.children[0].signature() for c in layers.children):
+        return None
+    body = _bart_layer(layers.children[0], hidden, sz, cross)
+    if body is None:
+        return None
+    v, h = sz.size(rows, "embedding rows"), sz.size(hidden, "embedding width")
+    own = f"{stack.name}_embed_tokens"
+    table = f"embedding({ids}, {v}, {h}{f', tied = {tied}' if tied else ''}, name = {own})"
+    lines = [f"x = {f'scale({table}, name = {own}_scale)' if 'scaled' in tokens.cls.lower() else table}"]
+    if positions.params:
+        pos = positions.params.get("weight")
+        if pos is None or len(pos) != 2 or pos[1] != hidden or len(positions.params) != 1:
+            return None
+        lines.append(f"x = x + embedding({stack.name}_positions, {sz.size(pos[0], 'embedding rows')}, {h}, "
+                     f"name = {stack.name}_embed_positions)")
+    m = stack.child("layernorm_embedding")      # BART's norm of the embeddings
+    if m is not None and m.param_count():
+        lines.append(f"x = {norm_call(replace(m, name=f'{stack.name}_layernorm_embedding'), 'x')}")
+    n = len(layers.children)
+    count = "l" if sz.probe.symbol_values().get("l") == n else str(n)
+    if count == "l":
+        sz.used.add("l")
+    lines += [f"repeat {count} as {stack.name} {{   # {layers.children[0].cls}", *("  " + t for t in body), "}"]
+    final = stack.child("layer_norm")
+    if final is not None and final.param_count():
+        lines.append(f"x = {norm_call(replace(final, name=f'{stack.name}_layer_norm'), 'x')}")
+    return lines
+
+
+def bart_body(root: Module, sz) -> tuple[list[str], list[str]] | None:
+    """(input declarations, statements) of a BART-like encoder-decoder base model (``M2M100Model``: no head; the
+    decoder's output returned), the decoder's token table tied to the encoder's; else None."""
+    enc, dec = root.child("encoder"), root.child("decoder")
+    if enc is None or dec is None or enc.child("embed_tokens") is None or dec.child("embed_tokens") is None:
+        return None
+    first = enc.child("embed_tokens")
+    if dec.child("embed_tokens").tied.get("weight") != first.path:
+        return None
+    lines_enc = _bart_stack(enc, sz, "tokens", "s", False, None)
+    lines_dec = _bart_stack(dec, sz, "decoder_tokens", "t", True, f"{enc.name}_embed_tokens")
+    if lines_enc is None or lines_dec is None:
+        return None
+    if BART_BLOCK not in sz.defined:
+        sz.defined.append(BART_BLOCK)
+    sz.used.add("t")
+    inputs = ["input tokens[b, s]: index", "input decoder_tokens[b, t]: index"]
+    inputs += [f"input {s.name}_positions[{n}]: index" for s, n in ((enc, "s"), (dec, "t"))
+               if s.child("embed_positions").params]
+    return inputs, [*lines_enc, "enc = x   # the encoder's output, read by every decoder layer's cross-attention",
+                    *lines_dec, "return x"]
