@@ -1,5 +1,6 @@
-"""``costgraph import`` (issue 28 item 2) of T5's encoder-decoders, fed decoder inputs, and of the text models of a
-multimodal RoPE, probed with their sections rescaled: exact against PyTorch at both probes.
+"""``costgraph import`` (issue 28 item 2) of T5's and M2M-100's encoder-decoders, fed decoder inputs, of the text
+models of a multimodal RoPE, probed with their sections rescaled, and of DistilBERT: exact against PyTorch at both
+probes.
 
 T5 (transformers 5.24 modeling_t5.py ``T5Model.forward``): the encoder runs on ``input_ids`` [b, s], the decoder on
 ``decoder_input_ids`` [b, t] (drafting/inputs_seq2seq.py: t = 911, 919 at the probes), each decoder block's
@@ -29,6 +30,9 @@ CASES = {
     # M2M-100's pre-norm BART-like layers (M2M100EncoderLayer, M2M100DecoderLayer: biases, ReLU), the scaled table
     "M2M100Model": "    x = x + bart_attention(layernorm(x, name = encoder_attn_layer_norm), enc, a, h / a, "
                    "name = encoder_attn)\n",
+    # DistilBERT's post-norm encoder layers: attention by q_lin, k_lin, v_lin, out_lin and n_heads (transformers 5.24
+    # modeling_distilbert.py DistilBertSelfAttention), its FFN width hidden_dim probed as i
+    "DistilBertModel": "    x = layernorm(x + mlp(x, i, bias = true, dropout = true, name = ffn), name = output_layer_norm)\n",
     # Qwen2-VL's and GLM-4V's text models: mrope_section [16, 24, 24] and [8, 12, 12] rescaled to the probe's head
     "Qwen2VLTextModel": "repeat l as layers {",
     "Glm4vTextModel": "repeat l as layers {",

@@ -139,6 +139,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "num_channels": ("c", "image channels"),
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
+    "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
 }
 #: the vision fields (:data:`FIELDS`' last three): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels")
@@ -282,6 +283,7 @@ class Probe:
                   "num_channels": p["c"]}
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
+        values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -164,9 +164,9 @@ def t5_body(root: Module, sz) -> tuple[list[str], list[str]] | None:
 #: the attention block a BART-like draft defines (transformers 5.24 modeling_m2m_100.py ``M2M100Attention``, BART's
 #: ``BartAttention``): q from ``x``, k and v from ``mem``, each h → heads·head_dim with a bias where the model has
 #: one, q scaled by 1/√head_dim (no FLOPs of the matmul convention), o back to H
-BART_BLOCK = """# BART's attention (Lewis et al. 2020; transformers 5.24 modeling_m2m_100.py M2M100Attention): q from x, k and v
-# from mem (the encoder's output in the decoder's cross-attention), `heads` heads of `head_dim`, q scaled by
-# 1/sqrt(head_dim), out_proj back to H.
+BART_BLOCK = """# BART's attention (Lewis et al. 2020; transformers 5.24 modeling_m2m_100.py M2M100Attention): q from x,
+# k and v from mem (the encoder's output in the decoder's cross-attention), `heads` heads of `head_dim`, q scaled
+# by 1/sqrt(head_dim), out_proj back to H.
 block bart_attention(x[B, T, H], mem[B, S, H2], heads, head_dim, qkv_bias = true, out_bias = true) {
   q = split_heads(linear(x, heads * head_dim, bias = qkv_bias, name = q_proj), heads)
   k = split_heads(linear(mem, heads * head_dim, bias = qkv_bias, name = k_proj), heads)
