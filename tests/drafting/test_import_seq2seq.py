@@ -1,5 +1,5 @@
 """``costgraph import`` (issue 28 item 2) of T5's and M2M-100's encoder-decoders, fed decoder inputs, of the text
-models of a multimodal RoPE, probed with their sections rescaled, and of DistilBERT: exact against PyTorch at both
+models of a multimodal RoPE, probed with their sections rescaled, and of DistilBERT and MPNet: exact against PyTorch at both
 probes.
 
 T5 (transformers 5.24 modeling_t5.py ``T5Model.forward``): the encoder runs on ``input_ids`` [b, s], the decoder on
@@ -33,6 +33,9 @@ CASES = {
     # DistilBERT's post-norm encoder layers: attention by q_lin, k_lin, v_lin, out_lin and n_heads (transformers 5.24
     # modeling_distilbert.py DistilBertSelfAttention), its FFN width hidden_dim probed as i
     "DistilBertModel": "    x = layernorm(x + mlp(x, i, bias = true, dropout = true, name = ffn), name = output_layer_norm)\n",
+    # MPNet's attention (MPNetAttention: attn's q, k, v, o and a LayerNorm) read in BERT's form, its pooler on the first
+    # token alone (MPNetPooler: hidden_states[:, 0])
+    "MPNetModel": "  x = select(x)   # the class token\n  x = linear(x, h, bias = true, name = dense)\n",
     # Qwen2-VL's and GLM-4V's text models: mrope_section [16, 24, 24] and [8, 12, 12] rescaled to the probe's head
     "Qwen2VLTextModel": "repeat l as layers {",
     "Glm4vTextModel": "repeat l as layers {",

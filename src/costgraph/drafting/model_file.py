@@ -207,8 +207,10 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
             lines.append(f"x = slice_seq(x, s)   # the s positions after the prompt's {seq.split(' + ', 1)[1]} (a view)")
             seq = "s"
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        if sz.seq is not None and line and "linear(" in line and m.tokens != sz.probe.s and "select(" not in \
-                "".join(lines):     # a vision encoder's pooler: the first token alone (ViTPooler: hidden_states[:, 0])
+        if (sz.seq is not None or "pooler" in m.path.split(".")) and line and "linear(" in line \
+                and m.tokens != sz.probe.s and "select(" not in "".join(lines):
+            # a vision encoder's pooler, a text encoder's (MPNetPooler, BertPooler): the first token alone
+            # (ViTPooler: hidden_states[:, 0])
             lines.append("x = select(x)   # the class token")
         if line:
             lines.append(line)
