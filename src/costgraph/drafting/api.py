@@ -19,7 +19,9 @@ from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
 from .conv_stages import IMAGE_SIDE, field_value, stage_count
-from .probe import EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe
+from .probe import (EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe,
+                    mrope_sections)
+from .inputs_seq2seq import decoder_length
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
 
@@ -173,12 +175,26 @@ def _build(torch, cfg: dict, class_name: str | None, config=None):
         raise CostgraphValueError(f"transformers cannot build model_type {shown(cfg['model_type'])} at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}", hint=AUTO_HINT) from None
     model.train(False)
+    _fit_mrope(model)
     return model
 
 
-def _forward(torch, model, b: int, s: int):
+def _fit_mrope(model) -> None:
+    """A multimodal RoPE's sections set to the probe's rotary half-width
+    (:func:`costgraph.drafting.probe.mrope_sections`): the modules' ``mrope_section`` comes from ``rope_parameters``
+    or the modeling file's default for a 128 head (transformers 5.24 modeling_qwen2_vl.py
+    ``Qwen2VLRotaryEmbedding.__init__``), which the forward's split refuses at a probe's head size; the half-width is the module's ``inv_freq`` length (its partial rotary factor included)."""
+    for m in model.modules():
+        inv = getattr(m, "inv_freq", None)
+        scaled = mrope_sections(getattr(m, "mrope_section", None), inv.shape[-1]) if hasattr(inv, "shape") else None
+        if scaled is not None:
+            m.mrope_section = scaled
+
+
+def _forward(torch, model, b: int, s: int, t: int | None = None):
     """Facts, forward FLOPs under the routed-experts convention and FlopCounterMode's own count (grouped_mm counted)
-    of one ``[b, s]`` forward; the two counts differ only where experts ran every token through every expert
+    of one ``[b, s]`` forward (an encoder-decoder's decoder: ``[b, t]``, :mod:`costgraph.drafting.inputs_seq2seq`);
+    the two counts differ only where experts ran every token through every expert
     (:mod:`costgraph.drafting.routing`, which also stands in for a router's data-dependent counts)."""
     import inspect
 
@@ -186,6 +202,7 @@ def _forward(torch, model, b: int, s: int):
     from .inputs_mel import mel_inputs
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
+    from .inputs_seq2seq import seq2seq_inputs
     from .routing import stand_ins
     from .trace import trace
 
@@ -215,7 +232,7 @@ def _forward(torch, model, b: int, s: int):
     elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
         inputs = {"pixel_values": pixels}
     else:
-        inputs = {"input_ids": ids, "use_cache": False}
+        inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:
         # XLM (transformers 5.24 modeling_xlm.py XLMModel.forward) checks ``assert lengths.max().item() <= slen``,
         # which meta ids cannot answer: every sequence is whole (s tokens), given on the CPU
@@ -279,7 +296,7 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
                               "(docs: a new architecture in ten minutes)") from None
     model = _build(torch, probed, class_name, probed_object)
     try:
-        facts, fl, counted = _forward(torch, model, probe.b, probe.s)
+        facts, fl, counted = _forward(torch, model, probe.b, probe.s, decoder_length(probe.index))
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
         raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
@@ -450,6 +467,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
             # a vision encoder's s is derived; a convolutional backbone's image side is s where no field sets it
             if sz.front_config:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
                 values["L"] = p.s
+            if "t" in sz.used:      # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)
+                values["t"] = decoder_length(p.index)
             got = built.costs("model", convention="matmul").evaluate(None, values)
             result.checks.append(Check(p.index, values, run[4], int(got["params"]), run[5], int(got["flops_forward"]),
                                        None if run[6] == run[5] else run[6]))

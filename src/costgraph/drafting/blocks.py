@@ -109,7 +109,7 @@ def attention_call(m: Module, arg: str, d, rotary: bool) -> str | None:
             or any(c.param_count() and c.name not in (*Q, *K, *V, *O, *QK_NORMS) for c in m.children):
         return None     # a projection no block here holds (AFMoE's gate_proj): another recogniser's, or a TODO
     head_dim = m.attrs.get("head_dim")
-    heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads")
+    heads = m.attrs.get("num_heads") or m.attrs.get("num_attention_heads") or m.attrs.get("n_heads")   # DistilBERT's
     if not isinstance(head_dim, int):
         if not isinstance(heads, int):
             return None

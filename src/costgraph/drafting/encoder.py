@@ -26,6 +26,9 @@ def bert_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
     if att is None or inter is None or out is None:
         return None
+    if att.child("attn") is not None and att.child("self") is None:
+        bert = _mpnet_as_bert(layer, att)
+        return bert_lines(bert, sz, rotary) if bert is not None else None
     selfatt, attout = att.child("self", "attention"), att.child("output")   # Data2VecVision's: attention.attention
     if selfatt is None or attout is None or attout.child("dense") is None or out.child("dense") is None:
         return None
@@ -132,3 +135,19 @@ and the layer scale ``lambda_1``, ``lambda_2 [h]`` on each block's output, ``Dat
     return [*(f"param {n}[{sz.size(layer.params[n][0], 'layer scale width')}]" for n in scales),
             f"x = x + {_dropout(att.child('output'), a, 'attention_dropout')}",
             f"x = x + {_dropout(out, f, 'output_dropout')}"]
+
+
+def _mpnet_as_bert(layer: Module, att: Module) -> Module | None:
+    """MPNet's layer in BERT's form, or None: transformers 5.24 modeling_mpnet.py ``MPNetAttention`` holds ``attn``
+    (``MPNetSelfAttention``: ``q``, ``k``, ``v`` and the output ``o``, with biases) and the ``LayerNorm`` of
+    ``LayerNorm(dropout(o(...)) + hidden_states)``, where BERT's ``attention`` holds ``self`` (query, key, value) and
+    ``output`` (``dense``, ``LayerNorm``); its relative position bias, computed once by ``MPNetEncoder`` and added
+    to the scores, is no FLOP of the matmul convention (its table a ``param`` outside the layers)."""
+    attn, norm = att.child("attn"), att.child("LayerNorm")
+    o = attn.child("o") if attn is not None else None
+    if o is None or norm is None or att.params or any(c.param_count() for c in att.children if c not in (attn, norm)):
+        return None
+    selfatt = replace(attn, name="self", children=[c for c in attn.children if c is not o])
+    output = Module(f"{att.path}.output", "output", "MPNetAttentionOutput", children=[replace(o, name="dense"), norm])
+    attention = replace(att, children=[selfatt, output])
+    return replace(layer, children=[attention if c is att else c for c in layer.children])

@@ -19,6 +19,7 @@ from .parallel_lists import fold_parallel_lists
 from .probe import FIELDS, STAGE_LISTS, STAGE_SCALARS
 from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
+from .seq2seq import bart_body, t5_body
 from .writer import Sizer, layer_lines
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
@@ -163,6 +164,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     staged = stage_body(root, sz)      # ConvNeXt's stages of layers (k28conv12)
     if staged is not None:
         return staged
+    seq2seq = t5_body(root, sz) or bart_body(root, sz)    # T5's, BART's encoder and decoder (t: decoder_input_ids)
+    if seq2seq is not None:
+        return seq2seq
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:
@@ -256,7 +260,9 @@ def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb:
                 continue
             head = None     # not SigLIP's: its modules one by one
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        if layer_tokens is not None and line and m.tokens != layer_tokens and "select(" not in "".join(lines):
+        text_pooler = layer_tokens is None and "pooler" in m.path.split(".") and line and "linear(" in line
+        if (layer_tokens is not None or text_pooler) and line and m.tokens != (layer_tokens or sz.probe.s) \
+                and "select(" not in "".join(lines):   # a text encoder's pooler (MPNetPooler, BertPooler) too
             # a vision encoder's pooled output: the first token alone (ViTPooler: hidden_states[:, 0]; CLIP's
             # post_layernorm of last_hidden_state[:, 0, :])
             lines.append("x = select(x)   # " + _pooled(root, m))
@@ -514,9 +520,13 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
            fields: dict[str, str], real: dict[str, int], config_name: str, context: int | None = None) -> str:
     """The model file's text. ``fields``: symbol → config field; ``real``: symbol → the user's value;
     ``context``: the config's context length (the configuration's ``s``; 2048 when it has none)."""
-    order = ["b", "s", *(s for s in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max") if s in sz.used),
-             *sorted(s for s in sz.used if s not in ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max"))]
+    first = ("h", "a", "kv", "d", "i", "m", "E", "k", "l", "V", "s_max", "t")
+    order = ["b", "s", *(s for s in first if s in sz.used and s != "t"),
+             *sorted(s for s in sz.used if s not in first)]
     dims = ['  dim b   "micro-batch size (sequences)"', '  dim s   "sequence length (tokens)"']
+    if "t" in sz.used:    # an encoder-decoder (:mod:`.seq2seq`): s the encoder's positions, t the decoder's
+        dims = [dims[0], '  dim s   "encoder sequence length (input tokens)"',
+                '  dim t   "decoder sequence length (decoder_input_ids)"']
     if sz.seq is not None or sz.stages:     # a vision encoder: s follows the image and patch sizes; none in a
         # convolutional backbone, or its image side
         dims = [f'  dim b   "micro-batch size ({"audio clips" if sz.seq_dims or sz.front_dims else "images"})"']
@@ -536,7 +546,8 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
     if sz.stages:      # an image side no config field sets (conv_stages.IMAGE_SIDE)
         seq = IMAGE_SIDE
     image = sz.seq or (sz.stages and "image" in sz.used)
-    config = f"config {config_name} {{ {', '.join(values + sz.front_config + ([] if image else [f's = {seq}']) + ['b = 1'])} }}"
+    lengths = [] if image else [f"s = {seq}"] + ([f"t = {seq}"] if "t" in sz.used else [])
+    config = f"config {config_name} {{ {', '.join(values + sz.front_config + lengths + ['b = 1'])} }}"
     imports = ['import "std/attention.cg"', 'import "std/mlp.cg"', 'import "std/moe.cg"',
                *(f'import "{f}"' for f in sorted(sz.imports))]
     local = [{**LOCAL_BLOCKS, **SHARED_BLOCKS}[b] + "\n" for b in sorted(sz.blocks)] + [t + "\n" for t in sz.defined]

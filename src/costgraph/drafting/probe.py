@@ -151,6 +151,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     # Data2VecAudio's width (transformers 5.24 configuration_data2vec_audio.py): its num_conv_pos_embeddings counts the
     # positional convolution layers (5), kept as the config's number (:data:`POS_LAYERS`)
     "conv_pos_kernel_size": ("K_c", "width of the positional convolution"),
+    "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
+    "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
+    "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -195,7 +198,8 @@ _PRIMES = (
      "n_r": 523,   # k28tower12
      "G_c": 701, "K_c": 719, "L": 733,     # k28wav12: speech encoders from raw audio
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
-     "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4},   # k28conv12: stages
+     "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
+     "t": 911},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -207,7 +211,8 @@ _PRIMES = (
      "n_r": 541,   # k28tower12
      "G_c": 709, "K_c": 727, "L": 739,     # k28wav12: speech encoders from raw audio
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
-     "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2},   # k28conv12: stages
+     "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
+     "t": 919},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -344,6 +349,9 @@ class Probe:
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
                   "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"],
                   "num_register_tokens": p["n_r"]}   # k28tower12
+        values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
+        values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
+        values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -435,3 +443,33 @@ class Probe:
         used.sort(key=lambda s: order.get(s, 99))
         parts = ([str(coef)] if coef != 1 or not used else []) + used
         return " * ".join(parts)
+
+
+def mrope_sections(sections, half: int) -> list[int] | None:
+    """A multimodal RoPE's ``mrope_section`` (the rotary half-width split between the temporal, height and width
+    positions: transformers 5.24 modeling_qwen2_vl.py ``Qwen2VLRotaryEmbedding.recomposition_frequencies``,
+    ``freq.split(self.mrope_section, dim=-1)``, which requires the sections to sum to the rotary dimension over two,
+    ``inv_freq``'s length; default ``[16, 24, 24]`` of a 128 head, Glm4v's ``[8, 12, 12]``) rescaled to a probe's
+    rotary half-width ``half`` in the config's proportions. The rule (largest remainder): each section
+    ``floor(half · s / Σs)``, the units left over one each to the sections of the largest remainders, the first
+    among equals. None where ``sections`` is not a list of positive integers or already sums to ``half``.
+    The sections only reorder the cos/sin tables (no FLOPs, no weights): any split summing to ``half`` counts alike.
+
+    >>> mrope_sections([16, 24, 24], 340)
+    [85, 128, 127]
+    >>> mrope_sections([8, 12, 12], 64) is None
+    False
+    >>> mrope_sections([16, 24, 24], 64) is None
+    True
+    """
+    if not isinstance(sections, (list, tuple)) or not sections or half < len(sections) \
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sections):
+        return None
+    total = sum(sections)
+    if total == half:
+        return None
+    out = [half * v // total for v in sections]
+    order = sorted(range(len(sections)), key=lambda j: (-(half * sections[j] % total), j))
+    for j in order[:half - sum(out)]:
+        out[j] += 1
+    return out

@@ -100,8 +100,8 @@ def unset_counts(config, present: list[str]) -> list[str]:
 
 
 def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> int:
-    """The draft model ``built``'s parameters at the config's values (``b = s = 1``; a vision encoder's ``s`` derived,
-    a speech encoder's from L = 16000 samples). A symbol the config leaves
+    """The draft model ``built``'s parameters at the config's values (``b = s = 1``, an encoder-decoder's ``t = 1``; a
+    vision encoder's ``s`` derived, a speech encoder's from L = 16000 samples). A symbol the config leaves
     without a value (:func:`unset_counts`: a top-k, which sizes no weight) is given 1 and then 2: the two counts must
     be equal (the parameters do not depend on it), else :class:`CostgraphValueError`."""
     free = [sym for sym in mapping if sym not in values]
@@ -112,6 +112,8 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
             at["L"] = 16000
         elif "s" in built.symbols:    # a free s: 1 (a vision encoder's s follows its image, AST's its patches: derived);
             at.setdefault("s", 1)     # a convolutional backbone's image side s is the config's (values: IMAGE_SIDE)
+        if "t" in built.symbols:     # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)
+            at["t"] = 1
         counts.add(int(built.costs("model", convention="matmul").evaluate(None, at)["params"]))
     if len(counts) > 1:
         raise CostgraphValueError(f"the draft's parameters depend on {', '.join(free)}, which the config leaves unset",

@@ -17,7 +17,8 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "chunk_size", "num_k_heads", "head_k_dim", "num_key_value_groups", "block_size", "limit", "swiglu_limit",
          "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
          "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
-         "data_format", "num_groups")    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
+         "data_format", "num_groups",    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
+         "n_heads")     # DistilBERT's (transformers 5.24 modeling_distilbert.py DistilBertSelfAttention.n_heads)
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
