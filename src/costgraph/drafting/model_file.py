@@ -21,6 +21,7 @@ from .segment_bias import bias_line, seq_text
 from .looped_stacks import looped_lines
 from .seq2seq import bart_body, t5_body
 from .writer import Sizer, layer_lines
+from .folding import _period, _periodic, _prefixed_period  # noqa: F401 (importable here)
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
 from .mel_front import mel_front, pool_line
@@ -155,6 +156,27 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: 
     return sz.todo(m, "outside the layers, not an embedding, norm or linear")
 
 
+def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: dict):
+    """(inputs, statements, the modules before the layers left, whether it is a vision tower) of an encoder whose
+    input is no token ids — AST's spectrogram patches (:mod:`.spectrogram`), a ViT-like tower's (:mod:`.vision`), a
+    Whisper-like Mel stem (:mod:`.mel_front`), the wav2vec2 family's feature encoder (:mod:`.audio`) — else None."""
+    conv = patch_conv(pre)
+    if conv is not None:
+        ast = spectrogram_embeddings(root, conv, sz, names(conv))   # AST's patches of a spectrogram
+        if ast is None:
+            names.taken.discard(conv.name)
+        vision = (*ast, {id(conv)}) if ast is not None else vision_embeddings(root, pre, sz, names)
+        if vision is not None:      # the image's patches, the tokens in front, the positions
+            return vision[0], vision[1], [m for m in pre if id(m) not in vision[2]], True
+    mel = mel_front(root, pre, sz, names)
+    if mel is not None:       # the Conv1d stem over the spectrogram, the positions
+        return mel[0], mel[1], [m for m in pre if all(m is not d for d in mel[2])], False
+    audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False))
+    if audio is not None:     # the feature encoder, its projection, the positional convolution
+        return audio[0], audio[1], [], False
+    return None
+
+
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
     """(input declarations, statements) of the model's body."""
     values = sz.probe.symbol_values()
@@ -184,33 +206,14 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     ple = per_layer_inputs(pre, sz)       # Gemma 4's per-layer inputs: made once, read by every layer
     if ple is not None:
         pre = [m for m in pre if m not in ple[0]]
-    conv = patch_conv(pre)
-    vision = None
-    if conv is not None:
-        ast = spectrogram_embeddings(root, conv, sz, names(conv))   # AST's patches of a spectrogram
-        if ast is not None:
-            vision = (*ast, {id(conv)})
-        else:
-            names.taken.discard(conv.name)
-            vision = vision_embeddings(root, pre, sz, names)
-    mel = mel_front(root, pre, sz, names) if vision is None else None
-    audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False)) \
-        if vision is None and mel is None else None
-    if vision is not None:      # ViT-like towers: the image's patches, the tokens in front, the positions
-        inputs, lines, drafted = vision
-        pre = [m for m in pre if id(m) not in drafted]
-    elif mel is not None:       # Whisper-like speech encoders: the Conv1d stem over the spectrogram, the positions
-        inputs, lines, drafted = mel
-        pre = [m for m in pre if all(m is not d for d in drafted)]
-    elif audio is not None:     # wav2vec2's family: the feature encoder, its projection, the positional convolution
-        inputs, lines = audio
-        pre = []
+    front = _front_end(root, pre, sz, names, emb)    # an encoder's input that is no token ids, else None
+    if front is not None:
+        inputs, lines, pre, vision = front
     else:
-        inputs, lines = _embeddings(pre, sz, names, emb)
+        inputs, lines, vision = *_embeddings(pre, sz, names, emb), False
     first = min((c for c in layers.children if c.order is not None), key=lambda c: c.order, default=None)
     # a vision encoder's layers run s = n + 1 (DeiT's n + 2) positions, the s its dims derive: no prompt tokens
-    front = vision is not None or mel is not None or audio is not None
-    seq = "s" if front else seq_text(first.tokens if first is not None else None, sz) or "s"
+    seq = "s" if front is not None else seq_text(first.tokens if first is not None else None, sz) or "s"
     if seq != "s":      # CPM-Ant's prompt tokens, prepended by the forward: the inputs hold them too
         inputs = [line.replace("[b, s]", f"[b, {seq}]") for line in inputs]
     if ple is not None:
@@ -233,7 +236,7 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     if streams is not None:
         lines += head_lines(streams, sz)
     inputs += _post_lines(root, post, sz, names, emb, seq, lines,
-                          first.tokens if first is not None and vision is not None else None)
+                          first.tokens if first is not None and vision else None)
     if not lines[-1].startswith("return"):
         lines.append("return x")
     extra = _uncalled(root, layers, sz)
@@ -425,80 +428,6 @@ def _repeat(layers: Module, sz: Sizer, rotary: bool, values: dict) -> list[str]:
                 *("  " + t for t in texts[a]), "}"]
         sz.todos.append(f"{layers.path}.{a}-{b - 1}")
     return out
-
-
-def _period(texts: list) -> int | None:
-    """The least m with layer j drafted as layer j mod m for every j (RecurrentGemma's block_types,
-    Gemma 3's sliding_window_pattern, Jamba's attn_layer_period), or None. m is at most ⌈n/2⌉: a
-    pattern seen less than about twice is no evidence (the second probe, of more layers, confirms it)."""
-    n = len(texts)
-    return next((m for m in range(2, (n + 1) // 2 + 1) if all(texts[j] == texts[j % m] for j in range(n))), None)
-
-
-def _prefixed_period(texts: list, most: int = 3) -> tuple[int, int, bool] | None:
-    """(p, m, last): the least first layers p ≤ ``most`` of a kind of their own (and, if ``last``, the last layer of
-    its own) between which layer j is drafted as every layer of its residue j mod m (Kimi Linear: a dense first
-    layer, then MLA every 4th; Flint: two dense full-attention layers, full attention every 4th and last), m the
-    least such period shown at least twice; else None."""
-    n = len(texts)
-    for last in (False, True):
-        for p in range(0 if last else 1, most + 1):
-            end = n - 1 if last else n
-            for m in range(2, (end - p) // 2 + 1):
-                first = {}
-                for j in range(p, end):
-                    first.setdefault(j % m, j)
-                if len(first) == m and all(texts[j] == texts[first[j % m]] for j in range(p, end)) \
-                        and all(texts[j] != texts[first[j % m]] for j in range(p)) \
-                        and (not last or texts[n - 1] != texts[first[(n - 1) % m]]):
-                    return p, m, last
-    return None
-
-
-def _periodic(texts: list, m: int, label: str, listed: bool = False, prefix: int = 0, last: bool = False) -> list[str]:
-    """``repeat l as layers[j]`` with one branch per kind of layer: ``if j % m == r or ...``, the most
-    frequent kind of the period last (``else``); the nodes of the other kinds named apart (``_at{r}``, r
-    the first residue: each branch builds nodes of its own). ``listed``: the m layers are all the layers
-    (a fixed list): ``repeat m as layers[j]`` with ``if j in [...]``."""
-    kinds: list = []
-    window = texts[prefix:prefix + m]
-    at = {j % m: texts[j] for j in range(prefix, prefix + m)}     # residue -> its kind
-    for t in window:
-        if t not in kinds:
-            kinds.append(t)
-    # a kind that reuses a block instance (reuse = NAME) comes after the kinds as frequent: its source built first
-    kinds.sort(key=lambda k: -sum(1 for t in window if t == k) - 0.5 * any("reuse = " in line for line in k))
-    out = [f"repeat {m} as {label}[j] {{   # the config's list of {m} layers" if listed else
-           f"repeat l as {label}[j] {{   # layer j drafted as layer j % {m}: a pattern of period {m}"]
-
-    def branch(rest: list, depth: int) -> list[str]:
-        pad = "  " * depth
-        if len(rest) == 1:
-            return [pad + "  " + line for line in rest[0]]
-        kind = rest[-1]
-        residues = [r for r in range(m) if at[r] == kind]
-        cond = f"j in [{', '.join(map(str, residues))}]" if listed else " or ".join(f"j % {m} == {r}" for r in residues)
-        named = [re.sub(r"name = (\w+)", rf"name = \1_at{residues[0]}", line) for line in kind]   # apart
-        return [f"{pad}  if {cond} {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
-                *("  " + line for line in branch(rest[:-1], depth)), f"{pad}  }}"]
-
-    if not prefix and not last:
-        return out + branch(kinds, 0) + ["}"]
-    own = " and the last" if last else ""
-    out[0] = f"repeat l as {label}[j] {{   # the first {prefix} layer(s){own} of their own, then layer j as layer j % {m}"
-    first: list = []     # (index list, its kind, the name suffix)
-    for j in range(prefix):
-        if texts[j] not in [k for _, k, _ in first]:
-            first.append((", ".join(str(i) for i in range(prefix) if texts[i] == texts[j]), texts[j], f"_first{j}"))
-    if last:
-        first.insert(0, ("l - 1", texts[-1], "_last"))
-    lines = branch(kinds, len(first))
-    for depth, (listed_j, kind, suffix) in reversed(list(enumerate(first))):
-        pad = "  " * depth
-        named = [re.sub(r"name = (\w+)", rf"name = \1{suffix}", line) for line in kind]
-        lines = [f"{pad}  if j in [{listed_j}] {{", *(pad + "    " + line for line in named), f"{pad}  }} else {{",
-                 *lines, f"{pad}  }}"]
-    return out + lines + ["}"]
 
 
 def stage_text(sym: str) -> str:

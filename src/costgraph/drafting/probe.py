@@ -282,6 +282,28 @@ def _primes(n: int) -> dict[int, int]:
     return out
 
 
+def _audio_values(values: dict, p: dict) -> bool:
+    """A speech encoder from raw audio's probe values: the positional convolution's groups and width, h holding the
+    groups (transformers 5.24 modeling_wav2vec2.py ``Wav2Vec2PositionalConvEmbedding``: h / groups channels a group)."""
+    values.update(num_conv_pos_embedding_groups=p["G_c"], num_conv_pos_embeddings=p["K_c"], conv_pos_kernel_size=p["K_c"])
+    values["hidden_size"] *= p["G_c"]
+    return True
+
+
+def _input_length(present, p: dict, s: int, audio: bool) -> int:
+    """The length the probe's input runs: :data:`SHAPES`' ``s`` for token ids; a vision encoder's n + 1 (s follows the
+    image: ``q`` patches a side); a speech encoder's spectrogram frames (k28feat12: twice the position table's rows
+    where the config has one, the stem's output adds it whole; else a prime, the stride-2 stem's output ⌊(s−1)/2⌋+1);
+    raw audio's samples (:data:`SAMPLES` · L: the layers' frames follow)."""
+    if audio:
+        return SAMPLES * p["L"]
+    if "num_mel_bins" in present and not any(f.startswith("decoder") for f in present):
+        return 2 * p["se"] if "max_source_positions" in present else p["frames"]
+    if "image_size" in present and "patch_size" in present:
+        return p["q"] ** 2 + 1
+    return s
+
+
 @dataclass
 class Probe:
     """One probe configuration: the config fields set and the symbol each is read back as.
@@ -358,24 +380,10 @@ class Probe:
         if mamba2 or derived_head:     # the configs whose Mamba-2 head size must divide the inner width exactly
             values.update(expand=p["e"] * hm, mamba_expand=p["e"] * hm)
         mla = "kv_lora_rank" in present
-        if mla:
-            values.update(num_key_value_heads=a, head_dim=values["qk_rope_head_dim"])
-        if head_follows:
-            values["head_dim"] = HEAD * p["x"]
-        audio = AUDIO in present
-        if audio:     # h holds the positional convolution's groups (transformers 5.24 modeling_wav2vec2.py)
-            values.update(num_conv_pos_embedding_groups=p["G_c"], num_conv_pos_embeddings=p["K_c"],
-                          conv_pos_kernel_size=p["K_c"])
-            values["hidden_size"] *= p["G_c"]
-        probe = cls(index, b=SHAPES[index][0], s=SHAPES[index][1])
-        if "image_size" in present and "patch_size" in present:    # a vision encoder: s = n + 1 follows the image
-            probe.s = p["q"] ** 2 + 1
-        if "num_mel_bins" in present and not any(f.startswith("decoder") for f in present):
-            # a speech encoder (k28feat12): s is the spectrogram's frames, twice the position table's rows where the
-            # config has one (the stem's output adds it whole), else a prime (the stride-2 stem's output: ⌊(s−1)/2⌋+1)
-            probe.s = 2 * p["se"] if "max_source_positions" in present else p["frames"]
-        if audio:     # a speech encoder from raw audio: s is the samples (the layers' frames follow)
-            probe.s = SAMPLES * p["L"]
+        values.update({**({"num_key_value_heads": a, "head_dim": values["qk_rope_head_dim"]} if mla else {}),
+                       **({"head_dim": HEAD * p["x"]} if head_follows else {})})
+        audio = AUDIO in present and _audio_values(values, p)
+        probe = cls(index, b=SHAPES[index][0], s=_input_length(present, p, SHAPES[index][1], audio))
         if 0 < stages <= STAGES:     # Swin's: the last stage two windows a side, so that its windows shift
             values["image_size"] = p["p"] * 2 ** (stages - 1) * (2 * p["W"] if "window_size" in present else p["q"])
             probe._stage_fields(present, p, stages)
