@@ -52,6 +52,31 @@ def _np_modules() -> list:
     return [{"cg_floordiv": _np_floordiv}, np]
 
 
+def _np_printer(exprs):
+    """The printer ``lambdify`` builds for :func:`_np_modules` (NumPyPrinter, the same settings), less its pass
+    that rewrites ``re(...)`` of an ``UnevaluatedExpr`` (``CodePrinter._handle_UnevaluatedExpr``: a ``replace``
+    over each printed expression, whole trees, not a graph of shared parts: a tenth of the planner's compile
+    time) where no formula holds an ``re`` (it changes nothing then); None (lambdify's own) where one does."""
+    from sympy.printing.numpy import NumPyPrinter
+
+    seen: set = set()
+    todo = list(exprs)
+    while todo:   # each distinct subexpression once
+        e = todo.pop()
+        if e in seen:
+            continue
+        if isinstance(e, sympy.re):
+            return None
+        seen.add(e)
+        todo.extend(e.args)
+
+    class Printer(NumPyPrinter):
+        def _handle_UnevaluatedExpr(self, expr):
+            return expr
+    return Printer({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
+                    "user_functions": {k: k for k in _np_modules()[0]}})
+
+
 def _integer_floors(e: sympy.Expr) -> sympy.Expr:
     """``floor(x)`` → ``cg_floordiv(num, den)`` and ``ceiling(x)`` →
     ``-cg_floordiv(-num, den)``, with ``x = num/den`` in integer coefficients."""
@@ -199,7 +224,7 @@ def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dty
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
         exprs = _integer_floors_all(exprs)
-        f = sympy.lambdify(args, exprs, modules=_np_modules(), cse=True, use_imps=False)
+        f = sympy.lambdify(args, exprs, modules=_np_modules(), cse=True, use_imps=False, printer=_np_printer(exprs))
 
         def run(*arrays):
             # the inputs are not broadcast to the common shape: a constant stays a scalar, and only the
