@@ -172,3 +172,23 @@ def test_floors_of_shared_forms_turned_once_as_per_formula():
     assert [sympy.srepr(g) for g in got] == [sympy.srepr(_integer_floors(f)) for f in forms]
     assert got[2] is forms[2] and got[3] is forms[3]
     assert not any(g.has(sympy.floor, sympy.ceiling) for g in got)
+
+
+def test_float64_printer_prints_what_lambdify_prints():
+    """issue 27 item 6 (speed): the float64 compile's printer (evaluator._np_printer: lambdify's NumPyPrinter, less
+    its pass over re(...) of an UnevaluatedExpr) writes the very source lambdify's own writes, CSE and all; a form
+    holding an ``re`` keeps lambdify's own printer (None)."""
+    import inspect
+
+    from costgraph.numbers.evaluator import _integer_floors_all, _np_modules, _np_printer
+
+    a, b, c = sympy.symbols("x0 x1 x2", positive=True, integer=True)
+    shared = sympy.ceiling(a * b / 3) + sympy.Max(a * c, b + 7, evaluate=False)
+    forms = _integer_floors_all([shared * c, shared + a / 5, sympy.Min(a * b, c + 1) ** 2, a / 7 + b, shared])
+    ours = sympy.lambdify([a, b, c], forms, modules=_np_modules(), cse=True, use_imps=False,
+                          printer=_np_printer(forms))
+    theirs = sympy.lambdify([a, b, c], forms, modules=_np_modules(), cse=True, use_imps=False)
+    assert inspect.getsource(ours) == inspect.getsource(theirs)
+    point = [np.array([3.0, 8.0]), np.array([5.0, 2.0]), np.array([7.0, 11.0])]
+    assert all(np.array_equal(x, y) for x, y in zip(ours(*point), theirs(*point)))
+    assert _np_printer(forms) is not None and _np_printer([a + sympy.re(sympy.Symbol("z"))]) is None

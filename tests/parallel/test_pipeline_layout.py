@@ -71,6 +71,31 @@ def test_megatron_unit_test_layouts(pp, text, stages, vp):
     assert parse_pipeline_layout(format_layout(got.stages)).stages == got.stages   # compact text reads back
 
 
+def test_formatted_texts_read_back_by_the_grammar():
+    # parse_pipeline_layout takes a text format_layout wrote without lark (pipeline_layout._FORMATTED): the
+    # grammar reads every such text back to the very stages, so the shortcut gives what the parser gives
+    import random
+
+    from costgraph.options import chunk_layout
+    from costgraph.parallel import pipeline_layout as pl
+
+    rng = random.Random(27)
+    cases = [[rng.choice(["", "E", "t", "tt", "t" * 5, "tm", "L", "tL", "Et"]) for _ in range(rng.randint(1, 12))]
+             for _ in range(300)]
+    cases += [list(pl._parsed(t).stages) for t in filter(None, (chunk_layout(n, k, mtp) for n in (7, 32, 61, 126)
+                                                               for k in range(2, 40) for mtp in (0, 1)))]
+    for stages in cases:
+        text = format_layout(stages)
+        if not text.strip(", "):
+            continue
+        assert pl._parsed(text).stages == tuple(stages), text   # the grammar's reading
+        assert text in pl._FORMATTED and parse_pipeline_layout(text).stages == tuple(stages)
+    # a symbol outside the layout's is never taken past the grammar
+    assert "Ex|L" not in pl._FORMATTED and format_layout(["Ex", "L"]) not in pl._FORMATTED
+    with pytest.raises(CostgraphValueError):
+        parse_pipeline_layout(format_layout(["Ex", "L"]))
+
+
 def test_megatron_docs_rank_map():
     # docs/user-guide/features/pipeline_parallel_layout.md: PP 16, VPP 2
     lay = parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16)

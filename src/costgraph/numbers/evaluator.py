@@ -52,6 +52,31 @@ def _np_modules() -> list:
     return [{"cg_floordiv": _np_floordiv}, np]
 
 
+def _np_printer(exprs):
+    """The printer ``lambdify`` builds for :func:`_np_modules` (NumPyPrinter, the same settings), less its pass
+    that rewrites ``re(...)`` of an ``UnevaluatedExpr`` (``CodePrinter._handle_UnevaluatedExpr``: a ``replace``
+    over each printed expression, whole trees, not a graph of shared parts: about 0.02 s of CPU of the planner's
+    compile) where no formula holds an ``re`` (it changes nothing then); None (lambdify's own) where one does."""
+    from sympy.printing.numpy import NumPyPrinter
+
+    seen: set = set()
+    todo = list(exprs)
+    while todo:   # each distinct subexpression once
+        e = todo.pop()
+        if e in seen:
+            continue
+        if isinstance(e, sympy.re):
+            return None
+        seen.add(e)
+        todo.extend(e.args)
+
+    class Printer(NumPyPrinter):
+        def _handle_UnevaluatedExpr(self, expr):
+            return expr
+    return Printer({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True,
+                    "user_functions": {k: k for k in _np_modules()[0]}})
+
+
 def _integer_floors(e: sympy.Expr) -> sympy.Expr:
     """``floor(x)`` → ``cg_floordiv(num, den)`` and ``ceiling(x)`` →
     ``-cg_floordiv(-num, den)``, with ``x = num/den`` in integer coefficients."""
@@ -178,28 +203,40 @@ def _overflow_bound(e: sympy.Expr) -> sympy.Expr:
 
 
 
-def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dtype: str = "float64"):
+def safe_args(symbols: Sequence[sympy.Symbol]) -> tuple[list[sympy.Symbol], dict]:
+    """The stand-ins :func:`vectorized` compiles ``symbols`` as (``x0, x1, ...``, each a positive integer:
+    no name from a model file reaches generated code) and the mapping to them. A caller that substitutes
+    other values anyway (the planner's sizes) maps the symbols in the same pass and passes ``renamed=True``."""
+    return _safe_args(symbols)
+
+
+def vectorized(exprs: Sequence[sympy.Expr], symbols: Sequence[sympy.Symbol], dtype: str = "float64",
+               renamed: bool = False):
     """A function of NumPy arrays (one per symbol, in order, broadcast
     together) returning one array per formula.
 
     ``dtype``: ``float64`` (rounded to 53 bits), ``int64`` (exact; raises
     :class:`OverflowError` if any intermediate could pass 2⁶³ − 1 at some
     point — checked with a bound evaluated in float64 — or a value is not
-    whole) or ``exact`` (Python integers, object arrays).
+    whole) or ``exact`` (Python integers, object arrays). ``renamed`` (float64): ``symbols`` are already
+    :func:`safe_args`' stand-ins and ``exprs`` written in them, through
+    :func:`costgraph.numbers.substitute.substitute` (the planner's forms: one pass that also fixes the sizes).
     """
     import numpy as np
 
     symbols = tuple(symbols)
-    args, rename = _safe_args(symbols)
-    if dtype == "float64":   # a compiled Max/Min takes its arguments' maximum/minimum: left unevaluated
+    args, rename = (list(symbols), {}) if renamed and dtype == "float64" else _safe_args(symbols)
+    if dtype == "float64" and not renamed:   # a compiled Max/Min takes its arguments' maximum/minimum: unevaluated
         memo: dict = {}
         exprs = [substitute(as_expr(e), rename, memo) for e in exprs]
+    elif dtype == "float64":
+        exprs = list(exprs)
     else:
         exprs = [as_expr(e).xreplace(rename) for e in exprs]
     if dtype == "float64":
         # floors as integer divisions of whole numbers (exact below 2^53, not through x/3 rounded)
         exprs = _integer_floors_all(exprs)
-        f = sympy.lambdify(args, exprs, modules=_np_modules(), cse=True, use_imps=False)
+        f = sympy.lambdify(args, exprs, modules=_np_modules(), cse=True, use_imps=False, printer=_np_printer(exprs))
 
         def run(*arrays):
             # the inputs are not broadcast to the common shape: a constant stays a scalar, and only the
@@ -318,4 +355,4 @@ class Compiled:
             raise CostgraphValueError(f"cannot evaluate: {e}") from None
 
 
-__all__ = ["Compiled", "ExactEvaluator", "NotWhole", "vectorized", "integer_fraction"]
+__all__ = ["Compiled", "ExactEvaluator", "NotWhole", "vectorized", "integer_fraction", "safe_args"]

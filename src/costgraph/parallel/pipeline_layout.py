@@ -32,6 +32,7 @@ pipeline degree and checks the layout against a model (what the planner calls);
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
@@ -233,6 +234,23 @@ def format_layout(stages) -> str:
     """Compact layout text for per-stage symbols (``["Etttt", "tttt", "tttt", "tmL"]`` →
     ``"Et*4|(t*4|)*2tmL"``); :func:`parse_pipeline_layout` reads it back to the same stages."""
     stages = list(stages)
+    text = _format(stages)
+    if _FORMATTED_SYMBOLS.issuperset("".join(stages)):   # layout symbols only: the text reads back to them
+        if len(_FORMATTED) >= _FORMATTED_SIZE:
+            _FORMATTED.clear()
+        _FORMATTED[text] = tuple(stages)
+    return text
+
+
+#: the texts :func:`format_layout` wrote and the stages each reads back to: :func:`parse_pipeline_layout` takes
+#: them without the grammar (the planner formats its chunk layouts, then builds each row's layout from the text:
+#: lark's import and parser table, about 0.07 s of CPU of every plan that tries one); kept small
+_FORMATTED: dict[str, tuple[str, ...]] = {}
+_FORMATTED_SIZE = 4096
+_FORMATTED_SYMBOLS = frozenset(SYMBOLS) | {"|"}
+
+
+def _format(stages: list) -> str:
     if len(stages) == 1:
         return _run_length(stages[0]).replace(" ", "")
     parts, i = [], 0
@@ -275,6 +293,22 @@ def parse_pipeline_layout(text: str, pp: int | None = None, v: int | None = None
 
 @lru_cache(maxsize=256)
 def _parse(text: str) -> PipelineLayout:
+    known = _FORMATTED.get(text)
+    if known is not None and _within_bounds(text, known):   # written by format_layout: its stages, as the grammar reads
+        return PipelineLayout(text, known)
+    return _parsed(text)
+
+
+def _within_bounds(text: str, stages: tuple) -> bool:
+    """Whether a layout text and its stages are within every bound :func:`_parsed` checks (module docstring)."""
+    counts = re.findall(r"[0-9]+", text)
+    return (len(text) <= MAX_TEXT and text.strip(", ") != "" and len(stages) <= MAX_STAGES
+            and sum(map(len, stages)) + len(stages) - 1 <= MAX_SYMBOLS
+            and all(len(c) <= len(str(MAX_COUNT)) and int(c) <= MAX_COUNT for c in counts))
+
+
+def _parsed(text: str) -> PipelineLayout:
+    """``text`` read by the grammar (:data:`GRAMMAR`), every bound checked (:func:`parse_pipeline_layout`)."""
     if len(text) > MAX_TEXT:
         raise _error(text[:MAX_TEXT], MAX_TEXT, f"the layout is {len(text):,} characters long: at most {MAX_TEXT}",
                      hint="repeat with x*n and (…)*n")

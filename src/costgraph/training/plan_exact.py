@@ -51,7 +51,7 @@ def form_figures(c) -> tuple[int, sympy.Expr]:
     :func:`~costgraph.training.plan_confirm.exact_figures`)."""
     forms, w = c.screen
     numbers = (c.tp, c.pp, c.cp, c.ep, c.dp, c.micro_batches, c.virtual_stages, c.micro_batch)
-    at = {s: sympy.Integer(n) for s, n in zip(forms.syms, numbers)}
+    at = {s: sympy.Integer(n) for s, n in zip(forms.args, numbers)}   # the forms' stand-ins of the degrees
     memo: dict = {}
 
     def value(i):

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..engine.symbols import dim
-from ..numbers.evaluator import vectorized
+from ..numbers.evaluator import safe_args, vectorized
 from ..numbers.substitute import substitute
 from ..parallel.layout import Layout
 from .compute import training_flops
@@ -60,7 +60,9 @@ BY_ZERO = ("offload", "offload_serial", "optimizer") + tuple(
 class Forms:
     """The closed forms (module docstring), derived once and compiled: ``states[z][pipe]``
     and ``acts[(r, sp)][pipe]`` (per stage form indices), ``parts[(r, sp)][name][pipe]``,
-    ``overlapped[z][name][pipe]`` (the parts of :data:`BY_ZERO`), ``model_flops``. ``options``: field → values searched."""
+    ``overlapped[z][name][pipe]`` (the parts of :data:`BY_ZERO`), ``model_flops``. ``options``: field → values searched.
+    ``args``: the compiled function's stand-ins of ``syms`` (:func:`costgraph.numbers.evaluator.safe_args`), in
+    which :attr:`exprs` are written."""
 
     def __init__(self, cg, fixed, syms, base, bar, hardware, efficiency, options: dict, schedules=("1f1b",),
                  factors=None):
@@ -68,7 +70,11 @@ class Forms:
         self.options = options
         self.pipes = pipes(schedules)
         self._exprs: list = []
-        self._memo: dict = {}   # the sizes substituted once per distinct subexpression (numbers.substitute)
+        # the sizes fixed and the degrees renamed to the compiled function's stand-ins in one pass
+        # (numbers.evaluator.safe_args: ``args``, in the order of ``syms``), once per distinct subexpression
+        self.args, rename = safe_args(syms)
+        self._mapping = {**fixed, **rename}
+        self._memo: dict = {}
         zeros, recs, sps = options["zero"], options["recompute"], options["sp"]
         pairs = list(itertools.product(recs, sps))
         # The states depend on the ZeRO stage only, the activations on (recompute, SP) only: one derivation
@@ -101,7 +107,7 @@ class Forms:
                                       for x in st]
         self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
         # every form in one compiled function: the parts the forms share are evaluated once per layout
-        self._f = vectorized(self._exprs, self.syms)
+        self._f = vectorized(self._exprs, self.args, renamed=True)
 
     def part(self, value):
         """One part of the step compiled: an expression's index (:meth:`compiled`), or a part of
@@ -110,15 +116,16 @@ class Forms:
         return value.mapped(self.compiled) if hasattr(value, "mapped") else self.compiled(value)
 
     def compiled(self, expr) -> int:
-        """Register ``expr`` with the model's sizes fixed; its index in :meth:`evaluate`'s arrays."""
+        """Register ``expr`` with the model's sizes fixed and the degrees as :attr:`args`; its index in
+        :meth:`evaluate`'s arrays."""
         from ..engine.symbols import as_expr
 
-        self._exprs.append(substitute(as_expr(expr), self.fixed, self._memo))
+        self._exprs.append(substitute(as_expr(expr), self._mapping, self._memo))
         return len(self._exprs) - 1
 
     @property
     def exprs(self) -> list:
-        """The registered forms (the model's sizes substituted), by index."""
+        """The registered forms (the model's sizes substituted, the degrees as :attr:`args`), by index."""
         return self._exprs
 
     def evaluate(self, args) -> list:
