@@ -42,6 +42,17 @@ class Module:
                 return c
         return None
 
+    def find(self, *paths: str) -> "Module | None":
+        """The module at the first of ``paths`` (dotted child names below this one, ``"dwconv.dwconv"``) that names
+        one, or None (a layer's parts under the names of several copies of a model: Swin's and Donut-Swin's)."""
+        for path in paths:
+            node = self
+            for part in path.split("."):
+                node = node.child(part) if node is not None else None
+            if node is not None:
+                return node
+        return None
+
     def walk(self):
         """This module and every descendant, depth first."""
         yield self

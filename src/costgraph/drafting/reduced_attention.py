@@ -20,14 +20,8 @@ from .writer import Sizer
 
 
 def _find(m: Module | None, *paths: str) -> Module | None:
-    """The first of ``paths`` (dotted, under ``m``) that names a module, else None."""
-    for path in paths:
-        node = m
-        for part in path.split("."):
-            node = node.child(part) if node is not None else None
-        if node is not None:
-            return node
-    return None
+    """:meth:`Module.find` of ``m``, None where ``m`` is None."""
+    return m.find(*paths) if m is not None else None
 
 
 def segformer_layer_lines(layer: Module, sz: Sizer, stage: int, side: str) -> list[str] | None:
