@@ -121,3 +121,32 @@ def test_bad_value_refused(command, capsys):
     err = capsys.readouterr().err
     assert "--gemm-rate" in err and "'fast'" in err and "sustained, isolated" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("edit, words", [
+    ((r'^gemm_sustained_derate = "0.959"', 'gemm_sustained_derate = "1.2"'),
+     ("kernels.toml:", ": [h800] gemm_sustained_derate is above 1 (a sustained rate faster than the table's",
+      "hint: at most 1")),
+    ((r'^gemm_sustained_dtype = "fp8"', 'gemm_sustained_dtype = "fp16"'),
+     ("kernels.toml:", ": [h800] gemm_sustained_dtype 'fp16' names no GEMM fit of this table",
+      "hint: bf16 (gemm_*) or fp8")),
+], ids=["derate-above-1", "dtype-of-no-fit"])
+def test_a_user_table_bad_sustained_rate_is_refused(capsys, tmp_path, monkeypatch, edit, words):
+    """A COSTGRAPH_DATA kernels.toml (the bundled h100-sxm table as h800) whose derate would make the sustained rate
+    faster than the measured curves, or whose points name a fit it lacks: refused at FILE:LINE:COLUMN, exit 2."""
+    import pathlib
+    import re
+
+    import costgraph.training.kernel_table as kt
+    from cli_checks import refused
+
+    s = (pathlib.Path(kt.__file__).parent / "kernels.toml").read_text()
+    start = s.index("[h100-sxm]")
+    body = s[start:s.index("\n[", start)].replace("[h100-sxm]", "[h800]", 1)
+    edited = re.sub(edit[0], edit[1], body, count=1, flags=re.M)
+    assert edited != body
+    (tmp_path / "kernels.toml").write_text(edited)
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    line = edited[:edited.index(edit[1])].count("\n") + 1
+    err = refused(capsys, ["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", "h800"], *words)
+    assert f"kernels.toml:{line}:1: [h800]" in err

@@ -70,7 +70,9 @@ KIND = Kind("kernel table", (
     Field("gemm_fp8_k0", unit="", required=False),
     Field("gemm_fp8_points", "list", required=False),
     Field("gemm_fp8_source", "text", required=False),
-    Field("gemm_sustained_derate", "decimal", required=False, positive=True,
+    Field("gemm_sustained_derate", "decimal", required=False, positive=True, maximum=1,
+          above="a sustained rate faster than the table's; a factor 0 < d ≤ 1 on the saturated efficiency, "
+                "kernel_table.fit_gemm_derate",
           doc="the sustained GEMM rate's factor on the saturated efficiency (fitted to gemm_sustained_points)"),
     Field("gemm_sustained_dtype", "text", required=False,
           doc="the GEMM fit (bf16 or fp8) gemm_sustained_points are compared with"),
@@ -229,10 +231,6 @@ def _table(entry, held: dict) -> KernelTable:
         if dtype not in gemm:
             raise entry.error(f"gemm_sustained_dtype {dtype!r} names no GEMM fit of this table", "gemm_sustained_dtype",
                               hint="bf16 (gemm_*) or fp8 (gemm_fp8_*, where the table has them)")
-        if entry["gemm_sustained_derate"] > 1:
-            raise entry.error(f"gemm_sustained_derate = {float(entry['gemm_sustained_derate']):.6g} is above 1: "
-                              "a sustained rate faster than the table's", "gemm_sustained_derate",
-                              hint="a factor 0 < d ≤ 1 on the saturated efficiency (kernel_table.fit_gemm_derate)")
         sustained, sustained_pts = entry["gemm_sustained_derate"], (dtype, _points(held["gemm_sustained_points"], 4))
         sources["gemm_sustained_source"] = entry["gemm_sustained_source"]
     memory = ("memory_launch_ns" in entry and entry["memory_launch_ns"],
