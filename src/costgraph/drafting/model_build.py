@@ -102,8 +102,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows
         inputs = {"pixel_values": torch.zeros((b, cfg.num_channels, cfg.image_size, cfg.image_size),
                                               dtype=torch.bfloat16, device="meta")}
-    elif audio_inputs(torch, model, params, b, s) is not None:   # raw audio [b, samples] (wav2vec2): s samples
-        inputs = audio_inputs(torch, model, params, b, s)
+    elif (raw := audio_inputs(torch, model, params, b, s)) is not None:   # raw audio [b, samples] (wav2vec2): s samples
+        inputs = raw
     elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
         inputs = {"pixel_values": pixels}
     else:
