@@ -162,9 +162,10 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
     Whisper-like Mel stem (:mod:`.mel_front`), the wav2vec2 family's feature encoder (:mod:`.audio`) — else None."""
     conv = patch_conv(pre)
     if conv is not None:
-        ast = spectrogram_embeddings(root, conv, sz, names(conv))   # AST's patches of a spectrogram
-        if ast is None:
-            names.taken.discard(conv.name)
+        named = names(conv)
+        ast = spectrogram_embeddings(root, conv, sz, named)   # AST's patches of a spectrogram
+        if ast is None:     # the name given back for vision_embeddings to take (the one given, not conv.name)
+            names.taken.discard(named)
         vision = (*ast, {id(conv)}) if ast is not None else vision_embeddings(root, pre, sz, names)
         if vision is not None:      # the image's patches, the tokens in front, the positions
             return vision[0], vision[1], [m for m in pre if id(m) not in vision[2]], True
