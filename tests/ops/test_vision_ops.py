@@ -162,6 +162,17 @@ def test_refusals_at_the_values(body, fragment):
     assert fragment in str(e.value)
 
 
+@pytest.mark.parametrize("call", ["conv2d(x, 4, kernel = 7)", "max_pool2d(x, 7)", "avg_pool(x, 7)",
+                                  "conv2d(x, 4, kernel = 7, stride = 2)"])
+def test_a_numeric_side_smaller_than_the_kernel_is_refused(call):
+    """A 3×3 input under a 7×7 kernel, no padding: PyTorch refuses it ("Kernel size can't be greater than actual
+    input size"); at stride 1 the side ``3 − 7 + 1 = −3`` was taken (and squared into positive FLOPs) once stride 1
+    skipped the check (ops.vision._out_size)."""
+    text = f"model m {{\n  dim b\n  input x[b, 4, 3, 3]\n  return {call}\n}}\n"
+    with pytest.raises(CostgraphError, match="kernel 7 is larger than the padded input 3"):
+        costgraph.loads(text, path="m.cg")
+
+
 def test_a_numeric_stride_rounds_down_as_pytorch():
     """PyTorch's Conv2d output size floor((r − 3)/2) + 1 (torch.nn.Conv2d docs, dilation 1): r = 8 gives 3
     positions per axis (not refused: issue 28, wav2vec2's strided convolutions), r = 9 gives 4."""

@@ -48,14 +48,13 @@ def _out_size(c, n, k, stride, pad):
     if pad.is_number and pad < 0:
         c.fail(f"{c.kind}: padding {pad} is negative")
     span = n + 2 * pad - k
+    if span.is_number and span < 0:
+        c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + 2 * pad}",
+               hint="a smaller kernel, or more padding")
     if stride == 1:     # a whole side: no floor to take (ConvNeXt's depthwise 7×7 keeps a symbolic side as it is)
         return span + 1
-    if span.is_number:
-        if span < 0:
-            c.fail(f"{c.kind}: kernel {k} is larger than the padded input {n + 2 * pad}",
-                   hint="a smaller kernel, or more padding")
-        if stride.is_number:
-            return sympy.floor(span / stride) + 1
+    if span.is_number and stride.is_number:
+        return sympy.floor(span / stride) + 1
     if stride.is_number:   # PyTorch's floor: floor((2·e − 1)/2) = e − 1 on a whole e (Whisper's stem);
         return sympy.floor(span / stride) + 1   # floor((L − 10)/5) + 1 stays (wav2vec2's feature encoder)
     return sympy.cancel(span / stride + 1)
