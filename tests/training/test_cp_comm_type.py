@@ -79,3 +79,19 @@ def test_plan_passes_it_to_every_row_and_its_check_command(gpt):
                        cp_comm_type="all_gather")
     assert res.settings["cp_comm_type"] == "all_gather"
     assert res.check_command(res.layouts[0]).endswith("--cp-comm-type all_gather")
+
+
+def test_train_json_names_it_and_the_schema_documents_it(capsys):
+    """train's JSON carries the type in its ``plan`` object, a key the schema documents (export/schemas/train.json:
+    every other key of that object is documented there)."""
+    import json
+
+    from costgraph.cli import main
+    from costgraph.export import schema as schemas
+
+    assert main(["train", "gpt", "--config", "gpt2", "--gpus", "2", "--cp", "2", "--set", "s=4096",
+                 "--cp-comm-type", "all_gather", "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan["cp_comm_type"] == "all_gather"
+    props = schemas.schema("train")["$defs"]["model"]["properties"]["plan"]["properties"]
+    assert set(plan) <= set(props) and props["cp_comm_type"]["enum"] == ["p2p", "all_gather"]
