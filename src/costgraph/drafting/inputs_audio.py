@@ -1,5 +1,5 @@
 """The probe input of a speech encoder from raw audio (``input_values``, the wav2vec2 family), for
-:func:`costgraph.drafting.api._forward` (issue 28 item 2).
+:func:`costgraph.drafting.model_build._forward` (issue 28 item 2).
 
 transformers 5.24 modeling_wav2vec2.py ``Wav2Vec2Model.forward(input_values, attention_mask=None,
 mask_time_indices=None, ...)``: ``input_values`` ``[b, samples]`` of raw audio, read by the feature encoder as

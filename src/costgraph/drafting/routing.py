@@ -33,7 +33,7 @@ A traced forward runs on meta tensors, which hold no values; two forms of MoE fo
   drafted: the layers are left as TODO). Its parameters still count ``gate_up_proj``'s
   E + Z rows (transformers builds it so).
 
-Torch is imported by the caller (:func:`costgraph.drafting.api._forward`) and passed in: the ``torch`` extra stays
+Torch is imported by the caller (:func:`costgraph.drafting.model_build._forward`) and passed in: the ``torch`` extra stays
 optional.
 """
 
