@@ -113,8 +113,8 @@ def _pre_norm_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     ``intermediate.LayerNorm``; modeling_xlm_roberta_xl.py: ``attention.self_attn_layer_norm`` and the layer's
     ``LayerNorm``, called in ``feed_forward_chunk``; modeling_megatron_bert.py: ``attention.ln`` and the layer's
     ``ln``; modeling_data2vec_vision.py: the layer's ``layernorm_before`` and ``layernorm_after``, its ``attention.attention``
-and the layer scale ``lambda_1``, ``lambda_2 [h]`` on each block's output, ``Data2VecVisionLayer.forward``). Written
-``x = x + gqa_attention(layernorm(x))`` and ``x = x + mlp(layernorm(x))``; None when the norms
+    and the layer scale ``lambda_1``, ``lambda_2 [h]`` on each block's output, ``Data2VecVisionLayer.forward``). Written
+    ``x = x + gqa_attention(layernorm(x))`` and ``x = x + mlp(layernorm(x))``; None when the norms
     are not found so."""
     att, inter, out = layer.child("attention"), layer.child("intermediate"), layer.child("output")
     n1 = att.child("LayerNorm", "self_attn_layer_norm", "ln") or layer.child("layernorm_before")
