@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import choices
-from .option_fields import Domain, keywords_checked, option
+from .option_fields import Domain, given_fields, keywords_checked, option, specs
 
 #: the variant's requirements of each offload device (DeepSpeed: offload_optimizer needs ZeRO 2 or 3,
 #: offload_param ZeRO 3; costgraph.training.offload)
@@ -83,7 +83,7 @@ class LayoutOptions:
     # (costgraph.training.cross_entropy)
     cross_entropy: str = option("--cross-entropy", "the cross-entropy implementation over the logits: what it holds at "
                                 "the loss's peak on the last stage and what its kernels move (the step time): "
-                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY)
+                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY, given=True)
     # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
     rank_order: str = option("--rank-order", "rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; "
                                              "tp-cp-ep-pp-dp is its --use-tp-pp-dp-mapping): which groups stay inside "
@@ -93,7 +93,7 @@ class LayoutOptions:
                                       default=None, unit="ranks", type=int)
     link_rate: str = option("--link-rate", "the bandwidth collectives are timed at over NVLink and the NICs "
                             "(costgraph.parallel.placement.link): " + choices.LINK_RATE.help(),
-                            choices=choices.LINK_RATE)
+                            choices=choices.LINK_RATE, given=True)
     ep_overlap: str = option("--ep-overlap", choices=choices.EP_OVERLAP, domain=Domain(
         "variant", "ep_overlaps", "the default (none) only; --exhaustive searches them",
         {"group": "experts", "requires": {"megatron": {"recompute": ("none", "selective"),
@@ -102,7 +102,7 @@ class LayoutOptions:
     # (PlanOptions.ep_dispatcher, plan's JSON ep_dispatcher), never searched
     ep_dispatcher: str = option("--ep-dispatcher", "the kernels of the EP token dispatch and combine "
                                 "(costgraph.parallel.ep_time): " + choices.EP_DISPATCHER.help(),
-                                choices=choices.EP_DISPATCHER)
+                                choices=choices.EP_DISPATCHER, given=True)
     overlap: str = option("--overlap", "how communication overlaps computation (costgraph.training.overlap): "
                           + choices.OVERLAP.help(), choices=choices.OVERLAP)
     route_nodes: int | None = option("--route-nodes", "device-limited routing: a token's experts on at most M "
@@ -110,16 +110,17 @@ class LayoutOptions:
                                      unit="scale-up domains", type=int, domain=Domain(
                                          "variant", "route_nodes", "unconfined only; --exhaustive searches them",
                                          {"group": "experts"}))
+    attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
+                                   "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
+                                   choices=choices.ATTENTION_KERNEL, given=True)
     # no search domain (as ep_dispatcher): the software the cluster runs; all_gather is never faster than the ring
     # under the overlap rules (the same bytes, exposed), so the planner would never rank it above p2p
     cp_comm_type: str = option("--cp-comm-type", "how CP exchanges K and V (Megatron's --cp-comm-type): "
-                               + choices.CP_COMM_TYPE.help(), choices=choices.CP_COMM_TYPE)
-    attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
-                                   "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
-                                   choices=choices.ATTENTION_KERNEL)
+                               + choices.CP_COMM_TYPE.help(), choices=choices.CP_COMM_TYPE, given=True)
     # no search domain (as attention_kernel): a convention of the time model, which plan passes to every row
     gemm_rate: str = option("--gemm-rate", "which GEMM rate the per-kernel time model uses (training/kernels.toml: "
-                            "kernel_table.rated): " + choices.GEMM_RATE.help(), choices=choices.GEMM_RATE)
+                            "kernel_table.rated): " + choices.GEMM_RATE.help(), choices=choices.GEMM_RATE,
+                            given=True)
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
                                  + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
@@ -202,3 +203,22 @@ class LayoutOptions:
                                    default=None)
     tp_replicated: tuple = option(None, "head-count dimensions with fewer heads than t (derived from the values)",
                                   default=())
+
+
+#: the settings plan takes as given and passes to every row, its check command and ``--compare`` (never searched: the
+#: software the cluster runs and the time model's conventions), in declaration order: from the fields' ``given``
+GIVEN = given_fields(LayoutOptions)
+
+
+def given_settings(given: dict) -> dict:
+    """Each setting of :data:`GIVEN`: the value ``given`` names, else its declared default.
+
+    Raises
+    ------
+    TypeError
+        A keyword that is no such setting (as a misspelt keyword argument of :func:`plan` is)."""
+    unknown = sorted(set(given) - set(GIVEN))
+    if unknown:
+        raise TypeError(f"plan() got an unexpected keyword argument {unknown[0]!r}")
+    fields = specs(LayoutOptions)
+    return {k: given[k] if given.get(k) is not None else fields[k][0].default for k in GIVEN}

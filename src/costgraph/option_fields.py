@@ -51,7 +51,9 @@ class Spec:
     :data:`CHECKS` (``optional``: None passes it too); ``domain``: the planner's search domain
     (:mod:`costgraph.options`), where it has one; ``argparse``: further ``add_argument`` keywords;
     ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``);
-    ``dest``: the parsed command line's name where it is not the field's (the Layout's ``t``: ``tp``)."""
+    ``dest``: the parsed command line's name where it is not the field's (the Layout's ``t``: ``tp``);
+    ``given``: a setting ``plan`` takes as given and passes to every row, never searched (the software the cluster
+    runs, a convention of the time model: :func:`given_fields`)."""
 
     flag: str | None
     help: str | None = None
@@ -63,6 +65,7 @@ class Spec:
     argparse: tuple = ()
     group: str | None = None
     dest: str | None = None
+    given: bool = False
 
     @property
     def values(self) -> tuple | None:
@@ -92,12 +95,12 @@ class Domain:
 
 def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
            check: str | None = None, optional: bool = False, domain: Domain | None = None, cli_default=MISSING,
-           group=None, dest: str | None = None, **argparse_kw):
+           group=None, dest: str | None = None, given: bool = False, **argparse_kw):
     """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
     ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
     the command line's default where it differs from the API's (``costgraph infer --weights``: None,
     a config.json's dtype; the API: bf16). ``domain``: the planner's search domain (:class:`Domain`);
-    ``dest``: the parsed command line's name where it differs from the field's."""
+    ``dest``: the parsed command line's name where it differs from the field's; ``given``: :attr:`Spec.given`."""
     if cli_default is not MISSING:
         argparse_kw["default"] = cli_default
     if isinstance(choices, Choice):
@@ -105,7 +108,8 @@ def option(flag: str | None, help: str | None = None, *, default=MISSING, choice
         help = choices.help() if help is None else help
     if check is not None and check not in CHECKS:   # a mistake in a declaration, not the user's
         raise AssertionError(f"unknown check {check!r}; one of {CHECKS}")
-    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group, dest)
+    spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group, dest,
+                given)
     return dataclasses.field(default=default, metadata={"option": spec})
 
 
@@ -118,6 +122,12 @@ def specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
 @functools.lru_cache(maxsize=None)
 def _specs(cls) -> dict[str, tuple[dataclasses.Field, Spec]]:
     return {f.name: (f, f.metadata["option"]) for f in dataclasses.fields(cls) if "option" in f.metadata}
+
+
+def given_fields(cls) -> tuple[str, ...]:
+    """The fields of ``cls`` declared ``given`` (:attr:`Spec.given`), in declaration order: what ``plan`` passes to
+    every row, its check command, ``--compare`` and its settings (:mod:`costgraph.training.plan`)."""
+    return tuple(name for name, (_, s) in _specs(cls).items() if s.given)
 
 
 def add_arguments(parser, cls, first: str | None = None, last: str | None = None, without: str | None = None,

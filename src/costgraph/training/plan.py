@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from ..choices import (ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, CROSS_ENTROPY, DEFAULT_OPTIMIZER, DEFAULT_POLICY,
-                       EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP, RECOMPUTE_PLANNED)
+from ..choices import ATTENTION, DEFAULT_OPTIMIZER, DEFAULT_POLICY, OVERLAP, RECOMPUTE_PLANNED
+from ..layout_options import given_settings
 from ..engine.graph import CostGraph
 from ..errors import CostgraphValueError
 from ..options import Space, SEARCHED_OPTIONS, searched
@@ -143,9 +143,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
          cp_options=(1, 2, 4, 8), top: int = 10, reserve: int = 0, factors=None,
          overlap: str = OVERLAP.default, pipeline_layout: str | None = None, allow_fp8: bool = False,
          allow_offload: bool = False, exhaustive: bool = False, reserve_of=None,
-         cross_entropy: str = CROSS_ENTROPY.default, link_rate: str = LINK_RATE.default,
-         ep_dispatcher: str = EP_DISPATCHER.default, attention_kernel: str = ATTENTION_KERNEL.default,
-         cp_comm_type: str = CP_COMM_TYPE.default, gemm_rate: str = GEMM_RATE.default) -> Plan:
+         **given) -> Plan:
     """Rank the layouts of ``model`` on ``gpus`` devices of a ``hardware``
     preset (:mod:`costgraph.hardware`; ``capacity`` defaults to its memory; ``reserve``:
     bytes kept free on each device; ``reserve_of``: a row's own reserve, called with the candidate, when
@@ -160,17 +158,13 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     time model of the preset's kernel table (:mod:`costgraph.training.kernel_time`), else 1/2.
     ``factors``: a calibration's multipliers of the step's parts (:mod:`costgraph.training.calibration`).
     ``overlap``: the communication overlap convention of every layout (:mod:`costgraph.training.overlap`).
-    ``cross_entropy``: the loss's implementation on every layout (:data:`costgraph.choices.CROSS_ENTROPY`,
-    :mod:`costgraph.training.cross_entropy`: what it holds at the loss's peak and what its kernels move).
-    ``link_rate``: the bandwidth every layout's collectives run at (:data:`costgraph.choices.LINK_RATE`,
-    ``--link-rate``: NCCL's busbw by default, or the line rates); a convention, never searched.
-    ``ep_dispatcher``: the kernels of every layout's EP dispatch and combine (:data:`costgraph.choices.EP_DISPATCHER`,
-    ``--ep-dispatcher``: the software the cluster runs, passed through as ``link_rate``, never searched).
-    ``attention_kernel`` (:data:`costgraph.choices.ATTENTION_KERNEL`: the flash core's kernel, fa2 under PyTorch's
-    SDPA as torchtitan runs it): the framework's, on every layout, never searched. ``cp_comm_type``
-    (:data:`costgraph.choices.CP_COMM_TYPE`, Megatron's ``--cp-comm-type``): the same, on every layout with CP.
-    ``gemm_rate`` (:data:`costgraph.choices.GEMM_RATE`: the per-kernel model's GEMM rate, sustained or isolated):
-    a convention of the time model, on every layout, never searched.
+    ``given``: the settings of :data:`costgraph.layout_options.GIVEN` (the fields declared ``given``), each passed to
+    every layout as it is, never searched: ``cross_entropy`` (the loss's implementation: what it holds at the loss's
+    peak and what its kernels move, :mod:`costgraph.training.cross_entropy`), ``link_rate`` (the bandwidth the
+    collectives run at: NCCL's busbw by default, or the line rates), ``ep_dispatcher`` (the kernels of the EP dispatch
+    and combine), ``attention_kernel`` (the flash core's kernel: fa2 under PyTorch's SDPA as torchtitan runs it),
+    ``cp_comm_type`` (Megatron's ``--cp-comm-type``) and ``gemm_rate`` (the per-kernel model's GEMM rate); each
+    defaults to its declaration's default (:mod:`costgraph.choices`).
     ``pipeline_layout``: Megatron's pipeline layout text (:mod:`costgraph.parallel.pipeline_layout`): only
     the ``(p, v)`` its stages allow, every row with it (screened with the even forms, confirmed exactly).
     ``allow_fp8`` (the FP8 policies, on a preset with an FP8 peak), ``allow_offload`` (optimizer and
@@ -196,9 +190,7 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
         out = _plan(model, values, bar, gpus=gpus, hardware=hardware, global_batch=global_batch, capacity=capacity,
                     efficiency=efficiency, attention=attention, policy=policy, optimizer=optimizer, max_tp=max_tp,
                     micro_batches=micro_batches, cp_options=cp_options, top=top, reserve=reserve, overlap=overlap,
-                    reserve_of=reserve_of, cross_entropy=cross_entropy, link_rate=link_rate,
-                    ep_dispatcher=ep_dispatcher, factors=factors, pipeline_layout=pipeline_layout,
-                    attention_kernel=attention_kernel, cp_comm_type=cp_comm_type, gemm_rate=gemm_rate,
+                    reserve_of=reserve_of, given=given_settings(given), factors=factors, pipeline_layout=pipeline_layout,
                     allow=dict(allow_fp8=allow_fp8, allow_offload=allow_offload, exhaustive=exhaustive))
         bar.update(steps)
         return out
@@ -214,10 +206,8 @@ def _space(cg: CostGraph, fixed: dict, **kw) -> tuple[Space, object]:
 
 def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficiency, attention, policy, optimizer,
           max_tp, micro_batches, cp_options, top, reserve, overlap=OVERLAP.default, factors=None, reserve_of=None,
-          pipeline_layout=None, allow=None, cross_entropy=CROSS_ENTROPY.default,
-          link_rate=LINK_RATE.default, ep_dispatcher=EP_DISPATCHER.default,
-          attention_kernel=ATTENTION_KERNEL.default, cp_comm_type=CP_COMM_TYPE.default,
-          gemm_rate=GEMM_RATE.default) -> Plan:
+          pipeline_layout=None, allow=None, given=None) -> Plan:
+    given = given_settings(given or {})
     capacity = hardware.memory_bytes if capacity is None else capacity
     _one_node(hardware, gpus)
     max_tp = min(hardware.scale_up_domain, 64) if max_tp is None else max_tp
@@ -234,9 +224,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     # the FP8 weight transpose TE keeps on the preset, as train resolves `auto` (training.fp8.on_hardware: shared on
     # Blackwell, no second FP8 copy of the weights); each confirmed row meets the preset the same way (plan_confirm)
     base = dict(t=T, c=C, e=EP, d=D, m=M, attention=attention, policy=policy, optimizer=optimizer, overlap=overlap,
-                cross_entropy=cross_entropy, link_rate=link_rate,   # the activations' precision: Layout.filled()
-                ep_dispatcher=ep_dispatcher, fp8_transpose=transpose_for(hardware), attention_kernel=attention_kernel,
-                cp_comm_type=cp_comm_type, gemm_rate=gemm_rate)
+                fp8_transpose=transpose_for(hardware), **given)   # the activations' precision: Layout.filled()
     derived: dict = {}   # the variants' forms, derived once (a second screen keeps more rows, not new forms)
 
     def derive(fields, opts, schedules):
@@ -249,9 +237,7 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     screen = _Screen(grid, options, forms, derive, space, b_sym is not None, capacity=capacity - reserve, gpus=gpus,
                      peak=float(hardware.peak_flops_bf16), bar=bar)
     settings = dict(attention=attention, policy=policy, optimizer=optimizer, gpus=gpus, overlap=overlap,
-                    pipeline_layout=pipeline_layout, cross_entropy=cross_entropy, link_rate=link_rate,
-                    ep_dispatcher=ep_dispatcher, attention_kernel=attention_kernel, cp_comm_type=cp_comm_type,
-                    gemm_rate=gemm_rate)
+                    pipeline_layout=pipeline_layout, **given)
     limit = top + MARGIN
     keep = 4 * limit + 16   # the fastest rows of each screened set that are ranked (all of them if needed)
     while True:

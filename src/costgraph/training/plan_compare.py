@@ -33,6 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from ..layout_options import GIVEN
 from ..result_fields import Part, quantity
 from .plan_variants import VARIANT_FLAGS, degree_words
 
@@ -215,16 +216,12 @@ def _compare_refusal(e):
 
 def _given(layout, plan, st) -> tuple:
     """``(Layout, b)`` of the given layout, plan's settings where it leaves them out."""
-    from ..choices import CROSS_ENTROPY, EP_DISPATCHER, LINK_RATE, OVERLAP
+    from ..choices import OVERLAP
+    from ..layout_options import given_settings
     from ..parallel.layout import Layout
 
     base = {"gpus": plan.gpus, "policy": st["precision"], "optimizer": st["optimizer"], "attention": st["attention"],
-            "overlap": st.get("overlap") or OVERLAP.default, "cross_entropy": st.get("cross_entropy") or CROSS_ENTROPY.default,
-            "link_rate": st.get("link_rate") or LINK_RATE.default,
-            "ep_dispatcher": st.get("ep_dispatcher") or EP_DISPATCHER.default,
-            **({"attention_kernel": st["attention_kernel"]} if st.get("attention_kernel") else {}),
-            **({"cp_comm_type": st["cp_comm_type"]} if st.get("cp_comm_type") else {}),
-            **({"gemm_rate": st["gemm_rate"]} if st.get("gemm_rate") else {})}
+            "overlap": st.get("overlap") or OVERLAP.default, **given_settings({k: st.get(k) for k in GIVEN})}
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
@@ -252,10 +249,7 @@ def _first_layout(first: dict, plan):
                            "account_loss": False, "options": {}, "virtual_stages": 1, "schedule": "1f1b", **first})
     return layout_of(c, {"attention": st["attention"], "policy": st["precision"], "optimizer": st["optimizer"],
                          "gpus": plan.gpus, "overlap": st.get("overlap"), "pipeline_layout": st.get("pipeline_layout"),
-                         "cross_entropy": st.get("cross_entropy"), "link_rate": st.get("link_rate"),
-                         **({"ep_dispatcher": st["ep_dispatcher"]} if st.get("ep_dispatcher") else {}),
-                         "attention_kernel": st.get("attention_kernel"), "cp_comm_type": st.get("cp_comm_type"),
-                         "gemm_rate": st.get("gemm_rate")})
+                         **{k: st.get(k) for k in GIVEN}})
 
 
 def _train_options(plan, options) -> dict:
@@ -392,8 +386,7 @@ def _shown(v) -> str:
 
 #: Layout fields plan's check command writes from the row and plan's settings (PlanResult.check_command)
 _CHECKED = ("gpus", "t", "p", "c", "e", "sp", "zero", "recompute", "schedule", "v", "m", "attention", "policy",
-            "optimizer", "overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type",
-            "gemm_rate", "pipeline_layout", *_SPLIT_FIELDS)
+            "optimizer", "overlap", *GIVEN, "pipeline_layout", *_SPLIT_FIELDS)
 #: the row's variant fields plan's check command writes (costgraph.training.plan_variants.check_words)
 _VARIANTS = ("recompute_modules", *VARIANT_FLAGS)
 
@@ -415,8 +408,7 @@ def _check_words(plan, row: dict, given=None) -> str | None:
         full["options"]["policy"] = given.policy
         plan = dataclasses.replace(plan, settings={
             **plan.settings, "attention": given.attention, "optimizer": given.optimizer, "overlap": given.overlap,
-            "cross_entropy": given.cross_entropy, "link_rate": given.link_rate, "ep_dispatcher": given.ep_dispatcher,
-            "attention_kernel": given.attention_kernel, "cp_comm_type": given.cp_comm_type, "gemm_rate": given.gemm_rate,
+            **{k: getattr(given, k) for k in GIVEN},
             "pipeline_layout": given.pipeline_layout})
     try:
         words = [plan.check_command(full)]

@@ -21,7 +21,8 @@ from collections.abc import Mapping
 
 import sympy
 
-from ..choices import ATTENTION_KERNEL, CP_COMM_TYPE, CROSS_ENTROPY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP
+from ..choices import OVERLAP
+from ..layout_options import GIVEN, given_settings
 
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
@@ -40,7 +41,8 @@ UNPROVEN = ("uneven split not derived: its lower bound is below the rows shown (
 def layout_of(c, settings: dict) -> Layout:
     """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
     (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
-    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout``, ``cross_entropy``, ``link_rate``, ``ep_dispatcher``, ``attention_kernel``, ``cp_comm_type``, ``gemm_rate``; the candidate's variant
+    ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout`` and the given settings
+    (:data:`costgraph.layout_options.GIVEN`: their defaults where absent); the candidate's variant
     fields (``c.options``, :mod:`costgraph.training.plan_variants`: an FP8 ``policy`` among them) last."""
     extra = dict(getattr(c, "options", None) or {})
     pol = extra.pop("policy", settings["policy"])
@@ -50,12 +52,7 @@ def layout_of(c, settings: dict) -> Layout:
                   first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
                   account_embedding=c.account_embedding, account_loss=c.account_loss,
                   overlap=settings.get("overlap", OVERLAP.default),
-                  cross_entropy=settings.get("cross_entropy", CROSS_ENTROPY.default),
-                  link_rate=settings.get("link_rate", LINK_RATE.default),
-                  ep_dispatcher=settings.get("ep_dispatcher", EP_DISPATCHER.default),
-                  attention_kernel=settings.get("attention_kernel") or ATTENTION_KERNEL.default,
-                  cp_comm_type=settings.get("cp_comm_type") or CP_COMM_TYPE.default,
-                  gemm_rate=settings.get("gemm_rate") or GEMM_RATE.default,
+                  **given_settings({k: settings.get(k) for k in GIVEN}),
                   pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import (ATTENTION_KERNEL, CP_COMM_TYPE, CROSS_ENTROPY, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE,
-                       LINK_RATE, MEMORY_CONVENTION, OVERLAP)
+from ..choices import DEFAULT_EFFICIENCY, EP_DISPATCHER, LINK_RATE, MEMORY_CONVENTION, OVERLAP
+from ..layout_options import GIVEN, given_settings
 from ..errors import CostgraphValueError
 from ..hints import them
 from ..result_fields import document_json, key
@@ -89,16 +89,7 @@ class PlanResult(Tabular):
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
-        words += [f"--cross-entropy {st['cross_entropy']}"] \
-            if st.get("cross_entropy", CROSS_ENTROPY.default) != CROSS_ENTROPY.default else []
-        words += [f"--link-rate {st['link_rate']}"] if st.get("link_rate", LINK_RATE.default) != LINK_RATE.default else []
-        words += [f"--ep-dispatcher {st['ep_dispatcher']}"] \
-            if st.get("ep_dispatcher", EP_DISPATCHER.default) != EP_DISPATCHER.default else []
-        words += [f"--attention-kernel {st['attention_kernel']}"] \
-            if st.get("attention_kernel", ATTENTION_KERNEL.default) != ATTENTION_KERNEL.default else []
-        words += [f"--cp-comm-type {st['cp_comm_type']}"] \
-            if st.get("cp_comm_type", CP_COMM_TYPE.default) != CP_COMM_TYPE.default else []
-        words += [f"--gemm-rate {st['gemm_rate']}"] if st.get("gemm_rate", GEMM_RATE.default) != GEMM_RATE.default else []
+        words += _given_words(st)   # the given settings away from their defaults (layout_options.GIVEN)
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
@@ -184,7 +175,14 @@ def _split_words(row: dict) -> list[str]:
 
 
 #: the layout settings plan passes to every row as given (never searched): into plan() and its settings
-_GIVEN = ("link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type", "gemm_rate")
+def _given_words(st: dict) -> list[str]:
+    """``train``'s flags of the given settings (:data:`costgraph.layout_options.GIVEN`) that are not their defaults,
+    in their declaration order, as the check command writes them."""
+    from ..layout_options import LayoutOptions
+    from ..option_fields import specs
+
+    fields, held = specs(LayoutOptions), given_settings({k: st.get(k) for k in GIVEN})
+    return [f"{fields[k][1].flag} {v}" for k, v in held.items() if v != fields[k][0].default]
 
 
 def plan_layouts(model, values, options=None, **settings) -> PlanResult:
@@ -204,8 +202,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     (default: the model's name and every value as ``--set``); ``efficiency_profile``: a calibration
     profile (a path or a :class:`~costgraph.training.calibration.Profile`) fitted on ``hardware``: its
     factors multiply every layout's step parts, its memory reserve is the default ``reserve``;
-    ``overlap`` (:data:`costgraph.choices.OVERLAP`), ``cross_entropy`` (:data:`costgraph.choices.CROSS_ENTROPY`),
-    ``link_rate``, ``ep_dispatcher`` (``choices.LINK_RATE``, ``EP_DISPATCHER``: in the JSON), ``attention_kernel`` (``choices.ATTENTION_KERNEL``), ``cp_comm_type`` (``choices.CP_COMM_TYPE``), ``gemm_rate`` (``choices.GEMM_RATE``): in the check command if set,
+    ``overlap`` (:data:`costgraph.choices.OVERLAP`) and the given settings (:data:`costgraph.layout_options.GIVEN`,
+    ``cross_entropy`` ... ``gemm_rate``; in the JSON too): in the check command if not their defaults,
     ``pipeline_layout``, ``allow_fp8``, ``allow_offload``, ``exhaustive``: as :func:`costgraph.training.plan.plan`
     takes them (the check command carries the layout text and a loss other than the default); ``compare``: :func:`_compared`.
 
@@ -228,7 +226,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                                                                 o.efficiency, o.memory)
     precision, optimizer, attention, top, reserve, command = o.precision, o.optimizer, o.attention, o.top, o.reserve, o.command
     overlap = OVERLAP.default if o.overlap is None else o.overlap
-    efficiency_profile, pipeline_layout, cross_entropy = o.efficiency_profile, o.pipeline_layout, o.cross_entropy
+    efficiency_profile, pipeline_layout = o.efficiency_profile, o.pipeline_layout
     if gpus > MAX_DEVICES:
         raise CostgraphValueError(f"--gpus {gpus:,}: the planner searches up to 1,000,000 devices", hint="give fewer")
     hw, capacity = _device(hardware, memory, precision, o.memory_convention)
@@ -245,7 +243,7 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
                   efficiency=eff, attention=attention, policy=precision, optimizer=optimizer, top=top, reserve=held,
                   reserve_of=reserve_of, factors=factors, overlap=overlap, pipeline_layout=pipeline_layout,
                   allow_fp8=o.allow_fp8, allow_offload=o.allow_offload, exhaustive=o.exhaustive,
-                  cross_entropy=cross_entropy, **{k: getattr(o, k) for k in _GIVEN})
+                  **{k: getattr(o, k) for k in GIVEN})
     tokens = arguments.rational(tokens, "--tokens")
     seq = int(model.graph.dim_expr("s").xreplace(values)) if "s" in model.graph.dims else 1
     rows = [c.as_dict() for c in result.layouts]
@@ -254,8 +252,8 @@ def plan_layouts(model, values, options=None, **settings) -> PlanResult:
     command = _default_command(model, values) if command is None else command
     settings = {"hardware_name": hw.name, "peak_flops": hw.peak_flops_bf16, "attention": attention,
                 "precision": precision, "optimizer": optimizer, "memory": memory, "dropout": model.settings.dropout,
-                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap, "cross_entropy": cross_entropy,
-                **{k: getattr(o, k) for k in _GIVEN}, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
+                "tokens": tokens, "command": command, "reserve": reserve, "overlap": overlap,
+                **{k: getattr(o, k) for k in GIVEN}, "reserve_runtime": reserve_of is not None, "memory_convention": o.memory_convention,
                 "pipeline_layout": pipeline_layout, "efficiency_text": None if kernels is not None else str(DEFAULT_EFFICIENCY if efficiency is None else efficiency),
                 "time_model": "flat" if kernels is None else "kernels",
                 "kernel_table": None if kernels is None else kernels.table.preset,
