@@ -69,8 +69,13 @@ def spatial_mean(c):
     x="tensor", layout="whole")
 def grn(c):
     """``ConvNextV2GRN`` (transformers 5.24 modeling_convnextv2.py): ``weight`` and ``bias`` ``[1, 1, 1, C]``
-    (2C parameters). 0 matrix FLOPs; under `all` 6 per element forward and as many for the input gradient, 2
-    per element for the weight gradients. Keeps its input."""
+    (2C parameters). 0 matrix FLOPs; under `all` 6 per element forward (the norm's square and add, ``x·N``, γ·,
+    + β, + x) and as many for the input gradient (the convention of ``group_norm``), 3 per element for the
+    weight gradients (γ: a multiply and an add, β: an add, as ``batch_norm``'s) (the per-sample statistics — the norm, its mean over C, the divide: O(B·C)
+    — left out). Keeps what autograd keeps of the eager forward: its input (``linalg_vector_norm`` and the product
+    ``x·N(x)``'s ``mul``) and the product ``x·N(x)`` (``weight * ...``'s ``mul``), each [B, H, W, C]; under the
+    ``pytorch`` profile also the norm and N(x) [B, 1, 1, C] and the mean's denominator [B, 1, 1, 1]
+    (``saved_tensors_hooks`` on torch 2.13 CPU)."""
     x = _rank4(c, "[B, H, W, C]")
     ch = x.shape[-1]
     y = c.output(x.shape, role=c.float_role(x))
@@ -78,8 +83,12 @@ def grn(c):
     c.weight("bias", (ch,))
     c.forward(Flops(other=6 * x.numel))
     c.backward_input(Flops(other=6 * x.numel))
-    c.backward_weight(Flops(other=2 * x.numel))
-    c.save(x)
+    c.backward_weight(Flops(other=3 * x.numel))
+    c.save(x, c.aux("product", x.shape, c.float_role(x)))
+    if c.settings.profile == "pytorch":
+        role, b = c.float_role(x), x.shape[0]
+        c.save(c.aux("norm", (b, 1, 1, ch), role), c.aux("ratio", (b, 1, 1, ch), role),
+               c.aux("denominator", (b, 1, 1, 1), role))
     return y
 
 
@@ -90,7 +99,9 @@ def batch_norm(c):
     ``weight`` and ``bias`` ``[C]`` (2C parameters; ``running_mean``, ``running_var`` and ``num_batches_tracked``
     are buffers). 0 matrix FLOPs (``FlopCounterMode`` counts none); under `all` as ``group_norm``: 7 per element
     forward (normalise 5, γ 1, β 1), as many for the input gradient, 3 per element for γ's and β's gradients. Keeps
-    its input."""
+    its input; under the ``pytorch`` profile also the batch's mean and 1/σ [C] (``native_batch_norm``'s
+    ``save_mean``, ``save_invstd``), as ``group_norm``'s statistics. The running mean and variance autograd also
+    holds are buffers, not activations."""
     x = _rank4(c, "[B, C, H, W]")
     y = c.output(x.shape, role=c.float_role(x))
     c.weight("weight", (x.shape[1],))
@@ -99,6 +110,9 @@ def batch_norm(c):
     c.backward_input(Flops(other=7 * x.numel))
     c.backward_weight(Flops(other=3 * x.numel))
     c.save(x)
+    if c.settings.profile == "pytorch":
+        role = c.float_role(x)
+        c.save(c.aux("mean", (x.shape[1],), role), c.aux("invstd", (x.shape[1],), role))
     return y
 
 
@@ -109,8 +123,8 @@ def max_pool2d(c):
     """``nn.MaxPool2d(kernel_size=k, stride, padding)`` (ResNet's stem: 3, 2, 1; transformers 5.24
     modeling_resnet.py ``ResNetEmbeddings.pooler``): 0 matrix FLOPs (``FlopCounterMode`` counts none); under
     `all` k² − 1 comparisons per output element; the input gradient scatters one value per output element. Keeps
-    its input (``MaxPool2DWithIndicesBackward0`` keeps it and int64 argmax indices, one per output element: not
-    counted here)."""
+    its input and the int64 argmax indices, one per output element (``MaxPool2DWithIndicesBackward0`` keeps
+    ``self`` and ``result1``)."""
     from .vision import _out_size
 
     x = _rank4(c, "[B, C, H, W]")
@@ -119,7 +133,7 @@ def max_pool2d(c):
     y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
     c.forward(Flops(other=(k * k - 1) * y.numel))
     c.backward_input(Flops(other=y.numel))
-    c.save(x)
+    c.save(x, c.aux("indices", y.shape, "index"))
     return y
 
 
@@ -158,8 +172,11 @@ def unwindows(c):
 def avg_pool(c):
     """PoolFormer's token mixer (transformers 5.24 modeling_poolformer.py ``PoolFormerPooling``: ``nn.AvgPool2d(
     pool_size, stride=1, padding=pool_size // 2, count_include_pad=False)``): 0 matrix FLOPs (``FlopCounterMode``
-    counts none); under `all` k² − 1 adds and a divide per output element, the input gradient one per output
-    element spread over its window. Keeps nothing (``AvgPool2DBackward0`` needs the shapes)."""
+    counts none); under `all` k² − 1 adds and a divide per output element, and as many for the input gradient
+    (each output's gradient divided once and added into the k² inputs of its window; torch 2.13
+    aten/src/ATen/native/cpu/AvgPoolKernel.cpp ``cpu_avg_pool_backward``). Border windows with fewer than k²
+    inputs (count_include_pad=False) are counted as whole. Keeps its input (``AvgPool2DBackward0`` saves ``self``: torch 2.13
+    tools/autograd/derivatives.yaml ``avg_pool2d``)."""
     from .vision import _out_size
 
     x = _rank4(c, "[B, C, H, W]")
@@ -167,7 +184,8 @@ def avg_pool(c):
     b, ch, hh, ww = x.shape
     y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
     c.forward(Flops(other=k * k * y.numel))
-    c.backward_input(Flops(other=y.numel))
+    c.backward_input(Flops(other=k * k * y.numel))
+    c.save(x)
     return y
 
 
