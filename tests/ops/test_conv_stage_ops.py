@@ -1,6 +1,7 @@
 """The staged-backbone operators of ``costgraph.ops.conv_stages`` (task k28conv12) against PyTorch, on CPU:
-``channels_last``, ``channels_first``, ``spatial_mean``, ``grn``, ``batch_norm``, ``max_pool2d``, ``avg_pool``,
-``windows``, ``unwindows`` and ``unflatten_patches``, each alone in a tiny model at concrete sizes:
+``channels_last``, ``channels_first``, ``spatial_mean``, ``grn``, ``batch_norm``, ``max_pool2d``, ``windows``,
+``unwindows`` and ``unflatten_patches``, and ``ops.vision.avg_pool2d`` with a stride and padding (PoolFormer's
+token mixer, once ``avg_pool``), each alone in a tiny model at concrete sizes:
 
 - the output shape equals the torch module's output shape (PyTorch's floor lengths with padding and stride);
 - the parameters equal ``sum(p.numel())`` of the torch module;
@@ -113,11 +114,20 @@ CASES = {
     # count_include_pad=False)): 8 a side, 384 outputs; AvgPoolKernel.cpp cpu_avg_pool: 9 adds into a zeroed sum
     # (8 counted) and a divide: 9 an output; cpu_avg_pool_backward: grad / divide_factor once, then added to the 9
     # inputs of its window: 9 (border windows counted whole, as the forward's); AvgPool2DBackward0 keeps x.
-    "avg_pool(img, 3, padding = 1)": (lambda: (None, lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False)),
-                                      (B, C, 8, 8), row(fwd=9 * IMG, bi=9 * IMG, act=BF16 * IMG)),
-    # stride 2: ⌊(8 − 2)/2⌋ + 1 = 4 a side, 96 outputs of 4 inputs
-    "avg_pool(img, 2, stride = 2)": (lambda: (None, lambda x: F.avg_pool2d(x, 2, 2, count_include_pad=False)),
-                                     (B, C, 8, 8), row(fwd=4 * 96, bi=4 * 96, act=BF16 * IMG)),
+    "avg_pool2d(img, 3, stride = 1, padding = 1)": (
+        lambda: (None, lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False)), (B, C, 8, 8),
+        row(fwd=9 * IMG, bi=9 * IMG, act=BF16 * IMG)),
+    # overlapping windows, no padding: ⌊(8 − 3)/2⌋ + 1 = 3 a side, 54 outputs of 9 inputs
+    "avg_pool2d(img, 3, stride = 2)": (lambda: (None, lambda x: F.avg_pool2d(x, 3, 2)), (B, C, 8, 8),
+                                       row(fwd=9 * 54, bi=9 * 54, act=BF16 * IMG)),
+    # stride = kernel (the default), windows that tile the input: 96 outputs of 4 inputs = one per input element
+    "avg_pool2d(img, 2)": (lambda: (None, lambda x: F.avg_pool2d(x, 2)), (B, C, 8, 8),
+                           row(fwd=IMG, bi=IMG, act=BF16 * IMG)),
+    # Gemma 3's projector (modeling_gemma3.py Gemma3MultiModalProjector.forward): tokens transposed, reshaped to
+    # the 4×4 grid (a copy the pool keeps), AvgPool2d(2, 2), flatten(2).transpose(1, 2): [B, 4, C]
+    "avg_pool2d(t, 2, side = 4)": (
+        lambda: (None, lambda x: F.avg_pool2d(x.transpose(1, 2).reshape(B, C, 4, 4), 2).flatten(2).transpose(1, 2)),
+        (B, 16, C), row(fwd=B * 16 * C, bi=B * 16 * C, act=BF16 * B * 16 * C)),
     # modeling_swin.py window_partition of the 4×4 map into (4/2)² = 4 windows of 2×2 tokens (view, permute,
     # contiguous, view: a copy, nothing kept), as [B·4, 4, C]
     "windows(t, 4)": (lambda: (None, lambda x: _swin().window_partition(x.view(B, 4, 4, C), 2).view(B * 4, 4, C)),
@@ -169,7 +179,9 @@ def test_matmul_flops_parameters_and_kept_bytes_against_torch(body, twins):
     ("batch_norm(t)", "batch_norm needs [B, C, H, W], got [b, 16, c]"),
     ("max_pool2d(t, 3)", "max_pool2d needs [B, C, H, W], got [b, 16, c]"),
     ("max_pool2d(img, 11, padding = 1)", "max_pool2d: kernel 11 is larger than the padded input 10"),
-    ("avg_pool(img, 9)", "avg_pool: kernel 9 is larger than the padded input 8"),
+    ("avg_pool2d(img, 9, stride = 1)", "avg_pool2d: kernel 9 is larger than the padded input 8"),
+    ("avg_pool2d(t, 2)", "avg_pool2d needs [B, C, H, W] (or tokens [B, N, C] with side), got [b, 16, c]"),
+    ("avg_pool2d(t, 2, side = 5)", "avg_pool2d with side = 5 needs tokens [B, side², C], got [b, 16, c]"),
     ("max_pool2d(img, 3, stride = 0)", "argument 'stride' of max_pool2d must be a positive whole number, got 0"),
     ("windows(img, 4)", "windows needs [B, S, C], got [b, c, 8, 8]"),
     ("windows(t, 5)", "windows: 16 tokens do not split into 5 windows"),

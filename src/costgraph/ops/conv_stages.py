@@ -1,8 +1,9 @@
 """Operators of staged vision backbones (task k28conv12): the layout changes between a convolution's channels-first
 ``[B, C, H, W]`` and a Linear's channels-last ``[B, H, W, C]`` (``channels_last``, ``channels_first``: ConvNeXt's
 ``permute``, views), ``spatial_mean`` (a global average pool), ``grn`` (ConvNeXt V2's Global Response
-Normalization), ``batch_norm`` and ``max_pool2d`` (ResNet's), ``avg_pool`` (PoolFormer's token mixer), ``windows`` and
-``unwindows`` (Swin's window partition and its reverse).
+Normalization), ``batch_norm`` and ``max_pool2d`` (ResNet's), ``windows`` and ``unwindows`` (Swin's window
+partition and its reverse) and ``unflatten_patches`` (SegFormer's). PoolFormer's average pool (a stride and padding)
+is ``ops.vision.avg_pool2d``.
 
 FLOPs under ``matmul``: none (``torch.utils.flop_counter`` counts no ``permute``, ``mean``, ``linalg_vector_norm``,
 ``batch_norm``, pooling, ``mul`` or ``add``). Under ``all``: each operator's docstring.
@@ -71,10 +72,10 @@ def grn(c):
     """``ConvNextV2GRN`` (transformers 5.24 modeling_convnextv2.py): ``weight`` and ``bias`` ``[1, 1, 1, C]``
     (2C parameters). 0 matrix FLOPs; under `all` 6 per element forward (the norm's square and add, ``x·N``, γ·,
     + β, + x) and as many for the input gradient (the convention of ``group_norm``), 3 per element for the
-    weight gradients (γ: a multiply and an add, β: an add, as ``batch_norm``'s) (the per-sample statistics — the norm, its mean over C, the divide: O(B·C)
-    — left out). Keeps what autograd keeps of the eager forward: its input (``linalg_vector_norm`` and the product
-    ``x·N(x)``'s ``mul``) and the product ``x·N(x)`` (``weight * ...``'s ``mul``), each [B, H, W, C]; under the
-    ``pytorch`` profile also the norm and N(x) [B, 1, 1, C] and the mean's denominator [B, 1, 1, 1]
+    weight gradients (γ: a multiply and an add, β: an add, as ``batch_norm``'s); the per-sample statistics (the
+    norm, its mean over C, the divide: O(B·C)) left out. Keeps what autograd keeps of the eager forward: its input
+    (``linalg_vector_norm``'s and ``x * N``'s) and the product ``x·N(x)`` (``weight * ...``'s), each [B, H, W, C];
+    under the ``pytorch`` profile also the norm and N(x) [B, 1, 1, C] and the mean's denominator [B, 1, 1, 1]
     (``saved_tensors_hooks`` on torch 2.13 CPU)."""
     x = _rank4(c, "[B, H, W, C]")
     ch = x.shape[-1]
@@ -164,29 +165,6 @@ def unwindows(c):
         c.fail(f"unwindows needs [B·n, S, C], got {x.shape_str()}")
     bn, seq, ch = x.shape
     return c.output((bn / as_dim(n), seq * n, ch), role=c.float_role(x))
-
-
-@op("avg_pool", "average pooling over k×k windows with a stride and zero padding left out of the mean "
-    "(nn.AvgPool2d(k, stride, padding, count_include_pad=False)): x [B, C, H, W] → [B, C, H', W']", x="tensor",
-    kernel="dim", stride=("dim", 1), padding=("dim", 0), layout="whole")
-def avg_pool(c):
-    """PoolFormer's token mixer (transformers 5.24 modeling_poolformer.py ``PoolFormerPooling``: ``nn.AvgPool2d(
-    pool_size, stride=1, padding=pool_size // 2, count_include_pad=False)``): 0 matrix FLOPs (``FlopCounterMode``
-    counts none); under `all` k² − 1 adds and a divide per output element, and as many for the input gradient
-    (each output's gradient divided once and added into the k² inputs of its window; torch 2.13
-    aten/src/ATen/native/cpu/AvgPoolKernel.cpp ``cpu_avg_pool_backward``). Border windows with fewer than k²
-    inputs (count_include_pad=False) are counted as whole. Keeps its input (``AvgPool2DBackward0`` saves ``self``: torch 2.13
-    tools/autograd/derivatives.yaml ``avg_pool2d``)."""
-    from .vision import _out_size
-
-    x = _rank4(c, "[B, C, H, W]")
-    k, stride, pad = c["kernel"], c["stride"], c["padding"]
-    b, ch, hh, ww = x.shape
-    y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
-    c.forward(Flops(other=k * k * y.numel))
-    c.backward_input(Flops(other=k * k * y.numel))
-    c.save(x)
-    return y
 
 
 @op("unflatten_patches", "[B, side², C] → [B, C, side, side]: tokens back into a map for a convolution "
