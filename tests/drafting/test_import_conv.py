@@ -73,7 +73,8 @@ EXPECTED = {
               "per head\n    cpb_1 = linear(relu(linear(relative_coords, 512, bias = true, name = cpb_fc1)), a_1, "
               "bias = false, name = cpb_fc2)",
     # modeling_poolformer.py PoolFormerLayer: pool(x) - x as the token mixer, GroupNorm(1, C), per-channel scales
-    "poolformer": "    y = group_norm(x, 1, name = before_norm)\n    y = avg_pool(y, 3, padding = 1) - y   # pooling\n"
+    "poolformer": "    y = group_norm(x, 1, name = before_norm)\n"
+                  "    y = avg_pool2d(y, 3, stride = 1, padding = 1) - y   # pooling\n"
                   "    y = channels_first(layer_scale(channels_last(y)))   # layer_scale_1 [C], per channel\n",
     # modeling_segformer.py SegformerAttention: keys and values of the map reduced by sr_ratios[0] = 8; the stage's
     # side after SegformerOverlapPatchEmbeddings' Conv2d(7, stride 4, padding 3): floor((s + 6 - 7)/4) + 1

@@ -162,7 +162,8 @@ def test_refusals_at_the_values(body, fragment):
     assert fragment in str(e.value)
 
 
-@pytest.mark.parametrize("call", ["conv2d(x, 4, kernel = 7)", "max_pool2d(x, 7)", "avg_pool(x, 7)",
+@pytest.mark.parametrize("call", ["conv2d(x, 4, kernel = 7)", "max_pool2d(x, 7)",
+                                  "avg_pool2d(x, 7, stride = 1)",
                                   "conv2d(x, 4, kernel = 7, stride = 2)"])
 def test_a_numeric_side_smaller_than_the_kernel_is_refused(call):
     """A 3×3 input under a 7×7 kernel, no padding: PyTorch refuses it ("Kernel size can't be greater than actual

@@ -234,7 +234,7 @@ def _poolformer_layer(layer: Module, sz: Sizer) -> list[str] | None:
         return None
     scale = "y = channels_first(layer_scale(channels_last(y)))   # {} [C], per channel"
     return ["y = group_norm(x, 1, name = before_norm)",
-            f"y = avg_pool(y, {k}, padding = {k // 2}) - y   # pooling", scale.format("layer_scale_1"),
+            f"y = avg_pool2d(y, {k}, stride = 1, padding = {k // 2}) - y   # pooling", scale.format("layer_scale_1"),
             "x = x + y", "y = group_norm(x, 1, name = after_norm)",
             f"y = {act}({_conv(convs[0], 'y', sz, 'output_conv1')})",
             f"y = {_conv(convs[1], 'y', sz, 'output_conv2')}", scale.format("layer_scale_2"), "x = x + y"]

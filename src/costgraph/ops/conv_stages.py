@@ -1,8 +1,9 @@
 """Operators of staged vision backbones (task k28conv12): the layout changes between a convolution's channels-first
 ``[B, C, H, W]`` and a Linear's channels-last ``[B, H, W, C]`` (``channels_last``, ``channels_first``: ConvNeXt's
 ``permute``, views), ``spatial_mean`` (a global average pool), ``grn`` (ConvNeXt V2's Global Response
-Normalization), ``batch_norm`` and ``max_pool2d`` (ResNet's), ``avg_pool`` (PoolFormer's token mixer), ``windows`` and
-``unwindows`` (Swin's window partition and its reverse).
+Normalization), ``batch_norm`` and ``max_pool2d`` (ResNet's), ``windows`` and ``unwindows`` (Swin's window
+partition and its reverse) and ``unflatten_patches`` (SegFormer's). PoolFormer's average pool (a stride and padding)
+is ``ops.vision.avg_pool2d``.
 
 FLOPs under ``matmul``: none (``torch.utils.flop_counter`` counts no ``permute``, ``mean``, ``linalg_vector_norm``,
 ``batch_norm``, pooling, ``mul`` or ``add``). Under ``all``: each operator's docstring.
@@ -69,8 +70,13 @@ def spatial_mean(c):
     x="tensor", layout="whole")
 def grn(c):
     """``ConvNextV2GRN`` (transformers 5.24 modeling_convnextv2.py): ``weight`` and ``bias`` ``[1, 1, 1, C]``
-    (2C parameters). 0 matrix FLOPs; under `all` 6 per element forward and as many for the input gradient, 2
-    per element for the weight gradients. Keeps its input."""
+    (2C parameters). 0 matrix FLOPs; under `all` 6 per element forward (the norm's square and add, ``x·N``, γ·,
+    + β, + x) and as many for the input gradient (the convention of ``group_norm``), 3 per element for the
+    weight gradients (γ: a multiply and an add, β: an add, as ``batch_norm``'s); the per-sample statistics (the
+    norm, its mean over C, the divide: O(B·C)) left out. Keeps what autograd keeps of the eager forward: its input
+    (``linalg_vector_norm``'s and ``x * N``'s) and the product ``x·N(x)`` (``weight * ...``'s), each [B, H, W, C];
+    under the ``pytorch`` profile also the norm and N(x) [B, 1, 1, C] and the mean's denominator [B, 1, 1, 1]
+    (``saved_tensors_hooks`` on torch 2.13 CPU)."""
     x = _rank4(c, "[B, H, W, C]")
     ch = x.shape[-1]
     y = c.output(x.shape, role=c.float_role(x))
@@ -78,8 +84,12 @@ def grn(c):
     c.weight("bias", (ch,))
     c.forward(Flops(other=6 * x.numel))
     c.backward_input(Flops(other=6 * x.numel))
-    c.backward_weight(Flops(other=2 * x.numel))
-    c.save(x)
+    c.backward_weight(Flops(other=3 * x.numel))
+    c.save(x, c.aux("product", x.shape, c.float_role(x)))
+    if c.settings.profile == "pytorch":
+        role, b = c.float_role(x), x.shape[0]
+        c.save(c.aux("norm", (b, 1, 1, ch), role), c.aux("ratio", (b, 1, 1, ch), role),
+               c.aux("denominator", (b, 1, 1, 1), role))
     return y
 
 
@@ -90,7 +100,9 @@ def batch_norm(c):
     ``weight`` and ``bias`` ``[C]`` (2C parameters; ``running_mean``, ``running_var`` and ``num_batches_tracked``
     are buffers). 0 matrix FLOPs (``FlopCounterMode`` counts none); under `all` as ``group_norm``: 7 per element
     forward (normalise 5, γ 1, β 1), as many for the input gradient, 3 per element for γ's and β's gradients. Keeps
-    its input."""
+    its input; under the ``pytorch`` profile also the batch's mean and 1/σ [C] (``native_batch_norm``'s
+    ``save_mean``, ``save_invstd``), as ``group_norm``'s statistics. The running mean and variance autograd also
+    holds are buffers, not activations."""
     x = _rank4(c, "[B, C, H, W]")
     y = c.output(x.shape, role=c.float_role(x))
     c.weight("weight", (x.shape[1],))
@@ -99,6 +111,9 @@ def batch_norm(c):
     c.backward_input(Flops(other=7 * x.numel))
     c.backward_weight(Flops(other=3 * x.numel))
     c.save(x)
+    if c.settings.profile == "pytorch":
+        role = c.float_role(x)
+        c.save(c.aux("mean", (x.shape[1],), role), c.aux("invstd", (x.shape[1],), role))
     return y
 
 
@@ -109,8 +124,8 @@ def max_pool2d(c):
     """``nn.MaxPool2d(kernel_size=k, stride, padding)`` (ResNet's stem: 3, 2, 1; transformers 5.24
     modeling_resnet.py ``ResNetEmbeddings.pooler``): 0 matrix FLOPs (``FlopCounterMode`` counts none); under
     `all` k² − 1 comparisons per output element; the input gradient scatters one value per output element. Keeps
-    its input (``MaxPool2DWithIndicesBackward0`` keeps it and int64 argmax indices, one per output element: not
-    counted here)."""
+    its input and the int64 argmax indices, one per output element (``MaxPool2DWithIndicesBackward0`` keeps
+    ``self`` and ``result1``)."""
     from .vision import _out_size
 
     x = _rank4(c, "[B, C, H, W]")
@@ -119,7 +134,7 @@ def max_pool2d(c):
     y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
     c.forward(Flops(other=(k * k - 1) * y.numel))
     c.backward_input(Flops(other=y.numel))
-    c.save(x)
+    c.save(x, c.aux("indices", y.shape, "index"))
     return y
 
 
@@ -150,25 +165,6 @@ def unwindows(c):
         c.fail(f"unwindows needs [B·n, S, C], got {x.shape_str()}")
     bn, seq, ch = x.shape
     return c.output((bn / as_dim(n), seq * n, ch), role=c.float_role(x))
-
-
-@op("avg_pool", "average pooling over k×k windows with a stride and zero padding left out of the mean "
-    "(nn.AvgPool2d(k, stride, padding, count_include_pad=False)): x [B, C, H, W] → [B, C, H', W']", x="tensor",
-    kernel="dim", stride=("dim", 1), padding=("dim", 0), layout="whole")
-def avg_pool(c):
-    """PoolFormer's token mixer (transformers 5.24 modeling_poolformer.py ``PoolFormerPooling``: ``nn.AvgPool2d(
-    pool_size, stride=1, padding=pool_size // 2, count_include_pad=False)``): 0 matrix FLOPs (``FlopCounterMode``
-    counts none); under `all` k² − 1 adds and a divide per output element, the input gradient one per output
-    element spread over its window. Keeps nothing (``AvgPool2DBackward0`` needs the shapes)."""
-    from .vision import _out_size
-
-    x = _rank4(c, "[B, C, H, W]")
-    k, stride, pad = c["kernel"], c["stride"], c["padding"]
-    b, ch, hh, ww = x.shape
-    y = c.output((b, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)), role=c.float_role(x))
-    c.forward(Flops(other=k * k * y.numel))
-    c.backward_input(Flops(other=y.numel))
-    return y
 
 
 @op("unflatten_patches", "[B, side², C] → [B, C, side, side]: tokens back into a map for a convolution "

@@ -251,35 +251,46 @@ def upsample(c):
     return y
 
 
-@op("avg_pool2d", "average pooling over k×k blocks, stride k (nn.AvgPool2d(k, k)): x [B, C, H, W] → "
-    "[B, C, H/k, W/k]; with side, tokens [B, side², C] read as a side×side grid → [B, (side/k)², C] (Gemma 3)",
-    x="tensor", kernel="dim", side=("dim", None), layout="whole")
+@op("avg_pool2d", "average pooling over k×k windows (nn.AvgPool2d(k, stride, padding, count_include_pad=False)), "
+    "stride k and no padding unless given: x [B, C, H, W] → [B, C, H', W'], each side ⌊(n + 2·padding − k)/stride⌋ "
+    "+ 1; with side, tokens [B, side², C] read as a side×side grid → [B, side'², C] (Gemma 3)",
+    x="tensor", kernel="dim", stride=("dim", None), padding=("dim", 0), side=("dim", None), layout="whole")
 def avg_pool2d(c):
-    """``nn.AvgPool2d(kernel_size=k, stride=k)`` on ``[B, C, H, W]``: 0 matrix
-    FLOPs (``FlopCounterMode`` counts none); under `all` one add (or the
-    divide) per input element, as much for the input gradient
-    (``avg_pool2d_backward`` spreads each output's gradient over its block).
-    Keeps its input (``AvgPool2DBackward0`` saves ``self``). Output size as a
-    convolution's (no padding): ``⌊(H − k)/k⌋ + 1``, ``H/k`` on a symbolic H.
+    """``nn.AvgPool2d(kernel_size=k, stride=k)`` on ``[B, C, H, W]`` (Gemma 3's projector), or with ``stride``
+    and ``padding`` PoolFormer's token mixer (transformers 5.24 modeling_poolformer.py ``PoolFormerPooling``:
+    ``nn.AvgPool2d(pool_size, stride=1, padding=pool_size // 2, count_include_pad=False)``; the padding left out
+    of the mean changes the values, not the counts). 0 matrix FLOPs (``FlopCounterMode`` counts none). Under
+    `all`: k² − 1 adds and a divide per output element, and as many for the input gradient (each output's
+    gradient divided once and added into the k² inputs of its window; torch 2.13
+    aten/src/ATen/native/cpu/AvgPoolKernel.cpp ``cpu_avg_pool``, ``cpu_avg_pool_backward``; border windows
+    counted whole); when the windows tile the input (stride k, no padding) one per input element, the same
+    count where k divides the side. Keeps its input (``AvgPool2DBackward0`` saves ``self``). Output size as a
+    convolution's: ``⌊(H + 2·padding − k)/stride⌋ + 1``, ``H/k`` on a symbolic H with stride k.
 
     With ``side``: tokens ``[B, N, C]``, ``N = side²`` (Gemma3MultiModalProjector:
     ``x.transpose(1, 2).reshape(B, C, side, side).contiguous()``, a copy of the
     tokens, which the pool keeps; then ``flatten(2).transpose(1, 2)``, a view)
-    → ``[B, (side/k)², C]``."""
-    x, k, side = c["x"], c["kernel"], c["side"]
+    → ``[B, side'², C]``.
+
+    Errors: a wrong rank, tokens that are not side², a kernel larger than the padded input, a stride < 1."""
+    x, k, side, pad = c["x"], c["kernel"], c["side"], c["padding"]
+    stride = k if c["stride"] is None else c["stride"]
     if side is None:
         if len(x.shape) != 4:
             c.fail(f"avg_pool2d needs [B, C, H, W] (or tokens [B, N, C] with side), got {x.shape_str()}")
         batch, ch, hh, ww = x.shape
-        y = c.output((batch, ch, _out_size(c, hh, k, k, 0), _out_size(c, ww, k, k, 0)), role=c.float_role(x))
+        y = c.output((batch, ch, _out_size(c, hh, k, stride, pad), _out_size(c, ww, k, stride, pad)),
+                     role=c.float_role(x))
     else:
         if len(x.shape) != 3 or not c.same(x.shape[1], as_dim(side) * as_dim(side)):
             c.fail(f"avg_pool2d with side = {side} needs tokens [B, side², C], got {x.shape_str()}")
         batch, _, ch = x.shape
-        m = _out_size(c, side, k, k, 0)
+        m = _out_size(c, side, k, stride, pad)
         y = c.output((batch, m * m, ch), role=c.float_role(x))
-    c.forward(Flops(other=x.numel))
-    c.backward_input(Flops(other=x.numel))
+    tiles = as_dim(stride) == as_dim(k) and as_dim(pad) == 0
+    each = x.numel if tiles else as_dim(k) * as_dim(k) * y.numel
+    c.forward(Flops(other=each))
+    c.backward_input(Flops(other=each))
     c.save(x)
     return y
 
