@@ -1,0 +1,45 @@
+"""``costgraph import`` of a vision config whose image size, patch size or channels are 0 or negative (session 44
+trial12): refused at the key, exit status 2.
+
+transformers 5.24 builds such a config (``ViTConfig(image_size=0)`` validates), and the drafter's
+``present_fields`` reads a 0 as a part the config leaves out, so the probe kept it: the meta forward then failed in
+``nn.Conv2d`` ("Calculated padded input size per channel: (0 x 0). Kernel size: (499 x 499)") and the refusal
+blamed the trace, with the hint "costgraph import traces one forward of token ids; write this family's model file by
+hand". No default config of transformers 5.24 holds one of these fields at 0 or below (every ``CONFIG_MAPPING``
+class read, 2026-12-07), so none of the bench's types is affected.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from costgraph.cli import main  # noqa: E402
+from costgraph.drafting.api import draft_model  # noqa: E402
+from costgraph.errors import CostgraphValueError  # noqa: E402
+
+HINT = "write '{f}' as the released config.json does: a JSON number above 0 (ViT-Base: image_size 224, patch_size 16, " \
+       "num_channels 3)"
+
+
+@pytest.mark.parametrize("model_type,field,value", [
+    ("vit", "image_size", 0), ("vit", "image_size", -224), ("vit", "patch_size", 0), ("vit", "num_channels", -3),
+    ("siglip_vision_model", "image_size", -1), ("swin", "image_size", 0)])
+def test_a_non_positive_image_field_is_refused_at_its_key(model_type, field, value):
+    with pytest.raises(CostgraphValueError) as e:
+        draft_model({"model_type": model_type, field: value})
+    assert e.value.message == f"config.json key '{field}' must be a positive whole number, got {value}"
+    assert e.value.hint == HINT.format(f=field)
+
+
+def test_cli_import_exit_2(tmp_path, capsys):
+    path = tmp_path / "vit.json"
+    path.write_text(json.dumps({"model_type": "vit", "image_size": 0}))
+    assert main(["import", str(path), "-o", str(tmp_path / "vit.cg")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: config.json key 'image_size' must be a positive whole number, got 0\nhint: {HINT.format(f='image_size')}\n"
+    assert not (tmp_path / "vit.cg").exists()
