@@ -6,7 +6,8 @@ transformers 5.24 builds such a config (``ViTConfig(image_size=0)`` validates), 
 ``nn.Conv2d`` ("Calculated padded input size per channel: (0 x 0). Kernel size: (499 x 499)") and the refusal
 blamed the trace, with the hint "costgraph import traces one forward of token ids; write this family's model file by
 hand". No default config of transformers 5.24 holds one of these fields at 0 or below (every ``CONFIG_MAPPING``
-class read, 2026-12-07), so none of the bench's types is affected.
+class read, 2026-12-07), so none of the bench's types is affected. A config its transformers class refuses (a
+wav2vec2 config whose conv lists differ in length) keeps transformers' whole reason, and the hint names the class.
 """
 
 from __future__ import annotations
@@ -43,3 +44,22 @@ def test_cli_import_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == f"error: config.json key 'image_size' must be a positive whole number, got 0\nhint: {HINT.format(f='image_size')}\n"
     assert not (tmp_path / "vit.cg").exists()
+
+
+def test_a_config_its_class_refuses_names_the_class_and_keeps_transformers_reason():
+    # transformers 5.24 configuration_wav2vec2.py ``Wav2Vec2Config.validate_architecture``: the three conv lists must
+    # be as long; its whole reason is kept (it was cut at 200 characters, before the lengths), and the hint names the
+    # class instead of "give a model_type of the installed transformers, or a config.json" (the user gave both)
+    with pytest.raises(CostgraphValueError) as e:
+        draft_model({"model_type": "wav2vec2", "conv_dim": [512] * 6})
+    assert e.value.message == (
+        "transformers cannot build a config of model_type 'wav2vec2': StrictDataclassClassValidationError: Class "
+        "validation error for validator 'validate_architecture':\n    ValueError: Configuration for convolutional layers "
+        "is incorrect. It is required that `len(config.conv_dim)` == `len(config.conv_stride)` == "
+        "`len(config.conv_kernel)`, but is `len(config.conv_dim) = 6`, `len(config.conv_stride) = 7`, "
+        "`len(config.conv_kernel) = 7`.")
+    assert e.value.hint == ("transformers' Wav2Vec2Config refuses a field of the config (named above): write it as the "
+                            "released config.json of this model type does")
+    with pytest.raises(CostgraphValueError) as e:       # a model_type transformers does not know: the hint as before
+        draft_model({"model_type": "no_such_model_type"})
+    assert e.value.hint == "give a model_type of the installed transformers, or a config.json"
