@@ -63,3 +63,21 @@ def test_a_config_its_class_refuses_names_the_class_and_keeps_transformers_reaso
     with pytest.raises(CostgraphValueError) as e:       # a model_type transformers does not know: the hint as before
         draft_model({"model_type": "no_such_model_type"})
     assert e.value.hint == "give a model_type of the installed transformers, or a config.json"
+
+
+def test_a_forward_that_fails_on_meta_names_the_inputs_traced(monkeypatch):
+    # the hint said "traces one forward of token ids", stale since pixels, audio and decoder ids are traced too
+    # (drafting/model_build.py ``_forward``); a forward that fails is simulated here
+    import costgraph.drafting.api as api
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("simulated")
+
+    monkeypatch.setattr(api, "_forward", fails)
+    with pytest.raises(CostgraphValueError) as e:
+        draft_model({"model_type": "vit", "num_hidden_layers": 3}, check=False)
+    assert e.value.message == ("the forward of ViTModel fails on the meta device at the probe configuration: "
+                               "RuntimeError: simulated")
+    assert e.value.hint == ("costgraph import traces one forward of the inputs the model takes (token ids, decoder "
+                            "ids, pixels, audio or its features) at the probe sizes; write this family's model file "
+                            "by hand (docs: a new architecture in ten minutes)")

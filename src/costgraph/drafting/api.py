@@ -162,8 +162,10 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
         raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
-                                  hint="costgraph import traces one forward of token ids; write this family's "
-                                       "model file by hand (docs: a new architecture in ten minutes)") from None
+                                  hint="costgraph import traces one forward of the inputs the model takes (token "
+                                       "ids, decoder ids, pixels, audio or its features) at the probe sizes; write "
+                                       "this family's model file by hand (docs: a new architecture in ten minutes)") \
+            from None
     _, target = probed_config(config)
     real = {sym: field_value(target, f) for sym, (_, f) in probe.symbols.items()}
     sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
