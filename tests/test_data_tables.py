@@ -229,6 +229,8 @@ BAD = [
     (GPU.replace("memory_bytes = 4000000000", "memory_bytes = "), ":9:18: not valid TOML: Invalid value"),
     # a key given twice: tomllib knows it after the value (line 17, column 17: after "memory_bytes = 3")
     (GPU + "memory_bytes = 3  # source: a", ":17:17: not valid TOML: Cannot overwrite a value"),
+    # a key where a table was meant: located at the key (it named the file alone)
+    ("x = 1\n" + GPU, ":1:1: 'x' is not a table"),
 ]
 
 

@@ -131,7 +131,9 @@ def parse(text: str, file: str, schema: Schema, *, show: bool = True, bundled: b
             continue                                    # read by _top
         if key in groups:
             if not isinstance(value, dict):
-                raise CostgraphValueError(f"{file}: '{key}' is not a table", hint=f"write [{key}.NAME] tables")
+                at = scanned[1].get(((), key))
+                raise CostgraphValueError(f"{file}{':%d:%d' % at if at else ''}: '{key}' is not a table",
+                                          hint=f"write [{key}.NAME] tables")
             for name, table in value.items():
                 out["groups"][key][name] = make_entry(name, table, groups[key], file, (key, name), scanned, show, bundled)
         elif key in records:
@@ -142,7 +144,8 @@ def parse(text: str, file: str, schema: Schema, *, show: bool = True, bundled: b
         elif schema.entries is not None:
             out["entries"][key] = make_entry(key, value, schema.entries, file, (key,), scanned, show, bundled)
         else:
-            raise CostgraphValueError(f"{file}: unknown key '{key}'",
+            at = scanned[1].get(((), key)) or scanned[1].get(((key,), ""))
+            raise CostgraphValueError(f"{file}{':%d:%d' % at if at else ''}: unknown key '{key}'",
                                       hint="known: " + listing([*groups, *records, *tops]))
     missing = [r for r in records if r not in out["records"]] if bundled else []
     if missing:
