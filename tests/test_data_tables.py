@@ -222,7 +222,15 @@ BAD = [
      ":17:1: [my-gpu] has unknown key memory_byte"),
     (GPU.replace('vendor = "Me"\n', ""), ":1:1: [my-gpu] is missing vendor"),
     (GPU.replace('name = "My GPU"', "name = 7"), ":2:1: [my-gpu] name (an integer) is not a non-empty string"),
-    ("[my-gpu\n", ": not valid TOML"),
+    # a TOML syntax error is located too (tomllib's "(at line L, column C)" or "(at end of document)", Python 3.11
+    # tomllib/_parser.py coord_repr): line 1, column 8 is the newline where the header's ']' is missing
+    ("[my-gpu\n", ":1:8: not valid TOML: Expected ']' at the end of a table declaration"),
+    # a key without its value: line 9 (memory_bytes), column 18, the comment found where the value should start
+    (GPU.replace("memory_bytes = 4000000000", "memory_bytes = "), ":9:18: not valid TOML: Invalid value"),
+    # a key given twice: tomllib knows it after the value (line 17, column 17: after "memory_bytes = 3")
+    (GPU + "memory_bytes = 3  # source: a", ":17:17: not valid TOML: Cannot overwrite a value"),
+    # a key where a table was meant: located at the key (it named the file alone)
+    ("x = 1\n" + GPU, ":1:1: 'x' is not a table"),
 ]
 
 

@@ -229,3 +229,19 @@ def test_a_preset_without_a_visible_entry_says_what_was_assumed():
     assert rm.device_memory(preset("h100-sxm")).brief == \
         "as CUDA reports it (memory convention cuda): runtime_memory.toml [visible.h100-sxm]"
     assert rm.device_memory(preset("h100-sxm"), "nominal").brief == "memory convention nominal"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[h100-sxm-x]\nfoo = 1\n", ":1:1: unknown key 'h100-sxm-x'"),      # a table outside the file's groups
+    ("\nvisible = 1\n", ":2:1: 'visible' is not a table"),              # a group written as a key
+])
+def test_a_users_file_errors_outside_an_entry_are_located(tmp_path, monkeypatch, text, message):
+    # session 44 trial12: these named the file alone; every other data-file error reads FILE:LINE:COLUMN
+    from costgraph.errors import CostgraphValueError
+
+    path = tmp_path / "runtime_memory.toml"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    with pytest.raises(CostgraphValueError) as e:
+        rm.vllm_non_torch("h100-sxm", 1, 1)
+    assert e.value.message.startswith(f"{path}{message}")

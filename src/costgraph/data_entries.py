@@ -179,8 +179,9 @@ def make_entry(name: str, table, kind: Kind, file: str, path: tuple[str, ...], s
     keys = {k: lines[(path, k)] for k in (*kind.keys, "", *(table if isinstance(table, dict) else ()))
             if (path, k) in lines}
     entry = Entry(name, {}, {}, file, where, MappingProxyType(keys), bundled)
-    if not isinstance(table, dict):
-        raise CostgraphValueError(f"{file}: '{'.'.join(path)}' is not a table",
+    if not isinstance(table, dict):     # located at its key (``x = 1`` where a [x] table was meant)
+        at = lines.get((path[:-1], path[-1])) if path else None
+        raise CostgraphValueError(f"{file}{':%d:%d' % at if at else ''}: '{'.'.join(path)}' is not a table",
                                   hint=f"write each {kind.what} as [{'.'.join(path)}] with its keys")
     _check_keys(entry, table, kind)
     values = {f.name: _value(entry, f, table[f.name], show) for f in kind.fields if f.name in table}

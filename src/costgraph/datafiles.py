@@ -73,10 +73,24 @@ def _toml(text: str, file: str, show: bool) -> dict:
         message = str(e)
         if not show:    # tomllib repeats one offending character: not in a message about a user's file
             message = re.sub(r"(character) (?:'[^']*'|\"[^\"]*\")", r"\1", message)
-        raise CostgraphValueError(f"{file}: not valid TOML: {message}", hint=_TOML_HINT) from None
+        message, line, column = _toml_position(message, text)
+        raise CostgraphValueError(f"{file}:{line}:{column}: not valid TOML: {message}", hint=_TOML_HINT) from None
     except (RecursionError, ValueError):    # nesting past Python's stack; an integer of thousands of digits
         raise CostgraphValueError(f"{file}: not valid TOML: nested too deeply or a number too long",
                                   hint=_TOML_HINT) from None
+
+
+def _toml_position(message: str, text: str) -> tuple[str, int, int]:
+    """``(message, line, column)`` of a ``tomllib`` error message, 1-based: its ``(at line L, column C)``
+    taken out, or ``(at end of document)`` read as the position after the last character (Python 3.11's
+    ``tomllib._parser.coord_repr`` writes one or the other), as every other error of a data file is located."""
+    m = re.search(r" \(at line (\d+), column (\d+)\)$", message)
+    if m:
+        return message[:m.start()], int(m.group(1)), int(m.group(2))
+    end = " (at end of document)"
+    if message.endswith(end):
+        return message[:-len(end)], text.count("\n") + 1, len(text) - text.rfind("\n")
+    return message, 1, 1
 
 
 def _top(schema: Schema, data: dict, file: str, scanned, show: bool, bundled: bool) -> Entry:
@@ -117,7 +131,9 @@ def parse(text: str, file: str, schema: Schema, *, show: bool = True, bundled: b
             continue                                    # read by _top
         if key in groups:
             if not isinstance(value, dict):
-                raise CostgraphValueError(f"{file}: '{key}' is not a table", hint=f"write [{key}.NAME] tables")
+                at = scanned[1].get(((), key))
+                raise CostgraphValueError(f"{file}{':%d:%d' % at if at else ''}: '{key}' is not a table",
+                                          hint=f"write [{key}.NAME] tables")
             for name, table in value.items():
                 out["groups"][key][name] = make_entry(name, table, groups[key], file, (key, name), scanned, show, bundled)
         elif key in records:
@@ -128,7 +144,8 @@ def parse(text: str, file: str, schema: Schema, *, show: bool = True, bundled: b
         elif schema.entries is not None:
             out["entries"][key] = make_entry(key, value, schema.entries, file, (key,), scanned, show, bundled)
         else:
-            raise CostgraphValueError(f"{file}: unknown key '{key}'",
+            at = scanned[1].get(((), key)) or scanned[1].get(((key,), ""))
+            raise CostgraphValueError(f"{file}{':%d:%d' % at if at else ''}: unknown key '{key}'",
                                       hint="known: " + listing([*groups, *records, *tops]))
     missing = [r for r in records if r not in out["records"]] if bundled else []
     if missing:

@@ -162,8 +162,10 @@ def _draft_once(torch, cfg, config, class_name, probe: Probe, name: str, built=N
     except Exception as e:  # noqa: BLE001 - a forward transformers cannot run on meta, worded for the user
         raise CostgraphValueError(f"the forward of {type(model).__name__} fails on the meta device at the probe "
                                   f"configuration: {type(e).__name__}: {str(e)[:200]}",
-                                  hint="costgraph import traces one forward of token ids; write this family's "
-                                       "model file by hand (docs: a new architecture in ten minutes)") from None
+                                  hint="costgraph import traces one forward of the inputs the model takes (token "
+                                       "ids, decoder ids, pixels, audio or its features) at the probe sizes; write "
+                                       "this family's model file by hand (docs: a new architecture in ten minutes)") \
+            from None
     _, target = probed_config(config)
     real = {sym: field_value(target, f) for sym, (_, f) in probe.symbols.items()}
     sz = Sizer(probe, real={s: v for s, v in real.items() if isinstance(v, int) and not isinstance(v, bool)},
@@ -264,6 +266,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
 
     config = _config_object(cfg)
     nested, target = probed_config(config)
+    _refuse_image_fields(target)
     present = present_fields(target, pixels=_reads_pixels(transformers, class_name))
     if "patch_size" in present and "image_size" not in present and isinstance(_field(target, "num_mel_bins"), int):
         present.remove("patch_size")    # AST: its patches' count the config's spectrogram sets (drafting/spectrogram.py)
@@ -343,6 +346,23 @@ def _probe_values(p: Probe, sz) -> dict:
     if "t" in sz.used:      # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)
         values["t"] = decoder_length(p.index)
     return values
+
+
+#: the image fields a vision config holds as sizes: never 0 or negative (no default config of transformers 5.24 holds
+#: one so; a 0 there is no part left out, as a 0 of :func:`present_fields` is, but an image of no pixels)
+IMAGE_FIELDS = ("image_size", "patch_size", "num_channels")
+
+
+def _refuse_image_fields(config) -> None:
+    """Refuse an image size, patch size or channel count at 0 or below (the meta forward would fail on it, or the
+    probe would leave it out and trace an image of no pixels: ``image_size = 0`` made ``Conv2d`` refuse a
+    kernel "greater than actual input size"), naming the key."""
+    for f in IMAGE_FIELDS:
+        v = _field(config, f)
+        if isinstance(v, int) and not isinstance(v, bool) and v <= 0:
+            raise CostgraphValueError(f"config.json key '{f}' must be a positive whole number, got {v}",
+                                      hint=f"write '{f}' as the released config.json does: a JSON number above 0 "
+                                           "(ViT-Base: image_size 224, patch_size 16, num_channels 3)")
 
 
 def _reads_pixels(transformers, class_name: str | None) -> bool:

@@ -57,9 +57,18 @@ def _config_object(cfg: dict):
     rest = {k: v for k, v in cfg.items() if k not in ("model_type", "auto_map", "architectures")}
     if rest.get("quantization_config") is not None:
         rest["quantization_config"] = None
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
     try:
         return AutoConfig.for_model(cfg["model_type"], **rest)
     except Exception as e:  # noqa: BLE001 - transformers' refusal, worded for the user
+        known = CONFIG_MAPPING_NAMES.get(cfg["model_type"]) if isinstance(cfg["model_type"], str) else None
+        if known:   # a field its configuration class refuses (Wav2Vec2Config: conv lists of different lengths)
+            raise CostgraphValueError(
+                f"transformers cannot build a config of model_type {shown(cfg['model_type'])}: {type(e).__name__}: "
+                f"{str(e)[:600]}",
+                hint=f"transformers' {known} refuses a field of the config (named above): write it as the released "
+                     "config.json of this model type does") from None
         raise CostgraphValueError(f"transformers cannot build a config of model_type {shown(cfg['model_type'])}: "
                                   f"{type(e).__name__}: {str(e)[:200]}",
                                   hint="give a model_type of the installed transformers, or a config.json") from None

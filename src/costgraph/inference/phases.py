@@ -161,14 +161,14 @@ class Inference:
         #: another layer's K/V read by a KV-sharing layer (Gemma 3n/4): read by each step, not stored
         self.shared = [e for e in cg.caches if e.shared and e.path in split]
         self.states = [e for e in cg.caches if e.state]
+        if not self.kv_entries and not self.states:     # no cache grows with the tokens: an encoder's K/V
+            _no_tokens(cg)
         self.s, self.b = self._axes(cg)
         #: operators run once per request, at the prefill (inference/request.py)
         self.once = per_request_ops(cg, self.s, KEYS)
         outputs = {o for p in self.once for o in cg.nodes[p]["outputs"]}
         if any(e.tensor not in outputs for e in self.fixed):
-            raise CostgraphValueError(
-                f"model '{cg.name}' was built without the key axis split",
-                hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")
+            raise _unsplit(cg)
         names = {d.name for d in cg.dims.values()}
         clash = names & {"q", "n", "P", "G", "n_keys", "k_page"}
         if clash:
@@ -196,9 +196,7 @@ class Inference:
         if not seqs:   # only K/V of a fixed length (cross-attention alone): the token inputs' axis
             seqs = {cg.tensors[r].shape[-1] for r in token_roots(cg) if cg.tensors[r].role == "index"}
         if not seqs:
-            raise CostgraphValueError(
-                f"model '{cg.name}' was built without the key axis split",
-                hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")
+            raise _unsplit(cg)
         batches = {cg.tensors[e.tensor].shape[0] for e in cg.caches}
         if len(seqs) != 1 or len(batches) != 1 or not all(isinstance(x, sympy.Symbol) for x in seqs | batches):
             raise CostgraphValueError(f"model '{cg.name}': its caches differ in batch or sequence axis "
@@ -444,3 +442,21 @@ def inference_step(model, *, q=Q, n=N, **settings) -> Step:
     """One step of ``q`` new tokens per sequence against ``n`` cached positions
     (see :class:`Inference` for ``settings``)."""
     return Inference(model, **settings).step(q, n)
+
+
+def _no_tokens(cg: CostGraph) -> None:
+    """Refuse an encoder that reads no token ids (a drafted ViT, SigLIP tower or wav2vec2, whose ``gqa_attention``
+    marks K and V with ``cache(...)`` over its patches or frames): no token comes after them, no decode phase."""
+    if not any(cg.tensors[r].role == "index" for r in token_roots(cg)):
+        raise CostgraphValueError(
+            f"model '{cg.name}' reads no token ids: an encoder of images or audio (ViT, wav2vec2) has no decode "
+            "phase to model", hint="for its forward pass use derive or train")
+
+
+def _unsplit(cg: CostGraph) -> CostgraphValueError:
+    """The refusal of a model whose caches grow along no key axis: an encoder of no token ids (:func:`_no_tokens`),
+    else a graph built outside :func:`costgraph.inference.load`."""
+    _no_tokens(cg)
+    return CostgraphValueError(
+        f"model '{cg.name}' was built without the key axis split",
+        hint="load it with costgraph.inference.load(...) (or inside costgraph.inference.split_keys())")

@@ -105,7 +105,9 @@ class PlanResult(Tabular):
         key("capacity_from", label="which figure capacity_bytes is", omit_none=True), key("efficiency", "fraction"),
         key("time_model"), key("considered", "layouts"), key("refused", "layouts", label="refused, by reason"),
         key("reserve_bytes", "bytes", label="memory kept free"), key("link_rate", label="links timed at (--link-rate)"),
-        key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"), key("verdict"),
+        key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"),
+        key("cp_comm_type", label="the CP communication every row was timed with (--cp-comm-type)"),
+        key("gemm_rate", label="the per-kernel model's GEMM rate every row was timed at (--gemm-rate)"), key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
         key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
@@ -121,6 +123,18 @@ class PlanResult(Tabular):
     def ep_dispatcher(self) -> str:
         """The EP dispatcher every row's all-to-all was timed with (:data:`costgraph.choices.EP_DISPATCHER`)."""
         return self.settings.get("ep_dispatcher", EP_DISPATCHER.default)
+
+    @property
+    def cp_comm_type(self) -> str:
+        """The CP communication every row was timed with (:data:`costgraph.choices.CP_COMM_TYPE`), as train's JSON
+        ``plan.cp_comm_type``."""
+        return self.settings.get("cp_comm_type") or CP_COMM_TYPE.default
+
+    @property
+    def gemm_rate(self) -> str:
+        """The GEMM rate of the per-kernel time model every row was timed at (:data:`costgraph.choices.GEMM_RATE`),
+        as train's JSON ``step.gemm_rate``."""
+        return self.settings.get("gemm_rate") or GEMM_RATE.default
 
     @property
     def capacity_from(self) -> str | None:
