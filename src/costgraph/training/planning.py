@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import DEFAULT_EFFICIENCY, EP_DISPATCHER, LINK_RATE, MEMORY_CONVENTION, OVERLAP
+from ..choices import CP_COMM_TYPE, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, MEMORY_CONVENTION, OVERLAP
 from ..layout_options import GIVEN, given_settings
 from ..errors import CostgraphValueError
 from ..hints import them
