@@ -217,7 +217,8 @@ def test_presets_without_a_table_keep_the_flat_fallback_and_its_warning(name):
     rate = step_rate(hw, "mixed", peak=hw.peak_flops_bf16)
     assert rate.kind == "efficiency" and rate.value == Fraction(1, 2)
     assert rate.notes == (f"no kernel table for {name} (training/kernels.toml): the flat --efficiency 0.5 of the "
-                          "peak is assumed for every kernel",)
+                          "peak is assumed for every kernel (--gemm-rate, a setting of the per-kernel model, does not "
+                          "apply)",)
 
 
 @pytest.mark.parametrize("name", ["h200", "b200", "gb200", "gb300"])

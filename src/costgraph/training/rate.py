@@ -74,7 +74,7 @@ def step_rate(hw, policy, *, peak=None, mfu=None, achieved=None, efficiency=None
     arguments.share(eff, "--efficiency", efficiency)
     notes = () if efficiency is not None or hw is None else (
         f"no kernel table for {hw.key} (training/kernels.toml): the flat --efficiency {DEFAULT_EFFICIENCY} "
-        "of the peak is assumed for every kernel",)
+        "of the peak is assumed for every kernel (--gemm-rate, a setting of the per-kernel model, does not apply)",)
     return Rate("efficiency", eff, peaks, "compute", source, notes=notes)
 
 
