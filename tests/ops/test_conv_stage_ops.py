@@ -20,6 +20,7 @@ from __future__ import annotations
 import pytest
 
 import costgraph
+from op_checks import costs_of, out_shape_of, row  # noqa: E402,F401  (tests/ on sys.path)
 from costgraph.cli import main
 from costgraph.errors import CostgraphError
 
@@ -41,23 +42,11 @@ def model(body: str):
 
 
 def costs(body: str, convention: str) -> dict:
-    got = model(body).costs("model", convention=convention).evaluate(**SIZES)
-    return {q: got[q] for q in ("params", "flops_forward", "flops_backward_input", "flops_backward_weight",
-                                "activation_bytes")}
+    return costs_of(model(body), convention, SIZES)
 
 
 def out_shape(body: str) -> tuple:
-    import sympy
-
-    m = model(body)
-    out = m.graph.tensors[m.graph.outputs[0]]
-    subs = {sympy.Symbol(k, positive=True, integer=True): v for k, v in SIZES.items()}
-    return tuple(int(sympy.sympify(d).xreplace(subs)) for d in out.shape)
-
-
-def row(params=0, fwd=0, bi=0, bw=0, act=0) -> dict:
-    return dict(params=params, flops_forward=fwd, flops_backward_input=bi, flops_backward_weight=bw,
-                activation_bytes=act)
+    return out_shape_of(model(body), SIZES)
 
 
 def _grn():

@@ -13,6 +13,7 @@ import pytest
 import sympy
 
 import costgraph
+from op_checks import costs_of, out_shape_of, row  # noqa: E402,F401  (tests/ on sys.path)
 from costgraph.engine.symbols import dim
 from costgraph.errors import CostgraphError
 
@@ -41,21 +42,11 @@ def model(body: str, **kw):
 
 
 def costs(body: str, convention: str = "all") -> dict:
-    got = model(body).costs("model", convention=convention).evaluate(**SIZES)
-    return {q: got[q] for q in ("params", "flops_forward", "flops_backward_input", "flops_backward_weight",
-                                "activation_bytes")}
+    return costs_of(model(body), convention, SIZES)
 
 
 def out_shape(body: str) -> tuple:
-    m = model(body)
-    out = m.graph.tensors[m.graph.outputs[0]]
-    subs = {sympy.Symbol(k, positive=True, integer=True): v for k, v in SIZES.items()}
-    return tuple(int(sympy.sympify(d).xreplace(subs)) for d in out.shape)
-
-
-def row(params=0, fwd=0, bi=0, bw=0, act=0) -> dict:
-    return dict(params=params, flops_forward=fwd, flops_backward_input=bi, flops_backward_weight=bw,
-                activation_bytes=act)
+    return out_shape_of(model(body), SIZES)
 
 
 IMG = B * C * R * R          # 384 elements of img

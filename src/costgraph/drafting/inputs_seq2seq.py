@@ -4,7 +4,7 @@ transformers' encoder-decoder base models (transformers 5.24 modeling_t5.py ``T5
 modeling_m2m_100.py ``M2M100Model.forward``, ...) run the encoder on ``input_ids`` [b, s] and the decoder on
 ``decoder_input_ids`` [b, t], its cross-attention reading the encoder's s outputs; without decoder ids the forward
 fails (T5: "You must specify exactly one of input_ids or inputs_embeds"). The decoder length ``t`` is a probe value of
-its own (:data:`costgraph.drafting.probe._PRIMES`' ``t``: 911, 919), apart from ``s`` (37, 41), so that the cross-
+its own (:func:`costgraph.drafting.probe.decoder_length`: 911, 919), apart from ``s`` (37, 41), so that the cross-
 attention's ``t·s`` products and the decoder's ``t²`` are told from the encoder's ``s²`` in the counts. Torch is
 passed in (the drafter's ``require``); nothing is imported at module load.
 """
@@ -13,12 +13,7 @@ from __future__ import annotations
 
 import inspect
 
-from .probe import _PRIMES
-
-
-def decoder_length(index: int) -> int:
-    """The decoder length ``t`` of probe ``index`` (0 or 1)."""
-    return _PRIMES[index]["t"]
+from .probe import decoder_length  # noqa: F401  (the probe's t, importable here)
 
 
 def seq2seq_inputs(torch, model, b: int, s: int, t: int | None) -> dict | None:

@@ -481,3 +481,10 @@ def mrope_sections(sections, half: int) -> list[int] | None:
     for j in order[:half - sum(out)]:
         out[j] += 1
     return out
+
+
+def decoder_length(index: int) -> int:
+    """The decoder length ``t`` (tokens of ``decoder_input_ids``) that probe ``index`` (0 or 1) traces an
+    encoder-decoder at: a prime of its own (911, 919), apart from :data:`SHAPES`' ``s``, so that the cross-attention's
+    ``t·s`` products and the decoder's ``t²`` are told from the encoder's ``s²`` (:mod:`.inputs_seq2seq`)."""
+    return _PRIMES[index]["t"]

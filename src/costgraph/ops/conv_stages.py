@@ -178,5 +178,5 @@ def unflatten_patches(c):
         c.fail(f"unflatten_patches needs tokens [B, side², C], got {x.shape_str()}")
     b, n, ch = x.shape
     if not c.same(n, side * side):
-        c.fail(f"unflatten_patches: {n} tokens are not {side}² ", hint="the side of the map the tokens came from")
+        c.fail(f"unflatten_patches: {n} tokens are not {side}²", hint="the side of the map the tokens came from")
     return c.output((b, ch, side, side), role=c.float_role(x))

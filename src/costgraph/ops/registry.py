@@ -48,7 +48,7 @@ KINDS = ("tensor", "dim", "bool", "ident")
 RULE_MODULES = ("elementwise", "index", "matmul", "norm", "shape", "ssm", "vision", "linear_attention",
                 "linear_attention_ssd",
                 "sparse_attention", "linear_attention_kda", "linear_attention_lightning", "recurrent",
-                "conv_stages")   # k28conv12: ConvNeXt's layout changes, spatial mean, GRN
+                "conv_stages")   # staged backbones: ConvNeXt's layout changes, spatial mean, GRN
 
 
 # How an operator's output is split under tensor parallelism, given its inputs'
