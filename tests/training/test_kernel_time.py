@@ -262,17 +262,22 @@ def _user_kernels(tmp_path, monkeypatch, edit):
     s = (pathlib.Path(kt.__file__).parent / "kernels.toml").read_text()
     start = s.index("[h100-sxm]")
     body = s[start:s.index("\n[", start)].replace("[h100-sxm]", "[h800]", 1)
-    (tmp_path / "kernels.toml").write_text(re.sub(edit[0], edit[1], body, count=1, flags=re.M))
+    edited = body
+    for old, new in zip(edit[::2], edit[1::2]):   # (pattern, replacement, ...): each pattern's first match
+        edited = re.sub(old, new, edited, count=1, flags=re.M)
+    (tmp_path / "kernels.toml").write_text(edited)
     monkeypatch.setenv("COSTGRAPH_DATA", str(tmp_path))
+    return edited
 
 
 H800 = ["train", "gpt", "--config", "gpt2", "--set", "b=4", "--gpus", "8", "--hardware", "h800"]
 
 
 @pytest.mark.parametrize("edit, words", [
-    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = "50"'), "[h800] gemm_efficiency = 50 is above 1"),
+    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = "50"'),
+     "[h800] gemm_efficiency is above 1 (a kernel faster than the peak"),
     ((r'^attention_forward_efficiency = "0.662"', 'attention_forward_efficiency = "5"'),
-     "attention_forward_efficiency = 5 is above 1"),
+     "[h800] attention_forward_efficiency is above 1 (a kernel faster than the peak"),
     ((r'^hbm_bandwidth = 2_800_000_000_000', 'hbm_bandwidth = 99_000_000_000_000_000'),
      "is above the preset's memory bandwidth 3,350,000,000,000 B/s"),
 ], ids=["gemm-above-peak", "attention-above-peak", "bandwidth-above-hbm"])
@@ -280,6 +285,26 @@ def test_a_user_kernel_table_faster_than_the_hardware_is_refused(capsys, tmp_pat
     # a kernel at 50 × the peak, or an HBM bandwidth above hardware.toml's h800 (3.35 TB/s), was timed as given
     _user_kernels(tmp_path, monkeypatch, edit)
     _refused(capsys, H800, words)
+
+
+# every efficiency's bound is its field's declared maximum (kernel_table.KIND: Field(maximum=1)), refused by
+# data_entries at the key's FILE:LINE:COLUMN; the FP8 curves are the fa2 block renamed (its four keys per direction)
+_FP8 = tuple(x for d in ("forward", "backward") for f in ("efficiency", "s0", "points", "source")
+             for x in (f"^attention_fa2_{d}_{f}", f"attention_fp8_{d}_{f}"))
+
+
+@pytest.mark.parametrize("edit, key, words", [
+    ((r'^gemm_efficiency = "0.797"', 'gemm_efficiency = "1.001"'), "gemm_efficiency",
+     "gemm_efficiency is above 1 (a kernel faster than the peak"),
+    ((r'^attention_fa2_backward_efficiency = "0.333"', 'attention_fa2_backward_efficiency = "2"'),
+     "attention_fa2_backward_efficiency", "attention_fa2_backward_efficiency is above 1 (a kernel faster than the peak"),
+    ((r'^attention_fa2_forward_efficiency = "0.354"', 'attention_fa2_forward_efficiency = "1.5"', *_FP8),
+     "attention_fp8_forward_efficiency", "attention_fp8_forward_efficiency is above 1 (a kernel faster than the FP8 peak"),
+], ids=["gemm", "kernel-curve", "fp8-curve"])
+def test_an_efficiency_above_1_is_refused_at_its_key(capsys, tmp_path, monkeypatch, edit, key, words):
+    edited = _user_kernels(tmp_path, monkeypatch, edit)
+    line = edited[:edited.index(f"\n{key} = ")].count("\n") + 2
+    _refused(capsys, H800, f"kernels.toml:{line}:1: [h800] {words}", "hint: at most 1")
 
 
 @pytest.mark.parametrize("edit, words", [
