@@ -209,6 +209,38 @@ def test_validation_names_file_preset_and_key():
         parse(GOOD + "memory_byte = 3  # source: a\n", "t.toml")
 
 
+# A figure far above any device (a typo's extra digits, GB read as B's multiple) is refused at its key: each field's
+# declared maximum in hardware.KIND (costgraph.hardware _PEAK, _MEMORY, ...), not read as memory_bytes = 10^36.
+@pytest.mark.parametrize("key, value, words", [
+    ("memory_bytes", 10**36, "memory_bytes is above 1,000,000,000,000,000 B (no device holds 1 PB of memory"),
+    ("memory_bytes", 10**15 + 1, "memory_bytes is above 1,000,000,000,000,000 B"),
+    ("peak_flops_bf16", 10**18 + 1, "peak_flops_bf16 is above 1,000,000,000,000,000,000 FLOP/s (no single device"),
+    ("scale_out_bandwidth", 10**14 + 1, "scale_out_bandwidth is above 100,000,000,000,000 B/s per direction"),
+    ("devices_per_node", 1025, "devices_per_node is above 1,024 devices (no host holds more than 1,024 devices"),
+    ("latency_scale_up_ns", 10**9 + 1, "latency_scale_up_ns is above 1,000,000,000 ns"),
+    ("tdp_watts", 0, "tdp_watts = 0 must be positive"),
+    ("compute_capability", 1000, "compute_capability is above 999"),
+], ids=lambda v: str(v)[:20])
+def test_a_figure_beyond_any_device_is_refused_at_its_key(key, value, words):
+    text = re.sub(rf"^{key} = \d+ ", f"{key} = {value} ", GOOD, flags=re.M)
+    text += "" if text != GOOD else f"{key} = {value}  # source: a\n"
+    line = text[:text.index(f"\n{key} = ")].count("\n") + 2
+    with pytest.raises(CostgraphValueError) as e:
+        parse(text, "t.toml")
+    assert e.value.message.startswith(f"t.toml:{line}:1: [x] {words}"), e.value.message
+    assert e.value.hint and e.value.hint.startswith("at most" if "above" in words else "a measured")
+    parse(re.sub(rf"^{key} = \d+", f"{key} = {max(1, min(value, 10**15) // 10**3)}", text, flags=re.M), "t.toml")
+
+
+def test_a_user_hardware_file_beyond_any_device_exits_2_at_file_line_column(tmp_path, capsys):
+    path = tmp_path / "gpu.toml"
+    path.write_text(GOOD.replace("memory_bytes = 1 ", "memory_bytes = 1_000_000_000_000_000_000_000_000_000_000_000_000 "))
+    assert main(["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:10:1: [x] memory_bytes is above 1,000,000,000,000,000 B" in err, err
+    assert "hint: at most 1,000,000,000,000,000 B" in err and "Traceback" not in err
+
+
 def test_cli_table_and_one(capsys):
     assert main(["hardware"]) == 0
     out = capsys.readouterr().out

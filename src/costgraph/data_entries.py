@@ -134,8 +134,9 @@ def _value(entry: Entry, f: Field, v, show: bool):
         raise entry.error(f"{f.name} = 0 must be positive" if show else f"{f.name} must be positive", f.name,
                           hint=f"a measured or published value above 0{' (' + f.unit + ')' if f.unit else ''}")
     if f.maximum is not None and out > f.maximum:
-        raise entry.error(f"{f.name} is above {f.maximum}{' ' + f.unit if f.unit else ''} ({f.above})", f.name,
-                          hint=f"at most {f.maximum}{' ' + f.unit if f.unit else ''}")
+        most = f"{f.maximum:,}{' ' + f.unit if f.unit else ''}"
+        raise entry.error(f"{f.name} is above {most} ({f.above})", f.name,
+                          hint=f"at most {most}, the figure as its source gives it")
     return out
 
 

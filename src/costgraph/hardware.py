@@ -50,6 +50,27 @@ from .hints import did_you_mean, listing
 FILE = "hardware.toml"
 
 _F = "FLOP/s"
+# The bounds of a preset's figures (a Field's maximum; its reason, `above`, is what a refusal says): each two orders of
+# magnitude or more above every device built, so that a typo's extra digits or a wrong unit (memory_bytes = 10**36)
+# is refused at its FILE:LINE:COLUMN, never priced; the largest bundled figure or device known is named in each.
+_PEAK = (10**18, "no single device reaches 1 EFLOP/s: the largest bundled dense peak is the MI355X's FP8 5.0 PFLOP/s")
+_MEMORY = (10**15, "no device holds 1 PB of memory: the largest bundled holds 512 GB (M3 Ultra)")
+_MEMORY_BW = (10**17, "no device's memory moves 100 PB/s: B200's HBM3e is 8 TB/s, a wafer's SRAM (WSE-3) 21 PB/s")
+_LINK = (10**14, "no link carries 100 TB/s per direction per device: NVLink 5 is 900 GB/s, a B300's NIC 100 GB/s")
+_DOMAIN = (10**6, "no scale-up domain joins a million devices: the largest bundled is a TPU v7 pod's 9,216 chips")
+_NODE = (1024, "no host holds more than 1,024 devices: the bundled nodes hold at most 16 (Trainium2)")
+_LATENCY = (10**9, "a ring step of a second is slower than any network: the bundled steps take at most 14 µs")
+_WATTS = (10**5, "no device draws 100 kW: the largest bundled draws 1,400 W (GB300), a wafer-scale system ~23 kW")
+_HOST = (10**15, "no node's host memory holds 1 PB: the largest bundled holds 2.2 TB (Trainium2)")
+_HOST_BW = (10**15, "no node's host memory moves 1 PB/s: the largest bundled moves 1 TB/s (GB200)")
+_CC = (999, "a compute capability is major × 10 + minor (90: sm_90); the newest bundled is 120")
+
+
+def _bounded(bound: tuple[int, str]) -> dict:
+    """``maximum`` and ``above`` (the reason, as the refusal says) of a :class:`Field` from a bound above."""
+    return {"maximum": bound[0], "above": bound[1]}
+
+
 #: The fields of a preset, as the loader validates them (units in base units; a
 #: number's source is its line's ``# source:`` comment, else the preset's ``source``).
 KIND = Kind("hardware preset", (
@@ -57,33 +78,36 @@ KIND = Kind("hardware preset", (
     Field("vendor", "text"),
     Field("note", "text", required=False),
     Field("source", "text", required=False, doc="source of every number without its own comment"),
-    Field("peak_flops_bf16", unit=_F, positive=True, doc="dense BF16 matrix peak"),
-    Field("peak_flops_fp16", unit=_F), Field("peak_flops_fp8", unit=_F), Field("peak_flops_tf32", unit=_F),
-    Field("peak_flops_fp32", unit=_F),
-    Field("memory_bytes", unit="B", positive=True, doc="the vendor's printed capacity at its printed unit"),
-    Field("memory_bandwidth", unit="B/s", positive=True),
-    Field("scale_up_bandwidth", unit="B/s per direction"),
-    Field("scale_up_domain", unit="devices", positive=True),
-    Field("scale_out_bandwidth", unit="B/s per direction"),
-    Field("devices_per_node", unit="devices", positive=True),
-    Field("latency_scale_up_ns", unit="ns"), Field("latency_scale_out_ns", unit="ns"),
-    Field("tdp_watts", unit="W", required=False),
-    Field("host_link_bandwidth", unit="B/s per direction", required=False, positive=True,
+    Field("peak_flops_bf16", unit=_F, positive=True, doc="dense BF16 matrix peak", **_bounded(_PEAK)),
+    Field("peak_flops_fp16", unit=_F, **_bounded(_PEAK)), Field("peak_flops_fp8", unit=_F, **_bounded(_PEAK)),
+    Field("peak_flops_tf32", unit=_F, **_bounded(_PEAK)), Field("peak_flops_fp32", unit=_F, **_bounded(_PEAK)),
+    Field("memory_bytes", unit="B", positive=True, doc="the vendor's printed capacity at its printed unit",
+          **_bounded(_MEMORY)),
+    Field("memory_bandwidth", unit="B/s", positive=True, **_bounded(_MEMORY_BW)),
+    Field("scale_up_bandwidth", unit="B/s per direction", **_bounded(_LINK)),
+    Field("scale_up_domain", unit="devices", positive=True, **_bounded(_DOMAIN)),
+    Field("scale_out_bandwidth", unit="B/s per direction", **_bounded(_LINK)),
+    Field("devices_per_node", unit="devices", positive=True, **_bounded(_NODE)),
+    Field("latency_scale_up_ns", unit="ns", **_bounded(_LATENCY)),
+    Field("latency_scale_out_ns", unit="ns", **_bounded(_LATENCY)),
+    # a board's power limit is above 0 (the smallest bundled is the L4's 72 W)
+    Field("tdp_watts", unit="W", required=False, positive=True, **_bounded(_WATTS)),
+    Field("host_link_bandwidth", unit="B/s per direction", required=False, positive=True, **_bounded(_LINK),
           doc="device to host memory (PCIe, NVLink-C2C), per direction per device; for offload"),
-    Field("host_memory_bytes", unit="B", required=False, positive=True,
+    Field("host_memory_bytes", unit="B", required=False, positive=True, **_bounded(_HOST),
           doc="host (CPU) memory of one node of devices_per_node devices (the vendor's reference node); for offload"),
-    Field("host_memory_bandwidth", unit="B/s", required=False, positive=True,
+    Field("host_memory_bandwidth", unit="B/s", required=False, positive=True, **_bounded(_HOST_BW),
           doc="host (CPU) memory bandwidth of one node (the reference node's sockets); the CPU optimizer step"),
-    Field("compute_capability", unit="major x 10 + minor", required=False, positive=True,
+    Field("compute_capability", unit="major x 10 + minor", required=False, positive=True, **_bounded(_CC),
           doc="NVIDIA's CUDA compute capability (90: sm_90); what Transformer Engine's FP8 kernels key on"),
-    Field("scale_up_busbw", unit="B/s per direction", required=False, positive=True,
+    Field("scale_up_busbw", unit="B/s per direction", required=False, positive=True, **_bounded(_LINK),
           doc="what NCCL's ring collectives reach over the scale-up link (nccl-tests busbw); --link-rate nccl"),
-    Field("scale_out_busbw", unit="B/s per direction", required=False, positive=True,
+    Field("scale_out_busbw", unit="B/s per direction", required=False, positive=True, **_bounded(_LINK),
           doc="what NCCL's ring collectives reach over the NICs (nccl-tests busbw); --link-rate nccl"),
-    Field("deepep_scale_up_bw", unit="B/s per direction", required=False, positive=True,
+    Field("deepep_scale_up_bw", unit="B/s per direction", required=False, positive=True, **_bounded(_LINK),
           doc="what DeepEP's dispatch and combine kernels reach over the scale-up link (the lower of the two, "
               "deepseek-ai/DeepEP's measurements); --ep-dispatcher deepep"),
-    Field("deepep_scale_out_bw", unit="B/s per direction", required=False, positive=True,
+    Field("deepep_scale_out_bw", unit="B/s per direction", required=False, positive=True, **_bounded(_LINK),
           doc="what DeepEP's kernels reach over RDMA per NIC (the lowest of its measurements); --ep-dispatcher deepep"),
     Field("gfx_target", "text", required=False,
           doc="AMD's LLVM target of the GPU (gfx942: MI300X); what PyTorch's ROCm workspace sizes key on"),
