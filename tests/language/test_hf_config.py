@@ -182,10 +182,11 @@ def test_a_glm4_moe_config_whose_heads_do_not_divide_hints_at_import(tmp_path, c
     cfg = json.loads((HF / "glm-4.5-air.json").read_text())
     del cfg["head_dim"]   # GLM-4.5-Air: hidden_size 4096, 96 heads, head_dim 128 given
     path = tmp_path / "glm.json"
-    path.write_text(json.dumps(cfg))
+    path.write_text(json.dumps(cfg, indent=2))
     assert main(["derive", str(path)]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[-2] == f"error: {path}: d: hidden_size = 4096 is not divisible by num_attention_heads = 96"
+    line = path.read_text().splitlines().index('  "hidden_size": 4096,') + 1   # at the quotient's first key
+    assert err[0] == f"{path}:{line}:3: error: d: hidden_size = 4096 is not divisible by num_attention_heads = 96"
     assert err[-1].startswith("hint: the bundled model file reads a whole quotient") and \
         f"costgraph import {path} -o model.cg drafts this model from its PyTorch code" in err[-1]
     with pytest.raises(costgraph.CostgraphValueError) as e:   # a dict: no file to name
@@ -361,7 +362,8 @@ def test_rotary_pct_above_one_in_config_json(tmp_path, capsys):
     p.write_text(json.dumps({**PYTHIA, "rotary_pct": 2.0}))
     code, out, err = _cli(capsys, "derive", str(p))
     assert code == 2 and "Traceback" not in err
-    assert f"{p}: key 'rotary_pct' is the fraction of each head that is rotated, at most 1, got 2.0" in err
+    col = p.read_text().index('"rotary_pct"') + 1   # the key's JSON position (hf_json.key_offset)
+    assert f"{p}:1:{col}: error: key 'rotary_pct' is the fraction of each head that is rotated, at most 1, got 2.0" in err
     assert "hint: write a number in (0, 1]" in err
     p.write_text(json.dumps({**PYTHIA, "rotary_pct": 1.0}))
     code, out, err = _cli(capsys, "derive", str(p))
@@ -456,7 +458,9 @@ def test_hf_config_dropout_rates_are_probabilities(tmp_path, capsys, file, key, 
     path = tmp_path / file
     path.write_text(json.dumps({**config, key: value}))
     err = _err(capsys, ["derive", str(path)])
-    assert err == f"error: {path}: key '{key}' must be a dropout probability, a number in [0, 1), got {shown}\n"
+    col = path.read_text().index(f'"{key}":') + 1   # the key's JSON position (hf_json.key_offset)
+    assert err.splitlines()[0] == \
+        f"{path}:1:{col}: error: key '{key}' must be a dropout probability, a number in [0, 1), got {shown}"
     # the released value passes (GPT-2's 0.1, LLaMA's absent key)
     assert main(["derive", str(Path(__file__).parents[2] / "examples" / "hf" / file)]) == 0
 
@@ -502,3 +506,39 @@ def test_hf_variants_that_change_costs_are_refused():
 def test_config_flag_with_config_json_is_an_error(cg):
     r = cg("derive", str(ROOT / "examples/hf/gpt2.json"), "--config", "gpt2")
     assert r.returncode == 2 and "a config.json is one already" in r.stderr
+
+
+# --- a config.json key's bad value at FILE:LINE:COLUMN (reliability: the file and key were named, no position) ----
+@pytest.mark.parametrize("file, old, new, line, column, words", [
+    # examples/hf/llama-3-8b.json line 16: '  "num_hidden_layers": 32,' (the key's quote at column 3)
+    ("llama-3-8b.json", '"num_hidden_layers": 32', '"num_hidden_layers": -3', 16, 3,
+     "key 'num_hidden_layers' must be a positive whole number, got -3"),
+    ("llama-3-8b.json", '"num_hidden_layers": 32', '"num_hidden_layers": "three"', 16, 3,
+     "key 'num_hidden_layers' must be a positive whole number, got 'three'"),
+    # examples/hf/clip-vit-base-patch32.json line 15: text_config's '    "hidden_size": 512,' (column 5); the
+    # vision_config's hidden_size (line 31) is another key
+    ("clip-vit-base-patch32.json", '"hidden_size": 512', '"hidden_size": 0', 15, 5,
+     "key 'text_config.hidden_size' must be a positive whole number, got 0"),
+], ids=["negative", "string", "nested"])
+def test_a_bad_key_value_is_refused_at_its_line_and_column(tmp_path, capsys, file, old, new, line, column, words):
+    text = (HF / file).read_text()
+    assert text.count(old) == 1 and text.splitlines()[line - 1].strip().startswith(old)
+    path = tmp_path / file
+    path.write_text(text.replace(old, new))
+    err = _err(capsys, ["derive", str(path)]).splitlines()
+    assert err[0] == f"{path}:{line}:{column}: error: {words}"
+    assert err[1].strip().startswith(new) and err[2].index("^") == err[1].index('"')   # the caret under the key
+    assert err[-1].startswith("hint: write '")
+    with pytest.raises(costgraph.CostgraphValueError) as e:   # a dict (from_hf_config): no file, so no position
+        costgraph.from_hf_config(json.loads(path.read_text()), source="cfg")
+    assert e.value.message == f"cfg: {words}" and e.value.loc is None
+
+
+def test_key_offset_follows_the_nesting_and_takes_the_last_duplicate():
+    from costgraph.language.hf_json import key_offset
+
+    text = '{"a": {"b": 1, "c": "x}\\": ["}, "b": [1, {"b": 2}], "d": {"b": 3}, "b": 4}'
+    at = {k: key_offset(text, k) for k in ("a", "a.b", "a.c", "b", "d.b", "x", "a.b.c", "c")}
+    assert {k: (text[v:v + 4] if v is not None else None) for k, v in at.items()} == {
+        "a": '"a":', "a.b": '"b":', "a.c": '"c":', "b": '"b":', "d.b": '"b":', "x": None, "a.b.c": None, "c": None}
+    assert at["a.b"] == 7 and at["b"] == text.rindex('"b": 4') and at["d.b"] == text.index('"b": 3')

@@ -25,7 +25,7 @@ from ..errors import CostgraphValueError
 from ..model import Costs, Model, load, loads
 from .hf_mapping import HF_MAPPING, mapping, supported_model_types  # noqa: F401 (the mapping's readers import them from here)
 from .hf_json import (MAX_JSON_BYTES, MAX_JSON_DEPTH, DuplicateKeyWarning,  # noqa: F401 (callers import them from here)
-                      _json_shown, parse_json, read_config)
+                      _json_shown, keyed, located_at_key, parse_json, read_config, read_text)
 
 
 
@@ -88,8 +88,10 @@ class _Reader:
         self.config = config
         self.source = source
 
-    def fail(self, message: str, hint: str | None = None):
-        raise CostgraphValueError(f"{self.source}: {message}", hint=hint)
+    def fail(self, message: str, hint: str | None = None, key: str | None = None):
+        """Refuse the config: ``SOURCE: message``; ``key``, the config key it is about (dotted where nested), is
+        where :func:`load_hf_config` locates it in the file (``FILE:LINE:COLUMN``, hf_json.located_at_key)."""
+        raise keyed(CostgraphValueError(f"{self.source}: {message}", hint=hint), key, message)
 
     def import_hint(self, why: str) -> str:
         """A hint for a config the bundled model file cannot read but transformers builds: ``why``, then the
@@ -108,7 +110,7 @@ class _Reader:
                 if _holds(self.config, key):   # trial 9: DeepseekV2Config()'s num_experts_per_tok, written null
                     self.fail(f"key '{key}' is null: the config leaves it unset",
                               hint=f"a transformers class's default config may leave '{key}' unset (None); write "
-                                   "the released model's value into the config.json")
+                                   "the released model's value into the config.json", key=key)
                 self.fail(f"missing key '{key}'", hint="is this a complete config.json?")
             return default
         return v
@@ -133,7 +135,8 @@ class _Reader:
                 where = ".".join(path)
                 got = "nothing (missing or null)" if v is None else shown(v)
                 self.fail(f"key '{where}' must be an object (the nested configuration), got {got}",
-                          hint=f"a config.json of this model_type has a '{where}' object, as transformers saves it")
+                          hint=f"a config.json of this model_type has a '{where}' object, as transformers saves it",
+                          key=where)
 
     def spec(self, spec, what: str):
         """Evaluate one value spec of the mapping (see hf_mapping.toml)."""
@@ -148,7 +151,8 @@ class _Reader:
             if den == 0 or num % den:
                 top, bottom = (f"{k} = {v}" if isinstance(k, str) else str(v) for k, v in zip(spec["quotient"], (num, den)))
                 self.fail(f"{what}: {top} is not divisible by {bottom}", hint=self.import_hint(
-                    "the bundled model file reads a whole quotient (a released model's config.json divides evenly)"))
+                    "the bundled model file reads a whole quotient (a released model's config.json divides evenly)"),
+                    key=next((k for k in spec["quotient"] if isinstance(k, str)), None))
             return num // den
         if "ceil_quotient" in spec:     # MambaConfig's "auto" rank of Δ: ceil(hidden_size / 16)
             num, den = (self.number(s, what) for s in spec["ceil_quotient"])
@@ -164,7 +168,7 @@ class _Reader:
         if "if_key" in spec:
             flag = self.raw(spec["if_key"], False)
             if not isinstance(flag, bool):
-                self.fail(f"key '{spec['if_key']}' must be true or false, got {shown(flag)}")
+                self.fail(f"key '{spec['if_key']}' must be true or false, got {shown(flag)}", key=spec["if_key"])
             return self.spec(spec["then"] if flag else spec["else"], what)
         if "contains" in spec:   # { contains = "k", item = X }: true when the list k (absent: empty) holds X
             items = self.raw(spec["contains"], [])
@@ -189,7 +193,8 @@ class _Reader:
                 return self.spec(spec["fallback"], what)
             v = self.raw(spec["count"], _MISSING if spec.get("required") else [])
             if not isinstance(v, list) or not all(isinstance(x, str) and x in spec["kinds"] for x in v):
-                self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}")
+                self.fail(f"key '{spec['count']}' must be a list of {', '.join(spec['kinds'])}, got {shown(v)}",
+                          key=spec["count"])
             return sum(1 for x in v if x in spec["of"])
         if "layer_config" in spec:   # { layer_config = "k", layer = N, fallback = SPEC }: Gemma 4's full layers
             return self._layer_config(spec, what)
@@ -212,7 +217,8 @@ class _Reader:
         with zero-padded layer numbers, "05" of 30 layers, "5" of 6); no such entry or key: the fallback."""
         table = self.config.get("per_layer_config")
         if table is not None and not isinstance(table, dict):
-            self.fail(f"key 'per_layer_config' must be an object (layer number → overrides), got {shown(table)}")
+            self.fail(f"key 'per_layer_config' must be an object (layer number → overrides), got {shown(table)}",
+                      key="per_layer_config")
         entry = next((e for k, e in (table or {}).items() if arguments.digits(str(k)) and int(k) == spec["layer"]), None)
         v = entry.get(spec["layer_config"]) if isinstance(entry, dict) else None
         return v if v is not None else self.spec(spec["fallback"], what)
@@ -220,17 +226,18 @@ class _Reader:
     def number(self, spec, what: str, whole: bool = True):
         v = self.spec(spec, what)
         name = spec if isinstance(spec, str) else spec.get("key", what)
+        key = name if isinstance(spec, str) or "key" in spec else None   # else a value derived from several
         if (isinstance(v, bool) or not isinstance(v, (int, float)) or (whole and not isinstance(v, int))
                 or not v > 0 or (isinstance(v, float) and not math.isfinite(v))):   # `not v > 0`: NaN too
             kind = "a positive whole number" if whole else "a positive finite number"
             self.fail(f"key '{name}' must be {kind}, got {shown(v)}",
                       hint=f"write '{name}' as the released config.json does: a JSON number above 0"
-                           + (" without a fraction" if whole else ""))
+                           + (" without a fraction" if whole else ""), key=key)
         if v >= arguments._LIMIT:
-            self.fail(f"key '{name}' is too large: {shown(v)} (at most {arguments.MAX_DIGITS} digits)")
+            self.fail(f"key '{name}' is too large: {shown(v)} (at most {arguments.MAX_DIGITS} digits)", key=key)
         if name in FRACTION_KEYS and v > 1:   # as the model file's rope(x, r) refuses r above the head size
             self.fail(f"key '{name}' is the fraction of each head that is rotated, at most 1, got {shown(v)}",
-                      hint="write a number in (0, 1]: 1 rotates the whole head (Pythia's rotary_pct is 0.25)")
+                      hint="write a number in (0, 1]: 1 rotates the whole head (Pythia's rotary_pct is 0.25)", key=key)
         return v
 
 
@@ -265,9 +272,9 @@ def _model_type(config: dict, source: str) -> str:
                                   hint="a Hugging Face config.json names its architecture in model_type; "
                                        "supported: " + ", ".join(supported_model_types()))
     if not isinstance(model_type, str) or model_type not in mapping():
-        raise CostgraphValueError(
-            f"{source}: unsupported model_type {shown(model_type)}",
-            hint="supported: " + ", ".join(supported_model_types()))
+        said = f"unsupported model_type {shown(model_type)}"
+        raise keyed(CostgraphValueError(f"{source}: {said}", hint="supported: " + ", ".join(supported_model_types())),
+                    "model_type", said)
     return model_type
 
 
@@ -300,14 +307,15 @@ def _check_unsupported(r: _Reader, config: dict, entry: dict) -> None:
             n = r.number(rule["last_layer"], rule["last_layer"])
             if v not in (-1, n - 1) or isinstance(v, bool):
                 r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
-                       f"describe (supported: -1 or {n - 1}, the last layer)")
+                       f"describe (supported: -1 or {n - 1}, the last layer)", key=rule["key"])
         elif "at_least" in rule:     # Jamba's num_experts = 1: dense MLPs everywhere, not a 1-expert MoE
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v < rule["at_least"]:
                 r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
-                       f"describe (supported: {rule['at_least']} or more)")
+                       f"describe (supported: {rule['at_least']} or more)", key=rule["key"])
         elif v not in rule["allowed"]:
             r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{entry['model']}' model does not "
-                   f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed']) or 'null or absent'})")
+                   f"describe (supported: {', '.join(json.dumps(a) for a in rule['allowed']) or 'null or absent'})",
+               key=rule["key"])
 
 
 def _drafted(config: dict, source: str, dropout, profile: str) -> HFModel:
@@ -366,7 +374,8 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     for name, spec in entry.get("options", {}).items():
         v = r.spec(spec, name)
         if not isinstance(v, bool):
-            r.fail(f"option '{name}' needs true or false from the config, got {shown(v)}")
+            r.fail(f"option '{name}' needs true or false from the config, got {shown(v)}",
+                   key=spec if isinstance(spec, str) else spec.get("key"))
         options[name] = v
     options.update(options_given or {})
     for rule in entry.get("layer_indices", ()):
@@ -374,7 +383,7 @@ def from_hf_config(config: dict, *, source: str = "<config>", dropout: bool | No
     for key in entry.get("dropout_keys", DROPOUT_KEYS):   # a probability, even when dropout is forced
         v = nested_get(config, key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1):
-            r.fail(f"key '{key}' must be a dropout probability, a number in [0, 1), got {shown(v)}")
+            r.fail(f"key '{key}' must be a dropout probability, a number in [0, 1), got {shown(v)}", key=key)
     if dropout is None:
         dropout = dropout_in(config, entry.get("dropout_keys", DROPOUT_KEYS))
     if model is None:
@@ -406,7 +415,7 @@ def _check_cycle(r: _Reader, rule: dict, v, model: str) -> None:
     want = [cycle[j % len(cycle)] for j in range(n)]
     if v != want:
         r.fail(f"{key} = {_json_shown(v)} is a variant costgraph's '{model}' model does not describe "
-               f"(supported: {json.dumps(cycle)} repeated over the {n} layers)")
+               f"(supported: {json.dumps(cycle)} repeated over the {n} layers)", key=key)
 
 
 def _check_layer_indices(r: _Reader, rule: dict, model: str) -> None:
@@ -431,7 +440,7 @@ def _check_layer_indices(r: _Reader, rule: dict, model: str) -> None:
     want = list(range(first, n, step))
     if v != want:
         r.fail(f"{rule['key']} = {_json_shown(v)} is a variant costgraph's '{model}' model does not describe "
-               f"(supported: the layers j with j % {step} == {first}, {json.dumps(want)})")
+               f"(supported: the layers j with j % {step} == {first}, {json.dumps(want)})", key=rule["key"])
 
 
 def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "korthikanti",
@@ -448,5 +457,9 @@ def load_hf_config(path: str, *, dropout: bool | None = None, profile: str = "ko
     if dropout is not None:
         dropout = arguments.flag(dropout, "dropout")
     profile = arguments.text(profile, "profile")
-    return from_hf_config(read_config(path), source=path, dropout=dropout, profile=profile, model=model,
-                          options=options)
+    text = read_text(path)
+    try:
+        return from_hf_config(parse_json(text, path), source=path, dropout=dropout, profile=profile, model=model,
+                              options=options)
+    except CostgraphValueError as e:   # a key's value refused: at its FILE:LINE:COLUMN in the file
+        raise located_at_key(e, text, path) from None

@@ -26,7 +26,13 @@ MAX_JSON_DEPTH = 100
 
 
 def read_config(path: str):
-    """The parsed JSON of a ``config.json`` file (errors as :func:`costgraph.language.hf_config.load_hf_config`).
+    """The parsed JSON of a ``config.json`` file (errors as :func:`costgraph.language.hf_config.load_hf_config`;
+    the file as :func:`read_text` reads it)."""
+    return parse_json(read_text(path), path)
+
+
+def read_text(path: str) -> str:
+    """The text of a ``config.json`` file (errors as :func:`costgraph.language.hf_config.load_hf_config`).
 
     A symbolic link is followed only inside its folder, or, in a Hugging Face cache snapshot,
     into that cache entry's ``blobs/`` (:func:`check_link`); a file that is not regular UTF-8
@@ -55,7 +61,7 @@ def read_config(path: str):
         what = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else shown(str(e))[1:-1]
         raise CostgraphValueError(f"cannot read {path}: {what}",
                                   hint="give a config.json: UTF-8 JSON text, as transformers saves it") from None
-    return parse_json(text, path)
+    return text
 
 
 def _json_shown(v) -> str:
@@ -116,17 +122,61 @@ def _object(pairs: list, text: str, path: str) -> dict:
     return out
 
 
+def _location(text: str, path: str, offset: int) -> Location:
+    """The line and column of ``offset`` in ``text`` (1-based), with its line (at most 400 characters) shown."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return Location(path, text.count("\n", 0, offset) + 1, offset - start + 1, text[start:end if end >= 0 else len(text)][:400])
+
+
+# a JSON string or a bracket (numbers and literals are skipped: no key is one)
+_KEY_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}]')
+_COLON = re.compile(r"\s*:")
+
+
+def key_offset(text: str, key: str) -> int | None:
+    """Where config key ``key`` (dotted for a nested config: ``text_config.hidden_size``) is written in a
+    config.json's ``text`` (valid JSON): the offset of its last occurrence in the objects its path names (the value
+    used, as Python's ``json`` reads a duplicate key), or None where the text does not hold it. One pass over the
+    text's strings and brackets, bounded by :data:`MAX_JSON_BYTES` (``read_text``)."""
+    want, keys, found = key.split("."), [], None   # keys: per open container, the key being read (None: an array)
+    for m in _KEY_TOKEN.finditer(text):
+        t = m.group()
+        if t in "{[":
+            keys.append("" if t == "{" else None)
+        elif t in "]}":
+            keys.pop() if keys else None
+        elif t[0] == '"' and keys and keys[-1] is not None and _COLON.match(text, m.end()):   # a key, not a value
+            keys[-1] = json.loads(t)
+            if len(keys) == len(want) and keys == want:
+                found = m.start()
+    return found
+
+
+def keyed(error: CostgraphValueError, key: str | None, message: str) -> CostgraphValueError:
+    """``error`` marked with the config key it is about and its ``message`` without the file's name, for
+    :func:`located_at_key` to locate in the file's text."""
+    error.config_key, error.unlocated = key, message
+    return error
+
+
+def located_at_key(error: CostgraphValueError, text: str, path: str) -> CostgraphValueError:
+    """``error`` at ``FILE:LINE:COLUMN`` of the key :func:`keyed` marked it with, where ``text`` holds that key;
+    else ``error`` as it is (a missing key, a value derived from several)."""
+    key = getattr(error, "config_key", None)
+    offset = key_offset(text, key) if key else None
+    if offset is None:
+        return error
+    return CostgraphValueError(error.unlocated, _location(text, path, offset), hint=error.hint)
+
+
 def parse_json(text: str, path: str):
     """Parse a config.json's text. ``Infinity``, ``-Infinity`` and ``NaN`` are read as
     Python's ``json`` reads them (transformers writes them: ``Mamba2Config.time_step_limit``),
     refused by name where a size is read. Errors are located: invalid JSON, numbers beyond
     float range or :data:`arguments.MAX_DIGITS` digits, nesting deeper than :data:`MAX_JSON_DEPTH`."""
     def located(message: str, offset: int, hint: str | None = None):
-        line = text.count("\n", 0, offset) + 1
-        start = text.rfind("\n", 0, offset) + 1
-        end = text.find("\n", offset)
-        src = text[start:end if end >= 0 else len(text)]
-        return CostgraphValueError(message, Location(path, line, offset - start + 1, src[:400]), hint=hint)
+        return CostgraphValueError(message, _location(text, path, offset), hint=hint)
 
     depth = 0
     for m in _JSON_TOKEN.finditer(text):
