@@ -655,7 +655,7 @@ CLI = [
     ("binary file", ["derive", "{binary}"], ["{binary}:1:1: error: not a UTF-8 text file: invalid start byte 0x89"]),
     ("latin-1 file", ["derive", "{latin1}"], ["{latin1}:2:12: error: not a UTF-8 text file: invalid start byte 0xf6"]),
     ("--set not a number", ["derive", "gpt", "--set", "h=abc"], ["cannot read --set 'h=abc'", "NAME=VALUE"]),
-    ("--set zero", ["derive", "gpt", "--set", "h=0"], ["'h' must be a positive whole number, got 0"]),
+    ("--set zero", ["derive", "gpt", "--set", "h=0"], ["--set 'h=0': a dimension is a positive whole number"]),
     ("--set negative", ["derive", "gpt", "--set", "h=-1"], ["--set 'h=-1': a dimension is a positive whole number"]),
     ("--set unknown dimension", ["derive", "gpt", "--set", "zz=3"],
      ["model 'gpt' has no dimension 'zz'", "its dimensions: b, s, h"]),
@@ -759,7 +759,7 @@ def run(argv, capsys):
 
 
 @pytest.mark.parametrize("argv, hint", [
-    (["derive", "vit", "--config", "vit-base-patch16-224", "--set", "image=0"], "--set image=N"),
+    (["derive", "vit", "--config", "vit-base-patch16-224", "--set", "image=0"], "--set image=1"),
     (["sweep", "llama", "--config", "llama-3-8b", "--over", "h=64:128:+64", "--max-rows", "-1"], "hint: "),
 ])
 def test_refusals_carry_a_hint(capsys, argv, hint):

@@ -17,7 +17,7 @@ def test_set_reads_counts(text, value):
 
 @pytest.mark.parametrize("text, words", [("b=1.5", "--set b '1.5' is not a positive whole number"),
                                          ("b=1e", "cannot read --set 'b=1e'"), ("b=-1e9", "a positive whole number"),
-                                         ("b=0", "'b' must be a positive whole number, got 0")])
+                                         ("b=0", "--set 'b=0': a dimension is a positive whole number")])
 def test_set_refuses_what_is_not_a_whole_count(text, words, capsys):
     assert main(["derive", "gpt", "--set", text]) == 2
     err = capsys.readouterr().err
@@ -36,3 +36,14 @@ def test_megatron_ep_overlap_refusal_names_the_flag(capsys):
                  "--ep-overlap", "megatron"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: --ep-overlap megatron needs the interleaved schedule when pp > 1")
+
+
+@pytest.mark.parametrize("argv", [["derive", "gpt", "--config", "gpt2"], ["train", "gpt", "--config", "gpt2", "--gpus", "1"],
+                                  ["derive", "examples/hf/gpt2.json"]],
+                         ids=["derive", "train", "config.json"])
+def test_set_zero_names_the_flag(argv, capsys):
+    # `--set b=0` was refused as the API's "'b' must be a positive whole number, got 0", naming no flag
+    assert main([*argv, "--set", "b=0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: --set 'b=0': a dimension is a positive whole number\nhint: a dimension counts something: " \
+                  "--set b=1, 2, 3, ...\n"

@@ -104,8 +104,8 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
     Raises
     ------
     CostgraphValueError
-        A pair not ``NAME=VALUE`` with a whole number or true/false, a negative or fractional number, or a
-        name given twice."""
+        A pair not ``NAME=VALUE`` with a whole number or true/false, a number not above 0 or fractional, or a
+        name given twice (each naming ``--set`` and the pair)."""
     from ..language.limits import check_number
 
     dims, options = {}, {}
@@ -129,6 +129,9 @@ def settings(pairs: list[str]) -> tuple[dict[str, int], dict[str, bool]]:
             if any(c in value for c in ".eE"):   # 1e9, 7.5e9: whole numbers as --params and --tokens read them
                 value = str(parse_count(value, f"--set {name}", example=f"{name}=1e9 or {name}=1000000000"))
             dims[name] = check_number(value, error=_set_error(pair))
+            if dims[name] == 0:   # the API's own check (Model.values) names the dimension, not the flag
+                raise CostgraphValueError(f"--set {pair[:40]!r}: a dimension is a positive whole number",
+                                          hint=f"a dimension counts something: --set {name}=1, 2, 3, ...")
     return dims, options
 
 
