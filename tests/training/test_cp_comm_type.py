@@ -72,6 +72,20 @@ def test_unknown_value_refused_and_named_in_train(capsys):
     assert "CP communication: --cp-comm-type p2p (default)" in capsys.readouterr().out
 
 
+def test_train_names_it_at_cp_1_as_not_applying(capsys):
+    """At cp 1 no K and V are exchanged: a given --cp-comm-type is said not to apply (it was printed as the CP
+    exchange, as if it were used), and the default at cp 1 gets no line (as ZeRO-3's gathered line below ZeRO 3)."""
+    from costgraph.cli import main
+
+    argv = ["train", "gpt", "--config", "gpt2", "--gpus", "2", "--set", "s=4096"]
+    assert main([*argv, "--cp-comm-type", "all_gather"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("CP communication")]
+    assert lines == ["CP communication: --cp-comm-type all_gather does not apply (cp 1: no context parallelism, "
+                     "no K and V exchanged)"]
+    assert main(argv) == 0
+    assert "CP communication" not in capsys.readouterr().out
+
+
 def test_plan_passes_it_to_every_row_and_its_check_command(gpt):
     from costgraph.training.planning import plan_layouts
 

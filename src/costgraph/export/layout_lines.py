@@ -37,7 +37,11 @@ def _options_lines(L) -> list[str]:
     if L.loss and L.cross_entropy != CROSS_ENTROPY.default:   # the default named in the header line
         out.append(f"loss: --cross-entropy {L.cross_entropy} ({CROSS_ENTROPY.meaning(L.cross_entropy)})")
     c = as_expr(L.c)
-    if L.cp_comm_type != CP_COMM_TYPE.default or (c.is_Integer and c > 1):   # how CP exchanges K and V
+    if c == 1:   # as the other settings' lines, where it applies: at cp 1 no K and V are exchanged
+        if L.cp_comm_type != CP_COMM_TYPE.default:
+            out.append(f"CP communication: --cp-comm-type {L.cp_comm_type} does not apply (cp 1: no context "
+                       "parallelism, no K and V exchanged)")
+    elif L.cp_comm_type != CP_COMM_TYPE.default or c.is_Integer:   # how CP exchanges K and V (cp > 1)
         out.append(f"CP communication: --cp-comm-type {L.cp_comm_type}"
                    + (" (default)" if L.cp_comm_type == CP_COMM_TYPE.default else "")
                    + f" ({CP_COMM_TYPE.meaning(L.cp_comm_type)})")
