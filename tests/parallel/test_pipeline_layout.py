@@ -96,6 +96,32 @@ def test_formatted_texts_read_back_by_the_grammar():
         parse_pipeline_layout(format_layout(["Ex", "L"]))
 
 
+def test_each_bound_is_checked_in_one_place(monkeypatch):
+    """The shortcut for a formatted text runs the parser's own bound checks (it restated them, _within_bounds): one
+    comparison per bound in the module, and a bound lowered is refused alike on either path."""
+    import inspect
+    import re
+
+    from costgraph.parallel import pipeline_layout as pl
+
+    source = inspect.getsource(pl)
+    for bound in ("MAX_TEXT", "MAX_COUNT", "MAX_SYMBOLS", "MAX_STAGES"):
+        assert len(re.findall(rf"[<>]=? *{bound}\b", source)) == 1, bound
+    stages = ("Et", "t", "t", "tL")
+    text = format_layout(stages)
+    assert text in pl._FORMATTED
+    monkeypatch.setattr(pl, "MAX_STAGES", 3)
+    pl._parse.cache_clear()
+    with pytest.raises(CostgraphValueError, match="the layout lists 4 stages: at most 3") as shortcut:
+        parse_pipeline_layout(text)
+    with pytest.raises(CostgraphValueError) as parsed:
+        pl._parsed(text)
+    assert str(shortcut.value) == str(parsed.value)
+    monkeypatch.undo()
+    pl._parse.cache_clear()
+    assert parse_pipeline_layout(text).stages == stages
+
+
 def test_megatron_docs_rank_map():
     # docs/user-guide/features/pipeline_parallel_layout.md: PP 16, VPP 2
     lay = parse_pipeline_layout("Et*3|(tt|)*29,m|L", 16)

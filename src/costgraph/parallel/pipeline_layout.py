@@ -294,26 +294,59 @@ def parse_pipeline_layout(text: str, pp: int | None = None, v: int | None = None
 @lru_cache(maxsize=256)
 def _parse(text: str) -> PipelineLayout:
     known = _FORMATTED.get(text)
-    if known is not None and _within_bounds(text, known):   # written by format_layout: its stages, as the grammar reads
+    if known is not None:   # written by format_layout: its stages, as the grammar reads them
+        try:
+            _check_bounds(text, known)
+        except CostgraphValueError:
+            return _parsed(text)   # refused as the parser locates it (an unrolled run's column)
         return PipelineLayout(text, known)
     return _parsed(text)
 
 
-def _within_bounds(text: str, stages: tuple) -> bool:
-    """Whether a layout text and its stages are within every bound :func:`_parsed` checks (module docstring)."""
-    counts = re.findall(r"[0-9]+", text)
-    return (len(text) <= MAX_TEXT and text.strip(", ") != "" and len(stages) <= MAX_STAGES
-            and sum(map(len, stages)) + len(stages) - 1 <= MAX_SYMBOLS
-            and all(len(c) <= len(str(MAX_COUNT)) and int(c) <= MAX_COUNT for c in counts))
+def _check_bounds(text: str, stages: tuple) -> None:
+    """The parser's own checks of every bound (module docstring) on a text whose ``stages`` are known (one
+    :func:`format_layout` wrote; each bound is checked in one function, which :func:`_parsed` calls too)."""
+    _check_text(text)
+    for m in re.finditer(r"[0-9]+", text):
+        _check_count(text, m.group(), m.start() + 1)
+    _check_symbols(text, sum(map(len, stages)) + len(stages) - 1, 1)
+    _check_stages(text, len(stages))
 
 
-def _parsed(text: str) -> PipelineLayout:
-    """``text`` read by the grammar (:data:`GRAMMAR`), every bound checked (:func:`parse_pipeline_layout`)."""
+def _check_text(text: str) -> None:
+    """A layout text within :data:`MAX_TEXT` characters and not empty (checked before the grammar reads it)."""
     if len(text) > MAX_TEXT:
         raise _error(text[:MAX_TEXT], MAX_TEXT, f"the layout is {len(text):,} characters long: at most {MAX_TEXT}",
                      hint="repeat with x*n and (…)*n")
     if not text.strip(", "):
         raise _error(text, 1, "the layout is empty", hint=HINT)
+
+
+def _check_symbols(text: str, symbols: int, column: int, what: str = "the layout") -> None:
+    """At most :data:`MAX_SYMBOLS` symbols once unrolled (``what``: the layout, or a ``(…)*n`` at ``column``)."""
+    if symbols > MAX_SYMBOLS:
+        raise _error(text, column, f"{what} unrolls to more than {MAX_SYMBOLS:,} symbols",
+                     hint="a stage per pipeline rank and model chunk: far fewer")
+
+
+def _check_stages(text: str, stages: int) -> None:
+    """At most :data:`MAX_STAGES` stages."""
+    if stages > MAX_STAGES:
+        raise _error(text, 1, f"the layout lists {stages:,} stages: at most {MAX_STAGES:,}",
+                     hint="a stage per pipeline rank and model chunk (PP × VP): far fewer")
+
+
+def _check_count(text: str, digits: str, column: int) -> int:
+    """A repetition count at most :data:`MAX_COUNT` (its digits at ``column``), as an int."""
+    if len(digits) > len(str(MAX_COUNT)) or int(digits) > MAX_COUNT:
+        raise _error(text, column, f"the repetition *{digits[:12]}{'…' if len(digits) > 12 else ''} is over "
+                     f"{MAX_COUNT}", hint=f"a count at most {MAX_COUNT}")
+    return int(digits)
+
+
+def _parsed(text: str) -> PipelineLayout:
+    """``text`` read by the grammar (:data:`GRAMMAR`), every bound checked (:func:`parse_pipeline_layout`)."""
+    _check_text(text)
     from lark.exceptions import UnexpectedInput
 
     try:
@@ -324,14 +357,9 @@ def _parsed(text: str) -> PipelineLayout:
     total = 0
     for size, column, _ in items:
         total += size
-        if total > MAX_SYMBOLS:
-            raise _error(text, column, f"the layout unrolls to more than {MAX_SYMBOLS:,} symbols",
-                         hint="a stage per pipeline rank and model chunk: far fewer")
+        _check_symbols(text, total, column)
     flat = "".join(sym * count for _, _, runs in items for sym, count in runs)
-    stages = flat.count("|") + 1
-    if stages > MAX_STAGES:
-        raise _error(text, 1, f"the layout lists {stages:,} stages: at most {MAX_STAGES:,}",
-                     hint="a stage per pipeline rank and model chunk (PP × VP): far fewer")
+    _check_stages(text, flat.count("|") + 1)
     return PipelineLayout(text, tuple(flat.split("|")))
 
 
@@ -354,18 +382,12 @@ def _item(text, node) -> tuple[int, int, list[tuple[str, int]]]:
     n = _count(text, count)
     body = "".join(sym * times for _, _, r in inner for sym, times in r)
     column = inner[0][1] - 1
-    if len(body) * n > MAX_SYMBOLS:
-        raise _error(text, column, f"({body[:20]}{'…' if len(body) > 20 else ''})*{n} unrolls to more than "
-                     f"{MAX_SYMBOLS:,} symbols", hint="a stage per pipeline rank and model chunk: far fewer")
+    _check_symbols(text, len(body) * n, column, f"({body[:20]}{'…' if len(body) > 20 else ''})*{n}")
     return len(body) * n, column, [(body, n)]
 
 
 def _count(text, tok) -> int:
-    digits = str(tok)
-    if len(digits) > len(str(MAX_COUNT)) or int(digits) > MAX_COUNT:
-        raise _error(text, tok.column, f"the repetition *{digits[:12]}{'…' if len(digits) > 12 else ''} is over "
-                     f"{MAX_COUNT}", hint=f"a count at most {MAX_COUNT}")
-    return int(digits)
+    return _check_count(text, str(tok), tok.column)
 
 
 def _syntax(text: str, e) -> CostgraphValueError:
