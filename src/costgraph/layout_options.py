@@ -83,7 +83,7 @@ class LayoutOptions:
     # (costgraph.training.cross_entropy)
     cross_entropy: str = option("--cross-entropy", "the cross-entropy implementation over the logits: what it holds at "
                                 "the loss's peak on the last stage and what its kernels move (the step time): "
-                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY, given=True)
+                                + choices.CROSS_ENTROPY.help(), choices=choices.CROSS_ENTROPY, given=True, label="loss")
     # expert placement (costgraph.parallel.ranks, costgraph.parallel.ep_time)
     rank_order: str = option("--rank-order", "rank order, first fastest (Megatron's default tp-cp-ep-dp-pp; "
                                              "tp-cp-ep-pp-dp is its --use-tp-pp-dp-mapping): which groups stay inside "
@@ -93,7 +93,7 @@ class LayoutOptions:
                                       default=None, unit="ranks", type=int)
     link_rate: str = option("--link-rate", "the bandwidth collectives are timed at over NVLink and the NICs "
                             "(costgraph.parallel.placement.link): " + choices.LINK_RATE.help(),
-                            choices=choices.LINK_RATE, given=True)
+                            choices=choices.LINK_RATE, given=True, label="links at", named="always")
     ep_overlap: str = option("--ep-overlap", choices=choices.EP_OVERLAP, domain=Domain(
         "variant", "ep_overlaps", "the default (none) only; --exhaustive searches them",
         {"group": "experts", "requires": {"megatron": {"recompute": ("none", "selective"),
@@ -102,7 +102,7 @@ class LayoutOptions:
     # (PlanOptions.ep_dispatcher, plan's JSON ep_dispatcher), never searched
     ep_dispatcher: str = option("--ep-dispatcher", "the kernels of the EP token dispatch and combine "
                                 "(costgraph.parallel.ep_time): " + choices.EP_DISPATCHER.help(),
-                                choices=choices.EP_DISPATCHER, given=True)
+                                choices=choices.EP_DISPATCHER, given=True, label="EP dispatch")
     overlap: str = option("--overlap", "how communication overlaps computation (costgraph.training.overlap): "
                           + choices.OVERLAP.help(), choices=choices.OVERLAP)
     route_nodes: int | None = option("--route-nodes", "device-limited routing: a token's experts on at most M "
@@ -112,15 +112,15 @@ class LayoutOptions:
                                          {"group": "experts"}))
     attention_kernel: str = option("--attention-kernel", "the fused attention kernel of a flash core (the per-kernel "
                                    "time model's curve in training/kernels.toml): " + choices.ATTENTION_KERNEL.help(),
-                                   choices=choices.ATTENTION_KERNEL, given=True)
+                                   choices=choices.ATTENTION_KERNEL, given=True, label="attention kernel")
     # no search domain (as ep_dispatcher): the software the cluster runs; all_gather is never faster than the ring
     # under the overlap rules (the same bytes, exposed), so the planner would never rank it above p2p
     cp_comm_type: str = option("--cp-comm-type", "how CP exchanges K and V (Megatron's --cp-comm-type): "
-                               + choices.CP_COMM_TYPE.help(), choices=choices.CP_COMM_TYPE, given=True)
+                               + choices.CP_COMM_TYPE.help(), choices=choices.CP_COMM_TYPE, given=True, label="CP")
     # no search domain (as attention_kernel): a convention of the time model, which plan passes to every row
     gemm_rate: str = option("--gemm-rate", "which GEMM rate the per-kernel time model uses (training/kernels.toml: "
                             "kernel_table.rated): " + choices.GEMM_RATE.help(), choices=choices.GEMM_RATE,
-                            given=True)
+                            given=True, label="GEMM rate", named="always")
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
                                  + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
@@ -222,3 +222,17 @@ def given_settings(given: dict) -> dict:
         raise TypeError(f"plan() got an unexpected keyword argument {unknown[0]!r}")
     fields = specs(LayoutOptions)
     return {k: given[k] if given.get(k) is not None else fields[k][0].default for k in GIVEN}
+
+
+def given_phrases(given: dict) -> dict[str, str]:
+    """How a report names each setting of :data:`GIVEN` at the value ``given`` names (else its default), from its
+    declaration (:class:`~costgraph.option_fields.Spec`'s ``label``, ``flag``, ``named``): ``links at --link-rate nccl
+    (default)``; a setting named only away from its default (``named="changed"``) is left out at it. In
+    :data:`GIVEN`'s order; plan's header (:mod:`costgraph.export.plan_report`) places them."""
+    fields = specs(LayoutOptions)
+    out = {}
+    for k, v in given_settings(given).items():
+        spec, default = fields[k][1], fields[k][0].default
+        if v != default or spec.named == "always":
+            out[k] = f"{spec.label} {spec.flag} {v}" + (" (default)" if v == default else "")
+    return out

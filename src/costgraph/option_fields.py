@@ -53,7 +53,9 @@ class Spec:
     ``group``: the mode it belongs to where a command has several (``costgraph fit``: ``serve``);
     ``dest``: the parsed command line's name where it is not the field's (the Layout's ``t``: ``tp``);
     ``given``: a setting ``plan`` takes as given and passes to every row, never searched (the software the cluster
-    runs, a convention of the time model: :func:`given_fields`)."""
+    runs, a convention of the time model: :func:`given_fields`); ``label``: the words a report names it by before
+    its flag and value (plan's header: ``links at --link-rate nccl``); ``named``: where a report names it,
+    ``changed`` (away from its default only) or ``always`` (its default too, said so)."""
 
     flag: str | None
     help: str | None = None
@@ -66,6 +68,8 @@ class Spec:
     group: str | None = None
     dest: str | None = None
     given: bool = False
+    label: str | None = None
+    named: str = "changed"
 
     @property
     def values(self) -> tuple | None:
@@ -95,12 +99,14 @@ class Domain:
 
 def option(flag: str | None, help: str | None = None, *, default=MISSING, choices=None, unit: str | None = None,
            check: str | None = None, optional: bool = False, domain: Domain | None = None, cli_default=MISSING,
-           group=None, dest: str | None = None, given: bool = False, **argparse_kw):
+           group=None, dest: str | None = None, given: bool = False, label: str | None = None, named: str = "changed",
+           **argparse_kw):
     """A dataclass field declaring one option (module docstring). With a :class:`Choice` and no
     ``default``, the default is the choice's; with no ``help``, each value's meaning. ``cli_default``:
     the command line's default where it differs from the API's (``costgraph infer --weights``: None,
     a config.json's dtype; the API: bf16). ``domain``: the planner's search domain (:class:`Domain`);
-    ``dest``: the parsed command line's name where it differs from the field's; ``given``: :attr:`Spec.given`."""
+    ``dest``: the parsed command line's name where it differs from the field's; ``given``, ``label``, ``named``:
+    :attr:`Spec.given`, :attr:`Spec.label`, :attr:`Spec.named`."""
     if cli_default is not MISSING:
         argparse_kw["default"] = cli_default
     if isinstance(choices, Choice):
@@ -108,8 +114,10 @@ def option(flag: str | None, help: str | None = None, *, default=MISSING, choice
         help = choices.help() if help is None else help
     if check is not None and check not in CHECKS:   # a mistake in a declaration, not the user's
         raise AssertionError(f"unknown check {check!r}; one of {CHECKS}")
+    if named not in ("changed", "always"):   # a mistake in a declaration, not the user's
+        raise AssertionError(f"named {named!r}: changed or always")
     spec = Spec(flag, help, choices, unit, check, optional, domain, tuple(sorted(argparse_kw.items())), group, dest,
-                given)
+                given, label, named)
     return dataclasses.field(default=default, metadata={"option": spec})
 
 

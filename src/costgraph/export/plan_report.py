@@ -4,7 +4,8 @@ that checks the first row."""
 
 from __future__ import annotations
 
-from ..choices import ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP
+from ..choices import ATTENTION, OVERLAP
+from ..layout_options import GIVEN, given_phrases
 from ..numbers import units
 from .tables import table
 
@@ -18,6 +19,9 @@ def to_text(plan) -> str:
     """The text ``costgraph plan`` prints for ``plan`` (a :class:`~costgraph.training.planning.PlanResult`):
     a table of the layouts, the refusals, and the ``costgraph train`` line to check one."""
     st, rows = plan.settings, plan.layouts
+    # the given settings (layout_options.GIVEN), each named as its field declares (label, flag, value): the GEMM rate
+    # with the per-kernel time model it is a setting of, the others after the overlap
+    given = given_phrases({k: st.get(k) for k in GIVEN})
     with_days = st.get("tokens") is not None
     out = [f"{plan.model}: layouts on {plan.gpus} × {st['hardware_name']}, global batch {plan.global_batch} sequences; "
            f"device memory {units.with_unit('activation_bytes', plan.capacity_bytes)}"
@@ -31,20 +35,11 @@ def to_text(plan) -> str:
            + (f"at {plan.efficiency:.0%} of {st['peak_flops'] / 1e12:g} TFLOP/s (BF16 dense)"
               + (f" ({st['assumed']})" if st.get("assumed") else "")
               if plan.efficiency is not None else
-              f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}]; GEMM rate --gemm-rate "
-              f"{st.get('gemm_rate', GEMM_RATE.default)}"
-              f"{' (default)' if st.get('gemm_rate', GEMM_RATE.default) == GEMM_RATE.default else ''})"),
+              f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}]; {given['gemm_rate']})"),
            f"{plan.considered:,} layouts considered; {len(rows)} shown, fastest first "
            f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
            f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''}"
-           f", links at --link-rate {st.get('link_rate', LINK_RATE.default)}"
-           f"{' (default)' if st.get('link_rate', LINK_RATE.default) == LINK_RATE.default else ''}"
-           + (f", EP dispatch --ep-dispatcher {st['ep_dispatcher']}"
-              if st.get("ep_dispatcher", EP_DISPATCHER.default) != EP_DISPATCHER.default else "")
-           + (f", attention kernel --attention-kernel {st['attention_kernel']}"
-              if st.get("attention_kernel", ATTENTION_KERNEL.default) != ATTENTION_KERNEL.default else "")
-           + (f", CP --cp-comm-type {st['cp_comm_type']}"
-              if st.get("cp_comm_type", CP_COMM_TYPE.default) != CP_COMM_TYPE.default else "") + ")", ""]
+           + "".join(f", {phrase}" for k, phrase in given.items() if k != "gemm_rate") + ")", ""]
     heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]
     cells = [[r["tp"], r["pp"], r["dp"], r["cp"], r["ep"], r["zero"], r["recompute"], "yes" if r["sp"] else "no",
               r["micro_batch"], r["micro_batches"], r.get("virtual_stages", 1), f"{r['memory_bytes'] / 1e9:.2f}", f"{r['step_seconds']:.3f}",
