@@ -228,3 +228,78 @@ def test_te_holds_the_bf16_logits_alone_4_bytes_a_logit_less_than_megatron(capsy
         assert f" + {2 if name == 'te' else 6}*b*s*V + " in doc["memory"]["total"]["expr"]
     # b 1, s 8192 (llama-3-8b's context, train's default), V 128,256, TP 1: 4 B × b·s·V less
     assert totals["megatron"] - totals["te"] == 4 * 8192 * 128_256
+
+
+# --- a model without a token head: the loss train assumes is said (reliability: a ViT base model's draft was trained
+# with the default cross-entropy over its pooler's [b, h], silently) ---------------------------------------------------
+
+# `costgraph import ViTModel` (transformers 5.24 models/vit/modeling_vit.py ViTModel.forward: the encoder, its last
+# layernorm, ViTPooler.forward: dense(hidden_states[:, 0]) then tanh): the draft's graph, written here without the
+# importer (its probes take half a minute)
+VIT_BASE = """import "std/attention.cg"
+import "std/mlp.cg"
+
+model vit {
+  dim b
+  dim h
+  dim a
+  dim i
+  dim l
+  dim c
+  dim image
+  dim p
+  dim n = (image / p) * (image / p)
+  input pixels[b, c, image, image]
+  x = flatten_patches(conv2d(pixels, h, kernel = p, stride = p, bias = true, name = projection))
+  param cls_token[1, 1, h]
+  x = concat_seq(cls_token, x)
+  param position_embeddings[1, n + 1, h]
+  x = x + position_embeddings
+  repeat l as layers {
+    x = x + gqa_attention(layernorm(x, name = layernorm_before), a, a, h / a, qkv_bias = true, out_bias = true, rotary = false, name = attention)
+    x = x + mlp(layernorm(x, name = layernorm_after), i, bias = true, dropout = false, name = mlp)
+  }
+  x = layernorm(x, name = layernorm)
+  x = select(x)
+  x = linear(x, h, bias = true, name = dense)
+  x = tanh(x)
+  return x
+}
+
+config imported { h = 768, a = 12, i = 3072, l = 12, c = 3, image = 224, p = 16, b = 1 }
+"""
+
+NO_HEAD = ("the model has no token head (no output is a weight's product to vocabulary or class logits): the loss "
+           "assumed is --cross-entropy {conv} over its last output {out} [{shape}] as if it were logits; a base model "
+           "is trained through a head it lacks here (add the head to the model file, or leave the loss out with "
+           "--no-loss)")
+
+
+@pytest.mark.parametrize("name, options, heads", [
+    ("gpt", {}, ("lm_head:0",)),                          # a tied lm_head, h → V
+    ("gemma2", {}, ("lm_head:0",)),                       # the head behind its final logit softcapping
+    ("vit", {"classifier": True}, ("classifier:0",)),     # ViTForImageClassification: h → labels
+    ("bert", {}, ()),                                     # BertModel's pooler: h → h, then tanh
+    ("bert", {"pooler": False}, ()),                      # BertModel's last hidden state (a layernorm)
+    ("dinov2", {}, ()),                                   # Dinov2Model's class token
+])
+def test_token_heads_are_the_outputs_a_head_produces(name, options, heads):
+    from costgraph.training.cross_entropy import token_heads
+
+    assert token_heads(costgraph.load(name, options=options).graph) == heads
+
+
+def test_train_on_a_base_model_says_the_loss_it_assumed(tmp_path, capsys):
+    path = tmp_path / "vit_base.cg"
+    path.write_text(VIT_BASE)
+    argv = ["train", str(path), "--config", "imported", "--gpus", "1", "--hardware", "h100-sxm"]
+    code, out, err = run(capsys, argv + ["--format", "json"])
+    assert code == 0
+    said = NO_HEAD.format(conv="megatron", out="tanh:0", shape="b, h")
+    assert said in json.loads(out)["warnings"]
+    code, out, err = run(capsys, argv + ["--cross-entropy", "te"])
+    assert code == 0 and "warning: " + NO_HEAD.format(conv="te", out="tanh:0", shape="b, h") in out + err
+    code, out, err = run(capsys, argv + ["--no-loss"])           # no loss, nothing assumed
+    assert code == 0 and "token head" not in out + err
+    code, out, err = run(capsys, ["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", "h100-sxm"])
+    assert code == 0 and "token head" not in out + err           # an LM head: nothing to say

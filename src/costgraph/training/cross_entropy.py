@@ -99,3 +99,52 @@ def implementation(name: str) -> CrossEntropy:
 def implementations() -> dict[str, CrossEntropy]:
     """Every implementation of ``cross_entropy.toml``, by name."""
     return dict(_table())
+
+
+def token_heads(cg) -> tuple[str, ...]:
+    """The model outputs the cross-entropy is taken over as logits: an output a head produces — a weight's matrix
+    product (``has_role(kind, "matrix")``, owned or tied) that changes the last axis from its input's (an
+    ``lm_head`` h → V, a classifier h → labels), reached from the output through weightless nodes (Gemma 2's
+    logit softcapping). A hidden state is none: a base model's last norm (a weight but no matrix), its pooler's
+    h → h linear and tanh (Hugging Face's ``ViTPooler``, ``BertPooler``). The axes are compared as symbols: a
+    pooler to a width named by a dimension of its own (the bundled vit's ``pool``, h in the released configs) reads
+    as a head. Kept in the graph's cache."""
+    memo = cg.memo("token_heads")
+    if "heads" not in memo:
+        memo["heads"] = tuple(o for o in cg.outputs if _reaches_a_head(cg, cg.tensors[o].producer))
+    return memo["heads"]
+
+
+def _reaches_a_head(cg, node: str) -> bool:
+    from ..ops.registry import has_role
+
+    todo, seen = [node], set()
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in cg.nodes:
+            continue
+        seen.add(n)
+        data = cg.nodes[n]
+        cost, ins = data.get("cost"), [t for t in data.get("inputs", ()) if t in cg.tensors]
+        if cost is not None and (cost.weights or cost.tied):   # the first weighted node on this path decides
+            if has_role(data["kind"], "matrix") and ins and data.get("outputs"):
+                out, x = cg.tensors[data["outputs"][0]].shape, cg.tensors[ins[0]].shape
+                if out and x and out[-1] != x[-1]:
+                    return True
+            continue
+        todo.extend(cg.tensors[t].producer for t in ins)
+    return False
+
+
+def loss_warnings(cg, convention: str) -> list[str]:
+    """The loss's assumption said where the model has no head (:func:`token_heads`): ``train`` takes the
+    ``--cross-entropy`` over its last output as if it were logits, which no one trains (a base model drafted from
+    ``ViTModel``: its pooler's [b, h]); never a silent default."""
+    if token_heads(cg) or not cg.outputs:
+        return []
+    last = cg.outputs[-1]
+    shape = ", ".join(str(d) for d in cg.tensors[last].shape)
+    return [f"the model has no token head (no output is a weight's product to vocabulary or class logits): the loss "
+            f"assumed is --cross-entropy {convention} over its last output {last} [{shape}] as if it were logits; "
+            "a base model is trained through a head it lacks here (add the head to the model file, or leave the "
+            "loss out with --no-loss)"]

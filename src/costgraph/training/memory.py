@@ -52,7 +52,7 @@ from ..parallel.layout import Layout
 from ..parallel.placement import Placement, placement as place
 from ..engine.precision import precision as get_precision
 from ..engine.symbols import as_expr
-from .cross_entropy import implementation
+from .cross_entropy import implementation, loss_warnings
 from .offload import offload_memory, offloaded
 from .states import model_states
 
@@ -179,6 +179,7 @@ def training_memory(cg: CostGraph, layout: Layout, scope: str = "model", *,
         lives = [layer_activation_bytes(cg, g, live_rows, live_extras) for g in pl.top]
         live = plan.live * (sympy.Max(*lives) if len(lives) > 1 else lives[0])
     loss = _loss_bytes(cg, pl, L.cross_entropy, prec) if L.loss else sympy.Integer(0)
+    warned += loss_warnings(cg, L.cross_entropy) if L.loss else []   # a model without a head: the loss assumed, said
     stages = [_stage_memory(states, stage, rows, per_layer, live, loss, expand) for stage in pl.stages]
     _add_fp8(cg, L, pl, stages, plan, sympy.expand if expand else _as_is)
     return TrainingMemory(L, stages, warned)
