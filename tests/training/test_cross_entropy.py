@@ -303,3 +303,12 @@ def test_train_on_a_base_model_says_the_loss_it_assumed(tmp_path, capsys):
     assert code == 0 and "token head" not in out + err
     code, out, err = run(capsys, ["train", "gpt", "--config", "gpt2", "--gpus", "1", "--hardware", "h100-sxm"])
     assert code == 0 and "token head" not in out + err           # an LM head: nothing to say
+
+
+def test_plan_on_a_base_model_says_the_loss_every_row_assumes():
+    m = costgraph.load("bert")   # BertModel with its pooler: no head
+    res = m.plan(m.values("bert-base-uncased"), gpus=2, hardware="h100-sxm", global_batch=4, top=1,
+                 cross_entropy="te")
+    said = NO_HEAD.format(conv="te", out="pooler/activation:0", shape="b, h")
+    assert res.warnings == [said] and json.loads(res.to_json())["warnings"] == [said]
+    assert "warning: " + said in res.to_text().splitlines()

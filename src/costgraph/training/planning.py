@@ -285,15 +285,17 @@ def _warnings(model, o, hw=None) -> list[str]:
     """What plan's options ``o`` change nothing of, or assume, as train says it: an EP option on a model without
     routed experts (:func:`costgraph.training.validity.expert_option_warnings`); ``--ep-dispatcher deepep`` on a
     preset ``hw`` without DeepEP's measured figures, NCCL's used for them
-    (:func:`costgraph.hardware.dispatch_warnings`, the words of train's EP dispatch line); ``[]``: nothing."""
+    (:func:`costgraph.hardware.dispatch_warnings`, the words of train's EP dispatch line); a model without a token
+    head, the loss every row assumes (:func:`costgraph.training.cross_entropy.loss_warnings`); ``[]``: nothing."""
     from ..hardware import dispatch_warnings
     from ..parallel.layout import Layout
+    from .cross_entropy import loss_warnings
     from .validity import expert_counts, expert_option_warnings
 
     out = expert_option_warnings(model.graph, Layout(ep_dispatcher=o.ep_dispatcher))
     if hw is not None and expert_counts(model.graph):
         out += dispatch_warnings(hw, o.ep_dispatcher, o.link_rate)
-    return out
+    return out + loss_warnings(model.graph, o.cross_entropy)
 
 
 def _compared(model, values, result: PlanResult, o) -> PlanResult:
