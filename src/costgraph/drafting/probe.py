@@ -155,10 +155,14 @@ FIELDS: dict[str, tuple[str, str]] = {
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
     "n_cls_tokens": ("n_c", "class tokens put in front of the patches"),   # k28vision13: Pixio's (configuration_pixio.py)
+    # k28vision13: video encoders (transformers 5.24 configuration_videomae.py): the frames of the input video
+    # [b, f, c, image, image] and the frames a tubelet (the Conv3d patch embedding's temporal kernel and stride)
+    "num_frames": ("f", "frames per video"),
+    "tubelet_size": ("tb", "frames per tubelet (the patch embedding's temporal kernel and stride)"),
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
-VISION += ("n_cls_tokens",)     # k28vision13: Pixio's class tokens
+VISION += ("n_cls_tokens", "num_frames", "tubelet_size")     # k28vision13: Pixio's class tokens, a video's frames
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
 #: head-size fields that transformers' configs require to equal the inner width over the Mamba-2 heads
@@ -202,7 +206,8 @@ _PRIMES = (
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "n_c": 1409},     # k28vision13: vision backbones (class tokens)
+     "n_c": 1409, "tb": 1427, "f_t": 2},     # k28vision13: vision backbones (class tokens, tubelets; f_t: tubelets a
+     # video, no symbol: frames = tb · f_t, 2 at both probes so that VideoMAE's sinusoid table, built in Python, stays small)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -216,7 +221,7 @@ _PRIMES = (
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "n_c": 1423},     # k28vision13: vision backbones (class tokens)
+     "n_c": 1423, "tb": 1429, "f_t": 2},     # k28vision13: vision backbones (class tokens, tubelets)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -379,6 +384,7 @@ class Probe:
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
         values["n_cls_tokens"] = p["n_c"]     # k28vision13: Pixio's class tokens
+        values.update(tubelet_size=p["tb"], num_frames=p["tb"] * p["f_t"])     # k28vision13: a video's frames
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
