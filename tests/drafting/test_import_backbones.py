@@ -6,7 +6,8 @@ front of the patches whole, ``position_embeddings [1, n + n_cls_tokens, h]`` add
 field ``n_cls_tokens``: n_c). modeling_videomae.py ``VideoMAEPatchEmbeddings``: the video ``[b, f, c, image, image]``
 permuted and cut into tubelets by ``nn.Conv3d(c, h, (tubelet_size, p, p), stride=(tubelet_size, p, p))``; a fixed
 sinusoid table added (no parameter); no token in front (drafting/video.py, drafting/inputs_video.py, the probe fields
-``num_frames`` f and ``tubelet_size`` tb).
+``num_frames`` f and ``tubelet_size`` tb). modeling_vivit.py ``VivitEmbeddings``: the same tubelets (the config's
+``tubelet_size`` a list ``[t, p, p]``), the class token in front and learned positions.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 #: the base model (AutoModel's) of each type, at its default config
-drafted = Drafts({"pixio": "PixioModel", "videomae": "VideoMAEModel"})
+drafted = Drafts({"pixio": "PixioModel", "videomae": "VideoMAEModel", "vivit": "VivitModel"})
 
 EXPECTED = {
     "pixio": "  dim s = n + n_c \"sequence length: the patches and the tokens put in front of them\"\n\n"
@@ -33,6 +34,18 @@ EXPECTED = {
                 "  input pixels[b, c, f, image, image]   # the model's [b, f, c, image, image], permuted (a view)\n\n"
                 "  x = flatten_patches(conv3d(pixels, h, kernel = p, stride = p, kernel_t = tb, stride_t = tb, "
                 "bias = true, name = projection))",
+    # modeling_vivit.py VivitTubeletEmbeddings: nn.Conv3d(c, h, kernel_size=tubelet_size, stride=tubelet_size), the
+    # config's tubelet_size [t, p, p] probed as [tb, p, p]; VivitEmbeddings: cls_token in front, positions [1, n + 1, h]
+    "vivit": "  dim p   \"patch size (pixels per side) (config.json: tubelet_size[1])\"\n"
+             "  dim tb  \"frames per tubelet (the patch embedding's temporal kernel and stride) "
+             "(config.json: tubelet_size[0])\"\n"
+             "  dim n = (f / tb) * (image / p) * (image / p) \"tubelets: (f/tb)·(image/p)^2\"\n"
+             "  dim s = n + 1 \"sequence length: the tubelets and the tokens put in front of them\"\n\n"
+             "  input pixels[b, c, f, image, image]   # the model's [b, f, c, image, image], permuted (a view)\n\n"
+             "  x = flatten_patches(conv3d(pixels, h, kernel = p, stride = p, kernel_t = tb, stride_t = tb, "
+             "bias = true, name = projection))   # [b, n, h], n = (f/tb)·(image/p)^2 tubelets\n"
+             "  param cls_token[1, 1, h]\n  x = concat_seq(cls_token, x)\n"
+             "  param position_embeddings[1, n + 1, h]\n",
 }
 
 

@@ -20,6 +20,7 @@ from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importa
 from .conv_stages import IMAGE_SIDE, field_value, stage_count
 from .probe import (EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe,
                     decoder_length)
+from .probe import TUBELET_LIST     # k28vision13
 from .model_build import AUTO_HINT, _build, _forward, _no_weights_built, auto_class  # noqa: F401 (importable here)
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
@@ -274,6 +275,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
             present.remove("num_mel_bins")
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
+    if isinstance(_field(target, "tubelet_size"), (list, tuple)) and len(_field(target, "tubelet_size")) == 3:
+        present.append(TUBELET_LIST)     # ViViT's [frames, height, width] tubelet (k28vision13)
     unset = unset_counts(target, present)
     present += unset
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])

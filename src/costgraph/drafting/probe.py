@@ -163,6 +163,11 @@ FIELDS: dict[str, tuple[str, str]] = {
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
 VISION += ("n_cls_tokens", "num_frames", "tubelet_size")     # k28vision13: Pixio's class tokens, a video's frames
+#: k28vision13: the marker :func:`costgraph.drafting.api._draft` puts among the present fields of a config whose
+#: ``tubelet_size`` is a list ``[frames, height, width]`` (ViViT's: transformers 5.24 configuration_vivit.py, default
+#: ``[2, 16, 16]``, the Conv3d's kernel and stride; no ``patch_size`` field): probed as ``[tb, p, p]``, read back as
+#: ``tb`` (``tubelet_size[0]``) and ``p`` (``tubelet_size[1]``)
+TUBELET_LIST = "tubelet_size[t, p, p]"
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
 #: head-size fields that transformers' configs require to equal the inner width over the Mamba-2 heads
@@ -398,6 +403,9 @@ class Probe:
         if 0 < stages <= STAGES:     # Swin's: the last stage two windows a side, so that its windows shift
             values["image_size"] = p["p"] * 2 ** (stages - 1) * (2 * p["W"] if "window_size" in present else p["q"])
             probe._stage_fields(present, p, stages)
+        if TUBELET_LIST in present:     # k28vision13: ViViT's [tb, p, p]
+            probe.fields["tubelet_size"] = [p["tb"], p["p"], p["p"]]
+            probe.symbols.update(tb=(p["tb"], "tubelet_size[0]"), p=(p["p"], "tubelet_size[1]"))
         for name in present:
             if name == "num_conv_pos_embeddings" and POS_LAYERS in present:    # a layer count: the config's
                 continue
