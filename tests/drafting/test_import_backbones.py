@@ -7,7 +7,8 @@ field ``n_cls_tokens``: n_c). modeling_videomae.py ``VideoMAEPatchEmbeddings``: 
 permuted and cut into tubelets by ``nn.Conv3d(c, h, (tubelet_size, p, p), stride=(tubelet_size, p, p))``; a fixed
 sinusoid table added (no parameter); no token in front (drafting/video.py, drafting/inputs_video.py, the probe fields
 ``num_frames`` f and ``tubelet_size`` tb). modeling_vivit.py ``VivitEmbeddings``: the same tubelets (the config's
-``tubelet_size`` a list ``[t, p, p]``), the class token in front and learned positions.
+``tubelet_size`` a list ``[t, p, p]``), the class token in front and learned positions. modeling_timesformer.py:
+each frame's patches (a Conv2d), divided space-time attention (drafting/divided_attention.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ transformers = pytest.importorskip("transformers")
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 #: the base model (AutoModel's) of each type, at its default config
-drafted = Drafts({"pixio": "PixioModel", "videomae": "VideoMAEModel", "vivit": "VivitModel"})
+drafted = Drafts({"pixio": "PixioModel", "timesformer": "TimesformerModel", "videomae": "VideoMAEModel",
+                  "vivit": "VivitModel"})
 
 EXPECTED = {
     "pixio": "  dim s = n + n_c \"sequence length: the patches and the tokens put in front of them\"\n\n"
@@ -46,12 +48,25 @@ EXPECTED = {
              "bias = true, name = projection))   # [b, n, h], n = (f/tb)·(image/p)^2 tubelets\n"
              "  param cls_token[1, 1, h]\n  x = concat_seq(cls_token, x)\n"
              "  param position_embeddings[1, n + 1, h]\n",
+    # modeling_timesformer.py TimesformerLayer.forward (divided_space_time): the temporal attention over each patch's
+    # f frames, temporal_dense, the spatial attention over each frame's n patches and its copy of the class token
+    "timesformer": "  dim s = n * f + 1 \"sequence length: the patches of every frame and the class token\"\n\n"
+                   "  input pixels[b * f, c, image, image]   # the model's [b, f, c, image, image] as b·f frames "
+                   "(a view)\n",
 }
 
 
 @pytest.mark.parametrize("family", sorted(EXPECTED))
 def test_draft_exact_at_both_probes(family):
     assert_exact(drafted(family), EXPECTED[family])
+
+
+def test_timesformer_attends_over_frames_then_patches():
+    """modeling_timesformer.py ``TimesformerLayer.forward``: ``temporal_attention`` on ``[b·n, f, h]`` (each patch's
+    frames), then ``attention`` on ``[b·f, n + 1, h]`` (each frame's patches and the class token)."""
+    text = drafted("timesformer").text
+    assert "t = t + linear(unwindows(gqa_attention(layernorm(windows(t, n), name = temporal_layernorm)" in text
+    assert "y = concat_seq(windows(merge_seq(repeat_kv(split_seq(c0, 1), f)), f), windows(t, f))" in text
 
 
 def test_the_probes_differ_in_the_new_fields():

@@ -1,7 +1,8 @@
 """The probe input of a video encoder (task k28vision13): ``pixel_values`` ``[b, frames, c, image, image]``, the
 layout transformers' video models take (transformers 5.24 modeling_videomae.py ``VideoMAEPatchEmbeddings.forward``:
 ``batch_size, num_frames, num_channels, height, width = pixel_values.shape``, then ``permute(0, 2, 1, 3, 4)`` for
-the ``Conv3d``), at the config's ``num_frames`` and square ``image_size`` (the probe's: ``frames = 2 · tb``, :data:`costgraph.drafting.probe.FIELDS` ``num_frames``), in the model's dtype on the meta device.
+the ``Conv3d``), at the config's ``num_frames`` and square ``image_size`` (the probe's: ``frames = 2 · tb``,
+:mod:`costgraph.drafting.probe_video`), in the model's dtype on the meta device.
 """
 
 from __future__ import annotations

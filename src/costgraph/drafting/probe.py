@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .probe_video import FIELDS as VIDEO_FIELDS, VISION as VIDEO_VISION     # k28vision13
+
 #: config field (transformers' canonical name, after ``attribute_map``) → the symbol a draft names it,
 #: and what it says. Fields not listed keep the config's value and are written as numbers.
 #: An encoder-decoder's causal LM (BartForCausalLM, WhisperForCausalLM: the decoder alone) reads the decoder_*
@@ -154,20 +156,10 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
-    "n_cls_tokens": ("n_c", "class tokens put in front of the patches"),   # k28vision13: Pixio's (configuration_pixio.py)
-    # k28vision13: video encoders (transformers 5.24 configuration_videomae.py): the frames of the input video
-    # [b, f, c, image, image] and the frames a tubelet (the Conv3d patch embedding's temporal kernel and stride)
-    "num_frames": ("f", "frames per video"),
-    "tubelet_size": ("tb", "frames per tubelet (the patch embedding's temporal kernel and stride)"),
 }
+FIELDS.update(VIDEO_FIELDS)     # k28vision13: Pixio's class tokens, a video's frames and tubelets (probe_video.py)
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
-VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
-VISION += ("n_cls_tokens", "num_frames", "tubelet_size")     # k28vision13: Pixio's class tokens, a video's frames
-#: k28vision13: the marker :func:`costgraph.drafting.api._draft` puts among the present fields of a config whose
-#: ``tubelet_size`` is a list ``[frames, height, width]`` (ViViT's: transformers 5.24 configuration_vivit.py, default
-#: ``[2, 16, 16]``, the Conv3d's kernel and stride; no ``patch_size`` field): probed as ``[tb, p, p]``, read back as
-#: ``tb`` (``tubelet_size[0]``) and ``p`` (``tubelet_size[1]``)
-TUBELET_LIST = "tubelet_size[t, p, p]"
+VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens", *VIDEO_VISION)     # k28vision13's
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
 #: head-size fields that transformers' configs require to equal the inner width over the Mamba-2 heads
@@ -211,8 +203,7 @@ _PRIMES = (
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "n_c": 1409, "tb": 1427, "f_t": 2},     # k28vision13: vision backbones (class tokens, tubelets; f_t: tubelets a
-     # video, no symbol: frames = tb · f_t, 2 at both probes so that VideoMAE's sinusoid table, built in Python, stays small)
+     "n_c": 1409, "tb": 1427, "f_t": 2},     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -226,7 +217,7 @@ _PRIMES = (
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "n_c": 1423, "tb": 1429, "f_t": 2},     # k28vision13: vision backbones (class tokens, tubelets)
+     "n_c": 1423, "tb": 1429, "f_t": 2},     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -388,8 +379,6 @@ class Probe:
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
-        values["n_cls_tokens"] = p["n_c"]     # k28vision13: Pixio's class tokens
-        values.update(tubelet_size=p["tb"], num_frames=p["tb"] * p["f_t"])     # k28vision13: a video's frames
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -403,9 +392,6 @@ class Probe:
         if 0 < stages <= STAGES:     # Swin's: the last stage two windows a side, so that its windows shift
             values["image_size"] = p["p"] * 2 ** (stages - 1) * (2 * p["W"] if "window_size" in present else p["q"])
             probe._stage_fields(present, p, stages)
-        if TUBELET_LIST in present:     # k28vision13: ViViT's [tb, p, p]
-            probe.fields["tubelet_size"] = [p["tb"], p["p"], p["p"]]
-            probe.symbols.update(tb=(p["tb"], "tubelet_size[0]"), p=(p["p"], "tubelet_size[1]"))
         for name in present:
             if name == "num_conv_pos_embeddings" and POS_LAYERS in present:    # a layer count: the config's
                 continue
@@ -507,3 +493,8 @@ def decoder_length(index: int) -> int:
     encoder-decoder at: a prime of its own (911, 919), apart from :data:`SHAPES`' ``s``, so that the cross-attention's
     ``t·s`` products and the decoder's ``t²`` are told from the encoder's ``s²`` (:mod:`.inputs_seq2seq`)."""
     return _PRIMES[index]["t"]
+
+
+def probe_primes(index: int) -> dict[str, int]:
+    """A copy of probe ``index``'s primes (0 or 1): the base factors of its sizes (k28vision13: probe_video.py)."""
+    return dict(_PRIMES[index])

@@ -6,14 +6,16 @@ stride=(tubelet_size, p, p))``, then ``flatten(2).transpose(1, 2)``: n = (f/tb)�
 ``VideoMAEEmbeddings.forward`` adds ``get_sinusoid_encoding_table(num_patches, hidden_size)``, a fixed table held as
 a plain tensor (no parameter, no buffer: the add is one element-wise op, no FLOPs under ``matmul``) and puts no token
 in front (s = n). ViViT (modeling_vivit.py ``VivitEmbeddings``) puts ``cls_token [1, 1, h]`` in front and adds
-``position_embeddings [1, n + 1, h]``: the statements of :mod:`.vision` for them. Torch-free: module facts and
+``position_embeddings [1, n + 1, h]``: the statements of :mod:`.vision` for them. TimeSformer's frames, each a
+Conv2d's patches: :mod:`.divided_attention`. Torch-free: module facts and
 integers only.
 """
 
 from __future__ import annotations
 
 from .facts import Module
-from .vision import FRONT
+from .divided_attention import divided_embeddings
+from .vision import FRONT, patch_conv
 from .writer import Sizer
 
 
@@ -28,6 +30,12 @@ def video_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tuple
     ``sz.seq_dims`` (n = (f/tb)·(image/p)² tubelets, s the sequence the layers run)."""
     conv = tubelet_conv(pre)
     values = sz.probe.symbol_values()
+    frames = patch_conv(pre)
+    holder = next((m for m in root.walk() if frames is not None and m.path and frames.path.startswith(m.path + ".")
+                   and "time_embeddings" in m.params), None)
+    if conv is None and holder is not None:       # TimeSformer's frames, each cut into patches
+        divided = divided_embeddings(holder, frames, sz, names)
+        return None if divided is None else (*divided, {id(frames)})
     if conv is None or not all(k in values for k in ("f", "image")):
         return None
     out, c, kt, k, k2 = conv.params["weight"]
