@@ -28,9 +28,16 @@ PARTS = ("temporal_layernorm", "temporal_attention", "temporal_dense", "layernor
          "layernorm_after", "intermediate", "output")
 
 
-def _attention(x: str, norm: Module, sz, name: str) -> str:
-    return (f"gqa_attention({norm_call(norm, x)}, a, a, h / a, qkv_bias = true, out_bias = true, rotary = false, "
-            f"name = {name})")
+def _attention(x: str, norm: Module, attention: Module, name: str) -> str | None:
+    """The std block of TimeSformer's ``TimeSformerAttention`` (one fused ``attention.qkv``, biased where the config's
+    ``qkv_bias``, and ``output.dense``: the same FLOPs and parameters as separate q, k, v) on ``norm`` of ``x``; None
+    where ``attention`` is not one."""
+    qkv, out = attention.find("attention.qkv"), attention.find("output.dense")
+    if qkv is None or out is None:
+        return None
+    has = (lambda m: "true" if "bias" in m.params else "false")
+    return (f"gqa_attention({norm_call(norm, x)}, a, a, h / a, qkv_bias = {has(qkv)}, out_bias = {has(out)}, "
+            f"rotary = false, name = {name})")
 
 
 def divided_embeddings(holder: Module, conv: Module, sz, names) -> tuple[list[str], list[str]] | None:
@@ -74,7 +81,9 @@ def divided_layer_lines(layer: Module, sz) -> list[str] | None:
         return None
     up, down = kids["intermediate"].child("dense"), kids["output"].child("dense")
     dense = kids["temporal_dense"]
-    if up is None or down is None or "weight" not in dense.params:
+    temporal = _attention("windows(t, n)", kids["temporal_layernorm"], kids["temporal_attention"], "temporal_attention")
+    spatial = _attention("y", kids["layernorm_before"], kids["attention"], "attention")
+    if up is None or down is None or "weight" not in dense.params or temporal is None or spatial is None:
         return None
     sz.used.update({"a", "h"})
     i = sz.size(up.params["weight"][0], "MLP width")
@@ -82,11 +91,11 @@ def divided_layer_lines(layer: Module, sz) -> list[str] | None:
     return [
         "c0 = slice_seq(x, 1)   # the class token [b, 1, h]",
         "t = slice_seq(x, n * f)   # the patches of every frame [b, n·f, h]",
-        f"t = t + linear(unwindows({_attention('windows(t, n)', kids['temporal_layernorm'], sz, 'temporal_attention')}"
-        f", n), h, bias = {has(dense)}, name = temporal_dense)   # each patch's f frames",
+        f"t = t + linear(unwindows({temporal}, n), h, bias = {has(dense)}, name = temporal_dense)"
+        "   # each patch's f frames",
         "y = concat_seq(windows(merge_seq(repeat_kv(split_seq(c0, 1), f)), f), windows(t, f))"
         "   # each frame's n patches after its copy of the class token [b·f, n + 1, h]",
-        f"y = {_attention('y', kids['layernorm_before'], sz, 'attention')}",
+        f"y = {spatial}",
         "yc = split_seq(spatial_mean(channels_first(split_seq(unwindows(slice_seq(y, 1), f), f))), b)"
         "   # the f class-token outputs averaged [b, 1, h]",
         "x = concat_seq(c0, t) + concat_seq(yc, unwindows(slice_seq(y, n), f))",

@@ -59,17 +59,17 @@ def _rows(rows: int, sz: Sizer, front: int, text: str) -> str:
     return ("n" if front == 0 else f"n + {text}") if rows == n + front else sz.size(rows, "position rows")
 
 
-def _front_count(holder: Module, sz: Sizer, names) -> tuple[int, str]:
-    """(tokens, their count in symbols) that ``holder`` puts in front of the patches: one per token of :data:`FRONT`
-    (ViT's ``cls_token [1, 1, h]``, CLIP's ``class_embedding [h]``), Pixio's ``n_cls_tokens`` class tokens
-    (transformers 5.24 modeling_pixio.py ``PixioEmbeddings.__init__``: ``cls_token [1, n_cls_tokens, h]``, put in
-    front whole: ``torch.cat((cls_tokens, embeddings), dim=1)``) read as their symbol ``n_c``."""
-    counts = [holder.params[t][-2] if len(holder.params[t]) == 3 else 1 for t in names]
-    total = sum(counts)
-    texts = [sz.size(c, "class tokens") if c > 1 else None for c in counts]
-    ones = sum(1 for t in texts if t is None)
-    parts = [t for t in texts if t is not None] + ([str(ones)] if ones else [])
-    return total, " + ".join(parts)
+def _front_counts(holder: Module, sz: Sizer, tokens: list[str]) -> tuple[list[str], int, str]:
+    """(each token's count as text, their total, the total in symbols) of the ``tokens`` that ``holder`` puts in front
+    of the patches: one of each of :data:`FRONT` (ViT's ``cls_token [1, 1, h]``, CLIP's ``class_embedding [h]``) but
+    Pixio's ``n_cls_tokens`` class tokens (transformers 5.24 modeling_pixio.py ``PixioEmbeddings.__init__``:
+    ``cls_token [1, n_cls_tokens, h]``, put in front whole: ``torch.cat((cls_tokens, embeddings), dim=1)``), read as
+    their symbol ``n_c``. The total's text: the symbols, then the single tokens as one number (DeiT's ``2``)."""
+    counts = [holder.params[t][-2] if len(holder.params[t]) == 3 else 1 for t in tokens]
+    texts = [sz.size(c, "class tokens") if c > 1 else "1" for c in counts]
+    ones = counts.count(1)
+    total = " + ".join([t for t, c in zip(texts, counts) if c > 1] + ([str(ones)] if ones else []))
+    return texts, sum(counts), total
 
 
 def _half(n: int, sz: Sizer) -> str:
@@ -127,12 +127,11 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tupl
     late = [m for m in norms if table is None or table.order is None or m.order > table.order]
     lines += [_norm_line(m, names) for m in norms if all(m is not x for x in late)]
     front = [t for t in FRONT if t in holder.params]
-    for t in front:
-        count = holder.params[t][-2] if len(holder.params[t]) == 3 else 1
-        lines.append(f"param {t}[1, {sz.size(count, 'class tokens') if count > 1 else 1}, {h}]")
+    counts, ahead, ahead_text = _front_counts(holder, sz, front)
+    for t, count in zip(front, counts):
+        lines.append(f"param {t}[1, {count}, {h}]")
     for t in reversed(front):
         lines.append(f"x = concat_seq({t}, x)")
-    ahead, ahead_text = _front_count(holder, sz, front)
     seq = f"n + {ahead_text}" if front else "n"
     rows = holder.params.get("position_embeddings", table.params["weight"] if table is not None else None)
     if rows is not None:
