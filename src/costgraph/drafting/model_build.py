@@ -1,8 +1,8 @@
 """The transformers model a draft traces (:mod:`costgraph.drafting.api`): which class a config builds
 (:func:`auto_class`), built on the meta device at a probe configuration (:func:`_build`, the multimodal RoPE's
 sections fitted to the probe's head: :func:`_fit_mrope`), its probe forward run and traced with the inputs its kind
-takes (:func:`_forward`: token ids, pixels, a spectrogram, raw audio, decoder ids), and the guard that no weight is
-ever allocated (:func:`_no_weights_built`). Needs the ``torch`` extra (imported by the caller and passed in).
+takes (:func:`_forward`: token ids, pixels, a video, a spectrogram, raw audio, decoder ids), and the guard that no
+weight is ever allocated (:func:`_no_weights_built`). Needs the ``torch`` extra (imported by the caller and passed in).
 """
 
 from __future__ import annotations

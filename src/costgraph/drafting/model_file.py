@@ -463,7 +463,8 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
                 '  dim t   "decoder sequence length (decoder_input_ids)"']
     if sz.seq is not None or sz.stages:     # a vision encoder: s follows the image and patch sizes; none in a
         # convolutional backbone, or its image side
-        dims = [f'  dim b   "micro-batch size ({"audio clips" if (sz.seq_dims and "f" not in sz.used) or sz.front_dims else "videos" if "f" in sz.used else "images"})"']
+        kind = "videos" if "f" in sz.used else "audio clips" if sz.seq_dims or sz.front_dims else "images"   # f: frames
+        dims = [f'  dim b   "micro-batch size ({kind})"']
         if sz.stages and "image" not in sz.used:
             dims.append('  dim s   "image size (pixels per side): the input\'s, set by no config field"')
     for sym in order[2:]:
