@@ -20,6 +20,8 @@ from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importa
 from .conv_stages import IMAGE_SIDE, field_value, stage_count
 from .probe import (EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe,
                     decoder_length)
+from .probe import probe_primes     # k28vision13
+from .probe_video import TUBELET_LIST, vision_values     # k28vision13
 from .model_build import AUTO_HINT, _build, _forward, _no_weights_built, auto_class  # noqa: F401 (importable here)
 from .probe_fit import fitted, layer_period, params_at_config, unset_counts
 
@@ -237,8 +239,8 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
         built[id(probe)] = (probe, probed, _config_object(probed))
 
     def runs(**variant):
-        probes = fitted([Probe.make(present, i, period, derived, even_kv, stages=stages, **variant) for i in (0, 1)],
-                        builds)
+        made = [Probe.make(present, i, period, derived, even_kv, stages=stages, **variant) for i in (0, 1)]
+        probes = fitted([vision_values(p, present, probe_primes(p.index)) for p in made], builds)   # k28vision13
         made = {k: v[1:] for k, v in built.items() if v[0] is probes[0] or v[0] is probes[1]}
         return probes, [_draft_once(torch, cfg, config, class_name, p, model_name, made.get(id(p))) for p in probes]
 
@@ -274,6 +276,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
             present.remove("num_mel_bins")
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
+    if isinstance(_field(target, "tubelet_size"), (list, tuple)) and len(_field(target, "tubelet_size")) == 3:
+        present.append(TUBELET_LIST)     # ViViT's [frames, height, width] tubelet (k28vision13)
     unset = unset_counts(target, present)
     present += unset
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])

@@ -1,8 +1,8 @@
 """The transformers model a draft traces (:mod:`costgraph.drafting.api`): which class a config builds
 (:func:`auto_class`), built on the meta device at a probe configuration (:func:`_build`, the multimodal RoPE's
 sections fitted to the probe's head: :func:`_fit_mrope`), its probe forward run and traced with the inputs its kind
-takes (:func:`_forward`: token ids, pixels, a spectrogram, raw audio, decoder ids), and the guard that no weight is
-ever allocated (:func:`_no_weights_built`). Needs the ``torch`` extra (imported by the caller and passed in).
+takes (:func:`_forward`: token ids, pixels, a video, a spectrogram, raw audio, decoder ids), and the guard that no
+weight is ever allocated (:func:`_no_weights_built`). Needs the ``torch`` extra (imported by the caller and passed in).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
     from .inputs_seq2seq import seq2seq_inputs
+    from .inputs_video import video_pixels
     from .routing import stand_ins
     from .trace import trace
 
@@ -97,6 +98,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     audio = mel_inputs(torch, model, b, s)     # a speech encoder's spectrogram [b, mel, s frames]
     if audio is not None:
         inputs = audio
+    elif (video := video_pixels(torch, model, b)) is not None:    # a video [b, frames, c, image, image] (VideoMAE)
+        inputs = video
     elif "input_ids" not in params and "pixel_values" in params and square:
         # a vision encoder (ViTModel, transformers 5.24 modeling_vit.py ``forward(pixel_values, ...)``): an image
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows

@@ -24,6 +24,7 @@ from .writer import Sizer, layer_lines
 from .folding import _period, _periodic, _prefixed_period  # noqa: F401 (importable here)
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
+from .video import video_embeddings
 from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
 from .spectrogram import spectrogram_embeddings
@@ -160,6 +161,9 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
     """(inputs, statements, the modules before the layers left, whether it is a vision tower) of an encoder whose
     input is no token ids — AST's spectrogram patches (:mod:`.spectrogram`), a ViT-like tower's (:mod:`.vision`), a
     Whisper-like Mel stem (:mod:`.mel_front`), the wav2vec2 family's feature encoder (:mod:`.audio`) — else None."""
+    video = video_embeddings(root, pre, sz, names)      # a video's tubelets (VideoMAE: task k28vision13)
+    if video is not None:
+        return video[0], video[1], [m for m in pre if id(m) not in video[2]], True
     conv = patch_conv(pre)
     if conv is not None:
         named = names(conv)
@@ -459,7 +463,8 @@ def render(name: str, header: list[str], inputs: list[str], lines: list[str], sz
                 '  dim t   "decoder sequence length (decoder_input_ids)"']
     if sz.seq is not None or sz.stages:     # a vision encoder: s follows the image and patch sizes; none in a
         # convolutional backbone, or its image side
-        dims = [f'  dim b   "micro-batch size ({"audio clips" if sz.seq_dims or sz.front_dims else "images"})"']
+        kind = "videos" if "f" in sz.used else "audio clips" if sz.seq_dims or sz.front_dims else "images"   # f: frames
+        dims = [f'  dim b   "micro-batch size ({kind})"']
         if sz.stages and "image" not in sz.used:
             dims.append('  dim s   "image size (pixels per side): the input\'s, set by no config field"')
     for sym in order[2:]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .probe_video import FIELDS as VIDEO_FIELDS, VISION as VIDEO_VISION     # k28vision13
+
 #: config field (transformers' canonical name, after ``attribute_map``) → the symbol a draft names it,
 #: and what it says. Fields not listed keep the config's value and are written as numbers.
 #: An encoder-decoder's causal LM (BartForCausalLM, WhisperForCausalLM: the decoder alone) reads the decoder_*
@@ -155,8 +157,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
 }
+FIELDS.update(VIDEO_FIELDS)     # k28vision13: Pixio's class tokens, a video's frames and tubelets (probe_video.py)
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
-VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
+VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens", *VIDEO_VISION)     # k28vision13's
 #: Mamba2Config's own names: ``num_heads`` and ``head_dim`` are the Mamba-2 heads and their size there (no attention)
 MAMBA2_OWN = {"num_heads": "hm"}
 #: head-size fields that transformers' configs require to equal the inner width over the Mamba-2 heads
@@ -199,7 +202,8 @@ _PRIMES = (
      "G_c": 701, "K_c": 719, "L": 733,     # k28wav12: speech encoders from raw audio
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
-     "t": 911},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "n_c": 1409, "tb": 1427, "f_t": 2},     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -212,7 +216,8 @@ _PRIMES = (
      "G_c": 709, "K_c": 727, "L": 739,     # k28wav12: speech encoders from raw audio
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
-     "t": 919},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "n_c": 1423, "tb": 1429, "f_t": 2},     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -488,3 +493,8 @@ def decoder_length(index: int) -> int:
     encoder-decoder at: a prime of its own (911, 919), apart from :data:`SHAPES`' ``s``, so that the cross-attention's
     ``t·s`` products and the decoder's ``t²`` are told from the encoder's ``s²`` (:mod:`.inputs_seq2seq`)."""
     return _PRIMES[index]["t"]
+
+
+def probe_primes(index: int) -> dict[str, int]:
+    """A copy of probe ``index``'s primes (0 or 1): the base factors of its sizes (k28vision13: probe_video.py)."""
+    return dict(_PRIMES[index])

@@ -51,11 +51,25 @@ def _holder(root: Module, conv: Module) -> Module | None:
                  or any(t in m.params for t in POSITIONS) or _table(m) is not None), None)
 
 
-def _rows(rows: int, sz: Sizer, front: int) -> str:
-    """The positions' rows: ``n`` plus the tokens in front where they are that many, else the size as read."""
+def _rows(rows: int, sz: Sizer, front: int, text: str) -> str:
+    """The positions' rows: ``n`` plus the ``front`` tokens in front (``text``: their count in symbols) where they are
+    that many, else the size as read."""
     values = sz.probe.symbol_values()
     n = (values.get("image", 0) // max(values.get("p", 1), 1)) ** 2
-    return ("n" if front == 0 else f"n + {front}") if rows == n + front else sz.size(rows, "position rows")
+    return ("n" if front == 0 else f"n + {text}") if rows == n + front else sz.size(rows, "position rows")
+
+
+def _front_counts(holder: Module, sz: Sizer, tokens: list[str]) -> tuple[list[str], int, str]:
+    """(each token's count as text, their total, the total in symbols) of the ``tokens`` that ``holder`` puts in front
+    of the patches: one of each of :data:`FRONT` (ViT's ``cls_token [1, 1, h]``, CLIP's ``class_embedding [h]``) but
+    Pixio's ``n_cls_tokens`` class tokens (transformers 5.24 modeling_pixio.py ``PixioEmbeddings.__init__``:
+    ``cls_token [1, n_cls_tokens, h]``, put in front whole: ``torch.cat((cls_tokens, embeddings), dim=1)``), read as
+    their symbol ``n_c``. The total's text: the symbols, then the single tokens as one number (DeiT's ``2``)."""
+    counts = [holder.params[t][-2] if len(holder.params[t]) == 3 else 1 for t in tokens]
+    texts = [sz.size(c, "class tokens") if c > 1 else "1" for c in counts]
+    ones = counts.count(1)
+    total = " + ".join([t for t, c in zip(texts, counts) if c > 1] + ([str(ones)] if ones else []))
+    return texts, sum(counts), total
 
 
 def _half(n: int, sz: Sizer) -> str:
@@ -113,15 +127,16 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tupl
     late = [m for m in norms if table is None or table.order is None or m.order > table.order]
     lines += [_norm_line(m, names) for m in norms if all(m is not x for x in late)]
     front = [t for t in FRONT if t in holder.params]
-    for t in front:
-        lines.append(f"param {t}[1, 1, {h}]")
+    counts, ahead, ahead_text = _front_counts(holder, sz, front)
+    for t, count in zip(front, counts):
+        lines.append(f"param {t}[1, {count}, {h}]")
     for t in reversed(front):
         lines.append(f"x = concat_seq({t}, x)")
-    seq = f"n + {len(front)}" if front else "n"
+    seq = f"n + {ahead_text}" if front else "n"
     rows = holder.params.get("position_embeddings", table.params["weight"] if table is not None else None)
     if rows is not None:
         pos = "position_embeddings" if table is None else table.name
-        lines.append(f"param {pos}[1, {_rows(rows[-2], sz, len(front))}, {h}]"
+        lines.append(f"param {pos}[1, {_rows(rows[-2], sz, ahead, ahead_text)}, {h}]"
                      + ("   # nn.Embedding read at every row, in order (position_ids)" if table is not None else ""))
         lines.append(f"x = x + {pos}")
     registers = holder.params.get("register_tokens")
@@ -138,7 +153,7 @@ def vision_embeddings(root: Module, pre: list[Module], sz: Sizer, names) -> tupl
     kept = _kept(holder, len(front))
     if kept is not None:
         seq = kept
-        lines.append(f"x = slice_seq(x, s)   # random masking keeps s = {kept} of the n + {len(front)} positions "
+        lines.append(f"x = slice_seq(x, s)   # random masking keeps s = {kept} of the n + {ahead_text} positions "
                      f"(mask_ratio {holder.attrs['mask_ratio']}: the pretraining forward; 0 keeps every patch)")
     sz.seq = seq
     sz.size(sz.probe.symbol_values().get("image", 0), "image size")   # image is a dimension of the input

@@ -15,6 +15,7 @@ from .recurrent import mixer_call
 from .facts import Module
 from .gated_norms import as_norm
 from .per_layer import per_layer_tail
+from .divided_attention import divided_layer_lines
 from .shared_blocks import hybrid_lines
 from .probe import COUNTS, Probe
 
@@ -157,13 +158,13 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     from .segment_bias import layer_lines as segment_bias_lines
     from .conformer import conformer_layer_lines
     from .zaya import layer_lines as zaya_layer_lines
-
     bert = bert_lines(layer, sz, rotary)
     if bert is not None:
         return bert
     # whole layers: CPM-Ant's (position bias), Zamba2's (shared block, then Mamba-2), ZAYA's (CCA, router state)
     for whole in (lambda: segment_bias_lines(layer, sz), lambda: hybrid_lines(layer, sz, rotary),
-                  lambda: zaya_layer_lines(layer, sz, rotary), lambda: conformer_layer_lines(layer, sz, rotary)):
+                  lambda: zaya_layer_lines(layer, sz, rotary), lambda: conformer_layer_lines(layer, sz, rotary),
+                  lambda: divided_layer_lines(layer, sz)):     # TimeSformer's (k28vision13)
         lines = whole()
         if lines is not None:
             return lines + uncalled_lines(layer, sz)
