@@ -476,6 +476,8 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
                                                   ov.kinds[k].rule, c.op, c.group) for k, c in cols.items()}
     out["step"] = StepParts(**{k: v for k, v in st.items() if k not in ("by_kind", "overlap", "compute_by_class")})
     out["overlap"] = filled.overlap
+    if hw is not None and cols is not None:   # the compute the hidden collectives slow (training.contention)
+        out["overlap_contention"] = filled.overlap_contention
     if filled.loss:   # the loss's kernels timed (costgraph.training.cross_entropy); none under --no-loss
         out["cross_entropy"] = filled.cross_entropy
     if "compute_by_class" in st:   # the per-kernel model: compute seconds by kernel class, at --gemm-rate (kernel_table.rated)
