@@ -354,7 +354,7 @@ OVERLAP_CONTENTION = Choice("overlap_contention", "overlap contention", (
     ("sm-share", "the compute beside a hidden collective loses the SMs its kernels hold (NCCL's channels, DeepEP's "
                  "SMs; training/contention.toml): n/N of each hidden second"),
     ("measured", "the compute beside a hidden collective runs at the slowdown measured with overlap against "
-                 "without (arXiv 2507.03114: 18.9% on average)"),
+                 "without (training/contention.toml: arXiv 2507.03114, 0.189 on average)"),
     ("none", "a hidden collective costs the compute nothing"),
 ), "sm-share")
 CHOICES[OVERLAP_CONTENTION.name] = OVERLAP_CONTENTION

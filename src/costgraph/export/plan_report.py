@@ -4,7 +4,8 @@ that checks the first row."""
 
 from __future__ import annotations
 
-from ..choices import ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP
+from ..choices import (ATTENTION, ATTENTION_KERNEL, CP_COMM_TYPE, EP_DISPATCHER, GEMM_RATE, LINK_RATE, OVERLAP,
+                       OVERLAP_CONTENTION)
 from ..numbers import units
 from .tables import table
 
@@ -35,8 +36,11 @@ def to_text(plan) -> str:
               f"{st.get('gemm_rate', GEMM_RATE.default)}"
               f"{' (default)' if st.get('gemm_rate', GEMM_RATE.default) == GEMM_RATE.default else ''})"),
            f"{plan.considered:,} layouts considered; {len(rows)} shown, fastest first "
-           f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
+           f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication "
+           f"+ contention, overlap "
            f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''}"
+           f", contention --overlap-contention {st.get('overlap_contention', OVERLAP_CONTENTION.default)}"
+           f"{' (default)' if st.get('overlap_contention', OVERLAP_CONTENTION.default) == OVERLAP_CONTENTION.default else ''}"
            f", links at --link-rate {st.get('link_rate', LINK_RATE.default)}"
            f"{' (default)' if st.get('link_rate', LINK_RATE.default) == LINK_RATE.default else ''}"
            + (f", EP dispatch --ep-dispatcher {st['ep_dispatcher']}"
