@@ -245,9 +245,14 @@ def _contention_line(compute, st) -> str:
     """The overlap contention convention and what it added (costgraph.training.contention)."""
     from ..choices import OVERLAP_CONTENTION
 
+    from ..training.contention import FILE, entries
+
     c = compute.overlap_contention
+    missing = c != "none" and compute.hardware not in entries()   # said, never a silent 0 (training.contention)
     return (f"  overlap contention: {c}" + (" (default)" if c == OVERLAP_CONTENTION.default else "")
-            + f" ({OVERLAP_CONTENTION.meaning(c)}; --overlap-contention): {float(st.get('contention', 0)):.4g} s")
+            + f" ({OVERLAP_CONTENTION.meaning(c)}; --overlap-contention): {float(st.get('contention', 0)):.4g} s"
+            + (f" (no {FILE} entry for {compute.hardware}: none counted; a COSTGRAPH_DATA {FILE} may add one)"
+               if missing else ""))
 
 
 def _step_text(compute, values) -> list[str]:

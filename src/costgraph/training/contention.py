@@ -24,8 +24,8 @@ that model already runs the TP-overlapped GEMMs on ``N − 16`` SMs
 window the rules hide the collective in, and kinds hidden behind the same compute add their shares (each runs
 on its own stream, as the overlap rules take them).
 
-A preset without an entry counts no contention under ``sm-share`` (:func:`missing_note`: train says so);
-``measured`` needs an entry too (its slowdown is the entry's).
+A preset without an entry counts no contention (train's step lines say so:
+:func:`costgraph.export.training_report._contention_line`); ``measured`` reads the entry's slowdown too.
 """
 
 from __future__ import annotations
@@ -117,11 +117,3 @@ def share(kind: str, layout, hardware, per_kernel: bool) -> sympy.Expr:
         s = entry.measured_slowdown
         return s / (1 + s)
     return sympy.Rational(entry.sms(kind, layout), entry.sm_count)
-
-
-def missing_note(layout, hardware) -> str | None:
-    """What train says when the convention counts contention but the preset has no entry; None otherwise."""
-    if hardware is None or layout.overlap_contention == "none" or contention_of(hardware) is not None:
-        return None
-    return (f"no {FILE} entry for {hardware.key}: no overlap contention counted (--overlap-contention "
-            f"{layout.overlap_contention}; a COSTGRAPH_DATA {FILE} may add one)")
