@@ -344,12 +344,10 @@ GEMM_RATE = Choice("gemm_rate", "GEMM rate", (
 ), "sustained")
 CHOICES[GEMM_RATE.name] = GEMM_RATE
 
-#: how a collective that runs beside computation slows that computation (costgraph.training.contention; the data in
-#: training/contention.toml, each number beside its source): ``sm-share``, the compute loses the SMs the collective's
-#: kernels hold while it runs (NCCL's channels, one thread block each; DeepEP's SMs), n of the device's N, for the
-#: hidden part of each kind; ``measured``, one compute slowdown measured with overlap against without (arXiv
-#: 2507.03114); ``none``, a hidden collective costs nothing. The default is sm-share: the kernels practitioners' runs
-#: launch hold those SMs (NVIDIA forum 337991: an H100 GEMM beside a 24-block ncclAllGather nearly doubled).
+#: how a hidden collective slows the compute beside it (costgraph.training.contention; training/contention.toml, each
+#: number beside its source): ``sm-share``, the SMs its kernels hold (NCCL's channels, DeepEP's SMs), n/N per hidden
+#: second; ``measured``, a slowdown measured with overlap against without (arXiv 2507.03114); ``none``, nothing. The
+#: default is sm-share: practitioners' runs launch those kernels (NVIDIA forum 337991: an H100 GEMM nearly doubled).
 OVERLAP_CONTENTION = Choice("overlap_contention", "overlap contention", (
     ("sm-share", "the compute beside a hidden collective loses the SMs its kernels hold (NCCL's channels, DeepEP's "
                  "SMs; training/contention.toml): n/N of each hidden second"),

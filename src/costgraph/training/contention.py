@@ -17,7 +17,7 @@ names how much; each kind's **share** ``σ`` is the seconds of compute lost per 
   seconds of the compute's own work, the rest, ``H·s/(1 + s)``, is done later;
 * ``none``: ``σ = 0`` (a hidden collective costs nothing: the step before this convention).
 
-The step adds ``contention = Σ_kinds σ_k · hidden_k`` (:meth:`costgraph.training.overlap.Overlaps.contention`),
+The step adds ``contention = Σ_kinds σ_k · hidden_k`` (:func:`slowed`),
 ``hidden_k = seconds_k − exposed_k`` of the overlap rules. TP under the per-kernel time model takes ``σ = 0``:
 that model already runs the TP-overlapped GEMMs on ``N − 16`` SMs
 (:func:`costgraph.training.kernel_time.userbuffers_margin`). First order: the slower compute does not widen the
@@ -90,6 +90,19 @@ def entries() -> dict:
         out[name] = Contention(name, e["sm_count"], e["nccl_sms"], e["deepep_sms"], e["userbuffers_sms"],
                                sympy.Rational(e["measured_slowdown"]))
     return out
+
+
+def slowed(ov, maximum) -> sympy.Expr:
+    """``Σ σ_k · (seconds_k − exposed_k)`` over the kinds of ``ov`` (a :class:`costgraph.training.overlap.Overlaps`):
+    the compute seconds the hidden collectives slow (module docstring); ``maximum`` as its ``exposed`` takes it
+    (``smax``, ``numpy.maximum`` over the planner's arrays, Python's ``max``). A kind without contention (its share
+    SymPy's 0) adds nothing."""
+    out = None
+    for o in ov.kinds.values():
+        if o.share is not sympy.S.Zero:
+            x = o.share * (o.seconds - o.exposed(ov.forward, ov.backward, maximum))
+            out = x if out is None else out + x
+    return sympy.S.Zero if out is None else out
 
 
 def contention_of(hardware) -> Contention | None:

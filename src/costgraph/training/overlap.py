@@ -89,9 +89,8 @@ defaults; ``none`` leaves every collective exposed, Megatron-LM without the over
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -167,13 +166,6 @@ class KindOverlap:
             out = out + maximum(0, h.seconds - h.weight * budget[h.phase])
         return out
 
-    def contention(self, forward, backward, maximum=smax) -> Expr:
-        """Seconds of compute the hidden part slows: ``share × (seconds − exposed)``
-        (:mod:`costgraph.training.contention`); ``maximum`` as :meth:`exposed`."""
-        if self.share is ZERO:
-            return ZERO
-        return self.share * (self.seconds - self.exposed(forward, backward, maximum))
-
     def forms(self) -> list:
         """The expressions the value depends on besides the compute: ``[fixed, H, w, ...]``."""
         return [self.fixed] + [x for h in self.hides for x in (h.seconds, h.weight)]
@@ -204,17 +196,6 @@ class Overlaps:
         ``0 + array`` is an array of SymPy numbers, slow in every later operation)."""
         out = None
         for x in self.exposed(maximum).values():
-            out = x if out is None else out + x
-        return ZERO if out is None else out
-
-    def contention(self, maximum=smax):
-        """Σ over the kinds of the compute seconds their hidden parts slow (:meth:`KindOverlap.contention`,
-        :mod:`costgraph.training.contention`); ``maximum`` as :meth:`total_exposed`."""
-        out = None
-        for o in self.kinds.values():
-            if o.share is ZERO:
-                continue
-            x = o.contention(self.forward, self.backward, maximum)
             out = x if out is None else out + x
         return ZERO if out is None else out
 
@@ -311,7 +292,7 @@ def overlaps(cg, collectives: dict, hardware, layout, placement, *, stage="first
             rule = "exposed"
         got = _RULES[rule](ctx, kind, col, secs)
         sigma = share(kind, L, hardware, per_kernel)
-        out[kind] = dataclasses.replace(got, share=sigma) if sigma is not ZERO else got
+        out[kind] = replace(got, share=sigma) if sigma is not ZERO else got
     return Overlaps(conv, out, fwd, bwd)
 
 

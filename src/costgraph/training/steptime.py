@@ -66,7 +66,8 @@ from ..parallel.pipeline import bubble as pipeline_bubble, layout_pace
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 from .offload import devices_sharing, offload_step_seconds, offloaded
-from .overlap import Overlaps, overlaps
+from .contention import slowed
+from .overlap import Overlaps, overlaps, smax
 from .result_parts import ComputeByClass
 
 #: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
@@ -220,12 +221,10 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
                       forward=forward, per_kernel=by_class is not None)
         kinds = {k: o.seconds for k, o in ov.kinds.items()}
     # the planner combines the rules' forms itself (SymPy's Max of long sums is slow): no sums here then
-    exposed = ov.total_exposed() if with_total else None
+    exposed, slow = (ov.total_exposed(), slowed(ov, smax)) if with_total else (None, None)   # training.contention
     hidden = sympy.Add(*kinds.values()) - exposed if with_total else None
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
-             "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov,
-             # the compute the hidden collectives slow (costgraph.training.contention), added by combine()
-             "contention": ov.contention() if with_total else None}
+             "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov, "contention": slow}
     if by_class is not None:
         parts["compute_by_class"] = ComputeByClass(**by_class)   # seconds by kernel class (result_parts)
         if rate.covers == "compute" and with_optimizer:   # the optimizer step: once per step, after the gradients
@@ -258,7 +257,7 @@ def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
     is formed (``train``, the planner's screen and its confirmation): ``covers = "step"``: the
     compute; else busy + Σ over the collective kinds of the exposed seconds
     (:meth:`costgraph.training.overlap.Overlaps.total_exposed` of ``parts["overlap"]``) + the compute their
-    hidden parts slow (:meth:`~costgraph.training.overlap.Overlaps.contention`), with
+    hidden parts slow (:func:`costgraph.training.contention.slowed`), with
     busy = compute + bubble + the optimizer step (``parts["optimizer"]``, the per-kernel model's), at least
     the host-link seconds ``parts["offload"]`` when offloaded, and ``parts["offload_serial"]`` (the CPU
     optimizer step and the partition back, after the backward: :data:`costgraph.training.offload.SCHEDULE`)
@@ -278,10 +277,10 @@ def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
     if ov is None:
         return busy
     if maximum is None:
-        slowed = parts.get("contention")
+        slow = parts.get("contention")
         return busy + (exposed if exposed is not None else ov.total_exposed()) \
-            + (slowed if slowed is not None else ov.contention())
-    return busy + ov.total_exposed(maximum) + ov.contention(maximum)
+            + (slow if slow is not None else slowed(ov, smax))
+    return busy + ov.total_exposed(maximum) + slowed(ov, maximum)
 
 
 def default_peaks(hardware, policy) -> dict:
