@@ -185,8 +185,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if rate is None and efficiency is None and hardware is not None:
         rate = kernel_rate(hardware, default_peaks(hardware, L.policy))
     if rate is None:
-        rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency,
-                    default_peaks(hardware, L.policy))
+        rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency, default_peaks(hardware, L.policy))
     by_class = forward = None
     if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
         from .kernel_time import CLASSES, kernel_seconds
@@ -221,7 +220,8 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
                       forward=forward, per_kernel=by_class is not None)
         kinds = {k: o.seconds for k, o in ov.kinds.items()}
     # the planner combines the rules' forms itself (SymPy's Max of long sums is slow): no sums here then
-    exposed, slow = (ov.total_exposed(), slowed(ov, smax)) if with_total else (None, None)   # training.contention
+    exposed, slow = (ov.total_exposed(), slowed(ov, smax) if rate.covers == "compute" else sympy.S.Zero) \
+        if with_total else (None, None)   # the compute the hidden parts slow (training.contention): a step rate has it
     hidden = sympy.Add(*kinds.values()) - exposed if with_total else None
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
              "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov, "contention": slow}
