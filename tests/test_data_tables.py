@@ -66,7 +66,8 @@ SCHEMAS = (hardware.SCHEMA, data.POLICIES, data.OPTIMIZERS, lora.QUANTIZATION, d
            __import__("costgraph.language.hf_config", fromlist=["x"]).HF_MAPPING,
            __import__("costgraph.training.kernel_table", fromlist=["x"]).SCHEMA,
            __import__("costgraph.training.cross_entropy", fromlist=["x"]).SCHEMA,
-           __import__("costgraph.runtime_memory", fromlist=["x"]).SCHEMA)
+           __import__("costgraph.runtime_memory", fromlist=["x"]).SCHEMA,
+           __import__("costgraph.training.contention", fromlist=["x"]).SCHEMA)
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: s.file)

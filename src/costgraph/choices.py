@@ -344,6 +344,19 @@ GEMM_RATE = Choice("gemm_rate", "GEMM rate", (
 ), "sustained")
 CHOICES[GEMM_RATE.name] = GEMM_RATE
 
+#: how a hidden collective slows the compute beside it (costgraph.training.contention; training/contention.toml, each
+#: number beside its source): ``sm-share``, the SMs its kernels hold (NCCL's channels, DeepEP's SMs), n/N per hidden
+#: second; ``measured``, a slowdown measured with overlap against without (arXiv 2507.03114); ``none``, nothing. The
+#: default is sm-share: practitioners' runs launch those kernels (NVIDIA forum 337991: an H100 GEMM nearly doubled).
+OVERLAP_CONTENTION = Choice("overlap_contention", "overlap contention", (
+    ("sm-share", "the compute beside a hidden collective loses the SMs its kernels hold (NCCL's channels, DeepEP's "
+                 "SMs; training/contention.toml): n/N of each hidden second"),
+    ("measured", "the compute beside a hidden collective runs at the slowdown measured with overlap against "
+                 "without (training/contention.toml: arXiv 2507.03114, 0.189 on average)"),
+    ("none", "a hidden collective costs the compute nothing"),
+), "sm-share")
+CHOICES[OVERLAP_CONTENTION.name] = OVERLAP_CONTENTION
+
 
 def add_option(parser, choice: Choice, flag: str | None = None, *, help: str | None = None, **kwargs) -> None:
     """Add ``--NAME`` for ``choice`` to an ``argparse`` parser: its values as

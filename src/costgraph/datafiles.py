@@ -58,7 +58,7 @@ ENV = "COSTGRAPH_DATA"
 MAX_BYTES = 16 * 1024 * 1024
 #: The files a ``COSTGRAPH_DATA`` folder may hold (each adds entries to the bundled file of that name).
 USER_FILES = ("hardware.toml", "policies.toml", "optimizers.toml", "quantization.toml", "dtypes.toml",
-              "kernels.toml", "runtime_memory.toml")
+              "kernels.toml", "runtime_memory.toml", "contention.toml")
 
 
 # ---------------------------------------------------------------- files

@@ -121,6 +121,11 @@ class LayoutOptions:
     gemm_rate: str = option("--gemm-rate", "which GEMM rate the per-kernel time model uses (training/kernels.toml: "
                             "kernel_table.rated): " + choices.GEMM_RATE.help(), choices=choices.GEMM_RATE,
                             given=True, label="GEMM rate", named="always")
+    # no search domain (as gemm_rate): a convention of the time model, which plan passes to every row
+    overlap_contention: str = option("--overlap-contention", "how a collective hidden behind computation slows it "
+                                     "(costgraph.training.contention; training/contention.toml): "
+                                     + choices.OVERLAP_CONTENTION.help(), choices=choices.OVERLAP_CONTENTION,
+                                     given=True, label="contention", named="always")
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
                                  + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "

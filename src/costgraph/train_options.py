@@ -135,6 +135,8 @@ class PlanOptions:
     cp_comm_type: str = like(LayoutOptions, "cp_comm_type", check="choice")
     # the time model's GEMM rate (choices.GEMM_RATE), passed to every row as attention_kernel, never searched
     gemm_rate: str = like(LayoutOptions, "gemm_rate", check="choice")
+    # the compute's slowdown beside hidden collectives (choices.OVERLAP_CONTENTION), passed to every row, never searched
+    overlap_contention: str = like(LayoutOptions, "overlap_contention", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

@@ -149,7 +149,7 @@ def test_plan_rows_with_megatrons_overlap_are_train(train_check):
     only = lambda space: [v for v in first(space) if len(v) == 1 or v.get("ep_overlap") == "megatron"]   # noqa: E731
     with mock.patch.object(plan_variants, "variants", only), \
             mock.patch.object(options, "pipeline_degrees", lambda space: (1,)):
-        res = m.plan(m.values("qwen3-30b-a3b", s=1024, l=4), gpus=8, global_batch=16, top=10, hardware="h100-sxm",
+        res = m.plan(m.values("qwen3-30b-a3b", s=1024, l=4), gpus=8, global_batch=16, top=40, hardware="h100-sxm",
                      exhaustive=True)
     rows = [r for r in res.layouts if r.get("options", {}).get("ep_overlap") == "megatron"]
     assert rows, res.to_text()

@@ -37,7 +37,8 @@ def to_text(plan) -> str:
               if plan.efficiency is not None else
               f"by the per-kernel time model (kernels.toml [{st.get('kernel_table')}]; {given['gemm_rate']})"),
            f"{plan.considered:,} layouts considered; {len(rows)} shown, fastest first "
-           f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication, overlap "
+           f"(memory of the most-loaded device; step time = compute + bubble + optimizer step + exposed communication "
+           f"+ contention, overlap "
            f"{st.get('overlap', OVERLAP.default)}{' (default)' if st.get('overlap', OVERLAP.default) == OVERLAP.default else ''}"
            + "".join(f", {phrase}" for k, phrase in given.items() if k != "gemm_rate") + ")", ""]
     heads = ["tp", "pp", "dp", "cp", "ep", "zero", "recompute", "sp", "b", "m", "v", "memory GB", "step s", "MFU"]

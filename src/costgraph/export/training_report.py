@@ -97,6 +97,7 @@ def plan_dict(result: TrainingMemory, extra: dict) -> dict:
             "rank_order": L.rank_order, "domain_ranks": L.domain_ranks, "link_rate": L.link_rate,
             "ep_overlap": L.ep_overlap, "ep_dispatcher": L.ep_dispatcher, "route_nodes": L.route_nodes, "overlap": L.overlap,
             "attention_kernel": L.attention_kernel, "cp_comm_type": L.cp_comm_type, "gemm_rate": L.gemm_rate,
+            "overlap_contention": L.overlap_contention,
             # FP8 options (costgraph.training.fp8_options) and the recompute FLOP count (.recompute_count)
             "fp8_attention": L.fp8_attention, "fp8_wgrad": L.fp8_wgrad, "recompute_count": L.recompute_count,
             # memory conventions (costgraph.training.fp8, .memory, .states)
@@ -134,6 +135,8 @@ def _compute_json(compute, values) -> dict:
         out["step"]["efficiency"] = None if compute.efficiency is None else float(compute.efficiency)
         out["step"]["hardware"] = compute.hardware
         out["step"]["overlap"] = compute.overlap   # the convention (costgraph.training.overlap)
+        if compute.overlap_contention is not None:   # the convention of step.contention (training.contention)
+            out["step"]["overlap_contention"] = compute.overlap_contention
         out["step"]["rate"] = {"kind": rate.kind, "value": float(rate.value), "covers": rate.covers,
                                "peaks": {k: int(v) for k, v in rate.peaks.items()}}
         out["step"]["time_model"] = rate.model
@@ -238,6 +241,20 @@ def _changes_text(changes) -> list[str]:
     return out + ["  " + line for line in table(cells)]
 
 
+def _contention_line(compute, st) -> str:
+    """The overlap contention convention and what it added (costgraph.training.contention)."""
+    from ..choices import OVERLAP_CONTENTION
+
+    from ..training.contention import FILE, entries
+
+    c = compute.overlap_contention
+    missing = c != "none" and compute.hardware not in entries()   # said, never a silent 0 (training.contention)
+    return (f"  overlap contention: {c}" + (" (default)" if c == OVERLAP_CONTENTION.default else "")
+            + f" ({OVERLAP_CONTENTION.meaning(c)}; --overlap-contention): {float(st.get('contention', 0)):.4g} s"
+            + (f" (no {FILE} entry for {compute.hardware}: none counted; a COSTGRAPH_DATA {FILE} may add one)"
+               if missing else ""))
+
+
 def _step_text(compute, values) -> list[str]:
     """The one step time: the rate that set it, and its parts."""
     st = {k: as_expr(x).xreplace(values or {}) for k, x in compute.step.items()}
@@ -261,11 +278,14 @@ def _step_text(compute, values) -> list[str]:
             busy += f" + optimizer step {float(st['optimizer']):.4g} s"
         if "offload_serial" in st:   # the CPU optimizer step and the partition back (costgraph.training.offload)
             busy = f"{busy} + CPU step and partition back {float(st['offload_serial']):.4g} s"
-        line = (f"  {busy} + exposed communication {float(st['communication_exposed']):.4g} s = "
+        slowed = f" + contention {float(st['contention']):.4g} s" if st.get("contention", 0) != 0 else ""
+        line = (f"  {busy} + exposed communication {float(st['communication_exposed']):.4g} s{slowed} = "
                 f"{float(st['total']):.4g} s (hidden behind the computation: "
                 f"{float(st['communication_overlapped']):.4g} s)")
     extra = [f"  (with offload, compute + bubble is at least the host link's {float(st['offload']):.4g} s)"] \
         if "offload" in st and rate.covers != "step" else []   # CPU/NVMe offload (costgraph.training.offload)
+    if compute.overlap_contention is not None and rate.covers != "step":   # costgraph.training.contention
+        extra.append(_contention_line(compute, st))
     if compute.compute_by_class is not None:   # the per-kernel model: compute by kernel class (seconds, its fields)
         by = compute.compute_by_class
         parts = {k: as_expr(getattr(by, k)).xreplace(values or {}) for k, _ in quantities(by)}

@@ -75,6 +75,7 @@ def step_models(policies) -> tuple[dict, dict]:
     from ..engine.symbols import dim
     from ..hardware import presets
     from ..parallel.layout import Layout
+    from ..training.contention import contention_of
     from ..training.fp8 import on_hardware
     from ..training.kernel_table import kernel_table
 
@@ -90,7 +91,8 @@ def step_models(policies) -> tuple[dict, dict]:
             continue
         numbers = {s: getattr(hw, f) for f, s in NUMBERS.items() if getattr(hw, f)}
         transpose = on_hardware(Layout(policy="fp8-delayed"), hw if hw.peak_flops_fp8 else None).fp8_transpose
-        shape = (hw.scale_up_domain, tuple(sorted(numbers)), ran, transpose)
+        # the overlap contention's entry too (training.contention: read by the preset's key, kept by the first one's)
+        shape = (hw.scale_up_domain, tuple(sorted(numbers)), ran, transpose, contention_of(hw))
         if shape not in flat:
             flat[shape] = f"flat-{len(flat) + 1}"
             symbolic = dataclasses.replace(hw, **{f: dim(s) for f, s in NUMBERS.items() if s in numbers})

@@ -470,8 +470,8 @@ def compute_section(model, layout, hw, *, peak=None, mfu=None, achieved=None, to
         check(profile, hw.key, rate)
     st = step_time(model.graph, layout, hw, rate=rate, flops=out["flops"], collectives=cols,
                    convention=convention, causal=causal, factors=factors)
-    if hw is not None and cols is not None:   # each kind's seconds, its hidden and exposed parts (training.overlap)
-        ov, exposed = st["overlap"], st["overlap"].exposed()
+    if hw is not None and cols is not None:   # each kind's seconds, hidden and exposed (training.overlap), contention
+        ov, exposed, out["overlap_contention"] = st["overlap"], st["overlap"].exposed(), filled.overlap_contention
         out["communication"] = {k: CollectiveCost(c.bytes, st["by_kind"][k], exposed[k], st["by_kind"][k] - exposed[k],
                                                   ov.kinds[k].rule, c.op, c.group) for k, c in cols.items()}
     out["step"] = StepParts(**{k: v for k, v in st.items() if k not in ("by_kind", "overlap", "compute_by_class")})

@@ -90,7 +90,7 @@ defaults; ``none`` leaves every collective exposed, Megatron-LM without the over
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -99,6 +99,7 @@ from ..engine.symbols import as_expr
 from ..parallel.collectives import Collective
 from ..parallel.communication import comm_time
 from ..parallel.ep_time import megatron_hides, warmup_chunks
+from .contention import share
 
 Expr = sympy.Expr
 ZERO = sympy.Integer(0)
@@ -153,6 +154,8 @@ class KindOverlap:
     seconds: Expr
     fixed: Expr
     hides: tuple = ()
+    #: seconds of compute lost per hidden second (:func:`costgraph.training.contention.share`; 0: none)
+    share: Expr = ZERO
 
     def exposed(self, forward, backward, maximum=smax) -> Expr:
         """Exposed seconds beside ``forward`` and ``backward`` compute seconds; ``maximum``:
@@ -170,7 +173,7 @@ class KindOverlap:
     def rebuilt(self, values) -> "KindOverlap":
         """The same rule over ``values`` (the evaluated :meth:`forms`, in order)."""
         hides = tuple(Hide(values[1 + 2 * i], values[2 + 2 * i], h.phase) for i, h in enumerate(self.hides))
-        return KindOverlap(self.kind, self.rule, self.seconds, values[0], hides)
+        return KindOverlap(self.kind, self.rule, self.seconds, values[0], hides, self.share)
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,8 @@ class Overlaps:
         each kind's ``seconds``, ``fixed`` and its hides' seconds and weights): the planner maps
         its compiler, then the evaluated arrays; the confirmation a substitution of the sizes."""
         kinds = {k: KindOverlap(o.kind, o.rule, fn(o.seconds), fn(o.fixed),
-                                tuple(Hide(fn(h.seconds), fn(h.weight), h.phase) for h in o.hides))
+                                tuple(Hide(fn(h.seconds), fn(h.weight), h.phase) for h in o.hides),
+                                o.share if o.share is ZERO else fn(o.share))   # no contention: SymPy's 0 kept, not mapped
                  for k, o in self.kinds.items()}
         return Overlaps(self.convention, kinds, fn(self.forward), fn(self.backward))
 
@@ -260,14 +264,15 @@ def split_compute(compute, flops: dict, forward=None):
 
 
 def overlaps(cg, collectives: dict, hardware, layout, placement, *, stage="first", compute, flops: dict,
-             factors=None, forward=None) -> Overlaps:
+             factors=None, forward=None, per_kernel: bool = False) -> Overlaps:
     """The :class:`Overlaps` of ``collectives`` on ``hardware`` under ``layout.overlap`` (module
     docstring); ``compute``: the device's compute seconds per step, ``flops``: its
     :func:`~costgraph.training.compute.training_flops`; ``forward``: the forward part of ``compute``
     where the time model has it per kernel (:func:`split_compute`; None: the FLOP ratio);
     ``factors``: a calibration's multipliers
     (:class:`~costgraph.training.calibration_profile.Factors`) of each kind's seconds, applied before
-    the overlap rules.
+    the overlap rules; ``per_kernel``: the per-kernel time model runs the compute (each kind's contention
+    share, :func:`costgraph.training.contention.share`, under ``layout.overlap_contention``).
 
     Raises
     ------
@@ -285,7 +290,9 @@ def overlaps(cg, collectives: dict, hardware, layout, placement, *, stage="first
         rule = "ep_overlap" if kind == "ep" else RULES[conv].get(kind, "exposed")
         if kind == "cp" and L.cp_comm_type == "all_gather":   # not async (module docstring)
             rule = "exposed"
-        out[kind] = _RULES[rule](ctx, kind, col, secs)
+        got = _RULES[rule](ctx, kind, col, secs)
+        sigma = share(kind, L, hardware, per_kernel)
+        out[kind] = replace(got, share=sigma) if sigma is not ZERO else got
     return Overlaps(conv, out, fwd, bwd)
 
 

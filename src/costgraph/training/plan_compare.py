@@ -12,7 +12,8 @@
   exactly: the compute by kernel class without recomputation (the per-kernel model's
   :class:`~costgraph.training.result_parts.ComputeByClass`; one ``compute`` part under a flat rate), the
   recomputation (the compute less that of the same layout with ``recompute = "none"``), the pipeline bubble,
-  the optimizer step, each collective kind's exposed seconds (:mod:`costgraph.training.overlap`) and the
+  the optimizer step, each collective kind's exposed seconds (:mod:`costgraph.training.overlap`), the compute
+  the hidden collectives slow (``contention``: :mod:`costgraph.training.contention`) and the
   rest (offload's host link beyond the compute, the CPU step: :func:`costgraph.training.steptime.combine`);
 * the peak memory of the most-loaded device of each, against the capacity less the reserve;
 * ``causes``: the parts that make the gap (given − first), largest first (at most 3, each at least 1% of it), and ``cause``, its dominant class
@@ -48,6 +49,7 @@ PARTS = {
     "recompute": ("recomputation", "recompute"),
     "bubble": ("pipeline bubble", "bubble"),
     "optimizer": ("optimizer step", "optimizer"),
+    "contention": ("compute slowed by hidden communication", "overlap contention"),
     "rest": ("offload and the rest", "offload"),
 }
 #: collective kind (:mod:`costgraph.parallel.communication`) → the cause class of its exposed seconds
@@ -56,8 +58,8 @@ KIND_CAUSES = {"tp": "TP exposed", "dp_grads": "exposed DP/ZeRO", "zero_reduce_s
                "pp": "PP exposed", "cp": "CP exposed", "ep": "EP exposed", "tied_embedding": "exposed DP/ZeRO"}
 #: the cause classes, in the order a summary counts them: the two that no part names first
 CAUSES = ("memory: does not fit", "not slower: outside plan's search", "bubble", "compute efficiency", "recompute",
-          "TP exposed", "exposed DP/ZeRO", "PP exposed", "CP exposed", "EP exposed", "optimizer", "offload",
-          "other exposed")
+          "TP exposed", "exposed DP/ZeRO", "PP exposed", "CP exposed", "EP exposed", "overlap contention", "optimizer",
+          "offload", "other exposed")
 #: the layout fields a row of plan shows, matched for ``rank`` (:class:`~costgraph.training.plan.Candidate`'s)
 RANK_FIELDS = ("tp", "pp", "cp", "ep", "virtual_stages", "micro_batch", "zero", "recompute", "sp", "schedule")
 #: those matched for ``shape_rank``: the parallel shape (the bench's, issue 27)
@@ -293,6 +295,8 @@ def _parts(model, values, layout, b, train_opts) -> tuple[dict, object]:
     for kind, c in (res.communication or {}).items():
         if c.get("exposed") is not None:
             out[f"exposed:{kind}"] = _num(c["exposed"], v)
+    if step.get("contention"):   # the compute the hidden collectives slow (costgraph.training.contention)
+        out["contention"] = _num(step["contention"], v)
     rest = total - sum(out.values())
     if abs(rest) > 1e-12 * max(1.0, total):
         out["rest"] = rest

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import CP_COMM_TYPE, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, MEMORY_CONVENTION, OVERLAP
+from ..choices import (CP_COMM_TYPE, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, MEMORY_CONVENTION, OVERLAP,
+                       OVERLAP_CONTENTION)
 from ..layout_options import GIVEN, given_settings
 from ..errors import CostgraphValueError
 from ..hints import them
@@ -107,7 +108,9 @@ class PlanResult(Tabular):
         key("reserve_bytes", "bytes", label="memory kept free"), key("link_rate", label="links timed at (--link-rate)"),
         key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"),
         key("cp_comm_type", label="the CP communication every row was timed with (--cp-comm-type)"),
-        key("gemm_rate", label="the per-kernel model's GEMM rate every row was timed at (--gemm-rate)"), key("verdict"),
+        key("gemm_rate", label="the per-kernel model's GEMM rate every row was timed at (--gemm-rate)"),
+        key("overlap_contention", label="the compute's slowdown beside hidden collectives every row was timed with "
+                                        "(--overlap-contention)"), key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
         key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
@@ -135,6 +138,12 @@ class PlanResult(Tabular):
         """The GEMM rate of the per-kernel time model every row was timed at (:data:`costgraph.choices.GEMM_RATE`),
         as train's JSON ``step.gemm_rate``."""
         return self.settings.get("gemm_rate") or GEMM_RATE.default
+
+    @property
+    def overlap_contention(self) -> str:
+        """The overlap contention convention every row was timed with (:data:`costgraph.choices.OVERLAP_CONTENTION`),
+        as train's JSON ``step.overlap_contention``."""
+        return self.settings.get("overlap_contention") or OVERLAP_CONTENTION.default
 
     @property
     def capacity_from(self) -> str | None:

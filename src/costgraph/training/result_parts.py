@@ -133,6 +133,8 @@ class StepParts(Part):
     bubble: object = quantity("s", label="pipeline bubble")
     communication_exposed: object = quantity("s", label="exposed communication")
     communication_overlapped: object = quantity("s", label="communication hidden behind the computation")
+    contention: object = quantity("s", label="compute slowed by the hidden communication (--overlap-contention)",
+                                  default=0)
     optimizer: object = quantity("s", label="optimizer step", omit_none=True, default=None)
     offload: object = quantity("s", label="host link (offload), beside the computation", omit_none=True,
                                default=None)
@@ -253,6 +255,8 @@ class TrainingCompute(Part):
     step: StepParts | None = quantity(label="the step time's parts (costgraph.training.steptime)",
                                  omit_none=True, default=None)
     overlap: str | None = quantity(label="communication overlap convention", omit_none=True, default=None)
+    overlap_contention: str | None = quantity(label="overlap contention convention (--overlap-contention)",
+                                              omit_none=True, default=None)
     cross_entropy: str | None = quantity(label="the loss's kernels timed (--cross-entropy)", omit_none=True,
                                          default=None)
     compute_by_class: ComputeByClass | None = quantity(label="compute seconds by kernel class", omit_none=True,

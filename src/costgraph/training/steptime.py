@@ -38,7 +38,10 @@
 * **optimizer** (the per-kernel model only, :mod:`costgraph.training.step_kernels`): the
   optimizer step's memory-bound kernels, once per step after the last backward (no
   communication hides behind it, no bubble scales it), at the kernel table's HBM bandwidth;
-* **total** = compute + bubble + optimizer + Σ exposed communication (``communication_overlapped``: the
+* **contention** (:mod:`costgraph.training.contention`, ``layout.overlap_contention``): the compute the
+  hidden part of each kind slows, ``Σ σ_k · hidden_k`` (``σ``: the SMs its kernels hold of the device's, or a
+  measured slowdown);
+* **total** = compute + bubble + optimizer + Σ exposed communication + contention (``communication_overlapped``: the
   hidden part, not added; ``covers = "step"``: total = compute); with CPU/NVMe offload,
   compute + bubble is at least the host-link seconds of the transfers that run beside the
   computation (``offload``), and the CPU optimizer step with the updated partition back runs after
@@ -63,7 +66,8 @@ from ..parallel.pipeline import bubble as pipeline_bubble, layout_pace
 from ..parallel.placement import Placement, placement as place
 from .compute import training_flops
 from .offload import devices_sharing, offload_step_seconds, offloaded
-from .overlap import Overlaps, overlaps
+from .contention import slowed
+from .overlap import Overlaps, overlaps, smax
 from .result_parts import ComputeByClass
 
 #: what sets the rate of the compute (``kernels``: the per-kernel model of :mod:`costgraph.training.kernel_time`)
@@ -181,8 +185,7 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
     if rate is None and efficiency is None and hardware is not None:
         rate = kernel_rate(hardware, default_peaks(hardware, L.policy))
     if rate is None:
-        rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency,
-                    default_peaks(hardware, L.policy))
+        rate = Rate("efficiency", sympy.Rational(1, 2) if efficiency is None else efficiency, default_peaks(hardware, L.policy))
     by_class = forward = None
     if rate.kind == "kernels" and L.lora_rank is None:   # per-kernel seconds (costgraph.training.kernel_time)
         from .kernel_time import CLASSES, kernel_seconds
@@ -214,13 +217,14 @@ def step_time(cg, layout, hardware, *, efficiency=None, flops: dict | None = Non
         if collectives is None:
             collectives = communication(cg, L, stage=stage, placement=pl)
         ov = overlaps(cg, collectives, hardware, L, pl, stage=stage, compute=compute, flops=f, factors=factors,
-                      forward=forward)
+                      forward=forward, per_kernel=by_class is not None)
         kinds = {k: o.seconds for k, o in ov.kinds.items()}
     # the planner combines the rules' forms itself (SymPy's Max of long sums is slow): no sums here then
-    exposed = ov.total_exposed() if with_total else None
+    exposed, slow = (ov.total_exposed(), slowed(ov, smax) if rate.covers == "compute" else sympy.S.Zero) \
+        if with_total else (None, None)   # the compute the hidden parts slow (training.contention): a step rate has it
     hidden = sympy.Add(*kinds.values()) - exposed if with_total else None
     parts = {"compute": compute, "bubble": bubble, "communication_exposed": exposed,
-             "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov}
+             "communication_overlapped": hidden, "by_kind": kinds, "overlap": ov, "contention": slow}
     if by_class is not None:
         parts["compute_by_class"] = ComputeByClass(**by_class)   # seconds by kernel class (result_parts)
         if rate.covers == "compute" and with_optimizer:   # the optimizer step: once per step, after the gradients
@@ -252,7 +256,8 @@ def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
     """The step's total from :func:`step_time`'s ``parts`` (module docstring), the one place it
     is formed (``train``, the planner's screen and its confirmation): ``covers = "step"``: the
     compute; else busy + Σ over the collective kinds of the exposed seconds
-    (:meth:`costgraph.training.overlap.Overlaps.total_exposed` of ``parts["overlap"]``), with
+    (:meth:`costgraph.training.overlap.Overlaps.total_exposed` of ``parts["overlap"]``) + the compute their
+    hidden parts slow (:func:`costgraph.training.contention.slowed`), with
     busy = compute + bubble + the optimizer step (``parts["optimizer"]``, the per-kernel model's), at least
     the host-link seconds ``parts["offload"]`` when offloaded, and ``parts["offload_serial"]`` (the CPU
     optimizer step and the partition back, after the backward: :data:`costgraph.training.offload.SCHEDULE`)
@@ -271,9 +276,11 @@ def combine(parts: dict, covers: str = "compute", maximum=None, exposed=None):
     ov = parts.get("overlap")
     if ov is None:
         return busy
-    if exposed is not None and maximum is None:
-        return busy + exposed
-    return busy + (ov.total_exposed() if maximum is None else ov.total_exposed(maximum))
+    if maximum is None:
+        slow = parts.get("contention")
+        return busy + (exposed if exposed is not None else ov.total_exposed()) \
+            + (slow if slow is not None else slowed(ov, smax))
+    return busy + ov.total_exposed(maximum) + slowed(ov, maximum)
 
 
 def default_peaks(hardware, policy) -> dict:

@@ -1,0 +1,132 @@
+"""Overlap contention: the compute a hidden collective slows (issue 27 item 4).
+
+:mod:`costgraph.training.overlap` splits each collective kind's seconds into an exposed part, added to the step,
+and a hidden part that runs beside the computation. A hidden collective is not free: its kernels hold SMs (NCCL
+launches one thread block per channel; DeepEP and Transformer Engine's userbuffers a set number of SMs) and HBM
+bandwidth while they run, so the compute beside them runs slower (a GEMM sized to one wave of the device's SMs is
+pushed into a second: NVIDIA developer forum 337991, an H100 GEMM beside a 24-block ncclAllGather took nearly
+twice as long). The convention ``layout.overlap_contention`` (:data:`costgraph.choices.OVERLAP_CONTENTION`)
+names how much; each kind's **share** ``σ`` is the seconds of compute lost per hidden second:
+
+* ``sm-share`` (default): ``σ = n/N``, the collective's kernels holding ``n`` of the device's ``N`` SMs while
+  they run, the compute running on the other ``N − n`` (``n`` and ``N`` per preset in ``training/contention.toml``:
+  NCCL's thread blocks for every kind NCCL runs, DeepEP's SMs for the EP all-to-all under ``--ep-dispatcher
+  deepep``, userbuffers' SMs for TP);
+* ``measured``: ``σ = s/(1 + s)``, the compute beside a collective taking ``s`` longer than alone
+  (``measured_slowdown``: arXiv 2507.03114's average over its kernels) — ``H`` hidden seconds hold ``H/(1 + s)``
+  seconds of the compute's own work, the rest, ``H·s/(1 + s)``, is done later;
+* ``none``: ``σ = 0`` (a hidden collective costs nothing: the step before this convention).
+
+The step adds ``contention = Σ_kinds σ_k · hidden_k`` (:func:`slowed`),
+``hidden_k = seconds_k − exposed_k`` of the overlap rules. TP under the per-kernel time model takes ``σ = 0``:
+that model already runs the TP-overlapped GEMMs on ``N − 16`` SMs
+(:func:`costgraph.training.kernel_time.userbuffers_margin`). First order: the slower compute does not widen the
+window the rules hide the collective in, and kinds hidden behind the same compute add their shares (each runs
+on its own stream, as the overlap rules take them).
+
+A preset without an entry counts no contention (train's step lines say so:
+:func:`costgraph.export.training_report._contention_line`); ``measured`` reads the entry's slowdown too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from .. import datafiles
+from ..choices import OVERLAP_CONTENTION
+from ..data_schema import Field, Kind, Schema
+from ..errors import CostgraphValueError
+
+FILE = "contention.toml"
+KIND = Kind("contention entry", (
+    Field("description", "text"),
+    Field("sm_count", unit="", positive=True, doc="the device's streaming multiprocessors N"),
+    Field("nccl_sms", unit="", positive=True, doc="thread blocks an NCCL collective holds while it runs"),
+    Field("deepep_sms", unit="", positive=True, doc="SMs DeepEP's dispatch and combine kernels hold"),
+    Field("userbuffers_sms", unit="", positive=True, doc="SMs Transformer Engine's userbuffers TP overlap holds"),
+    Field("measured_slowdown", "decimal", doc="the compute's slowdown beside a collective, measured (s)"),
+))
+#: ``contention.toml``: one entry per hardware preset key; a ``COSTGRAPH_DATA`` folder may add entries.
+SCHEMA = Schema(FILE, "costgraph.training", entries=KIND, user=True)
+
+#: the kinds NCCL runs (costgraph.parallel.communication); ``ep`` too under the alltoall dispatcher
+NCCL_KINDS = ("dp_grads", "zero_reduce_scatter", "zero_all_gather", "fsdp", "cp", "pp", "tied_embedding", "ep")
+
+
+@dataclass(frozen=True)
+class Contention:
+    """One preset's entry of ``contention.toml``: ``preset`` (its key), ``sm_count`` (N), ``nccl_sms``,
+    ``deepep_sms``, ``userbuffers_sms`` (n of each kernel family), ``measured_slowdown`` (s, a Fraction)."""
+
+    preset: str
+    sm_count: int
+    nccl_sms: int
+    deepep_sms: int
+    userbuffers_sms: int
+    measured_slowdown: object
+
+    def sms(self, kind: str, layout) -> int:
+        """The SMs kind ``kind``'s kernels hold under ``layout`` (module docstring)."""
+        if kind == "tp":
+            return self.userbuffers_sms
+        if kind == "ep" and layout.ep_dispatcher == "deepep":
+            return self.deepep_sms
+        return self.nccl_sms
+
+
+def entries() -> dict:
+    """Every preset's :class:`Contention` by key (the bundled file and a ``COSTGRAPH_DATA`` one)."""
+    data = datafiles.load(SCHEMA)
+    out = {}
+    for name, e in data.entries.items():
+        if e["measured_slowdown"] < 0:
+            raise e.error("measured_slowdown is negative", "measured_slowdown",
+                          hint="a slowdown s >= 0: the compute beside a collective takes (1 + s) times as long")
+        for k in ("nccl_sms", "deepep_sms", "userbuffers_sms"):
+            if e[k] >= e["sm_count"]:
+                raise e.error(f"{k} is not below sm_count", k, hint="the SMs a collective holds, fewer than the device's")
+        out[name] = Contention(name, e["sm_count"], e["nccl_sms"], e["deepep_sms"], e["userbuffers_sms"],
+                               sympy.Rational(e["measured_slowdown"]))
+    return out
+
+
+def slowed(ov, maximum) -> sympy.Expr:
+    """``Σ σ_k · (seconds_k − exposed_k)`` over the kinds of ``ov`` (a :class:`costgraph.training.overlap.Overlaps`):
+    the compute seconds the hidden collectives slow (module docstring); ``maximum`` as its ``exposed`` takes it
+    (``smax``, ``numpy.maximum`` over the planner's arrays, Python's ``max``). A kind without contention (its share
+    SymPy's 0) adds nothing."""
+    out = None
+    for o in ov.kinds.values():
+        if o.share is not sympy.S.Zero:
+            x = o.share * (o.seconds - o.exposed(ov.forward, ov.backward, maximum))
+            out = x if out is None else out + x
+    return sympy.S.Zero if out is None else out
+
+
+def contention_of(hardware) -> Contention | None:
+    """The entry of preset ``hardware`` (a :class:`~costgraph.hardware.Hardware` or None); None without one."""
+    return None if hardware is None else entries().get(hardware.key)
+
+
+def share(kind: str, layout, hardware, per_kernel: bool) -> sympy.Expr:
+    """``σ``, the seconds of compute lost per hidden second of kind ``kind`` (module docstring) under
+    ``layout.overlap_contention``; ``per_kernel``: the per-kernel time model (TP's userbuffers SMs already counted
+    there: 0). 0 without an entry for the preset.
+
+    Raises
+    ------
+    CostgraphValueError
+        An unknown convention (naming ``--overlap-contention``)."""
+    conv = layout.overlap_contention
+    if conv not in OVERLAP_CONTENTION.values:
+        raise CostgraphValueError(f"unknown {OVERLAP_CONTENTION.what} {conv!r}",
+                                  hint="--overlap-contention " + OVERLAP_CONTENTION.hint())
+    entry = contention_of(hardware)
+    if conv == "none" or entry is None or (kind == "tp" and per_kernel):
+        return sympy.Integer(0)
+    if conv == "measured":
+        s = entry.measured_slowdown
+        return s / (1 + s)
+    return sympy.Rational(entry.sms(kind, layout), entry.sm_count)
