@@ -154,6 +154,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
+    "subsampling_conv_channels": ("C_s", "channels of the Conv2d subsampling stem"),   # k28speech13: FastConformer's
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -199,7 +200,8 @@ _PRIMES = (
      "G_c": 701, "K_c": 719, "L": 733,     # k28wav12: speech encoders from raw audio
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
-     "t": 911},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "C_s": 1601},     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -212,7 +214,8 @@ _PRIMES = (
      "G_c": 709, "K_c": 727, "L": 739,     # k28wav12: speech encoders from raw audio
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
-     "t": 919},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "C_s": 1607},     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -259,6 +262,13 @@ AUDIO = "num_conv_pos_embedding_groups"
 #: samples per probe prime ``L``: 16 · 733 = 11,728 samples run wav2vec2's feature encoder (receptive field 400,
 #: stride 320) to 36 frames (16 · 739: 37), enough for the seven strided convolutions and a few layers' attention
 SAMPLES = 16
+#: the field that marks a FastConformer's Conv2d subsampling stem (k28speech13: transformers 5.24
+#: configuration_parakeet.py ``subsampling_conv_channels``); its Mel bins are probed at :data:`MEL_STEM` times the
+#: ``mel`` prime: ``ParakeetEncoderSubsamplingConv2D`` sizes its Linear from ``num_mel_bins // stride**layers`` while its
+#: stride-2 convolutions make ``⌊(n − 1)/2⌋ + 1`` bins each, which agree only where the bins divide by the stride to the
+#: layers (``subsampling_factor``: 8 by default, 4 or 16 elsewhere); 16 is a power of two, a coefficient, no prime
+STEM = "subsampling_conv_channels"
+MEL_STEM = 16
 #: the field that makes ``num_conv_pos_embeddings`` a count of positional convolution layers, not their width
 #: (Data2VecAudio's ``conv_pos_kernel_size``): the count is then not probed (a number in the draft)
 POS_LAYERS = "conv_pos_kernel_size"
@@ -374,6 +384,9 @@ class Probe:
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
+        values[STEM] = p["C_s"]     # k28speech13: FastConformer's stem channels; its Mel bins a multiple of 16
+        if STEM in present:
+            values["num_mel_bins"] = MEL_STEM * p["mel"]
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -23,6 +23,7 @@ from .segment_bias import SEGMENT_BIAS_BLOCKS
 from .ngram_attention import NGRAM_BLOCKS, ngram_attention_call
 from .zaya import ZAYA_BLOCKS
 from .parallel_experts import PARALLEL_EXPERT_BLOCKS, moa_attention_call, parallel_moe_call
+from .fast_conformer import FAST_CONFORMER_BLOCKS
 from .speech_attention import SPEECH_ATTENTION_BLOCKS, conformer_attention_call, conformer_conv_call, wavlm_call
 from .facts import Module
 
@@ -276,4 +277,4 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
 LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
                 **RWKV_BLOCKS,
                 **MLA_BLOCKS, **VALUE_DIM_BLOCKS, **PARALLEL_EXPERT_BLOCKS, **GATED_NORM_BLOCKS, **SEGMENT_BIAS_BLOCKS,
-                **NGRAM_BLOCKS, **ZAYA_BLOCKS, **SPEECH_ATTENTION_BLOCKS}
+                **NGRAM_BLOCKS, **ZAYA_BLOCKS, **SPEECH_ATTENTION_BLOCKS, **FAST_CONFORMER_BLOCKS}
