@@ -155,6 +155,18 @@ def layer_lines(layer: Module, sz) -> list[str] | None:
             f"x = {norm_call(parts['norm_out'], 'x + scale(' + ff[1] + ')')}   # x 0.5: a half step"]
 
 
+def ctc_head_line(m: Module, sz, name: str, last: bool) -> str | None:
+    """The statement of a CTC head of a ``Conv1d`` of width 1 over the positions (transformers 5.24
+    modeling_parakeet.py ``ParakeetEncoderCTCHead``: ``Conv1d(h, vocab_size, kernel_size=1)`` on ``x.transpose(1,
+    2)``, transposed back: 2·b·s·h·V FLOPs, as a Linear), or None for another module."""
+    w = m.params.get("weight")
+    if not m.cls.endswith("CTCHead") or w is None or len(w) != 3 or w[2] != 1 or m.children:
+        return None
+    bias = "" if "bias" in m.params else ", bias = false"
+    call = f"transpose(dense_conv1d(transpose(x), {sz.size(w[0], 'vocabulary size')}, kernel = 1{bias}, name = {name}))"
+    return f"return {call}" if last else f"x = {call}"
+
+
 def _stem(root: Module) -> Module | None:
     """The Conv2d subsampling stem: a module holding ``layers`` (Conv2d and ReLU modules, a Conv2d first) and a
     ``linear``, else None."""
@@ -217,7 +229,7 @@ def front(root: Module, pre: list[Module], sz, names) -> tuple[list[str], list[s
         return None
     lines += ["x = merge_heads(x)   # [b, s, C_s * mel bins left]: transpose(1, 2).reshape(b, s, -1) (a copy)",
               f"x = linear(x, {sz.size(lin[1], 'hidden size')}, bias = {_yes(lin[2])}, name = {names(stem.child('linear'))})"]
-    scale = root.attrs.get("input_scale")
+    scale = next((m.attrs["input_scale"] for m in root.walk() if "input_scale" in m.attrs), None)   # the encoder's
     if isinstance(scale, float) and scale != 1.0:
         lines.append("x = scale(x)   # x input_scale, sqrt(h) (scale_input)")
     sz.size(values["mel"], "Mel bins")

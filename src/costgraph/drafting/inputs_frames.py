@@ -23,10 +23,10 @@ STEM = "subsampling_conv_channels"
 
 def frames_inputs(torch, model, b: int, s: int) -> dict | None:
     """``{"input_features": [b, s, mel]}`` (zeros in the model's bfloat16, on the meta device) for a model whose
-    forward takes ``input_features`` and no ``input_ids`` and whose config holds whole ``num_mel_bins`` and
-    :data:`STEM`; else None."""
+    forward takes ``input_features`` and no ``input_ids`` and whose config (a CTC wrapper's ``encoder_config``) holds
+    whole ``num_mel_bins`` and :data:`STEM`; else None."""
     params = inspect.signature(model.forward).parameters
-    cfg = model.config
+    cfg = getattr(model.config, "encoder_config", None) or model.config    # ParakeetForCTC's: its encoder's
     mel, stem = getattr(cfg, "num_mel_bins", None), getattr(cfg, STEM, None)
     if "input_ids" in params or "input_features" not in params \
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in (mel, stem)):

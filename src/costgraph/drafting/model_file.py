@@ -26,7 +26,7 @@ from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
 from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
-from .fast_conformer import front as fast_conformer_front
+from .fast_conformer import ctc_head_line, front as fast_conformer_front
 from .spectrogram import spectrogram_embeddings
 from .conv_stages import IMAGE_SIDE, stage_body
 
@@ -139,6 +139,8 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: 
         return f"x = dropout(x, name = {names(m)})" if m.attrs.get("p", 0) else None
     if m.cls == "AvgPool1d":      # a speech encoder's pooled output (Qwen2-Audio's avg_pooler)
         return pool_line(m)
+    if m.cls.endswith("CTCHead"):     # a FastConformer's CTC head, a Conv1d of width 1 (Parakeet's)
+        return ctc_head_line(m, sz, names(m), last)
     act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
     if act is not None and not m.params:
         return f"x = {act}(x)"
