@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 #: transformers' class names: AutoModel's of each type, at its default config
-drafted = Drafts({"parakeet_encoder": "ParakeetEncoder", "parakeet_ctc": "ParakeetForCTC"})
+drafted = Drafts({"parakeet_encoder": "ParakeetEncoder", "parakeet_ctc": "ParakeetForCTC", "lasr_encoder": "LasrEncoder"})
 
 #: ParakeetEncoderSubsamplingConv2D (modeling_parakeet.py): Conv2d(1, C, 3, 2, 1), ReLU, then twice a depthwise
 #: Conv2d(C, C, 3, 2, 1, groups=C), a pointwise Conv2d(C, C, 1), ReLU (subsampling_factor 8: log2(8) = 3 convolutions
@@ -46,6 +46,19 @@ EXPECTED = {
     # ParakeetForCTC: the encoder, then ctc_head = ParakeetEncoderCTCHead(h, vocab_size, kernel_size=1), a Conv1d
     "parakeet_ctc": [FRAMES, STEM.format(p="encoder_"), LAYER + "  return transpose(dense_conv1d(transpose(x), 1025, "
                      "kernel = 1, name = ctc_head))\n}"],
+    # modeling_lasr.py LasrEncoderSubsampling.forward: relu(dense_0), two Conv1d (kernel 5, stride 2, no padding) with
+    # ReLU, dense_1; LasrEncoderBlock.forward: rotary attention (std gqa_attention), the residual sums weighted
+    # (feed_forward_residual_weights (1.5, 0.5), conv_residual_weights (2.0, 1.0)), the depthwise convolution of
+    # padding "same" (conv_kernel_size 32), LayerNorms without biases; out_norm after the layers
+    "lasr_encoder": ['  dim s = floor((f1 - 5) / 2) + 1 "frames after the stem\'s convolution 2 (PyTorch Conv1d: '
+                     'floor((n - k) / stride) + 1)"\n\n  input features[b, T, mel]',
+                     "  x = relu(linear(features, h, bias = true, name = dense_0))\n  x = transpose(x)   # [b, h, T]\n"
+                     "  x = relu(dense_conv1d(x, h, kernel = 5, stride = 2, name = conv_0))\n"
+                     "  x = relu(dense_conv1d(x, C_s, kernel = 5, stride = 2, name = conv_1))\n"
+                     "  x = linear(transpose(x), h, bias = true, name = dense_1)\n",
+                     "    x = x + gqa_attention(layernorm(x, bias = false, name = norm_self_att), a, kv, h / a, "
+                     "name = self_attn)\n    x = scale(x) + scale(fc_conv_same(layernorm(x, bias = false, name = "
+                     "norm_conv), 32, bias = false, name = conv))   # x 2.0, y x 1.0\n"],
 }
 
 

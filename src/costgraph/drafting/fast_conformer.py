@@ -67,6 +67,16 @@ block fc_conv(x[B, S, H], kernel, padding, bias = true) {
   param norm_weight[H]
   param norm_bias[H]
   return transpose(dense_conv1d(silu(y), H, kernel = 1, bias = bias, name = pointwise_conv2))
+}""", "fc_conv_same": """# LASR's convolution module (transformers 5.24 modeling_lasr.py LasrEncoderConvolutionModule): fc_conv's, its depthwise
+# Conv1d of padding "same" (k - 1 in all, one more on the right for an even kernel: S outputs); written as conv1d
+# (state = false), whose counts are those (S outputs of k weights a channel, C k + C parameters): centred, not causal,
+# which changes no count.
+block fc_conv_same(x[B, S, H], kernel, bias = true) {
+  t = transpose(dense_conv1d(transpose(x), 2 * H, kernel = 1, bias = bias, name = pointwise_conv1))
+  y = conv1d(slice(t, H) * sigmoid(slice(t, H)), kernel, bias = bias, state = false, name = depthwise_conv)
+  param norm_weight[H]
+  param norm_bias[H]
+  return transpose(dense_conv1d(transpose(silu(y)), H, kernel = 1, bias = bias, name = pointwise_conv2))
 }"""}
 
 #: a FastConformer layer's modules, in its forward's order (ParakeetEncoderBlock)
@@ -129,15 +139,34 @@ def conv_call(m: Module, arg: str, sz) -> str | None:
     if w2 is None or w1 != (2 * w2[0], w2[0], 1) or w2 != (w2[0], w2[0], 1) or dw is None or dw[:2] != (w2[0], 1) \
             or len(biased) != 1 or parts["depthwise_conv"].attrs.get("groups") != w2[0]:
         return None
-    sz.blocks.add("fc_conv")
-    pad = int(parts["depthwise_conv"].attrs.get("padding", 0))
+    pad = parts["depthwise_conv"].attrs.get("padding", 0)
     bias = "" if biased == {True} else ", bias = false"
+    if pad == "same":     # LASR's (PyTorch's "same": the output as long as the input; the block above)
+        sz.blocks.add("fc_conv_same")
+        return f"fc_conv_same({arg}, {dw[2]}{bias}, name = {m.name})"
+    if not isinstance(pad, int):
+        return None
+    sz.blocks.add("fc_conv")
     return f"fc_conv({arg}, {dw[2]}, {pad}{bias}, name = {m.name})"
 
 
-def layer_lines(layer: Module, sz) -> list[str] | None:
-    """The statements of a FastConformer layer (``ParakeetEncoderBlock.forward``, above), or None where ``layer`` is
-    not one (a module missing or not read)."""
+def _sums(layer: Module) -> tuple[str, str, str, str]:
+    """(the feed-forwards' residual sum, its comment, the convolution's, its comment) as ``{x}`` and ``{y}`` (the
+    residual and the block's output): Parakeet's ``x + 0.5·y`` and ``x + y``; LASR's weights (modeling_lasr.py
+    ``LasrEncoderBlock.forward``: ``w[0]·residual + w[1]·y``, ``feed_forward_residual_weights`` (1.5, 0.5),
+    ``conv_residual_weights`` (2.0, 1.0) by default), scalar products (no matmul FLOPs) written ``scale``."""
+    ff, conv = layer.attrs.get("feed_forward_residual_weights"), layer.attrs.get("conv_residual_weights")
+    if not isinstance(ff, str) or not isinstance(conv, str):
+        return "{x} + scale({y})", "x 0.5: a half step", "{x} + {y}", ""
+    return "scale({x}) + scale({y})", f"x {ff.replace(',', ', y x ')}", "scale({x}) + scale({y})", \
+        f"   # x {conv.replace(',', ', y x ')}"
+
+
+def layer_lines(layer: Module, sz, rotary: bool, mixer_call) -> list[str] | None:
+    """The statements of a FastConformer layer (``ParakeetEncoderBlock.forward``, above; LASR's ``LasrEncoderBlock``
+    the same with rotary attention of the std blocks, weighted residual sums and LayerNorms without biases), or None
+    where ``layer`` is not one (a module missing or not read). ``mixer_call``: the std blocks' recogniser
+    (:func:`costgraph.drafting.recurrent.mixer_call`, passed in: that module imports this one's blocks)."""
     parts = {c.name: c for c in layer.children}
     if any(n not in parts for n in LAYER) or layer.params \
             or any(parts[n].cls != "LayerNorm" for n in LAYER if n.startswith("norm")):
@@ -145,14 +174,16 @@ def layer_lines(layer: Module, sz) -> list[str] | None:
     norm = {n: norm_call(parts[n], "x") for n in LAYER if n.startswith("norm")}
     ff = [feed_forward_call(parts[f], norm[n], sz) for f, n in (("feed_forward1", "norm_feed_forward1"),
                                                                  ("feed_forward2", "norm_feed_forward2"))]
-    attn = attention_call(parts["self_attn"], norm["norm_self_att"], sz)
+    attn = attention_call(parts["self_attn"], norm["norm_self_att"], sz) \
+        or (mixer_call(parts["self_attn"], norm["norm_self_att"], sz, rotary) if not parts["self_attn"].params else None)
     conv = conv_call(parts["conv"], norm["norm_conv"], sz)
     if None in (*ff, attn, conv):
         return None
-    return [f"x = x + scale({ff[0]})   # x 0.5: a half step",
+    ff_sum, ff_note, conv_sum, conv_note = _sums(layer)
+    return [f"x = {ff_sum.format(x='x', y=ff[0])}   # {ff_note}",
             f"x = x + {attn}",
-            f"x = x + {conv}",
-            f"x = {norm_call(parts['norm_out'], 'x + scale(' + ff[1] + ')')}   # x 0.5: a half step"]
+            f"x = {conv_sum.format(x='x', y=conv)}{conv_note}",
+            f"x = {norm_call(parts['norm_out'], ff_sum.format(x='x', y=ff[1]))}   # {ff_note}"]
 
 
 def ctc_head_line(m: Module, sz, name: str, last: bool) -> str | None:
@@ -194,14 +225,55 @@ def _conv_line(m: Module, sz, names, arg: str) -> tuple[str, int, int, int] | No
     return f"conv2d({arg}, {out}, {', '.join(opts)}{bias}, name = {names(m)})", k, stride, pad
 
 
+def _conv1d_stem(root: Module, sz, names) -> tuple[list[str], list[str], list[Module]] | None:
+    """(dims, statements, modules) of LASR's stem (transformers 5.24 modeling_lasr.py ``LasrEncoderSubsampling.forward``:
+    ``relu(dense_0(features))`` (mel → h), transposed, ``relu(conv_0(·))``, ``relu(conv_1(·))`` (Conv1d of
+    ``subsampling_conv_kernel_size`` and ``subsampling_conv_stride``, no padding: ``⌊(n − k)/stride⌋ + 1`` frames each),
+    transposed, ``dense_1`` (C → h)), else None."""
+    stem = next((m for m in root.walk() if all(m.child(n) is not None for n in ("dense_0", "conv_0", "conv_1",
+                                                                                 "dense_1"))), None)
+    if stem is None or any(stem.child(n).cls != "Conv1d" for n in ("conv_0", "conv_1")):
+        return None
+    first, last = _linear(stem.child("dense_0")), _linear(stem.child("dense_1"))
+    if first is None or last is None:
+        return None
+    lines = [f"x = relu(linear(features, {sz.size(first[1], 'hidden size')}, bias = {_yes(first[2])}, "
+             f"name = {names(stem.child('dense_0'))}))",
+             "x = transpose(x)   # [b, h, T]"]
+    dims, frames = [], "T"
+    for j, n in enumerate(("conv_0", "conv_1")):
+        m = stem.child(n)
+        out, _, k = m.params["weight"]
+        stride, pad = m.attrs.get("stride", 1), m.attrs.get("padding", 0)
+        if not isinstance(stride, int) or pad != 0:
+            return None
+        bias = "" if "bias" in m.params else ", bias = false"
+        lines.append(f"x = relu(dense_conv1d(x, {sz.size(out, 'subsampling channels')}, kernel = {k}, stride = {stride}"
+                     f"{bias}, name = {names(m)}))")
+        f = "s" if j == 1 else "f1"
+        dims.append(f'  dim {f} = floor(({frames} - {k}) / {stride}) + 1 "frames after the stem\'s convolution {j + 1} '
+                    '(PyTorch Conv1d: floor((n - k) / stride) + 1)"')
+        frames = f
+    lines.append(f"x = linear(transpose(x), {sz.size(last[1], 'hidden size')}, bias = {_yes(last[2])}, "
+                 f"name = {names(stem.child('dense_1'))})")
+    return dims, lines, [m for m in stem.walk() if not m.children]
+
+
 def front(root: Module, pre: list[Module], sz, names) -> tuple[list[str], list[str], list[Module]] | None:
     """(input declarations, statements, modules drafted) of a FastConformer's stem, scale and relative positions, or
     None where ``root`` has no Conv2d subsampling stem over the probe's Mel bins. Sets ``sz.seq`` (``s``, the frames
     the layers run), ``sz.front_dims`` (the input frames ``T`` and the frames after each strided convolution) and
     ``sz.front_config``. ``names``: the node names (:class:`costgraph.drafting.model_file._Names`)."""
     stem, values = _stem(root), sz.probe.symbol_values()
-    if stem is None or "mel" not in values or "C_s" not in values \
-            or stem.child("layers").children[0].params.get("weight", (0, 0))[1] != 1:
+    if "mel" not in values or "C_s" not in values:
+        return None
+    lasr = _conv1d_stem(root, sz, names) if stem is None else None
+    if lasr is not None:      # LASR's: a Linear over the bins, two Conv1d over the frames; rotary positions (no pe)
+        sz.size(values["mel"], "Mel bins")
+        sz.seq, sz.front_config = "s", [f"T = {FRAMES}"]
+        sz.front_dims = ['  dim T   "spectrogram frames per clip (input_features [b, T, mel])"', *lasr[0]]
+        return ["input features[b, T, mel]   # input_features"], lasr[1], lasr[2]
+    if stem is None or stem.child("layers").children[0].params.get("weight", (0, 0))[1] != 1:
         return None
     lines, dims, frames = [], [], "T"
     convs = [c for c in stem.child("layers").children if c.cls == "Conv2d"]

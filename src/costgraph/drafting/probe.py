@@ -154,7 +154,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
-    "subsampling_conv_channels": ("C_s", "channels of the Conv2d subsampling stem"),   # k28speech13: FastConformer's
+    "subsampling_conv_channels": ("C_s", "channels of the subsampling stem"),   # k28speech13: FastConformer's, LASR's
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -262,13 +262,9 @@ AUDIO = "num_conv_pos_embedding_groups"
 #: samples per probe prime ``L``: 16 · 733 = 11,728 samples run wav2vec2's feature encoder (receptive field 400,
 #: stride 320) to 36 frames (16 · 739: 37), enough for the seven strided convolutions and a few layers' attention
 SAMPLES = 16
-#: the field that marks a FastConformer's Conv2d subsampling stem (k28speech13: transformers 5.24
-#: configuration_parakeet.py ``subsampling_conv_channels``); its Mel bins are probed at :data:`MEL_STEM` times the
-#: ``mel`` prime: ``ParakeetEncoderSubsamplingConv2D`` sizes its Linear from ``num_mel_bins // stride**layers`` while its
-#: stride-2 convolutions make ``⌊(n − 1)/2⌋ + 1`` bins each, which agree only where the bins divide by the stride to the
-#: layers (``subsampling_factor``: 8 by default, 4 or 16 elsewhere); 16 is a power of two, a coefficient, no prime
-STEM = "subsampling_conv_channels"
-MEL_STEM = 16
+#: k28speech13: a FastConformer's stem channels (configuration_parakeet.py); its Mel bins probed MEL_STEM·mel, as the
+#: stem's Linear (mel // 8 bins) and its stride-2 convolutions (⌊(n − 1)/2⌋ + 1 each) agree only on multiples of 8
+STEM, MEL_STEM = "subsampling_conv_channels", 16
 #: the field that makes ``num_conv_pos_embeddings`` a count of positional convolution layers, not their width
 #: (Data2VecAudio's ``conv_pos_kernel_size``): the count is then not probed (a number in the draft)
 POS_LAYERS = "conv_pos_kernel_size"
@@ -379,14 +375,11 @@ class Probe:
                   "position_bias_num_buckets": p["n_b"], "num_layers_per_stack": p["l"], "H_cycles": p["c_H"],
                   "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
-                  "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"],
+                  "num_channels": p["c"], "num_mel_bins": p["mel"] * (MEL_STEM if STEM in present else 1), "max_source_positions": p["se"], STEM: p["C_s"],   # k28speech13: STEM
                   "num_register_tokens": p["n_r"]}   # k28tower12
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
-        values[STEM] = p["C_s"]     # k28speech13: FastConformer's stem channels; its Mel bins a multiple of 16
-        if STEM in present:
-            values["num_mel_bins"] = MEL_STEM * p["mel"]
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

@@ -104,6 +104,12 @@ def _attrs(mod) -> dict:
         if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
                                                                   "AdaptiveAvgPool")):   # weight-normed convs too
             out[a] = v
+    if getattr(mod, "padding", None) == "same" and type(mod).__name__ == "Conv1d":    # k28speech13: LASR's depthwise
+        out["padding"] = "same"       # convolution (modeling_lasr.py LasrEncoderConvolutionModule: padding="same")
+    for a in ("feed_forward_residual_weights", "conv_residual_weights"):    # k28speech13: LASR's block scales
+        v = getattr(mod, a, None)      # (modeling_lasr.py LasrEncoderBlock: residual and output weighted)
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(w, (int, float)) for w in v):
+            out[a] = ",".join(str(float(w)) for w in v)
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
         if v is not None and callable(v):

@@ -156,7 +156,6 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     from .encoder import bert_lines
     from .segment_bias import layer_lines as segment_bias_lines
     from .conformer import conformer_layer_lines
-    from .fast_conformer import layer_lines as fast_conformer_lines
     from .zaya import layer_lines as zaya_layer_lines
 
     bert = bert_lines(layer, sz, rotary)
@@ -164,8 +163,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
         return bert
     # whole layers: CPM-Ant's (position bias), Zamba2's (shared block, then Mamba-2), ZAYA's (CCA, router state)
     for whole in (lambda: segment_bias_lines(layer, sz), lambda: hybrid_lines(layer, sz, rotary),
-                  lambda: zaya_layer_lines(layer, sz, rotary), lambda: conformer_layer_lines(layer, sz, rotary),
-                  lambda: fast_conformer_lines(layer, sz)):
+                  lambda: zaya_layer_lines(layer, sz, rotary), lambda: conformer_layer_lines(layer, sz, rotary)):
         lines = whole()
         if lines is not None:
             return lines + uncalled_lines(layer, sz)
