@@ -1,5 +1,7 @@
 """A FastConformer speech encoder drafted from its traced modules (issue 28 item 2, task k28speech13): Parakeet's
-(transformers 5.24 modeling_parakeet.py; Rekesh et al. 2023, "Fast Conformer", arXiv 2305.05084).
+(transformers 5.24 modeling_parakeet.py; Rekesh et al. 2023, "Fast Conformer", arXiv 2305.05084), and LASR's, its
+variant (modeling_lasr.py: a Linear and two Conv1d for a stem, rotary attention, weighted residual sums, a depthwise
+convolution of padding "same"; :func:`_conv1d_stem`, :func:`_sums`, the ``fc_conv_same`` block).
 
 - The stem, ``ParakeetEncoderSubsamplingConv2D.forward``: ``input_features [b, frames, mel]`` as a one-channel image
   ``unsqueeze(1)`` ``[b, 1, frames, mel]``; ``layers``: ``Conv2d(1, C, k, stride, padding=(k − 1)//2)``, ReLU, then

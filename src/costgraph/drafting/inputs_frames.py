@@ -7,7 +7,9 @@ transformers 5.24 modeling_parakeet.py ``ParakeetEncoder.forward(input_features,
 ``input_features.unsqueeze(1)`` ``[b, 1, frames, mel]``, a one-channel image for its Conv2d stem. The model is marked by
 its config's ``subsampling_conv_channels`` (the stem's channels) beside ``num_mel_bins``. The probe gives no
 ``attention_mask``: every frame is audio (no padding), so the forward builds no mask and the convolution module masks
-nothing (``ParakeetEncoderConvolutionModule.forward``: ``if attention_mask is not None``). The frames are the probe's
+nothing (``ParakeetEncoderConvolutionModule.forward``: ``if attention_mask is not None``). LASR's forward takes the
+same (modeling_lasr.py ``LasrEncoder.forward``, its ``LasrEncoderSubsampling`` a Linear over the bins first). The
+frames are the probe's
 ``s`` (:meth:`costgraph.drafting.probe.Probe.make`: a prime, no position table to fill). Torch is passed in: the module
 imports none.
 """
