@@ -58,7 +58,7 @@ EXPECTED = {
                      "  x = linear(transpose(x), h, bias = true, name = dense_1)\n",
                      "    x = x + gqa_attention(layernorm(x, bias = false, name = norm_self_att), a, kv, h / a, "
                      "name = self_attn)\n    x = scale(x) + scale(fc_conv_same(layernorm(x, bias = false, name = "
-                     "norm_conv), 32, bias = false, name = conv))   # x 2.0, y x 1.0\n"],
+                     "norm_conv), 32, bias = false, name = conv))   # residual x 2.0, output x 1.0 (conv_residual_weights)\n"],
 }
 
 

@@ -160,8 +160,9 @@ def _sums(layer: Module) -> tuple[str, str, str, str]:
     ff, conv = layer.attrs.get("feed_forward_residual_weights"), layer.attrs.get("conv_residual_weights")
     if not isinstance(ff, str) or not isinstance(conv, str):
         return "{x} + scale({y})", "x 0.5: a half step", "{x} + {y}", ""
-    return "scale({x}) + scale({y})", f"x {ff.replace(',', ', y x ')}", "scale({x}) + scale({y})", \
-        f"   # x {conv.replace(',', ', y x ')}"
+    w, c = ff.split(","), conv.split(",")
+    return "scale({x}) + scale({y})", f"residual x {w[0]}, output x {w[1]} (feed_forward_residual_weights)", \
+        "scale({x}) + scale({y})", f"   # residual x {c[0]}, output x {c[1]} (conv_residual_weights)"
 
 
 def layer_lines(layer: Module, sz, rotary: bool, mixer_call) -> list[str] | None:
@@ -262,8 +263,9 @@ def _conv1d_stem(root: Module, sz, names) -> tuple[list[str], list[str], list[Mo
 
 
 def front(root: Module, pre: list[Module], sz, names) -> tuple[list[str], list[str], list[Module]] | None:
-    """(input declarations, statements, modules drafted) of a FastConformer's stem, scale and relative positions, or
-    None where ``root`` has no Conv2d subsampling stem over the probe's Mel bins. Sets ``sz.seq`` (``s``, the frames
+    """(input declarations, statements, modules drafted) of a FastConformer's stem, scale and relative positions
+    (LASR's stem alone: :func:`_conv1d_stem`), or None where ``root`` has neither stem or the probe no Mel bins and
+    stem channels (``mel``, ``C_s``). Sets ``sz.seq`` (``s``, the frames
     the layers run), ``sz.front_dims`` (the input frames ``T`` and the frames after each strided convolution) and
     ``sz.front_config``. ``names``: the node names (:class:`costgraph.drafting.model_file._Names`)."""
     stem, values = _stem(root), sz.probe.symbol_values()
