@@ -18,7 +18,8 @@ transformers = pytest.importorskip("transformers")
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
 #: transformers' class names: AutoModel's of each type, at its default config
-drafted = Drafts({"parakeet_encoder": "ParakeetEncoder", "parakeet_ctc": "ParakeetForCTC", "lasr_encoder": "LasrEncoder"})
+drafted = Drafts({"parakeet_encoder": "ParakeetEncoder", "parakeet_ctc": "ParakeetForCTC", "lasr_encoder": "LasrEncoder",
+                  "wav2vec2-bert": "Wav2Vec2BertModel"})
 
 #: ParakeetEncoderSubsamplingConv2D (modeling_parakeet.py): Conv2d(1, C, 3, 2, 1), ReLU, then twice a depthwise
 #: Conv2d(C, C, 3, 2, 1, groups=C), a pointwise Conv2d(C, C, 1), ReLU (subsampling_factor 8: log2(8) = 3 convolutions
@@ -59,6 +60,12 @@ EXPECTED = {
                      "    x = x + gqa_attention(layernorm(x, bias = false, name = norm_self_att), a, kv, h / a, "
                      "name = self_attn)\n    x = scale(x) + scale(fc_conv_same(layernorm(x, bias = false, name = "
                      "norm_conv), 32, bias = false, name = conv))   # residual x 2.0, output x 1.0 (conv_residual_weights)\n"],
+    # modeling_wav2vec2_bert.py Wav2Vec2BertModel: input_features [b, s, 160] (feature_projection_input_dim), the
+    # feature projection (LayerNorm, Linear); Wav2Vec2BertEncoderLayer: wav2vec2-conformer's order, the attention with
+    # relative_key positions (a distance table of 64 + 8 + 1 rows), the causal depthwise convolution (width 31)
+    "wav2vec2-bert": ["  input features[b, s, 160]   # input_features: stacked Mel frames\n\n  x = features\n",
+                      "    x = x + relative_key_attention(layernorm(x, name = self_attn_layer_norm), a, 73, "
+                      "name = self_attn)\n    x = x + causal_conformer_conv(x, 31, name = conv_module)\n"],
 }
 
 

@@ -21,6 +21,9 @@ import inspect
 #: the config field that marks a FastConformer's Conv2d subsampling stem (configuration_parakeet.py
 #: ``ParakeetEncoderConfig.subsampling_conv_channels``)
 STEM = "subsampling_conv_channels"
+#: the config field of Wav2Vec2-BERT's input width (configuration_wav2vec2_bert.py ``feature_projection_input_dim``:
+#: two 80-bin frames stacked, 160; modeling_wav2vec2_bert.py ``Wav2Vec2BertModel.forward(input_features [b, s, 160])``)
+STACKED = "feature_projection_input_dim"
 
 
 def frames_inputs(torch, model, b: int, s: int) -> dict | None:
@@ -30,6 +33,9 @@ def frames_inputs(torch, model, b: int, s: int) -> dict | None:
     params = inspect.signature(model.forward).parameters
     cfg = getattr(model.config, "encoder_config", None) or model.config    # ParakeetForCTC's: its encoder's
     mel, stem = getattr(cfg, "num_mel_bins", None), getattr(cfg, STEM, None)
+    stacked = getattr(cfg, STACKED, None)
+    if isinstance(stacked, int) and not isinstance(stacked, bool) and not isinstance(mel, int):
+        mel, stem = stacked, stacked      # Wav2Vec2-BERT's stacked frames: [b, s, feature_projection_input_dim]
     if "input_ids" in params or "input_features" not in params \
             or not all(isinstance(v, int) and not isinstance(v, bool) for v in (mel, stem)):
         return None
