@@ -43,3 +43,40 @@ def test_infer_refuses_an_encoder_of_no_token_ids(tmp_path, capsys):
     assert code == 2
     assert err == ("error: model 'enc' reads no token ids: an encoder of images or audio (ViT, wav2vec2) has no decode "
                    "phase to model\nhint: for its forward pass use derive or train\n")
+
+
+#: the front of a Whisper-like speech encoder as ``costgraph import`` drafts it (drafting/mel_front.py; transformers 5.24
+#: modeling_qwen2_audio.py ``Qwen2AudioEncoder``: a stride-2 Conv1d stem whose output adds the position table whole, so
+#: that the frames are s = 2·se), one attention over the se positions
+MEL_ENCODER = """import "std/attention.cg"
+
+model mel_enc {
+  dim b "audio clips"
+  dim h "hidden size"
+  dim a "attention heads"
+  dim mel "log-Mel bins"
+  dim se "encoder positions"
+  dim s = 2 * se "spectrogram frames"
+
+  input features[b, mel, s]
+  x = gelu(dense_conv1d(features, h, kernel = 3, padding = 1, name = conv1))
+  x = transpose(gelu(dense_conv1d(x, h, kernel = 3, stride = 2, padding = 1, name = conv2)))
+  param embed_positions[se, h]
+  x = x + embed_positions
+  return gqa_attention(x, a, a, h / a, rotary = false, name = attention)
+}
+
+config c { b = 1, h = 1280, a = 20, mel = 128, se = 1500 }
+"""
+
+
+def test_infer_refuses_a_speech_encoder_whose_frames_follow_its_positions(tmp_path, capsys):
+    """trial12: ``infer`` on a drafted Qwen2-Audio encoder said "no value for se" (its key axis, the stem's output
+    se, is no token stream): it now refuses it as it does every encoder of no token ids, with or without --config."""
+    path = tmp_path / "mel_enc.cg"
+    path.write_text(MEL_ENCODER)
+    for extra in ([], ["--config", "c"]):
+        code = main(["infer", str(path), *extra, "--hardware", "h100-sxm", "--prompt", "512", "--generate", "128"])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert err.startswith("error: model 'mel_enc' reads no token ids: an encoder of images or audio")

@@ -345,8 +345,8 @@ def _probe_values(p: Probe, sz) -> dict:
     speech encoder's samples ``L`` (its frames derived); an encoder-decoder's decoder length ``t``."""
     values = {s: v for s, v in p.symbol_values().items() if s in sz.used}
     values.update(b=p.b) if sz.seq or (sz.stages and "image" in sz.used) else values.update(b=p.b, s=p.s)
-    if sz.front_config:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived)
-        values["L"] = p.s
+    if sz.front_config:     # a speech encoder's probe runs s samples of raw audio: L (its frames derived); a
+        values[sz.front_config[0].split(" = ")[0]] = p.s     # FastConformer's s frames of a spectrogram: T
     if "t" in sz.used:      # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)
         values["t"] = decoder_length(p.index)
     return values

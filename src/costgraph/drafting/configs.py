@@ -9,7 +9,7 @@ import os
 
 from ..arguments import shown
 from ..errors import CostgraphValueError
-from .probe import FIELDS, MAMBA2_OWN, VISION
+from .probe import FIELDS, MAMBA2_OWN, STEM, VISION
 
 
 def _config(source) -> tuple[dict, str | None]:
@@ -141,6 +141,9 @@ def probed_config(config) -> tuple[str | None, object]:
         sub = _field(config, name)
         if sub is not None and hasattr(sub, "to_dict") and "hidden_size" in present_fields(sub):
             return name, sub
+    sub = _field(config, "encoder_config")     # k28speech13: a FastConformer's CTC wrapper (transformers 5.24
+    if sub is not None and hasattr(sub, "to_dict") and STEM in present_fields(sub):   # ParakeetCTCConfig): its encoder
+        return "encoder_config", sub
     return None, config
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .blocks import norm_call
 from .facts import Module
+from .fast_conformer import layer_lines as fast_conformer_lines
 from .recurrent import mixer_call
 
 #: a Conformer layer's modules, in its forward's order (Wav2Vec2ConformerEncoderLayer)
@@ -19,10 +20,12 @@ def conformer_layer_lines(layer: Module, sz, rotary: bool) -> list[str] | None:
     """The statements of a Conformer layer (Gulati et al. 2020 §2; transformers 5.24 modeling_wav2vec2_conformer.py
     ``Wav2Vec2ConformerEncoderLayer.forward``): a half-step feed-forward (``ffn1(ffn1_layer_norm(x)) * 0.5 + x``), the
     attention on ``self_attn_layer_norm(x)`` added, the convolution module (its own LayerNorm first) added, the second
-    half-step feed-forward, ``final_layer_norm``. None where ``layer`` is not one (a module missing or not read)."""
+    half-step feed-forward, ``final_layer_norm``. A FastConformer layer (Parakeet's, LASR's) is read by
+    :func:`costgraph.drafting.fast_conformer.layer_lines`. None where ``layer`` is neither (a module missing or not
+    read)."""
     parts = {c.name: c for c in layer.children}
     if any(n not in parts for n in CONFORMER) or layer.params:
-        return None
+        return fast_conformer_lines(layer, sz, rotary, mixer_call)
     calls = {n: mixer_call(parts[n], "y", sz, rotary) for n in ("ffn1", "self_attn", "conv_module", "ffn2")}
     if any(c is None for c in calls.values()):
         return None

@@ -74,6 +74,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     import inspect
 
     from ..torch_measure import flop_counter, meta_forward
+    from .inputs_frames import frames_inputs
     from .inputs_mel import mel_inputs
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
@@ -95,7 +96,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     params = inspect.signature(model.forward).parameters
     cfg = model.config
     square = all(isinstance(getattr(cfg, f, None), int) for f in ("num_channels", "image_size"))
-    audio = mel_inputs(torch, model, b, s)     # a speech encoder's spectrogram [b, mel, s frames]
+    # a speech encoder's spectrogram: FastConformer's frames first [b, s frames, mel], else Whisper's [b, mel, s frames]
+    audio = frames_inputs(torch, model, b, s) or mel_inputs(torch, model, b, s)
     if audio is not None:
         inputs = audio
     elif (video := video_pixels(torch, model, b)) is not None:    # a video [b, frames, c, image, image] (VideoMAE)

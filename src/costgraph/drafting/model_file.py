@@ -27,6 +27,8 @@ from .vision import patch_conv, vision_embeddings
 from .video import video_embeddings
 from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
+from .bert_conformer import stacked_front
+from .fast_conformer import ctc_head_line, front as fast_conformer_front
 from .spectrogram import spectrogram_embeddings
 from .conv_stages import IMAGE_SIDE, stage_body
 
@@ -139,6 +141,8 @@ def _leaf_line(m: Module, sz: Sizer, names: _Names, emb: dict, last: bool, seq: 
         return f"x = dropout(x, name = {names(m)})" if m.attrs.get("p", 0) else None
     if m.cls == "AvgPool1d":      # a speech encoder's pooled output (Qwen2-Audio's avg_pooler)
         return pool_line(m)
+    if m.cls.endswith("CTCHead"):     # a FastConformer's CTC head, a Conv1d of width 1 (Parakeet's)
+        return ctc_head_line(m, sz, names(m), last)
     act = next((v for k, v in ACTIVATIONS.items() if k in m.cls.lower()), None)
     if act is not None and not m.params:
         return f"x = {act}(x)"
@@ -173,7 +177,8 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
         vision = (*ast, {id(conv)}) if ast is not None else vision_embeddings(root, pre, sz, names)
         if vision is not None:      # the image's patches, the tokens in front, the positions
             return vision[0], vision[1], [m for m in pre if id(m) not in vision[2]], True
-    mel = mel_front(root, pre, sz, names)
+    mel = fast_conformer_front(root, pre, sz, names) or stacked_front(root, pre, sz) \
+        or mel_front(root, pre, sz, names)     # FastConformer's stem, Wav2Vec2-BERT's stacked frames, Whisper's
     if mel is not None:       # the Conv1d stem over the spectrogram, the positions
         return mel[0], mel[1], [m for m in pre if all(m is not d for d in mel[2])], False
     audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False))

@@ -156,6 +156,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
+    "subsampling_conv_channels": ("C_s", "channels of the subsampling stem"),   # k28speech13: FastConformer's, LASR's
 }
 FIELDS.update(VIDEO_FIELDS)     # k28vision13: Pixio's class tokens, a video's frames and tubelets (probe_video.py)
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
@@ -203,7 +204,8 @@ _PRIMES = (
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "n_c": 1409, "tb": 1427, "f_t": 2},     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
+     "n_c": 1409, "tb": 1427, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
+     "C_s": 1601},     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -217,7 +219,8 @@ _PRIMES = (
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "n_c": 1423, "tb": 1429, "f_t": 2},     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
+     "n_c": 1423, "tb": 1429, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
+     "C_s": 1607},     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -264,6 +267,9 @@ AUDIO = "num_conv_pos_embedding_groups"
 #: samples per probe prime ``L``: 16 · 733 = 11,728 samples run wav2vec2's feature encoder (receptive field 400,
 #: stride 320) to 36 frames (16 · 739: 37), enough for the seven strided convolutions and a few layers' attention
 SAMPLES = 16
+#: k28speech13: a FastConformer's stem channels (configuration_parakeet.py); its Mel bins probed MEL_STEM·mel, as the
+#: stem's Linear (mel // 8 bins) and its stride-2 convolutions (⌊(n − 1)/2⌋ + 1 each) agree only on multiples of 8
+STEM, MEL_STEM = "subsampling_conv_channels", 16
 #: the field that makes ``num_conv_pos_embeddings`` a count of positional convolution layers, not their width
 #: (Data2VecAudio's ``conv_pos_kernel_size``): the count is then not probed (a number in the draft)
 POS_LAYERS = "conv_pos_kernel_size"
@@ -374,7 +380,7 @@ class Probe:
                   "position_bias_num_buckets": p["n_b"], "num_layers_per_stack": p["l"], "H_cycles": p["c_H"],
                   "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
-                  "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"],
+                  "num_channels": p["c"], "num_mel_bins": p["mel"] * (MEL_STEM if STEM in present else 1), "max_source_positions": p["se"], STEM: p["C_s"],   # k28speech13: STEM
                   "num_register_tokens": p["n_r"]}   # k28tower12
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's

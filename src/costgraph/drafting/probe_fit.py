@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from ..errors import CostgraphValueError
 from .probe import FIELDS, Probe
+from .fast_conformer import FRAMES
 
 
 def _copy(probe: Probe) -> Probe:
@@ -110,6 +111,8 @@ def params_at_config(built, values: dict[str, int], mapping: dict[str, str]) -> 
         at = {**values, **{sym: k for sym in free}, "b": 1}
         if "L" in built.symbols:      # a speech encoder's s follows its samples L (the frames): one second's
             at["L"] = 16000
+        elif "T" in built.symbols:    # a FastConformer's s follows its spectrogram frames T (fast_conformer.FRAMES)
+            at["T"] = FRAMES
         elif "s" in built.symbols:    # a free s: 1 (a vision encoder's s follows its image, AST's its patches: derived);
             at.setdefault("s", 1)     # a convolutional backbone's image side s is the config's (values: IMAGE_SIDE)
         if "t" in built.symbols:     # an encoder-decoder's decoder length (:mod:`.inputs_seq2seq`)

@@ -23,6 +23,9 @@ from .segment_bias import SEGMENT_BIAS_BLOCKS
 from .ngram_attention import NGRAM_BLOCKS, ngram_attention_call
 from .zaya import ZAYA_BLOCKS
 from .parallel_experts import PARALLEL_EXPERT_BLOCKS, moa_attention_call, parallel_moe_call
+from .bert_conformer import BERT_CONFORMER_BLOCKS, attention_call as relative_key_call, conv_call as causal_conv_call, \
+    feed_forward_call as w2vb_ffn_call
+from .fast_conformer import FAST_CONFORMER_BLOCKS
 from .speech_attention import SPEECH_ATTENTION_BLOCKS, conformer_attention_call, conformer_conv_call, wavlm_call
 from .facts import Module
 
@@ -173,7 +176,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d) \
         or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d) or value_dim_call(m, arg, d, rotary) \
         or moa_attention_call(m, arg, d, rotary) or parallel_moe_call(m, arg, d) or ngram_attention_call(m, arg, d) \
-        or wavlm_call(m, arg, d) or conformer_attention_call(m, arg, d) or conformer_conv_call(m, arg, d)
+        or wavlm_call(m, arg, d) or conformer_attention_call(m, arg, d) or conformer_conv_call(m, arg, d) \
+        or relative_key_call(m, arg, d) or causal_conv_call(m, arg, d) or w2vb_ffn_call(m, arg, d)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),
@@ -276,4 +280,5 @@ block mamba2_mixer(x[B, S, H], inner, heads, groups, state, kernel, chunk = none
 LOCAL_BLOCKS = {**blocks.LOCAL_BLOCKS, **RECURRENT_BLOCKS, **EXPERT_BLOCKS, **LINEAR_BLOCKS, **ATTENTION_BLOCKS,
                 **RWKV_BLOCKS,
                 **MLA_BLOCKS, **VALUE_DIM_BLOCKS, **PARALLEL_EXPERT_BLOCKS, **GATED_NORM_BLOCKS, **SEGMENT_BIAS_BLOCKS,
-                **NGRAM_BLOCKS, **ZAYA_BLOCKS, **SPEECH_ATTENTION_BLOCKS}
+                **NGRAM_BLOCKS, **ZAYA_BLOCKS, **SPEECH_ATTENTION_BLOCKS, **FAST_CONFORMER_BLOCKS,
+                **BERT_CONFORMER_BLOCKS}

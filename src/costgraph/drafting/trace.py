@@ -18,7 +18,8 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "index_topk", "v_head_dim", "num_buckets", "num_segments", "dim_head",
          "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
          "data_format", "num_groups",    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
-         "n_heads")     # DistilBERT's (transformers 5.24 modeling_distilbert.py DistilBertSelfAttention.n_heads)
+         "n_heads",     # DistilBERT's (transformers 5.24 modeling_distilbert.py DistilBertSelfAttention.n_heads)
+         "input_scale")     # k28speech13: FastConformer's √h or 1.0 (modeling_parakeet.py ParakeetEncoder.input_scale)
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -103,6 +104,12 @@ def _attrs(mod) -> dict:
         if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
                                                                   "AdaptiveAvgPool")):   # weight-normed convs too
             out[a] = v
+    if getattr(mod, "padding", None) == "same" and type(mod).__name__ == "Conv1d":    # k28speech13: LASR's depthwise
+        out["padding"] = "same"       # convolution (modeling_lasr.py LasrEncoderConvolutionModule: padding="same")
+    for a in ("feed_forward_residual_weights", "conv_residual_weights"):    # k28speech13: LASR's block scales
+        v = getattr(mod, a, None)      # (modeling_lasr.py LasrEncoderBlock: residual and output weighted)
+        if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(w, (int, float)) for w in v):
+            out[a] = ",".join(str(float(w)) for w in v)
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
         if v is not None and callable(v):

@@ -136,6 +136,9 @@ class Inference:
         self.model = model
         cg: CostGraph = getattr(model, "graph", model)
         self.cg = cg
+        seq = cg.dims.get("s")
+        if seq is not None and seq.derived is not None:   # s follows an input's size (a Whisper-like Mel stem's s =
+            _no_tokens(cg)     # 2·se frames, a ViT's patches): refused where no token ids are read (trial12: "no value")
         check_convention(convention)
         if causal not in ("full", "half", "exact"):
             raise CostgraphValueError(f"unknown causal convention {causal!r}", hint="full, half or exact")
