@@ -24,6 +24,7 @@ from .ngram_attention import NGRAM_BLOCKS, ngram_attention_call
 from .zaya import ZAYA_BLOCKS
 from .parallel_experts import PARALLEL_EXPERT_BLOCKS, moa_attention_call, parallel_moe_call
 from .speech_attention import SPEECH_ATTENTION_BLOCKS, conformer_attention_call, conformer_conv_call, wavlm_call
+from .text_encoders import text_encoder_call     # k28text13: GTE's MLP, ESM C's attention
 from .facts import Module
 
 DELTANET_OWN = {"A_log", "dt_bias"}
@@ -173,7 +174,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         or head_gated_call(m, arg, d) or output_gated_call(m, arg, d) or short_conv_call(m, arg, d) \
         or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d) or value_dim_call(m, arg, d, rotary) \
         or moa_attention_call(m, arg, d, rotary) or parallel_moe_call(m, arg, d) or ngram_attention_call(m, arg, d) \
-        or wavlm_call(m, arg, d) or conformer_attention_call(m, arg, d) or conformer_conv_call(m, arg, d)
+        or wavlm_call(m, arg, d) or conformer_attention_call(m, arg, d) or conformer_conv_call(m, arg, d) \
+        or text_encoder_call(m, arg, d, rotary)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),

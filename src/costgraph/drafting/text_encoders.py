@@ -1,0 +1,81 @@
+"""Recognise the layer blocks of text encoders no std block reads (issue 28 item 2, task k28text13), as blocks the
+draft defines itself (:data:`TEXT_ENCODER_BLOCKS`, added to the draft's ``sz.defined`` where used).
+
+- GTE's MLP (transformers 5.24 modeling_gte.py ``GteMLP``): ``down_proj(act(gate_proj(x)) * up_proj(x))``, the gate
+  and up projections h → i without bias, ``down_proj`` i → h with one ("Unlike GemmaMLP, `down_proj` carries a
+  bias"): :func:`gated_mlp_call`, block ``gated_mlp_down_bias`` (GELU, GTE's ``hidden_act``; the activation's and
+  the product's elementwise work are no FLOP of the matmul convention).
+- ESM C's attention (transformers 5.24 modeling_esmc.py ``EsmcAttention``): q, k, v, o without bias, a LayerNorm
+  without bias over the whole Q and K projections (``q_norm``, ``k_norm``: ``EsmcLayerNorm(config.hidden_size,
+  bias=False)``), rotary, bidirectional: :func:`ln_proj_norm_call`, block ``ln_proj_norm_attention`` (OLMo 2's
+  ``proj_norm_attention`` with a LayerNorm for the RMSNorm).
+
+Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
+None (the module is another recogniser's, or a TODO).
+"""
+
+from __future__ import annotations
+
+from .blocks import K, O, Q, QK_NORMS, V, _linear, _window, activation, head_sizes
+from .facts import Module
+
+#: the blocks a text-encoder draft defines itself
+TEXT_ENCODER_BLOCKS = {"gated_mlp_down_bias": """# A gated MLP whose down projection alone has a bias (transformers 5.24 modeling_gte.py GteMLP):
+# down_proj(gelu(gate_proj(x)) * up_proj(x)).
+block gated_mlp_down_bias(x[B, S, H], width) {
+  g = gelu(linear(x, width, bias = false, name = gate_proj))
+  return linear(g * linear(x, width, bias = false, name = up_proj), H, bias = true, name = down_proj)
+}""", "ln_proj_norm_attention": """# Attention with a LayerNorm without bias over the whole Q and K projections (transformers 5.24
+# modeling_esmc.py EsmcAttention: q_norm, k_norm of hidden_size), rotary, no projection bias.
+block ln_proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = none) {
+  q = layernorm(linear(x, heads * head_dim, bias = false, name = q_proj), bias = false, name = q_norm)
+  k = layernorm(linear(x, kv_heads * head_dim, bias = false, name = k_proj), bias = false, name = k_norm)
+  v = linear(x, kv_heads * head_dim, bias = false, name = v_proj)
+  q = rope(split_heads(q, heads))
+  k = rope(split_heads(k, kv_heads))
+  k = repeat_kv(cache(k, window = window, name = k_cache), heads / kv_heads)
+  v = repeat_kv(cache(split_heads(v, kv_heads), window = window, name = v_cache), heads / kv_heads)
+  p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
+  return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = false, name = o_proj)
+}"""}
+
+
+def _define(d, block: str) -> None:
+    if TEXT_ENCODER_BLOCKS[block] not in d.defined:
+        d.defined.append(TEXT_ENCODER_BLOCKS[block])
+
+
+def gated_mlp_call(m: Module, arg: str, d) -> str | None:
+    """``gated_mlp_down_bias`` for a module of exactly ``gate_proj``, ``up_proj`` (h → w, no bias) and ``down_proj``
+    (w → h, with bias), its activation GELU (``hidden_act``: GTE's default); else None (a gated MLP of one bias setting is
+    :func:`costgraph.drafting.blocks.mlp_call`'s ``swiglu``/``geglu``)."""
+    gate, up, down = (_linear(m.child(n)) for n in ("gate_proj", "up_proj", "down_proj"))
+    if None in (gate, up, down) or m.params or gate[2] or up[2] or not down[2] or gate[:2] != up[:2] \
+            or down[:2] != (up[1], up[0]) or activation(m) != "gelu" \
+            or len([c for c in m.children if c.param_count()]) != 3:
+        return None
+    _define(d, "gated_mlp_down_bias")
+    return f"gated_mlp_down_bias({arg}, {d.size(up[1], 'MLP width')}, name = {m.name})"
+
+
+def ln_proj_norm_call(m: Module, arg: str, d, rotary: bool) -> str | None:
+    """``ln_proj_norm_attention`` for an attention of q, k, v, o without bias whose ``q_norm`` and ``k_norm`` are
+    LayerNorms without bias over the whole projections (a weight of q's and of k's columns), rotary; else None."""
+    q, k, v, o = (_linear(m.child(*names)) for names in (Q, K, V, O))
+    norms = [c for c in m.children if c.name in QK_NORMS]
+    head_dim = m.attrs.get("head_dim")
+    if None in (q, k, v, o) or not rotary or any(x[2] for x in (q, k, v, o)) or not isinstance(head_dim, int) \
+            or head_dim < 1 or len(norms) != 2 or m.params or k[1] != v[1] or q[1] % head_dim or k[1] % head_dim:
+        return None
+    if any("rms" in c.cls.lower() or "norm" not in c.cls.lower() or set(c.params) != {"weight"} for c in norms) \
+            or sorted(c.params["weight"][0] for c in norms) != sorted((q[1], k[1])) \
+            or len([c for c in m.children if c.param_count()]) != 6:
+        return None
+    _define(d, "ln_proj_norm_attention")
+    sizes = head_sizes(d, q[1] // head_dim, k[1], head_dim)
+    return f"ln_proj_norm_attention({arg}, {', '.join(sizes + _window(m, d))}, name = {m.name})"
+
+
+def text_encoder_call(m: Module, arg: str, d, rotary: bool) -> str | None:
+    """The first recogniser of this module that reads ``m``, else None."""
+    return gated_mlp_call(m, arg, d) or ln_proj_norm_call(m, arg, d, rotary)
