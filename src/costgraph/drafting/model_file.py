@@ -180,6 +180,9 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
 
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
     """(input declarations, statements) of the model's body."""
+    from .text_encoders import without_observers
+
+    root = without_observers(root)     # I-BERT's quantisation observers: identities, no weight (k28text13)
     values = sz.probe.symbol_values()
     looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
     if looped is not None:

@@ -16,6 +16,8 @@ None (the module is another recogniser's, or a TODO).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .blocks import K, O, Q, QK_NORMS, V, _linear, _window, activation, head_sizes
 from .facts import Module
 
@@ -79,3 +81,24 @@ def ln_proj_norm_call(m: Module, arg: str, d, rotary: bool) -> str | None:
 def text_encoder_call(m: Module, arg: str, d, rotary: bool) -> str | None:
     """The first recogniser of this module that reads ``m``, else None."""
     return gated_mlp_call(m, arg, d) or ln_proj_norm_call(m, arg, d, rotary)
+
+
+#: the quantisation observers I-BERT wraps around every tensor (transformers 5.24 ibert/quant_modules.py ``QuantAct``:
+#: no parameter, only buffers ``x_min``, ``x_max``, ``act_scaling_factor``; its forward returns its input unchanged
+#: with ``quant_mode`` False, the config's default): no weight and no FLOP of the matmul convention
+OBSERVERS = ("QuantAct",)
+
+
+def without_observers(root: Module) -> Module:
+    """``root`` with every parameter-free :data:`OBSERVERS` child left out, so that I-BERT's ``IntLayerNorm`` (a
+    LayerNorm whose ``activation`` is a ``QuantAct``: quant_modules.py ``IntLayerNorm.forward`` computes the float
+    LayerNorm where ``quant_mode`` is False) reads as a norm and its layer as BERT's (:mod:`.encoder`). ``root``
+    itself where it holds no observer (every other model: the same facts)."""
+    if not any(m.cls in OBSERVERS for m in root.walk()):
+        return root
+
+    def strip(m: Module) -> Module:
+        kept = [strip(c) for c in m.children if not (c.cls in OBSERVERS and not c.param_count())]
+        return replace(m, children=kept)
+
+    return strip(root)
