@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .blocks import K, O, Q, QK_NORMS, V, _linear, _window, activation, head_sizes
+from .blocks import K, O, Q, QK_NORMS, V, _linear, _window, activation, head_sizes, is_norm
 from .facts import Module
 
 #: the blocks a text-encoder draft defines itself
@@ -39,6 +39,14 @@ block ln_proj_norm_attention(x[B, S, H], heads, kv_heads, head_dim, window = non
   v = repeat_kv(cache(split_heads(v, kv_heads), window = window, name = v_cache), heads / kv_heads)
   p = softmax(scale(matmul(q, transpose(k), window = window, causal = true)), fp32 = true)
   return linear(merge_heads(matmul(p, v, window = window, causal = true)), H, bias = false, name = o_proj)
+}""", "albert_layer": """# ALBERT's layer (Lan et al. 2020; transformers 5.24 modeling_albert.py AlbertLayer.forward): post-norm
+# attention (AlbertAttention: query, key, value, dense with biases, LayerNorm(x + output_dropout(dense(...)))), then
+# full_layer_layer_norm(ffn_output(act(ffn(x))) + x); one instance called by every layer (reuse =).
+block albert_layer(x[B, S, H], heads, head_dim, width, dropout = false) {
+  y = gqa_attention(x, heads, heads, head_dim, qkv_bias = true, out_bias = true, rotary = false, name = attention)
+  if dropout { y = dropout(y, name = output_dropout) }
+  x = layernorm(x + y, name = attention_LayerNorm)
+  return layernorm(x + mlp(x, width, dropout = false, name = ffn), name = full_layer_layer_norm)
 }"""}
 
 
@@ -102,3 +110,41 @@ def without_observers(root: Module) -> Module:
         return replace(m, children=kept)
 
     return strip(root)
+
+
+def albert_group_lines(group: Module, d, rotary: bool) -> list[str] | None:
+    """The statements of ALBERT's one layer group (transformers 5.24 modeling_albert.py ``AlbertTransformer.forward``:
+    ``for i in range(num_hidden_layers)``, ``self.albert_layer_groups[group_idx]``, with ``num_hidden_groups`` 1 and
+    ``inner_group_num`` 1, the defaults: one ``AlbertLayer`` called by all l layers): its first call ``name =
+    albert_layer``, the l − 1 others ``reuse = albert_layer`` (weights counted once, FLOPs per call; issue 28 item 3).
+    None for any other module, a group called another number of times than l (several groups), or a layer group of
+    several layers."""
+    inner = group.child("albert_layers")
+    calls = 1 + len(group.again)
+    if inner is None or len(inner.children) != 1 or group.params or d.probe.symbol_values().get("l") != calls \
+            or any(c.param_count() for c in group.children if c is not inner):
+        return None
+    layer = inner.children[0]
+    att, norm = layer.child("attention"), layer.child("full_layer_layer_norm")
+    ffn, out = _linear(layer.child("ffn")), _linear(layer.child("ffn_output"))
+    if None in (att, norm, ffn, out) or layer.params or not is_norm(norm) or activation(layer) != "gelu" \
+            or any(c.param_count() for c in layer.children if c.name not in ("attention", "ffn", "ffn_output",
+                                                                          "full_layer_layer_norm")):
+        return None
+    hidden = norm.params["weight"][0]
+    q, k, v, o = (_linear(att.child(n)) for n in ("query", "key", "value", "dense"))
+    heads, ln = att.attrs.get("num_attention_heads"), att.child("LayerNorm")
+    if None in (q, k, v, o, ln) or not isinstance(heads, int) or heads < 1 or hidden % heads or not is_norm(ln) \
+            or any(x != (hidden, hidden, True) for x in (q, k, v, o)) or ffn[0] != hidden or not ffn[2] \
+            or out != (ffn[1], hidden, True) or att.params or set(ln.params) != {"weight", "bias"} \
+            or set(norm.params) != {"weight", "bias"} or rotary:
+        return None
+    drop = att.child("output_dropout")
+    _define(d, "albert_layer")
+    sizes = ", ".join([d.size(heads, "query heads"), d.size(hidden // heads, "head size"), d.size(ffn[1], "MLP width")]
+                      + (["dropout = true"] if drop is not None and drop.attrs.get("p", 0) else []))
+    count = d.size(calls, "layer calls", count="l")
+    return [f"x = albert_layer(x, {sizes}, name = albert_layer)   # {layer.cls}: one instance, every layer calls it",
+            f"repeat {count} - 1 as albert_calls {{",
+            f"  x = albert_layer(x, {sizes}, reuse = albert_layer, name = again)",
+            "}"]

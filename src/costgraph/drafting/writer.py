@@ -157,8 +157,9 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     from .segment_bias import layer_lines as segment_bias_lines
     from .conformer import conformer_layer_lines
     from .zaya import layer_lines as zaya_layer_lines
+    from .text_encoders import albert_group_lines
 
-    bert = bert_lines(layer, sz, rotary)
+    bert = bert_lines(layer, sz, rotary) or albert_group_lines(layer, sz, rotary)     # ALBERT's shared layer
     if bert is not None:
         return bert
     # whole layers: CPM-Ant's (position bias), Zamba2's (shared block, then Mamba-2), ZAYA's (CCA, router state)
