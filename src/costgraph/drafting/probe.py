@@ -378,8 +378,7 @@ class Probe:
                   "num_register_tokens": p["n_r"]}   # k28tower12
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
-        values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
-        values["embedding_size"] = p["d_emb"]     # k28text13: ALBERT's factorised embedding width
+        values.update(hidden_dim=p["i"], embedding_size=p["d_emb"])   # DistilBERT's FFN (k28seq12), ALBERT's E (k28text13)
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

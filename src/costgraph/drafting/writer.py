@@ -16,6 +16,7 @@ from .facts import Module
 from .gated_norms import as_norm
 from .per_layer import per_layer_tail
 from .shared_blocks import hybrid_lines
+from .text_encoders import albert_group_lines
 from .probe import COUNTS, Probe
 
 
@@ -157,7 +158,6 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     from .segment_bias import layer_lines as segment_bias_lines
     from .conformer import conformer_layer_lines
     from .zaya import layer_lines as zaya_layer_lines
-    from .text_encoders import albert_group_lines
 
     bert = bert_lines(layer, sz, rotary) or albert_group_lines(layer, sz, rotary)     # ALBERT's shared layer
     if bert is not None:
