@@ -332,6 +332,16 @@ def _outer_size(n: int, sz: Sizer) -> str:
     return text
 
 
+def _text_size(n: int, sz: Sizer) -> str:
+    """A size of an uncalled weight whose other size is the text config's (:func:`_outer_size`): in any symbols where
+    a product of them (LUKE's entity position table [s_max, h], k28text13), else its number."""
+    text = sz.probe.cover(n)
+    if text is None:
+        return str(n)
+    sz.used.update(t for t in text.split(" * ") if t in sz.probe.symbol_values())
+    return text
+
+
 def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
     """``param`` statements for the modules a text forward never calls outside the layers (a vision-language
     model's vision tower and projector: ``parameters()`` counts them, no FLOPs). A weight with a dimension in the
@@ -358,7 +368,8 @@ def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
                 if pname in m.tied:
                     continue
                 sizes = [_outer_size(n, sz) for n in shape]
-                if any(not t.isdigit() for t in sizes):
+                if any(not t.isdigit() for t in sizes):     # the text config's weight: its other sizes in symbols
+                    sizes = [_text_size(n, sz) if t.isdigit() else t for n, t in zip(shape, sizes)]
                     out.append(f"param {(m.path + '.' + pname).replace('.', '_')}[{', '.join(sizes)}]")
                 else:
                     k = 1

@@ -148,3 +148,46 @@ def albert_group_lines(group: Module, d, rotary: bool) -> list[str] | None:
             f"repeat {count} - 1 as albert_calls {{",
             f"  x = albert_layer(x, {sizes}, reuse = albert_layer, name = again)",
             "}"]
+
+
+def _param_lines(m: Module, base: Module, d) -> list[str]:
+    """``param`` statements for every parameter of ``m`` and its descendants, named by their path below ``base``."""
+    out = []
+    for k in m.walk():
+        for pname, shape in k.params.items():
+            if pname in k.tied:
+                continue
+            name = (k.path[len(base.path) + 1:] + "." + pname).replace(".", "_")
+            out.append(f"param {name}[{', '.join(d.size(n, f'{k.path}.{pname}') for n in shape)}]")
+    return out
+
+
+def uncalled_query_lines(layer: Module, d, rotary: bool) -> list[str] | None:
+    """A BERT-style layer (:func:`costgraph.drafting.encoder.bert_lines`) whose self-attention holds linears its
+    forward never calls: LUKE's entity-aware queries (transformers 5.24 modeling_luke.py ``LukeSelfAttention``:
+    ``w2e_query``, ``e2w_query``, ``e2e_query`` h → h, read only ``if self.use_entity_aware_attention and
+    entity_hidden_states is not None``; a forward of token ids alone runs ``query`` on the words). Written as BERT's
+    layer, the uncalled linears as ``param`` statements (counted as ``sum(p.numel())`` counts them, no FLOPs); None for
+    any other layer."""
+    from .encoder import bert_lines
+
+    att = layer.child("attention")
+    selfatt = att.child("self") if att is not None else None
+    idle = [c for c in (selfatt.children if selfatt is not None else []) if c.order is None and c.param_count()]
+    if not idle or any(_linear(c) is None for c in idle):
+        return None
+    kept = replace(selfatt, children=[c for c in selfatt.children if c not in idle])
+    bare = replace(layer, children=[replace(att, children=[kept if c is selfatt else c for c in att.children])
+                                    if c is att else c for c in layer.children])
+    lines = bert_lines(bare, d, rotary)
+    if lines is None:
+        return None
+    params = [line for c in idle for line in _param_lines(c, layer, d)]
+    return [*lines, f"# built but never called by a forward of token ids alone (parameters only): "
+                    f"{', '.join(c.name for c in idle)}", *params]
+
+
+def text_layer_lines(layer: Module, d, rotary: bool) -> list[str] | None:
+    """The statements of a text encoder's layer of a form :mod:`.encoder` does not read: ALBERT's shared layer,
+    LUKE's layer with its entity-aware queries; else None."""
+    return albert_group_lines(layer, d, rotary) or uncalled_query_lines(layer, d, rotary)
