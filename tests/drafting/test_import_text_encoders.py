@@ -71,3 +71,26 @@ def test_albert_counted_by_hand(drafts):
         assert h % a == 0
         per_call = 2 * b * s * (4 * h * h + 2 * h * i) + 2 * 2 * b * s * s * h      # projections, QK^T and PV
         assert c.forward_flops_torch == 2 * b * s * E * h + l * per_call + 2 * b * h * h
+
+
+def test_fsmt_forward_runs_with_the_decoder_mask():
+    """FSMT's forward asks ``decoder_input_ids`` whether any is padding (transformers 5.24 modeling_fsmt.py
+    ``make_padding_mask``: ``if not padding_mask.any()``), which a meta tensor cannot answer; with
+    ``decoder_attention_mask`` given (drafting/inputs_text.py) ``invert_mask`` reads it instead and the forward runs."""
+    from costgraph.drafting.inputs_text import text_inputs
+
+    cfg = transformers.FSMTConfig(langs=["en", "de"], src_vocab_size=11, tgt_vocab_size=13, d_model=16,
+                                  encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                                  decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                                  max_position_embeddings=32)
+    with torch.device("meta"):
+        model = transformers.FSMTModel(cfg)
+    inputs = text_inputs(torch, model, 2, 5, 7)
+    assert inputs["decoder_attention_mask"].shape == (2, 7) and inputs["decoder_input_ids"].shape == (2, 7)
+    with torch.no_grad():
+        out = model(**inputs)
+    assert out.last_hidden_state.shape == (2, 7, 13)     # FSMTDecoder's output_projection: tgt_vocab_size
+    with pytest.raises(RuntimeError, match="meta"):     # the same forward without the mask
+        with torch.no_grad():
+            model(**{k: v for k, v in inputs.items() if k != "decoder_attention_mask"})
+    assert text_inputs(torch, torch.nn.Linear(2, 2), 2, 5, 7) is None     # any other model: another branch's inputs
