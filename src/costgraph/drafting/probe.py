@@ -154,11 +154,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
-    # k28text13: ALBERT's factorised embedding width (configuration_albert.py ``embedding_size``: the token table
-    # [V, embedding_size], ``embedding_hidden_mapping_in`` embedding_size → h), ELECTRA's (``embeddings_project``)
+    # k28text13: ALBERT's factorised embedding width (modeling_albert.py: tables [V, embedding_size], then to h; ELECTRA's
+    # embeddings_project), LUKE's entity table (modeling_luke.py LukeEntityEmbeddings: [entity_vocab_size, entity_emb_size])
     "embedding_size": ("d_emb", "token embedding width (factorised: projected to h)"),
-    # k28text13: LUKE's entity table (configuration_luke.py: ``LukeEntityEmbeddings.entity_embeddings`` [entity_vocab_size,
-    # entity_emb_size], ``entity_embedding_dense`` entity_emb_size → h)
     "entity_vocab_size": ("V_ent", "rows of the entity embedding table"),
     "entity_emb_size": ("d_ent", "entity embedding width"),
 }
