@@ -1,7 +1,7 @@
 """``costgraph import`` (issue 28 item 2, task k28text13) of text encoders no std block read before: ALBERT (one layer
 instance called by every layer, its factorised embedding width), I-BERT (quantisation observers around BERT's layer),
-GTE (a gated MLP whose down projection alone has a bias), ESM C (a LayerNorm over the whole Q and K projections),
-UltraBERT, UltraVBERT and the OpenAI privacy filter (a sliding window of the config's ``sliding_window`` + 1): exact
+GTE (a gated MLP whose down projection alone has a bias), ESM C (a LayerNorm over the whole Q and K projections), LUKE
+(its entity tables and entity-aware queries, parameters only), MarkupLM (its xpath embeddings), UltraBERT, UltraVBERT and the OpenAI privacy filter (a sliding window of the config's ``sliding_window`` + 1): exact
 against PyTorch (``sum(p.numel())``, ``FlopCounterMode``) at both probes and at the config's own sizes.
 """
 
@@ -28,6 +28,10 @@ CASES = {
     "UltraVBertModel": "window = W + 1, name = self_attn)",
     # modeling_openai_privacy_filter.py OpenAIPrivacyFilterAttention: ``config.sliding_window + 1``
     "OpenAIPrivacyFilterModel": "window = W + 1, name = self_attn)",
+    # LUKE's entity-aware queries (modeling_luke.py LukeSelfAttention), uncalled by a forward of token ids alone
+    "LukeModel": "  param attention_self_e2e_query_weight[h, h]\n",
+    # MarkupLM's xpath stream (modeling_markuplm.py XPathEmbeddings.forward: 50 depths concatenated, then 4h → h)
+    "MarkupLMModel": "  u = concat(u, embedding(xpath_subs_49, 1024, 32, name = xpath_subs_49_table))\n",
 }
 
 

@@ -24,6 +24,7 @@ from .writer import Sizer, layer_lines
 from .folding import _period, _periodic, _prefixed_period  # noqa: F401 (importable here)
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
+from .text_encoders import xpath_front
 from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
 from .spectrogram import spectrogram_embeddings
@@ -175,7 +176,8 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
     audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False))
     if audio is not None:     # the feature encoder, its projection, the positional convolution
         return audio[0], audio[1], [], False
-    return None
+    markup = xpath_front(root, pre, sz, names)     # MarkupLM's xpath embeddings beside the tokens' (k28text13)
+    return (*markup, False) if markup is not None else None
 
 
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:

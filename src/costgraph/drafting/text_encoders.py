@@ -191,3 +191,49 @@ def text_layer_lines(layer: Module, d, rotary: bool) -> list[str] | None:
     """The statements of a text encoder's layer of a form :mod:`.encoder` does not read: ALBERT's shared layer,
     LUKE's layer with its entity-aware queries; else None."""
     return albert_group_lines(layer, d, rotary) or uncalled_query_lines(layer, d, rotary)
+
+
+def xpath_front(root: Module, pre: list[Module], d, names) -> tuple[list[str], list[str], list[Module]] | None:
+    """(inputs, statements, the modules before the layers left) of MarkupLM's embeddings (transformers 5.24
+    modeling_markuplm.py ``MarkupLMEmbeddings.forward``: ``words + positions + token_type + xpath``), else None.
+    ``XPathEmbeddings.forward``: at each of ``max_depth`` depths a tag table [max_xpath_tag_unit_embeddings, u] and a
+    subscript table [max_xpath_subs_unit_embeddings, u] (u: ``xpath_unit_hidden_size``), each list's outputs
+    concatenated (``torch.cat(..., dim=-1)``: depth · u), the two sums added, then ``inner2emb(dropout(relu(
+    xpath_unitseq2_inner(...))))`` (depth · u → 4h → h). A forward of token ids alone runs them on the default xpath
+    ids (``tag_pad_id``, ``subs_pad_id``); the draft takes one input of ids per depth and list."""
+    xp = root.find("embeddings.xpath_embeddings")
+    emb = root.child("embeddings")
+    if xp is None or emb is None:
+        return None
+    tags, subs = xp.child("xpath_tag_sub_embeddings"), xp.child("xpath_subs_sub_embeddings")
+    inner, out = _linear(xp.child("xpath_unitseq2_inner")), _linear(xp.child("inner2emb"))
+    tables = [emb.child(n) for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")]
+    if tags is None or subs is None or None in (inner, out) or None in tables or not tags.children \
+            or len(tags.children) != len(subs.children) or not (inner[2] and out[2]):
+        return None
+    shapes = [{c.params.get("weight") for c in lst.children} for lst in (tags, subs)]
+    if any(len(s) != 1 or None in s for s in shapes) or any(c.order is None for c in (*tags.children, *subs.children)):
+        return None
+    (tag_rows, unit), (sub_rows, unit2) = next(iter(shapes[0])), next(iter(shapes[1]))
+    depth = len(tags.children)
+    hidden = tables[0].params["weight"][1]
+    if unit != unit2 or inner[0] != depth * unit or out != (inner[1], hidden, True) \
+            or any(len(t.params.get("weight", ())) != 2 or t.params["weight"][1] != hidden for t in tables):
+        return None
+    rows = [d.size(t.params["weight"][0], "embedding rows") for t in tables]
+    h = d.size(hidden, "embedding width")
+    inputs = ["input tokens[b, s]: index", "input positions[s]: index", "input token_type_ids[b, s]: index"]
+    inputs += [f"input xpath_{k}_{j}[b, s]: index" for k in ("tags", "subs") for j in range(depth)]
+    lines = [f"x = embedding(tokens, {rows[0]}, {h}, name = word_embeddings) + embedding(positions, {rows[1]}, {h}, "
+             f"name = position_embeddings) + embedding(token_type_ids, {rows[2]}, {h}, name = token_type_embeddings)"]
+    for k, var, n in (("tags", "t", tag_rows), ("subs", "u", sub_rows)):
+        for j in range(depth):
+            table = f"embedding(xpath_{k}_{j}, {n}, {unit}, name = xpath_{k}_{j}_table)"
+            lines.append(f"{var} = {table}" if j == 0 else f"{var} = concat({var}, {table})")
+    drop = xp.child("dropout")
+    act = f"relu(linear(t + u, {d.size(inner[1], 'xpath inner width')}, bias = true, name = xpath_unitseq2_inner))"
+    if drop is not None and drop.attrs.get("p", 0):
+        act = f"dropout({act}, name = xpath_dropout)"
+    lines.append(f"x = x + linear({act}, {h}, bias = true, name = inner2emb)   # {xp.cls}: {depth} depths")
+    used = {id(m) for m in (*tables, *xp.walk())}
+    return inputs, lines, [m for m in pre if id(m) not in used]
