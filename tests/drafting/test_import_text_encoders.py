@@ -1,8 +1,9 @@
 """``costgraph import`` (issue 28 item 2, task k28text13) of text encoders no std block read before: ALBERT (one layer
 instance called by every layer, its factorised embedding width), I-BERT (quantisation observers around BERT's layer),
 GTE (a gated MLP whose down projection alone has a bias), ESM C (a LayerNorm over the whole Q and K projections), LUKE
-(its entity tables and entity-aware queries, parameters only), MarkupLM (its xpath embeddings), UltraBERT, UltraVBERT and the OpenAI privacy filter (a sliding window of the config's ``sliding_window`` + 1): exact
-against PyTorch (``sum(p.numel())``, ``FlopCounterMode``) at both probes and at the config's own sizes.
+(its entity tables and entity-aware queries, parameters only), MarkupLM (its xpath embeddings), UltraBERT, UltraVBERT
+and the OpenAI privacy filter (a sliding window of the config's ``sliding_window`` + 1): exact against PyTorch
+(``sum(p.numel())``, ``FlopCounterMode``) at both probes and at the config's own sizes.
 """
 
 from __future__ import annotations

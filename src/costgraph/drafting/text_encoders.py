@@ -1,5 +1,5 @@
-"""Recognise the layer blocks of text encoders no std block reads (issue 28 item 2, task k28text13), as blocks the
-draft defines itself (:data:`TEXT_ENCODER_BLOCKS`, added to the draft's ``sz.defined`` where used).
+"""Recognise the parts of text encoders no std block reads (issue 28 item 2, task k28text13), as blocks the draft
+defines itself (:data:`TEXT_ENCODER_BLOCKS`, added to the draft's ``sz.defined`` where used) or statements.
 
 - GTE's MLP (transformers 5.24 modeling_gte.py ``GteMLP``): ``down_proj(act(gate_proj(x)) * up_proj(x))``, the gate
   and up projections h → i without bias, ``down_proj`` i → h with one ("Unlike GemmaMLP, `down_proj` carries a
@@ -9,9 +9,16 @@ draft defines itself (:data:`TEXT_ENCODER_BLOCKS`, added to the draft's ``sz.def
   without bias over the whole Q and K projections (``q_norm``, ``k_norm``: ``EsmcLayerNorm(config.hidden_size,
   bias=False)``), rotary, bidirectional: :func:`ln_proj_norm_call`, block ``ln_proj_norm_attention`` (OLMo 2's
   ``proj_norm_attention`` with a LayerNorm for the RMSNorm).
+- ALBERT's one layer instance called by all l layers (modeling_albert.py ``AlbertTransformer.forward``): written once,
+  then ``reuse =`` (weights once, FLOPs per call): :func:`albert_group_lines`, block ``albert_layer``.
+- LUKE's layer (modeling_luke.py ``LukeSelfAttention``): BERT's, its entity-aware queries uncalled by a forward of token
+  ids alone as ``param`` statements: :func:`uncalled_query_lines`.
+- I-BERT's quantisation observers (ibert/quant_modules.py ``QuantAct``): left out of the facts, identities without
+  weights where ``quant_mode`` is False: :func:`without_observers`.
+- MarkupLM's xpath embeddings beside the tokens' (modeling_markuplm.py ``XPathEmbeddings``): :func:`xpath_front`.
 
-Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call as model-language text, or
-None (the module is another recogniser's, or a TODO).
+Each recogniser reads :class:`costgraph.drafting.facts.Module` facts and returns the call (or statements) as
+model-language text, or None (the module is another recogniser's, or a TODO).
 """
 
 from __future__ import annotations
