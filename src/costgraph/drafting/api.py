@@ -274,6 +274,8 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
         present.remove("patch_size")    # AST: its patches' count the config's spectrogram sets (drafting/spectrogram.py)
         if "num_mel_bins" in present:   # and its Mel bins (a spectrogram of the config's size: k28wav12's convention)
             present.remove("num_mel_bins")
+    if "embedding_size" in present and _field(target, "embedding_size") == _field(target, "hidden_size"):
+        present.remove("embedding_size")    # k28text13: RoFormer's follows h (None: no embeddings_project), not probed
     if "num_hidden_layers" in present and _fixed_layer_list(cfg, nested, target):
         present.remove("num_hidden_layers")
     if isinstance(_field(target, "tubelet_size"), (list, tuple)) and len(_field(target, "tubelet_size")) == 3:

@@ -203,6 +203,10 @@ def _window(m: Module, d) -> list[str]:
     w = m.attrs.get("sliding_window")
     if not isinstance(w, int) or isinstance(w, bool) or w < 1:
         return []
+    if d.probe.symbol_values().get("W") == w - 1:     # k28text13: the config's window + 1 (transformers 5.24
+        # modeling_ultrabert.py UltrabertAttention ``config.sliding_window + 1``, modeling_openai_privacy_filter.py
+        # OpenAIPrivacyFilterAttention: "Account for FA symmetry using -1"), read as W + 1, not 6 * kv
+        return [f"window = {d.size(w - 1, 'sliding window', count='W')} + 1"]
     return [f"window = {d.size(w, 'sliding window', count='W')}"]
 
 

@@ -80,6 +80,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_conv import conv_pixels
     from .inputs_seq2seq import seq2seq_inputs
     from .inputs_video import video_pixels
+    from .inputs_text import text_inputs
     from .routing import stand_ins
     from .trace import trace
 
@@ -111,6 +112,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
         inputs = raw
     elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
         inputs = {"pixel_values": pixels}
+    elif (text := text_inputs(torch, model, b, s, t)) is not None:    # FSMT: the decoder's mask given (k28text13)
+        inputs = text
     else:
         inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:

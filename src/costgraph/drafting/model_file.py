@@ -25,6 +25,7 @@ from .folding import _period, _periodic, _prefixed_period  # noqa: F401 (importa
 from .pooling_head import map_head, map_head_lines
 from .vision import patch_conv, vision_embeddings
 from .video import video_embeddings
+from .text_encoders import xpath_front
 from .mel_front import mel_front, pool_line
 from .audio import audio_front, is_conv_stack
 from .bert_conformer import stacked_front
@@ -184,11 +185,15 @@ def _front_end(root: Module, pre: list[Module], sz: Sizer, names: _Names, emb: d
     audio = audio_front(root, pre, sz, lambda m: _leaf_line(m, sz, names, emb, False))
     if audio is not None:     # the feature encoder, its projection, the positional convolution
         return audio[0], audio[1], [], False
-    return None
+    markup = xpath_front(root, pre, sz, names)     # MarkupLM's xpath embeddings beside the tokens' (k28text13)
+    return (*markup, False) if markup is not None else None
 
 
 def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[str]]:
     """(input declarations, statements) of the model's body."""
+    from .text_encoders import without_observers
+
+    root = without_observers(root)     # I-BERT's quantisation observers: identities, no weight (k28text13)
     values = sz.probe.symbol_values()
     looped = _looped_body(root, sz, rotary)       # HRM's two stacks of layers, run again and again
     if looped is not None:
@@ -338,6 +343,16 @@ def _outer_size(n: int, sz: Sizer) -> str:
     return text
 
 
+def _text_size(n: int, sz: Sizer) -> str:
+    """A size of an uncalled weight whose other size is the text config's (:func:`_outer_size`): in any symbols where
+    a product of them (LUKE's entity position table [s_max, h], k28text13), else its number."""
+    text = sz.probe.cover(n)
+    if text is None:
+        return str(n)
+    sz.used.update(t for t in text.split(" * ") if t in sz.probe.symbol_values())
+    return text
+
+
 def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
     """``param`` statements for the modules a text forward never calls outside the layers (a vision-language
     model's vision tower and projector: ``parameters()`` counts them, no FLOPs). A weight with a dimension in the
@@ -364,7 +379,8 @@ def _uncalled(root: Module, layers: Module, sz: Sizer) -> list[str]:
                 if pname in m.tied:
                     continue
                 sizes = [_outer_size(n, sz) for n in shape]
-                if any(not t.isdigit() for t in sizes):
+                if any(not t.isdigit() for t in sizes):     # the text config's weight: its other sizes in symbols
+                    sizes = [_text_size(n, sz) if t.isdigit() else t for n, t in zip(shape, sizes)]
                     out.append(f"param {(m.path + '.' + pname).replace('.', '_')}[{', '.join(sizes)}]")
                 else:
                     k = 1

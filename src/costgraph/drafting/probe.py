@@ -157,7 +157,14 @@ FIELDS: dict[str, tuple[str, str]] = {
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
     "subsampling_conv_channels": ("C_s", "channels of the subsampling stem"),   # k28speech13: FastConformer's, LASR's
+    # k28text13: ALBERT's factorised embedding width (modeling_albert.py: tables [V, embedding_size], then to h; ELECTRA's
+    # embeddings_project), LUKE's entity table (modeling_luke.py LukeEntityEmbeddings: [entity_vocab_size, entity_emb_size])
+    "embedding_size": ("d_emb", "token embedding width (factorised: projected to h)"),
+    "entity_vocab_size": ("V_ent", "rows of the entity embedding table"),
+    "entity_emb_size": ("d_ent", "entity embedding width"),
 }
+#: k28text13's fields: the probe value of each is its symbol's prime (:data:`_PRIMES`)
+TEXT_FIELDS = {"embedding_size": "d_emb", "entity_vocab_size": "V_ent", "entity_emb_size": "d_ent"}
 FIELDS.update(VIDEO_FIELDS)     # k28vision13: Pixio's class tokens, a video's frames and tubelets (probe_video.py)
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens", *VIDEO_VISION)     # k28vision13's
@@ -205,7 +212,8 @@ _PRIMES = (
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
      "n_c": 1409, "tb": 1427, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
-     "C_s": 1601},     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
+     "C_s": 1601,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
+     "d_emb": 1801, "V_ent": 1823, "d_ent": 1847},     # k28text13: ALBERT's embedding_size, LUKE's entity table
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -220,7 +228,8 @@ _PRIMES = (
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
      "n_c": 1423, "tb": 1429, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
-     "C_s": 1607},     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
+     "C_s": 1607,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
+     "d_emb": 1811, "V_ent": 1831, "d_ent": 1861},     # k28text13: ALBERT's embedding_size, LUKE's entity table
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -384,7 +393,7 @@ class Probe:
                   "num_register_tokens": p["n_r"]}   # k28tower12
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
-        values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
+        values.update(hidden_dim=p["i"], **{f: p[sym] for f, sym in TEXT_FIELDS.items()})   # k28seq12's, k28text13's
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's

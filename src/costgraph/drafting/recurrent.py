@@ -27,6 +27,7 @@ from .bert_conformer import BERT_CONFORMER_BLOCKS, attention_call as relative_ke
     feed_forward_call as w2vb_ffn_call
 from .fast_conformer import FAST_CONFORMER_BLOCKS
 from .speech_attention import SPEECH_ATTENTION_BLOCKS, conformer_attention_call, conformer_conv_call, wavlm_call
+from .text_encoders import text_encoder_call     # k28text13: GTE's MLP, ESM C's attention
 from .facts import Module
 
 DELTANET_OWN = {"A_log", "dt_bias"}
@@ -177,7 +178,8 @@ def mixer_call(m: Module, arg: str, d, rotary: bool) -> str | None:
         or dynamic_mask_call(m, arg, d) or rwkv_call(m, arg, d) or value_dim_call(m, arg, d, rotary) \
         or moa_attention_call(m, arg, d, rotary) or parallel_moe_call(m, arg, d) or ngram_attention_call(m, arg, d) \
         or wavlm_call(m, arg, d) or conformer_attention_call(m, arg, d) or conformer_conv_call(m, arg, d) \
-        or relative_key_call(m, arg, d) or causal_conv_call(m, arg, d) or w2vb_ffn_call(m, arg, d)
+        or relative_key_call(m, arg, d) or causal_conv_call(m, arg, d) or w2vb_ffn_call(m, arg, d) \
+        or text_encoder_call(m, arg, d, rotary)
     if recurrent is not None:
         return recurrent
     known = {*Q, *K, *V, *O, *FUSED_QKV, *QK_NORMS, *(n for g in GATED for n in g), *(n for p in PLAIN for n in p),

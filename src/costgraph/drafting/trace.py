@@ -55,7 +55,10 @@ def _config_window(mod):
     import inspect
 
     cfg = getattr(mod, "config", None)
-    w = getattr(cfg, "sliding_window", None)
+    try:
+        w = getattr(cfg, "sliding_window", None)
+    except RuntimeError:   # a per-layer field the config refuses to read globally (NeoMME's: transformers 5.24
+        return None        # heterogeneity's AmbiguousGlobalPerLayerAttributeError, a RuntimeError): k28text13
     if not isinstance(w, int) or isinstance(w, bool) or not type(mod).__name__.endswith("Attention"):
         return None
     try:

@@ -17,6 +17,7 @@ from .gated_norms import as_norm
 from .per_layer import per_layer_tail
 from .divided_attention import divided_layer_lines
 from .shared_blocks import hybrid_lines
+from .text_encoders import text_layer_lines
 from .probe import COUNTS, Probe
 
 
@@ -158,7 +159,7 @@ def layer_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str]:
     from .segment_bias import layer_lines as segment_bias_lines
     from .conformer import conformer_layer_lines
     from .zaya import layer_lines as zaya_layer_lines
-    bert = bert_lines(layer, sz, rotary)
+    bert = bert_lines(layer, sz, rotary) or text_layer_lines(layer, sz, rotary)     # ALBERT's shared layer, LUKE's
     if bert is not None:
         return bert
     # whole layers: CPM-Ant's (position bias), Zamba2's (shared block, then Mamba-2), ZAYA's (CCA, router state)
