@@ -38,7 +38,8 @@ class Space:
     """What the search domains read: ``gpus``; ``max_tp`` (the scale-up domain, at most 64);
     ``layers`` (the iterations of the model's top-level repeat groups together) and ``stacks``
     (how many such groups); ``experts`` (the expert count of each routed-expert group);
-    ``micro_batches`` and ``cp`` (the candidate ``b`` and ``c``, as given to the planner);
+    ``micro_batches`` and ``cp`` (the candidate ``b`` and ``c``, as given to the planner); ``seq`` (the
+    sequence length ``s`` the model is planned at, 0 where unknown: :func:`context_degrees` reads it);
     ``attention`` (the kernel: flash recomputes the attention core itself); ``modules``
     (Megatron's recompute modules found on the graph, :data:`costgraph.engine.recompute.MODULES`);
     ``top_k`` (the experts a token is routed to, 0 without routed experts); ``domains`` (the
@@ -55,6 +56,7 @@ class Space:
     experts: tuple = ()
     micro_batches: tuple = (1, 2, 4, 8, 16, 32)
     cp: tuple = (1, 2, 4, 8)
+    seq: int = 0
     attention: str = choices.ATTENTION.default
     #: plan's ``--overlap``: the framework whose recompute policies are searched (:func:`recompute_policies`)
     overlap: str = choices.OVERLAP.default
@@ -264,9 +266,21 @@ def pipeline_degrees(s: Space) -> tuple[int, ...]:
     return divisors(s.gpus, max(s.layers, 1))
 
 
+#: the fewest tokens of the sequence a CP rank holds in the published long-context layouts: the Llama 3 paper's
+#: 131,072-token stage at CP 16 (arXiv 2407.21783 v3, §3.3.2 and Table 4, row "16,384 GPUs, CP 16": 131,072 / 16 =
+#: 8,192 tokens a rank), below torchtitan's CP 8 at 262,144 (pytorch/torchtitan @ b5bcd76
+#: benchmarks/llama3_h100_202412_torchtitan.md, Table 2: 32,768 a rank); bench/published_layouts.toml holds both rows
+MIN_CP_TOKENS = 8192
+
+
 def context_degrees(s: Space) -> tuple[int, ...]:
-    """``c``: the candidates given to the planner."""
-    return s.cp
+    """``c``: the candidates given to the planner (``cp_options``, 1, 2, 4, 8 by default), then every larger
+    power of two up to the device count at which each CP rank still holds at least :data:`MIN_CP_TOKENS` of the
+    ``seq`` tokens (``seq ≥ 8,192·c``: CP 16 at 131,072 tokens, as the Llama 3 paper ran it; none at 65,536 or
+    less). Whether ``c`` divides the sequence (Megatron's load-balanced split in ``2c`` chunks) the grid asks
+    train's check (:mod:`costgraph.training.plan_grid`)."""
+    top = max(s.cp, default=0)
+    return tuple(s.cp) + tuple(c for c in powers_of_two(s.gpus) if c > top and s.seq >= MIN_CP_TOKENS * c)
 
 
 def micro_batches(s: Space) -> tuple[int, ...]:

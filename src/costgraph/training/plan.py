@@ -215,8 +215,9 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     vals = {k: sympy.Integer(int(v)) for k, v in values.items()}
     b_sym = cg.dims["b"].symbol if "b" in cg.dims else None
     fixed = {k: v for k, v in vals.items() if k != b_sym}
+    seq = int(fixed[cg.dims["s"].symbol]) if "s" in cg.dims and cg.dims["s"].symbol in fixed else 0
     space, pl = _space(cg, fixed, gpus=gpus, max_tp=max_tp, micro_batches=tuple(micro_batches),
-                       cp=tuple(cp_options), attention=attention, overlap=overlap, **(allow or {}),
+                       cp=tuple(cp_options), seq=seq, attention=attention, overlap=overlap, **(allow or {}),
                        **space_facts(cg, fixed, hardware, gpus, attention))
     options = {o.field: tuple(o.domain(space)) for o in SEARCHED_OPTIONS}
     grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)

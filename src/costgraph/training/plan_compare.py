@@ -358,8 +358,8 @@ def _unsearched(layout, first, plan) -> list[str]:
                 searched = getattr(layout, name) in plan.searched[key]   # (torchtitan-op under --overlap megatron)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
-    # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default:
-    # the Llama 3 paper's CP 16 at 131,072 tokens is none of them)
+    # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default,
+    # and the larger ones options.context_degrees adds at long sequences: CP 16 at 8,192 tokens is none of them)
     for name in _DEGREES:
         vals = plan.searched.get(name)
         if name == "v" and vals:   # and the v of each chunk layout text plan tried ([v, text] pairs)

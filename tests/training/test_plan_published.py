@@ -1,0 +1,78 @@
+"""The planner generates the layouts real runs used (issue 27, "Done when"; bench/published_layouts.toml).
+
+Each search-space addition generates the published layout it was made for (exact degrees), and plan = train on
+that row: the row's own check command, run through train, gives its memory (bytes) and step time exactly.
+
+* CP beyond the candidates given (:func:`costgraph.options.context_degrees`): every power of two up to the device
+  count at which each CP rank keeps at least :data:`costgraph.options.MIN_CP_TOKENS` (8,192) tokens — the Llama 3
+  paper's long-context stage ran CP 16 at 131,072 tokens (arXiv 2407.21783 v3, §3.3.2, Table 4, row "16,384 GPUs,
+  CP 16"); plan searched 1, 2, 4, 8 only, and ``--compare`` named ``c=16 (plan searches 1, 2, 4, 8)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomllib
+
+import costgraph
+from costgraph.options import MIN_CP_TOKENS, Space, context_degrees
+
+DATA = Path(__file__).resolve().parents[2] / "bench" / "published_layouts.toml"
+
+
+def _row(row_id: str) -> dict:
+    with open(DATA, "rb") as f:
+        return next(r for r in tomllib.load(f)["run"] if r["id"] == row_id)
+
+
+def test_min_cp_tokens_is_the_llama3_papers_tokens_per_cp_rank():
+    # arXiv 2407.21783 v3 §3.3.2, Table 4: 131,072 tokens over CP 16
+    row = _row("llama3-paper-405b-16384gpu-cp16")
+    assert (row["seq"], row["cp"]) == (131_072, 16)
+    assert MIN_CP_TOKENS == row["seq"] // row["cp"] == 8192
+
+
+@pytest.mark.parametrize("seq,gpus,expected", [
+    (131_072, 16_384, (1, 2, 4, 8, 16)),      # the Llama 3 paper's 128K stage: CP 16 added, 32 would keep 4,096 a rank
+    (262_144, 8, (1, 2, 4, 8)),               # torchtitan's 256K on 8 GPUs: no degree above the device count
+    (262_144, 64, (1, 2, 4, 8, 16, 32)),      # 8,192 tokens a rank at CP 32
+    (65_536, 1024, (1, 2, 4, 8)),             # 64K: CP 16 would keep 4,096 a rank; the candidates only
+    (8192, 1024, (1, 2, 4, 8)),
+    (0, 1024, (1, 2, 4, 8)),                  # the sequence unknown (0): the candidates given
+])
+def test_context_degrees_add_long_sequence_cp(seq, gpus, expected):
+    assert context_degrees(Space(gpus=gpus, max_tp=8, layers=126, seq=seq)) == expected
+
+
+def test_context_degrees_keep_the_candidates_given():
+    # plan(cp_options=...) as given, then the larger degrees the rule adds
+    assert context_degrees(Space(gpus=64, max_tp=8, layers=8, cp=(1, 3), seq=262_144)) == (1, 3, 4, 8, 16, 32)
+
+
+@pytest.fixture(scope="module")
+def llama3_cp16():
+    """Plan on the Llama 3 paper's 16,384-GPU 128K row as the bench asks it (its CP exchange, Megatron's
+    ``--cp-comm-type all_gather``, given)."""
+    row = _row("llama3-paper-405b-16384gpu-cp16")
+    m = costgraph.load(row["model"], config=row["config"], dropout=False)
+    values = m.values(row["config"], {**row["set"], "s": row["seq"], "b": 1})
+    res = m.plan(values, gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
+                 precision=row["precision"], top=5, cp_comm_type=row["layout"]["cp_comm_type"])
+    return row, res
+
+
+def test_plan_generates_the_llama3_cp16_layout(llama3_cp16, train_check):
+    row, res = llama3_cp16
+    assert res.searched["c"] == [1, 2, 4, 8, 16]
+    published = [r for r in res.layouts if (r["tp"], r["pp"], r["cp"], r["virtual_stages"], r["zero"])
+                 == (row["tp"], row["pp"], row["cp"], row["vp"], row["zero"])]
+    assert published, res.to_text()
+    (r,) = published
+    assert (r["micro_batch"], r["micro_batches"], r["sp"], r["options"]) == \
+        (1, 16, True, {"pipeline_layout": "E|(t|)*126L"})   # DP 8: 128 sequences = 16 micro-batches of 1 a rank
+    command = res.check_command(r)
+    assert "--cp 16" in command and "--cp-comm-type all_gather" in command
+    peak, step, fits = train_check(command)   # plan = train: the row's own check command
+    assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits
