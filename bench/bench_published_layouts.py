@@ -5,7 +5,8 @@ For each row:
 
 (a) ``Model.plan`` on the row's model, GPU count, hardware, global batch and sequence, with the
     options the run used that the planner does not search (precision policy, device memory, and the
-    framework's conventions of :data:`CONVENTIONS`: overlap, loss kernels, link rates): the
+    framework's conventions of :data:`CONVENTIONS`: overlap, loss kernels, link rates), and
+    ``allow_offload`` (``plan --allow-offload``) where the run offloads (a row's ``offload_*`` setting): the
     rank of the published layout among plan's rows (matched on TP, PP, CP, EP, VP and micro-batch,
     less the fields the row marks ``unknown``), and how much faster plan's first row is predicted
     than the published layout (``train`` on the published layout, same efficiency); for a layout not
@@ -155,6 +156,8 @@ def judge_plan(row: dict, top: int = TOP) -> dict:
     ask = dict(gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
                memory=row.get("memory"), precision=row["precision"], top=top,
                **{k: v for k, v in row.get("layout", {}).items() if k in CONVENTIONS})
+    if any(k.startswith("offload_") for k in row.get("layout", {})):   # the run offloads: plan --allow-offload
+        ask["allow_offload"] = True
     try:
         res = model.plan(values, compare=compare_of(row), **ask)
         gap = _gap(res.comparison)

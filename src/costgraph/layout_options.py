@@ -36,6 +36,10 @@ from .option_fields import Domain, given_fields, keywords_checked, option, specs
 #: offload_param ZeRO 3; costgraph.training.offload)
 _OFFLOAD_OPTIMIZER = {"group": "offload", "requires": {"cpu": {"zero": (2, 3)}, "nvme": {"zero": (2, 3)}}}
 _OFFLOAD_PARAMS = {"group": "offload", "requires": {"cpu": {"zero": (3,)}, "nvme": {"zero": (3,)}}}
+#: Megatron-LM's activation offload (megatron/core/transformer/transformer_config.py __post_init__: "Currently there
+#: is no support for Pipeline parallelism with CPU offloading", "CPU offloading does not work when activation
+#: recomputation is enabled"): p = 1 and no recomputation; a group of its own (one value, one derivation)
+_OFFLOAD_ACTIVATIONS = {"group": "activation offload", "requires": {"0.5": {"p": (1,), "recompute": ("none",)}}}
 
 
 def _degree(flag, help, unit, domain, dest):
@@ -184,7 +188,9 @@ class LayoutOptions:
     offload_activations: object = option(
         "--offload-activations", "activation offload (Transformer Engine's cpu_offloading): the fraction F of the "
         "layers' activations kept for backward that wait in host memory (1: all; e.g. 0.5)", default=False,
-        cli_default=None, unit="fraction", metavar="F")
+        cli_default=None, unit="fraction", metavar="F",
+        domain=Domain("variant", "offload_fractions", "never offloaded; --allow-offload searches half the layers",
+                      _OFFLOAD_ACTIVATIONS))
     # LoRA / QLoRA (costgraph.training.lora): flags of train and fit only (group "lora": not report's, plot's)
     lora_rank: object = option("--lora", "LoRA adapters of rank R; the base is frozen", default=None, type=int,
                                metavar="R", dest="lora", group="lora")

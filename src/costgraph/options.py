@@ -256,6 +256,20 @@ def offload_devices(s: Space) -> tuple:
     return choices.OFFLOAD_DEVICE.values if s.allow_offload else (choices.OFFLOAD_DEVICE.default,)
 
 
+#: the share of the layers whose activations Megatron-Bridge's one published offload recipe sends to the host:
+#: llama3_70b_pretrain_64gpu_gb200_fp8cs_config, cpu_offloading_num_layers 40 of Llama-3-70B's 80 (Megatron-Bridge
+#: 067f987 docs/performance-summary-archive.md, 26.04.01, LLAMA3_70B DGX-GB200 FP8; bench/published_layouts.toml),
+#: as the CLI writes it (--offload-activations 0.5)
+OFFLOAD_FRACTION = "0.5"
+
+
+def offload_fractions(s: Space) -> tuple:
+    """Activation offload (Transformer Engine's ``cpu_offloading``): ``False`` (none), then with
+    ``--allow-offload`` :data:`OFFLOAD_FRACTION` of the layers (Megatron's ``--cpu-offloading-num-layers``
+    ``L/2``; its other counts, 1 to ``L − 1``, each a derivation of its own, are not searched)."""
+    return (False,) + ((OFFLOAD_FRACTION,) if s.allow_offload else ())
+
+
 def tensor_degrees(s: Space) -> tuple[int, ...]:
     """``t``: the powers of two up to the scale-up domain (at most 64) and the device count."""
     return powers_of_two(min(s.max_tp, s.gpus))
@@ -395,7 +409,8 @@ def _requires(o: Option, value) -> dict:
 #: independent settings of one run; a combination is allowed where both values' requirements meet)
 JOINT_GROUPS = (("precision", "offload"),)
 #: what ``not_searched`` says of the variants' combinations across groups
-ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload) with the others at their "
+ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload, activation offload) with the "
+                 "others at their "
                  "defaults, but FP8 policies with offload together when both are searched: the other "
                  "combinations across groups (recompute modules with FP8, …) are not searched")
 

@@ -7,6 +7,9 @@ that row: the row's own check command, run through train, gives its memory (byte
   count at which each CP rank keeps at least :data:`costgraph.options.MIN_CP_TOKENS` (8,192) tokens — the Llama 3
   paper's long-context stage ran CP 16 at 131,072 tokens (arXiv 2407.21783 v3, §3.3.2, Table 4, row "16,384 GPUs,
   CP 16"); plan searched 1, 2, 4, 8 only, and ``--compare`` named ``c=16 (plan searches 1, 2, 4, 8)``.
+* Activation offload under ``--allow-offload`` (:func:`costgraph.options.offload_fractions`): half the layers, as
+  Megatron-Bridge's Llama-3-70B GB200 FSDP recipe runs it (``cpu_offloading_num_layers`` 40 of 80), on Megatron's
+  terms (no pipeline, no recomputation); ``--compare`` named ``offload_activations=1/2`` as not searched.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pytest
 import tomllib
 
 import costgraph
-from costgraph.options import MIN_CP_TOKENS, Space, context_degrees
+from costgraph.options import MIN_CP_TOKENS, OFFLOAD_FRACTION, Space, context_degrees, offload_fractions, variants
 
 DATA = Path(__file__).resolve().parents[2] / "bench" / "published_layouts.toml"
 
@@ -74,5 +77,47 @@ def test_plan_generates_the_llama3_cp16_layout(llama3_cp16, train_check):
         (1, 16, True, {"pipeline_layout": "E|(t|)*126L"})   # DP 8: 128 sequences = 16 micro-batches of 1 a rank
     command = res.check_command(r)
     assert "--cp 16" in command and "--cp-comm-type all_gather" in command
+    peak, step, fits = train_check(command)   # plan = train: the row's own check command
+    assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits
+
+
+def test_offload_fraction_is_the_recipes_layers():
+    # Megatron-Bridge 067f987 docs/performance-summary-archive.md (26.04.01, LLAMA3_70B, DGX-GB200 FP8): recipe
+    # llama3_70b_pretrain_64gpu_gb200_fp8cs_config, cpu_offloading_num_layers 40 of Llama-3-70B's 80 layers
+    row = _row("mbridge-26.04.01-gb200-llama3-70b-fp8cs-fsdp")
+    assert row["layout"]["offload_activations"] == float(OFFLOAD_FRACTION) == 40 / 80
+
+
+def test_activation_offload_is_searched_with_allow_offload_only_on_megatrons_terms():
+    space = Space(gpus=8, max_tp=8, layers=80)
+    assert offload_fractions(space) == (False,)
+    assert offload_fractions(Space(gpus=8, max_tp=8, layers=80, allow_offload=True)) == (False, "0.5")
+    (v,) = [v for v in variants(Space(gpus=8, max_tp=8, layers=80, allow_offload=True)) if "offload_activations" in v]
+    # Megatron-LM megatron/core/transformer/transformer_config.py __post_init__: "Currently there is no support for
+    # Pipeline parallelism with CPU offloading", "CPU offloading does not work when activation recomputation is
+    # enabled"; a group of its own: no optimizer or parameter offload with it
+    assert v == {"offload_activations": "0.5", "requires": {"p": (1,), "recompute": ("none",)}}
+
+
+@pytest.fixture(scope="module")
+def llama3_70b_offload():
+    """Plan on Megatron-Bridge's Llama-3-70B GB200 FSDP row as the bench asks it (--allow-offload: the run offloads)."""
+    row = _row("mbridge-26.04.01-gb200-llama3-70b-fp8cs-fsdp")
+    m = costgraph.load(row["model"], config=row["config"], dropout=False)
+    values = m.values(row["config"], {"s": row["seq"], "b": 1})
+    res = m.plan(values, gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
+                 precision=row["precision"], top=1, cross_entropy=row["layout"]["cross_entropy"], allow_offload=True)
+    return row, res
+
+
+def test_plan_generates_the_offloading_fsdp_layout(llama3_70b_offload, train_check):
+    row, res = llama3_70b_offload
+    assert res.searched["offload_activations"] == [False, "0.5"]
+    (r,) = res.layouts   # the first row is the run's: FSDP (ZeRO 3) over 64, b = 2, no recompute, half offloaded
+    assert (r["tp"], r["pp"], r["cp"], r["micro_batch"], r["micro_batches"], r["zero"], r["recompute"]) == \
+        (1, 1, 1, row["micro_batch"], 2, 3, "none")
+    assert r["options"] == {"offload_activations": "0.5"}
+    command = res.check_command(r)
+    assert "--offload-activations 0.5" in command
     peak, step, fits = train_check(command)   # plan = train: the row's own check command
     assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits

@@ -351,6 +351,10 @@ def _check_offload(out: Layout) -> None:
         return
     if isinstance(f, bool):
         f = sympy.Integer(int(f))
+    elif isinstance(f, str):   # a decimal as the CLI reads it ("0.5": the planner's variant value, JSON-friendly)
+        from ..arguments import parse_rational
+
+        f = parse_rational(f, "offload_activations (--offload-activations)")
     elif isinstance(f, int) or isinstance(f, sympy.Rational):
         f = sympy.Rational(f)
     else:
