@@ -140,7 +140,8 @@ class PlanOptions:
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")
     allow_fp8: bool = option("--allow-fp8", "search the FP8 precision policies too (a preset with an FP8 peak)",
                              default=False, check="flag", action="store_true")
-    allow_offload: bool = option("--allow-offload", "search optimizer and parameter offload (CPU, NVMe) too",
+    allow_offload: bool = option("--allow-offload", "search optimizer and parameter offload (CPU, NVMe) and "
+                                 "activation offload (half the layers) too",
                                  default=False, check="flag", action="store_true")
     exhaustive: bool = option("--exhaustive", "search Megatron's recompute modules, method and layer counts, and a "
                                               "MoE's --ep-overlap and --route-nodes too (each value derives its own "
