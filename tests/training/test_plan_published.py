@@ -121,3 +121,15 @@ def test_plan_generates_the_offloading_fsdp_layout(llama3_70b_offload, train_che
     assert "--offload-activations 0.5" in command
     peak, step, fits = train_check(command)   # plan = train: the row's own check command
     assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits
+
+
+def test_layout_reads_the_variants_decimal_text():
+    # the planner's variant value is the CLI's text ("0.5": JSON-friendly), read as the CLI reads --offload-activations
+    import sympy
+
+    from costgraph.errors import CostgraphValueError
+    from costgraph.parallel.layout import Layout
+
+    assert Layout(offload_activations=OFFLOAD_FRACTION).filled().offload_activations == sympy.Rational(1, 2)
+    with pytest.raises(CostgraphValueError, match="cannot read offload_activations"):
+        Layout(offload_activations="half").filled()

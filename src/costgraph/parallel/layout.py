@@ -334,8 +334,9 @@ def _degree(v, name, label=None):
 
 def _check_offload(out: Layout) -> None:
     """Check the offload settings of ``out`` and make ``offload_activations`` an exact fraction
-    (True 1; False, the default, stays False). DeepSpeed refuses parameter offload below ZeRO 3 (``offload_param``:
-    "Valid only with stage 3"); ZeRO-Offload partitions the gradients it moves (ZeRO 2 or 3)."""
+    (True 1; a decimal text as the CLI reads it, ``"0.5"``, 1/2; False, the default, stays False). DeepSpeed
+    refuses parameter offload below ZeRO 3 (``offload_param``: "Valid only with stage 3"); ZeRO-Offload partitions
+    the gradients it moves (ZeRO 2 or 3)."""
     for name, flag in (("offload_optimizer", "--offload-optimizer"), ("offload_params", "--offload-params")):
         if getattr(out, name) not in choices.OFFLOAD_DEVICE.values:
             raise CostgraphValueError(f"unknown {name} ({flag}) {getattr(out, name)!r}",
