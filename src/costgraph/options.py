@@ -410,8 +410,7 @@ def _requires(o: Option, value) -> dict:
 JOINT_GROUPS = (("precision", "offload"),)
 #: what ``not_searched`` says of the variants' combinations across groups
 ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload, activation offload) with the "
-                 "others at their "
-                 "defaults, but FP8 policies with offload together when both are searched: the other "
+                 "others at their defaults, but FP8 policies with offload together when both are searched: the other "
                  "combinations across groups (recompute modules with FP8, …) are not searched")
 
 

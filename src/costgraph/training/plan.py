@@ -150,7 +150,9 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     it differs by layout (train's runtime reserve; ``reserve`` is then the least of them, the screen's
     bound)) for a global batch of ``global_batch`` sequences (see
     the module docstring). ``values``: the model's dimension values (symbol → int; ``b``
-    is replaced by each candidate micro-batch). TP stays within a scale-up
+    is replaced by each candidate micro-batch; ``micro_batches`` and ``cp_options``: the candidate ``b`` and ``c``,
+    to which the CP domain adds the larger degrees of a long sequence, :func:`costgraph.options.context_degrees`).
+    TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). ``top``: rows shown, at most
     :data:`MAX_TOP`. A progress bar shows on stderr when the search takes over a second
     (:mod:`costgraph.export.progress`, through :func:`costgraph.results.progress`).

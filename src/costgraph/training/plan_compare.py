@@ -359,7 +359,7 @@ def _unsearched(layout, first, plan) -> list[str]:
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
     # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default,
-    # and the larger ones options.context_degrees adds at long sequences: CP 16 at 8,192 tokens is none of them)
+    # and the larger ones options.context_degrees adds at long sequences: CP 16 of 8,192 tokens is none of them)
     for name in _DEGREES:
         vals = plan.searched.get(name)
         if name == "v" and vals:   # and the v of each chunk layout text plan tried ([v, text] pairs)
