@@ -60,9 +60,10 @@ TOP = 50                   # plan rows asked for: a published layout below is "n
 TIMEOUT = 300              # seconds per part (plan, train) of one row
 
 # the framework's conventions a row's `layout` names that plan takes as they are (never searched): the published
-# layout is ranked among plan's rows under the same overlap rules, loss kernels, link rates, EP dispatcher and
-# attention kernel and CP exchange as train judges it
-CONVENTIONS = ("overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type")
+# layout is ranked among plan's rows under the same overlap rules, loss kernels, link rates, EP dispatcher,
+# attention kernel, CP exchange and FSDP's gathered parameters (its ZeRO-3 rows) as train judges it
+CONVENTIONS = ("overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type",
+               "zero3_gathered")
 # a row's field -> the key of a `plan` layout row (costgraph.training.planning.PlanResult.layouts)
 MATCH = {"tp": "tp", "pp": "pp", "cp": "cp", "ep": "ep", "vp": "virtual_stages", "micro_batch": "micro_batch"}
 

@@ -125,8 +125,10 @@ class LayoutOptions:
     gemm_rate: str = option("--gemm-rate", "which GEMM rate the per-kernel time model uses (training/kernels.toml: "
                             "kernel_table.rated): " + choices.GEMM_RATE.help(), choices=choices.GEMM_RATE,
                             given=True)
+    # no search domain (as cp_comm_type): the framework's FSDP, which plan passes to each row it applies to (ZeRO 3:
+    # given_where_applies; torchtitan's FSDP2 keeps the root module gathered, costgraph.launch.torchtitan), never searched
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
-                                 + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
+                                 + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED, given=True)
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
                                                    "transpose buffer", choices=choices.FP8_TRANSPOSE)
     fp8_attention: bool = option("--fp8-dot-product-attention", "FP8 policies: Transformer Engine's FP8 dot-product "
@@ -228,3 +230,20 @@ def given_settings(given: dict) -> dict:
         raise TypeError(f"plan() got an unexpected keyword argument {unknown[0]!r}")
     fields = specs(LayoutOptions)
     return {k: given[k] if given.get(k) is not None else fields[k][0].default for k in GIVEN}
+
+
+def given_where_applies(kw: dict) -> dict:
+    """``kw`` (a :class:`~costgraph.parallel.layout.Layout`'s keywords) with each setting of :data:`GIVEN` that
+    applies only with others (:attr:`costgraph.choices.Choice.applies`: ``zero3_gathered`` at ZeRO 3,
+    ``attention_kernel`` with a flash core) back at ``auto`` where ``kw``'s own fields (else their declared
+    defaults) do not meet it: plan passes the framework's setting to the rows it applies to, as train takes it
+    there, and refuses it elsewhere (``--zero3-gathered fsdp2 applies only with --zero 3``)."""
+    fields = specs(LayoutOptions)
+    out = dict(kw)
+    for name in GIVEN:
+        choice = fields[name][1].choices
+        if not isinstance(choice, choices.Choice) or not choice.applies or out.get(name, "auto") == "auto":
+            continue
+        if not all(out.get(f, fields[f][0].default) in vals for f, vals in choice.applies):
+            out[name] = "auto"
+    return out

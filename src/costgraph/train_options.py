@@ -135,6 +135,9 @@ class PlanOptions:
     cp_comm_type: str = like(LayoutOptions, "cp_comm_type", check="choice")
     # the time model's GEMM rate (choices.GEMM_RATE), passed to every row as attention_kernel, never searched
     gemm_rate: str = like(LayoutOptions, "gemm_rate", check="choice")
+    # the framework's FSDP: the full parameters it holds beside the shards, passed to every ZeRO-3 row
+    # (layout_options.given_where_applies) as train takes it, never searched: torchtitan's FSDP2 keeps the root gathered
+    zero3_gathered: str = like(LayoutOptions, "zero3_gathered", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")

@@ -133,3 +133,32 @@ def test_layout_reads_the_variants_decimal_text():
     assert Layout(offload_activations=OFFLOAD_FRACTION).filled().offload_activations == sympy.Rational(1, 2)
     with pytest.raises(CostgraphValueError, match="cannot read offload_activations"):
         Layout(offload_activations="half").filled()
+
+
+@pytest.fixture(scope="module")
+def torchtitan_fsdp8():
+    """Plan on torchtitan's FSDP-8 row with its conventions, FSDP2's gathered root among them (--zero3-gathered)."""
+    row = _row("torchtitan-2412-h100-llama31-8b-fsdp8")
+    m = costgraph.load(row["model"], config=row["config"], dropout=False)
+    values = m.values(row["config"], {"s": row["seq"], "b": 1})
+    res = m.plan(values, gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
+                 memory=row["memory"], precision=row["precision"], top=10, **row["layout"])
+    return row, res
+
+
+def test_plan_passes_fsdp2s_gathered_root_to_its_zero3_rows(torchtitan_fsdp8, train_check):
+    # torchtitan's FSDP2 (fully_shard(model): the root module stays gathered; costgraph.launch.torchtitan sets it for
+    # a torchtitan launch file) was train's convention for the run's layout but not plan's: --compare named
+    # zero3_gathered=fsdp2 as a setting plan does not search. Now a given setting, on the rows it applies to
+    # (ZeRO 3; train refuses it below: layout_options.given_where_applies), in their check command
+    row, res = torchtitan_fsdp8
+    assert row["layout"]["zero3_gathered"] == "fsdp2"
+    by_zero = {}
+    for r in res.layouts:
+        by_zero.setdefault(r["zero"] == 3, r)
+    assert set(by_zero) == {True, False}, res.to_text()
+    for zero3, r in by_zero.items():
+        command = res.check_command(r)
+        assert ("--zero3-gathered fsdp2" in command) == zero3
+        peak, step, fits = train_check(command)   # plan = train on a ZeRO-3 row and on another
+        assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits

@@ -217,7 +217,7 @@ def _compare_refusal(e):
 def _given(layout, plan, st) -> tuple:
     """``(Layout, b)`` of the given layout, plan's settings where it leaves them out."""
     from ..choices import OVERLAP
-    from ..layout_options import given_settings
+    from ..layout_options import given_settings, given_where_applies
     from ..parallel.layout import Layout
 
     base = {"gpus": plan.gpus, "policy": st["precision"], "optimizer": st["optimizer"], "attention": st["attention"],
@@ -225,8 +225,8 @@ def _given(layout, plan, st) -> tuple:
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
-        kw = {**base, **{k: v for k, v in kw.items() if v != getattr(defaults, k) or k not in base}}
-        return Layout(**kw), 1
+        own = {k: v for k, v in kw.items() if v != getattr(defaults, k) or k not in base}
+        return Layout(**{**given_where_applies({**base, **own}), **own}), 1
     if not isinstance(layout, dict):
         from ..errors import CostgraphValueError
 
@@ -237,7 +237,8 @@ def _given(layout, plan, st) -> tuple:
     b = int(kw.pop("b", 1))
     if "v" in kw and int(kw["v"]) > 1 and "schedule" not in kw:   # train's default with virtual stages
         kw["schedule"] = "interleaved"
-    return Layout(**{**base, **kw}), b
+    # plan's given settings where they apply to the layout (--zero3-gathered at ZeRO 3); the layout's own kept
+    return Layout(**{**given_where_applies({**base, **kw}), **kw}), b
 
 
 def _first_layout(first: dict, plan):

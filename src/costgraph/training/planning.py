@@ -89,7 +89,7 @@ class PlanResult(Tabular):
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
-        words += _given_words(st)   # the given settings away from their defaults (layout_options.GIVEN)
+        words += _given_words(st, row)   # the given settings away from their defaults (layout_options.GIVEN)
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
@@ -189,14 +189,16 @@ def _split_words(row: dict) -> list[str]:
 
 
 #: the layout settings plan passes to every row as given (never searched): into plan() and its settings
-def _given_words(st: dict) -> list[str]:
-    """``train``'s flags of the given settings (:data:`costgraph.layout_options.GIVEN`) that are not their defaults,
-    in their declaration order, as the check command writes them."""
-    from ..layout_options import LayoutOptions
+def _given_words(st: dict, row: dict) -> list[str]:
+    """``train``'s flags of the given settings (:data:`costgraph.layout_options.GIVEN`) that are not their defaults
+    and apply to ``row`` (:func:`costgraph.layout_options.given_where_applies`: ``--zero3-gathered`` at ZeRO 3), in
+    their declaration order, as the check command writes them."""
+    from ..layout_options import LayoutOptions, given_where_applies
     from ..option_fields import specs
 
     fields, held = specs(LayoutOptions), given_settings({k: st.get(k) for k in GIVEN})
-    return [f"{fields[k][1].flag} {v}" for k, v in held.items() if v != fields[k][0].default]
+    held = given_where_applies({**held, "zero": row["zero"], "attention": st["attention"]})
+    return [f"{fields[k][1].flag} {held[k]}" for k in GIVEN if held[k] != fields[k][0].default]
 
 
 def plan_layouts(model, values, options=None, **settings) -> PlanResult:
