@@ -162,3 +162,10 @@ def test_plan_passes_fsdp2s_gathered_root_to_its_zero3_rows(torchtitan_fsdp8, tr
         assert ("--zero3-gathered fsdp2" in command) == zero3
         peak, step, fits = train_check(command)   # plan = train on a ZeRO-3 row and on another
         assert (peak, step) == (r["memory_bytes"], r["step_seconds"]) and fits
+
+
+def test_plans_json_states_zero3_gathered(torchtitan_fsdp8):
+    import json
+
+    doc = json.loads(torchtitan_fsdp8[1].to_json())
+    assert doc["zero3_gathered"] == "fsdp2" and "zero3_gathered" not in doc["searched"]

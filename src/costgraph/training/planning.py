@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .. import arguments
-from ..choices import CP_COMM_TYPE, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, MEMORY_CONVENTION, OVERLAP
+from ..choices import (CP_COMM_TYPE, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, MEMORY_CONVENTION, OVERLAP,
+                       ZERO3_GATHERED)
 from ..layout_options import GIVEN, given_settings
 from ..errors import CostgraphValueError
 from ..hints import them
@@ -107,7 +108,9 @@ class PlanResult(Tabular):
         key("reserve_bytes", "bytes", label="memory kept free"), key("link_rate", label="links timed at (--link-rate)"),
         key("ep_dispatcher", label="the EP dispatch's kernels (--ep-dispatcher)"),
         key("cp_comm_type", label="the CP communication every row was timed with (--cp-comm-type)"),
-        key("gemm_rate", label="the per-kernel model's GEMM rate every row was timed at (--gemm-rate)"), key("verdict"),
+        key("gemm_rate", label="the per-kernel model's GEMM rate every row was timed at (--gemm-rate)"),
+        key("zero3_gathered", label="what every ZeRO-3 row holds gathered beside the shards (--zero3-gathered)"),
+        key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
         key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
@@ -135,6 +138,13 @@ class PlanResult(Tabular):
         """The GEMM rate of the per-kernel time model every row was timed at (:data:`costgraph.choices.GEMM_RATE`),
         as train's JSON ``step.gemm_rate``."""
         return self.settings.get("gemm_rate") or GEMM_RATE.default
+
+    @property
+    def zero3_gathered(self) -> str:
+        """What every ZeRO-3 row holds gathered beside the shards (:data:`costgraph.choices.ZERO3_GATHERED`: ``auto``,
+        ``largest`` or the framework's ``fsdp2``), passed to the ZeRO-3 rows only
+        (:func:`costgraph.layout_options.given_where_applies`), as train's JSON states it of a layout."""
+        return self.settings.get("zero3_gathered") or ZERO3_GATHERED.default
 
     @property
     def capacity_from(self) -> str | None:
