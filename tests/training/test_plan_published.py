@@ -169,3 +169,17 @@ def test_plans_json_states_zero3_gathered(torchtitan_fsdp8):
 
     doc = json.loads(torchtitan_fsdp8[1].to_json())
     assert doc["zero3_gathered"] == "fsdp2" and "zero3_gathered" not in doc["searched"]
+
+
+def test_compare_does_not_call_a_given_setting_unsearched_where_the_first_row_has_no_zero3():
+    # AutoModel's gpt-oss-20b row: FSDP2 (ZeRO 3, --zero3-gathered fsdp2) against plan's first row at ZeRO 2 (main at
+    # bc2b71f, /work/notes/pub13_base.json); plan is given fsdp2, which does not apply at ZeRO 2: not "not searched"
+    row = _row("automodel-h100-gpt-oss-20b-bf16")
+    m = costgraph.load(row["model"], config=row["config"], dropout=False)
+    values = m.values(row["config"], {"s": row["seq"], "b": 1})
+    compare = {"t": row["tp"], "p": row["pp"], "c": row["cp"], "e": row["ep"], "sp": row["sp"], "zero": row["zero"],
+               "recompute": row["recompute"], "policy": row["precision"], "b": row["micro_batch"], **row["layout"]}
+    res = m.plan(values, gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
+                 precision=row["precision"], top=1, compare=compare, **row["layout"])
+    assert res.layouts[0]["zero"] != 3 and row["zero"] == 3
+    assert res.comparison.unsearched == []

@@ -340,7 +340,9 @@ def _unsearched(layout, first, plan) -> list[str]:
     search: a :class:`~costgraph.layout_options.LayoutOptions` field without a search domain (plan keeps it at
     its setting or default: the overlap convention, the loss, the attention kernel, activation offload, ...),
     a variant plan did not search, or a value outside the option's searched domain (``PlanResult.searched``: a
-    recompute policy of another framework than ``--overlap``'s), as ``name=value``."""
+    recompute policy of another framework than ``--overlap``'s), as ``name=value``; not a setting plan was given
+    that the first row leaves at ``auto`` because it does not apply there (``--zero3-gathered`` below ZeRO 3:
+    :func:`costgraph.layout_options.given_where_applies`)."""
     from ..layout_options import LayoutOptions
     from ..option_fields import specs
 
@@ -357,6 +359,8 @@ def _unsearched(layout, first, plan) -> list[str]:
             searched = spec.domain is not None and (spec.domain.kind != "variant" or key in plan.searched)
             if searched and spec.domain.kind == "option" and key in plan.searched:   # a value outside its domain
                 searched = getattr(layout, name) in plan.searched[key]   # (torchtitan-op under --overlap megatron)
+        if name in GIVEN and getattr(layout, name) == plan.settings.get(name) and getattr(first, name) == "auto":
+            continue   # plan's given setting, on a first row it does not apply to (--zero3-gathered below ZeRO 3)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
     # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default,
