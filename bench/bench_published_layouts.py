@@ -5,7 +5,8 @@ For each row:
 
 (a) ``Model.plan`` on the row's model, GPU count, hardware, global batch and sequence, with the
     options the run used that the planner does not search (precision policy, device memory, and the
-    framework's conventions of :data:`CONVENTIONS`: overlap, loss kernels, link rates): the
+    framework's conventions of :data:`CONVENTIONS`: overlap, loss kernels, link rates), and
+    ``allow_offload`` (``plan --allow-offload``) where the run offloads (a row's ``offload_*`` setting): the
     rank of the published layout among plan's rows (matched on TP, PP, CP, EP, VP and micro-batch,
     less the fields the row marks ``unknown``), and how much faster plan's first row is predicted
     than the published layout (``train`` on the published layout, same efficiency); for a layout not
@@ -59,9 +60,10 @@ TOP = 50                   # plan rows asked for: a published layout below is "n
 TIMEOUT = 300              # seconds per part (plan, train) of one row
 
 # the framework's conventions a row's `layout` names that plan takes as they are (never searched): the published
-# layout is ranked among plan's rows under the same overlap rules, loss kernels, link rates, EP dispatcher and
-# attention kernel and CP exchange as train judges it
-CONVENTIONS = ("overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type")
+# layout is ranked among plan's rows under the same overlap rules, loss kernels, link rates, EP dispatcher,
+# attention kernel, CP exchange and FSDP's gathered parameters (its ZeRO-3 rows) as train judges it
+CONVENTIONS = ("overlap", "cross_entropy", "link_rate", "ep_dispatcher", "attention_kernel", "cp_comm_type",
+               "zero3_gathered")
 # a row's field -> the key of a `plan` layout row (costgraph.training.planning.PlanResult.layouts)
 MATCH = {"tp": "tp", "pp": "pp", "cp": "cp", "ep": "ep", "vp": "virtual_stages", "micro_batch": "micro_batch"}
 
@@ -155,6 +157,8 @@ def judge_plan(row: dict, top: int = TOP) -> dict:
     ask = dict(gpus=row["gpus"], hardware=row["hardware"], global_batch=row["global_batch"],
                memory=row.get("memory"), precision=row["precision"], top=top,
                **{k: v for k, v in row.get("layout", {}).items() if k in CONVENTIONS})
+    if any(k.startswith("offload_") for k in row.get("layout", {})):   # the run offloads: plan --allow-offload
+        ask["allow_offload"] = True
     try:
         res = model.plan(values, compare=compare_of(row), **ask)
         gap = _gap(res.comparison)
@@ -261,7 +265,33 @@ def summarise(results: list[dict]) -> dict:
         "memory_within": sum(1 for r in mems if abs(r["memory_error"]) <= MEMORY_TOLERANCE),
         "step_tolerance": STEP_TOLERANCE, "memory_tolerance": MEMORY_TOLERANCE,
         "causes": causes(results),
+        "choices": {k: CHOICES[k] for k in causes(results) if k in CHOICES},
     }
+
+
+#: cause class (costgraph.training.plan_compare.CAUSES) → the modelling choice that explains a published layout
+#: of that class outside plan's top 10 (docs/accuracy.md, "The published layouts plan does not rank", round 13,
+#: gives each row); printed under the counts by cause
+CHOICES = {
+    "memory: does not fit": "the model's tensors of the published layout exceed the device: the DeepSeek-V3 "
+                            "report's savings it models (§3.2.3, §3.3.3) leave the rest named in docs/accuracy.md",
+    "not slower: outside plan's search": "the run sets a variant plan searches only with --exhaustive, alone or "
+                                         "with one of another group (Megatron's EP overlap with a recompute module "
+                                         "set: options.ACROSS_GROUPS), each value its own derivation",
+    "bubble": "the schedule's bubble by its formula ((p - 1)/(v·m)): plan prefers fewer stages, more chunks or more "
+              "micro-batches than the run",
+    "compute efficiency": "kernel rates by shape from kernel-level tables (training/kernels.toml): another split's "
+                          "GEMMs or attention run faster in the tables, by a few per cent",
+    "recompute": "the run recomputes where costgraph agrees it must (its layout without recomputation does not fit "
+                 "in the model, or fits by under 5%); plan's first row is another shape that fits without it "
+                 "(a smaller micro-batch with more micro-batches, more CP), which the model's tensors allow and the "
+                 "frameworks' allocators may not (torchtitan's max reserved is 8-10% above costgraph's peak)",
+    "TP exposed": "TP's collectives exposed under the overlap rules (training/overlap.py) at NCCL's busbw: the "
+                  "model charges the run's TP more than a smaller TP with FSDP, CP or PP",
+    "EP exposed": "the EP all-to-all exposed (the dispatcher's kernels at the links' rates, no overlap without "
+                  "--ep-overlap): the model prefers a smaller EP than the runs' (EP 8 against 16, 4 against 64)",
+    "exposed DP/ZeRO": "the DP/ZeRO collectives' exposed part under the overlap rules (by bucket)",
+}
 
 
 def outside(r: dict) -> bool:
@@ -350,6 +380,9 @@ def to_text(results: list[dict], summary: dict) -> str:
             f"peak memory within {MEMORY_TOLERANCE:.0%} for {s['memory_within']} of {s['memory_askable']} askable"]
     if s.get("causes"):
         out.append("not in the top 10, by dominant cause: " + "; ".join(f"{k} {len(v)}" for k, v in s["causes"].items()))
+    if s.get("choices"):
+        out += ["", "the modelling choice behind each cause (docs/accuracy.md gives each row):"]
+        out += [f"  {k}: {v}" for k, v in s["choices"].items()]
     return "\n".join(out)
 
 
@@ -359,7 +392,8 @@ def to_markdown(results: list[dict], summary: dict) -> str:
              "meas. GiB", "pred. GiB", "err"]
     out = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     out += ["| " + " | ".join(c.replace("|", "/") for c in _cells(r)) + " |" for r in results]
-    counts = to_text([], summary).split("\n")[-(6 if summary.get("causes") else 5):]
+    counts = to_text([], {**summary, "choices": {}}).split("\n")[-(6 if summary.get("causes") else 5):]
+    counts += [f"{k}: {v}" for k, v in summary.get("choices", {}).items()]
     why = ["", "| row | cause | gap s | the parts that make it (published − first) |", "|---|---|---|---|"]
     for r in results:
         if outside(r):

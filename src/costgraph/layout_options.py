@@ -36,6 +36,10 @@ from .option_fields import Domain, given_fields, keywords_checked, option, specs
 #: offload_param ZeRO 3; costgraph.training.offload)
 _OFFLOAD_OPTIMIZER = {"group": "offload", "requires": {"cpu": {"zero": (2, 3)}, "nvme": {"zero": (2, 3)}}}
 _OFFLOAD_PARAMS = {"group": "offload", "requires": {"cpu": {"zero": (3,)}, "nvme": {"zero": (3,)}}}
+#: Megatron-LM's activation offload (megatron/core/transformer/transformer_config.py __post_init__: "Currently there
+#: is no support for Pipeline parallelism with CPU offloading", "CPU offloading does not work when activation
+#: recomputation is enabled"): p = 1 and no recomputation; a group of its own (one value, one derivation)
+_OFFLOAD_ACTIVATIONS = {"group": "activation offload", "requires": {"0.5": {"p": (1,), "recompute": ("none",)}}}
 
 
 def _degree(flag, help, unit, domain, dest):
@@ -126,8 +130,11 @@ class LayoutOptions:
                                      "(costgraph.training.contention; training/contention.toml): "
                                      + choices.OVERLAP_CONTENTION.help(), choices=choices.OVERLAP_CONTENTION,
                                      given=True, label="contention", named="always")
+    # no search domain (as cp_comm_type): the framework's FSDP, which plan passes to each row it applies to (ZeRO 3:
+    # given_where_applies; torchtitan's FSDP2 keeps the root module gathered, costgraph.launch.torchtitan), never searched
     zero3_gathered: str = option("--zero3-gathered", "ZeRO-3 / FSDP: the full parameters held beside the shards: "
-                                 + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED)
+                                 + choices.ZERO3_GATHERED.help(), choices=choices.ZERO3_GATHERED, given=True,
+                                 label="ZeRO-3 gathered")
     fp8_transpose: str = option("--fp8-transpose", "FP8 policies (fp8-delayed, fp8-current, ...): the FP8 weight's "
                                                    "transpose buffer", choices=choices.FP8_TRANSPOSE)
     fp8_attention: bool = option("--fp8-dot-product-attention", "FP8 policies: Transformer Engine's FP8 dot-product "
@@ -189,7 +196,9 @@ class LayoutOptions:
     offload_activations: object = option(
         "--offload-activations", "activation offload (Transformer Engine's cpu_offloading): the fraction F of the "
         "layers' activations kept for backward that wait in host memory (1: all; e.g. 0.5)", default=False,
-        cli_default=None, unit="fraction", metavar="F")
+        cli_default=None, unit="fraction", metavar="F",
+        domain=Domain("variant", "offload_fractions", "never offloaded; --allow-offload searches half the layers",
+                      _OFFLOAD_ACTIVATIONS))
     # LoRA / QLoRA (costgraph.training.lora): flags of train and fit only (group "lora": not report's, plot's)
     lora_rank: object = option("--lora", "LoRA adapters of rank R; the base is frozen", default=None, type=int,
                                metavar="R", dest="lora", group="lora")
@@ -240,4 +249,21 @@ def given_phrases(given: dict) -> dict[str, str]:
         spec, default = fields[k][1], fields[k][0].default
         if v != default or spec.named == "always":
             out[k] = f"{spec.label} {spec.flag} {v}" + (" (default)" if v == default else "")
+    return out
+
+
+def given_where_applies(kw: dict) -> dict:
+    """``kw`` (a :class:`~costgraph.parallel.layout.Layout`'s keywords) with each setting of :data:`GIVEN` that
+    applies only with others (:attr:`costgraph.choices.Choice.applies`: ``zero3_gathered`` at ZeRO 3,
+    ``attention_kernel`` with a flash core) back at ``auto`` where ``kw``'s own fields (else their declared
+    defaults) do not meet it: plan passes the framework's setting to the rows it applies to, as train takes it
+    there, and refuses it elsewhere (``--zero3-gathered fsdp2 applies only with --zero 3``)."""
+    fields = specs(LayoutOptions)
+    out = dict(kw)
+    for name in GIVEN:
+        choice = fields[name][1].choices
+        if not isinstance(choice, choices.Choice) or not choice.applies or out.get(name, "auto") == "auto":
+            continue
+        if not all(out.get(f, fields[f][0].default) in vals for f, vals in choice.applies):
+            out[name] = "auto"
     return out

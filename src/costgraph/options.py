@@ -38,7 +38,8 @@ class Space:
     """What the search domains read: ``gpus``; ``max_tp`` (the scale-up domain, at most 64);
     ``layers`` (the iterations of the model's top-level repeat groups together) and ``stacks``
     (how many such groups); ``experts`` (the expert count of each routed-expert group);
-    ``micro_batches`` and ``cp`` (the candidate ``b`` and ``c``, as given to the planner);
+    ``micro_batches`` and ``cp`` (the candidate ``b`` and ``c``, as given to the planner); ``seq`` (the
+    sequence length ``s`` the model is planned at, 0 where unknown: :func:`context_degrees` reads it);
     ``attention`` (the kernel: flash recomputes the attention core itself); ``modules``
     (Megatron's recompute modules found on the graph, :data:`costgraph.engine.recompute.MODULES`);
     ``top_k`` (the experts a token is routed to, 0 without routed experts); ``domains`` (the
@@ -55,6 +56,7 @@ class Space:
     experts: tuple = ()
     micro_batches: tuple = (1, 2, 4, 8, 16, 32)
     cp: tuple = (1, 2, 4, 8)
+    seq: int = 0
     attention: str = choices.ATTENTION.default
     #: plan's ``--overlap``: the framework whose recompute policies are searched (:func:`recompute_policies`)
     overlap: str = choices.OVERLAP.default
@@ -254,6 +256,20 @@ def offload_devices(s: Space) -> tuple:
     return choices.OFFLOAD_DEVICE.values if s.allow_offload else (choices.OFFLOAD_DEVICE.default,)
 
 
+#: the share of the layers whose activations Megatron-Bridge's one published offload recipe sends to the host:
+#: llama3_70b_pretrain_64gpu_gb200_fp8cs_config, cpu_offloading_num_layers 40 of Llama-3-70B's 80 (Megatron-Bridge
+#: 067f987 docs/performance-summary-archive.md, 26.04.01, LLAMA3_70B DGX-GB200 FP8; bench/published_layouts.toml),
+#: as the CLI writes it (--offload-activations 0.5)
+OFFLOAD_FRACTION = "0.5"
+
+
+def offload_fractions(s: Space) -> tuple:
+    """Activation offload (Transformer Engine's ``cpu_offloading``): ``False`` (none), then with
+    ``--allow-offload`` :data:`OFFLOAD_FRACTION` of the layers (Megatron's ``--cpu-offloading-num-layers``
+    ``L/2``; its other counts, 1 to ``L − 1``, each a derivation of its own, are not searched)."""
+    return (False,) + ((OFFLOAD_FRACTION,) if s.allow_offload else ())
+
+
 def tensor_degrees(s: Space) -> tuple[int, ...]:
     """``t``: the powers of two up to the scale-up domain (at most 64) and the device count."""
     return powers_of_two(min(s.max_tp, s.gpus))
@@ -264,9 +280,21 @@ def pipeline_degrees(s: Space) -> tuple[int, ...]:
     return divisors(s.gpus, max(s.layers, 1))
 
 
+#: the fewest tokens of the sequence a CP rank holds in the published long-context layouts: the Llama 3 paper's
+#: 131,072-token stage at CP 16 (arXiv 2407.21783 v3, §3.3.2 and Table 4, row "16,384 GPUs, CP 16": 131,072 / 16 =
+#: 8,192 tokens a rank), below torchtitan's CP 8 at 262,144 (pytorch/torchtitan @ b5bcd76
+#: benchmarks/llama3_h100_202412_torchtitan.md, Table 2: 32,768 a rank); bench/published_layouts.toml holds both rows
+MIN_CP_TOKENS = 8192
+
+
 def context_degrees(s: Space) -> tuple[int, ...]:
-    """``c``: the candidates given to the planner."""
-    return s.cp
+    """``c``: the candidates given to the planner (``cp_options``, 1, 2, 4, 8 by default), then every larger
+    power of two up to the device count at which each CP rank still holds at least :data:`MIN_CP_TOKENS` of the
+    ``seq`` tokens (``seq ≥ 8,192·c``: CP 16 at 131,072 tokens, as the Llama 3 paper ran it; none at 65,536 or
+    less). Whether ``c`` divides the sequence (Megatron's load-balanced split in ``2c`` chunks) the grid asks
+    train's check (:mod:`costgraph.training.plan_grid`)."""
+    top = max(s.cp, default=0)
+    return tuple(s.cp) + tuple(c for c in powers_of_two(s.gpus) if c > top and s.seq >= MIN_CP_TOKENS * c)
 
 
 def micro_batches(s: Space) -> tuple[int, ...]:
@@ -381,8 +409,8 @@ def _requires(o: Option, value) -> dict:
 #: independent settings of one run; a combination is allowed where both values' requirements meet)
 JOINT_GROUPS = (("precision", "offload"),)
 #: what ``not_searched`` says of the variants' combinations across groups
-ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload) with the others at their "
-                 "defaults, but FP8 policies with offload together when both are searched: the other "
+ACROSS_GROUPS = ("each group of variants (recompute, experts, precision, offload, activation offload) with the "
+                 "others at their defaults, but FP8 policies with offload together when both are searched: the other "
                  "combinations across groups (recompute modules with FP8, …) are not searched")
 
 

@@ -137,12 +137,16 @@ class PlanOptions:
     gemm_rate: str = like(LayoutOptions, "gemm_rate", check="choice")
     # the compute's slowdown beside hidden collectives (choices.OVERLAP_CONTENTION), passed to every row, never searched
     overlap_contention: str = like(LayoutOptions, "overlap_contention", check="choice")
+    # the framework's FSDP: the full parameters it holds beside the shards, passed to every ZeRO-3 row
+    # (layout_options.given_where_applies) as train takes it, never searched: torchtitan's FSDP2 keeps the root gathered
+    zero3_gathered: str = like(LayoutOptions, "zero3_gathered", check="choice")
     pipeline_layout: object = like(
         LayoutOptions, "pipeline_layout", help="only layouts with this Megatron-LM --pipeline-model-parallel-layout "
         "(e.g. Et*4|(t*4|)*14tmL): pp and the virtual stages from its stages, as costgraph train takes it")
     allow_fp8: bool = option("--allow-fp8", "search the FP8 precision policies too (a preset with an FP8 peak)",
                              default=False, check="flag", action="store_true")
-    allow_offload: bool = option("--allow-offload", "search optimizer and parameter offload (CPU, NVMe) too",
+    allow_offload: bool = option("--allow-offload", "search optimizer and parameter offload (CPU, NVMe) and "
+                                 "activation offload (half the layers) too",
                                  default=False, check="flag", action="store_true")
     exhaustive: bool = option("--exhaustive", "search Megatron's recompute modules, method and layer counts, and a "
                                               "MoE's --ep-overlap and --route-nodes too (each value derives its own "

@@ -38,7 +38,8 @@ def test_offload_requirements_are_trains():
     """DeepSpeed (deepspeed/runtime/zero/offload_config.py: offload_param "Valid only with stage 3";
     ZeRO-Offload moves partitioned gradients: stage 2 or 3), as Layout._check_offload refuses: a variant's
     ``requires`` on the ZeRO stage is exactly the stages train accepts."""
-    offload = [v for v in variants(Space(gpus=8, max_tp=8, layers=8, allow_offload=True)) if len(v) > 1]
+    offload = [v for v in variants(Space(gpus=8, max_tp=8, layers=8, allow_offload=True))
+               if len(v) > 1 and "offload_activations" not in v]   # activation offload: test_plan_published.py
     assert len(offload) == 8   # {none, cpu, nvme}² but the base; none refused by both requirements at once
     for v in offload:
         fields = {k: x for k, x in layout_fields(v).items() if k.startswith("offload")}
@@ -73,7 +74,12 @@ def test_variants_are_searched_only_when_asked():
     # offload combination, whose requirements (ZeRO 2 or 3; 3 for the parameters) it keeps
     assert groups[0] == set() and all(len(g) == 1 or g == {"precision", "offload"} for g in groups[1:])
     joint = [v for v in variants(ALL) if "policy" in v and len(v) > 2]
-    alone = [v for v in variants(ALL) if "policy" not in v and any(k.startswith("offload") for k in v)]
+    alone = [v for v in variants(ALL) if "policy" not in v and any(k in ("offload_optimizer", "offload_params")
+                                                                   for k in v)]
+    # activation offload: a group of its own (Megatron's terms, test_plan_published.py), with no FP8 policy
+    assert got["offload_activations"] == [False, "0.5"]
+    assert [v for v in variants(ALL) if "offload_activations" in v] == \
+        [{"offload_activations": "0.5", "requires": {"p": (1,), "recompute": ("none",)}}]
     assert len(joint) == len(alone) == 8 and all(v["policy"] == "fp8-current" for v in joint)
     assert {(v.get("offload_optimizer"), v.get("offload_params"), v["requires"]["zero"]) for v in joint} == \
         {(v.get("offload_optimizer"), v.get("offload_params"), v["requires"]["zero"]) for v in alone}

@@ -334,8 +334,9 @@ def _degree(v, name, label=None):
 
 def _check_offload(out: Layout) -> None:
     """Check the offload settings of ``out`` and make ``offload_activations`` an exact fraction
-    (True 1; False, the default, stays False). DeepSpeed refuses parameter offload below ZeRO 3 (``offload_param``:
-    "Valid only with stage 3"); ZeRO-Offload partitions the gradients it moves (ZeRO 2 or 3)."""
+    (True 1; a decimal text as the CLI reads it, ``"0.5"``, 1/2; False, the default, stays False). DeepSpeed
+    refuses parameter offload below ZeRO 3 (``offload_param``: "Valid only with stage 3"); ZeRO-Offload partitions
+    the gradients it moves (ZeRO 2 or 3)."""
     for name, flag in (("offload_optimizer", "--offload-optimizer"), ("offload_params", "--offload-params")):
         if getattr(out, name) not in choices.OFFLOAD_DEVICE.values:
             raise CostgraphValueError(f"unknown {name} ({flag}) {getattr(out, name)!r}",
@@ -351,6 +352,10 @@ def _check_offload(out: Layout) -> None:
         return
     if isinstance(f, bool):
         f = sympy.Integer(int(f))
+    elif isinstance(f, str):   # a decimal as the CLI reads it ("0.5": the planner's variant value, JSON-friendly)
+        from ..arguments import parse_rational
+
+        f = parse_rational(f, "offload_activations (--offload-activations)")
     elif isinstance(f, int) or isinstance(f, sympy.Rational):
         f = sympy.Rational(f)
     else:

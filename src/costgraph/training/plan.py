@@ -150,7 +150,9 @@ def plan(model, values: dict, *, gpus: int, hardware, global_batch: int, capacit
     it differs by layout (train's runtime reserve; ``reserve`` is then the least of them, the screen's
     bound)) for a global batch of ``global_batch`` sequences (see
     the module docstring). ``values``: the model's dimension values (symbol → int; ``b``
-    is replaced by each candidate micro-batch). TP stays within a scale-up
+    is replaced by each candidate micro-batch; ``micro_batches`` and ``cp_options``: the candidate ``b`` and ``c``,
+    to which the CP domain adds the larger degrees of a long sequence, :func:`costgraph.options.context_degrees`).
+    TP stays within a scale-up
     domain (``max_tp`` defaults to its size, at most 8 × 8). ``top``: rows shown, at most
     :data:`MAX_TOP`. A progress bar shows on stderr when the search takes over a second
     (:mod:`costgraph.export.progress`, through :func:`costgraph.results.progress`).
@@ -215,8 +217,9 @@ def _plan(model, values, bar, *, gpus, hardware, global_batch, capacity, efficie
     vals = {k: sympy.Integer(int(v)) for k, v in values.items()}
     b_sym = cg.dims["b"].symbol if "b" in cg.dims else None
     fixed = {k: v for k, v in vals.items() if k != b_sym}
+    seq = int(fixed[cg.dims["s"].symbol]) if "s" in cg.dims and cg.dims["s"].symbol in fixed else 0
     space, pl = _space(cg, fixed, gpus=gpus, max_tp=max_tp, micro_batches=tuple(micro_batches),
-                       cp=tuple(cp_options), attention=attention, overlap=overlap, **(allow or {}),
+                       cp=tuple(cp_options), seq=seq, attention=attention, overlap=overlap, **(allow or {}),
                        **space_facts(cg, fixed, hardware, gpus, attention))
     options = {o.field: tuple(o.domain(space)) for o in SEARCHED_OPTIONS}
     grid = Grid(cg, fixed, space, global_batch=global_batch, placement=pl, pipeline_layout=pipeline_layout)

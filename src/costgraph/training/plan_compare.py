@@ -219,7 +219,7 @@ def _compare_refusal(e):
 def _given(layout, plan, st) -> tuple:
     """``(Layout, b)`` of the given layout, plan's settings where it leaves them out."""
     from ..choices import OVERLAP
-    from ..layout_options import given_settings
+    from ..layout_options import given_settings, given_where_applies
     from ..parallel.layout import Layout
 
     base = {"gpus": plan.gpus, "policy": st["precision"], "optimizer": st["optimizer"], "attention": st["attention"],
@@ -227,8 +227,8 @@ def _given(layout, plan, st) -> tuple:
     if isinstance(layout, Layout):
         kw = {f.name: getattr(layout, f.name) for f in dataclasses.fields(Layout)}
         defaults = Layout()
-        kw = {**base, **{k: v for k, v in kw.items() if v != getattr(defaults, k) or k not in base}}
-        return Layout(**kw), 1
+        own = {k: v for k, v in kw.items() if v != getattr(defaults, k) or k not in base}
+        return Layout(**{**given_where_applies({**base, **own}), **own}), 1
     if not isinstance(layout, dict):
         from ..errors import CostgraphValueError
 
@@ -239,7 +239,8 @@ def _given(layout, plan, st) -> tuple:
     b = int(kw.pop("b", 1))
     if "v" in kw and int(kw["v"]) > 1 and "schedule" not in kw:   # train's default with virtual stages
         kw["schedule"] = "interleaved"
-    return Layout(**{**base, **kw}), b
+    # plan's given settings where they apply to the layout (--zero3-gathered at ZeRO 3); the layout's own kept
+    return Layout(**{**given_where_applies({**base, **kw}), **kw}), b
 
 
 def _first_layout(first: dict, plan):
@@ -343,7 +344,9 @@ def _unsearched(layout, first, plan) -> list[str]:
     search: a :class:`~costgraph.layout_options.LayoutOptions` field without a search domain (plan keeps it at
     its setting or default: the overlap convention, the loss, the attention kernel, activation offload, ...),
     a variant plan did not search, or a value outside the option's searched domain (``PlanResult.searched``: a
-    recompute policy of another framework than ``--overlap``'s), as ``name=value``."""
+    recompute policy of another framework than ``--overlap``'s), as ``name=value``; not a setting plan was given
+    that the first row leaves at ``auto`` because it does not apply there (``--zero3-gathered`` below ZeRO 3:
+    :func:`costgraph.layout_options.given_where_applies`)."""
     from ..layout_options import LayoutOptions
     from ..option_fields import specs
 
@@ -360,10 +363,12 @@ def _unsearched(layout, first, plan) -> list[str]:
             searched = spec.domain is not None and (spec.domain.kind != "variant" or key in plan.searched)
             if searched and spec.domain.kind == "option" and key in plan.searched:   # a value outside its domain
                 searched = getattr(layout, name) in plan.searched[key]   # (torchtitan-op under --overlap megatron)
+        if name in GIVEN and getattr(layout, name) == plan.settings.get(name) and getattr(first, name) == "auto":
+            continue   # plan's given setting, on a first row it does not apply to (--zero3-gathered below ZeRO 3)
         if not searched and getattr(layout, name) != getattr(first, name):
             out.append(f"{name}={_shown(getattr(layout, name))}")
-    # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default:
-    # the Llama 3 paper's CP 16 at 131,072 tokens is none of them)
+    # a degree plan searches, at a value outside its domain (the CP degrees plan is given, 1, 2, 4, 8 by default,
+    # and the larger ones options.context_degrees adds at long sequences: CP 16 of 8,192 tokens is none of them)
     for name in _DEGREES:
         vals = plan.searched.get(name)
         if name == "v" and vals:   # and the v of each chunk layout text plan tried ([v, text] pairs)

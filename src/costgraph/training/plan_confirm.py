@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import sympy
 
 from ..choices import OVERLAP
-from ..layout_options import GIVEN, given_settings
+from ..layout_options import GIVEN, given_settings, given_where_applies
 
 from ..errors import CostgraphValueError
 from ..numbers.substitute import exact_value
@@ -42,18 +42,20 @@ def layout_of(c, settings: dict) -> Layout:
     """The :class:`Layout` ``costgraph train`` builds for candidate ``c``'s check command
     (:func:`costgraph.commands._analysis.train_layout`); ``settings``: ``attention``,
     ``policy``, ``optimizer``, ``gpus``, ``overlap``, ``pipeline_layout`` and the given settings
-    (:data:`costgraph.layout_options.GIVEN`: their defaults where absent); the candidate's variant
+    (:data:`costgraph.layout_options.GIVEN`: their defaults where absent, ``auto`` on a row they do not apply to:
+    :func:`~costgraph.layout_options.given_where_applies`); the candidate's variant
     fields (``c.options``, :mod:`costgraph.training.plan_variants`: an FP8 ``policy`` among them) last."""
     extra = dict(getattr(c, "options", None) or {})
     pol = extra.pop("policy", settings["policy"])
-    return Layout(t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
-                  schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
-                  policy=pol, optimizer=settings["optimizer"],
-                  first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
-                  account_embedding=c.account_embedding, account_loss=c.account_loss,
-                  overlap=settings.get("overlap", OVERLAP.default),
-                  **given_settings({k: settings.get(k) for k in GIVEN}),
-                  pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)
+    return Layout(**given_where_applies(dict(
+        t=c.tp, p=c.pp, c=c.cp, e=c.ep, gpus=settings["gpus"], sp=c.sp, zero=c.zero, m=c.micro_batches,
+        schedule=c.schedule, v=c.virtual_stages, recompute=c.recompute, attention=settings["attention"],
+        policy=pol, optimizer=settings["optimizer"],
+        first_stage_layers=c.first_stage_layers, last_stage_layers=c.last_stage_layers,
+        account_embedding=c.account_embedding, account_loss=c.account_loss,
+        overlap=settings.get("overlap", OVERLAP.default),
+        **given_settings({k: settings.get(k) for k in GIVEN}),
+        pipeline_layout=extra.pop("pipeline_layout", settings.get("pipeline_layout")), **extra)))
 
 
 def checked(model, layout: Layout, values: dict) -> Layout:

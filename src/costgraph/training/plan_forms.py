@@ -30,6 +30,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..engine.symbols import dim
+from ..layout_options import given_where_applies
 from ..numbers.evaluator import safe_args, vectorized
 from ..numbers.substitute import substitute
 from ..parallel.layout import Layout
@@ -98,14 +99,15 @@ class Forms:
         self.parts, self.overlapped = {}, {}
         for z, (r, sp) in together:
             bar.advance(len(self.pipes))
-            st = [step(Layout(**{**base, "zero": z, "recompute": r, "sp": sp, **pipe})) for pipe in self.pipes]
+            st = [step(Layout(**given_where_applies({**base, "zero": z, "recompute": r, "sp": sp, **pipe})))
+                  for pipe in self.pipes]
             if (r, sp) not in self.parts:   # per pipe: part → its compiled form(s)
                 self.parts[(r, sp)] = [{k: self.part(v) for k, v in x.items() if _compiled_part(k, v)} for x in st]
             if z not in self.overlapped:
                 tops = {b.split(".")[0] for b in BY_ZERO}
                 self.overlapped[z] = [{k: self.part(v) for k, v in x.items() if k in tops and _compiled_part(k, v)}
                                       for x in st]
-        self.model_flops = self.compiled(flops_of(Layout(p=P, **base))["model_per_iteration"])
+        self.model_flops = self.compiled(flops_of(Layout(**given_where_applies({**base, "p": P})))["model_per_iteration"])
         # every form in one compiled function: the parts the forms share are evaluated once per layout
         self._f = vectorized(self._exprs, self.args, renamed=True)
 
@@ -137,7 +139,7 @@ class Forms:
         optimizer together) and the activations (memory derived once per layout)."""
         states, acts = [], []
         for pipe in self.pipes:
-            layout = Layout(**{**self.base, **layout_kw, **pipe})
+            layout = Layout(**given_where_applies({**self.base, **layout_kw, **pipe}))
             stages = memory_of(self.cg, layout)
             self.bar.advance(2)
             states.append([self.compiled(st) for st, _ in stages])

@@ -2,7 +2,7 @@
 
 The variants are declared in :mod:`costgraph.options` (``kind = "variant"``: Megatron's
 recompute modules, method and layer counts, the MoE's EP overlap and node-limited routing,
-the FP8 policies with ``plan --allow-fp8``, optimizer and parameter offload with
+the FP8 policies with ``plan --allow-fp8``, optimizer, parameter and activation offload with
 ``plan --allow-offload``); :func:`costgraph.options.variants` gives their combinations. For
 each combination but the base (every variant at its default, the planner's own forms) this
 module derives the screen's forms (:class:`~costgraph.training.plan_forms.Forms`) with the
@@ -17,7 +17,7 @@ with train's message, in ``refused``.
 Each screened row carries the variant's fields (``Candidate.options``), which its check
 command repeats (``--recompute-modules``, ``--recompute-method``, ``--recompute-num-layers``,
 ``--ep-overlap``, ``--route-nodes``, ``--precision``, ``--offload-optimizer``,
-``--offload-params``) and :func:`costgraph.training.plan_confirm.layout_of` builds.
+``--offload-params``, ``--offload-activations``) and :func:`costgraph.training.plan_confirm.layout_of` builds.
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ def _rows_meeting(grid, need: dict, experts: bool = False):
                                explicit=grid.explicit)
     names = np.array(grid.schedules, dtype=object)[grid.rows[:, COL["s"]].astype(int)]
     keep = ((grid.rows[:, COL["p"]] == 1) | np.isin(names, schedules)) & ((grid.rows[:, COL["e"]] > 1) | (not experts))
+    if "p" in need:   # a variant that needs given pipeline degrees (Megatron's activation offload: p = 1)
+        keep &= np.isin(grid.rows[:, COL["p"]], need["p"])
     rows = grid.rows[keep].copy()
     if len(rows):
         rows[:, COL["s"]] = [schedules.index(n) if n in schedules else len(schedules) for n in names[keep]]
@@ -153,7 +155,7 @@ def degree_words(row: dict) -> list[str]:
 #: ``pipeline_layout`` are written apart)
 VARIANT_FLAGS = {"recompute_method": "--recompute-method", "recompute_num_layers": "--recompute-num-layers",
                  "ep_overlap": "--ep-overlap", "route_nodes": "--route-nodes", "offload_optimizer": "--offload-optimizer",
-                 "offload_params": "--offload-params"}
+                 "offload_params": "--offload-params", "offload_activations": "--offload-activations"}
 
 
 def check_words(options: dict) -> list[str]:

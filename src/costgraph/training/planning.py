@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from .. import arguments
 from ..choices import (CP_COMM_TYPE, DEFAULT_EFFICIENCY, EP_DISPATCHER, GEMM_RATE, LINK_RATE, MEMORY_CONVENTION, OVERLAP,
-                       OVERLAP_CONTENTION)
+                       OVERLAP_CONTENTION, ZERO3_GATHERED)
 from ..layout_options import GIVEN, given_settings
 from ..errors import CostgraphValueError
 from ..hints import them
@@ -90,7 +90,7 @@ class PlanResult(Tabular):
         if self.efficiency is not None:   # a flat efficiency; without one train runs the per-kernel model too
             words.append(f"--efficiency {st.get('efficiency_text') or self.efficiency}")
         words += [f"--overlap {st['overlap']}"] if st.get("overlap", OVERLAP.default) not in (None, OVERLAP.default) else []
-        words += _given_words(st)   # the given settings away from their defaults (layout_options.GIVEN)
+        words += _given_words(st, row)   # the given settings away from their defaults (layout_options.GIVEN)
         words += [f"--memory {st['memory']}"] if st.get("memory") else []
         words += [f"--reserve {st['reserve']}"] if st.get("reserve") is not None else []
         words += [f"--memory-convention {st['memory_convention']}"] \
@@ -110,7 +110,9 @@ class PlanResult(Tabular):
         key("cp_comm_type", label="the CP communication every row was timed with (--cp-comm-type)"),
         key("gemm_rate", label="the per-kernel model's GEMM rate every row was timed at (--gemm-rate)"),
         key("overlap_contention", label="the compute's slowdown beside hidden collectives every row was timed with "
-                                        "(--overlap-contention)"), key("verdict"),
+                                        "(--overlap-contention)"),
+        key("zero3_gathered", label="what every ZeRO-3 row holds gathered beside the shards (--zero3-gathered)"),
+        key("verdict"),
         key("least_memory", source="least", label="the layout needing the least memory"),
         key("check", source="check_command", label="check one with"), key("searched", write="lists"),
         key("not_searched"), key("pruned", "layouts"), key("layouts"), key("calibration"),
@@ -144,6 +146,13 @@ class PlanResult(Tabular):
         """The overlap contention convention every row was timed with (:data:`costgraph.choices.OVERLAP_CONTENTION`),
         as train's JSON ``step.overlap_contention``."""
         return self.settings.get("overlap_contention") or OVERLAP_CONTENTION.default
+
+    @property
+    def zero3_gathered(self) -> str:
+        """What every ZeRO-3 row holds gathered beside the shards (:data:`costgraph.choices.ZERO3_GATHERED`: ``auto``,
+        ``largest`` or the framework's ``fsdp2``), passed to the ZeRO-3 rows only
+        (:func:`costgraph.layout_options.given_where_applies`), as train's JSON states it of a layout."""
+        return self.settings.get("zero3_gathered") or ZERO3_GATHERED.default
 
     @property
     def capacity_from(self) -> str | None:
@@ -198,14 +207,16 @@ def _split_words(row: dict) -> list[str]:
 
 
 #: the layout settings plan passes to every row as given (never searched): into plan() and its settings
-def _given_words(st: dict) -> list[str]:
-    """``train``'s flags of the given settings (:data:`costgraph.layout_options.GIVEN`) that are not their defaults,
-    in their declaration order, as the check command writes them."""
-    from ..layout_options import LayoutOptions
+def _given_words(st: dict, row: dict) -> list[str]:
+    """``train``'s flags of the given settings (:data:`costgraph.layout_options.GIVEN`) that are not their defaults
+    and apply to ``row`` (:func:`costgraph.layout_options.given_where_applies`: ``--zero3-gathered`` at ZeRO 3), in
+    their declaration order, as the check command writes them."""
+    from ..layout_options import LayoutOptions, given_where_applies
     from ..option_fields import specs
 
     fields, held = specs(LayoutOptions), given_settings({k: st.get(k) for k in GIVEN})
-    return [f"{fields[k][1].flag} {v}" for k, v in held.items() if v != fields[k][0].default]
+    held = given_where_applies({**held, "zero": row["zero"], "attention": st["attention"]})
+    return [f"{fields[k][1].flag} {held[k]}" for k in GIVEN if held[k] != fields[k][0].default]
 
 
 def plan_layouts(model, values, options=None, **settings) -> PlanResult:
