@@ -77,6 +77,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_mel import mel_inputs
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
+    from .inputs_patches import patch_inputs
     from .inputs_seq2seq import seq2seq_inputs
     from .routing import stand_ins
     from .trace import trace
@@ -106,6 +107,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
         inputs = raw
     elif (pixels := conv_pixels(torch, model, b, s)) is not None:    # a convolutional backbone of no image_size
         inputs = {"pixel_values": pixels}
+    elif (patches := patch_inputs(torch, model, params, b, s)) is not None:   # a VLM's tower: flattened patches
+        inputs = patches
     else:
         inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:

@@ -1,0 +1,83 @@
+"""The probe input of a VLM's vision tower run standalone on flattened patches (issue 28 item 2, task k28patch13).
+
+transformers 5.24 modeling_qwen2_5_vl.py ``Qwen2_5_VisionTransformerPretrainedModel.forward(hidden_states, grid_thw)``
+(and Qwen3-VL's, GLM-4V's, ... towers of the same form): ``hidden_states`` ``[n_patches, c·tp·p·p]``, every image's
+patches flattened (``Qwen2_5_VisionPatchEmbed.forward``: ``hidden_states.view(-1, c, tp, p, p)`` into a Conv3d of
+kernel = stride = ``(tp, p, p)``), and ``grid_thw`` ``[images, 3]``: each image's (frames / tp, rows, columns) of
+patches, read on the CPU (``vision_utils.get_vision_position_ids``: ``grid_thw.tolist()``).
+
+Convention (the probe's): ``b`` images of one frame group each (``t = 1``), each ``m`` patch rows by ``m·s`` patch
+columns (``m``: the config's ``spatial_merge_size``): ``m²·s`` patches an image, ``s`` image tokens after the merger
+(m × m patches merged into one). ``s`` is :data:`costgraph.drafting.probe.SHAPES`' prime, so the patches' count
+``m²·s`` and the merged tokens' ``s`` read back as sizes. The patches are zeros in the model's bfloat16 on the meta
+device; ``grid_thw`` on the CPU (transformers reads it with ``.tolist()``). Torch is passed in: the module imports
+none.
+
+The tensors the tower derives from ``grid_thw`` on the CPU and then combines with the meta activations (the rotary
+``position_ids``; Qwen3-VL's ``interp_indices`` and ``interp_weights`` of its learned position table; Qwen2.5-VL's
+``window_index``) are computed here by transformers' own functions (``transformers.vision_utils``:
+``get_vision_position_ids``, ``get_vision_interpolation_indices_and_weights``, ``get_vision_window_index``, with the
+arguments the tower's forward passes them) and given to the forward as the keyword arguments those functions pop
+(``kwargs.pop("position_ids")``, ...), moved to the meta device; the sequence boundaries (``cu_seqlens``,
+``cu_window_seqlens``) stay on the CPU, where the eager attention splits the images with ``.tolist()``. Index
+arithmetic only: no FLOPs of the count change. GLM-4V's learned positions (modeling_glm4v.py
+``Glm4vVisionEmbeddings.forward(embeddings, lengths, image_shapes, h_coords, w_coords)``, resampled by
+``grid_sample``) take the image lengths and ``grid_thw`` as the root's forward made them on the CPU: on this model
+instance only, a forward pre-hook moves them to the activations' device (meta) before that module runs.
+"""
+
+from __future__ import annotations
+
+#: the forward parameters that mark a vision tower of flattened patches
+INPUTS = ("hidden_states", "grid_thw")
+
+
+def patch_inputs(torch, model, params, b: int, s: int) -> dict | None:
+    """``{"hidden_states": [b·m²·s, c·tp·p·p], "grid_thw": [[1, m, m·s]] × b}`` for a model whose forward takes
+    ``hidden_states`` and ``grid_thw`` and no ``input_ids`` and whose config has ``patch_size``,
+    ``temporal_patch_size``, ``in_channels`` and ``spatial_merge_size`` (module docstring); else None.
+    ``params``: the forward's signature parameters."""
+    cfg = model.config
+    if "input_ids" in params or not all(p in params for p in INPUTS):
+        return None
+    sizes = [getattr(cfg, f, None) for f in ("in_channels", "temporal_patch_size", "patch_size", "spatial_merge_size")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+        return None
+    c, tp, p, m = sizes
+    patches = torch.zeros((b * m * m * s, c * tp * p * p), dtype=torch.bfloat16, device="meta")
+    grid = torch.tensor([[1, m, m * s]] * b)
+    _resampled_on_meta(torch, model)
+    return {"hidden_states": patches, "grid_thw": grid, **_derived(torch, model, grid, m)}
+
+
+def _derived(torch, model, grid, m: int) -> dict:
+    """The keyword arguments of the tensors derived from ``grid`` (module docstring), those the tower reads."""
+    from transformers import vision_utils as vu
+
+    meta = {"position_ids": vu.get_vision_position_ids(grid, m)}
+    side = getattr(model, "num_grid_per_side", None)
+    if isinstance(side, int) and hasattr(model, "pos_embed"):     # Qwen3-VL's learned positions, resampled
+        meta["interp_indices"], meta["interp_weights"] = vu.get_vision_interpolation_indices_and_weights(
+            grid, num_grid_per_side=side, mode=getattr(model, "interpolation_mode", "bilinear"),
+            align_corners=getattr(model, "interpolation_align_corners", False), spatial_merge_size=m)
+    out = {k: v.to("meta") for k, v in meta.items()}
+    window, patch = getattr(model, "window_size", None), getattr(model, "patch_size", None)
+    if isinstance(window, int) and isinstance(patch, int) and hasattr(model, "permute_input_for_window_attn"):
+        index, bounds = vu.get_vision_window_index(grid, spatial_merge_size=m, window_size=window, patch_size=patch)
+        out.update(window_index=index.to("meta"), cu_window_seqlens=bounds)
+    return out
+
+
+def _resampled_on_meta(torch, model) -> None:
+    """GLM-4V's position resampler (module docstring): its CPU tensor arguments moved to the meta device by a
+    forward pre-hook on this instance's ``embeddings``; nothing for a tower without one."""
+    import inspect
+
+    embeddings = getattr(model, "embeddings", None)
+    if embeddings is None or "image_shapes" not in inspect.signature(embeddings.forward).parameters:
+        return
+
+    def to_meta(module, args):
+        return tuple(a.to("meta") if isinstance(a, torch.Tensor) else a for a in args)
+
+    embeddings.register_forward_pre_hook(to_meta)
