@@ -1,0 +1,215 @@
+"""The body of a VLM's vision tower run standalone on flattened patches (issue 28 item 2, task k28patch13).
+
+The towers of Qwen2-VL's line (transformers 5.24 modeling_qwen3_5.py ``Qwen3_5VisionModel``, modeling_qwen3_vl.py
+``Qwen3VLVisionModel``, modeling_glm4v.py ``Glm4vVisionModel``, ...) share one form: ``patch_embed.proj``, a Conv3d of
+kernel = stride = ``(tp, p, p)`` over the patches the forward takes flattened (``[n, c·tp·p·p]``, viewed as ``[n, c,
+tp, p, p]``: one output pixel a patch, the same products and weights as a linear map of the ``c·tp·p·p`` values of
+each patch to h); learned positions resampled to each image's grid (Qwen3-VL's ``pos_embed`` table of
+``num_position_embeddings`` rows, bilinear; GLM-4V's ``embeddings.position_embedding`` of ``(image_size / p)²``
+rows, ``grid_sample``: gathers and weighted sums, no matrix product, parameters only under the ``matmul``
+convention); ``blocks``, each a pre-norm attention over each image's patches (one fused ``qkv``, rotary positions,
+``proj``) and a pre-norm MLP; then the merger: m × m neighbouring patches (``spatial_merge_size``, consecutive in
+the patches' order, ``get_vision_position_ids``' block-major layout) concatenated into one token of m²·h
+(``merge_tokens``), through linears (GLM-4V's ``downsample``, a Conv2d of kernel = stride = m over the m × m block:
+the same products as a linear of the m²·h values), norms and a gated MLP (GLM-4V's ``Glm4vVisionPatchMerger``).
+
+Convention: the probe's input (:mod:`costgraph.drafting.inputs_patches`): ``b`` images, each of m²·s patches, s
+image tokens after the merger. The layers run each image's m²·s patches (transformers' eager attention splits
+the packed patches by image, ``cu_seqlens``: the costs of ``[b, m²·s, h]``). Torch-free: module facts only.
+"""
+
+from __future__ import annotations
+
+from .blocks import _linear, is_norm, norm_call
+from .facts import Module
+from .writer import Sizer
+
+#: the modules of the tower's form (module docstring)
+PATCH_EMBED, LAYERS, MERGER = "patch_embed", "blocks", "merger"
+#: the learned position tables, resampled to each image's grid (parameters only)
+POSITION_TABLES = ("pos_embed", "position_embedding")
+
+
+def _conv3d(root: Module) -> Module | None:
+    embed = root.child(PATCH_EMBED)
+    conv = embed.child("proj") if embed is not None else None
+    return conv if conv is not None and conv.cls == "Conv3d" and len(conv.params.get("weight", ())) == 5 else None
+
+
+def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
+    """(input declarations, statements) of a tower of the module docstring's form, else None."""
+    conv, layers = _conv3d(root), root.child(LAYERS)
+    merged = [m for m in root.walk() if m.path.startswith(MERGER) and not m.children and m.order is not None]
+    if conv is None or layers is None or not layers.children or not merged or sz.probe.s is None:
+        return None
+    values = sz.probe.symbol_values()
+    out, c, tp, p, _ = conv.params["weight"]
+    h = sz.size(out, "hidden size")
+    first = min((c.order for c in layers.children if c.order is not None), default=None)
+    last = max((c.order for c in layers.children if c.order is not None), default=None)
+    if first is None:
+        return None
+    group = _group(root, out)
+    if group is None:
+        return None
+    width = sz.size(c * tp * p * p, "patch values")
+    inputs = [f"input patches[b, {group} * s, {width}]   # b images of {group}·s flattened patches (c·tp·p·p values "
+              "each), s image tokens after the merger"]
+    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {PATCH_EMBED})   # the Conv3d of "
+             "kernel = stride = (tp, p, p) over each flattened patch: a linear map"]
+    leaves = sorted((m for m in root.walk() if not m.children and m.order is not None
+                     and not m.path.startswith(LAYERS + ".") and m is not conv), key=lambda m: m.order)
+    for m in leaves:
+        if m.order < first:
+            line = _pre_line(m, sz, values)
+            if line is None:
+                return None
+            lines += [line] if line else []
+    body = _block_lines(layers.children[0], sz)
+    if body is None:
+        return None
+    count = "l" if values.get("l") == len(layers.children) else str(len(layers.children))
+    if count == "l":
+        sz.used.add("l")
+    lines += [f"repeat {count} as {LAYERS} {{", *("  " + t for t in body), "}"]
+    post = _post_lines([m for m in leaves if m.order > last], sz, out, group)
+    if post is None:
+        return None
+    lines += post
+    lines[-1] = "return " + lines[-1].split(" = ", 1)[1]
+    return inputs, lines
+
+
+def _yes(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def _group(root: Module, h: int) -> int | None:
+    """m²: the patches merged into one token, read from the first merger linear whose input is a multiple of h."""
+    for m in sorted((m for m in root.walk() if m.path.startswith(MERGER) or m.name == "downsample"),
+                    key=lambda m: m.order if m.order is not None else 1 << 30):
+        w = m.params.get("weight", ())
+        if m.cls == "Conv2d" and len(w) == 4 and w[1] == h:
+            return w[2] * w[3]
+        f = _linear(m)
+        if f is not None and f[0] % h == 0 and f[0] > h:
+            return f[0] // h
+    return None
+
+
+def _pre_line(m: Module, sz: Sizer, values: dict) -> str | None:
+    """The statement of a module called before the layers: a norm, a position table (parameters only); "" for a
+    module without parameters (the rotary table); None for any other."""
+    if not m.params:
+        return ""
+    if is_norm(m):
+        return f"x = {norm_call(m, 'x')}"
+    w = m.params.get("weight", ())
+    if m.name in POSITION_TABLES and "embedding" in m.cls.lower() and len(w) == 2:
+        rows = _rows(w[0], sz, values)
+        return (f"param {m.name}[{rows}, {sz.size(w[1], 'hidden size')}]   # learned positions resampled to each "
+                "image's grid: gathers and weighted sums (no matrix product)")
+    return None
+
+
+def _rows(n: int, sz: Sizer, values: dict) -> str:
+    """A position table's rows: GLM-4V's (image / p)² (``Glm4vVisionEmbeddings``: ``num_patches``), else as read."""
+    image, p = values.get("image"), values.get("p")
+    if isinstance(image, int) and isinstance(p, int) and p and n == (image // p) ** 2:
+        sz.used.update(("image", "p"))
+        return "(image / p) * (image / p)"
+    return sz.size(n, "position rows")
+
+
+def _block_lines(layer: Module, sz: Sizer) -> list[str] | None:
+    """A block's statements: pre-norm attention, pre-norm MLP, each added to the residual."""
+    norm1, norm2, attn, mlp = (layer.child(n) for n in ("norm1", "norm2", "attn", "mlp"))
+    if None in (norm1, norm2, attn, mlp) or not (is_norm(norm1) and is_norm(norm2)):
+        return None
+    a, f = _attention(attn, norm_call(norm1, "x"), sz), _mlp(mlp, norm_call(norm2, "x"), sz)
+    if a is None or f is None:
+        return None
+    return [f"x = x + {a}", f"x = x + {f}"]
+
+
+def _attention(m: Module, arg: str, sz: Sizer) -> str | None:
+    """``gqa_attention`` of a fused ``qkv`` (heads · head size · 3 columns) and ``proj``, rotary, QK-norm where the
+    module holds ``q_norm`` and ``k_norm`` (GLM-OCR's RMSNorm of a head), else None."""
+    qkv, o = _linear(m.child("qkv")), _linear(m.child("proj"))
+    heads = m.attrs.get("num_heads")
+    if qkv is None or o is None or not isinstance(heads, int) or qkv[1] != 3 * o[0] or o[0] % heads:
+        return None
+    head = o[0] // heads
+    norms = [m.child(n) for n in ("q_norm", "k_norm")]
+    if any(n is not None for n in norms) and not all(n is not None and "rms" in n.cls.lower()
+                                                     and n.params.get("weight") == (head,) for n in norms):
+        return None
+    a, d = sz.size(heads, "attention heads"), sz.size(head, "head size")
+    opts = [f"qkv_bias = {_yes(qkv[2])}", f"out_bias = {_yes(o[2])}"] + (["qk_norm = true"] if norms[0] else [])
+    return f"gqa_attention({arg}, {a}, {a}, {d}, {', '.join(opts)}, name = {m.name})"
+
+
+def _mlp(m: Module, arg: str, sz: Sizer) -> str | None:
+    """A gated MLP (``gate_proj``, ``up_proj``, ``down_proj``: ``swiglu``) or two linears (``linear_fc1``,
+    ``linear_fc2``: ``mlp``, its activation costing nothing under ``matmul``), else None."""
+    gate, up, down = (_linear(m.child(n)) for n in ("gate_proj", "up_proj", "down_proj"))
+    if None not in (gate, up, down) and gate[2] == up[2] == down[2]:
+        return f"swiglu({arg}, {sz.size(up[1], 'MLP width')}, bias = {_yes(up[2])}, name = {m.name})"
+    fc1, fc2 = _linear(m.child("linear_fc1")), _linear(m.child("linear_fc2"))
+    if fc1 is not None and fc2 is not None and fc1[2] == fc2[2]:
+        return f"mlp({arg}, {sz.size(fc1[1], 'MLP width')}, bias = {_yes(fc1[2])}, dropout = false, name = {m.name})"
+    return None
+
+
+def _post_lines(leaves: list[Module], sz: Sizer, width: int, group: int) -> list[str] | None:
+    """The statements after the layers, in call order: norms; linears (the first whose input is m² times the width
+    merges m² tokens first, ``merge_tokens``); GLM-4V's ``downsample`` Conv2d (kernel = stride = m: a linear of the
+    merged tokens); a gated MLP (``gate_proj``, ``up_proj``, ``down_proj`` under one parent: ``swiglu``, written at
+    its first); activations (no FLOPs; GELU written). None for a module of another kind."""
+    lines, done = [], set()
+    for m in leaves:
+        if m.path in done:
+            continue
+        parent = m.path.rsplit(".", 1)[0] if "." in m.path else ""
+        w = m.params.get("weight", ())
+        if m.name in ("gate_proj", "up_proj", "down_proj"):
+            trio = [x for x in leaves if x.path in {f"{parent}.{n}" for n in ("gate_proj", "up_proj", "down_proj")}]
+            fs = [_linear(x) for x in trio]
+            if len(trio) != 3 or None in fs or len({f[2] for f in fs}) != 1:
+                return None
+            up = next(f for x, f in zip(trio, fs) if x.name == "up_proj")
+            lines.append(f"x = swiglu(x, {sz.size(up[1], 'MLP width')}, bias = {_yes(up[2])}, "
+                         f"name = {parent.rsplit('.', 1)[-1]})")
+            done.update(x.path for x in trio)
+            done.update(x.path for x in leaves if x.path == f"{parent}.act_fn")
+            continue
+        if not m.params:
+            if "gelu" in m.cls.lower():
+                lines.append("x = gelu(x)")
+            continue
+        if is_norm(m):
+            n = w[0] if w else None
+            if n == width * group:
+                lines.append(f"x = merge_tokens(x, {group})   # m × m neighbouring patches into one token (a view)")
+                width *= group
+            elif n != width:
+                return None
+            lines.append(f"x = {norm_call(m, 'x')}")
+            continue
+        if m.cls == "Conv2d" and len(w) == 4 and w[1] == width and w[2] * w[3] == group:
+            lines.append(f"x = linear(merge_tokens(x, {group}), {sz.size(w[0], 'merged width')}, "
+                         f"bias = {_yes('bias' in m.params)}, name = {m.name})   # Conv2d of kernel = stride = m "
+                         "over each m × m block of patches: a linear map of the merged token")
+            width = w[0]
+            continue
+        f = _linear(m)
+        if f is None:
+            return None
+        if f[0] == width * group and group > 1:
+            lines.append(f"x = merge_tokens(x, {group})   # m × m neighbouring patches into one token (a view)")
+            width *= group
+        if f[0] != width:
+            return None
+        lines.append(f"x = linear(x, {sz.size(f[1], 'merger width')}, bias = {_yes(f[2])}, name = {m.name})")
+        width = f[1]
+    return lines or None
