@@ -59,12 +59,12 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
              "kernel = stride = (tp, p, p) over each flattened patch: a linear map"]
     leaves = sorted((m for m in root.walk() if not m.children and m.order is not None
                      and not m.path.startswith(LAYERS + ".") and m is not conv), key=lambda m: m.order)
-    for m in leaves:
-        if m.order < first:
-            line = _pre_line(m, sz, values)
-            if line is None:
-                return None
-            lines += [line] if line else []
+    read = [m for m in root.walk() if m.name in POSITION_TABLES and m.order is None]   # GLM-4V's: its weight read
+    for m in [m for m in leaves if m.order < first] + read:
+        line = _pre_line(m, sz, values)
+        if line is None:
+            return None
+        lines += [line] if line else []
     body = _block_lines(layers.children[0], sz)
     if body is None:
         return None

@@ -154,6 +154,12 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
+    # k28patch13: a VLM's vision tower (transformers 5.24 configuration_qwen3_vl.py Qwen3VLVisionConfig): the merger's
+    # output width, GLM-5-Next's merger MLP width, the rows of Qwen3-VL's learned position table (a square: its side
+    # int(num_position_embeddings ** 0.5), modeling_qwen3_vl.py Qwen3VLVisionModel.num_grid_per_side)
+    "out_hidden_size": ("h_o", "merger output width (the language model's hidden size)"),
+    "projection_intermediate_size": ("i_p", "merger MLP intermediate size"),
+    "num_position_embeddings": ("n_pos", "rows of the learned position table (a square)"),
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -199,7 +205,8 @@ _PRIMES = (
      "G_c": 701, "K_c": 719, "L": 733,     # k28wav12: speech encoders from raw audio
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
-     "t": 911},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "h_o": 1201, "i_p": 1213, "g_pos": 1217},     # k28patch13: VLM towers (n_pos = g_pos², a square)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -212,7 +219,8 @@ _PRIMES = (
      "G_c": 709, "K_c": 727, "L": 739,     # k28wav12: speech encoders from raw audio
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
-     "t": 919},     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
+     "h_o": 1223, "i_p": 1229, "g_pos": 1231},     # k28patch13: VLM towers (n_pos = g_pos², a square)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -374,6 +382,8 @@ class Probe:
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
+        values.update(out_hidden_size=p["h_o"], projection_intermediate_size=p["i_p"],    # k28patch13
+                      num_position_embeddings=p["g_pos"] ** 2)
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
