@@ -71,7 +71,10 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
     count = "l" if values.get("l") == len(layers.children) else str(len(layers.children))
     if count == "l":
         sz.used.add("l")
-    lines += [f"repeat {count} as {LAYERS} {{", *("  " + t for t in body), "}"]
+    deep = _deepstack(root, sz, out, group)
+    if deep is None:
+        return None
+    lines += deep[0] + [f"repeat {count} as {LAYERS}[j] {{", *("  " + t for t in body + deep[1]), "}"]
     post = _post_lines([m for m in leaves if m.order > last], sz, out, group)
     if post is None:
         return None
@@ -213,3 +216,47 @@ def _post_lines(leaves: list[Module], sz: Sizer, width: int, group: int) -> list
         lines.append(f"x = linear(x, {sz.size(f[1], 'merger width')}, bias = {_yes(f[2])}, name = {m.name})")
         width = f[1]
     return lines or None
+
+
+#: Qwen3-VL's mergers of the outputs of some layers (module docstring of :func:`_deepstack`)
+DEEPSTACK = "deepstack_merger_list"
+
+
+def _deepstack(root: Module, sz: Sizer, h: int, group: int) -> tuple[list[str], list[str]] | None:
+    """(parameter statements before the layers, statements in the layers' repeat) of Qwen3-VL's DeepStack mergers,
+    ([], []) for a tower without them, None where they are not of the form below.
+
+    transformers 5.24 modeling_qwen3_vl.py ``Qwen3VLVisionModel.forward``: after layer ``j`` in
+    ``deepstack_visual_indexes`` (``[8, 16, 24]``), ``deepstack_merger_list[k]`` (k: j's place in the list) merges
+    that layer's output; ``Qwen3VLVisionPatchMerger`` with ``use_postshuffle_norm=True``: ``norm(x.view(-1, m²·h))``
+    (LayerNorm of m²·h), ``linear_fc1`` (m²·h → m²·h), GELU, ``linear_fc2`` (m²·h → out_hidden_size). Every merger's
+    parameters exist whatever the layer count; one runs only where its layer does (a config of fewer layers than
+    an index: the probes' 11 and 13 layers run the first). So the parameters are bare ``param`` statements, counted
+    once, and each merger's products are ``linear``s tied to them inside ``if j in [index]`` (a tied linear: the
+    weight read, no parameters of its own; the biases added, and the norm's γ and β applied to a ``layernorm`` of no
+    weight of its own, as the parameters: no FLOPs under ``matmul``)."""
+    mergers = root.child(DEEPSTACK)
+    indexes = root.attrs.get("deepstack_visual_indexes")
+    if mergers is None:
+        return [], []
+    if not isinstance(indexes, tuple) or len(indexes) != len(mergers.children):
+        return None
+    params, body = [], []
+    for k, (j, m) in enumerate(zip(indexes, mergers.children)):
+        norm, fc1, fc2 = (m.child(n) for n in ("norm", "linear_fc1", "linear_fc2"))
+        f1, f2 = _linear(fc1), _linear(fc2)
+        if None in (norm, f1, f2) or norm.params.get("weight") != (h * group,) or f1[0] != h * group \
+                or f2[0] != f1[1] or not (f1[2] and f2[2]) or set(m.params) or len(m.children) != 4:
+            return None
+        name = f"{DEEPSTACK}_{k}"
+        wide, w1, w2 = sz.size(h * group, "merged width"), sz.size(f1[1], "merger width"), \
+            sz.size(f2[1], "merger width")
+        params += [f"param {name}_norm_weight[{wide}]", f"param {name}_norm_bias[{wide}]",
+                   f"param {name}_linear_fc1[{w1}, {wide}]", f"param {name}_linear_fc1_bias[{w1}]",
+                   f"param {name}_linear_fc2[{w2}, {w1}]", f"param {name}_linear_fc2_bias[{w2}]"]
+        body += [f"if j in [{j}] {{   # {DEEPSTACK}.{k} merges layer {j}'s output (DeepStack)",
+                 f"  y = layernorm(merge_tokens(x, {group}), weight = false) * {name}_norm_weight + {name}_norm_bias",
+                 f"  y = gelu(linear(y, {w1}, bias = false, tied = {name}_linear_fc1) + {name}_linear_fc1_bias)",
+                 f"  y = linear(y, {w2}, bias = false, tied = {name}_linear_fc2) + {name}_linear_fc2_bias",
+                 "}"]
+    return params, body

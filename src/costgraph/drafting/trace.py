@@ -19,6 +19,10 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "ln_before_adapter", "adapter_reuse_layer_norm", "ngram", "num_attn_heads",
          "data_format", "num_groups",    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
          "n_heads")     # DistilBERT's (transformers 5.24 modeling_distilbert.py DistilBertSelfAttention.n_heads)
+#: module attributes that list layer indices, read as tuples (k28patch13: Qwen3-VL's tower, transformers 5.24
+#: modeling_qwen3_vl.py ``Qwen3VLVisionModel.deepstack_visual_indexes``, the layers whose output a merger of
+#: ``deepstack_merger_list`` reads; Qwen2.5-VL's ``fullatt_block_indexes``, the layers of full attention)
+LAYER_LISTS = ("deepstack_visual_indexes", "fullatt_block_indexes")
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -103,6 +107,10 @@ def _attrs(mod) -> dict:
         if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
                                                                   "AdaptiveAvgPool")):   # weight-normed convs too
             out[a] = v
+    for a in LAYER_LISTS:     # k28patch13: which layers a VLM tower's forward reads out (a list of layer indices)
+        v = getattr(mod, a, None)
+        if isinstance(v, (list, tuple)) and v and all(isinstance(j, int) and not isinstance(j, bool) for j in v):
+            out[a] = tuple(v)
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
         if v is not None and callable(v):
