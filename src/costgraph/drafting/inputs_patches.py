@@ -28,8 +28,10 @@ instance only, a forward pre-hook moves them to the activations' device (meta) b
 
 from __future__ import annotations
 
-#: the forward parameters that mark a vision tower of flattened patches
-INPUTS = ("hidden_states", "grid_thw")
+#: the forward parameters of the flattened patches (Qwen2.5-VL's ``hidden_states``, GLM-Image's ``pixel_values``)
+PATCHES = ("hidden_states", "pixel_values")
+#: the forward parameters of the patch grid of each image
+GRIDS = ("grid_thw", "image_grid_thw")
 
 
 def patch_inputs(torch, model, params, b: int, s: int) -> dict | None:
@@ -38,16 +40,20 @@ def patch_inputs(torch, model, params, b: int, s: int) -> dict | None:
     ``temporal_patch_size``, ``in_channels`` and ``spatial_merge_size`` (module docstring); else None.
     ``params``: the forward's signature parameters."""
     cfg = model.config
-    if "input_ids" in params or not all(p in params for p in INPUTS):
+    key = next((k for k in PATCHES if k in params), None)
+    grid_key = next((k for k in GRIDS if k in params), None)
+    if "input_ids" in params or key is None or grid_key is None:
         return None
-    sizes = [getattr(cfg, f, None) for f in ("in_channels", "temporal_patch_size", "patch_size", "spatial_merge_size")]
+    c = getattr(cfg, "in_channels", None) or getattr(cfg, "num_channels", None)
+    sizes = [c, getattr(cfg, "temporal_patch_size", 1), getattr(cfg, "patch_size", None),
+             getattr(cfg, "spatial_merge_size", None)]
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
         return None
     c, tp, p, m = sizes
     patches = torch.zeros((b * m * m * s, c * tp * p * p), dtype=torch.bfloat16, device="meta")
     grid = torch.tensor([[1, m, m * s]] * b)
     _resampled_on_meta(torch, model)
-    return {"hidden_states": patches, "grid_thw": grid, **_derived(torch, model, grid, m)}
+    return {key: patches, grid_key: grid, **_derived(torch, model, grid, m)}
 
 
 def _derived(torch, model, grid, m: int) -> dict:

@@ -31,32 +31,36 @@ POSITION_TABLES = ("pos_embed", "position_embedding")
 
 
 def _conv3d(root: Module) -> Module | None:
+    """``patch_embed.proj``: a Conv3d (weight ``[h, c, tp, p, p]``) or a Conv2d (GLM-Image's ``[h, c, p, p]``)."""
     embed = root.child(PATCH_EMBED)
     conv = embed.child("proj") if embed is not None else None
-    return conv if conv is not None and conv.cls == "Conv3d" and len(conv.params.get("weight", ())) == 5 else None
+    dims = {"Conv3d": 5, "Conv2d": 4}
+    return conv if conv is not None and len(conv.params.get("weight", ())) == dims.get(conv.cls) else None
 
 
 def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     """(input declarations, statements) of a tower of the module docstring's form, else None."""
     conv, layers = _conv3d(root), root.child(LAYERS)
     merged = [m for m in root.walk() if m.path.startswith(MERGER) and not m.children and m.order is not None]
-    if conv is None or layers is None or not layers.children or not merged or sz.probe.s is None:
+    if conv is None or layers is None or not layers.children or sz.probe.s is None:
         return None
     values = sz.probe.symbol_values()
-    out, c, tp, p, _ = conv.params["weight"]
+    out, c, *kernel = conv.params["weight"]
+    tp, p = (kernel[0], kernel[1]) if len(kernel) == 3 else (1, kernel[0])
     h = sz.size(out, "hidden size")
     first = min((c.order for c in layers.children if c.order is not None), default=None)
     last = max((c.order for c in layers.children if c.order is not None), default=None)
     if first is None:
         return None
-    group = _group(root, out)
+    group = _group(root, out) if merged else 1     # GLM-Image's tower merges no patches (spatial_merge_size 1)
     if group is None:
         return None
     width = sz.size(c * tp * p * p, "patch values")
-    inputs = [f"input patches[b, {group} * s, {width}]   # b images of {group}·s flattened patches (c·tp·p·p values "
-              "each), s image tokens after the merger"]
-    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {PATCH_EMBED})   # the Conv3d of "
-             "kernel = stride = (tp, p, p) over each flattened patch: a linear map"]
+    n = f"{group} * s" if group > 1 else "s"
+    inputs = [f"input patches[b, {n}, {width}]   # b images of {n} flattened patches (c·tp·p·p values each)"
+              + (", s image tokens after the merger" if group > 1 else "")]
+    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {PATCH_EMBED})   # the "
+             f"{conv.cls} of kernel = stride = the patch over each flattened patch: a linear map"]
     leaves = sorted((m for m in root.walk() if not m.children and m.order is not None
                      and not m.path.startswith(LAYERS + ".") and m is not conv), key=lambda m: m.order)
     read = [m for m in root.walk() if m.name in POSITION_TABLES and m.order is None]   # GLM-4V's: its weight read
@@ -65,7 +69,8 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
         if line is None:
             return None
         lines += [line] if line else []
-    body = _block_lines(layers.children[0], sz)
+    rotary = any("rotary" in m.cls.lower() for m in root.walk())
+    body = _block_lines(layers.children[0], sz, rotary)
     if body is None:
         return None
     count = "l" if values.get("l") == len(layers.children) else str(len(layers.children))
@@ -75,10 +80,11 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
     if deep is None:
         return None
     lines += deep[0] + [f"repeat {count} as {LAYERS}[j] {{", *("  " + t for t in body + deep[1]), "}"]
-    post = _post_lines([m for m in leaves if m.order > last], sz, out, group)
+    after = [m for m in leaves if m.order > last]
+    post = _post_lines(after, sz, out, group) if after else []
     if post is None:
         return None
-    lines += post
+    lines += post or ["x = x"]
     lines[-1] = "return " + lines[-1].split(" = ", 1)[1]
     return inputs, lines
 
@@ -124,20 +130,21 @@ def _rows(n: int, sz: Sizer, values: dict) -> str:
     return sz.size(n, "position rows")
 
 
-def _block_lines(layer: Module, sz: Sizer) -> list[str] | None:
+def _block_lines(layer: Module, sz: Sizer, rotary: bool) -> list[str] | None:
     """A block's statements: pre-norm attention, pre-norm MLP, each added to the residual."""
     norm1, norm2, attn, mlp = (layer.child(n) for n in ("norm1", "norm2", "attn", "mlp"))
     if None in (norm1, norm2, attn, mlp) or not (is_norm(norm1) and is_norm(norm2)):
         return None
-    a, f = _attention(attn, norm_call(norm1, "x"), sz), _mlp(mlp, norm_call(norm2, "x"), sz)
+    a, f = _attention(attn, norm_call(norm1, "x"), sz, rotary), _mlp(mlp, norm_call(norm2, "x"), sz)
     if a is None or f is None:
         return None
     return [f"x = x + {a}", f"x = x + {f}"]
 
 
-def _attention(m: Module, arg: str, sz: Sizer) -> str | None:
-    """``gqa_attention`` of a fused ``qkv`` (heads · head size · 3 columns) and ``proj``, rotary, QK-norm where the
-    module holds ``q_norm`` and ``k_norm`` (GLM-OCR's RMSNorm of a head), else None."""
+def _attention(m: Module, arg: str, sz: Sizer, rotary: bool) -> str | None:
+    """``gqa_attention`` of a fused ``qkv`` (heads · head size · 3 columns) and ``proj``, rotary where the tower has
+    a rotary table (GLM-Image's has none: its learned positions alone), QK-norm where the module holds ``q_norm`` and
+    ``k_norm`` (GLM-OCR's RMSNorm of a head), else None."""
     qkv, o = _linear(m.child("qkv")), _linear(m.child("proj"))
     heads = m.attrs.get("num_heads")
     if qkv is None or o is None or not isinstance(heads, int) or qkv[1] != 3 * o[0] or o[0] % heads:
@@ -148,17 +155,19 @@ def _attention(m: Module, arg: str, sz: Sizer) -> str | None:
                                                      and n.params.get("weight") == (head,) for n in norms):
         return None
     a, d = sz.size(heads, "attention heads"), sz.size(head, "head size")
-    opts = [f"qkv_bias = {_yes(qkv[2])}", f"out_bias = {_yes(o[2])}"] + (["qk_norm = true"] if norms[0] else [])
+    opts = [f"qkv_bias = {_yes(qkv[2])}", f"out_bias = {_yes(o[2])}"] + (["qk_norm = true"] if norms[0] else []) \
+        + ([] if rotary else ["rotary = false"])
     return f"gqa_attention({arg}, {a}, {a}, {d}, {', '.join(opts)}, name = {m.name})"
 
 
 def _mlp(m: Module, arg: str, sz: Sizer) -> str | None:
     """A gated MLP (``gate_proj``, ``up_proj``, ``down_proj``: ``swiglu``) or two linears (``linear_fc1``,
-    ``linear_fc2``: ``mlp``, its activation costing nothing under ``matmul``), else None."""
+    ``linear_fc2``; GLM-Image's ``fc1``, ``fc2``: ``mlp``, its activation costing nothing under ``matmul``), else
+    None."""
     gate, up, down = (_linear(m.child(n)) for n in ("gate_proj", "up_proj", "down_proj"))
     if None not in (gate, up, down) and gate[2] == up[2] == down[2]:
         return f"swiglu({arg}, {sz.size(up[1], 'MLP width')}, bias = {_yes(up[2])}, name = {m.name})"
-    fc1, fc2 = _linear(m.child("linear_fc1")), _linear(m.child("linear_fc2"))
+    fc1, fc2 = _linear(m.child("linear_fc1", "fc1")), _linear(m.child("linear_fc2", "fc2"))
     if fc1 is not None and fc2 is not None and fc1[2] == fc2[2]:
         return f"mlp({arg}, {sz.size(fc1[1], 'MLP width')}, bias = {_yes(fc1[2])}, dropout = false, name = {m.name})"
     return None
