@@ -89,6 +89,14 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
     return inputs, lines
 
 
+def _node(m: Module) -> str:
+    """The node name of ``m``: its own, or with its parent's where it is a position in a Sequential (Qwen2.5-VL's
+    ``merger.mlp.0``: ``mlp_0``, as the bundled models/qwen2_vl.cg names it)."""
+    if m.name.isidentifier():
+        return m.name
+    return "_".join(m.path.split(".")[-2:]) if "." in m.path else f"m_{m.name}"
+
+
 def _yes(flag: bool) -> str:
     return "true" if flag else "false"
 
@@ -222,7 +230,7 @@ def _post_lines(leaves: list[Module], sz: Sizer, width: int, group: int) -> list
             width *= group
         if f[0] != width:
             return None
-        lines.append(f"x = linear(x, {sz.size(f[1], 'merger width')}, bias = {_yes(f[2])}, name = {m.name})")
+        lines.append(f"x = linear(x, {sz.size(f[1], 'merger width')}, bias = {_yes(f[2])}, name = {_node(m)})")
         width = f[1]
     return lines or None
 
