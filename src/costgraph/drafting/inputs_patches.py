@@ -53,6 +53,7 @@ def patch_inputs(torch, model, params, b: int, s: int) -> dict | None:
     patches = torch.zeros((b * m * m * s, c * tp * p * p), dtype=torch.bfloat16, device="meta")
     grid = torch.tensor([[1, m, m * s]] * b)
     _resampled_on_meta(torch, model)
+    model.flattened_patches = m * m     # on this instance: the trace records the patches an image token holds
     return {key: patches, grid_key: grid, **_derived(torch, model, grid, m)}
 
 

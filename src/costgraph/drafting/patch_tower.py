@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .blocks import _linear, is_norm, norm_call
 from .facts import Module
-from .writer import Sizer
+from .writer import Sizer, layer_lines
 
 #: the modules of the tower's form (module docstring)
 PATCH_EMBED, LAYERS, MERGER = "patch_embed", "blocks", "merger"
@@ -38,31 +38,48 @@ def _conv3d(root: Module) -> Module | None:
     return conv if conv is not None and len(conv.params.get("weight", ())) == dims.get(conv.cls) else None
 
 
+def _patch_linear(root: Module) -> Module | None:
+    """Cosmos3-Edge's ``embeddings.patch_embedding``: a Linear of the flattened patches (c·p·p → h)."""
+    embed = root.child("embeddings")
+    lin = embed.child("patch_embedding") if embed is not None else None
+    return lin if lin is not None and _linear(lin) is not None else None
+
+
 def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | None:
     """(input declarations, statements) of a tower of the module docstring's form, else None."""
-    conv, layers = _conv3d(root), root.child(LAYERS)
+    given = root.attrs.get("flattened_patches")     # m², where the probe gave the tower flattened patches
+    conv = _conv3d(root) or (_patch_linear(root) if isinstance(given, int) else None)
+    layers = root.child(LAYERS) or root.find("encoder.layers")
     merged = [m for m in root.walk() if m.path.startswith(MERGER) and not m.children and m.order is not None]
     if conv is None or layers is None or not layers.children or sz.probe.s is None:
         return None
     values = sz.probe.symbol_values()
-    out, c, *kernel = conv.params["weight"]
-    tp, p = (kernel[0], kernel[1]) if len(kernel) == 3 else (1, kernel[0])
+    if conv.cls == "Linear":
+        out, patch = conv.params["weight"]
+    else:
+        out, c, *kernel = conv.params["weight"]
+        patch = c * kernel[0] * kernel[1] * (kernel[2] if len(kernel) == 3 else 1)
     h = sz.size(out, "hidden size")
     first = min((c.order for c in layers.children if c.order is not None), default=None)
     last = max((c.order for c in layers.children if c.order is not None), default=None)
     if first is None:
         return None
-    group = _group(root, out) if merged else 1     # GLM-Image's tower merges no patches (spatial_merge_size 1)
-    if group is None:
+    # m² patches an image token: read from the merger; a tower without one (Cosmos3-Edge's: the language model's
+    # projector merges) runs the m²·s patches the probe gave it, m² recorded by the trace (GLM-Image's m is 1)
+    group = _group(root, out) if merged else given if isinstance(given, int) else 1
+    if group is None or (isinstance(given, int) and group != given):
         return None
-    width = sz.size(c * tp * p * p, "patch values")
+    width = sz.size(patch, "patch values")
     n = f"{group} * s" if group > 1 else "s"
     inputs = [f"input patches[b, {n}, {width}]   # b images of {n} flattened patches (c·tp·p·p values each)"
-              + (", s image tokens after the merger" if group > 1 else "")]
-    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {PATCH_EMBED})   # the "
-             f"{conv.cls} of kernel = stride = the patch over each flattened patch: a linear map"]
+              + ((", s image tokens after the merger" if merged else ", s image tokens after the language model's m "
+                  "× m merge") if group > 1 else "")]
+    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {conv.name})   # the "
+             f"{conv.cls} of kernel = stride = the patch over each flattened patch: a linear map"
+             if conv.cls != "Linear" else f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, "
+                                          f"name = {conv.name})"]
     leaves = sorted((m for m in root.walk() if not m.children and m.order is not None
-                     and not m.path.startswith(LAYERS + ".") and m is not conv), key=lambda m: m.order)
+                     and not m.path.startswith(layers.path + ".") and m is not conv), key=lambda m: m.order)
     read = [m for m in root.walk() if m.name in POSITION_TABLES and m.order is None]   # GLM-4V's: its weight read
     for m in [m for m in leaves if m.order < first] + read:
         line = _pre_line(m, sz, values)
@@ -70,7 +87,8 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
             return None
         lines += [line] if line else []
     rotary = any("rotary" in m.cls.lower() for m in root.walk())
-    body = _block_lines(layers.children[0], sz, rotary)
+    body = _block_lines(layers.children[0], sz, rotary) or (layer_lines(layers.children[0], sz, rotary)
+                                                             if conv.cls == "Linear" else None)
     if body is None:
         return None
     count = "l" if values.get("l") == len(layers.children) else str(len(layers.children))
@@ -79,7 +97,7 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
     deep = _deepstack(root, sz, out, group)
     if deep is None:
         return None
-    lines += deep[0] + [f"repeat {count} as {LAYERS}[j] {{", *("  " + t for t in body + deep[1]), "}"]
+    lines += deep[0] + [f"repeat {count} as {layers.name}[j] {{", *("  " + t for t in body + deep[1]), "}"]
     after = [m for m in leaves if m.order > last]
     post = _post_lines(after, sz, out, group) if after else []
     if post is None:
@@ -209,7 +227,7 @@ def _post_lines(leaves: list[Module], sz: Sizer, width: int, group: int) -> list
             continue
         if is_norm(m):
             n = w[0] if w else None
-            if n == width * group:
+            if n == width * group and group > 1:
                 lines.append(f"x = merge_tokens(x, {group})   # m × m neighbouring patches into one token (a view)")
                 width *= group
             elif n != width:

@@ -154,9 +154,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
-    # k28patch13: a VLM's vision tower (transformers 5.24 configuration_qwen3_vl.py Qwen3VLVisionConfig): the merger's
-    # output width, GLM-5-Next's merger MLP width, the rows of Qwen3-VL's learned position table (a square: its side
-    # int(num_position_embeddings ** 0.5), modeling_qwen3_vl.py Qwen3VLVisionModel.num_grid_per_side)
+    # k28patch13: VLM towers (transformers 5.24 configuration_qwen3_vl.py Qwen3VLVisionConfig; the position table's
+    # side is int(num_position_embeddings ** 0.5): modeling_qwen3_vl.py Qwen3VLVisionModel.num_grid_per_side)
     "out_hidden_size": ("h_o", "merger output width (the language model's hidden size)"),
     "projection_intermediate_size": ("i_p", "merger MLP intermediate size"),
     "num_position_embeddings": ("n_pos", "rows of the learned position table (a square)"),

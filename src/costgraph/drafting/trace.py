@@ -23,6 +23,9 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
 #: modeling_qwen3_vl.py ``Qwen3VLVisionModel.deepstack_visual_indexes``, the layers whose output a merger of
 #: ``deepstack_merger_list`` reads; Qwen2.5-VL's ``fullatt_block_indexes``, the layers of full attention)
 LAYER_LISTS = ("deepstack_visual_indexes", "fullatt_block_indexes")
+#: set by :func:`costgraph.drafting.inputs_patches.patch_inputs` on a model it gives flattened patches: m², the
+#: patches of one image token (k28patch13)
+FLATTENED = "flattened_patches"
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -107,6 +110,8 @@ def _attrs(mod) -> dict:
         if isinstance(v, int) and type(mod).__name__.startswith(("Conv", "ParametrizedConv", "MaxPool", "AvgPool",
                                                                   "AdaptiveAvgPool")):   # weight-normed convs too
             out[a] = v
+    if isinstance(getattr(mod, FLATTENED, None), int):
+        out[FLATTENED] = getattr(mod, FLATTENED)
     for a in LAYER_LISTS:     # k28patch13: which layers a VLM tower's forward reads out (a list of layer indices)
         v = getattr(mod, a, None)
         if isinstance(v, (list, tuple)) and v and all(isinstance(j, int) and not isinstance(j, bool) for j in v):
