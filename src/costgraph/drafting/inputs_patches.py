@@ -8,7 +8,8 @@ patches, read on the CPU (``vision_utils.get_vision_position_ids``: ``grid_thw.t
 
 Convention (the probe's): ``b`` images of one frame group each (``t = 1``), each ``m`` patch rows by ``m·s`` patch
 columns (``m``: the config's ``spatial_merge_size``): ``m²·s`` patches an image, ``s`` image tokens after the merger
-(m × m patches merged into one). ``s`` is :data:`costgraph.drafting.probe.SHAPES`' prime, so the patches' count
+(m × m patches merged into one). A tower of window attention (Qwen2.5-VL's) gets ``m·u`` rows by ``m·u·s`` columns:
+``s`` whole windows of u × u image tokens an image (:func:`window_probe`). ``s`` is :data:`costgraph.drafting.probe.SHAPES`' prime, so the patches' count
 ``m²·s`` and the merged tokens' ``s`` read back as sizes. The patches are zeros in the model's bfloat16 on the meta
 device; ``grid_thw`` on the CPU (transformers reads it with ``.tolist()``). Torch is passed in: the module imports
 none.
@@ -50,11 +51,43 @@ def patch_inputs(torch, model, params, b: int, s: int) -> dict | None:
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
         return None
     c, tp, p, m = sizes
-    patches = torch.zeros((b * m * m * s, c * tp * p * p), dtype=torch.bfloat16, device="meta")
-    grid = torch.tensor([[1, m, m * s]] * b)
+    u = window_units(model, m)      # Qwen2.5-VL's windows: s whole windows of u × u image tokens an image
+    patches = torch.zeros((b * m * m * u * u * s, c * tp * p * p), dtype=torch.bfloat16, device="meta")
+    grid = torch.tensor([[1, m * u, m * u * s]] * b)
     _resampled_on_meta(torch, model)
     model.flattened_patches = m * m     # on this instance: the trace records the patches an image token holds
     return {key: patches, grid_key: grid, **_derived(torch, model, grid, m)}
+
+
+#: the window side in image tokens (merge units) of each probe of a tower of window attention: small counts, never
+#: read from a shape (the draft writes them as ``W / (m·p)``, W the probed window_size), different at the two probes
+WINDOW_UNITS = (2, 3)
+#: the tower attribute that marks window attention (modeling_qwen2_5_vl.py ``fullatt_block_indexes``)
+FULL_LAYERS = "fullatt_block_indexes"
+
+
+def window_units(model, m: int) -> int:
+    """u, the window side in image tokens of a tower of window attention (its ``window_size // m // patch_size``,
+    transformers 5.24 vision_utils.py ``get_vision_window_index``'s ``vit_merger_window_size``), else 1."""
+    cfg = model.config
+    window, p = getattr(cfg, "window_size", None), getattr(cfg, "patch_size", None)
+    if getattr(cfg, FULL_LAYERS, None) is None or not isinstance(window, int) or not isinstance(p, int):
+        return 1
+    return max(window // m // p, 1)
+
+
+def window_probe(out: dict, config, probe) -> None:
+    """At a probe of a tower of window attention (Qwen2.5-VL's: ``fullatt_block_indexes`` beside ``window_size``,
+    in pixels), ``window_size`` set to u·m·p, u = :data:`WINDOW_UNITS` of the probe (m: the config's
+    ``spatial_merge_size``, p: the probe's patch size), in the probe's fields and its symbol W too: the probe's own
+    W (a token window of another meaning) would leave no whole window. ``out``: the probe's config dict."""
+    m, p = getattr(config, "spatial_merge_size", None), probe.fields.get("patch_size")
+    if getattr(config, FULL_LAYERS, None) is None or "window_size" not in probe.fields or not isinstance(m, int) \
+            or not isinstance(p, int):
+        return
+    value = WINDOW_UNITS[probe.index] * m * p
+    out["window_size"] = probe.fields["window_size"] = value
+    probe.symbols["W"] = (value, "window_size")
 
 
 def _derived(torch, model, grid, m: int) -> dict:

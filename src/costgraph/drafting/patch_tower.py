@@ -20,6 +20,8 @@ the packed patches by image, ``cu_seqlens``: the costs of ``[b, m²·s, h]``). T
 
 from __future__ import annotations
 
+import re
+
 from .blocks import _linear, is_norm, norm_call
 from .facts import Module
 from .writer import Sizer, layer_lines
@@ -70,11 +72,15 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
     if group is None or (isinstance(given, int) and group != given):
         return None
     width = sz.size(patch, "patch values")
-    n = f"{group} * s" if group > 1 else "s"
+    fulls = root.attrs.get("fullatt_block_indexes")     # Qwen2.5-VL's window attention (:func:`_windowed`)
+    unit = _window_unit(sz, conv, group) if isinstance(fulls, tuple) else ""
+    if unit is None:
+        return None
+    n = (f"{group} * {unit} * s" if unit else f"{group} * s") if group > 1 else "s"
+    tokens = ", s image tokens after the merger" if merged else ", s image tokens after the language model's m × m merge"
     inputs = [f"input patches[b, {n}, {width}]   # b images of {n} flattened patches (c·tp·p·p values each)"
-              + ((", s image tokens after the merger" if merged else ", s image tokens after the language model's m "
-                  "× m merge") if group > 1 else "")]
-    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {conv.name})   # the "
+              + ((f", s windows of {unit} image tokens" if unit else tokens) if group > 1 else "")]
+    lines = [f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, name = {PATCH_EMBED})   # the "
              f"{conv.cls} of kernel = stride = the patch over each flattened patch: a linear map"
              if conv.cls != "Linear" else f"x = linear(patches, {h}, bias = {_yes('bias' in conv.params)}, "
                                           f"name = {conv.name})"]
@@ -89,6 +95,8 @@ def patch_tower_body(root: Module, sz: Sizer) -> tuple[list[str], list[str]] | N
     rotary = any("rotary" in m.cls.lower() for m in root.walk())
     body = _block_lines(layers.children[0], sz, rotary) or (layer_lines(layers.children[0], sz, rotary)
                                                              if conv.cls == "Linear" else None)
+    if body is not None and unit:
+        body = _windowed(body, fulls)
     if body is None:
         return None
     count = "l" if values.get("l") == len(layers.children) else str(len(layers.children))
@@ -295,3 +303,34 @@ def _deepstack(root: Module, sz: Sizer, h: int, group: int) -> tuple[list[str], 
                  f"  y = linear(y, {w2}, bias = false, tied = {name}_linear_fc2) + {name}_linear_fc2_bias",
                  "}"]
     return params, body
+
+
+def _window_unit(sz: Sizer, conv: Module, group: int) -> str | None:
+    """The patches of one window over m² (u², u = ``window_size / (m·p)`` image tokens a side: transformers 5.24
+    vision_utils.py ``get_vision_window_index``, ``vit_merger_window_size = window_size // spatial_merge_size //
+    patch_size``), written ``(W / (m * p)) * (W / (m * p))``; None where the probe's W is no such multiple."""
+    values, m = sz.probe.symbol_values(), int(round(group ** 0.5))
+    window, p = values.get("W"), conv.params["weight"][-1]
+    if m * m != group or not isinstance(window, int) or window % (m * p) or sz.size(p, "patch size") != "p":
+        return None
+    sz.used.add("W")
+    side = f"(W / ({m} * p))"
+    return f"{side} * {side}"
+
+
+def _windowed(body: list[str], fulls: tuple) -> list[str]:
+    """A block of Qwen2.5-VL's tower (modeling_qwen2_5_vl.py ``Qwen2_5_VisionTransformerPretrainedModel.forward``):
+    the layers of ``fullatt_block_indexes`` attend over each image's patches, the others within each window
+    (``cu_window_seqlens``): the patches, put in window order before the layers (``permute_input_for_window_attn``,
+    a gather: no FLOPs) and back after the merger (``argsort``), split into the image's s windows
+    (``windows(x, s)``: ``[b·s, 4u², h]``) around the attention."""
+    attn, mlp = body
+    inner = attn.split("x = x + ", 1)[1]
+    norm_end = inner.index("), ") + 1                 # gqa_attention(NORM(x, name = ...), ...
+    head, rest = inner[:norm_end], inner[norm_end:]
+    window = head.replace("gqa_attention(", "gqa_attention(windows(", 1) + ", s)" + rest
+    window = re.sub(r"name = (\w+)\)", r"name = \1_window)", window)     # each branch's nodes named apart
+    listed = ", ".join(str(j) for j in fulls)
+    return [f"if j in [{listed}] {{   # fullatt_block_indexes: attention over the whole image", "  " + attn,
+            "} else {   # attention within each of the image's s windows", f"  x = x + unwindows({window}, s)", "}",
+            mlp]
