@@ -181,17 +181,21 @@ def _attention(m: Module, arg: str, sz: Sizer, rotary: bool) -> str | None:
     ``k_norm`` (GLM-OCR's RMSNorm of a head), else None."""
     qkv, o = _linear(m.child("qkv")), _linear(m.child("proj"))
     heads = m.attrs.get("num_heads")
-    if qkv is None or o is None or not isinstance(heads, int) or qkv[1] != 3 * o[0] or o[0] % heads:
+    if qkv is None or o is None or not isinstance(heads, int) or o[0] % heads:
         return None
     head = o[0] // heads
+    kv = m.attrs.get("num_key_value_heads", heads)    # EXAONE 4.5's tower: grouped K and V heads in the fused qkv
+    if not isinstance(kv, int) or qkv[1] != (heads + 2 * kv) * head:
+        return None
     norms = [m.child(n) for n in ("q_norm", "k_norm")]
     if any(n is not None for n in norms) and not all(n is not None and "rms" in n.cls.lower()
                                                      and n.params.get("weight") == (head,) for n in norms):
         return None
     a, d = sz.size(heads, "attention heads"), sz.size(head, "head size")
+    g = sz.size(kv, "key/value heads") if kv != heads else a
     opts = [f"qkv_bias = {_yes(qkv[2])}", f"out_bias = {_yes(o[2])}"] + (["qk_norm = true"] if norms[0] else []) \
         + ([] if rotary else ["rotary = false"])
-    return f"gqa_attention({arg}, {a}, {a}, {d}, {', '.join(opts)}, name = {m.name})"
+    return f"gqa_attention({arg}, {a}, {g}, {d}, {', '.join(opts)}, name = {m.name})"
 
 
 def _mlp(m: Module, arg: str, sz: Sizer) -> str | None:
