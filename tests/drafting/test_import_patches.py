@@ -27,11 +27,12 @@ from costgraph.drafting.patch_tower import _post_lines  # noqa: E402
 from costgraph.drafting.probe import Probe  # noqa: E402
 from costgraph.drafting.writer import Sizer  # noqa: E402
 
-#: the towers claimed exact (bench/bench_import_reach.py --mapping base --kinds vision prints EXACT for each):
+#: the towers claimed exact (bench/bench_import_reach.py --mapping base --kinds vision prints EXACT for each; 24 s of
+#: CPU for the file, measured on the loaded 2-core machine):
 #: model_type → its default config (drafted by model_type: AutoModel's class)
 TYPES = ("qwen3_5_vision", "qwen3_5_moe_vision", "qwen4_exp_vision", "qwen3_vl_vision", "qwen3_vl_moe_vision",
          "cohere_compass_vision", "glm4v_vision", "glm4v_moe_vision", "glm5_next_vision", "glm_ocr_vision",
-         "glm_image_vision")
+         "glm_image_vision", "qwen2_5_vl_vision", "exaone4_5_vision", "cosmos3_edge_vision")
 drafted = Drafts({t: t for t in TYPES})
 
 QWEN_MERGER = ("  x = layernorm(x, name = norm)\n"
@@ -50,6 +51,14 @@ EXPECTED = {
     "glm_ocr_vision": "qkv_bias = true, out_bias = true, qk_norm = true, name = attn)",
     # modeling_glm_image.py GlmImageVisionModel.forward: "no position_embeddings needed", no merger
     "glm_image_vision": "rotary = false, name = attn)\n    x = x + mlp(layernorm(x, name = norm2), i, bias = true",
+    # modeling_qwen2_5_vl.py Qwen2_5_VisionTransformerPretrainedModel.forward: full attention at
+    # fullatt_block_indexes, windows of window_size // m // p image tokens elsewhere (cu_window_seqlens)
+    "qwen2_5_vl_vision": "  input patches[b, 4 * (W / (2 * p)) * (W / (2 * p)) * s, 6 * p * p]",
+    # modeling_exaone4_5.py Exaone4_5_VisionAttention: qkv of (heads + 2·num_key_value_heads)·head columns
+    "exaone4_5_vision": "x = x + unwindows(gqa_attention(windows(rmsnorm(x, name = norm1_window), s), a, kv, h / a, ",
+    # modeling_cosmos3_edge.py Cosmos3EdgeVisionEmbeddings: patch_embedding, a Linear of the flattened patches;
+    # no merger in the tower (Cosmos3EdgePatchMerger is the language model's projector)
+    "cosmos3_edge_vision": "  input patches[b, 4 * s, c * p * p]",
 }
 
 

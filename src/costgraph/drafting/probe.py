@@ -377,12 +377,10 @@ class Probe:
                   "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
                   "num_channels": p["c"], "num_mel_bins": p["mel"], "max_source_positions": p["se"],
-                  "num_register_tokens": p["n_r"]}   # k28tower12
+                  "num_register_tokens": p["n_r"], "out_hidden_size": p["h_o"], "projection_intermediate_size": p["i_p"], "num_position_embeddings": p["g_pos"] ** 2}   # k28tower12 (n_r); k28patch13
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
-        values.update(out_hidden_size=p["h_o"], projection_intermediate_size=p["i_p"],    # k28patch13
-                      num_position_embeddings=p["g_pos"] ** 2)
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
