@@ -17,6 +17,7 @@ from ..arguments import shown
 from ..errors import CostgraphValueError
 from .configs import _config, _config_object, _field, present_fields, probed_config, rounded_widths
 from .draft import Check, Draft  # noqa: F401  (Check: the checks' type, importable from here)
+from .inputs_patches import window_probe
 from .conv_stages import IMAGE_SIDE, field_value, stage_count
 from .probe import (EVEN_KV, MAMBA2_COMPUTED_HEAD, MAMBA2_HEAD, PERIOD_FIELDS, STAGE_LISTS, STAGE_SCALARS, Probe,
                     decoder_length)
@@ -66,6 +67,7 @@ def _probe_fields(cfg: dict, config, probe: Probe) -> dict:
     for f in MAMBA2_HEAD:      # the Mamba-2 head size follows the inner width and the heads (the config's "auto")
         if hasattr(config, f):
             out[f] = "auto"
+    window_probe(out, config, probe)     # k28patch13: Qwen2.5-VL's windows, whole at the probe
     for i, t in enumerate(("pad_token_id", "bos_token_id", "eos_token_id")):
         if isinstance(out.get(t), int) or isinstance(getattr(config, t, None), int):
             out[t] = i

@@ -78,6 +78,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_mel import mel_inputs
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
+    from .inputs_patches import patch_inputs
     from .inputs_seq2seq import seq2seq_inputs
     from .inputs_video import video_pixels
     from .inputs_text import text_inputs
@@ -114,6 +115,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
         inputs = {"pixel_values": pixels}
     elif (text := text_inputs(torch, model, b, s, t)) is not None:    # FSMT: the decoder's mask given (k28text13)
         inputs = text
+    elif (patches := patch_inputs(torch, model, params, b, s)) is not None:   # a VLM's tower: flattened patches
+        inputs = patches
     else:
         inputs = seq2seq_inputs(torch, model, b, s, t) or {"input_ids": ids, "use_cache": False}
     if "lengths" in inspect.signature(model.forward).parameters:

@@ -32,6 +32,7 @@ from .bert_conformer import stacked_front
 from .fast_conformer import ctc_head_line, front as fast_conformer_front
 from .spectrogram import spectrogram_embeddings
 from .conv_stages import IMAGE_SIDE, stage_body
+from .patch_tower import patch_tower_body
 
 
 def find_layers(root: Module, count: int) -> Module | None:
@@ -204,6 +205,9 @@ def body_lines(root: Module, sz: Sizer, rotary: bool) -> tuple[list[str], list[s
     seq2seq = t5_body(root, sz) or bart_body(root, sz)    # T5's, BART's encoder and decoder (t: decoder_input_ids)
     if seq2seq is not None:
         return seq2seq
+    tower = patch_tower_body(root, sz)    # a VLM's vision tower on flattened patches (k28patch13)
+    if tower is not None:
+        return tower
     root = fold_parallel_lists(root, values.get("l", 0))      # XLM's attentions, ffns, ... side by side
     layers = find_layers(root, values.get("l", 0))
     if layers is None:

@@ -162,6 +162,11 @@ FIELDS: dict[str, tuple[str, str]] = {
     "embedding_size": ("d_emb", "token embedding width (factorised: projected to h)"),
     "entity_vocab_size": ("V_ent", "rows of the entity embedding table"),
     "entity_emb_size": ("d_ent", "entity embedding width"),
+    # k28patch13: VLM towers (transformers 5.24 configuration_qwen3_vl.py Qwen3VLVisionConfig; the position table's
+    # side is int(num_position_embeddings ** 0.5): modeling_qwen3_vl.py Qwen3VLVisionModel.num_grid_per_side)
+    "out_hidden_size": ("h_o", "merger output width (the language model's hidden size)"),
+    "projection_intermediate_size": ("i_p", "merger MLP intermediate size"),
+    "num_position_embeddings": ("n_pos", "rows of the learned position table (a square)"),
 }
 #: k28text13's fields: the probe value of each is its symbol's prime (:data:`_PRIMES`)
 TEXT_FIELDS = {"embedding_size": "d_emb", "entity_vocab_size": "V_ent", "entity_emb_size": "d_ent"}
@@ -213,7 +218,8 @@ _PRIMES = (
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
      "n_c": 1409, "tb": 1427, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
      "C_s": 1601,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
-     "d_emb": 1801, "V_ent": 1823, "d_ent": 1847},     # k28text13: ALBERT's embedding_size, LUKE's entity table
+     "d_emb": 1801, "V_ent": 1823, "d_ent": 1847,     # k28text13: ALBERT's embedding_size, LUKE's entity table
+     "h_o": 1201, "i_p": 1213, "g_pos": 1217},     # k28patch13: VLM towers (n_pos = g_pos², a square)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -229,7 +235,8 @@ _PRIMES = (
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
      "n_c": 1423, "tb": 1429, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
      "C_s": 1607,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
-     "d_emb": 1811, "V_ent": 1831, "d_ent": 1861},     # k28text13: ALBERT's embedding_size, LUKE's entity table
+     "d_emb": 1811, "V_ent": 1831, "d_ent": 1861,     # k28text13: ALBERT's embedding_size, LUKE's entity table
+     "h_o": 1223, "i_p": 1229, "g_pos": 1231},     # k28patch13: VLM towers (n_pos = g_pos², a square)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -390,7 +397,8 @@ class Probe:
                   "L_cycles": p["c_L"], "ngram": p["n_g"], "num_buckets": p["nb"],
                   "router_hidden_size": p["hr"], "image_size": p["p"] * p["q"], "patch_size": p["p"],
                   "num_channels": p["c"], "num_mel_bins": p["mel"] * (MEL_STEM if STEM in present else 1), "max_source_positions": p["se"], STEM: p["C_s"],   # k28speech13: STEM
-                  "num_register_tokens": p["n_r"]}   # k28tower12
+                  "num_register_tokens": p["n_r"], "out_hidden_size": p["h_o"], "projection_intermediate_size": p["i_p"],
+                  "num_position_embeddings": p["g_pos"] ** 2}   # k28tower12 (n_r); k28patch13
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values.update(hidden_dim=p["i"], **{f: p[sym] for f, sym in TEXT_FIELDS.items()})   # k28seq12's, k28text13's

@@ -20,6 +20,13 @@ ATTRS = ("num_heads", "num_attention_heads", "n_head", "num_key_value_heads", "n
          "data_format", "num_groups",    # ConvNeXt's LayerNorm: "channels_first" permutes around the norm (k28conv12)
          "n_heads",     # DistilBERT's (transformers 5.24 modeling_distilbert.py DistilBertSelfAttention.n_heads)
          "input_scale")     # k28speech13: FastConformer's √h or 1.0 (modeling_parakeet.py ParakeetEncoder.input_scale)
+#: module attributes that list layer indices, read as tuples (k28patch13: Qwen3-VL's tower, transformers 5.24
+#: modeling_qwen3_vl.py ``Qwen3VLVisionModel.deepstack_visual_indexes``, the layers whose output a merger of
+#: ``deepstack_merger_list`` reads; Qwen2.5-VL's ``fullatt_block_indexes``, the layers of full attention)
+LAYER_LISTS = ("deepstack_visual_indexes", "fullatt_block_indexes")
+#: set by :func:`costgraph.drafting.inputs_patches.patch_inputs` on a model it gives flattened patches: m², the
+#: patches of one image token (k28patch13)
+FLATTENED = "flattened_patches"
 #: attributes that hold an activation function (a module or a function)
 ACT_ATTRS = ("act_fn", "act", "activation_fn", "activation")
 
@@ -113,6 +120,12 @@ def _attrs(mod) -> dict:
         v = getattr(mod, a, None)      # (modeling_lasr.py LasrEncoderBlock: residual and output weighted)
         if isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(w, (int, float)) for w in v):
             out[a] = ",".join(str(float(w)) for w in v)
+    if isinstance(getattr(mod, FLATTENED, None), int):
+        out[FLATTENED] = getattr(mod, FLATTENED)
+    for a in LAYER_LISTS:     # k28patch13: which layers a VLM tower's forward reads out (a list of layer indices)
+        v = getattr(mod, a, None)
+        if isinstance(v, (list, tuple)) and v and all(isinstance(j, int) and not isinstance(j, bool) for j in v):
+            out[a] = tuple(v)
     for a in ACT_ATTRS:
         v = getattr(mod, a, None)
         if v is not None and callable(v):
