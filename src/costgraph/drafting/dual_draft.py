@@ -1,0 +1,132 @@
+"""The draft of a dual encoder (:mod:`costgraph.drafting.dual`): its two towers drafted alone, joined in one file and
+checked against the dual model at two probes (issue 28 item 2, task k28dual13).
+
+Probe k (0, 1) sets the text tower's fields at the values the text tower's own probe k checked, the vision tower's at
+those of its probe 1 − k (every size of one tower then differs from its namesake in the other: h_t = 40040 beside
+h_v = 61880), ``projection_dim`` at :data:`~costgraph.drafting.dual.PROJECTION_PRIMES` [k], and traces one forward
+of b image-text pairs (token ids [b, s] and an image, :mod:`costgraph.drafting.inputs_dual`) at the text probe's
+(b, s). Torch and the single-config drafter are passed in (no import cycle with :mod:`costgraph.drafting.api`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import CostgraphValueError
+from .configs import _config_object
+from .draft import Check, Draft
+from .dual import PROJECTION_PRIMES, TOWERS, Tower, logit_params, model_lines, projections, rename_maps, \
+    tower_config, towers
+from .model_build import _build, _forward
+
+#: the token-id fields a probe sets to 0, 1, 2 (as the single-config probe does: ids below every probe vocabulary)
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
+
+
+def _text_s(text: str) -> int:
+    """The ``s`` of a drafted file's ``config`` line (the text tower's context), 77 where it has none."""
+    m = re.search(r"^config \w+ \{.*\bs = (\d+)", text, re.M)
+    return int(m.group(1)) if m else 77
+
+
+def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str, int]]:
+    """(the dual config at probe k, the draft's symbols there: towers renamed, e, b and s)."""
+    names = rename_maps(drafts["text"], drafts["vision"])
+    out = {**cfg}
+    values: dict[str, int] = {}
+    for kind, sub, _ in TOWERS:
+        at = drafts[kind].checks[k if kind == "text" else 1 - k].values
+        fields = {f: at[sym] for sym, f in drafts[kind].mapping.items()}
+        inner = {**tower_config(config, sub), **fields}
+        for i, t in enumerate(TOKEN_IDS):
+            if isinstance(inner.get(t), int):
+                inner[t] = i
+        out[sub] = inner
+        values.update({names[kind].get(sym, sym): v for sym, v in at.items() if sym not in ("b", "s")})
+        if kind == "text":
+            values.update(b=at["b"], s=at["s"])
+    if isinstance(getattr(config, "projection_dim", None), int):
+        out["projection_dim"] = values["e"] = PROJECTION_PRIMES[k]
+    return out, values
+
+
+def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check: bool, draft_one) -> Draft | None:
+    """The draft of ``cfg``'s dual encoder, or None where the config builds no dual encoder this module drafts (no
+    ``text_config`` and ``vision_config``, no logit scale, a top-level module other than the towers' projections).
+    ``draft_one(torch, cfg, class_name, name, check)``: the single-config drafter (each tower's, checked).
+
+    Raises CostgraphValueError where a tower's own draft is not exact (naming the tower and why)."""
+    import transformers
+
+    config = _config_object(cfg)
+    if getattr(config, "text_config", None) is None or getattr(config, "vision_config", None) is None:
+        return None
+    model = _build(torch, cfg, class_name, config)
+    found = towers(torch, model)
+    projected = projections(torch, model, found) if found else None
+    logits = logit_params(model) if found else None
+    if found is None or projected is None or logits is None:
+        return None
+    drafts = {}
+    for kind, sub, _ in TOWERS:
+        cls = type(found[kind][1]).__name__
+        d = draft_one(torch, tower_config(config, sub), cls, None, True)
+        if not d.exact:
+            raise CostgraphValueError(f"the {kind} tower of {type(model).__name__} ({cls}) does not draft exactly: "
+                                      + ("; ".join(d.warnings) or "a count differs at a probe")[:300],
+                                      hint="draft the tower alone (costgraph import of its sub-config) to see why")
+        drafts[kind] = d
+    model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
+    names = rename_maps(drafts["text"], drafts["vision"])
+    parts = {kind: (Tower(kind, drafts[kind], sub, names[kind], f"{model_name}_{kind}"), found[kind][0])
+             for kind, sub, _ in TOWERS}
+    mapping = {names[k].get(sym, sym): f"{sub}.{f}" for k, sub, _ in TOWERS for sym, f in drafts[k].mapping.items()}
+    real = {names[k].get(sym, sym): v for k, _, _ in TOWERS for sym, v in drafts[k].values.items()}
+    if projected:
+        mapping["e"], real["e"] = "projection_dim", int(config.projection_dim)
+    text = _text(cfg, model_name, type(model).__name__, parts, projected, logits, mapping, real,
+                 _text_s(drafts["text"].text), transformers.__version__)
+    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    warnings = [f"{k} tower: {w}" for k, _, _ in TOWERS for w in drafts[k].warnings]
+    result = Draft(text, model_name, cfg["model_type"], type(model).__name__, versions, mapping, real, warnings, [],
+                   confirmed=all(d.confirmed for d in drafts.values()))
+    if check:
+        _check(torch, cfg, config, class_name, drafts, text, model_name, result)
+    return result
+
+
+def _text(cfg, model_name, torch_class, parts, projected, logits, mapping, real, s, version) -> str:
+    header = [f"# Drafted by `costgraph import` from transformers {version} `{torch_class}`",
+              f"# (model_type {cfg['model_type']}) on the meta device: a dual encoder, each tower drafted alone and "
+              "written as a block",
+              "# (costgraph.drafting.dual). Read it before relying on it: it was compared with PyTorch at two probe",
+              "# configurations (parameters and forward FLOPs, at the end of the file).",
+              "# config.json fields: " + ", ".join(f"{sym} = {f}" for sym, f in mapping.items())]
+    imports, local = [], []
+    for t, _ in parts.values():
+        imports += [x for x in t.imports if x not in imports]
+        local += [x for x in t.local if x not in local]
+    blocks = [x for kind in ("vision", "text") for x in (*parts[kind][0].block_lines(), "")]
+    values = ", ".join(f"{sym} = {v}" for sym, v in real.items())
+    return "\n".join([*header, "", *imports, "", *local, *blocks,
+                      *model_lines(model_name, parts, projected, logits), "",
+                      f"config imported {{ {values}, b = 1, s = {s} }}", ""])
+
+
+def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Draft) -> None:
+    """``result.checks`` at the two dual probes and ``result.config_params`` (:func:`costgraph.drafting.api.
+    _check_at_config`)."""
+    from .. import model as cg
+    from .api import _check_at_config
+
+    built = cg.loads(text, path=f"<import {model_name}>")
+    for k in (0, 1):
+        probed, values = _probe_cfg(cfg, config, drafts, k)
+        model = _build(torch, probed, class_name)
+        _, fl, counted = _forward(torch, model, values["b"], values["s"])
+        values = {sym: v for sym, v in values.items() if sym in built.symbols}
+        got = built.costs("model", convention="matmul").evaluate(None, values)
+        params = int(sum(p.numel() for p in model.parameters()))
+        result.checks.append(Check(k, values, params, int(got["params"]), fl, int(got["flops_forward"]),
+                                   None if counted == fl else counted))
+    _check_at_config(torch, cfg, class_name, built, result)
