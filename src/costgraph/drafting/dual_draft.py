@@ -50,6 +50,19 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
     return out, values
 
 
+def _tower_class(transformers, dual: str, kind: str, tower) -> str:
+    """The transformers class a tower is drafted as: its own where transformers exports it (CLIP's ``CLIPTextModel``),
+    else the dual class's ``…TextModel`` or ``…VisionModel`` of the tower's config (OWL-ViT's ``OwlViTTextTransformer``
+    is no export: transformers 5.24 modeling_owlvit.py ``OwlViTTextModel`` holds one as ``text_model``, the same
+    parameters and forward)."""
+    own = type(tower).__name__
+    if hasattr(transformers, own):
+        return own
+    named = dual[:-len("Model")] + kind.capitalize() + "Model" if dual.endswith("Model") else own
+    cls = getattr(transformers, named, None)
+    return named if cls is not None and getattr(cls, "config_class", None) is type(tower.config) else own
+
+
 def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check: bool, draft_one) -> Draft | None:
     """The draft of ``cfg``'s dual encoder, or None where the config builds no dual encoder this module drafts (no
     ``text_config`` and ``vision_config``, no logit scale, a top-level module other than the towers' projections).
@@ -69,7 +82,7 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
         return None
     drafts = {}
     for kind, sub, _ in TOWERS:
-        cls = type(found[kind][1]).__name__
+        cls = _tower_class(transformers, type(model).__name__, kind, found[kind][1])
         d = draft_one(torch, tower_config(config, sub), cls, None, True)
         if not d.exact:
             raise CostgraphValueError(f"the {kind} tower of {type(model).__name__} ({cls}) does not draft exactly: "
