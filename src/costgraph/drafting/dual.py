@@ -61,10 +61,13 @@ def towers(torch, model) -> dict | None:
     return found
 
 
-def tower_config(config, sub: str) -> dict:
-    """The config dict of ``config``'s sub-config ``sub`` (with its model_type), as the dual model built it."""
-    d = getattr(config, sub).to_dict()
-    return {k: v for k, v in d.items() if k not in _DROPPED}
+def tower_config(cfg: dict, config, sub: str) -> dict:
+    """The config dict of the sub-config ``sub`` (with its model_type): the fields the dual config's dict ``cfg``
+    gives it, the rest left to the sub-config class's defaults, so that a field its ``__post_init__`` makes follow
+    another still follows it at the probes (SigLIP's text ``projection_size``, the hidden size where None:
+    transformers 5.24 configuration_siglip.py ``SiglipTextConfig.__post_init__``)."""
+    given = cfg.get(sub) if isinstance(cfg.get(sub), dict) else {}
+    return {**{k: v for k, v in given.items() if k not in _DROPPED}, "model_type": getattr(config, sub).model_type}
 
 
 def _split(text: str) -> tuple[list[str], list[str], list[str], list[str], list[str]]:

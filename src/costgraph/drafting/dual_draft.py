@@ -37,7 +37,7 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
     for kind, sub, _ in TOWERS:
         at = drafts[kind].checks[k if kind == "text" else 1 - k].values
         fields = {f: at[sym] for sym, f in drafts[kind].mapping.items()}
-        inner = {**tower_config(config, sub), **fields}
+        inner = {**tower_config(cfg, config, sub), **fields}
         for i, t in enumerate(TOKEN_IDS):
             if isinstance(inner.get(t), int):
                 inner[t] = i
@@ -78,12 +78,12 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
     found = towers(torch, model)
     projected = projections(torch, model, found) if found else None
     logits = logit_params(model) if found else None
-    if found is None or projected is None or logits is None:
-        return None
+    if found is None or logits is None or set(projected or ()) != {"text", "vision"}:
+        return None     # SigLIP's towers meet at no projection (its text head's output must be the image width)
     drafts = {}
     for kind, sub, _ in TOWERS:
         cls = _tower_class(transformers, type(model).__name__, kind, found[kind][1])
-        d = draft_one(torch, tower_config(config, sub), cls, None, True)
+        d = draft_one(torch, tower_config(cfg, config, sub), cls, None, True)
         if not d.exact:
             raise CostgraphValueError(f"the {kind} tower of {type(model).__name__} ({cls}) does not draft exactly: "
                                       + ("; ".join(d.warnings) or "a count differs at a probe")[:300],
