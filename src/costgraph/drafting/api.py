@@ -265,7 +265,7 @@ def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bo
 
     import transformers
 
-    dual = draft_dual(torch, cfg, class_name, name, check, _draft)    # two towers (CLIP): drafting/dual.py
+    dual = draft_dual(torch, cfg, class_name, name, check, _draft, _check_at_config)    # two towers (CLIP): drafting/dual.py
     if dual is not None:
         return dual
     config = _config_object(cfg)

@@ -5,7 +5,7 @@ Probe k (0, 1) sets the text tower's fields at the values the text tower's own p
 those of its probe 1 − k (every size of one tower then differs from its namesake in the other: h_t = 40040 beside
 h_v = 61880), ``projection_dim`` at :data:`~costgraph.drafting.dual.PROJECTION_PRIMES` [k], and traces one forward
 of b image-text pairs (token ids [b, s] and an image, :mod:`costgraph.drafting.inputs_dual`) at the text probe's
-(b, s). Torch and the single-config drafter are passed in (no import cycle with :mod:`costgraph.drafting.api`).
+(b, s). Torch, the single-config drafter and its check at the config's sizes are passed in (no import cycle with :mod:`costgraph.drafting.api`).
 """
 
 from __future__ import annotations
@@ -63,10 +63,12 @@ def _tower_class(transformers, dual: str, kind: str, tower) -> str:
     return named if cls is not None and getattr(cls, "config_class", None) is type(tower.config) else own
 
 
-def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check: bool, draft_one) -> Draft | None:
+def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check: bool, draft_one,
+               at_config) -> Draft | None:
     """The draft of ``cfg``'s dual encoder, or None where the config builds no dual encoder this module drafts (no
     ``text_config`` and ``vision_config``, no logit scale, a top-level module other than the towers' projections).
-    ``draft_one(torch, cfg, class_name, name, check)``: the single-config drafter (each tower's, checked).
+    ``draft_one(torch, cfg, class_name, name, check)``: the single-config drafter (each tower's, checked);
+    ``at_config(torch, cfg, class_name, built, result)``: the comparison at the config's own sizes (api's).
 
     Raises CostgraphValueError where a tower's own draft is not exact (naming the tower and why)."""
     import transformers
@@ -104,7 +106,8 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
     result = Draft(text, model_name, cfg["model_type"], type(model).__name__, versions, mapping, real, warnings, [],
                    confirmed=all(d.confirmed for d in drafts.values()))
     if check:
-        _check(torch, cfg, config, class_name, drafts, text, model_name, result)
+        built = _check(torch, cfg, config, class_name, drafts, text, model_name, result)
+        at_config(torch, cfg, class_name, built, result)
     return result
 
 
@@ -126,11 +129,9 @@ def _text(cfg, model_name, torch_class, parts, projected, logits, mapping, real,
                       f"config imported {{ {values}, b = 1, s = {s} }}", ""])
 
 
-def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Draft) -> None:
-    """``result.checks`` at the two dual probes and ``result.config_params`` (:func:`costgraph.drafting.api.
-    _check_at_config`)."""
+def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Draft):
+    """``result.checks`` at the two dual probes; returns the loaded draft."""
     from .. import model as cg
-    from .api import _check_at_config
 
     built = cg.loads(text, path=f"<import {model_name}>")
     for k in (0, 1):
@@ -142,4 +143,4 @@ def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Dra
         params = int(sum(p.numel() for p in model.parameters()))
         result.checks.append(Check(k, values, params, int(got["params"]), fl, int(got["flops_forward"]),
                                    None if counted == fl else counted))
-    _check_at_config(torch, cfg, class_name, built, result)
+    return built
