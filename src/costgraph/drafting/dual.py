@@ -18,7 +18,8 @@ symbols renamed where both towers have one (``h_t``, ``a_t``, ``i_t``, ``l_t`` o
 ``i_v``, ``l_v`` of the vision tower, as the bundled ``models/clip.cg`` names them; the vision tower's sequence
 ``s_v``; ``e`` the joint size, ``projection_dim``). The whole draft is checked against the dual model at two probes
 that set the text tower at one probe's primes and the vision tower at the other's (so every symbol of one tower
-differs from its namesake in the other), the joint size at a prime of its own (:data:`PROJECTION_PRIMES`). Torch is
+differs from its namesake in the other), the joint size at a prime of its own
+(:func:`costgraph.drafting.probe.joint_width`). Torch is
 passed in; this module builds nothing itself.
 """
 
@@ -28,9 +29,6 @@ import re
 
 from ..errors import CostgraphValueError
 
-#: the joint embedding size's probe values (``projection_dim``, the draft's ``e``), from task k28dual13's range of
-#: primes (1019 … 1193), one per probe
-PROJECTION_PRIMES = (1019, 1021)
 #: the towers, in the order the draft calls them: (kind, the sub-config, the suffix of a symbol both towers have)
 TOWERS = (("vision", "vision_config", "_v"), ("text", "text_config", "_t"))
 #: the model's own parameters a dual encoder's logits read (``logit_scale`` multiplies, after ``exp``, no FLOPs
@@ -104,9 +102,11 @@ class Tower:
     """One tower's draft as a block: ``kind`` (vision, text), the tower's :class:`~costgraph.drafting.draft.Draft`,
     its symbols renamed in the dual model (``names``: tower symbol → model symbol) and its config prefix."""
 
-    def __init__(self, kind: str, draft, sub: str, names: dict[str, str], block: str):
+    def __init__(self, kind: str, draft, sub: str, names: dict[str, str], block: str, pooler: bool = True):
         self.kind, self.draft, self.sub, self.names, self.block = kind, draft, sub, names, block
         self.imports, self.local, self.dims, self.inputs, self.body = _split(draft.text)
+        if not pooler:
+            self.body = _without_pooler(self.body)
         self.params = [_tensor_param(x) for x in self.inputs]
         bound = {d for _, _, ds in self.params for d in ds}
         symbols = {_DIM.match(x).group(1) for x in self.dims} | {"b", "s"}
@@ -140,6 +140,18 @@ class Tower:
             else:
                 out.append(f'  dim {new} = {_renamed(expr, self.names)} "{lead}{desc}"')
         return out
+
+
+def _without_pooler(body: list[str]) -> list[str]:
+    """A text tower's statements without its pooler's (the dense and tanh after the class token's ``select``): the
+    tower as a dual encoder builds it, ``add_pooling_layer=False`` (transformers 5.24 modeling_chinese_clip.py
+    ``ChineseCLIPModel.__init__``: ``ChineseCLIPTextModel(text_config, add_pooling_layer=False)``; its text features
+    are ``last_hidden_state[:, 0, :]``, the class token)."""
+    cut = max((j for j, x in enumerate(body) if "select(" in x), default=None)
+    if cut is None or not body[-1].startswith("return"):
+        raise CostgraphValueError("cannot draft a text tower without its pooler: no class token selected before it",
+                                  hint="write this dual encoder's model file by hand (docs: a new architecture)")
+    return body[:cut + 1] + [body[-1] if body[-1] == "return x" else "return x"]
 
 
 def _ordered(symbols: set[str]) -> list[str]:

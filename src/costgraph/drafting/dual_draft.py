@@ -3,9 +3,10 @@ checked against the dual model at two probes (issue 28 item 2, task k28dual13).
 
 Probe k (0, 1) sets the text tower's fields at the values the text tower's own probe k checked, the vision tower's at
 those of its probe 1 − k (every size of one tower then differs from its namesake in the other: h_t = 40040 beside
-h_v = 61880), ``projection_dim`` at :data:`~costgraph.drafting.dual.PROJECTION_PRIMES` [k], and traces one forward
+h_v = 61880), ``projection_dim`` at :func:`~costgraph.drafting.probe.joint_width` (k), and traces one forward
 of b image-text pairs (token ids [b, s] and an image, :mod:`costgraph.drafting.inputs_dual`) at the text probe's
-(b, s). Torch, the single-config drafter and its check at the config's sizes are passed in (no import cycle with :mod:`costgraph.drafting.api`).
+(b, s). Torch, the single-config drafter and its check at the config's sizes are passed in (no import cycle with
+:mod:`costgraph.drafting.api`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import re
 from ..errors import CostgraphValueError
 from .configs import _config_object
 from .draft import Check, Draft
-from .dual import PROJECTION_PRIMES, TOWERS, Tower, logit_params, model_lines, projections, rename_maps, \
+from .dual import TOWERS, Tower, logit_params, model_lines, projections, rename_maps, \
     tower_config, towers
 from .model_build import _build, _forward
+from .probe import joint_width
 
 #: the token-id fields a probe sets to 0, 1, 2 (as the single-config probe does: ids below every probe vocabulary)
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
@@ -46,7 +48,7 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
         if kind == "text":
             values.update(b=at["b"], s=at["s"])
     if isinstance(getattr(config, "projection_dim", None), int):
-        out["projection_dim"] = values["e"] = PROJECTION_PRIMES[k]
+        out["projection_dim"] = values["e"] = joint_width(k)
     return out, values
 
 
@@ -61,6 +63,22 @@ def _tower_class(transformers, dual: str, kind: str, tower) -> str:
     named = dual[:-len("Model")] + kind.capitalize() + "Model" if dual.endswith("Model") else own
     cls = getattr(transformers, named, None)
     return named if cls is not None and getattr(cls, "config_class", None) is type(tower.config) else own
+
+
+def _pooler_kept(torch, tcfg: dict, cls: str, tower) -> bool:
+    """Whether the tower the dual model holds has the pooler of the tower model drafted alone: True where their
+    parameters agree; False where the alone one's ``pooler`` is all they differ by (ChineseCLIP's text tower, built
+    ``add_pooling_layer=False``); CostgraphValueError otherwise."""
+    alone = _build(torch, tcfg, cls)
+    have, want = (sum(p.numel() for p in m.parameters()) for m in (alone, tower))
+    if have == want:
+        return True
+    pooler = getattr(alone, "pooler", None)
+    if pooler is not None and have - sum(p.numel() for p in pooler.parameters()) == want:
+        return False
+    raise CostgraphValueError(f"the dual model's tower {type(tower).__name__} holds {want:,} parameters, {cls} drafted "
+                              f"alone {have:,}", hint="write this dual encoder's model file by hand (docs: a new "
+                                                      "architecture in ten minutes)")
 
 
 def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check: bool, draft_one,
@@ -82,7 +100,7 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
     logits = logit_params(model) if found else None
     if found is None or logits is None or set(projected or ()) != {"text", "vision"}:
         return None     # SigLIP's towers meet at no projection (its text head's output must be the image width)
-    drafts = {}
+    drafts, pooled = {}, {}
     for kind, sub, _ in TOWERS:
         cls = _tower_class(transformers, type(model).__name__, kind, found[kind][1])
         d = draft_one(torch, tower_config(cfg, config, sub), cls, None, True)
@@ -91,10 +109,11 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
                                       + ("; ".join(d.warnings) or "a count differs at a probe")[:300],
                                       hint="draft the tower alone (costgraph import of its sub-config) to see why")
         drafts[kind] = d
+        pooled[kind] = _pooler_kept(torch, tower_config(cfg, config, sub), cls, found[kind][1])
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     names = rename_maps(drafts["text"], drafts["vision"])
-    parts = {kind: (Tower(kind, drafts[kind], sub, names[kind], f"{model_name}_{kind}"), found[kind][0])
-             for kind, sub, _ in TOWERS}
+    parts = {kind: (Tower(kind, drafts[kind], sub, names[kind], f"{model_name}_{kind}", pooled[kind]),
+                    found[kind][0]) for kind, sub, _ in TOWERS}
     mapping = {names[k].get(sym, sym): f"{sub}.{f}" for k, sub, _ in TOWERS for sym, f in drafts[k].mapping.items()}
     real = {names[k].get(sym, sym): v for k, _, _ in TOWERS for sym, v in drafts[k].values.items()}
     if projected:
