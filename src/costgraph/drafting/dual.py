@@ -31,6 +31,9 @@ from ..errors import CostgraphValueError
 
 #: the towers, in the order the draft calls them: (kind, the sub-config, the suffix of a symbol both towers have)
 TOWERS = (("vision", "vision_config", "_v"), ("text", "text_config", "_t"))
+#: the text tower's symbol of its head's width (SigLIP's ``projection_size``: :data:`costgraph.drafting.probe.FIELDS`),
+#: where the model has no projections: the image embeddings' width, the vision tower's hidden size (``h_v``)
+JOINT = "e_j"
 #: the model's own parameters a dual encoder's logits read (``logit_scale`` multiplies, after ``exp``, no FLOPs
 #: counted; SigLIP's ``logit_bias`` is added)
 LOGIT_PARAMS = {"logit_scale": "*", "logit_bias": "+"}
@@ -104,6 +107,7 @@ class Tower:
 
     def __init__(self, kind: str, draft, sub: str, names: dict[str, str], block: str, pooler: bool = True):
         self.kind, self.draft, self.sub, self.names, self.block = kind, draft, sub, names, block
+        self.aliases = {s for s, new in names.items() if s == JOINT and new != s}   # the other tower's width
         self.imports, self.local, self.dims, self.inputs, self.body = _split(draft.text)
         if not pooler:
             self.body = _without_pooler(self.body)
@@ -130,7 +134,7 @@ class Tower:
         for x in self.dims:
             sym, expr, desc = _DIM.match(x).groups()
             new = self.names.get(sym, sym)
-            if new in taken or (sym in ("b", "s") and self.kind == "text"):
+            if sym in self.aliases or new in taken or (sym in ("b", "s") and self.kind == "text"):
                 continue
             taken.add(new)
             desc = desc.replace("(config.json: ", f"(config.json: {self.sub}.")
@@ -172,6 +176,8 @@ def rename_maps(text_draft, vision_draft) -> dict[str, dict[str, str]]:
         if kind == "vision" and "s" in syms["vision"]:
             names["s"] = "s_v"
         out[kind] = names
+    if JOINT in syms["text"]:    # SigLIP: the text head outputs the image embeddings' width (no projections)
+        out["text"][JOINT] = out["vision"].get("h", "h")
     return out
 
 
@@ -216,10 +222,13 @@ def model_lines(name: str, parts: dict, projected: dict, logits: list[tuple[str,
         for (pname, _, _), line in zip(t.params, t.inputs):
             if pname not in seen:
                 seen.add(pname)
-                inputs.append(_renamed(line, t.names))
+                decl, sep, note = line.partition("#")
+                inputs.append(_renamed(decl, t.names) + sep + note)
     body = [f"img = {vision.call(parts['vision'][1])}"
             + ("   # pooled: [b, h_v]" if vision.pooled() else ""),
-            f"txt = {text.call(parts['text'][1])}"]
+            f"txt = {text.call(parts['text'][1])}"
+            + (f"   # its head {text.names[JOINT]} wide: the image embeddings' (projection_size)"
+               if text.aliases else "")]
     if not text.pooled():
         inputs.append("input eos[b]: index   # each text's pooled token (CLIP: its end-of-text token, the argmax of "
                       "the ids: no cost)")

@@ -16,7 +16,7 @@ import re
 from ..errors import CostgraphValueError
 from .configs import _config_object
 from .draft import Check, Draft
-from .dual import TOWERS, Tower, logit_params, model_lines, projections, rename_maps, \
+from .dual import JOINT, TOWERS, Tower, logit_params, model_lines, projections, rename_maps, \
     tower_config, towers
 from .model_build import _build, _forward
 from .probe import joint_width
@@ -44,9 +44,12 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
             if isinstance(inner.get(t), int):
                 inner[t] = i
         out[sub] = inner
-        values.update({names[kind].get(sym, sym): v for sym, v in at.items() if sym not in ("b", "s")})
+        values.update({names[kind].get(sym, sym): v for sym, v in at.items() if sym not in ("b", "s", JOINT)})
         if kind == "text":
             values.update(b=at["b"], s=at["s"])
+    joint = drafts["text"].mapping.get(JOINT)
+    if joint is not None and names["text"][JOINT] in values:     # SigLIP: the head outputs the image width
+        out["text_config"][joint] = values[names["text"][JOINT]]
     if isinstance(getattr(config, "projection_dim", None), int):
         out["projection_dim"] = values["e"] = joint_width(k)
     return out, values
@@ -54,9 +57,9 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
 
 def _tower_class(transformers, dual: str, kind: str, tower) -> str:
     """The transformers class a tower is drafted as: its own where transformers exports it (CLIP's ``CLIPTextModel``),
-    else the dual class's ``…TextModel`` or ``…VisionModel`` of the tower's config (OWL-ViT's ``OwlViTTextTransformer``
-    is no export: transformers 5.24 modeling_owlvit.py ``OwlViTTextModel`` holds one as ``text_model``, the same
-    parameters and forward)."""
+    else the dual class's ``…TextModel`` or ``…VisionModel`` of the tower's config (OWL-ViT's
+    ``OwlViTTextTransformer`` is no export: transformers 5.24 modeling_owlvit.py ``OwlViTTextModel`` holds one as
+    ``text_model``, the same parameters and forward)."""
     own = type(tower).__name__
     if hasattr(transformers, own):
         return own
@@ -98,8 +101,8 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
     found = towers(torch, model)
     projected = projections(torch, model, found) if found else None
     logits = logit_params(model) if found else None
-    if found is None or logits is None or set(projected or ()) != {"text", "vision"}:
-        return None     # SigLIP's towers meet at no projection (its text head's output must be the image width)
+    if found is None or logits is None or projected is None or set(projected) not in ({"text", "vision"}, set()):
+        return None
     drafts, pooled = {}, {}
     for kind, sub, _ in TOWERS:
         cls = _tower_class(transformers, type(model).__name__, kind, found[kind][1])
@@ -110,12 +113,18 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
                                       hint="draft the tower alone (costgraph import of its sub-config) to see why")
         drafts[kind] = d
         pooled[kind] = _pooler_kept(torch, tower_config(cfg, config, sub), cls, found[kind][1])
+    if not projected and JOINT not in drafts["text"].mapping:
+        raise CostgraphValueError(f"the towers of {type(model).__name__} meet at no projection and the text tower's "
+                                  "output width is no config field", hint="write this dual encoder's model file by "
+                                                                          "hand (docs: a new architecture)")
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
     names = rename_maps(drafts["text"], drafts["vision"])
     parts = {kind: (Tower(kind, drafts[kind], sub, names[kind], f"{model_name}_{kind}", pooled[kind]),
                     found[kind][0]) for kind, sub, _ in TOWERS}
-    mapping = {names[k].get(sym, sym): f"{sub}.{f}" for k, sub, _ in TOWERS for sym, f in drafts[k].mapping.items()}
-    real = {names[k].get(sym, sym): v for k, _, _ in TOWERS for sym, v in drafts[k].values.items()}
+    mapping = {names[k].get(sym, sym): f"{sub}.{f}" for k, sub, _ in TOWERS for sym, f in drafts[k].mapping.items()
+               if sym not in parts[k][0].aliases}
+    real = {names[k].get(sym, sym): v for k, _, _ in TOWERS for sym, v in drafts[k].values.items()
+            if sym not in parts[k][0].aliases}
     if projected:
         mapping["e"], real["e"] = "projection_dim", int(config.projection_dim)
     text = _text(cfg, model_name, type(model).__name__, parts, projected, logits, mapping, real,

@@ -154,6 +154,9 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
+    # k28dual13: SigLIP's text head width (transformers 5.24 configuration_siglip.py ``SiglipTextConfig``: the hidden size
+    # where None), which a dual encoder matches to its image embeddings (modeling_siglip.py ``SiglipModel``)
+    "projection_size": ("e_j", "joint embedding size (the text head's output)"),
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -376,6 +379,7 @@ class Probe:
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
+        values["projection_size"] = p["e_j"]     # k28dual13: SigLIP's text head width
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
