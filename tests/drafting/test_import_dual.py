@@ -20,7 +20,8 @@ from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path
 #: the base model (AutoModel's class, transformers 5.24 modeling_auto.py MODEL_MAPPING_NAMES) of each model_type, at
 #: its default config
 drafted = Drafts({"clip": "CLIPModel", "metaclip_2": "MetaClip2Model", "aimv2": "Aimv2Model",
-                  "owlvit": "OwlViTModel", "owlv2": "Owlv2Model", "clipseg": "CLIPSegModel"})
+                  "owlvit": "OwlViTModel", "owlv2": "Owlv2Model", "clipseg": "CLIPSegModel",
+                  "siglip": "SiglipModel", "chinese_clip": "ChineseCLIPModel"})
 
 PROJECTIONS = ("  img = linear(img, e, bias = false, name = visual_projection)   # [b, e]\n"
                "  txt = linear(txt, e, bias = false, name = text_projection)   # [b, e]\n")
@@ -36,6 +37,14 @@ EXPECTED = {
     "owlvit": "block owlvit_text(tokens[b, s], positions[s], h, a, i, l, V, s_max) {",
     "owlv2": "block owlv2_vision(pixels[b, c, image, image], h, a, i, l, n, p) {",
     "clipseg": "  param logit_scale[1]\n  y = y * logit_scale",
+    # modeling_siglip.py SiglipModel: no projections; SiglipTextModel.forward: head(last_hidden_state[:, -1, :]),
+    # projection_size wide, which the similarity matmul needs equal to the image embeddings' width (h_v);
+    # SiglipModel.forward: * logit_scale.exp() + logit_bias
+    "siglip": "  x = select(x)   # the last token (one token a sequence: [b, h])\n"
+              "  return linear(x, e_j, bias = true, name = head)\n}",
+    # modeling_chinese_clip.py ChineseCLIPModel.__init__: ChineseCLIPTextModel(text_config, add_pooling_layer=False);
+    # get_text_features: last_hidden_state[:, 0, :] (the class token), no pooler's dense
+    "chinese_clip": "  x = select(x)   # the class token\n  return x\n}\n\nmodel chinese_clip {",
 }
 
 
@@ -46,6 +55,13 @@ def test_draft_exact_at_both_probes(family):
     # the towers' sizes are apart at both probes: one tower at each probe's primes (drafting/dual_draft.py)
     for c in d.checks:
         assert c.values["h_t"] != c.values["h_v"] and c.values["l_t"] != c.values["l_v"]
+
+
+def test_siglip_text_head_reads_the_image_width():
+    text = drafted("siglip").text
+    assert "siglip_text(tokens, positions, h_t, a_t, i_t, l_t, V, s_max, h_v, name = text_model)" in text
+    assert "  param logit_bias[1]\n  y = y + logit_bias\n" in text
+    assert "e_j" not in drafted("siglip").mapping and "dim e " not in text
 
 
 def test_the_towers_are_named_apart():

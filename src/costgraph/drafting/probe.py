@@ -203,7 +203,7 @@ _PRIMES = (
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "e_j": 1019},     # k28dual13: a dual encoder's joint embedding size (projection_dim; the draft's e)
+     "e_j": 1019},     # k28dual13: a dual encoder's joint embedding size (projection_dim, SigLIP's projection_size)
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -217,7 +217,7 @@ _PRIMES = (
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "e_j": 1021},     # k28dual13: a dual encoder's joint embedding size (projection_dim; the draft's e)
+     "e_j": 1021},     # k28dual13: a dual encoder's joint embedding size (projection_dim, SigLIP's projection_size)
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
