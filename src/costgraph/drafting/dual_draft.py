@@ -49,7 +49,7 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
             values.update(b=at["b"], s=at["s"])
     joint = drafts["text"].mapping.get(JOINT)
     if joint is not None and names["text"][JOINT] in values:     # SigLIP: the head outputs the image width
-        out["text_config"][joint] = values[names["text"][JOINT]]
+        out[next(sub for kind, sub, _ in TOWERS if kind == "text")][joint] = values[names["text"][JOINT]]
     if isinstance(getattr(config, "projection_dim", None), int):
         out["projection_dim"] = values["e"] = joint_width(k)
     return out, values
