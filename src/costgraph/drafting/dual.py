@@ -163,10 +163,12 @@ def _ordered(symbols: set[str]) -> list[str]:
     return [s for s in first if s in symbols] + sorted(s for s in symbols if s not in first)
 
 
-def rename_maps(text_draft, vision_draft) -> dict[str, dict[str, str]]:
+def rename_maps(text_draft, vision_draft, projected: bool = True) -> dict[str, dict[str, str]]:
     """tower kind → (tower symbol → model symbol): a symbol both towers use gets the tower's suffix (``h_t``,
     ``h_v``); the text tower's ``s`` (its tokens) stays ``s``, the vision tower's (derived from the image) is
-    ``s_v``; ``b`` is shared (b image-text pairs)."""
+    ``s_v``; ``b`` is shared (b image-text pairs). Without projections (``projected`` False: SigLIP) the text head's
+    width :data:`JOINT` is the image embeddings' (the vision tower's ``h``); with them it is a size of its own (AltCLIP's
+    ``project_dim``, which ``text_projection`` reads)."""
     syms = {k: {_DIM.match(x).group(1) for x in _split(d.text)[2]} for k, d in (("text", text_draft),
                                                                                    ("vision", vision_draft))}
     both = (syms["text"] & syms["vision"]) - {"b", "s"}
@@ -176,7 +178,7 @@ def rename_maps(text_draft, vision_draft) -> dict[str, dict[str, str]]:
         if kind == "vision" and "s" in syms["vision"]:
             names["s"] = "s_v"
         out[kind] = names
-    if JOINT in syms["text"]:    # SigLIP: the text head outputs the image embeddings' width (no projections)
+    if JOINT in syms["text"] and not projected:    # SigLIP: the text head outputs the image embeddings' width (no projections)
         out["text"][JOINT] = out["vision"].get("h", "h")
     return out
 
@@ -192,7 +194,8 @@ def projections(torch, model, found: dict) -> dict[str, tuple[str, bool]] | None
         if id(m) in towers_ or not any(True for _ in m.parameters()):
             continue
         kind = "vision" if any(w in attr for w in ("visual", "vision", "image")) else "text" if "text" in attr else None
-        hidden = getattr(getattr(model.config, f"{kind}_config", None), "hidden_size", None) if kind else None
+        sub = getattr(model.config, f"{kind}_config", None) if kind else None
+        hidden = getattr(sub, "project_dim", None) or getattr(sub, "hidden_size", None)    # AltCLIP's text head's
         if not isinstance(m, torch.nn.Linear) or kind in out or m.in_features != hidden or m.out_features != joint:
             return None
         out[kind] = (attr, m.bias is not None)
@@ -232,7 +235,7 @@ def model_lines(name: str, parts: dict, projected: dict, logits: list[tuple[str,
     if not text.pooled():
         inputs.append("input eos[b]: index   # each text's pooled token (CLIP: its end-of-text token, the argmax of "
                       "the ids: no cost)")
-        body.append("txt = gather(txt, eos)   # pooled: the one token of each text (x[arange(b), eos])")
+        body.append("txt = gather(txt, eos)   # pooled: one token of each text (CLIP: x[arange(b), eos])")
     for kind, var in (("vision", "img"), ("text", "txt")):
         if kind in projected:
             attr, bias = projected[kind]

@@ -31,9 +31,10 @@ def _text_s(text: str) -> int:
     return int(m.group(1)) if m else 77
 
 
-def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str, int]]:
-    """(the dual config at probe k, the draft's symbols there: towers renamed, e, b and s)."""
-    names = rename_maps(drafts["text"], drafts["vision"])
+def _probe_cfg(cfg: dict, config, drafts: dict, k: int, projected: bool) -> tuple[dict, dict[str, int]]:
+    """(the dual config at probe k, the draft's symbols there: towers renamed, e, b and s); ``projected``: the model
+    has the towers' projections (:func:`costgraph.drafting.dual.rename_maps`)."""
+    names = rename_maps(drafts["text"], drafts["vision"], projected)
     out = {**cfg}
     values: dict[str, int] = {}
     for kind, sub, _ in TOWERS:
@@ -44,11 +45,12 @@ def _probe_cfg(cfg: dict, config, drafts: dict, k: int) -> tuple[dict, dict[str,
             if isinstance(inner.get(t), int):
                 inner[t] = i
         out[sub] = inner
-        values.update({names[kind].get(sym, sym): v for sym, v in at.items() if sym not in ("b", "s", JOINT)})
+        values.update({names[kind].get(sym, sym): v for sym, v in at.items()
+                       if sym not in ("b", "s") and (projected or sym != JOINT)})
         if kind == "text":
             values.update(b=at["b"], s=at["s"])
     joint = drafts["text"].mapping.get(JOINT)
-    if joint is not None and names["text"][JOINT] in values:     # SigLIP: the head outputs the image width
+    if joint is not None and not projected:     # SigLIP: the head outputs the image width
         out[next(sub for kind, sub, _ in TOWERS if kind == "text")][joint] = values[names["text"][JOINT]]
     if isinstance(getattr(config, "projection_dim", None), int):
         out["projection_dim"] = values["e"] = joint_width(k)
@@ -118,7 +120,7 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
                                   "output width is no config field", hint="write this dual encoder's model file by "
                                                                           "hand (docs: a new architecture)")
     model_name = name or "".join(ch if ch.isalnum() else "_" for ch in cfg["model_type"])
-    names = rename_maps(drafts["text"], drafts["vision"])
+    names = rename_maps(drafts["text"], drafts["vision"], bool(projected))
     parts = {kind: (Tower(kind, drafts[kind], sub, names[kind], f"{model_name}_{kind}", pooled[kind]),
                     found[kind][0]) for kind, sub, _ in TOWERS}
     mapping = {names[k].get(sym, sym): f"{sub}.{f}" for k, sub, _ in TOWERS for sym, f in drafts[k].mapping.items()
@@ -134,7 +136,7 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
     result = Draft(text, model_name, cfg["model_type"], type(model).__name__, versions, mapping, real, warnings, [],
                    confirmed=all(d.confirmed for d in drafts.values()))
     if check:
-        built = _check(torch, cfg, config, class_name, drafts, text, model_name, result)
+        built = _check(torch, cfg, config, class_name, drafts, text, model_name, result, bool(projected))
         at_config(torch, cfg, class_name, built, result)
     return result
 
@@ -157,13 +159,13 @@ def _text(cfg, model_name, torch_class, parts, projected, logits, mapping, real,
                       f"config imported {{ {values}, b = 1, s = {s} }}", ""])
 
 
-def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Draft):
+def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Draft, projected: bool):
     """``result.checks`` at the two dual probes; returns the loaded draft."""
     from .. import model as cg
 
     built = cg.loads(text, path=f"<import {model_name}>")
     for k in (0, 1):
-        probed, values = _probe_cfg(cfg, config, drafts, k)
+        probed, values = _probe_cfg(cfg, config, drafts, k, projected)
         model = _build(torch, probed, class_name)
         _, fl, counted = _forward(torch, model, values["b"], values["s"])
         values = {sym: v for sym, v in values.items() if sym in built.symbols}

@@ -157,6 +157,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     # k28dual13: SigLIP's text head width (transformers 5.24 configuration_siglip.py ``SiglipTextConfig``: the hidden size
     # where None), which a dual encoder matches to its image embeddings (modeling_siglip.py ``SiglipModel``)
     "projection_size": ("e_j", "joint embedding size (the text head's output)"),
+    # k28dual13: AltCLIP's text head width (transformers 5.24 modeling_altclip.py ``AltCLIPTextModel.transformation``)
+    "project_dim": ("e_j", "joint embedding size (the text head's output)"),
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -203,7 +205,7 @@ _PRIMES = (
      "h_1": 601, "h_2": 607, "h_3": 613, "h_4": 617, "l_1": 2, "l_2": 3, "l_3": 2, "l_4": 3, "h_0": 647,
      "side": 659, "g_w": 673, "h_e": 683, "a_1": 2, "a_2": 4, "a_3": 2, "a_4": 4,   # k28conv12: stages
      "t": 911,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "e_j": 1019},     # k28dual13: a dual encoder's joint embedding size (projection_dim, SigLIP's projection_size)
+     "e_j": 1019, "e_p": 1031},   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -217,7 +219,7 @@ _PRIMES = (
      "h_1": 619, "h_2": 631, "h_3": 641, "h_4": 643, "l_1": 3, "l_2": 2, "l_3": 3, "l_4": 2, "h_0": 653,
      "side": 661, "g_w": 677, "h_e": 691, "a_1": 4, "a_2": 2, "a_3": 4, "a_4": 2,   # k28conv12: stages
      "t": 919,     # k28seq12: an encoder-decoder's decoder length (decoder_input_ids [b, t]), no config field
-     "e_j": 1021},     # k28dual13: a dual encoder's joint embedding size (projection_dim, SigLIP's projection_size)
+     "e_j": 1021, "e_p": 1033},   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -379,7 +381,7 @@ class Probe:
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
         values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
-        values["projection_size"] = p["e_j"]     # k28dual13: SigLIP's text head width
+        values["projection_size"] = values["project_dim"] = p["e_j"]     # k28dual13: SigLIP's, AltCLIP's text head
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -498,6 +500,7 @@ def decoder_length(index: int) -> int:
 
 def joint_width(index: int) -> int:
     """The joint embedding size (``projection_dim``, the draft's ``e``) that probe ``index`` (0 or 1) sets a dual
-    encoder's projections to (:mod:`.dual_draft`): a prime of task k28dual13's range (1019, 1021), apart from every
-    tower size, so that the projections' ``e·h_v`` and ``e·h_t`` and the similarity's ``b·b·e`` are told apart."""
-    return _PRIMES[index]["e_j"]
+    encoder's projections to (:mod:`.dual_draft`): a prime of task k28dual13's range (1031, 1033), apart from every
+    tower size and from a text head's width ``e_j`` (AltCLIP's ``project_dim``, 1019 and 1021), so that the
+    projections' ``e·h_v`` and ``e·e_j`` and the similarity's ``b·b·e`` are told apart."""
+    return _PRIMES[index]["e_p"]
