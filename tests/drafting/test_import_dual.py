@@ -8,6 +8,7 @@ and an image in one forward): drafting/inputs_dual.py.
 from __future__ import annotations
 
 import json
+import pathlib
 
 import pytest
 
@@ -17,11 +18,15 @@ transformers = pytest.importorskip("transformers")
 import costgraph  # noqa: E402
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
+#: openai/clip-vit-base-patch32's config.json (CLIPConfig's default sizes: vision 768 wide, text 512, projection_dim 512)
+CLIP_JSON = pathlib.Path(__file__).resolve().parents[2] / "examples" / "hf" / "clip-vit-base-patch32.json"
 #: the base model (AutoModel's class, transformers 5.24 modeling_auto.py MODEL_MAPPING_NAMES) of each model_type, at
-#: its default config
-drafted = Drafts({"clip": "CLIPModel", "metaclip_2": "MetaClip2Model", "aimv2": "Aimv2Model",
+#: its default config; CLIP's from its released config.json (drafted once: ``costgraph import`` of the same file below
+#: is answered from draft_model's cache)
+drafted = Drafts({"clip": str(CLIP_JSON), "metaclip_2": "MetaClip2Model", "aimv2": "Aimv2Model",
                   "owlvit": "OwlViTModel", "owlv2": "Owlv2Model", "clipseg": "CLIPSegModel",
-                  "siglip": "SiglipModel", "chinese_clip": "ChineseCLIPModel"})
+                  "siglip": "SiglipModel", "chinese_clip": "ChineseCLIPModel", "altclip": "AltCLIPModel",
+                  "vision-text-dual-encoder": "VisionTextDualEncoderModel"})
 
 PROJECTIONS = ("  img = linear(img, e, bias = false, name = visual_projection)   # [b, e]\n"
                "  txt = linear(txt, e, bias = false, name = text_projection)   # [b, e]\n")
@@ -45,6 +50,12 @@ EXPECTED = {
     # modeling_chinese_clip.py ChineseCLIPModel.__init__: ChineseCLIPTextModel(text_config, add_pooling_layer=False);
     # get_text_features: last_hidden_state[:, 0, :] (the class token), no pooler's dense
     "chinese_clip": "  x = select(x)   # the class token\n  return x\n}\n\nmodel chinese_clip {",
+    # modeling_altclip.py AltCLIPTextModel: transformation = nn.Linear(hidden_size, project_dim); AltCLIPModel:
+    # text_projection = nn.Linear(text_config.project_dim, projection_dim, bias=False)
+    "altclip": "  return linear(x, e_j, bias = true, name = transformation)\n}",
+    # modeling_vision_text_dual_encoder.py VisionTextDualEncoderModel: any vision and text model (CLIP's vision
+    # tower and BERT by default) with the two projections and logit_scale
+    "vision-text-dual-encoder": PROJECTIONS,
 }
 
 
@@ -102,11 +113,8 @@ def test_a_clip_config_file_drafts_the_dual_model(tmp_path, capsys):
     parameters, as ``sum(p.numel())`` of transformers' CLIPModel counts them (the draft's own check at the config)."""
     from costgraph.cli import main
 
-    import pathlib
-
-    src = pathlib.Path(__file__).resolve().parents[2] / "examples" / "hf" / "clip-vit-base-patch32.json"
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(json.loads(src.read_text())))
+    path.write_text(json.dumps(json.loads(CLIP_JSON.read_text())))
     out = tmp_path / "clip.cg"
     assert main(["import", str(path), "-o", str(out)]) == 0
     text = out.read_text()

@@ -18,7 +18,7 @@ from .configs import _config_object
 from .draft import Check, Draft
 from .dual import JOINT, TOWERS, Tower, logit_params, model_lines, projections, rename_maps, \
     tower_config, towers
-from .model_build import _build, _forward
+from .model_build import _build
 from .probe import joint_width
 
 #: the token-id fields a probe sets to 0, 1, 2 (as the single-config probe does: ids below every probe vocabulary)
@@ -70,14 +70,14 @@ def _tower_class(transformers, dual: str, kind: str, tower) -> str:
     return named if cls is not None and getattr(cls, "config_class", None) is type(tower.config) else own
 
 
-def _pooler_kept(torch, tcfg: dict, cls: str, tower) -> bool:
-    """Whether the tower the dual model holds has the pooler of the tower model drafted alone: True where their
-    parameters agree; False where the alone one's ``pooler`` is all they differ by (ChineseCLIP's text tower, built
-    ``add_pooling_layer=False``); CostgraphValueError otherwise."""
-    alone = _build(torch, tcfg, cls)
-    have, want = (sum(p.numel() for p in m.parameters()) for m in (alone, tower))
+def _pooler_kept(torch, tcfg: dict, cls: str, tower, have: int) -> bool:
+    """Whether the tower the dual model holds has the pooler of the tower model drafted alone (``have`` parameters at
+    the config, its draft's check): True where their parameters agree; False where the alone one's ``pooler`` is all
+    they differ by (ChineseCLIP's text tower, built ``add_pooling_layer=False``); CostgraphValueError otherwise."""
+    want = sum(p.numel() for p in tower.parameters())
     if have == want:
         return True
+    alone = _build(torch, tcfg, cls)
     pooler = getattr(alone, "pooler", None)
     if pooler is not None and have - sum(p.numel() for p in pooler.parameters()) == want:
         return False
@@ -114,7 +114,7 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
                                       + ("; ".join(d.warnings) or "a count differs at a probe")[:300],
                                       hint="draft the tower alone (costgraph import of its sub-config) to see why")
         drafts[kind] = d
-        pooled[kind] = _pooler_kept(torch, tower_config(cfg, config, sub), cls, found[kind][1])
+        pooled[kind] = _pooler_kept(torch, tower_config(cfg, config, sub), cls, found[kind][1], d.config_params[0])
     if not projected and JOINT not in drafts["text"].mapping:
         raise CostgraphValueError(f"the towers of {type(model).__name__} meet at no projection and the text tower's "
                                   "output width is no config field", hint="write this dual encoder's model file by "
@@ -159,6 +159,20 @@ def _text(cfg, model_name, torch_class, parts, projected, logits, mapping, real,
                       f"config imported {{ {values}, b = 1, s = {s} }}", ""])
 
 
+def _counted(torch, model, b: int, s: int) -> int:
+    """FlopCounterMode's forward FLOPs of one forward of b image-text pairs (:func:`costgraph.drafting.inputs_dual.
+    dual_inputs`), as :func:`costgraph.drafting.model_build._forward` counts them, without its module facts (the
+    towers' were read from their own traces): dense towers, every FLOP counted as run."""
+    from ..torch_measure import flop_counter, meta_forward
+    from .inputs_dual import dual_inputs
+    from .model_build import _no_weights_built
+
+    counter = flop_counter()
+    with torch.no_grad(), meta_forward(), counter, _no_weights_built(torch):
+        model(**dual_inputs(torch, model, b, s))
+    return int(counter.get_total_flops())
+
+
 def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Draft, projected: bool):
     """``result.checks`` at the two dual probes; returns the loaded draft."""
     from .. import model as cg
@@ -167,7 +181,7 @@ def _check(torch, cfg, config, class_name, drafts, text, model_name, result: Dra
     for k in (0, 1):
         probed, values = _probe_cfg(cfg, config, drafts, k, projected)
         model = _build(torch, probed, class_name)
-        _, fl, counted = _forward(torch, model, values["b"], values["s"])
+        fl = counted = _counted(torch, model, values["b"], values["s"])
         values = {sym: v for sym, v in values.items() if sym in built.symbols}
         got = built.costs("model", convention="matmul").evaluate(None, values)
         params = int(sum(p.numel() for p in model.parameters()))
