@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 import costgraph  # noqa: E402
 from draft_checks import Drafts, assert_exact  # noqa: E402  (tests/ on sys.path)
 
-#: openai/clip-vit-base-patch32's config.json (CLIPConfig's default sizes: vision 768 wide, text 512, projection_dim 512)
+#: openai/clip-vit-base-patch32's config.json (CLIPConfig's default sizes: vision 768 wide, text 512, projection 512)
 CLIP_JSON = pathlib.Path(__file__).resolve().parents[2] / "examples" / "hf" / "clip-vit-base-patch32.json"
 #: the base model (AutoModel's class, transformers 5.24 modeling_auto.py MODEL_MAPPING_NAMES) of each model_type, at
 #: its default config; CLIP's from its released config.json (drafted once: ``costgraph import`` of the same file below

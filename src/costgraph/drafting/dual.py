@@ -167,8 +167,8 @@ def rename_maps(text_draft, vision_draft, projected: bool = True) -> dict[str, d
     """tower kind → (tower symbol → model symbol): a symbol both towers use gets the tower's suffix (``h_t``,
     ``h_v``); the text tower's ``s`` (its tokens) stays ``s``, the vision tower's (derived from the image) is
     ``s_v``; ``b`` is shared (b image-text pairs). Without projections (``projected`` False: SigLIP) the text head's
-    width :data:`JOINT` is the image embeddings' (the vision tower's ``h``); with them it is a size of its own (AltCLIP's
-    ``project_dim``, which ``text_projection`` reads)."""
+    width :data:`JOINT` is the image embeddings' (the vision tower's ``h``); with them it is a size of its own
+    (AltCLIP's ``project_dim``, which ``text_projection`` reads)."""
     syms = {k: {_DIM.match(x).group(1) for x in _split(d.text)[2]} for k, d in (("text", text_draft),
                                                                                    ("vision", vision_draft))}
     both = (syms["text"] & syms["vision"]) - {"b", "s"}
@@ -178,7 +178,7 @@ def rename_maps(text_draft, vision_draft, projected: bool = True) -> dict[str, d
         if kind == "vision" and "s" in syms["vision"]:
             names["s"] = "s_v"
         out[kind] = names
-    if JOINT in syms["text"] and not projected:    # SigLIP: the text head outputs the image embeddings' width (no projections)
+    if JOINT in syms["text"] and not projected:    # SigLIP: the text head outputs the image embeddings' width
         out["text"][JOINT] = out["vision"].get("h", "h")
     return out
 
