@@ -1,5 +1,5 @@
-"""Dual encoders (CLIP, SigLIP, MetaCLIP 2, ...): two towers of different sizes in one draft (issue 28 item 2, task
-k28dual13).
+"""Dual encoders (CLIP, SigLIP, MetaCLIP 2, AIMv2, Chinese-CLIP, AltCLIP, OWL-ViT, CLIPSeg, VisionTextDualEncoder):
+two towers of different sizes in one draft (issue 28 item 2, task k28dual13).
 
 transformers 5.24 modeling_clip.py ``CLIPModel.__init__`` builds ``text_model = CLIPTextModel._from_config(
 text_config)`` and ``vision_model = CLIPVisionModel._from_config(vision_config)`` (each tower a model of its own,
@@ -8,8 +8,15 @@ nn.Linear(text hidden, projection_dim, bias=False)`` and ``logit_scale = nn.Para
 logit_scale_init_value))`` (one element); ``CLIPModel.forward`` projects each tower's pooled output
 (``pooler_output``: the vision tower's class token after ``post_layernorm``, the text tower's end-of-text token),
 divides each by its L2 norm and returns ``torch.matmul(text_embeds, image_embeds.t()) * logit_scale.exp()``
-(``[b, p] × [p, b]``: 2·b·b·p FLOPs). SigLIP (modeling_siglip.py ``SiglipModel``) has no projections (its text
-tower's ``head`` maps to the joint size) and adds ``logit_bias`` (one element).
+(``[b, e] × [e, b]``: 2·b·b·e FLOPs). SigLIP (modeling_siglip.py ``SiglipModel``) has no projections (its text
+tower's ``head`` maps to the image embeddings' width, ``projection_size``) and adds ``logit_bias`` (one element);
+Chinese-CLIP's text tower is built without its pooler (its class token read); AltCLIP's text head maps to
+``project_dim``, which ``text_projection`` reads.
+
+Shapes: b image-text pairs (the b images and the b texts one batch), the text [b, s] token ids, the image
+[b, c, image, image]; the logits ``logits_per_text`` [b, b]. Units: parameters and FLOPs (``matmul`` convention: the
+L2 normalisations, written as weightless ``rmsnorm``, and the logit scale's ``exp`` count no matrix FLOPs). Errors:
+:class:`~costgraph.errors.CostgraphValueError` where a tower's input is shaped by expressions.
 
 Each tower is drafted alone, as the tower model transformers builds for its sub-config (``CLIPTextModel``,
 ``CLIPVisionModel``: the drafts the encoder and vision paths make, checked at both probes), and written as a
@@ -19,8 +26,7 @@ symbols renamed where both towers have one (``h_t``, ``a_t``, ``i_t``, ``l_t`` o
 ``s_v``; ``e`` the joint size, ``projection_dim``). The whole draft is checked against the dual model at two probes
 that set the text tower at one probe's primes and the vision tower at the other's (so every symbol of one tower
 differs from its namesake in the other), the joint size at a prime of its own
-(:func:`costgraph.drafting.probe.joint_width`). Torch is
-passed in; this module builds nothing itself.
+(:func:`costgraph.drafting.probe.joint_width`). Torch is passed in; this module builds nothing itself.
 """
 
 from __future__ import annotations

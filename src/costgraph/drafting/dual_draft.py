@@ -99,7 +99,10 @@ def draft_dual(torch, cfg: dict, class_name: str | None, name: str | None, check
     config = _config_object(cfg)
     if getattr(config, "text_config", None) is None or getattr(config, "vision_config", None) is None:
         return None
-    model = _build(torch, cfg, class_name, config)
+    try:
+        model = _build(torch, cfg, class_name, config)
+    except CostgraphValueError:     # not built at the config itself: the single-config path says why at its probe
+        return None
     found = towers(torch, model)
     projected = projections(torch, model, found) if found else None
     logits = logit_params(model) if found else None
