@@ -154,11 +154,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "relative_attention_num_buckets": ("nb", "relative position buckets"),     # k28seq12: T5's T5Attention table
     "encoder_ffn_dim": ("i", "MLP intermediate size"),     # k28seq12: a BART-like encoder's (decoder_ffn_dim's symbol)
     "hidden_dim": ("i", "MLP intermediate size"),     # k28seq12: DistilBERT's FFN width (configuration_distilbert.py)
-    # k28dual13: SigLIP's text head width (transformers 5.24 configuration_siglip.py ``SiglipTextConfig``: the hidden size
-    # where None), which a dual encoder matches to its image embeddings (modeling_siglip.py ``SiglipModel``)
-    "projection_size": ("e_j", "joint embedding size (the text head's output)"),
-    # k28dual13: AltCLIP's text head width (transformers 5.24 modeling_altclip.py ``AltCLIPTextModel.transformation``)
-    "project_dim": ("e_j", "joint embedding size (the text head's output)"),
+    "projection_size": ("e_j", "joint embedding size (the text head's output)"),   # k28dual13: SigLIP's text head
+    "project_dim": ("e_j", "joint embedding size (the text head's output)"),   # k28dual13: AltCLIP's transformation
 }
 #: the vision fields (:data:`FIELDS`' image, patch and channels, and the register tokens): probed only in a config without ``vocab_size``
 VISION = ("image_size", "patch_size", "num_channels", "num_register_tokens")
@@ -380,8 +377,7 @@ class Probe:
                   "num_register_tokens": p["n_r"]}   # k28tower12
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
-        values["hidden_dim"] = p["i"]     # k28seq12: DistilBERT's FFN width
-        values["projection_size"] = values["project_dim"] = p["e_j"]     # k28dual13: SigLIP's, AltCLIP's text head
+        values.update(hidden_dim=p["i"], projection_size=p["e_j"], project_dim=p["e_j"])   # DistilBERT's; text heads
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -499,8 +495,5 @@ def decoder_length(index: int) -> int:
 
 
 def joint_width(index: int) -> int:
-    """The joint embedding size (``projection_dim``, the draft's ``e``) that probe ``index`` (0 or 1) sets a dual
-    encoder's projections to (:mod:`.dual_draft`): a prime of task k28dual13's range (1031, 1033), apart from every
-    tower size and from a text head's width ``e_j`` (AltCLIP's ``project_dim``, 1019 and 1021), so that the
-    projections' ``e·h_v`` and ``e·e_j`` and the similarity's ``b·b·e`` are told apart."""
+    """A dual encoder's ``projection_dim`` at probe ``index`` (:mod:`.dual_draft`): k28dual13's primes 1031, 1033."""
     return _PRIMES[index]["e_p"]
