@@ -264,10 +264,14 @@ def _probed_runs(torch, cfg, config, class_name, model_name, present, period, de
 def _draft(torch, cfg: dict, class_name: str | None, name: str | None, check: bool) -> Draft:
     """:func:`draft_model` of a read config (``cfg`` with its model_type; ``class_name`` or None)."""
     from .. import model as cg
+    from .dual_draft import draft_dual
     from .model_file import render
 
     import transformers
 
+    dual = draft_dual(torch, cfg, class_name, name, check, _draft, _check_at_config)    # two towers (CLIP): drafting/dual.py
+    if dual is not None:
+        return dual
     config = _config_object(cfg)
     nested, target = probed_config(config)
     _refuse_image_fields(target)

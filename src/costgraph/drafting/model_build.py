@@ -79,6 +79,7 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
     from .inputs_audio import audio_inputs
     from .inputs_conv import conv_pixels
     from .inputs_patches import patch_inputs
+    from .inputs_dual import dual_inputs
     from .inputs_seq2seq import seq2seq_inputs
     from .inputs_video import video_pixels
     from .inputs_text import text_inputs
@@ -104,6 +105,8 @@ def _forward(torch, model, b: int, s: int, t: int | None = None):
         inputs = audio
     elif (video := video_pixels(torch, model, b)) is not None:    # a video [b, frames, c, image, image] (VideoMAE)
         inputs = video
+    elif (dual := dual_inputs(torch, model, b, s)) is not None:   # a dual encoder: token ids and an image (CLIP)
+        inputs = dual
     elif "input_ids" not in params and "pixel_values" in params and square:
         # a vision encoder (ViTModel, transformers 5.24 modeling_vit.py ``forward(pixel_values, ...)``): an image
         # [b, c, image, image] of the config's channels and size, in the model's dtype; s = (image/p)² + 1 follows

@@ -282,12 +282,16 @@ def _post_lines(root: Module, post: list[Module], sz: Sizer, names: _Names, emb:
                 continue
             head = None     # not SigLIP's: its modules one by one
         line = _leaf_line(m, sz, names, emb, i == len(post) - 1)
-        text_pooler = layer_tokens is None and "pooler" in m.path.split(".") and line and "linear(" in line
+        # k28dual13: SigLIP's text ``head`` reads one token too (transformers 5.24 modeling_siglip.py
+        # SiglipTextModel.forward: ``pooled_output = last_hidden_state[:, -1, :]``, then ``self.head``)
+        last = m.name == "head" and layer_tokens is None
+        text_pooler = layer_tokens is None and ("pooler" in m.path.split(".") or last) and line and "linear(" in line
         if (layer_tokens is not None or text_pooler) and line and m.tokens != (layer_tokens or sz.probe.s) \
                 and "select(" not in "".join(lines):   # a text encoder's pooler (MPNetPooler, BertPooler) too
             # a vision encoder's pooled output: the first token alone (ViTPooler: hidden_states[:, 0]; CLIP's
             # post_layernorm of last_hidden_state[:, 0, :])
-            lines.append("x = select(x)   # " + _pooled(root, m))
+            lines.append("x = select(x)   # " + ("the last token (one token a sequence: [b, h])" if last else
+                                                 _pooled(root, m)))
         if line:
             lines.append(line)
     return inputs

@@ -167,6 +167,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "out_hidden_size": ("h_o", "merger output width (the language model's hidden size)"),
     "projection_intermediate_size": ("i_p", "merger MLP intermediate size"),
     "num_position_embeddings": ("n_pos", "rows of the learned position table (a square)"),
+    "projection_size": ("e_j", "joint embedding size (the text head's output)"),   # k28dual13: SigLIP's text head
+    "project_dim": ("e_j", "joint embedding size (the text head's output)"),   # k28dual13: AltCLIP's transformation
 }
 #: k28text13's fields: the probe value of each is its symbol's prime (:data:`_PRIMES`)
 TEXT_FIELDS = {"embedding_size": "d_emb", "entity_vocab_size": "V_ent", "entity_emb_size": "d_ent"}
@@ -219,7 +221,8 @@ _PRIMES = (
      "n_c": 1409, "tb": 1427, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
      "C_s": 1601,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
      "d_emb": 1801, "V_ent": 1823, "d_ent": 1847,     # k28text13: ALBERT's embedding_size, LUKE's entity table
-     "h_o": 1201, "i_p": 1213, "g_pos": 1217},     # k28patch13: VLM towers (n_pos = g_pos², a square)
+     "h_o": 1201, "i_p": 1213, "g_pos": 1217,     # k28patch13: VLM towers (n_pos = g_pos², a square)
+     "e_j": 1019, "e_p": 1031},   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
     {"kv": 13, "g": 7, "x": 17, "d": 23, "i": 31, "V": 241, "s_max": 47, "E": 19, "m": 37, "k": 2, "l": 13,
      "w": 61, "K": 67, "e": 73, "N": 89, "R": 101, "r_q": 107, "r_kv": 113, "d_n": 131, "d_r": 137, "d_v": 139,
      "i_s": 151, "hm": 163, "dm": 193, "di": 293, "ng": 173, "C": 10, "Cl": 10,
@@ -236,7 +239,8 @@ _PRIMES = (
      "n_c": 1423, "tb": 1429, "f_t": 2,     # k28vision13: class tokens, tubelets (f_t: no symbol; probe_video.py)
      "C_s": 1607,     # k28speech13: FastConformer's subsampling channels (configuration_parakeet.py)
      "d_emb": 1811, "V_ent": 1831, "d_ent": 1861,     # k28text13: ALBERT's embedding_size, LUKE's entity table
-     "h_o": 1223, "i_p": 1229, "g_pos": 1231},     # k28patch13: VLM towers (n_pos = g_pos², a square)
+     "h_o": 1223, "i_p": 1229, "g_pos": 1231,     # k28patch13: VLM towers (n_pos = g_pos², a square)
+     "e_j": 1021, "e_p": 1033},   # k28dual13: a text head's width (SigLIP's, AltCLIP's), a dual encoder's projection_dim
 )
 #: per-stage lists of a hierarchical vision backbone (ConvNeXt: transformers 5.24 configuration_convnext.py
 #: ``hidden_sizes``, ``depths``, one entry per stage): entry i (from 0) is the symbol ``{prefix}_{i + 1}``, probed at
@@ -401,7 +405,8 @@ class Probe:
                   "num_position_embeddings": p["g_pos"] ** 2}   # k28tower12 (n_r); k28patch13
         values["relative_attention_num_buckets"] = p["nb"]     # k28seq12: T5's bias table [nb, a]
         values["encoder_ffn_dim"] = p["i"]     # k28seq12: a BART-like encoder's MLP width, probed as the decoder's
-        values.update(hidden_dim=p["i"], **{f: p[sym] for f, sym in TEXT_FIELDS.items()})   # k28seq12's, k28text13's
+        values.update(hidden_dim=p["i"], projection_size=p["e_j"], project_dim=p["e_j"],   # DistilBERT's; text heads
+                      **{f: p[sym] for f, sym in TEXT_FIELDS.items()})   # k28text13's
         mamba2 = "num_heads" in present and "state_size" in present and "num_attention_heads" not in present
         if mamba2:       # Mamba2Config: num_heads and head_dim are the Mamba-2 heads' (no attention)
             values.update(num_heads=hm, head_dim=p["e"] * values["hidden_size"])   # e·h / hm: the validator's
@@ -518,6 +523,5 @@ def decoder_length(index: int) -> int:
     return _PRIMES[index]["t"]
 
 
-def probe_primes(index: int) -> dict[str, int]:
-    """A copy of probe ``index``'s primes (0 or 1): the base factors of its sizes (k28vision13: probe_video.py)."""
-    return dict(_PRIMES[index])
+        values.update(hidden_dim=p["i"], projection_size=p["e_j"], project_dim=p["e_j"],   # DistilBERT's; text heads
+                      **{f: p[sym] for f, sym in TEXT_FIELDS.items()})   # k28text13's
